@@ -1,0 +1,138 @@
+"""Loaders for the public real-data sets that hierbench is validated on.
+
+The files are not shipped with hierbench (several licences forbid copying);
+the loaders read them where they lie. The folder is taken from the
+``HIERBENCH_SHARED_DATA`` environment variable, defaulting to
+``../shared/data`` relative to the current directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._records import from_records
+from ._schema import EvalDataError
+
+__all__ = [
+    "load_metr",
+    "load_swebench_bash_only",
+    "load_tau_bench_airline",
+    "shared_data_dir",
+]
+
+ENV_VAR = "HIERBENCH_SHARED_DATA"
+
+
+def shared_data_dir(root: str | os.PathLike | None = None) -> Path:
+    """The folder holding the shared real data (``$HIERBENCH_SHARED_DATA`` or ``../shared/data``)."""
+    path = Path(root if root is not None else os.environ.get(ENV_VAR, "../shared/data"))
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"shared data folder {str(path)!r} not found: set ${ENV_VAR} to the folder that "
+            "holds tau_bench/, metr/, swebench_bash_only/ (see its PROVENANCE.md)"
+        )
+    return path
+
+
+def load_tau_bench_airline(root: str | os.PathLike | None = None) -> xr.Dataset:
+    """tau-bench, gpt-4o tool-calling agent, airline domain: 50 tasks x 4 trials, reward 0/1."""
+    path = shared_data_dir(root) / "tau_bench" / "tau_bench_gpt-4o_airline_trials.csv"
+    df = pd.read_csv(path)
+    df["agent"] = df["model"] + "/" + df["agent_strategy"]
+    return from_records(
+        df,
+        agent="agent",
+        task="task_id",
+        run="trial",
+        score="reward",
+        extra={"steps": "n_messages"},
+        attrs={"source": str(path), "dataset": "tau-bench airline (gpt-4o, tool-calling)"},
+    )
+
+
+def load_swebench_bash_only(root: str | os.PathLike | None = None) -> xr.Dataset:
+    """SWE-bench Verified bash-only (mini-swe-agent): 25 models x 500 tasks, one run each.
+
+    The task's repository (the instance id before ``__``) is the cluster;
+    ``cost`` (USD) and ``steps`` (API calls) are kept per run.
+    """
+    path = shared_data_dir(root) / "swebench_bash_only" / "swebench_verified_bash_only_per_instance.csv.gz"
+    df = pd.read_csv(path)
+    df["repo"] = df["task_id"].str.split("__").str[0]
+    return from_records(
+        df,
+        agent="model_name",
+        task="task_id",
+        score="resolved",
+        cluster="repo",
+        extra={"cost": "cost", "steps": "api_calls"},
+        annotations={"flag_disagrees_with_reported": "flag_per_instance_disagrees_with_reported"},
+        agent_coords=["folder"],
+        attrs={"source": str(path), "dataset": "SWE-bench Verified bash-only"},
+    )
+
+
+def load_metr(
+    root: str | os.PathLike | None = None,
+    *,
+    score: str = "score_binarized",
+    include_human: bool = False,
+    errors: str = "fail",
+) -> xr.Dataset:
+    """METR task runs (Feb 2025): 10 models (+ human baselines) x 83 tasks in 36 families.
+
+    ``fatal_error_from == "usageLimits"`` marks a run that exhausted its token
+    budget: the agent's own failure, so its recorded score stands and the
+    flag is kept as the per-run annotation ``usage_limit``. Any other
+    non-empty ``fatal_error_from`` is an infrastructure error. Task families
+    are the clusters; ``human_minutes`` is a task coord; ``cost`` and
+    ``tokens`` are kept per run.
+
+    Parameters
+    ----------
+    score : {"score_binarized", "score"}
+        The binarised success or the continuous score.
+    include_human : bool
+        Keep the human-baseline rows (alias ``human``) as an agent.
+    """
+    if score not in ("score_binarized", "score"):
+        raise EvalDataError(f"`score` must be 'score_binarized' or 'score'; got {score!r}")
+    path = shared_data_dir(root) / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz"
+    df = pd.read_csv(path)
+    n_all = len(df)
+    n_human = int((df["alias"] == "human").sum())
+    if not include_human:
+        df = df[df["alias"] != "human"]
+    fe = df["fatal_error_from"].fillna("").astype(str)
+    df = df.assign(
+        usage_limit=fe.eq("usageLimits"),
+        infra_error=fe.ne("") & fe.ne("usageLimits"),
+    )
+    if score == "score":
+        s = df["score"].to_numpy(dtype=float)
+        df = df.assign(score=np.clip(s, 0.0, 1.0))
+    ds = from_records(
+        df,
+        agent="alias",
+        task="task_id",
+        run="run_id",
+        score=score,
+        error="infra_error",
+        cluster="task_family",
+        task_coords=["human_minutes"],
+        extra={"cost": "dollar_equivalent", "tokens": "total_tokens"},
+        annotations=["usage_limit"],
+        errors=errors,  # type: ignore[arg-type]
+        attrs={"source": str(path), "dataset": "METR task runs (Feb 2025)"},
+    )
+    ds.attrs["n_records_read"] = n_all
+    if not include_human:
+        import json
+
+        ds.attrs["not_kept"] = json.dumps({"human baseline rows (include_human=False)": n_human})
+    return ds

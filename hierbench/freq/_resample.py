@@ -1,0 +1,64 @@
+"""Shared resampling kernels: task-level (cluster) bootstrap weights.
+
+Every bootstrap in hierbench draws whole tasks (or whole clusters of tasks),
+and one draw is shared by every agent, so paired comparisons and rankings see
+the same resampled benchmark. A resample is represented by integer weights,
+``w[b, t]`` = how many times task ``t`` was drawn in resample ``b``, so a
+resampled mean is a matrix product and nothing loops over resamples.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..testing import as_rng
+
+__all__ = ["task_weights"]
+
+
+def task_weights(
+    n_tasks: int,
+    n_resamples: int,
+    rng: None | int | np.random.Generator = None,
+    *,
+    clusters: np.ndarray | None = None,
+) -> np.ndarray:
+    """Bootstrap weights over tasks, shape ``(n_resamples, n_tasks)``, int64.
+
+    Parameters
+    ----------
+    n_tasks : int
+        Number of tasks.
+    n_resamples : int
+        Number of bootstrap resamples.
+    rng : None, int or numpy.random.Generator
+    clusters : array of int, shape (n_tasks,), optional
+        Cluster code of each task. When given, whole clusters are drawn with
+        replacement (as many draws as there are clusters) and every task of a
+        drawn cluster is included once per draw; tasks are not resampled
+        again inside a cluster.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``w[b, t]``; each row sums to ``n_tasks`` without clusters.
+    """
+    gen = as_rng(rng)
+    if n_tasks < 1:
+        raise ValueError(f"`n_tasks` must be >= 1; got {n_tasks}")
+    if n_resamples < 1:
+        raise ValueError(f"`n_resamples` must be >= 1; got {n_resamples}")
+    if clusters is None:
+        idx = gen.integers(0, n_tasks, size=(n_resamples, n_tasks))
+        w = np.zeros((n_resamples, n_tasks), dtype=np.int64)
+        np.add.at(w, (np.arange(n_resamples)[:, None], idx), 1)
+        return w
+    codes = np.asarray(clusters)
+    if codes.shape != (n_tasks,):
+        raise ValueError(f"`clusters` must have shape ({n_tasks},); got {codes.shape}")
+    uniq, inv = np.unique(codes, return_inverse=True)
+    n_c = len(uniq)
+    cidx = gen.integers(0, n_c, size=(n_resamples, n_c))
+    cw = np.zeros((n_resamples, n_c), dtype=np.int64)
+    np.add.at(cw, (np.arange(n_resamples)[:, None], cidx), 1)
+    return cw[:, inv]
