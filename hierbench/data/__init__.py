@@ -4,7 +4,6 @@ See :mod:`hierbench.data._schema` for the dataset contract.
 """
 
 from ._records import from_records, read_table, to_records
-from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline, shared_data_dir
 from ._schema import (
     SCHEMA_VERSION,
     EvalDataError,
@@ -12,6 +11,7 @@ from ._schema import (
     check_eval_dataset,
     to_counts,
 )
+from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline, shared_data_dir
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -22,8 +22,8 @@ __all__ = [
     "load_metr",
     "load_swebench_bash_only",
     "load_tau_bench_airline",
-    "shared_data_dir",
     "read_table",
+    "shared_data_dir",
     "to_counts",
     "to_records",
 ]

@@ -14,7 +14,6 @@ import pandas as pd
 import xarray as xr
 
 from ._schema import (
-    PER_RUN_FLOATS,
     SCHEMA_VERSION,
     EvalDataError,
     InconsistentAttributeWarning,
@@ -181,7 +180,8 @@ def from_records(
         ``"fail"`` (default): an infrastructure error counts as a failure
         (score 0); ``"exclude"``: the run is treated as not run (score NaN).
         Either way ``error`` marks the run and ``attrs["n_error_runs"]``
-        counts them.
+        counts them; under ``"exclude"`` they are also counted in
+        ``attrs["not_kept"]`` and left out of ``attrs["n_records_kept"]``.
     attrs : mapping, optional
         Provenance to add to the dataset attrs.
 
@@ -250,7 +250,7 @@ def from_records(
         df[agent].astype(str).to_numpy() if agent is not None else np.full(n_read, agent_name)
     )
     tasks = df[task].astype(str).to_numpy()
-    for argname, arr, col in (("agent", agents, agent), ("task", tasks, task)):
+    for argname, _arr, col in (("agent", agents, agent), ("task", tasks, task)):
         if col is not None and df[col].isna().any():
             rows = np.flatnonzero(df[col].isna().to_numpy())
             raise EvalDataError(
@@ -386,15 +386,16 @@ def from_records(
         n_inconsistent[f"agent {col}"] = n_bad
 
     ds = xr.Dataset(data_vars, coords=coords)
+    not_kept = {"infrastructure error, excluded (errors='exclude')": n_error} if errors == "exclude" else {}
     ds.attrs = {
         "hierbench_schema": SCHEMA_VERSION,
         "reader": "from_records",
         "source": source,
         "errors": errors,
         "n_records_read": int(n_read),
-        "n_records_kept": int(n_read),
+        "n_records_kept": int(n_read) - (n_error if errors == "exclude" else 0),
         "n_error_runs": n_error,
-        "not_kept": _not_kept_attr({}),
+        "not_kept": _not_kept_attr(not_kept),
         "inconsistent_attributes": json.dumps({k: v for k, v in n_inconsistent.items() if v}),
         "annotations": json.dumps(sorted(ann_map)),
     }

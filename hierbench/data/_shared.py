@@ -134,5 +134,7 @@ def load_metr(
     if not include_human:
         import json
 
-        ds.attrs["not_kept"] = json.dumps({"human baseline rows (include_human=False)": n_human})
+        not_kept = json.loads(ds.attrs["not_kept"])
+        not_kept["human baseline rows (include_human=False)"] = n_human
+        ds.attrs["not_kept"] = json.dumps(not_kept)
     return ds

@@ -1,0 +1,270 @@
+"""from_records / to_records: file formats, run numbering, error policy, bad input, round trip.
+
+Expected values are written by hand from the tiny inputs built here (exact
+enumeration of what each record must become), never copied from our output.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hierbench.data import (
+    EvalDataError,
+    InconsistentAttributeWarning,
+    from_records,
+    to_counts,
+    to_records,
+)
+
+
+@pytest.fixture
+def frame():
+    # agent a: t1 x3 runs, t2 x1 run; agent b: t1 x2 runs (never attempted t2)
+    return pd.DataFrame(
+        {
+            "agent": ["a", "a", "a", "a", "b", "b"],
+            "task": ["t1", "t1", "t2", "t1", "t1", "t1"],
+            "score": [1.0, 0.0, 0.5, 1.0, 0.0, 1.0],
+            "err": [False, False, False, False, True, False],
+            "tag": ["x", "x", "y", "x", "x", "x"],
+            "cost": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+        }
+    )
+
+
+# ---------------------------------------------------------------- formats
+
+
+def _write(df, path):
+    if path.suffix == ".csv":
+        df.to_csv(path, index=False)
+    elif path.suffix == ".jsonl":
+        df.to_json(path, orient="records", lines=True)
+    else:
+        df.to_parquet(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_paths_read_like_the_frame(frame, tmp_path, suffix):
+    path = _write(frame, tmp_path / f"runs{suffix}")
+    ds = from_records(path, error="err", tag="tag", extra=["cost"])
+    assert ds.attrs["source"] == str(path)
+    assert list(ds.agent.values) == ["a", "b"]
+    assert list(ds.task.values) == ["t1", "t2"]
+    assert list(ds.tag.values) == ["x", "y"]
+    # runs numbered per cell in file order: a/t1 -> rows 0, 1, 3; b/t1 -> rows 4, 5
+    np.testing.assert_array_equal(ds.score.sel(agent="a", task="t1").values, [1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(ds.score.sel(agent="a", task="t2").values, [0.5, np.nan, np.nan])
+    np.testing.assert_array_equal(ds.score.sel(agent="b", task="t2").values, [np.nan] * 3)
+    # the errored run (b/t1 run 0) counts as a failure under the default policy
+    np.testing.assert_array_equal(ds.score.sel(agent="b", task="t1").values, [0.0, 1.0, np.nan])
+    np.testing.assert_array_equal(ds.cost.sel(agent="a", task="t1").values, [0.1, 0.2, 0.4])
+    assert ds.error.sum().item() == 1
+    assert ds.attrs["n_records_read"] == 6
+    assert ds.attrs["n_records_kept"] == 6
+    assert json.loads(ds.attrs["not_kept"]) == {}
+    c = to_counts(ds)
+    np.testing.assert_array_equal(c.n_runs.values, [[3, 1], [2, 0]])
+    np.testing.assert_array_equal(c.n_success.values, [[2.0, 0.5], [1.0, 0.0]])
+    np.testing.assert_array_equal(c.n_error.values, [[0, 0], [1, 0]])
+
+
+def test_integer_run_column_is_the_run_coordinate(frame):
+    df = frame.assign(trial=[0, 2, 0, 5, 0, 1])
+    ds = from_records(df, run="trial")
+    assert list(ds.run.values) == [0, 1, 2, 5]
+    assert ds.score.sel(agent="a", task="t1", run=5).item() == 1.0
+    assert np.isnan(ds.score.sel(agent="a", task="t1", run=1).item())
+
+
+def test_string_run_ids_are_numbered_per_cell_and_kept(frame):
+    df = frame.assign(rid=["r1", "r2", "r3", "r4", "r5", "r6"])
+    ds = from_records(df, run="rid")
+    assert ds.sizes["run"] == 3
+    assert list(ds.run_id.sel(agent="a", task="t1").values) == ["r1", "r2", "r4"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "b_t1", "kept", "not_kept"),
+    [
+        ("fail", [0.0, 1.0], 6, {}),
+        ("exclude", [np.nan, 1.0], 5, {"infrastructure error, excluded (errors='exclude')": 1}),
+    ],
+)
+def test_error_policy_counts_affected_runs(frame, policy, b_t1, kept, not_kept):
+    ds = from_records(frame, error="err", errors=policy)
+    np.testing.assert_array_equal(ds.score.sel(agent="b", task="t1").values[:2], b_t1)
+    assert ds.attrs["errors"] == policy
+    assert ds.attrs["n_error_runs"] == 1
+    assert ds.attrs["n_records_kept"] == kept
+    assert json.loads(ds.attrs["not_kept"]) == not_kept
+    assert to_counts(ds).n_runs.sel(agent="b", task="t1").item() == (2 if policy == "fail" else 1)
+
+
+def test_text_error_column_nonempty_means_error(frame):
+    df = frame.assign(err=["", None, "timeout", "", "False", "OOM"])
+    ds = from_records(df, error="err")
+    assert ds.error.sum().item() == 2
+    assert ds.error.sel(agent="a", task="t2", run=0).item()
+
+
+def test_nan_score_allowed_on_errored_run(frame):
+    df = frame.assign(score=[1.0, 0.0, 0.5, 1.0, np.nan, 1.0])
+    ds = from_records(df, error="err", errors="exclude")
+    assert np.isnan(ds.score.sel(agent="b", task="t1", run=0).item())
+    assert ds.error.sel(agent="b", task="t1", run=0).item()
+
+
+def test_inconsistent_tag_warns_keeps_first_and_counts(frame):
+    df = frame.assign(tag=["x", "z", "y", "x", "x", "x"])  # t1 has x then z
+    with pytest.warns(InconsistentAttributeWarning, match=r"task attribute 'tag' differs between runs of 1 tasks \['t1'\]; kept the first"):
+        ds = from_records(df, tag="tag")
+    assert ds.tag.sel(task="t1").item() == "x"
+    assert json.loads(ds.attrs["inconsistent_attributes"]) == {"task tag": 1}
+
+
+def test_single_agent_log_and_annotations(frame):
+    df = frame[frame.agent == "a"].assign(hit_limit=[1, 0, 0, 1])
+    ds = from_records(df, agent=None, agent_name="gpt", annotations=["hit_limit"])
+    assert list(ds.agent.values) == ["gpt"]
+    assert ds.hit_limit.dtype == bool
+    assert ds.hit_limit.sum().item() == 2
+    assert json.loads(ds.attrs["annotations"]) == ["hit_limit"]
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_missing_required_columns(frame):
+    with pytest.raises(EvalDataError, match=r"missing required columns: `score`='reward', `error`='crashed'; the records have columns \['agent', 'task'"):
+        from_records(frame, score="reward", error="crashed")
+
+
+def test_duplicate_agent_task_run(frame):
+    df = frame.assign(trial=[0, 1, 0, 1, 0, 1])  # a/t1 run 1 appears twice (rows 1, 3)
+    with pytest.raises(EvalDataError, match=r"duplicate \(agent, task, run\): 2 records share a key, rows \[1, 3\] \(e\.g\. \['a/t1/1', 'a/t1/1'\]\)"):
+        from_records(df, run="trial")
+
+
+def test_score_outside_unit_interval(frame):
+    df = frame.assign(score=[1.0, 1.5, 0.5, -0.2, 0.0, 1.0])
+    with pytest.raises(EvalDataError, match=r"`score` column 'score' must lie in \[0, 1\]; rows \[1, 3\] hold \[1\.5, -0\.2\]"):
+        from_records(df)
+
+
+def test_non_numeric_score(frame):
+    df = frame.assign(score=["1", "0", "pass", "1", "0", "n/a"])
+    with pytest.raises(EvalDataError, match=r"`score` column 'score' must be numeric; rows \[2, 5\] hold \['pass', 'n/a'\]"):
+        from_records(df)
+
+
+def test_nan_score_without_error_flag(frame):
+    df = frame.assign(score=[1.0, np.nan, 0.5, 1.0, np.nan, 1.0])
+    # row 4 is flagged as an error, row 1 is not
+    with pytest.raises(EvalDataError, match=r"missing \(NaN\) on 1 runs not flagged as infrastructure errors, rows \[1\]"):
+        from_records(df, error="err")
+
+
+@pytest.mark.parametrize("content", ["", "agent,task,score\n"])
+def test_empty_file(tmp_path, content):
+    path = tmp_path / "empty.csv"
+    path.write_text(content)
+    with pytest.raises(EvalDataError, match=r"(is an empty file: no records to read|holds no records)"):
+        from_records(path)
+
+
+def test_empty_jsonl_file(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("")
+    with pytest.raises(EvalDataError, match=r"empty\.jsonl\) is an empty file: no records to read"):
+        from_records(path)
+
+
+def test_malformed_json_lines_are_named(tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text(
+        '{"agent": "a", "task": "t1", "score": 1}\n'
+        '{"agent": "a", "task": "t1", "score": \n'
+        "\n"
+        '{"agent": "a", "task": "t2", "score": 0}\n'
+        "[1, 2]\n"
+    )
+    with pytest.raises(EvalDataError, match=r"2 malformed JSON lines .* line numbers \[2, 5\]\. Nothing was read"):
+        from_records(path)
+
+
+def test_bad_error_policy_and_unknown_file_type(frame, tmp_path):
+    with pytest.raises(EvalDataError, match=r"`errors` must be 'fail' or 'exclude'; got 'drop'"):
+        from_records(frame, errors="drop")
+    path = tmp_path / "runs.xlsx"
+    path.write_text("x")
+    with pytest.raises(EvalDataError, match=r"unknown file type \.xlsx"):
+        from_records(path)
+    with pytest.raises(EvalDataError, match=r"`obj`: no such file"):
+        from_records(tmp_path / "nope.csv")
+
+
+def test_bad_error_column_values(frame):
+    df = frame.assign(err=[0, 1, 2, 0, 0, 0])
+    with pytest.raises(EvalDataError, match=r"error column 'err' must be boolean, 0/1 or text .* rows \[2\] hold \[2\.0\]"):
+        from_records(df, error="err")
+
+
+# ---------------------------------------------------------------- round trip
+
+
+def _canonical(df: pd.DataFrame) -> pd.DataFrame:
+    df = df[["agent", "task", "run", "score", "error", "cost", "tag"]].copy()
+    df["agent"] = df["agent"].astype(str)
+    df["task"] = df["task"].astype(str)
+    df["tag"] = df["tag"].astype(str)
+    df["run"] = df["run"].astype(np.int64)
+    df["error"] = df["error"].astype(bool)
+    return df.sort_values(["agent", "task", "run"]).reset_index(drop=True)
+
+
+@st.composite
+def run_frames(draw):
+    """Unbalanced run records: ragged cells, agents skipping tasks, errors, partial credit."""
+    n_agents = draw(st.integers(1, 4))
+    n_tasks = draw(st.integers(1, 5))
+    tags = {t: draw(st.sampled_from(["easy", "hard", "ü-λ"])) for t in range(n_tasks)}
+    rows = []
+    for a in range(n_agents):
+        for t in range(n_tasks):
+            runs = draw(st.sets(st.integers(0, 6), max_size=4))  # empty set: task never attempted
+            for r in sorted(runs):
+                err = draw(st.booleans())
+                score = draw(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(0, 1)))
+                cost = draw(st.one_of(st.just(np.nan), st.floats(0, 100)))
+                rows.append((f"agent {a}", f"task/{t}", r, score, err, cost, tags[t]))
+    if not rows:
+        rows.append(("agent 0", "task/0", 0, 1.0, False, 1.0, tags[0]))
+    cols = ["agent", "task", "run", "score", "error", "cost", "tag"]
+    order = draw(st.permutations(range(len(rows))))
+    return pd.DataFrame([rows[i] for i in order], columns=cols)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(df=run_frames(), policy=st.sampled_from(["fail", "exclude"]))
+def test_round_trip_is_lossless(df, policy):
+    """DataFrame -> Dataset -> DataFrame returns every record unchanged.
+
+    The error policy is applied on read, so the one field that changes is the
+    score of an errored run: it becomes 0 under ``errors="fail"`` and NaN
+    under ``errors="exclude"``; the record itself, its error flag and every
+    other column come back exactly, and no run that did not happen appears.
+    """
+    ds = from_records(df, run="run", error="error", tag="tag", extra=["cost"], errors=policy)
+    back = _canonical(to_records(ds))
+    expected = df.copy()
+    expected.loc[expected["error"], "score"] = 0.0 if policy == "fail" else np.nan
+    expected = _canonical(expected)
+    pd.testing.assert_frame_equal(back, expected, check_dtype=False)
+    assert ds.attrs["n_records_read"] == len(df)
+    assert ds.attrs["n_error_runs"] == int(df["error"].sum())
