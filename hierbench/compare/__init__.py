@@ -1,0 +1,29 @@
+"""Bayes and frequentist side by side, and coverage studies of any interval method.
+
+Every interval in hierbench, Bayesian or not, is a DataArray with a trailing
+dim ``ci_bound = ["lower", "upper"]`` and attrs ``ci_prob`` and ``ci_kind``.
+That shared convention is what lets this module put methods next to each
+other along an ``estimator`` dim and score them against a known truth.
+
+The dim is called ``estimator``, not ``method``: ``DataArray.sel(method=...)``
+is xarray's own keyword for inexact lookups, so ``table.sel(method="bayes")``
+would silently select nothing and return everything.
+"""
+
+from ._compare import (
+    CoverageStudyResult,
+    MixedLevelError,
+    as_estimate,
+    coverage_study,
+    side_by_side,
+    to_frame,
+)
+
+__all__ = [
+    "CoverageStudyResult",
+    "MixedLevelError",
+    "as_estimate",
+    "coverage_study",
+    "side_by_side",
+    "to_frame",
+]

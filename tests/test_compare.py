@@ -1,0 +1,101 @@
+"""compare: side-by-side tables and coverage studies.
+
+Expected coverages come from the normal distribution (scipy.stats.norm): a
+z-interval with known sigma covers with probability 2 Phi(z) - 1 exactly.
+"""
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+
+from hierbench.compare import MixedLevelError, coverage_study, side_by_side, to_frame
+
+
+def _interval(lo, hi, prob, kind, dims=("agent",), coords=None):
+    lo, hi = np.atleast_1d(lo), np.atleast_1d(hi)
+    da = xr.DataArray(
+        np.stack([lo, hi], axis=-1),
+        dims=(*dims, "ci_bound"),
+        coords={**(coords or {}), "ci_bound": ["lower", "upper"]},
+        attrs={"ci_prob": prob, "ci_kind": kind},
+    )
+    return da
+
+
+def test_side_by_side_stacks_methods_and_scores_truth():
+    coords = {"agent": ["a", "b"]}
+    est = xr.DataArray([0.5, 0.7], dims="agent", coords=coords)
+    r1 = xr.Dataset(
+        {"estimate": est, "interval": _interval([0.4, 0.6], [0.6, 0.8], 0.9, "k1", coords=coords)}
+    )
+    r2 = _interval([0.45, 0.75], [0.55, 0.85], 0.9, "k2", coords=coords)
+    truth = xr.DataArray([0.58, 0.72], dims="agent", coords=coords)
+    t = side_by_side({"m1": r1, "m2": r2}, truth=truth)
+    assert list(t.estimator.values) == ["m1", "m2"]
+    assert t["interval"].dims[-1] == "ci_bound"
+    np.testing.assert_allclose(t["width"].sel(estimator="m1"), [0.2, 0.2])
+    assert t["covers"].sel(estimator="m1").values.tolist() == [True, True]
+    assert t["covers"].sel(estimator="m2").values.tolist() == [False, False]
+    assert np.isnan(t["estimate"].sel(estimator="m2")).all()
+    df = to_frame(t)
+    assert set(df["ci_kind"]) == {"k1", "k2"} and len(df) == 4
+
+
+def test_side_by_side_refuses_mixed_levels_and_bare_intervals():
+    a = _interval([0.1], [0.2], 0.9, "k")
+    b = _interval([0.1], [0.2], 0.95, "k")
+    with pytest.raises(MixedLevelError, match=r"mix interval levels .*allow_mixed_prob=True"):
+        side_by_side({"a": a, "b": b})
+    assert side_by_side({"a": a, "b": b}, allow_mixed_prob=True).sizes["estimator"] == 2
+    bare = a.copy()
+    bare.attrs = {"ci_prob": 0.9}
+    with pytest.raises(
+        ValueError, match=r"must state its level and kind; attr 'ci_kind' is missing"
+    ):
+        side_by_side({"bare": bare})
+    with pytest.raises(ValueError, match=r"must have a `ci_bound` dim"):
+        side_by_side({"x": xr.DataArray([1.0, 2.0], dims="agent")})
+
+
+def test_coverage_study_matches_normal_theory():
+    # X_1..X_n ~ N(theta, 1) with theta = 0.3, n = 25; z-interval with known sigma.
+    n, theta = 25, 0.3
+
+    def simulate(rng):
+        x = rng.normal(theta, 1.0, n)
+        return x, xr.DataArray(theta)
+
+    def z_interval(z):
+        def method(x, rng):
+            m = x.mean()
+            half = z / np.sqrt(n)
+            iv = xr.DataArray(
+                [m - half, m + half],
+                dims="ci_bound",
+                coords={"ci_bound": ["lower", "upper"]},
+                attrs={"ci_prob": 0.95, "ci_kind": "z"},
+            )
+            return xr.Dataset({"estimate": xr.DataArray(m), "interval": iv})
+
+        return method
+
+    res = coverage_study(
+        simulate,
+        {"z1.96": z_interval(stats.norm.ppf(0.975)), "z1.00": z_interval(1.0)},
+        n_rep=2000,
+        rng=20261130,
+    )
+    expected = {"z1.96": 0.95, "z1.00": 2 * stats.norm.cdf(1.0) - 1}
+    for m, p in expected.items():
+        lo, hi = res.coverage_interval.sel(estimator=m).values
+        # Monte Carlo tolerance: the 95% Wilson interval on 2,000 replications must contain theory.
+        assert lo <= p <= hi, (m, lo, hi, p)
+        np.testing.assert_allclose(
+            res.mean_width.sel(estimator=m), 2 * float(m[1:]) / np.sqrt(n), rtol=1e-2
+        )
+    # bias of the sample mean: sd 1/sqrt(n * n_rep) = 0.0045; 4 sd tolerance
+    assert abs(float(res.bias.sel(estimator="z1.96"))) < 4 / np.sqrt(n * 2000)
+    assert res.to_dataset().attrs["n_rep"] == 2000
+    with pytest.raises(ValueError, match=r"`n_rep` must be a positive integer; got 0"):
+        coverage_study(simulate, {}, n_rep=0)

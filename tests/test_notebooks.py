@@ -1,0 +1,34 @@
+"""Execute every research notebook in fast mode (HIERBENCH_FAST=1).
+
+Each notebook must open with a markdown cell naming its Question, Data, Model
+and Findings, and must run top to bottom without error on the shared data.
+"""
+
+import nbformat
+import pytest
+from conftest import ROOT
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/ holds no notebook"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_in_fast_mode(path, shared_data, monkeypatch):
+    nb = nbformat.read(path, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "markdown")
+    for heading in ("Question", "Data", "Model", "Findings"):
+        assert heading in first.source, f"{path.name}: first markdown cell lacks {heading!r}"
+    monkeypatch.setenv("HIERBENCH_FAST", "1")
+    monkeypatch.setenv("HIERBENCH_SHARED_DATA", str(shared_data))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    client = NotebookClient(
+        nb,
+        timeout=900,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
