@@ -3,6 +3,7 @@
 See :mod:`hierbench.data._schema` for the dataset contract.
 """
 
+from ._pairwise import check_pairwise, from_pair_counts, read_battles, to_pair_counts, to_pairwise
 from ._records import from_records, read_table, to_records
 from ._schema import (
     SCHEMA_VERSION,
@@ -12,18 +13,27 @@ from ._schema import (
     to_counts,
 )
 from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline, shared_data_dir
+from ._summary import NoScoredRunsWarning, describe, summarize
 
 __all__ = [
     "SCHEMA_VERSION",
     "EvalDataError",
     "InconsistentAttributeWarning",
+    "NoScoredRunsWarning",
     "check_eval_dataset",
+    "check_pairwise",
+    "describe",
+    "from_pair_counts",
     "from_records",
     "load_metr",
     "load_swebench_bash_only",
     "load_tau_bench_airline",
+    "read_battles",
     "read_table",
     "shared_data_dir",
+    "summarize",
     "to_counts",
+    "to_pair_counts",
+    "to_pairwise",
     "to_records",
 ]

@@ -1,0 +1,175 @@
+"""Descriptive summaries of an eval dataset: the schema report and per-agent summary."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from ._schema import check_eval_dataset
+
+__all__ = ["NoScoredRunsWarning", "describe", "summarize"]
+
+
+class NoScoredRunsWarning(UserWarning):
+    """An agent has no scored run, so its mean score is undefined (NaN)."""
+
+
+def _happened(ds: xr.Dataset) -> xr.DataArray:
+    """Runs that took place: scored, or flagged as errors (excluded runs have a NaN score)."""
+    h = ds["score"].notnull()
+    if "error" in ds:
+        h = h | ds["error"]
+    return h
+
+
+def _annotations(ds: xr.Dataset) -> list[str]:
+    try:
+        names = json.loads(ds.attrs.get("annotations", "[]"))
+    except (TypeError, json.JSONDecodeError):
+        names = []
+    return [n for n in names if n in ds]
+
+
+def summarize(ds: xr.Dataset) -> xr.Dataset:
+    """Per-agent summary of an eval dataset.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Eval dataset (see :mod:`hierbench.data._schema`).
+
+    Returns
+    -------
+    xarray.Dataset
+        Along ``agent``:
+
+        ``n_tasks_attempted``
+            tasks with at least one run (errored runs included);
+        ``n_missing_cells``
+            tasks of the dataset the agent never ran;
+        ``n_runs``
+            runs that happened, errored runs included;
+        ``n_scored``
+            runs whose score counts under the dataset's error policy;
+        ``n_error``, ``error_rate``
+            infrastructure-error runs and their share of ``n_runs``;
+        ``mean_score``
+            mean over attempted tasks of the per-task mean score (each task
+            weighs the same, however many runs it had);
+        ``micro_mean_score``
+            mean over all scored runs (tasks with more runs weigh more);
+        ``n_<annotation>``
+            runs carrying each per-run annotation listed in
+            ``attrs["annotations"]`` (e.g. METR's ``usage_limit``).
+
+        An agent without scored runs gets NaN means and a
+        :class:`NoScoredRunsWarning`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hierbench.data import from_records
+    >>> ds = from_records(pd.DataFrame({"agent": ["a", "a", "a"], "task": ["t1", "t1", "t2"],
+    ...                                 "score": [1.0, 0.0, 1.0]}))
+    >>> s = summarize(ds)
+    >>> float(s.mean_score.sel(agent="a")), float(s.micro_mean_score.sel(agent="a"))
+    (0.75, 0.6666666666666666)
+    """
+    check_eval_dataset(ds, name="ds")
+    score = ds["score"]
+    happened = _happened(ds)
+    scored = score.notnull()
+    cell_runs = happened.sum("run")
+    n_scored = scored.sum(("task", "run"))
+    cell_mean = score.sum("run", skipna=True) / scored.sum("run").where(scored.sum("run") > 0)
+    out = xr.Dataset(
+        {
+            "n_tasks_attempted": (cell_runs > 0).sum("task").astype(np.int64),
+            "n_missing_cells": (cell_runs == 0).sum("task").astype(np.int64),
+            "n_runs": happened.sum(("task", "run")).astype(np.int64),
+            "n_scored": n_scored.astype(np.int64),
+        }
+    )
+    n_err = ds["error"].sum(("task", "run")).astype(np.int64) if "error" in ds else 0 * out["n_runs"]
+    out["n_error"] = n_err
+    out["error_rate"] = (n_err / out["n_runs"].where(out["n_runs"] > 0)).astype(float)
+    out["mean_score"] = cell_mean.mean("task", skipna=True)
+    out["micro_mean_score"] = score.sum(("task", "run"), skipna=True) / n_scored.where(n_scored > 0)
+    for name in _annotations(ds):
+        out[f"n_{name}"] = ds[name].sum(("task", "run")).astype(np.int64)
+    empty = out.agent.values[(n_scored == 0).values]
+    if len(empty):
+        warnings.warn(
+            f"agents {list(map(str, empty))} have no scored run; their mean scores are NaN",
+            NoScoredRunsWarning,
+            stacklevel=2,
+        )
+    out = out.drop_vars([c for c in out.coords if c != "agent"])
+    out.attrs = {"errors": ds.attrs.get("errors", "fail"), "n_tasks": int(ds.sizes["task"])}
+    return out
+
+
+def describe(ds: xr.Dataset) -> dict:
+    """The schema report of an eval dataset as a plain (JSON-ready) dict.
+
+    Holds the records read and kept and why any were not kept, the numbers of
+    agents and tasks, runs per attempted cell (min, median, max), whether the
+    design is balanced (every agent ran every task the same number of times),
+    the missing cells, the error runs and policy, the per-run annotations with
+    their counts, the task and agent coords, and inconsistent attributes.
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> ds, _ = simulate_eval(n_agents=2, n_tasks=3, n_runs=4, rng=0)
+    >>> r = describe(ds)
+    >>> r["n_agents"], r["n_tasks"], r["balanced"], r["runs_per_cell"]
+    (2, 3, True, {'min': 4, 'median': 4.0, 'max': 4})
+    """
+    check_eval_dataset(ds, name="ds")
+    happened = _happened(ds)
+    cell_runs = happened.sum("run").values
+    attempted = cell_runs[cell_runs > 0]
+
+    def _json_attr(key, default):
+        try:
+            return json.loads(ds.attrs.get(key, default))
+        except (TypeError, json.JSONDecodeError):
+            return ds.attrs.get(key)
+
+    per_run = sorted(v for v in ds.data_vars if ds[v].dims == ("agent", "task", "run"))
+    return {
+        "schema": ds.attrs.get("hierbench_schema"),
+        "source": ds.attrs.get("source"),
+        "reader": ds.attrs.get("reader"),
+        "n_records_read": ds.attrs.get("n_records_read"),
+        "n_records_kept": ds.attrs.get("n_records_kept"),
+        "not_kept": _json_attr("not_kept", "{}"),
+        "n_agents": int(ds.sizes["agent"]),
+        "n_tasks": int(ds.sizes["task"]),
+        "n_runs_max": int(ds.sizes["run"]),
+        "n_runs_total": int(happened.sum()),
+        "runs_per_cell": {
+            "min": int(attempted.min()) if attempted.size else 0,
+            "median": float(np.median(attempted)) if attempted.size else float("nan"),
+            "max": int(attempted.max()) if attempted.size else 0,
+        },
+        "balanced": bool(attempted.size == cell_runs.size and np.all(attempted == attempted[0]))
+        if attempted.size
+        else False,
+        "n_missing_cells": int((cell_runs == 0).sum()),
+        "n_cells": int(cell_runs.size),
+        "errors": ds.attrs.get("errors", "fail"),
+        "n_error_runs": int(ds["error"].sum()) if "error" in ds else 0,
+        "annotations": {n: int(ds[n].sum()) for n in _annotations(ds)},
+        "per_run_variables": per_run,
+        "task_coords": sorted(c for c in ds.coords if ds.coords[c].dims == ("task",) and c != "task"),
+        "agent_coords": sorted(c for c in ds.coords if ds.coords[c].dims == ("agent",) and c != "agent"),
+        "inconsistent_attributes": _json_attr("inconsistent_attributes", "{}"),
+        "score_kind": "binary"
+        if np.all(np.isin(ds["score"].values[np.isfinite(ds["score"].values)], (0.0, 1.0)))
+        else "continuous",
+    }
