@@ -1,0 +1,508 @@
+"""Pairwise (head-to-head) data: battle logs, comparisons derived from an eval dataset, counts.
+
+A *pairwise dataset* is an :class:`xarray.Dataset` with one dim ``comparison``:
+
+``agent_a(comparison)``, ``agent_b(comparison)``
+    str, the two agents compared (never equal).
+``outcome(comparison)``
+    float64: 1 if ``agent_a`` won, 0 if ``agent_b`` won, 0.5 for a tie.
+``task(comparison)`` (optional)
+    str, the task / prompt the comparison was made on.
+``position(comparison)`` (optional)
+    int8, +1 if ``agent_a`` held the first position (left, home, shown
+    first), -1 if ``agent_b`` did. Needed for a first-position (home)
+    advantage.
+coord ``agent``
+    every agent, in a fixed order (agents with no comparison included).
+
+Its sufficient statistics for a Bradley-Terry model are the *pair counts*
+(:func:`to_pair_counts`): one row per ordered pair that occurs, dim ``pair``
+with coords ``agent_a(pair)`` and ``agent_b(pair)`` and the counts
+``n_win_a``, ``n_tie``, ``n_win_b``. With positions, ``agent_a`` of a pair is
+the agent in the first position; without, pairs are oriented by the order of
+the ``agent`` coord. A million battles cost what their count table costs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._records import read_table
+from ._schema import EvalDataError, _fmt_list, check_eval_dataset
+
+__all__ = [
+    "check_pairwise",
+    "from_pair_counts",
+    "read_battles",
+    "to_pair_counts",
+    "to_pairwise",
+]
+
+PAIRWISE_SCHEMA = "hierbench.pairwise/1"
+PAIR_COUNTS_SCHEMA = "hierbench.pair_counts/1"
+DEFAULT_OUTCOMES: dict[str, float] = {"left": 1.0, "right": 0.0, "tie": 0.5}
+
+
+def _pairwise_dataset(
+    a: np.ndarray,
+    b: np.ndarray,
+    outcome: np.ndarray,
+    agents: list[str],
+    *,
+    task: np.ndarray | None = None,
+    position: np.ndarray | None = None,
+    attrs: dict | None = None,
+) -> xr.Dataset:
+    data = {
+        "agent_a": ("comparison", a.astype(str).astype(object)),
+        "agent_b": ("comparison", b.astype(str).astype(object)),
+        "outcome": ("comparison", outcome.astype(np.float64)),
+    }
+    if task is not None:
+        data["task"] = ("comparison", task.astype(str).astype(object))
+    if position is not None:
+        data["position"] = ("comparison", position.astype(np.int8))
+    ds = xr.Dataset(
+        data,
+        coords={"comparison": np.arange(len(a)), "agent": np.asarray(agents, dtype=object)},
+    )
+    ds.attrs = {"hierbench_schema": PAIRWISE_SCHEMA, **(attrs or {})}
+    return ds
+
+
+def check_pairwise(pairs: xr.Dataset, *, name: str = "pairs") -> xr.Dataset:
+    """Validate a pairwise dataset (see the module docstring) and return it.
+
+    Parameters
+    ----------
+    pairs : xarray.Dataset
+        Candidate pairwise dataset.
+    name : str
+        Argument name used in error messages.
+
+    Raises
+    ------
+    EvalDataError
+        Naming the rule broken and the offending comparisons.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"left": ["x", "y"], "right": ["y", "z"], "winner": ["left", "tie"]})
+    >>> check_pairwise(read_battles(df)).sizes["comparison"]
+    2
+    """
+    if not isinstance(pairs, xr.Dataset):
+        raise EvalDataError(
+            f"`{name}` must be an xarray.Dataset with dim 'comparison'; got {type(pairs).__name__}"
+        )
+    missing = [v for v in ("agent_a", "agent_b", "outcome") if v not in pairs]
+    if missing:
+        raise EvalDataError(
+            f"`{name}` must hold `agent_a`, `agent_b` and `outcome` along 'comparison'; "
+            f"missing {missing}"
+        )
+    for v in ("agent_a", "agent_b", "outcome"):
+        if pairs[v].dims != ("comparison",):
+            raise EvalDataError(f"`{name}.{v}` must have dims ('comparison',); got {pairs[v].dims}")
+    out = pairs["outcome"].values.astype(np.float64)
+    bad = ~np.isin(out, [0.0, 0.5, 1.0])
+    if bad.any():
+        idx = np.flatnonzero(bad)
+        raise EvalDataError(
+            f"`{name}.outcome` must be 1 (agent_a won), 0 (agent_b won) or 0.5 (tie); "
+            f"{idx.size} comparisons are not, e.g. (comparison, outcome) "
+            f"{_fmt_list([(int(i), float(out[i])) for i in idx])}"
+        )
+    a = [str(x) for x in pairs["agent_a"].values]
+    b = [str(x) for x in pairs["agent_b"].values]
+    same = np.flatnonzero(np.asarray(a, dtype=object) == np.asarray(b, dtype=object))
+    if same.size:
+        raise EvalDataError(
+            f"`{name}`: an agent cannot be compared with itself; {same.size} comparisons have "
+            f"agent_a == agent_b, e.g. (comparison, agent) {_fmt_list([(int(i), a[i]) for i in same])}"
+        )
+    if "position" in pairs:
+        pos = pairs["position"].values
+        badp = np.flatnonzero(~np.isin(pos, [1, -1]))
+        if badp.size:
+            raise EvalDataError(
+                f"`{name}.position` must be +1 (agent_a first) or -1 (agent_b first); "
+                f"{badp.size} comparisons are not, e.g. comparisons {_fmt_list(badp.tolist())}"
+            )
+    if "agent" in pairs.coords:
+        known = {str(x) for x in pairs["agent"].values}
+        unknown = sorted((set(a) | set(b)) - known)
+        if unknown:
+            raise EvalDataError(
+                f"`{name}`: agents {_fmt_list(unknown)} appear in comparisons but not in the "
+                "`agent` coord"
+            )
+    return pairs
+
+
+def to_pairwise(
+    ds: xr.Dataset,
+    *,
+    rule: str = "mean",
+    tie_tol: float = 0.0,
+    dim: str = "run",
+) -> xr.Dataset:
+    """Head-to-head results of every pair of agents on every task both ran.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Eval dataset (dims ``agent``, ``task``, ``run``).
+    rule : {"mean", "run"}
+        ``"mean"``: one comparison per task and pair of agents, the agent
+        with the higher mean score over its runs wins. ``"run"``: one
+        comparison per task, pair and run index where both agents have that
+        run (for designs whose runs are paired, e.g. by seed).
+    tie_tol : float
+        Scores (means) within ``tie_tol`` of each other are a tie (0.5).
+        The default 0 makes only exact equality a tie.
+    dim : str
+        The run dimension.
+
+    Returns
+    -------
+    xarray.Dataset
+        Pairwise dataset (no ``position``: there is no first position in an
+        eval). ``agent_a`` precedes ``agent_b`` in the order of ``ds.agent``.
+        ``attrs["n_not_comparable"]`` counts the (task, pair) (or (task,
+        pair, run)) slots skipped because one of the two agents had no
+        score there.
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> ds, _ = simulate_eval(n_agents=3, n_tasks=5, n_runs=4, rng=0)
+    >>> to_pairwise(ds).sizes["comparison"]   # 3 pairs x 5 tasks
+    15
+    """
+    check_eval_dataset(ds, name="ds")
+    if rule not in ("mean", "run"):
+        raise EvalDataError(f"`rule` must be 'mean' or 'run'; got {rule!r}")
+    if not (np.isfinite(tie_tol) and tie_tol >= 0):
+        raise EvalDataError(f"`tie_tol` must be a finite number >= 0; got {tie_tol!r}")
+    if dim not in ds["score"].dims:
+        raise EvalDataError(f"`dim` must be a dimension of `ds.score` {ds['score'].dims}; got {dim!r}")
+    agents = [str(x) for x in ds["agent"].values]
+    tasks = np.asarray([str(x) for x in ds["task"].values])
+    if len(agents) < 2:
+        raise EvalDataError(f"`ds` must hold at least 2 agents to compare; got {agents}")
+    score = ds["score"].transpose("agent", "task", dim)
+    if rule == "mean":
+        with np.errstate(invalid="ignore"):
+            vals = score.mean(dim, skipna=True).values[:, :, None]  # (agent, task, 1)
+    else:
+        vals = score.values  # (agent, task, run)
+    i, j = np.triu_indices(len(agents), k=1)
+    diff = vals[i] - vals[j]  # (pair, task, slot)
+    ok = np.isfinite(diff)
+    p_idx, t_idx, _ = np.nonzero(ok)
+    d = diff[ok]
+    outcome = np.where(d > tie_tol, 1.0, np.where(d < -tie_tol, 0.0, 0.5))
+    ag = np.asarray(agents, dtype=object)
+    return _pairwise_dataset(
+        ag[i[p_idx]],
+        ag[j[p_idx]],
+        outcome,
+        agents,
+        task=tasks[t_idx],
+        attrs={
+            "source": "to_pairwise",
+            "rule": rule,
+            "tie_tol": float(tie_tol),
+            "n_not_comparable": int((~ok).sum()),
+        },
+    )
+
+
+def read_battles(
+    obj: pd.DataFrame | str | os.PathLike,
+    *,
+    left: str = "left",
+    right: str = "right",
+    winner: str = "winner",
+    outcomes: Mapping[str, float] | None = None,
+    task: str | None = None,
+    position: bool = True,
+    agents: list[str] | None = None,
+) -> xr.Dataset:
+    """Read a battle log (one row per judged comparison) into a pairwise dataset.
+
+    Parameters
+    ----------
+    obj : DataFrame or path (CSV, JSONL, Parquet)
+        The battle records, e.g. LLMFAO's ``left, right, winner`` table or an
+        arena log.
+    left, right, winner : str
+        Column names: the agent shown first, the agent shown second, the verdict.
+    outcomes : mapping, optional
+        Verdict value -> outcome for the left agent (1 win, 0 loss, 0.5 tie).
+        Default ``{"left": 1, "right": 0, "tie": 0.5}``; for an arena log
+        use e.g. ``{"model_a": 1, "model_b": 0, "tie": 0.5, "tie (bothbad)": 0.5}``.
+        A verdict not in the mapping is an error, never dropped.
+    task : str, optional
+        Column holding the task / prompt.
+    position : bool
+        Record ``position = +1`` (the left agent was shown first), enabling a
+        first-position advantage in :func:`hierbench.bayes.build_bradley_terry`.
+    agents : list of str, optional
+        Agent order for the ``agent`` coord (default: sorted names); must
+        contain every agent in the log.
+
+    Returns
+    -------
+    xarray.Dataset
+        Pairwise dataset with ``agent_a`` = left and ``agent_b`` = right.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"left": ["x", "y"], "right": ["y", "x"], "winner": ["left", "tie"]})
+    >>> read_battles(df).outcome.values.tolist()
+    [1.0, 0.5]
+    """
+    df, source = read_table(obj)
+    cols = {"left": left, "right": right, "winner": winner}
+    if task is not None:
+        cols["task"] = task
+    missing = {k: v for k, v in cols.items() if v not in df.columns}
+    if missing:
+        raise EvalDataError(
+            f"columns {missing} not found in the battle log; available columns {list(df.columns)}"
+        )
+    mapping = dict(DEFAULT_OUTCOMES if outcomes is None else outcomes)
+    badmap = {k: v for k, v in mapping.items() if v not in (0, 0.5, 1)}
+    if badmap:
+        raise EvalDataError(f"`outcomes` values must be 1, 0 or 0.5; got {badmap}")
+    for arg in ("left", "right", "winner") + (("task",) if task is not None else ()):
+        nulls = np.flatnonzero(df[cols[arg]].isna().to_numpy())
+        if nulls.size:
+            raise EvalDataError(
+                f"`{arg}` column {cols[arg]!r} must not be empty; {nulls.size} rows are, "
+                f"rows {_fmt_list(nulls.tolist())}"
+            )
+    verdict = df[winner].astype(str)
+    unknown = ~verdict.isin(list(mapping))
+    if unknown.any():
+        rows = np.flatnonzero(unknown.to_numpy())
+        raise EvalDataError(
+            f"`winner` column {winner!r} holds values not in `outcomes` {sorted(mapping)}: "
+            f"{_fmt_list(sorted(set(verdict[unknown])))} in {rows.size} rows, "
+            f"rows {_fmt_list(rows.tolist())}"
+        )
+    a = df[left].astype(str).to_numpy()
+    b = df[right].astype(str).to_numpy()
+    same = np.flatnonzero(a == b)
+    if same.size:
+        raise EvalDataError(
+            f"`left` and `right` must differ (an agent cannot battle itself); {same.size} rows "
+            f"have the same agent on both sides, rows {_fmt_list(same.tolist())}"
+        )
+    names = sorted(set(a) | set(b))
+    if agents is not None:
+        agents = [str(x) for x in agents]
+        extra = sorted(set(names) - set(agents))
+        if extra:
+            raise EvalDataError(f"`agents` must list every agent in the log; missing {_fmt_list(extra)}")
+        names = agents
+    out = verdict.map(mapping).to_numpy(dtype=np.float64)
+    return _pairwise_dataset(
+        a,
+        b,
+        out,
+        names,
+        task=df[task].astype(str).to_numpy() if task is not None else None,
+        position=np.ones(len(a), dtype=np.int8) if position else None,
+        attrs={"source": source, "reader": "read_battles", "n_records_read": len(df)},
+    )
+
+
+def _counts_dataset(
+    a_idx: np.ndarray,
+    b_idx: np.ndarray,
+    win_a: np.ndarray,
+    tie: np.ndarray,
+    win_b: np.ndarray,
+    agents: list[str],
+    first_position: bool,
+    attrs: dict,
+) -> xr.Dataset:
+    ag = np.asarray(agents, dtype=object)
+    ds = xr.Dataset(
+        {
+            "n_win_a": ("pair", win_a.astype(np.int64)),
+            "n_tie": ("pair", tie.astype(np.int64)),
+            "n_win_b": ("pair", win_b.astype(np.int64)),
+        },
+        coords={
+            "pair": np.arange(len(a_idx)),
+            "agent_a": ("pair", ag[a_idx]),
+            "agent_b": ("pair", ag[b_idx]),
+            "agent": ag,
+        },
+    )
+    ds.attrs = {
+        "hierbench_schema": PAIR_COUNTS_SCHEMA,
+        "first_position": int(first_position),
+        "n_comparisons": int((win_a + tie + win_b).sum()),
+        **attrs,
+    }
+    return ds
+
+
+def to_pair_counts(pairs: xr.Dataset) -> xr.Dataset:
+    """Aggregate a pairwise dataset into win / tie / loss counts per ordered pair.
+
+    Parameters
+    ----------
+    pairs : xarray.Dataset
+        Pairwise dataset.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dim ``pair`` (one per ordered pair that occurs), coords ``agent_a``,
+        ``agent_b`` and ``agent``; ``n_win_a``, ``n_tie``, ``n_win_b`` (int64).
+        With ``position``, each comparison is oriented so that ``agent_a`` is
+        the agent in the first position (``attrs["first_position"] = 1``);
+        without, so that ``agent_a`` comes first in the ``agent`` coord.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"left": ["x", "x", "y"], "right": ["y", "y", "x"],
+    ...                    "winner": ["left", "tie", "left"]})
+    >>> c = to_pair_counts(read_battles(df))
+    >>> c.n_win_a.values.tolist(), c.n_tie.values.tolist()
+    ([1, 1], [1, 0])
+    """
+    check_pairwise(pairs)
+    agents = (
+        [str(x) for x in pairs["agent"].values]
+        if "agent" in pairs.coords
+        else sorted(set(pairs["agent_a"].values.astype(str)) | set(pairs["agent_b"].values.astype(str)))
+    )
+    index = {name: i for i, name in enumerate(agents)}
+    ia = np.fromiter((index[x] for x in pairs["agent_a"].values.astype(str)), np.int64)
+    ib = np.fromiter((index[x] for x in pairs["agent_b"].values.astype(str)), np.int64)
+    out = pairs["outcome"].values.astype(np.float64)
+    first = "position" in pairs
+    flip = pairs["position"].values == -1 if first else ia > ib
+    ia, ib = np.where(flip, ib, ia), np.where(flip, ia, ib)
+    out = np.where(flip, 1.0 - out, out)
+    m = len(agents)
+    key = ia * m + ib
+    uniq, inv = np.unique(key, return_inverse=True)
+    win_a = np.bincount(inv, weights=out == 1.0, minlength=uniq.size)
+    tie = np.bincount(inv, weights=out == 0.5, minlength=uniq.size)
+    win_b = np.bincount(inv, weights=out == 0.0, minlength=uniq.size)
+    return _counts_dataset(
+        uniq // m, uniq % m, win_a, tie, win_b, agents, first, {"source": "to_pair_counts"}
+    )
+
+
+def from_pair_counts(
+    obj: pd.DataFrame | str | os.PathLike,
+    *,
+    agent_a: str,
+    agent_b: str,
+    wins_a: str,
+    wins_b: str,
+    ties: str | None = None,
+    first_position: bool = False,
+    agents: list[str] | None = None,
+) -> xr.Dataset:
+    """Read an already aggregated table (one row per pair with win counts) into pair counts.
+
+    Parameters
+    ----------
+    obj : DataFrame or path
+        E.g. citation counts between journals, or baseball home/away wins.
+    agent_a, agent_b, wins_a, wins_b : str
+        Column names: the two agents and how often each beat the other.
+    ties : str, optional
+        Column with the number of ties.
+    first_position : bool
+        True if ``agent_a`` held the first (home) position in every
+        comparison counted on its row.
+    agents : list of str, optional
+        Agent order (default: sorted names).
+
+    Returns
+    -------
+    xarray.Dataset
+        Pair counts, as from :func:`to_pair_counts` (rows for the same
+        ordered pair are summed).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"j1": ["A", "A"], "j2": ["B", "C"], "w1": [3, 1], "w2": [2, 4]})
+    >>> c = from_pair_counts(df, agent_a="j1", agent_b="j2", wins_a="w1", wins_b="w2")
+    >>> int(c.attrs["n_comparisons"])
+    10
+    """
+    df, source = read_table(obj)
+    cols = {"agent_a": agent_a, "agent_b": agent_b, "wins_a": wins_a, "wins_b": wins_b}
+    if ties is not None:
+        cols["ties"] = ties
+    missing = {k: v for k, v in cols.items() if v not in df.columns}
+    if missing:
+        raise EvalDataError(f"columns {missing} not found; available columns {list(df.columns)}")
+    counts = {}
+    for arg in ("wins_a", "wins_b", "ties"):
+        if arg not in cols:
+            continue
+        x = pd.to_numeric(df[cols[arg]], errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(x) | (x < 0) | (x != np.round(x)))
+        if bad.size:
+            raise EvalDataError(
+                f"`{arg}` column {cols[arg]!r} must hold non-negative integer counts; rows "
+                f"{_fmt_list(bad.tolist())} do not"
+            )
+        counts[arg] = x.astype(np.int64)
+    a = df[agent_a].astype(str).to_numpy()
+    b = df[agent_b].astype(str).to_numpy()
+    same = np.flatnonzero(a == b)
+    if same.size:
+        raise EvalDataError(
+            f"`agent_a` and `agent_b` must differ; rows {_fmt_list(same.tolist())} pair an agent "
+            "with itself"
+        )
+    names = sorted(set(a) | set(b))
+    if agents is not None:
+        extra = sorted(set(names) - {str(x) for x in agents})
+        if extra:
+            raise EvalDataError(f"`agents` must list every agent in the table; missing {_fmt_list(extra)}")
+        names = [str(x) for x in agents]
+    index = {name: i for i, name in enumerate(names)}
+    ia = np.array([index[x] for x in a], dtype=np.int64)
+    ib = np.array([index[x] for x in b], dtype=np.int64)
+    wa, wb = counts["wins_a"], counts["wins_b"]
+    t = counts.get("ties", np.zeros_like(wa))
+    if not first_position:
+        flip = ia > ib
+        ia, ib = np.where(flip, ib, ia), np.where(flip, ia, ib)
+        wa, wb = np.where(flip, wb, wa), np.where(flip, wa, wb)
+    m = len(names)
+    uniq, inv = np.unique(ia * m + ib, return_inverse=True)
+    return _counts_dataset(
+        uniq // m,
+        uniq % m,
+        np.bincount(inv, weights=wa, minlength=uniq.size),
+        np.bincount(inv, weights=t, minlength=uniq.size),
+        np.bincount(inv, weights=wb, minlength=uniq.size),
+        names,
+        first_position,
+        {"source": source, "reader": "from_pair_counts", "n_records_read": len(df)},
+    )

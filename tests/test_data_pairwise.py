@@ -1,0 +1,212 @@
+"""Pairwise data: battle logs, head-to-head results from eval datasets, pair counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hierbench.data import (
+    EvalDataError,
+    check_pairwise,
+    from_pair_counts,
+    from_records,
+    read_battles,
+    to_pair_counts,
+    to_pairwise,
+)
+from hierbench.testing import simulate_eval
+
+
+def _eval(rows):
+    return from_records(pd.DataFrame(rows, columns=["agent", "task", "run", "score"]))
+
+
+def test_to_pairwise_mean_rule_by_hand():
+    # task t1: A mean 0.5, B mean 1.0, C mean 0.5; task t2: A 1, B 0, C not run
+    ds = _eval(
+        [
+            ("A", "t1", 0, 1), ("A", "t1", 1, 0), ("B", "t1", 0, 1), ("B", "t1", 1, 1),
+            ("C", "t1", 0, 0.5), ("A", "t2", 0, 1), ("B", "t2", 0, 0),
+        ]
+    )
+    p = to_pairwise(ds)
+    got = {
+        (str(a), str(b), str(t)): float(o)
+        for a, b, t, o in zip(p.agent_a.values, p.agent_b.values, p.task.values, p.outcome.values, strict=True)
+    }
+    assert got == {
+        ("A", "B", "t1"): 0.0,
+        ("A", "C", "t1"): 0.5,
+        ("B", "C", "t1"): 1.0,
+        ("A", "B", "t2"): 1.0,
+    }
+    # (A, C, t2) and (B, C, t2): C never ran t2
+    assert p.attrs["n_not_comparable"] == 2
+    check_pairwise(p)
+
+
+def test_to_pairwise_tie_tol_and_run_rule():
+    ds = _eval([("A", "t", 0, 0.8), ("B", "t", 0, 0.75), ("A", "t", 1, 0.0), ("B", "t", 1, 1.0)])
+    # means 0.4 vs 0.875
+    assert to_pairwise(ds).outcome.values.tolist() == [0.0]
+    runs = to_pairwise(ds, rule="run")
+    assert runs.outcome.values.tolist() == [1.0, 0.0]
+    assert to_pairwise(ds, rule="run", tie_tol=0.1).outcome.values.tolist() == [0.5, 0.0]
+
+
+def test_to_pairwise_matches_brute_force_on_simulated_ragged_data():
+    ds, _ = simulate_eval(n_agents=4, n_tasks=12, n_runs=3, p_missing_task=0.2, rng=3)
+    p = to_pairwise(ds)
+    m = ds.score.mean("run").to_pandas()
+    expected, skipped = {}, 0
+    agents = list(m.index)
+    for i, a in enumerate(agents):
+        for b in agents[i + 1:]:
+            for t in m.columns:
+                x, y = m.loc[a, t], m.loc[b, t]
+                if np.isnan(x) or np.isnan(y):
+                    skipped += 1
+                    continue
+                expected[(a, b, t)] = 1.0 if x > y else (0.0 if x < y else 0.5)
+    got = {
+        (str(a), str(b), str(t)): float(o)
+        for a, b, t, o in zip(p.agent_a.values, p.agent_b.values, p.task.values, p.outcome.values, strict=True)
+    }
+    assert got == expected
+    assert p.attrs["n_not_comparable"] == skipped > 0
+
+
+def test_to_pairwise_bad_input():
+    ds, _ = simulate_eval(n_agents=2, n_tasks=3, n_runs=2, rng=0)
+    with pytest.raises(EvalDataError, match=r"`rule` must be 'mean' or 'run'; got 'median'"):
+        to_pairwise(ds, rule="median")
+    with pytest.raises(EvalDataError, match=r"`tie_tol` must be a finite number >= 0; got -0.1"):
+        to_pairwise(ds, tie_tol=-0.1)
+    with pytest.raises(EvalDataError, match=r"`dim` must be a dimension of `ds.score`"):
+        to_pairwise(ds, dim="trial")
+    with pytest.raises(EvalDataError, match=r"at least 2 agents to compare; got \['agent_00'\]"):
+        to_pairwise(ds.isel(agent=[0]))
+
+
+def test_read_battles_llmfao_counts_match_pandas(shared_data):
+    path = shared_data / "evalica" / "llmfao_pairwise.csv"
+    df = pd.read_csv(path)
+    pairs = read_battles(path, task="prompt")
+    assert pairs.sizes["comparison"] == len(df) == 8931  # PROVENANCE.md: 8,931 judgments
+    assert pairs.sizes["agent"] == 59
+    assert (pairs.position == 1).all()
+    counts = to_pair_counts(pairs)
+    assert counts.attrs["first_position"] == 1
+    assert counts.attrs["n_comparisons"] == len(df)
+    # independent aggregation with pandas
+    ref = df.groupby(["left", "right"])["winner"].value_counts().unstack(fill_value=0)
+    got = counts.drop_vars("agent").to_dataframe().set_index(["agent_a", "agent_b"])
+    got = got.loc[ref.index]
+    np.testing.assert_array_equal(got.n_win_a.values, ref["left"].values)
+    np.testing.assert_array_equal(got.n_win_b.values, ref["right"].values)
+    np.testing.assert_array_equal(got.n_tie.values, ref["tie"].values)
+    assert counts.sizes["pair"] == len(ref)
+
+
+def test_pair_counts_without_position_merge_both_orders():
+    df = pd.DataFrame(
+        {"left": ["x", "y", "y", "x"], "right": ["y", "x", "x", "z"], "winner": ["left", "left", "tie", "right"]}
+    )
+    c = to_pair_counts(read_battles(df, position=False))
+    assert c.attrs["first_position"] == 0
+    tab = {(str(a), str(b)): (int(w), int(t), int(lo)) for a, b, w, t, lo in zip(
+        c.agent_a.values, c.agent_b.values, c.n_win_a.values, c.n_tie.values, c.n_win_b.values, strict=True)}
+    assert tab == {("x", "y"): (1, 1, 1), ("x", "z"): (0, 0, 1)}
+    cp = to_pair_counts(read_battles(df))
+    assert cp.attrs["first_position"] == 1
+    assert cp.sizes["pair"] == 3
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 4), st.integers(0, 4), st.sampled_from(["left", "right", "tie"])),
+        min_size=1,
+        max_size=40,
+    ).filter(lambda rows: all(a != b for a, b, _ in rows))
+)
+def test_pair_counts_preserve_totals(rows):
+    df = pd.DataFrame(
+        {"left": [f"m{a}" for a, _, _ in rows], "right": [f"m{b}" for _, b, _ in rows], "winner": [w for *_, w in rows]}
+    )
+    for position in (True, False):
+        c = to_pair_counts(read_battles(df, position=position))
+        assert int((c.n_win_a + c.n_tie + c.n_win_b).sum()) == len(rows)
+        assert int(c.n_tie.sum()) == int((df.winner == "tie").sum())
+        # wins of each agent are invariant to orientation
+        wins = {}
+        for a, b, w, lo in zip(c.agent_a.values, c.agent_b.values, c.n_win_a.values, c.n_win_b.values, strict=True):
+            wins[a] = wins.get(a, 0) + w
+            wins[b] = wins.get(b, 0) + lo
+        for name in set(df.left) | set(df.right):
+            expected = ((df.left == name) & (df.winner == "left")).sum() + (
+                (df.right == name) & (df.winner == "right")
+            ).sum()
+            assert wins.get(name, 0) == expected
+
+
+def test_from_pair_counts_citations(shared_data):
+    c = from_pair_counts(
+        shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
+        agent_a="journal1", agent_b="journal2", wins_a="win1", wins_b="win2",
+    )
+    df = pd.read_csv(shared_data / "bradley_terry" / "citations_binomial_pairs.csv")
+    assert c.attrs["n_comparisons"] == int(df.win1.sum() + df.win2.sum())
+    assert c.sizes["pair"] == 6 and c.sizes["agent"] == 4
+    assert int(c.n_tie.sum()) == 0
+
+
+def test_read_battles_bad_input():
+    df = pd.DataFrame({"left": ["x", "y"], "right": ["y", "x"], "winner": ["left", "draw"]})
+    with pytest.raises(EvalDataError, match=r"`winner` column 'winner' holds values not in `outcomes`.*'draw'.*rows \[1\]"):
+        read_battles(df)
+    with pytest.raises(EvalDataError, match=r"columns \{'left': 'model_a'\} not found"):
+        read_battles(df, left="model_a")
+    with pytest.raises(EvalDataError, match=r"`outcomes` values must be 1, 0 or 0.5; got \{'draw': 0.3\}"):
+        read_battles(df, outcomes={"left": 1, "right": 0, "draw": 0.3})
+    same = pd.DataFrame({"left": ["x", "y"], "right": ["y", "y"], "winner": ["left", "tie"]})
+    with pytest.raises(EvalDataError, match=r"`left` and `right` must differ.*rows \[1\]"):
+        read_battles(same)
+    empty = pd.DataFrame({"left": ["x", None], "right": ["y", "x"], "winner": ["left", "tie"]})
+    with pytest.raises(EvalDataError, match=r"`left` column 'left' must not be empty; 1 rows are, rows \[1\]"):
+        read_battles(empty)
+    with pytest.raises(EvalDataError, match=r"`agents` must list every agent in the log; missing \['y'\]"):
+        read_battles(df.iloc[:1], agents=["x"])
+
+
+def test_from_pair_counts_bad_input():
+    df = pd.DataFrame({"a": ["A", "B"], "b": ["B", "B"], "wa": [1, 2], "wb": [0, 1.5]})
+    with pytest.raises(EvalDataError, match=r"`wins_b` column 'wb' must hold non-negative integer counts; rows \[1\]"):
+        from_pair_counts(df, agent_a="a", agent_b="b", wins_a="wa", wins_b="wb")
+    df["wb"] = [0, 1]
+    with pytest.raises(EvalDataError, match=r"`agent_a` and `agent_b` must differ; rows \[1\]"):
+        from_pair_counts(df, agent_a="a", agent_b="b", wins_a="wa", wins_b="wb")
+
+
+def test_check_pairwise_bad_input():
+    good = read_battles(pd.DataFrame({"left": ["x"], "right": ["y"], "winner": ["left"]}))
+    with pytest.raises(EvalDataError, match=r"`pairs` must be an xarray.Dataset"):
+        check_pairwise(good.to_dataframe())
+    with pytest.raises(EvalDataError, match=r"missing \['outcome'\]"):
+        check_pairwise(good.drop_vars("outcome"))
+    bad = good.copy()
+    bad["outcome"] = ("comparison", [0.7])
+    with pytest.raises(EvalDataError, match=r"`pairs.outcome` must be 1 .* \(comparison, outcome\) \[\(0, 0.7\)\]"):
+        check_pairwise(bad)
+    badpos = good.copy()
+    badpos["position"] = ("comparison", np.array([0], dtype=np.int8))
+    with pytest.raises(EvalDataError, match=r"`pairs.position` must be \+1 .* comparisons \[0\]"):
+        check_pairwise(badpos)
+    unknown = good.assign_coords(agent=["x"])
+    with pytest.raises(EvalDataError, match=r"agents \['y'\] appear in comparisons but not in the `agent` coord"):
+        check_pairwise(unknown)
+    assert isinstance(check_pairwise(good), xr.Dataset)
