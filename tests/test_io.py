@@ -1,0 +1,105 @@
+"""save/load of eval datasets (netCDF) and fits (DataTree; netCDF or zarr): lossless, no pickle."""
+
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from hierbench.data import EvalDataError, from_records, to_counts
+from hierbench.io import load_dataset, load_fit, save_dataset, save_fit
+from hierbench.testing import simulate_eval
+
+
+@pytest.fixture
+def eval_ds():
+    df = pd.DataFrame(
+        {
+            "agent": ["gpt-4o", "gpt-4o", "claude ü", "claude ü"],
+            "task": ["django__django-1", "astropy__a-2", "django__django-1", "django__django-1"],
+            "rid": ["r-1", "r-2", "r-3", "r-4"],
+            "score": [1.0, 0.25, np.nan, 1.0],
+            "err": [False, False, True, False],
+            "tag": ["web", "astro", "web", "web"],
+            "hit": [True, False, False, True],
+            "cost": [0.5, np.nan, 1.5, 2.0],
+        }
+    )
+    return from_records(
+        df, run="rid", error="err", errors="exclude", tag="tag", annotations=["hit"], extra=["cost"]
+    )
+
+
+def _assert_same(a: xr.Dataset, b: xr.Dataset):
+    assert a.identical(b)
+    for v in a.variables:
+        assert a[v].dtype.kind == b[v].dtype.kind or {a[v].dtype.kind, b[v].dtype.kind} <= set("OUT"), v
+
+
+def test_eval_dataset_round_trip(eval_ds, tmp_path):
+    path = save_dataset(eval_ds, tmp_path / "eval.nc")
+    back = load_dataset(path)
+    _assert_same(back, eval_ds)
+    assert back.error.dtype == bool and back.hit.dtype == bool
+    assert list(back.agent.values) == ["gpt-4o", "claude ü"]
+    assert list(back.tag.values) == ["web", "astro"]
+    assert back.run_id.sel(agent="claude ü", task="django__django-1").values.tolist() == ["r-3", "r-4"]
+    assert json.loads(back.attrs["not_kept"]) == {"infrastructure error, excluded (errors='exclude')": 1}
+    assert json.loads(back.attrs["annotations"]) == ["hit"]
+    # netCDF, not a pickle
+    assert path.read_bytes()[:4] == b"\x89HDF"
+    with pytest.raises(pickle.UnpicklingError):
+        pickle.loads(path.read_bytes())
+
+
+def test_simulated_and_counts_round_trip(tmp_path):
+    ds, _ = simulate_eval(n_agents=3, n_tasks=7, n_runs=4, n_clusters=2, p_missing_run=0.3, p_error=0.1, rng=3)
+    _assert_same(load_dataset(save_dataset(ds, tmp_path / "sim.nc")), ds)
+    c = to_counts(ds)
+    _assert_same(load_dataset(save_dataset(c, tmp_path / "counts.nc")), c)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(EvalDataError, match=r"`ds` must be an xarray.Dataset; got DataFrame"):
+        save_dataset(pd.DataFrame(), tmp_path / "x.nc")
+    with pytest.raises(EvalDataError, match=r"`path`: no such file"):
+        load_dataset(tmp_path / "missing.nc")
+    with pytest.raises(TypeError, match=r"`fit` must be an xarray.DataTree; got Dataset"):
+        save_fit(xr.Dataset(), tmp_path / "f.nc")
+    with pytest.raises(ValueError, match=r"`engine` must be 'netcdf' or 'zarr'; got 'hdf'"):
+        save_fit(xr.DataTree(), tmp_path / "f.nc", engine="hdf")
+    with pytest.raises(FileNotFoundError, match=r"`path`: no such file or folder"):
+        load_fit(tmp_path / "nope.zarr")
+
+
+@pytest.fixture
+def fit(eval_ds):
+    rng = np.random.default_rng(0)
+    post = xr.Dataset(
+        {
+            "theta": (("chain", "draw", "agent"), rng.normal(size=(2, 10, 2))),
+            "sigma": (("chain", "draw"), rng.gamma(2.0, size=(2, 10))),
+        },
+        coords={"chain": [0, 1], "draw": np.arange(10), "agent": eval_ds.agent.values},
+        attrs={"sampler": "nutpie"},
+    )
+    stats = xr.Dataset({"diverging": (("chain", "draw"), rng.random((2, 10)) < 0.1)})
+    tree = xr.DataTree.from_dict(
+        {"posterior": post, "sample_stats": stats, "observed_data": eval_ds[["score", "error"]]}
+    )
+    tree.attrs = {"spec": json.dumps({"model": "crossed", "priors": {"sd": 1.0}}), "data_hash": "abc123"}
+    return tree
+
+
+@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+def test_fit_round_trip(fit, tmp_path, suffix):
+    path = save_fit(fit, tmp_path / f"fit{suffix}")
+    back = load_fit(path)
+    assert set(back.children) == {"posterior", "sample_stats", "observed_data"}
+    assert back.attrs == fit.attrs
+    for group in fit.children:
+        _assert_same(back[group].to_dataset(), fit[group].to_dataset())
+    assert back["sample_stats"]["diverging"].dtype == bool
+    assert back["posterior"].attrs["sampler"] == "nutpie"
