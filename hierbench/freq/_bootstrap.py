@@ -1,0 +1,584 @@
+"""The task-level (cluster) bootstrap over the agent x task x run array.
+
+Every resample is a matrix of integer *task weights* ``w[b, t]`` (how often
+task ``t`` was drawn in resample ``b``; whole clusters are drawn when the
+tasks have a ``cluster`` coord), shared by all agents. A statistic that is a
+mean over tasks is then a ratio of two matrix products, so 10,000 resamples
+of 25 agents cost a few matrix multiplications and no Python loop runs per
+resample. The jackknife for BCa is the same computation with leave-one-out
+weights ``1 - e_t`` (``1 - e_cluster`` when clustered).
+
+Ragged data are handled as they are: a cell's value is the mean of the runs
+that happened (any number from 1 up), and a task an agent never ran simply
+carries no weight for that agent. Nothing is padded.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+from scipy.special import ndtr, ndtri
+
+from ..testing import as_rng
+from ._passk import _pass_kernel
+from ._resample import task_weights
+
+__all__ = [
+    "BootstrapResult",
+    "DegenerateBootstrapWarning",
+    "UndefinedResampleWarning",
+    "bootstrap_ci",
+]
+
+Scheme = Literal["tasks", "runs", "two-stage"]
+Method = Literal["percentile", "bca"]
+StatisticFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+_CHUNK_ELEMS = 2**22  # elements of the largest temporary per chunk of resamples
+
+
+class DegenerateBootstrapWarning(UserWarning):
+    """The bootstrap distribution (or the jackknife) is degenerate; the BCa interval is NaN."""
+
+
+class UndefinedResampleWarning(UserWarning):
+    """In some resamples the statistic was undefined (e.g. an agent drew none of its tasks)."""
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Result of :func:`bootstrap_ci`.
+
+    Attributes
+    ----------
+    estimate : xarray.DataArray
+        The statistic on the observed data (dims ``agent`` or ``pair`` or none).
+    ci : xarray.DataArray
+        The interval, trailing dim ``ci_bound = ["lower", "upper"]``, attrs
+        ``ci_prob`` and ``ci_kind``.
+    distribution : xarray.DataArray
+        The bootstrap distribution, leading dim ``resample``.
+    standard_error : xarray.DataArray
+        Standard deviation of the bootstrap distribution (``ddof=1``).
+    n_tasks : xarray.DataArray
+        Tasks that entered the statistic (for each agent or pair).
+    n_excluded : xarray.DataArray
+        Tasks left out (not run by the agent or by one agent of a pair, or
+        with fewer runs than ``k`` for pass^k / pass@k).
+    n_undefined : xarray.DataArray
+        Resamples where the statistic was undefined (they are left out of the
+        quantiles; a :class:`UndefinedResampleWarning` says so).
+    bias_correction, acceleration : xarray.DataArray or None
+        BCa's ``z0`` and ``a`` (``method="bca"`` only).
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    distribution: xr.DataArray
+    standard_error: xr.DataArray
+    n_tasks: xr.DataArray
+    n_excluded: xr.DataArray
+    n_undefined: xr.DataArray
+    bias_correction: xr.DataArray | None = None
+    acceleration: xr.DataArray | None = None
+    attrs: dict = field(default_factory=dict)
+
+    def to_dataset(self) -> xr.Dataset:
+        """All fields as one :class:`xarray.Dataset` (attrs carried over)."""
+        out = {
+            "estimate": self.estimate,
+            "ci": self.ci,
+            "distribution": self.distribution,
+            "standard_error": self.standard_error,
+            "n_tasks": self.n_tasks,
+            "n_excluded": self.n_excluded,
+            "n_undefined": self.n_undefined,
+        }
+        if self.bias_correction is not None:
+            out["bias_correction"] = self.bias_correction
+        if self.acceleration is not None:
+            out["acceleration"] = self.acceleration
+        return xr.Dataset(out, attrs=dict(self.attrs))
+
+
+# ---------------------------------------------------------------------------
+# cells: per (agent, task) sufficient data
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Cells:
+    n: np.ndarray  # (A, T) runs that happened
+    s: np.ndarray  # (A, T) sum of scores
+    binary: bool
+    packed: np.ndarray | None  # (A, T, R) run scores packed left, NaN after n (non-binary only)
+
+
+def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_dim: str):
+    """Return (cells, agent coord or None, task index, cluster codes source)."""
+    if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data:
+        n_da, s_da = data["n_runs"], data["n_success"]
+        if task_dim not in n_da.dims:
+            raise ValueError(f"`task_dim` must be a dimension of `data.n_runs` {n_da.dims}; got {task_dim!r}")
+        has_agent = agent_dim in n_da.dims
+        order = (agent_dim, task_dim) if has_agent else (task_dim,)
+        extra = [d for d in n_da.dims if d not in order]
+        if extra:
+            raise ValueError(f"`data` counts must have dims {order}; found extra dims {extra}")
+        n = np.asarray(n_da.transpose(*order).values, dtype=float)
+        s = np.asarray(s_da.transpose(*order).values, dtype=float)
+        if not has_agent:
+            n, s = n[None], s[None]
+        binary = bool(np.all(s == np.round(s)))
+        cells = _Cells(n=n, s=s, binary=binary, packed=None)
+        return cells, (n_da[agent_dim] if has_agent else None), n_da[task_dim], n_da
+    if isinstance(data, xr.Dataset):
+        if "score" not in data:
+            raise ValueError(
+                "`data` must be an eval dataset (with `score`), a counts dataset (with `n_runs` "
+                f"and `n_success`) or a score DataArray; got variables {list(data.data_vars)}"
+            )
+        score = data["score"]
+    elif isinstance(data, xr.DataArray):
+        score = data
+    else:
+        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
+    for name, d in (("dim", dim), ("task_dim", task_dim)):
+        if d not in score.dims:
+            raise ValueError(f"`{name}` must be a dimension of the scores {score.dims}; got {d!r}")
+    has_agent = agent_dim in score.dims
+    order = (agent_dim, task_dim, dim) if has_agent else (task_dim, dim)
+    extra = [d for d in score.dims if d not in order]
+    if extra:
+        raise ValueError(f"the scores must have dims {order}; found extra dims {extra}")
+    y = np.asarray(score.transpose(*order).values, dtype=float)
+    if not has_agent:
+        y = y[None]
+    fin = np.isfinite(y)
+    if np.isinf(y).any():
+        raise ValueError("`data` scores must be finite or NaN (not run); found infinite values")
+    n = fin.sum(-1).astype(float)
+    s = np.where(fin, y, 0.0).sum(-1)
+    vals = y[fin]
+    binary = bool(np.all((vals == 0) | (vals == 1)))
+    packed = None
+    if not binary:
+        # stable sort puts NaN last: the n runs of a cell occupy its first n slots
+        order_idx = np.argsort(~fin, axis=-1, kind="stable")
+        packed = np.take_along_axis(y, order_idx, axis=-1)
+    cells = _Cells(n=n, s=s, binary=binary, packed=packed)
+    return cells, (score[agent_dim] if has_agent else None), score[task_dim], score
+
+
+def _values(n: np.ndarray, s: np.ndarray, stat: str, k: int | None) -> np.ndarray:
+    """Per-cell values of the built-in statistics; NaN where undefined."""
+    if stat == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, s / np.where(n > 0, n, 1.0), np.nan)
+    kind = "hat" if stat == "pass_hat_k" else "at"
+    v, _ = _pass_kernel(n, np.round(s), int(k), kind=kind)  # type: ignore[arg-type]
+    return v
+
+
+def _resample_runs(gen: np.random.Generator, cells: _Cells, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """One independent run-resample per cell: (n, s*) with s* of shape (size, A, T)."""
+    n = cells.n
+    if cells.binary:
+        p = np.where(n > 0, cells.s / np.where(n > 0, n, 1.0), 0.0)
+        s_star = gen.binomial(n.astype(np.int64), p, size=(size, *n.shape)).astype(float)
+        return n, s_star
+    packed = cells.packed
+    assert packed is not None
+    r = packed.shape[-1]
+    u = gen.random((size, *packed.shape))
+    idx = np.minimum((u * n[None, ..., None]).astype(np.int64), np.maximum(n[None, ..., None] - 1, 0).astype(np.int64))
+    draws = np.take_along_axis(np.broadcast_to(packed, (size, *packed.shape)), idx, axis=-1)
+    mask = np.arange(r) < n[None, ..., None]
+    s_star = np.where(mask, draws, 0.0).sum(-1)
+    return n, s_star
+
+
+# ---------------------------------------------------------------------------
+# statistics as functions of (values, weights)
+# ---------------------------------------------------------------------------
+
+
+def _weighted_task_mean(v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Mean over the tasks where ``v`` is defined, tasks weighted by ``w``.
+
+    ``v``: (b or 1, U, T) with NaN for tasks not in the statistic; ``w``:
+    (b, T) (shared across U) or (b, U, T). Returns (b, U).
+    """
+    present = np.isfinite(v)
+    v0 = np.where(present, v, 0.0)
+    pres = present.astype(float)
+    if w.ndim == 2:
+        if v.shape[0] == 1:
+            num = w @ v0[0].T
+            den = w @ pres[0].T
+        else:
+            num = np.einsum("bt,but->bu", w, v0)
+            den = np.einsum("bt,but->bu", w, pres)
+    else:
+        num = np.einsum("but,but->bu", w, np.broadcast_to(v0, w.shape))
+        den = np.einsum("but,but->bu", w, np.broadcast_to(pres, w.shape))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _apply_pairs(v: np.ndarray, pairs_idx: np.ndarray | None) -> np.ndarray:
+    if pairs_idx is None:
+        return v
+    return v[..., pairs_idx[:, 0], :] - v[..., pairs_idx[:, 1], :]
+
+
+# ---------------------------------------------------------------------------
+# intervals
+# ---------------------------------------------------------------------------
+
+
+def _column_quantiles(dist: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Linear-interpolated quantile ``q[..., j]`` of column ``dist[:, j]`` ignoring NaN.
+
+    ``dist``: (B, U); ``q``: (U,) or (U, m). Matches ``np.nanquantile`` (method 'linear').
+    """
+    srt = np.sort(dist, axis=0)  # NaN last
+    m = np.isfinite(srt).sum(0)  # (U,)
+    q = np.asarray(q, dtype=float)
+    qq = q if q.ndim == 2 else q[:, None]
+    pos = np.nan_to_num(qq * (m[:, None] - 1), nan=0.0)
+    lo = np.clip(np.floor(pos).astype(np.int64), 0, np.maximum(m[:, None] - 1, 0))
+    hi = np.clip(lo + 1, 0, np.maximum(m[:, None] - 1, 0))
+    frac = pos - lo
+    cols = np.arange(srt.shape[1])[:, None]
+    a, b = srt[lo, cols], srt[hi, cols]
+    out = a + frac * (b - a)
+    out = np.where((m[:, None] > 0) & np.isfinite(qq), out, np.nan)
+    return out if q.ndim == 2 else out[:, 0]
+
+
+def _bca(
+    theta: np.ndarray, dist: np.ndarray, jack: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BCa limits (U, 2), z0 (U,), a (U,) from the estimate, distribution and jackknife."""
+    defined = np.isfinite(dist)
+    m = defined.sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z0 = ndtri(np.where(defined, dist < theta, False).sum(0) / m)
+        d = np.nanmean(jack, axis=0) - jack
+        acc = (d**3).sum(0) / (6.0 * ((d**2).sum(0)) ** 1.5)
+        zl, zu = ndtri(alpha / 2), ndtri(1 - alpha / 2)
+        ql = ndtr(z0 + (z0 + zl) / (1 - acc * (z0 + zl)))
+        qu = ndtr(z0 + (z0 + zu) / (1 - acc * (z0 + zu)))
+    q = np.stack([ql, qu], -1)
+    bad = ~np.isfinite(q).all(-1)
+    if bad.any():
+        warnings.warn(
+            f"BCa is undefined for {int(bad.sum())} of {bad.size} statistics (the bootstrap "
+            "distribution lies entirely on one side of the estimate, or the jackknife values "
+            "are all equal); their interval is NaN. Use method='percentile' or more tasks.",
+            DegenerateBootstrapWarning,
+            stacklevel=3,
+        )
+    return _column_quantiles(dist, q), z0, acc
+
+
+# ---------------------------------------------------------------------------
+# public
+# ---------------------------------------------------------------------------
+
+
+def bootstrap_ci(
+    data: xr.Dataset | xr.DataArray,
+    statistic: Literal["mean", "pass_hat_k", "pass_at_k"] | StatisticFn = "mean",
+    *,
+    k: int | None = None,
+    pairs: Sequence[tuple[str, str]] | Literal["all"] | None = None,
+    scheme: Scheme = "tasks",
+    method: Method = "percentile",
+    n_resamples: int = 9999,
+    prob: float = 0.95,
+    cluster: str | None = "auto",
+    paired: bool = True,
+    dim: str = "run",
+    task_dim: str = "task",
+    agent_dim: str = "agent",
+    rng: None | int | np.random.Generator = None,
+) -> BootstrapResult:
+    """Bootstrap confidence interval of a benchmark statistic, resampling tasks.
+
+    Parameters
+    ----------
+    data : xarray.Dataset or xarray.DataArray
+        An eval dataset (``score`` with dims ``agent`` (optional), ``task``,
+        ``run``; NaN = not run; ragged cells allowed), its counts
+        (``n_runs``, ``n_success`` from :func:`hierbench.data.to_counts`), or a
+        score DataArray.
+    statistic : {"mean", "pass_hat_k", "pass_at_k"} or callable
+        ``"mean"``: the mean over tasks of each task's mean score (runs are
+        averaged within a task first, so every task counts once however many
+        runs it had). ``"pass_hat_k"`` / ``"pass_at_k"``: the mean over tasks
+        of the unbiased per-task pass^k / pass@k (binary scores; needs ``k``;
+        tasks with fewer than ``k`` runs are excluded and counted).
+
+        A callable ``f(values, weights)`` must be vectorised over resamples:
+
+        * ``values``: array ``(b, U, T)`` of per-task mean scores (``U``
+          agents, or pairs when ``pairs`` is given, where a pair's value is
+          the per-task difference); NaN where a task is not available. For
+          ``scheme="tasks"`` the leading axis has length 1 (data are fixed).
+        * ``weights``: float array ``(b, T)``, the multiplicity of each task in
+          each resample (all ones for the observed data and ``scheme="runs"``,
+          leave-one-out rows for the jackknife); ``(b, U, T)`` when
+          ``paired=False``.
+        * return: array ``(b,)`` (a scalar statistic) or ``(b, U)``.
+
+        In ``"two-stage"``, a task drawn ``w`` times gets ``w`` independent run
+        resamples and ``values`` holds their average; this is exact for any
+        statistic that is linear in the task weights.
+    k : int, optional
+        ``k`` of pass^k / pass@k.
+    pairs : sequence of (agent_a, agent_b), "all" or None
+        Paired differences ``a - b`` of the statistic, computed per task on
+        the tasks both agents ran and then averaged (the paired bootstrap:
+        task effects cancel). Adds dim ``pair`` labelled ``"a - b"``.
+    scheme : {"tasks", "runs", "two-stage"}
+        ``"tasks"`` resamples tasks (whole clusters when clustered) with their
+        runs: the consistent choice. ``"runs"`` resamples runs within each
+        cell only (ignores task sampling; anti-conservative). ``"two-stage"``
+        resamples tasks (clusters) and then runs within each drawn task
+        (counts run noise twice; conservative).
+    method : {"percentile", "bca"}
+        BCa uses a jackknife over tasks (over clusters when clustered) for
+        the acceleration and ``z0 = Phi^-1(#{theta* < theta} / B)``.
+    n_resamples : int
+    prob : float
+        Interval probability in (0, 1).
+    cluster : str, None or "auto"
+        Task coord naming the cluster above the task (task family, repo).
+        ``"auto"`` uses a ``cluster`` coord when the data have one; ``None``
+        resamples single tasks.
+    paired : bool
+        ``True`` (default): one task resample shared by every agent, as paired
+        comparisons and rankings need. ``False``: independent resamples per
+        agent (agents evaluated on independent task samples; simulations).
+    dim, task_dim, agent_dim : str
+        Names of the run, task and agent dims.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    BootstrapResult
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> ds, _ = simulate_eval(n_agents=2, n_tasks=40, n_runs=3, rng=0)
+    >>> res = bootstrap_ci(ds, n_resamples=999, rng=1)
+    >>> res.ci.dims
+    ('agent', 'ci_bound')
+    >>> d = bootstrap_ci(ds, pairs=[("agent_00", "agent_01")], method="bca", n_resamples=999, rng=1)
+    >>> str(d.estimate.pair.values[0])
+    'agent_00 - agent_01'
+    """
+    # ---- validate
+    if scheme not in ("tasks", "runs", "two-stage"):
+        raise ValueError(f"`scheme` must be 'tasks', 'runs' or 'two-stage'; got {scheme!r}")
+    if method not in ("percentile", "bca"):
+        raise ValueError(f"`method` must be 'percentile' or 'bca'; got {method!r}")
+    if not (isinstance(n_resamples, (int, np.integer)) and n_resamples >= 2):
+        raise ValueError(f"`n_resamples` must be an integer >= 2; got {n_resamples!r}")
+    if not (0 < prob < 1):
+        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got prob={prob!r}")
+    builtin = isinstance(statistic, str)
+    if builtin and statistic not in ("mean", "pass_hat_k", "pass_at_k"):
+        raise ValueError(
+            f"`statistic` must be 'mean', 'pass_hat_k', 'pass_at_k' or a callable; got {statistic!r}"
+        )
+    if not builtin and not callable(statistic):
+        raise TypeError(f"`statistic` must be a string or a callable; got {type(statistic).__name__}")
+    if builtin and statistic != "mean":
+        if k is None or int(k) != k or k < 1:
+            raise ValueError(f"`k` must be a positive integer for statistic={statistic!r}; got k={k!r}")
+    gen = as_rng(rng)
+    cells, agent_coord, task_coord, src = _cells_from(data, dim, task_dim, agent_dim)
+    A, T = cells.n.shape
+    if builtin and statistic != "mean" and not cells.binary:
+        raise ValueError(f"statistic={statistic!r} needs binary scores (0 or 1); the data have partial credit")
+    cell_stat = statistic if builtin else "mean"
+
+    # ---- clusters
+    codes = None
+    unit = "task"
+    if cluster == "auto":
+        cluster = "cluster" if "cluster" in task_coord.coords else None
+    if cluster is not None:
+        if cluster not in src.coords or task_dim not in src.coords[cluster].dims:
+            raise ValueError(
+                f"`cluster` must name a coord along {task_dim!r}; {cluster!r} is not one "
+                f"(coords: {list(src.coords)})"
+            )
+        cvals = np.asarray(src.coords[cluster].values)
+        if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in cvals):
+            raise ValueError(f"`cluster` coord {cluster!r} has missing values; every task needs a cluster")
+        _, codes = np.unique(cvals.astype(str), return_inverse=True)
+        unit = "cluster"
+
+    # ---- pairs
+    pairs_idx = None
+    pair_labels: list[str] = []
+    if pairs is not None:
+        if agent_coord is None:
+            raise ValueError("`pairs` needs data with an agent dimension")
+        names = [str(a) for a in agent_coord.values]
+        if pairs == "all":
+            pairs = [(names[i], names[j]) for i in range(A) for j in range(i + 1, A)]
+        idx = []
+        for p in pairs:  # type: ignore[union-attr]
+            if len(p) != 2:
+                raise ValueError(f"`pairs` entries must be (agent_a, agent_b); got {p!r}")
+            unknown = [x for x in p if str(x) not in names]
+            if unknown:
+                raise ValueError(f"`pairs` names agents not in the data: {unknown}; agents are {names}")
+            idx.append((names.index(str(p[0])), names.index(str(p[1]))))
+        if not idx:
+            raise ValueError("`pairs` is empty")
+        pairs_idx = np.asarray(idx, dtype=np.int64)
+        pair_labels = [f"{a} - {b}" for a, b in pairs]  # type: ignore[union-attr]
+
+    def values_of(n: np.ndarray, s: np.ndarray) -> np.ndarray:
+        return _apply_pairs(_values(n, s, cell_stat, k), pairs_idx)
+
+    def stat(v: np.ndarray, w: np.ndarray) -> np.ndarray:
+        if builtin:
+            return _weighted_task_mean(v, w)
+        out = np.asarray(statistic(v, w), dtype=float)  # type: ignore[operator]
+        if out.ndim == 1:
+            out = out[:, None]
+        if out.ndim != 2 or out.shape[0] != w.shape[0] or out.shape[1] not in (1, v.shape[1]):
+            raise ValueError(
+                "a callable `statistic` must return an array of shape (b,) or (b, U) for "
+                f"values of shape {v.shape} and weights of shape {w.shape}; got {out.shape}"
+            )
+        return out
+
+    v_obs = values_of(cells.n, cells.s)[None]  # (1, U, T)
+    U = v_obs.shape[1]
+    theta = stat(v_obs, np.ones((1, T)) if paired else np.ones((1, U, T)))[0]
+    n_out = theta.shape[0]
+    n_tasks = np.isfinite(v_obs[0]).sum(-1)
+    n_excl = T - n_tasks
+
+    # ---- resamples, in chunks (no loop per resample)
+    per = T * (U if (not paired or scheme != "tasks") else 1) * (
+        cells.packed.shape[-1] if (cells.packed is not None and scheme != "tasks") else 1
+    )
+    chunk = int(max(1, min(n_resamples, _CHUNK_ELEMS // max(per, 1))))
+    dist = np.empty((n_resamples, n_out))
+    done = 0
+    while done < n_resamples:
+        b = min(chunk, n_resamples - done)
+        if scheme == "runs":
+            w = np.ones((b, T)) if paired else np.ones((b, U, T))
+            n_, s_ = _resample_runs(gen, cells, b)
+            v = values_of(n_, s_)
+        else:
+            if paired:
+                w = task_weights(T, b, gen, clusters=codes).astype(float)
+            else:
+                w = task_weights(T, b * U, gen, clusters=codes).astype(float).reshape(b, U, T)
+            if scheme == "tasks":
+                v = v_obs
+            else:  # two-stage: each copy of a task gets its own run resample
+                wmax = int(w.max())
+                acc = np.zeros((b, U, T))
+                for j in range(wmax):
+                    n_, s_ = _resample_runs(gen, cells, b)
+                    vj = values_of(n_, s_)
+                    take = (w > j) if w.ndim == 3 else (w > j)[:, None, :]
+                    acc += np.where(take, np.nan_to_num(vj), 0.0)
+                wb = w if w.ndim == 3 else w[:, None, :]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    v = np.where(np.isfinite(v_obs), acc / np.where(wb > 0, wb, 1.0), np.nan)
+                    v = np.where(wb > 0, v, np.where(np.isfinite(v_obs), 0.0, np.nan))
+        dist[done : done + b] = stat(v, w)
+        done += b
+
+    n_undef = (~np.isfinite(dist)).sum(0)
+    if n_undef.any():
+        warnings.warn(
+            f"the statistic was undefined in up to {int(n_undef.max())} of {n_resamples} resamples "
+            "(e.g. an agent drew none of the tasks it ran); they are left out of the interval "
+            "and counted in `n_undefined`.",
+            UndefinedResampleWarning,
+            stacklevel=2,
+        )
+    alpha = 1 - prob
+    z0 = acc_a = None
+    if method == "percentile":
+        lims = _column_quantiles(dist, np.tile([alpha / 2, 1 - alpha / 2], (n_out, 1)))
+    else:
+        if codes is None:
+            groups = np.arange(T)
+            n_groups = T
+        else:
+            groups = codes
+            n_groups = int(codes.max()) + 1
+        jack = np.empty((n_groups, n_out))
+        jchunk = int(max(1, _CHUNK_ELEMS // max(T * (1 if paired else U), 1)))
+        for g0 in range(0, n_groups, jchunk):
+            gs = np.arange(g0, min(n_groups, g0 + jchunk))
+            wj = (groups[None, :] != gs[:, None]).astype(float)
+            if not paired:
+                wj = np.broadcast_to(wj[:, None, :], (len(gs), U, T))
+            jack[gs] = stat(v_obs, wj)
+        lims, z0, acc_a = _bca(theta, dist, jack, alpha)
+
+    # ---- package
+    if pairs_idx is not None:
+        odim: tuple[str, ...] = ("pair",)
+        ocoords: dict = {"pair": pair_labels}
+    elif agent_coord is not None and n_out == A:
+        odim, ocoords = (agent_dim,), {agent_dim: agent_coord.values}
+    else:
+        odim, ocoords = ("statistic",), {}
+    squeeze = (agent_coord is None and pairs_idx is None) or (odim == ("statistic",) and n_out == 1)
+    name = statistic if builtin else getattr(statistic, "__name__", "statistic")
+    kind = f"bootstrap-{method} ({scheme} scheme, resampling {unit}s)"
+    attrs = {
+        "statistic": str(name) + (f" (k={k})" if builtin and statistic != "mean" else ""),
+        "scheme": scheme,
+        "method": method,
+        "n_resamples": int(n_resamples),
+        "resample_unit": unit,
+        "paired_resample": int(paired),
+    }
+
+    def da(x: np.ndarray, lead: tuple[str, ...] = (), lead_coords: dict | None = None, trail=()):
+        dims = (*lead, *odim, *trail)
+        out = xr.DataArray(x, dims=dims, coords={**(lead_coords or {}), **ocoords})
+        if squeeze:
+            out = out.squeeze(odim[0], drop=True)
+        return out
+
+    ci = da(lims, trail=("ci_bound",)).assign_coords(ci_bound=["lower", "upper"])
+    ci.attrs = {"ci_prob": float(prob), "ci_kind": kind}
+    n_tasks_o = n_tasks if n_out == U else np.full(n_out, int(np.isfinite(v_obs[0]).any(0).sum()))
+    n_excl_o = n_excl if n_out == U else T - n_tasks_o
+    return BootstrapResult(
+        estimate=da(theta).assign_attrs(attrs),
+        ci=ci,
+        distribution=da(dist, ("resample",), {"resample": np.arange(n_resamples)}),
+        standard_error=da(np.nanstd(dist, axis=0, ddof=1)),
+        n_tasks=da(n_tasks_o.astype(np.int64)),
+        n_excluded=da(np.asarray(n_excl_o).astype(np.int64)),
+        n_undefined=da(n_undef.astype(np.int64)),
+        bias_correction=None if z0 is None else da(z0),
+        acceleration=None if acc_a is None else da(acc_a),
+        attrs={**attrs, "ci_prob": float(prob), "ci_kind": kind},
+    )

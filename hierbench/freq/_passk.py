@@ -1,0 +1,319 @@
+"""pass@k and pass^k: unbiased estimators from repeated runs, in product form.
+
+For a task run ``n`` times with ``c`` successes,
+
+* pass^k (all of ``k`` attempts succeed; Yao et al. 2024, tau-bench) is
+  estimated without bias by ``C(c, k) / C(n, k)``;
+* pass@k (at least one of ``k`` attempts succeeds; Chen et al. 2021) by
+  ``1 - C(n - c, k) / C(n, k)``.
+
+Both ratios are the probability that ``k`` runs drawn without replacement
+from the ``n`` observed ones are all successes (all failures). They are
+computed as ``prod_{i<k} (a - i) / (n - i)``: every factor lies in [0, 1], so
+nothing overflows and the result is exact to a few ulps for any ``n`` (tested
+against :func:`math.comb` up to ``n = 10**4``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "InsufficientRunsWarning",
+    "PassKResult",
+    "pass_at_k",
+    "pass_hat_k",
+]
+
+
+class InsufficientRunsWarning(UserWarning):
+    """A task has fewer runs than ``k``: its unbiased pass@k / pass^k is undefined (NaN)."""
+
+
+# ---------------------------------------------------------------------------
+# numpy kernels (positional, private)
+# ---------------------------------------------------------------------------
+
+
+def _comb_ratio(a: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
+    """``C(a, k) / C(n, k)`` for ``0 <= a <= n`` and ``k <= n``, in product form.
+
+    Entries with ``k > n`` come out as garbage and must be masked by the caller.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    out = np.ones(np.broadcast_shapes(a.shape, n.shape))
+    for i in range(k):
+        # a factor is 0 as soon as i >= a, which makes C(a, k) = 0 for a < k
+        out *= np.clip(a - i, 0.0, None) / np.maximum(n - i, 1.0)
+    return out
+
+
+def _pass_kernel(
+    n: np.ndarray,
+    c: np.ndarray,
+    k: int,
+    *,
+    kind: Literal["at", "hat"],
+    plugin: bool = False,
+    small_n: Literal["nan", "clip"] = "nan",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell pass@k (``kind="at"``) or pass^k (``"hat"``).
+
+    Returns the values and a boolean mask of cells with ``0 < n < k`` (NaN
+    under ``small_n="nan"``). Cells with ``n == 0`` are NaN (nothing was run).
+    """
+    n = np.asarray(n, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    short = (n > 0) & (n < k)
+    if plugin:
+        p = np.where(n > 0, c / np.where(n > 0, n, 1.0), np.nan)
+        val = p**k if kind == "hat" else 1.0 - (1.0 - p) ** k
+        if small_n == "nan":
+            val = np.where(short, np.nan, val)
+        return val, short
+    if small_n == "clip":
+        # seed 001: k_eff = min(k, n); loop over the distinct k_eff values
+        val = np.full(n.shape, np.nan)
+        keff = np.minimum(k, n)
+        for ke in np.unique(keff[n > 0]).astype(int):
+            sel = (keff == ke) & (n > 0)
+            a = c[sel] if kind == "hat" else n[sel] - c[sel]
+            r = _comb_ratio(a, n[sel], ke)
+            val[sel] = r if kind == "hat" else 1.0 - r
+        return val, short
+    a = c if kind == "hat" else n - c
+    r = _comb_ratio(a, n, k)
+    val = r if kind == "hat" else 1.0 - r
+    val = np.where((n > 0) & ~short, val, np.nan)
+    return val, short
+
+
+# ---------------------------------------------------------------------------
+# xarray wrappers
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PassKResult:
+    """pass@k or pass^k per task and averaged over tasks.
+
+    Attributes
+    ----------
+    per_task : xarray.DataArray
+        The unbiased (or plug-in) estimate per (agent, task[, k]); NaN where
+        the task was not run or had fewer than ``k`` runs.
+    mean : xarray.DataArray
+        Benchmark score: the mean of ``per_task`` over the tasks where it is
+        defined, per agent (and ``k``).
+    n_tasks : xarray.DataArray
+        Tasks that entered ``mean``.
+    n_insufficient : xarray.DataArray
+        Tasks excluded because ``0 < n_runs < k`` (only under ``small_n="nan"``).
+    n_not_run : xarray.DataArray
+        Tasks excluded because the agent never ran them.
+    """
+
+    per_task: xr.DataArray
+    mean: xr.DataArray
+    n_tasks: xr.DataArray
+    n_insufficient: xr.DataArray
+    n_not_run: xr.DataArray
+
+    def to_dataset(self) -> xr.Dataset:
+        """All fields as one :class:`xarray.Dataset`."""
+        return xr.Dataset(
+            {
+                "per_task": self.per_task,
+                "mean": self.mean,
+                "n_tasks": self.n_tasks,
+                "n_insufficient": self.n_insufficient,
+                "n_not_run": self.n_not_run,
+            },
+            attrs=dict(self.mean.attrs),
+        )
+
+
+def _counts_from(data: xr.Dataset | xr.DataArray, dim: str) -> tuple[xr.DataArray, xr.DataArray]:
+    """(n, c) DataArrays from an eval dataset, a counts dataset or a score DataArray."""
+    if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data:
+        n, c = data["n_runs"], data["n_success"]
+    else:
+        if isinstance(data, xr.Dataset):
+            if "score" not in data:
+                raise ValueError(
+                    "`data` must be an eval dataset (with `score`), a counts dataset (with "
+                    f"`n_runs` and `n_success`) or a score DataArray; got variables {list(data.data_vars)}"
+                )
+            score = data["score"]
+        elif isinstance(data, xr.DataArray):
+            score = data
+        else:
+            raise TypeError(
+                f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}"
+            )
+        if dim not in score.dims:
+            raise ValueError(f"`dim` must be a dimension of the scores {score.dims}; got {dim!r}")
+        n = score.notnull().sum(dim)
+        c = score.fillna(0.0).sum(dim)
+        drop = [name for name in n.coords if dim in n.coords[name].dims]
+        n, c = n.drop_vars(drop), c.drop_vars(drop)
+    cv = np.asarray(c.values, dtype=float)
+    nv = np.asarray(n.values, dtype=float)
+    bad = (cv != np.round(cv)) | (cv < 0) | (cv > nv)
+    if bad.any():
+        raise ValueError(
+            "pass@k and pass^k need binary scores: `n_success` must be an integer in "
+            f"[0, n_runs]; {int(bad.sum())} cells are not (e.g. n_success={cv[bad][:5].tolist()}). "
+            "Binarise partial-credit scores first (e.g. score == 1)."
+        )
+    return n, c
+
+
+def _pass(
+    data: xr.Dataset | xr.DataArray,
+    k: int | Sequence[int],
+    *,
+    kind: Literal["at", "hat"],
+    dim: str,
+    task_dim: str,
+    plugin: bool,
+    small_n: Literal["nan", "clip"],
+) -> PassKResult:
+    ks = [k] if np.ndim(k) == 0 else list(k)  # type: ignore[arg-type]
+    for kk in ks:
+        if int(kk) != kk or kk < 1:
+            raise ValueError(f"`k` must be a positive integer (or a sequence of them); got k={kk!r}")
+    if small_n not in ("nan", "clip"):
+        raise ValueError(f"`small_n` must be 'nan' or 'clip'; got {small_n!r}")
+    n, c = _counts_from(data, dim)
+    if task_dim not in n.dims:
+        raise ValueError(f"`task_dim` must be a dimension of the counts {n.dims}; got {task_dim!r}")
+    vals, shorts = [], []
+    for kk in ks:
+        v, s = _pass_kernel(n.values, c.values, int(kk), kind=kind, plugin=plugin, small_n=small_n)
+        vals.append(v)
+        shorts.append(s)
+    name = "pass_at_k" if kind == "at" else "pass_hat_k"
+    per_task = xr.DataArray(np.stack(vals, -1), dims=(*n.dims, "k"), coords=n.coords).assign_coords(
+        k=np.asarray(ks, dtype=np.int64)
+    )
+    short = xr.DataArray(np.stack(shorts, -1), dims=per_task.dims, coords=per_task.coords)
+    n_short = short.sum(task_dim) if small_n == "nan" else xr.zeros_like(short.sum(task_dim))
+    if small_n == "nan" and bool(short.any()):
+        warnings.warn(
+            f"{int(short.sum())} (agent, task, k) cells have fewer runs than k "
+            f"(n_runs < k; k={ks}); their {name} is NaN and they are excluded from the mean "
+            "(counted in `n_insufficient`). Pass small_n='clip' for k_eff = min(k, n_runs).",
+            InsufficientRunsWarning,
+            stacklevel=3,
+        )
+    n_not_run = (n == 0).sum(task_dim)
+    defined = per_task.notnull()
+    n_tasks = defined.sum(task_dim)
+    mean = per_task.where(defined).sum(task_dim) / n_tasks.where(n_tasks > 0)
+    if np.ndim(k) == 0:
+        per_task, mean, n_tasks, n_short = (x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short))
+        n_not_run = n_not_run
+    attrs = {
+        "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
+        "small_n": small_n,
+    }
+    per_task = per_task.rename(name).assign_attrs(attrs)
+    mean = mean.rename(name).assign_attrs(attrs)
+    return PassKResult(
+        per_task=per_task,
+        mean=mean,
+        n_tasks=n_tasks.rename("n_tasks"),
+        n_insufficient=n_short.rename("n_insufficient"),
+        n_not_run=n_not_run.rename("n_not_run"),
+    )
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    data : xarray.Dataset or xarray.DataArray
+        An eval dataset (binary ``score`` with dims including ``dim``), its
+        counts (:func:`hierbench.data.to_counts`: ``n_runs``, ``n_success``)
+        or a binary score DataArray.
+    k : int or sequence of int
+        Number of attempts. A sequence adds a dim ``k``.
+    dim : str
+        The run dimension (ignored for counts).
+    task_dim : str
+        The task dimension averaged over for ``mean``.
+    plugin : bool
+        Return the biased plug-in estimate computed from ``p = c / n``
+        instead of the unbiased one (for comparison).
+    small_n : {"nan", "clip"}
+        Tasks with ``0 < n_runs < k``: ``"nan"`` (default) makes them NaN,
+        excludes them from the mean, counts them in ``n_insufficient`` and
+        emits :class:`InsufficientRunsWarning`; ``"clip"`` uses
+        ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
+        mixes estimands across tasks).
+
+    Returns
+    -------
+    PassKResult
+"""
+
+
+def pass_hat_k(
+    data: xr.Dataset | xr.DataArray,
+    k: int | Sequence[int],
+    *,
+    dim: str = "run",
+    task_dim: str = "task",
+    plugin: bool = False,
+    small_n: Literal["nan", "clip"] = "nan",
+) -> PassKResult:
+    """pass^k: the chance that ``k`` independent attempts at a task all succeed.
+
+    Unbiased per task as ``C(c, k) / C(n, k)`` (product form), then averaged
+    over tasks.
+    {params}
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> counts = xr.Dataset({{"n_runs": ("task", [10, 10, 10, 10]),
+    ...                      "n_success": ("task", [3, 10, 0, 7])}})
+    >>> round(float(pass_hat_k(counts, 3).mean), 3)
+    0.325
+    """
+    return _pass(data, k, kind="hat", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n)
+
+
+def pass_at_k(
+    data: xr.Dataset | xr.DataArray,
+    k: int | Sequence[int],
+    *,
+    dim: str = "run",
+    task_dim: str = "task",
+    plugin: bool = False,
+    small_n: Literal["nan", "clip"] = "nan",
+) -> PassKResult:
+    """pass@k: the chance that at least one of ``k`` independent attempts succeeds.
+
+    Unbiased per task as ``1 - C(n - c, k) / C(n, k)`` (product form), then
+    averaged over tasks.
+    {params}
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> counts = xr.Dataset({{"n_runs": ("task", [10, 10, 10, 10]),
+    ...                      "n_success": ("task", [3, 10, 0, 7])}})
+    >>> round(float(pass_at_k(counts, 3).mean), 3)
+    0.675
+    """
+    return _pass(data, k, kind="at", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n)
+
+
+pass_hat_k.__doc__ = (pass_hat_k.__doc__ or "").format(params=_DOC_PARAMS)
+pass_at_k.__doc__ = (pass_at_k.__doc__ or "").format(params=_DOC_PARAMS)

@@ -1,0 +1,136 @@
+"""pass@k and pass^k: exact combinatorics, published numbers, properties, errors."""
+
+from fractions import Fraction
+from math import comb
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from hierbench.data import load_tau_bench_airline, to_counts
+from hierbench.freq import InsufficientRunsWarning, pass_at_k, pass_hat_k
+from hierbench.testing import simulate_eval
+
+
+def _counts(n, c):
+    return xr.Dataset({"n_runs": ("task", np.asarray(n)), "n_success": ("task", np.asarray(c, float))})
+
+
+GRID = [(n, c, k) for n in (1, 2, 5, 10, 37, 200, 1000, 10_000) for c in sorted({0, 1, n // 3, n - 1, n}) for k in sorted({1, 2, 3, n // 2, n}) if 1 <= k <= n and 0 <= c <= n]
+
+
+@pytest.mark.parametrize(("n", "c", "k"), GRID)
+def test_equals_exact_comb_ratio(n, c, k):
+    hat = Fraction(comb(c, k), comb(n, k))
+    at = 1 - Fraction(comb(n - c, k), comb(n, k))
+    got_hat = float(pass_hat_k(_counts([n], [c]), k).per_task[0])
+    got_at = float(pass_at_k(_counts([n], [c]), k).per_task[0])
+    assert got_hat == pytest.approx(float(hat), rel=1e-11, abs=1e-300)
+    assert got_at == pytest.approx(float(at), rel=1e-11, abs=1e-300)
+
+
+@pytest.mark.parametrize(("n", "p", "k"), [(5, 0.3, 2), (10, 0.7, 3), (8, 0.5, 5)])
+def test_unbiased_and_plugin_biased_by_enumeration(n, p, k):
+    c = np.arange(n + 1)
+    pmf = stats.binom.pmf(c, n, p)
+    cnt = _counts(np.full(n + 1, n), c)
+    hat = pass_hat_k(cnt, k).per_task.values
+    at = pass_at_k(cnt, k).per_task.values
+    assert pmf @ hat == pytest.approx(p**k, rel=1e-12)
+    assert pmf @ at == pytest.approx(1 - (1 - p) ** k, rel=1e-12)
+    # the plug-in is biased: upward for pass^k, downward for pass@k (Jensen)
+    hat_pi = pass_hat_k(cnt, k, plugin=True).per_task.values
+    at_pi = pass_at_k(cnt, k, plugin=True).per_task.values
+    assert pmf @ hat_pi > p**k + 1e-3
+    assert pmf @ at_pi < 1 - (1 - p) ** k - 1e-3
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 60), data=st.data())
+def test_monotone_in_k_and_equal_mean_at_k1(n, data):
+    c = data.draw(st.integers(0, n))
+    cnt = _counts([n], [c])
+    ks = list(range(1, n + 1))
+    hat = pass_hat_k(cnt, ks).per_task.values[0]
+    at = pass_at_k(cnt, ks).per_task.values[0]
+    assert hat[0] == pytest.approx(c / n) and at[0] == pytest.approx(c / n)
+    assert np.all(np.diff(hat) <= 1e-12)
+    assert np.all(np.diff(at) >= -1e-12)
+
+
+def test_seed003_worked_example():
+    # seed 003: tasks (n, c) = (10,3), (10,10), (10,0), (10,7); printed to 3 digits
+    cnt = _counts([10, 10, 10, 10], [3, 10, 0, 7])
+    printed = {1: (0.500, 0.500), 3: (0.675, 0.325), 5: (0.729, 0.271)}
+    at = pass_at_k(cnt, [1, 3, 5]).mean
+    hat = pass_hat_k(cnt, [1, 3, 5]).mean
+    for k, (a, h) in printed.items():
+        assert f"{float(at.sel(k=k)):.3f}" == f"{a:.3f}"
+        assert f"{float(hat.sel(k=k)):.3f}" == f"{h:.3f}"
+    # "C(7,3)/C(10,3) = 35/120 = 0.292"
+    assert f"{float(pass_hat_k(_counts([10], [7]), 3).mean):.3f}" == "0.292"
+
+
+def test_seed003_reliability_report():
+    # seed 003 reliability example: ok per (task, run) for t1..t4 x 3 runs
+    ok = np.array([[1, 1, 1], [1, 0, 1], [0, 0, 1], [0, 1, 0]], float)
+    da = xr.DataArray(ok, dims=("task", "run"))
+    assert f"{float(pass_hat_k(da, 1).mean):.0%}" == "58%"
+    assert f"{float(pass_hat_k(da, 3).mean):.0%}" == "25%"
+
+
+def test_tau_bench_readme_row(shared_data):
+    ds = load_tau_bench_airline(shared_data)
+    res = pass_hat_k(ds, [1, 2, 3, 4])
+    got = [round(float(x), 3) for x in res.mean.isel(agent=0).values]
+    assert got == [0.420, 0.273, 0.220, 0.200]  # tau-bench README line 18 (PROVENANCE.md)
+    assert int(res.n_tasks.isel(agent=0, k=0)) == 50
+
+
+def test_dataset_counts_and_dataarray_agree():
+    ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=5, rng=3)
+    a = pass_at_k(ds, 2).mean
+    b = pass_at_k(to_counts(ds), 2).mean
+    c = pass_at_k(ds["score"], 2).mean
+    xr.testing.assert_allclose(a, b)
+    xr.testing.assert_allclose(a, c)
+    assert a.dims == ("agent",)
+
+
+def test_short_cells_nan_warning_and_clip_option():
+    cnt = _counts([2, 10, 0], [1, 4, 0])
+    with pytest.warns(InsufficientRunsWarning, match=r"fewer runs than k \(n_runs < k; k=\[3\]\)"):
+        res = pass_hat_k(cnt, 3)
+    assert np.isnan(res.per_task.values[0]) and np.isnan(res.per_task.values[2])
+    assert int(res.n_insufficient) == 1 and int(res.n_not_run) == 1 and int(res.n_tasks) == 1
+    assert float(res.mean) == pytest.approx(comb(4, 3) / comb(10, 3))
+    clip = pass_hat_k(cnt, 3, small_n="clip")  # seed 001: k_eff = min(k, n) -> C(1,2)/C(2,2) = 0
+    assert clip.per_task.values[0] == 0.0
+    assert int(clip.n_tasks) == 2
+    clip_at = pass_at_k(cnt, 3, small_n="clip")  # 1 - C(1,2)/C(2,2) = 1
+    assert clip_at.per_task.values[0] == 1.0
+
+
+def test_all_short_gives_nan_mean_not_zero():
+    with pytest.warns(InsufficientRunsWarning):
+        res = pass_at_k(_counts([1, 2], [1, 0]), 5)
+    assert np.isnan(float(res.mean))
+
+
+def test_errors_are_named():
+    with pytest.raises(ValueError, match=r"`k` must be a positive integer .* got k=0"):
+        pass_at_k(_counts([3], [1]), 0)
+    with pytest.raises(ValueError, match=r"need binary scores: `n_success` must be an integer"):
+        pass_at_k(_counts([3], [1.5]), 2)
+    with pytest.raises(ValueError, match=r"`small_n` must be 'nan' or 'clip'; got 'drop'"):
+        pass_at_k(_counts([3], [1]), 2, small_n="drop")  # type: ignore[arg-type]
+    da = xr.DataArray(np.ones((2, 3)), dims=("task", "epoch"))
+    with pytest.raises(ValueError, match=r"`dim` must be a dimension of the scores .* got 'run'"):
+        pass_at_k(da, 1)
+    with pytest.raises(ValueError, match=r"must be an eval dataset \(with `score`\)"):
+        pass_at_k(xr.Dataset({"x": ("task", [1.0])}), 1)
+    with pytest.raises(TypeError, match=r"`data` must be an xarray Dataset or DataArray; got list"):
+        pass_at_k([1, 0], 1)  # type: ignore[arg-type]
