@@ -3,6 +3,7 @@
 See :mod:`hierbench.data._schema` for the dataset contract.
 """
 
+from ._inspect import read_inspect_log
 from ._pairwise import check_pairwise, from_pair_counts, read_battles, to_pair_counts, to_pairwise
 from ._records import from_records, read_table, to_records
 from ._schema import (
@@ -29,6 +30,7 @@ __all__ = [
     "load_swebench_bash_only",
     "load_tau_bench_airline",
     "read_battles",
+    "read_inspect_log",
     "read_table",
     "shared_data_dir",
     "summarize",

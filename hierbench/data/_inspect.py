@@ -1,0 +1,257 @@
+"""Reader for Inspect AI evaluation logs (``.eval`` or ``.json``) into the eval dataset.
+
+inspect-ai is an optional dependency (the ``inspect`` extra) imported only
+when a log is read. Only the per-sample summaries are read (scores, error,
+limit, token usage, timings), never the transcripts, so large logs stay cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._records import from_records
+from ._schema import EvalDataError, _fmt_list, _not_kept_attr
+
+__all__ = ["read_inspect_log"]
+
+AgentKey = Literal["auto", "model", "model+task"]
+
+
+def _inspect():
+    try:
+        from inspect_ai import log as ilog
+        from inspect_ai.scorer import value_to_float
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "read_inspect_log needs inspect-ai: pip install 'hierbench[inspect]'"
+        ) from exc
+    return ilog, value_to_float()
+
+
+def _log_files(path_or_paths, ilog) -> list[str]:
+    if isinstance(path_or_paths, (str, os.PathLike)):
+        items = [path_or_paths]
+    elif isinstance(path_or_paths, Sequence) and path_or_paths:
+        items = list(path_or_paths)
+    else:
+        raise EvalDataError(
+            "`path_or_paths` must be a log file, a folder of logs or a non-empty list of log files; "
+            f"got {path_or_paths!r}"
+        )
+    files: list[str] = []
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(
+                info.name.removeprefix("file://") for info in ilog.list_eval_logs(str(p), recursive=True)
+            )
+            if not found:
+                raise EvalDataError(f"`path_or_paths`: folder {str(p)!r} holds no Inspect logs (.eval or .json)")
+            files.extend(found)
+        elif p.is_file():
+            if p.suffix not in (".eval", ".json"):
+                raise EvalDataError(
+                    f"`path_or_paths`: {str(p)!r} is not an Inspect log; expected a .eval or .json file"
+                )
+            files.append(str(p))
+        else:
+            raise EvalDataError(f"`path_or_paths`: no such file or folder {str(p)!r}")
+    return files
+
+
+def _score_mapper(value_map: Mapping | None, to_float: Callable) -> Callable[[object], float]:
+    def convert(value: object) -> float:
+        if value_map is not None:
+            key = value if not isinstance(value, list) else tuple(value)
+            if isinstance(key, (str, int, float, bool)) and key in value_map:
+                return float(value_map[key])
+        if value is None:
+            return float("nan")
+        if isinstance(value, (dict, list, tuple)):
+            raise TypeError(f"a {type(value).__name__} value {value!r}")
+        return float(to_float(value))
+
+    return convert
+
+
+def read_inspect_log(
+    path_or_paths: str | os.PathLike | Sequence[str | os.PathLike],
+    *,
+    scorer: str | None = None,
+    value_map: Mapping[object, float] | None = None,
+    errors: Literal["fail", "exclude"] = "fail",
+    agent: AgentKey = "auto",
+) -> xr.Dataset:
+    """Read Inspect AI evaluation logs into the canonical eval dataset.
+
+    Samples become tasks, epochs become runs and the model becomes the agent.
+
+    Parameters
+    ----------
+    path_or_paths : path, folder or list of paths
+        ``.eval`` or ``.json`` logs written by ``inspect eval``; a folder is
+        searched recursively.
+    scorer : str, optional
+        Which scorer's value is the score. Required when the logs hold more
+        than one scorer; the error lists those available.
+    value_map : mapping, optional
+        Values to map before Inspect's own conversion, e.g.
+        ``{"P": 0.0}`` to count partial credit as failure. Otherwise Inspect's
+        :func:`inspect_ai.scorer.value_to_float` maps ``"C"``/``"I"``/``"P"``/
+        ``"N"`` to 1 / 0 / 0.5 / 0, booleans, ``"yes"``/``"no"`` and numbers.
+    errors : {"fail", "exclude"}
+        Policy for samples whose ``error`` is set (infrastructure errors):
+        count as a failure (default) or as not run. Either way they are
+        flagged in ``error`` and counted.
+    agent : {"auto", "model", "model+task"}
+        The agent key. ``"auto"`` uses the model when every log runs the same
+        task and ``"<model> [<task>]"`` when the logs hold several tasks (task
+        variants such as different solvers on one dataset).
+
+    Returns
+    -------
+    xarray.Dataset
+        The eval dataset with per-run ``tokens`` (total over models),
+        ``latency`` (the sample's total time, s), ``working_time`` (s),
+        ``cost`` when the log records it, and the annotation ``hit_limit``
+        (the sample stopped at a token/message/time limit: the agent's own
+        failure, so its score stands). Agent coords ``model`` and
+        ``inspect_task``. ``attrs`` record the scorer, the files, records read
+        and kept, and why any were not kept (e.g. samples without a score).
+
+    Raises
+    ------
+    EvalDataError
+        No logs, a log with no scores, several scorers and no ``scorer``, an
+        unknown scorer, or a value that cannot be mapped to a number.
+
+    Examples
+    --------
+    >>> ds = read_inspect_log("logs/")  # doctest: +SKIP
+    >>> ds = read_inspect_log(["a.eval", "b.eval"], scorer="match")  # doctest: +SKIP
+    """
+    if errors not in ("fail", "exclude"):
+        raise EvalDataError(f"`errors` must be 'fail' or 'exclude'; got {errors!r}")
+    if agent not in ("auto", "model", "model+task"):
+        raise EvalDataError(f"`agent` must be 'auto', 'model' or 'model+task'; got {agent!r}")
+    ilog, to_float = _inspect()
+    files = _log_files(path_or_paths, ilog)
+
+    logs = []
+    for f in files:
+        header = ilog.read_eval_log(f, header_only=True)
+        summaries = ilog.read_eval_log_sample_summaries(f)
+        logs.append((f, header, summaries))
+    tasks = sorted({h.eval.task for _, h, _ in logs})
+    use_task = agent == "model+task" or (agent == "auto" and len(tasks) > 1)
+
+    scorers_seen: dict[str, int] = {}
+    for _, _, summaries in logs:
+        for s in summaries:
+            for name in s.scores or {}:
+                scorers_seen[name] = scorers_seen.get(name, 0) + 1
+    if not scorers_seen:
+        raise EvalDataError(
+            f"the Inspect logs hold no scores ({sum(len(s) for *_, s in logs)} samples in "
+            f"{len(files)} logs {_fmt_list(files, 5)}): score them first (`inspect score`)"
+        )
+    if scorer is None:
+        if len(scorers_seen) > 1:
+            raise EvalDataError(
+                f"the Inspect logs hold several scorers {_fmt_list(sorted(scorers_seen))}; "
+                "choose one with `scorer=`"
+            )
+        scorer = next(iter(scorers_seen))
+    elif scorer not in scorers_seen:
+        raise EvalDataError(
+            f"`scorer` {scorer!r} is not in the Inspect logs; available scorers "
+            f"{_fmt_list(sorted(scorers_seen))}"
+        )
+    convert = _score_mapper(value_map, to_float)
+
+    rows = []
+    n_unscored = 0
+    for f, header, summaries in logs:
+        model = header.eval.model
+        task_name = header.eval.task
+        key = f"{model} [{task_name}]" if use_task else model
+        for s in summaries:
+            err = bool(s.error)
+            sc = (s.scores or {}).get(scorer)
+            if sc is None and not err:
+                n_unscored += 1
+                continue
+            if err:
+                value = np.nan
+            else:
+                try:
+                    value = convert(sc.value)
+                except (TypeError, ValueError) as exc:
+                    raise EvalDataError(
+                        f"scorer {scorer!r} value {sc.value!r} of sample {s.id!r} epoch {s.epoch} "
+                        f"in {f} cannot be mapped to a score ({exc}); pass `value_map=`"
+                    ) from exc
+            usage = s.model_usage or {}
+            tokens = sum(u.total_tokens or 0 for u in usage.values()) if usage else np.nan
+            costs = [u.total_cost for u in usage.values() if u.total_cost is not None]
+            rows.append(
+                {
+                    "agent": key,
+                    "task": str(s.id),
+                    "run": int(s.epoch),
+                    "score": value,
+                    "error": err,
+                    "hit_limit": s.limit is not None,
+                    "tokens": float(tokens),
+                    "latency": np.nan if s.total_time is None else float(s.total_time),
+                    "working_time": np.nan if s.working_time is None else float(s.working_time),
+                    "cost": float(sum(costs)) if costs else np.nan,
+                    "model": model,
+                    "inspect_task": task_name,
+                }
+            )
+    n_read = sum(len(s) for *_, s in logs)
+    if not rows:
+        raise EvalDataError(
+            f"no sample in the Inspect logs has a score for scorer {scorer!r} ({n_read} samples read)"
+        )
+    df = pd.DataFrame(rows)
+    extra = ["tokens", "latency", "working_time"]
+    if df["cost"].notna().any():
+        extra.append("cost")
+    ds = from_records(
+        df,
+        agent="agent",
+        task="task",
+        run="run",
+        score="score",
+        error="error",
+        extra=extra,
+        annotations=["hit_limit"],
+        agent_coords=["model", "inspect_task"],
+        errors=errors,
+    )
+    not_kept = json.loads(ds.attrs["not_kept"])
+    if n_unscored:
+        not_kept[f"no score from scorer {scorer!r} (and no error)"] = n_unscored
+    ds.attrs.update(
+        {
+            "reader": "read_inspect_log",
+            "source": json.dumps(files),
+            "scorer": scorer,
+            "inspect_tasks": json.dumps(tasks),
+            "inspect_status": json.dumps({f: h.status for f, h, _ in logs}),
+            "n_records_read": int(n_read),
+            "n_records_kept": int(ds.attrs["n_records_kept"]),
+            "not_kept": _not_kept_attr(not_kept),
+        }
+    )
+    return ds

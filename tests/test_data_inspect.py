@@ -1,0 +1,205 @@
+"""read_inspect_log on logs that inspect-ai itself writes in the test.
+
+Two mock models answer three samples for three epochs; a solver raises on
+sample s2, epoch 2 (an infrastructure error; the eval is told not to fail on
+errors). Every expected score below follows by hand from the mock answers and
+the targets.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.log import read_eval_log, write_eval_log
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.scorer import Score, match, scorer
+from inspect_ai.scorer import mean as mean_metric
+from inspect_ai.solver import solver
+
+from hierbench.data import EvalDataError, read_inspect_log, to_counts
+
+SAMPLES = [("s1", "one", "yes"), ("s2", "two", "yes"), ("s3", "three one", "no")]
+EPOCHS = 3
+
+
+def _answer(agree: bool):
+    def respond(input, tools, tool_choice, config):
+        text = input[-1].text
+        says_yes = ("one" in text) == agree
+        out = ModelOutput.from_content(model="mockllm", content="yes" if says_yes else "no")
+        out.usage = ModelUsage(input_tokens=10, output_tokens=len(text), total_tokens=10 + len(text))
+        return out
+
+    return respond
+
+
+@solver
+def flaky():
+    async def solve(state, generate):
+        if state.sample_id == "s2" and state.epoch == 2:
+            raise RuntimeError("sandbox died")
+        return await generate(state)
+
+    return solve
+
+
+@scorer(metrics=[mean_metric()])
+def answer_length():
+    async def score(state, target):
+        return Score(value=len(state.output.completion) / 10)
+
+    return score
+
+
+def _task(name):
+    return Task(
+        dataset=[Sample(id=i, input=x, target=t) for i, x, t in SAMPLES],
+        solver=[flaky()],
+        scorer=[match(), answer_length()],
+        epochs=EPOCHS,
+        name=name,
+    )
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    log_dir = tmp_path_factory.mktemp("inspect_logs")
+    models = [
+        get_model("mockllm/agree", custom_outputs=_answer(True)),
+        get_model("mockllm/contrary", custom_outputs=_answer(False)),
+    ]
+    out = eval(
+        [_task("toy"), _task("toy_b")],
+        model=models,
+        log_dir=str(log_dir),
+        fail_on_error=False,
+        display="none",
+        log_format="eval",
+    )
+    assert len(out) == 4
+    by = {(lg.eval.task, lg.eval.model): lg.location for lg in out}
+    return log_dir, by
+
+
+# match scorer, by hand: agree says "yes" to s1, s3; contrary says "yes" to s2.
+MATCH = {
+    "mockllm/agree": {"s1": 1.0, "s2": 0.0, "s3": 0.0},
+    "mockllm/contrary": {"s1": 0.0, "s2": 1.0, "s3": 1.0},
+}
+
+
+def test_one_log_counts_exactly(logs):
+    _, by = logs
+    ds = read_inspect_log(by[("toy", "mockllm/agree")], scorer="match")
+    assert list(ds.agent.values) == ["mockllm/agree"]
+    assert sorted(ds.task.values) == ["s1", "s2", "s3"]
+    assert list(ds.run.values) == [1, 2, 3]
+    assert ds.attrs["n_records_read"] == 9
+    assert ds.attrs["n_records_kept"] == 9
+    assert ds.attrs["n_error_runs"] == 1
+    assert ds.error.sel(task="s2", run=2).item()
+    assert int(ds.error.sum()) == 1
+    for t, v in MATCH["mockllm/agree"].items():
+        # the errored run counts as a failure (default errors="fail")
+        expected = [v, 0.0, v] if t == "s2" else [v] * 3
+        np.testing.assert_array_equal(ds.score.sel(agent="mockllm/agree", task=t).values, expected)
+    # tokens = 10 + len(input) on every run that reached the model; none on the errored run
+    for t, x, _ in SAMPLES:
+        tok = ds.tokens.sel(agent="mockllm/agree", task=t).values
+        if t == "s2":
+            np.testing.assert_array_equal(tok[[0, 2]], [10 + len(x)] * 2)
+            assert np.isnan(tok[1])
+        else:
+            np.testing.assert_array_equal(tok, [10 + len(x)] * 3)
+    assert (ds.latency.fillna(0) >= 0).all() and ds.working_time.notnull().sum() >= 8
+    assert not ds.hit_limit.any()
+    assert ds.attrs["scorer"] == "match"
+    c = to_counts(ds)
+    np.testing.assert_array_equal(c.n_runs.sel(task=["s1", "s2", "s3"]).values, [[3, 3, 3]])
+    np.testing.assert_array_equal(c.n_success.sel(task=["s1", "s2", "s3"]).values, [[3.0, 0.0, 0.0]])
+
+
+def test_numeric_scorer_and_exclude_policy(logs):
+    _, by = logs
+    ds = read_inspect_log(by[("toy", "mockllm/contrary")], scorer="answer_length", errors="exclude")
+    # contrary answers: s1 "no" (0.2), s2 "yes" (0.3), s3 "no" (0.2)
+    np.testing.assert_allclose(ds.score.sel(task="s1").values.ravel(), [0.2] * 3)
+    np.testing.assert_allclose(ds.score.sel(task="s2").values.ravel(), [0.3, np.nan, 0.3])
+    assert ds.attrs["n_records_kept"] == 8
+    assert json.loads(ds.attrs["not_kept"]) == {"infrastructure error, excluded (errors='exclude')": 1}
+
+
+def test_list_of_logs_same_task_keys_agents_by_model(logs):
+    _, by = logs
+    ds = read_inspect_log([by[("toy", "mockllm/agree")], by[("toy", "mockllm/contrary")]], scorer="match")
+    assert sorted(ds.agent.values) == ["mockllm/agree", "mockllm/contrary"]
+    for m, per_task in MATCH.items():
+        for t, v in per_task.items():
+            got = ds.score.sel(agent=m, task=t).values
+            assert np.all(got[[0, 2]] == v)
+    assert ds.attrs["n_records_read"] == 18 and int(ds.error.sum()) == 2
+    assert list(ds.model.values) == list(ds.agent.values)
+
+
+def test_folder_with_several_tasks_keys_agents_by_model_and_task(logs):
+    log_dir, _ = logs
+    ds = read_inspect_log(log_dir, scorer="match")
+    assert sorted(ds.agent.values) == sorted(
+        f"{m} [{t}]" for m in ("mockllm/agree", "mockllm/contrary") for t in ("toy", "toy_b")
+    )
+    assert ds.attrs["n_records_read"] == 36
+    assert ds.attrs["n_error_runs"] == 4
+    assert sorted(json.loads(ds.attrs["inspect_tasks"])) == ["toy", "toy_b"]
+    assert set(ds.inspect_task.values) == {"toy", "toy_b"}
+
+
+def test_value_map_overrides_inspect_conversion(logs):
+    _, by = logs
+    ds = read_inspect_log(by[("toy", "mockllm/agree")], scorer="match", value_map={"C": 0.75})
+    np.testing.assert_array_equal(ds.score.sel(task="s1").values.ravel(), [0.75] * 3)
+
+
+def test_several_scorers_require_a_choice(logs):
+    _, by = logs
+    with pytest.raises(EvalDataError, match=r"several scorers \['answer_length', 'match'\]; choose one with `scorer=`"):
+        read_inspect_log(by[("toy", "mockllm/agree")])
+    with pytest.raises(EvalDataError, match=r"`scorer` 'accuracy' is not in the Inspect logs; available scorers \['answer_length', 'match'\]"):
+        read_inspect_log(by[("toy", "mockllm/agree")], scorer="accuracy")
+
+
+def test_log_without_scores_is_a_clear_error(logs, tmp_path):
+    _, by = logs
+    log = read_eval_log(by[("toy", "mockllm/agree")])
+    for s in log.samples:
+        s.scores = None
+    log.results = None
+    path = tmp_path / "unscored.eval"
+    write_eval_log(log, str(path))
+    with pytest.raises(EvalDataError, match=r"the Inspect logs hold no scores \(9 samples in 1 logs .*\): score them first"):
+        read_inspect_log(path)
+
+
+def test_bad_paths(tmp_path):
+    with pytest.raises(EvalDataError, match=r"`path_or_paths`: no such file or folder"):
+        read_inspect_log(tmp_path / "missing.eval")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(EvalDataError, match=r"is not an Inspect log; expected a .eval or .json file"):
+        read_inspect_log(tmp_path / "notes.txt")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(EvalDataError, match=r"holds no Inspect logs"):
+        read_inspect_log(empty)
+    with pytest.raises(EvalDataError, match=r"`errors` must be 'fail' or 'exclude'; got 'skip'"):
+        read_inspect_log(empty, errors="skip")
+
+
+def test_json_log_reads_like_the_eval_log(logs, tmp_path):
+    _, by = logs
+    src = by[("toy", "mockllm/agree")]
+    path = tmp_path / "same.json"
+    write_eval_log(read_eval_log(src), str(path))  # inspect-ai's own .json format
+    a = read_inspect_log(src, scorer="match")
+    b = read_inspect_log(path, scorer="match")
+    assert a.drop_attrs().identical(b.drop_attrs())
