@@ -25,7 +25,7 @@ import xarray as xr
 from scipy.special import ndtr, ndtri
 
 from ..testing import as_rng
-from ._passk import _pass_kernel
+from ._passk import InsufficientRunsWarning, _pass_kernel
 from ._resample import task_weights
 
 __all__ = [
@@ -411,6 +411,16 @@ def bootstrap_ci(
     if builtin and statistic != "mean" and not cells.binary:
         raise ValueError(f"statistic={statistic!r} needs binary scores (0 or 1); the data have partial credit")
     cell_stat = statistic if builtin else "mean"
+    if cell_stat != "mean":
+        short = (cells.n > 0) & (cells.n < int(k))  # type: ignore[arg-type]
+        if short.any():
+            warnings.warn(
+                f"{int(short.sum())} (agent, task) cells have fewer runs than k (n_runs < k; "
+                f"k={k}); their {statistic} is undefined and they are left out (counted in "
+                "`n_excluded`).",
+                InsufficientRunsWarning,
+                stacklevel=2,
+            )
 
     # ---- clusters
     codes = None

@@ -1,0 +1,195 @@
+"""bootstrap_ci: agreement with scipy and direct resampling, ragged and clustered data, errors."""
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy import stats
+
+from hierbench.data import load_metr
+from hierbench.freq import (
+    DegenerateBootstrapWarning,
+    InsufficientRunsWarning,
+    UndefinedResampleWarning,
+    bootstrap_ci,
+    pass_hat_k,
+    task_weights,
+)
+from hierbench.testing import simulate_eval
+
+
+def _mc_tol(dist_sd: float, n_resamples: int, q: float = 0.025) -> float:
+    """Monte Carlo SD of a bootstrap quantile for a near-normal distribution."""
+    return dist_sd * np.sqrt(q * (1 - q)) / (stats.norm.pdf(stats.norm.ppf(q)) * np.sqrt(n_resamples))
+
+
+def test_bca_matches_scipy_on_per_task_means():
+    ds, _ = simulate_eval(n_agents=1, n_tasks=60, n_runs=4, rng=11)
+    per_task = ds.score.isel(agent=0).mean("run").values
+    B = 5000
+    ours = bootstrap_ci(ds, method="bca", n_resamples=B, rng=1)
+    ref = stats.bootstrap((per_task,), np.mean, method="BCa", n_resamples=B, rng=np.random.default_rng(2))
+    sd = float(ours.standard_error[0])
+    tol = 4 * np.sqrt(2) * _mc_tol(sd, B)  # two independent MC estimates, 4 sigma
+    got = ours.ci.isel(agent=0).values
+    assert abs(got[0] - ref.confidence_interval.low) < tol
+    assert abs(got[1] - ref.confidence_interval.high) < tol
+    assert float(ours.estimate[0]) == pytest.approx(per_task.mean())
+    assert abs(sd - ref.standard_error) < 0.05 * ref.standard_error
+
+
+def test_percentile_equals_direct_resampling_with_same_weights():
+    ds, _ = simulate_eval(n_agents=3, n_tasks=25, n_runs=3, rng=5)
+    B = 500
+    res = bootstrap_ci(ds, n_resamples=B, rng=7)
+    w = task_weights(25, B, 7)  # the same draws, recomputed by hand
+    per_task = ds.score.mean("run").values  # (agent, task)
+    boot = np.stack([np.repeat(per_task, w[b], axis=1).mean(1) for b in range(B)])
+    np.testing.assert_allclose(res.distribution.values, boot, rtol=1e-12)
+    np.testing.assert_allclose(res.ci.values, np.quantile(boot, [0.025, 0.975], axis=0).T, rtol=1e-12)
+
+
+def test_seed003_bootstrap_and_paired_difference():
+    # seed 003: 500 questions, A right on 340, B on 322 (300 both, 40 A only, 22 B only)
+    a = np.array([1] * 300 + [1] * 40 + [0] * 22 + [0] * 138, float)
+    b = np.array([1] * 300 + [0] * 40 + [1] * 22 + [0] * 138, float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.stack([a, b])[..., None])},
+                    coords={"agent": ["A", "B"]})
+    res = bootstrap_ci(ds, n_resamples=2000, rng=0)
+    # printed "bootstrap CI of A: (0.64, 0.72)" (percentile, 2,000 resamples)
+    assert [round(float(x), 2) for x in res.ci.sel(agent="A").values] == [0.64, 0.72]
+    d = bootstrap_ci(ds, pairs=[("A", "B")], n_resamples=4000, rng=0)
+    assert float(d.estimate[0]) == pytest.approx(0.036)
+    # printed paired SE 0.0157 (CLT, ddof=1); bootstrap SE ~ sqrt((n-1)/n) of it, MC rel. sd ~1.1%
+    assert float(d.standard_error[0]) == pytest.approx(0.0157, rel=0.04)
+    assert d.ci.dims == ("pair", "ci_bound")
+
+
+def test_cluster_bootstrap_reproduces_seed003_clustered_se():
+    # seed 003 toolkit: 100 passages x 5 questions, p in {0.1, 0.9}; naive SE 0.0223, clustered 0.0427
+    rng = random.Random(1)
+    scores, clus = [], []
+    for c in range(100):
+        p_passage = rng.choice([0.1, 0.9])
+        for _ in range(5):
+            scores.append(1 if rng.random() < p_passage else 0)
+            clus.append(c)
+    da = xr.DataArray(np.asarray(scores, float)[:, None], dims=("task", "run"),
+                      coords={"cluster": ("task", np.asarray(clus))})
+    res = bootstrap_ci(da, n_resamples=4000, rng=3)
+    assert res.attrs["resample_unit"] == "cluster"
+    assert float(res.standard_error) == pytest.approx(0.0427, rel=0.05)
+    flat = bootstrap_ci(da, cluster=None, n_resamples=4000, rng=3)
+    assert float(flat.standard_error) == pytest.approx(0.0223, rel=0.05)
+
+
+def test_metr_ragged_clustered(shared_data):
+    ds = load_metr(shared_data)
+    with pytest.warns(DegenerateBootstrapWarning):  # one agent failed all of its 16 tasks
+        res = bootstrap_ci(ds, method="bca", n_resamples=2000, rng=0)
+    # independent per-task means straight from the scores
+    cell = ds.score.mean("run")  # NaN where the agent never ran the task
+    expect = cell.mean("task", skipna=True)
+    np.testing.assert_allclose(res.estimate.values, expect.values, rtol=1e-12)
+    np.testing.assert_array_equal(res.n_tasks.values, cell.notnull().sum("task").values)
+    assert int(res.n_excluded.max()) == 67 and res.attrs["resample_unit"] == "cluster"
+    # BCa acceleration: grouped jackknife over task families, computed with pandas
+    agent = str(ds.agent.values[0])
+    df = pd.DataFrame({"v": cell.sel(agent=agent).values, "fam": ds.cluster.values}).dropna()
+    jack = np.array([df.v[df.fam != f].mean() for f in df.fam.unique()])
+    dev = jack.mean() - jack
+    a = (dev**3).sum() / (6 * (dev**2).sum() ** 1.5)
+    assert float(res.acceleration.sel(agent=agent)) == pytest.approx(a, rel=1e-10)
+    assert res.distribution.dims == ("resample", "agent")
+    assert res.ci.attrs["ci_prob"] == 0.95 and "bca" in res.ci.attrs["ci_kind"]
+    assert list(res.ci.ci_bound.values) == ["lower", "upper"]
+
+
+def test_pass_hat_k_statistic_and_two_stage_on_ragged():
+    ds, _ = simulate_eval(n_agents=2, n_tasks=30, n_runs=6, p_missing_run=0.1, p_missing_task=0.1, rng=9)
+    with pytest.warns(InsufficientRunsWarning):
+        ref = pass_hat_k(ds, 6).mean
+    for scheme in ("tasks", "runs", "two-stage"):
+        with pytest.warns(InsufficientRunsWarning, match=r"fewer runs than k \(n_runs < k; k=6\)"):
+            res = bootstrap_ci(ds, "pass_hat_k", k=6, scheme=scheme, n_resamples=300, rng=1)
+        assert (res.n_excluded.values > 3).all()
+        np.testing.assert_allclose(res.estimate.values, ref.values, rtol=1e-12)
+        assert np.isfinite(res.ci.values).all()
+    # continuous scores: runs are resampled from the cell's own runs
+    dc, _ = simulate_eval(n_agents=2, n_tasks=20, n_runs=5, score_kind="continuous", sd_run=0.5,
+                          p_missing_run=0.2, rng=4)
+    res = bootstrap_ci(dc, scheme="two-stage", n_resamples=300, rng=2)
+    assert (res.ci.sel(ci_bound="lower") < res.estimate).all()
+
+
+def test_unpaired_resamples_are_independent():
+    ds, _ = simulate_eval(n_agents=2, n_tasks=40, n_runs=8, sd_agent_task=0.3, rng=1)
+    p = bootstrap_ci(ds, n_resamples=3000, rng=0).distribution.values
+    u = bootstrap_ci(ds, n_resamples=3000, rng=0, paired=False).distribution.values
+    # shared task draws: the bootstrap correlation is the across-task correlation of the cell means
+    r_tasks = np.corrcoef(ds.score.mean("run").values)[0, 1]
+    assert r_tasks > 0.5
+    assert np.corrcoef(p.T)[0, 1] == pytest.approx(r_tasks, abs=0.05)
+    assert abs(np.corrcoef(u.T)[0, 1]) < 0.08  # independent draws: |r| < ~4/sqrt(3000)
+
+
+def test_custom_statistic_contract():
+    ds, _ = simulate_eval(n_agents=3, n_tasks=30, n_runs=2, rng=2)
+
+    def wmean(values, weights):
+        v = np.nan_to_num(values)
+        return np.einsum("bt,but->bu", weights, np.broadcast_to(v, (weights.shape[0], *v.shape[1:]))) / weights.sum(1)[:, None]
+
+    a = bootstrap_ci(ds, wmean, method="bca", n_resamples=400, rng=5)
+    b = bootstrap_ci(ds, "mean", method="bca", n_resamples=400, rng=5)
+    np.testing.assert_allclose(a.ci.values, b.ci.values, rtol=1e-10)
+
+    def spread(values, weights):  # scalar statistic: best minus worst agent
+        m = wmean(values, weights)
+        return m.max(1) - m.min(1)
+
+    s = bootstrap_ci(ds, spread, n_resamples=200, rng=5)
+    assert s.ci.dims == ("ci_bound",)
+    with pytest.raises(ValueError, match=r"callable `statistic` must return an array of shape \(b,\) or \(b, U\)"):
+        bootstrap_ci(ds, lambda v, w: np.zeros((w.shape[0], 7)), n_resamples=10, rng=0)
+
+
+def test_degenerate_and_undefined_are_named():
+    da = xr.DataArray(np.ones((10, 2)), dims=("task", "run"))
+    with pytest.warns(DegenerateBootstrapWarning, match="BCa is undefined for 1 of 1"):
+        res = bootstrap_ci(da, method="bca", n_resamples=100, rng=0)
+    assert np.isnan(res.ci.values).all()
+    score = np.full((2, 3, 1), np.nan)
+    score[0] = 1.0
+    score[1, 0] = 0.0  # agent 1 ran a single task
+    ds = xr.Dataset({"score": (("agent", "task", "run"), score)}, coords={"agent": ["x", "y"]})
+    with pytest.warns(UndefinedResampleWarning, match="undefined in up to"):
+        res = bootstrap_ci(ds, n_resamples=300, rng=0)
+    assert 0 < int(res.n_undefined.sel(agent="y")) < 300
+
+
+def test_errors_are_named():
+    ds, _ = simulate_eval(n_agents=2, n_tasks=5, n_runs=2, rng=0)
+    with pytest.raises(ValueError, match=r"`scheme` must be 'tasks', 'runs' or 'two-stage'; got 'task'"):
+        bootstrap_ci(ds, scheme="task")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"`method` must be 'percentile' or 'bca'; got 'BCa'"):
+        bootstrap_ci(ds, method="BCa")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"`n_resamples` must be an integer >= 2; got 1"):
+        bootstrap_ci(ds, n_resamples=1)
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=95"):
+        bootstrap_ci(ds, prob=95)
+    with pytest.raises(ValueError, match=r"`k` must be a positive integer for statistic='pass_hat_k'; got k=None"):
+        bootstrap_ci(ds, "pass_hat_k")
+    with pytest.raises(ValueError, match=r"`statistic` must be 'mean', 'pass_hat_k', 'pass_at_k' or a callable; got 'median'"):
+        bootstrap_ci(ds, "median")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"`pairs` names agents not in the data: \['nobody'\]"):
+        bootstrap_ci(ds, pairs=[("agent_00", "nobody")])
+    with pytest.raises(ValueError, match=r"`cluster` must name a coord along 'task'; 'family' is not one"):
+        bootstrap_ci(ds, cluster="family")
+    dc, _ = simulate_eval(n_agents=1, n_tasks=5, n_runs=2, score_kind="continuous", rng=0)
+    with pytest.raises(ValueError, match=r"statistic='pass_at_k' needs binary scores"):
+        bootstrap_ci(dc, "pass_at_k", k=1)
+    with pytest.raises(ValueError, match=r"`dim` must be a dimension of the scores"):
+        bootstrap_ci(ds, dim="epoch")
