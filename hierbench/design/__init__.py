@@ -1,0 +1,38 @@
+"""Budgeted repeated evaluation: which runs to buy under a hard budget, and honest intervals.
+
+A fixed cohort of ``M`` tasks x ``L`` planned runs has a mean ``theta``; a
+budget of ``B`` labels buys some of its slots. :func:`plan_uniform` (design
+U) and :func:`plan_joint` (design J, task-covering with an audit subset)
+return the slots to run; :func:`budget_interval` turns the bought labels
+into an unbiased estimate and an interval that covers ``theta`` with
+probability at least ``prob`` for every fixed cohort (the only randomness is
+the design's). :func:`cohort_posterior` is the Bayesian beta-binomial
+counterpart; :func:`replay` compares them on complete banks.
+
+This subpackage imports numpy, scipy and xarray only.
+"""
+
+from ._bayes import CohortPosteriorResult, cohort_posterior
+from ._plan import (
+    BudgetIntervalResult,
+    BudgetPlan,
+    BudgetWarning,
+    budget_interval,
+    plan_joint,
+    plan_uniform,
+)
+from ._replay import bank_from_eval, replay, simulate_stratified_bank
+
+__all__ = [
+    "BudgetIntervalResult",
+    "BudgetPlan",
+    "BudgetWarning",
+    "CohortPosteriorResult",
+    "bank_from_eval",
+    "budget_interval",
+    "cohort_posterior",
+    "plan_joint",
+    "plan_uniform",
+    "replay",
+    "simulate_stratified_bank",
+]

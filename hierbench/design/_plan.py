@@ -1,0 +1,449 @@
+"""Budgeted designs: planners, unbiased estimates and design-based intervals.
+
+Two designs buy labels from a fixed cohort of ``M`` tasks x ``L`` planned runs
+("slots") under a hard budget of ``B`` labels:
+
+design U (``"uniform"``)
+    ``m = min(M L, B)`` slots uniformly without replacement; the exact
+    hypergeometric interval.
+design J (``"joint"``)
+    one uniform run in every task, plus a second distinct run in a uniform
+    subset of ``t = B - M`` audited tasks; the disagreement-certificate
+    interval.
+
+The target is the cohort mean ``theta`` of all ``M L`` planned labels; the
+only randomness is the design's, so coverage holds for every fixed cohort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+
+from ..testing import as_rng
+from . import _kernels as K
+
+__all__ = [
+    "BudgetIntervalResult",
+    "BudgetPlan",
+    "BudgetWarning",
+    "budget_interval",
+    "plan_joint",
+    "plan_uniform",
+]
+
+Design = Literal["uniform", "joint"]
+
+
+def _coord(arg: int | Sequence, name: str) -> np.ndarray:
+    if isinstance(arg, (int, np.integer)):
+        if arg < 1:
+            raise ValueError(f"`{name}` must be a positive integer or a sequence of labels; got {arg}")
+        return np.arange(int(arg))
+    vals = np.asarray(list(arg))
+    if vals.size == 0:
+        raise ValueError(f"`{name}` must not be empty")
+    if len(set(vals.tolist())) != vals.size:
+        raise ValueError(f"`{name}` labels must be unique; got {vals.size} labels, {len(set(vals.tolist()))} distinct")
+    return vals
+
+
+def _check_budget(budget: int) -> int:
+    if isinstance(budget, bool) or int(budget) != budget or budget < 0:
+        raise ValueError(f"`budget` must be a non-negative integer number of labels; got {budget!r}")
+    return int(budget)
+
+
+@dataclass(frozen=True)
+class BudgetPlan:
+    """The slots a budgeted design buys, fixed before any label is seen.
+
+    Attributes
+    ----------
+    design : {"uniform", "joint"}
+    budget : int
+        The hard budget ``B`` (labels).
+    slots : xarray.DataArray
+        bool ``(task, run)``: True where the design buys the label.
+    audited : xarray.DataArray
+        bool ``(task)``: the audit subset ``S`` of design J (all False for U).
+    first_run : xarray.DataArray
+        int ``(task)``: position of the first bought run of each task (J),
+        -1 where none (U).
+    """
+
+    design: Design
+    budget: int
+    slots: xr.DataArray
+    audited: xr.DataArray
+    first_run: xr.DataArray
+
+    @property
+    def n_tasks(self) -> int:
+        """``M``."""
+        return int(self.slots.sizes["task"])
+
+    @property
+    def n_runs(self) -> int:
+        """``L``, the planned runs per task."""
+        return int(self.slots.sizes["run"])
+
+    @property
+    def n_labels(self) -> int:
+        """Labels bought (never above ``budget``)."""
+        return int(self.slots.sum())
+
+    @property
+    def n_audit(self) -> int:
+        """``t``, the number of audited tasks (0 for U)."""
+        return int(self.audited.sum())
+
+    def to_dataset(self) -> xr.Dataset:
+        """The plan as a Dataset (``slots``, ``audited``, ``first_run``; scalars in attrs)."""
+        ds = xr.Dataset({"slots": self.slots, "audited": self.audited, "first_run": self.first_run})
+        ds.attrs = {"design": self.design, "budget": self.budget, "n_labels": self.n_labels, "n_audit": self.n_audit}
+        return ds
+
+
+def plan_uniform(
+    tasks: int | Sequence,
+    runs: int | Sequence,
+    budget: int,
+    *,
+    rng: None | int | np.random.Generator = None,
+) -> BudgetPlan:
+    """Design U: ``min(M L, budget)`` task-run slots uniformly without replacement.
+
+    Parameters
+    ----------
+    tasks, runs : int or sequence
+        The number of tasks ``M`` and planned runs ``L``, or their labels.
+    budget : int
+        Hard budget ``B`` in labels.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    BudgetPlan
+
+    Examples
+    --------
+    >>> plan = plan_uniform(10, 4, 12, rng=0)
+    >>> plan.n_labels
+    12
+    """
+    task = _coord(tasks, "tasks")
+    run = _coord(runs, "runs")
+    B = _check_budget(budget)
+    M, L = task.size, run.size
+    gen = as_rng(rng)
+    m = min(M * L, B)
+    flat = np.zeros(M * L, bool)
+    flat[gen.choice(M * L, size=m, replace=False)] = True
+    slots = xr.DataArray(flat.reshape(M, L), dims=("task", "run"), coords={"task": task, "run": run})
+    audited = xr.DataArray(np.zeros(M, bool), dims="task", coords={"task": task})
+    first = xr.DataArray(np.full(M, -1), dims="task", coords={"task": task})
+    return BudgetPlan("uniform", B, slots, audited, first)
+
+
+def plan_joint(
+    tasks: int | Sequence,
+    runs: int | Sequence,
+    budget: int,
+    *,
+    rng: None | int | np.random.Generator = None,
+) -> BudgetPlan:
+    """Design J: one uniform run per task, a second distinct run in ``t = budget - M`` audited tasks.
+
+    The audit subset is a uniform subset of exactly ``t`` tasks, drawn
+    before any label is seen, independently of the first runs.
+
+    Parameters
+    ----------
+    tasks, runs : int or sequence
+        ``M`` and ``L`` (or their labels).
+    budget : int
+        Hard budget ``B``; requires ``M <= B <= 2 M`` (``0 <= t <= M``) and
+        ``L >= 2`` when ``B > M``.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    BudgetPlan
+
+    Examples
+    --------
+    >>> plan = plan_joint(10, 4, 13, rng=0)
+    >>> plan.n_labels, plan.n_audit
+    (13, 3)
+    """
+    task = _coord(tasks, "tasks")
+    run = _coord(runs, "runs")
+    B = _check_budget(budget)
+    M, L = task.size, run.size
+    t = B - M
+    if not 0 <= t <= M:
+        raise ValueError(
+            f"`budget` must satisfy n_tasks <= budget <= 2 * n_tasks for design J "
+            f"(t = budget - n_tasks audited tasks, 0 <= t <= {M}); got budget={B}"
+        )
+    if t > 0 and L < 2:
+        raise ValueError(f"design J with t = {t} > 0 audited tasks needs `runs` >= 2 planned runs; got {L}")
+    gen = as_rng(rng)
+    first = gen.integers(0, L, size=M)
+    audited = np.zeros(M, bool)
+    audited[gen.choice(M, size=t, replace=False)] = True
+    second = (first + 1 + gen.integers(0, max(L - 1, 1), size=M)) % L
+    slots = np.zeros((M, L), bool)
+    slots[np.arange(M), first] = True
+    slots[np.flatnonzero(audited), second[audited]] = True
+    coords = {"task": task, "run": run}
+    return BudgetPlan(
+        "joint",
+        B,
+        xr.DataArray(slots, dims=("task", "run"), coords=coords),
+        xr.DataArray(audited, dims="task", coords={"task": task}),
+        xr.DataArray(first, dims="task", coords={"task": task}),
+    )
+
+
+@dataclass(frozen=True)
+class BudgetIntervalResult:
+    """Point estimate and design-based interval for the cohort mean.
+
+    Attributes
+    ----------
+    estimate : xarray.DataArray
+        The unbiased point estimate (extra dims of ``labels`` kept).
+    interval : xarray.DataArray
+        Trailing dim ``ci_bound = ["lower", "upper"]``; attrs ``ci_prob``,
+        ``ci_kind``.
+    feasible : xarray.DataArray
+        The deterministic range ``[P / N, 1 - Z / N]`` implied by the bought
+        labels (``ci_bound``).
+    n_labels : xarray.DataArray
+        Labels used.
+    disagreements : xarray.DataArray
+        ``X``, audited tasks whose two labels differ (design J; 0 for U).
+    """
+
+    estimate: xr.DataArray
+    interval: xr.DataArray
+    feasible: xr.DataArray
+    n_labels: xr.DataArray
+    disagreements: xr.DataArray
+
+    def to_dataset(self) -> xr.Dataset:
+        """All fields as one Dataset."""
+        return xr.Dataset(
+            {
+                "estimate": self.estimate,
+                "interval": self.interval,
+                "feasible": self.feasible,
+                "n_labels": self.n_labels,
+                "disagreements": self.disagreements,
+            },
+            attrs=dict(self.interval.attrs),
+        )
+
+
+def _check_prob(prob: float) -> float:
+    if not (isinstance(prob, (float, int, np.floating)) and 0 < prob < 1):
+        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    return float(prob)
+
+
+def joint_bounds(
+    theta_hat: np.ndarray,
+    X: np.ndarray,
+    P: np.ndarray,
+    Z: np.ndarray,
+    M: int,
+    L: int,
+    t: int,
+    prob: float,
+    method: str = "mixture",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Design-J interval from its sufficient statistics (private helper, vectorised)."""
+    N = M * L
+    rad = K.joint_radius_table(M, L, t, round(1.0 - prob, 12), method)[np.asarray(X, int)] / M
+    lo = np.maximum(theta_hat - rad, np.asarray(P) / N)
+    hi = np.minimum(theta_hat + rad, 1.0 - np.asarray(Z) / N)
+    return lo, hi
+
+
+def uniform_bounds(s: np.ndarray, N: int, m: int, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Design-U interval from the positives ``s`` among ``m`` of ``N`` slots (private helper)."""
+    lo, hi = K.hypergeom_table(int(N), int(m), round(1.0 - prob, 12))
+    s = np.asarray(s, int)
+    return lo[s] / N, hi[s] / N
+
+
+def budget_interval(
+    plan: BudgetPlan,
+    labels: xr.DataArray,
+    *,
+    prob: float = 0.95,
+    method: Literal["auto", "exact", "mixture", "split"] = "auto",
+) -> BudgetIntervalResult:
+    """Unbiased estimate and honest interval for the cohort mean from the bought labels.
+
+    ``labels`` holds the outcomes of exactly the plan's slots (NaN elsewhere,
+    or the complete bank: only the plan's slots are read, the rest is
+    ignored by design). Extra dims (e.g. ``agent``) are kept: one plan can
+    serve several agents on the same cohort of slots.
+
+    Design U (``method="exact"``): with ``s`` positives among ``m`` slots,
+    ``s ~ Hypergeom(N, H, m)``; both tails are inverted at ``alpha / 2`` over
+    the integer range ``s <= H <= N - m + s``. Estimate ``s / m``.
+
+    Design J: estimate ``mean_i A_i`` (``A_i`` the mean of the one or two
+    labels of task ``i``), unbiased because every run of a task is equally
+    likely to be bought. Two intervals, each intersected with the feasible
+    range ``[P / N, 1 - Z / N]`` (``P``, ``Z``: positive and negative labels
+    bought):
+
+    ``"split"``
+        the spec's construction: a KL upper bound ``dbar_U`` on the mean pair
+        disagreement from ``X`` at ``alpha / 2`` (Hoeffding 1963, Thm 4,
+        sampling without replacement), then Bernstein with variance
+        ``V_U = min(M/4, M dbar_U (L-1) / (2L))`` at ``alpha / 2``.
+    ``"mixture"`` (default)
+        one certificate for mean and disagreement together, no alpha split.
+        For a tilt ``lam`` and penalty ``kappa`` let, for a task with ``h``
+        positive runs, ``a_h = E exp(lam (Y - p))`` (one label) and
+        ``b_h = E exp(lam (A - p) - kappa D)`` (two distinct labels, exact
+        pair law). Given ``S`` the tasks are independent, so
+        ``E exp(lam M (theta_hat - theta) - kappa X) = prod_i a_i *
+        E_S prod_{i in S} (b_i / a_i)``; by Maclaurin's inequality the
+        subset average is at most ``(mean_i b_i / a_i)^t``, and with
+        ``log x <= x - 1`` the whole is at most
+        ``exp(sum_i g_{h_i})``, ``g_h = log a_h + (t/M)(b_h / a_h - 1)``.
+        ``kappa(lam)`` is the smallest penalty with ``g_h <= 0`` for every
+        ``h`` (pure tasks give ``g = 0``), so the exponential is an
+        e-value for every fixed cohort. A fixed mixture over a grid of
+        tilts (weights set from ``M, L, t, alpha`` only) is again an
+        e-value; Markov's inequality at ``2 / alpha`` per tail (the lower
+        tail is the upper tail of the complemented cohort, ``h -> L - h``)
+        gives coverage ``1 - alpha``. With ``t = 0`` a single tilt and the
+        exact worst-case one-label MGF over ``h`` (a lattice Hoeffding
+        bound) are used. The half-width depends on the data only through
+        ``X``, so it is tabulated.
+
+    Parameters
+    ----------
+    plan : BudgetPlan
+    labels : xarray.DataArray
+        0/1 outcomes with dims ``task`` and ``run`` (same coords as the plan)
+        and any extra dims.
+    prob : float
+        Coverage level ``1 - alpha``.
+    method : {"auto", "exact", "mixture", "split"}
+        ``"auto"``: ``"exact"`` for U, ``"mixture"`` for J.
+
+    Returns
+    -------
+    BudgetIntervalResult
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> bank = xr.DataArray(np.tile([1.0, 0.0], (20, 2)), dims=("task", "run"))
+    >>> plan = plan_joint(20, 4, 30, rng=1)
+    >>> res = budget_interval(plan, bank, prob=0.9)
+    >>> float(res.estimate)
+    0.5
+    >>> res.interval.dims
+    ('ci_bound',)
+    """
+    if not isinstance(plan, BudgetPlan):
+        raise TypeError(f"`plan` must be a BudgetPlan (from plan_uniform or plan_joint); got {type(plan).__name__}")
+    prob = _check_prob(prob)
+    allowed = {"uniform": ("auto", "exact"), "joint": ("auto", "mixture", "split")}[plan.design]
+    if method not in allowed:
+        raise ValueError(f"`method` for design {plan.design!r} must be one of {allowed}; got {method!r}")
+    if not isinstance(labels, xr.DataArray) or "task" not in labels.dims or "run" not in labels.dims:
+        raise ValueError("`labels` must be an xarray.DataArray with dims 'task' and 'run'")
+    for d in ("task", "run"):
+        if labels.sizes[d] != plan.slots.sizes[d]:
+            raise ValueError(
+                f"`labels` dim {d!r} has size {labels.sizes[d]} but the plan has {plan.slots.sizes[d]}"
+            )
+        if d in labels.coords and not np.array_equal(labels[d].values, plan.slots[d].values):
+            raise ValueError(f"`labels` coord {d!r} differs from the plan's {d!r} coord")
+    extra = [d for d in labels.dims if d not in ("task", "run")]
+    lab = labels.transpose(*extra, "task", "run").values.astype(float)
+    lab = lab.reshape(-1, *lab.shape[-2:])
+    mask = plan.slots.values
+    bought = lab[:, mask]
+    if np.isnan(bought).any():
+        n_bad = int(np.isnan(bought).any(axis=0).sum())
+        raise ValueError(
+            f"`labels` must hold a 0/1 outcome at every slot of the plan; {n_bad} planned slot(s) are NaN"
+        )
+    if not np.isin(bought, (0.0, 1.0)).all():
+        bad = np.unique(bought[~np.isin(bought, (0.0, 1.0))])[:5]
+        raise ValueError(f"`labels` must be binary (0 or 1) at the planned slots; got values {bad.tolist()}")
+    M, L = mask.shape
+    N = M * L
+    m = int(mask.sum())
+    P = bought.sum(axis=1)
+    Z = m - P
+    if plan.design == "uniform":
+        est = P / m if m > 0 else np.full(P.shape, np.nan)
+        lo, hi = uniform_bounds(P.astype(int), N, m, prob)
+        X = np.zeros(P.shape, int)
+        kind = "exact hypergeometric (design U)"
+        if m == 0:
+            import warnings
+
+            warnings.warn(
+                "budget 0: no label bought, the estimate is undefined (NaN); the interval is [0, 1]",
+                BudgetWarning,
+                stacklevel=2,
+            )
+    else:
+        aud = plan.audited.values
+        tot = (lab * mask).sum(axis=2)
+        n_i = mask.sum(axis=1)
+        A = tot / n_i
+        est = A.mean(axis=1)
+        t = int(aud.sum())
+        X = (tot[:, aud] == 1).sum(axis=1)
+        meth = "mixture" if method == "auto" else method
+        lo, hi = joint_bounds(est, X, P, Z, M, L, t, prob, meth)
+        kind = f"disagreement certificate, {meth} (design J)"
+    ex_shape = tuple(labels.sizes[d] for d in extra)
+    ex_coords = {d: labels[d] for d in extra if d in labels.coords}
+
+    def da(v, name):
+        return xr.DataArray(np.asarray(v).reshape(ex_shape), dims=extra, coords=ex_coords, name=name)
+
+    interval = xr.DataArray(
+        np.stack([lo, hi], axis=-1).reshape(*ex_shape, 2),
+        dims=(*extra, "ci_bound"),
+        coords={**ex_coords, "ci_bound": ["lower", "upper"]},
+        name="interval",
+        attrs={"ci_prob": prob, "ci_kind": kind, "design": plan.design, "budget": plan.budget},
+    )
+    feasible = xr.DataArray(
+        np.stack([P / N, 1 - Z / N], axis=-1).reshape(*ex_shape, 2),
+        dims=(*extra, "ci_bound"),
+        coords={**ex_coords, "ci_bound": ["lower", "upper"]},
+        name="feasible",
+    )
+    return BudgetIntervalResult(
+        estimate=da(est, "estimate"),
+        interval=interval,
+        feasible=feasible,
+        n_labels=da(np.full(P.shape, m), "n_labels"),
+        disagreements=da(X, "disagreements"),
+    )
+
+
+class BudgetWarning(UserWarning):
+    """A budgeted-design quantity is undefined (returned as NaN)."""

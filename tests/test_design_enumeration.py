@@ -1,0 +1,164 @@
+"""Exact enumeration of the budgeted designs on every small cohort.
+
+Every cohort with M <= 4 tasks and 3 <= L <= 5 runs (all h vectors up to
+task permutation), every audit size t, alpha in {0.05, 0.1, 0.2}: every audit
+subset S and every path choice is enumerated with its exact probability
+(counted from the paths themselves, not from the package's formulas), the
+public ``budget_interval`` is evaluated on each leaf, and coverage and
+unbiasedness are summed exactly. Design U is checked against
+``scipy.stats.hypergeom`` over every (N, H, m).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.stats import hypergeom
+
+from hierbench.design import BudgetPlan, budget_interval
+
+ALPHAS = (0.05, 0.1, 0.2)
+TOL = 1e-12
+
+
+def _task_outcomes(h: int, L: int, audited: bool) -> dict[tuple[int, ...], float]:
+    """Law of the bought labels of one task, by literal enumeration of its paths.
+
+    Returns {labels in slot order: probability}; the task's planned labels are
+    h ones then L - h zeros (a within-task relabelling changes nothing, since
+    paths are drawn uniformly).
+    """
+    row = [1] * h + [0] * (L - h)
+    out: dict[tuple[int, ...], float] = {}
+    if audited:
+        pairs = [(a, b) for a in range(L) for b in range(L) if a != b]
+        for a, b in pairs:
+            key = (row[a], row[b])
+            out[key] = out.get(key, 0.0) + 1.0 / len(pairs)
+    else:
+        for a in range(L):
+            out[(row[a],)] = out.get((row[a],), 0.0) + 1.0 / L
+    return out
+
+
+def _fixed_joint_plan(M: int, L: int, t: int) -> BudgetPlan:
+    """The plan with S = the first t tasks and bought slots 0 (and 1 if audited).
+
+    Random S and random paths on a fixed cohort are equivalent to this fixed
+    plan on the correspondingly permuted cohort, which is what the leaves
+    below build.
+    """
+    slots = np.zeros((M, L), bool)
+    slots[:, 0] = True
+    slots[:t, 1] = True
+    aud = np.arange(M) < t
+    c = {"task": np.arange(M), "run": np.arange(L)}
+    return BudgetPlan(
+        "joint",
+        M + t,
+        xr.DataArray(slots, dims=("task", "run"), coords=c),
+        xr.DataArray(aud, dims="task", coords={"task": c["task"]}),
+        xr.DataArray(np.zeros(M, int), dims="task", coords={"task": c["task"]}),
+    )
+
+
+def _joint_leaves(hs: tuple[int, ...], L: int, t: int):
+    """All leaves (label matrix under the fixed plan, probability) for one cohort and t."""
+    M = len(hs)
+    subsets = list(itertools.combinations(range(M), t))
+    mats, probs = [], []
+    for S in subsets:
+        order = list(S) + [i for i in range(M) if i not in S]  # plan position -> cohort task
+        laws = [_task_outcomes(hs[i], L, pos < t) for pos, i in enumerate(order)]
+        for combo in itertools.product(*[list(law.items()) for law in laws]):
+            mat = np.zeros((M, L))
+            pr = 1.0 / len(subsets)
+            for pos, (lab, p) in enumerate(combo):
+                h = hs[order[pos]]
+                rest = h - sum(lab)
+                mat[pos, : len(lab)] = lab
+                mat[pos, len(lab) : len(lab) + rest] = 1  # the unbought slots hold the remaining positives
+                pr *= p
+            mats.append(mat)
+            probs.append(pr)
+    return np.array(mats), np.array(probs)
+
+
+@pytest.mark.parametrize("L", [3, 4, 5])
+@pytest.mark.parametrize("M", [1, 2, 3, 4])
+@pytest.mark.parametrize("method", ["mixture", "split"])
+def test_joint_exact_coverage_and_unbiasedness(L, M, method):
+    worst = {}
+    for t in range(M + 1):
+        plan = _fixed_joint_plan(M, L, t)
+        leaves, probs, owner, thetas = [], [], [], []
+        for c, hs in enumerate(itertools.combinations_with_replacement(range(L + 1), M)):
+            mats, pr = _joint_leaves(hs, L, t)
+            np.testing.assert_allclose(pr.sum(), 1.0, atol=1e-12)
+            leaves.append(mats)
+            probs.append(pr)
+            owner.append(np.full(pr.size, c))
+            thetas.append(sum(hs) / (M * L))
+        mats = np.concatenate(leaves)
+        pr = np.concatenate(probs)
+        own = np.concatenate(owner)
+        theta = np.array(thetas)
+        # every leaf matrix is a permutation of its cohort's labels
+        np.testing.assert_array_equal(mats.sum(axis=(1, 2)) / (M * L), theta[own])
+        labels = xr.DataArray(mats, dims=("leaf", "task", "run"))
+        for alpha in ALPHAS:
+            res = budget_interval(plan, labels, prob=1 - alpha, method=method)
+            est = res.estimate.values
+            lo, hi = res.interval.sel(ci_bound="lower").values, res.interval.sel(ci_bound="upper").values
+            covered = (lo <= theta[own] + TOL) & (theta[own] - TOL <= hi)
+            cov = np.bincount(own, weights=pr * covered)
+            mean_est = np.bincount(own, weights=pr * est)
+            np.testing.assert_allclose(mean_est, theta, atol=1e-12, rtol=0)
+            assert (res.n_labels.values == M + t).all()
+            assert cov.min() >= 1 - alpha - 1e-12, (t, alpha, cov.min())
+            worst[(t, alpha)] = cov.min()
+    assert len(worst) == 3 * (M + 1)
+
+
+@pytest.mark.parametrize("L", [3, 4, 5])
+@pytest.mark.parametrize("M", [1, 2, 3, 4])
+def test_uniform_exact_coverage_and_unbiasedness(L, M):
+    N = M * L
+    for m in range(1, N + 1):
+        slots = np.zeros(N, bool)
+        slots[:m] = True  # a fixed slot set; the cohort is permuted instead (exchangeability)
+        c = {"task": np.arange(M), "run": np.arange(L)}
+        plan = BudgetPlan(
+            "uniform",
+            m,
+            xr.DataArray(slots.reshape(M, L), dims=("task", "run"), coords=c),
+            xr.DataArray(np.zeros(M, bool), dims="task", coords={"task": c["task"]}),
+            xr.DataArray(np.full(M, -1), dims="task", coords={"task": c["task"]}),
+        )
+        # leaves: cohort total H, s positives among the bought slots
+        Hs, ss, mats = [], [], []
+        for H in range(N + 1):
+            for s in range(max(0, H - (N - m)), min(H, m) + 1):
+                flat = np.zeros(N)
+                flat[:s] = 1
+                flat[m : m + H - s] = 1
+                Hs.append(H)
+                ss.append(s)
+                mats.append(flat.reshape(M, L))
+        Hs, ss = np.array(Hs), np.array(ss)
+        pr = hypergeom.pmf(ss, N, Hs, m)
+        np.testing.assert_allclose(np.bincount(Hs, weights=pr), 1.0, atol=1e-12)
+        labels = xr.DataArray(np.array(mats), dims=("leaf", "task", "run"))
+        for alpha in ALPHAS:
+            res = budget_interval(plan, labels, prob=1 - alpha)
+            lo = res.interval.sel(ci_bound="lower").values
+            hi = res.interval.sel(ci_bound="upper").values
+            covered = (lo <= Hs / N + TOL) & (Hs / N - TOL <= hi)
+            cov = np.bincount(Hs, weights=pr * covered)
+            assert cov.min() >= 1 - alpha - 1e-12, (m, alpha, cov.min())
+            np.testing.assert_allclose(np.bincount(Hs, weights=pr * res.estimate.values), np.arange(N + 1) / N, atol=1e-12)
+            if m == N:  # census: the interval is the point
+                np.testing.assert_allclose(lo, hi)
