@@ -1,0 +1,47 @@
+"""Bayesian models of evaluations (PyMC builders, fitting, diagnostics).
+
+Import explicitly (``import hierbench.bayes``): this subpackage imports PyMC.
+"""
+
+from ._beta_binomial import BETA_BINOMIAL_PRIORS, build_beta_binomial, task_posteriors
+from ._crossed import CROSSED_PRIORS, build_crossed, gauss_hermite
+from ._diagnostics import (
+    DEFAULT_THRESHOLDS,
+    ConvergenceWarning,
+    compute_diagnostics,
+    loo_compare,
+    predictive_check,
+)
+from ._fit import SAMPLERS, fit
+from ._registry import (
+    ModelEntry,
+    PriorError,
+    data_hash,
+    get_model,
+    list_models,
+    read_spec,
+    spec_to_toml,
+)
+
+__all__ = [
+    "BETA_BINOMIAL_PRIORS",
+    "CROSSED_PRIORS",
+    "DEFAULT_THRESHOLDS",
+    "SAMPLERS",
+    "ConvergenceWarning",
+    "ModelEntry",
+    "PriorError",
+    "build_beta_binomial",
+    "build_crossed",
+    "compute_diagnostics",
+    "data_hash",
+    "fit",
+    "gauss_hermite",
+    "get_model",
+    "list_models",
+    "loo_compare",
+    "predictive_check",
+    "read_spec",
+    "spec_to_toml",
+    "task_posteriors",
+]

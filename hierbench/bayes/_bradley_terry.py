@@ -1,0 +1,266 @@
+"""Bradley-Terry model for pairwise outcomes (arena battles or head-to-head results).
+
+For an ordered pair (a, b), with ``a`` in the first position,
+
+    d_ab = ability_a - ability_b (+ home, with a first-position advantage)
+
+and, with Davidson (1970) ties, the outcome probabilities are
+
+    P(a wins) = e^{d/2} / Z,   P(tie) = nu / Z,   P(b wins) = e^{-d/2} / Z,
+    Z = e^{d/2} + nu + e^{-d/2},
+
+which without ties (nu = 0) is the logistic Bradley-Terry model
+``P(a wins) = expit(d)``. The likelihood is multinomial (binomial without ties)
+on the win / tie / loss counts of each ordered pair, so the cost does not grow
+with the number of battles.
+
+Abilities are zero-sum (a sum-to-zero normal: without the constraint the
+model is unidentified and NUTS mixes badly, R-hat 2.8 in our measurement),
+non-centred with a hierarchical scale ``sd_ability``. ``elo`` puts them on the
+Elo scale: 400 points = 10x odds, ``elo = center + 400 / ln 10 * (ability -
+ability[anchor])``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+
+from ..data._pairwise import PAIR_COUNTS_SCHEMA, check_pairwise, to_pair_counts
+from ..data._schema import EvalDataError
+
+__all__ = ["BT_DEFAULT_PRIORS", "ELO_PER_LOGIT", "build_bradley_terry", "pair_counts_hash"]
+
+ELO_PER_LOGIT = 400.0 / np.log(10.0)
+
+BT_DEFAULT_PRIORS: dict[str, dict[str, Any]] = {
+    # scale of the abilities (logit units) when hierarchical=True
+    "sd_ability": {"dist": "HalfNormal", "sigma": 1.0},
+    # scale of the abilities when hierarchical=False (a fixed, possibly very wide prior)
+    "ability": {"dist": "ZeroSumNormal", "sigma": 2.0},
+    # first-position (home) advantage, logit units
+    "home": {"dist": "Normal", "mu": 0.0, "sigma": 1.0},
+    # Davidson tie parameter: P(tie | equal abilities) = nu / (2 + nu)
+    "nu": {"dist": "LogNormal", "mu": 0.0, "sigma": 1.0},
+}
+_PARAMS = {
+    "HalfNormal": {"sigma"},
+    "ZeroSumNormal": {"sigma"},
+    "Normal": {"mu", "sigma"},
+    "LogNormal": {"mu", "sigma"},
+    "HalfStudentT": {"nu", "sigma"},
+    "StudentT": {"nu", "mu", "sigma"},
+    "Exponential": {"lam"},
+    "Gamma": {"alpha", "beta"},
+}
+
+
+def _merge_priors(priors: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    out = {k: dict(v) for k, v in BT_DEFAULT_PRIORS.items()}
+    if priors is None:
+        return out
+    unknown = sorted(set(priors) - set(out))
+    if unknown:
+        raise ValueError(f"`priors` keys must be among {sorted(out)}; got unknown {unknown}")
+    for name, spec in priors.items():
+        spec = dict(spec)
+        dist = spec.pop("dist", out[name]["dist"])
+        if dist not in _PARAMS:
+            raise ValueError(f"`priors[{name!r}]['dist']` must be one of {sorted(_PARAMS)}; got {dist!r}")
+        if name == "ability" and dist != "ZeroSumNormal":
+            raise ValueError(f"`priors['ability']['dist']` must be 'ZeroSumNormal' (abilities are zero-sum); got {dist!r}")
+        bad = sorted(set(spec) - _PARAMS[dist])
+        if bad:
+            raise ValueError(
+                f"`priors[{name!r}]`: {dist} takes parameters {sorted(_PARAMS[dist])}; got unknown {bad}"
+            )
+        base = {k: v for k, v in out[name].items() if k in _PARAMS[dist]} if dist == out[name]["dist"] else {}
+        out[name] = {"dist": dist, **base, **{k: float(v) for k, v in spec.items()}}
+    return out
+
+
+def _prior(name: str, spec: Mapping[str, Any], **kwargs: Any) -> pt.TensorVariable:
+    params = {k: v for k, v in spec.items() if k != "dist"}
+    return getattr(pm, spec["dist"])(name, **params, **kwargs)
+
+
+def pair_counts_hash(counts: xr.Dataset) -> str:
+    """sha256 of the pair counts and their labels (what a Bradley-Terry model sees)."""
+    h = hashlib.sha256()
+    h.update(json.dumps([str(v) for v in counts["agent"].values]).encode())
+    h.update(json.dumps([[str(a), str(b)] for a, b in zip(counts.agent_a.values, counts.agent_b.values, strict=True)]).encode())
+    for name in ("n_win_a", "n_tie", "n_win_b"):
+        h.update(np.ascontiguousarray(counts[name].values, dtype=np.int64).tobytes())
+    h.update(str(counts.attrs.get("first_position", 0)).encode())
+    return h.hexdigest()
+
+
+def _as_counts(pairs: xr.Dataset) -> xr.Dataset:
+    if not isinstance(pairs, xr.Dataset):
+        raise EvalDataError(
+            "`pairs` must be a pairwise dataset (dim 'comparison') or pair counts (dim 'pair'); "
+            f"got {type(pairs).__name__}"
+        )
+    if "comparison" in pairs.dims:
+        return to_pair_counts(check_pairwise(pairs))
+    if pairs.attrs.get("hierbench_schema") == PAIR_COUNTS_SCHEMA or "pair" in pairs.dims:
+        missing = [v for v in ("n_win_a", "n_tie", "n_win_b", "agent_a", "agent_b", "agent") if v not in pairs.variables]
+        if missing:
+            raise EvalDataError(f"`pairs` (pair counts) is missing {missing}")
+        return pairs
+    raise EvalDataError(
+        "`pairs` must have a 'comparison' dim (pairwise dataset) or a 'pair' dim (pair counts); "
+        f"got dims {tuple(pairs.dims)}"
+    )
+
+
+def build_bradley_terry(
+    pairs: xr.Dataset,
+    *,
+    priors: Mapping[str, Mapping[str, Any]] | None = None,
+    ties: str | None = "davidson",
+    home_advantage: bool = False,
+    hierarchical: bool = True,
+    centered: bool = False,
+    elo_anchor: str | None = None,
+    elo_center: float = 1000.0,
+) -> pm.Model:
+    """Build a Bradley-Terry model (zero-sum abilities, Davidson ties, optional home advantage).
+
+    Parameters
+    ----------
+    pairs : xarray.Dataset
+        A pairwise dataset (:func:`hierbench.data.read_battles`,
+        :func:`hierbench.data.to_pairwise`) or its pair counts
+        (:func:`hierbench.data.to_pair_counts`,
+        :func:`hierbench.data.from_pair_counts`).
+    priors : dict, optional
+        Overrides of :data:`BT_DEFAULT_PRIORS`, e.g.
+        ``{"sd_ability": {"dist": "HalfNormal", "sigma": 2.0}}``; a very wide
+        flat-like prior for comparison with maximum likelihood is
+        ``hierarchical=False, priors={"ability": {"sigma": 100.0}}``.
+    ties : {"davidson", None}
+        ``"davidson"``: ties are outcomes with the Davidson (1970)
+        probability. ``None``: the logistic model; the data must hold no ties.
+    home_advantage : bool
+        Add ``home``, the log-odds advantage of the agent in the first
+        position (left, shown first, home team). Needs positions in the data.
+    hierarchical : bool
+        ``True``: ``ability = sd_ability * z`` with ``sd_ability`` learnt (the
+        default, partial pooling). ``False``: ``ability ~ ZeroSumNormal(sigma)``
+        with the fixed ``priors["ability"]["sigma"]``.
+    elo_anchor : str, optional
+        Agent whose Elo is ``elo_center``; default the average agent.
+    elo_center : float
+        Elo of the anchor (default 1000).
+
+    Returns
+    -------
+    pymc.Model
+        Coords ``agent``, ``pair`` and, with ties, ``result`` (``win_a``,
+        ``tie``, ``win_b``). Posterior variables ``ability(agent)``
+        (logit scale, sum zero), ``elo(agent)``, ``sd_ability``, ``nu``,
+        ``home`` as configured; observed ``outcome_counts(pair, result)``
+        (``n_win_a(pair)`` without ties); constant data ``agent_a_idx(pair)``,
+        ``agent_b_idx(pair)``, ``n_comparisons(pair)``. ``model.hierbench``
+        carries the name, options, priors and data hash for
+        :func:`hierbench.bayes.fit`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hierbench.data import read_battles
+    >>> df = pd.DataFrame({"left": ["x", "y", "z", "x"], "right": ["y", "z", "x", "z"],
+    ...                    "winner": ["left", "tie", "right", "left"]})
+    >>> model = build_bradley_terry(read_battles(df))
+    >>> sorted(model.coords["agent"])
+    ['x', 'y', 'z']
+    """
+    counts = _as_counts(pairs)
+    if ties not in ("davidson", None):
+        raise ValueError(f"`ties` must be 'davidson' or None; got {ties!r}")
+    agents = [str(x) for x in counts["agent"].values]
+    if len(agents) < 2:
+        raise EvalDataError(f"`pairs` must compare at least 2 agents; got {agents}")
+    n_tie = counts["n_tie"].values.astype(np.int64)
+    if ties is None and n_tie.sum() > 0:
+        raise EvalDataError(
+            f"`ties=None` needs data without ties; `pairs` holds {int(n_tie.sum())} ties in "
+            f"{int((n_tie > 0).sum())} pairs. Use ties='davidson', or recode the ties explicitly"
+        )
+    if home_advantage and not int(counts.attrs.get("first_position", 0)):
+        raise EvalDataError(
+            "`home_advantage=True` needs to know which agent held the first position: give "
+            "`pairs` a `position` variable (read_battles records it) or pair counts with "
+            "first_position=1"
+        )
+    if elo_anchor is not None and elo_anchor not in agents:
+        raise ValueError(f"`elo_anchor` must be one of the agents; got {elo_anchor!r}")
+    if counts.sizes["pair"] == 0:
+        raise EvalDataError("`pairs` holds no comparisons")
+    pri = _merge_priors(priors)
+    index = {a: i for i, a in enumerate(agents)}
+    ia = np.array([index[str(a)] for a in counts["agent_a"].values], dtype=np.int64)
+    ib = np.array([index[str(b)] for b in counts["agent_b"].values], dtype=np.int64)
+    w_a = counts["n_win_a"].values.astype(np.int64)
+    w_b = counts["n_win_b"].values.astype(np.int64)
+    n = w_a + n_tie + w_b
+    used = ["sd_ability" if hierarchical else "ability"]
+    used += ["nu"] if ties else []
+    used += ["home"] if home_advantage else []
+    options = {
+        "ties": ties or "none",
+        "home_advantage": bool(home_advantage),
+        "hierarchical": bool(hierarchical),
+        "elo_anchor": elo_anchor or "mean",
+        "elo_center": float(elo_center),
+    }
+    coords: dict[str, Any] = {"agent": agents, "pair": np.arange(len(ia))}
+    if ties:
+        coords["result"] = ["win_a", "tie", "win_b"]
+    with pm.Model(coords=coords) as model:
+        a_idx = pm.Data("agent_a_idx", ia, dims="pair")
+        b_idx = pm.Data("agent_b_idx", ib, dims="pair")
+        n_cmp = pm.Data("n_comparisons", n, dims="pair")
+        if hierarchical and centered:
+            sd = _prior("sd_ability", pri["sd_ability"])
+            ability = pm.ZeroSumNormal("ability", sigma=sd, dims="agent")
+        elif hierarchical:
+            sd = _prior("sd_ability", pri["sd_ability"])
+            z = pm.ZeroSumNormal("ability_z", sigma=1.0, dims="agent")
+            ability = pm.Deterministic("ability", sd * z, dims="agent")
+        else:
+            ability = _prior("ability", pri["ability"], dims="agent")
+        anchor = ability[index[elo_anchor]] if elo_anchor is not None else ability.mean()
+        pm.Deterministic("elo", elo_center + ELO_PER_LOGIT * (ability - anchor), dims="agent")
+        d = ability[a_idx] - ability[b_idx]
+        if home_advantage:
+            d = d + _prior("home", pri["home"])
+        if ties:
+            nu = _prior("nu", pri["nu"])
+            logits = pt.stack([d / 2.0, pt.broadcast_to(pt.log(nu), d.shape), -d / 2.0], axis=-1)
+            p = pm.math.softmax(logits, axis=-1)
+            pm.Multinomial(
+                "outcome_counts",
+                n=n_cmp,
+                p=p,
+                observed=np.stack([w_a, n_tie, w_b], axis=-1),
+                dims=("pair", "result"),
+            )
+        else:
+            pm.Binomial("n_win_a", n=n_cmp, p=pm.math.sigmoid(d), observed=w_a, dims="pair")
+    model.hierbench = {
+        "model": "bradley_terry",
+        "options": options,
+        "priors": {k: pri[k] for k in used},
+        "data_hash": pair_counts_hash(counts),
+        "ability_scale": "logit (Bradley-Terry log-strength, zero-sum)",
+    }
+    return model

@@ -1,0 +1,311 @@
+"""Convergence diagnostics computed with every fit, and posterior/prior predictive checks.
+
+Thresholds follow Vehtari, Gelman, Simpson, Carpenter and Bürkner (2021,
+"Rank-normalization, folding, and localization"): rank-normalised split
+R-hat <= 1.01 and bulk and tail ESS >= 100 per chain; no divergent
+transitions (Betancourt 2017); E-BFMI >= 0.3 in every chain.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "ConvergenceWarning",
+    "compute_diagnostics",
+    "loo_compare",
+    "predictive_check",
+]
+
+DEFAULT_THRESHOLDS: dict[str, float] = {
+    "r_hat": 1.01,
+    "ess_bulk_per_chain": 100.0,
+    "ess_tail_per_chain": 100.0,
+    "divergences": 0.0,
+    "bfmi": 0.3,
+}
+
+
+class ConvergenceWarning(UserWarning):
+    """A fit failed a convergence threshold (R-hat, ESS, divergences or E-BFMI)."""
+
+
+def _finite_extreme(ds: xr.Dataset, how: str) -> tuple[float, str]:
+    best, where = (np.nan, "")
+    for name, da in ds.data_vars.items():
+        v = np.asarray(da.values, dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            continue
+        val = float(v.max() if how == "max" else v.min())
+        if np.isnan(best) or (val > best if how == "max" else val < best):
+            best, where = val, str(name)
+    return best, where
+
+
+def compute_diagnostics(
+    fit: xr.DataTree,
+    *,
+    var_names: Sequence[str] | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    warn: bool = True,
+) -> xr.DataTree:
+    """Compute R-hat, ESS (bulk, tail), divergences and E-BFMI for a fit.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A fit with ``posterior`` and ``sample_stats`` groups.
+    var_names : sequence of str, optional
+        Posterior variables to check; default all of them (variables that
+        are constant over draws give NaN R-hat and are ignored in the
+        summary).
+    thresholds : mapping, optional
+        Overrides of :data:`DEFAULT_THRESHOLDS`.
+    warn : bool
+        Emit a :class:`ConvergenceWarning` listing every failed threshold.
+
+    Returns
+    -------
+    xarray.DataTree
+        A new tree (the input is not modified) with groups
+        ``diagnostics/r_hat``, ``diagnostics/ess_bulk``, ``diagnostics/ess_tail``
+        (one value per posterior element) and root attrs ``diag_max_r_hat``,
+        ``diag_min_ess_bulk``, ``diag_min_ess_tail``, ``diag_n_divergent``,
+        ``diag_min_bfmi``, ``diag_converged`` (1/0) and ``diag_failures``
+        (JSON list of messages).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> rng = np.random.default_rng(0)
+    >>> post = xr.Dataset({"x": (("chain", "draw"), rng.normal(size=(4, 500)))})
+    >>> stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 500), bool)),
+    ...                     "energy": (("chain", "draw"), rng.normal(size=(4, 500)))})
+    >>> dt = xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
+    >>> out = compute_diagnostics(dt, warn=False)
+    >>> bool(out.attrs["diag_max_r_hat"] < 1.01)
+    True
+    """
+    import arviz_stats as azs
+
+    th = dict(DEFAULT_THRESHOLDS)
+    if thresholds:
+        unknown = sorted(set(thresholds) - set(th))
+        if unknown:
+            raise ValueError(f"`thresholds` keys must be among {sorted(th)}; got unknown {unknown}")
+        th.update(thresholds)
+    if "posterior" not in fit.children:
+        raise ValueError(f"`fit` must have a `posterior` group; has {list(fit.children)}")
+    post = fit["posterior"].to_dataset()
+    if var_names is not None:
+        missing = [v for v in var_names if v not in post]
+        if missing:
+            raise ValueError(f"`var_names` must name posterior variables; not found: {missing}")
+        post = post[list(var_names)]
+    n_chains = int(post.sizes["chain"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r_hat = azs.rhat(post)
+        ess_bulk = azs.ess(post, method="bulk")
+        ess_tail = azs.ess(post, method="tail")
+    max_rhat, at_rhat = _finite_extreme(r_hat, "max")
+    min_bulk, at_bulk = _finite_extreme(ess_bulk, "min")
+    min_tail, at_tail = _finite_extreme(ess_tail, "min")
+    n_div = 0
+    min_bfmi = np.nan
+    if "sample_stats" in fit.children:
+        stats = fit["sample_stats"].to_dataset()
+        if "diverging" in stats:
+            n_div = int(stats["diverging"].values.sum())
+        if "energy" in stats:
+            e = stats["energy"].transpose("chain", "draw").values
+            num = np.mean(np.diff(e, axis=1) ** 2, axis=1)
+            den = np.var(e, axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                min_bfmi = float(np.min(num / den))
+    failures: list[str] = []
+    if np.isfinite(max_rhat) and max_rhat > th["r_hat"]:
+        failures.append(f"max R-hat {max_rhat:.3f} > {th['r_hat']} (at `{at_rhat}`)")
+    need_bulk = th["ess_bulk_per_chain"] * n_chains
+    need_tail = th["ess_tail_per_chain"] * n_chains
+    if np.isfinite(min_bulk) and min_bulk < need_bulk:
+        failures.append(f"min ESS_bulk {min_bulk:.0f} < {need_bulk:.0f} (at `{at_bulk}`)")
+    if np.isfinite(min_tail) and min_tail < need_tail:
+        failures.append(f"min ESS_tail {min_tail:.0f} < {need_tail:.0f} (at `{at_tail}`)")
+    if n_div > th["divergences"]:
+        failures.append(f"{n_div} divergent transitions")
+    if np.isfinite(min_bfmi) and min_bfmi < th["bfmi"]:
+        failures.append(f"min E-BFMI {min_bfmi:.3f} < {th['bfmi']}")
+    out = fit.copy()
+    out["diagnostics"] = xr.DataTree.from_dict(
+        {"r_hat": r_hat, "ess_bulk": ess_bulk, "ess_tail": ess_tail}
+    )
+    out.attrs.update(
+        diag_max_r_hat=max_rhat,
+        diag_min_ess_bulk=min_bulk,
+        diag_min_ess_tail=min_tail,
+        diag_n_divergent=n_div,
+        diag_min_bfmi=min_bfmi,
+        diag_converged=int(not failures),
+        diag_failures=json.dumps(failures),
+        diag_thresholds=json.dumps(th),
+    )
+    if warn and failures:
+        warnings.warn(
+            "fit failed convergence checks: " + "; ".join(failures)
+            + ". Do not use its summaries without fixing this (more tuning, a higher "
+            "target_accept, or a reparameterisation).",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    return out
+
+
+def predictive_check(
+    fit: xr.DataTree,
+    *,
+    group: str = "posterior_predictive",
+    var_name: str | None = None,
+) -> xr.Dataset:
+    """Observed vs predicted distribution of per-cell success counts.
+
+    For every agent, the histogram of success counts ``c`` over its observed
+    (agent, task) cells is compared with the same histogram computed from
+    each predictive draw. Overdispersion (too many all-fail and all-pass
+    tasks for a binomial) shows up as observed mass at the ends outside the
+    predictive band.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A fit with ``observed_data`` and ``group`` (``posterior_predictive``
+        or ``prior_predictive``) holding the likelihood variable over the
+        ``cell`` dim, with non-index coords ``cell_agent``, and
+        ``constant_data`` holding ``cell_n_runs``.
+    group : {"posterior_predictive", "prior_predictive"}
+    var_name : str, optional
+        The observed variable; default the only one.
+
+    Returns
+    -------
+    xarray.Dataset
+        Over dims ``(agent, n_runs, successes)`` (cells grouped by their
+        number of runs): ``observed`` (count of cells), ``predicted_mean``,
+        ``predicted_lower`` / ``predicted_upper`` (the 5% and 95% quantiles
+        over draws) and ``p_value`` (the posterior predictive p-value
+        ``P(pred >= obs)``).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> cell = xr.Dataset(coords={"cell": [0, 1], "cell_agent": ("cell", ["a", "a"])})
+    >>> obs = xr.Dataset({"y": ("cell", [0, 2])}, coords=cell.coords)
+    >>> pp = xr.Dataset({"y": (("chain", "draw", "cell"), np.ones((1, 3, 2), int))},
+    ...                 coords=cell.coords)
+    >>> const = xr.Dataset({"cell_n_runs": ("cell", [2, 2])}, coords=cell.coords)
+    >>> dt = xr.DataTree.from_dict({"observed_data": obs, "posterior_predictive": pp,
+    ...                             "constant_data": const})
+    >>> int(predictive_check(dt).observed.sel(agent="a", n_runs=2, successes=0))
+    1
+    """
+    if group not in fit.children:
+        raise ValueError(f"`group` must be a group of `fit`; {group!r} not in {list(fit.children)}")
+    obs = fit["observed_data"].to_dataset()
+    if var_name is None:
+        if len(obs.data_vars) != 1:
+            raise ValueError(
+                f"`var_name` is required when observed_data has several variables: {list(obs.data_vars)}"
+            )
+        var_name = next(iter(obs.data_vars))
+    y = obs[var_name]
+    if "cell" not in y.dims or "cell_agent" not in y.coords:
+        raise ValueError("`fit` observed variable must be over dim `cell` with coord `cell_agent`")
+    n = fit["constant_data"].to_dataset()["cell_n_runs"].values.astype(int)
+    pred = fit[group].to_dataset()[var_name].stack(sample=("chain", "draw")).transpose("sample", "cell")
+    pv = pred.values.astype(int)
+    agents_cell = np.asarray(y["cell_agent"].values).astype(str)
+    agents = list(dict.fromkeys(agents_cell))
+    n_vals = np.unique(n)
+    max_n = int(n.max())
+    shape = (len(agents), n_vals.size, max_n + 1)
+    observed = np.zeros(shape)
+    mean = np.full(shape, np.nan)
+    lo = np.full(shape, np.nan)
+    hi = np.full(shape, np.nan)
+    pval = np.full(shape, np.nan)
+    yv = y.values.astype(int)
+    for i, a in enumerate(agents):
+        for j, nn in enumerate(n_vals):
+            sel = (agents_cell == a) & (n == nn)
+            if not sel.any():
+                continue
+            obs_h = np.bincount(yv[sel], minlength=max_n + 1)
+            pred_h = np.stack([np.bincount(r, minlength=max_n + 1) for r in pv[:, sel]])
+            observed[i, j] = obs_h
+            mean[i, j, : nn + 1] = pred_h.mean(0)[: nn + 1]
+            lo[i, j, : nn + 1] = np.quantile(pred_h, 0.05, axis=0)[: nn + 1]
+            hi[i, j, : nn + 1] = np.quantile(pred_h, 0.95, axis=0)[: nn + 1]
+            pval[i, j, : nn + 1] = (pred_h >= obs_h).mean(0)[: nn + 1]
+    dims = ("agent", "n_runs", "successes")
+    coords = {"agent": agents, "n_runs": n_vals, "successes": np.arange(max_n + 1)}
+    return xr.Dataset(
+        {
+            "observed": (dims, observed),
+            "predicted_mean": (dims, mean),
+            "predicted_lower": (dims, lo),
+            "predicted_upper": (dims, hi),
+            "p_value": (dims, pval),
+        },
+        coords=coords,
+        attrs={"group": group, "var_name": var_name, "band_prob": 0.9},
+    )
+
+
+def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
+    """Compare fits on the same cells by PSIS-LOO (arviz-stats ``compare``).
+
+    Parameters
+    ----------
+    fits : mapping of str to xarray.DataTree
+        Fits with ``log_likelihood`` groups over the same ``cell`` dim (the
+        count models of :mod:`hierbench.bayes` all use the observed
+        agent x task cells, so their LOO values are comparable).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The arviz-stats comparison table (elpd_loo, p_loo, elpd_diff, dse,
+        weight, ...), best model first.
+
+    Raises
+    ------
+    ValueError
+        If fewer than two fits are given or their cells differ.
+    """
+    import arviz_stats as azs
+
+    if len(fits) < 2:
+        raise ValueError(f"`fits` must hold at least two fits; got {len(fits)}")
+    cells = {}
+    for name, f in fits.items():
+        if "log_likelihood" not in f.children:
+            raise ValueError(f"`fits[{name!r}]` has no log_likelihood group")
+        ll = f["log_likelihood"].to_dataset()
+        da = next(iter(ll.data_vars.values()))
+        cells[name] = (
+            tuple(np.asarray(da.coords["cell_agent"].values).astype(str))
+            if "cell_agent" in da.coords
+            else da.sizes.get("cell")
+        )
+    ref = next(iter(cells.values()))
+    bad = [k for k, v in cells.items() if v != ref]
+    if bad:
+        raise ValueError(f"`fits` must share the same observed cells; {bad} differ from the first")
+    return azs.compare(dict(fits))

@@ -1,0 +1,231 @@
+"""Fit a hierbench model: one entry point for nutpie, PyMC NUTS and (if installed) numpyro.
+
+The result is an ArviZ 1.x :class:`xarray.DataTree` with the groups
+``posterior``, ``posterior_predictive``, ``observed_data``, ``constant_data``,
+``log_likelihood``, ``sample_stats`` and ``diagnostics``, and root attrs that
+make it self-describing on disk: ``hierbench_model``, ``hierbench_spec``,
+``hierbench_data_hash``, ``hierbench_version``, ``sampler`` and the
+convergence summary (``diag_*``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from ..testing import as_rng
+from ._diagnostics import compute_diagnostics
+
+__all__ = ["SAMPLERS", "fit"]
+
+SAMPLERS = ("nutpie", "pymc", "numpyro")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _check_model(model: Any) -> dict[str, Any]:
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"`model` must be a pymc.Model from a hierbench builder; got {type(model).__name__}")
+    info = getattr(model, "hierbench", None)
+    if not isinstance(info, dict):
+        info = {"model": "custom", "options": {}, "priors": {}, "data_hash": ""}
+    return info
+
+
+def _drop_warmup(dt: xr.DataTree) -> xr.DataTree:
+    keep = {k: v for k, v in dt.children.items() if not k.startswith("warmup")}
+    out = xr.DataTree(dataset=dt.to_dataset(), children={k: v.copy() for k, v in keep.items()})
+    out.attrs = dict(dt.attrs)
+    return out
+
+
+def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
+    """Attach the non-index cell coords and the variable attrs recorded by the builder."""
+    cell_coords = info.get("cell_coords") or {}
+    var_attrs = info.get("var_attrs") or {}
+    for name, node in dt.children.items():
+        ds = node.to_dataset()
+        changed = False
+        if cell_coords and "cell" in ds.dims:
+            ds = ds.assign_coords({k: ("cell", np.asarray(v).astype(str)) for k, v in cell_coords.items()})
+            changed = True
+        for var, attrs in var_attrs.items():
+            if var in ds.data_vars:
+                ds[var].attrs.update(attrs)
+                changed = True
+        if changed:
+            dt[name] = xr.DataTree(ds)
+    if "n_cells_excluded" in info:
+        dt.attrs["n_cells_not_run"] = int(info["n_cells_excluded"])
+    return dt
+
+
+def fit(
+    model: pm.Model,
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    rng: None | int | np.random.Generator = None,
+    sampler: Literal["nutpie", "pymc", "numpyro"] = "nutpie",
+    target_accept: float | None = None,
+    posterior_predictive: bool = True,
+    log_likelihood: bool = True,
+    progressbar: bool = False,
+    **sampler_kwargs: Any,
+) -> xr.DataTree:
+    """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model from a hierbench builder (``build_beta_binomial``,
+        ``build_crossed``, ...). Any ``pm.Model`` works; it is then stamped
+        ``hierbench_model = "custom"``.
+    draws, tune, chains : int
+        Draws kept per chain, tuning steps per chain, number of chains.
+    rng : None, int or numpy.random.Generator
+        Seeds the sampler and the posterior predictive draws.
+    sampler : {"nutpie", "pymc", "numpyro"}
+        ``"nutpie"`` (default; the model is compiled with numba),
+        ``"pymc"`` (PyMC's own NUTS), ``"numpyro"`` (needs jax and numpyro).
+    target_accept : float, optional
+        Target acceptance rate of the step-size adaptation (0 < x < 1);
+        default the sampler's (0.8).
+    posterior_predictive, log_likelihood : bool
+        Add the ``posterior_predictive`` and pointwise ``log_likelihood``
+        groups (needed by the predictive checks and LOO).
+    progressbar : bool
+    **sampler_kwargs
+        Passed to the sampler (e.g. ``adaptation="low_rank"`` for nutpie,
+        ``cores=1`` for PyMC).
+
+    Returns
+    -------
+    xarray.DataTree
+        Groups ``posterior``, ``posterior_predictive``, ``observed_data``,
+        ``constant_data``, ``log_likelihood``, ``sample_stats``,
+        ``diagnostics``; root attrs ``hierbench_model``, ``hierbench_spec``
+        (JSON of the builder options and priors), ``hierbench_data_hash``,
+        ``hierbench_version``, ``sampler``, ``sampler_settings`` (JSON),
+        ``seed``, ``compile_time``, ``sampling_time`` and the ``diag_*``
+        convergence summary.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When R-hat, ESS, divergences or E-BFMI fail their thresholds.
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_beta_binomial, fit
+    >>> data, _ = simulate_eval(n_agents=2, n_tasks=15, n_runs=3, rng=0)
+    >>> idata = fit(build_beta_binomial(data), draws=200, tune=200, chains=2, rng=1)
+    >>> idata.attrs["hierbench_model"]
+    'beta_binomial'
+    """
+    info = _check_model(model)
+    for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
+        if not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"`{name}` must be an integer >= {lo}; got {v!r}")
+    if sampler not in SAMPLERS:
+        raise ValueError(f"`sampler` must be one of {SAMPLERS}; got {sampler!r}")
+    if target_accept is not None and not 0 < target_accept < 1:
+        raise ValueError(f"`target_accept` must satisfy 0 < target_accept < 1; got {target_accept!r}")
+    if sampler == "numpyro":
+        missing = [p for p in ("jax", "numpyro") if importlib.util.find_spec(p) is None]
+        if missing:
+            raise ImportError(
+                f"`sampler='numpyro'` needs the package(s) {missing}, which are not installed; "
+                "install them (pip install numpyro jax) or use sampler='nutpie'"
+            )
+    gen = as_rng(rng)
+    seed = int(gen.integers(2**31 - 1))
+    pp_seed = int(gen.integers(2**31 - 1))
+    cores = min(chains, os.cpu_count() or 1)
+    settings: dict[str, Any] = {"draws": draws, "tune": tune, "chains": chains}
+    if target_accept is not None:
+        settings["target_accept"] = target_accept
+    settings.update({k: v for k, v in sampler_kwargs.items() if isinstance(v, (int, float, str, bool))})
+    compile_time = np.nan
+    if sampler == "nutpie":
+        import nutpie
+        from pymc.backends.arviz import patch_nutpie_idata
+
+        t0 = time.perf_counter()
+        compiled = nutpie.compile_pymc_model(model, backend="numba")
+        compile_time = time.perf_counter() - t0
+        kw = dict(sampler_kwargs)
+        kw.setdefault("cores", cores)
+        if target_accept is not None:
+            kw["target_accept"] = target_accept
+        t0 = time.perf_counter()
+        dt = nutpie.sample(
+            compiled,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=seed,
+            save_warmup=False,
+            progress_bar=progressbar,
+            **kw,
+        )
+        sampling_time = time.perf_counter() - t0
+        patch_nutpie_idata(dt, model, sampling_time=sampling_time)
+    else:
+        kw = dict(sampler_kwargs)
+        kw.setdefault("cores", cores)
+        if target_accept is not None:
+            kw["target_accept"] = target_accept
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*log_likelihood.*", category=FutureWarning)
+            dt = pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                random_seed=seed,
+                progressbar=progressbar,
+                model=model,
+                nuts_sampler="pymc" if sampler == "pymc" else "numpyro",
+                compute_convergence_checks=False,
+                **kw,
+            )
+        sampling_time = time.perf_counter() - t0
+    dt = _drop_warmup(dt)
+    if log_likelihood:
+        dt = pm.compute_log_likelihood(dt, model=model, extend_inferencedata=True, progressbar=False)
+    if posterior_predictive:
+        dt = pm.sample_posterior_predictive(
+            dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
+        )
+    dt = _decorate(dt, info)
+    dt.attrs.update(
+        hierbench_model=str(info["model"]),
+        hierbench_spec=json.dumps(
+            {"model": info["model"], "options": info.get("options", {}), "priors": info.get("priors", {})},
+            sort_keys=True,
+            default=str,
+        ),
+        hierbench_data_hash=str(info.get("data_hash", "")),
+        hierbench_version=_version(),
+        sampler=sampler,
+        sampler_settings=json.dumps(settings, sort_keys=True),
+        seed=seed,
+        compile_time=float(compile_time),
+        sampling_time=float(sampling_time),
+    )
+    return compute_diagnostics(dt, warn=True)
