@@ -1,0 +1,204 @@
+"""Paired comparisons: enumeration, scipy, the seed-003 worked example, type-I error by simulation."""
+
+import itertools
+
+import numpy as np
+import pytest
+import statsmodels.stats.multitest as smm
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from scipy.special import expit
+
+from hierbench.freq import UndefinedTestWarning, compare_agents, holm, paired_test
+from hierbench.testing import simulate_eval
+
+
+def _brute_force_sign_flip(d):
+    d = np.asarray(d, float)
+    obs = abs(d.sum())
+    sums = [abs(np.dot(s, d)) for s in itertools.product([-1, 1], repeat=d.size)]
+    return np.mean(np.array(sums) >= obs - 1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([-1.0, -0.5, -1 / 3, 0.0, 0.25, 1 / 3, 0.5, 2 / 3, 1.0]),
+        min_size=2,
+        max_size=12,
+    )
+)
+def test_exact_sign_flip_equals_brute_force_enumeration(d):
+    d = np.array(d)
+    if np.all(d == 0):
+        d[0] = 0.5
+    a = xr.DataArray(np.clip(d, 0, 1), dims="task")
+    b = xr.DataArray(np.clip(-d, 0, 1), dims="task")
+    diff = (a - b).values
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedTestWarning)
+        res = paired_test(a, b, n_resamples=10, rng=0)
+    assert res.counts["exact"]
+    assert float(res.p_permutation) == pytest.approx(_brute_force_sign_flip(diff), abs=1e-12)
+    assert float(res.p_permutation_mcse) == 0.0
+
+
+def test_cluster_sign_flip_enumerates_cluster_sums():
+    d = np.array([0.5, -0.25, 1.0, 0.0, -1.0, 0.75, 0.5])
+    cl = np.array(["r1", "r1", "r2", "r2", "r3", "r4", "r4"])
+    a = xr.DataArray(np.clip(d, 0, 1), dims="task", coords={"cluster": ("task", cl)})
+    b = xr.DataArray(np.clip(-d, 0, 1), dims="task", coords={"cluster": ("task", cl)})
+    res = paired_test(a, b, n_resamples=10, rng=0)
+    sums = [d[cl == c].sum() for c in ["r1", "r2", "r3", "r4"]]
+    assert float(res.p_permutation) == pytest.approx(_brute_force_sign_flip(sums))
+    res_none = paired_test(a, b, cluster=None, n_resamples=10, rng=0)
+    assert float(res_none.p_permutation) == pytest.approx(_brute_force_sign_flip(d))
+
+
+def test_mcnemar_equals_scipy_binomtest_on_discordant_counts():
+    rng = np.random.default_rng(4)
+    a = (rng.random((80, 3)) < 0.6).astype(float)  # 3 runs: the majority is always defined
+    b = (rng.random((80, 3)) < 0.45).astype(float)
+    A, B = xr.DataArray(a, dims=("task", "run")), xr.DataArray(b, dims=("task", "run"))
+    res = paired_test(A, B, n_resamples=99, n_permutations=99, rng=0)
+    ma, mb = a.mean(1) > 0.5, b.mean(1) > 0.5
+    n10, n01 = int(np.sum(ma & ~mb)), int(np.sum(~ma & mb))
+    assert (res.counts["n_a_only"], res.counts["n_b_only"]) == (n10, n01)
+    assert float(res.p_mcnemar) == pytest.approx(stats.binomtest(n10, n10 + n01, 0.5).pvalue)
+
+
+def test_mcnemar_leaves_out_tasks_without_majority_and_counts_them():
+    a = xr.DataArray([[1, 0], [1, 1], [0, 0], [1, 1], [1, 1]], dims=("task", "run")).astype(float)
+    b = xr.DataArray([[1, 1], [0, 0], [0, 0], [0, 0], [1, 1]], dims=("task", "run")).astype(float)
+    res = paired_test(a, b, n_resamples=99, rng=0)
+    assert res.counts["n_mcnemar_ties"] == 1
+    assert (res.counts["n_a_only"], res.counts["n_b_only"]) == (2, 0)
+    assert float(res.p_mcnemar) == pytest.approx(stats.binomtest(2, 2, 0.5).pvalue)
+
+
+def test_seed_003_paired_worked_example():
+    # 500 questions: both right 300, A only 40, B only 22, neither 138 (seed 003)
+    a = np.array([1] * 300 + [1] * 40 + [0] * 22 + [0] * 138, float)
+    b = np.array([1] * 300 + [0] * 40 + [1] * 22 + [0] * 138, float)
+    res = paired_test(xr.DataArray(a, dims="task"), xr.DataArray(b, dims="task"), rng=0)
+    assert round(float(res.mean_diff), 3) == 0.036
+    assert round(float(res.se), 4) == 0.0157  # "SE = 1.57 points"
+    assert round(float(res.p_t), 3) == 0.022  # "two-sided p ~ 0.022"
+    assert round(float(res.p_mcnemar), 3) == 0.030  # "exact McNemar ... p ~ 0.030"
+    # "95% CI = [+0.5, +6.7]" (Wald); the bootstrap percentile interval agrees to within
+    # its Monte Carlo error (9,999 resamples: ~0.001) plus the Wald/percentile difference.
+    np.testing.assert_allclose(res.ci.values, [0.005, 0.067], atol=0.002)
+    # with +-1 differences the sign-flip test is McNemar's binomial test; MC error stated
+    assert abs(float(res.p_permutation) - float(res.p_mcnemar)) < 4 * float(res.p_permutation_mcse)
+    assert float(res.prob_superiority) == pytest.approx(0.5 + 0.036 / 2)
+    assert float(res.cohens_dz) == pytest.approx(0.036 / np.std(a - b, ddof=1))
+    assert res.ci.attrs["ci_prob"] == 0.95 and "bootstrap" in res.ci.attrs["ci_kind"]
+
+
+def test_type_one_error_under_h0_with_interaction_and_pooled_test_exceeds_it():
+    # H0: two agents with the same skill; agent x task interaction sd 1.5 (logit), 5 runs.
+    n_rep, T, R, alpha = 400, 60, 5, 0.05
+    rng = np.random.default_rng(2026)
+    eta = rng.normal(0, 1.5, (n_rep, 1, T, 1)) + rng.normal(0, 1.5, (n_rep, 2, T, 1))
+    y = (rng.random((n_rep, 2, T, R)) < expit(eta)).astype(float)
+    rej = {k: 0 for k in ("permutation", "bootstrap", "t", "mcnemar", "pooled")}
+    for i in range(n_rep):
+        a = xr.DataArray(y[i, 0], dims=("task", "run"))
+        b = xr.DataArray(y[i, 1], dims=("task", "run"))
+        res = paired_test(a, b, n_resamples=499, n_permutations=499, rng=i)
+        rej["permutation"] += float(res.p_permutation) <= alpha
+        rej["bootstrap"] += float(res.p_bootstrap) <= alpha
+        rej["t"] += float(res.p_t) <= alpha
+        rej["mcnemar"] += float(res.p_mcnemar) <= alpha
+    # the pooled test: all T*R run pairs (task t, run r) as independent paired units
+    d = (y[:, 0] - y[:, 1]).reshape(n_rep, T * R)
+    p_pooled = stats.ttest_1samp(d, 0.0, axis=1).pvalue
+    rej["pooled"] = int(np.sum(p_pooled <= alpha))
+    rate = {k: v / n_rep for k, v in rej.items()}
+    tol = 3 * np.sqrt(alpha * (1 - alpha) / n_rep)  # Monte Carlo tolerance: 3 SE = 0.033
+    for k in ("permutation", "bootstrap", "t"):
+        assert abs(rate[k] - alpha) <= tol, rate
+    # exact McNemar is conservative (discrete): it must not exceed alpha
+    assert rate["mcnemar"] <= alpha + tol, rate
+    assert rate["pooled"] > alpha + tol, rate  # 0.175 at this seed
+
+
+def test_compare_agents_holm_bh_against_statsmodels_and_symmetry():
+    ds, _ = simulate_eval(n_agents=4, n_tasks=60, n_runs=3, sd_agent=0.6, rng=8)
+    res = compare_agents(ds, n_resamples=999, n_permutations=999, rng=3)
+    iu = np.triu_indices(4, 1)
+    p = res.p_permutation.values[iu]
+    np.testing.assert_allclose(res.p_holm.values[iu], smm.multipletests(p, method="holm")[1])
+    np.testing.assert_allclose(res.p_bh.values[iu], smm.multipletests(p, method="fdr_bh")[1])
+    np.testing.assert_allclose(res.mean_diff.values, -res.mean_diff.values.T)
+    ps = res.prob_superiority.values
+    np.testing.assert_allclose((ps + ps.T)[~np.eye(4, dtype=bool)], 1.0)
+    np.testing.assert_allclose(res.ci.sel(ci_bound="lower"), -res.ci.sel(ci_bound="upper").T)
+    assert np.isnan(np.diag(res.p_value.values)).all()
+    assert res.ci.attrs["ci_prob"] == 0.95
+    # the same pair through paired_test gives the same deterministic statistics
+    one = paired_test(
+        ds.score.sel(agent="agent_00"), ds.score.sel(agent="agent_02"), n_resamples=99, rng=0
+    )
+    r = res.sel(agent="agent_00", opponent="agent_02")
+    assert float(r.p_t) == pytest.approx(float(one.p_t))
+    assert float(r.p_mcnemar) == pytest.approx(float(one.p_mcnemar))
+    assert float(r.mean_diff) == pytest.approx(float(one.mean_diff))
+    # the ttest agrees with scipy on the per-task means
+    m = ds.score.mean("run")
+    ref = stats.ttest_rel(m.sel(agent="agent_00"), m.sel(agent="agent_02")).pvalue
+    assert float(r.p_t) == pytest.approx(ref)
+
+
+def test_holm_matches_statsmodels_with_nan():
+    p = np.array([0.01, np.nan, 0.04, 0.03, 0.2])
+    ok = np.isfinite(p)
+    out = holm(p)
+    assert np.isnan(out[1])
+    np.testing.assert_allclose(out[ok], smm.multipletests(p[ok], method="holm")[1])
+
+
+def test_missing_tasks_are_excluded_and_counted():
+    a = xr.DataArray([[1, 0], [np.nan, np.nan], [1, 1], [0, 1], [1, 1]], dims=("task", "run"))
+    b = xr.DataArray([[0, 0], [1, 0], [1, np.nan], [0, 0], [0, 1]], dims=("task", "run"))
+    with pytest.warns(UndefinedTestWarning, match="p_mcnemar undefined"):  # no discordant majority
+        res = paired_test(a, b, n_resamples=99, rng=0)
+    assert res.counts["n_excluded"] == 1 and res.counts["n_tasks"] == 4
+    assert float(res.mean_diff) == pytest.approx(np.mean([0.5, 0.0, 0.5, 0.5]))
+
+
+def test_undefined_effect_size_is_nan_with_warning():
+    a = xr.DataArray([1.0, 1.0, 0.0], dims="task")
+    with pytest.warns(UndefinedTestWarning, match=r"p_t, cohens_dz, p_mcnemar undefined"):
+        res = paired_test(a, a.copy(), n_resamples=9, rng=0)
+    assert np.isnan(float(res.cohens_dz)) and np.isnan(float(res.p_mcnemar))
+    assert float(res.p_permutation) == 1.0
+
+
+def test_bad_input_messages():
+    a = xr.DataArray(np.ones((5, 2)), dims=("task", "run"))
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 1.5"):
+        paired_test(a, a, prob=1.5)
+    with pytest.raises(ValueError, match=r"`n_permutations` must be a positive integer; got 0"):
+        paired_test(a, a, n_permutations=0)
+    with pytest.raises(TypeError, match=r"`b` must be an xarray.DataArray of scores; got ndarray"):
+        paired_test(a, np.ones((5, 2)))
+    with pytest.raises(
+        ValueError, match=r"`a` must have dims \('task'\[, 'run'\]\); found extra dims \['agent'\]"
+    ):
+        paired_test(a.expand_dims(agent=["x"]), a)
+    with pytest.raises(ValueError, match=r"`a` and `b` must have the same 'task' labels"):
+        paired_test(a.assign_coords(task=list("abcde")), a.assign_coords(task=list("vwxyz")))
+    with pytest.raises(ValueError, match=r"must share at least 2 tasks that both ran; got 1"):
+        paired_test(a, a.where(a.task == 0))
+    with pytest.raises(ValueError, match=r"`cluster` must name a coord along 'task'; got 'repo'"):
+        paired_test(a, a, cluster="repo")
+    ds, _ = simulate_eval(n_agents=3, n_tasks=5, n_runs=2, rng=0)
+    with pytest.raises(ValueError, match=r"`test` must be one of .*; got 'wilcoxon'"):
+        compare_agents(ds, test="wilcoxon")
+    with pytest.raises(ValueError, match=r"compare_agents needs >= 2 agents; got 1"):
+        compare_agents(ds.isel(agent=[0]))
