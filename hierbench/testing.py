@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .data._schema import SCHEMA_VERSION
+from .data._schema import SCHEMA_VERSION, _not_kept_attr
 
 __all__ = ["as_rng", "default_dataset", "simulate_eval"]
 
@@ -159,15 +159,17 @@ def simulate_eval(
         coords=coords,
     )
     n_rec = int((~missing).sum())
+    n_err = int(err.sum())
+    n_excluded = n_err if errors == "exclude" else 0
     data.attrs = {
         "hierbench_schema": SCHEMA_VERSION,
         "reader": "simulate_eval",
         "source": "hierbench.testing.simulate_eval",
         "errors": errors,
         "n_records_read": n_rec,
-        "n_records_kept": n_rec,
-        "n_error_runs": int(err.sum()),
-        "not_kept": "{}",
+        "n_records_kept": n_rec - n_excluded,
+        "n_error_runs": n_err,
+        "not_kept": _not_kept_attr({"infrastructure error, excluded (errors='exclude')": n_excluded}),
         "inconsistent_attributes": "{}",
         "annotations": "[]",
     }

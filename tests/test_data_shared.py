@@ -150,3 +150,14 @@ def test_metr_without_humans_reports_what_was_not_kept(metr):
     assert json.loads(ds.attrs["not_kept"]) == {"human baseline rows (include_human=False)": n_human}
     c = to_counts(ds)
     assert int(c.n_runs.sum()) == 7_063 - n_human
+
+
+def test_metr_continuous_score_as_recorded(metr):
+    _, raw = metr
+    ds = load_metr(score="score", include_human=True)
+    s = summarize(ds)
+    expected = raw.groupby("alias")["score"].mean()
+    np.testing.assert_allclose(
+        s.micro_mean_score.values, expected.reindex(s.agent.values).to_numpy(), rtol=1e-12
+    )
+    assert describe(ds)["score_kind"] == "continuous"

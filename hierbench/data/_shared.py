@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -113,9 +112,7 @@ def load_metr(
         usage_limit=fe.eq("usageLimits"),
         infra_error=fe.ne("") & fe.ne("usageLimits"),
     )
-    if score == "score":
-        s = df["score"].to_numpy(dtype=float)
-        df = df.assign(score=np.clip(s, 0.0, 1.0))
+    # the continuous score is used as recorded: from_records rejects values outside [0, 1]
     ds = from_records(
         df,
         agent="alias",
