@@ -42,6 +42,17 @@ def test_side_by_side_stacks_methods_and_scores_truth():
     assert set(df["ci_kind"]) == {"k1", "k2"} and len(df) == 4
 
 
+def test_frequentist_result_objects_plug_in():
+    from hierbench.freq import bootstrap_ci
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=2, n_tasks=30, n_runs=2, rng=3)
+    res = bootstrap_ci(ds, n_resamples=199, rng=4)
+    t = side_by_side({"boot": res})
+    np.testing.assert_array_equal(t["interval"].sel(estimator="boot"), res.ci)
+    assert t["ci_kind"].item() == res.ci.attrs["ci_kind"]
+
+
 def test_side_by_side_refuses_mixed_levels_and_bare_intervals():
     a = _interval([0.1], [0.2], 0.9, "k")
     b = _interval([0.1], [0.2], 0.95, "k")

@@ -47,7 +47,8 @@ def _check_interval(da: xr.DataArray, name: str) -> xr.DataArray:
 def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result") -> xr.Dataset:
     """Normalise a result into a Dataset with ``estimate`` and ``interval``.
 
-    Accepts a Dataset holding ``estimate`` and ``interval``; a bare interval
+    Accepts a Dataset holding ``estimate`` and ``interval`` (or ``ci``, as the
+    frequentist results name it); a bare interval
     DataArray (``estimate`` is then NaN: the method gave no point value); or
     any object with a ``to_dataset()`` method returning one of these (the
     frequentist ``*Result`` classes).
@@ -71,11 +72,12 @@ def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result"
         estimate = xr.full_like(interval.isel(ci_bound=0, drop=True), np.nan, dtype=float)
         return xr.Dataset({"estimate": estimate, "interval": interval})
     if isinstance(obj, xr.Dataset):
-        if "interval" not in obj:
+        key = "interval" if "interval" in obj else "ci" if "ci" in obj else None
+        if key is None:
             raise ValueError(
-                f"`{name}`: a Dataset result must hold `interval`; found {list(obj.data_vars)}"
+                f"`{name}`: a Dataset result must hold `interval` (or `ci`); found {list(obj.data_vars)}"
             )
-        interval = _check_interval(obj["interval"], name)
+        interval = _check_interval(obj[key], name)
         if "estimate" in obj:
             estimate = obj["estimate"]
         else:
@@ -247,20 +249,52 @@ def coverage_study(
     if not 0 < prob < 1:
         raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
     gen = as_rng(rng)
-    tables = []
+    names = list(methods)
+    est_rows, lo_rows, hi_rows, truth_rows = [], [], [], []
+    template = None
     for _ in range(int(n_rep)):
         data, truth = simulate(gen)
-        res = {name: fn(data, gen) for name, fn in methods.items()}
-        tables.append(side_by_side(res, truth=truth))
-    table = xr.concat(tables, dim="rep", coords="minimal", compat="override")
+        norm = [as_estimate(methods[m](data, gen), name=f"methods[{m!r}]") for m in names]
+        if template is None:
+            template = side_by_side(dict(zip(names, norm, strict=True)), truth=truth)
+        est_rows.append([r["estimate"].values for r in norm])
+        lo_rows.append([r["interval"].sel(ci_bound="lower").values for r in norm])
+        hi_rows.append([r["interval"].sel(ci_bound="upper").values for r in norm])
+        shape_like = norm[0]["estimate"]
+        t_da = truth if isinstance(truth, xr.DataArray) else xr.DataArray(truth)
+        truth_rows.append(t_da.broadcast_like(shape_like).transpose(*shape_like.dims).values)
+    assert template is not None
+    dims = ("rep", *template["estimate"].dims)
+    coords = {k: v for k, v in template["estimate"].coords.items()}
+    est = xr.DataArray(np.asarray(est_rows, float), dims=dims, coords=coords)
+    lo = xr.DataArray(np.asarray(lo_rows, float), dims=dims, coords=coords)
+    hi = xr.DataArray(np.asarray(hi_rows, float), dims=dims, coords=coords)
+    tru = xr.DataArray(
+        np.broadcast_to(np.asarray(truth_rows, float)[:, None], est.shape), dims=dims, coords=coords
+    )
+    table = xr.Dataset(
+        {
+            "estimate": est,
+            "interval": xr.concat([lo, hi], dim="ci_bound")
+            .assign_coords(ci_bound=CI_BOUNDS)
+            .transpose(..., "ci_bound"),
+            "width": hi - lo,
+            "truth": tru,
+            "error": est - tru,
+            "covers": (lo <= tru) & (tru <= hi),
+            "ci_prob": template["ci_prob"],
+            "ci_kind": template["ci_kind"],
+        }
+    )
     n = int(n_rep)
     hits = table["covers"].sum("rep")
     cov = hits / n
-    lo, hi = _wilson(hits.values.astype(float), n, prob)
-    cov_iv = xr.concat(
-        [cov.copy(data=lo), cov.copy(data=hi)],
-        dim=xr.DataArray(CI_BOUNDS, dims="ci_bound", name="ci_bound"),
-    ).transpose(..., "ci_bound")
+    lo_w, hi_w = _wilson(hits.values.astype(float), n, prob)
+    cov_iv = (
+        xr.concat([cov.copy(data=lo_w), cov.copy(data=hi_w)], dim="ci_bound")
+        .assign_coords(ci_bound=CI_BOUNDS)
+        .transpose(..., "ci_bound")
+    )
     cov_iv.attrs = {
         "ci_prob": prob,
         "ci_kind": "Wilson score (Monte Carlo uncertainty of the coverage)",
