@@ -268,3 +268,17 @@ def test_round_trip_is_lossless(df, policy):
     pd.testing.assert_frame_equal(back, expected, check_dtype=False)
     assert ds.attrs["n_records_read"] == len(df)
     assert ds.attrs["n_error_runs"] == int(df["error"].sum())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(df=run_frames())
+def test_round_trip_without_run_column_keeps_file_order(df):
+    """Without a run column runs are numbered 0, 1, ... per cell in file order, so the
+    round trip returns, per (agent, task), the same records in the same order."""
+    ds = from_records(df.drop(columns="run"), error="error", tag="tag", extra=["cost"])
+    back = to_records(ds)
+    expected = df.drop(columns="run").copy()
+    expected.loc[expected["error"], "score"] = 0.0
+    expected["run"] = expected.groupby(["agent", "task"], sort=False).cumcount()
+    pd.testing.assert_frame_equal(_canonical(back), _canonical(expected), check_dtype=False)
+    assert ds.sizes["run"] == int(expected.groupby(["agent", "task"]).size().max())

@@ -19,7 +19,10 @@ agent coords
 attrs
     ``hierbench_schema``, ``errors`` (the error policy applied to ``score``),
     ``n_records_read``, ``n_records_kept``, ``n_error_runs``, ``source``,
-    ``reader`` and a JSON ``not_kept`` mapping reason -> count.
+    ``reader``, and as JSON text: ``not_kept`` (reason -> count),
+    ``inconsistent_attributes`` (attribute -> number of tasks/agents whose
+    value differed between records) and ``annotations`` (names of the boolean
+    per-run annotation variables).
 
 Unbalanced data is represented as it is: a cell with fewer runs has NaN in
 the missing run slots, a task an agent never attempted is all NaN for that
