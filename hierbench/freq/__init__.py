@@ -36,6 +36,15 @@ from ._paired import (
     paired_test,
 )
 from ._passk import InsufficientRunsWarning, PassKResult, pass_at_k, pass_hat_k
+from ._power import (
+    minimum_detectable_effect,
+    optimal_allocation,
+    optimal_runs,
+    paired_power,
+    sample_size_normal,
+    sd_paired_diff,
+    tasks_for_power,
+)
 from ._resample import task_weights
 
 __all__: list[str] = [
@@ -63,13 +72,20 @@ __all__: list[str] = [
     "exact_interval",
     "finite_population_se",
     "holm",
+    "minimum_detectable_effect",
+    "optimal_allocation",
+    "optimal_runs",
+    "paired_power",
     "paired_test",
     "pass_at_k",
     "pass_hat_k",
     "pooled_binomial_interval",
+    "sample_size_normal",
+    "sd_paired_diff",
     "stratified_mean",
     "success_rate",
     "task_weights",
+    "tasks_for_power",
     "variance_components",
     "wald_interval",
     "wilson_interval",

@@ -1,0 +1,460 @@
+"""Power and allocation for paired comparisons of two agents.
+
+With agent x task interaction variance ``sigma2_mt`` and run error variance
+``sigma2_e`` (from :func:`variance_components`), the per-task difference
+``d_t`` of two agents' run means has variance ``s_t + s_e / R`` with
+``s_t = 2 sigma2_mt`` and ``s_e = 2 sigma2_e``, so
+
+    Var(dbar) = (s_t + s_e / R) / T.
+
+Power is that of the paired t-test: noncentral t with ``T - 1`` df and
+noncentrality ``effect / sqrt(Var(dbar))``. With cost ``c_task`` per task and
+``c_run`` per run (budget ``T (c_task + R c_run)``) the variance is minimised
+at ``R* = sqrt(s_e c_task / (s_t c_run))``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+from scipy import optimize, stats
+
+from ._gtheory import VarianceComponentsResult
+
+__all__ = [
+    "minimum_detectable_effect",
+    "optimal_allocation",
+    "optimal_runs",
+    "paired_power",
+    "sample_size_normal",
+    "sd_paired_diff",
+    "tasks_for_power",
+]
+
+Alternative = Literal["two-sided", "greater"]
+
+
+def _sigmas(
+    components: VarianceComponentsResult | None,
+    sigma2_interaction: float | None,
+    sigma2_residual: float | None,
+) -> tuple[float, float]:
+    if components is not None:
+        if sigma2_interaction is not None or sigma2_residual is not None:
+            raise ValueError(
+                "give either `components` or `sigma2_interaction`/`sigma2_residual`, not both"
+            )
+        if not isinstance(components, VarianceComponentsResult):
+            raise TypeError(
+                f"`components` must be a VarianceComponentsResult; got {type(components).__name__}"
+            )
+        fa, ft, _ = components.facets
+        c = components.components
+        names = list(c.component.values)
+        if f"{fa}:{ft}" not in names:
+            raise ValueError(
+                "`components` come from one run per cell: the interaction and run error are "
+                "confounded, so the run allocation cannot be planned; give `sigma2_interaction` "
+                "and `sigma2_residual` explicitly"
+            )
+        if components.design != "nested":
+            raise ValueError(
+                "`components` must come from design='nested': the planning formulas draw fresh "
+                "runs for every task (with crossed runs the agent:run term does not shrink with T)"
+            )
+        return float(c.sel(component=f"{fa}:{ft}")), float(c.sel(component="residual"))
+    if sigma2_interaction is None or sigma2_residual is None:
+        raise ValueError(
+            "give `components` (a VarianceComponentsResult) or both `sigma2_interaction` and "
+            "`sigma2_residual`"
+        )
+    for name, v in (
+        ("sigma2_interaction", sigma2_interaction),
+        ("sigma2_residual", sigma2_residual),
+    ):
+        if not np.all(np.asarray(v) >= 0):
+            raise ValueError(f"`{name}` must be >= 0; got {v!r}")
+    return sigma2_interaction, sigma2_residual  # type: ignore[return-value]
+
+
+def sd_paired_diff(
+    n_runs: int | np.ndarray = 1,
+    *,
+    components: VarianceComponentsResult | None = None,
+    sigma2_interaction: float | None = None,
+    sigma2_residual: float | None = None,
+) -> np.ndarray:
+    """Standard deviation of a per-task difference ``d_t``: ``sqrt(s_t + s_e / R)``.
+
+    Parameters
+    ----------
+    n_runs : int or array
+        Runs per task and agent, ``R``.
+    components : VarianceComponentsResult, optional
+        Source of ``sigma2_interaction`` (agent:task) and ``sigma2_residual``.
+    sigma2_interaction, sigma2_residual : float, optional
+        The two variances, when not taken from ``components``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``sqrt(2 sigma2_interaction + 2 sigma2_residual / R)``.
+
+    Examples
+    --------
+    >>> round(float(sd_paired_diff(4, sigma2_interaction=0.02, sigma2_residual=0.16)), 4)
+    0.3464
+    """
+    s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
+    R = np.asarray(n_runs, dtype=float)
+    if np.any(R < 1):
+        raise ValueError(f"`n_runs` must be >= 1; got {n_runs!r}")
+    return np.sqrt(2 * s_mt + 2 * s_e / R)
+
+
+def _check_common(alpha: float, alternative: str) -> None:
+    if not 0 < alpha < 1:
+        raise ValueError(f"`alpha` must satisfy 0 < alpha < 1; got {alpha!r}")
+    if alternative not in ("two-sided", "greater"):
+        raise ValueError(f"`alternative` must be 'two-sided' or 'greater'; got {alternative!r}")
+
+
+def _power(effect, T, sd, alpha, alternative):
+    df = T - 1
+    nc = effect * np.sqrt(T) / sd
+    if alternative == "two-sided":
+        crit = stats.t.ppf(1 - alpha / 2, df)
+        nc = np.abs(nc)  # symmetric in the sign of the effect
+        # the far tail underflows to NaN in scipy's nct for large nc; it is then ~0
+        far = np.nan_to_num(stats.nct.cdf(-crit, df, nc), nan=0.0)
+        return stats.nct.sf(crit, df, nc) + far
+    return stats.nct.sf(stats.t.ppf(1 - alpha, df), df, nc)
+
+
+def paired_power(
+    effect: float | np.ndarray,
+    n_tasks: int | np.ndarray,
+    *,
+    n_runs: int | np.ndarray = 1,
+    components: VarianceComponentsResult | None = None,
+    sigma2_interaction: float | None = None,
+    sigma2_residual: float | None = None,
+    sd_diff: float | None = None,
+    alpha: float = 0.05,
+    alternative: Alternative = "two-sided",
+) -> np.ndarray:
+    """Power of the paired t-test on per-task differences (noncentral t, ``T - 1`` df).
+
+    Parameters
+    ----------
+    effect : float or array
+        True mean difference between the two agents (score scale).
+    n_tasks : int or array
+        Number of tasks ``T`` (>= 2).
+    n_runs : int or array
+        Runs per task and agent ``R``.
+    components, sigma2_interaction, sigma2_residual
+        Variance components (see :func:`sd_paired_diff`).
+    sd_diff : float, optional
+        The SD of a per-task difference directly (instead of components).
+    alpha : float
+        Level of the test.
+    alternative : {"two-sided", "greater"}
+
+    Returns
+    -------
+    numpy.ndarray
+        Power, broadcast over ``effect``, ``n_tasks`` and ``n_runs``.
+
+    Examples
+    --------
+    >>> p = paired_power(0.05, [100, 400], n_runs=3, sigma2_interaction=0.03,
+    ...                  sigma2_residual=0.15)
+    >>> p.round(2).tolist()
+    [0.24, 0.7]
+    """
+    _check_common(alpha, alternative)
+    T = np.asarray(n_tasks, dtype=float)
+    if np.any(T < 2) or np.any(T != np.round(T)):
+        raise ValueError(f"`n_tasks` must be integers >= 2; got {n_tasks!r}")
+    sd = _sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(_power(np.asarray(effect, dtype=float), T, sd, alpha, alternative))
+
+
+def _sd(n_runs, components, s_mt, s_e, sd_diff):
+    if sd_diff is not None:
+        if components is not None or s_mt is not None or s_e is not None:
+            raise ValueError("give either `sd_diff` or variance components, not both")
+        if not np.all(np.asarray(sd_diff) > 0):
+            raise ValueError(f"`sd_diff` must be > 0; got {sd_diff!r}")
+        return np.asarray(sd_diff, dtype=float)
+    sd = sd_paired_diff(n_runs, components=components, sigma2_interaction=s_mt, sigma2_residual=s_e)
+    if np.any(sd <= 0):
+        raise ValueError("the per-task differences have zero variance: power is undefined")
+    return sd
+
+
+def tasks_for_power(
+    effect: float,
+    *,
+    power: float = 0.8,
+    n_runs: int = 1,
+    components: VarianceComponentsResult | None = None,
+    sigma2_interaction: float | None = None,
+    sigma2_residual: float | None = None,
+    sd_diff: float | None = None,
+    alpha: float = 0.05,
+    alternative: Alternative = "two-sided",
+) -> int:
+    """Smallest number of tasks whose paired t-test reaches ``power`` at ``effect``.
+
+    Parameters are those of :func:`paired_power`; ``effect`` must be non-zero.
+
+    Returns
+    -------
+    int
+        Minimal ``T`` (>= 2) with ``paired_power(effect, T, ...) >= power``.
+
+    Examples
+    --------
+    >>> tasks_for_power(0.03, sd_diff=0.345)  # the normal approximation says 1,039
+    1040
+    """
+    _check_common(alpha, alternative)
+    if not 0 < power < 1:
+        raise ValueError(f"`power` must satisfy 0 < power < 1; got {power!r}")
+    if effect == 0 or not np.isfinite(effect):
+        raise ValueError(f"`effect` must be finite and non-zero; got {effect!r}")
+    if alternative == "greater" and effect < 0:
+        raise ValueError(f"`effect` must be > 0 for alternative='greater'; got {effect!r}")
+    sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
+    za = stats.norm.ppf(1 - alpha / (2 if alternative == "two-sided" else 1))
+    t0 = max(2, int(((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2) - 2)
+
+    def pw(T: int) -> float:
+        return float(_power(abs(effect), float(T), sd, alpha, alternative))
+
+    T = t0
+    while T > 2 and pw(T - 1) >= power:  # the normal start can overshoot by a task or two
+        T -= 1
+    while pw(T) < power:
+        T += 1
+    return T
+
+
+def minimum_detectable_effect(
+    n_tasks: int,
+    *,
+    power: float = 0.8,
+    n_runs: int = 1,
+    components: VarianceComponentsResult | None = None,
+    sigma2_interaction: float | None = None,
+    sigma2_residual: float | None = None,
+    sd_diff: float | None = None,
+    alpha: float = 0.05,
+    alternative: Alternative = "two-sided",
+) -> float:
+    """Smallest true difference detected with probability ``power`` by ``n_tasks`` tasks.
+
+    Returns
+    -------
+    float
+        The positive ``effect`` solving ``paired_power(effect, n_tasks, ...) = power``.
+
+    Examples
+    --------
+    >>> round(minimum_detectable_effect(100, sd_diff=0.345), 4)
+    0.0976
+    """
+    _check_common(alpha, alternative)
+    if not 0 < power < 1:
+        raise ValueError(f"`power` must satisfy 0 < power < 1; got {power!r}")
+    if int(n_tasks) != n_tasks or n_tasks < 2:
+        raise ValueError(f"`n_tasks` must be an integer >= 2; got {n_tasks!r}")
+    sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
+    T = float(n_tasks)
+
+    def f(e: float) -> float:
+        return float(_power(e, T, sd, alpha, alternative)) - power
+
+    hi = sd
+    while f(hi) < 0:
+        hi *= 2
+    return float(optimize.brentq(f, 0.0, hi, xtol=1e-12))
+
+
+def optimal_runs(
+    *,
+    cost_task: float,
+    cost_run: float,
+    components: VarianceComponentsResult | None = None,
+    sigma2_interaction: float | None = None,
+    sigma2_residual: float | None = None,
+) -> float:
+    """Cost-optimal runs per task ``R* = sqrt(s_e c_task / (s_t c_run))`` (continuous).
+
+    Parameters
+    ----------
+    cost_task : float
+        Cost of adding a task (writing, environment set-up), >= 0.
+    cost_run : float
+        Cost of one run of one agent on one task, > 0.
+    components, sigma2_interaction, sigma2_residual
+        Variance components (see :func:`sd_paired_diff`).
+
+    Returns
+    -------
+    float
+        ``R*``; ``inf`` when there is no interaction variance (repeats are then
+        the only noise to average), 0 when tasks are free.
+
+    Examples
+    --------
+    >>> optimal_runs(cost_task=10.0, cost_run=1.0, sigma2_interaction=0.02, sigma2_residual=0.2)
+    10.0
+    """
+    s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
+    if not cost_task >= 0:
+        raise ValueError(f"`cost_task` must be >= 0; got {cost_task!r}")
+    if not cost_run > 0:
+        raise ValueError(f"`cost_run` must be > 0; got {cost_run!r}")
+    if s_mt == 0:
+        return math.inf
+    return math.sqrt(s_e * cost_task / (s_mt * cost_run))
+
+
+def optimal_allocation(
+    budget: float,
+    *,
+    cost_task: float,
+    cost_run: float,
+    components: VarianceComponentsResult | None = None,
+    sigma2_interaction: float | None = None,
+    sigma2_residual: float | None = None,
+) -> xr.Dataset:
+    """Integer (tasks, runs) for a budget ``B = T (c_task + R c_run)`` minimising Var(dbar).
+
+    The two integers around ``R*`` (and 1) are compared at the largest
+    affordable ``T``; the one with the smaller ``Var(dbar)`` wins.
+
+    Returns
+    -------
+    xarray.Dataset
+        Scalars ``r_star``, ``n_runs``, ``n_tasks``, ``var_mean_diff``,
+        ``cost``.
+
+    Examples
+    --------
+    >>> a = optimal_allocation(1000.0, cost_task=10.0, cost_run=1.0,
+    ...                        sigma2_interaction=0.02, sigma2_residual=0.2)
+    >>> int(a.n_runs), int(a.n_tasks)
+    (10, 50)
+    """
+    r_star = optimal_runs(
+        cost_task=cost_task,
+        cost_run=cost_run,
+        components=components,
+        sigma2_interaction=sigma2_interaction,
+        sigma2_residual=sigma2_residual,
+    )
+    s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
+    if not budget > 0:
+        raise ValueError(f"`budget` must be > 0; got {budget!r}")
+    r_max = max(1, int((budget / 2 - cost_task) // cost_run))  # at least 2 tasks
+    cands = {1, r_max}
+    if math.isfinite(r_star):
+        cands |= {max(1, min(r_max, math.floor(r_star))), max(1, min(r_max, math.ceil(r_star)))}
+    best = None
+    for R in sorted(cands):
+        T = int(budget // (cost_task + R * cost_run))
+        if T < 2:
+            continue
+        var = (2 * s_mt + 2 * s_e / R) / T
+        if best is None or var < best[2]:
+            best = (R, T, var)
+    if best is None:
+        raise ValueError(
+            f"`budget` {budget} cannot pay for 2 tasks with one run each "
+            f"(2 x ({cost_task} + {cost_run}))"
+        )
+    R, T, var = best
+    return xr.Dataset(
+        {
+            "r_star": r_star,
+            "n_runs": R,
+            "n_tasks": T,
+            "var_mean_diff": var,
+            "cost": T * (cost_task + R * cost_run),
+        },
+        attrs={"budget": budget, "cost_task": cost_task, "cost_run": cost_run},
+    )
+
+
+def sample_size_normal(
+    effect: float,
+    *,
+    paired: bool,
+    sd_diff: float | None = None,
+    p_a: float | None = None,
+    p_b: float | None = None,
+    discordance: float | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int:
+    """Normal-approximation tasks needed: ``ceil(((z_{1-alpha/2} + z_power) sd / effect)^2)``.
+
+    Parameters
+    ----------
+    effect : float
+        Difference to detect (e.g. 0.03 for 65% vs 68%).
+    paired : bool
+        Unpaired: ``sd = sqrt(p_a (1 - p_a) + p_b (1 - p_b))`` (tasks per
+        agent). Paired: ``sd = sqrt(discordance - effect^2)`` where
+        ``discordance`` is the share of tasks on which the agents disagree.
+    sd_diff : float, optional
+        Give the SD directly instead.
+    p_a, p_b : float, optional
+        Success rates (unpaired).
+    discordance : float, optional
+        Share of discordant tasks (paired, binary scores).
+    alpha, power : float
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> sample_size_normal(0.03, paired=False, p_a=0.65, p_b=0.68)
+    3882
+    >>> sample_size_normal(0.03, paired=True, discordance=0.12)
+    1039
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"`alpha` must satisfy 0 < alpha < 1; got {alpha!r}")
+    if not 0 < power < 1:
+        raise ValueError(f"`power` must satisfy 0 < power < 1; got {power!r}")
+    if effect == 0 or not np.isfinite(effect):
+        raise ValueError(f"`effect` must be finite and non-zero; got {effect!r}")
+    if sd_diff is None:
+        if paired:
+            if discordance is None:
+                raise ValueError("paired=True needs `discordance` (or `sd_diff`)")
+            if not 0 <= discordance <= 1 or discordance < effect**2:
+                raise ValueError(
+                    f"`discordance` must satisfy effect^2 <= discordance <= 1; got {discordance!r}"
+                )
+            sd_diff = math.sqrt(discordance - effect**2)
+        else:
+            if p_a is None or p_b is None:
+                raise ValueError("paired=False needs `p_a` and `p_b` (or `sd_diff`)")
+            for name, v in (("p_a", p_a), ("p_b", p_b)):
+                if not 0 <= v <= 1:
+                    raise ValueError(f"`{name}` must lie in [0, 1]; got {v!r}")
+            sd_diff = math.sqrt(p_a * (1 - p_a) + p_b * (1 - p_b))
+    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+    return math.ceil((z * sd_diff / abs(effect)) ** 2)

@@ -1,0 +1,173 @@
+"""Power and allocation: simulation, seed-003 sample sizes, optimality, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+
+from hierbench.freq import (
+    minimum_detectable_effect,
+    optimal_allocation,
+    optimal_runs,
+    paired_power,
+    sample_size_normal,
+    sd_paired_diff,
+    tasks_for_power,
+    variance_components,
+)
+
+
+def test_seed_003_sample_sizes():
+    # seed 003: 65% vs 68% -> 3,882 unpaired; 12% discordant tasks -> 1,039 paired
+    assert sample_size_normal(0.03, paired=False, p_a=0.65, p_b=0.68) == 3882
+    assert sample_size_normal(0.03, paired=True, discordance=0.12) == 1039
+    # the same via sd_diff, and the seed's "SD(d) = 0.667" and "0.345"
+    assert sample_size_normal(0.03, paired=True, sd_diff=math.sqrt(0.12 - 0.03**2)) == 1039
+    # "a 100-item eval can only reliably detect differences of roughly 19 to 20 points" (unpaired)
+    assert sample_size_normal(0.19, paired=False, p_a=0.5, p_b=0.69) > 100
+    assert sample_size_normal(0.20, paired=False, p_a=0.5, p_b=0.70) <= 100
+
+
+@pytest.mark.parametrize(("T", "R", "effect"), [(30, 2, 0.08), (80, 4, 0.05), (25, 1, 0.0)])
+def test_noncentral_t_power_matches_simulation(T, R, effect):
+    # simulate the nested components model itself (normal effects): per-task difference
+    # d_t = effect + (ab_At - ab_Bt) + mean_r(e_Atr - e_Btr); reject with scipy's t-test
+    s_mt, s_e, n_sim, alpha = 0.02, 0.15, 4000, 0.05
+    rng = np.random.default_rng(T * 100 + R)
+    ab = rng.normal(0, np.sqrt(s_mt), (n_sim, 2, T))
+    e = rng.normal(0, np.sqrt(s_e), (n_sim, 2, T, R)).mean(-1)
+    d = effect + (ab[:, 0] - ab[:, 1]) + (e[:, 0] - e[:, 1])
+    rate = np.mean(stats.ttest_1samp(d, 0.0, axis=1).pvalue <= alpha)
+    pw = float(paired_power(effect, T, n_runs=R, sigma2_interaction=s_mt, sigma2_residual=s_e))
+    tol = 3 * np.sqrt(pw * (1 - pw) / n_sim)  # Monte Carlo tolerance: 3 SE (<= 0.024)
+    assert abs(rate - pw) <= tol, (rate, pw)
+    if effect == 0:
+        assert pw == pytest.approx(alpha)
+
+
+def test_power_from_variance_components_and_var_formula():
+    rng = np.random.default_rng(5)
+    M, T, R = 2, 400, 3
+    y = (
+        rng.normal(0, 0.3, (1, T, 1))
+        + rng.normal(0, np.sqrt(0.02), (M, T, 1))
+        + rng.normal(0, np.sqrt(0.15), (M, T, R))
+    )
+    vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+    s_mt = float(vc.components.sel(component="agent:task"))
+    s_e = float(vc.components.sel(component="residual"))
+    sd = sd_paired_diff(R, components=vc)
+    assert float(sd) == pytest.approx(math.sqrt(2 * s_mt + 2 * s_e / R))
+    # Var(dbar) = (s_t + s_e / R) / T is the G-theory paired-difference variance
+    assert float(sd) ** 2 / T == pytest.approx(vc.var_paired_diff)
+    p1 = paired_power(0.05, 100, n_runs=R, components=vc)
+    p2 = paired_power(0.05, 100, n_runs=R, sigma2_interaction=s_mt, sigma2_residual=s_e)
+    assert float(p1) == pytest.approx(float(p2))
+
+
+def test_tasks_for_power_is_minimal_and_mde_inverts_power():
+    kw = {"sigma2_interaction": 0.03, "sigma2_residual": 0.2, "n_runs": 3}
+    T = tasks_for_power(0.04, power=0.8, **kw)
+    assert float(paired_power(0.04, T, **kw)) >= 0.8 > float(paired_power(0.04, T - 1, **kw))
+    # close to the normal approximation, slightly above it (t has heavier tails)
+    sd = float(sd_paired_diff(3, sigma2_interaction=0.03, sigma2_residual=0.2))
+    assert (
+        sample_size_normal(0.04, paired=True, sd_diff=sd)
+        <= T
+        <= sample_size_normal(0.04, paired=True, sd_diff=sd) + 3
+    )
+    mde = minimum_detectable_effect(T, power=0.8, **kw)
+    assert float(paired_power(mde, T, **kw)) == pytest.approx(0.8, abs=1e-9)
+    assert mde <= 0.04
+    assert tasks_for_power(-0.04, power=0.8, **kw) == T  # two-sided: symmetric
+    assert tasks_for_power(0.04, power=0.8, alternative="greater", **kw) < T
+
+
+def test_optimal_runs_minimises_variance_at_fixed_budget():
+    s_mt, s_e, c_task, c_run = 0.01, 0.2, 20.0, 1.0
+    r_star = optimal_runs(
+        cost_task=c_task, cost_run=c_run, sigma2_interaction=s_mt, sigma2_residual=s_e
+    )
+    assert r_star == pytest.approx(math.sqrt(s_e * c_task / (s_mt * c_run)))
+    # brute force over a fine grid of (continuous) R at budget B: T = B / (c_task + R c_run)
+    B = 10_000.0
+    grid = np.linspace(0.5, 100, 200_001)
+    var = (2 * s_mt + 2 * s_e / grid) * (c_task + grid * c_run) / B
+    assert grid[np.argmin(var)] == pytest.approx(r_star, abs=1e-3)
+    alloc = optimal_allocation(
+        B, cost_task=c_task, cost_run=c_run, sigma2_interaction=s_mt, sigma2_residual=s_e
+    )
+    # integer brute force over every affordable R
+    best = min(
+        ((2 * s_mt + 2 * s_e / R) / int(B // (c_task + R * c_run)), R)
+        for R in range(1, 200)
+        if B // (c_task + R * c_run) >= 2
+    )
+    assert int(alloc.n_runs) == best[1]
+    assert float(alloc.var_mean_diff) == pytest.approx(best[0])
+    assert float(alloc.cost) <= B
+    # free tasks: more tasks always beat more repeats
+    assert (
+        optimal_runs(cost_task=0.0, cost_run=1.0, sigma2_interaction=s_mt, sigma2_residual=s_e)
+        == 0.0
+    )
+    assert (
+        optimal_runs(cost_task=1.0, cost_run=1.0, sigma2_interaction=0.0, sigma2_residual=s_e)
+        == math.inf
+    )
+
+
+@pytest.mark.filterwarnings("ignore::hierbench.freq.NegativeVarianceComponentWarning")
+def test_bad_input_messages():
+    kw = {"sigma2_interaction": 0.03, "sigma2_residual": 0.2}
+    with pytest.raises(ValueError, match=r"`n_tasks` must be integers >= 2; got 1"):
+        paired_power(0.1, 1, **kw)
+    with pytest.raises(ValueError, match=r"`alpha` must satisfy 0 < alpha < 1; got 0"):
+        paired_power(0.1, 10, alpha=0, **kw)
+    with pytest.raises(
+        ValueError, match=r"`alternative` must be 'two-sided' or 'greater'; got 'less'"
+    ):
+        paired_power(0.1, 10, alternative="less", **kw)
+    with pytest.raises(
+        ValueError, match=r"give `components` \(a VarianceComponentsResult\) or both"
+    ):
+        paired_power(0.1, 10, sigma2_interaction=0.1)
+    with pytest.raises(ValueError, match=r"`sigma2_residual` must be >= 0; got -1"):
+        paired_power(0.1, 10, sigma2_interaction=0.1, sigma2_residual=-1)
+    with pytest.raises(ValueError, match=r"give either `sd_diff` or variance components, not both"):
+        paired_power(0.1, 10, sd_diff=0.3, **kw)
+    with pytest.raises(ValueError, match=r"`effect` must be finite and non-zero; got 0"):
+        tasks_for_power(0, **kw)
+    with pytest.raises(ValueError, match=r"`power` must satisfy 0 < power < 1; got 1.2"):
+        minimum_detectable_effect(50, power=1.2, **kw)
+    with pytest.raises(ValueError, match=r"`cost_run` must be > 0; got 0"):
+        optimal_runs(cost_task=1.0, cost_run=0, **kw)
+    with pytest.raises(ValueError, match=r"`budget` 5.0 cannot pay for 2 tasks"):
+        optimal_allocation(5.0, cost_task=10.0, cost_run=1.0, **kw)
+    with pytest.raises(ValueError, match=r"paired=True needs `discordance`"):
+        sample_size_normal(0.03, paired=True)
+    with pytest.raises(
+        ValueError, match=r"`discordance` must satisfy effect\^2 <= discordance <= 1; got 0.0001"
+    ):
+        sample_size_normal(0.03, paired=True, discordance=0.0001)
+    with pytest.raises(
+        TypeError, match=r"`components` must be a VarianceComponentsResult; got dict"
+    ):
+        paired_power(0.1, 10, components={"agent": 1.0})
+    one_run = variance_components(
+        xr.DataArray(np.random.default_rng(0).normal(size=(3, 5)), dims=("agent", "task"))
+    )
+    with pytest.raises(
+        ValueError, match=r"one run per cell: the interaction and run error are confounded"
+    ):
+        paired_power(0.1, 10, components=one_run)
+    crossed = variance_components(
+        xr.DataArray(
+            np.random.default_rng(0).normal(size=(3, 5, 2)), dims=("agent", "task", "run")
+        ),
+        design="crossed",
+    )
+    with pytest.raises(ValueError, match=r"`components` must come from design='nested'"):
+        paired_power(0.1, 10, components=crossed)
