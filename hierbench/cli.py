@@ -57,6 +57,8 @@ def load_any(path: str, args: argparse.Namespace | None = None) -> tuple[xr.Data
                 error=opts.get("error"),
                 tag=opts.get("tag"),
                 cluster=opts.get("cluster"),
+                extra=opts.get("extra") or None,
+                annotations=opts.get("annotate") or None,
                 errors=opts.get("errors") or "fail",
             )
     msgs = [f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)]
@@ -246,6 +248,15 @@ def _add_file_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--error", default=None, help="infrastructure-error column (bool, 0/1 or text)")
     g.add_argument("--tag", default=None, help="per-task tag column")
     g.add_argument("--cluster", default=None, help="per-task cluster column (repository, family)")
+    g.add_argument(
+        "--extra", action="append", metavar="COL", help="numeric per-run column to keep (repeatable)"
+    )
+    g.add_argument(
+        "--annotate",
+        action="append",
+        metavar="COL",
+        help="boolean per-run annotation to keep and count, e.g. a budget-hit flag (repeatable)",
+    )
     p.add_argument(
         "--errors",
         choices=["fail", "exclude"],

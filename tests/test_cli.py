@@ -155,3 +155,15 @@ def test_installed_entry_point(log):
     bad = subprocess.run([str(exe), "validate", str(log)], capture_output=True, text=True)
     assert bad.returncode == 1
     assert "missing required columns: `task`='task', `score`='score', `agent`='agent'" in bad.stderr
+
+
+def test_extra_and_annotation_columns(tmp_path, capsys):
+    path = tmp_path / "x.csv"
+    pd.DataFrame(dict(ROWS, cost=[1, 2, 3, 4, 5, 6], hit=[1, 0, 0, 1, 0, 1])).to_csv(path, index=False)
+    assert main(["validate", str(path), *COLS, "--extra", "cost", "--annotate", "hit"]) == 0
+    out = capsys.readouterr().out
+    assert "annotations: hit: 3" in out
+    assert "per-run variables: cost" in out
+    assert main(["summary", str(path), *COLS, "--annotate", "hit", "--json"]) == 0
+    agents = {r["agent"]: r for r in json.loads(capsys.readouterr().out)["agents"]}
+    assert (agents["a"]["n_hit"], agents["b"]["n_hit"]) == (2, 1)
