@@ -7,6 +7,7 @@ from ._bootstrap import (
     UndefinedResampleWarning,
     bootstrap_ci,
 )
+from ._confseq import ConfidenceSequenceResult, confidence_sequence
 from ._gtheory import (
     ConfoundedComponentWarning,
     NegativeVarianceComponentWarning,
@@ -50,6 +51,7 @@ from ._resample import task_weights
 __all__: list[str] = [
     "BetaBinomialResult",
     "BootstrapResult",
+    "ConfidenceSequenceResult",
     "ConfoundedComponentWarning",
     "DegenerateBootstrapWarning",
     "EmptySampleWarning",
@@ -68,6 +70,7 @@ __all__: list[str] = [
     "bootstrap_ci",
     "clustered_se",
     "compare_agents",
+    "confidence_sequence",
     "design_effect",
     "exact_interval",
     "finite_population_se",

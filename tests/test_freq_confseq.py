@@ -1,0 +1,153 @@
+"""Confidence sequences: time-uniform coverage by simulation, peeking failure, reference loop."""
+
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+
+from hierbench.freq import confidence_sequence
+from hierbench.freq._confseq import _in_cs
+
+ALPHA = 0.05
+
+
+def _reference_bounds(x, alpha=0.05, breaks=20, theta=0.5, c=0.5):
+    """Plain loops over candidate means and times, straight from the definitions."""
+    grid = [i / breaks for i in range(breaks + 1)]
+    T = len(x)
+    lam = []
+    mu_prev, s2_prev, s_sum, sq_sum = 0.5, 0.25, 0.0, 0.0
+    for t in range(1, T + 1):
+        lam.append(math.sqrt(2 * math.log(1 / (alpha * theta)) / (s2_prev * t * math.log(1 + t))))
+        s_sum += x[t - 1]
+        mu_t = min((0.5 + s_sum) / (t + 1), 1.0)
+        sq_sum += (x[t - 1] - mu_t) ** 2
+        s2_prev = (0.25 + sq_sum) / (t + 1)
+        mu_prev = mu_t
+    del mu_prev
+    out = []
+    kp = dict.fromkeys(grid, 1.0)
+    kn = dict.fromkeys(grid, 1.0)
+    for t in range(T):
+        inside = []
+        for m in grid:
+            lp = min(lam[t], c / m) if m > 0 else lam[t]
+            ln = min(lam[t], c / (1 - m)) if m < 1 else lam[t]
+            kp[m] *= 1 + lp * (x[t] - m)
+            kn[m] *= 1 - ln * (x[t] - m)
+            if max(theta * kp[m], (1 - theta) * kn[m]) <= 1 / alpha:
+                inside.append(m)
+        if inside:
+            out.append((max(0.0, inside[0] - 1 / breaks), min(1.0, inside[-1] + 1 / breaks)))
+        else:
+            out.append((0.0, 1.0))
+    return np.array(out)
+
+
+def test_matches_reference_loop():
+    x = np.random.default_rng(7).beta(0.7, 0.9, 60)
+    cs = confidence_sequence(xr.DataArray(x, dims="task"), breaks=20, running_intersection=False)
+    np.testing.assert_allclose(cs.bounds.values, _reference_bounds(list(x)), atol=1e-12)
+    np.testing.assert_allclose(cs.estimate.values, np.cumsum(x) / np.arange(1, 61))
+
+
+def test_exact_capital_never_crosses_at_the_true_mean_more_than_alpha():
+    # Ville: P(exists t <= 1000: hedged capital at the true mean >= 1/alpha) <= alpha.
+    # 4,000 Bernoulli(0.3) streams (one binary run per task), exact (no grid).
+    n_streams, T = 4000, 1000
+    x = (np.random.default_rng(1).random((n_streams, T)) < 0.3).astype(float)
+    inside = _in_cs(x, np.array([0.3]), ALPHA, 0.5, 0.5, "max")[:, 0, :]
+    miss = np.mean(~inside.all(axis=1))
+    assert miss <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / n_streams)  # MC tol: 3 SE = 0.010
+
+
+def test_time_uniform_coverage_and_peeking_at_a_fixed_sample_interval_fails():
+    n_streams, T = 1000, 1000
+    rng = np.random.default_rng(2024)
+    x = rng.beta(2, 5, (n_streams, T))  # per-task partial-credit scores, mean 2/7
+    m0 = 2 / 7
+    da = xr.DataArray(x, dims=("stream", "task"))
+    cs = confidence_sequence(da, breaks=50)  # a coarse grid only widens the bounds
+    b = cs.bounds.values
+    assert b.shape == (n_streams, T, 2)
+    covered = ((b[..., 0] <= m0) & (m0 <= b[..., 1])).all(axis=1)
+    tol = 3 * math.sqrt(ALPHA * (1 - ALPHA) / n_streams)  # Monte Carlo tolerance: 3 SE = 0.021
+    assert covered.mean() >= 1 - ALPHA - tol
+    # not vacuous: at t = 1,000 the sequence is narrow
+    assert np.median(b[:, -1, 1] - b[:, -1, 0]) < 0.1
+    # the fixed-sample t interval, recomputed and peeked at after every task from t = 10
+    t = np.arange(1, T + 1)
+    mean = np.cumsum(x, axis=1) / t
+    var = (np.cumsum(x**2, axis=1) - t * mean**2) / np.maximum(t - 1, 1)
+    half = stats.t.ppf(1 - ALPHA / 2, np.maximum(t - 1, 1)) * np.sqrt(var / t)
+    peek = slice(9, None)
+    fixed_covered = (np.abs(mean - m0) <= half)[:, peek].all(axis=1)
+    # at any single fixed t the t interval is fine ...
+    assert abs(np.mean(np.abs(mean[:, -1] - m0) <= half[:, -1]) - (1 - ALPHA)) <= tol
+    # ... but peeked at every t it misses far more often than alpha
+    assert 1 - fixed_covered.mean() > ALPHA + tol
+    assert covered.mean() > fixed_covered.mean()
+
+
+def test_paired_difference_coverage():
+    n_streams, T = 1000, 300
+    rng = np.random.default_rng(9)
+    p = rng.beta(1, 1, (n_streams, T))  # task difficulty shared by both agents
+    a = (rng.random((n_streams, T)) < p).astype(float)
+    b = (rng.random((n_streams, T)) < p).astype(float)  # same skill: true difference 0
+    A = xr.DataArray(a, dims=("stream", "task"))
+    B = xr.DataArray(b, dims=("stream", "task"))
+    cs = confidence_sequence(A, B, breaks=50)
+    lo, hi = cs.bounds.sel(ci_bound="lower").values, cs.bounds.sel(ci_bound="upper").values
+    assert lo.min() >= -1 and hi.max() <= 1
+    covered = ((lo <= 0) & (hi >= 0)).all(axis=1)
+    assert covered.mean() >= 1 - ALPHA - 3 * math.sqrt(ALPHA * (1 - ALPHA) / n_streams)
+    np.testing.assert_allclose(cs.estimate.values[:, -1], (a - b).mean(axis=1))
+    assert "paired difference" in cs.bounds.attrs["ci_kind"]
+
+
+def test_running_intersection_is_monotone_and_sum_hedge_is_never_wider():
+    x = xr.DataArray(np.random.default_rng(3).beta(3, 2, 400), dims="task")
+    cs = confidence_sequence(x)
+    lo, hi = cs.bounds.values[:, 0], cs.bounds.values[:, 1]
+    assert (np.diff(lo) >= 0).all() and (np.diff(hi) <= 0).all()
+    raw = confidence_sequence(x, running_intersection=False).bounds.values
+    sm = confidence_sequence(x, running_intersection=False, combine="sum").bounds.values
+    assert (sm[:, 0] >= raw[:, 0] - 1e-12).all() and (sm[:, 1] <= raw[:, 1] + 1e-12).all()
+    ds = cs.to_dataset()
+    assert ds.bounds.attrs["ci_prob"] == 0.95 and list(ds.ci_bound.values) == ["lower", "upper"]
+    assert int(ds.n[-1]) == 400
+
+
+def test_bad_input_messages():
+    x = xr.DataArray(np.full(5, 0.5), dims="task")
+    with pytest.raises(
+        ValueError, match=r"`x` values must lie in \[0, 1\]; 1 do not, e.g. \[1.5\]"
+    ):
+        confidence_sequence(x.copy(data=[0.1, 0.2, 1.5, 0.3, 0.4]))
+    with pytest.raises(
+        ValueError, match=r"`x` must have no NaN .* 1 NaN, e.g. at positions \[\[1\]\]"
+    ):
+        confidence_sequence(x.copy(data=[0.1, np.nan, 0.5, 0.3, 0.4]))
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 0"):
+        confidence_sequence(x, prob=0)
+    with pytest.raises(ValueError, match=r"`breaks` must be an integer >= 2; got 1"):
+        confidence_sequence(x, breaks=1)
+    with pytest.raises(ValueError, match=r"`theta` must satisfy 0 <= theta <= 1; got 2"):
+        confidence_sequence(x, theta=2)
+    with pytest.raises(ValueError, match=r"`trunc_scale` must satisfy 0 < trunc_scale <= 1; got 0"):
+        confidence_sequence(x, trunc_scale=0)
+    with pytest.raises(ValueError, match=r"`combine` must be 'max' or 'sum'; got 'mean'"):
+        confidence_sequence(x, combine="mean")
+    with pytest.raises(
+        ValueError, match=r"`dim` must be a dimension of `x` \('task',\); got 'item'"
+    ):
+        confidence_sequence(x, dim="item")
+    with pytest.raises(TypeError, match=r"`y` must be an xarray.DataArray; got list"):
+        confidence_sequence(x, [0.5] * 5)
+    with pytest.raises(ValueError, match=r"`x` and `y` must have the same 'task' labels"):
+        confidence_sequence(
+            x.assign_coords(task=list("vwxyz")), x.assign_coords(task=list("abcde"))
+        )
