@@ -7,7 +7,8 @@ peak resident memory (``resource.getrusage(...).ru_maxrss``, which also sees
 DuckDB's and pyarrow's native allocations, unlike tracemalloc) is its own:
 
 * ``duckdb``  -- :func:`hierbench.data.counts_from_parquet`
-* ``dask``    -- ``dask.dataframe.read_parquet`` + :func:`hierbench.data.counts_from_dask`
+* ``dask``    -- ``dask.dataframe.read_parquet`` (a partition per row group) +
+  :func:`hierbench.data.counts_from_dask`
 * ``pandas``  -- ``pandas.read_parquet`` + ``groupby`` (the baseline)
 
 A ``noop`` worker (same imports, no work) gives the interpreter's own
@@ -76,7 +77,8 @@ def worker(method: str, path: str) -> dict:
         c = counts_from_parquet(path, error="error")
         total, succ = int(c.n_runs.sum()), float(c.n_success.sum())
     elif method == "dask":
-        c = counts_from_dask(dd.read_parquet(path), error="error")
+        # one partition per Parquet row group (10^6 records), so no worker holds the whole log
+        c = counts_from_dask(dd.read_parquet(path, split_row_groups=True), error="error")
         total, succ = int(c.n_runs.sum()), float(c.n_success.sum())
     elif method == "pandas":
         df = pd.read_parquet(path)
