@@ -4,6 +4,7 @@ Import explicitly (``import hierbench.bayes``): this subpackage imports PyMC.
 """
 
 from ._beta_binomial import BETA_BINOMIAL_PRIORS, build_beta_binomial, task_posteriors
+from ._bradley_terry import BT_DEFAULT_PRIORS, ELO_PER_LOGIT, build_bradley_terry
 from ._crossed import CROSSED_PRIORS, build_crossed, gauss_hermite
 from ._diagnostics import (
     DEFAULT_THRESHOLDS,
@@ -25,13 +26,16 @@ from ._registry import (
 
 __all__ = [
     "BETA_BINOMIAL_PRIORS",
+    "BT_DEFAULT_PRIORS",
     "CROSSED_PRIORS",
     "DEFAULT_THRESHOLDS",
+    "ELO_PER_LOGIT",
     "SAMPLERS",
     "ConvergenceWarning",
     "ModelEntry",
     "PriorError",
     "build_beta_binomial",
+    "build_bradley_terry",
     "build_crossed",
     "compute_diagnostics",
     "data_hash",

@@ -35,10 +35,18 @@ import xarray as xr
 
 from ..data._pairwise import PAIR_COUNTS_SCHEMA, check_pairwise, to_pair_counts
 from ..data._schema import EvalDataError
+from ._registry import ModelEntry, PriorError, register
 
-__all__ = ["BT_DEFAULT_PRIORS", "ELO_PER_LOGIT", "build_bradley_terry", "pair_counts_hash"]
+__all__ = [
+    "BT_DEFAULT_PRIORS",
+    "CENTERED_MIN_COMPARISONS",
+    "ELO_PER_LOGIT",
+    "build_bradley_terry",
+    "pair_counts_hash",
+]
 
 ELO_PER_LOGIT = 400.0 / np.log(10.0)
+CENTERED_MIN_COMPARISONS = 50
 
 BT_DEFAULT_PRIORS: dict[str, dict[str, Any]] = {
     # scale of the abilities (logit units) when hierarchical=True
@@ -68,20 +76,28 @@ def _merge_priors(priors: Mapping[str, Mapping[str, Any]] | None) -> dict[str, d
         return out
     unknown = sorted(set(priors) - set(out))
     if unknown:
-        raise ValueError(f"`priors` keys must be among {sorted(out)}; got unknown {unknown}")
+        raise PriorError(f"`priors` keys must be among {sorted(out)}; got unknown {unknown}")
     for name, spec in priors.items():
         spec = dict(spec)
         dist = spec.pop("dist", out[name]["dist"])
         if dist not in _PARAMS:
-            raise ValueError(f"`priors[{name!r}]['dist']` must be one of {sorted(_PARAMS)}; got {dist!r}")
+            raise PriorError(
+                f"`priors[{name!r}]['dist']` must be one of {sorted(_PARAMS)}; got {dist!r}"
+            )
         if name == "ability" and dist != "ZeroSumNormal":
-            raise ValueError(f"`priors['ability']['dist']` must be 'ZeroSumNormal' (abilities are zero-sum); got {dist!r}")
+            raise PriorError(
+                f"`priors['ability']['dist']` must be 'ZeroSumNormal' (abilities are zero-sum); got {dist!r}"
+            )
         bad = sorted(set(spec) - _PARAMS[dist])
         if bad:
-            raise ValueError(
+            raise PriorError(
                 f"`priors[{name!r}]`: {dist} takes parameters {sorted(_PARAMS[dist])}; got unknown {bad}"
             )
-        base = {k: v for k, v in out[name].items() if k in _PARAMS[dist]} if dist == out[name]["dist"] else {}
+        base = (
+            {k: v for k, v in out[name].items() if k in _PARAMS[dist]}
+            if dist == out[name]["dist"]
+            else {}
+        )
         out[name] = {"dist": dist, **base, **{k: float(v) for k, v in spec.items()}}
     return out
 
@@ -95,7 +111,14 @@ def pair_counts_hash(counts: xr.Dataset) -> str:
     """sha256 of the pair counts and their labels (what a Bradley-Terry model sees)."""
     h = hashlib.sha256()
     h.update(json.dumps([str(v) for v in counts["agent"].values]).encode())
-    h.update(json.dumps([[str(a), str(b)] for a, b in zip(counts.agent_a.values, counts.agent_b.values, strict=True)]).encode())
+    h.update(
+        json.dumps(
+            [
+                [str(a), str(b)]
+                for a, b in zip(counts.agent_a.values, counts.agent_b.values, strict=True)
+            ]
+        ).encode()
+    )
     for name in ("n_win_a", "n_tie", "n_win_b"):
         h.update(np.ascontiguousarray(counts[name].values, dtype=np.int64).tobytes())
     h.update(str(counts.attrs.get("first_position", 0)).encode())
@@ -111,7 +134,11 @@ def _as_counts(pairs: xr.Dataset) -> xr.Dataset:
     if "comparison" in pairs.dims:
         return to_pair_counts(check_pairwise(pairs))
     if pairs.attrs.get("hierbench_schema") == PAIR_COUNTS_SCHEMA or "pair" in pairs.dims:
-        missing = [v for v in ("n_win_a", "n_tie", "n_win_b", "agent_a", "agent_b", "agent") if v not in pairs.variables]
+        missing = [
+            v
+            for v in ("n_win_a", "n_tie", "n_win_b", "agent_a", "agent_b", "agent")
+            if v not in pairs.variables
+        ]
         if missing:
             raise EvalDataError(f"`pairs` (pair counts) is missing {missing}")
         return pairs
@@ -128,7 +155,7 @@ def build_bradley_terry(
     ties: str | None = "davidson",
     home_advantage: bool = False,
     hierarchical: bool = True,
-    centered: bool = False,
+    centered: bool | None = None,
     elo_anchor: str | None = None,
     elo_center: float = 1000.0,
 ) -> pm.Model:
@@ -156,6 +183,14 @@ def build_bradley_terry(
         ``True``: ``ability = sd_ability * z`` with ``sd_ability`` learnt (the
         default, partial pooling). ``False``: ``ability ~ ZeroSumNormal(sigma)``
         with the fixed ``priors["ability"]["sigma"]``.
+    centered : bool, optional
+        Parameterisation of the hierarchical abilities: ``ability ~
+        ZeroSumNormal(sd_ability)`` (centred) or ``ability = sd_ability * z``
+        (non-centred). Default: centred when every agent has at least
+        :data:`CENTERED_MIN_COMPARISONS` comparisons (the data then pin each
+        ability down and the centred form samples far better: on LLMFAO,
+        59 agents, min ESS_bulk of ``sd_ability`` about 2,200 centred vs 180
+        non-centred for 2 x 1000 draws), non-centred otherwise.
     elo_anchor : str, optional
         Agent whose Elo is ``elo_center``; default the average agent.
     elo_center : float
@@ -212,6 +247,11 @@ def build_bradley_terry(
     w_a = counts["n_win_a"].values.astype(np.int64)
     w_b = counts["n_win_b"].values.astype(np.int64)
     n = w_a + n_tie + w_b
+    per_agent = np.bincount(ia, weights=n, minlength=len(agents)) + np.bincount(
+        ib, weights=n, minlength=len(agents)
+    )
+    if centered is None:
+        centered = bool(per_agent.min() >= CENTERED_MIN_COMPARISONS)
     used = ["sd_ability" if hierarchical else "ability"]
     used += ["nu"] if ties else []
     used += ["home"] if home_advantage else []
@@ -219,6 +259,7 @@ def build_bradley_terry(
         "ties": ties or "none",
         "home_advantage": bool(home_advantage),
         "hierarchical": bool(hierarchical),
+        "centered": bool(centered),
         "elo_anchor": elo_anchor or "mean",
         "elo_center": float(elo_center),
     }
@@ -261,6 +302,33 @@ def build_bradley_terry(
         "options": options,
         "priors": {k: pri[k] for k in used},
         "data_hash": pair_counts_hash(counts),
-        "ability_scale": "logit (Bradley-Terry log-strength, zero-sum)",
+        "var_attrs": {
+            "ability": {
+                "scale": "logit",
+                "meaning": "Bradley-Terry log-strength (sum zero): P(i beats j) = expit(ability_i - ability_j) without ties",
+            },
+            "elo": {
+                "scale": "elo",
+                "meaning": f"400 points = 10x odds; anchor {options['elo_anchor']} = {elo_center:g}",
+            },
+        },
     }
     return model
+
+
+register(
+    ModelEntry(
+        name="bradley_terry",
+        builder=build_bradley_terry,
+        default_priors=lambda opts: {
+            k: v
+            for k, v in BT_DEFAULT_PRIORS.items()
+            if k != ("ability" if opts.get("hierarchical", True) else "sd_ability")
+            and (k != "nu" or opts.get("ties", "davidson") == "davidson")
+            and (k != "home" or opts.get("home_advantage", False))
+        },
+        default_options={"ties": "davidson", "home_advantage": False, "hierarchical": True},
+        sampler_settings={"sampler": "nutpie", "draws": 1000, "tune": 1000, "chains": 4},
+        description="Bradley-Terry with zero-sum abilities, Davidson ties and optional first-position advantage",
+    )
+)
