@@ -29,14 +29,21 @@ def test_to_pairwise_mean_rule_by_hand():
     # task t1: A mean 0.5, B mean 1.0, C mean 0.5; task t2: A 1, B 0, C not run
     ds = _eval(
         [
-            ("A", "t1", 0, 1), ("A", "t1", 1, 0), ("B", "t1", 0, 1), ("B", "t1", 1, 1),
-            ("C", "t1", 0, 0.5), ("A", "t2", 0, 1), ("B", "t2", 0, 0),
+            ("A", "t1", 0, 1),
+            ("A", "t1", 1, 0),
+            ("B", "t1", 0, 1),
+            ("B", "t1", 1, 1),
+            ("C", "t1", 0, 0.5),
+            ("A", "t2", 0, 1),
+            ("B", "t2", 0, 0),
         ]
     )
     p = to_pairwise(ds)
     got = {
         (str(a), str(b), str(t)): float(o)
-        for a, b, t, o in zip(p.agent_a.values, p.agent_b.values, p.task.values, p.outcome.values, strict=True)
+        for a, b, t, o in zip(
+            p.agent_a.values, p.agent_b.values, p.task.values, p.outcome.values, strict=True
+        )
     }
     assert got == {
         ("A", "B", "t1"): 0.0,
@@ -65,7 +72,7 @@ def test_to_pairwise_matches_brute_force_on_simulated_ragged_data():
     expected, skipped = {}, 0
     agents = list(m.index)
     for i, a in enumerate(agents):
-        for b in agents[i + 1:]:
+        for b in agents[i + 1 :]:
             for t in m.columns:
                 x, y = m.loc[a, t], m.loc[b, t]
                 if np.isnan(x) or np.isnan(y):
@@ -74,7 +81,9 @@ def test_to_pairwise_matches_brute_force_on_simulated_ragged_data():
                 expected[(a, b, t)] = 1.0 if x > y else (0.0 if x < y else 0.5)
     got = {
         (str(a), str(b), str(t)): float(o)
-        for a, b, t, o in zip(p.agent_a.values, p.agent_b.values, p.task.values, p.outcome.values, strict=True)
+        for a, b, t, o in zip(
+            p.agent_a.values, p.agent_b.values, p.task.values, p.outcome.values, strict=True
+        )
     }
     assert got == expected
     assert p.attrs["n_not_comparable"] == skipped > 0
@@ -114,12 +123,25 @@ def test_read_battles_llmfao_counts_match_pandas(shared_data):
 
 def test_pair_counts_without_position_merge_both_orders():
     df = pd.DataFrame(
-        {"left": ["x", "y", "y", "x"], "right": ["y", "x", "x", "z"], "winner": ["left", "left", "tie", "right"]}
+        {
+            "left": ["x", "y", "y", "x"],
+            "right": ["y", "x", "x", "z"],
+            "winner": ["left", "left", "tie", "right"],
+        }
     )
     c = to_pair_counts(read_battles(df, position=False))
     assert c.attrs["first_position"] == 0
-    tab = {(str(a), str(b)): (int(w), int(t), int(lo)) for a, b, w, t, lo in zip(
-        c.agent_a.values, c.agent_b.values, c.n_win_a.values, c.n_tie.values, c.n_win_b.values, strict=True)}
+    tab = {
+        (str(a), str(b)): (int(w), int(t), int(lo))
+        for a, b, w, t, lo in zip(
+            c.agent_a.values,
+            c.agent_b.values,
+            c.n_win_a.values,
+            c.n_tie.values,
+            c.n_win_b.values,
+            strict=True,
+        )
+    }
     assert tab == {("x", "y"): (1, 1, 1), ("x", "z"): (0, 0, 1)}
     cp = to_pair_counts(read_battles(df))
     assert cp.attrs["first_position"] == 1
@@ -136,7 +158,11 @@ def test_pair_counts_without_position_merge_both_orders():
 )
 def test_pair_counts_preserve_totals(rows):
     df = pd.DataFrame(
-        {"left": [f"m{a}" for a, _, _ in rows], "right": [f"m{b}" for _, b, _ in rows], "winner": [w for *_, w in rows]}
+        {
+            "left": [f"m{a}" for a, _, _ in rows],
+            "right": [f"m{b}" for _, b, _ in rows],
+            "winner": [w for *_, w in rows],
+        }
     )
     for position in (True, False):
         c = to_pair_counts(read_battles(df, position=position))
@@ -144,7 +170,9 @@ def test_pair_counts_preserve_totals(rows):
         assert int(c.n_tie.sum()) == int((df.winner == "tie").sum())
         # wins of each agent are invariant to orientation
         wins = {}
-        for a, b, w, lo in zip(c.agent_a.values, c.agent_b.values, c.n_win_a.values, c.n_win_b.values, strict=True):
+        for a, b, w, lo in zip(
+            c.agent_a.values, c.agent_b.values, c.n_win_a.values, c.n_win_b.values, strict=True
+        ):
             wins[a] = wins.get(a, 0) + w
             wins[b] = wins.get(b, 0) + lo
         for name in set(df.left) | set(df.right):
@@ -157,7 +185,10 @@ def test_pair_counts_preserve_totals(rows):
 def test_from_pair_counts_citations(shared_data):
     c = from_pair_counts(
         shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
-        agent_a="journal1", agent_b="journal2", wins_a="win1", wins_b="win2",
+        agent_a="journal1",
+        agent_b="journal2",
+        wins_a="win1",
+        wins_b="win2",
     )
     df = pd.read_csv(shared_data / "bradley_terry" / "citations_binomial_pairs.csv")
     assert c.attrs["n_comparisons"] == int(df.win1.sum() + df.win2.sum())
@@ -167,25 +198,37 @@ def test_from_pair_counts_citations(shared_data):
 
 def test_read_battles_bad_input():
     df = pd.DataFrame({"left": ["x", "y"], "right": ["y", "x"], "winner": ["left", "draw"]})
-    with pytest.raises(EvalDataError, match=r"`winner` column 'winner' holds values not in `outcomes`.*'draw'.*rows \[1\]"):
+    with pytest.raises(
+        EvalDataError,
+        match=r"`winner` column 'winner' holds values not in `outcomes`.*'draw'.*rows \[1\]",
+    ):
         read_battles(df)
     with pytest.raises(EvalDataError, match=r"columns \{'left': 'model_a'\} not found"):
         read_battles(df, left="model_a")
-    with pytest.raises(EvalDataError, match=r"`outcomes` values must be 1, 0 or 0.5; got \{'draw': 0.3\}"):
+    with pytest.raises(
+        EvalDataError, match=r"`outcomes` values must be 1, 0 or 0.5; got \{'draw': 0.3\}"
+    ):
         read_battles(df, outcomes={"left": 1, "right": 0, "draw": 0.3})
     same = pd.DataFrame({"left": ["x", "y"], "right": ["y", "y"], "winner": ["left", "tie"]})
     with pytest.raises(EvalDataError, match=r"`left` and `right` must differ.*rows \[1\]"):
         read_battles(same)
     empty = pd.DataFrame({"left": ["x", None], "right": ["y", "x"], "winner": ["left", "tie"]})
-    with pytest.raises(EvalDataError, match=r"`left` column 'left' must not be empty; 1 rows are, rows \[1\]"):
+    with pytest.raises(
+        EvalDataError, match=r"`left` column 'left' must not be empty; 1 rows are, rows \[1\]"
+    ):
         read_battles(empty)
-    with pytest.raises(EvalDataError, match=r"`agents` must list every agent in the log; missing \['y'\]"):
+    with pytest.raises(
+        EvalDataError, match=r"`agents` must list every agent in the log; missing \['y'\]"
+    ):
         read_battles(df.iloc[:1], agents=["x"])
 
 
 def test_from_pair_counts_bad_input():
     df = pd.DataFrame({"a": ["A", "B"], "b": ["B", "B"], "wa": [1, 2], "wb": [0, 1.5]})
-    with pytest.raises(EvalDataError, match=r"`wins_b` column 'wb' must hold non-negative integer counts; rows \[1\]"):
+    with pytest.raises(
+        EvalDataError,
+        match=r"`wins_b` column 'wb' must hold non-negative integer counts; rows \[1\]",
+    ):
         from_pair_counts(df, agent_a="a", agent_b="b", wins_a="wa", wins_b="wb")
     df["wb"] = [0, 1]
     with pytest.raises(EvalDataError, match=r"`agent_a` and `agent_b` must differ; rows \[1\]"):
@@ -200,13 +243,17 @@ def test_check_pairwise_bad_input():
         check_pairwise(good.drop_vars("outcome"))
     bad = good.copy()
     bad["outcome"] = ("comparison", [0.7])
-    with pytest.raises(EvalDataError, match=r"`pairs.outcome` must be 1 .* \(comparison, outcome\) \[\(0, 0.7\)\]"):
+    with pytest.raises(
+        EvalDataError, match=r"`pairs.outcome` must be 1 .* \(comparison, outcome\) \[\(0, 0.7\)\]"
+    ):
         check_pairwise(bad)
     badpos = good.copy()
     badpos["position"] = ("comparison", np.array([0], dtype=np.int8))
     with pytest.raises(EvalDataError, match=r"`pairs.position` must be \+1 .* comparisons \[0\]"):
         check_pairwise(badpos)
     unknown = good.assign_coords(agent=["x"])
-    with pytest.raises(EvalDataError, match=r"agents \['y'\] appear in comparisons but not in the `agent` coord"):
+    with pytest.raises(
+        EvalDataError, match=r"agents \['y'\] appear in comparisons but not in the `agent` coord"
+    ):
         check_pairwise(unknown)
     assert isinstance(check_pairwise(good), xr.Dataset)

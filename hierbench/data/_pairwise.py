@@ -192,7 +192,9 @@ def to_pairwise(
     if not (np.isfinite(tie_tol) and tie_tol >= 0):
         raise EvalDataError(f"`tie_tol` must be a finite number >= 0; got {tie_tol!r}")
     if dim not in ds["score"].dims:
-        raise EvalDataError(f"`dim` must be a dimension of `ds.score` {ds['score'].dims}; got {dim!r}")
+        raise EvalDataError(
+            f"`dim` must be a dimension of `ds.score` {ds['score'].dims}; got {dim!r}"
+        )
     agents = [str(x) for x in ds["agent"].values]
     tasks = np.asarray([str(x) for x in ds["task"].values])
     if len(agents) < 2:
@@ -313,7 +315,9 @@ def read_battles(
         agents = [str(x) for x in agents]
         extra = sorted(set(names) - set(agents))
         if extra:
-            raise EvalDataError(f"`agents` must list every agent in the log; missing {_fmt_list(extra)}")
+            raise EvalDataError(
+                f"`agents` must list every agent in the log; missing {_fmt_list(extra)}"
+            )
         names = agents
     out = verdict.map(mapping).to_numpy(dtype=np.float64)
     return _pairwise_dataset(
@@ -390,7 +394,9 @@ def to_pair_counts(pairs: xr.Dataset) -> xr.Dataset:
     agents = (
         [str(x) for x in pairs["agent"].values]
         if "agent" in pairs.coords
-        else sorted(set(pairs["agent_a"].values.astype(str)) | set(pairs["agent_b"].values.astype(str)))
+        else sorted(
+            set(pairs["agent_a"].values.astype(str)) | set(pairs["agent_b"].values.astype(str))
+        )
     )
     index = {name: i for i, name in enumerate(agents)}
     ia = np.fromiter((index[x] for x in pairs["agent_a"].values.astype(str)), np.int64)
@@ -483,7 +489,9 @@ def from_pair_counts(
     if agents is not None:
         extra = sorted(set(names) - {str(x) for x in agents})
         if extra:
-            raise EvalDataError(f"`agents` must list every agent in the table; missing {_fmt_list(extra)}")
+            raise EvalDataError(
+                f"`agents` must list every agent in the table; missing {_fmt_list(extra)}"
+            )
         names = [str(x) for x in agents]
     index = {name: i for i, name in enumerate(names)}
     ia = np.array([index[x] for x in a], dtype=np.int64)
