@@ -22,6 +22,7 @@ from typing import Literal
 
 import numpy as np
 import xarray as xr
+from scipy import stats
 from scipy.special import ndtr, ndtri
 
 from ..testing import as_rng
@@ -117,6 +118,15 @@ class _Cells:
     s: np.ndarray  # (A, T) sum of scores
     binary: bool
     packed: np.ndarray | None  # (A, T, R) run scores packed left, NaN after n (non-binary only)
+    cdf: np.ndarray | None = None  # (A, T, nmax) Binomial(n, c/n) CDF at 0..nmax-1 (binary, small n)
+
+    def __post_init__(self) -> None:
+        nmax = int(self.n.max()) if self.n.size else 0
+        if self.binary and 0 < nmax <= 32:
+            p = np.where(self.n > 0, self.s / np.where(self.n > 0, self.n, 1.0), 0.0)
+            self.cdf = stats.binom.cdf(np.arange(nmax), self.n[..., None], p[..., None])
+            # cells with fewer runs: CDF is 1 from n on, so they never exceed n
+            self.cdf = np.where(np.arange(nmax) >= self.n[..., None], 1.0, self.cdf)
 
 
 def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_dim: str):
@@ -185,22 +195,52 @@ def _values(n: np.ndarray, s: np.ndarray, stat: str, k: int | None) -> np.ndarra
     return v
 
 
-def _resample_runs(gen: np.random.Generator, cells: _Cells, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """One independent run-resample per cell: (n, s*) with s* of shape (size, A, T)."""
+def _resample_runs_dense(gen: np.random.Generator, cells: _Cells, size: int) -> np.ndarray:
+    """As :func:`_resample_runs_at` for every cell at once: ``s*`` of shape (size, A, T)."""
     n = cells.n
     if cells.binary:
-        p = np.where(n > 0, cells.s / np.where(n > 0, n, 1.0), 0.0)
-        s_star = gen.binomial(n.astype(np.int64), p, size=(size, *n.shape)).astype(float)
-        return n, s_star
+        if cells.cdf is None:
+            p = np.where(n > 0, cells.s / np.where(n > 0, n, 1.0), 0.0)
+            return gen.binomial(n.astype(np.int64), p, size=(size, *n.shape)).astype(float)
+        u = gen.random((size, *n.shape))
+        s_star = np.zeros((size, *n.shape))
+        for j in range(cells.cdf.shape[-1]):
+            s_star += u > cells.cdf[..., j]
+        return s_star
+    a_idx, t_idx = np.indices(n.shape)
+    flat = _resample_runs_at(
+        gen, cells, np.broadcast_to(a_idx, (size, *n.shape)).ravel(), np.broadcast_to(t_idx, (size, *n.shape)).ravel()
+    )
+    return flat.reshape(size, *n.shape)
+
+
+def _resample_runs_at(gen: np.random.Generator, cells: _Cells, a_idx: np.ndarray, t_idx: np.ndarray) -> np.ndarray:
+    """Resampled score sums ``s*`` of cells ``(a_idx[i], t_idx[i])``, one independent run-resample each.
+
+    Binary cells: ``s* ~ Binomial(n, c / n)`` (exactly the law of resampling
+    the runs with replacement), by inverse CDF for small ``n``. Otherwise the
+    cell's own runs are drawn with replacement.
+    """
+    n = cells.n[a_idx, t_idx]
+    if cells.binary:
+        if cells.cdf is None:
+            p = np.where(n > 0, cells.s[a_idx, t_idx] / np.where(n > 0, n, 1.0), 0.0)
+            return gen.binomial(n.astype(np.int64), p).astype(float)
+        u = gen.random(n.shape)
+        return (u[:, None] > cells.cdf[a_idx, t_idx]).sum(-1).astype(float)
     packed = cells.packed
     assert packed is not None
-    r = packed.shape[-1]
-    u = gen.random((size, *packed.shape))
-    idx = np.minimum((u * n[None, ..., None]).astype(np.int64), np.maximum(n[None, ..., None] - 1, 0).astype(np.int64))
-    draws = np.take_along_axis(np.broadcast_to(packed, (size, *packed.shape)), idx, axis=-1)
-    mask = np.arange(r) < n[None, ..., None]
-    s_star = np.where(mask, draws, 0.0).sum(-1)
-    return n, s_star
+    out = np.zeros(n.shape)
+    # in blocks, so the (cells x max runs) temporaries stay small
+    step = max(1, _CHUNK_ELEMS // packed.shape[-1])
+    for i0 in range(0, len(n), step):
+        sl = slice(i0, i0 + step)
+        rows = packed[a_idx[sl], t_idx[sl]]  # (m, R)
+        nn = n[sl][:, None]
+        idx = np.minimum((gen.random(rows.shape) * nn).astype(np.int64), np.maximum(nn - 1, 0).astype(np.int64))
+        draws = np.take_along_axis(rows, idx, axis=-1)
+        out[sl] = np.where(np.arange(rows.shape[-1]) < nn, draws, 0.0).sum(-1)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -458,11 +498,38 @@ def bootstrap_ci(
             idx.append((names.index(str(p[0])), names.index(str(p[1]))))
         if not idx:
             raise ValueError("`pairs` is empty")
+        if not paired:
+            raise ValueError("`pairs` needs paired=True: a paired difference uses the same tasks for both agents")
         pairs_idx = np.asarray(idx, dtype=np.int64)
         pair_labels = [f"{a} - {b}" for a, b in pairs]  # type: ignore[union-attr]
 
     def values_of(n: np.ndarray, s: np.ndarray) -> np.ndarray:
         return _apply_pairs(_values(n, s, cell_stat, k), pairs_idx)
+
+    obs_cell = _values(cells.n, cells.s, cell_stat, k)  # (A, T), NaN where undefined
+
+    def copies_mean(drawn: np.ndarray, wa: np.ndarray) -> np.ndarray:
+        """Per (resample, agent, task): the mean over ``wa`` independent run resamples.
+
+        Only drawn cells get draws (copy ``j`` only where ``wa > j``), so the cost is
+        one draw per drawn task copy, not ``max(w)`` draws per cell.
+        """
+        avail = np.isfinite(obs_cell)
+        # copy 0 densely (most cells are drawn at least once), later copies sparsely
+        s0 = _resample_runs_dense(gen, cells, wa.shape[0])
+        acc = np.where(drawn & avail[None], _values(cells.n[None], s0, cell_stat, k), 0.0)
+        bi, ai, ti = np.nonzero((wa > 1) & drawn & avail[None])
+        wv = wa[bi, ai, ti]
+        j = 1
+        while len(bi):
+            s_star = _resample_runs_at(gen, cells, ai, ti)
+            acc[bi, ai, ti] += _values(cells.n[ai, ti], s_star, cell_stat, k)
+            j += 1
+            keep = wv > j
+            bi, ai, ti, wv = bi[keep], ai[keep], ti[keep], wv[keep]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(wa > 0, acc / np.where(wa > 0, wa, 1.0), 0.0)
+        return np.where(avail[None], out, np.nan)
 
     def stat(v: np.ndarray, w: np.ndarray) -> np.ndarray:
         if builtin:
@@ -495,8 +562,7 @@ def bootstrap_ci(
         b = min(chunk, n_resamples - done)
         if scheme == "runs":
             w = np.ones((b, T)) if paired else np.ones((b, U, T))
-            n_, s_ = _resample_runs(gen, cells, b)
-            v = values_of(n_, s_)
+            v = _apply_pairs(copies_mean(np.ones((b, A, T), dtype=bool), np.ones((b, A, T))), pairs_idx)
         else:
             if paired:
                 w = task_weights(T, b, gen, clusters=codes).astype(float)
@@ -505,17 +571,8 @@ def bootstrap_ci(
             if scheme == "tasks":
                 v = v_obs
             else:  # two-stage: each copy of a task gets its own run resample
-                wmax = int(w.max())
-                acc = np.zeros((b, U, T))
-                for j in range(wmax):
-                    n_, s_ = _resample_runs(gen, cells, b)
-                    vj = values_of(n_, s_)
-                    take = (w > j) if w.ndim == 3 else (w > j)[:, None, :]
-                    acc += np.where(take, np.nan_to_num(vj), 0.0)
-                wb = w if w.ndim == 3 else w[:, None, :]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    v = np.where(np.isfinite(v_obs), acc / np.where(wb > 0, wb, 1.0), np.nan)
-                    v = np.where(wb > 0, v, np.where(np.isfinite(v_obs), 0.0, np.nan))
+                wa = np.broadcast_to(w[:, None, :] if w.ndim == 2 else w, (b, A, T))
+                v = _apply_pairs(copies_mean(wa > 0, wa), pairs_idx)
         dist[done : done + b] = stat(v, w)
         done += b
 
