@@ -80,7 +80,7 @@ def _posterior_kernel(
     Z = n_bought - P
     a = (1 - prob) / 2
     # prune negligible grid points before the quantile search
-    keep = min(w.shape[1], 300)
+    keep = min(w.shape[1], 150)
     idx = np.argpartition(-w, keep - 1, axis=1)[:, :keep]
     wk = np.take_along_axis(w, idx, 1)
     wk /= wk.sum(1, keepdims=True)
@@ -89,8 +89,9 @@ def _posterior_kernel(
         np.take_along_axis(tot_m, idx, 1),
         np.sqrt(np.take_along_axis(tot_v, idx, 1)),
         np.array([a, 1 - a]),
-        -1.0,
-        N + 1.0,
+        pm - 10 * np.sqrt(np.maximum(pv, 0)) - 1.0,
+        pm + 10 * np.sqrt(np.maximum(pv, 0)) + 1.0,
+        n_iter=32,
     )
     lo = np.clip(q[:, 0], P, N - Z) / N
     hi = np.clip(q[:, 1], P, N - Z) / N

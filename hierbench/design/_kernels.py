@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import gammaln, ndtr, xlogy
+from scipy.special import gammaln, ndtr, ndtri, xlogy
 
 __all__: list[str] = []
 
@@ -208,11 +208,9 @@ def joint_radius_table(M: int, L: int, t: int, alpha: float, method: str) -> np.
 # --------------------------------------------------------------------------
 def wilson(k: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval for ``k`` successes in ``n`` trials."""
-    from scipy.stats import norm
-
     k = np.asarray(k, float)
     n = np.asarray(n, float)
-    z = norm.ppf(0.5 + prob / 2)
+    z = ndtri(0.5 + prob / 2)
     ph = k / n
     den = 1 + z**2 / n
     centre = (ph + z**2 / (2 * n)) / den
@@ -221,17 +219,23 @@ def wilson(k: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.ndarray, np.nd
 
 
 def normal_mixture_quantiles(
-    weights: np.ndarray, means: np.ndarray, sds: np.ndarray, qs: np.ndarray, lo: float, hi: float
+    weights: np.ndarray,
+    means: np.ndarray,
+    sds: np.ndarray,
+    qs: np.ndarray,
+    lo: np.ndarray | float,
+    hi: np.ndarray | float,
+    n_iter: int = 50,
 ) -> np.ndarray:
     """Quantiles of ``sum_g w_g N(m_g, s_g)`` along the last axis, by bisection in ``[lo, hi]``."""
     qs = np.asarray(qs, float)
     shape = (*weights.shape[:-1], qs.size)
-    a = np.full(shape, lo)
-    b = np.full(shape, hi)
+    a = np.broadcast_to(np.asarray(lo, float)[..., None], shape).copy()
+    b = np.broadcast_to(np.asarray(hi, float)[..., None], shape).copy()
     sd = np.maximum(sds, 1e-12)[..., None, :]
     w = weights[..., None, :]
     m = means[..., None, :]
-    for _ in range(50):
+    for _ in range(n_iter):
         mid = 0.5 * (a + b)
         cdf = (w * ndtr((mid[..., None] - m) / sd)).sum(-1)
         below = cdf < qs
