@@ -46,7 +46,9 @@ from ._power import (
     sd_paired_diff,
     tasks_for_power,
 )
+from ._ranking import RankResult, UndefinedScoreWarning, rank_uncertainty
 from ._resample import task_weights
+from ._scorecard import scorecard
 
 __all__: list[str] = [
     "BetaBinomialResult",
@@ -60,9 +62,11 @@ __all__: list[str] = [
     "NegativeVarianceComponentWarning",
     "PairedTestResult",
     "PassKResult",
+    "RankResult",
     "SuccessRateResult",
     "UnbalancedDesignError",
     "UndefinedResampleWarning",
+    "UndefinedScoreWarning",
     "UndefinedTestWarning",
     "VarianceComponentsResult",
     "beta_binomial_mle",
@@ -83,7 +87,9 @@ __all__: list[str] = [
     "pass_at_k",
     "pass_hat_k",
     "pooled_binomial_interval",
+    "rank_uncertainty",
     "sample_size_normal",
+    "scorecard",
     "sd_paired_diff",
     "stratified_mean",
     "success_rate",
