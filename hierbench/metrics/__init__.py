@@ -1,0 +1,22 @@
+"""Posterior-predictive metrics on a fitted model: pass^k, pass@k, P(i > j), rank probabilities.
+
+Pure xarray, numpy and scipy: works on a fit loaded from disk without PyMC.
+pass^k and pass@k dispatch on the fit's ``hierbench_model`` attribute
+(beta-binomial: exact Beta moments; crossed: :mod:`hierbench.metrics._crossed`);
+the ranking functions take any posterior variable with an agent dimension,
+by default ``ability`` (each model's stated scale).
+"""
+
+from ._common import UndefinedMetricWarning, posterior_interval
+from ._passk import beta_moments, pass_at_k, pass_hat_k
+from ._ranking import prob_superiority, rank_probabilities
+
+__all__ = [
+    "UndefinedMetricWarning",
+    "beta_moments",
+    "pass_at_k",
+    "pass_hat_k",
+    "posterior_interval",
+    "prob_superiority",
+    "rank_probabilities",
+]

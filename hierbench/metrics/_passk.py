@@ -1,0 +1,248 @@
+"""Posterior-predictive pass^k and pass@k from a fitted model (pure xarray, no PyMC).
+
+pass^k = P(all k independent attempts succeed) = E[p^k] and pass@k = P(at
+least one of k succeeds) = 1 - E[(1 - p)^k], where ``p`` is a task's success
+probability. For the beta-binomial model both are exact Beta moments per
+posterior draw, with ``a = mu kappa`` and ``b = (1 - mu) kappa``:
+
+* a task the agent ran (``c`` successes in ``n`` runs): ``p | c, n ~ Beta(a + c,
+  b + n - c)``, so ``E[p^k] = B(a + c + k, b + n - c) / B(a + c, b + n - c)`` and
+  ``E[(1 - p)^k] = B(a + c, b + n - c + k) / B(a + c, b + n - c)``;
+* a new task from the population: ``p ~ Beta(a, b)``, ``E[p^k] = B(a + k, b) /
+  B(a, b)``.
+
+The crossed model's versions live in :mod:`hierbench.metrics._crossed`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from scipy.special import betaln
+
+from ._common import UndefinedMetricWarning, posterior_interval
+
+__all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]
+
+_NO_RUNS = {
+    "bradley_terry": "a Bradley-Terry fit models pairwise outcomes, not per-run successes",
+}
+
+
+def _check_k(k: int | Sequence[int] | None, default_max: int) -> np.ndarray:
+    if k is None:
+        return np.arange(1, max(int(default_max), 1) + 1)
+    ks = np.atleast_1d(np.asarray(k))
+    if ks.ndim != 1 or ks.size == 0 or not np.issubdtype(ks.dtype, np.integer) or (ks < 1).any():
+        raise ValueError(f"`k` must be an integer >= 1 or a non-empty sequence of them; got {k!r}")
+    return ks.astype(np.int64)
+
+
+def beta_moments(
+    alpha: np.ndarray | float, beta: np.ndarray | float, k: int, *, complement: bool = False
+) -> np.ndarray:
+    """Exact ``E[p^k]`` (or ``E[(1 - p)^k]`` with ``complement``) for ``p ~ Beta(alpha, beta)``.
+
+    Computed as ``exp(betaln(alpha + k, beta) - betaln(alpha, beta))``, stable
+    for large parameters.
+
+    Examples
+    --------
+    >>> round(float(beta_moments(2.0, 3.0, 1)), 12)   # the mean 2 / 5
+    0.4
+    """
+    alpha = np.asarray(alpha, dtype=np.float64)
+    beta = np.asarray(beta, dtype=np.float64)
+    if complement:
+        return np.exp(betaln(alpha, beta + k) - betaln(alpha, beta))
+    return np.exp(betaln(alpha + k, beta) - betaln(alpha, beta))
+
+
+def _beta_binomial_pass(
+    fit: xr.DataTree, ks: np.ndarray, population: bool, at: bool
+) -> xr.DataArray:
+    post = fit["posterior"].to_dataset()
+    for v in ("mu", "kappa"):
+        if v not in post:
+            raise ValueError(
+                f"`fit` (beta_binomial) must have `{v}` in its posterior; found {sorted(post.data_vars)}"
+            )
+    mu = post["mu"].transpose("chain", "draw", "agent")
+    kappa = post["kappa"].transpose("chain", "draw", "agent")
+    a = (mu * kappa).values
+    b = ((1.0 - mu) * kappa).values
+    out = np.empty((*a.shape, ks.size))
+    if population:
+        for i, k in enumerate(ks):
+            m = beta_moments(a, b, int(k), complement=at)
+            out[..., i] = 1.0 - m if at else m
+    else:
+        if "constant_data" not in fit.children:
+            raise ValueError("`fit` has no `constant_data` group with `n_runs` and `n_success`")
+        const = fit["constant_data"].to_dataset()
+        n = const["n_runs"].transpose("agent", "task").values.astype(np.float64)
+        c = const["n_success"].transpose("agent", "task").values.astype(np.float64)
+        ran = n > 0
+        n_tasks = ran.sum(axis=1)
+        empty = n_tasks == 0
+        if empty.any():
+            warnings.warn(
+                f"agents {[str(x) for x in post.agent.values[empty]]} ran no task: pass^k/pass@k over "
+                "the observed tasks is undefined for them (NaN)",
+                UndefinedMetricWarning,
+                stacklevel=3,
+            )
+        for j in range(a.shape[-1]):  # per agent keeps memory at (chain, draw, task)
+            alpha = a[..., j, None] + c[j]
+            beta = b[..., j, None] + n[j] - c[j]
+            for i, k in enumerate(ks):
+                m = beta_moments(alpha, beta, int(k), complement=at)
+                m = 1.0 - m if at else m
+                out[..., j, i] = m[..., ran[j]].mean(axis=-1) if n_tasks[j] else np.nan
+    return xr.DataArray(
+        out,
+        dims=("chain", "draw", "agent", "k"),
+        coords={"chain": post.chain, "draw": post.draw, "agent": post.agent, "k": ks},
+    )
+
+
+def _pass(
+    fit: xr.DataTree,
+    k: int | Sequence[int] | None,
+    population: bool,
+    prob: float,
+    at: bool,
+) -> xr.Dataset:
+    if not isinstance(fit, xr.DataTree):
+        raise TypeError(
+            f"`fit` must be an xarray.DataTree from hierbench.bayes.fit; got {type(fit).__name__}"
+        )
+    if not 0 < prob < 1:
+        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    model = fit.attrs.get("hierbench_model")
+    if model in _NO_RUNS:
+        raise ValueError(
+            f"pass^k / pass@k are not defined for hierbench_model={model!r}: {_NO_RUNS[model]}"
+        )
+    default_max = 1
+    if "constant_data" in fit.children and "n_runs" in fit["constant_data"]:
+        default_max = int(fit["constant_data"]["n_runs"].max())
+    ks = _check_k(k, default_max)
+    name = "pass@k" if at else "pass^k"
+    if model == "crossed":
+        try:
+            from ._crossed import crossed_pass_k
+        except ImportError as err:  # pragma: no cover - depends on the other module landing
+            raise ImportError(
+                "pass^k / pass@k of a crossed fit need hierbench.metrics._crossed (crossed_pass_k), "
+                f"which could not be imported: {err}"
+            ) from err
+        res = crossed_pass_k(
+            fit, k=ks.tolist(), kind="at" if at else "hat", population=population, prob=prob
+        )
+        res.attrs.update(
+            quantity=name, model=model, tasks="population" if population else "observed"
+        )
+        return res
+    if model != "beta_binomial":
+        raise ValueError(
+            f"pass^k / pass@k are implemented for hierbench_model 'beta_binomial' and 'crossed'; "
+            f"`fit` has hierbench_model={model!r}"
+        )
+    draws = _beta_binomial_pass(fit, ks, population, at)
+    attrs: dict[str, Any] = {
+        "quantity": name,
+        "model": model,
+        "tasks": "population" if population else "observed",
+        "scale": "probability",
+    }
+    draws.attrs = dict(attrs)
+    return xr.Dataset(
+        {
+            "draws": draws,
+            "mean": draws.mean(("chain", "draw")),
+            "ci": posterior_interval(draws, prob=prob),
+        },
+        attrs=attrs,
+    )
+
+
+def pass_hat_k(
+    fit: xr.DataTree,
+    k: int | Sequence[int] | None = None,
+    *,
+    population: bool = False,
+    prob: float = 0.9,
+) -> xr.Dataset:
+    """Posterior pass^k = P(all k independent attempts succeed), per agent.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A fit of the beta-binomial or crossed model (``hierbench.bayes.fit``,
+        or one loaded from disk: no PyMC is needed).
+    k : int or sequence of int, optional
+        Numbers of attempts; default ``1 .. max(n_runs)``.
+    population : bool
+        False: the mean over the tasks each agent ran, each task's
+        ``E[p_t^k | data, draw]`` (the Bayesian counterpart of the unbiased
+        estimator ``C(c, k) / C(n, k)`` averaged over tasks). True: a new
+        task drawn from the task population.
+    prob : float
+        Probability mass of the equal-tailed interval.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``draws(chain, draw, agent, k)``, ``mean(agent, k)`` and
+        ``ci(agent, k, ci_bound)`` (attrs ``ci_prob``, ``ci_kind``).
+
+    Notes
+    -----
+    With ``population=False`` each draw is the conditional expectation given
+    the draw's hyperparameters (Rao-Blackwellised: the posterior mean is
+    exact), so the interval leaves out the order-1/T spread of the realised
+    per-task ``p_t`` around it.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> post = xr.Dataset({"mu": (("chain", "draw", "agent"), np.full((1, 2, 1), 0.5)),
+    ...                    "kappa": (("chain", "draw", "agent"), np.full((1, 2, 1), 2.0))},
+    ...                   coords={"agent": ["a"]})
+    >>> dt = xr.DataTree.from_dict({"posterior": post})
+    >>> dt.attrs["hierbench_model"] = "beta_binomial"
+    >>> float(pass_hat_k(dt, k=2, population=True)["mean"].squeeze())  # Beta(1, 1): E[p^2] = 1/3
+    0.3333333333333333
+    """
+    return _pass(fit, k, population, prob, at=False)
+
+
+def pass_at_k(
+    fit: xr.DataTree,
+    k: int | Sequence[int] | None = None,
+    *,
+    population: bool = False,
+    prob: float = 0.9,
+) -> xr.Dataset:
+    """Posterior pass@k = P(at least one of k independent attempts succeeds), per agent.
+
+    Parameters and returns as :func:`pass_hat_k`, with ``1 - E[(1 - p)^k]``
+    in place of ``E[p^k]``.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> post = xr.Dataset({"mu": (("chain", "draw", "agent"), np.full((1, 2, 1), 0.5)),
+    ...                    "kappa": (("chain", "draw", "agent"), np.full((1, 2, 1), 2.0))},
+    ...                   coords={"agent": ["a"]})
+    >>> dt = xr.DataTree.from_dict({"posterior": post})
+    >>> dt.attrs["hierbench_model"] = "beta_binomial"
+    >>> float(pass_at_k(dt, k=2, population=True)["mean"].squeeze())  # 1 - 1/3
+    0.6666666666666667
+    """
+    return _pass(fit, k, population, prob, at=True)
