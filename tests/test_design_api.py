@@ -317,3 +317,36 @@ def test_replay_and_bank_errors(shared_data):
         bank_from_eval(ds, ds.agent.values[0], 5)
     with pytest.raises(ValueError, match=r"`agent` must be one of"):
         bank_from_eval(ds, "nobody", 2)
+
+
+def test_labels_outside_the_plan_are_counted_not_used():
+    plan = plan_joint(6, 3, 8, rng=0)
+    full = xr.DataArray(np.ones((6, 3)), dims=("task", "run"))
+    res_full = budget_interval(plan, full)
+    res_plan = budget_interval(plan, full.where(plan.slots.values))
+    assert res_full.interval.attrs["n_labels_outside_plan_ignored"] == 18 - 8
+    assert res_plan.interval.attrs["n_labels_outside_plan_ignored"] == 0
+    np.testing.assert_array_equal(res_full.interval.values, res_plan.interval.values)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    M=st.integers(1, 25),
+    L=st.integers(2, 6),
+    frac=st.floats(0, 1),
+    seed=st.integers(0, 2**32 - 1),
+    prob=st.sampled_from([0.5, 0.8, 0.95]),
+)
+def test_interval_contains_estimate_within_feasible_range(M, L, frac, seed, prob):
+    gen = np.random.default_rng(seed)
+    bank = xr.DataArray((gen.random((M, L)) < gen.random((M, 1))).astype(float), dims=("task", "run"))
+    t = round(frac * M)
+    for plan, method in ((plan_joint(M, L, M + t, rng=gen), "mixture"), (plan_joint(M, L, M + t, rng=gen), "split"),
+                         (plan_uniform(M, L, M + t, rng=gen), "exact")):
+        res = budget_interval(plan, bank, prob=prob, method=method)
+        lo, hi = res.interval.values
+        flo, fhi = res.feasible.values
+        est = float(res.estimate)
+        assert flo - 1e-12 <= lo <= est + 1e-12 and est - 1e-12 <= hi <= fhi + 1e-12
+        if method != "exact":
+            assert flo - 1e-12 <= est <= fhi + 1e-12

@@ -162,3 +162,23 @@ def test_uniform_exact_coverage_and_unbiasedness(L, M):
             np.testing.assert_allclose(np.bincount(Hs, weights=pr * res.estimate.values), np.arange(N + 1) / N, atol=1e-12)
             if m == N:  # census: the interval is the point
                 np.testing.assert_allclose(lo, hi)
+
+
+@pytest.mark.parametrize("L", [3, 4, 5])
+@pytest.mark.parametrize("M", [1, 2, 3, 4])
+def test_joint_tilts_are_e_values(L, M):
+    """Each tilt of the mixture certificate: E exp(lam M (theta_hat - theta) - kappa X - M gamma) <= 1, exactly."""
+    from hierbench.design import _kernels as K
+
+    for t in range(M + 1):
+        lam, kap, gam, _ = K.joint_family(M, L, t, 0.05)
+        for hs in itertools.combinations_with_replacement(range(L + 1), M):
+            mats, pr = _joint_leaves(hs, L, t)
+            theta = sum(hs) / (M * L)
+            n = np.where(np.arange(M) < t, 2, 1)
+            k = mats[:, :, 0] + np.where(np.arange(M) < t, mats[:, :, 1], 0)
+            dev = M * ((k / n).mean(axis=1) - theta)
+            X = (k[:, :t] == 1).sum(axis=1)
+            for sign in (1.0, -1.0):  # both tails use the same (kappa, gamma)
+                e = np.exp(sign * lam[None, :] * dev[:, None] - kap[None, :] * X[:, None] - M * gam[None, :])
+                assert (pr @ e).max() <= 1 + 1e-12, (hs, t, sign)

@@ -292,9 +292,10 @@ def budget_interval(
 ) -> BudgetIntervalResult:
     """Unbiased estimate and honest interval for the cohort mean from the bought labels.
 
-    ``labels`` holds the outcomes of exactly the plan's slots (NaN elsewhere,
-    or the complete bank: only the plan's slots are read, the rest is
-    ignored by design). Extra dims (e.g. ``agent``) are kept: one plan can
+    ``labels`` holds the outcomes of the plan's slots; values elsewhere (a
+    complete bank in a replay) are not used, since the guarantee holds only
+    for the planned slots, and their number is reported in
+    ``interval.attrs["n_labels_outside_plan_ignored"]``. Extra dims (e.g. ``agent``) are kept: one plan can
     serve several agents on the same cohort of slots.
 
     Design U (``method="exact"``): with ``s`` positives among ``m`` slots,
@@ -352,11 +353,11 @@ def budget_interval(
     Examples
     --------
     >>> import numpy as np, xarray as xr
-    >>> bank = xr.DataArray(np.tile([1.0, 0.0], (20, 2)), dims=("task", "run"))
-    >>> plan = plan_joint(20, 4, 30, rng=1)
+    >>> bank = xr.DataArray(np.repeat([[1.0], [0.0]], [8, 12], axis=0) * np.ones(4), dims=("task", "run"))
+    >>> plan = plan_joint(20, 4, 30, rng=1)  # 10 audited tasks
     >>> res = budget_interval(plan, bank, prob=0.9)
-    >>> float(res.estimate)
-    0.5
+    >>> float(res.estimate), int(res.disagreements)  # a pure cohort: exact estimate, no disagreement
+    (0.4, 0)
     >>> res.interval.dims
     ('ci_bound',)
     """
@@ -391,6 +392,7 @@ def budget_interval(
     M, L = mask.shape
     N = M * L
     m = int(mask.sum())
+    n_ignored = int((~np.isnan(lab[:, ~mask])).sum())  # labels outside the plan: not used, counted
     P = bought.sum(axis=1)
     Z = m - P
     if plan.design == "uniform":
@@ -408,7 +410,7 @@ def budget_interval(
             )
     else:
         aud = plan.audited.values
-        tot = (lab * mask).sum(axis=2)
+        tot = np.where(mask, lab, 0.0).sum(axis=2)
         n_i = mask.sum(axis=1)
         A = tot / n_i
         est = A.mean(axis=1)
@@ -428,7 +430,13 @@ def budget_interval(
         dims=(*extra, "ci_bound"),
         coords={**ex_coords, "ci_bound": ["lower", "upper"]},
         name="interval",
-        attrs={"ci_prob": prob, "ci_kind": kind, "design": plan.design, "budget": plan.budget},
+        attrs={
+            "ci_prob": prob,
+            "ci_kind": kind,
+            "design": plan.design,
+            "budget": plan.budget,
+            "n_labels_outside_plan_ignored": n_ignored,
+        },
     )
     feasible = xr.DataArray(
         np.stack([P / N, 1 - Z / N], axis=-1).reshape(*ex_shape, 2),
