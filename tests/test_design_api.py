@@ -108,7 +108,7 @@ def test_kl_upper_solves_the_kl_equation():
 
 # ---------------------------------------------------------------- rates
 def test_joint_width_rates_on_pure_cohorts():
-    """Pure cohort, t = M/4: width ~ 1/M; t = 0: width ~ 1/sqrt(M) (spec's rates)."""
+    """Pure cohort (X = 0): t = M/4 gives width ~ 1/M, fixed t ~ 1/sqrt(M t), t = 0 ~ 1/sqrt(M) (spec's rates)."""
     widths = {}
     for M in (200, 800):
         for t in (0, M // 4):
@@ -116,6 +116,10 @@ def test_joint_width_rates_on_pure_cohorts():
             widths[(M, t)] = 2 * rad
     assert 0.2 < widths[(800, 200)] / widths[(200, 50)] < 0.3  # 1/4 for order 1/M
     assert 0.45 < widths[(800, 0)] / widths[(200, 0)] < 0.55  # 1/2 for order 1/sqrt(M)
+    # t fixed and small: order 1/sqrt(M t)
+    w = {(M, t): 2 * K.joint_radius_table(M, 5, t, 0.05, "mixture")[0] / M for M, t in [(800, 8), (3200, 8), (3200, 32)]}
+    assert 0.45 < w[(3200, 8)] / w[(800, 8)] < 0.55
+    assert 0.45 < w[(3200, 32)] / w[(3200, 8)] < 0.55
 
 
 # ---------------------------------------------------------------- replay matches exact enumeration

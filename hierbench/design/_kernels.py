@@ -108,7 +108,18 @@ def hoeffding_gamma(lam: np.ndarray, L: int) -> np.ndarray:
 
 @lru_cache(maxsize=1024)
 def joint_family(M: int, L: int, t: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The data-independent tilt family ``(lam_j, kappa_j, gamma_j, log w_j)`` for the mixture interval."""
+    """The data-independent tilt family ``(lam_j, kappa_j, gamma_j, log w_j)`` for the mixture interval.
+
+    ``t > 0``: ``lam_max`` is the largest tilt for which a finite penalty
+    exists (``kappa_for_tilt``); the tilts are ``lam_max 2^{-(j + 1/2)/2}``
+    down to ``0.5 sqrt(log(2/alpha) / M)`` (below the optimum for any
+    disagreement count), with ``kappa_j = kappa(lam_j)``, ``gamma_j = 0`` and
+    weights proportional to ``1 / ((j/2 + 1)(j/2 + 2))`` (most weight on the
+    large tilts that pay off on nearly pure cohorts). ``t = 0``: ``X = 0``
+    always, so a single tilt minimising ``(log(2/alpha) + M gamma) / lam``
+    with ``gamma = max_h log E exp(lam (Y - p_h))``. Nothing here looks at
+    labels.
+    """
     logterm = np.log(2.0 / alpha)
     if t == 0:
         # X = 0 always: one tilt, chosen before the data to minimise (l + M gamma) / lam
