@@ -46,6 +46,16 @@ def flaky():
 
 
 @scorer(metrics=[mean_metric()])
+def mixed():
+    """Values of three kinds: a bool, Inspect's "N" (no answer) and "P" (partial)."""
+
+    async def score(state, target):
+        return Score(value={"s1": True, "s2": "N", "s3": "P"}[state.sample_id])
+
+    return score
+
+
+@scorer(metrics=[mean_metric()])
 def answer_length():
     async def score(state, target):
         return Score(value=len(state.output.completion) / 10)
@@ -57,7 +67,7 @@ def _task(name):
     return Task(
         dataset=[Sample(id=i, input=x, target=t) for i, x, t in SAMPLES],
         solver=[flaky()],
-        scorer=[match(), answer_length()],
+        scorer=[match(), answer_length(), mixed()],
         epochs=EPOCHS,
         name=name,
     )
@@ -163,9 +173,9 @@ def test_value_map_overrides_inspect_conversion(logs):
 
 def test_several_scorers_require_a_choice(logs):
     _, by = logs
-    with pytest.raises(EvalDataError, match=r"several scorers \['answer_length', 'match'\]; choose one with `scorer=`"):
+    with pytest.raises(EvalDataError, match=r"several scorers \['answer_length', 'match', 'mixed'\]; choose one with `scorer=`"):
         read_inspect_log(by[("toy", "mockllm/agree")])
-    with pytest.raises(EvalDataError, match=r"`scorer` 'accuracy' is not in the Inspect logs; available scorers \['answer_length', 'match'\]"):
+    with pytest.raises(EvalDataError, match=r"`scorer` 'accuracy' is not in the Inspect logs; available scorers \['answer_length', 'match', 'mixed'\]"):
         read_inspect_log(by[("toy", "mockllm/agree")], scorer="accuracy")
 
 
@@ -203,3 +213,34 @@ def test_json_log_reads_like_the_eval_log(logs, tmp_path):
     a = read_inspect_log(src, scorer="match")
     b = read_inspect_log(path, scorer="match")
     assert a.drop_attrs().identical(b.drop_attrs())
+
+
+def test_bool_noanswer_and_partial_values_use_inspects_conversion(logs):
+    _, by = logs
+    ds = read_inspect_log(by[("toy", "mockllm/agree")], scorer="mixed")
+    # inspect's value_to_float: True -> 1, "N" -> 0, "P" -> 0.5
+    np.testing.assert_array_equal(ds.score.sel(task="s1").values.ravel(), [1.0] * 3)
+    np.testing.assert_array_equal(ds.score.sel(task="s2").values.ravel(), [0.0] * 3)  # run 2 errored: 0
+    np.testing.assert_array_equal(ds.score.sel(task="s3").values.ravel(), [0.5] * 3)
+
+
+def test_same_log_twice_is_a_named_duplicate(logs):
+    _, by = logs
+    f = by[("toy", "mockllm/agree")]
+    with pytest.raises(EvalDataError, match=r"duplicate \(agent, sample, epoch\): 18 samples appear in more than one log"):
+        read_inspect_log([f, f], scorer="match")
+
+
+def test_cli_reads_inspect_logs(logs, capsys):
+    from hierbench.cli import main
+
+    log_dir, _ = logs
+    assert main(["summary", str(log_dir), "--scorer", "match", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    agents = {r["agent"]: r for r in res["agents"]}
+    assert agents["mockllm/agree [toy]"]["n_runs"] == 9
+    assert agents["mockllm/agree [toy]"]["n_error"] == 1
+    # agree: s1 always right; s2, s3 wrong -> per-task means (1, 0, 0)
+    assert agents["mockllm/agree [toy]"]["mean_score"] == pytest.approx(1 / 3)
+    assert main(["validate", str(log_dir)]) == 1
+    assert "several scorers" in capsys.readouterr().err

@@ -216,6 +216,7 @@ def read_inspect_log(
                     "cost": float(sum(costs)) if costs else np.nan,
                     "model": model,
                     "inspect_task": task_name,
+                    "file": f,
                 }
             )
     n_read = sum(len(s) for *_, s in logs)
@@ -224,6 +225,16 @@ def read_inspect_log(
             f"no sample in the Inspect logs has a score for scorer {scorer!r} ({n_read} samples read)"
         )
     df = pd.DataFrame(rows)
+    dup = df.duplicated(["agent", "task", "run"], keep=False)
+    if dup.any():
+        where = sorted({r["file"] for r, d in zip(rows, dup, strict=True) if d})
+        ex = df.loc[dup, ["agent", "task", "run"]].astype(str).agg("/".join, axis=1).tolist()
+        raise EvalDataError(
+            f"duplicate (agent, sample, epoch): {int(dup.sum())} samples appear in more than one log "
+            f"(e.g. {_fmt_list(ex, 4)}), in {_fmt_list(where, 5)}; pass each evaluation's log once "
+            "(a re-run of the same model and task is a separate dataset)"
+        )
+    df = df.drop(columns="file")
     extra = ["tokens", "latency", "working_time"]
     if df["cost"].notna().any():
         extra.append("cost")
