@@ -7,7 +7,13 @@ variables (``error`` and the per-run annotations) are stored as int8 with a
 marker attr and restored to bool on load.
 
 A fit is an :class:`xarray.DataTree` (the ArviZ 1.x groups); it is written
-with ``DataTree.to_netcdf`` (one netCDF group per node) or ``to_zarr``.
+with ``DataTree.to_netcdf`` (one netCDF group per node) or ``to_zarr`` (needs
+the ``zarr`` package).
+
+What changes on the way: attrs holding a dict or list are stored as JSON text
+(hierbench's own such attrs already are text), boolean attrs as 0/1, and a
+``None`` inside a text variable becomes ``""``. Numbers, text, bools, NaN and
+every coordinate come back as they were.
 """
 
 from __future__ import annotations

@@ -2,11 +2,15 @@
 
 import json
 import pickle
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from hypothesis import HealthCheck, given, settings
+from test_data_records import run_frames
 
 from hierbench.data import EvalDataError, from_records, to_counts
 from hierbench.io import load_dataset, load_fit, save_dataset, save_fit
@@ -103,3 +107,13 @@ def test_fit_round_trip(fit, tmp_path, suffix):
         _assert_same(back[group].to_dataset(), fit[group].to_dataset())
     assert back["sample_stats"]["diverging"].dtype == bool
     assert back["posterior"].attrs["sampler"] == "nutpie"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(df=run_frames())
+def test_any_read_dataset_survives_save_and_load(df):
+    """Property: every dataset from_records can build (ragged, NaN, errors) round-trips exactly."""
+    ds = from_records(df, run="run", error="error", tag="tag", extra=["cost"], errors="exclude")
+    with tempfile.TemporaryDirectory() as tmp:
+        back = load_dataset(save_dataset(ds, Path(tmp) / "x.nc"))
+    _assert_same(back, ds)
