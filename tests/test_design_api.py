@@ -288,6 +288,12 @@ def test_interval_errors():
         budget_interval(plan, y.rename(run="trial"))
     with pytest.raises(TypeError, match=r"`plan` must be a BudgetPlan"):
         budget_interval("joint", y)
+    broken = BudgetPlan("joint", 7, plan.slots.copy(data=np.ones((5, 3), bool)), plan.audited, plan.first_run)
+    with pytest.raises(ValueError, match=r"not a design-J plan: .*tasks at positions \[0, 1, 2, 3, 4\]"):
+        budget_interval(broken, y)
+    over = BudgetPlan("uniform", 3, plan.slots, plan.audited, plan.first_run)
+    with pytest.raises(ValueError, match=r"`plan` buys 7 slots, above its budget 3"):
+        budget_interval(over, y)
 
 
 def test_zero_budget_warns_and_returns_nan():

@@ -376,10 +376,19 @@ def budget_interval(
             )
         if d in labels.coords and not np.array_equal(labels[d].values, plan.slots[d].values):
             raise ValueError(f"`labels` coord {d!r} differs from the plan's {d!r} coord")
+    mask = plan.slots.values
+    per_task = mask.sum(axis=1)
+    if plan.design == "joint" and not np.array_equal(per_task, 1 + plan.audited.values):
+        bad = np.flatnonzero(per_task != 1 + plan.audited.values)[:5]
+        raise ValueError(
+            "`plan` is not a design-J plan: every task must have 1 bought slot, 2 if audited; "
+            f"tasks at positions {bad.tolist()} break this"
+        )
+    if mask.sum() > plan.budget:
+        raise ValueError(f"`plan` buys {int(mask.sum())} slots, above its budget {plan.budget}")
     extra = [d for d in labels.dims if d not in ("task", "run")]
     lab = labels.transpose(*extra, "task", "run").values.astype(float)
     lab = lab.reshape(-1, *lab.shape[-2:])
-    mask = plan.slots.values
     bought = lab[:, mask]
     if np.isnan(bought).any():
         n_bad = int(np.isnan(bought).any(axis=0).sum())
