@@ -69,6 +69,16 @@ def test_dask_matches_to_counts(errors):
     _same(got, _expected(df, errors))
 
 
+def test_awkward_paths_and_column_names(tmp_path):
+    df = _ragged(4, n=60).rename(columns={"score": 'pass "rate"', "agent": "the agent"})
+    folder = tmp_path / "it's here"
+    folder.mkdir()
+    df.to_parquet(folder / "x.parquet")
+    kw = {"agent": "the agent", "score": 'pass "rate"', "error": "err"}
+    c = to_counts(from_records(df, **kw))
+    _same(counts_from_parquet(folder, **kw), c.sel(agent=sorted(c.agent.values), task=sorted(c.task.values)))
+
+
 def test_binary_scores_and_text_error_column(tmp_path):
     rng = np.random.default_rng(3)
     df = pd.DataFrame(

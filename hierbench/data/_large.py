@@ -110,7 +110,13 @@ def _parquet_glob(path_or_folder: str | os.PathLike) -> tuple[str, str]:
 
 
 def _q(name: str) -> str:
+    """A SQL identifier, quoted."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    """A SQL string literal, quoted."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def counts_from_parquet(
@@ -173,7 +179,7 @@ def counts_from_parquet(
         if threads is not None:
             con.execute(f"SET threads TO {int(threads)}")
         con.execute(
-            f"CREATE VIEW raw AS SELECT * FROM read_parquet({pattern!r}, union_by_name = true)"
+            f"CREATE VIEW raw AS SELECT * FROM read_parquet({_lit(pattern)}, union_by_name = true)"
         )
         types = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE raw)").fetchall())
         cols = {"agent": agent, "task": task, "score": score, "error": error}
