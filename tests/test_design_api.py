@@ -248,6 +248,7 @@ def test_interval_has_house_attrs_and_extra_dims():
     res = budget_interval(plan, bank, prob=0.9)
     assert res.interval.dims == ("agent", "ci_bound")
     assert res.interval.attrs["ci_prob"] == 0.9 and "design J" in res.interval.attrs["ci_kind"]
+    assert res.feasible.dims == ("agent", "ci_bound") and res.feasible.attrs["ci_prob"] == 1.0
     ds = res.to_dataset()
     assert set(ds.data_vars) == {"estimate", "interval", "feasible", "n_labels", "disagreements"}
     single = budget_interval(plan, bank.sel(agent="b"), prob=0.9)

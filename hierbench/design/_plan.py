@@ -452,6 +452,7 @@ def budget_interval(
         dims=(*extra, "ci_bound"),
         coords={**ex_coords, "ci_bound": ["lower", "upper"]},
         name="feasible",
+        attrs={"ci_prob": 1.0, "ci_kind": "feasible range of the bought labels (deterministic)"},
     )
     return BudgetIntervalResult(
         estimate=da(est, "estimate"),
