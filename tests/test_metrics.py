@@ -123,6 +123,62 @@ def test_pass_k_population_exact_and_default_k(hand_fit):
     assert pat.attrs["tasks"] == "population"
 
 
+def test_realised_draws_follow_the_law_of_total_variance():
+    # Var(realised average) = Var(conditional expectation) + E[sum_t Var(p_t^k | draw)] / T^2,
+    # with Var(p^k) = E[p^2k] - E[p^k]^2 exact from scipy's betabinom
+    rng = np.random.default_rng(5)
+    s, t = 4000, 6
+    mu = rng.uniform(0.3, 0.6, (1, s, 2))
+    kappa = rng.uniform(2.0, 8.0, (1, s, 2))
+    n = np.array([[5] * t, [5] * t])
+    c = np.array([[0, 1, 2, 3, 4, 5], [5, 5, 4, 0, 1, 2]])
+    dt = _bb_fit(mu, kappa, n, c)
+    for at in (False, True):
+        fn = pass_at_k if at else pass_hat_k
+        exp_ = fn(dt, k=[1, 3])
+        real = fn(dt, k=[1, 3], realised=True, rng=9)
+        assert real.attrs["draws_of"] == "realised task average"
+        xr.testing.assert_allclose(real["mean"], exp_["mean"])  # mean stays exact
+        for m in range(2):
+            a = (mu[0, :, m] * kappa[0, :, m])[:, None] + c[m]
+            b = ((1 - mu[0, :, m]) * kappa[0, :, m])[:, None] + n[m] - c[m]
+            for k in (1, 3):
+                if at:  # 1 - (1-p)^k: variance of (1-p)^k
+                    m1, m2 = betabinom.pmf(0, k, a, b), betabinom.pmf(0, 2 * k, a, b)
+                else:
+                    m1, m2 = betabinom.pmf(k, k, a, b), betabinom.pmf(2 * k, 2 * k, a, b)
+                cond_var = ((m2 - m1**2).sum(axis=1) / t**2).mean()
+                total = float(exp_["draws"].isel(agent=m).sel(k=k).var()) + cond_var
+                got_draws = real["draws"].isel(agent=m).sel(k=k).values.ravel()
+                got = got_draws.var()
+                # Monte Carlo tolerance: 5 sd of a sample variance, sd ~ var * sqrt(2 / (S - 1))
+                # inflated by 1.5 for non-normal tails
+                assert abs(got - total) < 5 * 1.5 * total * np.sqrt(2 / (s - 1)), (
+                    at,
+                    m,
+                    k,
+                    got,
+                    total,
+                )
+                # and the realised draws are centred on the exact mean: 4 standard errors
+                se = got_draws.std() / np.sqrt(s)
+                assert abs(got_draws.mean() - float(exp_["mean"].isel(agent=m).sel(k=k))) < 4 * se
+    # the realised interval is wider than the conditional-expectation one
+    w_real = pass_hat_k(dt, k=3, realised=True, rng=1)["ci"].diff("ci_bound")
+    w_exp = pass_hat_k(dt, k=3)["ci"].diff("ci_bound")
+    assert (w_real > w_exp).all()
+    with pytest.raises(
+        ValueError, match=r"`realised=True` applies to the observed tasks \(population=False\)"
+    ):
+        pass_hat_k(dt, k=1, population=True, realised=True)
+    crossed = dt.copy()
+    crossed.attrs["hierbench_model"] = "crossed"
+    with pytest.raises(
+        ValueError, match=r"`realised=True` is implemented for beta_binomial fits only"
+    ):
+        pass_at_k(crossed, k=1, realised=True)
+
+
 def test_pass_k_on_saved_fit(hand_fit, tmp_path):
     from hierbench.io import load_fit, save_fit
 
@@ -180,7 +236,8 @@ def test_pass_k_bad_input(hand_fit):
 
 
 def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
-    import hierbench.metrics._crossed as crossed
+    import sys
+    import types
 
     calls = []
 
@@ -188,7 +245,10 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
         calls.append((tuple(k), kind, population, prob))
         return xr.Dataset()
 
-    monkeypatch.setattr(crossed, "crossed_pass_k", fake)
+    # a stand-in module: this checks the dispatch, not the crossed maths
+    monkeypatch.setitem(
+        sys.modules, "hierbench.metrics._crossed", types.SimpleNamespace(crossed_pass_k=fake)
+    )
     dt = hand_fit[0].copy()
     dt.attrs["hierbench_model"] = "crossed"
     pass_at_k(dt, k=[1, 3], population=True, prob=0.8)

@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
+from ..testing import as_rng
 from ._common import UndefinedMetricWarning, posterior_interval
 
 __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]
@@ -63,8 +64,13 @@ def beta_moments(
 
 
 def _beta_binomial_pass(
-    fit: xr.DataTree, ks: np.ndarray, population: bool, at: bool
-) -> xr.DataArray:
+    fit: xr.DataTree,
+    ks: np.ndarray,
+    population: bool,
+    at: bool,
+    gen: np.random.Generator | None = None,
+) -> tuple[xr.DataArray, xr.DataArray | None]:
+    """Conditional-expectation draws and, with ``gen``, draws of the realised task average."""
     post = fit["posterior"].to_dataset()
     for v in ("mu", "kappa"):
         if v not in post:
@@ -76,6 +82,7 @@ def _beta_binomial_pass(
     a = (mu * kappa).values
     b = ((1.0 - mu) * kappa).values
     out = np.empty((*a.shape, ks.size))
+    real = np.empty_like(out) if gen is not None else None
     if population:
         for i, k in enumerate(ks):
             m = beta_moments(a, b, int(k), complement=at)
@@ -99,15 +106,18 @@ def _beta_binomial_pass(
         for j in range(a.shape[-1]):  # per agent keeps memory at (chain, draw, task)
             alpha = a[..., j, None] + c[j]
             beta = b[..., j, None] + n[j] - c[j]
+            p = gen.beta(alpha[..., ran[j]], beta[..., ran[j]]) if real is not None else None
             for i, k in enumerate(ks):
                 m = beta_moments(alpha, beta, int(k), complement=at)
                 m = 1.0 - m if at else m
                 out[..., j, i] = m[..., ran[j]].mean(axis=-1) if n_tasks[j] else np.nan
-    return xr.DataArray(
-        out,
-        dims=("chain", "draw", "agent", "k"),
-        coords={"chain": post.chain, "draw": post.draw, "agent": post.agent, "k": ks},
-    )
+                if real is not None:
+                    r = 1.0 - (1.0 - p) ** int(k) if at else p ** int(k)
+                    real[..., j, i] = r.mean(axis=-1) if n_tasks[j] else np.nan
+    dims = ("chain", "draw", "agent", "k")
+    coords = {"chain": post.chain, "draw": post.draw, "agent": post.agent, "k": ks}
+    expected = xr.DataArray(out, dims=dims, coords=coords)
+    return expected, (xr.DataArray(real, dims=dims, coords=coords) if real is not None else None)
 
 
 def _pass(
@@ -116,6 +126,8 @@ def _pass(
     population: bool,
     prob: float,
     at: bool,
+    realised: bool,
+    rng: None | int | np.random.Generator,
 ) -> xr.Dataset:
     if not isinstance(fit, xr.DataTree):
         raise TypeError(
@@ -133,7 +145,17 @@ def _pass(
         default_max = int(fit["constant_data"]["n_runs"].max())
     ks = _check_k(k, default_max)
     name = "pass@k" if at else "pass^k"
+    if realised and population:
+        raise ValueError(
+            "`realised=True` applies to the observed tasks (population=False); the population "
+            "pass^k is a parameter, its draws are already its posterior"
+        )
     if model == "crossed":
+        if realised:
+            raise ValueError(
+                "`realised=True` is implemented for beta_binomial fits only; a crossed fit gives "
+                "the conditional expectation per draw (see hierbench.metrics._crossed)"
+            )
         try:
             from ._crossed import crossed_pass_k
         except ImportError as err:  # pragma: no cover - depends on the other module landing
@@ -153,18 +175,25 @@ def _pass(
             f"pass^k / pass@k are implemented for hierbench_model 'beta_binomial' and 'crossed'; "
             f"`fit` has hierbench_model={model!r}"
         )
-    draws = _beta_binomial_pass(fit, ks, population, at)
+    expected, real = _beta_binomial_pass(fit, ks, population, at, as_rng(rng) if realised else None)
     attrs: dict[str, Any] = {
         "quantity": name,
         "model": model,
         "tasks": "population" if population else "observed",
         "scale": "probability",
+        "draws_of": (
+            "parameter"
+            if population
+            else ("realised task average" if realised else "conditional expectation given the draw")
+        ),
     }
+    draws = real if real is not None else expected
     draws.attrs = dict(attrs)
     return xr.Dataset(
         {
             "draws": draws,
-            "mean": draws.mean(("chain", "draw")),
+            # the exact (Rao-Blackwellised) posterior mean in every case
+            "mean": expected.mean(("chain", "draw")),
             "ci": posterior_interval(draws, prob=prob),
         },
         attrs=attrs,
@@ -177,6 +206,8 @@ def pass_hat_k(
     *,
     population: bool = False,
     prob: float = 0.9,
+    realised: bool = False,
+    rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
     """Posterior pass^k = P(all k independent attempts succeed), per agent.
 
@@ -194,19 +225,31 @@ def pass_hat_k(
         task drawn from the task population.
     prob : float
         Probability mass of the equal-tailed interval.
+    realised : bool
+        Observed tasks only (beta-binomial). False: each draw is the
+        conditional expectation given the draw's ``(mu, kappa)`` (exact,
+        deterministic). True: each draw is the realised average
+        ``mean_t p_t^k`` with ``p_t`` drawn from its conditional Beta, so the
+        interval is that of the benchmark's own tasks (wider; see Notes).
+    rng : None, int or numpy.random.Generator
+        Randomness for ``realised=True``.
 
     Returns
     -------
     xarray.Dataset
-        ``draws(chain, draw, agent, k)``, ``mean(agent, k)`` and
-        ``ci(agent, k, ci_bound)`` (attrs ``ci_prob``, ``ci_kind``).
+        ``draws(chain, draw, agent, k)``, ``mean(agent, k)`` (always the
+        exact posterior mean) and ``ci(agent, k, ci_bound)`` (attrs
+        ``ci_prob``, ``ci_kind``); ``attrs["draws_of"]`` says what the draws
+        are.
 
     Notes
     -----
-    With ``population=False`` each draw is the conditional expectation given
-    the draw's hyperparameters (Rao-Blackwellised: the posterior mean is
-    exact), so the interval leaves out the order-1/T spread of the realised
-    per-task ``p_t`` around it.
+    By the law of total variance the posterior variance of the realised
+    average is the variance of the conditional expectations plus the mean
+    conditional variance ``sum_t Var(p_t^k | draw) / T^2``. Both are of
+    order 1/T, so the default (conditional-expectation) interval can be
+    clearly too narrow for the observed-task average; use ``realised=True``
+    for its interval. The population quantity has no such gap.
 
     Examples
     --------
@@ -219,7 +262,7 @@ def pass_hat_k(
     >>> float(pass_hat_k(dt, k=2, population=True)["mean"].squeeze())  # Beta(1, 1): E[p^2] = 1/3
     0.3333333333333333
     """
-    return _pass(fit, k, population, prob, at=False)
+    return _pass(fit, k, population, prob, at=False, realised=realised, rng=rng)
 
 
 def pass_at_k(
@@ -228,6 +271,8 @@ def pass_at_k(
     *,
     population: bool = False,
     prob: float = 0.9,
+    realised: bool = False,
+    rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
     """Posterior pass@k = P(at least one of k independent attempts succeeds), per agent.
 
@@ -245,4 +290,4 @@ def pass_at_k(
     >>> float(pass_at_k(dt, k=2, population=True)["mean"].squeeze())  # 1 - 1/3
     0.6666666666666667
     """
-    return _pass(fit, k, population, prob, at=True)
+    return _pass(fit, k, population, prob, at=True, realised=realised, rng=rng)
