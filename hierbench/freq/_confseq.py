@@ -62,18 +62,28 @@ def _in_cs(
         inside = np.ones(dx.shape, dtype=bool)
     else:
         total = np.zeros(dx.shape)
+    bets: dict[float, np.ndarray] = {}
     for sign, cap, level, w in (
         (1.0, cap_pos, alpha * theta, theta),
         (-1.0, cap_neg, alpha * (1 - theta), 1 - theta),
     ):
         if w == 0:
             continue
-        lam = np.minimum(_plugin_bets(x, level)[:, None, :], cap[None, :, None])
-        logk = np.cumsum(np.log1p(sign * lam * dx), axis=-1)
+        if level not in bets:
+            bets[level] = _plugin_bets(x, level)
+        # log capital, in place: cumsum(log1p(sign * min(lam, cap) * (x - m)))
+        buf = np.minimum(bets[level][:, None, :], cap[None, :, None])
+        buf *= dx
+        if sign < 0:
+            np.negative(buf, out=buf)
+        np.log1p(buf, out=buf)
+        np.cumsum(buf, axis=-1, out=buf)
         if combine == "max":
-            inside &= logk + np.log(w) <= thr
+            inside &= buf <= thr - np.log(w)
         else:
-            total += w * np.exp(logk)
+            np.exp(buf, out=buf)
+            buf *= w
+            total += buf
     if combine == "max":
         return inside
     return total <= 1 / alpha

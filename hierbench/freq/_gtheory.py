@@ -143,9 +143,39 @@ def _components_crossed(ms: dict[str, float], M: int, T: int, R: int) -> dict[st
 # --------------------------------------------------------------------------- result
 
 
+def _coefficients(
+    design: str, facets: tuple[str, str, str], comp: dict[str, float], T, R
+) -> dict[str, np.ndarray]:
+    """Relative/absolute error variances and coefficients, broadcast over ``T`` and ``R``."""
+    fa, ft, fr = facets
+    if design == "crossed":
+        delta = comp[f"{fa}:{ft}"] / T + comp[f"{fa}:{fr}"] / R + comp["residual"] / (T * R)
+        Delta = delta + comp[ft] / T + comp[fr] / R + comp[f"{ft}:{fr}"] / (T * R)
+    elif f"{fa}:{ft}" in comp:
+        delta = comp[f"{fa}:{ft}"] / T + comp["residual"] / (T * R)
+        Delta = delta + comp[ft] / T
+    else:  # single run: residual is agent:task confounded with run error
+        delta = comp["residual"] / T * np.where(R == 1, 1.0, np.nan)
+        Delta = delta + comp[ft] / T
+    s2a = comp[fa]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        e_rho2 = s2a / (s2a + delta)
+        phi = s2a / (s2a + Delta)
+    return {
+        "sigma2_delta": delta,
+        "sigma2_Delta": Delta,
+        "e_rho2": e_rho2,
+        "phi": phi,
+        "var_paired_diff": 2 * delta,
+    }
+
+
 @dataclass(frozen=True)
 class VarianceComponentsResult:
     """A G-study: variance components, the ANOVA table and reliability coefficients.
+
+    The estimates are stored as read-only numpy arrays; the DataArray views
+    below are built when asked for, so a G-study costs microseconds.
 
     Attributes
     ----------
@@ -160,26 +190,72 @@ class VarianceComponentsResult:
         ``sum_sq``, ``df``, ``mean_sq`` over dim ``source``.
     design : str
         ``"nested"`` or ``"crossed"``.
+    facets : tuple of str
+        Names of the (object of measurement, task-like, run-like) facets.
     n_agents, n_tasks, n_runs : int
         Sizes of the G-study (levels of the three facets).
     grand_mean : float
         Mean of all scores.
     """
 
-    components: xr.DataArray
-    components_raw: xr.DataArray
-    truncated: xr.DataArray
-    anova: xr.Dataset
     design: str
+    facets: tuple[str, str, str]
     n_agents: int
     n_tasks: int
     n_runs: int
     grand_mean: float
+    component_names: tuple[str, ...]
+    estimates_raw: np.ndarray
+    sources: tuple[str, ...]
+    sum_sq: np.ndarray
+    df: np.ndarray
+    mean_sq: np.ndarray
+    note: str = ""
+
+    def _attrs(self) -> dict:
+        attrs: dict = {"facets": list(self.facets), "design": self.design}
+        if self.note:
+            attrs["note"] = self.note
+        return attrs
+
+    def _comp(self, values: np.ndarray) -> xr.DataArray:
+        return xr.DataArray(
+            values,
+            dims="component",
+            coords={"component": list(self.component_names)},
+            attrs=self._attrs(),
+        )
 
     @property
-    def facets(self) -> tuple[str, str, str]:
-        """Names of the (object of measurement, task-like, run-like) facets."""
-        return tuple(self.components.attrs["facets"])  # type: ignore[return-value]
+    def components(self) -> xr.DataArray:
+        """Variance components, negative estimates truncated at 0."""
+        return self._comp(np.maximum(self.estimates_raw, 0.0))
+
+    @property
+    def components_raw(self) -> xr.DataArray:
+        """The untruncated ANOVA estimates."""
+        return self._comp(self.estimates_raw.copy())
+
+    @property
+    def truncated(self) -> xr.DataArray:
+        """True where a negative estimate was set to 0."""
+        return self._comp(self.estimates_raw < 0)
+
+    @property
+    def anova(self) -> xr.Dataset:
+        """The ANOVA table: ``sum_sq``, ``df``, ``mean_sq`` over ``source``."""
+        return xr.Dataset(
+            {
+                "sum_sq": ("source", self.sum_sq.copy()),
+                "df": ("source", self.df.copy()),
+                "mean_sq": ("source", self.mean_sq.copy()),
+            },
+            coords={"source": list(self.sources)},
+        )
+
+    def _comp_dict(self) -> dict[str, float]:
+        est = np.maximum(self.estimates_raw, 0.0)
+        return {k: float(v) for k, v in zip(self.component_names, est, strict=True)}
 
     def d_study(
         self, n_tasks: int | np.ndarray | None = None, n_runs: int | np.ndarray | None = None
@@ -212,73 +288,59 @@ class VarianceComponentsResult:
         for name, v in (("n_tasks", nt), ("n_runs", nr)):
             if v.ndim != 1 or np.any(v < 1) or np.any(v != np.round(v)):
                 raise ValueError(f"`{name}` must be positive integers; got {v.tolist()}")
-        T = xr.DataArray(nt, dims="n_tasks", coords={"n_tasks": nt.astype(np.int64)})
-        R = xr.DataArray(nr, dims="n_runs", coords={"n_runs": nr.astype(np.int64)})
-        c = {
-            k: float(v)
-            for k, v in zip(self.components.component.values, self.components.values, strict=True)
-        }
-        fa, ft, fr = self.facets
-        if self.design == "crossed":
-            delta = c[f"{fa}:{ft}"] / T + c[f"{fa}:{fr}"] / R + c["residual"] / (T * R)
-            Delta = delta + c[ft] / T + c[fr] / R + c[f"{ft}:{fr}"] / (T * R)
-        elif f"{fa}:{ft}" in c:
-            delta = c[f"{fa}:{ft}"] / T + c["residual"] / (T * R)
-            Delta = delta + c[ft] / T
-        else:  # single run: residual is agent:task confounded with run error
-            if np.any(nr != 1):
-                warnings.warn(
-                    "the G-study had one run per cell, so the agent:task interaction and the run "
-                    "error are confounded; projections to n_runs != 1 are NaN",
-                    ConfoundedComponentWarning,
-                    stacklevel=2,
-                )
-            ok = xr.where(R == 1, 1.0, np.nan)
-            delta = c["residual"] / T * ok
-            Delta = delta + c[ft] / T
-        s2a = c[fa]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            e_rho2 = s2a / (s2a + delta)
-            phi = s2a / (s2a + Delta)
-        out = xr.Dataset(
+        comp = self._comp_dict()
+        fa, ft, _ = self.facets
+        if self.design == "nested" and f"{fa}:{ft}" not in comp and np.any(nr != 1):
+            warnings.warn(
+                "the G-study had one run per cell, so the agent:task interaction and the run "
+                "error are confounded; projections to n_runs != 1 are NaN",
+                ConfoundedComponentWarning,
+                stacklevel=2,
+            )
+        out = _coefficients(self.design, self.facets, comp, nt[:, None], nr[None, :])
+        ds = xr.Dataset(
             {
-                "sigma2_delta": delta,
-                "sigma2_Delta": Delta,
-                "e_rho2": e_rho2,
-                "phi": phi,
-                "var_paired_diff": 2 * delta,
-            }
+                k: (("n_tasks", "n_runs"), np.broadcast_to(v, (nt.size, nr.size)))
+                for k, v in out.items()
+            },
+            coords={"n_tasks": nt.astype(np.int64), "n_runs": nr.astype(np.int64)},
         )
-        out = out.transpose("n_tasks", "n_runs")
-        out.attrs = {"design": self.design, "facets": list(self.facets)}
-        return out
+        ds.attrs = {"design": self.design, "facets": list(self.facets)}
+        return ds
+
+    def _at_g_study(self, key: str) -> float:
+        out = _coefficients(
+            self.design, self.facets, self._comp_dict(), float(self.n_tasks), float(self.n_runs)
+        )
+        return float(out[key])
 
     @property
     def e_rho2(self) -> float:
         """Generalizability coefficient at the G-study sizes."""
-        return float(self.d_study()["e_rho2"].squeeze())
+        return self._at_g_study("e_rho2")
 
     @property
     def phi(self) -> float:
         """Dependability coefficient at the G-study sizes."""
-        return float(self.d_study()["phi"].squeeze())
+        return self._at_g_study("phi")
 
     @property
     def var_paired_diff(self) -> float:
         """Variance of the difference of two agents' means at the G-study sizes."""
-        return float(self.d_study()["var_paired_diff"].squeeze())
+        return self._at_g_study("var_paired_diff")
 
     def to_dataset(self) -> xr.Dataset:
         """Everything in one Dataset: ``variance``, ``variance_raw``, ``truncated`` over
         ``component``; ``sum_sq``, ``df``, ``mean_sq`` over ``source``."""
+        anova = self.anova
         ds = xr.Dataset(
             {
                 "variance": self.components,
                 "variance_raw": self.components_raw,
                 "truncated": self.truncated,
-                "sum_sq": self.anova["sum_sq"],
-                "df": self.anova["df"],
-                "mean_sq": self.anova["mean_sq"],
+                "sum_sq": anova["sum_sq"],
+                "df": anova["df"],
+                "mean_sq": anova["mean_sq"],
             }
         )
         ds.attrs = {
@@ -299,7 +361,7 @@ class VarianceComponentsResult:
 
 def _as_array(
     data: xr.Dataset | xr.DataArray, facets: tuple[str, ...] | None, var: str
-) -> xr.DataArray:
+) -> tuple[xr.DataArray, np.ndarray, tuple[str, str, str]]:
     if isinstance(data, xr.Dataset):
         if var not in data:
             raise ValueError(
@@ -326,10 +388,14 @@ def _as_array(
             f"the scores must have exactly the dimensions named in `facets` {facets}; "
             f"extra dimensions {extra} (select or average them first)"
         )
-    da = da.transpose(*facets).astype(float)
+    axes = [da.dims.index(f) for f in facets]
+    y = np.asarray(da.values, dtype=float)
+    if axes != sorted(axes):
+        y = y.transpose(axes)
     if len(facets) == 2:
-        da = da.expand_dims({"run": [0]}, axis=2)
-    return da
+        y = y[:, :, None]
+        facets = (*facets, "run")
+    return da, y, facets  # type: ignore[return-value]
 
 
 def variance_components(
@@ -394,9 +460,8 @@ def variance_components(
     """
     if design not in ("nested", "crossed"):
         raise ValueError(f"`design` must be 'nested' or 'crossed'; got {design!r}")
-    da = _as_array(data, facets, var)
-    fa, ft, fr = (str(d) for d in da.dims)
-    y = np.asarray(da.values, dtype=float)
+    da, y, (fa, ft, fr) = _as_array(data, facets, var)
+    fa, ft, fr = str(fa), str(ft), str(fr)
     if np.isinf(y).any():
         raise ValueError("the scores must be finite or NaN; found infinite values")
     M, T, R = y.shape
@@ -476,30 +541,27 @@ def variance_components(
             NegativeVarianceComponentWarning,
             stacklevel=2,
         )
-    coord = {"component": [names[k] for k in keys]}
-    attrs = {"facets": [fa, ft, fr], "design": design}
+    note = ""
     if design == "nested" and R == 1:
-        attrs["note"] = f"one run per cell: residual is {fa}:{ft} confounded with the run error"
-    comp = xr.DataArray(np.maximum(raw_v, 0.0), dims="component", coords=coord, attrs=attrs)
-    comp_raw = xr.DataArray(raw_v, dims="component", coords=coord, attrs=attrs)
-    truncated = xr.DataArray(trunc, dims="component", coords=coord)
+        note = f"one run per cell: residual is {fa}:{ft} confounded with the run error"
     skeys = list(ss)
-    anova = xr.Dataset(
-        {
-            "sum_sq": ("source", [ss[k] for k in skeys]),
-            "df": ("source", np.array([df[k] for k in skeys], dtype=np.int64)),
-            "mean_sq": ("source", [ms[k] for k in skeys]),
-        },
-        coords={"source": [src[k] for k in skeys]},
-    )
+
+    def _ro(a: np.ndarray) -> np.ndarray:
+        a.setflags(write=False)
+        return a
+
     return VarianceComponentsResult(
-        components=comp,
-        components_raw=comp_raw,
-        truncated=truncated,
-        anova=anova,
         design=design,
+        facets=(fa, ft, fr),
         n_agents=M,
         n_tasks=T,
         n_runs=R,
         grand_mean=float(y.mean()),
+        component_names=tuple(names[k] for k in keys),
+        estimates_raw=_ro(raw_v),
+        sources=tuple(src[k] for k in skeys),
+        sum_sq=_ro(np.array([ss[k] for k in skeys])),
+        df=_ro(np.array([df[k] for k in skeys], dtype=np.int64)),
+        mean_sq=_ro(np.array([ms[k] for k in skeys])),
+        note=note,
     )
