@@ -91,6 +91,16 @@ def _joint_leaves(hs: tuple[int, ...], L: int, t: int):
 @pytest.mark.parametrize("M", [1, 2, 3, 4])
 @pytest.mark.parametrize("method", ["mixture", "split"])
 def test_joint_exact_coverage_and_unbiasedness(L, M, method):
+    _check_joint(L, M, method, ALPHAS)
+
+
+@pytest.mark.parametrize(("L", "M"), [(2, 4), (6, 3), (6, 4)])
+def test_joint_exact_coverage_beyond_the_spec_grid(L, M):
+    """Also L = 2 (audited task fully observed) and L = 6, at alpha = 0.01 too."""
+    _check_joint(L, M, "mixture", (0.01, *ALPHAS))
+
+
+def _check_joint(L, M, method, alphas):
     worst = {}
     for t in range(M + 1):
         plan = _fixed_joint_plan(M, L, t)
@@ -109,7 +119,7 @@ def test_joint_exact_coverage_and_unbiasedness(L, M, method):
         # every leaf matrix is a permutation of its cohort's labels
         np.testing.assert_array_equal(mats.sum(axis=(1, 2)) / (M * L), theta[own])
         labels = xr.DataArray(mats, dims=("leaf", "task", "run"))
-        for alpha in ALPHAS:
+        for alpha in alphas:
             res = budget_interval(plan, labels, prob=1 - alpha, method=method)
             est = res.estimate.values
             lo, hi = res.interval.sel(ci_bound="lower").values, res.interval.sel(ci_bound="upper").values
@@ -120,7 +130,7 @@ def test_joint_exact_coverage_and_unbiasedness(L, M, method):
             assert (res.n_labels.values == M + t).all()
             assert cov.min() >= 1 - alpha - 1e-12, (t, alpha, cov.min())
             worst[(t, alpha)] = cov.min()
-    assert len(worst) == 3 * (M + 1)
+    assert len(worst) == len(alphas) * (M + 1)
 
 
 @pytest.mark.parametrize("L", [3, 4, 5])
