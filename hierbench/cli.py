@@ -288,7 +288,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Examples
     --------
-    >>> main(["demo"])  # doctest: +SKIP
+    >>> import tempfile, pathlib, pandas as pd
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "runs.csv"
+    >>> pd.DataFrame({"agent": ["a", "a"], "task": ["t1", "t2"], "score": [1, 0]}).to_csv(f)
+    >>> main(["summary", str(f)])  # doctest: +NORMALIZE_WHITESPACE
+    1 agents x 2 tasks, 2 runs (0 infrastructure errors, errors='fail'); 0 agent x task cells never run
+           tasks  missing  runs  errors error rate mean (per task) mean (per run)
+    agent
+    a          2        0     2       0      0.000           0.500          0.500
     0
     """
     parser = build_parser()

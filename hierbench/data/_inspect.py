@@ -135,8 +135,11 @@ def read_inspect_log(
 
     Examples
     --------
-    >>> ds = read_inspect_log("logs/")  # doctest: +SKIP
-    >>> ds = read_inspect_log(["a.eval", "b.eval"], scorer="match")  # doctest: +SKIP
+    A folder of logs written by ``inspect eval ... --epochs 5``, scored by two
+    scorers (tests/test_data_inspect.py runs this on logs inspect-ai writes)::
+
+        ds = read_inspect_log("logs/", scorer="match")
+        ds.score.sizes      # {'agent': ..., 'task': <samples>, 'run': 5}
     """
     if errors not in ("fail", "exclude"):
         raise EvalDataError(f"`errors` must be 'fail' or 'exclude'; got {errors!r}")

@@ -56,9 +56,32 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
 
 
 def read_table(obj: pd.DataFrame | str | os.PathLike) -> tuple[pd.DataFrame, str]:
-    """Read run records from a DataFrame or a CSV / JSONL / Parquet path.
+    """Read run records from a DataFrame or a CSV / TSV / JSONL / Parquet path.
 
-    Returns the frame and a short description of the source.
+    Parameters
+    ----------
+    obj : DataFrame or path
+        A DataFrame (returned as is), a file (``.csv``, ``.tsv``, ``.jsonl``,
+        ``.ndjson``, ``.parquet``, optionally ``.gz``) or a folder of Parquet
+        files.
+
+    Returns
+    -------
+    (pandas.DataFrame, str)
+        The records and a short description of the source.
+
+    Raises
+    ------
+    EvalDataError
+        No such file, an empty file, an unknown file type, malformed JSON
+        lines (all their line numbers are named; nothing is read).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df, source = read_table(pd.DataFrame({"agent": ["a"], "task": ["t"], "score": [1.0]}))
+    >>> source, len(df)
+    ('DataFrame', 1)
     """
     if isinstance(obj, pd.DataFrame):
         return obj, "DataFrame"
@@ -411,6 +434,25 @@ def to_records(ds: xr.Dataset) -> pd.DataFrame:
     (under ``errors="exclude"`` an errored run has a NaN score). Columns:
     ``agent, task, run, score, error`` then every other per-run variable,
     then task and agent coords.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Eval dataset.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run; :func:`from_records` of it (with ``run="run"``)
+        rebuilds ``ds``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"agent": ["a", "a", "b"], "task": ["t1", "t2", "t1"],
+    ...                    "score": [1.0, 0.0, 0.5]})
+    >>> to_records(from_records(df))[["agent", "task", "run", "score"]].values.tolist()
+    [['a', 't1', 0, 1.0], ['a', 't2', 0, 0.0], ['b', 't1', 0, 0.5]]
     """
     check_eval_dataset(ds, name="ds")
     happened = ds["score"].notnull()

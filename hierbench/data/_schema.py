@@ -76,10 +76,25 @@ def check_eval_dataset(ds: xr.Dataset, *, name: str = "data") -> xr.Dataset:
     name : str
         Argument name used in error messages.
 
+    Returns
+    -------
+    xarray.Dataset
+        ``ds`` itself, unchanged.
+
     Raises
     ------
     EvalDataError
         Naming the rule and the offending values.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> bad = xr.Dataset({"score": (("agent", "task", "run"), np.full((1, 1, 1), 2.0))},
+    ...                  coords={"agent": ["a"], "task": ["t"], "run": [0]})
+    >>> check_eval_dataset(bad)
+    Traceback (most recent call last):
+    ...
+    hierbench.data._schema.EvalDataError: `data.score` must lie in [0, 1]; 1 values do not, e.g. (agent, task, run, score) [('a', 't', 0, 2.0)]
     """
     if not isinstance(ds, xr.Dataset):
         raise EvalDataError(
