@@ -41,7 +41,8 @@ def test_bca_matches_scipy_on_per_task_means():
 
 
 def test_percentile_equals_direct_resampling_with_same_weights():
-    ds, _ = simulate_eval(n_agents=3, n_tasks=25, n_runs=3, rng=5)
+    # 6 agents: the weights path (up to 4 statistics are computed by indexing the drawn tasks)
+    ds, _ = simulate_eval(n_agents=6, n_tasks=25, n_runs=3, rng=5)
     B = 500
     res = bootstrap_ci(ds, n_resamples=B, rng=7)
     w = task_weights(25, B, 7)  # the same draws, recomputed by hand

@@ -260,7 +260,8 @@ def _weighted_task_mean(v: np.ndarray, w: np.ndarray) -> np.ndarray:
     if w.ndim == 2:
         if v.shape[0] == 1:
             num = w @ v0[0].T
-            den = w @ pres[0].T
+            # every task available to every row: the denominator is the row sum of the weights
+            den = np.broadcast_to(w.sum(1)[:, None], num.shape) if present.all() else w @ pres[0].T
         else:
             num = np.einsum("bt,but->bu", w, v0)
             den = np.einsum("bt,but->bu", w, pres)
@@ -555,11 +556,26 @@ def bootstrap_ci(
     per = T * (U if (not paired or scheme != "tasks") else 1) * (
         cells.packed.shape[-1] if (cells.packed is not None and scheme != "tasks") else 1
     )
+    gather = builtin and scheme == "tasks" and paired and codes is None and U <= 4
+    if gather:
+        all_present = bool(np.isfinite(v_obs).all())
+        v0_obs = np.where(np.isfinite(v_obs[0]), v_obs[0], 0.0)
+        pres_obs = np.isfinite(v_obs[0]).astype(float)
+        per = T * U
     chunk = int(max(1, min(n_resamples, _CHUNK_ELEMS // max(per, 1))))
     dist = np.empty((n_resamples, n_out))
     done = 0
     while done < n_resamples:
         b = min(chunk, n_resamples - done)
+        if gather:
+            # few statistics, no clusters: index the drawn tasks instead of forming weights
+            idx = gen.integers(0, T, size=(b, T), dtype=np.int32)
+            num = v0_obs[:, idx].sum(-1)  # (U, b)
+            den = T if all_present else pres_obs[:, idx].sum(-1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                dist[done : done + b] = np.where(den > 0, num / den, np.nan).T
+            done += b
+            continue
         if scheme == "runs":
             w = np.ones((b, T)) if paired else np.ones((b, U, T))
             v = _apply_pairs(copies_mean(np.ones((b, A, T), dtype=bool), np.ones((b, A, T))), pairs_idx)

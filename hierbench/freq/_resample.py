@@ -49,19 +49,26 @@ def task_weights(
     if n_resamples < 1:
         raise ValueError(f"`n_resamples` must be >= 1; got {n_resamples}")
     if clusters is None:
-        idx = gen.integers(0, n_tasks, size=(n_resamples, n_tasks))
+        idx = gen.integers(0, n_tasks, size=(n_resamples, n_tasks), dtype=_index_dtype(n_tasks))
         return _row_counts(idx, n_tasks)
     codes = np.asarray(clusters)
     if codes.shape != (n_tasks,):
         raise ValueError(f"`clusters` must have shape ({n_tasks},); got {codes.shape}")
     uniq, inv = np.unique(codes, return_inverse=True)
     n_c = len(uniq)
-    cidx = gen.integers(0, n_c, size=(n_resamples, n_c))
+    cidx = gen.integers(0, n_c, size=(n_resamples, n_c), dtype=_index_dtype(n_c))
     return _row_counts(cidx, n_c)[:, inv]
+
+
+def _index_dtype(n: int) -> type:
+    """int32 indices when they fit: drawing them is ~3x faster than int64."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def _row_counts(idx: np.ndarray, n: int) -> np.ndarray:
     """``out[b, j]`` = number of times ``j`` occurs in ``idx[b]`` (bincount, much faster than add.at)."""
     n_rows = idx.shape[0]
-    flat = (idx + (np.arange(n_rows, dtype=np.int64) * n)[:, None]).ravel()
+    # int32 offsets when the flat index fits: half the memory traffic of int64
+    dt = np.int32 if n_rows * n < 2**31 - 1 else np.int64
+    flat = (idx.astype(dt, copy=False) + (np.arange(n_rows, dtype=dt) * n)[:, None]).ravel()
     return np.bincount(flat, minlength=n_rows * n).reshape(n_rows, n).astype(np.int64, copy=False)
