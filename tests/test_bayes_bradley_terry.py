@@ -184,6 +184,25 @@ def test_llmfao_fits_without_divergences_and_ranks_like_evalica(llmfao_fit, shar
     assert math.isclose(ELO_PER_LOGIT, 400 / math.log(10))
 
 
+def test_llmfao_rankings_from_hierbench_metrics(llmfao_fit):
+    from hierbench.metrics import prob_superiority, rank_probabilities
+
+    _, dt = llmfao_fit
+    ab = dt["posterior"]["ability"]
+    ps = prob_superiority(dt)
+    assert ps.attrs["scale"] == "logit"
+    # direct count on the draws for the top two by posterior mean
+    top2 = ab.mean(("chain", "draw")).to_pandas().nlargest(2).index
+    direct = float((ab.sel(agent=top2[0]) > ab.sel(agent=top2[1])).mean())
+    assert ps.sel(agent=top2[0], opponent=top2[1]).item() == pytest.approx(direct)
+    rp = rank_probabilities(dt)
+    np.testing.assert_allclose(rp.sum("rank"), 1.0, atol=1e-9)
+    np.testing.assert_allclose(rp.sum("agent"), 1.0, atol=1e-9)
+    expected_rank = (rp * rp["rank"]).sum("rank").to_pandas()
+    mean = ab.mean(("chain", "draw")).to_pandas()
+    assert spearmanr(-expected_rank, mean.reindex(expected_rank.index)).statistic > 0.99
+
+
 def test_llmfao_regression_against_zoo_reference(llmfao_fit):
     _, dt = llmfao_fit
     ref = json.loads((ZOO / "reference.json").read_text())
