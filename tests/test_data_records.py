@@ -128,6 +128,14 @@ def test_inconsistent_tag_warns_keeps_first_and_counts(frame):
     assert json.loads(ds.attrs["inconsistent_attributes"]) == {"task tag": 1}
 
 
+def test_inconsistent_agent_coord_warns_keeps_first_and_counts(frame):
+    df = frame.assign(scaffold=["react", "react", "react", "plain", "cot", "cot"])
+    with pytest.warns(InconsistentAttributeWarning, match=r"agent attribute 'scaffold' differs between runs of 1 agents \['a'\]"):
+        ds = from_records(df, agent_coords=["scaffold"])
+    assert list(ds.scaffold.values) == ["react", "cot"]
+    assert json.loads(ds.attrs["inconsistent_attributes"]) == {"agent scaffold": 1}
+
+
 def test_single_agent_log_and_annotations(frame):
     df = frame[frame.agent == "a"].assign(hit_limit=[1, 0, 0, 1])
     ds = from_records(df, agent=None, agent_name="gpt", annotations=["hit_limit"])
