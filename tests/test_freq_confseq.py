@@ -5,9 +5,11 @@ import math
 import numpy as np
 import pytest
 import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
-from hierbench.freq import confidence_sequence
+from hierbench.freq import EmptyConfidenceSequenceWarning, confidence_sequence
 from hierbench.freq._confseq import _in_cs
 
 ALPHA = 0.05
@@ -151,3 +153,31 @@ def test_bad_input_messages():
         confidence_sequence(
             x.assign_coords(task=list("vwxyz")), x.assign_coords(task=list("abcde"))
         )
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    x=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=80),
+    combine=st.sampled_from(["max", "sum"]),
+)
+def test_bounds_are_ordered_and_mirror_under_one_minus_x(x, combine):
+    # theta = 1/2: the sequence for 1 - x is the mirror image of the one for x
+    # (breaks = 64 keeps the grid exact in binary, so the mirror grid is the same grid)
+    da = xr.DataArray(np.array(x), dims="task")
+    b = confidence_sequence(da, breaks=64, combine=combine).bounds.values
+    m = confidence_sequence(1 - da, breaks=64, combine=combine).bounds.values
+    assert (0 <= b[:, 0]).all() and (b[:, 0] <= b[:, 1]).all() and (b[:, 1] <= 1).all()
+    np.testing.assert_allclose(m[:, 0], 1 - b[:, 1], atol=1e-12)
+    np.testing.assert_allclose(m[:, 1], 1 - b[:, 0], atol=1e-12)
+
+
+def test_empty_running_intersection_is_nan_with_warning():
+    # a mean that jumps from 0 to 1: no constant mean fits, the intersection empties
+    x = xr.DataArray(np.r_[np.zeros(200), np.ones(200)], dims="task")
+    with pytest.warns(EmptyConfidenceSequenceWarning, match=r"running intersection is empty"):
+        cs = confidence_sequence(x)
+    b = cs.bounds.values
+    assert np.isnan(b[-1]).all() and np.isfinite(b[:150]).all()
+    # without the intersection every set is an interval
+    raw = confidence_sequence(x, running_intersection=False).bounds.values
+    assert (raw[:, 0] <= raw[:, 1]).all()

@@ -5,6 +5,8 @@ import math
 import numpy as np
 import pytest
 import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from hierbench.freq import (
@@ -171,3 +173,21 @@ def test_bad_input_messages():
     )
     with pytest.raises(ValueError, match=r"`components` must come from design='nested'"):
         paired_power(0.1, 10, components=crossed)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    effect=st.floats(0.005, 0.5),
+    T=st.integers(2, 2000),
+    R=st.integers(1, 10),
+    s_mt=st.floats(0.0, 0.2),
+    s_e=st.floats(0.01, 0.3),
+)
+def test_power_is_monotone_and_bounded(effect, T, R, s_mt, s_e):
+    kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
+    p = float(paired_power(effect, T, n_runs=R, **kw))
+    assert 0.05 - 1e-9 <= p <= 1.0
+    assert float(paired_power(effect, T + 10, n_runs=R, **kw)) >= p - 1e-9
+    assert float(paired_power(effect * 1.5, T, n_runs=R, **kw)) >= p - 1e-9
+    assert float(paired_power(effect, T, n_runs=R + 1, **kw)) >= p - 1e-9
+    assert float(paired_power(-effect, T, n_runs=R, **kw)) == pytest.approx(p)

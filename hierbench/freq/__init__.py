@@ -7,7 +7,11 @@ from ._bootstrap import (
     UndefinedResampleWarning,
     bootstrap_ci,
 )
-from ._confseq import ConfidenceSequenceResult, confidence_sequence
+from ._confseq import (
+    ConfidenceSequenceResult,
+    EmptyConfidenceSequenceWarning,
+    confidence_sequence,
+)
 from ._gtheory import (
     ConfoundedComponentWarning,
     NegativeVarianceComponentWarning,
@@ -56,6 +60,7 @@ __all__: list[str] = [
     "ConfidenceSequenceResult",
     "ConfoundedComponentWarning",
     "DegenerateBootstrapWarning",
+    "EmptyConfidenceSequenceWarning",
     "EmptySampleWarning",
     "InsufficientRunsWarning",
     "IntervalResult",

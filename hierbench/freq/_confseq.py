@@ -23,13 +23,19 @@ The set is computed on a grid of candidate means, all at once.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import xarray as xr
 
-__all__ = ["ConfidenceSequenceResult", "confidence_sequence"]
+__all__ = ["ConfidenceSequenceResult", "EmptyConfidenceSequenceWarning", "confidence_sequence"]
+
+
+class EmptyConfidenceSequenceWarning(UserWarning):
+    """The running intersection became empty: no constant mean fits the stream."""
+
 
 _CHUNK_ELEMENTS = 8_000_000
 
@@ -244,6 +250,16 @@ def confidence_sequence(
     if running_intersection:
         b[..., 0] = np.maximum.accumulate(b[..., 0], axis=1)
         b[..., 1] = np.minimum.accumulate(b[..., 1], axis=1)
+        empty = b[..., 0] > b[..., 1]
+        if empty.any():
+            warnings.warn(
+                f"the running intersection is empty at {int(empty.sum())} (stream, task) "
+                "positions: no constant mean is compatible with the stream (a drifting mean, or "
+                "a miss of probability <= 1 - prob); those bounds are NaN",
+                EmptyConfidenceSequenceWarning,
+                stacklevel=2,
+            )
+            b[empty] = np.nan
     if y is not None:
         b = 2 * b - 1
     b = b.reshape(*z.shape, 2)
