@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from hierbench.data import load_swebench_bash_only
-from hierbench.freq import UndefinedScoreWarning, rank_uncertainty
+from hierbench.freq import UndefinedScoreWarning, rank_uncertainty, task_weights
 from hierbench.testing import simulate_eval
 
 
@@ -62,8 +62,6 @@ def test_ties_are_broken_uniformly_at_random():
 def test_shared_resample_matches_direct_computation():
     ds, _ = simulate_eval(n_agents=3, n_tasks=40, n_runs=3, p_missing_task=0.1, rng=4)
     r = rank_uncertainty(ds, n_resamples=300, rng=np.random.default_rng(5))
-    from hierbench.freq import task_weights
-
     w = task_weights(40, 300, np.random.default_rng(5)).astype(float)  # same first draws
     m = ds.score.mean("run").values
     ok = np.isfinite(m)
