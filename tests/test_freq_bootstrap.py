@@ -194,3 +194,10 @@ def test_errors_are_named():
         bootstrap_ci(dc, "pass_at_k", k=1)
     with pytest.raises(ValueError, match=r"`dim` must be a dimension of the scores"):
         bootstrap_ci(ds, dim="epoch")
+    with pytest.raises(ValueError, match=r"`k` is only used with statistic='pass_hat_k' or 'pass_at_k'; got k=3"):
+        bootstrap_ci(ds, k=3)
+    with pytest.raises(ValueError, match=r"`pairs` needs paired=True"):
+        bootstrap_ci(ds, pairs="all", paired=False)
+    counts = xr.Dataset({"n_runs": ("task", [2, 2]), "n_success": ("task", [0.5, 1.5])})
+    with pytest.raises(ValueError, match=r"scheme='runs' resamples runs, which needs the runs themselves"):
+        bootstrap_ci(counts, scheme="runs")

@@ -446,8 +446,15 @@ def bootstrap_ci(
     if builtin and statistic != "mean":
         if k is None or int(k) != k or k < 1:
             raise ValueError(f"`k` must be a positive integer for statistic={statistic!r}; got k={k!r}")
+    if builtin and statistic == "mean" and k is not None:
+        raise ValueError(f"`k` is only used with statistic='pass_hat_k' or 'pass_at_k'; got k={k!r} with 'mean'")
     gen = as_rng(rng)
     cells, agent_coord, task_coord, src = _cells_from(data, dim, task_dim, agent_dim)
+    if scheme != "tasks" and not cells.binary and cells.packed is None:
+        raise ValueError(
+            f"scheme={scheme!r} resamples runs, which needs the runs themselves: pass the eval dataset, "
+            "not counts with partial-credit (non-integer) sums"
+        )
     A, T = cells.n.shape
     if builtin and statistic != "mean" and not cells.binary:
         raise ValueError(f"statistic={statistic!r} needs binary scores (0 or 1); the data have partial credit")
