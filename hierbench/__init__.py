@@ -9,11 +9,11 @@ explicitly.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import data, testing
+from . import compare, data, design, freq, metrics, testing
 
 try:
     __version__ = version("hierbench")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__", "data", "testing"]
+__all__ = ["__version__", "compare", "data", "design", "freq", "metrics", "testing"]

@@ -9,7 +9,7 @@ from conftest import ROOT
 
 def test_import_does_not_pull_pymc_or_matplotlib():
     code = (
-        "import sys, hierbench, hierbench.data, hierbench.freq, hierbench.testing;"
+        "import sys, hierbench, hierbench.data, hierbench.freq, hierbench.metrics, hierbench.design, hierbench.compare, hierbench.testing;"
         "bad = [m for m in ('pymc', 'pytensor', 'matplotlib', 'arviz_plots') if m in sys.modules];"
         "print(','.join(bad))"
     )
