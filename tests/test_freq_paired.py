@@ -1,6 +1,7 @@
 """Paired comparisons: enumeration, scipy, the seed-003 worked example, type-I error by simulation."""
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -37,8 +38,6 @@ def test_exact_sign_flip_equals_brute_force_enumeration(d):
     a = xr.DataArray(np.clip(d, 0, 1), dims="task")
     b = xr.DataArray(np.clip(-d, 0, 1), dims="task")
     diff = (a - b).values
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedTestWarning)
         res = paired_test(a, b, n_resamples=10, rng=0)
