@@ -295,7 +295,9 @@ def test_bad_shapes():
         variance_components(np.ones((3, 4, 2)))
     with pytest.raises(ValueError, match=r"`n_tasks` must be positive integers; got \[0.0\]"):
         variance_components(
-            xr.DataArray(np.random.default_rng(0).normal(size=(3, 4, 2)), dims=("agent", "task", "run"))
+            xr.DataArray(
+                np.random.default_rng(0).normal(size=(3, 4, 2)), dims=("agent", "task", "run")
+            )
         ).d_study(n_tasks=0)
 
 
