@@ -161,3 +161,15 @@ def test_metr_continuous_score_as_recorded(metr):
         s.micro_mean_score.values, expected.reindex(s.agent.values).to_numpy(), rtol=1e-12
     )
     assert describe(ds)["score_kind"] == "continuous"
+
+
+def test_shared_data_dir_resolution(shared_data, tmp_path, monkeypatch):
+    from hierbench.data import shared_data_dir
+
+    monkeypatch.chdir(tmp_path)  # ../shared/data from here does not exist
+    monkeypatch.delenv("HIERBENCH_SHARED_DATA", raising=False)
+    found = shared_data_dir()
+    assert (found / "PROVENANCE.md").is_file()
+    monkeypatch.setenv("HIERBENCH_SHARED_DATA", str(tmp_path / "nope"))
+    with pytest.raises(FileNotFoundError, match=r"shared data folder not found .*nope.*HIERBENCH_SHARED_DATA"):
+        shared_data_dir()

@@ -28,14 +28,26 @@ ENV_VAR = "HIERBENCH_SHARED_DATA"
 
 
 def shared_data_dir(root: str | os.PathLike | None = None) -> Path:
-    """The folder holding the shared real data (``$HIERBENCH_SHARED_DATA`` or ``../shared/data``)."""
-    path = Path(root if root is not None else os.environ.get(ENV_VAR, "../shared/data"))
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"shared data folder {str(path)!r} not found: set ${ENV_VAR} to the folder that "
-            "holds tau_bench/, metr/, swebench_bash_only/ (see its PROVENANCE.md)"
-        )
-    return path
+    """The folder holding the shared real data.
+
+    In order: ``root`` if given; else ``$HIERBENCH_SHARED_DATA``; else
+    ``../shared/data`` relative to the current directory, then relative to a
+    source checkout of hierbench (so notebooks and scripts run from any
+    folder of the checkout find it).
+    """
+    if root is not None:
+        candidates = [Path(root)]
+    elif os.environ.get(ENV_VAR):
+        candidates = [Path(os.environ[ENV_VAR])]
+    else:
+        candidates = [Path("../shared/data"), Path(__file__).resolve().parents[3] / "shared" / "data"]
+    for path in candidates:
+        if path.is_dir():
+            return path
+    raise FileNotFoundError(
+        f"shared data folder not found (looked in {[str(c) for c in candidates]}): set ${ENV_VAR} "
+        "to the folder that holds tau_bench/, metr/, swebench_bash_only/ (see its PROVENANCE.md)"
+    )
 
 
 def load_tau_bench_airline(root: str | os.PathLike | None = None) -> xr.Dataset:
