@@ -8,6 +8,7 @@ from scipy import optimize, stats
 
 from hierbench.data import to_counts
 from hierbench.freq._betabinom import beta_binomial_mle, beta_binomial_profile_ci
+from hierbench.freq._intervals import EmptySampleWarning
 from hierbench.testing import simulate_eval
 
 
@@ -89,6 +90,18 @@ def test_eval_dataset_per_agent_and_ragged():
         assert float(res.mu.sel(agent=a)) == pytest.approx(float(one.mu), rel=1e-9)
         assert int(res.n_tasks_not_run.sel(agent=a)) == int((~keep).sum())
     xr.testing.assert_allclose(beta_binomial_mle(c).mu, res.mu)
+
+
+def test_agent_without_runs_is_nan_with_warning():
+    c = xr.Dataset({"n_runs": (("agent", "task"), [[4, 4, 4], [0, 0, 0]]),
+                    "n_success": (("agent", "task"), [[1, 3, 4], [0, 0, 0]])})
+    with pytest.warns(EmptySampleWarning, match="1 rows .* have no task with a run"):
+        res = beta_binomial_profile_ci(c)
+    assert np.isnan(res.mu.values[1]) and np.isnan(res.ci.values[1]).all()
+    assert res.n_tasks.values.tolist() == [3, 0] and res.n_tasks_not_run.values.tolist() == [0, 3]
+    alone = beta_binomial_profile_ci([1, 3, 4], [4, 4, 4])  # fitting jointly changes nothing
+    assert float(res.mu[0]) == pytest.approx(float(alone.mu), rel=1e-9)
+    np.testing.assert_allclose(res.ci.values[0], alone.ci.values, atol=1e-9)
 
 
 def test_errors_are_named():

@@ -23,6 +23,8 @@ import xarray as xr
 from scipy import optimize, stats
 from scipy.special import expit, gammaln, logit
 
+from ._intervals import EmptySampleWarning
+
 __all__ = ["BetaBinomialResult", "beta_binomial_mle", "beta_binomial_profile_ci"]
 
 _LOGK = (-7.0, 16.0)  # search range of log kappa; kappa beyond e^16 is treated as binomial
@@ -214,16 +216,32 @@ def _counts(data, n, dim: str, task_dim: str) -> tuple[xr.DataArray, xr.DataArra
     return c_da, n_da
 
 
-def _fit_one(c: np.ndarray, n: np.ndarray, prob: float | None):
-    keep = n > 0
-    c, n = c[keep].astype(np.int64), n[keep].astype(np.int64)
-    if len(n) == 0:
-        return (np.nan,) * 5 + ((np.nan, np.nan),)
-    pairs, m = np.unique(np.stack([n, c], 1), axis=0, return_counts=True)
+def _fit_rows(cv: np.ndarray, nv: np.ndarray, prob: float | None) -> list[tuple]:
+    """Fit every row (agent) at once: one vectorised kernel call over the union of (n, c) pairs."""
+    keep = nv > 0
+    pn_all = nv[keep].astype(np.int64)
+    pc_all = cv[keep].astype(np.int64)
+    if len(pn_all) == 0:
+        return [(np.nan,) * 3 + (0.0, float(nv.shape[1]), (np.nan, np.nan))] * nv.shape[0]
+    pairs, inv = np.unique(np.stack([pn_all, pc_all], 1), axis=0, return_inverse=True)
     pn, pc = pairs[:, 0], pairs[:, 1]
-    mm = m[None, :].astype(float)
-    mu0, lk0, _, lo, hi = _profile_ci_kernel(pn, pc, mm, prob)
-    mu_hat, lk_hat = float(mu0[0]), float(lk0[0])
+    row_of = np.nonzero(keep)[0]
+    mm = np.zeros((nv.shape[0], len(pairs)))
+    np.add.at(mm, (row_of, inv.ravel()), 1.0)
+    rows_ok = keep.any(1)
+    mu0, lk0, _, lo, hi = _profile_ci_kernel(pn, pc, np.where(rows_ok[:, None], mm, 1.0), prob)
+    out = []
+    for i in range(nv.shape[0]):
+        if not rows_ok[i]:
+            out.append((np.nan,) * 3 + (0.0, float(nv.shape[1]), (np.nan, np.nan)))
+            continue
+        out.append(_finish_row(cv[i][keep[i]], nv[i][keep[i]], pn, pc, mm[i : i + 1], float(mu0[i]),
+                               float(lk0[i]), (float(lo[i]), float(hi[i])), int((~keep[i]).sum())))
+    return out
+
+
+def _finish_row(c, n, pn, pc, mm, mu_hat, lk_hat, lims, n_not_run):
+    """Polish one row's optimum and handle the boundaries."""
     # polish the interior optimum (the vectorised search is good to ~1e-7)
     if 1e-8 < mu_hat < 1 - 1e-8 and np.isfinite(lk_hat) and _LOGK[0] + 1e-3 < lk_hat < _LOGK[1] - 1e-3:
         def nll(th):
@@ -242,9 +260,9 @@ def _fit_one(c: np.ndarray, n: np.ndarray, prob: float | None):
         ll = float(_loglik(np.array([mu_hat]), np.array([lk_hat]), pn, pc, mm)[0])
     else:
         ll = float(_loglik_binom(np.array([mu_hat]), pn, pc, mm)[0])
-    const = float((m * (gammaln(pn + 1) - gammaln(pc + 1) - gammaln(pn - pc + 1))).sum())
+    const = float((mm[0] * (gammaln(pn + 1) - gammaln(pc + 1) - gammaln(pn - pc + 1))).sum())
     kappa = float(np.exp(lk_hat)) if np.isfinite(lk_hat) else (np.nan if np.isnan(lk_hat) else np.inf)
-    return mu_hat, kappa, ll + const, float(len(n)), float((~keep).sum()), (float(lo[0]), float(hi[0]))
+    return mu_hat, kappa, ll + const, float(len(n)), float(n_not_run), lims
 
 
 def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
@@ -257,12 +275,19 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
     shape = c_da.shape[:-1]
     cv = c_da.values.reshape(-1, c_da.shape[-1])
     nv = n_da.values.reshape(-1, n_da.shape[-1])
-    rows = [_fit_one(cv[i], nv[i], prob) for i in range(cv.shape[0])]
+    rows = _fit_rows(cv, nv, prob)
     coords = {d: c_da.coords[d] for d in lead if d in c_da.coords}
 
     def da(vals, name):
         return xr.DataArray(np.asarray(vals, float).reshape(shape), dims=lead, coords=coords, name=name)
 
+    empty = [i for i, r in enumerate(rows) if r[3] == 0]
+    if empty:
+        warnings.warn(
+            f"beta-binomial: {len(empty)} rows (e.g. agents) have no task with a run; their fit is NaN.",
+            EmptySampleWarning,
+            stacklevel=3,
+        )
     mu = da([r[0] for r in rows], "mu")
     kappa = da([r[1] for r in rows], "kappa")
     if np.isinf(kappa.values).any():
