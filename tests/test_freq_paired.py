@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import expit
 
-from hierbench.freq import UndefinedTestWarning, compare_agents, holm, paired_test
+from hierbench.freq import (
+    UndefinedTestWarning,
+    bootstrap_ci,
+    compare_agents,
+    holm,
+    paired_test,
+)
 from hierbench.testing import simulate_eval
 
 
@@ -201,3 +207,15 @@ def test_bad_input_messages():
         compare_agents(ds, test="wilcoxon")
     with pytest.raises(ValueError, match=r"compare_agents needs >= 2 agents; got 1"):
         compare_agents(ds.isel(agent=[0]))
+
+
+def test_bca_interval_passes_through_to_bootstrap_ci():
+    # 12 tasks: the sign-flip test is exact (no random draws), so with the same seed the
+    # bootstrap inside paired_test sees exactly the draws bootstrap_ci sees
+    ds, _ = simulate_eval(n_agents=2, n_tasks=12, n_runs=3, rng=1)
+    a, b = ds.score.sel(agent="agent_00"), ds.score.sel(agent="agent_01")
+    res = paired_test(a, b, method="bca", n_resamples=999, rng=7)
+    assert res.counts["exact"]
+    ref = bootstrap_ci(ds, pairs=[("agent_00", "agent_01")], method="bca", n_resamples=999, rng=7)
+    np.testing.assert_allclose(res.ci.values, ref.ci.values[0])
+    assert res.ci.attrs["ci_kind"] == ref.ci.attrs["ci_kind"]

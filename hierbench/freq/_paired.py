@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import xarray as xr
@@ -264,6 +265,7 @@ def paired_test(
     prob: float = 0.95,
     n_resamples: int = 9999,
     n_permutations: int = 9999,
+    method: Literal["percentile", "bca"] = "percentile",
     rng: None | int | np.random.Generator = None,
 ) -> PairedTestResult:
     """Compare two agents on the same tasks, the task (or cluster) as the unit.
@@ -287,6 +289,9 @@ def paired_test(
     n_permutations : int
         Random sign flips when there are more than 14 non-zero units (the
         test is exact, by enumeration, up to 14).
+    method : {"percentile", "bca"}
+        Bootstrap interval (passed to :func:`bootstrap_ci`); the bootstrap
+        p-value always inverts the percentile interval.
     rng : None, int or numpy.random.Generator
 
     Returns
@@ -353,6 +358,7 @@ def paired_test(
         pairs=[("a", "b")],
         n_resamples=int(n_resamples),
         prob=prob,
+        method=method,
         cluster=cluster,
         dim=run_dim,
         task_dim=dim,
@@ -399,6 +405,7 @@ def compare_agents(
     prob: float = 0.95,
     n_resamples: int = 9999,
     n_permutations: int = 9999,
+    method: Literal["percentile", "bca"] = "percentile",
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
     """Every pair of agents compared on shared tasks, with Holm and BH adjustment.
@@ -411,7 +418,7 @@ def compare_agents(
         The test whose p-values are adjusted into ``p_holm`` and ``p_bh``.
     dim, run_dim, agent_dim : str
         Task, run and agent dims.
-    cluster, prob, n_resamples, n_permutations, rng
+    cluster, prob, n_resamples, n_permutations, method, rng
         As in :func:`paired_test`. One task (cluster) resample is shared by
         every pair.
 
@@ -455,6 +462,7 @@ def compare_agents(
         pairs=[(agents[i], agents[j]) for i, j in pairs],
         n_resamples=int(n_resamples),
         prob=prob,
+        method=method,
         cluster=cluster,
         dim=run_dim,
         task_dim=dim,
