@@ -219,3 +219,35 @@ def test_bca_interval_passes_through_to_bootstrap_ci():
     ref = bootstrap_ci(ds, pairs=[("agent_00", "agent_01")], method="bca", n_resamples=999, rng=7)
     np.testing.assert_allclose(res.ci.values, ref.ci.values[0])
     assert res.ci.attrs["ci_kind"] == ref.ci.attrs["ci_kind"]
+
+
+def test_type_one_error_with_clustered_tasks():
+    # H0 again, now with agent x cluster interaction (10 repos of 6 tasks): the cluster is the
+    # unit. Cluster-level sign flips (exact: 10 units) and the cluster-robust t hold alpha;
+    # the same tests at the task level (cluster=None) do not.
+    n_rep, G, per, R, alpha = 300, 10, 6, 3, 0.05
+    T = G * per
+    cl = np.repeat([f"repo{g}" for g in range(G)], per)
+    rng = np.random.default_rng(77)
+    eta = (
+        rng.normal(0, 1.0, (n_rep, 1, T, 1))
+        + np.repeat(rng.normal(0, 1.0, (n_rep, 2, G, 1)), per, axis=2)
+        + rng.normal(0, 0.3, (n_rep, 2, T, 1))
+    )
+    y = (rng.random((n_rep, 2, T, R)) < expit(eta)).astype(float)
+    rej = {"perm_cluster": 0, "t_cluster": 0, "perm_task": 0, "t_task": 0}
+    for i in range(n_rep):
+        a = xr.DataArray(y[i, 0], dims=("task", "run"), coords={"cluster": ("task", cl)})
+        b = xr.DataArray(y[i, 1], dims=("task", "run"), coords={"cluster": ("task", cl)})
+        rc = paired_test(a, b, n_resamples=9, rng=i)
+        rt = paired_test(a, b, cluster=None, n_resamples=9, n_permutations=199, rng=i)
+        rej["perm_cluster"] += float(rc.p_permutation) <= alpha
+        rej["t_cluster"] += float(rc.p_t) <= alpha
+        rej["perm_task"] += float(rt.p_permutation) <= alpha
+        rej["t_task"] += float(rt.p_t) <= alpha
+    rate = {k: v / n_rep for k, v in rej.items()}
+    tol = 3 * np.sqrt(alpha * (1 - alpha) / n_rep)  # Monte Carlo tolerance: 3 SE = 0.038
+    assert rate["perm_cluster"] <= alpha + tol, rate
+    assert rate["t_cluster"] <= alpha + tol, rate
+    assert rate["perm_task"] > alpha + tol, rate
+    assert rate["t_task"] > alpha + tol, rate

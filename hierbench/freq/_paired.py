@@ -76,17 +76,28 @@ def _mcnemar(ma: np.ndarray, mb: np.ndarray) -> tuple[float, int, int, int]:
     return float(stats.binomtest(n10, n10 + n01, 0.5).pvalue), n10, n01, int(tie.sum())
 
 
-def _task_stats(d: np.ndarray) -> dict[str, float]:
+def _task_stats(d: np.ndarray, codes: np.ndarray | None = None) -> dict[str, float]:
+    """Mean, SE, t-test p, d_z and P(superiority) of per-task differences.
+
+    With cluster ``codes`` the SE is cluster-robust (residuals summed within
+    clusters, small-sample factor G / (G - 1)) and the t-test has G - 1 df.
+    """
     T = d.size
     mean = float(d.mean())
     sd = float(d.std(ddof=1)) if T > 1 else np.nan
-    se = sd / np.sqrt(T) if T > 1 else np.nan
-    if T > 1 and sd > 0:
-        t = mean / se
-        p_t = float(2 * stats.t.sf(abs(t), T - 1))
-        dz = mean / sd
+    if codes is None:
+        se = sd / np.sqrt(T) if T > 1 else np.nan
+        df = T - 1
     else:
-        p_t, dz = np.nan, np.nan
+        G = int(np.unique(codes).size)
+        r = np.bincount(codes, weights=d - mean)
+        se = float(np.sqrt(G / (G - 1) * np.sum(r**2)) / T) if G > 1 else np.nan
+        df = G - 1
+    if df >= 1 and np.isfinite(se) and se > 0:
+        p_t = float(2 * stats.t.sf(abs(mean / se), df))
+    else:
+        p_t = np.nan
+    dz = mean / sd if T > 1 and sd > 0 else np.nan
     ps = float(np.mean(d > 0) + 0.5 * np.mean(d == 0))
     return {"mean_diff": mean, "se": se, "p_t": p_t, "cohens_dz": dz, "prob_superiority": ps}
 
@@ -187,7 +198,7 @@ class PairedTestResult:
     mean_diff : xarray.DataArray
         Mean over tasks of ``d_t`` (A minus B).
     se : xarray.DataArray
-        ``sd(d) / sqrt(T)``.
+        ``sd(d) / sqrt(T)``; cluster-robust with clusters.
     ci : xarray.DataArray
         Paired task (cluster) bootstrap percentile interval, dim ``ci_bound``.
     p_permutation, p_permutation_mcse : xarray.DataArray
@@ -195,7 +206,8 @@ class PairedTestResult:
     p_bootstrap : xarray.DataArray
         Two-sided bootstrap p-value (inverting the percentile interval).
     p_t : xarray.DataArray
-        Paired t-test on the per-task differences (T - 1 df).
+        Paired t-test on the per-task differences (T - 1 df); with clusters,
+        the cluster-robust t with G - 1 df (G clusters).
     p_mcnemar : xarray.DataArray
         Exact McNemar on per-task majority outcomes.
     prob_superiority, cohens_dz : xarray.DataArray
@@ -281,7 +293,8 @@ def paired_test(
     cluster : str, None or "auto"
         Task coord of clusters (repository, task family). ``"auto"`` uses a
         ``cluster`` coord when present. With clusters, the sign flips act on
-        cluster sums of differences and the bootstrap draws whole clusters.
+        cluster sums of differences, the bootstrap draws whole clusters and
+        the t-test uses a cluster-robust SE with G - 1 df.
     prob : float
         Probability of the bootstrap interval.
     n_resamples : int
@@ -343,7 +356,7 @@ def paired_test(
         )
     d = va[both] - vb[both]
     units = d if codes is None else np.bincount(codes[both], weights=d)
-    out = _task_stats(d)
+    out = _task_stats(d, None if codes is None else codes[both])
     out["p_mcnemar"], n10, n01, n_tie = _mcnemar(va[both], vb[both])
     p_perm, mcse, exact, n_nz = _sign_flip(units, gen, int(n_permutations))
     _warn_undefined(out, "paired_test")
@@ -501,7 +514,7 @@ def compare_agents(
             continue
         d = means[i, both] - means[j, both]
         units = d if codes is None else np.bincount(codes[both], weights=d)
-        st = _task_stats(d)
+        st = _task_stats(d, None if codes is None else codes[both])
         st["p_mcnemar"] = _mcnemar(means[i, both], means[j, both])[0]
         st["p_permutation"] = _sign_flip(units, gen, int(n_permutations))[0]
         st["p_bootstrap"] = _bootstrap_p(boot.distribution.values[:, k])
