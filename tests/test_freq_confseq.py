@@ -147,6 +147,8 @@ def test_bad_input_messages():
         ValueError, match=r"`dim` must be a dimension of `x` \('task',\); got 'item'"
     ):
         confidence_sequence(x, dim="item")
+    with pytest.raises(ValueError, match=r"`x` has a 'run' dim: .* average the runs"):
+        confidence_sequence(x.expand_dims(run=[0, 1], axis=1))
     with pytest.raises(TypeError, match=r"`y` must be an xarray.DataArray; got list"):
         confidence_sequence(x, [0.5] * 5)
     with pytest.raises(ValueError, match=r"`x` and `y` must have the same 'task' labels"):

@@ -231,6 +231,11 @@ def confidence_sequence(
             raise TypeError(f"`{name}` must be an xarray.DataArray; got {type(v).__name__}")
         if dim not in v.dims:
             raise ValueError(f"`dim` must be a dimension of `{name}` {v.dims}; got {dim!r}")
+        if "run" in v.dims and dim != "run":
+            raise ValueError(
+                f"`{name}` has a 'run' dim: the sequence is over per-task values, so average "
+                f"the runs of each task first (e.g. `{name}.mean('run')`)"
+            )
         _check_values(v, name, 0.0, 1.0)
     if y is not None:
         try:

@@ -439,6 +439,13 @@ def variance_components(
         ANOVA table, E rho^2, Phi, the variance of a paired difference and a
         ``d_study(n_tasks=..., n_runs=...)`` projection.
 
+    Notes
+    -----
+    For binary scores this is a linear-probability decomposition: exact for
+    the variances of means (and hence for E rho^2, Phi and the paired
+    difference), not a latent (logit) scale decomposition; the Bayesian
+    crossed model gives the latter.
+
     Raises
     ------
     UnbalancedDesignError
