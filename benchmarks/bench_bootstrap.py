@@ -21,16 +21,24 @@ Set ``HIERBENCH_SHARED_DATA`` if the data are not in ``../shared/data``.
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import os
 
-import numpy as np
-from scipy import stats
+# Single-threaded BLAS for both sides: scipy.stats.bootstrap never calls BLAS, and on
+# a shared, loaded machine idle BLAS threads spinning after each product slow the
+# rest of the computation down (measured: 2x). Set before numpy is imported.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from hierbench.data import load_swebench_bash_only
-from hierbench.freq import bootstrap_ci
-from hierbench.testing import simulate_eval
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from hierbench.data import load_swebench_bash_only  # noqa: E402
+from hierbench.freq import bootstrap_ci  # noqa: E402
+from hierbench.testing import simulate_eval  # noqa: E402
 
 B = 10_000
 
