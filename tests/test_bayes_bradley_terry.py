@@ -321,6 +321,21 @@ def test_bad_input_messages():
         build_bradley_terry(df)
 
 
+def test_disconnected_comparison_graph_warns():
+    from hierbench.bayes import DisconnectedComparisonWarning
+
+    df = pd.DataFrame({"left": ["x", "z"], "right": ["y", "w"], "winner": ["left", "tie"]})
+    with pytest.warns(
+        DisconnectedComparisonWarning, match=r"2 disconnected components \(sizes \[2, 2\]\)"
+    ):
+        build_bradley_terry(read_battles(df))
+    # an agent listed but never compared is its own component
+    with pytest.warns(
+        DisconnectedComparisonWarning, match=r"agents outside the largest one \['v'\]"
+    ):
+        build_bradley_terry(read_battles(df.iloc[:1].assign(right="y"), agents=["v", "x", "y"]))
+
+
 def test_elo_anchor_agent():
     df = pd.DataFrame(
         {

@@ -4,7 +4,12 @@ Import explicitly (``import hierbench.bayes``): this subpackage imports PyMC.
 """
 
 from ._beta_binomial import BETA_BINOMIAL_PRIORS, build_beta_binomial, task_posteriors
-from ._bradley_terry import BT_DEFAULT_PRIORS, ELO_PER_LOGIT, build_bradley_terry
+from ._bradley_terry import (
+    BT_DEFAULT_PRIORS,
+    ELO_PER_LOGIT,
+    DisconnectedComparisonWarning,
+    build_bradley_terry,
+)
 from ._crossed import CROSSED_PRIORS, build_crossed, gauss_hermite
 from ._diagnostics import (
     DEFAULT_THRESHOLDS,
@@ -32,6 +37,7 @@ __all__ = [
     "ELO_PER_LOGIT",
     "SAMPLERS",
     "ConvergenceWarning",
+    "DisconnectedComparisonWarning",
     "ModelEntry",
     "PriorError",
     "build_beta_binomial",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,11 +42,18 @@ __all__ = [
     "BT_DEFAULT_PRIORS",
     "CENTERED_MIN_COMPARISONS",
     "ELO_PER_LOGIT",
+    "DisconnectedComparisonWarning",
     "build_bradley_terry",
     "pair_counts_hash",
 ]
 
 ELO_PER_LOGIT = 400.0 / np.log(10.0)
+
+
+class DisconnectedComparisonWarning(UserWarning):
+    """The comparison graph has several components: their relative abilities rest on the prior alone."""
+
+
 CENTERED_MIN_COMPARISONS = 50
 
 BT_DEFAULT_PRIORS: dict[str, dict[str, Any]] = {
@@ -148,6 +156,26 @@ def _as_counts(pairs: xr.Dataset) -> xr.Dataset:
     )
 
 
+def _warn_if_disconnected(ia: np.ndarray, ib: np.ndarray, n: np.ndarray, agents: list[str]) -> None:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    m = len(agents)
+    keep = n > 0
+    graph = coo_matrix((np.ones(keep.sum()), (ia[keep], ib[keep])), shape=(m, m))
+    n_comp, labels = connected_components(graph, directed=False)
+    if n_comp > 1:
+        sizes = np.bincount(labels)
+        small = [agents[i] for i in np.flatnonzero(labels != np.argmax(sizes))]
+        warnings.warn(
+            f"the comparison graph has {n_comp} disconnected components (sizes {sorted(sizes.tolist(), reverse=True)}); "
+            f"agents outside the largest one {small[:10]}{' ...' if len(small) > 10 else ''} are compared with it "
+            "only through the prior",
+            DisconnectedComparisonWarning,
+            stacklevel=3,
+        )
+
+
 def build_bradley_terry(
     pairs: xr.Dataset,
     *,
@@ -195,6 +223,12 @@ def build_bradley_terry(
         Agent whose Elo is ``elo_center``; default the average agent.
     elo_center : float
         Elo of the anchor (default 1000).
+
+    Warns
+    -----
+    DisconnectedComparisonWarning
+        When some agents (including agents never compared) are not linked
+        to the others by any chain of comparisons.
 
     Returns
     -------
@@ -252,6 +286,7 @@ def build_bradley_terry(
     )
     if centered is None:
         centered = bool(per_agent.min() >= CENTERED_MIN_COMPARISONS)
+    _warn_if_disconnected(ia, ib, n, agents)
     used = ["sd_ability" if hierarchical else "ability"]
     used += ["nu"] if ties else []
     used += ["home"] if home_advantage else []
