@@ -125,6 +125,20 @@ def test_pass_hat_k_statistic_and_two_stage_on_ragged():
     assert (res.ci.sel(ci_bound="lower") < res.estimate).all()
 
 
+@pytest.mark.parametrize("kind", ["binary", "continuous"])
+def test_runs_scheme_variance_matches_within_cell_formula(kind):
+    # resampling n runs with replacement: Var(cell mean*) = (biased within-cell variance) / n,
+    # so the SD of the mean over T tasks is sqrt(sum_t s2_t / n_t) / T
+    ds, _ = simulate_eval(n_agents=2, n_tasks=30, n_runs=8, score_kind=kind, sd_run=1.0,
+                          p_missing_run=0.4, rng=12)
+    res = bootstrap_ci(ds, scheme="runs", n_resamples=4000, rng=3)
+    n = ds.score.notnull().sum("run")
+    s2 = ds.score.var("run", ddof=0)
+    expect = np.sqrt((s2 / n).sum("task")) / ds.sizes["task"]
+    # MC relative SD of a bootstrap SD with B = 4000 is ~1.1%
+    np.testing.assert_allclose(res.standard_error.values, expect.values, rtol=0.05)
+
+
 def test_unpaired_resamples_are_independent():
     ds, _ = simulate_eval(n_agents=2, n_tasks=40, n_runs=8, sd_agent_task=0.3, rng=1)
     p = bootstrap_ci(ds, n_resamples=3000, rng=0).distribution.values

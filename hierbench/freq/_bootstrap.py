@@ -231,15 +231,15 @@ def _resample_runs_at(gen: np.random.Generator, cells: _Cells, a_idx: np.ndarray
     packed = cells.packed
     assert packed is not None
     out = np.zeros(n.shape)
-    # in blocks, so the (cells x max runs) temporaries stay small
-    step = max(1, _CHUNK_ELEMS // packed.shape[-1])
-    for i0 in range(0, len(n), step):
-        sl = slice(i0, i0 + step)
-        rows = packed[a_idx[sl], t_idx[sl]]  # (m, R)
-        nn = n[sl][:, None]
-        idx = np.minimum((gen.random(rows.shape) * nn).astype(np.int64), np.maximum(nn - 1, 0).astype(np.int64))
-        draws = np.take_along_axis(rows, idx, axis=-1)
-        out[sl] = np.where(np.arange(rows.shape[-1]) < nn, draws, 0.0).sum(-1)
+    # cells grouped by their number of runs m: exactly m draws each, in blocks
+    for m in np.unique(n[n > 0]).astype(np.int64):
+        pos = np.flatnonzero(n == m)
+        step = max(1, _CHUNK_ELEMS // int(m))
+        for i0 in range(0, len(pos), step):
+            p = pos[i0 : i0 + step]
+            rows = packed[a_idx[p], t_idx[p], :m]  # (cells, m): the cell's runs
+            draws = np.take_along_axis(rows, gen.integers(0, m, size=rows.shape), axis=-1)
+            out[p] = draws.sum(-1)
     return out
 
 
