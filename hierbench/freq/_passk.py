@@ -220,7 +220,6 @@ def _pass(
     mean = per_task.where(defined).sum(task_dim) / n_tasks.where(n_tasks > 0)
     if np.ndim(k) == 0:
         per_task, mean, n_tasks, n_short = (x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short))
-        n_not_run = n_not_run
     attrs = {
         "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
         "small_n": small_n,
