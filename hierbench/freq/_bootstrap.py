@@ -388,6 +388,7 @@ def bootstrap_ci(
         Paired differences ``a - b`` of the statistic, computed per task on
         the tasks both agents ran and then averaged (the paired bootstrap:
         task effects cancel). Adds dim ``pair`` labelled ``"a - b"``.
+        Needs ``paired=True``.
     scheme : {"tasks", "runs", "two-stage"}
         ``"tasks"`` resamples tasks (whole clusters when clustered) with their
         runs: the consistent choice. ``"runs"`` resamples runs within each
@@ -426,6 +427,15 @@ def bootstrap_ci(
     >>> d = bootstrap_ci(ds, pairs=[("agent_00", "agent_01")], method="bca", n_resamples=999, rng=1)
     >>> str(d.estimate.pair.values[0])
     'agent_00 - agent_01'
+
+    A custom statistic, the share of tasks solved at least once:
+
+    >>> import numpy as np
+    >>> def solved_share(values, weights):
+    ...     hit = np.nan_to_num(values) > 0
+    ...     return (weights[:, None, :] * hit).sum(-1) / weights.sum(-1, keepdims=True)
+    >>> bootstrap_ci(ds, solved_share, n_resamples=999, rng=1).ci.sizes["agent"]
+    2
     """
     # ---- validate
     if scheme not in ("tasks", "runs", "two-stage"):
