@@ -61,7 +61,9 @@ def load_any(path: str, args: argparse.Namespace | None = None) -> tuple[xr.Data
                 annotations=opts.get("annotate") or None,
                 errors=opts.get("errors") or "fail",
             )
-    msgs = [f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)]
+    msgs = [
+        f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)
+    ]
     return ds, msgs
 
 
@@ -112,7 +114,9 @@ def _report_text(rep: dict, msgs: Sequence[str]) -> str:
     ]
     ann = ", ".join(f"{k}: {v}" for k, v in rep["annotations"].items()) or "none"
     lines.append(f"annotations: {ann}")
-    extra = [v for v in rep["per_run_variables"] if v not in ("score", "error", *rep["annotations"])]
+    extra = [
+        v for v in rep["per_run_variables"] if v not in ("score", "error", *rep["annotations"])
+    ]
     lines.append(f"per-run variables: {', '.join(extra) or 'none'}")
     if rep["task_coords"]:
         lines.append(f"task coords: {', '.join(rep['task_coords'])}")
@@ -158,7 +162,11 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     df = _summary_frame(ds)
     if args.json:
         agents = [{"agent": a, **row} for a, row in df.to_dict(orient="index").items()]
-        print(json.dumps(_jsonable({"dataset": rep, "agents": agents, "warnings": list(msgs)}), indent=2))
+        print(
+            json.dumps(
+                _jsonable({"dataset": rep, "agents": agents, "warnings": list(msgs)}), indent=2
+            )
+        )
     else:
         print(
             f"{rep['n_agents']} agents x {rep['n_tasks']} tasks, {rep['n_runs_total']} runs "
@@ -206,7 +214,8 @@ def _demo_truth(ctx: DemoContext) -> str:
     )
     df.index = df.index.astype(str)
     scal = ", ".join(
-        f"{k} = {float(t[k]):g}" for k in ("mu", "sd_agent", "sd_task", "sd_agent_task", "sd_cluster", "sd_run")
+        f"{k} = {float(t[k]):g}"
+        for k in ("mu", "sd_agent", "sd_task", "sd_agent_task", "sd_cluster", "sd_run")
     )
     return (
         f"True parameters: {scal}\n\n"
@@ -224,14 +233,34 @@ DEMO_SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
 ]
 
 
+def _analysis_sections() -> None:
+    from .demo import ANALYSIS_SECTIONS
+
+    DEMO_SECTIONS.extend(ANALYSIS_SECTIONS)
+
+
+_analysis_sections()
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    import os
+
+    from .demo import write_report
     from .testing import default_dataset
 
+    if args.fast:
+        os.environ["HIERBENCH_FAST"] = "1"
     data, truth = default_dataset()
-    ctx = DemoContext(data=data, truth=truth)
+    ctx = DemoContext(data=data, truth=truth, extra={"seed": args.seed})
+    done: list[tuple[str, str]] = []
     for i, (title, section) in enumerate(DEMO_SECTIONS, start=1):
-        print(f"\n## {i}. {title}\n")
-        print(section(ctx))
+        print(f"\n## {i}. {title}\n", flush=True)
+        text = section(ctx)
+        print(text, flush=True)
+        done.append((f"{i}. {title}", text))
+    if args.out:
+        path = write_report(ctx, args.out, done)
+        print(f"\nReport, figures, fit and data written to {path}")
     return 0
 
 
@@ -243,13 +272,20 @@ def _add_file_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("columns (tabular files)")
     g.add_argument("--agent", default="agent", help="agent column (default: agent)")
     g.add_argument("--task", default="task", help="task column (default: task)")
-    g.add_argument("--run", default=None, help="run column (default: number runs per cell in file order)")
-    g.add_argument("--score", default="score", help="score column, values in [0, 1] (default: score)")
+    g.add_argument(
+        "--run", default=None, help="run column (default: number runs per cell in file order)"
+    )
+    g.add_argument(
+        "--score", default="score", help="score column, values in [0, 1] (default: score)"
+    )
     g.add_argument("--error", default=None, help="infrastructure-error column (bool, 0/1 or text)")
     g.add_argument("--tag", default=None, help="per-task tag column")
     g.add_argument("--cluster", default=None, help="per-task cluster column (repository, family)")
     g.add_argument(
-        "--extra", action="append", metavar="COL", help="numeric per-run column to keep (repeatable)"
+        "--extra",
+        action="append",
+        metavar="COL",
+        help="numeric per-run column to keep (repeatable)",
     )
     g.add_argument(
         "--annotate",
@@ -272,13 +308,24 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hierbench", description="Honest statistics for AI and agent evaluations."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    v = sub.add_parser("validate", help="check a run log against the eval-dataset schema and report it")
+    v = sub.add_parser(
+        "validate", help="check a run log against the eval-dataset schema and report it"
+    )
     _add_file_options(v)
     v.set_defaults(func=_cmd_validate)
-    s = sub.add_parser("summary", help="per agent: tasks, runs, mean score, error rate, missing cells")
+    s = sub.add_parser(
+        "summary", help="per agent: tasks, runs, mean score, error rate, missing cells"
+    )
     _add_file_options(s)
     s.set_defaults(func=_cmd_summary)
     d = sub.add_parser("demo", help="the main job on the embedded default evaluation")
+    d.add_argument(
+        "--out",
+        default="hierbench-demo-report",
+        help="folder for the Markdown report, figures, the fit and the data ('' for none)",
+    )
+    d.add_argument("--seed", type=int, default=20261130, help="seed of the samplers and resamples")
+    d.add_argument("--fast", action="store_true", help="fewer draws and resamples (a smoke run)")
     d.set_defaults(func=_cmd_demo)
     return parser
 

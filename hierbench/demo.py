@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import integrate
+from scipy import integrate, stats
 from scipy.special import expit
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cli import DemoContext
 
-__all__ = ["ANALYSIS_SECTIONS", "population_truth"]
+__all__ = ["ANALYSIS_SECTIONS", "population_truth", "write_report"]
 
 PROB = 0.95  # one level for every interval in the demo, so they can sit side by side
 
@@ -186,7 +186,15 @@ def _passk_section(ctx: DemoContext) -> str:
     from .metrics import pass_hat_k as post_pass_hat_k
 
     ks = [1, 2, 3, 4, 5]
-    freq = pass_hat_k(ctx.data, ks)
+    import warnings
+
+    from .freq import InsufficientRunsWarning
+
+    with warnings.catch_warnings():
+        # reported in the text below, from the result's own count
+        warnings.simplefilter("ignore", InsufficientRunsWarning)
+        freq = pass_hat_k(ctx.data, ks)
+    short = int(freq.n_insufficient.sum())
     n_runs = ctx.data["score"].notnull().sum("run")
     frames = []
     for k in ks:
@@ -214,7 +222,159 @@ def _passk_section(ctx: DemoContext) -> str:
         "metric), averaged over the tasks each agent ran: the truth, the unbiased estimator and\n"
         "the posterior-predictive value of the crossed model.\n\n"
         + table.to_string(float_format="{:.3f}".format)
+        + (
+            f"\n\n{short} (agent, task, k) cells had fewer than k runs: the unbiased estimator is"
+            "\nundefined there, so they are left out of its mean (and of the truth beside it)."
+            if short
+            else ""
+        )
     )
+
+
+def _compare_section(ctx: DemoContext) -> str:
+    from .freq import compare_agents
+    from .metrics import prob_superiority
+
+    n = 1999 if _fast() else 9999
+    cmp = compare_agents(
+        ctx.data, prob=PROB, n_resamples=n, n_permutations=n, rng=ctx.extra.get("seed", 0)
+    )
+    ctx.extra["compare"] = cmp
+    agents = [str(a) for a in cmp["agent"].values]
+    true_diff = ctx.extra.get("population_truth", population_truth(ctx.truth))
+    rows = []
+    bayes = None
+    if "fit" in ctx.extra:
+        bayes = prob_superiority(ctx.extra["fit"], var="mean_new_task")
+    for i, a in enumerate(agents):
+        for b in agents[i + 1 :]:
+            c = cmp.sel(agent=a, opponent=b)
+            row = {
+                "pair": f"{a} - {b}",
+                "true diff": float(true_diff.sel(agent=a) - true_diff.sel(agent=b)),
+                "mean diff": float(c["mean_diff"]),
+                f"{PROB:.0%} lower": float(c["ci"].sel(ci_bound="lower")),
+                f"{PROB:.0%} upper": float(c["ci"].sel(ci_bound="upper")),
+                "p (sign-flip)": float(c["p_permutation"]),
+                "p Holm": float(c["p_holm"]),
+                "p BH": float(c["p_bh"]),
+            }
+            if bayes is not None:
+                row["Bayes P(a > b)"] = float(bayes.sel(agent=a, opponent=b))
+            rows.append(row)
+    table = pd.DataFrame(rows).set_index("pair")
+    ctx.extra["compare_table"] = table
+    n_sig = int((table["p Holm"] < 0.05).sum())
+    return (
+        "Every pair on the tasks both ran, the task as the unit: mean paired difference, its\n"
+        f"{PROB:.0%} paired cluster-bootstrap interval, the sign-flip permutation p-value and its\n"
+        "Holm (family-wise) and Benjamini-Hochberg (false discovery rate) adjustments over all\n"
+        "pairs, and the crossed model's posterior probability that a beats b on a new task.\n\n"
+        + table.to_string(float_format="{:.3f}".format)
+        + f"\n\n{n_sig} of {len(table)} pairs differ at family-wise level 0.05 (Holm)."
+    )
+
+
+def _rank_section(ctx: DemoContext) -> str:
+    from .freq import rank_uncertainty
+    from .metrics import rank_probabilities
+
+    rk = rank_uncertainty(
+        ctx.data, n_resamples=1000 if _fast() else 4000, prob=PROB, rng=ctx.extra.get("seed", 0)
+    )
+    ctx.extra["ranks"] = rk
+    truth = ctx.extra.get("population_truth", population_truth(ctx.truth))
+    true_rank = truth.copy(data=stats.rankdata(-truth.values, method="min"))
+    df = pd.DataFrame(
+        {
+            "true rank": true_rank.to_series().astype(int),
+            "observed rank": rk.observed_rank.to_series(),
+            "P(top 1) bootstrap": rk.p_top_k.sel(k=1).to_series(),
+            f"rank {PROB:.0%} lower": rk.rank_ci.sel(ci_bound="lower").to_series(),
+            f"rank {PROB:.0%} upper": rk.rank_ci.sel(ci_bound="upper").to_series(),
+            "tier": rk.group.to_series(),
+        }
+    )
+    if "fit" in ctx.extra:
+        rp = rank_probabilities(ctx.extra["fit"], var="mean_new_task")
+        first = rp.isel(rank=0) if "rank" in rp.dims else rp
+        df["P(top 1) Bayes"] = first.to_series()
+    df.index = df.index.astype(str)
+    df = df.sort_values("observed rank")
+    ctx.extra["rank_table"] = df
+    return (
+        "Ranks under task resampling (one resample shared by every agent, ties broken at\n"
+        "random): the probability of being best, an interval for the rank, and tiers of agents\n"
+        "that cannot be told apart from the tier's leader (per-pair level 0.05).\n\n"
+        + df.to_string(float_format="{:.3f}".format)
+    )
+
+
+def _plan_section(ctx: DemoContext) -> str:
+    from .freq import minimum_detectable_effect, optimal_allocation, optimal_runs, tasks_for_power
+
+    if "fit" not in ctx.extra:
+        return "(needs the Bayesian fit for the variance components)"
+    from .metrics._crossed import crossed_variance_components
+
+    vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
+    s_mt = float(vc["agent_task"].mean())
+    s_e = float(vc["residual"].mean())
+    T = int(ctx.data.sizes["task"])
+    R = int(ctx.data.sizes["run"])
+    kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
+    mde = minimum_detectable_effect(T, n_runs=R, power=0.8, **kw)
+    rows = []
+    for effect in (0.03, 0.05, 0.10):
+        rows.append(
+            {
+                "difference to detect": effect,
+                "tasks needed (R=1)": tasks_for_power(effect, n_runs=1, **kw),
+                f"tasks needed (R={R})": tasks_for_power(effect, n_runs=R, **kw),
+            }
+        )
+    table = pd.DataFrame(rows).set_index("difference to detect")
+    ctx.extra["plan_table"] = table
+    r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
+    alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, **kw)
+    return (
+        "Variance components of the cell success probability on the probability scale, from\n"
+        f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
+        f"With these {T} tasks x {R} runs a paired comparison detects a difference of\n"
+        f"{mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).\n\n"
+        + table.to_string()
+        + f"\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
+        f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
+        f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
+    )
+
+
+def write_report(ctx: DemoContext, out: str | os.PathLike, sections: list[tuple[str, str]]) -> str:
+    """Write the demo's Markdown report (tables, forest plot, the fit and data as netCDF)."""
+    from pathlib import Path
+
+    from .report import Report
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    rep = Report("hierbench demo: an evaluation simulated from known parameters")
+    for title, text in sections:
+        rep.section(title, "```text\n" + text + "\n```")
+    if "fit" in ctx.extra:
+        rep.forest(
+            ctx.extra["fit"],
+            ["mean_new_task"],
+            "forest_mean_new_task",
+            f"Posterior expected score on a new task ({PROB:.0%} and 50% intervals)",
+        )
+        from .io import save_fit
+
+        save_fit(ctx.extra["fit"], folder / "fit_crossed.nc")
+    from .io import save_dataset
+
+    save_dataset(ctx.data, folder / "data.nc")
+    path = rep.write(folder, metadata={"seed": ctx.extra.get("seed", 0), "prob": PROB})
+    return str(path)
 
 
 #: Analysis sections appended to the CLI's data sections.
@@ -222,4 +382,7 @@ ANALYSIS_SECTIONS = [
     ("How good is each agent? (frequentist)", _bootstrap_section),
     ("How good is each agent? (Bayesian, beside the frequentist)", _bayes_section),
     ("Reliability: pass^k", _passk_section),
+    ("Does A beat B?", _compare_section),
+    ("Ranking and its uncertainty", _rank_section),
+    ("How many more tasks or runs to buy?", _plan_section),
 ]

@@ -22,7 +22,18 @@ ROWS = {
     "crashed": [False, False, False, False, True, False],
     "repo": ["r1", "r1", "r2", "r1", "r1", "r1"],
 }
-COLS = ["--agent", "model", "--task", "item", "--score", "reward", "--error", "crashed", "--cluster", "repo"]
+COLS = [
+    "--agent",
+    "model",
+    "--task",
+    "item",
+    "--score",
+    "reward",
+    "--error",
+    "crashed",
+    "--cluster",
+    "repo",
+]
 
 
 @pytest.fixture
@@ -61,7 +72,10 @@ def test_validate_shows_warnings(tmp_path, capsys):
     assert main(["validate", str(path), *COLS]) == 0
     out = capsys.readouterr().out
     assert "inconsistent: task cluster differs between runs of 1 (first value kept)" in out
-    assert "warning: InconsistentAttributeWarning: task attribute 'repo' differs between runs of 1 tasks ['t1']" in out
+    assert (
+        "warning: InconsistentAttributeWarning: task attribute 'repo' differs between runs of 1 tasks ['t1']"
+        in out
+    )
 
 
 def test_invalid_input_exits_nonzero_with_the_message(tmp_path, capsys):
@@ -69,11 +83,17 @@ def test_invalid_input_exits_nonzero_with_the_message(tmp_path, capsys):
     pd.DataFrame(dict(ROWS, reward=[1.0, 2.0, 0.5, 1.0, 0.0, 1.0])).to_csv(path, index=False)
     assert main(["validate", str(path), *COLS]) == 1
     err = capsys.readouterr().err
-    assert "hierbench validate: invalid input: `score` column 'reward' must lie in [0, 1]; rows [1] hold [2.0]" in err
+    assert (
+        "hierbench validate: invalid input: `score` column 'reward' must lie in [0, 1]; rows [1] hold [2.0]"
+        in err
+    )
     assert main(["summary", str(tmp_path / "none.csv")]) == 1
     assert "invalid input: `obj`: no such file" in capsys.readouterr().err
     assert main(["validate", str(path)]) == 1
-    assert "missing required columns: `task`='task', `score`='score', `agent`='agent'" in capsys.readouterr().err
+    assert (
+        "missing required columns: `task`='task', `score`='score', `agent`='agent'"
+        in capsys.readouterr().err
+    )
 
 
 def test_summary_text(log, capsys):
@@ -102,7 +122,9 @@ def test_summary_json_from_every_format(log, tmp_path, fmt, capsys):
     else:
         path = tmp_path / "r.nc"
         save_dataset(
-            from_records(df, agent="model", task="item", score="reward", error="crashed", cluster="repo"),
+            from_records(
+                df, agent="model", task="item", score="reward", error="crashed", cluster="repo"
+            ),
             path,
         )
     args = ["summary", str(path), "--json"] + ([] if fmt == "nc" else COLS)
@@ -130,8 +152,9 @@ def test_summary_reports_annotation_counts(shared_data, tmp_path, capsys):
     assert res["dataset"]["annotations"] == {"usage_limit": int(expected.sum())}
 
 
-def test_demo_prints_sections_and_the_truth(capsys):
-    assert main(["demo"]) == 0
+def test_demo_prints_sections_and_the_truth(capsys, tmp_path):
+    out_dir = tmp_path / "report"
+    assert main(["demo", "--fast", "--out", str(out_dir)]) == 0
     out = capsys.readouterr().out
     for i, (title, _) in enumerate(DEMO_SECTIONS, start=1):
         assert f"## {i}. {title}" in out
@@ -140,9 +163,22 @@ def test_demo_prints_sections_and_the_truth(capsys):
     happened = np.isfinite(data.score.values) | data.error.values
     assert f"runs: {int(happened.sum())}" in out
     assert f"sd_task = {float(truth.sd_task):g}" in out
+    truth_part = out.split("What the truth was")[1].split("\n## ")[0]
     for agent, eff in zip(truth.agent.values, truth.agent_effect.values, strict=True):
-        line = next(x for x in out.splitlines()[::-1] if x.startswith(str(agent)))
+        line = next(x for x in truth_part.splitlines() if x.startswith(str(agent)))
         assert line.split()[1] == f"{eff:.3f}"
+    # the analysis sections print intervals beside the truth and write a report with the fit
+    assert "cluster bootstrap (BCa)" in out and "Bayes crossed (new task)" in out
+    assert "p Holm" in out and "tasks needed" in out
+    report = (out_dir / "report.md").read_text()
+    assert "## 4. How good is each agent? (frequentist)" in report
+    assert (out_dir / "forest_mean_new_task.png").stat().st_size > 5000
+    from hierbench.io import load_dataset, load_fit
+
+    assert load_fit(out_dir / "fit_crossed.nc").attrs["hierbench_model"] == "crossed"
+    assert int(load_dataset(out_dir / "data.nc").score.notnull().sum()) == int(
+        np.isfinite(data.score.values).sum()
+    )
 
 
 def test_installed_entry_point(log):
@@ -159,7 +195,9 @@ def test_installed_entry_point(log):
 
 def test_extra_and_annotation_columns(tmp_path, capsys):
     path = tmp_path / "x.csv"
-    pd.DataFrame(dict(ROWS, cost=[1, 2, 3, 4, 5, 6], hit=[1, 0, 0, 1, 0, 1])).to_csv(path, index=False)
+    pd.DataFrame(dict(ROWS, cost=[1, 2, 3, 4, 5, 6], hit=[1, 0, 0, 1, 0, 1])).to_csv(
+        path, index=False
+    )
     assert main(["validate", str(path), *COLS, "--extra", "cost", "--annotate", "hit"]) == 0
     out = capsys.readouterr().out
     assert "annotations: hit: 3" in out
