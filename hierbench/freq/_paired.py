@@ -362,7 +362,11 @@ def paired_test(
     _warn_undefined(out, "paired_test")
 
     pair = xr.concat(
-        [a.expand_dims(agent=["a"]), b.expand_dims(agent=["b"])], dim="agent", join="exact"
+        [a.expand_dims(agent=["a"]), b.expand_dims(agent=["b"])],
+        dim="agent",
+        join="exact",
+        coords="minimal",  # task coords (e.g. cluster) are shared; take them once
+        compat="override",
     )
     if run_dim not in pair.dims:
         pair = pair.expand_dims({run_dim: [0]}, axis=-1)
