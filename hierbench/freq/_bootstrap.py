@@ -587,8 +587,8 @@ def bootstrap_ci(
         if gather:
             # few statistics, no clusters: index the drawn tasks instead of forming weights
             idx = gen.integers(0, T, size=(b, T))  # intp: no index conversion in the gather
-            num = v0_obs[:, idx].sum(-1)  # (U, b)
-            den = T if all_present else pres_obs[:, idx].sum(-1)
+            num = np.stack([np.take(v0_obs[u], idx).sum(-1) for u in range(U)])  # (U, b)
+            den = T if all_present else np.stack([np.take(pres_obs[u], idx).sum(-1) for u in range(U)])
             with np.errstate(invalid="ignore", divide="ignore"):
                 dist[done : done + b] = np.where(den > 0, num / den, np.nan).T
             done += b
