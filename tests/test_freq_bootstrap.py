@@ -108,6 +108,20 @@ def test_metr_ragged_clustered(shared_data):
     assert list(res.ci.ci_bound.values) == ["lower", "upper"]
 
 
+def test_metr_paired_difference_on_common_tasks(shared_data):
+    ds = load_metr(shared_data)
+    cell = ds.score.mean("run")
+    n_tasks = cell.notnull().sum("task")
+    a = str(ds.agent.values[int(np.argmax(n_tasks.values))])
+    b = str(ds.agent.values[int(np.argmin(n_tasks.values))])  # the agent that ran 16 tasks
+    res = bootstrap_ci(ds, pairs=[(a, b)], method="bca", n_resamples=1000, rng=0)
+    d = (cell.sel(agent=a) - cell.sel(agent=b)).dropna("task")
+    assert int(res.n_tasks[0]) == d.sizes["task"] == 16
+    assert float(res.estimate[0]) == pytest.approx(float(d.mean()), rel=1e-12)
+    assert int(res.n_excluded[0]) == ds.sizes["task"] - 16
+    assert res.attrs["resample_unit"] == "cluster"
+
+
 def test_pass_hat_k_statistic_and_two_stage_on_ragged():
     ds, _ = simulate_eval(n_agents=2, n_tasks=30, n_runs=6, p_missing_run=0.1, p_missing_task=0.1, rng=9)
     with pytest.warns(InsufficientRunsWarning):
