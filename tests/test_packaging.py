@@ -33,3 +33,31 @@ def test_readme_has_exactly_two_setup_commands():
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert _readme_commands()[1] in ci
+
+
+def test_readme_example_runs(tmp_path, monkeypatch):
+    """The README's Python example runs as written on a small log written to runs.jsonl."""
+    from hierbench.data import to_records
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(
+        n_agents=3, n_tasks=24, n_runs=3, n_clusters=4, sd_cluster=0.3, p_error=0.05, rng=5
+    )
+    df = to_records(ds).rename(
+        columns={
+            "agent": "model",
+            "task": "task_id",
+            "score": "reward",
+            "error": "crashed",
+            "cluster": "repo",
+        }
+    )
+    df.to_json(tmp_path / "runs.jsonl", orient="records", lines=True)
+    text = (ROOT / "README.md").read_text()
+    code = re.search(r"## Example\n\n```python\n(.+?)\n```", text, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    table = scope["hb"].compare.side_by_side({"bootstrap": scope["boot"], "Bayes": scope["bayes"]})
+    assert list(table.estimator.values) == ["bootstrap", "Bayes"]
+    assert scope["fit"].attrs["hierbench_model"] == "crossed"
