@@ -365,7 +365,8 @@ def write_report(ctx: DemoContext, out: str | os.PathLike, sections: list[tuple[
             ctx.extra["fit"],
             ["mean_new_task"],
             "forest_mean_new_task",
-            f"Posterior expected score on a new task ({PROB:.0%} and 50% intervals)",
+            f"Posterior expected score on a new task (equal-tailed {PROB:.0%} and 50% intervals)",
+            ci_probs=(0.5, PROB),
         )
         from .io import save_fit
 

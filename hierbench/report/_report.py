@@ -100,11 +100,30 @@ class Report:
         self.figures.append((name, plot_collection_or_figure))
         self.parts.append(f"![{caption or name}]({name}.png)\n\n{caption}\n")
 
-    def forest(self, fit: xr.DataTree, var_names: list[str], name: str, caption: str = "") -> None:
-        """Add an arviz-plots forest plot of posterior variables of a fit."""
+    def forest(
+        self,
+        fit: xr.DataTree,
+        var_names: list[str],
+        name: str,
+        caption: str = "",
+        *,
+        ci_probs: tuple[float, float] = (0.5, 0.95),
+    ) -> None:
+        """Add an arviz-plots forest plot of posterior variables of a fit.
+
+        ``ci_probs`` are the inner and outer equal-tailed interval levels drawn
+        (stated here so a caption can name them; arviz's own default differs).
+        """
         import arviz_plots as azp
 
-        pc = azp.plot_forest(fit, var_names=var_names, combined=True, backend="matplotlib")
+        pc = azp.plot_forest(
+            fit,
+            var_names=var_names,
+            combined=True,
+            ci_kind="eti",
+            ci_probs=ci_probs,
+            backend="matplotlib",
+        )
         self.figure(name, pc, caption)
 
     def write(self, folder: str | Path, *, metadata: dict | None = None) -> Path:
