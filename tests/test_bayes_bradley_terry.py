@@ -187,7 +187,7 @@ def test_llmfao_fits_without_divergences_and_ranks_like_evalica(llmfao_fit, shar
 def test_llmfao_rankings_from_hierbench_metrics(llmfao_fit):
     from hierbench.metrics import prob_superiority, rank_probabilities
 
-    _, dt = llmfao_fit
+    pairs, dt = llmfao_fit
     ab = dt["posterior"]["ability"]
     ps = prob_superiority(dt)
     assert ps.attrs["scale"] == "logit"
@@ -201,6 +201,19 @@ def test_llmfao_rankings_from_hierbench_metrics(llmfao_fit):
     expected_rank = (rp * rp["rank"]).sum("rank").to_pandas()
     mean = ab.mean(("chain", "draw")).to_pandas()
     assert spearmanr(-expected_rank, mean.reindex(expected_rank.index)).statistic > 0.99
+    # predicted tie rate over the observed battles vs the observed tie share
+    # (38.9%): a posterior predictive check of the Davidson tie model, within
+    # 2 percentage points
+    from hierbench.data import to_pair_counts
+    from hierbench.metrics import head_to_head
+
+    counts = to_pair_counts(pairs)
+    h2h = head_to_head(dt)
+    p_tie = h2h["p_tie"].sel(agent=counts.agent_a, opponent=counts.agent_b)
+    n = counts.n_win_a + counts.n_tie + counts.n_win_b
+    predicted = float((p_tie * n).sum() / n.sum())
+    observed = float(counts.n_tie.sum() / n.sum())
+    assert abs(predicted - observed) < 0.02, (predicted, observed)
 
 
 def test_llmfao_regression_against_zoo_reference(llmfao_fit):

@@ -442,3 +442,82 @@ def test_metrics_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert set(hm.__all__) >= {"pass_hat_k", "pass_at_k", "prob_superiority", "rank_probabilities"}
+
+
+# ---------------------------------------------------------------------------
+# head-to-head predictions of a Bradley-Terry fit
+
+
+def _bt_fit(ability, nu=None, home=None):
+    ability = np.asarray(ability, float)
+    data = {"ability": (("chain", "draw", "agent"), ability)}
+    if nu is not None:
+        data["nu"] = (("chain", "draw"), np.asarray(nu, float))
+    if home is not None:
+        data["home"] = (("chain", "draw"), np.asarray(home, float))
+    post = xr.Dataset(data, coords={"agent": [f"m{i}" for i in range(ability.shape[-1])]})
+    dt = xr.DataTree.from_dict({"posterior": post})
+    dt.attrs["hierbench_model"] = "bradley_terry"
+    return dt
+
+
+def test_head_to_head_davidson_probabilities_exact():
+    from scipy.special import softmax
+
+    rng = np.random.default_rng(3)
+    ab = rng.normal(0, 1, (2, 50, 3))
+    nu = rng.uniform(0.2, 2.0, (2, 50))
+    home = rng.normal(0.3, 0.1, (2, 50))
+    for agent_first in (True, False, None):
+        h2h = hm.head_to_head(_bt_fit(ab, nu, home), agent_first=agent_first)
+        for i in range(3):
+            for j in range(3):
+                if i == j:
+                    assert np.isnan(h2h["p_win"].values[i, j])
+                    continue
+                d = ab[..., i] - ab[..., j]
+                orders = {True: [home], False: [-home], None: [home, -home]}[agent_first]
+                p = np.mean(
+                    [
+                        softmax(np.stack([(d + h) / 2, np.log(nu), -(d + h) / 2], -1), axis=-1)
+                        for h in orders
+                    ],
+                    axis=0,
+                )
+                np.testing.assert_allclose(h2h["p_win"].values[i, j], p[..., 0].mean(), rtol=1e-10)
+                np.testing.assert_allclose(h2h["p_tie"].values[i, j], p[..., 1].mean(), rtol=1e-10)
+                np.testing.assert_allclose(h2h["p_loss"].values[i, j], p[..., 2].mean(), rtol=1e-10)
+                np.testing.assert_allclose(
+                    h2h["expected_score"].values[i, j],
+                    (p[..., 0] + 0.5 * p[..., 1]).mean(),
+                    rtol=1e-10,
+                )
+    # averaged over orders, the expected scores of i vs j and j vs i add to 1
+    h2h = hm.head_to_head(_bt_fit(ab, nu, home))
+    off = ~np.eye(3, dtype=bool)
+    np.testing.assert_allclose(
+        (h2h["expected_score"] + h2h["expected_score"].T.values).values[off], 1.0
+    )
+    assert h2h["p_win_ci"].dims == ("agent", "opponent", "ci_bound")
+    assert h2h["p_win_ci"].attrs == {"ci_prob": 0.9, "ci_kind": "equal-tailed posterior"}
+
+
+def test_head_to_head_without_ties_is_logistic_and_errors():
+    from scipy.special import expit
+
+    ab = np.array([[[0.4, -0.4], [1.0, -1.0]]])
+    h2h = hm.head_to_head(_bt_fit(ab))
+    np.testing.assert_allclose(
+        h2h["p_win"].sel(agent="m0", opponent="m1"), expit([0.8, 2.0]).mean()
+    )
+    np.testing.assert_allclose(h2h["p_tie"].sel(agent="m0", opponent="m1"), 0.0)
+    bb = _bt_fit(ab)
+    bb.attrs["hierbench_model"] = "beta_binomial"
+    with pytest.raises(
+        ValueError, match=r"`fit` must be a bradley_terry fit; got hierbench_model='beta_binomial'"
+    ):
+        hm.head_to_head(bb)
+    with pytest.raises(ValueError, match=r"`agent_first` must be None, True or False; got 'left'"):
+        hm.head_to_head(_bt_fit(ab), agent_first="left")
+    with pytest.raises(TypeError, match=r"`fit` must be an xarray.DataTree"):
+        hm.head_to_head(_bt_fit(ab)["posterior"].to_dataset())

@@ -9,11 +9,12 @@ by default ``ability`` (each model's stated scale).
 
 from ._common import UndefinedMetricWarning, posterior_interval
 from ._passk import beta_moments, pass_at_k, pass_hat_k
-from ._ranking import prob_superiority, rank_probabilities
+from ._ranking import head_to_head, prob_superiority, rank_probabilities
 
 __all__ = [
     "UndefinedMetricWarning",
     "beta_moments",
+    "head_to_head",
     "pass_at_k",
     "pass_hat_k",
     "posterior_interval",

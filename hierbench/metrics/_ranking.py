@@ -7,9 +7,9 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from ._common import get_draws
+from ._common import get_draws, posterior_interval
 
-__all__ = ["prob_superiority", "rank_probabilities"]
+__all__ = ["head_to_head", "prob_superiority", "rank_probabilities"]
 
 
 def _stacked(fit, var: str, dim: str) -> tuple[np.ndarray, xr.DataArray]:
@@ -152,3 +152,103 @@ def rank_probabilities(
         attrs={"var": var, "n_draws": s, "scale": str(da.attrs.get("scale", "unstated"))},
         name="rank_probability",
     )
+
+
+def head_to_head(
+    fit: xr.DataTree,
+    *,
+    agent_first: bool | None = None,
+    prob: float = 0.9,
+) -> xr.Dataset:
+    """Predicted outcome of a new battle between every ordered pair of a Bradley-Terry fit.
+
+    Unlike :func:`prob_superiority` (is agent i better than j?), this is the
+    chance that i wins (ties, loses) one more comparison, with the fitted
+    Davidson tie parameter ``nu`` and first-position advantage ``home``:
+    ``P(win, tie, loss) = softmax(d / 2, log nu, -d / 2)``,
+    ``d = ability_i - ability_j (+ home if i is first)``.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A fit of :func:`hierbench.bayes.build_bradley_terry` (``hierbench_model
+        = "bradley_terry"``), possibly loaded from disk.
+    agent_first : bool, optional
+        With a fitted ``home``: True puts ``agent`` in the first position,
+        False ``opponent``; None (default) averages both orders.
+    prob : float
+        Probability mass of the equal-tailed intervals.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``p_win``, ``p_tie``, ``p_loss`` and ``expected_score`` (= p_win +
+        p_tie / 2, Elo's expected score), each the posterior mean over dims
+        ``(agent, opponent)``, NaN on the diagonal (no self-battles);
+        ``p_win_ci`` and ``expected_score_ci`` with a trailing ``ci_bound``
+        (attrs ``ci_prob``, ``ci_kind``).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> post = xr.Dataset({"ability": (("chain", "draw", "agent"), [[[0.5, -0.5]]]),
+    ...                    "nu": (("chain", "draw"), [[1.0]])}, coords={"agent": ["a", "b"]})
+    >>> dt = xr.DataTree.from_dict({"posterior": post})
+    >>> dt.attrs["hierbench_model"] = "bradley_terry"
+    >>> round(float(head_to_head(dt)["p_tie"].sel(agent="a", opponent="b")), 4)  # d = 1: 1 / (e^.5 + 1 + e^-.5)
+    0.3072
+    """
+    if not isinstance(fit, xr.DataTree):
+        raise TypeError(
+            f"`fit` must be an xarray.DataTree from hierbench.bayes.fit; got {type(fit).__name__}"
+        )
+    model = fit.attrs.get("hierbench_model")
+    if model != "bradley_terry":
+        raise ValueError(f"`fit` must be a bradley_terry fit; got hierbench_model={model!r}")
+    if agent_first not in (None, True, False):
+        raise ValueError(f"`agent_first` must be None, True or False; got {agent_first!r}")
+    post = fit["posterior"].to_dataset()
+    ab = get_draws(post, "ability").transpose("chain", "draw", "agent")
+    d = ab - ab.rename(agent="opponent")
+    log_nu = np.log(post["nu"]) if "nu" in post else None
+
+    def probs(dd: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+        if log_nu is None:
+            win = 1.0 / (1.0 + np.exp(-dd))
+            return win, xr.zeros_like(win), 1.0 - win
+        top = np.maximum(np.maximum(dd / 2, -dd / 2), log_nu)  # stable log-sum-exp
+        z = np.exp(dd / 2 - top) + np.exp(log_nu - top) + np.exp(-dd / 2 - top)
+        return np.exp(dd / 2 - top) / z, np.exp(log_nu - top) / z, np.exp(-dd / 2 - top) / z
+
+    if "home" in post:
+        first = probs(d + post["home"])
+        second = probs(d - post["home"])
+        if agent_first is None:
+            win, tie, loss = ((f + g) / 2 for f, g in zip(first, second, strict=True))
+        else:
+            win, tie, loss = first if agent_first else second
+    else:
+        win, tie, loss = probs(d)
+    score = win + 0.5 * tie
+    off = xr.DataArray(
+        ~np.eye(ab.sizes["agent"], dtype=bool),
+        dims=("agent", "opponent"),
+        coords={"agent": ab.agent.values, "opponent": ab.agent.values},
+    )
+    out = xr.Dataset(
+        {
+            "p_win": win.mean(("chain", "draw")).where(off),
+            "p_tie": tie.mean(("chain", "draw")).where(off),
+            "p_loss": loss.mean(("chain", "draw")).where(off),
+            "expected_score": score.mean(("chain", "draw")).where(off),
+            "p_win_ci": posterior_interval(win, prob=prob).where(off),
+            "expected_score_ci": posterior_interval(score, prob=prob).where(off),
+        }
+    )
+    for v in ("p_win_ci", "expected_score_ci"):
+        out[v].attrs = {"ci_prob": float(prob), "ci_kind": "equal-tailed posterior"}
+    out.attrs = {
+        "model": model,
+        "agent_first": "averaged" if agent_first is None else str(agent_first),
+    }
+    return out
