@@ -320,7 +320,8 @@ def build_bradley_terry(
         if home_advantage:
             d = d + _prior("home", pri["home"])
         if ties:
-            nu = _prior("nu", pri["nu"])
+            # a finite start: a wide LogNormal has an infinite mean (its default initial value)
+            nu = _prior("nu", pri["nu"], initval=1.0)
             logits = pt.stack([d / 2.0, pt.broadcast_to(pt.log(nu), d.shape), -d / 2.0], axis=-1)
             p = pm.math.softmax(logits, axis=-1)
             pm.Multinomial(
