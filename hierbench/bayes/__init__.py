@@ -18,7 +18,7 @@ from ._diagnostics import (
     loo_compare,
     predictive_check,
 )
-from ._fit import SAMPLERS, fit
+from ._fit import SAMPLERS, fit, fit_replicates
 from ._registry import (
     ModelEntry,
     PriorError,
@@ -46,6 +46,7 @@ __all__ = [
     "compute_diagnostics",
     "data_hash",
     "fit",
+    "fit_replicates",
     "gauss_hermite",
     "get_model",
     "list_models",

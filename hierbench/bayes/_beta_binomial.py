@@ -108,6 +108,7 @@ def build_beta_binomial(
         n_grid = pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))
         y_grid = pm.Data("n_success", counts.n_success.values, dims=("agent", "task"))
         n_cell = pm.Data("cell_n_runs", cells["cell_n"], dims="cell")
+        y_cell = pm.Data("cell_n_success", cells["cell_y"], dims="cell")
         if pooling == "partial":
             lm_mean = make_prior("logit_mu_mean", pri["logit_mu_mean"])
             lm_sd = make_prior("logit_mu_sd", pri["logit_mu_sd"])
@@ -136,7 +137,7 @@ def build_beta_binomial(
             alpha=mu[ai] * kappa[ai],
             beta=(1.0 - mu[ai]) * kappa[ai],
             n=n_cell,
-            observed=cells["cell_y"],
+            observed=y_cell,
             dims="cell",
         )
     model.hierbench = {

@@ -24,7 +24,7 @@ import xarray as xr
 from ..testing import as_rng
 from ._diagnostics import compute_diagnostics
 
-__all__ = ["SAMPLERS", "fit"]
+__all__ = ["SAMPLERS", "fit", "fit_replicates"]
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 
@@ -228,4 +228,91 @@ def fit(
         compile_time=float(compile_time),
         sampling_time=float(sampling_time),
     )
+    post = info.get("postprocess")
+    if callable(post):
+        dt = post(dt)
     return compute_diagnostics(dt, warn=True)
+
+
+def fit_replicates(
+    model: pm.Model,
+    replicates: list[xr.Dataset],
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    rng: None | int | np.random.Generator = None,
+    target_accept: float | None = None,
+    **sampler_kwargs: Any,
+) -> list[xr.DataTree]:
+    """Fit one compiled model to many datasets of the same design (nutpie, compiled once).
+
+    For simulation-based calibration and coverage studies: the model is
+    compiled once and only its data are swapped. Each replicate must have the
+    same agents, tasks and the same ``n_runs`` in every cell as the data the
+    model was built on; only the success counts differ.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A hierbench count model (it holds ``n_runs``, ``n_success``,
+        ``cell_n_runs`` and ``cell_n_success`` data).
+    replicates : list of xarray.Dataset
+        Eval datasets or counts datasets.
+    draws, tune, chains, rng, target_accept, **sampler_kwargs
+        As in :func:`fit`.
+
+    Returns
+    -------
+    list of xarray.DataTree
+        Each with ``posterior`` and ``sample_stats`` and the ``diag_*``
+        root attrs (no predictive or log-likelihood groups).
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_beta_binomial, fit_replicates
+    >>> sims = [simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=s)[0] for s in range(2)]
+    >>> fits = fit_replicates(build_beta_binomial(sims[0]), sims, draws=100, tune=100,
+    ...                       chains=1, rng=0)  # doctest: +SKIP
+    """
+    import nutpie
+
+    from ._registry import prepare_counts
+
+    info = _check_model(model)
+    for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
+        if not isinstance(v, (int, np.integer)) or v < lo:
+            raise ValueError(f"`{name}` must be an integer >= {lo}; got {v!r}")
+    n_ref = np.asarray(model["n_runs"].get_value())
+    gen = as_rng(rng)
+    compiled = nutpie.compile_pymc_model(model, backend="numba")
+    kw = dict(sampler_kwargs)
+    kw.setdefault("cores", min(chains, os.cpu_count() or 1))
+    if target_accept is not None:
+        kw["target_accept"] = target_accept
+    out = []
+    for i, rep in enumerate(replicates):
+        counts, cells = prepare_counts(rep, name=f"replicates[{i}]")
+        if counts["n_runs"].shape != n_ref.shape or not np.array_equal(counts["n_runs"].values, n_ref):
+            raise ValueError(
+                f"`replicates[{i}]` must have the same n_runs grid as the model's data "
+                f"(shape {n_ref.shape}); it differs"
+            )
+        shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
+        updates = {"n_success": counts["n_success"].values, "cell_n_success": cells["cell_y"]}
+        c = compiled.with_data(**{k: v for k, v in updates.items() if k in shared})
+        dt = nutpie.sample(
+            c,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=int(gen.integers(2**31 - 1)),
+            save_warmup=False,
+            progress_bar=False,
+            **kw,
+        )
+        dt = _drop_warmup(dt)
+        dt.attrs.update(hierbench_model=str(info["model"]), replicate=i)
+        out.append(compute_diagnostics(dt, warn=False))
+    return out

@@ -1,0 +1,340 @@
+"""Posterior quantities of the crossed logistic model, from a saved fit (no PyMC needed).
+
+The crossed model (:func:`hierbench.bayes.build_crossed`) integrates the
+agent x task effect ``(ab)_mt ~ N(0, sd_agent_task)`` out of each cell's
+binomial likelihood by adaptive Gauss-Hermite quadrature. Given one posterior draw, the
+conditional posterior of ``(ab)_mt`` has density proportional to
+``N(ab; 0, sd) * Binomial(y_mt | n_mt, expit(eta_mt + ab))``, so any
+``E[f(p_mt) | data, draw]`` is a ratio of two quadrature sums: the per-cell
+quantities below are exact given each draw (Rao-Blackwellised), up to the
+quadrature error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit
+
+__all__ = [
+    "agent_task_effects",
+    "crossed_pass_k",
+    "crossed_variance_components",
+]
+
+
+NEWTON_STEPS = 4
+NEWTON_MAX_STEP = 1.0
+
+
+def _gh(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights for E[f(Z)], Z ~ N(0, 1)."""
+    x, w = np.polynomial.hermite_e.hermegauss(n_quad)
+    return x, w / np.sqrt(2.0 * np.pi)
+
+
+def _agq_weights(y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: np.ndarray, n_quad: int):
+    """Adaptive GH nodes ``z`` (..., q) and normalised posterior weights for (ab) given eta, sd.
+
+    The same centring (normal-approximation start, damped Newton steps) as
+    the model's likelihood in :mod:`hierbench.bayes._crossed`.
+    """
+    x, w = _gh(n_quad)
+    prec = 1.0 / sd**2
+    ph = (y + 0.5) / (n + 1.0)
+    info = n * ph * (1.0 - ph)
+    m = (np.log(ph) - np.log1p(-ph) - eta) * info / (info + prec)
+    for _ in range(NEWTON_STEPS):
+        p = expit(eta + m)
+        g = y - n * p - m * prec
+        h = -n * p * (1.0 - p) - prec
+        m = m - np.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
+    p = expit(eta + m)
+    s = 1.0 / np.sqrt(n * p * (1.0 - p) + prec)
+    z = m[..., None] + s[..., None] * x
+    e = eta[..., None] + z
+    lf = (
+        y[..., None] * -np.logaddexp(0.0, -e)
+        + (n - y)[..., None] * -np.logaddexp(0.0, e)
+        - 0.5 * z**2 * prec[..., None]
+        + np.log(w)
+        + 0.5 * x**2
+    )
+    lf -= lf.max(axis=-1, keepdims=True)
+    wt = np.exp(lf)
+    wt /= wt.sum(axis=-1, keepdims=True)
+    return e, wt
+
+
+def _check_crossed(fit: xr.DataTree) -> dict:
+    model = fit.attrs.get("hierbench_model")
+    if model != "crossed":
+        raise ValueError(f"`fit` must be a crossed-model fit; got hierbench_model={model!r}")
+    spec = json.loads(fit.attrs.get("hierbench_spec", "{}"))
+    return spec.get("options", {})
+
+
+def _parts(fit: xr.DataTree) -> dict:
+    opts = _check_crossed(fit)
+    post = fit["posterior"].to_dataset()
+    const = fit["constant_data"].to_dataset()
+    stacked = post.stack(sample=("chain", "draw"))
+    mu = stacked["mu"].values
+    a = stacked["agent_effect"].transpose("sample", "agent").values
+    b = stacked["task_effect"].transpose("sample", "task").values
+    sd_task = stacked["sd_task"].values
+    if "cluster_effect" in stacked and "task_cluster_idx" in const:
+        cidx = const["task_cluster_idx"].values.astype(int)
+        b = b + stacked["cluster_effect"].transpose("sample", "cluster").values[:, cidx]
+        sd_task2 = sd_task**2 + stacked["sd_cluster"].values ** 2
+    else:
+        sd_task2 = sd_task**2
+    return {
+        "opts": opts,
+        "post": post,
+        "mu": mu,
+        "a": a,
+        "b": b,
+        "sd_agent": stacked["sd_agent"].values,
+        "sd_task2": sd_task2,
+        "sd_at": stacked["sd_agent_task"].values,
+        "n": const["n_runs"].transpose("agent", "task").values.astype(float),
+        "y": const["n_success"].transpose("agent", "task").values.astype(float),
+        "agent": post["agent"].values,
+        "task": post["task"].values,
+        "n_quad": int(opts.get("n_quad", 9)),
+        "latent": opts.get("agent_task") == "latent",
+    }
+
+
+def _cell_expectations(parts: dict, fns: Sequence, chunk: int = 64) -> list[np.ndarray]:
+    """E[f(p_mt) | data, draw] for each f in fns: arrays (sample, agent, task)."""
+    mu, a, b, sd = parts["mu"], parts["a"], parts["b"], parts["sd_at"]
+    n, y = parts["n"], parts["y"]
+    S = mu.size
+    outs = [np.empty((S, n.shape[0], n.shape[1])) for _ in fns]
+    if parts["latent"]:
+        post = parts["post"].stack(sample=("chain", "draw"))
+        at = post["agent_task_effect"].transpose("sample", "agent", "task").values
+        p = expit(mu[:, None, None] + a[:, :, None] + b[:, None, :] + at)
+        return [f(p) for f in fns]
+    for s0 in range(0, S, chunk):
+        sl = slice(s0, min(S, s0 + chunk))
+        eta = mu[sl, None, None] + a[sl, :, None] + b[sl, None, :]
+        sdb = np.broadcast_to(sd[sl, None, None], eta.shape)
+        e, wt = _agq_weights(y[None], n[None], eta, sdb, parts["n_quad"])
+        p = expit(e)
+        for out, f in zip(outs, fns, strict=True):
+            out[sl] = (wt * f(p)).sum(axis=-1)
+    return outs
+
+
+def _unstack(
+    arr: np.ndarray, post: xr.Dataset, dims: tuple[str, ...], coords: dict
+) -> xr.DataArray:
+    C, D = post.sizes["chain"], post.sizes["draw"]
+    return xr.DataArray(
+        arr.reshape(C, D, *arr.shape[1:]),
+        dims=("chain", "draw", *dims),
+        coords={"chain": post["chain"].values, "draw": post["draw"].values, **coords},
+    )
+
+
+def agent_task_effects(fit: xr.DataTree) -> xr.Dataset:
+    """Recover the agent x task effects and cell probabilities of a crossed fit.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A fit of :func:`hierbench.bayes.build_crossed`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``agent_task_effect(chain, draw, agent, task)``: ``E[(ab)_mt | data,
+        draw]``; ``p(chain, draw, agent, task)``: ``E[p_mt | data, draw]``.
+        Cells that were never run get the prior (effect 0 in expectation).
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_crossed, fit
+    >>> data, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=3, rng=0)
+    >>> idata = fit(build_crossed(data), draws=100, tune=100, chains=1, rng=0)  # doctest: +SKIP
+    >>> agent_task_effects(idata).p.sizes["task"]  # doctest: +SKIP
+    8
+    """
+    parts = _parts(fit)
+    eta = parts["mu"][:, None, None] + parts["a"][:, :, None] + parts["b"][:, None, :]
+    (p,) = _cell_expectations(parts, [lambda p: p])
+    if parts["latent"]:
+        ab = (
+            parts["post"]
+            .stack(sample=("chain", "draw"))["agent_task_effect"]
+            .transpose("sample", "agent", "task")
+            .values
+        )
+    else:
+        # E[ab] = E[logit p] - eta, since logit p = eta + ab at every node
+        (lp,) = _cell_expectations(parts, [lambda p: np.log(p) - np.log1p(-p)])
+        ab = lp - eta
+    coords = {"agent": parts["agent"], "task": parts["task"]}
+    post = parts["post"]
+    return xr.Dataset(
+        {
+            "agent_task_effect": _unstack(ab, post, ("agent", "task"), coords),
+            "p": _unstack(p, post, ("agent", "task"), coords),
+        }
+    )
+
+
+def _ks(k: int | Sequence[int]) -> np.ndarray:
+    ks = np.atleast_1d(np.asarray(k))
+    if ks.ndim != 1 or ks.size == 0 or not np.issubdtype(ks.dtype, np.integer) or (ks < 1).any():
+        raise ValueError(f"`k` must be a positive integer or a sequence of them; got {k!r}")
+    return ks.astype(int)
+
+
+def crossed_pass_k(
+    fit: xr.DataTree,
+    *,
+    k: int | Sequence[int] = 1,
+    kind: Literal["hat", "at"] = "hat",
+    population: bool = False,
+    prob: float = 0.9,
+) -> xr.Dataset:
+    """Posterior pass^k (``kind="hat"``) or pass@k (``kind="at"``) per agent, crossed model.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A fit of :func:`hierbench.bayes.build_crossed`.
+    k : int or sequence of int
+        Number of independent attempts.
+    kind : {"hat", "at"}
+        pass^k = P(all k attempts succeed) = ``E[p^k]``;
+        pass@k = P(at least one succeeds) = ``1 - E[(1 - p)^k]``.
+    population : bool
+        False: the mean over the dataset's tasks, each cell's ``E[p_mt^k |
+        data, draw]`` (the Bayesian counterpart of the unbiased estimator
+        ``C(c, k) / C(n, k)`` averaged over tasks). True: a new task drawn
+        from the task population, ``E[p^k]`` with
+        ``logit p ~ N(mu + a_m, sqrt(sd_task^2 + sd_cluster^2 + sd_agent_task^2))``.
+    prob : float
+        Probability mass of the equal-tailed interval.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``draws(chain, draw, agent, k)``, ``mean(agent, k)`` and
+        ``ci(agent, k, ci_bound)`` (attrs ``ci_prob``, ``ci_kind``).
+
+    Notes
+    -----
+    With ``population=False`` each draw holds the conditional expectation
+    given that draw's hyperparameters, so the interval omits the (order
+    1/T) conditional variance of the per-cell effects around it.
+    """
+    ks = _ks(k)
+    if kind not in ("hat", "at"):
+        raise ValueError(f"`kind` must be 'hat' or 'at'; got {kind!r}")
+    if not 0 < prob < 1:
+        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    parts = _parts(fit)
+    if kind == "hat":
+        fns = [lambda p, kk=kk: p**kk for kk in ks]
+    else:
+        fns = [lambda p, kk=kk: 1.0 - (1.0 - p) ** kk for kk in ks]
+    if population:
+        u, w = _gh(max(parts["n_quad"], 31))
+        s = np.sqrt(parts["sd_task2"] + parts["sd_at"] ** 2)
+        e = parts["mu"][:, None, None] + parts["a"][:, :, None] + s[:, None, None] * u
+        p = expit(e)
+        vals = np.stack([(f(p) * w).sum(-1) for f in fns], axis=-1)
+    else:
+        cells = _cell_expectations(parts, fns)
+        vals = np.stack([c.mean(axis=-1) for c in cells], axis=-1)
+    post = parts["post"]
+    draws = _unstack(vals, post, ("agent", "k"), {"agent": parts["agent"], "k": ks})
+    lo, hi = (1 - prob) / 2, (1 + prob) / 2
+    q = draws.quantile([lo, hi], dim=("chain", "draw")).transpose("agent", "k", "quantile")
+    ci = xr.DataArray(
+        q.values,
+        dims=("agent", "k", "ci_bound"),
+        coords={"agent": parts["agent"], "k": ks, "ci_bound": ["lower", "upper"]},
+        attrs={"ci_prob": prob, "ci_kind": "equal-tailed posterior"},
+    )
+    name = "pass^k" if kind == "hat" else "pass@k"
+    where = "a new task from the population" if population else "the dataset's tasks"
+    return xr.Dataset(
+        {"draws": draws, "mean": draws.mean(("chain", "draw")), "ci": ci},
+        attrs={"metric": name, "over": where, "model": "crossed"},
+    )
+
+
+def crossed_variance_components(
+    fit: xr.DataTree, *, scale: Literal["latent", "probability"] = "latent"
+) -> xr.Dataset:
+    """Variance components of a crossed fit on the logit or the probability scale.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+    scale : {"latent", "probability"}
+        ``"latent"``: ``sd_agent^2`` (with ``agents="fixed"``: the sample
+        variance of the evaluated agents' effects), ``sd_task^2 (+ sd_cluster^2)``,
+        ``sd_agent_task^2`` on the logit scale. ``"probability"``: the
+        generalizability-theory decomposition of the cell success
+        probability ``p_mt`` implied by the model, comparable with the
+        ANOVA estimates of :func:`hierbench.freq.variance_components` on
+        binary scores: ``agent = Var(E[p | agent])``, ``task = Var(E[p |
+        task])``, ``agent_task = Var(p) - agent - task`` and ``residual =
+        E[p (1 - p)]`` (the run-to-run binomial variance), all by
+        Gauss-Hermite quadrature over the normal effects.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``agent``, ``task``, ``agent_task``, (``residual``) over (chain, draw);
+        attrs ``scale``.
+    """
+    parts = _parts(fit)
+    va, vt, vat = parts["sd_agent"] ** 2, parts["sd_task2"], parts["sd_at"] ** 2
+    post = parts["post"]
+    if scale == "latent":
+        comps = {"agent": va, "task": vt, "agent_task": vat}
+    elif scale == "probability":
+        u, w = _gh(max(parts["n_quad"], 31))
+        mu = parts["mu"][:, None]
+
+        def m1m2(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            # E[p], E[p^2] with logit p ~ N(loc, s), loc (S, Q0), s (S,)
+            p = expit(loc[..., None] + s[:, None, None] * u)
+            return (p * w).sum(-1), (p**2 * w).sum(-1)
+
+        ep, ep2 = m1m2(mu, np.sqrt(va + vt + vat))
+        total = ep2[:, 0] - ep[:, 0] ** 2
+        if parts["opts"].get("agents") == "fixed":
+            # finite population of the evaluated agents (sample variance, ddof=1)
+            g, _ = m1m2(mu + parts["a"], np.sqrt(vt + vat))
+            var_a = g.var(axis=-1, ddof=1) if g.shape[-1] > 1 else np.zeros(g.shape[0])
+        else:
+            g, _ = m1m2(mu + np.sqrt(va)[:, None] * u, np.sqrt(vt + vat))
+            var_a = (g**2 * w).sum(-1) - (g * w).sum(-1) ** 2
+        h, _ = m1m2(mu + np.sqrt(vt)[:, None] * u, np.sqrt(va + vat))
+        var_t = (h**2 * w).sum(-1) - (h * w).sum(-1) ** 2
+        comps = {
+            "agent": var_a,
+            "task": var_t,
+            "agent_task": total - var_a - var_t,
+            "residual": ep[:, 0] - ep2[:, 0],
+        }
+    else:
+        raise ValueError(f"`scale` must be 'latent' or 'probability'; got {scale!r}")
+    out = xr.Dataset({k: _unstack(np.asarray(v), post, (), {}) for k, v in comps.items()})
+    out.attrs["scale"] = scale
+    return out

@@ -1,0 +1,230 @@
+"""Crossed agent x task model: likelihood, recovery, agreement with the frequentist side."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import integrate, stats
+from scipy.special import expit, logit
+
+from hierbench.bayes import (
+    ConvergenceWarning,
+    PriorError,
+    build_beta_binomial,
+    build_crossed,
+    fit,
+    fit_replicates,
+    loo_compare,
+    predictive_check,
+)
+from hierbench.freq import pass_hat_k, variance_components
+from hierbench.metrics._crossed import (
+    agent_task_effects,
+    crossed_pass_k,
+    crossed_variance_components,
+)
+from hierbench.testing import simulate_eval
+
+
+def _quad_loglik(y: int, n: int, eta: float, sd: float) -> float:
+    def f(x: float) -> float:
+        return stats.binom.pmf(y, n, expit(eta + x)) * stats.norm.pdf(x, 0.0, sd)
+
+    val, _ = integrate.quad(f, -12 * sd, 12 * sd, limit=500, epsabs=0, epsrel=1e-12, points=[0.0])
+    return float(np.log(val))
+
+
+def test_marginal_likelihood_matches_adaptive_quadrature():
+    """The model's per-cell logit-normal-binomial log-likelihood vs scipy.integrate.quad."""
+    data, _ = simulate_eval(n_agents=3, n_tasks=5, n_runs=40, sd_task=2.0, rng=3)
+    model = build_crossed(data)
+    ll = model.logp(vars=[model["y"]], sum=False)[0]
+    dev = model.replace_rvs_by_values([model["task_effect"] - model["task_offset"]])[0]
+    fn = model.compile_fn([ll, dev], inputs=model.value_vars, on_unused_input="ignore")
+    point = model.initial_point()
+    rng = np.random.default_rng(0)
+    abil = np.array([-3.0, 0.3, 2.5])
+    n = model["cell_n_runs"].get_value()
+    y = model["cell_n_success"].get_value()
+    for sd_at in (0.3, 1.0, 2.5):
+        point["ability_theta"] = abil
+        point["task_dev_zerosum__"] = rng.normal(0.0, 1.5, point["task_dev_zerosum__"].shape)
+        point["sd_agent_task_log__"] = np.array(np.log(sd_at))
+        got, d = fn(point)
+        eta = (abil[:, None] + d[None, :]).ravel()
+        want = np.array([_quad_loglik(int(yy), int(nn), e, sd_at) for yy, nn, e in zip(y, n, eta, strict=True)])
+        # tolerance: adaptive GH with 9 nodes, checked over 1-100 runs and sd <= 3
+        np.testing.assert_allclose(got, want, atol=5e-3)
+
+
+def test_builder_records_cells_and_validates():
+    data, _ = simulate_eval(n_agents=3, n_tasks=8, n_runs=2, p_missing_task=0.3, rng=0)
+    model = build_crossed(data)
+    counts_n = (data.score.notnull().sum("run") > 0).values
+    assert model.coords["cell"].__len__() == int(counts_n.sum())
+    assert model.hierbench["n_cells_excluded"] == int((~counts_n).sum())
+    with pytest.raises(ValueError, match="`agent_task` must be 'marginal' or 'latent'; got 'x'"):
+        build_crossed(data, agent_task="x")
+    with pytest.raises(ValueError, match="`agents` must be 'fixed' or 'random'; got 'pooled'"):
+        build_crossed(data, agents="pooled")
+    with pytest.raises(ValueError, match=r"`n_quad` must be an integer with 5 <= n_quad <= 200; got 2"):
+        build_crossed(data, n_quad=2)
+    with pytest.raises(ValueError, match="`clusters=True` needs a `cluster` task coord"):
+        build_crossed(data, clusters=True)
+    with pytest.raises(ValueError, match=r"`centred` must be 'auto' or a tuple drawn from"):
+        build_crossed(data, centred=("runs",))
+    with pytest.raises(PriorError, match=r"`priors` keys must be among .*got unknown \['sd_run'\]"):
+        build_crossed(data, priors={"sd_run": {"dist": "HalfNormal", "sigma": 1.0}})
+    cont, _ = simulate_eval(n_agents=2, n_tasks=4, n_runs=2, score_kind="continuous", rng=0)
+    with pytest.raises(ValueError, match="must have binary scores"):
+        build_crossed(cont)
+
+
+# ---------------------------------------------------------------------------
+# one fit on data with many runs per cell, shared by the agreement tests
+
+TRUTH = {"sd_task": 1.2, "sd_agent_task": 0.6}
+
+
+@pytest.fixture(scope="module")
+def large_r():
+    data, truth = simulate_eval(
+        n_agents=5, n_tasks=60, n_runs=200, mu=0.2, sd_agent=0.8, rng=20261130, **TRUTH
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        idata = fit(build_crossed(data), draws=1000, tune=700, chains=2, rng=1)
+    return data, truth, idata
+
+
+def test_fit_structure_and_recovery(large_r):
+    data, truth, idata = large_r
+    assert idata.attrs["hierbench_model"] == "crossed"
+    assert idata.attrs["diag_n_divergent"] == 0
+    post = idata["posterior"].to_dataset()
+    assert post["ability"].attrs["scale"] == "logit"
+    # latent sds: the simulation's values inside the 99% posterior interval
+    for name, val in TRUTH.items():
+        lo, hi = np.quantile(post[name].values, [0.005, 0.995])
+        assert lo < val < hi, (name, lo, hi)
+    # abilities: mu + a_m of the simulation, each inside its 99% interval
+    true_ab = (truth.mu + truth.agent_effect).values
+    lo, hi = np.quantile(post["ability"].values, [0.005, 0.995], axis=(0, 1))
+    assert np.all((lo < true_ab) & (true_ab < hi))
+    # mean over the observed tasks ~ observed success rate (200 runs per cell)
+    obs = data.score.mean(("task", "run")).values
+    np.testing.assert_allclose(post["mean_observed"].mean(("chain", "draw")).values, obs, atol=0.01)
+
+
+def test_agent_task_effects_recovered(large_r):
+    """Recovered (ab)_mt track the simulated ones and the cell proportions."""
+    data, truth, idata = large_r
+    eff = agent_task_effects(idata)
+    est = eff["agent_task_effect"].mean(("chain", "draw")).values
+    # Expected correlation about 0.75 here: each cell's logit is known to about
+    # +-0.3 from 200 runs, and each task effect only to +-0.6/sqrt(5) because it
+    # is confounded with the mean of its 5 agent x task effects.
+    r = np.corrcoef(est.ravel(), truth.agent_task.values.ravel())[0, 1]
+    assert r > 0.65
+    n = data.score.notnull().sum("run").values
+    y = data.score.sum("run").values
+    p = eff["p"].mean(("chain", "draw")).values
+    # shrinkage of 200-run proportions toward the model's cell means stays within 3 binomial ses
+    ph = (y + 0.5) / (n + 1)
+    assert np.all(np.abs(p - y / n) <= 3 * np.sqrt(ph * (1 - ph) / n) + 0.01)
+    # E[p | data] per cell, averaged over tasks, is the model's mean_observed
+    np.testing.assert_allclose(
+        eff["p"].mean("task").values, idata["posterior"]["mean_observed"].values, rtol=1e-10
+    )
+
+
+def test_pass_hat_k_agrees_with_unbiased_estimator(large_r):
+    data, _, idata = large_r
+    ks = [1, 2, 4, 8]
+    bayes = crossed_pass_k(idata, k=ks)
+    freq = pass_hat_k(data, ks).mean.transpose("agent", "k")
+    assert bayes["ci"].attrs["ci_kind"] == "equal-tailed posterior"
+    assert list(bayes["ci"].ci_bound.values) == ["lower", "upper"]
+    # With 200 runs per cell, shrinkage of cell probabilities is small; tolerance 0.02 absolute
+    np.testing.assert_allclose(bayes["mean"].transpose("agent", "k").values, freq.values, atol=0.02)
+    # pass@k the same way (1 - C(n-c,k)/C(n,k))
+    from hierbench.freq import pass_at_k
+
+    b_at = crossed_pass_k(idata, k=ks, kind="at")["mean"].transpose("agent", "k").values
+    np.testing.assert_allclose(b_at, pass_at_k(data, ks).mean.transpose("agent", "k").values, atol=0.02)
+    # population pass^k is decreasing in k, and within [0, 1]
+    pop = crossed_pass_k(idata, k=ks, population=True)["mean"].values
+    assert np.all(np.diff(pop, axis=-1) < 0) and np.all((pop > 0) & (pop < 1))
+
+
+def test_variance_components_agree_with_gtheory(large_r):
+    data, _, idata = large_r
+    g = variance_components(data, design="nested").to_dataset()["variance"]
+    prob = crossed_variance_components(idata, scale="probability")
+    # probability scale: the ANOVA estimates inside the 99% posterior interval
+    for ours, theirs in (("task", "task"), ("agent_task", "agent:task"), ("residual", "residual")):
+        lo, hi = np.quantile(prob[ours].values, [0.005, 0.995])
+        assert lo < float(g.sel(component=theirs)) < hi, (ours, lo, hi, float(g.sel(component=theirs)))
+    # latent scale: G-theory on the empirical cell logits (R = 200), with the
+    # delta-method binomial noise variance 1 / (n p (1 - p)) subtracted from
+    # the interaction, vs the posterior medians (tolerance 30%: the empirical
+    # logit is itself biased for p near 0 or 1)
+    n = data.score.notnull().sum("run")
+    ph = (data.score.sum("run") + 0.5) / (n + 1.0)
+    lg = xr.DataArray(logit(ph.values), dims=("agent", "task"))
+    g_lat = variance_components(lg, facets=("agent", "task")).to_dataset()["variance"]
+    noise = float((1.0 / (n * ph * (1 - ph))).mean())
+    lat = crossed_variance_components(idata, scale="latent")
+    assert float(lat["task"].median()) == pytest.approx(float(g_lat.sel(component="task")), rel=0.3)
+    resid = float(g_lat.sel(component="residual")) - noise
+    assert float(lat["agent_task"].median()) == pytest.approx(resid, rel=0.3)
+
+
+def test_predictive_check_and_loo(large_r):
+    data, _, idata = large_r
+    pc = predictive_check(idata)
+    # every observed cell is counted once
+    assert int(pc["observed"].sum()) == int(idata["observed_data"]["y"].size)
+    # the model reproduces the distribution of per-cell success counts: few bins outside the 90% band
+    obs = pc["observed"]
+    inside = (obs >= pc["predicted_lower"]) & (obs <= pc["predicted_upper"])
+    valid = pc["predicted_mean"].notnull()
+    assert float(inside.where(valid).mean()) > 0.8
+    # LOO: the beta-binomial on the same cells ignores the agent x task structure and loses
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        bb = fit(build_beta_binomial(data, pooling="none"), draws=300, tune=300, chains=2, rng=2)
+    table = loo_compare({"crossed": idata, "beta_binomial": bb})
+    assert table.index[0] == "crossed"
+
+
+def test_simulation_based_recovery():
+    """90% intervals contain the simulated truth at the expected rate (20 replicates)."""
+    n_rep = 20
+    sims = [
+        simulate_eval(n_agents=4, n_tasks=30, n_runs=5, sd_agent=0.8, sd_task=1.2, sd_agent_task=0.6, rng=100 + s)
+        for s in range(n_rep)
+    ]
+    model = build_crossed(sims[0][0])
+    fits = fit_replicates(model, [d for d, _ in sims], draws=300, tune=300, chains=2, rng=7)
+    hit_ab, hit_sd, hit_task = [], [], []
+    for f, (_, truth) in zip(fits, sims, strict=True):
+        post = f["posterior"].to_dataset()
+        lo, hi = np.quantile(post["ability"].values, [0.05, 0.95], axis=(0, 1))
+        t = (truth.mu + truth.agent_effect).values
+        hit_ab.extend((lo < t) & (t < hi))
+        lo, hi = np.quantile(post["task_effect"].values, [0.05, 0.95], axis=(0, 1))
+        t = truth.task_effect.values
+        hit_task.extend((lo < t) & (t < hi))
+        lo, hi = np.quantile(post["sd_agent_task"].values, [0.05, 0.95])
+        hit_sd.append(lo < 0.6 < hi)
+    # Binomial(n, 0.9) tolerance at the 0.1% level on each side
+    for hits in (hit_ab, hit_sd):
+        n = len(hits)
+        lo_ok, hi_ok = stats.binom.ppf([0.001, 0.999], n, 0.9)
+        assert lo_ok <= sum(hits) <= hi_ok, (sum(hits), n)
+    # task intervals are correlated within a replicate: a wider band, 0.82-0.97
+    assert 0.82 <= np.mean(hit_task) <= 0.97, np.mean(hit_task)
