@@ -125,11 +125,9 @@ def compute_diagnostics(
         if "diverging" in stats:
             n_div = int(stats["diverging"].values.sum())
         if "energy" in stats:
-            e = stats["energy"].transpose("chain", "draw").values
-            num = np.mean(np.diff(e, axis=1) ** 2, axis=1)
-            den = np.var(e, axis=1)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                min_bfmi = float(np.min(num / den))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                min_bfmi = float(np.min(np.asarray(azs.bfmi(stats[["energy"]])["energy"])))
     failures: list[str] = []
     if np.isfinite(max_rhat) and max_rhat > th["r_hat"]:
         failures.append(f"max R-hat {max_rhat:.3f} > {th['r_hat']} (at `{at_rhat}`)")

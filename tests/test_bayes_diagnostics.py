@@ -1,0 +1,96 @@
+"""Convergence diagnostics and predictive checks on constructed draws (no sampling)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import arviz_stats as azs
+import numpy as np
+import pytest
+import xarray as xr
+
+from hierbench.bayes import ConvergenceWarning, compute_diagnostics, predictive_check
+
+
+def _tree(post: dict, diverging=None, energy=None) -> xr.DataTree:
+    C, D = next(iter(post.values())).shape[:2]
+    rng = np.random.default_rng(0)
+    stats = {
+        "diverging": (("chain", "draw"), np.zeros((C, D), bool) if diverging is None else diverging),
+        "energy": (("chain", "draw"), rng.normal(size=(C, D)) if energy is None else energy),
+    }
+    return xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset({k: (("chain", "draw"), v) for k, v in post.items()}),
+            "sample_stats": xr.Dataset(stats),
+        }
+    )
+
+
+def test_good_chains_pass_without_warning():
+    rng = np.random.default_rng(1)
+    dt = _tree({"x": rng.normal(size=(4, 1000)), "y": rng.normal(size=(4, 1000))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        out = compute_diagnostics(dt)
+    assert out.attrs["diag_converged"] == 1
+    assert json.loads(out.attrs["diag_failures"]) == []
+    assert "diagnostics" not in dt.children  # input untouched
+    # the stored values are arviz-stats' rank-normalised R-hat and ESS
+    assert float(out["diagnostics/r_hat"]["x"]) == pytest.approx(float(azs.rhat(dt["posterior"].to_dataset())["x"]))
+
+
+def test_stuck_chain_warns_rhat_and_ess():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(4, 500))
+    x[0] += 3.0  # one chain elsewhere
+    with pytest.warns(ConvergenceWarning, match=r"max R-hat .* > 1.01 \(at `x`\)"):
+        out = compute_diagnostics(_tree({"x": x}))
+    assert out.attrs["diag_converged"] == 0
+    assert out.attrs["diag_max_r_hat"] > 1.1
+
+
+def test_divergences_and_low_bfmi_warn():
+    rng = np.random.default_rng(3)
+    div = np.zeros((2, 400), bool)
+    div[1, :7] = True
+    # a random-walk energy has E-BFMI near 0
+    energy = np.cumsum(rng.normal(size=(2, 400)), axis=1)
+    with pytest.warns(ConvergenceWarning, match=r"7 divergent transitions.*min E-BFMI 0\.\d+ < 0.3"):
+        out = compute_diagnostics(_tree({"x": rng.normal(size=(2, 400))}, diverging=div, energy=energy))
+    assert out.attrs["diag_n_divergent"] == 7
+    # E-BFMI = sum (E_i - E_{i-1})^2 / sum (E_i - mean E)^2 per chain (Betancourt 2016);
+    # 1% tolerance for the n vs n - 1 normalisation conventions
+    hand = min(np.sum(np.diff(e) ** 2) / np.sum((e - e.mean()) ** 2) for e in energy)
+    assert out.attrs["diag_min_bfmi"] == pytest.approx(hand, rel=0.01)
+
+
+def test_threshold_validation_and_override():
+    rng = np.random.default_rng(4)
+    dt = _tree({"x": rng.normal(size=(2, 100))})
+    with pytest.raises(ValueError, match=r"`thresholds` keys must be among .*got unknown \['rhat'\]"):
+        compute_diagnostics(dt, thresholds={"rhat": 1.1})
+    with pytest.raises(ValueError, match=r"`var_names` must name posterior variables; not found: \['z'\]"):
+        compute_diagnostics(dt, var_names=["z"])
+    with pytest.warns(ConvergenceWarning, match="min ESS_bulk"):
+        compute_diagnostics(dt, thresholds={"ess_bulk_per_chain": 10_000})
+
+
+def test_predictive_check_histograms():
+    cell = {"cell": np.arange(5), "cell_agent": ("cell", ["a", "a", "a", "b", "b"])}
+    obs = xr.Dataset({"y": ("cell", [0, 3, 3, 1, 2])}, coords=cell)
+    pred = np.array([[0, 3, 2, 1, 2], [1, 3, 3, 0, 2], [0, 0, 3, 1, 1]])[None]  # 1 chain, 3 draws
+    pp = xr.Dataset({"y": (("chain", "draw", "cell"), pred)}, coords=cell)
+    const = xr.Dataset({"cell_n_runs": ("cell", [3, 3, 3, 2, 2])}, coords=cell)
+    dt = xr.DataTree.from_dict({"observed_data": obs, "posterior_predictive": pp, "constant_data": const})
+    pc = predictive_check(dt)
+    # agent a, 3 runs: observed successes 0, 3, 3 -> histogram [1, 0, 0, 2]
+    np.testing.assert_array_equal(pc["observed"].sel(agent="a", n_runs=3).values, [1, 0, 0, 2])
+    # predicted histograms per draw: [1,0,1,1], [0,1,0,2], [2,0,0,1] -> mean
+    np.testing.assert_allclose(pc["predicted_mean"].sel(agent="a", n_runs=3).values, [1, 1 / 3, 1 / 3, 4 / 3])
+    # P(pred >= obs) at 3 successes: 0, 1, 0 draws have >= 2 -> 1/3
+    assert float(pc["p_value"].sel(agent="a", n_runs=3, successes=3)) == pytest.approx(1 / 3)
+    np.testing.assert_array_equal(pc["observed"].sel(agent="b", n_runs=2).values[:3], [0, 1, 1])
+    with pytest.raises(ValueError, match=r"`group` must be a group of `fit`; 'prior_predictive' not in"):
+        predictive_check(dt, group="prior_predictive")
