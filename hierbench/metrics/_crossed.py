@@ -106,7 +106,7 @@ def _parts(fit: xr.DataTree) -> dict:
         "y": const["n_success"].transpose("agent", "task").values.astype(float),
         "agent": post["agent"].values,
         "task": post["task"].values,
-        "n_quad": int(opts.get("n_quad", 9)),
+        "n_quad": int(opts.get("n_quad", 7)),
         "latent": opts.get("agent_task") == "latent",
     }
 
