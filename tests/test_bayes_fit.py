@@ -128,3 +128,32 @@ def test_import_hierbench_stays_light():
     code = "import sys, hierbench, hierbench.data, hierbench.freq; print('pymc' in sys.modules, 'pytensor' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False False"
+
+
+def test_fit_approx_carries_its_error(tiny, nutpie_fit, monkeypatch):
+    from hierbench.bayes import ApproximationWarning, fit_approx
+
+    model = build_beta_binomial(tiny, pooling="none")
+    _, _, _, nuts = nutpie_fit
+    with pytest.warns(ApproximationWarning, match=r"approximate posterior \(advi\).*measured error"):
+        ap = fit_approx(model, method="advi", n=3000, draws=500, rng=0, reference=nuts)
+    assert ap.attrs["approximate"] == 1 and ap.attrs["method"] == "advi"
+    err = ap["approximation_error"].to_dataset()
+    # mean-field ADVI on this small model: sd within a factor 2 of NUTS, means within 1 sd
+    assert 0.5 < float(err["mu_sd_ratio"]) < 2.0
+    assert float(err["mu_mean_shift"]) < 1.0
+    assert json.loads(ap.attrs["approx_error"])["source"].startswith("measured on this data")
+    # without a reference the stored (or missing) measurement is quoted, never nothing
+    with pytest.warns(ApproximationWarning):
+        ap2 = fit_approx(model, n=500, draws=100, rng=0)
+    assert "source" in json.loads(ap2.attrs["approx_error"])
+    with pytest.raises(ValueError, match=r"`method` must be one of \('advi', 'fullrank_advi', 'pathfinder'\); got 'map'"):
+        fit_approx(model, method="map")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "pymc_extras" else real(n, *a))
+    with pytest.raises(ImportError, match="`method='pathfinder'` needs the package pymc-extras"):
+        fit_approx(model, method="pathfinder")
+    other = build_beta_binomial(simulate_eval(n_agents=2, n_tasks=5, n_runs=2, rng=0)[0], pooling="none")
+    with pytest.raises(ValueError, match="`reference` must be a NUTS fit of the same data"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_approx(other, n=200, draws=50, rng=0, reference=nuts)

@@ -3,6 +3,7 @@
 Import explicitly (``import hierbench.bayes``): this subpackage imports PyMC.
 """
 
+from ._approx import ApproximationWarning, approximation_error, fit_approx
 from ._beta_binomial import BETA_BINOMIAL_PRIORS, build_beta_binomial, task_posteriors
 from ._bradley_terry import (
     BT_DEFAULT_PRIORS,
@@ -36,16 +37,19 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "ELO_PER_LOGIT",
     "SAMPLERS",
+    "ApproximationWarning",
     "ConvergenceWarning",
     "DisconnectedComparisonWarning",
     "ModelEntry",
     "PriorError",
+    "approximation_error",
     "build_beta_binomial",
     "build_bradley_terry",
     "build_crossed",
     "compute_diagnostics",
     "data_hash",
     "fit",
+    "fit_approx",
     "fit_replicates",
     "gauss_hermite",
     "get_model",
