@@ -66,7 +66,7 @@ def test_builder_records_cells_and_validates():
     counts_n = (data.score.notnull().sum("run") > 0).values
     assert model.coords["cell"].__len__() == int(counts_n.sum())
     assert model.hierbench["n_cells_excluded"] == int((~counts_n).sum())
-    with pytest.raises(ValueError, match="`agent_task` must be 'marginal' or 'latent'; got 'x'"):
+    with pytest.raises(ValueError, match="`agent_task` must be 'auto', 'marginal', 'latent' or 'none'; got 'x'"):
         build_crossed(data, agent_task="x")
     with pytest.raises(ValueError, match="`agents` must be 'fixed' or 'random'; got 'pooled'"):
         build_crossed(data, agents="pooled")
@@ -228,3 +228,21 @@ def test_simulation_based_recovery():
         assert lo_ok <= sum(hits) <= hi_ok, (sum(hits), n)
     # task intervals are correlated within a replicate: a wider band, 0.82-0.97
     assert 0.82 <= np.mean(hit_task) <= 0.97, np.mean(hit_task)
+
+
+def test_single_run_data_drop_the_unidentified_interaction():
+    """R = 1: no agent x task term by default, and pass^k for k > 1 says it rests on an assumption."""
+    from hierbench.metrics._crossed import UnidentifiedWarning
+
+    data, _ = simulate_eval(n_agents=4, n_tasks=40, n_runs=1, rng=9)
+    model = build_crossed(data)
+    assert model.hierbench["options"]["agent_task"] == "none"
+    assert "sd_agent_task" not in model.named_vars
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        idata = fit(model, draws=300, tune=300, chains=2, rng=0)
+    one = crossed_pass_k(idata, k=1)["mean"].sel(k=1)
+    # pass^1 on the observed tasks = the posterior mean success, close to the observed rate
+    np.testing.assert_allclose(one.values, data.score.mean(("task", "run")).values, atol=0.1)
+    with pytest.warns(UnidentifiedWarning, match="single-run data cannot check"):
+        crossed_pass_k(idata, k=[1, 2])

@@ -13,6 +13,7 @@ quadrature error.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -21,10 +22,15 @@ import xarray as xr
 from scipy.special import expit
 
 __all__ = [
+    "UnidentifiedWarning",
     "agent_task_effects",
     "crossed_pass_k",
     "crossed_variance_components",
 ]
+
+
+class UnidentifiedWarning(UserWarning):
+    """A quantity is asked for that the data cannot identify (it rests on an assumption)."""
 
 
 NEWTON_STEPS = 4
@@ -101,13 +107,14 @@ def _parts(fit: xr.DataTree) -> dict:
         "b": b,
         "sd_agent": stacked["sd_agent"].values,
         "sd_task2": sd_task2,
-        "sd_at": stacked["sd_agent_task"].values,
+        "sd_at": stacked["sd_agent_task"].values if "sd_agent_task" in stacked else np.zeros(mu.size),
         "n": const["n_runs"].transpose("agent", "task").values.astype(float),
         "y": const["n_success"].transpose("agent", "task").values.astype(float),
         "agent": post["agent"].values,
         "task": post["task"].values,
         "n_quad": int(opts.get("n_quad", 7)),
         "latent": opts.get("agent_task") == "latent",
+        "no_ab": opts.get("agent_task") == "none",
     }
 
 
@@ -117,6 +124,9 @@ def _cell_expectations(parts: dict, fns: Sequence, chunk: int = 64) -> list[np.n
     n, y = parts["n"], parts["y"]
     S = mu.size
     outs = [np.empty((S, n.shape[0], n.shape[1])) for _ in fns]
+    if parts["no_ab"]:
+        p = expit(mu[:, None, None] + a[:, :, None] + b[:, None, :])
+        return [f(p) for f in fns]
     if parts["latent"]:
         post = parts["post"].stack(sample=("chain", "draw"))
         at = post["agent_task_effect"].transpose("sample", "agent", "task").values
@@ -245,6 +255,14 @@ def crossed_pass_k(
     if not 0 < prob < 1:
         raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
     parts = _parts(fit)
+    if parts["no_ab"] and (ks > 1).any():
+        warnings.warn(
+            "this crossed fit has no agent x task effect (agent_task='none', usually R = 1): "
+            "pass^k / pass@k for k > 1 assume runs independent given (agent, task), which "
+            "single-run data cannot check; with repeated runs refit with agent_task='marginal'",
+            UnidentifiedWarning,
+            stacklevel=2,
+        )
     if kind == "hat":
         fns = [lambda p, kk=kk: p**kk for kk in ks]
     else:
