@@ -85,9 +85,16 @@ def test_same_rng_same_draws(tiny):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         a = fit(model, draws=50, tune=50, chains=1, rng=3, posterior_predictive=False, log_likelihood=False)
-        b = fit(model, draws=50, tune=50, chains=1, rng=3, posterior_predictive=False, log_likelihood=False)
+        b = fit(model, draws=50, tune=50, chains=1, rng=3, posterior_predictive=False, log_likelihood=False,
+                prior_predictive=True)
     np.testing.assert_array_equal(a["posterior"]["mu"].values, b["posterior"]["mu"].values)
     assert "posterior_predictive" not in a.children and "log_likelihood" not in a.children
+    # prior predictive check: the prior's histogram of per-cell successes covers every count
+    from hierbench.bayes import predictive_check
+
+    pc = predictive_check(b, group="prior_predictive")
+    assert int(pc["observed"].sum()) == int(b["observed_data"]["y"].size)
+    assert float(pc["predicted_mean"].sum()) == pytest.approx(float(pc["observed"].sum()))
 
 
 def test_pymc_sampler(tiny):

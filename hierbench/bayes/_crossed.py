@@ -3,21 +3,23 @@
 For agent ``m``, task ``t`` (in cluster ``k(t)``) with ``n_mt`` runs and
 ``y_mt`` successes,
 
-    logit p_mt = mu + a_m + c_k(t) + b_t + (ab)_mt,
-    a_m ~ N(0, sd_agent), c_k ~ N(0, sd_cluster), b_t ~ N(0, sd_task),
-    (ab)_mt ~ N(0, sd_agent_task),
+    logit p_mt = ability_m + c_k(t) + b_t + (ab)_mt,
+    c_k ~ N(0, sd_cluster), b_t ~ N(0, sd_task), (ab)_mt ~ N(0, sd_agent_task),
     y_mt ~ Binomial(n_mt, p_mt),
 
-all groups non-centred. The likelihood is over the observed cells only, so
-its cost does not grow with the number of runs, and ragged data (cells never
-run) costs nothing.
+with abilities fixed (own priors) or random (``N(mu, sd_agent)``); groups are
+non-centred unless their levels carry much data (``centred="auto"``), and
+task and cluster effects are split into a sample-mean offset and zero-sum
+deviations (see :func:`build_crossed`). The likelihood is over the observed
+cells only, so its cost does not grow with the number of runs, and ragged
+data (cells never run) costs nothing.
 
-``agent_task="marginal"`` (default) integrates the agent x task effect out
+``agent_task="marginal"`` (the default unless every cell has one run) integrates the agent x task effect out
 of each cell's binomial likelihood by adaptive Gauss-Hermite quadrature (a
 logit-normal-binomial), removing the M x T latent parameters and the funnel
 between them and ``sd_agent_task``; the per-cell effects are recovered
 afterwards, exactly given each draw, by
-:func:`hierbench.metrics.agent_task_effects`. ``agent_task="latent"`` keeps
+:func:`hierbench.metrics._crossed.agent_task_effects`. ``agent_task="latent"`` keeps
 them as non-centred parameters (the plain version, for comparison).
 """
 

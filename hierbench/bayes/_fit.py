@@ -84,6 +84,7 @@ def fit(
     posterior_predictive: bool = True,
     log_likelihood: bool = True,
     progressbar: bool = False,
+    prior_predictive: bool = False,
     **sampler_kwargs: Any,
 ) -> xr.DataTree:
     """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
@@ -109,6 +110,11 @@ def fit(
         Add the ``posterior_predictive`` and pointwise ``log_likelihood``
         groups (needed by the predictive checks and LOO).
     progressbar : bool
+    prior_predictive : bool
+        Also draw ``draws`` samples from the prior and the prior predictive
+        (groups ``prior``, ``prior_predictive``) for prior predictive checks
+        (:func:`hierbench.bayes.predictive_check` with
+        ``group="prior_predictive"``).
     **sampler_kwargs
         Passed to the sampler (e.g. ``adaptation="low_rank"`` for nutpie,
         ``cores=1`` for PyMC).
@@ -215,6 +221,11 @@ def fit(
         dt = pm.sample_posterior_predictive(
             dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
         )
+    if prior_predictive:
+        prior = pm.sample_prior_predictive(draws=draws, model=model, random_seed=int(gen.integers(2**31 - 1)))
+        for group in ("prior", "prior_predictive"):
+            if group in prior.children:
+                dt[group] = prior[group].copy()
     dt = _decorate(dt, info)
     dt.attrs.update(
         hierbench_model=str(info["model"]),
