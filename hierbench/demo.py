@@ -143,15 +143,27 @@ def _bayes_section(ctx: DemoContext) -> str:
     )
     ctx.extra["observed_table"] = obs
     diag = {k.removeprefix("diag_"): v for k, v in dt.attrs.items() if k.startswith("diag_")}
+    import json
+
+    fixed_agents = (
+        json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {}).get("agents") == "fixed"
+    )
     sd_rows = []
     for name in ("sd_agent", "sd_task", "sd_agent_task", "sd_cluster"):
         if name in post:
             d = post[name]
             q = d.quantile([(1 - PROB) / 2, (1 + PROB) / 2], dim=("chain", "draw")).values
+            true = float(ctx.truth[name])
+            label = name
+            if name == "sd_agent" and fixed_agents:
+                # agents are fixed effects: sd_agent is the spread of these agents' effects,
+                # so its truth is the sample SD of the true effects, not the generating SD
+                true = float(np.std(ctx.truth["agent_effect"].values, ddof=1))
+                label = "sd of these agents' effects"
             sd_rows.append(
                 {
-                    "parameter": name,
-                    "truth": float(ctx.truth[name]),
+                    "parameter": label,
+                    "truth": true,
                     "posterior mean": float(d.mean()),
                     f"{PROB:.0%} lower": q[0],
                     f"{PROB:.0%} upper": q[1],
