@@ -437,3 +437,27 @@ def test_elo_anchor_agent():
         elo[:, 0] - 1500.0, 400 * (ability[:, 0] - ability[:, 1]) / np.log(10), rtol=1e-9
     )
     np.testing.assert_allclose(ability.sum(axis=1), 0.0, atol=1e-12)
+
+
+def test_davidson_fit_has_pointwise_log_likelihood_for_loo():
+    """fit's default log_likelihood=True must work with ties (no explicit initval in the model)."""
+    import pandas as pd
+
+    from hierbench.bayes import build_bradley_terry, fit
+    from hierbench.data import read_battles
+
+    df = pd.DataFrame(
+        {
+            "left": ["a", "a", "b", "c", "a", "b"] * 5,
+            "right": ["b", "c", "c", "a", "b", "a"] * 5,
+            "winner": ["left", "tie", "right", "left", "tie", "right"] * 5,
+        }
+    )
+    pairs = read_battles(df, left="left", right="right", winner="winner")
+    dt = fit(
+        build_bradley_terry(pairs), draws=100, tune=100, chains=1, rng=0, posterior_predictive=False
+    )
+    assert "log_likelihood" in dt.children
+    ll = dt["log_likelihood"].to_dataset()
+    assert all(np.isfinite(ll[v]).all() for v in ll.data_vars)
+    assert "nu" in dt["posterior"]

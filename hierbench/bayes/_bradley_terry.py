@@ -320,9 +320,17 @@ def build_bradley_terry(
         if home_advantage:
             d = d + _prior("home", pri["home"])
         if ties:
-            # a finite start: a wide LogNormal has an infinite mean (its default initial value)
-            nu = _prior("nu", pri["nu"], initval=1.0)
-            logits = pt.stack([d / 2.0, pt.broadcast_to(pt.log(nu), d.shape), -d / 2.0], axis=-1)
+            spec = pri["nu"]
+            if spec["dist"] == "LogNormal":
+                # The same prior written on the log scale: a wide LogNormal's default
+                # initial value (its mean) overflows, and an explicit initval would make
+                # the model unconvertible for pm.compute_log_likelihood (LOO); the
+                # Normal's default start (its mean) is always finite.
+                log_nu = pm.Normal("log_nu", spec.get("mu", 0.0), spec.get("sigma", 1.0))
+                pm.Deterministic("nu", pt.exp(log_nu))
+            else:
+                log_nu = pt.log(_prior("nu", spec))
+            logits = pt.stack([d / 2.0, pt.broadcast_to(log_nu, d.shape), -d / 2.0], axis=-1)
             p = pm.math.softmax(logits, axis=-1)
             pm.Multinomial(
                 "outcome_counts",
