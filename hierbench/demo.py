@@ -177,7 +177,11 @@ def _bayes_section(ctx: DemoContext) -> str:
         f"{dt.attrs.get('sampler', 'nutpie')}: {wall:.0f} s wall "
         f"(compile {float(dt.attrs.get('compile_time', np.nan)):.0f} s).",
         "Diagnostics: "
-        + ", ".join(f"{k} = {v}" for k, v in diag.items() if not isinstance(v, str) or len(v) < 40),
+        + ", ".join(
+            f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+            for k, v in diag.items()
+            if k not in ("thresholds",) and (not isinstance(v, str) or len(v) < 60)
+        ),
         "",
         "Expected score on a new task, both methods beside the truth:",
         _frame(table).to_string(),
