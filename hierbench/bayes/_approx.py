@@ -24,7 +24,7 @@ import pymc as pm
 import xarray as xr
 
 from ..testing import as_rng
-from ._fit import _check_model, _decorate, _version
+from ._fit import _check_model, _stamp
 
 __all__ = ["MEASURED_ERROR", "ApproximationWarning", "approximation_error", "fit_approx"]
 
@@ -50,7 +50,7 @@ MEASURED_ERROR: dict[str, dict[str, Any]] = {
         "task_effect_sd_ratio": 1.096,
         "task_effect_mean_shift": 0.1111,
         "mean_observed_sd_ratio": 1.0645,
-        "mean_observed_mean_shift": 0.0873
+        "mean_observed_mean_shift": 0.0873,
     },
     "crossed/fullrank_advi": {
         "case": "simulate_eval(n_agents=12, n_tasks=200, n_runs=10, rng=1)",
@@ -65,8 +65,8 @@ MEASURED_ERROR: dict[str, dict[str, Any]] = {
         "task_effect_sd_ratio": 1.1343,
         "task_effect_mean_shift": 0.1164,
         "mean_observed_sd_ratio": 1.3043,
-        "mean_observed_mean_shift": 0.1158
-    }
+        "mean_observed_mean_shift": 0.1158,
+    },
 }
 
 
@@ -106,7 +106,9 @@ def approximation_error(
     a = approx["posterior"].to_dataset()
     b = reference["posterior"].to_dataset()
     if var_names is None:
-        var_names = [v for v in a.data_vars if v in b and a[v].ndim <= 3 and not str(v).startswith("z_")]
+        var_names = [
+            v for v in a.data_vars if v in b and a[v].ndim <= 3 and not str(v).startswith("z_")
+        ]
     out = {}
     for v in var_names:
         sa = a[v].std(("chain", "draw"))
@@ -189,17 +191,12 @@ def fit_approx(
         final_loss = float(approx.hist[-1]) if len(approx.hist) else float("nan")
     fit_time = time.perf_counter() - t0
     if log_likelihood:
-        dt = pm.compute_log_likelihood(dt, model=model, extend_inferencedata=True, progressbar=False)
-    dt = _decorate(dt, info)
-    dt.attrs.update(
-        hierbench_model=str(info["model"]),
-        hierbench_spec=json.dumps(
-            {"model": info["model"], "options": info.get("options", {}), "priors": info.get("priors", {})},
-            sort_keys=True,
-            default=str,
-        ),
-        hierbench_data_hash=str(info.get("data_hash", "")),
-        hierbench_version=_version(),
+        dt = pm.compute_log_likelihood(
+            dt, model=model, extend_inferencedata=True, progressbar=False
+        )
+    dt = _stamp(
+        dt,
+        info,
         sampler=method,
         approximate=1,
         method=method,
@@ -212,19 +209,30 @@ def fit_approx(
         dt = post(dt)
     if reference is not None:
         if reference.attrs.get("hierbench_data_hash") != dt.attrs["hierbench_data_hash"]:
-            raise ValueError("`reference` must be a NUTS fit of the same data (its hierbench_data_hash differs)")
+            raise ValueError(
+                "`reference` must be a NUTS fit of the same data (its hierbench_data_hash differs)"
+            )
         err = approximation_error(dt, reference)
         dt["approximation_error"] = xr.DataTree(err)
-        record = {"source": "measured on this data against the given NUTS reference", **{k: float(err[k]) for k in err.data_vars}}
+        record = {
+            "source": "measured on this data against the given NUTS reference",
+            **{k: float(err[k]) for k in err.data_vars},
+        }
     else:
         stored = MEASURED_ERROR.get(f"{info['model']}/{method}")
         record = (
             {"source": "measured on the mid-size case in MEASURED_ERROR", **stored}
             if stored
-            else {"source": f"never measured for {info['model']}/{method}: validate against NUTS before use"}
+            else {
+                "source": f"never measured for {info['model']}/{method}: validate against NUTS before use"
+            }
         )
     dt.attrs["approx_error"] = json.dumps(record, sort_keys=True)
-    shown = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in record.items() if "sd_ratio" in k or k in ("source", "case")}
+    shown = {
+        k: (round(v, 3) if isinstance(v, float) else v)
+        for k, v in record.items()
+        if "sd_ratio" in k or k in ("source", "case")
+    }
     warnings.warn(
         f"approximate posterior ({method}): its standard deviations and means differ from NUTS; "
         f"measured error: {shown}. Use NUTS (fit) for final intervals.",
@@ -243,12 +251,24 @@ def _measure() -> dict[str, dict[str, Any]]:  # pragma: no cover - writes the co
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
-        nuts = fit(model, draws=1000, tune=1000, chains=4, rng=1, posterior_predictive=False, log_likelihood=False)
+        nuts = fit(
+            model,
+            draws=1000,
+            tune=1000,
+            chains=4,
+            rng=1,
+            posterior_predictive=False,
+            log_likelihood=False,
+        )
         t_nuts = time.perf_counter() - t0
         out = {}
         for method in ("advi", "fullrank_advi"):
             ap = fit_approx(model, method=method, rng=2)
-            err = approximation_error(ap, nuts, var_names=["sd_task", "sd_agent_task", "ability", "task_effect", "mean_observed"])
+            err = approximation_error(
+                ap,
+                nuts,
+                var_names=["sd_task", "sd_agent_task", "ability", "task_effect", "mean_observed"],
+            )
             out[f"crossed/{method}"] = {
                 "case": "simulate_eval(n_agents=12, n_tasks=200, n_runs=10, rng=1)",
                 "fit_time_s": round(float(ap.attrs["fit_time"]), 1),

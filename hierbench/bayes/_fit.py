@@ -37,7 +37,9 @@ def _version() -> str:
 
 def _check_model(model: Any) -> dict[str, Any]:
     if not isinstance(model, pm.Model):
-        raise TypeError(f"`model` must be a pymc.Model from a hierbench builder; got {type(model).__name__}")
+        raise TypeError(
+            f"`model` must be a pymc.Model from a hierbench builder; got {type(model).__name__}"
+        )
     info = getattr(model, "hierbench", None)
     if not isinstance(info, dict):
         info = {"model": "custom", "options": {}, "priors": {}, "data_hash": ""}
@@ -59,7 +61,9 @@ def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
         ds = node.to_dataset()
         changed = False
         if cell_coords and "cell" in ds.dims:
-            ds = ds.assign_coords({k: ("cell", np.asarray(v).astype(str)) for k, v in cell_coords.items()})
+            ds = ds.assign_coords(
+                {k: ("cell", np.asarray(v).astype(str)) for k, v in cell_coords.items()}
+            )
             changed = True
         for var, attrs in var_attrs.items():
             if var in ds.data_vars:
@@ -69,6 +73,27 @@ def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
             dt[name] = xr.DataTree(ds)
     if "n_cells_excluded" in info:
         dt.attrs["n_cells_not_run"] = int(info["n_cells_excluded"])
+    return dt
+
+
+def _stamp(dt: xr.DataTree, info: dict[str, Any], /, **attrs: Any) -> xr.DataTree:
+    """Decorate a fit and stamp its provenance: the model, its spec, the data hash, the version."""
+    dt = _decorate(dt, info)
+    dt.attrs.update(
+        hierbench_model=str(info["model"]),
+        hierbench_spec=json.dumps(
+            {
+                "model": info["model"],
+                "options": info.get("options", {}),
+                "priors": info.get("priors", {}),
+            },
+            sort_keys=True,
+            default=str,
+        ),
+        hierbench_data_hash=str(info.get("data_hash", "")),
+        hierbench_version=_version(),
+        **attrs,
+    )
     return dt
 
 
@@ -151,7 +176,9 @@ def fit(
     if sampler not in SAMPLERS:
         raise ValueError(f"`sampler` must be one of {SAMPLERS}; got {sampler!r}")
     if target_accept is not None and not 0 < target_accept < 1:
-        raise ValueError(f"`target_accept` must satisfy 0 < target_accept < 1; got {target_accept!r}")
+        raise ValueError(
+            f"`target_accept` must satisfy 0 < target_accept < 1; got {target_accept!r}"
+        )
     if sampler == "numpyro":
         missing = [p for p in ("jax", "numpyro") if importlib.util.find_spec(p) is None]
         if missing:
@@ -168,7 +195,9 @@ def fit(
     settings: dict[str, Any] = {"draws": draws, "tune": tune, "chains": chains}
     if target_accept is not None:
         settings["target_accept"] = target_accept
-    settings.update({k: v for k, v in sampler_kwargs.items() if isinstance(v, (int, float, str, bool))})
+    settings.update(
+        {k: v for k, v in sampler_kwargs.items() if isinstance(v, (int, float, str, bool))}
+    )
     compile_time = np.nan
     if sampler == "nutpie":
         import nutpie
@@ -216,26 +245,23 @@ def fit(
         sampling_time = time.perf_counter() - t0
     dt = _drop_warmup(dt)
     if log_likelihood:
-        dt = pm.compute_log_likelihood(dt, model=model, extend_inferencedata=True, progressbar=False)
+        dt = pm.compute_log_likelihood(
+            dt, model=model, extend_inferencedata=True, progressbar=False
+        )
     if posterior_predictive:
         dt = pm.sample_posterior_predictive(
             dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
         )
     if prior_predictive:
-        prior = pm.sample_prior_predictive(draws=draws, model=model, random_seed=int(gen.integers(2**31 - 1)))
+        prior = pm.sample_prior_predictive(
+            draws=draws, model=model, random_seed=int(gen.integers(2**31 - 1))
+        )
         for group in ("prior", "prior_predictive"):
             if group in prior.children:
                 dt[group] = prior[group].copy()
-    dt = _decorate(dt, info)
-    dt.attrs.update(
-        hierbench_model=str(info["model"]),
-        hierbench_spec=json.dumps(
-            {"model": info["model"], "options": info.get("options", {}), "priors": info.get("priors", {})},
-            sort_keys=True,
-            default=str,
-        ),
-        hierbench_data_hash=str(info.get("data_hash", "")),
-        hierbench_version=_version(),
+    dt = _stamp(
+        dt,
+        info,
         sampler=sampler,
         sampler_settings=json.dumps(settings, sort_keys=True),
         seed=seed,
@@ -308,7 +334,9 @@ def fit_replicates(
     out = []
     for i, rep in enumerate(replicates):
         counts, cells = prepare_counts(rep, name=f"replicates[{i}]")
-        if counts["n_runs"].shape != n_ref.shape or not np.array_equal(counts["n_runs"].values, n_ref):
+        if counts["n_runs"].shape != n_ref.shape or not np.array_equal(
+            counts["n_runs"].values, n_ref
+        ):
             raise ValueError(
                 f"`replicates[{i}]` must have the same n_runs grid as the model's data "
                 f"(shape {n_ref.shape}); it differs"
