@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
 
+from ..freq import wilson_interval
 from ..testing import as_rng
 
 __all__ = [
@@ -171,14 +171,6 @@ def to_frame(table: xr.Dataset) -> pd.DataFrame:
     return df
 
 
-def _wilson(successes: np.ndarray, n: int, prob: float) -> tuple[np.ndarray, np.ndarray]:
-    z = stats.norm.ppf(0.5 + prob / 2)
-    p = successes / n
-    centre = (p + z**2 / (2 * n)) / (1 + z**2 / n)
-    half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / (1 + z**2 / n)
-    return centre - half, centre + half
-
-
 @dataclass(frozen=True)
 class CoverageStudyResult:
     """Outcome of :func:`coverage_study`.
@@ -289,12 +281,7 @@ def coverage_study(
     n = int(n_rep)
     hits = table["covers"].sum("rep")
     cov = hits / n
-    lo_w, hi_w = _wilson(hits.values.astype(float), n, prob)
-    cov_iv = (
-        xr.concat([cov.copy(data=lo_w), cov.copy(data=hi_w)], dim="ci_bound")
-        .assign_coords(ci_bound=CI_BOUNDS)
-        .transpose(..., "ci_bound")
-    )
+    cov_iv = wilson_interval(hits, n, prob=prob).rename(None)
     cov_iv.attrs = {
         "ci_prob": prob,
         "ci_kind": "Wilson score (Monte Carlo uncertainty of the coverage)",
