@@ -243,15 +243,12 @@ _analysis_sections()
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    import os
 
     from .demo import write_report
     from .testing import default_dataset
 
-    if args.fast:
-        os.environ["HIERBENCH_FAST"] = "1"
     data, truth = default_dataset()
-    ctx = DemoContext(data=data, truth=truth, extra={"seed": args.seed})
+    ctx = DemoContext(data=data, truth=truth, extra={"seed": args.seed, "fast": args.fast})
     done: list[tuple[str, str]] = []
     for i, (title, section) in enumerate(DEMO_SECTIONS, start=1):
         print(f"\n## {i}. {title}\n", flush=True)

@@ -30,8 +30,25 @@ __all__ = ["ANALYSIS_SECTIONS", "population_truth", "write_report"]
 PROB = 0.95  # one level for every interval in the demo, so they can sit side by side
 
 
-def _fast() -> bool:
-    return os.environ.get("HIERBENCH_FAST", "") not in ("", "0")
+def _fast(ctx: DemoContext) -> bool:
+    """Smoke-run sizes: ``hierbench demo --fast`` (``ctx.extra["fast"]``) or ``HIERBENCH_FAST=1``."""
+    return bool(ctx.extra.get("fast")) or os.environ.get("HIERBENCH_FAST", "") not in ("", "0")
+
+
+def _truth_new_task(ctx: DemoContext) -> xr.DataArray:
+    """:func:`population_truth` of the context, computed once."""
+    if "population_truth" not in ctx.extra:
+        ctx.extra["population_truth"] = population_truth(ctx.truth)
+    return ctx.extra["population_truth"]
+
+
+def _n_runs(ctx: DemoContext) -> xr.DataArray:
+    """Runs per (agent, task) cell, from :func:`hierbench.data.to_counts`, computed once."""
+    if "n_runs" not in ctx.extra:
+        from .data import to_counts
+
+        ctx.extra["n_runs"] = to_counts(ctx.data)["n_runs"]
+    return ctx.extra["n_runs"]
 
 
 def population_truth(truth: xr.Dataset) -> xr.DataArray:
@@ -80,13 +97,12 @@ def _bootstrap_section(ctx: DemoContext) -> str:
     boot = bootstrap_ci(
         ctx.data,
         method="bca",
-        n_resamples=1999 if _fast() else 9999,
+        n_resamples=1999 if _fast(ctx) else 9999,
         prob=PROB,
         rng=ctx.extra.get("seed", 0),
     )
     ctx.extra["bootstrap"] = boot
-    truth = population_truth(ctx.truth)
-    ctx.extra["population_truth"] = truth
+    truth = _truth_new_task(ctx)
     table = side_by_side({"cluster bootstrap (BCa)": boot}, truth=truth)
     ctx.extra["freq_table"] = table
     covered = int(table["covers"].sum())
@@ -109,7 +125,7 @@ def _bayes_section(ctx: DemoContext) -> str:
     from .metrics import posterior_interval
 
     model = build_crossed(ctx.data)
-    draws, tune, chains = (300, 300, 2) if _fast() else (1000, 1000, 4)
+    draws, tune, chains = (300, 300, 2) if _fast(ctx) else (1000, 1000, 4)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -119,7 +135,7 @@ def _bayes_section(ctx: DemoContext) -> str:
     conv = [str(w.message) for w in caught if type(w).__name__ == "ConvergenceWarning"]
     post = dt["posterior"].to_dataset()
     new = posterior_interval(post["mean_new_task"], prob=PROB)
-    truth = ctx.extra.get("population_truth", population_truth(ctx.truth))
+    truth = _truth_new_task(ctx)
     results = {
         "Bayes crossed (new task)": xr.Dataset(
             {"estimate": post["mean_new_task"].mean(("chain", "draw")), "interval": new}
@@ -129,7 +145,7 @@ def _bayes_section(ctx: DemoContext) -> str:
         results = {"cluster bootstrap (BCa)": ctx.extra["bootstrap"], **results}
     table = side_by_side(results, truth=truth)
     ctx.extra["population_table"] = table
-    true_obs = ctx.truth["p"].where(ctx.data["score"].notnull().any("run")).mean("task")
+    true_obs = ctx.truth["p"].where(_n_runs(ctx) > 0).mean("task")
     obs = side_by_side(
         {
             "Bayes crossed (these tasks)": xr.Dataset(
@@ -211,7 +227,7 @@ def _passk_section(ctx: DemoContext) -> str:
         warnings.simplefilter("ignore", InsufficientRunsWarning)
         freq = pass_hat_k(ctx.data, ks)
     short = int(freq.n_insufficient.sum())
-    n_runs = ctx.data["score"].notnull().sum("run")
+    n_runs = _n_runs(ctx)
     frames = []
     for k in ks:
         # the truth over the cells the unbiased estimator can use (at least k runs)
@@ -251,13 +267,13 @@ def _compare_section(ctx: DemoContext) -> str:
     from .freq import compare_agents
     from .metrics import prob_superiority
 
-    n = 1999 if _fast() else 9999
+    n = 1999 if _fast(ctx) else 9999
     cmp = compare_agents(
         ctx.data, prob=PROB, n_resamples=n, n_permutations=n, rng=ctx.extra.get("seed", 0)
     )
     ctx.extra["compare"] = cmp
     agents = [str(a) for a in cmp["agent"].values]
-    true_diff = ctx.extra.get("population_truth", population_truth(ctx.truth))
+    true_diff = _truth_new_task(ctx)
     rows = []
     bayes = None
     if "fit" in ctx.extra:
@@ -296,10 +312,10 @@ def _rank_section(ctx: DemoContext) -> str:
     from .metrics import rank_probabilities
 
     rk = rank_uncertainty(
-        ctx.data, n_resamples=1000 if _fast() else 4000, prob=PROB, rng=ctx.extra.get("seed", 0)
+        ctx.data, n_resamples=1000 if _fast(ctx) else 4000, prob=PROB, rng=ctx.extra.get("seed", 0)
     )
     ctx.extra["ranks"] = rk
-    truth = ctx.extra.get("population_truth", population_truth(ctx.truth))
+    truth = _truth_new_task(ctx)
     true_rank = truth.copy(data=stats.rankdata(-truth.values, method="min"))
     df = pd.DataFrame(
         {
