@@ -8,6 +8,10 @@ Two cases, same process, timings are medians of interleaved repeats:
    computes all agents with matrix products; scipy is looped over agents
    (each agent its own resample: scipy cannot share one).
 2. One agent, T = 2,000 tasks x R = 10 runs (simulated), 10,000 resamples.
+   Its per-task means take at most 11 values, so hierbench draws multinomial
+   counts over those values (the same bootstrap law, exactly).
+3. One agent, T = 2,000 tasks with continuous (partial-credit) scores: every
+   task has its own value, so hierbench indexes drawn tasks as scipy does.
 
 Both start from the eval dataset (the time includes averaging runs within
 tasks), resample single tasks (``cluster=None``: scipy has no cluster level)
@@ -35,6 +39,7 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+import xarray as xr  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from hierbench.data import load_swebench_bash_only  # noqa: E402
@@ -88,9 +93,15 @@ def main() -> None:
 
     sw = load_swebench_bash_only()
     one, _ = simulate_eval(n_agents=1, n_tasks=2000, n_runs=10, rng=0)
+    gen = np.random.default_rng(1)
+    cont = xr.Dataset(
+        {"score": (("agent", "task", "run"), gen.beta(2.0, 3.0, size=(1, 2000, 1)))},
+        coords={"agent": ["partial-credit"]},
+    )
     cases = {
         "swe-bench 25 agents x 500 tasks": sw,
         "one agent T=2000 x R=10": one,
+        "one agent T=2000 partial credit": cont,
     }
     print(f"bootstrap_ci vs scipy.stats.bootstrap, {B} resamples, median of {args.repeats} repeats")
     for name, ds in cases.items():

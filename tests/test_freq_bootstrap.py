@@ -52,6 +52,42 @@ def test_percentile_equals_direct_resampling_with_same_weights():
     np.testing.assert_allclose(res.ci.values, np.quantile(boot, [0.025, 0.975], axis=0).T, rtol=1e-12)
 
 
+def test_binary_scores_take_exact_float32_products():
+    # binary scores: the weighted sums are small integers, exact in float32, so the
+    # float32 fast path must give exactly what float64 resampling by hand gives
+    ds, _ = simulate_eval(n_agents=8, n_tasks=60, n_runs=1, rng=11)
+    B = 400
+    res = bootstrap_ci(ds, n_resamples=B, rng=3)
+    w = task_weights(60, B, 3).astype(float)
+    per_task = ds.score.mean("run").values
+    np.testing.assert_array_equal(res.distribution.values, (w @ per_task.T) / 60.0)
+
+
+def test_few_distinct_values_draw_multinomial_counts_with_the_bootstrap_law():
+    # one agent, binary scores, T = 400 tasks, 130 solved: the task-bootstrap mean is
+    # exactly Binomial(400, 130/400) / 400 (each drawn task is solved w.p. 130/400)
+    T, c = 400, 130
+    score = np.zeros((1, T, 1))
+    score[0, :c, 0] = 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), score)}, coords={"agent": ["a"]})
+    B = 20_000
+    res = bootstrap_ci(ds, n_resamples=B, rng=0)
+    succ = np.rint(res.distribution.values[:, 0] * T).astype(int)
+    np.testing.assert_allclose(succ / T, res.distribution.values[:, 0], atol=1e-12)  # on the lattice
+    # chi-square goodness of fit against the binomial law over the central bins
+    law = stats.binom(T, c / T)
+    edges = np.arange(law.ppf(0.001), law.ppf(0.999) + 2) - 0.5
+    obs, _ = np.histogram(succ, bins=edges)
+    exp = B * np.diff(law.cdf(edges))
+    keep = exp > 5
+    chi2 = (((obs - exp) ** 2) / exp)[keep].sum()
+    assert stats.chi2.sf(chi2, keep.sum() - 1) > 0.001
+    # and the percentile interval is the binomial's quantiles within Monte Carlo error
+    sd = np.sqrt(c / T * (1 - c / T) / T)
+    tol = 4 * _mc_tol(sd, B) + 1 / T
+    np.testing.assert_allclose(res.ci.values[0], law.ppf([0.025, 0.975]) / T, atol=tol)
+
+
 def test_seed003_bootstrap_and_paired_difference():
     # seed 003: 500 questions, A right on 340, B on 322 (300 both, 40 A only, 22 B only)
     a = np.array([1] * 300 + [1] * 40 + [0] * 22 + [0] * 138, float)
