@@ -470,14 +470,13 @@ register(
 )
 
 
-def _add_mean_observed(dt: xr.DataTree) -> xr.DataTree:
-    """Add ``mean_observed(agent)`` (mean over the dataset's tasks of E[p_mt | data, draw])."""
-    from ..metrics._crossed import crossed_pass_k
+def _add_mean_observed(dt: xr.DataTree, rng: None | int | np.random.Generator = None) -> xr.DataTree:
+    """Add ``mean_observed(agent)``: the posterior of the average success probability over the dataset's tasks."""
+    from ..metrics._crossed import _mean_observed_draws
 
     post = dt["posterior"].to_dataset()
     if "mean_observed" in post:
         return dt
-    m = crossed_pass_k(dt, k=1)["draws"].sel(k=1, drop=True)
-    post["mean_observed"] = m.transpose("chain", "draw", "agent")
+    post["mean_observed"] = _mean_observed_draws(dt, rng).transpose("chain", "draw", "agent")
     dt["posterior"] = xr.DataTree(post)
     return dt

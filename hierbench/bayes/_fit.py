@@ -270,7 +270,7 @@ def fit(
     )
     post = info.get("postprocess")
     if callable(post):
-        dt = post(dt)
+        dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
     return compute_diagnostics(dt, warn=True)
 
 

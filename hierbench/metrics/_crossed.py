@@ -356,3 +356,8 @@ def crossed_variance_components(
     out = xr.Dataset({k: _unstack(np.asarray(v), post, (), {}) for k, v in comps.items()})
     out.attrs["scale"] = scale
     return out
+
+
+def _mean_observed_draws(fit: xr.DataTree, rng: None | int | np.random.Generator = None) -> xr.DataArray:
+    """Draws (chain, draw, agent) of the mean over the dataset's tasks of ``p_mt``, for the fit's postprocess."""
+    return crossed_pass_k(fit, k=1)["draws"].sel(k=1, drop=True)
