@@ -171,12 +171,6 @@ def test_realised_draws_follow_the_law_of_total_variance():
         ValueError, match=r"`realised=True` applies to the observed tasks \(population=False\)"
     ):
         pass_hat_k(dt, k=1, population=True, realised=True)
-    crossed = dt.copy()
-    crossed.attrs["hierbench_model"] = "crossed"
-    with pytest.raises(
-        ValueError, match=r"`realised=True` is implemented for beta_binomial fits only"
-    ):
-        pass_at_k(crossed, k=1, realised=True)
 
 
 def test_pass_k_on_saved_fit(hand_fit, tmp_path):
@@ -241,8 +235,8 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
 
     calls = []
 
-    def fake(fit, *, k, kind, population, prob):
-        calls.append((tuple(k), kind, population, prob))
+    def fake(fit, *, k, kind, population, prob, realised, rng):
+        calls.append((tuple(k), kind, population, prob, realised, rng))
         return xr.Dataset()
 
     # a stand-in module: this checks the dispatch, not the crossed maths
@@ -253,7 +247,12 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
     dt.attrs["hierbench_model"] = "crossed"
     pass_at_k(dt, k=[1, 3], population=True, prob=0.8)
     pass_hat_k(dt, k=2)
-    assert calls == [((1, 3), "at", True, 0.8), ((2,), "hat", False, 0.9)]
+    pass_hat_k(dt, k=1, realised=True, rng=7)  # realised draws are the crossed module's too
+    assert calls == [
+        ((1, 3), "at", True, 0.8, False, None),
+        ((2,), "hat", False, 0.9, False, None),
+        ((1,), "hat", False, 0.9, True, 7),
+    ]
 
 
 # ---------------------------------------------------------------------------

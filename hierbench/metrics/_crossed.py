@@ -8,6 +8,13 @@ conditional posterior of ``(ab)_mt`` has density proportional to
 ``E[f(p_mt) | data, draw]`` is a ratio of two quadrature sums: the per-cell
 quantities below are exact given each draw (Rao-Blackwellised), up to the
 quadrature error.
+
+The same quadrature also gives a draw of ``p_mt`` itself: the normalised
+node masses form a discrete law whose moments are the quadrature's
+approximations of the conditional moments, so picking one node per cell at
+random (``realised=True`` in :func:`crossed_pass_k`) yields draws of the
+average of the cells' own ``p_mt`` over the dataset's tasks, not only of its
+conditional expectation.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 from scipy.special import expit
+
+from ..testing import as_rng
 
 __all__ = [
     "UnidentifiedWarning",
@@ -143,6 +152,62 @@ def _cell_expectations(parts: dict, fns: Sequence, chunk: int = 64) -> list[np.n
     return outs
 
 
+def _draw_nodes(e: np.ndarray, wt: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """One node per cell from the discrete law with masses ``wt``: the logit draws, shape ``e.shape[:-1]``.
+
+    Inverse CDF with one uniform per cell: the chosen node is the first whose
+    cumulative mass exceeds the uniform (so a node of zero mass is never chosen).
+    """
+    u = gen.random(wt.shape[:-1])
+    cdf = np.cumsum(wt, axis=-1)
+    idx = (cdf <= u[..., None]).sum(axis=-1)
+    # the last cumulative mass can fall a rounding error short of 1
+    idx = np.minimum(idx, wt.shape[-1] - 1)
+    return np.take_along_axis(e, idx[..., None], axis=-1)[..., 0]
+
+
+def _task_means(
+    parts: dict, fns: Sequence, gen: np.random.Generator | None = None, chunk: int = 64
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per draw, the mean over all the dataset's tasks of each f in ``fns``: arrays (sample, agent, len(fns)).
+
+    The first array averages ``E[f(p_mt) | data, draw]``. With ``gen`` the
+    second averages ``f(p_mt)`` at one ``p_mt`` per cell drawn from its
+    conditional posterior given the draw (a quadrature node picked with the
+    node masses); otherwise it is None. Without a marginalised agent x task
+    effect (``agent_task`` "latent" or "none") ``p_mt`` is already fixed by
+    the draw, and both arrays are the same average.
+    """
+    mu, a, b, sd = parts["mu"], parts["a"], parts["b"], parts["sd_at"]
+    n, y = parts["n"], parts["y"]
+    S = mu.size
+    expected = np.empty((S, n.shape[0], len(fns)))
+    realised = np.empty_like(expected) if gen is not None else None
+    at = None
+    if parts["latent"]:
+        post = parts["post"].stack(sample=("chain", "draw"))
+        at = post["agent_task_effect"].transpose("sample", "agent", "task").values
+    for s0 in range(0, S, chunk):
+        sl = slice(s0, min(S, s0 + chunk))
+        eta = mu[sl, None, None] + a[sl, :, None] + b[sl, None, :]
+        if parts["no_ab"] or at is not None:
+            p = expit(eta if at is None else eta + at[sl])
+            for i, f in enumerate(fns):
+                expected[sl, :, i] = f(p).mean(axis=-1)
+            if realised is not None:
+                realised[sl] = expected[sl]
+            continue
+        sdb = np.broadcast_to(sd[sl, None, None], eta.shape)
+        e, wt = _agq_weights(y[None], n[None], eta, sdb, parts["n_quad"])
+        p = expit(e)
+        p_draw = expit(_draw_nodes(e, wt, gen)) if realised is not None else None
+        for i, f in enumerate(fns):
+            expected[sl, :, i] = (wt * f(p)).sum(axis=-1).mean(axis=-1)
+            if realised is not None:
+                realised[sl, :, i] = f(p_draw).mean(axis=-1)
+    return expected, realised
+
+
 def _unstack(
     arr: np.ndarray, post: xr.Dataset, dims: tuple[str, ...], coords: dict
 ) -> xr.DataArray:
@@ -216,6 +281,8 @@ def crossed_pass_k(
     kind: Literal["hat", "at"] = "hat",
     population: bool = False,
     prob: float = 0.9,
+    realised: bool = False,
+    rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
     """Posterior pass^k (``kind="hat"``) or pass@k (``kind="at"``) per agent, crossed model.
 
@@ -229,31 +296,79 @@ def crossed_pass_k(
         pass^k = P(all k attempts succeed) = ``E[p^k]``;
         pass@k = P(at least one succeeds) = ``1 - E[(1 - p)^k]``.
     population : bool
-        False: the mean over the dataset's tasks, each cell's ``E[p_mt^k |
-        data, draw]`` (the Bayesian counterpart of the unbiased estimator
-        ``C(c, k) / C(n, k)`` averaged over tasks). True: a new task drawn
+        False: the mean over all the dataset's tasks (a cell that was never
+        run enters through its prior given the draw). True: a new task drawn
         from the task population, ``E[p^k]`` with
         ``logit p ~ N(mu + a_m, sqrt(sd_task^2 + sd_cluster^2 + sd_agent_task^2))``.
     prob : float
         Probability mass of the equal-tailed interval.
+    realised : bool
+        Observed tasks only (``population=False``). False: each draw is the
+        average over tasks of the conditional expectation ``E[f(p_mt) | data,
+        draw]`` (the Bayesian counterpart of the unbiased estimator
+        ``C(c, k) / C(n, k)`` averaged over tasks). True: each draw is the
+        realised average ``mean_t f(p_mt)`` with every ``p_mt`` drawn from
+        its conditional posterior given the draw, so the interval is that of
+        the average over these tasks of their true ``f(p_mt)`` (wider; see
+        Notes).
+    rng : None, int or numpy.random.Generator
+        Randomness for ``realised=True`` (unused otherwise).
 
     Returns
     -------
     xarray.Dataset
         ``draws(chain, draw, agent, k)``, ``mean(agent, k)`` and
         ``ci(agent, k, ci_bound)`` (attrs ``ci_prob``, ``ci_kind``).
+        ``mean`` is always the average of the conditional expectations (the
+        posterior mean without the extra Monte Carlo noise of the realised
+        draws); ``attrs["draws_of"]`` says what the draws, hence the
+        interval, describe: ``"parameter"`` (population),
+        ``"conditional expectation given the draw"`` or ``"realised task
+        average"``.
 
     Notes
     -----
-    With ``population=False`` each draw holds the conditional expectation
-    given that draw's hyperparameters, so the interval omits the (order
-    1/T) conditional variance of the per-cell effects around it.
+    By the law of total variance the posterior variance of the realised
+    average is the variance of the conditional expectations plus
+    ``E[sum_t Var(f(p_mt) | draw)] / T^2``. Both terms are of order 1/T, so
+    the conditional-expectation interval is too narrow for the observed-task
+    average of the true ``p_mt``. ``realised=True`` closes the gap without
+    leaving the quadrature: for each (draw, cell) it picks one of the
+    adaptive Gauss-Hermite nodes with probability equal to its normalised
+    posterior mass (one uniform per cell, inverse CDF). The node law has
+    ``E[g(p)] = sum_j w_j g(p_j)`` for every ``g``, which is the quadrature
+    value of ``E[g(p_mt) | data, draw]``, so the draw reproduces the
+    conditional mean and variance of ``f(p_mt)`` to quadrature accuracy,
+    though it is discrete per cell (its average over tasks is not). A
+    never-run cell's node masses are the prior Gauss-Hermite weights, so it
+    gets a prior draw the same way.
+
+    With ``agent_task="latent"`` the fit already holds one ``(ab)_mt`` per
+    draw, and with ``agent_task="none"`` there is no such effect: in both
+    cases ``p_mt`` is fixed by the draw, the draws are the realised task
+    average whatever ``realised`` says, and ``rng`` is not used.
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_crossed, fit
+    >>> data, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=3, rng=0)
+    >>> idata = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=0)  # doctest: +SKIP
+    >>> res = crossed_pass_k(idata, k=1, realised=True, rng=1)  # doctest: +SKIP
+    >>> res.attrs["draws_of"]  # doctest: +SKIP
+    'realised task average'
     """
     ks = _ks(k)
     if kind not in ("hat", "at"):
         raise ValueError(f"`kind` must be 'hat' or 'at'; got {kind!r}")
     if not 0 < prob < 1:
         raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    name = "pass^k" if kind == "hat" else "pass@k"
+    if realised and population:
+        raise ValueError(
+            "`realised=True` applies to the observed tasks (population=False); the population "
+            f"{name} is a parameter, its draws are already its posterior"
+        )
     parts = _parts(fit)
     if parts["no_ab"] and (ks > 1).any():
         warnings.warn(
@@ -267,17 +382,37 @@ def crossed_pass_k(
         fns = [lambda p, kk=kk: p**kk for kk in ks]
     else:
         fns = [lambda p, kk=kk: 1.0 - (1.0 - p) ** kk for kk in ks]
+    fixed_p = parts["latent"] or parts["no_ab"]  # p_mt is a function of the draw
     if population:
         u, w = _gh(max(parts["n_quad"], 31))
         s = np.sqrt(parts["sd_task2"] + parts["sd_at"] ** 2)
         e = parts["mu"][:, None, None] + parts["a"][:, :, None] + s[:, None, None] * u
         p = expit(e)
         vals = np.stack([(f(p) * w).sum(-1) for f in fns], axis=-1)
+        expected = vals
+        draws_of = "parameter"
     else:
-        cells = _cell_expectations(parts, fns)
-        vals = np.stack([c.mean(axis=-1) for c in cells], axis=-1)
+        gen = as_rng(rng) if realised and not fixed_p else None
+        expected, real = _task_means(parts, fns, gen)
+        vals = real if real is not None else expected
+        draws_of = (
+            "realised task average"
+            if realised or fixed_p
+            else "conditional expectation given the draw"
+        )
     post = parts["post"]
-    draws = _unstack(vals, post, ("agent", "k"), {"agent": parts["agent"], "k": ks})
+    coords = {"agent": parts["agent"], "k": ks}
+    where = "a new task from the population" if population else "the dataset's tasks"
+    attrs = {
+        "metric": name,
+        "over": where,
+        "model": "crossed",
+        "scale": "probability",
+        "draws_of": draws_of,
+    }
+    draws = _unstack(vals, post, ("agent", "k"), coords)
+    draws.attrs = dict(attrs)
+    mean = _unstack(expected, post, ("agent", "k"), coords).mean(("chain", "draw"))
     lo, hi = (1 - prob) / 2, (1 + prob) / 2
     q = draws.quantile([lo, hi], dim=("chain", "draw")).transpose("agent", "k", "quantile")
     ci = xr.DataArray(
@@ -286,12 +421,7 @@ def crossed_pass_k(
         coords={"agent": parts["agent"], "k": ks, "ci_bound": ["lower", "upper"]},
         attrs={"ci_prob": prob, "ci_kind": "equal-tailed posterior"},
     )
-    name = "pass^k" if kind == "hat" else "pass@k"
-    where = "a new task from the population" if population else "the dataset's tasks"
-    return xr.Dataset(
-        {"draws": draws, "mean": draws.mean(("chain", "draw")), "ci": ci},
-        attrs={"metric": name, "over": where, "model": "crossed"},
-    )
+    return xr.Dataset({"draws": draws, "mean": mean, "ci": ci}, attrs=attrs)
 
 
 def crossed_variance_components(
@@ -359,5 +489,20 @@ def crossed_variance_components(
 
 
 def _mean_observed_draws(fit: xr.DataTree, rng: None | int | np.random.Generator = None) -> xr.DataArray:
-    """Draws (chain, draw, agent) of the mean over the dataset's tasks of ``p_mt``, for the fit's postprocess."""
-    return crossed_pass_k(fit, k=1)["draws"].sel(k=1, drop=True)
+    """Draws (chain, draw, agent) of the average over the dataset's tasks of the cells' own ``p_mt``.
+
+    The fit's postprocess fills the posterior variable ``mean_observed`` with
+    these, passing the fit's generator: the realised task average of
+    :func:`crossed_pass_k` (``k=1``, ``realised=True``), whose interval
+    covers the mean of the true ``p_mt`` over these tasks, not only the
+    mean of their conditional expectations.
+    """
+    out = crossed_pass_k(fit, k=1, realised=True, rng=rng)["draws"].sel(k=1, drop=True)
+    out.attrs = {
+        "scale": "probability",
+        "meaning": (
+            "average over the dataset's tasks of each cell's success probability p_mt, "
+            "p_mt drawn from its posterior (realised task average; never-run cells from their prior)"
+        ),
+    }
+    return out

@@ -151,11 +151,6 @@ def _pass(
             "pass^k is a parameter, its draws are already its posterior"
         )
     if model == "crossed":
-        if realised:
-            raise ValueError(
-                "`realised=True` is implemented for beta_binomial fits only; a crossed fit gives "
-                "the conditional expectation per draw (see hierbench.metrics._crossed)"
-            )
         try:
             from ._crossed import crossed_pass_k
         except ImportError as err:  # pragma: no cover - depends on the other module landing
@@ -164,7 +159,13 @@ def _pass(
                 f"which could not be imported: {err}"
             ) from err
         res = crossed_pass_k(
-            fit, k=ks.tolist(), kind="at" if at else "hat", population=population, prob=prob
+            fit,
+            k=ks.tolist(),
+            kind="at" if at else "hat",
+            population=population,
+            prob=prob,
+            realised=realised,
+            rng=rng,
         )
         res.attrs.update(
             quantity=name, model=model, tasks="population" if population else "observed"
@@ -219,18 +220,27 @@ def pass_hat_k(
     k : int or sequence of int, optional
         Numbers of attempts; default ``1 .. max(n_runs)``.
     population : bool
-        False: the mean over the tasks each agent ran, each task's
-        ``E[p_t^k | data, draw]`` (the Bayesian counterpart of the unbiased
-        estimator ``C(c, k) / C(n, k)`` averaged over tasks). True: a new
-        task drawn from the task population.
+        False: the mean over the dataset's tasks, each task's ``E[p_t^k |
+        data, draw]`` (the Bayesian counterpart of the unbiased estimator
+        ``C(c, k) / C(n, k)`` averaged over tasks). The beta-binomial
+        averages over the tasks each agent ran; the crossed model over all
+        the dataset's tasks, a never-run cell entering through its prior
+        given the draw. True: a new task drawn from the task population.
     prob : float
         Probability mass of the equal-tailed interval.
     realised : bool
-        Observed tasks only (beta-binomial). False: each draw is the
-        conditional expectation given the draw's ``(mu, kappa)`` (exact,
-        deterministic). True: each draw is the realised average
-        ``mean_t p_t^k`` with ``p_t`` drawn from its conditional Beta, so the
-        interval is that of the benchmark's own tasks (wider; see Notes).
+        Observed tasks only (``population=False``). False: each draw is the
+        average of the conditional expectations given the draw's
+        hyperparameters (deterministic given the draw). True: each draw is
+        the realised average ``mean_t p_t^k`` with every ``p_t`` drawn from
+        its conditional posterior given the draw (beta-binomial: its
+        conditional Beta, exactly; crossed: one adaptive Gauss-Hermite node
+        picked with the node masses, which matches the conditional mean and
+        variance to quadrature accuracy, see
+        :func:`hierbench.metrics._crossed.crossed_pass_k`), so the interval
+        is that of the benchmark's own tasks (wider; see Notes). A crossed
+        fit with ``agent_task`` "latent" or "none" fixes ``p_t`` by the draw,
+        so its draws are the realised average either way.
     rng : None, int or numpy.random.Generator
         Randomness for ``realised=True``.
 
@@ -238,9 +248,10 @@ def pass_hat_k(
     -------
     xarray.Dataset
         ``draws(chain, draw, agent, k)``, ``mean(agent, k)`` (always the
-        exact posterior mean) and ``ci(agent, k, ci_bound)`` (attrs
-        ``ci_prob``, ``ci_kind``); ``attrs["draws_of"]`` says what the draws
-        are.
+        posterior mean of the conditional expectations: exact for the
+        beta-binomial, to quadrature accuracy for the crossed model) and
+        ``ci(agent, k, ci_bound)`` (attrs ``ci_prob``, ``ci_kind``);
+        ``attrs["draws_of"]`` says what the draws are.
 
     Notes
     -----
