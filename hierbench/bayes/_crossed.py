@@ -33,6 +33,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
+from ._agq import AGQBinomialLogitNormal, gauss_hermite
 from ._registry import (
     ModelEntry,
     PriorError,
@@ -55,58 +56,7 @@ CROSSED_PRIORS: dict[str, dict[str, Any]] = {
 }
 
 
-def gauss_hermite(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights for E[f(Z)], Z ~ N(0, 1): ``sum(w * f(u))``."""
-    x, w = np.polynomial.hermite_e.hermegauss(n_quad)
-    return x, w / np.sqrt(2.0 * np.pi)
-
-
 NEWTON_STEPS = 4
-NEWTON_MAX_STEP = 1.0
-
-
-def _log_sigmoid(x: Any) -> Any:
-    return -pt.softplus(-x)
-
-
-def _agq_centre(y: Any, n: Any, eta: Any, sd: Any) -> tuple[Any, Any]:
-    """Mode and curvature scale of ``N(x; 0, sd) Binomial(y | n, expit(eta + x))`` in x.
-
-    A normal-approximation start and ``NEWTON_STEPS`` damped Newton steps
-    (each step clipped to +-1 logit). The quadrature uses them as fixed
-    node positions (gradient disconnected): the integral does not depend
-    on where the nodes are put, only its quadrature error does.
-    """
-    from pytensor.gradient import disconnected_grad
-
-    prec = 1.0 / sd**2
-    ph = (y + 0.5) / (n + 1.0)
-    info = n * ph * (1.0 - ph)
-    m = (pt.log(ph) - pt.log1p(-ph) - eta) * info / (info + prec)
-    for _ in range(NEWTON_STEPS):
-        p = pm.math.invlogit(eta + m)
-        g = y - n * p - m * prec
-        h = -n * p * (1.0 - p) - prec
-        m = m - pt.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
-    p = pm.math.invlogit(eta + m)
-    s = 1.0 / pt.sqrt(n * p * (1.0 - p) + prec)
-    return disconnected_grad(m), disconnected_grad(s)
-
-
-def _marginal_logp(y: Any, n: Any, eta: Any, sd: Any, x: np.ndarray, log_w: np.ndarray) -> Any:
-    """log of the integral over (ab) of N(ab; 0, sd) Binomial(y | n, expit(eta + ab)), per cell.
-
-    Adaptive Gauss-Hermite: nodes ``m + s x_q`` around the integrand's mode.
-    """
-    m, s = _agq_centre(y, n, eta, sd)
-    z = m[:, None] + s[:, None] * x[None, :]
-    e = eta[:, None] + z
-    # y log(sigmoid(e)) + (n - y) log(sigmoid(-e)) = y e - n softplus(e): one softplus per node
-    lf = y[:, None] * e - n[:, None] * pt.softplus(e) - 0.5 * (z / sd) ** 2 - pt.log(sd)
-    # w_q / phi(x_q) with phi the standard normal density
-    lq = lf + (log_w + 0.5 * x**2)[None, :]
-    log_binom = pt.gammaln(n + 1) - pt.gammaln(y + 1) - pt.gammaln(n - y + 1)
-    return pt.logsumexp(lq, axis=1) + pt.log(s) + log_binom
 
 
 CENTRE_MIN_RUNS = 50
@@ -116,6 +66,14 @@ def _default_priors(use_cluster: bool, agents: str) -> dict[str, dict[str, Any]]
     drop = {"sd_cluster"} if not use_cluster else set()
     drop |= {"mu", "sd_agent"} if agents == "fixed" else {"ability"}
     return {k: dict(v) for k, v in CROSSED_PRIORS.items() if k not in drop}
+
+
+def _log_binom(y: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """log C(n, y) per cell: a data constant of the likelihood."""
+    from scipy.special import gammaln
+
+    y, n = np.asarray(y, dtype=float), np.asarray(n, dtype=float)
+    return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
 
 
 def _choose_centred(centred: Any, counts: xr.Dataset) -> set[str]:
@@ -253,7 +211,6 @@ def build_crossed(
         coords["cluster"] = cl_labels.tolist()
     ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
     u, w = gauss_hermite(int(n_quad))
-    log_w = np.log(w)
     n_np, y_np = cells["cell_n"], cells["cell_y"]
     with pm.Model(coords=coords) as model:
         pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))
@@ -381,9 +338,13 @@ def build_crossed(
             at = pm.Deterministic("agent_task_effect", sd_at * z_at, dims=("agent", "task"))
             pm.Binomial("y", n=n_cell, logit_p=eta_cell + at[ai, ti], observed=y_cell, dims="cell")
         else:
+            agq = AGQBinomialLogitNormal(int(n_quad), NEWTON_STEPS)
+            log_binom = pm.Data("cell_log_binom", _log_binom(y_np, n_np), dims="cell")
 
             def logp(value: Any, eta: Any, sd: Any, n: Any) -> Any:
-                return _marginal_logp(value, n, eta, sd, u, log_w)
+                # CustomDist hands the scalar sd over broadcast to shape (1,)
+                sd_scalar = sd if sd.ndim == 0 else sd.ravel()[0]
+                return agq(value, n, eta, sd_scalar)[0] + log_binom
 
             def random(
                 eta: Any, sd: Any, n: Any, rng: np.random.Generator | None = None, size: Any = None

@@ -318,6 +318,7 @@ def fit_replicates(
     """
     import nutpie
 
+    from ._crossed import _log_binom
     from ._registry import prepare_counts
 
     info = _check_model(model)
@@ -342,7 +343,12 @@ def fit_replicates(
                 f"(shape {n_ref.shape}); it differs"
             )
         shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
-        updates = {"n_success": counts["n_success"].values, "cell_n_success": cells["cell_y"]}
+        updates = {
+            "n_success": counts["n_success"].values,
+            "cell_n_success": cells["cell_y"],
+            # the crossed model's log binomial coefficients follow the success counts
+            "cell_log_binom": _log_binom(cells["cell_y"], cells["cell_n"]),
+        }
         c = compiled.with_data(**{k: v for k, v in updates.items() if k in shared})
         dt = nutpie.sample(
             c,

@@ -1,0 +1,251 @@
+"""The crossed model's marginal cell likelihood as one fused PyTensor Op.
+
+Each cell's agent x task effect ``x ~ N(0, sd)`` is integrated out of its
+binomial likelihood by adaptive Gauss-Hermite quadrature:
+
+    log L(eta, sd) = log int N(x; 0, sd) Binomial(y | n, expit(eta + x)) dx
+                   ~ log sum_q  w_q / phi(u_q) * s * N(z_q; 0, sd) Binomial(y | n, expit(eta + z_q))
+
+with nodes ``z_q = m + s u_q`` placed at the integrand's mode ``m`` and
+curvature scale ``s`` (a normal-approximation start and a few damped Newton
+steps). The node placement only changes the quadrature error, not the
+integral, so ``m`` and ``s`` are held fixed when differentiating; then
+
+    d log L / d eta = sum_q pi_q (y - n expit(eta + z_q)),
+    d log L / d sd  = sum_q pi_q z_q^2 / sd^3 - 1 / sd,
+
+with ``pi_q`` the normalised node terms. Written as elementwise PyTensor ops
+this is a graph of some sixty array operations per evaluation, each a pass
+over every cell; as one Op, the numba backend (nutpie) runs one loop over
+the cells that computes the value and both derivatives together, reusing
+each node's exponential (measured on 6,000 cells: see models/crossed/card.md).
+The binomial coefficient is not part of the Op: it is a data constant.
+
+The NumPy ``perform`` (PyMC's own NUTS, posterior predictive and
+log-likelihood computation) evaluates the same formulas vectorised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType, disconnected_type
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+
+__all__ = ["AGQBinomialLogitNormal", "gauss_hermite", "agq_logp_numpy"]
+
+NEWTON_MAX_STEP = 1.0
+_BLOCK = 64  # cells per block in the numba kernel
+
+
+def gauss_hermite(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights for E[f(Z)], Z ~ N(0, 1): ``sum(w * f(u))``."""
+    x, w = np.polynomial.hermite_e.hermegauss(n_quad)
+    return x, w / np.sqrt(2.0 * np.pi)
+
+
+def _expit_pair(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(expit(e), softplus(e))`` from one exponential, stable for any ``e``."""
+    t = np.exp(-np.abs(e))
+    sig = np.where(e >= 0, 1.0 / (1.0 + t), t / (1.0 + t))
+    return sig, np.maximum(e, 0.0) + np.log1p(t)
+
+
+def agq_logp_numpy(
+    y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: float, n_quad: int, newton_steps: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-cell marginal log-likelihood (without the binomial coefficient) and its derivatives.
+
+    Returns ``(logp, d logp / d eta, d logp / d sd)``, each shaped like ``eta``.
+    """
+    u, w = gauss_hermite(n_quad)
+    c = np.log(w) + 0.5 * u**2  # w_q / phi(u_q), on the log scale
+    y, n, eta = (np.asarray(v, dtype=float) for v in (y, n, eta))
+    prec = 1.0 / sd**2
+    ph = (y + 0.5) / (n + 1.0)
+    info = n * ph * (1.0 - ph)
+    m = (np.log(ph) - np.log1p(-ph) - eta) * info / (info + prec)
+    for _ in range(newton_steps):
+        p, _ = _expit_pair(eta + m)
+        g = y - n * p - m * prec
+        h = -n * p * (1.0 - p) - prec
+        m = m - np.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
+    p, _ = _expit_pair(eta + m)
+    s = 1.0 / np.sqrt(n * p * (1.0 - p) + prec)
+    z = m[..., None] + s[..., None] * u
+    sig, sp = _expit_pair(eta[..., None] + z)
+    lq = y[..., None] * (eta[..., None] + z) - n[..., None] * sp - 0.5 * z**2 * prec + c
+    top = lq.max(axis=-1, keepdims=True)
+    r = np.exp(lq - top)
+    tot = r.sum(axis=-1)
+    pi = r / tot[..., None]
+    logp = top[..., 0] + np.log(tot) + np.log(s) - np.log(sd)
+    d_eta = (pi * (y[..., None] - n[..., None] * sig)).sum(axis=-1)
+    d_sd = (pi * z**2).sum(axis=-1) * prec / sd - 1.0 / sd
+    return logp, d_eta, d_sd
+
+
+class AGQBinomialLogitNormal(Op):
+    """``(logp, dlogp/deta, dlogp/dsd)`` per cell of a logit-normal-binomial, by adaptive GH.
+
+    Inputs: ``y``, ``n`` (successes and runs per cell), ``eta`` (linear
+    predictor per cell), ``sd`` (scalar agent x task scale). Only ``eta`` and
+    ``sd`` are differentiable; the second and third outputs exist for the
+    gradient and have no gradient of their own.
+    """
+
+    __props__ = ("n_quad", "newton_steps")
+
+    def __init__(self, n_quad: int = 7, newton_steps: int = 4):
+        self.n_quad = int(n_quad)
+        self.newton_steps = int(newton_steps)
+
+    def make_node(self, y: Any, n: Any, eta: Any, sd: Any) -> Apply:
+        y, n, eta = (pt.as_tensor_variable(v).astype("float64") for v in (y, n, eta))
+        sd = pt.as_tensor_variable(sd).astype("float64")
+        if not (y.ndim == n.ndim == eta.ndim == 1) or sd.ndim != 0:
+            raise TypeError(
+                "AGQBinomialLogitNormal needs vectors y, n, eta (one entry per cell) and a scalar sd; "
+                f"got ndim {y.ndim}, {n.ndim}, {eta.ndim} and {sd.ndim}"
+            )
+        outs = [pt.vector(dtype="float64", shape=eta.type.shape) for _ in range(3)]
+        return Apply(self, [y, n, eta, sd], outs)
+
+    def perform(self, node: Apply, inputs: list, output_storage: list) -> None:
+        y, n, eta, sd = inputs
+        res = agq_logp_numpy(y, n, eta, float(sd), self.n_quad, self.newton_steps)
+        for store, val in zip(output_storage, res, strict=True):
+            store[0] = np.asarray(val, dtype=np.float64)
+
+    def infer_shape(self, node: Apply, shapes: list) -> list:
+        return [shapes[2]] * 3
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        # rows: inputs y, n, eta, sd; columns: the three outputs
+        return [[False] * 3, [False] * 3, [True] * 3, [True] * 3]
+
+    def pullback(self, inputs: list, outputs: list, output_grads: list) -> list:
+        for g in output_grads[1:]:
+            if not isinstance(g.type, DisconnectedType):
+                raise NotImplementedError(
+                    "AGQBinomialLogitNormal: second derivatives of the marginal likelihood are not implemented"
+                )
+        g = output_grads[0]
+        if isinstance(g.type, DisconnectedType):
+            return [disconnected_type(), disconnected_type(), disconnected_type(), disconnected_type()]
+        _, d_eta, d_sd = outputs
+        return [disconnected_type(), disconnected_type(), g * d_eta, (g * d_sd).sum()]
+
+
+def _register_numba() -> None:
+    """The numba implementation: one pass over the cells (used by nutpie)."""
+    import math
+
+    from pytensor.link.numba.dispatch import basic as numba_basic
+
+    @numba_basic.register_funcify_default_op_cache_key(AGQBinomialLogitNormal)
+    def _funcify(op: AGQBinomialLogitNormal, node: Any = None, **kwargs: Any) -> Any:
+        u, w = gauss_hermite(op.n_quad)
+        c = np.log(w) + 0.5 * u**2
+        steps = op.newton_steps
+        nq = op.n_quad
+        max_step = NEWTON_MAX_STEP
+
+        block = _BLOCK
+
+        @numba_basic.numba_njit(boundscheck=False)
+        def agq(y, n, eta, sd_arr):
+            # Cells are processed in blocks, one stage at a time across the block:
+            # the Newton steps of one cell form a chain of dependent exponentials and
+            # divisions, and interleaving independent cells lets the CPU overlap them
+            # (1.7x faster than one cell at a time, measured on 6,000 cells).
+            sd = sd_arr.item()
+            prec = 1.0 / (sd * sd)
+            log_sd = math.log(sd)
+            ncell = eta.shape[0]
+            logp = np.empty(ncell)
+            d_eta = np.empty(ncell)
+            d_sd = np.empty(ncell)
+            m = np.empty(block)
+            s = np.empty(block)
+            top = np.empty(block)
+            tot = np.empty(block)
+            ge = np.empty(block)
+            gs = np.empty(block)
+            lq = np.empty((nq, block))
+            zz = np.empty((nq, block))
+            sg = np.empty((nq, block))
+            for b0 in range(0, ncell, block):
+                nb = min(block, ncell - b0)
+                for j in range(nb):
+                    i = b0 + j
+                    ph = (y[i] + 0.5) / (n[i] + 1.0)
+                    info = n[i] * ph * (1.0 - ph)
+                    m[j] = (math.log(ph / (1.0 - ph)) - eta[i]) * info / (info + prec)
+                for _ in range(steps):
+                    for j in range(nb):
+                        i = b0 + j
+                        a = eta[i] + m[j]
+                        t = math.exp(-abs(a))
+                        p = (1.0 if a >= 0 else t) / (1.0 + t)
+                        st = (y[i] - n[i] * p - m[j] * prec) / (-n[i] * p * (1.0 - p) - prec)
+                        m[j] = m[j] - min(max(st, -max_step), max_step)
+                for j in range(nb):
+                    i = b0 + j
+                    a = eta[i] + m[j]
+                    t = math.exp(-abs(a))
+                    p = (1.0 if a >= 0 else t) / (1.0 + t)
+                    s[j] = 1.0 / math.sqrt(n[i] * p * (1.0 - p) + prec)
+                    top[j] = -np.inf
+                for q in range(nq):
+                    for j in range(nb):
+                        i = b0 + j
+                        z = m[j] + s[j] * u[q]
+                        e = eta[i] + z
+                        t = math.exp(-abs(e))
+                        opt = 1.0 + t
+                        sg[q, j] = (1.0 if e >= 0 else t) / opt
+                        # softplus(e) = max(e, 0) + log(1 + exp(-|e|)); log(1 + t) rather than
+                        # log1p(t): 2x faster, and its absolute error stays below 1e-16
+                        v = y[i] * e - n[i] * (max(e, 0.0) + math.log(opt)) - 0.5 * z * z * prec + c[q]
+                        lq[q, j] = v
+                        zz[q, j] = z
+                        top[j] = max(top[j], v)
+                for j in range(nb):
+                    tot[j] = 0.0
+                    ge[j] = 0.0
+                    gs[j] = 0.0
+                for q in range(nq):
+                    for j in range(nb):
+                        i = b0 + j
+                        r = math.exp(lq[q, j] - top[j])
+                        tot[j] += r
+                        ge[j] += r * (y[i] - n[i] * sg[q, j])
+                        gs[j] += r * zz[q, j] * zz[q, j]
+                for j in range(nb):
+                    i = b0 + j
+                    logp[i] = top[j] + math.log(tot[j] * s[j]) - log_sd
+                    d_eta[i] = ge[j] / tot[j]
+                    d_sd[i] = gs[j] / tot[j] * prec / sd - 1.0 / sd
+            return logp, d_eta, d_sd
+
+        # pytensor caches compiled kernels on disk under the Op's props; the second
+        # element salts that key with this kernel's source, so an edited kernel is
+        # never served from a stale cache
+        return agq, _kernel_version()
+
+    globals()["_numba_funcify_agq"] = _funcify
+
+
+def _kernel_version() -> int:
+    import hashlib
+    import inspect
+
+    src = inspect.getsource(_register_numba) + inspect.getsource(gauss_hermite)
+    return int.from_bytes(hashlib.sha256(src.encode()).digest()[:6], "big")
+
+
+_register_numba()
