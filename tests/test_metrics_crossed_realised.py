@@ -316,3 +316,21 @@ def test_realised_interval_covers_the_true_observed_task_mean():
     assert lo_ok <= cov_real <= hi_ok, (cov_real, lo_ok, hi_ok)
     # the band has power here: the narrower conditional-expectation interval falls below it
     assert cov_cond < lo_ok, (cov_cond, lo_ok)
+
+
+def test_compiled_node_masses_equal_the_numpy_computation():
+    # the numba kernel used for (draw, agent, task) arrays and the NumPy reference
+    # implementation are the same computation, to rounding; cells with 0 runs included
+    from hierbench.metrics._crossed import _agq_weights
+
+    rng = np.random.default_rng(3)
+    S, A, T = 5, 3, 40
+    n = rng.integers(0, 30, (A, T)).astype(float)
+    y = np.floor(rng.random((A, T)) * (n + 1))
+    eta = rng.normal(0.0, 2.0, (S, A, T))
+    sd = np.broadcast_to(rng.uniform(0.05, 3.0, S)[:, None, None], (S, A, T))
+    e1, w1 = _agq_weights(y[None], n[None], eta, sd, 7, compiled=True)
+    e0, w0 = _agq_weights(y[None], n[None], eta, sd, 7, compiled=False)
+    np.testing.assert_allclose(e1, e0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(w1, w0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(w1.sum(-1), 1.0, atol=1e-12)

@@ -52,13 +52,25 @@ def _gh(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / np.sqrt(2.0 * np.pi)
 
 
-def _agq_weights(y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: np.ndarray, n_quad: int):
+def _agq_weights(
+    y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: np.ndarray, n_quad: int, compiled: bool = True
+):
     """Adaptive GH nodes ``z`` (..., q) and normalised posterior weights for (ab) given eta, sd.
 
     The same centring (normal-approximation start, damped Newton steps) as
     the model's likelihood in :mod:`hierbench.bayes._crossed`.
     """
     x, w = _gh(n_quad)
+    if compiled and eta.ndim == 3 and np.ndim(sd) == 3 and np.shape(y)[-2:] == eta.shape[1:]:
+        # one draw per leading index, one sd per draw: the compiled kernel
+        from ._agq_numba import agq_weights_numba
+
+        out = agq_weights_numba(
+            np.broadcast_to(y, eta.shape)[0], np.broadcast_to(n, eta.shape)[0], eta,
+            np.asarray(sd)[:, 0, 0], x, np.log(w), NEWTON_STEPS, NEWTON_MAX_STEP,
+        )
+        if out is not None:
+            return out
     prec = 1.0 / sd**2
     ph = (y + 0.5) / (n + 1.0)
     info = n * ph * (1.0 - ph)
