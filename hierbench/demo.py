@@ -145,7 +145,9 @@ def _bayes_section(ctx: DemoContext) -> str:
         results = {"cluster bootstrap (BCa)": ctx.extra["bootstrap"], **results}
     table = side_by_side(results, truth=truth)
     ctx.extra["population_table"] = table
-    true_obs = ctx.truth["p"].where(_n_runs(ctx) > 0).mean("task")
+    # mean_observed averages p_mt over every task of the benchmark (a cell an agent
+    # never ran is predicted from the model), so its truth is the same average
+    true_obs = ctx.truth["p"].mean("task")
     obs = side_by_side(
         {
             "Bayes crossed (these tasks)": xr.Dataset(
@@ -202,7 +204,7 @@ def _bayes_section(ctx: DemoContext) -> str:
         "Expected score on a new task, both methods beside the truth:",
         _frame(table).to_string(),
         "",
-        "Mean over the tasks each agent ran (the finite benchmark), Bayes only:",
+        "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only:",
         _frame(obs).to_string(),
         "",
         "Logit-scale standard deviations:",

@@ -35,7 +35,7 @@ from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-__all__ = ["AGQBinomialLogitNormal", "gauss_hermite", "agq_logp_numpy"]
+__all__ = ["AGQBinomialLogitNormal", "agq_logp_numpy", "gauss_hermite"]
 
 NEWTON_MAX_STEP = 1.0
 _BLOCK = 64  # cells per block in the numba kernel
@@ -47,42 +47,44 @@ def gauss_hermite(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
     return x, w / np.sqrt(2.0 * np.pi)
 
 
-def _expit_pair(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _expit_pair(e: Any, xp: Any = np) -> tuple[Any, Any]:
     """``(expit(e), softplus(e))`` from one exponential, stable for any ``e``."""
-    t = np.exp(-np.abs(e))
-    sig = np.where(e >= 0, 1.0 / (1.0 + t), t / (1.0 + t))
-    return sig, np.maximum(e, 0.0) + np.log1p(t)
+    t = xp.exp(-xp.abs(e))
+    sig = xp.where(e >= 0, 1.0 / (1.0 + t), t / (1.0 + t))
+    return sig, xp.maximum(e, 0.0) + xp.log1p(t)
 
 
 def agq_logp_numpy(
-    y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: float, n_quad: int, newton_steps: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    y: Any, n: Any, eta: Any, sd: Any, n_quad: int, newton_steps: int, xp: Any = np
+) -> tuple[Any, Any, Any]:
     """Per-cell marginal log-likelihood (without the binomial coefficient) and its derivatives.
 
     Returns ``(logp, d logp / d eta, d logp / d sd)``, each shaped like ``eta``.
+    ``xp`` is the array namespace: NumPy, or ``jax.numpy`` for the JAX backend
+    (every operation here exists in both with the same meaning).
     """
     u, w = gauss_hermite(n_quad)
     c = np.log(w) + 0.5 * u**2  # w_q / phi(u_q), on the log scale
-    y, n, eta = (np.asarray(v, dtype=float) for v in (y, n, eta))
+    y, n, eta = (xp.asarray(v, dtype=float) for v in (y, n, eta))
     prec = 1.0 / sd**2
     ph = (y + 0.5) / (n + 1.0)
     info = n * ph * (1.0 - ph)
-    m = (np.log(ph) - np.log1p(-ph) - eta) * info / (info + prec)
+    m = (xp.log(ph) - xp.log1p(-ph) - eta) * info / (info + prec)
     for _ in range(newton_steps):
-        p, _ = _expit_pair(eta + m)
+        p, _ = _expit_pair(eta + m, xp)
         g = y - n * p - m * prec
         h = -n * p * (1.0 - p) - prec
-        m = m - np.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
-    p, _ = _expit_pair(eta + m)
-    s = 1.0 / np.sqrt(n * p * (1.0 - p) + prec)
+        m = m - xp.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
+    p, _ = _expit_pair(eta + m, xp)
+    s = 1.0 / xp.sqrt(n * p * (1.0 - p) + prec)
     z = m[..., None] + s[..., None] * u
-    sig, sp = _expit_pair(eta[..., None] + z)
+    sig, sp = _expit_pair(eta[..., None] + z, xp)
     lq = y[..., None] * (eta[..., None] + z) - n[..., None] * sp - 0.5 * z**2 * prec + c
     top = lq.max(axis=-1, keepdims=True)
-    r = np.exp(lq - top)
+    r = xp.exp(lq - top)
     tot = r.sum(axis=-1)
     pi = r / tot[..., None]
-    logp = top[..., 0] + np.log(tot) + np.log(s) - np.log(sd)
+    logp = top[..., 0] + xp.log(tot) + xp.log(s) - xp.log(sd)
     d_eta = (pi * (y[..., None] - n[..., None] * sig)).sum(axis=-1)
     d_sd = (pi * z**2).sum(axis=-1) * prec / sd - 1.0 / sd
     return logp, d_eta, d_sd
@@ -249,3 +251,28 @@ def _kernel_version() -> int:
 
 
 _register_numba()
+
+
+def _register_jax() -> None:
+    """The JAX implementation (numpyro through PyMC), registered only when jax is installed.
+
+    The forward pass is the NumPy formulas in ``jax.numpy``; the gradient graph
+    comes from the Op's pullback like on every other backend. Not exercised by
+    the test suite on machines without jax.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
+        return
+    import jax.numpy as jnp
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    @jax_funcify.register(AGQBinomialLogitNormal)
+    def _funcify(op: AGQBinomialLogitNormal, **kwargs: Any) -> Any:
+        def agq(y, n, eta, sd):
+            return agq_logp_numpy(y, n, eta, sd, op.n_quad, op.newton_steps, xp=jnp)
+
+        return agq
+
+
+_register_jax()

@@ -166,8 +166,11 @@ def build_crossed(
         scale: ``mu + agent_effect``, the agent's log-odds on a task of
         average difficulty), ``mean_new_task(agent)`` (expected success
         probability on a new task from the population) and
-        ``mean_observed(agent)`` (expected success probability averaged over
-        the dataset's tasks, given the data). Likelihood ``y(cell)``.
+        ``mean_observed(agent)`` (the average over all the dataset's tasks
+        of the cells' success probabilities p_mt, drawn from their
+        posterior, so that its interval covers the true observed-task
+        mean; added after sampling with the fit's ``rng``). Likelihood
+        ``y(cell)``.
 
     Examples
     --------
@@ -388,6 +391,7 @@ def build_crossed(
         "data_hash": data_hash(counts),
         "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
         "n_cells_excluded": cells["n_cells_excluded"],
+        # mean_observed is added by the postprocess, which sets its own attrs
         "var_attrs": {
             "ability": {
                 "scale": "logit",
@@ -396,10 +400,6 @@ def build_crossed(
             "mean_new_task": {
                 "scale": "probability",
                 "meaning": "expected success probability on a new task",
-            },
-            "mean_observed": {
-                "scale": "probability",
-                "meaning": "expected success probability averaged over the dataset's tasks, given the data",
             },
         },
     }
