@@ -77,6 +77,7 @@ def test_numba_kernel_equals_numpy_perform():
         # and the NumPy function itself
         lp, de, ds = agq_logp_numpy(y, n, eta, sd, 7, 4)
         np.testing.assert_allclose(a[0], lp, rtol=1e-11, atol=1e-11)
+        np.testing.assert_allclose(a[1], de, rtol=1e-11, atol=1e-11)
         np.testing.assert_allclose(a[2], ds.sum(), rtol=1e-11, atol=1e-11)
 
 

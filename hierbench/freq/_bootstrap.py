@@ -26,6 +26,7 @@ from scipy import stats
 from scipy.special import ndtr, ndtri
 
 from ..testing import as_rng
+from ._inputs import score_array
 from ._passk import InsufficientRunsWarning, _pass_kernel
 from ._resample import _index_dtype, task_weights
 
@@ -154,17 +155,7 @@ def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_
         binary = bool(np.all(s == np.round(s)))
         cells = _Cells(n=n, s=s, binary=binary, packed=None)
         return cells, (n_da[agent_dim] if has_agent else None), n_da[task_dim], n_da
-    if isinstance(data, xr.Dataset):
-        if "score" not in data:
-            raise ValueError(
-                "`data` must be an eval dataset (with `score`), a counts dataset (with `n_runs` "
-                f"and `n_success`) or a score DataArray; got variables {list(data.data_vars)}"
-            )
-        score = data["score"]
-    elif isinstance(data, xr.DataArray):
-        score = data
-    else:
-        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
+    score = score_array(data)
     for name, d in (("dim", dim), ("task_dim", task_dim)):
         if d not in score.dims:
             raise ValueError(f"`{name}` must be a dimension of the scores {score.dims}; got {d!r}")

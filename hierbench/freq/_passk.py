@@ -24,6 +24,8 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from ._inputs import score_array
+
 __all__ = [
     "InsufficientRunsWarning",
     "PassKResult",
@@ -145,19 +147,7 @@ def _counts_from(data: xr.Dataset | xr.DataArray, dim: str) -> tuple[xr.DataArra
     if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data:
         n, c = data["n_runs"], data["n_success"]
     else:
-        if isinstance(data, xr.Dataset):
-            if "score" not in data:
-                raise ValueError(
-                    "`data` must be an eval dataset (with `score`), a counts dataset (with "
-                    f"`n_runs` and `n_success`) or a score DataArray; got variables {list(data.data_vars)}"
-                )
-            score = data["score"]
-        elif isinstance(data, xr.DataArray):
-            score = data
-        else:
-            raise TypeError(
-                f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}"
-            )
+        score = score_array(data)
         if dim not in score.dims:
             raise ValueError(f"`dim` must be a dimension of the scores {score.dims}; got {dim!r}")
         n = score.notnull().sum(dim)
