@@ -94,3 +94,25 @@ def test_predictive_check_histograms():
     np.testing.assert_array_equal(pc["observed"].sel(agent="b", n_runs=2).values[:3], [0, 1, 1])
     with pytest.raises(ValueError, match=r"`group` must be a group of `fit`; 'prior_predictive' not in"):
         predictive_check(dt, group="prior_predictive")
+
+
+def _fake_pair_fit(pairs: list[str], wins: list[int]) -> xr.DataTree:
+    """A minimal fit over a `pair` dim: pointwise log-likelihood and the observed wins."""
+    rng = np.random.default_rng(0)
+    ll = xr.Dataset(
+        {"wins": (("chain", "draw", "pair"), rng.normal(-1.0, 0.1, (2, 50, len(pairs))))},
+        coords={"chain": [0, 1], "draw": np.arange(50), "pair": pairs},
+    )
+    obs = xr.Dataset({"wins": ("pair", np.asarray(wins))}, coords={"pair": pairs})
+    return xr.DataTree.from_dict({"log_likelihood": ll, "observed_data": obs})
+
+
+def test_loo_compare_refuses_fits_of_different_observations_on_any_dim():
+    from hierbench.bayes import loo_compare
+
+    a = _fake_pair_fit(["A-B", "A-C", "B-C"], [3, 5, 2])
+    other_pairs = _fake_pair_fit(["A-B", "A-D", "B-D"], [3, 5, 2])
+    other_wins = _fake_pair_fit(["A-B", "A-C", "B-C"], [3, 5, 4])
+    for b in (other_pairs, other_wins):
+        with pytest.raises(ValueError, match=r"must share the same observations .*\['b'\] differ"):
+            loo_compare({"a": a, "b": b})

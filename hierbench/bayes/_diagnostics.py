@@ -266,15 +266,36 @@ def predictive_check(
     )
 
 
+def _observation_key(f: xr.DataTree) -> tuple:
+    """What a fit's pointwise log-likelihood is over: dims, sizes, labels and observed values.
+
+    Works for any observation dim (``cell`` for the count models, ``pair`` for
+    Bradley-Terry), so fits of different data are never compared by LOO.
+    """
+    ll = f["log_likelihood"].to_dataset()
+    name, da = next(iter(ll.data_vars.items()))
+    dims = tuple(d for d in da.dims if d not in ("chain", "draw"))
+    labels = tuple(
+        (c, tuple(np.asarray(da.coords[c].values).astype(str).tolist()))
+        for c in sorted(map(str, da.coords))
+        if c not in ("chain", "draw") and da.coords[c].dims and set(da.coords[c].dims) <= set(dims)
+    )
+    observed: tuple = ()
+    if "observed_data" in f.children and name in f["observed_data"].to_dataset():
+        observed = tuple(np.asarray(f["observed_data"].to_dataset()[name].values).ravel().tolist())
+    return (dims, tuple(da.sizes[d] for d in dims), labels, observed)
+
+
 def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
     """Compare fits on the same cells by PSIS-LOO (arviz-stats ``compare``).
 
     Parameters
     ----------
     fits : mapping of str to xarray.DataTree
-        Fits with ``log_likelihood`` groups over the same ``cell`` dim (the
-        count models of :mod:`hierbench.bayes` all use the observed
-        agent x task cells, so their LOO values are comparable).
+        Fits with ``log_likelihood`` groups over the same observations: the
+        same dims (``cell`` for the count models, which all use the observed
+        agent x task cells; ``pair`` for Bradley-Terry), the same labels and
+        the same observed values.
 
     Returns
     -------
@@ -285,7 +306,7 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
     Raises
     ------
     ValueError
-        If fewer than two fits are given or their cells differ.
+        If fewer than two fits are given or their observations differ.
     """
     import arviz_stats as azs
 
@@ -295,15 +316,12 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
     for name, f in fits.items():
         if "log_likelihood" not in f.children:
             raise ValueError(f"`fits[{name!r}]` has no log_likelihood group")
-        ll = f["log_likelihood"].to_dataset()
-        da = next(iter(ll.data_vars.values()))
-        cells[name] = (
-            tuple(np.asarray(da.coords["cell_agent"].values).astype(str))
-            if "cell_agent" in da.coords
-            else da.sizes.get("cell")
-        )
+        cells[name] = _observation_key(f)
     ref = next(iter(cells.values()))
     bad = [k for k, v in cells.items() if v != ref]
     if bad:
-        raise ValueError(f"`fits` must share the same observed cells; {bad} differ from the first")
+        raise ValueError(
+            f"`fits` must share the same observations (log-likelihood dims, their labels and the "
+            f"observed values); {bad} differ from the first"
+        )
     return azs.compare(dict(fits))
