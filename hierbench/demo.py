@@ -217,7 +217,7 @@ def _bayes_section(ctx: DemoContext) -> str:
 
 def _passk_section(ctx: DemoContext) -> str:
     from .freq import pass_hat_k
-    from .metrics import pass_hat_k as post_pass_hat_k
+    from .metrics._crossed import crossed_pass_k
 
     ks = [1, 2, 3, 4, 5]
     import warnings
@@ -241,7 +241,12 @@ def _passk_section(ctx: DemoContext) -> str:
             }
         )
         if "fit" in ctx.extra:
-            bay = post_pass_hat_k(ctx.extra["fit"], k=k, prob=PROB)
+            # the same cells as the truth and the unbiased estimator (at least k runs), and
+            # the realised average of their p^k, so the interval is for these cells' truth
+            bay = crossed_pass_k(
+                ctx.extra["fit"], k=k, prob=PROB, min_runs=k, realised=True,
+                rng=int(ctx.extra.get("seed", 0)) + k,
+            )
             df["Bayes posterior mean"] = bay["mean"].sel(k=k).to_series()
             ci = bay["ci"].sel(k=k)
             df[f"Bayes {PROB:.0%} lower"] = ci.sel(ci_bound="lower").to_series()
@@ -253,8 +258,9 @@ def _passk_section(ctx: DemoContext) -> str:
     ctx.extra["passk_table"] = table
     return (
         "pass^k, the chance that k independent attempts all succeed (tau-bench's reliability\n"
-        "metric), averaged over the tasks each agent ran: the truth, the unbiased estimator and\n"
-        "the posterior-predictive value of the crossed model.\n\n"
+        "metric), averaged over the tasks each agent ran at least k times: the truth, the unbiased\n"
+        "estimator and the crossed model's posterior for the same cells (each cell's p drawn\n"
+        "from its posterior, so the interval is for these cells' true pass^k).\n\n"
         + table.to_string(float_format="{:.3f}".format)
         + (
             f"\n\n{short} (agent, task, k) cells had fewer than k runs: the unbiased estimator is"

@@ -334,3 +334,35 @@ def test_compiled_node_masses_equal_the_numpy_computation():
     np.testing.assert_allclose(e1, e0, rtol=0, atol=1e-12)
     np.testing.assert_allclose(w1, w0, rtol=0, atol=1e-12)
     np.testing.assert_allclose(w1.sum(-1), 1.0, atol=1e-12)
+
+
+def test_min_runs_averages_only_the_tasks_each_agent_ran():
+    # agent m0 never ran t2 (N = 0): with min_runs=1 its average is over t0, t1 only;
+    # with min_runs=6 only t1 (40 runs) for m0 and t2 (12 runs) for m1. The expected
+    # conditional expectations per draw come from scipy quad, cell by cell.
+    dt, idx = _synthetic_fit(n_quad=31, draws=8)  # parameter set i % 4, exact per draw
+    f = FNS[("hat", 1)]
+    for min_runs, cells in ((1, {0: [0, 1], 1: [0, 1, 2]}), (6, {0: [1], 1: [2]})):
+        res = crossed_pass_k(dt, k=1, min_runs=min_runs)
+        assert res.attrs["over"] == f"the tasks each agent ran >= {min_runs} times"
+        for m, tasks in cells.items():
+            got = res["draws"].sel(k=1).isel(agent=m).values.ravel()
+            want = []
+            for j in idx.ravel():
+                mu, a, b, sd = SETS[j]
+                want.append(np.mean([
+                    _cell_moments(f, int(Y[m, t]), int(N[m, t]), mu + a[m] + b[t], sd)[0]
+                    for t in tasks
+                ]))
+            np.testing.assert_allclose(got, want, atol=2e-4)  # 31-node quadrature vs quad
+
+
+def test_min_runs_rules():
+    dt, _ = _synthetic_fit(draws=4)
+    with pytest.raises(ValueError, match=r"`min_runs` must be an integer >= 0; got -1"):
+        crossed_pass_k(dt, min_runs=-1)
+    with pytest.raises(ValueError, match=r"`min_runs` selects observed tasks \(population=False\)"):
+        crossed_pass_k(dt, min_runs=2, population=True)
+    # an agent that ran no task that often gets NaN, not a silent zero
+    res = crossed_pass_k(dt, min_runs=41)
+    assert np.isnan(res["draws"].sel(k=1).isel(agent=0).values).all()

@@ -179,7 +179,11 @@ def _draw_nodes(e: np.ndarray, wt: np.ndarray, gen: np.random.Generator) -> np.n
 
 
 def _task_means(
-    parts: dict, fns: Sequence, gen: np.random.Generator | None = None, chunk: int = 64
+    parts: dict,
+    fns: Sequence,
+    gen: np.random.Generator | None = None,
+    chunk: int = 64,
+    mask: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per draw, the mean over all the dataset's tasks of each f in ``fns``: arrays (sample, agent, len(fns)).
 
@@ -193,6 +197,19 @@ def _task_means(
     mu, a, b, sd = parts["mu"], parts["a"], parts["b"], parts["sd_at"]
     n, y = parts["n"], parts["y"]
     S = mu.size
+    if mask is None:
+
+        def avg(v: np.ndarray) -> np.ndarray:
+            return v.mean(axis=-1)
+
+    else:
+        wmask = mask.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            wmask = wmask / wmask.sum(axis=-1, keepdims=True)  # NaN for an agent with no such task
+
+        def avg(v: np.ndarray) -> np.ndarray:
+            return (v * wmask).sum(axis=-1)
+
     expected = np.empty((S, n.shape[0], len(fns)))
     realised = np.empty_like(expected) if gen is not None else None
     at = None
@@ -205,7 +222,7 @@ def _task_means(
         if parts["no_ab"] or at is not None:
             p = expit(eta if at is None else eta + at[sl])
             for i, f in enumerate(fns):
-                expected[sl, :, i] = f(p).mean(axis=-1)
+                expected[sl, :, i] = avg(f(p))
             if realised is not None:
                 realised[sl] = expected[sl]
             continue
@@ -214,9 +231,9 @@ def _task_means(
         p = expit(e)
         p_draw = expit(_draw_nodes(e, wt, gen)) if realised is not None else None
         for i, f in enumerate(fns):
-            expected[sl, :, i] = (wt * f(p)).sum(axis=-1).mean(axis=-1)
+            expected[sl, :, i] = avg((wt * f(p)).sum(axis=-1))
             if realised is not None:
-                realised[sl, :, i] = f(p_draw).mean(axis=-1)
+                realised[sl, :, i] = avg(f(p_draw))
     return expected, realised
 
 
@@ -295,6 +312,7 @@ def crossed_pass_k(
     prob: float = 0.9,
     realised: bool = False,
     rng: None | int | np.random.Generator = None,
+    min_runs: int = 0,
 ) -> xr.Dataset:
     """Posterior pass^k (``kind="hat"``) or pass@k (``kind="at"``) per agent, crossed model.
 
@@ -325,6 +343,12 @@ def crossed_pass_k(
         Notes).
     rng : None, int or numpy.random.Generator
         Randomness for ``realised=True`` (unused otherwise).
+    min_runs : int
+        Observed tasks only: average, per agent, over the tasks it ran at
+        least ``min_runs`` times (0: every task of the dataset). With
+        ``min_runs=k`` the average is over the same cells as the unbiased
+        estimator's ``C(c, k) / C(n, k)``, so the two (and a simulation's
+        truth) describe the same tasks. An agent with no such task gets NaN.
 
     Returns
     -------
@@ -381,6 +405,13 @@ def crossed_pass_k(
             "`realised=True` applies to the observed tasks (population=False); the population "
             f"{name} is a parameter, its draws are already its posterior"
         )
+    if not isinstance(min_runs, (int, np.integer)) or min_runs < 0:
+        raise ValueError(f"`min_runs` must be an integer >= 0; got {min_runs!r}")
+    if min_runs and population:
+        raise ValueError(
+            "`min_runs` selects observed tasks (population=False); a new task from the "
+            "population has no runs"
+        )
     parts = _parts(fit)
     if parts["no_ab"] and (ks > 1).any():
         warnings.warn(
@@ -405,7 +436,8 @@ def crossed_pass_k(
         draws_of = "parameter"
     else:
         gen = as_rng(rng) if realised and not fixed_p else None
-        expected, real = _task_means(parts, fns, gen)
+        mask = parts["n"] >= min_runs if min_runs else None
+        expected, real = _task_means(parts, fns, gen, mask=mask)
         vals = real if real is not None else expected
         draws_of = (
             "realised task average"
@@ -414,7 +446,11 @@ def crossed_pass_k(
         )
     post = parts["post"]
     coords = {"agent": parts["agent"], "k": ks}
-    where = "a new task from the population" if population else "the dataset's tasks"
+    where = (
+        "a new task from the population"
+        if population
+        else ("the dataset's tasks" if not min_runs else f"the tasks each agent ran >= {min_runs} times")
+    )
     attrs = {
         "metric": name,
         "over": where,
