@@ -19,10 +19,10 @@ import numpy as np
 _KERNEL = None
 
 
-def _compile(max_step: float):
+def _compile(max_step: float, cache: bool = True):
     import numba
 
-    @numba.njit(parallel=True, boundscheck=False, cache=True)
+    @numba.njit(parallel=True, boundscheck=False, cache=cache)
     def kernel(y, n, eta, sd, u, c, steps, e_out, w_out):
         # parallel over draws; within a draw, one agent's tasks are processed stage by
         # stage across the row, so the dependent exponentials of different cells overlap
@@ -90,6 +90,8 @@ def agq_weights_numba(
             _KERNEL = _compile(float(max_step))
         except ImportError:  # pragma: no cover - numba ships with pytensor
             _KERNEL = False
+        except RuntimeError:  # pragma: no cover - no writable cache location: compile each time
+            _KERNEL = _compile(float(max_step), cache=False)
     if _KERNEL is False:  # pragma: no cover
         return None
     S, A, T = eta.shape
