@@ -33,7 +33,8 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from ._agq import AGQBinomialLogitNormal, gauss_hermite
+from .._agq import NEWTON_STEPS, gauss_hermite
+from ._agq import AGQBinomialLogitNormal
 from ._registry import (
     ModelEntry,
     PriorError,
@@ -54,9 +55,6 @@ CROSSED_PRIORS: dict[str, dict[str, Any]] = {
     "sd_agent_task": {"dist": "HalfNormal", "sigma": 1.0},
     "sd_cluster": {"dist": "HalfNormal", "sigma": 1.0},
 }
-
-
-NEWTON_STEPS = 4
 
 
 CENTRE_MIN_RUNS = 50

@@ -28,6 +28,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
+from .._agq import NEWTON_STEPS, gauss_hermite, node_terms
 from ..testing import as_rng
 
 __all__ = [
@@ -42,59 +43,28 @@ class UnidentifiedWarning(UserWarning):
     """A quantity is asked for that the data cannot identify (it rests on an assumption)."""
 
 
-NEWTON_STEPS = 4
-NEWTON_MAX_STEP = 1.0
-
-
-def _gh(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes and weights for E[f(Z)], Z ~ N(0, 1)."""
-    x, w = np.polynomial.hermite_e.hermegauss(n_quad)
-    return x, w / np.sqrt(2.0 * np.pi)
-
-
 def _agq_weights(
     y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: np.ndarray, n_quad: int, compiled: bool = True
 ):
-    """Adaptive GH nodes ``z`` (..., q) and normalised posterior weights for (ab) given eta, sd.
+    """Adaptive GH node logits ``e`` (..., q) and normalised posterior masses for (ab) given eta, sd.
 
-    The same centring (normal-approximation start, damped Newton steps) as
-    the model's likelihood in :mod:`hierbench.bayes._crossed`.
+    The node placement is the model likelihood's own (:mod:`hierbench._agq`).
+    With (draw, agent, task) arrays and one sd per draw the compiled kernel
+    does the work; ``compiled=False`` (or other shapes) uses NumPy.
     """
-    x, w = _gh(n_quad)
+    x, w = gauss_hermite(n_quad)
     if compiled and eta.ndim == 3 and np.ndim(sd) == 3 and np.shape(y)[-2:] == eta.shape[1:]:
-        # one draw per leading index, one sd per draw: the compiled kernel
-        from ._agq_numba import agq_weights_numba
+        from .._agq_numba import node_masses
 
-        out = agq_weights_numba(
+        return node_masses(
             np.broadcast_to(y, eta.shape)[0], np.broadcast_to(n, eta.shape)[0], eta,
-            np.asarray(sd)[:, 0, 0], x, np.log(w), NEWTON_STEPS, NEWTON_MAX_STEP,
+            np.asarray(sd)[:, 0, 0], x, np.log(w), NEWTON_STEPS,
         )
-        if out is not None:
-            return out
-    prec = 1.0 / sd**2
-    ph = (y + 0.5) / (n + 1.0)
-    info = n * ph * (1.0 - ph)
-    m = (np.log(ph) - np.log1p(-ph) - eta) * info / (info + prec)
-    for _ in range(NEWTON_STEPS):
-        p = expit(eta + m)
-        g = y - n * p - m * prec
-        h = -n * p * (1.0 - p) - prec
-        m = m - np.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
-    p = expit(eta + m)
-    s = 1.0 / np.sqrt(n * p * (1.0 - p) + prec)
-    z = m[..., None] + s[..., None] * x
-    e = eta[..., None] + z
-    lf = (
-        y[..., None] * -np.logaddexp(0.0, -e)
-        + (n - y)[..., None] * -np.logaddexp(0.0, e)
-        - 0.5 * z**2 * prec[..., None]
-        + np.log(w)
-        + 0.5 * x**2
-    )
-    lf -= lf.max(axis=-1, keepdims=True)
-    wt = np.exp(lf)
+    z, _, lq, _ = node_terms(y, n, eta, sd, n_quad)
+    lq = lq - lq.max(axis=-1, keepdims=True)
+    wt = np.exp(lq)
     wt /= wt.sum(axis=-1, keepdims=True)
-    return e, wt
+    return eta[..., None] + z, wt
 
 
 def _check_crossed(fit: xr.DataTree) -> dict:
@@ -427,7 +397,7 @@ def crossed_pass_k(
         fns = [lambda p, kk=kk: 1.0 - (1.0 - p) ** kk for kk in ks]
     fixed_p = parts["latent"] or parts["no_ab"]  # p_mt is a function of the draw
     if population:
-        u, w = _gh(max(parts["n_quad"], 31))
+        u, w = gauss_hermite(max(parts["n_quad"], 31))
         s = np.sqrt(parts["sd_task2"] + parts["sd_at"] ** 2)
         e = parts["mu"][:, None, None] + parts["a"][:, :, None] + s[:, None, None] * u
         p = expit(e)
@@ -504,7 +474,7 @@ def crossed_variance_components(
     if scale == "latent":
         comps = {"agent": va, "task": vt, "agent_task": vat}
     elif scale == "probability":
-        u, w = _gh(max(parts["n_quad"], 31))
+        u, w = gauss_hermite(max(parts["n_quad"], 31))
         mu = parts["mu"][:, None]
 
         def m1m2(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,69 @@
+"""Adaptive Gauss-Hermite quadrature of a cell's agent x task effect: the shared numerics.
+
+For a cell with ``n`` runs, ``y`` successes and linear predictor ``eta``, the
+effect ``x ~ N(0, sd)`` has the unnormalised posterior
+``N(x; 0, sd) Binomial(y | n, expit(eta + x))``. Its nodes are placed at the
+mode ``m`` (a normal-approximation start and damped Newton steps) and scaled
+by the curvature ``s``: ``z_q = m + s u_q``. The model's likelihood
+(:mod:`hierbench.bayes._agq`) sums the node terms; the posterior summaries
+(:mod:`hierbench.metrics._crossed`) normalise them into node masses. Both use
+the functions here, so the two can never place nodes differently. No PyMC is
+imported: the metrics work on a saved fit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NEWTON_MAX_STEP", "NEWTON_STEPS", "expit_pair", "gauss_hermite", "node_terms"]
+
+NEWTON_STEPS = 4
+NEWTON_MAX_STEP = 1.0  # logits; a Newton step is clipped to this
+
+
+def gauss_hermite(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights for E[f(Z)], Z ~ N(0, 1): ``sum(w * f(u))``."""
+    x, w = np.polynomial.hermite_e.hermegauss(n_quad)
+    return x, w / np.sqrt(2.0 * np.pi)
+
+
+def expit_pair(e: Any, xp: Any = np) -> tuple[Any, Any]:
+    """``(expit(e), softplus(e))`` from one exponential, stable for any ``e``."""
+    t = xp.exp(-xp.abs(e))
+    sig = xp.where(e >= 0, 1.0 / (1.0 + t), t / (1.0 + t))
+    return sig, xp.maximum(e, 0.0) + xp.log1p(t)
+
+
+def node_terms(
+    y: Any, n: Any, eta: Any, sd: Any, n_quad: int, newton_steps: int = NEWTON_STEPS, xp: Any = np
+) -> tuple[Any, Any, Any, Any]:
+    """Centre the nodes of each cell and evaluate their log terms.
+
+    ``y``, ``n``, ``eta`` and ``sd`` broadcast together (``sd`` may be a
+    scalar). Returns ``z`` (node effects), ``sig`` (``expit(eta + z)``), ``lq``
+    (log of ``w_q / phi(u_q) N(z_q; 0, sd) Binomial(y | n, expit(eta + z_q))``
+    without the binomial coefficient and the ``1 / sd`` of the normal), each
+    with a trailing node axis, and ``s`` (the curvature scale per cell).
+    ``xp`` is the array namespace (NumPy, or ``jax.numpy``).
+    """
+    u, w = gauss_hermite(n_quad)
+    c = np.log(w) + 0.5 * u**2  # w_q / phi(u_q), on the log scale
+    y, n, eta = (xp.asarray(v, dtype=float) for v in (y, n, eta))
+    prec = 1.0 / xp.asarray(sd, dtype=float) ** 2
+    ph = (y + 0.5) / (n + 1.0)
+    info = n * ph * (1.0 - ph)
+    m = (xp.log(ph) - xp.log1p(-ph) - eta) * info / (info + prec)
+    for _ in range(newton_steps):
+        p, _ = expit_pair(eta + m, xp)
+        g = y - n * p - m * prec
+        h = -n * p * (1.0 - p) - prec
+        m = m - xp.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
+    p, _ = expit_pair(eta + m, xp)
+    s = 1.0 / xp.sqrt(n * p * (1.0 - p) + prec)
+    z = m[..., None] + s[..., None] * u
+    e = eta[..., None] + z
+    sig, sp = expit_pair(e, xp)
+    lq = y[..., None] * e - n[..., None] * sp - 0.5 * z**2 * prec[..., None] + c
+    return z, sig, lq, s

@@ -1,0 +1,135 @@
+"""Compiled adaptive Gauss-Hermite quadrature (the maths is in :mod:`hierbench._agq`).
+
+Two kernels use the pieces built here: the model's likelihood Op
+(:mod:`hierbench.bayes._agq`, value and derivatives per cell) and the node
+masses of the per-cell posteriors (:func:`node_masses`, for the posterior
+summaries of :mod:`hierbench.metrics._crossed`). They share the node
+centring (``centre``) and the log term of one node (``node_term``), so the
+likelihood and the summaries place the same nodes.
+
+Both kernels work stage by stage across a row of cells: the Newton steps of
+one cell form a chain of dependent exponentials and divisions, and
+interleaving independent cells lets the CPU overlap them (1.7x faster than
+one cell at a time, measured on 6,000 cells). numba comes with PyTensor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ._agq import NEWTON_MAX_STEP
+
+__all__ = ["centre", "node_masses", "node_term"]
+
+def _njit(**options):
+    """``numba.njit`` with an on-disk cache, or without one when numba has nowhere to write it."""
+
+    def decorate(fn):
+        try:
+            return numba.njit(cache=True, boundscheck=False, **options)(fn)
+        except RuntimeError:  # pragma: no cover - no writable cache location: compile each time
+            return numba.njit(cache=False, boundscheck=False, **options)(fn)
+
+    return decorate
+
+
+# defined at module level: numba's cache then holds the kernel with its helpers inlined
+# (built inside a function, the first call of every process recompiled them: 2.3 s
+# instead of 1.2 s); inlined, the row kernel is 8% faster than with calls
+@_njit(inline="always")
+def centre(y, n, eta, prec, steps, m, s):
+    """Mode ``m`` and curvature scale ``s`` of each cell of a row (1-D arrays)."""
+    for j in range(eta.shape[0]):
+        ph = (y[j] + 0.5) / (n[j] + 1.0)
+        info = n[j] * ph * (1.0 - ph)
+        m[j] = (math.log(ph / (1.0 - ph)) - eta[j]) * info / (info + prec)
+    for _ in range(steps):
+        for j in range(eta.shape[0]):
+            a = eta[j] + m[j]
+            t = math.exp(-abs(a))
+            p = (1.0 if a >= 0 else t) / (1.0 + t)
+            st = (y[j] - n[j] * p - m[j] * prec) / (-n[j] * p * (1.0 - p) - prec)
+            m[j] = m[j] - min(max(st, -NEWTON_MAX_STEP), NEWTON_MAX_STEP)
+    for j in range(eta.shape[0]):
+        a = eta[j] + m[j]
+        t = math.exp(-abs(a))
+        p = (1.0 if a >= 0 else t) / (1.0 + t)
+        s[j] = 1.0 / math.sqrt(n[j] * p * (1.0 - p) + prec)
+
+
+@_njit(inline="always")
+def node_term(y, n, e, z, prec, cq):
+    """Log term of one node at logit ``e`` (effect ``z``), and ``expit(e)``."""
+    t = math.exp(-abs(e))
+    opt = 1.0 + t
+    # softplus(e) = max(e, 0) + log(1 + exp(-|e|)); log(1 + t) rather than
+    # log1p(t): 2x faster, and its absolute error stays below 1e-16
+    v = y * e - n * (max(e, 0.0) + math.log(opt)) - 0.5 * z * z * prec + cq
+    return v, (1.0 if e >= 0 else t) / opt
+
+
+@_njit(parallel=True)
+def _masses(y, n, eta, sd, u, c, steps, e_out, w_out):
+    # parallel over draws; within a draw, one agent's row of tasks at a time
+    S, A, T = eta.shape
+    nq = u.shape[0]
+    for si in numba.prange(S):
+        prec = 1.0 / (sd[si] * sd[si])
+        m = np.empty(T)
+        s = np.empty(T)
+        top = np.empty(T)
+        tot = np.empty(T)
+        for ai in range(A):
+            centre(y[ai], n[ai], eta[si, ai], prec, steps, m, s)
+            for ti in range(T):
+                top[ti] = -np.inf
+                tot[ti] = 0.0
+            for q in range(nq):
+                for ti in range(T):
+                    z = m[ti] + s[ti] * u[q]
+                    e = eta[si, ai, ti] + z
+                    v, _ = node_term(y[ai, ti], n[ai, ti], e, z, prec, c[q])
+                    e_out[si, ai, ti, q] = e
+                    w_out[si, ai, ti, q] = v
+                    top[ti] = max(top[ti], v)
+            for q in range(nq):
+                for ti in range(T):
+                    r = math.exp(w_out[si, ai, ti, q] - top[ti])
+                    w_out[si, ai, ti, q] = r
+                    tot[ti] += r
+            for q in range(nq):
+                for ti in range(T):
+                    w_out[si, ai, ti, q] /= tot[ti]
+
+
+def node_masses(
+    y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: np.ndarray, u: np.ndarray, log_w: np.ndarray,
+    steps: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Node logits ``e`` and normalised masses ``wt``, each (S, A, T, q).
+
+    ``y``, ``n``: (A, T); ``eta``: (S, A, T); ``sd``: (S,), one per draw. The
+    same values as :func:`hierbench.metrics._crossed._agq_weights` computes
+    with NumPy, without its (draws, agents, tasks, nodes) temporaries (about
+    8 s of NumPy against 2 s here for 4,000 draws of a 12 x 500 fit).
+    """
+    S, A, T = eta.shape
+    q = u.size
+    e = np.empty((S, A, T, q))
+    wt = np.empty((S, A, T, q))
+    c = np.asarray(log_w, dtype=float) + 0.5 * np.asarray(u, dtype=float) ** 2
+    _masses(
+        np.ascontiguousarray(y, dtype=float),
+        np.ascontiguousarray(n, dtype=float),
+        np.ascontiguousarray(eta, dtype=float),
+        np.ascontiguousarray(sd, dtype=float),
+        np.asarray(u, dtype=float),
+        c,
+        int(steps),
+        e,
+        wt,
+    )
+    return e, wt
