@@ -328,6 +328,7 @@ def fit_replicates(
     n_ref = np.asarray(model["n_runs"].get_value())
     gen = as_rng(rng)
     compiled = nutpie.compile_pymc_model(model, backend="numba")
+    shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
     kw = dict(sampler_kwargs)
     kw.setdefault("cores", min(chains, os.cpu_count() or 1))
     if target_accept is not None:
@@ -342,13 +343,10 @@ def fit_replicates(
                 f"`replicates[{i}]` must have the same n_runs grid as the model's data "
                 f"(shape {n_ref.shape}); it differs"
             )
-        shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
-        updates = {
-            "n_success": counts["n_success"].values,
-            "cell_n_success": cells["cell_y"],
+        updates = {"n_success": counts["n_success"].values, "cell_n_success": cells["cell_y"]}
+        if "cell_log_binom" in shared:
             # the crossed model's log binomial coefficients follow the success counts
-            "cell_log_binom": _log_binom(cells["cell_y"], cells["cell_n"]),
-        }
+            updates["cell_log_binom"] = _log_binom(cells["cell_y"], cells["cell_n"])
         c = compiled.with_data(**{k: v for k, v in updates.items() if k in shared})
         dt = nutpie.sample(
             c,
