@@ -10,10 +10,22 @@ explicitly.
 from importlib.metadata import PackageNotFoundError, version
 
 from . import compare, data, design, freq, metrics, testing
+from ._base import DEFAULT_PROB, HierbenchError, HierbenchWarning
 
 try:
     __version__ = version("hierbench")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = ["__version__", "compare", "data", "design", "freq", "metrics", "testing"]
+__all__ = [
+    "DEFAULT_PROB",
+    "HierbenchError",
+    "HierbenchWarning",
+    "__version__",
+    "compare",
+    "data",
+    "design",
+    "freq",
+    "metrics",
+    "testing",
+]

@@ -8,18 +8,10 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
+from ._base import as_rng
 from .data._schema import SCHEMA_VERSION, _not_kept_attr
 
 __all__ = ["as_rng", "default_dataset", "simulate_eval"]
-
-
-def as_rng(rng: None | int | np.random.Generator) -> np.random.Generator:
-    """Normalise the one randomness keyword: ``None``, a seed, or a Generator."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or isinstance(rng, (int, np.integer)):
-        return np.random.default_rng(rng)
-    raise TypeError(f"`rng` must be None, an int seed or a numpy Generator; got {type(rng).__name__}")
 
 
 def simulate_eval(

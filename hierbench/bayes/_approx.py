@@ -23,7 +23,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from ..testing import as_rng
+from .._base import HierbenchWarning, as_rng
 from ._fit import _check_model, _stamp
 
 __all__ = ["MEASURED_ERROR", "ApproximationWarning", "approximation_error", "fit_approx"]
@@ -70,7 +70,7 @@ MEASURED_ERROR: dict[str, dict[str, Any]] = {
 }
 
 
-class ApproximationWarning(UserWarning):
+class ApproximationWarning(HierbenchWarning):
     """An approximate (variational) posterior is in use: read its measured error."""
 
 

@@ -34,6 +34,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
+from .._base import HierbenchWarning
 from ..data._pairwise import PAIR_COUNTS_SCHEMA, check_pairwise, to_pair_counts
 from ..data._schema import EvalDataError
 from ._registry import ModelEntry, PriorError, register
@@ -50,7 +51,7 @@ __all__ = [
 ELO_PER_LOGIT = 400.0 / np.log(10.0)
 
 
-class DisconnectedComparisonWarning(UserWarning):
+class DisconnectedComparisonWarning(HierbenchWarning):
     """The comparison graph has several components: their relative abilities rest on the prior alone."""
 
 

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import xarray as xr
 
+from .._base import HierbenchWarning
+
 __all__ = [
     "DEFAULT_THRESHOLDS",
     "ConvergenceWarning",
@@ -32,7 +34,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
 }
 
 
-class ConvergenceWarning(UserWarning):
+class ConvergenceWarning(HierbenchWarning):
     """A fit failed a convergence threshold (R-hat, ESS, divergences or E-BFMI)."""
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from ..testing import as_rng
+from .._base import as_rng
 from ._diagnostics import compute_diagnostics
 
 __all__ = ["SAMPLERS", "fit", "fit_replicates"]

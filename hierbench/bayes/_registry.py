@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .._base import HierbenchError
+
 __all__ = [
     "ModelEntry",
     "PriorError",
@@ -146,7 +148,7 @@ def read_spec(path: str | Path) -> dict[str, Any]:
 # helpers shared by the count-model builders
 
 
-class PriorError(ValueError):
+class PriorError(HierbenchError):
     """A prior specification is malformed (unknown name, distribution or parameter)."""
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import HierbenchError, as_rng
 from ..freq import wilson_interval
-from ..testing import as_rng
 
 __all__ = [
     "CoverageStudyResult",
@@ -24,7 +24,7 @@ __all__ = [
 CI_BOUNDS = ["lower", "upper"]
 
 
-class MixedLevelError(ValueError):
+class MixedLevelError(HierbenchError):
     """Intervals of different levels (``ci_prob``) were put side by side."""
 
 

@@ -37,6 +37,8 @@ from collections.abc import Iterable
 import numpy as np
 import xarray as xr
 
+from .._base import HierbenchError, HierbenchWarning
+
 __all__ = [
     "PER_RUN_FLOATS",
     "SCHEMA_VERSION",
@@ -51,11 +53,11 @@ PER_RUN_FLOATS = ("cost", "latency", "tokens", "steps", "confidence")
 DIMS = ("agent", "task", "run")
 
 
-class EvalDataError(ValueError):
+class EvalDataError(HierbenchError):
     """Raised when evaluation records or an eval dataset break the schema."""
 
 
-class InconsistentAttributeWarning(UserWarning):
+class InconsistentAttributeWarning(HierbenchWarning):
     """A per-task or per-agent attribute differs between the records of one task/agent."""
 
 

@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from ..testing import as_rng
+from .._base import HierbenchWarning, as_rng
 from . import _kernels as K
 
 __all__ = [
@@ -463,5 +463,5 @@ def budget_interval(
     )
 
 
-class BudgetWarning(UserWarning):
+class BudgetWarning(HierbenchWarning):
     """A budgeted-design quantity is undefined (returned as NaN)."""

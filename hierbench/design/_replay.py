@@ -7,7 +7,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import xarray as xr
 
-from ..testing import as_rng
+from .._base import as_rng
 from . import _kernels as K
 from ._bayes import _posterior_kernel
 from ._plan import _check_prob, joint_bounds, uniform_bounds

@@ -25,7 +25,7 @@ import xarray as xr
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
-from ..testing import as_rng
+from .._base import HierbenchWarning, as_rng
 from ._inputs import score_array
 from ._passk import InsufficientRunsWarning, _pass_kernel
 from ._resample import _index_dtype, task_weights
@@ -51,11 +51,11 @@ _PATTERN_RATIO = 16
 _GATHER_CHUNK_ELEMS = 2**18
 
 
-class DegenerateBootstrapWarning(UserWarning):
+class DegenerateBootstrapWarning(HierbenchWarning):
     """The bootstrap distribution (or the jackknife) is degenerate; the BCa interval is NaN."""
 
 
-class UndefinedResampleWarning(UserWarning):
+class UndefinedResampleWarning(HierbenchWarning):
     """In some resamples the statistic was undefined (e.g. an agent drew none of its tasks)."""
 
 

@@ -30,10 +30,12 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from .._base import HierbenchWarning
+
 __all__ = ["ConfidenceSequenceResult", "EmptyConfidenceSequenceWarning", "confidence_sequence"]
 
 
-class EmptyConfidenceSequenceWarning(UserWarning):
+class EmptyConfidenceSequenceWarning(HierbenchWarning):
     """The running intersection became empty: no constant mean fits the stream."""
 
 

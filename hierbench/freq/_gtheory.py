@@ -25,6 +25,8 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from .._base import HierbenchError, HierbenchWarning
+
 __all__ = [
     "ConfoundedComponentWarning",
     "NegativeVarianceComponentWarning",
@@ -34,15 +36,15 @@ __all__ = [
 ]
 
 
-class UnbalancedDesignError(ValueError):
+class UnbalancedDesignError(HierbenchError):
     """The expected-mean-square estimators need a balanced design."""
 
 
-class NegativeVarianceComponentWarning(UserWarning):
+class NegativeVarianceComponentWarning(HierbenchWarning):
     """An ANOVA estimate of a variance component was negative and was truncated at 0."""
 
 
-class ConfoundedComponentWarning(UserWarning):
+class ConfoundedComponentWarning(HierbenchWarning):
     """A quantity needs a split of components that the design cannot estimate."""
 
 

@@ -14,6 +14,8 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
+from .._base import HierbenchWarning
+
 __all__ = [
     "EmptySampleWarning",
     "IntervalResult",
@@ -30,7 +32,7 @@ __all__ = [
 ]
 
 
-class EmptySampleWarning(UserWarning):
+class EmptySampleWarning(HierbenchWarning):
     """An estimate or interval was asked for with no observations (n = 0): it is NaN."""
 
 

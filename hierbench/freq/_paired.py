@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..testing import as_rng
+from .._base import HierbenchWarning, as_rng
 from ._bootstrap import bootstrap_ci
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 _EXACT_MAX = 14
 
 
-class UndefinedTestWarning(UserWarning):
+class UndefinedTestWarning(HierbenchWarning):
     """A test statistic or effect size is undefined on these data (reported as NaN)."""
 
 

@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from .._base import HierbenchWarning
 from ._inputs import score_array
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 
-class InsufficientRunsWarning(UserWarning):
+class InsufficientRunsWarning(HierbenchWarning):
     """A task has fewer runs than ``k``: its unbiased pass@k / pass^k is undefined (NaN)."""
 
 

@@ -9,13 +9,13 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..testing import as_rng
+from .._base import HierbenchWarning, as_rng
 from ._resample import task_weights
 
 __all__ = ["RankResult", "UndefinedScoreWarning", "rank_uncertainty"]
 
 
-class UndefinedScoreWarning(UserWarning):
+class UndefinedScoreWarning(HierbenchWarning):
     """An agent had no task in some resamples; it is ranked last there."""
 
 

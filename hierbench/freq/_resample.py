@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..testing import as_rng
+from .._base import as_rng
 
 __all__ = ["task_weights"]
 

@@ -6,13 +6,15 @@ from typing import Literal
 
 import xarray as xr
 
+from .._base import HierbenchWarning
+
 __all__ = ["UndefinedMetricWarning", "get_draws", "posterior_interval"]
 
 SAMPLE_DIMS = ("chain", "draw")
 CI_KINDS = {"eti": "equal-tailed posterior", "hdi": "highest-density posterior"}
 
 
-class UndefinedMetricWarning(UserWarning):
+class UndefinedMetricWarning(HierbenchWarning):
     """A posterior metric is undefined for some entries (returned as NaN)."""
 
 

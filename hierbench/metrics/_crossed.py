@@ -29,7 +29,7 @@ import xarray as xr
 from scipy.special import expit
 
 from .._agq import NEWTON_STEPS, gauss_hermite, node_terms
-from ..testing import as_rng
+from .._base import HierbenchWarning, as_rng
 
 __all__ = [
     "UnidentifiedWarning",
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class UnidentifiedWarning(UserWarning):
+class UnidentifiedWarning(HierbenchWarning):
     """A quantity is asked for that the data cannot identify (it rests on an assumption)."""
 
 

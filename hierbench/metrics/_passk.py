@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from ..testing import as_rng
+from .._base import as_rng
 from ._common import UndefinedMetricWarning, posterior_interval
 
 __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]

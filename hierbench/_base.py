@@ -1,0 +1,618 @@
+"""The ground floor: rules every part of hierbench shares, each with one owner.
+
+This module plays the role arviz-base plays for ArviZ. It depends on numpy
+and xarray only (and pandas through xarray, for ``to_frame``), and every
+other module imports its shared rules from here:
+
+- randomness: :func:`as_rng`, the one ``rng`` keyword;
+- argument checks: :func:`check_prob`, :func:`check_int`, :func:`check_choice`,
+  :func:`check_dim`; the one default level :data:`DEFAULT_PROB`;
+- intervals: :func:`make_interval` with the fixed ``ci_kind`` vocabulary
+  :data:`CI_KINDS` (detail in the ``ci_detail`` attr), :func:`check_interval`,
+  :func:`interval_label`;
+- results: :class:`Result`, the base of every result object (``estimate``,
+  ``ci``, a short repr, ``to_frame()``, ``to_dataset()``);
+- data rules: :func:`counts` (the one eval-dataset -> per-cell counts routine,
+  which refuses partial credit where binary counts are needed) and
+  :func:`cluster_codes` (the one task -> cluster code routine);
+- the base warning and error classes :class:`HierbenchWarning` and
+  :class:`HierbenchError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "CI_KINDS",
+    "DEFAULT_PROB",
+    "HierbenchError",
+    "HierbenchWarning",
+    "PartialCreditError",
+    "Result",
+    "ZeroWidthIntervalWarning",
+    "as_rng",
+    "check_choice",
+    "check_dim",
+    "check_int",
+    "check_interval",
+    "check_prob",
+    "cluster_codes",
+    "counts",
+    "interval_label",
+    "is_binary",
+    "make_interval",
+]
+
+#: The one default level of every interval in hierbench (frequentist and Bayesian).
+DEFAULT_PROB: float = 0.95
+
+#: The fixed ``ci_kind`` vocabulary: short key -> what it means. Detail (the
+#: resampling scheme, the number of resamples, the model) goes in ``ci_detail``.
+CI_KINDS: dict[str, str] = {
+    "eti": "equal-tailed posterior (credible) interval",
+    "hdi": "highest-density posterior (credible) interval",
+    "percentile": "bootstrap percentile interval",
+    "bca": "bootstrap bias-corrected and accelerated interval",
+    "basic": "bootstrap basic (reverse percentile) interval",
+    "t": "Student t interval",
+    "normal": "normal-approximation interval (estimate +- z * standard error)",
+    "wald": "Wald interval for a proportion",
+    "wilson": "Wilson score interval for a proportion",
+    "exact": "exact interval (Clopper-Pearson, or by enumeration)",
+    "profile": "profile-likelihood interval",
+    "betting": "anytime-valid confidence sequence (hedged betting)",
+    "order-statistic": "distribution-free order-statistic interval",
+    "feasible": "deterministic feasible range (probability one)",
+}
+
+CI_BOUNDS = ("lower", "upper")
+
+
+class HierbenchWarning(UserWarning):
+    """Base class of every warning hierbench issues (filter them all with this class)."""
+
+
+class HierbenchError(ValueError):
+    """Base class of hierbench's own input errors (a ``ValueError``)."""
+
+
+class PartialCreditError(HierbenchError):
+    """Binary scores were required, but some scores are strictly between 0 and 1."""
+
+
+class ZeroWidthIntervalWarning(HierbenchWarning):
+    """An interval has zero width although its level is below one: it carries no uncertainty."""
+
+
+# --------------------------------------------------------------------------- randomness
+
+
+def as_rng(rng: None | int | np.random.Generator, *, name: str = "rng") -> np.random.Generator:
+    """Normalise the one randomness keyword: ``None``, a non-negative int seed, or a Generator.
+
+    A Generator is returned as given (its state advances with use); an int
+    seeds a new PCG64 Generator; ``None`` draws fresh entropy.
+
+    Examples
+    --------
+    >>> as_rng(0).integers(10, size=3).tolist() == as_rng(0).integers(10, size=3).tolist()
+    True
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError(
+            f"`{name}` must be None, an int seed or a numpy Generator; got a bool ({rng!r})"
+        )
+    if rng is None or isinstance(rng, (int, np.integer)):
+        if rng is not None and int(rng) < 0:
+            raise ValueError(f"`{name}` seed must be a non-negative int; got {rng!r}")
+        return np.random.default_rng(rng)
+    raise TypeError(
+        f"`{name}` must be None, an int seed or a numpy Generator; got {type(rng).__name__}"
+    )
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def check_prob(prob: Any, name: str = "prob") -> float:
+    """``prob`` as a float in the open interval (0, 1), or a ValueError naming it.
+
+    Examples
+    --------
+    >>> check_prob(0.9)
+    0.9
+    """
+    if isinstance(prob, (bool, np.bool_)) or not isinstance(
+        prob, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"`{name}` must be a number with 0 < {name} < 1; got {prob!r}")
+    p = float(prob)
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"`{name}` must satisfy 0 < {name} < 1; got {name}={prob!r}")
+    return p
+
+
+def check_int(value: Any, name: str, *, min: int | None = None, max: int | None = None) -> int:
+    """``value`` as an int within [min, max], refusing bools, floats with a fraction and NaN.
+
+    Examples
+    --------
+    >>> check_int(3.0, "k", min=1)
+    3
+    """
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be an integer; got a bool ({value!r})")
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+    elif (
+        isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer()
+    ):
+        v = int(value)
+    else:
+        raise TypeError(f"`{name}` must be an integer; got {value!r}")
+    if min is not None and v < min:
+        raise ValueError(f"`{name}` must be >= {min}; got {name}={v}")
+    if max is not None and v > max:
+        raise ValueError(f"`{name}` must be <= {max}; got {name}={v}")
+    return v
+
+
+def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
+    """``value`` if it is one of ``choices``, else a ValueError listing them."""
+    options = list(choices)
+    if value not in options:
+        raise ValueError(f"`{name}` must be one of {options}; got {value!r}")
+    return value
+
+
+def check_dim(da: xr.DataArray | xr.Dataset, dim: str, name: str = "dim") -> str:
+    """``dim`` if it is a dimension of ``da``, else a ValueError listing the dims."""
+    if dim not in da.dims:
+        raise ValueError(f"`{name}` must be a dimension of the data {tuple(da.dims)}; got {dim!r}")
+    return dim
+
+
+# --------------------------------------------------------------------------- intervals
+
+
+def make_interval(
+    lower: Any,
+    upper: Any,
+    *,
+    prob: float,
+    kind: str,
+    detail: str | None = None,
+    template: xr.DataArray | None = None,
+    name: str = "ci",
+    warn_zero_width: bool = True,
+) -> xr.DataArray:
+    """Build an interval in the house convention.
+
+    Parameters
+    ----------
+    lower, upper : array-like or DataArray
+        The bounds, broadcast against each other (and shaped like ``template``
+        when given).
+    prob : float
+        The level, 0 < prob <= 1 (1 only for ``kind="feasible"``).
+    kind : str
+        A key of :data:`CI_KINDS`; anything else is refused.
+    detail : str, optional
+        Free text on how it was made (scheme, resamples, model), in ``ci_detail``.
+    template : DataArray, optional
+        Dims and coords for array bounds.
+    warn_zero_width : bool
+        Warn with :class:`ZeroWidthIntervalWarning` when every finite interval
+        has zero width although ``prob < 1`` (no uncertainty was measured).
+
+    Returns
+    -------
+    xarray.DataArray
+        The bounds' dims plus a trailing ``ci_bound = ["lower", "upper"]``;
+        attrs ``ci_prob``, ``ci_kind`` (and ``ci_detail``).
+
+    Examples
+    --------
+    >>> iv = make_interval(0.1, 0.3, prob=0.95, kind="wilson")
+    >>> iv.values.tolist(), iv.attrs["ci_kind"]
+    ([0.1, 0.3], 'wilson')
+    """
+    if kind not in CI_KINDS:
+        raise ValueError(
+            f"`kind` must be one of {sorted(CI_KINDS)} (detail goes in `detail`); got {kind!r}"
+        )
+    if kind == "feasible":
+        p = float(prob)
+        if not 0.0 < p <= 1.0:
+            raise ValueError(f"`prob` must satisfy 0 < prob <= 1; got prob={prob!r}")
+    else:
+        p = check_prob(prob)
+
+    def _as(x: Any) -> xr.DataArray:
+        if isinstance(x, xr.DataArray):
+            return x.astype(float)
+        arr = np.asarray(x, dtype=float)
+        if template is not None:
+            return template.copy(data=np.broadcast_to(arr, template.shape).astype(float))
+        return xr.DataArray(arr, dims=[f"dim_{i}" for i in range(arr.ndim)])
+
+    lo, hi = xr.broadcast(_as(lower), _as(upper))
+    out = xr.concat([lo, hi], dim="ci_bound", coords="minimal", compat="override", join="exact")
+    out = out.assign_coords(ci_bound=list(CI_BOUNDS)).transpose(..., "ci_bound")
+    out.attrs = {"ci_prob": p, "ci_kind": kind}
+    if detail:
+        out.attrs["ci_detail"] = str(detail)
+    out.name = name
+    if warn_zero_width and p < 1.0:
+        lv, hv = lo.values, hi.values
+        finite = np.isfinite(lv) & np.isfinite(hv)
+        if finite.any() and np.all(hv[finite] - lv[finite] == 0.0):
+            warnings.warn(
+                f"every {interval_label(out)} interval here has zero width: the data carry no "
+                "measurable uncertainty for it (e.g. one task, one run per cell, or a constant "
+                "statistic). It is not a statement of certainty.",
+                ZeroWidthIntervalWarning,
+                stacklevel=3,
+            )
+    return out
+
+
+def check_interval(da: Any, name: str = "ci") -> xr.DataArray:
+    """``da`` if it is an interval in the house convention, else a ValueError saying what is missing."""
+    if not isinstance(da, xr.DataArray):
+        raise TypeError(f"`{name}` must be an interval DataArray; got {type(da).__name__}")
+    if "ci_bound" not in da.dims:
+        raise ValueError(
+            f"`{name}`: an interval must have a `ci_bound` dim {list(CI_BOUNDS)}; got dims {da.dims}"
+        )
+    for key in ("ci_prob", "ci_kind"):
+        if key not in da.attrs:
+            raise ValueError(
+                f"`{name}`: an interval must state its level and kind; attr {key!r} is missing"
+            )
+    bounds = [str(b) for b in da["ci_bound"].values]
+    if bounds != list(CI_BOUNDS):
+        raise ValueError(f"`{name}`: `ci_bound` must be {list(CI_BOUNDS)}; got {bounds}")
+    if da.attrs["ci_kind"] not in CI_KINDS:
+        raise ValueError(
+            f"`{name}`: `ci_kind` must be one of {sorted(CI_KINDS)} (detail goes in `ci_detail`); "
+            f"got {da.attrs['ci_kind']!r}"
+        )
+    return da
+
+
+def interval_label(da: xr.DataArray) -> str:
+    """A short label such as ``"95% wilson"`` for an interval's level and kind."""
+    p = float(da.attrs.get("ci_prob", np.nan))
+    pct = f"{100 * p:.4g}%"
+    return f"{pct} {da.attrs.get('ci_kind', '?')}"
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _fmt(x: float) -> str:
+    return "nan" if not np.isfinite(x) else f"{x:.4g}"
+
+
+class Result:
+    """Base of every hierbench result: a point ``estimate`` and its interval ``ci``.
+
+    Subclasses are frozen dataclasses (``@dataclass(frozen=True, repr=False)``,
+    so the short repr here is kept) whose fields are DataArrays or plain
+    values, and which define ``estimate`` and ``ci`` (as fields or
+    properties). The base gives them one accessor style: ``result.estimate``,
+    ``result.ci``, ``result["estimate"]`` (the same), a short repr,
+    :meth:`to_dataset` and :meth:`to_frame`.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+
+    #: fields left out of :meth:`to_dataset` and :meth:`to_frame` (raw resamples and the like)
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._fields() or key in ("estimate", "ci"):
+            return getattr(self, key)
+        raise KeyError(f"{type(self).__name__} has no field {key!r}; fields {self._fields()}")
+
+    def _fields(self) -> list[str]:
+        names = [f.name for f in dataclasses.fields(self)] if dataclasses.is_dataclass(self) else []
+        for extra in ("ci", "estimate"):
+            if extra not in names:
+                names.insert(0, extra)
+        return [n for n in names if not n.startswith("_")]
+
+    def to_dataset(self) -> xr.Dataset:
+        """Every DataArray field as one :class:`xarray.Dataset` (``estimate`` and ``ci`` first)."""
+        out: dict[str, xr.DataArray] = {}
+        for f in self._fields():
+            if f in self._dataset_exclude:
+                continue
+            v = getattr(self, f)
+            if isinstance(v, xr.DataArray):
+                out[f] = v
+        return xr.Dataset(out)
+
+    def to_frame(self):
+        """A tidy pandas table: one row per cell of ``estimate`` (agent, pair, ...), the
+        interval ends as ``lower`` / ``upper`` columns, level and kind as columns."""
+        import pandas as pd
+
+        est = self.estimate
+        ci = self.ci
+        cols = {
+            "estimate": est,
+            "lower": ci.sel(ci_bound="lower", drop=True),
+            "upper": ci.sel(ci_bound="upper", drop=True),
+        }
+        for f in self._fields():
+            v = getattr(self, f)
+            if (
+                f in ("estimate", "ci")
+                or not isinstance(v, xr.DataArray)
+                or f in self._dataset_exclude
+            ):
+                continue
+            if set(v.dims) <= set(est.dims) and "ci_bound" not in v.dims:
+                cols[f] = v
+        ds = xr.Dataset(cols)
+        if ds["estimate"].ndim == 0:
+            df = pd.DataFrame({k: [ds[k].item()] for k in ds.data_vars})
+        else:
+            df = ds.to_dataframe()
+            df = df[[c for c in cols if c in df.columns]]
+        df["ci_prob"] = float(ci.attrs.get("ci_prob", np.nan))
+        df["ci_kind"] = ci.attrs.get("ci_kind")
+        return df
+
+    def _repr_lines(self) -> list[str]:
+        est = self.estimate
+        ci = self.ci
+        lines = [f"{type(self).__name__}: estimate with {interval_label(ci)} interval"]
+        if est.ndim == 0:
+            lo, hi = ci.values.tolist()
+            lines.append(f"  {_fmt(float(est))} [{_fmt(lo)}, {_fmt(hi)}]")
+            return lines
+        flat_est = est.stack(_cell=est.dims) if est.ndim > 1 else est.rename({est.dims[0]: "_cell"})
+        flat_ci = ci.stack(_cell=est.dims) if est.ndim > 1 else ci.rename({est.dims[0]: "_cell"})
+        n = flat_est.sizes["_cell"]
+        show = range(n) if n <= 8 else [*range(5), *range(n - 2, n)]
+        for i in show:
+            if n > 8 and i == n - 2:
+                lines.append(f"  ... ({n - 7} more)")
+            lab = flat_est["_cell"].values[i]
+            lab = ", ".join(map(str, lab)) if isinstance(lab, tuple) else str(lab)
+            lo = float(flat_ci.isel(_cell=i).sel(ci_bound="lower"))
+            hi = float(flat_ci.isel(_cell=i).sel(ci_bound="upper"))
+            lines.append(f"  {lab}: {_fmt(float(flat_est.isel(_cell=i)))} [{_fmt(lo)}, {_fmt(hi)}]")
+        return lines
+
+    def __repr__(self) -> str:
+        try:
+            return "\n".join(self._repr_lines())
+        except Exception:  # pragma: no cover - a repr must never raise
+            return f"<{type(self).__name__}>"
+
+
+# --------------------------------------------------------------------------- data rules
+
+
+def is_binary(values: Any) -> bool:
+    """Whether every finite value is exactly 0 or 1."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(np.all((v == 0.0) | (v == 1.0)))
+
+
+def counts(
+    data: xr.Dataset | xr.DataArray,
+    *,
+    dim: str = "run",
+    binary: bool = True,
+    name: str = "data",
+    purpose: str = "this estimator",
+) -> xr.Dataset:
+    """The one routine that turns scores into per-cell counts.
+
+    Accepts an eval dataset (``score``), a score DataArray, or a counts dataset
+    (``n_runs``, ``n_success``) that is passed through after checking.
+
+    Parameters
+    ----------
+    data : Dataset or DataArray
+    dim : str
+        The run dimension reduced over.
+    binary : bool
+        When True (pass@k, pass^k, binomial models), every score must be 0 or 1:
+        partial credit is refused with :class:`PartialCreditError` naming the
+        cells, even when a cell's scores sum to a whole number.
+    name, purpose : str
+        Used in error messages.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``n_runs`` (int64) and ``n_success`` (float64; the success count when
+        binary), plus ``n_error`` when ``data`` has ``error``; other dims and
+        coords as in ``data``; ``attrs["binary"]`` (0/1).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> s = xr.DataArray([[1.0, 0.0, np.nan]], dims=("task", "run"))
+    >>> c = counts(s)
+    >>> int(c.n_runs[0]), float(c.n_success[0])
+    (2, 1.0)
+    """
+    if (
+        isinstance(data, xr.Dataset)
+        and "n_runs" in data
+        and "n_success" in data
+        and "score" not in data
+    ):
+        n = data["n_runs"]
+        c = data["n_success"]
+        nv = np.asarray(n.values, dtype=float)
+        cv = np.asarray(c.values, dtype=float)
+        bad = (nv < 0) | (nv != np.round(nv)) | (cv < 0) | (cv > nv) | ~np.isfinite(cv)
+        if binary:
+            bad |= cv != np.round(cv)
+        if bad.any():
+            raise HierbenchError(
+                f"`{name}`: counts must satisfy 0 <= n_success <= n_runs"
+                + (" with whole numbers of successes" if binary else "")
+                + f"; {int(bad.sum())} cells do not, e.g. (n_success, n_runs) "
+                f"{list(zip(cv[bad][:5].tolist(), nv[bad][:5].tolist(), strict=True))}"
+            )
+        if binary and not int(data.attrs.get("binary", 1)):
+            raise PartialCreditError(
+                f"`{name}`: {purpose} needs binary scores, and these counts were made from partial-credit "
+                "scores (attrs['binary'] = 0). Binarise the scores first (e.g. score >= threshold)."
+            )
+        out = data.copy()
+        out.attrs = dict(data.attrs)
+        out.attrs.setdefault("binary", 1 if is_binary(cv[nv == 1]) else int(binary))
+        return out
+    if isinstance(data, xr.Dataset):
+        if "score" not in data:
+            raise HierbenchError(
+                f"`{name}` must be an eval dataset (with `score`), a counts dataset (with `n_runs` and "
+                f"`n_success`) or a score DataArray; got variables {list(data.data_vars)}"
+            )
+        score = data["score"]
+        error = data.get("error")
+    elif isinstance(data, xr.DataArray):
+        score = data
+        error = None
+    else:
+        raise TypeError(
+            f"`{name}` must be an xarray Dataset or DataArray; got {type(data).__name__}"
+        )
+    check_dim(score, dim)
+    vals = np.asarray(score.values, dtype=float)
+    finite = np.isfinite(vals)
+    if np.isinf(vals).any():
+        raise HierbenchError(
+            f"`{name}`: scores must be finite or NaN (not run); found infinite values"
+        )
+    binary_data = is_binary(vals)
+    if binary and not binary_data:
+        partial = finite & (vals != 0.0) & (vals != 1.0)
+        idx = np.argwhere(partial)[:5]
+        where = []
+        for ix in idx:
+            cell = [
+                str(score[d].values[i]) if d in score.coords else int(i)
+                for d, i in zip(score.dims, ix, strict=True)
+            ]
+            where.append((*cell, float(vals[tuple(ix)])))
+        raise PartialCreditError(
+            f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {int(partial.sum())} scores "
+            f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}. "
+            "Binarise them first (e.g. `ds['score'] = (ds.score >= 1).where(ds.score.notnull())`) or use "
+            "an estimator for continuous scores (bootstrap_ci, scorecard)."
+        )
+    ran = score.notnull()
+    out = xr.Dataset(
+        {"n_runs": ran.sum(dim).astype(np.int64), "n_success": score.fillna(0.0).sum(dim)}
+    )
+    if error is not None:
+        out["n_error"] = error.sum(dim).astype(np.int64)
+    if isinstance(data, xr.Dataset):
+        out.attrs = {k: v for k, v in data.attrs.items() if isinstance(v, (str, int, float))}
+    out.attrs["binary"] = int(binary_data)
+    drop = [c for c in out.coords if dim in out.coords[c].dims]
+    return out.drop_vars(drop)
+
+
+def cluster_codes(
+    data: xr.Dataset | xr.DataArray,
+    cluster: str | None = "auto",
+    *,
+    dim: str = "task",
+    missing: str = "singleton",
+    name: str = "cluster",
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The one routine that maps tasks to cluster codes.
+
+    Parameters
+    ----------
+    data : Dataset or DataArray
+        Holds a coord along ``dim`` that names each task's cluster.
+    cluster : str or None
+        ``None``: no clusters (returns None). ``"auto"``: the coord ``cluster``
+        when present, else None. Any other string: that coord, which must exist.
+    missing : {"singleton", "refuse"}
+        A task with no cluster label (``""``, None or NaN) is its own cluster
+        (``"singleton"``, counted in a :class:`HierbenchWarning`) or an error.
+        Missing labels are never pooled into one shared cluster.
+
+    Returns
+    -------
+    (codes, labels) or None
+        ``codes[t]`` in ``0..K-1`` for each task; ``labels[k]`` the cluster
+        label as a string (a singleton's label is ``"<task label> (no cluster)"``).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> s = xr.DataArray([0, 1, 1], dims="task", coords={"cluster": ("task", ["a", "b", "a"])})
+    >>> cluster_codes(s)[0].tolist()
+    [0, 1, 0]
+    """
+    if cluster is None:
+        return None
+    check_choice(missing, "missing", ["singleton", "refuse"])
+    key = "cluster" if cluster == "auto" else cluster
+    if key not in data.coords:
+        if cluster == "auto":
+            return None
+        raise ValueError(
+            f"`{name}` must name a coord along {dim!r}; got {cluster!r} (coords {list(data.coords)})"
+        )
+    coord = data.coords[key]
+    if coord.dims != (dim,):
+        raise ValueError(
+            f"`{name}`: coord {key!r} must lie along {dim!r}; it has dims {coord.dims}"
+        )
+    raw = np.asarray(coord.values, dtype=object)
+    is_missing = np.array(
+        [
+            v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and v == "")
+            for v in raw
+        ],
+        dtype=bool,
+    )
+    labels = np.array([str(v) for v in raw], dtype=object)
+    if is_missing.any():
+        tasks = (
+            np.asarray(data[dim].values).astype(str)
+            if dim in data.coords
+            else np.arange(raw.size).astype(str)
+        )
+        if missing == "refuse":
+            raise HierbenchError(
+                f"`{name}`: {int(is_missing.sum())} tasks have no cluster label in coord {key!r}, e.g. "
+                f"{tasks[is_missing][:5].tolist()}; label them, or pass missing='singleton'"
+            )
+        warnings.warn(
+            f"{int(is_missing.sum())} of {raw.size} tasks have no {key!r} label (e.g. "
+            f"{tasks[is_missing][:5].tolist()}); each is treated as a cluster of its own",
+            HierbenchWarning,
+            stacklevel=3,
+        )
+        labels = labels.copy()
+        labels[is_missing] = [f"{t} (no cluster)" for t in tasks[is_missing]]
+    uniq, codes = np.unique(labels.astype(str), return_inverse=True)
+    return codes.astype(np.intp), uniq.astype(object)
