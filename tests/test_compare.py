@@ -27,19 +27,19 @@ def test_side_by_side_stacks_methods_and_scores_truth():
     coords = {"agent": ["a", "b"]}
     est = xr.DataArray([0.5, 0.7], dims="agent", coords=coords)
     r1 = xr.Dataset(
-        {"estimate": est, "interval": _interval([0.4, 0.6], [0.6, 0.8], 0.9, "k1", coords=coords)}
+        {"estimate": est, "interval": _interval([0.4, 0.6], [0.6, 0.8], 0.9, "wald", coords=coords)}
     )
-    r2 = _interval([0.45, 0.75], [0.55, 0.85], 0.9, "k2", coords=coords)
+    r2 = _interval([0.45, 0.75], [0.55, 0.85], 0.9, "t", coords=coords)
     truth = xr.DataArray([0.58, 0.72], dims="agent", coords=coords)
     t = side_by_side({"m1": r1, "m2": r2}, truth=truth)
     assert list(t.estimator.values) == ["m1", "m2"]
-    assert t["interval"].dims[-1] == "ci_bound"
+    assert t["ci"].dims[-1] == "ci_bound"
     np.testing.assert_allclose(t["width"].sel(estimator="m1"), [0.2, 0.2])
     assert t["covers"].sel(estimator="m1").values.tolist() == [True, True]
     assert t["covers"].sel(estimator="m2").values.tolist() == [False, False]
     assert np.isnan(t["estimate"].sel(estimator="m2")).all()
     df = to_frame(t)
-    assert set(df["ci_kind"]) == {"k1", "k2"} and len(df) == 4
+    assert set(df["ci_kind"]) == {"wald", "t"} and len(df) == 4
 
 
 def test_frequentist_result_objects_plug_in():
@@ -49,13 +49,13 @@ def test_frequentist_result_objects_plug_in():
     ds, _ = simulate_eval(n_agents=2, n_tasks=30, n_runs=2, rng=3)
     res = bootstrap_ci(ds, n_resamples=199, rng=4)
     t = side_by_side({"boot": res})
-    np.testing.assert_array_equal(t["interval"].sel(estimator="boot"), res.ci)
+    np.testing.assert_array_equal(t["ci"].sel(estimator="boot"), res.ci)
     assert t["ci_kind"].item() == res.ci.attrs["ci_kind"]
 
 
 def test_side_by_side_refuses_mixed_levels_and_bare_intervals():
-    a = _interval([0.1], [0.2], 0.9, "k")
-    b = _interval([0.1], [0.2], 0.95, "k")
+    a = _interval([0.1], [0.2], 0.9, "normal")
+    b = _interval([0.1], [0.2], 0.95, "normal")
     with pytest.raises(MixedLevelError, match=r"mix interval levels .*allow_mixed_prob=True"):
         side_by_side({"a": a, "b": b})
     assert side_by_side({"a": a, "b": b}, allow_mixed_prob=True).sizes["estimator"] == 2
@@ -85,7 +85,7 @@ def test_coverage_study_matches_normal_theory():
                 [m - half, m + half],
                 dims="ci_bound",
                 coords={"ci_bound": ["lower", "upper"]},
-                attrs={"ci_prob": 0.95, "ci_kind": "z"},
+                attrs={"ci_prob": 0.95, "ci_kind": "normal"},
             )
             return xr.Dataset({"estimate": xr.DataArray(m), "interval": iv})
 
@@ -108,5 +108,5 @@ def test_coverage_study_matches_normal_theory():
     # bias of the sample mean: sd 1/sqrt(n * n_rep) = 0.0045; 4 sd tolerance
     assert abs(float(res.bias.sel(estimator="z1.96"))) < 4 / np.sqrt(n * 2000)
     assert res.to_dataset().attrs["n_rep"] == 2000
-    with pytest.raises(ValueError, match=r"`n_rep` must be a positive integer; got 0"):
+    with pytest.raises(ValueError, match=r"`n_rep` must be >= 1; got n_rep=0"):
         coverage_study(simulate, {}, n_rep=0)

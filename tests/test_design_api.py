@@ -247,10 +247,10 @@ def test_interval_has_house_attrs_and_extra_dims():
     plan = plan_joint(12, 4, 15, rng=1)
     res = budget_interval(plan, bank, prob=0.9)
     assert res.interval.dims == ("agent", "ci_bound")
-    assert res.interval.attrs["ci_prob"] == 0.9 and "design J" in res.interval.attrs["ci_kind"]
+    assert res.interval.attrs["ci_prob"] == 0.9 and "design J" in res.interval.attrs["ci_detail"]
     assert res.feasible.dims == ("agent", "ci_bound") and res.feasible.attrs["ci_prob"] == 1.0
     ds = res.to_dataset()
-    assert set(ds.data_vars) == {"estimate", "interval", "feasible", "n_labels", "disagreements"}
+    assert set(ds.data_vars) == {"estimate", "ci", "feasible", "n_labels", "disagreements"}
     single = budget_interval(plan, bank.sel(agent="b"), prob=0.9)
     np.testing.assert_allclose(single.interval.values, res.interval.sel(agent="b").values)
     assert plan.to_dataset().attrs["n_audit"] == 3
@@ -275,7 +275,7 @@ def test_planner_errors():
 def test_interval_errors():
     plan = plan_joint(5, 3, 7, rng=0)
     y = xr.DataArray(np.ones((5, 3)), dims=("task", "run"))
-    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 1.5"):
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=1.5"):
         budget_interval(plan, y, prob=1.5)
     with pytest.raises(ValueError, match=r"`method` for design 'joint' must be one of .*got 'exact'"):
         budget_interval(plan, y, method="exact")

@@ -81,7 +81,7 @@ def test_posterior_errors():
     y = xr.DataArray(np.full((4, 3), 0.5), dims=("task", "run"))
     with pytest.raises(ValueError, match=r"`labels` must be 0, 1 or NaN \(not bought\); got values \[0.5\]"):
         cohort_posterior(y)
-    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 0"):
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=0"):
         cohort_posterior(y * 0, prob=0)
     with pytest.raises(ValueError, match=r"`grid` must be two integers >= 2"):
         cohort_posterior(y * 0, grid=(1, 5))

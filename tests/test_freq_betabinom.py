@@ -53,7 +53,7 @@ def test_profile_interval_matches_scipy_profile(rats):
     lo = optimize.brentq(lambda m: prof(m) - cut, 0.05, mh, xtol=1e-10)
     hi = optimize.brentq(lambda m: prof(m) - cut, mh, 0.4, xtol=1e-10)
     np.testing.assert_allclose(res.ci.values, [lo, hi], atol=1e-6)
-    assert res.ci.attrs == {"ci_prob": 0.9, "ci_kind": "beta-binomial profile likelihood"}
+    assert res.ci.attrs["ci_prob"] == 0.9 and res.ci.attrs["ci_kind"] == "profile"
 
 
 def test_boundaries():

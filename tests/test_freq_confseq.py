@@ -107,7 +107,7 @@ def test_paired_difference_coverage():
     covered = ((lo <= 0) & (hi >= 0)).all(axis=1)
     assert covered.mean() >= 1 - ALPHA - 3 * math.sqrt(ALPHA * (1 - ALPHA) / n_streams)
     np.testing.assert_allclose(cs.estimate.values[:, -1], (a - b).mean(axis=1))
-    assert "paired difference" in cs.bounds.attrs["ci_kind"]
+    assert "paired difference" in cs.bounds.attrs["ci_detail"]
 
 
 def test_running_intersection_is_monotone_and_sum_hedge_is_never_wider():
@@ -133,7 +133,7 @@ def test_bad_input_messages():
         ValueError, match=r"`x` must have no NaN .* 1 NaN, e.g. at positions \[\[1\]\]"
     ):
         confidence_sequence(x.copy(data=[0.1, np.nan, 0.5, 0.3, 0.4]))
-    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 0"):
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=0"):
         confidence_sequence(x, prob=0)
     with pytest.raises(ValueError, match=r"`breaks` must be an integer >= 2; got 1"):
         confidence_sequence(x, breaks=1)

@@ -101,7 +101,8 @@ def test_seed_003_paired_worked_example():
     assert abs(float(res.p_permutation) - float(res.p_mcnemar)) < 4 * float(res.p_permutation_mcse)
     assert float(res.prob_superiority) == pytest.approx(0.5 + 0.036 / 2)
     assert float(res.cohens_dz) == pytest.approx(0.036 / np.std(a - b, ddof=1))
-    assert res.ci.attrs["ci_prob"] == 0.95 and "bootstrap" in res.ci.attrs["ci_kind"]
+    assert res.ci.attrs["ci_prob"] == 0.95 and res.ci.attrs["ci_kind"] == "percentile"
+    assert "bootstrap" in res.ci.attrs["ci_detail"]
 
 
 def test_type_one_error_under_h0_with_interaction_and_pooled_test_exceeds_it():
@@ -186,7 +187,7 @@ def test_undefined_effect_size_is_nan_with_warning():
 
 def test_bad_input_messages():
     a = xr.DataArray(np.ones((5, 2)), dims=("task", "run"))
-    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 1.5"):
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=1.5"):
         paired_test(a, a, prob=1.5)
     with pytest.raises(ValueError, match=r"`n_permutations` must be a positive integer; got 0"):
         paired_test(a, a, n_permutations=0)

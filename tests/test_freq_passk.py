@@ -65,36 +65,36 @@ def test_seed003_worked_example():
     # seed 003: tasks (n, c) = (10,3), (10,10), (10,0), (10,7); printed to 3 digits
     cnt = _counts([10, 10, 10, 10], [3, 10, 0, 7])
     printed = {1: (0.500, 0.500), 3: (0.675, 0.325), 5: (0.729, 0.271)}
-    at = pass_at_k(cnt, [1, 3, 5]).mean
-    hat = pass_hat_k(cnt, [1, 3, 5]).mean
+    at = pass_at_k(cnt, [1, 3, 5]).estimate
+    hat = pass_hat_k(cnt, [1, 3, 5]).estimate
     for k, (a, h) in printed.items():
         assert f"{float(at.sel(k=k)):.3f}" == f"{a:.3f}"
         assert f"{float(hat.sel(k=k)):.3f}" == f"{h:.3f}"
     # "C(7,3)/C(10,3) = 35/120 = 0.292"
-    assert f"{float(pass_hat_k(_counts([10], [7]), 3).mean):.3f}" == "0.292"
+    assert f"{float(pass_hat_k(_counts([10], [7]), 3).estimate):.3f}" == "0.292"
 
 
 def test_seed003_reliability_report():
     # seed 003 reliability example: ok per (task, run) for t1..t4 x 3 runs
     ok = np.array([[1, 1, 1], [1, 0, 1], [0, 0, 1], [0, 1, 0]], float)
     da = xr.DataArray(ok, dims=("task", "run"))
-    assert f"{float(pass_hat_k(da, 1).mean):.0%}" == "58%"
-    assert f"{float(pass_hat_k(da, 3).mean):.0%}" == "25%"
+    assert f"{float(pass_hat_k(da, 1).estimate):.0%}" == "58%"
+    assert f"{float(pass_hat_k(da, 3).estimate):.0%}" == "25%"
 
 
 def test_tau_bench_readme_row(shared_data):
     ds = load_tau_bench_airline(shared_data)
     res = pass_hat_k(ds, [1, 2, 3, 4])
-    got = [round(float(x), 3) for x in res.mean.isel(agent=0).values]
+    got = [round(float(x), 3) for x in res.estimate.isel(agent=0).values]
     assert got == [0.420, 0.273, 0.220, 0.200]  # tau-bench README line 18 (PROVENANCE.md)
     assert int(res.n_tasks.isel(agent=0, k=0)) == 50
 
 
 def test_dataset_counts_and_dataarray_agree():
     ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=5, rng=3)
-    a = pass_at_k(ds, 2).mean
-    b = pass_at_k(to_counts(ds), 2).mean
-    c = pass_at_k(ds["score"], 2).mean
+    a = pass_at_k(ds, 2).estimate
+    b = pass_at_k(to_counts(ds), 2).estimate
+    c = pass_at_k(ds["score"], 2).estimate
     xr.testing.assert_allclose(a, b)
     xr.testing.assert_allclose(a, c)
     assert a.dims == ("agent",)
@@ -106,7 +106,7 @@ def test_short_cells_nan_warning_and_clip_option():
         res = pass_hat_k(cnt, 3)
     assert np.isnan(res.per_task.values[0]) and np.isnan(res.per_task.values[2])
     assert int(res.n_insufficient) == 1 and int(res.n_not_run) == 1 and int(res.n_tasks) == 1
-    assert float(res.mean) == pytest.approx(comb(4, 3) / comb(10, 3))
+    assert float(res.estimate) == pytest.approx(comb(4, 3) / comb(10, 3))
     clip = pass_hat_k(cnt, 3, small_n="clip")  # seed 001: k_eff = min(k, n) -> C(1,2)/C(2,2) = 0
     assert clip.per_task.values[0] == 0.0
     assert int(clip.n_tasks) == 2
@@ -117,18 +117,18 @@ def test_short_cells_nan_warning_and_clip_option():
 def test_all_short_gives_nan_mean_not_zero():
     with pytest.warns(InsufficientRunsWarning):
         res = pass_at_k(_counts([1, 2], [1, 0]), 5)
-    assert np.isnan(float(res.mean))
+    assert np.isnan(float(res.estimate))
 
 
 def test_errors_are_named():
     with pytest.raises(ValueError, match=r"`k` must be a positive integer .* got k=0"):
         pass_at_k(_counts([3], [1]), 0)
-    with pytest.raises(ValueError, match=r"need binary scores: `n_success` must be an integer"):
+    with pytest.raises(ValueError, match=r"counts must satisfy 0 <= n_success <= n_runs with whole numbers"):
         pass_at_k(_counts([3], [1.5]), 2)
-    with pytest.raises(ValueError, match=r"`small_n` must be 'nan' or 'clip'; got 'drop'"):
+    with pytest.raises(ValueError, match=r"`small_n` must be one of \['nan', 'clip'\]; got 'drop'"):
         pass_at_k(_counts([3], [1]), 2, small_n="drop")  # type: ignore[arg-type]
     da = xr.DataArray(np.ones((2, 3)), dims=("task", "epoch"))
-    with pytest.raises(ValueError, match=r"`dim` must be a dimension of the scores .* got 'run'"):
+    with pytest.raises(ValueError, match=r"`dim` must be a dimension of the data .* got 'run'"):
         pass_at_k(da, 1)
     with pytest.raises(ValueError, match=r"must be an eval dataset \(with `score`\)"):
         pass_at_k(xr.Dataset({"x": ("task", [1.0])}), 1)

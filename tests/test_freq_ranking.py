@@ -152,7 +152,7 @@ def test_bad_input_messages():
     ds, _ = simulate_eval(n_agents=3, n_tasks=5, n_runs=2, rng=0)
     with pytest.raises(ValueError, match=r"`n_resamples` must be a positive integer; got 0"):
         rank_uncertainty(ds, n_resamples=0)
-    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 1"):
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=1"):
         rank_uncertainty(ds, prob=1)
     with pytest.raises(ValueError, match=r"`level` must satisfy 0 < level < 1; got 0"):
         rank_uncertainty(ds, level=0)

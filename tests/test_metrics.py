@@ -106,8 +106,10 @@ def test_pass_hat_and_at_k_observed_tasks_exact(hand_fit):
     # house interval convention
     assert hat["ci"].dims == ("agent", "k", "ci_bound")
     assert hat["ci"].ci_bound.values.tolist() == ["lower", "upper"]
-    assert hat["ci"].attrs == {"ci_prob": 0.9, "ci_kind": "equal-tailed posterior"}
-    np.testing.assert_allclose(hat["mean"], hat["draws"].mean(("chain", "draw")))
+    # the one default level (0.95) and the fixed ci_kind vocabulary
+    assert hat["ci"].attrs["ci_prob"] == 0.95 and hat["ci"].attrs["ci_kind"] == "eti"
+    np.testing.assert_allclose(hat["estimate"], hat["draws"].mean(("chain", "draw")))
+    np.testing.assert_allclose(hat["mean"], hat["estimate"])  # deprecated alias
 
 
 def test_pass_k_population_exact_and_default_k(hand_fit):
@@ -204,7 +206,7 @@ def test_pass_k_bad_input(hand_fit):
         pass_at_k(dt, k=1.5)
     with pytest.raises(ValueError, match=r"`k` must be an integer >= 1 .*; got \[\]"):
         pass_at_k(dt, k=[])
-    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 1.2"):
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=1.2"):
         pass_hat_k(dt, k=1, prob=1.2)
     with pytest.raises(TypeError, match=r"`fit` must be an xarray.DataTree"):
         pass_hat_k(dt["posterior"].to_dataset(), k=1)
@@ -250,8 +252,8 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
     pass_hat_k(dt, k=1, realised=True, rng=7)  # realised draws are the crossed module's too
     assert calls == [
         ((1, 3), "at", True, 0.8, False, None),
-        ((2,), "hat", False, 0.9, False, None),
-        ((1,), "hat", False, 0.9, True, 7),
+        ((2,), "hat", False, 0.95, False, None),
+        ((1,), "hat", False, 0.95, True, 7),
     ]
 
 
@@ -362,9 +364,10 @@ def test_prob_superiority_properties(x):
     total = gt.values + gt.values.T + tie
     off = ~np.eye(x.shape[1], dtype=bool)
     np.testing.assert_allclose(total[off], 1.0, atol=1e-12)  # P(i>j) + P(j>i) + P(tie) = 1
-    np.testing.assert_allclose(np.diag(gt.values), 0.0)
+    assert np.isnan(np.diag(gt.values)).all()  # no self-comparison, as in compare_agents
     split = prob_superiority(_draws(x), ties="split")
-    np.testing.assert_allclose(split.values + split.values.T, 1.0, atol=1e-12)
+    np.testing.assert_allclose((split.values + split.values.T)[off], 1.0, atol=1e-12)
+    assert np.isnan(np.diag(split.values)).all()
     # direct count for one pair
     assert gt.values[0, 1] == pytest.approx(np.mean(x[:, 0] > x[:, 1]))
 
@@ -424,10 +427,10 @@ def test_posterior_interval_convention_and_errors():
     d = xr.DataArray(np.linspace(0, 1, 1001)[None, :], dims=("chain", "draw"))
     ci = posterior_interval(d, prob=0.8)
     np.testing.assert_allclose(ci.values, [0.1, 0.9], atol=1e-9)  # quantiles of a uniform grid
-    assert ci.attrs == {"ci_prob": 0.8, "ci_kind": "equal-tailed posterior"}
+    assert ci.attrs["ci_prob"] == 0.8 and ci.attrs["ci_kind"] == "eti"
     h = posterior_interval(d, prob=0.8, kind="hdi")
-    assert h.attrs["ci_kind"] == "highest-density posterior"
-    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got 0"):
+    assert h.attrs["ci_kind"] == "hdi"
+    with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=0"):
         posterior_interval(d, prob=0)
     with pytest.raises(ValueError, match=r"`kind` must be one of \['eti', 'hdi'\]; got 'quantile'"):
         posterior_interval(d, kind="quantile")
@@ -498,7 +501,7 @@ def test_head_to_head_davidson_probabilities_exact():
         (h2h["expected_score"] + h2h["expected_score"].T.values).values[off], 1.0
     )
     assert h2h["p_win_ci"].dims == ("agent", "opponent", "ci_bound")
-    assert h2h["p_win_ci"].attrs == {"ci_prob": 0.9, "ci_kind": "equal-tailed posterior"}
+    assert h2h["p_win_ci"].attrs["ci_prob"] == 0.95 and h2h["p_win_ci"].attrs["ci_kind"] == "eti"
 
 
 def test_head_to_head_without_ties_is_logistic_and_errors():

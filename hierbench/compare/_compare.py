@@ -9,7 +9,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import HierbenchError, as_rng
+from .._base import (
+    CI_BOUNDS,
+    DEFAULT_PROB,
+    HierbenchError,
+    Result,
+    as_rng,
+    check_int,
+    check_interval,
+    check_prob,
+)
 from ..freq import wilson_interval
 
 __all__ = [
@@ -21,7 +30,6 @@ __all__ = [
     "to_frame",
 ]
 
-CI_BOUNDS = ["lower", "upper"]
 
 
 class MixedLevelError(HierbenchError):
@@ -29,62 +37,61 @@ class MixedLevelError(HierbenchError):
 
 
 def _check_interval(da: xr.DataArray, name: str) -> xr.DataArray:
-    if "ci_bound" not in da.dims:
-        raise ValueError(
-            f"`{name}`: an interval must have a `ci_bound` dim (['lower', 'upper']); got dims {da.dims}"
-        )
-    for key in ("ci_prob", "ci_kind"):
-        if key not in da.attrs:
-            raise ValueError(
-                f"`{name}`: an interval must state its level and kind; attr {key!r} is missing"
-            )
-    bounds = [str(b) for b in da["ci_bound"].values]
-    if bounds != CI_BOUNDS:
-        raise ValueError(f"`{name}`: `ci_bound` must be {CI_BOUNDS}; got {bounds}")
-    return da
+    return check_interval(da, name)
 
 
 def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result") -> xr.Dataset:
-    """Normalise a result into a Dataset with ``estimate`` and ``interval``.
+    """Normalise a result into a Dataset with ``estimate`` and ``ci`` (the house convention).
 
-    Accepts a Dataset holding ``estimate`` and ``interval`` (or ``ci``, as the
-    frequentist results name it); a bare interval
-    DataArray (``estimate`` is then NaN: the method gave no point value); or
-    any object with a ``to_dataset()`` method returning one of these (the
-    frequentist ``*Result`` classes).
+    Accepts any hierbench result object (:class:`hierbench._base.Result`:
+    every frequentist ``*Result``), a Dataset holding ``estimate`` and ``ci``
+    (the posterior metrics, e.g. :func:`hierbench.metrics.pass_hat_k`; a
+    Dataset with ``interval`` instead of ``ci`` is read too), a bare interval
+    DataArray (``estimate`` is then NaN: the method gave no point value), or
+    any other object with a ``to_dataset()`` returning one of these.
 
     Parameters
     ----------
-    obj : Dataset, DataArray or result object
+    obj : result object, Dataset or DataArray
     name : str
         Used in error messages.
 
     Returns
     -------
     xarray.Dataset
-        ``estimate(...)`` and ``interval(..., ci_bound)``; ``ci_prob`` and
-        ``ci_kind`` in the attrs of ``interval``.
+        ``estimate(...)`` and ``ci(..., ci_bound)``; ``ci_prob`` and
+        ``ci_kind`` (and ``ci_detail``) in the attrs of ``ci``.
+
+    Examples
+    --------
+    >>> from hierbench.freq import wilson_interval
+    >>> sorted(as_estimate(wilson_interval(9, 10)).data_vars)
+    ['ci', 'estimate']
     """
+    if isinstance(obj, Result):
+        ci = _check_interval(obj.ci, name)
+        return xr.Dataset({"estimate": obj.estimate.drop_attrs(), "ci": ci})
     if hasattr(obj, "to_dataset") and not isinstance(obj, (xr.Dataset, xr.DataArray)):
         obj = obj.to_dataset()
     if isinstance(obj, xr.DataArray):
         interval = _check_interval(obj, name)
         estimate = xr.full_like(interval.isel(ci_bound=0, drop=True), np.nan, dtype=float)
-        return xr.Dataset({"estimate": estimate, "interval": interval})
+        return xr.Dataset({"estimate": estimate, "ci": interval})
     if isinstance(obj, xr.Dataset):
-        key = "interval" if "interval" in obj else "ci" if "ci" in obj else None
+        key = "ci" if "ci" in obj else "interval" if "interval" in obj else None
         if key is None:
             raise ValueError(
-                f"`{name}`: a Dataset result must hold `interval` (or `ci`); found {list(obj.data_vars)}"
+                f"`{name}`: a Dataset result must hold `ci` (or `interval`); found {list(obj.data_vars)}"
             )
         interval = _check_interval(obj[key], name)
         if "estimate" in obj:
             estimate = obj["estimate"]
         else:
             estimate = xr.full_like(interval.isel(ci_bound=0, drop=True), np.nan, dtype=float)
-        return xr.Dataset({"estimate": estimate, "interval": interval})
+        return xr.Dataset({"estimate": estimate.drop_attrs(), "ci": interval})
     raise TypeError(
-        f"`{name}` must be an xarray Dataset/DataArray or have .to_dataset(); got {type(obj).__name__}"
+        f"`{name}` must be a hierbench result, an xarray Dataset/DataArray or have .to_dataset(); "
+        f"got {type(obj).__name__}"
     )
 
 
@@ -111,50 +118,66 @@ def side_by_side(
     Returns
     -------
     xarray.Dataset
-        ``estimate(estimator, ...)``, ``interval(estimator, ..., ci_bound)``,
-        ``width(estimator, ...)``, ``ci_prob(estimator)``, ``ci_kind(estimator)``.
+        ``estimate(estimator, ...)``, ``ci(estimator, ..., ci_bound)``,
+        ``width(estimator, ...)``, ``ci_prob(estimator)``, ``ci_kind(estimator)``,
+        ``ci_detail(estimator)``; ``interval`` is a deprecated alias of ``ci``.
 
     Examples
     --------
-    >>> import xarray as xr
-    >>> iv = xr.DataArray([0.1, 0.3], dims="ci_bound", coords={"ci_bound": ["lower", "upper"]},
-    ...                   attrs={"ci_prob": 0.95, "ci_kind": "Wilson"})
-    >>> side_by_side({"wilson": iv, "other": iv}).sizes["estimator"]
-    2
+    >>> from hierbench.freq import bootstrap_ci, wilson_interval
+    >>> from hierbench.testing import simulate_eval
+    >>> ds, _ = simulate_eval(n_agents=1, n_tasks=40, n_runs=1, rng=0)
+    >>> boot = bootstrap_ci(ds.squeeze("agent", drop=True), n_resamples=999, rng=1)
+    >>> wil = wilson_interval(ds.score.sum(), ds.score.count())
+    >>> t = side_by_side({"bootstrap": boot, "wilson": wil})
+    >>> t["ci_kind"].values.tolist()
+    ['percentile', 'wilson']
     """
     if not results:
         raise ValueError("`results` must name at least one method")
     norm = {str(k): as_estimate(v, name=f"results[{k!r}]") for k, v in results.items()}
-    probs = {k: float(v["interval"].attrs["ci_prob"]) for k, v in norm.items()}
+    probs = {k: float(v["ci"].attrs["ci_prob"]) for k, v in norm.items()}
     if len(set(probs.values())) > 1 and not allow_mixed_prob:
         raise MixedLevelError(
             f"`results` mix interval levels {probs}: compare intervals at one `prob`, "
             "or pass allow_mixed_prob=True"
         )
-    kinds = {k: str(v["interval"].attrs["ci_kind"]) for k, v in norm.items()}
+    kinds = {k: str(v["ci"].attrs["ci_kind"]) for k, v in norm.items()}
+    details = {k: str(v["ci"].attrs.get("ci_detail", "")) for k, v in norm.items()}
     methods = list(norm)
     parts = [v.drop_attrs() if hasattr(v, "drop_attrs") else v for v in norm.values()]
     out = xr.concat(parts, dim="estimator", join="outer")
-    out["interval"] = out["interval"].transpose(..., "ci_bound")
-    out["width"] = out["interval"].sel(ci_bound="upper") - out["interval"].sel(ci_bound="lower")
+    out["ci"] = out["ci"].transpose(..., "ci_bound")
+    out["width"] = out["ci"].sel(ci_bound="upper") - out["ci"].sel(ci_bound="lower")
     out = out.assign_coords(estimator=np.array(methods, dtype=object))
     out["ci_prob"] = ("estimator", [probs[m] for m in methods])
     out["ci_kind"] = ("estimator", np.array([kinds[m] for m in methods], dtype=object))
+    out["ci_detail"] = ("estimator", np.array([details[m] for m in methods], dtype=object))
     if truth is not None:
         out["truth"] = truth
         out["error"] = out["estimate"] - truth
-        lo = out["interval"].sel(ci_bound="lower", drop=True)
-        hi = out["interval"].sel(ci_bound="upper", drop=True)
+        lo = out["ci"].sel(ci_bound="lower", drop=True)
+        hi = out["ci"].sel(ci_bound="upper", drop=True)
         out["covers"] = (lo <= truth) & (truth <= hi)
+    # deprecated alias for callers written before the house name `ci` (e.g. the demo)
+    out["interval"] = out["ci"].assign_attrs(deprecated="alias of `ci`")
     return out
 
 
 def to_frame(table: xr.Dataset) -> pd.DataFrame:
-    """A tidy pandas table of a :func:`side_by_side` result (one row per method and cell)."""
+    """A tidy pandas table of a :func:`side_by_side` result (one row per method and cell).
+
+    Examples
+    --------
+    >>> from hierbench.freq import wilson_interval
+    >>> t = side_by_side({"wilson": wilson_interval(9, 10)})
+    >>> to_frame(t)[["lower", "upper"]].round(3).values.tolist()
+    [[0.596, 0.982]]
+    """
     cols = {
         "estimate": table["estimate"],
-        "lower": table["interval"].sel(ci_bound="lower", drop=True),
-        "upper": table["interval"].sel(ci_bound="upper", drop=True),
+        "lower": table["ci"].sel(ci_bound="lower", drop=True),
+        "upper": table["ci"].sel(ci_bound="upper", drop=True),
         "width": table["width"],
     }
     for extra in ("truth", "covers"):
@@ -171,9 +194,12 @@ def to_frame(table: xr.Dataset) -> pd.DataFrame:
     return df
 
 
-@dataclass(frozen=True)
-class CoverageStudyResult:
+@dataclass(frozen=True, repr=False)
+class CoverageStudyResult(Result):
     """Outcome of :func:`coverage_study`.
+
+    ``estimate`` is the coverage and ``ci`` its Wilson interval (the Monte
+    Carlo uncertainty of the study), one row per estimator (and cell).
 
     Attributes
     ----------
@@ -195,6 +221,14 @@ class CoverageStudyResult:
     n_rep: int
     table: xr.Dataset
 
+    @property
+    def estimate(self) -> xr.DataArray:
+        return self.coverage
+
+    @property
+    def ci(self) -> xr.DataArray:
+        return self.coverage_interval
+
     def to_dataset(self) -> xr.Dataset:
         ds = xr.Dataset(
             {
@@ -214,7 +248,7 @@ def coverage_study(
     methods: Mapping[str, Callable[[object, np.random.Generator], object]],
     *,
     n_rep: int,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     rng: None | int | np.random.Generator = None,
 ) -> CoverageStudyResult:
     """Empirical coverage, width, bias and RMSE of interval methods against a known truth.
@@ -236,10 +270,8 @@ def coverage_study(
     -------
     CoverageStudyResult
     """
-    if int(n_rep) != n_rep or n_rep < 1:
-        raise ValueError(f"`n_rep` must be a positive integer; got {n_rep!r}")
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    n_rep = check_int(n_rep, "n_rep", min=1)
+    prob = check_prob(prob)
     gen = as_rng(rng)
     names = list(methods)
     est_rows, lo_rows, hi_rows, truth_rows = [], [], [], []
@@ -250,8 +282,8 @@ def coverage_study(
         if template is None:
             template = side_by_side(dict(zip(names, norm, strict=True)), truth=truth)
         est_rows.append([r["estimate"].values for r in norm])
-        lo_rows.append([r["interval"].sel(ci_bound="lower").values for r in norm])
-        hi_rows.append([r["interval"].sel(ci_bound="upper").values for r in norm])
+        lo_rows.append([r["ci"].sel(ci_bound="lower").values for r in norm])
+        hi_rows.append([r["ci"].sel(ci_bound="upper").values for r in norm])
         shape_like = norm[0]["estimate"]
         t_da = truth if isinstance(truth, xr.DataArray) else xr.DataArray(truth)
         truth_rows.append(t_da.broadcast_like(shape_like).transpose(*shape_like.dims).values)
@@ -267,8 +299,8 @@ def coverage_study(
     table = xr.Dataset(
         {
             "estimate": est,
-            "interval": xr.concat([lo, hi], dim="ci_bound")
-            .assign_coords(ci_bound=CI_BOUNDS)
+            "ci": xr.concat([lo, hi], dim="ci_bound")
+            .assign_coords(ci_bound=list(CI_BOUNDS))
             .transpose(..., "ci_bound"),
             "width": hi - lo,
             "truth": tru,
@@ -282,10 +314,7 @@ def coverage_study(
     hits = table["covers"].sum("rep")
     cov = hits / n
     cov_iv = wilson_interval(hits, n, prob=prob).rename(None)
-    cov_iv.attrs = {
-        "ci_prob": prob,
-        "ci_kind": "Wilson score (Monte Carlo uncertainty of the coverage)",
-    }
+    cov_iv.attrs["ci_detail"] = "Wilson score interval: the Monte Carlo uncertainty of the coverage"
     return CoverageStudyResult(
         coverage=cov,
         coverage_interval=cov_iv,

@@ -24,6 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
+from .._base import DEFAULT_PROB, Result, check_prob, make_interval
 from . import _kernels as K
 
 __all__ = ["CohortPosteriorResult", "cohort_posterior"]
@@ -98,38 +99,48 @@ def _posterior_kernel(
     return pm / N, np.sqrt(np.maximum(pv, 0)) / N, lo, hi
 
 
-@dataclass(frozen=True)
-class CohortPosteriorResult:
+@dataclass(frozen=True, repr=False)
+class CohortPosteriorResult(Result):
     """Beta-binomial posterior for the cohort mean.
 
     Attributes
     ----------
-    mean, sd : xarray.DataArray
-        Posterior mean and standard deviation of ``theta``.
-    interval : xarray.DataArray
-        Equal-tailed credible interval, dim ``ci_bound``; attrs ``ci_prob``,
-        ``ci_kind``.
+    estimate, sd : xarray.DataArray
+        Posterior mean (also readable as ``mean``) and standard deviation of ``theta``.
+    ci : xarray.DataArray
+        Equal-tailed credible interval (also readable as ``interval``), dim
+        ``ci_bound``; attrs ``ci_prob``, ``ci_kind = "eti"``, ``ci_detail``.
     n_labels : xarray.DataArray
         Bought labels used.
     """
 
-    mean: xr.DataArray
+    estimate: xr.DataArray
     sd: xr.DataArray
-    interval: xr.DataArray
+    ci: xr.DataArray
     n_labels: xr.DataArray
 
+    @property
+    def mean(self) -> xr.DataArray:
+        """The posterior mean (``estimate``)."""
+        return self.estimate
+
+    @property
+    def interval(self) -> xr.DataArray:
+        """The credible interval (``ci``)."""
+        return self.ci
+
     def to_dataset(self) -> xr.Dataset:
-        """All fields as one Dataset."""
-        return xr.Dataset(
-            {"mean": self.mean, "sd": self.sd, "interval": self.interval, "n_labels": self.n_labels},
-            attrs=dict(self.interval.attrs),
-        )
+        """All fields as one Dataset (``mean`` and ``interval`` kept as aliases)."""
+        ds = super().to_dataset()
+        ds["mean"], ds["interval"] = self.estimate, self.ci
+        ds.attrs = dict(self.ci.attrs)
+        return ds
 
 
 def cohort_posterior(
     labels: xr.DataArray,
     *,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     grid: tuple[int, int] = (60, 33),
 ) -> CohortPosteriorResult:
     """Posterior for the cohort mean under a beta-binomial model, bought labels fixed.
@@ -157,8 +168,7 @@ def cohort_posterior(
     >>> round(float(res.mean), 1)
     0.4
     """
-    if not (isinstance(prob, (float, int, np.floating)) and 0 < prob < 1):
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    prob = check_prob(prob)
     if not isinstance(labels, xr.DataArray) or "task" not in labels.dims or "run" not in labels.dims:
         raise ValueError("`labels` must be an xarray.DataArray with dims 'task' and 'run'")
     if len(grid) != 2 or min(grid) < 2:
@@ -187,11 +197,11 @@ def cohort_posterior(
     def da(v, name):
         return xr.DataArray(np.asarray(v).reshape(ex_shape), dims=extra, coords=ex_coords, name=name)
 
-    interval = xr.DataArray(
-        np.stack([lo, hi], -1).reshape(*ex_shape, 2),
-        dims=(*extra, "ci_bound"),
-        coords={**ex_coords, "ci_bound": ["lower", "upper"]},
-        name="interval",
-        attrs={"ci_prob": float(prob), "ci_kind": "eti (beta-binomial grid posterior)"},
+    interval = make_interval(
+        da(lo, "lower"),
+        da(hi, "upper"),
+        prob=prob,
+        kind="eti",
+        detail="beta-binomial grid posterior of the cohort mean",
     )
     return CohortPosteriorResult(da(pm, "mean"), da(psd, "sd"), interval, da(n.sum(1), "n_labels"))

@@ -218,15 +218,10 @@ def joint_radius_table(M: int, L: int, t: int, alpha: float, method: str) -> np.
 # misc
 # --------------------------------------------------------------------------
 def wilson(k: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval for ``k`` successes in ``n`` trials."""
-    k = np.asarray(k, float)
-    n = np.asarray(n, float)
-    z = ndtri(0.5 + prob / 2)
-    ph = k / n
-    den = 1 + z**2 / n
-    centre = (ph + z**2 / (2 * n)) / den
-    half = z * np.sqrt(ph * (1 - ph) / n + z**2 / (4 * n**2)) / den
-    return centre - half, centre + half
+    """Wilson score interval for ``k`` successes in ``n`` trials (the one kernel, in freq)."""
+    from ..freq._intervals import _wilson_bounds
+
+    return _wilson_bounds(np.asarray(k, float), np.asarray(n, float), float(ndtri(0.5 + prob / 2)))
 
 
 def normal_mixture_quantiles(

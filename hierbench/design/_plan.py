@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchWarning, as_rng
+from .._base import DEFAULT_PROB, HierbenchWarning, Result, as_rng, check_prob, make_interval
 from . import _kernels as K
 
 __all__ = [
@@ -211,20 +211,21 @@ def plan_joint(
     )
 
 
-@dataclass(frozen=True)
-class BudgetIntervalResult:
+@dataclass(frozen=True, repr=False)
+class BudgetIntervalResult(Result):
     """Point estimate and design-based interval for the cohort mean.
 
     Attributes
     ----------
     estimate : xarray.DataArray
         The unbiased point estimate (extra dims of ``labels`` kept).
-    interval : xarray.DataArray
+    ci : xarray.DataArray
         Trailing dim ``ci_bound = ["lower", "upper"]``; attrs ``ci_prob``,
-        ``ci_kind``.
+        ``ci_kind = "exact"`` (a finite-sample guarantee), ``ci_detail``
+        (which design and method). Also readable as ``interval``.
     feasible : xarray.DataArray
         The deterministic range ``[P / N, 1 - Z / N]`` implied by the bought
-        labels (``ci_bound``).
+        labels (``ci_bound``, ``ci_kind = "feasible"``, level 1).
     n_labels : xarray.DataArray
         Labels used.
     disagreements : xarray.DataArray
@@ -232,29 +233,25 @@ class BudgetIntervalResult:
     """
 
     estimate: xr.DataArray
-    interval: xr.DataArray
+    ci: xr.DataArray
     feasible: xr.DataArray
     n_labels: xr.DataArray
     disagreements: xr.DataArray
 
+    @property
+    def interval(self) -> xr.DataArray:
+        """The design-based interval (``ci``)."""
+        return self.ci
+
     def to_dataset(self) -> xr.Dataset:
         """All fields as one Dataset."""
-        return xr.Dataset(
-            {
-                "estimate": self.estimate,
-                "interval": self.interval,
-                "feasible": self.feasible,
-                "n_labels": self.n_labels,
-                "disagreements": self.disagreements,
-            },
-            attrs=dict(self.interval.attrs),
-        )
+        ds = super().to_dataset()
+        ds.attrs = dict(self.ci.attrs)
+        return ds
 
 
 def _check_prob(prob: float) -> float:
-    if not (isinstance(prob, (float, int, np.floating)) and 0 < prob < 1):
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
-    return float(prob)
+    return check_prob(prob)
 
 
 def joint_bounds(
@@ -287,7 +284,7 @@ def budget_interval(
     plan: BudgetPlan,
     labels: xr.DataArray,
     *,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     method: Literal["auto", "exact", "mixture", "split"] = "auto",
 ) -> BudgetIntervalResult:
     """Unbiased estimate and honest interval for the cohort mean from the bought labels.
@@ -408,7 +405,7 @@ def budget_interval(
         est = P / m if m > 0 else np.full(P.shape, np.nan)
         lo, hi = uniform_bounds(P.astype(int), N, m, prob)
         X = np.zeros(P.shape, int)
-        kind = "exact hypergeometric (design U)"
+        kind = "hypergeometric, exact (design U)"
         if m == 0:
             import warnings
 
@@ -427,36 +424,39 @@ def budget_interval(
         X = (tot[:, aud] == 1).sum(axis=1)
         meth = "mixture" if method == "auto" else method
         lo, hi = joint_bounds(est, X, P, Z, M, L, t, prob, meth)
-        kind = f"disagreement certificate, {meth} (design J)"
+        kind = f"disagreement certificate, {meth} (design J); finite-sample guarantee"
     ex_shape = tuple(labels.sizes[d] for d in extra)
     ex_coords = {d: labels[d] for d in extra if d in labels.coords}
 
     def da(v, name):
         return xr.DataArray(np.asarray(v).reshape(ex_shape), dims=extra, coords=ex_coords, name=name)
 
-    interval = xr.DataArray(
-        np.stack([lo, hi], axis=-1).reshape(*ex_shape, 2),
-        dims=(*extra, "ci_bound"),
-        coords={**ex_coords, "ci_bound": ["lower", "upper"]},
-        name="interval",
-        attrs={
-            "ci_prob": prob,
-            "ci_kind": kind,
+    interval = make_interval(
+        da(lo, "lower"),
+        da(hi, "upper"),
+        prob=prob,
+        kind="exact",
+        detail=kind,
+        warn_zero_width=False,  # a fully bought cohort is known exactly: zero width is right
+    )
+    interval.attrs.update(
+        {
             "design": plan.design,
             "budget": plan.budget,
             "n_labels_outside_plan_ignored": n_ignored,
-        },
+        }
     )
-    feasible = xr.DataArray(
-        np.stack([P / N, 1 - Z / N], axis=-1).reshape(*ex_shape, 2),
-        dims=(*extra, "ci_bound"),
-        coords={**ex_coords, "ci_bound": ["lower", "upper"]},
+    feasible = make_interval(
+        da(P / N, "lower"),
+        da(1 - Z / N, "upper"),
+        prob=1.0,
+        kind="feasible",
+        detail="feasible range of the bought labels (deterministic)",
         name="feasible",
-        attrs={"ci_prob": 1.0, "ci_kind": "feasible range of the bought labels (deterministic)"},
     )
     return BudgetIntervalResult(
         estimate=da(est, "estimate"),
-        interval=interval,
+        ci=interval,
         feasible=feasible,
         n_labels=da(np.full(P.shape, m), "n_labels"),
         disagreements=da(X, "disagreements"),

@@ -3,6 +3,7 @@
 from ._betabinom import BetaBinomialResult, beta_binomial_mle, beta_binomial_profile_ci
 from ._bootstrap import (
     BootstrapResult,
+    DegenerateBootstrapError,
     DegenerateBootstrapWarning,
     UndefinedResampleWarning,
     bootstrap_ci,
@@ -35,6 +36,7 @@ from ._intervals import (
 )
 from ._paired import (
     PairedTestResult,
+    PairwiseComparisonResult,
     UndefinedTestWarning,
     compare_agents,
     holm,
@@ -50,7 +52,7 @@ from ._power import (
     sd_paired_diff,
     tasks_for_power,
 )
-from ._ranking import RankResult, UndefinedScoreWarning, rank_uncertainty
+from ._ranking import RankResult, UndefinedScoreWarning, UnequalTaskSetsWarning, rank_uncertainty
 from ._resample import task_weights
 from ._scorecard import scorecard
 
@@ -59,6 +61,7 @@ __all__: list[str] = [
     "BootstrapResult",
     "ConfidenceSequenceResult",
     "ConfoundedComponentWarning",
+    "DegenerateBootstrapError",
     "DegenerateBootstrapWarning",
     "EmptyConfidenceSequenceWarning",
     "EmptySampleWarning",
@@ -66,6 +69,7 @@ __all__: list[str] = [
     "IntervalResult",
     "NegativeVarianceComponentWarning",
     "PairedTestResult",
+    "PairwiseComparisonResult",
     "PassKResult",
     "RankResult",
     "SuccessRateResult",
@@ -73,6 +77,7 @@ __all__: list[str] = [
     "UndefinedResampleWarning",
     "UndefinedScoreWarning",
     "UndefinedTestWarning",
+    "UnequalTaskSetsWarning",
     "VarianceComponentsResult",
     "beta_binomial_mle",
     "beta_binomial_profile_ci",

@@ -23,6 +23,7 @@ import xarray as xr
 from scipy import optimize, stats
 from scipy.special import expit, gammaln, logit
 
+from .._base import DEFAULT_PROB, Result, check_prob, counts, make_interval
 from ._intervals import EmptySampleWarning
 
 __all__ = ["BetaBinomialResult", "beta_binomial_mle", "beta_binomial_profile_ci"]
@@ -142,12 +143,14 @@ def _profile_ci_kernel(n, c, m, prob: float | None, iters: int = 32):
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BetaBinomialResult:
+@dataclass(frozen=True, repr=False)
+class BetaBinomialResult(Result):
     """Beta-binomial fit per agent.
 
     Attributes
     ----------
+    estimate : xarray.DataArray
+        The same as ``mu`` (the house name of the point estimate).
     mu, kappa, alpha, beta : xarray.DataArray
         ``alpha = mu kappa``, ``beta = (1 - mu) kappa``; ``kappa = inf``
         (and alpha, beta inf) when the likelihood is maximised by the
@@ -159,8 +162,10 @@ class BetaBinomialResult:
         Tasks with at least one run (tasks never run are left out and counted
         in ``n_tasks_not_run``).
     n_tasks_not_run : xarray.DataArray
-    ci : xarray.DataArray or None
-        Profile-likelihood interval for ``mu`` (trailing dim ``ci_bound``).
+    ci : xarray.DataArray
+        Profile-likelihood interval for ``mu`` (trailing dim ``ci_bound``,
+        ``ci_kind = "profile"``); all NaN from :func:`beta_binomial_mle`,
+        which does not compute it (``ci_detail`` says so).
     """
 
     mu: xr.DataArray
@@ -172,12 +177,10 @@ class BetaBinomialResult:
     n_tasks_not_run: xr.DataArray
     ci: xr.DataArray | None = None
 
-    def to_dataset(self) -> xr.Dataset:
-        """All fields as one :class:`xarray.Dataset`."""
-        out = {k: getattr(self, k) for k in ("mu", "kappa", "alpha", "beta", "loglik", "n_tasks", "n_tasks_not_run")}
-        if self.ci is not None:
-            out["ci"] = self.ci
-        return xr.Dataset(out)
+    @property
+    def estimate(self) -> xr.DataArray:
+        """The fitted mean success probability ``mu``, under the house name."""
+        return self.mu
 
 
 def _counts(data, n, dim: str, task_dim: str) -> tuple[xr.DataArray, xr.DataArray]:
@@ -186,18 +189,10 @@ def _counts(data, n, dim: str, task_dim: str) -> tuple[xr.DataArray, xr.DataArra
         n_da = n if isinstance(n, xr.DataArray) else xr.DataArray(np.asarray(n, float), dims=(task_dim,))
         if c_da.shape != n_da.shape:
             raise ValueError(f"`data` (successes) and `n` must have the same shape; got {c_da.shape} and {n_da.shape}")
-    elif isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data:
-        n_da, c_da = data["n_runs"], data["n_success"]
     elif isinstance(data, (xr.Dataset, xr.DataArray)):
-        y = data["score"] if isinstance(data, xr.Dataset) else data
-        if isinstance(data, xr.Dataset) and "score" not in data:
-            raise ValueError(f"`data` must be an eval dataset, counts or successes with `n`; got {list(data.data_vars)}")
-        if dim not in y.dims:
-            raise ValueError(f"`dim` must be a dimension of the scores {y.dims}; got {dim!r}")
-        n_da = y.notnull().sum(dim)
-        c_da = y.fillna(0.0).sum(dim)
-        drop = [k for k in n_da.coords if dim in n_da.coords[k].dims]
-        n_da, c_da = n_da.drop_vars(drop), c_da.drop_vars(drop)
+        # the one counts routine: binary scores only (partial credit is refused, named)
+        cnt = counts(data, dim=dim, binary=True, purpose="the beta-binomial fit")
+        n_da, c_da = cnt["n_runs"], cnt["n_success"]
     else:
         raise TypeError(
             "`data` must be an eval dataset, a counts dataset, or success counts together with `n`; "
@@ -266,8 +261,8 @@ def _finish_row(c, n, pn, pc, mm, mu_hat, lk_hat, lims, n_not_run):
 
 
 def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
-    if prob is not None and not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got prob={prob!r}")
+    if prob is not None:
+        prob = check_prob(prob)
     c_da, n_da = _counts(data, n, dim, task_dim)
     c_da = c_da.transpose(..., task_dim)
     n_da = n_da.transpose(..., task_dim)
@@ -297,11 +292,18 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
             RuntimeWarning,
             stacklevel=3,
         )
-    ci = None
-    if prob is not None:
-        lims = np.asarray([r[5] for r in rows], float).reshape((*shape, 2))
-        ci = xr.DataArray(lims, dims=(*lead, "ci_bound"), coords={**coords, "ci_bound": ["lower", "upper"]},
-                          name="ci", attrs={"ci_prob": float(prob), "ci_kind": "beta-binomial profile likelihood"})
+    lims = np.asarray([r[5] for r in rows], float).reshape((*shape, 2))
+    tmpl = xr.DataArray(np.zeros(shape), dims=lead, coords=coords)
+    ci = make_interval(
+        lims[..., 0],
+        lims[..., 1],
+        prob=DEFAULT_PROB if prob is None else prob,
+        kind="profile",
+        detail="beta-binomial profile likelihood for mu"
+        if prob is not None
+        else "not computed by beta_binomial_mle (use beta_binomial_profile_ci)",
+        template=tmpl,
+    )
     return BetaBinomialResult(
         mu=mu,
         kappa=kappa,
@@ -336,7 +338,7 @@ def beta_binomial_mle(
     Returns
     -------
     BetaBinomialResult
-        With ``ci=None``. Boundaries: all tasks passing (failing) gives
+        With an all-NaN ``ci`` (not computed here). Boundaries: all tasks passing (failing) gives
         ``mu = 1`` (``0``) up to ~1e-10; no overdispersion gives
         ``kappa = inf`` with a ``RuntimeWarning``.
 
@@ -353,7 +355,7 @@ def beta_binomial_profile_ci(
     data,
     n=None,
     *,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     dim: str = "run",
     task_dim: str = "task",
 ) -> BetaBinomialResult:
@@ -368,6 +370,7 @@ def beta_binomial_profile_ci(
     data, n, dim, task_dim
         As in :func:`beta_binomial_mle`.
     prob : float
+        Level of the profile-likelihood interval.
 
     Examples
     --------

@@ -25,13 +25,27 @@ import xarray as xr
 from scipy import stats
 from scipy.special import ndtr, ndtri
 
-from .._base import HierbenchWarning, as_rng
+from .._base import (
+    DEFAULT_PROB,
+    HierbenchError,
+    HierbenchWarning,
+    Result,
+    as_rng,
+    check_choice,
+    check_prob,
+    cluster_codes,
+    make_interval,
+)
+from .._base import (
+    counts as cell_counts,
+)
 from ._inputs import score_array
 from ._passk import InsufficientRunsWarning, _pass_kernel
 from ._resample import _index_dtype, task_weights
 
 __all__ = [
     "BootstrapResult",
+    "DegenerateBootstrapError",
     "DegenerateBootstrapWarning",
     "UndefinedResampleWarning",
     "bootstrap_ci",
@@ -55,12 +69,17 @@ class DegenerateBootstrapWarning(HierbenchWarning):
     """The bootstrap distribution (or the jackknife) is degenerate; the BCa interval is NaN."""
 
 
+class DegenerateBootstrapError(HierbenchError):
+    """The resampling scheme cannot vary the data (one task or cluster, one run per cell):
+    every resample equals the data and the interval would have zero width."""
+
+
 class UndefinedResampleWarning(HierbenchWarning):
     """In some resamples the statistic was undefined (e.g. an agent drew none of its tasks)."""
 
 
-@dataclass(frozen=True)
-class BootstrapResult:
+@dataclass(frozen=True, repr=False)
+class BootstrapResult(Result):
     """Result of :func:`bootstrap_ci`.
 
     Attributes
@@ -69,9 +88,11 @@ class BootstrapResult:
         The statistic on the observed data (dims ``agent`` or ``pair`` or none).
     ci : xarray.DataArray
         The interval, trailing dim ``ci_bound = ["lower", "upper"]``, attrs
-        ``ci_prob`` and ``ci_kind``.
+        ``ci_prob``, ``ci_kind`` (``"percentile"`` or ``"bca"``) and
+        ``ci_detail`` (scheme, resampling unit, number of resamples).
     distribution : xarray.DataArray
-        The bootstrap distribution, leading dim ``resample``.
+        The bootstrap distribution, leading dim ``resample`` (left out of
+        :meth:`to_frame`; kept by :meth:`to_dataset`).
     standard_error : xarray.DataArray
         Standard deviation of the bootstrap distribution (``ddof=1``).
     n_tasks : xarray.DataArray
@@ -99,20 +120,14 @@ class BootstrapResult:
 
     def to_dataset(self) -> xr.Dataset:
         """All fields as one :class:`xarray.Dataset` (attrs carried over)."""
-        out = {
-            "estimate": self.estimate,
-            "ci": self.ci,
-            "distribution": self.distribution,
-            "standard_error": self.standard_error,
-            "n_tasks": self.n_tasks,
-            "n_excluded": self.n_excluded,
-            "n_undefined": self.n_undefined,
-        }
-        if self.bias_correction is not None:
-            out["bias_correction"] = self.bias_correction
-        if self.acceleration is not None:
-            out["acceleration"] = self.acceleration
-        return xr.Dataset(out, attrs=dict(self.attrs))
+        ds = super().to_dataset()
+        ds.attrs = dict(self.attrs)
+        return ds
+
+    def to_frame(self):
+        """One row per agent (or pair): estimate, interval ends, SE and counts (no resamples)."""
+        df = super().to_frame()
+        return df.drop(columns=[c for c in ("distribution",) if c in df.columns])
 
 
 # ---------------------------------------------------------------------------
@@ -139,8 +154,9 @@ class _Cells:
 
 def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_dim: str):
     """Return (cells, agent coord or None, task index, cluster codes source)."""
-    if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data:
-        n_da, s_da = data["n_runs"], data["n_success"]
+    if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data and "score" not in data:
+        cnt = cell_counts(data, dim=dim, binary=False)
+        n_da, s_da = cnt["n_runs"], cnt["n_success"]
         if task_dim not in n_da.dims:
             raise ValueError(f"`task_dim` must be a dimension of `data.n_runs` {n_da.dims}; got {task_dim!r}")
         has_agent = agent_dim in n_da.dims
@@ -152,7 +168,8 @@ def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_
         s = np.asarray(s_da.transpose(*order).values, dtype=float)
         if not has_agent:
             n, s = n[None], s[None]
-        binary = bool(np.all(s == np.round(s)))
+        # binary needs whole success counts and counts not made from partial credit
+        binary = bool(np.all(s == np.round(s))) and bool(int(cnt.attrs.get("binary", 1)))
         cells = _Cells(n=n, s=s, binary=binary, packed=None)
         return cells, (n_da[agent_dim] if has_agent else None), n_da[task_dim], n_da
     score = score_array(data)
@@ -168,12 +185,13 @@ def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_
     if not has_agent:
         y = y[None]
     fin = np.isfinite(y)
-    if np.isinf(y).any():
-        raise ValueError("`data` scores must be finite or NaN (not run); found infinite values")
-    n = fin.sum(-1).astype(float)
-    s = np.where(fin, y, 0.0).sum(-1)
-    vals = y[fin]
-    binary = bool(np.all((vals == 0) | (vals == 1)))
+    cnt = cell_counts(score, dim=dim, binary=False)  # the one counts routine (refuses inf)
+    c_order = (agent_dim, task_dim) if has_agent else (task_dim,)
+    n = np.asarray(cnt["n_runs"].transpose(*c_order).values, dtype=float)
+    s = np.asarray(cnt["n_success"].transpose(*c_order).values, dtype=float)
+    if not has_agent:
+        n, s = n[None], s[None]
+    binary = bool(cnt.attrs["binary"])
     packed = None
     if not binary:
         # stable sort puts NaN last: the n runs of a cell occupy its first n slots
@@ -364,7 +382,7 @@ def bootstrap_ci(
     scheme: Scheme = "tasks",
     method: Method = "percentile",
     n_resamples: int = 9999,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     cluster: str | None = "auto",
     paired: bool = True,
     dim: str = "run",
@@ -459,14 +477,11 @@ def bootstrap_ci(
     2
     """
     # ---- validate
-    if scheme not in ("tasks", "runs", "two-stage"):
-        raise ValueError(f"`scheme` must be 'tasks', 'runs' or 'two-stage'; got {scheme!r}")
-    if method not in ("percentile", "bca"):
-        raise ValueError(f"`method` must be 'percentile' or 'bca'; got {method!r}")
+    check_choice(scheme, "scheme", ["tasks", "runs", "two-stage"])
+    check_choice(method, "method", ["percentile", "bca"])
     if not (isinstance(n_resamples, (int, np.integer)) and n_resamples >= 2):
         raise ValueError(f"`n_resamples` must be an integer >= 2; got {n_resamples!r}")
-    if not (0 < prob < 1):
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got prob={prob!r}")
+    prob = check_prob(prob)
     builtin = isinstance(statistic, str)
     if builtin and statistic not in ("mean", "pass_hat_k", "pass_at_k"):
         raise ValueError(
@@ -480,7 +495,7 @@ def bootstrap_ci(
     if builtin and statistic == "mean" and k is not None:
         raise ValueError(f"`k` is only used with statistic='pass_hat_k' or 'pass_at_k'; got k={k!r} with 'mean'")
     gen = as_rng(rng)
-    cells, agent_coord, task_coord, src = _cells_from(data, dim, task_dim, agent_dim)
+    cells, agent_coord, _task_coord, src = _cells_from(data, dim, task_dim, agent_dim)
     if scheme != "tasks" and not cells.binary and cells.packed is None:
         raise ValueError(
             f"scheme={scheme!r} resamples runs, which needs the runs themselves: pass the eval dataset, "
@@ -488,7 +503,16 @@ def bootstrap_ci(
         )
     A, T = cells.n.shape
     if builtin and statistic != "mean" and not cells.binary:
-        raise ValueError(f"statistic={statistic!r} needs binary scores (0 or 1); the data have partial credit")
+        # the one counts routine names the partial-credit cells (PartialCreditError)
+        cell_counts(
+            data if isinstance(data, xr.Dataset) else score_array(data),
+            dim=dim,
+            binary=True,
+            purpose=f"statistic={statistic!r}",
+        )
+        raise ValueError(
+            f"statistic={statistic!r} needs binary scores (0 or 1); the data have partial credit"
+        )
     cell_stat = statistic if builtin else "mean"
     if cell_stat != "mean":
         short = (cells.n > 0) & (cells.n < int(k))  # type: ignore[arg-type]
@@ -501,22 +525,28 @@ def bootstrap_ci(
                 stacklevel=2,
             )
 
-    # ---- clusters
-    codes = None
+    # ---- clusters (one routine: a task without a label is its own cluster, stated)
     unit = "task"
-    if cluster == "auto":
-        cluster = "cluster" if "cluster" in task_coord.coords else None
-    if cluster is not None:
-        if cluster not in src.coords or task_dim not in src.coords[cluster].dims:
-            raise ValueError(
-                f"`cluster` must name a coord along {task_dim!r}; {cluster!r} is not one "
-                f"(coords: {list(src.coords)})"
-            )
-        cvals = np.asarray(src.coords[cluster].values)
-        if any(v is None or (isinstance(v, float) and np.isnan(v)) for v in cvals):
-            raise ValueError(f"`cluster` coord {cluster!r} has missing values; every task needs a cluster")
-        _, codes = np.unique(cvals.astype(str), return_inverse=True)
+    cc = cluster_codes(src, cluster, dim=task_dim)
+    codes = None if cc is None else cc[0]
+    if codes is not None:
         unit = "cluster"
+
+    # ---- structurally degenerate schemes: every resample would equal the data
+    n_units = T if codes is None else int(codes.max()) + 1
+    if scheme == "tasks" and n_units < 2:
+        raise DegenerateBootstrapError(
+            f"scheme='tasks' resamples {unit}s, and the data have only {n_units} {unit}: every "
+            "resample equals the data, so the interval would have zero width and say nothing. "
+            + ("Use cluster=None to resample the tasks inside it, " if codes is not None and T > 1 else "Add tasks, ")
+            + "or scheme='two-stage' / 'runs' for the run-to-run noise alone."
+        )
+    if scheme == "runs" and not (cells.n > 1).any():
+        raise DegenerateBootstrapError(
+            "scheme='runs' resamples the runs within each (agent, task) cell, and every cell has "
+            "at most one run: every resample equals the data, so the interval would have zero "
+            "width. Use scheme='tasks' (the task as the sampling unit), or collect repeated runs."
+        )
 
     # ---- pairs
     pairs_idx = None
@@ -717,7 +747,8 @@ def bootstrap_ci(
         odim, ocoords = ("statistic",), {}
     squeeze = (agent_coord is None and pairs_idx is None) or (odim == ("statistic",) and n_out == 1)
     name = statistic if builtin else getattr(statistic, "__name__", "statistic")
-    kind = f"bootstrap-{method} ({scheme} scheme, resampling {unit}s)"
+    kind = method
+    detail = f"bootstrap, {scheme} scheme, resampling {unit}s, {int(n_resamples)} resamples"
     attrs = {
         "statistic": str(name) + (f" (k={k})" if builtin and statistic != "mean" else ""),
         "scheme": scheme,
@@ -734,8 +765,14 @@ def bootstrap_ci(
             out = out.squeeze(odim[0], drop=True)
         return out
 
-    ci = da(lims, trail=("ci_bound",)).assign_coords(ci_bound=["lower", "upper"])
-    ci.attrs = {"ci_prob": float(prob), "ci_kind": kind}
+    lims_da = da(lims, trail=("ci_bound",))
+    ci = make_interval(
+        lims_da.isel(ci_bound=0, drop=True),
+        lims_da.isel(ci_bound=1, drop=True),
+        prob=prob,
+        kind=kind,
+        detail=detail,
+    )
     n_tasks_o = n_tasks if n_out == U else np.full(n_out, int(np.isfinite(v_obs[0]).any(0).sum()))
     n_excl_o = n_excl if n_out == U else T - n_tasks_o
     return BootstrapResult(
@@ -748,5 +785,5 @@ def bootstrap_ci(
         n_undefined=da(n_undef.astype(np.int64)),
         bias_correction=None if z0 is None else da(z0),
         acceleration=None if acc_a is None else da(acc_a),
-        attrs={**attrs, "ci_prob": float(prob), "ci_kind": kind},
+        attrs={**attrs, "ci_prob": float(prob), "ci_kind": kind, "ci_detail": detail},
     )

@@ -30,7 +30,14 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchWarning
+from .._base import (
+    DEFAULT_PROB,
+    HierbenchWarning,
+    Result,
+    check_prob,
+    interval_label,
+    make_interval,
+)
 
 __all__ = ["ConfidenceSequenceResult", "EmptyConfidenceSequenceWarning", "confidence_sequence"]
 
@@ -117,31 +124,69 @@ def _bounds(
     return out
 
 
-@dataclass(frozen=True)
-class ConfidenceSequenceResult:
+@dataclass(frozen=True, repr=False)
+class ConfidenceSequenceResult(Result):
     """Result of :func:`confidence_sequence`.
 
     Attributes
     ----------
-    bounds : xarray.DataArray
+    ci : xarray.DataArray
         Running bounds over the task order, trailing dim ``ci_bound``;
-        attrs ``ci_prob`` and ``ci_kind``.
+        attrs ``ci_prob``, ``ci_kind = "betting"`` and ``ci_detail``. Also
+        readable as ``bounds`` (its former name).
     estimate : xarray.DataArray
         Running mean of the values (of ``x - y`` for a paired difference).
     n : xarray.DataArray
         Number of tasks seen, along ``task``.
+
+    The repr shows the final position of each stream only; ``to_frame()``
+    has one row per stream at the final position (``to_dataset()`` keeps
+    the whole path).
     """
 
-    bounds: xr.DataArray
+    ci: xr.DataArray
     estimate: xr.DataArray
     n: xr.DataArray
+    dim: str = "task"
+
+    @property
+    def bounds(self) -> xr.DataArray:
+        """The running bounds (``ci``), under their former name."""
+        return self.ci
+
+    def final(self) -> Result:
+        """The estimate and interval after the last task (one row per stream)."""
+        return _FinalResult(
+            estimate=self.estimate.isel({self.dim: -1}, drop=True),
+            ci=self.ci.isel({self.dim: -1}, drop=True),
+        )
 
     def to_dataset(self) -> xr.Dataset:
-        """``bounds``, ``estimate`` and ``n`` in one Dataset."""
+        """``ci`` (also as ``bounds``), ``estimate`` and ``n`` over the whole path."""
         return xr.Dataset(
-            {"bounds": self.bounds, "estimate": self.estimate, "n": self.n},
-            attrs=dict(self.bounds.attrs),
+            {"ci": self.ci, "bounds": self.ci, "estimate": self.estimate, "n": self.n},
+            attrs=dict(self.ci.attrs),
         )
+
+    def to_frame(self):
+        """One row per stream (agent) at the final position, interval ends as columns."""
+        df = self.final().to_frame()
+        df["n"] = int(self.n.values[-1])
+        return df
+
+    def _repr_lines(self) -> list[str]:
+        lines = self.final()._repr_lines()
+        lines[0] = (
+            f"ConfidenceSequenceResult: running {interval_label(self.ci)} sequence over "
+            f"{int(self.n.values[-1])} {self.dim}s; after the last:"
+        )
+        return lines
+
+
+@dataclass(frozen=True, repr=False)
+class _FinalResult(Result):
+    estimate: xr.DataArray
+    ci: xr.DataArray
 
 
 def _check_values(v: xr.DataArray, name: str, lo: float, hi: float) -> None:
@@ -165,7 +210,7 @@ def confidence_sequence(
     y: xr.DataArray | None = None,
     *,
     dim: str = "task",
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     breaks: int = 1000,
     running_intersection: bool = True,
     theta: float = 0.5,
@@ -216,8 +261,7 @@ def confidence_sequence(
     >>> bool(lo < 0.4 < hi), bool(hi - lo < 0.15)
     (True, True)
     """
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    prob = check_prob(prob)
     if int(breaks) != breaks or breaks < 2:
         raise ValueError(f"`breaks` must be an integer >= 2; got {breaks!r}")
     if not 0 <= theta <= 1:
@@ -271,17 +315,23 @@ def confidence_sequence(
         b = 2 * b - 1
     b = b.reshape(*z.shape, 2)
     coords = {k: c for k, c in z.coords.items() if set(c.dims) <= set(z.dims)}
-    bounds = xr.DataArray(
-        b, dims=(*lead, dim, "ci_bound"), coords={**coords, "ci_bound": ["lower", "upper"]}
+    tmpl = xr.DataArray(b[..., 0], dims=(*lead, dim), coords=coords)
+    bounds = make_interval(
+        tmpl,
+        tmpl.copy(data=b[..., 1]),
+        prob=prob,
+        kind="betting",
+        detail="hedged betting confidence sequence (Waudby-Smith and Ramdas 2024), time-uniform"
+        + (", paired difference" if y is not None else ""),
+        warn_zero_width=False,
     )
-    bounds.attrs = {
-        "ci_prob": prob,
-        "ci_kind": "hedged betting confidence sequence (Waudby-Smith and Ramdas 2024), "
-        "time-uniform" + (", paired difference" if y is not None else ""),
-        "breaks": int(breaks),
-        "combine": combine,
-        "running_intersection": int(running_intersection),
-    }
+    bounds.attrs.update(
+        {
+            "breaks": int(breaks),
+            "combine": combine,
+            "running_intersection": int(running_intersection),
+        }
+    )
     n = xr.DataArray(np.arange(1, z.sizes[dim] + 1), dims=dim, coords={dim: z[dim].values})
     est = values.astype(float).cumsum(dim) / n
-    return ConfidenceSequenceResult(bounds=bounds, estimate=est.transpose(..., dim), n=n)
+    return ConfidenceSequenceResult(ci=bounds, estimate=est.transpose(..., dim), n=n, dim=dim)

@@ -14,7 +14,15 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from .._base import HierbenchWarning
+from .._base import (
+    DEFAULT_PROB,
+    HierbenchWarning,
+    Result,
+    check_dim,
+    check_prob,
+    cluster_codes,
+    make_interval,
+)
 
 __all__ = [
     "EmptySampleWarning",
@@ -37,9 +45,53 @@ class EmptySampleWarning(HierbenchWarning):
 
 
 def _z(prob: float) -> float:
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got prob={prob!r}")
-    return float(stats.norm.ppf(0.5 + prob / 2))
+    return float(stats.norm.ppf(0.5 + check_prob(prob) / 2))
+
+
+def _wilson_bounds(s: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """The one Wilson score kernel: bounds for ``s`` successes in ``n`` trials (NaN where n = 0).
+
+    ``centre = (p + z^2 / 2n) / (1 + z^2 / n)``, ``half = z sqrt(p (1 - p) / n
+    + z^2 / 4n^2) / (1 + z^2 / n)``, clipped to [0, 1] (only rounding can
+    leave it).
+    """
+    s = np.asarray(s, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        nn = np.where(np.asarray(n, dtype=float) > 0, np.asarray(n, dtype=float), np.nan)
+        p = s / nn
+        den = 1 + z * z / nn
+        centre = (p + z * z / (2 * nn)) / den
+        half = z * np.sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / den
+    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+
+
+def _cluster_robust_se(
+    y: np.ndarray, codes: np.ndarray | None, *, small_sample: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """The one clustered-SE kernel: SE of the mean of ``y`` along its last axis, and the cluster count.
+
+    ``SE^2 = c / n^2 * sum_g (sum_{i in g} (y_i - mean))^2`` over the finite
+    entries, ``c = G / (G - 1)`` (CR1) with ``small_sample``, else 1;
+    ``codes=None`` makes every unit its own cluster (then, with CR1, the usual
+    ``sd(ddof=1) / sqrt(n)``). NaN where fewer than 2 clusters (CR1) or no
+    finite entry.
+    """
+    y = np.asarray(y, dtype=float)
+    ok = np.isfinite(y)
+    n = ok.sum(-1)
+    if codes is None:
+        codes = np.arange(y.shape[-1])
+    codes = np.asarray(codes, dtype=np.intp)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = np.where(ok, y, 0).sum(-1) / n
+        res = np.where(ok, y - m[..., None], 0.0)
+    onehot = (codes[:, None] == np.arange(codes.max() + 1)[None, :]).astype(float)
+    csum = res @ onehot  # (..., G)
+    g = (ok.astype(float) @ onehot > 0).sum(-1)
+    c = np.where(g > 1, g / np.maximum(g - 1, 1), np.nan) if small_sample else 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.sqrt(c * (csum**2).sum(-1)) / n
+    return se, g
 
 
 def _as_da(x, name: str) -> xr.DataArray:
@@ -70,14 +122,18 @@ def _check_counts(successes, n, *, integer: bool) -> tuple[xr.DataArray, xr.Data
     return s, m
 
 
-def _pack(lo, hi, template: xr.DataArray, prob: float, kind: str) -> xr.DataArray:
-    out = xr.concat([template.copy(data=lo), template.copy(data=hi)], dim="ci_bound")
-    out = out.assign_coords(ci_bound=["lower", "upper"]).transpose(..., "ci_bound")
-    out.attrs = {"ci_prob": float(prob), "ci_kind": kind}
-    return out.rename("ci")
+def _pack(lo, hi, template: xr.DataArray, prob: float, kind: str, detail: str | None = None) -> xr.DataArray:
+    return make_interval(
+        np.asarray(lo, dtype=float),
+        np.asarray(hi, dtype=float),
+        prob=prob,
+        kind=kind,
+        detail=detail,
+        template=template,
+    )
 
 
-def wald_interval(successes, n, *, prob: float = 0.95) -> xr.DataArray:
+def wald_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
     """Wald (normal-approximation) interval ``p +- z sqrt(p (1 - p) / n)``.
 
     Not clipped to [0, 1]: at 9/10 it reaches above 1, which is the point of
@@ -108,7 +164,7 @@ def wald_interval(successes, n, *, prob: float = 0.95) -> xr.DataArray:
     return _pack(p - half, p + half, s, prob, "wald")
 
 
-def wilson_interval(successes, n, *, prob: float = 0.95) -> xr.DataArray:
+def wilson_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
     """Wilson score interval (Wilson 1927): sensible at 0/n and n/n and for small n.
 
     ``centre = (p + z^2 / 2n) / (1 + z^2 / n)``, ``half = z sqrt(p (1 - p) / n
@@ -121,16 +177,11 @@ def wilson_interval(successes, n, *, prob: float = 0.95) -> xr.DataArray:
     """
     z = _z(prob)
     s, m = _check_counts(successes, n, integer=False)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        nn = m.where(m > 0).values
-        p = s.values / nn
-        den = 1 + z * z / nn
-        centre = (p + z * z / (2 * nn)) / den
-        half = z * np.sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / den
-    return _pack(np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1), s, prob, "wilson")
+    lo, hi = _wilson_bounds(s.values, m.values, z)
+    return _pack(lo, hi, s, prob, "wilson")
 
 
-def exact_interval(successes, n, *, prob: float = 0.95) -> xr.DataArray:
+def exact_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
     """Clopper-Pearson ("exact") interval from beta quantiles; conservative.
 
     Examples
@@ -138,7 +189,7 @@ def exact_interval(successes, n, *, prob: float = 0.95) -> xr.DataArray:
     >>> exact_interval(0, 10).round(4).values.tolist()
     [0.0, 0.3085]
     """
-    _z(prob)
+    prob = check_prob(prob)
     s, m = _check_counts(successes, n, integer=True)
     a = (1 - prob) / 2
     sv, nv = s.values, m.values
@@ -147,11 +198,11 @@ def exact_interval(successes, n, *, prob: float = 0.95) -> xr.DataArray:
         hi = np.where(sv < nv, stats.beta.ppf(1 - a, sv + 1, nv - sv), 1.0)
     lo = np.where(nv > 0, lo, np.nan)
     hi = np.where(nv > 0, hi, np.nan)
-    return _pack(lo, hi, s, prob, "clopper-pearson")
+    return _pack(lo, hi, s, prob, "exact", "Clopper-Pearson (beta quantiles)")
 
 
-@dataclass(frozen=True)
-class IntervalResult:
+@dataclass(frozen=True, repr=False)
+class IntervalResult(Result):
     """An estimate with its standard error and interval.
 
     Attributes
@@ -168,16 +219,12 @@ class IntervalResult:
     ci: xr.DataArray
     n: xr.DataArray
 
-    def to_dataset(self) -> xr.Dataset:
-        """All fields as one :class:`xarray.Dataset`."""
-        return xr.Dataset(
-            {"estimate": self.estimate, "standard_error": self.standard_error, "ci": self.ci, "n": self.n}
-        )
 
-
-def _normal_ci(est: xr.DataArray, se: xr.DataArray, prob: float, kind: str) -> xr.DataArray:
+def _normal_ci(
+    est: xr.DataArray, se: xr.DataArray, prob: float, kind: str, detail: str | None = None
+) -> xr.DataArray:
     z = _z(prob)
-    return _pack((est - z * se).values, (est + z * se).values, est, prob, kind)
+    return _pack((est - z * se).values, (est + z * se).values, est, prob, kind, detail)
 
 
 def _scores(data, dim: str) -> xr.DataArray:
@@ -195,7 +242,7 @@ def _scores(data, dim: str) -> xr.DataArray:
 def pooled_binomial_interval(
     data: xr.Dataset | xr.DataArray,
     *,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     dims: tuple[str, ...] = ("task", "run"),
 ) -> IntervalResult:
     """The pooled binomial (Wald) interval over all task x run attempts.
@@ -231,7 +278,7 @@ def pooled_binomial_interval(
         p = s / n.where(n > 0)
         se = np.sqrt(p * (1 - p) / n.where(n > 0))
     return IntervalResult(p.rename("estimate"), se.rename("standard_error"),
-                          _normal_ci(p, se, prob, "pooled binomial (wald)"), n.rename("n"))
+                          _normal_ci(p, se, prob, "wald", "pooled binomial over every task x run attempt"), n.rename("n"))
 
 
 def design_effect(n_runs, rho):
@@ -297,17 +344,8 @@ def clustered_se(
         raise ValueError(f"`clusters` must have one label per {dim!r} ({s.sizes[dim]}); got shape {cl.shape}")
     _, codes = np.unique(cl.astype(str), return_inverse=True)
     y = s.transpose(..., dim).values
-    ok = np.isfinite(y)
-    n = ok.sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m = np.where(ok, y, 0).sum(-1) / n
-        res = np.where(ok, y - m[..., None], 0.0)
-    onehot = (codes[:, None] == np.arange(codes.max() + 1)[None, :]).astype(float)
-    csum = res @ onehot  # (..., G)
-    g = (ok.astype(float) @ onehot > 0).sum(-1)
-    c = np.where(g > 1, g / np.maximum(g - 1, 1), np.nan) if small_sample else 1.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        se = np.sqrt(c * (csum**2).sum(-1)) / n
+    n = np.isfinite(y).sum(-1)
+    se, _ = _cluster_robust_se(y, codes, small_sample=small_sample)
     if (n == 0).any():
         warnings.warn("clustered_se: some rows have no finite scores; their SE is NaN.", EmptySampleWarning, stacklevel=2)
     dims = [d for d in s.dims if d != dim]
@@ -341,7 +379,7 @@ def stratified_mean(
     *,
     population_sizes: dict | None = None,
     dim: str = "task",
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
 ) -> IntervalResult:
     """Stratified estimate of a mean: per-stratum means weighted by stratum shares.
 
@@ -402,15 +440,17 @@ def stratified_mean(
     se = np.sqrt(var)
     n = s.notnull().sum(dim)
     return IntervalResult(est.rename("estimate"), se.rename("standard_error"),
-                          _normal_ci(est, se, prob, "stratified normal"), n.rename("n"))
+                          _normal_ci(est, se, prob, "normal", "stratified estimate, normal approximation"), n.rename("n"))
 
 
-@dataclass(frozen=True)
-class SuccessRateResult:
+@dataclass(frozen=True, repr=False)
+class SuccessRateResult(Result):
     """Success rates of each agent.
 
     Attributes
     ----------
+    estimate : xarray.DataArray
+        The same as ``micro`` (the house name of the point estimate).
     micro : xarray.DataArray
         Mean over tasks of each task's mean score (every task counts once).
     macro : xarray.DataArray
@@ -423,8 +463,12 @@ class SuccessRateResult:
         ``cluster`` coord when present, CR1 small-sample factor).
     standard_error : xarray.DataArray
     error_rate : xarray.DataArray
-        Share of runs flagged as infrastructure errors (NaN without ``error``).
+        Share of attempted runs flagged as infrastructure errors (NaN without
+        ``error``). An attempted run is one with a score or an error flag, so
+        the rate is right under ``errors="exclude"`` too (where an errored
+        run's score is NaN).
     n_tasks, n_runs, n_errors, n_tasks_not_run : xarray.DataArray
+        ``n_runs`` counts runs with a score.
     """
 
     micro: xr.DataArray
@@ -438,14 +482,10 @@ class SuccessRateResult:
     n_errors: xr.DataArray
     n_tasks_not_run: xr.DataArray
 
-    def to_dataset(self) -> xr.Dataset:
-        """All fields as one :class:`xarray.Dataset`."""
-        out = {k: getattr(self, k) for k in (
-            "micro", "macro", "ci", "standard_error", "error_rate", "n_tasks", "n_runs", "n_errors",
-            "n_tasks_not_run")}
-        if self.by_tag is not None:
-            out["by_tag"] = self.by_tag
-        return xr.Dataset(out)
+    @property
+    def estimate(self) -> xr.DataArray:
+        """The micro success rate (``micro``), under the house name."""
+        return self.micro.rename("estimate")
 
 
 def success_rate(
@@ -456,7 +496,7 @@ def success_rate(
     tag: str | None = "tag",
     cluster: str | None = "cluster",
     strict: bool = False,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
 ) -> SuccessRateResult:
     """Success rate per agent: micro and macro over tags, error rate beside it.
 
@@ -473,7 +513,9 @@ def success_rate(
     tag : str or None
         Task coord for the macro average (ignored when absent).
     cluster : str or None
-        Task coord for the clustered SE (ignored when absent).
+        Task coord for the clustered SE. The default ``"cluster"`` is used
+        when the data have it; any other name must exist. A task without a
+        cluster label is a cluster of its own (with a warning).
     strict : bool
     prob : float
 
@@ -485,9 +527,9 @@ def success_rate(
     >>> res.ci.dims
     ('agent', 'ci_bound')
     """
+    prob = check_prob(prob)
     y = _scores(data, dim)
-    if task_dim not in y.dims:
-        raise ValueError(f"`task_dim` must be a dimension of the scores {y.dims}; got {task_dim!r}")
+    check_dim(y, task_dim, "task_dim")
     if strict:
         y = (y == 1).astype(float).where(y.notnull())
     cell = y.mean(dim)
@@ -495,9 +537,12 @@ def success_rate(
     ran = cell.notnull()
     n_tasks = ran.sum(task_dim)
     micro = cell.mean(task_dim)
-    clustered = cluster is not None and cluster in y.coords
+    cc = cluster_codes(y, "auto" if cluster == "cluster" else cluster, dim=task_dim)
+    clustered = cc is not None
     if clustered:
-        se = clustered_se(cell, y.coords[cluster], dim=task_dim)
+        cv = cell.transpose(..., task_dim)
+        se_v, _ = _cluster_robust_se(cv.values, cc[0])
+        se = xr.DataArray(se_v, dims=cv.dims[:-1], coords={d: cv.coords[d] for d in cv.dims[:-1] if d in cv.coords})
     else:
         se = cell.std(task_dim, ddof=1) / np.sqrt(n_tasks)
     by_tag = None
@@ -506,8 +551,11 @@ def success_rate(
         by_tag = cell.groupby(y.coords[tag].rename("tag")).mean(task_dim)
         macro = by_tag.mean("tag")
     if isinstance(data, xr.Dataset) and "error" in data:
-        n_err = data["error"].sum((dim, task_dim))
-        err_rate = n_err / n_runs.where(n_runs > 0)
+        err = data["error"].astype(bool)
+        n_err = err.sum((dim, task_dim))
+        # an errored run excluded from the scores (errors="exclude") was still attempted
+        attempted = (data["score"].notnull() | err).sum((dim, task_dim))
+        err_rate = n_err / attempted.where(attempted > 0)
     else:
         n_err = xr.full_like(n_runs, 0)
         err_rate = xr.full_like(micro, np.nan)
@@ -515,7 +563,13 @@ def success_rate(
         micro=micro.rename("micro"),
         macro=macro.rename("macro"),
         by_tag=None if by_tag is None else by_tag.rename("by_tag"),
-        ci=_normal_ci(micro, se, prob, "normal, task-level" + (" clustered" if clustered else "") + " SE"),
+        ci=_normal_ci(
+            micro,
+            se,
+            prob,
+            "normal",
+            "task-level " + ("cluster-robust (CR1) " if clustered else "") + "standard error",
+        ),
         standard_error=se.rename("standard_error"),
         error_rate=err_rate.rename("error_rate"),
         n_tasks=n_tasks.rename("n_tasks"),

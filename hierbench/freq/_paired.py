@@ -18,11 +18,22 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from .._base import HierbenchWarning, as_rng
+from .._base import (
+    DEFAULT_PROB,
+    HierbenchWarning,
+    Result,
+    as_rng,
+    check_choice,
+    check_prob,
+    cluster_codes,
+    interval_label,
+)
 from ._bootstrap import bootstrap_ci
+from ._intervals import _cluster_robust_se
 
 __all__ = [
     "PairedTestResult",
+    "PairwiseComparisonResult",
     "UndefinedTestWarning",
     "compare_agents",
     "holm",
@@ -89,9 +100,9 @@ def _task_stats(d: np.ndarray, codes: np.ndarray | None = None) -> dict[str, flo
         se = sd / np.sqrt(T) if T > 1 else np.nan
         df = T - 1
     else:
-        G = int(np.unique(codes).size)
-        r = np.bincount(codes, weights=d - mean)
-        se = float(np.sqrt(G / (G - 1) * np.sum(r**2)) / T) if G > 1 else np.nan
+        se_arr, g = _cluster_robust_se(d, np.unique(codes, return_inverse=True)[1])
+        G = int(g)
+        se = float(se_arr) if G > 1 else np.nan
         df = G - 1
     if df >= 1 and np.isfinite(se) and se > 0:
         p_t = float(2 * stats.t.sf(abs(mean / se), df))
@@ -176,25 +187,22 @@ def _per_task(x: xr.DataArray, name: str, dim: str, run_dim: str) -> xr.DataArra
 
 
 def _cluster_codes(x: xr.DataArray, cluster: str | None, dim: str) -> np.ndarray | None:
-    if cluster is None:
-        return None
-    name = "cluster" if cluster == "auto" else cluster
-    if name in x.coords and x.coords[name].dims == (dim,):
-        return np.unique(np.asarray(x.coords[name].values).astype(str), return_inverse=True)[1]
-    if cluster != "auto":
-        raise ValueError(f"`cluster` must name a coord along {dim!r}; got {cluster!r}")
-    return None
+    """Task cluster codes through the one routine (a task without a label is its own cluster)."""
+    cc = cluster_codes(x, cluster, dim=dim)
+    return None if cc is None else cc[0]
 
 
 # --------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True)
-class PairedTestResult:
+@dataclass(frozen=True, repr=False)
+class PairedTestResult(Result):
     """Result of :func:`paired_test` (every field a 0-d DataArray unless stated).
 
     Attributes
     ----------
+    estimate : xarray.DataArray
+        The same as ``mean_diff`` (the house name of the point estimate).
     mean_diff : xarray.DataArray
         Mean over tasks of ``d_t`` (A minus B).
     se : xarray.DataArray
@@ -234,8 +242,15 @@ class PairedTestResult:
     distribution: xr.DataArray
     counts: dict = field(default_factory=dict)
 
+    _dataset_exclude = ("distribution",)
+
+    @property
+    def estimate(self) -> xr.DataArray:
+        """The mean paired difference (``mean_diff``), under the house name."""
+        return self.mean_diff
+
     def to_dataset(self) -> xr.Dataset:
-        """All fields in one Dataset (counts as variables)."""
+        """All fields in one Dataset (counts as variables, the bootstrap distribution included)."""
         names = [
             "mean_diff",
             "se",
@@ -250,10 +265,102 @@ class PairedTestResult:
             "distribution",
         ]
         ds = xr.Dataset({n: getattr(self, n) for n in names})
+        ds["estimate"] = self.mean_diff
         for k, v in self.counts.items():
             ds[k] = v
-        ds.attrs = {"ci_prob": self.ci.attrs["ci_prob"], "ci_kind": self.ci.attrs["ci_kind"]}
+        ds.attrs = {k: self.ci.attrs[k] for k in ("ci_prob", "ci_kind", "ci_detail") if k in self.ci.attrs}
         return ds
+
+    def to_frame(self):
+        """One row: the difference, its interval, the p-values, effect sizes and counts."""
+        df = super().to_frame()
+        for k, v in self.counts.items():
+            df[k] = v
+        return df
+
+
+@dataclass(frozen=True, repr=False)
+class PairwiseComparisonResult(Result):
+    """Result of :func:`compare_agents`: every pair of agents, as a matrix and as a table.
+
+    ``estimate`` is the mean paired difference over ``(agent, opponent)``
+    (row minus column, NaN on the diagonal) and ``ci`` its interval. The
+    full matrix Dataset is ``table`` (also :meth:`to_dataset`); attribute
+    and item access fall through to it, so ``res.p_holm``, ``res["ci"]``
+    and ``res.sel(agent=..., opponent=...)`` work as on a Dataset.
+    :meth:`to_frame` is the tidy per-pair table (one row per unordered pair).
+    """
+
+    table: xr.Dataset
+
+    @property
+    def estimate(self) -> xr.DataArray:
+        return self.table["mean_diff"]
+
+    @property
+    def ci(self) -> xr.DataArray:
+        return self.table["ci"]
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name == "table":
+            raise AttributeError(name)
+        try:
+            return getattr(self.table, name)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__} has no attribute {name!r}; variables {list(self.table.data_vars)}"
+            ) from None
+
+    def __getitem__(self, key):
+        return self.table[key]
+
+    def __contains__(self, key) -> bool:
+        return key in self.table
+
+    def to_dataset(self) -> xr.Dataset:
+        """The agent x opponent matrices (``estimate`` added beside ``mean_diff``)."""
+        ds = self.table.copy()
+        ds["estimate"] = ds["mean_diff"]
+        return ds
+
+    def to_frame(self):
+        """Tidy table, one row per unordered pair ``agent - opponent`` (the upper triangle)."""
+        import pandas as pd
+
+        agents = [str(a) for a in self.table["agent"].values]
+        rows = []
+        scalar = [v for v in self.table.data_vars if self.table[v].dims == ("agent", "opponent")]
+        for i, a in enumerate(agents):
+            for j in range(i + 1, len(agents)):
+                b = agents[j]
+                row = {"pair": f"{a} - {b}", "agent": a, "opponent": b}
+                row["estimate"] = float(self.table["mean_diff"].values[i, j])
+                row["lower"], row["upper"] = (float(x) for x in self.table["ci"].values[i, j])
+                for v in scalar:
+                    row[v] = float(self.table[v].values[i, j])
+                rows.append(row)
+        df = pd.DataFrame(rows).set_index("pair")
+        df["ci_prob"] = float(self.ci.attrs["ci_prob"])
+        df["ci_kind"] = self.ci.attrs["ci_kind"]
+        return df
+
+    def _repr_lines(self) -> list[str]:
+        df = self.to_frame()
+        test = self.table.attrs.get("test", "?")
+        lines = [
+            f"{type(self).__name__}: {len(df)} pairs, mean paired difference with "
+            f"{interval_label(self.ci)} interval; p_holm of the {test} test"
+        ]
+        show = list(range(len(df))) if len(df) <= 8 else [*range(5), *range(len(df) - 2, len(df))]
+        for k in show:
+            if len(df) > 8 and k == len(df) - 2:
+                lines.append(f"  ... ({len(df) - 7} more)")
+            r = df.iloc[k]
+            lines.append(
+                f"  {df.index[k]}: {r['estimate']:.4g} [{r['lower']:.4g}, {r['upper']:.4g}]  "
+                f"p_holm={r['p_holm']:.3g}"
+            )
+        return lines
 
 
 def _warn_undefined(out: dict[str, float], label: str) -> None:
@@ -274,7 +381,7 @@ def paired_test(
     dim: str = "task",
     run_dim: str = "run",
     cluster: str | None = "auto",
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     n_resamples: int = 9999,
     n_permutations: int = 9999,
     method: Literal["percentile", "bca"] = "percentile",
@@ -330,8 +437,7 @@ def paired_test(
     >>> 0 < float(res.p_permutation) <= 1
     True
     """
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    prob = check_prob(prob)
     for name, v in (("n_resamples", n_resamples), ("n_permutations", n_permutations)):
         if int(v) != v or v < 1:
             raise ValueError(f"`{name}` must be a positive integer; got {v!r}")
@@ -419,12 +525,12 @@ def compare_agents(
     run_dim: str = "run",
     agent_dim: str = "agent",
     cluster: str | None = "auto",
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     n_resamples: int = 9999,
     n_permutations: int = 9999,
     method: Literal["percentile", "bca"] = "percentile",
     rng: None | int | np.random.Generator = None,
-) -> xr.Dataset:
+) -> PairwiseComparisonResult:
     """Every pair of agents compared on shared tasks, with Holm and BH adjustment.
 
     Parameters
@@ -441,8 +547,11 @@ def compare_agents(
 
     Returns
     -------
-    xarray.Dataset
-        Over ``(agent, opponent)`` (the row agent minus the column agent):
+    PairwiseComparisonResult
+        ``estimate`` / ``ci`` (the mean difference and its interval), a
+        tidy per-pair ``to_frame()``, and the matrices (``to_dataset()``,
+        or ``res.p_holm``, ``res.sel(...)`` directly) over ``(agent,
+        opponent)`` (the row agent minus the column agent):
         ``mean_diff``, ``ci`` (trailing ``ci_bound``), ``p_permutation``,
         ``p_bootstrap``, ``p_t``, ``p_mcnemar``, ``p_value`` (of ``test``),
         ``p_holm`` (family-wise), ``p_bh`` (false discovery rate, Benjamini-
@@ -456,11 +565,11 @@ def compare_agents(
     >>> res = compare_agents(ds, n_resamples=499, n_permutations=499, rng=1)
     >>> res.p_holm.dims
     ('agent', 'opponent')
+    >>> res.to_frame().index.tolist()
+    ['agent_00 - agent_01', 'agent_00 - agent_02', 'agent_01 - agent_02']
     """
-    if test not in _TESTS:
-        raise ValueError(f"`test` must be one of {_TESTS}; got {test!r}")
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    check_choice(test, "test", _TESTS)
+    prob = check_prob(prob)
     gen = as_rng(rng)
     score = data["score"] if isinstance(data, xr.Dataset) else data
     if not isinstance(score, xr.DataArray):
@@ -548,10 +657,7 @@ def compare_agents(
     dims = ("agent", "opponent")
     ds = xr.Dataset({k: (dims, mats[k]) for k in keys}, coords=coords)
     ds["ci"] = ((*dims, "ci_bound"), ci)
-    ds["ci"].attrs = {
-        "ci_prob": prob,
-        "ci_kind": boot.ci.attrs.get("ci_kind", "bootstrap-percentile"),
-    }
+    ds["ci"].attrs = dict(boot.ci.attrs)
     ds["p_value"] = (dims, mats["p_" + test])
     ds["p_holm"] = (dims, p_h)
     ds["p_bh"] = (dims, p_b)
@@ -561,4 +667,4 @@ def compare_agents(
         "ci_prob": prob,
         "n_resamples": int(n_resamples),
     }
-    return ds
+    return PairwiseComparisonResult(table=ds)

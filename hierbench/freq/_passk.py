@@ -24,8 +24,17 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchWarning
-from ._inputs import score_array
+from .._base import (
+    DEFAULT_PROB,
+    HierbenchWarning,
+    Result,
+    check_choice,
+    check_dim,
+    check_int,
+    check_prob,
+    counts,
+    make_interval,
+)
 
 __all__ = [
     "InsufficientRunsWarning",
@@ -52,7 +61,10 @@ def _comb_ratio(a: np.ndarray, n: np.ndarray, k: int) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     out = np.ones(np.broadcast_shapes(a.shape, n.shape))
-    for i in range(k):
+    # entries with n < k are masked by the caller, so factors beyond the largest n are
+    # never needed: the loop is bounded by the data, not by k (k = 10**5 costs nothing)
+    n_max = int(np.nanmax(n)) if n.size and np.isfinite(n).any() else 0
+    for i in range(min(int(k), max(n_max, 0))):
         # a factor is 0 as soon as i >= a, which makes C(a, k) = 0 for a < k
         out *= np.clip(a - i, 0.0, None) / np.maximum(n - i, 1.0)
     return out
@@ -103,68 +115,63 @@ def _pass_kernel(
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PassKResult:
+@dataclass(frozen=True, repr=False)
+class PassKResult(Result):
     """pass@k or pass^k per task and averaged over tasks.
 
     Attributes
     ----------
+    estimate : xarray.DataArray
+        Benchmark score: the mean of ``per_task`` over the tasks where it is
+        defined, per agent (and ``k``). (Formerly ``mean``, still readable as
+        a deprecated alias.)
+    ci : xarray.DataArray
+        Normal interval for ``estimate`` with the task-level standard error
+        ``sd(per_task) / sqrt(n_tasks)`` (tasks as the sampling unit, run
+        noise included through the per-task estimates); trailing dim
+        ``ci_bound``, attrs ``ci_prob``, ``ci_kind = "normal"``. NaN with
+        fewer than 2 tasks. For clusters or small task counts prefer
+        :func:`hierbench.freq.bootstrap_ci` with ``statistic="pass_hat_k"``.
     per_task : xarray.DataArray
         The unbiased (or plug-in) estimate per (agent, task[, k]); NaN where
         the task was not run or had fewer than ``k`` runs.
-    mean : xarray.DataArray
-        Benchmark score: the mean of ``per_task`` over the tasks where it is
-        defined, per agent (and ``k``).
+    standard_error : xarray.DataArray
+        The task-level standard error used by ``ci``.
     n_tasks : xarray.DataArray
-        Tasks that entered ``mean``.
+        Tasks that entered ``estimate``.
     n_insufficient : xarray.DataArray
         Tasks excluded because ``0 < n_runs < k`` (only under ``small_n="nan"``).
     n_not_run : xarray.DataArray
         Tasks excluded because the agent never ran them.
     """
 
+    estimate: xr.DataArray
+    ci: xr.DataArray
     per_task: xr.DataArray
-    mean: xr.DataArray
+    standard_error: xr.DataArray
     n_tasks: xr.DataArray
     n_insufficient: xr.DataArray
     n_not_run: xr.DataArray
 
-    def to_dataset(self) -> xr.Dataset:
-        """All fields as one :class:`xarray.Dataset`."""
-        return xr.Dataset(
-            {
-                "per_task": self.per_task,
-                "mean": self.mean,
-                "n_tasks": self.n_tasks,
-                "n_insufficient": self.n_insufficient,
-                "n_not_run": self.n_not_run,
-            },
-            attrs=dict(self.mean.attrs),
+    @property
+    def mean(self) -> xr.DataArray:
+        """Deprecated alias of ``estimate``."""
+        warnings.warn(
+            "PassKResult.mean is deprecated; use .estimate", DeprecationWarning, stacklevel=2
         )
+        return self.estimate
+
+    def to_dataset(self) -> xr.Dataset:
+        """All fields as one :class:`xarray.Dataset` (attrs of ``estimate`` carried over)."""
+        ds = super().to_dataset()
+        ds.attrs = dict(self.estimate.attrs)
+        return ds
 
 
 def _counts_from(data: xr.Dataset | xr.DataArray, dim: str) -> tuple[xr.DataArray, xr.DataArray]:
-    """(n, c) DataArrays from an eval dataset, a counts dataset or a score DataArray."""
-    if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data:
-        n, c = data["n_runs"], data["n_success"]
-    else:
-        score = score_array(data)
-        if dim not in score.dims:
-            raise ValueError(f"`dim` must be a dimension of the scores {score.dims}; got {dim!r}")
-        n = score.notnull().sum(dim)
-        c = score.fillna(0.0).sum(dim)
-        drop = [name for name in n.coords if dim in n.coords[name].dims]
-        n, c = n.drop_vars(drop), c.drop_vars(drop)
-    cv = np.asarray(c.values, dtype=float)
-    nv = np.asarray(n.values, dtype=float)
-    bad = (cv != np.round(cv)) | (cv < 0) | (cv > nv)
-    if bad.any():
-        raise ValueError(
-            "pass@k and pass^k need binary scores: `n_success` must be an integer in "
-            f"[0, n_runs]; {int(bad.sum())} cells are not (e.g. n_success={cv[bad][:5].tolist()}). "
-            "Binarise partial-credit scores first (e.g. score == 1)."
-        )
-    return n, c
+    """(n, c) DataArrays through the one counts routine; partial credit is refused."""
+    c = counts(data, dim=dim, binary=True, name="data", purpose="pass@k / pass^k")
+    return c["n_runs"], c["n_success"]
 
 
 def _pass(
@@ -176,16 +183,20 @@ def _pass(
     task_dim: str,
     plugin: bool,
     small_n: Literal["nan", "clip"],
+    prob: float,
 ) -> PassKResult:
     ks = [k] if np.ndim(k) == 0 else list(k)  # type: ignore[arg-type]
     for kk in ks:
-        if int(kk) != kk or kk < 1:
-            raise ValueError(f"`k` must be a positive integer (or a sequence of them); got k={kk!r}")
-    if small_n not in ("nan", "clip"):
-        raise ValueError(f"`small_n` must be 'nan' or 'clip'; got {small_n!r}")
+        try:
+            check_int(kk, "k", min=1)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"`k` must be a positive integer (or a sequence of them); got k={kk!r}"
+            ) from None
+    check_choice(small_n, "small_n", ["nan", "clip"])
+    prob = check_prob(prob)
     n, c = _counts_from(data, dim)
-    if task_dim not in n.dims:
-        raise ValueError(f"`task_dim` must be a dimension of the counts {n.dims}; got {task_dim!r}")
+    check_dim(n, task_dim, "task_dim")
     vals, shorts = [], []
     for kk in ks:
         v, s = _pass_kernel(n.values, c.values, int(kk), kind=kind, plugin=plugin, small_n=small_n)
@@ -209,17 +220,33 @@ def _pass(
     defined = per_task.notnull()
     n_tasks = defined.sum(task_dim)
     mean = per_task.where(defined).sum(task_dim) / n_tasks.where(n_tasks > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
     if np.ndim(k) == 0:
-        per_task, mean, n_tasks, n_short = (x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short))
+        per_task, mean, n_tasks, n_short, se = (
+            x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se)
+        )
     attrs = {
         "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
         "small_n": small_n,
     }
     per_task = per_task.rename(name).assign_attrs(attrs)
     mean = mean.rename(name).assign_attrs(attrs)
+    from ._intervals import _z
+
+    z = _z(prob)
+    ci = make_interval(
+        mean - z * se,
+        mean + z * se,
+        prob=prob,
+        kind="normal",
+        detail=f"{name}: task-level standard error of the mean of per-task estimates",
+    )
     return PassKResult(
+        estimate=mean,
+        ci=ci,
         per_task=per_task,
-        mean=mean,
+        standard_error=se.rename("standard_error"),
         n_tasks=n_tasks.rename("n_tasks"),
         n_insufficient=n_short.rename("n_insufficient"),
         n_not_run=n_not_run.rename("n_not_run"),
@@ -248,6 +275,15 @@ _DOC_PARAMS = """
         emits :class:`InsufficientRunsWarning`; ``"clip"`` uses
         ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
         mixes estimands across tasks).
+    prob : float
+        Level of the task-level normal interval ``ci``.
+
+    Raises
+    ------
+    hierbench.PartialCreditError
+        When a score is strictly between 0 and 1 (even if a cell's scores
+        sum to a whole number): pass@k and pass^k are defined for binary
+        outcomes only.
 
     Returns
     -------
@@ -263,6 +299,7 @@ def pass_hat_k(
     task_dim: str = "task",
     plugin: bool = False,
     small_n: Literal["nan", "clip"] = "nan",
+    prob: float = DEFAULT_PROB,
 ) -> PassKResult:
     """pass^k: the chance that ``k`` independent attempts at a task all succeed.
 
@@ -274,10 +311,12 @@ def pass_hat_k(
     >>> import numpy as np, xarray as xr
     >>> counts = xr.Dataset({{"n_runs": ("task", [10, 10, 10, 10]),
     ...                      "n_success": ("task", [3, 10, 0, 7])}})
-    >>> round(float(pass_hat_k(counts, 3).mean), 3)
+    >>> round(float(pass_hat_k(counts, 3).estimate), 3)
     0.325
     """
-    return _pass(data, k, kind="hat", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n)
+    return _pass(
+        data, k, kind="hat", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+    )
 
 
 def pass_at_k(
@@ -288,6 +327,7 @@ def pass_at_k(
     task_dim: str = "task",
     plugin: bool = False,
     small_n: Literal["nan", "clip"] = "nan",
+    prob: float = DEFAULT_PROB,
 ) -> PassKResult:
     """pass@k: the chance that at least one of ``k`` independent attempts succeeds.
 
@@ -299,10 +339,12 @@ def pass_at_k(
     >>> import numpy as np, xarray as xr
     >>> counts = xr.Dataset({{"n_runs": ("task", [10, 10, 10, 10]),
     ...                      "n_success": ("task", [3, 10, 0, 7])}})
-    >>> round(float(pass_at_k(counts, 3).mean), 3)
+    >>> round(float(pass_at_k(counts, 3).estimate), 3)
     0.675
     """
-    return _pass(data, k, kind="at", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n)
+    return _pass(
+        data, k, kind="at", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+    )
 
 
 pass_hat_k.__doc__ = (pass_hat_k.__doc__ or "").format(params=_DOC_PARAMS)

@@ -209,15 +209,25 @@ def tasks_for_power(
     sd_diff: float | None = None,
     alpha: float = 0.05,
     alternative: Alternative = "two-sided",
+    max_tasks: int = 10**7,
 ) -> int:
     """Smallest number of tasks whose paired t-test reaches ``power`` at ``effect``.
 
     Parameters are those of :func:`paired_power`; ``effect`` must be non-zero.
+    ``max_tasks`` bounds the search: an effect so small that more tasks than
+    that would be needed is refused with the normal-approximation count (the
+    search itself is a bisection, so it takes a few dozen power evaluations
+    at most).
 
     Returns
     -------
     int
         Minimal ``T`` (>= 2) with ``paired_power(effect, T, ...) >= power``.
+
+    Raises
+    ------
+    ValueError
+        When ``T`` would exceed ``max_tasks``.
 
     Examples
     --------
@@ -238,12 +248,31 @@ def tasks_for_power(
     def pw(T: int) -> float:
         return float(_power(abs(effect), float(T), sd, alpha, alternative))
 
-    T = t0
-    while T > 2 and pw(T - 1) >= power:  # the normal start can overshoot by a task or two
-        T -= 1
-    while pw(T) < power:
-        T += 1
-    return T
+    max_tasks = int(max_tasks)
+    if max_tasks < 2:
+        raise ValueError(f"`max_tasks` must be an integer >= 2; got {max_tasks!r}")
+    if t0 > 4 * max_tasks or pw(max_tasks) < power:
+        approx = ((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2
+        raise ValueError(
+            f"`effect`={effect!r} is too small to detect with at most max_tasks={max_tasks:,} tasks "
+            f"(power {power} at SD of a per-task difference {sd:.4g} needs about {approx:,.0f} tasks "
+            "by the normal approximation); raise `max_tasks` if that is meant, or use more runs per "
+            "task to lower the SD"
+        )
+    # power rises with T: bisect on [lo, hi] with pw(lo) < power <= pw(hi)
+    if pw(2) >= power:
+        return 2
+    hi = min(max(t0, 3), max_tasks)
+    lo = 2
+    while pw(hi) < power:  # the normal start undershoots: double (bounded by max_tasks)
+        lo, hi = hi, min(2 * hi, max_tasks)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if pw(mid) >= power:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def minimum_detectable_effect(

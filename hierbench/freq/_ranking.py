@@ -9,19 +9,37 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from .._base import HierbenchWarning, as_rng
+from .._base import (
+    DEFAULT_PROB,
+    HierbenchWarning,
+    Result,
+    as_rng,
+    check_prob,
+    cluster_codes,
+    interval_label,
+    make_interval,
+)
 from ._resample import task_weights
 
-__all__ = ["RankResult", "UndefinedScoreWarning", "rank_uncertainty"]
+__all__ = ["RankResult", "UndefinedScoreWarning", "UnequalTaskSetsWarning", "rank_uncertainty"]
 
 
 class UndefinedScoreWarning(HierbenchWarning):
     """An agent had no task in some resamples; it is ranked last there."""
 
 
-@dataclass(frozen=True)
-class RankResult:
+class UnequalTaskSetsWarning(HierbenchWarning):
+    """The agents ran different sets of tasks, so their scores average over different tasks."""
+
+
+@dataclass(frozen=True, repr=False)
+class RankResult(Result):
     """Result of :func:`rank_uncertainty`.
+
+    ``estimate`` is the observed rank (``observed_rank``) and ``ci`` its
+    bootstrap interval (``rank_ci``); ``to_frame()`` has one row per agent
+    (rank, interval, score, mean rank, tier, tasks missing); the repr is one
+    line per agent.
 
     Attributes
     ----------
@@ -70,8 +88,20 @@ class RankResult:
     counts: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
 
+    _dataset_exclude = ("distribution", "ranks")
+
+    @property
+    def estimate(self) -> xr.DataArray:
+        """The observed rank (1 = best), under the house name."""
+        return self.observed_rank
+
+    @property
+    def ci(self) -> xr.DataArray:
+        """The bootstrap interval of the rank (``rank_ci``)."""
+        return self.rank_ci
+
     def to_dataset(self) -> xr.Dataset:
-        """Every field in one Dataset."""
+        """Every field in one Dataset (resampled scores and ranks included)."""
         names = [
             "score",
             "observed_rank",
@@ -92,6 +122,48 @@ class RankResult:
             ds[k] = v
         ds.attrs = dict(self.attrs)
         return ds
+
+    def to_frame(self):
+        """One row per agent, best observed score first: rank, its interval, score, tier, counts."""
+        import pandas as pd
+
+        df = pd.DataFrame(
+            {
+                "score": self.score.to_series(),
+                "rank": self.observed_rank.to_series(),
+                "lower": self.rank_ci.sel(ci_bound="lower", drop=True).to_series(),
+                "upper": self.rank_ci.sel(ci_bound="upper", drop=True).to_series(),
+                "mean_rank": self.mean_rank.to_series(),
+                "p_top_1": self.p_top_k.sel(k=1, drop=True).to_series(),
+                "tier": self.group.to_series(),
+                "rank_best": self.rank_best.to_series(),
+                "rank_worst": self.rank_worst.to_series(),
+                "n_tasks_missing": self.counts["n_tasks_missing"].to_series(),
+            }
+        )
+        df["ci_prob"] = float(self.rank_ci.attrs["ci_prob"])
+        df["ci_kind"] = self.rank_ci.attrs["ci_kind"]
+        return df.sort_values(["rank", "score"], ascending=[True, False], kind="stable")
+
+    def _repr_lines(self) -> list[str]:
+        df = self.to_frame()
+        lines = [
+            f"RankResult: {len(df)} agents, observed rank with {interval_label(self.rank_ci)} "
+            f"rank interval ({self.attrs.get('n_resamples', '?')} resamples of "
+            f"{self.attrs.get('resample_unit', 'task')}s)"
+        ]
+        n = len(df)
+        show = list(range(n)) if n <= 12 else [*range(8), *range(n - 2, n)]
+        for k in show:
+            if n > 12 and k == n - 2:
+                lines.append(f"  ... ({n - 10} more)")
+            r = df.iloc[k]
+            miss = f", {int(r['n_tasks_missing'])} tasks missing" if r["n_tasks_missing"] else ""
+            lines.append(
+                f"  {df.index[k]}: rank {int(r['rank'])} [{int(r['lower'])}, {int(r['upper'])}], "
+                f"score {r['score']:.4g}, P(top 1) {r['p_top_1']:.3f}, tier {int(r['tier'])}{miss}"
+            )
+        return lines
 
     def groups(self) -> list[list[str]]:
         """The tiers as lists of agent names, best tier first, by observed score."""
@@ -117,7 +189,7 @@ def rank_uncertainty(
     data: xr.Dataset | xr.DataArray,
     *,
     n_resamples: int = 2000,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     level: float = 0.05,
     cluster: str | None = "auto",
     dim: str = "task",
@@ -168,8 +240,7 @@ def rank_uncertainty(
     """
     if int(n_resamples) != n_resamples or n_resamples < 1:
         raise ValueError(f"`n_resamples` must be a positive integer; got {n_resamples!r}")
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    prob = check_prob(prob)
     if not 0 < level < 1:
         raise ValueError(f"`level` must satisfy 0 < level < 1; got {level!r}")
     score = data["score"] if isinstance(data, xr.Dataset) else data
@@ -200,14 +271,22 @@ def rank_uncertainty(
         ]
         raise ValueError(f"every agent needs at least one task it ran; none for {empty}")
     T = y.shape[1]
-    codes = None
-    cname = "cluster" if cluster == "auto" else cluster
-    if cname is not None and cname in score.coords and score.coords[cname].dims == (dim,):
-        codes = np.unique(np.asarray(score.coords[cname].values).astype(str), return_inverse=True)[
-            1
-        ]
-    elif cluster not in (None, "auto"):
-        raise ValueError(f"`cluster` must name a coord along {dim!r}; got {cluster!r}")
+    n_ran = obs.sum(1)
+    if not (obs == obs[:1]).all():
+        names = [str(a) for a in score[agent_dim].values]
+        order = np.argsort(n_ran, kind="stable")
+        few = ", ".join(f"{names[i]} {int(n_ran[i])}" for i in order[:5])
+        warnings.warn(
+            f"the agents ran different sets of tasks (tasks run out of {T}: {few}"
+            + (", ..." if M > 5 else "")
+            + "); each agent is scored on its own tasks, so the ranks compare averages over "
+            "different tasks and an agent with few tasks can rank high by luck of its tasks. "
+            "Rank on the shared tasks (drop the others), or read `counts['n_tasks_missing']`.",
+            UnequalTaskSetsWarning,
+            stacklevel=2,
+        )
+    cc = cluster_codes(score, cluster, dim=dim)
+    codes = None if cc is None else cc[0]
     w = task_weights(T, int(n_resamples), gen, clusters=codes).astype(float)
     y0 = np.where(obs, y, 0.0)
     num = w @ y0.T
@@ -258,13 +337,17 @@ def rank_uncertainty(
     ac = {"agent": agents}
     rk = np.arange(1, M + 1)
     pair = {"agent": agents, "opponent": agents}
-    rank_ci = xr.DataArray(
-        q, dims=("agent", "ci_bound"), coords={**ac, "ci_bound": ["lower", "upper"]}
+    rank_ci = make_interval(
+        xr.DataArray(q[:, 0], dims="agent", coords=ac),
+        xr.DataArray(q[:, 1], dims="agent", coords=ac),
+        prob=prob,
+        kind="percentile",
+        detail="bootstrap interval of the rank, "
+        + ("clusters" if codes is not None else "tasks")
+        + " resampled, ties broken at random",
+        warn_zero_width=False,  # a rank interval of one rank is a finding, not a degeneracy
+        name="rank_ci",
     )
-    rank_ci.attrs = {
-        "ci_prob": prob,
-        "ci_kind": "bootstrap-percentile rank interval (tasks resampled)",
-    }
     return RankResult(
         score=xr.DataArray(observed, dims="agent", coords=ac),
         observed_rank=xr.DataArray(obs_rank, dims="agent", coords=ac),

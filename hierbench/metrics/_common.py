@@ -6,12 +6,12 @@ from typing import Literal
 
 import xarray as xr
 
-from .._base import HierbenchWarning
+from .._base import DEFAULT_PROB, HierbenchWarning, check_choice, check_prob, make_interval
 
 __all__ = ["UndefinedMetricWarning", "get_draws", "posterior_interval"]
 
 SAMPLE_DIMS = ("chain", "draw")
-CI_KINDS = {"eti": "equal-tailed posterior", "hdi": "highest-density posterior"}
+_POSTERIOR_KINDS = {"eti": "equal-tailed posterior interval", "hdi": "highest-density posterior interval"}
 
 
 class UndefinedMetricWarning(HierbenchWarning):
@@ -51,7 +51,7 @@ def get_draws(
 
 
 def posterior_interval(
-    draws: xr.DataArray, *, prob: float = 0.9, kind: Literal["eti", "hdi"] = "eti"
+    draws: xr.DataArray, *, prob: float = DEFAULT_PROB, kind: Literal["eti", "hdi"] = "eti"
 ) -> xr.DataArray:
     """Credible interval over ``chain`` and ``draw`` in the house convention.
 
@@ -68,7 +68,7 @@ def posterior_interval(
     -------
     xarray.DataArray
         The remaining dims plus a trailing ``ci_bound = ["lower", "upper"]``;
-        attrs ``ci_prob`` and ``ci_kind``.
+        attrs ``ci_prob``, ``ci_kind`` (``"eti"`` or ``"hdi"``) and ``ci_detail``.
 
     Examples
     --------
@@ -79,12 +79,15 @@ def posterior_interval(
     """
     import arviz_stats as azs
 
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
-    if kind not in CI_KINDS:
-        raise ValueError(f"`kind` must be one of {sorted(CI_KINDS)}; got {kind!r}")
+    check_choice(kind, "kind", sorted(_POSTERIOR_KINDS))
+    prob = check_prob(prob)
     fn = azs.eti if kind == "eti" else azs.hdi
-    ci = fn(draws, prob=prob, dim=list(SAMPLE_DIMS))
-    ci = ci.transpose(..., "ci_bound")
-    ci.attrs = {"ci_prob": float(prob), "ci_kind": CI_KINDS[kind]}
-    return ci
+    ci = fn(draws, prob=prob, dim=list(SAMPLE_DIMS)).transpose(..., "ci_bound")
+    return make_interval(
+        ci.sel(ci_bound="lower", drop=True),
+        ci.sel(ci_bound="upper", drop=True),
+        prob=prob,
+        kind=kind,
+        detail=_POSTERIOR_KINDS[kind] + " over (chain, draw)",
+        warn_zero_width=False,  # constant draws (e.g. a fixed quantity) are not a degeneracy here
+    )

@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import as_rng
+from .._base import DEFAULT_PROB, as_rng, check_prob
 from ._common import UndefinedMetricWarning, posterior_interval
 
 __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]
@@ -133,8 +133,7 @@ def _pass(
         raise TypeError(
             f"`fit` must be an xarray.DataTree from hierbench.bayes.fit; got {type(fit).__name__}"
         )
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    prob = check_prob(prob)
     model = fit.attrs.get("hierbench_model")
     if model in _NO_RUNS:
         raise ValueError(
@@ -170,7 +169,7 @@ def _pass(
         res.attrs.update(
             quantity=name, model=model, tasks="population" if population else "observed"
         )
-        return res
+        return _house_names(res, prob)
     if model != "beta_binomial":
         raise ValueError(
             f"pass^k / pass@k are implemented for hierbench_model 'beta_binomial' and 'crossed'; "
@@ -190,15 +189,41 @@ def _pass(
     }
     draws = real if real is not None else expected
     draws.attrs = dict(attrs)
-    return xr.Dataset(
-        {
-            "draws": draws,
-            # the exact (Rao-Blackwellised) posterior mean in every case
-            "mean": expected.mean(("chain", "draw")),
-            "ci": posterior_interval(draws, prob=prob),
-        },
-        attrs=attrs,
+    return _house_names(
+        xr.Dataset(
+            {
+                "draws": draws,
+                # the exact (Rao-Blackwellised) posterior mean in every case
+                "mean": expected.mean(("chain", "draw")),
+                "ci": posterior_interval(draws, prob=prob),
+            },
+            attrs=attrs,
+        ),
+        prob,
     )
+
+
+def _house_names(res: xr.Dataset, prob: float) -> xr.Dataset:
+    """The house result convention: point value ``estimate``, interval ``ci`` (eti, ``ci_detail``).
+
+    ``mean`` stays beside ``estimate`` as a deprecated alias (the same values).
+    """
+    out = res.copy()
+    if "mean" in out and "estimate" not in out:
+        est = out["mean"].copy()
+        est.attrs = {**dict(est.attrs), "point": "posterior mean"}
+        out["estimate"] = est
+        out["mean"].attrs = {**dict(out["mean"].attrs), "deprecated": "alias of `estimate`"}
+    ci = out["ci"] if "ci" in out else None
+    if ci is not None and ci.attrs.get("ci_kind") not in ("eti", "hdi"):
+        ci.attrs = {
+            "ci_prob": float(ci.attrs.get("ci_prob", prob)),
+            "ci_kind": "eti",
+            "ci_detail": str(ci.attrs.get("ci_kind", "equal-tailed posterior interval")),
+        }
+    order = ["estimate", "ci", "draws", "mean"]
+    out = out[[v for v in order if v in out] + [v for v in out.data_vars if v not in order]]
+    return out
 
 
 def pass_hat_k(
@@ -206,7 +231,7 @@ def pass_hat_k(
     k: int | Sequence[int] | None = None,
     *,
     population: bool = False,
-    prob: float = 0.9,
+    prob: float = DEFAULT_PROB,
     realised: bool = False,
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
@@ -227,7 +252,8 @@ def pass_hat_k(
         the dataset's tasks, a never-run cell entering through its prior
         given the draw. True: a new task drawn from the task population.
     prob : float
-        Probability mass of the equal-tailed interval.
+        Probability mass of the equal-tailed interval (default 0.95, the one
+        level of every interval in hierbench).
     realised : bool
         Observed tasks only (``population=False``). False: each draw is the
         average of the conditional expectations given the draw's
@@ -247,11 +273,14 @@ def pass_hat_k(
     Returns
     -------
     xarray.Dataset
-        ``draws(chain, draw, agent, k)``, ``mean(agent, k)`` (always the
-        posterior mean of the conditional expectations: exact for the
-        beta-binomial, to quadrature accuracy for the crossed model) and
-        ``ci(agent, k, ci_bound)`` (attrs ``ci_prob``, ``ci_kind``);
-        ``attrs["draws_of"]`` says what the draws are.
+        ``estimate(agent, k)`` (always the posterior mean of the conditional
+        expectations: exact for the beta-binomial, to quadrature accuracy
+        for the crossed model), ``ci(agent, k, ci_bound)`` (attrs
+        ``ci_prob``, ``ci_kind = "eti"``, ``ci_detail``) and
+        ``draws(chain, draw, agent, k)``; ``mean`` is a deprecated alias of
+        ``estimate``. ``attrs["draws_of"]`` says what the draws are. This is
+        the house convention, so :func:`hierbench.compare.side_by_side` lines
+        it up with the frequentist results.
 
     Notes
     -----
@@ -270,7 +299,7 @@ def pass_hat_k(
     ...                   coords={"agent": ["a"]})
     >>> dt = xr.DataTree.from_dict({"posterior": post})
     >>> dt.attrs["hierbench_model"] = "beta_binomial"
-    >>> float(pass_hat_k(dt, k=2, population=True)["mean"].squeeze())  # Beta(1, 1): E[p^2] = 1/3
+    >>> float(pass_hat_k(dt, k=2, population=True)["estimate"].squeeze())  # Beta(1, 1): E[p^2] = 1/3
     0.3333333333333333
     """
     return _pass(fit, k, population, prob, at=False, realised=realised, rng=rng)
@@ -281,7 +310,7 @@ def pass_at_k(
     k: int | Sequence[int] | None = None,
     *,
     population: bool = False,
-    prob: float = 0.9,
+    prob: float = DEFAULT_PROB,
     realised: bool = False,
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
@@ -298,7 +327,7 @@ def pass_at_k(
     ...                   coords={"agent": ["a"]})
     >>> dt = xr.DataTree.from_dict({"posterior": post})
     >>> dt.attrs["hierbench_model"] = "beta_binomial"
-    >>> float(pass_at_k(dt, k=2, population=True)["mean"].squeeze())  # 1 - 1/3
+    >>> float(pass_at_k(dt, k=2, population=True)["estimate"].squeeze())  # 1 - 1/3
     0.6666666666666667
     """
     return _pass(fit, k, population, prob, at=True, realised=realised, rng=rng)

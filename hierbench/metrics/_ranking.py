@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from .._base import DEFAULT_PROB, check_prob
 from ._common import get_draws, posterior_interval
 
 __all__ = ["head_to_head", "prob_superiority", "rank_probabilities"]
@@ -52,7 +53,8 @@ def prob_superiority(
     Returns
     -------
     xarray.DataArray
-        Dims ``(dim, "opponent")``; attrs ``var``, ``ties``, ``n_draws``,
+        Dims ``(dim, "opponent")``, NaN on the diagonal (no agent is compared
+        with itself); attrs ``var``, ``ties``, ``n_draws``,
         ``mcse_max`` (the largest Monte Carlo SE, ``sqrt(p (1 - p) / S)``,
         ignoring autocorrelation) and the variable's ``scale``.
 
@@ -72,7 +74,8 @@ def prob_superiority(
     gt = (x[:, :, None] > x[:, None, :]).mean(axis=0)
     if ties == "split":
         gt = gt + 0.5 * (x[:, :, None] == x[:, None, :]).mean(axis=0)
-        np.fill_diagonal(gt, 0.5)
+    # an agent is not compared with itself: NaN on the diagonal, as in compare_agents
+    np.fill_diagonal(gt, np.nan)
     labels = da[dim].values
     s = x.shape[0]
     return xr.DataArray(
@@ -83,7 +86,7 @@ def prob_superiority(
             "var": var,
             "ties": ties,
             "n_draws": s,
-            "mcse_max": float(np.sqrt(gt * (1 - gt) / s).max()),
+            "mcse_max": float(np.nanmax(np.sqrt(gt * (1 - gt) / s))) if gt.size > 1 else np.nan,
             "scale": str(da.attrs.get("scale", "unstated")),
         },
         name="prob_superiority",
@@ -158,7 +161,7 @@ def head_to_head(
     fit: xr.DataTree,
     *,
     agent_first: bool | None = None,
-    prob: float = 0.9,
+    prob: float = DEFAULT_PROB,
 ) -> xr.Dataset:
     """Predicted outcome of a new battle between every ordered pair of a Bradley-Terry fit.
 
@@ -205,6 +208,7 @@ def head_to_head(
     model = fit.attrs.get("hierbench_model")
     if model != "bradley_terry":
         raise ValueError(f"`fit` must be a bradley_terry fit; got hierbench_model={model!r}")
+    prob = check_prob(prob)
     if agent_first not in (None, True, False):
         raise ValueError(f"`agent_first` must be None, True or False; got {agent_first!r}")
     post = fit["posterior"].to_dataset()
@@ -246,7 +250,11 @@ def head_to_head(
         }
     )
     for v in ("p_win_ci", "expected_score_ci"):
-        out[v].attrs = {"ci_prob": float(prob), "ci_kind": "equal-tailed posterior"}
+        out[v].attrs = {
+            "ci_prob": float(prob),
+            "ci_kind": "eti",
+            "ci_detail": "equal-tailed posterior interval",
+        }
     out.attrs = {
         "model": model,
         "agent_first": "averaged" if agent_first is None else str(agent_first),
