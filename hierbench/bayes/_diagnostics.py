@@ -131,6 +131,18 @@ def compute_diagnostics(
                 warnings.simplefilter("ignore", RuntimeWarning)
                 min_bfmi = float(np.min(np.asarray(azs.bfmi(stats[["energy"]])["energy"])))
     failures: list[str] = []
+    # a draw that is NaN or infinite makes R-hat / ESS NaN, which the checks below skip:
+    # count such draws and fail on them, naming the variables
+    bad_draws = {
+        str(v): int((~np.isfinite(post[v].values)).sum())
+        for v in post.data_vars
+        if np.issubdtype(post[v].dtype, np.number) and not np.isfinite(post[v].values).all()
+    }
+    if bad_draws:
+        failures.append(
+            f"{sum(bad_draws.values())} non-finite (NaN or inf) posterior draws, in "
+            + ", ".join(f"`{k}` ({n})" for k, n in sorted(bad_draws.items()))
+        )
     if np.isfinite(max_rhat) and max_rhat > th["r_hat"]:
         failures.append(f"max R-hat {max_rhat:.3f} > {th['r_hat']} (at `{at_rhat}`)")
     need_bulk = th["ess_bulk_per_chain"] * n_chains

@@ -7,7 +7,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import xarray as xr
 
-from .._base import as_rng
+from .._base import DEFAULT_PROB, as_rng
 from . import _kernels as K
 from ._bayes import _posterior_kernel
 from ._plan import _check_prob, joint_bounds, uniform_bounds
@@ -98,7 +98,7 @@ def replay(
     n_rep: int = 1000,
     rng: None | int | np.random.Generator = None,
     *,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
 ) -> xr.Dataset:
     """Run budgeted designs many times on a complete bank and summarise against its known mean.
 

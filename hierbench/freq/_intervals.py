@@ -33,6 +33,7 @@ __all__ = [
     "exact_interval",
     "finite_population_se",
     "pooled_binomial_interval",
+    "proportion_interval",
     "stratified_mean",
     "success_rate",
     "wald_interval",
@@ -218,6 +219,45 @@ class IntervalResult(Result):
     standard_error: xr.DataArray
     ci: xr.DataArray
     n: xr.DataArray
+
+
+def proportion_interval(
+    successes, n, *, method: str = "wilson", prob: float = DEFAULT_PROB
+) -> IntervalResult:
+    """A success proportion ``successes / n`` with its interval, as a result object.
+
+    The same intervals as :func:`wilson_interval`, :func:`wald_interval` and
+    :func:`exact_interval`, with the point estimate beside them (``estimate``,
+    ``ci``, ``standard_error = sqrt(p (1 - p) / n)``, ``n``), so that
+    :func:`hierbench.compare.side_by_side` lines it up with other results.
+
+    Parameters
+    ----------
+    successes, n : array-like or xarray.DataArray
+        Success counts and trials (``method="exact"`` needs whole counts).
+    method : {"wilson", "wald", "exact"}
+    prob : float
+
+    Returns
+    -------
+    IntervalResult
+
+    Examples
+    --------
+    >>> r = proportion_interval(9, 10)
+    >>> float(r.estimate), r.ci.round(3).values.tolist()
+    (0.9, [0.596, 0.982])
+    """
+    from .._base import check_choice
+
+    check_choice(method, "method", ["wilson", "wald", "exact"])
+    fn = {"wilson": wilson_interval, "wald": wald_interval, "exact": exact_interval}[method]
+    ci = fn(successes, n, prob=prob)
+    s, m = xr.broadcast(_as_da(successes, "successes"), _as_da(n, "n"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = s / m.where(m > 0)
+        se = np.sqrt(p * (1 - p) / m.where(m > 0))
+    return IntervalResult(p.rename("estimate"), se.rename("standard_error"), ci, m.rename("n"))
 
 
 def _normal_ci(
