@@ -167,7 +167,13 @@ def check_int(value: Any, name: str, *, min: int | None = None, max: int | None 
 
 
 def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
-    """``value`` if it is one of ``choices``, else a ValueError listing them."""
+    """``value`` if it is one of ``choices``, else a ValueError listing them.
+
+    Examples
+    --------
+    >>> check_choice("bca", "method", ["percentile", "bca"])
+    'bca'
+    """
     options = list(choices)
     if value not in options:
         raise ValueError(f"`{name}` must be one of {options}; got {value!r}")
@@ -175,7 +181,13 @@ def check_choice(value: Any, name: str, choices: Iterable[Any]) -> Any:
 
 
 def check_dim(da: xr.DataArray | xr.Dataset, dim: str, name: str = "dim") -> str:
-    """``dim`` if it is a dimension of ``da``, else a ValueError listing the dims."""
+    """``dim`` if it is a dimension of ``da``, else a ValueError listing the dims.
+
+    Examples
+    --------
+    >>> check_dim(xr.DataArray([[1.0]], dims=("task", "run")), "run")
+    'run'
+    """
     if dim not in da.dims:
         raise ValueError(f"`{name}` must be a dimension of the data {tuple(da.dims)}; got {dim!r}")
     return dim
@@ -267,7 +279,13 @@ def make_interval(
 
 
 def check_interval(da: Any, name: str = "ci") -> xr.DataArray:
-    """``da`` if it is an interval in the house convention, else a ValueError saying what is missing."""
+    """``da`` if it is an interval in the house convention, else a ValueError saying what is missing.
+
+    Examples
+    --------
+    >>> check_interval(make_interval(0.2, 0.4, prob=0.9, kind="t")).attrs["ci_kind"]
+    't'
+    """
     if not isinstance(da, xr.DataArray):
         raise TypeError(f"`{name}` must be an interval DataArray; got {type(da).__name__}")
     if "ci_bound" not in da.dims:
@@ -291,7 +309,13 @@ def check_interval(da: Any, name: str = "ci") -> xr.DataArray:
 
 
 def interval_label(da: xr.DataArray) -> str:
-    """A short label such as ``"95% wilson"`` for an interval's level and kind."""
+    """A short label such as ``"95% wilson"`` for an interval's level and kind.
+
+    Examples
+    --------
+    >>> interval_label(make_interval(0.2, 0.4, prob=0.95, kind="wilson"))
+    '95% wilson'
+    """
     p = float(da.attrs.get("ci_prob", np.nan))
     pct = f"{100 * p:.4g}%"
     return f"{pct} {da.attrs.get('ci_kind', '?')}"
@@ -409,7 +433,13 @@ class Result:
 
 
 def is_binary(values: Any) -> bool:
-    """Whether every finite value is exactly 0 or 1."""
+    """Whether every finite value is exactly 0 or 1.
+
+    Examples
+    --------
+    >>> is_binary([0.0, 1.0, float("nan")]), is_binary([0.5, 0.5])
+    (True, False)
+    """
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     return bool(np.all((v == 0.0) | (v == 1.0)))

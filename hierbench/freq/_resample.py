@@ -42,6 +42,15 @@ def task_weights(
     -------
     numpy.ndarray
         ``w[b, t]``; each row sums to ``n_tasks`` without clusters.
+
+    Examples
+    --------
+    >>> w = task_weights(5, 3, rng=0)
+    >>> w.shape, w.sum(axis=1).tolist()
+    ((3, 5), [5, 5, 5])
+    >>> w = task_weights(4, 2, rng=0, clusters=[0, 0, 1, 1])
+    >>> bool((w[:, 0] == w[:, 1]).all())  # tasks of one cluster are drawn together
+    True
     """
     gen = as_rng(rng)
     if n_tasks < 1:
