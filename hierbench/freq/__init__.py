@@ -1,6 +1,11 @@
 """Frequentist estimators: the validating counterparts of the Bayesian models."""
 
-from ._betabinom import BetaBinomialResult, beta_binomial_mle, beta_binomial_profile_ci
+from ._betabinom import (
+    BetaBinomialResult,
+    NoOverdispersionWarning,
+    beta_binomial_mle,
+    beta_binomial_profile_ci,
+)
 from ._bootstrap import (
     BootstrapResult,
     DegenerateBootstrapError,
@@ -69,6 +74,7 @@ __all__: list[str] = [
     "InsufficientRunsWarning",
     "IntervalResult",
     "NegativeVarianceComponentWarning",
+    "NoOverdispersionWarning",
     "PairedTestResult",
     "PairwiseComparisonResult",
     "PassKResult",

@@ -23,10 +23,10 @@ import xarray as xr
 from scipy import optimize, stats
 from scipy.special import expit, gammaln, logit
 
-from .._base import DEFAULT_PROB, Result, check_prob, counts, make_interval
+from .._base import DEFAULT_PROB, HierbenchWarning, Result, check_prob, counts, make_interval
 from ._intervals import EmptySampleWarning
 
-__all__ = ["BetaBinomialResult", "beta_binomial_mle", "beta_binomial_profile_ci"]
+__all__ = ["BetaBinomialResult", "NoOverdispersionWarning", "beta_binomial_mle", "beta_binomial_profile_ci"]
 
 _LOGK = (-7.0, 16.0)  # search range of log kappa; kappa beyond e^16 is treated as binomial
 _LOGIT = (-23.0, 23.0)  # search range of logit mu
@@ -37,6 +37,10 @@ _GOLD = (np.sqrt(5) - 1) / 2
 # vectorised kernels: pairs (n_p, c_p), multiplicities m[r, p]
 # ---------------------------------------------------------------------------
 
+
+
+class NoOverdispersionWarning(HierbenchWarning, RuntimeWarning):
+    """The beta-binomial likelihood is maximised by the binomial limit (``kappa = inf``)."""
 
 def _rise(x: np.ndarray, counts: np.ndarray, nmax: int) -> np.ndarray:
     """``log Gamma(x + m) - log Gamma(x)`` for each m in ``counts``: shape x.shape + (P,)."""
@@ -289,7 +293,7 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
         warnings.warn(
             "beta-binomial: no overdispersion detected for some rows; kappa is inf (the binomial "
             "limit) and alpha, beta are inf there.",
-            RuntimeWarning,
+            NoOverdispersionWarning,
             stacklevel=3,
         )
     lims = np.asarray([r[5] for r in rows], float).reshape((*shape, 2))
@@ -340,7 +344,8 @@ def beta_binomial_mle(
     BetaBinomialResult
         With an all-NaN ``ci`` (not computed here). Boundaries: all tasks passing (failing) gives
         ``mu = 1`` (``0``) up to ~1e-10; no overdispersion gives
-        ``kappa = inf`` with a ``RuntimeWarning``.
+        ``kappa = inf`` with a :class:`NoOverdispersionWarning` (a
+        ``RuntimeWarning`` too, as before).
 
     Examples
     --------
