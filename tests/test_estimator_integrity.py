@@ -16,7 +16,7 @@ import xarray as xr
 from scipy import stats
 from scipy.special import betaln
 
-from hierbench._base import PartialCreditError, ZeroWidthIntervalWarning
+from hierbench._base import HierbenchError, PartialCreditError, ZeroWidthIntervalWarning
 from hierbench.compare import side_by_side, to_frame
 from hierbench.freq import (
     DegenerateBootstrapError,
@@ -95,6 +95,9 @@ def test_degenerate_bootstraps_refuse_and_say_what_to_do():
     one_cluster = one_run.assign_coords(cluster=("task", ["repo"] * 10))
     with pytest.raises(DegenerateBootstrapError, match=r"only 1 cluster.*cluster=None"):
         bootstrap_ci(one_cluster, n_resamples=99, rng=0)
+    with pytest.raises(HierbenchError, match=r"only 1 cluster.*cluster=None"):
+        rank_uncertainty(one_cluster, n_resamples=99, rng=0)
+    assert rank_uncertainty(one_cluster, cluster=None, n_resamples=99, rng=0).rank_ci.sizes["agent"] == 2
     # a constant statistic is not refused, but the zero width is said aloud
     with pytest.warns(ZeroWidthIntervalWarning, match=r"zero width"):
         bootstrap_ci(_ds(np.ones((1, 10, 2))), n_resamples=99, rng=0)

@@ -29,7 +29,9 @@ def test_probability_identities(n_agents, n_tasks, binary, clustered, seed):
         y = (y < 0.5).astype(float)
     coords = {}
     if clustered:
-        coords["cluster"] = ("task", rng.integers(0, 3, n_tasks).astype(str))
+        labels = rng.integers(0, 3, n_tasks).astype(str)
+        labels[:2] = ["0", "1"]  # one cluster is refused (every resample equals the data)
+        coords["cluster"] = ("task", labels)
     da = xr.DataArray(y, dims=("agent", "task", "run"), coords=coords)
     r = rank_uncertainty(da, n_resamples=200, rng=seed)
     np.testing.assert_allclose(r.rank_prob.sum("rank"), 1.0)

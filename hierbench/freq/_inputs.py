@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import xarray as xr
 
+from .._base import HierbenchError
+
 __all__ = ["score_array"]
 
 
@@ -15,7 +17,7 @@ def score_array(data: xr.Dataset | xr.DataArray) -> xr.DataArray:
     """
     if isinstance(data, xr.Dataset):
         if "score" not in data:
-            raise ValueError(
+            raise HierbenchError(
                 "`data` must be an eval dataset (with `score`), a counts dataset (with `n_runs` "
                 f"and `n_success`) or a score DataArray; got variables {list(data.data_vars)}"
             )

@@ -20,6 +20,7 @@ from scipy import stats
 
 from .._base import (
     DEFAULT_PROB,
+    HierbenchError,
     HierbenchWarning,
     Result,
     as_rng,
@@ -581,7 +582,7 @@ def compare_agents(
     agents = [str(x) for x in score[agent_dim].values]
     M = len(agents)
     if M < 2:
-        raise ValueError(f"compare_agents needs >= 2 agents; got {M}")
+        raise HierbenchError(f"compare_agents needs >= 2 agents; got {M}")
     pairs = list(itertools.combinations(range(M), 2))
     boot = bootstrap_ci(
         score,

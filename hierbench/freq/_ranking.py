@@ -11,6 +11,7 @@ from scipy import stats
 
 from .._base import (
     DEFAULT_PROB,
+    HierbenchError,
     HierbenchWarning,
     Result,
     as_rng,
@@ -256,7 +257,7 @@ def rank_uncertainty(
         )
     M = score.sizes[agent_dim]
     if M < 2:
-        raise ValueError(f"rank_uncertainty needs >= 2 agents; got {M}")
+        raise HierbenchError(f"rank_uncertainty needs >= 2 agents; got {M}")
     gen = as_rng(rng)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -287,6 +288,14 @@ def rank_uncertainty(
         )
     cc = cluster_codes(score, cluster, dim=dim)
     codes = None if cc is None else cc[0]
+    n_units = T if codes is None else int(codes.max()) + 1
+    if n_units < 2:
+        unit = "task" if codes is None else "cluster"
+        raise HierbenchError(
+            f"rank_uncertainty resamples {unit}s, and the data have only 1 {unit}: every resample "
+            "equals the data, so the rank distribution would be a point mass that says nothing. "
+            + ("Pass cluster=None to resample the tasks inside it." if codes is not None and T > 1 else "Add tasks.")
+        )
     w = task_weights(T, int(n_resamples), gen, clusters=codes).astype(float)
     y0 = np.where(obs, y, 0.0)
     num = w @ y0.T
