@@ -91,6 +91,32 @@ def is_missing(col: pd.Series) -> np.ndarray:
     return miss
 
 
+def label_kinds(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, kinds) of a raw identifier column; missing entries are None in both."""
+    miss = is_missing(col)
+    dt = col.dtype
+    n = len(col)
+    if pd.api.types.is_bool_dtype(dt) and not miss.any():
+        return np.where(col.to_numpy(dtype=bool), "True", "False").astype(object), np.full(n, "bool", object)
+    if pd.api.types.is_integer_dtype(dt) and not miss.any():
+        return col.to_numpy().astype(np.int64).astype(str).astype(object), np.full(n, "number", object)
+    if pd.api.types.is_string_dtype(dt) and dt is not np.dtype(object):
+        labels = col.to_numpy(dtype=object, na_value=None)
+        kinds = np.full(n, "text", object)
+    else:
+        vals = col.to_numpy(dtype=object)
+        if pd.api.types.infer_dtype(vals, skipna=True) == "string":
+            labels, kinds = vals.copy(), np.full(n, "text", object)
+        else:
+            labels = np.array([_label(v) for v in vals], dtype=object)
+            kinds = np.array([_kind(v) for v in vals], dtype=object)
+    labels = np.asarray(labels, dtype=object)
+    if miss.any():
+        labels[miss] = None
+        kinds[miss] = None
+    return labels, kinds
+
+
 def id_labels(
     col: pd.Series,
     *,
@@ -112,45 +138,26 @@ def id_labels(
             f"`{what}` column {column!r}{_where(source)} must not be empty; {rows.size} rows are, "
             f"rows {_fmt_list(rows.tolist())}"
         )
-    dt = col.dtype
-    if pd.api.types.is_bool_dtype(dt) and not miss.any():
-        out = np.where(col.to_numpy(dtype=bool), "True", "False").astype(object)
-    elif pd.api.types.is_integer_dtype(dt) and not miss.any():
-        out = col.to_numpy().astype(np.int64).astype(str).astype(object)
-    elif pd.api.types.is_string_dtype(dt) and dt is not np.dtype(object):
-        out = col.to_numpy(dtype=object, na_value=None)
-    else:
-        vals = col.to_numpy(dtype=object)
-        inferred = pd.api.types.infer_dtype(vals, skipna=True)
-        if inferred == "string":
-            out = vals.copy()
-        else:
-            keep = ~miss
-            kinds = np.array([_kind(v) for v in vals[keep]], dtype=object)
-            labels = np.array([_label(v) for v in vals[keep]], dtype=object)
-            if len(set(kinds.tolist())) > 1:
-                frame = pd.DataFrame({"label": labels, "kind": kinds})
-                nk = frame.groupby("label", sort=False)["kind"].nunique()
-                clash = nk[nk > 1].index.tolist()
-                if clash:
-                    rows = np.flatnonzero(keep)[frame["label"].isin(clash).to_numpy()]
-                    ex = [
-                        f"{lab!r} as " + " and ".join(sorted(set(kinds[labels == lab].tolist())))
-                        for lab in clash[:5]
-                    ]
-                    raise EvalDataError(
-                        f"`{what}` column {column!r}{_where(source)} mixes numbers and text that read "
-                        f"the same, so two different identifiers would merge: {_fmt_list(ex, 5)}"
-                        f"{'' if len(clash) <= 5 else f' ({len(clash)} labels in all)'}, rows "
-                        f"{_fmt_list(rows.tolist())}. Identifiers are kept exactly as written; "
-                        "write them all as text (quoted) or all as numbers"
-                    )
-            out = np.empty(len(vals), dtype=object)
-            out[keep] = labels
-    out = np.asarray(out, dtype=object)
-    if miss.any():
-        out[miss] = None
-    return out
+    labels, kinds = label_kinds(col)
+    keep = ~miss
+    if len(set(kinds[keep].tolist())) > 1:
+        frame = pd.DataFrame({"label": labels[keep], "kind": kinds[keep]})
+        nk = frame.groupby("label", sort=False)["kind"].nunique()
+        clash = nk[nk > 1].index.tolist()
+        if clash:
+            rows = np.flatnonzero(keep)[frame["label"].isin(clash).to_numpy()]
+            ex = [
+                f"{lab!r} as " + " and ".join(sorted(set(frame.loc[frame.label == lab, "kind"])))
+                for lab in clash[:5]
+            ]
+            raise EvalDataError(
+                f"`{what}` column {column!r}{_where(source)} mixes numbers and text that read "
+                f"the same, so two different identifiers would merge: {_fmt_list(ex, 5)}"
+                f"{'' if len(clash) <= 5 else f' ({len(clash)} labels in all)'}, rows "
+                f"{_fmt_list(rows.tolist())}. Identifiers are kept exactly as written; "
+                "write them all as text (quoted) or all as numbers"
+            )
+    return labels
 
 
 def canonical_ints(labels: np.ndarray) -> np.ndarray | None:
