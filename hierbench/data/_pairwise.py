@@ -325,8 +325,8 @@ def read_battles(
             f"{_fmt_list(sorted(set(verdict[unknown])))} in {rows.size} rows, "
             f"rows {_fmt_list(rows.tolist())}"
         )
-    a = ids["left"].astype(str)
-    b = ids["right"].astype(str)
+    a = np.array([str(x) for x in ids["left"]], dtype=object)
+    b = np.array([str(x) for x in ids["right"]], dtype=object)
     same = np.flatnonzero(a == b)
     if same.size:
         raise EvalDataError(
@@ -502,8 +502,8 @@ def from_pair_counts(
                 f"{_fmt_list(bad.tolist())} do not"
             )
         counts[arg] = x.astype(np.int64)
-    a = id_labels(df[agent_a], what="agent_a", column=agent_a, source=source).astype(str)
-    b = id_labels(df[agent_b], what="agent_b", column=agent_b, source=source).astype(str)
+    a = id_labels(df[agent_a], what="agent_a", column=agent_a, source=source)
+    b = id_labels(df[agent_b], what="agent_b", column=agent_b, source=source)
     clash = _kind_clash(df[agent_a], df[agent_b])
     if clash:
         raise EvalDataError(
