@@ -37,7 +37,7 @@ from collections.abc import Iterable
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError, HierbenchWarning
+from .._base import HierbenchError, HierbenchWarning, counts
 
 __all__ = [
     "PER_RUN_FLOATS",
@@ -156,21 +156,8 @@ def to_counts(ds: xr.Dataset, *, dim: str = "run") -> xr.Dataset:
     check_eval_dataset(ds, name="ds")
     if dim not in ds["score"].dims:
         raise EvalDataError(f"`dim` must be a dimension of `ds.score` {ds['score'].dims}; got {dim!r}")
-    score = ds["score"]
-    ran = score.notnull()
-    out = xr.Dataset(
-        {
-            "n_runs": ran.sum(dim).astype(np.int64),
-            "n_success": score.fillna(0.0).sum(dim),
-        }
-    )
-    if "error" in ds:
-        out["n_error"] = ds["error"].sum(dim).astype(np.int64)
-    vals = score.values[np.isfinite(score.values)]
-    out.attrs = {k: v for k, v in ds.attrs.items() if isinstance(v, (str, int, float))}
-    out.attrs["binary"] = int(bool(np.all((vals == 0) | (vals == 1))))
-    drop = [c for c in out.coords if dim in out.coords[c].dims]
-    return out.drop_vars(drop)
+    # the one counts routine of the base layer; partial credit is summed as recorded
+    return counts(ds, dim=dim, binary=False, name="ds")
 
 
 def _not_kept_attr(counts: dict[str, int]) -> str:
