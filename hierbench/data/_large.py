@@ -221,7 +221,7 @@ def _suspect_copies_from(mult_counts: dict[int, int], n_distinct: int, n_rows: i
     if g >= 2:
         return (
             f"every distinct record appears a multiple of {g} times, as when a log is "
-            f"concatenated {g} times"
+            f"concatenated {g} times (which would make {n_rows - n_rows // g} of them copies)"
         )
     if n_distinct > n_cells:
         for c, nu in distinct_per_column.items():
@@ -237,8 +237,9 @@ def _copies_error(source: str, n_copies: int, n_read: int, why: str) -> EvalData
     return EvalDataError(
         f"duplicate records in {source}: {n_copies} of {n_read} records repeat an earlier record "
         f"in every column and there is no run column: {why}. Counting them would add runs that "
-        "never happened. Pass duplicates='drop' to keep one of each, give the run or epoch "
-        "column (run=...), or duplicates='keep' if they are distinct runs"
+        "never happened. Read the log once, give the run or epoch column (run=...), pass "
+        "duplicates='drop' to keep one of each set of identical records (right when each run's "
+        "record is unique, e.g. carries a run id), or duplicates='keep' if they are distinct runs"
     )
 
 
@@ -565,7 +566,11 @@ def counts_from_dask(
     Parameters
     ----------
     ddf : dask.dataframe.DataFrame
-        One row per run.
+        One row per run. Note that Dask converts object columns to text when
+        a DataFrame is built (``dask.config`` ``dataframe.convert-string``),
+        before hierbench sees them: an object column holding the number 7
+        and the text ``"7"`` reaches this reader as two ``"7"``. Build the
+        frame with that option off to have such labels refused.
     agent, task, score, run, error, errors, error_values, duplicates
         As in :func:`counts_from_parquet`.
 

@@ -136,9 +136,10 @@ def _file_error(path: Path | str, exc: BaseException, encoding: str = "utf-8") -
     """A reader error that names the file, for an exception raised while decoding it."""
     if isinstance(exc, UnicodeDecodeError):
         return EvalDataError(
-            f"`obj` ({path}) is not valid {encoding} text: byte {exc.start} holds "
-            f"{exc.object[exc.start:exc.start + 1]!r} ({exc.reason}); if the file is written in "
-            "another encoding, pass it, e.g. `encoding='latin-1'` (or 'cp1252', 'utf-16')"
+            f"`obj` ({path}) is not valid {encoding} text: it holds bytes such as "
+            f"{exc.object[exc.start:exc.start + 1]!r} that {encoding} does not allow there; if the "
+            "file is written in another encoding, pass it, e.g. `encoding='latin-1'` (or "
+            "'cp1252', 'utf-16')"
         )
     if isinstance(exc, EOFError) or "compressed file ended" in str(exc).lower():
         return EvalDataError(
@@ -285,7 +286,7 @@ def _suspect_copies(df: pd.DataFrame, keys: pd.Series, skip: set[str], n_cells: 
     if g >= 2:
         return (
             f"every distinct record appears a multiple of {g} times, as when a log is "
-            f"concatenated {g} times"
+            f"concatenated {g} times (which would make {len(df) - len(df) // g} of them copies)"
         )
     if n_distinct > n_cells:
         for c in df.columns:
@@ -356,7 +357,7 @@ def from_records(
         written. The first value per task is kept; tasks whose value differs
         between runs are counted and reported by an
         :class:`InconsistentAttributeWarning`. A task with no label keeps a
-        missing label (None), counted in ``attrs["n_tasks_without_cluster"]``
+        missing label (NaN; never ``""`` or a shared label), counted in ``attrs["n_tasks_without_cluster"]``
         (``..._tag``); :func:`hierbench.cluster_codes` makes each such task a
         cluster of its own, with a warning.
     extra : mapping or sequence, optional
@@ -515,8 +516,10 @@ def from_records(
                         f"duplicate records{where}: {rows.size} of {n_read} records repeat an earlier "
                         f"record in every column (e.g. rows (first, copy) {_fmt_list(pairs, 5)}) and "
                         f"there is no run column: {why}. Counting them would add runs that never "
-                        "happened. Pass duplicates='drop' to keep one of each, give the run or "
-                        "epoch column (run=...), or duplicates='keep' if they are distinct runs"
+                        "happened. Read the log once, give the run or epoch column (run=...), pass "
+                        "duplicates='drop' to keep one of each set of identical records (right when "
+                        "each run's record is unique, e.g. carries a run id), or duplicates='keep' "
+                        "if they are distinct runs"
                     )
     n_rec = len(df)
 
