@@ -30,6 +30,7 @@ from ._values import (
     ERROR_MISSING,
     ERROR_TRUE,
     NA_TEXT,
+    _label,
     error_codes,
     error_mapping,
     is_missing,
@@ -195,7 +196,11 @@ def _error_sql(col: str, t: str, mapping: dict[str, bool], nonempty: bool) -> st
     c = _q(col)
     low = f"lower(trim({c}::VARCHAR))"
     mapped = [k for k, v in mapping.items() if v], [k for k, v in mapping.items() if not v]
-    head = f"WHEN {low} IN {_in(mapped[0])} THEN 1 WHEN {low} IN {_in(mapped[1])} THEN 0 "
+    head = ""
+    if mapped[0]:
+        head += f"WHEN {low} IN {_in(mapped[0])} THEN 1 "
+    if mapped[1]:
+        head += f"WHEN {low} IN {_in(mapped[1])} THEN 0 "
     kind = _sql_kind(t)
     if kind == "bool":
         return f"CASE {head}WHEN {c} THEN 1 ELSE 0 END"
@@ -376,7 +381,7 @@ def counts_from_parquet(
                           f"{_q(error)}::VARCHAR AS e_raw"]
             else:
                 parts += ["0 AS ecode", "NULL::VARCHAR AS e_raw"]
-            rowcols = [f"{_q(c)}::VARCHAR" if c in types else "NULL::VARCHAR" for c in all_cols]
+            rowcols = [_q(c) if c in types else "NULL" for c in all_cols]
             parts.append(f"hash({', '.join(rowcols)}) AS h")
             for i, c in enumerate(others):
                 parts.append(f"{_q(c)}::VARCHAR AS o{i}" if c in types else f"NULL::VARCHAR AS o{i}")
@@ -399,43 +404,15 @@ def counts_from_parquet(
                         "Identifiers are kept exactly as written; store the column with one type"
                     )
 
-        n_read = int(con.execute("SELECT count(*) FROM src0").fetchone()[0])
-        if n_read == 0:
-            raise EvalDataError(f"`path_or_folder` ({source}) holds no records")
         n_copies = 0
         if duplicates == "drop":
-            con.execute("CREATE VIEW src AS SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY h) AS k FROM src0) WHERE k = 1")
-            n_copies = n_read - int(con.execute("SELECT count(*) FROM src").fetchone()[0])
+            n_all = int(con.execute("SELECT count(*) FROM src0").fetchone()[0])
+            con.execute(
+                "CREATE VIEW src AS SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY h) "
+                "AS k FROM src0) WHERE k = 1"
+            )
         else:
             con.execute("CREATE VIEW src AS SELECT * FROM src0")
-            if duplicates == "refuse" and run is None:
-                mult = dict(con.execute("SELECT c, count(*) FROM (SELECT count(*) c FROM src GROUP BY h) GROUP BY c").fetchall())
-                n_distinct = sum(mult.values())
-                if n_distinct < n_read:
-                    n_cells = int(con.execute("SELECT count(*) FROM (SELECT DISTINCT a, t FROM src)").fetchone()[0])
-                    per_col = {}
-                    if others and n_distinct > n_cells:
-                        row = con.execute(
-                            "SELECT " + ", ".join(f"count(DISTINCT o{i}) + max(CASE WHEN o{i} IS NULL THEN 1 ELSE 0 END)" for i in range(len(others))) + " FROM src"
-                        ).fetchone()
-                        per_col = dict(zip(others, (int(x) for x in row), strict=True))
-                    why = _suspect_copies_from(mult, n_distinct, n_read, n_cells, per_col)
-                    if why is not None:
-                        raise _copies_error(source, n_read - n_distinct, n_read, why)
-        if run is not None:
-            dups = con.execute(
-                "SELECT a, t, r, count(*) c FROM src WHERE a IS NOT NULL AND t IS NOT NULL "
-                "GROUP BY a, t, r HAVING count(*) > 1 ORDER BY c DESC LIMIT 5"
-            ).fetchall()
-            if dups:
-                n_dup = int(con.execute(
-                    "SELECT coalesce(sum(c), 0) FROM (SELECT count(*) c FROM src GROUP BY a, t, r HAVING count(*) > 1)"
-                ).fetchone()[0])
-                raise EvalDataError(
-                    f"duplicate (agent, task, run) in {source}: {n_dup} records share a key "
-                    f"(e.g. {_fmt_list([f'{a}/{t}/{r} x{c}' for a, t, r, c in dups], 5)}); each run "
-                    "must appear once" + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
-                )
 
         conds = {
             "agent_null": "a IS NULL OR a = ''",
@@ -451,7 +428,11 @@ def counts_from_parquet(
             f"SELECT count(*) AS n, count(*) FILTER (WHERE ecode = 1) AS n_err, "
             f"bool_and(s IN (0, 1)) FILTER (WHERE ecode <> 1) AS binary, {sel} FROM src"
         ).fetchone()
-        n_err, binary = int(row[1]), row[2]
+        n_kept, n_err, binary = int(row[0]), int(row[1]), row[2]
+        n_read = n_all if duplicates == "drop" else n_kept
+        n_copies = n_read - n_kept
+        if n_read == 0:
+            raise EvalDataError(f"`path_or_folder` ({source}) holds no records")
         checks = dict(zip(conds, row[3:], strict=True))
         if any(checks.values()):
             examples = {}
@@ -459,13 +440,32 @@ def counts_from_parquet(
                 if checks[k]:
                     if k == "bad_error":
                         ex = con.execute(
-                            f"SELECT e_raw, count(*) FROM src WHERE {c} GROUP BY e_raw ORDER BY 2 DESC LIMIT 10"
+                            f"SELECT e_raw, count(*) FROM src WHERE {c} GROUP BY e_raw "
+                            "ORDER BY 2 DESC LIMIT 10"
                         ).fetchall()
                         examples[k] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in ex]
                     else:
                         ex = con.execute(f"SELECT a, t, s_raw FROM src WHERE {c} LIMIT 5").fetchall()
                         examples[k] = [f"{a}/{t}: {s}" for a, t, s in ex]
             _raise_on_bad(checks, examples, source=source, cols=cols)
+        if run is not None:
+            dups = con.execute(
+                "SELECT a, t, r, count(*) c FROM src GROUP BY a, t, r HAVING count(*) > 1 "
+                "ORDER BY c DESC LIMIT 5"
+            ).fetchall()
+            if dups:
+                n_dup = int(
+                    con.execute(
+                        "SELECT coalesce(sum(c), 0) FROM (SELECT count(*) c FROM src "
+                        "GROUP BY a, t, r HAVING count(*) > 1)"
+                    ).fetchone()[0]
+                )
+                raise EvalDataError(
+                    f"duplicate (agent, task, run) in {source}: {n_dup} records share a key "
+                    f"(e.g. {_fmt_list([f'{a}/{t}/{r} x{c}' for a, t, r, c in dups], 5)}); each "
+                    "run must appear once"
+                    + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
+                )
         e = "ecode = 1"
         ran = "count(*)" if errors == "fail" else f"count(*) FILTER (WHERE NOT ({e}))"
         table = con.execute(
@@ -474,6 +474,29 @@ def counts_from_parquet(
                    count(*) FILTER (WHERE {e}) AS n_error
                 FROM src GROUP BY a, t"""
         ).df()
+        if duplicates == "refuse" and run is None:
+            mult = dict(
+                con.execute(
+                    "SELECT c, count(*) FROM (SELECT count(*) c FROM src GROUP BY h) GROUP BY c"
+                ).fetchall()
+            )
+            n_distinct = sum(mult.values())
+            if n_distinct < n_read:
+                n_cells = len(table)
+                per_col = {}
+                if others and n_distinct > n_cells:
+                    row = con.execute(
+                        "SELECT "
+                        + ", ".join(
+                            f"count(DISTINCT o{i}) + max(CASE WHEN o{i} IS NULL THEN 1 ELSE 0 END)"
+                            for i in range(len(others))
+                        )
+                        + " FROM src"
+                    ).fetchone()
+                    per_col = dict(zip(others, (int(x) for x in row), strict=True))
+                why = _suspect_copies_from(mult, n_distinct, n_read, n_cells, per_col)
+                if why is not None:
+                    raise _copies_error(source, n_read - n_distinct, n_read, why)
     finally:
         con.close()
     return _to_dataset(
@@ -491,6 +514,23 @@ def counts_from_parquet(
 # ---------------------------------------------------------------- Dask
 
 
+def _fast_labels(col: pd.Series) -> tuple[pd.Series, pd.Series | None]:
+    """Labels (pandas string dtype) and, for an object column only, each label's kind."""
+    if col.dtype == object:
+        labels, kinds = label_kinds(col)
+        return (
+            pd.Series(labels, index=col.index, dtype="string"),
+            pd.Series(kinds, index=col.index, dtype="string"),
+        )
+    if pd.api.types.is_bool_dtype(col.dtype):
+        return col.map({True: "True", False: "False"}).astype("string"), None
+    if pd.api.types.is_integer_dtype(col.dtype):
+        return col.astype("Int64").astype("string"), None
+    if pd.api.types.is_float_dtype(col.dtype):
+        return pd.Series(label_kinds(col)[0], index=col.index, dtype="string"), None
+    return col, None  # text already: kept as written (empty labels are flagged by *_null)
+
+
 def _derive(
     part: pd.DataFrame,
     agent: str,
@@ -500,47 +540,52 @@ def _derive(
     error: str | None,
     mapping: dict,
     nonempty: bool,
+    need_hash: bool,
 ) -> pd.DataFrame:
-    """Per-partition: labels and their kinds, numeric score, error code, rule-violation flags."""
+    """Per-partition: labels (and kinds of object columns), score, error code, rule flags."""
     s, nonnum = numbers(part[score])
     s = pd.Series(s, index=part.index)
+    nonnum = pd.Series(nonnum, index=part.index)
     if error is None:
         code = np.zeros(len(part), dtype=np.int8)
     else:
         code = error_codes(part[error], mapping, nonempty)
     e = pd.Series(code == 1, index=part.index)
-    a, a_kind = label_kinds(part[agent])
-    t, t_kind = label_kinds(part[task])
-    out = {
-        "agent": pd.Series(a, index=part.index, dtype=object),
-        "a_kind": pd.Series(a_kind, index=part.index, dtype=object),
-        "task": pd.Series(t, index=part.index, dtype=object),
-        "t_kind": pd.Series(t_kind, index=part.index, dtype=object),
-    }
-    if run is not None:
-        r, r_kind = label_kinds(part[run])
-        out["run"] = pd.Series(r, index=part.index, dtype=object)
-        out["r_kind"] = pd.Series(r_kind, index=part.index, dtype=object)
-    n = len(part)
+    bad_e = pd.Series(code == -1, index=part.index)
+    out: dict[str, pd.Series] = {}
+    for name, col in (("agent", agent), ("task", task), ("run", run)):
+        if col is None:
+            continue
+        labels, kinds = _fast_labels(part[col])
+        out[name] = labels
+        if kinds is not None:
+            out[f"{name}_kind"] = kinds
+        out[f"{name}_null"] = pd.Series(is_missing(part[col]), index=part.index)
+    if "run_null" not in out:
+        out["run_null"] = pd.Series(False, index=part.index)
     out.update(
         {
             "ran": ~e,
             "e": e,
             "succ": s.where(~e, 0.0).fillna(0.0),
             "nonbinary": (~e & s.notna() & ~s.isin([0.0, 1.0])).astype(bool),
-            "agent_null": pd.Series(is_missing(part[agent]), index=part.index),
-            "task_null": pd.Series(is_missing(part[task]), index=part.index),
-            "run_null": pd.Series(
-                is_missing(part[run]) if run is not None else np.zeros(n, bool), index=part.index
-            ),
-            "nonnumeric": pd.Series(nonnum, index=part.index),
+            "nonnumeric": nonnum,
             "out_of_range": ((s.notna() & ((s < 0) | (s > 1))) | np.isinf(s)).astype(bool),
-            "missing": (s.isna() & ~pd.Series(nonnum, index=part.index) & ~e).astype(bool),
-            "bad_error": pd.Series(code == -1, index=part.index),
-            "e_raw": part[error].astype(object).astype(str) if error is not None else pd.Series("", index=part.index, dtype=object),
-            "h": _row_keys(part).astype(np.uint64) if n else pd.Series([], dtype=np.uint64),
+            "missing": (s.isna() & ~nonnum & ~e).astype(bool),
+            "bad_error": bad_e,
         }
     )
+    if error is not None:
+        raw = np.full(len(part), None, dtype=object)
+        idx = np.flatnonzero(code == -1)
+        if idx.size:
+            vals = part[error].to_numpy(dtype=object)
+            raw[idx] = [_label(v) for v in vals[idx]]
+        out["e_raw"] = pd.Series(raw, index=part.index, dtype="string")
+    if need_hash:
+        out["h"] = (
+            _row_keys(part).astype(np.uint64) if len(part) else pd.Series([], dtype=np.uint64)
+        )
     return pd.DataFrame(out, index=part.index)
 
 
@@ -605,14 +650,15 @@ def counts_from_dask(
             + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
             + f"; the records have columns {_fmt_list(list(map(str, ddf.columns)), 30)}"
         )
-    args = (agent, task, score, run, error, mapping, nonempty)
+    need_hash = duplicates == "drop" or (duplicates == "refuse" and run is None)
+    args = (agent, task, score, run, error, mapping, nonempty, need_hash)
     meta = _derive(ddf._meta, *args)
     der = ddf.map_partitions(_derive, *args, meta=meta)
-    ids = [("agent", "a_kind", agent), ("task", "t_kind", task)]
-    if run is not None:
-        ids.append(("run", "r_kind", run))
-    kinds = dask.compute(*[der[[c, k]].dropna().drop_duplicates() for c, k, _ in ids])
-    for (c, k, col), table in zip(ids, kinds, strict=True):
+    ids = [(name, col) for name, col in (("agent", agent), ("task", task), ("run", run))
+           if col is not None and f"{name}_kind" in meta.columns]  # fmt: skip
+    kinds = dask.compute(*[der[[c, f"{c}_kind"]].dropna().drop_duplicates() for c, _ in ids])
+    for (c, col), table in zip(ids, kinds, strict=True):
+        k = f"{c}_kind"
         nk = table.groupby(c)[k].nunique()
         clash = nk[nk > 1].index.tolist()
         if clash:
@@ -625,18 +671,46 @@ def counts_from_dask(
                 f"two different identifiers would merge: {_fmt_list(ex, 5)}. Identifiers are kept "
                 "exactly as written; write them all as text or all as numbers"
             )
-    n_read = int(der.shape[0].compute())
-    if n_read == 0:
-        raise EvalDataError("`ddf` holds no records")
     n_copies = 0
+    full = der
     if duplicates == "drop":
         der = der.drop_duplicates(subset=["h"])
-        n_copies = n_read - int(der.shape[0].compute())
+    flags = ["agent_null", "task_null", "run_null", "nonnumeric", "out_of_range", "missing", "bad_error"]
+    totals = der[[*flags, "e", "nonbinary"]].sum()
+    keyed = der[["agent", "task", "ran", "succ", "e"]]
+    grouped = keyed.groupby(["agent", "task"]).agg({"ran": "sum", "succ": "sum", "e": "sum"})
+    jobs = [totals, grouped, der.shape[0]]
+    if duplicates == "drop":
+        jobs.append(full.shape[0])
     elif duplicates == "refuse" and run is None:
-        mult = der.groupby("h").size().value_counts().compute()
+        jobs.append(der.groupby("h").size().value_counts())
+    totals, table, n_kept, extra = (*dask.compute(*jobs), None)[:4]
+    n_kept = int(n_kept)
+    n_read = int(extra) if duplicates == "drop" else n_kept
+    n_copies = n_read - n_kept
+    if n_read == 0:
+        raise EvalDataError("`ddf` holds no records")
+    checks = {k: int(totals[k]) for k in flags}
+    examples = {}
+    if checks["bad_error"]:
+        vc = der[der["bad_error"]]["e_raw"].value_counts().compute().head(10)
+        examples["bad_error"] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in vc.items()]
+    _raise_on_bad(checks, examples, source=source, cols=cols)
+    if run is not None:
+        sizes = der.groupby(["agent", "task", "run"]).size()
+        dups = sizes[sizes > 1].compute()
+        if len(dups):
+            ex = [f"{a}/{t}/{r} x{c}" for (a, t, r), c in dups.sort_values(ascending=False).head(5).items()]
+            raise EvalDataError(
+                f"duplicate (agent, task, run) in {source}: {int(dups.sum())} records share a key "
+                f"(e.g. {_fmt_list(ex, 5)}); each run must appear once"
+                + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
+            )
+    if duplicates == "refuse" and run is None:
+        mult = extra
         n_distinct = int(mult.sum())
         if n_distinct < n_read:
-            n_cells = int(der[["agent", "task"]].drop_duplicates().shape[0].compute())
+            n_cells = len(table)
             others = [c for c in ddf.columns if c not in (agent, task, score, error)]
             per_col = {}
             if others and n_distinct > n_cells:
@@ -648,27 +722,6 @@ def counts_from_dask(
             )
             if why is not None:
                 raise _copies_error(source, n_read - n_distinct, n_read, why)
-    if run is not None:
-        sizes = der.groupby(["agent", "task", "run"]).size()
-        dups = sizes[sizes > 1].compute()
-        if len(dups):
-            ex = [f"{a}/{t}/{r} x{c}" for (a, t, r), c in dups.sort_values(ascending=False).head(5).items()]
-            raise EvalDataError(
-                f"duplicate (agent, task, run) in {source}: {int(dups.sum())} records share a key "
-                f"(e.g. {_fmt_list(ex, 5)}); each run must appear once"
-                + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
-            )
-    flags = ["agent_null", "task_null", "run_null", "nonnumeric", "out_of_range", "missing", "bad_error"]
-    totals = der[[*flags, "e", "nonbinary"]].sum()
-    keyed = der[["agent", "task", "ran", "succ", "e"]]
-    grouped = keyed.groupby(["agent", "task"]).agg({"ran": "sum", "succ": "sum", "e": "sum"})
-    totals, table = dask.compute(totals, grouped)
-    checks = {k: int(totals[k]) for k in flags}
-    examples = {}
-    if checks["bad_error"]:
-        vc = der[der["bad_error"]]["e_raw"].value_counts().compute().head(10)
-        examples["bad_error"] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in vc.items()]
-    _raise_on_bad(checks, examples, source=source, cols=cols)
     n_err = int(totals["e"])
     table = table.reset_index().rename(columns={"succ": "n_success", "e": "n_error"})
     table["n_runs"] = table["ran"] + (table["n_error"] if errors == "fail" else 0)

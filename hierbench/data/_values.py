@@ -87,7 +87,8 @@ def is_missing(col: pd.Series) -> np.ndarray:
     """Missing entries of a raw column: None, NaN, pd.NA or the empty string."""
     miss = col.isna().to_numpy(dtype=bool)
     if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
-        miss = miss | (col.astype(object) == "").to_numpy(dtype=bool)
+        empty = col.eq("")
+        miss = miss | empty.fillna(False).to_numpy(dtype=bool)
     return miss
 
 
