@@ -278,3 +278,17 @@ def test_cancelled_log_warns_with_its_sample_count(logs, tmp_path):
         ds = read_inspect_log(path, scorer="match")
     assert ds.attrs["n_records_read"] == 3
     assert json.loads(ds.attrs["incomplete_logs"]) == {str(path): "status 'cancelled', 3 of 9 samples"}
+
+
+def test_sample_ids_int_and_text_across_logs_are_refused_naming_the_logs(logs, tmp_path):
+    _, by = logs
+    a = read_eval_log(by[("toy", "mockllm/agree")])
+    b = read_eval_log(by[("toy", "mockllm/contrary")])
+    for s in a.samples:
+        s.id = {"s1": 1, "s2": 2, "s3": 3}[s.id]
+    for s in b.samples:
+        s.id = {"s1": "1", "s2": "2", "s3": "3"}[s.id]
+    write_eval_log(a, str(tmp_path / "ints.eval"))
+    write_eval_log(b, str(tmp_path / "texts.eval"))
+    with pytest.raises(EvalDataError, match=r"sample id in the Inspect logs \[.*ints\.eval.*texts\.eval.*\] mixes numbers and text"):
+        read_inspect_log(tmp_path, scorer="match")

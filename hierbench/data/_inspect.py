@@ -319,18 +319,27 @@ def read_inspect_log(
     extra = ["tokens", "latency", "working_time"]
     if df["cost"].notna().any():
         extra.append("cost")
-    ds = from_records(
-        df,
-        agent="agent",
-        task="task",
-        run="run",
-        score="score",
-        error="error",
-        extra=extra,
-        annotations=["hit_limit"],
-        agent_coords=["model", "inspect_task"],
-        errors=errors,
-    )
+    try:
+        ds = from_records(
+            df,
+            agent="agent",
+            task="task",
+            run="run",
+            score="score",
+            error="error",
+            extra=extra,
+            annotations=["hit_limit"],
+            agent_coords=["model", "inspect_task"],
+            errors=errors,
+            run_index="label",  # epochs are shared occasions, however few samples a log holds
+        )
+    except EvalDataError as exc:
+        names = _fmt_list([f for f, *_ in logs], 5)
+        raise EvalDataError(
+            str(exc).replace("in DataFrame", f"in the Inspect logs {names}")
+            .replace("`task` column 'task'", "sample id")
+            .replace("`agent` column 'agent'", "agent (model)")
+        ) from exc
     not_kept = json.loads(ds.attrs["not_kept"])
     if n_unscored:
         not_kept[f"no score from scorer {scorer!r} (and no error)"] = n_unscored
