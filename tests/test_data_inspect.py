@@ -244,3 +244,51 @@ def test_cli_reads_inspect_logs(logs, capsys):
     assert agents["mockllm/agree [toy]"]["mean_score"] == pytest.approx(1 / 3)
     assert main(["validate", str(log_dir)]) == 1
     assert "several scorers" in capsys.readouterr().err
+
+
+def test_corrupt_log_in_a_folder_is_named_counted_and_the_rest_read(logs, tmp_path):
+    import shutil
+
+    from hierbench.data import InspectLogWarning
+
+    log_dir, _ = logs
+    folder = tmp_path / "logs"
+    shutil.copytree(log_dir, folder)
+    bad = folder / "2026-01-01T00-00-00_broken_abc.eval"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.warns(InspectLogWarning, match=r"1 of 5 Inspect logs could not be read and were left out: .*broken_abc\.eval"):
+        ds = read_inspect_log(folder, scorer="match")
+    assert ds.attrs["n_records_read"] == 36  # the four good logs, 9 samples each
+    assert ds.attrs["n_logs_read"] == 4
+    assert list(json.loads(ds.attrs["unreadable_logs"])) == [str(bad)]
+    with pytest.raises(EvalDataError, match=r"`path_or_paths`: .*broken_abc\.eval could not be read as an Inspect log"):
+        read_inspect_log(bad, scorer="match")
+
+
+def test_cancelled_log_warns_with_its_sample_count(logs, tmp_path):
+    from hierbench.data import InspectLogWarning
+
+    _, by = logs
+    log = read_eval_log(by[("toy", "mockllm/agree")])
+    log.samples = log.samples[:3]
+    log.status = "cancelled"
+    path = tmp_path / "cancelled.eval"
+    write_eval_log(log, str(path))
+    with pytest.warns(InspectLogWarning, match=r"1 Inspect logs did not finish.*cancelled\.eval \(status 'cancelled', 3 of 9 samples\)"):
+        ds = read_inspect_log(path, scorer="match")
+    assert ds.attrs["n_records_read"] == 3
+    assert json.loads(ds.attrs["incomplete_logs"]) == {str(path): "status 'cancelled', 3 of 9 samples"}
+
+
+def test_sample_ids_int_and_text_across_logs_are_refused_naming_the_logs(logs, tmp_path):
+    _, by = logs
+    a = read_eval_log(by[("toy", "mockllm/agree")])
+    b = read_eval_log(by[("toy", "mockllm/contrary")])
+    for s in a.samples:
+        s.id = {"s1": 1, "s2": 2, "s3": 3}[s.id]
+    for s in b.samples:
+        s.id = {"s1": "1", "s2": "2", "s3": "3"}[s.id]
+    write_eval_log(a, str(tmp_path / "ints.eval"))
+    write_eval_log(b, str(tmp_path / "texts.eval"))
+    with pytest.raises(EvalDataError, match=r"sample id in the Inspect logs \[.*ints\.eval.*texts\.eval.*\] mixes numbers and text"):
+        read_inspect_log(tmp_path, scorer="match")

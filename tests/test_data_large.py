@@ -86,13 +86,15 @@ def test_binary_scores_and_text_error_column(tmp_path):
             "model": rng.choice(["a", "b"], 200),
             "instance": rng.choice(["x", "y", "z"], 200),
             "resolved": rng.integers(0, 2, 200).astype(float),
-            "crash": rng.choice(["", "", "", "timeout"], 200),
+            "crash": rng.choice(["", "", "", "timeout"], 200),  # free-text error messages
         }
     )
-    c = to_counts(from_records(df, agent="model", task="instance", score="resolved", error="crash"))
+    kw = {"agent": "model", "task": "instance", "score": "resolved", "error": "crash",
+          "error_values": "nonempty"}
+    c = to_counts(from_records(df, duplicates="keep", **kw))
     exp = c.sel(agent=["a", "b"], task=["x", "y", "z"])
     df.to_parquet(tmp_path / "r.parquet")
-    kw = {"agent": "model", "task": "instance", "score": "resolved", "error": "crash"}
+    kw["duplicates"] = "keep"  # a minimal 0/1 log: repeated records are distinct runs
     _same(counts_from_parquet(tmp_path / "r.parquet", **kw), exp)
     _same(counts_from_dask(dd.from_pandas(df, npartitions=2), **kw), exp)
     assert exp.attrs["binary"] == 1
@@ -121,7 +123,8 @@ def test_parquet_validation_counts_offending_rows(bad):
     assert "`agent` column 'agent' must not be empty: 1 rows" in msg
     assert "`score` column 'score' must lie in [0, 1]: 2 rows, e.g. ['a/t: 1.5', 'b/u: -1.0']" in msg
     assert "must not be missing (NaN) on a run not flagged as an infrastructure error: 1 rows" in msg
-    assert "error column 'err' must be boolean, 0/1 or text (non-empty = error): 1 rows" in msg
+    assert "`error` column 'err' must hold booleans, 0/1 or one of" in msg
+    assert "1 rows hold other values ['2' (1 row)]" in msg
 
 
 def test_dask_validation_counts_offending_rows(bad):
@@ -130,7 +133,7 @@ def test_dask_validation_counts_offending_rows(bad):
         EvalDataError,
         match=r"invalid run records in dask DataFrame: `agent` column 'agent' must not be empty: 1 rows; "
         r"`score` column 'score' must lie in \[0, 1\]: 2 rows; .*missing \(NaN\).*: 1 rows; "
-        r"error column 'err' must be boolean.*: 1 rows",
+        r"`error` column 'err' must hold booleans.*: 1 rows hold other values \['2' \(1 row\)\]",
     ):
         counts_from_dask(dd.from_pandas(df, npartitions=2), error="err")
 
@@ -138,11 +141,11 @@ def test_dask_validation_counts_offending_rows(bad):
 def test_non_numeric_score_and_missing_columns(tmp_path):
     df = pd.DataFrame({"agent": ["a", "a"], "task": ["t", "t"], "score": ["1", "pass"]})
     df.to_parquet(tmp_path / "s.parquet")
-    with pytest.raises(EvalDataError, match=r"`score` column 'score' must be numeric: 1 rows, e\.g\. \['a/t: None'\]"):
+    with pytest.raises(EvalDataError, match=r"`score` column 'score' must be numeric: 1 rows, e\.g\. \['a/t: pass'\]"):
         counts_from_parquet(tmp_path / "s.parquet")
     with pytest.raises(EvalDataError, match=r"`score` column 'score' must be numeric: 1 rows"):
         counts_from_dask(dd.from_pandas(df, npartitions=1))
-    with pytest.raises(EvalDataError, match=r"missing required columns: `score`='reward'; the records have columns \['agent', 'task', 'score'\]"):
+    with pytest.raises(EvalDataError, match=r"missing required columns in .*s\.parquet: `score`='reward'; the records have columns \['agent', 'task', 'score'\]"):
         counts_from_parquet(tmp_path / "s.parquet", score="reward")
     with pytest.raises(EvalDataError, match=r"missing required columns: `error`='crash'"):
         counts_from_dask(dd.from_pandas(df, npartitions=1), error="crash")

@@ -214,7 +214,7 @@ def test_read_battles_bad_input():
         read_battles(same)
     empty = pd.DataFrame({"left": ["x", None], "right": ["y", "x"], "winner": ["left", "tie"]})
     with pytest.raises(
-        EvalDataError, match=r"`left` column 'left' must not be empty; 1 rows are, rows \[1\]"
+        EvalDataError, match=r"`left` column 'left' in DataFrame must not be empty; 1 rows are, rows \[1\]"
     ):
         read_battles(empty)
     with pytest.raises(

@@ -106,11 +106,18 @@ def test_error_policy_counts_affected_runs(frame, policy, b_t1, kept, not_kept):
     assert to_counts(ds).n_runs.sel(agent="b", task="t1").item() == (2 if policy == "fail" else 1)
 
 
-def test_text_error_column_nonempty_means_error(frame):
+def test_text_error_column_unknown_text_is_refused_unless_mapped(frame):
     df = frame.assign(err=["", None, "timeout", "", "False", "OOM"])
-    ds = from_records(df, error="err")
-    assert ds.error.sum().item() == 2
-    assert ds.error.sel(agent="a", task="t2", run=0).item()
+    with pytest.raises(
+        EvalDataError,
+        match=r"`error` column 'err' in DataFrame must hold booleans.*2 rows hold other values "
+        r"\['timeout' \(1 row\), 'OOM' \(1 row\)\], rows \[2, 5\].*error_values=",
+    ):
+        from_records(df, error="err")
+    for how in ({"timeout": True, "oom": True}, "nonempty"):
+        ds = from_records(df, error="err", error_values=how)
+        assert ds.error.sum().item() == 2
+        assert ds.error.sel(agent="a", task="t2", run=0).item()
 
 
 def test_nan_score_allowed_on_errored_run(frame):
@@ -149,25 +156,25 @@ def test_single_agent_log_and_annotations(frame):
 
 
 def test_missing_required_columns(frame):
-    with pytest.raises(EvalDataError, match=r"missing required columns: `score`='reward', `error`='crashed'; the records have columns \['agent', 'task'"):
+    with pytest.raises(EvalDataError, match=r"missing required columns in DataFrame: `score`='reward', `error`='crashed'; the records have columns \['agent', 'task'"):
         from_records(frame, score="reward", error="crashed")
 
 
 def test_duplicate_agent_task_run(frame):
     df = frame.assign(trial=[0, 1, 0, 1, 0, 1])  # a/t1 run 1 appears twice (rows 1, 3)
-    with pytest.raises(EvalDataError, match=r"duplicate \(agent, task, run\): 2 records share a key, rows \[1, 3\] \(e\.g\. \['a/t1/1', 'a/t1/1'\]\)"):
+    with pytest.raises(EvalDataError, match=r"duplicate \(agent, task, run\) in DataFrame: 2 records share a key, rows \[1, 3\] \(e\.g\. \['a/t1/1', 'a/t1/1'\]\)"):
         from_records(df, run="trial")
 
 
 def test_score_outside_unit_interval(frame):
     df = frame.assign(score=[1.0, 1.5, 0.5, -0.2, 0.0, 1.0])
-    with pytest.raises(EvalDataError, match=r"`score` column 'score' must lie in \[0, 1\]; rows \[1, 3\] hold \[1\.5, -0\.2\]"):
+    with pytest.raises(EvalDataError, match=r"`score` column 'score' in DataFrame must lie in \[0, 1\]; rows \[1, 3\] hold \[1\.5, -0\.2\]"):
         from_records(df)
 
 
 def test_non_numeric_score(frame):
     df = frame.assign(score=["1", "0", "pass", "1", "0", "n/a"])
-    with pytest.raises(EvalDataError, match=r"`score` column 'score' must be numeric; rows \[2, 5\] hold \['pass', 'n/a'\]"):
+    with pytest.raises(EvalDataError, match=r"`score` column 'score' in DataFrame must be numeric; rows \[2\] hold \['pass'\]"):
         from_records(df)
 
 
@@ -219,7 +226,7 @@ def test_bad_error_policy_and_unknown_file_type(frame, tmp_path):
 
 def test_bad_error_column_values(frame):
     df = frame.assign(err=[0, 1, 2, 0, 0, 0])
-    with pytest.raises(EvalDataError, match=r"error column 'err' must be boolean, 0/1 or text .* rows \[2\] hold \[2\.0\]"):
+    with pytest.raises(EvalDataError, match=r"`error` column 'err' in DataFrame must hold booleans, 0/1 .* rows hold other values \['2' \(1 row\)\], rows \[2\]"):
         from_records(df, error="err")
 
 
@@ -268,7 +275,9 @@ def test_round_trip_is_lossless(df, policy):
     under ``errors="exclude"``; the record itself, its error flag and every
     other column come back exactly, and no run that did not happen appears.
     """
-    ds = from_records(df, run="run", error="error", tag="tag", extra=["cost"], errors=policy)
+    ds = from_records(
+        df, run="run", error="error", tag="tag", extra=["cost"], errors=policy, run_index="label"
+    )
     back = _canonical(to_records(ds))
     expected = df.copy()
     expected.loc[expected["error"], "score"] = 0.0 if policy == "fail" else np.nan
@@ -283,7 +292,9 @@ def test_round_trip_is_lossless(df, policy):
 def test_round_trip_without_run_column_keeps_file_order(df):
     """Without a run column runs are numbered 0, 1, ... per cell in file order, so the
     round trip returns, per (agent, task), the same records in the same order."""
-    ds = from_records(df.drop(columns="run"), error="error", tag="tag", extra=["cost"])
+    ds = from_records(
+        df.drop(columns="run"), error="error", tag="tag", extra=["cost"], duplicates="keep"
+    )
     back = to_records(ds)
     expected = df.drop(columns="run").copy()
     expected.loc[expected["error"], "score"] = 0.0

@@ -3,7 +3,7 @@
 See :mod:`hierbench.data._schema` for the dataset contract.
 """
 
-from ._inspect import read_inspect_log
+from ._inspect import InspectLogWarning, read_inspect_log
 from ._large import counts_from_dask, counts_from_parquet
 from ._pairwise import check_pairwise, from_pair_counts, read_battles, to_pair_counts, to_pairwise
 from ._records import from_records, read_table, to_records
@@ -21,6 +21,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "EvalDataError",
     "InconsistentAttributeWarning",
+    "InspectLogWarning",
     "NoScoredRunsWarning",
     "check_eval_dataset",
     "check_pairwise",

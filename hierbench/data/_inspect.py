@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -17,12 +18,37 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import HierbenchWarning
 from ._records import from_records
 from ._schema import EvalDataError, _fmt_list, _not_kept_attr
 
-__all__ = ["read_inspect_log"]
+__all__ = ["InspectLogWarning", "read_inspect_log"]
 
 AgentKey = Literal["auto", "model", "model+task"]
+
+
+class InspectLogWarning(HierbenchWarning):
+    """Some Inspect logs could not be read (left out), or did not finish (cancelled, errored)."""
+
+
+def _planned_samples(header) -> int | None:
+    """Samples x epochs the eval set out to run, when the log header says."""
+    try:
+        n = header.eval.dataset.samples
+        sample_ids = header.eval.dataset.sample_ids
+        if sample_ids:
+            n = len(sample_ids)
+        epochs = header.eval.config.epochs or 1
+        limit = header.eval.config.limit
+    except AttributeError:
+        return None
+    if n is None:
+        return None
+    if isinstance(limit, int):
+        n = min(n, limit)
+    elif isinstance(limit, (tuple, list)) and len(limit) == 2:
+        n = min(n, int(limit[1]) - int(limit[0]))
+    return int(n) * int(epochs)
 
 
 def _inspect():
@@ -127,10 +153,20 @@ def read_inspect_log(
         ``inspect_task``. ``attrs`` record the scorer, the files, records read
         and kept, and why any were not kept (e.g. samples without a score).
 
+    Warns
+    -----
+    InspectLogWarning
+        Logs of a folder or list that could not be read (corrupt, truncated:
+        left out, named and counted in ``attrs["unreadable_logs"]``; the
+        others are read), and logs that did not finish (status other than
+        ``success``, or fewer samples than the dataset x epochs planned;
+        listed in ``attrs["incomplete_logs"]``).
+
     Raises
     ------
     EvalDataError
-        No logs, a log with no scores, several scorers and no ``scorer``, an
+        A single log file that cannot be read (named), no readable logs, no
+        logs, a log with no scores, several scorers and no ``scorer``, an
         unknown scorer, or a value that cannot be mapped to a number.
 
     Examples
@@ -147,12 +183,54 @@ def read_inspect_log(
         raise EvalDataError(f"`agent` must be 'auto', 'model' or 'model+task'; got {agent!r}")
     ilog, to_float = _inspect()
     files = _log_files(path_or_paths, ilog)
+    single = isinstance(path_or_paths, (str, os.PathLike)) and Path(path_or_paths).is_file()
 
-    logs = []
+    logs, unreadable = [], {}
     for f in files:
-        header = ilog.read_eval_log(f, header_only=True)
-        summaries = ilog.read_eval_log_sample_summaries(f)
+        try:
+            header = ilog.read_eval_log(f, header_only=True)
+            summaries = ilog.read_eval_log_sample_summaries(f)
+        except Exception as exc:  # a corrupt or truncated log: name it, read the others
+            if single:
+                raise EvalDataError(
+                    f"`path_or_paths`: {f} could not be read as an Inspect log "
+                    f"({type(exc).__name__}: {exc})"
+                ) from exc
+            unreadable[f] = f"{type(exc).__name__}: {exc}"
+            continue
         logs.append((f, header, summaries))
+    if unreadable and not logs:
+        raise EvalDataError(
+            f"`path_or_paths`: none of the {len(files)} Inspect logs could be read: "
+            + "; ".join(f"{f} ({why})" for f, why in list(unreadable.items())[:5])
+        )
+    if unreadable:
+        warnings.warn(
+            f"{len(unreadable)} of {len(files)} Inspect logs could not be read and were left out: "
+            + "; ".join(f"{f} ({why})" for f, why in list(unreadable.items())[:5])
+            + ("" if len(unreadable) <= 5 else f"; ... ({len(unreadable) - 5} more)")
+            + "; the others were read (counted in attrs['unreadable_logs'])",
+            InspectLogWarning,
+            stacklevel=2,
+        )
+    incomplete = {}
+    for f, header, summaries in logs:
+        planned = _planned_samples(header)
+        status = getattr(header, "status", None)
+        if status != "success" or (planned is not None and len(summaries) < planned):
+            incomplete[f] = (
+                f"status {status!r}, {len(summaries)} of "
+                f"{planned if planned is not None else '?'} samples"
+            )
+    if incomplete:
+        warnings.warn(
+            f"{len(incomplete)} Inspect logs did not finish, so their tasks have fewer runs than "
+            "planned (and the missing samples may not be missing at random): "
+            + "; ".join(f"{f} ({why})" for f, why in list(incomplete.items())[:5])
+            + ("" if len(incomplete) <= 5 else f"; ... ({len(incomplete) - 5} more)"),
+            InspectLogWarning,
+            stacklevel=2,
+        )
     tasks = sorted({h.eval.task for _, h, _ in logs})
     use_task = agent == "model+task" or (agent == "auto" and len(tasks) > 1)
 
@@ -208,7 +286,7 @@ def read_inspect_log(
             rows.append(
                 {
                     "agent": key,
-                    "task": str(s.id),
+                    "task": s.id,
                     "run": int(s.epoch),
                     "score": value,
                     "error": err,
@@ -241,18 +319,27 @@ def read_inspect_log(
     extra = ["tokens", "latency", "working_time"]
     if df["cost"].notna().any():
         extra.append("cost")
-    ds = from_records(
-        df,
-        agent="agent",
-        task="task",
-        run="run",
-        score="score",
-        error="error",
-        extra=extra,
-        annotations=["hit_limit"],
-        agent_coords=["model", "inspect_task"],
-        errors=errors,
-    )
+    try:
+        ds = from_records(
+            df,
+            agent="agent",
+            task="task",
+            run="run",
+            score="score",
+            error="error",
+            extra=extra,
+            annotations=["hit_limit"],
+            agent_coords=["model", "inspect_task"],
+            errors=errors,
+            run_index="label",  # epochs are shared occasions, however few samples a log holds
+        )
+    except EvalDataError as exc:
+        names = _fmt_list([f for f, *_ in logs], 5)
+        raise EvalDataError(
+            str(exc).replace("in DataFrame", f"in the Inspect logs {names}")
+            .replace("`task` column 'task'", "sample id")
+            .replace("`agent` column 'agent'", "agent (model)")
+        ) from exc
     not_kept = json.loads(ds.attrs["not_kept"])
     if n_unscored:
         not_kept[f"no score from scorer {scorer!r} (and no error)"] = n_unscored
@@ -263,6 +350,9 @@ def read_inspect_log(
             "scorer": scorer,
             "inspect_tasks": json.dumps(tasks),
             "inspect_status": json.dumps({f: h.status for f, h, _ in logs}),
+            "n_logs_read": len(logs),
+            "unreadable_logs": json.dumps(unreadable),
+            "incomplete_logs": json.dumps({f: why for f, why in incomplete.items()}),
             "n_records_read": int(n_read),
             "n_records_kept": int(ds.attrs["n_records_kept"]),
             "not_kept": _not_kept_attr(not_kept),

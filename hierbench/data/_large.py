@@ -15,6 +15,7 @@ the log with :func:`hierbench.data.from_records` for those.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -22,7 +23,20 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ._records import DuplicatePolicy, _hive_keys, _row_keys
 from ._schema import SCHEMA_VERSION, EvalDataError, _fmt_list, _not_kept_attr
+from ._values import (
+    ERROR_FALSE,
+    ERROR_MISSING,
+    ERROR_TRUE,
+    NA_TEXT,
+    _label,
+    error_codes,
+    error_mapping,
+    is_missing,
+    label_kinds,
+    numbers,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import dask.dataframe as dd
@@ -30,7 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["counts_from_dask", "counts_from_parquet"]
 
 ErrorPolicy = Literal["fail", "exclude"]
-_FALSE_TEXT = ("", "false", "0", "none", "nan", "null")
 
 
 def _check_policy(errors: str) -> None:
@@ -44,23 +57,41 @@ def _raise_on_bad(checks: dict[str, int], examples: dict[str, list], *, source: 
     rules = {
         "agent_null": f"`agent` column {cols['agent']!r} must not be empty",
         "task_null": f"`task` column {cols['task']!r} must not be empty",
+        "run_null": f"`run` column {cols.get('run')!r} must not be empty",
         "nonnumeric": f"`score` column {cols['score']!r} must be numeric",
         "out_of_range": f"`score` column {cols['score']!r} must lie in [0, 1]",
         "missing": f"`score` column {cols['score']!r} must not be missing (NaN) on a run not "
         "flagged as an infrastructure error",
-        "bad_error": f"error column {cols['error']!r} must be boolean, 0/1 or text (non-empty = error)",
+        "bad_error": f"`error` column {cols['error']!r} must hold booleans, 0/1 or one of "
+        f"{sorted(ERROR_TRUE)} (error) / {sorted(ERROR_FALSE)} (no error), missing = no error",
     }
     for key, rule in rules.items():
         n = int(checks.get(key, 0))
         if n:
             ex = examples.get(key, [])
-            msgs.append(f"{rule}: {n} rows" + (f", e.g. {_fmt_list(ex, 5)}" if ex else ""))
+            if key == "bad_error":
+                msgs.append(
+                    f"{rule}: {n} rows hold other values"
+                    + (f" [{', '.join(ex)}]" if ex else "")
+                    + " (unknown text is never counted as an error: say what each value means with "
+                    "`error_values={value: True/False, ...}` or pass error_values='nonempty')"
+                )
+            else:
+                msgs.append(f"{rule}: {n} rows" + (f", e.g. {_fmt_list(ex, 5)}" if ex else ""))
     if msgs:
         raise EvalDataError(f"invalid run records in {source}: " + "; ".join(msgs))
 
 
 def _to_dataset(
-    table: pd.DataFrame, *, n_read: int, n_err: int, binary: bool, errors: str, source: str, reader: str
+    table: pd.DataFrame,
+    *,
+    n_read: int,
+    n_err: int,
+    binary: bool,
+    errors: str,
+    source: str,
+    reader: str,
+    n_copies: int = 0,
 ) -> xr.Dataset:
     agents = np.sort(table["agent"].unique()).astype(str)
     tasks = np.sort(table["task"].unique()).astype(str)
@@ -86,9 +117,14 @@ def _to_dataset(
         "source": source,
         "errors": errors,
         "n_records_read": int(n_read),
-        "n_records_kept": int(n_read - n_excl),
+        "n_records_kept": int(n_read - n_copies - n_excl),
         "n_error_runs": int(n_err),
-        "not_kept": _not_kept_attr({"infrastructure error, excluded (errors='exclude')": n_excl}),
+        "not_kept": _not_kept_attr(
+            {
+                "exact copy of an earlier record (duplicates='drop')": n_copies,
+                "infrastructure error, excluded (errors='exclude')": n_excl,
+            }
+        ),
         "binary": int(binary),
     }
     return ds
@@ -97,16 +133,16 @@ def _to_dataset(
 # ---------------------------------------------------------------- DuckDB
 
 
-def _parquet_glob(path_or_folder: str | os.PathLike) -> tuple[str, str]:
+def _parquet_files(path_or_folder: str | os.PathLike) -> tuple[list[Path], Path | None, str]:
     p = Path(path_or_folder)
     if p.is_dir():
         files = sorted(p.rglob("*.parquet"))
         if not files:
             raise EvalDataError(f"`path_or_folder`: folder {str(p)!r} holds no .parquet files")
-        return str(p / "**" / "*.parquet"), str(p)
+        return files, p, str(p)
     if not p.is_file():
         raise EvalDataError(f"`path_or_folder`: no such file or folder {str(p)!r}")
-    return str(p), str(p)
+    return [p], None, str(p)
 
 
 def _q(name: str) -> str:
@@ -119,29 +155,140 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _in(values) -> str:
+    return "(" + ", ".join(_lit(v) for v in sorted(values)) + ")" if values else "(NULL)"
+
+
+_NUMERIC_SQL = ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL", "HUGEINT", "NUMERIC")
+
+
+def _sql_kind(t: str) -> str:
+    t = t.upper()
+    if t == "BOOLEAN":
+        return "bool"
+    if any(k in t for k in _NUMERIC_SQL):
+        return "number"
+    return "text"
+
+
+def _id_sql(col: str, t: str) -> str:
+    """An identifier column as its text exactly as written (bool as True/False, as in pandas)."""
+    c = _q(col)
+    if t.upper() == "BOOLEAN":
+        return f"CASE WHEN {c} THEN 'True' WHEN NOT {c} THEN 'False' END"
+    return f"{c}::VARCHAR"
+
+
+def _score_sql(col: str, t: str) -> tuple[str, str]:
+    """(numeric score or NULL, raw value is missing)."""
+    c = _q(col)
+    if _sql_kind(t) in ("number", "bool"):
+        return f"{c}::DOUBLE", f"({c} IS NULL)"
+    na = _in(NA_TEXT)
+    return (
+        f"CASE WHEN trim({c}::VARCHAR) IN {na} THEN NULL ELSE TRY_CAST(trim({c}::VARCHAR) AS DOUBLE) END",
+        f"({c} IS NULL OR trim({c}::VARCHAR) IN {na})",
+    )
+
+
+def _error_sql(col: str, t: str, mapping: dict[str, bool], nonempty: bool) -> str:
+    """1 error, 0 no error, -1 outside the vocabulary (as :func:`hierbench.data._values.error_codes`)."""
+    c = _q(col)
+    low = f"lower(trim({c}::VARCHAR))"
+    mapped = [k for k, v in mapping.items() if v], [k for k, v in mapping.items() if not v]
+    head = ""
+    if mapped[0]:
+        head += f"WHEN {low} IN {_in(mapped[0])} THEN 1 "
+    if mapped[1]:
+        head += f"WHEN {low} IN {_in(mapped[1])} THEN 0 "
+    kind = _sql_kind(t)
+    if kind == "bool":
+        return f"CASE {head}WHEN {c} THEN 1 ELSE 0 END"
+    if kind == "number":
+        x = f"{c}::DOUBLE"
+        return (
+            f"CASE {head}WHEN {c} IS NULL OR isnan({x}) THEN 0 WHEN {x} = 1 THEN 1 "
+            f"WHEN {x} = 0 THEN 0 ELSE -1 END"
+        )
+    return (
+        f"CASE {head}WHEN {c} IS NULL OR {low} IN {_in(ERROR_MISSING | ERROR_FALSE)} THEN 0 "
+        f"WHEN {low} IN {_in(ERROR_TRUE)} THEN 1 WHEN TRY_CAST({low} AS DOUBLE) = 1 THEN 1 "
+        f"WHEN TRY_CAST({low} AS DOUBLE) = 0 THEN 0 ELSE {1 if nonempty else -1} END"
+    )
+
+
+def _suspect_copies_from(mult_counts: dict[int, int], n_distinct: int, n_rows: int, n_cells: int,
+                         distinct_per_column: dict[str, int]) -> str | None:
+    """As :func:`hierbench.data._records._suspect_copies`, from the multiplicities' counts."""
+    if n_distinct < 2 or n_distinct == n_rows:
+        return None
+    g = int(np.gcd.reduce(np.array(list(mult_counts), dtype=np.int64)))
+    if g >= 2:
+        return (
+            f"every distinct record appears a multiple of {g} times, as when a log is "
+            f"concatenated {g} times (which would make {n_rows - n_rows // g} of them copies)"
+        )
+    if n_distinct > n_cells:
+        for c, nu in distinct_per_column.items():
+            if nu == n_distinct:
+                return (
+                    f"column {c!r} tells the distinct records apart (a per-run id, time or cost), "
+                    "yet these records repeat another in every column"
+                )
+    return None
+
+
+def _copies_error(source: str, n_copies: int, n_read: int, why: str) -> EvalDataError:
+    return EvalDataError(
+        f"duplicate records in {source}: {n_copies} of {n_read} records repeat an earlier record "
+        f"in every column and there is no run column: {why}. Counting them would add runs that "
+        "never happened. Read the log once, give the run or epoch column (run=...), pass "
+        "duplicates='drop' to keep one of each set of identical records (right when each run's "
+        "record is unique, e.g. carries a run id), or duplicates='keep' if they are distinct runs"
+    )
+
+
 def counts_from_parquet(
     path_or_folder: str | os.PathLike,
     *,
     agent: str = "agent",
     task: str = "task",
     score: str = "score",
+    run: str | None = None,
     error: str | None = None,
     errors: ErrorPolicy = "fail",
+    error_values: Mapping[object, bool] | str | None = None,
+    duplicates: DuplicatePolicy = "refuse",
     threads: int | None = None,
 ) -> xr.Dataset:
     """Per agent x task counts of a Parquet run log, reduced inside DuckDB.
 
+    The rules are those of :func:`hierbench.data.from_records`: identifiers
+    are their text exactly as written (an integer column gives its decimal
+    text; a label stored as a number in one file and as the same text in
+    another is refused, never merged), error columns are read with the same
+    vocabulary, partial credit is summed as recorded (``attrs["binary"]``
+    says whether every kept score is 0 or 1), and duplicates are refused.
+
     Parameters
     ----------
     path_or_folder : path
-        A Parquet file or a folder searched recursively for ``*.parquet``.
+        A Parquet file or a folder searched recursively for ``*.parquet``
+        (folder names ``key=value`` below it become text columns).
     agent, task, score : str
         Column names (one record per run).
+    run : str, optional
+        Run column: a repeated (agent, task, run) is an error, as in
+        :func:`hierbench.data.from_records`.
     error : str, optional
-        Infrastructure-error column: boolean, 0/1, or text where a non-empty
-        value means an error.
-    errors : {"fail", "exclude"}
-        As in :func:`hierbench.data.from_records`.
+        Infrastructure-error column: booleans, 0/1 or the text vocabulary of
+        :func:`hierbench.data.from_records`.
+    errors, error_values, duplicates
+        As in :func:`hierbench.data.from_records`. Without a run column,
+        records repeating another in every column are refused when they
+        look like copies of one log (``duplicates="refuse"``), kept once
+        (``"drop"``, counted in ``attrs["not_kept"]``) or all kept
+        (``"keep"``, which also skips that check's pass over the data).
     threads : int, optional
         DuckDB worker threads (default: DuckDB's choice).
 
@@ -155,10 +302,11 @@ def counts_from_parquet(
     Raises
     ------
     EvalDataError
-        Missing columns, or rows breaking the schema (empty agent/task, score
-        not numeric, outside [0, 1] or missing without an error flag, bad
-        error values): one message with the count of offending rows per rule
-        and a few examples.
+        A file that is not Parquet (named), missing columns, clashing
+        identifiers, duplicates, or rows breaking the schema (empty
+        agent/task, score not numeric, outside [0, 1] or missing without an
+        error flag, error values outside the vocabulary): one message with
+        the count of offending rows per rule and a few examples.
 
     Examples
     --------
@@ -173,84 +321,189 @@ def counts_from_parquet(
     import duckdb
 
     _check_policy(errors)
-    pattern, source = _parquet_glob(path_or_folder)
+    if duplicates not in ("refuse", "drop", "keep"):
+        raise EvalDataError(f"`duplicates` must be 'refuse', 'drop' or 'keep'; got {duplicates!r}")
+    mapping, nonempty = error_mapping(error_values)
+    files, root, source = _parquet_files(path_or_folder)
     con = duckdb.connect(":memory:")
     try:
         if threads is not None:
             con.execute(f"SET threads TO {int(threads)}")
-        con.execute(
-            f"CREATE VIEW raw AS SELECT * FROM read_parquet({_lit(pattern)}, union_by_name = true)"
-        )
-        types = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE raw)").fetchall())
-        cols = {"agent": agent, "task": task, "score": score, "error": error}
-        missing = {k: c for k, c in cols.items() if c is not None and c not in types}
+        schemas = []
+        for f in files:
+            try:
+                desc = con.execute(
+                    f"DESCRIBE SELECT * FROM read_parquet({_lit(str(f))}, hive_partitioning = false)"
+                ).fetchall()
+            except duckdb.Error as exc:
+                raise EvalDataError(
+                    f"`path_or_folder`: {str(f)!r} could not be read as Parquet: {exc}".split("\n")[0]
+                ) from exc
+            types = {name: t for name, t, *_ in desc}
+            hive = _hive_keys(f, root) if root is not None else {}
+            hive = {k: v for k, v in hive.items() if k not in types}
+            for k in hive:
+                types[k] = "VARCHAR"
+            schemas.append((f, types, hive))
+        all_cols: list[str] = []
+        for _, types, _ in schemas:
+            all_cols += [c for c in types if c not in all_cols]
+        cols = {"agent": agent, "task": task, "score": score, "run": run, "error": error}
+        missing = {k: c for k, c in cols.items() if c is not None and c not in all_cols}
         if missing:
             raise EvalDataError(
-                "missing required columns: "
+                f"missing required columns in {source}: "
                 + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
-                + f"; the records have columns {_fmt_list(list(types), 30)}"
+                + f"; the records have columns {_fmt_list(all_cols, 30)}"
             )
-        s_raw = _q(score)
-        if error is None:
-            e_expr, bad_e = "false", "false"
-        else:
-            et = types[error].upper()
-            ec = _q(error)
-            if et == "BOOLEAN":
-                e_expr, bad_e = f"coalesce({ec}, false)", "false"
-            elif any(k in et for k in ("INT", "DOUBLE", "FLOAT", "DECIMAL")):
-                e_expr = f"coalesce({ec} = 1, false)"
-                bad_e = f"({ec} IS NOT NULL AND NOT isnan({ec}::DOUBLE) AND {ec} NOT IN (0, 1))"
+        ids = [("a", agent), ("t", task)] + ([("r", run)] if run is not None else [])
+        kinds = {key: {_sql_kind(types[col]) for _, types, _ in schemas if col in types} for key, col in ids}
+        others = [c for c in all_cols if c not in (agent, task, score, error)]
+        selects = []
+        for f, types, hive in schemas:
+            consts = ", ".join(f"{_lit(v)} AS {_q(k)}" for k, v in hive.items())
+            base = f"(SELECT *{', ' + consts if consts else ''} FROM read_parquet({_lit(str(f))}, hive_partitioning = false))"
+            parts = []
+            for key, col in ids:
+                if col in types:
+                    parts += [f"{_id_sql(col, types[col])} AS {key}", f"{_lit(_sql_kind(types[col]))} AS {key}_kind"]
+                else:
+                    parts += [f"NULL::VARCHAR AS {key}", f"NULL::VARCHAR AS {key}_kind"]
+            if score in types:
+                s_expr, s_null = _score_sql(score, types[score])
+                parts += [f"{s_expr} AS s", f"{s_null} AS s_null", f"{_q(score)}::VARCHAR AS s_raw"]
             else:
-                false_text = ", ".join(f"'{v}'" for v in _FALSE_TEXT)
-                e_expr = f"coalesce(lower(trim({ec}::VARCHAR)) NOT IN ({false_text}), false)"
-                bad_e = "false"
-        con.execute(
-            f"""CREATE VIEW src AS SELECT
-                {_q(agent)}::VARCHAR AS a, {_q(task)}::VARCHAR AS t,
-                TRY_CAST({s_raw} AS DOUBLE) AS s, {s_raw} IS NULL AS s_null,
-                {e_expr} AS e, {bad_e} AS bad_e
-            FROM raw"""
-        )
+                parts += ["NULL::DOUBLE AS s", "true AS s_null", "NULL::VARCHAR AS s_raw"]
+            if error is None:
+                parts += ["0 AS ecode", "NULL::VARCHAR AS e_raw"]
+            elif error in types:
+                parts += [f"{_error_sql(error, types[error], mapping, nonempty)} AS ecode",
+                          f"{_q(error)}::VARCHAR AS e_raw"]
+            else:
+                parts += ["0 AS ecode", "NULL::VARCHAR AS e_raw"]
+            rowcols = [_q(c) if c in types else "NULL" for c in all_cols]
+            parts.append(f"hash({', '.join(rowcols)}) AS h")
+            for i, c in enumerate(others):
+                parts.append(f"{_q(c)}::VARCHAR AS o{i}" if c in types else f"NULL::VARCHAR AS o{i}")
+            selects.append(f"SELECT {', '.join(parts)} FROM {base}")
+        con.execute("CREATE VIEW src0 AS " + " UNION ALL ".join(selects))
+
+        # labels that read the same but were stored as a number in one file and text in another
+        for key, col in ids:
+            if len(kinds[key]) > 1:
+                clash = con.execute(
+                    f"SELECT {key}, list(DISTINCT {key}_kind) FROM src0 WHERE {key} IS NOT NULL "
+                    f"GROUP BY {key} HAVING count(DISTINCT {key}_kind) > 1 LIMIT 6"
+                ).fetchall()
+                if clash:
+                    ex = [f"{lab!r} as {' and '.join(sorted(k))}" for lab, k in clash[:5]]
+                    raise EvalDataError(
+                        f"`{dict(a='agent', t='task', r='run')[key]}` column {col!r} in {source} is "
+                        f"stored as numbers in some files and as text in others, and labels read the "
+                        f"same in both, so two different identifiers would merge: {_fmt_list(ex, 5)}. "
+                        "Identifiers are kept exactly as written; store the column with one type"
+                    )
+
+        n_copies = 0
+        if duplicates == "drop":
+            n_all = int(con.execute("SELECT count(*) FROM src0").fetchone()[0])
+            con.execute(
+                "CREATE VIEW src AS SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY h) "
+                "AS k FROM src0) WHERE k = 1"
+            )
+        else:
+            con.execute("CREATE VIEW src AS SELECT * FROM src0")
+
         conds = {
-            "agent_null": "a IS NULL",
-            "task_null": "t IS NULL",
+            "agent_null": "a IS NULL OR a = ''",
+            "task_null": "t IS NULL OR t = ''",
+            "run_null": "false" if run is None else "r IS NULL OR r = ''",
             "nonnumeric": "s IS NULL AND NOT s_null",
-            "out_of_range": "s IS NOT NULL AND NOT isnan(s) AND (s < 0 OR s > 1)",
-            "missing": "(s_null OR isnan(s)) AND NOT e",
-            "bad_error": "bad_e",
+            "out_of_range": "s IS NOT NULL AND (isinf(s) OR (NOT isnan(s) AND (s < 0 OR s > 1)))",
+            "missing": "(s_null OR isnan(s)) AND ecode <> 1",
+            "bad_error": "ecode = -1",
         }
         sel = ", ".join(f"count(*) FILTER (WHERE {c}) AS {k}" for k, c in conds.items())
         row = con.execute(
-            f"SELECT count(*) AS n, count(*) FILTER (WHERE e) AS n_err, "
-            f"bool_and(s IN (0, 1)) FILTER (WHERE NOT e) AS binary, {sel} FROM src"
+            f"SELECT count(*) AS n, count(*) FILTER (WHERE ecode = 1) AS n_err, "
+            f"bool_and(s IN (0, 1)) FILTER (WHERE ecode <> 1) AS binary, {sel} FROM src"
         ).fetchone()
-        n_read, n_err, binary = int(row[0]), int(row[1]), row[2]
-        checks = dict(zip(conds, row[3:], strict=True))
+        n_kept, n_err, binary = int(row[0]), int(row[1]), row[2]
+        n_read = n_all if duplicates == "drop" else n_kept
+        n_copies = n_read - n_kept
         if n_read == 0:
             raise EvalDataError(f"`path_or_folder` ({source}) holds no records")
+        checks = dict(zip(conds, row[3:], strict=True))
         if any(checks.values()):
             examples = {}
             for k, c in conds.items():
                 if checks[k]:
-                    ex = con.execute(
-                        f"SELECT a, t, s FROM src WHERE {c} LIMIT 5"
-                    ).fetchall()
-                    examples[k] = [f"{a}/{t}: {s}" for a, t, s in ex]
+                    if k == "bad_error":
+                        ex = con.execute(
+                            f"SELECT e_raw, count(*) FROM src WHERE {c} GROUP BY e_raw "
+                            "ORDER BY 2 DESC LIMIT 10"
+                        ).fetchall()
+                        examples[k] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in ex]
+                    else:
+                        ex = con.execute(f"SELECT a, t, s_raw FROM src WHERE {c} LIMIT 5").fetchall()
+                        examples[k] = [f"{a}/{t}: {s}" for a, t, s in ex]
             _raise_on_bad(checks, examples, source=source, cols=cols)
-        ran = "count(*)" if errors == "fail" else "count(*) FILTER (WHERE NOT e)"
+        if run is not None:
+            dups = con.execute(
+                "SELECT a, t, r, count(*) c FROM src GROUP BY a, t, r HAVING count(*) > 1 "
+                "ORDER BY c DESC LIMIT 5"
+            ).fetchall()
+            if dups:
+                n_dup = int(
+                    con.execute(
+                        "SELECT coalesce(sum(c), 0) FROM (SELECT count(*) c FROM src "
+                        "GROUP BY a, t, r HAVING count(*) > 1)"
+                    ).fetchone()[0]
+                )
+                raise EvalDataError(
+                    f"duplicate (agent, task, run) in {source}: {n_dup} records share a key "
+                    f"(e.g. {_fmt_list([f'{a}/{t}/{r} x{c}' for a, t, r, c in dups], 5)}); each "
+                    "run must appear once"
+                    + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
+                )
+        e = "ecode = 1"
+        ran = "count(*)" if errors == "fail" else f"count(*) FILTER (WHERE NOT ({e}))"
         table = con.execute(
             f"""SELECT a AS agent, t AS task, {ran} AS n_runs,
-                   coalesce(sum(s) FILTER (WHERE NOT e), 0) AS n_success,
-                   count(*) FILTER (WHERE e) AS n_error
+                   coalesce(sum(s) FILTER (WHERE NOT ({e})), 0) AS n_success,
+                   count(*) FILTER (WHERE {e}) AS n_error
                 FROM src GROUP BY a, t"""
         ).df()
+        if duplicates == "refuse" and run is None:
+            mult = dict(
+                con.execute(
+                    "SELECT c, count(*) FROM (SELECT count(*) c FROM src GROUP BY h) GROUP BY c"
+                ).fetchall()
+            )
+            n_distinct = sum(mult.values())
+            if n_distinct < n_read:
+                n_cells = len(table)
+                per_col = {}
+                if others and n_distinct > n_cells:
+                    row = con.execute(
+                        "SELECT "
+                        + ", ".join(
+                            f"count(DISTINCT o{i}) + max(CASE WHEN o{i} IS NULL THEN 1 ELSE 0 END)"
+                            for i in range(len(others))
+                        )
+                        + " FROM src"
+                    ).fetchone()
+                    per_col = dict(zip(others, (int(x) for x in row), strict=True))
+                why = _suspect_copies_from(mult, n_distinct, n_read, n_cells, per_col)
+                if why is not None:
+                    raise _copies_error(source, n_read - n_distinct, n_read, why)
     finally:
         con.close()
     return _to_dataset(
         table,
         n_read=n_read,
         n_err=n_err,
+        n_copies=n_copies,
         binary=True if binary is None else bool(binary),
         errors=errors,
         source=source,
@@ -261,43 +514,79 @@ def counts_from_parquet(
 # ---------------------------------------------------------------- Dask
 
 
-def _derive(part: pd.DataFrame, agent: str, task: str, score: str, error: str | None) -> pd.DataFrame:
-    """Per-partition, vectorised: numeric score, error flag, rule-violation flags."""
-    raw = part[score]
-    s = pd.to_numeric(raw, errors="coerce").astype("float64")
+def _fast_labels(col: pd.Series) -> tuple[pd.Series, pd.Series | None]:
+    """Labels (pandas string dtype) and, for an object column only, each label's kind."""
+    if col.dtype == object:
+        labels, kinds = label_kinds(col)
+        return (
+            pd.Series(labels, index=col.index, dtype="string"),
+            pd.Series(kinds, index=col.index, dtype="string"),
+        )
+    if pd.api.types.is_bool_dtype(col.dtype):
+        return col.map({True: "True", False: "False"}).astype("string"), None
+    if pd.api.types.is_integer_dtype(col.dtype):
+        return col.astype("Int64").astype("string"), None
+    if pd.api.types.is_float_dtype(col.dtype):
+        return pd.Series(label_kinds(col)[0], index=col.index, dtype="string"), None
+    return col, None  # text already: kept as written (empty labels are flagged by *_null)
+
+
+def _derive(
+    part: pd.DataFrame,
+    agent: str,
+    task: str,
+    score: str,
+    run: str | None,
+    error: str | None,
+    mapping: dict,
+    nonempty: bool,
+    need_hash: bool,
+) -> pd.DataFrame:
+    """Per-partition: labels (and kinds of object columns), score, error code, rule flags."""
+    s, nonnum = numbers(part[score])
+    s = pd.Series(s, index=part.index)
+    nonnum = pd.Series(nonnum, index=part.index)
     if error is None:
-        e = pd.Series(False, index=part.index)
-        bad_e = e
+        code = np.zeros(len(part), dtype=np.int8)
     else:
-        col = part[error]
-        if col.dtype == bool:
-            e, bad_e = col.fillna(False).astype(bool), pd.Series(False, index=part.index)
-        elif pd.api.types.is_numeric_dtype(col.dtype):
-            v = col.astype("float64")
-            e = v.eq(1)
-            bad_e = v.notna() & v.ne(0) & v.ne(1)
-        else:
-            low = col.astype("string").str.strip().str.lower()
-            e = ~(low.isna() | low.isin(list(_FALSE_TEXT))).astype(bool)
-            bad_e = pd.Series(False, index=part.index)
-    s_missing = s.isna()  # NaN after coercion: missing or not a number
-    return pd.DataFrame(
+        code = error_codes(part[error], mapping, nonempty)
+    e = pd.Series(code == 1, index=part.index)
+    bad_e = pd.Series(code == -1, index=part.index)
+    out: dict[str, pd.Series] = {}
+    for name, col in (("agent", agent), ("task", task), ("run", run)):
+        if col is None:
+            continue
+        labels, kinds = _fast_labels(part[col])
+        out[name] = labels
+        if kinds is not None:
+            out[f"{name}_kind"] = kinds
+        out[f"{name}_null"] = pd.Series(is_missing(part[col]), index=part.index)
+    if "run_null" not in out:
+        out["run_null"] = pd.Series(False, index=part.index)
+    out.update(
         {
-            "agent": part[agent].astype("string"),
-            "task": part[task].astype("string"),
             "ran": ~e,
-            "e": e.astype(bool),
+            "e": e,
             "succ": s.where(~e, 0.0).fillna(0.0),
             "nonbinary": (~e & s.notna() & ~s.isin([0.0, 1.0])).astype(bool),
-            "agent_null": part[agent].isna(),
-            "task_null": part[task].isna(),
-            "nonnumeric": (s_missing & raw.notna()).astype(bool),
-            "out_of_range": (s.notna() & ((s < 0) | (s > 1))).astype(bool),
-            "missing": (raw.isna() & ~e).astype(bool),
-            "bad_error": bad_e.astype(bool),
-        },
-        index=part.index,
+            "nonnumeric": nonnum,
+            "out_of_range": ((s.notna() & ((s < 0) | (s > 1))) | np.isinf(s)).astype(bool),
+            "missing": (s.isna() & ~nonnum & ~e).astype(bool),
+            "bad_error": bad_e,
+        }
     )
+    if error is not None:
+        raw = np.full(len(part), None, dtype=object)
+        idx = np.flatnonzero(code == -1)
+        if idx.size:
+            vals = part[error].to_numpy(dtype=object)
+            raw[idx] = [_label(v) for v in vals[idx]]
+        out["e_raw"] = pd.Series(raw, index=part.index, dtype="string")
+    if need_hash:
+        out["h"] = (
+            _row_keys(part).astype(np.uint64) if len(part) else pd.Series([], dtype=np.uint64)
+        )
+    return pd.DataFrame(out, index=part.index)
 
 
 def counts_from_dask(
@@ -306,20 +595,28 @@ def counts_from_dask(
     agent: str = "agent",
     task: str = "task",
     score: str = "score",
+    run: str | None = None,
     error: str | None = None,
     errors: ErrorPolicy = "fail",
+    error_values: Mapping[object, bool] | str | None = None,
+    duplicates: DuplicatePolicy = "refuse",
 ) -> xr.Dataset:
     """Per agent x task counts of a Dask DataFrame of run records.
 
-    The same reduction as :func:`counts_from_parquet`, as one Dask graph:
-    each partition is validated and reduced where it lives and only the
-    agent x task table is gathered.
+    The same reduction and the same rules as :func:`counts_from_parquet`, as
+    one Dask graph: each partition is validated and reduced where it lives
+    and only small tables (the agent x task counts, the labels with their
+    kinds, counts of repeated records) are gathered.
 
     Parameters
     ----------
     ddf : dask.dataframe.DataFrame
-        One row per run.
-    agent, task, score, error, errors
+        One row per run. Note that Dask converts object columns to text when
+        a DataFrame is built (``dask.config`` ``dataframe.convert-string``),
+        before hierbench sees them: an object column holding the number 7
+        and the text ``"7"`` reaches this reader as two ``"7"``. Build the
+        frame with that option off to have such labels refused.
+    agent, task, score, run, error, errors, error_values, duplicates
         As in :func:`counts_from_parquet`.
 
     Returns
@@ -339,9 +636,13 @@ def counts_from_dask(
     import dask.dataframe as dd
 
     _check_policy(errors)
+    if duplicates not in ("refuse", "drop", "keep"):
+        raise EvalDataError(f"`duplicates` must be 'refuse', 'drop' or 'keep'; got {duplicates!r}")
+    mapping, nonempty = error_mapping(error_values)
     if not isinstance(ddf, dd.DataFrame):
         raise EvalDataError(f"`ddf` must be a dask DataFrame; got {type(ddf).__name__}")
-    cols = {"agent": agent, "task": task, "score": score, "error": error}
+    source = "dask DataFrame"
+    cols = {"agent": agent, "task": task, "score": score, "run": run, "error": error}
     missing = {k: c for k, c in cols.items() if c is not None and c not in ddf.columns}
     if missing:
         raise EvalDataError(
@@ -349,18 +650,78 @@ def counts_from_dask(
             + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
             + f"; the records have columns {_fmt_list(list(map(str, ddf.columns)), 30)}"
         )
-    meta = _derive(ddf._meta, agent, task, score, error)
-    der = ddf.map_partitions(_derive, agent, task, score, error, meta=meta)
-    flags = ["agent_null", "task_null", "nonnumeric", "out_of_range", "missing", "bad_error"]
+    need_hash = duplicates == "drop" or (duplicates == "refuse" and run is None)
+    args = (agent, task, score, run, error, mapping, nonempty, need_hash)
+    meta = _derive(ddf._meta, *args)
+    der = ddf.map_partitions(_derive, *args, meta=meta)
+    ids = [(name, col) for name, col in (("agent", agent), ("task", task), ("run", run))
+           if col is not None and f"{name}_kind" in meta.columns]  # fmt: skip
+    kinds = dask.compute(*[der[[c, f"{c}_kind"]].dropna().drop_duplicates() for c, _ in ids])
+    for (c, col), table in zip(ids, kinds, strict=True):
+        k = f"{c}_kind"
+        nk = table.groupby(c)[k].nunique()
+        clash = nk[nk > 1].index.tolist()
+        if clash:
+            ex = [
+                f"{lab!r} as " + " and ".join(sorted(set(table.loc[table[c] == lab, k])))
+                for lab in clash[:5]
+            ]
+            raise EvalDataError(
+                f"`{c}` column {col!r} in {source} mixes numbers and text that read the same, so "
+                f"two different identifiers would merge: {_fmt_list(ex, 5)}. Identifiers are kept "
+                "exactly as written; write them all as text or all as numbers"
+            )
+    n_copies = 0
+    full = der
+    if duplicates == "drop":
+        der = der.drop_duplicates(subset=["h"])
+    flags = ["agent_null", "task_null", "run_null", "nonnumeric", "out_of_range", "missing", "bad_error"]
     totals = der[[*flags, "e", "nonbinary"]].sum()
-    n_rows = der.shape[0]
     keyed = der[["agent", "task", "ran", "succ", "e"]]
     grouped = keyed.groupby(["agent", "task"]).agg({"ran": "sum", "succ": "sum", "e": "sum"})
-    totals, n_read, table = dask.compute(totals, n_rows, grouped)
-    checks = {k: int(totals[k]) for k in flags}
-    if int(n_read) == 0:
+    jobs = [totals, grouped, der.shape[0]]
+    if duplicates == "drop":
+        jobs.append(full.shape[0])
+    elif duplicates == "refuse" and run is None:
+        jobs.append(der.groupby("h").size().value_counts())
+    totals, table, n_kept, extra = (*dask.compute(*jobs), None)[:4]
+    n_kept = int(n_kept)
+    n_read = int(extra) if duplicates == "drop" else n_kept
+    n_copies = n_read - n_kept
+    if n_read == 0:
         raise EvalDataError("`ddf` holds no records")
-    _raise_on_bad(checks, {}, source="dask DataFrame", cols=cols)
+    checks = {k: int(totals[k]) for k in flags}
+    examples = {}
+    if checks["bad_error"]:
+        vc = der[der["bad_error"]]["e_raw"].value_counts().compute().head(10)
+        examples["bad_error"] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in vc.items()]
+    _raise_on_bad(checks, examples, source=source, cols=cols)
+    if run is not None:
+        sizes = der.groupby(["agent", "task", "run"]).size()
+        dups = sizes[sizes > 1].compute()
+        if len(dups):
+            ex = [f"{a}/{t}/{r} x{c}" for (a, t, r), c in dups.sort_values(ascending=False).head(5).items()]
+            raise EvalDataError(
+                f"duplicate (agent, task, run) in {source}: {int(dups.sum())} records share a key "
+                f"(e.g. {_fmt_list(ex, 5)}); each run must appear once"
+                + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
+            )
+    if duplicates == "refuse" and run is None:
+        mult = extra
+        n_distinct = int(mult.sum())
+        if n_distinct < n_read:
+            n_cells = len(table)
+            others = [c for c in ddf.columns if c not in (agent, task, score, error)]
+            per_col = {}
+            if others and n_distinct > n_cells:
+                per_col = dict(
+                    zip(others, dask.compute(*[ddf[c].nunique(dropna=False) for c in others]), strict=True)
+                )
+            why = _suspect_copies_from(
+                {int(k): int(v) for k, v in mult.items()}, n_distinct, n_read, n_cells, per_col
+            )
+            if why is not None:
+                raise _copies_error(source, n_read - n_distinct, n_read, why)
     n_err = int(totals["e"])
     table = table.reset_index().rename(columns={"succ": "n_success", "e": "n_error"})
     table["n_runs"] = table["ran"] + (table["n_error"] if errors == "fail" else 0)
@@ -368,10 +729,11 @@ def counts_from_dask(
     table["task"] = table["task"].astype(str)
     return _to_dataset(
         table,
-        n_read=int(n_read),
+        n_read=n_read,
         n_err=n_err,
+        n_copies=n_copies,
         binary=int(totals["nonbinary"]) == 0,
         errors=errors,
-        source="dask DataFrame",
+        source=source,
         reader="counts_from_dask",
     )

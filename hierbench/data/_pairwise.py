@@ -34,6 +34,7 @@ import xarray as xr
 
 from ._records import read_table
 from ._schema import EvalDataError, _fmt_list, check_eval_dataset
+from ._values import _label, id_labels, label_kinds
 
 __all__ = [
     "check_pairwise",
@@ -227,6 +228,16 @@ def to_pairwise(
     )
 
 
+def _kind_clash(col_a: pd.Series, col_b: pd.Series) -> list[str]:
+    """Labels written as a number in one column and as the same text in the other."""
+    la, ka = label_kinds(col_a)
+    lb, kb = label_kinds(col_b)
+    frame = pd.DataFrame({"label": np.concatenate([la, lb]), "kind": np.concatenate([ka, kb])})
+    frame = frame.dropna()
+    nk = frame.groupby("label")["kind"].nunique()
+    return [str(x) for x in nk[nk > 1].index[:5]]
+
+
 def read_battles(
     obj: pd.DataFrame | str | os.PathLike,
     *,
@@ -237,6 +248,7 @@ def read_battles(
     task: str | None = None,
     position: bool = True,
     agents: list[str] | None = None,
+    encoding: str = "utf-8",
 ) -> xr.Dataset:
     """Read a battle log (one row per judged comparison) into a pairwise dataset.
 
@@ -244,7 +256,10 @@ def read_battles(
     ----------
     obj : DataFrame or path (CSV, JSONL, Parquet)
         The battle records, e.g. LLMFAO's ``left, right, winner`` table or an
-        arena log.
+        arena log. Agent names, verdicts and tasks are read as text exactly
+        as written (``"001"`` and ``"1"`` are two agents; an integer column
+        gives its decimal text; a name written as a number in one place and
+        as the same text in another is refused).
     left, right, winner : str
         Column names: the agent shown first, the agent shown second, the verdict.
     outcomes : mapping, optional
@@ -260,6 +275,8 @@ def read_battles(
     agents : list of str, optional
         Agent order for the ``agent`` coord (default: sorted names); must
         contain every agent in the log.
+    encoding : str
+        Text encoding of a CSV / JSONL file.
 
     Returns
     -------
@@ -273,27 +290,33 @@ def read_battles(
     >>> read_battles(df).outcome.values.tolist()
     [1.0, 0.5]
     """
-    df, source = read_table(obj)
+    df, source = read_table(obj, encoding=encoding)
     cols = {"left": left, "right": right, "winner": winner}
     if task is not None:
         cols["task"] = task
     missing = {k: v for k, v in cols.items() if v not in df.columns}
     if missing:
         raise EvalDataError(
-            f"columns {missing} not found in the battle log; available columns {list(df.columns)}"
+            f"columns {missing} not found in the battle log {source}; available columns "
+            f"{list(df.columns)}"
         )
     mapping = dict(DEFAULT_OUTCOMES if outcomes is None else outcomes)
     badmap = {k: v for k, v in mapping.items() if v not in (0, 0.5, 1)}
     if badmap:
         raise EvalDataError(f"`outcomes` values must be 1, 0 or 0.5; got {badmap}")
-    for arg in ("left", "right", "winner") + (("task",) if task is not None else ()):
-        nulls = np.flatnonzero(df[cols[arg]].isna().to_numpy())
-        if nulls.size:
-            raise EvalDataError(
-                f"`{arg}` column {cols[arg]!r} must not be empty; {nulls.size} rows are, "
-                f"rows {_fmt_list(nulls.tolist())}"
-            )
-    verdict = df[winner].astype(str)
+    ids = {
+        arg: id_labels(df[cols[arg]], what=arg, column=cols[arg], source=source)
+        for arg in ("left", "right", "winner") + (("task",) if task is not None else ())
+    }
+    clash = _kind_clash(df[left], df[right])
+    if clash:
+        raise EvalDataError(
+            f"`left` column {left!r} and `right` column {right!r} in {source} write the same agent "
+            f"as a number in one and as text in the other ({_fmt_list(clash, 5)}), so two different "
+            "agents would merge; write agent names with one type"
+        )
+    verdict = pd.Series(ids["winner"], dtype=object)
+    mapping = {(k if isinstance(k, str) else _label(k)): v for k, v in mapping.items()}
     unknown = ~verdict.isin(list(mapping))
     if unknown.any():
         rows = np.flatnonzero(unknown.to_numpy())
@@ -302,8 +325,8 @@ def read_battles(
             f"{_fmt_list(sorted(set(verdict[unknown])))} in {rows.size} rows, "
             f"rows {_fmt_list(rows.tolist())}"
         )
-    a = df[left].astype(str).to_numpy()
-    b = df[right].astype(str).to_numpy()
+    a = np.array([str(x) for x in ids["left"]], dtype=object)
+    b = np.array([str(x) for x in ids["right"]], dtype=object)
     same = np.flatnonzero(a == b)
     if same.size:
         raise EvalDataError(
@@ -325,7 +348,7 @@ def read_battles(
         b,
         out,
         names,
-        task=df[task].astype(str).to_numpy() if task is not None else None,
+        task=ids["task"].astype(str) if task is not None else None,
         position=np.ones(len(a), dtype=np.int8) if position else None,
         attrs={"source": source, "reader": "read_battles", "n_records_read": len(df)},
     )
@@ -464,7 +487,9 @@ def from_pair_counts(
         cols["ties"] = ties
     missing = {k: v for k, v in cols.items() if v not in df.columns}
     if missing:
-        raise EvalDataError(f"columns {missing} not found; available columns {list(df.columns)}")
+        raise EvalDataError(
+            f"columns {missing} not found in {source}; available columns {list(df.columns)}"
+        )
     counts = {}
     for arg in ("wins_a", "wins_b", "ties"):
         if arg not in cols:
@@ -477,8 +502,15 @@ def from_pair_counts(
                 f"{_fmt_list(bad.tolist())} do not"
             )
         counts[arg] = x.astype(np.int64)
-    a = df[agent_a].astype(str).to_numpy()
-    b = df[agent_b].astype(str).to_numpy()
+    a = id_labels(df[agent_a], what="agent_a", column=agent_a, source=source)
+    b = id_labels(df[agent_b], what="agent_b", column=agent_b, source=source)
+    clash = _kind_clash(df[agent_a], df[agent_b])
+    if clash:
+        raise EvalDataError(
+            f"`agent_a` column {agent_a!r} and `agent_b` column {agent_b!r} in {source} write the "
+            f"same agent as a number in one and as text in the other ({_fmt_list(clash, 5)}); "
+            "write agent names with one type"
+        )
     same = np.flatnonzero(a == b)
     if same.size:
         raise EvalDataError(

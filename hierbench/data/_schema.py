@@ -1,7 +1,8 @@
 """The canonical evaluation dataset: its contract, validation and reductions.
 
 An *eval dataset* is a plain :class:`xarray.Dataset` with dims ``agent``,
-``task`` and ``run``:
+``task`` and ``run``; agent and task labels are strings exactly as the
+records wrote them (the readers' rules are in :mod:`hierbench.data._values`):
 
 ``score(agent, task, run)``
     float64 in [0, 1] (binary or partial credit); NaN where the run did not
@@ -13,13 +14,17 @@ optional per-run variables
     ``cost``, ``latency``, ``tokens``, ``steps``, ``confidence`` (float64) and
     boolean per-run annotations listed in ``attrs["annotations"]``.
 task coords
-    ``tag``, ``cluster`` (str), and any other per-task attribute.
+    ``tag``, ``cluster`` (str, exactly as written; a task without a label
+    has a missing value, never ``""`` or a shared label), and any other
+    per-task attribute.
 agent coords
     ``model``, ``scaffold``, ``settings`` or anything constant per agent.
 attrs
     ``hierbench_schema``, ``errors`` (the error policy applied to ``score``),
     ``n_records_read``, ``n_records_kept``, ``n_error_runs``, ``source``,
-    ``reader``, and as JSON text: ``not_kept`` (reason -> count),
+    ``reader``, ``binary`` (1 if every kept score is 0 or 1, else 0: partial
+    credit is kept as recorded, never rounded), ``n_tasks_without_cluster``
+    (when read with a cluster column), and as JSON text: ``not_kept`` (reason -> count),
     ``inconsistent_attributes`` (attribute -> number of tasks/agents whose
     value differed between records) and ``annotations`` (names of the boolean
     per-run annotation variables).
@@ -37,7 +42,7 @@ from collections.abc import Iterable
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError, HierbenchWarning
+from .._base import HierbenchError, HierbenchWarning, counts
 
 __all__ = [
     "PER_RUN_FLOATS",
@@ -156,21 +161,8 @@ def to_counts(ds: xr.Dataset, *, dim: str = "run") -> xr.Dataset:
     check_eval_dataset(ds, name="ds")
     if dim not in ds["score"].dims:
         raise EvalDataError(f"`dim` must be a dimension of `ds.score` {ds['score'].dims}; got {dim!r}")
-    score = ds["score"]
-    ran = score.notnull()
-    out = xr.Dataset(
-        {
-            "n_runs": ran.sum(dim).astype(np.int64),
-            "n_success": score.fillna(0.0).sum(dim),
-        }
-    )
-    if "error" in ds:
-        out["n_error"] = ds["error"].sum(dim).astype(np.int64)
-    vals = score.values[np.isfinite(score.values)]
-    out.attrs = {k: v for k, v in ds.attrs.items() if isinstance(v, (str, int, float))}
-    out.attrs["binary"] = int(bool(np.all((vals == 0) | (vals == 1))))
-    drop = [c for c in out.coords if dim in out.coords[c].dims]
-    return out.drop_vars(drop)
+    # the one counts routine of the base layer; partial credit is summed as recorded
+    return counts(ds, dim=dim, binary=False, name="ds")
 
 
 def _not_kept_attr(counts: dict[str, int]) -> str:

@@ -53,7 +53,7 @@ def shared_data_dir(root: str | os.PathLike | None = None) -> Path:
 def load_tau_bench_airline(root: str | os.PathLike | None = None) -> xr.Dataset:
     """tau-bench, gpt-4o tool-calling agent, airline domain: 50 tasks x 4 trials, reward 0/1."""
     path = shared_data_dir(root) / "tau_bench" / "tau_bench_gpt-4o_airline_trials.csv"
-    df = pd.read_csv(path)
+    df = pd.read_csv(path, dtype={"model": str, "agent_strategy": str, "task_id": str, "trial": str})
     df["agent"] = df["model"] + "/" + df["agent_strategy"]
     return from_records(
         df,
@@ -73,7 +73,7 @@ def load_swebench_bash_only(root: str | os.PathLike | None = None) -> xr.Dataset
     ``cost`` (USD) and ``steps`` (API calls) are kept per run.
     """
     path = shared_data_dir(root) / "swebench_bash_only" / "swebench_verified_bash_only_per_instance.csv.gz"
-    df = pd.read_csv(path)
+    df = pd.read_csv(path, dtype={"model_name": str, "task_id": str, "folder": str})
     df["repo"] = df["task_id"].str.split("__").str[0]
     return from_records(
         df,
@@ -114,7 +114,7 @@ def load_metr(
     if score not in ("score_binarized", "score"):
         raise EvalDataError(f"`score` must be 'score_binarized' or 'score'; got {score!r}")
     path = shared_data_dir(root) / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz"
-    df = pd.read_csv(path)
+    df = pd.read_csv(path, dtype={"alias": str, "task_id": str, "run_id": str, "task_family": str})
     n_all = len(df)
     n_human = int((df["alias"] == "human").sum())
     if not include_human:

@@ -113,6 +113,16 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
     return out
 
 
+def _n_unlabelled(ds: xr.Dataset, coord: str) -> int | None:
+    """Tasks with no label in a task coord (None, NaN or ""); None without that coord."""
+    if coord not in ds.coords:
+        return None
+    vals = ds.coords[coord].values
+    return int(
+        sum(v is None or v == "" or (isinstance(v, float) and np.isnan(v)) for v in vals.tolist())
+    )
+
+
 def describe(ds: xr.Dataset) -> dict:
     """The schema report of an eval dataset as a plain (JSON-ready) dict.
 
@@ -120,7 +130,9 @@ def describe(ds: xr.Dataset) -> dict:
     agents and tasks, runs per attempted cell (min, median, max), whether the
     design is balanced (every agent ran every task the same number of times),
     the missing cells, the error runs and policy, the per-run annotations with
-    their counts, the task and agent coords, and inconsistent attributes.
+    their counts, the task and agent coords, inconsistent attributes, the
+    tasks without a cluster label, and whether the scores are binary (every
+    score 0 or 1) or continuous.
 
     Examples
     --------
@@ -170,6 +182,7 @@ def describe(ds: xr.Dataset) -> dict:
         "task_coords": sorted(c for c in ds.coords if ds.coords[c].dims == ("task",) and c != "task"),
         "agent_coords": sorted(c for c in ds.coords if ds.coords[c].dims == ("agent",) and c != "agent"),
         "inconsistent_attributes": _json_attr("inconsistent_attributes", "{}"),
+        "n_tasks_without_cluster": _n_unlabelled(ds, "cluster"),
         "score_kind": "binary"
         if np.all(np.isin(ds["score"].values[np.isfinite(ds["score"].values)], (0.0, 1.0)))
         else "continuous",

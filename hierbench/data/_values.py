@@ -1,0 +1,308 @@
+"""How the readers turn raw columns into identifiers, error flags and numbers.
+
+One place for the rules every reader shares (:func:`from_records`,
+:func:`read_battles`, :func:`counts_from_parquet`, :func:`counts_from_dask`):
+
+Identifiers (agent, task, run, cluster, battle agents)
+    strings exactly as written. A text value is kept as it is (``"001"``
+    stays ``"001"``, ``" a"`` keeps its space); a number that a file or a
+    DataFrame already holds as a number is written as its decimal text
+    (int ``7`` -> ``"7"``, float ``1.5`` -> ``"1.5"``, bool -> ``"True"`` /
+    ``"False"``). Two different values that would read the same (the number
+    ``7`` and the text ``"7"`` in one JSONL column or one mixed DataFrame
+    column, or across the files of a Parquet folder) are refused, never
+    merged. Missing (``None``, NaN, ``""``) is refused for agents and tasks.
+
+Error flags (the ``error`` column and boolean annotations)
+    booleans, the numbers 0 and 1, or text from :data:`ERROR_TRUE` /
+    :data:`ERROR_FALSE` (case-insensitive, stripped; numeric text equal to 0
+    or 1 as well). Missing values (None, NaN, ``""``, ``none``, ``null``,
+    ``nan``, ``na``, ``n/a``) mean "no error flagged". Any other value is
+    refused with the distinct values listed, never counted as an error: map
+    it with ``error_values={"timeout": True, "success": False}``, or pass
+    ``error_values="nonempty"`` to count every non-empty value outside
+    :data:`ERROR_FALSE` as an error (a free-text error-message column).
+
+Numbers (scores, extra per-run columns, counts)
+    numeric values, or text that parses as a number; the usual missing-value
+    spellings (``""``, ``NA``, ``NaN``, ``null``, ``None``, ...) are NaN.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from ._schema import EvalDataError, _fmt_list
+
+__all__ = ["ERROR_FALSE", "ERROR_MISSING", "ERROR_TRUE", "NA_TEXT"]
+
+#: Text (lower-cased, stripped) read as "an infrastructure error happened".
+ERROR_TRUE = frozenset({"true", "t", "yes", "y", "1", "error"})
+#: Text (lower-cased, stripped) read as "no infrastructure error".
+ERROR_FALSE = frozenset({"false", "f", "no", "n", "0", "ok"})
+#: Text (lower-cased, stripped) read as a missing flag, i.e. no error flagged.
+ERROR_MISSING = frozenset({"", "none", "null", "nan", "na", "n/a", "<na>"})
+#: Text read as a missing number (the usual spellings, as pandas' defaults).
+NA_TEXT = frozenset(
+    {
+        "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+        "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+    }
+)  # fmt: skip
+
+_CANONICAL_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def _where(source: str | None) -> str:
+    return f" in {source}" if source else ""
+
+
+def _kind(v: object) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return "number"
+    if isinstance(v, str):
+        return "text"
+    return type(v).__name__
+
+
+def _label(v: object) -> str:
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, (bool, np.bool_)):
+        return "True" if v else "False"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return str(v) if type(v) is not np.float32 else str(float(v))
+    return str(v)
+
+
+def is_missing(col: pd.Series) -> np.ndarray:
+    """Missing entries of a raw column: None, NaN, pd.NA or the empty string."""
+    miss = col.isna().to_numpy(dtype=bool)
+    if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
+        empty = col.eq("")
+        miss = miss | empty.fillna(False).to_numpy(dtype=bool)
+    return miss
+
+
+def label_kinds(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, kinds) of a raw identifier column; missing entries are None in both."""
+    miss = is_missing(col)
+    dt = col.dtype
+    n = len(col)
+    if pd.api.types.is_bool_dtype(dt) and not miss.any():
+        return np.where(col.to_numpy(dtype=bool), "True", "False").astype(object), np.full(n, "bool", object)
+    if pd.api.types.is_integer_dtype(dt) and not miss.any():
+        return col.to_numpy().astype(np.int64).astype(str).astype(object), np.full(n, "number", object)
+    if pd.api.types.is_string_dtype(dt) and dt is not np.dtype(object):
+        labels = col.to_numpy(dtype=object, na_value=None)
+        kinds = np.full(n, "text", object)
+    else:
+        vals = col.to_numpy(dtype=object)
+        if pd.api.types.infer_dtype(vals, skipna=True) == "string":
+            labels, kinds = vals.copy(), np.full(n, "text", object)
+        else:
+            labels = np.array([_label(v) for v in vals], dtype=object)
+            kinds = np.array([_kind(v) for v in vals], dtype=object)
+    labels = np.asarray(labels, dtype=object)
+    if miss.any():
+        labels[miss] = None
+        kinds[miss] = None
+    return labels, kinds
+
+
+def id_labels(
+    col: pd.Series,
+    *,
+    what: str,
+    column: str,
+    source: str | None = None,
+    allow_missing: bool = False,
+) -> np.ndarray:
+    """The identifiers of a raw column as strings exactly as written (object array).
+
+    Missing entries are refused (``allow_missing=False``) or returned as None.
+    Values of different kinds that read the same (``7`` and ``"7"``) are
+    refused.
+    """
+    miss = is_missing(col)
+    if miss.any() and not allow_missing:
+        rows = np.flatnonzero(miss)
+        raise EvalDataError(
+            f"`{what}` column {column!r}{_where(source)} must not be empty; {rows.size} rows are, "
+            f"rows {_fmt_list(rows.tolist())}"
+        )
+    labels, kinds = label_kinds(col)
+    keep = ~miss
+    if len(set(kinds[keep].tolist())) > 1:
+        frame = pd.DataFrame({"label": labels[keep], "kind": kinds[keep]})
+        nk = frame.groupby("label", sort=False)["kind"].nunique()
+        clash = nk[nk > 1].index.tolist()
+        if clash:
+            rows = np.flatnonzero(keep)[frame["label"].isin(clash).to_numpy()]
+            ex = [
+                f"{lab!r} as " + " and ".join(sorted(set(frame.loc[frame.label == lab, "kind"])))
+                for lab in clash[:5]
+            ]
+            raise EvalDataError(
+                f"`{what}` column {column!r}{_where(source)} mixes numbers and text that read "
+                f"the same, so two different identifiers would merge: {_fmt_list(ex, 5)}"
+                f"{'' if len(clash) <= 5 else f' ({len(clash)} labels in all)'}, rows "
+                f"{_fmt_list(rows.tolist())}. Identifiers are kept exactly as written; "
+                "write them all as text (quoted) or all as numbers"
+            )
+    return labels
+
+
+def canonical_ints(labels: np.ndarray) -> np.ndarray | None:
+    """``labels`` as int64 if every one is an integer written canonically (no ``+``, no leading 0)."""
+    if all(isinstance(v, str) and _CANONICAL_INT.fullmatch(v) for v in labels):
+        try:
+            return np.array([int(v) for v in labels], dtype=np.int64)
+        except OverflowError:
+            return None
+    return None
+
+
+def _norm_key(k: object) -> str:
+    return _label(k).strip().lower()
+
+
+def error_mapping(error_values: Mapping[object, bool] | str | None) -> tuple[dict[str, bool], bool]:
+    """Check ``error_values``; return (text -> flag mapping, nonempty)."""
+    if error_values is None:
+        return {}, False
+    if isinstance(error_values, str):
+        if error_values != "nonempty":
+            raise EvalDataError(
+                f"`error_values` must be a mapping {{value: bool}} or 'nonempty'; got {error_values!r}"
+            )
+        return {}, True
+    if not isinstance(error_values, Mapping):
+        raise EvalDataError(
+            f"`error_values` must be a mapping {{value: bool}} or 'nonempty'; "
+            f"got {type(error_values).__name__}"
+        )
+    mapping = {}
+    for k, v in error_values.items():
+        if not isinstance(v, (bool, np.bool_)):
+            raise EvalDataError(
+                f"`error_values` must map each value to True (error) or False (no error); "
+                f"got {k!r}: {v!r}"
+            )
+        mapping[_norm_key(k)] = bool(v)
+    return mapping, False
+
+
+def error_codes(
+    col: pd.Series, mapping: dict[str, bool] | None = None, nonempty: bool = False
+) -> np.ndarray:
+    """Per row: 1 error, 0 no error, -1 a value outside the vocabulary (int8)."""
+    mapping = mapping or {}
+    if pd.api.types.is_bool_dtype(col.dtype) and not mapping:
+        return col.fillna(False).to_numpy(dtype=bool).astype(np.int8)
+    vals = col.to_numpy(dtype=object)
+    out = np.zeros(len(vals), dtype=np.int8)
+    miss = pd.isna(vals)
+    cache: dict[tuple[str, str], int] = {}
+    for i in np.flatnonzero(~miss):
+        v = vals[i]
+        key = (_kind(v), _label(v))
+        code = cache.get(key)
+        if code is None:
+            code = _error_code(v, key[1].strip().lower(), mapping, nonempty)
+            cache[key] = code
+        out[i] = code
+    return out
+
+
+def bad_error_message(
+    values: pd.Series, rows: np.ndarray | None, *, what: str, column: str, source: str | None
+) -> str:
+    """The message for error values outside the vocabulary (``values``: the offending raw values)."""
+    distinct = values.astype(str).value_counts(sort=True)
+    shown = ", ".join(
+        f"{v!r} ({c} row{'s' if c > 1 else ''})" for v, c in distinct.head(10).items()
+    )
+    if len(distinct) > 10:
+        shown += f", ... ({len(distinct) - 10} more values)"
+    where = f", rows {_fmt_list(rows.tolist())}" if rows is not None else ""
+    return (
+        f"`{what}` column {column!r}{_where(source)} must hold booleans, 0/1 or one of "
+        f"{sorted(ERROR_TRUE)} (error) / {sorted(ERROR_FALSE)} (no error), missing = no error; "
+        f"{int(distinct.sum())} rows hold other values [{shown}]{where}. Unknown text is never "
+        "counted as an error: say what each value means with `error_values={value: True/False, "
+        "...}`, pass error_values='nonempty' to count every non-empty value as an error, or map "
+        "the column before reading"
+    )
+
+
+def error_flags(
+    col: pd.Series,
+    *,
+    what: str,
+    column: str,
+    source: str | None = None,
+    error_values: Mapping[object, bool] | str | None = None,
+) -> np.ndarray:
+    """Map a raw error / annotation column to bool with the documented vocabulary."""
+    mapping, nonempty = error_mapping(error_values)
+    codes = error_codes(col, mapping, nonempty)
+    bad = codes == -1
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise EvalDataError(
+            bad_error_message(
+                pd.Series(col.to_numpy(dtype=object)[bad]), rows, what=what, column=column,
+                source=source,
+            )
+        )
+    return codes == 1
+
+
+def _error_code(v: object, low: str, mapping: dict[str, bool], nonempty: bool) -> int:
+    """1 error, 0 no error, -1 unknown."""
+    if low in mapping:
+        return int(mapping[low])
+    if isinstance(v, (bool, np.bool_)):
+        return int(bool(v))
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        x = float(v)
+        if np.isnan(x):
+            return 0
+        return int(x) if x in (0.0, 1.0) else -1
+    if low in ERROR_MISSING or low in ERROR_FALSE:
+        return 0
+    if low in ERROR_TRUE:
+        return 1
+    try:
+        x = float(low)
+    except ValueError:
+        x = None
+    if x is not None and x in (0.0, 1.0):
+        return int(x)
+    if nonempty:
+        return 1
+    return -1
+
+
+def numbers(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(float values, not-numeric mask): NA spellings are NaN; text that is no number is flagged."""
+    if pd.api.types.is_bool_dtype(col.dtype):
+        return col.to_numpy(dtype=float, na_value=np.nan), np.zeros(len(col), bool)
+    if pd.api.types.is_numeric_dtype(col.dtype):
+        return col.to_numpy(dtype=float, na_value=np.nan), np.zeros(len(col), bool)
+    obj = col.astype(object)
+    na_text = obj.map(lambda v: isinstance(v, str) and v.strip() in NA_TEXT).astype(bool)
+    obj = obj.where(~na_text, None)
+    obj = obj.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v)
+    num = pd.to_numeric(obj, errors="coerce")
+    nonnum = (num.isna() & obj.notna()).to_numpy(dtype=bool)
+    return num.to_numpy(dtype=float, na_value=np.nan), nonnum
