@@ -117,3 +117,81 @@ __all__: list[str] = [
     "wald_interval",
     "wilson_interval",
 ]
+
+# beyond pass/fail: pairwise ML, judges and guardrails, rubric scores, cost/latency, reliability
+from ._classification import (
+    AgreementResult,
+    ClassificationResult,
+    PRCurveResult,
+    RecallThresholdResult,
+    UndefinedMetricWarning,
+    classification_metrics,
+    cohen_kappa,
+    fleiss_kappa,
+    pr_curve,
+    threshold_for_recall,
+)
+from ._pairwise_ml import (
+    BradleyTerryMLResult,
+    EloResult,
+    NoFiniteMLEWarning,
+    PositionConsistencyResult,
+    WinRateResult,
+    bradley_terry_ml,
+    online_elo,
+    position_consistency,
+    win_rate,
+)
+from ._quantiles import (
+    ParetoResult,
+    QuantileResult,
+    UnboundedQuantileWarning,
+    mean_ci,
+    order_statistic_interval,
+    pareto_frontier,
+    quantile_ci,
+)
+from ._reliability import ReliabilityResult, reliability_profile
+from ._rubric import (
+    JudgeSetupError,
+    RubricResult,
+    check_same_judge,
+    compare_rubric_means,
+    rubric_summary,
+)
+
+__all__ += [
+    "AgreementResult",
+    "BradleyTerryMLResult",
+    "ClassificationResult",
+    "EloResult",
+    "JudgeSetupError",
+    "NoFiniteMLEWarning",
+    "PRCurveResult",
+    "ParetoResult",
+    "PositionConsistencyResult",
+    "QuantileResult",
+    "RecallThresholdResult",
+    "ReliabilityResult",
+    "RubricResult",
+    "UnboundedQuantileWarning",
+    "UndefinedMetricWarning",
+    "WinRateResult",
+    "bradley_terry_ml",
+    "check_same_judge",
+    "classification_metrics",
+    "cohen_kappa",
+    "compare_rubric_means",
+    "fleiss_kappa",
+    "mean_ci",
+    "online_elo",
+    "order_statistic_interval",
+    "pareto_frontier",
+    "position_consistency",
+    "pr_curve",
+    "quantile_ci",
+    "reliability_profile",
+    "rubric_summary",
+    "threshold_for_recall",
+    "win_rate",
+]
