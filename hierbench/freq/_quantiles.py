@@ -223,10 +223,11 @@ def quantile_ci(
                 unbounded += int(lower < 1) + int(u > v.size)
                 cov[a, j] = c
         if unbounded:
+            need = int(np.ceil(np.log((1 - prob) / 2) / np.log(max(qs.max(), 1 - qs.min()))))
             warnings.warn(
                 f"{unbounded} interval bounds are infinite: too few values to bound those quantiles "
-                f"at level {prob} without assumptions (e.g. p95 needs n >= 59 for a finite upper bound "
-                "at 95%)",
+                f"at level {prob} without assumptions (the q = {max(qs.max(), 1 - qs.min()):g} "
+                f"tail needs n >= {need} values)",
                 UnboundedQuantileWarning,
                 stacklevel=2,
             )

@@ -1,0 +1,123 @@
+"""Reliability profile: seed 003's report to the printed digits, bins, ragged tasks, tau-bench."""
+
+from __future__ import annotations
+
+import itertools
+from math import comb
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from hierbench.data import from_records, load_tau_bench_airline
+from hierbench.freq import reliability_profile
+
+# seed 003, "Reliability as its own science": task, ok, ok_perturb, conf, severity
+RUNS = [
+    ("t1", 1, 1, 0.90, 0),
+    ("t1", 1, 1, 0.85, 0),
+    ("t1", 1, 0, 0.90, 0),
+    ("t2", 1, 0, 0.80, 0),
+    ("t2", 0, 0, 0.75, 1),
+    ("t2", 1, 1, 0.80, 0),
+    ("t3", 0, 0, 0.30, 0),
+    ("t3", 0, 0, 0.40, 0),
+    ("t3", 1, 0, 0.50, 0),
+    ("t4", 0, 0, 0.90, 3),
+    ("t4", 1, 1, 0.90, 0),
+    ("t4", 0, 0, 0.85, 1),
+]
+
+
+def _seed_ds(runs=RUNS):
+    df = pd.DataFrame(runs, columns=["task", "ok", "ok_perturb", "conf", "severity"])
+    df["agent"] = "agent"
+    df["run"] = df.groupby("task").cumcount()
+    return from_records(
+        df,
+        agent="agent",
+        task="task",
+        run="run",
+        score="ok",
+        extra={"score_perturbed": "ok_perturb", "confidence": "conf", "severity": "severity"},
+    )
+
+
+def test_seed_003_reliability_report_to_the_printed_digits():
+    r = reliability_profile(_seed_ds(), k=3, bins=(0.0, 0.5, 0.8, 1.01), n_resamples=500, rng=0)
+    e = r.estimate.sel(agent="agent").to_series()
+    # Output of the seed:
+    #   accuracy (pass@1) 58% / consistency pass^3 25% / robustness drop -25 points /
+    #   predictability ECE 0.15 / safety harmful runs 25% (severity-weighted 0.42 per run)
+    assert f"{e['accuracy']:.0%}" == "58%"
+    assert f"{e['consistency']:.0%}" == "25%"
+    assert f"{100 * e['robustness_drop']:+.0f}" == "-25"
+    assert f"{e['ece']:.2f}" == "0.15"
+    assert f"{e['harm_rate']:.0%}" == "25%"
+    assert f"{e['harm_severity']:.2f}" == "0.42"
+    # Brier by hand: mean of (conf - ok)^2 over the 12 runs
+    assert e["brier"] == pytest.approx(np.mean([(c - o) ** 2 for _, o, _, c, _ in RUNS]))
+    lo, hi = r.ci.sel(agent="agent", ci_bound="lower"), r.ci.sel(agent="agent", ci_bound="upper")
+    assert bool(
+        ((lo <= r.estimate.sel(agent="agent")) & (r.estimate.sel(agent="agent") <= hi)).all()
+    )
+    assert "robustness   drop" in r.table() and r.ci.attrs["ci_kind"] == "percentile"
+
+
+def _ece_brute(conf, ok, edges):
+    conf, ok = np.asarray(conf), np.asarray(ok)
+    ece = 0.0
+    for i, (lo, hi) in enumerate(itertools.pairwise(edges)):
+        last = i == len(edges) - 2
+        m = (conf >= lo) & ((conf <= hi) if last else (conf < hi))
+        if m.any():
+            ece += m.mean() * abs(conf[m].mean() - ok[m].mean())
+    return ece
+
+
+def test_bins_are_an_argument():
+    conf = [c for *_, c, _ in RUNS]
+    ok = [o for _, o, *_ in RUNS]
+    for bins in (10, 4, (0.0, 0.6, 1.0)):
+        r = reliability_profile(_seed_ds(), bins=bins, n_resamples=50, rng=0)
+        edges = np.linspace(0, 1, bins + 1) if isinstance(bins, int) else np.asarray(bins)
+        assert float(r.estimate.sel(agent="agent", metric="ece")) == pytest.approx(
+            _ece_brute(conf, ok, edges)
+        )
+    with pytest.raises(ValueError, match="do not cover"):
+        reliability_profile(_seed_ds(), bins=(0.0, 0.5, 0.8), n_resamples=50)
+
+
+def test_ragged_tasks_weigh_the_same_and_missing_inputs_are_left_out():
+    runs = RUNS[:3] + RUNS[4:6]  # t1 with 3 runs, t2 with 2
+    ds = _seed_ds(runs)[["score"]]
+    with pytest.warns(UserWarning, match="fewer runs than k=3"):
+        r = reliability_profile(ds, k=3, n_resamples=50, rng=0)
+    assert list(r.estimate.metric.values) == ["accuracy", "consistency"]
+    assert float(r.estimate.sel(metric="accuracy").item()) == pytest.approx((1 + 0.5) / 2)
+    assert float(r.estimate.sel(metric="consistency").item()) == pytest.approx(1.0)  # t2 left out
+    assert int(r.n_tasks.sel(metric="consistency").item()) == 1
+
+
+def test_tau_bench_consistency_is_the_published_pass_hat_4(shared_data):
+    ds = load_tau_bench_airline(shared_data)
+    r = reliability_profile(ds, n_resamples=300, rng=0)  # defaults: k = 4 runs per task
+    e = r.estimate.isel(agent=0).to_series()
+    assert round(e["accuracy"], 3) == 0.420  # tau-bench README, pass^1
+    assert round(e["consistency"], 3) == 0.200  # pass^4
+    assert r.attrs["k"] == 4
+    c = ds.score.isel(agent=0).sum("run").values
+    assert e["consistency"] == pytest.approx(np.mean([comb(int(x), 4) / comb(4, 4) for x in c]))
+
+
+def test_bad_input_messages():
+    ds = _seed_ds()
+    with pytest.raises(ValueError, match="must lie in \\[0, 1\\]"):
+        reliability_profile(ds.assign(confidence=ds.confidence * 2))
+    with pytest.raises(ValueError, match="must be >= 0"):
+        reliability_profile(ds.assign(severity=-ds.severity))
+    with pytest.raises(ValueError, match="holding 'score'"):
+        reliability_profile(xr.Dataset())
+    with pytest.raises(ValueError, match="`bins` must be"):
+        reliability_profile(ds, bins=(0.5, 0.2))
