@@ -102,15 +102,11 @@ def _battles(pairs: xr.Dataset) -> _Battles:
             f"got {type(pairs).__name__}"
         )
     if "comparison" in pairs.dims:
-        check_pairwise(pairs)
-        agents = (
-            [str(x) for x in pairs["agent"].values]
-            if "agent" in pairs.coords
-            else sorted(
-                set(pairs["agent_a"].values.astype(str)) | set(pairs["agent_b"].values.astype(str))
-            )
-        )
-        ia, ib = _agent_codes(pairs, agents)
+        fast = _fast_codes(pairs)
+        if fast is None:  # something is off: the canonical validator names it
+            check_pairwise(pairs)
+            raise HierbenchError("`pairs` is not a valid pairwise dataset")  # pragma: no cover
+        agents, ia, ib = fast
         out = pairs["outcome"].values.astype(float)
         first = "position" in pairs
         flip = pairs["position"].values == -1 if first else ia > ib
@@ -119,10 +115,10 @@ def _battles(pairs: xr.Dataset) -> _Battles:
         m = len(agents)
         uniq, inv = np.unique(ia * m + ib, return_inverse=True)
         cat = np.where(out == 1.0, 0, np.where(out == 0.5, 1, 2))
-        counts = np.zeros((uniq.size, 3))
-        np.add.at(counts, (inv, cat), 1.0)
-        task = pairs["task"].values.astype(str) if "task" in pairs else None
-        return _Battles(agents, uniq // m, uniq % m, counts, first, inv * 3 + cat, task)
+        column = inv * 3 + cat
+        counts = np.bincount(column, minlength=3 * uniq.size).reshape(-1, 3).astype(float)
+        task = pairs["task"].values if "task" in pairs else None
+        return _Battles(agents, uniq // m, uniq % m, counts, first, column, task)
     if "pair" in pairs.dims and {"n_win_a", "n_tie", "n_win_b"} <= set(pairs.data_vars):
         agents = [str(x) for x in pairs["agent"].values]
         index = {a: i for i, a in enumerate(agents)}
@@ -140,6 +136,39 @@ def _battles(pairs: xr.Dataset) -> _Battles:
         f"or pair counts (dim 'pair', from to_pair_counts / from_pair_counts); got dims "
         f"{dict(pairs.sizes)} and variables {list(pairs.data_vars)}"
     )
+
+
+def _fast_codes(pairs: xr.Dataset) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    """Agents and the codes of ``agent_a`` / ``agent_b``, checking the pairwise rules vectorised.
+
+    Returns None when any rule of :func:`hierbench.data.check_pairwise` may be
+    broken; the caller then runs that validator, whose message names the problem.
+    """
+    for v in ("agent_a", "agent_b", "outcome"):
+        if v not in pairs or pairs[v].dims != ("comparison",):
+            return None
+    out = pairs["outcome"].values
+    if out.dtype.kind not in "fiu" or not np.isin(out, (0.0, 0.5, 1.0)).all():
+        return None
+    if "position" in pairs and not np.isin(pairs["position"].values, (1, -1)).all():
+        return None
+    n = pairs.sizes["comparison"]
+    codes, uniq = pd.factorize(np.concatenate([pairs["agent_a"].values, pairs["agent_b"].values]))
+    names = [str(u) for u in uniq]
+    if "agent" in pairs.coords:
+        agents = [str(x) for x in pairs["agent"].values]
+        pos = {a: i for i, a in enumerate(agents)}
+        if any(u not in pos for u in names):
+            return None
+    else:
+        agents = sorted(set(names))
+        pos = {a: i for i, a in enumerate(agents)}
+    lut = np.array([pos[u] for u in names], dtype=np.int64)
+    idx = lut[codes]
+    ia, ib = idx[:n], idx[n:]
+    if (ia == ib).any():
+        return None
+    return agents, ia, ib
 
 
 def _agent_codes(pairs: xr.Dataset, agents: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -191,7 +220,7 @@ def _resampled_counts(
             raise HierbenchError(
                 "`resample='task'` needs a `task` variable in `pairs` (read_battles(task=...))"
             )
-        _, codes = np.unique(b.task, return_inverse=True)
+        _, codes = np.unique(np.asarray(b.task).astype(str), return_inverse=True)
     step = max(1, _CHUNK // C)
     for i0 in range(0, n_resamples, step):
         size = min(step, n_resamples - i0)
@@ -1070,7 +1099,9 @@ def bradley_terry_ml(
                     stacklevel=2,
                 )
     agents = b.agents
-    est = xr.DataArray(est_v, dims="agent", coords={"agent": agents}, name="ability")
+    est = xr.DataArray(
+        est_v, dims="agent", coords={"agent": np.asarray(agents, dtype=object)}, name="ability"
+    )
     z = norm.ppf(0.5 + prob / 2)
     detail_boot = f"bootstrap over {resample}, {n_resamples} resamples"
     good = np.isfinite(dist).all(1)
@@ -1122,11 +1153,11 @@ def bradley_terry_ml(
     return BradleyTerryMLResult(
         estimate=est,
         ci=ci,
-        ability=xr.DataArray(theta_n, dims="agent", coords={"agent": agents}, name="ability_logit"),
-        standard_error=xr.DataArray(se_v, dims="agent", coords={"agent": agents}),
-        rank=xr.DataArray(order_rank, dims="agent", coords={"agent": agents}),
+        ability=est.copy(data=theta_n).rename("ability_logit"),
+        standard_error=est.copy(data=se_v).rename("standard_error"),
+        rank=est.copy(data=order_rank).rename("rank"),
         rank_ci=rank_ci,
-        distribution=xr.DataArray(dist, dims=("resample", "agent"), coords={"agent": agents}),
+        distribution=xr.DataArray(dist, dims=("resample", "agent"), coords={"agent": est["agent"]}),
         home=home_da,
         home_ci=home_ci,
         home_se=home_se_da,
