@@ -110,7 +110,7 @@ def run(name: str, df: pd.DataFrame) -> None:
     rows.append(("choix ilsr_pairwise (tol 1e-8)", t_c, np.abs(centred(th_c) - ref).max()))
     t_cm, th_cm = best(lambda: choix.mm_pairwise(m, data, alpha=0.0, max_iter=10_000, tol=1e-8), 2)
     rows.append(("choix mm_pairwise (tol 1e-8)", t_cm, np.abs(centred(th_cm) - ref).max()))
-    t_b, rb = best(lambda: bradley_terry_ml(pw, ties="half", n_resamples=1000, rng=0), 1)
+    t_b, _ = best(lambda: bradley_terry_ml(pw, ties="half", n_resamples=1000, rng=0), 1)
     rows.append(("ours bootstrap, 1,000 battle resamples", t_b, np.nan))
     w = max(len(n) for n, *_ in rows)
     print(f"{'fit':<{w}}  {'time (ms)':>10}  {'max |diff| vs ours':>20}")
