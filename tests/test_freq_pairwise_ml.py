@@ -307,7 +307,7 @@ def test_bad_input_messages():
 def test_side_by_side_with_the_pymc_fit():
     from hierbench.bayes import build_bradley_terry, fit
     from hierbench.compare import side_by_side
-    from hierbench.metrics._common import posterior_interval
+    from hierbench.metrics import posterior_interval
 
     pw = _seed_battles()
     ml = bradley_terry_ml(pw, ties="none", scale="logit", n_resamples=300, rng=0)

@@ -1,0 +1,141 @@
+"""Coverage of the beyond-pass/fail intervals by simulation (the bigger study behind the fast tests).
+
+1. Order-statistic quantile intervals (p50, p90, p95) on lognormal "latencies",
+   n = 30, 100, 300: empirical coverage with its 95% Wilson band, against the
+   exact level ``P(l <= B < u)``.
+2. Percentile bootstrap of precision, recall and F1 for a detector
+   (prevalence 0.3, TPR 0.8, FPR 0.1), n = 200 and 1,000 items, independent items.
+3. The same with items clustered in tasks (10 items per task, a per-task
+   random shift of the detector's logit): item-level vs task-level (cluster)
+   bootstrap. Truth: the population precision / recall, computed by
+   Monte Carlo on 2*10^7 draws of the same process.
+4. Bradley-Terry ML: percentile bootstrap over battles, coverage of each
+   agent's ability difference to the reference (8 agents, 800 battles, Davidson ties).
+
+Run: ``.venv/bin/python benchmarks/bench_beyond_coverage.py [reps]`` (default 1000 replications).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from hierbench.data import read_battles
+from hierbench.freq import bradley_terry_ml, classification_metrics, order_statistic_interval
+
+
+def wilson(h, n, prob=0.95):
+    r = stats.binomtest(int(h), int(n)).proportion_ci(prob, method="wilson")
+    return r.low, r.high
+
+
+def line(label, hits, reps, target):
+    lo, hi = wilson(hits, reps)
+    flag = "ok" if lo <= target <= hi or hits / reps >= target else "LOW"
+    print(f"  {label:<40} coverage {hits / reps:.3f}  [{lo:.3f}, {hi:.3f}]  target {target:.3f}  {flag}")
+
+
+def quantiles(reps, rng):
+    print("1. order-statistic intervals, lognormal(0, 1) values")
+    dist = stats.lognorm(s=1.0)
+    for n in (30, 100, 300):
+        x = np.sort(dist.rvs(size=(reps, n), random_state=rng), axis=1)
+        for q in (0.5, 0.9, 0.95):
+            lo, hi, cov = order_statistic_interval(n, q)
+            if lo < 1 or hi > n:
+                print(f"  n={n:<4} q={q:<5} unbounded at 95% (a bound is infinite); exact level {cov:.3f}")
+                continue
+            truth = dist.ppf(q)
+            hits = int(((x[:, lo - 1] <= truth) & (truth <= x[:, hi - 1])).sum())
+            line(f"n={n} q={q} ranks ({lo}, {hi})", hits, reps, cov)
+
+
+def detector(rng, n, prev=0.3, tpr=0.8, fpr=0.1, per_task=None, sd=1.0):
+    y = rng.random(n) < prev
+    if per_task is None:
+        p = np.where(y, rng.random(n) < tpr, rng.random(n) < fpr)
+        return y.astype(int), p.astype(int), None
+    tasks = np.repeat(np.arange(n // per_task), per_task)
+    shift = rng.normal(0, sd, n // per_task)[tasks]
+    lt = stats.logistic.ppf(tpr) + shift
+    lf = stats.logistic.ppf(fpr) + shift
+    p = np.where(y, rng.random(n) < stats.logistic.cdf(lt), rng.random(n) < stats.logistic.cdf(lf))
+    return y.astype(int), p.astype(int), tasks.astype(str)
+
+
+def classification(reps, rng):
+    print("2. classification metrics, percentile bootstrap (1,000 resamples), independent items")
+    prev, tpr, fpr = 0.3, 0.8, 0.1
+    prec = prev * tpr / (prev * tpr + (1 - prev) * fpr)
+    truth = {"precision": prec, "recall": tpr, "f1": 2 * prec * tpr / (prec + tpr)}
+    for n in (200, 1000):
+        hits = dict.fromkeys(truth, 0)
+        for _ in range(reps):
+            y, p, _ = detector(rng, n)
+            r = classification_metrics(y, p, n_resamples=1000, rng=rng)
+            for m, v in truth.items():
+                lo, hi = r.ci.sel(metric=m).values
+                hits[m] += lo <= v <= hi
+        for m in truth:
+            line(f"n={n} {m}", hits[m], reps, 0.95)
+    print("3. clustered items (40 tasks x 10 items, task shift sd 1 on the logit)")
+    big = [detector(rng, 2_000_000, per_task=10) for _ in range(10)]
+    y = np.concatenate([b[0] for b in big])
+    p = np.concatenate([b[1] for b in big])
+    tp, fp, fn = (y * p).sum(), ((1 - y) * p).sum(), (y * (1 - p)).sum()
+    truth = {"precision": tp / (tp + fp), "recall": tp / (tp + fn)}
+    truth["f1"] = 2 * tp / (2 * tp + fp + fn)
+    print("   truth (Monte Carlo, 2e7 items):", {k: round(float(v), 4) for k, v in truth.items()})
+    hits = {(s, m): 0 for s in ("items", "tasks") for m in truth}
+    for _ in range(reps):
+        y, p, tasks = detector(rng, 400, per_task=10)
+        for scheme, cl in (("items", None), ("tasks", tasks)):
+            r = classification_metrics(y, p, cluster=cl, n_resamples=1000, rng=rng)
+            for m, v in truth.items():
+                lo, hi = r.ci.sel(metric=m).values
+                hits[scheme, m] += lo <= v <= hi
+    for (scheme, m), h in hits.items():
+        line(f"resample {scheme}: {m}", h, reps, 0.95)
+
+
+def bradley_terry(reps, rng):
+    print("4. Bradley-Terry ML, battle bootstrap (500 resamples), 8 agents, 800 battles, Davidson nu=0.8")
+    m, n = 8, 800
+    ability = np.linspace(-1, 1, m)
+    names = np.array([f"a{i}" for i in range(m)])
+    hits = np.zeros(m - 1)
+    done = 0
+    for _ in range(reps):
+        i = rng.integers(0, m, n)
+        j = (i + rng.integers(1, m, n)) % m
+        d = ability[i] - ability[j]
+        pr = np.stack([np.exp(d / 2), np.full(n, 0.8), np.exp(-d / 2)], 1)
+        u = rng.random(n)[:, None] > np.cumsum(pr / pr.sum(1, keepdims=True), 1)
+        df = pd.DataFrame({"left": names[i], "right": names[j], "winner": np.array(["left", "tie", "right"])[u.sum(1)]})
+        r = bradley_terry_ml(read_battles(df, position=False), scale="logit", reference="a0", n_resamples=500, rng=rng)
+        lo = r.ci.sel(ci_bound="lower").values[1:]
+        hi = r.ci.sel(ci_bound="upper").values[1:]
+        t = ability[1:] - ability[0]
+        hits += (lo <= t) & (t <= hi)
+        done += 1
+    for k in range(m - 1):
+        line(f"a{k + 1} - a0 = {ability[k + 1] - ability[0]:.2f}", hits[k], done, 0.95)
+
+
+def main():
+    reps = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    rng = np.random.default_rng(20261130)
+    print("load average:", os.getloadavg(), f"reps={reps}")
+    for part in (quantiles, classification, bradley_terry):
+        t = time.perf_counter()
+        part(reps if part is not bradley_terry else max(reps // 4, 50), rng)
+        print(f"  ({time.perf_counter() - t:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
