@@ -154,7 +154,9 @@ def reliability_profile(
         meaning), ``confidence`` (the agent's stated confidence in [0, 1]) and
         ``severity`` (0 = no harm, larger = worse).
     k : int, optional
-        ``k`` of pass^k; default the smallest number of runs of any task.
+        ``k`` of pass^k; default the median number of runs per (agent, task)
+        cell (cells with fewer runs are left out of ``consistency``, with an
+        :class:`~hierbench.freq.InsufficientRunsWarning`).
     score, perturbed, confidence, severity : str
         Variable names.
     bins : int or sequence of float
@@ -240,7 +242,9 @@ def reliability_profile(
     binary = is_binary(y)
     kk = None
     if binary:
-        kk = int(n_runs[n_runs > 0].min()) if k is None else check_int(k, "k", min=1)
+        # default k: the median number of runs of the cells that ran (min would let one
+        # single-run cell turn pass^k into pass^1 = accuracy)
+        kk = int(np.median(n_runs[n_runs > 0])) if k is None else check_int(k, "k", min=1)
         c = np.where(ran, y, 0.0).sum(2)
         short = (n_runs > 0) & (n_runs < kk)
         if short.any():
