@@ -7,7 +7,7 @@
    (prevalence 0.3, TPR 0.8, FPR 0.1), n = 200 and 1,000 items, independent items.
 3. The same with items clustered in tasks (10 items per task, a per-task
    random shift of the detector's logit): item-level vs task-level (cluster)
-   bootstrap. Truth: the population precision / recall, computed by
+   bootstrap, percentile and BCa (jackknife over tasks). Truth: the population precision / recall, computed by
    Monte Carlo on 2*10^7 draws of the same process.
 4. Bradley-Terry ML: percentile bootstrap over battles, coverage of each
    agent's ability difference to the reference (8 agents, 800 battles, Davidson ties).
@@ -37,7 +37,9 @@ def wilson(h, n, prob=0.95):
 def line(label, hits, reps, target):
     lo, hi = wilson(hits, reps)
     flag = "ok" if lo <= target <= hi or hits / reps >= target else "LOW"
-    print(f"  {label:<40} coverage {hits / reps:.3f}  [{lo:.3f}, {hi:.3f}]  target {target:.3f}  {flag}")
+    print(
+        f"  {label:<40} coverage {hits / reps:.3f}  [{lo:.3f}, {hi:.3f}]  target {target:.3f}  {flag}"
+    )
 
 
 def quantiles(reps, rng):
@@ -48,7 +50,9 @@ def quantiles(reps, rng):
         for q in (0.5, 0.9, 0.95):
             lo, hi, cov = order_statistic_interval(n, q)
             if lo < 1 or hi > n:
-                print(f"  n={n:<4} q={q:<5} unbounded at 95% (a bound is infinite); exact level {cov:.3f}")
+                print(
+                    f"  n={n:<4} q={q:<5} unbounded at 95% (a bound is infinite); exact level {cov:.3f}"
+                )
                 continue
             truth = dist.ppf(q)
             hits = int(((x[:, lo - 1] <= truth) & (truth <= x[:, hi - 1])).sum())
@@ -91,11 +95,17 @@ def classification(reps, rng):
     truth = {"precision": tp / (tp + fp), "recall": tp / (tp + fn)}
     truth["f1"] = 2 * tp / (2 * tp + fp + fn)
     print("   truth (Monte Carlo, 2e7 items):", {k: round(float(v), 4) for k, v in truth.items()})
-    hits = {(s, m): 0 for s in ("items", "tasks") for m in truth}
+    schemes = (
+        ("items", None, "percentile"),
+        ("tasks", "tasks", "percentile"),
+        ("tasks bca", "tasks", "bca"),
+    )
+    hits = {(s, m): 0 for s, *_ in schemes for m in truth}
     for _ in range(reps):
         y, p, tasks = detector(rng, 400, per_task=10)
-        for scheme, cl in (("items", None), ("tasks", tasks)):
-            r = classification_metrics(y, p, cluster=cl, n_resamples=1000, rng=rng)
+        for scheme, cl, method in schemes:
+            cl = tasks if cl else None
+            r = classification_metrics(y, p, cluster=cl, n_resamples=1000, method=method, rng=rng)
             for m, v in truth.items():
                 lo, hi = r.ci.sel(metric=m).values
                 hits[scheme, m] += lo <= v <= hi
@@ -104,7 +114,9 @@ def classification(reps, rng):
 
 
 def bradley_terry(reps, rng):
-    print("4. Bradley-Terry ML, battle bootstrap (500 resamples), 8 agents, 800 battles, Davidson nu=0.8")
+    print(
+        "4. Bradley-Terry ML, battle bootstrap (500 resamples), 8 agents, 800 battles, Davidson nu=0.8"
+    )
     m, n = 8, 800
     ability = np.linspace(-1, 1, m)
     names = np.array([f"a{i}" for i in range(m)])
@@ -116,8 +128,20 @@ def bradley_terry(reps, rng):
         d = ability[i] - ability[j]
         pr = np.stack([np.exp(d / 2), np.full(n, 0.8), np.exp(-d / 2)], 1)
         u = rng.random(n)[:, None] > np.cumsum(pr / pr.sum(1, keepdims=True), 1)
-        df = pd.DataFrame({"left": names[i], "right": names[j], "winner": np.array(["left", "tie", "right"])[u.sum(1)]})
-        r = bradley_terry_ml(read_battles(df, position=False), scale="logit", reference="a0", n_resamples=500, rng=rng)
+        df = pd.DataFrame(
+            {
+                "left": names[i],
+                "right": names[j],
+                "winner": np.array(["left", "tie", "right"])[u.sum(1)],
+            }
+        )
+        r = bradley_terry_ml(
+            read_battles(df, position=False),
+            scale="logit",
+            reference="a0",
+            n_resamples=500,
+            rng=rng,
+        )
         lo = r.ci.sel(ci_bound="lower").values[1:]
         hi = r.ci.sel(ci_bound="upper").values[1:]
         t = ability[1:] - ability[0]

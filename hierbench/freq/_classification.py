@@ -32,6 +32,7 @@ from .._base import (
     cluster_codes,
     make_interval,
 )
+from ._bootstrap import _bca
 from ._resample import task_weights
 
 __all__ = [
@@ -123,8 +124,27 @@ def _ci_from(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
         return np.nanquantile(dist, a, axis=0), np.nanquantile(dist, 1 - a, axis=0)
 
 
-def _common(prob, n_resamples):
+def _common(prob, n_resamples, method="percentile"):
+    if method not in ("percentile", "bca"):
+        raise ValueError(f"`method` must be 'percentile' or 'bca'; got {method!r}")
     return check_prob(prob), check_int(n_resamples, "n_resamples", min=2)
+
+
+def _interval(stat, est, dist, n, codes, method, prob):
+    """Percentile limits, or BCa with a jackknife over items (clusters) of ``stat(weights)``."""
+    if method == "percentile":
+        return _ci_from(dist, prob)
+    groups = np.arange(n) if codes is None else np.asarray(codes)
+    g = int(groups.max()) + 1
+    step = max(1, _CHUNK // max(n, 1))
+    jack = []
+    for g0 in range(0, g, step):
+        ids = np.arange(g0, min(g, g0 + step))
+        jack.append(stat((groups[None, :] != ids[:, None]).astype(float)))
+    lim, _, _ = _bca(
+        np.atleast_1d(np.asarray(est, dtype=float)), dist, np.concatenate(jack), 1 - prob
+    )
+    return lim[:, 0], lim[:, 1]
 
 
 # --------------------------------------------------------------------------- metrics at a threshold
@@ -179,6 +199,7 @@ def classification_metrics(
     cluster: Any = None,
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
+    method: str = "percentile",
     dim: str = "item",
     rng: None | int | np.random.Generator = None,
 ) -> ClassificationResult:
@@ -196,6 +217,8 @@ def classification_metrics(
         whole tasks are resampled.
     prob : float
     n_resamples : int
+    method : {"percentile", "bca"}
+        Percentile bootstrap, or BCa with a jackknife over items (clusters).
     dim : str
         Name of the item dim.
     rng : None, int or Generator
@@ -216,7 +239,7 @@ def classification_metrics(
     >>> r.estimate.round(3).to_series().to_dict()
     {'precision': 0.667, 'recall': 0.8, 'f1': 0.727, 'f_beta': 0.727, 'specificity': 0.956, 'accuracy': 0.94}
     """
-    prob, n_resamples = _common(prob, n_resamples)
+    prob, n_resamples = _common(prob, n_resamples, method)
     if not (np.isfinite(beta) and beta > 0):
         raise ValueError(f"`beta` must be a finite number > 0; got beta={beta!r}")
     yt = _vector(y_true, "y_true", dim)
@@ -239,12 +262,11 @@ def classification_metrics(
             stacklevel=2,
         )
     gen = as_rng(rng)
-    dist = np.concatenate(
-        [
-            _metrics_from_counts(*(w @ cells).T, beta)
-            for w in _weights(t.size, n_resamples, gen, codes)
-        ]
-    )
+
+    def stat(w):
+        return _metrics_from_counts(*(w @ cells).T, beta)
+
+    dist = np.concatenate([stat(w) for w in _weights(t.size, n_resamples, gen, codes)])
     n_undef = (~np.isfinite(dist)).sum(0)
     if (n_undef[np.isfinite(est)] > 0).any():
         warnings.warn(
@@ -253,14 +275,14 @@ def classification_metrics(
             UndefinedMetricWarning,
             stacklevel=2,
         )
-    lo, hi = _ci_from(dist, prob)
+    lo, hi = _interval(stat, est, dist, t.size, codes, method, prob)
     coords = {"metric": METRICS}
     est_da = xr.DataArray(est, dims="metric", coords=coords, name="classification")
     est_da.attrs["beta"] = float(beta)
     detail = f"bootstrap over {unit}s, {n_resamples} resamples"
     return ClassificationResult(
         estimate=est_da,
-        ci=make_interval(lo, hi, prob=prob, kind="percentile", detail=detail, template=est_da),
+        ci=make_interval(lo, hi, prob=prob, kind=method, detail=detail, template=est_da),
         confusion=xr.DataArray(obs, dims="cell", coords={"cell": ["tp", "fp", "fn", "tn"]}),
         n_undefined=xr.DataArray(n_undef, dims="metric", coords=coords),
         distribution=xr.DataArray(dist, dims=("resample", "metric"), coords=coords),
