@@ -318,8 +318,8 @@ def test_side_by_side_with_the_pymc_fit():
         warnings.simplefilter("ignore")
         dt = fit(
             model,
-            draws=500,
-            tune=500,
+            draws=300,
+            tune=300,
             chains=2,
             rng=4,
             posterior_predictive=False,
