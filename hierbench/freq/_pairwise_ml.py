@@ -773,11 +773,10 @@ def _newton(ia, ib, counts, m, ref, ties, home, theta, h, lam, tol, max_iter):
         if use_lam:
             grad.append([g_l.sum()])
         grad = np.concatenate(grad)
-        H = np.zeros((m, m))
-        np.add.at(H, (ia, ia), i_dd)
-        np.add.at(H, (ib, ib), i_dd)
-        np.add.at(H, (ia, ib), -i_dd)
-        np.add.at(H, (ib, ia), -i_dd)
+        diag = np.bincount(ia, i_dd, m) + np.bincount(ib, i_dd, m)
+        H = -np.bincount(ia * m + ib, i_dd, m * m).reshape(m, m)
+        H = H + H.T
+        H[np.diag_indices(m)] += diag
         info = np.zeros((k, k))
         info[:n_th, :n_th] = H[np.ix_(free, free)]
         j = n_th
