@@ -13,6 +13,15 @@
    agent's ability difference to the reference (8 agents, 800 battles, Davidson ties).
 
 Run: ``.venv/bin/python benchmarks/bench_beyond_coverage.py [reps]`` (default 1000 replications).
+
+Measured 2026-11-30 (600 replications, load ~20): order-statistic coverage matches the exact
+level in 8 of 9 settings (n = 30 median 0.940 vs exact 0.957, Wilson [0.918, 0.956]); the
+independent-item bootstrap of precision / recall / F1 covers 0.938-0.952 in two runs (one
+0.927 for precision at n = 1000, which a 1,500-replication rerun put at 0.950, identical to a
+hand-written numpy bootstrap); with 40 clustered tasks the item bootstrap covers 0.89-0.94,
+the task (cluster) bootstrap 0.92-0.94 and cluster BCa 0.92-0.94: below 0.95 with few
+clusters. Bradley-Terry battle bootstrap (150 replications): 0.920-0.940 per ability
+difference, every Wilson band containing 0.95.
 """
 
 from __future__ import annotations

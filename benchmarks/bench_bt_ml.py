@@ -20,6 +20,16 @@ Levels measured (best of ``REPEATS`` runs, wall clock):
 * ``bootstrap``: 1,000 battle resamples with intervals and rank intervals.
 
 Run: ``HIERBENCH_SHARED_DATA=../shared/data .venv/bin/python benchmarks/bench_bt_ml.py``.
+
+Measured 2026-11-30 on the shared 2-core machine at load average 20-25 (two runs; the
+spread between runs is the load): LLMFAO kernel 5-19 ms vs evalica 9-13 ms (ratio
+evalica / ours 0.7-1.9), api 23-42 ms (evalica / api 0.3-0.4: the result object's two
+``make_interval`` calls cost ~10 ms each), choix ilsr 238-245 ms (13-47x the kernel, 6-10x
+the api), choix mm 2.6-2.7 s. Arena (10^5 battles, 100 agents): kernel 63-90 ms vs
+evalica 172-183 ms (2.0-2.7x faster), api 165-203 ms (parity), choix ilsr 2.1-2.2 s
+(25-32x the kernel, 11-12x the api). Every fit agrees with ours to <= 3e-8 (evalica at
+tol 1e-6), 3e-12 (evalica at 1e-12), 3e-9 (choix ilsr), 1e-6 (choix mm). 1,000 battle
+bootstrap refits: 5.3-6.9 s on LLMFAO.
 """
 
 from __future__ import annotations
