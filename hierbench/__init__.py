@@ -5,12 +5,13 @@ The frequentist half (:mod:`hierbench.data`, :mod:`hierbench.freq`,
 ``hierbench`` never imports PyMC or matplotlib. The Bayesian models live in
 :mod:`hierbench.bayes` and plotting in :mod:`hierbench.report`; import them
 explicitly.
+
+The subpackages are imported on first use (``hierbench.freq`` works as
+always), so ``import hierbench`` and ``hierbench --help`` stay fast.
 """
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
-
-from . import compare, data, design, freq, metrics, testing
-from ._base import DEFAULT_PROB, HierbenchError, HierbenchWarning
 
 try:
     __version__ = version("hierbench")
@@ -29,3 +30,18 @@ __all__ = [
     "metrics",
     "testing",
 ]
+
+_SUBMODULES = ("compare", "data", "design", "freq", "metrics", "testing")
+_FROM_BASE = ("DEFAULT_PROB", "HierbenchError", "HierbenchWarning")
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _FROM_BASE:
+        return getattr(importlib.import_module("._base", __name__), name)
+    raise AttributeError(f"module 'hierbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
