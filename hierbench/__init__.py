@@ -11,12 +11,6 @@ always), so ``import hierbench`` and ``hierbench --help`` stay fast.
 """
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("hierbench")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
 
 __all__ = [
     "DEFAULT_PROB",
@@ -36,6 +30,13 @@ _FROM_BASE = ("DEFAULT_PROB", "HierbenchError", "HierbenchWarning")
 
 
 def __getattr__(name: str):
+    if name == "__version__":  # importlib.metadata is slow to import: only when asked
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("hierbench")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            return "0.0.0+unknown"
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     if name in _FROM_BASE:

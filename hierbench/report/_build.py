@@ -14,7 +14,7 @@ import platform
 import sys
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -206,6 +206,7 @@ def build(
     rng: None | int = 0,
     overwrite: bool = False,
     progress: bool | None = None,
+    appendix: Sequence[tuple[str, str]] = (),
 ) -> Path:
     """Write the full report of an evaluation: data, convergence, abilities, pass^k, ranks, pairs, checks.
 
@@ -242,6 +243,9 @@ def build(
         Replace an existing report (default: refuse).
     progress : bool, optional
         Print each stage to stderr; default only on a terminal.
+    appendix : sequence of (heading, text)
+        Extra sections of preformatted text after the checklist (the demo's
+        walk-through).
 
     Returns
     -------
@@ -303,6 +307,8 @@ def build(
             "\n".join(f"- {w}" for w in dict.fromkeys(ctx.warnings)),
             id="warnings",
         )
+    for i, (heading, text) in enumerate(appendix, start=1):
+        rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}")
     say("writing")
     out = rep.write(path, format=format, overwrite=overwrite)
     say(f"written {out}")
