@@ -361,6 +361,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .freq import compare_agents
     from .report._build import _pair_table
 
+    if _progress_wanted(args):
+        m = ds.sizes["agent"]
+        print(
+            f"paired tests: {m * (m - 1) // 2} pairs x {args.resamples} resamples and permutations ...",
+            file=sys.stderr,
+            flush=True,
+        )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         cmp = compare_agents(
@@ -535,6 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_file_options(c)
     _add_stats_options(c, resamples=9999)
     c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.add_argument("--quiet", action="store_true", help="no progress line")
     c.set_defaults(func=_cmd_compare)
 
     d = sub.add_parser(
@@ -586,6 +594,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
+    import os
+
+    os.environ.setdefault("MPLBACKEND", "Agg")  # figures go into files, never to a window
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -597,8 +608,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError, TypeError, KeyError, EOFError, UnicodeError, Warning) as exc:
         # HierbenchError derives from ValueError; a HierbenchWarning raised as an error under
         # -W error is a Warning; unreadable or refused files are OSError
-        import os
-
         if os.environ.get("HIERBENCH_DEBUG"):  # the full traceback, for bug reports
             raise
         kind = "invalid input" if isinstance(exc, (ValueError, Warning)) else "error"

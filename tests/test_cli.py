@@ -1,4 +1,4 @@
-"""The hierbench CLI: validate, summary, demo; expected numbers by hand from tiny logs."""
+"""The hierbench CLI: validate, summary, fit, report, compare, demo; errors in the user's words."""
 
 import json
 import subprocess
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from hierbench.cli import main
-from hierbench.demo import DEMO_SECTIONS
 from hierbench.data import from_records
+from hierbench.demo import DEMO_SECTIONS
 from hierbench.io import save_dataset
 from hierbench.testing import default_dataset
 
@@ -143,7 +143,9 @@ def test_help_is_fast_because_nothing_heavy_is_imported():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
-    res = subprocess.run([sys.executable, "-m", "hierbench", "--help"], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "hierbench", "--help"], capture_output=True, text=True
+    )
     assert res.returncode == 0
     for cmd in ("validate", "summary", "fit", "report", "compare", "demo"):
         assert cmd in res.stdout
@@ -257,7 +259,9 @@ def test_demo_prints_sections_and_the_truth(capsys, tmp_path):
     # a fit that failed its checks says so, with the reason, on a warning line
     if not int(fit.attrs["diag_converged"]):
         warn = [x for x in out.splitlines() if x.startswith("warning: the fit did not converge: ")]
-        assert warn and ("R-hat" in warn[0] or "ESS" in warn[0] or "diverg" in warn[0] or "BFMI" in warn[0])
+        assert warn and (
+            "R-hat" in warn[0] or "ESS" in warn[0] or "diverg" in warn[0] or "BFMI" in warn[0]
+        )
     html = (out_dir / "report.html").read_text()
     assert 'id="abilities"' in html and "How good is each agent? (frequentist)" in html
     report = (out_dir / "report.md").read_text()
@@ -280,7 +284,7 @@ def test_demo_warning_filter_reads_the_category():
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        warnings.warn("x", UserWarning)
+        warnings.warn("x", UserWarning, stacklevel=1)
     assert type(caught[0]).__name__ == "WarningMessage"
     src = inspect.getsource(demo._bayes_section)
     assert "type(w).__name__" not in src and "w.category" in src
@@ -298,7 +302,9 @@ def test_installed_entry_point(log):
     assert "missing required columns" in bad.stderr and "Traceback" not in bad.stderr
     mod = subprocess.run(
         [sys.executable, "-m", "hierbench", "summary", str(log), *COLS, "--json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert json.loads(mod.stdout) == res
 

@@ -39,7 +39,9 @@ def eval_ds():
 def _assert_same(a: xr.Dataset, b: xr.Dataset):
     assert a.identical(b)
     for v in a.variables:
-        assert a[v].dtype.kind == b[v].dtype.kind or {a[v].dtype.kind, b[v].dtype.kind} <= set("OUT"), v
+        assert a[v].dtype.kind == b[v].dtype.kind or {a[v].dtype.kind, b[v].dtype.kind} <= set(
+            "OUT"
+        ), v
 
 
 def test_eval_dataset_round_trip(eval_ds, tmp_path):
@@ -49,8 +51,13 @@ def test_eval_dataset_round_trip(eval_ds, tmp_path):
     assert back.error.dtype == bool and back.hit.dtype == bool
     assert list(back.agent.values) == ["gpt-4o", "claude ü"]
     assert list(back.tag.values) == ["web", "astro"]
-    assert back.run_id.sel(agent="claude ü", task="django__django-1").values.tolist() == ["r-3", "r-4"]
-    assert json.loads(back.attrs["not_kept"]) == {"infrastructure error, excluded (errors='exclude')": 1}
+    assert back.run_id.sel(agent="claude ü", task="django__django-1").values.tolist() == [
+        "r-3",
+        "r-4",
+    ]
+    assert json.loads(back.attrs["not_kept"]) == {
+        "infrastructure error, excluded (errors='exclude')": 1
+    }
     assert json.loads(back.attrs["annotations"]) == ["hit"]
     # netCDF, not a pickle
     assert path.read_bytes()[:4] == b"\x89HDF"
@@ -59,7 +66,9 @@ def test_eval_dataset_round_trip(eval_ds, tmp_path):
 
 
 def test_simulated_and_counts_round_trip(tmp_path):
-    ds, _ = simulate_eval(n_agents=3, n_tasks=7, n_runs=4, n_clusters=2, p_missing_run=0.3, p_error=0.1, rng=3)
+    ds, _ = simulate_eval(
+        n_agents=3, n_tasks=7, n_runs=4, n_clusters=2, p_missing_run=0.3, p_error=0.1, rng=3
+    )
     _assert_same(load_dataset(save_dataset(ds, tmp_path / "sim.nc")), ds)
     c = to_counts(ds)
     _assert_same(load_dataset(save_dataset(c, tmp_path / "counts.nc")), c)
@@ -95,7 +104,10 @@ def fit(eval_ds):
     tree = xr.DataTree.from_dict(
         {"posterior": post, "sample_stats": stats, "observed_data": eval_ds[["score", "error"]]}
     )
-    tree.attrs = {"spec": json.dumps({"model": "crossed", "priors": {"sd": 1.0}}), "data_hash": "abc123"}
+    tree.attrs = {
+        "spec": json.dumps({"model": "crossed", "priors": {"sd": 1.0}}),
+        "data_hash": "abc123",
+    }
     return tree
 
 
@@ -173,7 +185,9 @@ def test_corrupt_files_name_the_file(eval_ds, fit, tmp_path, make):
     good = save_fit(fit, tmp_path / "good.nc")
     bad = tmp_path / "bad.nc"
     bad.write_bytes(b"not a netcdf file" if make == "garbage" else good.read_bytes()[:2000])
-    with pytest.raises(HierbenchError, match=r"'.*bad.nc' cannot be read as a netCDF file holding a fit"):
+    with pytest.raises(
+        HierbenchError, match=r"'.*bad.nc' cannot be read as a netCDF file holding a fit"
+    ):
         load_fit(bad)
     with pytest.raises(HierbenchError, match=r"'.*bad.nc' cannot be read as a netCDF eval dataset"):
         load_dataset(bad)
@@ -192,14 +206,21 @@ def test_compact_default_drops_per_observation_groups_and_compresses(fit, tmp_pa
     full = _with_predictive(fit)
     compact = load_fit(save_fit(full, tmp_path / "c.nc"))
     assert set(compact.children) == {"posterior", "sample_stats", "observed_data"}
-    assert json.loads(compact.attrs["hierbench_groups_dropped"]) == ["log_likelihood", "posterior_predictive"]
+    assert json.loads(compact.attrs["hierbench_groups_dropped"]) == [
+        "log_likelihood",
+        "posterior_predictive",
+    ]
     everything = load_fit(save_fit(full, tmp_path / "a.nc", groups="all"))
     assert set(everything.children) == set(full.children)
-    xr.testing.assert_identical(everything["log_likelihood"].to_dataset(), full["log_likelihood"].to_dataset())
+    xr.testing.assert_identical(
+        everything["log_likelihood"].to_dataset(), full["log_likelihood"].to_dataset()
+    )
     some = load_fit(save_fit(full, tmp_path / "s.nc", groups=["posterior_predictive"]))
     assert "posterior_predictive" in some.children and "log_likelihood" not in some.children
     # compressed: a constant posterior compresses to far less than its 8 bytes per value
-    big = xr.DataTree.from_dict({"posterior": xr.Dataset({"z": (("chain", "draw", "x"), np.zeros((4, 1000, 200)))})})
+    big = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset({"z": (("chain", "draw", "x"), np.zeros((4, 1000, 200)))})}
+    )
     size = save_fit(big, tmp_path / "z.nc").stat().st_size
     assert size < 4 * 1000 * 200 * 8 / 20
 

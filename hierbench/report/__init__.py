@@ -7,6 +7,19 @@ backend); import it explicitly.
 """
 
 from ._build import SECTIONS, ReportSectionWarning, build
+from ._figures import heatmap, interval_forest, passk_curves, ppc_plot, variance_plot
 from ._report import Report, as_table, markdown_table
 
-__all__ = ["SECTIONS", "Report", "ReportSectionWarning", "as_table", "build", "markdown_table"]
+__all__ = [
+    "SECTIONS",
+    "Report",
+    "ReportSectionWarning",
+    "as_table",
+    "build",
+    "heatmap",
+    "interval_forest",
+    "markdown_table",
+    "passk_curves",
+    "ppc_plot",
+    "variance_plot",
+]

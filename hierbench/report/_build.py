@@ -412,6 +412,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         "n_tasks_attempted": "tasks run",
         "n_missing_cells": "cells never run",
         "n_runs": "runs",
+        "n_scored": "scored runs",
         "n_error": "error runs",
         "error_rate": "error rate",
         "mean_score": "mean score (per task)",
@@ -713,7 +714,8 @@ def _pair_table(cmp, prob: float) -> pd.DataFrame:
                 ("n_tasks", "shared tasks"),
             ):
                 if key in c:
-                    row[lab] = c[key].item()
+                    v = c[key].item()
+                    row[lab] = int(v) if key == "n_tasks" and np.isfinite(v) else v
             rows.append(row)
     return pd.DataFrame(rows).set_index("pair")
 
@@ -829,7 +831,8 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
                 "G-theory: ANOVA estimates of the same components from the scores (crossed design)."
             )
         except Exception as exc:
-            text.append(f"G-theory not computed: {type(exc).__name__}: {exc}")
+            first = str(exc).split(";")[0].split(". ")[0][:200]
+            text.append(f"G-theory (ANOVA) not computed: {type(exc).__name__}: {first}.")
     if table is None:
         raise _Skip("needs a crossed fit or data")
     table.index.name = "component"
@@ -879,7 +882,8 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
         ["observed", "predicted_mean", "predicted_lower", "predicted_upper", "p_value"]
     ].to_dataframe()
     tab = tab[tab["predicted_mean"].notna()]
-    rep.section(_TITLES[sid], text, table=tab if len(tab) <= 80 else None, id=sid)
+    tab["observed"] = tab["observed"].astype(int)
+    rep.section(_TITLES[sid], text, table=tab if len(tab) <= 40 else None, id=sid)
     rep.figure("ppc", fig, "Posterior predictive check of the per-task success counts.")
 
 

@@ -27,13 +27,8 @@ _SAMPLE_DIMS = ["chain", "draw"]
 
 
 def _plt():
-    import matplotlib
-
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-        try:
-            matplotlib.use("Agg", force=False)
-        except Exception:  # pragma: no cover - an interactive backend already in use
-            pass
+    # the user's backend is left alone (the CLI sets MPLBACKEND=Agg); report figures are
+    # rendered to PNG and closed, so they never pop up
     import matplotlib.pyplot as plt
 
     return plt
@@ -135,6 +130,8 @@ def passk_curves(
                 ms=4,
                 label=None if bands is not None else a,
             )
+    ks = sorted({int(k) for k in src.index.get_level_values("k")})
+    ax.set_xticks(ks)
     ax.set_xlabel("k (attempts that must all succeed)")
     ax.set_ylabel("pass^k (probability, 0-1)")
     sub = (
