@@ -438,6 +438,15 @@ def _plan_section(ctx: DemoContext) -> str:
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
     s_mt = float(vc["agent_task"].mean())
     s_e = float(vc["residual"].mean())
+    clipped = ""
+    if s_mt < 0:
+        # a difference of variances: its posterior mean can fall below 0 when the
+        # agent x task variation is small; planning then assumes none
+        clipped = (
+            f"\n(The agent x task component's posterior mean is {s_mt:.4f} < 0, a difference of "
+            "variances near zero: the plan below takes it as 0.)"
+        )
+        s_mt = 0.0
     T = int(ctx.data.sizes["task"])
     R = int(ctx.data.sizes["run"])
     kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
@@ -459,7 +468,7 @@ def _plan_section(ctx: DemoContext) -> str:
         "Variance components of the cell success probability on the probability scale, from\n"
         f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
         f"With these {T} tasks x {R} runs a paired comparison detects a difference of\n"
-        f"{mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).\n\n"
+        f"{mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n\n"
         + table.to_string()
         + f"\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
         f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
@@ -616,7 +625,11 @@ def run_demo(
     done: list[tuple[str, str]] = []
     for i, (title, section) in enumerate(DEMO_SECTIONS, start=1):
         print(f"\n## {i}. {title}\n", flush=True)
-        text = section(ctx)
+        try:
+            text = section(ctx)
+        except (ValueError, ArithmeticError) as exc:  # one section's failure never hides the rest
+            text = f"(not computed: {type(exc).__name__}: {exc})"
+            ctx.extra.setdefault("warnings", []).append(f"section {i}. {title} not computed: {exc}")
         print(text, flush=True)
         done.append((f"{i}. {title}", text))
     if out:

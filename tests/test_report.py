@@ -134,3 +134,41 @@ def test_build_from_data_alone_writes_every_section(tmp_path):
         build(data=ds, path=tmp_path / "r.html", progress=False)
     with pytest.raises(ValueError, match=r"give `fit`, `data` or both"):
         build(path=tmp_path / "x.html")
+
+
+def test_diagnostic_plots_take_labels_with_slashes():
+    """METR task ids hold '/' (``blackbox/charm``); DataTree variable names cannot."""
+    from hierbench.report._figures import rank_plot, trace_plot
+
+    rng = np.random.default_rng(3)
+    post = xr.Dataset(
+        {"task_effect": (("chain", "draw", "task"), rng.normal(size=(2, 60, 2)))},
+        coords={"chain": [0, 1], "draw": np.arange(60), "task": ["blackbox/charm", "a/b/c"]},
+    )
+    worst = [("task_effect", {"task": "blackbox/charm"}), ("task_effect", {"task": "a/b/c"})]
+    r = Report("t")
+    r.section("Diagnostics")
+    r.figure("rank", rank_plot(post, worst))
+    r.figure("trace", trace_plot(post, worst))
+    assert all(png[:4] == b"\x89PNG" for png in r.figures.values())
+
+
+def test_ppc_plot_takes_a_mean_outside_its_quantile_band():
+    """A skewed count (most draws 0) has its mean above its 95% quantile: still plotted."""
+    from hierbench.report import ppc_plot
+
+    dims = ("agent", "n_runs", "successes")
+    shape = (1, 1, 3)
+    check = xr.Dataset(
+        {
+            "observed": (dims, np.array([[[5.0, 1.0, 0.0]]])),
+            "predicted_mean": (dims, np.array([[[4.0, 0.3, 0.1]]])),
+            "predicted_lower": (dims, np.zeros(shape)),
+            "predicted_upper": (dims, np.array([[[6.0, 0.0, 0.0]]])),
+            "p_value": (dims, np.full(shape, 0.5)),
+        },
+        coords={"agent": ["a"], "n_runs": [2], "successes": [0, 1, 2]},
+        attrs={"band_prob": 0.9},
+    )
+    fig = ppc_plot(check, title="t")
+    assert fig.axes[0].get_xlabel() == "successes out of 2 runs"

@@ -862,6 +862,12 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
                 else ""
             )
         )
+    obs = ctx.fit["observed_data"].to_dataset() if "observed_data" in ctx.fit.children else None
+    if obs is None or not any("cell" in v.dims for v in obs.data_vars.values()):
+        raise _Skip(
+            "the predictive check of success counts per (agent, task) cell applies to the count "
+            f"models; this {ctx.fit.attrs.get('hierbench_model', 'custom')} fit has no `cell` observations"
+        )
     from ..bayes._diagnostics import predictive_check
 
     chk = predictive_check(ctx.fit)

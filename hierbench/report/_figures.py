@@ -236,19 +236,16 @@ def ppc_plot(check: xr.Dataset, *, title: str):
     for ax, a in zip(axes.ravel(), agents, strict=False):
         d = sub.sel(agent=a)
         ax.bar(s, d["observed"].values, color="#bbbbbb", label="observed")
-        ax.errorbar(
+        # the band as a line: a skewed count can have its mean outside its quantile band
+        ax.vlines(
             s,
-            d["predicted_mean"].values,
-            yerr=[
-                d["predicted_mean"].values - d["predicted_lower"].values,
-                d["predicted_upper"].values - d["predicted_mean"].values,
-            ],
-            fmt="o",
+            d["predicted_lower"].values,
+            d["predicted_upper"].values,
             color="#c44e52",
-            ms=4,
-            capsize=2,
-            label=f"predicted ({band:.0%} band)",
+            lw=2,
+            label=f"predicted {band:.0%} band",
         )
+        ax.plot(s, d["predicted_mean"].values, "o", color="#c44e52", ms=4, label="predicted mean")
         ax.set_title(a, fontsize="small")
         ax.set_xlabel(f"successes out of {n_main} runs")
         ax.set_ylabel("tasks (count)")
@@ -266,6 +263,7 @@ def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) ->
     for var, sel in worst:
         da = posterior[var].sel(sel) if sel else posterior[var]
         label = var + ("[" + ", ".join(str(v) for v in sel.values()) + "]" if sel else "")
+        label = label.replace("/", "\u2215")  # DataTree variable names cannot hold '/'
         out[label] = da.drop_vars([c for c in da.coords if c not in ("chain", "draw")])
     return xr.DataTree.from_dict({"posterior": xr.Dataset(out)})
 
