@@ -462,17 +462,27 @@ def _plan_section(ctx: DemoContext) -> str:
         )
     table = pd.DataFrame(rows).set_index("difference to detect")
     ctx.extra["plan_table"] = table
-    r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
-    alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, **kw)
+    if s_mt > 0:
+        r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
+        alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, **kw)
+        buy = (
+            "\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
+            f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
+            f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
+        )
+    else:
+        buy = (
+            "\n\nWith no agent x task variance the cost-optimal runs per task, "
+            "R* = sqrt(s_e c_task / (s_mt c_run)), is unbounded: that rests on an estimate at 0, "
+            "so no allocation is recommended; more tasks also widen what the benchmark covers."
+        )
     return (
         "Variance components of the cell success probability on the probability scale, from\n"
         f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
         f"With these {T} tasks x {R} runs a paired comparison detects a difference of\n"
         f"{mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n\n"
         + table.to_string()
-        + f"\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
-        f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
-        f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
+        + buy
     )
 
 

@@ -619,9 +619,16 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     ks = list(range(1, max(1, min(r_max, 8)) + 1))
     bands = points = None
     if model in ("crossed", "beta_binomial"):
+        import inspect
+
         from .. import metrics
 
-        res = metrics.pass_hat_k(ctx.fit, k=ks, prob=ctx.prob)
+        kw = {"k": ks, "prob": ctx.prob}
+        if "realised" in inspect.signature(metrics.pass_hat_k).parameters:
+            # these tasks' own pass^k (each p_t drawn from its posterior): the unbiased
+            # estimator's target, so the points and the bands answer the same question
+            kw |= {"realised": True, "rng": ctx.rng}
+        res = metrics.pass_hat_k(ctx.fit, **kw)
         t = as_table(res)
         if "estimate" not in t and "mean" in t:
             t = t.rename(columns={"mean": "estimate"})
@@ -643,19 +650,32 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     if bands is not None:
         bands.index = bands.index.set_levels(bands.index.levels[0].astype(str), level=0)
     fig = F.passk_curves(bands, points, prob=ctx.prob, title="pass^k: all k attempts succeed")
-    table = pd.concat(
-        {n: t for n, t in (("Bayes", bands), ("unbiased", points)) if t is not None}, axis=1
-    )
-    table.columns = [f"{a} {b}" for a, b in table.columns]
+    show = sorted({1, 2, ks[-1]} & set(ks))
+    parts = {}
+    for k in show:
+        if bands is not None:
+            b = bands.xs(k, level="k")
+            parts[f"pass^{k} Bayes"] = b["estimate"]
+            parts[f"pass^{k} lower"] = b["lower"]
+            parts[f"pass^{k} upper"] = b["upper"]
+        if points is not None:
+            parts[f"pass^{k} unbiased"] = points.xs(k, level="k")["estimate"]
+    table = pd.DataFrame(parts)
+    table.index.name = "agent"
     rep.section(
         _TITLES[sid],
         "pass^k is the chance that k independent attempts at a task all succeed, averaged over tasks "
-        "(tau-bench's reliability metric). Points: the unbiased estimator C(c,k)/C(n,k) over the tasks "
-        "with at least k runs; lines and bands: the model's posterior mean and equal-tailed interval"
-        + (" (for a new task)." if bands is not None else "."),
-        table=table[
-            [c for c in table.columns if c.split(" ", 1)[1] in ("estimate", "lower", "upper")]
-        ],
+        "(tau-bench's reliability metric). Points: the unbiased estimator C(c,k)/C(n,k) averaged over "
+        "the tasks with at least k runs"
+        + (
+            f"; lines and bands: the model's posterior mean and {ctx.prob:.0%} equal-tailed interval "
+            "of the same average over this benchmark's tasks (each task's success probability drawn "
+            "from its posterior; a cell never run enters through the model)."
+            if bands is not None
+            else "."
+        )
+        + f" The table shows k = {', '.join(map(str, show))}; the figure every k.",
+        table=table,
         id=sid,
     )
     rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
