@@ -75,7 +75,7 @@ def as_table(obj: object) -> pd.DataFrame:
     ...                   coords={"agent": ["a", "b"], "ci_bound": ["lower", "upper"]},
     ...                   attrs={"ci_prob": 0.95, "ci_kind": "wilson"})
     >>> est = xr.DataArray([0.2, 0.6], dims="agent", coords={"agent": ["a", "b"]})
-    >>> as_table(xr.Dataset({"estimate": est, "ci": ci}))
+    >>> as_table(xr.Dataset({"estimate": est, "ci": ci}))  # doctest: +NORMALIZE_WHITESPACE
            estimate  lower  upper  ci_prob ci_kind
     agent
     a           0.2    0.1    0.3     0.95  wilson
