@@ -172,3 +172,73 @@ def test_ppc_plot_takes_a_mean_outside_its_quantile_band():
     )
     fig = ppc_plot(check, title="t")
     assert fig.axes[0].get_xlabel() == "successes out of 2 runs"
+
+
+def _synthetic_fit(rng=0):
+    """A fit-shaped DataTree (no sampling): draws of each agent's expected score, energies, counts."""
+    gen = np.random.default_rng(rng)
+    agents = ["a", "b", "c"]
+    level = np.array([0.3, 0.5, 0.7])
+    post = xr.Dataset(
+        {
+            "mean_new_task": (
+                ("chain", "draw", "agent"),
+                level + 0.05 * gen.normal(size=(2, 300, 3)),
+            ),
+            "sd_task": (("chain", "draw"), np.abs(gen.normal(1.5, 0.1, size=(2, 300)))),
+        },
+        coords={"chain": [0, 1], "draw": np.arange(300), "agent": agents},
+    )
+    stats = xr.Dataset(
+        {
+            "energy": (("chain", "draw"), gen.normal(size=(2, 300))),
+            "diverging": (("chain", "draw"), np.zeros((2, 300), bool)),
+        },
+        coords={"chain": [0, 1], "draw": np.arange(300)},
+    )
+    n_runs = xr.DataArray(
+        [[3, 3, 0, 3], [3, 3, 3, 3], [3, 1, 3, 3]],
+        dims=("agent", "task"),
+        coords={"agent": agents, "task": ["t1", "t2", "t3", "t4"]},
+    )
+    dt = xr.DataTree.from_dict(
+        {"posterior": post, "sample_stats": stats, "constant_data": xr.Dataset({"n_runs": n_runs})}
+    )
+    dt.attrs = {
+        "hierbench_model": "custom",
+        "diag_converged": 0,
+        "diag_failures": '["max R-hat 1.05 > 1.01"]',
+    }
+    return dt, level
+
+
+def test_build_from_a_fit_alone(tmp_path):
+    """The Bayesian sections from a fit without data; the numbers are the draws' own summaries."""
+    dt, level = _synthetic_fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = build(dt, path=tmp_path / "fit.html", progress=False)
+    html = out.read_text()
+    for sid in SECTIONS:
+        assert f'id="{sid}"' in html, sid
+    summary = html.split('id="data-summary"')[1].split("</section>")[0]
+    # from constant_data: 3 agents x 4 tasks, 9 + 12 + 10 = 31 runs, one cell never run
+    assert "3 agents x 4 tasks, 31 runs, 1 agent x task cells never run" in summary
+    conv = html.split('id="convergence"')[1].split("</section>")[0]
+    assert "FAILED convergence checks: max R-hat 1.05 &gt; 1.01" in conv
+    assert 'data-name="rank_worst"' in conv and 'data-name="energy"' in conv
+    # the abilities table: posterior mean and 95% equal-tailed interval, by numpy
+    abil = html.split('id="abilities"')[1].split("</section>")[0]
+    draws = dt["posterior"]["mean_new_task"].values.reshape(-1, 3)
+    lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
+    for j in range(3):
+        for v in (draws[:, j].mean(), lo[j], hi[j]):
+            assert f"<td>{v:.3f}</td>" in abil
+    # P(c > a) is 1 in every draw here; the ranks follow the levels
+    pair = html.split('id="pairwise"')[1].split("</section>")[0]
+    assert 'data-name="prob_superiority"' in pair
+    ranks = html.split('id="ranks"')[1].split("</section>")[0]
+    assert ranks.index("<td>c</td>") < ranks.index("<td>b</td>") < ranks.index("<td>a</td>")
+    # sections that need data say so
+    side = html.split('id="side-by-side"')[1].split("</section>")[0]
+    assert "needs both a fit and data" in side

@@ -264,6 +264,8 @@ def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) ->
         da = posterior[var].sel(sel) if sel else posterior[var]
         label = var + ("[" + ", ".join(str(v) for v in sel.values()) + "]" if sel else "")
         label = label.replace("/", "\u2215")  # DataTree variable names cannot hold '/'
+        if len(label) > 34:  # long task ids: keep both ends readable on the axis
+            label = label[:16] + "\u2026" + label[-16:]
         out[label] = da.drop_vars([c for c in da.coords if c not in ("chain", "draw")])
     return xr.DataTree.from_dict({"posterior": xr.Dataset(out)})
 
@@ -281,9 +283,18 @@ def trace_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
     """arviz-plots trace and marginal density of the named parameter slices."""
     import arviz_plots as azp
 
-    return azp.plot_trace_dist(
+    n = max(len(worst), 1)
+    pc = azp.plot_trace_dist(
         _flat_selection(posterior, worst), backend="matplotlib", sample_dims=_SAMPLE_DIMS
     )
+    try:  # room for the axis labels of long parameter names
+        fig = pc.viz["figure"]
+        fig = fig.item() if hasattr(fig, "item") else fig
+        fig.set_size_inches(11, 2.4 * n + 0.6)
+        fig.set_layout_engine("constrained")
+    except Exception:  # pragma: no cover - cosmetic only
+        pass
+    return pc
 
 
 def energy_plot(fit: xr.DataTree):
