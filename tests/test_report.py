@@ -214,7 +214,7 @@ def _synthetic_fit(rng=0):
 
 def test_build_from_a_fit_alone(tmp_path):
     """The Bayesian sections from a fit without data; the numbers are the draws' own summaries."""
-    dt, level = _synthetic_fit()
+    dt, _ = _synthetic_fit()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = build(dt, path=tmp_path / "fit.html", progress=False)
