@@ -234,6 +234,7 @@ def test_summary_reports_annotation_counts(shared_data, tmp_path, capsys):
     assert res["dataset"]["annotations"] == {"usage_limit": int(expected.sum())}
 
 
+@pytest.mark.slow  # a full demo: fit, bootstraps, two reports
 def test_demo_prints_sections_and_the_truth(capsys, tmp_path):
     out_dir = tmp_path / "report"
     assert main(["demo", "--fast", "--out", str(out_dir)]) == 0
