@@ -5,17 +5,12 @@ The frequentist half (:mod:`hierbench.data`, :mod:`hierbench.freq`,
 ``hierbench`` never imports PyMC or matplotlib. The Bayesian models live in
 :mod:`hierbench.bayes` and plotting in :mod:`hierbench.report`; import them
 explicitly.
+
+The subpackages are imported on first use (``hierbench.freq`` works as
+always), so ``import hierbench`` and ``hierbench --help`` stay fast.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
-from . import compare, data, design, freq, metrics, testing
-from ._base import DEFAULT_PROB, HierbenchError, HierbenchWarning
-
-try:
-    __version__ = version("hierbench")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
+import importlib
 
 __all__ = [
     "DEFAULT_PROB",
@@ -29,3 +24,25 @@ __all__ = [
     "metrics",
     "testing",
 ]
+
+_SUBMODULES = ("compare", "data", "design", "freq", "metrics", "testing")
+_FROM_BASE = ("DEFAULT_PROB", "HierbenchError", "HierbenchWarning")
+
+
+def __getattr__(name: str):
+    if name == "__version__":  # importlib.metadata is slow to import: only when asked
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("hierbench")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            return "0.0.0+unknown"
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _FROM_BASE:
+        return getattr(importlib.import_module("._base", __name__), name)
+    raise AttributeError(f"module 'hierbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

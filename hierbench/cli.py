@@ -1,41 +1,63 @@
-"""The ``hierbench`` command line: ``validate``, ``summary`` and ``demo``.
+"""The ``hierbench`` command line: validate, summary, fit, report, compare, demo.
 
-A thin layer over :mod:`hierbench.data`: every number it prints comes from
-:func:`hierbench.data.describe` or :func:`hierbench.data.summarize`.
+A thin layer over the library: every number it prints comes from
+:mod:`hierbench.data`, :mod:`hierbench.freq`, :mod:`hierbench.bayes` or
+:mod:`hierbench.report`. Only the standard library is imported at start-up
+(``hierbench --help`` is instant); each command imports what it needs.
 
-``demo`` is a list of section functions (:data:`DEMO_SECTIONS`), each taking
-the :class:`DemoContext` and returning its text, so later work adds fit,
-compare and report sections by appending to the list.
+Errors (bad input, a missing or unreadable file, a refused overwrite) are
+printed as one line naming the file or the flag, and the exit status is 2;
+no Python traceback (set ``HIERBENCH_DEBUG=1`` to see it).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import time
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-import xarray as xr
+__all__ = ["CliError", "build_parser", "convergence_line", "fit_kwargs", "load_any", "main"]
 
-from .data import EvalDataError, describe, from_records, summarize
+#: Column flags of the tabular readers: the Python argument name -> the flag the user typed.
+_FLAG_OF = {
+    **{n: f"--{n}" for n in ("agent", "task", "run", "score", "error", "tag", "cluster")},
+    **{n: f"--{n}" for n in ("prob", "draws", "tune", "chains", "seed")},
+    "n_resamples": "--resamples",
+    "n_permutations": "--resamples",
+    "rng": "--seed",
+}
 
-__all__ = ["DEMO_SECTIONS", "DemoContext", "load_any", "main"]
+
+def __getattr__(name: str):
+    # the demo's section list and context live in hierbench.demo (numpy, pandas, scipy):
+    # imported only when asked for, so `hierbench --help` stays fast
+    if name in ("DEMO_SECTIONS", "DemoContext"):
+        from . import demo
+
+        return getattr(demo, name)
+    raise AttributeError(f"module 'hierbench.cli' has no attribute {name!r}")
+
+
+class CliError(Exception):
+    """An error in the user's words (file or flag names), printed as one line."""
 
 
 # ---------------------------------------------------------------- input
 
 
-def load_any(path: str, args: argparse.Namespace | None = None) -> tuple[xr.Dataset, list[str]]:
+def load_any(path: str, args: argparse.Namespace | None = None):
     """Read FILE (CSV, TSV, JSONL, Parquet, netCDF ``.nc`` or Inspect ``.eval``) into an eval dataset.
 
     Returns the dataset and the warnings raised while reading (as text).
     """
     p = Path(path)
+    if not p.exists():
+        raise CliError(f"no such file or folder: {path!r}")
     opts = vars(args) if args is not None else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -48,6 +70,8 @@ def load_any(path: str, args: argparse.Namespace | None = None) -> tuple[xr.Data
 
             ds = read_inspect_log(p, scorer=opts.get("scorer"), errors=opts.get("errors") or "fail")
         else:
+            from .data import from_records
+
             ds = from_records(
                 p,
                 agent=opts.get("agent") or "agent",
@@ -70,7 +94,9 @@ def load_any(path: str, args: argparse.Namespace | None = None) -> tuple[xr.Data
 # ---------------------------------------------------------------- formatting
 
 
-def _summary_frame(ds: xr.Dataset) -> pd.DataFrame:
+def _summary_frame(ds):
+    from .data import summarize
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = summarize(ds)
@@ -79,7 +105,7 @@ def _summary_frame(ds: xr.Dataset) -> pd.DataFrame:
     return df
 
 
-def _summary_text(ds: xr.Dataset) -> str:
+def _summary_text(ds) -> str:
     df = _summary_frame(ds)
     cols = {
         "n_tasks_attempted": "tasks",
@@ -129,6 +155,8 @@ def _report_text(rep: dict, msgs: Sequence[str]) -> str:
 
 
 def _jsonable(obj):
+    import numpy as np
+
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -142,10 +170,25 @@ def _jsonable(obj):
     return obj
 
 
+def _progress_wanted(args: argparse.Namespace) -> bool:
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
+
+
+def _check_out(path: str, overwrite: bool, flag: str = "-o") -> Path:
+    out = Path(path)
+    if out.exists() and not overwrite:
+        raise CliError(f"{flag} {path!r} already exists; pass --overwrite to replace it")
+    if not out.parent.exists():
+        raise CliError(f"{flag} {path!r}: folder {str(out.parent)!r} does not exist")
+    return out
+
+
 # ---------------------------------------------------------------- commands
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from .data import describe
+
     ds, msgs = load_any(args.file, args)
     rep = describe(ds)
     if args.json:
@@ -157,6 +200,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
+    from .data import describe
+
     ds, msgs = load_any(args.file, args)
     rep = describe(ds)
     df = _summary_frame(ds)
@@ -179,94 +224,204 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-@dataclass
-class DemoContext:
-    """State shared by the demo sections; sections may add results to ``extra``."""
+def fit_kwargs(fit_fn, progress: bool) -> dict:
+    """The progress keyword ``hierbench.bayes.fit`` takes (``progress`` or, before it, ``progressbar``)."""
+    import inspect
 
-    data: xr.Dataset
-    truth: xr.Dataset
-    extra: dict = field(default_factory=dict)
+    params = inspect.signature(fit_fn).parameters
+    if "progress" in params:
+        return {"progress": progress}
+    if "progressbar" in params:
+        return {"progressbar": progress}
+    return {}
 
 
-def _demo_data(ctx: DemoContext) -> str:
-    rep = describe(ctx.data)
-    return (
-        "The embedded default evaluation (hierbench.testing.default_dataset): simulated from\n"
-        "the crossed logit model with known parameters, ragged like a real one.\n\n"
-        + _report_text(rep, [])
+def convergence_line(dt) -> str | None:
+    """One line saying why a fit failed its convergence checks (None when it passed)."""
+    conv = dt.attrs.get("diag_converged")
+    if conv is None or int(conv):
+        return None
+    fails = dt.attrs.get("diag_failures", "")
+    try:
+        fails = "; ".join(json.loads(fails)) if isinstance(fails, str) else "; ".join(fails)
+    except ValueError:
+        pass
+    return f"the fit did not converge: {fails}"
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    out = _check_out(args.out, args.overwrite)
+    ds, msgs = load_any(args.file, args)
+    for m in msgs:
+        print(f"warning: {m}", file=sys.stderr)
+    from . import bayes
+    from .io import save_fit
+
+    builder = {"crossed": bayes.build_crossed, "beta_binomial": bayes.build_beta_binomial}[
+        args.model
+    ]
+    model = builder(ds)
+    t0 = time.perf_counter()
+    progress = _progress_wanted(args)
+    if progress:
+        print(
+            f"fitting the {args.model} model: {args.chains} chains x {args.draws} draws "
+            f"(+{args.tune} tuning); compiling first",
+            file=sys.stderr,
+            flush=True,
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dt = bayes.fit(
+            model,
+            draws=args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            rng=args.seed,
+            **fit_kwargs(bayes.fit, progress),
+        )
+    wall = time.perf_counter() - t0
+    groups = (
+        "all"
+        if args.keep_all
+        else (["posterior_predictive"] if args.keep_predictive else "compact")
     )
-
-
-def _demo_summary(ctx: DemoContext) -> str:
-    return _summary_text(ctx.data)
-
-
-def _demo_truth(ctx: DemoContext) -> str:
-    t = ctx.truth
-    true_mean = t["p"].mean("task")
-    obs = _summary_frame(ctx.data)["mean_score"]
-    df = pd.DataFrame(
-        {
-            "true agent effect (logit)": t["agent_effect"].to_series(),
-            "true mean p over tasks": true_mean.to_series(),
-            "observed mean (per task)": obs,
-        }
+    if groups != "compact" and isinstance(groups, list):
+        groups = [g for g in groups if g in dt.children]
+    save_fit(dt, out, groups=groups, overwrite=args.overwrite)
+    size = (
+        out.stat().st_size
+        if out.is_file()
+        else sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     )
-    df.index = df.index.astype(str)
-    scal = ", ".join(
-        f"{k} = {float(t[k]):g}"
-        for k in ("mu", "sd_agent", "sd_task", "sd_agent_task", "sd_cluster", "sd_run")
+    a = dt.attrs
+    print(
+        f"{args.model} fit of {ds.sizes['agent']} agents x {ds.sizes['task']} tasks: {wall:.0f} s "
+        f"(compile {float(a.get('compile_time', float('nan'))):.0f} s, sampling "
+        f"{float(a.get('sampling_time', float('nan'))):.0f} s); max R-hat "
+        f"{float(a.get('diag_max_r_hat', float('nan'))):.3f}, min ESS bulk "
+        f"{float(a.get('diag_min_ess_bulk', float('nan'))):.0f}, divergences {a.get('diag_n_divergent', '?')}"
     )
-    return (
-        f"True parameters: {scal}\n\n"
-        + df.to_string(float_format="{:.3f}".format)
-        + "\n\nThe observed means scatter around the true ones by task sampling and run noise;"
-        "\nlater sections fit the hierarchical model and put intervals on that gap."
+    print(f"saved to {out} ({size / 1e6:.1f} MB, groups {groups!r})")
+    line = convergence_line(dt)
+    if line:
+        print(f"warning: {line}")
+    for w in caught:
+        if issubclass(w.category, UserWarning) and w.category.__name__ != "ConvergenceWarning":
+            print(f"warning: {w.category.__name__}: {w.message}", file=sys.stderr)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    if args.fit is None and args.data is None:
+        raise CliError("give a saved fit (FIT) and/or --data LOG: there is nothing to report")
+    out = _check_out(args.out, args.overwrite)
+    fit = None
+    if args.fit is not None:
+        if not Path(args.fit).exists():
+            raise CliError(f"no such file or folder: {args.fit!r} (FIT)")
+        from .io import load_fit
+
+        fit = load_fit(args.fit)
+    data = None
+    if args.data is not None:
+        data, msgs = load_any(args.data, args)
+        for m in msgs:
+            print(f"warning: {m}", file=sys.stderr)
+    from .report import build
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = build(
+            fit,
+            data,
+            path=out,
+            prob=args.prob,
+            n_resamples=args.resamples,
+            rng=args.seed,
+            overwrite=args.overwrite,
+            progress=_progress_wanted(args),
+        )
+    print(
+        f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB, {time.perf_counter() - t0:.0f} s)"
     )
+    if fit is not None:
+        line = convergence_line(fit)
+        if line:
+            print(f"warning: {line}")
+    for w in caught:
+        if w.category.__name__ == "ReportSectionWarning":
+            print(f"warning: {w.message}")
+    return 0
 
 
-#: The demo, in order: (title, section function). Append to extend ``hierbench demo``.
-DEMO_SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
-    ("Data", _demo_data),
-    ("Summary per agent", _demo_summary),
-    ("What the truth was", _demo_truth),
-]
+def _cmd_compare(args: argparse.Namespace) -> int:
+    ds, msgs = load_any(args.file, args)
+    from .freq import compare_agents
+    from .report._build import _pair_table
 
-
-def _analysis_sections() -> None:
-    from .demo import ANALYSIS_SECTIONS
-
-    DEMO_SECTIONS.extend(ANALYSIS_SECTIONS)
-
-
-_analysis_sections()
+    if _progress_wanted(args):
+        m = ds.sizes["agent"]
+        print(
+            f"paired tests: {m * (m - 1) // 2} pairs x {args.resamples} resamples and permutations ...",
+            file=sys.stderr,
+            flush=True,
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cmp = compare_agents(
+            ds,
+            prob=args.prob,
+            n_resamples=args.resamples,
+            n_permutations=args.resamples,
+            rng=args.seed,
+        )
+    table = _pair_table(cmp, args.prob)
+    if args.json:
+        rows = [{"pair": k, **v} for k, v in table.to_dict(orient="index").items()]
+        print(json.dumps(_jsonable({"prob": args.prob, "pairs": rows}), indent=2))
+    else:
+        table = table.rename(
+            columns={"lower": f"{args.prob:.0%} lower", "upper": f"{args.prob:.0%} upper"}
+        )
+        print(
+            f"Every pair on the tasks both ran (row agent minus column agent), task as the unit:\n"
+            f"mean paired difference, {args.prob:.0%} paired cluster-bootstrap interval "
+            f"({args.resamples} resamples), sign-flip permutation p-value, Holm and BH adjusted.\n"
+        )
+        print(table.to_string(float_format="{:.3f}".format))
+    for m in msgs + [
+        f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)
+    ]:
+        print(f"warning: {m}", file=sys.stderr)
+    return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
 
-    from .demo import write_report
-    from .testing import default_dataset
-
-    data, truth = default_dataset()
-    ctx = DemoContext(data=data, truth=truth, extra={"seed": args.seed, "fast": args.fast})
-    done: list[tuple[str, str]] = []
-    for i, (title, section) in enumerate(DEMO_SECTIONS, start=1):
-        print(f"\n## {i}. {title}\n", flush=True)
-        text = section(ctx)
-        print(text, flush=True)
-        done.append((f"{i}. {title}", text))
-    if args.out:
-        path = write_report(ctx, args.out, done)
-        print(f"\nReport, figures, fit and data written to {path}")
-    return 0
+    data = truth = None
+    if args.data:
+        data, msgs = load_any(args.data, args)
+        for m in msgs:
+            print(f"warning: {m}", file=sys.stderr)
+    return run_demo(
+        data=data,
+        truth=truth,
+        out=args.out,
+        seed=args.seed,
+        fast=args.fast,
+        overwrite=args.overwrite,
+        progress=_progress_wanted(args),
+    )
 
 
 # ---------------------------------------------------------------- parser
 
 
-def _add_file_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="run records: .csv, .tsv, .jsonl, .parquet, .nc or Inspect .eval")
-    g = p.add_argument_group("columns (tabular files)")
+def _add_columns(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("columns (tabular logs)")
     g.add_argument("--agent", default="agent", help="agent column (default: agent)")
     g.add_argument("--task", default="task", help="task column (default: task)")
     g.add_argument(
@@ -297,38 +452,133 @@ def _add_file_options(p: argparse.ArgumentParser) -> None:
         help="errored runs count as failures (fail, default) or as not run (exclude)",
     )
     p.add_argument("--scorer", default=None, help="Inspect logs: which scorer is the score")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _add_file_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "file",
+        metavar="LOG",
+        help="run records: .csv, .tsv, .jsonl, .parquet, .nc or Inspect .eval",
+    )
+    _add_columns(p)
+
+
+def _add_stats_options(p: argparse.ArgumentParser, resamples: int = 1999) -> None:
+    p.add_argument(
+        "--prob", type=float, default=0.95, help="level of every interval (default 0.95)"
+    )
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=resamples,
+        help=f"bootstrap resamples and permutations (default {resamples})",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default 0)")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``hierbench`` command."""
     parser = argparse.ArgumentParser(
         prog="hierbench", description="Honest statistics for AI and agent evaluations."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     v = sub.add_parser(
         "validate", help="check a run log against the eval-dataset schema and report it"
     )
     _add_file_options(v)
+    v.add_argument("--json", action="store_true", help="machine-readable output")
     v.set_defaults(func=_cmd_validate)
     s = sub.add_parser(
         "summary", help="per agent: tasks, runs, mean score, error rate, missing cells"
     )
     _add_file_options(s)
+    s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=_cmd_summary)
-    d = sub.add_parser("demo", help="the main job on the embedded default evaluation")
+
+    f = sub.add_parser("fit", help="fit a hierarchical Bayesian model to a run log and save it")
+    _add_file_options(f)
+    f.add_argument(
+        "--model",
+        choices=["crossed", "beta_binomial"],
+        default="crossed",
+        help="crossed agent x task logit model (default) or per-agent beta-binomial",
+    )
+    f.add_argument(
+        "-o", "--out", required=True, metavar="FIT", help="where to save the fit (.nc or .zarr)"
+    )
+    f.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
+    f.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
+    f.add_argument("--chains", type=int, default=4, help="chains (default 4)")
+    f.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
+    f.add_argument(
+        "--keep-predictive",
+        action="store_true",
+        help="also save the posterior_predictive group (for the report's predictive check)",
+    )
+    f.add_argument(
+        "--keep-all", action="store_true", help="save every group, log_likelihood included (large)"
+    )
+    f.add_argument("--overwrite", action="store_true", help="replace FIT if it exists")
+    f.add_argument("--quiet", action="store_true", help="no sampler progress")
+    f.set_defaults(func=_cmd_fit)
+
+    r = sub.add_parser(
+        "report", help="write the HTML (or Markdown) report of a saved fit and/or a log"
+    )
+    r.add_argument("fit", nargs="?", metavar="FIT", help="a fit saved by `hierbench fit`")
+    r.add_argument(
+        "--data", metavar="LOG", help="the run log (data summary and the frequentist half)"
+    )
+    r.add_argument("-o", "--out", required=True, metavar="REPORT", help="report.html or report.md")
+    _add_columns(r)
+    _add_stats_options(r)
+    r.add_argument("--overwrite", action="store_true", help="replace REPORT if it exists")
+    r.add_argument("--quiet", action="store_true", help="no progress lines")
+    r.set_defaults(func=_cmd_report)
+
+    c = sub.add_parser(
+        "compare", help="every pair of agents: paired differences, intervals, Holm/BH tests"
+    )
+    _add_file_options(c)
+    _add_stats_options(c, resamples=9999)
+    c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.add_argument("--quiet", action="store_true", help="no progress line")
+    c.set_defaults(func=_cmd_compare)
+
+    d = sub.add_parser(
+        "demo", help="the main job, on the embedded default evaluation or on --data LOG"
+    )
+    d.add_argument(
+        "--data", metavar="LOG", help="run the analysis on this log instead (no truth then)"
+    )
+    _add_columns(d)
     d.add_argument(
         "--out",
         default="hierbench-demo-report",
-        help="folder for the Markdown report, figures, the fit and the data ('' for none)",
+        help="folder for the report (HTML and Markdown), the fit and the data ('' for none)",
     )
     d.add_argument("--seed", type=int, default=20261130, help="seed of the samplers and resamples")
     d.add_argument("--fast", action="store_true", help="fewer draws and resamples (a smoke run)")
+    d.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier demo's files in --out"
+    )
+    d.add_argument("--quiet", action="store_true", help="no sampler progress")
     d.set_defaults(func=_cmd_demo)
     return parser
 
 
+def _user_words(msg: str, args: argparse.Namespace) -> str:
+    """Replace Python argument names in a library message by the flags the user typed."""
+    msg = msg.replace(
+        "`obj`", repr(getattr(args, "file", None) or getattr(args, "data", None) or "LOG")
+    )
+    for name, flag in _FLAG_OF.items():
+        msg = re.sub(rf"`{name}`", flag, msg)
+    return msg
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``hierbench`` command; returns the exit status (0 ok, 1 invalid input).
+    """Run the ``hierbench`` command; returns the exit status (0 ok, 2 bad input or an error).
 
     Examples
     --------
@@ -344,11 +594,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
+    import os
+
+    os.environ.setdefault("MPLBACKEND", "Agg")  # figures go into files, never to a window
     try:
         return int(args.func(args))
-    except (EvalDataError, FileNotFoundError) as exc:
-        print(f"hierbench {args.command}: invalid input: {exc}", file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        print(f"hierbench {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except CliError as exc:
+        print(f"hierbench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, TypeError, KeyError, EOFError, UnicodeError, Warning) as exc:
+        # HierbenchError derives from ValueError; a HierbenchWarning raised as an error under
+        # -W error is a Warning; unreadable or refused files are OSError
+        if os.environ.get("HIERBENCH_DEBUG"):  # the full traceback, for bug reports
+            raise
+        kind = "invalid input" if isinstance(exc, (ValueError, Warning)) else "error"
+        text = str(exc) if str(exc) else type(exc).__name__
+        if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in text:
+            text = f"{exc.filename}: {text}"
+        print(f"hierbench {args.command}: {kind}: {_user_words(text, args)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

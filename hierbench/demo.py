@@ -1,10 +1,11 @@
-"""The analysis sections of ``hierbench demo``: fit, compare, plan, report.
+"""``hierbench demo``: the main job, section by section: data, fit, compare, plan, report.
 
-Each section takes the :class:`hierbench.cli.DemoContext` (the simulated
-evaluation and its true parameters), returns the text it prints, and leaves
-its tables in ``ctx.extra`` for the report. Because the data are simulated
-from known parameters, every interval is printed beside the truth it is
-meant to cover.
+Each section takes the :class:`DemoContext` (the evaluation and, for the
+embedded default, its true parameters), returns the text it prints, and
+leaves its results in ``ctx.extra`` for the report. On the embedded default
+(simulated from known parameters) every interval is printed beside the truth
+it is meant to cover; on a user's log (``hierbench demo --data LOG``) the
+truth columns are left out.
 
 PyMC is imported only by the Bayesian section, and plotting only by the
 report section.
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -22,10 +25,27 @@ import xarray as xr
 from scipy import integrate, stats
 from scipy.special import expit
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .cli import DemoContext
+__all__ = [
+    "ANALYSIS_SECTIONS",
+    "DEMO_SECTIONS",
+    "DemoContext",
+    "population_truth",
+    "run_demo",
+    "write_report",
+]
 
-__all__ = ["ANALYSIS_SECTIONS", "population_truth", "write_report"]
+
+@dataclass
+class DemoContext:
+    """State shared by the demo sections; sections may add results to ``extra``.
+
+    ``truth`` is the simulation's true parameters (None on a user's log).
+    """
+
+    data: xr.Dataset
+    truth: xr.Dataset | None
+    extra: dict = field(default_factory=dict)
+
 
 PROB = 0.95  # one level for every interval in the demo, so they can sit side by side
 
@@ -35,8 +55,10 @@ def _fast(ctx: DemoContext) -> bool:
     return bool(ctx.extra.get("fast")) or os.environ.get("HIERBENCH_FAST", "") not in ("", "0")
 
 
-def _truth_new_task(ctx: DemoContext) -> xr.DataArray:
-    """:func:`population_truth` of the context, computed once."""
+def _truth_new_task(ctx: DemoContext) -> xr.DataArray | None:
+    """:func:`population_truth` of the context, computed once (None without a truth)."""
+    if ctx.truth is None:
+        return None
     if "population_truth" not in ctx.extra:
         ctx.extra["population_truth"] = population_truth(ctx.truth)
     return ctx.extra["population_truth"]
@@ -71,8 +93,9 @@ def population_truth(truth: xr.Dataset) -> xr.DataArray:
 
 def _frame(table: xr.Dataset, value_fmt: str = "{:.3f}") -> pd.DataFrame:
     est = table["estimate"]
-    lo = table["interval"].sel(ci_bound="lower", drop=True)
-    hi = table["interval"].sel(ci_bound="upper", drop=True)
+    iv = table["ci"] if "ci" in table else table["interval"]
+    lo = iv.sel(ci_bound="lower", drop=True)
+    hi = iv.sel(ci_bound="upper", drop=True)
     cols = {}
     for m in table["estimator"].values:
         cols[f"{m}"] = [
@@ -90,6 +113,30 @@ def _frame(table: xr.Dataset, value_fmt: str = "{:.3f}") -> pd.DataFrame:
     return df
 
 
+def _field(obj: object, *names: str) -> xr.DataArray:
+    """The first of ``names`` a result object has (results move to ``estimate`` / ``ci``)."""
+    for n in names:
+        v = getattr(obj, n, None)
+        if isinstance(v, xr.DataArray):
+            return v
+    raise AttributeError(f"{type(obj).__name__} has none of {names}")
+
+
+def _as_interval(x: object) -> xr.DataArray:
+    """The interval DataArray of a posterior interval (a DataArray, a Dataset or a result)."""
+    if isinstance(x, xr.DataArray):
+        return x
+    if isinstance(x, xr.Dataset):
+        return x["ci"] if "ci" in x else x["interval"]
+    return _field(x, "ci", "interval")
+
+
+def _covers(table: xr.Dataset) -> str:
+    if "covers" not in table:
+        return ""
+    return f"\n\n{int(table['covers'].sum())} of {table.sizes['agent']} intervals cover the truth."
+
+
 def _bootstrap_section(ctx: DemoContext) -> str:
     from .compare import side_by_side
     from .freq import bootstrap_ci
@@ -105,22 +152,25 @@ def _bootstrap_section(ctx: DemoContext) -> str:
     truth = _truth_new_task(ctx)
     table = side_by_side({"cluster bootstrap (BCa)": boot}, truth=truth)
     ctx.extra["freq_table"] = table
-    covered = int(table["covers"].sum())
     return (
         f"Benchmark mean per agent (mean over tasks of each task's mean score) with a {PROB:.0%}\n"
         "BCa interval from the task-level bootstrap, resampling whole task clusters (the\n"
         "cluster coord) and sharing each resample across agents. The target is the agent's\n"
-        "expected score on a new task from the same population; the truth column is that\n"
-        "value, computed from the simulation's parameters.\n\n"
+        "expected score on a new task from the same population"
+        + (
+            "; the truth column is that\nvalue, computed from the simulation's parameters."
+            if truth is not None
+            else "."
+        )
+        + "\n\n"
         + _frame(table).to_string()
-        + f"\n\n{covered} of {table.sizes['agent']} intervals cover the truth."
+        + _covers(table)
     )
 
 
 def _bayes_section(ctx: DemoContext) -> str:
-    import warnings
-
     from .bayes import build_crossed, fit
+    from .cli import convergence_line, fit_kwargs
     from .compare import side_by_side
     from .metrics import posterior_interval
 
@@ -129,16 +179,27 @@ def _bayes_section(ctx: DemoContext) -> str:
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        dt = fit(model, draws=draws, tune=tune, chains=chains, rng=ctx.extra.get("seed", 0))
+        dt = fit(
+            model,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            rng=ctx.extra.get("seed", 0),
+            **fit_kwargs(fit, bool(ctx.extra.get("progress"))),
+        )
     wall = time.perf_counter() - t0
     ctx.extra["fit"] = dt
-    conv = [str(w.message) for w in caught if type(w).__name__ == "ConvergenceWarning"]
+    # w is a warnings.WarningMessage: its class is w.category
+    conv = [str(w.message) for w in caught if w.category.__name__ == "ConvergenceWarning"]
+    line = convergence_line(dt)
+    if line:
+        ctx.extra.setdefault("warnings", []).append(line)
     post = dt["posterior"].to_dataset()
     new = posterior_interval(post["mean_new_task"], prob=PROB)
     truth = _truth_new_task(ctx)
     results = {
         "Bayes crossed (new task)": xr.Dataset(
-            {"estimate": post["mean_new_task"].mean(("chain", "draw")), "interval": new}
+            {"estimate": post["mean_new_task"].mean(("chain", "draw")), "ci": _as_interval(new)}
         )
     }
     if "bootstrap" in ctx.extra:
@@ -147,13 +208,13 @@ def _bayes_section(ctx: DemoContext) -> str:
     ctx.extra["population_table"] = table
     # mean_observed averages p_mt over every task of the benchmark (a cell an agent
     # never ran is predicted from the model), so its truth is the same average
-    true_obs = ctx.truth["p"].mean("task")
+    true_obs = ctx.truth["p"].mean("task") if ctx.truth is not None else None
     obs = side_by_side(
         {
             "Bayes crossed (these tasks)": xr.Dataset(
                 {
                     "estimate": post["mean_observed"].mean(("chain", "draw")),
-                    "interval": posterior_interval(post["mean_observed"], prob=PROB),
+                    "ci": _as_interval(posterior_interval(post["mean_observed"], prob=PROB)),
                 }
             )
         },
@@ -171,9 +232,9 @@ def _bayes_section(ctx: DemoContext) -> str:
         if name in post:
             d = post[name]
             q = d.quantile([(1 - PROB) / 2, (1 + PROB) / 2], dim=("chain", "draw")).values
-            true = float(ctx.truth[name])
+            true = float(ctx.truth[name]) if ctx.truth is not None else np.nan
             label = name
-            if name == "sd_agent" and fixed_agents:
+            if name == "sd_agent" and fixed_agents and ctx.truth is not None:
                 # agents are fixed effects: sd_agent is the spread of these agents' effects,
                 # so its truth is the sample SD of the true effects, not the generating SD
                 true = float(np.std(ctx.truth["agent_effect"].values, ddof=1))
@@ -188,6 +249,8 @@ def _bayes_section(ctx: DemoContext) -> str:
                 }
             )
     sds = pd.DataFrame(sd_rows).set_index("parameter")
+    if ctx.truth is None:
+        sds = sds.drop(columns="truth")
     ctx.extra["sd_table"] = sds
     lines = [
         f"Crossed logistic model (agent + task + cluster + agent x task, the agent x task effect\n"
@@ -201,7 +264,8 @@ def _bayes_section(ctx: DemoContext) -> str:
             if k not in ("thresholds",) and (not isinstance(v, str) or len(v) < 60)
         ),
         "",
-        "Expected score on a new task, both methods beside the truth:",
+        "Expected score on a new task, both methods"
+        + (" beside the truth:" if truth is not None else ":"),
         _frame(table).to_string(),
         "",
         "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only:",
@@ -210,6 +274,12 @@ def _bayes_section(ctx: DemoContext) -> str:
         "Logit-scale standard deviations:",
         sds.to_string(float_format="{:.3f}".format),
     ]
+    if line:
+        lines = [
+            f"WARNING: {line}. Do not trust the summaries below without more tuning.",
+            "",
+            *lines,
+        ]
     if conv:
         lines += ["", "Convergence warnings: " + "; ".join(conv)]
     return "\n".join(lines)
@@ -233,21 +303,25 @@ def _passk_section(ctx: DemoContext) -> str:
     frames = []
     for k in ks:
         # the truth over the cells the unbiased estimator can use (at least k runs)
-        p = ctx.truth["p"].where(n_runs >= k)
-        df = pd.DataFrame(
-            {
-                "truth": (p**k).mean("task").to_series(),
-                "unbiased C(c,k)/C(n,k)": freq.mean.sel(k=k).to_series(),
-            }
-        )
+        est = freq.estimate if hasattr(freq, "estimate") else freq.mean
+        df = pd.DataFrame({"unbiased C(c,k)/C(n,k)": est.sel(k=k).to_series()})
+        if ctx.truth is not None:
+            p = ctx.truth["p"].where(n_runs >= k)
+            df.insert(0, "truth", (p**k).mean("task").to_series())
         if "fit" in ctx.extra:
             # the same cells as the truth and the unbiased estimator (at least k runs), and
             # the realised average of their p^k, so the interval is for these cells' truth
             bay = crossed_pass_k(
-                ctx.extra["fit"], k=k, prob=PROB, min_runs=k, realised=True,
+                ctx.extra["fit"],
+                k=k,
+                prob=PROB,
+                min_runs=k,
+                realised=True,
                 rng=int(ctx.extra.get("seed", 0)) + k,
             )
-            df["Bayes posterior mean"] = bay["mean"].sel(k=k).to_series()
+            df["Bayes posterior mean"] = (
+                bay["estimate" if "estimate" in bay else "mean"].sel(k=k).to_series()
+            )
             ci = bay["ci"].sel(k=k)
             df[f"Bayes {PROB:.0%} lower"] = ci.sel(ci_bound="lower").to_series()
             df[f"Bayes {PROB:.0%} upper"] = ci.sel(ci_bound="upper").to_series()
@@ -280,6 +354,8 @@ def _compare_section(ctx: DemoContext) -> str:
         ctx.data, prob=PROB, n_resamples=n, n_permutations=n, rng=ctx.extra.get("seed", 0)
     )
     ctx.extra["compare"] = cmp
+    if not isinstance(cmp, xr.Dataset) and hasattr(cmp, "to_dataset"):
+        cmp = cmp.to_dataset()
     agents = [str(a) for a in cmp["agent"].values]
     true_diff = _truth_new_task(ctx)
     rows = []
@@ -289,10 +365,11 @@ def _compare_section(ctx: DemoContext) -> str:
     for i, a in enumerate(agents):
         for b in agents[i + 1 :]:
             c = cmp.sel(agent=a, opponent=b)
-            row = {
-                "pair": f"{a} - {b}",
-                "true diff": float(true_diff.sel(agent=a) - true_diff.sel(agent=b)),
-                "mean diff": float(c["mean_diff"]),
+            row = {"pair": f"{a} - {b}"}
+            if true_diff is not None:
+                row["true diff"] = float(true_diff.sel(agent=a) - true_diff.sel(agent=b))
+            row |= {
+                "mean diff": float(c["estimate"] if "estimate" in c else c["mean_diff"]),
                 f"{PROB:.0%} lower": float(c["ci"].sel(ci_bound="lower")),
                 f"{PROB:.0%} upper": float(c["ci"].sel(ci_bound="upper")),
                 "p (sign-flip)": float(c["p_permutation"]),
@@ -324,17 +401,18 @@ def _rank_section(ctx: DemoContext) -> str:
     )
     ctx.extra["ranks"] = rk
     truth = _truth_new_task(ctx)
-    true_rank = truth.copy(data=stats.rankdata(-truth.values, method="min"))
     df = pd.DataFrame(
         {
-            "true rank": true_rank.to_series().astype(int),
-            "observed rank": rk.observed_rank.to_series(),
+            "observed rank": _field(rk, "observed_rank", "estimate").to_series(),
             "P(top 1) bootstrap": rk.p_top_k.sel(k=1).to_series(),
-            f"rank {PROB:.0%} lower": rk.rank_ci.sel(ci_bound="lower").to_series(),
-            f"rank {PROB:.0%} upper": rk.rank_ci.sel(ci_bound="upper").to_series(),
+            f"rank {PROB:.0%} lower": _field(rk, "rank_ci", "ci").sel(ci_bound="lower").to_series(),
+            f"rank {PROB:.0%} upper": _field(rk, "rank_ci", "ci").sel(ci_bound="upper").to_series(),
             "tier": rk.group.to_series(),
         }
     )
+    if truth is not None:
+        true_rank = truth.copy(data=stats.rankdata(-truth.values, method="min"))
+        df.insert(0, "true rank", true_rank.to_series().astype(int))
     if "fit" in ctx.extra:
         rp = rank_probabilities(ctx.extra["fit"], var="mean_new_task")
         first = rp.isel(rank=0) if "rank" in rp.dims else rp
@@ -360,6 +438,15 @@ def _plan_section(ctx: DemoContext) -> str:
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
     s_mt = float(vc["agent_task"].mean())
     s_e = float(vc["residual"].mean())
+    clipped = ""
+    if s_mt < 0:
+        # a difference of variances: its posterior mean can fall below 0 when the
+        # agent x task variation is small; planning then assumes none
+        clipped = (
+            f"\n(The agent x task component's posterior mean is {s_mt:.4f} < 0, a difference of "
+            "variances near zero: the plan below takes it as 0.)"
+        )
+        s_mt = 0.0
     T = int(ctx.data.sizes["task"])
     R = int(ctx.data.sizes["run"])
     kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
@@ -375,50 +462,73 @@ def _plan_section(ctx: DemoContext) -> str:
         )
     table = pd.DataFrame(rows).set_index("difference to detect")
     ctx.extra["plan_table"] = table
-    r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
-    alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, **kw)
+    if s_mt > 0:
+        r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
+        alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, **kw)
+        buy = (
+            "\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
+            f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
+            f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
+        )
+    else:
+        buy = (
+            "\n\nWith no agent x task variance the cost-optimal runs per task, "
+            "R* = sqrt(s_e c_task / (s_mt c_run)), is unbounded: that rests on an estimate at 0, "
+            "so no allocation is recommended; more tasks also widen what the benchmark covers."
+        )
     return (
         "Variance components of the cell success probability on the probability scale, from\n"
         f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
         f"With these {T} tasks x {R} runs a paired comparison detects a difference of\n"
-        f"{mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).\n\n"
+        f"{mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n\n"
         + table.to_string()
-        + f"\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
-        f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
-        f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
+        + buy
     )
 
 
-def write_report(ctx: DemoContext, out: str | os.PathLike, sections: list[tuple[str, str]]) -> str:
-    """Write the demo's Markdown report (tables, forest plot, the fit and data as netCDF)."""
+def write_report(
+    ctx: DemoContext,
+    out: str | os.PathLike,
+    sections: list[tuple[str, str]],
+    *,
+    overwrite: bool = False,
+) -> str:
+    """Write the demo's report with :func:`hierbench.report.build` (HTML and its Markdown
+    twin), the walk-through text as an appendix, and the fit (compact) and data as netCDF."""
     from pathlib import Path
 
-    from .report import Report
+    from .io import save_dataset, save_fit
+    from .report import build
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    rep = Report("hierbench demo: an evaluation simulated from known parameters")
-    for title, text in sections:
-        rep.section(title, "```text\n" + text + "\n```")
-    if "fit" in ctx.extra:
-        rep.forest(
-            ctx.extra["fit"],
-            ["mean_new_task"],
-            "forest_mean_new_task",
-            f"Posterior expected score on a new task (equal-tailed {PROB:.0%} and 50% intervals)",
-            ci_probs=(0.5, PROB),
+    freq = {k: ctx.extra[k] for k in ("bootstrap", "compare") if k in ctx.extra} or "auto"
+    kw = dict(
+        freq=freq,
+        truth=_truth_new_task(ctx),
+        prob=PROB,
+        rng=ctx.extra.get("seed", 0),
+        n_resamples=1999 if _fast(ctx) else 9999,
+        overwrite=overwrite,
+        progress=bool(ctx.extra.get("progress")),
+        title="hierbench demo"
+        + (": an evaluation simulated from known parameters" if ctx.truth is not None else ""),
+        appendix=sections,
+    )
+    fit = ctx.extra.get("fit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # printed already by the sections
+        html = build(fit, ctx.data, path=folder / "report.html", **kw)
+        build(fit, ctx.data, path=folder / "report.md", **kw)
+    if fit is not None:
+        save_fit(
+            fit, folder / "fit_crossed.nc", groups=["posterior_predictive"], overwrite=overwrite
         )
-        from .io import save_fit
-
-        save_fit(ctx.extra["fit"], folder / "fit_crossed.nc")
-    from .io import save_dataset
-
-    save_dataset(ctx.data, folder / "data.nc")
-    path = rep.write(folder, metadata={"seed": ctx.extra.get("seed", 0), "prob": PROB})
-    return str(path)
+    save_dataset(ctx.data, folder / "data.nc", overwrite=overwrite)
+    return str(html)
 
 
-#: Analysis sections appended to the CLI's data sections.
+#: Analysis sections appended to the data sections.
 ANALYSIS_SECTIONS = [
     ("How good is each agent? (frequentist)", _bootstrap_section),
     ("How good is each agent? (Bayesian, beside the frequentist)", _bayes_section),
@@ -427,3 +537,114 @@ ANALYSIS_SECTIONS = [
     ("Ranking and its uncertainty", _rank_section),
     ("How many more tasks or runs to buy?", _plan_section),
 ]
+
+
+# ---------------------------------------------------------------- data sections
+
+
+def _demo_data(ctx: DemoContext) -> str:
+    from .cli import _report_text
+    from .data import describe
+
+    rep = describe(ctx.data)
+    if ctx.truth is None:
+        return _report_text(rep, [])
+    return (
+        "The embedded default evaluation (hierbench.testing.default_dataset): simulated from\n"
+        "the crossed logit model with known parameters, ragged like a real one.\n\n"
+        + _report_text(rep, [])
+    )
+
+
+def _demo_summary(ctx: DemoContext) -> str:
+    from .cli import _summary_text
+
+    return _summary_text(ctx.data)
+
+
+def _demo_truth(ctx: DemoContext) -> str:
+    from .cli import _summary_frame
+
+    t = ctx.truth
+    if t is None:
+        return "(a user's log: the truth is unknown, so no truth columns below)"
+    true_mean = t["p"].mean("task")
+    obs = _summary_frame(ctx.data)["mean_score"]
+    df = pd.DataFrame(
+        {
+            "true agent effect (logit)": t["agent_effect"].to_series(),
+            "true mean p over tasks": true_mean.to_series(),
+            "observed mean (per task)": obs,
+        }
+    )
+    df.index = df.index.astype(str)
+    scal = ", ".join(
+        f"{k} = {float(t[k]):g}"
+        for k in ("mu", "sd_agent", "sd_task", "sd_agent_task", "sd_cluster", "sd_run")
+    )
+    return (
+        f"True parameters: {scal}\n\n"
+        + df.to_string(float_format="{:.3f}".format)
+        + "\n\nThe observed means scatter around the true ones by task sampling and run noise;"
+        "\nlater sections fit the hierarchical model and put intervals on that gap."
+    )
+
+
+#: The demo, in order: (title, section function). Append to extend ``hierbench demo``.
+DEMO_SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
+    ("Data", _demo_data),
+    ("Summary per agent", _demo_summary),
+    ("What the truth was", _demo_truth),
+    *ANALYSIS_SECTIONS,
+]
+
+_OUTPUTS = ("report.html", "report.md", "fit_crossed.nc", "data.nc")
+
+
+def run_demo(
+    data: xr.Dataset | None = None,
+    truth: xr.Dataset | None = None,
+    *,
+    out: str | os.PathLike | None = "hierbench-demo-report",
+    seed: int = 20261130,
+    fast: bool = False,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> int:
+    """Run every demo section, print it, and write the report; return the exit status.
+
+    ``data=None`` runs the embedded default (with its truth). A fit that did
+    not converge is printed as a ``warning:`` line with the reasons.
+    """
+    from pathlib import Path
+
+    if data is None:
+        from .testing import default_dataset
+
+        data, truth = default_dataset()
+    if out:
+        there = [f for f in _OUTPUTS if (Path(out) / f).exists()]
+        if there and not overwrite:
+            raise FileExistsError(
+                f"--out {str(out)!r} already holds {there} from an earlier run; pass --overwrite "
+                "or choose another --out"
+            )
+    ctx = DemoContext(
+        data=data, truth=truth, extra={"seed": seed, "fast": fast, "progress": progress}
+    )
+    done: list[tuple[str, str]] = []
+    for i, (title, section) in enumerate(DEMO_SECTIONS, start=1):
+        print(f"\n## {i}. {title}\n", flush=True)
+        try:
+            text = section(ctx)
+        except (ValueError, ArithmeticError) as exc:  # one section's failure never hides the rest
+            text = f"(not computed: {type(exc).__name__}: {exc})"
+            ctx.extra.setdefault("warnings", []).append(f"section {i}. {title} not computed: {exc}")
+        print(text, flush=True)
+        done.append((f"{i}. {title}", text))
+    if out:
+        path = write_report(ctx, out, done, overwrite=overwrite)
+        print(f"\nReport (HTML and Markdown), fit and data written to {Path(path).parent}")
+    for w in ctx.extra.get("warnings", []):
+        print(f"warning: {w}", flush=True)
+    return 0

@@ -10,6 +10,13 @@ A fit is an :class:`xarray.DataTree` (the ArviZ 1.x groups); it is written
 with ``DataTree.to_netcdf`` (one netCDF group per node) or ``to_zarr`` (needs
 the ``zarr`` package).
 
+Nothing is overwritten unless asked (``overwrite=True``), and a folder that
+is not a zarr store is never replaced: its files are the user's. Fits are
+saved compact by default: the per-observation groups (``log_likelihood``,
+``posterior_predictive``, ``prior_predictive``), which grow with the number of
+draws times observations, are left out unless asked for with ``groups="all"``
+or by name, and every variable is compressed (zlib in netCDF, zstd in zarr).
+
 What changes on the way: attrs holding a dict or list are stored as JSON text
 (hierbench's own such attrs already are text), boolean attrs as 0/1, and a
 ``None`` inside a text variable becomes ``""``. Numbers, text, bools, NaN and
@@ -20,17 +27,35 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import xarray as xr
 
+from ._base import HierbenchError
 from .data._schema import EvalDataError
 
-__all__ = ["load_dataset", "load_fit", "save_dataset", "save_fit"]
+__all__ = [
+    "COMPACT_DROP",
+    "UnreadableFileError",
+    "load_dataset",
+    "load_fit",
+    "save_dataset",
+    "save_fit",
+]
+
+#: Groups :func:`save_fit` leaves out by default: one value per draw and observation.
+COMPACT_DROP: tuple[str, ...] = ("log_likelihood", "posterior_predictive", "prior_predictive")
+
+
+class UnreadableFileError(HierbenchError):
+    """A file exists but cannot be read as a hierbench dataset or fit (corrupt, truncated, other format)."""
+
 
 _BOOL_MARK = "hierbench_dtype"
+_JSON_MARK = "hierbench_json_attrs"
 
 
 def _encode(ds: xr.Dataset) -> xr.Dataset:
@@ -45,18 +70,30 @@ def _encode(ds: xr.Dataset) -> xr.Dataset:
             # variable-length text; object arrays may hold None -> ""
             vals = np.array(["" if v is None else str(v) for v in var.values.ravel()], dtype=object)
             ds[name] = var.copy(data=vals.reshape(var.shape))
+    json_keys = []
     for k, v in list(ds.attrs.items()):
         if isinstance(v, (dict, list, tuple)):
             ds.attrs[k] = json.dumps(v)
+            json_keys.append(k)
         elif isinstance(v, bool):
             ds.attrs[k] = int(v)
         elif v is None:
             ds.attrs[k] = ""
+    if json_keys:
+        # restored on load (ArviZ reads e.g. ``sample_dims`` as a list)
+        ds.attrs[_JSON_MARK] = json.dumps(json_keys)
     return ds
 
 
 def _decode(ds: xr.Dataset) -> xr.Dataset:
     ds = ds.copy()
+    if _JSON_MARK in ds.attrs:
+        for k in json.loads(ds.attrs.pop(_JSON_MARK)):
+            if isinstance(ds.attrs.get(k), str):
+                ds.attrs[k] = json.loads(ds.attrs[k])
+    sd = ds.attrs.get("sample_dims")
+    if isinstance(sd, str) and sd.startswith("["):  # files written before the marker existed
+        ds.attrs["sample_dims"] = json.loads(sd)
     for name in list(ds.variables):
         var = ds[name]
         if var.attrs.get(_BOOL_MARK) == "bool":
@@ -78,7 +115,50 @@ def _engine_for(path: Path, engine: str | None) -> str:
     return "zarr" if path.suffix == ".zarr" else "netcdf"
 
 
-def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+def _is_zarr_store(path: Path) -> bool:
+    return path.is_dir() and any((path / m).exists() for m in ("zarr.json", ".zgroup", ".zattrs"))
+
+
+def _check_target(path: Path, overwrite: bool, *, zarr: bool = False) -> None:
+    """Refuse to replace a user's file or folder unless asked; never replace a non-zarr folder."""
+    if not path.exists():
+        if not path.parent.exists():
+            raise FileNotFoundError(
+                f"cannot write {str(path)!r}: folder {str(path.parent)!r} does not exist"
+            )
+        return
+    if path.is_dir() and not (zarr and _is_zarr_store(path)):
+        raise FileExistsError(
+            f"{str(path)!r} is an existing folder that is not a zarr store; hierbench does not "
+            "write over a folder's files: give a new path such as 'fit.zarr' or 'fit.nc'"
+        )
+    if not overwrite:
+        raise FileExistsError(
+            f"{str(path)!r} already exists; pass overwrite=True (CLI: --overwrite) to replace it"
+        )
+
+
+def _write_netcdf(obj, path: Path, overwrite: bool, **kw) -> None:
+    """Write next to the target, then move it into place (a failed write leaves the old file)."""
+    _check_target(path, overwrite)
+    tmp = path.with_name(f".{path.name}.hierbench-tmp")
+    try:
+        obj.to_netcdf(tmp, engine="netcdf4", **kw)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _compression(ds: xr.Dataset) -> dict:
+    enc = {}
+    for name, var in ds.variables.items():
+        if var.ndim > 0 and var.dtype.kind in "biuf":
+            enc[name] = {"zlib": True, "complevel": 4}
+    return enc
+
+
+def save_dataset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write an eval dataset (or its counts) to a netCDF file.
 
     Parameters
@@ -88,6 +168,8 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
         :func:`~hierbench.data.to_counts`, a summary).
     path : str or path-like
         Target file, conventionally ``*.nc``.
+    overwrite : bool
+        Replace an existing file (default: refuse with :class:`FileExistsError`).
 
     Returns
     -------
@@ -105,7 +187,8 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     if not isinstance(ds, xr.Dataset):
         raise EvalDataError(f"`ds` must be an xarray.Dataset; got {type(ds).__name__}")
     path = Path(path)
-    _encode(ds).to_netcdf(path, engine="netcdf4")
+    enc = _encode(ds)
+    _write_netcdf(enc, path, overwrite, encoding=_compression(enc))
     return path
 
 
@@ -122,14 +205,24 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
     """
     path = Path(path)
     if not path.exists():
-        raise EvalDataError(f"`path`: no such file {str(path)!r}")
-    with xr.open_dataset(path, engine="netcdf4") as f:
-        ds = f.load()
+        raise EvalDataError(f"no such file: {str(path)!r}")
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as f:
+            ds = f.load()
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+        raise UnreadableFileError(
+            f"{str(path)!r} cannot be read as a netCDF eval dataset ({type(exc).__name__}: {exc})"
+        ) from exc
     return _decode(ds)
 
 
 def save_fit(
-    fit: xr.DataTree, path: str | os.PathLike, *, engine: Literal["netcdf", "zarr"] | None = None
+    fit: xr.DataTree,
+    path: str | os.PathLike,
+    *,
+    engine: Literal["netcdf", "zarr"] | None = None,
+    groups: Literal["compact", "all"] | Sequence[str] = "compact",
+    overwrite: bool = False,
 ) -> Path:
     """Write a fit (an ArviZ 1.x :class:`xarray.DataTree`) to netCDF or zarr.
 
@@ -142,6 +235,17 @@ def save_fit(
         ``*.zarr`` selects zarr, anything else netCDF (one group per node).
     engine : {"netcdf", "zarr"}, optional
         Override the choice made from the suffix.
+    groups : {"compact", "all"} or sequence of str
+        ``"compact"`` (default) leaves out :data:`COMPACT_DROP` (the
+        per-observation ``log_likelihood`` and predictive groups, which LOO
+        and predictive checks need: keep them with ``"all"``); ``"all"``
+        keeps every group; a sequence keeps the compact groups plus those
+        named. The groups left out are listed in the root attr
+        ``hierbench_groups_dropped``.
+    overwrite : bool
+        Replace an existing file or zarr store (default: refuse with
+        :class:`FileExistsError`). A folder that is not a zarr store is
+        never replaced.
 
     Returns
     -------
@@ -161,13 +265,42 @@ def save_fit(
         raise TypeError(f"`fit` must be an xarray.DataTree; got {type(fit).__name__}")
     path = Path(path)
     kind = _engine_for(path, engine)
-    tree = fit.map_over_datasets(_encode)
+    if isinstance(groups, str):
+        if groups not in ("compact", "all"):
+            raise ValueError(
+                f"`groups` must be 'compact', 'all' or a list of group names; got {groups!r}"
+            )
+        keep_extra: set[str] = set(COMPACT_DROP) if groups == "all" else set()
+    else:
+        keep_extra = {str(g) for g in groups}
+        unknown = keep_extra - set(fit.children)
+        if unknown:
+            raise ValueError(
+                f"`groups` names groups the fit does not have: {sorted(unknown)}; "
+                f"it has {sorted(fit.children)}"
+            )
+    dropped = [g for g in fit.children if g in COMPACT_DROP and g not in keep_extra]
+    tree = fit.copy()
+    for g in dropped:
+        del tree[g]
+    tree = tree.map_over_datasets(_encode)
     for node in tree.subtree:
         node.attrs = dict(_encode(xr.Dataset(attrs=dict(node.attrs))).attrs)
+    if dropped:
+        tree.attrs["hierbench_groups_dropped"] = json.dumps(dropped)
     if kind == "zarr":
-        tree.to_zarr(path, mode="w", consolidated=False)
+        _check_target(path, overwrite, zarr=True)
+        if path.exists():
+            import shutil
+
+            shutil.rmtree(path)  # a zarr store (checked above), replaced as asked
+        tree.to_zarr(path, mode="w-", consolidated=False)
     else:
-        tree.to_netcdf(path, engine="netcdf4")
+        encoding = {
+            node.path if node.path != "/" else "/": _compression(node.to_dataset(inherit=False))
+            for node in tree.subtree
+        }
+        _write_netcdf(tree, path, overwrite, encoding=encoding)
     return path
 
 
@@ -187,12 +320,20 @@ def load_fit(
     """
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"`path`: no such file or folder {str(path)!r}")
+        raise FileNotFoundError(f"no such file or folder: {str(path)!r}")
     kind = _engine_for(path, engine)
-    if kind == "zarr":
-        tree = xr.open_datatree(path, engine="zarr", consolidated=False)
-    else:
-        tree = xr.open_datatree(path, engine="netcdf4")
-    tree = tree.load()
-    tree.close()
+    try:
+        if kind == "zarr":
+            tree = xr.open_datatree(path, engine="zarr", consolidated=False)
+        else:
+            tree = xr.open_datatree(path, engine="netcdf4")
+        tree = tree.load()
+        tree.close()
+    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+        if isinstance(exc, FileNotFoundError) and not path.exists():
+            raise
+        what = "zarr store" if kind == "zarr" else "netCDF file"
+        raise UnreadableFileError(
+            f"{str(path)!r} cannot be read as a {what} holding a fit ({type(exc).__name__}: {exc})"
+        ) from exc
     return tree.map_over_datasets(_decode)

@@ -1,4 +1,4 @@
-"""The hierbench CLI: validate, summary, demo; expected numbers by hand from tiny logs."""
+"""The hierbench CLI: validate, summary, fit, report, compare, demo; errors in the user's words."""
 
 import json
 import subprocess
@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierbench.cli import DEMO_SECTIONS, main
+from hierbench.cli import main
 from hierbench.data import from_records
+from hierbench.demo import DEMO_SECTIONS
 from hierbench.io import save_dataset
 from hierbench.testing import default_dataset
 
@@ -78,22 +79,103 @@ def test_validate_shows_warnings(tmp_path, capsys):
     )
 
 
-def test_invalid_input_exits_nonzero_with_the_message(tmp_path, capsys):
+def _one_line_error(capsys, *words):
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "`obj`" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+def test_invalid_input_exits_2_with_one_line_in_the_users_words(tmp_path, capsys):
     path = tmp_path / "bad.csv"
     pd.DataFrame(dict(ROWS, reward=[1.0, 2.0, 0.5, 1.0, 0.0, 1.0])).to_csv(path, index=False)
-    assert main(["validate", str(path), *COLS]) == 1
-    err = capsys.readouterr().err
-    assert (
-        "hierbench validate: invalid input: `score` column 'reward' must lie in [0, 1]; rows [1] hold [2.0]"
-        in err
+    assert main(["validate", str(path), *COLS]) == 2
+    _one_line_error(capsys, "hierbench validate: invalid input:", "--score", "'reward'", "[2.0]")
+    assert main(["summary", str(tmp_path / "none.csv")]) == 2
+    _one_line_error(capsys, "hierbench summary: error: no such file or folder:", "none.csv")
+    assert main(["validate", str(path)]) == 2
+    _one_line_error(capsys, "missing required columns", "--task", "--score", "--agent")
+
+
+def test_unreadable_files_and_refused_overwrites_exit_2(tmp_path, log, capsys):
+    bad = tmp_path / "fit.nc"
+    bad.write_bytes(b"\x89HDF\r\n\x1a\n truncated")
+    assert main(["report", str(bad), "-o", str(tmp_path / "r.html")]) == 2
+    _one_line_error(capsys, "hierbench report:", "fit.nc", "cannot be read")
+    assert main(["summary", str(bad)]) == 2
+    _one_line_error(capsys, "fit.nc")
+    (tmp_path / "r.html").write_text("mine")
+    assert main(["report", "--data", str(log), *COLS, "-o", str(tmp_path / "r.html")]) == 2
+    _one_line_error(capsys, "-o", "r.html", "already exists", "--overwrite")
+    assert (tmp_path / "r.html").read_text() == "mine"
+    assert main(["compare", str(log), *COLS, "--prob", "1.5"]) == 2
+    _one_line_error(capsys, "--prob")
+    assert main(["report", "-o", str(tmp_path / "x.html")]) == 2
+    _one_line_error(capsys, "give a saved fit (FIT) and/or --data LOG")
+
+
+def test_a_hierbench_warning_raised_as_error_exits_2(log, capsys, monkeypatch):
+    import hierbench.cli as cli
+    from hierbench import HierbenchWarning
+
+    def raising(args):
+        raise HierbenchWarning(f"{args.file}: something undefined")
+
+    parser = cli.build_parser
+
+    def patched():
+        p = parser()
+        p._subparsers._group_actions[0].choices["summary"].set_defaults(func=raising)
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", patched)
+    assert main(["summary", str(log)]) == 2
+    _one_line_error(capsys, "hierbench summary: invalid input:", "runs.csv: something undefined")
+
+
+def test_help_is_fast_because_nothing_heavy_is_imported():
+    code = (
+        "import sys, hierbench.cli;"
+        "print(','.join(m for m in ('numpy', 'pandas', 'xarray', 'scipy', 'pymc') if m in sys.modules))"
     )
-    assert main(["summary", str(tmp_path / "none.csv")]) == 1
-    assert "invalid input: `obj`: no such file" in capsys.readouterr().err
-    assert main(["validate", str(path)]) == 1
-    assert (
-        "missing required columns: `task`='task', `score`='score', `agent`='agent'"
-        in capsys.readouterr().err
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    res = subprocess.run(
+        [sys.executable, "-m", "hierbench", "--help"], capture_output=True, text=True
     )
+    assert res.returncode == 0
+    for cmd in ("validate", "summary", "fit", "report", "compare", "demo"):
+        assert cmd in res.stdout
+
+
+def test_compare_prints_the_paired_table(tmp_path, capsys):
+    """Mean paired differences against an independent pandas computation on the shared tasks."""
+    from hierbench.data import to_records
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=30, n_runs=2, p_missing_task=0.1, rng=4)
+    df = to_records(ds)
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    assert main(["compare", str(path), "--resamples", "499", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    per_task = df.groupby(["agent", "task"])["score"].mean().unstack("agent")
+    agents = sorted(per_task.columns)
+    pairs = {p["pair"]: p for p in res["pairs"]}
+    assert len(pairs) == 3
+    for i, a in enumerate(agents):
+        for b in agents[i + 1 :]:
+            both = per_task[[a, b]].dropna()
+            row = pairs[f"{a} - {b}"]
+            assert row["mean difference"] == pytest.approx((both[a] - both[b]).mean(), abs=1e-12)
+            assert row["lower"] < row["mean difference"] < row["upper"]
+            assert row["shared tasks"] == len(both)
+    assert main(["compare", str(path), "--resamples", "499"]) == 0
+    out = capsys.readouterr().out
+    assert "p Holm" in out and "95% lower" in out
 
 
 def test_summary_text(log, capsys):
@@ -152,6 +234,7 @@ def test_summary_reports_annotation_counts(shared_data, tmp_path, capsys):
     assert res["dataset"]["annotations"] == {"usage_limit": int(expected.sum())}
 
 
+@pytest.mark.slow  # a full demo: fit, bootstraps, two reports
 def test_demo_prints_sections_and_the_truth(capsys, tmp_path):
     out_dir = tmp_path / "report"
     assert main(["demo", "--fast", "--out", str(out_dir)]) == 0
@@ -170,15 +253,42 @@ def test_demo_prints_sections_and_the_truth(capsys, tmp_path):
     # the analysis sections print intervals beside the truth and write a report with the fit
     assert "cluster bootstrap (BCa)" in out and "Bayes crossed (new task)" in out
     assert "p Holm" in out and "tasks needed" in out
-    report = (out_dir / "report.md").read_text()
-    assert "## 4. How good is each agent? (frequentist)" in report
-    assert (out_dir / "forest_mean_new_task.png").stat().st_size > 5000
     from hierbench.io import load_dataset, load_fit
 
-    assert load_fit(out_dir / "fit_crossed.nc").attrs["hierbench_model"] == "crossed"
+    fit = load_fit(out_dir / "fit_crossed.nc")
+    assert fit.attrs["hierbench_model"] == "crossed"
+    # a fit that failed its checks says so, with the reason, on a warning line
+    if not int(fit.attrs["diag_converged"]):
+        warn = [x for x in out.splitlines() if x.startswith("warning: the fit did not converge: ")]
+        assert warn and (
+            "R-hat" in warn[0] or "ESS" in warn[0] or "diverg" in warn[0] or "BFMI" in warn[0]
+        )
+    html = (out_dir / "report.html").read_text()
+    assert 'id="abilities"' in html and "How good is each agent? (frequentist)" in html
+    report = (out_dir / "report.md").read_text()
+    assert "## 4. How good is each agent? (frequentist)" in report
+    assert (out_dir / "report_figures" / "abilities_forest.png").stat().st_size > 5000
     assert int(load_dataset(out_dir / "data.nc").score.notnull().sum()) == int(
         np.isfinite(data.score.values).sum()
     )
+    # a second run refuses to replace the first one's files
+    assert main(["demo", "--fast", "--out", str(out_dir)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+
+
+def test_demo_warning_filter_reads_the_category():
+    """`type(w)` of a recorded warning is WarningMessage; the demo must read `w.category`."""
+    import inspect
+    import warnings
+
+    from hierbench import demo
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("x", UserWarning, stacklevel=1)
+    assert type(caught[0]).__name__ == "WarningMessage"
+    src = inspect.getsource(demo._bayes_section)
+    assert "type(w).__name__" not in src and "w.category" in src
 
 
 def test_installed_entry_point(log):
@@ -189,8 +299,15 @@ def test_installed_entry_point(log):
     res = json.loads(out.stdout)
     assert [r["agent"] for r in res["agents"]] == ["a", "b"]
     bad = subprocess.run([str(exe), "validate", str(log)], capture_output=True, text=True)
-    assert bad.returncode == 1
-    assert "missing required columns: `task`='task', `score`='score', `agent`='agent'" in bad.stderr
+    assert bad.returncode == 2
+    assert "missing required columns" in bad.stderr and "Traceback" not in bad.stderr
+    mod = subprocess.run(
+        [sys.executable, "-m", "hierbench", "summary", str(log), *COLS, "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(mod.stdout) == res
 
 
 def test_extra_and_annotation_columns(tmp_path, capsys):

@@ -39,7 +39,9 @@ def eval_ds():
 def _assert_same(a: xr.Dataset, b: xr.Dataset):
     assert a.identical(b)
     for v in a.variables:
-        assert a[v].dtype.kind == b[v].dtype.kind or {a[v].dtype.kind, b[v].dtype.kind} <= set("OUT"), v
+        assert a[v].dtype.kind == b[v].dtype.kind or {a[v].dtype.kind, b[v].dtype.kind} <= set(
+            "OUT"
+        ), v
 
 
 def test_eval_dataset_round_trip(eval_ds, tmp_path):
@@ -49,8 +51,13 @@ def test_eval_dataset_round_trip(eval_ds, tmp_path):
     assert back.error.dtype == bool and back.hit.dtype == bool
     assert list(back.agent.values) == ["gpt-4o", "claude ü"]
     assert list(back.tag.values) == ["web", "astro"]
-    assert back.run_id.sel(agent="claude ü", task="django__django-1").values.tolist() == ["r-3", "r-4"]
-    assert json.loads(back.attrs["not_kept"]) == {"infrastructure error, excluded (errors='exclude')": 1}
+    assert back.run_id.sel(agent="claude ü", task="django__django-1").values.tolist() == [
+        "r-3",
+        "r-4",
+    ]
+    assert json.loads(back.attrs["not_kept"]) == {
+        "infrastructure error, excluded (errors='exclude')": 1
+    }
     assert json.loads(back.attrs["annotations"]) == ["hit"]
     # netCDF, not a pickle
     assert path.read_bytes()[:4] == b"\x89HDF"
@@ -59,7 +66,9 @@ def test_eval_dataset_round_trip(eval_ds, tmp_path):
 
 
 def test_simulated_and_counts_round_trip(tmp_path):
-    ds, _ = simulate_eval(n_agents=3, n_tasks=7, n_runs=4, n_clusters=2, p_missing_run=0.3, p_error=0.1, rng=3)
+    ds, _ = simulate_eval(
+        n_agents=3, n_tasks=7, n_runs=4, n_clusters=2, p_missing_run=0.3, p_error=0.1, rng=3
+    )
     _assert_same(load_dataset(save_dataset(ds, tmp_path / "sim.nc")), ds)
     c = to_counts(ds)
     _assert_same(load_dataset(save_dataset(c, tmp_path / "counts.nc")), c)
@@ -68,14 +77,16 @@ def test_simulated_and_counts_round_trip(tmp_path):
 def test_bad_arguments(tmp_path):
     with pytest.raises(EvalDataError, match=r"`ds` must be an xarray.Dataset; got DataFrame"):
         save_dataset(pd.DataFrame(), tmp_path / "x.nc")
-    with pytest.raises(EvalDataError, match=r"`path`: no such file"):
+    with pytest.raises(EvalDataError, match=r"no such file: '.*missing.nc'"):
         load_dataset(tmp_path / "missing.nc")
     with pytest.raises(TypeError, match=r"`fit` must be an xarray.DataTree; got Dataset"):
         save_fit(xr.Dataset(), tmp_path / "f.nc")
     with pytest.raises(ValueError, match=r"`engine` must be 'netcdf' or 'zarr'; got 'hdf'"):
         save_fit(xr.DataTree(), tmp_path / "f.nc", engine="hdf")
-    with pytest.raises(FileNotFoundError, match=r"`path`: no such file or folder"):
+    with pytest.raises(FileNotFoundError, match=r"no such file or folder: '.*nope.zarr'"):
         load_fit(tmp_path / "nope.zarr")
+    with pytest.raises(ValueError, match=r"`groups` must be 'compact', 'all' or a list"):
+        save_fit(xr.DataTree(), tmp_path / "f.nc", groups="some")
 
 
 @pytest.fixture
@@ -93,7 +104,10 @@ def fit(eval_ds):
     tree = xr.DataTree.from_dict(
         {"posterior": post, "sample_stats": stats, "observed_data": eval_ds[["score", "error"]]}
     )
-    tree.attrs = {"spec": json.dumps({"model": "crossed", "priors": {"sd": 1.0}}), "data_hash": "abc123"}
+    tree.attrs = {
+        "spec": json.dumps({"model": "crossed", "priors": {"sd": 1.0}}),
+        "data_hash": "abc123",
+    }
     return tree
 
 
@@ -117,3 +131,102 @@ def test_any_read_dataset_survives_save_and_load(df):
     with tempfile.TemporaryDirectory() as tmp:
         back = load_dataset(save_dataset(ds, Path(tmp) / "x.nc"))
     _assert_same(back, ds)
+
+
+# ---------------------------------------------------------------- issue 11: files never destroyed
+
+
+def _with_predictive(fit):
+    rng = np.random.default_rng(1)
+    tree = fit.copy()
+    ll = xr.Dataset({"y": (("chain", "draw", "cell"), rng.normal(size=(2, 10, 30)))})
+    pp = xr.Dataset({"y": (("chain", "draw", "cell"), rng.integers(0, 5, size=(2, 10, 30)))})
+    tree["log_likelihood"] = xr.DataTree(ll)
+    tree["posterior_predictive"] = xr.DataTree(pp)
+    return tree
+
+
+def test_zarr_into_a_users_folder_keeps_its_files(fit, tmp_path):
+    folder = tmp_path / "my_results"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match=r"existing folder that is not a zarr store"):
+            save_fit(fit, folder, engine="zarr", overwrite=overwrite)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+    assert (folder / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+def test_save_fit_refuses_to_overwrite_unless_asked(fit, tmp_path, suffix):
+    path = save_fit(fit, tmp_path / f"fit{suffix}")
+    with pytest.raises(FileExistsError, match=r"already exists; pass overwrite=True"):
+        save_fit(fit, path)
+    changed = fit.copy()
+    changed.attrs = {**fit.attrs, "data_hash": "new"}
+    save_fit(changed, path, overwrite=True)
+    assert load_fit(path).attrs["data_hash"] == "new"
+
+
+def test_save_dataset_refuses_to_overwrite_unless_asked(eval_ds, tmp_path):
+    path = tmp_path / "eval.nc"
+    path.write_bytes(b"user data")
+    with pytest.raises(FileExistsError, match=r"eval.nc' already exists"):
+        save_dataset(eval_ds, path)
+    assert path.read_bytes() == b"user data"
+    save_dataset(eval_ds, path, overwrite=True)
+    _assert_same(load_dataset(path), eval_ds)
+
+
+@pytest.mark.parametrize("make", ["garbage", "truncated"])
+def test_corrupt_files_name_the_file(eval_ds, fit, tmp_path, make):
+    from hierbench import HierbenchError
+
+    good = save_fit(fit, tmp_path / "good.nc")
+    bad = tmp_path / "bad.nc"
+    bad.write_bytes(b"not a netcdf file" if make == "garbage" else good.read_bytes()[:2000])
+    with pytest.raises(
+        HierbenchError, match=r"'.*bad.nc' cannot be read as a netCDF file holding a fit"
+    ):
+        load_fit(bad)
+    with pytest.raises(HierbenchError, match=r"'.*bad.nc' cannot be read as a netCDF eval dataset"):
+        load_dataset(bad)
+
+
+def test_corrupt_zarr_names_the_store(fit, tmp_path):
+    from hierbench import HierbenchError
+
+    store = save_fit(fit, tmp_path / "fit.zarr")
+    (store / "zarr.json").write_text("{not json")
+    with pytest.raises(HierbenchError, match=r"'.*fit.zarr' cannot be read as a zarr store"):
+        load_fit(store)
+
+
+def test_compact_default_drops_per_observation_groups_and_compresses(fit, tmp_path):
+    full = _with_predictive(fit)
+    compact = load_fit(save_fit(full, tmp_path / "c.nc"))
+    assert set(compact.children) == {"posterior", "sample_stats", "observed_data"}
+    assert json.loads(compact.attrs["hierbench_groups_dropped"]) == [
+        "log_likelihood",
+        "posterior_predictive",
+    ]
+    everything = load_fit(save_fit(full, tmp_path / "a.nc", groups="all"))
+    assert set(everything.children) == set(full.children)
+    xr.testing.assert_identical(
+        everything["log_likelihood"].to_dataset(), full["log_likelihood"].to_dataset()
+    )
+    some = load_fit(save_fit(full, tmp_path / "s.nc", groups=["posterior_predictive"]))
+    assert "posterior_predictive" in some.children and "log_likelihood" not in some.children
+    # compressed: a constant posterior compresses to far less than its 8 bytes per value
+    big = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset({"z": (("chain", "draw", "x"), np.zeros((4, 1000, 200)))})}
+    )
+    size = save_fit(big, tmp_path / "z.nc").stat().st_size
+    assert size < 4 * 1000 * 200 * 8 / 20
+
+
+def test_arviz_list_attrs_round_trip(fit, tmp_path):
+    tree = fit.copy()
+    tree["posterior"].attrs["sample_dims"] = ["chain", "draw"]
+    back = load_fit(save_fit(tree, tmp_path / "f.nc"))
+    assert back["posterior"].attrs["sample_dims"] == ["chain", "draw"]

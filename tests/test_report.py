@@ -1,10 +1,17 @@
-"""report: Markdown tables and a forest figure from a DataTree."""
+"""report: tables from result objects, figures confined to the report folder, HTML and Markdown, build()."""
+
+import base64
+import re
+import warnings
 
 import numpy as np
 import pandas as pd
+import pytest
+import xarray as xr
 from arviz_base import from_dict
 
-from hierbench.report import Report, markdown_table
+from hierbench.report import SECTIONS, Report, as_table, build, markdown_table
+from hierbench.testing import simulate_eval
 
 
 def test_markdown_table_writes_every_cell_and_nan():
@@ -15,19 +22,223 @@ def test_markdown_table_writes_every_cell_and_nan():
     assert text[3] == "| b\\|c | NaN | 4 | no |"
 
 
-def test_report_writes_markdown_and_a_forest_png(tmp_path):
+def _posterior_tree():
     rng = np.random.default_rng(0)
-    dt = from_dict(
+    return from_dict(
         {"posterior": {"ability": rng.normal(size=(2, 50, 3))}},
         dims={"ability": ["agent"]},
         coords={"agent": ["a", "b", "c"]},
     )
+
+
+def test_report_writes_markdown_and_a_forest_png(tmp_path):
     r = Report("Test report")
     r.section("Agents", "Three agents.", table=pd.DataFrame({"x": [1.0]}, index=["a"]))
-    r.forest(dt, ["ability"], "forest", "Posterior abilities")
+    r.forest(_posterior_tree(), ["ability"], "forest", "Posterior abilities")
     path = r.write(tmp_path, metadata={"seed": 0})
     body = path.read_text()
-    assert body.startswith("# Test report")
+    assert path.name == "report.md" and body.startswith("# Test report")
     assert "## Agents" in body and "![Posterior abilities](forest.png)" in body
     png = (tmp_path / "forest.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_table_from_a_bootstrap_result_one_row_per_agent(tmp_path):
+    """Issue 14: `section(table=bootstrap_result)` raised AttributeError; now one row per agent."""
+    from hierbench.freq import bootstrap_ci
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=15, n_runs=2, rng=1)
+    res = bootstrap_ci(ds, n_resamples=199, prob=0.95, rng=0)
+    r = Report("t")
+    r.section("Bootstrap", table=res)
+    df = r.blocks[0]["table"]
+    assert list(df.index.astype(str)) == [str(a) for a in ds.agent.values]
+    np.testing.assert_array_equal(df["lower"].to_numpy(), res.ci.sel(ci_bound="lower").values)
+    np.testing.assert_array_equal(df["upper"].to_numpy(), res.ci.sel(ci_bound="upper").values)
+    text = r.write(tmp_path / "r.md").read_text()
+    first = str(ds.agent.values[0])
+    row = next(line for line in text.splitlines() if line.startswith(f"| {first} |"))
+    assert f"{float(res.ci.sel(agent=first, ci_bound='upper')):.3f}" in row
+
+
+def test_table_from_an_interval_dataarray_puts_ends_in_columns():
+    ci = xr.DataArray(
+        [[0.1, 0.3], [0.2, 0.5]],
+        dims=("agent", "ci_bound"),
+        coords={"agent": ["x", "y"], "ci_bound": ["lower", "upper"]},
+        attrs={"ci_prob": 0.95, "ci_kind": "wilson"},
+    )
+    df = as_table(ci)
+    assert df.loc["y", "upper"] == 0.5 and df.loc["x", "lower"] == 0.1
+    assert (df["ci_kind"] == "wilson").all() and (df["ci_prob"] == 0.95).all()
+    with pytest.raises(TypeError, match=r"a report table must be a DataFrame"):
+        as_table(object())
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "/abs", "..", ".hidden", ""])
+def test_figure_names_are_confined_to_the_report_folder(name):
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure()
+    with pytest.raises(ValueError, match=r"plain file name inside the report folder"):
+        Report("t").figure(name, fig)
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("suffix", [".html", ".md"])
+def test_write_refuses_to_overwrite_unless_asked(tmp_path, suffix):
+    path = tmp_path / f"report{suffix}"
+    path.write_text("mine")
+    r = Report("t")
+    r.section("A", "text")
+    with pytest.raises(FileExistsError, match=r"would replace existing files"):
+        r.write(path)
+    assert path.read_text() == "mine"
+    r.write(path, overwrite=True)
+    assert "mine" not in path.read_text()
+
+
+def test_html_is_self_contained(tmp_path):
+    import matplotlib.pyplot as plt
+
+    r = Report("t <&>")
+    r.section("Figures", "Some `code` and **bold**.")
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    r.figure("line", fig, "a line")
+    html = r.write(tmp_path / "r.html").read_text()
+    assert "<title>t &lt;&amp;&gt;</title>" in html
+    srcs = re.findall(r'(?:src|href)="([^"#]*)"', html)
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    png = base64.b64decode(srcs[0].split(",", 1)[1])
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<script" not in html and "http" not in html
+    assert not list(tmp_path.glob("*.png"))
+
+
+def test_build_from_data_alone_writes_every_section(tmp_path):
+    ds, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=3, n_clusters=4, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = build(data=ds, path=tmp_path / "r.html", n_resamples=199, progress=False)
+    html = out.read_text()
+    for sid in SECTIONS:
+        assert f'id="{sid}"' in html, sid
+    # the Bayesian sections say why they are empty instead of vanishing
+    conv = html.split('id="convergence"')[1].split("</section>")[0]
+    assert "no fit given" in conv
+    md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False)
+    assert "## Data summary" in md.read_text()
+    assert (tmp_path / "r_figures" / "abilities_forest.png").exists()
+    with pytest.raises(FileExistsError):
+        build(data=ds, path=tmp_path / "r.html", progress=False)
+    with pytest.raises(ValueError, match=r"give `fit`, `data` or both"):
+        build(path=tmp_path / "x.html")
+
+
+def test_diagnostic_plots_take_labels_with_slashes():
+    """METR task ids hold '/' (``blackbox/charm``); DataTree variable names cannot."""
+    from hierbench.report._figures import rank_plot, trace_plot
+
+    rng = np.random.default_rng(3)
+    post = xr.Dataset(
+        {"task_effect": (("chain", "draw", "task"), rng.normal(size=(2, 60, 2)))},
+        coords={"chain": [0, 1], "draw": np.arange(60), "task": ["blackbox/charm", "a/b/c"]},
+    )
+    worst = [("task_effect", {"task": "blackbox/charm"}), ("task_effect", {"task": "a/b/c"})]
+    r = Report("t")
+    r.section("Diagnostics")
+    r.figure("rank", rank_plot(post, worst))
+    r.figure("trace", trace_plot(post, worst))
+    assert all(png[:4] == b"\x89PNG" for png in r.figures.values())
+
+
+def test_ppc_plot_takes_a_mean_outside_its_quantile_band():
+    """A skewed count (most draws 0) has its mean above its 95% quantile: still plotted."""
+    from hierbench.report import ppc_plot
+
+    dims = ("agent", "n_runs", "successes")
+    shape = (1, 1, 3)
+    check = xr.Dataset(
+        {
+            "observed": (dims, np.array([[[5.0, 1.0, 0.0]]])),
+            "predicted_mean": (dims, np.array([[[4.0, 0.3, 0.1]]])),
+            "predicted_lower": (dims, np.zeros(shape)),
+            "predicted_upper": (dims, np.array([[[6.0, 0.0, 0.0]]])),
+            "p_value": (dims, np.full(shape, 0.5)),
+        },
+        coords={"agent": ["a"], "n_runs": [2], "successes": [0, 1, 2]},
+        attrs={"band_prob": 0.9},
+    )
+    fig = ppc_plot(check, title="t")
+    assert fig.axes[0].get_xlabel() == "successes out of 2 runs"
+
+
+def _synthetic_fit(rng=0):
+    """A fit-shaped DataTree (no sampling): draws of each agent's expected score, energies, counts."""
+    gen = np.random.default_rng(rng)
+    agents = ["a", "b", "c"]
+    level = np.array([0.3, 0.5, 0.7])
+    post = xr.Dataset(
+        {
+            "mean_new_task": (
+                ("chain", "draw", "agent"),
+                level + 0.05 * gen.normal(size=(2, 300, 3)),
+            ),
+            "sd_task": (("chain", "draw"), np.abs(gen.normal(1.5, 0.1, size=(2, 300)))),
+        },
+        coords={"chain": [0, 1], "draw": np.arange(300), "agent": agents},
+    )
+    stats = xr.Dataset(
+        {
+            "energy": (("chain", "draw"), gen.normal(size=(2, 300))),
+            "diverging": (("chain", "draw"), np.zeros((2, 300), bool)),
+        },
+        coords={"chain": [0, 1], "draw": np.arange(300)},
+    )
+    n_runs = xr.DataArray(
+        [[3, 3, 0, 3], [3, 3, 3, 3], [3, 1, 3, 3]],
+        dims=("agent", "task"),
+        coords={"agent": agents, "task": ["t1", "t2", "t3", "t4"]},
+    )
+    dt = xr.DataTree.from_dict(
+        {"posterior": post, "sample_stats": stats, "constant_data": xr.Dataset({"n_runs": n_runs})}
+    )
+    dt.attrs = {
+        "hierbench_model": "custom",
+        "diag_converged": 0,
+        "diag_failures": '["max R-hat 1.05 > 1.01"]',
+    }
+    return dt, level
+
+
+def test_build_from_a_fit_alone(tmp_path):
+    """The Bayesian sections from a fit without data; the numbers are the draws' own summaries."""
+    dt, _ = _synthetic_fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = build(dt, path=tmp_path / "fit.html", progress=False)
+    html = out.read_text()
+    for sid in SECTIONS:
+        assert f'id="{sid}"' in html, sid
+    summary = html.split('id="data-summary"')[1].split("</section>")[0]
+    # from constant_data: 3 agents x 4 tasks, 9 + 12 + 10 = 31 runs, one cell never run
+    assert "3 agents x 4 tasks, 31 runs, 1 agent x task cells never run" in summary
+    conv = html.split('id="convergence"')[1].split("</section>")[0]
+    assert "FAILED convergence checks: max R-hat 1.05 &gt; 1.01" in conv
+    assert 'data-name="rank_worst"' in conv and 'data-name="energy"' in conv
+    # the abilities table: posterior mean and 95% equal-tailed interval, by numpy
+    abil = html.split('id="abilities"')[1].split("</section>")[0]
+    draws = dt["posterior"]["mean_new_task"].values.reshape(-1, 3)
+    lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
+    for j in range(3):
+        for v in (draws[:, j].mean(), lo[j], hi[j]):
+            assert f"<td>{v:.3f}</td>" in abil
+    # P(c > a) is 1 in every draw here; the ranks follow the levels
+    pair = html.split('id="pairwise"')[1].split("</section>")[0]
+    assert 'data-name="prob_superiority"' in pair
+    ranks = html.split('id="ranks"')[1].split("</section>")[0]
+    assert ranks.index("<td>c</td>") < ranks.index("<td>b</td>") < ranks.index("<td>a</td>")
+    # sections that need data say so
+    side = html.split('id="side-by-side"')[1].split("</section>")[0]
+    assert "needs both a fit and data" in side

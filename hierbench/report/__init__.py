@@ -1,9 +1,25 @@
-"""Reports: Markdown (and the figures it links) from datasets, fits and side-by-side tables.
+"""Reports: one self-contained HTML file (or Markdown) from a fit and/or an eval dataset.
 
-The only part of hierbench that imports plotting libraries (arviz-plots with
-its matplotlib backend); import it explicitly.
+:func:`build` writes the whole report in one call; :class:`Report` is the
+builder underneath (sections of prose, tables and figures). The only part of
+hierbench that imports plotting libraries (arviz-plots with its matplotlib
+backend); import it explicitly.
 """
 
-from ._report import Report, markdown_table
+from ._build import SECTIONS, ReportSectionWarning, build
+from ._figures import heatmap, interval_forest, passk_curves, ppc_plot, variance_plot
+from ._report import Report, as_table, markdown_table
 
-__all__ = ["Report", "markdown_table"]
+__all__ = [
+    "SECTIONS",
+    "Report",
+    "ReportSectionWarning",
+    "as_table",
+    "build",
+    "heatmap",
+    "interval_forest",
+    "markdown_table",
+    "passk_curves",
+    "ppc_plot",
+    "variance_plot",
+]

@@ -1,9 +1,18 @@
-"""A small report builder: sections of prose, tables and ArviZ figures, written as Markdown."""
+"""A small report builder: sections of prose, tables and figures, written as HTML or Markdown.
+
+The HTML file is self-contained (figures embedded as base64 PNG, styles
+inline, no scripts, no external assets): it can be mailed or attached as
+it is. The Markdown twin links its figures from a folder beside it.
+"""
 
 from __future__ import annotations
 
+import base64
+import html
+import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,7 +20,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-__all__ = ["Report", "markdown_table"]
+__all__ = ["Report", "as_table", "markdown_table"]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _fmt(v: object, digits: int) -> str:
@@ -22,8 +33,101 @@ def _fmt(v: object, digits: int) -> str:
     if isinstance(v, (float, np.floating)):
         if math.isnan(v):
             return "NaN"
+        if float(v).is_integer() and abs(v) >= 1000:
+            return f"{v:,.0f}"
         return f"{v:.{digits}f}"
+    if v is None:
+        return ""
     return str(v).replace("|", "\\|")
+
+
+def _bounds_to_columns(df: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
+    """Move a ``ci_bound`` index level into ``lower`` / ``upper`` columns."""
+    if "ci_bound" not in (df.index.names or []):
+        return df
+    wide = df.unstack("ci_bound")
+    wide.columns = [f"{prefix}{b}" if len(df.columns) == 1 else f"{c} {b}" for c, b in wide.columns]
+    return wide
+
+
+def as_table(obj: object) -> pd.DataFrame:
+    """Turn any hierbench result into a tidy table: one row per item, interval ends as columns.
+
+    Accepts a DataFrame (returned as it is); a result object with
+    ``to_frame()`` (every hierbench ``Result``); a :func:`hierbench.compare.side_by_side`
+    table (one row per item and estimator); a Dataset holding ``estimate`` and
+    ``ci`` (or ``interval``); any other Dataset or DataArray (a ``ci_bound``
+    dim becomes ``lower`` / ``upper`` columns); or an object with
+    ``to_dataset()``.
+
+    Parameters
+    ----------
+    obj : DataFrame, result object, Dataset or DataArray
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ci = xr.DataArray([[0.1, 0.3], [0.4, 0.8]], dims=("agent", "ci_bound"),
+    ...                   coords={"agent": ["a", "b"], "ci_bound": ["lower", "upper"]},
+    ...                   attrs={"ci_prob": 0.95, "ci_kind": "wilson"})
+    >>> est = xr.DataArray([0.2, 0.6], dims="agent", coords={"agent": ["a", "b"]})
+    >>> as_table(xr.Dataset({"estimate": est, "ci": ci}))  # doctest: +NORMALIZE_WHITESPACE
+           estimate  lower  upper  ci_prob ci_kind
+    agent
+    a           0.2    0.1    0.3     0.95  wilson
+    b           0.6    0.4    0.8     0.95  wilson
+    """
+    if isinstance(obj, pd.DataFrame):
+        return obj
+    if isinstance(obj, pd.Series):
+        return obj.to_frame()
+    if not isinstance(obj, (xr.Dataset, xr.DataArray)):
+        if hasattr(obj, "to_frame"):
+            return obj.to_frame()
+        if hasattr(obj, "to_dataset"):
+            obj = obj.to_dataset()
+        else:
+            raise TypeError(
+                f"a report table must be a DataFrame, an xarray Dataset/DataArray or a hierbench "
+                f"result (with to_frame() or to_dataset()); got {type(obj).__name__}"
+            )
+    if isinstance(obj, xr.DataArray):
+        if "ci_bound" in obj.dims:
+            obj = xr.Dataset({"ci": obj})
+        else:
+            name = obj.name if obj.name is not None else "value"
+            s = obj.to_series() if obj.ndim else pd.Series([obj.item()], name=name)
+            return s.rename(name).to_frame()
+    key = "ci" if "ci" in obj else "interval" if "interval" in obj else None
+    if key is not None and "ci_bound" in obj[key].dims:
+        ci = obj[key]
+        cols: dict[str, xr.DataArray] = {}
+        if "estimate" in obj:
+            cols["estimate"] = obj["estimate"]
+        cols["lower"] = ci.sel(ci_bound="lower", drop=True)
+        cols["upper"] = ci.sel(ci_bound="upper", drop=True)
+        for name, var in obj.data_vars.items():
+            if name in (key, "estimate") or "ci_bound" in var.dims:
+                continue
+            if set(var.dims) <= set(cols["lower"].dims):
+                cols[str(name)] = var
+        ds = xr.Dataset(cols)
+        if ds["lower"].ndim == 0:
+            df = pd.DataFrame({k: [ds[k].item()] for k in ds.data_vars})
+        else:
+            df = ds.to_dataframe()[list(cols)]
+        if "ci_prob" not in df.columns and "ci_prob" in ci.attrs:
+            df["ci_prob"] = float(ci.attrs["ci_prob"])
+        if "ci_kind" not in df.columns and "ci_kind" in ci.attrs:
+            df["ci_kind"] = ci.attrs["ci_kind"]
+        return df
+    if not obj.dims:
+        return pd.DataFrame({k: [v.item()] for k, v in obj.data_vars.items()})
+    return _bounds_to_columns(obj.to_dataframe())
 
 
 def markdown_table(df: pd.DataFrame, *, digits: int = 3, index: bool = True) -> str:
@@ -58,47 +162,161 @@ def markdown_table(df: pd.DataFrame, *, digits: int = 3, index: bool = True) -> 
     return "\n".join(lines)
 
 
+def html_table(
+    df: pd.DataFrame, *, digits: int = 3, index: bool = True, flag: str | None = None
+) -> str:
+    """Render a DataFrame as an HTML table (escaped; a boolean ``flag`` column marks its rows)."""
+    frame = df.reset_index() if index else df
+    if index and df.index.names == [None]:
+        frame = frame.rename(columns={"index": ""})
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    flags = frame[flag].to_numpy() if flag and flag in frame.columns else None
+    for i, row in enumerate(frame.itertuples(index=False)):
+        cls = ' class="flag"' if flags is not None and bool(flags[i]) else ""
+        cells = "".join(
+            f"<td>{html.escape(_fmt(v, digits).replace(chr(92) + '|', '|'))}</td>" for v in row
+        )
+        rows.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _slug(text: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return s or "section"
+
+
+def _png_bytes(obj: object, name: str) -> bytes:
+    """Render a matplotlib Figure or an arviz-plots PlotCollection to PNG bytes (and close it)."""
+    fig = None
+    viz = getattr(obj, "viz", None)  # an arviz-plots PlotCollection
+    if viz is None and hasattr(obj, "savefig"):
+        fig = obj
+    else:
+        if viz is not None:
+            try:
+                cand = viz["figure"]
+            except (KeyError, TypeError):
+                cand = getattr(viz, "figure", None)
+            cand = cand.item() if hasattr(cand, "item") else cand
+            fig = cand if hasattr(cand, "savefig") else None
+    if fig is None:
+        raise TypeError(f"figure {name!r}: cannot find a matplotlib figure in {type(obj).__name__}")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    try:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    except Exception:  # pragma: no cover - closing is housekeeping only
+        pass
+    return buf.getvalue()
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
+padding:0 1em;color:#222;line-height:1.45}
+h1{border-bottom:2px solid #444}h2{border-bottom:1px solid #ccc;margin-top:2em}
+table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f2f2f2}
+td:first-child,th:first-child{text-align:left}tr.flag td{background:#fff0e0}
+figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:0.9em;color:#444}pre{background:#f7f7f7;padding:0.6em;overflow-x:auto;font-size:0.85em}
+.note{background:#fff8dc;border-left:4px solid #e0b000;padding:0.4em 0.8em}
+nav ol{columns:2}
+"""
+
+
 @dataclass
 class Report:
-    """Collects sections and writes ``report.md`` plus figures into a folder.
+    """Collects sections, tables and figures; writes one self-contained HTML file or Markdown.
+
+    Parameters
+    ----------
+    title : str
 
     Examples
     --------
-    >>> import tempfile, pandas as pd
+    >>> import tempfile, pathlib, pandas as pd
     >>> r = Report("Demo")
     >>> r.section("Data", "Six agents.", table=pd.DataFrame({"n": [1]}))
-    >>> path = r.write(tempfile.mkdtemp())
-    >>> path.name
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> r.write(folder / "report.html").name
+    'report.html'
+    >>> r.write(folder / "report.md").name
     'report.md'
     """
 
     title: str
-    parts: list[str] = field(default_factory=list)
-    figures: list[tuple[str, object]] = field(default_factory=list)
+    blocks: list[dict] = field(default_factory=list)
+    figures: dict[str, bytes] = field(default_factory=dict)
+
+    # ------------------------------------------------------------ building
 
     def section(
         self,
         heading: str,
         text: str = "",
         *,
-        table: pd.DataFrame | xr.Dataset | None = None,
+        table: object | None = None,
         digits: int = 3,
         index: bool = True,
+        flag: str | None = None,
+        id: str | None = None,
+        note: str | None = None,
     ) -> None:
-        """Add a section with optional prose and a table."""
-        block = [f"## {heading}", ""]
-        if text:
-            block += [text.strip(), ""]
-        if table is not None:
-            if isinstance(table, xr.Dataset):
-                table = table.to_dataframe()
-            block += [markdown_table(table, digits=digits, index=index), ""]
-        self.parts.append("\n".join(block))
+        """Add a section (or, with the heading of an existing one, more of it).
+
+        Parameters
+        ----------
+        heading : str
+        text : str
+            Prose (paragraphs separated by blank lines; a block fenced with
+            triple backticks stays preformatted).
+        table : DataFrame, Dataset, DataArray or result object, optional
+            Anything :func:`as_table` takes.
+        digits : int
+            Decimals shown for floats.
+        index : bool
+            Show the index as columns.
+        flag : str, optional
+            Name of a boolean column whose true rows are highlighted.
+        id : str, optional
+            Anchor of the section (default from the heading).
+        note : str, optional
+            A highlighted remark (a caveat, something not available).
+        """
+        block = {
+            "heading": heading,
+            "id": id or _slug(heading),
+            "text": text.strip(),
+            "table": None if table is None else as_table(table),
+            "digits": digits,
+            "index": index,
+            "flag": flag,
+            "note": note,
+            "figures": [],
+        }
+        self.blocks.append(block)
 
     def figure(self, name: str, plot_collection_or_figure: object, caption: str = "") -> None:
-        """Add a figure (an arviz-plots PlotCollection or a matplotlib Figure)."""
-        self.figures.append((name, plot_collection_or_figure))
-        self.parts.append(f"![{caption or name}]({name}.png)\n\n{caption}\n")
+        """Add a figure (a matplotlib Figure or an arviz-plots PlotCollection) to the last section.
+
+        ``name`` is a plain file name (letters, digits, ``_``, ``-``, ``.``;
+        no folder part): the Markdown twin writes ``<name>.png`` inside its
+        figure folder and nowhere else.
+        """
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+            raise ValueError(
+                f"figure name must be a plain file name inside the report folder "
+                f"(letters, digits, '_', '-', '.'; no '/' or '..'); got {name!r}"
+            )
+        if name in self.figures:
+            raise ValueError(f"figure name {name!r} is used twice in this report")
+        self.figures[name] = _png_bytes(plot_collection_or_figure, name)
+        if not self.blocks:
+            self.section(self.title)
+        self.blocks[-1]["figures"].append((name, caption))
 
     def forest(
         self,
@@ -123,28 +341,167 @@ class Report:
             ci_kind="eti",
             ci_probs=ci_probs,
             backend="matplotlib",
+            sample_dims=["chain", "draw"],
         )
         self.figure(name, pc, caption)
 
-    def write(self, folder: str | Path, *, metadata: dict | None = None) -> Path:
-        """Write ``report.md`` and one PNG per figure into ``folder``; return the report path."""
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
-        for name, obj in self.figures:
-            target = out / f"{name}.png"
-            if hasattr(obj, "savefig"):
-                obj.savefig(target)
-            else:
-                fig = getattr(getattr(obj, "viz", None), "figure", None)
-                fig = fig.item() if hasattr(fig, "item") else fig
-                if fig is None or not hasattr(fig, "savefig"):
-                    raise TypeError(
-                        f"figure {name!r}: cannot find a matplotlib figure to save in {type(obj).__name__}"
-                    )
-                fig.savefig(target, dpi=110, bbox_inches="tight")
-        head = [f"# {self.title}", ""]
+    # ------------------------------------------------------------ rendering
+
+    def to_markdown(self, *, figure_dir: str = "", metadata: dict | None = None) -> str:
+        """The report as Markdown; figures linked as ``<figure_dir>/<name>.png``."""
+        out = [f"# {self.title}", ""]
         if metadata:
-            head += ["```json", json.dumps(metadata, indent=2, default=str), "```", ""]
-        path = out / "report.md"
-        path.write_text("\n".join(head + self.parts))
-        return path
+            out += ["```json", json.dumps(metadata, indent=2, default=str), "```", ""]
+        for b in self.blocks:
+            out += [f"## {b['heading']}", ""]
+            if b["note"]:
+                out += [f"> **Note:** {b['note']}", ""]
+            if b["text"]:
+                out += [b["text"], ""]
+            if b["table"] is not None:
+                out += [markdown_table(b["table"], digits=b["digits"], index=b["index"]), ""]
+            for name, caption in b["figures"]:
+                link = f"{figure_dir}/{name}.png" if figure_dir else f"{name}.png"
+                out += [f"![{caption or name}]({link})", ""]
+                if caption:
+                    out += [f"*{caption}*", ""]
+        return "\n".join(out)
+
+    def to_html(self, *, metadata: dict | None = None) -> str:
+        """The report as one self-contained HTML page (figures as base64 PNG, no external assets)."""
+        esc = html.escape
+        body = [f"<h1>{esc(self.title)}</h1>"]
+        toc = "".join(
+            f'<li><a href="#{esc(b["id"])}">{esc(b["heading"])}</a></li>' for b in self.blocks
+        )
+        body.append(f"<nav><ol>{toc}</ol></nav>")
+        for b in self.blocks:
+            part = [
+                f'<section id="{esc(b["id"])}" class="hb-section">',
+                f"<h2>{esc(b['heading'])}</h2>",
+            ]
+            if b["note"]:
+                part.append(f'<p class="note">{esc(b["note"])}</p>')
+            if b["text"]:
+                part.append(_text_html(b["text"]))
+            if b["table"] is not None:
+                part.append(
+                    html_table(b["table"], digits=b["digits"], index=b["index"], flag=b["flag"])
+                )
+            for name, caption in b["figures"]:
+                data = base64.b64encode(self.figures[name]).decode("ascii")
+                part.append(
+                    f'<figure><img alt="{esc(caption or name)}" data-name="{esc(name)}" '
+                    f'src="data:image/png;base64,{data}"><figcaption>{esc(caption)}</figcaption></figure>'
+                )
+            part.append("</section>")
+            body.append("\n".join(part))
+        if metadata:
+            body.append(
+                '<section id="metadata" class="hb-section"><h2>Metadata</h2><pre>'
+                + esc(json.dumps(metadata, indent=2, default=str))
+                + "</pre></section>"
+            )
+        return (
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{esc(self.title)}</title><style>{_CSS}</style></head>\n<body>\n"
+            + "\n".join(body)
+            + "\n</body></html>\n"
+        )
+
+    def write(
+        self,
+        path: str | Path,
+        *,
+        format: str | None = None,
+        overwrite: bool = False,
+        metadata: dict | None = None,
+    ) -> Path:
+        """Write the report; return its path.
+
+        Parameters
+        ----------
+        path : str or path-like
+            ``*.html`` (one self-contained file), ``*.md`` (Markdown plus a
+            ``<stem>_figures/`` folder of PNGs beside it), or an existing or new
+            folder (``report.md`` and the PNGs inside it).
+        format : {"html", "md"}, optional
+            Overrides the choice made from the suffix.
+        overwrite : bool
+            Replace existing report and figure files (default: refuse with
+            :class:`FileExistsError`, naming them).
+        metadata : dict, optional
+            Shown as JSON at the top (Markdown) or the bottom (HTML).
+        """
+        p = Path(path)
+        folder_mode = False
+        if format is None:
+            format = {".html": "html", ".htm": "html", ".md": "md"}.get(p.suffix.lower())
+            if format is None:
+                if p.suffix and not p.is_dir():
+                    raise ValueError(
+                        f"report path {str(p)!r}: the suffix must be .html or .md (or give a "
+                        "folder, or pass format='html'/'md')"
+                    )
+                p, format, folder_mode = p / "report.md", "md", True
+        if format not in ("html", "md"):
+            raise ValueError(f"`format` must be 'html' or 'md'; got {format!r}")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if format == "html":
+            _refuse_existing([p], overwrite)
+            p.write_text(self.to_html(metadata=metadata), encoding="utf-8")
+            return p
+        fig_dir, rel = (
+            (p.parent, "") if folder_mode else (p.parent / f"{p.stem}_figures", f"{p.stem}_figures")
+        )
+        targets = [p] + [fig_dir / f"{n}.png" for n in self.figures]
+        root = p.parent.resolve()
+        for t in targets:
+            if not t.resolve().is_relative_to(root):  # pragma: no cover - names are checked
+                raise ValueError(
+                    f"figure path {str(t)!r} falls outside the report folder {str(root)!r}"
+                )
+        _refuse_existing(targets, overwrite)
+        if self.figures:
+            fig_dir.mkdir(parents=True, exist_ok=True)
+        for n, data in self.figures.items():
+            (fig_dir / f"{n}.png").write_bytes(data)
+        p.write_text(self.to_markdown(figure_dir=rel, metadata=metadata), encoding="utf-8")
+        return p
+
+
+def _refuse_existing(paths: list[Path], overwrite: bool) -> None:
+    if overwrite:
+        return
+    there = [str(t) for t in paths if t.exists()]
+    if there:
+        raise FileExistsError(
+            f"the report would replace existing files {there[:5]}"
+            + (f" and {len(there) - 5} more" if len(there) > 5 else "")
+            + "; pass overwrite=True (CLI: --overwrite) or write elsewhere"
+        )
+
+
+def _text_html(text: str) -> str:
+    out = []
+    for chunk in re.split(r"(```[a-z]*\n.*?\n```)", text, flags=re.S):
+        if chunk.startswith("```"):
+            inner = chunk.split("\n", 1)[1].rsplit("\n```", 1)[0]
+            out.append(f"<pre>{html.escape(inner)}</pre>")
+            continue
+        for para in re.split(r"\n\s*\n", chunk.strip()):
+            if not para.strip():
+                continue
+            lines = para.strip().splitlines()
+            if all(ln.lstrip().startswith(("- ", "* ")) for ln in lines):
+                items = "".join(f"<li>{_inline(ln.lstrip()[2:])}</li>" for ln in lines)
+                out.append(f"<ul>{items}</ul>")
+            else:
+                out.append(f"<p>{_inline(' '.join(lines))}</p>")
+    return "\n".join(out)
+
+
+def _inline(s: str) -> str:
+    s = html.escape(s)
+    s = re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", s)

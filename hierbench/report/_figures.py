@@ -1,0 +1,304 @@
+"""The report's figures: matplotlib for the comparison plots, arviz-plots for the MCMC diagnostics.
+
+Every axis states what it measures, its unit or scale, and the interval level.
+Each function returns a matplotlib Figure (or an arviz-plots PlotCollection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+__all__ = [
+    "energy_plot",
+    "heatmap",
+    "interval_forest",
+    "passk_curves",
+    "ppc_plot",
+    "rank_plot",
+    "trace_plot",
+    "variance_plot",
+]
+
+_SAMPLE_DIMS = ["chain", "draw"]
+
+
+def _plt():
+    # the user's backend is left alone (the CLI sets MPLBACKEND=Agg); report figures are
+    # rendered to PNG and closed, so they never pop up
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def interval_forest(
+    intervals: Mapping[str, pd.DataFrame],
+    *,
+    truth: pd.Series | None = None,
+    xlabel: str,
+    title: str,
+):
+    """Intervals of several estimators per item on one axis, with truth marks when known.
+
+    Parameters
+    ----------
+    intervals : mapping of estimator name -> DataFrame
+        Each indexed by item (agent) with columns ``estimate``, ``lower``, ``upper``.
+    truth : Series, optional
+        True value per item, drawn as a black cross.
+    xlabel, title : str
+    """
+    plt = _plt()
+    items = list(dict.fromkeys(i for df in intervals.values() for i in map(str, df.index)))
+    n_est = len(intervals)
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.4 * len(items) * max(n_est, 1)))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    offsets = np.linspace(-0.25, 0.25, n_est) if n_est > 1 else np.zeros(1)
+    y = np.arange(len(items))[::-1]
+    pos = dict(zip(items, y, strict=True))
+    for (name, df), off, c in zip(intervals.items(), offsets, colors, strict=False):
+        idx = [str(i) for i in df.index]
+        yy = np.array([pos[i] for i in idx]) + off
+        ax.hlines(
+            yy,
+            df["lower"].to_numpy(float),
+            df["upper"].to_numpy(float),
+            color=c,
+            lw=2.2,
+            label=name,
+        )
+        if "estimate" in df:
+            ax.plot(df["estimate"].to_numpy(float), yy, "o", color=c, ms=5)
+    if truth is not None:
+        t = truth.copy()
+        t.index = t.index.astype(str)
+        t = t.reindex(items)
+        ax.plot(t.to_numpy(float), y, "x", color="black", ms=8, mew=2, label="truth")
+    ax.set_yticks(y, items)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("agent")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        fontsize="small",
+        ncol=min(3, n_est + 1),
+        frameon=False,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def passk_curves(
+    bands: pd.DataFrame | None,
+    points: pd.DataFrame | None,
+    *,
+    prob: float,
+    title: str,
+):
+    """pass^k against k per agent: the posterior band and the unbiased estimates as points.
+
+    Parameters
+    ----------
+    bands : DataFrame, optional
+        Index (agent, k); columns ``estimate``, ``lower``, ``upper``.
+    points : DataFrame, optional
+        Index (agent, k); column ``estimate`` (the unbiased estimator).
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    src = bands if bands is not None else points
+    agents = list(dict.fromkeys(map(str, src.index.get_level_values("agent"))))
+    for a, c in zip(agents, colors * (len(agents) // len(colors) + 1), strict=False):
+        if bands is not None:
+            b = bands.xs(a, level="agent")
+            k = b.index.to_numpy(float)
+            ax.fill_between(k, b["lower"], b["upper"], color=c, alpha=0.18)
+            ax.plot(k, b["estimate"], "-", color=c, label=a)
+        if points is not None and a in set(map(str, points.index.get_level_values("agent"))):
+            p = points.xs(a, level="agent")
+            ax.plot(
+                p.index.to_numpy(float),
+                p["estimate"],
+                "o",
+                color=c,
+                ms=4,
+                label=None if bands is not None else a,
+            )
+    ks = sorted({int(k) for k in src.index.get_level_values("k")})
+    ax.set_xticks(ks)
+    ax.set_xlabel("k (attempts that must all succeed)")
+    ax.set_ylabel("pass^k (probability, 0-1)")
+    sub = (
+        f"lines: posterior mean, bands: {prob:.0%} equal-tailed interval; "
+        if bands is not None
+        else ""
+    )
+    ax.set_title(f"{title}\n{sub}points: unbiased estimator", fontsize="medium")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap(
+    matrix: pd.DataFrame,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    cbar_label: str,
+    vmin: float = 0.0,
+    vmax: float = 1.0,
+    annotate: bool = True,
+):
+    """A labelled heatmap of a probability matrix (NaN cells left blank)."""
+    plt = _plt()
+    n_r, n_c = matrix.shape
+    fig, ax = plt.subplots(figsize=(max(5, 0.6 * n_c + 3), max(3.5, 0.45 * n_r + 1.8)))
+    vals = matrix.to_numpy(float)
+    im = ax.imshow(np.ma.masked_invalid(vals), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(n_c), [str(c) for c in matrix.columns], rotation=45, ha="right")
+    ax.set_yticks(range(n_r), [str(i) for i in matrix.index])
+    if annotate and n_r * n_c <= 400:
+        for i in range(n_r):
+            for j in range(n_c):
+                v = vals[i, j]
+                if np.isfinite(v):
+                    ax.text(
+                        j,
+                        i,
+                        f"{v:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="white" if v < 0.6 * vmax else "black",
+                    )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.colorbar(im, ax=ax, label=cbar_label)
+    fig.tight_layout()
+    return fig
+
+
+def variance_plot(table: pd.DataFrame, *, title: str, xlabel: str):
+    """Horizontal bars of variance components, with interval whiskers where given."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 0.6 + 0.45 * len(table) + 0.8))
+    y = np.arange(len(table))[::-1]
+    est = table["estimate"].to_numpy(float)
+    ax.barh(y, est, color="#4c72b0", alpha=0.8)
+    if {"lower", "upper"} <= set(table.columns):
+        lo = table["lower"].to_numpy(float)
+        hi = table["upper"].to_numpy(float)
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        ax.errorbar(
+            est[ok],
+            y[ok],
+            xerr=[est[ok] - lo[ok], hi[ok] - est[ok]],
+            fmt="none",
+            ecolor="black",
+            capsize=3,
+        )
+    ax.set_yticks(y, [str(i) for i in table.index])
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def ppc_plot(check: xr.Dataset, *, title: str):
+    """Observed vs posterior-predictive number of cells per success count, one panel per agent.
+
+    ``check`` is :func:`hierbench.bayes.predictive_check`'s Dataset; cells are
+    grouped by their number of runs and the most common number is shown.
+    """
+    plt = _plt()
+    agents = [str(a) for a in check["agent"].values]
+    ncol = min(3, len(agents))
+    nrow = int(np.ceil(len(agents) / ncol))
+    fig, axes = plt.subplots(
+        nrow, ncol, figsize=(3.6 * ncol, 2.8 * nrow), squeeze=False, sharey=False
+    )
+    tot = check["observed"].sum(("agent", "successes"))
+    n_main = int(check["n_runs"].values[int(np.argmax(tot.values))])
+    band = float(check.attrs.get("band_prob", 0.9))
+    sub = check.sel(n_runs=n_main).isel(successes=slice(0, n_main + 1))
+    s = sub["successes"].values
+    for ax, a in zip(axes.ravel(), agents, strict=False):
+        d = sub.sel(agent=a)
+        ax.bar(s, d["observed"].values, color="#bbbbbb", label="observed")
+        # the band as a line: a skewed count can have its mean outside its quantile band
+        ax.vlines(
+            s,
+            d["predicted_lower"].values,
+            d["predicted_upper"].values,
+            color="#c44e52",
+            lw=2,
+            label=f"predicted {band:.0%} band",
+        )
+        ax.plot(s, d["predicted_mean"].values, "o", color="#c44e52", ms=4, label="predicted mean")
+        ax.set_title(a, fontsize="small")
+        ax.set_xlabel(f"successes out of {n_main} runs")
+        ax.set_ylabel("tasks (count)")
+    for ax in axes.ravel()[len(agents) :]:
+        ax.set_visible(False)
+    axes.ravel()[0].legend(fontsize="x-small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> xr.DataTree:
+    """A small posterior of the named scalar slices, each a variable with a readable name."""
+    out = {}
+    for var, sel in worst:
+        da = posterior[var].sel(sel) if sel else posterior[var]
+        label = var + ("[" + ", ".join(str(v) for v in sel.values()) + "]" if sel else "")
+        label = label.replace("/", "\u2215")  # DataTree variable names cannot hold '/'
+        if len(label) > 34:  # long task ids: keep both ends readable on the axis
+            label = label[:16] + "\u2026" + label[-16:]
+        out[label] = da.drop_vars([c for c in da.coords if c not in ("chain", "draw")])
+    return xr.DataTree.from_dict({"posterior": xr.Dataset(out)})
+
+
+def rank_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
+    """arviz-plots rank (fractional-rank ECDF) plot of the named parameter slices."""
+    import arviz_plots as azp
+
+    return azp.plot_rank(
+        _flat_selection(posterior, worst), backend="matplotlib", sample_dims=_SAMPLE_DIMS
+    )
+
+
+def trace_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
+    """arviz-plots trace and marginal density of the named parameter slices."""
+    import arviz_plots as azp
+
+    n = max(len(worst), 1)
+    pc = azp.plot_trace_dist(
+        _flat_selection(posterior, worst), backend="matplotlib", sample_dims=_SAMPLE_DIMS
+    )
+    try:  # room for the axis labels of long parameter names
+        fig = pc.viz["figure"]
+        fig = fig.item() if hasattr(fig, "item") else fig
+        fig.set_size_inches(11, 2.4 * n + 0.6)
+        fig.set_layout_engine("constrained")
+    except Exception:  # pragma: no cover - cosmetic only
+        pass
+    return pc
+
+
+def energy_plot(fit: xr.DataTree):
+    """arviz-plots energy plot (marginal energy vs energy transition, with E-BFMI)."""
+    import arviz_plots as azp
+
+    return azp.plot_energy(fit, backend="matplotlib", sample_dims=_SAMPLE_DIMS)
