@@ -126,11 +126,13 @@ class PassKResult(Result):
         defined, per agent (and ``k``). (Formerly ``mean``, still readable as
         a deprecated alias.)
     ci : xarray.DataArray
-        Normal interval for ``estimate`` with the task-level standard error
-        ``sd(per_task) / sqrt(n_tasks)`` (tasks as the sampling unit, run
-        noise included through the per-task estimates); trailing dim
-        ``ci_bound``, attrs ``ci_prob``, ``ci_kind = "normal"``. NaN with
-        fewer than 2 tasks. For clusters or small task counts prefer
+        Student t interval for ``estimate`` (``n_tasks - 1`` df) with the
+        task-level standard error ``sd(per_task) / sqrt(n_tasks)`` (tasks
+        as the sampling unit, run noise included through the per-task
+        estimates); trailing dim ``ci_bound``, attrs ``ci_prob``,
+        ``ci_kind = "t"``. NaN with fewer than 2 tasks. It undercovers a
+        little when per-task values are skewed (measured 0.93-0.94 at 95%
+        with 20-200 tasks); with task clusters prefer
         :func:`hierbench.freq.bootstrap_ci` with ``statistic="pass_hat_k"``.
     per_task : xarray.DataArray
         The unbiased (or plug-in) estimate per (agent, task[, k]); NaN where
@@ -232,15 +234,20 @@ def _pass(
     }
     per_task = per_task.rename(name).assign_attrs(attrs)
     mean = mean.rename(name).assign_attrs(attrs)
-    from ._intervals import _z
+    from scipy import stats
 
-    z = _z(prob)
+    # Student t with n_tasks - 1 df (NaN below 2 tasks): measured coverage at 95%, p_t ~ Beta(2, 2),
+    # 2,000 replications: 0.93 (20 tasks, k = 2), 0.94 (50 tasks), 0.94 (200 tasks, k = 3)
+    with np.errstate(invalid="ignore"):
+        tq = xr.apply_ufunc(
+            lambda df: stats.t.ppf(0.5 + prob / 2, df), (n_tasks - 1).where(n_tasks > 1)
+        )
     ci = make_interval(
-        mean - z * se,
-        mean + z * se,
+        mean - tq * se,
+        mean + tq * se,
         prob=prob,
-        kind="normal",
-        detail=f"{name}: task-level standard error of the mean of per-task estimates",
+        kind="t",
+        detail=f"{name}: Student t on the per-task estimates (n_tasks - 1 df), tasks as the unit",
     )
     return PassKResult(
         estimate=mean,
@@ -276,7 +283,7 @@ _DOC_PARAMS = """
         ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
         mixes estimands across tasks).
     prob : float
-        Level of the task-level normal interval ``ci``.
+        Level of the task-level t interval ``ci``.
 
     Raises
     ------
