@@ -59,8 +59,6 @@ def test_readme_example_runs(tmp_path, monkeypatch):
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)
     import numpy as np
-    import pytest
-    import xarray as xr
 
     boot, bayes, fit = scope["boot"], scope["bayes"], scope["fit"]
     table = scope["hb"].compare.side_by_side({"bootstrap": boot, "Bayes": bayes})
@@ -81,11 +79,6 @@ def test_readme_example_runs(tmp_path, monkeypatch):
     np.testing.assert_allclose(
         iv.sel(estimator="Bayes").values, np.quantile(draws, [0.025, 0.975], axis=0).T, rtol=1e-10
     )
-    if isinstance(bayes, xr.DataArray):
-        pytest.xfail(
-            "metrics.posterior_interval returns a bare interval, so the Bayes estimate is NaN, "
-            "until the estimators' move to `estimate` + `ci` (issue 11) lands"
-        )
     assert not np.isnan(table["estimate"].values).any() and not np.isnan(iv.values).any()
     np.testing.assert_allclose(
         table["estimate"].sel(estimator="Bayes").values, draws.mean(0), rtol=1e-10

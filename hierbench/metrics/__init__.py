@@ -7,7 +7,7 @@ the ranking functions take any posterior variable with an agent dimension,
 by default ``ability`` (each model's stated scale).
 """
 
-from ._common import UndefinedMetricWarning, posterior_interval
+from ._common import UndefinedMetricWarning, posterior_interval, posterior_summary
 from ._passk import beta_moments, pass_at_k, pass_hat_k
 from ._ranking import head_to_head, prob_superiority, rank_probabilities
 
@@ -18,6 +18,7 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "posterior_interval",
+    "posterior_summary",
     "prob_superiority",
     "rank_probabilities",
 ]

@@ -8,7 +8,7 @@ import xarray as xr
 
 from .._base import DEFAULT_PROB, HierbenchWarning, check_choice, check_prob, make_interval
 
-__all__ = ["UndefinedMetricWarning", "get_draws", "posterior_interval"]
+__all__ = ["UndefinedMetricWarning", "get_draws", "posterior_interval", "posterior_summary"]
 
 SAMPLE_DIMS = ("chain", "draw")
 _POSTERIOR_KINDS = {"eti": "equal-tailed posterior interval", "hdi": "highest-density posterior interval"}
@@ -91,3 +91,41 @@ def posterior_interval(
         detail=_POSTERIOR_KINDS[kind] + " over (chain, draw)",
         warn_zero_width=False,  # constant draws (e.g. a fixed quantity) are not a degeneracy here
     )
+
+
+def posterior_summary(
+    draws: xr.DataArray, *, prob: float = DEFAULT_PROB, kind: Literal["eti", "hdi"] = "eti"
+) -> xr.Dataset:
+    """Posterior mean and credible interval of a quantity, in the house result convention.
+
+    The Bayesian counterpart of a frequentist result: ``estimate`` (the posterior
+    mean over ``chain`` and ``draw``) and ``ci`` (as :func:`posterior_interval`),
+    so it lines up with bootstrap and Wilson results in
+    :func:`hierbench.compare.side_by_side`.
+
+    Parameters
+    ----------
+    draws : xarray.DataArray
+        Posterior draws with dims ``chain`` and ``draw``.
+    prob : float
+        Probability mass inside the interval, 0 < prob < 1.
+    kind : {"eti", "hdi"}
+
+    Returns
+    -------
+    xarray.Dataset
+        ``estimate(...)`` and ``ci(..., ci_bound)``.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> d = xr.DataArray(np.linspace(0, 1, 1001)[None, :], dims=("chain", "draw"))
+    >>> s = posterior_summary(d, prob=0.9)
+    >>> round(float(s["estimate"]), 3), s["ci"].values.round(3).tolist()
+    (0.5, [0.05, 0.95])
+    """
+    ci = posterior_interval(draws, prob=prob, kind=kind)
+    est = draws.mean(list(SAMPLE_DIMS))
+    est.attrs = {}
+    return xr.Dataset({"estimate": est, "ci": ci})
+
