@@ -20,6 +20,7 @@ nesting facets, joined with ``":"`` (``"task:family"``,
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -205,6 +206,16 @@ def _build(formula: str, order, parents) -> Design:
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _parse_cached(text: str) -> Design:
+    order, parents = _parse(text)
+    if len(order) > MAX_FACETS:
+        raise DesignError(
+            f"`design` {text!r} names {len(order)} facets; at most {MAX_FACETS} are supported"
+        )
+    return _build(" ".join(text.split()), order, parents)
+
+
 def parse_design(text: str) -> Design:
     """Parse a design description.
 
@@ -230,9 +241,4 @@ def parse_design(text: str) -> Design:
     """
     if not isinstance(text, str):
         raise TypeError(f"`design` must be a string; got {type(text).__name__}")
-    order, parents = _parse(text)
-    if len(order) > MAX_FACETS:
-        raise DesignError(
-            f"`design` {text!r} names {len(order)} facets; at most {MAX_FACETS} are supported"
-        )
-    return _build(" ".join(text.split()), order, parents)
+    return _parse_cached(text)

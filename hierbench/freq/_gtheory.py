@@ -98,7 +98,11 @@ class _Long:
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniq = pd.factorize(pd.Series(np.asarray(values, dtype=object)).astype(str), sort=True)
+    """Codes of labels as given (distinct values stay distinct; nothing is parsed or merged)."""
+    try:
+        codes, uniq = pd.factorize(np.asarray(values), sort=True)
+    except TypeError:  # labels of mixed types cannot be sorted: keep their order of appearance
+        codes, uniq = pd.factorize(np.asarray(values, dtype=object), sort=False)
     return codes.astype(np.int64), np.asarray(uniq, dtype=object)
 
 
@@ -187,10 +191,12 @@ def _balanced_dense(long: _Long, design: Design) -> np.ndarray | None:
     ranks = {}
     sizes = []
     for f in design.facets:
+        if not design.parents[f]:  # a crossed facet: its codes are already 0..n-1
+            ranks[f] = long.codes[f]
+            sizes.append(int(long.codes[f].max()) + 1)
+            continue
         par = [g for g in design.facets if g in design.parents[f]]
-        pc, _ = (
-            _reml.joint_codes([long.codes[g] for g in par]) if par else (np.zeros(N, np.int64), 1)
-        )
+        pc, _ = _reml.joint_codes([long.codes[g] for g in par])
         jc, nj = _reml.joint_codes([pc, long.codes[f]])
         first = np.zeros(nj, dtype=np.int64)
         first[jc[::-1]] = np.arange(N)[::-1]
@@ -211,11 +217,12 @@ def _balanced_dense(long: _Long, design: Design) -> np.ndarray | None:
         sizes.append(int(per[0]))
     if N != int(np.prod(sizes)):
         return None
-    dense = np.full(sizes, np.nan)
-    dense[tuple(ranks[f] for f in design.facets)] = long.y
-    if not np.isfinite(dense).all():
+    flat = np.ravel_multi_index(tuple(ranks[f] for f in design.facets), sizes)
+    if np.bincount(flat, minlength=N).max() != 1:
         return None
-    return dense
+    dense = np.empty(N)
+    dense[flat] = long.y
+    return dense.reshape(sizes)
 
 
 # --------------------------------------------------------------------------- result
