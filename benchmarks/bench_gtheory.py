@@ -183,7 +183,7 @@ def bench_coverage(n_sim: int, n_family: int, seed: int) -> None:
         hits[3] += lo <= true_rho <= hi
     el = time.perf_counter() - t0
     band = wilson_interval(hits, n_sim, prob=0.95)
-    ci_band = np.asarray(band.ci.values)
+    ci_band = np.asarray(getattr(band, "ci", band).values).reshape(-1, 2)
     print(
         f"coverage of nominal 95% intervals, {n_sim} unbalanced nested data sets "
         f"({n_family} families), seed {seed}, {el / n_sim * 1e3:.0f} ms per fit"

@@ -324,7 +324,7 @@ class VarianceComponentsResult(Result):
         est = np.maximum(self.estimates_raw, 0.0)
         se = np.sqrt(np.clip(np.diag(self.cov), 0, None))
         z = float(stats.norm.ppf(0.5 + self.prob / 2))
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             slog = se / est
             lo = np.where(est > 0, est * np.exp(-z * slog), 0.0)
             hi = np.where(est > 0, est * np.exp(z * slog), z * se)

@@ -243,49 +243,94 @@ class RemlProblem:
         self.q = self.Z.shape[1]
         self.block_of = np.repeat(np.arange(len(self.terms)), self.block_sizes).astype(np.int64)
         self.n_theta = len(self.terms) + (1 if cell_effect is not None else 0)
-        # column of every cell in each block; Z'W^-1 Z by one bincount over all block pairs
-        self._cols = (
-            np.column_stack(self._colcodes) if self._colcodes else np.zeros((self.C, 0), np.int64)
-        )
-        nb = self._cols.shape[1]
-        self._pair_idx = (
-            (self._cols[:, :, None] * self.q + self._cols[:, None, :]).reshape(self.C, nb * nb)
-        ).ravel()
-        self._nb2 = nb * nb
+        if self.q:
+            self._prepare_blocks()
 
     def _w(self, theta: np.ndarray) -> np.ndarray:
         if self.cell_effect is None:
             return np.ones(self.C)
         return theta[-1] ** 2 + 1.0 / self.n_c
 
+    def _prepare_blocks(self) -> None:
+        """Index arrays for Z'W^-1 Z split into the largest block (b, diagonal) and the rest (r)."""
+        bs = np.cumsum([0, *self.block_sizes])
+        k_big = int(np.argmax(self.block_sizes))
+        self._k_big = k_big
+        others = [k for k in range(len(self.block_sizes)) if k != k_big]
+        # position of each column inside the "rest" index space
+        rest_cols = [
+            self._colcodes[k] - bs[k] + sum(self.block_sizes[j] for j in others if j < k)
+            for k in others
+        ]
+        self._nr = sum(self.block_sizes[k] for k in others)
+        self._nbig = self.block_sizes[k_big]
+        self._bidx = self._colcodes[k_big] - bs[k_big]
+        R = np.column_stack(rest_cols) if rest_cols else np.zeros((self.C, 0), np.int64)
+        self._ridx = R
+        self._rr_idx = (R[:, :, None] * self._nr + R[:, None, :]).reshape(-1)
+        self._rb_idx = (R * self._nbig + self._bidx[:, None]).reshape(-1)
+        self._lam_r_block = (
+            np.concatenate([np.full(self.block_sizes[k], k) for k in others]).astype(np.int64)
+            if others
+            else np.zeros(0, np.int64)
+        )
+
     def pieces(self, theta: np.ndarray) -> tuple[float, float, float, float]:
         """``(log|V~|, log 1'V~^-1 1, Q, mu_hat)`` at relative sds ``theta``."""
         w = self._w(theta)
         winv = 1.0 / w
-        q = self.q
-        if q:
-            lam = theta[: len(self.terms)][self.block_of]
-            nb = self._cols.shape[1]
-            ztz = np.bincount(
-                self._pair_idx, weights=np.repeat(winv, self._nb2), minlength=q * q
-            ).reshape(q, q)
-            colflat = self._cols.ravel()
-            zt1 = np.bincount(colflat, weights=np.repeat(winv, nb), minlength=q)
-            zty = np.bincount(colflat, weights=np.repeat(winv * self.ybar, nb), minlength=q)
-            A = ztz * lam[:, None] * lam[None, :]
-            A[np.diag_indices_from(A)] += 1.0
-            Lc, info = sla.lapack.dpotrf(A, lower=1, clean=0, overwrite_a=1)
-            if info != 0:
-                return np.inf, 0.0, 0.0, 0.0
-            u = np.column_stack([zt1 * lam, zty * lam])
-            v, _ = sla.lapack.dtrtrs(Lc, u, lower=1)
-            logdet_a = 2.0 * float(np.log(np.diag(Lc)).sum())
+        wy = winv * self.ybar
+        if self.q:
+            # A = Lambda Z'W^-1 Z Lambda + I; the largest block's own sub-matrix is diagonal
+            # (every cell is in one of its levels): eliminate it by a Schur complement and
+            # factorise the rest densely
+            th = theta[: len(self.terms)]
+            lb = th[self._k_big]
+            lr = th[self._lam_r_block]
+            nr, nbg = self._nr, self._nbig
+            R = self._ridx
+            k = R.shape[1]
+            abb = lb * lb * np.bincount(self._bidx, weights=winv, minlength=nbg) + 1.0
+            ub = np.column_stack(
+                [
+                    lb * np.bincount(self._bidx, weights=winv, minlength=nbg),
+                    lb * np.bincount(self._bidx, weights=wy, minlength=nbg),
+                ]
+            )
+            xb = ub / abb[:, None]
+            uau = ub.T @ xb  # U' A^-1 U (2 x 2)
+            logdet_a = float(np.log(abb).sum())
+            if nr:
+                arb = np.bincount(
+                    self._rb_idx, weights=np.repeat(winv, k), minlength=nr * nbg
+                ).reshape(nr, nbg) * (lr[:, None] * lb)
+                arr = np.bincount(
+                    self._rr_idx, weights=np.repeat(winv, k * k), minlength=nr * nr
+                ).reshape(nr, nr) * (lr[:, None] * lr[None, :])
+                arr[np.diag_indices_from(arr)] += 1.0
+                rflat = R.ravel()
+                ur = np.column_stack(
+                    [
+                        lr * np.bincount(rflat, weights=np.repeat(winv, k), minlength=nr),
+                        lr * np.bincount(rflat, weights=np.repeat(wy, k), minlength=nr),
+                    ]
+                )
+                S = arr - (arb / abb[None, :]) @ arb.T
+                ur = ur - arb @ xb
+                Lc, info = sla.lapack.dpotrf(S, lower=1, clean=0, overwrite_a=1)
+                if info != 0:
+                    return np.inf, 0.0, 0.0, 0.0
+                w_r, _ = sla.lapack.dtrtrs(Lc, ur, lower=1)
+                uau = uau + w_r.T @ w_r
+                logdet_a += 2.0 * float(np.log(np.diag(Lc)).sum())
+            m00 = float(winv.sum() - uau[0, 0])
+            m01 = float(wy.sum() - uau[0, 1])
+            m11 = float((wy * self.ybar).sum() - uau[1, 1])
         else:
-            v = np.zeros((0, 2))
             logdet_a = 0.0
-        m00 = float(winv.sum() - v[:, 0] @ v[:, 0])
-        m01 = float((winv * self.ybar).sum() - v[:, 0] @ v[:, 1])
-        m11 = float((winv * self.ybar**2).sum() - v[:, 1] @ v[:, 1])
+            m00 = float(winv.sum())
+            m01 = float(wy.sum())
+            m11 = float((wy * self.ybar).sum())
         q_ = max(m11 - m01 * m01 / m00, 0.0)
         logdet = float(np.log(w).sum()) + logdet_a
         return logdet, float(np.log(m00)), q_, m01 / m00
@@ -371,15 +416,18 @@ class RemlProblem:
     def expected_information(self, s2_terms: np.ndarray, s2_cell: float, s2e: float) -> np.ndarray:
         """REML Fisher information of (term components..., [cell], residual)."""
         d = 1.0 / self.n_c if self.cell_effect is not None else np.ones(self.C)
-        Zd = self.Z.toarray()
-        V = (Zd * s2_terms[self.block_of][None, :]) @ Zd.T
+        Z = self.Z
+        V = np.asarray((Z @ sp.diags(s2_terms[self.block_of]) @ Z.T).todense())
         V[np.diag_indices_from(V)] += s2_cell + s2e * d
-        Lc = np.linalg.cholesky(V)
-        Vi = sla.cho_solve((Lc, True), np.eye(self.C))
+        Lc, info = sla.lapack.dpotrf(V, lower=1, clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError("covariance of the cell means is not positive definite")
+        Vi, info = sla.lapack.dpotri(Lc, lower=1)
+        Vi = np.tril(Vi) + np.tril(Vi, -1).T
         v1 = Vi.sum(axis=1)
         P = Vi - np.outer(v1, v1) / v1.sum()
-        H = Zd.T @ P  # q x C
-        G = H @ Zd  # q x q
+        H = np.asarray(Z.T @ P)  # q x C
+        G = np.asarray((Z.T @ H.T).T)  # q x q
         nk = len(self.terms)
         bs = np.cumsum([0, *self.block_sizes])
         sq = np.sqrt(d)
