@@ -207,6 +207,7 @@ def test_balanced_four_facet_anova_is_unbiased_and_equals_reml():
         np.testing.assert_allclose(vr.se.values, vc.se.values, rtol=1e-3)
 
 
+@pytest.mark.slow
 def test_interval_coverage_unbalanced_nested():
     # coverage of the 95% intervals of each component, 150 simulated unbalanced nested designs
     # (40 families of 1-5 tasks, 1-6 runs per task); fixed seed; each coverage must hold inside
