@@ -15,7 +15,11 @@ data: REML (the data reduced to cell means when runs are nested in cells; see
 :mod:`hierbench.freq._reml`), with Henderson's Method I ANOVA-type estimates
 beside them. Intervals: Wald on the log-variance scale from the exact
 sampling variance of the balanced ANOVA estimators, or from the expected
-REML information.
+REML information. Measured coverage of nominal 95% intervals on unbalanced
+``run:task:family`` designs (``benchmarks/bench_gtheory.py``, 1,000 data
+sets each): with 40 families 0.97 (family), 0.96 (task:family), 0.94
+(residual), 0.97 (E rho^2); with 10 families 0.90 (family) and 0.81
+(E rho^2): a component with few levels undercovers.
 
 D-study
 -------
