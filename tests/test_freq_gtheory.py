@@ -241,24 +241,22 @@ def test_nested_accepts_equal_runs_in_any_slots():
     assert vc.n_runs == 3
 
 
-def test_unbalanced_error_names_cells_and_options():
+def test_unbalanced_anova_refused_and_reml_used_by_default():
     ds, _ = simulate_eval(n_agents=3, n_tasks=10, n_runs=4, p_missing_run=0.1, rng=5)
     with pytest.raises(
         UnbalancedDesignError,
-        match=r"same number of runs \(4\).*\('agent_\d\d', 'task_\d{4}', [123]\).*Bayesian crossed model",
+        match=r"method='anova' needs a balanced design 'run:\(agent\*task\)'.*use method='reml'",
     ):
-        variance_components(ds)
-    with pytest.raises(
-        UnbalancedDesignError,
-        match=r"design='crossed' needs every \(agent, task, run\) cell observed.*Balance the data",
-    ):
-        variance_components(ds, design="crossed")
+        variance_components(ds, method="anova")
+    vc = variance_components(ds)
+    assert vc.method == "reml"
+    assert list(vc.components.component.values) == ["agent", "task", "agent:task", "residual"]
 
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"design": "mixed"}, r"`design` must be 'nested' or 'crossed'; got 'mixed'"),
+        ({"design": "mixed"}, r"`design`: facet 'mixed' must be a dimension of the scores"),
         (
             {"facets": ("agent", "task", "seed")},
             r"`facets` must be dimensions of the scores .* missing \['seed'\]",
@@ -286,11 +284,7 @@ def test_bad_shapes():
             facets=("agent", "task", "run"),
         )
     with pytest.raises(
-        ValueError, match=r"needs >= 2 levels of `agent` and of `task`; got 1 and 4"
-    ):
-        variance_components(xr.DataArray(np.ones((1, 4, 2)), dims=("agent", "task", "run")))
-    with pytest.raises(
-        TypeError, match=r"`data` must be an xarray Dataset or DataArray; got ndarray"
+        TypeError, match=r"`data` must be an xarray Dataset or DataArray or a pandas DataFrame; got ndarray"
     ):
         variance_components(np.ones((3, 4, 2)))
     with pytest.raises(ValueError, match=r"`n_tasks` must be positive integers; got \[0.0\]"):

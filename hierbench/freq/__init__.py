@@ -20,11 +20,15 @@ from ._confseq import (
 )
 from ._gtheory import (
     ConfoundedComponentWarning,
+    DesignError,
     NegativeVarianceComponentWarning,
+    RemlConvergenceWarning,
     UnbalancedDesignError,
+    UndefinedCoefficientWarning,
     VarianceComponentsResult,
     variance_components,
 )
+from ._gtheory_bayes import bayes_d_study, bayes_variance_components
 from ._intervals import (
     EmptySampleWarning,
     IntervalResult,
@@ -194,4 +198,11 @@ __all__ += [
     "rubric_summary",
     "threshold_for_recall",
     "win_rate",
+]
+__all__ += [
+    "DesignError",
+    "RemlConvergenceWarning",
+    "UndefinedCoefficientWarning",
+    "bayes_d_study",
+    "bayes_variance_components",
 ]

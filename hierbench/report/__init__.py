@@ -7,6 +7,7 @@ backend); import it explicitly.
 """
 
 from ._build import SECTIONS, ReportSectionWarning, build
+from ._dstudy import plot_d_study
 from ._figures import heatmap, interval_forest, passk_curves, ppc_plot, variance_plot
 from ._report import Report, as_table, markdown_table
 
@@ -20,6 +21,7 @@ __all__ = [
     "interval_forest",
     "markdown_table",
     "passk_curves",
+    "plot_d_study",
     "ppc_plot",
     "variance_plot",
 ]

@@ -1,0 +1,214 @@
+"""The crossed Bayesian model's variance components in a G-study's design, on the probability scale.
+
+An adapter: it reads a crossed-model fit (``hierbench_model == "crossed"``;
+pure xarray, no PyMC) and decomposes the implied cell success probability
+``p = expit(mu + a + c + b + ab)`` (agent, cluster, task, agent:task latent
+normal effects) into the components of a frequentist design, so that
+:func:`hierbench.compare.side_by_side` lines the two up component by
+component. With ``V(S) = Var(E[p | effects of the facets in S])``,
+``V(S) = sum of the components of the effects inside S`` (the G-theory
+decomposition of a linear model), so the components follow by Moebius
+inversion over the design's effects; the residual is ``E[p (1 - p)]`` (the
+run-to-run binomial variance). Each ``V(S)`` is a two-level Gauss-Hermite
+integral: ``E[p | S]`` is a logistic-normal mean given the latent sum of the
+effects in ``S``. Agents are treated as a normal population with variance
+``sd_agent^2`` (with ``agents="fixed"`` the model's ``sd_agent`` is the
+sample SD of the evaluated agents' effects).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import xarray as xr
+from scipy.special import expit
+
+from .._base import DEFAULT_PROB, check_prob, make_interval
+
+__all__ = ["bayes_d_study", "bayes_variance_components"]
+
+
+def _gh(n: int) -> tuple[np.ndarray, np.ndarray]:
+    x, w = np.polynomial.hermite_e.hermegauss(n)
+    return x, w / w.sum()
+
+
+def _latent(fit: xr.DataTree) -> dict[str, np.ndarray]:
+    if fit.attrs.get("hierbench_model") != "crossed":
+        raise ValueError(
+            "`fit` must be a crossed-model fit (attrs['hierbench_model'] == 'crossed'); got "
+            f"{fit.attrs.get('hierbench_model')!r}"
+        )
+    post = fit["posterior"].to_dataset().stack(sample=("chain", "draw"))
+    n = post.sizes["sample"]
+    out = {
+        "mu": post["mu"].values,
+        "a": post["sd_agent"].values ** 2,
+        "t": post["sd_task"].values ** 2,
+        "c": post["sd_cluster"].values ** 2 if "sd_cluster" in post else np.zeros(n),
+        "at": post["sd_agent_task"].values ** 2 if "sd_agent_task" in post else np.zeros(n),
+    }
+    out["has_cluster"] = np.array("sd_cluster" in post)
+    return out
+
+
+def _v(mu: np.ndarray, s2_in: np.ndarray, s2_out: np.ndarray, n_quad: int) -> np.ndarray:
+    """Var over the latent sum N(0, s2_in) of E[expit(mu + sum + N(0, s2_out))]."""
+    x, w = _gh(n_quad)
+    eta = mu[:, None] + np.sqrt(s2_in)[:, None] * x[None, :]  # (S, Q)
+    g = (expit(eta[..., None] + np.sqrt(s2_out)[:, None, None] * x[None, None, :]) * w).sum(-1)
+    m1 = (g * w).sum(-1)
+    m2 = (g * g * w).sum(-1)
+    return m2 - m1 * m1
+
+
+def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np.ndarray]:
+    lat = _latent(fit)
+    d = like._design
+    facets = set(d.facets)
+    cluster = next((f for f in ("cluster", "family") if f in facets), None)
+    agent = like.measurement or "agent"
+    task = next(
+        (
+            f
+            for f in d.facets
+            if f not in {agent, cluster} and d.primary(frozenset(d.facets)) != (f,)
+        ),
+        None,
+    )
+    if agent not in facets or task is None:
+        raise ValueError(
+            f"the design {like.formula!r} must have an agent and a task facet to match the crossed "
+            "model"
+        )
+    total = lat["a"] + lat["t"] + lat["c"] + lat["at"]
+
+    def latent_var(S: frozenset) -> np.ndarray:
+        v = np.zeros_like(total)
+        if agent in S:
+            v = v + lat["a"]
+        if task in S:
+            v = v + lat["t"]
+            if cluster is None:  # the design has no cluster facet: clusters are part of tasks
+                v = v + lat["c"]
+        if cluster is not None and cluster in S:
+            v = v + lat["c"]
+        if agent in S and task in S:
+            v = v + lat["at"]
+        return v
+
+    full = frozenset(d.facets)
+    V: dict[frozenset, np.ndarray] = {}
+    comps: dict[frozenset, np.ndarray] = {}
+    for e in d.effects:
+        if e == full:
+            continue
+        cond = e - (full - {agent, task} - ({cluster} if cluster else set()))
+        s_in = latent_var(cond)
+        V[e] = _v(lat["mu"], s_in, total - s_in, n_quad)
+    for e in d.effects:
+        if e == full:
+            continue
+        comps[e] = V[e] - sum((comps[b] for b in d.effects if b < e and b in comps), 0.0)
+    x, w = _gh(n_quad)
+    p = expit(lat["mu"][:, None] + np.sqrt(total)[:, None] * x[None, :])
+    comps[full] = (p * (1 - p) * w).sum(-1)
+    names = [d.name(e) for e in d.effects]
+    return names, np.stack([comps[e] for e in d.effects])
+
+
+def bayes_variance_components(
+    fit: xr.DataTree, like, *, prob: float = DEFAULT_PROB, n_quad: int = 32
+) -> xr.Dataset:
+    """The crossed model's components in the design of a G-study, on the probability scale.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A crossed-model fit (:func:`hierbench.bayes.build_crossed`).
+    like : VarianceComponentsResult
+        The frequentist G-study whose design (and component names) to match:
+        agents, tasks, optionally clusters (``cluster``), runs nested in cells.
+    prob : float
+        Level of the equal-tailed posterior intervals.
+    n_quad : int
+        Gauss-Hermite nodes per level.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``estimate`` (posterior mean), ``ci`` (``eti``) over ``component``;
+        ``draws(component, sample)``. Ready for :func:`hierbench.compare.side_by_side`.
+    """
+    prob = check_prob(prob)
+    names, draws = _component_draws(fit, like, n_quad)
+    est = xr.DataArray(draws.mean(-1), dims="component", coords={"component": names})
+    lo, hi = np.quantile(draws, [0.5 - prob / 2, 0.5 + prob / 2], axis=-1)
+    ci = make_interval(
+        lo,
+        hi,
+        prob=prob,
+        kind="eti",
+        template=est,
+        warn_zero_width=False,
+        detail="crossed logistic model, probability-scale G-theory decomposition by quadrature",
+    )
+    spec = json.loads(fit.attrs.get("hierbench_spec", "{}"))
+    return xr.Dataset(
+        {
+            "estimate": est,
+            "ci": ci,
+            "draws": (("component", "sample"), draws),
+        },
+        attrs={
+            "scale": "probability",
+            "design": like.formula,
+            "agents": str(spec.get("options", {}).get("agents", "")),
+        },
+    )
+
+
+def bayes_d_study(
+    fit: xr.DataTree,
+    like,
+    sizes: dict,
+    *,
+    prob: float = DEFAULT_PROB,
+    n_quad: int = 32,
+) -> xr.Dataset:
+    """The D-study of ``like`` with the crossed model's components, per posterior draw.
+
+    Returns
+    -------
+    xarray.Dataset
+        For each D-study quantity (``var_paired_diff``, ``e_rho2``, ...):
+        ``<name>`` (posterior median) and ``<name>_ci`` (``eti``) over the
+        size grid (dims ``n_<facet>``).
+    """
+    prob = check_prob(prob)
+    _, draws = _component_draws(fit, like, n_quad)
+    ref = like.d_study(sizes)
+    grid = {f: np.atleast_1d(np.asarray(v, dtype=float)) for f, v in sizes.items()}
+    ndim = len(grid)
+    full = {f: np.asarray(like.sizes.get(f, 1.0)) for f in like._design.facets}
+    for i, (f, a) in enumerate(grid.items()):
+        shape = [1] * (ndim + 1)
+        shape[i + 1] = a.size
+        full[f] = a.reshape(shape)
+    comp = {e: draws[k].reshape((-1,) + (1,) * ndim) for k, e in enumerate(like._design.effects)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = like._coefficients(full, comp, warn=False)
+    dims = tuple(ref[next(iter(ref.data_vars))].dims)
+    ds = xr.Dataset(coords=ref.coords)
+    for k, v in out.items():
+        v = np.broadcast_to(np.asarray(v, dtype=float), (draws.shape[1], *ref[k].shape))
+        ds[k] = (dims, np.nanmedian(v, axis=0))
+        lo, hi = np.nanquantile(v, [0.5 - prob / 2, 0.5 + prob / 2], axis=0)
+        ds[f"{k}_ci"] = make_interval(
+            lo, hi, prob=prob, kind="eti", template=ds[k], warn_zero_width=False
+        )
+    ds.attrs = {"design": like.formula, "scale": "probability"}
+    return ds

@@ -1,0 +1,462 @@
+"""Variance-component kernels on long data: codes per effect, ANOVA (Henderson's Method I)
+for any crossed/nested design, the balanced closed form (Brennan's rules), and REML.
+
+Private: the public wrapper is :func:`hierbench.freq.variance_components`.
+
+REML
+----
+The model is ``y = mu + sum_k Z_k u_k + e`` with ``u_k ~ N(0, s_k^2 I)``, one
+term per effect of the design except the residual. When the innermost facet
+(runs) is nested in every other facet, the data are first reduced to cell
+means ``ybar_c`` (``n_c`` runs each) and the within-cell sum of squares
+``SSW``: the REML likelihood factorises exactly into a within-cell part
+(``SSW / s_e^2 ~ chi^2_{N - C}``) and the REML likelihood of the cell means,
+whose covariance is ``sum_k s_k^2 Z_k Z_k' + diag(s_cell^2 + s_e^2 / n_c)``.
+The residual variance is profiled out (relative parameters
+``theta_k = s_k / s_e``, bounded below by 0 as in lme4) and the profiled
+deviance is minimised by L-BFGS-B; each evaluation costs one dense Cholesky
+factorisation of a ``q x q`` matrix, ``q`` the number of random-effect
+levels above the cell. Standard errors come from the expected (Fisher)
+information of the REML likelihood, ``I_ij = tr(P V_i P V_j) / 2``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.optimize as sopt
+import scipy.sparse as sp
+
+from ._design_lang import Design
+
+__all__: list[str] = []
+
+
+def one_blas_thread():
+    """Small dense factorisations are slower with BLAS threads (and on a shared machine much
+    slower): limit BLAS to one thread while fitting, when threadpoolctl is there."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+# --------------------------------------------------------------------------- codes
+
+
+def joint_codes(cols: list[np.ndarray]) -> tuple[np.ndarray, int]:
+    """Dense codes 0..L-1 of the joint levels of several integer code columns."""
+    if not cols:
+        n = 0 if not cols else len(cols[0])
+        return np.zeros(n, dtype=np.int64), 1
+    code = np.asarray(cols[0], dtype=np.int64)
+    _, code = np.unique(code, return_inverse=True)
+    nlev = int(code.max()) + 1 if code.size else 0
+    for c in cols[1:]:
+        c = np.asarray(c, dtype=np.int64)
+        cmax = int(c.max()) + 1 if c.size else 1
+        code = code * cmax + c
+        _, code = np.unique(code, return_inverse=True)
+        nlev = int(code.max()) + 1 if code.size else 0
+    return code.astype(np.int64), nlev
+
+
+def effect_codes(codes: dict[str, np.ndarray], design: Design) -> dict[frozenset, np.ndarray]:
+    """Level codes of every effect (the joint levels of its facets)."""
+    return {e: joint_codes([codes[f] for f in design.facets if f in e])[0] for e in design.effects}
+
+
+# --------------------------------------------------------------------------- ANOVA
+
+
+def _subsets(prim: tuple[str, ...]):
+    for r in range(len(prim) + 1):
+        for s in itertools.combinations(prim, r):
+            yield s, (-1) ** r
+
+
+def anova_method1(
+    y: np.ndarray, ecodes: dict[frozenset, np.ndarray], design: Design
+) -> dict[str, np.ndarray]:
+    """Henderson's Method I for any crossed/nested design (balanced or not).
+
+    Sums of squares ``SS(a) = sum_{S subset prim(a)} (-1)^|S| T(a - S)`` with
+    ``T(a) = sum_g (sum of y in g)^2 / n_g``; their expectations are linear in
+    the components with coefficients ``sum_c n_c^2 / n_g(c)`` over the joint
+    cells ``c`` of two effects. For balanced data this is the
+    expected-mean-square solution (Brennan's rules).
+    """
+    N = y.size
+    yc = y - y.mean()
+    effs = list(design.effects)
+    empty = frozenset()
+    all_sets = {empty, *effs}
+    T = {empty: 0.0}
+    nlev = {empty: 1}
+    for e in effs:
+        c = ecodes[e]
+        n = np.bincount(c)
+        s = np.bincount(c, weights=yc)
+        T[e] = float((s * s / n).sum())
+        nlev[e] = n.size
+
+    def code_of(s: frozenset) -> np.ndarray:
+        return np.zeros(N, dtype=np.int64) if not s else ecodes[s]
+
+    # k[a][b] = sum over joint cells of (a u b) of n_c^2 / n_{group of a}
+    k = {}
+    for a in all_sets:
+        ca = code_of(a)
+        na = np.bincount(ca).astype(float)
+        for b in effs:
+            u = a | b
+            cu = code_of(u)
+            nu = np.bincount(cu).astype(float)
+            first = np.zeros(nu.size, dtype=np.int64)
+            first[cu[::-1]] = np.arange(N)[::-1]
+            k[a, b] = float((nu * nu / na[ca[first]]).sum())
+    m = len(effs)
+    ss = np.zeros(m)
+    df = np.zeros(m)
+    coef = np.zeros((m, m))
+    for i, a in enumerate(effs):
+        for s, sign in _subsets(design.primary(a)):
+            sub = a - frozenset(s)
+            assert sub in all_sets
+            ss[i] += sign * T[sub]
+            df[i] += sign * nlev[sub]
+            for j, b in enumerate(effs):
+                coef[i, j] += sign * k[sub, b]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        try:
+            est = np.linalg.solve(coef, ss)
+        except np.linalg.LinAlgError:
+            est = np.full(m, np.nan)
+    return {"sum_sq": ss, "df": df, "coef": coef, "estimate": est}
+
+
+def anova_balanced(y: np.ndarray, design: Design) -> dict[str, np.ndarray]:
+    """Closed form for a balanced dense array (one axis per facet, in ``design.facets`` order)."""
+    sizes = dict(zip(design.facets, y.shape, strict=True))
+    N = y.size
+    yc = y - y.mean()
+    axis_of = {f: i for i, f in enumerate(design.facets)}
+    T: dict[frozenset, float] = {frozenset(): 0.0}
+    for e in design.effects:
+        drop = tuple(axis_of[f] for f in design.facets if f not in e)
+        m = yc.mean(axis=drop) if drop else yc
+        T[e] = float(np.square(m).sum()) * (N / m.size)
+    effs = design.effects
+    m_ = len(effs)
+    ss = np.zeros(m_)
+    df = np.zeros(m_)
+    for i, a in enumerate(effs):
+        prim = design.primary(a)
+        for s, sign in _subsets(prim):
+            ss[i] += sign * T[a - frozenset(s)]
+        d = 1.0
+        for f in a:
+            d *= (sizes[f] - 1) if f in prim else sizes[f]
+        df[i] = d
+    # EMS(a) = sum_{b >= a} pi(b) s_b, pi(b) = product of sizes outside b
+    coef = np.zeros((m_, m_))
+    for i, a in enumerate(effs):
+        for j, b in enumerate(effs):
+            if a <= b:
+                p = 1.0
+                for f in design.facets:
+                    if f not in b:
+                        p *= sizes[f]
+                coef[i, j] = p
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ms = ss / df
+        est = (
+            sla.solve_triangular(coef, ms, lower=False)
+            if _upper(coef)
+            else np.linalg.solve(coef, ms)
+        )
+    return {"sum_sq": ss, "df": df, "coef": coef, "estimate": est, "mean_sq": ms}
+
+
+def _upper(a: np.ndarray) -> bool:
+    return bool(np.all(np.tril(a, -1) == 0))
+
+
+def anova_cov(coef_ms: np.ndarray, ms: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Covariance of the balanced ANOVA estimates: ``K^-1 diag(2 MS^2 / df) K^-T``.
+
+    ``coef_ms`` maps components to mean squares (``EMS = coef_ms @ s``); mean
+    squares of a balanced design are independent with ``Var(MS) = 2 EMS^2 / df``.
+    """
+    kinv = np.linalg.inv(coef_ms)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = np.where(df > 0, 2.0 * ms * ms / df, np.nan)
+    return kinv @ np.diag(v) @ kinv.T
+
+
+# --------------------------------------------------------------------------- REML
+
+
+class RemlProblem:
+    """The profiled REML deviance of a design on long data (see the module notes)."""
+
+    def __init__(self, y: np.ndarray, ecodes: dict[frozenset, np.ndarray], design: Design):
+        self.design = design
+        full = frozenset(design.facets)
+        prim = design.primary(full)
+        self.N = y.size
+        cell_effect = None
+        if len(prim) == 1 and design.parents[prim[0]] == full - {prim[0]} and len(full) > 1:
+            cell_effect = full - {prim[0]}
+        if cell_effect is not None:
+            cc = ecodes[cell_effect]
+        else:
+            cc = np.arange(self.N)
+        n_c = np.bincount(cc).astype(float)
+        s_c = np.bincount(cc, weights=y)
+        ybar = s_c / n_c
+        self.ssw = float(np.square(y - ybar[cc]).sum())
+        self.C = n_c.size
+        self.n_c = n_c
+        self.ybar = ybar
+        self.cell_effect = cell_effect
+        first = np.zeros(self.C, dtype=np.int64)
+        first[cc[::-1]] = np.arange(self.N)[::-1]
+        self.terms = [e for e in design.effects if e != full and e != cell_effect]
+        blocks = []
+        self.block_sizes: list[int] = []
+        self._colcodes: list[np.ndarray] = []
+        for e in self.terms:
+            codes = ecodes[e][first]
+            _, codes = np.unique(codes, return_inverse=True)
+            L = int(codes.max()) + 1
+            blocks.append(
+                sp.csr_matrix((np.ones(self.C), (np.arange(self.C), codes)), shape=(self.C, L))
+            )
+            self._colcodes.append(codes + sum(self.block_sizes))
+            self.block_sizes.append(L)
+        self.Z = sp.hstack(blocks, format="csr") if blocks else sp.csr_matrix((self.C, 0))
+        self.q = self.Z.shape[1]
+        self.block_of = np.repeat(np.arange(len(self.terms)), self.block_sizes).astype(np.int64)
+        self.n_theta = len(self.terms) + (1 if cell_effect is not None else 0)
+        if self.q:
+            self._prepare_blocks()
+
+    def _w(self, theta: np.ndarray) -> np.ndarray:
+        if self.cell_effect is None:
+            return np.ones(self.C)
+        return theta[-1] ** 2 + 1.0 / self.n_c
+
+    def _prepare_blocks(self) -> None:
+        """Index arrays for Z'W^-1 Z split into the largest block (b, diagonal) and the rest (r)."""
+        bs = np.cumsum([0, *self.block_sizes])
+        k_big = int(np.argmax(self.block_sizes))
+        self._k_big = k_big
+        others = [k for k in range(len(self.block_sizes)) if k != k_big]
+        # position of each column inside the "rest" index space
+        rest_cols = [
+            self._colcodes[k] - bs[k] + sum(self.block_sizes[j] for j in others if j < k)
+            for k in others
+        ]
+        self._nr = sum(self.block_sizes[k] for k in others)
+        self._nbig = self.block_sizes[k_big]
+        self._bidx = self._colcodes[k_big] - bs[k_big]
+        R = np.column_stack(rest_cols) if rest_cols else np.zeros((self.C, 0), np.int64)
+        self._ridx = R
+        self._rr_idx = (R[:, :, None] * self._nr + R[:, None, :]).reshape(-1)
+        self._rb_idx = (R * self._nbig + self._bidx[:, None]).reshape(-1)
+        self._lam_r_block = (
+            np.concatenate([np.full(self.block_sizes[k], k) for k in others]).astype(np.int64)
+            if others
+            else np.zeros(0, np.int64)
+        )
+
+    def pieces(self, theta: np.ndarray) -> tuple[float, float, float, float]:
+        """``(log|V~|, log 1'V~^-1 1, Q, mu_hat)`` at relative sds ``theta``."""
+        w = self._w(theta)
+        winv = 1.0 / w
+        wy = winv * self.ybar
+        if self.q:
+            # A = Lambda Z'W^-1 Z Lambda + I; the largest block's own sub-matrix is diagonal
+            # (every cell is in one of its levels): eliminate it by a Schur complement and
+            # factorise the rest densely
+            th = theta[: len(self.terms)]
+            lb = th[self._k_big]
+            lr = th[self._lam_r_block]
+            nr, nbg = self._nr, self._nbig
+            R = self._ridx
+            k = R.shape[1]
+            abb = lb * lb * np.bincount(self._bidx, weights=winv, minlength=nbg) + 1.0
+            ub = np.column_stack(
+                [
+                    lb * np.bincount(self._bidx, weights=winv, minlength=nbg),
+                    lb * np.bincount(self._bidx, weights=wy, minlength=nbg),
+                ]
+            )
+            xb = ub / abb[:, None]
+            uau = ub.T @ xb  # U' A^-1 U (2 x 2)
+            logdet_a = float(np.log(abb).sum())
+            if nr:
+                arb = np.bincount(
+                    self._rb_idx, weights=np.repeat(winv, k), minlength=nr * nbg
+                ).reshape(nr, nbg) * (lr[:, None] * lb)
+                arr = np.bincount(
+                    self._rr_idx, weights=np.repeat(winv, k * k), minlength=nr * nr
+                ).reshape(nr, nr) * (lr[:, None] * lr[None, :])
+                arr[np.diag_indices_from(arr)] += 1.0
+                rflat = R.ravel()
+                ur = np.column_stack(
+                    [
+                        lr * np.bincount(rflat, weights=np.repeat(winv, k), minlength=nr),
+                        lr * np.bincount(rflat, weights=np.repeat(wy, k), minlength=nr),
+                    ]
+                )
+                S = arr - (arb / abb[None, :]) @ arb.T
+                ur = ur - arb @ xb
+                Lc, info = sla.lapack.dpotrf(S, lower=1, clean=0, overwrite_a=1)
+                if info != 0:
+                    return np.inf, 0.0, 0.0, 0.0
+                w_r, _ = sla.lapack.dtrtrs(Lc, ur, lower=1)
+                uau = uau + w_r.T @ w_r
+                logdet_a += 2.0 * float(np.log(np.diag(Lc)).sum())
+            m00 = float(winv.sum() - uau[0, 0])
+            m01 = float(wy.sum() - uau[0, 1])
+            m11 = float((wy * self.ybar).sum() - uau[1, 1])
+        else:
+            logdet_a = 0.0
+            m00 = float(winv.sum())
+            m01 = float(wy.sum())
+            m11 = float((wy * self.ybar).sum())
+        q_ = max(m11 - m01 * m01 / m00, 0.0)
+        logdet = float(np.log(w).sum()) + logdet_a
+        return logdet, float(np.log(m00)), q_, m01 / m00
+
+    def deviance(self, theta: np.ndarray) -> float:
+        logdet, logm00, q_, _ = self.pieces(theta)
+        if not np.isfinite(logdet):
+            return np.inf
+        rss = self.ssw + q_
+        if rss <= 0:
+            return -np.inf
+        return (self.N - 1) * np.log(rss) + logdet + logm00
+
+    def _proj_grad(self, theta: np.ndarray) -> np.ndarray:
+        """Central-difference gradient, projected on the bounds theta >= 0."""
+        g = np.zeros_like(theta)
+        f0 = self.deviance(theta)
+        for i in range(theta.size):
+            h = 1e-5 * max(1.0, abs(theta[i]))
+            up = theta.copy()
+            up[i] += h
+            if theta[i] > h:
+                dn = theta.copy()
+                dn[i] -= h
+                g[i] = (self.deviance(up) - self.deviance(dn)) / (2 * h)
+            else:
+                g[i] = min((self.deviance(up) - f0) / h, 0.0)  # at the bound only descent counts
+        return g
+
+    def fit(self, init: np.ndarray | None = None) -> dict:
+        k = self.n_theta
+        x0 = np.ones(k) if init is None else np.asarray(init, dtype=float)
+        bounds = [(0.0, None)] * k
+        nfev = 0
+        if k:
+            opts = {"ftol": 1e-13, "gtol": 1e-8, "maxiter": 1000}
+            res = sopt.minimize(self.deviance, x0, method="L-BFGS-B", bounds=bounds, options=opts)
+            nfev += res.nfev
+            theta = np.maximum(res.x, 0.0)
+            # a parameter that ends near 0 is set to 0 when that does not raise the deviance
+            f = self.deviance(theta)
+            for i in range(k):
+                if 0 < theta[i] < 1e-4:
+                    t0 = theta.copy()
+                    t0[i] = 0.0
+                    f0 = self.deviance(t0)
+                    if f0 <= f + 1e-9:
+                        theta, f = t0, f0
+            grad = self._proj_grad(theta)
+            nfev += 2 * k + 1
+            converged = bool(np.max(np.abs(grad)) < 1e-3)
+            if not converged:  # restart once from where it stopped
+                res = sopt.minimize(
+                    self.deviance,
+                    np.maximum(theta, 1e-3),
+                    method="L-BFGS-B",
+                    bounds=bounds,
+                    options=opts,
+                )
+                nfev += res.nfev
+                if res.fun < f:
+                    theta = np.maximum(res.x, 0.0)
+                grad = self._proj_grad(theta)
+                converged = bool(np.max(np.abs(grad)) < 1e-3)
+            message = f"{res.message}; max |projected gradient| {np.max(np.abs(grad)):.2g}"
+        else:
+            theta = np.zeros(0)
+            converged, message = True, "no parameters"
+        _, _, q_, mu = self.pieces(theta)
+        s2e = (self.ssw + q_) / (self.N - 1)
+        s2 = theta**2 * s2e
+        return {
+            "theta": theta,
+            "sigma2_e": s2e,
+            "sigma2": s2,
+            "mu": mu,
+            "deviance": self.deviance(theta),
+            "converged": converged,
+            "message": message,
+            "nfev": nfev,
+        }
+
+    def expected_information(self, s2_terms: np.ndarray, s2_cell: float, s2e: float) -> np.ndarray:
+        """REML Fisher information of (term components..., [cell], residual)."""
+        d = 1.0 / self.n_c if self.cell_effect is not None else np.ones(self.C)
+        Z = self.Z
+        V = np.asarray((Z @ sp.diags(s2_terms[self.block_of]) @ Z.T).todense())
+        V[np.diag_indices_from(V)] += s2_cell + s2e * d
+        Lc, info = sla.lapack.dpotrf(V, lower=1, clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError("covariance of the cell means is not positive definite")
+        Vi, info = sla.lapack.dpotri(Lc, lower=1)
+        Vi = np.tril(Vi) + np.tril(Vi, -1).T
+        v1 = Vi.sum(axis=1)
+        P = Vi - np.outer(v1, v1) / v1.sum()
+        H = np.asarray(Z.T @ P)  # q x C
+        G = np.asarray((Z.T @ H.T).T)  # q x q
+        nk = len(self.terms)
+        bs = np.cumsum([0, *self.block_sizes])
+        sq = np.sqrt(d)
+        mats = []
+        for i in range(nk):
+            mats.append(("z", slice(bs[i], bs[i + 1])))
+        if self.cell_effect is not None:
+            mats.append(("i", None))
+        mats.append(("d", None))
+        n = len(mats)
+        info = np.zeros((n, n))
+        PD = P * sq[None, :]
+        DPD = PD * sq[:, None]
+        for i, (ki, si) in enumerate(mats):
+            for j, (kj, sj) in enumerate(mats):
+                if j < i:
+                    continue
+                if ki == "z" and kj == "z":
+                    val = np.square(G[si, sj]).sum()
+                elif ki == "z" and kj == "i":
+                    val = np.square(H[si]).sum()
+                elif ki == "z" and kj == "d":
+                    val = np.square(H[si] * sq[None, :]).sum()
+                elif ki == "i" and kj == "i":
+                    val = np.square(P).sum()
+                elif ki == "i" and kj == "d":
+                    val = np.square(PD).sum()
+                else:  # d, d
+                    val = np.square(DPD).sum()
+                info[i, j] = info[j, i] = 0.5 * val
+        info[-1, -1] += 0.5 * (self.N - self.C) / s2e**2
+        return info

@@ -1,0 +1,110 @@
+"""D-study plot: a G-theory projection (and optionally the Bayesian one) against planned sizes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["plot_d_study"]
+
+
+def plot_d_study(
+    d: xr.Dataset,
+    *,
+    x: str | None = None,
+    var: str = "var_paired_diff",
+    hue: str | None = None,
+    bayes: xr.Dataset | None = None,
+    optimum: dict | None = None,
+    ax: Any = None,
+    sd: bool = True,
+) -> Any:
+    """Plot a D-study quantity against one planned size, one line per value of another.
+
+    Parameters
+    ----------
+    d : xarray.Dataset
+        From :meth:`VarianceComponentsResult.d_study` (or ``optimal_allocation``).
+    x : str, optional
+        The size dim on the x axis (default: the first dim of ``d[var]``).
+    var : str
+        ``var_paired_diff`` (plotted as its square root, the SD of a paired
+        difference, when ``sd``), ``sigma2_Delta``, ``e_rho2`` or ``phi``.
+    hue : str, optional
+        A second size dim: one line per value. Other dims are taken at their
+        first value.
+    bayes : xarray.Dataset, optional
+        From :func:`hierbench.freq.bayes_d_study` on the same grid: its median
+        dashed and its ``<var>_ci`` band.
+    optimum : dict, optional
+        ``optimal_allocation(...).attrs["optimum"]``: marked with a star.
+    ax : matplotlib Axes, optional
+    sd : bool
+        Plot the square root of a variance.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.freq import variance_components
+    >>> y = np.random.default_rng(0).normal(size=(4, 10, 3))
+    >>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+    >>> ax = plot_d_study(vc.d_study({"task": [10, 20, 40], "run": [1, 3]}), hue="n_run")
+    >>> ax.get_xlabel()
+    'n_task'
+    """
+    import matplotlib.pyplot as plt
+
+    if var not in d:
+        raise ValueError(
+            f"`var` must be a variable of `d`; got {var!r} (variables {list(d.data_vars)})"
+        )
+    da = d[var]
+    x = x or da.dims[0]
+    for name, v in (("x", x), ("hue", hue)):
+        if v is not None and v not in da.dims:
+            raise ValueError(f"`{name}` must be a dim of d[{var!r}] {da.dims}; got {v!r}")
+    is_var = var.startswith("sigma2") or var.startswith("var_")
+    tf = np.sqrt if (sd and is_var) else (lambda a: a)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    keep = {x} | ({hue} if hue else set())
+    sel = {k: 0 for k in da.dims if k not in keep}
+    da = da.isel(sel)
+    hues = list(da[hue].values) if hue else [None]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, h in enumerate(hues):
+        line = da.sel({hue: h}) if hue else da
+        c = colors[i % len(colors)]
+        label = f"{hue}={h}" if hue else "G-theory"
+        ax.plot(line[x].values, tf(line.values), "-o", ms=3, color=c, label=label + " (G)")
+        if bayes is not None and var in bayes:
+            b = bayes[var].isel({k: 0 for k in bayes[var].dims if k not in keep})
+            b = b.sel({hue: h}) if hue else b
+            ax.plot(b[x].values, tf(b.values), "--", color=c, label=label + " (Bayes)")
+            if f"{var}_ci" in bayes:
+                ci = bayes[f"{var}_ci"].isel({k: 0 for k in bayes[var].dims if k not in keep})
+                ci = ci.sel({hue: h}) if hue else ci
+                ax.fill_between(
+                    ci[x].values,
+                    tf(ci.sel(ci_bound="lower").values),
+                    tf(ci.sel(ci_bound="upper").values),
+                    color=c,
+                    alpha=0.15,
+                )
+    if optimum:
+        key = x[2:] if x.startswith("n_") else x
+        if key in optimum:
+            pt = d[var].sel({f"n_{k}": v for k, v in optimum.items() if f"n_{k}" in d[var].dims})
+            ax.plot([optimum[key]], [tf(float(pt))], "*", ms=14, color="k", label="cost-optimal")
+    ax.set_xlabel(x)
+    ylab = {"var_paired_diff": "SD of a paired difference", "sigma2_Delta": "absolute error SD"}
+    ax.set_ylabel(ylab.get(var, var) if (sd and is_var) else var)
+    ax.set_xscale("log")
+    ax.legend(fontsize=7)
+    return ax

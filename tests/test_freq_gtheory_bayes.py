@@ -1,0 +1,102 @@
+"""The crossed model's probability-scale components in a G-study's design (adapter, no PyMC)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.special import expit
+
+from hierbench.compare import side_by_side
+from hierbench.freq import bayes_d_study, bayes_variance_components, variance_components
+
+
+def _fake_fit(mu, sd_agent, sd_task, sd_cluster, sd_at, n_draw=3):
+    post = xr.Dataset(
+        {
+            "mu": (("chain", "draw"), np.full((1, n_draw), mu)),
+            "sd_agent": (("chain", "draw"), np.full((1, n_draw), sd_agent)),
+            "sd_task": (("chain", "draw"), np.full((1, n_draw), sd_task)),
+            "sd_cluster": (("chain", "draw"), np.full((1, n_draw), sd_cluster)),
+            "sd_agent_task": (("chain", "draw"), np.full((1, n_draw), sd_at)),
+        },
+        coords={"chain": [0], "draw": np.arange(n_draw)},
+    )
+    dt = xr.DataTree.from_dict({"posterior": post})
+    dt.attrs = {"hierbench_model": "crossed", "hierbench_spec": '{"options": {"agents": "random"}}'}
+    return dt
+
+
+@pytest.fixture(scope="module")
+def like():
+    rng = np.random.default_rng(0)
+    y = rng.random((4, 6, 3))
+    ds = xr.Dataset(
+        {"score": (("agent", "task", "run"), y)},
+        coords={"cluster": ("task", ["a", "a", "b", "b", "c", "c"])},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return variance_components(ds)
+
+
+def test_probability_scale_components_match_simulation(like):
+    # population G-theory components of p = expit(mu + a + c + b + ab), estimated by the
+    # balanced ANOVA of simulated p cubes (agents x clusters x tasks per cluster), averaged
+    # over replicates; residual = E[p (1 - p)]; tolerance 4 Monte Carlo SEs
+    mu, sa, st, sc, sat = -0.5, 0.8, 1.0, 0.7, 0.6
+    fit = _fake_fit(mu, sa, st, sc, sat)
+    bv = bayes_variance_components(fit, like)
+    assert list(bv.component.values) == list(like.component_names)
+    rng = np.random.default_rng(1)
+    A, K, T = 40, 40, 4
+    reps = []
+    for _ in range(12):
+        eta = (
+            mu
+            + rng.normal(0, sa, (A, 1, 1))
+            + rng.normal(0, sc, (1, K, 1))
+            + rng.normal(0, st, (1, K, T))
+            + rng.normal(0, sat, (A, K, T))
+        )
+        p = expit(eta)
+        da = xr.DataArray(p, dims=("agent", "cluster", "task"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = variance_components(da, design="agent*(task:cluster)")
+        comp = dict(zip(g.component_names, g.components_raw.values, strict=True))
+        comp["agent:task:cluster"] = comp.pop("residual")
+        comp["residual"] = float((p * (1 - p)).mean())
+        reps.append(comp)
+    for k in like.component_names:
+        vals = np.array([r[k] for r in reps])
+        se = vals.std(ddof=1) / np.sqrt(len(vals))
+        got = float(bv.estimate.sel(component=k))
+        assert abs(got - vals.mean()) < 4 * se + 1e-4, (k, got, vals.mean(), se)
+
+
+def test_side_by_side_and_bayes_d_study(like):
+    fit = _fake_fit(-0.5, 0.8, 1.0, 0.7, 0.6)
+    bv = bayes_variance_components(fit, like)
+    sbs = side_by_side({"G-theory": like, "Bayes crossed": bv}, allow_mixed_prob=False)
+    assert list(sbs.estimator.values) == ["G-theory", "Bayes crossed"]
+    assert list(sbs.component.values) == list(like.component_names)
+    assert list(sbs.ci_kind.values) == ["normal", "eti"]
+    sizes = {"cluster": [10, 40], "task": [1, 2], "run": [1, 8]}
+    bd = bayes_d_study(fit, like, sizes)
+    # with a point-mass posterior, the Bayesian D-study is the G-theory D-study of its components
+    comp = bv.estimate.values
+    frozen = like._coefficients(
+        {
+            "agent": 1.0,
+            "cluster": np.array([10, 40.0])[:, None, None],
+            "task": np.array([1, 2.0])[None, :, None],
+            "run": np.array([1, 8.0])[None, None, :],
+        },
+        like._comp_dict(comp),
+        warn=False,
+    )
+    np.testing.assert_allclose(bd["var_paired_diff"].values, frozen["var_paired_diff"], rtol=1e-9)
+    assert bd["var_paired_diff_ci"].attrs["ci_kind"] == "eti"
+    with pytest.raises(ValueError, match=r"`fit` must be a crossed-model fit"):
+        bayes_variance_components(xr.DataTree(), like)
