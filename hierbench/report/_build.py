@@ -835,24 +835,26 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                g = freq.variance_components(ctx.data, design="crossed")
+                g = freq.variance_components(ctx.data)  # design read from the data
+            label = f"G-theory ({getattr(g, 'method', 'ANOVA')})"
             ctx.warnings += [f"G-theory: {w.message}" for w in caught]
             comp = g.components if hasattr(g, "components") else g.estimate
             gs = comp.to_series()
             gs.index = gs.index.astype(str)
             if table is None:
-                table = gs.rename("G-theory (ANOVA)").to_frame()
+                table = gs.rename(label).to_frame()
             else:
-                table["G-theory (ANOVA)"] = gs.reindex(table.index)
+                table[label] = gs.reindex(table.index)
                 extra = gs.index.difference(table.index)
                 for e in extra:
-                    table.loc[e, "G-theory (ANOVA)"] = gs[e]
+                    table.loc[e, label] = gs[e]
             text.append(
-                "G-theory: ANOVA estimates of the same components from the scores (crossed design)."
+                f"{label}: the same components estimated from the scores "
+                f"(design {getattr(g, 'design', 'read from the data')})."
             )
         except Exception as exc:
             first = str(exc).split(";")[0].split(". ")[0][:200]
-            text.append(f"G-theory (ANOVA) not computed: {type(exc).__name__}: {first}.")
+            text.append(f"G-theory not computed: {type(exc).__name__}: {first}.")
     if table is None:
         raise _Skip("needs a crossed fit or data")
     table.index.name = "component"
