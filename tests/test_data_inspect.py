@@ -242,7 +242,7 @@ def test_cli_reads_inspect_logs(logs, capsys):
     assert agents["mockllm/agree [toy]"]["n_error"] == 1
     # agree: s1 always right; s2, s3 wrong -> per-task means (1, 0, 0)
     assert agents["mockllm/agree [toy]"]["mean_score"] == pytest.approx(1 / 3)
-    assert main(["validate", str(log_dir)]) == 1
+    assert main(["validate", str(log_dir)]) == 2  # the CLI exits 2 on invalid input
     assert "several scorers" in capsys.readouterr().err
 
 
