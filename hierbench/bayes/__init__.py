@@ -20,6 +20,7 @@ from ._diagnostics import (
     predictive_check,
 )
 from ._fit import SAMPLERS, fit, fit_replicates
+from ._irt import IRT_PRIORS, build_irt_1pl, build_irt_2pl
 from ._registry import (
     ModelEntry,
     PriorError,
@@ -36,6 +37,7 @@ __all__ = [
     "CROSSED_PRIORS",
     "DEFAULT_THRESHOLDS",
     "ELO_PER_LOGIT",
+    "IRT_PRIORS",
     "SAMPLERS",
     "ApproximationWarning",
     "ConvergenceWarning",
@@ -46,6 +48,8 @@ __all__ = [
     "build_beta_binomial",
     "build_bradley_terry",
     "build_crossed",
+    "build_irt_1pl",
+    "build_irt_2pl",
     "compute_diagnostics",
     "data_hash",
     "fit",

@@ -12,6 +12,7 @@ counterpart; :func:`replay` compares them on complete banks.
 This subpackage imports numpy, scipy and xarray only.
 """
 
+from ._adaptive import AdaptiveResult, AnchorSet, adaptive, anchors, loo_study
 from ._bayes import CohortPosteriorResult, cohort_posterior
 from ._plan import (
     BudgetIntervalResult,
@@ -24,13 +25,18 @@ from ._plan import (
 from ._replay import bank_from_eval, replay, simulate_stratified_bank
 
 __all__ = [
+    "AdaptiveResult",
+    "AnchorSet",
     "BudgetIntervalResult",
     "BudgetPlan",
     "BudgetWarning",
     "CohortPosteriorResult",
+    "adaptive",
+    "anchors",
     "bank_from_eval",
     "budget_interval",
     "cohort_posterior",
+    "loo_study",
     "plan_joint",
     "plan_uniform",
     "replay",

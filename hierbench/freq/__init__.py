@@ -44,6 +44,14 @@ from ._intervals import (
     wald_interval,
     wilson_interval,
 )
+from ._irt_ml import (
+    IRTBank,
+    IRTCalibrationResult,
+    IRTConvergenceWarning,
+    IRTScoreResult,
+    calibrate_irt,
+    irt_score,
+)
 from ._paired import (
     PairedTestResult,
     PairwiseComparisonResult,
@@ -75,6 +83,10 @@ __all__: list[str] = [
     "DegenerateBootstrapWarning",
     "EmptyConfidenceSequenceWarning",
     "EmptySampleWarning",
+    "IRTBank",
+    "IRTCalibrationResult",
+    "IRTConvergenceWarning",
+    "IRTScoreResult",
     "InsufficientRunsWarning",
     "IntervalResult",
     "NegativeVarianceComponentWarning",
@@ -93,6 +105,7 @@ __all__: list[str] = [
     "beta_binomial_mle",
     "beta_binomial_profile_ci",
     "bootstrap_ci",
+    "calibrate_irt",
     "clustered_se",
     "compare_agents",
     "confidence_sequence",
@@ -100,6 +113,7 @@ __all__: list[str] = [
     "exact_interval",
     "finite_population_se",
     "holm",
+    "irt_score",
     "minimum_detectable_effect",
     "optimal_allocation",
     "optimal_runs",

@@ -1,0 +1,667 @@
+"""Adaptive evaluation on a calibrated IRT bank: anchors, one-task-at-a-time selection, replay.
+
+A new agent is scored on a subset of a calibrated bank's tasks
+(:func:`hierbench.freq.irt_score`); the question here is which subset.
+
+* :func:`anchors` picks a fixed subset of a given size, the same for every
+  agent: ``"cluster"`` (tinyBenchmarks-style: k-means on the tasks' item
+  characteristic curves, the task nearest each centre, weights the cluster
+  shares) or ``"information"`` (greedy: the task that most lowers the
+  population-averaged approximate posterior variance of the expected
+  full-benchmark score).
+* :func:`adaptive` chooses tasks one at a time for one agent, from its
+  answers so far: by expected Fisher information about its ability, or by
+  the expected reduction of the posterior variance of its realised
+  full-benchmark score (exact for a mixture over item-parameter draws x an
+  ability grid); it stops when the interval is narrower than asked or the
+  budget is spent. ``run`` is a callback that runs one (agent, task), or
+  complete logs to replay.
+* :func:`loo_study` replays all of it leave-one-agent-out on complete logs:
+  calibrate on the other agents, score the held-out one from ``n`` tasks
+  chosen at random, by anchors and adaptively, and record the error and
+  whether the interval covered the agent's actual full score.
+
+No anytime-valid guarantee is claimed: the intervals are Bayesian posterior
+intervals (the bank's item parameters and the ability integrated out), and
+their frequentist coverage, including after adaptive stopping, is what
+:func:`loo_study` measures.
+
+This module imports numpy, scipy and xarray only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import xarray as xr
+from scipy.cluster.vq import kmeans2
+from scipy.special import expit, log_expit, ndtr
+from scipy.stats import norm
+
+from .._base import (
+    DEFAULT_PROB,
+    HierbenchError,
+    Result,
+    as_rng,
+    check_choice,
+    check_int,
+    check_prob,
+    counts,
+)
+from ..freq._irt_ml import IRTBank, IRTScoreResult, calibrate_irt, irt_score
+
+__all__ = ["AdaptiveResult", "AnchorSet", "adaptive", "anchors", "loo_study"]
+
+#: ability points (in calibration-agent sds) where item curves are compared for clustering
+_ICC_POINTS = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
+
+
+def _check_bank(bank: Any) -> IRTBank:
+    if not isinstance(bank, IRTBank):
+        raise TypeError(
+            f"`bank` must be an IRTBank (hierbench.freq.calibrate_irt(...).bank or "
+            f"IRTBank.from_posterior(fit)); got {type(bank).__name__}"
+        )
+    return bank
+
+
+# --------------------------------------------------------------------------- anchors
+
+
+@dataclass(frozen=True)
+class AnchorSet:
+    """A fixed subset of a bank's tasks.
+
+    Attributes
+    ----------
+    tasks : numpy.ndarray
+        Task labels, in the order chosen.
+    weights : numpy.ndarray
+        Share of the bank each anchor stands for (``"cluster"``: its
+        cluster's size / T; ``"information"``: 1 / size).
+    method : str
+    """
+
+    tasks: np.ndarray
+    weights: np.ndarray
+    method: str
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)
+
+
+def _score_curve_terms(a: np.ndarray, d: np.ndarray, grid: np.ndarray):
+    """At each ability point: the expected-score slope S'(theta) and each task's Fisher information."""
+    p = expit(a[None, :] * grid[:, None] + d[None, :])  # (G, T)
+    info = a[None, :] ** 2 * p * (1 - p)
+    slope = (a[None, :] * p * (1 - p)).mean(1)
+    return slope, info
+
+
+def anchors(
+    bank: IRTBank,
+    size: int,
+    *,
+    method: Literal["cluster", "information"] = "cluster",
+    rng: None | int | np.random.Generator = None,
+) -> AnchorSet:
+    """A fixed anchor set of ``size`` tasks, the same for every agent.
+
+    Parameters
+    ----------
+    bank : IRTBank
+    size : int
+        Number of anchors, 1 <= size <= number of bank tasks.
+    method : {"cluster", "information"}
+        ``"cluster"``: k-means (``size`` centres) on each task's item
+        characteristic curve, the success probability at abilities
+        -2, -1, -0.5, 0, 0.5, 1, 2 (posterior-mean item parameters); the task
+        nearest each centre is the anchor and the cluster's share of the bank
+        its weight (the tinyBenchmarks recipe, with the curve as the task's
+        embedding so that tasks everyone solves, or nobody does, fall
+        together however extreme their parameters). ``"information"``:
+        greedy, each step adding the task that most lowers
+        ``E_theta[S'(theta)^2 / (1 + sum of the anchors' Fisher information at theta)]``
+        with ``theta ~ N(0, 1)``: the approximate posterior variance of the
+        expected full-benchmark score ``S``, averaged over the agent
+        population.
+    rng : None, int or numpy.random.Generator
+        k-means initialisation.
+
+    Returns
+    -------
+    AnchorSet
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.freq import IRTBank
+    >>> g = np.random.default_rng(0)
+    >>> bank = IRTBank(xr.DataArray(np.exp(g.normal(0, .2, (50, 40))), dims=("sample", "task")),
+    ...                xr.DataArray(g.normal(0, 2, (50, 40)), dims=("sample", "task")))
+    >>> len(anchors(bank, 5, method="information"))
+    5
+    """
+    bank = _check_bank(bank)
+    size = check_int(size, "size", min=1, max=bank.n_tasks)
+    check_choice(method, "method", ["cluster", "information"])
+    a, d = bank.point()
+    T = bank.n_tasks
+    if method == "cluster":
+        emb = expit(a[:, None] * _ICC_POINTS[None, :] + d[:, None])
+        if size == T:
+            idx = np.arange(T)
+            w = np.full(T, 1.0 / T)
+        else:
+            gen = as_rng(rng)
+            seed = int(gen.integers(2**31 - 1))
+            # the best of a few k-means++ starts (lowest within-cluster sum of squares)
+            best = None
+            for r in range(5):
+                cent, lab = kmeans2(emb, size, minit="++", seed=seed + r)
+                sse = float(((emb - cent[lab]) ** 2).sum())
+                if best is None or sse < best[0]:
+                    best = (sse, cent, lab)
+            _, cent, lab = best
+            idx, w = [], []
+            taken = np.zeros(T, bool)
+            for k in range(size):
+                members = np.flatnonzero(lab == k)
+                if members.size == 0:
+                    continue
+                dist = ((emb[members] - cent[k]) ** 2).sum(1)
+                j = members[np.argmin(dist)]
+                idx.append(j)
+                taken[j] = True
+                w.append(members.size / T)
+            # empty clusters (k-means can leave some): fill with the tasks farthest from their centres
+            while len(idx) < size:
+                far = ((emb - cent[lab]) ** 2).sum(1)
+                far[taken] = -1
+                j = int(np.argmax(far))
+                idx.append(j)
+                taken[j] = True
+                w.append(0.0)
+            idx = np.array(idx)
+            w = np.array(w)
+        return AnchorSet(bank.tasks[idx], w, "cluster")
+    grid = np.linspace(-4, 4, 81)
+    pw = norm.pdf(grid)
+    pw /= pw.sum()
+    slope, info = _score_curve_terms(a, d, grid)
+    acc = np.ones_like(grid)
+    chosen: list[int] = []
+    free = np.ones(T, bool)
+    for _ in range(size):
+        crit = (pw[:, None] * slope[:, None] ** 2 / (acc[:, None] + info)).sum(0)
+        crit[~free] = np.inf
+        j = int(np.argmin(crit))
+        chosen.append(j)
+        free[j] = False
+        acc = acc + info[:, j]
+    return AnchorSet(bank.tasks[np.array(chosen)], np.full(size, 1.0 / size), "information")
+
+
+# --------------------------------------------------------------------------- adaptive
+
+
+@dataclass(frozen=True, repr=False)
+class AdaptiveResult(Result):
+    """An adaptive evaluation of one agent.
+
+    ``estimate`` and ``ci``: the predicted full-benchmark score and its
+    interval (from :func:`hierbench.freq.irt_score` on the tasks run, with
+    the whole bank). ``score`` holds that result (ability, pass^k, draws).
+    ``tasks``, ``n_runs``, ``n_success`` (dim ``step``): what was run, in
+    order. ``trace`` (dim ``step``): the running estimate and interval after
+    each step (mixture approximation on the thinned bank used for
+    selection). ``stop_reason``: ``"width"``, ``"budget"`` or
+    ``"exhausted"``.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    score: IRTScoreResult
+    tasks: xr.DataArray
+    n_runs: xr.DataArray
+    n_success: xr.DataArray
+    trace: xr.Dataset
+    stop_reason: str
+    criterion: str
+    seconds: float
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("trace",)
+
+
+class _Replay:
+    """A callback serving one agent's complete logs: each call to a task returns its next run."""
+
+    def __init__(self, logs: xr.DataArray | xr.Dataset, bank: IRTBank):
+        if isinstance(logs, xr.Dataset):
+            if "score" not in logs:
+                raise HierbenchError(f"`run` logs must hold `score`; got {list(logs.data_vars)}")
+            logs = logs["score"]
+        if "agent" in logs.dims:
+            if logs.sizes["agent"] != 1:
+                raise HierbenchError(f"`run` logs must hold one agent; got {logs.sizes['agent']}")
+            logs = logs.isel(agent=0, drop=True)
+        if "run" not in logs.dims:
+            logs = logs.expand_dims(run=[0])
+        if set(logs.dims) != {"task", "run"}:
+            raise HierbenchError(f"`run` logs must have dims ('task', 'run'); got {logs.dims}")
+        counts(logs, name="run", purpose="adaptive replay")  # binary check, names offending cells
+        logs = logs.transpose("task", "run")
+        labels = np.asarray(logs["task"].values).astype(str)
+        bank._index(labels, name="`run` logs' tasks")
+        self.values = {t: v[np.isfinite(v)] for t, v in zip(labels, logs.values.astype(float), strict=True)}
+        self.used = dict.fromkeys(labels, 0)
+
+    def available(self, task: str) -> int:
+        return int(self.values.get(task, np.array([])).size - self.used.get(task, 0))
+
+    def __call__(self, task: str) -> float:
+        i = self.used[task]
+        self.used[task] = i + 1
+        return float(self.values[task][i])
+
+
+class _Posterior:
+    """Weights over (item-parameter draw x ability grid point) for one agent."""
+
+    def __init__(self, bank: IRTBank, n_draws: int, n_grid: int, gen: np.random.Generator):
+        b = bank.thin(n_draws, gen)
+        a = b.discrimination.values
+        d = b.intercept.values
+        grid = np.linspace(-5.0, 5.0, n_grid)
+        S, T = a.shape
+        self.T = T
+        eta = (a[:, None, :] * grid[None, :, None] + d[:, None, :]).reshape(S * n_grid, T)
+        self.eta = eta
+        self.P = expit(eta)
+        self.Q = (np.repeat(a, n_grid, axis=0) ** 2) * self.P * (1 - self.P)  # Fisher information
+        self.P2 = self.P * self.P
+        lw = np.tile(-0.5 * grid**2, S)
+        self.logw = lw - lw.max()
+        self.unrun = np.ones(T, bool)  # tasks not run at all
+        self.known = 0.0  # sum over run tasks of their observed success rate
+        self.ptot = self.P.sum(1)  # sum over unrun tasks of p
+
+    def weights(self) -> np.ndarray:
+        w = np.exp(self.logw - self.logw.max())
+        return w / w.sum()
+
+    def observe(self, t: int, k: int, n: int) -> None:
+        self.logw = self.logw + k * log_expit(self.eta[:, t]) + (n - k) * log_expit(-self.eta[:, t])
+        if self.unrun[t]:
+            self.unrun[t] = False
+            self.ptot = self.ptot - self.P[:, t]
+
+    def criterion(self, kind: str) -> np.ndarray:
+        w = self.weights()
+        if kind == "fisher":
+            return w @ self.Q
+        q = w @ self.P
+        A = (w * self.ptot) @ self.P
+        C = w @ self.P2
+        Ep = float(w @ self.ptot)
+        q = np.clip(q, 1e-12, 1 - 1e-12)
+        m1 = 1.0 + (A - C) / q
+        m0 = (Ep - q - A + C) / (1 - q)
+        return q * (1 - q) * (m1 - m0) ** 2
+
+    def interval(self, known: float, prob: float) -> tuple[float, float, float]:
+        """Mean and equal-tailed interval of the realised score (normal per mixture component)."""
+        w = self.weights()
+        m = (known + self.ptot) / self.T
+        v = (self.P * (1 - self.P))[:, self.unrun].sum(1) / self.T**2
+        mean = float(w @ m)
+        sd = np.sqrt(np.maximum(v, 1e-18))
+        keep = w > 1e-12 * w.max()
+        w, m, sd = w[keep] / w[keep].sum(), m[keep], sd[keep]
+        lo_x, hi_x = float((m - 6 * sd).min()), float((m + 6 * sd).max())
+        out = []
+        for target in ((1 - prob) / 2, (1 + prob) / 2):
+            lo, hi = lo_x, hi_x
+            for _ in range(3):  # three rounds of a 64-point grid: resolution (range) / 64^3
+                x = np.linspace(lo, hi, 64)
+                cdf = w @ ndtr((x[None, :] - m[:, None]) / sd[:, None])
+                i = int(np.searchsorted(cdf, target))
+                lo, hi = x[max(i - 1, 0)], x[min(i, 63)]
+            out.append(0.5 * (lo + hi))
+        return mean, out[0], out[1]
+
+
+def adaptive(
+    bank: IRTBank,
+    run: Callable[[str], float] | xr.DataArray | xr.Dataset,
+    *,
+    budget: int = 100,
+    width: float | None = None,
+    prob: float = DEFAULT_PROB,
+    criterion: Literal["variance", "fisher"] = "variance",
+    start: Sequence[str] | None = None,
+    n_runs: int = 1,
+    n_draws: int = 200,
+    n_grid: int = 61,
+    min_tasks: int = 5,
+    rng: None | int | np.random.Generator = None,
+) -> AdaptiveResult:
+    """Evaluate one agent adaptively on a calibrated bank.
+
+    Parameters
+    ----------
+    bank : IRTBank
+        The calibrated bank.
+    run : callable or DataArray/Dataset
+        ``run(task) -> score`` runs the agent once on a task and returns 0 or
+        1 (NaN: the run failed; it is counted and the task is not asked
+        again). Or the agent's complete logs, ``score`` over (task, run)
+        (replay mode): each call to a task serves its next logged run.
+    budget : int
+        Most runs to spend (calls to ``run``).
+    width : float, optional
+        Stop once the ``prob`` interval of the full-benchmark score is
+        narrower than this (e.g. 0.04 for +-2 points); checked after
+        ``min_tasks`` tasks.
+    prob : float
+        Level of the intervals.
+    criterion : {"variance", "fisher"}
+        ``"variance"``: the task whose answer is expected to lower the
+        posterior variance of the realised full-benchmark score most (the
+        variance of its conditional mean over the answer; exact for the
+        mixture over item draws and ability grid). ``"fisher"``: the task
+        with the largest Fisher information about the ability, averaged over
+        the current posterior.
+    start : sequence of str, optional
+        Tasks to run first, in order (e.g. anchors).
+    n_runs : int
+        Runs per chosen task (repeated runs; the criterion is computed for
+        one run).
+    n_draws, n_grid : int
+        Item-parameter draws and ability grid points used for choosing
+        (the final interval uses the whole bank).
+    min_tasks : int
+        Tasks to run before the width rule may stop.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    AdaptiveResult
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.freq import IRTBank
+    >>> g = np.random.default_rng(0)
+    >>> T = 60
+    >>> bank = IRTBank(xr.DataArray(np.exp(g.normal(0, .1, (100, T))), dims=("sample", "task")),
+    ...                xr.DataArray(np.tile(g.normal(0, 2, T), (100, 1)), dims=("sample", "task")))
+    >>> truth = (g.random(T) < 0.5).astype(float)
+    >>> res = adaptive(bank, lambda t: truth[int(t)], budget=10, rng=0)
+    >>> res.tasks.size, res.stop_reason
+    (10, 'budget')
+    """
+    bank = _check_bank(bank)
+    budget = check_int(budget, "budget", min=1)
+    prob = check_prob(prob)
+    check_choice(criterion, "criterion", ["variance", "fisher"])
+    n_runs = check_int(n_runs, "n_runs", min=1)
+    n_draws = check_int(n_draws, "n_draws", min=1)
+    n_grid = check_int(n_grid, "n_grid", min=11)
+    min_tasks = check_int(min_tasks, "min_tasks", min=1)
+    if width is not None and not (isinstance(width, (int, float)) and 0 < width <= 1):
+        raise ValueError(f"`width` must be a number with 0 < width <= 1 (score units); got {width!r}")
+    gen = as_rng(rng)
+    replay = None
+    if isinstance(run, (xr.DataArray, xr.Dataset)):
+        replay = _Replay(run, bank)
+        call: Callable[[str], float] = replay
+    elif callable(run):
+        call = run
+    else:
+        raise TypeError(f"`run` must be a callable task -> score or an agent's logs; got {type(run).__name__}")
+    start_idx = bank._index(start, name="start") if start is not None else np.array([], np.intp)
+    t0 = time.perf_counter()
+    post = _Posterior(bank, n_draws, n_grid, gen)
+    T = bank.n_tasks
+    tasks = bank.tasks
+    asked = np.zeros(T, bool)
+    if replay is not None:
+        asked |= np.array([replay.available(t) == 0 for t in tasks])
+    n_tot = np.zeros(T, np.int64)
+    y_tot = np.zeros(T, np.int64)
+    order: list[str] = []
+    runs: list[int] = []
+    succ: list[int] = []
+    trace: list[tuple[float, float, float]] = []
+    spent = 0
+    n_failed = 0
+    reason = "exhausted"
+    queue = list(start_idx)
+    while True:
+        if spent >= budget:
+            reason = "budget"
+            break
+        if queue:
+            j = int(queue.pop(0))
+            if asked[j]:
+                continue
+        else:
+            if asked.all():
+                reason = "exhausted"
+                break
+            crit = post.criterion(criterion)
+            crit[asked] = -np.inf
+            j = int(np.argmax(crit))
+        asked[j] = True
+        k = n = 0
+        for _ in range(min(n_runs, budget - spent)):
+            if replay is not None and replay.available(tasks[j]) == 0:
+                break
+            s = call(str(tasks[j]))
+            spent += 1
+            if s is None or (isinstance(s, float) and np.isnan(s)):
+                n_failed += 1
+                continue
+            s = float(s)
+            if s not in (0.0, 1.0):
+                raise HierbenchError(
+                    f"`run` must return a binary score (0 or 1, NaN for a failed run); got {s!r} "
+                    f"for task {tasks[j]!r}"
+                )
+            k += int(s)
+            n += 1
+        if n == 0:
+            continue
+        post.observe(j, k, n)
+        n_tot[j] += n
+        y_tot[j] += k
+        post.known = float((y_tot[n_tot > 0] / n_tot[n_tot > 0]).sum())
+        order.append(str(tasks[j]))
+        runs.append(n)
+        succ.append(k)
+        m, lo, hi = post.interval(post.known, prob)
+        trace.append((m, lo, hi))
+        if width is not None and len(order) >= min_tasks and hi - lo < width:
+            reason = "width"
+            break
+    ran = n_tot > 0
+    resp = xr.Dataset(
+        {"n_runs": ("task", n_tot[ran]), "n_success": ("task", y_tot[ran].astype(float))},
+        coords={"task": tasks[ran]},
+    )
+    score = irt_score(bank, resp, prob=prob, n_runs=n_runs, rng=gen)
+    step = np.arange(len(order))
+    tr = np.array(trace).reshape(-1, 3)
+    trace_ds = xr.Dataset(
+        {
+            "estimate": ("step", tr[:, 0]),
+            "lower": ("step", tr[:, 1]),
+            "upper": ("step", tr[:, 2]),
+            "task": ("step", np.array(order, dtype=object)),
+        },
+        coords={"step": step},
+        attrs={"ci_prob": prob, "n_failed_runs": n_failed, "n_draws": min(n_draws, bank.n_samples), "n_grid": n_grid},
+    )
+    return AdaptiveResult(
+        estimate=score.estimate,
+        ci=score.ci,
+        score=score,
+        tasks=xr.DataArray(np.array(order, dtype=object), dims="step", coords={"step": step}, name="tasks"),
+        n_runs=xr.DataArray(np.array(runs, np.int64), dims="step", coords={"step": step}, name="n_runs"),
+        n_success=xr.DataArray(np.array(succ, np.int64), dims="step", coords={"step": step}, name="n_success"),
+        trace=trace_ds,
+        stop_reason=reason,
+        criterion=criterion,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+# --------------------------------------------------------------------------- leave-one-agent-out replay
+
+
+def loo_study(
+    data: xr.Dataset,
+    *,
+    n_tasks: Sequence[int] = (25, 50, 100),
+    selections: Sequence[str] = ("random", "cluster", "information", "adaptive"),
+    prob: float = 0.9,
+    n_random: int = 1,
+    agents: Sequence[str] | None = None,
+    model: Literal["2pl", "1pl"] = "2pl",
+    criterion: Literal["variance", "fisher"] = "variance",
+    n_bank_draws: int = 1000,
+    rng: None | int | np.random.Generator = None,
+) -> xr.Dataset:
+    """Leave one agent out: calibrate on the others, score it from a few tasks, compare with its full score.
+
+    For each held-out agent, the bank is calibrated on the other agents
+    (:func:`hierbench.freq.calibrate_irt`: MAP with a Laplace bank), and the
+    held-out agent's full-benchmark score (its success rate over every task
+    it ran: the truth here) is predicted from ``n`` of its tasks chosen by
+    each selection, with :func:`hierbench.freq.irt_score` (realised target).
+
+    Parameters
+    ----------
+    data : xarray.Dataset
+        Complete logs (every agent ran every task; binary scores).
+    n_tasks : sequence of int
+        Subset sizes to evaluate.
+    selections : sequence of {"random", "cluster", "information", "adaptive"}
+        Random subsets (``n_random`` independent draws, nested in size),
+        the two anchor sets of :func:`anchors` (one per size), and
+        :func:`adaptive` (its first ``n`` tasks; one run each).
+    prob : float
+        Level of the intervals whose coverage is measured.
+    n_random : int
+        Random subsets per agent and size.
+    agents : sequence of str, optional
+        Agents to hold out (default all).
+    model, criterion, n_bank_draws
+        Passed on to the calibration and to :func:`adaptive`.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``agent``, ``selection``, ``n_tasks``, ``repeat``):
+        ``predicted``, ``lower``, ``upper``, ``covered``, ``abs_error``;
+        over ``agent``: ``actual`` (the full score) and ``calibration_seconds``.
+        Non-random selections fill ``repeat = 0`` only (NaN elsewhere).
+    """
+    prob = check_prob(prob)
+    n_random = check_int(n_random, "n_random", min=1)
+    for s in selections:
+        check_choice(s, "selections", ["random", "cluster", "information", "adaptive"])
+    sizes = sorted({check_int(v, "n_tasks", min=1) for v in n_tasks})
+    gen = as_rng(rng)
+    c = counts(data, purpose="an IRT study")
+    n_all = c["n_runs"].transpose("agent", "task").values
+    if (n_all == 0).any():
+        raise HierbenchError(
+            f"`data` must be complete logs (every agent ran every task) for a replay study; "
+            f"{int((n_all == 0).sum())} cells were not run"
+        )
+    all_agents = np.asarray(c["agent"].values).astype(str)
+    hold = all_agents if agents is None else np.asarray(agents).astype(str)
+    unknown = sorted(set(hold) - set(all_agents))
+    if unknown:
+        raise HierbenchError(f"`agents` must be agents of `data`; unknown {unknown[:5]}")
+    T = c.sizes["task"]
+    if sizes[-1] > T:
+        raise HierbenchError(f"`n_tasks` must be at most the number of tasks ({T}); got {sizes[-1]}")
+    sel = list(selections)
+    shape = (len(hold), len(sel), len(sizes), n_random)
+    out = {k: np.full(shape, np.nan) for k in ("predicted", "lower", "upper")}
+    actual = np.full(len(hold), np.nan)
+    cal_s = np.full(len(hold), np.nan)
+    rate = (c["n_success"] / c["n_runs"]).transpose("agent", "task")
+    for i, ag in enumerate(hold):
+        train = c.sel(agent=[a for a in all_agents if a != ag])
+        t0 = time.perf_counter()
+        cal = calibrate_irt(train, model=model, n_draws=n_bank_draws, rng=gen)
+        cal_s[i] = time.perf_counter() - t0
+        bank = cal.bank
+        own = c.sel(agent=ag)
+        actual[i] = float(rate.sel(agent=ag).mean())
+        task_labels = bank.tasks
+
+        def score_on(
+            chosen: np.ndarray, _own: xr.Dataset = own, _bank: IRTBank = bank
+        ) -> tuple[float, float, float]:
+            sub = _own.sel(task=chosen)
+            r = irt_score(_bank, sub, prob=prob, rng=gen)
+            lo, hi = r.ci.values
+            return float(r.estimate), float(lo), float(hi)
+
+        for j, s in enumerate(sel):
+            if s == "random":
+                for rep in range(n_random):
+                    perm = gen.permutation(task_labels)
+                    for kk, n in enumerate(sizes):
+                        vals = score_on(perm[:n])
+                        for key, v in zip(("predicted", "lower", "upper"), vals, strict=True):
+                            out[key][i, j, kk, rep] = v
+            elif s in ("cluster", "information"):
+                for kk, n in enumerate(sizes):
+                    chosen = anchors(bank, n, method=s, rng=gen).tasks
+                    vals = score_on(chosen)
+                    for key, v in zip(("predicted", "lower", "upper"), vals, strict=True):
+                        out[key][i, j, kk, 0] = v
+            else:
+                logs = xr.DataArray(
+                    (own["n_success"] / own["n_runs"]).values[:, None],
+                    dims=("task", "run"),
+                    coords={"task": np.asarray(own["task"].values).astype(str)},
+                )
+                if int(own["n_runs"].max()) > 1:
+                    raise HierbenchError(
+                        "loo_study's adaptive replay needs one run per cell; "
+                        "for repeated runs use adaptive(bank, logs) directly"
+                    )
+                res = adaptive(bank, logs, budget=sizes[-1], criterion=criterion, prob=prob, rng=gen)
+                order = np.asarray(res.tasks.values).astype(str)
+                for kk, n in enumerate(sizes):
+                    vals = score_on(order[:n])
+                    for key, v in zip(("predicted", "lower", "upper"), vals, strict=True):
+                        out[key][i, j, kk, 0] = v
+    coords = {"agent": hold, "selection": sel, "n_tasks": sizes, "repeat": np.arange(n_random)}
+    dims = ("agent", "selection", "n_tasks", "repeat")
+    ds = xr.Dataset({k: (dims, v) for k, v in out.items()}, coords=coords)
+    ds["actual"] = ("agent", actual)
+    ds["calibration_seconds"] = ("agent", cal_s)
+    ds["abs_error"] = np.abs(ds["predicted"] - ds["actual"])
+    ds["covered"] = ((ds["lower"] <= ds["actual"]) & (ds["actual"] <= ds["upper"])).where(ds["predicted"].notnull())
+    ds.attrs = {
+        "ci_prob": prob,
+        "ci_kind": "eti",
+        "model": model,
+        "criterion": criterion,
+        "calibration": "calibrate_irt (MAP, empirical-Bayes hyperparameters, Laplace bank)",
+        "target": "the held-out agent's success rate over all tasks (realised full score)",
+    }
+    return ds

@@ -1,0 +1,215 @@
+"""MAP item calibration, the Laplace bank and scoring a new agent (hierbench.freq._irt_ml).
+
+References: finite differences (scipy.optimize.check_grad / numpy) for the
+gradient and Hessian, a dense numpy inverse for the structured Laplace
+covariance, scipy.integrate.quad for the ability posterior, and simulations
+with fixed seeds and stated Monte Carlo tolerances.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import integrate, stats
+from scipy.optimize import check_grad
+from scipy.special import expit
+
+from hierbench._base import PartialCreditError
+from hierbench.freq import IRTBank, calibrate_irt, irt_score
+from hierbench.freq._irt_ml import (
+    _from_arrow,
+    _hessian_blocks,
+    _laplace,
+    _map_fit,
+    _neg_log_post,
+    _to_arrow,
+)
+
+
+def _counts(n, y):
+    M, T = n.shape
+    return xr.Dataset(
+        {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), y.astype(float))},
+        coords={"agent": [f"a{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)]},
+    )
+
+
+def _simulate(M, T, R, rng, sd_la=0.3):
+    g = np.random.default_rng(rng)
+    th = g.normal(size=M)
+    a = np.exp(g.normal(0.3, sd_la, T))
+    d = g.normal(0, 2, T)
+    p = expit(th[:, None] * a[None, :] + d[None, :])
+    y = g.binomial(R, p)
+    return _counts(np.full((M, T), R), y), th, a, d
+
+
+@pytest.mark.parametrize("two_pl", [True, False])
+def test_gradient_and_hessian_match_finite_differences(two_pl):
+    g = np.random.default_rng(1)
+    M, T = 6, 9
+    n = g.integers(0, 4, (M, T))  # ragged: some cells not run
+    y = g.binomial(n, 0.4)
+    h = (0.1, 1.5, 0.2, 0.6)
+    k = M + T + (T if two_pl else 1)
+    x = g.normal(size=k) * 0.5
+
+    def f(v):
+        return _neg_log_post(v, n, y, M, T, two_pl, h)[0]
+
+    def gr(v):
+        return _neg_log_post(v, n, y, M, T, two_pl, h)[1]
+
+    assert check_grad(f, gr, x) < 1e-4
+    x = _map_fit(n, y, two_pl, h, x).x
+    assert np.abs(gr(x)).max() < 1e-7
+    eps = 1e-5
+    H = np.array([(gr(x + eps * e) - gr(x - eps * e)) / (2 * eps) for e in np.eye(k)])
+    Hgg, Hgi, Hii = _hessian_blocks(x, n, y, M, T, two_pl, h)
+    # the arrow blocks reassembled into the parameter order equal the finite-difference Hessian
+    G, K = Hgg.shape[0], Hii.shape[1]
+    full = np.zeros((G + T * K, G + T * K))
+    full[:G, :G] = Hgg
+    full[:G, G:] = Hgi.reshape(G, T * K)
+    full[G:, :G] = full[:G, G:].T
+    for t in range(T):
+        full[G + t * K : G + (t + 1) * K, G + t * K : G + (t + 1) * K] = Hii[t]
+    perm = np.concatenate(
+        [_from_arrow(np.arange(G), np.arange(G, G + T * K).reshape(T, K), M, T, two_pl)]
+    ).astype(int)
+    np.testing.assert_allclose(full[np.ix_(perm, perm)], H, atol=1e-4)
+    # the structured Laplace covariance equals the dense inverse
+    lap = _laplace(Hgg, Hgi, Hii)
+    Hinv = np.linalg.inv(H)
+    gi, _ = _to_arrow(np.arange(k), M, T, two_pl)
+    np.testing.assert_allclose(lap["cov_g"], Hinv[np.ix_(gi.astype(int), gi.astype(int))], atol=1e-6)
+    _, ii = _to_arrow(np.arange(k).astype(float), M, T, two_pl)
+    np.testing.assert_allclose(lap["var_i"], np.diag(Hinv)[ii.astype(int)], atol=1e-6)
+
+
+def test_calibration_recovers_simulated_items():
+    # 40 agents x 60 tasks x 4 runs from a known 2PL (seed 3). The difficulty ranks
+    # must be close (Spearman > 0.9) and abilities standardised exactly.
+    data, th, a, d = _simulate(40, 60, 4, 3)
+    cal = calibrate_irt(data, n_draws=300, rng=0)
+    b_true = -d / a
+    assert stats.spearmanr(cal.estimate.values, b_true).statistic > 0.9
+    assert stats.spearmanr(cal.ability.values, th).statistic > 0.9
+    assert abs(float(cal.ability.mean())) < 1e-9 and abs(float(cal.ability.std()) - 1) < 1e-9
+    # each bank draw is standardised on its own abilities, so the draws' predictions
+    # are in the same units: check the interval contains the mode for most tasks
+    lo, hi = cal.ci.sel(ci_bound="lower"), cal.ci.sel(ci_bound="upper")
+    assert float(((lo <= cal.estimate) & (cal.estimate <= hi)).mean()) > 0.9
+    assert cal.ci.attrs["ci_kind"] == "eti"
+    assert cal.bank.n_samples == 300 and cal.bank.n_tasks == 60
+
+
+def test_calibration_1pl_shares_one_discrimination():
+    data, *_ = _simulate(20, 30, 3, 5, sd_la=0.0)
+    cal = calibrate_irt(data, model="1pl", n_draws=50, rng=0)
+    assert np.ptp(cal.discrimination.values) == 0
+    assert np.ptp(cal.bank.discrimination.values, axis=1).max() < 1e-12
+
+
+def test_calibration_refuses_bad_input():
+    data, *_ = _simulate(5, 8, 2, 0)
+    with pytest.raises(ValueError, match="at least 2 agents"):
+        calibrate_irt(data.isel(agent=[0]))
+    bad = data.copy(deep=True)
+    bad["n_runs"][:, 0] = 0
+    bad["n_success"][:, 0] = 0
+    with pytest.raises(ValueError, match="every task must have been run"):
+        calibrate_irt(bad)
+    with pytest.raises(ValueError, match="`model` must be one of"):
+        calibrate_irt(data, model="3pl")
+    with pytest.raises(ValueError, match="`hyper` must give exactly"):
+        calibrate_irt(data, hyper={"mu_d": 0.0})
+    score = xr.DataArray(np.full((2, 3, 1), 0.5), dims=("agent", "task", "run"))
+    with pytest.raises(PartialCreditError):
+        calibrate_irt(xr.Dataset({"score": score}))
+
+
+def _fixed_bank(a, d, S=1):
+    A = xr.DataArray(np.tile(a, (S, 1)), dims=("sample", "task"), coords={"task": [f"t{j}" for j in range(a.size)]})
+    D = xr.DataArray(np.tile(d, (S, 1)), dims=("sample", "task"), coords={"task": [f"t{j}" for j in range(a.size)]})
+    return IRTBank(A, D)
+
+
+def test_ability_posterior_matches_quadrature():
+    # one item-parameter draw repeated: the ability draws follow the grid posterior, whose
+    # mean must equal the quadrature mean of prior x likelihood (scipy.integrate.quad)
+    a = np.array([1.0, 1.5, 0.7, 2.0, 1.2])
+    d = np.array([0.5, -1.0, 0.0, 1.0, -2.0])
+    y = np.array([1, 0, 1, 1, 0])
+    bank = _fixed_bank(a, d, S=4000)
+
+    def dens(t):
+        p = expit(a * t + d)
+        return stats.norm.pdf(t) * np.prod(p**y * (1 - p) ** (1 - y))
+
+    z = integrate.quad(dens, -10, 10)[0]
+    mean = integrate.quad(lambda t: t * dens(t), -10, 10)[0] / z
+    sd = np.sqrt(integrate.quad(lambda t: t * t * dens(t), -10, 10)[0] / z - mean**2)
+    resp = xr.DataArray(y[:, None].astype(float), dims=("task", "run"), coords={"task": [f"t{j}" for j in range(5)]})
+    r = irt_score(bank, resp, rng=0, k=[1, 2])
+    # Monte Carlo: 4000 draws, tolerance 4 standard errors
+    assert abs(float(r.ability) - mean) < 4 * sd / np.sqrt(4000)
+    # expected score and pass^k per draw are deterministic functions of the ability
+    th = r.ability_draws.values
+    np.testing.assert_allclose(r.expected_score_draws, expit(a[None] * th[:, None] + d[None]).mean(1))
+    np.testing.assert_allclose(r.pass_hat_k.sel(k=2), (expit(a[None] * th[:, None] + d[None]) ** 2).mean(), rtol=1e-12)
+    # tasks run count as observed in the realised score
+    assert r.n_tasks_run == 5
+    np.testing.assert_allclose(r.score_draws, y.mean())
+    assert r.ci.attrs["ci_kind"] == "eti"
+
+
+def test_score_interval_coverage_by_simulation():
+    # Agents drawn from the prior N(0, 1), answering 15 of 60 items of a known bank; the
+    # 90% interval of the realised full score must cover in 90% +- 3 binomial sd of 200.
+    g = np.random.default_rng(11)
+    T, n_ag = 60, 200
+    a = np.exp(g.normal(0.3, 0.3, T))
+    d = g.normal(0, 2, T)
+    bank = _fixed_bank(a, d, S=100)
+    hits = 0
+    for _ in range(n_ag):
+        th = g.normal()
+        y = (g.random(T) < expit(a * th + d)).astype(float)
+        idx = g.choice(T, 15, replace=False)
+        resp = xr.DataArray(y[idx, None], dims=("task", "run"), coords={"task": [f"t{j}" for j in idx]})
+        r = irt_score(bank, resp, prob=0.9, rng=g)
+        lo, hi = r.ci.values
+        hits += lo <= y.mean() <= hi
+    tol = 3 * np.sqrt(0.9 * 0.1 / n_ag)
+    assert abs(hits / n_ag - 0.9) < tol + 0.02  # + grid/discreteness slack of the realised score
+
+
+def test_score_refuses_bad_input():
+    bank = _fixed_bank(np.ones(3), np.zeros(3))
+    resp = xr.DataArray([[1.0]], dims=("task", "run"), coords={"task": ["zz"]})
+    with pytest.raises(ValueError, match="must be tasks of the bank"):
+        irt_score(bank, resp)
+    resp = xr.DataArray([[0.5]], dims=("task", "run"), coords={"task": ["t0"]})
+    with pytest.raises(PartialCreditError):
+        irt_score(bank, resp)
+    with pytest.raises(TypeError, match="`bank` must be an IRTBank"):
+        irt_score("bank", resp)
+    with pytest.raises(ValueError, match="`discrimination` must be positive"):
+        IRTBank(-bank.discrimination, bank.intercept)
+
+
+def test_bank_from_posterior_reads_a_fit_layout():
+    post = xr.Dataset(
+        {
+            "discrimination": (("chain", "draw", "task"), np.ones((2, 3, 4))),
+            "intercept": (("chain", "draw", "task"), np.zeros((2, 3, 4))),
+        },
+        coords={"task": ["a", "b", "c", "d"]},
+    )
+    bank = IRTBank.from_posterior(xr.DataTree.from_dict({"posterior": post}))
+    assert bank.n_samples == 6 and bank.tasks.tolist() == ["a", "b", "c", "d"] and bank.method == "nuts"
+    post1 = post.assign(discrimination=(("chain", "draw"), np.ones((2, 3))))
+    bank1 = IRTBank.from_posterior(xr.DataTree.from_dict({"posterior": post1}))
+    assert bank1.model == "1pl" and bank1.discrimination.shape == (6, 4)
