@@ -114,8 +114,8 @@ def build_irt_2pl(
     >>> data, _ = simulate_eval(n_agents=4, n_tasks=10, n_runs=3, rng=0)
     >>> m = build_irt_2pl(data)
     >>> sorted(v.name for v in m.free_RVs)  # doctest: +NORMALIZE_WHITESPACE
-    ['mu_intercept', 'mu_log_discrimination', 'sd_intercept', 'sd_log_discrimination',
-     'z_ability', 'z_intercept', 'z_log_discrimination']
+    ['intercept_task', 'mu_intercept', 'mu_log_discrimination', 'sd_intercept',
+     'sd_log_discrimination', 'z_ability', 'z_log_discrimination']
     """
     if model not in ("2pl", "1pl"):
         raise ValueError(f"`model` must be '2pl' or '1pl'; got {model!r}")

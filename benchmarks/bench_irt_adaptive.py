@@ -1,0 +1,209 @@
+"""IRT on SWE-bench bash-only: leave one agent out, random vs anchors vs adaptive task selection.
+
+For each of the 25 agents: calibrate a 2PL bank on the other 24
+(``calibrate_irt``: MAP with empirical-Bayes hyperparameters and a Laplace
+bank of 1000 item-parameter draws; NUTS per fold is too slow on a shared
+machine, so it is validated on one fold with ``--nuts-fold``), then predict
+the held-out agent's full 500-task score from ``n`` of its tasks chosen
+
+* at random (``--n-random`` independent subsets per agent, nested in size),
+* by cluster anchors and information anchors (``design.anchors``),
+* adaptively (``design.adaptive``, expected posterior variance reduction),
+
+and record the absolute error of the posterior mean and whether the 90%
+interval covered the actual score. Prints the tables of the closing note and
+writes them as JSON.
+
+    python benchmarks/bench_irt_adaptive.py --out /tmp/irt_loo.json
+    python benchmarks/bench_irt_adaptive.py --quick          # 4 agents, 2 random subsets
+    python benchmarks/bench_irt_adaptive.py --nuts-fold 0    # NUTS vs Laplace bank on one fold
+    python benchmarks/bench_irt_adaptive.py --full-fit       # NUTS on all 25 agents vs the MAP fit
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import warnings
+
+import numpy as np
+import xarray as xr
+
+
+def loo(args) -> dict:
+    from hierbench.data import load_swebench_bash_only
+    from hierbench.design import loo_study
+
+    data = load_swebench_bash_only()
+    agents = [str(a) for a in data.agent.values]
+    if args.quick:
+        agents = agents[:: max(1, len(agents) // 4)][:4]
+    sizes = tuple(int(v) for v in args.sizes.split(","))
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = loo_study(
+            data,
+            agents=agents,
+            n_tasks=sizes,
+            n_random=args.n_random,
+            prob=0.9,
+            criterion=args.criterion,
+            n_bank_draws=args.bank_draws,
+            rng=args.seed,
+        )
+    secs = time.perf_counter() - t0
+    if args.save:
+        ds.to_netcdf(args.save)
+    mae = ds.abs_error.mean(("agent", "repeat"))
+    cov = ds.covered.mean(("agent", "repeat"))
+    n_cov = ds.covered.notnull().sum(("agent", "repeat"))
+    width = (ds.upper - ds.lower).mean(("agent", "repeat"))
+    print(f"leave-one-agent-out on SWE-bench bash-only: {len(agents)} agents, {secs:.0f} s, load {os.getloadavg()}")
+    print("\nmean absolute error of the predicted full score (percentage points)")
+    print((100 * mae).to_pandas().round(2).to_string())
+    print("\ncoverage of the 90% interval (n intervals in brackets)")
+    tab = cov.to_pandas().round(3).astype(str) + " (" + n_cov.to_pandas().astype(str) + ")"
+    print(tab.to_string())
+    print("\nmean width of the 90% interval (points)")
+    print((100 * width).to_pandas().round(2).to_string())
+    # tasks that random selection needs for the error adaptive reaches with n tasks
+    rnd = mae.sel(selection="random").to_pandas()
+    out = {
+        "agents": agents,
+        "sizes": list(sizes),
+        "seconds": secs,
+        "load": os.getloadavg(),
+        "mae": {s: dict(zip(map(int, sizes), map(float, mae.sel(selection=s).values), strict=True)) for s in mae.selection.values},
+        "coverage": {s: dict(zip(map(int, sizes), map(float, cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
+        "n_intervals": {s: dict(zip(map(int, sizes), map(int, n_cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
+        "width": {s: dict(zip(map(int, sizes), map(float, width.sel(selection=s).values), strict=True)) for s in width.selection.values},
+        "actual": dict(zip(agents, map(float, ds.actual.values), strict=True)),
+    }
+    if "adaptive" in mae.selection.values:
+        print("\nadaptive with n tasks vs random with 2n tasks (MAE, points)")
+        for n in sizes:
+            if 2 * n in rnd.index:
+                print(f"  adaptive {n:4d}: {100 * float(mae.sel(selection='adaptive', n_tasks=n)):.2f}   random {2 * n:4d}: {100 * rnd[2 * n]:.2f}")
+    return out
+
+
+def nuts_fold(args) -> dict:
+    """NUTS bank vs Laplace bank on one fold: same held-out agent, same random subsets."""
+    from hierbench.bayes import build_irt_2pl, fit
+    from hierbench.data import load_swebench_bash_only
+    from hierbench.freq import IRTBank, calibrate_irt, irt_score
+
+    data = load_swebench_bash_only()
+    ag = str(data.agent.values[args.nuts_fold])
+    train = data.sel(agent=[a for a in data.agent.values if str(a) != ag])
+    own = data.sel(agent=ag)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_irt_2pl(train), rng=args.seed, posterior_predictive=False, log_likelihood=False)
+    t_nuts = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cal = calibrate_irt(train, rng=args.seed)
+    t_map = time.perf_counter() - t0
+    banks = {"nuts": IRTBank.from_posterior(dt).thin(1000, args.seed), "laplace": cal.bank}
+    g = np.random.default_rng(args.seed)
+    actual = float(own.score.mean())
+    rows = []
+    for rep in range(args.n_random):
+        idx = np.sort(g.choice(data.sizes["task"], 100, replace=False))
+        sub = own.isel(task=idx)
+        rec = {}
+        for name, bank in banks.items():
+            r = irt_score(bank, sub, prob=0.9, rng=g)
+            lo, hi = map(float, r.ci.values)
+            rec[name] = (float(r.estimate), lo, hi)
+        rows.append(rec)
+    diff = [abs(r["nuts"][0] - r["laplace"][0]) for r in rows]
+    wn = [r["nuts"][2] - r["nuts"][1] for r in rows]
+    wl = [r["laplace"][2] - r["laplace"][1] for r in rows]
+    post = dt["posterior"].to_dataset()
+    from scipy import stats
+
+    rho = stats.spearmanr(post["difficulty"].mean(("chain", "draw")).values, cal.estimate.values).statistic
+    out = {
+        "held_out": ag,
+        "actual": actual,
+        "nuts_seconds": t_nuts,
+        "map_seconds": t_map,
+        "nuts_diag": {k: dt.attrs[k] for k in ("diag_max_r_hat", "diag_min_ess_bulk", "diag_n_divergent")},
+        "spearman_difficulty": float(rho),
+        "mean_abs_diff_prediction": float(np.mean(diff)),
+        "max_abs_diff_prediction": float(np.max(diff)),
+        "mean_width_nuts": float(np.mean(wn)),
+        "mean_width_laplace": float(np.mean(wl)),
+        "covered_nuts": float(np.mean([r["nuts"][1] <= actual <= r["nuts"][2] for r in rows])),
+        "covered_laplace": float(np.mean([r["laplace"][1] <= actual <= r["laplace"][2] for r in rows])),
+        "load": os.getloadavg(),
+    }
+    print(json.dumps(out, indent=1, default=float))
+    return out
+
+
+def full_fit(args) -> dict:
+    """The 2PL by NUTS on all 25 agents with defaults, against the MAP calibration."""
+    from scipy import stats
+
+    from hierbench.bayes import build_irt_2pl, fit
+    from hierbench.data import load_swebench_bash_only
+    from hierbench.freq import calibrate_irt
+
+    data = load_swebench_bash_only()
+    t0 = time.perf_counter()
+    dt = fit(build_irt_2pl(data), rng=args.seed, posterior_predictive=False)
+    secs = time.perf_counter() - t0
+    if args.save:
+        dt.to_netcdf(args.save)
+    t0 = time.perf_counter()
+    cal = calibrate_irt(data, rng=args.seed)
+    t_map = time.perf_counter() - t0
+    post = dt["posterior"].to_dataset()
+    out = {
+        "nuts_seconds": secs,
+        "map_seconds": t_map,
+        "diag": {k: (v if isinstance(v, str) else float(v)) for k, v in dt.attrs.items() if k.startswith("diag_")},
+        "load": os.getloadavg(),
+    }
+    for v, ml in (("difficulty", cal.estimate), ("discrimination", cal.discrimination), ("ability", cal.ability)):
+        pm = post[v].mean(("chain", "draw"))
+        out[f"spearman_{v}"] = float(stats.spearmanr(pm.values, ml.values).statistic)
+        out[f"mean_abs_diff_{v}"] = float(np.abs(pm.values - ml.values).mean())
+    print(json.dumps(out, indent=1))
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--sizes", default="10,25,50,100,200")
+    p.add_argument("--n-random", type=int, default=5)
+    p.add_argument("--criterion", default="variance", choices=["variance", "fisher"])
+    p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument("--bank-draws", type=int, default=1000, help="Laplace draws per calibrated bank")
+    p.add_argument("--nuts-fold", type=int, default=None)
+    p.add_argument("--full-fit", action="store_true")
+    p.add_argument("--save", default=None, help="write the study Dataset / the fit as netCDF")
+    p.add_argument("--out", default=None, help="write the summary as JSON")
+    args = p.parse_args()
+    os.environ.setdefault("HIERBENCH_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    if args.full_fit:
+        res = full_fit(args)
+    elif args.nuts_fold is not None:
+        res = nuts_fold(args)
+    else:
+        res = loo(args)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(res, f, indent=1, default=float)
+
+
+if __name__ == "__main__":
+    xr.set_options(keep_attrs=True)
+    main()
