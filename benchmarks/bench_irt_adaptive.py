@@ -112,7 +112,7 @@ def nuts_fold(args) -> dict:
     g = np.random.default_rng(args.seed)
     actual = float(own.score.mean())
     rows = []
-    for rep in range(args.n_random):
+    for _rep in range(args.n_random):
         idx = np.sort(g.choice(data.sizes["task"], 100, replace=False))
         sub = own.isel(task=idx)
         rec = {}
