@@ -185,6 +185,7 @@ def build_irt_2pl(
     name = "irt_2pl" if model == "2pl" else "irt_1pl"
     m.hierbench = {
         "model": name,
+        "postprocess": _set_aside_radius,
         "options": {"model": model, "clusters": bool(clusters), "centred": bool(centre)},
         "priors": pri,
         "data_hash": data_hash(counts),
@@ -200,6 +201,37 @@ def build_irt_2pl(
         },
     }
     return m
+
+
+def _set_aside_radius(dt: Any, rng: Any = None) -> Any:
+    """Move the working parameter ``z_ability`` out of the posterior (parameter expansion).
+
+    The likelihood and every reported quantity depend on ``z`` only through its
+    direction (``ability = z / rms(z)``); its radius is a working parameter whose
+    posterior is its prior (chi with M - 1 degrees of freedom), as in
+    parameter-expanded data augmentation. NUTS moves along that flat radial
+    direction slowly (SWE-bench: radius ESS_bulk 134, R-hat 1.026, while every
+    identified quantity has R-hat <= 1.006 and ESS_bulk >= 730), so it is kept
+    in the group ``parameter_expansion`` (``z_ability`` and ``radius``), its
+    own diagnostics in the root attrs ``px_radius_r_hat`` and
+    ``px_radius_ess_bulk``, and the convergence checks run on the identified
+    posterior.
+    """
+    import arviz_stats as azs
+    import xarray as xr
+
+    post = dt["posterior"].to_dataset()
+    if "z_ability" not in post:
+        return dt
+    z = post["z_ability"]
+    radius = np.sqrt((z**2).sum("agent"))
+    aux = xr.Dataset({"z_ability": z, "radius": radius})
+    r = xr.Dataset({"radius": radius})
+    dt.attrs["px_radius_r_hat"] = float(azs.rhat(r, sample_dims=["chain", "draw"])["radius"])
+    dt.attrs["px_radius_ess_bulk"] = float(azs.ess(r, sample_dims=["chain", "draw"], method="bulk")["radius"])
+    dt["parameter_expansion"] = xr.DataTree(aux)
+    dt["posterior"] = xr.DataTree(post.drop_vars("z_ability"))
+    return dt
 
 
 def build_irt_1pl(data: Any, **kwargs: Any) -> pm.Model:

@@ -86,6 +86,9 @@ def main(path: str | None = None) -> None:
             "min_ess_bulk": float(dt.attrs["diag_min_ess_bulk"]),
             "min_ess_tail": float(dt.attrs["diag_min_ess_tail"]),
             "min_bfmi": float(dt.attrs["diag_min_bfmi"]),
+            # the parameter-expansion radius, set aside before the checks (see the card)
+            "px_radius_r_hat": float(dt.attrs.get("px_radius_r_hat", np.nan)),
+            "px_radius_ess_bulk": float(dt.attrs.get("px_radius_ess_bulk", np.nan)),
         },
         "ml_vs_nuts": ml_vs_nuts,
         "ml_hyper": cal.hyper,

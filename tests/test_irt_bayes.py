@@ -1,0 +1,142 @@
+"""The PyMC 2PL / 1PL builders (hierbench.bayes._irt) and the irt_2pl zoo entry.
+
+References: scipy.stats.binom for the likelihood, numpy for the identifying
+constraints, the registry for the spec file, the MAP fit for the tiny NUTS
+fit (slow), and the reference.json's own recorded numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+from scipy import stats
+from scipy.special import expit
+
+from hierbench.bayes import (
+    build_crossed,
+    build_irt_1pl,
+    build_irt_2pl,
+    get_model,
+    read_spec,
+    spec_to_toml,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _data(M=6, T=10, R=3, seed=0, clusters=False):
+    g = np.random.default_rng(seed)
+    th = g.normal(size=M)
+    a = np.exp(g.normal(0.3, 0.3, T))
+    d = g.normal(0, 1.5, T)
+    y = (g.random((M, T, R)) < expit(th[:, None, None] * a[None, :, None] + d[None, :, None])).astype(float)
+    y[0, 0, :] = np.nan  # a cell never run
+    coords = {"agent": [f"m{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)], "run": np.arange(R)}
+    if clusters:
+        coords["cluster"] = ("task", [f"c{j % 3}" for j in range(T)])
+    return xr.Dataset({"score": (("agent", "task", "run"), y)}, coords=coords)
+
+
+def test_likelihood_is_the_binomial_on_observed_cells():
+    data = _data()
+    m = build_irt_2pl(data)
+    ip = m.initial_point()
+    g = np.random.default_rng(1)
+    point = {k: v + g.normal(0, 0.3, np.shape(v)) for k, v in ip.items()}
+    import pytensor
+
+    outs = m.replace_rvs_by_values([m["ability"], m["discrimination"], m["intercept"]])
+    f = pytensor.function(m.value_vars, outs, on_unused_input="ignore")
+    ab, disc, icpt = f(**{v.name: point[v.name] for v in m.value_vars})
+    # standardised abilities: mean 0, population sd 1, exactly
+    assert abs(ab.mean()) < 1e-12 and abs(ab.std() - 1) < 1e-12
+    ll = m.compile_logp(vars=[m["y"]], sum=True)(point)
+    n = (~np.isnan(data.score)).sum("run").values
+    y = data.score.fillna(0).sum("run").values
+    p = expit(ab[:, None] * disc[None, :] + icpt[None, :])
+    obs = n > 0
+    ref = stats.binom.logpmf(y[obs], n[obs], p[obs]).sum()
+    np.testing.assert_allclose(ll, ref, rtol=1e-10)
+    assert m["y"].owner is not None and len(m.coords["cell"]) == int(obs.sum())
+
+
+def test_same_cells_as_the_crossed_model():
+    data = _data(clusters=True)
+    a = build_irt_2pl(data).hierbench["cell_coords"]
+    b = build_crossed(data).hierbench["cell_coords"]
+    for k in ("cell_agent", "cell_task"):
+        assert np.array_equal(a[k], b[k])
+
+
+def test_1pl_and_options():
+    data = _data(clusters=True)
+    m1 = build_irt_1pl(data)
+    assert m1.hierbench["model"] == "irt_1pl"
+    assert "z_log_discrimination" not in [v.name for v in m1.free_RVs]
+    assert pm.draw(m1["discrimination"]).shape == ()
+    mc = build_irt_2pl(data, clusters=True)
+    assert "z_cluster" in [v.name for v in mc.free_RVs]
+    # auto centring: 6 agents x 3 runs = 18 runs per task >= 10 -> centred intercepts
+    assert "intercept_task" in [v.name for v in build_irt_2pl(data).free_RVs]
+    assert "z_intercept" in [v.name for v in build_irt_2pl(_data(R=1)).free_RVs]
+
+
+def test_builder_refuses_bad_input():
+    data = _data()
+    with pytest.raises(ValueError, match="at least 2 agents"):
+        build_irt_2pl(data.isel(agent=[0]))
+    with pytest.raises(ValueError, match="`clusters=True` needs a `cluster` task coord"):
+        build_irt_2pl(data, clusters=True)
+    with pytest.raises(ValueError, match="`model` must be '2pl' or '1pl'"):
+        build_irt_2pl(data, model="3pl")
+    with pytest.raises(ValueError, match="`priors` keys must be among"):
+        build_irt_2pl(data, priors={"sd_task": {"dist": "HalfNormal", "sigma": 1.0}})
+    with pytest.raises(TypeError, match="sets `model='1pl'` itself"):
+        build_irt_1pl(data, model="2pl")
+
+
+def test_zoo_spec_round_trips_and_reference_is_recorded():
+    folder = ROOT / "models" / "irt_2pl"
+    spec = read_spec(folder / "spec.toml")
+    entry = get_model("irt_2pl").spec()
+    for key in ("builder", "options", "priors", "sampler"):
+        assert spec[key] == entry[key]
+    assert tomllib.loads(spec_to_toml(spec)) == spec
+    ref = json.loads((folder / "reference.json").read_text())
+    d = ref["diagnostics"]
+    # the reference fit passed the package's own checks with defaults
+    assert d["n_divergent"] == 0 and d["max_r_hat"] <= 1.01 and d["min_ess_bulk"] >= 400
+    assert ref["ml_vs_nuts"]["spearman_difficulty"] > 0.98
+    assert (folder / "card.md").is_file()
+
+
+def test_reference_difficulties_agree_with_the_map_fit(shared_data):
+    # the MAP calibration (fast) against the reference NUTS posterior means on SWE-bench
+    from hierbench.data import load_swebench_bash_only
+    from hierbench.freq import calibrate_irt
+
+    ref = json.loads((ROOT / "models" / "irt_2pl" / "reference.json").read_text())
+    data = load_swebench_bash_only(shared_data)
+    cal = calibrate_irt(data, n_draws=10, rng=0)
+    means = ref["summary"]["difficulty"]
+    nuts = np.array([means[t]["mean"] for t in cal.estimate.task.values])
+    assert stats.spearmanr(nuts, cal.estimate.values).statistic > 0.98
+
+
+@pytest.mark.slow
+def test_tiny_nuts_fit_converges_and_matches_map():
+    from hierbench.bayes import fit
+    from hierbench.freq import calibrate_irt
+
+    data = _data(M=12, T=25, R=3, seed=4)
+    dt = fit(build_irt_2pl(data), draws=300, tune=300, chains=2, rng=0, posterior_predictive=False)
+    assert dt.attrs["diag_n_divergent"] == 0
+    cal = calibrate_irt(data, n_draws=10, rng=0)
+    pm_b = dt["posterior"]["difficulty"].mean(("chain", "draw")).values
+    assert stats.spearmanr(pm_b, cal.estimate.values).statistic > 0.9
