@@ -213,3 +213,13 @@ def test_bank_from_posterior_reads_a_fit_layout():
     post1 = post.assign(discrimination=(("chain", "draw"), np.ones((2, 3))))
     bank1 = IRTBank.from_posterior(xr.DataTree.from_dict({"posterior": post1}))
     assert bank1.model == "1pl" and bank1.discrimination.shape == (6, 4)
+
+
+def test_pass_k_beyond_one_run_warns_on_a_single_run_bank():
+    from hierbench._base import HierbenchWarning
+
+    data, *_ = _simulate(10, 12, 1, 8)
+    bank = calibrate_irt(data, n_draws=20, rng=0).bank
+    resp = xr.DataArray([[1.0]], dims=("task", "run"), coords={"task": ["t0"]})
+    with pytest.warns(HierbenchWarning, match="pass\\^k for k > 1 assumes"):
+        irt_score(bank, resp, k=[1, 2], rng=0)

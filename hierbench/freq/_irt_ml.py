@@ -603,7 +603,7 @@ def calibrate_irt(
         xr.DataArray(d_draw, dims=("sample", "task"), coords=task_c),
         "laplace",
         model,
-        {"n_agents": M, "hessian": hess_kind},
+        {"n_agents": M, "hessian": hess_kind, "max_runs_per_cell": int(n.max())},
     )
     b_mode = xr.DataArray(-d_s[0] / a_s[0], dims="task", coords=task_c, name="difficulty")
     b_draw = -d_draw / a_draw
@@ -786,6 +786,14 @@ def irt_score(
     ks = np.atleast_1d(np.asarray(k))
     ks = np.array([check_int(v, "k", min=1) for v in ks.tolist()], dtype=int)
     gen = as_rng(rng)
+    if (ks > 1).any() and bank.attrs.get("max_runs_per_cell") == 1:
+        warnings.warn(
+            "pass^k for k > 1 assumes a cell's runs are independent given its success probability; "
+            "the bank was calibrated on one run per cell, which cannot check that (an agent x task "
+            "effect would make pass^k larger)",
+            HierbenchWarning,
+            stacklevel=2,
+        )
     n, y = _agent_responses(bank, responses)
     a = bank.discrimination.values
     d = bank.intercept.values
