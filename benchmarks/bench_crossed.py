@@ -1,141 +1,252 @@
-"""Benchmark the crossed model at 12 agents x 500 tasks x 10 runs.
+"""Benchmark the crossed model as a user runs it, with like-for-like baselines on the same data.
 
-Measures, per configuration (each in its own subprocess so that peak memory is
-its own): compile time, sampling time, total wall time, ESS_bulk per second
-of the key parameters, min ESS_bulk and ESS_tail over every free parameter
-and the named group effects, max R-hat, divergences and peak RSS.
+For each size (agents x tasks x runs; default 12x500x10, 25x1000x8, 50x2000x8)
+one simulated data set (``simulate_eval(..., rng=seed)``) is fitted by
 
-Configurations
---------------
-marginal-nutpie   the hierbench default: agent x task effect integrated out
-                  by Gauss-Hermite quadrature, auto (centred) agents and tasks
-latent-nutpie     the agent x task effects kept as M x T non-centred latent
-                  parameters (with hierbench's offset + zero-sum task
-                  parameterisation and fixed agents; target_accept 0.8).
-                  The issue's plain non-centred baseline (random agents,
-                  iid task effects) measured ~220 s, min ESS_bulk 165,
-                  R-hat 1.03 on this machine; the builder no longer
-                  produces that exact parameterisation.
-marginal-pymc     the default model with PyMC's own NUTS
+default      ``fit(build_crossed(data), rng=seed)``: the DEFAULT call, timed
+             whole (build, compile, sampling, log-likelihood, posterior
+             predictive, ``mean_observed``, diagnostics), with the time of
+             each post-processing step measured inside that same call;
+latent       the same call on ``build_crossed(data, agent_task="latent")``:
+             the same priors, the agent x task effects kept as M x T latent
+             parameters (the plain model; the like-for-like baseline);
+advi         ``fit_approx(build_crossed(data), reference=<default fit>)``:
+             mean-field ADVI and its error against the NUTS fit;
+ml           ``hierbench.freq.fit_crossed_ml(data)`` (profile intervals),
+             and its Laplace-at-the-mode posterior (estimate, inverse
+             Hessian) scored against NUTS like ADVI.
 
-Always 4 chains x 1000 draws after 1000 tuning steps. Usage::
+Every configuration of one size runs in the same subprocess one after the
+other, so their ratios come from one process on the same data and priors.
+Columns: wall s, min ESS bulk/tail over the free parameters and the named
+group effects, max R-hat, divergences, and for the default fit the time per
+gradient evaluation (sampling time x parallel chains / leapfrog steps) and
+per cell. Usage::
 
-    python benchmarks/bench_crossed.py [config ...] [--seed 1]
+    python benchmarks/bench_crossed.py [--sizes 12x500x10 25x1000x8] \
+        [--configs default latent advi ml] [--seed 1] [--out results.jsonl]
 
-Prints one JSON line per configuration and a table of ratios against
-latent-nutpie. numpyro is reported as unavailable unless jax is installed.
+The load average (``os.getloadavg``) is printed with every line: the machine
+may be shared, and only ratios from one run are comparable.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import resource
+import os
 import subprocess
 import sys
 import time
+import warnings
 
-CONFIGS = {
-    "marginal-nutpie": {"agent_task": "marginal", "centred": "auto", "sampler": "nutpie"},
-    "latent-nutpie": {"agent_task": "latent", "centred": (), "sampler": "nutpie"},
-    "marginal-pymc": {"agent_task": "marginal", "centred": "auto", "sampler": "pymc"},
-    "marginal-numpyro": {"agent_task": "marginal", "centred": "auto", "sampler": "numpyro"},
-}
-KEY = ["mu", "sd_agent", "sd_task", "sd_agent_task", "ability"]
+SIZES = ["12x500x10", "25x1000x8", "50x2000x8"]
+CONFIGS = ["default", "latent", "advi", "ml"]
+KEY = ["sd_task", "sd_agent_task", "ability"]
 
 
-def run_one(name: str, seed: int) -> dict:
-    import warnings
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
+
+def _conv(idata, model) -> dict:
     import arviz_stats as azs
     import numpy as np
 
-    from hierbench.bayes import build_crossed, fit
-    from hierbench.testing import simulate_eval
-
-    cfg = CONFIGS[name]
-    data, _ = simulate_eval(n_agents=12, n_tasks=500, n_runs=10, rng=seed)
-    t0 = time.perf_counter()
-    model = build_crossed(data, agent_task=cfg["agent_task"], centred=cfg["centred"])
-    build_time = time.perf_counter() - t0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        idata = fit(
-            model,
-            draws=1000,
-            tune=1000,
-            chains=4,
-            rng=seed,
-            sampler=cfg["sampler"],
-            posterior_predictive=False,
-            log_likelihood=False,
-        )
-    wall = time.perf_counter() - t0
     post = idata["posterior"].to_dataset()
     free = [v.name for v in model.free_RVs]
     names = [v for v in dict.fromkeys([*free, *KEY, "agent_effect", "task_effect"]) if v in post]
-    if cfg["agent_task"] == "latent":
-        names = [v for v in names if v != "z_agent_task"] + ["z_agent_task"]
     sub = post[names]
-    ess_b = azs.ess(sub, method="bulk")
-    ess_t = azs.ess(sub, method="tail")
-    rhat = azs.rhat(sub)
-    t_sample = float(idata.attrs["sampling_time"])
+    ess_b, ess_t, rhat = azs.ess(sub, method="bulk"), azs.ess(sub, method="tail"), azs.rhat(sub)
 
     def mn(ds):
         return float(min(np.nanmin(ds[v].values) for v in ds.data_vars))
 
-    out = {
-        "config": name,
-        "build_s": round(build_time, 2),
-        "compile_s": round(float(idata.attrs["compile_time"]), 2) if np.isfinite(idata.attrs["compile_time"]) else None,
-        "sampling_s": round(t_sample, 2),
-        "wall_s": round(wall, 2),
+    return {
         "min_ess_bulk": round(mn(ess_b), 1),
         "min_ess_tail": round(mn(ess_t), 1),
         "max_r_hat": round(float(max(np.nanmax(rhat[v].values) for v in rhat.data_vars)), 4),
-        "divergences": int(idata.attrs["diag_n_divergent"]),
-        "ess_bulk_per_s": {v: round(float(np.nanmin(ess_b[v].values)) / t_sample, 2) for v in KEY if v in ess_b},
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "divergences": int(idata.attrs.get("diag_n_divergent", -1)),
     }
+
+
+def _timed_fit(model, seed: int) -> tuple[object, dict]:
+    """The default ``fit`` call, with its post-processing steps timed from inside."""
+    import pymc as pm
+
+    import hierbench.bayes._crossed as crossed_mod
+    from hierbench.bayes import fit
+
+    parts: dict[str, float] = {}
+
+    def wrap(owner, name, label):
+        orig = getattr(owner, name)
+
+        def timed(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return orig(*a, **k)
+            finally:
+                parts[label] = parts.get(label, 0.0) + time.perf_counter() - t0
+
+        setattr(owner, name, timed)
+        return orig
+
+    saved = [
+        (pm, "compute_log_likelihood", wrap(pm, "compute_log_likelihood", "log_likelihood_s")),
+        (pm, "sample_posterior_predictive", wrap(pm, "sample_posterior_predictive", "posterior_predictive_s")),
+        (crossed_mod, "_add_mean_observed", wrap(crossed_mod, "_add_mean_observed", "mean_observed_s")),
+    ]
+    # the builder stored the postprocess function itself: re-point it at the timed wrapper
+    if model.hierbench.get("postprocess") is not None:
+        model.hierbench["postprocess"] = crossed_mod._add_mean_observed
+    try:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = fit(model, rng=seed)
+        wall = time.perf_counter() - t0
+    finally:
+        for owner, name, orig in saved:
+            setattr(owner, name, orig)
+    parts = {k: round(v, 2) for k, v in parts.items()}
+    parts["fit_call_s"] = round(wall, 2)
+    parts["compile_s"] = round(float(idata.attrs["compile_time"]), 2)
+    parts["sampling_s"] = round(float(idata.attrs["sampling_time"]), 2)
+    return idata, parts
+
+
+def _grad_cost(idata, n_cells: int, chains: int = 4) -> dict:
+    import numpy as np
+
+    steps = float(idata["sample_stats"]["n_steps"].sum()) if "n_steps" in idata["sample_stats"] else np.nan
+    par = min(chains, os.cpu_count() or 1)
+    t = float(idata.attrs["sampling_time"]) * par / steps  # post-warmup steps only: an upper bound
+    return {
+        "leapfrog_steps_kept": int(steps) if np.isfinite(steps) else None,
+        "s_per_gradient": round(t, 6),
+        "us_per_gradient_per_cell": round(1e6 * t / n_cells, 4),
+    }
+
+
+def _laplace_error(ml, idata) -> dict:
+    """Error of the ML estimate +- SE (a Laplace-at-the-mode posterior) against the NUTS posterior."""
+    import numpy as np
+
+    post = idata["posterior"].to_dataset()
+    out = {}
+    ab = post["ability"]
+    m, s = ab.mean(("chain", "draw")), ab.std(("chain", "draw"))
+    out["ability_sd_ratio"] = round(float((ml.standard_error / s).mean()), 3)
+    out["ability_mean_shift"] = round(float(np.abs((ml.estimate - m) / s).max()), 3)
+    V = ml.vcov.values
+    A = ml.estimate.size
+    for j, name in enumerate(ml.sd.component.values):
+        d = post[str(name)]
+        se = float(ml.sd[j]) * float(np.sqrt(V[A + j, A + j]))  # delta method from the log scale
+        out[f"{name}_sd_ratio"] = round(se / float(d.std()), 3)
+        out[f"{name}_mean_shift"] = round(abs(float(ml.sd[j]) - float(d.mean())) / float(d.std()), 3)
+        lo, hi = ml.sd_ci.values[j]
+        q = d.quantile([0.025, 0.975]).values
+        out[f"{name}_ml_profile_ci"] = [round(lo, 4), round(hi, 4)]
+        out[f"{name}_nuts_eti"] = [round(float(q[0]), 4), round(float(q[1]), 4)]
     return out
+
+
+def run_size(size: str, configs: list[str], seed: int, keep: str | None = None) -> list[dict]:
+    import numpy as np
+
+    from hierbench.bayes import approximation_error, build_crossed, fit_approx
+    from hierbench.freq import fit_crossed_ml
+    from hierbench.testing import simulate_eval
+
+    M, T, R = (int(v) for v in size.split("x"))
+    data, truth = simulate_eval(n_agents=M, n_tasks=T, n_runs=R, rng=seed)
+    n_cells = M * T
+    rows, ref, ml = [], None, None
+    saved = os.path.join(keep, f"{size}_seed{seed}_nuts_posterior.nc") if keep else None
+    if "default" not in configs and saved and os.path.exists(saved):
+        import xarray as xr
+
+        ref = xr.DataTree.from_dict({"posterior": xr.load_dataset(saved)})
+        ref.attrs["hierbench_data_hash"] = build_crossed(data).hierbench["data_hash"]
+    for cfg in configs:
+        row = {"size": size, "config": cfg, "load_before": _load()}
+        t0 = time.perf_counter()
+        if cfg in ("default", "latent"):
+            model = build_crossed(data) if cfg == "default" else build_crossed(data, agent_task="latent")
+            build = time.perf_counter() - t0
+            idata, parts = _timed_fit(model, seed)
+            row["wall_s"] = round(time.perf_counter() - t0, 2)
+            row["build_s"] = round(build, 2)
+            row.update(parts)
+            row.update(_conv(idata, model))
+            row.update(_grad_cost(idata, n_cells))
+            if cfg == "default":
+                ref = idata
+                if keep:  # the NUTS posterior, for scoring approximations in a later run
+                    ref["posterior"].to_dataset().to_netcdf(os.path.join(keep, f"{size}_seed{seed}_nuts_posterior.nc"))
+        elif cfg == "advi":
+            model = build_crossed(data)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ad = fit_approx(model, rng=seed, reference=ref) if ref is not None else fit_approx(model, rng=seed)
+            row["wall_s"] = round(time.perf_counter() - t0, 2)
+            if ref is not None:
+                err = approximation_error(ad, ref, var_names=["sd_task", "sd_agent_task", "ability"])
+                row["error_vs_nuts"] = {k: round(float(err[k]), 3) for k in err.data_vars}
+        elif cfg == "ml":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ml = fit_crossed_ml(data)
+            row["wall_s"] = round(time.perf_counter() - t0, 2)
+            t1 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit_crossed_ml(data, intervals="wald")
+            row["wall_wald_only_s"] = round(time.perf_counter() - t1, 2)
+            row["n_evaluations"] = ml.n_evaluations
+            row["converged"] = bool(ml.converged)
+            row["sd_hat"] = {str(k): round(float(v), 4) for k, v in zip(ml.sd.component.values, ml.sd.values, strict=True)}
+            row["truth"] = {"sd_task": float(truth["sd_task"]), "sd_agent_task": float(truth["sd_agent_task"])}
+            row["ability_rmse_vs_truth"] = round(
+                float(np.sqrt(((ml.estimate.values - truth["agent_effect"].values - float(truth["mu"])) ** 2).mean())), 4
+            )
+            if ref is not None:
+                row["laplace_error_vs_nuts"] = _laplace_error(ml, ref)
+        row["load_after"] = _load()
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("configs", nargs="*", default=["marginal-nutpie", "latent-nutpie", "marginal-pymc"])
+    ap.add_argument("--sizes", nargs="*", default=SIZES)
+    ap.add_argument("--configs", nargs="*", default=CONFIGS)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--keep", default=None, help="directory to save / read the NUTS posterior")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_one(args.one, args.seed)), flush=True)
+        run_size(args.one, args.configs, args.seed, args.keep)
         return
-    results = {}
-    for name in args.configs:
-        if name == "marginal-numpyro" and importlib.util.find_spec("jax") is None:
-            print(json.dumps({"config": name, "skipped": "jax/numpyro not installed"}), flush=True)
-            continue
+    for size in args.sizes:
         proc = subprocess.run(
-            [sys.executable, __file__, "--one", name, "--seed", str(args.seed)],
+            [sys.executable, __file__, "--one", size, "--seed", str(args.seed), "--configs", *args.configs]
+            + (["--keep", args.keep] if args.keep else []),
             capture_output=True,
             text=True,
         )
-        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-        if proc.returncode or not line:
-            print(json.dumps({"config": name, "error": proc.stderr[-2000:]}), flush=True)
-            continue
-        results[name] = json.loads(line[-1])
-        print(line[-1], flush=True)
-    base = results.get("latent-nutpie")
-    if base:
-        print("\nratios against latent-nutpie (latent agent x task effects):")
-        for name, r in results.items():
-            print(
-                f"  {name:18s} wall x{r['wall_s'] / base['wall_s']:.2f}  "
-                f"sampling x{r['sampling_s'] / base['sampling_s']:.2f}  "
-                f"min ESS_bulk x{r['min_ess_bulk'] / base['min_ess_bulk']:.2f}"
-            )
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        for ln in lines:
+            print(ln, flush=True)
+            if args.out:
+                with open(args.out, "a") as fh:
+                    fh.write(ln + "\n")
+        if proc.returncode:
+            print(json.dumps({"size": size, "error": proc.stderr[-3000:]}), flush=True)
 
 
 if __name__ == "__main__":

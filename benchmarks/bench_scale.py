@@ -1,0 +1,175 @@
+"""The crossed model at leaderboard scale: the ML fit, its accuracy, and where the Bayesian fit spends time.
+
+Sections (pick with ``--sections``; each prints JSON lines with the load average):
+
+ml-time      ``fit_crossed_ml(data)`` at 12x500x10, 25x1000x8, 50x2000x8 (the
+             default call: profile intervals; and with ``intervals="wald"``),
+             cold (first call in the process, numba compile or cache load
+             included) and warm.
+nagq         accuracy of the task-level quadrature: the summed log-likelihood
+             at the estimate and the estimates for n_agq = 1 (Laplace), 5, 9,
+             15 against 41 nodes, on one 12x500x10 data set.
+bias         consistency: mean error of the ML estimates of sd_task,
+             sd_agent_task and the abilities over replicated simulations at
+             T = 50, 200, 800 tasks (5 agents x 4 runs), with Monte Carlo
+             standard errors, and Wald coverage of the abilities.
+bayes-cost   where the Bayesian default fit spends its time before sampling:
+             build, nutpie compile, and the cost of one logp + gradient
+             evaluation per cell (numba backend), at the three sizes.
+
+Usage::
+
+    python benchmarks/bench_scale.py [--sections ml-time nagq bias bayes-cost] [--reps 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+import warnings
+
+import numpy as np
+
+SIZES = [(12, 500, 10), (25, 1000, 8), (50, 2000, 8)]
+
+
+def _emit(**row) -> None:
+    row["load"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(row), flush=True)
+
+
+def ml_time(seed: int, sizes: list[tuple[int, int, int]]) -> None:
+    from hierbench.freq import fit_crossed_ml
+    from hierbench.testing import simulate_eval
+
+    first = True
+    for M, T, R in sizes:
+        data, truth = simulate_eval(n_agents=M, n_tasks=T, n_runs=R, rng=seed)
+        for intervals in ("profile", "wald"):
+            t0, c0 = time.perf_counter(), time.process_time()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = fit_crossed_ml(data, intervals=intervals)
+            wall = time.perf_counter() - t0
+            cpu = time.process_time() - c0  # CPU seconds of all threads: load-independent
+            _emit(
+                section="ml-time", size=f"{M}x{T}x{R}", intervals=intervals, wall_s=round(wall, 2),
+                cpu_s=round(cpu, 2), threads=int(os.environ.get("NUMBA_NUM_THREADS", os.cpu_count() or 1)),
+                first_call_in_process=first, n_evaluations=res.n_evaluations, converged=bool(res.converged),
+                sd=[round(float(v), 4) for v in res.sd.values],
+                sd_ci=np.round(res.sd_ci.values, 4).tolist(),
+                truth_sd=[float(truth["sd_task"]), float(truth["sd_agent_task"])],
+            )
+            first = False
+
+
+def nagq(seed: int) -> None:
+    from hierbench.freq import fit_crossed_ml
+    from hierbench.testing import simulate_eval
+
+    for M, T, R in ((12, 500, 10), (5, 300, 1)):
+        data, _ = simulate_eval(n_agents=M, n_tasks=T, n_runs=R, rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = fit_crossed_ml(data, n_agq=41, intervals="wald")
+            for q in (1, 3, 5, 9, 15):
+                t0 = time.perf_counter()
+                r = fit_crossed_ml(data, n_agq=q, intervals="wald")
+                _emit(
+                    section="nagq", size=f"{M}x{T}x{R}", n_agq=q, wall_s=round(time.perf_counter() - t0, 2),
+                    loglik_minus_41=float(r.loglik - ref.loglik),
+                    max_abs_ability_diff=float(np.abs(r.estimate - ref.estimate).max()),
+                    max_ability_diff_in_se=float((np.abs(r.estimate - ref.estimate) / ref.standard_error).max()),
+                    sd_diff=[float(v) for v in (r.sd.values - ref.sd.values)],
+                )
+
+
+def bias(seed: int, reps: int) -> None:
+    from hierbench.freq import fit_crossed_ml
+    from hierbench.testing import simulate_eval
+
+    gen = np.random.default_rng(seed)
+    for T in (50, 200, 800):
+        errs, cover, ok = [], [], 0
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            data, truth = simulate_eval(n_agents=5, n_tasks=T, n_runs=4, sd_task=1.5, sd_agent_task=0.7, rng=gen)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                r = fit_crossed_ml(data, intervals="wald")
+            ok += bool(r.converged)
+            alpha = truth["agent_effect"].values + float(truth["mu"])
+            errs.append(np.r_[r.sd.values - [1.5, 0.7], r.estimate.values - alpha])
+            lo, hi = r.ci.values[:, 0], r.ci.values[:, 1]
+            cover.append((lo <= alpha) & (alpha <= hi))
+        e = np.asarray(errs)
+        cov = np.asarray(cover).mean()
+        _emit(
+            section="bias", n_tasks=T, reps=reps, converged=ok,
+            bias_sd_task=round(float(e[:, 0].mean()), 4), mcse_sd_task=round(float(e[:, 0].std(ddof=1) / math.sqrt(reps)), 4),
+            bias_sd_agent_task=round(float(e[:, 1].mean()), 4),
+            mcse_sd_agent_task=round(float(e[:, 1].std(ddof=1) / math.sqrt(reps)), 4),
+            bias_ability_mean=round(float(e[:, 2:].mean()), 4),
+            mcse_ability_mean=round(float(e[:, 2:].mean(1).std(ddof=1) / math.sqrt(reps)), 4),
+            rmse_sd_task=round(float(np.sqrt((e[:, 0] ** 2).mean())), 4),
+            rmse_ability=round(float(np.sqrt((e[:, 2:] ** 2).mean())), 4),
+            wald_coverage_ability_95=round(float(cov), 4),
+            wall_s=round(time.perf_counter() - t0, 1),
+        )
+
+
+def bayes_cost(seed: int, sizes: list[tuple[int, int, int]]) -> None:
+    import pytensor
+
+    from hierbench.bayes import build_crossed
+    from hierbench.testing import simulate_eval
+
+    for M, T, R in sizes:
+        data, _ = simulate_eval(n_agents=M, n_tasks=T, n_runs=R, rng=seed)
+        t0 = time.perf_counter()
+        model = build_crossed(data)
+        build = time.perf_counter() - t0
+        import nutpie
+
+        t0 = time.perf_counter()
+        nutpie.compile_pymc_model(model, backend="numba")
+        compile_s = time.perf_counter() - t0
+        f = model.logp_dlogp_function(ravel_inputs=True, mode=pytensor.compile.mode.get_mode("NUMBA"))
+        f.set_extra_values({})
+        x0 = np.concatenate([np.ravel(v) for v in model.initial_point().values()])
+        f(x0)
+        n = 0
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 3.0:
+            f(x0 + 0.01 * n)
+            n += 1
+        per = (time.perf_counter() - t0) / n
+        _emit(
+            section="bayes-cost", size=f"{M}x{T}x{R}", build_s=round(build, 2), nutpie_compile_s=round(compile_s, 2),
+            s_per_logp_grad=round(per, 6), us_per_logp_grad_per_cell=round(1e6 * per / (M * T), 4),
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sections", nargs="*", default=["ml-time", "nagq", "bias", "bayes-cost"])
+    ap.add_argument("--reps", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--sizes", nargs="*", default=[f"{M}x{T}x{R}" for M, T, R in SIZES])
+    args = ap.parse_args()
+    sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes]
+    if "ml-time" in args.sections:
+        ml_time(args.seed, sizes)
+    if "nagq" in args.sections:
+        nagq(args.seed)
+    if "bias" in args.sections:
+        bias(args.seed, args.reps)
+    if "bayes-cost" in args.sections:
+        bayes_cost(args.seed, sizes)
+
+
+if __name__ == "__main__":
+    main()

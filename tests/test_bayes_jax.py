@@ -1,0 +1,59 @@
+"""The JAX route (numpyro through PyMC), run only where jax and numpyro are installed.
+
+jax is not in the ``test`` extra (jaxlib alone is ~330 MB); install the
+``jax`` extra to run these. The reference for the AGQ kernel's JAX
+implementation is its NumPy implementation, which
+tests/test_bayes_agq.py checks against scipy quadrature.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None or importlib.util.find_spec("numpyro") is None,
+    reason="jax and numpyro are not installed (pip install 'hierbench[jax]')",
+)
+
+
+def test_agq_op_jax_matches_numpy():
+    import pytensor
+    import pytensor.tensor as pt
+
+    from hierbench.bayes._agq import AGQBinomialLogitNormal, agq_logp_numpy
+
+    rng = np.random.default_rng(0)
+    n = rng.integers(1, 30, 50).astype(float)
+    y = rng.binomial(n.astype(int), 0.4).astype(float)
+    eta = rng.normal(0, 1.5, 50)
+    yv, nv, ev = pt.vector("y"), pt.vector("n"), pt.vector("eta")
+    sd = pt.scalar("sd")
+    logp = AGQBinomialLogitNormal(7)(yv, nv, ev, sd)[0]
+    total = logp.sum()
+    f = pytensor.function([yv, nv, ev, sd], [logp, pytensor.grad(total, ev), pytensor.grad(total, sd)], mode="JAX")
+    got = f(y, n, eta, 0.8)
+    ref = agq_logp_numpy(y, n, eta, 0.8, 7, 4)
+    np.testing.assert_allclose(np.asarray(got[0]), ref[0], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(got[1]), ref[1], rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(float(got[2]), ref[2].sum(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.slow
+def test_fit_with_numpyro_end_to_end():
+    from hierbench.bayes import build_crossed, fit
+    from hierbench.testing import simulate_eval
+
+    data, _ = simulate_eval(n_agents=2, n_tasks=12, n_runs=3, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_crossed(data), sampler="numpyro", draws=100, tune=100, chains=1, rng=1)
+    assert dt.attrs["sampler"] == "numpyro"
+    for group in ("posterior", "log_likelihood", "posterior_predictive", "sample_stats"):
+        assert group in dt.children
+    post = dt["posterior"].to_dataset()
+    assert post["ability"].sizes == {"chain": 1, "draw": 100, "agent": 2}
+    assert np.isfinite(post["sd_task"].values).all()
