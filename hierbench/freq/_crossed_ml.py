@@ -531,7 +531,8 @@ def fit_crossed_ml(
     x0 = np.concatenate([np.log(rate / (1 - rate)), [0.0], [math.log(0.5)] if marg else []])
     bounds = [(-_ALPHA_BOUND, _ALPHA_BOUND)] * A + [_LOG_SD_BOUNDS] * (1 + int(marg))
     free = np.ones(lik.P, bool)
-    x_hat, ll, ok, msg = _maximise(lik, x0, free, bounds)
+    # Newton from the start (one pass per step with its Louis Hessian); L-BFGS-B only if it fails
+    x_hat, ll, ok, msg = _maximise(lik, x0, free, bounds, lbfgs=False)
     if not ok:
         warnings.warn(
             f"fit_crossed_ml: the optimiser did not converge ({msg}); the estimates may be inaccurate",
