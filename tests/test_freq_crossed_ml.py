@@ -308,3 +308,11 @@ def test_bad_input_is_refused_with_named_messages():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         fit_crossed_ml(clean, intervals="wald")  # clean data: no warning
+
+
+def test_single_agent_leaves_out_the_unidentified_cell_effect():
+    data, _ = simulate_eval(n_agents=1, n_tasks=50, n_runs=4, rng=6)
+    res = fit_crossed_ml(data, intervals="wald")
+    assert res.options["agent_task"] == "none"
+    with pytest.warns(UserWarning, match="only sd_task\\^2 \\+ sd_agent_task\\^2 is identified"):
+        fit_crossed_ml(data, agent_task="marginal", intervals="wald")

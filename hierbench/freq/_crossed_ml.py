@@ -419,7 +419,8 @@ def fit_crossed_ml(
         Include the agent x task random effect (integrated out of each cell
         by adaptive quadrature, "marginal") or not ("none", ``glmer``'s
         ``(1 | task)`` model). "auto": "none" when every cell has at most one
-        run (the effect is then not identified), else "marginal".
+        run or there is a single agent (the effect is then not identified apart
+        from run noise or from the task effect), else "marginal".
     n_agq : int
         Adaptive Gauss-Hermite nodes of the task integral (1 = Laplace, as
         ``glmer``'s default ``nAGQ = 1``; then gradients are by finite
@@ -506,8 +507,19 @@ def fit_crossed_ml(
         raise HierbenchError(
             f"`data` must have at least 2 tasks with runs to estimate sd_task; got {int(ran_tasks.sum())}"
         )
+    n_fit_agents = int((~((y_all.sum(1) == 0) | (y_all.sum(1) == n_all.sum(1)))).sum())
     if agent_task == "auto":
-        agent_task = "none" if n_all.max() <= 1 else "marginal"
+        # one run per cell, or one agent: the cell effect cannot be told apart from run
+        # noise or from the task effect (only sd_task^2 + sd_agent_task^2 is identified)
+        agent_task = "none" if n_all.max() <= 1 or n_fit_agents <= 1 else "marginal"
+    elif agent_task == "marginal" and n_fit_agents <= 1:
+        warnings.warn(
+            "agent_task='marginal' with a single agent: the task and agent x task effects are then "
+            "the same level, so only sd_task^2 + sd_agent_task^2 is identified; the split between "
+            "them (and their separate intervals) is arbitrary. Use agent_task='none'.",
+            HierbenchWarning,
+            stacklevel=2,
+        )
     marg = agent_task == "marginal"
     sep = (y_all.sum(1) == 0) | (y_all.sum(1) == n_all.sum(1))
     if sep.all():
