@@ -28,6 +28,24 @@ per cell. Usage::
 
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
+
+Measured 2026-11-30, 12x500x10, seed 1, one process, load average 19-21 on
+2 cores (absolute times inflated several-fold; the ratios are the result):
+
+=========  ======  =======  ========  =======  ======  ======  =====  ========
+config     wall s  compile  sampling  loglik   ppc     mean_o  ESS_b  R-hat
+=========  ======  =======  ========  =======  ======  ======  =====  ========
+default     961     114      640       61      29      67      2931   1.0071
+latent     2333      78     1656       58      49       3      1340   1.0085
+=========  ======  =======  ========  =======  ======  ======  =====  ========
+
+default vs latent: wall 2.4x, sampling 2.6x, min ESS_bulk 2.2x, 3.6x fewer
+leapfrog steps (34,360 vs 124,000 kept). Against that NUTS fit: ADVI (196 s)
+sd ratios 1.005 / 1.016 / 1.08 (sd_task / sd_agent_task / ability), largest
+mean shifts 0.17 / 0.99 / 0.12 posterior sds; the ML fit's Laplace-at-the-mode
+posterior (24 s with profile intervals, 3.3 s Wald) 1.003 / 1.019 / 0.993 and
+0.15 / 0.17 / 0.025. 25x1000x8 and 50x2000x8 NUTS runs did not finish in
+the session at this load; see bench_scale.py for the ML times there.
 """
 
 from __future__ import annotations

@@ -17,6 +17,24 @@ bayes-cost   where the Bayesian default fit spends its time before sampling:
              build, nutpie compile, and the cost of one logp + gradient
              evaluation per cell (numba backend), at the three sizes.
 
+Measured 2026-11-30 (load average 18-28 on 2 cores; ``cpu_s`` is the
+process's CPU time over both numba threads, which does not grow with load):
+
+* ml-time, default call (profile intervals): 12x500x10 wall 36 s before the
+  Newton start (L-BFGS, 101 passes), 25x1000x8 wall 123 s (118 passes);
+  after: 50x2000x8 wall 125 s, cpu 17.6 s, 53 passes; Wald only: 25x1000x8
+  cpu 1.8 s, 50x2000x8 wall 43 s, cpu 7.0 s, 21 passes.
+* nagq (12x500x10, vs 41 nodes): log-likelihood error 1 node -0.70, 5 nodes
+  -7.8e-3, 9 nodes -7.5e-5, 15 nodes -4e-7; (5x300x1) 5 nodes -3.5e-2, 9 -6.5e-5;
+  ability changes at 9 nodes below 1e-4 SE.
+* bias (5 agents x 4 runs, 30 reps; mean error +- MC SE): sd_agent_task
+  -0.085 +- 0.038 (T=50), -0.023 +- 0.014 (T=200), +0.004 +- 0.009 (T=800);
+  sd_task -0.020 +- 0.040, -0.006 +- 0.017, -0.005 +- 0.010; RMSE of the
+  abilities 0.27, 0.15, 0.071; Wald coverage of the abilities 0.96, 0.92, 0.98.
+* bayes-cost: nutpie compile 73 / 71 / 86 s; one logp + gradient 10.9 / 42 /
+  196 ms, i.e. 1.82 / 1.69 / 1.96 us per cell (12x500x10 / 25x1000x8 /
+  50x2000x8): the gradient cost is linear in the cells.
+
 Usage::
 
     python benchmarks/bench_scale.py [--sections ml-time nagq bias bayes-cost] [--reps 40]
