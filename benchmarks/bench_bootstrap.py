@@ -26,6 +26,15 @@ intervals are compared with a Monte Carlo tolerance: 4 sqrt(2) x the
 sampling SD of a bootstrap 2.5% quantile, and at least two lattice steps
 2 / T (one binary run per task puts the bootstrap mean on a lattice).
 
+Measured 2026-11-30, 3 repeats, load average 27-30 on 2 cores (absolute
+times inflated; ratios from interleaved runs): scipy loop / hierbench and
+scipy batched / hierbench =
+SWE-bench percentile 22.5x / 26.0x, BCa 19.5x / 17.7x; T=2000 x R=10
+percentile 16.1x / 18.2x, BCa 15.8x / 10.4x; partial credit percentile
+3.7x / 2.7x, BCa 4.6x / 5.3x; every interval the same within MC tolerance.
+(The batched call holds all agents' resamples at once, 25 x 10,000 x 500
+floats for SWE-bench, which is why it is no faster than the loop there.)
+
 Run: ``.venv/bin/python benchmarks/bench_bootstrap.py [--repeats 5]``.
 Set ``HIERBENCH_SHARED_DATA`` if the data are not in ``../shared/data``.
 """
