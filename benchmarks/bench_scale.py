@@ -23,7 +23,9 @@ process's CPU time over both numba threads, which does not grow with load):
 * ml-time, default call (profile intervals): 12x500x10 wall 36 s before the
   Newton start (L-BFGS, 101 passes), 25x1000x8 wall 123 s (118 passes);
   after: 50x2000x8 wall 125 s, cpu 17.6 s, 53 passes; Wald only: 25x1000x8
-  cpu 1.8 s, 50x2000x8 wall 43 s, cpu 7.0 s, 21 passes.
+  cpu 1.8 s, 50x2000x8 wall 43 s, cpu 7.0 s, 21 passes. Rerun at load 4.8:
+  50x2000x8 default 27.6 s wall (first call in the process), cpu 17.9 s;
+  Wald 10.6 s.
 * nagq (12x500x10, vs 41 nodes): log-likelihood error 1 node -0.70, 5 nodes
   -7.8e-3, 9 nodes -7.5e-5, 15 nodes -4e-7; (5x300x1) 5 nodes -3.5e-2, 9 -6.5e-5;
   ability changes at 9 nodes below 1e-4 SE.
