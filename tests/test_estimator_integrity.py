@@ -164,6 +164,14 @@ def test_rank_uncertainty_warns_when_agents_ran_different_tasks():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnequalTaskSetsWarning)
         rank_uncertainty(_ds(y[:2]), n_resamples=200, rng=0)
+        # a few missing cells (19 of 20 tasks: above the documented 90% rule) are not warned
+        y2 = y[:2].copy()
+        y2[1, 0] = np.nan
+        rank_uncertainty(_ds(y2), n_resamples=200, rng=0)
+    y3 = y[:2].copy()
+    y3[1, :3] = np.nan  # 17 of 20 tasks: below 90% of the most complete agent's 20
+    with pytest.warns(UnequalTaskSetsWarning, match=r"a1 17"):
+        rank_uncertainty(_ds(y3), n_resamples=200, rng=0)
 
 
 # ---------------------------------------------------------------- one convention, readable
