@@ -19,7 +19,7 @@ from ._diagnostics import (
     loo_compare,
     predictive_check,
 )
-from ._fit import SAMPLERS, fit, fit_replicates
+from ._fit import SAMPLERS, add_log_likelihood, fit, fit_replicates
 from ._registry import (
     ModelEntry,
     PriorError,
@@ -29,6 +29,7 @@ from ._registry import (
     read_spec,
     spec_to_toml,
 )
+from ._structure import UnidentifiedTermWarning, describe
 
 __all__ = [
     "BETA_BINOMIAL_PRIORS",
@@ -42,12 +43,15 @@ __all__ = [
     "DisconnectedComparisonWarning",
     "ModelEntry",
     "PriorError",
+    "UnidentifiedTermWarning",
+    "add_log_likelihood",
     "approximation_error",
     "build_beta_binomial",
     "build_bradley_terry",
     "build_crossed",
     "compute_diagnostics",
     "data_hash",
+    "describe",
     "fit",
     "fit_approx",
     "fit_replicates",
