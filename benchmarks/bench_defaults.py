@@ -6,8 +6,9 @@ folder (``$HIERBENCH_SHARED_DATA``, default ``../shared/data``) and prints, per
 row: the data, the model, the structure the builder chose (from
 :func:`hierbench.bayes.describe`), divergences, max R-hat (and the limit the
 check applied), min ESS bulk and tail, min E-BFMI, whether the package's own
-checks passed, the wall time (build + compile + sample + post-processing)
-and the 1-minute load average when the row finished (``uptime``: the machine
+checks passed, the wall time (build + compile + sample + post-processing),
+the CPU time of the process (all its threads: on a loaded machine the wall
+time mostly measures waiting) and the 1-minute load average when the row finished (``uptime``: the machine
 is shared, so a wall time means little without it).
 
 Usage::
@@ -151,10 +152,12 @@ def run_row(name: str) -> dict:
     data = loader()
     builder = getattr(hbb, f"build_{model_name}")
     t0 = time.perf_counter()
+    c0 = time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dt = hbb.fit(builder(data, **kw), rng=0, progress=False)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     a = dt.attrs
     text = str(hbb.describe(dt))
     structure = json.loads(a.get("hierbench_structure", "{}")).get("decisions", {})
@@ -172,6 +175,7 @@ def run_row(name: str) -> dict:
         "passed": bool(a["diag_converged"]),
         "failures": json.loads(a["diag_failures"]),
         "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
         "load1": round(load1(), 2),
         "warnings": sorted({type(w.message).__name__ for w in caught}),
         "describe": text,
@@ -190,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown rows {bad}; choose from {list(ROWS)}")
     head = (
         f"{'row':<17} {'model':<14} {'div':>4} {'R-hat':>6} {'limit':>6} {'ESS b':>6} "
-        f"{'ESS t':>6} {'BFMI':>5} {'ok':>3} {'wall s':>7} {'load1':>6}  structure"
+        f"{'ESS t':>6} {'BFMI':>5} {'ok':>3} {'wall s':>7} {'cpu s':>6} {'load1':>6}  structure"
     )
     print(head, flush=True)
     all_ok = True
@@ -202,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{r:<17} {res['model']:<14} {res['divergences']:>4} {res['max_r_hat']:>6.3f} "
             f"{res['r_hat_limit']:>6.3f} {res['min_ess_bulk']:>6} {res['min_ess_tail']:>6} "
             f"{res['min_bfmi']:>5.2f} {'yes' if res['passed'] else 'NO':>3} {res['wall_s']:>7.1f} "
+            f"{res['cpu_s']:>6.1f} "
             f"{res['load1']:>6.2f}  {st}",
             flush=True,
         )
