@@ -42,8 +42,9 @@ def test_same_draws_on_cold_and_warm_caches(tmp_path):
     script.write_text(_FIT)
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT)
-    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
-    env["PYTENSOR_FLAGS"] = f"compiledir={tmp_path / 'pytensor'}"
+    # cache folders not named like packages: the script's folder is first on sys.path
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba_cache")
+    env["PYTENSOR_FLAGS"] = f"compiledir={tmp_path / 'pt_cache'}"
     out = []
     for i in range(2):  # the first run fills the fresh caches, the second reads them
         path = tmp_path / f"draws{i}.npz"
