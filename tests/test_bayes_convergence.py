@@ -34,6 +34,7 @@ def tree(x, diverging=None):
     return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
 
 
+@pytest.mark.slow
 def test_fixed_1_01_rejects_converged_fits_with_many_parameters_and_the_limit_does_not():
     # 300 converged parameters at 4 x 1000 draws with ESS about 1000 each (phi = 0.6):
     # the maximum R-hat exceeds 1.01 in most such fits (the 12 x 500 x 10
