@@ -17,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NEWTON_MAX_STEP", "NEWTON_STEPS", "expit_pair", "gauss_hermite", "node_terms"]
+__all__ = [
+    "NEWTON_MAX_STEP",
+    "NEWTON_STEPS",
+    "expit_pair",
+    "gauss_hermite",
+    "logit_normal_expectation",
+    "node_terms",
+    "population_nodes",
+]
 
 NEWTON_STEPS = 4
 NEWTON_MAX_STEP = 1.0  # logits; a Newton step is clipped to this
@@ -27,6 +35,59 @@ def gauss_hermite(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights for E[f(Z)], Z ~ N(0, 1): ``sum(w * f(u))``."""
     x, w = np.polynomial.hermite_e.hermegauss(n_quad)
     return x, w / np.sqrt(2.0 * np.pi)
+
+
+#: spacing and half-width (in SDs) of the population rule, see :func:`population_nodes`
+POPULATION_STEP = 0.2
+POPULATION_HALF_WIDTH = 8.6
+
+
+def population_nodes() -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights for ``E[f(Z)]``, ``Z ~ N(0, 1)``: the one population rule.
+
+    Every expectation over a new task from the population (a logit-normal
+    integral: ``mean_new_task``, population pass^k / pass@k, variance
+    components on the probability scale) uses this rule, so they agree to
+    its accuracy. It is the trapezoid rule with step 0.2 on [-8.6, 8.6] (87
+    nodes). For an integrand analytic in a strip, the trapezoid rule with a
+    Gaussian weight converges geometrically in the step; ``expit(m + s z)``
+    has its nearest poles at imaginary distance ``pi / s``, which at a logit
+    spread ``s = 5`` is still well resolved at step 0.2 (error <= 3e-6 for
+    ``E[expit(m + s Z)^k]``, ``|m| <= 8``, ``s <= 5``, ``k <= 50``, against
+    ``scipy.integrate.quad``; see ``tests/test_bayes_population.py``).
+    Gauss-Hermite rules of the same size are far worse at large spreads
+    (31 nodes: 6e-3, 81 nodes: 3e-4) because their nodes spread out to
+    where the integrand is flat. The truncation beyond 8.6 SDs loses
+    under 1e-17 of the mass.
+
+    Examples
+    --------
+    >>> u, w = population_nodes()
+    >>> u.size, round(float(w.sum()), 12), round(float((w * u**2).sum()), 12)
+    (87, 1.0, 1.0)
+    """
+    n = round(2 * POPULATION_HALF_WIDTH / POPULATION_STEP) + 1
+    u = np.linspace(-POPULATION_HALF_WIDTH, POPULATION_HALF_WIDTH, n)
+    w = POPULATION_STEP * np.exp(-0.5 * u**2) / np.sqrt(2.0 * np.pi)
+    return u, w
+
+
+def logit_normal_expectation(loc: Any, scale: Any, f: Any = None) -> np.ndarray:
+    """``E[f(expit(loc + scale Z))]``, ``Z ~ N(0, 1)``, by :func:`population_nodes`.
+
+    ``loc`` and ``scale`` broadcast together; ``f`` defaults to the identity
+    (the logit-normal mean).
+
+    Examples
+    --------
+    >>> round(float(logit_normal_expectation(0.0, 2.0)), 12)  # symmetric about 1/2
+    0.5
+    """
+    u, w = population_nodes()
+    e = np.asarray(loc, dtype=float)[..., None] + np.asarray(scale, dtype=float)[..., None] * u
+    p, _ = expit_pair(e)
+    v = p if f is None else f(p)
+    return (v * w).sum(-1)
 
 
 def expit_pair(e: Any, xp: Any = np) -> tuple[Any, Any]:

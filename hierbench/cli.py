@@ -516,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also save the posterior_predictive group (for the report's predictive check)",
     )
     f.add_argument(
-        "--keep-all", action="store_true", help="save every group, log_likelihood included (large)"
+        "--keep-all", action="store_true", help="save every group the fit has (fits compute log_likelihood only when asked: hbb.fit(..., log_likelihood=True))"
     )
     f.add_argument("--overwrite", action="store_true", help="replace FIT if it exists")
     f.add_argument("--quiet", action="store_true", help="no sampler progress")

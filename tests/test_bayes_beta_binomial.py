@@ -132,7 +132,7 @@ def test_simulation_based_recovery_beta_binomial():
 
 def test_builder_validation(shared_data):
     counts = rats_counts(shared_data)
-    with pytest.raises(ValueError, match=r"`pooling` must be one of \['none', 'partial'\]; got 'full'"):
+    with pytest.raises(ValueError, match=r"`pooling` must be 'auto', 'partial' or 'none'; got 'full'"):
         build_beta_binomial(counts, pooling="full")
     with pytest.raises(ValueError, match="`centred` must be 'auto', True or False; got 'yes'"):
         build_beta_binomial(counts, centred="yes")

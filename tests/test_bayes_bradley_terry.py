@@ -440,10 +440,10 @@ def test_elo_anchor_agent():
 
 
 def test_davidson_fit_has_pointwise_log_likelihood_for_loo():
-    """fit's default log_likelihood=True must work with ties (no explicit initval in the model)."""
+    """fit(log_likelihood=True) must work with ties (no explicit initval in the model)."""
     import pandas as pd
 
-    from hierbench.bayes import build_bradley_terry, fit
+    from hierbench.bayes import add_log_likelihood, build_bradley_terry, fit
     from hierbench.data import read_battles
 
     df = pd.DataFrame(
@@ -454,9 +454,11 @@ def test_davidson_fit_has_pointwise_log_likelihood_for_loo():
         }
     )
     pairs = read_battles(df, left="left", right="right", winner="winner")
-    dt = fit(
-        build_bradley_terry(pairs), draws=100, tune=100, chains=1, rng=0, posterior_predictive=False
-    )
+    model = build_bradley_terry(pairs)
+    dt = fit(model, draws=100, tune=100, chains=1, rng=0, posterior_predictive=False)
+    # off by default (it costs a pass over the draws); on request, now or later
+    assert "log_likelihood" not in dt.children
+    dt = add_log_likelihood(dt, model)
     assert "log_likelihood" in dt.children
     ll = dt["log_likelihood"].to_dataset()
     assert all(np.isfinite(ll[v]).all() for v in ll.data_vars)

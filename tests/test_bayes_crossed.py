@@ -40,7 +40,7 @@ def _quad_loglik(y: int, n: int, eta: float, sd: float) -> float:
 def test_marginal_likelihood_matches_adaptive_quadrature():
     """The model's per-cell logit-normal-binomial log-likelihood vs scipy.integrate.quad."""
     data, _ = simulate_eval(n_agents=3, n_tasks=5, n_runs=40, sd_task=2.0, rng=3)
-    model = build_crossed(data)
+    model = build_crossed(data, centred=("task",))  # the test sets task_dev directly
     ll = model.logp(vars=[model["y"]], sum=False)[0]
     dev = model.replace_rvs_by_values([model["task_effect"] - model["task_offset"]])[0]
     fn = model.compile_fn([ll, dev], inputs=model.value_vars, on_unused_input="ignore")
@@ -96,7 +96,7 @@ def large_r():
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        idata = fit(build_crossed(data), draws=1000, tune=700, chains=4, rng=1)
+        idata = fit(build_crossed(data), draws=1000, tune=700, chains=4, rng=1, log_likelihood=True)
     return data, truth, idata
 
 
@@ -199,7 +199,10 @@ def test_predictive_check_and_loo(large_r):
     # LOO: the beta-binomial on the same cells ignores the agent x task structure and loses
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        bb = fit(build_beta_binomial(data, pooling="none"), draws=300, tune=300, chains=2, rng=2)
+        bb = fit(
+            build_beta_binomial(data, pooling="none"), draws=300, tune=300, chains=2, rng=2,
+            log_likelihood=True,
+        )
     table = loo_compare({"crossed": idata, "beta_binomial": bb})
     assert table.index[0] == "crossed"
 

@@ -32,7 +32,7 @@ def nutpie_fit(tiny):
     names_before = sorted(model.named_vars)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        idata = fit(model, draws=300, tune=300, chains=2, rng=11)
+        idata = fit(model, draws=300, tune=300, chains=2, rng=11, log_likelihood=True)
     return model, before, names_before, idata
 
 
@@ -101,7 +101,10 @@ def test_pymc_sampler(tiny):
     data, truth = simulate_eval(n_agents=3, n_tasks=20, n_runs=4, rng=8)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        idata = fit(build_crossed(data), draws=200, tune=200, chains=2, rng=1, sampler="pymc", cores=1)
+        idata = fit(
+            build_crossed(data), draws=200, tune=200, chains=2, rng=1, sampler="pymc", cores=1,
+            log_likelihood=True,
+        )
     assert idata.attrs["sampler"] == "pymc"
     assert GROUPS <= set(idata.children)
     assert "mean_observed" in idata["posterior"]

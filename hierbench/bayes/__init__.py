@@ -19,7 +19,7 @@ from ._diagnostics import (
     loo_compare,
     predictive_check,
 )
-from ._fit import SAMPLERS, fit, fit_replicates
+from ._fit import SAMPLERS, add_log_likelihood, fit, fit_replicates
 from ._irt import IRT_PRIORS, build_irt_1pl, build_irt_2pl
 from ._registry import (
     ModelEntry,
@@ -30,6 +30,7 @@ from ._registry import (
     read_spec,
     spec_to_toml,
 )
+from ._structure import UnidentifiedTermWarning, describe
 
 __all__ = [
     "BETA_BINOMIAL_PRIORS",
@@ -44,6 +45,8 @@ __all__ = [
     "DisconnectedComparisonWarning",
     "ModelEntry",
     "PriorError",
+    "UnidentifiedTermWarning",
+    "add_log_likelihood",
     "approximation_error",
     "build_beta_binomial",
     "build_bradley_terry",
@@ -52,6 +55,7 @@ __all__ = [
     "build_irt_2pl",
     "compute_diagnostics",
     "data_hash",
+    "describe",
     "fit",
     "fit_approx",
     "fit_replicates",

@@ -6,11 +6,15 @@ For agent ``m`` and task ``t`` with ``n_mt`` runs and ``c_mt`` successes,
 
 so ``c_mt ~ BetaBinomial(n_mt, mu_m kappa_m, (1 - mu_m) kappa_m)`` with the
 per-task probabilities integrated out; ``mu_m`` is the agent's mean success
-probability over the task population, ``kappa_m`` the concentration (small
-kappa = tasks differ a lot). With ``pooling="partial"``,
-``logit mu_m ~ N(logit_mu_mean, logit_mu_sd)`` and
-``log kappa_m ~ N(log_kappa_mean, log_kappa_sd)`` (non-centred); with
-``pooling="none"`` each agent has its own fixed priors.
+probability over the task population. The spread of the task probabilities
+is parameterised by the intraclass correlation ``rho_m = 1 / (1 + kappa_m)``
+(the correlation of two runs of one task, the rho of the design effect
+``1 + (n - 1) rho`` on the frequentist side), with a proper prior on [0, 1].
+With partial pooling ``logit mu_m ~ N(logit_mu_mean, logit_mu_sd)``; each
+agent's ``rho_m`` has its own prior (a variance-type parameter pooled over a
+handful of agents is weakly identified and mixed badly: R-hat 1.5 at
+``log_kappa_sd`` on real data). Which terms are included, and how, is decided
+from the data's design by :mod:`hierbench.bayes._structure`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from ._registry import ModelEntry, data_hash, make_prior, merge_priors, prepare_counts, register
+from ._structure import Structure, centre_choice, count_design, level_information
 
 __all__ = ["BETA_BINOMIAL_PRIORS", "build_beta_binomial", "task_posteriors"]
 
@@ -31,21 +36,85 @@ BETA_BINOMIAL_PRIORS: dict[str, dict[str, dict[str, Any]]] = {
     "partial": {
         "logit_mu_mean": {"dist": "Normal", "mu": 0.0, "sigma": 1.5},
         "logit_mu_sd": {"dist": "HalfNormal", "sigma": 1.0},
-        "log_kappa_mean": {"dist": "Normal", "mu": 2.5, "sigma": 1.5},
-        "log_kappa_sd": {"dist": "HalfNormal", "sigma": 0.5},
+        "rho": {"dist": "Beta", "alpha": 1.0, "beta": 1.0},
     },
     "none": {
         "mu": {"dist": "Beta", "alpha": 1.0, "beta": 1.0},
-        "log_kappa": {"dist": "Normal", "mu": 2.5, "sigma": 1.5},
+        "rho": {"dist": "Beta", "alpha": 1.0, "beta": 1.0},
     },
 }
+
+#: nominal spread (logit SD) of agents' mean success rates, the unit of the
+#: centring rule (see :data:`hierbench.bayes._structure.CENTRE_MIN_INFO`)
+AGENT_SCALE = 1.0
+#: nominal intraclass correlation used to discount repeated runs of a task
+#: when measuring how informed an agent is
+NOMINAL_RHO = 0.3
+
+
+def _decide(counts: xr.Dataset, cells: dict, pooling: Any, centred: Any) -> tuple[Structure, str, bool]:
+    st = Structure("beta_binomial", count_design(counts, cells))
+    d = st.design
+    m = d["n_agents"]
+    pool = st.decide(
+        "pooling",
+        pooling,
+        "partial" if m >= 2 else "none",
+        f"{m} agents: "
+        + ("their mean rates are pooled" if m >= 2 else "nothing to pool across one agent"),
+        unidentified="partial" if m < 2 else None,
+        why_unidentified="the spread across agents is not identified with one agent",
+    )
+    repeated = d["max_runs_per_cell"] > 1
+    st.decisions["overdispersion"] = {
+        "choice": "rho per agent" if repeated else "rho from its prior",
+        "reason": (
+            f"cells hold up to {d['max_runs_per_cell']} runs: repeated runs of a task identify rho"
+            if repeated
+            else "every cell has one run: a single Bernoulli run has the same law for every rho, "
+            "so rho (and pass^k for k > 1, mean_observed) rest on its prior"
+        ),
+        "source": "auto",
+    }
+    is_centred = False
+    if pool == "partial":
+        n, y = counts["n_runs"].values, counts["n_success"].values
+        info = float(np.median(level_information(n, y, axis=1, rho=NOMINAL_RHO)))
+        score = info * AGENT_SCALE**2
+        auto, need = centre_choice(score, m)
+        c = centred if centred != "auto" else "auto"
+        is_centred = bool(
+            st.decide(
+                "centred",
+                c,
+                auto,
+                f"median agent information {score:.1f} (x nominal logit spread {AGENT_SCALE:g}^2) "
+                f"{'>=' if auto else '<'} {need:g} needed with {m} agents",
+            )
+        )
+        st.hint(
+            "logit_mu_sd",
+            f"the spread of {m} agents' mean rates is weakly identified",
+            "pooling='none', or a tighter `priors['logit_mu_sd']`",
+        )
+        st.hint(
+            "z_mu" if not is_centred else "logit_mu",
+            "the centred / non-centred choice for agents does not suit this design",
+            f"centred={not is_centred}",
+        )
+    st.hint(
+        "rho",
+        "overdispersion is weakly identified (few repeated runs per task)",
+        "a tighter `priors['rho']` (e.g. Beta(1, 3))",
+    )
+    return st, pool, is_centred
 
 
 def build_beta_binomial(
     data: xr.Dataset,
     *,
     priors: Mapping[str, Mapping[str, Any]] | None = None,
-    pooling: Literal["partial", "none"] = "partial",
+    pooling: Literal["auto", "partial", "none"] = "auto",
     centred: Literal["auto"] | bool = "auto",
 ) -> pm.Model:
     """Build the beta-binomial model of per-task success counts.
@@ -57,31 +126,43 @@ def build_beta_binomial(
     priors : mapping, optional
         Overrides of the defaults in ``BETA_BINOMIAL_PRIORS[pooling]``, as
         ``{name: {"dist": "Normal", "mu": 0.0, "sigma": 1.0}}``. Defaults:
-        partial pooling ``logit_mu_mean ~ N(0, 1.5)``,
-        ``logit_mu_sd ~ HalfNormal(1)``, ``log_kappa_mean ~ N(2.5, 1.5)``,
-        ``log_kappa_sd ~ HalfNormal(0.5)``; no pooling ``mu ~ Beta(1, 1)``,
-        ``log_kappa ~ N(2.5, 1.5)`` per agent (weak: a 95% range of kappa
-        from about 0.6 to 230).
-    pooling : {"partial", "none"}
-        Partial pooling of ``mu`` and ``kappa`` across agents, or none.
+        partial pooling ``logit_mu_mean ~ N(0, 1.5)`` (95% of agents' mean
+        rates between 5% and 95%), ``logit_mu_sd ~ HalfNormal(1)``; no
+        pooling ``mu ~ Beta(1, 1)``; both ``rho ~ Beta(1, 1)`` per agent
+        (uniform on the intraclass correlation, the same prior as
+        :mod:`hierbench.design`; see ``models/beta_binomial/card.md``).
+    pooling : {"auto", "partial", "none"}
+        Partial pooling of the agents' mean rates, or none. "auto": partial
+        with two or more agents, none with one.
     centred : "auto" or bool
         Partial pooling only: centred (``logit mu_m ~ N(mean, sd)`` directly)
-        or non-centred per-agent parameters. "auto" centres when agents have
-        at least 50 runs on average: then each agent's parameters are well
-        identified by its own data and the non-centred form would correlate
-        them strongly with the hyperparameters.
+        or non-centred agent means. "auto" centres when the median agent's
+        Fisher information about its logit mean, in units of a nominal
+        agent spread of 1 logit, is at least 4 (its own data then pin it
+        down; see :mod:`hierbench.bayes._structure`).
 
     Returns
     -------
     pymc.Model
         Free variables per the pooling; deterministics ``mu(agent)``,
-        ``kappa(agent)``, ``ability(agent)`` (= ``mu``, probability scale),
-        ``mean_new_task(agent)`` (= ``mu``: the expected success rate on a
-        new task from the population) and ``mean_observed(agent)`` (the
-        posterior expected mean success probability over the dataset's
-        tasks, by conjugacy). Likelihood ``y(cell)`` over the observed cells;
-        constant data ``n_runs``, ``n_success`` (agent, task) and
-        ``cell_n_runs(cell)``.
+        ``rho(agent)``, ``kappa(agent)`` (= 1 / rho - 1), ``ability(agent)``
+        (= ``mu``, probability scale), ``mean_new_task(agent)`` (= ``mu``)
+        and ``mean_observed(agent)`` (the posterior expected mean success
+        probability over the dataset's tasks, by conjugacy). Likelihood: the
+        potential ``y_loglik`` over the distinct (agent, runs, successes)
+        patterns of the observed cells, weighted by their cell counts (a fit
+        still records ``observed_data`` ``y(cell)`` and draws
+        ``posterior_predictive`` ``y(cell)``); constant data ``n_runs``,
+        ``n_success`` (agent, task), ``cell_n_runs(cell)``,
+        ``pattern_n_success``, ``pattern_weight``, ``pattern_log_binom``
+        (pattern). The design
+        and every structural choice are in ``model.hierbench["structure"]``
+        (see :func:`hierbench.bayes.describe`).
+
+    Warns
+    -----
+    UnidentifiedTermWarning
+        ``pooling="partial"`` with one agent.
 
     Examples
     --------
@@ -89,15 +170,15 @@ def build_beta_binomial(
     >>> data, _ = simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=0)
     >>> model = build_beta_binomial(data)
     >>> sorted(model.coords)
-    ['agent', 'cell', 'task']
+    ['agent', 'cell', 'pattern', 'task']
     """
-    if pooling not in BETA_BINOMIAL_PRIORS:
-        raise ValueError(f"`pooling` must be one of {sorted(BETA_BINOMIAL_PRIORS)}; got {pooling!r}")
-    pri = merge_priors(BETA_BINOMIAL_PRIORS[pooling], priors)
+    if pooling not in ("auto", "partial", "none"):
+        raise ValueError(f"`pooling` must be 'auto', 'partial' or 'none'; got {pooling!r}")
     if centred not in ("auto", True, False):
         raise ValueError(f"`centred` must be 'auto', True or False; got {centred!r}")
     counts, cells = prepare_counts(data)
-    is_centred = bool(counts["n_runs"].values.sum(axis=1).mean() >= 50) if centred == "auto" else centred
+    st, pooling, is_centred = _decide(counts, cells, pooling, centred)
+    pri = merge_priors(BETA_BINOMIAL_PRIORS[pooling], priors)
     coords = {
         "agent": counts.agent.values.tolist(),
         "task": counts.task.values.tolist(),
@@ -107,53 +188,152 @@ def build_beta_binomial(
     with pm.Model(coords=coords) as model:
         n_grid = pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))
         y_grid = pm.Data("n_success", counts.n_success.values, dims=("agent", "task"))
-        n_cell = pm.Data("cell_n_runs", cells["cell_n"], dims="cell")
-        y_cell = pm.Data("cell_n_success", cells["cell_y"], dims="cell")
+        # the cells, as constant data (the likelihood reads their patterns below)
+        pm.Data("cell_n_runs", cells["cell_n"], dims="cell")
+        pm.Data("cell_n_success", cells["cell_y"], dims="cell")
         if pooling == "partial":
             lm_mean = make_prior("logit_mu_mean", pri["logit_mu_mean"])
             lm_sd = make_prior("logit_mu_sd", pri["logit_mu_sd"])
-            lk_mean = make_prior("log_kappa_mean", pri["log_kappa_mean"])
-            lk_sd = make_prior("log_kappa_sd", pri["log_kappa_sd"])
             if is_centred:
                 logit_mu = pm.Normal("logit_mu", lm_mean, lm_sd, dims="agent")
-                log_kappa = pm.Normal("log_kappa", lk_mean, lk_sd, dims="agent")
             else:
                 z_mu = pm.Normal("z_mu", 0.0, 1.0, dims="agent")
-                z_kappa = pm.Normal("z_kappa", 0.0, 1.0, dims="agent")
                 logit_mu = lm_mean + lm_sd * z_mu
-                log_kappa = lk_mean + lk_sd * z_kappa
             mu = pm.Deterministic("mu", pm.math.invlogit(logit_mu), dims="agent")
-            kappa = pm.Deterministic("kappa", pt.exp(log_kappa), dims="agent")
         else:
             mu = make_prior("mu", pri["mu"], dims="agent")
-            log_kappa = make_prior("log_kappa", pri["log_kappa"], dims="agent")
-            kappa = pm.Deterministic("kappa", pt.exp(log_kappa), dims="agent")
+        rho = make_prior("rho", pri["rho"], dims="agent")
+        kappa = pm.Deterministic("kappa", (1.0 - rho) / rho, dims="agent")
         pm.Deterministic("ability", mu, dims="agent")
         pm.Deterministic("mean_new_task", mu, dims="agent")
         post_mean = (mu[:, None] * kappa[:, None] + y_grid) / (kappa[:, None] + n_grid)
         pm.Deterministic("mean_observed", post_mean.mean(axis=1), dims="agent")
-        pm.BetaBinomial(
-            "y",
-            alpha=mu[ai] * kappa[ai],
-            beta=(1.0 - mu[ai]) * kappa[ai],
-            n=n_cell,
-            observed=y_cell,
-            dims="cell",
+        # The likelihood over the distinct (agent, runs, successes) patterns, each
+        # weighted by how many cells show it: exact, and with one run per cell (or
+        # few distinct run counts) far fewer terms than cells (SWE-bench bash-only:
+        # 50 instead of 12,500). Each pattern's probability is written as the
+        # product form of the beta-binomial in (mu, rho),
+        #   C(n, y) prod_{j<y} (mu (1 - rho) + j rho) prod_{j<n-y} ((1 - mu)(1 - rho) + j rho)
+        #           / prod_{j<n} (1 - rho + j rho),
+        # which stays exact for rho near 0 or 1, where the Beta-function form
+        # cancels huge terms (weighted by hundreds of cells, that cancellation
+        # noise gave 1,000 divergences on SWE-bench).
+        p_agent, p_n, p_y, p_w = _patterns(ai, cells["cell_n"], cells["cell_y"], len(coords["agent"]))
+        model.add_coord("pattern", np.arange(p_n.size))
+        p_y_data = pm.Data("pattern_n_success", p_y, dims="pattern")
+        p_w_data = pm.Data("pattern_weight", p_w, dims="pattern")
+        p_lb = pm.Data("pattern_log_binom", _log_binom(p_y, p_n), dims="pattern")
+        j = np.arange(int(p_n.max()), dtype=float)[None, :]
+        rho_p, mu_p = rho[p_agent][:, None], mu[p_agent][:, None]
+        yy = p_y_data[:, None]
+        nn = p_n[:, None].astype(float)
+        terms = (
+            pt.switch(j < yy, pt.log(mu_p * (1.0 - rho_p) + j * rho_p), 0.0)
+            + pt.switch(j < nn - yy, pt.log((1.0 - mu_p) * (1.0 - rho_p) + j * rho_p), 0.0)
+            - pt.switch(j < nn, pt.log(1.0 - rho_p + j * rho_p), 0.0)
         )
+        loglik = p_lb + terms.sum(axis=1)
+        pm.Potential("y_loglik", (p_w_data * loglik).sum())
     model.hierbench = {
         "model": "beta_binomial",
         "options": {"pooling": pooling, "centred": bool(is_centred) if pooling == "partial" else False},
         "priors": pri,
+        "structure": st.to_dict(),
         "data_hash": data_hash(counts),
         "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
+        "cell_index": (cells["cell_agent_idx"], cells["cell_task_idx"]),
         "n_cells_excluded": cells["n_cells_excluded"],
+        "predictive": lambda dt, gen: _predictive(dt, gen, ai, cells["cell_n"]),
+        "log_likelihood": lambda dt: _log_likelihood(dt, ai, cells["cell_n"], cells["cell_y"]),
+        "observed_cells": {"y": cells["cell_y"]},
+        "data_updates": lambda cells_new: _pattern_updates(
+            ai, cells_new["cell_n"], cells_new["cell_y"], len(coords["agent"]), p_n.size
+        ),
         "var_attrs": {
             "ability": {"scale": "probability", "meaning": "mu: mean success probability over the task population"},
+            "rho": {"scale": "probability", "meaning": "intraclass correlation of two runs of one task, 1 / (1 + kappa)"},
             "mean_observed": {"scale": "probability", "meaning": "posterior mean success probability over the dataset's tasks"},
             "mean_new_task": {"scale": "probability", "meaning": "expected success probability on a new task"},
         },
     }
     return model
+
+
+def _patterns(
+    ai: np.ndarray, n: np.ndarray, y: np.ndarray, n_agents: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct likelihood patterns and their weights (cell counts).
+
+    When every (agent, run count) with ``y = 0..n`` gives fewer patterns than
+    there are cells, the patterns are that full grid (it depends on the
+    design only, so a replicate of the same design changes only the weights);
+    otherwise the patterns are the cells themselves, with weight 1.
+    """
+    an = np.unique(np.stack([ai, n], axis=1), axis=0)
+    size = int((an[:, 1] + 1).sum())
+    if size >= n.size:
+        return ai.astype(np.int64), n.astype(np.int64), y.astype(np.int64), np.ones(n.size)
+    p_agent = np.repeat(an[:, 0], an[:, 1] + 1)
+    p_n = np.repeat(an[:, 1], an[:, 1] + 1)
+    p_y = np.concatenate([np.arange(k + 1) for k in an[:, 1]])
+    # weights: cells per (agent, n, y)
+    key = (p_agent * (p_n.max() + 1) + p_n) * (p_n.max() + 1) + p_y
+    cell_key = (ai * (p_n.max() + 1) + n) * (p_n.max() + 1) + y
+    order = np.argsort(key)
+    pos = order[np.searchsorted(key[order], cell_key)]
+    w = np.bincount(pos, minlength=p_n.size).astype(float)
+    return p_agent.astype(np.int64), p_n.astype(np.int64), p_y.astype(np.int64), w
+
+
+def _log_binom(y: np.ndarray, n: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln
+
+    y, n = np.asarray(y, dtype=float), np.asarray(n, dtype=float)
+    return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
+
+
+def _pattern_updates(ai: np.ndarray, n: np.ndarray, y: np.ndarray, n_agents: int, size: int) -> dict:
+    """New ``pattern_n_success`` and ``pattern_weight`` for a replicate of the same design."""
+    _, p_n, p_y, p_w = _patterns(ai, n, y, n_agents)
+    if p_n.size != size:  # pragma: no cover - the design fixes the pattern count
+        raise ValueError("a replicate must have the same design (agents and runs per cell)")
+    return {
+        "pattern_n_success": p_y,
+        "pattern_weight": p_w,
+        "pattern_log_binom": _log_binom(p_y, p_n),
+        "cell_n_success": y,
+    }
+
+
+def _log_likelihood(dt: xr.DataTree, ai: np.ndarray, n: np.ndarray, y: np.ndarray) -> xr.Dataset:
+    """Pointwise log-likelihood ``y(cell)`` per draw (for LOO), by scipy's beta-binomial."""
+    from scipy.stats import betabinom
+
+    post = dt["posterior"].to_dataset()
+    mu = post["mu"].transpose("chain", "draw", "agent").values[..., ai]
+    kappa = post["kappa"].transpose("chain", "draw", "agent").values[..., ai]
+    ll = betabinom.logpmf(y, n, mu * kappa, (1.0 - mu) * kappa)
+    return xr.Dataset(
+        {"y": (("chain", "draw", "cell"), ll)},
+        coords={"chain": post.chain, "draw": post.draw, "cell": np.arange(n.size)},
+    )
+
+
+def _predictive(dt: xr.DataTree, gen: np.random.Generator, ai: np.ndarray, n: np.ndarray) -> xr.DataTree:
+    """Posterior predictive ``y(cell)``, vectorised over draws: p ~ Beta, then Binomial."""
+    post = dt["posterior"].to_dataset()
+    mu = post["mu"].transpose("chain", "draw", "agent").values[..., ai]
+    kappa = post["kappa"].transpose("chain", "draw", "agent").values[..., ai]
+    with np.errstate(all="ignore"):
+        p = gen.beta(np.maximum(mu * kappa, 1e-300), np.maximum((1.0 - mu) * kappa, 1e-300))
+    y = gen.binomial(np.broadcast_to(n, p.shape), np.nan_to_num(np.clip(p, 0.0, 1.0)))
+    dt["posterior_predictive"] = xr.DataTree(
+        xr.Dataset(
+            {"y": (("chain", "draw", "cell"), y.astype(np.int64))},
+            coords={"chain": post.chain, "draw": post.draw, "cell": np.arange(n.size)},
+        )
+    )
+    return dt
 
 
 def task_posteriors(fit: xr.DataTree, *, prob: float = 0.9) -> xr.Dataset:
@@ -213,8 +393,10 @@ register(
     ModelEntry(
         name="beta_binomial",
         builder=build_beta_binomial,
-        default_priors=lambda opts: BETA_BINOMIAL_PRIORS[opts.get("pooling", "partial")],
-        default_options={"pooling": "partial", "centred": "auto"},
+        default_priors=lambda opts: BETA_BINOMIAL_PRIORS[
+            "none" if opts.get("pooling", "auto") == "none" else "partial"
+        ],
+        default_options={"pooling": "auto", "centred": "auto"},
         sampler_settings={"sampler": "nutpie", "draws": 1000, "tune": 1000, "chains": 4},
         description="Per-agent beta-binomial on agent x task success counts",
     )

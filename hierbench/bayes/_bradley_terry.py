@@ -38,6 +38,7 @@ from .._base import HierbenchWarning
 from ..data._pairwise import PAIR_COUNTS_SCHEMA, check_pairwise, to_pair_counts
 from ..data._schema import EvalDataError
 from ._registry import ModelEntry, PriorError, register
+from ._structure import Structure, centre_choice
 
 __all__ = [
     "BT_DEFAULT_PRIORS",
@@ -175,6 +176,7 @@ def _warn_if_disconnected(ia: np.ndarray, ib: np.ndarray, n: np.ndarray, agents:
             DisconnectedComparisonWarning,
             stacklevel=3,
         )
+    return int(n_comp)
 
 
 def build_bradley_terry(
@@ -215,7 +217,10 @@ def build_bradley_terry(
     centered : bool, optional
         Parameterisation of the hierarchical abilities: ``ability ~
         ZeroSumNormal(sd_ability)`` (centred) or ``ability = sd_ability * z``
-        (non-centred). Default: centred when every agent has at least
+        (non-centred). Default: centred when the median agent's information
+        (about 0.2 per comparison) reaches the centring rule of
+        :func:`hierbench.bayes._structure.centre_choice` (more with fewer
+        than 8 agents) and every agent has at least
         :data:`CENTERED_MIN_COMPARISONS` comparisons (the data then pin each
         ability down and the centred form samples far better: on LLMFAO,
         59 agents, min ESS_bulk of ``sd_ability`` about 2,200 centred vs 180
@@ -285,9 +290,67 @@ def build_bradley_terry(
     per_agent = np.bincount(ia, weights=n, minlength=len(agents)) + np.bincount(
         ib, weights=n, minlength=len(agents)
     )
-    if centered is None:
-        centered = bool(per_agent.min() >= CENTERED_MIN_COMPARISONS)
-    _warn_if_disconnected(ia, ib, n, agents)
+    n_comp = _warn_if_disconnected(ia, ib, n, agents)
+    st = Structure(
+        "bradley_terry",
+        {
+            "n_agents": len(agents),
+            "n_pairs": int((n > 0).sum()),
+            "n_comparisons": int(n.sum()),
+            "min_comparisons_per_agent": int(per_agent.min()),
+            "median_comparisons_per_agent": float(np.median(per_agent)),
+            "n_components": int(n_comp),
+            "n_ties": int(n_tie.sum()),
+            "score_kind": "pairwise outcomes",
+        },
+    )
+    st.decisions["hierarchical"] = {
+        "choice": bool(hierarchical),
+        "reason": "abilities share a learnt scale sd_ability"
+        if hierarchical
+        else "abilities have a fixed prior scale",
+        "source": "auto" if hierarchical else "user",
+    }
+    if hierarchical:
+        # information about an ability: about p (1 - p) <= 1/4 per comparison;
+        # 0.2 allows for unequal pairs
+        info = 0.2 * float(np.median(per_agent))
+        auto_c, need = centre_choice(info, len(agents))
+        many = per_agent.min() >= CENTERED_MIN_COMPARISONS
+        auto_c = bool(auto_c and many)
+        centered = bool(
+            st.decide(
+                "centered",
+                "auto" if centered is None else bool(centered),
+                auto_c,
+                f"median agent information {info:.1f} {'>=' if info >= need else '<'} {need:g} "
+                f"needed with {len(agents)} agents; fewest comparisons {int(per_agent.min())} "
+                f"({'>=' if many else '<'} {CENTERED_MIN_COMPARISONS})",
+            )
+        )
+    else:
+        centered = bool(centered) if centered is not None else False
+    st.decisions["ties"] = {
+        "choice": ties or "none",
+        "reason": "Davidson ties" if ties else "the logistic model (no ties in the data)",
+        "source": "auto" if ties == "davidson" else "user",
+    }
+    if n_comp > 1:
+        st.decisions["comparison_graph"] = {
+            "choice": f"{n_comp} components",
+            "reason": "agents outside the largest component are compared with it only through the prior",
+            "source": "auto",
+        }
+    st.hint(
+        "sd_ability",
+        f"the spread of {len(agents)} agents' abilities is weakly identified",
+        "hierarchical=False with a fixed `priors['ability']` scale",
+    )
+    st.hint(
+        "ability_z" if not centered else "ability",
+        "the centred / non-centred form of the abilities does not suit this design",
+        f"centered={not centered}",
+    )
     used = ["sd_ability" if hierarchical else "ability"]
     used += ["nu"] if ties else []
     used += ["home"] if home_advantage else []
@@ -333,19 +396,21 @@ def build_bradley_terry(
                 log_nu = pt.log(_prior("nu", spec))
             logits = pt.stack([d / 2.0, pt.broadcast_to(log_nu, d.shape), -d / 2.0], axis=-1)
             p = pm.math.softmax(logits, axis=-1)
-            pm.Multinomial(
-                "outcome_counts",
-                n=n_cmp,
-                p=p,
-                observed=np.stack([w_a, n_tie, w_b], axis=-1),
-                dims=("pair", "result"),
-            )
+            # observed through pm.Data, so a compiled model can swap them (calibration studies)
+            obs = pm.Data("outcome_obs", np.stack([w_a, n_tie, w_b], axis=-1), dims=("pair", "result"))
+            pm.Multinomial("outcome_counts", n=n_cmp, p=p, observed=obs, dims=("pair", "result"))
         else:
-            pm.Binomial("n_win_a", n=n_cmp, p=pm.math.sigmoid(d), observed=w_a, dims="pair")
+            obs = pm.Data("n_win_a_obs", w_a, dims="pair")
+            pm.Binomial("n_win_a", n=n_cmp, p=pm.math.sigmoid(d), observed=obs, dims="pair")
     model.hierbench = {
         "model": "bradley_terry",
         "options": options,
         "priors": {k: pri[k] for k in used},
+        "structure": st.to_dict(),
+        # few agents: the scale of the abilities is weakly identified, smaller steps
+        # are cheap for a model this size
+        "sampler_defaults": {"target_accept": 0.9} if len(agents) < 8 else {},
+        "observed_data_name": "outcome_obs" if ties else "n_win_a_obs",
         "data_hash": pair_counts_hash(counts),
         "var_attrs": {
             "ability": {

@@ -33,7 +33,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._agq import NEWTON_STEPS, gauss_hermite
+from .._agq import NEWTON_STEPS, gauss_hermite, population_nodes
 from ._agq import AGQBinomialLogitNormal
 from ._registry import (
     ModelEntry,
@@ -43,6 +43,13 @@ from ._registry import (
     merge_priors,
     prepare_counts,
     register,
+)
+from ._structure import (
+    SINGLETON_MAX_SHARE,
+    Structure,
+    centre_choice,
+    count_design,
+    level_information,
 )
 
 __all__ = ["CROSSED_PRIORS", "build_crossed", "gauss_hermite"]
@@ -57,7 +64,12 @@ CROSSED_PRIORS: dict[str, dict[str, Any]] = {
 }
 
 
-CENTRE_MIN_RUNS = 50
+#: nominal logit spreads of agents, tasks and clusters: the units in which
+#: the centring rule measures how informed each level is
+NOMINAL_SCALE = {"agent": 1.0, "task": 1.0, "cluster": 1.0}
+#: nominal SD of the agent x task effect: caps what repeated runs of one cell
+#: tell about the task (or agent) level
+NOMINAL_AGENT_TASK_SD = 0.5
 
 
 def _default_priors(use_cluster: bool, agents: str) -> dict[str, dict[str, Any]]:
@@ -74,22 +86,135 @@ def _log_binom(y: np.ndarray, n: np.ndarray) -> np.ndarray:
     return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
 
 
-def _choose_centred(centred: Any, counts: xr.Dataset) -> set[str]:
+def _decide(
+    counts: xr.Dataset, cells: dict, clusters: Any, agent_task: Any, agents: str, centred: Any
+) -> tuple[Structure, bool, str, set[str]]:
+    """The crossed model's structure from the design (see :mod:`hierbench.bayes._structure`)."""
+    st = Structure("crossed", count_design(counts, cells))
+    d = st.design
+    m, r_max = d["n_agents"], d["max_runs_per_cell"]
+    # agent x task effect
+    if r_max == 1:
+        at_auto, why = "none", "every cell has one run: a Bernoulli cell cannot separate it from run noise"
+    elif m == 1:
+        at_auto, why = "none", "one agent: it is confounded with the task effect"
+    else:
+        at_auto, why = "marginal", (
+            f"{m} agents, up to {r_max} runs per cell: integrated out of each cell by adaptive quadrature"
+        )
+    agent_task = st.decide(
+        "agent_task",
+        agent_task,
+        at_auto,
+        why,
+        unidentified=("marginal", "latent") if at_auto == "none" else None,
+        why_unidentified=why if at_auto == "none" else "",
+    )
+    # clusters
+    has = "cluster" in counts.coords
+    if clusters is True and not has:
+        raise ValueError("`clusters=True` needs a `cluster` task coord in `data`; there is none")
+    if not has:
+        cl_auto, why, bad = False, "the data have no `cluster` task coord", False
+    else:
+        k, single = d["n_clusters"], d["share_tasks_in_singletons"]
+        if k < 2:
+            cl_auto, why, bad = False, "one cluster holds every task: no between-cluster variation", True
+        elif single > SINGLETON_MAX_SHARE:
+            cl_auto, why, bad = False, (
+                f"{single:.0%} of tasks are alone in their cluster (> {SINGLETON_MAX_SHARE:.0%}): "
+                "a cluster of one task is confounded with the task effect"
+            ), True
+        else:
+            cl_auto, why, bad = True, (
+                f"{k} clusters, median size {d['median_cluster_size']:g}, "
+                f"{single:.0%} of tasks alone"
+            ) + ("; few clusters: sd_cluster leans on its prior" if k < 5 else "") + (
+                "; most clusters are single tasks: sd_cluster is informed by the larger ones"
+                if d["median_cluster_size"] <= 1
+                else ""
+            ), False
+    use_cluster = bool(
+        st.decide(
+            "clusters",
+            clusters,
+            cl_auto,
+            why,
+            unidentified=True if bad else None,
+            why_unidentified=why if bad else "",
+        )
+    )
+    # centring, from the information of each group's levels
+    n, y = counts["n_runs"].values, counts["n_success"].values
+    within = NOMINAL_AGENT_TASK_SD if agent_task != "none" else 0.0
+    info_task = level_information(n, y, axis=0, within_sd=within)
+    scores = {
+        "agent": float(np.median(level_information(n, y, axis=1, within_sd=within)))
+        * NOMINAL_SCALE["agent"] ** 2,
+        "task": float(np.median(info_task)) * NOMINAL_SCALE["task"] ** 2,
+    }
+    if use_cluster:
+        _, cl_idx = np.unique(np.asarray(counts["cluster"].values).astype(str), return_inverse=True)
+        through = info_task / (1.0 + info_task * NOMINAL_SCALE["task"] ** 2)
+        scores["cluster"] = float(np.median(np.bincount(cl_idx, weights=through))) * (
+            NOMINAL_SCALE["cluster"] ** 2
+        )
     groups = {"agent", "task", "cluster"}
-    if centred == "auto":
-        n = counts["n_runs"].values
-        out = set()
-        if n.sum(axis=1).mean() >= CENTRE_MIN_RUNS:
-            out.add("agent")
-        if n.sum(axis=0).mean() >= CENTRE_MIN_RUNS:
-            out.add("task")
-            out.add("cluster")
-        return out
-    if isinstance(centred, str) or not set(centred) <= groups:
+    n_levels = {"agent": d["n_agents"], "task": d["n_tasks"], "cluster": d.get("n_clusters", 0)}
+    need = {g: centre_choice(v, n_levels[g])[1] for g, v in scores.items()}
+    auto = {g for g, v in scores.items() if v >= need[g]}
+    if agents == "fixed":
+        auto.discard("agent")
+    if centred != "auto" and (isinstance(centred, str) or not set(centred) <= groups):
         raise ValueError(
             f"`centred` must be 'auto' or a tuple drawn from {sorted(groups)}; got {centred!r}"
         )
-    return set(centred)
+    reason = ", ".join(
+        f"{g} {v:.1f} vs {need[g]:g} needed over {n_levels[g]} levels "
+        f"({'centred' if g in auto else 'non-centred'})"
+        for g, v in scores.items()
+        if not (g == "agent" and agents == "fixed")
+    )
+    centred_set = set(
+        st.decide(
+            "centred",
+            centred if centred == "auto" else tuple(sorted(centred)),
+            tuple(sorted(auto)),
+            "median level information x nominal spread^2: "
+            + reason,
+        )
+    )
+    st.decisions["agents"] = {
+        "choice": agents,
+        "reason": "fixed effects with their own priors (the evaluated agents are the population)"
+        if agents == "fixed"
+        else "random effects around mu with spread sd_agent",
+        "source": "user" if agents != "fixed" else "auto",
+    }
+    # what to say if a parameter fails
+    st.hint(
+        "sd_agent_task",
+        f"few repeated runs per cell (median {d['median_runs_per_cell']:g}) identify the agent x task spread weakly",
+        "agent_task='none' (runs independent given agent and task)",
+    )
+    st.hint(
+        "sd_cluster",
+        "clusters are few or small, so their spread is weakly identified",
+        "clusters=False, or a tighter `priors['sd_cluster']`",
+    )
+    st.hint(
+        "sd_agent",
+        f"the spread of {m} agents is weakly identified",
+        "agents='fixed'",
+    )
+    for g in ("task", "cluster", "agent"):
+        flip = tuple(sorted(centred_set ^ {g}))
+        st.hint(
+            f"z_{g}" if g not in centred_set else f"{g}_dev",
+            f"the {'centred' if g in centred_set else 'non-centred'} form for {g}s does not suit this design",
+            f"centred={flip}",
+        )
+    return st, use_cluster, agent_task, centred_set
 
 
 def build_crossed(
@@ -176,7 +301,7 @@ def build_crossed(
     >>> data, _ = simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=0)
     >>> model = build_crossed(data)
     >>> sorted(v.name for v in model.free_RVs)
-    ['ability_theta', 'sd_agent_task', 'sd_task', 'task_offset', 'z_task']
+    ['ability_theta', 'sd_agent_task', 'sd_task', 'z_task', 'z_task_offset']
     """
     if agents not in ("fixed", "random"):
         raise ValueError(f"`agents` must be 'fixed' or 'random'; got {agents!r}")
@@ -189,13 +314,9 @@ def build_crossed(
     if clusters not in ("auto", True, False):
         raise ValueError(f"`clusters` must be 'auto', True or False; got {clusters!r}")
     counts, cells = prepare_counts(data)
-    if agent_task == "auto":
-        agent_task = "none" if int(cells["cell_n"].max()) == 1 else "marginal"
-    centred_set = _choose_centred(centred, counts)
-    has_cluster = "cluster" in counts.coords
-    if clusters is True and not has_cluster:
-        raise ValueError("`clusters=True` needs a `cluster` task coord in `data`; there is none")
-    use_cluster = has_cluster and clusters in ("auto", True)
+    st, use_cluster, agent_task, centred_set = _decide(
+        counts, cells, clusters, agent_task, agents, centred
+    )
     default = _default_priors(use_cluster, agents)
     if agent_task == "none":
         default.pop("sd_agent_task")
@@ -211,7 +332,6 @@ def build_crossed(
         cl_labels, cl_idx = np.unique(counts["cluster"].values.astype(str), return_inverse=True)
         coords["cluster"] = cl_labels.tolist()
     ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
-    u, w = gauss_hermite(int(n_quad))
     n_np, y_np = cells["cell_n"], cells["cell_y"]
     with pm.Model(coords=coords) as model:
         pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))
@@ -261,7 +381,12 @@ def build_crossed(
             task_dev = sd_task * (z_task - (pt.dot(z_task, member) / size)[cl_idx])
             s2 = sd_cluster**2 + sd_task**2 / size
             prec = 1.0 / s2
-            offset = pm.Normal("task_offset", 0.0, 1.0 / pt.sqrt(prec.sum()))
+            # non-centred: the likelihood never sees the offset (only theta = ability +
+            # offset), so its posterior scale follows its prior's, which shrinks with
+            # the scales (a funnel when written centred)
+            offset = pm.Deterministic(
+                "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) / pt.sqrt(prec.sum())
+            )
             z_total = pm.Normal("z_cluster_total", 0.0, 1.0, dims="cluster")
             u_raw = pt.sqrt(s2) * z_total
             resid = u_raw - (prec * u_raw).sum() / prec.sum()
@@ -278,7 +403,13 @@ def build_crossed(
             pm.Deterministic("task_effect", (total - cl_eff)[cl_idx] + task_dev, dims="task")
         else:
             n_task = len(coords["task"])
-            offset = t_offset = pm.Normal("task_offset", 0.0, sd_task / np.sqrt(n_task))
+            # non-centred: the likelihood sees only theta = ability + offset, so the
+            # offset's posterior scale is its prior's, sd_task / sqrt(T); written
+            # centred it made a funnel with sd_task (divergences in 18 of 40
+            # prior-predictive replicates of a 4 x 30 x 5 design)
+            offset = t_offset = pm.Deterministic(
+                "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) * sd_task / np.sqrt(n_task)
+            )
             if "task" in centred_set:
                 task_dev = pm.ZeroSumNormal("task_dev", sigma=sd_task, dims="task")
             else:
@@ -290,7 +421,10 @@ def build_crossed(
                 pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
                 sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
                 n_cl = len(coords["cluster"])
-                cl_offset = pm.Normal("cluster_offset", 0.0, sd_cluster / np.sqrt(n_cl))
+                cl_offset = pm.Deterministic(
+                    "cluster_offset",
+                    pm.Normal("z_cluster_offset", 0.0, 1.0) * sd_cluster / np.sqrt(n_cl),
+                )
                 if "cluster" in centred_set:
                     cl_dev = pm.ZeroSumNormal("cluster_dev", sigma=sd_cluster, dims="cluster")
                 else:
@@ -329,8 +463,9 @@ def build_crossed(
             ability = pm.Deterministic("ability", theta - offset, dims="agent")
             agent_effect = pm.Deterministic("agent_effect", ability - mu, dims="agent")
         eta_grid = theta[:, None] + task_total[None, :]
-        p_new = pm.math.invlogit(ability[:, None] + pt.sqrt(sd_total2) * u[None, :])
-        pm.Deterministic("mean_new_task", (p_new * w[None, :]).sum(axis=1), dims="agent")
+        pu, pw = population_nodes()  # the one population rule (hierbench._agq)
+        p_new = pm.math.invlogit(ability[:, None] + pt.sqrt(sd_total2) * pu[None, :])
+        pm.Deterministic("mean_new_task", (p_new * pw[None, :]).sum(axis=1), dims="agent")
         eta_cell = eta_grid[ai, ti]
         if agent_task == "none":
             pm.Binomial("y", n=n_cell, logit_p=eta_cell, observed=y_cell, dims="cell")
@@ -374,10 +509,13 @@ def build_crossed(
         # of 4 at 12 x 500 x 10) with no divergences; see models/crossed/card.md.
         # Nested clusters (non-centred) keep 0.8: a weakly identified sd_cluster
         # still diverged at 0.65 on the default demo data (4 divergences, 0 at 0.8).
-        "sampler_defaults": (
-            {"target_accept": 0.8 if nested else 0.65} if agent_task in ("marginal", "none") else {}
-        ),
+        # 0.8 everywhere: 0.65 (half the leapfrog steps on well-conditioned
+        # designs) diverged on small and single-agent designs (tau-bench: 114)
+        "sampler_defaults": {"target_accept": 0.8},
         "postprocess": _add_mean_observed,
+        "predictive": lambda dt, gen: _predictive(
+            dt, gen, ai, ti, n_np, cl_idx if use_cluster else None, agent_task
+        ),
         "options": {
             "clusters": bool(use_cluster),
             "agent_task": agent_task,
@@ -386,8 +524,10 @@ def build_crossed(
             "centred": sorted(centred_set),
         },
         "priors": pri,
+        "structure": st.to_dict(),
         "data_hash": data_hash(counts),
         "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
+        "cell_index": (cells["cell_agent_idx"], cells["cell_task_idx"]),
         "n_cells_excluded": cells["n_cells_excluded"],
         # mean_observed is added by the postprocess, which sets its own attrs
         "var_attrs": {
@@ -413,20 +553,61 @@ register(
         ),
         default_options={
             "clusters": "auto",
-            "agent_task": "marginal",
+            "agent_task": "auto",
             "n_quad": 7,
             "agents": "fixed",
+            "centred": "auto",
         },
         sampler_settings={
             "sampler": "nutpie",
             "draws": 1000,
             "tune": 1000,
             "chains": 4,
-            "target_accept": 0.65,
+            "target_accept": 0.8,
         },
         description="Crossed agent x task (x cluster) logistic model on aggregated counts",
     )
 )
+
+
+def _predictive(
+    dt: xr.DataTree,
+    gen: np.random.Generator,
+    ai: np.ndarray,
+    ti: np.ndarray,
+    n: np.ndarray,
+    cl_idx: np.ndarray | None,
+    agent_task: str,
+) -> xr.DataTree:
+    """Posterior predictive ``y(cell)``, vectorised over draws.
+
+    The cell's logit is ``ability + task_effect (+ cluster_effect)`` (the
+    model's ``theta + task_total``, rewritten in its reported effects) plus
+    a fresh agent x task effect for the marginal model, or the drawn one for
+    the latent model.
+    """
+    post = dt["posterior"].to_dataset()
+
+    def arr(name: str, dim: str) -> np.ndarray:
+        return post[name].transpose("chain", "draw", dim).values
+
+    eta = arr("ability", "agent")[..., ai] + arr("task_effect", "task")[..., ti]
+    if cl_idx is not None:
+        eta = eta + arr("cluster_effect", "cluster")[..., cl_idx[ti]]
+    if agent_task == "marginal":
+        sd = post["sd_agent_task"].transpose("chain", "draw").values[..., None]
+        eta = eta + sd * gen.standard_normal(eta.shape)
+    elif agent_task == "latent":
+        eta = eta + post["agent_task_effect"].transpose("chain", "draw", "agent", "task").values[..., ai, ti]
+    p = 1.0 / (1.0 + np.exp(-eta))
+    y = gen.binomial(np.broadcast_to(n, p.shape), p)
+    dt["posterior_predictive"] = xr.DataTree(
+        xr.Dataset(
+            {"y": (("chain", "draw", "cell"), y.astype(np.int64))},
+            coords={"chain": post.chain, "draw": post.draw, "cell": np.arange(n.size)},
+        )
+    )
+    return dt
 
 
 def _add_mean_observed(dt: xr.DataTree, rng: None | int | np.random.Generator = None) -> xr.DataTree:

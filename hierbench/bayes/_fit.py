@@ -24,7 +24,7 @@ import xarray as xr
 from .._base import as_rng
 from ._diagnostics import compute_diagnostics
 
-__all__ = ["SAMPLERS", "fit", "fit_replicates"]
+__all__ = ["SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 
@@ -76,9 +76,25 @@ def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
     return dt
 
 
+def _in_notebook_or_tty() -> bool:
+    import sys
+
+    try:
+        from IPython import get_ipython  # type: ignore[import-not-found]
+
+        shell = get_ipython()
+        if shell is not None and shell.__class__.__name__ == "ZMQInteractiveShell":
+            return True
+    except ImportError:  # pragma: no cover - IPython is optional
+        pass
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
 def _stamp(dt: xr.DataTree, info: dict[str, Any], /, **attrs: Any) -> xr.DataTree:
     """Decorate a fit and stamp its provenance: the model, its spec, the data hash, the version."""
     dt = _decorate(dt, info)
+    if "structure" in info:
+        dt.attrs["hierbench_structure"] = json.dumps(info["structure"], default=str)
     dt.attrs.update(
         hierbench_model=str(info["model"]),
         hierbench_spec=json.dumps(
@@ -107,8 +123,8 @@ def fit(
     sampler: Literal["nutpie", "pymc", "numpyro"] = "nutpie",
     target_accept: float | None = None,
     posterior_predictive: bool = True,
-    log_likelihood: bool = True,
-    progressbar: bool = False,
+    log_likelihood: bool = False,
+    progress: bool | None = None,
     prior_predictive: bool = False,
     **sampler_kwargs: Any,
 ) -> xr.DataTree:
@@ -131,10 +147,18 @@ def fit(
         Target acceptance rate of the step-size adaptation (0 < x < 1);
         default the model's registered setting (crossed marginal: 0.65),
         else the sampler's (0.8).
-    posterior_predictive, log_likelihood : bool
-        Add the ``posterior_predictive`` and pointwise ``log_likelihood``
-        groups (needed by the predictive checks and LOO).
-    progressbar : bool
+    posterior_predictive : bool
+        Add the ``posterior_predictive`` group (for
+        :func:`~hierbench.bayes.predictive_check`). The count models draw it
+        with NumPy from the posterior, vectorised over draws.
+    log_likelihood : bool
+        Add the pointwise ``log_likelihood`` group (needed by LOO). Off by
+        default: it costs a compile and a pass over every draw, and only
+        :func:`~hierbench.bayes.loo_compare` needs it; add it later with
+        :func:`add_log_likelihood`.
+    progress : bool, optional
+        Show the sampler's progress bar. Default: only when attached to a
+        terminal or a notebook. ``False`` is quiet.
     prior_predictive : bool
         Also draw ``draws`` samples from the prior and the prior predictive
         (groups ``prior``, ``prior_predictive``) for prior predictive checks
@@ -188,6 +212,8 @@ def fit(
             )
     if target_accept is None:
         target_accept = (info.get("sampler_defaults") or {}).get("target_accept")
+    if progress is None:
+        progress = _in_notebook_or_tty()
     gen = as_rng(rng)
     seed = int(gen.integers(2**31 - 1))
     pp_seed = int(gen.integers(2**31 - 1))
@@ -218,7 +244,7 @@ def fit(
             chains=chains,
             seed=seed,
             save_warmup=False,
-            progress_bar=progressbar,
+            progress_bar=progress,
             **kw,
         )
         sampling_time = time.perf_counter() - t0
@@ -236,7 +262,7 @@ def fit(
                 tune=tune,
                 chains=chains,
                 random_seed=seed,
-                progressbar=progressbar,
+                progressbar=progress,
                 model=model,
                 nuts_sampler="pymc" if sampler == "pymc" else "numpyro",
                 compute_convergence_checks=False,
@@ -244,18 +270,42 @@ def fit(
             )
         sampling_time = time.perf_counter() - t0
     dt = _drop_warmup(dt)
+    if "observed_cells" in info:
+        # a likelihood written over compressed patterns: record the cells themselves
+        n_cells = len(next(iter(info["observed_cells"].values())))
+        dt["observed_data"] = xr.DataTree(
+            xr.Dataset(
+                {k: ("cell", np.asarray(v)) for k, v in info["observed_cells"].items()},
+                coords={"cell": np.arange(n_cells)},
+            )
+        )
     if log_likelihood:
-        dt = pm.compute_log_likelihood(
-            dt, model=model, extend_inferencedata=True, progressbar=False
-        )
+        dt = _with_log_likelihood(dt, model, info)
     if posterior_predictive:
-        dt = pm.sample_posterior_predictive(
-            dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
-        )
+        predictive = info.get("predictive")
+        if callable(predictive):
+            # vectorised over draws (NumPy); PyMC's loop runs a custom likelihood's
+            # random function once per draw in object mode
+            dt = predictive(dt, np.random.default_rng(pp_seed))
+        else:
+            dt = pm.sample_posterior_predictive(
+                dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
+            )
     if prior_predictive:
-        prior = pm.sample_prior_predictive(
-            draws=draws, model=model, random_seed=int(gen.integers(2**31 - 1))
-        )
+        prior_seed = int(gen.integers(2**31 - 1))
+        with warnings.catch_warnings():
+            # a likelihood written as a weighted potential: its prior predictive is
+            # drawn below with the builder's own predictive
+            warnings.filterwarnings("ignore", message=".*Potential.*", category=UserWarning)
+            prior = pm.sample_prior_predictive(draws=draws, model=model, random_seed=prior_seed)
+        predictive = info.get("predictive")
+        if callable(predictive) and "observed_cells" in info:
+            tmp = xr.DataTree(children={"posterior": prior["prior"].copy()})
+            tmp = predictive(tmp, np.random.default_rng(prior_seed))
+            pp = tmp["posterior_predictive"].to_dataset()
+            cell_coords = info.get("cell_coords") or {}
+            pp = pp.assign_coords({k: ("cell", np.asarray(v).astype(str)) for k, v in cell_coords.items()})
+            prior["prior_predictive"] = xr.DataTree(pp)
         for group in ("prior", "prior_predictive"):
             if group in prior.children:
                 dt[group] = prior[group].copy()
@@ -272,6 +322,57 @@ def fit(
     if callable(post):
         dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
     return compute_diagnostics(dt, warn=True)
+
+
+def _with_log_likelihood(dt: xr.DataTree, model: pm.Model, info: dict[str, Any]) -> xr.DataTree:
+    own = info.get("log_likelihood")
+    if callable(own):
+        dt["log_likelihood"] = xr.DataTree(own(dt))
+        return dt
+    return pm.compute_log_likelihood(dt, model=model, extend_inferencedata=True, progressbar=False)
+
+
+def add_log_likelihood(fit: xr.DataTree, model: pm.Model) -> xr.DataTree:
+    """Add the pointwise ``log_likelihood`` group to a fit (for LOO), computed on request.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A fit of ``model`` from :func:`fit`.
+    model : pymc.Model
+        The model that was fitted (the fit's data hash must match it).
+
+    Returns
+    -------
+    xarray.DataTree
+        The fit with a ``log_likelihood`` group (a new tree).
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_beta_binomial, fit
+    >>> data, _ = simulate_eval(n_agents=2, n_tasks=15, n_runs=3, rng=0)
+    >>> model = build_beta_binomial(data)
+    >>> f = fit(model, draws=100, tune=100, chains=1, rng=1, posterior_predictive=False)
+    >>> "log_likelihood" in add_log_likelihood(f, model).children
+    True
+    """
+    info = _check_model(model)
+    want = str(fit.attrs.get("hierbench_data_hash", ""))
+    if want and info.get("data_hash") and want != str(info["data_hash"]):
+        raise ValueError(
+            "`model` must be the model that `fit` was fitted to: their data hashes differ "
+            f"({info['data_hash'][:12]} vs {want[:12]})"
+        )
+    out = fit.copy()
+    keep = {k: v for k, v in out.children.items() if k != "diagnostics"}
+    base = xr.DataTree(dataset=out.to_dataset(), children={k: v.copy() for k, v in keep.items()})
+    base.attrs = dict(out.attrs)
+    base = _with_log_likelihood(base, model, info)
+    out["log_likelihood"] = base["log_likelihood"].copy()
+    if "cell" in out["log_likelihood"].dims:
+        out = _decorate(out, info)
+    return out
 
 
 def fit_replicates(
@@ -344,6 +445,8 @@ def fit_replicates(
                 f"(shape {n_ref.shape}); it differs"
             )
         updates = {"n_success": counts["n_success"].values, "cell_n_success": cells["cell_y"]}
+        if callable(info.get("data_updates")):
+            updates.update(info["data_updates"](cells))
         if "cell_log_binom" in shared:
             # the crossed model's log binomial coefficients follow the success counts
             updates["cell_log_binom"] = _log_binom(cells["cell_y"], cells["cell_n"])
@@ -360,5 +463,30 @@ def fit_replicates(
         )
         dt = _drop_warmup(dt)
         dt.attrs.update(hierbench_model=str(info["model"]), replicate=i)
+        if "structure" in info:
+            dt.attrs["hierbench_structure"] = json.dumps(info["structure"], default=str)
         out.append(compute_diagnostics(dt, warn=False))
+    failed = [f for f in out if not f.attrs["diag_converged"]]
+    if failed:
+        from collections import Counter
+
+        from ._diagnostics import ConvergenceWarning
+
+        kinds = Counter(
+            msg.split(" (at")[0].split(" ")[0] + " " + msg.split(" ")[1]
+            if not msg[0].isdigit()
+            else "divergent transitions"
+            for f in failed
+            for msg in json.loads(f.attrs["diag_failures"])
+        )
+        warnings.warn(
+            f"{len(failed)} of {len(out)} replicates failed their convergence checks "
+            f"(replicates {[int(f.attrs['replicate']) for f in failed][:20]}"
+            f"{' ...' if len(failed) > 20 else ''}; failures: "
+            + ", ".join(f"{k} x{v}" for k, v in kinds.most_common())
+            + "). Each replicate's `diag_failures` attr says which check and parameter failed; "
+            "drop or refit them before summarising a calibration or coverage study",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
     return out

@@ -28,7 +28,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._agq import NEWTON_STEPS, gauss_hermite, node_terms
+from .._agq import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
 from .._base import HierbenchWarning, as_rng
 
 __all__ = [
@@ -397,7 +397,7 @@ def crossed_pass_k(
         fns = [lambda p, kk=kk: 1.0 - (1.0 - p) ** kk for kk in ks]
     fixed_p = parts["latent"] or parts["no_ab"]  # p_mt is a function of the draw
     if population:
-        u, w = gauss_hermite(max(parts["n_quad"], 31))
+        u, w = population_nodes()
         s = np.sqrt(parts["sd_task2"] + parts["sd_at"] ** 2)
         e = parts["mu"][:, None, None] + parts["a"][:, :, None] + s[:, None, None] * u
         p = expit(e)
@@ -474,7 +474,7 @@ def crossed_variance_components(
     if scale == "latent":
         comps = {"agent": va, "task": vt, "agent_task": vat}
     elif scale == "probability":
-        u, w = gauss_hermite(max(parts["n_quad"], 31))
+        u, w = population_nodes()
         mu = parts["mu"][:, None]
 
         def m1m2(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,279 @@
+"""Simulation-based calibration (Talts et al. 2018) of the three models at their default priors.
+
+For each model and design, the model is built with every default on a
+template data set of the design, the parameters and data of ``R``
+replicates are drawn from its prior predictive, and each replicate is
+fitted (compiled once; only the data are swapped). Per replicate and
+top-level parameter we record the rank of the true value among ``L``
+thinned posterior draws and whether the 50% and 90% central intervals hold
+it, plus divergences.
+
+If the sampler computes the posterior right, the ranks are uniform on
+``0..L``, and the intervals cover at their nominal rates. The report gives,
+per parameter, the chi-square p-value of the rank histogram (``bins`` equal
+bins), the 50% / 90% coverage with its Wilson 95% band (the check: the
+band contains the nominal level), and per model and design the share of
+divergent draws.
+
+Posterior draws per replicate are fewer than a default fit (``--chains 2
+--draws 400 --tune 400`` by default, thinned to ``L = 99`` for the ranks):
+SBC needs a calibrated posterior, not a precise one, and 1,200 fits must run
+on a shared 2-core machine.
+
+Usage::
+
+    python benchmarks/sbc.py run --reps 200 --out sbc.jsonl [--models crossed ...] [--designs small]
+    python benchmarks/sbc.py report sbc.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+DESIGNS = {
+    "small": {"n_agents": 4, "n_tasks": 30, "n_runs": 5, "n_clusters": 0},
+    "medium": {"n_agents": 10, "n_tasks": 200, "n_runs": 4, "n_clusters": 20},
+}
+BT_DESIGNS = {"small": {"n_agents": 4, "n_battles": 120}, "medium": {"n_agents": 15, "n_battles": 1500}}
+PARAMS = {
+    "beta_binomial": ["logit_mu_mean", "logit_mu_sd", "mu[0]", "rho[0]"],
+    "crossed": ["sd_task", "sd_agent_task", "sd_cluster", "ability[0]", "mean_new_task[0]"],
+    "bradley_terry": ["sd_ability", "nu", "ability[0]"],
+}
+MODELS = tuple(PARAMS)
+L_RANK = 99
+
+
+def template(model: str, design: str, seed: int = 0):
+    """A data set of the design (its outcomes are irrelevant: only the design is used)."""
+    from hierbench.testing import simulate_eval
+
+    if model == "bradley_terry":
+        import pandas as pd
+
+        from hierbench.data import read_battles
+
+        d = BT_DESIGNS[design]
+        rng = np.random.default_rng(seed)
+        m, nb = d["n_agents"], d["n_battles"]
+        a = rng.integers(0, m, nb)
+        b = (a + rng.integers(1, m, nb)) % m
+        names = np.array([f"m{i:02d}" for i in range(m)])
+        w = rng.choice(["left", "tie", "right"], nb)
+        return read_battles(pd.DataFrame({"left": names[a], "right": names[b], "winner": w}))
+    d = dict(DESIGNS[design])
+    data, _ = simulate_eval(**d, rng=seed)
+    return data
+
+
+def _value(ds, spec: str):
+    name, _, idx = spec.partition("[")
+    if name not in ds:
+        return None
+    da = ds[name]
+    if idx:
+        da = da.isel({next(d for d in da.dims if d not in ("chain", "draw")): int(idx[:-1])})
+    return da
+
+
+def run(models, designs, reps, out, chains, draws, tune, seed):
+    import nutpie
+    import pymc as pm
+
+    import hierbench.bayes as hbb
+    from hierbench.bayes._crossed import _log_binom
+    from hierbench.bayes._diagnostics import compute_diagnostics
+
+    warnings.simplefilter("ignore")
+    for design in designs:
+        for model_name in models:
+            data = template(model_name, design)
+            model = getattr(hbb, f"build_{model_name}")(data)
+            info = model.hierbench
+            prior = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)
+            pri = prior["prior"].to_dataset()
+            if callable(info.get("predictive")):
+                # a likelihood written as a weighted potential: simulate its cells
+                # with the builder's own vectorised predictive, from the prior draws
+                import xarray as xr
+
+                pp = info["predictive"](
+                    xr.DataTree(children={"posterior": xr.DataTree(pri)}),
+                    np.random.default_rng(seed + 2),
+                )["posterior_predictive"].to_dataset()
+            else:
+                pp = prior["prior_predictive"].to_dataset()
+            obs_name = next(iter(pp.data_vars))
+            compiled = nutpie.compile_pymc_model(model, backend="numba")
+            shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
+            gen = np.random.default_rng(seed + 1)
+            for r in range(reps):
+                y = pp[obs_name].isel(chain=0, draw=r).values
+                up = {}
+                if model_name == "bradley_terry":
+                    up[info["observed_data_name"]] = y.astype(np.int64)
+                else:
+                    n_cell = np.asarray(model["cell_n_runs"].get_value())
+                    up["cell_n_success"] = y.astype(np.int64)
+                    grid = np.zeros_like(np.asarray(model["n_success"].get_value()))
+                    ai = np.asarray(info["cell_index"][0])
+                    ti = np.asarray(info["cell_index"][1])
+                    grid[ai, ti] = y
+                    up["n_success"] = grid
+                    if "cell_log_binom" in shared:
+                        up["cell_log_binom"] = _log_binom(y, n_cell)
+                    if callable(info.get("data_updates")):
+                        up.update(
+                            info["data_updates"]({"cell_n": n_cell, "cell_y": y.astype(np.int64)})
+                        )
+                c = compiled.with_data(**{k: v for k, v in up.items() if k in shared})
+                kw = {"target_accept": info.get("sampler_defaults", {}).get("target_accept", 0.8)}
+                t0 = time.perf_counter()
+                dt = nutpie.sample(
+                    c,
+                    draws=draws,
+                    tune=tune,
+                    chains=chains,
+                    seed=int(gen.integers(2**31 - 1)),
+                    save_warmup=False,
+                    progress_bar=False,
+                    cores=min(chains, os.cpu_count() or 1),
+                    **kw,
+                )
+                wall = time.perf_counter() - t0
+                keep = {k: v for k, v in dt.children.items() if not k.startswith("warmup")}
+                import xarray as xr
+
+                dt = xr.DataTree(children={k: v.copy() for k, v in keep.items()})
+                diag = compute_diagnostics(dt, warn=False).attrs
+                post = dt["posterior"].to_dataset()
+                rec = {
+                    "model": model_name,
+                    "design": design,
+                    "rep": r,
+                    "n_div": int(diag["diag_n_divergent"]),
+                    "n_draws": chains * draws,
+                    "converged": int(diag["diag_converged"]),
+                    "max_r_hat": float(diag["diag_max_r_hat"]),
+                    "wall": round(wall, 2),
+                    "ranks": {},
+                    "in50": {},
+                    "in90": {},
+                }
+                for spec in PARAMS[model_name]:
+                    truth = _value(pri, spec)
+                    draws_da = _value(post, spec)
+                    if truth is None or draws_da is None:
+                        continue
+                    t = float(truth.isel(chain=0, draw=r).values)
+                    x = np.asarray(draws_da.values, dtype=float).ravel()
+                    thin = x[np.linspace(0, x.size - 1, L_RANK).round().astype(int)]
+                    rec["ranks"][spec] = int((thin < t).sum())
+                    lo50, hi50, lo90, hi90 = np.quantile(x, [0.25, 0.75, 0.05, 0.95])
+                    rec["in50"][spec] = bool(lo50 <= t <= hi50)
+                    rec["in90"][spec] = bool(lo90 <= t <= hi90)
+                with open(out, "a") as fh:
+                    fh.write(json.dumps(rec) + "\n")
+                print(
+                    f"{model_name} {design} rep {r}: div {rec['n_div']} wall {wall:.1f}s "
+                    f"load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+
+
+def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    p = k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return c - h, c + h
+
+
+def summarise(path: str, bins: int | None = None) -> list[dict]:
+    """Per (model, design, parameter): rank chi-square p, coverage with Wilson band; per (model, design): divergences."""
+    from scipy.stats import chisquare
+
+    recs = [json.loads(line) for line in open(path)]
+    out = []
+    keys = sorted({(r["model"], r["design"]) for r in recs})
+    for model, design in keys:
+        rs = [r for r in recs if r["model"] == model and r["design"] == design]
+        n = len(rs)
+        nb = bins or int(min(10, max(2, n // 10)))
+        div = sum(r["n_div"] for r in rs) / max(sum(r["n_draws"] for r in rs), 1)
+        for spec in PARAMS[model]:
+            ranks = np.array([r["ranks"][spec] for r in rs if spec in r["ranks"]])
+            if ranks.size == 0:
+                continue
+            # L_RANK draws -> ranks 0..L_RANK (L_RANK + 1 values), binned evenly
+            h = np.bincount((ranks * nb) // (L_RANK + 1), minlength=nb)
+            p = float(chisquare(h).pvalue)
+            c50 = sum(r["in50"][spec] for r in rs if spec in r["in50"])
+            c90 = sum(r["in90"][spec] for r in rs if spec in r["in90"])
+            m = ranks.size
+            w50, w90 = wilson(c50, m), wilson(c90, m)
+            out.append(
+                {
+                    "model": model,
+                    "design": design,
+                    "param": spec,
+                    "reps": int(m),
+                    "chi2_p": p,
+                    "hist": h.tolist(),
+                    "cov50": c50 / m,
+                    "cov50_band": w50,
+                    "cov90": c90 / m,
+                    "cov90_band": w90,
+                    "ok": bool(p > 0.01 and w50[0] <= 0.5 <= w50[1] and w90[0] <= 0.9 <= w90[1]),
+                    "div_share": div,
+                    "not_converged": sum(1 - r["converged"] for r in rs),
+                }
+            )
+    return out
+
+
+def report(path: str) -> None:
+    rows = summarise(path)
+    print(
+        f"{'model':<14} {'design':<7} {'param':<17} {'reps':>4} {'chi2 p':>7} {'cov50':>6} "
+        f"{'band50':>13} {'cov90':>6} {'band90':>13} {'ok':>3} {'div %':>6} {'unconv':>6}"
+    )
+    for r in rows:
+        print(
+            f"{r['model']:<14} {r['design']:<7} {r['param']:<17} {r['reps']:>4} {r['chi2_p']:>7.3f} "
+            f"{r['cov50']:>6.3f} [{r['cov50_band'][0]:.3f},{r['cov50_band'][1]:.3f}] "
+            f"{r['cov90']:>6.3f} [{r['cov90_band'][0]:.3f},{r['cov90_band'][1]:.3f}] "
+            f"{'yes' if r['ok'] else 'NO':>3} {100 * r['div_share']:>6.3f} {r['not_converged']:>6}"
+        )
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pr = sub.add_parser("run")
+    pr.add_argument("--reps", type=int, default=200)
+    pr.add_argument("--out", required=True)
+    pr.add_argument("--models", nargs="*", default=list(MODELS))
+    pr.add_argument("--designs", nargs="*", default=list(DESIGNS))
+    pr.add_argument("--chains", type=int, default=2)
+    pr.add_argument("--draws", type=int, default=400)
+    pr.add_argument("--tune", type=int, default=400)
+    pr.add_argument("--seed", type=int, default=2026)
+    rp = sub.add_parser("report")
+    rp.add_argument("path")
+    a = p.parse_args(argv)
+    if a.cmd == "run":
+        run(a.models, a.designs, a.reps, a.out, a.chains, a.draws, a.tune, a.seed)
+    else:
+        report(a.path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+"""The model structure a data set's design supports: decided once, recorded, shown, overridable.
+
+Every builder calls :func:`count_design` (or :func:`pair_design`) on its data
+and then :meth:`Structure.decide` for each term it could include. A decision
+records the choice, the reason (in words, with the figures of the design that
+led to it) and whether the user asked for it. The builder stores the
+structure in ``model.hierbench["structure"]``; :func:`hierbench.bayes.fit`
+copies it to the fit's ``hierbench_structure`` attr (JSON) and
+:func:`describe` prints it as a short "model as fitted" block.
+
+The rules, all from the design (never from the outcome data's fit):
+
+* pooling across agents needs at least two agents;
+* an agent x task effect needs repeated runs in some cell (one run per cell
+  carries no information on it beyond the binomial) and at least two agents
+  (with one agent it is the task effect);
+* beta-binomial overdispersion (``rho``) needs repeated runs in some cell
+  (a cell of one Bernoulli run has the same law for every ``rho``);
+* clusters need at least two of them and not mostly single tasks (a cluster
+  of one task is confounded with that task's effect);
+* a group is centred when its levels are well informed by their own data,
+  measured by the Fisher information of a level's logit effect in units of
+  a nominal group spread (``info * scale**2``), non-centred otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .._base import HierbenchWarning
+
+__all__ = [
+    "CENTRE_MIN_INFO",
+    "CENTRE_MIN_LEVELS",
+    "SINGLETON_MAX_SHARE",
+    "Description",
+    "Structure",
+    "UnidentifiedTermWarning",
+    "centre_choice",
+    "count_design",
+    "describe",
+    "level_information",
+]
+
+#: centre a group when the median level has at least this much Fisher
+#: information about its logit effect, in units of the nominal group
+#: variance (``info * scale**2``): the data alone then pin a level to within
+#: half the group's spread, and the posterior of the level given the group
+#: scale is dominated by the likelihood (shrinkage factor >= 0.8).
+CENTRE_MIN_INFO = 4.0
+
+#: below this many levels the information needed to centre grows as
+#: ``(CENTRE_MIN_LEVELS / levels)**2``: with few levels the posterior of the
+#: group's scale reaches further down towards zero, where a centred group
+#: forms a funnel unless its levels are pinned far more tightly (3 agents,
+#: each informed 6x the nominal unit: 5 divergences and R-hat 1.06 at the
+#: scale, centred; 4 journals with thousands of citations each: centred
+#: samples well, non-centred diverged)
+CENTRE_MIN_LEVELS = 8
+
+
+def centre_choice(info: float, levels: int) -> tuple[bool, float]:
+    """Centre a group? ``(choice, information needed)`` for its median level's information.
+
+    Examples
+    --------
+    >>> centre_choice(10.0, 20), centre_choice(10.0, 4)
+    ((True, 4.0), (False, 16.0))
+    """
+    need = CENTRE_MIN_INFO * max(1.0, CENTRE_MIN_LEVELS / max(levels, 1)) ** 2
+    return bool(info >= need), float(need)
+
+#: drop clusters when more than this share of tasks sit in clusters of one task
+SINGLETON_MAX_SHARE = 0.5
+
+
+class UnidentifiedTermWarning(HierbenchWarning):
+    """A term was requested explicitly that the data's design cannot identify."""
+
+
+@dataclass
+class Structure:
+    """The design of a data set and the terms a model fitted to it includes.
+
+    Attributes
+    ----------
+    model : str
+        The model name.
+    design : dict
+        Figures of the design (agents, tasks, runs per cell, clusters, ...).
+    decisions : dict
+        ``{term: {"choice": ..., "reason": str, "source": "auto" | "user"}}``.
+    hints : dict
+        ``{parameter: (cause, fix)}``: what to say when a parameter fails
+        its convergence checks.
+    """
+
+    model: str
+    design: dict[str, Any]
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hints: dict[str, list[str]] = field(default_factory=dict)
+
+    def decide(
+        self,
+        term: str,
+        requested: Any,
+        auto_choice: Any,
+        reason: str,
+        *,
+        auto: Any = "auto",
+        unidentified: Any = None,
+        why_unidentified: str = "",
+    ) -> Any:
+        """Record the choice for ``term``: the user's ``requested`` unless it is ``auto``.
+
+        When the user explicitly asks for ``unidentified`` (the choice the
+        design cannot support) a :class:`UnidentifiedTermWarning` says why.
+        """
+        if isinstance(requested, str) and requested == auto:
+            choice, source = auto_choice, "auto"
+        else:
+            choice, source = requested, "user"
+            if unidentified is not None and why_unidentified and _same(choice, unidentified):
+                warnings.warn(
+                    f"`{term}={choice!r}` was requested, but {why_unidentified}; it is fitted "
+                    "as asked and rests on its prior",
+                    UnidentifiedTermWarning,
+                    stacklevel=4,
+                )
+                reason = f"requested by the user although {why_unidentified}"
+            else:
+                reason = f"requested by the user (auto would choose {_fmt(auto_choice)}: {reason})"
+        self.decisions[term] = {"choice": _jsonable(choice), "reason": reason, "source": source}
+        return choice
+
+    def hint(self, parameter: str, cause: str, fix: str) -> None:
+        """What to say if ``parameter`` fails a convergence check."""
+        self.hints[parameter] = [cause, fix]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "design": _jsonable(self.design),
+            "decisions": self.decisions,
+            "hints": self.hints,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(b, (list, tuple, set)):
+        return a in b
+    return a == b
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, (set, frozenset)):
+        v = sorted(v)
+    return repr(v)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (set, frozenset)):
+        return sorted(_jsonable(x) for x in v)
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def level_information(
+    n: np.ndarray, y: np.ndarray, axis: int, *, within_sd: float = 0.0, rho: float = 0.0
+) -> np.ndarray:
+    """Fisher information of each level's logit effect, summed over its cells.
+
+    A cell with ``n`` runs at success probability ``p`` carries
+    ``n p (1 - p)`` about its logit; an extra normal effect of SD
+    ``within_sd`` between the level and the cell caps it at
+    ``1 / within_sd**2`` (``i / (1 + i within_sd**2)``), and beta-binomial
+    overdispersion ``rho`` divides it by the design effect
+    ``1 + (n - 1) rho``. ``p`` is the cell's proportion shrunk towards the
+    overall one by one pseudo-run, so cells of all failures (or all
+    successes) count for little, as they do in the likelihood.
+
+    Parameters
+    ----------
+    n, y : numpy.ndarray
+        Runs and successes over (agent, task); 0 runs = not observed.
+    axis : int
+        The axis summed over (1: per agent, 0: per task).
+    within_sd, rho : float
+        Nominal within-cell spread (logit) and intraclass correlation.
+
+    Returns
+    -------
+    numpy.ndarray
+        Information per level.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> n = np.full((2, 3), 4); y = np.full((2, 3), 2)
+    >>> level_information(n, y, axis=1).round(2)  # 3 cells x 4 runs x 0.25
+    array([3., 3.])
+    """
+    n = np.asarray(n, dtype=float)
+    y = np.asarray(y, dtype=float)
+    pbar = (y.sum() + 0.5) / (n.sum() + 1.0)
+    p = (y + pbar) / (n + 1.0)
+    i = n * p * (1.0 - p)
+    i = i / (1.0 + np.maximum(n - 1.0, 0.0) * rho)
+    if within_sd > 0:
+        i = i / (1.0 + i * within_sd**2)
+    return np.where(n > 0, i, 0.0).sum(axis=axis)
+
+
+def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]:
+    """Figures of an (agent, task) count design that the structure rules read.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> c = xr.Dataset({"n_runs": (("agent", "task"), [[1, 1, 2]]),
+    ...                 "n_success": (("agent", "task"), [[0, 1, 1]])},
+    ...                coords={"agent": ["a"], "task": ["x", "y", "z"]})
+    >>> from hierbench.bayes._registry import prepare_counts
+    >>> d = count_design(*prepare_counts(c))
+    >>> d["n_agents"], d["max_runs_per_cell"], d["share_cells_one_run"]
+    (1, 2, 0.667)
+    """
+    n = np.asarray(counts["n_runs"].values)
+    y = np.asarray(counts["n_success"].values)
+    cell_n = np.asarray(cells["cell_n"])
+    out: dict[str, Any] = {
+        "n_agents": int(n.shape[0]),
+        "n_tasks": int(n.shape[1]),
+        "n_cells": int(cell_n.size),
+        "n_cells_not_run": int(cells.get("n_cells_excluded", 0)),
+        "n_runs_total": int(n.sum()),
+        "min_runs_per_cell": int(cell_n.min()),
+        "median_runs_per_cell": float(np.median(cell_n)),
+        "max_runs_per_cell": int(cell_n.max()),
+        "share_cells_one_run": round(float(np.mean(cell_n == 1)), 3),
+        "success_rate": round(float(y.sum() / max(n.sum(), 1)), 4),
+        "score_kind": "binary counts",
+    }
+    if "cluster" in counts.coords:
+        labels = np.asarray(counts["cluster"].values).astype(str)
+        _, size = np.unique(labels, return_counts=True)
+        out.update(
+            n_clusters=int(size.size),
+            median_cluster_size=float(np.median(size)),
+            max_cluster_size=int(size.max()),
+            share_tasks_in_singletons=round(float(size[size == 1].sum() / labels.size), 3),
+        )
+    return out
+
+
+class Description(str):
+    """A "model as fitted" block: a ``str`` that shows itself as text."""
+
+    def __repr__(self) -> str:  # pragma: no cover - display only
+        return str(self)
+
+
+def _structure_of(obj: Any) -> dict[str, Any]:
+    info = getattr(obj, "hierbench", None)
+    if isinstance(info, dict) and "structure" in info:
+        return info["structure"]
+    attrs = getattr(obj, "attrs", None)
+    if isinstance(attrs, Mapping) and "hierbench_structure" in attrs:
+        return json.loads(attrs["hierbench_structure"])
+    raise ValueError(
+        "`model_or_fit` must be a model from a hierbench builder or a fit of one "
+        "(it carries no recorded structure)"
+    )
+
+
+def describe(model_or_fit: Any) -> Description:
+    """The "model as fitted" block: the design, every structural choice and its reason.
+
+    Parameters
+    ----------
+    model_or_fit : pymc.Model or xarray.DataTree
+        A model from a hierbench builder, or its fit.
+
+    Returns
+    -------
+    Description
+        A ``str`` (shown as plain text in a REPL or notebook). For a fit it
+        ends with the convergence summary.
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_beta_binomial
+    >>> data, _ = simulate_eval(n_agents=1, n_tasks=10, n_runs=1, rng=0)
+    >>> text = describe(build_beta_binomial(data))
+    >>> print(text.splitlines()[0])
+    model as fitted: beta_binomial
+    >>> "pooling: 'none'" in text
+    True
+    """
+    s = _structure_of(model_or_fit)
+    d = s.get("design", {})
+    lines = [f"model as fitted: {s.get('model', '?')}"]
+    keys = [k for k in ("n_agents", "n_tasks", "n_cells", "n_pairs", "n_comparisons") if k in d]
+    design = ", ".join(f"{k.removeprefix('n_')} {d[k]}" for k in keys)
+    if "min_runs_per_cell" in d:
+        design += (
+            f"; runs per cell {d['min_runs_per_cell']}-{d['max_runs_per_cell']} "
+            f"(median {d['median_runs_per_cell']:g})"
+        )
+    if "n_clusters" in d:
+        design += (
+            f"; {d['n_clusters']} clusters ({d['share_tasks_in_singletons']:.0%} of tasks alone)"
+        )
+    lines.append(f"  design: {design}")
+    for term, dec in s.get("decisions", {}).items():
+        tag = "" if dec.get("source") == "auto" else " [user]"
+        lines.append(f"  {term}: {dec['choice']!r}{tag} - {dec['reason']}")
+    attrs = getattr(model_or_fit, "attrs", None)
+    if isinstance(attrs, Mapping) and "diag_max_r_hat" in attrs:
+        lines.append(
+            "  convergence: "
+            + ("passed" if attrs.get("diag_converged") else "FAILED")
+            + f" (max R-hat {attrs['diag_max_r_hat']:.3f}, min ESS bulk "
+            f"{attrs['diag_min_ess_bulk']:.0f} / tail {attrs['diag_min_ess_tail']:.0f}, "
+            f"{attrs['diag_n_divergent']} divergences)"
+        )
+    return Description("\n".join(lines))

@@ -1,0 +1,71 @@
+"""Slow checks of the defaults: the quick real-data rows, cold/warm cache reproducibility, a small SBC."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", ["tau_bb", "rats_bb", "citations_bt"])
+def test_quick_real_data_rows_pass_the_package_checks(row, shared_data):
+    import bench_defaults
+
+    res = bench_defaults.run_row(row)
+    assert res["passed"], res["failures"]
+    assert res["divergences"] == 0
+
+
+_FIT = """
+import sys, numpy as np, warnings
+warnings.simplefilter("ignore")
+from hierbench.testing import simulate_eval
+from hierbench.bayes import build_crossed, fit
+data, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=3, rng=0)
+dt = fit(build_crossed(data), draws=30, tune=30, chains=2, rng=0, progress=False)
+np.savez(sys.argv[1], **{v: dt["posterior"][v].values for v in dt["posterior"].data_vars})
+"""
+
+
+@pytest.mark.slow
+def test_same_draws_on_cold_and_warm_caches(tmp_path):
+    script = tmp_path / "fit.py"
+    script.write_text(_FIT)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    # cache folders not named like packages: the script's folder is first on sys.path
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba_cache")
+    env["PYTENSOR_FLAGS"] = f"compiledir={tmp_path / 'pt_cache'}"
+    out = []
+    for i in range(2):  # the first run fills the fresh caches, the second reads them
+        path = tmp_path / f"draws{i}.npz"
+        subprocess.run([sys.executable, str(script), str(path)], env=env, check=True, timeout=600)
+        out.append(np.load(path))
+    assert out[0].files == out[1].files
+    for k in out[0].files:
+        np.testing.assert_array_equal(out[0][k], out[1][k], err_msg=k)
+
+
+@pytest.mark.slow
+def test_sbc_small_beta_binomial(tmp_path):
+    # 20 replicates of the 4 x 30 x 5 design; with so few, the check is loose:
+    # 4 rank bins, chi-square p > 0.001, 90% coverage inside its Wilson band
+    import sbc
+
+    out = tmp_path / "sbc.jsonl"
+    sbc.run(["beta_binomial"], ["small"], 20, str(out), 2, 200, 200, 7)
+    rows = sbc.summarise(str(out), bins=4)
+    for r in rows:
+        assert r["chi2_p"] > 0.001, r
+        assert r["cov90_band"][0] <= 0.9 <= r["cov90_band"][1], r
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sum(r["n_div"] for r in recs) / sum(r["n_draws"] for r in recs) < 0.001

@@ -1,0 +1,165 @@
+"""The structure helper: terms decided from the design, recorded, shown, overridable."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.stats import betabinom
+
+from hierbench.bayes import (
+    UnidentifiedTermWarning,
+    build_beta_binomial,
+    build_bradley_terry,
+    build_crossed,
+    describe,
+)
+from hierbench.bayes._structure import level_information
+from hierbench.testing import simulate_eval
+
+
+def counts(n, y, agents=None, clusters=None):
+    n, y = np.atleast_2d(n), np.atleast_2d(y)
+    coords = {
+        "agent": agents or [f"a{i}" for i in range(n.shape[0])],
+        "task": [f"t{j:03d}" for j in range(n.shape[1])],
+    }
+    if clusters is not None:
+        coords["cluster"] = ("task", np.asarray(clusters, dtype=str))
+    return xr.Dataset(
+        {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), y)}, coords=coords
+    )
+
+
+def decisions(model):
+    return model.hierbench["structure"]["decisions"]
+
+
+def test_one_agent_turns_off_what_it_cannot_identify():
+    data, _ = simulate_eval(n_agents=1, n_tasks=20, n_runs=4, rng=0)
+    bb = build_beta_binomial(data)
+    assert decisions(bb)["pooling"]["choice"] == "none"
+    cr = build_crossed(data)
+    d = decisions(cr)
+    assert d["agent_task"]["choice"] == "none"
+    assert "confounded with the task effect" in d["agent_task"]["reason"]
+    assert "sd_agent_task" not in {v.name for v in cr.free_RVs}
+
+
+def test_explicit_unidentified_term_is_kept_and_warns():
+    data, _ = simulate_eval(n_agents=1, n_tasks=20, n_runs=4, rng=0)
+    with pytest.warns(UnidentifiedTermWarning, match="one agent"):
+        bb = build_beta_binomial(data, pooling="partial")
+    assert decisions(bb)["pooling"] == {
+        "choice": "partial",
+        "reason": "requested by the user although the spread across agents is not identified with one agent",
+        "source": "user",
+    }
+    assert "logit_mu_sd" in {v.name for v in bb.free_RVs}
+    with pytest.warns(UnidentifiedTermWarning, match="agent_task='marginal'"):
+        build_crossed(data, agent_task="marginal")
+
+
+def test_identified_explicit_choice_does_not_warn_and_is_marked_user():
+    data, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=3, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnidentifiedTermWarning)
+        m = build_crossed(data, agent_task="none")
+    assert decisions(m)["agent_task"]["source"] == "user"
+    assert "[user]" in describe(m)
+
+
+def test_one_run_per_cell_leaves_overdispersion_to_its_prior():
+    data, _ = simulate_eval(n_agents=3, n_tasks=30, n_runs=1, rng=1)
+    bb = build_beta_binomial(data)
+    assert decisions(bb)["overdispersion"]["choice"] == "rho from its prior"
+    assert build_crossed(data).hierbench["options"]["agent_task"] == "none"
+
+
+def test_clusters_of_mostly_single_tasks_are_dropped():
+    n = np.full((2, 10), 3)
+    y = np.ones((2, 10), int)
+    singles = [f"c{j}" for j in range(8)] + ["x", "x"]  # 80% of tasks alone
+    m = build_crossed(counts(n, y, clusters=singles))
+    assert decisions(m)["clusters"]["choice"] is False
+    assert "80%" in decisions(m)["clusters"]["reason"]
+    with pytest.warns(UnidentifiedTermWarning, match="clusters=True"):
+        build_crossed(counts(n, y, clusters=singles), clusters=True)
+    good = ["a"] * 4 + ["b"] * 3 + ["c"] * 3
+    m = build_crossed(counts(n, y, clusters=good))
+    assert decisions(m)["clusters"]["choice"] is True
+    assert "cluster_effect" in m.named_vars
+
+
+def test_centring_follows_information_not_run_counts():
+    # 12 agents x 10 runs at p ~ 1/2: each task is well informed -> centred tasks
+    rng = np.random.default_rng(0)
+    n = np.full((12, 40), 10)
+    y = rng.binomial(10, 0.5, n.shape)
+    assert "task" in decisions(build_crossed(counts(n, y)))["centred"]["choice"]
+    # the same runs at a success rate near 0: little information -> non-centred
+    y0 = rng.binomial(10, 0.004, n.shape)
+    assert "task" not in decisions(build_crossed(counts(n, y0)))["centred"]["choice"]
+    # few levels need far more information to centre (the group scale's posterior
+    # reaches towards zero): 3 agents x 10 tasks x 10 runs is not enough
+    m = build_beta_binomial(counts(np.full((3, 10), 10), rng.binomial(10, 0.5, (3, 10))))
+    assert decisions(m)["centred"]["choice"] is False
+    assert "needed with 3 agents" in decisions(m)["centred"]["reason"]
+
+
+def test_level_information_matches_binomial_fisher_information():
+    # a cell of n runs at p carries n p (1 - p) about its logit; p is the cell
+    # proportion shrunk by one pseudo-run towards the overall rate (here 1/2)
+    n = np.array([[4, 4]])
+    y = np.array([[2, 2]])
+    p = (2 + (4 + 0.5) / (8 + 1)) / 5  # (y + pbar) / (n + 1)
+    assert level_information(n, y, axis=1)[0] == pytest.approx(2 * 4 * p * (1 - p))
+    # an agent x task effect of sd s caps each cell at 1 / s^2
+    i = 4 * p * (1 - p)
+    assert level_information(n, y, axis=0, within_sd=0.5)[0] == pytest.approx(i / (1 + i * 0.25))
+
+
+def test_describe_model_and_errors():
+    data, _ = simulate_eval(n_agents=2, n_tasks=10, n_runs=2, rng=0)
+    text = describe(build_beta_binomial(data))
+    lines = text.splitlines()
+    assert lines[0] == "model as fitted: beta_binomial"
+    assert lines[1].startswith("  design: agents 2, tasks 10, cells 20")
+    assert any(line.startswith("  pooling: 'partial'") for line in lines)
+    with pytest.raises(ValueError, match="carries no recorded structure"):
+        describe(object())
+
+
+def test_bradley_terry_records_its_design():
+    import pandas as pd
+
+    from hierbench.data import read_battles
+
+    df = pd.DataFrame(
+        {"left": ["x", "y", "z", "x"] * 20, "right": ["y", "z", "x", "z"] * 20, "winner": ["left", "tie", "right", "left"] * 20}
+    )
+    m = build_bradley_terry(read_battles(df))
+    s = m.hierbench["structure"]
+    assert s["design"]["n_agents"] == 3 and s["design"]["n_comparisons"] == 80
+    # 3 agents: the centred form would funnel however many comparisons they have
+    assert s["decisions"]["centered"]["choice"] is False
+    assert json.loads(json.dumps(s)) == s
+
+
+def test_beta_binomial_pattern_likelihood_equals_cell_likelihood():
+    # the weighted pattern likelihood against scipy's beta-binomial summed over cells
+    rng = np.random.default_rng(3)
+    n = rng.integers(1, 4, (3, 50))
+    y = rng.binomial(n, 0.4)
+    m = build_beta_binomial(counts(n, y), pooling="none")
+    assert m["pattern_weight"].get_value().size < n.size  # compressed
+    point = {"mu_logodds__": np.array([-0.3, 0.2, 0.5]), "rho_logodds__": np.array([-1.0, 0.0, 1.5])}
+    logp = m.compile_fn(m.replace_rvs_by_values([m.potentials[0]])[0], inputs=m.value_vars)(point)
+    mu = 1 / (1 + np.exp(-point["mu_logodds__"]))
+    rho = 1 / (1 + np.exp(-point["rho_logodds__"]))
+    kappa = (1 - rho) / rho
+    want = betabinom.logpmf(y, n, (mu * kappa)[:, None], ((1 - mu) * kappa)[:, None]).sum()
+    assert float(logp) == pytest.approx(want, rel=1e-10)
