@@ -163,3 +163,24 @@ def test_beta_binomial_pattern_likelihood_equals_cell_likelihood():
     kappa = (1 - rho) / rho
     want = betabinom.logpmf(y, n, (mu * kappa)[:, None], ((1 - mu) * kappa)[:, None]).sum()
     assert float(logp) == pytest.approx(want, rel=1e-10)
+
+
+def test_tasks_without_a_cluster_label_are_singletons_not_one_pooled_cluster():
+    """Issue 11, item 7, on the Bayesian side: missing labels never form one shared cluster."""
+    import numpy as np
+    import pytest
+
+    import hierbench.bayes as hbb
+    from hierbench import HierbenchWarning
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=3, n_clusters=4, sd_cluster=0.5, rng=0)
+    labels = ds["cluster"].values.astype(object)
+    labels[[0, 1]] = np.nan
+    ds = ds.assign_coords(cluster=("task", labels))
+    with pytest.warns(HierbenchWarning, match="2 of 20 tasks have no 'cluster' label"):
+        model = hbb.build_crossed(ds)
+    clusters = list(model.coords["cluster"])
+    # 4 labelled clusters plus one singleton per unlabelled task (by the stated rule), no "nan"
+    assert len(clusters) == 4 + 2
+    assert "nan" not in clusters

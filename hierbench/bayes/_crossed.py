@@ -34,6 +34,7 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from .._agq import NEWTON_STEPS, gauss_hermite, population_nodes
+from .._base import cluster_codes
 from ._agq import AGQBinomialLogitNormal
 from ._registry import (
     ModelEntry,
@@ -329,7 +330,8 @@ def build_crossed(
         "cell": np.arange(cells["cell_n"].size),
     }
     if use_cluster:
-        cl_labels, cl_idx = np.unique(counts["cluster"].values.astype(str), return_inverse=True)
+        # the one cluster-code rule: a task without a label is its own cluster, never pooled
+        cl_idx, cl_labels = cluster_codes(counts, "cluster", dim="task")
         coords["cluster"] = cl_labels.tolist()
     ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
     n_np, y_np = cells["cell_n"], cells["cell_y"]

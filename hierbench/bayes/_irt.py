@@ -36,7 +36,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from .._base import HierbenchError
+from .._base import HierbenchError, cluster_codes
 from ._registry import ModelEntry, data_hash, make_prior, merge_priors, prepare_counts, register
 
 __all__ = ["IRT_PRIORS", "build_irt_1pl", "build_irt_2pl"]
@@ -141,7 +141,8 @@ def build_irt_2pl(
         "cell": np.arange(cells["cell_n"].size),
     }
     if clusters:
-        cl_labels, cl_idx = np.unique(counts["cluster"].values.astype(str), return_inverse=True)
+        # the one cluster-code rule: a task without a label is its own cluster, never pooled
+        cl_idx, cl_labels = cluster_codes(counts, "cluster", dim="task")
         coords["cluster"] = cl_labels.tolist()
     ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
     with pm.Model(coords=coords) as m:

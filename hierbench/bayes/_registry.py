@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError
+from .._base import HierbenchError, cluster_codes
 
 __all__ = [
     "ModelEntry",
@@ -228,10 +228,15 @@ def prepare_counts(data: xr.Dataset, *, name: str = "data") -> tuple[xr.Dataset,
     ai, ti = np.nonzero(obs)
     agents = np.asarray(counts["agent"].values).astype(str)
     tasks = np.asarray(counts["task"].values).astype(str)
+    cluster_coord = {}
+    if "cluster" in counts.coords:
+        # the one cluster-code rule: a task without a label becomes its own cluster (warned),
+        # never one pooled "nan" cluster
+        codes, labels = cluster_codes(counts, "cluster", dim="task")
+        cluster_coord = {"cluster": ("task", np.asarray(labels, dtype=str)[codes])}
     counts = xr.Dataset(
         {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), y)},
-        coords={"agent": agents, "task": tasks}
-        | ({"cluster": ("task", np.asarray(counts["cluster"].values).astype(str))} if "cluster" in counts.coords else {}),
+        coords={"agent": agents, "task": tasks} | cluster_coord,
     )
     cells = {
         "cell_agent_idx": ai,

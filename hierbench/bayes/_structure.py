@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchWarning
+from .._base import HierbenchWarning, cluster_codes
 
 __all__ = [
     "CENTRE_MIN_INFO",
@@ -257,8 +257,9 @@ def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]
         "score_kind": "binary counts",
     }
     if "cluster" in counts.coords:
-        labels = np.asarray(counts["cluster"].values).astype(str)
-        _, size = np.unique(labels, return_counts=True)
+        codes, _ = cluster_codes(counts, "cluster", dim="task")
+        labels = codes
+        size = np.bincount(codes)
         out.update(
             n_clusters=int(size.size),
             median_cluster_size=float(np.median(size)),
