@@ -35,6 +35,7 @@ __all__ = [
     "HierbenchError",
     "HierbenchWarning",
     "PartialCreditError",
+    "Progress",
     "Result",
     "ZeroWidthIntervalWarning",
     "as_rng",
@@ -655,3 +656,74 @@ def cluster_codes(
         labels[is_missing] = [f"{t} (no cluster)" for t in tasks[is_missing]]
     uniq, codes = np.unique(labels.astype(str), return_inverse=True)
     return codes.astype(np.intp), uniq.astype(object)
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Progress:
+    """A plain text progress bar on standard error for long loops (standard library only).
+
+    ``enabled=None`` (the default everywhere) shows it only when a person is
+    watching: standard error is a terminal, or the code runs in a Jupyter
+    kernel. Nothing is drawn until ``delay`` seconds have passed, so quick
+    work stays silent; ``enabled=False`` never draws, ``True`` always does.
+
+    Examples
+    --------
+    >>> with Progress(3, "resamples", enabled=False) as bar:
+    ...     for _ in range(3):
+    ...         bar.update(1)
+    >>> bar.done
+    3
+    """
+
+    def __init__(
+        self, total: int, desc: str, *, enabled: bool | None = None, delay: float = 0.5, stream=None
+    ):
+        import sys
+        import time
+
+        self.total = max(int(total), 1)
+        self.desc = desc
+        self.done = 0
+        self._stream = stream if stream is not None else sys.stderr
+        if enabled is None:
+            isatty = getattr(self._stream, "isatty", lambda: False)
+            enabled = bool(isatty()) or "ipykernel" in sys.modules
+        self.enabled = bool(enabled)
+        self._time = time.monotonic
+        self._start = self._time()
+        self._delay = float(delay)
+        self._drawn = False
+
+    def update(self, n: int = 1) -> None:
+        """Advance by ``n`` steps and redraw when visible."""
+        self.done += int(n)
+        if self.enabled and (self._drawn or self._time() - self._start >= self._delay):
+            self._draw()
+
+    def _draw(self) -> None:
+        frac = min(self.done / self.total, 1.0)
+        width = 30
+        fill = round(frac * width)
+        elapsed = self._time() - self._start
+        self._stream.write(
+            f"\r{self.desc}: [{'#' * fill}{'.' * (width - fill)}] {self.done}/{self.total} "
+            f"({elapsed:.1f} s)"
+        )
+        self._stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        """Finish the line (only if something was drawn)."""
+        if self._drawn:
+            self._draw()
+            self._stream.write("\n")
+            self._stream.flush()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

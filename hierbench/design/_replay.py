@@ -7,7 +7,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, as_rng
+from .._base import DEFAULT_PROB, Progress, as_rng
 from . import _kernels as K
 from ._bayes import _posterior_kernel
 from ._plan import _check_prob, joint_bounds, uniform_bounds
@@ -99,6 +99,7 @@ def replay(
     rng: None | int | np.random.Generator = None,
     *,
     prob: float = DEFAULT_PROB,
+    progress: bool | None = None,
 ) -> xr.Dataset:
     """Run budgeted designs many times on a complete bank and summarise against its known mean.
 
@@ -123,6 +124,9 @@ def replay(
     rng : None, int or numpy.random.Generator
     prob : float
         Interval level.
+    progress : bool or None
+        A text progress bar (one step per budget) on standard error: ``None``
+        shows it only in a terminal or notebook and only after half a second.
 
     Returns
     -------
@@ -173,6 +177,7 @@ def replay(
     out["max_labels"] = np.zeros(shape, int)
     cov_n = np.zeros(shape, int)
     n_audit = np.zeros(len(budgets), int)
+    bar = Progress(len(budgets), "replay budgets", enabled=progress)
     for jb, B in enumerate(budgets):
         res: dict[str, tuple] = {}
         if "uniform" in designs or "uniform_bayes" in designs:
@@ -208,6 +213,8 @@ def replay(
             cov_n[jd, jb] = cov.sum()
             out["labels_spent"][jd, jb] = spent
             out["max_labels"][jd, jb] = mx
+        bar.update(1)
+    bar.close()
     wl, wh = K.wilson(cov_n, np.full(shape, R), 0.95)
     coords = {"design": designs, "budget": budgets}
     dims = ("design", "budget")

@@ -29,6 +29,7 @@ from .._base import (
     DEFAULT_PROB,
     HierbenchError,
     HierbenchWarning,
+    Progress,
     Result,
     as_rng,
     check_choice,
@@ -389,6 +390,7 @@ def bootstrap_ci(
     task_dim: str = "task",
     agent_dim: str = "agent",
     rng: None | int | np.random.Generator = None,
+    progress: bool | None = None,
 ) -> BootstrapResult:
     """Bootstrap confidence interval of a benchmark statistic, resampling tasks.
 
@@ -451,6 +453,10 @@ def bootstrap_ci(
     dim, task_dim, agent_dim : str
         Names of the run, task and agent dims.
     rng : None, int or numpy.random.Generator
+    progress : bool or None
+        A text progress bar on standard error for long runs: ``None`` shows it
+        only in a terminal or notebook and only after half a second; ``False``
+        never.
 
     Returns
     -------
@@ -658,7 +664,9 @@ def bootstrap_ci(
     chunk = int(max(1, min(n_resamples, budget // max(per, 1))))
     dist = np.empty((n_resamples, n_out))
     done = 0
+    bar = Progress(n_resamples, "bootstrap resamples", enabled=progress)
     while done < n_resamples:
+        bar.update(done - bar.done)
         b = min(chunk, n_resamples - done)
         if patterns is not None:
             pv, pp, prob_k, all_present_p = patterns
@@ -696,6 +704,8 @@ def bootstrap_ci(
         # an unclustered task resample draws T tasks: every row of w sums to T
         dist[done : done + b] = stat(v, w, T if (codes is None and scheme != "runs" and w.ndim == 2) else None)
         done += b
+    bar.update(done - bar.done)
+    bar.close()
 
     n_undef = (~np.isfinite(dist)).sum(0)
     if n_undef.any():

@@ -1,0 +1,37 @@
+"""The text progress bar of long loops (issue 14): shown when asked, silent otherwise."""
+
+import io
+
+import numpy as np
+import xarray as xr
+
+from hierbench._base import Progress
+from hierbench.design import replay
+from hierbench.freq import bootstrap_ci
+from hierbench.testing import simulate_eval
+
+
+def test_bar_counts_to_its_total_and_is_silent_when_disabled_or_not_watched():
+    out = io.StringIO()
+    with Progress(5, "steps", enabled=True, delay=0.0, stream=out) as bar:
+        for _ in range(5):
+            bar.update(1)
+    text = out.getvalue()
+    assert text.endswith("\n") and "steps: [" in text and "5/5" in text.splitlines()[-1]
+    for enabled in (False, None):  # None: a StringIO is no terminal, and no kernel runs here
+        quiet = io.StringIO()
+        with Progress(5, "steps", enabled=enabled, delay=0.0, stream=quiet) as bar:
+            bar.update(5)
+        assert quiet.getvalue() == ""
+
+
+def test_bootstrap_and_replay_draw_the_bar_only_when_asked(capsys):
+    ds, _ = simulate_eval(n_agents=2, n_tasks=30, n_runs=2, rng=0)
+    a = bootstrap_ci(ds, n_resamples=500, rng=1, progress=False)
+    assert capsys.readouterr().err == ""
+    b = bootstrap_ci(ds, n_resamples=500, rng=1)  # default: not a terminal under pytest
+    assert capsys.readouterr().err == ""
+    np.testing.assert_array_equal(a.ci.values, b.ci.values)  # the bar never touches the draws
+    bank = xr.DataArray((np.arange(40 * 3).reshape(40, 3) % 3 == 0).astype(float), dims=("task", "run"))
+    replay(bank, designs=("uniform",), budgets=(10, 20), n_rep=50, rng=0, progress=False)
+    assert capsys.readouterr().err == ""
