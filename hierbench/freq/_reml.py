@@ -331,6 +331,8 @@ class RemlProblem:
             m00 = float(winv.sum())
             m01 = float(wy.sum())
             m11 = float((wy * self.ybar).sum())
+        if not m00 > 0:  # 1'V^-1 1 lost to rounding (extreme relative SDs): no valid point
+            return np.inf, 0.0, 0.0, 0.0
         q_ = max(m11 - m01 * m01 / m00, 0.0)
         logdet = float(np.log(w).sum()) + logdet_a
         return logdet, float(np.log(m00)), q_, m01 / m00
