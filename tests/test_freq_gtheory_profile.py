@@ -285,3 +285,16 @@ def test_agent_without_runs_is_left_out():
         v_obs = variance_components(ds.sel(agent=ds.agent != "a_none"))
     assert np.all(np.isfinite(v_all.estimate.values))
     np.testing.assert_allclose(v_all.estimate.values, v_obs.estimate.values, rtol=1e-10)
+
+
+def test_power_planning_refuses_other_designs_clearly():
+    from hierbench.freq import paired_power
+
+    df = _sim_crossed_nested(np.random.default_rng(48), n_agent=3, n_family=5)
+    four = variance_components(df, design="run:(agent*(task:family))", var="y")
+    with pytest.raises(ValueError, match=r"three-facet design 'run:\(agent\*task\)'"):
+        paired_power(0.1, 10, components=four)
+    # the same data through the three-facet design plan fine
+    three = variance_components(df, design="run:(agent*task)", var="y", ci="wald")
+    assert three.facets == ("agent", "task", "run")
+    assert 0 < float(paired_power(0.5, 50, n_runs=2, components=three)) <= 1
