@@ -281,8 +281,12 @@ class VarianceComponentsResult(Result):
         Variance components over ``component`` (ANOVA estimates truncated at 0,
         or REML estimates).
     ci : xarray.DataArray
-        Intervals (``ci_bound``), Wald on the log-variance scale (``ci_kind``
-        ``"normal"``); an estimate at 0 gets ``[0, z * se]``.
+        Intervals (``ci_bound``) of kind ``ci_method``: profile REML likelihood
+        (``ci_kind`` ``"profile"``, computed on first use: milliseconds on small
+        designs, seconds on METR) or Wald on the log-variance scale
+        (``"normal"``; an estimate at 0 gets ``[0, z * se]``).
+    ci_method : {"profile", "wald"}
+        The kind behind ``ci`` and :meth:`coefficients`.
     formula : str
         The design.
     measurement : str or None
@@ -425,9 +429,11 @@ class VarianceComponentsResult(Result):
         --------
         >>> import numpy as np, pandas as pd
         >>> rng = np.random.default_rng(3)
-        >>> df = pd.DataFrame({"batch": np.repeat(np.arange(6), 5)})
+        >>> df = pd.DataFrame({"batch": np.repeat(np.arange(6), 5), "rep": np.tile(np.arange(5), 6)})
         >>> df["y"] = rng.normal(0, 1, 6)[df.batch] + rng.normal(0, 1, 30)
-        >>> vc = variance_components(df, design="rep:batch", var="y")
+        >>> vc = variance_components(df.iloc[:-2], design="rep:batch", var="y")  # unbalanced
+        >>> vc.method, vc.ci_method
+        ('reml', 'profile')
         >>> ci = vc.profile_ci()
         >>> ci.attrs["ci_kind"], bool((ci.sel(ci_bound="lower") <= vc.estimate).all())
         ('profile', True)
@@ -1122,6 +1128,13 @@ def variance_components(
         :class:`UnbalancedDesignError`.
     prob : float
         Level of the intervals.
+    ci : {"auto", "profile", "wald"}
+        Kind of the intervals (of the components and of E rho^2 / Phi in
+        :meth:`VarianceComponentsResult.coefficients`). ``"auto"``: profile
+        REML likelihood for REML fits (unbalanced data), where Wald intervals
+        undercover with few levels (``benchmarks/bench_gtheory.py``: see the
+        module notes), and Wald with the exact sampling variance of the
+        ANOVA estimators for balanced data.
 
     Returns
     -------
