@@ -298,3 +298,14 @@ def test_power_planning_refuses_other_designs_clearly():
     three = variance_components(df, design="run:(agent*task)", var="y", ci="wald")
     assert three.facets == ("agent", "task", "run")
     assert 0 < float(paired_power(0.5, 50, n_runs=2, components=three)) <= 1
+
+
+def test_auto_falls_back_to_wald_above_the_profiled_size(monkeypatch):
+    from hierbench.freq import _gtheory
+
+    df = _sim_nested(np.random.default_rng(49), n_family=6)
+    monkeypatch.setattr(_gtheory, "PROFILE_MAX_CELLS", 5)
+    vc = variance_components(df, design="run:task:family", var="y")
+    assert vc.ci_method == "wald" and vc.ci.attrs["ci_kind"] == "normal"
+    assert "above the size profiled by default" in vc.note
+    assert vc.profile_ci().attrs["ci_kind"] == "profile"  # still there on request

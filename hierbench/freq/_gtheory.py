@@ -87,6 +87,12 @@ class RemlConvergenceWarning(HierbenchWarning):
     """The REML optimiser did not report convergence."""
 
 
+#: ``ci="auto"`` profiles REML fits up to this many cell means and random-effect levels (one
+#: profile deviance costs a factorisation of that size; METR, 748 cells and 448 levels, takes
+#: seconds; SWE-bench, 12,500 cells and 837 levels, would take many minutes)
+PROFILE_MAX_CELLS = 2000
+PROFILE_MAX_LEVELS = 1000
+
 LEGACY = {"nested": "{r}:({a}*{t})", "crossed": "{a}*{t}*{r}"}
 
 
@@ -879,6 +885,11 @@ class VarianceComponentsResult(Result):
                 )
                 grad[:, j] = (f1 - f0) / h
         var = np.einsum("ij,jk,ik->i", grad, np.nan_to_num(self.cov), grad)
+        # a coefficient whose components have no covariance (not computed) has no interval
+        for i in range(grad.shape[0]):
+            used = np.flatnonzero(grad[i] != 0)
+            if np.isnan(self.cov[np.ix_(used, used)]).any():
+                var[i] = np.nan
         z = float(stats.norm.ppf(0.5 + prob / 2))
         with np.errstate(invalid="ignore", divide="ignore"):
             lg = np.log(f0 / (1 - f0))
@@ -1133,8 +1144,10 @@ def variance_components(
         :meth:`VarianceComponentsResult.coefficients`). ``"auto"``: profile
         REML likelihood for REML fits (unbalanced data), where Wald intervals
         undercover with few levels (``benchmarks/bench_gtheory.py``: see the
-        module notes), and Wald with the exact sampling variance of the
-        ANOVA estimators for balanced data.
+        module notes), unless the problem has more than 2,000 cell means or
+        1,000 random-effect levels (then Wald, said in ``note``; call
+        ``profile_ci()`` for the profile); Wald with the exact sampling
+        variance of the ANOVA estimators for balanced data.
 
     Returns
     -------
@@ -1268,7 +1281,26 @@ def variance_components(
         est, cov, fit_info = _fit_reml(y, ec, dsg, anova_raw)
     ci_method = ci
     if ci == "auto":
-        ci_method = "profile" if not use_anova else "wald"
+        ci_method = "wald" if use_anova else "profile"
+        big = fit_info.get("n_cells", 0) > PROFILE_MAX_CELLS or (
+            fit_info.get("n_random_levels", 0) > PROFILE_MAX_LEVELS
+        )
+        if not use_anova and big and np.isnan(cov).all():
+            note_parts.append(
+                f"no intervals: the REML problem ({fit_info['n_cells']} cells) is above the "
+                "size whose expected information is formed (6000 cells) and above the size "
+                f"profiled by default ({PROFILE_MAX_CELLS} cells, {PROFILE_MAX_LEVELS} "
+                "levels); profile_ci() computes the profile intervals (slow)"
+            )
+            ci_method = "wald"
+        elif not use_anova and big:
+            ci_method = "wald"
+            note_parts.append(
+                f"Wald intervals: the REML problem ({fit_info['n_cells']} cells, "
+                f"{fit_info['n_random_levels']} random-effect levels) is above the size profiled "
+                f"by default ({PROFILE_MAX_CELLS} cells, {PROFILE_MAX_LEVELS} levels); "
+                "profile_ci() computes the profile intervals"
+            )
     if use_anova and ci_method == "profile":
         ec = _reml.effect_codes(
             {f: np.indices(dense.shape)[i].ravel() for i, f in enumerate(dsg.facets)}, dsg

@@ -160,7 +160,7 @@ def _side(h, t_hat: float, h_hat: float, t_guess: float, direction: float, span:
     """Where ``h`` (signed root deviance minus the cut: ``h_hat`` < 0 at ``t_hat``, rising away
     from it) crosses 0 on one side of ``t_hat``: secant steps from ``t_guess`` until the
     crossing is bracketed, then Brent's method. None if ``h`` stays below 0 over ``span``."""
-    memo: dict[float, float] = {}
+    memo: dict[float, float] = {t_hat: h_hat}  # at the estimate the profile is D_min itself
 
     def hh(t: float) -> float:
         if t not in memo:
