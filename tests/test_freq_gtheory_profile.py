@@ -164,12 +164,14 @@ def test_profile_bounds_are_where_the_dense_profile_crosses_chi2():
             assert d == pytest.approx(CRIT, abs=2e-3), (name, b, d)
 
 
-def _e_rho2_check(seed, n_family):
+def _e_rho2_check(seed, n_family, sizes=None):
     df = _sim_nested(np.random.default_rng(seed), n_family=n_family)
     vc = variance_components(df, design="run:task:family", var="y", measurement="family")
-    co = vc.coefficients()
+    co = vc.coefficients(sizes=sizes)
     assert co["ci"].attrs["ci_kind"] == "profile"
     nt, nr = vc.sizes["task"], vc.sizes["run"]
+    if sizes:
+        nt, nr = sizes.get("task", nt), sizes.get("run", nr)
     groups = {"family": ["family"], "task:family": ["task", "family"]}
     ZZ = _indicators(df, groups)
     y = df.y.to_numpy(float)
@@ -201,6 +203,12 @@ def test_profile_interval_of_e_rho2_matches_dense_profile():
     assert lo == 0.0 and float(vc.ci.sel(component="family", ci_bound="lower")) == 0.0
     assert prof(1e-9) <= CRIT
     assert prof(hi) == pytest.approx(CRIT, abs=2e-3)
+    # a D-study point: 8 tasks per family, 2 runs per task
+    vc, lo, hi, prof = _e_rho2_check(42, 20, sizes={"task": 8, "run": 2})
+    for b in (lo, hi):
+        assert prof(b) == pytest.approx(CRIT, abs=2e-3)
+    with pytest.raises(ValueError, match="not a facet of generalization"):
+        vc.coefficients(sizes={"family": 3})
 
 
 def test_ci_argument_and_defaults():

@@ -837,8 +837,14 @@ class VarianceComponentsResult(Result):
         )
         return ds
 
-    def coefficients(self, *, prob: float | None = None, ci: str | None = None) -> xr.Dataset:
-        """E rho^2 and Phi at the G-study sizes with intervals.
+    def coefficients(
+        self,
+        *,
+        prob: float | None = None,
+        ci: str | None = None,
+        sizes: dict[str, float] | None = None,
+    ) -> xr.Dataset:
+        """E rho^2 and Phi with intervals, at the G-study sizes or at planned ones.
 
         Parameters
         ----------
@@ -848,20 +854,36 @@ class VarianceComponentsResult(Result):
             ``"profile"``: profile REML likelihood of the coefficient (the
             components maximised under the coefficient fixed); ``"wald"``: the
             delta method on the logit scale. Default: the result's ``ci_method``.
+        sizes : dict, optional
+            Facet -> planned number of levels (one D-study point, as in
+            :meth:`d_study`); facets not given keep their G-study size.
 
         Returns
         -------
         xarray.Dataset
             ``estimate`` and ``ci`` over ``coefficient = ["e_rho2", "phi"]``.
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr
+        >>> rng = np.random.default_rng(2)
+        >>> y = rng.normal(size=(6, 1, 1)) + rng.normal(size=(6, 12, 3))
+        >>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+        >>> co = vc.coefficients(sizes={"task": 48})
+        >>> bool(co["estimate"].sel(coefficient="e_rho2") > vc.e_rho2)
+        True
         """
         prob = self.prob if prob is None else check_prob(prob)
         ci = self.ci_method if ci is None else ci
         if ci not in ("profile", "wald"):
             raise ValueError(f"`ci` must be 'profile' or 'wald'; got {ci!r}")
+        sizes = self._planned_sizes(sizes)
         if ci == "profile":
-            return self._coefficients_profile(prob)
+            return self._coefficients_profile(prob, sizes)
+        return self._coefficients_wald(prob, sizes)
+
+    def _coefficients_wald(self, prob: float, sizes: dict[str, float]) -> xr.Dataset:
         base = np.maximum(self.estimates_raw, 0.0)
-        sizes = self._g_sizes()
         names = ("e_rho2", "phi")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedCoefficientWarning)
@@ -929,14 +951,32 @@ class VarianceComponentsResult(Result):
                 rel[i] = 1.0 / div
         return {"e_rho2": (tau, rel), "phi": (tau, ab)}
 
-    def _coefficients_profile(self, prob: float) -> xr.Dataset:
+    def _planned_sizes(self, sizes: dict[str, float] | None) -> dict[str, float]:
+        out = self._g_sizes()
+        if not sizes:
+            return out
+        d = self._design
+        assert d is not None
+        for f, v in sizes.items():
+            if f not in d.facets or f == self.measurement:
+                raise ValueError(
+                    f"`sizes`: {f!r} is not a facet of generalization of the design "
+                    f"{self.formula!r} (facets {[g for g in d.facets if g != self.measurement]})"
+                )
+            if f in self.confounded:
+                raise ValueError(f"`sizes`: {f!r} is confounded with the residual in this G-study")
+            if not (np.ndim(v) == 0 and float(v) >= 1 and float(v) == round(float(v))):
+                raise ValueError(f"`sizes`: {f!r} must be one positive integer; got {v!r}")
+            out[f] = float(v)
+        return out
+
+    def _coefficients_profile(self, prob: float, sizes: dict[str, float]) -> xr.Dataset:
         names = ("e_rho2", "phi")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedCoefficientWarning)
-            sizes = self._g_sizes()
             co = self._coefficients(sizes, warn=False)
             f0 = np.array([float(np.asarray(co[k])) for k in names])
-        key = ("profile_coef", prob)
+        key = ("profile_coef", prob, tuple(sorted(sizes.items())))
         if key not in self._memo:
             lo = np.full(2, np.nan)
             hi = np.full(2, np.nan)
@@ -947,7 +987,7 @@ class VarianceComponentsResult(Result):
                 s2_hat = np.r_[prof.theta_hat**2 * prof.s2e_hat, prof.s2e_hat]
                 with warnings.catch_warnings():  # Wald bounds: only where the search starts
                     warnings.simplefilter("ignore")
-                    wald = self.coefficients(prob=prob, ci="wald")["ci"].values
+                    wald = self._coefficients_wald(prob, sizes)["ci"].values
                 with _reml.one_blas_thread():
                     for i, k in enumerate(names):
                         tw, ew = (np.asarray(a)[order] for a in w[k])
@@ -969,7 +1009,8 @@ class VarianceComponentsResult(Result):
             template=est,
             warn_zero_width=False,
             detail=(
-                "profile REML likelihood of the coefficient at the G-study sizes (Wilks, chi2 "
+                "profile REML likelihood of the coefficient at the sizes asked (default the "
+                "G-study's) (Wilks, chi2 "
                 "with 1 df); the components maximised with the coefficient fixed"
             ),
         )
