@@ -13,13 +13,29 @@ Balanced data: the ANOVA (expected-mean-square) estimators by Brennan's rules,
 in closed form; negative estimates are truncated at 0 and flagged. Unbalanced
 data: REML (the data reduced to cell means when runs are nested in cells; see
 :mod:`hierbench.freq._reml`), with Henderson's Method I ANOVA-type estimates
-beside them. Intervals: Wald on the log-variance scale from the exact
-sampling variance of the balanced ANOVA estimators, or from the expected
-REML information. Measured coverage of nominal 95% intervals on unbalanced
-``run:task:family`` designs (``benchmarks/bench_gtheory.py``, 1,000 data
-sets each): with 40 families 0.97 (family), 0.96 (task:family), 0.94
-(residual), 0.97 (E rho^2); with 10 families 0.90 (family) and 0.81
-(E rho^2): a component with few levels undercovers.
+beside them.
+
+Intervals
+---------
+REML fits: profile-likelihood intervals from the REML likelihood (components,
+and E rho^2 / Phi with the coefficient fixed and the components maximised;
+:mod:`hierbench.freq._gtheory_profile`). Balanced ANOVA: Wald on the
+log-variance scale from the exact sampling variance of the ANOVA estimators
+(profile on request). Measured coverage of nominal 95% intervals, 400
+unbalanced ``run:task:family`` data sets per row (families of 1-5 tasks, 1-6
+runs per task; ``benchmarks/bench_gtheory.py``, seed 12), Wald -> profile:
+
+============  ===============  ===============  ===============  ===============
+families      family           task:family      residual         E rho^2
+============  ===============  ===============  ===============  ===============
+10            0.885 -> 0.943   0.970 -> 0.948   0.945 -> 0.958   0.795 -> 0.935
+20            0.935 -> 0.953   0.985 -> 0.980   0.950 -> 0.948   0.922 -> 0.960
+40            0.985 -> 0.968   0.958 -> 0.960   0.932 -> 0.932   0.970 -> 0.958
+============  ===============  ===============  ===============  ===============
+
+(Wilson 95% bands of a coverage from 400 data sets are about +-0.02.) Wald
+misses are one-sided (E rho^2 with 10 families: truth above the interval 58
+times, below 24; profile 10 / 16).
 
 D-study
 -------
