@@ -8,9 +8,10 @@ and a coverage study of its intervals.
    the DataFrame -> xarray conversion route). Median wall times, interleaved repeats.
 2. METR (runs nested in agent x task cells, tasks nested in 36 families, ragged): the REML fit
    with intervals, median of ``--metr-repeats`` calls.
-3. Coverage of the 95% intervals of each component and of E rho^2 on an unbalanced nested
-   design (run:task:family, 40 families of 1-5 tasks, 1-6 runs per task), ``--n-sim`` data
-   sets, fixed seed, Wilson 95% band of each coverage.
+3. Coverage of the 95% intervals (Wald on the log scale and profile REML likelihood) of each
+   component and of E rho^2 on an unbalanced nested design (run:task:family, 10, 20 and 40
+   families of 1-5 tasks, 1-6 runs per task), ``--n-sim`` data sets each, fixed seed, Wilson
+   95% band of each coverage.
 
 ``generalizit`` is a benchmark-only dependency (``pip install hierbench[bench]``).
 
@@ -167,31 +168,47 @@ def bench_coverage(n_sim: int, n_family: int, seed: int) -> None:
     truth = np.array([0.5, 1.0, 0.8])
     # E rho^2 for object of measurement = family, at the design's mean sizes: tasks per family
     # 3, runs per task 3.5 (the D-study uses the G-study's mean sizes per data set)
-    hits = np.zeros(4)
+    kinds = ("wald", "profile")
+    hits = {k: np.zeros(4) for k in kinds}
+    miss_lo = {k: np.zeros(4) for k in kinds}  # truth below the interval
+    width = {k: [] for k in kinds}
     t0 = time.perf_counter()
     for _ in range(n_sim):
         df = _sim_nested(rng, n_family, truth)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             vc = variance_components(df, design="run:task:family", var="y", measurement="family")
-            co = vc.coefficients()
-        ci = vc.ci.values
-        hits[:3] += (ci[:, 0] <= truth) & (truth <= ci[:, 1])
-        nt, nr = vc.sizes["task"], vc.sizes["run"]
-        true_rho = truth[0] / (truth[0] + truth[1] / nt + truth[2] / (nt * nr))
-        lo, hi = co["ci"].sel(coefficient="e_rho2").values
-        hits[3] += lo <= true_rho <= hi
+            nt, nr = vc.sizes["task"], vc.sizes["run"]
+            true_rho = truth[0] / (truth[0] + truth[1] / nt + truth[2] / (nt * nr))
+            tv = np.r_[truth, true_rho]
+            for kind in kinds:
+                ci = vc.profile_ci() if kind == "profile" else vc.wald_ci()
+                co = vc.coefficients(ci=kind)["ci"].sel(coefficient="e_rho2").values
+                b = np.vstack([ci.values, co[None, :]])
+                hits[kind] += (b[:, 0] <= tv) & (tv <= b[:, 1])
+                miss_lo[kind] += tv < b[:, 0]
+                width[kind].append(b[:, 1] - b[:, 0])
     el = time.perf_counter() - t0
-    band = wilson_interval(hits, n_sim, prob=0.95)
-    ci_band = np.asarray(getattr(band, "ci", band).values).reshape(-1, 2)
     print(
         f"coverage of nominal 95% intervals, {n_sim} unbalanced nested data sets "
-        f"({n_family} families), seed {seed}, {el / n_sim * 1e3:.0f} ms per fit"
+        f"({n_family} families of 1-5 tasks, 1-6 runs per task; truth 0.5 / 1.0 / 0.8), "
+        f"seed {seed}, {el / n_sim * 1e3:.0f} ms per data set (fit + both kinds)"
     )
-    print("| quantity | coverage | Wilson 95% band |")
-    print("|---|---|---|")
+    print("| quantity | kind | coverage | Wilson 95% band | truth below / above | median width |")
+    print("|---|---|---|---|---|---|")
     for k, name in enumerate(["family", "task:family", "residual", "E rho^2 (family)"]):
-        print(f"| {name} | {hits[k] / n_sim:.3f} | [{ci_band[k, 0]:.3f}, {ci_band[k, 1]:.3f}] |")
+        for kind in kinds:
+            h = hits[kind][k]
+            band = wilson_interval(h, n_sim, prob=0.95)
+            lo, hi = np.asarray(getattr(band, "ci", band).values).ravel()[:2]
+            below = int(miss_lo[kind][k])
+            above = int(n_sim - h - below)
+            med = float(np.nanmedian(np.array(width[kind])[:, k]))
+            print(
+                f"| {name} | {kind} | {h / n_sim:.3f} | [{lo:.3f}, {hi:.3f}] | "
+                f"{below} / {above} | {med:.3g} |",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -200,7 +217,7 @@ def main() -> None:
     ap.add_argument("--inner", type=int, default=200, help="hierbench calls per timed repeat")
     ap.add_argument("--metr-repeats", type=int, default=5)
     ap.add_argument("--n-sim", type=int, default=1000)
-    ap.add_argument("--n-family", type=int, default=40)
+    ap.add_argument("--n-family", type=int, nargs="*", default=[10, 20, 40])
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--skip", nargs="*", default=[], choices=["balanced", "metr", "coverage"])
     args = ap.parse_args()
@@ -210,7 +227,7 @@ def main() -> None:
     if "metr" not in args.skip:
         bench_metr(args.metr_repeats)
     if "coverage" not in args.skip:
-        for nf in sorted({10, args.n_family}):
+        for nf in args.n_family:
             bench_coverage(args.n_sim, nf, args.seed)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .._base import HierbenchError
 
@@ -57,12 +57,21 @@ class Design:
     facets: tuple[str, ...]
     parents: dict[str, frozenset[str]]
     effects: tuple[frozenset[str], ...]
+    # memo of primary() and names (pure functions of the fields above; not part of equality)
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     def primary(self, effect: frozenset[str]) -> tuple[str, ...]:
         """Facets of ``effect`` that no other facet of ``effect`` is nested in."""
-        return tuple(
-            f for f in self.facets if f in effect and not any(f in self.parents[g] for g in effect)
-        )
+        key = ("primary", effect)
+        out = self._memo.get(key)
+        if out is None:
+            out = tuple(
+                f
+                for f in self.facets
+                if f in effect and not any(f in self.parents[g] for g in effect)
+            )
+            self._memo[key] = out
+        return out
 
     def nesting(self, effect: frozenset[str]) -> tuple[str, ...]:
         """Facets of ``effect`` that some other facet of ``effect`` is nested in."""
@@ -77,7 +86,10 @@ class Design:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(self.name(e) for e in self.effects)
+        out = self._memo.get("names")
+        if out is None:
+            out = self._memo["names"] = tuple(self.name(e) for e in self.effects)
+        return out
 
     def effect(self, name: str) -> frozenset[str]:
         for e in self.effects:

@@ -51,6 +51,17 @@ def _sigmas(
             raise TypeError(
                 f"`components` must be a VarianceComponentsResult; got {type(components).__name__}"
             )
+        fac = tuple(components.facets)
+        nested_formula = len(fac) == 3 and components.formula == f"{fac[2]}:({fac[0]}*{fac[1]})"
+        if not nested_formula and (len(fac) != 3 or components.design not in ("nested", "crossed")):
+            raise ValueError(
+                "`components` must come from the three-facet design 'run:(agent*task)' "
+                "(design='nested'); got the design "
+                f"{getattr(components, 'formula', components.design)!r} with facets "
+                f"{tuple(components.facets)}: refit with design='run:(agent*task)' (e.g. "
+                "without a task cluster coord) or give `sigma2_interaction` and "
+                "`sigma2_residual` explicitly"
+            )
         fa, ft, _ = components.facets
         c = components.components
         names = list(c.component.values)
@@ -60,7 +71,7 @@ def _sigmas(
                 "confounded, so the run allocation cannot be planned; give `sigma2_interaction` "
                 "and `sigma2_residual` explicitly"
             )
-        if components.design != "nested":
+        if components.design != "nested" and not nested_formula:
             raise ValueError(
                 "`components` must come from design='nested': the planning formulas draw fresh "
                 "runs for every task (with crossed runs the agent:run term does not shrink with T)"

@@ -139,25 +139,25 @@ def anova_method1(
     return {"sum_sq": ss, "df": df, "coef": coef, "estimate": est}
 
 
-def anova_balanced(y: np.ndarray, design: Design) -> dict[str, np.ndarray]:
-    """Closed form for a balanced dense array (one axis per facet, in ``design.facets`` order)."""
-    sizes = dict(zip(design.facets, y.shape, strict=True))
-    N = y.size
-    yc = y - y.mean()
+def _balanced_plan(design: Design, shape: tuple[int, ...]) -> dict:
+    """The parts of the balanced closed form that depend only on the design and the sizes
+    (reduction axes, the signed subsets of each sum of squares, df, EMS coefficients);
+    memoised on the design."""
+    key = ("balanced_plan", shape)
+    plan = design._memo.get(key)
+    if plan is not None:
+        return plan
+    sizes = dict(zip(design.facets, shape, strict=True))
     axis_of = {f: i for i, f in enumerate(design.facets)}
-    T: dict[frozenset, float] = {frozenset(): 0.0}
-    for e in design.effects:
-        drop = tuple(axis_of[f] for f in design.facets if f not in e)
-        m = yc.mean(axis=drop) if drop else yc
-        T[e] = float(np.square(m).sum()) * (N / m.size)
     effs = design.effects
+    drops = [tuple(axis_of[f] for f in design.facets if f not in e) for e in effs]
+    index = {frozenset(): -1, **{e: i for i, e in enumerate(effs)}}
     m_ = len(effs)
-    ss = np.zeros(m_)
+    terms = []
     df = np.zeros(m_)
     for i, a in enumerate(effs):
         prim = design.primary(a)
-        for s, sign in _subsets(prim):
-            ss[i] += sign * T[a - frozenset(s)]
+        terms.append([(index[a - frozenset(sub)], sign) for sub, sign in _subsets(prim)])
         d = 1.0
         for f in a:
             d *= (sizes[f] - 1) if f in prim else sizes[f]
@@ -172,11 +172,29 @@ def anova_balanced(y: np.ndarray, design: Design) -> dict[str, np.ndarray]:
                     if f not in b:
                         p *= sizes[f]
                 coef[i, j] = p
+    plan = {"drops": drops, "terms": terms, "df": df, "coef": coef, "upper": _upper(coef)}
+    design._memo[key] = plan
+    return plan
+
+
+def anova_balanced(y: np.ndarray, design: Design) -> dict[str, np.ndarray]:
+    """Closed form for a balanced dense array (one axis per facet, in ``design.facets`` order)."""
+    plan = _balanced_plan(design, tuple(int(n) for n in y.shape))
+    N = y.size
+    yc = y - y.mean()
+    T = np.empty(len(design.effects) + 1)
+    T[-1] = 0.0  # the grand mean (of centred data)
+    for i, drop in enumerate(plan["drops"]):
+        m = yc.mean(axis=drop) if drop else yc
+        T[i] = float(np.square(m).sum()) * (N / m.size)
+    ss = np.array([sum(sign * T[k] for k, sign in terms) for terms in plan["terms"]])
+    df = plan["df"].copy()
+    coef = plan["coef"].copy()
     with np.errstate(invalid="ignore", divide="ignore"):
         ms = ss / df
         est = (
             sla.solve_triangular(coef, ms, lower=False)
-            if _upper(coef)
+            if plan["upper"]
             else np.linalg.solve(coef, ms)
         )
     return {"sum_sq": ss, "df": df, "coef": coef, "estimate": est, "mean_sq": ms}
@@ -331,6 +349,8 @@ class RemlProblem:
             m00 = float(winv.sum())
             m01 = float(wy.sum())
             m11 = float((wy * self.ybar).sum())
+        if not m00 > 0:  # 1'V^-1 1 lost to rounding (extreme relative SDs): no valid point
+            return np.inf, 0.0, 0.0, 0.0
         q_ = max(m11 - m01 * m01 / m00, 0.0)
         logdet = float(np.log(w).sum()) + logdet_a
         return logdet, float(np.log(m00)), q_, m01 / m00
