@@ -98,19 +98,18 @@ ZOO_CASES: dict[str, ZooCase] = {
     "swebench_bash_only": ZooCase(
         name="swebench_bash_only",
         model="crossed",
-        dataset="SWE-bench Verified bash-only, 25 models x 500 tasks, R = 1 (no clusters)",
+        dataset="SWE-bench Verified bash-only, 25 models x 500 tasks, R = 1, repositories as clusters",
         data_file="swebench_bash_only/swebench_verified_bash_only_per_instance.csv.gz",
         loader=_swebench,
-        options={"clusters": False},
+        options={},
         sampler={"draws": 1000, "tune": 1000, "chains": 4},
         seed=20261130,
-        var_names=("sd_task", "ability", "mean_observed"),
+        var_names=("sd_task", "sd_cluster", "ability", "mean_observed"),
         notes=(
             "R = 1: agent_task='auto' leaves the agent x task effect out (a single "
-            "Bernoulli run per cell cannot separate it from run noise). Repository "
-            "clusters are left out: with them the within-cluster mean of the task "
-            "deviations trades off against each cluster effect (R-hat 1.13-1.19 at "
-            "cluster_dev, 16 divergences); see models/crossed/card.md."
+            "Bernoulli run per cell cannot separate it from run noise). The 12 "
+            "repositories (1 to 231 tasks) are clusters, integrated out of the "
+            "centred task effects (cluster_form='integrated'); see models/crossed/card.md."
         ),
     ),
 }
