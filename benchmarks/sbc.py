@@ -88,6 +88,7 @@ def run(models, designs, reps, out, chains, draws, tune, seed):
     import pymc as pm
 
     import hierbench.bayes as hbb
+    from hierbench._base import counts as _counts
     from hierbench.bayes._crossed import _log_binom
     from hierbench.bayes._diagnostics import compute_diagnostics
 
@@ -111,11 +112,33 @@ def run(models, designs, reps, out, chains, draws, tune, seed):
             else:
                 pp = prior["prior_predictive"].to_dataset()
             obs_name = next(iter(pp.data_vars))
-            compiled = nutpie.compile_pymc_model(model, backend="numba")
-            shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
+            # The structure (centring) is decided from each replicate's own data,
+            # as a user's fit would decide it: a replicate whose agents barely
+            # differ gets the non-centred form. One compiled model per distinct
+            # structure; the data are swapped in.
+            compiled_by_key = {}
+            cnt = None if model_name == "bradley_terry" else _counts(data)
             gen = np.random.default_rng(seed + 1)
             for r in range(reps):
                 y = pp[obs_name].isel(chain=0, draw=r).values
+                if cnt is None:
+                    rep_model = model
+                else:
+                    grid0 = np.zeros(cnt["n_success"].shape, dtype=np.int64)
+                    grid0[np.asarray(info["cell_index"][0]), np.asarray(info["cell_index"][1])] = y
+                    rep_model = getattr(hbb, f"build_{model_name}")(
+                        cnt.assign(n_success=(("agent", "task"), grid0))
+                    )
+                dec = rep_model.hierbench["structure"]["decisions"]
+                key = json.dumps({k: v["choice"] for k, v in dec.items()}, sort_keys=True, default=str)
+                if key not in compiled_by_key:
+                    compiled_by_key[key] = (
+                        rep_model,
+                        nutpie.compile_pymc_model(rep_model, backend="numba"),
+                    )
+                model, compiled = compiled_by_key[key]
+                info = model.hierbench
+                shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
                 up = {}
                 if model_name == "bradley_terry":
                     up[info["observed_data_name"]] = y.astype(np.int64)
@@ -155,6 +178,7 @@ def run(models, designs, reps, out, chains, draws, tune, seed):
                 diag = compute_diagnostics(dt, warn=False).attrs
                 post = dt["posterior"].to_dataset()
                 rec = {
+                    "structure": key,
                     "model": model_name,
                     "design": design,
                     "rep": r,

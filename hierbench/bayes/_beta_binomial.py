@@ -28,7 +28,14 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from ._registry import ModelEntry, data_hash, make_prior, merge_priors, prepare_counts, register
-from ._structure import Structure, centre_choice, count_design, level_information
+from ._structure import (
+    Structure,
+    centre_choice,
+    count_design,
+    level_information,
+    level_spread,
+    spread_for_centring,
+)
 
 __all__ = ["BETA_BINOMIAL_PRIORS", "build_beta_binomial", "task_posteriors"]
 
@@ -80,7 +87,9 @@ def _decide(counts: xr.Dataset, cells: dict, pooling: Any, centred: Any) -> tupl
     if pool == "partial":
         n, y = counts["n_runs"].values, counts["n_success"].values
         info = float(np.median(level_information(n, y, axis=1, rho=NOMINAL_RHO)))
-        score = info * AGENT_SCALE**2
+        est = level_spread(n, y, axis=1, rho=NOMINAL_RHO)
+        scale = spread_for_centring(AGENT_SCALE, est)
+        score = info * scale**2
         auto, need = centre_choice(score, m)
         c = centred if centred != "auto" else "auto"
         is_centred = bool(
@@ -88,8 +97,9 @@ def _decide(counts: xr.Dataset, cells: dict, pooling: Any, centred: Any) -> tupl
                 "centred",
                 c,
                 auto,
-                f"median agent information {score:.1f} (x nominal logit spread {AGENT_SCALE:g}^2) "
-                f"{'>=' if auto else '<'} {need:g} needed with {m} agents",
+                f"median agent information {info:.1f} x spread {scale:.2g}^2 = {score:.1f} "
+                f"{'>=' if auto else '<'} {need:g} needed with {m} agents (spread: nominal "
+                f"{AGENT_SCALE:g} logit, or the data's estimate {est:.2g} when smaller)",
             )
         )
         st.hint(

@@ -51,6 +51,8 @@ from ._structure import (
     centre_choice,
     count_design,
     level_information,
+    level_spread,
+    spread_for_centring,
 )
 
 __all__ = ["CROSSED_PRIORS", "build_crossed", "gauss_hermite"]
@@ -185,10 +187,16 @@ def _decide(
     n, y = counts["n_runs"].values, counts["n_success"].values
     within = NOMINAL_AGENT_TASK_SD if agent_task != "none" else 0.0
     info_task = level_information(n, y, axis=0, within_sd=within)
+    # the spread in whose units information is measured: nominal, or the data's
+    # estimate when smaller (levels that barely differ are a funnel when centred)
+    spread = {
+        g: spread_for_centring(NOMINAL_SCALE[g], level_spread(n, y, axis=ax, within_sd=within))
+        for g, ax in (("agent", 1), ("task", 0))
+    }
     scores = {
         "agent": float(np.median(level_information(n, y, axis=1, within_sd=within)))
-        * NOMINAL_SCALE["agent"] ** 2,
-        "task": float(np.median(info_task)) * NOMINAL_SCALE["task"] ** 2,
+        * spread["agent"] ** 2,
+        "task": float(np.median(info_task)) * spread["task"] ** 2,
     }
     if use_cluster:
         _, cl_idx = np.unique(np.asarray(counts["cluster"].values).astype(str), return_inverse=True)
@@ -207,7 +215,7 @@ def _decide(
             f"`centred` must be 'auto' or a tuple drawn from {sorted(groups)}; got {centred!r}"
         )
     reason = ", ".join(
-        f"{g} {v:.1f} vs {need[g]:g} needed over {n_levels[g]} levels "
+        f"{g} {v:.1f}{f' (spread {spread[g]:.2g})' if g in spread else ''} vs {need[g]:g} needed over {n_levels[g]} levels "
         f"({'centred' if g in auto else 'non-centred'})"
         for g, v in scores.items()
         if not (g == "agent" and agents == "fixed")
@@ -217,7 +225,7 @@ def _decide(
             "centred",
             centred if centred == "auto" else tuple(sorted(centred)),
             tuple(sorted(auto)),
-            "median level information x nominal spread^2: "
+            "median level information x spread^2 (nominal 1 logit, or the data's estimate when smaller): "
             + reason,
         )
     )

@@ -47,6 +47,8 @@ __all__ = [
     "count_design",
     "describe",
     "level_information",
+    "level_spread",
+    "spread_for_centring",
 ]
 
 #: centre a group when the median level has at least this much Fisher
@@ -224,6 +226,48 @@ def level_information(
     if within_sd > 0:
         i = i / (1.0 + i * within_sd**2)
     return np.where(n > 0, i, 0.0).sum(axis=axis)
+
+
+def level_spread(
+    n: np.ndarray, y: np.ndarray, axis: int, *, within_sd: float = 0.0, rho: float = 0.0
+) -> float:
+    """Moment estimate of the SD of the levels' logit effects (``nan`` with < 3 levels).
+
+    Each level's logit rate (pooled over its cells, half a pseudo-success
+    and half a pseudo-failure) varies by the spread of the true effects plus
+    its sampling noise, ``1 / information`` (:func:`level_information`); the
+    estimate is ``sqrt(max(0, var(logit rates) - mean(1 / information)))``
+    (the moment estimator of a random-effects meta-analysis). The centring
+    rules use ``min(nominal spread, this estimate)``: a group whose levels
+    barely differ is a funnel when centred, however well each level is
+    informed (beta-binomial SBC, 10 agents x 800 runs: 34 of 200 replicates
+    diverged, nearly all with a true agent spread under 0.3 logits).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> n = np.full((3, 40), 50); y = np.full((3, 40), 25)   # identical agents
+    >>> float(level_spread(n, y, axis=1))
+    0.0
+    >>> y = np.stack([np.full(40, 10), np.full(40, 25), np.full(40, 40)])
+    >>> round(float(level_spread(n, y, axis=1)), 2)   # logits -1.39, 0, 1.39
+    1.38
+    """
+    n = np.asarray(n, dtype=float)
+    y = np.asarray(y, dtype=float)
+    nl, yl = n.sum(axis=axis), y.sum(axis=axis)
+    keep = nl > 0
+    if keep.sum() < 3:
+        return float("nan")
+    lg = np.log((yl[keep] + 0.5) / (nl[keep] - yl[keep] + 0.5))
+    info = level_information(n, y, axis=axis, within_sd=within_sd, rho=rho)[keep]
+    noise = float(np.mean(1.0 / np.maximum(info, 1e-12)))
+    return float(np.sqrt(max(0.0, float(np.var(lg, ddof=1)) - noise)))
+
+
+def spread_for_centring(nominal: float, estimate: float) -> float:
+    """The group spread the centring rules use: the nominal one, or less when the data show less."""
+    return float(nominal) if not np.isfinite(estimate) else float(min(nominal, estimate))
 
 
 def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]:
