@@ -132,19 +132,31 @@ def loo(args) -> dict:
         agents = agents[:: max(1, len(agents) // 4)][:4]
     sizes = tuple(int(v) for v in args.sizes.split(","))
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds = loo_study(
-            data,
-            agents=agents,
-            n_tasks=sizes,
-            n_random=args.n_random,
-            prob=0.9,
-            criterion=args.criterion,
-            n_bank_draws=args.bank_draws,
-            misfit=not args.no_misfit,
-            rng=args.seed,
-        )
+    # one held-out agent at a time (seed + its position in the data), in a seeded random
+    # order, saved as it goes: a run cut short on a shared machine leaves a usable sample
+    parts = []
+    pos = {a: i for i, a in enumerate(agents)}
+    for ag in np.random.default_rng(args.seed).permutation(agents):
+        ag, i = str(ag), pos[str(ag)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parts.append(
+                loo_study(
+                    data,
+                    agents=[ag],
+                    n_tasks=sizes,
+                    n_random=args.n_random,
+                    prob=0.9,
+                    criterion=args.criterion,
+                    n_bank_draws=args.bank_draws,
+                    misfit=not args.no_misfit,
+                    rng=args.seed + i,
+                )
+            )
+        ds = xr.concat(parts, dim="agent", data_vars="different")
+        if args.save:
+            ds.to_netcdf(args.save)
+        print(f"  {ag}: {time.perf_counter() - t0:.0f} s", flush=True)
     secs = time.perf_counter() - t0
     if args.save:
         ds.to_netcdf(args.save)

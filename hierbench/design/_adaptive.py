@@ -16,14 +16,19 @@ A new agent is scored on a subset of a calibrated bank's tasks
   ability grid); it stops when the interval is narrower than asked or the
   budget is spent. ``run`` is a callback that runs one (agent, task), or
   complete logs to replay.
+* :func:`calibrate_misfit` measures, by cross-fitted replay on the
+  calibration agents, the variance the 2PL posterior misses on the tasks
+  adaptive selection leaves unasked (the tails of the item curves), for
+  ``adaptive(..., misfit=...)`` to add to its interval.
 * :func:`loo_study` replays all of it leave-one-agent-out on complete logs:
   calibrate on the other agents, score the held-out one from ``n`` tasks
   chosen at random, by anchors and adaptively, and record the error and
   whether the interval covered the agent's actual full score.
 
 No anytime-valid guarantee is claimed: the intervals are Bayesian posterior
-intervals (the bank's item parameters and the ability integrated out), and
-their frequentist coverage, including after adaptive stopping, is what
+intervals (the bank's item parameters and the ability integrated out; for
+adaptive selection, plus the measured misfit variance), and their
+frequentist coverage, including after adaptive stopping, is what
 :func:`loo_study` measures.
 
 This module imports numpy, scipy and xarray only.
