@@ -9,6 +9,9 @@ the held-out agent's full 500-task score from ``n`` of its tasks chosen
 * at random (``--n-random`` independent subsets per agent, nested in size),
 * by cluster anchors and information anchors (``design.anchors``),
 * adaptively (``design.adaptive``, expected posterior variance reduction),
+  its interval widened by the misfit variance measured on the 24
+  calibration agents (``design.calibrate_misfit``, 5-fold cross-fitted
+  replays; the model-only interval is reported beside it),
 
 and record the absolute error of the posterior mean and whether the 90%
 interval covered the actual score. Prints the tables of the closing note and
@@ -16,6 +19,7 @@ writes them as JSON.
 
     python benchmarks/bench_irt_adaptive.py --out /tmp/irt_loo.json
     python benchmarks/bench_irt_adaptive.py --quick          # 4 agents, 2 random subsets
+    python benchmarks/bench_irt_adaptive.py --summary /tmp/irt_loo.nc   # tables from a saved study
     python benchmarks/bench_irt_adaptive.py --nuts-fold 0    # NUTS vs Laplace bank on one fold
     python benchmarks/bench_irt_adaptive.py --full-fit       # NUTS on all 25 agents vs the MAP fit
 """
@@ -32,6 +36,92 @@ import numpy as np
 import xarray as xr
 
 
+def wilson(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval (95%) for k successes in n trials."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return c - h, c + h
+
+
+def tasks_to_reach(sizes, mae, target: float) -> float:
+    """Tasks at which the MAE curve first falls to ``target`` (linear in log n between sizes).
+
+    NaN when already below at the smallest size, inf when never reached.
+    """
+    sizes = np.asarray(sizes, float)
+    mae = np.asarray(mae, float)
+    if mae[0] <= target:
+        return float("nan")
+    for i in range(1, sizes.size):
+        if mae[i] <= target:
+            f = (mae[i - 1] - target) / (mae[i - 1] - mae[i])
+            return float(np.exp(np.log(sizes[i - 1]) + f * (np.log(sizes[i]) - np.log(sizes[i - 1]))))
+    return float("inf")
+
+
+def _cov_cells(cov: xr.DataArray, sizes) -> list[str]:
+    cells = []
+    for n in sizes:
+        v = cov.sel(n_tasks=n)
+        k, m = float(v.sum()), int(v.notnull().sum())
+        lo, hi = wilson(k, m)
+        cells.append(f"{k / m:.3f} [{lo:.2f}, {hi:.2f}] ({m})")
+    return cells
+
+
+def summarise(ds: xr.Dataset) -> dict:
+    import pandas as pd
+
+    sizes = [int(v) for v in ds.n_tasks.values]
+    mae = ds.abs_error.mean(("agent", "repeat"))
+    cov = ds.covered.mean(("agent", "repeat"))
+    n_cov = ds.covered.notnull().sum(("agent", "repeat"))
+    width = (ds.upper - ds.lower).mean(("agent", "repeat"))
+    print("\nmean absolute error of the predicted full score (percentage points)")
+    print((100 * mae).to_pandas().round(2).to_string())
+    print("\ncoverage of the 90% interval [95% Wilson band] (n intervals)")
+    rows = {str(s): _cov_cells(ds.covered.sel(selection=s), sizes) for s in ds.selection.values}
+    has_model = "model_covered" in ds and bool(ds.model_covered.sel(selection="adaptive").notnull().any()) \
+        if "adaptive" in ds.selection.values else False
+    if has_model:
+        rows["adaptive, model only"] = _cov_cells(ds.model_covered.sel(selection="adaptive"), sizes)
+    print(pd.DataFrame(rows, index=sizes).T.to_string())
+    print("\nmean width of the 90% interval (points)")
+    print((100 * width).to_pandas().round(2).to_string())
+    if has_model:
+        mw = (ds.model_upper - ds.model_lower).sel(selection="adaptive").mean(("agent", "repeat"))
+        print("adaptive, model only:", (100 * mw).round(2).values.tolist())
+        print("misfit sd (points), mean over folds:", (100 * ds.misfit_sd.mean("agent")).round(2).values.tolist())
+    reach = {}
+    print("\ntasks needed to reach a mean absolute error of 3, 4, 5 points (log-linear interpolation)")
+    for s in ds.selection.values:
+        reach[str(s)] = {t: tasks_to_reach(sizes, 100 * mae.sel(selection=s).values, t) for t in (3, 4, 5)}
+        print(f"  {s!s:12s}", "  ".join(f"MAE {t}: {v:6.1f}" for t, v in reach[str(s)].items()))
+    if "adaptive" in reach and "random" in reach:
+        for t in (3, 4, 5):
+            a, r = reach["adaptive"][t], reach["random"][t]
+            print(f"  MAE {t}: adaptive / random = {a / r:.2f}  ({'<=' if a <= r / 2 else '>'} 1/2)")
+    rnd = mae.sel(selection="random").to_pandas()
+    if "adaptive" in mae.selection.values:
+        print("\nadaptive with n tasks vs random with 2n tasks (MAE, points)")
+        for n in sizes:
+            if 2 * n in rnd.index:
+                a = 100 * float(mae.sel(selection="adaptive", n_tasks=n))
+                print(f"  adaptive {n:4d}: {a:.2f}   random {2 * n:4d}: {100 * rnd[2 * n]:.2f}")
+    return {
+        "mae": {str(s): dict(zip(sizes, map(float, mae.sel(selection=s).values), strict=True)) for s in mae.selection.values},
+        "coverage": {str(s): dict(zip(sizes, map(float, cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
+        "coverage_table": rows,
+        "n_intervals": {str(s): dict(zip(sizes, map(int, n_cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
+        "width": {str(s): dict(zip(sizes, map(float, width.sel(selection=s).values), strict=True)) for s in width.selection.values},
+        "tasks_to_reach_mae": reach,
+        "actual": dict(zip(map(str, ds.agent.values), map(float, ds.actual.values), strict=True)),
+    }
+
+
 def loo(args) -> dict:
     from hierbench.data import load_swebench_bash_only
     from hierbench.design import loo_study
@@ -42,51 +132,38 @@ def loo(args) -> dict:
         agents = agents[:: max(1, len(agents) // 4)][:4]
     sizes = tuple(int(v) for v in args.sizes.split(","))
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds = loo_study(
-            data,
-            agents=agents,
-            n_tasks=sizes,
-            n_random=args.n_random,
-            prob=0.9,
-            criterion=args.criterion,
-            n_bank_draws=args.bank_draws,
-            rng=args.seed,
-        )
+    # one held-out agent at a time (seed + its position in the data), in a seeded random
+    # order, saved as it goes: a run cut short on a shared machine leaves a usable sample
+    parts = []
+    pos = {a: i for i, a in enumerate(agents)}
+    for ag in np.random.default_rng(args.seed).permutation(agents):
+        ag, i = str(ag), pos[str(ag)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parts.append(
+                loo_study(
+                    data,
+                    agents=[ag],
+                    n_tasks=sizes,
+                    n_random=args.n_random,
+                    prob=0.9,
+                    criterion=args.criterion,
+                    n_bank_draws=args.bank_draws,
+                    misfit=not args.no_misfit,
+                    rng=args.seed + i,
+                )
+            )
+        ds = xr.concat(parts, dim="agent", data_vars="different")
+        if args.save:
+            ds.to_netcdf(args.save)
+        print(f"  {ag}: {time.perf_counter() - t0:.0f} s", flush=True)
     secs = time.perf_counter() - t0
     if args.save:
         ds.to_netcdf(args.save)
-    mae = ds.abs_error.mean(("agent", "repeat"))
-    cov = ds.covered.mean(("agent", "repeat"))
-    n_cov = ds.covered.notnull().sum(("agent", "repeat"))
-    width = (ds.upper - ds.lower).mean(("agent", "repeat"))
     print(f"leave-one-agent-out on SWE-bench bash-only: {len(agents)} agents, {secs:.0f} s, load {os.getloadavg()}")
-    print("\nmean absolute error of the predicted full score (percentage points)")
-    print((100 * mae).to_pandas().round(2).to_string())
-    print("\ncoverage of the 90% interval (n intervals in brackets)")
-    tab = cov.to_pandas().round(3).astype(str) + " (" + n_cov.to_pandas().astype(str) + ")"
-    print(tab.to_string())
-    print("\nmean width of the 90% interval (points)")
-    print((100 * width).to_pandas().round(2).to_string())
-    # tasks that random selection needs for the error adaptive reaches with n tasks
-    rnd = mae.sel(selection="random").to_pandas()
-    out = {
-        "agents": agents,
-        "sizes": list(sizes),
-        "seconds": secs,
-        "load": os.getloadavg(),
-        "mae": {s: dict(zip(map(int, sizes), map(float, mae.sel(selection=s).values), strict=True)) for s in mae.selection.values},
-        "coverage": {s: dict(zip(map(int, sizes), map(float, cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
-        "n_intervals": {s: dict(zip(map(int, sizes), map(int, n_cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
-        "width": {s: dict(zip(map(int, sizes), map(float, width.sel(selection=s).values), strict=True)) for s in width.selection.values},
-        "actual": dict(zip(agents, map(float, ds.actual.values), strict=True)),
-    }
-    if "adaptive" in mae.selection.values:
-        print("\nadaptive with n tasks vs random with 2n tasks (MAE, points)")
-        for n in sizes:
-            if 2 * n in rnd.index:
-                print(f"  adaptive {n:4d}: {100 * float(mae.sel(selection='adaptive', n_tasks=n)):.2f}   random {2 * n:4d}: {100 * rnd[2 * n]:.2f}")
+    out = summarise(ds)
+    out.update({"agents": agents, "sizes": list(sizes), "seconds": secs, "load": os.getloadavg(),
+                "misfit": not args.no_misfit})
     return out
 
 
@@ -182,8 +259,10 @@ def full_fit(args) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--sizes", default="10,25,50,100,200")
-    p.add_argument("--n-random", type=int, default=5)
+    p.add_argument("--sizes", default="10,20,25,50,100")
+    p.add_argument("--n-random", type=int, default=4)
+    p.add_argument("--no-misfit", action="store_true", help="adaptive intervals without the misfit variance")
+    p.add_argument("--summary", default=None, help="print the tables of a study saved with --save")
     p.add_argument("--criterion", default="variance", choices=["variance", "fisher"])
     p.add_argument("--seed", type=int, default=20261130)
     p.add_argument("--bank-draws", type=int, default=1000, help="Laplace draws per calibrated bank")
@@ -193,7 +272,9 @@ def main() -> None:
     p.add_argument("--out", default=None, help="write the summary as JSON")
     args = p.parse_args()
     os.environ.setdefault("HIERBENCH_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
-    if args.full_fit:
+    if args.summary:
+        res = summarise(xr.open_dataset(args.summary))
+    elif args.full_fit:
         res = full_fit(args)
     elif args.nuts_fold is not None:
         res = nuts_fold(args)

@@ -12,7 +12,15 @@ counterpart; :func:`replay` compares them on complete banks.
 This subpackage imports numpy, scipy and xarray only.
 """
 
-from ._adaptive import AdaptiveResult, AnchorSet, adaptive, anchors, loo_study
+from ._adaptive import (
+    AdaptiveResult,
+    AnchorSet,
+    MisfitCalibration,
+    adaptive,
+    anchors,
+    calibrate_misfit,
+    loo_study,
+)
 from ._bayes import CohortPosteriorResult, cohort_posterior
 from ._plan import (
     BudgetIntervalResult,
@@ -31,10 +39,12 @@ __all__ = [
     "BudgetPlan",
     "BudgetWarning",
     "CohortPosteriorResult",
+    "MisfitCalibration",
     "adaptive",
     "anchors",
     "bank_from_eval",
     "budget_interval",
+    "calibrate_misfit",
     "cohort_posterior",
     "loo_study",
     "plan_joint",

@@ -16,14 +16,19 @@ A new agent is scored on a subset of a calibrated bank's tasks
   ability grid); it stops when the interval is narrower than asked or the
   budget is spent. ``run`` is a callback that runs one (agent, task), or
   complete logs to replay.
+* :func:`calibrate_misfit` measures, by cross-fitted replay on the
+  calibration agents, the variance the 2PL posterior misses on the tasks
+  adaptive selection leaves unasked (the tails of the item curves), for
+  ``adaptive(..., misfit=...)`` to add to its interval.
 * :func:`loo_study` replays all of it leave-one-agent-out on complete logs:
   calibrate on the other agents, score the held-out one from ``n`` tasks
   chosen at random, by anchors and adaptively, and record the error and
   whether the interval covered the agent's actual full score.
 
 No anytime-valid guarantee is claimed: the intervals are Bayesian posterior
-intervals (the bank's item parameters and the ability integrated out), and
-their frequentist coverage, including after adaptive stopping, is what
+intervals (the bank's item parameters and the ability integrated out; for
+adaptive selection, plus the measured misfit variance), and their
+frequentist coverage, including after adaptive stopping, is what
 :func:`loo_study` measures.
 
 This module imports numpy, scipy and xarray only.
@@ -31,7 +36,9 @@ This module imports numpy, scipy and xarray only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -46,18 +53,22 @@ from .._base import (
     DEFAULT_PROB,
     HierbenchError,
     Result,
+    ZeroWidthIntervalWarning,
     as_rng,
     check_choice,
     check_int,
     check_prob,
     counts,
+    make_interval,
 )
 from ..freq._irt_ml import IRTBank, IRTScoreResult, calibrate_irt, irt_score
 
-__all__ = ["AdaptiveResult", "AnchorSet", "adaptive", "anchors", "loo_study"]
+__all__ = ["AdaptiveResult", "AnchorSet", "MisfitCalibration", "adaptive", "anchors", "calibrate_misfit", "loo_study"]
 
 #: ability points (in calibration-agent sds) where item curves are compared for clustering
 _ICC_POINTS = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
+#: relative weight below which a (draw, ability) row is dropped from the adaptive computations
+_PRUNE = 1e-10
 
 
 def _check_bank(bank: Any) -> IRTBank:
@@ -217,9 +228,9 @@ class AdaptiveResult(Result):
     interval (from :func:`hierbench.freq.irt_score` on the tasks run, with
     the whole bank). ``score`` holds that result (ability, pass^k, draws).
     ``tasks``, ``n_runs``, ``n_success`` (dim ``step``): what was run, in
-    order. ``trace`` (dim ``step``): the running estimate and interval after
-    each step (mixture approximation on the thinned bank used for
-    selection). ``stop_reason``: ``"width"``, ``"budget"`` or
+    order. ``trace`` (dim ``step``): the running estimate, interval and
+    predictive sd after each step (mixture approximation on the thinned
+    bank used for selection; with the misfit variance when given). ``stop_reason``: ``"width"``, ``"budget"`` or
     ``"exhausted"``.
     """
 
@@ -270,7 +281,12 @@ class _Replay:
 
 
 class _Posterior:
-    """Weights over (item-parameter draw x ability grid point) for one agent."""
+    """Weights over (item-parameter draw x ability grid point) for one agent.
+
+    Rows whose weight has fallen below ``_PRUNE`` times the largest are left
+    out of the criterion and the interval (their total mass is below
+    ``rows * _PRUNE`` of the largest row's, negligible at 1e-10).
+    """
 
     def __init__(self, bank: IRTBank, n_draws: int, n_grid: int, gen: np.random.Generator):
         b = bank.thin(n_draws, gen)
@@ -282,57 +298,122 @@ class _Posterior:
         eta = (a[:, None, :] * grid[None, :, None] + d[:, None, :]).reshape(S * n_grid, T)
         self.eta = eta
         self.P = expit(eta)
-        self.Q = (np.repeat(a, n_grid, axis=0) ** 2) * self.P * (1 - self.P)  # Fisher information
+        self.V = self.P * (1 - self.P)  # Bernoulli variance
+        self.Q = (np.repeat(a, n_grid, axis=0) ** 2) * self.V  # Fisher information
         self.P2 = self.P * self.P
         lw = np.tile(-0.5 * grid**2, S)
         self.logw = lw - lw.max()
         self.unrun = np.ones(T, bool)  # tasks not run at all
         self.known = 0.0  # sum over run tasks of their observed success rate
         self.ptot = self.P.sum(1)  # sum over unrun tasks of p
+        self.vtot = self.V.sum(1)  # sum over unrun tasks of p (1 - p)
 
     def weights(self) -> np.ndarray:
         w = np.exp(self.logw - self.logw.max())
         return w / w.sum()
+
+    def _active(self) -> tuple[np.ndarray, np.ndarray]:
+        w = self.weights()
+        rows = np.flatnonzero(w > _PRUNE * w.max())
+        wa = w[rows]
+        return rows, wa / wa.sum()
 
     def observe(self, t: int, k: int, n: int) -> None:
         self.logw = self.logw + k * log_expit(self.eta[:, t]) + (n - k) * log_expit(-self.eta[:, t])
         if self.unrun[t]:
             self.unrun[t] = False
             self.ptot = self.ptot - self.P[:, t]
+            self.vtot = self.vtot - self.V[:, t]
 
     def criterion(self, kind: str) -> np.ndarray:
-        w = self.weights()
+        rows, w = self._active()
+        if rows.size > 0.25 * self.P.shape[0]:  # a zero-padded product beats copying most rows
+            wf = np.zeros(self.P.shape[0])
+            wf[rows] = w
+            rows, w = slice(None), wf
         if kind == "fisher":
-            return w @ self.Q
-        q = w @ self.P
-        A = (w * self.ptot) @ self.P
-        C = w @ self.P2
-        Ep = float(w @ self.ptot)
+            return w @ self.Q[rows]
+        P = self.P[rows]
+        q, A = np.stack([w, w * self.ptot[rows]]) @ P
+        C = w @ self.P2[rows]
+        Ep = float(w @ self.ptot[rows])
         q = np.clip(q, 1e-12, 1 - 1e-12)
         m1 = 1.0 + (A - C) / q
         m0 = (Ep - q - A + C) / (1 - q)
         return q * (1 - q) * (m1 - m0) ** 2
 
-    def interval(self, known: float, prob: float) -> tuple[float, float, float]:
-        """Mean and equal-tailed interval of the realised score (normal per mixture component)."""
-        w = self.weights()
-        m = (known + self.ptot) / self.T
-        v = (self.P * (1 - self.P))[:, self.unrun].sum(1) / self.T**2
+    def moments(self, known: float, misfit_sd: float = 0.0) -> tuple[float, float]:
+        """Mean and sd of the realised score (with the misfit variance)."""
+        rows, w = self._active()
+        m = (known + self.ptot[rows]) / self.T
+        v = np.maximum(self.vtot[rows], 0.0) / self.T**2 + misfit_sd**2
         mean = float(w @ m)
-        sd = np.sqrt(np.maximum(v, 1e-18))
-        keep = w > 1e-12 * w.max()
-        w, m, sd = w[keep] / w[keep].sum(), m[keep], sd[keep]
-        lo_x, hi_x = float((m - 6 * sd).min()), float((m + 6 * sd).max())
-        out = []
-        for target in ((1 - prob) / 2, (1 + prob) / 2):
-            lo, hi = lo_x, hi_x
-            for _ in range(3):  # three rounds of a 64-point grid: resolution (range) / 64^3
-                x = np.linspace(lo, hi, 64)
-                cdf = w @ ndtr((x[None, :] - m[:, None]) / sd[:, None])
-                i = int(np.searchsorted(cdf, target))
-                lo, hi = x[max(i - 1, 0)], x[min(i, 63)]
-            out.append(0.5 * (lo + hi))
-        return mean, out[0], out[1]
+        return mean, float(np.sqrt(w @ v + w @ (m - mean) ** 2))
+
+    def interval(self, known: float, prob: float, misfit_sd: float = 0.0) -> tuple[float, float, float, float]:
+        """Mean, equal-tailed interval and sd of the realised score (normal per mixture component).
+
+        ``misfit_sd`` (score units) is added in quadrature to every
+        component's sd: the model-misfit variance of :func:`calibrate_misfit`.
+        The quantiles are found on three rounds of a 64-point grid, both
+        tails at once in the first (resolution: range / 64 / 32^2).
+        """
+        mean, sd_tot = self.moments(known, misfit_sd)
+        rows, w = self._active()
+        m = (known + self.ptot[rows]) / self.T
+        sd = np.sqrt(np.maximum(np.maximum(self.vtot[rows], 0.0) / self.T**2 + misfit_sd**2, 1e-18))
+        targets = np.array([(1 - prob) / 2, (1 + prob) / 2])
+        x = np.linspace(float((m - 6 * sd).min()), float((m + 6 * sd).max()), 64)
+        brackets = []
+        cdf = w @ ndtr((x[None, :] - m[:, None]) / sd[:, None])
+        for tg in targets:
+            i = int(np.searchsorted(cdf, tg))
+            brackets.append((x[max(i - 1, 0)], x[min(i, 63)]))
+        for _ in range(2):
+            xs = np.concatenate([np.linspace(lo, hi, 32) for lo, hi in brackets])
+            cdf = w @ ndtr((xs[None, :] - m[:, None]) / sd[:, None])
+            new = []
+            for r, tg in enumerate(targets):
+                xr_, cr = xs[32 * r:32 * (r + 1)], cdf[32 * r:32 * (r + 1)]
+                i = int(np.searchsorted(cr, tg))
+                new.append((xr_[max(i - 1, 0)], xr_[min(i, 31)]))
+            brackets = new
+        return mean, 0.5 * sum(brackets[0]), 0.5 * sum(brackets[1]), sd_tot
+
+
+def _replay_moments(bank: IRTBank, logs: xr.DataArray, *, budget: int, criterion: str, n_runs: int,
+                    n_draws: int, n_grid: int, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`adaptive`'s selection replayed on complete logs: mean and sd of the realised score per step.
+
+    The same choices as ``adaptive(bank, logs, budget=budget * n_runs, ...)``
+    without the quantiles and the final scoring (what
+    :func:`calibrate_misfit` needs, at a fraction of the cost).
+    """
+    replay = _Replay(logs, bank)
+    post = _Posterior(bank, n_draws, n_grid, gen)
+    asked = np.array([replay.available(t) == 0 for t in bank.tasks])
+    known = 0.0
+    means, sds = [], []
+    while len(means) < budget and not asked.all():
+        crit = post.criterion(criterion)
+        crit[asked] = -np.inf
+        j = int(np.argmax(crit))
+        asked[j] = True
+        vals = []
+        for _ in range(n_runs):
+            if replay.available(bank.tasks[j]) == 0:
+                break
+            v = replay(str(bank.tasks[j]))
+            if np.isfinite(v):
+                vals.append(v)
+        if not vals:
+            continue
+        post.observe(j, int(sum(vals)), len(vals))
+        known += float(np.mean(vals))
+        m, sd = post.moments(known)
+        means.append(m)
+        sds.append(sd)
+    return np.array(means), np.array(sds)
 
 
 def adaptive(
@@ -348,6 +429,7 @@ def adaptive(
     n_draws: int = 200,
     n_grid: int = 61,
     min_tasks: int = 5,
+    misfit: MisfitCalibration | None = None,
     rng: None | int | np.random.Generator = None,
 ) -> AdaptiveResult:
     """Evaluate one agent adaptively on a calibrated bank.
@@ -386,6 +468,17 @@ def adaptive(
         (the final interval uses the whole bank).
     min_tasks : int
         Tasks to run before the width rule may stop.
+    misfit : MisfitCalibration, optional
+        The model-misfit variance of this selection rule, measured on the
+        calibration agents (:func:`calibrate_misfit`, same ``criterion`` and
+        ``n_runs``). Its variance at the number of tasks run is added to the
+        predictive distribution of the tasks not run (the running interval,
+        hence the width rule, and the final one); the estimate is unchanged.
+        Without it the interval assumes the 2PL holds exactly for the tasks
+        never asked, which adaptive selection makes the decisive assumption:
+        it asks the tasks near the agent's ability and leaves out the ones
+        whose prediction rests on the item curves' tails (see
+        :func:`calibrate_misfit`).
     rng : None, int or numpy.random.Generator
 
     Returns
@@ -415,6 +508,8 @@ def adaptive(
     min_tasks = check_int(min_tasks, "min_tasks", min=1)
     if width is not None and not (isinstance(width, (int, float)) and 0 < width <= 1):
         raise ValueError(f"`width` must be a number with 0 < width <= 1 (score units); got {width!r}")
+    if misfit is not None:
+        _check_misfit(misfit, bank, criterion, n_runs)
     gen = as_rng(rng)
     replay = None
     if isinstance(run, (xr.DataArray, xr.Dataset)):
@@ -484,8 +579,9 @@ def adaptive(
         order.append(str(tasks[j]))
         runs.append(n)
         succ.append(k)
-        m, lo, hi = post.interval(post.known, prob)
-        trace.append((m, lo, hi))
+        tau = misfit.sd_at(len(order)) if misfit is not None else 0.0
+        m, lo, hi, sd = post.interval(post.known, prob, tau)
+        trace.append((m, lo, hi, sd))
         if width is not None and len(order) >= min_tasks and hi - lo < width:
             reason = "width"
             break
@@ -495,17 +591,22 @@ def adaptive(
         coords={"task": tasks[ran]},
     )
     score = irt_score(bank, resp, prob=prob, n_runs=n_runs, rng=gen)
+    if misfit is not None:
+        known = float((y_tot[ran] / n_tot[ran]).sum())
+        score = _add_misfit(score, misfit.sd_at(len(order)), known, int((~ran).sum()), T, prob, gen)
     step = np.arange(len(order))
-    tr = np.array(trace).reshape(-1, 3)
+    tr = np.array(trace).reshape(-1, 4)
     trace_ds = xr.Dataset(
         {
             "estimate": ("step", tr[:, 0]),
             "lower": ("step", tr[:, 1]),
             "upper": ("step", tr[:, 2]),
+            "sd": ("step", tr[:, 3]),
             "task": ("step", np.array(order, dtype=object)),
         },
         coords={"step": step},
-        attrs={"ci_prob": prob, "n_failed_runs": n_failed, "n_draws": min(n_draws, bank.n_samples), "n_grid": n_grid},
+        attrs={"ci_prob": prob, "n_failed_runs": n_failed, "n_draws": min(n_draws, bank.n_samples), "n_grid": n_grid,
+               "misfit_sd": misfit.sd_at(len(order)) if misfit is not None and order else 0.0},
     )
     return AdaptiveResult(
         estimate=score.estimate,
@@ -517,6 +618,254 @@ def adaptive(
         trace=trace_ds,
         stop_reason=reason,
         criterion=criterion,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+# --------------------------------------------------------------------------- model misfit
+
+
+@dataclass(frozen=True, repr=False)
+class MisfitCalibration(Result):
+    """The model-misfit sd of adaptive scoring, measured by replay on calibration agents.
+
+    ``estimate`` (dim ``n_tasks``, 1..budget): the misfit sd ``tau(n)`` of
+    the realised full-benchmark score (score units) after ``n`` adaptively
+    chosen tasks; ``ci`` its percentile bootstrap interval over agents.
+    ``error`` and ``model_sd`` (``agent``, ``n_tasks``): each replayed
+    agent's prediction error (predicted minus actual) and the model's
+    predictive sd. ``raw`` the unsmoothed moment estimate of ``tau^2``.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    error: xr.DataArray
+    model_sd: xr.DataArray
+    raw: xr.DataArray
+    criterion: str
+    n_runs: int
+    n_tasks_bank: int
+    folds: int
+    seconds: float
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ()
+
+    def sd_at(self, n: int) -> float:
+        """``tau(n)``: the misfit sd after ``n`` tasks (the last replayed value beyond the budget)."""
+        v = self.estimate.values
+        return float(v[min(max(int(n), 1), v.size) - 1])
+
+
+def _check_misfit(misfit: Any, bank: IRTBank, criterion: str, n_runs: int) -> None:
+    if not isinstance(misfit, MisfitCalibration):
+        raise TypeError(f"`misfit` must be a MisfitCalibration (design.calibrate_misfit); got {type(misfit).__name__}")
+    bad = {
+        k: (mine, theirs)
+        for k, mine, theirs in (
+            ("criterion", misfit.criterion, criterion),
+            ("n_runs", misfit.n_runs, n_runs),
+            ("number of bank tasks", misfit.n_tasks_bank, bank.n_tasks),
+        )
+        if mine != theirs
+    }
+    if bad:
+        raise HierbenchError(
+            "`misfit` was measured for another procedure; (misfit's, this call's) values differ for "
+            + ", ".join(f"{k} {v}" for k, v in bad.items())
+        )
+
+
+def _add_misfit(score: IRTScoreResult, tau: float, known: float, n_unrun: int, T: int, prob: float,
+                gen: np.random.Generator) -> IRTScoreResult:
+    """Convolve the realised-score draws with N(0, tau^2), kept inside the attainable range.
+
+    The estimate (posterior mean under the model) is kept: the misfit is
+    taken as mean zero, only the spread of the tasks not run widens.
+    """
+    if tau <= 0 or n_unrun == 0:
+        return score
+    draws = score.score_draws.values + tau * gen.standard_normal(score.score_draws.size)
+    draws = np.clip(draws, known / T, (known + n_unrun) / T)
+    lo, hi = _eti_1d(draws, prob)
+    detail = f"{score.ci.attrs.get('ci_detail', '')}; plus model-misfit sd {tau:.4f} (calibrate_misfit)"
+    ci = make_interval(lo, hi, prob=prob, kind="eti", detail=detail, warn_zero_width=False)
+    return dataclasses.replace(score, ci=ci, score_draws=xr.DataArray(draws, dims="sample", name="score_draws"))
+
+
+def _eti_1d(x: np.ndarray, prob: float) -> tuple[float, float]:
+    q = (1 - prob) / 2
+    return float(np.quantile(x, q)), float(np.quantile(x, 1 - q))
+
+
+def _misfit_tau2(err: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Moment estimate of tau^2(n), raw and smoothed over n in [n / 1.25, 1.25 n], clipped at 0."""
+    with np.errstate(invalid="ignore"):
+        raw = np.nanmean(err**2 - sd**2, axis=0)
+    n = np.arange(1, raw.size + 1)
+    sm = np.empty_like(raw)
+    for i, k in enumerate(n):
+        win = (n >= k / 1.25) & (n <= k * 1.25) & np.isfinite(raw)
+        sm[i] = raw[win].mean() if win.any() else np.nan
+    return raw, np.maximum(sm, 0.0)
+
+
+def calibrate_misfit(
+    data: xr.Dataset,
+    *,
+    budget: int = 100,
+    criterion: Literal["variance", "fisher"] = "variance",
+    n_runs: int = 1,
+    model: Literal["2pl", "1pl"] = "2pl",
+    hyper: dict[str, float] | None = None,
+    folds: int = 5,
+    prob: float = DEFAULT_PROB,
+    n_bank_draws: int = 200,
+    n_draws: int = 100,
+    n_grid: int = 41,
+    n_boot: int = 1000,
+    rng: None | int | np.random.Generator = None,
+) -> MisfitCalibration:
+    """Measure, on the calibration agents, the error adaptive scoring's model interval leaves out.
+
+    Why. The interval of :func:`adaptive` is the posterior of the realised
+    score under the 2PL: tasks run count exactly, tasks not run are
+    Bernoulli with the agent's predicted probabilities, the ability and the
+    item parameters integrated out. Adaptive selection is ignorable for
+    that posterior *if the 2PL holds* (the choices depend on observed
+    answers only), but it decides where the model has to be right: it asks
+    the tasks near the agent's ability and leaves unasked exactly those
+    whose prediction rests on the item curves' tails (a weak agent's
+    occasional success on hard tasks, a strong agent's failures on easy
+    ones). A random subset puts the agent's idiosyncrasies into the data
+    and the ability absorbs them; an adaptive one does not. So the misfit
+    concentrated on the unasked tasks is a variance the posterior does not
+    have, and only data on other agents can measure it.
+
+    How. Cross-fitting over agents: the agents are split into ``folds``;
+    for each, a bank is calibrated on the other agents
+    (:func:`hierbench.freq.calibrate_irt` at the hyperparameters ``hyper``,
+    one MAP fit) and every agent of the fold is replayed through
+    :func:`adaptive` with the same criterion, recording after each of
+    ``n = 1..budget`` tasks its prediction error ``e(n)`` (predicted minus
+    actual realised score) and the model's predictive sd ``s(n)``. The
+    misfit variance is the method-of-moments excess
+    ``tau^2(n) = mean over agents of (e^2 - s^2)``, averaged over a window
+    ``n / 1.25 .. 1.25 n`` and clipped at 0: zero when the model's interval
+    already accounts for the errors. It is added to the predictive
+    variance of the unasked tasks (``adaptive(..., misfit=...)``). The
+    held-out banks are calibrated on fewer agents than the final one, so
+    their item uncertainty is a little larger; it is part of ``s^2`` and
+    does not inflate ``tau``.
+
+    Parameters
+    ----------
+    data : xarray.Dataset
+        The calibration agents' complete logs: binary ``score`` over
+        (agent, task, run), every agent ran every task.
+    budget : int
+        Tasks per replay (the largest adaptive budget to be used).
+    criterion, n_runs : as in :func:`adaptive`
+    model : {"2pl", "1pl"}
+    hyper : dict, optional
+        The empirical-Bayes hyperparameters of the main calibration
+        (``calibrate_irt(data).hyper``); estimated on ``data`` when omitted.
+    folds : int
+        Cross-fitting folds (at most the number of agents).
+    prob : float
+        Level of the bootstrap interval of ``tau``.
+    n_bank_draws, n_draws, n_grid : int
+        Laplace draws per held-out bank, and the draws and ability grid
+        points :func:`adaptive` uses (smaller than its defaults: the replays
+        measure an error, they do not report an interval).
+    n_boot : int
+        Bootstrap resamples of the agents for the interval of ``tau``.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    MisfitCalibration
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from scipy.special import expit
+    >>> g = np.random.default_rng(0)
+    >>> th, a, d = g.normal(size=12), np.exp(g.normal(0.3, 0.3, 30)), g.normal(0, 1.5, 30)
+    >>> y = (g.random((12, 30)) < expit(th[:, None] * a + d)).astype(float)
+    >>> data = xr.Dataset({"score": (("agent", "task", "run"), y[:, :, None])},
+    ...                   coords={"agent": [f"m{i}" for i in range(12)], "task": [f"t{j}" for j in range(30)]})
+    >>> mis = calibrate_misfit(data, budget=8, folds=3, n_bank_draws=50, n_draws=20, rng=0)
+    >>> mis.estimate.sizes["n_tasks"], mis.error.sizes["agent"]
+    (8, 12)
+    """
+    from ..freq import calibrate_irt as _calibrate
+
+    budget = check_int(budget, "budget", min=1)
+    check_choice(criterion, "criterion", ["variance", "fisher"])
+    n_runs = check_int(n_runs, "n_runs", min=1)
+    prob = check_prob(prob)
+    n_boot = check_int(n_boot, "n_boot", min=1)
+    if not isinstance(data, xr.Dataset) or "score" not in data:
+        raise HierbenchError("`data` must be an eval Dataset with a binary `score` over (agent, task, run)")
+    c = counts(data, purpose="misfit calibration")
+    n_all = c["n_runs"].transpose("agent", "task").values
+    if (n_all == 0).any():
+        raise HierbenchError(
+            f"`data` must be complete logs (every agent ran every task) to replay; {int((n_all == 0).sum())} "
+            "cells were not run"
+        )
+    agents = np.asarray(c["agent"].values).astype(str)
+    M = agents.size
+    if M < 3:
+        raise HierbenchError(f"`data` must hold at least 3 agents to cross-fit a misfit calibration; got {M}")
+    folds = check_int(folds, "folds", min=2, max=M)
+    gen = as_rng(rng)
+    t0 = time.perf_counter()
+    if hyper is None:
+        with warnings.catch_warnings():  # one Laplace draw: only the hyperparameters are wanted
+            warnings.simplefilter("ignore", ZeroWidthIntervalWarning)
+            hyper = _calibrate(c, model=model, n_draws=1, rng=gen).hyper
+    score = data["score"]
+    if "run" not in score.dims:
+        score = score.expand_dims(run=[0], axis=-1)
+    rate = (c["n_success"] / c["n_runs"]).transpose("agent", "task").values
+    fold_of = gen.permutation(np.arange(M) % folds)
+    err = np.full((M, budget), np.nan)
+    sds = np.full((M, budget), np.nan)
+    T = c.sizes["task"]
+    for f in range(folds):
+        out = fold_of == f
+        bank = _calibrate(c.isel(agent=np.flatnonzero(~out)), model=model, hyper=hyper, n_draws=n_bank_draws, rng=gen).bank
+        for i in np.flatnonzero(out):
+            logs = score.isel(agent=i, drop=True).transpose("task", "run")
+            mean, sd = _replay_moments(bank, logs, budget=budget, criterion=criterion, n_runs=n_runs,
+                                       n_draws=n_draws, n_grid=n_grid, gen=gen)
+            actual = float(rate[i].mean())
+            err[i, : mean.size] = mean - actual
+            sds[i, : mean.size] = sd
+    raw, tau2 = _misfit_tau2(err, sds)
+    boot = np.empty((n_boot, budget))
+    for b in range(n_boot):
+        idx = gen.integers(0, M, M)
+        boot[b] = np.sqrt(_misfit_tau2(err[idx], sds[idx])[1])
+    nt = {"n_tasks": np.arange(1, budget + 1)}
+    est = xr.DataArray(np.sqrt(tau2), dims="n_tasks", coords=nt, name="misfit_sd")
+    q = (1 - prob) / 2
+    ci = make_interval(
+        np.nanquantile(boot, q, axis=0), np.nanquantile(boot, 1 - q, axis=0), prob=prob, kind="percentile",
+        detail=f"bootstrap over the {M} replayed agents ({n_boot} resamples)", template=est, warn_zero_width=False,
+    )
+    ac = {"agent": agents, **nt}
+    return MisfitCalibration(
+        estimate=est,
+        ci=ci,
+        error=xr.DataArray(err, dims=("agent", "n_tasks"), coords=ac, name="error"),
+        model_sd=xr.DataArray(sds, dims=("agent", "n_tasks"), coords=ac, name="model_sd"),
+        raw=xr.DataArray(raw, dims="n_tasks", coords=nt, name="misfit_var_raw"),
+        criterion=criterion,
+        n_runs=n_runs,
+        n_tasks_bank=T,
+        folds=folds,
         seconds=time.perf_counter() - t0,
     )
 
@@ -535,6 +884,7 @@ def loo_study(
     model: Literal["2pl", "1pl"] = "2pl",
     criterion: Literal["variance", "fisher"] = "variance",
     n_bank_draws: int = 1000,
+    misfit: bool = True,
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
     """Leave one agent out: calibrate on the others, score it from a few tasks, compare with its full score.
@@ -563,14 +913,22 @@ def loo_study(
         Agents to hold out (default all).
     model, criterion, n_bank_draws
         Passed on to the calibration and to :func:`adaptive`.
+    misfit : bool
+        Measure the adaptive rule's misfit variance on the calibration
+        agents of each fold (:func:`calibrate_misfit`, at the fold's
+        hyperparameters) and add it to the adaptive intervals; the model-only
+        intervals are kept as ``model_lower`` / ``model_upper``.
     rng : None, int or numpy.random.Generator
 
     Returns
     -------
     xarray.Dataset
         Over (``agent``, ``selection``, ``n_tasks``, ``repeat``):
-        ``predicted``, ``lower``, ``upper``, ``covered``, ``abs_error``;
-        over ``agent``: ``actual`` (the full score) and ``calibration_seconds``.
+        ``predicted``, ``lower``, ``upper``, ``covered``, ``abs_error``
+        (and ``model_lower``, ``model_upper``, ``model_covered``: the
+        adaptive intervals without the misfit variance); over ``agent``:
+        ``actual`` (the full score) and ``calibration_seconds``; over
+        (``agent``, ``n_tasks``): ``misfit_sd``.
         Non-random selections fill ``repeat = 0`` only (NaN elsewhere).
     """
     prob = check_prob(prob)
@@ -596,7 +954,8 @@ def loo_study(
         raise HierbenchError(f"`n_tasks` must be at most the number of tasks ({T}); got {sizes[-1]}")
     sel = list(selections)
     shape = (len(hold), len(sel), len(sizes), n_random)
-    out = {k: np.full(shape, np.nan) for k in ("predicted", "lower", "upper")}
+    out = {k: np.full(shape, np.nan) for k in ("predicted", "lower", "upper", "model_lower", "model_upper")}
+    tau_out = np.zeros((len(hold), len(sizes)))
     actual = np.full(len(hold), np.nan)
     cal_s = np.full(len(hold), np.nan)
     rate = (c["n_success"] / c["n_runs"]).transpose("agent", "task")
@@ -611,12 +970,17 @@ def loo_study(
         task_labels = bank.tasks
 
         def score_on(
-            chosen: np.ndarray, _own: xr.Dataset = own, _bank: IRTBank = bank
-        ) -> tuple[float, float, float]:
+            chosen: np.ndarray, _own: xr.Dataset = own, _bank: IRTBank = bank, tau: float = 0.0
+        ) -> tuple[float, ...]:
             sub = _own.sel(task=chosen)
             r = irt_score(_bank, sub, prob=prob, rng=gen)
             lo, hi = r.ci.values
-            return float(r.estimate), float(lo), float(hi)
+            if tau > 0:
+                known = float((sub["n_success"] / sub["n_runs"]).sum())
+                r2 = _add_misfit(r, tau, known, T - len(chosen), T, prob, gen)
+                lo2, hi2 = r2.ci.values
+                return float(r.estimate), float(lo2), float(hi2), float(lo), float(hi)
+            return float(r.estimate), float(lo), float(hi), float(lo), float(hi)
 
         for j, s in enumerate(sel):
             if s == "random":
@@ -624,13 +988,13 @@ def loo_study(
                     perm = gen.permutation(task_labels)
                     for kk, n in enumerate(sizes):
                         vals = score_on(perm[:n])
-                        for key, v in zip(("predicted", "lower", "upper"), vals, strict=True):
+                        for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
                             out[key][i, j, kk, rep] = v
             elif s in ("cluster", "information"):
                 for kk, n in enumerate(sizes):
                     chosen = anchors(bank, n, method=s, rng=gen).tasks
                     vals = score_on(chosen)
-                    for key, v in zip(("predicted", "lower", "upper"), vals, strict=True):
+                    for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
                         out[key][i, j, kk, 0] = v
             else:
                 logs = xr.DataArray(
@@ -643,11 +1007,20 @@ def loo_study(
                         "loo_study's adaptive replay needs one run per cell; "
                         "for repeated runs use adaptive(bank, logs) directly"
                     )
-                res = adaptive(bank, logs, budget=sizes[-1], criterion=criterion, prob=prob, rng=gen)
+                mis = None
+                if misfit:
+                    mis = calibrate_misfit(
+                        data.sel(agent=[a for a in all_agents if a != ag]), budget=sizes[-1], criterion=criterion,
+                        model=model, hyper=cal.hyper, rng=gen,
+                    )
+                res = adaptive(bank, logs, budget=sizes[-1], criterion=criterion, prob=prob, misfit=mis, rng=gen)
                 order = np.asarray(res.tasks.values).astype(str)
                 for kk, n in enumerate(sizes):
-                    vals = score_on(order[:n])
-                    for key, v in zip(("predicted", "lower", "upper"), vals, strict=True):
+                    tau = mis.sd_at(min(n, order.size)) if mis is not None else 0.0
+                    tau_out[i, kk] = tau
+                    vals = score_on(order[:n], tau=tau)
+                    keys = ("predicted", "lower", "upper", "model_lower", "model_upper")
+                    for key, v in zip(keys, vals, strict=True):
                         out[key][i, j, kk, 0] = v
     coords = {"agent": hold, "selection": sel, "n_tasks": sizes, "repeat": np.arange(n_random)}
     dims = ("agent", "selection", "n_tasks", "repeat")
@@ -656,6 +1029,10 @@ def loo_study(
     ds["calibration_seconds"] = ("agent", cal_s)
     ds["abs_error"] = np.abs(ds["predicted"] - ds["actual"])
     ds["covered"] = ((ds["lower"] <= ds["actual"]) & (ds["actual"] <= ds["upper"])).where(ds["predicted"].notnull())
+    ds["model_covered"] = ((ds["model_lower"] <= ds["actual"]) & (ds["actual"] <= ds["model_upper"])).where(
+        ds["model_lower"].notnull()
+    )
+    ds["misfit_sd"] = (("agent", "n_tasks"), tau_out)
     ds.attrs = {
         "ci_prob": prob,
         "ci_kind": "eti",
