@@ -35,7 +35,12 @@ import pandas as pd
 from scipy import stats
 
 from hierbench.data import read_battles
-from hierbench.freq import bradley_terry_ml, classification_metrics, order_statistic_interval
+from hierbench.freq import (
+    bradley_terry_ml,
+    classification_metrics,
+    cohen_kappa,
+    order_statistic_interval,
+)
 
 
 def wilson(h, n, prob=0.95):
@@ -82,7 +87,9 @@ def detector(rng, n, prev=0.3, tpr=0.8, fpr=0.1, per_task=None, sd=1.0):
 
 
 def classification(reps, rng):
-    print("2. classification metrics, percentile bootstrap (1,000 resamples), independent items")
+    print(
+        "2. classification metrics, default (studentized) bootstrap, 1,000 resamples, independent items"
+    )
     prev, tpr, fpr = 0.3, 0.8, 0.1
     prec = prev * tpr / (prev * tpr + (1 - prev) * fpr)
     truth = {"precision": prec, "recall": tpr, "f1": 2 * prec * tpr / (prec + tpr)}
@@ -96,30 +103,70 @@ def classification(reps, rng):
                 hits[m] += lo <= v <= hi
         for m in truth:
             line(f"n={n} {m}", hits[m], reps, 0.95)
-    print("3. clustered items (40 tasks x 10 items, task shift sd 1 on the logit)")
-    big = [detector(rng, 2_000_000, per_task=10) for _ in range(10)]
-    y = np.concatenate([b[0] for b in big])
-    p = np.concatenate([b[1] for b in big])
-    tp, fp, fn = (y * p).sum(), ((1 - y) * p).sum(), (y * (1 - p)).sum()
-    truth = {"precision": tp / (tp + fp), "recall": tp / (tp + fn)}
-    truth["f1"] = 2 * tp / (2 * tp + fp + fn)
-    print("   truth (Monte Carlo, 2e7 items):", {k: round(float(v), 4) for k, v in truth.items()})
-    schemes = (
-        ("items", None, "percentile"),
-        ("tasks", "tasks", "percentile"),
-        ("tasks bca", "tasks", "bca"),
+
+
+def _clustered_truth(rng, batches=10, n=2_000_000):
+    """Population precision / recall / F1 and Cohen's kappa of the clustered processes (Monte Carlo).
+
+    Each is the limit of its estimator: a function of the expected confusion (agreement) table.
+    """
+    conf = np.zeros(4)
+    tab = np.zeros(4)
+    for _ in range(batches):
+        y, p, _ = detector(rng, n, per_task=10)
+        conf += np.bincount(2 * y + p, minlength=4)  # tn, fp, fn, tp
+        a, b, _ = raters(rng, n)
+        tab += np.bincount(2 * a + b, minlength=4)
+    _tn, fp, fn, tp = conf
+    truth = {
+        "precision": tp / (tp + fp),
+        "recall": tp / (tp + fn),
+        "f1": 2 * tp / (2 * tp + fp + fn),
+    }
+    t = tab.reshape(2, 2) / tab.sum()
+    pe = (t.sum(1) * t.sum(0)).sum()
+    truth["kappa"] = (np.trace(t) - pe) / (1 - pe)
+    return truth
+
+
+def raters(rng, n, per=10, prev=0.3, err_a=0.15, err_b=0.2, sd=1.0):
+    """Two judges labelling the same items; each task shifts both judges' error logit (sd ``sd``)."""
+    G = n // per
+    tasks = np.repeat(np.arange(G), per)
+    y = rng.random(n) < prev
+    shift = rng.normal(0, sd, G)[tasks]
+    fa = rng.random(n) < stats.logistic.cdf(stats.logistic.ppf(err_a) + shift)
+    fb = rng.random(n) < stats.logistic.cdf(stats.logistic.ppf(err_b) + shift)
+    return (y ^ fa).astype(int), (y ^ fb).astype(int), tasks.astype(str)
+
+
+def clustered(reps, rng, sizes=(20, 40, 100)):
+    """Clustered items: cluster (task) bootstrap, studentized (the default) against percentile."""
+    print(
+        "3. clustered items (G tasks x 10 items, task shift sd 1 on the logit), task bootstrap "
+        "(1,000 resamples): studentized (default) vs percentile"
     )
-    hits = {(s, m): 0 for s, *_ in schemes for m in truth}
-    for _ in range(reps):
-        y, p, tasks = detector(rng, 400, per_task=10)
-        for scheme, cl, method in schemes:
-            cl = tasks if cl else None
-            r = classification_metrics(y, p, cluster=cl, n_resamples=1000, method=method, rng=rng)
-            for m, v in truth.items():
-                lo, hi = r.ci.sel(metric=m).values
-                hits[scheme, m] += lo <= v <= hi
-    for (scheme, m), h in hits.items():
-        line(f"resample {scheme}: {m}", h, reps, 0.95)
+    truth = _clustered_truth(rng)
+    print("   truth (Monte Carlo, 2e7 items):", {k: round(float(v), 4) for k, v in truth.items()})
+    for G in sizes:
+        hits: dict[tuple[str, str], int] = {}
+        for _ in range(reps):
+            y, p, tasks = detector(rng, 10 * G, per_task=10)
+            a, b, tk = raters(rng, 10 * G)
+            for method in ("studentized", "percentile"):
+                r = classification_metrics(
+                    y, p, cluster=tasks, n_resamples=1000, method=method, rng=rng
+                )
+                for m in ("precision", "recall", "f1"):
+                    lo, hi = r.ci.sel(metric=m).values
+                    hits[method, m] = hits.get((method, m), 0) + (lo <= truth[m] <= hi)
+                k = cohen_kappa(a, b, cluster=tk, n_resamples=1000, method=method, rng=rng)
+                lo, hi = k.ci.values
+                hits[method, "kappa"] = hits.get((method, "kappa"), 0) + (
+                    lo <= truth["kappa"] <= hi
+                )
+        for (method, m), h in hits.items():
+            line(f"G={G} {method}: {m}", h, reps, 0.95)
 
 
 def bradley_terry(reps, rng):
@@ -162,9 +209,12 @@ def bradley_terry(reps, rng):
 
 def main():
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    parts = sys.argv[2].split(",") if len(sys.argv) > 2 else ["all"]
     rng = np.random.default_rng(20261130)
-    print("load average:", os.getloadavg(), f"reps={reps}")
-    for part in (quantiles, classification, bradley_terry):
+    print("load average:", os.getloadavg(), f"reps={reps}", f"parts={parts}")
+    for part in (quantiles, classification, clustered, bradley_terry):
+        if parts != ["all"] and part.__name__ not in parts:
+            continue
         t = time.perf_counter()
         part(reps if part is not bradley_terry else max(reps // 4, 50), rng)
         print(f"  ({time.perf_counter() - t:.0f} s)")
