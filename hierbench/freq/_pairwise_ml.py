@@ -39,6 +39,7 @@ import pandas as pd
 import xarray as xr
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
+from scipy.special import ndtri
 from scipy.stats import norm
 
 from .._base import (
@@ -1099,9 +1100,13 @@ def bradley_terry_ml(
                 )
     agents = b.agents
     est = xr.DataArray(
-        est_v, dims="agent", coords={"agent": np.asarray(agents, dtype=object)}, name="ability"
+        est_v,
+        dims="agent",
+        # a ready pandas Index: xarray builds the coordinate without inferring object dtypes (~0.4 ms)
+        coords={"agent": pd.Index(agents, dtype=object, name="agent")},
+        name="ability",
     )
-    z = norm.ppf(0.5 + prob / 2)
+    z = float(ndtri(0.5 + prob / 2))  # scipy.special: no distribution-object overhead
     detail_boot = f"bootstrap over {resample}, {n_resamples} resamples"
     good = np.isfinite(dist).all(1)
     if interval == "bootstrap":
@@ -1152,11 +1157,11 @@ def bradley_terry_ml(
     return BradleyTerryMLResult(
         estimate=est,
         ci=ci,
-        ability=est.copy(data=theta_n).rename("ability_logit"),
-        standard_error=est.copy(data=se_v).rename("standard_error"),
-        rank=est.copy(data=order_rank).rename("rank"),
+        ability=est.copy(deep=False, data=theta_n).rename("ability_logit"),
+        standard_error=est.copy(deep=False, data=se_v).rename("standard_error"),
+        rank=est.copy(deep=False, data=order_rank).rename("rank"),
         rank_ci=rank_ci,
-        distribution=xr.DataArray(dist, dims=("resample", "agent"), coords={"agent": est["agent"]}),
+        distribution=xr.DataArray(dist, dims=("resample", "agent"), coords=est.coords),
         home=home_da,
         home_ci=home_ci,
         home_se=home_se_da,
