@@ -54,7 +54,7 @@ from .._base import (
     make_interval,
 )
 from ..data._pairwise import check_pairwise
-from ._resample import task_weights
+from ._resample import weight_blocks
 
 __all__ = [
     "ELO_PER_LOGIT",
@@ -222,11 +222,8 @@ def _resampled_counts(
                 "`resample='task'` needs a `task` variable in `pairs` (read_battles(task=...))"
             )
         _, codes = np.unique(np.asarray(b.task).astype(str), return_inverse=True)
-    step = max(1, _CHUNK // C)
-    for i0 in range(0, n_resamples, step):
-        size = min(step, n_resamples - i0)
-        w = task_weights(C, size, gen, clusters=codes).astype(float)
-        yield np.asarray((S.T @ w.T).T).reshape(size, K, 3)
+    for w in weight_blocks(C, n_resamples, gen, clusters=codes):
+        yield np.asarray((S.T @ w.T).T).reshape(w.shape[0], K, 3)
 
 
 # --------------------------------------------------------------------------- win rates
