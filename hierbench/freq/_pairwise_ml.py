@@ -1275,19 +1275,22 @@ def bradley_terry_ml(
         name="ability",
     )
     z = float(ndtri(0.5 + prob / 2))  # scipy.special: no distribution-object overhead
+
+    def like(x: np.ndarray) -> xr.DataArray:  # bounds shaped like est (cheaper than a template)
+        return est.copy(deep=False, data=np.asarray(x, dtype=float))
+
     detail_boot = f"bootstrap over {resample}, {n_resamples} resamples"
     good = np.isfinite(dist).all(1)
     if interval == "bootstrap":
         lo, hi = _percentile_ci(dist[good], prob) if good.any() else (nan_m, nan_m)
-        ci = make_interval(lo, hi, prob=prob, kind="percentile", detail=detail_boot, template=est)
+        ci = make_interval(like(lo), like(hi), prob=prob, kind="percentile", detail=detail_boot)
     else:
         ci = make_interval(
-            est_v - z * se_v,
-            est_v + z * se_v,
+            like(est_v - z * se_v),
+            like(est_v + z * se_v),
             prob=prob,
             kind="wald",
             detail="observed information at the MLE",
-            template=est,
         )
     # ranks (1 = best) from the estimate and from every resample
     order_rank = _ranks(est_v[None])[0]
@@ -1300,7 +1303,7 @@ def bradley_terry_ml(
         rlo, rhi = _wald_rank_interval(cov, est_v / sc, m, ref, z) if fit else (nan_m, nan_m)
         rank_kind, rank_detail = "wald", "agents not separated by a two-sided Wald test at 1 - prob"
     rank_ci = make_interval(
-        rlo, rhi, prob=prob, kind=rank_kind, detail=rank_detail, template=est, warn_zero_width=False
+        like(rlo), like(rhi), prob=prob, kind=rank_kind, detail=rank_detail, warn_zero_width=False
     )
     home_da = home_ci = home_se_da = nu_da = nu_ci = None
     if home:
