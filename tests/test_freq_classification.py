@@ -299,3 +299,15 @@ def test_method_choices_and_kinds():
         ValueError, match=r"`method` must be one of \['studentized', 'percentile', 'bca'\]"
     ):
         fleiss_kappa([["a", "b"], ["a", "a"]], method="basic")
+
+
+def test_too_few_units_for_the_studentized_interval_warn_and_span_the_range():
+    from hierbench.freq import SmallSampleWarning
+
+    y, p = np.array([1, 0, 1, 1, 0]), np.array([1, 0, 0, 1, 1])
+    with pytest.warns(SmallSampleWarning, match="spans the whole range"):
+        r = classification_metrics(y, p, cluster=["a", "a", "b", "b", "b"], n_resamples=300, rng=0)
+    np.testing.assert_array_equal(r.ci.sel(metric="recall").values, [0.0, 1.0])
+    with pytest.warns(SmallSampleWarning, match=r"\[-1.0, 1.0\]"):
+        k = cohen_kappa(y, p, n_resamples=300, rng=0)
+    assert np.isfinite(k.ci.values).all()

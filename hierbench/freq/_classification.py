@@ -40,6 +40,7 @@ __all__ = [
     "ClassificationResult",
     "PRCurveResult",
     "RecallThresholdResult",
+    "SmallSampleWarning",
     "UndefinedMetricWarning",
     "classification_metrics",
     "cohen_kappa",
@@ -47,6 +48,10 @@ __all__ = [
     "pr_curve",
     "threshold_for_recall",
 ]
+
+
+class SmallSampleWarning(HierbenchWarning):
+    """Too few items or clusters for the studentized bootstrap (its interval is then the whole range)."""
 
 
 class UndefinedMetricWarning(HierbenchWarning):
@@ -199,8 +204,7 @@ def _bootstrap(
         S0 = X.sum(0)[None]
         se = _linearised_se(f, S0, (X.T @ X)[None], G)[0]
     dists, ts = [], []
-    elements = n * (1 + (rows.shape[1] ** 2 if studentized else 0))
-    for w in weight_blocks(n, n_resamples, gen, clusters=codes, elements_per_resample=elements):
+    for w in weight_blocks(n, n_resamples, gen, clusters=codes):
         S = w @ rows
         th = f(S)
         dists.append(th)
@@ -227,9 +231,24 @@ def _bootstrap(
         lo, hi = lim[:, 0], lim[:, 1]
     else:
         t = np.abs(np.where(np.isnan(dist), np.nan, np.concatenate(ts)))
+        # |t*| = inf: a resample whose drawn units all give the same value (se* = 0) but
+        # another estimate. Ranked above every finite |t*| (not interpolated into NaN);
+        # when they reach the prob-quantile the interval is the whole range, with a warning
+        t = np.where(np.isinf(t), np.finfo(float).max, t)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            q = np.nanquantile(t, prob, axis=0)
+            q = np.nanquantile(t, prob, axis=0, method="higher")
+        wide = np.isfinite(est) & (se > 0) & (q == np.finfo(float).max)
+        if wide.any():
+            warnings.warn(
+                f"the studentized interval spans the whole range {list(bounds)} for "
+                f"{int(wide.sum())} statistic(s): more than {1 - prob:.0%} of the resamples drew "
+                f"units that all give the same value (zero standard error), as happens with very "
+                f"few items or clusters ({X.shape[0]} here). No bootstrap interval is reliable "
+                "with so few; method='percentile' shows the spread of the resampled values",
+                SmallSampleWarning,
+                stacklevel=3,
+            )
         with np.errstate(invalid="ignore"):
             lo = np.where(se > 0, est - q * se, est)
             hi = np.where(se > 0, est + q * se, est)

@@ -87,8 +87,9 @@ def weight_blocks(
     The one chunked resampling loop of the estimators that evaluate a
     statistic on weight rows (classification metrics, agreement, the
     reliability profile, quantiles, the Pareto frontier, Bradley-Terry):
-    blocks are drawn in order from one generator, so the concatenated rows
-    are the same whatever the block size that the caller's statistic needs.
+    blocks are drawn in order from one generator. The rows depend on the
+    block size (numpy buffers its narrow bounded-integer draws), so an
+    estimator keeps its ``elements_per_resample`` to keep its numbers.
 
     Parameters
     ----------
