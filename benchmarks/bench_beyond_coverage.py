@@ -23,7 +23,7 @@ independent-item percentile bootstrap of precision / recall / F1 covered 0.938-0
 Bradley-Terry battle bootstrap (150 replications): 0.920-0.940 per ability difference,
 every Wilson band containing 0.95.
 
-Part 3 with the final code (commit 9a4d8ad onwards), 1,000 replications x 1,000 resamples,
+Part 3 with the final code (default block size, degenerate-resample handling), 1,000 replications x 1,000 resamples,
 seed 20261130, load 7-10, coverage [95% Wilson]:
 
 ====  ===========  ====================  ====================  ====================  ====================
