@@ -3,25 +3,48 @@
 1. Order-statistic quantile intervals (p50, p90, p95) on lognormal "latencies",
    n = 30, 100, 300: empirical coverage with its 95% Wilson band, against the
    exact level ``P(l <= B < u)``.
-2. Percentile bootstrap of precision, recall and F1 for a detector
+2. The default (studentized) bootstrap of precision, recall and F1 for a detector
    (prevalence 0.3, TPR 0.8, FPR 0.1), n = 200 and 1,000 items, independent items.
-3. The same with items clustered in tasks (10 items per task, a per-task
-   random shift of the detector's logit): item-level vs task-level (cluster)
-   bootstrap, percentile and BCa (jackknife over tasks). Truth: the population precision / recall, computed by
-   Monte Carlo on 2*10^7 draws of the same process.
+3. Clustered items: G = 20, 40, 100 tasks x 10 items, a per-task random shift
+   (sd 1) of the detector's logit and of two judges' error logits; the task
+   (cluster) bootstrap of precision, recall, F1 and Cohen's kappa, studentized (the
+   default) against percentile. Truth: the population metrics of the same
+   processes (functions of the expected confusion / agreement table), by Monte
+   Carlo on 2*10^7 items.
 4. Bradley-Terry ML: percentile bootstrap over battles, coverage of each
    agent's ability difference to the reference (8 agents, 800 battles, Davidson ties).
 
-Run: ``.venv/bin/python benchmarks/bench_beyond_coverage.py [reps]`` (default 1000 replications).
+Run: ``.venv/bin/python benchmarks/bench_beyond_coverage.py [reps] [parts]`` (default 1000
+replications, all parts; e.g. ``1000 clustered``).
 
 Measured 2026-11-30 (600 replications, load ~20): order-statistic coverage matches the exact
 level in 8 of 9 settings (n = 30 median 0.940 vs exact 0.957, Wilson [0.918, 0.956]); the
-independent-item bootstrap of precision / recall / F1 covers 0.938-0.952 in two runs (one
-0.927 for precision at n = 1000, which a 1,500-replication rerun put at 0.950, identical to a
-hand-written numpy bootstrap); with 40 clustered tasks the item bootstrap covers 0.89-0.94,
-the task (cluster) bootstrap 0.92-0.94 and cluster BCa 0.92-0.94: below 0.95 with few
-clusters. Bradley-Terry battle bootstrap (150 replications): 0.920-0.940 per ability
-difference, every Wilson band containing 0.95.
+independent-item percentile bootstrap of precision / recall / F1 covered 0.938-0.952.
+Bradley-Terry battle bootstrap (150 replications): 0.920-0.940 per ability difference,
+every Wilson band containing 0.95.
+
+Part 3 with the final code (default block size, degenerate-resample handling), 1,000 replications x 1,000 resamples,
+seed 20261130, load 7-10, coverage [95% Wilson]:
+
+====  ===========  ====================  ====================  ====================  ====================
+G     interval     precision             recall                F1                    Cohen's kappa
+====  ===========  ====================  ====================  ====================  ====================
+20    studentized  0.956 [0.941, 0.967]  0.946 [0.930, 0.958]  0.942 [0.926, 0.955]  0.953 [0.938, 0.964]
+20    percentile   0.928 [0.910, 0.942]  0.912 [0.893, 0.928]  0.916 [0.897, 0.932]  0.923 [0.905, 0.938]
+40    studentized  0.956 [0.941, 0.967]  0.961 [0.947, 0.971]  0.953 [0.938, 0.964]  0.935 [0.918, 0.949]
+40    percentile   0.943 [0.927, 0.956]  0.944 [0.928, 0.957]  0.943 [0.927, 0.956]  0.927 [0.909, 0.942]
+100   studentized  0.962 [0.948, 0.972]  0.961 [0.947, 0.971]  0.956 [0.941, 0.967]  0.952 [0.937, 0.964]
+100   percentile   0.953 [0.938, 0.964]  0.954 [0.939, 0.965]  0.952 [0.937, 0.964]  0.950 [0.935, 0.962]
+====  ===========  ====================  ====================  ====================  ====================
+
+Two earlier runs of the same interval (before its block size changed; same method):
+seed 20261130, studentized G = 20: 0.945, 0.957, 0.935 [0.918, 0.949], 0.954; G = 40: 0.946,
+0.948, 0.944, 0.947; G = 100: 0.949, 0.954, 0.954, 0.945 (percentile 0.909-0.953); seed 7,
+G = 20: 0.943, 0.948, 0.952, 0.947 (precision, recall, F1, kappa). Over the 28 studentized
+cells two 95% bands end just below 0.95 (upper 0.949: F1 at G = 20 once, kappa at G = 40
+once), about what 28 bands at 95% give by chance (expected 1.4); pooled over the runs F1 at
+G = 20 is 0.943 [0.934, 0.951] and kappa at G = 40 0.941 [0.930, 0.951]. The percentile
+interval's band lies below 0.95 in 16 of its 20 cells at G = 20 and 40.
 """
 
 from __future__ import annotations
@@ -35,7 +58,12 @@ import pandas as pd
 from scipy import stats
 
 from hierbench.data import read_battles
-from hierbench.freq import bradley_terry_ml, classification_metrics, order_statistic_interval
+from hierbench.freq import (
+    bradley_terry_ml,
+    classification_metrics,
+    cohen_kappa,
+    order_statistic_interval,
+)
 
 
 def wilson(h, n, prob=0.95):
@@ -82,7 +110,9 @@ def detector(rng, n, prev=0.3, tpr=0.8, fpr=0.1, per_task=None, sd=1.0):
 
 
 def classification(reps, rng):
-    print("2. classification metrics, percentile bootstrap (1,000 resamples), independent items")
+    print(
+        "2. classification metrics, default (studentized) bootstrap, 1,000 resamples, independent items"
+    )
     prev, tpr, fpr = 0.3, 0.8, 0.1
     prec = prev * tpr / (prev * tpr + (1 - prev) * fpr)
     truth = {"precision": prec, "recall": tpr, "f1": 2 * prec * tpr / (prec + tpr)}
@@ -96,30 +126,70 @@ def classification(reps, rng):
                 hits[m] += lo <= v <= hi
         for m in truth:
             line(f"n={n} {m}", hits[m], reps, 0.95)
-    print("3. clustered items (40 tasks x 10 items, task shift sd 1 on the logit)")
-    big = [detector(rng, 2_000_000, per_task=10) for _ in range(10)]
-    y = np.concatenate([b[0] for b in big])
-    p = np.concatenate([b[1] for b in big])
-    tp, fp, fn = (y * p).sum(), ((1 - y) * p).sum(), (y * (1 - p)).sum()
-    truth = {"precision": tp / (tp + fp), "recall": tp / (tp + fn)}
-    truth["f1"] = 2 * tp / (2 * tp + fp + fn)
-    print("   truth (Monte Carlo, 2e7 items):", {k: round(float(v), 4) for k, v in truth.items()})
-    schemes = (
-        ("items", None, "percentile"),
-        ("tasks", "tasks", "percentile"),
-        ("tasks bca", "tasks", "bca"),
+
+
+def _clustered_truth(rng, batches=10, n=2_000_000):
+    """Population precision / recall / F1 and Cohen's kappa of the clustered processes (Monte Carlo).
+
+    Each is the limit of its estimator: a function of the expected confusion (agreement) table.
+    """
+    conf = np.zeros(4)
+    tab = np.zeros(4)
+    for _ in range(batches):
+        y, p, _ = detector(rng, n, per_task=10)
+        conf += np.bincount(2 * y + p, minlength=4)  # tn, fp, fn, tp
+        a, b, _ = raters(rng, n)
+        tab += np.bincount(2 * a + b, minlength=4)
+    _tn, fp, fn, tp = conf
+    truth = {
+        "precision": tp / (tp + fp),
+        "recall": tp / (tp + fn),
+        "f1": 2 * tp / (2 * tp + fp + fn),
+    }
+    t = tab.reshape(2, 2) / tab.sum()
+    pe = (t.sum(1) * t.sum(0)).sum()
+    truth["kappa"] = (np.trace(t) - pe) / (1 - pe)
+    return truth
+
+
+def raters(rng, n, per=10, prev=0.3, err_a=0.15, err_b=0.2, sd=1.0):
+    """Two judges labelling the same items; each task shifts both judges' error logit (sd ``sd``)."""
+    G = n // per
+    tasks = np.repeat(np.arange(G), per)
+    y = rng.random(n) < prev
+    shift = rng.normal(0, sd, G)[tasks]
+    fa = rng.random(n) < stats.logistic.cdf(stats.logistic.ppf(err_a) + shift)
+    fb = rng.random(n) < stats.logistic.cdf(stats.logistic.ppf(err_b) + shift)
+    return (y ^ fa).astype(int), (y ^ fb).astype(int), tasks.astype(str)
+
+
+def clustered(reps, rng, sizes=(20, 40, 100)):
+    """Clustered items: cluster (task) bootstrap, studentized (the default) against percentile."""
+    print(
+        "3. clustered items (G tasks x 10 items, task shift sd 1 on the logit), task bootstrap "
+        "(1,000 resamples): studentized (default) vs percentile"
     )
-    hits = {(s, m): 0 for s, *_ in schemes for m in truth}
-    for _ in range(reps):
-        y, p, tasks = detector(rng, 400, per_task=10)
-        for scheme, cl, method in schemes:
-            cl = tasks if cl else None
-            r = classification_metrics(y, p, cluster=cl, n_resamples=1000, method=method, rng=rng)
-            for m, v in truth.items():
-                lo, hi = r.ci.sel(metric=m).values
-                hits[scheme, m] += lo <= v <= hi
-    for (scheme, m), h in hits.items():
-        line(f"resample {scheme}: {m}", h, reps, 0.95)
+    truth = _clustered_truth(rng)
+    print("   truth (Monte Carlo, 2e7 items):", {k: round(float(v), 4) for k, v in truth.items()})
+    for G in sizes:
+        hits: dict[tuple[str, str], int] = {}
+        for _ in range(reps):
+            y, p, tasks = detector(rng, 10 * G, per_task=10)
+            a, b, tk = raters(rng, 10 * G)
+            for method in ("studentized", "percentile"):
+                r = classification_metrics(
+                    y, p, cluster=tasks, n_resamples=1000, method=method, rng=rng
+                )
+                for m in ("precision", "recall", "f1"):
+                    lo, hi = r.ci.sel(metric=m).values
+                    hits[method, m] = hits.get((method, m), 0) + (lo <= truth[m] <= hi)
+                k = cohen_kappa(a, b, cluster=tk, n_resamples=1000, method=method, rng=rng)
+                lo, hi = k.ci.values
+                hits[method, "kappa"] = hits.get((method, "kappa"), 0) + (
+                    lo <= truth["kappa"] <= hi
+                )
+        for (method, m), h in hits.items():
+            line(f"G={G} {method}: {m}", h, reps, 0.95)
 
 
 def bradley_terry(reps, rng):
@@ -162,9 +232,12 @@ def bradley_terry(reps, rng):
 
 def main():
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    parts = sys.argv[2].split(",") if len(sys.argv) > 2 else ["all"]
     rng = np.random.default_rng(20261130)
-    print("load average:", os.getloadavg(), f"reps={reps}")
-    for part in (quantiles, classification, bradley_terry):
+    print("load average:", os.getloadavg(), f"reps={reps}", f"parts={parts}")
+    for part in (quantiles, classification, clustered, bradley_terry):
+        if parts != ["all"] and part.__name__ not in parts:
+            continue
         t = time.perf_counter()
         part(reps if part is not bradley_terry else max(reps // 4, 50), rng)
         print(f"  ({time.perf_counter() - t:.0f} s)")

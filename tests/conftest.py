@@ -14,3 +14,21 @@ def shared_data() -> Path:
         pytest.fail(f"shared data folder {path} not found; set HIERBENCH_SHARED_DATA")
     os.environ["HIERBENCH_SHARED_DATA"] = str(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def bt2_reference(shared_data):
+    """BradleyTerry2's published fits (``bradley_terry/reference_values.csv``) by data set and model.
+
+    ``bt2_reference("baseball", "model2")`` gives the rows of that data set whose
+    model name starts with the prefix, indexed by parameter.
+    """
+    import pandas as pd
+
+    ref = pd.read_csv(shared_data / "bradley_terry" / "reference_values.csv")
+
+    def select(dataset: str, model_prefix: str) -> pd.DataFrame:
+        rows = ref[(ref.dataset == dataset) & ref.model.str.startswith(model_prefix)]
+        return rows.set_index("parameter")
+
+    return select

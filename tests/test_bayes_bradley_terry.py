@@ -37,13 +37,6 @@ def _mcse(da):
     return azs.mcse(da.to_dataset(name="x"), sample_dims=["chain", "draw"], method="mean")["x"]
 
 
-def _reference(shared_data, dataset, model_prefix):
-    ref = pd.read_csv(shared_data / "bradley_terry" / "reference_values.csv")
-    return ref[(ref.dataset == dataset) & ref.model.str.startswith(model_prefix)].set_index(
-        "parameter"
-    )
-
-
 # Tolerance for "posterior mean under a flat prior == MLE": the gap between a
 # posterior mean and the mode (the MLE) is O(1/n) while the posterior sd is
 # O(1/sqrt(n)), so gap/sd = O(1/sqrt(n)); with >= 39 games per pair of teams
@@ -57,7 +50,7 @@ def _assert_close_to_mle(mean, sd, mcse, mle, label):
     )
 
 
-def test_citations_flat_prior_matches_bradleyterry2_mle(shared_data):
+def test_citations_flat_prior_matches_bradleyterry2_mle(shared_data, bt2_reference):
     counts = from_pair_counts(
         shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
         agent_a="journal1",
@@ -80,7 +73,7 @@ def test_citations_flat_prior_matches_bradleyterry2_mle(shared_data):
     assert dt.attrs["diag_n_divergent"] == 0
     rel = _post_rel(dt, "Biometrika")
     mean, sd, mcse = rel.mean(("chain", "draw")), rel.std(("chain", "draw")), _mcse(rel)
-    ref = _reference(shared_data, "citations", "BTm ML, ref=Biometrika")
+    ref = bt2_reference("citations", "BTm ML, ref=Biometrika")
     for journal in ("Comm Statist", "JASA", "JRSS-B"):
         _assert_close_to_mle(
             float(mean.sel(agent=journal)),
@@ -93,7 +86,7 @@ def test_citations_flat_prior_matches_bradleyterry2_mle(shared_data):
     np.testing.assert_allclose(dt["posterior"]["ability"].sum("agent"), 0.0, atol=1e-9)
 
 
-def test_baseball_home_advantage_matches_bradleyterry2(shared_data):
+def test_baseball_home_advantage_matches_bradleyterry2(shared_data, bt2_reference):
     counts = from_pair_counts(
         shared_data / "bradley_terry" / "baseball_agresti1987.csv",
         agent_a="home.team",
@@ -119,7 +112,7 @@ def test_baseball_home_advantage_matches_bradleyterry2(shared_data):
         log_likelihood=False,
     )
     assert dt.attrs["diag_n_divergent"] == 0
-    ref = _reference(shared_data, "baseball", "model2: BT + home advantage")
+    ref = bt2_reference("baseball", "model2: BT + home advantage")
     home = dt["posterior"]["home"]
     h_mean, h_sd = float(home.mean()), float(home.std())
     _assert_close_to_mle(

@@ -41,11 +41,6 @@ def llmfao(shared_data):
     return df, read_battles(df, task="prompt")
 
 
-def _reference(shared_data, dataset, prefix):
-    ref = pd.read_csv(shared_data / "bradley_terry" / "reference_values.csv")
-    return ref[(ref.dataset == dataset) & ref.model.str.startswith(prefix)].set_index("parameter")
-
-
 def test_seed_worked_example_1100_1000_900():
     r = bradley_terry_ml(_seed_battles(), ties="none", n_resamples=200, rng=0)
     # the seed prints {'A': 1100, 'B': 1000, 'C': 900} (rounded, anchored at 1000 = geometric mean)
@@ -84,7 +79,7 @@ def test_llmfao_matches_evalica_golden_scores_and_choix(shared_data, llmfao):
     np.testing.assert_allclose(r.ability.values, theta, atol=1e-6)
 
 
-def test_citations_reproduce_bradleyterry2(shared_data):
+def test_citations_reproduce_bradleyterry2(shared_data, bt2_reference):
     c = from_pair_counts(
         shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
         agent_a="journal1",
@@ -92,7 +87,7 @@ def test_citations_reproduce_bradleyterry2(shared_data):
         wins_a="win1",
         wins_b="win2",
     )
-    ref = _reference(shared_data, "citations", "BTm ML, ref=Biometrika")
+    ref = bt2_reference("citations", "BTm ML, ref=Biometrika")
     r = bradley_terry_ml(c, ties="none", scale="logit", reference="Biometrika", interval="wald")
     for journal in ("Comm Statist", "JASA", "JRSS-B"):
         assert abs(float(r.estimate.sel(agent=journal)) - ref.loc[journal, "estimate"]) < 5e-5
@@ -100,15 +95,15 @@ def test_citations_reproduce_bradleyterry2(shared_data):
     raw = pd.read_csv(shared_data / "bradley_terry" / "citations_binomial_pairs.csv")
     w1, w2 = raw.win1.to_numpy(float), raw.win2.to_numpy(float)
     sat = np.sum(w1 * np.log(w1 / (w1 + w2)) + w2 * np.log(w2 / (w1 + w2)))
-    dev = _reference(shared_data, "citations", "BTm ML").loc["residual_deviance", "estimate"]
+    dev = bt2_reference("citations", "BTm ML").loc["residual_deviance", "estimate"]
     assert abs(2 * (sat - r.loglik) - dev) < 5e-4
-    ref2 = _reference(shared_data, "citations", "BTm ML, ref=JASA")
+    ref2 = bt2_reference("citations", "BTm ML, ref=JASA")
     r2 = bradley_terry_ml(c, ties="none", scale="logit", reference="JASA", interval="wald")
     assert abs(float(r2.estimate.sel(agent="JRSS-B")) - ref2.loc["JRSS-B", "estimate"]) < 5e-5
 
 
 @pytest.mark.parametrize("method", ["newton", "mm"])
-def test_baseball_home_advantage_reproduces_bradleyterry2(shared_data, method):
+def test_baseball_home_advantage_reproduces_bradleyterry2(shared_data, bt2_reference, method):
     bb = from_pair_counts(
         shared_data / "bradley_terry" / "baseball_agresti1987.csv",
         agent_a="home.team",
@@ -121,7 +116,7 @@ def test_baseball_home_advantage_reproduces_bradleyterry2(shared_data, method):
         (False, "model1: BT no home effect"),
         (True, "model2: BT + home advantage"),
     ):
-        ref = _reference(shared_data, "baseball", prefix)
+        ref = bt2_reference("baseball", prefix)
         r = bradley_terry_ml(
             bb,
             ties="none",
@@ -143,7 +138,7 @@ def test_baseball_home_advantage_reproduces_bradleyterry2(shared_data, method):
     h, a = raw["home.wins"].to_numpy(float), raw["away.wins"].to_numpy(float)
     with np.errstate(divide="ignore", invalid="ignore"):
         sat = np.nansum(h * np.log(h / (h + a))) + np.nansum(a * np.log(a / (h + a)))
-    dev = _reference(shared_data, "baseball", "model2").loc["residual_deviance (35 df)", "estimate"]
+    dev = bt2_reference("baseball", "model2").loc["residual_deviance (35 df)", "estimate"]
     assert abs(2 * (sat - r.loglik) - dev) < 5e-4
 
 
@@ -339,3 +334,31 @@ def test_side_by_side_with_the_pymc_fit():
     assert float(np.abs(diff).max()) < 0.05
     ratio = table.width.sel(estimator="ml") / table.width.sel(estimator="bayes")
     assert float(np.abs(ratio - 1).max()) < 0.25
+
+
+@pytest.mark.parametrize(
+    ("ties", "home"), [("half", False), ("davidson", False), ("davidson", True)]
+)
+def test_batched_bootstrap_refits_match_one_at_a_time(ties, home):
+    """The bootstrap's batched Newton refits equal the scalar Newton (checked above against
+    BradleyTerry2, evalica and scipy) run on each resampled table, from the same start."""
+    from hierbench.freq._pairwise_ml import _newton, _newton_batch
+
+    rng = np.random.default_rng(11)
+    m, K = 6, 20
+    ia = rng.integers(0, m, K)
+    ib = (ia + rng.integers(1, m, K)) % m
+    base = rng.integers(1, 15, size=(K, 3)).astype(float)
+    tables = np.stack([rng.poisson(base).astype(float) for _ in range(12)])
+    tables[3, :, :] = base  # and one table equal to the start's data
+    start = (np.linspace(-0.5, 0.5, m), 0.1, np.log(0.8))
+    th, h, lam = _newton_batch(ia, ib, tables, m, 2, ties, home, start, 1e-10, 100)
+    for i, cnt in enumerate(tables):
+        f = _newton(
+            ia, ib, cnt, m, 2, ties, home, start[0] - start[0][2], start[1], start[2], 1e-10, 100
+        )
+        np.testing.assert_allclose(th[i], f.theta, atol=1e-9)
+        if home:
+            assert h[i] == pytest.approx(f.home, abs=1e-9)
+        if ties == "davidson":
+            assert lam[i] == pytest.approx(f.log_nu, abs=1e-9)

@@ -34,7 +34,8 @@ from .._base import (
     make_interval,
 )
 from ._bootstrap import BootstrapResult, bootstrap_ci
-from ._resample import task_weights
+from ._inputs import data_variable
+from ._resample import weight_blocks
 
 __all__ = [
     "ParetoResult",
@@ -45,8 +46,6 @@ __all__ = [
     "pareto_frontier",
     "quantile_ci",
 ]
-
-_CHUNK = 2**21
 
 
 class UnboundedQuantileWarning(HierbenchWarning):
@@ -110,18 +109,6 @@ class QuantileResult(Result):
     attrs: dict = field(default_factory=dict)
 
 
-def _as_values(data: xr.Dataset | xr.DataArray, var: str | None, name: str) -> xr.DataArray:
-    if isinstance(data, xr.Dataset):
-        if var is None or var not in data:
-            raise ValueError(
-                f"`var` must name a variable of `{name}` {sorted(data.data_vars)}; got {var!r}"
-            )
-        return data[var]
-    if isinstance(data, xr.DataArray):
-        return data
-    raise TypeError(f"`{name}` must be an xarray Dataset or DataArray; got {type(data).__name__}")
-
-
 def quantile_ci(
     data: xr.Dataset | xr.DataArray,
     q: float | Sequence[float] = (0.5, 0.95),
@@ -179,7 +166,7 @@ def quantile_ci(
     qs = np.atleast_1d(np.asarray(q, dtype=float))
     if qs.ndim != 1 or not np.all((qs > 0) & (qs < 1)):
         raise ValueError(f"`q` must be levels with 0 < q < 1; got {q!r}")
-    da = _as_values(data, var, "data")
+    da = data_variable(data, var)
     if task_dim not in da.dims:
         raise ValueError(
             f"`task_dim` must be a dimension of the values {da.dims}; got {task_dim!r}"
@@ -248,11 +235,12 @@ def quantile_ci(
                 continue
             order = np.argsort(vals, kind="stable")
             vs, ts = vals[order], task_of[order]
-            step = max(1, _CHUNK // max(vs.size, 1))
             done = 0
-            while done < n_resamples:
-                b = min(step, n_resamples - done)
-                w = task_weights(T, b, gen, clusters=codes).astype(float)[:, ts]  # (b, N)
+            for w in weight_blocks(
+                T, n_resamples, gen, clusters=codes, elements_per_resample=vs.size
+            ):
+                b = w.shape[0]
+                w = w[:, ts]  # (b, N)
                 cw = np.cumsum(w, axis=1)
                 tot = cw[:, -1:]
                 for j, qq in enumerate(qs):
@@ -312,7 +300,7 @@ def mean_ci(
     >>> float(mean_ci(cost, var=None, n_resamples=500, rng=0).estimate.squeeze())
     10.5
     """
-    da = _as_values(data, var, "data")
+    da = data_variable(data, var)
     return bootstrap_ci(
         da,
         "mean",
@@ -461,14 +449,14 @@ def pareto_frontier(
     codes = None if res is None else res[0]
     gen = as_rng(rng)
     dist = np.empty((n_resamples, A, 2))
-    step = max(1, _CHUNK // max(T, 1))
-    for i0 in range(0, n_resamples, step):
-        b = min(step, n_resamples - i0)
-        w = task_weights(T, b, gen, clusters=codes).astype(float)
+    i0 = 0
+    for w in weight_blocks(T, n_resamples, gen, clusters=codes):
+        b = w.shape[0]
         den = w @ pf.T
         with np.errstate(invalid="ignore", divide="ignore"):
             dist[i0 : i0 + b, :, 0] = np.where(den > 0, (w @ a0.T) / den, np.nan)
             dist[i0 : i0 + b, :, 1] = np.where(den > 0, (w @ c0.T) / den, np.nan)
+        i0 += b
     member = _frontier(dist[..., 0], dist[..., 1])
     share = member.mean(0)
     share = np.where(np.isfinite(acc_obs) & np.isfinite(cost_obs), share, np.nan)

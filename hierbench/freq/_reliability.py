@@ -47,11 +47,9 @@ from .._base import (
     make_interval,
 )
 from ._passk import InsufficientRunsWarning, _comb_ratio
-from ._resample import task_weights
+from ._resample import weight_blocks
 
 __all__ = ["ReliabilityResult", "reliability_profile"]
-
-_CHUNK = 2**21
 
 METRICS = (
     "accuracy",
@@ -323,13 +321,11 @@ def reliability_profile(
     res = cluster_codes(data, cluster, dim=task_dim)
     codes = None if res is None else res[0]
     gen = as_rng(rng)
-    step = max(1, _CHUNK // max(T * A * max(edges.size, 1), 1))
+    per = T * A * max(edges.size, 1)
     dist = np.concatenate(
         [
-            evaluate(
-                task_weights(T, min(step, n_resamples - i0), gen, clusters=codes).astype(float)
-            )
-            for i0 in range(0, n_resamples, step)
+            evaluate(w)
+            for w in weight_blocks(T, n_resamples, gen, clusters=codes, elements_per_resample=per)
         ]
     )
     n_undef = (~np.isfinite(dist)).sum(0)

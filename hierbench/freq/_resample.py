@@ -9,11 +9,16 @@ resampled mean is a matrix product and nothing loops over resamples.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from .._base import as_rng
 
-__all__ = ["task_weights"]
+__all__ = ["task_weights", "weight_blocks"]
+
+#: elements of the largest weight block :func:`weight_blocks` yields at once (16 MiB of float64)
+BLOCK_ELEMENTS = 2**21
 
 
 def task_weights(
@@ -67,6 +72,53 @@ def task_weights(
     n_c = len(uniq)
     cidx = gen.integers(0, n_c, size=(n_resamples, n_c), dtype=_index_dtype(n_c))
     return _row_counts(cidx, n_c)[:, inv]
+
+
+def weight_blocks(
+    n_tasks: int,
+    n_resamples: int,
+    rng: None | int | np.random.Generator = None,
+    *,
+    clusters: np.ndarray | None = None,
+    elements_per_resample: int | None = None,
+) -> Iterator[np.ndarray]:
+    """:func:`task_weights` in float blocks of rows, so memory stays bounded.
+
+    The one chunked resampling loop of the estimators that evaluate a
+    statistic on weight rows (classification metrics, agreement, the
+    reliability profile, quantiles, the Pareto frontier, Bradley-Terry):
+    blocks are drawn in order from one generator. The rows depend on the
+    block size (numpy buffers its narrow bounded-integer draws), so an
+    estimator keeps its ``elements_per_resample`` to keep its numbers.
+
+    Parameters
+    ----------
+    n_tasks, n_resamples, rng, clusters
+        As in :func:`task_weights`.
+    elements_per_resample : int, optional
+        Size of the statistic's work array per resample (default
+        ``n_tasks``); a block holds ``BLOCK_ELEMENTS // elements_per_resample``
+        resamples (at least one).
+
+    Yields
+    ------
+    numpy.ndarray
+        float64 weights, shape ``(block, n_tasks)``; the blocks' rows add up
+        to ``n_resamples``.
+
+    Examples
+    --------
+    >>> blocks = list(weight_blocks(4, 5, rng=0, elements_per_resample=2**20))
+    >>> [b.shape for b in blocks]
+    [(2, 4), (2, 4), (1, 4)]
+    """
+    gen = as_rng(rng)
+    per = n_tasks if elements_per_resample is None else elements_per_resample
+    step = max(1, BLOCK_ELEMENTS // max(int(per), 1))
+    for i0 in range(0, n_resamples, step):
+        yield task_weights(n_tasks, min(step, n_resamples - i0), gen, clusters=clusters).astype(
+            float
+        )
 
 
 def _index_dtype(n: int) -> type:

@@ -23,6 +23,7 @@ import xarray as xr
 
 from .._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob, make_interval
 from ._bootstrap import BootstrapResult, bootstrap_ci
+from ._inputs import data_variable
 
 __all__ = [
     "JudgeSetupError",
@@ -64,18 +65,6 @@ class RubricResult(Result):
     bottom_share: xr.DataArray
     bottom_share_ci: xr.DataArray
     judge: dict = field(default_factory=dict)
-
-
-def _values(data: xr.Dataset | xr.DataArray, var: str) -> xr.DataArray:
-    if isinstance(data, xr.Dataset):
-        if var not in data:
-            raise ValueError(
-                f"`var` must name a variable of `data` {sorted(data.data_vars)}; got {var!r}"
-            )
-        return data[var]
-    if isinstance(data, xr.DataArray):
-        return data
-    raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
 
 
 def judge_setup(
@@ -211,7 +200,7 @@ def rubric_summary(
     ([3.5, 3.0], [0.0, 0.5])
     """
     prob = check_prob(prob)
-    da = _values(data, var)
+    da = data_variable(data, var)
     lv = np.asarray(levels, dtype=float)
     if lv.ndim != 1 or lv.size < 2 or not np.all(np.diff(lv) > 0):
         raise ValueError(f"`levels` must be at least 2 increasing numbers; got {levels!r}")
@@ -302,7 +291,7 @@ def compare_rubric_means(
     """
     items = list(data) if isinstance(data, (list, tuple)) else [data]
     check_same_judge(*items, keys=keys, allow_unrecorded=allow_unrecorded)
-    arrays = [_values(d, var) for d in items]
+    arrays = [data_variable(d, var) for d in items]
     da = arrays[0] if len(arrays) == 1 else xr.concat(arrays, dim=agent_dim, join="outer")
     return bootstrap_ci(
         da,
