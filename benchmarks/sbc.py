@@ -117,12 +117,25 @@ def run(models, designs, reps, out, chains, draws, tune, seed):
             # differ gets the non-centred form. One compiled model per distinct
             # structure; the data are swapped in.
             compiled_by_key = {}
-            cnt = None if model_name == "bradley_terry" else _counts(data)
+            if model_name == "bradley_terry":
+                from hierbench.bayes._bradley_terry import _as_counts
+
+                cnt = _as_counts(data)
+            else:
+                cnt = _counts(data)
             gen = np.random.default_rng(seed + 1)
             for r in range(reps):
                 y = pp[obs_name].isel(chain=0, draw=r).values
-                if cnt is None:
-                    rep_model = model
+                if model_name == "bradley_terry":
+                    yy = np.asarray(y).astype(np.int64)
+                    if yy.ndim == 2:  # (pair, result): wins of a, ties, wins of b
+                        upd = {"n_win_a": yy[:, 0], "n_tie": yy[:, 1], "n_win_b": yy[:, 2]}
+                    else:
+                        n_pair = (cnt["n_win_a"] + cnt["n_tie"] + cnt["n_win_b"]).values
+                        upd = {"n_win_a": yy, "n_tie": 0 * yy, "n_win_b": n_pair - yy}
+                    rep_model = hbb.build_bradley_terry(
+                        cnt.assign({k: ("pair", v) for k, v in upd.items()})
+                    )
                 else:
                     grid0 = np.zeros(cnt["n_success"].shape, dtype=np.int64)
                     grid0[np.asarray(info["cell_index"][0]), np.asarray(info["cell_index"][1])] = y
@@ -187,6 +200,8 @@ def run(models, designs, reps, out, chains, draws, tune, seed):
                     "converged": int(diag["diag_converged"]),
                     "max_r_hat": float(diag["diag_max_r_hat"]),
                     "wall": round(wall, 2),
+                    "mean_steps": float(dt["sample_stats"]["n_steps"].mean()),
+                    "compiles": len(compiled_by_key),
                     "ranks": {},
                     "in50": {},
                     "in90": {},
@@ -207,6 +222,7 @@ def run(models, designs, reps, out, chains, draws, tune, seed):
                     fh.write(json.dumps(rec) + "\n")
                 print(
                     f"{model_name} {design} rep {r}: div {rec['n_div']} wall {wall:.1f}s "
+                    f"steps {rec['mean_steps']:.0f} compiles {len(compiled_by_key)} "
                     f"load {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )

@@ -197,6 +197,9 @@ def check_dim(da: xr.DataArray | xr.Dataset, dim: str, name: str = "dim") -> str
 # --------------------------------------------------------------------------- intervals
 
 
+_CI_BOUND_COORDS = xr.Coordinates({"ci_bound": list(CI_BOUNDS)})
+
+
 def make_interval(
     lower: Any,
     upper: Any,
@@ -267,8 +270,13 @@ def make_interval(
     data = np.stack(
         [np.asarray(lo.values, dtype=float), np.asarray(hi.values, dtype=float)], axis=-1
     )
-    coords = {k: v for k, v in hi.coords.items()}
-    coords["ci_bound"] = list(CI_BOUNDS)
+    # reuse the bounds' coordinate variables and indexes as they are (building
+    # them again from values, and the ci_bound index from a list, was about half
+    # the cost of a small estimator's result)
+    coords = xr.Coordinates(
+        coords={**{k: hi.coords.variables[k] for k in hi.coords}, **_CI_BOUND_COORDS.variables},
+        indexes={**hi.xindexes, **_CI_BOUND_COORDS.xindexes},
+    )
     out = xr.DataArray(data, dims=(*hi.dims, "ci_bound"), coords=coords)
     out.attrs = {"ci_prob": p, "ci_kind": kind}
     if detail:
