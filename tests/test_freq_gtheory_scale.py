@@ -64,7 +64,8 @@ def _dense_info_at(y, vs, s2):
     return info
 
 
-def test_observed_information_equals_dense_formula():
+@pytest.mark.parametrize("path", ["schur-dense", "schur-sparse", "sparse-lu"])
+def test_observed_information_equals_dense_formula(path):
     df = _sim(np.random.default_rng(7), n_agents=3, n_family=6)
     dsg = gt.parse_design("run:(agent*(task:family))")
     codes = {f: pd.factorize(df[f])[0] for f in ("agent", "task", "family")}
@@ -74,6 +75,9 @@ def test_observed_information_equals_dense_formula():
     ec = _reml.effect_codes(codes, dsg)
     y = df["y"].to_numpy()
     prob = _reml.RemlProblem(y, ec, dsg)
+    # each way of factorising the random-effect system (chosen by size) against the formula
+    prob._sparse = path == "sparse-lu"
+    prob._arb_sparse = path == "schur-sparse"
     s2_terms = np.array([0.3, 0.2, 0.15, 0.5][: len(prob.terms)])
     s2_cell, s2e = 0.1, 0.45
     got = prob.observed_information(s2_terms, s2_cell, s2e)
@@ -142,3 +146,62 @@ def test_convergence_rule_is_scale_free_on_metr(shared_data):
         )
     # an independent optimiser from a nearby start finds no lower deviance (beyond 1e-5)
     assert r.fun >= f_hat - 1e-5
+
+
+def test_saddle_at_zero_is_not_converged():
+    """An SD parameter at 0 has slope 0 there even when the deviance falls inside (variance =
+    theta^2): the check must probe the interior. The constrained optimum with the agent x
+    family component held at 0 is a saddle when the unconstrained REML fit (whose deviance
+    is lower) puts it above 0."""
+    df = _sim(np.random.default_rng(11), n_agents=6, n_family=20)
+    vc = variance_components(df, design="run:(agent*(task:family))", var="y", ci="wald")
+    y, ec = vc._reml_data
+    prob = _reml.RemlProblem(y, ec, vc._design)
+    th = np.asarray(vc.fit_info["theta"])
+    names = [vc._design.names[vc._design.effects.index(e)] for e in prob.terms]
+    j = names.index("agent:family")
+    assert th[j] > 0.05
+    free = [i for i in range(th.size) if i != j]
+
+    def dev_fixed(x):
+        t = np.zeros(th.size)
+        t[free] = np.abs(x)
+        return prob.deviance(t)
+
+    r = sopt.minimize(
+        dev_fixed,
+        th[free],
+        method="L-BFGS-B",
+        bounds=[(0, None)] * len(free),
+        options={"ftol": 1e-14, "gtol": 1e-9},
+    )
+    t0 = np.zeros(th.size)
+    t0[free] = np.abs(r.x)
+    assert prob.deviance(t0) > prob.deviance(th) + 1e-3  # the fit is better: t0 is no optimum
+    _, dec, _ = prob.newton_check(t0, polish=0)
+    assert not dec < 1e-5
+
+
+def test_coefficient_at_zero_has_an_interval(shared_data):
+    """lme4's Dyestuff2: the batch component is truncated at 0, so E rho^2 = Phi = 0; the Wald
+    interval is [0, z * se] with the delta-method se (d E rho^2 / d s_batch = n_rep / s_e at
+    s_batch = 0), and the balanced ANOVA result also gives the profile interval."""
+    from scipy import stats
+
+    d = pd.read_csv(shared_data / "lme4" / "dyestuff2.csv")
+    d["rep"] = d.groupby("Batch").cumcount()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(d, design="rep:Batch", var="Yield")
+        co = vc.coefficients()
+        cp = vc.coefficients(ci="profile")
+        cr = variance_components(d, design="rep:Batch", var="Yield", method="reml").coefficients(
+            ci="profile"
+        )
+    assert vc.method == "anova" and float(vc.estimate.sel(component="Batch")) == 0
+    s_e = float(vc.estimate.sel(component="residual"))
+    se = 5 / s_e * float(vc.se.sel(component="Batch"))
+    z = stats.norm.ppf(0.975)
+    np.testing.assert_allclose(co["ci"].sel(coefficient="e_rho2").values, [0, z * se], rtol=1e-4)
+    np.testing.assert_allclose(cp["ci"].values, cr["ci"].values, rtol=1e-4, atol=1e-8)
+    assert np.isfinite(cp["ci"].values).all() and float(cp["ci"].max()) > 0

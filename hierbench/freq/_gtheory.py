@@ -431,6 +431,10 @@ class VarianceComponentsResult(Result):
             )
         y, ec = self._reml_data
         dsg = self._design
+        if isinstance(ec, tuple):  # a balanced fit keeps its array shape: codes built on demand
+            ec = _reml.effect_codes(
+                {f: np.indices(ec)[i].ravel() for i, f in enumerate(dsg.facets)}, dsg
+            )
         with _reml.one_blas_thread():
             problem = _reml.RemlProblem(y, ec, dsg)
             order = [dsg.effects.index(e) for e in problem.terms]
@@ -941,6 +945,14 @@ class VarianceComponentsResult(Result):
             slg = np.sqrt(var) / (f0 * (1 - f0))
             lo = 1 / (1 + np.exp(-(lg - z * slg)))
             hi = 1 / (1 + np.exp(-(lg + z * slg)))
+            # a coefficient at a bound (a universe-score component truncated at 0) has no
+            # logit: [0, z * se] (or [1 - z * se, 1]) with the delta-method se, as the
+            # components at 0 get [0, z * se]
+            se_raw = np.sqrt(var)
+            at0 = f0 == 0
+            at1 = f0 == 1
+            lo = np.where(at0, 0.0, np.where(at1, np.maximum(1 - z * se_raw, 0.0), lo))
+            hi = np.where(at0, np.minimum(z * se_raw, 1.0), np.where(at1, 1.0, hi))
         est = xr.DataArray(f0, dims="coefficient", coords={"coefficient": list(names)})
         ci = make_interval(
             lo,
@@ -949,7 +961,10 @@ class VarianceComponentsResult(Result):
             kind="normal",
             template=est,
             warn_zero_width=False,
-            detail="delta method on the logit scale from the components' covariance",
+            detail=(
+                "delta method on the logit scale from the components' covariance; a "
+                "coefficient at 0 (1) gets [0, z * se] ([1 - z * se, 1])"
+            ),
         )
         return xr.Dataset({"estimate": est, "ci": ci})
 
@@ -1434,7 +1449,7 @@ def variance_components(
         ci_method=ci_method,
         _design=dsg,
         _legacy=legacy_t,
-        _reml_data=(y, ec) if (ci_method == "profile" or not use_anova) else None,
+        _reml_data=(y, ec) if (ci_method == "profile" or not use_anova) else (y, dense.shape),
     )
     return res
 
