@@ -205,3 +205,41 @@ def test_coefficient_at_zero_has_an_interval(shared_data):
     np.testing.assert_allclose(co["ci"].sel(coefficient="e_rho2").values, [0, z * se], rtol=1e-4)
     np.testing.assert_allclose(cp["ci"].values, cr["ci"].values, rtol=1e-4, atol=1e-8)
     assert np.isfinite(cp["ci"].values).all() and float(cp["ci"].max()) > 0
+
+
+def test_profile_bounds_reach_the_cut_by_an_independent_optimiser():
+    """At each finite profile bound the profile deviance, minimised afresh by Nelder-Mead from
+    the estimate, equals chi2_1(0.95): the warm-started search does not stop early (warm starts
+    at 0 are saddles of the SD parametrisation)."""
+    from scipy import stats
+
+    df = _sim(np.random.default_rng(5), n_agents=5, n_family=14)
+    vc = variance_components(df, design="run:(agent*(task:family))", var="y", ci="profile")
+    ci = vc.profile_ci()
+    prof, order = vc._profiler()
+    k = prof.p.n_theta
+    crit = stats.chi2.ppf(0.95, 1)
+    checked = 0
+    for jp, jd in enumerate(order[:-1]):
+        for c in ci.values[jd]:
+            if not (np.isfinite(c) and c > 0):
+                continue
+            others = [i for i in range(k) if i != jp]
+
+            def fun(x, c=c, jp=jp, others=others):
+                s2e = np.exp(x[0])
+                th = np.empty(k)
+                th[others] = np.abs(x[1:])
+                th[jp] = np.sqrt(c / s2e)
+                return prof.dev_abs(th, s2e)
+
+            x0 = np.r_[np.log(prof.s2e_hat), prof.theta_hat[others] + 0.05]
+            r = sopt.minimize(
+                fun,
+                x0,
+                method="Nelder-Mead",
+                options={"xatol": 1e-9, "fatol": 1e-10, "maxiter": 6000},
+            )
+            assert r.fun - prof.d_min == pytest.approx(crit, abs=0.02), (jd, c)
+            checked += 1
+    assert checked >= 5
