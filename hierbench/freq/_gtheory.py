@@ -101,7 +101,9 @@ class UndefinedCoefficientWarning(HierbenchWarning):
 
 
 class RemlConvergenceWarning(HierbenchWarning):
-    """The REML optimiser did not report convergence."""
+    """The REML fit is not at a minimum of the deviance: the deviance still to gain by a
+    local quadratic model is above 1e-5 (a likelihood-ratio scale, whatever the size of the
+    data), or the deviance falls inside from a component at 0."""
 
 
 class NoIntervalWarning(HierbenchWarning):
@@ -1226,7 +1228,12 @@ def variance_components(
         module notes), unless the problem has more than 2,000 cell means or
         1,000 random-effect levels (then Wald, said in ``note``; call
         ``profile_ci()`` for the profile); Wald with the exact sampling
-        variance of the ANOVA estimators for balanced data.
+        variance of the ANOVA estimators for balanced data. Wald intervals of a
+        REML fit use the expected information up to 6,000 cell means and the
+        observed information (a finite-difference Hessian of the REML
+        deviance) above; ``fit_info["information"]`` says which. A result
+        that cannot have intervals warns :class:`NoIntervalWarning` naming the
+        remedy.
 
     Returns
     -------

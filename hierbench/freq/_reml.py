@@ -14,10 +14,18 @@ means ``ybar_c`` (``n_c`` runs each) and the within-cell sum of squares
 whose covariance is ``sum_k s_k^2 Z_k Z_k' + diag(s_cell^2 + s_e^2 / n_c)``.
 The residual variance is profiled out (relative parameters
 ``theta_k = s_k / s_e``, bounded below by 0 as in lme4) and the profiled
-deviance is minimised by L-BFGS-B; each evaluation costs one dense Cholesky
-factorisation of a ``q x q`` matrix, ``q`` the number of random-effect
-levels above the cell. Standard errors come from the expected (Fisher)
-information of the REML likelihood, ``I_ij = tr(P V_i P V_j) / 2``.
+deviance is minimised by L-BFGS-B. Each evaluation factorises
+``A = Lambda Z'W^-1 Z Lambda + I`` (``q x q``, ``q`` the random-effect levels
+above the cell): the largest block is diagonal and eliminated, the rest
+factorised densely (its coupling to the eliminated block formed sparsely
+when sparse), or the whole of ``A`` by a sparse LU when the rest is large.
+Convergence is judged by the deviance still to gain under a local quadratic
+model (the Newton decrement, a likelihood ratio, so independent of the
+number of observations), with parameters at 0 probed inside (the deviance
+is even in each relative SD, so its slope at 0 says nothing). Standard
+errors come from the expected (Fisher) information of the REML likelihood,
+``I_ij = tr(P V_i P V_j) / 2``, up to 6,000 cells, and from the observed
+information (finite-difference Hessian of the deviance) above.
 """
 
 from __future__ import annotations
