@@ -113,7 +113,8 @@ class NoIntervalWarning(HierbenchWarning):
 
 #: ``ci="auto"`` profiles REML fits up to this many cell means and random-effect levels (one
 #: profile deviance costs a factorisation of that size; METR, 748 cells and 448 levels, takes
-#: seconds; SWE-bench, 12,500 cells and 837 levels, would take many minutes)
+#: seconds; SWE-bench with repositories, 12,500 cells and 837 levels, 41 s for all five
+#: components at load 6 on 2 cores, so it gets Wald intervals from the observed information)
 PROFILE_MAX_CELLS = 2000
 PROFILE_MAX_LEVELS = 1000
 EXPECTED_INFO_MAX_CELLS = 6000
