@@ -30,6 +30,7 @@ from ._gtheory import (
     ConfoundedComponentWarning,
     DesignError,
     NegativeVarianceComponentWarning,
+    NoIntervalWarning,
     RemlConvergenceWarning,
     UnbalancedDesignError,
     UndefinedCoefficientWarning,
@@ -236,3 +237,4 @@ __all__ += [
     "bayes_d_study",
     "bayes_variance_components",
 ]
+__all__ += ["NoIntervalWarning"]
