@@ -95,11 +95,19 @@ def test_clusters_of_mostly_single_tasks_are_dropped():
 
 
 def test_centring_follows_information_not_run_counts():
-    # 12 agents x 10 runs at p ~ 1/2: each task is well informed -> centred tasks
+    # 12 agents x 10 runs at p around 1/2, tasks spread 1.5 logits: each task is
+    # well informed -> centred tasks
     rng = np.random.default_rng(0)
     n = np.full((12, 40), 10)
-    y = rng.binomial(10, 0.5, n.shape)
+    p_task = 1.0 / (1.0 + np.exp(-rng.normal(0.0, 1.5, 40)))
+    y = rng.binomial(10, np.broadcast_to(p_task, n.shape))
     assert "task" in decisions(build_crossed(counts(n, y)))["centred"]["choice"]
+    # the same design with tasks that do not differ at all: however well each is
+    # informed, a centred group with a spread near 0 is a funnel -> non-centred
+    y_same = rng.binomial(10, 0.5, n.shape)
+    dec = decisions(build_crossed(counts(n, y_same)))["centred"]
+    assert "task" not in dec["choice"]
+    assert "spread 0" in dec["reason"]
     # the same runs at a success rate near 0: little information -> non-centred
     y0 = rng.binomial(10, 0.004, n.shape)
     assert "task" not in decisions(build_crossed(counts(n, y0)))["centred"]["choice"]
