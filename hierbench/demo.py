@@ -93,7 +93,7 @@ def population_truth(truth: xr.Dataset) -> xr.DataArray:
 
 def _frame(table: xr.Dataset, value_fmt: str = "{:.3f}") -> pd.DataFrame:
     est = table["estimate"]
-    iv = table["ci"] if "ci" in table else table["interval"]
+    iv = table["ci"]
     lo = iv.sel(ci_bound="lower", drop=True)
     hi = iv.sel(ci_bound="upper", drop=True)
     cols = {}
@@ -111,24 +111,6 @@ def _frame(table: xr.Dataset, value_fmt: str = "{:.3f}") -> pd.DataFrame:
     if "truth" in table:
         df.insert(0, "truth", [value_fmt.format(v) for v in table["truth"].values])
     return df
-
-
-def _field(obj: object, *names: str) -> xr.DataArray:
-    """The first of ``names`` a result object has (results move to ``estimate`` / ``ci``)."""
-    for n in names:
-        v = getattr(obj, n, None)
-        if isinstance(v, xr.DataArray):
-            return v
-    raise AttributeError(f"{type(obj).__name__} has none of {names}")
-
-
-def _as_interval(x: object) -> xr.DataArray:
-    """The interval DataArray of a posterior interval (a DataArray, a Dataset or a result)."""
-    if isinstance(x, xr.DataArray):
-        return x
-    if isinstance(x, xr.Dataset):
-        return x["ci"] if "ci" in x else x["interval"]
-    return _field(x, "ci", "interval")
 
 
 def _covers(table: xr.Dataset) -> str:
@@ -199,7 +181,7 @@ def _bayes_section(ctx: DemoContext) -> str:
     truth = _truth_new_task(ctx)
     results = {
         "Bayes crossed (new task)": xr.Dataset(
-            {"estimate": post["mean_new_task"].mean(("chain", "draw")), "ci": _as_interval(new)}
+            {"estimate": post["mean_new_task"].mean(("chain", "draw")), "ci": new}
         )
     }
     if "bootstrap" in ctx.extra:
@@ -214,7 +196,7 @@ def _bayes_section(ctx: DemoContext) -> str:
             "Bayes crossed (these tasks)": xr.Dataset(
                 {
                     "estimate": post["mean_observed"].mean(("chain", "draw")),
-                    "ci": _as_interval(posterior_interval(post["mean_observed"], prob=PROB)),
+                    "ci": posterior_interval(post["mean_observed"], prob=PROB),
                 }
             )
         },
@@ -303,7 +285,7 @@ def _passk_section(ctx: DemoContext) -> str:
     frames = []
     for k in ks:
         # the truth over the cells the unbiased estimator can use (at least k runs)
-        est = freq.estimate if hasattr(freq, "estimate") else freq.mean
+        est = freq.estimate
         df = pd.DataFrame({"unbiased C(c,k)/C(n,k)": est.sel(k=k).to_series()})
         if ctx.truth is not None:
             p = ctx.truth["p"].where(n_runs >= k)
@@ -403,10 +385,10 @@ def _rank_section(ctx: DemoContext) -> str:
     truth = _truth_new_task(ctx)
     df = pd.DataFrame(
         {
-            "observed rank": _field(rk, "observed_rank", "estimate").to_series(),
+            "observed rank": rk.estimate.to_series(),
             "P(top 1) bootstrap": rk.p_top_k.sel(k=1).to_series(),
-            f"rank {PROB:.0%} lower": _field(rk, "rank_ci", "ci").sel(ci_bound="lower").to_series(),
-            f"rank {PROB:.0%} upper": _field(rk, "rank_ci", "ci").sel(ci_bound="upper").to_series(),
+            f"rank {PROB:.0%} lower": rk.ci.sel(ci_bound="lower").to_series(),
+            f"rank {PROB:.0%} upper": rk.ci.sel(ci_bound="upper").to_series(),
             "tier": rk.group.to_series(),
         }
     )
