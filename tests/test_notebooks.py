@@ -17,7 +17,7 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs_in_fast_mode(path, shared_data, monkeypatch):
+def test_notebook_runs_in_fast_mode(path, shared_data, monkeypatch, tmp_path):
     nb = nbformat.read(path, as_version=4)
     first = next(c for c in nb.cells if c.cell_type == "markdown")
     for heading in ("Question", "Data", "Model", "Findings"):
@@ -25,6 +25,8 @@ def test_notebook_runs_in_fast_mode(path, shared_data, monkeypatch):
     monkeypatch.setenv("HIERBENCH_FAST", "1")
     monkeypatch.setenv("HIERBENCH_SHARED_DATA", str(shared_data))
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    # each notebook ends by writing its report: into the test's folder, not notebooks/reports/
+    monkeypatch.setenv("HIERBENCH_REPORT_DIR", str(tmp_path))
     client = NotebookClient(
         nb,
         timeout=900,
