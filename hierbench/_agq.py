@@ -20,6 +20,7 @@ import numpy as np
 __all__ = [
     "NEWTON_MAX_STEP",
     "NEWTON_STEPS",
+    "NEWTON_TOL",
     "expit_pair",
     "gauss_hermite",
     "logit_normal_expectation",
@@ -27,7 +28,19 @@ __all__ = [
     "population_nodes",
 ]
 
-NEWTON_STEPS = 4
+#: Newton steps towards each cell's mode: at most NEWTON_STEPS, stopping once every
+#: step of a block is below NEWTON_TOL. A converged mode makes the node placement a
+#: smooth function of (eta, sd), so the likelihood's gradient (which differentiates
+#: through the placement, by the implicit function theorem) is the exact derivative
+#: of its value. With a fixed 4 steps and the nodes held fixed in the gradient, the
+#: gradient of a cell whose effect spread is large was off by up to 30%: not the
+#: derivative of any function, so NUTS's energy error did not shrink with the step
+#: size and a METR chain that wandered to sd_agent_task = 7.9 in warmup stayed there
+#: (step size 1.6e-4, 1,023 steps per draw, 394 nats below the other chains).
+NEWTON_STEPS = 50
+NEWTON_TOL = 1e-10
+#: JAX traces the loop, so it runs a fixed number of steps (no early exit)
+NEWTON_STEPS_TRACED = 12
 NEWTON_MAX_STEP = 1.0  # logits; a Newton step is clipped to this
 
 
@@ -109,6 +122,12 @@ def node_terms(
     with a trailing node axis, and ``s`` (the curvature scale per cell).
     ``xp`` is the array namespace (NumPy, or ``jax.numpy``).
     """
+    z, sig, lq, s, _, _ = _nodes(y, n, eta, sd, n_quad, newton_steps, xp)
+    return z, sig, lq, s
+
+
+def _nodes(y: Any, n: Any, eta: Any, sd: Any, n_quad: int, newton_steps: int, xp: Any) -> tuple:
+    """:func:`node_terms` and also each cell's mode ``m`` and ``expit(eta + m)``."""
     u, w = gauss_hermite(n_quad)
     c = np.log(w) + 0.5 * u**2  # w_q / phi(u_q), on the log scale
     y, n, eta = (xp.asarray(v, dtype=float) for v in (y, n, eta))
@@ -116,15 +135,19 @@ def node_terms(
     ph = (y + 0.5) / (n + 1.0)
     info = n * ph * (1.0 - ph)
     m = (xp.log(ph) - xp.log1p(-ph) - eta) * info / (info + prec)
-    for _ in range(newton_steps):
+    traced = xp is not np
+    for _ in range(min(newton_steps, NEWTON_STEPS_TRACED) if traced else newton_steps):
         p, _ = expit_pair(eta + m, xp)
         g = y - n * p - m * prec
         h = -n * p * (1.0 - p) - prec
-        m = m - xp.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
+        step = xp.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
+        m = m - step
+        if not traced and (np.size(step) == 0 or np.max(np.abs(step)) < NEWTON_TOL):
+            break
     p, _ = expit_pair(eta + m, xp)
     s = 1.0 / xp.sqrt(n * p * (1.0 - p) + prec)
     z = m[..., None] + s[..., None] * u
     e = eta[..., None] + z
     sig, sp = expit_pair(e, xp)
     lq = y[..., None] * e - n[..., None] * sp - 0.5 * z**2 * prec[..., None] + c
-    return z, sig, lq, s
+    return z, sig, lq, s, m, p

@@ -7,14 +7,17 @@ binomial likelihood by adaptive Gauss-Hermite quadrature:
                    ~ log sum_q  w_q / phi(u_q) * s * N(z_q; 0, sd) Binomial(y | n, expit(eta + z_q))
 
 with nodes ``z_q = m + s u_q`` placed at the integrand's mode ``m`` and
-curvature scale ``s`` (a normal-approximation start and a few damped Newton
-steps). The node placement only changes the quadrature error, not the
-integral, so ``m`` and ``s`` are held fixed when differentiating; then
+curvature scale ``s`` (a normal-approximation start and clipped Newton steps
+to convergence). With the nodes held fixed,
 
     d log L / d eta = sum_q pi_q (y - n expit(eta + z_q)),
     d log L / d sd  = sum_q pi_q z_q^2 / sd^3 - 1 / sd,
 
-with ``pi_q`` the normalised node terms. Written as elementwise PyTensor ops
+with ``pi_q`` the normalised node terms; the nodes move with ``eta`` and
+``sd``, which adds :func:`placement_terms` (zero for an exact rule). Without
+them the gradient was not the derivative of the value wherever the 7-node
+rule is inaccurate (a cell's effect spread of several logits), and NUTS
+stalled there. Written as elementwise PyTensor ops
 this is a graph of some sixty array operations per evaluation, each a pass
 over every cell; as one Op, the numba backend (nutpie) runs one loop over
 the cells that computes the value and both derivatives together, reusing
@@ -35,7 +38,7 @@ from pytensor.gradient import DisconnectedType, disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from .._agq import NEWTON_STEPS, gauss_hermite, node_terms
+from .._agq import NEWTON_STEPS, _nodes, gauss_hermite
 
 __all__ = ["AGQBinomialLogitNormal", "agq_logp_numpy", "gauss_hermite"]
 
@@ -51,7 +54,8 @@ def agq_logp_numpy(
     ``xp`` is the array namespace: NumPy, or ``jax.numpy`` for the JAX backend
     (every operation here exists in both with the same meaning).
     """
-    z, sig, lq, s = node_terms(y, n, eta, sd, n_quad, newton_steps, xp)
+    z, sig, lq, s, m, pm = _nodes(y, n, eta, sd, n_quad, newton_steps, xp)
+    u, _ = gauss_hermite(n_quad)
     y, n = (xp.asarray(v, dtype=float) for v in (y, n))
     prec = 1.0 / sd**2
     top = lq.max(axis=-1, keepdims=True)
@@ -59,9 +63,42 @@ def agq_logp_numpy(
     tot = r.sum(axis=-1)
     pi = r / tot[..., None]
     logp = top[..., 0] + xp.log(tot) + xp.log(s) - xp.log(sd)
-    d_eta = (pi * (y[..., None] - n[..., None] * sig)).sum(axis=-1)
+    # the nodes' own derivatives (held fixed) ...
+    g_eta = y[..., None] - n[..., None] * sig
+    d_eta = (pi * g_eta).sum(axis=-1)
     d_sd = (pi * z**2).sum(axis=-1) * prec / sd - 1.0 / sd
-    return logp, d_eta, d_sd
+    # ... plus the placement's: m and s move with (eta, sd), see placement_terms
+    fp = g_eta - z * prec  # d/dz of each node's log term
+    a_m = (pi * fp).sum(axis=-1)
+    b_s = (pi * fp * u).sum(axis=-1) + 1.0 / s
+    c_eta, c_sd = placement_terms(n, m, pm, s, prec, sd, a_m, b_s)
+    return logp, d_eta + c_eta, d_sd + c_sd
+
+
+def placement_terms(n: Any, m: Any, pm: Any, s: Any, prec: Any, sd: Any, a_m: Any, b_s: Any) -> tuple[Any, Any]:
+    """What moving the nodes adds to ``d logp / d eta`` and ``d logp / d sd``.
+
+    The nodes sit at ``z_q = m + s u_q``, with ``m`` the mode of the cell's log
+    integrand ``f(x) = y (eta + x) - n softplus(eta + x) - x^2 / (2 sd^2)`` and
+    ``s = h^(-1/2)``, ``h = -f''(m) = n p (1 - p) + 1 / sd^2``, ``p = expit(eta + m)``.
+    By the implicit function theorem (``f'(m) = 0``) ``dm/d eta = -n p (1 - p) / h``
+    and ``dm/d sd = 2 m / (sd^3 h)``; ``ds = -s^3 dh / 2``. The value
+    ``log sum_q exp(c_q + f(z_q)) + log s - log sd`` then changes by
+    ``a_m dm + b_s ds`` with ``a_m = E_pi[f'(z_q)]`` and
+    ``b_s = E_pi[f'(z_q) u_q] + 1 / s``. Both vanish when the rule is exact (a
+    Gaussian integrand), so they are the derivative of the quadrature error:
+    small where the rule is accurate, and what keeps the gradient the
+    derivative of the value where it is not.
+    """
+    v = pm * (1.0 - pm)
+    nv = n * v
+    h = nv + prec
+    dm_eta = -nv / h
+    dm_sd = 2.0 * m * prec / (sd * h)
+    k = nv * (1.0 - 2.0 * pm)  # dh / d(eta + m)
+    ds_eta = -0.5 * s**3 * k * (1.0 + dm_eta)
+    ds_sd = -0.5 * s**3 * (k * dm_sd - 2.0 * prec / sd)
+    return a_m * dm_eta + b_s * ds_eta, a_m * dm_sd + b_s * ds_sd
 
 
 class AGQBinomialLogitNormal(Op):
@@ -148,6 +185,8 @@ def _register_numba() -> None:
             tot = np.empty(block)
             ge = np.empty(block)
             gs = np.empty(block)
+            am = np.empty(block)
+            bs = np.empty(block)
             lq = np.empty((nq, block))
             zz = np.empty((nq, block))
             sg = np.empty((nq, block))
@@ -169,18 +208,40 @@ def _register_numba() -> None:
                     tot[j] = 0.0
                     ge[j] = 0.0
                     gs[j] = 0.0
+                    am[j] = 0.0
+                    bs[j] = 0.0
                 for q in range(nq):
+                    uq = u[q]
                     for j in range(nb):
                         i = b0 + j
                         r = math.exp(lq[q, j] - top[j])
+                        g = y[i] - n[i] * sg[q, j]
+                        fp = r * (g - zz[q, j] * prec)  # node's d/dz, weighted
                         tot[j] += r
-                        ge[j] += r * (y[i] - n[i] * sg[q, j])
+                        ge[j] += r * g
                         gs[j] += r * zz[q, j] * zz[q, j]
+                        am[j] += fp
+                        bs[j] += fp * uq
                 for j in range(nb):
                     i = b0 + j
+                    it = 1.0 / tot[j]
                     logp[i] = top[j] + math.log(tot[j] * s[j]) - log_sd
-                    d_eta[i] = ge[j] / tot[j]
-                    d_sd[i] = gs[j] / tot[j] * prec / sd - 1.0 / sd
+                    # the placement's terms (see placement_terms): p at the mode from s
+                    a = eta[i] + m[j]
+                    t = math.exp(-abs(a))
+                    pm = (1.0 if a >= 0 else t) / (1.0 + t)
+                    nv = n[i] * pm * (1.0 - pm)
+                    h = nv + prec
+                    s3 = s[j] * s[j] * s[j]
+                    dm_eta = -nv / h
+                    dm_sd = 2.0 * m[j] * prec / (sd * h)
+                    k = nv * (1.0 - 2.0 * pm)
+                    ds_eta = -0.5 * s3 * k * (1.0 + dm_eta)
+                    ds_sd = -0.5 * s3 * (k * dm_sd - 2.0 * prec / sd)
+                    a_m = am[j] * it
+                    b_s = bs[j] * it + 1.0 / s[j]
+                    d_eta[i] = ge[j] * it + a_m * dm_eta + b_s * ds_eta
+                    d_sd[i] = gs[j] * it * prec / sd - 1.0 / sd + a_m * dm_sd + b_s * ds_sd
             return logp, d_eta, d_sd
 
         # pytensor caches compiled kernels on disk under the Op's props; the second

@@ -317,7 +317,8 @@ def build_crossed(
     n_quad : int
         Nodes of the adaptive Gauss-Hermite quadrature (marginal only),
         centred at each cell's conditional mode and scaled by its curvature
-        (found by four damped Newton steps). Seven nodes reproduce the
+        (found by clipped Newton steps run to convergence; the gradient
+        includes the nodes' movement, so it is the derivative of the value). Seven nodes reproduce the
         cell log-likelihood within 5e-3 of adaptive scipy quadrature for
         1-100 runs, any success count, logits -4..2 and ``sd_agent_task``
         up to 3 (and far closer for moderate sds); plain Gauss-Hermite
