@@ -83,7 +83,7 @@ def _value(ds, spec: str):
     return da
 
 
-def run(models, designs, reps, out, chains, draws, tune, seed):
+def run(models, designs, reps, out, chains, draws, tune, seed, start_rep=0):
     import nutpie
     import pymc as pm
 
@@ -125,6 +125,11 @@ def run(models, designs, reps, out, chains, draws, tune, seed):
                 cnt = _counts(data)
             gen = np.random.default_rng(seed + 1)
             for r in range(reps):
+                if r < start_rep:
+                    # resuming an interrupted study: the same prior draws, and the
+                    # same sampler seed for every replicate that does run
+                    gen.integers(2**31 - 1)
+                    continue
                 y = pp[obs_name].isel(chain=0, draw=r).values
                 if model_name == "bradley_terry":
                     yy = np.asarray(y).astype(np.int64)
@@ -305,11 +310,15 @@ def main(argv=None) -> int:
     pr.add_argument("--draws", type=int, default=400)
     pr.add_argument("--tune", type=int, default=400)
     pr.add_argument("--seed", type=int, default=2026)
+    pr.add_argument(
+        "--start-rep", type=int, default=0,
+        help="skip the replicates before this one (resume a study; append to its --out)",
+    )
     rp = sub.add_parser("report")
     rp.add_argument("path")
     a = p.parse_args(argv)
     if a.cmd == "run":
-        run(a.models, a.designs, a.reps, a.out, a.chains, a.draws, a.tune, a.seed)
+        run(a.models, a.designs, a.reps, a.out, a.chains, a.draws, a.tune, a.seed, a.start_rep)
     else:
         report(a.path)
     return 0
