@@ -22,7 +22,7 @@ import numpy as np
 
 from ._agq import NEWTON_MAX_STEP, NEWTON_TOL
 
-__all__ = ["centre", "node_masses", "node_term"]
+__all__ = ["centre", "node_masses", "node_term", "task_means"]
 
 def _njit(**options):
     """``numba.njit`` with an on-disk cache, or without one when numba has nowhere to write it."""
@@ -143,3 +143,96 @@ def node_masses(
         wt,
     )
     return e, wt
+
+
+@_njit(parallel=True)
+def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_out, real_out):
+    # parallel over draws; one pass per cell, no (draw, agent, task, node) arrays
+    S, A, T = eta.shape
+    nq = u.shape[0]
+    K = ks.shape[0]
+    for si in numba.prange(S):
+        prec = 1.0 / (sd[si] * sd[si])
+        m = np.empty(T)
+        s = np.empty(T)
+        r = np.empty(nq)
+        pq = np.empty(nq)
+        for ai in range(A):
+            centre(y[ai], n[ai], eta[si, ai], prec, steps, m, s)
+            for k in range(K):
+                exp_out[si, ai, k] = 0.0
+                real_out[si, ai, k] = 0.0
+            for ti in range(T):
+                wm = wmask[ai, ti]
+                if wm == 0.0:
+                    continue
+                top = -np.inf
+                for q in range(nq):
+                    z = m[ti] + s[ti] * u[q]
+                    v, sig = node_term(y[ai, ti], n[ai, ti], eta[si, ai, ti] + z, z, prec, c[q])
+                    r[q] = v
+                    pq[q] = sig
+                    top = max(top, v)
+                tot = 0.0
+                for q in range(nq):
+                    r[q] = math.exp(r[q] - top)
+                    tot += r[q]
+                pick = nq - 1
+                if realised:
+                    # inverse CDF: the first node whose cumulative mass exceeds the uniform
+                    target = unif[si, ai, ti] * tot
+                    cum = 0.0
+                    for q in range(nq):
+                        cum += r[q]
+                        if cum > target:
+                            pick = q
+                            break
+                for k in range(K):
+                    acc = 0.0
+                    for q in range(nq):
+                        f = 1.0 - (1.0 - pq[q]) ** ks[k] if at_least else pq[q] ** ks[k]
+                        acc += r[q] * f
+                    exp_out[si, ai, k] += wm * acc / tot
+                    if realised:
+                        p = pq[pick]
+                        real_out[si, ai, k] += wm * (1.0 - (1.0 - p) ** ks[k] if at_least else p ** ks[k])
+
+
+def task_means(
+    y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: np.ndarray, u: np.ndarray, log_w: np.ndarray,
+    steps: int, wmask: np.ndarray, ks: np.ndarray, at_least: bool, unif: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per draw and agent, task averages of ``f_k(p_mt)``: expected and (with ``unif``) realised.
+
+    ``f_k(p) = p^k`` (pass^k) or ``1 - (1 - p)^k`` (``at_least``, pass@k).
+    ``y``, ``n``, ``wmask``: (A, T), the averaging weights per agent;
+    ``eta``: (S, A, T); ``sd``: (S,); ``unif``: (S, A, T) uniforms choosing
+    one node per cell for the realised average (the same rule as
+    :func:`hierbench.metrics._crossed._draw_nodes`). Returns two (S, A, K)
+    arrays; the second is zeros without ``unif``. The same numbers as
+    node masses followed by NumPy averages, without their (S, A, T, q)
+    temporaries.
+    """
+    S, A, T = eta.shape
+    K = len(ks)
+    exp_out = np.empty((S, A, K))
+    real_out = np.empty((S, A, K))
+    c = np.asarray(log_w, dtype=float) + 0.5 * np.asarray(u, dtype=float) ** 2
+    realised = unif is not None
+    _means(
+        np.ascontiguousarray(y, dtype=float),
+        np.ascontiguousarray(n, dtype=float),
+        np.ascontiguousarray(eta, dtype=float),
+        np.ascontiguousarray(sd, dtype=float),
+        np.asarray(u, dtype=float),
+        c,
+        int(steps),
+        np.ascontiguousarray(unif, dtype=float) if realised else np.zeros((1, 1, 1)),
+        np.ascontiguousarray(wmask, dtype=float),
+        np.asarray(ks, dtype=float),
+        bool(at_least),
+        realised,
+        exp_out,
+        real_out,
+    )
+    return exp_out, real_out

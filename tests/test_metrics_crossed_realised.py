@@ -366,3 +366,26 @@ def test_min_runs_rules():
     # an agent that ran no task that often gets NaN, not a silent zero
     res = crossed_pass_k(dt, min_runs=41)
     assert np.isnan(res["draws"].sel(k=1).isel(agent=0).values).all()
+
+
+@pytest.mark.parametrize("kind", ["hat", "at"])
+def test_compiled_task_means_equal_the_numpy_arrays(kind):
+    # the fused kernel and the node-mass arrays share nodes, masses and uniforms:
+    # the same expected and realised averages (with and without a task mask)
+    from hierbench.metrics._crossed import _task_means
+
+    rng = np.random.default_rng(5)
+    S, A, T = 70, 3, 40
+    n = rng.integers(0, 12, (A, T)).astype(float)
+    y = rng.binomial(n.astype(int), 0.4).astype(float)
+    parts = {
+        "mu": rng.normal(-0.5, 0.3, S), "a": rng.normal(0, 1, (S, A)), "b": rng.normal(0, 1.5, (S, T)),
+        "sd_at": rng.uniform(0.2, 3.0, S), "n": n, "y": y, "n_quad": 7, "latent": False, "no_ab": False,
+    }
+    ks = np.array([1, 3])
+    fns = [(lambda p, k=k: p**k) if kind == "hat" else (lambda p, k=k: 1.0 - (1.0 - p) ** k) for k in ks]
+    for mask in (None, n >= 4):
+        e0, r0 = _task_means(parts, fns, np.random.default_rng(9), mask=mask)
+        e1, r1 = _task_means(parts, fns, np.random.default_rng(9), mask=mask, spec=(kind, ks))
+        np.testing.assert_allclose(e1, e0, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(r1, r0, rtol=1e-12, atol=1e-14)

@@ -126,6 +126,20 @@ def _cell_expectations(parts: dict, fns: Sequence, chunk: int = 64) -> list[np.n
     for s0 in range(0, S, chunk):
         sl = slice(s0, min(S, s0 + chunk))
         eta = mu[sl, None, None] + a[sl, :, None] + b[sl, None, :]
+        if spec is not None:
+            from .._agq_numba import task_means
+
+            xq, wq = gauss_hermite(parts["n_quad"])
+            wm = np.full(n.shape, 1.0 / n.shape[-1]) if mask is None else wmask
+            unif = gen.random(eta.shape) if realised is not None else None
+            e_avg, r_avg = task_means(
+                y, n, eta, sd[sl], xq, np.log(wq), NEWTON_STEPS, wm,
+                np.asarray(spec[1], dtype=float), spec[0] != "hat", unif,
+            )  # fmt: skip
+            expected[sl] = e_avg
+            if realised is not None:
+                realised[sl] = r_avg
+            continue
         sdb = np.broadcast_to(sd[sl, None, None], eta.shape)
         e, wt = _agq_weights(y[None], n[None], eta, sdb, parts["n_quad"])
         p = expit(e)
@@ -154,6 +168,7 @@ def _task_means(
     gen: np.random.Generator | None = None,
     chunk: int = 64,
     mask: np.ndarray | None = None,
+    spec: tuple[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Per draw, the mean over all the dataset's tasks of each f in ``fns``: arrays (sample, agent, len(fns)).
 
@@ -163,6 +178,11 @@ def _task_means(
     node masses); otherwise it is None. Without a marginalised agent x task
     effect (``agent_task`` "latent" or "none") ``p_mt`` is already fixed by
     the draw, and both arrays are the same average.
+
+    ``spec = (kind, ks)`` says what ``fns`` are (``kind`` "hat": ``p^k``, else
+    ``1 - (1 - p)^k``); with it the marginal case runs in one compiled pass
+    per chunk of draws (:func:`hierbench._agq_numba.task_means`: the same
+    nodes, masses and uniforms, about 8x faster than the NumPy arrays).
     """
     mu, a, b, sd = parts["mu"], parts["a"], parts["b"], parts["sd_at"]
     n, y = parts["n"], parts["y"]
@@ -195,6 +215,20 @@ def _task_means(
                 expected[sl, :, i] = avg(f(p))
             if realised is not None:
                 realised[sl] = expected[sl]
+            continue
+        if spec is not None:
+            from .._agq_numba import task_means
+
+            xq, wq = gauss_hermite(parts["n_quad"])
+            wm = np.full(n.shape, 1.0 / n.shape[-1]) if mask is None else wmask
+            unif = gen.random(eta.shape) if realised is not None else None
+            e_avg, r_avg = task_means(
+                y, n, eta, sd[sl], xq, np.log(wq), NEWTON_STEPS, wm,
+                np.asarray(spec[1], dtype=float), spec[0] != "hat", unif,
+            )  # fmt: skip
+            expected[sl] = e_avg
+            if realised is not None:
+                realised[sl] = r_avg
             continue
         sdb = np.broadcast_to(sd[sl, None, None], eta.shape)
         e, wt = _agq_weights(y[None], n[None], eta, sdb, parts["n_quad"])
@@ -407,7 +441,7 @@ def crossed_pass_k(
     else:
         gen = as_rng(rng) if realised and not fixed_p else None
         mask = parts["n"] >= min_runs if min_runs else None
-        expected, real = _task_means(parts, fns, gen, mask=mask)
+        expected, real = _task_means(parts, fns, gen, mask=mask, spec=(kind, ks))
         vals = real if real is not None else expected
         draws_of = (
             "realised task average"
