@@ -213,7 +213,7 @@ def task_means(
     node masses followed by NumPy averages, without their (S, A, T, q)
     temporaries.
     """
-    S, A, T = eta.shape
+    S, A, _ = eta.shape
     K = len(ks)
     exp_out = np.empty((S, A, K))
     real_out = np.empty((S, A, K))

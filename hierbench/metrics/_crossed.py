@@ -126,20 +126,6 @@ def _cell_expectations(parts: dict, fns: Sequence, chunk: int = 64) -> list[np.n
     for s0 in range(0, S, chunk):
         sl = slice(s0, min(S, s0 + chunk))
         eta = mu[sl, None, None] + a[sl, :, None] + b[sl, None, :]
-        if spec is not None:
-            from .._agq_numba import task_means
-
-            xq, wq = gauss_hermite(parts["n_quad"])
-            wm = np.full(n.shape, 1.0 / n.shape[-1]) if mask is None else wmask
-            unif = gen.random(eta.shape) if realised is not None else None
-            e_avg, r_avg = task_means(
-                y, n, eta, sd[sl], xq, np.log(wq), NEWTON_STEPS, wm,
-                np.asarray(spec[1], dtype=float), spec[0] != "hat", unif,
-            )  # fmt: skip
-            expected[sl] = e_avg
-            if realised is not None:
-                realised[sl] = r_avg
-            continue
         sdb = np.broadcast_to(sd[sl, None, None], eta.shape)
         e, wt = _agq_weights(y[None], n[None], eta, sdb, parts["n_quad"])
         p = expit(e)
