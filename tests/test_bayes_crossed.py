@@ -252,3 +252,31 @@ def test_single_run_data_drop_the_unidentified_interaction():
     np.testing.assert_allclose(one.values, data.score.mean(("task", "run")).values, atol=0.1)
     with pytest.warns(UnidentifiedWarning, match="single-run data cannot check"):
         crossed_pass_k(idata, k=[1, 2])
+
+
+def test_clustered_zero_sum_density_is_the_gaussian_integrated_along_the_ones():
+    # r = B - mean(B), B ~ N(0, sd_task^2 I + sd_cluster^2 M M'): the density of r on the
+    # zero-sum subspace is int N(r + c 1; 0, Sigma) dc up to one constant (the
+    # parametrisation's Jacobian), whatever the sds; computed here by scipy quadrature
+    import pytensor
+    import pytensor.tensor as pt
+    from scipy import integrate
+    from scipy.stats import multivariate_normal
+
+    from hierbench.bayes._crossed import _clustered_zero_sum_logp
+
+    cl_idx = np.array([0, 0, 0, 1, 2, 2, 1, 0])
+    size = np.bincount(cl_idx).astype(float)
+    member = np.eye(3)[cl_idx]
+    rng = np.random.default_rng(2)
+    r = rng.normal(size=cl_idx.size)
+    r -= r.mean()
+    v, st, sc = pt.vector(), pt.scalar(), pt.scalar()
+    f = pytensor.function([v, st, sc], _clustered_zero_sum_logp(v, st, sc, cl_idx, size))
+    diffs = []
+    for sd_t, sd_c in [(0.5, 0.2), (1.0, 1.0), (2.0, 0.3), (0.7, 3.0)]:
+        cov = sd_t**2 * np.eye(cl_idx.size) + sd_c**2 * member @ member.T
+        mvn = multivariate_normal(np.zeros(cl_idx.size), cov)
+        exact, _ = integrate.quad(lambda c, d=mvn: d.pdf(r + c), -40, 40, epsabs=0, epsrel=1e-12, limit=200)
+        diffs.append(float(f(r, sd_t, sd_c)) - np.log(exact))
+    np.testing.assert_allclose(diffs, diffs[0], atol=1e-8)

@@ -81,20 +81,25 @@ def _default_priors(use_cluster: bool, agents: str) -> dict[str, dict[str, Any]]
     return {k: dict(v) for k, v in CROSSED_PRIORS.items() if k not in drop}
 
 
+def _cluster_sums(x: Any, cl_idx: np.ndarray, n_cl: int) -> Any:
+    """Per-cluster sums of a task vector: one scatter-add over the tasks, ``O(T)``."""
+    return pt.inc_subtensor(pt.zeros(n_cl)[cl_idx], x)
+
+
 def _clustered_zero_sum_logp(
-    value: Any, sd_task: Any, sd_cluster: Any, member: np.ndarray, size: np.ndarray
+    value: Any, sd_task: Any, sd_cluster: Any, cl_idx: np.ndarray, size: np.ndarray
 ) -> Any:
     """Log density of ``r = B - mean(B)`` on the zero-sum subspace, ``B ~ N(0, Sigma)``.
 
     ``Sigma = sd_task^2 I + sd_cluster^2 M M'`` (``M`` the task x cluster
-    membership). ``r``'s density is ``B``'s integrated along the ones
+    membership, ``cl_idx`` each task's cluster). ``r``'s density is ``B``'s integrated along the ones
     direction: ``log N(r; 0, Sigma) + 1/2 log(2 pi / a) + b^2 / (2 a)`` with
     ``a = 1' Sigma^-1 1`` and ``b = 1' Sigma^-1 r``, every term in closed form
     from the block structure (``O(T)``). Without clusters it is
     ``ZeroSumNormal(sd_task)``'s density, up to a constant.
     """
     st2, sc2 = sd_task**2, sd_cluster**2
-    s = pt.dot(value, member)  # per-cluster sums
+    s = _cluster_sums(value, cl_idx, size.shape[0])
     denom = st2 + size * sc2
     quad = ((value**2).sum() - (sc2 * s**2 / denom).sum()) / st2
     logdet = (size.sum() - size.shape[0]) * pt.log(st2) + pt.log(denom).sum()
@@ -435,14 +440,12 @@ def build_crossed(
             sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
             n_cl = len(coords["cluster"])
             size = np.bincount(cl_idx, minlength=n_cl).astype(float)
-            member = np.zeros((n_task, n_cl))
-            member[np.arange(n_task), cl_idx] = 1.0
             task_dev = pm.CustomDist(
                 "task_dev",
                 sd_task,
                 sd_cluster,
                 cl_idx.astype(np.int64),  # carries the support's length
-                logp=lambda value, st, sc, _idx: _clustered_zero_sum_logp(value, st, sc, member, size),
+                logp=lambda value, st, sc, _idx: _clustered_zero_sum_logp(value, st, sc, cl_idx, size),
                 random=lambda st, sc, idx, rng=None, size=None: _clustered_zero_sum_draw(
                     st, sc, idx, n_cl, rng, size
                 ),
@@ -451,7 +454,7 @@ def build_crossed(
                 signature="(),(),(t)->(t)",
                 dims="task",
             )
-            s_task = pt.dot(task_dev, member)  # per-cluster sums of r
+            s_task = _cluster_sums(task_dev, cl_idx, n_cl)  # per-cluster sums of r
             denom = sd_task**2 + size * sd_cluster**2
             w_sum = (size / denom).sum()  # 1' Sigma^-1 1
             off_mean = -(s_task / denom).sum() / w_sum  # E[offset | r]
@@ -491,10 +494,8 @@ def build_crossed(
             sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
             n_cl = len(coords["cluster"])
             size = np.bincount(cl_idx, minlength=n_cl).astype(float)
-            member = np.zeros((n_task, n_cl))
-            member[np.arange(n_task), cl_idx] = 1.0
             z_task = pm.Normal("z_task", 0.0, 1.0, dims="task")
-            task_dev = sd_task * (z_task - (pt.dot(z_task, member) / size)[cl_idx])
+            task_dev = sd_task * (z_task - (_cluster_sums(z_task, cl_idx, n_cl) / size)[cl_idx])
             s2 = sd_cluster**2 + sd_task**2 / size
             prec = 1.0 / s2
             # non-centred: the likelihood never sees the offset (only theta = ability +
