@@ -49,6 +49,7 @@ __all__ = [
     "interval_label",
     "is_binary",
     "make_interval",
+    "watched",
 ]
 
 #: The one default level of every interval in hierbench (frequentist and Bayesian).
@@ -669,6 +670,34 @@ def cluster_codes(
 # --------------------------------------------------------------------------- progress
 
 
+def watched(stream: Any = None) -> bool:
+    """Whether someone watches this process: ``stream`` (default stderr) is a terminal, or a Jupyter kernel runs it.
+
+    The one rule for progress output (bars, stage lines, the sampler's own
+    bar). A kernel is detected from a running ``ZMQInteractiveShell``, never
+    from ``ipykernel`` merely being imported (any library may import it), and
+    IPython is never imported here.
+
+    Examples
+    --------
+    >>> import io
+    >>> watched(io.StringIO())
+    False
+    """
+    import sys
+
+    ip = sys.modules.get("IPython")
+    if ip is not None:
+        try:
+            shell = ip.get_ipython()
+        except Exception:  # pragma: no cover - a broken IPython install
+            shell = None
+        if shell is not None and shell.__class__.__name__ == "ZMQInteractiveShell":
+            return True
+    stream = sys.stderr if stream is None else stream
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
 class Progress:
     """A plain text progress bar on standard error for long loops (standard library only).
 
@@ -697,8 +726,7 @@ class Progress:
         self.done = 0
         self._stream = stream if stream is not None else sys.stderr
         if enabled is None:
-            isatty = getattr(self._stream, "isatty", lambda: False)
-            enabled = bool(isatty()) or "ipykernel" in sys.modules
+            enabled = watched(self._stream)
         self.enabled = bool(enabled)
         self._time = time.monotonic
         self._start = self._time()

@@ -18,6 +18,8 @@ def test_bar_counts_to_its_total_and_is_silent_when_disabled_or_not_watched():
             bar.update(1)
     text = out.getvalue()
     assert text.endswith("\n") and "steps: [" in text and "5/5" in text.splitlines()[-1]
+    import ipykernel  # noqa: F401  - imported is not running: any library (or test) may import it
+
     for enabled in (False, None):  # None: a StringIO is no terminal, and no kernel runs here
         quiet = io.StringIO()
         with Progress(5, "steps", enabled=enabled, delay=0.0, stream=quiet) as bar:

@@ -77,17 +77,9 @@ def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
 
 
 def _in_notebook_or_tty() -> bool:
-    import sys
+    from .._base import watched
 
-    try:
-        from IPython import get_ipython  # type: ignore[import-not-found]
-
-        shell = get_ipython()
-        if shell is not None and shell.__class__.__name__ == "ZMQInteractiveShell":
-            return True
-    except ImportError:  # pragma: no cover - IPython is optional
-        pass
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return watched()
 
 
 def _stamp(dt: xr.DataTree, info: dict[str, Any], /, **attrs: Any) -> xr.DataTree:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import DEFAULT_PROB, HierbenchWarning
+from .._base import DEFAULT_PROB, HierbenchWarning, watched
 from ._report import Report, as_table
 
 __all__ = ["SECTIONS", "ReportSectionWarning", "build"]
@@ -154,7 +154,7 @@ class _Progress:
     """One line per stage on stderr (with its time), only when asked or on a terminal."""
 
     def __init__(self, enabled: bool | None):
-        self.on = sys.stderr.isatty() if enabled is None else bool(enabled)
+        self.on = watched() if enabled is None else bool(enabled)
         self.t0 = time.perf_counter()
 
     def __call__(self, msg: str) -> None:
