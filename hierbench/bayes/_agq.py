@@ -226,7 +226,7 @@ def _register_numba() -> None:
                     i = b0 + j
                     it = 1.0 / tot[j]
                     logp[i] = top[j] + math.log(tot[j] * s[j]) - log_sd
-                    # the placement's terms (see placement_terms): p at the mode from s
+                    # the placement's terms (see placement_terms), with p at the converged mode
                     a = eta[i] + m[j]
                     t = math.exp(-abs(a))
                     pm = (1.0 if a >= 0 else t) / (1.0 + t)

@@ -21,7 +21,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import as_rng
+from .._base import as_rng, watched
 from ._diagnostics import compute_diagnostics
 
 __all__ = ["SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
@@ -74,12 +74,6 @@ def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
     if "n_cells_excluded" in info:
         dt.attrs["n_cells_not_run"] = int(info["n_cells_excluded"])
     return dt
-
-
-def _in_notebook_or_tty() -> bool:
-    from .._base import watched
-
-    return watched()
 
 
 def _stamp(dt: xr.DataTree, info: dict[str, Any], /, **attrs: Any) -> xr.DataTree:
@@ -205,7 +199,7 @@ def fit(
     if target_accept is None:
         target_accept = (info.get("sampler_defaults") or {}).get("target_accept")
     if progress is None:
-        progress = _in_notebook_or_tty()
+        progress = watched()
     gen = as_rng(rng)
     seed = int(gen.integers(2**31 - 1))
     pp_seed = int(gen.integers(2**31 - 1))

@@ -189,6 +189,13 @@ def _task_means(
     expected = np.empty((S, n.shape[0], len(fns)))
     realised = np.empty_like(expected) if gen is not None else None
     at = None
+    if spec is not None:  # the compiled path's constants, the same for every chunk
+        from .._agq_numba import task_means
+
+        xq, wq = gauss_hermite(parts["n_quad"])
+        log_wq = np.log(wq)
+        wm = np.full(n.shape, 1.0 / n.shape[-1]) if mask is None else wmask
+        ks_f, at_least = np.asarray(spec[1], dtype=float), spec[0] != "hat"
     if parts["latent"]:
         post = parts["post"].stack(sample=("chain", "draw"))
         at = post["agent_task_effect"].transpose("sample", "agent", "task").values
@@ -203,15 +210,10 @@ def _task_means(
                 realised[sl] = expected[sl]
             continue
         if spec is not None:
-            from .._agq_numba import task_means
-
-            xq, wq = gauss_hermite(parts["n_quad"])
-            wm = np.full(n.shape, 1.0 / n.shape[-1]) if mask is None else wmask
             unif = gen.random(eta.shape) if realised is not None else None
             e_avg, r_avg = task_means(
-                y, n, eta, sd[sl], xq, np.log(wq), NEWTON_STEPS, wm,
-                np.asarray(spec[1], dtype=float), spec[0] != "hat", unif,
-            )  # fmt: skip
+                y, n, eta, sd[sl], xq, log_wq, NEWTON_STEPS, wm, ks_f, at_least, unif
+            )
             expected[sl] = e_avg
             if realised is not None:
                 realised[sl] = r_avg
