@@ -11,6 +11,21 @@ Both kernels work stage by stage across a row of cells: the Newton steps of
 one cell form a chain of dependent exponentials and divisions, and
 interleaving independent cells lets the CPU overlap them (1.7x faster than
 one cell at a time, measured on 6,000 cells). numba comes with PyTensor.
+
+Each stage is a loop over cells with no branch the compiler cannot turn into
+a select, so LLVM runs it on SIMD lanes, provided the loop calls no libm
+function: ``math.exp`` and ``math.log`` are scalar calls (numba's pip LLVM
+has no vector maths library). :func:`exp_nonpos` and :func:`log_one_two`
+are the two the stages need, written as branch-free polynomials on the
+ranges the kernels use them on (the arguments of ``exp`` there are never
+positive; ``log`` is only taken of ``1 + exp(-|e|)``). Both are within about
+one unit in the last place of libm (tested); with them the likelihood kernel
+is 2.1x faster (25,000 cells, 6.1 to 2.9 ms per value and gradient). The
+kernels are compiled with ``error_model="numpy"`` (numba's Python error
+model puts a zero-division branch into every division, which stops the
+vectoriser) and with fused multiply-add allowed (``fastmath={"contract"}``,
+no reassociation: the range reduction in :func:`exp_nonpos` relies on
+evaluation order).
 """
 
 from __future__ import annotations
@@ -22,18 +37,86 @@ import numpy as np
 
 from ._agq import NEWTON_MAX_STEP, NEWTON_TOL
 
-__all__ = ["centre", "node_masses", "node_term", "task_means"]
+__all__ = ["KERNEL_FLAGS", "centre", "exp_nonpos", "log_one_two", "node_masses", "node_term", "task_means"]
+
+#: compiler options of every kernel that uses the stages here (see the module docstring)
+KERNEL_FLAGS = {"boundscheck": False, "error_model": "numpy", "fastmath": {"contract"}}
+
 
 def _njit(**options):
     """``numba.njit`` with an on-disk cache, or without one when numba has nowhere to write it."""
 
     def decorate(fn):
         try:
-            return numba.njit(cache=True, boundscheck=False, **options)(fn)
+            return numba.njit(cache=True, **KERNEL_FLAGS, **options)(fn)
         except RuntimeError:  # pragma: no cover - no writable cache location: compile each time
-            return numba.njit(cache=False, boundscheck=False, **options)(fn)
+            return numba.njit(cache=False, **KERNEL_FLAGS, **options)(fn)
 
     return decorate
+
+
+_LOG2E = 1.4426950408889634
+# ln 2 split so that k * _LN2_HI is exact for |k| < 2^11 (Cody and Waite's reduction)
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_LN2 = 0.6931471805599453
+_SQRT2 = 1.4142135623730951
+# 1 / k!, k = 0..13: the Taylor series of exp(r) for |r| <= ln(2) / 2 (truncation < 4e-18)
+_EXP_C = tuple(1.0 / math.factorial(k) for k in range(14))
+_E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = _EXP_C
+
+
+@_njit(inline="always")
+def exp_nonpos(x):
+    """``exp(x)`` for ``x <= 0``, branch-free (0 below -708, where exp is under 3.3e-308).
+
+    ``x = k ln 2 + r`` with ``|r| <= ln(2) / 2``; ``exp(r)`` by its Taylor
+    polynomial of degree 13; ``2^k`` written into the exponent bits.
+    """
+    xc = max(x, -708.0)
+    k = math.floor(xc * _LOG2E + 0.5)
+    r = (xc - k * _LN2_HI) - k * _LN2_LO
+    p = _E13 * r + _E12
+    p = p * r + _E11
+    p = p * r + _E10
+    p = p * r + _E9
+    p = p * r + _E8
+    p = p * r + _E7
+    p = p * r + _E6
+    p = p * r + _E5
+    p = p * r + _E4
+    p = p * r + _E3
+    p = p * r + _E2
+    p = p * r + _E1
+    p = p * r + _E0
+    scale = np.int64((np.int64(k) + np.int64(1023)) << 52).view(np.float64)
+    return p * scale if x >= -708.0 else 0.0
+
+
+@_njit(inline="always")
+def log_one_two(x):
+    """``log(x)`` for ``1 <= x <= 2``, branch-free.
+
+    Above sqrt(2) the argument is halved (``+ ln 2``), so ``s = (x - 1) / (x + 1)``
+    has ``|s| <= 0.172``, and ``log x = 2 atanh(s)`` by its series to ``s^23``
+    (truncation below 1e-18).
+    """
+    big = x > _SQRT2
+    xr = 0.5 * x if big else x
+    s = (xr - 1.0) / (xr + 1.0)
+    s2 = s * s
+    p = s2 * (1.0 / 23.0) + 1.0 / 21.0
+    p = p * s2 + 1.0 / 19.0
+    p = p * s2 + 1.0 / 17.0
+    p = p * s2 + 1.0 / 15.0
+    p = p * s2 + 1.0 / 13.0
+    p = p * s2 + 1.0 / 11.0
+    p = p * s2 + 1.0 / 9.0
+    p = p * s2 + 1.0 / 7.0
+    p = p * s2 + 1.0 / 5.0
+    p = p * s2 + 1.0 / 3.0
+    p = p * s2 + 1.0
+    return 2.0 * s * p + (_LN2 if big else 0.0)
 
 
 # defined at module level: numba's cache then holds the kernel with its helpers inlined
@@ -55,7 +138,7 @@ def centre(y, n, eta, prec, steps, m, s):
         big = 0.0
         for j in range(eta.shape[0]):
             a = eta[j] + m[j]
-            t = math.exp(-abs(a))
+            t = exp_nonpos(-abs(a))
             p = (1.0 if a >= 0 else t) / (1.0 + t)
             st = (y[j] - n[j] * p - m[j] * prec) / (-n[j] * p * (1.0 - p) - prec)
             st = min(max(st, -NEWTON_MAX_STEP), NEWTON_MAX_STEP)
@@ -65,7 +148,7 @@ def centre(y, n, eta, prec, steps, m, s):
             break
     for j in range(eta.shape[0]):
         a = eta[j] + m[j]
-        t = math.exp(-abs(a))
+        t = exp_nonpos(-abs(a))
         p = (1.0 if a >= 0 else t) / (1.0 + t)
         s[j] = 1.0 / math.sqrt(n[j] * p * (1.0 - p) + prec)
 
@@ -73,11 +156,11 @@ def centre(y, n, eta, prec, steps, m, s):
 @_njit(inline="always")
 def node_term(y, n, e, z, prec, cq):
     """Log term of one node at logit ``e`` (effect ``z``), and ``expit(e)``."""
-    t = math.exp(-abs(e))
+    t = exp_nonpos(-abs(e))
     opt = 1.0 + t
     # softplus(e) = max(e, 0) + log(1 + exp(-|e|)); log(1 + t) rather than
-    # log1p(t): 2x faster, and its absolute error stays below 1e-16
-    v = y * e - n * (max(e, 0.0) + math.log(opt)) - 0.5 * z * z * prec + cq
+    # log1p(t): its absolute error stays below 1e-16, and 1 + t lies in [1, 2]
+    v = y * e - n * (max(e, 0.0) + log_one_two(opt)) - 0.5 * z * z * prec + cq
     return v, (1.0 if e >= 0 else t) / opt
 
 
@@ -107,7 +190,7 @@ def _masses(y, n, eta, sd, u, c, steps, e_out, w_out):
                     top[ti] = max(top[ti], v)
             for q in range(nq):
                 for ti in range(T):
-                    r = math.exp(w_out[si, ai, ti, q] - top[ti])
+                    r = exp_nonpos(w_out[si, ai, ti, q] - top[ti])
                     w_out[si, ai, ti, q] = r
                     tot[ti] += r
             for q in range(nq):
@@ -175,7 +258,7 @@ def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_
                     top = max(top, v)
                 tot = 0.0
                 for q in range(nq):
-                    r[q] = math.exp(r[q] - top)
+                    r[q] = exp_nonpos(r[q] - top)
                     tot += r[q]
                 pick = nq - 1
                 if realised:

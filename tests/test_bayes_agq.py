@@ -132,3 +132,38 @@ def test_log_binomial_constant():
     y, n = np.array([0, 3, 10, 55]), np.array([1, 10, 10, 100])
     want = [math.log(math.comb(int(m), int(k))) for k, m in zip(y, n, strict=True)]
     np.testing.assert_allclose(_log_binom(y, n), want, rtol=1e-12)
+
+
+def test_vectorisable_exp_and_log_are_within_two_ulp_of_numpy():
+    # the kernels' own exp (x <= 0) and log (1 <= x <= 2) against NumPy's libm, on a fine
+    # grid, random points, and the ends of their ranges
+    import numba
+
+    from hierbench._agq_numba import exp_nonpos, log_one_two
+
+    @numba.njit
+    def apply_exp(x, out):
+        for i in range(x.size):
+            out[i] = exp_nonpos(x[i])
+
+    @numba.njit
+    def apply_log(x, out):
+        for i in range(x.size):
+            out[i] = log_one_two(x[i])
+
+    g = np.random.default_rng(0)
+    x = -np.concatenate([np.linspace(0.0, 40.0, 400_001), g.exponential(5.0, 200_000), [0.0, 1e-300, 700.0, 708.0]])
+    out = np.empty_like(x)
+    apply_exp(x, out)
+    want = np.exp(x)
+    assert np.all(np.abs(out - want) <= 2 * np.spacing(want))
+    far = -np.array([708.5, 745.0, 1e300, np.inf])
+    out_far = np.empty_like(far)
+    apply_exp(far, out_far)
+    assert np.all(out_far == 0.0)  # below -708 the result is 0 (exp there is under 3.3e-308)
+    v = np.concatenate([np.linspace(1.0, 2.0, 400_001), 1.0 + g.random(200_000), [math.sqrt(2.0), np.nextafter(math.sqrt(2.0), 2.0)]])
+    out = np.empty_like(v)
+    apply_log(v, out)
+    want = np.log(v)
+    # absolute: log(1 + t) is added to terms of order one in the kernels
+    assert np.abs(out - want).max() <= 2 * np.spacing(1.0)

@@ -161,7 +161,7 @@ def _register_numba() -> None:
 
     @numba_basic.register_funcify_default_op_cache_key(AGQBinomialLogitNormal)
     def _funcify(op: AGQBinomialLogitNormal, node: Any = None, **kwargs: Any) -> Any:
-        from .._agq_numba import centre, node_term
+        from .._agq_numba import KERNEL_FLAGS, centre, exp_nonpos, node_term
 
         u, w = gauss_hermite(op.n_quad)
         c = np.log(w) + 0.5 * u**2
@@ -169,7 +169,7 @@ def _register_numba() -> None:
         nq = op.n_quad
         block = _BLOCK
 
-        @numba_basic.numba_njit(boundscheck=False)
+        @numba_basic.numba_njit(**KERNEL_FLAGS)
         def agq(y, n, eta, sd_arr):
             # blocks of cells, one stage at a time across the block (see hierbench._agq_numba)
             sd = sd_arr.item()
@@ -214,7 +214,7 @@ def _register_numba() -> None:
                     uq = u[q]
                     for j in range(nb):
                         i = b0 + j
-                        r = math.exp(lq[q, j] - top[j])
+                        r = exp_nonpos(lq[q, j] - top[j])
                         g = y[i] - n[i] * sg[q, j]
                         fp = r * (g - zz[q, j] * prec)  # node's d/dz, weighted
                         tot[j] += r
@@ -228,7 +228,7 @@ def _register_numba() -> None:
                     logp[i] = top[j] + math.log(tot[j] * s[j]) - log_sd
                     # the placement's terms (see placement_terms), with p at the converged mode
                     a = eta[i] + m[j]
-                    t = math.exp(-abs(a))
+                    t = exp_nonpos(-abs(a))
                     pm = (1.0 if a >= 0 else t) / (1.0 + t)
                     nv = n[i] * pm * (1.0 - pm)
                     h = nv + prec

@@ -26,19 +26,9 @@ import math
 import numba
 import numpy as np
 
-from .._agq_numba import centre, node_term
+from .._agq_numba import _njit, centre, exp_nonpos, node_term
 
 __all__ = ["task_pass"]
-
-
-def _njit(**options):
-    def decorate(fn):
-        try:
-            return numba.njit(cache=True, boundscheck=False, **options)(fn)
-        except RuntimeError:  # pragma: no cover - no writable cache location
-            return numba.njit(cache=False, boundscheck=False, **options)(fn)
-
-    return decorate
 
 
 @_njit(inline="always")
@@ -93,7 +83,7 @@ def _cells(yr, nr, alpha, b, marg, prec, sd, u, c, steps, eta, m, s, vq, gq, hq,
         ekk = 0.0
         ekk2 = 0.0
         for q in range(nq):
-            r = math.exp(vq[q] - top)
+            r = exp_nonpos(vq[q] - top)
             tot += r
             e1 += r * gq[q]
             e2 += r * gq[q] * gq[q]
