@@ -228,57 +228,118 @@ def node_masses(
     return e, wt
 
 
+_MEANS_BLOCK = 64  # cells per stage in _means (as in the likelihood kernel)
+
+
 @_njit(parallel=True)
 def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_out, real_out):
-    # parallel over draws; one pass per cell, no (draw, agent, task, node) arrays
+    # parallel over draws; within a draw, one agent's row at a time, in blocks of
+    # cells processed stage by stage (each stage a SIMD loop over the block's cells)
     S, A, T = eta.shape
     nq = u.shape[0]
     K = ks.shape[0]
+    B = _MEANS_BLOCK
     for si in numba.prange(S):
         prec = 1.0 / (sd[si] * sd[si])
         m = np.empty(T)
         s = np.empty(T)
-        r = np.empty(nq)
-        pq = np.empty(nq)
+        lq = np.empty((nq, B))
+        sg = np.empty((nq, B))
+        top = np.empty(B)
+        tot = np.empty(B)
+        cum = np.empty(B)
+        target = np.empty(B)
+        pick = np.empty(B, np.int64)
+        base = np.empty(B)
+        pw = np.empty(B)
+        acc = np.empty(B)
+        pp = np.empty(B)
         for ai in range(A):
             centre(y[ai], n[ai], eta[si, ai], prec, steps, m, s)
             for k in range(K):
                 exp_out[si, ai, k] = 0.0
                 real_out[si, ai, k] = 0.0
-            for ti in range(T):
-                wm = wmask[ai, ti]
-                if wm == 0.0:
-                    continue
-                top = -np.inf
+            for b0 in range(0, T, B):
+                nb = min(B, T - b0)
+                for j in range(nb):
+                    top[j] = -np.inf
                 for q in range(nq):
-                    z = m[ti] + s[ti] * u[q]
-                    v, sig = node_term(y[ai, ti], n[ai, ti], eta[si, ai, ti] + z, z, prec, c[q])
-                    r[q] = v
-                    pq[q] = sig
-                    top = max(top, v)
-                tot = 0.0
+                    for j in range(nb):
+                        t = b0 + j
+                        z = m[t] + s[t] * u[q]
+                        v, sig = node_term(y[ai, t], n[ai, t], eta[si, ai, t] + z, z, prec, c[q])
+                        lq[q, j] = v
+                        sg[q, j] = 1.0 - sig if at_least else sig
+                        top[j] = max(top[j], v)
+                for j in range(nb):
+                    tot[j] = 0.0
                 for q in range(nq):
-                    r[q] = exp_nonpos(r[q] - top)
-                    tot += r[q]
-                pick = nq - 1
+                    for j in range(nb):
+                        r = exp_nonpos(lq[q, j] - top[j])
+                        lq[q, j] = r
+                        tot[j] += r
                 if realised:
                     # inverse CDF: the first node whose cumulative mass exceeds the uniform
-                    target = unif[si, ai, ti] * tot
-                    cum = 0.0
-                    for q in range(nq):
-                        cum += r[q]
-                        if cum > target:
-                            pick = q
-                            break
+                    for j in range(nb):
+                        target[j] = unif[si, ai, b0 + j] * tot[j]
+                        cum[j] = 0.0
+                        pick[j] = 0
+                    for q in range(nq - 1):
+                        for j in range(nb):
+                            cum[j] += lq[q, j]
+                            pick[j] += 1 if cum[j] <= target[j] else 0
+                    for j in range(nb):
+                        pp[j] = sg[pick[j], j]
                 for k in range(K):
-                    acc = 0.0
+                    kk = ks[k]
+                    for j in range(nb):
+                        acc[j] = 0.0
                     for q in range(nq):
-                        f = 1.0 - (1.0 - pq[q]) ** ks[k] if at_least else pq[q] ** ks[k]
-                        acc += r[q] * f
-                    exp_out[si, ai, k] += wm * acc / tot
+                        # x^kk by repeated squaring (kk is the same for every cell)
+                        for j in range(nb):
+                            base[j] = sg[q, j]
+                            pw[j] = 1.0
+                        e = kk
+                        while e > 0:
+                            if e & 1:
+                                for j in range(nb):
+                                    pw[j] *= base[j]
+                            e >>= 1
+                            if e > 0:
+                                for j in range(nb):
+                                    base[j] *= base[j]
+                        for j in range(nb):
+                            acc[j] += lq[q, j] * pw[j]
+                    ex = 0.0
+                    for j in range(nb):
+                        f = acc[j] / tot[j]
+                        ex += wmask[ai, b0 + j] * (1.0 - f if at_least else f)
+                    exp_out[si, ai, k] += ex
                     if realised:
-                        p = pq[pick]
-                        real_out[si, ai, k] += wm * (1.0 - (1.0 - p) ** ks[k] if at_least else p ** ks[k])
+                        rl = 0.0
+                        for j in range(nb):
+                            base[j] = pp[j]
+                            pw[j] = 1.0
+                        e = kk
+                        while e > 0:
+                            if e & 1:
+                                for j in range(nb):
+                                    pw[j] *= base[j]
+                            e >>= 1
+                            if e > 0:
+                                for j in range(nb):
+                                    base[j] *= base[j]
+                        for j in range(nb):
+                            rl += wmask[ai, b0 + j] * (1.0 - pw[j] if at_least else pw[j])
+                        real_out[si, ai, k] += rl
+
+
+def _whole_ks(ks) -> np.ndarray:
+    k = np.asarray(ks)
+    ki = np.round(k).astype(np.int64)
+    if k.ndim != 1 or (ki != k).any() or (ki < 1).any():
+        raise ValueError(f"`ks` must be positive whole numbers; got {ks!r}")
+    return ki
 
 
 def task_means(
@@ -312,7 +373,7 @@ def task_means(
         int(steps),
         np.ascontiguousarray(unif, dtype=float) if realised else np.zeros((1, 1, 1)),
         np.ascontiguousarray(wmask, dtype=float),
-        np.asarray(ks, dtype=float),
+        _whole_ks(ks),
         bool(at_least),
         realised,
         exp_out,
