@@ -280,3 +280,44 @@ def test_clustered_zero_sum_density_is_the_gaussian_integrated_along_the_ones():
         exact, _ = integrate.quad(lambda c, d=mvn: d.pdf(r + c), -40, 40, epsabs=0, epsrel=1e-12, limit=200)
         diffs.append(float(f(r, sd_t, sd_c)) - np.log(exact))
     np.testing.assert_allclose(diffs, diffs[0], atol=1e-8)
+
+
+def test_posterior_predictive_in_chunks_draws_the_logit_normal_binomial(monkeypatch):
+    # a posterior that is one point, repeated over 2 x 3,000 draws: each cell's predictive
+    # is then a logit-normal binomial whose mean and variance scipy.integrate gives; the
+    # chunk size is set so the draws run in 15 chunks
+    from scipy import integrate, stats
+    from scipy.special import expit
+
+    import hierbench.bayes._crossed as C
+
+    monkeypatch.setattr(C, "_PREDICTIVE_CHUNK", 2_400)
+    ability, task, cluster, sd = np.array([-1.0, 0.5]), np.array([0.3, -2.0, 1.5]), np.array([0.4, -0.4]), 1.2
+    ai, ti = np.array([0, 0, 1, 1, 1]), np.array([0, 1, 0, 1, 2])
+    cl = np.array([0, 1, 1])
+    n = np.array([5, 8, 1, 12, 3])
+    S = (2, 3000)
+
+    def rep(v, dim):
+        return (("chain", "draw", dim), np.broadcast_to(v, (*S, v.size)).copy())
+
+    post = xr.Dataset(
+        {
+            "ability": rep(ability, "agent"),
+            "task_effect": rep(task, "task"),
+            "cluster_effect": rep(cluster, "cluster"),
+            "sd_agent_task": (("chain", "draw"), np.full(S, sd)),
+        }
+    )
+    dt = C._predictive(xr.DataTree.from_dict({"posterior": post}), np.random.default_rng(5), ai, ti, n, cl, "marginal")
+    y = dt["posterior_predictive"]["y"].values.reshape(-1, n.size)
+    assert y.dtype == np.int64 and y.shape == (6000, 5)
+    for c in range(n.size):
+        eta = ability[ai[c]] + task[ti[c]] + cluster[cl[ti[c]]]
+        m1 = integrate.quad(lambda z, e=eta: expit(e + sd * z) * stats.norm.pdf(z), -10, 10)[0]
+        m2 = integrate.quad(lambda z, e=eta: expit(e + sd * z) ** 2 * stats.norm.pdf(z), -10, 10)[0]
+        mean = n[c] * m1
+        var = n[c] * m1 * (1 - m1) + n[c] * (n[c] - 1) * (m2 - m1**2)
+        # 4.5 Monte Carlo standard errors of the mean of 6,000 draws
+        assert abs(y[:, c].mean() - mean) < 4.5 * np.sqrt(var / 6000)
+        assert abs(y[:, c].var() / var - 1) < 0.12

@@ -32,6 +32,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
+from scipy.special import expit
 
 from .._agq import NEWTON_STEPS, gauss_hermite, population_nodes
 from .._base import cluster_codes
@@ -695,6 +696,10 @@ register(
 )
 
 
+#: cells x draws per chunk of the posterior predictive (about 160 MB per float temporary)
+_PREDICTIVE_CHUNK = 20_000_000
+
+
 def _predictive(
     dt: xr.DataTree,
     gen: np.random.Generator,
@@ -716,19 +721,36 @@ def _predictive(
     def arr(name: str, dim: str) -> np.ndarray:
         return post[name].transpose("chain", "draw", dim).values
 
-    eta = arr("ability", "agent")[..., ai] + arr("task_effect", "task")[..., ti]
-    if cl_idx is not None:
-        eta = eta + arr("cluster_effect", "cluster")[..., cl_idx[ti]]
-    if agent_task == "marginal":
-        sd = post["sd_agent_task"].transpose("chain", "draw").values[..., None]
-        eta = eta + sd * gen.standard_normal(eta.shape)
-    elif agent_task == "latent":
-        eta = eta + post["agent_task_effect"].transpose("chain", "draw", "agent", "task").values[..., ai, ti]
-    p = 1.0 / (1.0 + np.exp(-eta))
-    y = gen.binomial(np.broadcast_to(n, p.shape), p)
+    ability = arr("ability", "agent").reshape(-1, post.sizes["agent"])
+    task = arr("task_effect", "task").reshape(-1, post.sizes["task"])
+    cluster = arr("cluster_effect", "cluster").reshape(-1, post.sizes["cluster"]) if cl_idx is not None else None
+    sd = post["sd_agent_task"].values.reshape(-1) if agent_task == "marginal" else None
+    latent = (
+        post["agent_task_effect"].transpose("chain", "draw", "agent", "task").values.reshape(
+            -1, post.sizes["agent"], post.sizes["task"]
+        )
+        if agent_task == "latent"
+        else None
+    )
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    y = np.empty((n_chain * n_draw, n.size), dtype=np.int64)
+    # in chunks of draws: at 50 x 2,000 cells x 4,000 draws the whole array of
+    # logits alone is 3.2 GB, and five such temporaries do not fit in memory
+    step = max(1, _PREDICTIVE_CHUNK // max(n.size, 1))
+    for lo in range(0, y.shape[0], step):
+        sl = slice(lo, min(lo + step, y.shape[0]))
+        eta = ability[sl][:, ai] + task[sl][:, ti]
+        if cluster is not None:
+            eta += cluster[sl][:, cl_idx[ti]]
+        if sd is not None:
+            eta += sd[sl, None] * gen.standard_normal(eta.shape)
+        elif latent is not None:
+            eta += latent[sl][:, ai, ti]
+        y[sl] = gen.binomial(np.broadcast_to(n, eta.shape), expit(eta))
+    y = y.reshape(n_chain, n_draw, n.size)
     dt["posterior_predictive"] = xr.DataTree(
         xr.Dataset(
-            {"y": (("chain", "draw", "cell"), y.astype(np.int64))},
+            {"y": (("chain", "draw", "cell"), y)},
             coords={"chain": post.chain, "draw": post.draw, "cell": np.arange(n.size)},
         )
     )
