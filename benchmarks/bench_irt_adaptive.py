@@ -100,17 +100,20 @@ def summarise(ds: xr.Dataset) -> dict:
     for s in ds.selection.values:
         reach[str(s)] = {t: tasks_to_reach(sizes, 100 * mae.sel(selection=s).values, t) for t in (3, 4, 5)}
         print(f"  {s!s:12s}", "  ".join(f"MAE {t}: {v:6.1f}" for t, v in reach[str(s)].items()))
-    if "adaptive" in reach and "random" in reach:
-        for t in (3, 4, 5):
-            a, r = reach["adaptive"][t], reach["random"][t]
-            print(f"  MAE {t}: adaptive / random = {a / r:.2f}  ({'<=' if a <= r / 2 else '>'} 1/2)")
-    rnd = mae.sel(selection="random").to_pandas()
-    if "adaptive" in mae.selection.values:
-        print("\nadaptive with n tasks vs random with 2n tasks (MAE, points)")
-        for n in sizes:
-            if 2 * n in rnd.index:
-                a = 100 * float(mae.sel(selection="adaptive", n_tasks=n))
-                print(f"  adaptive {n:4d}: {a:.2f}   random {2 * n:4d}: {100 * rnd[2 * n]:.2f}")
+    # two baselines: a random subset scored by the same IRT model, and its plain mean
+    # (what a user computes without a model)
+    for base in ("random", "random_mean"):
+        if "adaptive" in reach and base in reach:
+            for t in (3, 4, 5):
+                a, r = reach["adaptive"][t], reach[base][t]
+                print(f"  MAE {t}: adaptive / {base} = {a / r:.2f}  ({'<=' if a <= r / 2 else '>'} 1/2)")
+        if "adaptive" in mae.selection.values and base in mae.selection.values:
+            rnd = mae.sel(selection=base).to_pandas()
+            print(f"\nadaptive with n tasks vs {base} with 2n tasks (MAE, points)")
+            for n in sizes:
+                if 2 * n in rnd.index:
+                    a = 100 * float(mae.sel(selection="adaptive", n_tasks=n))
+                    print(f"  adaptive {n:4d}: {a:.2f}   {base} {2 * n:4d}: {100 * rnd[2 * n]:.2f}")
     return {
         "mae": {str(s): dict(zip(sizes, map(float, mae.sel(selection=s).values), strict=True)) for s in mae.selection.values},
         "coverage": {str(s): dict(zip(sizes, map(float, cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},

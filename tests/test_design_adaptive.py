@@ -176,3 +176,35 @@ def test_loo_study_on_a_small_complete_log():
     incomplete["score"][0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="must be complete logs"):
         loo_study(incomplete)
+
+
+def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
+    # the plain-mean baseline: over many random subsets its mean absolute error equals
+    # the exact hypergeometric one (scipy), and its interval is the exact one for the
+    # mean over all tasks (coverage at least nominal, checked over the subsets drawn)
+    from scipy.stats import hypergeom
+
+    g = np.random.default_rng(1)
+    M, T = 6, 60
+    th, a, d = g.normal(size=M), np.exp(g.normal(0.3, 0.3, T)), g.normal(0, 1.5, T)
+    y = (g.random((M, T)) < expit(th[:, None] * a + d)).astype(float)
+    data = xr.Dataset(
+        {"score": (("agent", "task", "run"), y[:, :, None])},
+        coords={"agent": [f"m{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)], "run": [0]},
+    )
+    ds = loo_study(
+        data, agents=["m1"], n_tasks=(10, 30), selections=("random", "random_mean"), n_random=400,
+        n_bank_draws=20, prob=0.9, rng=3,
+    )
+    assert list(ds.ci_kind.values) == ["eti", "exact"] and "ci_kind" not in ds.attrs
+    K = int(y[1].sum())
+    rm = ds.sel(agent="m1", selection="random_mean")
+    for n in (10, 30):
+        x = np.arange(n + 1)
+        exact_mae = float((hypergeom(T, K, n).pmf(x) * np.abs(x / n - K / T)).sum())
+        err = rm.abs_error.sel(n_tasks=n).values
+        # 4 Monte Carlo standard errors of a mean of 400 subsets
+        assert abs(err.mean() - exact_mae) < 4 * err.std() / np.sqrt(err.size)
+        assert rm.covered.sel(n_tasks=n).mean() >= 0.9 - 4 * np.sqrt(0.09 / 400)
+    with pytest.raises(ValueError, match="one run per cell"):
+        loo_study(xr.concat([data, data.assign_coords(run=[1])], dim="run"), n_tasks=(10,), selections=("random_mean",))

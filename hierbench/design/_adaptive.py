@@ -62,6 +62,7 @@ from .._base import (
     make_interval,
 )
 from ..freq._irt_ml import IRTBank, IRTScoreResult, calibrate_irt, irt_score
+from ._plan import uniform_bounds
 
 __all__ = ["AdaptiveResult", "AnchorSet", "MisfitCalibration", "adaptive", "anchors", "calibrate_misfit", "loo_study"]
 
@@ -877,7 +878,7 @@ def loo_study(
     data: xr.Dataset,
     *,
     n_tasks: Sequence[int] = (25, 50, 100),
-    selections: Sequence[str] = ("random", "cluster", "information", "adaptive"),
+    selections: Sequence[str] = ("random", "random_mean", "cluster", "information", "adaptive"),
     prob: float = 0.9,
     n_random: int = 1,
     agents: Sequence[str] | None = None,
@@ -901,10 +902,13 @@ def loo_study(
         Complete logs (every agent ran every task; binary scores).
     n_tasks : sequence of int
         Subset sizes to evaluate.
-    selections : sequence of {"random", "cluster", "information", "adaptive"}
-        Random subsets (``n_random`` independent draws, nested in size),
-        the two anchor sets of :func:`anchors` (one per size), and
-        :func:`adaptive` (its first ``n`` tasks; one run each).
+    selections : sequence of {"random", "random_mean", "cluster", "information", "adaptive"}
+        Random subsets (``n_random`` independent draws, nested in size)
+        scored by the IRT model; the same subsets scored by their plain
+        mean with the exact hypergeometric interval for the mean over all
+        tasks (``"random_mean"``: what a user computes without a model; one
+        run per cell); the two anchor sets of :func:`anchors` (one per
+        size); and :func:`adaptive` (its first ``n`` tasks; one run each).
     prob : float
         Level of the intervals whose coverage is measured.
     n_random : int
@@ -934,7 +938,7 @@ def loo_study(
     prob = check_prob(prob)
     n_random = check_int(n_random, "n_random", min=1)
     for s in selections:
-        check_choice(s, "selections", ["random", "cluster", "information", "adaptive"])
+        check_choice(s, "selections", ["random", "random_mean", "cluster", "information", "adaptive"])
     sizes = sorted({check_int(v, "n_tasks", min=1) for v in n_tasks})
     gen = as_rng(rng)
     c = counts(data, purpose="an IRT study")
@@ -953,6 +957,11 @@ def loo_study(
     if sizes[-1] > T:
         raise HierbenchError(f"`n_tasks` must be at most the number of tasks ({T}); got {sizes[-1]}")
     sel = list(selections)
+    if "random_mean" in sel and int(n_all.max()) > 1:
+        raise HierbenchError(
+            "loo_study's 'random_mean' selection needs one run per cell (its exact interval is "
+            f"hypergeometric over tasks); `data` has up to {int(n_all.max())} runs per cell"
+        )
     shape = (len(hold), len(sel), len(sizes), n_random)
     out = {k: np.full(shape, np.nan) for k in ("predicted", "lower", "upper", "model_lower", "model_upper")}
     tau_out = np.zeros((len(hold), len(sizes)))
@@ -982,10 +991,20 @@ def loo_study(
                 return float(r.estimate), float(lo2), float(hi2), float(lo), float(hi)
             return float(r.estimate), float(lo), float(hi), float(lo), float(hi)
 
+        # the random subsets, shared by "random" and "random_mean" (nested in size)
+        perms = [gen.permutation(task_labels) for _ in range(n_random)] if {"random", "random_mean"} & set(sel) else []
         for j, s in enumerate(sel):
-            if s == "random":
-                for rep in range(n_random):
-                    perm = gen.permutation(task_labels)
+            if s == "random_mean":
+                own_rate = rate.sel(agent=ag)
+                for rep, perm in enumerate(perms):
+                    for kk, n in enumerate(sizes):
+                        k = round(float(own_rate.sel(task=perm[:n]).sum()))
+                        lo, hi = uniform_bounds(np.array([k]), T, n, prob)
+                        out["predicted"][i, j, kk, rep] = k / n
+                        out["lower"][i, j, kk, rep] = float(lo[0])
+                        out["upper"][i, j, kk, rep] = float(hi[0])
+            elif s == "random":
+                for rep, perm in enumerate(perms):
                     for kk, n in enumerate(sizes):
                         vals = score_on(perm[:n])
                         for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
@@ -1033,12 +1052,18 @@ def loo_study(
         ds["model_lower"].notnull()
     )
     ds["misfit_sd"] = (("agent", "n_tasks"), tau_out)
+    # the interval's kind per selection (CI_KINDS keys): posterior equal-tailed from the
+    # IRT model, or the design-based exact hypergeometric one of the plain mean
+    ds["ci_kind"] = ("selection", np.array(["exact" if s == "random_mean" else "eti" for s in sel], dtype=object))
     ds.attrs = {
         "ci_prob": prob,
-        "ci_kind": "eti",
+        "ci_detail": "random_mean: exact hypergeometric interval for the mean over all tasks (design U of "
+        "hierbench.design); the other selections: equal-tailed posterior interval of the realised score",
         "model": model,
         "criterion": criterion,
         "calibration": "calibrate_irt (MAP, empirical-Bayes hyperparameters, Laplace bank)",
         "target": "the held-out agent's success rate over all tasks (realised full score)",
     }
+    if "random_mean" not in sel:
+        ds.attrs["ci_kind"] = "eti"  # one kind for every selection; else see the ci_kind variable
     return ds
