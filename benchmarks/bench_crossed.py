@@ -29,31 +29,24 @@ per cell. Usage::
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
 
-Measured 2026-11-30, 12x500x10, seed 1, one process, load average 19-21 on
-2 cores (absolute times inflated several-fold; the ratios are the result):
+Measured 2026-12-01, seed 1, nothing else running (all sizes; the
+figures are in README.md and models/crossed/card.md):
 
-=========  ======  =======  ========  =======  ======  ======  =====  ========
-config     wall s  compile  sampling  loglik   ppc     mean_o  ESS_b  R-hat
-=========  ======  =======  ========  =======  ======  ======  =====  ========
-default     961     114      640       61      29      67      2931   1.0071
-latent     2333      78     1656       58      49       3      1340   1.0085
-=========  ======  =======  ========  =======  ======  ======  =====  ========
+==========  =======  ======  ========  ======  ===========  ======  =====
+size        config   wall s  sampling  mean_o  ESS b / t    R-hat   div
+==========  =======  ======  ========  ======  ===========  ======  =====
+12x500x10   default    92.8    59.2     12.0   5034 / 1910  1.0080    0
+12x500x10   latent    166.0    91.8      0.2   1500 / 1951  1.0097    0
+25x1000x8   default   265.2   220.4     11.4   5879 / 1962  1.0090    0
+50x2000x8   default  1076.0   948.0     41.1   4287 / 2008  1.0099    0
+==========  =======  ======  ========  ======  ===========  ======  =====
 
-default vs latent: wall 2.4x, sampling 2.6x, min ESS_bulk 2.2x, 3.6x fewer
-leapfrog steps (34,360 vs 124,000 kept). Against that NUTS fit: ADVI (196 s)
-sd ratios 1.005 / 1.016 / 1.08 (sd_task / sd_agent_task / ability), largest
-mean shifts 0.17 / 0.99 / 0.12 posterior sds; the ML fit's Laplace-at-the-mode
-posterior (24 s with profile intervals, 3.3 s Wald) 1.003 / 1.019 / 0.993 and
-0.15 / 0.17 / 0.025.
-
-25x1000x8 default (load 15 falling to 4.5): wall 1285 s, compile 15 s
-(cached), sampling 1173 s, loglik 37 s, ppc 11 s, mean_observed 42 s, min
-ESS bulk 5692 / tail 1780, R-hat 1.011, 0 divergences, 59,552 leapfrog
-steps kept, 1.58 us per gradient per cell. The ML fit on the same data
-(load 3.5): 7.9 s (profile), 2.6 s (Wald); Laplace-at-the-mode error vs
-NUTS: sd ratios 0.993 / 1.02 / 1.002, mean shifts 0.09 / 0.16 / 0.03. The
-latent baseline and ADVI at this size, and NUTS at 50x2000x8, were not run
-to the end in the session (load 15-28).
+advi: 43.3 s (12x500x10) and 117.5 s (25x1000x8), sd_agent_task's mean 1.00
+and 0.90 posterior sds off; ml: 1.1 / 3.6 / 12.6 s with profile intervals
+(0.15 / 1.1 / 5.1 s Wald only), means within 0.03 (abilities) and 0.15
+(variance components) posterior sds of NUTS. ADVI and the latent baseline
+were not run at 50x2000x8. The earlier figures of this docstring
+(2026-11-30, load 15-28) are superseded.
 """
 
 from __future__ import annotations
