@@ -37,7 +37,7 @@ import numpy as np
 
 from ._agq import NEWTON_MAX_STEP, NEWTON_TOL
 
-__all__ = ["KERNEL_FLAGS", "centre", "exp_nonpos", "log_one_two", "node_masses", "node_term", "task_means"]
+__all__ = ["KERNEL_FLAGS", "centre", "exp_nonpos", "log_one_two", "node_masses", "node_stage", "node_term", "task_means"]
 
 #: compiler options of every kernel that uses the stages here (see the module docstring)
 KERNEL_FLAGS = {"boundscheck": False, "error_model": "numpy", "fastmath": {"contract"}}
@@ -164,6 +164,44 @@ def node_term(y, n, e, z, prec, cq):
     return v, (1.0 if e >= 0 else t) / opt
 
 
+@_njit(inline="always")
+def node_stage(y, n, eta, m, s, u, c, prec, nb, lq, zz, sg, top):
+    """The node stage of a block of ``nb`` cells (1-D views of the block, modes ``m``, scales ``s``).
+
+    Fills ``lq[q, j]`` (log term), ``zz[q, j]`` (effect at the node), ``sg[q, j]``
+    (``expit`` of the node's logit) and ``top[j]`` (largest log term): the
+    nodes that the likelihood kernel (:mod:`hierbench.bayes._agq`) and the
+    task averages (:func:`task_means`) both place.
+    """
+    for j in range(nb):
+        top[j] = -np.inf
+    for q in range(u.shape[0]):
+        for j in range(nb):
+            z = m[j] + s[j] * u[q]
+            v, sig = node_term(y[j], n[j], eta[j] + z, z, prec, c[q])
+            lq[q, j] = v
+            zz[q, j] = z
+            sg[q, j] = sig
+            top[j] = max(top[j], v)
+
+
+@_njit(inline="always")
+def _block_power(x, k, base, out, nb):
+    """``out[j] = x[j] ** k`` for the block's ``nb`` cells, by repeated squaring (``k`` a whole number)."""
+    for j in range(nb):
+        base[j] = x[j]
+        out[j] = 1.0
+    e = k
+    while e > 0:
+        if e & 1:
+            for j in range(nb):
+                out[j] *= base[j]
+        e >>= 1
+        if e > 0:
+            for j in range(nb):
+                base[j] *= base[j]
+
+
 @_njit(parallel=True)
 def _masses(y, n, eta, sd, u, c, steps, e_out, w_out):
     # parallel over draws; within a draw, one agent's row of tasks at a time
@@ -244,6 +282,7 @@ def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_
         m = np.empty(T)
         s = np.empty(T)
         lq = np.empty((nq, B))
+        zz = np.empty((nq, B))
         sg = np.empty((nq, B))
         top = np.empty(B)
         tot = np.empty(B)
@@ -261,16 +300,12 @@ def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_
                 real_out[si, ai, k] = 0.0
             for b0 in range(0, T, B):
                 nb = min(B, T - b0)
-                for j in range(nb):
-                    top[j] = -np.inf
-                for q in range(nq):
-                    for j in range(nb):
-                        t = b0 + j
-                        z = m[t] + s[t] * u[q]
-                        v, sig = node_term(y[ai, t], n[ai, t], eta[si, ai, t] + z, z, prec, c[q])
-                        lq[q, j] = v
-                        sg[q, j] = 1.0 - sig if at_least else sig
-                        top[j] = max(top[j], v)
+                blk = slice(b0, b0 + nb)
+                node_stage(y[ai, blk], n[ai, blk], eta[si, ai, blk], m[blk], s[blk], u, c, prec, nb, lq, zz, sg, top)
+                if at_least:  # pass@k averages 1 - (1 - p)^k: powers of 1 - p
+                    for q in range(nq):
+                        for j in range(nb):
+                            sg[q, j] = 1.0 - sg[q, j]
                 for j in range(nb):
                     tot[j] = 0.0
                 for q in range(nq):
@@ -295,19 +330,7 @@ def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_
                     for j in range(nb):
                         acc[j] = 0.0
                     for q in range(nq):
-                        # x^kk by repeated squaring (kk is the same for every cell)
-                        for j in range(nb):
-                            base[j] = sg[q, j]
-                            pw[j] = 1.0
-                        e = kk
-                        while e > 0:
-                            if e & 1:
-                                for j in range(nb):
-                                    pw[j] *= base[j]
-                            e >>= 1
-                            if e > 0:
-                                for j in range(nb):
-                                    base[j] *= base[j]
+                        _block_power(sg[q], kk, base, pw, nb)
                         for j in range(nb):
                             acc[j] += lq[q, j] * pw[j]
                     ex = 0.0
@@ -317,29 +340,10 @@ def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_
                     exp_out[si, ai, k] += ex
                     if realised:
                         rl = 0.0
-                        for j in range(nb):
-                            base[j] = pp[j]
-                            pw[j] = 1.0
-                        e = kk
-                        while e > 0:
-                            if e & 1:
-                                for j in range(nb):
-                                    pw[j] *= base[j]
-                            e >>= 1
-                            if e > 0:
-                                for j in range(nb):
-                                    base[j] *= base[j]
+                        _block_power(pp, kk, base, pw, nb)
                         for j in range(nb):
                             rl += wmask[ai, b0 + j] * (1.0 - pw[j] if at_least else pw[j])
                         real_out[si, ai, k] += rl
-
-
-def _whole_ks(ks) -> np.ndarray:
-    k = np.asarray(ks)
-    ki = np.round(k).astype(np.int64)
-    if k.ndim != 1 or (ki != k).any() or (ki < 1).any():
-        raise ValueError(f"`ks` must be positive whole numbers; got {ks!r}")
-    return ki
 
 
 def task_means(
@@ -355,8 +359,12 @@ def task_means(
     :func:`hierbench.metrics._crossed._draw_nodes`). Returns two (S, A, K)
     arrays; the second is zeros without ``unif``. The same numbers as
     node masses followed by NumPy averages, without their (S, A, T, q)
-    temporaries.
+    temporaries. ``ks`` are whole numbers of an integer dtype (their rule,
+    ``k >= 1``, is :func:`hierbench.metrics._crossed._ks`'s).
     """
+    ks = np.asarray(ks)
+    if ks.ndim != 1 or not np.issubdtype(ks.dtype, np.integer):
+        raise TypeError(f"`ks` must be a 1-D array of integers (powers by repeated squaring); got {ks!r}")
     S, A, _ = eta.shape
     K = len(ks)
     exp_out = np.empty((S, A, K))
@@ -373,7 +381,7 @@ def task_means(
         int(steps),
         np.ascontiguousarray(unif, dtype=float) if realised else np.zeros((1, 1, 1)),
         np.ascontiguousarray(wmask, dtype=float),
-        _whole_ks(ks),
+        ks.astype(np.int64),
         bool(at_least),
         realised,
         exp_out,

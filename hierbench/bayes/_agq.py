@@ -161,7 +161,7 @@ def _register_numba() -> None:
 
     @numba_basic.register_funcify_default_op_cache_key(AGQBinomialLogitNormal)
     def _funcify(op: AGQBinomialLogitNormal, node: Any = None, **kwargs: Any) -> Any:
-        from .._agq_numba import KERNEL_FLAGS, centre, exp_nonpos, node_term
+        from .._agq_numba import KERNEL_FLAGS, centre, exp_nonpos, node_stage
 
         u, w = gauss_hermite(op.n_quad)
         c = np.log(w) + 0.5 * u**2
@@ -192,18 +192,9 @@ def _register_numba() -> None:
             sg = np.empty((nq, block))
             for b0 in range(0, ncell, block):
                 nb = min(block, ncell - b0)
-                centre(y[b0 : b0 + nb], n[b0 : b0 + nb], eta[b0 : b0 + nb], prec, steps, m, s)
-                for j in range(nb):
-                    top[j] = -np.inf
-                for q in range(nq):
-                    for j in range(nb):
-                        i = b0 + j
-                        z = m[j] + s[j] * u[q]
-                        v, sig = node_term(y[i], n[i], eta[i] + z, z, prec, c[q])
-                        lq[q, j] = v
-                        zz[q, j] = z
-                        sg[q, j] = sig
-                        top[j] = max(top[j], v)
+                blk = slice(b0, b0 + nb)
+                centre(y[blk], n[blk], eta[blk], prec, steps, m, s)
+                node_stage(y[blk], n[blk], eta[blk], m, s, u, c, prec, nb, lq, zz, sg, top)
                 for j in range(nb):
                     tot[j] = 0.0
                     ge[j] = 0.0

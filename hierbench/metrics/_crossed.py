@@ -195,7 +195,7 @@ def _task_means(
         xq, wq = gauss_hermite(parts["n_quad"])
         log_wq = np.log(wq)
         wm = np.full(n.shape, 1.0 / n.shape[-1]) if mask is None else wmask
-        ks_f, at_least = np.asarray(spec[1], dtype=float), spec[0] != "hat"
+        ks_i, at_least = np.asarray(spec[1]), spec[0] != "hat"
     if parts["latent"]:
         post = parts["post"].stack(sample=("chain", "draw"))
         at = post["agent_task_effect"].transpose("sample", "agent", "task").values
@@ -212,7 +212,7 @@ def _task_means(
         if spec is not None:
             unif = gen.random(eta.shape) if realised is not None else None
             e_avg, r_avg = task_means(
-                y, n, eta, sd[sl], xq, log_wq, NEWTON_STEPS, wm, ks_f, at_least, unif
+                y, n, eta, sd[sl], xq, log_wq, NEWTON_STEPS, wm, ks_i, at_least, unif
             )
             expected[sl] = e_avg
             if realised is not None:
