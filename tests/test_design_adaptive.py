@@ -157,15 +157,20 @@ def test_adaptive_beats_random_on_simulated_agents():
     assert np.mean(err_ad) < np.mean(err_rd)
 
 
-def test_loo_study_on_a_small_complete_log():
-    g = np.random.default_rng(0)
-    M, T = 8, 40
+def _complete_log(M: int, T: int, seed: int) -> tuple[np.ndarray, xr.Dataset]:
+    """Binary scores of M agents on T tasks from a 2PL, one run per cell: the array and its Dataset."""
+    g = np.random.default_rng(seed)
     th, a, d = g.normal(size=M), np.exp(g.normal(0.3, 0.3, T)), g.normal(0, 1.5, T)
     y = (g.random((M, T)) < expit(th[:, None] * a + d)).astype(float)
     data = xr.Dataset(
         {"score": (("agent", "task", "run"), y[:, :, None])},
         coords={"agent": [f"m{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)], "run": [0]},
     )
+    return y, data
+
+
+def test_loo_study_on_a_small_complete_log():
+    y, data = _complete_log(8, 40, seed=0)
     ds = loo_study(data, agents=["m0", "m3"], n_tasks=(5, 10), n_random=2, n_bank_draws=50, rng=0)
     assert ds.predicted.dims == ("agent", "selection", "n_tasks", "repeat")
     np.testing.assert_allclose(ds.actual.sel(agent="m3"), y[3].mean())
@@ -184,14 +189,8 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
     # mean over all tasks (coverage at least nominal, checked over the subsets drawn)
     from scipy.stats import hypergeom
 
-    g = np.random.default_rng(1)
-    M, T = 6, 60
-    th, a, d = g.normal(size=M), np.exp(g.normal(0.3, 0.3, T)), g.normal(0, 1.5, T)
-    y = (g.random((M, T)) < expit(th[:, None] * a + d)).astype(float)
-    data = xr.Dataset(
-        {"score": (("agent", "task", "run"), y[:, :, None])},
-        coords={"agent": [f"m{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)], "run": [0]},
-    )
+    T = 60
+    y, data = _complete_log(6, T, seed=1)
     ds = loo_study(
         data, agents=["m1"], n_tasks=(10, 30), selections=("random", "random_mean"), n_random=400,
         n_bank_draws=20, prob=0.9, rng=3,
