@@ -6,7 +6,7 @@ bank of 1000 item-parameter draws; NUTS per fold is too slow on a shared
 machine, so it is validated on one fold with ``--nuts-fold``), then predict
 the held-out agent's full 500-task score from ``n`` of its tasks chosen
 
-* at random (``--n-random`` independent subsets per agent, nested in size),
+* at random (``--n-repeat`` independent subsets per agent, nested in size),
 * by cluster anchors and information anchors (``design.anchors``),
 * adaptively (``design.adaptive``, expected posterior variance reduction),
   its interval widened by the misfit variance measured on the 24
@@ -97,6 +97,21 @@ def _cov_cells(cov: xr.DataArray, sizes) -> list[str]:
     return cells
 
 
+def paired_gap(ds: xr.Dataset, sel_a: str, n_a: int, sel_b: str, n_b: int, n_boot: int = 4000,
+               seed: int = 0) -> tuple[float, float, float, float]:
+    """MAE (points) of ``sel_a`` at ``n_a`` and ``sel_b`` at ``n_b``, and a 95% interval of their difference.
+
+    Each agent's error is first averaged over its repeats; the agents are then
+    resampled (they are the units: the same held-out agents under both rules).
+    """
+    ea = 100 * ds.abs_error.sel(selection=sel_a, n_tasks=n_a).mean("repeat").values
+    eb = 100 * ds.abs_error.sel(selection=sel_b, n_tasks=n_b).mean("repeat").values
+    d = ea - eb
+    idx = np.random.default_rng(seed).integers(0, d.size, (n_boot, d.size))
+    lo, hi = np.quantile(d[idx].mean(1), [0.025, 0.975])
+    return float(ea.mean()), float(eb.mean()), float(lo), float(hi)
+
+
 def summarise(ds: xr.Dataset) -> dict:
     import pandas as pd
 
@@ -107,6 +122,11 @@ def summarise(ds: xr.Dataset) -> dict:
     width = (ds.upper - ds.lower).mean(("agent", "repeat"))
     print("\nmean absolute error of the predicted full score (percentage points)")
     print((100 * mae).to_pandas().round(2).to_string())
+    # Monte Carlo error of each MAE: the agents are the units (their repeats averaged first)
+    per_agent = 100 * ds.abs_error.mean("repeat")
+    se = per_agent.std("agent", ddof=1) / np.sqrt(ds.sizes["agent"])
+    print("its standard error over agents (points)")
+    print(se.to_pandas().round(2).to_string())
     print("\ncoverage of the 90% interval [95% Wilson band] (n intervals)")
     rows = {str(s): _cov_cells(ds.covered.sel(selection=s), sizes) for s in ds.selection.values}
     has_model = "model_covered" in ds and bool(ds.model_covered.sel(selection="adaptive").notnull().any()) \
@@ -133,12 +153,14 @@ def summarise(ds: xr.Dataset) -> dict:
                 a, r = reach["adaptive"][t], reach[base][t]
                 print(f"  MAE {t}: adaptive / {base} = {a / r:.2f}  ({'<=' if a <= r / 2 else '>'} 1/2)")
         if "adaptive" in mae.selection.values and base in mae.selection.values:
-            rnd = mae.sel(selection=base).to_pandas()
-            print(f"\nadaptive with n tasks vs {base} with 2n tasks (MAE, points)")
+            print(f"\nadaptive with n tasks vs {base} with 2n tasks (MAE, points; difference with its "
+                  "95% percentile interval, bootstrap over agents)")
             for n in sizes:
-                if 2 * n in rnd.index:
-                    a = 100 * float(mae.sel(selection="adaptive", n_tasks=n))
-                    print(f"  adaptive {n:4d}: {a:.2f}   {base} {2 * n:4d}: {100 * rnd[2 * n]:.2f}")
+                if 2 * n in sizes:
+                    a, r, lo, hi = paired_gap(ds, "adaptive", n, base, 2 * n)
+                    verdict = "adaptive not worse" if hi <= 0 else ("adaptive worse" if lo > 0 else "within noise")
+                    print(f"  adaptive {n:4d}: {a:.2f}   {base} {2 * n:4d}: {r:.2f}   "
+                          f"difference {a - r:+.2f} [{lo:+.2f}, {hi:+.2f}]  {verdict}")
     return {
         "mae": {str(s): dict(zip(sizes, map(float, mae.sel(selection=s).values), strict=True)) for s in mae.selection.values},
         "coverage": {str(s): dict(zip(sizes, map(float, cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
@@ -173,7 +195,7 @@ def loo(args) -> dict:
                     data,
                     agents=[ag],
                     n_tasks=sizes,
-                    n_random=args.n_random,
+                    n_repeat=args.n_repeat,
                     prob=0.9,
                     criterion=args.criterion,
                     n_bank_draws=args.bank_draws,
@@ -218,7 +240,7 @@ def nuts_fold(args) -> dict:
     g = np.random.default_rng(args.seed)
     actual = float(own.score.mean())
     rows = []
-    for _rep in range(args.n_random):
+    for _rep in range(args.n_repeat):
         idx = np.sort(g.choice(data.sizes["task"], 100, replace=False))
         sub = own.isel(task=idx)
         rec = {}
@@ -289,7 +311,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", default="10,20,25,50,100")
-    p.add_argument("--n-random", type=int, default=4)
+    p.add_argument("--n-repeat", type=int, default=5,
+                   help="repeats per agent of each selection that involves chance (random subsets, adaptive paths)")
     p.add_argument("--no-misfit", action="store_true", help="adaptive intervals without the misfit variance")
     p.add_argument("--summary", default=None, help="print the tables of a study saved with --save")
     p.add_argument("--criterion", default="variance", choices=["variance", "fisher"])

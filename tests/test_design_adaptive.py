@@ -171,11 +171,14 @@ def _complete_log(M: int, T: int, seed: int) -> tuple[np.ndarray, xr.Dataset]:
 
 def test_loo_study_on_a_small_complete_log():
     y, data = _complete_log(8, 40, seed=0)
-    ds = loo_study(data, agents=["m0", "m3"], n_tasks=(5, 10), n_random=2, n_bank_draws=50, rng=0)
+    ds = loo_study(data, agents=["m0", "m3"], n_tasks=(5, 10), n_repeat=2, n_bank_draws=50, rng=0)
     assert ds.predicted.dims == ("agent", "selection", "n_tasks", "repeat")
     np.testing.assert_allclose(ds.actual.sel(agent="m3"), y[3].mean())
     assert ds.predicted.sel(selection="random").notnull().all()
-    assert ds.predicted.sel(selection="adaptive", repeat=1).isnull().all()
+    # every selection that involves chance is repeated; the information anchors are not
+    for s in ("random", "random_mean", "cluster", "adaptive"):
+        assert ds.predicted.sel(selection=s).notnull().all(), s
+    assert ds.predicted.sel(selection="information", repeat=1).isnull().all()
     assert set(np.unique(ds.covered.sel(selection="random").values)) <= {0.0, 1.0}
     incomplete = data.copy(deep=True)
     incomplete["score"][0, 0, 0] = np.nan
@@ -192,7 +195,7 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
     T = 60
     y, data = _complete_log(6, T, seed=1)
     ds = loo_study(
-        data, agents=["m1"], n_tasks=(10, 30), selections=("random", "random_mean"), n_random=400,
+        data, agents=["m1"], n_tasks=(10, 30), selections=("random", "random_mean"), n_repeat=400,
         n_bank_draws=20, prob=0.9, rng=3,
     )
     assert list(ds.ci_kind.values) == ["eti", "exact"] and "ci_kind" not in ds.attrs

@@ -880,7 +880,7 @@ def loo_study(
     n_tasks: Sequence[int] = (25, 50, 100),
     selections: Sequence[str] = ("random", "random_mean", "cluster", "information", "adaptive"),
     prob: float = 0.9,
-    n_random: int = 1,
+    n_repeat: int = 1,
     agents: Sequence[str] | None = None,
     model: Literal["2pl", "1pl"] = "2pl",
     criterion: Literal["variance", "fisher"] = "variance",
@@ -903,16 +903,23 @@ def loo_study(
     n_tasks : sequence of int
         Subset sizes to evaluate.
     selections : sequence of {"random", "random_mean", "cluster", "information", "adaptive"}
-        Random subsets (``n_random`` independent draws, nested in size)
-        scored by the IRT model; the same subsets scored by their plain
-        mean with the exact hypergeometric interval for the mean over all
-        tasks (``"random_mean"``: what a user computes without a model; one
-        run per cell); the two anchor sets of :func:`anchors` (one per
-        size); and :func:`adaptive` (its first ``n`` tasks; one run each).
+        Random subsets (nested in size) scored by the IRT model; the same
+        subsets scored by their plain mean with the exact hypergeometric
+        interval for the mean over all tasks (``"random_mean"``: what a
+        user computes without a model; one run per cell); the two anchor
+        sets of :func:`anchors` (one per size); and :func:`adaptive` (its
+        first ``n`` tasks; one run each).
     prob : float
         Level of the intervals whose coverage is measured.
-    n_random : int
-        Random subsets per agent and size.
+    n_repeat : int
+        Independent repetitions, per held-out agent, of every selection
+        that involves chance: random subsets, cluster anchors (k-means
+        starts) and adaptive paths (the selection thins the bank at random,
+        and a near-tie between two tasks then sends the path one way or the
+        other, so one path per agent is a noisy measure of the rule's
+        error). Information anchors are deterministic and fill
+        ``repeat = 0`` only. The misfit calibration depends on the
+        calibration agents only and is made once per held-out agent.
     agents : sequence of str, optional
         Agents to hold out (default all).
     model, criterion, n_bank_draws
@@ -933,10 +940,10 @@ def loo_study(
         adaptive intervals without the misfit variance); over ``agent``:
         ``actual`` (the full score) and ``calibration_seconds``; over
         (``agent``, ``n_tasks``): ``misfit_sd``.
-        Non-random selections fill ``repeat = 0`` only (NaN elsewhere).
+        Information anchors fill ``repeat = 0`` only (NaN elsewhere).
     """
     prob = check_prob(prob)
-    n_random = check_int(n_random, "n_random", min=1)
+    n_repeat = check_int(n_repeat, "n_repeat", min=1)
     for s in selections:
         check_choice(s, "selections", ["random", "random_mean", "cluster", "information", "adaptive"])
     sizes = sorted({check_int(v, "n_tasks", min=1) for v in n_tasks})
@@ -962,9 +969,10 @@ def loo_study(
             "loo_study's 'random_mean' selection needs one run per cell (its exact interval is "
             f"hypergeometric over tasks); `data` has up to {int(n_all.max())} runs per cell"
         )
-    shape = (len(hold), len(sel), len(sizes), n_random)
+    shape = (len(hold), len(sel), len(sizes), n_repeat)
     out = {k: np.full(shape, np.nan) for k in ("predicted", "lower", "upper", "model_lower", "model_upper")}
     tau_out = np.zeros((len(hold), len(sizes)))
+    n_rep = {s: (1 if s == "information" else n_repeat) for s in sel}
     actual = np.full(len(hold), np.nan)
     cal_s = np.full(len(hold), np.nan)
     rate = (c["n_success"] / c["n_runs"]).transpose("agent", "task")
@@ -992,7 +1000,7 @@ def loo_study(
             return float(r.estimate), float(lo), float(hi), float(lo), float(hi)
 
         # the random subsets, shared by "random" and "random_mean" (nested in size)
-        perms = [gen.permutation(task_labels) for _ in range(n_random)] if {"random", "random_mean"} & set(sel) else []
+        perms = [gen.permutation(task_labels) for _ in range(n_repeat)] if {"random", "random_mean"} & set(sel) else []
         for j, s in enumerate(sel):
             if s == "random_mean":
                 own_rate = rate.sel(agent=ag)
@@ -1010,11 +1018,12 @@ def loo_study(
                         for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
                             out[key][i, j, kk, rep] = v
             elif s in ("cluster", "information"):
-                for kk, n in enumerate(sizes):
-                    chosen = anchors(bank, n, method=s, rng=gen).tasks
-                    vals = score_on(chosen)
-                    for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
-                        out[key][i, j, kk, 0] = v
+                for rep in range(n_rep[s]):
+                    for kk, n in enumerate(sizes):
+                        chosen = anchors(bank, n, method=s, rng=gen).tasks
+                        vals = score_on(chosen)
+                        for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
+                            out[key][i, j, kk, rep] = v
             else:
                 logs = xr.DataArray(
                     (own["n_success"] / own["n_runs"]).values[:, None],
@@ -1032,16 +1041,18 @@ def loo_study(
                         data.sel(agent=[a for a in all_agents if a != ag]), budget=sizes[-1], criterion=criterion,
                         model=model, hyper=cal.hyper, rng=gen,
                     )
-                res = adaptive(bank, logs, budget=sizes[-1], criterion=criterion, prob=prob, misfit=mis, rng=gen)
-                order = np.asarray(res.tasks.values).astype(str)
-                for kk, n in enumerate(sizes):
-                    tau = mis.sd_at(min(n, order.size)) if mis is not None else 0.0
-                    tau_out[i, kk] = tau
-                    vals = score_on(order[:n], tau=tau)
-                    keys = ("predicted", "lower", "upper", "model_lower", "model_upper")
-                    for key, v in zip(keys, vals, strict=True):
-                        out[key][i, j, kk, 0] = v
-    coords = {"agent": hold, "selection": sel, "n_tasks": sizes, "repeat": np.arange(n_random)}
+                for rep in range(n_repeat):
+                    res = adaptive(bank, logs, budget=sizes[-1], criterion=criterion, prob=prob, misfit=mis,
+                                   rng=gen)
+                    order = np.asarray(res.tasks.values).astype(str)
+                    for kk, n in enumerate(sizes):
+                        tau = mis.sd_at(min(n, order.size)) if mis is not None else 0.0
+                        tau_out[i, kk] = tau
+                        vals = score_on(order[:n], tau=tau)
+                        keys = ("predicted", "lower", "upper", "model_lower", "model_upper")
+                        for key, v in zip(keys, vals, strict=True):
+                            out[key][i, j, kk, rep] = v
+    coords = {"agent": hold, "selection": sel, "n_tasks": sizes, "repeat": np.arange(n_repeat)}
     dims = ("agent", "selection", "n_tasks", "repeat")
     ds = xr.Dataset({k: (dims, v) for k, v in out.items()}, coords=coords)
     ds["actual"] = ("agent", actual)
