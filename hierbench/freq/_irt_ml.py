@@ -232,10 +232,18 @@ def _map_fit(n, y, two_pl, hyper, x0, maxiter=200, tol=1e-8):
         big = np.max(np.abs(step))
         if big > 5.0:
             t = 5.0 / big
+        # Near the mode the decrease a step promises, g @ step / 2, falls below the rounding
+        # error of f (a sum of thousands of terms): the Armijo test then fails or passes by
+        # chance, and the search shrinks a good Newton step to nothing. There the objective
+        # cannot judge the step, so the gradient does: the step is taken when it lowers the
+        # largest gradient entry.
+        flat = 0.5 * (g @ step) <= 1e3 * np.finfo(float).eps * max(abs(f), 1.0)
         while True:
             xn = x - t * step
             fn, gn = _neg_log_post(xn, n, y, M, T, two_pl, hyper)
             if np.isfinite(fn) and fn <= f - 1e-4 * t * (g @ step):
+                break
+            if flat and np.isfinite(fn) and np.max(np.abs(gn)) < np.max(np.abs(g)):
                 break
             t *= 0.5
             if t < 1e-10:
