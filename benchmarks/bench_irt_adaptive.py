@@ -61,16 +61,6 @@ import numpy as np
 import xarray as xr
 
 
-def wilson(k: float, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval (95%) for k successes in n trials."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    c = (p + z * z / (2 * n)) / (1 + z * z / n)
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return c - h, c + h
-
-
 def tasks_to_reach(sizes, mae, target: float) -> float:
     """Tasks at which the MAE curve first falls to ``target`` (linear in log n between sizes).
 
@@ -87,13 +77,24 @@ def tasks_to_reach(sizes, mae, target: float) -> float:
     return float("inf")
 
 
-def _cov_cells(cov: xr.DataArray, sizes) -> list[str]:
+def _cov_cells(cov: xr.DataArray, sizes, n_boot: int = 4000, seed: int = 0) -> list[str]:
+    """Coverage per size with a 95% percentile interval from resampling agents.
+
+    An agent's repeats share its bank and its misfit, so they are not
+    independent intervals: the agents are the units that are resampled (each
+    agent's coverage is first averaged over its repeats). With one repeat
+    this is close to a Wald interval over agents.
+    """
     cells = []
+    g = np.random.default_rng(seed)
     for n in sizes:
         v = cov.sel(n_tasks=n)
-        k, m = float(v.sum()), int(v.notnull().sum())
-        lo, hi = wilson(k, m)
-        cells.append(f"{k / m:.3f} [{lo:.2f}, {hi:.2f}] ({m})")
+        m = int(v.notnull().sum())
+        per_agent = v.mean("repeat").values
+        per_agent = per_agent[np.isfinite(per_agent)]
+        idx = g.integers(0, per_agent.size, (n_boot, per_agent.size))
+        lo, hi = np.quantile(per_agent[idx].mean(1), [0.025, 0.975])
+        cells.append(f"{float(v.sum()) / m:.3f} [{lo:.2f}, {hi:.2f}] ({m})")
     return cells
 
 
@@ -127,7 +128,7 @@ def summarise(ds: xr.Dataset) -> dict:
     se = per_agent.std("agent", ddof=1) / np.sqrt(ds.sizes["agent"])
     print("its standard error over agents (points)")
     print(se.to_pandas().round(2).to_string())
-    print("\ncoverage of the 90% interval [95% Wilson band] (n intervals)")
+    print("\ncoverage of the 90% interval [95% interval, agents resampled] (n intervals)")
     rows = {str(s): _cov_cells(ds.covered.sel(selection=s), sizes) for s in ds.selection.values}
     has_model = "model_covered" in ds and bool(ds.model_covered.sel(selection="adaptive").notnull().any()) \
         if "adaptive" in ds.selection.values else False
