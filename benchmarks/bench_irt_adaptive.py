@@ -77,6 +77,35 @@ def tasks_to_reach(sizes, mae, target: float) -> float:
     return float("inf")
 
 
+def _ratio_text(a: float, r: float, sizes, base: str) -> str:
+    """Adaptive's tasks-to-reach over the baseline's, with the bounds the sizes allow.
+
+    ``nan`` from :func:`tasks_to_reach` means already below at the smallest
+    size (at most that many tasks), ``inf`` never reached (more than the
+    largest size); the ratio is then a bound, and the verdict against 1/2 is
+    given only when the bound decides it.
+    """
+    lo_n, hi_n = sizes[0], sizes[-1]
+    a_txt = f"<= {lo_n}" if np.isnan(a) else (f"> {hi_n}" if np.isinf(a) else f"{a:.1f}")
+    r_txt = f"<= {lo_n}" if np.isnan(r) else (f"> {hi_n}" if np.isinf(r) else f"{r:.1f}")
+    a_hi = lo_n if np.isnan(a) else a  # an upper bound on adaptive's count (inf if never)
+    r_lo = hi_n if np.isinf(r) else (np.nan if np.isnan(r) else r)  # a lower bound on the baseline's
+    if np.isnan(r_lo):
+        verdict = "undecided (both below at the smallest size)" if np.isnan(a) else "baseline below at the smallest size"
+    elif np.isinf(a_hi):
+        verdict = "adaptive never reaches it"
+    else:
+        bound = a_hi / r_lo
+        exact = not (np.isnan(a) or np.isinf(r))
+        if bound <= 0.5:
+            verdict = f"ratio {'' if exact else '<= '}{bound:.2f} (<= 1/2)"
+        elif exact:
+            verdict = f"ratio {bound:.2f} (> 1/2)"
+        else:
+            verdict = f"ratio <= {bound:.2f} (undecided against 1/2)"
+    return f"adaptive {a_txt} tasks, {base} {r_txt}: {verdict}"
+
+
 def _cov_cells(cov: xr.DataArray, sizes, n_boot: int = 4000, seed: int = 0) -> list[str]:
     """Coverage per size with a 95% percentile interval from resampling agents.
 
@@ -151,8 +180,7 @@ def summarise(ds: xr.Dataset) -> dict:
     for base in ("random", "random_mean"):
         if "adaptive" in reach and base in reach:
             for t in (3, 4, 5):
-                a, r = reach["adaptive"][t], reach[base][t]
-                print(f"  MAE {t}: adaptive / {base} = {a / r:.2f}  ({'<=' if a <= r / 2 else '>'} 1/2)")
+                print(f"  MAE {t}: " + _ratio_text(reach["adaptive"][t], reach[base][t], sizes, base))
         if "adaptive" in mae.selection.values and base in mae.selection.values:
             print(f"\nadaptive with n tasks vs {base} with 2n tasks (MAE, points; difference with its "
                   "95% percentile interval, bootstrap over agents)")
