@@ -77,6 +77,31 @@ def tasks_to_reach(sizes, mae, target: float) -> float:
     return float("inf")
 
 
+def ratio_interval(ds: xr.Dataset, base: str, target: float, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95% percentile interval of adaptive's tasks-to-reach over ``base``'s, resampling agents.
+
+    Each resample recomputes both MAE curves (agents' errors averaged over
+    their repeats) and both interpolated counts; resamples where either count
+    is not interpolated (below at the smallest size, or never reached) are
+    left out, and the interval is NaN when more than 5% are.
+    """
+    sizes = [int(v) for v in ds.n_tasks.values]
+    ea = 100 * ds.abs_error.sel(selection="adaptive").mean("repeat").transpose("agent", "n_tasks").values
+    eb = 100 * ds.abs_error.sel(selection=base).mean("repeat").transpose("agent", "n_tasks").values
+    g = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_boot):
+        idx = g.integers(0, ea.shape[0], ea.shape[0])
+        a = tasks_to_reach(sizes, ea[idx].mean(0), target)
+        r = tasks_to_reach(sizes, eb[idx].mean(0), target)
+        out.append(a / r if np.isfinite([a, r]).all() else np.nan)
+    out = np.array(out)
+    if np.isnan(out).mean() > 0.05:
+        return float("nan"), float("nan")
+    lo, hi = np.nanquantile(out, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
 def _ratio_text(a: float, r: float, sizes, base: str) -> str:
     """Adaptive's tasks-to-reach over the baseline's, with the bounds the sizes allow.
 
@@ -106,66 +131,40 @@ def _ratio_text(a: float, r: float, sizes, base: str) -> str:
     return f"adaptive {a_txt} tasks, {base} {r_txt}: {verdict}"
 
 
-def _cov_cells(cov: xr.DataArray, sizes, n_boot: int = 4000, seed: int = 0) -> list[str]:
-    """Coverage per size with a 95% percentile interval from resampling agents.
-
-    An agent's repeats share its bank and its misfit, so they are not
-    independent intervals: the agents are the units that are resampled (each
-    agent's coverage is first averaged over its repeats). With one repeat
-    this is close to a Wald interval over agents.
-    """
-    cells = []
-    g = np.random.default_rng(seed)
-    for n in sizes:
-        v = cov.sel(n_tasks=n)
-        m = int(v.notnull().sum())
-        per_agent = v.mean("repeat").values
-        per_agent = per_agent[np.isfinite(per_agent)]
-        idx = g.integers(0, per_agent.size, (n_boot, per_agent.size))
-        lo, hi = np.quantile(per_agent[idx].mean(1), [0.025, 0.975])
-        cells.append(f"{float(v.sum()) / m:.3f} [{lo:.2f}, {hi:.2f}] ({m})")
-    return cells
-
-
-def paired_gap(ds: xr.Dataset, sel_a: str, n_a: int, sel_b: str, n_b: int, n_boot: int = 4000,
-               seed: int = 0) -> tuple[float, float, float, float]:
-    """MAE (points) of ``sel_a`` at ``n_a`` and ``sel_b`` at ``n_b``, and a 95% interval of their difference.
-
-    Each agent's error is first averaged over its repeats; the agents are then
-    resampled (they are the units: the same held-out agents under both rules).
-    """
-    ea = 100 * ds.abs_error.sel(selection=sel_a, n_tasks=n_a).mean("repeat").values
-    eb = 100 * ds.abs_error.sel(selection=sel_b, n_tasks=n_b).mean("repeat").values
-    d = ea - eb
-    idx = np.random.default_rng(seed).integers(0, d.size, (n_boot, d.size))
-    lo, hi = np.quantile(d[idx].mean(1), [0.025, 0.975])
-    return float(ea.mean()), float(eb.mean()), float(lo), float(hi)
+def _cov_cells(summ: xr.Dataset, sel: str) -> list[str]:
+    c = summ.sel(selection=sel)
+    return [
+        f"{float(c.coverage.sel(n_tasks=n)):.3f} [{float(c.coverage_ci.sel(n_tasks=n, ci_bound='lower')):.2f}, "
+        f"{float(c.coverage_ci.sel(n_tasks=n, ci_bound='upper')):.2f}] ({int(c.n_intervals.sel(n_tasks=n))})"
+        for n in summ.n_tasks.values
+    ]
 
 
 def summarise(ds: xr.Dataset) -> dict:
+    """The closing note's tables, Monte Carlo errors from resampling agents (``design.loo_summary``)."""
     import pandas as pd
 
+    from hierbench.design import loo_summary
+
     sizes = [int(v) for v in ds.n_tasks.values]
-    mae = ds.abs_error.mean(("agent", "repeat"))
-    cov = ds.covered.mean(("agent", "repeat"))
-    n_cov = ds.covered.notnull().sum(("agent", "repeat"))
-    width = (ds.upper - ds.lower).mean(("agent", "repeat"))
+    summ = loo_summary(ds, rng=0)
+    mae = summ.mae
     print("\nmean absolute error of the predicted full score (percentage points)")
     print((100 * mae).to_pandas().round(2).to_string())
-    # Monte Carlo error of each MAE: the agents are the units (their repeats averaged first)
-    per_agent = 100 * ds.abs_error.mean("repeat")
-    se = per_agent.std("agent", ddof=1) / np.sqrt(ds.sizes["agent"])
     print("its standard error over agents (points)")
-    print(se.to_pandas().round(2).to_string())
+    print((100 * summ.mae_se).to_pandas().round(2).to_string())
     print("\ncoverage of the 90% interval [95% interval, agents resampled] (n intervals)")
-    rows = {str(s): _cov_cells(ds.covered.sel(selection=s), sizes) for s in ds.selection.values}
+    rows = {str(s): _cov_cells(summ, str(s)) for s in ds.selection.values}
     has_model = "model_covered" in ds and bool(ds.model_covered.sel(selection="adaptive").notnull().any()) \
         if "adaptive" in ds.selection.values else False
     if has_model:
-        rows["adaptive, model only"] = _cov_cells(ds.model_covered.sel(selection="adaptive"), sizes)
+        model_only = ds.sel(selection=["adaptive"]).assign(
+            covered=ds.model_covered, lower=ds.model_lower, upper=ds.model_upper
+        ).sel(selection=["adaptive"])
+        rows["adaptive, model only"] = _cov_cells(loo_summary(model_only, rng=0), "adaptive")
     print(pd.DataFrame(rows, index=sizes).T.to_string())
     print("\nmean width of the 90% interval (points)")
-    print((100 * width).to_pandas().round(2).to_string())
+    print((100 * summ.width).to_pandas().round(2).to_string())
     if has_model:
         mw = (ds.model_upper - ds.model_lower).sel(selection="adaptive").mean(("agent", "repeat"))
         print("adaptive, model only:", (100 * mw).round(2).values.tolist())
@@ -180,22 +179,30 @@ def summarise(ds: xr.Dataset) -> dict:
     for base in ("random", "random_mean"):
         if "adaptive" in reach and base in reach:
             for t in (3, 4, 5):
-                print(f"  MAE {t}: " + _ratio_text(reach["adaptive"][t], reach[base][t], sizes, base))
-        if "adaptive" in mae.selection.values and base in mae.selection.values:
+                lo, hi = ratio_interval(ds, base, t)
+                band = f"; 95% interval over agents [{lo:.2f}, {hi:.2f}]" if np.isfinite([lo, hi]).all() else ""
+                print(f"  MAE {t}: " + _ratio_text(reach["adaptive"][t], reach[base][t], sizes, base) + band)
             print(f"\nadaptive with n tasks vs {base} with 2n tasks (MAE, points; difference with its "
-                  "95% percentile interval, bootstrap over agents)")
+                  "95% percentile interval, agents resampled)")
             for n in sizes:
                 if 2 * n in sizes:
-                    a, r, lo, hi = paired_gap(ds, "adaptive", n, base, 2 * n)
+                    a = 100 * float(mae.sel(selection="adaptive", n_tasks=n))
+                    r = 100 * float(mae.sel(selection=base, n_tasks=2 * n))
+                    lo, hi = (100 * summ.half_gap_ci.sel(selection=base, n_tasks=n)).values
                     verdict = "adaptive not worse" if hi <= 0 else ("adaptive worse" if lo > 0 else "within noise")
                     print(f"  adaptive {n:4d}: {a:.2f}   {base} {2 * n:4d}: {r:.2f}   "
                           f"difference {a - r:+.2f} [{lo:+.2f}, {hi:+.2f}]  {verdict}")
     return {
         "mae": {str(s): dict(zip(sizes, map(float, mae.sel(selection=s).values), strict=True)) for s in mae.selection.values},
-        "coverage": {str(s): dict(zip(sizes, map(float, cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
+        "mae_se": {str(s): dict(zip(sizes, map(float, summ.mae_se.sel(selection=s).values), strict=True))
+                   for s in mae.selection.values},
+        "coverage": {str(s): dict(zip(sizes, map(float, summ.coverage.sel(selection=s).values), strict=True))
+                     for s in mae.selection.values},
         "coverage_table": rows,
-        "n_intervals": {str(s): dict(zip(sizes, map(int, n_cov.sel(selection=s).values), strict=True)) for s in cov.selection.values},
-        "width": {str(s): dict(zip(sizes, map(float, width.sel(selection=s).values), strict=True)) for s in width.selection.values},
+        "n_intervals": {str(s): dict(zip(sizes, map(int, summ.n_intervals.sel(selection=s).values), strict=True))
+                        for s in mae.selection.values},
+        "width": {str(s): dict(zip(sizes, map(float, summ.width.sel(selection=s).values), strict=True))
+                  for s in mae.selection.values},
         "tasks_to_reach_mae": reach,
         "actual": dict(zip(map(str, ds.agent.values), map(float, ds.actual.values), strict=True)),
     }

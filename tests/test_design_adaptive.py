@@ -210,3 +210,48 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
         assert rm.covered.sel(n_tasks=n).mean() >= 0.9 - 4 * np.sqrt(0.09 / 400)
     with pytest.raises(ValueError, match="one run per cell"):
         loo_study(xr.concat([data, data.assign_coords(run=[1])], dim="run"), n_tasks=(10,), selections=("random_mean",))
+
+
+def test_loo_summary_resamples_agents_not_intervals():
+    from hierbench.design import loo_summary
+
+    # a hand-built study: 4 agents x 2 selections x 2 sizes x 3 repeats
+    g = np.random.default_rng(5)
+    M, R = 4, 3
+    sizes, sels = [10, 20], ["random", "adaptive"]
+    err = g.uniform(0, 0.1, (M, 2, 2, R))
+    actual = g.uniform(0.2, 0.8, M)
+    pred = actual[:, None, None, None] + err * np.where(g.random(err.shape) < 0.5, -1, 1)
+    half = 0.06
+    lower, upper = pred - half, pred + half
+    covered = ((lower <= actual[:, None, None, None]) & (actual[:, None, None, None] <= upper)).astype(float)
+    dims = ("agent", "selection", "n_tasks", "repeat")
+    study = xr.Dataset(
+        {"abs_error": (dims, err), "covered": (dims, covered), "lower": (dims, lower), "upper": (dims, upper)},
+        coords={"agent": [f"m{i}" for i in range(M)], "selection": sels, "n_tasks": sizes, "repeat": np.arange(R)},
+        attrs={"ci_prob": 0.9},
+    )
+    s = loo_summary(study, n_boot=4000, rng=0)
+    per_agent = err.mean(3)  # repeats averaged within agent, then agents
+    np.testing.assert_allclose(s.mae.values, per_agent.mean(0))
+    np.testing.assert_allclose(s.mae_se.values, per_agent.std(0, ddof=1) / np.sqrt(M))
+    np.testing.assert_allclose(s.width.values, 2 * half)
+    assert (s.n_intervals == M * R).all()
+    # adaptive at 10 against each selection at 20; no 40 was run, so NaN at 20
+    np.testing.assert_allclose(
+        s.half_gap.sel(n_tasks=10).values, (per_agent[:, 1, 0][:, None] - per_agent[:, :, 1]).mean(0)
+    )
+    assert s.half_gap.sel(n_tasks=20).isnull().all()
+    assert s.coverage_ci.attrs["ci_kind"] == "percentile" and s.coverage_ci.attrs["ci_prob"] == 0.95
+    # the bootstrap over 4 agents: its interval of a mean is within the agents' range and,
+    # for the gap, close to the exact enumeration of all 4^4 resamples' 2.5% / 97.5% points
+    d = per_agent[:, 1, 0] - per_agent[:, 0, 1]
+    from itertools import product
+
+    means = np.array([d[list(ix)].mean() for ix in product(range(M), repeat=M)])
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    got = s.half_gap_ci.sel(selection="random", n_tasks=10).values
+    np.testing.assert_allclose(got, [lo, hi], atol=0.15 * (hi - lo))
+    # one agent cannot measure its own Monte Carlo error
+    with pytest.raises(ValueError, match="at least 2 held-out agents"):
+        loo_summary(study.isel(agent=[0]))

@@ -20,6 +20,7 @@ from ._adaptive import (
     anchors,
     calibrate_misfit,
     loo_study,
+    loo_summary,
 )
 from ._bayes import CohortPosteriorResult, cohort_posterior
 from ._plan import (
@@ -47,6 +48,7 @@ __all__ = [
     "calibrate_misfit",
     "cohort_posterior",
     "loo_study",
+    "loo_summary",
     "plan_joint",
     "plan_uniform",
     "replay",

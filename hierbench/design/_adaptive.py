@@ -1078,3 +1078,109 @@ def loo_study(
     if "random_mean" not in sel:
         ds.attrs["ci_kind"] = "eti"  # one kind for every selection; else see the ci_kind variable
     return ds
+
+
+def loo_summary(
+    study: xr.Dataset,
+    *,
+    prob: float = 0.95,
+    n_boot: int = 2000,
+    rng: None | int | np.random.Generator = None,
+) -> xr.Dataset:
+    """What a :func:`loo_study` says, with its Monte Carlo error: the held-out agents are resampled.
+
+    The agents are the units of a leave-one-agent-out study: an agent's
+    repeats share its bank and its misfit, so they are averaged within the
+    agent first, and the intervals come from resampling agents (percentile
+    bootstrap). Treating the agents x repeats intervals as independent would
+    overstate the precision of a coverage measured on 25 agents.
+
+    Parameters
+    ----------
+    study : xarray.Dataset
+        A result of :func:`loo_study`.
+    prob : float
+        Level of the bootstrap intervals.
+    n_boot : int
+        Agent resamples.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``selection``, ``n_tasks``), in score units: ``mae`` (mean
+        absolute error of the predicted full score) and ``mae_se`` (its
+        standard error over agents); ``coverage`` and ``coverage_ci`` (of the
+        study's intervals, at the study's level ``study_ci_prob``);
+        ``width`` (mean interval width); ``n_intervals``. When the study has
+        an ``"adaptive"`` selection: ``half_gap`` and ``half_gap_ci``, the
+        MAE of adaptive with ``n`` tasks minus the MAE of each selection with
+        ``2 n`` tasks (negative: adaptive with half the tasks is more
+        accurate; NaN where ``2 n`` was not run).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from scipy.special import expit
+    >>> g = np.random.default_rng(0)
+    >>> th, a, d = g.normal(size=8), np.exp(g.normal(0.3, 0.3, 40)), g.normal(0, 1.5, 40)
+    >>> y = (g.random((8, 40)) < expit(th[:, None] * a + d)).astype(float)
+    >>> data = xr.Dataset({"score": (("agent", "task", "run"), y[:, :, None])},
+    ...                   coords={"agent": [f"m{i}" for i in range(8)], "task": [f"t{j}" for j in range(40)]})
+    >>> st = loo_study(data, agents=["m0", "m1", "m2"], n_tasks=(5, 10), selections=("random", "adaptive"),
+    ...                n_bank_draws=50, misfit=False, rng=0)
+    >>> s = loo_summary(st, rng=0)
+    >>> s.half_gap.sel(selection="random").dims
+    ('n_tasks',)
+    """
+    prob = check_prob(prob)
+    n_boot = check_int(n_boot, "n_boot", min=1)
+    need = {"abs_error", "covered", "lower", "upper"}
+    if not isinstance(study, xr.Dataset) or not need <= set(study.data_vars) or "agent" not in study.dims:
+        raise HierbenchError(f"`study` must be a result of loo_study (variables {sorted(need)} over agent, ...)")
+    gen = as_rng(rng)
+    err = study["abs_error"].mean("repeat").transpose("agent", "selection", "n_tasks")
+    cov = study["covered"].mean("repeat").transpose("agent", "selection", "n_tasks")
+    M = err.sizes["agent"]
+    if M < 2:
+        raise HierbenchError(f"`study` must hold at least 2 held-out agents to measure its Monte Carlo error; got {M}")
+    idx = gen.integers(0, M, (n_boot, M))
+    q = ((1 - prob) / 2, (1 + prob) / 2)
+    detail = f"percentile bootstrap over the {M} held-out agents ({n_boot} resamples; repeats averaged within agent)"
+
+    def boot_ci(per_agent: np.ndarray, template: xr.DataArray) -> xr.DataArray:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells (e.g. a size not run)
+            bs = np.nanmean(per_agent[idx], axis=1)
+            lo, hi = np.nanquantile(bs, q[0], axis=0), np.nanquantile(bs, q[1], axis=0)
+        return make_interval(lo, hi, prob=prob, kind="percentile", detail=detail, template=template,
+                             warn_zero_width=False)
+
+    mae = err.mean("agent")
+    out = xr.Dataset(
+        {
+            "mae": mae,
+            "mae_se": err.std("agent", ddof=1) / np.sqrt(M),
+            "coverage": cov.mean("agent"),
+            "width": (study["upper"] - study["lower"]).mean(("agent", "repeat")),
+            "n_intervals": study["covered"].notnull().sum(("agent", "repeat")),
+        }
+    )
+    out["coverage_ci"] = boot_ci(cov.values, out["coverage"])
+    if "adaptive" in study["selection"].values:
+        sizes = [int(v) for v in study["n_tasks"].values]
+        ad = err.sel(selection="adaptive").values  # (agent, n_tasks)
+        gap = np.full(err.shape, np.nan)  # (agent, selection, n_tasks)
+        for k, n in enumerate(sizes):
+            if 2 * n in sizes:
+                gap[:, :, k] = ad[:, k, None] - err.sel(n_tasks=2 * n).values
+        gap_da = xr.DataArray(gap, dims=err.dims, coords=err.coords)
+        out["half_gap"] = gap_da.mean("agent")
+        out["half_gap_ci"] = boot_ci(gap, out["half_gap"])
+    out.attrs = {
+        "study_ci_prob": study.attrs.get("ci_prob", np.nan),
+        "n_agents": M,
+        "n_repeat": int(study.sizes.get("repeat", 1)),
+        "units": "score (a fraction of tasks; x 100 for points)",
+    }
+    return out
