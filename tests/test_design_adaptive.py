@@ -208,8 +208,34 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
         # 4 Monte Carlo standard errors of a mean of 400 subsets
         assert abs(err.mean() - exact_mae) < 4 * err.std() / np.sqrt(err.size)
         assert rm.covered.sel(n_tasks=n).mean() >= 0.9 - 4 * np.sqrt(0.09 / 400)
-    with pytest.raises(ValueError, match="one run per cell"):
-        loo_study(xr.concat([data, data.assign_coords(run=[1])], dim="run"), n_tasks=(10,), selections=("random_mean",))
+
+
+def test_loo_study_with_repeated_runs():
+    # Repeated (and ragged) runs: every selection runs, each chosen task with all its runs;
+    # the plain mean then has a finite-population t interval (checked against scipy).
+    from scipy import stats
+
+    from hierbench.design._adaptive import _t_fpc
+
+    g = np.random.default_rng(2)
+    M, T, R = 7, 40, 3
+    th, a, d = g.normal(size=M), np.exp(g.normal(0.3, 0.3, T)), g.normal(0, 1.5, T)
+    y = (g.random((M, T, R)) < expit(th[:, None] * a + d)[:, :, None]).astype(float)
+    y[0, :4, 2] = np.nan  # ragged: four cells of the held-out agent have two runs
+    data = xr.Dataset(
+        {"score": (("agent", "task", "run"), y)},
+        coords={"agent": [f"m{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)], "run": np.arange(R)},
+    )
+    ds = loo_study(data, agents=["m0"], n_tasks=(5, 10), n_bank_draws=40, rng=1)
+    assert ds.attrs["runs_per_task"] == R
+    assert dict(zip(ds.selection.values, ds.ci_kind.values, strict=True))["random_mean"] == "t"
+    assert ds.predicted.sel(repeat=0).notnull().all()
+    rates = np.nanmean(y[0], axis=1)
+    np.testing.assert_allclose(ds.actual.values, [rates.mean()])
+    # the helper against scipy's t interval with the finite-population correction
+    v = rates[:12]
+    lo, hi = stats.t.interval(0.9, v.size - 1, loc=v.mean(), scale=stats.sem(v) * np.sqrt(1 - v.size / T))
+    np.testing.assert_allclose(_t_fpc(v, T, 0.9), (max(lo, 0.0), min(hi, 1.0)))
 
 
 def test_loo_summary_resamples_agents_not_intervals():

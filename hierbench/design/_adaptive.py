@@ -874,6 +874,17 @@ def calibrate_misfit(
 # --------------------------------------------------------------------------- leave-one-agent-out replay
 
 
+def _t_fpc(v: np.ndarray, T: int, prob: float) -> tuple[float, float]:
+    """Student t interval for the mean of ``T`` values from ``n`` drawn without replacement, kept in [0, 1]."""
+    from scipy.stats import t as student_t
+
+    n = v.size
+    if n < 2:
+        return 0.0, 1.0
+    half = student_t.ppf((1 + prob) / 2, n - 1) * v.std(ddof=1) / np.sqrt(n) * np.sqrt(1 - n / T)
+    return max(float(v.mean() - half), 0.0), min(float(v.mean() + half), 1.0)
+
+
 def loo_study(
     data: xr.Dataset,
     *,
@@ -899,16 +910,22 @@ def loo_study(
     Parameters
     ----------
     data : xarray.Dataset
-        Complete logs (every agent ran every task; binary scores).
+        Complete logs (every agent ran every task at least once; binary
+        scores). Repeated runs, also ragged ones, are used: the full score
+        is the mean over tasks of each cell's success rate.
     n_tasks : sequence of int
         Subset sizes to evaluate.
     selections : sequence of {"random", "random_mean", "cluster", "information", "adaptive"}
         Random subsets (nested in size) scored by the IRT model; the same
         subsets scored by their plain mean with the exact hypergeometric
         interval for the mean over all tasks (``"random_mean"``: what a
-        user computes without a model; one run per cell); the two anchor
+        user computes without a model; with repeated runs, the mean of the
+        tasks' success rates with a Student t interval and the
+        finite-population correction); the two anchor
         sets of :func:`anchors` (one per size); and :func:`adaptive` (its
-        first ``n`` tasks; one run each).
+        first ``n`` tasks). With repeated runs every chosen task is run as
+        many times as the logs allow (the most runs of any cell), so each
+        selection sees the same runs per task as the full score it predicts.
     prob : float
         Level of the intervals whose coverage is measured.
     n_repeat : int
@@ -964,11 +981,7 @@ def loo_study(
     if sizes[-1] > T:
         raise HierbenchError(f"`n_tasks` must be at most the number of tasks ({T}); got {sizes[-1]}")
     sel = list(selections)
-    if "random_mean" in sel and int(n_all.max()) > 1:
-        raise HierbenchError(
-            "loo_study's 'random_mean' selection needs one run per cell (its exact interval is "
-            f"hypergeometric over tasks); `data` has up to {int(n_all.max())} runs per cell"
-        )
+    runs = int(n_all.max())  # runs per chosen task: the realised full score averages a cell's runs
     shape = (len(hold), len(sel), len(sizes), n_repeat)
     out = {k: np.full(shape, np.nan) for k in ("predicted", "lower", "upper", "model_lower", "model_upper")}
     tau_out = np.zeros((len(hold), len(sizes)))
@@ -990,7 +1003,7 @@ def loo_study(
             chosen: np.ndarray, _own: xr.Dataset = own, _bank: IRTBank = bank, tau: float = 0.0
         ) -> tuple[float, ...]:
             sub = _own.sel(task=chosen)
-            r = irt_score(_bank, sub, prob=prob, rng=gen)
+            r = irt_score(_bank, sub, prob=prob, n_runs=runs, rng=gen)
             lo, hi = r.ci.values
             if tau > 0:
                 known = float((sub["n_success"] / sub["n_runs"]).sum())
@@ -1006,11 +1019,15 @@ def loo_study(
                 own_rate = rate.sel(agent=ag)
                 for rep, perm in enumerate(perms):
                     for kk, n in enumerate(sizes):
-                        k = round(float(own_rate.sel(task=perm[:n]).sum()))
-                        lo, hi = uniform_bounds(np.array([k]), T, n, prob)
-                        out["predicted"][i, j, kk, rep] = k / n
-                        out["lower"][i, j, kk, rep] = float(lo[0])
-                        out["upper"][i, j, kk, rep] = float(hi[0])
+                        v = own_rate.sel(task=perm[:n]).values
+                        if runs == 1:  # binary per task: exact hypergeometric interval (design U)
+                            k = round(float(v.sum()))
+                            lo, hi = (float(b[0]) for b in uniform_bounds(np.array([k]), T, n, prob))
+                        else:
+                            lo, hi = _t_fpc(v, T, prob)
+                        out["predicted"][i, j, kk, rep] = float(v.mean())
+                        out["lower"][i, j, kk, rep] = lo
+                        out["upper"][i, j, kk, rep] = hi
             elif s == "random":
                 for rep, perm in enumerate(perms):
                     for kk, n in enumerate(sizes):
@@ -1025,25 +1042,25 @@ def loo_study(
                         for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
                             out[key][i, j, kk, rep] = v
             else:
+                # the agent's runs per task from its counts (successes first: every run of a
+                # chosen task is used, so their order does not matter)
+                nr = own["n_runs"].values.astype(int)
+                ns = own["n_success"].values.astype(int)
+                runs_ix = np.arange(runs)[None, :]
                 logs = xr.DataArray(
-                    (own["n_success"] / own["n_runs"]).values[:, None],
+                    np.where(runs_ix < ns[:, None], 1.0, np.where(runs_ix < nr[:, None], 0.0, np.nan)),
                     dims=("task", "run"),
                     coords={"task": np.asarray(own["task"].values).astype(str)},
                 )
-                if int(own["n_runs"].max()) > 1:
-                    raise HierbenchError(
-                        "loo_study's adaptive replay needs one run per cell; "
-                        "for repeated runs use adaptive(bank, logs) directly"
-                    )
                 mis = None
                 if misfit:
                     mis = calibrate_misfit(
                         data.sel(agent=[a for a in all_agents if a != ag]), budget=sizes[-1], criterion=criterion,
-                        model=model, hyper=cal.hyper, rng=gen,
+                        n_runs=runs, model=model, hyper=cal.hyper, rng=gen,
                     )
                 for rep in range(n_repeat):
-                    res = adaptive(bank, logs, budget=sizes[-1], criterion=criterion, prob=prob, misfit=mis,
-                                   rng=gen)
+                    res = adaptive(bank, logs, budget=sizes[-1] * runs, criterion=criterion, n_runs=runs, prob=prob,
+                                   misfit=mis, rng=gen)
                     order = np.asarray(res.tasks.values).astype(str)
                     for kk, n in enumerate(sizes):
                         tau = mis.sd_at(min(n, order.size)) if mis is not None else 0.0
@@ -1065,11 +1082,19 @@ def loo_study(
     ds["misfit_sd"] = (("agent", "n_tasks"), tau_out)
     # the interval's kind per selection (CI_KINDS keys): posterior equal-tailed from the
     # IRT model, or the design-based exact hypergeometric one of the plain mean
-    ds["ci_kind"] = ("selection", np.array(["exact" if s == "random_mean" else "eti" for s in sel], dtype=object))
+    mean_kind = "exact" if runs == 1 else "t"
+    ds["ci_kind"] = ("selection", np.array([mean_kind if s == "random_mean" else "eti" for s in sel], dtype=object))
+    mean_detail = (
+        "exact hypergeometric interval for the mean over all tasks (design U of hierbench.design)"
+        if runs == 1
+        else "Student t interval of the tasks' mean success rate with the finite-population correction "
+        "(zero width when every chosen task has the same rate)"
+    )
     ds.attrs = {
         "ci_prob": prob,
-        "ci_detail": "random_mean: exact hypergeometric interval for the mean over all tasks (design U of "
-        "hierbench.design); the other selections: equal-tailed posterior interval of the realised score",
+        "ci_detail": f"random_mean: {mean_detail}; the other selections: equal-tailed posterior interval of "
+        "the realised score",
+        "runs_per_task": runs,
         "model": model,
         "criterion": criterion,
         "calibration": "calibrate_irt (MAP, empirical-Bayes hyperparameters, Laplace bank)",
