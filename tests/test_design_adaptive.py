@@ -227,7 +227,7 @@ def test_loo_study_with_repeated_runs():
         coords={"agent": [f"m{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)], "run": np.arange(R)},
     )
     ds = loo_study(data, agents=["m0"], n_tasks=(5, 10), n_bank_draws=40, rng=1)
-    assert ds.attrs["runs_per_task"] == R
+    assert ds.attrs["max_runs_per_cell"] == R
     assert dict(zip(ds.selection.values, ds.ci_kind.values, strict=True))["random_mean"] == "t"
     assert ds.predicted.sel(repeat=0).notnull().all()
     rates = np.nanmean(y[0], axis=1)

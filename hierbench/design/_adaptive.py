@@ -698,6 +698,32 @@ def _eti_1d(x: np.ndarray, prob: float) -> tuple[float, float]:
     return float(np.quantile(x, q)), float(np.quantile(x, 1 - q))
 
 
+def _check_complete(c: xr.Dataset, purpose: str) -> None:
+    """Refuse logs with unrun cells, naming the agents and tasks short of complete and the way out."""
+    n = c["n_runs"].transpose("agent", "task")
+    miss = n == 0
+    if not bool(miss.any()):
+        return
+    agents = np.asarray(c["agent"].values).astype(str)
+    tasks = np.asarray(c["task"].values).astype(str)
+    per_agent = miss.sum("task").values
+    per_task = miss.sum("agent").values
+    short = ", ".join(f"{str(a)!r} ({int(k)} unrun)" for a, k in zip(agents, per_agent, strict=True) if k)
+    complete = agents[per_agent == 0]
+    hint = (
+        f"data.sel(agent=[...]) with the {complete.size} complete agents (e.g. {complete.tolist()[:4]}) "
+        "makes a complete log"
+        if complete.size >= 3
+        else f"data.sel(task=...) without the {int((per_task > 0).sum())} tasks some agent did not run "
+        f"(e.g. {tasks[per_task > 0][:5].tolist()})"
+    )
+    raise HierbenchError(
+        f"`data` must be complete logs (every agent ran every task at least once) {purpose}; "
+        f"{int(miss.sum())} cells were not run, by {short}. Each held-out agent's full score is its mean "
+        f"over all tasks, which unrun cells would leave undefined. {hint}"
+    )
+
+
 def _misfit_tau2(err: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Moment estimate of tau^2(n), raw and smoothed over n in [n / 1.25, 1.25 n], clipped at 0."""
     with np.errstate(invalid="ignore"):
@@ -809,12 +835,7 @@ def calibrate_misfit(
     if not isinstance(data, xr.Dataset) or "score" not in data:
         raise HierbenchError("`data` must be an eval Dataset with a binary `score` over (agent, task, run)")
     c = counts(data, purpose="misfit calibration")
-    n_all = c["n_runs"].transpose("agent", "task").values
-    if (n_all == 0).any():
-        raise HierbenchError(
-            f"`data` must be complete logs (every agent ran every task) to replay; {int((n_all == 0).sum())} "
-            "cells were not run"
-        )
+    _check_complete(c, "to replay")
     agents = np.asarray(c["agent"].values).astype(str)
     M = agents.size
     if M < 3:
@@ -967,11 +988,7 @@ def loo_study(
     gen = as_rng(rng)
     c = counts(data, purpose="an IRT study")
     n_all = c["n_runs"].transpose("agent", "task").values
-    if (n_all == 0).any():
-        raise HierbenchError(
-            f"`data` must be complete logs (every agent ran every task) for a replay study; "
-            f"{int((n_all == 0).sum())} cells were not run"
-        )
+    _check_complete(c, "for a replay study")
     all_agents = np.asarray(c["agent"].values).astype(str)
     hold = all_agents if agents is None else np.asarray(agents).astype(str)
     unknown = sorted(set(hold) - set(all_agents))
@@ -981,7 +998,10 @@ def loo_study(
     if sizes[-1] > T:
         raise HierbenchError(f"`n_tasks` must be at most the number of tasks ({T}); got {sizes[-1]}")
     sel = list(selections)
-    runs = int(n_all.max())  # runs per chosen task: the realised full score averages a cell's runs
+    # A chosen task is run as often as its logs allow (adaptive replays take up to the most
+    # runs of any cell), as the full score, a mean of each cell's success rate, counts it.
+    # The tasks not run are predicted as rates over the held-out agent's median runs per cell.
+    runs = int(n_all.max())
     shape = (len(hold), len(sel), len(sizes), n_repeat)
     out = {k: np.full(shape, np.nan) for k in ("predicted", "lower", "upper", "model_lower", "model_upper")}
     tau_out = np.zeros((len(hold), len(sizes)))
@@ -996,14 +1016,16 @@ def loo_study(
         cal_s[i] = time.perf_counter() - t0
         bank = cal.bank
         own = c.sel(agent=ag)
+        target_runs = max(1, round(float(np.median(own["n_runs"].values))))
         actual[i] = float(rate.sel(agent=ag).mean())
         task_labels = bank.tasks
 
         def score_on(
-            chosen: np.ndarray, _own: xr.Dataset = own, _bank: IRTBank = bank, tau: float = 0.0
+            chosen: np.ndarray, _own: xr.Dataset = own, _bank: IRTBank = bank, tau: float = 0.0,
+            _runs: int = target_runs,
         ) -> tuple[float, ...]:
             sub = _own.sel(task=chosen)
-            r = irt_score(_bank, sub, prob=prob, n_runs=runs, rng=gen)
+            r = irt_score(_bank, sub, prob=prob, n_runs=_runs, rng=gen)
             lo, hi = r.ci.values
             if tau > 0:
                 known = float((sub["n_success"] / sub["n_runs"]).sum())
@@ -1094,7 +1116,7 @@ def loo_study(
         "ci_prob": prob,
         "ci_detail": f"random_mean: {mean_detail}; the other selections: equal-tailed posterior interval of "
         "the realised score",
-        "runs_per_task": runs,
+        "max_runs_per_cell": runs,
         "model": model,
         "criterion": criterion,
         "calibration": "calibrate_irt (MAP, empirical-Bayes hyperparameters, Laplace bank)",
