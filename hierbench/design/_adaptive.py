@@ -46,7 +46,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import xarray as xr
 from scipy.cluster.vq import kmeans2
-from scipy.special import expit, log_expit, ndtr
+from scipy.special import expit, ndtr
 from scipy.stats import norm
 
 from .._base import (
@@ -61,7 +61,7 @@ from .._base import (
     counts,
     make_interval,
 )
-from ..freq._irt_ml import IRTBank, IRTScoreResult, calibrate_irt, irt_score
+from ..freq._irt_ml import IRTBank, IRTScoreResult, calibrate_irt, cell_loglik, irt_score
 from ._plan import uniform_bounds
 
 __all__ = ["AdaptiveResult", "AnchorSet", "MisfitCalibration", "adaptive", "anchors", "calibrate_misfit", "loo_study"]
@@ -289,8 +289,12 @@ class _Posterior:
     ``rows * _PRUNE`` of the largest row's, negligible at 1e-10).
     """
 
-    def __init__(self, bank: IRTBank, n_draws: int, n_grid: int, gen: np.random.Generator):
+    def __init__(self, bank: IRTBank, n_draws: int, n_grid: int, gen: np.random.Generator, n_runs: int = 1):
         b = bank.thin(n_draws, gen)
+        # runs correlated within a cell (calibrate_irt's run_icc): an observed cell is
+        # beta-binomial (cell_loglik), and a task not run contributes the variance of a
+        # mean of n_runs correlated runs, p (1 - p) (1 + (n_runs - 1) icc) / n_runs
+        self.icc = float(bank.attrs.get("run_icc", 0.0))
         a = b.discrimination.values
         d = b.intercept.values
         grid = np.linspace(-5.0, 5.0, n_grid)
@@ -299,7 +303,7 @@ class _Posterior:
         eta = (a[:, None, :] * grid[None, :, None] + d[:, None, :]).reshape(S * n_grid, T)
         self.eta = eta
         self.P = expit(eta)
-        self.V = self.P * (1 - self.P)  # Bernoulli variance
+        self.V = self.P * (1 - self.P) * (1 + (n_runs - 1) * self.icc) / n_runs  # variance of a task's rate
         self.Q = (np.repeat(a, n_grid, axis=0) ** 2) * self.V  # Fisher information
         self.P2 = self.P * self.P
         lw = np.tile(-0.5 * grid**2, S)
@@ -307,7 +311,7 @@ class _Posterior:
         self.unrun = np.ones(T, bool)  # tasks not run at all
         self.known = 0.0  # sum over run tasks of their observed success rate
         self.ptot = self.P.sum(1)  # sum over unrun tasks of p
-        self.vtot = self.V.sum(1)  # sum over unrun tasks of p (1 - p)
+        self.vtot = self.V.sum(1)  # sum over unrun tasks of their rate's variance
 
     def weights(self) -> np.ndarray:
         w = np.exp(self.logw - self.logw.max())
@@ -320,7 +324,7 @@ class _Posterior:
         return rows, wa / wa.sum()
 
     def observe(self, t: int, k: int, n: int) -> None:
-        self.logw = self.logw + k * log_expit(self.eta[:, t]) + (n - k) * log_expit(-self.eta[:, t])
+        self.logw = self.logw + cell_loglik(self.eta[:, t], k, n, self.icc)
         if self.unrun[t]:
             self.unrun[t] = False
             self.ptot = self.ptot - self.P[:, t]
@@ -391,7 +395,7 @@ def _replay_moments(bank: IRTBank, logs: xr.DataArray, *, budget: int, criterion
     :func:`calibrate_misfit` needs, at a fraction of the cost).
     """
     replay = _Replay(logs, bank)
-    post = _Posterior(bank, n_draws, n_grid, gen)
+    post = _Posterior(bank, n_draws, n_grid, gen, n_runs)
     asked = np.array([replay.available(t) == 0 for t in bank.tasks])
     known = 0.0
     means, sds = [], []
@@ -522,7 +526,7 @@ def adaptive(
         raise TypeError(f"`run` must be a callable task -> score or an agent's logs; got {type(run).__name__}")
     start_idx = bank._index(start, name="start") if start is not None else np.array([], np.intp)
     t0 = time.perf_counter()
-    post = _Posterior(bank, n_draws, n_grid, gen)
+    post = _Posterior(bank, n_draws, n_grid, gen, n_runs)
     T = bank.n_tasks
     tasks = bank.tasks
     asked = np.zeros(T, bool)
