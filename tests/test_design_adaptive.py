@@ -220,7 +220,10 @@ def test_loo_study_with_repeated_runs():
     g = np.random.default_rng(2)
     M, T, R = 7, 40, 3
     th, a, d = g.normal(size=M), np.exp(g.normal(0.3, 0.3, T)), g.normal(0, 1.5, T)
-    y = (g.random((M, T, R)) < expit(th[:, None] * a + d)[:, :, None]).astype(float)
+    # cells beta-binomial around the curve (runs correlated, 0.3): the banks carry a run_icc
+    p = expit(th[:, None] * a + d)
+    p = g.beta(p * 7 / 3, (1 - p) * 7 / 3)
+    y = (g.random((M, T, R)) < p[:, :, None]).astype(float)
     y[0, :4, 2] = np.nan  # ragged: four cells of the held-out agent have two runs
     data = xr.Dataset(
         {"score": (("agent", "task", "run"), y)},

@@ -325,3 +325,21 @@ def test_realised_score_interval_covers_with_correlated_runs():
             hits[ic] += lo <= (y / R).mean() <= hi
     assert hits[icc] / n_rep >= 0.9 - 3 * np.sqrt(0.09 / n_rep)
     assert hits[0.0] / n_rep < 0.8
+
+
+def test_cell_loglik_is_the_beta_binomial_and_stays_finite_far_out():
+    from scipy.special import comb
+
+    from hierbench.freq._irt_ml import cell_loglik
+
+    eta = np.array([-3.0, -0.5, 0.0, 1.2, 4.0])
+    icc = 0.15
+    c = 1 / icc - 1
+    p = expit(eta)
+    for k, n in ((0, 8), (3, 8), (8, 8), (1, 1)):
+        want = stats.betabinom.logpmf(k, n, p * c, (1 - p) * c) - np.log(comb(n, k))
+        np.testing.assert_allclose(cell_loglik(eta, k, n, icc), want, rtol=1e-10, atol=1e-12)
+        # icc = 0 is the binomial
+        np.testing.assert_allclose(cell_loglik(eta, k, n, 0.0), stats.binom.logpmf(k, n, p) - np.log(comb(n, k)))
+    # far grid points (|eta| of hundreds) give finite values, so posterior weights never turn NaN
+    assert np.isfinite(cell_loglik(np.array([-800.0, 800.0]), 3, 8, icc)).all()

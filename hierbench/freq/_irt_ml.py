@@ -754,8 +754,10 @@ def cell_loglik(eta: np.ndarray, y: Any, n: Any, icc: float = 0.0) -> np.ndarray
     if icc <= 0:
         return y * eta + n * log_expit(-eta)
     c = 1.0 / icc - 1.0
-    pc = expit(eta) * c
-    qc = c - pc
+    # both beta parameters from their own tail (1 - expit(eta) loses p near 1), kept off 0,
+    # where betaln is infinite and a far grid point would turn the weights to NaN
+    pc = np.maximum(expit(eta), 1e-300) * c
+    qc = np.maximum(expit(-eta), 1e-300) * c
     return betaln(y + pc, n - y + qc) - betaln(pc, qc)
 
 
