@@ -211,14 +211,20 @@ def summarise(ds: xr.Dataset) -> dict:
 
 
 def loo(args) -> dict:
-    from hierbench.data import load_swebench_bash_only
+    from hierbench.data import load_metr, load_swebench_bash_only
     from hierbench.design import loo_study
 
-    data = load_swebench_bash_only()
+    if args.data == "metr":
+        # repeated runs (up to 96 per cell, 8 typical); the 7 agents that ran every task
+        data = load_metr()
+        ran = data.score.notnull().sum("run")
+        data = data.sel(agent=[a for a in data.agent.values if int((ran.sel(agent=a) == 0).sum()) == 0])
+    else:
+        data = load_swebench_bash_only()
     agents = [str(a) for a in data.agent.values]
     if args.quick:
         agents = agents[:: max(1, len(agents) // 4)][:4]
-    sizes = tuple(int(v) for v in args.sizes.split(","))
+    sizes = tuple(int(v) for v in (args.sizes or ("10,20,40" if args.data == "metr" else "10,20,25,50,100")).split(","))
     t0 = time.perf_counter()
     # one held-out agent at a time (seed + its position in the data), in a seeded random
     # order, saved as it goes: a run cut short on a shared machine leaves a usable sample
@@ -239,6 +245,7 @@ def loo(args) -> dict:
                     n_bank_draws=args.bank_draws,
                     model=args.model,
                     misfit=not args.no_misfit,
+                    run_icc=None if args.run_icc == "estimate" else float(args.run_icc),
                     rng=args.seed + i,
                 )
             )
@@ -249,7 +256,7 @@ def loo(args) -> dict:
     secs = time.perf_counter() - t0
     if args.save:
         ds.to_netcdf(args.save)
-    print(f"leave-one-agent-out on SWE-bench bash-only: {len(agents)} agents, {secs:.0f} s, load {os.getloadavg()}")
+    print(f"leave-one-agent-out on {args.data}: {len(agents)} agents, {secs:.0f} s, load {os.getloadavg()}")
     out = summarise(ds)
     out.update({"agents": agents, "sizes": list(sizes), "seconds": secs, "load": os.getloadavg(),
                 "misfit": not args.no_misfit})
@@ -348,7 +355,11 @@ def full_fit(args) -> dict:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--sizes", default="10,20,25,50,100")
+    p.add_argument("--sizes", default=None, help="subset sizes (default 10,20,25,50,100; METR 10,20,40)")
+    p.add_argument("--data", default="swe", choices=["swe", "metr"],
+                   help="SWE-bench bash-only (one run per cell) or METR's complete agents (repeated runs)")
+    p.add_argument("--run-icc", default="estimate",
+                   help="correlation of a cell's runs: 'estimate' (calibrate_irt's default) or a number (0: binomial)")
     p.add_argument("--n-repeat", type=int, default=5,
                    help="repeats per agent of each selection that involves chance (random subsets, adaptive paths)")
     p.add_argument("--no-misfit", action="store_true", help="adaptive intervals without the misfit variance")

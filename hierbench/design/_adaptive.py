@@ -748,6 +748,7 @@ def calibrate_misfit(
     n_runs: int = 1,
     model: Literal["2pl", "1pl"] = "2pl",
     hyper: dict[str, float] | None = None,
+    run_icc: float | None = None,
     folds: int = 5,
     prob: float = DEFAULT_PROB,
     n_bank_draws: int = 200,
@@ -800,6 +801,9 @@ def calibrate_misfit(
     hyper : dict, optional
         The empirical-Bayes hyperparameters of the main calibration
         (``calibrate_irt(data).hyper``); estimated on ``data`` when omitted.
+    run_icc : float, optional
+        The correlation of a cell's runs (``calibrate_irt(data).info["run_icc"]``);
+        estimated on ``data`` when omitted (0 with one run per cell).
     folds : int
         Cross-fitting folds (at most the number of agents).
     prob : float
@@ -847,10 +851,13 @@ def calibrate_misfit(
     folds = check_int(folds, "folds", min=2, max=M)
     gen = as_rng(rng)
     t0 = time.perf_counter()
-    if hyper is None:
+    if run_icc is None and int(c["n_runs"].max()) == 1:
+        run_icc = 0.0  # one run per cell: not identified, and calibrate_irt would say 0
+    if hyper is None or run_icc is None:
         with warnings.catch_warnings():  # one Laplace draw: only the hyperparameters are wanted
             warnings.simplefilter("ignore", ZeroWidthIntervalWarning)
-            hyper = _calibrate(c, model=model, n_draws=1, rng=gen).hyper
+            first = _calibrate(c, model=model, hyper=hyper, n_draws=1, run_icc=run_icc, rng=gen)
+        hyper, run_icc = first.hyper, first.info["run_icc"]
     score = data["score"]
     if "run" not in score.dims:
         score = score.expand_dims(run=[0], axis=-1)
@@ -861,7 +868,8 @@ def calibrate_misfit(
     T = c.sizes["task"]
     for f in range(folds):
         out = fold_of == f
-        bank = _calibrate(c.isel(agent=np.flatnonzero(~out)), model=model, hyper=hyper, n_draws=n_bank_draws, rng=gen).bank
+        bank = _calibrate(c.isel(agent=np.flatnonzero(~out)), model=model, hyper=hyper, run_icc=run_icc,
+                          n_draws=n_bank_draws, rng=gen).bank
         for i in np.flatnonzero(out):
             logs = score.isel(agent=i, drop=True).transpose("task", "run")
             mean, sd = _replay_moments(bank, logs, budget=budget, criterion=criterion, n_runs=n_runs,
@@ -922,6 +930,7 @@ def loo_study(
     criterion: Literal["variance", "fisher"] = "variance",
     n_bank_draws: int = 1000,
     misfit: bool = True,
+    run_icc: float | None = None,
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
     """Leave one agent out: calibrate on the others, score it from a few tasks, compare with its full score.
@@ -966,6 +975,9 @@ def loo_study(
         Agents to hold out (default all).
     model, criterion, n_bank_draws
         Passed on to the calibration and to :func:`adaptive`.
+    run_icc : float, optional
+        Passed on to :func:`hierbench.freq.calibrate_irt` (by default each
+        fold estimates it; 0 treats a cell's runs as independent).
     misfit : bool
         Measure the adaptive rule's misfit variance on the calibration
         agents of each fold (:func:`calibrate_misfit`, at the fold's
@@ -1016,7 +1028,7 @@ def loo_study(
     for i, ag in enumerate(hold):
         train = c.sel(agent=[a for a in all_agents if a != ag])
         t0 = time.perf_counter()
-        cal = calibrate_irt(train, model=model, n_draws=n_bank_draws, rng=gen)
+        cal = calibrate_irt(train, model=model, n_draws=n_bank_draws, run_icc=run_icc, rng=gen)
         cal_s[i] = time.perf_counter() - t0
         bank = cal.bank
         own = c.sel(agent=ag)
@@ -1082,7 +1094,7 @@ def loo_study(
                 if misfit:
                     mis = calibrate_misfit(
                         data.sel(agent=[a for a in all_agents if a != ag]), budget=sizes[-1], criterion=criterion,
-                        n_runs=runs, model=model, hyper=cal.hyper, rng=gen,
+                        n_runs=runs, model=model, hyper=cal.hyper, run_icc=cal.info["run_icc"], rng=gen,
                     )
                 for rep in range(n_repeat):
                     res = adaptive(bank, logs, budget=sizes[-1] * runs, criterion=criterion, n_runs=runs, prob=prob,
