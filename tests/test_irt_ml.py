@@ -18,7 +18,7 @@ from scipy.optimize import check_grad
 from scipy.special import expit
 
 from hierbench._base import PartialCreditError
-from hierbench.freq import IRTBank, calibrate_irt, irt_score
+from hierbench.freq import IRTBank, IRTConvergenceWarning, calibrate_irt, irt_score
 from hierbench.freq._irt_ml import (
     _from_arrow,
     _hessian_blocks,
@@ -234,7 +234,6 @@ def test_newton_does_not_stall_at_the_mode_on_real_folds(shared_data, held_out):
     # the rounding of the objective and shrank every Newton step to nothing. The mode must
     # now be reached (largest gradient entry below 1e-8) without a convergence warning.
     from hierbench.data import load_swebench_bash_only
-    from hierbench.freq import IRTConvergenceWarning
 
     data = load_swebench_bash_only(shared_data)
     assert held_out in set(data.agent.values.astype(str))
@@ -343,3 +342,20 @@ def test_cell_loglik_is_the_beta_binomial_and_stays_finite_far_out():
         np.testing.assert_allclose(cell_loglik(eta, k, n, 0.0), stats.binom.logpmf(k, n, p) - np.log(comb(n, k)))
     # far grid points (|eta| of hundreds) give finite values, so posterior weights never turn NaN
     assert np.isfinite(cell_loglik(np.array([-800.0, 800.0]), 3, 8, icc)).all()
+
+
+def test_few_agents_keep_the_discriminations_finite():
+    # Plain empirical Bayes (ML-II) had no term holding the item population's level: with
+    # 2-6 agents the log-discriminations' mean ran to about -500 to -700 (every slope 0,
+    # ability irrelevant), usually without a warning. The EB steps now take the mode of
+    # the PyMC builders' hyperpriors (MAP-II), so with 4 or more agents the slopes stay
+    # within the prior's reach of 1 (mean log a within 3 prior sds of 0).
+    for M in (4, 5, 6):
+        g = np.random.default_rng(0)
+        th, a, d = g.normal(size=M), np.exp(g.normal(0.3, 0.3, 30)), g.normal(0, 1.5, 30)
+        y = (g.random((M, 30)) < expit(th[:, None] * a + d)).astype(float)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", IRTConvergenceWarning)
+            cal = calibrate_irt(_counts(np.ones((M, 30), int), y), n_draws=10, rng=0)
+        assert abs(cal.hyper["mu_la"]) < 3.0, (M, cal.hyper)
+        assert np.isfinite(cal.discrimination.values).all() and cal.discrimination.min() > 0.05

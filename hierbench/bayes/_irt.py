@@ -37,15 +37,15 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from .._base import HierbenchError, cluster_codes
+from ..freq._irt_ml import IRT_HYPERPRIORS
 from ._registry import ModelEntry, data_hash, make_prior, merge_priors, prepare_counts, register
 
 __all__ = ["IRT_PRIORS", "build_irt_1pl", "build_irt_2pl"]
 
+#: the item populations' hyperpriors are owned by the sampler-free calibration, which
+#: takes their mode; the clusters' sd exists only here
 IRT_PRIORS: dict[str, dict[str, Any]] = {
-    "mu_intercept": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
-    "sd_intercept": {"dist": "HalfNormal", "sigma": 3.0},
-    "mu_log_discrimination": {"dist": "Normal", "mu": 0.0, "sigma": 1.0},
-    "sd_log_discrimination": {"dist": "HalfNormal", "sigma": 0.5},
+    **{k: dict(v) for k, v in IRT_HYPERPRIORS.items()},
     "sd_cluster": {"dist": "HalfNormal", "sigma": 1.0},
 }
 

@@ -70,6 +70,17 @@ __all__ = [
 ]
 
 
+#: Hyperpriors of the item parameters' population (mean: normal; sd: half-normal), shared
+#: by the PyMC builders (``hierbench.bayes.IRT_PRIORS``) and the empirical-Bayes steps of
+#: :func:`calibrate_irt`, which take their mode (see ``models/irt_2pl/card.md``).
+IRT_HYPERPRIORS: dict[str, dict[str, Any]] = {
+    "mu_intercept": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
+    "sd_intercept": {"dist": "HalfNormal", "sigma": 3.0},
+    "mu_log_discrimination": {"dist": "Normal", "mu": 0.0, "sigma": 1.0},
+    "sd_log_discrimination": {"dist": "HalfNormal", "sigma": 0.5},
+}
+
+
 class IRTConvergenceWarning(HierbenchWarning):
     """The MAP optimiser or the empirical-Bayes iterations stopped before converging."""
 
@@ -313,6 +324,30 @@ def _estimate_run_icc(n: np.ndarray, y: np.ndarray, two_pl: bool) -> float:
         p = expit(theta[:, None] * np.exp(la)[None, :] + d[None, :])
         icc = _run_icc_moment(n, y, p, M + (2 * T if two_pl else T + 1))
     return icc
+
+
+def _m_step(x: np.ndarray, var: np.ndarray, sd_now: float, mu_prior: dict, sd_prior: dict) -> tuple[float, float]:
+    """One Laplace-EM update of a group's (mean, log sd) at the mode of their hyperpriors (MAP-II).
+
+    ``x`` are the group members' modes and ``var`` their Laplace variances.
+    The mean's normal hyperprior and the sd's half-normal one are
+    :data:`IRT_HYPERPRIORS`, the PyMC builders' own. Plain empirical Bayes
+    (ML-II) has no such term, and with few agents it is not identified:
+    with 2 agents the log-discriminations' mean ran to -698 and the
+    intercepts' sd to its floor.
+
+    The mean is the precision-weighted compromise between the members and
+    its prior, at the current sd. The sd maximises
+    ``-T log sd - S / (2 sd^2) - sd^2 / (2 s^2)`` with ``S = sum (x - mean)^2 + var``
+    (``S / T`` when ``T`` is large).
+    """
+    T = x.size
+    m0, s0 = mu_prior["mu"], mu_prior["sigma"]
+    mu = (x.sum() / sd_now**2 + m0 / s0**2) / (T / sd_now**2 + 1 / s0**2)
+    S = float(((x - mu) ** 2 + var).sum())
+    h2 = sd_prior["sigma"] ** 2
+    sd2 = 0.5 * h2 * (np.sqrt(T**2 + 4 * S / h2) - T)
+    return float(mu), 0.5 * float(np.log(max(sd2, 1e-12)))
 
 
 def _standardise(theta: np.ndarray, d: np.ndarray, a: np.ndarray):
@@ -619,11 +654,11 @@ def calibrate_irt(
         th_, d_, a_ = _standardise(th_, d_, np.exp(la_))
         state["x"] = np.concatenate([th_, d_, np.log(a_)])
         _, dd, ll = _split(state["x"], M, T, two_pl)
-        mu_d = float(dd.mean())
-        out = [mu_d, 0.5 * np.log(np.mean((dd - mu_d) ** 2 + lp["var_i"][:, 0]))]
+        hp = IRT_HYPERPRIORS
+        out = list(_m_step(dd, lp["var_i"][:, 0], hh[1], hp["mu_intercept"], hp["sd_intercept"]))
         if two_pl:
-            mu_la = float(ll.mean())
-            out += [mu_la, 0.5 * np.log(max(np.mean((ll - mu_la) ** 2 + lp["var_i"][:, 1]), 1e-6))]
+            out += list(_m_step(ll, lp["var_i"][:, 1], hh[3], hp["mu_log_discrimination"],
+                                hp["sd_log_discrimination"]))
         else:
             out += [0.0, 0.0]  # one shared slope: a fixed weak prior N(0, 1) on its log
         return np.array(out)
@@ -654,7 +689,12 @@ def calibrate_irt(
         converged = np.max(np.abs(nat(z_new) - nat(z))) < 1e-3
         z = z_new
     if not converged:
-        warn_msgs.append(f"empirical-Bayes hyperparameters still moving after {n_em} EM steps")
+        warn_msgs.append(
+            f"empirical-Bayes hyperparameters still moving after {n_em} EM steps (now "
+            + ", ".join(f"{k} {v:.3g}" for k, v in zip(names, (z[0], np.exp(z[1]), z[2], np.exp(z[3])), strict=True))
+            + f"): with {M} agents the item population is weakly identified; use model='1pl', "
+            "pass `hyper` fixed, or calibrate on more agents"
+        )
     h = (float(z[0]), float(np.exp(z[1])), float(z[2]), float(np.exp(z[3])))
     x, lap, hess_kind = fit_at(h)
     if not state["last"].success:
