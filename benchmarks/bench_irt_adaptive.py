@@ -33,21 +33,22 @@ interval (misfit variance added):
 =========================  =====  =====  =====  =====  =====  ============  ===============
 bank, selection            10     20     25     50     100    se 25 / 50    adaptive cover
 =========================  =====  =====  =====  =====  =====  ============  ===============
-2PL, random (IRT-scored)   7.08   4.93   4.91   3.49   2.28   0.42 / 0.24
+2PL, random (IRT-scored)   7.08   4.93   4.90   3.49   2.28   0.42 / 0.24
 2PL, random (plain mean)   10.74  7.53   7.22   4.85   3.34   0.46 / 0.22
-2PL, adaptive              4.84   4.10   3.64   2.44   1.76   0.46 / 0.33   0.86-0.95
+2PL, adaptive              4.86   4.13   3.57   2.42   1.79   0.38 / 0.31   0.85-0.96
 1PL, random (IRT-scored)   7.33   5.83   5.20   3.79   2.58   0.39 / 0.25
 1PL, adaptive              5.81   4.07   3.65   2.67   1.75   0.34 / 0.21   0.90-0.94
 =========================  =====  =====  =====  =====  =====  ============  ===============
 
 Adaptive with n tasks minus the IRT-scored random subset with 2n (2PL):
--0.09 [-1.33, +1.20], +0.15 [-0.55, +0.87], +0.15 [-0.44, +0.76] points at
+-0.07 [-1.28, +1.14], +0.08 [-0.53, +0.72], +0.14 [-0.42, +0.75] points at
 n = 10, 25, 50 (95% intervals, agents resampled). Tasks to reach an MAE of 3
-points: 36 against 66, ratio 0.55 [0.37, 0.78]. Adaptive matches a random
+points: 35 against 66, ratio 0.53 [0.38, 0.77]. (2PL rows: stop 13's code with
+the MAP-II hyperparameters; 1PL rows: measured just before that change.) Adaptive matches a random
 subset twice its size within the study's Monte Carlo error; the point
 estimate is a little above one half. The adaptive error is an agent-level
-bias more than path noise (sd over an agent's paths 0.7-2.9 points, over
-agents' means 2.2-5.4). Stop 12's single-path table (2PL adaptive 5.51 / 4.50
+bias more than path noise (sd over an agent's paths 0.7-2.8 points, over
+agents' means 2.2-5.5). Stop 12's single-path table (2PL adaptive 5.51 / 4.50
 / 4.19 / 2.86 / 1.93, and a 1PL that looked better) was within that noise.
 
 METR with repeated runs (``--data metr``: the 7 agents that ran all 83 tasks, 8
