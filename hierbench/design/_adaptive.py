@@ -64,7 +64,16 @@ from .._base import (
 from ..freq._irt_ml import IRTBank, IRTScoreResult, calibrate_irt, cell_loglik, irt_score
 from ._plan import uniform_bounds
 
-__all__ = ["AdaptiveResult", "AnchorSet", "MisfitCalibration", "adaptive", "anchors", "calibrate_misfit", "loo_study"]
+__all__ = [
+    "AdaptiveResult",
+    "AnchorSet",
+    "MisfitCalibration",
+    "adaptive",
+    "anchors",
+    "calibrate_misfit",
+    "loo_study",
+    "loo_summary",
+]
 
 #: ability points (in calibration-agent sds) where item curves are compared for clustering
 _ICC_POINTS = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
@@ -1025,6 +1034,12 @@ def loo_study(
     actual = np.full(len(hold), np.nan)
     cal_s = np.full(len(hold), np.nan)
     rate = (c["n_success"] / c["n_runs"]).transpose("agent", "task")
+
+    def put(i: int, j: int, kk: int, rep: int, vals: tuple[float, ...]) -> None:
+        """Store one interval: (predicted, lower, upper[, model_lower, model_upper])."""
+        for key, v in zip(("predicted", "lower", "upper", "model_lower", "model_upper"), vals, strict=False):
+            out[key][i, j, kk, rep] = v
+
     for i, ag in enumerate(hold):
         train = c.sel(agent=[a for a in all_agents if a != ag])
         t0 = time.perf_counter()
@@ -1063,22 +1078,15 @@ def loo_study(
                             lo, hi = (float(b[0]) for b in uniform_bounds(np.array([k]), T, n, prob))
                         else:
                             lo, hi = _t_fpc(v, T, prob)
-                        out["predicted"][i, j, kk, rep] = float(v.mean())
-                        out["lower"][i, j, kk, rep] = lo
-                        out["upper"][i, j, kk, rep] = hi
+                        put(i, j, kk, rep, (float(v.mean()), lo, hi))
             elif s == "random":
                 for rep, perm in enumerate(perms):
                     for kk, n in enumerate(sizes):
-                        vals = score_on(perm[:n])
-                        for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
-                            out[key][i, j, kk, rep] = v
+                        put(i, j, kk, rep, score_on(perm[:n])[:3])
             elif s in ("cluster", "information"):
                 for rep in range(n_rep[s]):
                     for kk, n in enumerate(sizes):
-                        chosen = anchors(bank, n, method=s, rng=gen).tasks
-                        vals = score_on(chosen)
-                        for key, v in zip(("predicted", "lower", "upper"), vals[:3], strict=True):
-                            out[key][i, j, kk, rep] = v
+                        put(i, j, kk, rep, score_on(anchors(bank, n, method=s, rng=gen).tasks)[:3])
             else:
                 # the agent's runs per task from its counts (successes first: every run of a
                 # chosen task is used, so their order does not matter)
@@ -1103,10 +1111,7 @@ def loo_study(
                     for kk, n in enumerate(sizes):
                         tau = mis.sd_at(min(n, order.size)) if mis is not None else 0.0
                         tau_out[i, kk] = tau
-                        vals = score_on(order[:n], tau=tau)
-                        keys = ("predicted", "lower", "upper", "model_lower", "model_upper")
-                        for key, v in zip(keys, vals, strict=True):
-                            out[key][i, j, kk, rep] = v
+                        put(i, j, kk, rep, score_on(order[:n], tau=tau))
     coords = {"agent": hold, "selection": sel, "n_tasks": sizes, "repeat": np.arange(n_repeat)}
     dims = ("agent", "selection", "n_tasks", "repeat")
     ds = xr.Dataset({k: (dims, v) for k, v in out.items()}, coords=coords)

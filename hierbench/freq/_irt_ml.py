@@ -296,6 +296,11 @@ def _run_icc_moment(n: np.ndarray, y: np.ndarray, p: np.ndarray, n_params: int) 
     return float(np.clip((ss - v.sum()) / den, 0.0, 0.95))
 
 
+def _start_hyper(two_pl: bool) -> tuple[float, float, float, float]:
+    """Weak starting hyperparameters (mu_d, sd_d, mu_la, sd_la): where empirical Bayes starts, and the pilot fits' prior."""
+    return (0.0, 2.0, 0.0, 0.5 if two_pl else 1.0)
+
+
 def _start(n: np.ndarray, y: np.ndarray, two_pl: bool) -> np.ndarray:
     """Starting point: abilities from each agent's logit success rate (standardised), intercepts from each task's."""
     T = n.shape[1]
@@ -314,7 +319,7 @@ def _estimate_run_icc(n: np.ndarray, y: np.ndarray, two_pl: bool) -> float:
     follows the cells too closely, so the estimate is refined once.
     """
     M, T = n.shape
-    h = (0.0, 2.0, 0.0, 0.5 if two_pl else 1.0)
+    h = _start_hyper(two_pl)
     icc = 0.0
     x = _start(n, y, two_pl)
     for _ in range(2):
@@ -626,7 +631,7 @@ def calibrate_irt(
             raise HierbenchError(f"`hyper` sds must be positive; got {hyper}")
         h = tuple(float(hyper[k]) for k in names)
     else:
-        h = (0.0, 2.0, 0.0, 0.5 if two_pl else 1.0)
+        h = _start_hyper(two_pl)
     x = _start(n, y, two_pl)
     t0 = time.perf_counter()
     warn_msgs: list[str] = []
@@ -961,6 +966,7 @@ def irt_score(
 def _score_from_counts(a, d, n, y, bank, *, prob, target, n_runs, ks, n_grid, gen) -> IRTScoreResult:
     S, T = a.shape
     icc = float(bank.attrs.get("run_icc", 0.0))
+    c = 1.0 / icc - 1.0 if icc > 0 else np.inf  # a cell's beta: shapes p c and (1 - p) c
     grid, w = _grid_posterior(a, d, n, y, n_grid=n_grid, icc=icc)
     cdf = np.cumsum(w, 1)
     u = gen.random(S)
@@ -974,14 +980,12 @@ def _score_from_counts(a, d, n, y, bank, *, prob, target, n_runs, ks, n_grid, ge
         rate = np.where(run, y / np.maximum(n, 1), 0.0)
         pu = p[:, ~run]
         if icc > 0 and n_runs > 1:  # the cell's own probability varies around the curve's (beta, correlation icc)
-            c = 1.0 / icc - 1.0
             pu = gen.beta(np.maximum(pu * c, 1e-12), np.maximum((1 - pu) * c, 1e-12))
         pred = gen.binomial(n_runs, pu) / n_runs
         score = (rate[run].sum() + pred.sum(1)) / T
     else:
         score = expected
     if icc > 0:  # pass^k = E[p_cell^k], the beta's k-th moment around the curve's p
-        c = 1.0 / icc - 1.0
         pk = np.stack([np.prod([(p * c + i) / (c + i) for i in range(kk)], axis=0).mean(1) for kk in ks], axis=1)
     else:
         pk = np.stack([(p**kk).mean(1) for kk in ks], axis=1)
