@@ -64,7 +64,7 @@ import pandas as pd
 
 from hierbench.data import read_battles
 from hierbench.freq import bradley_terry_ml
-from hierbench.freq._pairwise_ml import _battles, _fit
+from hierbench.freq._pairwise._ml import _battles, _fit
 
 ROUNDS = 7
 

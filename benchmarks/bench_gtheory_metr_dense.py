@@ -2,7 +2,7 @@
 
 statsmodels' MixedLM cannot fit full METR (the dense fit did not finish in 75 min; a singular
 Hessian from 6 families on), so the reference here is written from scratch and shares no code
-with ``hierbench.freq._reml``: the REML log-likelihood of all runs,
+with ``hierbench.freq._variance._reml``: the REML log-likelihood of all runs,
 
     l_R(s) = -1/2 [ log|V| + log(1'V^-1 1) + y'P y ],   V = sum_k s_k Z_k Z_k' + s_e I,
     P = V^-1 - V^-1 1 1'V^-1 / (1'V^-1 1),

@@ -14,8 +14,12 @@ import importlib
 
 __all__ = [
     "DEFAULT_PROB",
+    "BoundaryWarning",
     "HierbenchError",
     "HierbenchWarning",
+    "NotConvergedWarning",
+    "SmallSampleWarning",
+    "UndefinedWarning",
     "__version__",
     "compare",
     "data",
@@ -26,7 +30,15 @@ __all__ = [
 ]
 
 _SUBMODULES = ("compare", "data", "design", "freq", "metrics", "testing")
-_FROM_BASE = ("DEFAULT_PROB", "HierbenchError", "HierbenchWarning")
+_FROM_BASE = (
+    "DEFAULT_PROB",
+    "BoundaryWarning",
+    "HierbenchError",
+    "HierbenchWarning",
+    "NotConvergedWarning",
+    "SmallSampleWarning",
+    "UndefinedWarning",
+)
 
 
 def __getattr__(name: str):

@@ -89,7 +89,32 @@ class PartialCreditError(HierbenchError):
     """Binary scores were required, but some scores are strictly between 0 and 1."""
 
 
-class ZeroWidthIntervalWarning(HierbenchWarning):
+# Every warning hierbench issues sits under one of a few meanings, so a user can filter
+# by meaning (``warnings.simplefilter("error", NotConvergedWarning)``) across both halves.
+
+
+class UndefinedWarning(HierbenchWarning):
+    """Something asked for is undefined on these data: it is NaN there, never a silent 0."""
+
+
+class NotConvergedWarning(HierbenchWarning):
+    """A fit or an iteration stopped short of its convergence criterion: its numbers may be off."""
+
+
+class SmallSampleWarning(HierbenchWarning):
+    """Too few observations (tasks, clusters, items) for a method's guarantee to be trusted."""
+
+
+class BoundaryWarning(HierbenchWarning):
+    """An estimate sits on the edge of its parameter space (a variance at 0, an infinite MLE)."""
+
+
+class UndefinedMetricWarning(UndefinedWarning):
+    """A metric is 0/0 or undefined for some entries (precision with no positive prediction, a
+    posterior quantity that does not exist for a model): NaN there, here or in some resamples."""
+
+
+class ZeroWidthIntervalWarning(SmallSampleWarning):
     """An interval has zero width although its level is below one: it carries no uncertainty."""
 
 

@@ -21,6 +21,8 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from ._console import _report_text, _summary_frame, _summary_text, convergence_line, fit_kwargs
+
 __all__ = ["CliError", "build_parser", "convergence_line", "fit_kwargs", "load_any", "main"]
 
 #: Column flags of the tabular readers: the Python argument name -> the flag the user typed.
@@ -94,66 +96,6 @@ def load_any(path: str, args: argparse.Namespace | None = None):
 # ---------------------------------------------------------------- formatting
 
 
-def _summary_frame(ds):
-    from .data import summarize
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        s = summarize(ds)
-    df = s.to_dataframe()
-    df.index = df.index.astype(str)
-    return df
-
-
-def _summary_text(ds) -> str:
-    df = _summary_frame(ds)
-    cols = {
-        "n_tasks_attempted": "tasks",
-        "n_missing_cells": "missing",
-        "n_runs": "runs",
-        "n_error": "errors",
-        "error_rate": "error rate",
-        "mean_score": "mean (per task)",
-        "micro_mean_score": "mean (per run)",
-    }
-    ann = [c for c in df.columns if c not in cols and c != "n_scored"]
-    show = df[[*cols, *ann]].rename(columns=cols)
-    fmt = {c: "{:.3f}".format for c in ("error rate", "mean (per task)", "mean (per run)")}
-    return show.to_string(formatters=fmt)
-
-
-def _report_text(rep: dict, msgs: Sequence[str]) -> str:
-    rpc = rep["runs_per_cell"]
-    lines = [
-        f"source: {rep['source']}",
-        f"records: {rep['n_records_read']} read, {rep['n_records_kept']} kept",
-    ]
-    for why, n in (rep["not_kept"] or {}).items():
-        lines.append(f"  not kept: {n} ({why})")
-    lines += [
-        f"agents: {rep['n_agents']}    tasks: {rep['n_tasks']}    runs: {rep['n_runs_total']}"
-        f"    scores: {rep['score_kind']}",
-        f"runs per cell: min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}"
-        f"    ({'balanced' if rep['balanced'] else 'unbalanced'})",
-        f"missing cells: {rep['n_missing_cells']} of {rep['n_cells']} (agent x task never run)",
-        f"error runs: {rep['n_error_runs']} (policy errors={rep['errors']!r})",
-    ]
-    ann = ", ".join(f"{k}: {v}" for k, v in rep["annotations"].items()) or "none"
-    lines.append(f"annotations: {ann}")
-    extra = [
-        v for v in rep["per_run_variables"] if v not in ("score", "error", *rep["annotations"])
-    ]
-    lines.append(f"per-run variables: {', '.join(extra) or 'none'}")
-    if rep["task_coords"]:
-        lines.append(f"task coords: {', '.join(rep['task_coords'])}")
-    if rep["agent_coords"]:
-        lines.append(f"agent coords: {', '.join(rep['agent_coords'])}")
-    for what, n in (rep["inconsistent_attributes"] or {}).items():
-        lines.append(f"inconsistent: {what} differs between runs of {n} (first value kept)")
-    lines += [f"warning: {m}" for m in msgs]
-    return "\n".join(lines)
-
-
 def _jsonable(obj):
     import numpy as np
 
@@ -222,31 +164,6 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         for m in msgs:
             print(f"warning: {m}")
     return 0
-
-
-def fit_kwargs(fit_fn, progress: bool) -> dict:
-    """The progress keyword ``hierbench.bayes.fit`` takes (``progress`` or, before it, ``progressbar``)."""
-    import inspect
-
-    params = inspect.signature(fit_fn).parameters
-    if "progress" in params:
-        return {"progress": progress}
-    if "progressbar" in params:
-        return {"progressbar": progress}
-    return {}
-
-
-def convergence_line(dt) -> str | None:
-    """One line saying why a fit failed its convergence checks (None when it passed)."""
-    conv = dt.attrs.get("diag_converged")
-    if conv is None or int(conv):
-        return None
-    fails = dt.attrs.get("diag_failures", "")
-    try:
-        fails = "; ".join(json.loads(fails)) if isinstance(fails, str) else "; ".join(fails)
-    except ValueError:
-        pass
-    return f"the fit did not converge: {fails}"
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
@@ -359,7 +276,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     ds, msgs = load_any(args.file, args)
     from .freq import compare_agents
-    from .report._build import _pair_table
+    from .report import _pair_table
 
     if _progress_wanted(args):
         m = ds.sizes["agent"]

@@ -151,8 +151,8 @@ def _bootstrap_section(ctx: DemoContext) -> str:
 
 
 def _bayes_section(ctx: DemoContext) -> str:
+    from ._console import convergence_line, fit_kwargs
     from .bayes import build_crossed, fit
-    from .cli import convergence_line, fit_kwargs
     from .compare import side_by_side
     from .metrics import posterior_interval
 
@@ -269,7 +269,7 @@ def _bayes_section(ctx: DemoContext) -> str:
 
 def _passk_section(ctx: DemoContext) -> str:
     from .freq import pass_hat_k
-    from .metrics._crossed import crossed_pass_k
+    from .metrics import crossed_pass_k
 
     ks = [1, 2, 3, 4, 5]
     import warnings
@@ -415,7 +415,7 @@ def _plan_section(ctx: DemoContext) -> str:
 
     if "fit" not in ctx.extra:
         return "(needs the Bayesian fit for the variance components)"
-    from .metrics._crossed import crossed_variance_components
+    from .metrics import crossed_variance_components
 
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
     s_mt = float(vc["agent_task"].mean())
@@ -525,7 +525,7 @@ ANALYSIS_SECTIONS = [
 
 
 def _demo_data(ctx: DemoContext) -> str:
-    from .cli import _report_text
+    from ._console import _report_text
     from .data import describe
 
     rep = describe(ctx.data)
@@ -539,13 +539,13 @@ def _demo_data(ctx: DemoContext) -> str:
 
 
 def _demo_summary(ctx: DemoContext) -> str:
-    from .cli import _summary_text
+    from ._console import _summary_text
 
     return _summary_text(ctx.data)
 
 
 def _demo_truth(ctx: DemoContext) -> str:
-    from .cli import _summary_frame
+    from ._console import _summary_frame
 
     t = ctx.truth
     if t is None:

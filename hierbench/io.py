@@ -35,7 +35,7 @@ import numpy as np
 import xarray as xr
 
 from ._base import HierbenchError
-from .data._schema import EvalDataError
+from .data import EvalDataError
 
 __all__ = [
     "COMPACT_DROP",

@@ -9,7 +9,7 @@ import xarray as xr
 from scipy.special import expit
 
 from ._base import as_rng
-from .data._schema import SCHEMA_VERSION, _not_kept_attr
+from .data import SCHEMA_VERSION, _not_kept_attr
 
 __all__ = ["as_rng", "default_dataset", "simulate_eval"]
 

@@ -11,7 +11,7 @@ import pytest
 from scipy import integrate, stats
 from scipy.special import expit, gammaln
 
-from hierbench.bayes._agq import AGQBinomialLogitNormal, agq_logp_numpy
+from hierbench.bayes._agq_op import AGQBinomialLogitNormal, agq_logp_numpy
 from hierbench.bayes._crossed import _log_binom
 
 # cells spanning few and many runs, all-fail / all-pass / mixed, logits -4..2
@@ -139,7 +139,7 @@ def test_vectorisable_exp_and_log_are_within_two_ulp_of_numpy():
     # grid, random points, and the ends of their ranges
     import numba
 
-    from hierbench._agq_numba import exp_nonpos, log_one_two
+    from hierbench._numerics.agq_numba import exp_nonpos, log_one_two
 
     @numba.njit
     def apply_exp(x, out):

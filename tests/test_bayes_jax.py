@@ -24,8 +24,8 @@ def test_agq_op_jax_matches_numpy():
     import pytensor
     import pytensor.tensor as pt
 
-    from hierbench._agq import NEWTON_STEPS
-    from hierbench.bayes._agq import AGQBinomialLogitNormal, agq_logp_numpy
+    from hierbench._numerics.agq import NEWTON_STEPS
+    from hierbench.bayes._agq_op import AGQBinomialLogitNormal, agq_logp_numpy
 
     rng = np.random.default_rng(0)
     n = rng.integers(1, 30, 50).astype(float)

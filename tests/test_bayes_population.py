@@ -9,7 +9,7 @@ import pytest
 from scipy import integrate
 from scipy.special import expit
 
-from hierbench._agq import logit_normal_expectation, population_nodes
+from hierbench._numerics.agq import logit_normal_expectation, population_nodes
 
 
 def exact(m: float, s: float, k: int) -> float:

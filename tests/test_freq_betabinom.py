@@ -7,8 +7,8 @@ import xarray as xr
 from scipy import optimize, stats
 
 from hierbench.data import to_counts
-from hierbench.freq._betabinom import beta_binomial_mle, beta_binomial_profile_ci
-from hierbench.freq._intervals import EmptySampleWarning
+from hierbench.freq._rates._betabinom import beta_binomial_mle, beta_binomial_profile_ci
+from hierbench.freq._rates._intervals import EmptySampleWarning
 from hierbench.testing import simulate_eval
 
 

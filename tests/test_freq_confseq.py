@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from hierbench.freq import EmptyConfidenceSequenceWarning, confidence_sequence
-from hierbench.freq._confseq import _in_cs
+from hierbench.freq._rates._confseq import _in_cs
 
 ALPHA = 0.05
 

@@ -23,7 +23,7 @@ import xarray as xr
 from scipy import stats
 
 from hierbench.freq import bootstrap_ci, pooled_binomial_interval, wilson_interval
-from hierbench.freq._betabinom import _profile_ci_kernel
+from hierbench.freq._rates._betabinom import _profile_ci_kernel
 
 MU, KAPPA, T = 0.5, 4.0, 50
 RHO = 1 / (1 + KAPPA)

@@ -25,7 +25,7 @@ from hierbench.freq import (
     SeparatedAgentWarning,
     fit_crossed_ml,
 )
-from hierbench.freq._crossed_ml import _Lik
+from hierbench.freq._glmm._crossed import _Lik
 from hierbench.testing import simulate_eval
 
 DATA = Path(os.environ.get("HIERBENCH_SHARED_DATA", Path(__file__).parents[2] / "shared" / "data"))

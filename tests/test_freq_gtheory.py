@@ -13,7 +13,7 @@ from hierbench.freq import (
     UnbalancedDesignError,
     variance_components,
 )
-from hierbench.freq._gtheory import _mean_squares_nested
+from hierbench.freq._variance._gtheory import _mean_squares_nested
 from hierbench.testing import simulate_eval
 
 

@@ -14,8 +14,8 @@ from hierbench.freq import (
     UndefinedCoefficientWarning,
     variance_components,
 )
-from hierbench.freq._design_lang import DesignError, parse_design
-from hierbench.freq._reml import anova_method1, effect_codes
+from hierbench.freq._variance._design_lang import DesignError, parse_design
+from hierbench.freq._variance._reml import anova_method1, effect_codes
 
 
 def _ref(shared_data, dataset):

@@ -10,7 +10,7 @@ import xarray as xr
 from scipy import optimize, stats
 
 from hierbench.freq import DesignError, variance_components
-from hierbench.freq._gtheory import _codes_of_column, _factorize
+from hierbench.freq._variance._gtheory import _codes_of_column, _factorize
 
 CRIT = stats.chi2.ppf(0.95, 1)
 
@@ -309,7 +309,7 @@ def test_power_planning_refuses_other_designs_clearly():
 
 
 def test_auto_falls_back_to_wald_above_the_profiled_size(monkeypatch):
-    from hierbench.freq import _gtheory
+    from hierbench.freq._variance import _gtheory
 
     df = _sim_nested(np.random.default_rng(49), n_family=6)
     monkeypatch.setattr(_gtheory, "PROFILE_MAX_CELLS", 5)

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 import scipy.optimize as sopt
 
-import hierbench.freq._gtheory as gt
-from hierbench.freq import NoIntervalWarning, RemlConvergenceWarning, _reml, variance_components
+import hierbench.freq._variance._gtheory as gt
+from hierbench.freq import NoIntervalWarning, RemlConvergenceWarning, variance_components
+from hierbench.freq._variance import _reml
 
 
 def _sim(rng, n_agents=4, n_family=12, runs=(1, 4)):

@@ -8,7 +8,7 @@ import statsmodels.api as sm
 import xarray as xr
 from statsmodels.stats.proportion import proportion_confint
 
-from hierbench.freq._intervals import (
+from hierbench.freq._rates._intervals import (
     EmptySampleWarning,
     clustered_se,
     design_effect,

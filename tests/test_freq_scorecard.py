@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hierbench.data import load_tau_bench_airline
-from hierbench.freq._intervals import EmptySampleWarning
-from hierbench.freq._scorecard import scorecard
+from hierbench.freq._rates._intervals import EmptySampleWarning
+from hierbench.freq._rates._scorecard import scorecard
 
 
 def _reference(runs, k):

@@ -1,4 +1,4 @@
-"""MAP item calibration, the Laplace bank and scoring a new agent (hierbench.freq._irt_ml).
+"""MAP item calibration, the Laplace bank and scoring a new agent (hierbench.freq._irt._ml).
 
 References: finite differences (scipy.optimize.check_grad / numpy) for the
 gradient and Hessian, a dense numpy inverse for the structured Laplace
@@ -19,7 +19,7 @@ from scipy.special import expit
 
 from hierbench._base import PartialCreditError
 from hierbench.freq import IRTBank, IRTConvergenceWarning, calibrate_irt, irt_score
-from hierbench.freq._irt_ml import (
+from hierbench.freq._irt._ml import (
     _from_arrow,
     _hessian_blocks,
     _laplace,
@@ -329,7 +329,7 @@ def test_realised_score_interval_covers_with_correlated_runs():
 def test_cell_loglik_is_the_beta_binomial_and_stays_finite_far_out():
     from scipy.special import comb
 
-    from hierbench.freq._irt_ml import cell_loglik
+    from hierbench.freq._irt._ml import cell_loglik
 
     eta = np.array([-3.0, -0.5, 0.0, 1.2, 4.0])
     icc = 0.15

@@ -6,7 +6,7 @@ the task and agent x task sds of a plain crossed model shrunk by 14% and 29%;
 MAP and a Laplace fit around it were degenerate). So an approximate fit here
 is never returned bare: it carries either its error against a NUTS fit of
 the same data (``reference=``) or the error measured on a mid-size case
-(:data:`MEASURED_ERROR`, reproduced by ``python -m hierbench.bayes._approx``),
+(:data:`MEASURED_ERROR`, reproduced by ``python benchmarks/bench_approx.py``),
 in attrs and in an :class:`ApproximationWarning`.
 """
 
@@ -32,7 +32,7 @@ METHODS = ("advi", "fullrank_advi", "pathfinder")
 
 #: Error of each method against NUTS (4 x 1000 draws) on the crossed model,
 #: simulate_eval(n_agents=12, n_tasks=200, n_runs=10, rng=1), default
-#: options; written by ``python -m hierbench.bayes._approx`` (see its output in
+#: options; written by ``python benchmarks/bench_approx.py`` (see its output in
 #: models/crossed/card.md). ``sd_ratio`` is approx sd / NUTS sd per scalar,
 #: ``max_abs_mean_shift`` the largest |mean difference| / NUTS sd over elements.
 #: Measured 2026-11-30 on the shared 2-core machine under load (times inflated).
@@ -240,43 +240,3 @@ def fit_approx(
         stacklevel=2,
     )
     return dt
-
-
-def _measure() -> dict[str, dict[str, Any]]:  # pragma: no cover - writes the constants above
-    from hierbench.bayes import build_crossed, fit
-    from hierbench.testing import simulate_eval
-
-    data, _ = simulate_eval(n_agents=12, n_tasks=200, n_runs=10, rng=1)
-    model = build_crossed(data)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t0 = time.perf_counter()
-        nuts = fit(
-            model,
-            draws=1000,
-            tune=1000,
-            chains=4,
-            rng=1,
-            posterior_predictive=False,
-            log_likelihood=False,
-        )
-        t_nuts = time.perf_counter() - t0
-        out = {}
-        for method in ("advi", "fullrank_advi"):
-            ap = fit_approx(model, method=method, rng=2)
-            err = approximation_error(
-                ap,
-                nuts,
-                var_names=["sd_task", "sd_agent_task", "ability", "task_effect", "mean_observed"],
-            )
-            out[f"crossed/{method}"] = {
-                "case": "simulate_eval(n_agents=12, n_tasks=200, n_runs=10, rng=1)",
-                "fit_time_s": round(float(ap.attrs["fit_time"]), 1),
-                "nuts_time_s": round(t_nuts, 1),
-                **{k: round(float(err[k]), 4) for k in err.data_vars},
-            }
-    return out
-
-
-if __name__ == "__main__":  # pragma: no cover
-    print(json.dumps(_measure(), indent=1))

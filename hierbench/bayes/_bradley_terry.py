@@ -35,8 +35,7 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from .._base import HierbenchWarning
-from ..data._pairwise import PAIR_COUNTS_SCHEMA, check_pairwise, to_pair_counts
-from ..data._schema import EvalDataError
+from ..data import PAIR_COUNTS_SCHEMA, EvalDataError, check_pairwise, to_pair_counts
 from ._registry import ModelEntry, PriorError, register
 from ._structure import Structure, centre_choice, spread_for_centring
 

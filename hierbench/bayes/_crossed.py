@@ -34,9 +34,9 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy.special import expit
 
-from .._agq import NEWTON_STEPS, gauss_hermite, population_nodes
 from .._base import cluster_codes
-from ._agq import AGQBinomialLogitNormal
+from .._numerics import NEWTON_STEPS, gauss_hermite, population_nodes
+from ._agq_op import AGQBinomialLogitNormal
 from ._registry import (
     ModelEntry,
     PriorError,
@@ -564,7 +564,7 @@ def build_crossed(
             ability = pm.Deterministic("ability", theta - offset, dims="agent")
             agent_effect = pm.Deterministic("agent_effect", ability - mu, dims="agent")
         eta_grid = theta[:, None] + task_total[None, :]
-        pu, pw = population_nodes()  # the one population rule (hierbench._agq)
+        pu, pw = population_nodes()  # the one population rule (hierbench._numerics.agq)
         p_new = pm.math.invlogit(ability[:, None] + pt.sqrt(sd_total2) * pu[None, :])
         pm.Deterministic("mean_new_task", (p_new * pw[None, :]).sum(axis=1), dims="agent")
         eta_cell = eta_grid[ai, ti]
@@ -760,7 +760,7 @@ def _predictive(
 
 def _add_mean_observed(dt: xr.DataTree, rng: None | int | np.random.Generator = None) -> xr.DataTree:
     """Add ``mean_observed(agent)``: the posterior of the average success probability over the dataset's tasks."""
-    from ..metrics._crossed import _mean_observed_draws
+    from ..metrics import _mean_observed_draws
 
     post = dt["posterior"].to_dataset()
     if "mean_observed" in post:

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchWarning
+from .._base import NotConvergedWarning
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -89,7 +89,7 @@ def r_hat_limit(ess: np.ndarray, n_elements: int, chains: int, draws: int, floor
     return np.clip(crit, floor, max(floor, R_HAT_CEILING))
 
 
-class ConvergenceWarning(HierbenchWarning):
+class ConvergenceWarning(NotConvergedWarning):
     """A fit failed a convergence threshold (R-hat, ESS, divergences or E-BFMI)."""
 
 

@@ -37,7 +37,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from .._base import HierbenchError, cluster_codes
-from ..freq._irt_ml import IRT_HYPERPRIORS
+from .._priors import IRT_HYPERPRIORS
 from ._registry import ModelEntry, data_hash, make_prior, merge_priors, prepare_counts, register
 
 __all__ = ["IRT_PRIORS", "build_irt_1pl", "build_irt_2pl"]

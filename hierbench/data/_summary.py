@@ -8,13 +8,13 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchWarning
+from .._base import UndefinedWarning
 from ._schema import check_eval_dataset
 
 __all__ = ["NoScoredRunsWarning", "describe", "summarize"]
 
 
-class NoScoredRunsWarning(HierbenchWarning):
+class NoScoredRunsWarning(UndefinedWarning):
     """An agent has no scored run, so its mean score is undefined (NaN)."""
 
 

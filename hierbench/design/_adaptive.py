@@ -61,7 +61,7 @@ from .._base import (
     counts,
     make_interval,
 )
-from ..freq._irt_ml import IRTBank, IRTScoreResult, calibrate_irt, cell_loglik, irt_score
+from ..freq import IRTBank, IRTScoreResult, calibrate_irt, cell_loglik, irt_score
 from ._plan import uniform_bounds
 
 __all__ = [

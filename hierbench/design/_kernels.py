@@ -12,6 +12,8 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import gammaln, ndtr, ndtri, xlogy
 
+from .._numerics import wilson_bounds
+
 __all__: list[str] = []
 
 
@@ -218,10 +220,8 @@ def joint_radius_table(M: int, L: int, t: int, alpha: float, method: str) -> np.
 # misc
 # --------------------------------------------------------------------------
 def wilson(k: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval for ``k`` successes in ``n`` trials (the one kernel, in freq)."""
-    from ..freq._intervals import _wilson_bounds
-
-    return _wilson_bounds(np.asarray(k, float), np.asarray(n, float), float(ndtri(0.5 + prob / 2)))
+    """Wilson score interval for ``k`` successes in ``n`` trials (the one kernel, in _numerics)."""
+    return wilson_bounds(np.asarray(k, float), np.asarray(n, float), float(ndtri(0.5 + prob / 2)))
 
 
 def normal_mixture_quantiles(

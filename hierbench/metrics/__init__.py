@@ -1,4 +1,5 @@
-"""Posterior-predictive metrics on a fitted model: pass^k, pass@k, P(i > j), rank probabilities.
+"""Posterior-predictive metrics on a fitted model: pass^k, pass@k, P(i > j), rank probabilities,
+variance components on the probability scale.
 
 Pure xarray, numpy and scipy: works on a fit loaded from disk without PyMC.
 pass^k and pass@k dispatch on the fit's ``hierbench_model`` attribute
@@ -8,12 +9,21 @@ by default ``ability`` (each model's stated scale).
 """
 
 from ._common import UndefinedMetricWarning, posterior_interval, posterior_summary
+from ._crossed import _mean_observed_draws as _mean_observed_draws  # for hierbench.bayes
+from ._crossed import (
+    crossed_pass_k as crossed_pass_k,  # for the demo; metrics.pass_hat_k dispatches to it
+)
+from ._crossed import crossed_variance_components
+from ._gtheory import bayes_d_study, bayes_variance_components
 from ._passk import beta_moments, pass_at_k, pass_hat_k
 from ._ranking import head_to_head, prob_superiority, rank_probabilities
 
 __all__ = [
     "UndefinedMetricWarning",
+    "bayes_d_study",
+    "bayes_variance_components",
     "beta_moments",
+    "crossed_variance_components",
     "head_to_head",
     "pass_at_k",
     "pass_hat_k",

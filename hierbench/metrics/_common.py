@@ -6,16 +6,12 @@ from typing import Literal
 
 import xarray as xr
 
-from .._base import DEFAULT_PROB, HierbenchWarning, check_choice, check_prob, make_interval
+from .._base import DEFAULT_PROB, UndefinedMetricWarning, check_choice, check_prob, make_interval
 
 __all__ = ["UndefinedMetricWarning", "get_draws", "posterior_interval", "posterior_summary"]
 
 SAMPLE_DIMS = ("chain", "draw")
 _POSTERIOR_KINDS = {"eti": "equal-tailed posterior interval", "hdi": "highest-density posterior interval"}
-
-
-class UndefinedMetricWarning(HierbenchWarning):
-    """A posterior metric is undefined for some entries (returned as NaN)."""
 
 
 def get_draws(

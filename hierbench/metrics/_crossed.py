@@ -28,8 +28,8 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._agq import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
-from .._base import HierbenchWarning, as_rng
+from .._base import UndefinedWarning, as_rng
+from .._numerics import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
 
 __all__ = [
     "UnidentifiedWarning",
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class UnidentifiedWarning(HierbenchWarning):
+class UnidentifiedWarning(UndefinedWarning):
     """A quantity is asked for that the data cannot identify (it rests on an assumption)."""
 
 
@@ -48,13 +48,13 @@ def _agq_weights(
 ):
     """Adaptive GH node logits ``e`` (..., q) and normalised posterior masses for (ab) given eta, sd.
 
-    The node placement is the model likelihood's own (:mod:`hierbench._agq`).
+    The node placement is the model likelihood's own (:mod:`hierbench._numerics.agq`).
     With (draw, agent, task) arrays and one sd per draw the compiled kernel
     does the work; ``compiled=False`` (or other shapes) uses NumPy.
     """
     x, w = gauss_hermite(n_quad)
     if compiled and eta.ndim == 3 and np.ndim(sd) == 3 and np.shape(y)[-2:] == eta.shape[1:]:
-        from .._agq_numba import node_masses
+        from .._numerics import node_masses
 
         return node_masses(
             np.broadcast_to(y, eta.shape)[0], np.broadcast_to(n, eta.shape)[0], eta,
@@ -167,7 +167,7 @@ def _task_means(
 
     ``spec = (kind, ks)`` says what ``fns`` are (``kind`` "hat": ``p^k``, else
     ``1 - (1 - p)^k``); with it the marginal case runs in one compiled pass
-    per chunk of draws (:func:`hierbench._agq_numba.task_means`: the same
+    per chunk of draws (:func:`hierbench._numerics.agq_numba.task_means`: the same
     nodes, masses and uniforms, about 8x faster than the NumPy arrays).
     """
     mu, a, b, sd = parts["mu"], parts["a"], parts["b"], parts["sd_at"]
@@ -190,7 +190,7 @@ def _task_means(
     realised = np.empty_like(expected) if gen is not None else None
     at = None
     if spec is not None:  # the compiled path's constants, the same for every chunk
-        from .._agq_numba import task_means
+        from .._numerics import task_means
 
         xq, wq = gauss_hermite(parts["n_quad"])
         log_wq = np.log(wq)

@@ -7,6 +7,7 @@ backend); import it explicitly.
 """
 
 from ._build import SECTIONS, ReportSectionWarning, build
+from ._build import _pair_table as _pair_table  # for hierbench.cli
 from ._dstudy import plot_d_study
 from ._figures import heatmap, interval_forest, passk_curves, ppc_plot, variance_plot
 from ._report import Report, as_table, markdown_table

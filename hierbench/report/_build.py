@@ -814,7 +814,7 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     rows = {}
     text = []
     if model == "crossed":
-        from ..metrics._crossed import crossed_variance_components
+        from ..metrics import crossed_variance_components
 
         vc = crossed_variance_components(ctx.fit, scale="probability")
         for name, da in vc.data_vars.items():
@@ -890,7 +890,7 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
             "the predictive check of success counts per (agent, task) cell applies to the count "
             f"models; this {ctx.fit.attrs.get('hierbench_model', 'custom')} fit has no `cell` observations"
         )
-    from ..bayes._diagnostics import predictive_check
+    from ..bayes import predictive_check
 
     chk = predictive_check(ctx.fit)
     fig = F.ppc_plot(chk, title="Posterior predictive check: tasks by number of successes")

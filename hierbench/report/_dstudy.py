@@ -36,7 +36,7 @@ def plot_d_study(
         A second size dim: one line per value. Other dims are taken at their
         first value.
     bayes : xarray.Dataset, optional
-        From :func:`hierbench.freq.bayes_d_study` on the same grid: its median
+        From :func:`hierbench.metrics.bayes_d_study` on the same grid: its median
         dashed and its ``<var>_ci`` band.
     optimum : dict, optional
         ``optimal_allocation(...).attrs["optimum"]``: marked with a star.

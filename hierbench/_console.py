@@ -1,0 +1,98 @@
+"""Text the command line and the demo both print: data summaries, read reports, fit status.
+
+The CLI (:mod:`hierbench.cli`) and the demo (:mod:`hierbench.demo`) share
+these, so neither imports the other for them.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+
+__all__ = ["convergence_line", "fit_kwargs"]
+
+
+def _summary_frame(ds):
+    from .data import summarize
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = summarize(ds)
+    df = s.to_dataframe()
+    df.index = df.index.astype(str)
+    return df
+
+
+def _summary_text(ds) -> str:
+    df = _summary_frame(ds)
+    cols = {
+        "n_tasks_attempted": "tasks",
+        "n_missing_cells": "missing",
+        "n_runs": "runs",
+        "n_error": "errors",
+        "error_rate": "error rate",
+        "mean_score": "mean (per task)",
+        "micro_mean_score": "mean (per run)",
+    }
+    ann = [c for c in df.columns if c not in cols and c != "n_scored"]
+    show = df[[*cols, *ann]].rename(columns=cols)
+    fmt = {c: "{:.3f}".format for c in ("error rate", "mean (per task)", "mean (per run)")}
+    return show.to_string(formatters=fmt)
+
+
+def _report_text(rep: dict, msgs: Sequence[str]) -> str:
+    rpc = rep["runs_per_cell"]
+    lines = [
+        f"source: {rep['source']}",
+        f"records: {rep['n_records_read']} read, {rep['n_records_kept']} kept",
+    ]
+    for why, n in (rep["not_kept"] or {}).items():
+        lines.append(f"  not kept: {n} ({why})")
+    lines += [
+        f"agents: {rep['n_agents']}    tasks: {rep['n_tasks']}    runs: {rep['n_runs_total']}"
+        f"    scores: {rep['score_kind']}",
+        f"runs per cell: min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}"
+        f"    ({'balanced' if rep['balanced'] else 'unbalanced'})",
+        f"missing cells: {rep['n_missing_cells']} of {rep['n_cells']} (agent x task never run)",
+        f"error runs: {rep['n_error_runs']} (policy errors={rep['errors']!r})",
+    ]
+    ann = ", ".join(f"{k}: {v}" for k, v in rep["annotations"].items()) or "none"
+    lines.append(f"annotations: {ann}")
+    extra = [
+        v for v in rep["per_run_variables"] if v not in ("score", "error", *rep["annotations"])
+    ]
+    lines.append(f"per-run variables: {', '.join(extra) or 'none'}")
+    if rep["task_coords"]:
+        lines.append(f"task coords: {', '.join(rep['task_coords'])}")
+    if rep["agent_coords"]:
+        lines.append(f"agent coords: {', '.join(rep['agent_coords'])}")
+    for what, n in (rep["inconsistent_attributes"] or {}).items():
+        lines.append(f"inconsistent: {what} differs between runs of {n} (first value kept)")
+    lines += [f"warning: {m}" for m in msgs]
+    return "\n".join(lines)
+
+
+def fit_kwargs(fit_fn, progress: bool) -> dict:
+    """The progress keyword ``hierbench.bayes.fit`` takes (``progress`` or, before it, ``progressbar``)."""
+    import inspect
+
+    params = inspect.signature(fit_fn).parameters
+    if "progress" in params:
+        return {"progress": progress}
+    if "progressbar" in params:
+        return {"progressbar": progress}
+    return {}
+
+
+def convergence_line(dt) -> str | None:
+    """One line saying why a fit failed its convergence checks (None when it passed)."""
+    conv = dt.attrs.get("diag_converged")
+    if conv is None or int(conv):
+        return None
+    fails = dt.attrs.get("diag_failures", "")
+    try:
+        fails = "; ".join(json.loads(fails)) if isinstance(fails, str) else "; ".join(fails)
+    except ValueError:
+        pass
+    return f"the fit did not converge: {fails}"

@@ -1,0 +1,64 @@
+"""Shared numerics, numpy (and numba) only: the ground floor's second room.
+
+- :mod:`.agq`: adaptive Gauss-Hermite quadrature of a cell's agent x task
+  effect (node placement, the population rule), used by the Bayesian
+  likelihood, the posterior summaries and the maximum-likelihood fit;
+- :mod:`.agq_numba`: the compiled kernels of the same maths, imported on
+  first use (``from hierbench._numerics import node_masses`` loads numba
+  then, not at ``import hierbench``);
+- :mod:`.intervals`: the Wilson bounds and the cluster-robust standard error.
+
+Nothing here imports xarray, PyMC or another hierbench subpackage.
+"""
+
+from .agq import (
+    NEWTON_MAX_STEP,
+    NEWTON_STEPS,
+    NEWTON_STEPS_TRACED,
+    NEWTON_TOL,
+    expit_pair,
+    gauss_hermite,
+    logit_normal_expectation,
+    node_terms,
+    place_nodes,
+    population_nodes,
+)
+from .intervals import cluster_robust_se, wilson_bounds
+
+#: names served from the compiled kernels (:mod:`.agq_numba`), loaded lazily
+_COMPILED = frozenset(
+    {
+        "KERNEL_FLAGS",
+        "centre",
+        "exp_nonpos",
+        "njit_kernel",
+        "node_masses",
+        "node_stage",
+        "node_term",
+        "task_means",
+    }
+)
+
+
+def __getattr__(name: str):
+    if name in _COMPILED:
+        from . import agq_numba
+
+        return getattr(agq_numba, name)
+    raise AttributeError(f"module 'hierbench._numerics' has no attribute {name!r}")
+
+
+__all__ = [
+    "NEWTON_MAX_STEP",
+    "NEWTON_STEPS",
+    "NEWTON_STEPS_TRACED",
+    "NEWTON_TOL",
+    "cluster_robust_se",
+    "expit_pair",
+    "gauss_hermite",
+    "logit_normal_expectation",
+    "node_terms",
+    "place_nodes",
+    "population_nodes",
+    "wilson_bounds",
+]

@@ -1,0 +1,717 @@
+"""Maximum likelihood for the crossed logistic model (the ``glmer`` counterpart of ``build_crossed``).
+
+For agent ``a`` and task ``t`` with ``n_at`` runs and ``y_at`` successes,
+
+    logit p_at = alpha_a + b_t + e_at,  b_t ~ N(0, sd_task),  e_at ~ N(0, sd_agent_task),
+    y_at ~ Binomial(n_at, p_at),
+
+with the abilities ``alpha`` fixed effects (one per agent) and the task and
+agent x task effects random. Given the parameters, tasks are independent
+(the agents are fixed), so the likelihood is a product over tasks of
+one-dimensional integrals over ``b_t``, each over a product of per-cell
+integrals over ``e_at``:
+
+    L_t = int N(b; 0, sd_task) prod_a l_at(alpha_a + b) db,
+    l_at(eta) = int N(e; 0, sd_agent_task) Binomial(y_at | n_at, expit(eta + e)) de.
+
+Both integrals are computed by adaptive Gauss-Hermite quadrature (nodes at
+the integrand's mode, scaled by its curvature): the cell integral with the
+Bayesian model's own kernel (:mod:`hierbench._numerics.agq_numba`, seven nodes), the
+task integral with ``n_agq`` nodes (one node is the Laplace approximation,
+``glmer``'s default ``nAGQ = 1``). The gradient comes from Fisher's identity
+and the Hessian from Louis' identity (posterior moments of the complete-data
+derivatives at the nodes), so the fit runs L-BFGS with analytic gradients
+and then polishes with Newton steps; the Laplace approximation instead uses
+finite differences (its nodes move with the parameters), so keep it for
+small data. Standard errors of the abilities come from the inverse Hessian;
+the intervals of the scales are profile-likelihood intervals (or a
+parametric bootstrap); the conditional modes of the task effects are the
+modes found in step one at the estimate.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import xarray as xr
+from scipy import optimize, stats
+from scipy.special import gammaln
+
+from ..._base import (
+    DEFAULT_PROB,
+    BoundaryWarning,
+    HierbenchError,
+    HierbenchWarning,
+    NotConvergedWarning,
+    Result,
+    as_rng,
+    check_choice,
+    check_int,
+    check_prob,
+    counts,
+    make_interval,
+)
+from ..._numerics import NEWTON_STEPS, gauss_hermite
+
+__all__ = [
+    "BoundaryEstimateWarning",
+    "CrossedMLResult",
+    "IgnoredClusterWarning",
+    "MLConvergenceWarning",
+    "SeparatedAgentWarning",
+    "fit_crossed_ml",
+]
+
+_LOG_SD_BOUNDS = (math.log(1e-4), math.log(50.0))
+_ALPHA_BOUND = 30.0
+
+
+class SeparatedAgentWarning(BoundaryWarning):
+    """An agent succeeded (or failed) on every run: its ability's MLE is infinite (reported as NaN)."""
+
+
+class BoundaryEstimateWarning(BoundaryWarning):
+    """A scale's estimate sits at the boundary (zero): its interval is one-sided."""
+
+
+class IgnoredClusterWarning(HierbenchWarning):
+    """The data carry task clusters, which the ML fit does not model (no cluster level)."""
+
+
+class MLConvergenceWarning(NotConvergedWarning):
+    """The optimiser stopped without meeting its convergence criterion."""
+
+
+# --------------------------------------------------------------------------- the likelihood
+
+
+class _Lik:
+    """The marginal log-likelihood of one data set, with warm-started task modes."""
+
+    def __init__(self, y: np.ndarray, n: np.ndarray, marg: bool, n_agq: int, n_quad: int):
+        from ._numba import task_pass
+
+        self._kernel = task_pass
+        self.y = np.ascontiguousarray(y, dtype=float)  # (T, A)
+        self.n = np.ascontiguousarray(n, dtype=float)
+        self.T, self.A = self.y.shape
+        self.marg = bool(marg)
+        u, w = gauss_hermite(n_quad)
+        self.u, self.c = u, np.log(w) + 0.5 * u**2
+        ut, wt = gauss_hermite(n_agq)
+        self.ut, self.ct = ut, np.log(wt) + 0.5 * ut**2
+        self.n_agq = int(n_agq)
+        self.P = self.A + 1 + int(self.marg)
+        self.b_mode = np.zeros(self.T)
+        self.log_binom = float(
+            (gammaln(self.n + 1) - gammaln(self.y + 1) - gammaln(self.n - self.y + 1)).sum()
+        )
+        self.n_eval = 0
+
+    def split(self, x: np.ndarray) -> tuple[np.ndarray, float, float]:
+        alpha = np.ascontiguousarray(x[: self.A], dtype=float)
+        sd_t = math.exp(x[self.A])
+        sd_at = math.exp(x[self.A + 1]) if self.marg else 1.0
+        return alpha, sd_t, sd_at
+
+    def run(self, x: np.ndarray, full: bool = False) -> dict[str, np.ndarray]:
+        alpha, sd_t, sd_at = self.split(x)
+        T, A, Q = self.T, self.A, self.ut.size
+        shape3 = (T, Q, A) if full else (1, 1, 1)
+        out = {
+            "L": np.empty(T),
+            "s": np.empty(T),
+            "g_alpha": np.empty((T, A)),
+            "g_lst": np.empty(T),
+            "g_sat": np.empty(T),
+            "pi": np.empty((T, Q) if full else (1, 1)),
+            "bq": np.empty((T, Q) if full else (1, 1)),
+            **{k: np.empty(shape3) for k in ("d1", "d2", "ds", "dns", "dss")},
+        }
+        self._kernel(
+            self.y, self.n, alpha, 1.0 / sd_t**2, self.marg, sd_at, self.u, self.c, NEWTON_STEPS,
+            self.ut, self.ct, self.b_mode, 100, 1e-10, full,
+            out["L"], out["s"], out["g_alpha"], out["g_lst"], out["g_sat"], out["pi"], out["bq"],
+            out["d1"], out["d2"], out["ds"], out["dns"], out["dss"],
+        )  # fmt: skip
+        self.n_eval += 1
+        out["sd_t"], out["sd_at"] = sd_t, sd_at
+        return out
+
+    def value(self, x: np.ndarray) -> float:
+        return float(self.run(x)["L"].sum())
+
+    def value_grad(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """Log-likelihood and its gradient in ``x = (alpha, log sd_task[, log sd_agent_task])``."""
+        if self.n_agq == 1:
+            return self.value(x), self._fd_grad(x)
+        r = self.run(x)
+        g = np.empty(self.P)
+        g[: self.A] = r["g_alpha"].sum(0)
+        g[self.A] = r["g_lst"].sum()
+        if self.marg:
+            g[self.A + 1] = r["sd_at"] * r["g_sat"].sum()
+        return float(r["L"].sum()), g
+
+    def _fd_grad(self, x: np.ndarray, h: float = 1e-5) -> np.ndarray:
+        g = np.empty(x.size)
+        for i in range(x.size):
+            e = np.zeros(x.size)
+            e[i] = h
+            g[i] = (self.value(x + e) - self.value(x - e)) / (2 * h)
+        return g
+
+    def hessian(self, x: np.ndarray) -> np.ndarray:
+        """Hessian of the log-likelihood in ``x``: Louis' identity at the nodes (finite differences for Laplace)."""
+        return self.value_grad_hess(x)[2]
+
+    def value_grad_hess(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Value, gradient and Hessian from one pass (finite differences for Laplace)."""
+        if self.n_agq == 1:
+            h = 1e-4
+            H = np.empty((x.size, x.size))
+            for i in range(x.size):
+                e = np.zeros(x.size)
+                e[i] = h
+                H[i] = (self._fd_grad(x + e) - self._fd_grad(x - e)) / (2 * h)
+            v, g = self.value_grad(x)
+            return v, g, 0.5 * (H + H.T)
+        r = self.run(x, full=True)
+        A, P = self.A, self.P
+        pi, bq = r["pi"], r["bq"]
+        prec_t = 1.0 / r["sd_t"] ** 2
+        sd_at = r["sd_at"]
+        T, Q = pi.shape
+        G = np.zeros((T, Q, P))
+        G[..., :A] = r["d1"]
+        G[..., A] = bq**2 * prec_t - 1.0
+        if self.marg:
+            G[..., A + 1] = sd_at * r["ds"].sum(-1)
+        gbar = np.einsum("tq,tqp->tp", pi, G)
+        Gc = G - gbar[:, None, :]
+        H = np.einsum("tq,tqi,tqj->ij", pi, Gc, Gc)
+        H[np.arange(A), np.arange(A)] += np.einsum("tq,tqa->a", pi, r["d2"])
+        H[A, A] += np.einsum("tq,tq->", pi, -2.0 * bq**2 * prec_t)
+        if self.marg:
+            cross = sd_at * np.einsum("tq,tqa->a", pi, r["dns"])
+            H[:A, A + 1] += cross
+            H[A + 1, :A] += cross
+            H[A + 1, A + 1] += np.einsum(
+                "tq,tq->", pi, sd_at**2 * r["dss"].sum(-1) + sd_at * r["ds"].sum(-1)
+            )
+        g = np.empty(P)
+        g[:A] = r["g_alpha"].sum(0)
+        g[A] = r["g_lst"].sum()
+        if self.marg:
+            g[A + 1] = sd_at * r["g_sat"].sum()
+        return float(r["L"].sum()), g, H
+
+
+# --------------------------------------------------------------------------- optimisation
+
+
+def _maximise(
+    lik: _Lik,
+    x0: np.ndarray,
+    free: np.ndarray,
+    bounds: list[tuple[float, float]],
+    newton: bool = True,
+    lbfgs: bool = True,
+) -> tuple[np.ndarray, float, bool, str]:
+    """Maximise over the ``free`` coordinates of ``x`` from ``x0``: L-BFGS-B, then Newton polish.
+
+    ``lbfgs=False`` (a warm start close to the optimum, as in a profile) goes
+    straight to Newton and falls back to L-BFGS-B only if Newton fails.
+    """
+    x = x0.astype(float).copy()
+    idx = np.flatnonzero(free)
+    use_newton = newton and lik.n_agq > 1
+    if use_newton and not lbfgs:
+        xn, v, ok_n = _newton_polish(lik, x, idx, bounds, steps=30)
+        if ok_n:
+            return xn, v, True, "Newton"
+
+    def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
+        x[idx] = z
+        v, g = lik.value_grad(x)
+        if not np.isfinite(v):
+            return 1e300, np.zeros(idx.size)
+        return -v, -g[idx]
+
+    res = optimize.minimize(
+        fun,
+        x[idx],
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[bounds[i] for i in idx],
+        options={"maxiter": 2000, "ftol": 1e-13, "gtol": 1e-7},
+    )
+    x[idx] = res.x
+    ok, msg = bool(res.success), str(res.message)
+    if use_newton:
+        x, v, ok_n = _newton_polish(lik, x, idx, bounds)
+        ok = ok or ok_n
+        if ok_n:
+            msg = "Newton decrement below 1e-8"
+    else:
+        v = lik.value(x)
+    return x, v, ok, msg
+
+
+def _newton_polish(
+    lik: _Lik, x: np.ndarray, idx: np.ndarray, bounds: list[tuple[float, float]], steps: int = 8
+) -> tuple[np.ndarray, float, bool]:
+    """Newton steps with backtracking on the free coordinates; True when the Newton decrement is tiny.
+
+    A coordinate held at its bound (a scale at zero) is left out of the step.
+    """
+    lo = np.array([bounds[i][0] for i in idx])
+    hi = np.array([bounds[i][1] for i in idx])
+    v, g, H = lik.value_grad_hess(x)
+    for _ in range(steps):
+        gi = g[idx]
+        Hi = H[np.ix_(idx, idx)]
+        act = ~(((x[idx] <= lo + 1e-9) & (gi < 0)) | ((x[idx] >= hi - 1e-9) & (gi > 0)))
+        step = np.zeros(idx.size)
+        try:
+            step[act] = np.linalg.solve(-Hi[np.ix_(act, act)], gi[act])
+        except np.linalg.LinAlgError:
+            return x, v, False
+        dec = float(gi @ step)
+        if not np.isfinite(dec) or dec < 0:  # not an ascent direction: the Hessian is not negative definite
+            return x, v, False
+        if dec < 1e-8:  # predicted gain below 1e-8 log-likelihood units
+            return x, v, True
+        t = 1.0
+        while t > 1e-4:
+            xn = x.copy()
+            xn[idx] = np.clip(x[idx] + t * step, lo, hi)
+            vn, gn, Hn = lik.value_grad_hess(xn)
+            if np.isfinite(vn) and vn >= v - 1e-12:
+                x, v, g, H = xn, vn, gn, Hn
+                break
+            t /= 2
+        else:
+            # no gain along the Newton step: converged up to the quadrature's consistency
+            # between value and (fixed-node) gradient if the predicted gain is small
+            return x, v, dec < 1e-5
+    return x, v, False
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass(frozen=True, repr=False)
+class CrossedMLResult(Result):
+    """Maximum-likelihood fit of the crossed logistic model (:func:`fit_crossed_ml`).
+
+    Attributes
+    ----------
+    estimate : DataArray (agent)
+        The abilities ``alpha_a`` (logit scale: an agent's log-odds on a task
+        of average difficulty, ``b = 0``), the ML counterpart of the Bayesian
+        posterior's ``ability``.
+    ci : DataArray (agent, ci_bound)
+        Wald intervals ``alpha +- z SE`` (kind ``normal``).
+    standard_error : DataArray (agent)
+    sd : DataArray (component)
+        ``sd_task`` and, when in the model, ``sd_agent_task`` (logit scale).
+    sd_ci : DataArray (component, ci_bound)
+        Profile-likelihood (kind ``profile``) or parametric-bootstrap
+        percentile (kind ``percentile``) intervals of the scales, or Wald on
+        the log scale (kind ``normal``).
+    task_effect : DataArray (task)
+        Conditional modes of the task effects at the estimate.
+    task_effect_sd : DataArray (task)
+        Their conditional standard deviations (from the curvature at the mode).
+    vcov : DataArray (param, param_b)
+        Inverse negative Hessian in ``(alpha..., log sd_task[, log sd_agent_task])``.
+    loglik : float
+        Maximised log-likelihood, including the binomial coefficients (as
+        ``logLik`` of ``glmer``).
+    n_agq, n_quad : int
+        Task-level and cell-level quadrature nodes (``n_agq = 1``: Laplace).
+    converged : bool
+    n_evaluations : int
+        Likelihood evaluations (every pass over all cells, intervals included).
+    options : dict
+        ``agent_task`` and the other settings used.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    standard_error: xr.DataArray
+    sd: xr.DataArray
+    sd_ci: xr.DataArray
+    task_effect: xr.DataArray
+    task_effect_sd: xr.DataArray
+    vcov: xr.DataArray
+    loglik: float
+    n_agq: int
+    n_quad: int
+    converged: bool
+    n_evaluations: int
+    options: dict = field(default_factory=dict)
+    sd_resamples: xr.DataArray | None = None
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov", "sd_resamples")
+
+    @property
+    def variance_components(self) -> xr.Dataset:
+        """``estimate`` and ``ci`` of the scales along ``component`` (for ``side_by_side``)."""
+        return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
+
+    @property
+    def task_effects(self) -> xr.Dataset:
+        """Conditional modes of the task effects with normal intervals from their conditional sd."""
+        prob = float(self.ci.attrs["ci_prob"])
+        z = stats.norm.ppf(0.5 + prob / 2)
+        ci = make_interval(
+            self.task_effect - z * self.task_effect_sd,
+            self.task_effect + z * self.task_effect_sd,
+            prob=prob,
+            kind="normal",
+            detail="conditional mode +- z conditional sd at the ML estimate (ignores the "
+            "uncertainty of the parameters)",
+            warn_zero_width=False,
+        )
+        return xr.Dataset({"estimate": self.task_effect, "ci": ci})
+
+
+# --------------------------------------------------------------------------- public
+
+
+def _prepare(data: Any) -> xr.Dataset:
+    c = counts(data, binary=True, name="data", purpose="fit_crossed_ml")
+    for d in ("agent", "task"):
+        if d not in c["n_runs"].dims:
+            raise HierbenchError(
+                f"`data` must have dims 'agent' and 'task' (and 'run' for scores); got {c['n_runs'].dims}"
+            )
+    extra = [d for d in c["n_runs"].dims if d not in ("agent", "task")]
+    if extra:
+        raise HierbenchError(f"`data` has dims {extra} besides agent and task (and run); select first")
+    return c.transpose("agent", "task")
+
+
+def fit_crossed_ml(
+    data: xr.Dataset,
+    *,
+    agent_task: Literal["auto", "marginal", "none"] = "auto",
+    n_agq: int = 9,
+    n_quad: int = 7,
+    prob: float = DEFAULT_PROB,
+    intervals: Literal["profile", "bootstrap", "wald"] = "profile",
+    n_resamples: int = 200,
+    rng: None | int | np.random.Generator = None,
+) -> CrossedMLResult:
+    """Fit the crossed logistic model by maximum likelihood (task effects integrated out).
+
+    Parameters
+    ----------
+    data : xarray.Dataset
+        An eval dataset with binary scores (``score(agent, task, run)``), or
+        its counts (``n_runs``, ``n_success`` over ``agent`` and ``task``).
+        Cells with no runs are skipped; ragged cells are fine.
+    agent_task : {"auto", "marginal", "none"}
+        Include the agent x task random effect (integrated out of each cell
+        by adaptive quadrature, "marginal") or not ("none", ``glmer``'s
+        ``(1 | task)`` model). "auto": "none" when every cell has at most one
+        run or there is a single agent (the effect is then not identified apart
+        from run noise or from the task effect), else "marginal".
+    n_agq : int
+        Adaptive Gauss-Hermite nodes of the task integral (1 = Laplace, as
+        ``glmer``'s default ``nAGQ = 1``; then gradients are by finite
+        differences, fine for a few agents). The error of the summed
+        log-likelihood against a 61-node quadrature, measured at a fixed
+        parameter on ``simulate_eval`` designs (``benchmarks/bench_scale.py``):
+        12 x 500 x 10: 1 node -0.70, 5 nodes -7.8e-3, 9 nodes -7.5e-5, 15
+        nodes -4e-7; 3 x 200 x 1: 1 node -4.6, 9 nodes -2.6e-4; cbpp
+        (Laplace as glmer): 1 node -4.2e-2, 9 nodes -2.6e-6. The default 9
+        keeps it below 1e-3 in total on these designs.
+    n_quad : int
+        Adaptive Gauss-Hermite nodes of each cell's integral (as
+        :func:`hierbench.bayes.build_crossed`).
+    prob : float
+        Level of every interval.
+    intervals : {"profile", "bootstrap", "wald"}
+        Intervals of the scales: profile likelihood (the deviance within the
+        chi-square(1) quantile), parametric bootstrap percentiles
+        (``n_resamples`` data sets simulated from the fit and refitted), or
+        Wald on the log scale.
+    n_resamples : int
+        Parametric bootstrap replicates (``intervals="bootstrap"``).
+    rng : None, int or numpy.random.Generator
+        Seeds the parametric bootstrap (the fit itself is deterministic).
+
+    Returns
+    -------
+    CrossedMLResult
+        ``estimate`` / ``ci``: the agents' abilities (logit) with Wald
+        intervals; ``sd`` / ``sd_ci`` the scales; ``task_effect`` the
+        conditional modes; ``loglik`` the maximised log-likelihood.
+
+    Warns
+    -----
+    SeparatedAgentWarning
+        An agent with all successes or all failures (its ability is NaN).
+    BoundaryEstimateWarning
+        A scale estimated at zero.
+    MLConvergenceWarning
+        The optimiser did not converge.
+    IgnoredClusterWarning
+        The data have a ``cluster`` coord (not modelled here).
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.freq import fit_crossed_ml
+    >>> data, _ = simulate_eval(n_agents=2, n_tasks=40, n_runs=4, rng=0)
+    >>> res = fit_crossed_ml(data, intervals="wald")
+    >>> res.sd.component.values.tolist()
+    ['sd_task', 'sd_agent_task']
+    >>> bool(res.converged)
+    True
+    """
+    check_choice(agent_task, "agent_task", ["auto", "marginal", "none"])
+    check_choice(intervals, "intervals", ["profile", "bootstrap", "wald"])
+    n_agq = check_int(n_agq, "n_agq", min=1, max=101)
+    n_quad = check_int(n_quad, "n_quad", min=3, max=101)
+    prob = check_prob(prob)
+    if intervals == "bootstrap":
+        n_resamples = check_int(n_resamples, "n_resamples", min=10)
+    c = _prepare(data)
+    if "cluster" in c.coords:
+        warnings.warn(
+            "`data` has a `cluster` task coord, which fit_crossed_ml does not model: the task effects "
+            "are iid N(0, sd_task) with no cluster level (the Bayesian build_crossed has one), so "
+            "sd_task absorbs the cluster variance and tasks of one cluster are treated as independent",
+            IgnoredClusterWarning,
+            stacklevel=2,
+        )
+    n_all = np.asarray(c["n_runs"].values, dtype=float)
+    y_all = np.asarray(c["n_success"].values, dtype=float)
+    agents = np.asarray(c["agent"].values).astype(str) if "agent" in c.coords else np.arange(n_all.shape[0]).astype(str)
+    tasks = np.asarray(c["task"].values).astype(str) if "task" in c.coords else np.arange(n_all.shape[1]).astype(str)
+    if n_all.sum() == 0:
+        raise HierbenchError("`data` holds no runs: every cell has n_runs = 0")
+    no_runs = n_all.sum(1) == 0
+    if no_runs.any():
+        raise HierbenchError(
+            f"`data`: agents {agents[no_runs][:5].tolist()} have no runs at all; drop them first"
+        )
+    ran_tasks = n_all.sum(0) > 0
+    if ran_tasks.sum() < 2:
+        raise HierbenchError(
+            f"`data` must have at least 2 tasks with runs to estimate sd_task; got {int(ran_tasks.sum())}"
+        )
+    n_fit_agents = int((~((y_all.sum(1) == 0) | (y_all.sum(1) == n_all.sum(1)))).sum())
+    if agent_task == "auto":
+        # one run per cell, or one agent: the cell effect cannot be told apart from run
+        # noise or from the task effect (only sd_task^2 + sd_agent_task^2 is identified)
+        agent_task = "none" if n_all.max() <= 1 or n_fit_agents <= 1 else "marginal"
+    elif agent_task == "marginal" and n_fit_agents <= 1:
+        warnings.warn(
+            "agent_task='marginal' with a single agent: the task and agent x task effects are then "
+            "the same level, so only sd_task^2 + sd_agent_task^2 is identified; the split between "
+            "them (and their separate intervals) is arbitrary. Use agent_task='none'.",
+            HierbenchWarning,
+            stacklevel=2,
+        )
+    marg = agent_task == "marginal"
+    sep = (y_all.sum(1) == 0) | (y_all.sum(1) == n_all.sum(1))
+    if sep.all():
+        raise HierbenchError(
+            "`data`: every agent succeeded on every run or failed on every run; no ability is finite"
+        )
+    if sep.any():
+        warnings.warn(
+            f"agents {agents[sep][:5].tolist()} succeeded (or failed) on every run: their ability's MLE "
+            "is infinite; they are reported as NaN and their cells, which add nothing to the likelihood "
+            "in that limit, are left out of the fit",
+            SeparatedAgentWarning,
+            stacklevel=2,
+        )
+    keep = ~sep
+    y = y_all[keep][:, ran_tasks].T
+    n = n_all[keep][:, ran_tasks].T
+    lik = _Lik(y, n, marg, n_agq, n_quad)
+    A = lik.A
+    rate = (y.sum(0) + 0.5) / (n.sum(0) + 1.0)
+    x0 = np.concatenate([np.log(rate / (1 - rate)), [0.0], [math.log(0.5)] if marg else []])
+    bounds = [(-_ALPHA_BOUND, _ALPHA_BOUND)] * A + [_LOG_SD_BOUNDS] * (1 + int(marg))
+    free = np.ones(lik.P, bool)
+    # Newton from the start (one pass per step with its Louis Hessian); L-BFGS-B only if it fails
+    x_hat, ll, ok, msg = _maximise(lik, x0, free, bounds, lbfgs=False)
+    if not ok:
+        warnings.warn(
+            f"fit_crossed_ml: the optimiser did not converge ({msg}); the estimates may be inaccurate",
+            MLConvergenceWarning,
+            stacklevel=2,
+        )
+    H = lik.hessian(x_hat)
+    try:
+        V = np.linalg.inv(-H)
+    except np.linalg.LinAlgError:
+        V = np.full_like(H, np.nan)
+    r = lik.run(x_hat)
+    modes = lik.b_mode.copy()
+    cond_sd = r["s"].copy()
+    comp = ["sd_task"] + (["sd_agent_task"] if marg else [])
+    sd_hat = np.exp(x_hat[A:])
+    at_bound = x_hat[A:] <= _LOG_SD_BOUNDS[0] + 1e-3
+    for j in np.flatnonzero(at_bound):
+        warnings.warn(
+            f"{comp[j]} is estimated at the boundary (zero); its interval is one-sided",
+            BoundaryEstimateWarning,
+            stacklevel=2,
+        )
+    z = stats.norm.ppf(0.5 + prob / 2)
+    se_log = np.sqrt(np.clip(np.diag(V)[A:], 0, None))
+    resamples = None
+    if intervals == "profile":
+        lo, hi = [], []
+        for j in range(len(comp)):
+            a, b = _profile_interval(lik, x_hat, ll, A + j, bounds, prob, se_log[j])
+            lo.append(a)
+            hi.append(b)
+        kind, detail = "profile", "profile likelihood, deviance within the chi-square(1) quantile"
+    elif intervals == "wald":
+        with np.errstate(over="ignore"):
+            lo = np.where(at_bound, 0.0, sd_hat * np.exp(-z * se_log))
+            hi = sd_hat * np.exp(z * se_log)
+        kind, detail = "normal", "Wald on the log scale"
+    else:
+        draws = _parametric_bootstrap(lik, x_hat, bounds, n_resamples, as_rng(rng))
+        resamples = xr.DataArray(
+            draws, dims=("resample", "component"), coords={"component": comp}, name="sd_resamples"
+        )
+        q = np.nanquantile(draws, [0.5 - prob / 2, 0.5 + prob / 2], axis=0)
+        lo, hi = q[0], q[1]
+        kind, detail = "percentile", f"parametric bootstrap, {n_resamples} refits"
+    sd_da = xr.DataArray(sd_hat, dims="component", coords={"component": comp}, name="sd")
+    sd_ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)
+    # abilities on the full agent axis (separated agents NaN)
+    alpha = np.full(agents.size, np.nan)
+    se = np.full(agents.size, np.nan)
+    alpha[keep] = x_hat[:A]
+    se[keep] = np.sqrt(np.clip(np.diag(V)[:A], 0, None))
+    est = xr.DataArray(alpha, dims="agent", coords={"agent": agents}, name="estimate")
+    est.attrs = {"scale": "logit", "meaning": "ability: log-odds of success on a task of average difficulty"}
+    ci = make_interval(
+        est - z * se, est + z * se, prob=prob, kind="normal",
+        detail="Wald: estimate +- z * SE from the inverse observed information", warn_zero_width=False,
+    )  # fmt: skip
+    te = np.full(tasks.size, np.nan)
+    tsd = np.full(tasks.size, np.nan)
+    te[ran_tasks] = modes
+    tsd[ran_tasks] = cond_sd
+    pnames = [f"ability[{a}]" for a in agents[keep]] + [f"log_{c_}" for c_ in comp]
+    return CrossedMLResult(
+        estimate=est,
+        ci=ci,
+        standard_error=xr.DataArray(se, dims="agent", coords={"agent": agents}, name="standard_error"),
+        sd=sd_da,
+        sd_ci=sd_ci,
+        task_effect=xr.DataArray(te, dims="task", coords={"task": tasks}, name="task_effect"),
+        task_effect_sd=xr.DataArray(tsd, dims="task", coords={"task": tasks}, name="task_effect_sd"),
+        vcov=xr.DataArray(V, dims=("param", "param_b"), coords={"param": pnames, "param_b": pnames}),
+        loglik=float(ll + lik.log_binom),
+        n_agq=n_agq,
+        n_quad=n_quad,
+        converged=bool(ok),
+        n_evaluations=int(lik.n_eval),
+        options={"agent_task": agent_task, "intervals": intervals, "n_separated_agents": int(sep.sum())},
+        sd_resamples=resamples,
+    )
+
+
+def _profile_interval(
+    lik: _Lik, x_hat: np.ndarray, ll: float, j: int, bounds: list, prob: float, se: float
+) -> tuple[float, float]:
+    """Profile-likelihood interval of ``exp(x[j])``: signed root deviance = -+z, found by secant steps."""
+    zq = math.sqrt(stats.chi2.ppf(prob, 1))
+    free = np.ones(x_hat.size, bool)
+    free[j] = False
+    v_hat = x_hat[j]
+    b_save = lik.b_mode.copy()
+    se = se if np.isfinite(se) and se > 1e-3 else 0.3
+
+    def root(v: float, x_start: np.ndarray) -> tuple[float, np.ndarray]:
+        xs = x_start.copy()
+        xs[j] = v
+        x, val, _, _ = _maximise(lik, xs, free, bounds, lbfgs=False)
+        dev = max(2.0 * (ll - val), 0.0)
+        return math.copysign(math.sqrt(dev), v - v_hat), x
+
+    out = []
+    for sign in (-1.0, 1.0):
+        lik.b_mode[:] = b_save
+        target = sign * zq
+        edge = bounds[j][0] if sign < 0 else bounds[j][1]
+        v0, r0, x0 = v_hat, 0.0, x_hat
+        v1 = v_hat + sign * zq * se
+        if sign < 0 and v_hat - 2.0 * zq * se < edge:
+            v1 = edge  # the Wald interval reaches zero: try the boundary first
+        v1 = max(min(v1, bounds[j][1]), bounds[j][0])
+        r1, x1 = root(v1, x0)
+        found = np.nan
+        for _ in range(30):
+            if abs(r1 - target) < 1e-3:
+                found = v1
+                break
+            if abs(v1 - edge) < 1e-9 and abs(r1) < abs(target):
+                found = -np.inf if sign < 0 else np.inf  # the profile never reaches the cut-off
+                break
+            slope = (r1 - r0) / (v1 - v0) if v1 != v0 else 0.0
+            if not np.isfinite(slope) or slope <= 0:
+                v2 = v1 + sign * se
+            else:
+                v2 = v1 + (target - r1) / slope
+            # stay on the right side of the estimate and inside the bounds
+            v2 = v_hat + sign * max(sign * (v2 - v_hat), 1e-6)
+            v2 = max(min(v2, bounds[j][1]), bounds[j][0])
+            v0, r0, x0 = v1, r1, x1
+            v1 = v2
+            r1, x1 = root(v1, x0)
+        out.append(found)
+    lik.b_mode[:] = b_save
+    lo = 0.0 if out[0] == -np.inf else math.exp(out[0]) if np.isfinite(out[0]) else np.nan
+    hi = np.inf if out[1] == np.inf else math.exp(out[1]) if np.isfinite(out[1]) else np.nan
+    return lo, hi
+
+
+def _simulate(lik: _Lik, x: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    alpha, sd_t, sd_at = lik.split(x)
+    T, A = lik.T, lik.A
+    eta = alpha[None, :] + gen.normal(0.0, sd_t, T)[:, None]
+    if lik.marg:
+        eta = eta + gen.normal(0.0, sd_at, (T, A))
+    p = 1.0 / (1.0 + np.exp(-eta))
+    return gen.binomial(lik.n.astype(np.int64), p).astype(float)
+
+
+def _parametric_bootstrap(
+    lik: _Lik, x_hat: np.ndarray, bounds: list, n_resamples: int, gen: np.random.Generator
+) -> np.ndarray:
+    """Scales refitted on data simulated from the fit (NaN for a replicate with a separated agent)."""
+    K = lik.P - lik.A
+    draws = np.full((n_resamples, K), np.nan)
+    for i in range(n_resamples):
+        y_sim = _simulate(lik, x_hat, gen)
+        tot = y_sim.sum(0)
+        if np.any((tot == 0) | (tot == lik.n.sum(0))):
+            continue
+        sim = _Lik.__new__(_Lik)
+        sim.__dict__.update(lik.__dict__)
+        sim.y = np.ascontiguousarray(y_sim)
+        sim.b_mode = lik.b_mode.copy()
+        sim.n_eval = 0
+        x, _, _, _ = _maximise(sim, x_hat, np.ones(lik.P, bool), bounds)
+        draws[i] = np.exp(x[lik.A :])
+        lik.n_eval += sim.n_eval
+    return draws

@@ -1,0 +1,19 @@
+"""Item response theory without a sampler: MAP calibration of an item bank and scoring a new agent."""
+
+from ._ml import (
+    IRTBank,
+    IRTCalibrationResult,
+    IRTConvergenceWarning,
+    IRTScoreResult,
+    calibrate_irt,
+    irt_score,
+)
+
+__all__ = [
+    "IRTBank",
+    "IRTCalibrationResult",
+    "IRTConvergenceWarning",
+    "IRTScoreResult",
+    "calibrate_irt",
+    "irt_score",
+]

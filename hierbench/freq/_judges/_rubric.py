@@ -1,0 +1,305 @@
+"""Rubric scores (1-5 helpfulness, 0-10 MT-Bench style): mean with interval, distribution, the bottom share.
+
+A mean rubric score is a mean, so it gets a task-bootstrap interval like any
+other; but a mean of 3.5 can be "all 3s and 4s" or "half 1s, half 5s", so the
+distribution over the scale and the share at the bottom of it come with it.
+
+Rubric means are only comparable under one judge setup (judge model, prompt,
+scale, rubric version): a changed judge shifts the scale. Record the setup in
+the data's attrs (dataset attrs or agent coords whose names start with
+``judge`` or ``rubric``, e.g. ``judge_model``, ``judge_prompt_sha``,
+``rubric_version``); :func:`compare_rubric_means` refuses to compare means
+whose recorded setups differ, or that record none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob, make_interval
+from .._inputs import data_variable
+from .._resampling._bootstrap import BootstrapResult, bootstrap_ci
+
+__all__ = [
+    "JudgeSetupError",
+    "RubricResult",
+    "check_same_judge",
+    "compare_rubric_means",
+    "rubric_summary",
+]
+
+JUDGE_PREFIXES = ("judge", "rubric")
+
+
+class JudgeSetupError(HierbenchError):
+    """Rubric scores from different (or unrecorded) judge setups were about to be compared."""
+
+
+@dataclass(frozen=True, repr=False)
+class RubricResult(Result):
+    """Result of :func:`rubric_summary`.
+
+    Attributes
+    ----------
+    estimate : DataArray (agent)
+        Mean rubric score (mean over tasks of each task's mean over runs).
+    ci : DataArray (agent, ci_bound)
+        Task-bootstrap interval of the mean.
+    distribution : DataArray (agent, level)
+        Share of runs at each scale level (each task weighs the same).
+    bottom_share : DataArray (agent)
+        Share of runs scored at or below ``bottom``.
+    bottom_share_ci : DataArray (agent, ci_bound)
+    judge : dict
+        The judge setup recorded in the data.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    distribution: xr.DataArray
+    bottom_share: xr.DataArray
+    bottom_share_ci: xr.DataArray
+    judge: dict = field(default_factory=dict)
+
+
+def judge_setup(
+    data: xr.Dataset | xr.DataArray, keys: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The judge setup recorded in ``data``: dataset attrs and agent coords named ``judge*`` / ``rubric*``."""
+    out: dict[str, Any] = {}
+    for k, v in data.attrs.items():
+        if (keys is None and str(k).startswith(JUDGE_PREFIXES)) or (keys is not None and k in keys):
+            out[str(k)] = v
+    for c in data.coords:
+        if (keys is None and str(c).startswith(JUDGE_PREFIXES)) or (keys is not None and c in keys):
+            vals = sorted({str(x) for x in np.atleast_1d(data.coords[c].values)})
+            out[str(c)] = vals[0] if len(vals) == 1 else tuple(vals)
+    return out
+
+
+def check_same_judge(
+    *datasets: xr.Dataset | xr.DataArray,
+    keys: Sequence[str] | None = None,
+    allow_unrecorded: bool = False,
+) -> dict[str, Any]:
+    """Refuse to compare rubric scores made under different judge setups.
+
+    Parameters
+    ----------
+    *datasets : Dataset or DataArray
+        One or several; within one, an agent coord such as ``judge_model``
+        must hold a single value.
+    keys : sequence of str, optional
+        The attrs / coords that define the setup (default: every name starting
+        with ``judge`` or ``rubric``).
+    allow_unrecorded : bool
+        Accept data that record no judge setup at all (at your own risk).
+
+    Returns
+    -------
+    dict
+        The shared setup.
+
+    Raises
+    ------
+    JudgeSetupError
+        Naming the keys whose values differ (or are missing on one side).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> a = xr.Dataset(attrs={"judge_model": "gpt-4o"})
+    >>> b = xr.Dataset(attrs={"judge_model": "claude"})
+    >>> check_same_judge(a, a)
+    {'judge_model': 'gpt-4o'}
+    >>> check_same_judge(a, b)
+    Traceback (most recent call last):
+    ...
+    hierbench.freq._judges._rubric.JudgeSetupError: rubric scores come from different judge setups: judge_model differs (data 0: 'gpt-4o', data 1: 'claude'); rubric means under different judges are not comparable
+    """
+    if not datasets:
+        raise ValueError("`datasets`: give at least one dataset")
+    setups = [judge_setup(d, keys) for d in datasets]
+    for i, s in enumerate(setups):
+        multi = {k: v for k, v in s.items() if isinstance(v, tuple)}
+        if multi:
+            raise JudgeSetupError(
+                f"data {i} mixes judge setups across agents: {multi}; rubric means under different "
+                "judges are not comparable"
+            )
+    if not any(setups):
+        if allow_unrecorded:
+            return {}
+        raise JudgeSetupError(
+            "the data record no judge setup (attrs or agent coords named judge* / rubric*, e.g. "
+            "attrs['judge_model'], attrs['rubric_version']): record it, or pass allow_unrecorded=True"
+        )
+    all_keys = sorted(set().union(*setups))
+    diff = []
+    for k in all_keys:
+        vals = [s.get(k, "<not recorded>") for s in setups]
+        if any(str(v) != str(vals[0]) for v in vals):
+            diff.append(
+                f"{k} differs (" + ", ".join(f"data {i}: {v!r}" for i, v in enumerate(vals)) + ")"
+            )
+    if diff:
+        raise JudgeSetupError(
+            "rubric scores come from different judge setups: "
+            + "; ".join(diff)
+            + "; rubric means under different judges are not comparable"
+        )
+    return setups[0]
+
+
+def rubric_summary(
+    data: xr.Dataset | xr.DataArray,
+    *,
+    var: str = "score",
+    levels: Sequence[float] = (1, 2, 3, 4, 5),
+    bottom: float | None = None,
+    prob: float = DEFAULT_PROB,
+    n_resamples: int = 2000,
+    cluster: str | None = "auto",
+    rng: None | int | np.random.Generator = None,
+    dim: str = "run",
+    task_dim: str = "task",
+    agent_dim: str = "agent",
+) -> RubricResult:
+    """Mean rubric score with a task-bootstrap interval, the distribution over the scale, the bottom share.
+
+    Parameters
+    ----------
+    data : Dataset or DataArray
+        Rubric scores over ``(agent, task, run)``; NaN = not scored.
+    var : str
+        The variable of a Dataset.
+    levels : sequence of numbers
+        The scale's levels; any other value is refused.
+    bottom : number, optional
+        Scores ``<= bottom`` count as "at the bottom" (default: the lowest level;
+        e.g. ``bottom=2`` for "% rated 1 or 2").
+    prob, n_resamples, cluster, rng, dim, task_dim, agent_dim
+        As in :func:`hierbench.freq.bootstrap_ci`.
+
+    Returns
+    -------
+    RubricResult
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> s = xr.DataArray(np.array([[3, 4, 3, 4, 3, 4], [1, 5, 1, 5, 1, 5.0]])[..., None],
+    ...                  dims=("agent", "task", "run"), coords={"agent": ["steady", "split"]})
+    >>> r = rubric_summary(s, bottom=2, n_resamples=500, rng=0)
+    >>> r.estimate.values.tolist(), r.bottom_share.values.tolist()
+    ([3.5, 3.0], [0.0, 0.5])
+    """
+    prob = check_prob(prob)
+    da = data_variable(data, var)
+    lv = np.asarray(levels, dtype=float)
+    if lv.ndim != 1 or lv.size < 2 or not np.all(np.diff(lv) > 0):
+        raise ValueError(f"`levels` must be at least 2 increasing numbers; got {levels!r}")
+    vals = da.values.astype(float)
+    fin = np.isfinite(vals)
+    off = fin & ~np.isin(vals, lv)
+    if off.any():
+        raise HierbenchError(
+            f"`data`: {int(off.sum())} scores are not levels of the scale {lv.tolist()}, e.g. "
+            f"{sorted(set(vals[off].tolist()))[:5]}"
+        )
+    b = lv[0] if bottom is None else float(bottom)
+    kw = dict(
+        prob=prob,
+        n_resamples=n_resamples,
+        cluster=cluster,
+        dim=dim,
+        task_dim=task_dim,
+        agent_dim=agent_dim,
+    )
+    # the same seed for both bootstraps: the mean and the bottom share see the same task resamples
+    seed = int(as_rng(rng).integers(2**63))
+    mean = bootstrap_ci(da, "mean", rng=seed, **kw)
+    low = (da <= b).astype(float).where(da.notnull())
+    low_res: BootstrapResult = bootstrap_ci(low, "mean", rng=seed, **kw)
+    # distribution: share of each level, each task weighing the same
+    shares = []
+    for level in lv:
+        ind = (da == level).astype(float).where(da.notnull())
+        shares.append(ind.mean(dim).mean(task_dim))
+    dist = xr.concat(shares, dim="level").assign_coords(level=lv).transpose(..., "level")
+    est = mean.estimate.rename("rubric_mean")
+    ci = mean.ci
+    bs = low_res.estimate.rename("bottom_share")
+    bs_ci = make_interval(
+        low_res.ci.sel(ci_bound="lower", drop=True),
+        low_res.ci.sel(ci_bound="upper", drop=True),
+        prob=prob,
+        kind="percentile",
+        detail=f"task bootstrap, {n_resamples} resamples; share of scores <= {b:g}",
+        warn_zero_width=False,
+    )
+    return RubricResult(
+        estimate=est,
+        ci=ci,
+        distribution=dist,
+        bottom_share=bs,
+        bottom_share_ci=bs_ci,
+        judge=judge_setup(data),
+    )
+
+
+def compare_rubric_means(
+    data: xr.Dataset | xr.DataArray | Sequence[xr.Dataset | xr.DataArray],
+    pairs: Sequence[tuple[str, str]] | str = "all",
+    *,
+    var: str = "score",
+    keys: Sequence[str] | None = None,
+    allow_unrecorded: bool = False,
+    prob: float = DEFAULT_PROB,
+    n_resamples: int = 2000,
+    cluster: str | None = "auto",
+    rng: None | int | np.random.Generator = None,
+    agent_dim: str = "agent",
+) -> BootstrapResult:
+    """Paired differences of rubric means between agents, after checking they share one judge setup.
+
+    Parameters
+    ----------
+    data : Dataset, DataArray or a sequence of them
+        Several datasets (e.g. one per agent, judged separately) are checked
+        with :func:`check_same_judge` and then joined along ``agent``.
+    pairs : sequence of (agent_a, agent_b) or "all"
+    var, keys, allow_unrecorded
+        See :func:`check_same_judge`.
+    prob, n_resamples, cluster, rng
+        As in :func:`hierbench.freq.bootstrap_ci` (paired task bootstrap).
+
+    Returns
+    -------
+    BootstrapResult
+        Dim ``pair``.
+
+    Raises
+    ------
+    JudgeSetupError
+        When the judge setups differ or are not recorded.
+    """
+    items = list(data) if isinstance(data, (list, tuple)) else [data]
+    check_same_judge(*items, keys=keys, allow_unrecorded=allow_unrecorded)
+    arrays = [data_variable(d, var) for d in items]
+    da = arrays[0] if len(arrays) == 1 else xr.concat(arrays, dim=agent_dim, join="outer")
+    return bootstrap_ci(
+        da,
+        "mean",
+        pairs=pairs,
+        prob=prob,
+        n_resamples=n_resamples,
+        cluster=cluster,
+        rng=rng,
+        agent_dim=agent_dim,
+    )

@@ -1,0 +1,506 @@
+"""Cost, latency, tokens and steps: quantiles with distribution-free intervals, means, the Pareto frontier.
+
+* :func:`quantile_ci`: p50 / p95 (any quantile) with the order-statistic
+  interval ``[X_(l), X_(u)]``, whose coverage ``P(l <= B < u)``,
+  ``B ~ Binomial(n, q)``, holds for any continuous distribution (no
+  bootstrap, no normality); or a task bootstrap when runs share a task.
+* :func:`mean_ci`: the mean of a per-run quantity with the task bootstrap of
+  :func:`hierbench.freq.bootstrap_ci` (clustered when tasks have clusters).
+* :func:`pareto_frontier`: which agents are on the accuracy-cost Pareto
+  frontier, and how often each is under task resampling.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from ..._base import (
+    DEFAULT_PROB,
+    HierbenchError,
+    HierbenchWarning,
+    Result,
+    UndefinedWarning,
+    as_rng,
+    check_choice,
+    check_int,
+    check_prob,
+    cluster_codes,
+    make_interval,
+)
+from .._inputs import data_variable
+from .._kernels import weight_blocks
+from .._resampling._bootstrap import BootstrapResult, bootstrap_ci
+
+__all__ = [
+    "ParetoResult",
+    "QuantileResult",
+    "UnboundedQuantileWarning",
+    "mean_ci",
+    "order_statistic_interval",
+    "pareto_frontier",
+    "quantile_ci",
+]
+
+
+class UnboundedQuantileWarning(UndefinedWarning):
+    """Too few values for a finite order-statistic bound at this level: the bound is -inf or +inf."""
+
+
+def order_statistic_interval(
+    n: int, q: float, prob: float = DEFAULT_PROB
+) -> tuple[int, int, float]:
+    """Ranks ``(l, u)`` (1-based) of the distribution-free interval ``[X_(l), X_(u)]`` for the ``q``-quantile.
+
+    With ``B ~ Binomial(n, q)`` (the number of values below the true
+    quantile), ``P(X_(l) <= xi_q <= X_(u)) >= P(l <= B <= u - 1)``, with
+    equality for continuous distributions. ``l`` is the largest rank with
+    ``P(B <= l - 1) <= (1 - prob) / 2`` and ``u`` the smallest with
+    ``P(B >= u) <= (1 - prob) / 2``. ``l = 0`` means no finite lower bound,
+    ``u = n + 1`` no finite upper bound.
+
+    Returns
+    -------
+    (l, u, coverage)
+        ``coverage`` is the exact level ``P(l <= B <= u - 1)`` (>= prob
+        whenever both bounds are finite).
+
+    Examples
+    --------
+    >>> order_statistic_interval(100, 0.5)   # the median of 100 values: X_(40) to X_(61)
+    (40, 61, 0.9647997997822952)
+    """
+    n = check_int(n, "n", min=1)
+    prob = check_prob(prob)
+    if not 0 < q < 1:
+        raise ValueError(f"`q` must satisfy 0 < q < 1; got q={q!r}")
+    a = (1 - prob) / 2
+    cdf = stats.binom.cdf(np.arange(n + 1), n, q)
+    lower = int((cdf <= a).sum())  # l - 1 = largest k with F(k) <= a
+    u = int(np.argmax(cdf >= 1 - a)) + 1
+    cov = (cdf[u - 1] if u - 1 <= n else 1.0) - (cdf[lower - 1] if lower >= 1 else 0.0)
+    return lower, u, float(cov)
+
+
+@dataclass(frozen=True, repr=False)
+class QuantileResult(Result):
+    """Result of :func:`quantile_ci`.
+
+    Attributes
+    ----------
+    estimate : DataArray (agent, quantile)
+        Sample quantiles (numpy's linear interpolation).
+    ci : DataArray (agent, quantile, ci_bound)
+    coverage : DataArray (agent, quantile)
+        Exact coverage of the order-statistic interval (NaN for the bootstrap).
+    n : DataArray (agent)
+        Values used (NaN values, runs that did not happen, are not counted).
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    coverage: xr.DataArray
+    n: xr.DataArray
+    attrs: dict = field(default_factory=dict)
+
+
+def quantile_ci(
+    data: xr.Dataset | xr.DataArray,
+    q: float | Sequence[float] = (0.5, 0.95),
+    *,
+    var: str | None = "latency",
+    method: str = "order-statistic",
+    prob: float = DEFAULT_PROB,
+    agent_dim: str = "agent",
+    task_dim: str = "task",
+    cluster: str | None = "auto",
+    n_resamples: int = 2000,
+    rng: None | int | np.random.Generator = None,
+) -> QuantileResult:
+    """Quantiles (p50, p95, ...) of a per-run quantity with intervals, per agent.
+
+    Parameters
+    ----------
+    data : Dataset or DataArray
+        An eval dataset holding ``var`` (e.g. ``latency``, ``cost``,
+        ``tokens``, ``steps``) over ``(agent, task, run)``, or that DataArray.
+        NaN marks a run that did not happen.
+    q : float or sequence of floats
+        Quantile levels in (0, 1).
+    var : str
+        The variable of a Dataset.
+    method : {"order-statistic", "bootstrap"}
+        ``"order-statistic"``: distribution-free interval assuming the values
+        are independent draws (one run per task, or tasks run once). With
+        several runs per task the runs of a task are correlated; a
+        :class:`~hierbench.HierbenchWarning` says so and ``"bootstrap"``
+        (resampling tasks, whole clusters when clustered) is the safer choice.
+    prob : float
+    agent_dim, task_dim : str
+    cluster : str or None
+        Task coord naming clusters (``"auto"``: ``cluster`` if present), bootstrap only.
+    n_resamples : int
+        Bootstrap resamples.
+    rng : None, int or Generator
+
+    Returns
+    -------
+    QuantileResult
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> lat = xr.DataArray(np.arange(1.0, 101.0)[None, :, None], dims=("agent", "task", "run"),
+    ...                    coords={"agent": ["a"]})
+    >>> r = quantile_ci(lat, q=0.5, var=None)
+    >>> float(r.estimate.squeeze()), r.ci.squeeze().values.tolist()
+    (50.5, [40.0, 61.0])
+    """
+    prob = check_prob(prob)
+    check_choice(method, "method", ["order-statistic", "bootstrap"])
+    qs = np.atleast_1d(np.asarray(q, dtype=float))
+    if qs.ndim != 1 or not np.all((qs > 0) & (qs < 1)):
+        raise ValueError(f"`q` must be levels with 0 < q < 1; got {q!r}")
+    da = data_variable(data, var)
+    if task_dim not in da.dims:
+        raise ValueError(
+            f"`task_dim` must be a dimension of the values {da.dims}; got {task_dim!r}"
+        )
+    has_agent = agent_dim in da.dims
+    if not has_agent:
+        da = da.expand_dims({agent_dim: ["all"]})
+    other = [d for d in da.dims if d not in (agent_dim, task_dim)]
+    arr = da.transpose(agent_dim, task_dim, *other).values.astype(float)
+    A, T = arr.shape[:2]
+    flat = arr.reshape(A, T, -1)
+    if np.isinf(flat).any():
+        raise ValueError("`data` values must be finite or NaN (not run); found infinite values")
+    n = np.isfinite(flat).sum((1, 2))
+    est = np.full((A, qs.size), np.nan)
+    lo = np.full((A, qs.size), np.nan)
+    hi = np.full((A, qs.size), np.nan)
+    cov = np.full((A, qs.size), np.nan)
+    runs_per_task = np.isfinite(flat).sum(2)
+    for a in range(A):
+        v = flat[a][np.isfinite(flat[a])]
+        if v.size:
+            est[a] = np.quantile(v, qs)
+    if method == "order-statistic":
+        if (runs_per_task > 1).any():
+            warnings.warn(
+                "some tasks have several runs: runs of one task are not independent draws, so the "
+                "order-statistic interval can be too narrow; consider method='bootstrap' (resamples tasks)",
+                HierbenchWarning,
+                stacklevel=2,
+            )
+        unbounded = 0
+        for a in range(A):
+            v = np.sort(flat[a][np.isfinite(flat[a])])
+            if v.size == 0:
+                continue
+            for j, qq in enumerate(qs):
+                lower, u, c = order_statistic_interval(v.size, float(qq), prob)
+                lo[a, j] = v[lower - 1] if lower >= 1 else -np.inf
+                hi[a, j] = v[u - 1] if u <= v.size else np.inf
+                unbounded += int(lower < 1) + int(u > v.size)
+                cov[a, j] = c
+        if unbounded:
+            need = int(np.ceil(np.log((1 - prob) / 2) / np.log(max(qs.max(), 1 - qs.min()))))
+            warnings.warn(
+                f"{unbounded} interval bounds are infinite: too few values to bound those quantiles "
+                f"at level {prob} without assumptions (the q = {max(qs.max(), 1 - qs.min()):g} "
+                f"tail needs n >= {need} values)",
+                UnboundedQuantileWarning,
+                stacklevel=2,
+            )
+        kind, detail = "order-statistic", "distribution-free; exact coverage in `coverage`"
+    else:
+        n_resamples = check_int(n_resamples, "n_resamples", min=2)
+        res = cluster_codes(da, cluster, dim=task_dim)
+        codes = None if res is None else res[0]
+        gen = as_rng(rng)
+        R = flat.shape[2]
+        dist = np.full((n_resamples, A, qs.size), np.nan)
+        for a in range(A):
+            vals = flat[a].ravel()
+            task_of = np.repeat(np.arange(T), R)
+            ok = np.isfinite(vals)
+            vals, task_of = vals[ok], task_of[ok]
+            if vals.size == 0:
+                continue
+            order = np.argsort(vals, kind="stable")
+            vs, ts = vals[order], task_of[order]
+            done = 0
+            for w in weight_blocks(
+                T, n_resamples, gen, clusters=codes, elements_per_resample=vs.size
+            ):
+                b = w.shape[0]
+                w = w[:, ts]  # (b, N)
+                cw = np.cumsum(w, axis=1)
+                tot = cw[:, -1:]
+                for j, qq in enumerate(qs):
+                    k = np.argmax(cw >= qq * tot - 1e-9, axis=1)  # inverted-CDF quantile
+                    dist[done : done + b, a, j] = np.where(tot[:, 0] > 0, vs[k], np.nan)
+                done += b
+        a_ = (1 - prob) / 2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lo = np.nanquantile(dist, a_, axis=0)
+            hi = np.nanquantile(dist, 1 - a_, axis=0)
+        unit = "clusters" if codes is not None else "tasks"
+        kind, detail = "percentile", f"bootstrap over {unit}, {n_resamples} resamples"
+    agents = da[agent_dim].values if agent_dim in da.coords else np.arange(A)
+    coords = {agent_dim: agents, "quantile": qs}
+    est_da = xr.DataArray(est, dims=(agent_dim, "quantile"), coords=coords, name=var or "value")
+    if not has_agent:
+        est_da = est_da.isel({agent_dim: 0}, drop=True)
+        lo, hi, cov = lo[0], hi[0], cov[0]
+    ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=est_da)
+    return QuantileResult(
+        estimate=est_da,
+        ci=ci,
+        coverage=est_da.copy(data=cov).rename("coverage"),
+        n=xr.DataArray(
+            n if has_agent else n[0],
+            dims=(agent_dim,) if has_agent else (),
+            coords={agent_dim: agents} if has_agent else {},
+        ),
+        attrs={"method": method, "var": var},
+    )
+
+
+def mean_ci(
+    data: xr.Dataset | xr.DataArray,
+    *,
+    var: str | None = "cost",
+    prob: float = DEFAULT_PROB,
+    method: str = "percentile",
+    n_resamples: int = 2000,
+    cluster: str | None = "auto",
+    rng: None | int | np.random.Generator = None,
+    dim: str = "run",
+    task_dim: str = "task",
+    agent_dim: str = "agent",
+) -> BootstrapResult:
+    """Mean of a per-run quantity (cost, latency, tokens, steps) with the task bootstrap.
+
+    The mean is over tasks of each task's mean over its runs (runs of a task
+    are not independent draws), resampling tasks (clusters) with
+    :func:`hierbench.freq.bootstrap_ci`.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> cost = xr.DataArray(np.arange(1.0, 21.0).reshape(1, 10, 2), dims=("agent", "task", "run"))
+    >>> float(mean_ci(cost, var=None, n_resamples=500, rng=0).estimate.squeeze())
+    10.5
+    """
+    da = data_variable(data, var)
+    return bootstrap_ci(
+        da,
+        "mean",
+        method=method,  # type: ignore[arg-type]
+        prob=prob,
+        n_resamples=n_resamples,
+        cluster=cluster,
+        rng=rng,
+        dim=dim,
+        task_dim=task_dim,
+        agent_dim=agent_dim,
+    )
+
+
+@dataclass(frozen=True, repr=False)
+class ParetoResult(Result):
+    """Result of :func:`pareto_frontier`.
+
+    Attributes
+    ----------
+    estimate : DataArray (agent)
+        Membership probability: share of task resamples in which the agent is
+        on the accuracy-cost frontier.
+    ci : DataArray (agent, ci_bound)
+        Wilson interval of that share (its Monte Carlo uncertainty over
+        ``n_resamples``; the sampling uncertainty is the share itself).
+    on_frontier : DataArray (agent)
+        On the frontier of the observed data.
+    accuracy, cost : DataArray (agent)
+        Observed mean accuracy and mean cost per task.
+    accuracy_ci, cost_ci : DataArray (agent, ci_bound)
+        Task-bootstrap percentile intervals from the same resamples.
+    distribution : DataArray (resample, agent, quantity)
+        Resampled accuracy and cost.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    on_frontier: xr.DataArray
+    accuracy: xr.DataArray
+    cost: xr.DataArray
+    accuracy_ci: xr.DataArray
+    cost_ci: xr.DataArray
+    distribution: xr.DataArray
+    attrs: dict = field(default_factory=dict)
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
+
+
+def _frontier(acc: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """On-frontier mask (..., A): no other agent at least as accurate and as cheap, and better in one."""
+    ai, aj = acc[..., :, None], acc[..., None, :]
+    ci, cj = cost[..., :, None], cost[..., None, :]
+    dominated = ((aj >= ai) & (cj <= ci) & ((aj > ai) | (cj < ci))).any(-1)
+    ok = np.isfinite(acc) & np.isfinite(cost)
+    return ok & ~dominated
+
+
+def pareto_frontier(
+    data: xr.Dataset,
+    *,
+    accuracy: str = "score",
+    cost: str = "cost",
+    prob: float = DEFAULT_PROB,
+    n_resamples: int = 2000,
+    cluster: str | None = "auto",
+    dim: str = "run",
+    task_dim: str = "task",
+    agent_dim: str = "agent",
+    rng: None | int | np.random.Generator = None,
+) -> ParetoResult:
+    """The accuracy-cost Pareto frontier across agents, with membership probabilities under task resampling.
+
+    Accuracy and cost are each agent's mean over tasks of the per-task mean
+    over runs. An agent is on the frontier when no other agent is at least as
+    accurate and at most as costly, and strictly better in one. Tasks (whole
+    clusters when clustered) are resampled, the same draw for every agent,
+    and the frontier recomputed in each resample.
+
+    Parameters
+    ----------
+    data : Dataset
+        Eval dataset with ``accuracy`` (score) and ``cost`` over (agent, task, run).
+    accuracy, cost : str
+        Variable names.
+    prob : float
+        Level of the accuracy and cost intervals.
+    n_resamples : int
+    cluster : str or None
+    dim, task_dim, agent_dim : str
+    rng : None, int or Generator
+
+    Returns
+    -------
+    ParetoResult
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> s = np.array([[1, 1, 0, 1], [1, 0, 0, 0], [1, 1, 1, 1.0]])[..., None]
+    >>> c = np.array([[1, 1, 1, 1], [2, 2, 2, 2], [5, 5, 5, 5.0]])[..., None]
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), s), "cost": (("agent", "task", "run"), c)},
+    ...                 coords={"agent": ["cheap", "bad", "best"]})
+    >>> r = pareto_frontier(ds, n_resamples=500, rng=0)
+    >>> r.on_frontier.values.tolist()
+    [True, False, True]
+    """
+    prob = check_prob(prob)
+    n_resamples = check_int(n_resamples, "n_resamples", min=2)
+    if not isinstance(data, xr.Dataset):
+        raise TypeError(
+            f"`data` must be an eval Dataset with {accuracy!r} and {cost!r}; got {type(data).__name__}"
+        )
+    for name, v in (("accuracy", accuracy), ("cost", cost)):
+        if v not in data:
+            raise ValueError(
+                f"`{name}` must name a variable of `data` {sorted(data.data_vars)}; got {v!r}"
+            )
+    acc_da = data[accuracy].transpose(agent_dim, task_dim, dim)
+    cost_da = data[cost].transpose(agent_dim, task_dim, dim)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        acc_cell = np.nanmean(acc_da.values.astype(float), axis=2)  # (A, T)
+        cost_cell = np.nanmean(cost_da.values.astype(float), axis=2)
+    agents = [str(a) for a in data[agent_dim].values]
+    A, T = acc_cell.shape
+    if A < 2:
+        raise HierbenchError(f"`data` must hold at least 2 agents for a frontier; got {agents}")
+    # a cell counts only where both accuracy and cost were recorded
+    pres = np.isfinite(acc_cell) & np.isfinite(cost_cell)
+    no_cost = [agents[i] for i in range(A) if np.isfinite(acc_cell[i]).any() and not pres[i].any()]
+    if no_cost:
+        warnings.warn(
+            f"agents {no_cost} have no recorded {cost!r}: they are left off the frontier (NaN)",
+            HierbenchWarning,
+            stacklevel=2,
+        )
+    n_cost_missing = int((np.isfinite(acc_cell) & ~np.isfinite(cost_cell)).sum())
+    a0 = np.where(pres, acc_cell, 0.0)
+    c0 = np.where(pres, cost_cell, 0.0)
+    pf = pres.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc_obs = a0.sum(1) / pf.sum(1)
+        cost_obs = c0.sum(1) / pf.sum(1)
+    front_obs = _frontier(acc_obs, cost_obs)
+    res = cluster_codes(data, cluster, dim=task_dim)
+    codes = None if res is None else res[0]
+    gen = as_rng(rng)
+    dist = np.empty((n_resamples, A, 2))
+    i0 = 0
+    for w in weight_blocks(T, n_resamples, gen, clusters=codes):
+        b = w.shape[0]
+        den = w @ pf.T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dist[i0 : i0 + b, :, 0] = np.where(den > 0, (w @ a0.T) / den, np.nan)
+            dist[i0 : i0 + b, :, 1] = np.where(den > 0, (w @ c0.T) / den, np.nan)
+        i0 += b
+    member = _frontier(dist[..., 0], dist[..., 1])
+    share = member.mean(0)
+    share = np.where(np.isfinite(acc_obs) & np.isfinite(cost_obs), share, np.nan)
+    z = stats.norm.ppf(0.5 + prob / 2)
+    B = n_resamples
+    den_w = 1 + z * z / B
+    centre = (share + z * z / (2 * B)) / den_w
+    half = z * np.sqrt(share * (1 - share) / B + z * z / (4 * B * B)) / den_w
+    a_ = (1 - prob) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        qlo = np.nanquantile(dist, a_, axis=0)
+        qhi = np.nanquantile(dist, 1 - a_, axis=0)
+    coords = {agent_dim: agents}
+    est = xr.DataArray(share, dims=agent_dim, coords=coords, name="p_on_frontier")
+    unit = "clusters" if codes is not None else "tasks"
+    detail = f"bootstrap over {unit}, {n_resamples} resamples"
+    acc_v = xr.DataArray(acc_obs, dims=agent_dim, coords=coords, name=accuracy)
+    cost_v = xr.DataArray(cost_obs, dims=agent_dim, coords=coords, name=cost)
+    return ParetoResult(
+        estimate=est,
+        ci=make_interval(
+            np.clip(centre - half, 0, 1),
+            np.clip(centre + half, 0, 1),
+            prob=prob,
+            kind="wilson",
+            detail=f"Monte Carlo uncertainty of the share over {B} resamples",
+            template=est,
+            warn_zero_width=False,
+        ),
+        on_frontier=xr.DataArray(front_obs, dims=agent_dim, coords=coords),
+        accuracy=acc_v,
+        cost=cost_v,
+        accuracy_ci=make_interval(
+            qlo[:, 0], qhi[:, 0], prob=prob, kind="percentile", detail=detail, template=acc_v
+        ),
+        cost_ci=make_interval(
+            qlo[:, 1], qhi[:, 1], prob=prob, kind="percentile", detail=detail, template=cost_v
+        ),
+        distribution=xr.DataArray(
+            dist,
+            dims=("resample", agent_dim, "quantity"),
+            coords={agent_dim: agents, "quantity": [accuracy, cost]},
+        ),
+        attrs={"n_resamples": n_resamples, "unit": unit, "n_cells_cost_missing": n_cost_missing},
+    )

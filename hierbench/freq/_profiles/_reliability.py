@@ -1,0 +1,362 @@
+"""The reliability profile of an agent: consistency, robustness, predictability, safety.
+
+Four questions an accuracy score does not answer (after "Towards a Science of
+AI Agent Reliability", Kapoor, Narayanan et al. 2026), each estimated per agent
+with a task-level bootstrap interval, all from one shared resample of tasks
+(whole clusters when the tasks have clusters) so the table is coherent:
+
+========================  ==================================================
+``accuracy``              mean over tasks of the per-task success rate (pass@1)
+``consistency``           mean over tasks of the unbiased pass^k, ``C(c, k) / C(n, k)``
+``robustness_drop``       paired change under a meaning-preserving perturbation:
+                          mean over tasks of the per-task mean of
+                          ``score_perturbed - score`` (negative = a drop)
+``ece``                   expected calibration error of the agent's stated
+                          confidence, ``sum_bins share * |mean conf - success rate|``
+``brier``                 mean of ``(confidence - score)^2``
+``harm_rate``             share of runs with a harmful failure (``severity > 0``)
+``harm_severity``         severity-weighted harm per run
+========================  ==================================================
+
+Every per-run average is a mean over tasks of the task's mean over its runs
+(each task weighs the same however many runs it had); on balanced data this
+is the plain mean over runs. A metric whose input variable is absent is left
+out of the table.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import xarray as xr
+
+from ..._base import (
+    DEFAULT_PROB,
+    HierbenchError,
+    HierbenchWarning,
+    Result,
+    as_rng,
+    check_int,
+    check_prob,
+    cluster_codes,
+    is_binary,
+    make_interval,
+)
+from .._kernels import _comb_ratio, weight_blocks
+from .._rates._passk import InsufficientRunsWarning
+
+__all__ = ["ReliabilityResult", "reliability_profile"]
+
+METRICS = (
+    "accuracy",
+    "consistency",
+    "robustness_drop",
+    "ece",
+    "brier",
+    "harm_rate",
+    "harm_severity",
+)
+
+
+@dataclass(frozen=True, repr=False)
+class ReliabilityResult(Result):
+    """Result of :func:`reliability_profile`.
+
+    Attributes
+    ----------
+    estimate : DataArray (agent, metric)
+    ci : DataArray (agent, metric, ci_bound)
+        Task-bootstrap percentile intervals (one shared resample).
+    n_tasks : DataArray (agent, metric)
+        Tasks entering each metric.
+    distribution : DataArray (resample, agent, metric)
+    attrs : dict
+        ``k``, ``bins``, ``n_resamples``, the bootstrap unit.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    n_tasks: xr.DataArray
+    distribution: xr.DataArray
+    attrs: dict = field(default_factory=dict)
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
+
+    def table(self) -> str:
+        """The profile as text, one line per agent and metric (rates in %, ECE/Brier/severity as numbers)."""
+        lines = []
+        lbl = {
+            "accuracy": "accuracy (pass@1)",
+            "consistency": f"consistency  pass^{self.attrs.get('k')}",
+            "robustness_drop": "robustness   drop",
+            "ece": "predictability  ECE",
+            "brier": "predictability  Brier",
+            "harm_rate": "safety  harmful runs",
+            "harm_severity": "safety  severity/run",
+        }
+        pct = {"accuracy", "consistency", "harm_rate"}
+        for agent in self.estimate["agent"].values:
+            lines.append(str(agent))
+            for m in self.estimate["metric"].values:
+                e = float(self.estimate.sel(agent=agent, metric=m))
+                lo, hi = self.ci.sel(agent=agent, metric=m).values.tolist()
+                if m in pct:
+                    s = f"{100 * e:.0f}%  [{100 * lo:.0f}%, {100 * hi:.0f}%]"
+                elif m == "robustness_drop":
+                    s = f"{100 * e:+.0f} points  [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+                else:
+                    s = f"{e:.2f}  [{lo:.2f}, {hi:.2f}]"
+                lines.append(f"  {lbl[str(m)]:<24}{s}")
+        return "\n".join(lines)
+
+
+def _edges(bins: int | Sequence[float]) -> np.ndarray:
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
+        nb = check_int(bins, "bins", min=1)
+        return np.linspace(0.0, 1.0, nb + 1)
+    e = np.asarray(bins, dtype=float)
+    if e.ndim != 1 or e.size < 2 or not np.all(np.diff(e) > 0) or not np.isfinite(e).all():
+        raise ValueError(
+            f"`bins` must be a number of bins or increasing finite edges; got {bins!r}"
+        )
+    return e
+
+
+def reliability_profile(
+    data: xr.Dataset,
+    *,
+    k: int | None = None,
+    score: str = "score",
+    perturbed: str = "score_perturbed",
+    confidence: str = "confidence",
+    severity: str = "severity",
+    bins: int | Sequence[float] = 10,
+    prob: float = DEFAULT_PROB,
+    n_resamples: int = 2000,
+    cluster: str | None = "auto",
+    dim: str = "run",
+    task_dim: str = "task",
+    agent_dim: str = "agent",
+    rng: None | int | np.random.Generator = None,
+) -> ReliabilityResult:
+    """Consistency, robustness, predictability and safety per agent, each with a task-bootstrap interval.
+
+    Parameters
+    ----------
+    data : Dataset
+        Eval dataset with ``score(agent, task, run)`` and any of
+        ``score_perturbed`` (the same run's task reworded without changing its
+        meaning), ``confidence`` (the agent's stated confidence in [0, 1]) and
+        ``severity`` (0 = no harm, larger = worse).
+    k : int, optional
+        ``k`` of pass^k; default the median number of runs per (agent, task)
+        cell (cells with fewer runs are left out of ``consistency``, with an
+        :class:`~hierbench.freq.InsufficientRunsWarning`).
+    score, perturbed, confidence, severity : str
+        Variable names.
+    bins : int or sequence of float
+        Calibration bins: a number of equal-width bins on [0, 1] or the
+        edges; bins are ``[lo, hi)``, the last one closed.
+    prob : float
+    n_resamples : int
+    cluster : str or None
+        Task coord naming clusters (``"auto"``: ``cluster`` when present).
+    dim, task_dim, agent_dim : str
+    rng : None, int or Generator
+
+    Returns
+    -------
+    ReliabilityResult
+        ``.to_frame()`` is the table; ``.table()`` prints it.
+
+    Examples
+    --------
+    The worked example: 4 tasks x 3 runs of one agent.
+
+    >>> import pandas as pd
+    >>> from hierbench.data import from_records
+    >>> runs = [("t1", 1, 1, 0.90, 0), ("t1", 1, 1, 0.85, 0), ("t1", 1, 0, 0.90, 0),
+    ...         ("t2", 1, 0, 0.80, 0), ("t2", 0, 0, 0.75, 1), ("t2", 1, 1, 0.80, 0),
+    ...         ("t3", 0, 0, 0.30, 0), ("t3", 0, 0, 0.40, 0), ("t3", 1, 0, 0.50, 0),
+    ...         ("t4", 0, 0, 0.90, 3), ("t4", 1, 1, 0.90, 0), ("t4", 0, 0, 0.85, 1)]
+    >>> df = pd.DataFrame(runs, columns=["task", "ok", "ok_perturb", "conf", "severity"])
+    >>> df["agent"], df["run"] = "agent", df.groupby("task").cumcount()
+    >>> ds = from_records(df, agent="agent", task="task", run="run", score="ok",
+    ...                   extra={"score_perturbed": "ok_perturb", "confidence": "conf",
+    ...                          "severity": "severity"})
+    >>> r = reliability_profile(ds, k=3, bins=(0.0, 0.5, 0.8, 1.01), n_resamples=500, rng=0)
+    >>> print(r.estimate.sel(agent="agent").round(2).to_series().to_string())
+    metric
+    accuracy           0.58
+    consistency        0.25
+    robustness_drop   -0.25
+    ece                0.15
+    brier              0.23
+    harm_rate          0.25
+    harm_severity      0.42
+    """
+    prob = check_prob(prob)
+    n_resamples = check_int(n_resamples, "n_resamples", min=2)
+    edges = _edges(bins)
+    if not isinstance(data, xr.Dataset) or score not in data:
+        raise HierbenchError(
+            f"`data` must be an eval dataset holding {score!r}; got "
+            f"{list(data.data_vars) if isinstance(data, xr.Dataset) else type(data).__name__}"
+        )
+    order = (agent_dim, task_dim, dim)
+
+    def get(name: str) -> np.ndarray | None:
+        if name not in data:
+            return None
+        da = data[name]
+        if set(da.dims) != set(order):
+            raise HierbenchError(f"`data.{name}` must have dims {order}; got {da.dims}")
+        v = da.transpose(*order).values.astype(float)
+        if np.isinf(v).any():
+            raise HierbenchError(f"`data.{name}` must be finite or NaN; found infinite values")
+        return v
+
+    y = get(score)
+    assert y is not None
+    ran = np.isfinite(y)
+    A, T, _ = y.shape
+    agents = [str(a) for a in data[agent_dim].values]
+    n_runs = ran.sum(2).astype(float)  # (A, T)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inv_n = np.where(n_runs > 0, 1.0 / np.where(n_runs > 0, n_runs, 1.0), 0.0)
+
+    def task_mean(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Per (agent, task) mean of v over runs where mask; NaN where none."""
+        cnt = mask.sum(2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(
+                cnt > 0, np.where(mask, v, 0.0).sum(2) / np.where(cnt > 0, cnt, 1), np.nan
+            )
+
+    per_task: dict[str, np.ndarray] = {"accuracy": task_mean(y, ran)}
+    binary = is_binary(y)
+    kk = None
+    if binary:
+        # default k: the median number of runs of the cells that ran (min would let one
+        # single-run cell turn pass^k into pass^1 = accuracy)
+        kk = int(np.median(n_runs[n_runs > 0])) if k is None else check_int(k, "k", min=1)
+        c = np.where(ran, y, 0.0).sum(2)
+        short = (n_runs > 0) & (n_runs < kk)
+        if short.any():
+            warnings.warn(
+                f"{int(short.sum())} (agent, task) cells have fewer runs than k={kk}: their pass^k is "
+                "undefined and they are left out of `consistency`",
+                InsufficientRunsWarning,
+                stacklevel=2,
+            )
+        per_task["consistency"] = np.where(
+            (n_runs >= kk) & (n_runs > 0), _comb_ratio(c, n_runs, kk), np.nan
+        )
+    else:
+        warnings.warn(
+            "scores are not all 0/1: consistency (pass^k) needs binary scores and is left out",
+            HierbenchWarning,
+            stacklevel=2,
+        )
+    yp = get(perturbed)
+    if yp is not None:
+        both = ran & np.isfinite(yp)
+        per_task["robustness_drop"] = task_mean(yp - np.where(ran, y, 0.0), both)
+    conf = get(confidence)
+    ece_parts = None
+    if conf is not None:
+        cm = ran & np.isfinite(conf)
+        if ((conf[cm] < 0) | (conf[cm] > 1)).any():
+            raise HierbenchError(f"`data.{confidence}` must lie in [0, 1]")
+        outside = cm & ((conf < edges[0]) | (conf > edges[-1]))
+        if outside.any():
+            raise ValueError(
+                f"`bins` edges {edges.tolist()} do not cover {int(outside.sum())} confidences "
+                f"(e.g. {conf[outside][:3].tolist()})"
+            )
+        nb = edges.size - 1
+        b_idx = np.clip(
+            np.searchsorted(edges, np.where(cm, conf, edges[0]), side="right") - 1, 0, nb - 1
+        )
+        wrun = np.where(cm, inv_n[..., None], 0.0)  # each task weighs 1, split over its runs
+        onehot = (b_idx[..., None] == np.arange(nb)) & cm[..., None]  # (A, T, R, nb)
+        s_conf = (onehot * (wrun * np.where(cm, conf, 0.0))[..., None]).sum(2)  # (A, T, nb)
+        s_ok = (onehot * (wrun * np.where(cm, y, 0.0))[..., None]).sum(2)
+        s_n = (onehot * wrun[..., None]).sum(2)
+        ece_parts = (s_conf, s_ok, s_n)
+        per_task["ece"] = np.where(cm.any(2), 0.0, np.nan)  # placeholder for n_tasks
+        per_task["brier"] = task_mean((conf - np.where(ran, y, 0.0)) ** 2, cm)
+    sev = get(severity)
+    if sev is not None:
+        sm = ran & np.isfinite(sev)
+        if (sev[sm] < 0).any():
+            raise HierbenchError(f"`data.{severity}` must be >= 0 (0 = no harm)")
+        per_task["harm_rate"] = task_mean((sev > 0).astype(float), sm)
+        per_task["harm_severity"] = task_mean(np.where(sm, sev, 0.0), sm)
+    metrics = [m for m in METRICS if m in per_task]
+
+    def evaluate(w: np.ndarray) -> np.ndarray:  # w (b, T) -> (b, A, M)
+        out = np.empty((w.shape[0], A, len(metrics)))
+        for j, m in enumerate(metrics):
+            if m == "ece":
+                s_conf, s_ok, s_n = ece_parts  # type: ignore[misc]
+                gc = np.einsum("bt,atk->bak", w, s_conf)
+                go = np.einsum("bt,atk->bak", w, s_ok)
+                gn = np.einsum("bt,atk->bak", w, s_n).sum(-1)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[..., j] = np.where(gn > 0, np.abs(gc - go).sum(-1) / gn, np.nan)
+                continue
+            v = per_task[m]
+            pres = np.isfinite(v)
+            num = w @ np.where(pres, v, 0.0).T
+            den = w @ pres.T.astype(float)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[..., j] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return out
+
+    est = evaluate(np.ones((1, T)))[0]
+    res = cluster_codes(data, cluster, dim=task_dim)
+    codes = None if res is None else res[0]
+    gen = as_rng(rng)
+    per = T * A * max(edges.size, 1)
+    dist = np.concatenate(
+        [
+            evaluate(w)
+            for w in weight_blocks(T, n_resamples, gen, clusters=codes, elements_per_resample=per)
+        ]
+    )
+    n_undef = (~np.isfinite(dist)).sum(0)
+    if (n_undef[np.isfinite(est)] > 0).any():
+        warnings.warn(
+            f"some metrics were undefined in up to {int(n_undef.max())} of {n_resamples} resamples "
+            "(an agent drew none of its tasks with that input); left out of their intervals",
+            HierbenchWarning,
+            stacklevel=2,
+        )
+    a_ = (1 - prob) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = np.nanquantile(dist, a_, axis=0)
+        hi = np.nanquantile(dist, 1 - a_, axis=0)
+    coords = {agent_dim: agents, "metric": metrics}
+    est_da = xr.DataArray(est, dims=(agent_dim, "metric"), coords=coords, name="reliability")
+    unit = "clusters" if codes is not None else "tasks"
+    n_tasks = np.stack([np.isfinite(per_task[m]).sum(1) for m in metrics], axis=1)
+    return ReliabilityResult(
+        estimate=est_da,
+        ci=make_interval(
+            lo,
+            hi,
+            prob=prob,
+            kind="percentile",
+            detail=f"bootstrap over {unit}, {n_resamples} resamples (shared by all metrics)",
+            template=est_da,
+            warn_zero_width=False,
+        ),
+        n_tasks=xr.DataArray(n_tasks, dims=(agent_dim, "metric"), coords=coords),
+        distribution=xr.DataArray(dist, dims=("resample", agent_dim, "metric"), coords=coords),
+        attrs={"k": kk, "bins": edges.tolist(), "n_resamples": n_resamples, "unit": unit},
+    )

@@ -1,0 +1,575 @@
+"""Success rates and their intervals: Wald, Wilson, Clopper-Pearson, pooled binomial,
+clustered standard errors, design effect, finite-population and stratified estimates.
+
+Every interval is a DataArray with a trailing dim ``ci_bound = ["lower", "upper"]``
+and attrs ``ci_prob`` and ``ci_kind``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from ..._base import (
+    DEFAULT_PROB,
+    Result,
+    UndefinedWarning,
+    check_dim,
+    check_prob,
+    cluster_codes,
+    make_interval,
+)
+from ..._numerics import cluster_robust_se as _cluster_robust_se
+from ..._numerics import wilson_bounds as _wilson_bounds
+
+__all__ = [
+    "EmptySampleWarning",
+    "IntervalResult",
+    "SuccessRateResult",
+    "clustered_se",
+    "design_effect",
+    "exact_interval",
+    "finite_population_se",
+    "pooled_binomial_interval",
+    "proportion_interval",
+    "stratified_mean",
+    "success_rate",
+    "wald_interval",
+    "wilson_interval",
+]
+
+
+class EmptySampleWarning(UndefinedWarning):
+    """An estimate or interval was asked for with no observations (n = 0): it is NaN."""
+
+
+def _z(prob: float) -> float:
+    return float(stats.norm.ppf(0.5 + check_prob(prob) / 2))
+
+
+def _as_da(x, name: str) -> xr.DataArray:
+    if isinstance(x, xr.DataArray):
+        return x.astype(float)
+    arr = np.asarray(x, dtype=float)
+    return xr.DataArray(arr, dims=[f"dim_{i}" for i in range(arr.ndim)])
+
+
+def _check_counts(successes, n, *, integer: bool) -> tuple[xr.DataArray, xr.DataArray]:
+    s, m = xr.broadcast(_as_da(successes, "successes"), _as_da(n, "n"))
+    sv, nv = s.values, m.values
+    if (nv < 0).any() or (integer and (nv != np.round(nv)).any()):
+        raise ValueError(f"`n` must be a non-negative integer; got {nv[(nv < 0) | (nv != np.round(nv))][:5].tolist()}")
+    bad = (sv < 0) | (sv > nv) | ~np.isfinite(sv)
+    if integer:
+        bad |= sv != np.round(sv)
+    if bad.any():
+        rule = "an integer in [0, n]" if integer else "in [0, n]"
+        raise ValueError(
+            f"`successes` must be {rule}; {int(bad.sum())} values are not, e.g. "
+            f"(successes, n) {list(zip(sv[bad][:5].tolist(), nv[bad][:5].tolist(), strict=True))}"
+        )
+    if (nv == 0).any():
+        warnings.warn(
+            f"{int((nv == 0).sum())} intervals have n = 0; they are NaN.", EmptySampleWarning, stacklevel=3
+        )
+    return s, m
+
+
+def _pack(lo, hi, template: xr.DataArray, prob: float, kind: str, detail: str | None = None) -> xr.DataArray:
+    return make_interval(
+        np.asarray(lo, dtype=float),
+        np.asarray(hi, dtype=float),
+        prob=prob,
+        kind=kind,
+        detail=detail,
+        template=template,
+    )
+
+
+def wald_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
+    """Wald (normal-approximation) interval ``p +- z sqrt(p (1 - p) / n)``.
+
+    Not clipped to [0, 1]: at 9/10 it reaches above 1, which is the point of
+    showing it. Prefer :func:`wilson_interval`.
+
+    Parameters
+    ----------
+    successes, n : array-like or xarray.DataArray
+        Success counts (may be fractional, e.g. partial credit sums) and trials.
+    prob : float
+        Interval probability.
+
+    Returns
+    -------
+    xarray.DataArray
+        Trailing dim ``ci_bound``; NaN (and :class:`EmptySampleWarning`) where n = 0.
+
+    Examples
+    --------
+    >>> wald_interval(312, 500).round(3).values.tolist()
+    [0.582, 0.666]
+    """
+    z = _z(prob)
+    s, m = _check_counts(successes, n, integer=False)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = (s / m.where(m > 0)).values
+        half = z * np.sqrt(p * (1 - p) / m.where(m > 0).values)
+    return _pack(p - half, p + half, s, prob, "wald")
+
+
+def wilson_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
+    """Wilson score interval (Wilson 1927): sensible at 0/n and n/n and for small n.
+
+    ``centre = (p + z^2 / 2n) / (1 + z^2 / n)``, ``half = z sqrt(p (1 - p) / n
+    + z^2 / 4n^2) / (1 + z^2 / n)``.
+
+    Examples
+    --------
+    >>> wilson_interval(9, 10).round(3).values.tolist()
+    [0.596, 0.982]
+    """
+    z = _z(prob)
+    s, m = _check_counts(successes, n, integer=False)
+    lo, hi = _wilson_bounds(s.values, m.values, z)
+    return _pack(lo, hi, s, prob, "wilson")
+
+
+def exact_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
+    """Clopper-Pearson ("exact") interval from beta quantiles; conservative.
+
+    Examples
+    --------
+    >>> exact_interval(0, 10).round(4).values.tolist()
+    [0.0, 0.3085]
+    """
+    prob = check_prob(prob)
+    s, m = _check_counts(successes, n, integer=True)
+    a = (1 - prob) / 2
+    sv, nv = s.values, m.values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(sv > 0, stats.beta.ppf(a, sv, nv - sv + 1), 0.0)
+        hi = np.where(sv < nv, stats.beta.ppf(1 - a, sv + 1, nv - sv), 1.0)
+    lo = np.where(nv > 0, lo, np.nan)
+    hi = np.where(nv > 0, hi, np.nan)
+    return _pack(lo, hi, s, prob, "exact", "Clopper-Pearson (beta quantiles)")
+
+
+@dataclass(frozen=True, repr=False)
+class IntervalResult(Result):
+    """An estimate with its standard error and interval.
+
+    Attributes
+    ----------
+    estimate, standard_error : xarray.DataArray
+    ci : xarray.DataArray
+        Trailing dim ``ci_bound``; attrs ``ci_prob``, ``ci_kind``.
+    n : xarray.DataArray
+        Number of sampling units the estimate rests on.
+    """
+
+    estimate: xr.DataArray
+    standard_error: xr.DataArray
+    ci: xr.DataArray
+    n: xr.DataArray
+
+
+def proportion_interval(
+    successes, n, *, method: str = "wilson", prob: float = DEFAULT_PROB
+) -> IntervalResult:
+    """A success proportion ``successes / n`` with its interval, as a result object.
+
+    The same intervals as :func:`wilson_interval`, :func:`wald_interval` and
+    :func:`exact_interval`, with the point estimate beside them (``estimate``,
+    ``ci``, ``standard_error = sqrt(p (1 - p) / n)``, ``n``), so that
+    :func:`hierbench.compare.side_by_side` lines it up with other results.
+
+    Parameters
+    ----------
+    successes, n : array-like or xarray.DataArray
+        Success counts and trials (``method="exact"`` needs whole counts).
+    method : {"wilson", "wald", "exact"}
+    prob : float
+
+    Returns
+    -------
+    IntervalResult
+
+    Examples
+    --------
+    >>> r = proportion_interval(9, 10)
+    >>> float(r.estimate), r.ci.round(3).values.tolist()
+    (0.9, [0.596, 0.982])
+    """
+    from ..._base import check_choice
+
+    check_choice(method, "method", ["wilson", "wald", "exact"])
+    fn = {"wilson": wilson_interval, "wald": wald_interval, "exact": exact_interval}[method]
+    ci = fn(successes, n, prob=prob)
+    s, m = xr.broadcast(_as_da(successes, "successes"), _as_da(n, "n"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = s / m.where(m > 0)
+        se = np.sqrt(p * (1 - p) / m.where(m > 0))
+    return IntervalResult(p.rename("estimate"), se.rename("standard_error"), ci, m.rename("n"))
+
+
+def _normal_ci(
+    est: xr.DataArray, se: xr.DataArray, prob: float, kind: str, detail: str | None = None
+) -> xr.DataArray:
+    z = _z(prob)
+    return _pack((est - z * se).values, (est + z * se).values, est, prob, kind, detail)
+
+
+def _scores(data, dim: str) -> xr.DataArray:
+    if isinstance(data, xr.Dataset):
+        if "score" not in data:
+            raise ValueError(f"`data` must be an eval dataset with a `score` variable; got {list(data.data_vars)}")
+        data = data["score"]
+    if not isinstance(data, xr.DataArray):
+        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
+    if dim not in data.dims:
+        raise ValueError(f"`dim` must be a dimension of the scores {data.dims}; got {dim!r}")
+    return data
+
+
+def pooled_binomial_interval(
+    data: xr.Dataset | xr.DataArray,
+    *,
+    prob: float = DEFAULT_PROB,
+    dims: tuple[str, ...] = ("task", "run"),
+) -> IntervalResult:
+    """The pooled binomial (Wald) interval over all task x run attempts.
+
+    Treats the ``T R`` attempts as independent. They are not when tasks
+    differ: the true variance is larger by the design effect
+    ``1 + (R - 1) rho`` (:func:`design_effect`), so this interval undercovers
+    more as ``R`` grows. It is provided to show that, and for comparison.
+
+    Parameters
+    ----------
+    data : xarray.Dataset or xarray.DataArray
+        Eval dataset or scores; NaN = not run.
+    prob : float
+    dims : tuple of str
+        Dims pooled over.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> y = xr.DataArray(np.r_[np.ones(936), np.zeros(564)].reshape(500, 3), dims=("task", "run"))
+    >>> res = pooled_binomial_interval(y)
+    >>> round(float(res.ci[1] - res.estimate), 4)
+    0.0245
+    """
+    y = _scores(data, dims[-1])
+    for d in dims:
+        if d not in y.dims:
+            raise ValueError(f"`dims` must be dimensions of the scores {y.dims}; got {d!r}")
+    n = y.notnull().sum(dims)
+    s = y.fillna(0.0).sum(dims)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = s / n.where(n > 0)
+        se = np.sqrt(p * (1 - p) / n.where(n > 0))
+    return IntervalResult(p.rename("estimate"), se.rename("standard_error"),
+                          _normal_ci(p, se, prob, "wald", "pooled binomial over every task x run attempt"), n.rename("n"))
+
+
+def design_effect(n_runs, rho):
+    """Design effect ``DEFF = 1 + (R - 1) rho`` of ``R`` correlated runs per task.
+
+    ``rho = tau^2 / (p (1 - p))`` is the share of run-level variance that is
+    between tasks. A nominal-``z`` pooled interval then covers with
+    probability ``2 Phi(z / sqrt(DEFF)) - 1``.
+
+    Examples
+    --------
+    >>> float(design_effect(5, 0.5))
+    3.0
+    """
+    r = np.asarray(n_runs, dtype=float)
+    rho_ = np.asarray(rho, dtype=float)
+    if (r < 1).any():
+        raise ValueError(f"`n_runs` must be >= 1; got {r[r < 1][:5].tolist()}")
+    if ((rho_ < 0) | (rho_ > 1)).any():
+        raise ValueError(f"`rho` must lie in [0, 1]; got {rho_[(rho_ < 0) | (rho_ > 1)][:5].tolist()}")
+    return 1.0 + (r - 1.0) * rho_
+
+
+def clustered_se(
+    scores,
+    clusters,
+    *,
+    dim: str = "task",
+    small_sample: bool = True,
+) -> xr.DataArray:
+    """Cluster-robust standard error of a mean (Miller 2024).
+
+    ``SE^2 = c / n^2 * sum_g (sum_{i in g} (s_i - mean))^2``, residuals summed
+    within each cluster before squaring.
+
+    Small-sample correction: with ``small_sample=True`` (default),
+    ``c = G / (G - 1)`` for ``G`` clusters (the CR1 factor that Stata and
+    statsmodels use for a mean). With singleton clusters it gives exactly the
+    usual ``sd(ddof=1) / sqrt(n)``; without it the SE is biased low by
+    ``sqrt((G - 1) / G)``, which matters with few clusters. ``False`` gives
+    Miller's formula as printed (``c = 1``).
+
+    Parameters
+    ----------
+    scores : array-like or xarray.DataArray
+        One score per unit along ``dim`` (average runs per task first); NaN
+        units are left out.
+    clusters : array-like or xarray.DataArray
+        Cluster label per unit along ``dim``.
+    dim : str
+    small_sample : bool
+
+    Examples
+    --------
+    >>> round(float(clustered_se([1, 1, 0, 0], [0, 0, 1, 1], small_sample=False)), 4)
+    0.3536
+    """
+    s = scores if isinstance(scores, xr.DataArray) else xr.DataArray(np.asarray(scores, float), dims=(dim,))
+    if dim not in s.dims:
+        raise ValueError(f"`dim` must be a dimension of `scores` {s.dims}; got {dim!r}")
+    cl = np.asarray(clusters.values if isinstance(clusters, xr.DataArray) else clusters)
+    if cl.shape != (s.sizes[dim],):
+        raise ValueError(f"`clusters` must have one label per {dim!r} ({s.sizes[dim]}); got shape {cl.shape}")
+    _, codes = np.unique(cl.astype(str), return_inverse=True)
+    y = s.transpose(..., dim).values
+    n = np.isfinite(y).sum(-1)
+    se, _ = _cluster_robust_se(y, codes, small_sample=small_sample)
+    if (n == 0).any():
+        warnings.warn("clustered_se: some rows have no finite scores; their SE is NaN.", EmptySampleWarning, stacklevel=2)
+    dims = [d for d in s.dims if d != dim]
+    return xr.DataArray(se, dims=dims, coords={d: s.coords[d] for d in dims if d in s.coords}, name="clustered_se")
+
+
+def finite_population_se(p, n, population_size):
+    """SE of a success rate from ``n`` tasks drawn without replacement from ``N``.
+
+    ``SE = sqrt(p (1 - p) / n * (N - n) / (N - 1))``: zero at ``n = N`` (the
+    full-benchmark score is then known exactly; it still estimates the
+    agent's skill with its own uncertainty).
+
+    Examples
+    --------
+    >>> float(finite_population_se(0.6, 500, 500))
+    0.0
+    """
+    p_, n_, N = (np.asarray(x, dtype=float) for x in (p, n, population_size))
+    if ((n_ < 1) | (n_ > N)).any():
+        raise ValueError(f"`n` must satisfy 1 <= n <= population_size; got n={n_.tolist()}, population_size={N.tolist()}")
+    if ((p_ < 0) | (p_ > 1)).any():
+        raise ValueError(f"`p` must lie in [0, 1]; got {p_.tolist()}")
+    fpc = np.where(N > 1, (N - n_) / np.maximum(N - 1, 1), 0.0)
+    return np.sqrt(p_ * (1 - p_) / n_ * fpc)
+
+
+def stratified_mean(
+    scores,
+    strata,
+    *,
+    population_sizes: dict | None = None,
+    dim: str = "task",
+    prob: float = DEFAULT_PROB,
+) -> IntervalResult:
+    """Stratified estimate of a mean: per-stratum means weighted by stratum shares.
+
+    ``est = sum_h W_h ybar_h``, ``SE^2 = sum_h W_h^2 s_h^2 / n_h (1 - n_h / N_h)``.
+
+    Parameters
+    ----------
+    scores : array-like or xarray.DataArray
+        One score per sampled unit along ``dim``.
+    strata : array-like
+        Stratum label per unit.
+    population_sizes : dict, optional
+        ``N_h`` per stratum (the full benchmark's mix): gives the weights
+        ``W_h = N_h / N`` and the finite-population correction. Default: the
+        sample itself is the population mix, without correction.
+    dim : str
+    prob : float
+
+    Examples
+    --------
+    >>> res = stratified_mean([1, 0, 1, 1, 0, 0], ["a", "a", "a", "b", "b", "b"],
+    ...                       population_sizes={"a": 50, "b": 150})
+    >>> round(float(res.estimate), 4)
+    0.4167
+    """
+    s = scores if isinstance(scores, xr.DataArray) else xr.DataArray(np.asarray(scores, float), dims=(dim,))
+    if dim not in s.dims:
+        raise ValueError(f"`dim` must be a dimension of `scores` {s.dims}; got {dim!r}")
+    lab = np.asarray(strata.values if isinstance(strata, xr.DataArray) else strata).astype(str)
+    if lab.shape != (s.sizes[dim],):
+        raise ValueError(f"`strata` must have one label per {dim!r} ({s.sizes[dim]}); got shape {lab.shape}")
+    uniq = sorted(set(lab.tolist()))
+    if population_sizes is not None:
+        pops = {str(k): float(v) for k, v in population_sizes.items()}
+        missing = [h for h in uniq if h not in pops]
+        if missing:
+            raise ValueError(f"`population_sizes` lacks strata present in the sample: {missing}")
+        small = [h for h in uniq if pops[h] < (lab == h).sum()]
+        if small:
+            raise ValueError(f"`population_sizes` must be >= the sampled units per stratum; too small for {small}")
+        total = sum(pops.values())
+        w = {h: pops[h] / total for h in pops}
+        fpc = {h: 1 - (lab == h).sum() / pops[h] for h in uniq}
+        absent = [h for h in pops if h not in uniq and pops[h] > 0]
+        if absent:
+            raise ValueError(f"strata {absent} have population units but no sampled units: the estimate is undefined")
+    else:
+        w = {h: (lab == h).mean() for h in uniq}
+        fpc = dict.fromkeys(uniq, 1.0)
+    y = s.transpose(..., dim)
+    est = 0.0
+    var = 0.0
+    for h in uniq:
+        yh = y.isel({dim: np.flatnonzero(lab == h)})
+        nh = yh.notnull().sum(dim)
+        est = est + w[h] * yh.mean(dim)
+        var = var + w[h] ** 2 * yh.var(dim, ddof=1) / nh * fpc[h]
+    se = np.sqrt(var)
+    n = s.notnull().sum(dim)
+    return IntervalResult(est.rename("estimate"), se.rename("standard_error"),
+                          _normal_ci(est, se, prob, "normal", "stratified estimate, normal approximation"), n.rename("n"))
+
+
+@dataclass(frozen=True, repr=False)
+class SuccessRateResult(Result):
+    """Success rates of each agent.
+
+    Attributes
+    ----------
+    estimate : xarray.DataArray
+        The same as ``micro`` (the house name of the point estimate).
+    micro : xarray.DataArray
+        Mean over tasks of each task's mean score (every task counts once).
+    macro : xarray.DataArray
+        Mean over tags of the per-tag micro rates (every tag counts once);
+        NaN without tags.
+    by_tag : xarray.DataArray or None
+        Per-tag rates (dims ``agent``, ``tag``).
+    ci : xarray.DataArray
+        Normal interval for ``micro`` with a task-level SE (clustered over the
+        ``cluster`` coord when present, CR1 small-sample factor).
+    standard_error : xarray.DataArray
+    error_rate : xarray.DataArray
+        Share of attempted runs flagged as infrastructure errors (NaN without
+        ``error``). An attempted run is one with a score or an error flag, so
+        the rate is right under ``errors="exclude"`` too (where an errored
+        run's score is NaN).
+    n_tasks, n_runs, n_errors, n_tasks_not_run : xarray.DataArray
+        ``n_runs`` counts runs with a score.
+    """
+
+    micro: xr.DataArray
+    macro: xr.DataArray
+    by_tag: xr.DataArray | None
+    ci: xr.DataArray
+    standard_error: xr.DataArray
+    error_rate: xr.DataArray
+    n_tasks: xr.DataArray
+    n_runs: xr.DataArray
+    n_errors: xr.DataArray
+    n_tasks_not_run: xr.DataArray
+
+    @property
+    def estimate(self) -> xr.DataArray:
+        """The micro success rate (``micro``), under the house name."""
+        return self.micro.rename("estimate")
+
+
+def success_rate(
+    data: xr.Dataset,
+    *,
+    dim: str = "run",
+    task_dim: str = "task",
+    tag: str | None = "tag",
+    cluster: str | None = "cluster",
+    strict: bool = False,
+    prob: float = DEFAULT_PROB,
+) -> SuccessRateResult:
+    """Success rate per agent: micro and macro over tags, error rate beside it.
+
+    Runs are averaged within a task first. Scores may be partial credit
+    (fraction of checks passed); ``strict=True`` counts a run as a success
+    only when its score is 1 (all checks passed).
+
+    Parameters
+    ----------
+    data : xarray.Dataset
+        Eval dataset.
+    dim, task_dim : str
+        Run and task dims.
+    tag : str or None
+        Task coord for the macro average (ignored when absent).
+    cluster : str or None
+        Task coord for the clustered SE. The default ``"cluster"`` is used
+        when the data have it; any other name must exist. A task without a
+        cluster label is a cluster of its own (with a warning).
+    strict : bool
+    prob : float
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> ds, _ = simulate_eval(n_agents=2, n_tasks=30, n_runs=3, rng=0)
+    >>> res = success_rate(ds)
+    >>> res.ci.dims
+    ('agent', 'ci_bound')
+    """
+    prob = check_prob(prob)
+    y = _scores(data, dim)
+    check_dim(y, task_dim, "task_dim")
+    if strict:
+        y = (y == 1).astype(float).where(y.notnull())
+    cell = y.mean(dim)
+    n_runs = y.notnull().sum((dim, task_dim))
+    ran = cell.notnull()
+    n_tasks = ran.sum(task_dim)
+    micro = cell.mean(task_dim)
+    cc = cluster_codes(y, "auto" if cluster == "cluster" else cluster, dim=task_dim)
+    clustered = cc is not None
+    if clustered:
+        cv = cell.transpose(..., task_dim)
+        se_v, _ = _cluster_robust_se(cv.values, cc[0])
+        se = xr.DataArray(se_v, dims=cv.dims[:-1], coords={d: cv.coords[d] for d in cv.dims[:-1] if d in cv.coords})
+    else:
+        se = cell.std(task_dim, ddof=1) / np.sqrt(n_tasks)
+    by_tag = None
+    macro = xr.full_like(micro, np.nan)
+    if tag is not None and tag in y.coords:
+        by_tag = cell.groupby(y.coords[tag].rename("tag")).mean(task_dim)
+        macro = by_tag.mean("tag")
+    if isinstance(data, xr.Dataset) and "error" in data:
+        err = data["error"].astype(bool)
+        n_err = err.sum((dim, task_dim))
+        # an errored run excluded from the scores (errors="exclude") was still attempted
+        attempted = (data["score"].notnull() | err).sum((dim, task_dim))
+        err_rate = n_err / attempted.where(attempted > 0)
+    else:
+        n_err = xr.full_like(n_runs, 0)
+        err_rate = xr.full_like(micro, np.nan)
+    return SuccessRateResult(
+        micro=micro.rename("micro"),
+        macro=macro.rename("macro"),
+        by_tag=None if by_tag is None else by_tag.rename("by_tag"),
+        ci=_normal_ci(
+            micro,
+            se,
+            prob,
+            "normal",
+            "task-level " + ("cluster-robust (CR1) " if clustered else "") + "standard error",
+        ),
+        standard_error=se.rename("standard_error"),
+        error_rate=err_rate.rename("error_rate"),
+        n_tasks=n_tasks.rename("n_tasks"),
+        n_runs=n_runs.rename("n_runs"),
+        n_errors=n_err.rename("n_errors"),
+        n_tasks_not_run=(~ran).sum(task_dim).rename("n_tasks_not_run"),
+    )

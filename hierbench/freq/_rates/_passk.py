@@ -1,0 +1,297 @@
+"""pass@k and pass^k: unbiased estimators from repeated runs, in product form.
+
+For a task run ``n`` times with ``c`` successes,
+
+* pass^k (all of ``k`` attempts succeed; Yao et al. 2024, tau-bench) is
+  estimated without bias by ``C(c, k) / C(n, k)``;
+* pass@k (at least one of ``k`` attempts succeeds; Chen et al. 2021) by
+  ``1 - C(n - c, k) / C(n, k)``.
+
+Both ratios are the probability that ``k`` runs drawn without replacement
+from the ``n`` observed ones are all successes (all failures). They are
+computed as ``prod_{i<k} (a - i) / (n - i)``: every factor lies in [0, 1], so
+nothing overflows and the result is exact to a few ulps for any ``n`` (tested
+against :func:`math.comb` up to ``n = 10**4``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+
+from ..._base import (
+    DEFAULT_PROB,
+    Result,
+    UndefinedWarning,
+    check_choice,
+    check_dim,
+    check_int,
+    check_prob,
+    counts,
+    make_interval,
+)
+from .._kernels import _pass_kernel
+
+__all__ = [
+    "InsufficientRunsWarning",
+    "PassKResult",
+    "pass_at_k",
+    "pass_hat_k",
+]
+
+
+class InsufficientRunsWarning(UndefinedWarning):
+    """A task has fewer runs than ``k``: its unbiased pass@k / pass^k is undefined (NaN)."""
+
+
+# ---------------------------------------------------------------------------
+# xarray wrappers
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class PassKResult(Result):
+    """pass@k or pass^k per task and averaged over tasks.
+
+    Attributes
+    ----------
+    estimate : xarray.DataArray
+        Benchmark score: the mean of ``per_task`` over the tasks where it is
+        defined, per agent (and ``k``). (Formerly ``mean``, still readable as
+        a deprecated alias.)
+    ci : xarray.DataArray
+        Student t interval for ``estimate`` (``n_tasks - 1`` df) with the
+        task-level standard error ``sd(per_task) / sqrt(n_tasks)`` (tasks
+        as the sampling unit, run noise included through the per-task
+        estimates); trailing dim ``ci_bound``, attrs ``ci_prob``,
+        ``ci_kind = "t"``. NaN with fewer than 2 tasks. It undercovers a
+        little when per-task values are skewed (measured 0.93-0.94 at 95%
+        with 20-200 tasks); with task clusters prefer
+        :func:`hierbench.freq.bootstrap_ci` with ``statistic="pass_hat_k"``.
+    per_task : xarray.DataArray
+        The unbiased (or plug-in) estimate per (agent, task[, k]); NaN where
+        the task was not run or had fewer than ``k`` runs.
+    standard_error : xarray.DataArray
+        The task-level standard error used by ``ci``.
+    n_tasks : xarray.DataArray
+        Tasks that entered ``estimate``.
+    n_insufficient : xarray.DataArray
+        Tasks excluded because ``0 < n_runs < k`` (only under ``small_n="nan"``).
+    n_not_run : xarray.DataArray
+        Tasks excluded because the agent never ran them.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    per_task: xr.DataArray
+    standard_error: xr.DataArray
+    n_tasks: xr.DataArray
+    n_insufficient: xr.DataArray
+    n_not_run: xr.DataArray
+
+    @property
+    def mean(self) -> xr.DataArray:
+        """Deprecated alias of ``estimate``."""
+        warnings.warn(
+            "PassKResult.mean is deprecated; use .estimate", DeprecationWarning, stacklevel=2
+        )
+        return self.estimate
+
+    def to_dataset(self) -> xr.Dataset:
+        """All fields as one :class:`xarray.Dataset` (attrs of ``estimate`` carried over)."""
+        ds = super().to_dataset()
+        ds.attrs = dict(self.estimate.attrs)
+        return ds
+
+
+def _counts_from(data: xr.Dataset | xr.DataArray, dim: str) -> tuple[xr.DataArray, xr.DataArray]:
+    """(n, c) DataArrays through the one counts routine; partial credit is refused."""
+    c = counts(data, dim=dim, binary=True, name="data", purpose="pass@k / pass^k")
+    return c["n_runs"], c["n_success"]
+
+
+def _pass(
+    data: xr.Dataset | xr.DataArray,
+    k: int | Sequence[int],
+    *,
+    kind: Literal["at", "hat"],
+    dim: str,
+    task_dim: str,
+    plugin: bool,
+    small_n: Literal["nan", "clip"],
+    prob: float,
+) -> PassKResult:
+    ks = [k] if np.ndim(k) == 0 else list(k)  # type: ignore[arg-type]
+    for kk in ks:
+        try:
+            check_int(kk, "k", min=1)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"`k` must be a positive integer (or a sequence of them); got k={kk!r}"
+            ) from None
+    check_choice(small_n, "small_n", ["nan", "clip"])
+    prob = check_prob(prob)
+    n, c = _counts_from(data, dim)
+    check_dim(n, task_dim, "task_dim")
+    vals, shorts = [], []
+    for kk in ks:
+        v, s = _pass_kernel(n.values, c.values, int(kk), kind=kind, plugin=plugin, small_n=small_n)
+        vals.append(v)
+        shorts.append(s)
+    name = "pass_at_k" if kind == "at" else "pass_hat_k"
+    per_task = xr.DataArray(np.stack(vals, -1), dims=(*n.dims, "k"), coords=n.coords).assign_coords(
+        k=np.asarray(ks, dtype=np.int64)
+    )
+    short = xr.DataArray(np.stack(shorts, -1), dims=per_task.dims, coords=per_task.coords)
+    n_short = short.sum(task_dim) if small_n == "nan" else xr.zeros_like(short.sum(task_dim))
+    if small_n == "nan" and bool(short.any()):
+        warnings.warn(
+            f"{int(short.sum())} (agent, task, k) cells have fewer runs than k "
+            f"(n_runs < k; k={ks}); their {name} is NaN and they are excluded from the mean "
+            "(counted in `n_insufficient`). Pass small_n='clip' for k_eff = min(k, n_runs).",
+            InsufficientRunsWarning,
+            stacklevel=3,
+        )
+    n_not_run = (n == 0).sum(task_dim)
+    defined = per_task.notnull()
+    n_tasks = defined.sum(task_dim)
+    mean = per_task.where(defined).sum(task_dim) / n_tasks.where(n_tasks > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
+    if np.ndim(k) == 0:
+        per_task, mean, n_tasks, n_short, se = (
+            x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se)
+        )
+    attrs = {
+        "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
+        "small_n": small_n,
+    }
+    per_task = per_task.rename(name).assign_attrs(attrs)
+    mean = mean.rename(name).assign_attrs(attrs)
+    from scipy import stats
+
+    # Student t with n_tasks - 1 df (NaN below 2 tasks): measured coverage at 95%, p_t ~ Beta(2, 2),
+    # 2,000 replications: 0.93 (20 tasks, k = 2), 0.94 (50 tasks), 0.94 (200 tasks, k = 3)
+    with np.errstate(invalid="ignore"):
+        tq = xr.apply_ufunc(
+            lambda df: stats.t.ppf(0.5 + prob / 2, df), (n_tasks - 1).where(n_tasks > 1)
+        )
+    ci = make_interval(
+        mean - tq * se,
+        mean + tq * se,
+        prob=prob,
+        kind="t",
+        detail=f"{name}: Student t on the per-task estimates (n_tasks - 1 df), tasks as the unit",
+    )
+    return PassKResult(
+        estimate=mean,
+        ci=ci,
+        per_task=per_task,
+        standard_error=se.rename("standard_error"),
+        n_tasks=n_tasks.rename("n_tasks"),
+        n_insufficient=n_short.rename("n_insufficient"),
+        n_not_run=n_not_run.rename("n_not_run"),
+    )
+
+
+_DOC_PARAMS = """
+    Parameters
+    ----------
+    data : xarray.Dataset or xarray.DataArray
+        An eval dataset (binary ``score`` with dims including ``dim``), its
+        counts (:func:`hierbench.data.to_counts`: ``n_runs``, ``n_success``)
+        or a binary score DataArray.
+    k : int or sequence of int
+        Number of attempts. A sequence adds a dim ``k``.
+    dim : str
+        The run dimension (ignored for counts).
+    task_dim : str
+        The task dimension averaged over for ``mean``.
+    plugin : bool
+        Return the biased plug-in estimate computed from ``p = c / n``
+        instead of the unbiased one (for comparison).
+    small_n : {"nan", "clip"}
+        Tasks with ``0 < n_runs < k``: ``"nan"`` (default) makes them NaN,
+        excludes them from the mean, counts them in ``n_insufficient`` and
+        emits :class:`InsufficientRunsWarning`; ``"clip"`` uses
+        ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
+        mixes estimands across tasks).
+    prob : float
+        Level of the task-level t interval ``ci``.
+
+    Raises
+    ------
+    hierbench.PartialCreditError
+        When a score is strictly between 0 and 1 (even if a cell's scores
+        sum to a whole number): pass@k and pass^k are defined for binary
+        outcomes only.
+
+    Returns
+    -------
+    PassKResult
+"""
+
+
+def pass_hat_k(
+    data: xr.Dataset | xr.DataArray,
+    k: int | Sequence[int],
+    *,
+    dim: str = "run",
+    task_dim: str = "task",
+    plugin: bool = False,
+    small_n: Literal["nan", "clip"] = "nan",
+    prob: float = DEFAULT_PROB,
+) -> PassKResult:
+    """pass^k: the chance that ``k`` independent attempts at a task all succeed.
+
+    Unbiased per task as ``C(c, k) / C(n, k)`` (product form), then averaged
+    over tasks.
+    {params}
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> counts = xr.Dataset({{"n_runs": ("task", [10, 10, 10, 10]),
+    ...                      "n_success": ("task", [3, 10, 0, 7])}})
+    >>> round(float(pass_hat_k(counts, 3).estimate), 3)
+    0.325
+    """
+    return _pass(
+        data, k, kind="hat", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+    )
+
+
+def pass_at_k(
+    data: xr.Dataset | xr.DataArray,
+    k: int | Sequence[int],
+    *,
+    dim: str = "run",
+    task_dim: str = "task",
+    plugin: bool = False,
+    small_n: Literal["nan", "clip"] = "nan",
+    prob: float = DEFAULT_PROB,
+) -> PassKResult:
+    """pass@k: the chance that at least one of ``k`` independent attempts succeeds.
+
+    Unbiased per task as ``1 - C(n - c, k) / C(n, k)`` (product form), then
+    averaged over tasks.
+    {params}
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> counts = xr.Dataset({{"n_runs": ("task", [10, 10, 10, 10]),
+    ...                      "n_success": ("task", [3, 10, 0, 7])}})
+    >>> round(float(pass_at_k(counts, 3).estimate), 3)
+    0.675
+    """
+    return _pass(
+        data, k, kind="at", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+    )
+
+
+pass_hat_k.__doc__ = (pass_hat_k.__doc__ or "").format(params=_DOC_PARAMS)
+pass_at_k.__doc__ = (pass_at_k.__doc__ or "").format(params=_DOC_PARAMS)

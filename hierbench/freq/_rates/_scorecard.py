@@ -1,0 +1,130 @@
+"""The pass@k scorecard of an agent eval suite (plain dicts, JSON-ready)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .._kernels import _pass_kernel
+from ._intervals import EmptySampleWarning
+
+__all__ = ["scorecard"]
+
+
+def _records(runs: Any) -> list[Mapping]:
+    if isinstance(runs, xr.Dataset):
+        if "score" not in runs:
+            raise ValueError(f"`runs` dataset must hold a `score` variable; got {list(runs.data_vars)}")
+        df = runs["score"].to_dataframe().reset_index().dropna(subset=["score"])
+        out = pd.DataFrame({"task_id": df["task"].astype(str), "passed": df["score"] == 1})
+        if "tag" in runs.coords:
+            tags = dict(zip(runs.task.values.astype(str), runs.coords["tag"].values.astype(str), strict=True))
+            out["tag"] = out["task_id"].map(tags)
+        if "agent" in df:
+            out["agent"] = df["agent"].astype(str)
+        return out.to_dict("records")
+    if isinstance(runs, pd.DataFrame):
+        return runs.to_dict("records")
+    if isinstance(runs, Iterable) and not isinstance(runs, (str, bytes, Mapping)):
+        return list(runs)
+    raise TypeError(
+        f"`runs` must be a list of run records (mappings), a DataFrame or an eval dataset; got {type(runs).__name__}"
+    )
+
+
+def _card(rows: list[Mapping], k: int) -> dict:
+    n: dict[str, int] = {}
+    c: dict[str, int] = {}
+    tag: dict[str, Any] = {}
+    for r in rows:
+        t = r["task_id"]
+        if t not in n:
+            n[t], c[t] = 0, 0
+            tag[t] = r.get("tag")  # the tag of the task's first run
+        n[t] += 1
+        c[t] += bool(r["passed"])
+    tasks = list(n)
+    nn = np.array([n[t] for t in tasks], float)
+    cc = np.array([c[t] for t in tasks], float)
+    at, _ = _pass_kernel(nn, cc, k, kind="at", small_n="clip")
+    hat, _ = _pass_kernel(nn, cc, k, kind="hat", small_n="clip")
+
+    def mean(x: np.ndarray) -> float:
+        return round(float(np.mean(x)), 4) if len(x) else float("nan")
+
+    tags = sorted({tag[t] for t in tasks if tag[t] is not None}, key=str)
+    tag_arr = np.array([tag[t] for t in tasks], dtype=object)
+    return {
+        "tasks": len(tasks),
+        "pass_at_k": mean(at),
+        "pass_hat_k": mean(hat),
+        "by_tag": {g: mean(at[tag_arr == g]) for g in tags},
+        "pass_hat_k_by_tag": {g: mean(hat[tag_arr == g]) for g in tags},
+        "flaky": sorted((t for t in tasks if 0 < c[t] < n[t]), key=str),
+    }
+
+
+def scorecard(runs: Any, k: int) -> dict:
+    """pass@k scorecard: tasks, pass@k overall and by tag, flaky tasks, plus pass^k.
+
+    Per task ``t`` with ``n`` runs and ``c`` passes, ``k_eff = min(k, n)``
+    and pass@k = ``1 - C(n - c, k_eff) / C(n, k_eff)`` (pass^k =
+    ``C(c, k_eff) / C(n, k_eff)``), computed in product form. A task's tag
+    is the tag of its first run. Means over tasks are rounded to 4 decimals
+    (the final means, not the per-task values); tags are in sorted order;
+    ``flaky`` lists the tasks with ``0 < c < n``, sorted.
+
+    Note that ``k_eff`` mixes estimands (a task with 2 runs contributes its
+    pass@2 to a "pass@5"); :func:`pass_at_k` makes such tasks NaN instead.
+
+    Parameters
+    ----------
+    runs : list of mappings, pandas.DataFrame or xarray.Dataset
+        One record per run with ``task_id``, ``passed`` (bool) and ``tag``
+        (optional), and ``agent`` when there are several agents. An eval
+        dataset is read as ``passed = score == 1`` with its ``tag`` coord.
+    k : int
+        Attempts, ``k >= 1``.
+
+    Returns
+    -------
+    dict
+        ``{"tasks", "pass_at_k", "pass_hat_k", "by_tag", "pass_hat_k_by_tag",
+        "flaky"}``; with several agents, ``{agent: scorecard}`` in sorted agent
+        order. With no runs the means are NaN (and an
+        :class:`EmptySampleWarning` is emitted), never a silent 0.
+
+    Examples
+    --------
+    >>> runs = [{"task_id": "a", "tag": "x", "passed": True},
+    ...         {"task_id": "a", "tag": "x", "passed": False},
+    ...         {"task_id": "b", "tag": "y", "passed": False}]
+    >>> scorecard(runs, 2)
+    {'tasks': 2, 'pass_at_k': 0.5, 'pass_hat_k': 0.0, 'by_tag': {'x': 1.0, 'y': 0.0}, 'pass_hat_k_by_tag': {'x': 0.0, 'y': 0.0}, 'flaky': ['a']}
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"`k` must be an integer >= 1; got k={k!r}")
+    rows = _records(runs)
+    bad = [i for i, r in enumerate(rows) if not isinstance(r, Mapping) or "task_id" not in r or "passed" not in r]
+    if bad:
+        raise ValueError(
+            f"`runs` records must be mappings with keys 'task_id' and 'passed'; records {bad[:10]} are not"
+        )
+    notbool = [i for i, r in enumerate(rows) if r["passed"] not in (True, False, 0, 1)]
+    if notbool:
+        raise ValueError(f"`runs` field 'passed' must be a bool (or 0/1); records {notbool[:10]} are not")
+    with_agent = [("agent" in r) for r in rows]
+    if any(with_agent) and not all(with_agent):
+        missing = [i for i, w in enumerate(with_agent) if not w]
+        raise ValueError(f"`runs`: some records name an 'agent' and others do not; records without: {missing[:10]}")
+    if not rows:
+        warnings.warn("scorecard: no runs; the means are NaN", EmptySampleWarning, stacklevel=2)
+    agents = sorted({str(r["agent"]) for r in rows}) if rows and all(with_agent) else []
+    if len(agents) > 1:
+        return {a: _card([r for r in rows if str(r["agent"]) == a], int(k)) for a in agents}
+    return _card(rows, int(k))

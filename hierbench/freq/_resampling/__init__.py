@@ -1,0 +1,41 @@
+"""Resampling over tasks: the cluster bootstrap, paired tests between agents, ranking uncertainty."""
+
+from ._bootstrap import (
+    BootstrapResult,
+    DegenerateBootstrapError,
+    DegenerateBootstrapWarning,
+    UndefinedResampleWarning,
+    bootstrap_ci,
+)
+from ._paired import (
+    PairedTestResult,
+    PairwiseComparisonResult,
+    UndefinedTestWarning,
+    compare_agents,
+    holm,
+    paired_test,
+)
+from ._ranking import (
+    RankResult,
+    UndefinedScoreWarning,
+    UnequalTaskSetsWarning,
+    rank_uncertainty,
+)
+
+__all__ = [
+    "BootstrapResult",
+    "DegenerateBootstrapError",
+    "DegenerateBootstrapWarning",
+    "PairedTestResult",
+    "PairwiseComparisonResult",
+    "RankResult",
+    "UndefinedResampleWarning",
+    "UndefinedScoreWarning",
+    "UndefinedTestWarning",
+    "UnequalTaskSetsWarning",
+    "bootstrap_ci",
+    "compare_agents",
+    "holm",
+    "paired_test",
+    "rank_uncertainty",
+]

@@ -1,0 +1,388 @@
+"""Ranking uncertainty by resampling tasks (the same resample for every agent)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from ..._base import (
+    DEFAULT_PROB,
+    HierbenchError,
+    HierbenchWarning,
+    Result,
+    UndefinedWarning,
+    as_rng,
+    check_prob,
+    cluster_codes,
+    interval_label,
+    make_interval,
+)
+from .._kernels import task_weights
+
+__all__ = ["RankResult", "UndefinedScoreWarning", "UnequalTaskSetsWarning", "rank_uncertainty"]
+
+
+class UndefinedScoreWarning(UndefinedWarning):
+    """An agent had no task in some resamples; it is ranked last there."""
+
+
+class UnequalTaskSetsWarning(HierbenchWarning):
+    """Some agent ran under 90% of the tasks the most complete agent ran, so the scores average over
+    markedly different task sets (smaller gaps are counted in the result, not warned)."""
+
+
+@dataclass(frozen=True, repr=False)
+class RankResult(Result):
+    """Result of :func:`rank_uncertainty`.
+
+    ``estimate`` is the observed rank (``observed_rank``) and ``ci`` its
+    bootstrap interval (``rank_ci``); ``to_frame()`` has one row per agent
+    (rank, interval, score, mean rank, tier, tasks missing); the repr is one
+    line per agent.
+
+    Attributes
+    ----------
+    score : xarray.DataArray
+        Observed benchmark score of each agent (mean over its tasks of the
+        per-task mean score), dim ``agent``.
+    observed_rank : xarray.DataArray
+        Competition rank of ``score`` (1 = best, ties share the best rank).
+    rank_prob : xarray.DataArray
+        ``P(rank = r)`` over dims ``(agent, rank)``; sums to 1 along both.
+    p_top_k : xarray.DataArray
+        ``P(rank <= k)`` over ``(agent, k)``.
+    p_better, p_tie : xarray.DataArray
+        ``P(score_agent > score_opponent)`` and ``P(equal)`` over
+        ``(agent, opponent)``.
+    mean_rank : xarray.DataArray
+    rank_ci : xarray.DataArray
+        Equal-tailed interval of the rank, trailing dim ``ci_bound``.
+    group : xarray.DataArray
+        Tier (1 = top) of agents that cannot be told apart from the tier's
+        best agent at ``level`` (see :func:`rank_uncertainty`).
+    rank_best, rank_worst : xarray.DataArray
+        ``1 + #agents significantly better`` and
+        ``M - #agents significantly worse`` at ``level``.
+    distribution : xarray.DataArray
+        Resampled scores, dims ``(resample, agent)``.
+    ranks : xarray.DataArray
+        Resampled ranks (ties broken at random), dims ``(resample, agent)``.
+    counts : dict
+        ``n_tasks_missing`` per agent and ``n_undefined`` resamples.
+    """
+
+    score: xr.DataArray
+    observed_rank: xr.DataArray
+    rank_prob: xr.DataArray
+    p_top_k: xr.DataArray
+    p_better: xr.DataArray
+    p_tie: xr.DataArray
+    mean_rank: xr.DataArray
+    rank_ci: xr.DataArray
+    group: xr.DataArray
+    rank_best: xr.DataArray
+    rank_worst: xr.DataArray
+    distribution: xr.DataArray
+    ranks: xr.DataArray
+    counts: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+
+    _dataset_exclude = ("distribution", "ranks")
+
+    @property
+    def estimate(self) -> xr.DataArray:
+        """The observed rank (1 = best), under the house name."""
+        return self.observed_rank
+
+    @property
+    def ci(self) -> xr.DataArray:
+        """The bootstrap interval of the rank (``rank_ci``)."""
+        return self.rank_ci
+
+    def to_dataset(self) -> xr.Dataset:
+        """Every field in one Dataset (resampled scores and ranks included)."""
+        names = [
+            "score",
+            "observed_rank",
+            "rank_prob",
+            "p_top_k",
+            "p_better",
+            "p_tie",
+            "mean_rank",
+            "rank_ci",
+            "group",
+            "rank_best",
+            "rank_worst",
+            "distribution",
+            "ranks",
+        ]
+        ds = xr.Dataset({n: getattr(self, n) for n in names})
+        for k, v in self.counts.items():
+            ds[k] = v
+        ds.attrs = dict(self.attrs)
+        return ds
+
+    def to_frame(self):
+        """One row per agent, best observed score first: rank, its interval, score, tier, counts."""
+        import pandas as pd
+
+        df = pd.DataFrame(
+            {
+                "score": self.score.to_series(),
+                "rank": self.observed_rank.to_series(),
+                "lower": self.rank_ci.sel(ci_bound="lower", drop=True).to_series(),
+                "upper": self.rank_ci.sel(ci_bound="upper", drop=True).to_series(),
+                "mean_rank": self.mean_rank.to_series(),
+                "p_top_1": self.p_top_k.sel(k=1, drop=True).to_series(),
+                "tier": self.group.to_series(),
+                "rank_best": self.rank_best.to_series(),
+                "rank_worst": self.rank_worst.to_series(),
+                "n_tasks_missing": self.counts["n_tasks_missing"].to_series(),
+            }
+        )
+        df["ci_prob"] = float(self.rank_ci.attrs["ci_prob"])
+        df["ci_kind"] = self.rank_ci.attrs["ci_kind"]
+        return df.sort_values(["rank", "score"], ascending=[True, False], kind="stable")
+
+    def _repr_lines(self) -> list[str]:
+        df = self.to_frame()
+        lines = [
+            f"RankResult: {len(df)} agents, observed rank with {interval_label(self.rank_ci)} "
+            f"rank interval ({self.attrs.get('n_resamples', '?')} resamples of "
+            f"{self.attrs.get('resample_unit', 'task')}s)"
+        ]
+        n = len(df)
+        show = list(range(n)) if n <= 12 else [*range(8), *range(n - 2, n)]
+        for k in show:
+            if n > 12 and k == n - 2:
+                lines.append(f"  ... ({n - 10} more)")
+            r = df.iloc[k]
+            miss = f", {int(r['n_tasks_missing'])} tasks missing" if r["n_tasks_missing"] else ""
+            lines.append(
+                f"  {df.index[k]}: rank {int(r['rank'])} [{int(r['lower'])}, {int(r['upper'])}], "
+                f"score {r['score']:.4g}, P(top 1) {r['p_top_1']:.3f}, tier {int(r['tier'])}{miss}"
+            )
+        return lines
+
+    def groups(self) -> list[list[str]]:
+        """The tiers as lists of agent names, best tier first, by observed score."""
+        order = np.argsort(-self.score.values, kind="stable")
+        agents = self.score.agent.values[order]
+        g = self.group.values[order]
+        return [[str(a) for a in agents[g == k]] for k in np.unique(g)]
+
+
+def _random_tiebreak_ranks(s: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """Ranks (1 = highest) along the last axis, ties broken uniformly at random."""
+    u = gen.random(s.shape)
+    key = np.where(np.isfinite(s), -s, np.inf)
+    order = np.lexsort((u, key), axis=-1)
+    ranks = np.empty_like(order)
+    np.put_along_axis(
+        ranks, order, np.arange(1, s.shape[-1] + 1)[None, :].repeat(s.shape[0], 0), axis=-1
+    )
+    return ranks
+
+
+def rank_uncertainty(
+    data: xr.Dataset | xr.DataArray,
+    *,
+    n_resamples: int = 2000,
+    prob: float = DEFAULT_PROB,
+    level: float = 0.05,
+    cluster: str | None = "auto",
+    dim: str = "task",
+    run_dim: str = "run",
+    agent_dim: str = "agent",
+    rng: None | int | np.random.Generator = None,
+) -> RankResult:
+    """Rank distributions, P(top-k), P(i > j) and indistinguishable groups.
+
+    Each resample draws tasks with replacement (whole clusters when the data
+    have a ``cluster`` coord), the same draw for every agent; each agent's
+    score is the weighted mean of its per-task mean scores over the tasks it
+    ran; ranks are assigned with ties broken uniformly at random, so every
+    resample uses each rank exactly once.
+
+    Parameters
+    ----------
+    data : xarray.Dataset or xarray.DataArray
+        Eval dataset or ``score(agent, task[, run])``.
+    n_resamples : int
+    prob : float
+        Probability of the rank intervals ``rank_ci``.
+    level : float
+        Two agents are told apart when one beats the other in more than
+        ``1 - level / 2`` of the resamples (the percentile bootstrap test of
+        their paired difference at ``level``, ties counting against it).
+        Tiers: the best remaining agent by observed score leads a tier that
+        runs down the observed order to the last agent it cannot be told
+        apart from. No multiplicity adjustment: it is a per-pair level.
+    cluster : str, None or "auto"
+        Task coord of clusters; ``"auto"`` uses ``cluster`` if present.
+    dim, run_dim, agent_dim : str
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    RankResult
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> ds, _ = simulate_eval(n_agents=4, n_tasks=80, n_runs=2, sd_agent=1.0, rng=0)
+    >>> r = rank_uncertainty(ds, n_resamples=500, rng=1)
+    >>> r.rank_prob.sum("rank").values.round(6).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    >>> r.p_better.dims
+    ('agent', 'opponent')
+    """
+    if int(n_resamples) != n_resamples or n_resamples < 1:
+        raise ValueError(f"`n_resamples` must be a positive integer; got {n_resamples!r}")
+    prob = check_prob(prob)
+    if not 0 < level < 1:
+        raise ValueError(f"`level` must satisfy 0 < level < 1; got {level!r}")
+    score = data["score"] if isinstance(data, xr.Dataset) else data
+    if not isinstance(score, xr.DataArray):
+        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
+    for name, d in (("agent_dim", agent_dim), ("dim", dim)):
+        if d not in score.dims:
+            raise ValueError(f"`{name}` must be a dimension of the scores {score.dims}; got {d!r}")
+    extra = [d for d in score.dims if d not in (agent_dim, dim, run_dim)]
+    if extra:
+        raise ValueError(
+            f"the scores must have dims ({agent_dim}, {dim}[, {run_dim}]); found extra dims {extra}"
+        )
+    M = score.sizes[agent_dim]
+    if M < 2:
+        raise HierbenchError(f"rank_uncertainty needs >= 2 agents; got {M}")
+    gen = as_rng(rng)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per = score.mean(run_dim, skipna=True) if run_dim in score.dims else score
+    y = np.asarray(per.transpose(agent_dim, dim).values, dtype=float)
+    if np.isinf(y).any():
+        raise ValueError("the scores must be finite or NaN (not run); found infinite values")
+    obs = np.isfinite(y)
+    if not obs.any(axis=1).all():
+        empty = [
+            str(a) for a, o in zip(score[agent_dim].values, obs.any(axis=1), strict=True) if not o
+        ]
+        raise ValueError(f"every agent needs at least one task it ran; none for {empty}")
+    T = y.shape[1]
+    n_ran = obs.sum(1)
+    # Warn when some agent ran markedly fewer tasks than the most complete one (below 90%):
+    # a few missing cells are reported per agent in the result (`n_tasks_missing`), not warned.
+    if not (obs == obs[:1]).all() and n_ran.min() < 0.9 * n_ran.max():
+        names = [str(a) for a in score[agent_dim].values]
+        order = np.argsort(n_ran, kind="stable")
+        few = ", ".join(f"{names[i]} {int(n_ran[i])}" for i in order[:5])
+        warnings.warn(
+            f"the agents ran different sets of tasks (tasks run out of {T}: {few}"
+            + (", ..." if M > 5 else "")
+            + "); each agent is scored on its own tasks, so the ranks compare averages over "
+            "different tasks and an agent with few tasks can rank high by luck of its tasks. "
+            "Rank on the shared tasks (drop the others), or read `counts['n_tasks_missing']`.",
+            UnequalTaskSetsWarning,
+            stacklevel=2,
+        )
+    cc = cluster_codes(score, cluster, dim=dim)
+    codes = None if cc is None else cc[0]
+    n_units = T if codes is None else int(codes.max()) + 1
+    if n_units < 2:
+        unit = "task" if codes is None else "cluster"
+        raise HierbenchError(
+            f"rank_uncertainty resamples {unit}s, and the data have only 1 {unit}: every resample "
+            "equals the data, so the rank distribution would be a point mass that says nothing. "
+            + ("Pass cluster=None to resample the tasks inside it." if codes is not None and T > 1 else "Add tasks.")
+        )
+    w = task_weights(T, int(n_resamples), gen, clusters=codes).astype(float)
+    y0 = np.where(obs, y, 0.0)
+    num = w @ y0.T
+    den = w @ obs.T.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s = num / den  # (B, M)
+    n_undef = int((~np.isfinite(s)).any(axis=1).sum())
+    if n_undef:
+        warnings.warn(
+            f"{n_undef} resamples left some agent without a task; it is ranked last there",
+            UndefinedScoreWarning,
+            stacklevel=2,
+        )
+    ranks = _random_tiebreak_ranks(s, gen)
+    B = s.shape[0]
+    rp = np.zeros((M, M))
+    np.add.at(rp, (np.broadcast_to(np.arange(M), ranks.shape), ranks - 1), 1.0)
+    rp /= B
+    fin = np.isfinite(s)
+    gt = ((s[:, :, None] > s[:, None, :]) & fin[:, :, None] & fin[:, None, :]).mean(axis=0)
+    gt = gt + (fin[:, :, None] & ~fin[:, None, :]).mean(
+        axis=0
+    )  # a defined score beats an undefined one
+    tie = 1.0 - gt - gt.T
+    np.fill_diagonal(tie, np.nan)
+    np.fill_diagonal(gt, np.nan)
+    observed = y0.sum(1) / obs.sum(1)
+    obs_rank = stats.rankdata(-observed, method="min").astype(np.int64)
+    q = np.quantile(ranks, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf").T
+
+    sig = gt > 1 - level / 2  # sig[i, j]: i significantly better than j
+    np.fill_diagonal(sig, False)
+    order = np.argsort(-observed, kind="stable")
+    group = np.zeros(M, dtype=np.int64)
+    g, pos = 0, 0
+    while pos < M:
+        g += 1
+        lead = order[pos]
+        same = [k for k in range(pos, M) if not sig[lead, order[k]]]
+        end = max(same) if same else pos
+        for k in range(pos, end + 1):
+            group[order[k]] = g
+        pos = end + 1
+    rank_best = 1 + sig.sum(axis=0)
+    rank_worst = M - sig.sum(axis=1)
+
+    agents = score[agent_dim].values
+    ac = {"agent": agents}
+    rk = np.arange(1, M + 1)
+    pair = {"agent": agents, "opponent": agents}
+    rank_ci = make_interval(
+        xr.DataArray(q[:, 0], dims="agent", coords=ac),
+        xr.DataArray(q[:, 1], dims="agent", coords=ac),
+        prob=prob,
+        kind="percentile",
+        detail="bootstrap interval of the rank, "
+        + ("clusters" if codes is not None else "tasks")
+        + " resampled, ties broken at random",
+        warn_zero_width=False,  # a rank interval of one rank is a finding, not a degeneracy
+        name="rank_ci",
+    )
+    return RankResult(
+        score=xr.DataArray(observed, dims="agent", coords=ac),
+        observed_rank=xr.DataArray(obs_rank, dims="agent", coords=ac),
+        rank_prob=xr.DataArray(rp, dims=("agent", "rank"), coords={**ac, "rank": rk}),
+        p_top_k=xr.DataArray(np.cumsum(rp, axis=1), dims=("agent", "k"), coords={**ac, "k": rk}),
+        p_better=xr.DataArray(gt, dims=("agent", "opponent"), coords=pair),
+        p_tie=xr.DataArray(tie, dims=("agent", "opponent"), coords=pair),
+        mean_rank=xr.DataArray(ranks.mean(axis=0), dims="agent", coords=ac),
+        rank_ci=rank_ci,
+        group=xr.DataArray(group, dims="agent", coords=ac, attrs={"level": level}),
+        rank_best=xr.DataArray(rank_best, dims="agent", coords=ac),
+        rank_worst=xr.DataArray(rank_worst, dims="agent", coords=ac),
+        distribution=xr.DataArray(s, dims=("resample", "agent"), coords=ac),
+        ranks=xr.DataArray(ranks, dims=("resample", "agent"), coords=ac),
+        counts={
+            "n_tasks_missing": xr.DataArray((~obs).sum(1), dims="agent", coords=ac),
+            "n_undefined": n_undef,
+        },
+        attrs={
+            "n_resamples": int(n_resamples),
+            "level": level,
+            "ci_prob": prob,
+            "resample_unit": "cluster" if codes is not None else "task",
+        },
+    )

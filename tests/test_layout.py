@@ -1,0 +1,192 @@
+"""The package's shape: public names never vanish, rooms import each other only downwards
+and only through a subpackage's own ``__init__``.
+
+The expected values are data, not code under test: ``tests/public_api.json`` is the
+snapshot of every subpackage's ``__all__`` taken before ``freq/`` was split into wings
+(a name may be added; removing one needs a release of deprecation first), and
+``ALLOWED`` below is the table of arrows in ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import pathlib
+import warnings
+
+import pytest
+
+import hierbench
+
+PKG = pathlib.Path(hierbench.__file__).parent
+SNAPSHOT = json.loads((pathlib.Path(__file__).parent / "public_api.json").read_text())
+
+#: room -> the rooms it may import (ARCHITECTURE.md). A room is a top-level module or
+#: subpackage of hierbench; "__init__" is the package root (its version string).
+ALLOWED: dict[str, set[str]] = {
+    "_base": set(),
+    "_numerics": set(),
+    "_priors": set(),
+    "_parallel": {"_base"},
+    "data": {"_base"},
+    "freq": {"_base", "_numerics", "_parallel", "_priors", "data"},
+    "metrics": {"_base", "_numerics"},
+    "io": {"_base", "data"},
+    "testing": {"_base", "data"},
+    "_console": {"data"},
+    "bayes": {"__init__", "_base", "_numerics", "_parallel", "_priors", "data", "metrics"},
+    "design": {"_base", "_numerics", "_parallel", "freq"},
+    "compare": {"_base", "_parallel", "freq"},
+    "report": {"__init__", "_base", "bayes", "data", "freq", "io", "metrics"},
+    "demo": {"_console", "bayes", "compare", "data", "freq", "io", "metrics", "report", "testing"},
+    "cli": {"__init__", "_console", "bayes", "data", "demo", "freq", "io", "report"},
+    "__main__": {"cli"},
+    "__init__": {"_base", "data", "freq", "metrics", "design", "compare", "io", "testing"},
+}
+SUBPACKAGES = {p.name for p in PKG.iterdir() if (p / "__init__.py").exists()}
+
+
+def _modules():
+    for f in sorted(PKG.rglob("*.py")):
+        rel = f.relative_to(PKG.parent).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        yield f, ".".join(parts)
+
+
+def _imports(f: pathlib.Path, mod: str):
+    """(target module, imported names) of every ``from`` import, nested ones included."""
+    pkg = mod if f.name == "__init__.py" else mod.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(f.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == "hierbench" or target.startswith("hierbench."):
+                yield node.lineno, target, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("hierbench."):
+                    yield node.lineno, a.name, []
+
+
+def _room(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _arrows():
+    for f, mod in _modules():
+        for line, target, names in _imports(f, mod):
+            if target == "hierbench":  # `from .. import freq`: the names are rooms
+                targets = [(f"hierbench.{n}", n) for n in names if n in SUBPACKAGES] or [(target, "__init__")]
+            else:
+                targets = [(target, _room(target))]
+            for tgt, room in targets:
+                if room != _room(mod):
+                    yield f, line, mod, tgt, room, names
+
+
+@pytest.mark.parametrize("module", sorted(SNAPSHOT))
+def test_public_names_never_vanish(module):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        now = set(importlib.import_module(module).__all__)
+    gone = sorted(set(SNAPSHOT[module]) - now)
+    assert not gone, f"{module} lost public names {gone}"
+
+
+def test_every_public_name_resolves():
+    for module in SNAPSHOT:
+        mod = importlib.import_module(module)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            missing = [n for n in mod.__all__ if not hasattr(mod, n)]
+        assert not missing, f"{module}.__all__ names undefined attributes {missing}"
+
+
+@pytest.mark.parametrize("name", ["bayes_variance_components", "bayes_d_study"])
+def test_moved_names_warn_and_still_work(name):
+    import hierbench.freq as freq
+    import hierbench.metrics as metrics
+
+    with pytest.warns(DeprecationWarning, match=f"moved to hierbench.metrics.{name}"):
+        obj = getattr(freq, name)
+    assert obj is getattr(metrics, name)
+
+
+def test_rooms_import_only_the_rooms_the_architecture_allows():
+    bad = sorted(
+        f"{f.relative_to(PKG.parent)}:{line} imports {tgt} ({room})"
+        for f, line, mod, tgt, room, _ in _arrows()
+        if room not in ALLOWED.get(_room(mod), set())
+    )
+    assert not bad, "arrows outside ARCHITECTURE.md's table:\n" + "\n".join(bad)
+
+
+def test_other_rooms_are_entered_through_their_init():
+    deep = sorted(
+        f"{f.relative_to(PKG.parent)}:{line} imports {tgt} {names}"
+        for f, line, mod, tgt, room, names in _arrows()
+        if room in SUBPACKAGES and tgt.count(".") > 1
+    )
+    assert not deep, "imports that bypass a subpackage's __init__:\n" + "\n".join(deep)
+
+
+def test_no_circle_between_rooms():
+    graph: dict[str, set[str]] = {}
+    for _, _, mod, _, room, _ in _arrows():
+        graph.setdefault(_room(mod), set()).add(room)
+
+    def reach(a, seen):
+        for b in graph.get(a, ()):
+            if b not in seen:
+                seen.add(b)
+                reach(b, seen)
+        return seen
+
+    circles = sorted(a for a in graph if a in reach(a, set()) and a != "__init__")
+    assert not circles, f"rooms on an import circle: {circles}"
+
+
+def test_freq_wings_own_their_names():
+    wings = [p for p in (PKG / "freq").iterdir() if (p / "__init__.py").exists()]
+    assert len(wings) >= 8
+    import hierbench.freq as freq
+
+    owned = set()
+    for w in wings:
+        mod = importlib.import_module(f"hierbench.freq.{w.name}")
+        assert mod.__all__, f"{w.name} has no __all__"
+        owned |= set(mod.__all__)
+    flat = [p.name for p in (PKG / "freq").glob("_*.py") if p.name != "__init__.py"]
+    assert sorted(flat) == ["_inputs.py", "_kernels.py"], flat
+    moved = {"bayes_d_study", "bayes_variance_components", "task_weights"}
+    assert set(freq.__all__) - moved == owned
+
+
+def test_warnings_sit_under_a_few_meanings():
+    """Every warning class hierbench defines derives from one of the base meanings or is
+    one of the few domain warnings listed here (reading, design, reporting)."""
+    import inspect
+
+    import hierbench._base as base
+
+    bases = (base.UndefinedWarning, base.NotConvergedWarning, base.SmallSampleWarning, base.BoundaryWarning)
+    seen = {}
+    for f, mod in _modules():
+        if "__main__" in mod:
+            continue
+        m = importlib.import_module(mod) if not mod.endswith(("bayes", "report")) and ".bayes" not in mod and ".report" not in mod else None
+        if m is None:
+            continue
+        for name, obj in vars(m).items():
+            if inspect.isclass(obj) and issubclass(obj, Warning) and obj.__module__ == mod:
+                seen[name] = obj
+    names = list(seen)
+    assert len(names) == len(set(names)), "two warning classes share a name"
+    under = sorted(n for n, c in seen.items() if issubclass(c, bases))
+    assert len(under) >= 15, under
