@@ -17,18 +17,15 @@ Run: ``.venv/bin/python benchmarks/bench_confseq.py [--repeats N]``
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
-
 import numpy as np
 import xarray as xr
+from _harness import Bench, parser
 
 from hierbench.freq import confidence_sequence
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = parser(__doc__)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--n", type=int, default=1000)
     args = ap.parse_args()
@@ -38,34 +35,41 @@ def main() -> None:
 
     x = np.random.default_rng(20261130).beta(2, 5, args.n)
     da = xr.DataArray(x, dims="task")
-    confidence_sequence(da, running_intersection=False)  # warm-up (imports, caches)
-    betting_cs(x)
-    t_cs, t_ours = [], []
-    for _ in range(args.repeats):  # interleaved, so load on the machine hits both alike
-        t0 = time.perf_counter()
+    with Bench("confseq") as bench:
+        bench.compare(
+            f"betting CS, stream of {args.n}",
+            {
+                "confseq": lambda: betting_cs(
+                    x, alpha=0.05, breaks=1000, running_intersection=False
+                ),
+                "hierbench": lambda: confidence_sequence(
+                    da, prob=0.95, breaks=1000, running_intersection=False
+                ),
+            },
+            repeats=args.repeats,
+            baseline="confseq",
+        )
         lo, hi = betting_cs(x, alpha=0.05, breaks=1000, running_intersection=False)
-        t_cs.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        res = confidence_sequence(da, prob=0.95, breaks=1000, running_intersection=False)
-        t_ours.append(time.perf_counter() - t0)
-    b = res.bounds.values
-    d = max(np.abs(b[:, 0] - lo).max(), np.abs(b[:, 1] - hi).max())
-    n_diff = int(
-        np.sum(~np.isclose(b[:, 0], lo, atol=1e-12, rtol=0))
-        + np.sum(~np.isclose(b[:, 1], hi, atol=1e-12, rtol=0))
-    )
-    print(
-        f"stream of {args.n}; max |bound difference| {d:.2e}; bounds differing on the grid: {n_diff}"
-    )
-    for t in (9, 99, 999):
-        if t < args.n:
-            print(
-                f"t={t + 1:5d}: hierbench [{b[t, 0]:.3f}, {b[t, 1]:.3f}]  confseq [{lo[t]:.3f}, {hi[t]:.3f}]"
-            )
-    m_cs, m_ours = statistics.median(t_cs), statistics.median(t_ours)
-    print(
-        f"confseq median {m_cs * 1e3:.1f} ms; hierbench {m_ours * 1e3:.1f} ms; speed-up {m_cs / m_ours:.1f}x"
-    )
+        b = confidence_sequence(
+            da, prob=0.95, breaks=1000, running_intersection=False
+        ).bounds.values
+        bench.record(
+            "max |bound difference|",
+            float(max(np.abs(b[:, 0] - lo).max(), np.abs(b[:, 1] - hi).max())),
+        )
+        bench.record(
+            "bounds differing on the grid",
+            int(
+                np.sum(~np.isclose(b[:, 0], lo, atol=1e-12, rtol=0))
+                + np.sum(~np.isclose(b[:, 1], hi, atol=1e-12, rtol=0))
+            ),
+        )
+        for t in (9, 99, 999):
+            if t < args.n:
+                bench.record(
+                    f"t={t + 1}",
+                    f"hierbench [{b[t, 0]:.3f}, {b[t, 1]:.3f}]  confseq [{lo[t]:.3f}, {hi[t]:.3f}]",
+                )
 
 
 if __name__ == "__main__":
