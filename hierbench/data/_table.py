@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -43,7 +44,9 @@ def _opener(path: Path):
 
 def _read_jsonl(path: Path, encoding: str) -> pd.DataFrame:
     rows, bad = [], []
-    with _opener(path)(path, "rt", encoding=encoding) as fh:
+    # a byte-order mark (as spreadsheet exports write) is not part of the first record
+    enc = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+    with _opener(path)(path, "rt", encoding=enc) as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -71,10 +74,30 @@ def _read_jsonl(path: Path, encoding: str) -> pd.DataFrame:
 
 
 def _read_csv(path: Path, sep: str, encoding: str) -> pd.DataFrame:
-    # every column as text exactly as written; each reader converts a column by its role
-    return pd.read_csv(
-        path, sep=sep, dtype=str, keep_default_na=False, na_filter=False, encoding=encoding
-    )
+    # every column as text exactly as written; each reader converts a column by its role.
+    # index_col=False: a row with more fields than the header is an error, never an index.
+    header = pd.read_csv(
+        path, sep=sep, header=None, nrows=1, dtype=str, keep_default_na=False, na_filter=False,
+        encoding=encoding,
+    ).iloc[0].tolist()  # fmt: skip
+    if len(set(header)) < len(header):  # pandas would rename a repeated name to "name.1"
+        dup = sorted({h for h in header if header.count(h) > 1})
+        raise EvalDataError(
+            f"`obj` ({path}): columns {_fmt_list(dup)} appear more than once in the header; "
+            "each column must have its own name"
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)
+        try:
+            return pd.read_csv(
+                path, sep=sep, dtype=str, keep_default_na=False, na_filter=False,
+                encoding=encoding, index_col=False,
+            )  # fmt: skip
+        except pd.errors.ParserWarning as exc:
+            raise EvalDataError(
+                f"`obj` ({path}): rows hold more fields than the header names ({exc}); nothing "
+                "was read: a field holding the separator must be quoted"
+            ) from exc
 
 
 def _hive_keys(path: Path, root: Path) -> dict[str, str]:
@@ -139,6 +162,34 @@ def _file_error(path: Path | str, exc: BaseException, encoding: str = "utf-8") -
     )
 
 
+def _read_path(path: Path, encoding: str) -> pd.DataFrame:
+    """The records of a file or Parquet folder, by its suffix."""
+    suffixes = "".join(path.suffixes).lower()
+    if path.is_dir() or suffixes.endswith(".parquet") or suffixes.endswith(".pq"):
+        return _read_parquet(path)
+    if ".jsonl" in suffixes or ".ndjson" in suffixes:
+        return _read_jsonl(path, encoding)
+    if ".csv" in suffixes or ".tsv" in suffixes:
+        try:
+            return _read_csv(path, "\t" if ".tsv" in suffixes else ",", encoding)
+        except pd.errors.EmptyDataError as exc:
+            raise EvalDataError(f"`obj` ({path}) is an empty file: no records to read") from exc
+    raise EvalDataError(
+        f"`obj` ({path}): unknown file type {suffixes or '(none)'}; "
+        "use .csv, .tsv, .jsonl, .ndjson or .parquet (optionally .gz)"
+    )
+
+
+def _check_column_names(df: pd.DataFrame, source: str) -> None:
+    """Each column name once: a repeated name would make a column ambiguous."""
+    dup = df.columns[df.columns.duplicated()].unique().tolist()
+    if dup:
+        raise EvalDataError(
+            f"`obj` ({source}): columns {_fmt_list(list(map(str, dup)))} appear more than once; "
+            "each column must have its own name"
+        )
+
+
 def read_table(
     obj: pd.DataFrame | str | os.PathLike, *, encoding: str = "utf-8"
 ) -> tuple[pd.DataFrame, str]:
@@ -182,37 +233,27 @@ def read_table(
     ('DataFrame', 1)
     """
     if isinstance(obj, pd.DataFrame):
+        _check_column_names(obj, "DataFrame")
         return obj, "DataFrame"
     if not isinstance(obj, (str, os.PathLike)):
         raise EvalDataError(
             f"`obj` must be a pandas DataFrame or a path to a CSV, JSONL or Parquet file; "
             f"got {type(obj).__name__}"
         )
+    if not isinstance(encoding, str):
+        raise EvalDataError(f"`encoding` must be the name of a text encoding, e.g. 'utf-8'; got {encoding!r}")
     path = Path(obj)
     if not path.exists():
         raise EvalDataError(f"`obj`: no such file {str(path)!r}")
     if path.is_file() and path.stat().st_size == 0:
         raise EvalDataError(f"`obj` ({path}) is an empty file: no records to read")
-    suffixes = "".join(path.suffixes).lower()
     try:
-        if path.is_dir() or suffixes.endswith(".parquet") or suffixes.endswith(".pq"):
-            df = _read_parquet(path)
-        elif ".jsonl" in suffixes or ".ndjson" in suffixes:
-            df = _read_jsonl(path, encoding)
-        elif ".csv" in suffixes or ".tsv" in suffixes:
-            try:
-                df = _read_csv(path, "\t" if ".tsv" in suffixes else ",", encoding)
-            except pd.errors.EmptyDataError as exc:
-                raise EvalDataError(f"`obj` ({path}) is an empty file: no records to read") from exc
-        else:
-            raise EvalDataError(
-                f"`obj` ({path}): unknown file type {suffixes or '(none)'}; "
-                "use .csv, .tsv, .jsonl, .ndjson or .parquet (optionally .gz)"
-            )
+        df = _read_path(path, encoding)
     except EvalDataError:
         raise
     except LookupError as exc:
         raise EvalDataError(f"`encoding`: unknown text encoding {encoding!r} ({exc})") from exc
     except Exception as exc:  # decoding errors of every kind: name the file
         raise _file_error(path, exc, encoding) from exc
+    _check_column_names(df, str(path))
     return df, str(path)
