@@ -9,7 +9,7 @@ import xarray as xr
 from scipy.special import expit
 
 from ._base import as_rng, check_choice, check_int
-from .data import SCHEMA_VERSION, _not_kept_attr
+from .data import SCHEMA_VERSION, _not_kept_attr, score_kind
 
 __all__ = ["as_rng", "default_dataset", "simulate_eval"]
 
@@ -197,6 +197,8 @@ def _sim_dataset(score, err, missing, errors, agents, tasks, cl) -> xr.Dataset:
         "n_records_read": n_rec,
         "n_records_kept": n_rec - n_excluded,
         "n_error_runs": n_err,
+        "score_kind": score_kind(score),
+        "binary": int(score_kind(score) == "binary"),
         "not_kept": _not_kept_attr({"infrastructure error, excluded (errors='exclude')": n_excluded}),
         "inconsistent_attributes": "{}",
         "annotations": "[]",

@@ -4,19 +4,28 @@ A run log without a run column cannot tell two identical runs from one run
 recorded twice. :func:`copies_reason` says when the repeats look like copies
 of one log (and so are refused under ``duplicates="refuse"``); it works on
 counts alone, so the in-memory reader and the out-of-core readers
-(:mod:`hierbench.data._large`) apply the same rule.
+(:mod:`hierbench.data._large`) can apply the same rule. Repeats that do not
+look like copies are kept as runs, but never silently: they are counted in
+``attrs["n_repeated_records"]`` and, unless ``duplicates="keep"`` says they
+are runs, reported by a :class:`RepeatedRecordsWarning`.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from .._base import HierbenchWarning
 from ._schema import EvalDataError, _fmt_list
 
-__all__ = ["apply_duplicates", "copies_reason"]
+__all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason"]
+
+
+class RepeatedRecordsWarning(HierbenchWarning):
+    """Records that repeat an earlier one in every column were kept as separate runs (and counted)."""
 
 
 def _hashable(df: pd.DataFrame) -> pd.DataFrame:
@@ -51,8 +60,15 @@ def copies_reason(
     n_rows: int,
     n_cells: int,
     distinct_per_column: Callable[[], Mapping[str, int]],
+    n_single_cells: int = 0,
 ) -> str | None:
     """Why records that repeat another in every column look like copies (None if they do not).
+
+    They do when every distinct record appears a multiple of k >= 2 times (a
+    log concatenated k times); when no cell holds two different records yet
+    some cells hold a single one (a log of one run per cell, the repeats the
+    only runs beyond the first); or when a column tells the distinct records
+    apart (a run id, a time, a cost) yet some repeat.
 
     Parameters
     ----------
@@ -63,6 +79,8 @@ def copies_reason(
     distinct_per_column : callable
         Returns, for each column other than agent, task, score and error, its
         number of distinct values (missing counted as one); called only when needed.
+    n_single_cells : int
+        Cells holding exactly one record.
     """
     n_distinct = int(sum(mult_counts.values()))
     if n_distinct < 2 or n_distinct == n_rows:
@@ -72,6 +90,12 @@ def copies_reason(
         return (
             f"every distinct record appears a multiple of {g} times, as when a log is "
             f"concatenated {g} times (which would make {n_rows - n_rows // g} of them copies)"
+        )
+    if n_distinct == n_cells and n_single_cells:
+        return (
+            f"no (agent, task) cell holds two different records and {n_single_cells} of {n_cells} "
+            "cells hold a single record, as in a log of one run per cell: the repeats are the "
+            "only evidence that any task ran twice"
         )
     if n_distinct > n_cells:
         for c, nu in distinct_per_column().items():
@@ -111,6 +135,18 @@ def _copies_error(df: pd.DataFrame, keys: pd.Series, dup: np.ndarray, where: str
     )
 
 
+def _repeats_warning(keys: pd.Series, dup: np.ndarray, where: str) -> None:
+    rows = np.flatnonzero(dup)
+    warnings.warn(
+        f"{rows.size} of {len(keys)} records{where} repeat an earlier record in every column "
+        f"(rows {_fmt_list(rows.tolist())}); with no run column they are kept as separate runs "
+        "(counted in attrs['n_repeated_records']). Give the run column (run=...), say they are "
+        "runs with duplicates='keep', or keep one of each with duplicates='drop'",
+        RepeatedRecordsWarning,
+        stacklevel=5,
+    )
+
+
 def apply_duplicates(
     df: pd.DataFrame,
     agents: np.ndarray,
@@ -120,26 +156,32 @@ def apply_duplicates(
     has_run: bool,
     skip: set,
     where: str,
-) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, int]:
-    """The duplicates policy on the raw records: (records, agents, tasks, copies dropped).
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, int, int]:
+    """The duplicates policy: (records, agents, tasks, copies dropped, repeats kept as runs).
 
     ``"drop"`` keeps the first of each set of identical records; ``"refuse"``
     without a run column refuses repeats that look like copies
-    (:func:`copies_reason`); ``"keep"`` keeps every record.
+    (:func:`copies_reason`) and keeps the others with a warning; ``"keep"``
+    keeps every record. With a run column a repeat is a repeated (agent,
+    task, run), refused later.
     """
-    if duplicates == "keep":
-        return df, agents, tasks, 0
     keys = _row_keys(df)
     dup = keys.duplicated(keep="first").to_numpy()
     if not dup.any():
-        return df, agents, tasks, 0
+        return df, agents, tasks, 0, 0
     if duplicates == "drop":
         keep = ~dup
-        return df[keep].reset_index(drop=True), agents[keep], tasks[keep], int(dup.sum())
-    if not has_run:
-        n_cells = len(pd.DataFrame({"a": agents, "t": tasks}).drop_duplicates())
+        return df[keep].reset_index(drop=True), agents[keep], tasks[keep], int(dup.sum()), 0
+    if has_run:
+        return df, agents, tasks, 0, 0
+    if duplicates == "refuse":
+        cell_sizes = pd.DataFrame({"a": agents, "t": tasks}).value_counts()
         mult = keys.value_counts().value_counts().to_dict()
-        why = copies_reason(mult, len(df), n_cells, lambda: _distinct_per_column(df, skip))
+        why = copies_reason(
+            mult, len(df), len(cell_sizes), lambda: _distinct_per_column(df, skip),
+            n_single_cells=int((cell_sizes == 1).sum()),
+        )  # fmt: skip
         if why is not None:
             raise _copies_error(df, keys, dup, where, why)
-    return df, agents, tasks, 0
+        _repeats_warning(keys, dup, where)
+    return df, agents, tasks, 0, int(dup.sum())

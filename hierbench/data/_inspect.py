@@ -65,8 +65,13 @@ def _inspect():
 def _log_files(path_or_paths, ilog) -> list[str]:
     if isinstance(path_or_paths, (str, os.PathLike)):
         items = [path_or_paths]
-    elif isinstance(path_or_paths, Sequence) and path_or_paths:
+    elif isinstance(path_or_paths, Sequence) and not isinstance(path_or_paths, bytes) and path_or_paths:
         items = list(path_or_paths)
+        odd = [v for v in items if not isinstance(v, (str, os.PathLike))]
+        if odd:
+            raise EvalDataError(
+                f"`path_or_paths` must list paths of log files or folders; it holds {_fmt_list(odd, 5)}"
+            )
     else:
         raise EvalDataError(
             "`path_or_paths` must be a log file, a folder of logs or a non-empty list of log files; "
@@ -94,6 +99,11 @@ def _log_files(path_or_paths, ilog) -> list[str]:
 
 
 def _score_mapper(value_map: Mapping | None, to_float: Callable) -> Callable[[object], float]:
+    if value_map is not None and not isinstance(value_map, Mapping):
+        raise EvalDataError(
+            f"`value_map` must be a mapping {{value: score}}, e.g. {{'P': 0.0}}; got {type(value_map).__name__}"
+        )
+
     def convert(value: object) -> float:
         if value_map is not None:
             key = value if not isinstance(value, list) else tuple(value)
@@ -207,6 +217,11 @@ def _sample_row(s, f: str, key: str, scorer: str, convert, model: str, task_name
                 f"scorer {scorer!r} value {sc.value!r} of sample {s.id!r} epoch {s.epoch} "
                 f"in {f} cannot be mapped to a score ({exc}); pass `value_map=`"
             ) from exc
+        if not 0.0 <= value <= 1.0:  # NaN too: a sample with a score object but no score
+            raise EvalDataError(
+                f"scorer {scorer!r} value {sc.value!r} of sample {s.id!r} epoch {s.epoch} in {f} "
+                f"maps to {value!r}: a score must lie in [0, 1]; rescale it or pass `value_map=`"
+            )
     usage = s.model_usage or {}
     tokens = sum(u.total_tokens or 0 for u in usage.values()) if usage else np.nan
     costs = [u.total_cost for u in usage.values() if u.total_cost is not None]
@@ -376,6 +391,7 @@ def read_inspect_log(
     if agent not in ("auto", "model", "model+task"):
         raise EvalDataError(f"`agent` must be 'auto', 'model' or 'model+task'; got {agent!r}")
     ilog, to_float = _inspect()
+    convert = _score_mapper(value_map, to_float)
     files = _log_files(path_or_paths, ilog)
     single = isinstance(path_or_paths, (str, os.PathLike)) and Path(path_or_paths).is_file()
     logs, unreadable = _read_logs(files, ilog, single)
@@ -383,7 +399,7 @@ def read_inspect_log(
     tasks = sorted({h.eval.task for _, h, _ in logs})
     use_task = agent == "model+task" or (agent == "auto" and len(tasks) > 1)
     scorer = _choose_scorer(logs, files, scorer)
-    rows, n_unscored = _sample_rows(logs, scorer, _score_mapper(value_map, to_float), use_task)
+    rows, n_unscored = _sample_rows(logs, scorer, convert, use_task)
     n_read = sum(len(s) for *_, s in logs)
     if not rows:
         raise EvalDataError(

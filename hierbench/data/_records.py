@@ -26,16 +26,21 @@ import xarray as xr
 
 from ._duplicates import _row_keys, apply_duplicates
 from ._schema import (
+    MEASURES,
+    REPORT_KEYS,
+    RESERVED,
     SCHEMA_VERSION,
     EvalDataError,
     InconsistentAttributeWarning,
+    _bad_measure,
     _fmt_list,
     _not_kept_attr,
     check_eval_dataset,
+    score_kind,
 )
 from ._table import _hive_keys as _hive_keys  # for _large
 from ._table import read_table
-from ._values import canonical_ints, error_flags, id_labels, numbers
+from ._values import canonical_ints, error_flags, id_labels, numbers, warn_similar_labels
 
 __all__ = ["from_records", "read_table", "to_records"]
 
@@ -97,15 +102,67 @@ def _name_map(arg, argname: str) -> dict:
     return {c: c for c in arg}
 
 
+def _names(arg, argname: str) -> tuple:
+    """A list of column names (never one string, whose letters would be read as names)."""
+    if isinstance(arg, str):
+        raise EvalDataError(f"`{argname}` must be a list of column names; got the string {arg!r}: write [{arg!r}]")
+    return tuple(arg)
+
+
+def _is_name(c) -> bool:
+    return isinstance(c, (str, int, np.integer)) and not isinstance(c, (bool, np.bool_))
+
+
+def _check_roles(roles: _Roles) -> None:
+    """Each role a column name, the identity roles on different columns, no name taken twice."""
+    ident = {k: getattr(roles, k) for k in ("agent", "task", "run", "score", "error")}
+    for k, c in {**ident, "tag": roles.tag, "cluster": roles.cluster}.items():
+        if (c is not None or k in ("task", "score")) and not _is_name(c):
+            raise EvalDataError(f"`{k}` must be a column name (text); got {type(c).__name__} {c!r}")
+    given = [(k, c) for k, c in ident.items() if c is not None]
+    for i, (k, c) in enumerate(given):
+        for k2, c2 in given[i + 1 :]:
+            if c == c2:
+                raise EvalDataError(f"`{k}` and `{k2}` must be different columns; both are {c!r}")
+    taken: dict[str, str] = {}
+    for argname, names in (("extra", roles.extra), ("annotations", roles.annotations),
+                           ("task_coords", roles.task_coords), ("agent_coords", roles.agent_coords)):  # fmt: skip
+        for v in names:
+            if v in RESERVED:
+                raise EvalDataError(
+                    f"`{argname}` names {v!r}, one of the names the dataset gives its own "
+                    f"variables and coords {_fmt_list(RESERVED)}; choose another name"
+                    + (f" (or pass {v}=...)" if v in ("tag", "cluster") else "")
+                )
+            if v in taken:
+                raise EvalDataError(
+                    f"`{argname}` and `{taken[v]}` both name {v!r}: each variable and coord needs its own name"
+                )
+            taken[v] = argname
+
+
+def _check_extras(agent_name, attrs) -> None:
+    if not isinstance(agent_name, str) or not agent_name:
+        raise EvalDataError(f"`agent_name` must be a non-empty text; got {agent_name!r}")
+    if attrs is not None and not isinstance(attrs, Mapping):
+        raise EvalDataError(f"`attrs` must be a mapping of provenance; got {type(attrs).__name__}")
+    clash = sorted(set(attrs or ()) & set(REPORT_KEYS))
+    if clash:
+        raise EvalDataError(
+            f"`attrs` may add provenance but not overwrite the read report; it sets {clash}"
+        )
+
+
 def _roles(df: pd.DataFrame, where: str, **cols) -> _Roles:
     """The roles, checked against the columns the records have."""
     roles = _Roles(
         **{k: cols[k] for k in ("agent", "task", "run", "score", "error", "tag", "cluster")},
         extra=_name_map(cols["extra"], "extra"),
         annotations=_name_map(cols["annotations"], "annotations"),
-        task_coords=tuple(cols["task_coords"]),
-        agent_coords=tuple(cols["agent_coords"]),
+        task_coords=_names(cols["task_coords"], "task_coords"),
+        agent_coords=_names(cols["agent_coords"], "agent_coords"),
     )
+    _check_roles(roles)
     needed = {"task": roles.task, "score": roles.score}
     if roles.agent is not None:
         needed["agent"] = roles.agent
@@ -145,6 +202,7 @@ class _Records:
     run_ids: np.ndarray | None
     n_read: int
     n_copies: int
+    n_repeated: int
 
 
 def _scores(df: pd.DataFrame, roles: _Roles, source: str, error_values) -> tuple[np.ndarray, np.ndarray]:
@@ -269,8 +327,11 @@ def _map_records(
         if roles.agent is not None
         else np.full(n_read, agent_name, dtype=object)
     )
+    warn_similar_labels(tasks, what="task", column=roles.task, source=source)
+    if roles.agent is not None:
+        warn_similar_labels(agents, what="agent", column=roles.agent, source=source)
     skip = {c for c in (roles.agent, roles.task, roles.score, roles.error) if c is not None}
-    df, agents, tasks, n_copies = apply_duplicates(
+    df, agents, tasks, n_copies, n_repeated = apply_duplicates(
         df, agents, tasks, duplicates=duplicates, has_run=roles.run is not None, skip=skip,
         where=f" in {source}",
     )  # fmt: skip
@@ -278,7 +339,7 @@ def _map_records(
     run_idx, run_ids = _runs(df, agents, tasks, roles.run, source, run_index, duplicates)
     sc = sc.copy()
     sc[err] = 0.0 if errors == "fail" else np.nan
-    return _Records(df, source, agents, tasks, sc, err, run_idx, run_ids, n_read, n_copies)
+    return _Records(df, source, agents, tasks, sc, err, run_idx, run_ids, n_read, n_copies, n_repeated)
 
 
 # --------------------------------------------------------------------------- assembly
@@ -295,7 +356,8 @@ def _first_per_group(
     if len(inconsistent):
         warnings.warn(
             f"{what} attribute {col!r} differs between runs of {len(inconsistent)} {what}s "
-            f"{_fmt_list(inconsistent.index.tolist())}; kept the first value seen for each",
+            f"{_fmt_list(inconsistent.index.tolist())}; kept the first value seen for each "
+            "(a missing value only where no record has one)",
             InconsistentAttributeWarning,
             stacklevel=5,
         )
@@ -309,7 +371,8 @@ def _coord_values(col: pd.Series) -> np.ndarray:
             vals, bad = numbers(col)
             if not bad.any() and np.isfinite(vals).any():
                 return vals
-            return col.to_numpy(dtype=object)
+            out = col.to_numpy(dtype=object)
+            return np.where(out == "", np.nan, out)  # an empty field is a missing value
     return col.to_numpy()
 
 
@@ -341,6 +404,13 @@ def _per_run_vars(recs: _Records, roles: _Roles) -> dict:
                 f"`extra` column {c!r}{where} must be numeric; rows {_fmt_list(rows.tolist())} hold "
                 f"{_fmt_list(df[c][bad].astype(str).tolist())}"
             )
+        if v in MEASURES and _bad_measure(vals).any():
+            rows = np.flatnonzero(_bad_measure(vals))
+            raise EvalDataError(
+                f"`extra[{v!r}]` column {c!r}{where} must be finite and >= 0 ({v} counts or "
+                f"measures: never negative); {rows.size} rows are not, rows {_fmt_list(rows.tolist())} hold "
+                f"{_fmt_list(vals[rows].tolist())}"
+            )
         data_vars[v] = (dims, _cube(vals, np.nan, float))
     for v, c in roles.annotations.items():
         flags = error_flags(df[c], what=f"annotations[{v!r}]", column=c, source=source)
@@ -368,6 +438,7 @@ def _coords(recs: _Records, roles: _Roles) -> tuple[dict, dict[str, int], dict[s
             continue
         if name in ("tag", "cluster"):
             tframe[col] = id_labels(df[col], what=name, column=col, source=source, allow_missing=True)
+            warn_similar_labels(tframe[col].to_numpy(), what=name, column=col, source=source)
         else:
             tframe[col] = _coord_values(df[col])
         first, n_bad = _first_per_group(tframe, "__task", col, "task")
@@ -394,7 +465,7 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
         not_kept["exact copy of an earlier record (duplicates='drop')"] = recs.n_copies
     if errors == "exclude":
         not_kept["infrastructure error, excluded (errors='exclude')"] = n_error
-    kept_scores = recs.score[np.isfinite(recs.score)]
+    kind = score_kind(recs.score)
     attrs = {
         "hierbench_schema": SCHEMA_VERSION,
         "reader": "from_records",
@@ -403,11 +474,14 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
         "n_records_read": int(recs.n_read),
         "n_records_kept": len(recs.df) - (n_error if errors == "exclude" else 0),
         "n_error_runs": n_error,
-        "binary": int(bool(np.all((kept_scores == 0.0) | (kept_scores == 1.0)))),
+        "score_kind": kind,
+        "binary": int(kind == "binary"),
         "not_kept": _not_kept_attr(not_kept),
         "inconsistent_attributes": json.dumps({k: v for k, v in n_inconsistent.items() if v}),
         "annotations": json.dumps(sorted(roles.annotations)),
     }
+    if roles.run is None:
+        attrs["n_repeated_records"] = recs.n_repeated
     for name, k in n_unlabelled.items():
         attrs[f"n_tasks_without_{name}"] = k
     return attrs
@@ -465,9 +539,8 @@ def from_records(
     error : str, optional
         Column flagging infrastructure failures (error-flag vocabulary).
     tag, cluster : str, optional
-        Per-task labels (category; repository or family): the first per task is
-        kept, a task whose label differs is counted and warned, a task without
-        one keeps a missing label (counted in ``attrs["n_tasks_without_cluster"]``).
+        Per-task labels: the first per task is kept (a task whose label differs
+        is counted and warned); a task without one keeps a missing label.
     extra, annotations : mapping or sequence, optional
         Per-run numeric columns (``cost``, ``latency``, ``tokens``, ``steps``)
         and boolean flags, as ``{variable: column}`` or a list of names.
@@ -516,6 +589,7 @@ def from_records(
     ['001', '1']
     """
     _check_policies(errors, run_index, duplicates)
+    _check_extras(agent_name, attrs)
     df, source = _read(obj, encoding)
     roles = _roles(
         df, f" in {source}", agent=agent, task=task, run=run, score=score, error=error, tag=tag,
