@@ -74,12 +74,12 @@ from ._schema import (
     score_kind,
     to_counts,
 )
-from ._schema import _labels_from_text as _labels_from_text  # for hierbench.io (missing labels)
-from ._schema import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)
 from ._schema import _not_kept_attr as _not_kept_attr  # for hierbench.testing
 from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline, shared_data_dir
 from ._summary import NoScoredRunsWarning, describe, summarize
 from ._values import SimilarLabelsWarning
+from ._values import _labels_from_text as _labels_from_text  # for hierbench.io (missing labels)
+from ._values import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)
 
 __all__ = [
     "MEASURES",

@@ -20,7 +20,7 @@ import xarray as xr
 
 from .._base import HierbenchWarning
 from ._records import from_records
-from ._schema import EvalDataError, _fmt_list, _not_kept_attr
+from ._schema import EvalDataError, _fmt_list, _not_kept_attr, check_option
 
 __all__ = ["InspectLogWarning", "read_inspect_log"]
 
@@ -386,10 +386,8 @@ def read_inspect_log(
         ds = read_inspect_log("logs/", scorer="match")
         ds.score.sizes      # {'agent': ..., 'task': <samples>, 'run': 5}
     """
-    if errors not in ("fail", "exclude"):
-        raise EvalDataError(f"`errors` must be 'fail' or 'exclude'; got {errors!r}")
-    if agent not in ("auto", "model", "model+task"):
-        raise EvalDataError(f"`agent` must be 'auto', 'model' or 'model+task'; got {agent!r}")
+    check_option(errors, "errors", ("fail", "exclude"))
+    check_option(agent, "agent", ("auto", "model", "model+task"))
     ilog, to_float = _inspect()
     convert = _score_mapper(value_map, to_float)
     files = _log_files(path_or_paths, ilog)

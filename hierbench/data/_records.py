@@ -36,6 +36,7 @@ from ._schema import (
     _fmt_list,
     _not_kept_attr,
     check_eval_dataset,
+    check_option,
     score_kind,
 )
 from ._table import _hive_keys as _hive_keys  # for _large
@@ -81,14 +82,9 @@ class _Roles:
 
 
 def _check_policies(errors: str, run_index: str, duplicates: str) -> None:
-    if errors not in ("fail", "exclude"):
-        raise EvalDataError(f"`errors` must be 'fail' or 'exclude'; got {errors!r}")
-    if run_index not in ("auto", "label", "within_cell"):
-        raise EvalDataError(
-            f"`run_index` must be 'auto', 'label' or 'within_cell'; got {run_index!r}"
-        )
-    if duplicates not in ("refuse", "drop", "keep"):
-        raise EvalDataError(f"`duplicates` must be 'refuse', 'drop' or 'keep'; got {duplicates!r}")
+    check_option(errors, "errors", ("fail", "exclude"))
+    check_option(run_index, "run_index", ("auto", "label", "within_cell"))
+    check_option(duplicates, "duplicates", ("refuse", "drop", "keep"))
 
 
 def _name_map(arg, argname: str) -> dict:

@@ -43,8 +43,8 @@ Missing labels
     never ``""``. A text file cannot hold NaN, so on disk a missing label is
     written as the empty string ``""``, which is never a label (every reader
     reads an empty field as missing), and read back as NaN:
-    :func:`_labels_to_text` and :func:`_labels_from_text` do both directions
-    for a writer and a loader (``hierbench.io``).
+    :func:`hierbench.data._values._labels_to_text` and ``_labels_from_text``
+    do both directions for a writer and a loader (``hierbench.io``).
 
 Unbalanced data is represented as it is: a cell with fewer runs has NaN in
 the missing run slots, a task an agent never attempted is all NaN for that
@@ -58,10 +58,9 @@ from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
-from .._base import HierbenchError, HierbenchWarning, counts, is_binary
+from .._base import HierbenchError, HierbenchWarning, check_choice, counts, is_binary
 
 __all__ = [
     "MEASURES",
@@ -70,6 +69,7 @@ __all__ = [
     "EvalDataError",
     "InconsistentAttributeWarning",
     "check_eval_dataset",
+    "check_option",
     "score_kind",
     "to_counts",
 ]
@@ -96,6 +96,16 @@ class EvalDataError(HierbenchError):
 
 class InconsistentAttributeWarning(HierbenchWarning):
     """A per-task or per-agent attribute differs between the records of one task/agent."""
+
+
+def check_option(value, name: str, choices: tuple) -> str:
+    """``value`` if it is one of ``choices`` (the rule is :func:`hierbench._base.check_choice`),
+    else an :class:`EvalDataError` in the readers' words: "`errors` must be 'fail' or 'exclude'"."""
+    try:
+        return check_choice(value, name, choices)
+    except ValueError:
+        listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
+        raise EvalDataError(f"`{name}` must be {listed}; got {value!r}") from None
 
 
 def _fmt_list(values: Iterable, limit: int = 10) -> str:
@@ -271,27 +281,6 @@ def score_kind(data: xr.Dataset | xr.DataArray | np.ndarray) -> Literal["binary"
     if is_binary(v):
         return "binary"
     return "mixed" if np.any((v == 0.0) | (v == 1.0)) else "continuous"
-
-
-def _missing_labels(values: Iterable) -> np.ndarray:
-    """Where a label is missing: None, NaN, pd.NA or the empty string (see "Missing labels")."""
-    return np.array(
-        [v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and v == "")
-         for v in values],
-        dtype=bool,
-    )  # fmt: skip
-
-
-def _labels_to_text(values: Iterable) -> np.ndarray:
-    """Labels as text for a file: a missing label becomes ``""`` (never ``"nan"``)."""
-    values = list(values)
-    miss = _missing_labels(values)
-    return np.array(["" if m else str(v) for v, m in zip(values, miss, strict=True)], dtype=object)
-
-
-def _labels_from_text(values: Iterable) -> np.ndarray:
-    """Labels read back from a file: ``""`` is a missing label (NaN), any other text a label."""
-    return np.array([np.nan if v == "" else v for v in values], dtype=object)
 
 
 def to_counts(ds: xr.Dataset, *, dim: str = "run") -> xr.Dataset:

@@ -15,7 +15,7 @@ import pandas as pd
 import xarray as xr
 
 from ._records import from_records
-from ._schema import EvalDataError
+from ._schema import check_option
 
 __all__ = [
     "load_metr",
@@ -113,8 +113,7 @@ def load_metr(
     include_human : bool
         Keep the human-baseline rows (alias ``human``) as an agent.
     """
-    if score not in ("score_binarized", "score"):
-        raise EvalDataError(f"`score` must be 'score_binarized' or 'score'; got {score!r}")
+    check_option(score, "score", ("score_binarized", "score"))
     path = shared_data_dir(root) / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz"
     df = pd.read_csv(path, dtype={"alias": str, "task_id": str, "run_id": str, "task_family": str})
     n_all = len(df)

@@ -9,7 +9,8 @@ import numpy as np
 import xarray as xr
 
 from .._base import UndefinedWarning
-from ._schema import _missing_labels, check_eval_dataset, score_kind
+from ._schema import check_eval_dataset, score_kind
+from ._values import is_missing
 
 __all__ = ["NoScoredRunsWarning", "describe", "summarize"]
 
@@ -117,7 +118,7 @@ def _n_unlabelled(ds: xr.Dataset, coord: str) -> int | None:
     """Tasks with no label in a task coord; None without that coord."""
     if coord not in ds.coords:
         return None
-    return int(_missing_labels(ds.coords[coord].values.tolist()).sum())
+    return int(is_missing(ds.coords[coord].to_series()).sum())
 
 
 def describe(ds: xr.Dataset) -> dict:

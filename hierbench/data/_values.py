@@ -105,6 +105,21 @@ def is_missing(col: pd.Series) -> np.ndarray:
     return miss
 
 
+def _labels_to_text(values) -> np.ndarray:
+    """Labels as text for a file: a missing label (:func:`is_missing`) becomes ``""``, never ``"nan"``.
+
+    The storage convention of :mod:`hierbench.data._schema` ("Missing labels").
+    """
+    values = pd.Series(list(values), dtype=object)
+    miss = is_missing(values)
+    return np.array(["" if m else str(v) for v, m in zip(values, miss, strict=True)], dtype=object)
+
+
+def _labels_from_text(values) -> np.ndarray:
+    """Labels read back from a file: ``""`` is a missing label (NaN), any other text a label."""
+    return np.array([np.nan if v == "" else v for v in values], dtype=object)
+
+
 def label_kinds(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """(labels, kinds) of a raw identifier column; missing entries are None in both."""
     miss = is_missing(col)
