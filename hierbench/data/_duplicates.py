@@ -165,6 +165,8 @@ def apply_duplicates(
     keeps every record. With a run column a repeat is a repeated (agent,
     task, run), refused later.
     """
+    if has_run and duplicates != "drop":  # a repeat is a repeated (agent, task, run): refused later
+        return df, agents, tasks, 0, 0
     keys = _row_keys(df)
     dup = keys.duplicated(keep="first").to_numpy()
     if not dup.any():
@@ -172,8 +174,6 @@ def apply_duplicates(
     if duplicates == "drop":
         keep = ~dup
         return df[keep].reset_index(drop=True), agents[keep], tasks[keep], int(dup.sum()), 0
-    if has_run:
-        return df, agents, tasks, 0, 0
     if duplicates == "refuse":
         cell_sizes = pd.DataFrame({"a": agents, "t": tasks}).value_counts()
         mult = keys.value_counts().value_counts().to_dict()

@@ -358,6 +358,10 @@ def _error_code(v: object, low: str, mapping: dict[str, bool], nonempty: bool) -
     return -1
 
 
+#: What pandas infers for a column of plain numbers and text (``infer_dtype``).
+_PLAIN = frozenset({"string", "floating", "integer", "mixed-integer-float", "boolean", "decimal", "empty"})
+
+
 def _not_a_number(v: object) -> bool:
     """A value that is no real number and no text: complex, a date, a duration, bytes, a list."""
     if v is None or v is pd.NA or v is pd.NaT:
@@ -381,7 +385,8 @@ def numbers(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if pd.api.types.is_numeric_dtype(col.dtype):
         return col.to_numpy(dtype=float, na_value=np.nan), np.zeros(len(col), bool)
     obj = col.astype(object)
-    odd = obj.map(_not_a_number).astype(bool)
+    plain = pd.api.types.infer_dtype(obj, skipna=True) in _PLAIN  # no complex, date or object
+    odd = pd.Series(False, index=obj.index) if plain else obj.map(_not_a_number).astype(bool)
     na_text = obj.map(lambda v: isinstance(v, str) and v.strip() in NA_TEXT).astype(bool)
     obj = obj.where(~(na_text | odd), None)
     obj = obj.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v)
