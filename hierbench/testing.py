@@ -8,8 +8,8 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from ._base import as_rng
-from .data import SCHEMA_VERSION, _not_kept_attr
+from ._base import as_rng, check_choice, check_int
+from .data import SCHEMA_VERSION, _not_kept_attr, score_kind
 
 __all__ = ["as_rng", "default_dataset", "simulate_eval"]
 
@@ -78,78 +78,114 @@ def simulate_eval(
     >>> dict(ds.score.sizes)
     {'agent': 3, 'task': 20, 'run': 4}
     """
-    for name, v in (("n_agents", n_agents), ("n_tasks", n_tasks), ("n_runs", n_runs)):
-        if int(v) != v or v < 1:
-            raise ValueError(f"`{name}` must be a positive integer; got {v!r}")
-    for name, v in (
-        ("sd_agent", sd_agent),
-        ("sd_task", sd_task),
-        ("sd_agent_task", sd_agent_task),
-        ("sd_cluster", sd_cluster),
-        ("sd_run", sd_run),
-    ):
-        if v < 0:
-            raise ValueError(f"`{name}` must be >= 0; got {v!r}")
-    for name, v in (("p_missing_task", p_missing_task), ("p_missing_run", p_missing_run), ("p_error", p_error)):
-        if not 0 <= v < 1:
-            raise ValueError(f"`{name}` must satisfy 0 <= {name} < 1; got {v!r}")
-    if n_clusters < 0 or n_clusters > n_tasks:
-        raise ValueError(f"`n_clusters` must satisfy 0 <= n_clusters <= n_tasks ({n_tasks}); got {n_clusters}")
-    if score_kind not in ("binary", "continuous"):
-        raise ValueError(f"`score_kind` must be 'binary' or 'continuous'; got {score_kind!r}")
+    M, T, R, K = _check_design(
+        n_agents, n_tasks, n_runs, n_clusters, score_kind, errors,
+        sd_agent=sd_agent, sd_task=sd_task, sd_agent_task=sd_agent_task, sd_cluster=sd_cluster,
+        sd_run=sd_run, p_missing_task=p_missing_task, p_missing_run=p_missing_run, p_error=p_error,
+    )  # fmt: skip
     gen = as_rng(rng)
-    M, T, R = int(n_agents), int(n_tasks), int(n_runs)
     a = gen.normal(0.0, sd_agent, M)
     b = gen.normal(0.0, sd_task, T)
     ab = gen.normal(0.0, sd_agent_task, (M, T))
-    if n_clusters:
-        cl = np.concatenate([np.arange(n_clusters), gen.integers(0, n_clusters, T - n_clusters)])
-        gen.shuffle(cl)
-        c = gen.normal(0.0, sd_cluster, n_clusters)
-        cl_eff = c[cl]
-    else:
-        cl = None
-        c = None
-        cl_eff = np.zeros(T)
-    eta = mu + a[:, None] + cl_eff[None, :] + b[None, :] + ab
+    cl, c = _draw_clusters(gen, T, K, sd_cluster)
+    eta = mu + a[:, None] + (c[cl] if K else np.zeros(T))[None, :] + b[None, :] + ab
+    score, p_cell = _draw_scores(gen, eta, R, sd_run, score_kind)
+    err, missing = _draw_gaps(gen, (M, T, R), p_missing_task, p_missing_run, p_error)
+    score[err] = 0.0 if errors == "fail" else np.nan
+    score[missing] = np.nan
+    agents = [f"agent_{i:02d}" for i in range(M)]
+    tasks = [f"task_{j:04d}" for j in range(T)]
+    data = _sim_dataset(score, err, missing, errors, agents, tasks, cl if K else None)
+    truth = _truth(a, b, ab, p_cell, c, data, agents, tasks, score_kind, mu=mu, sd_agent=sd_agent,
+                   sd_task=sd_task, sd_agent_task=sd_agent_task, sd_cluster=sd_cluster, sd_run=sd_run)  # fmt: skip
+    return data, truth
+
+
+def _check_design(
+    n_agents, n_tasks, n_runs, n_clusters, score_kind, errors, **scales
+) -> tuple[int, int, int, int]:
+    """(M, T, R, K) after checking every argument of :func:`simulate_eval` that is not ``rng``."""
+    M, T, R = (check_int(v, name, min=1) for name, v in
+               (("n_agents", n_agents), ("n_tasks", n_tasks), ("n_runs", n_runs)))  # fmt: skip
+    K = check_int(n_clusters, "n_clusters", min=0, max=T)
+    for name, v in scales.items():
+        if name.startswith("sd_") and not v >= 0:  # NaN fails too
+            raise ValueError(f"`{name}` must be >= 0; got {v!r}")
+        if name.startswith("p_") and not 0 <= v < 1:
+            raise ValueError(f"`{name}` must satisfy 0 <= {name} < 1; got {v!r}")
+    check_choice(score_kind, "score_kind", ["binary", "continuous"])
+    check_choice(errors, "errors", ["fail", "exclude"])
+    return M, T, R, K
+
+
+def _draw_clusters(gen: np.random.Generator, T: int, K: int, sd_cluster: float):
+    """(cluster of each task, cluster effects); every cluster gets at least one task."""
+    if not K:
+        return None, None
+    cl = np.concatenate([np.arange(K), gen.integers(0, K, T - K)])
+    gen.shuffle(cl)
+    return cl, gen.normal(0.0, sd_cluster, K)
+
+
+def _draw_scores(gen: np.random.Generator, eta: np.ndarray, R: int, sd_run: float, score_kind: str):
+    """(scores of every run, expected score of a run per cell, averaged over the run noise)."""
+    M, T = eta.shape
     eta_run = eta[..., None] + gen.normal(0.0, sd_run, (M, T, R)) if sd_run > 0 else np.repeat(
         eta[..., None], R, axis=2
     )
     prob = expit(eta_run)
     if score_kind == "binary":
         score = (gen.random((M, T, R)) < prob).astype(float)
-        # expected score of a run in cell (m, t): average over the run noise
         if sd_run > 0:
             z = gen.normal(0.0, sd_run, 4000)
-            p_cell = expit(eta[..., None] + z).mean(-1)
-        else:
-            p_cell = expit(eta)
-    else:
-        score = prob.copy()
-        z = gen.normal(0.0, sd_run, 4000) if sd_run > 0 else np.zeros(1)
-        p_cell = expit(eta[..., None] + z).mean(-1)
-    err = gen.random((M, T, R)) < p_error
-    missing = np.zeros((M, T, R), bool)
-    if p_missing_task > 0:
-        missing |= (gen.random((M, T)) < p_missing_task)[..., None]
-    if p_missing_run > 0:
-        miss_run = gen.random((M, T, R)) < p_missing_run
-        miss_run[..., 0] = False  # a ragged cell keeps at least one run
-        missing |= miss_run
-    err &= ~missing
-    score[err] = 0.0 if errors == "fail" else np.nan
-    score[missing] = np.nan
+            return score, expit(eta[..., None] + z).mean(-1)
+        return score, expit(eta)
+    z = gen.normal(0.0, sd_run, 4000) if sd_run > 0 else np.zeros(1)
+    return prob.copy(), expit(eta[..., None] + z).mean(-1)
 
-    agents = [f"agent_{i:02d}" for i in range(M)]
-    tasks = [f"task_{j:04d}" for j in range(T)]
+
+def _draw_gaps(gen: np.random.Generator, shape, p_missing_task, p_missing_run, p_error):
+    """(infrastructure errors, runs that did not happen); a ragged cell keeps its first run."""
+    err = gen.random(shape) < p_error
+    missing = np.zeros(shape, bool)
+    if p_missing_task > 0:
+        missing |= (gen.random(shape[:2]) < p_missing_task)[..., None]
+    if p_missing_run > 0:
+        miss_run = gen.random(shape) < p_missing_run
+        miss_run[..., 0] = False
+        missing |= miss_run
+    return err & ~missing, missing
+
+
+def _truth(a, b, ab, p_cell, c, data, agents, tasks, score_kind, **scalars) -> xr.Dataset:
+    """The true parameters of a simulation, on the data's agents, tasks and clusters."""
+    truth = xr.Dataset(
+        {
+            "agent_effect": ("agent", a),
+            "task_effect": ("task", b),
+            "agent_task": (("agent", "task"), ab),
+            "p": (("agent", "task"), p_cell),
+            **scalars,
+        },
+        coords={"agent": agents, "task": tasks},
+    )
+    if c is not None:
+        truth["cluster_effect"] = ("cluster_id", c)
+        truth = truth.assign_coords(
+            cluster_id=[f"cluster_{k:02d}" for k in range(len(c))], cluster=data.coords["cluster"]
+        )
+    truth.attrs = {"model": "crossed logit", "score_kind": score_kind}
+    return truth
+
+
+def _sim_dataset(score, err, missing, errors, agents, tasks, cl) -> xr.Dataset:
+    """The eval dataset of the simulated runs, with the read report a reader would write."""
+    R = score.shape[2]
     coords = {"agent": agents, "task": tasks, "run": np.arange(R, dtype=np.int64)}
     if cl is not None:
         coords["cluster"] = ("task", np.array([f"cluster_{k:02d}" for k in cl], dtype=object))
     dims = ("agent", "task", "run")
-    data = xr.Dataset(
-        {"score": (dims, score), "error": (dims, err)},
-        coords=coords,
-    )
+    data = xr.Dataset({"score": (dims, score), "error": (dims, err)}, coords=coords)
     n_rec = int((~missing).sum())
     n_err = int(err.sum())
     n_excluded = n_err if errors == "exclude" else 0
@@ -161,32 +197,13 @@ def simulate_eval(
         "n_records_read": n_rec,
         "n_records_kept": n_rec - n_excluded,
         "n_error_runs": n_err,
+        "score_kind": score_kind(score),
+        "binary": int(score_kind(score) == "binary"),
         "not_kept": _not_kept_attr({"infrastructure error, excluded (errors='exclude')": n_excluded}),
         "inconsistent_attributes": "{}",
         "annotations": "[]",
     }
-    truth = xr.Dataset(
-        {
-            "agent_effect": ("agent", a),
-            "task_effect": ("task", b),
-            "agent_task": (("agent", "task"), ab),
-            "p": (("agent", "task"), p_cell),
-            "mu": mu,
-            "sd_agent": sd_agent,
-            "sd_task": sd_task,
-            "sd_agent_task": sd_agent_task,
-            "sd_cluster": sd_cluster,
-            "sd_run": sd_run,
-        },
-        coords={"agent": agents, "task": tasks},
-    )
-    if cl is not None:
-        truth["cluster_effect"] = ("cluster_id", c)
-        truth = truth.assign_coords(
-            cluster_id=[f"cluster_{k:02d}" for k in range(n_clusters)], cluster=coords["cluster"]
-        )
-    truth.attrs = {"model": "crossed logit", "score_kind": score_kind}
-    return data, truth
+    return data
 
 
 def default_dataset(rng: None | int | np.random.Generator = 20261130) -> tuple[xr.Dataset, xr.Dataset]:

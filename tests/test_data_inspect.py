@@ -292,3 +292,45 @@ def test_sample_ids_int_and_text_across_logs_are_refused_naming_the_logs(logs, t
     write_eval_log(b, str(tmp_path / "texts.eval"))
     with pytest.raises(EvalDataError, match=r"sample id in the Inspect logs \[.*ints\.eval.*texts\.eval.*\] mixes numbers and text"):
         read_inspect_log(tmp_path, scorer="match")
+
+
+# ---------------------------------------------------------------- bad inputs (the readers' sweep)
+
+AGREE = ("toy", "mockllm/agree")
+INSPECT_SWEEP = {
+    "a list of numbers": (lambda f, tmp: read_inspect_log([1, 2]), r"`path_or_paths` must list paths of log files or folders; it holds \[1, 2\]"),
+    "bytes": (lambda f, tmp: read_inspect_log(str(f).encode()), r"`path_or_paths` must be a log file, a folder of logs or a non-empty list"),
+    "an empty list": (lambda f, tmp: read_inspect_log([]), r"`path_or_paths` must be a log file, a folder of logs or a non-empty list of log files; got \[\]"),
+    "None": (lambda f, tmp: read_inspect_log(None), r"`path_or_paths` must be a log file.*got None"),
+    "a list with a missing file": (lambda f, tmp: read_inspect_log([f, tmp / "nope.eval"]), r"`path_or_paths`: no such file or folder '.*nope\.eval'"),
+    "value_map a list": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map=["C"]), r"`value_map` must be a mapping \{value: score\}, e\.g\. \{'P': 0\.0\}; got list"),
+    "value_map to 2": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": 2.0}), r"scorer 'match' value 'C' of sample 's1' epoch 1 in .*\.eval maps to 2\.0: a score must lie in \[0, 1\]"),
+    "value_map to -1": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"I": -1}), r"value 'I' of sample 's2' epoch 1 in .* maps to -1\.0: a score must lie in \[0, 1\]"),
+    "value_map to NaN": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": float("nan")}), r"value 'C' of sample 's1' epoch 1 in .* maps to nan: a score must lie in \[0, 1\]"),
+    "value_map to text": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": "x"}), r"value 'C' of sample 's1' epoch 1 in .* cannot be mapped to a score \(could not convert string to float: 'x'\); pass `value_map=`"),
+    "scorer a number": (lambda f, tmp: read_inspect_log(f, scorer=5), r"`scorer` 5 is not in the Inspect logs; available scorers \['answer_length', 'match', 'mixed'\]"),
+    "agent unknown": (lambda f, tmp: read_inspect_log(f, scorer="match", agent="x"), r"`agent` must be 'auto', 'model' or 'model\+task'; got 'x'"),
+    "errors None": (lambda f, tmp: read_inspect_log(f, scorer="match", errors=None), r"`errors` must be 'fail' or 'exclude'; got None"),
+    "a text file named .eval": (lambda f, tmp: read_inspect_log(_text(tmp / "x.eval")), r"`path_or_paths`: .*x\.eval could not be read as an Inspect log"),
+}  # fmt: skip
+
+
+def _text(p):
+    p.write_text("not a log")
+    return p
+
+
+@pytest.mark.parametrize(("make", "pattern"), list(INSPECT_SWEEP.values()), ids=list(INSPECT_SWEEP))
+def test_bad_inputs_are_refused_by_name(make, pattern, logs, tmp_path):
+    _, by = logs
+    with pytest.raises(EvalDataError, match=pattern):
+        make(by[AGREE], tmp_path)
+
+
+@pytest.mark.parametrize(("scorer", "kind"), [("match", "binary"), ("mixed", "mixed"), ("answer_length", "mixed")])
+def test_the_score_kind_is_recorded(logs, scorer, kind):
+    """match: 1/0; mixed: 1 / 0.5 / 0 ("P" is partial credit); answer_length: len/10 beside the
+    errored run's 0 (the answers "yes"/"no" are 3 and 2 characters: 0.3 and 0.2)."""
+    _, by = logs
+    ds = read_inspect_log(by[AGREE], scorer=scorer)
+    assert ds.attrs["score_kind"] == kind

@@ -79,14 +79,17 @@ def test_default_dataset_is_the_documented_design():
 @pytest.mark.parametrize(
     ("kw", "msg"),
     [
-        ({"n_tasks": 0}, r"`n_tasks` must be a positive integer; got 0"),
+        ({"n_tasks": 0}, r"`n_tasks` must be >= 1; got n_tasks=0"),
         ({"sd_task": -1.0}, r"`sd_task` must be >= 0; got -1.0"),
+        ({"sd_agent": float("nan")}, r"`sd_agent` must be >= 0; got nan"),
         ({"p_error": 1.0}, r"`p_error` must satisfy 0 <= p_error < 1; got 1.0"),
-        ({"n_clusters": 99, "n_tasks": 5}, r"`n_clusters` must satisfy 0 <= n_clusters <= n_tasks \(5\); got 99"),
-        ({"score_kind": "ordinal"}, r"`score_kind` must be 'binary' or 'continuous'; got 'ordinal'"),
+        ({"n_clusters": 99, "n_tasks": 5}, r"`n_clusters` must be <= 5; got n_clusters=99"),
+        ({"score_kind": "ordinal"}, r"`score_kind` must be one of \['binary', 'continuous'\]; got 'ordinal'"),
+        ({"errors": "drop"}, r"`errors` must be one of \['fail', 'exclude'\]; got 'drop'"),
     ],
 )
 def test_bad_arguments(kw, msg):
+    """The rules are _base's (check_int, check_choice): one wording across hierbench."""
     with pytest.raises(ValueError, match=msg):
         simulate_eval(**kw)
 

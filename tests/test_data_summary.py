@@ -49,4 +49,5 @@ def test_describe(df):
     assert r["runs_per_cell"] == {"min": 1, "median": 1.5, "max": 3}  # cells: 3, 1, 2, 1
     assert r["n_missing_cells"] == 2 and r["n_cells"] == 6 and not r["balanced"]
     assert r["annotations"] == {"lim": 2}
-    assert r["score_kind"] == "continuous" and r["n_error_runs"] == 2
+    # 0.5 beside exact 0s and 1s: partial credit that is not continuous throughout
+    assert r["score_kind"] == "mixed" and r["n_error_runs"] == 2

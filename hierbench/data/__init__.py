@@ -1,8 +1,58 @@
 """Evaluation data: readers into the canonical eval dataset, reductions, validation.
 
-See :mod:`hierbench.data._schema` for the dataset contract.
+The dataset contract is in :mod:`hierbench.data._schema`. Every reader
+(:func:`from_records`, :func:`read_inspect_log`, :func:`read_battles`,
+:func:`counts_from_parquet`, :func:`counts_from_dask`) follows the rules below;
+nothing is merged, coerced or dropped silently.
+
+Labels (agent, task, run, tag, cluster)
+    Strings exactly as written: ``"001"`` and ``"1"`` are two tasks, ``" a"``
+    keeps its space; a number a file or DataFrame holds as a number gives its
+    decimal text. A column mixing a number and a text that read the same
+    (JSON ``7`` and ``"7"``) is refused, and so is a value that is no text,
+    number or bool (a list, a dict, bytes, a date). An empty agent, task or
+    run is refused; a task without a tag or cluster keeps a missing label
+    (never a label called ``"nan"``; see :mod:`hierbench.data._schema`).
+    Labels that differ only by surrounding spaces or Unicode normalisation
+    are kept apart, with a :class:`SimilarLabelsWarning`.
+Error flags (``error``, ``annotations``)
+    Booleans, 0/1, or the words true/t/yes/y/1/error (an error) and
+    false/f/no/n/0/ok (no error), case-insensitive and stripped; missing
+    values (empty, none, null, nan, na) mean no error. Other values are
+    refused with the distinct values listed, unless ``error_values`` maps them
+    (``{"timeout": True, "success": False}``) or is ``"nonempty"`` (every
+    non-empty value outside the no-error words is an error).
+Numbers (scores, ``extra`` columns, coords)
+    Real numbers, booleans (0/1) or text that parses as a number; the usual
+    missing-value spellings are NaN; complex numbers, dates and durations
+    are refused. Scores lie in [0, 1]; a missing score must be flagged as an
+    error; their kind (binary, continuous or mixed: :func:`score_kind`) is
+    recorded in ``attrs["score_kind"]``. The measures :data:`MEASURES`
+    (cost, latency, tokens, steps) are finite and never negative.
+Runs
+    Without a run column, runs are numbered 0, 1, ... per (agent, task) cell
+    in file order. With one (``run_index="auto"``), integer labels written
+    canonically (or an integer column) are the ``run`` coordinate, so run r is
+    the same occasion (epoch, seed) in every cell; other labels are numbered per
+    cell and kept as the per-run variable ``run_id``. Integer labels that look
+    like global run ids (more than twice as many distinct labels as the most
+    runs any cell has) are refused, with the size and fill of the cube they
+    would make; ``run_index="label"`` keeps them, ``"within_cell"`` numbers
+    every cell. A repeated (agent, task, run) is always refused.
+Repeated records
+    Records that repeat another in every column, without a run column, are
+    refused (``duplicates="refuse"``) when they look like copies of one log:
+    every distinct record appears a multiple of k >= 2 times (a log
+    concatenated k times); no cell holds two different records while some
+    hold one (a log of one run per cell); or a column such as a run id or a
+    timestamp tells the distinct records apart yet some repeat. Other repeats
+    are kept as runs with a :class:`RepeatedRecordsWarning`, and counted in
+    ``attrs["n_repeated_records"]``. ``duplicates="drop"`` keeps the first of
+    each set (the others counted in ``attrs["not_kept"]``); ``"keep"`` keeps
+    them all as runs (counted, no warning).
 """
 
+from ._duplicates import RepeatedRecordsWarning
 from ._inspect import InspectLogWarning, read_inspect_log
 from ._large import counts_from_dask, counts_from_parquet
 from ._pairwise import PAIR_COUNTS_SCHEMA as PAIR_COUNTS_SCHEMA  # for freq and bayes
@@ -16,22 +66,30 @@ from ._pairwise import (
 )
 from ._records import from_records, read_table, to_records
 from ._schema import (
+    MEASURES,
     SCHEMA_VERSION,
     EvalDataError,
     InconsistentAttributeWarning,
     check_eval_dataset,
+    score_kind,
     to_counts,
 )
 from ._schema import _not_kept_attr as _not_kept_attr  # for hierbench.testing
 from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline, shared_data_dir
 from ._summary import NoScoredRunsWarning, describe, summarize
+from ._values import SimilarLabelsWarning
+from ._values import _labels_from_text as _labels_from_text  # for hierbench.io (missing labels)
+from ._values import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)
 
 __all__ = [
+    "MEASURES",
     "SCHEMA_VERSION",
     "EvalDataError",
     "InconsistentAttributeWarning",
     "InspectLogWarning",
     "NoScoredRunsWarning",
+    "RepeatedRecordsWarning",
+    "SimilarLabelsWarning",
     "check_eval_dataset",
     "check_pairwise",
     "counts_from_dask",
@@ -45,6 +103,7 @@ __all__ = [
     "read_battles",
     "read_inspect_log",
     "read_table",
+    "score_kind",
     "shared_data_dir",
     "summarize",
     "to_counts",

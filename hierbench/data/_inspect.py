@@ -20,7 +20,7 @@ import xarray as xr
 
 from .._base import HierbenchWarning
 from ._records import from_records
-from ._schema import EvalDataError, _fmt_list, _not_kept_attr
+from ._schema import EvalDataError, _fmt_list, _not_kept_attr, check_option
 
 __all__ = ["InspectLogWarning", "read_inspect_log"]
 
@@ -65,8 +65,13 @@ def _inspect():
 def _log_files(path_or_paths, ilog) -> list[str]:
     if isinstance(path_or_paths, (str, os.PathLike)):
         items = [path_or_paths]
-    elif isinstance(path_or_paths, Sequence) and path_or_paths:
+    elif isinstance(path_or_paths, Sequence) and not isinstance(path_or_paths, bytes) and path_or_paths:
         items = list(path_or_paths)
+        odd = [v for v in items if not isinstance(v, (str, os.PathLike))]
+        if odd:
+            raise EvalDataError(
+                f"`path_or_paths` must list paths of log files or folders; it holds {_fmt_list(odd, 5)}"
+            )
     else:
         raise EvalDataError(
             "`path_or_paths` must be a log file, a folder of logs or a non-empty list of log files; "
@@ -94,6 +99,11 @@ def _log_files(path_or_paths, ilog) -> list[str]:
 
 
 def _score_mapper(value_map: Mapping | None, to_float: Callable) -> Callable[[object], float]:
+    if value_map is not None and not isinstance(value_map, Mapping):
+        raise EvalDataError(
+            f"`value_map` must be a mapping {{value: score}}, e.g. {{'P': 0.0}}; got {type(value_map).__name__}"
+        )
+
     def convert(value: object) -> float:
         if value_map is not None:
             key = value if not isinstance(value, list) else tuple(value)
@@ -106,6 +116,205 @@ def _score_mapper(value_map: Mapping | None, to_float: Callable) -> Callable[[ob
         return float(to_float(value))
 
     return convert
+
+
+def _read_logs(files: list[str], ilog, single: bool) -> tuple[list, dict[str, str]]:
+    """(file, header, sample summaries) of each readable log, and why the others could not be read."""
+    logs, unreadable = [], {}
+    for f in files:
+        try:
+            header = ilog.read_eval_log(f, header_only=True)
+            summaries = ilog.read_eval_log_sample_summaries(f)
+        except Exception as exc:  # a corrupt or truncated log: name it, read the others
+            if single:
+                raise EvalDataError(
+                    f"`path_or_paths`: {f} could not be read as an Inspect log "
+                    f"({type(exc).__name__}: {exc})"
+                ) from exc
+            unreadable[f] = f"{type(exc).__name__}: {exc}"
+            continue
+        logs.append((f, header, summaries))
+    if unreadable and not logs:
+        raise EvalDataError(
+            f"`path_or_paths`: none of the {len(files)} Inspect logs could be read: "
+            + "; ".join(f"{f} ({why})" for f, why in list(unreadable.items())[:5])
+        )
+    if unreadable:
+        warnings.warn(
+            f"{len(unreadable)} of {len(files)} Inspect logs could not be read and were left out: "
+            + "; ".join(f"{f} ({why})" for f, why in list(unreadable.items())[:5])
+            + ("" if len(unreadable) <= 5 else f"; ... ({len(unreadable) - 5} more)")
+            + "; the others were read (counted in attrs['unreadable_logs'])",
+            InspectLogWarning,
+            stacklevel=3,
+        )
+    return logs, unreadable
+
+
+def _incomplete_logs(logs: list) -> dict[str, str]:
+    """Logs that did not finish (status, or fewer samples than planned), with a warning."""
+    incomplete = {}
+    for f, header, summaries in logs:
+        planned = _planned_samples(header)
+        status = getattr(header, "status", None)
+        if status != "success" or (planned is not None and len(summaries) < planned):
+            incomplete[f] = (
+                f"status {status!r}, {len(summaries)} of "
+                f"{planned if planned is not None else '?'} samples"
+            )
+    if incomplete:
+        warnings.warn(
+            f"{len(incomplete)} Inspect logs did not finish, so their tasks have fewer runs than "
+            "planned (and the missing samples may not be missing at random): "
+            + "; ".join(f"{f} ({why})" for f, why in list(incomplete.items())[:5])
+            + ("" if len(incomplete) <= 5 else f"; ... ({len(incomplete) - 5} more)"),
+            InspectLogWarning,
+            stacklevel=3,
+        )
+    return incomplete
+
+
+def _choose_scorer(logs: list, files: list[str], scorer: str | None) -> str:
+    """The scorer whose value is the score: the one given, or the only one in the logs."""
+    scorers_seen: dict[str, int] = {}
+    for _, _, summaries in logs:
+        for s in summaries:
+            for name in s.scores or {}:
+                scorers_seen[name] = scorers_seen.get(name, 0) + 1
+    if not scorers_seen:
+        raise EvalDataError(
+            f"the Inspect logs hold no scores ({sum(len(s) for *_, s in logs)} samples in "
+            f"{len(files)} logs {_fmt_list(files, 5)}): score them first (`inspect score`)"
+        )
+    if scorer is None:
+        if len(scorers_seen) > 1:
+            raise EvalDataError(
+                f"the Inspect logs hold several scorers {_fmt_list(sorted(scorers_seen))}; "
+                "choose one with `scorer=`"
+            )
+        return next(iter(scorers_seen))
+    if scorer not in scorers_seen:
+        raise EvalDataError(
+            f"`scorer` {scorer!r} is not in the Inspect logs; available scorers "
+            f"{_fmt_list(sorted(scorers_seen))}"
+        )
+    return scorer
+
+
+def _sample_row(s, f: str, key: str, scorer: str, convert, model: str, task_name: str) -> dict | None:
+    """One record per sample (None: no score and no error)."""
+    err = bool(s.error)
+    sc = (s.scores or {}).get(scorer)
+    if sc is None and not err:
+        return None
+    if err:
+        value = np.nan
+    else:
+        try:
+            value = convert(sc.value)
+        except (TypeError, ValueError) as exc:
+            raise EvalDataError(
+                f"scorer {scorer!r} value {sc.value!r} of sample {s.id!r} epoch {s.epoch} "
+                f"in {f} cannot be mapped to a score ({exc}); pass `value_map=`"
+            ) from exc
+        if not 0.0 <= value <= 1.0:  # NaN too: a sample with a score object but no score
+            raise EvalDataError(
+                f"scorer {scorer!r} value {sc.value!r} of sample {s.id!r} epoch {s.epoch} in {f} "
+                f"maps to {value!r}: a score must lie in [0, 1]; rescale it or pass `value_map=`"
+            )
+    usage = s.model_usage or {}
+    tokens = sum(u.total_tokens or 0 for u in usage.values()) if usage else np.nan
+    costs = [u.total_cost for u in usage.values() if u.total_cost is not None]
+    return {
+        "agent": key,
+        "task": s.id,
+        "run": int(s.epoch),
+        "score": value,
+        "error": err,
+        "hit_limit": s.limit is not None,
+        "tokens": float(tokens),
+        "latency": np.nan if s.total_time is None else float(s.total_time),
+        "working_time": np.nan if s.working_time is None else float(s.working_time),
+        "cost": float(sum(costs)) if costs else np.nan,
+        "model": model,
+        "inspect_task": task_name,
+        "file": f,
+    }
+
+
+def _sample_rows(logs: list, scorer: str, convert, use_task: bool) -> tuple[list[dict], int]:
+    """(one record per scored or errored sample, samples with neither)."""
+    rows, n_unscored = [], 0
+    for f, header, summaries in logs:
+        model = header.eval.model
+        task_name = header.eval.task
+        key = f"{model} [{task_name}]" if use_task else model
+        for s in summaries:
+            row = _sample_row(s, f, key, scorer, convert, model, task_name)
+            if row is None:
+                n_unscored += 1
+            else:
+                rows.append(row)
+    return rows, n_unscored
+
+
+def _inspect_report(ds, files, logs, scorer, n_unscored, unreadable, incomplete) -> dict:
+    """The read report of the Inspect logs: which were read, the scorer, samples read and kept."""
+    not_kept = json.loads(ds.attrs["not_kept"])
+    if n_unscored:
+        not_kept[f"no score from scorer {scorer!r} (and no error)"] = n_unscored
+    return {
+        "reader": "read_inspect_log",
+        "source": json.dumps(files),
+        "scorer": scorer,
+        "inspect_tasks": json.dumps(sorted({h.eval.task for _, h, _ in logs})),
+        "inspect_status": json.dumps({f: h.status for f, h, _ in logs}),
+        "n_logs_read": len(logs),
+        "unreadable_logs": json.dumps(unreadable),
+        "incomplete_logs": json.dumps(dict(incomplete)),
+        "n_records_read": int(sum(len(s) for *_, s in logs)),
+        "n_records_kept": int(ds.attrs["n_records_kept"]),
+        "not_kept": _not_kept_attr(not_kept),
+    }
+
+
+def _samples_dataset(rows: list[dict], logs: list, errors: str) -> xr.Dataset:
+    """The eval dataset of the sample records (epochs are the runs), errors naming the logs."""
+    df = pd.DataFrame(rows)
+    dup = df.duplicated(["agent", "task", "run"], keep=False)
+    if dup.any():
+        where = sorted({r["file"] for r, d in zip(rows, dup, strict=True) if d})
+        ex = df.loc[dup, ["agent", "task", "run"]].astype(str).agg("/".join, axis=1).tolist()
+        raise EvalDataError(
+            f"duplicate (agent, sample, epoch): {int(dup.sum())} samples appear in more than one log "
+            f"(e.g. {_fmt_list(ex, 4)}), in {_fmt_list(where, 5)}; pass each evaluation's log once "
+            "(a re-run of the same model and task is a separate dataset)"
+        )
+    df = df.drop(columns="file")
+    extra = ["tokens", "latency", "working_time"]
+    if df["cost"].notna().any():
+        extra.append("cost")
+    try:
+        return from_records(
+            df,
+            agent="agent",
+            task="task",
+            run="run",
+            score="score",
+            error="error",
+            extra=extra,
+            annotations=["hit_limit"],
+            agent_coords=["model", "inspect_task"],
+            errors=errors,
+            run_index="label",  # epochs are shared occasions, however few samples a log holds
+        )
+    except EvalDataError as exc:
+        names = _fmt_list([f for f, *_ in logs], 5)
+        raise EvalDataError(
+            str(exc).replace("in DataFrame", f"in the Inspect logs {names}")
+            .replace("`task` column 'task'", "sample id")
+            .replace("`agent` column 'agent'", "agent (model)")
+        ) from exc
 
 
 def read_inspect_log(
@@ -177,185 +386,23 @@ def read_inspect_log(
         ds = read_inspect_log("logs/", scorer="match")
         ds.score.sizes      # {'agent': ..., 'task': <samples>, 'run': 5}
     """
-    if errors not in ("fail", "exclude"):
-        raise EvalDataError(f"`errors` must be 'fail' or 'exclude'; got {errors!r}")
-    if agent not in ("auto", "model", "model+task"):
-        raise EvalDataError(f"`agent` must be 'auto', 'model' or 'model+task'; got {agent!r}")
+    check_option(errors, "errors", ("fail", "exclude"))
+    check_option(agent, "agent", ("auto", "model", "model+task"))
     ilog, to_float = _inspect()
+    convert = _score_mapper(value_map, to_float)
     files = _log_files(path_or_paths, ilog)
     single = isinstance(path_or_paths, (str, os.PathLike)) and Path(path_or_paths).is_file()
-
-    logs, unreadable = [], {}
-    for f in files:
-        try:
-            header = ilog.read_eval_log(f, header_only=True)
-            summaries = ilog.read_eval_log_sample_summaries(f)
-        except Exception as exc:  # a corrupt or truncated log: name it, read the others
-            if single:
-                raise EvalDataError(
-                    f"`path_or_paths`: {f} could not be read as an Inspect log "
-                    f"({type(exc).__name__}: {exc})"
-                ) from exc
-            unreadable[f] = f"{type(exc).__name__}: {exc}"
-            continue
-        logs.append((f, header, summaries))
-    if unreadable and not logs:
-        raise EvalDataError(
-            f"`path_or_paths`: none of the {len(files)} Inspect logs could be read: "
-            + "; ".join(f"{f} ({why})" for f, why in list(unreadable.items())[:5])
-        )
-    if unreadable:
-        warnings.warn(
-            f"{len(unreadable)} of {len(files)} Inspect logs could not be read and were left out: "
-            + "; ".join(f"{f} ({why})" for f, why in list(unreadable.items())[:5])
-            + ("" if len(unreadable) <= 5 else f"; ... ({len(unreadable) - 5} more)")
-            + "; the others were read (counted in attrs['unreadable_logs'])",
-            InspectLogWarning,
-            stacklevel=2,
-        )
-    incomplete = {}
-    for f, header, summaries in logs:
-        planned = _planned_samples(header)
-        status = getattr(header, "status", None)
-        if status != "success" or (planned is not None and len(summaries) < planned):
-            incomplete[f] = (
-                f"status {status!r}, {len(summaries)} of "
-                f"{planned if planned is not None else '?'} samples"
-            )
-    if incomplete:
-        warnings.warn(
-            f"{len(incomplete)} Inspect logs did not finish, so their tasks have fewer runs than "
-            "planned (and the missing samples may not be missing at random): "
-            + "; ".join(f"{f} ({why})" for f, why in list(incomplete.items())[:5])
-            + ("" if len(incomplete) <= 5 else f"; ... ({len(incomplete) - 5} more)"),
-            InspectLogWarning,
-            stacklevel=2,
-        )
+    logs, unreadable = _read_logs(files, ilog, single)
+    incomplete = _incomplete_logs(logs)
     tasks = sorted({h.eval.task for _, h, _ in logs})
     use_task = agent == "model+task" or (agent == "auto" and len(tasks) > 1)
-
-    scorers_seen: dict[str, int] = {}
-    for _, _, summaries in logs:
-        for s in summaries:
-            for name in s.scores or {}:
-                scorers_seen[name] = scorers_seen.get(name, 0) + 1
-    if not scorers_seen:
-        raise EvalDataError(
-            f"the Inspect logs hold no scores ({sum(len(s) for *_, s in logs)} samples in "
-            f"{len(files)} logs {_fmt_list(files, 5)}): score them first (`inspect score`)"
-        )
-    if scorer is None:
-        if len(scorers_seen) > 1:
-            raise EvalDataError(
-                f"the Inspect logs hold several scorers {_fmt_list(sorted(scorers_seen))}; "
-                "choose one with `scorer=`"
-            )
-        scorer = next(iter(scorers_seen))
-    elif scorer not in scorers_seen:
-        raise EvalDataError(
-            f"`scorer` {scorer!r} is not in the Inspect logs; available scorers "
-            f"{_fmt_list(sorted(scorers_seen))}"
-        )
-    convert = _score_mapper(value_map, to_float)
-
-    rows = []
-    n_unscored = 0
-    for f, header, summaries in logs:
-        model = header.eval.model
-        task_name = header.eval.task
-        key = f"{model} [{task_name}]" if use_task else model
-        for s in summaries:
-            err = bool(s.error)
-            sc = (s.scores or {}).get(scorer)
-            if sc is None and not err:
-                n_unscored += 1
-                continue
-            if err:
-                value = np.nan
-            else:
-                try:
-                    value = convert(sc.value)
-                except (TypeError, ValueError) as exc:
-                    raise EvalDataError(
-                        f"scorer {scorer!r} value {sc.value!r} of sample {s.id!r} epoch {s.epoch} "
-                        f"in {f} cannot be mapped to a score ({exc}); pass `value_map=`"
-                    ) from exc
-            usage = s.model_usage or {}
-            tokens = sum(u.total_tokens or 0 for u in usage.values()) if usage else np.nan
-            costs = [u.total_cost for u in usage.values() if u.total_cost is not None]
-            rows.append(
-                {
-                    "agent": key,
-                    "task": s.id,
-                    "run": int(s.epoch),
-                    "score": value,
-                    "error": err,
-                    "hit_limit": s.limit is not None,
-                    "tokens": float(tokens),
-                    "latency": np.nan if s.total_time is None else float(s.total_time),
-                    "working_time": np.nan if s.working_time is None else float(s.working_time),
-                    "cost": float(sum(costs)) if costs else np.nan,
-                    "model": model,
-                    "inspect_task": task_name,
-                    "file": f,
-                }
-            )
+    scorer = _choose_scorer(logs, files, scorer)
+    rows, n_unscored = _sample_rows(logs, scorer, convert, use_task)
     n_read = sum(len(s) for *_, s in logs)
     if not rows:
         raise EvalDataError(
             f"no sample in the Inspect logs has a score for scorer {scorer!r} ({n_read} samples read)"
         )
-    df = pd.DataFrame(rows)
-    dup = df.duplicated(["agent", "task", "run"], keep=False)
-    if dup.any():
-        where = sorted({r["file"] for r, d in zip(rows, dup, strict=True) if d})
-        ex = df.loc[dup, ["agent", "task", "run"]].astype(str).agg("/".join, axis=1).tolist()
-        raise EvalDataError(
-            f"duplicate (agent, sample, epoch): {int(dup.sum())} samples appear in more than one log "
-            f"(e.g. {_fmt_list(ex, 4)}), in {_fmt_list(where, 5)}; pass each evaluation's log once "
-            "(a re-run of the same model and task is a separate dataset)"
-        )
-    df = df.drop(columns="file")
-    extra = ["tokens", "latency", "working_time"]
-    if df["cost"].notna().any():
-        extra.append("cost")
-    try:
-        ds = from_records(
-            df,
-            agent="agent",
-            task="task",
-            run="run",
-            score="score",
-            error="error",
-            extra=extra,
-            annotations=["hit_limit"],
-            agent_coords=["model", "inspect_task"],
-            errors=errors,
-            run_index="label",  # epochs are shared occasions, however few samples a log holds
-        )
-    except EvalDataError as exc:
-        names = _fmt_list([f for f, *_ in logs], 5)
-        raise EvalDataError(
-            str(exc).replace("in DataFrame", f"in the Inspect logs {names}")
-            .replace("`task` column 'task'", "sample id")
-            .replace("`agent` column 'agent'", "agent (model)")
-        ) from exc
-    not_kept = json.loads(ds.attrs["not_kept"])
-    if n_unscored:
-        not_kept[f"no score from scorer {scorer!r} (and no error)"] = n_unscored
-    ds.attrs.update(
-        {
-            "reader": "read_inspect_log",
-            "source": json.dumps(files),
-            "scorer": scorer,
-            "inspect_tasks": json.dumps(tasks),
-            "inspect_status": json.dumps({f: h.status for f, h, _ in logs}),
-            "n_logs_read": len(logs),
-            "unreadable_logs": json.dumps(unreadable),
-            "incomplete_logs": json.dumps({f: why for f, why in incomplete.items()}),
-            "n_records_read": int(n_read),
-            "n_records_kept": int(ds.attrs["n_records_kept"]),
-            "not_kept": _not_kept_attr(not_kept),
-        }
-    )
+    ds = _samples_dataset(rows, logs, errors)
+    ds.attrs.update(_inspect_report(ds, files, logs, scorer, n_unscored, unreadable, incomplete))
     return ds

@@ -1,33 +1,50 @@
 """The canonical evaluation dataset: its contract, validation and reductions.
 
 An *eval dataset* is a plain :class:`xarray.Dataset` with dims ``agent``,
-``task`` and ``run``; agent and task labels are strings exactly as the
-records wrote them (the readers' rules are in :mod:`hierbench.data._values`):
+``task`` and ``run`` (exactly these; each label once); agent and task labels
+are strings exactly as the records wrote them (the reading rules are in
+:mod:`hierbench.data`):
 
 ``score(agent, task, run)``
-    float64 in [0, 1] (binary or partial credit); NaN where the run did not
-    happen (or was excluded under ``errors="exclude"``).
+    float64 (or bool) in [0, 1] (binary or partial credit); NaN where the run
+    did not happen (or was excluded under ``errors="exclude"``).
 ``error(agent, task, run)``
     bool, True where the run hit an infrastructure failure (crash, timeout,
     environment failure); False where no run happened.
 optional per-run variables
-    ``cost``, ``latency``, ``tokens``, ``steps``, ``confidence`` (float64) and
-    boolean per-run annotations listed in ``attrs["annotations"]``.
+    ``cost``, ``latency``, ``tokens``, ``steps``, ``working_time`` (float64,
+    finite and >= 0, NaN where not recorded: :data:`MEASURES`),
+    ``confidence``, and boolean per-run annotations listed in
+    ``attrs["annotations"]``.
 task coords
-    ``tag``, ``cluster`` (str, exactly as written; a task without a label
-    has a missing value, never ``""`` or a shared label), and any other
-    per-task attribute.
+    ``tag``, ``cluster`` (text exactly as written) and any other per-task
+    attribute.
 agent coords
     ``model``, ``scaffold``, ``settings`` or anything constant per agent.
 attrs
     ``hierbench_schema``, ``errors`` (the error policy applied to ``score``),
     ``n_records_read``, ``n_records_kept``, ``n_error_runs``, ``source``,
-    ``reader``, ``binary`` (1 if every kept score is 0 or 1, else 0: partial
-    credit is kept as recorded, never rounded), ``n_tasks_without_cluster``
-    (when read with a cluster column), and as JSON text: ``not_kept`` (reason -> count),
-    ``inconsistent_attributes`` (attribute -> number of tasks/agents whose
-    value differed between records) and ``annotations`` (names of the boolean
-    per-run annotation variables).
+    ``reader``, ``score_kind`` (:func:`score_kind` of the kept scores:
+    ``"binary"``, ``"continuous"`` or ``"mixed"``; partial credit is kept as
+    recorded, never rounded), ``binary`` (1 if ``score_kind`` is binary, else
+    0), ``n_tasks_without_cluster`` / ``_tag`` (when read with that column),
+    ``n_repeated_records`` (records kept as runs although they repeat an
+    earlier record in every column; readers without a run column), and as
+    JSON text: ``not_kept`` (reason -> count), ``inconsistent_attributes``
+    (attribute -> number of tasks/agents whose value differed between
+    records) and ``annotations`` (names of the boolean per-run annotation
+    variables).
+
+Missing labels
+    A task without a tag or cluster label (and a text coord without a value)
+    holds a *missing* value: in memory a float NaN in the object coord
+    (xarray stores ``None`` there as NaN). It means "no cluster": never the
+    text ``"nan"`` (a label a file may really hold, kept as a label) and
+    never ``""``. A text file cannot hold NaN, so on disk a missing label is
+    written as the empty string ``""``, which is never a label (every reader
+    reads an empty field as missing), and read back as NaN:
+    :func:`hierbench.data._values._labels_to_text` and ``_labels_from_text``
+    do both directions for a writer and a loader (``hierbench.io``).
 
 Unbalanced data is represented as it is: a cell with fewer runs has NaN in
 the missing run slots, a task an agent never attempted is all NaN for that
@@ -38,24 +55,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError, HierbenchWarning, counts
+from .._base import HierbenchError, HierbenchWarning, check_choice, counts, is_binary
 
 __all__ = [
+    "MEASURES",
     "PER_RUN_FLOATS",
     "SCHEMA_VERSION",
     "EvalDataError",
     "InconsistentAttributeWarning",
     "check_eval_dataset",
+    "check_option",
+    "score_kind",
     "to_counts",
 ]
 
 SCHEMA_VERSION = "hierbench.eval/1"
 PER_RUN_FLOATS = ("cost", "latency", "tokens", "steps", "confidence")
+#: Per-run variables that measure or count something (money, seconds, tokens, steps):
+#: finite and never negative; NaN where not recorded.
+MEASURES = ("cost", "latency", "tokens", "steps", "working_time")
 DIMS = ("agent", "task", "run")
+#: Names a reader gives its own variables and coords: no extra column, annotation or coord may take them.
+RESERVED = (*DIMS, "score", "error", "run_id", "tag", "cluster")
+#: The read report a reader writes in ``attrs``; ``attrs=`` may add provenance, never overwrite these.
+REPORT_KEYS = (
+    "hierbench_schema", "reader", "errors", "n_records_read", "n_records_kept", "n_error_runs",
+    "binary", "score_kind", "not_kept", "inconsistent_attributes", "annotations",
+    "n_repeated_records", "n_tasks_without_cluster", "n_tasks_without_tag",
+)  # fmt: skip
 
 
 class EvalDataError(HierbenchError):
@@ -64,6 +96,16 @@ class EvalDataError(HierbenchError):
 
 class InconsistentAttributeWarning(HierbenchWarning):
     """A per-task or per-agent attribute differs between the records of one task/agent."""
+
+
+def check_option(value, name: str, choices: tuple) -> str:
+    """``value`` if it is one of ``choices`` (the rule is :func:`hierbench._base.check_choice`),
+    else an :class:`EvalDataError` in the readers' words: "`errors` must be 'fail' or 'exclude'"."""
+    try:
+        return check_choice(value, name, choices)
+    except ValueError:
+        listed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
+        raise EvalDataError(f"`{name}` must be {listed}; got {value!r}") from None
 
 
 def _fmt_list(values: Iterable, limit: int = 10) -> str:
@@ -109,26 +151,136 @@ def check_eval_dataset(ds: xr.Dataset, *, name: str = "data") -> xr.Dataset:
         )
     if "score" not in ds:
         raise EvalDataError(f"`{name}` must contain a `score` variable; found {list(ds.data_vars)}")
-    missing = [d for d in DIMS if d not in ds["score"].dims]
+    _check_dims(ds, name)
+    _check_score(ds, name)
+    _check_error(ds, name)
+    _check_measures(ds, name)
+    return ds
+
+
+def _cells(da: xr.DataArray, mask: np.ndarray, limit: int = 10) -> list[tuple]:
+    """(agent, task, run, value) of the first ``limit`` cells of ``mask`` (dims agent, task, run)."""
+    vals = da.values
+    return [
+        (*(str(da[d].values[i]) for d, i in zip(DIMS[:2], ix[:2], strict=True)),
+         int(da["run"].values[ix[2]]), float(vals[tuple(ix)]))
+        for ix in np.argwhere(mask)[:limit]
+    ]  # fmt: skip
+
+
+def _check_dims(ds: xr.Dataset, name: str) -> None:
+    """``score`` has exactly the dims agent, task, run, each label once."""
+    dims = ds["score"].dims
+    missing = [d for d in DIMS if d not in dims]
     if missing:
         raise EvalDataError(
-            f"`{name}.score` must have dims {DIMS}; missing {missing} (has {ds['score'].dims})"
+            f"`{name}.score` must have dims {DIMS}; missing {missing} (has {dims})"
         )
-    s = ds["score"].values
+    other = [d for d in dims if d not in DIMS]
+    if other:
+        raise EvalDataError(
+            f"`{name}.score` must have exactly the dims {DIMS}; it also has {other}: select or "
+            f"reduce them first (e.g. `{name}.sel({other[0]}=...)`)"
+        )
+    for d in DIMS:
+        if d in ds.indexes and not ds.indexes[d].is_unique:
+            idx = ds.indexes[d]
+            dup = idx[idx.duplicated()].unique().tolist()
+            raise EvalDataError(
+                f"`{name}`: each {d} label must appear once; {_fmt_list(dup)} appear more than "
+                f"once (datasets concatenated along {d!r}?)"
+            )
+
+
+def _check_score(ds: xr.Dataset, name: str) -> None:
+    """``score`` holds numbers, finite or NaN, in [0, 1]."""
+    score = ds["score"].transpose(*DIMS)
+    if score.dtype.kind not in "biuf":
+        raise EvalDataError(
+            f"`{name}.score` must hold numbers (float64, or bool); got dtype {score.dtype}: "
+            f"convert it first, e.g. `{name}['score'] = {name}.score.astype(float)`"
+        )
+    s = score.values.astype(float)
     bad = np.isfinite(s) & ((s < 0) | (s > 1))
     if bad.any():
-        idx = np.argwhere(bad)[:10]
-        cells = [
-            (str(ds.agent.values[i]), str(ds.task.values[j]), int(ds.run.values[k]), float(s[i, j, k]))
-            for i, j, k in idx
-        ]
         raise EvalDataError(
             f"`{name}.score` must lie in [0, 1]; {int(bad.sum())} values do not, e.g. "
-            f"(agent, task, run, score) {_fmt_list(cells)}"
+            f"(agent, task, run, score) {_fmt_list(_cells(score, bad))}"
         )
     if np.isinf(s).any():
         raise EvalDataError(f"`{name}.score` must be finite or NaN; found infinite values")
-    return ds
+
+
+def _check_error(ds: xr.Dataset, name: str) -> None:
+    if "error" in ds and ds["error"].dtype != bool:
+        raise EvalDataError(
+            f"`{name}.error` must be bool (True: an infrastructure error); got dtype "
+            f"{ds['error'].dtype}: map it first, e.g. `{name}['error'] = {name}.error == 1`"
+        )
+
+
+def _bad_measure(values: np.ndarray) -> np.ndarray:
+    """Where a measure (cost, latency, tokens, steps) is negative or infinite."""
+    v = np.asarray(values, dtype=float)
+    return np.isinf(v) | (v < 0)
+
+
+def _check_measures(ds: xr.Dataset, name: str) -> None:
+    """Each :data:`MEASURES` variable: numbers, finite and >= 0 (NaN: not recorded)."""
+    for v in MEASURES:
+        if v not in ds or set(ds[v].dims) != set(DIMS):
+            continue
+        da = ds[v].transpose(*DIMS)
+        if da.dtype.kind not in "biuf":
+            raise EvalDataError(f"`{name}.{v}` must hold numbers; got dtype {da.dtype}")
+        bad = _bad_measure(da.values)
+        if bad.any():
+            raise EvalDataError(
+                f"`{name}.{v}` must be finite and >= 0 ({v} counts or measures: never negative); "
+                f"{int(bad.sum())} values are not, e.g. (agent, task, run, {v}) "
+                f"{_fmt_list(_cells(da, bad))}"
+            )
+
+
+def score_kind(data: xr.Dataset | xr.DataArray | np.ndarray) -> Literal["binary", "continuous", "mixed"]:
+    """What the scores are, from their values: binary, continuous or mixed.
+
+    ``"binary"``: every score is 0 or 1 (also when none is recorded);
+    ``"continuous"``: partial credit and no score is exactly 0 or 1 (every
+    score strictly inside (0, 1), as a beta likelihood needs); ``"mixed"``:
+    partial credit beside exact 0s or 1s (a graded scorer, e.g. 0 / 0.5 / 1).
+    Binary counts (pass@k, binomial models) need ``"binary"``; a continuous
+    model without a point mass at 0 and 1 needs ``"continuous"``. NaN (runs
+    that did not happen) is ignored. The readers record it in
+    ``attrs["score_kind"]``; this function reads the values, so it stays true
+    after the scores are changed.
+
+    Parameters
+    ----------
+    data : Dataset, DataArray or array
+        An eval dataset (its ``score``) or the scores themselves.
+
+    Returns
+    -------
+    {"binary", "continuous", "mixed"}
+
+    Examples
+    --------
+    >>> score_kind([1.0, 0.0, float("nan")]), score_kind([0.2, 0.7]), score_kind([0.0, 0.5, 1.0])
+    ('binary', 'continuous', 'mixed')
+    """
+    if isinstance(data, xr.Dataset):
+        if "score" not in data:
+            raise EvalDataError(f"`data` must contain a `score` variable; found {list(data.data_vars)}")
+        data = data["score"]
+    try:
+        v = np.asarray(data, dtype=float).ravel()
+    except (TypeError, ValueError) as exc:
+        raise EvalDataError(f"`data`: scores must be numbers; got {type(data).__name__} ({exc})") from exc
+    v = v[np.isfinite(v)]
+    if is_binary(v):
+        return "binary"
+    return "mixed" if np.any((v == 0.0) | (v == 1.0)) else "continuous"
 
 
 def to_counts(ds: xr.Dataset, *, dim: str = "run") -> xr.Dataset:

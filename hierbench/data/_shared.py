@@ -15,7 +15,7 @@ import pandas as pd
 import xarray as xr
 
 from ._records import from_records
-from ._schema import EvalDataError
+from ._schema import check_option
 
 __all__ = [
     "load_metr",
@@ -31,16 +31,18 @@ def shared_data_dir(root: str | os.PathLike | None = None) -> Path:
     """The folder holding the shared real data.
 
     In order: ``root`` if given; else ``$HIERBENCH_SHARED_DATA``; else
-    ``../shared/data`` relative to the current directory, then relative to a
-    source checkout of hierbench (so notebooks and scripts run from any
-    folder of the checkout find it).
+    ``../shared/data`` relative to the current directory, then a
+    ``shared/data`` folder beside a source checkout of hierbench or beside a
+    folder above it (so notebooks and scripts run from any folder of the
+    checkout, or of a git worktree kept in a subfolder, find it).
     """
     if root is not None:
         candidates = [Path(root)]
     elif os.environ.get(ENV_VAR):
         candidates = [Path(os.environ[ENV_VAR])]
     else:
-        candidates = [Path("../shared/data"), Path(__file__).resolve().parents[3] / "shared" / "data"]
+        above = Path(__file__).resolve().parents[3:]  # the folders holding the checkout
+        candidates = [Path("../shared/data"), *(p / "shared" / "data" for p in above)]
     for path in candidates:
         if path.is_dir():
             return path
@@ -111,8 +113,7 @@ def load_metr(
     include_human : bool
         Keep the human-baseline rows (alias ``human``) as an agent.
     """
-    if score not in ("score_binarized", "score"):
-        raise EvalDataError(f"`score` must be 'score_binarized' or 'score'; got {score!r}")
+    check_option(score, "score", ("score_binarized", "score"))
     path = shared_data_dir(root) / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz"
     df = pd.read_csv(path, dtype={"alias": str, "task_id": str, "run_id": str, "task_family": str})
     n_all = len(df)

@@ -9,7 +9,8 @@ import numpy as np
 import xarray as xr
 
 from .._base import UndefinedWarning
-from ._schema import check_eval_dataset
+from ._schema import check_eval_dataset, score_kind
+from ._values import is_missing
 
 __all__ = ["NoScoredRunsWarning", "describe", "summarize"]
 
@@ -114,13 +115,10 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
 
 
 def _n_unlabelled(ds: xr.Dataset, coord: str) -> int | None:
-    """Tasks with no label in a task coord (None, NaN or ""); None without that coord."""
+    """Tasks with no label in a task coord; None without that coord."""
     if coord not in ds.coords:
         return None
-    vals = ds.coords[coord].values
-    return int(
-        sum(v is None or v == "" or (isinstance(v, float) and np.isnan(v)) for v in vals.tolist())
-    )
+    return int(is_missing(ds.coords[coord].to_series()).sum())
 
 
 def describe(ds: xr.Dataset) -> dict:
@@ -131,8 +129,10 @@ def describe(ds: xr.Dataset) -> dict:
     design is balanced (every agent ran every task the same number of times),
     the missing cells, the error runs and policy, the per-run annotations with
     their counts, the task and agent coords, inconsistent attributes, the
-    tasks without a cluster label, and whether the scores are binary (every
-    score 0 or 1) or continuous.
+    tasks without a cluster label, the records kept as runs although they
+    repeat an earlier one (``n_repeated_records``, None when the reader did
+    not say) and the scores' kind (:func:`~hierbench.data.score_kind` of the
+    values: binary, continuous or mixed).
 
     Examples
     --------
@@ -183,7 +183,6 @@ def describe(ds: xr.Dataset) -> dict:
         "agent_coords": sorted(c for c in ds.coords if ds.coords[c].dims == ("agent",) and c != "agent"),
         "inconsistent_attributes": _json_attr("inconsistent_attributes", "{}"),
         "n_tasks_without_cluster": _n_unlabelled(ds, "cluster"),
-        "score_kind": "binary"
-        if np.all(np.isin(ds["score"].values[np.isfinite(ds["score"].values)], (0.0, 1.0)))
-        else "continuous",
+        "n_repeated_records": ds.attrs.get("n_repeated_records"),
+        "score_kind": score_kind(ds),
     }

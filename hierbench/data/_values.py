@@ -11,7 +11,10 @@ Identifiers (agent, task, run, cluster, battle agents)
     ``"False"``). Two different values that would read the same (the number
     ``7`` and the text ``"7"`` in one JSONL column or one mixed DataFrame
     column, or across the files of a Parquet folder) are refused, never
-    merged. Missing (``None``, NaN, ``""``) is refused for agents and tasks.
+    merged. A value with no single written form (a list, a dict, bytes, a
+    date) is refused. Missing (``None``, NaN, ``""``) is refused for agents
+    and tasks. Labels that differ only by surrounding spaces or Unicode
+    normalisation are kept apart with a :class:`SimilarLabelsWarning`.
 
 Error flags (the ``error`` column and boolean annotations)
     booleans, the numbers 0 and 1, or text from :data:`ERROR_TRUE` /
@@ -24,21 +27,31 @@ Error flags (the ``error`` column and boolean annotations)
     :data:`ERROR_FALSE` as an error (a free-text error-message column).
 
 Numbers (scores, extra per-run columns, counts)
-    numeric values, or text that parses as a number; the usual missing-value
-    spellings (``""``, ``NA``, ``NaN``, ``null``, ``None``, ...) are NaN.
+    real numbers (booleans as 0/1), or text that parses as a number; the
+    usual missing-value spellings (``""``, ``NA``, ``NaN``, ``null``,
+    ``None``, ...) are NaN. Complex numbers, dates, durations and other
+    objects are flagged as not numeric, never cast.
 """
 
 from __future__ import annotations
 
+import decimal
 import re
+import unicodedata
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
+from .._base import HierbenchWarning
 from ._schema import EvalDataError, _fmt_list
 
-__all__ = ["ERROR_FALSE", "ERROR_MISSING", "ERROR_TRUE", "NA_TEXT"]
+__all__ = ["ERROR_FALSE", "ERROR_MISSING", "ERROR_TRUE", "NA_TEXT", "SimilarLabelsWarning"]
+
+
+class SimilarLabelsWarning(HierbenchWarning):
+    """Distinct labels that differ only by surrounding spaces or Unicode normalisation (kept apart)."""
 
 #: Text (lower-cased, stripped) read as "an infrastructure error happened".
 ERROR_TRUE = frozenset({"true", "t", "yes", "y", "1", "error"})
@@ -92,6 +105,21 @@ def is_missing(col: pd.Series) -> np.ndarray:
     return miss
 
 
+def _labels_to_text(values) -> np.ndarray:
+    """Labels as text for a file: a missing label (:func:`is_missing`) becomes ``""``, never ``"nan"``.
+
+    The storage convention of :mod:`hierbench.data._schema` ("Missing labels").
+    """
+    values = pd.Series(list(values), dtype=object)
+    miss = is_missing(values)
+    return np.array(["" if m else str(v) for v, m in zip(values, miss, strict=True)], dtype=object)
+
+
+def _labels_from_text(values) -> np.ndarray:
+    """Labels read back from a file: ``""`` is a missing label (NaN), any other text a label."""
+    return np.array([np.nan if v == "" else v for v in values], dtype=object)
+
+
 def label_kinds(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """(labels, kinds) of a raw identifier column; missing entries are None in both."""
     miss = is_missing(col)
@@ -99,8 +127,8 @@ def label_kinds(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     n = len(col)
     if pd.api.types.is_bool_dtype(dt) and not miss.any():
         return np.where(col.to_numpy(dtype=bool), "True", "False").astype(object), np.full(n, "bool", object)
-    if pd.api.types.is_integer_dtype(dt) and not miss.any():
-        return col.to_numpy().astype(np.int64).astype(str).astype(object), np.full(n, "number", object)
+    if pd.api.types.is_integer_dtype(dt) and not miss.any():  # via text: uint64 stays exact
+        return col.astype(str).to_numpy(dtype=object), np.full(n, "number", object)
     if pd.api.types.is_string_dtype(dt) and dt is not np.dtype(object):
         labels = col.to_numpy(dtype=object, na_value=None)
         kinds = np.full(n, "text", object)
@@ -141,6 +169,7 @@ def id_labels(
         )
     labels, kinds = label_kinds(col)
     keep = ~miss
+    _refuse_odd_kinds(col, kinds, keep, what=what, column=column, source=source)
     if len(set(kinds[keep].tolist())) > 1:
         frame = pd.DataFrame({"label": labels[keep], "kind": kinds[keep]})
         nk = frame.groupby("label", sort=False)["kind"].nunique()
@@ -159,6 +188,42 @@ def id_labels(
                 "write them all as text (quoted) or all as numbers"
             )
     return labels
+
+
+def _refuse_odd_kinds(col, kinds, keep, *, what: str, column: str, source: str | None) -> None:
+    """An identifier is one text, number or bool: refuse lists, dicts, bytes, dates, ... by row."""
+    odd = keep & ~np.isin(kinds.astype(str), ["text", "number", "bool"])
+    if odd.any():
+        rows = np.flatnonzero(odd)
+        ex = [f"{v!r} ({kinds[i]})" for i, v in zip(rows[:3], col.to_numpy(dtype=object)[rows[:3]], strict=True)]
+        raise EvalDataError(
+            f"`{what}` column {column!r}{_where(source)} must hold text, numbers or booleans; "
+            f"{rows.size} rows hold other values, e.g. {', '.join(ex)}, rows {_fmt_list(rows.tolist())}. "
+            "An identifier is kept exactly as written, and these have no one written form: "
+            "write them as text first"
+        )
+
+
+def warn_similar_labels(labels: np.ndarray, *, what: str, column: str, source: str | None) -> None:
+    """Warn when distinct labels differ only by surrounding spaces or Unicode normalisation.
+
+    They are kept apart (labels are kept as written), but they print the same,
+    so a reader of the results could not tell them apart.
+    """
+    uniq = pd.unique(pd.Series(labels, dtype=object).dropna())
+    keys: dict[str, list[str]] = {}
+    for lab in uniq:
+        keys.setdefault(unicodedata.normalize("NFC", str(lab)).strip(), []).append(str(lab))
+    groups = [g for g in keys.values() if len(g) > 1]
+    if groups:
+        warnings.warn(
+            f"`{what}` column {column!r}{_where(source)}: {len(groups)} groups of labels differ only "
+            f"by surrounding spaces or Unicode normalisation, e.g. {_fmt_list(groups, 3)}; they are "
+            "kept as different labels (labels are kept as written): normalise them before reading "
+            "if they name the same thing",
+            SimilarLabelsWarning,
+            stacklevel=4,
+        )
 
 
 def canonical_ints(labels: np.ndarray) -> np.ndarray | None:
@@ -293,16 +358,38 @@ def _error_code(v: object, low: str, mapping: dict[str, bool], nonempty: bool) -
     return -1
 
 
+#: What pandas infers for a column of plain numbers and text (``infer_dtype``).
+_PLAIN = frozenset({"string", "floating", "integer", "mixed-integer-float", "boolean", "decimal", "empty"})
+
+
+def _not_a_number(v: object) -> bool:
+    """A value that is no real number and no text: complex, a date, a duration, bytes, a list."""
+    if v is None or v is pd.NA or v is pd.NaT:
+        return False
+    if isinstance(v, (str, bool, np.bool_, int, float, decimal.Decimal)):
+        return False
+    if isinstance(v, np.number):
+        return isinstance(v, np.complexfloating)
+    return True
+
+
 def numbers(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(float values, not-numeric mask): NA spellings are NaN; text that is no number is flagged."""
+    """(float values, not-numeric mask): NA spellings are NaN; text that is no number is flagged.
+
+    Complex numbers, dates, durations and other objects are flagged, never cast.
+    """
+    if col.dtype.kind in "cmM":
+        return np.full(len(col), np.nan), col.notna().to_numpy(dtype=bool)
     if pd.api.types.is_bool_dtype(col.dtype):
         return col.to_numpy(dtype=float, na_value=np.nan), np.zeros(len(col), bool)
     if pd.api.types.is_numeric_dtype(col.dtype):
         return col.to_numpy(dtype=float, na_value=np.nan), np.zeros(len(col), bool)
     obj = col.astype(object)
+    plain = pd.api.types.infer_dtype(obj, skipna=True) in _PLAIN  # no complex, date or object
+    odd = pd.Series(False, index=obj.index) if plain else obj.map(_not_a_number).astype(bool)
     na_text = obj.map(lambda v: isinstance(v, str) and v.strip() in NA_TEXT).astype(bool)
-    obj = obj.where(~na_text, None)
+    obj = obj.where(~(na_text | odd), None)
     obj = obj.map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v)
     num = pd.to_numeric(obj, errors="coerce")
-    nonnum = (num.isna() & obj.notna()).to_numpy(dtype=bool)
+    nonnum = (num.isna() & obj.notna()).to_numpy(dtype=bool) | odd.to_numpy(dtype=bool)
     return num.to_numpy(dtype=float, na_value=np.nan), nonnum

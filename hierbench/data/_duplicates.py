@@ -1,0 +1,187 @@
+"""Records that repeat another in every column: the one rule for when they look like copies.
+
+A run log without a run column cannot tell two identical runs from one run
+recorded twice. :func:`copies_reason` says when the repeats look like copies
+of one log (and so are refused under ``duplicates="refuse"``); it works on
+counts alone, so the in-memory reader and the out-of-core readers
+(:mod:`hierbench.data._large`) can apply the same rule. Repeats that do not
+look like copies are kept as runs, but never silently: they are counted in
+``attrs["n_repeated_records"]`` and, unless ``duplicates="keep"`` says they
+are runs, reported by a :class:`RepeatedRecordsWarning`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .._base import HierbenchWarning
+from ._schema import EvalDataError, _fmt_list
+
+__all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason"]
+
+
+class RepeatedRecordsWarning(HierbenchWarning):
+    """Records that repeat an earlier one in every column were kept as separate runs (and counted)."""
+
+
+def _hashable(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with unhashable cells (lists, dicts from JSON) written as text, for row comparison."""
+    out = df
+    for c in df.columns:
+        if df[c].dtype == object:
+            try:
+                pd.util.hash_pandas_object(df[c], index=False)
+            except TypeError:
+                if out is df:
+                    out = df.copy()
+                out[c] = df[c].map(repr)
+    return out
+
+
+def _row_keys(df: pd.DataFrame) -> pd.Series:
+    """A 64-bit hash per row over every column (values with their type)."""
+    h = _hashable(df)
+    typed = h.assign(
+        **{
+            f"__kind_{i}": h[c].map(lambda v: type(v).__name__)
+            for i, c in enumerate(h.columns)
+            if h[c].dtype == object
+        }
+    )
+    return pd.util.hash_pandas_object(typed, index=False)
+
+
+def copies_reason(
+    mult_counts: Mapping[int, int],
+    n_rows: int,
+    n_cells: int,
+    distinct_per_column: Callable[[], Mapping[str, int]],
+    n_single_cells: int = 0,
+) -> str | None:
+    """Why records that repeat another in every column look like copies (None if they do not).
+
+    They do when every distinct record appears a multiple of k >= 2 times (a
+    log concatenated k times); when no cell holds two different records yet
+    some cells hold a single one (a log of one run per cell, the repeats the
+    only runs beyond the first); or when a column tells the distinct records
+    apart (a run id, a time, a cost) yet some repeat.
+
+    Parameters
+    ----------
+    mult_counts : mapping
+        multiplicity -> number of distinct records that appear that many times.
+    n_rows, n_cells : int
+        Records read; (agent, task) cells they fall in.
+    distinct_per_column : callable
+        Returns, for each column other than agent, task, score and error, its
+        number of distinct values (missing counted as one); called only when needed.
+    n_single_cells : int
+        Cells holding exactly one record.
+    """
+    n_distinct = int(sum(mult_counts.values()))
+    if n_distinct < 2 or n_distinct == n_rows:
+        return None
+    g = int(np.gcd.reduce(np.array(list(mult_counts), dtype=np.int64)))
+    if g >= 2:
+        return (
+            f"every distinct record appears a multiple of {g} times, as when a log is "
+            f"concatenated {g} times (which would make {n_rows - n_rows // g} of them copies)"
+        )
+    if n_distinct == n_cells and n_single_cells:
+        return (
+            f"no (agent, task) cell holds two different records and {n_single_cells} of {n_cells} "
+            "cells hold a single record, as in a log of one run per cell: the repeats are the "
+            "only evidence that any task ran twice"
+        )
+    if n_distinct > n_cells:
+        for c, nu in distinct_per_column().items():
+            if nu == n_distinct:
+                return (
+                    f"column {c!r} tells the distinct records apart (a per-run id, time or cost), "
+                    "yet these records repeat another in every column"
+                )
+    return None
+
+
+def _distinct_per_column(df: pd.DataFrame, skip: set) -> dict[str, int]:
+    out = {}
+    for c in df.columns:
+        if c in skip:
+            continue
+        try:
+            out[c] = df[c].nunique(dropna=False)
+        except TypeError:
+            continue
+    return out
+
+
+def _copies_error(df: pd.DataFrame, keys: pd.Series, dup: np.ndarray, where: str, why: str) -> EvalDataError:
+    rows = np.flatnonzero(dup)
+    first = keys.drop_duplicates(keep="first")
+    orig = pd.Series(first.index, index=first.to_numpy())
+    pairs = [(int(orig[keys.iloc[r]]), int(r)) for r in rows[:5]]
+    return EvalDataError(
+        f"duplicate records{where}: {rows.size} of {len(df)} records repeat an earlier "
+        f"record in every column (e.g. rows (first, copy) {_fmt_list(pairs, 5)}) and "
+        f"there is no run column: {why}. Counting them would add runs that never "
+        "happened. Read the log once, give the run or epoch column (run=...), pass "
+        "duplicates='drop' to keep one of each set of identical records (right when "
+        "each run's record is unique, e.g. carries a run id), or duplicates='keep' "
+        "if they are distinct runs"
+    )
+
+
+def _repeats_warning(keys: pd.Series, dup: np.ndarray, where: str) -> None:
+    rows = np.flatnonzero(dup)
+    warnings.warn(
+        f"{rows.size} of {len(keys)} records{where} repeat an earlier record in every column "
+        f"(rows {_fmt_list(rows.tolist())}); with no run column they are kept as separate runs "
+        "(counted in attrs['n_repeated_records']). Give the run column (run=...), say they are "
+        "runs with duplicates='keep', or keep one of each with duplicates='drop'",
+        RepeatedRecordsWarning,
+        stacklevel=5,
+    )
+
+
+def apply_duplicates(
+    df: pd.DataFrame,
+    agents: np.ndarray,
+    tasks: np.ndarray,
+    *,
+    duplicates: str,
+    has_run: bool,
+    skip: set,
+    where: str,
+) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, int, int]:
+    """The duplicates policy: (records, agents, tasks, copies dropped, repeats kept as runs).
+
+    ``"drop"`` keeps the first of each set of identical records; ``"refuse"``
+    without a run column refuses repeats that look like copies
+    (:func:`copies_reason`) and keeps the others with a warning; ``"keep"``
+    keeps every record. With a run column a repeat is a repeated (agent,
+    task, run), refused later.
+    """
+    if has_run and duplicates != "drop":  # a repeat is a repeated (agent, task, run): refused later
+        return df, agents, tasks, 0, 0
+    keys = _row_keys(df)
+    dup = keys.duplicated(keep="first").to_numpy()
+    if not dup.any():
+        return df, agents, tasks, 0, 0
+    if duplicates == "drop":
+        keep = ~dup
+        return df[keep].reset_index(drop=True), agents[keep], tasks[keep], int(dup.sum()), 0
+    if duplicates == "refuse":
+        cell_sizes = pd.DataFrame({"a": agents, "t": tasks}).value_counts()
+        mult = keys.value_counts().value_counts().to_dict()
+        why = copies_reason(
+            mult, len(df), len(cell_sizes), lambda: _distinct_per_column(df, skip),
+            n_single_cells=int((cell_sizes == 1).sum()),
+        )  # fmt: skip
+        if why is not None:
+            raise _copies_error(df, keys, dup, where, why)
+        _repeats_warning(keys, dup, where)
+    return df, agents, tasks, 0, int(dup.sum())
