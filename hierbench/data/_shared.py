@@ -31,18 +31,16 @@ def shared_data_dir(root: str | os.PathLike | None = None) -> Path:
     """The folder holding the shared real data.
 
     In order: ``root`` if given; else ``$HIERBENCH_SHARED_DATA``; else
-    ``../shared/data`` relative to the current directory, then a
-    ``shared/data`` folder beside a source checkout of hierbench or beside a
-    folder above it (so notebooks and scripts run from any folder of the
-    checkout, or of a git worktree kept in a subfolder, find it).
+    ``../shared/data`` relative to the current directory, then relative to a
+    source checkout of hierbench (so notebooks and scripts run from any
+    folder of the checkout find it).
     """
     if root is not None:
         candidates = [Path(root)]
     elif os.environ.get(ENV_VAR):
         candidates = [Path(os.environ[ENV_VAR])]
     else:
-        above = Path(__file__).resolve().parents[3:]  # the folders holding the checkout
-        candidates = [Path("../shared/data"), *(p / "shared" / "data" for p in above)]
+        candidates = [Path("../shared/data"), Path(__file__).resolve().parents[3] / "shared" / "data"]
     for path in candidates:
         if path.is_dir():
             return path
