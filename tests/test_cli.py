@@ -49,7 +49,7 @@ def test_validate_reports_the_schema(log, capsys):
     out = capsys.readouterr().out
     assert "valid eval dataset (hierbench.eval/1)" in out
     assert "records: 6 read, 6 kept" in out
-    assert "agents: 2    tasks: 2    runs: 6    scores: continuous" in out
+    assert "agents: 2    tasks: 2    runs: 6    scores: mixed" in out
     # cells: a/t1 3 runs, a/t2 1, b/t1 2; b/t2 never run
     assert "runs per cell: min 1, median 2, max 3    (unbalanced)" in out
     assert "missing cells: 1 of 4 (agent x task never run)" in out
