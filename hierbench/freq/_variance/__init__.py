@@ -1,4 +1,5 @@
-"""Variance components: G-theory (ANOVA and REML), the design language, profile intervals, power and allocation."""
+"""Variance components: G-theory (ANOVA and REML), the design language, profile intervals,
+D-studies, power and the cost-optimal allocation."""
 
 from ._gtheory import (
     ConfoundedComponentWarning,
