@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob, make_interval
+from ..._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob
 from .._inputs import data_variable
 from .._resampling._bootstrap import BootstrapResult, bootstrap_ci
 
@@ -235,14 +235,9 @@ def rubric_summary(
     est = mean.estimate.rename("rubric_mean")
     ci = mean.ci
     bs = low_res.estimate.rename("bottom_share")
-    bs_ci = make_interval(
-        low_res.ci.sel(ci_bound="lower", drop=True),
-        low_res.ci.sel(ci_bound="upper", drop=True),
-        prob=prob,
-        kind="percentile",
-        detail=f"task bootstrap, {n_resamples} resamples; share of scores <= {b:g}",
-        warn_zero_width=False,
-    )
+    # the bootstrap's own interval, its detail saying what the share is of
+    bs_ci = low_res.ci.copy()
+    bs_ci.attrs["ci_detail"] = f"{bs_ci.attrs.get('ci_detail', '')}; share of scores <= {b:g}"
     return RubricResult(
         estimate=est,
         ci=ci,
