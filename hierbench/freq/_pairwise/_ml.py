@@ -46,16 +46,19 @@ from ..._base import (
     DEFAULT_PROB,
     BoundaryWarning,
     HierbenchError,
-    HierbenchWarning,
+    NotConvergedWarning,
     Result,
+    UndefinedMetricWarning,
     as_rng,
     check_choice,
     check_int,
     check_prob,
     make_interval,
 )
-from ...data import check_pairwise
+from ..._numerics import wilson_bounds
+from ...data import _pairwise_dataset, check_pairwise
 from .._kernels import weight_blocks
+from .._profiles._resample import percentile_bounds
 
 __all__ = [
     "ELO_PER_LOGIT",
@@ -184,15 +187,6 @@ def _agent_codes(pairs: xr.Dataset, agents: list[str]) -> tuple[np.ndarray, np.n
     return idx[:n], idx[n:]
 
 
-def _percentile_ci(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
-    a = (1.0 - prob) / 2.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo = np.nanquantile(dist, a, axis=0)
-        hi = np.nanquantile(dist, 1.0 - a, axis=0)
-    return lo, hi
-
-
 def _resampled_counts(
     b: _Battles,
     n_resamples: int,
@@ -222,7 +216,8 @@ def _resampled_counts(
             raise HierbenchError(
                 "`resample='task'` needs a `task` variable in `pairs` (read_battles(task=...))"
             )
-        _, codes = np.unique(np.asarray(b.task).astype(str), return_inverse=True)
+        labels = _task_labels(np.asarray(b.task), "to resample tasks (resample='task')")
+        _, codes = np.unique(labels, return_inverse=True)
     for w in weight_blocks(C, n_resamples, gen, clusters=codes):
         yield np.asarray((S.T @ w.T).T).reshape(w.shape[0], K, 3)
 
@@ -339,8 +334,8 @@ def win_rate(
         dist_avg.append(_average_rate(p_b, n_b))
     dist = np.concatenate(dists)
     davg = np.concatenate(dist_avg)
-    lo, hi = _percentile_ci(dist, prob)
-    alo, ahi = _percentile_ci(davg, prob)
+    lo, hi = percentile_bounds(dist, prob)
+    alo, ahi = percentile_bounds(davg, prob)
     coords = {"agent": b.agents, "opponent": b.agents}
     est = xr.DataArray(rate, dims=("agent", "opponent"), coords=coords, name="win_rate")
     detail = f"bootstrap over {resample}, {n_resamples} resamples"
@@ -444,100 +439,117 @@ def position_consistency(
         raise HierbenchError(
             f"`pairs` must hold `task` and `position` to match both-order judgements; missing {missing}"
         )
-    a = pairs["agent_a"].values.astype(str)
-    bb = pairs["agent_b"].values.astype(str)
-    pos = pairs["position"].values.astype(int)
-    out = pairs["outcome"].values.astype(float)
-    task = pairs["task"].values.astype(str)
-    first = np.where(pos == 1, a, bb)
-    second = np.where(pos == 1, bb, a)
-    # outcome for the first-shown agent
-    out_first = np.where(pos == 1, out, 1.0 - out)
-    lo_first = first <= second  # order each pair by name: "lo" is the smaller name
-    lo_name = np.where(lo_first, first, second)
-    hi_name = np.where(lo_first, second, first)
-    out_lo = np.where(lo_first, out_first, 1.0 - out_first)
-    groups: dict[tuple[str, str, str], tuple[list[int], list[int]]] = {}
-    for i in range(out.size):
-        key = (task[i], lo_name[i], hi_name[i])
-        groups.setdefault(key, ([], []))[0 if lo_first[i] else 1].append(i)
-    rows_a, rows_b, rows_o, rows_t = [], [], [], []
-    n_match = n_inc = n_unm = n_inc_first = 0
-    for (t, lo, hi), (fwd, rev) in groups.items():
-        k = min(len(fwd), len(rev))
-        for i, j in zip(fwd[:k], rev[:k], strict=True):
-            n_match += 1
-            if out_lo[i] == out_lo[j]:
-                o = out_lo[i]
-            else:
-                n_inc += 1
-                # each verdict favours its first-shown agent more than the other verdict does
-                if out_first[i] >= 0.5 and out_first[j] >= 0.5:
-                    n_inc_first += 1
-                if inconsistent == "drop":
-                    continue
-                o = 0.5
-            rows_a.append(lo)
-            rows_b.append(hi)
-            rows_o.append(o)
-            rows_t.append(t)
-        for i in fwd[k:] + rev[k:]:
-            n_unm += 1
-            if unmatched == "keep":
-                rows_a.append(a[i])
-                rows_b.append(bb[i])
-                rows_o.append(out[i])
-                rows_t.append(t)
-    from ...data import _pairwise_dataset
-
+    task = _task_labels(pairs["task"].values, "to match both-order judgements")
+    v = _orient(pairs)
+    rows, n = _resolve_orders(v, task, inconsistent, unmatched)
     agents = (
         [str(x) for x in pairs["agent"].values]
         if "agent" in pairs.coords
-        else sorted(set(a) | set(bb))
+        else sorted(set(v["a"]) | set(v["b"]))
     )
     resolved = _pairwise_dataset(
-        np.asarray(rows_a, dtype=object),
-        np.asarray(rows_b, dtype=object),
-        np.asarray(rows_o, dtype=float),
+        *(np.asarray(r, dtype=object) for r in rows[:2]),
+        np.asarray(rows[2], dtype=float),
         agents,
-        task=np.asarray(rows_t, dtype=object),
+        task=np.asarray(rows[3], dtype=object),
         attrs={
             "source": "position_consistency",
             "inconsistent": inconsistent,
             "unmatched": unmatched,
-            "n_matched": n_match,
-            "n_inconsistent": n_inc,
-            "n_unmatched": n_unm,
+            "n_matched": n["match"],
+            "n_inconsistent": n["inc"],
+            "n_unmatched": n["unm"],
         },
     )
-    if n_match == 0:
+    if n["match"] == 0:
         warnings.warn(
             "no judgement has a swapped-order partner (same task, same two agents, other order): "
             "the inconsistency rate is undefined (NaN)",
-            HierbenchWarning,
+            UndefinedMetricWarning,
             stacklevel=2,
         )
-        rate = np.nan
-        lo_w = hi_w = np.nan
-    else:
-        rate = n_inc / n_match
-        z = norm.ppf(0.5 + prob / 2)
-        den = 1 + z * z / n_match
-        centre = (rate + z * z / (2 * n_match)) / den
-        half = z * np.sqrt(rate * (1 - rate) / n_match + z * z / (4 * n_match**2)) / den
-        lo_w, hi_w = max(0.0, centre - half), min(1.0, centre + half)
-    est = xr.DataArray(rate, name="inconsistency_rate")
+    z = float(norm.ppf(0.5 + prob / 2))
+    lo_w, hi_w = wilson_bounds(n["inc"], n["match"], z)
     return PositionConsistencyResult(
-        estimate=est,
-        ci=make_interval(
-            lo_w, hi_w, prob=prob, kind="wilson", detail=f"{n_match} matched judgements"
+        estimate=xr.DataArray(
+            n["inc"] / n["match"] if n["match"] else np.nan, name="inconsistency_rate"
         ),
-        first_position_share=xr.DataArray(n_inc_first / n_inc if n_inc else np.nan),
+        ci=make_interval(
+            lo_w, hi_w, prob=prob, kind="wilson", detail=f"{n['match']} matched judgements"
+        ),
+        first_position_share=xr.DataArray(n["inc_first"] / n["inc"] if n["inc"] else np.nan),
         pairs=resolved,
-        n_matched=n_match,
-        n_inconsistent=n_inc,
-        n_unmatched=n_unm,
+        n_matched=n["match"],
+        n_inconsistent=n["inc"],
+        n_unmatched=n["unm"],
     )
+
+
+def _task_labels(raw: np.ndarray, why: str) -> np.ndarray:
+    """The comparisons' task labels as text; missing labels are refused (as text they would
+    all read 'nan' and be taken for one task)."""
+    miss = np.asarray(pd.isna(raw), dtype=bool) | (np.asarray(raw, dtype=object) == "")
+    if miss.any():
+        raise HierbenchError(
+            f"`pairs.task` has {int(miss.sum())} missing labels (comparisons "
+            f"{np.flatnonzero(miss)[:5].tolist()}); tasks are needed {why}: label them or "
+            "drop those comparisons"
+        )
+    return raw.astype(str)
+
+
+def _orient(pairs: xr.Dataset) -> dict[str, np.ndarray]:
+    """Each judgement seen from its first-shown agent and from the pair ordered by name."""
+    a = pairs["agent_a"].values.astype(str)
+    bb = pairs["agent_b"].values.astype(str)
+    pos = pairs["position"].values.astype(int)
+    out = pairs["outcome"].values.astype(float)
+    first = np.where(pos == 1, a, bb)
+    second = np.where(pos == 1, bb, a)
+    out_first = np.where(pos == 1, out, 1.0 - out)  # outcome for the first-shown agent
+    lo_first = first <= second  # order each pair by name: "lo" is the smaller name
+    return {
+        "a": a,
+        "b": bb,
+        "out": out,
+        "out_first": out_first,
+        "lo_first": lo_first,
+        "lo_name": np.where(lo_first, first, second),
+        "hi_name": np.where(lo_first, second, first),
+        "out_lo": np.where(lo_first, out_first, 1.0 - out_first),
+    }
+
+
+def _resolve_orders(v, task, inconsistent: str, unmatched: str):
+    """Match the judgements of one task and pair shown in both orders, in order of appearance;
+    the resolved comparisons (agent_a, agent_b, outcome, task) and the counts."""
+    groups: dict[tuple[str, str, str], tuple[list[int], list[int]]] = {}
+    for i in range(task.size):
+        key = (task[i], v["lo_name"][i], v["hi_name"][i])
+        groups.setdefault(key, ([], []))[0 if v["lo_first"][i] else 1].append(i)
+    rows: tuple[list, list, list, list] = ([], [], [], [])
+    n = {"match": 0, "inc": 0, "unm": 0, "inc_first": 0}
+    out_lo, out_first = v["out_lo"], v["out_first"]
+    for (t, lo, hi), (fwd, rev) in groups.items():
+        k = min(len(fwd), len(rev))
+        for i, j in zip(fwd[:k], rev[:k], strict=True):
+            n["match"] += 1
+            o = out_lo[i]
+            if out_lo[i] != out_lo[j]:
+                n["inc"] += 1
+                # each verdict favours its first-shown agent more than the other verdict does
+                n["inc_first"] += int(out_first[i] >= 0.5 and out_first[j] >= 0.5)
+                if inconsistent == "drop":
+                    continue
+                o = 0.5
+            for r, x in zip(rows, (lo, hi, o, t), strict=True):
+                r.append(x)
+        for i in fwd[k:] + rev[k:]:
+            n["unm"] += 1
+            if unmatched == "keep":
+                for r, x in zip(rows, (v["a"][i], v["b"][i], v["out"][i], t), strict=True):
+                    r.append(x)
+    return rows, n
 
 
 # --------------------------------------------------------------------------- online Elo
@@ -647,7 +659,7 @@ def online_elo(
     est = xr.DataArray(R[0], dims="agent", coords={"agent": agents}, name="elo")
     by = xr.DataArray(R[1:], dims=("order", "agent"), coords={"agent": agents})
     if n_orders:
-        lo, hi = _percentile_ci(R[1:], prob)
+        lo, hi = percentile_bounds(R[1:], prob)
         spread = R[1:].max(0) - R[1:].min(0)
     else:
         lo = hi = spread = np.full(m, np.nan)
@@ -748,48 +760,78 @@ def _mm(ia, ib, counts, m, home, theta0, h0, tol, max_iter):
     return np.log(p), (np.log(g) if home else 0.0), it, converged
 
 
+def _free(m: int, ref: int) -> np.ndarray:
+    """The abilities estimated freely: every agent but the reference (fixed at 0)."""
+    return np.r_[np.arange(ref), np.arange(ref + 1, m)]
+
+
+def _stack_grad(g_th, g_home, g_lam) -> np.ndarray:
+    """The gradient in the free parameters: abilities, then home, then log nu (None: not in
+    the model); leading batch dims allowed."""
+    extra = [np.asarray(g)[..., None] for g in (g_home, g_lam) if g is not None]
+    return np.concatenate([g_th, *extra], axis=-1)
+
+
+def _stack_info(h_th, c_home, d_home, c_lam, d_lam, c_hl) -> np.ndarray:
+    """The information in the order of :func:`_stack_grad`, from its blocks: abilities
+    ``h_th``, their cross terms with home ``c_home`` / log nu ``c_lam``, the diagonals
+    ``d_home`` / ``d_lam`` and home x log nu ``c_hl`` (None: not in the model)."""
+    n_th = h_th.shape[-1]
+    k = n_th + (c_home is not None) + (c_lam is not None)
+    info = np.zeros((*h_th.shape[:-2], k, k))
+    info[..., :n_th, :n_th] = h_th
+    j = n_th
+    if c_home is not None:
+        info[..., :n_th, j] = c_home
+        info[..., j, :n_th] = c_home
+        info[..., j, j] = d_home
+        j += 1
+    if c_lam is not None:
+        info[..., :n_th, j] = c_lam
+        info[..., j, :n_th] = c_lam
+        info[..., j, j] = d_lam
+        if c_home is not None:
+            info[..., j - 1, j] = c_hl
+            info[..., j, j - 1] = c_hl
+    return info
+
+
 def _newton(ia, ib, counts, m, ref, ties, home, theta, h, lam, tol, max_iter):
     """Newton's method with backtracking on the concave log-likelihood; theta[ref] fixed at 0."""
-    free = np.r_[np.arange(ref), np.arange(ref + 1, m)]
+    free = _free(m, ref)
     n_th = m - 1
     use_lam = ties == "davidson"
-    k = n_th + int(home) + int(use_lam)
     theta = theta - theta[ref]
 
     def evaluate(theta, h, lam):
         d = theta[ia] - theta[ib] + (h if home else 0.0)
         return _loglik_parts(d, lam, counts, ties)
 
+    def signed(x):  # per-agent sum with + for the first agent of a pair, - for the second
+        return (np.bincount(ia, x, m) - np.bincount(ib, x, m))[free]
+
     ll, g_d, g_l, i_dd, i_dl, i_ll = evaluate(theta, h, lam)
     converged = False
     info = None
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
-        grad_th = np.bincount(ia, g_d, m) - np.bincount(ib, g_d, m)
-        grad = [grad_th[free]]
-        if home:
-            grad.append([g_d.sum()])
-        if use_lam:
-            grad.append([g_l.sum()])
-        grad = np.concatenate(grad)
+        grad = _stack_grad(
+            (np.bincount(ia, g_d, m) - np.bincount(ib, g_d, m))[free],
+            g_d.sum() if home else None,
+            g_l.sum() if use_lam else None,
+        )
         diag = np.bincount(ia, i_dd, m) + np.bincount(ib, i_dd, m)
         H = -np.bincount(ia * m + ib, i_dd, m * m).reshape(m, m)
         H = H + H.T
         H[np.diag_indices(m)] += diag
-        info = np.zeros((k, k))
-        info[:n_th, :n_th] = H[np.ix_(free, free)]
-        j = n_th
-        if home:
-            c = (np.bincount(ia, i_dd, m) - np.bincount(ib, i_dd, m))[free]
-            info[:n_th, j] = info[j, :n_th] = c
-            info[j, j] = i_dd.sum()
-            j += 1
-        if use_lam:
-            c = (np.bincount(ia, i_dl, m) - np.bincount(ib, i_dl, m))[free]
-            info[:n_th, j] = info[j, :n_th] = c
-            info[j, j] = i_ll.sum()
-            if home:
-                info[j - 1, j] = info[j, j - 1] = i_dl.sum()
+        info = _stack_info(
+            H[np.ix_(free, free)],
+            signed(i_dd) if home else None,
+            i_dd.sum(),
+            signed(i_dl) if use_lam else None,
+            i_ll.sum() if use_lam else None,
+            i_dl.sum() if home and use_lam else None,
+        )
         if np.max(np.abs(grad)) < tol * max(1.0, counts.sum() ** 0.5):
             converged = True
             break
@@ -842,21 +884,12 @@ def _parts_batch(d, lam, counts, ties):
     return ll, s_ - n * p, None, n * p * (1 - p), None, None
 
 
-def _newton_batch(ia, ib, counts, m, ref, ties, home, start, tol, max_iter):
-    """:func:`_newton` on a batch of count tables ``counts`` (B, K, 3) sharing the cells (ia, ib).
-
-    The same iteration, step by step, with the per-pair sums done as sparse
-    products and the B Newton systems solved at once: the bootstrap's refits
-    cost a few array operations instead of a Python loop over resamples.
-    Returns theta (B, m) in the reference parametrisation, home (B,), lam (B,).
-    """
-    B, K = counts.shape[:2]
-    free = np.r_[np.arange(ref), np.arange(ref + 1, m)]
-    n_th = m - 1
-    use_lam = ties == "davidson"
-    k = n_th + int(home) + int(use_lam)
+def _pair_operators(ia: np.ndarray, ib: np.ndarray, m: int):
+    """Sparse maps from per-pair values to per-agent sums: ``inc`` (K, m) with +1 for the
+    first agent and -1 for the second (d = theta[ia] - theta[ib]), ``hess`` (K, m * m) onto
+    the ability block of the information."""
+    K = ia.size
     rows = np.arange(K)
-    # incidence: d = theta[ia] - theta[ib]; gradient and information are sums over the pairs
     inc = sparse.csr_matrix(
         (np.r_[np.ones(K), -np.ones(K)], (np.r_[rows, rows], np.r_[ia, ib])), shape=(K, m)
     )
@@ -867,6 +900,71 @@ def _newton_batch(ia, ib, counts, m, ref, ties, home, start, tol, max_iter):
         ),
         shape=(K, m * m),
     )
+    return inc, hess
+
+
+def _solve_rows(info: np.ndarray, grad: np.ndarray) -> np.ndarray:
+    """Newton steps of a batch; a singular system stops its own row only (NaN), as in
+    :func:`_newton`."""
+    try:
+        return np.linalg.solve(info, grad[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        step = np.full_like(grad, np.nan)
+        for i in range(grad.shape[0]):
+            try:
+                step[i] = np.linalg.solve(info[i], grad[i])
+            except np.linalg.LinAlgError:
+                pass
+        return step
+
+
+def _line_search(evaluate, x, active, step, ll, free, home, use_lam):
+    """Backtracking, row by row: halve the step until the log-likelihood does not drop.
+
+    Returns the accepted parameters (theta, home, lam) of the active rows, their
+    likelihood parts, and the rows that found no ascent step (``pending``)."""
+    theta, h, lam = x
+    n_th = free.size
+    b = active.size
+    t = np.ones(b)
+    new = (theta[active].copy(), h[active].copy(), lam[active].copy())
+    pending = np.arange(b)
+    new_parts = [None] * 6
+    for _ in range(60):
+        th_c = theta[active[pending]].copy()
+        th_c[:, free] += t[pending, None] * step[pending, :n_th]
+        h_c = h[active[pending]] + (t[pending] * step[pending, n_th] if home else 0.0)
+        lam_c = lam[active[pending]] + (t[pending] * step[pending, -1] if use_lam else 0.0)
+        cand = evaluate(active[pending], th_c, h_c, lam_c)
+        ok = np.isfinite(cand[0]) & (cand[0] >= ll[pending] - 1e-12 * np.abs(ll[pending]))
+        ok &= np.isfinite(step[pending]).all(1)
+        acc = pending[ok]
+        new[0][acc], new[1][acc], new[2][acc] = th_c[ok], h_c[ok], lam_c[ok]
+        for q in range(6):
+            if cand[q] is None:
+                continue
+            if new_parts[q] is None:
+                new_parts[q] = np.empty((b, *cand[q].shape[1:]))
+            new_parts[q][acc] = cand[q][ok]
+        pending = pending[~ok]
+        if pending.size == 0:
+            break
+        t[pending] /= 2
+    return new, new_parts, pending
+
+
+def _newton_batch(ia, ib, counts, m, ref, ties, home, start, tol, max_iter):
+    """:func:`_newton` on a batch of count tables ``counts`` (B, K, 3) sharing the cells (ia, ib).
+
+    The same iteration, step by step, with the per-pair sums done as sparse
+    products and the B Newton systems solved at once: the bootstrap's refits
+    cost a few array operations instead of a Python loop over resamples.
+    Returns theta (B, m) in the reference parametrisation, home (B,), lam (B,).
+    """
+    B = counts.shape[0]
+    free = _free(m, ref)
+    use_lam = ties == "davidson"
+    inc, hess = _pair_operators(ia, ib, m)
     th0, h0, lam0 = start
     theta = np.tile(th0 - th0[ref], (B, 1))
     h = np.full(B, float(h0) if home else 0.0)
@@ -877,19 +975,18 @@ def _newton_batch(ia, ib, counts, m, ref, ties, home, start, tol, max_iter):
         d = theta[:, ia] - theta[:, ib] + (h[:, None] if home else 0.0)
         return _parts_batch(d, lam, counts[idx], ties)
 
+    def signed(x):  # per-agent sums with + for the first agent of a pair, - for the second
+        return np.asarray(inc.T @ x.T).T[:, free]
+
     active = np.arange(B)
     parts = evaluate(active, theta, h, lam)
     for _ in range(max_iter):
         ll, g_d, g_l, i_dd, i_dl, i_ll = parts
-        grad = [np.asarray(inc.T @ g_d.T).T[:, free]]
-        if home:
-            grad.append(g_d.sum(1)[:, None])
-        if use_lam:
-            grad.append(g_l.sum(1)[:, None])
-        grad = np.concatenate(grad, axis=1)
-        done = np.max(np.abs(grad), axis=1) < scale[active]
-        if done.any():
-            keep = ~done
+        grad = _stack_grad(
+            signed(g_d), g_d.sum(1) if home else None, g_l.sum(1) if use_lam else None
+        )
+        keep = ~(np.max(np.abs(grad), axis=1) < scale[active])
+        if not keep.all():
             active = active[keep]
             if active.size == 0:
                 break
@@ -898,57 +995,20 @@ def _newton_batch(ia, ib, counts, m, ref, ties, home, start, tol, max_iter):
             if use_lam:
                 g_l, i_dl, i_ll = g_l[keep], i_dl[keep], i_ll[keep]
         b = active.size
-        info = np.zeros((b, k, k))
-        info[:, :n_th, :n_th] = np.asarray(hess.T @ i_dd.T).T.reshape(b, m, m)[:, free][:, :, free]
-        j = n_th
-        if home:
-            c = np.asarray(inc.T @ i_dd.T).T[:, free]
-            info[:, :n_th, j] = info[:, j, :n_th] = c
-            info[:, j, j] = i_dd.sum(1)
-            j += 1
-        if use_lam:
-            c = np.asarray(inc.T @ i_dl.T).T[:, free]
-            info[:, :n_th, j] = info[:, j, :n_th] = c
-            info[:, j, j] = i_ll.sum(1)
-            if home:
-                info[:, j - 1, j] = info[:, j, j - 1] = i_dl.sum(1)
-        try:
-            step = np.linalg.solve(info, grad[..., None])[..., 0]
-        except np.linalg.LinAlgError:  # a singular system stops its own row only, as in _newton
-            step = np.full_like(grad, np.nan)
-            for i in range(b):
-                try:
-                    step[i] = np.linalg.solve(info[i], grad[i])
-                except np.linalg.LinAlgError:
-                    pass
-        # backtracking, row by row: halve the step until the log-likelihood does not drop
-        t = np.ones(b)
-        new = (theta[active].copy(), h[active].copy(), lam[active].copy())
-        pending = np.arange(b)
-        new_parts = [None] * 6
-        for _ in range(60):
-            th_c = theta[active[pending]].copy()
-            th_c[:, free] += t[pending, None] * step[pending, :n_th]
-            h_c = h[active[pending]] + (t[pending] * step[pending, n_th] if home else 0.0)
-            lam_c = lam[active[pending]] + (t[pending] * step[pending, -1] if use_lam else 0.0)
-            cand = evaluate(active[pending], th_c, h_c, lam_c)
-            ok = np.isfinite(cand[0]) & (cand[0] >= ll[pending] - 1e-12 * np.abs(ll[pending]))
-            ok &= np.isfinite(step[pending]).all(1)
-            acc = pending[ok]
-            new[0][acc], new[1][acc], new[2][acc] = th_c[ok], h_c[ok], lam_c[ok]
-            for q in range(6):
-                if cand[q] is None:
-                    continue
-                if new_parts[q] is None:
-                    new_parts[q] = np.empty((b, *cand[q].shape[1:]))
-                new_parts[q][acc] = cand[q][ok]
-            pending = pending[~ok]
-            if pending.size == 0:
-                break
-            t[pending] /= 2
-        stuck = np.zeros(b, dtype=bool)
-        stuck[pending] = True  # no ascent step found: stop these rows where they are
-        move = ~stuck
+        info = _stack_info(
+            np.asarray(hess.T @ i_dd.T).T.reshape(b, m, m)[:, free][:, :, free],
+            signed(i_dd) if home else None,
+            i_dd.sum(1),
+            signed(i_dl) if use_lam else None,
+            i_ll.sum(1) if use_lam else None,
+            i_dl.sum(1) if home and use_lam else None,
+        )
+        step = _solve_rows(info, grad)
+        new, new_parts, pending = _line_search(
+            evaluate, (theta, h, lam), active, step, ll, free, home, use_lam
+        )
+        move = np.ones(b, dtype=bool)
+        move[pending] = False  # no ascent step found: stop these rows where they are
         theta[active[move]], h[active[move]], lam[active[move]] = (
             new[0][move],
             new[1][move],
@@ -1120,9 +1180,56 @@ def bradley_terry_ml(
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     max_iter = check_int(max_iter, "max_iter", min=1)
-    if not (np.isfinite(tol) and tol > 0):
+    if isinstance(tol, (bool, np.bool_)) or not (np.isfinite(tol) and tol > 0):
         raise ValueError(f"`tol` must be a finite number > 0; got tol={tol!r}")
     b = _battles(pairs)
+    st = _settings(b, ties, home, scale, reference, center, method, tol, max_iter)
+    fit = _fit(b.counts, b.ia, b.ib, st.m, st.ref, st.eff_ties, home, method, st.tol, st.max_iter)
+    if fit is None:
+        _warn_no_mle(b)
+    elif not fit.converged and method == "newton":
+        warnings.warn(
+            f"Bradley-Terry ML did not reach tol={tol} in {max_iter} iterations",
+            NotConvergedWarning,
+            stacklevel=2,
+        )
+    boot = _Boot.empty(n_resamples, st.m)
+    if fit is not None and interval == "bootstrap":
+        boot = _bootstrap(b, st, fit, n_resamples, resample, as_rng(rng))
+    return _bt_result(b, st, fit, boot, interval, resample, prob)
+
+
+@dataclass
+class _Settings:
+    """The model and scale of a Bradley-Terry fit, checked against the battles."""
+
+    ties: str
+    eff_ties: str  # "half" for Davidson ties on data without ties (nu at 0, its maximum)
+    home: bool
+    scale: str
+    reference: str | None
+    ref: int
+    center: float
+    method: str
+    tol: float
+    max_iter: int
+    m: int
+    n_ties: float
+
+    def normalise(self, theta: np.ndarray) -> np.ndarray:
+        """Abilities on the reported scale (sum-zero or relative to the reference)."""
+        th = theta - (theta[self.ref] if self.reference is not None else theta.mean())
+        return th if self.scale == "logit" else self.center + ELO_PER_LOGIT * th
+
+    def normalise_rows(self, th: np.ndarray) -> np.ndarray:
+        """:meth:`normalise` of each row of ``th`` (B, m)."""
+        shift = th[:, [self.ref]] if self.reference is not None else th.mean(1, keepdims=True)
+        logit = self.scale == "logit"
+        return (th - shift) * (1.0 if logit else ELO_PER_LOGIT) + (0.0 if logit else self.center)
+
+
+def _settings(b, ties, home, scale, reference, center, method, tol, max_iter) -> _Settings:
+    """The checks that need the battles, and the settings of the fit."""
     m = len(b.agents)
     if m < 2:
         raise HierbenchError(f"`pairs` must involve at least 2 agents; got {b.agents}")
@@ -1143,8 +1250,6 @@ def bradley_terry_ml(
         )
     if reference is not None and reference not in b.agents:
         raise ValueError(f"`reference` must be one of the agents {b.agents}; got {reference!r}")
-    ref = b.agents.index(reference) if reference is not None else 0
-    eff_ties = ties if (ties != "davidson" or n_ties > 0) else "half"
     present = np.zeros(m, dtype=bool)
     present[b.ia] = present[b.ib] = True
     if not present.all():
@@ -1153,209 +1258,241 @@ def bradley_terry_ml(
             f"agents {missing} are in the `agent` coord of `pairs` but in no comparison: their ability "
             "is not estimable; drop them from the coord"
         )
+    eff_ties = ties if (ties != "davidson" or n_ties > 0) else "half"
+    ref = b.agents.index(reference) if reference is not None else 0
+    return _Settings(
+        ties, eff_ties, bool(home), scale, reference, ref, center, method, tol, max_iter, m, n_ties
+    )
 
-    def normalise(theta: np.ndarray) -> np.ndarray:
-        th = theta - (theta[ref] if reference is not None else theta.mean())
-        return th if scale == "logit" else center + ELO_PER_LOGIT * th
 
-    fit = _fit(b.counts, b.ia, b.ib, m, ref, eff_ties, home, method, tol, max_iter)
-    sc = 1.0 if scale == "logit" else ELO_PER_LOGIT
-    nan_m = np.full(m, np.nan)
-    n_undef = 0
-    if fit is None:
-        _, lab = _strongly_connected(b.ia, b.ib, b.counts, m)
-        comps = {}
-        for i, c in enumerate(lab):
-            comps.setdefault(int(c), []).append(b.agents[i])
-        warnings.warn(
-            "the Bradley-Terry likelihood has no finite maximum: the agents split into groups none "
-            "of which both beat (or tied) and lost to another group "
-            f"({len(comps)} groups, e.g. {list(comps.values())[:3]}); abilities are NaN. Use the "
-            "Bayesian model (hierbench.bayes.build_bradley_terry), whose prior keeps them finite",
-            NoFiniteMLEWarning,
-            stacklevel=2,
+def _warn_no_mle(b: _Battles) -> None:
+    _, lab = _strongly_connected(b.ia, b.ib, b.counts, len(b.agents))
+    comps: dict[int, list[str]] = {}
+    for i, c in enumerate(lab):
+        comps.setdefault(int(c), []).append(b.agents[i])
+    warnings.warn(
+        "the Bradley-Terry likelihood has no finite maximum: the agents split into groups none "
+        "of which both beat (or tied) and lost to another group "
+        f"({len(comps)} groups, e.g. {list(comps.values())[:3]}); abilities are NaN. Use the "
+        "Bayesian model (hierbench.bayes.build_bradley_terry), whose prior keeps them finite",
+        NoFiniteMLEWarning,
+        stacklevel=3,
+    )
+
+
+@dataclass
+class _Boot:
+    """Resampled abilities (on the reported scale), home advantage and nu (NaN: no MLE)."""
+
+    dist: np.ndarray
+    home: np.ndarray
+    nu: np.ndarray
+    n_undefined: int = 0
+
+    @classmethod
+    def empty(cls, n_resamples: int, m: int) -> _Boot:
+        return cls(
+            np.full((n_resamples, m), np.nan),
+            np.full(n_resamples, np.nan),
+            np.full(n_resamples, np.nan),
         )
-        est_v = se_v = nan_m
-        theta_n = nan_m
-        home_v = home_se = nu_v = np.nan
-        dist = np.full((n_resamples, m), np.nan)
-        dist_home = dist_nu = np.full(n_resamples, np.nan)
-        ll = np.nan
-        converged = False
-        iters = 0
+
+
+def _refit_mm(b: _Battles, st: _Settings, blk: np.ndarray, r: int, boot: _Boot) -> None:
+    """MM refits of one block of resampled counts, one at a time, into ``boot`` from row ``r``."""
+    for cnt in blk:
+        keep = cnt.sum(1) > 0
+        f = _fit(
+            cnt[keep],
+            b.ia[keep],
+            b.ib[keep],
+            st.m,
+            st.ref,
+            st.eff_ties,
+            st.home,
+            st.method,
+            st.tol,
+            st.max_iter,
+        )
+        if f is not None and np.all(np.isfinite(f.theta)):
+            boot.dist[r] = st.normalise(f.theta)
+            boot.home[r] = f.home
+            boot.nu[r] = np.exp(f.log_nu) if st.ties == "davidson" else np.nan
+        r += 1
+
+
+def _refit_newton(b, st: _Settings, blk: np.ndarray, r: int, start, boot: _Boot) -> None:
+    """Batched Newton refits of one block of resampled counts into ``boot`` from row ``r``;
+    a resample has a finite MLE when its "beat or tied" graph is strongly connected."""
+    ok = np.array([_strongly_connected(b.ia, b.ib, c, st.m)[0] for c in blk])
+    has_ties = blk[:, :, 1].sum(1) > 0
+    for model in ("davidson", "half") if st.eff_ties == "davidson" else (st.eff_ties,):
+        sel = ok & (has_ties if model == "davidson" else ~has_ties)
+        if st.eff_ties != "davidson":
+            sel = ok
+        if not sel.any():
+            continue
+        th, hh, lm = _newton_batch(
+            b.ia, b.ib, blk[sel], st.m, st.ref, model, st.home, start, st.tol, st.max_iter
+        )
+        good_rows = np.all(np.isfinite(th), axis=1)
+        idx = r + np.flatnonzero(sel)[good_rows]
+        boot.dist[idx] = st.normalise_rows(th[good_rows])
+        boot.home[idx] = hh[good_rows] if st.home else 0.0
+        if st.ties == "davidson":
+            boot.nu[idx] = np.exp(lm[good_rows]) if model == "davidson" else 0.0
+
+
+def _bootstrap(b, st: _Settings, fit: _Fit, n_resamples: int, resample: str, gen) -> _Boot:
+    boot = _Boot.empty(n_resamples, st.m)
+    start = (fit.theta, fit.home, fit.log_nu if np.isfinite(fit.log_nu) else 0.0)
+    r = 0
+    for blk in _resampled_counts(b, n_resamples, resample, gen):
+        if st.method == "mm":
+            _refit_mm(b, st, blk, r, boot)
+        else:
+            _refit_newton(b, st, blk, r, start, boot)
+        r += blk.shape[0]
+    boot.n_undefined = int((~np.isfinite(boot.dist).all(1)).sum())
+    if boot.n_undefined:
+        warnings.warn(
+            f"{boot.n_undefined} of {n_resamples} resamples had no finite Bradley-Terry MLE (some "
+            "agent won or lost every resampled battle); they are left out of the intervals",
+            NoFiniteMLEWarning,
+            stacklevel=3,
+        )
+    return boot
+
+
+def _wald_se(fit: _Fit, st: _Settings):
+    """Wald SEs on the reported scale and of home: the covariance in the reference
+    parametrisation, mapped to the reported one."""
+    m, sc = st.m, (1.0 if st.scale == "logit" else ELO_PER_LOGIT)
+    cov = _inverse(fit.info) if fit.info is not None else None
+    full = np.zeros((m, m))
+    if cov is not None:
+        full[np.ix_(_free(m, st.ref), _free(m, st.ref))] = cov[: m - 1, : m - 1]
+    if st.reference is None:
+        cmat = np.eye(m) - 1.0 / m
+        full = cmat @ full @ cmat.T
+    se_v = sc * np.sqrt(np.clip(np.diag(full), 0, None))
+    home_se = np.sqrt(cov[m - 1, m - 1]) if (st.home and cov is not None) else np.nan
+    return se_v, home_se, cov
+
+
+def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, resample: str, prob: float):
+    nan_m = np.full(st.m, np.nan)
+    n_resamples = boot.dist.shape[0]
+    if fit is None:
+        est_v = se_v = theta_n = nan_m
+        home_v = home_se = nu_v = ll = np.nan
+        cov, converged, iters = None, False, 0
     else:
-        if not fit.converged and method == "newton":
-            warnings.warn(
-                f"Bradley-Terry ML did not reach tol={tol} in {max_iter} iterations",
-                HierbenchWarning,
-                stacklevel=2,
-            )
-        theta_n = fit.theta - (fit.theta[ref] if reference is not None else fit.theta.mean())
-        est_v = normalise(fit.theta)
-        # Wald SEs: covariance in the reference parametrisation, mapped to the reported one
-        cov = _inverse(fit.info) if fit.info is not None else None
-        full = np.zeros((m, m))
-        free = np.r_[np.arange(ref), np.arange(ref + 1, m)]
-        if cov is not None:
-            full[np.ix_(free, free)] = cov[: m - 1, : m - 1]
-        if reference is None:
-            cmat = np.eye(m) - 1.0 / m
-            full = cmat @ full @ cmat.T
-        se_v = sc * np.sqrt(np.clip(np.diag(full), 0, None))
-        home_v = fit.home if home else np.nan
-        home_se = np.sqrt(cov[m - 1, m - 1]) if (home and cov is not None) else np.nan
-        nu_v = float(np.exp(fit.log_nu)) if ties == "davidson" else np.nan
+        theta_n = fit.theta - (fit.theta[st.ref] if st.reference is not None else fit.theta.mean())
+        est_v = st.normalise(fit.theta)
+        se_v, home_se, cov = _wald_se(fit, st)
+        home_v = fit.home if st.home else np.nan
+        nu_v = float(np.exp(fit.log_nu)) if st.ties == "davidson" else np.nan
         ll, converged, iters = fit.loglik, fit.converged, fit.iterations
-        dist = np.full((n_resamples, m), np.nan)
-        dist_home = np.full(n_resamples, np.nan)
-        dist_nu = np.full(n_resamples, np.nan)
-        if interval == "bootstrap":
-            gen = as_rng(rng)
-            start = (fit.theta, fit.home, fit.log_nu if np.isfinite(fit.log_nu) else 0.0)
-            r = 0
-            for blk in _resampled_counts(b, n_resamples, resample, gen):
-                if method == "mm":
-                    for cnt in blk:
-                        keep = cnt.sum(1) > 0
-                        f = _fit(
-                            cnt[keep],
-                            b.ia[keep],
-                            b.ib[keep],
-                            m,
-                            ref,
-                            eff_ties,
-                            home,
-                            method,
-                            tol,
-                            max_iter,
-                        )
-                        if f is not None and np.all(np.isfinite(f.theta)):
-                            dist[r] = normalise(f.theta)
-                            dist_home[r] = f.home
-                            dist_nu[r] = np.exp(f.log_nu) if ties == "davidson" else np.nan
-                        r += 1
-                    continue
-                # a resample has a finite MLE when its "beat or tied" graph is strongly connected
-                ok = np.array([_strongly_connected(b.ia, b.ib, c, m)[0] for c in blk])
-                has_ties = blk[:, :, 1].sum(1) > 0
-                for model in ("davidson", "half") if eff_ties == "davidson" else (eff_ties,):
-                    sel = ok & (has_ties if model == "davidson" else ~has_ties)
-                    if eff_ties != "davidson":
-                        sel = ok
-                    if not sel.any():
-                        continue
-                    th, hh, lm = _newton_batch(
-                        b.ia, b.ib, blk[sel], m, ref, model, home, start, tol, max_iter
-                    )
-                    good_rows = np.all(np.isfinite(th), axis=1)
-                    idx = r + np.flatnonzero(sel)[good_rows]
-                    th = th[good_rows]
-                    dist[idx] = (
-                        th - (th[:, [ref]] if reference is not None else th.mean(1, keepdims=True))
-                    ) * (1.0 if scale == "logit" else ELO_PER_LOGIT) + (
-                        0.0 if scale == "logit" else center
-                    )
-                    dist_home[idx] = hh[good_rows] if home else 0.0
-                    if ties == "davidson":
-                        dist_nu[idx] = np.exp(lm[good_rows]) if model == "davidson" else 0.0
-                r += blk.shape[0]
-            n_undef = int((~np.isfinite(dist).all(1)).sum())
-            if n_undef:
-                warnings.warn(
-                    f"{n_undef} of {n_resamples} resamples had no finite Bradley-Terry MLE (some agent "
-                    "won or lost every resampled battle); they are left out of the intervals",
-                    HierbenchWarning,
-                    stacklevel=2,
-                )
-    agents = b.agents
     est = xr.DataArray(
         est_v,
         dims="agent",
         # a ready pandas Index: xarray builds the coordinate without inferring object dtypes (~0.4 ms)
-        coords={"agent": pd.Index(agents, dtype=object, name="agent")},
+        coords={"agent": pd.Index(b.agents, dtype=object, name="agent")},
         name="ability",
     )
-    z = float(ndtri(0.5 + prob / 2))  # scipy.special: no distribution-object overhead
-
-    def like(x: np.ndarray) -> xr.DataArray:  # bounds shaped like est (cheaper than a template)
-        return est.copy(deep=False, data=np.asarray(x, dtype=float))
-
-    detail_boot = f"bootstrap over {resample}, {n_resamples} resamples"
-    good = np.isfinite(dist).all(1)
-    if interval == "bootstrap":
-        lo, hi = _percentile_ci(dist[good], prob) if good.any() else (nan_m, nan_m)
-        ci = make_interval(like(lo), like(hi), prob=prob, kind="percentile", detail=detail_boot)
-    else:
-        ci = make_interval(
-            like(est_v - z * se_v),
-            like(est_v + z * se_v),
-            prob=prob,
-            kind="wald",
-            detail="observed information at the MLE",
-        )
-    # ranks (1 = best) from the estimate and from every resample
-    order_rank = _ranks(est_v[None])[0]
-    if interval == "bootstrap" and good.any():
-        rk = _ranks(dist[good])
-        rlo, rhi = np.floor(_percentile_ci(rk, prob)[0]), np.ceil(_percentile_ci(rk, prob)[1])
-        rank_kind, rank_detail = "percentile", detail_boot
-    else:
-        # Wald: agents whose ability is not distinguishable from this one (|diff| < z * se_diff)
-        rlo, rhi = _wald_rank_interval(cov, est_v / sc, m, ref, z) if fit else (nan_m, nan_m)
-        rank_kind, rank_detail = "wald", "agents not separated by a two-sided Wald test at 1 - prob"
-    rank_ci = make_interval(
-        like(rlo), like(rhi), prob=prob, kind=rank_kind, detail=rank_detail, warn_zero_width=False
-    )
-    home_da = home_ci = home_se_da = nu_da = nu_ci = None
-    if home:
-        home_da = xr.DataArray(home_v, name="home")
-        home_se_da = xr.DataArray(home_se, name="home_se")
-        if interval == "bootstrap" and good.any():
-            hl, hh = _percentile_ci(dist_home[good], prob)
-            home_ci = make_interval(hl, hh, prob=prob, kind="percentile", detail=detail_boot)
-        else:
-            home_ci = make_interval(
-                home_v - z * home_se, home_v + z * home_se, prob=prob, kind="wald"
-            )
-    if ties == "davidson":
-        nu_da = xr.DataArray(nu_v, name="nu")
-        if interval == "bootstrap" and good.any():
-            nl, nh = _percentile_ci(dist_nu[good], prob)
-            nu_ci = make_interval(
-                nl, nh, prob=prob, kind="percentile", detail=detail_boot, warn_zero_width=n_ties > 0
-            )
-        else:
-            nu_ci = make_interval(np.nan, np.nan, prob=prob, kind="wald")
+    iv = _bt_intervals(est, st, fit, cov, boot, interval, resample, prob, se_v, home_v, home_se)
     return BradleyTerryMLResult(
         estimate=est,
-        ci=ci,
         ability=est.copy(deep=False, data=theta_n).rename("ability_logit"),
         standard_error=est.copy(deep=False, data=se_v).rename("standard_error"),
-        rank=est.copy(deep=False, data=order_rank).rename("rank"),
-        rank_ci=rank_ci,
-        distribution=xr.DataArray(dist, dims=("resample", "agent"), coords=est.coords),
-        home=home_da,
-        home_ci=home_ci,
-        home_se=home_se_da,
-        nu=nu_da,
-        nu_ci=nu_ci,
+        rank=est.copy(deep=False, data=_ranks(est_v[None])[0]).rename("rank"),
+        distribution=xr.DataArray(boot.dist, dims=("resample", "agent"), coords=est.coords),
+        home=xr.DataArray(home_v, name="home") if st.home else None,
+        home_se=xr.DataArray(home_se, name="home_se") if st.home else None,
+        nu=xr.DataArray(nu_v, name="nu") if st.ties == "davidson" else None,
         n_comparisons=round(float(b.counts.sum())),
         loglik=ll,
-        n_undefined=n_undef,
+        n_undefined=boot.n_undefined,
         attrs={
-            "ties": ties,
-            "home": bool(home),
-            "scale": scale,
-            "reference": reference or "mean",
-            "center": center,
-            "method": method,
+            "ties": st.ties,
+            "home": st.home,
+            "scale": st.scale,
+            "reference": st.reference or "mean",
+            "center": st.center,
+            "method": st.method,
             "iterations": iters,
             "converged": bool(converged),
             "interval": interval,
             "resample": resample,
             "n_resamples": n_resamples,
         },
+        **iv,
     )
+
+
+def _bt_intervals(est, st, fit, cov, boot, interval, resample, prob, se_v, home_v, home_se):
+    """``ci``, ``rank_ci``, ``home_ci`` and ``nu_ci``: percentile bootstrap, or Wald (normal)
+    from the observed information; rank intervals from the same resamples (Wald: the agents a
+    two-sided test at ``1 - prob`` does not separate)."""
+    est_v, nan_m = est.values, np.full(st.m, np.nan)
+    z = float(ndtri(0.5 + prob / 2))  # scipy.special: no distribution-object overhead
+
+    def like(x: np.ndarray) -> xr.DataArray:  # bounds shaped like est (cheaper than a template)
+        return est.copy(deep=False, data=np.asarray(x, dtype=float))
+
+    detail_boot = f"bootstrap over {resample}, {boot.dist.shape[0]} resamples"
+    good = np.isfinite(boot.dist).all(1)
+    boot_ok = interval == "bootstrap" and good.any()
+    out: dict = {"home_ci": None, "nu_ci": None}
+    if interval == "bootstrap":
+        lo, hi = percentile_bounds(boot.dist[good], prob) if good.any() else (nan_m, nan_m)
+        out["ci"] = make_interval(
+            like(lo), like(hi), prob=prob, kind="percentile", detail=detail_boot
+        )
+    else:
+        out["ci"] = make_interval(
+            like(est_v - z * se_v),
+            like(est_v + z * se_v),
+            prob=prob,
+            kind="normal",
+            detail="Wald: estimate +- z * standard error from the observed information at the MLE",
+        )
+    if boot_ok:
+        rlo, rhi = percentile_bounds(_ranks(boot.dist[good]), prob)
+        rlo, rhi, rank_kind, rank_detail = np.floor(rlo), np.ceil(rhi), "percentile", detail_boot
+    else:
+        sc = 1.0 if st.scale == "logit" else ELO_PER_LOGIT
+        rlo, rhi = _wald_rank_interval(cov, est_v / sc, st.m, st.ref, z) if fit else (nan_m, nan_m)
+        rank_kind = "normal"
+        rank_detail = "Wald: the agents not separated by a two-sided Wald test at 1 - prob"
+    out["rank_ci"] = make_interval(
+        like(rlo), like(rhi), prob=prob, kind=rank_kind, detail=rank_detail, warn_zero_width=False
+    )
+    if st.home:
+        if boot_ok:
+            hl, hh = percentile_bounds(boot.home[good], prob)
+            out["home_ci"] = make_interval(hl, hh, prob=prob, kind="percentile", detail=detail_boot)
+        else:
+            out["home_ci"] = make_interval(
+                home_v - z * home_se, home_v + z * home_se, prob=prob, kind="normal"
+            )
+    if st.ties == "davidson":
+        if boot_ok:
+            nl, nh = percentile_bounds(boot.nu[good], prob)
+            out["nu_ci"] = make_interval(
+                nl,
+                nh,
+                prob=prob,
+                kind="percentile",
+                detail=detail_boot,
+                warn_zero_width=st.n_ties > 0,
+            )
+        else:
+            out["nu_ci"] = make_interval(
+                np.nan, np.nan, prob=prob, kind="normal", detail="no Wald interval for nu"
+            )
+    return out
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
