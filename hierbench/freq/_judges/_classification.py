@@ -35,7 +35,7 @@ from ..._base import (
     make_interval,
 )
 from .._kernels import BLOCK_ELEMENTS, _bca, weight_blocks
-from .._profiles._resample import percentile_bounds
+from .._profiles._common import check_number, numeric_values, percentile_bounds
 
 __all__ = [
     "AgreementResult",
@@ -67,14 +67,21 @@ def _vector(x: Any, name: str, dim: str) -> xr.DataArray:
 
 
 def _binary(x: xr.DataArray, name: str) -> np.ndarray:
+    """0/1 values as floats: numbers 0 or 1 and booleans; text is refused (not parsed)."""
     v = np.asarray(x.values)
     if v.dtype == bool:
         return v.astype(float)
+    text = v.dtype.kind in "US" or (
+        v.dtype.kind == "O" and any(isinstance(e, (str, bytes)) for e in v.ravel())
+    )
     try:
+        if text:
+            raise TypeError
         f = v.astype(float)
     except (TypeError, ValueError) as err:
         raise ValueError(
-            f"`{name}` must hold 0/1 or booleans; got values of type {v.dtype}"
+            f"`{name}` must hold 0/1 or booleans; got values of type {v.dtype} (text is not "
+            "read as numbers: convert it first)"
         ) from err
     bad = ~np.isin(f, [0.0, 1.0])
     if bad.any():
@@ -103,7 +110,7 @@ def _clusters(template: xr.DataArray, cluster: Any, dim: str) -> tuple[np.ndarra
             raise ValueError(
                 f"`cluster` must have one label per item ({template.sizes[dim]}); got shape {lab.shape}"
             )
-        res = cluster_codes(template.assign_coords(_cluster=(dim, lab)), "_cluster", dim=dim)
+        res = cluster_codes(template.assign_coords(cluster=(dim, lab)), "cluster", dim=dim)
     assert res is not None
     return res[0], "cluster"
 
@@ -125,6 +132,8 @@ def _pair(a: Any, b: Any, names: tuple[str, str], dim: str) -> tuple[xr.DataArra
     ``dim`` are matched by label (the second put in the first's order), and refused when
     they label different items."""
     va, vb = _vector(a, names[0], dim), _vector(b, names[1], dim)
+    if va.sizes[dim] == 0:
+        raise ValueError(f"`{names[0]}` has no items: there is nothing to evaluate")
     if va.sizes[dim] != vb.sizes[dim]:
         raise ValueError(
             f"`{names[0]}` and `{names[1]}` must have one value per item; got "
@@ -380,8 +389,7 @@ def classification_metrics(
     {'precision': 0.667, 'recall': 0.8, 'f1': 0.727, 'f_beta': 0.727, 'specificity': 0.956, 'accuracy': 0.94}
     """
     prob, n_resamples = _common(prob, n_resamples, method)
-    if isinstance(beta, (bool, np.bool_)) or not (np.isfinite(beta) and beta > 0):
-        raise ValueError(f"`beta` must be a finite number > 0; got beta={beta!r}")
+    beta = check_number(beta, "beta", low=0, low_open=True)
     yt, yp = _pair(y_true, y_pred, ("y_true", "y_pred"), dim)
     t, p = _binary(yt, "y_true"), _binary(yp, "y_pred")
     codes, unit = _clusters(yt, cluster, dim)
@@ -472,7 +480,10 @@ class _Curve:
 def _sorted_scores(y_true, score, cluster, dim) -> _Curve:
     yt, sc = _pair(y_true, score, ("y_true", "score"), dim)
     t = _binary(yt, "y_true")
-    s = np.asarray(sc.values, dtype=float)
+    try:
+        s = numeric_values(sc, "score", allow_bool=True)
+    except ValueError:  # infinite scores: named by item below
+        s = np.asarray(sc.values, dtype=float)
     if not np.isfinite(s).all():
         bad = np.flatnonzero(~np.isfinite(s))[:5].tolist()
         raise ValueError(f"`score` must be finite for every item; items {bad} are not")
@@ -654,7 +665,7 @@ def threshold_for_recall(
     (0.7, 0.667)
     """
     prob, n_resamples = _common(prob, n_resamples)
-    if isinstance(target, (bool, np.bool_)) or not (0 < target <= 1):
+    if not (0 < check_number(target, "target") <= 1):
         raise ValueError(f"`target` must satisfy 0 < target <= 1; got target={target!r}")
     cv = _sorted_scores(y_true, score, cluster, dim)
 
@@ -728,9 +739,7 @@ class AgreementResult(Result):
 
 def _labels(values: np.ndarray, categories, name: str) -> tuple[np.ndarray, list]:
     vals = np.asarray(values, dtype=object)
-    missing = np.array(
-        [v is None or (isinstance(v, float) and np.isnan(v)) for v in vals.ravel()]
-    ).reshape(vals.shape)
+    missing = np.array([_missing(v) for v in vals.ravel()], dtype=bool).reshape(vals.shape)
     if missing.any():
         raise ValueError(
             f"`{name}` must have a label for every item (and rater); {int(missing.sum())} are missing"
@@ -740,11 +749,42 @@ def _labels(values: np.ndarray, categories, name: str) -> tuple[np.ndarray, list
         cats = sorted(set(strs.ravel().tolist()))
     else:
         cats = [str(c) for c in categories]
+        if len(set(cats)) != len(cats):
+            raise ValueError(f"`categories` must not repeat a label; got {list(categories)}")
         unknown = sorted(set(strs.ravel().tolist()) - set(cats))
         if unknown:
             raise ValueError(f"`{name}` holds labels not in `categories` {cats}: {unknown[:5]}")
     index = {c: i for i, c in enumerate(cats)}
     return np.vectorize(index.__getitem__, otypes=[np.int64])(strs), cats
+
+
+def _label_kind(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return "number"
+    return "text" if isinstance(v, (str, bytes)) else type(v).__name__
+
+
+def _same_kind(arrays: list[np.ndarray], name: str) -> None:
+    """Refuse labels of different kinds (numbers and text): as text, 1 and '1' would be
+    merged, and nothing in the data says they mean the same."""
+    kinds: set[str] = set()
+    for a in arrays:
+        k = {"b": "boolean", "i": "number", "u": "number", "f": "number", "U": "text", "S": "text"}
+        if a.dtype.kind in k:
+            kinds.add(k[a.dtype.kind])
+        else:
+            kinds |= {_label_kind(v) for v in a.ravel() if not _missing(v)}
+    if len(kinds) > 1:
+        raise ValueError(
+            f"`{name}` mixes labels of kinds {sorted(kinds)} (e.g. 1 and '1'): give every "
+            "label as the same kind"
+        )
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v))
 
 
 def cohen_kappa(
@@ -788,6 +828,7 @@ def cohen_kappa(
     if weights not in (None, "linear", "quadratic"):
         raise ValueError(f"`weights` must be None, 'linear' or 'quadratic'; got {weights!r}")
     va, vb = _pair(rater_a, rater_b, ("rater_a", "rater_b"), dim)
+    _same_kind([np.asarray(va.values), np.asarray(vb.values)], "rater_a/rater_b")
     both, cats = _labels(np.stack([va.values, vb.values], 1), categories, "rater_a/rater_b")
     k = len(cats)
     codes, unit = _clusters(va, cluster, dim)
@@ -880,6 +921,7 @@ def fleiss_kappa(
         if arr.ndim != 2:
             raise ValueError(f"`ratings` must be 2-D (item, rater); got shape {arr.shape}")
         da = xr.DataArray(arr, dims=(dim, rater_dim))
+    _same_kind([np.asarray(da.values)], "ratings")
     codes_lab, cats = _labels(da.values, categories, "ratings")
     n, r = codes_lab.shape
     if n == 0 or not cats:

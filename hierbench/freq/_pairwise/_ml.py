@@ -58,7 +58,7 @@ from ..._base import (
 from ..._numerics import wilson_bounds
 from ...data import _pairwise_dataset, check_pairwise
 from .._kernels import weight_blocks
-from .._profiles._resample import percentile_bounds
+from .._profiles._common import check_number, percentile_bounds
 
 __all__ = [
     "ELO_PER_LOGIT",
@@ -106,6 +106,9 @@ def _battles(pairs: xr.Dataset) -> _Battles:
             f"`pairs` must be a pairwise dataset (dim 'comparison') or pair counts (dim 'pair'); "
             f"got {type(pairs).__name__}"
         )
+    n = pairs.sizes.get("comparison", pairs.sizes.get("pair"))
+    if n == 0:
+        raise HierbenchError("`pairs` holds no comparison: there is nothing to rate")
     if "comparison" in pairs.dims:
         fast = _fast_codes(pairs)
         if fast is None:  # something is off: the canonical validator names it
@@ -630,11 +633,12 @@ def online_elo(
             "`pairs` must be a pairwise dataset (dim 'comparison'): Elo needs the battle order"
         )
     check_pairwise(pairs)
+    if pairs.sizes["comparison"] == 0:
+        raise HierbenchError("`pairs` holds no comparison: there is nothing to rate")
     for name, v in (("k", k), ("scale", scale)):
-        if not (np.isfinite(v) and v > 0):
-            raise ValueError(f"`{name}` must be a finite number > 0; got {name}={v!r}")
-    if not (np.isfinite(base) and base > 1):
-        raise ValueError(f"`base` must be a finite number > 1; got base={base!r}")
+        check_number(v, name, low=0, low_open=True)
+    check_number(base, "base", low=1, low_open=True)
+    initial = check_number(initial, "initial")
     n_orders = check_int(n_orders, "n_orders", min=0)
     prob = check_prob(prob)
     agents = [str(x) for x in pairs["agent"].values]
@@ -1180,8 +1184,10 @@ def bradley_terry_ml(
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     max_iter = check_int(max_iter, "max_iter", min=1)
-    if isinstance(tol, (bool, np.bool_)) or not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"`tol` must be a finite number > 0; got tol={tol!r}")
+    tol = check_number(tol, "tol", low=0, low_open=True)
+    if not isinstance(home, (bool, np.bool_)):
+        raise TypeError(f"`home` must be True or False; got {home!r}")
+    center = check_number(center, "center")
     b = _battles(pairs)
     st = _settings(b, ties, home, scale, reference, center, method, tol, max_iter)
     fit = _fit(b.counts, b.ia, b.ib, st.m, st.ref, st.eff_ties, home, method, st.tol, st.max_iter)

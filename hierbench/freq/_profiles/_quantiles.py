@@ -36,8 +36,15 @@ from ..._base import (
 from ..._numerics import wilson_bounds
 from .._inputs import data_variable
 from .._kernels import weight_blocks
-from .._resampling._bootstrap import BootstrapResult, bootstrap_ci
-from ._resample import bootstrap_detail, percentile_bounds, task_resampling
+from .._rates import EmptySampleWarning
+from .._resampling import BootstrapResult, bootstrap_ci
+from ._common import (
+    NONNEGATIVE,
+    bootstrap_detail,
+    numeric_values,
+    percentile_bounds,
+    task_resampling,
+)
 
 __all__ = [
     "ParetoResult",
@@ -165,15 +172,22 @@ def quantile_ci(
     """
     prob = check_prob(prob)
     check_choice(method, "method", ["order-statistic", "bootstrap"])
-    qs = np.atleast_1d(np.asarray(q, dtype=float))
-    if qs.ndim != 1 or not np.all((qs > 0) & (qs < 1)):
+    qs = np.atleast_1d(np.asarray(q))
+    if (
+        qs.dtype.kind not in "iuf"
+        or qs.ndim != 1
+        or qs.size == 0
+        or not np.all((qs > 0) & (qs < 1))
+    ):
         raise ValueError(f"`q` must be levels with 0 < q < 1; got {q!r}")
+    qs = qs.astype(float)
     da, flat, has_agent = _values(data, var, agent_dim, task_dim)
     est = np.full((flat.shape[0], qs.size), np.nan)
     for a in range(flat.shape[0]):
         v = flat[a][np.isfinite(flat[a])]
         if v.size:
             est[a] = np.quantile(v, qs)
+    _warn_empty(flat, da, agent_dim, var)
     if method == "order-statistic":
         lo, hi, cov = _order_statistic_bounds(flat, qs, prob)
         kind, detail = "order-statistic", "distribution-free; exact coverage in `coverage`"
@@ -208,15 +222,32 @@ def _values(data, var, agent_dim: str, task_dim: str):
         raise ValueError(
             f"`task_dim` must be a dimension of the values {da.dims}; got {task_dim!r}"
         )
+    if da.sizes[task_dim] == 0:
+        raise ValueError(f"`data` has no {task_dim}s: there is nothing to take quantiles of")
     has_agent = agent_dim in da.dims
     if not has_agent:
         da = da.expand_dims({agent_dim: ["all"]})
     other = [d for d in da.dims if d not in (agent_dim, task_dim)]
-    arr = da.transpose(agent_dim, task_dim, *other).values.astype(float)
+    label = "data" if var is None else f"data.{var}"
+    arr = numeric_values(
+        da.transpose(agent_dim, task_dim, *other),
+        label,
+        nonnegative=(var or da.name) in NONNEGATIVE,
+    )
     flat = arr.reshape(arr.shape[0], arr.shape[1], -1)
-    if np.isinf(flat).any():
-        raise ValueError("`data` values must be finite or NaN (not run); found infinite values")
     return da, flat, has_agent
+
+
+def _warn_empty(flat: np.ndarray, da: xr.DataArray, agent_dim: str, var) -> None:
+    empty = ~np.isfinite(flat).any((1, 2))
+    if empty.any():
+        names = [str(a) for a in np.asarray(da[agent_dim].values)[empty]][:5]
+        warnings.warn(
+            f"{int(empty.sum())} agents have no {var or 'value'} at all (e.g. {names}): their "
+            "quantiles are undefined (NaN)",
+            EmptySampleWarning,
+            stacklevel=3,
+        )
 
 
 def _order_statistic_bounds(flat: np.ndarray, qs: np.ndarray, prob: float):
@@ -307,6 +338,9 @@ def mean_ci(
     10.5
     """
     da = data_variable(data, var)
+    numeric_values(
+        da, "data" if var is None else f"data.{var}", nonnegative=(var or da.name) in NONNEGATIVE
+    )
     return bootstrap_ci(
         da,
         "mean",
@@ -498,10 +532,17 @@ def _cell_means(data: xr.Dataset, accuracy: str, cost: str, order: tuple[str, st
             raise ValueError(
                 f"`{name}` must name a variable of `data` {sorted(data.data_vars)}; got {v!r}"
             )
+    for v in (accuracy, cost):
+        if set(data[v].dims) != set(order):
+            raise ValueError(f"`data.{v}` must have dims {order}; got {data[v].dims}")
+    if data.sizes[order[1]] == 0:
+        raise ValueError(f"`data` has no {order[1]}s: there is no frontier to estimate")
+    acc = numeric_values(data[accuracy].transpose(*order), f"data.{accuracy}", allow_bool=True)
+    cst = numeric_values(data[cost].transpose(*order), f"data.{cost}", nonnegative=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        acc_cell = np.nanmean(data[accuracy].transpose(*order).values.astype(float), axis=2)
-        cost_cell = np.nanmean(data[cost].transpose(*order).values.astype(float), axis=2)
+        acc_cell = np.nanmean(acc, axis=2)
+        cost_cell = np.nanmean(cst, axis=2)
     agents = [str(a) for a in data[order[0]].values]
     if len(agents) < 2:
         raise HierbenchError(f"`data` must hold at least 2 agents for a frontier; got {agents}")

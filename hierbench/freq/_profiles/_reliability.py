@@ -45,8 +45,8 @@ from ..._base import (
     make_interval,
 )
 from .._kernels import _comb_ratio, weight_blocks
-from .._rates._passk import InsufficientRunsWarning
-from ._resample import bootstrap_detail, percentile_bounds, task_resampling
+from .._rates import EmptySampleWarning, InsufficientRunsWarning
+from ._common import bootstrap_detail, numeric_values, percentile_bounds, task_resampling
 
 __all__ = ["ReliabilityResult", "reliability_profile"]
 
@@ -202,8 +202,8 @@ def reliability_profile(
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     edges = _edges(bins)
-    order = _check_data(data, score, (agent_dim, task_dim, dim))
-    y = _variable(data, score, order)
+    order = (agent_dim, task_dim, dim)
+    y = _scores(data, score, order)
     ran = np.isfinite(y)
     per_task: dict[str, np.ndarray] = {"accuracy": _task_mean(y, ran)}
     kk = _consistency(y, ran, k, per_task)
@@ -248,13 +248,26 @@ def _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, k, edge
     )
 
 
-def _check_data(data: xr.Dataset, score: str, order: tuple[str, str, str]):
+def _scores(data: xr.Dataset, score: str, order: tuple[str, str, str]) -> np.ndarray:
+    """The scores (agent, task, run); no task is refused, an agent with no run named."""
     if not isinstance(data, xr.Dataset) or score not in data:
         raise HierbenchError(
             f"`data` must be an eval dataset holding {score!r}; got "
             f"{list(data.data_vars) if isinstance(data, xr.Dataset) else type(data).__name__}"
         )
-    return order
+    y = _variable(data, score, order)
+    if y.shape[1] == 0:
+        raise ValueError(f"`data` has no {order[1]}s: there is no profile to estimate")
+    none = ~np.isfinite(y).any((1, 2))
+    if none.any():
+        names = [str(a) for a in np.asarray(data[order[0]].values)[none]][:5]
+        warnings.warn(
+            f"{int(none.sum())} agents have no scored run (e.g. {names}): their profile is "
+            "undefined (NaN)",
+            EmptySampleWarning,
+            stacklevel=3,
+        )
+    return y
 
 
 def _variable(data: xr.Dataset, name: str, order: tuple[str, str, str]) -> np.ndarray | None:
@@ -264,10 +277,7 @@ def _variable(data: xr.Dataset, name: str, order: tuple[str, str, str]) -> np.nd
     da = data[name]
     if set(da.dims) != set(order):
         raise HierbenchError(f"`data.{name}` must have dims {order}; got {da.dims}")
-    v = da.transpose(*order).values.astype(float)
-    if np.isinf(v).any():
-        raise HierbenchError(f"`data.{name}` must be finite or NaN; found infinite values")
-    return v
+    return numeric_values(da.transpose(*order), f"data.{name}", allow_bool=True)
 
 
 def _task_mean(v: np.ndarray, mask: np.ndarray) -> np.ndarray:

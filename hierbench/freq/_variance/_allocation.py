@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..._base import check_int
+from .._profiles._common import check_number
 from ._design_lang import Design, parse_design
 from ._dstudy import broadcast_sizes, coefficients_at, d_study
 from ._warnings import ConfoundedComponentWarning
@@ -45,12 +47,18 @@ def generalization_facets(design: Design, measurement: str | None) -> list[str]:
 
 
 def check_costs(cost: dict[str, float], facets: list[str]) -> None:
-    """Each cost names a facet of generalization and is a finite number >= 0."""
+    """Each cost names a facet of generalization and is a finite number >= 0, and one is > 0
+    (a design that costs nothing has no optimum, only the largest size tried)."""
+    if not isinstance(cost, dict):
+        raise TypeError(f"`cost` must be a dict facet -> cost per level; got {type(cost).__name__}")
     for f, c in cost.items():
         if f not in facets:
             raise ValueError(f"`cost`: {f!r} is not a facet of generalization; facets {facets}")
-        if not np.isfinite(c) or c < 0:
-            raise ValueError(f"`cost`: cost of {f!r} must be >= 0; got {c!r}")
+        check_number(c, f"cost[{f!r}]", low=0)
+    if not any(c > 0 for c in cost.values()):
+        raise ValueError(
+            f"`cost` must give at least one facet a cost > 0 (facets {facets}); got {cost!r}"
+        )
 
 
 def design_cost(
@@ -80,6 +88,10 @@ def pick(values: np.ndarray, criterion: str) -> tuple[int, ...]:
 
 def _grid(vc, gen: list[str], max_sizes: dict[str, int] | None) -> dict[str, np.ndarray]:
     max_sizes = dict(max_sizes or {})
+    for f, v in max_sizes.items():
+        if f not in gen:
+            raise ValueError(f"`max_sizes`: {f!r} is not a facet of generalization; facets {gen}")
+        check_int(v, f"max_sizes[{f!r}]", min=1)
     grid = {}
     for f in gen:
         m = int(max_sizes.get(f, max(16, int(np.ceil(4 * vc.sizes.get(f, 1))))))
@@ -101,10 +113,11 @@ def allocate_grid(
     d = vc._design
     if criterion not in CRITERIA:
         raise ValueError(f"`criterion` must be one of {CRITERIA}; got {criterion!r}")
-    if not np.isfinite(budget) or budget <= 0:
-        raise ValueError(f"`budget` must be a positive number; got {budget!r}")
+    budget = check_number(budget, "budget", low=0, low_open=True)
     gen = generalization_facets(d, vc.measurement)
     check_costs(cost, gen)
+    if n_objects is not None:
+        n_objects = check_int(n_objects, "n_objects", min=1)
     grid = _grid(vc, gen, max_sizes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConfoundedComponentWarning)

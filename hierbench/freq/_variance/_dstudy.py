@@ -223,11 +223,13 @@ def size_grid(vc, sizes, n_tasks=None, n_runs=None) -> tuple[dict[str, np.ndarra
     for f, v in sizes.items():
         if f not in allowed or f == vc.measurement:
             raise _generalization_error(vc, f)
-        arr = np.atleast_1d(np.asarray(v, dtype=float))
         name = dims.get(f, f"n_{f}")
-        if arr.ndim != 1 or np.any(arr < 1) or np.any(arr != np.round(arr)):
+        raw = np.atleast_1d(np.asarray(v))
+        arr = raw.astype(float) if raw.dtype.kind in "iuf" else np.array([np.nan])
+        if arr.ndim != 1 or arr.size == 0 or not np.all(arr >= 1) or np.any(arr != np.round(arr)):
             label = name if name.startswith("n_") else f
-            raise ValueError(f"`{label}` must be positive integers; got {arr.tolist()}")
+            shown = arr.tolist() if raw.dtype.kind in "iuf" else raw.tolist()
+            raise ValueError(f"`{label}` must be positive integers; got {shown}")
         grid[f] = arr
         dims.setdefault(f, f"n_{f}")
     return grid, dims

@@ -188,12 +188,12 @@ def _auto_measurement(dsg: Design, legacy: tuple[str, str, str] | None) -> str:
     return "agent" if "agent" in dsg.facets else dsg.facets[0]
 
 
-def _refuse_single_level(long: Long, dsg: Design, f: str) -> DesignError:
+def _refuse_single_level(long: Long, dsg: Design, f: str, formula: str) -> DesignError:
     lab = long.labels.get(f)
     which = f" ({np.asarray(lab, dtype=object)[0]!r})" if lab is not None and len(lab) == 1 else ""
     where = f" in every level of {sorted(dsg.parents[f])}" if dsg.parents[f] else ""
     return DesignError(
-        f"`data`: the facet {f!r} of the design {dsg.formula!r} has a single level{which}"
+        f"`data`: the facet {f!r} of the design {formula!r} has a single level{which}"
         f"{where}: its variance cannot be estimated, and E rho^2 / Phi computed without it "
         f"would ignore the facet they generalise over. Give at least 2 levels of {f!r}, or "
         f"state a design without it (select that level and drop the dimension or column)"
@@ -204,6 +204,7 @@ def _single_levels(long: Long, dsg: Design, keep: str | None, confounded: list[s
     """Facets with one level: the innermost one (one run per cell) is confounded with the
     residual, the object of measurement ``keep`` is dropped; any other is refused."""
     dropped: list[str] = []
+    formula = dsg.formula
     if long.dense is not None:
         nlev = dict(zip(dsg.facets, long.dense.shape, strict=True))
     else:
@@ -213,7 +214,7 @@ def _single_levels(long: Long, dsg: Design, keep: str | None, confounded: list[s
             continue
         leaf_of_all = dsg.parents[f] == frozenset(dsg.facets) - {f}
         if not leaf_of_all and f != keep:
-            raise _refuse_single_level(long, dsg, f)
+            raise _refuse_single_level(long, dsg, f, formula)
         dsg = dsg.without(f)
         if long.dense is not None:
             long.dense = long.dense.squeeze(axis=list(nlev).index(f))
@@ -472,7 +473,7 @@ def variance_components(
     src, dsg, legacy, confounded = _resolve_design(data, design, facets, var)
     long = from_frame(src, dsg, var) if isinstance(src, pd.DataFrame) else from_array(src, dsg)
     if long.y.size == 0:
-        raise UnbalancedDesignError("no observed scores")
+        raise UnbalancedDesignError("`data` has no observed score (every value is NaN, or no cell)")
     plan = _plan(long, dsg, legacy, confounded, measurement)
     if method == "anova" and plan.dense is None:
         raise UnbalancedDesignError(

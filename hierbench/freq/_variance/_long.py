@@ -132,7 +132,7 @@ def coord_facet(da: xr.DataArray, name: str) -> str:
 def from_array(da: xr.DataArray, design: Design) -> Long:
     vals = np.asarray(da.values, dtype=float)
     if np.isinf(vals).any():
-        raise ValueError("the scores must be finite or NaN; found infinite values")
+        raise ValueError("`data`: the scores must be finite or NaN; found infinite values")
     home = {f: coord_facet(da, f) for f in design.facets}
     dims_used = {h for h in home.values()}
     extra = [d for d in da.dims if d not in dims_used]

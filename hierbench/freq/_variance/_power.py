@@ -22,7 +22,8 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, stats
 
-from ..._base import check_prob
+from ..._base import check_choice, check_int, check_prob
+from .._profiles._common import check_number
 from ._allocation import allocate_paired
 from ._result import VarianceComponentsResult
 
@@ -84,13 +85,21 @@ def _sigmas(
             "give `components` (a VarianceComponentsResult) or both `sigma2_interaction` and "
             "`sigma2_residual`"
         )
-    for name, v in (
-        ("sigma2_interaction", sigma2_interaction),
-        ("sigma2_residual", sigma2_residual),
-    ):
-        if not np.all(np.asarray(v) >= 0):
-            raise ValueError(f"`{name}` must be >= 0; got {v!r}")
-    return sigma2_interaction, sigma2_residual  # type: ignore[return-value]
+    return (
+        check_number(sigma2_interaction, "sigma2_interaction", low=0),
+        check_number(sigma2_residual, "sigma2_residual", low=0),
+    )
+
+
+def _counts(values, name: str, low: int) -> np.ndarray:
+    """Numbers of tasks or runs: integers >= ``low`` (arrays allowed), as floats."""
+    a = np.asarray(values)
+    if a.dtype.kind not in "iuf" or a.size == 0:
+        raise TypeError(f"`{name}` must be integers >= {low}; got {values!r}")
+    a = a.astype(float)
+    if not np.all(a >= low) or np.any(a != np.round(a)):
+        raise ValueError(f"`{name}` must be integers >= {low}; got {values!r}")
+    return a
 
 
 def sd_paired_diff(
@@ -122,9 +131,7 @@ def sd_paired_diff(
     0.3464
     """
     s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
-    R = np.asarray(n_runs, dtype=float)
-    if np.any(R < 1):
-        raise ValueError(f"`n_runs` must be >= 1; got {n_runs!r}")
+    R = _counts(n_runs, "n_runs", 1)
     return np.sqrt(2 * s_mt + 2 * s_e / R)
 
 
@@ -133,13 +140,13 @@ def _check_common(alpha: float, alternative: str, power: float | None = None) ->
     check_prob(alpha, "alpha")
     if power is not None:
         check_prob(power, "power")
-    if alternative not in ("two-sided", "greater"):
-        raise ValueError(f"`alternative` must be 'two-sided' or 'greater'; got {alternative!r}")
+    check_choice(alternative, "alternative", ["two-sided", "greater"])
 
 
-def _check_effect(effect: float) -> None:
-    if isinstance(effect, (bool, np.bool_)) or effect == 0 or not np.isfinite(effect):
+def _check_effect(effect: float) -> float:
+    if check_number(effect, "effect") == 0:
         raise ValueError(f"`effect` must be finite and non-zero; got {effect!r}")
+    return float(effect)
 
 
 def _power(effect, T, sd, alpha, alternative):
@@ -199,21 +206,20 @@ def paired_power(
     [0.24, 0.7]
     """
     _check_common(alpha, alternative)
-    T = np.asarray(n_tasks, dtype=float)
-    if np.any(T < 2) or np.any(T != np.round(T)):
-        raise ValueError(f"`n_tasks` must be integers >= 2; got {n_tasks!r}")
+    T = _counts(n_tasks, "n_tasks", 2)
+    eff = np.asarray(effect)
+    if eff.dtype.kind not in "iuf" or not np.isfinite(eff).all():
+        raise ValueError(f"`effect` must be finite numbers; got {effect!r}")
     sd = _sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(_power(np.asarray(effect, dtype=float), T, sd, alpha, alternative))
+        return np.asarray(_power(eff.astype(float), T, sd, alpha, alternative))
 
 
 def _sd(n_runs, components, s_mt, s_e, sd_diff):
     if sd_diff is not None:
         if components is not None or s_mt is not None or s_e is not None:
             raise ValueError("give either `sd_diff` or variance components, not both")
-        if not np.all(np.asarray(sd_diff) > 0):
-            raise ValueError(f"`sd_diff` must be > 0; got {sd_diff!r}")
-        return np.asarray(sd_diff, dtype=float)
+        return np.asarray(check_number(sd_diff, "sd_diff", low=0, low_open=True))
     sd = sd_paired_diff(n_runs, components=components, sigma2_interaction=s_mt, sigma2_residual=s_e)
     if np.any(sd <= 0):
         raise ValueError("the per-task differences have zero variance: power is undefined")
@@ -268,9 +274,7 @@ def tasks_for_power(
     def pw(T: int) -> float:
         return float(_power(abs(effect), float(T), sd, alpha, alternative))
 
-    max_tasks = int(max_tasks)
-    if max_tasks < 2:
-        raise ValueError(f"`max_tasks` must be an integer >= 2; got {max_tasks!r}")
+    max_tasks = check_int(max_tasks, "max_tasks", min=2)
     if t0 > 4 * max_tasks or pw(max_tasks) < power:
         approx = ((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2
         raise ValueError(
@@ -322,8 +326,7 @@ def minimum_detectable_effect(
     0.0976
     """
     _check_common(alpha, alternative, power)
-    if int(n_tasks) != n_tasks or n_tasks < 2:
-        raise ValueError(f"`n_tasks` must be an integer >= 2; got {n_tasks!r}")
+    n_tasks = check_int(n_tasks, "n_tasks", min=2)
     sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
     T = float(n_tasks)
 
@@ -367,10 +370,13 @@ def optimal_runs(
     10.0
     """
     s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
-    if not cost_task >= 0:
-        raise ValueError(f"`cost_task` must be >= 0; got {cost_task!r}")
-    if not cost_run > 0:
-        raise ValueError(f"`cost_run` must be > 0; got {cost_run!r}")
+    cost_task = check_number(cost_task, "cost_task", low=0)
+    cost_run = check_number(cost_run, "cost_run", low=0, low_open=True)
+    if s_mt == 0 and s_e == 0:
+        raise ValueError(
+            "`sigma2_interaction` and `sigma2_residual` are both 0: every allocation has zero "
+            "variance, so there is no optimal number of runs"
+        )
     if s_mt == 0:
         return math.inf
     return math.sqrt(s_e * cost_task / (s_mt * cost_run))
@@ -433,8 +439,7 @@ def optimal_allocation(
         sigma2_residual=sigma2_residual,
     )
     s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
-    if not budget > 0:
-        raise ValueError(f"`budget` must be > 0; got {budget!r}")
+    budget = check_number(budget, "budget", low=0, low_open=True)
     return allocate_paired(budget, cost_task, cost_run, s_mt, s_e, r_star)
 
 
@@ -483,22 +488,39 @@ def sample_size_normal(
     """
     check_prob(alpha, "alpha")
     check_prob(power, "power")
-    _check_effect(effect)
-    if sd_diff is None:
-        if paired:
-            if discordance is None:
-                raise ValueError("paired=True needs `discordance` (or `sd_diff`)")
-            if not 0 <= discordance <= 1 or discordance < effect**2:
-                raise ValueError(
-                    f"`discordance` must satisfy effect^2 <= discordance <= 1; got {discordance!r}"
-                )
-            sd_diff = math.sqrt(discordance - effect**2)
-        else:
-            if p_a is None or p_b is None:
-                raise ValueError("paired=False needs `p_a` and `p_b` (or `sd_diff`)")
-            for name, v in (("p_a", p_a), ("p_b", p_b)):
-                if not 0 <= v <= 1:
-                    raise ValueError(f"`{name}` must lie in [0, 1]; got {v!r}")
-            sd_diff = math.sqrt(p_a * (1 - p_a) + p_b * (1 - p_b))
+    effect = _check_effect(effect)
+    if not isinstance(paired, (bool, np.bool_)):
+        raise TypeError(f"`paired` must be True or False; got {paired!r}")
+    if sd_diff is not None:
+        sd_diff = check_number(sd_diff, "sd_diff", low=0, low_open=True)
+    else:
+        sd_diff = _sd_normal(effect, paired, p_a, p_b, discordance)
     z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
     return math.ceil((z * sd_diff / abs(effect)) ** 2)
+
+
+def _sd_normal(effect: float, paired: bool, p_a, p_b, discordance) -> float:
+    """The SD of a per-task difference from the shares (see :func:`sample_size_normal`)."""
+    if paired:
+        if discordance is None:
+            raise ValueError("paired=True needs `discordance` (or `sd_diff`)")
+        check_number(discordance, "discordance")
+        if not 0 <= discordance <= 1 or discordance < effect**2:
+            raise ValueError(
+                f"`discordance` must satisfy effect^2 <= discordance <= 1; got {discordance!r}"
+            )
+        sd = math.sqrt(discordance - effect**2)
+    else:
+        if p_a is None or p_b is None:
+            raise ValueError("paired=False needs `p_a` and `p_b` (or `sd_diff`)")
+        for name, v in (("p_a", p_a), ("p_b", p_b)):
+            if not 0 <= check_number(v, name) <= 1:
+                raise ValueError(f"`{name}` must lie in [0, 1]; got {v!r}")
+        sd = math.sqrt(p_a * (1 - p_a) + p_b * (1 - p_b))
+    if sd == 0:
+        raise ValueError(
+            "the per-task differences have zero variance at these shares "
+            f"(p_a={p_a!r}, p_b={p_b!r}, discordance={discordance!r}): every task would show "
+            "the same difference, so no sample size follows"
+        )
+    return sd
