@@ -99,15 +99,7 @@ def _grid(vc, gen: list[str], max_sizes: dict[str, int] | None) -> dict[str, np.
     return grid
 
 
-def allocate_grid(
-    vc,
-    budget: float,
-    cost: dict[str, float],
-    *,
-    n_objects: int | None = None,
-    max_sizes: dict[str, int] | None = None,
-    criterion: str = "var_paired_diff",
-) -> xr.Dataset:
+def allocate_grid(vc, budget, cost, n_objects, max_sizes, criterion) -> xr.Dataset:
     """The cost-optimal D-study of ``vc`` on a size grid (see
     :meth:`VarianceComponentsResult.optimal_allocation`)."""
     d = vc._design

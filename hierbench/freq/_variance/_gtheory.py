@@ -82,26 +82,9 @@ from ._design_lang import Design, DesignError, parse_design
 from ._fit import LEGACY, Fit
 from ._long import Long, balanced_dense, from_array, from_frame
 from ._result import VarianceComponentsResult
-from ._warnings import (
-    ConfoundedComponentWarning,
-    NegativeVarianceComponentWarning,
-    NoIntervalWarning,
-    RemlConvergenceWarning,
-    UnbalancedDesignError,
-    UndefinedCoefficientWarning,
-)
+from ._warnings import NegativeVarianceComponentWarning, NoIntervalWarning, UnbalancedDesignError
 
-__all__ = [
-    "ConfoundedComponentWarning",
-    "DesignError",
-    "NegativeVarianceComponentWarning",
-    "NoIntervalWarning",
-    "RemlConvergenceWarning",
-    "UnbalancedDesignError",
-    "UndefinedCoefficientWarning",
-    "VarianceComponentsResult",
-    "variance_components",
-]
+__all__ = ["variance_components"]
 
 
 # --------------------------------------------------------------------------- the design

@@ -305,9 +305,7 @@ class VarianceComponentsResult(Result):
         >>> sorted(opt.attrs["optimum"])
         ['run', 'task']
         """
-        return _allocation.allocate_grid(
-            self, budget, cost, n_objects=n_objects, max_sizes=max_sizes, criterion=criterion
-        )
+        return _allocation.allocate_grid(self, budget, cost, n_objects, max_sizes, criterion)
 
     def coefficients(
         self,
