@@ -41,6 +41,17 @@ def _strongly_connected(
     return n == 1, lab
 
 
+def _davidson_terms(w, t, l_, n, pa, pt, pb):
+    """Gradient (in d and log nu) and information terms of the Davidson likelihood per cell,
+    from the counts and the outcome probabilities."""
+    g_d = (w - l_) / 2 - n * (pa - pb) / 2
+    g_l = t - n * pt
+    i_dd = n * ((pa + pb) / 4 - (pa - pb) ** 2 / 4)
+    i_dl = -n * (pa - pb) * pt / 2
+    i_ll = n * pt * (1 - pt)
+    return g_d, g_l, i_dd, i_dl, i_ll
+
+
 def _loglik_parts(d, lam, counts, ties):
     w, t, l_ = counts[:, 0], counts[:, 1], counts[:, 2]
     n = w + t + l_
@@ -53,12 +64,7 @@ def _loglik_parts(d, lam, counts, ties):
         logz = mx + np.log(z)
         pa, pt, pb = ex[0] / z, ex[1] / z, ex[2] / z
         ll = np.sum((w - l_) * d / 2 + t * lam - n * logz)
-        g_d = (w - l_) / 2 - n * (pa - pb) / 2
-        g_l = t - n * pt
-        i_dd = n * ((pa + pb) / 4 - (pa - pb) ** 2 / 4)
-        i_dl = -n * (pa - pb) * pt / 2
-        i_ll = n * pt * (1 - pt)
-        return ll, g_d, g_l, i_dd, i_dl, i_ll
+        return ll, *_davidson_terms(w, t, l_, n, pa, pt, pb)
     s = w + t / 2
     ll = np.sum(-s * np.logaddexp(0.0, -d) - (n - s) * np.logaddexp(0.0, d))
     p = 0.5 * (1.0 + np.tanh(d / 2))
@@ -206,12 +212,7 @@ def _parts_batch(d, lam, counts, ties):
         pb = np.where(pos, a2, 1.0) / z
         pt = nu_a / z
         ll = np.sum((w - l_) * d / 2 + t * lam[:, None] - n * (0.5 * np.abs(d) + np.log(z)), axis=1)
-        g_d = (w - l_) / 2 - n * (pa - pb) / 2
-        g_l = t - n * pt
-        i_dd = n * ((pa + pb) / 4 - (pa - pb) ** 2 / 4)
-        i_dl = -n * (pa - pb) * pt / 2
-        i_ll = n * pt * (1 - pt)
-        return ll, g_d, g_l, i_dd, i_dl, i_ll
+        return ll, *_davidson_terms(w, t, l_, n, pa, pt, pb)
     s_ = w + t / 2
     p = expit(d)
     ll = np.sum(s_ * log_expit(d) + (n - s_) * log_expit(-d), axis=1)
