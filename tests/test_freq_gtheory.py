@@ -13,7 +13,7 @@ from hierbench.freq import (
     UnbalancedDesignError,
     variance_components,
 )
-from hierbench.freq._variance._gtheory import _mean_squares_nested
+from hierbench.freq._variance._fit import mean_squares_nested
 from hierbench.testing import simulate_eval
 
 
@@ -215,7 +215,7 @@ def test_negative_estimate_truncated_and_flagged():
     # no agent effect: with 3 agents the ANOVA estimate of the agent component is often < 0
     for seed in range(100):
         y = np.random.default_rng(seed).normal(size=(3, 40, 3))
-        ms = _mean_squares_nested(y)[2]
+        ms = mean_squares_nested(y)[2]
         raw_agent = (ms["a"] - ms["at"]) / (40 * 3)
         if raw_agent < 0:
             break

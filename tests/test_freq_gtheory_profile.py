@@ -10,7 +10,7 @@ import xarray as xr
 from scipy import optimize, stats
 
 from hierbench.freq import DesignError, variance_components
-from hierbench.freq._variance._gtheory import _codes_of_column, _factorize
+from hierbench.freq._variance._long import codes_of_column, factorize
 
 CRIT = stats.chi2.ppf(0.95, 1)
 
@@ -246,8 +246,8 @@ def test_ci_argument_and_defaults():
     ],
 )
 def test_codes_of_column_equal_pandas_factorize(col):
-    c1, u1 = _codes_of_column(col, "x")
-    c2, u2 = _factorize(col)
+    c1, u1 = codes_of_column(col, "x")
+    c2, u2 = factorize(col)
     np.testing.assert_array_equal(c1, c2)
     assert list(u1) == list(u2)
 
@@ -309,10 +309,10 @@ def test_power_planning_refuses_other_designs_clearly():
 
 
 def test_auto_falls_back_to_wald_above_the_profiled_size(monkeypatch):
-    from hierbench.freq._variance import _gtheory
+    from hierbench.freq._variance import _fit
 
     df = _sim_nested(np.random.default_rng(49), n_family=6)
-    monkeypatch.setattr(_gtheory, "PROFILE_MAX_CELLS", 5)
+    monkeypatch.setattr(_fit, "PROFILE_MAX_CELLS", 5)
     vc = variance_components(df, design="run:task:family", var="y")
     assert vc.ci_method == "wald" and vc.ci.attrs["ci_kind"] == "normal"
     assert "above the size profiled by default" in vc.note

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import scipy.optimize as sopt
 
-import hierbench.freq._variance._gtheory as gt
 from hierbench.freq import NoIntervalWarning, RemlConvergenceWarning, variance_components
-from hierbench.freq._variance import _reml
+from hierbench.freq._variance import _fit, _reml
+from hierbench.freq._variance._design_lang import parse_design
 
 
 def _sim(rng, n_agents=4, n_family=12, runs=(1, 4)):
@@ -68,7 +68,7 @@ def _dense_info_at(y, vs, s2):
 @pytest.mark.parametrize("path", ["schur-dense", "schur-sparse", "sparse-lu"])
 def test_observed_information_equals_dense_formula(path):
     df = _sim(np.random.default_rng(7), n_agents=3, n_family=6)
-    dsg = gt.parse_design("run:(agent*(task:family))")
+    dsg = parse_design("run:(agent*(task:family))")
     codes = {f: pd.factorize(df[f])[0] for f in ("agent", "task", "family")}
     codes["run"] = df["run"].to_numpy()
     # tasks are nested: code them within family
@@ -90,8 +90,8 @@ def test_observed_information_equals_dense_formula(path):
 
 def test_large_problem_gets_observed_information_wald_intervals(monkeypatch):
     # lower the size limits so that a small problem takes the large-problem route
-    monkeypatch.setattr(gt, "EXPECTED_INFO_MAX_CELLS", 50)
-    monkeypatch.setattr(gt, "PROFILE_MAX_CELLS", 50)
+    monkeypatch.setattr(_fit, "EXPECTED_INFO_MAX_CELLS", 50)
+    monkeypatch.setattr(_fit, "PROFILE_MAX_CELLS", 50)
     df = _sim(np.random.default_rng(3), n_agents=5, n_family=15)
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoIntervalWarning)
@@ -105,7 +105,7 @@ def test_large_problem_gets_observed_information_wald_intervals(monkeypatch):
     co = vc.coefficients()
     assert np.isfinite(co["ci"].values).all()
     # observed and expected information agree at the REML estimate to first order
-    monkeypatch.setattr(gt, "EXPECTED_INFO_MAX_CELLS", 10**6)
+    monkeypatch.setattr(_fit, "EXPECTED_INFO_MAX_CELLS", 10**6)
     vc_e = variance_components(df, design="run:(agent*(task:family))", var="y", ci="wald")
     assert vc_e.fit_info["information"] == "expected"
     pos = vc.estimate.values > 0
@@ -113,8 +113,8 @@ def test_large_problem_gets_observed_information_wald_intervals(monkeypatch):
 
 
 def test_no_information_is_a_named_warning(monkeypatch):
-    monkeypatch.setattr(gt, "EXPECTED_INFO_MAX_CELLS", 50)
-    monkeypatch.setattr(gt, "PROFILE_MAX_CELLS", 50)
+    monkeypatch.setattr(_fit, "EXPECTED_INFO_MAX_CELLS", 50)
+    monkeypatch.setattr(_fit, "PROFILE_MAX_CELLS", 50)
     monkeypatch.setattr(
         _reml.RemlProblem, "observed_information", lambda self, *a: np.full((6, 6), np.nan)
     )

@@ -126,25 +126,25 @@ def test_bad_input_messages():
     kw = {"sigma2_interaction": 0.03, "sigma2_residual": 0.2}
     with pytest.raises(ValueError, match=r"`n_tasks` must be integers >= 2; got 1"):
         paired_power(0.1, 1, **kw)
-    with pytest.raises(ValueError, match=r"`alpha` must satisfy 0 < alpha < 1; got 0"):
+    with pytest.raises(ValueError, match=r"`alpha` must satisfy 0 < alpha < 1; got alpha=0"):
         paired_power(0.1, 10, alpha=0, **kw)
     with pytest.raises(
-        ValueError, match=r"`alternative` must be 'two-sided' or 'greater'; got 'less'"
+        ValueError, match=r"`alternative` must be one of \['two-sided', 'greater'\]; got 'less'"
     ):
         paired_power(0.1, 10, alternative="less", **kw)
     with pytest.raises(
         ValueError, match=r"give `components` \(a VarianceComponentsResult\) or both"
     ):
         paired_power(0.1, 10, sigma2_interaction=0.1)
-    with pytest.raises(ValueError, match=r"`sigma2_residual` must be >= 0; got -1"):
+    with pytest.raises(ValueError, match=r"`sigma2_residual` must be >= 0; got sigma2_residual=-1"):
         paired_power(0.1, 10, sigma2_interaction=0.1, sigma2_residual=-1)
     with pytest.raises(ValueError, match=r"give either `sd_diff` or variance components, not both"):
         paired_power(0.1, 10, sd_diff=0.3, **kw)
     with pytest.raises(ValueError, match=r"`effect` must be finite and non-zero; got 0"):
         tasks_for_power(0, **kw)
-    with pytest.raises(ValueError, match=r"`power` must satisfy 0 < power < 1; got 1.2"):
+    with pytest.raises(ValueError, match=r"`power` must satisfy 0 < power < 1; got power=1.2"):
         minimum_detectable_effect(50, power=1.2, **kw)
-    with pytest.raises(ValueError, match=r"`cost_run` must be > 0; got 0"):
+    with pytest.raises(ValueError, match=r"`cost_run` must be > 0; got cost_run=0"):
         optimal_runs(cost_task=1.0, cost_run=0, **kw)
     with pytest.raises(ValueError, match=r"`budget` 5.0 cannot pay for 2 tasks"):
         optimal_allocation(5.0, cost_task=10.0, cost_run=1.0, **kw)

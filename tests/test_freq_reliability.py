@@ -121,3 +121,20 @@ def test_bad_input_messages():
         reliability_profile(xr.Dataset())
     with pytest.raises(ValueError, match="`bins` must be"):
         reliability_profile(ds, bins=(0.5, 0.2))
+
+
+def test_one_run_per_cell_has_no_consistency():
+    # one run per (agent, task): consistency across runs is undefined; it used to come out
+    # equal to accuracy (pass^1) without a word
+    from hierbench import UndefinedWarning
+
+    one = _seed_ds([r for i, r in enumerate(RUNS) if i % 3 == 0])[["score"]]
+    assert one.sizes["run"] == 1
+    with pytest.warns(UndefinedWarning, match="single run: consistency across runs is undefined"):
+        r = reliability_profile(one, n_resamples=50, rng=0)
+    assert np.isnan(float(r.estimate.sel(metric="consistency").item()))
+    assert int(r.n_tasks.sel(metric="consistency").item()) == 0
+    # accuracy is still there: t1 1, t2 1, t3 0, t4 0 -> 0.5
+    assert float(r.estimate.sel(metric="accuracy").item()) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match=r"`k` must be >= 2: .* pass\^1 is accuracy; got k=1"):
+        reliability_profile(_seed_ds(), k=1, n_resamples=50)

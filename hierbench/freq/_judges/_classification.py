@@ -28,12 +28,14 @@ from ..._base import (
     SmallSampleWarning,
     UndefinedMetricWarning,
     as_rng,
+    check_choice,
     check_int,
     check_prob,
     cluster_codes,
     make_interval,
 )
 from .._kernels import BLOCK_ELEMENTS, _bca, weight_blocks
+from .._profiles._common import check_number, numeric_values, percentile_bounds
 
 __all__ = [
     "AgreementResult",
@@ -65,14 +67,21 @@ def _vector(x: Any, name: str, dim: str) -> xr.DataArray:
 
 
 def _binary(x: xr.DataArray, name: str) -> np.ndarray:
+    """0/1 values as floats: numbers 0 or 1 and booleans; text is refused (not parsed)."""
     v = np.asarray(x.values)
     if v.dtype == bool:
         return v.astype(float)
+    text = v.dtype.kind in "US" or (
+        v.dtype.kind == "O" and any(isinstance(e, (str, bytes)) for e in v.ravel())
+    )
     try:
+        if text:
+            raise TypeError
         f = v.astype(float)
     except (TypeError, ValueError) as err:
         raise ValueError(
-            f"`{name}` must hold 0/1 or booleans; got values of type {v.dtype}"
+            f"`{name}` must hold 0/1 or booleans; got values of type {v.dtype} (text is not "
+            "read as numbers: convert it first)"
         ) from err
     bad = ~np.isin(f, [0.0, 1.0])
     if bad.any():
@@ -101,7 +110,7 @@ def _clusters(template: xr.DataArray, cluster: Any, dim: str) -> tuple[np.ndarra
             raise ValueError(
                 f"`cluster` must have one label per item ({template.sizes[dim]}); got shape {lab.shape}"
             )
-        res = cluster_codes(template.assign_coords(_cluster=(dim, lab)), "_cluster", dim=dim)
+        res = cluster_codes(template.assign_coords(cluster=(dim, lab)), "cluster", dim=dim)
     assert res is not None
     return res[0], "cluster"
 
@@ -110,20 +119,36 @@ def _weights(n: int, n_resamples: int, gen: np.random.Generator, codes: np.ndarr
     return weight_blocks(n, n_resamples, gen, clusters=codes)
 
 
-def _ci_from(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
-    a = (1 - prob) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanquantile(dist, a, axis=0), np.nanquantile(dist, 1 - a, axis=0)
-
-
 METHODS = ("studentized", "percentile", "bca")
 
 
 def _common(prob, n_resamples, method="percentile"):
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {list(METHODS)}; got {method!r}")
+    check_choice(method, "method", METHODS)
     return check_prob(prob), check_int(n_resamples, "n_resamples", min=2)
+
+
+def _pair(a: Any, b: Any, names: tuple[str, str], dim: str) -> tuple[xr.DataArray, xr.DataArray]:
+    """Two per-item vectors over the same items: equal lengths; DataArrays labelled along
+    ``dim`` are matched by label (the second put in the first's order), and refused when
+    they label different items."""
+    va, vb = _vector(a, names[0], dim), _vector(b, names[1], dim)
+    if va.sizes[dim] == 0:
+        raise ValueError(f"`{names[0]}` has no items: there is nothing to evaluate")
+    if va.sizes[dim] != vb.sizes[dim]:
+        raise ValueError(
+            f"`{names[0]}` and `{names[1]}` must have one value per item; got "
+            f"{va.sizes[dim]} and {vb.sizes[dim]}"
+        )
+    if dim in va.indexes and dim in vb.indexes and not va.indexes[dim].equals(vb.indexes[dim]):
+        ia, ib = va.indexes[dim], vb.indexes[dim]
+        if ia.has_duplicates or ib.has_duplicates or set(ia) != set(ib):
+            only = sorted(map(str, set(ia) ^ set(ib)))[:5]
+            raise ValueError(
+                f"`{names[0]}` and `{names[1]}` label different items along {dim!r} (labels "
+                f"in one only, e.g. {only}, or repeated labels): give both the same items"
+            )
+        vb = vb.reindex({dim: ia})
+    return va, vb
 
 
 def _units(rows: np.ndarray, codes: np.ndarray | None):
@@ -208,7 +233,7 @@ def _bootstrap(
             ts.append(np.where(th == est, 0.0, t))
     dist = np.concatenate(dists)
     if method == "percentile":
-        lo, hi = _ci_from(dist, prob)
+        lo, hi = percentile_bounds(dist, prob)
     elif method == "bca":
         groups = np.arange(n) if codes is None else np.asarray(codes)
         g = int(groups.max()) + 1
@@ -364,68 +389,101 @@ def classification_metrics(
     {'precision': 0.667, 'recall': 0.8, 'f1': 0.727, 'f_beta': 0.727, 'specificity': 0.956, 'accuracy': 0.94}
     """
     prob, n_resamples = _common(prob, n_resamples, method)
-    if not (np.isfinite(beta) and beta > 0):
-        raise ValueError(f"`beta` must be a finite number > 0; got beta={beta!r}")
-    yt = _vector(y_true, "y_true", dim)
-    yp = _vector(y_pred, "y_pred", dim)
-    if yt.sizes[dim] != yp.sizes[dim]:
-        raise ValueError(
-            f"`y_true` and `y_pred` must have one value per item; got {yt.sizes[dim]} and {yp.sizes[dim]}"
-        )
-    t = _binary(yt, "y_true")
-    p = _binary(yp, "y_pred")
+    beta = check_number(beta, "beta", low=0, low_open=True)
+    yt, yp = _pair(y_true, y_pred, ("y_true", "y_pred"), dim)
+    t, p = _binary(yt, "y_true"), _binary(yp, "y_pred")
     codes, unit = _clusters(yt, cluster, dim)
     cells = np.stack([t * p, (1 - t) * p, t * (1 - p), (1 - t) * (1 - p)], axis=1)  # (n, 4)
-    obs = cells.sum(0)
-    est = _metrics_from_counts(*obs, beta)
-    undefined_here = [METRICS[i] for i in np.flatnonzero(~np.isfinite(est))]
-    if undefined_here:
-        warnings.warn(
-            f"{undefined_here} are 0/0 on these data (e.g. no positive item or no positive verdict): NaN",
-            UndefinedMetricWarning,
-            stacklevel=2,
-        )
-
-    def stat(S):
-        return _metrics_from_counts(*S.T, beta)
-
+    est = _metrics_from_counts(*cells.sum(0), beta)
+    _warn_undefined(est)
     _, dist, lo, hi = _bootstrap(
-        stat, cells, codes, n_resamples, as_rng(rng), method, prob, (0.0, 1.0)
+        lambda S: _metrics_from_counts(*S.T, beta),
+        cells,
+        codes,
+        n_resamples,
+        as_rng(rng),
+        method,
+        prob,
+        (0.0, 1.0),
     )
-    n_undef = (~np.isfinite(dist)).sum(0)
-    if (n_undef[np.isfinite(est)] > 0).any():
-        warnings.warn(
-            f"metrics were 0/0 in some resamples ({dict(zip(METRICS, n_undef.tolist(), strict=True))}); "
-            "those resamples are left out of the metric's interval",
-            UndefinedMetricWarning,
-            stacklevel=2,
-        )
-    coords = {"metric": METRICS}
-    est_da = xr.DataArray(est, dims="metric", coords=coords, name="classification")
-    est_da.attrs["beta"] = float(beta)
+    n_undef = _warn_undefined(est, dist)
     kind, detail = _detail(method, unit, n_resamples)
+    est_da = xr.DataArray(est, dims="metric", coords={"metric": METRICS}, name="classification")
+    est_da.attrs["beta"] = float(beta)
     return ClassificationResult(
         estimate=est_da,
         ci=make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=est_da),
-        confusion=xr.DataArray(obs, dims="cell", coords={"cell": ["tp", "fp", "fn", "tn"]}),
-        n_undefined=xr.DataArray(n_undef, dims="metric", coords=coords),
-        distribution=xr.DataArray(dist, dims=("resample", "metric"), coords=coords),
+        confusion=xr.DataArray(
+            cells.sum(0), dims="cell", coords={"cell": ["tp", "fp", "fn", "tn"]}
+        ),
+        n_undefined=xr.DataArray(n_undef, dims="metric", coords={"metric": METRICS}),
+        distribution=xr.DataArray(dist, dims=("resample", "metric"), coords={"metric": METRICS}),
         attrs={"beta": float(beta), "unit": unit, "n_items": int(t.size)},
     )
+
+
+def _warn_undefined(est: np.ndarray, dist: np.ndarray | None = None) -> np.ndarray | None:
+    """Name the metrics that are 0/0 on the data, or (with ``dist``) in some resamples; the
+    number of resamples each was undefined in."""
+    if dist is None:
+        undefined_here = [METRICS[i] for i in np.flatnonzero(~np.isfinite(est))]
+        if undefined_here:
+            warnings.warn(
+                f"{undefined_here} are 0/0 on these data (e.g. no positive item or no positive "
+                "verdict): NaN",
+                UndefinedMetricWarning,
+                stacklevel=3,
+            )
+        return None
+    n_undef = (~np.isfinite(dist)).sum(0)
+    if (n_undef[np.isfinite(est)] > 0).any():
+        warnings.warn(
+            f"metrics were 0/0 in some resamples "
+            f"({dict(zip(METRICS, n_undef.tolist(), strict=True))}); those resamples are left "
+            "out of the metric's interval",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+    return n_undef
 
 
 # --------------------------------------------------------------------------- PR curve
 
 
-def _sorted_scores(y_true, score, dim):
-    yt = _vector(y_true, "y_true", dim)
-    sc = _vector(score, "score", dim)
-    if yt.sizes[dim] != sc.sizes[dim]:
-        raise ValueError(
-            f"`y_true` and `score` must have one value per item; got {yt.sizes[dim]} and {sc.sizes[dim]}"
+@dataclass
+class _Curve:
+    """Items sorted by decreasing score, with the resampling units."""
+
+    t: np.ndarray  # truth, item order
+    order: np.ndarray  # items by decreasing score
+    t_sorted: np.ndarray
+    thresholds: np.ndarray  # the distinct scores, decreasing
+    ends: np.ndarray  # last sorted position of each distinct score
+    codes: np.ndarray | None
+    unit: str
+
+    def observed(self, stat):
+        """``stat(tp, fp)`` on the data (a batch of one)."""
+        return stat(*_ap_curves(np.ones((1, self.t.size)), self.t_sorted, self.ends))[0]
+
+    def resampled(self, stat, n_resamples: int, rng) -> np.ndarray:
+        """``stat(tp, fp)`` in each resample of items (clusters)."""
+        gen = as_rng(rng)
+        return np.concatenate(
+            [
+                stat(*_ap_curves(w[:, self.order], self.t_sorted, self.ends))
+                for w in _weights(self.t.size, n_resamples, gen, self.codes)
+            ]
         )
+
+
+def _sorted_scores(y_true, score, cluster, dim) -> _Curve:
+    yt, sc = _pair(y_true, score, ("y_true", "score"), dim)
     t = _binary(yt, "y_true")
-    s = np.asarray(sc.values, dtype=float)
+    try:
+        s = numeric_values(sc, "score", allow_bool=True)
+    except ValueError:  # infinite scores: named by item below
+        s = np.asarray(sc.values, dtype=float)
     if not np.isfinite(s).all():
         bad = np.flatnonzero(~np.isfinite(s))[:5].tolist()
         raise ValueError(f"`score` must be finite for every item; items {bad} are not")
@@ -433,7 +491,8 @@ def _sorted_scores(y_true, score, dim):
     s_sorted = s[order]
     # last position of each distinct score (thresholds: predict positive when score >= s)
     ends = np.r_[np.flatnonzero(np.diff(s_sorted) != 0), s.size - 1]
-    return yt, t, s, order, s_sorted, ends
+    codes, unit = _clusters(yt, cluster, dim)
+    return _Curve(t, order, t[order], s_sorted[ends], ends, codes, unit)
 
 
 def _ap_curves(w_sorted, t_sorted, ends):
@@ -508,10 +567,8 @@ def pr_curve(
     0.8056
     """
     prob, n_resamples = _common(prob, n_resamples)
-    yt, t, _, order, s_sorted, ends = _sorted_scores(y_true, score, dim)
-    codes, unit = _clusters(yt, cluster, dim)
-    t_sorted = t[order]
-    tp, fp = _ap_curves(np.ones((1, t.size)), t_sorted, ends)
+    cv = _sorted_scores(y_true, score, cluster, dim)
+    tp, fp = _ap_curves(np.ones((1, cv.t.size)), cv.t_sorted, cv.ends)
     ap = _ap(tp, fp)[0]
     if not np.isfinite(ap):
         warnings.warn(
@@ -519,13 +576,7 @@ def pr_curve(
             UndefinedMetricWarning,
             stacklevel=2,
         )
-    gen = as_rng(rng)
-    dist = np.concatenate(
-        [
-            _ap(*_ap_curves(w[:, order], t_sorted, ends))
-            for w in _weights(t.size, n_resamples, gen, codes)
-        ]
-    )
+    dist = cv.resampled(_ap, n_resamples, rng)
     n_undef = int((~np.isfinite(dist)).sum())
     if n_undef and np.isfinite(ap):
         warnings.warn(
@@ -533,12 +584,11 @@ def pr_curve(
             UndefinedMetricWarning,
             stacklevel=2,
         )
-    lo, hi = _ci_from(dist[:, None], prob)
-    thr = s_sorted[ends]
+    lo, hi = percentile_bounds(dist[:, None], prob)
     with np.errstate(invalid="ignore", divide="ignore"):
         prec = tp[0] / (tp[0] + fp[0])
         rec = tp[0] / tp[0, -1]
-    coords = {"threshold": thr}
+    coords = {"threshold": cv.thresholds}
     return PRCurveResult(
         estimate=xr.DataArray(ap, name="average_precision"),
         ci=make_interval(
@@ -546,7 +596,7 @@ def pr_curve(
             hi[0],
             prob=prob,
             kind="percentile",
-            detail=f"bootstrap over {unit}s, {n_resamples} resamples",
+            detail=f"bootstrap over {cv.unit}s, {n_resamples} resamples",
         ),
         precision=xr.DataArray(prec, dims="threshold", coords=coords),
         recall=xr.DataArray(rec, dims="threshold", coords=coords),
@@ -615,43 +665,23 @@ def threshold_for_recall(
     (0.7, 0.667)
     """
     prob, n_resamples = _common(prob, n_resamples)
-    if not (0 < target <= 1):
+    if not (0 < check_number(target, "target") <= 1):
         raise ValueError(f"`target` must satisfy 0 < target <= 1; got target={target!r}")
-    yt, t, _, order, s_sorted, ends = _sorted_scores(y_true, score, dim)
-    codes, unit = _clusters(yt, cluster, dim)
-    t_sorted = t[order]
-    thr = s_sorted[ends]
+    cv = _sorted_scores(y_true, score, cluster, dim)
 
     def pick(tp, fp):
-        pos = tp[:, -1:]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            reach = tp >= target * pos - 1e-12 * pos
-        k = np.argmax(reach, axis=1)
-        ok = pos[:, 0] > 0
-        rows = np.arange(tp.shape[0])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            prec = tp[rows, k] / (tp[rows, k] + fp[rows, k])
-            rec = tp[rows, k] / pos[:, 0]
-        return np.stack(
-            [np.where(ok, thr[k], np.nan), np.where(ok, prec, np.nan), np.where(ok, rec, np.nan)], 1
-        )
+        return _at_recall(tp, fp, target, cv.thresholds)
 
-    obs = pick(*_ap_curves(np.ones((1, t.size)), t_sorted, ends))[0]
+    obs = cv.observed(pick)
     if not np.isfinite(obs[0]):
         warnings.warn(
             "no positive item: the threshold is undefined (NaN)",
             UndefinedMetricWarning,
             stacklevel=2,
         )
-    gen = as_rng(rng)
-    dist = np.concatenate(
-        [
-            pick(*_ap_curves(w[:, order], t_sorted, ends))
-            for w in _weights(t.size, n_resamples, gen, codes)
-        ]
-    )
-    lo, hi = _ci_from(dist, prob)
-    detail = f"bootstrap over {unit}s, {n_resamples} resamples; threshold re-chosen in each"
+    dist = cv.resampled(pick, n_resamples, rng)
+    lo, hi = percentile_bounds(dist, prob)
+    detail = f"bootstrap over {cv.unit}s, {n_resamples} resamples; threshold re-chosen in each"
     q = ["threshold", "precision", "recall"]
     return RecallThresholdResult(
         estimate=xr.DataArray(obs[0], name="threshold", attrs={"target_recall": float(target)}),
@@ -660,6 +690,22 @@ def threshold_for_recall(
         recall=xr.DataArray(obs[2]),
         precision_ci=make_interval(lo[1], hi[1], prob=prob, kind="percentile", detail=detail),
         distribution=xr.DataArray(dist, dims=("resample", "quantity"), coords={"quantity": q}),
+    )
+
+
+def _at_recall(tp, fp, target: float, thr: np.ndarray) -> np.ndarray:
+    """Threshold, precision and recall (b, 3) at the highest threshold reaching ``target``."""
+    pos = tp[:, -1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reach = tp >= target * pos - 1e-12 * pos
+    k = np.argmax(reach, axis=1)
+    ok = pos[:, 0] > 0
+    rows = np.arange(tp.shape[0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prec = tp[rows, k] / (tp[rows, k] + fp[rows, k])
+        rec = tp[rows, k] / pos[:, 0]
+    return np.stack(
+        [np.where(ok, thr[k], np.nan), np.where(ok, prec, np.nan), np.where(ok, rec, np.nan)], 1
     )
 
 
@@ -693,9 +739,7 @@ class AgreementResult(Result):
 
 def _labels(values: np.ndarray, categories, name: str) -> tuple[np.ndarray, list]:
     vals = np.asarray(values, dtype=object)
-    missing = np.array(
-        [v is None or (isinstance(v, float) and np.isnan(v)) for v in vals.ravel()]
-    ).reshape(vals.shape)
+    missing = np.array([_missing(v) for v in vals.ravel()], dtype=bool).reshape(vals.shape)
     if missing.any():
         raise ValueError(
             f"`{name}` must have a label for every item (and rater); {int(missing.sum())} are missing"
@@ -705,11 +749,42 @@ def _labels(values: np.ndarray, categories, name: str) -> tuple[np.ndarray, list
         cats = sorted(set(strs.ravel().tolist()))
     else:
         cats = [str(c) for c in categories]
+        if len(set(cats)) != len(cats):
+            raise ValueError(f"`categories` must not repeat a label; got {list(categories)}")
         unknown = sorted(set(strs.ravel().tolist()) - set(cats))
         if unknown:
             raise ValueError(f"`{name}` holds labels not in `categories` {cats}: {unknown[:5]}")
     index = {c: i for i, c in enumerate(cats)}
     return np.vectorize(index.__getitem__, otypes=[np.int64])(strs), cats
+
+
+def _label_kind(v: Any) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "boolean"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return "number"
+    return "text" if isinstance(v, (str, bytes)) else type(v).__name__
+
+
+def _same_kind(arrays: list[np.ndarray], name: str) -> None:
+    """Refuse labels of different kinds (numbers and text): as text, 1 and '1' would be
+    merged, and nothing in the data says they mean the same."""
+    kinds: set[str] = set()
+    for a in arrays:
+        k = {"b": "boolean", "i": "number", "u": "number", "f": "number", "U": "text", "S": "text"}
+        if a.dtype.kind in k:
+            kinds.add(k[a.dtype.kind])
+        else:
+            kinds |= {_label_kind(v) for v in a.ravel() if not _missing(v)}
+    if len(kinds) > 1:
+        raise ValueError(
+            f"`{name}` mixes labels of kinds {sorted(kinds)} (e.g. 1 and '1'): give every "
+            "label as the same kind"
+        )
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v))
 
 
 def cohen_kappa(
@@ -752,12 +827,8 @@ def cohen_kappa(
     prob, n_resamples = _common(prob, n_resamples, method)
     if weights not in (None, "linear", "quadratic"):
         raise ValueError(f"`weights` must be None, 'linear' or 'quadratic'; got {weights!r}")
-    va = _vector(rater_a, "rater_a", dim)
-    vb = _vector(rater_b, "rater_b", dim)
-    if va.sizes[dim] != vb.sizes[dim]:
-        raise ValueError(
-            f"`rater_a` and `rater_b` must label the same items; got {va.sizes[dim]} and {vb.sizes[dim]}"
-        )
+    va, vb = _pair(rater_a, rater_b, ("rater_a", "rater_b"), dim)
+    _same_kind([np.asarray(va.values), np.asarray(vb.values)], "rater_a/rater_b")
     both, cats = _labels(np.stack([va.values, vb.values], 1), categories, "rater_a/rater_b")
     k = len(cats)
     codes, unit = _clusters(va, cluster, dim)
@@ -780,31 +851,25 @@ def cohen_kappa(
             exp_ = (tab.sum(2)[:, :, None] * tab.sum(1)[:, None, :] * dis).sum((1, 2)) / tot**2
             return 1.0 - obs / exp_, 1.0 - obs, 1.0 - exp_
 
-    est, po, pe = (x[0] for x in kappa(onehot.sum(0)[None]))
+    est = kappa(onehot.sum(0)[None])[0][0]
     if not np.isfinite(est):
         warnings.warn(
             "expected disagreement is 0 (one category only): kappa is undefined (NaN)",
             UndefinedMetricWarning,
             stacklevel=2,
         )
-    _, dist, lo, hi = _bootstrap(
-        lambda S: kappa(S)[0][:, None],
+    return _agreement(
+        "cohen_kappa",
+        kappa,
         onehot,
         codes,
-        n_resamples,
-        as_rng(rng),
+        unit,
+        rng,
         method,
         prob,
-        (-1.0, 1.0),
-    )
-    kind, detail = _detail(method, unit, n_resamples)
-    return AgreementResult(
-        estimate=xr.DataArray(est, name="cohen_kappa", attrs={"weights": str(weights)}),
-        ci=make_interval(lo[0], hi[0], prob=prob, kind=kind, detail=detail),
-        observed_agreement=float(po),
-        expected_agreement=float(pe),
-        categories=cats,
-        distribution=xr.DataArray(dist[:, 0], dims="resample"),
+        n_resamples,
+        cats,
+        attrs={"weights": str(weights)},
     )
 
 
@@ -856,8 +921,11 @@ def fleiss_kappa(
         if arr.ndim != 2:
             raise ValueError(f"`ratings` must be 2-D (item, rater); got shape {arr.shape}")
         da = xr.DataArray(arr, dims=(dim, rater_dim))
+    _same_kind([np.asarray(da.values)], "ratings")
     codes_lab, cats = _labels(da.values, categories, "ratings")
     n, r = codes_lab.shape
+    if n == 0 or not cats:
+        raise HierbenchError("`ratings` is empty: it needs at least one item")
     if r < 2:
         raise ValueError(f"`ratings` needs at least 2 raters per item; got {r}")
     k = len(cats)
@@ -877,15 +945,21 @@ def fleiss_kappa(
             pe = (pj**2).sum(1)
             return (pbar - pe) / (1 - pe), pbar, pe
 
-    est, po, pe = (x[0] for x in kappa(rows.sum(0)[None]))
+    est = kappa(rows.sum(0)[None])[0][0]
     if not np.isfinite(est):
         warnings.warn(
             "all ratings in one category: Fleiss' kappa is undefined (NaN)",
             UndefinedMetricWarning,
             stacklevel=2,
         )
-    if not cats:
-        raise HierbenchError("`ratings` is empty")
+    return _agreement(
+        "fleiss_kappa", kappa, rows, codes, unit, rng, method, prob, n_resamples, cats
+    )
+
+
+def _agreement(name, kappa, rows, codes, unit, rng, method, prob, n_resamples, cats, attrs=None):
+    """Kappa on the items' rows with its bootstrap interval (studentized: clipped to [-1, 1])."""
+    est, po, pe = (x[0] for x in kappa(rows.sum(0)[None]))
     _, dist, lo, hi = _bootstrap(
         lambda S: kappa(S)[0][:, None],
         rows,
@@ -898,7 +972,7 @@ def fleiss_kappa(
     )
     kind, detail = _detail(method, unit, n_resamples)
     return AgreementResult(
-        estimate=xr.DataArray(est, name="fleiss_kappa"),
+        estimate=xr.DataArray(est, name=name, attrs=attrs or {}),
         ci=make_interval(lo[0], hi[0], prob=prob, kind=kind, detail=detail),
         observed_agreement=float(po),
         expected_agreement=float(pe),

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob, make_interval
+from ..._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob
 from .._inputs import data_variable
-from .._resampling._bootstrap import BootstrapResult, bootstrap_ci
+from .._profiles._common import check_number, numeric_values
+from .._resampling import BootstrapResult, bootstrap_ci
 
 __all__ = [
     "JudgeSetupError",
@@ -124,6 +125,9 @@ def check_same_judge(
     """
     if not datasets:
         raise ValueError("`datasets`: give at least one dataset")
+    bad = [type(d).__name__ for d in datasets if not isinstance(d, (xr.Dataset, xr.DataArray))]
+    if bad:
+        raise TypeError(f"`datasets` must be xarray Datasets or DataArrays; got {bad}")
     setups = [judge_setup(d, keys) for d in datasets]
     for i, s in enumerate(setups):
         multi = {k: v for k, v in s.items() if isinstance(v, tuple)}
@@ -204,7 +208,7 @@ def rubric_summary(
     lv = np.asarray(levels, dtype=float)
     if lv.ndim != 1 or lv.size < 2 or not np.all(np.diff(lv) > 0):
         raise ValueError(f"`levels` must be at least 2 increasing numbers; got {levels!r}")
-    vals = da.values.astype(float)
+    vals = numeric_values(da, "data" if var is None else f"data.{var}")
     fin = np.isfinite(vals)
     off = fin & ~np.isin(vals, lv)
     if off.any():
@@ -212,7 +216,7 @@ def rubric_summary(
             f"`data`: {int(off.sum())} scores are not levels of the scale {lv.tolist()}, e.g. "
             f"{sorted(set(vals[off].tolist()))[:5]}"
         )
-    b = lv[0] if bottom is None else float(bottom)
+    b = lv[0] if bottom is None else check_number(bottom, "bottom", low=lv[0], high=lv[-1])
     kw = dict(
         prob=prob,
         n_resamples=n_resamples,
@@ -235,14 +239,9 @@ def rubric_summary(
     est = mean.estimate.rename("rubric_mean")
     ci = mean.ci
     bs = low_res.estimate.rename("bottom_share")
-    bs_ci = make_interval(
-        low_res.ci.sel(ci_bound="lower", drop=True),
-        low_res.ci.sel(ci_bound="upper", drop=True),
-        prob=prob,
-        kind="percentile",
-        detail=f"task bootstrap, {n_resamples} resamples; share of scores <= {b:g}",
-        warn_zero_width=False,
-    )
+    # the bootstrap's own interval, its detail saying what the share is of
+    bs_ci = low_res.ci.copy()
+    bs_ci.attrs["ci_detail"] = f"{bs_ci.attrs.get('ci_detail', '')}; share of scores <= {b:g}"
     return RubricResult(
         estimate=est,
         ci=ci,

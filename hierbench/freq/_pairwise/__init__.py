@@ -2,15 +2,11 @@
 
 from ._ml import (
     BradleyTerryMLResult,
-    EloResult,
     NoFiniteMLEWarning,
-    PositionConsistencyResult,
-    WinRateResult,
     bradley_terry_ml,
-    online_elo,
-    position_consistency,
-    win_rate,
 )
+from ._position import PositionConsistencyResult, position_consistency
+from ._winrate import EloResult, WinRateResult, online_elo, win_rate
 
 __all__ = [
     "BradleyTerryMLResult",

@@ -26,17 +26,25 @@ from ..._base import (
     HierbenchError,
     HierbenchWarning,
     Result,
+    UndefinedMetricWarning,
     UndefinedWarning,
-    as_rng,
     check_choice,
     check_int,
     check_prob,
-    cluster_codes,
     make_interval,
 )
+from ..._numerics import wilson_bounds
 from .._inputs import data_variable
 from .._kernels import weight_blocks
-from .._resampling._bootstrap import BootstrapResult, bootstrap_ci
+from .._rates import EmptySampleWarning
+from .._resampling import BootstrapResult, bootstrap_ci
+from ._common import (
+    NONNEGATIVE,
+    bootstrap_detail,
+    numeric_values,
+    percentile_bounds,
+    task_resampling,
+)
 
 __all__ = [
     "ParetoResult",
@@ -164,115 +172,143 @@ def quantile_ci(
     """
     prob = check_prob(prob)
     check_choice(method, "method", ["order-statistic", "bootstrap"])
-    qs = np.atleast_1d(np.asarray(q, dtype=float))
-    if qs.ndim != 1 or not np.all((qs > 0) & (qs < 1)):
+    qs = np.atleast_1d(np.asarray(q))
+    if (
+        qs.dtype.kind not in "iuf"
+        or qs.ndim != 1
+        or qs.size == 0
+        or not np.all((qs > 0) & (qs < 1))
+    ):
         raise ValueError(f"`q` must be levels with 0 < q < 1; got {q!r}")
+    qs = qs.astype(float)
+    da, flat, has_agent = _values(data, var, agent_dim, task_dim)
+    est = np.full((flat.shape[0], qs.size), np.nan)
+    for a in range(flat.shape[0]):
+        v = flat[a][np.isfinite(flat[a])]
+        if v.size:
+            est[a] = np.quantile(v, qs)
+    _warn_empty(flat, da, agent_dim, var)
+    if method == "order-statistic":
+        lo, hi, cov = _order_statistic_bounds(flat, qs, prob)
+        kind, detail = "order-statistic", "distribution-free; exact coverage in `coverage`"
+    else:
+        n_resamples = check_int(n_resamples, "n_resamples", min=2)
+        codes, gen, unit = task_resampling(da, cluster, task_dim, rng)
+        lo, hi = percentile_bounds(_bootstrap_quantiles(flat, qs, codes, gen, n_resamples), prob)
+        cov = np.full(lo.shape, np.nan)
+        kind, detail = "percentile", bootstrap_detail(unit, n_resamples)
+    agents = da[agent_dim].values if agent_dim in da.coords else np.arange(flat.shape[0])
+    coords = {agent_dim: agents, "quantile": qs}
+    est_da = xr.DataArray(est, dims=(agent_dim, "quantile"), coords=coords, name=var or "value")
+    n = np.isfinite(flat).sum((1, 2))
+    n_da = xr.DataArray(n, dims=(agent_dim,), coords={agent_dim: agents})
+    if not has_agent:
+        est_da, n_da = est_da.isel({agent_dim: 0}, drop=True), n_da.isel({agent_dim: 0}, drop=True)
+        lo, hi, cov = lo[0], hi[0], cov[0]
+    return QuantileResult(
+        estimate=est_da,
+        ci=make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=est_da),
+        coverage=est_da.copy(data=cov).rename("coverage"),
+        n=n_da,
+        attrs={"method": method, "var": var},
+    )
+
+
+def _values(data, var, agent_dim: str, task_dim: str):
+    """The values as (agent, task, everything else flattened), with an agent dim added when
+    there is none; infinite values are refused."""
     da = data_variable(data, var)
     if task_dim not in da.dims:
         raise ValueError(
             f"`task_dim` must be a dimension of the values {da.dims}; got {task_dim!r}"
         )
+    if da.sizes[task_dim] == 0:
+        raise ValueError(f"`data` has no {task_dim}s: there is nothing to take quantiles of")
     has_agent = agent_dim in da.dims
     if not has_agent:
         da = da.expand_dims({agent_dim: ["all"]})
     other = [d for d in da.dims if d not in (agent_dim, task_dim)]
-    arr = da.transpose(agent_dim, task_dim, *other).values.astype(float)
-    A, T = arr.shape[:2]
-    flat = arr.reshape(A, T, -1)
-    if np.isinf(flat).any():
-        raise ValueError("`data` values must be finite or NaN (not run); found infinite values")
-    n = np.isfinite(flat).sum((1, 2))
-    est = np.full((A, qs.size), np.nan)
-    lo = np.full((A, qs.size), np.nan)
-    hi = np.full((A, qs.size), np.nan)
-    cov = np.full((A, qs.size), np.nan)
-    runs_per_task = np.isfinite(flat).sum(2)
-    for a in range(A):
-        v = flat[a][np.isfinite(flat[a])]
-        if v.size:
-            est[a] = np.quantile(v, qs)
-    if method == "order-statistic":
-        if (runs_per_task > 1).any():
-            warnings.warn(
-                "some tasks have several runs: runs of one task are not independent draws, so the "
-                "order-statistic interval can be too narrow; consider method='bootstrap' (resamples tasks)",
-                HierbenchWarning,
-                stacklevel=2,
-            )
-        unbounded = 0
-        for a in range(A):
-            v = np.sort(flat[a][np.isfinite(flat[a])])
-            if v.size == 0:
-                continue
-            for j, qq in enumerate(qs):
-                lower, u, c = order_statistic_interval(v.size, float(qq), prob)
-                lo[a, j] = v[lower - 1] if lower >= 1 else -np.inf
-                hi[a, j] = v[u - 1] if u <= v.size else np.inf
-                unbounded += int(lower < 1) + int(u > v.size)
-                cov[a, j] = c
-        if unbounded:
-            need = int(np.ceil(np.log((1 - prob) / 2) / np.log(max(qs.max(), 1 - qs.min()))))
-            warnings.warn(
-                f"{unbounded} interval bounds are infinite: too few values to bound those quantiles "
-                f"at level {prob} without assumptions (the q = {max(qs.max(), 1 - qs.min()):g} "
-                f"tail needs n >= {need} values)",
-                UnboundedQuantileWarning,
-                stacklevel=2,
-            )
-        kind, detail = "order-statistic", "distribution-free; exact coverage in `coverage`"
-    else:
-        n_resamples = check_int(n_resamples, "n_resamples", min=2)
-        res = cluster_codes(da, cluster, dim=task_dim)
-        codes = None if res is None else res[0]
-        gen = as_rng(rng)
-        R = flat.shape[2]
-        dist = np.full((n_resamples, A, qs.size), np.nan)
-        for a in range(A):
-            vals = flat[a].ravel()
-            task_of = np.repeat(np.arange(T), R)
-            ok = np.isfinite(vals)
-            vals, task_of = vals[ok], task_of[ok]
-            if vals.size == 0:
-                continue
-            order = np.argsort(vals, kind="stable")
-            vs, ts = vals[order], task_of[order]
-            done = 0
-            for w in weight_blocks(
-                T, n_resamples, gen, clusters=codes, elements_per_resample=vs.size
-            ):
-                b = w.shape[0]
-                w = w[:, ts]  # (b, N)
-                cw = np.cumsum(w, axis=1)
-                tot = cw[:, -1:]
-                for j, qq in enumerate(qs):
-                    k = np.argmax(cw >= qq * tot - 1e-9, axis=1)  # inverted-CDF quantile
-                    dist[done : done + b, a, j] = np.where(tot[:, 0] > 0, vs[k], np.nan)
-                done += b
-        a_ = (1 - prob) / 2
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            lo = np.nanquantile(dist, a_, axis=0)
-            hi = np.nanquantile(dist, 1 - a_, axis=0)
-        unit = "clusters" if codes is not None else "tasks"
-        kind, detail = "percentile", f"bootstrap over {unit}, {n_resamples} resamples"
-    agents = da[agent_dim].values if agent_dim in da.coords else np.arange(A)
-    coords = {agent_dim: agents, "quantile": qs}
-    est_da = xr.DataArray(est, dims=(agent_dim, "quantile"), coords=coords, name=var or "value")
-    if not has_agent:
-        est_da = est_da.isel({agent_dim: 0}, drop=True)
-        lo, hi, cov = lo[0], hi[0], cov[0]
-    ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=est_da)
-    return QuantileResult(
-        estimate=est_da,
-        ci=ci,
-        coverage=est_da.copy(data=cov).rename("coverage"),
-        n=xr.DataArray(
-            n if has_agent else n[0],
-            dims=(agent_dim,) if has_agent else (),
-            coords={agent_dim: agents} if has_agent else {},
-        ),
-        attrs={"method": method, "var": var},
+    label = "data" if var is None else f"data.{var}"
+    arr = numeric_values(
+        da.transpose(agent_dim, task_dim, *other),
+        label,
+        nonnegative=(var or da.name) in NONNEGATIVE,
     )
+    flat = arr.reshape(arr.shape[0], arr.shape[1], -1)
+    return da, flat, has_agent
+
+
+def _warn_empty(flat: np.ndarray, da: xr.DataArray, agent_dim: str, var) -> None:
+    empty = ~np.isfinite(flat).any((1, 2))
+    if empty.any():
+        names = [str(a) for a in np.asarray(da[agent_dim].values)[empty]][:5]
+        warnings.warn(
+            f"{int(empty.sum())} agents have no {var or 'value'} at all (e.g. {names}): their "
+            "quantiles are undefined (NaN)",
+            EmptySampleWarning,
+            stacklevel=3,
+        )
+
+
+def _order_statistic_bounds(flat: np.ndarray, qs: np.ndarray, prob: float):
+    """Order-statistic bounds and exact coverage per (agent, quantile); a named warning for
+    correlated runs and for bounds that are infinite."""
+    A = flat.shape[0]
+    lo, hi, cov = (np.full((A, qs.size), np.nan) for _ in range(3))
+    if (np.isfinite(flat).sum(2) > 1).any():
+        warnings.warn(
+            "some tasks have several runs: runs of one task are not independent draws, so the "
+            "order-statistic interval can be too narrow; consider method='bootstrap' (resamples tasks)",
+            HierbenchWarning,
+            stacklevel=3,
+        )
+    unbounded = 0
+    for a in range(A):
+        v = np.sort(flat[a][np.isfinite(flat[a])])
+        if v.size == 0:
+            continue
+        for j, qq in enumerate(qs):
+            lower, u, c = order_statistic_interval(v.size, float(qq), prob)
+            lo[a, j] = v[lower - 1] if lower >= 1 else -np.inf
+            hi[a, j] = v[u - 1] if u <= v.size else np.inf
+            unbounded += int(lower < 1) + int(u > v.size)
+            cov[a, j] = c
+    if unbounded:
+        tail = max(qs.max(), 1 - qs.min())
+        need = int(np.ceil(np.log((1 - prob) / 2) / np.log(tail)))
+        warnings.warn(
+            f"{unbounded} interval bounds are infinite: too few values to bound those quantiles "
+            f"at level {prob} without assumptions (the q = {tail:g} tail needs n >= {need} "
+            "values)",
+            UnboundedQuantileWarning,
+            stacklevel=3,
+        )
+    return lo, hi, cov
+
+
+def _bootstrap_quantiles(flat, qs, codes, gen, n_resamples) -> np.ndarray:
+    """Quantiles (inverted CDF) of each agent's values under task resampling (B, A, Q)."""
+    A, T, R = flat.shape
+    dist = np.full((n_resamples, A, qs.size), np.nan)
+    for a in range(A):
+        vals = flat[a].ravel()
+        task_of = np.repeat(np.arange(T), R)
+        ok = np.isfinite(vals)
+        vals, task_of = vals[ok], task_of[ok]
+        if vals.size == 0:
+            continue
+        order = np.argsort(vals, kind="stable")
+        vs, ts = vals[order], task_of[order]
+        done = 0
+        for w in weight_blocks(T, n_resamples, gen, clusters=codes, elements_per_resample=vs.size):
+            b = w.shape[0]
+            cw = np.cumsum(w[:, ts], axis=1)  # (b, N)
+            tot = cw[:, -1:]
+            for j, qq in enumerate(qs):
+                k = np.argmax(cw >= qq * tot - 1e-9, axis=1)  # inverted-CDF quantile
+                dist[done : done + b, a, j] = np.where(tot[:, 0] > 0, vs[k], np.nan)
+            done += b
+    return dist
 
 
 def mean_ci(
@@ -302,6 +338,9 @@ def mean_ci(
     10.5
     """
     da = data_variable(data, var)
+    numeric_values(
+        da, "data" if var is None else f"data.{var}", nonnegative=(var or da.name) in NONNEGATIVE
+    )
     return bootstrap_ci(
         da,
         "mean",
@@ -410,85 +449,56 @@ def pareto_frontier(
     """
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
-    if not isinstance(data, xr.Dataset):
-        raise TypeError(
-            f"`data` must be an eval Dataset with {accuracy!r} and {cost!r}; got {type(data).__name__}"
-        )
-    for name, v in (("accuracy", accuracy), ("cost", cost)):
-        if v not in data:
-            raise ValueError(
-                f"`{name}` must name a variable of `data` {sorted(data.data_vars)}; got {v!r}"
-            )
-    acc_da = data[accuracy].transpose(agent_dim, task_dim, dim)
-    cost_da = data[cost].transpose(agent_dim, task_dim, dim)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        acc_cell = np.nanmean(acc_da.values.astype(float), axis=2)  # (A, T)
-        cost_cell = np.nanmean(cost_da.values.astype(float), axis=2)
-    agents = [str(a) for a in data[agent_dim].values]
-    A, T = acc_cell.shape
-    if A < 2:
-        raise HierbenchError(f"`data` must hold at least 2 agents for a frontier; got {agents}")
+    acc_cell, cost_cell, agents = _cell_means(data, accuracy, cost, (agent_dim, task_dim, dim))
     # a cell counts only where both accuracy and cost were recorded
     pres = np.isfinite(acc_cell) & np.isfinite(cost_cell)
-    no_cost = [agents[i] for i in range(A) if np.isfinite(acc_cell[i]).any() and not pres[i].any()]
-    if no_cost:
-        warnings.warn(
-            f"agents {no_cost} have no recorded {cost!r}: they are left off the frontier (NaN)",
-            HierbenchWarning,
-            stacklevel=2,
-        )
-    n_cost_missing = int((np.isfinite(acc_cell) & ~np.isfinite(cost_cell)).sum())
     a0 = np.where(pres, acc_cell, 0.0)
     c0 = np.where(pres, cost_cell, 0.0)
     pf = pres.astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         acc_obs = a0.sum(1) / pf.sum(1)
         cost_obs = c0.sum(1) / pf.sum(1)
-    front_obs = _frontier(acc_obs, cost_obs)
-    res = cluster_codes(data, cluster, dim=task_dim)
-    codes = None if res is None else res[0]
-    gen = as_rng(rng)
-    dist = np.empty((n_resamples, A, 2))
-    i0 = 0
-    for w in weight_blocks(T, n_resamples, gen, clusters=codes):
-        b = w.shape[0]
-        den = w @ pf.T
-        with np.errstate(invalid="ignore", divide="ignore"):
-            dist[i0 : i0 + b, :, 0] = np.where(den > 0, (w @ a0.T) / den, np.nan)
-            dist[i0 : i0 + b, :, 1] = np.where(den > 0, (w @ c0.T) / den, np.nan)
-        i0 += b
-    member = _frontier(dist[..., 0], dist[..., 1])
-    share = member.mean(0)
-    share = np.where(np.isfinite(acc_obs) & np.isfinite(cost_obs), share, np.nan)
-    z = stats.norm.ppf(0.5 + prob / 2)
-    B = n_resamples
-    den_w = 1 + z * z / B
-    centre = (share + z * z / (2 * B)) / den_w
-    half = z * np.sqrt(share * (1 - share) / B + z * z / (4 * B * B)) / den_w
-    a_ = (1 - prob) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        qlo = np.nanquantile(dist, a_, axis=0)
-        qhi = np.nanquantile(dist, 1 - a_, axis=0)
+    codes, gen, unit = task_resampling(data, cluster, task_dim, rng)
+    dist = _resampled_means(a0, c0, pf, codes, gen, n_resamples)
+    n_on = _frontier(dist[..., 0], dist[..., 1]).sum(0)
+    n_on = np.where(np.isfinite(acc_obs) & np.isfinite(cost_obs), n_on, np.nan)
     coords = {agent_dim: agents}
-    est = xr.DataArray(share, dims=agent_dim, coords=coords, name="p_on_frontier")
-    unit = "clusters" if codes is not None else "tasks"
-    detail = f"bootstrap over {unit}, {n_resamples} resamples"
+    est = xr.DataArray(n_on / n_resamples, dims=agent_dim, coords=coords, name="p_on_frontier")
     acc_v = xr.DataArray(acc_obs, dims=agent_dim, coords=coords, name=accuracy)
     cost_v = xr.DataArray(cost_obs, dims=agent_dim, coords=coords, name=cost)
+    return _pareto_result(est, n_on, acc_v, cost_v, dist, prob, unit, acc_cell, cost_cell)
+
+
+def _resampled_means(a0, c0, pf, codes, gen, n_resamples) -> np.ndarray:
+    """Mean accuracy and cost per agent under task resampling (B, A, 2)."""
+    dist = np.empty((n_resamples, a0.shape[0], 2))
+    i0 = 0
+    for w in weight_blocks(a0.shape[1], n_resamples, gen, clusters=codes):
+        den = w @ pf.T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dist[i0 : i0 + w.shape[0], :, 0] = np.where(den > 0, (w @ a0.T) / den, np.nan)
+            dist[i0 : i0 + w.shape[0], :, 1] = np.where(den > 0, (w @ c0.T) / den, np.nan)
+        i0 += w.shape[0]
+    return dist
+
+
+def _pareto_result(est, n_on, acc_v, cost_v, dist, prob, unit, acc_cell, cost_cell):
+    n_resamples = dist.shape[0]
+    qlo, qhi = percentile_bounds(dist, prob)
+    detail = bootstrap_detail(unit, n_resamples)
+    z = float(stats.norm.ppf(0.5 + prob / 2))
+    agent_dim = est.dims[0]
     return ParetoResult(
         estimate=est,
         ci=make_interval(
-            np.clip(centre - half, 0, 1),
-            np.clip(centre + half, 0, 1),
+            *wilson_bounds(n_on, n_resamples, z),
             prob=prob,
             kind="wilson",
-            detail=f"Monte Carlo uncertainty of the share over {B} resamples",
+            detail=f"Monte Carlo uncertainty of the share over {n_resamples} resamples",
             template=est,
             warn_zero_width=False,
         ),
-        on_frontier=xr.DataArray(front_obs, dims=agent_dim, coords=coords),
+        on_frontier=est.copy(data=_frontier(acc_v.values, cost_v.values)).rename(None),
         accuracy=acc_v,
         cost=cost_v,
         accuracy_ci=make_interval(
@@ -500,7 +510,50 @@ def pareto_frontier(
         distribution=xr.DataArray(
             dist,
             dims=("resample", agent_dim, "quantity"),
-            coords={agent_dim: agents, "quantity": [accuracy, cost]},
+            coords={agent_dim: est[agent_dim].values, "quantity": [acc_v.name, cost_v.name]},
         ),
-        attrs={"n_resamples": n_resamples, "unit": unit, "n_cells_cost_missing": n_cost_missing},
+        attrs={
+            "n_resamples": n_resamples,
+            "unit": unit,
+            "n_cells_cost_missing": int((np.isfinite(acc_cell) & ~np.isfinite(cost_cell)).sum()),
+        },
     )
+
+
+def _cell_means(data: xr.Dataset, accuracy: str, cost: str, order: tuple[str, str, str]):
+    """Per (agent, task) mean accuracy and cost over runs, the agents; agents with no
+    recorded cost are named in an :class:`UndefinedMetricWarning` (left off the frontier)."""
+    if not isinstance(data, xr.Dataset):
+        raise TypeError(
+            f"`data` must be an eval Dataset with {accuracy!r} and {cost!r}; got {type(data).__name__}"
+        )
+    for name, v in (("accuracy", accuracy), ("cost", cost)):
+        if v not in data:
+            raise ValueError(
+                f"`{name}` must name a variable of `data` {sorted(data.data_vars)}; got {v!r}"
+            )
+    for v in (accuracy, cost):
+        if set(data[v].dims) != set(order):
+            raise ValueError(f"`data.{v}` must have dims {order}; got {data[v].dims}")
+    if data.sizes[order[1]] == 0:
+        raise ValueError(f"`data` has no {order[1]}s: there is no frontier to estimate")
+    acc = numeric_values(data[accuracy].transpose(*order), f"data.{accuracy}", allow_bool=True)
+    cst = numeric_values(data[cost].transpose(*order), f"data.{cost}", nonnegative=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        acc_cell = np.nanmean(acc, axis=2)
+        cost_cell = np.nanmean(cst, axis=2)
+    agents = [str(a) for a in data[order[0]].values]
+    if len(agents) < 2:
+        raise HierbenchError(f"`data` must hold at least 2 agents for a frontier; got {agents}")
+    pres = np.isfinite(acc_cell) & np.isfinite(cost_cell)
+    no_cost = [
+        a for i, a in enumerate(agents) if np.isfinite(acc_cell[i]).any() and not pres[i].any()
+    ]
+    if no_cost:
+        warnings.warn(
+            f"agents {no_cost} have no recorded {cost!r}: they are left off the frontier (NaN)",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+    return acc_cell, cost_cell, agents

@@ -37,17 +37,16 @@ import xarray as xr
 from ..._base import (
     DEFAULT_PROB,
     HierbenchError,
-    HierbenchWarning,
     Result,
-    as_rng,
+    UndefinedMetricWarning,
     check_int,
     check_prob,
-    cluster_codes,
     is_binary,
     make_interval,
 )
 from .._kernels import _comb_ratio, weight_blocks
-from .._rates._passk import InsufficientRunsWarning
+from .._rates import EmptySampleWarning, InsufficientRunsWarning
+from ._common import bootstrap_detail, numeric_values, percentile_bounds, task_resampling
 
 __all__ = ["ReliabilityResult", "reliability_profile"]
 
@@ -152,9 +151,11 @@ def reliability_profile(
         meaning), ``confidence`` (the agent's stated confidence in [0, 1]) and
         ``severity`` (0 = no harm, larger = worse).
     k : int, optional
-        ``k`` of pass^k; default the median number of runs per (agent, task)
-        cell (cells with fewer runs are left out of ``consistency``, with an
-        :class:`~hierbench.freq.InsufficientRunsWarning`).
+        ``k`` of pass^k, at least 2 (pass^1 is accuracy, not consistency);
+        default the median number of runs per (agent, task) cell, at least 2
+        (cells with fewer runs are left out of ``consistency``, with an
+        :class:`~hierbench.freq.InsufficientRunsWarning`; with one run in
+        every cell consistency is undefined: NaN, with that warning).
     score, perturbed, confidence, severity : str
         Variable names.
     bins : int or sequence of float
@@ -201,150 +202,35 @@ def reliability_profile(
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     edges = _edges(bins)
-    if not isinstance(data, xr.Dataset) or score not in data:
-        raise HierbenchError(
-            f"`data` must be an eval dataset holding {score!r}; got "
-            f"{list(data.data_vars) if isinstance(data, xr.Dataset) else type(data).__name__}"
-        )
     order = (agent_dim, task_dim, dim)
-
-    def get(name: str) -> np.ndarray | None:
-        if name not in data:
-            return None
-        da = data[name]
-        if set(da.dims) != set(order):
-            raise HierbenchError(f"`data.{name}` must have dims {order}; got {da.dims}")
-        v = da.transpose(*order).values.astype(float)
-        if np.isinf(v).any():
-            raise HierbenchError(f"`data.{name}` must be finite or NaN; found infinite values")
-        return v
-
-    y = get(score)
-    assert y is not None
+    y = _scores(data, score, order)
     ran = np.isfinite(y)
-    A, T, _ = y.shape
-    agents = [str(a) for a in data[agent_dim].values]
-    n_runs = ran.sum(2).astype(float)  # (A, T)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        inv_n = np.where(n_runs > 0, 1.0 / np.where(n_runs > 0, n_runs, 1.0), 0.0)
-
-    def task_mean(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """Per (agent, task) mean of v over runs where mask; NaN where none."""
-        cnt = mask.sum(2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(
-                cnt > 0, np.where(mask, v, 0.0).sum(2) / np.where(cnt > 0, cnt, 1), np.nan
-            )
-
-    per_task: dict[str, np.ndarray] = {"accuracy": task_mean(y, ran)}
-    binary = is_binary(y)
-    kk = None
-    if binary:
-        # default k: the median number of runs of the cells that ran (min would let one
-        # single-run cell turn pass^k into pass^1 = accuracy)
-        kk = int(np.median(n_runs[n_runs > 0])) if k is None else check_int(k, "k", min=1)
-        c = np.where(ran, y, 0.0).sum(2)
-        short = (n_runs > 0) & (n_runs < kk)
-        if short.any():
-            warnings.warn(
-                f"{int(short.sum())} (agent, task) cells have fewer runs than k={kk}: their pass^k is "
-                "undefined and they are left out of `consistency`",
-                InsufficientRunsWarning,
-                stacklevel=2,
-            )
-        per_task["consistency"] = np.where(
-            (n_runs >= kk) & (n_runs > 0), _comb_ratio(c, n_runs, kk), np.nan
-        )
-    else:
-        warnings.warn(
-            "scores are not all 0/1: consistency (pass^k) needs binary scores and is left out",
-            HierbenchWarning,
-            stacklevel=2,
-        )
-    yp = get(perturbed)
+    per_task: dict[str, np.ndarray] = {"accuracy": _task_mean(y, ran)}
+    kk = _consistency(y, ran, k, per_task)
+    yp = _variable(data, perturbed, order)
     if yp is not None:
-        both = ran & np.isfinite(yp)
-        per_task["robustness_drop"] = task_mean(yp - np.where(ran, y, 0.0), both)
-    conf = get(confidence)
-    ece_parts = None
-    if conf is not None:
-        cm = ran & np.isfinite(conf)
-        if ((conf[cm] < 0) | (conf[cm] > 1)).any():
-            raise HierbenchError(f"`data.{confidence}` must lie in [0, 1]")
-        outside = cm & ((conf < edges[0]) | (conf > edges[-1]))
-        if outside.any():
-            raise ValueError(
-                f"`bins` edges {edges.tolist()} do not cover {int(outside.sum())} confidences "
-                f"(e.g. {conf[outside][:3].tolist()})"
-            )
-        nb = edges.size - 1
-        b_idx = np.clip(
-            np.searchsorted(edges, np.where(cm, conf, edges[0]), side="right") - 1, 0, nb - 1
-        )
-        wrun = np.where(cm, inv_n[..., None], 0.0)  # each task weighs 1, split over its runs
-        onehot = (b_idx[..., None] == np.arange(nb)) & cm[..., None]  # (A, T, R, nb)
-        s_conf = (onehot * (wrun * np.where(cm, conf, 0.0))[..., None]).sum(2)  # (A, T, nb)
-        s_ok = (onehot * (wrun * np.where(cm, y, 0.0))[..., None]).sum(2)
-        s_n = (onehot * wrun[..., None]).sum(2)
-        ece_parts = (s_conf, s_ok, s_n)
-        per_task["ece"] = np.where(cm.any(2), 0.0, np.nan)  # placeholder for n_tasks
-        per_task["brier"] = task_mean((conf - np.where(ran, y, 0.0)) ** 2, cm)
-    sev = get(severity)
-    if sev is not None:
-        sm = ran & np.isfinite(sev)
-        if (sev[sm] < 0).any():
-            raise HierbenchError(f"`data.{severity}` must be >= 0 (0 = no harm)")
-        per_task["harm_rate"] = task_mean((sev > 0).astype(float), sm)
-        per_task["harm_severity"] = task_mean(np.where(sm, sev, 0.0), sm)
-    metrics = [m for m in METRICS if m in per_task]
-
-    def evaluate(w: np.ndarray) -> np.ndarray:  # w (b, T) -> (b, A, M)
-        out = np.empty((w.shape[0], A, len(metrics)))
-        for j, m in enumerate(metrics):
-            if m == "ece":
-                s_conf, s_ok, s_n = ece_parts  # type: ignore[misc]
-                gc = np.einsum("bt,atk->bak", w, s_conf)
-                go = np.einsum("bt,atk->bak", w, s_ok)
-                gn = np.einsum("bt,atk->bak", w, s_n).sum(-1)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    out[..., j] = np.where(gn > 0, np.abs(gc - go).sum(-1) / gn, np.nan)
-                continue
-            v = per_task[m]
-            pres = np.isfinite(v)
-            num = w @ np.where(pres, v, 0.0).T
-            den = w @ pres.T.astype(float)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[..., j] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
-        return out
-
-    est = evaluate(np.ones((1, T)))[0]
-    res = cluster_codes(data, cluster, dim=task_dim)
-    codes = None if res is None else res[0]
-    gen = as_rng(rng)
-    per = T * A * max(edges.size, 1)
-    dist = np.concatenate(
-        [
-            evaluate(w)
-            for w in weight_blocks(T, n_resamples, gen, clusters=codes, elements_per_resample=per)
-        ]
+        per_task["robustness_drop"] = _task_mean(yp - np.where(ran, y, 0.0), ran & np.isfinite(yp))
+    ece_parts = _calibration(
+        _variable(data, confidence, order), y, ran, edges, confidence, per_task
     )
-    n_undef = (~np.isfinite(dist)).sum(0)
-    if (n_undef[np.isfinite(est)] > 0).any():
-        warnings.warn(
-            f"some metrics were undefined in up to {int(n_undef.max())} of {n_resamples} resamples "
-            "(an agent drew none of its tasks with that input); left out of their intervals",
-            HierbenchWarning,
-            stacklevel=2,
-        )
-    a_ = (1 - prob) / 2
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lo = np.nanquantile(dist, a_, axis=0)
-        hi = np.nanquantile(dist, 1 - a_, axis=0)
+    _safety(_variable(data, severity, order), ran, severity, per_task)
+    metrics = [m for m in METRICS if m in per_task]
+    est = _evaluate(np.ones((1, y.shape[1])), per_task, metrics, ece_parts)[0]
+    codes, gen, unit = task_resampling(data, cluster, task_dim, rng)
+    per = int(np.prod(y.shape[:2])) * max(edges.size, 1)
+    blocks = weight_blocks(y.shape[1], n_resamples, gen, clusters=codes, elements_per_resample=per)
+    dist = np.concatenate([_evaluate(w, per_task, metrics, ece_parts) for w in blocks])
+    _warn_undefined_resamples(dist, est, n_resamples)
+    agents = [str(a) for a in data[agent_dim].values]
+    return _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, kk, edges)
+
+
+def _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, k, edges):
+    lo, hi = percentile_bounds(dist, prob)
     coords = {agent_dim: agents, "metric": metrics}
     est_da = xr.DataArray(est, dims=(agent_dim, "metric"), coords=coords, name="reliability")
-    unit = "clusters" if codes is not None else "tasks"
     n_tasks = np.stack([np.isfinite(per_task[m]).sum(1) for m in metrics], axis=1)
+    n_resamples = dist.shape[0]
     return ReliabilityResult(
         estimate=est_da,
         ci=make_interval(
@@ -352,11 +238,172 @@ def reliability_profile(
             hi,
             prob=prob,
             kind="percentile",
-            detail=f"bootstrap over {unit}, {n_resamples} resamples (shared by all metrics)",
+            detail=f"{bootstrap_detail(unit, n_resamples)} (shared by all metrics)",
             template=est_da,
             warn_zero_width=False,
         ),
         n_tasks=xr.DataArray(n_tasks, dims=(agent_dim, "metric"), coords=coords),
         distribution=xr.DataArray(dist, dims=("resample", agent_dim, "metric"), coords=coords),
-        attrs={"k": kk, "bins": edges.tolist(), "n_resamples": n_resamples, "unit": unit},
+        attrs={"k": k, "bins": edges.tolist(), "n_resamples": n_resamples, "unit": unit},
     )
+
+
+def _scores(data: xr.Dataset, score: str, order: tuple[str, str, str]) -> np.ndarray:
+    """The scores (agent, task, run); no task is refused, an agent with no run named."""
+    if not isinstance(data, xr.Dataset) or score not in data:
+        raise HierbenchError(
+            f"`data` must be an eval dataset holding {score!r}; got "
+            f"{list(data.data_vars) if isinstance(data, xr.Dataset) else type(data).__name__}"
+        )
+    y = _variable(data, score, order)
+    if y.shape[1] == 0:
+        raise ValueError(f"`data` has no {order[1]}s: there is no profile to estimate")
+    none = ~np.isfinite(y).any((1, 2))
+    if none.any():
+        names = [str(a) for a in np.asarray(data[order[0]].values)[none]][:5]
+        warnings.warn(
+            f"{int(none.sum())} agents have no scored run (e.g. {names}): their profile is "
+            "undefined (NaN)",
+            EmptySampleWarning,
+            stacklevel=3,
+        )
+    return y
+
+
+def _variable(data: xr.Dataset, name: str, order: tuple[str, str, str]) -> np.ndarray | None:
+    """``data[name]`` as floats (agent, task, run); None when absent."""
+    if name not in data:
+        return None
+    da = data[name]
+    if set(da.dims) != set(order):
+        raise HierbenchError(f"`data.{name}` must have dims {order}; got {da.dims}")
+    return numeric_values(da.transpose(*order), f"data.{name}", allow_bool=True)
+
+
+def _task_mean(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Per (agent, task) mean of v over runs where mask; NaN where none."""
+    cnt = mask.sum(2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, np.where(mask, v, 0.0).sum(2) / np.where(cnt > 0, cnt, 1), np.nan)
+
+
+def _default_k(k: int | None, n_runs: np.ndarray) -> int:
+    """``k`` as given (>= 2), or the median number of runs of the cells that ran, at least 2
+    (the minimum would let one single-run cell turn pass^k into pass^1 = accuracy)."""
+    if k is None:
+        ran = n_runs[n_runs > 0]
+        return max(2, int(np.median(ran))) if ran.size else 2
+    kk = check_int(k, "k", min=1)
+    if kk < 2:
+        raise ValueError(
+            f"`k` must be >= 2: consistency is pass^k over repeated runs, and pass^1 is "
+            f"accuracy; got k={kk}"
+        )
+    return kk
+
+
+def _consistency(y, ran, k, per_task) -> int | None:
+    """pass^k per (agent, task) into ``per_task``; the ``k`` used (None: scores not binary)."""
+    if not is_binary(y):
+        warnings.warn(
+            "scores are not all 0/1: consistency (pass^k) needs binary scores and is left out",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+        return None
+    n_runs = ran.sum(2).astype(float)  # (A, T)
+    kk = _default_k(k, n_runs)
+    short = (n_runs > 0) & (n_runs < kk)
+    if short.any() and not (n_runs > 1).any():
+        warnings.warn(
+            "every (agent, task) cell has a single run: consistency across runs is undefined "
+            "with one run, so `consistency` is NaN (run each task at least twice)",
+            InsufficientRunsWarning,
+            stacklevel=3,
+        )
+    elif short.any():
+        warnings.warn(
+            f"{int(short.sum())} (agent, task) cells have fewer runs than k={kk}: their pass^k "
+            "is undefined and they are left out of `consistency`",
+            InsufficientRunsWarning,
+            stacklevel=3,
+        )
+    c = np.where(ran, y, 0.0).sum(2)
+    per_task["consistency"] = np.where(
+        (n_runs >= kk) & (n_runs > 0), _comb_ratio(c, n_runs, kk), np.nan
+    )
+    return kk
+
+
+def _calibration(conf, y, ran, edges, name, per_task):
+    """Per-task calibration pieces (confidence, success and weight per bin) and Brier."""
+    if conf is None:
+        return None
+    cm = ran & np.isfinite(conf)
+    if ((conf[cm] < 0) | (conf[cm] > 1)).any():
+        raise HierbenchError(f"`data.{name}` must lie in [0, 1]")
+    outside = cm & ((conf < edges[0]) | (conf > edges[-1]))
+    if outside.any():
+        raise ValueError(
+            f"`bins` edges {edges.tolist()} do not cover {int(outside.sum())} confidences "
+            f"(e.g. {conf[outside][:3].tolist()})"
+        )
+    nb = edges.size - 1
+    n_runs = ran.sum(2).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inv_n = np.where(n_runs > 0, 1.0 / np.where(n_runs > 0, n_runs, 1.0), 0.0)
+    b_idx = np.clip(
+        np.searchsorted(edges, np.where(cm, conf, edges[0]), side="right") - 1, 0, nb - 1
+    )
+    wrun = np.where(cm, inv_n[..., None], 0.0)  # each task weighs 1, split over its runs
+    onehot = (b_idx[..., None] == np.arange(nb)) & cm[..., None]  # (A, T, R, nb)
+    s_conf = (onehot * (wrun * np.where(cm, conf, 0.0))[..., None]).sum(2)  # (A, T, nb)
+    s_ok = (onehot * (wrun * np.where(cm, y, 0.0))[..., None]).sum(2)
+    s_n = (onehot * wrun[..., None]).sum(2)
+    per_task["ece"] = np.where(cm.any(2), 0.0, np.nan)  # placeholder for n_tasks
+    per_task["brier"] = _task_mean((conf - np.where(ran, y, 0.0)) ** 2, cm)
+    return s_conf, s_ok, s_n
+
+
+def _safety(sev, ran, name, per_task) -> None:
+    if sev is None:
+        return
+    sm = ran & np.isfinite(sev)
+    if (sev[sm] < 0).any():
+        raise HierbenchError(f"`data.{name}` must be >= 0 (0 = no harm)")
+    per_task["harm_rate"] = _task_mean((sev > 0).astype(float), sm)
+    per_task["harm_severity"] = _task_mean(np.where(sm, sev, 0.0), sm)
+
+
+def _evaluate(w: np.ndarray, per_task, metrics, ece_parts) -> np.ndarray:
+    """Metrics (b, A, M) under task weights ``w`` (b, T): weighted means over tasks."""
+    A = next(iter(per_task.values())).shape[0]
+    out = np.empty((w.shape[0], A, len(metrics)))
+    for j, m in enumerate(metrics):
+        if m == "ece":
+            s_conf, s_ok, s_n = ece_parts
+            gc = np.einsum("bt,atk->bak", w, s_conf)
+            go = np.einsum("bt,atk->bak", w, s_ok)
+            gn = np.einsum("bt,atk->bak", w, s_n).sum(-1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[..., j] = np.where(gn > 0, np.abs(gc - go).sum(-1) / gn, np.nan)
+            continue
+        v = per_task[m]
+        pres = np.isfinite(v)
+        num = w @ np.where(pres, v, 0.0).T
+        den = w @ pres.T.astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[..., j] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    return out
+
+
+def _warn_undefined_resamples(dist: np.ndarray, est: np.ndarray, n_resamples: int) -> None:
+    n_undef = (~np.isfinite(dist)).sum(0)
+    if (n_undef[np.isfinite(est)] > 0).any():
+        warnings.warn(
+            f"some metrics were undefined in up to {int(n_undef.max())} of {n_resamples} "
+            "resamples (an agent drew none of its tasks with that input); left out of their "
+            "intervals",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )

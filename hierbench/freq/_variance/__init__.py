@@ -1,16 +1,8 @@
-"""Variance components: G-theory (ANOVA and REML), the design language, profile intervals, power and allocation."""
+"""Variance components: G-theory (ANOVA and REML), the design language, profile intervals,
+D-studies, power and the cost-optimal allocation."""
 
-from ._gtheory import (
-    ConfoundedComponentWarning,
-    DesignError,
-    NegativeVarianceComponentWarning,
-    NoIntervalWarning,
-    RemlConvergenceWarning,
-    UnbalancedDesignError,
-    UndefinedCoefficientWarning,
-    VarianceComponentsResult,
-    variance_components,
-)
+from ._design_lang import DesignError
+from ._gtheory import variance_components
 from ._power import (
     minimum_detectable_effect,
     optimal_allocation,
@@ -19,6 +11,15 @@ from ._power import (
     sample_size_normal,
     sd_paired_diff,
     tasks_for_power,
+)
+from ._result import VarianceComponentsResult
+from ._warnings import (
+    ConfoundedComponentWarning,
+    NegativeVarianceComponentWarning,
+    NoIntervalWarning,
+    RemlConvergenceWarning,
+    UnbalancedDesignError,
+    UndefinedCoefficientWarning,
 )
 
 __all__ = [

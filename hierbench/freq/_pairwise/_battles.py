@@ -1,0 +1,175 @@
+"""Pairwise data read for the frequentist estimators: battles as ordered-pair cells, resampled.
+
+Private to the pairwise wing: a pairwise dataset (dim ``comparison``) or pair counts
+(dim ``pair``) become cell counts (wins of the first agent, ties, wins of the second),
+and bootstrap resamples of battles or of tasks become blocks of resampled counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import sparse
+
+from ..._base import HierbenchError
+from ...data import check_pairwise
+from .._kernels import weight_blocks
+
+__all__: list[str] = []
+
+_CHUNK = 2**21  # elements of the largest weight block drawn at once
+
+
+@dataclass
+class _Battles:
+    """Battles reduced to ordered-pair cells, plus the map from battles to (cell, outcome)."""
+
+    agents: list[str]
+    ia: np.ndarray  # (K,) first agent of each cell
+    ib: np.ndarray  # (K,)
+    counts: np.ndarray  # (K, 3) wins of a, ties, wins of b
+    first_position: bool
+    column: np.ndarray | None  # (C,) index cell * 3 + outcome of each battle, None for counts input
+    task: np.ndarray | None  # (C,) task label of each battle
+
+
+def _battles(pairs: xr.Dataset) -> _Battles:
+    """Read a pairwise dataset (dim ``comparison``) or a pair-counts dataset (dim ``pair``)."""
+    if not isinstance(pairs, xr.Dataset):
+        raise TypeError(
+            f"`pairs` must be a pairwise dataset (dim 'comparison') or pair counts (dim 'pair'); "
+            f"got {type(pairs).__name__}"
+        )
+    n = pairs.sizes.get("comparison", pairs.sizes.get("pair"))
+    if n == 0:
+        raise HierbenchError("`pairs` holds no comparison: there is nothing to rate")
+    if "comparison" in pairs.dims:
+        fast = _fast_codes(pairs)
+        if fast is None:  # something is off: the canonical validator names it
+            check_pairwise(pairs)
+            raise HierbenchError("`pairs` is not a valid pairwise dataset")  # pragma: no cover
+        agents, ia, ib = fast
+        out = pairs["outcome"].values.astype(float)
+        first = "position" in pairs
+        flip = pairs["position"].values == -1 if first else ia > ib
+        ia, ib = np.where(flip, ib, ia), np.where(flip, ia, ib)
+        out = np.where(flip, 1.0 - out, out)
+        m = len(agents)
+        uniq, inv = np.unique(ia * m + ib, return_inverse=True)
+        cat = np.where(out == 1.0, 0, np.where(out == 0.5, 1, 2))
+        column = inv * 3 + cat
+        counts = np.bincount(column, minlength=3 * uniq.size).reshape(-1, 3).astype(float)
+        task = pairs["task"].values if "task" in pairs else None
+        return _Battles(agents, uniq // m, uniq % m, counts, first, column, task)
+    if "pair" in pairs.dims and {"n_win_a", "n_tie", "n_win_b"} <= set(pairs.data_vars):
+        agents = [str(x) for x in pairs["agent"].values]
+        index = {a: i for i, a in enumerate(agents)}
+        ia = np.array([index[str(x)] for x in pairs["agent_a"].values], dtype=np.int64)
+        ib = np.array([index[str(x)] for x in pairs["agent_b"].values], dtype=np.int64)
+        counts = np.stack(
+            [pairs[v].values.astype(float) for v in ("n_win_a", "n_tie", "n_win_b")], axis=1
+        )
+        if (counts < 0).any() or not np.isfinite(counts).all():
+            raise HierbenchError("`pairs`: counts must be finite and non-negative")
+        first = bool(int(pairs.attrs.get("first_position", 0)))
+        return _Battles(agents, ia, ib, counts, first, None, None)
+    raise HierbenchError(
+        "`pairs` must be a pairwise dataset (dim 'comparison', from read_battles / to_pairwise) "
+        f"or pair counts (dim 'pair', from to_pair_counts / from_pair_counts); got dims "
+        f"{dict(pairs.sizes)} and variables {list(pairs.data_vars)}"
+    )
+
+
+def _fast_codes(pairs: xr.Dataset) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    """Agents and the codes of ``agent_a`` / ``agent_b``, checking the pairwise rules vectorised.
+
+    Returns None when any rule of :func:`hierbench.data.check_pairwise` may be
+    broken; the caller then runs that validator, whose message names the problem.
+    """
+    for v in ("agent_a", "agent_b", "outcome"):
+        if v not in pairs or pairs[v].dims != ("comparison",):
+            return None
+    out = pairs["outcome"].values
+    if out.dtype.kind not in "fiu" or not np.isin(out, (0.0, 0.5, 1.0)).all():
+        return None
+    if "position" in pairs and not np.isin(pairs["position"].values, (1, -1)).all():
+        return None
+    n = pairs.sizes["comparison"]
+    codes, uniq = pd.factorize(np.concatenate([pairs["agent_a"].values, pairs["agent_b"].values]))
+    names = [str(u) for u in uniq]
+    if "agent" in pairs.coords:
+        agents = [str(x) for x in pairs["agent"].values]
+        pos = {a: i for i, a in enumerate(agents)}
+        if any(u not in pos for u in names):
+            return None
+    else:
+        agents = sorted(set(names))
+        pos = {a: i for i, a in enumerate(agents)}
+    lut = np.array([pos[u] for u in names], dtype=np.int64)
+    idx = lut[codes]
+    ia, ib = idx[:n], idx[n:]
+    if (ia == ib).any():
+        return None
+    return agents, ia, ib
+
+
+def _agent_codes(pairs: xr.Dataset, agents: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Index of ``agent_a`` and ``agent_b`` in ``agents`` (hash-based, no per-row Python loop)."""
+    ab = np.concatenate([pairs["agent_a"].values, pairs["agent_b"].values])
+    codes, uniq = pd.factorize(ab)
+    pos = {a: i for i, a in enumerate(agents)}
+    lut = np.array([pos[str(u)] for u in uniq], dtype=np.int64)
+    idx = lut[codes]
+    n = pairs.sizes["comparison"]
+    return idx[:n], idx[n:]
+
+
+def _resampled_counts(
+    b: _Battles,
+    n_resamples: int,
+    resample: str,
+    gen: np.random.Generator,
+):
+    """Yield blocks of resampled cell counts, shape (block, K, 3)."""
+    K = b.counts.shape[0]
+    if b.column is None:
+        if resample == "task":
+            raise HierbenchError(
+                "`resample='task'` needs battles with a `task` (a pairwise dataset); pair counts "
+                "carry no task. Use resample='battles'"
+            )
+        total = round(float(b.counts.sum()))
+        p = (b.counts / b.counts.sum()).ravel()
+        step = max(1, _CHUNK // max(p.size, 1))
+        for i0 in range(0, n_resamples, step):
+            size = min(step, n_resamples - i0)
+            yield gen.multinomial(total, p, size=size).reshape(size, K, 3).astype(float)
+        return
+    C = b.column.size
+    S = sparse.csr_matrix((np.ones(C), (np.arange(C), b.column)), shape=(C, 3 * K))
+    codes = None
+    if resample == "task":
+        if b.task is None:
+            raise HierbenchError(
+                "`resample='task'` needs a `task` variable in `pairs` (read_battles(task=...))"
+            )
+        labels = _task_labels(np.asarray(b.task), "to resample tasks (resample='task')")
+        _, codes = np.unique(labels, return_inverse=True)
+    for w in weight_blocks(C, n_resamples, gen, clusters=codes):
+        yield np.asarray((S.T @ w.T).T).reshape(w.shape[0], K, 3)
+
+
+def _task_labels(raw: np.ndarray, why: str) -> np.ndarray:
+    """The comparisons' task labels as text; missing labels are refused (as text they would
+    all read 'nan' and be taken for one task)."""
+    miss = np.asarray(pd.isna(raw), dtype=bool) | (np.asarray(raw, dtype=object) == "")
+    if miss.any():
+        raise HierbenchError(
+            f"`pairs.task` has {int(miss.sum())} missing labels (comparisons "
+            f"{np.flatnonzero(miss)[:5].tolist()}); tasks are needed {why}: label them or "
+            "drop those comparisons"
+        )
+    return raw.astype(str)

@@ -1,0 +1,218 @@
+"""Cost-optimal allocation of a D-study under a budget: the one owner of the job.
+
+Private to the variance-components wing. Two entry points share one cost rule
+(:func:`design_cost`), one criterion (the D-study quantities of :mod:`._dstudy`) and one
+choice of the optimum (:func:`pick`):
+
+* :meth:`VarianceComponentsResult.optimal_allocation` (:func:`allocate_grid`): any
+  design, any facet costs, any D-study criterion, by enumeration of a size grid;
+* :func:`hierbench.freq.optimal_allocation` (:func:`allocate_paired`): the paired
+  comparison of two agents in ``run:(agent*task)`` (one agent's runs costed), tasks and
+  runs per task around the continuous optimum ``R*``, each with the largest number of
+  tasks the budget pays for.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..._base import check_int
+from .._profiles._common import check_number
+from ._design_lang import Design, parse_design
+from ._dstudy import broadcast_sizes, coefficients_at, d_study
+from ._warnings import ConfoundedComponentWarning
+
+__all__: list[str] = []
+
+CRITERIA = ("var_paired_diff", "sigma2_Delta", "e_rho2", "phi")
+MAXIMISED = ("e_rho2", "phi")
+
+#: the paired-comparison design of :func:`allocate_paired`: runs nested in agent x task cells
+PAIRED = parse_design("run:(agent*task)")
+
+
+def generalization_facets(design: Design, measurement: str | None) -> list[str]:
+    """Facets whose number of levels a D-study can plan: not the object of measurement
+    nor a facet it is nested in."""
+    return [
+        f
+        for f in design.facets
+        if f != measurement and (measurement is None or f not in design.parents[measurement])
+    ]
+
+
+def check_costs(cost: dict[str, float], facets: list[str]) -> None:
+    """Each cost names a facet of generalization and is a finite number >= 0, and one is > 0
+    (a design that costs nothing has no optimum, only the largest size tried)."""
+    if not isinstance(cost, dict):
+        raise TypeError(f"`cost` must be a dict facet -> cost per level; got {type(cost).__name__}")
+    for f, c in cost.items():
+        if f not in facets:
+            raise ValueError(f"`cost`: {f!r} is not a facet of generalization; facets {facets}")
+        check_number(c, f"cost[{f!r}]", low=0)
+    if not any(c > 0 for c in cost.values()):
+        raise ValueError(
+            f"`cost` must give at least one facet a cost > 0 (facets {facets}); got {cost!r}"
+        )
+
+
+def design_cost(
+    design: Design,
+    measurement: str | None,
+    cost: dict[str, float],
+    sizes: dict[str, Any],
+    n_objects: float,
+) -> Any:
+    """Cost of a design: each facet's cost per level times the levels bought, a level counted
+    once per level of every facet it is nested in (a run of one agent on one task)."""
+    total: Any = 0.0
+    for f, c in cost.items():
+        cnt: Any = 1.0
+        for g in {f} | design.parents[f]:
+            cnt = cnt * (n_objects if g == measurement else sizes[g])
+        total = total + c * cnt
+    return total
+
+
+def pick(values: np.ndarray, criterion: str) -> tuple[int, ...]:
+    """Index of the best finite value: the largest coefficient or the smallest variance
+    (the first one on a tie)."""
+    flat = np.nanargmax(values) if criterion in MAXIMISED else np.nanargmin(values)
+    return np.unravel_index(flat, values.shape)
+
+
+def _grid(vc, gen: list[str], max_sizes: dict[str, int] | None) -> dict[str, np.ndarray]:
+    max_sizes = dict(max_sizes or {})
+    for f, v in max_sizes.items():
+        if f not in gen:
+            raise ValueError(f"`max_sizes`: {f!r} is not a facet of generalization; facets {gen}")
+        check_int(v, f"max_sizes[{f!r}]", min=1)
+    grid = {}
+    for f in gen:
+        m = int(max_sizes.get(f, max(16, int(np.ceil(4 * vc.sizes.get(f, 1))))))
+        grid[f] = np.arange(1, m + 1)
+    return grid
+
+
+def allocate_grid(vc, budget, cost, n_objects, max_sizes, criterion) -> xr.Dataset:
+    """The cost-optimal D-study of ``vc`` on a size grid (see
+    :meth:`VarianceComponentsResult.optimal_allocation`)."""
+    d = vc._design
+    if criterion not in CRITERIA:
+        raise ValueError(f"`criterion` must be one of {CRITERIA}; got {criterion!r}")
+    budget = check_number(budget, "budget", low=0, low_open=True)
+    gen = generalization_facets(d, vc.measurement)
+    check_costs(cost, gen)
+    if n_objects is not None:
+        n_objects = check_int(n_objects, "n_objects", min=1)
+    grid = _grid(vc, gen, max_sizes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfoundedComponentWarning)
+        ds = d_study(vc, grid, stacklevel=4)
+    M = float(vc.sizes.get(vc.measurement, 1) if n_objects is None else n_objects)
+    b = broadcast_sizes({f: grid[f].astype(float) for f in gen})
+    total = design_cost(d, vc.measurement, cost, b, M)
+    shape = tuple(a.size for a in grid.values())
+    ds["cost"] = (tuple(f"n_{f}" for f in gen), np.broadcast_to(np.asarray(total, float), shape))
+    ds["feasible"] = ds["cost"] <= budget
+    vals = ds[criterion].where(ds["feasible"]).values
+    if np.all(np.isnan(vals)):
+        raise ValueError(
+            f"`budget` {budget} buys no design on the grid (cheapest costs "
+            f"{float(ds['cost'].min()):.4g})"
+        )
+    where = pick(vals, criterion)
+    ds.attrs.update(
+        {
+            "optimum": {f: int(grid[f][i]) for f, i in zip(gen, where, strict=True)},
+            "optimum_value": float(vals[where]),
+            "optimum_cost": float(ds["cost"].values[where]),
+            "budget": float(budget),
+            "criterion": criterion,
+            "n_objects": M,
+            "cost_per_level": dict(cost),
+        }
+    )
+    return ds
+
+
+#: most runs-per-task values :func:`allocate_paired` searches (beyond: the integers around R*)
+PAIRED_MAX_CANDIDATES = 2_000_000
+
+
+def _heuristic_runs(budget, cost_task, cost_run, r_star) -> tuple[np.ndarray, int]:
+    """Runs per task 1, the integers around ``R*`` and the most two tasks allow (``r_max``)."""
+    r_max = max(1, int((budget / 2 - cost_task) // cost_run))  # at least 2 tasks
+    cands = {1, r_max}
+    if math.isfinite(r_star):
+        cands |= {max(1, min(r_max, math.floor(r_star))), max(1, min(r_max, math.ceil(r_star)))}
+    return np.array(sorted(cands), dtype=float), r_max
+
+
+def _search_interval(v, budget, cost_task, cost_run, s_mt, s_e, r_max) -> tuple[int, int]:
+    """Runs per task ``R`` that can beat variance ``v``: with ``T <= B / (c_task + R c_run)``,
+    ``Var >= (2 s_mt + 2 s_e / R)(c_task + R c_run) / B``, a convex bound; the ``R`` where
+    it is ``<= v`` solve ``a R^2 - K R + c <= 0``."""
+    a, c = s_mt * cost_run, s_e * cost_task
+    k = v * budget / 2 - s_mt * cost_task - s_e * cost_run
+    if a > 0 and k * k >= 4 * a * c:
+        root = math.sqrt(k * k - 4 * a * c)
+        lo, hi = (k - root) / (2 * a), (k + root) / (2 * a)
+    elif a == 0 and k > 0:
+        lo, hi = c / k, math.inf
+    else:
+        lo, hi = 1.0, math.inf
+    lo = max(1, math.floor(lo) - 1)  # one integer of slack each side for rounding
+    hi = r_max if not math.isfinite(hi) else min(r_max, math.ceil(hi) + 1)
+    return lo, hi
+
+
+def _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star):
+    """Candidate (runs per task, tasks): every ``R`` whose variance bound can beat the best
+    of the integers around ``R*`` (all of them when that is at most
+    ``PAIRED_MAX_CANDIDATES``), each with the most tasks the budget pays for (>= 2)."""
+    runs, r_max = _heuristic_runs(budget, cost_task, cost_run, r_star)
+    tasks = np.floor_divide(budget, cost_task + runs * cost_run)
+    runs, tasks = runs[tasks >= 2], tasks[tasks >= 2]
+    if runs.size == 0:
+        return runs, tasks, "exact"
+    v = float(np.min((2 * s_mt + 2 * s_e / runs) / tasks))
+    lo, hi = _search_interval(v * (1 + 1e-12), budget, cost_task, cost_run, s_mt, s_e, r_max)
+    if hi - lo + 1 > PAIRED_MAX_CANDIDATES:
+        return runs, tasks, "integers around R*"
+    runs = np.union1d(runs, np.arange(lo, hi + 1, dtype=float))
+    tasks = np.floor_divide(budget, cost_task + runs * cost_run)
+    return runs[tasks >= 2], tasks[tasks >= 2], "exact"
+
+
+def allocate_paired(
+    budget: float, cost_task: float, cost_run: float, s_mt: float, s_e: float, r_star: float
+) -> xr.Dataset:
+    """Integer (tasks, runs per task) minimising the variance of a paired mean difference
+    (see :func:`hierbench.freq.optimal_allocation`)."""
+    runs, tasks, search = _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star)
+    if runs.size == 0:
+        raise ValueError(
+            f"`budget` {budget} cannot pay for 2 tasks with one run each "
+            f"(2 x ({cost_task} + {cost_run}))"
+        )
+    comp = dict(zip(PAIRED.effects, (0.0, 0.0, s_mt, s_e), strict=True))
+    sizes = {"agent": 1.0, "task": tasks, "run": runs}
+    var = coefficients_at(PAIRED, "agent", comp, sizes, warn=False)["var_paired_diff"]
+    cost = design_cost(PAIRED, "agent", {"task": cost_task, "run": cost_run}, sizes, 1.0)
+    (i,) = pick(np.asarray(var, dtype=float), "var_paired_diff")
+    return xr.Dataset(
+        {
+            "r_star": r_star,
+            "n_runs": int(runs[i]),
+            "n_tasks": int(tasks[i]),
+            "var_mean_diff": float(var[i]),
+            "cost": float(np.asarray(cost)[i]),
+        },
+        attrs={"budget": budget, "cost_task": cost_task, "cost_run": cost_run, "search": search},
+    )

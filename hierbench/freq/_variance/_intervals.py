@@ -1,0 +1,254 @@
+"""Intervals of a G-study: components (Wald on log variance, profile REML) and E rho^2 / Phi.
+
+Private to the variance-components wing; :class:`VarianceComponentsResult`'s
+``wald_ci``, ``profile_ci`` and ``coefficients`` delegate here. Profile intervals are
+computed on first use and kept in the result's memo.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from ..._base import check_choice, check_prob, make_interval
+from . import _dstudy, _profile, _reml
+from ._fit import dense_codes, fit_reml, problem_order
+from ._warnings import UndefinedCoefficientWarning
+
+__all__: list[str] = []
+
+COEFFICIENTS = ("e_rho2", "phi")
+
+
+def _z(prob: float) -> float:
+    return float(stats.norm.ppf(0.5 + prob / 2))
+
+
+def wald_ci(vc, prob: float | None = None) -> xr.DataArray:
+    """Wald intervals of the components on the log-variance scale (``ci_kind`` ``"normal"``)."""
+    prob = vc.prob if prob is None else check_prob(prob)
+    est = np.maximum(vc.estimates_raw, 0.0)
+    se = np.sqrt(np.clip(np.diag(vc.cov), 0, None))
+    z = _z(prob)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        slog = se / est
+        lo = np.where(est > 0, est * np.exp(-z * slog), 0.0)
+        hi = np.where(est > 0, est * np.exp(z * slog), z * se)
+    src = (
+        "the exact sampling variance of the balanced ANOVA estimators"
+        if vc.method == "anova"
+        else f"the {vc.fit_info.get('information') or 'expected'} REML information"
+    )
+    return make_interval(
+        lo,
+        hi,
+        prob=prob,
+        kind="normal",
+        detail=(
+            f"Wald on log(variance) with standard errors from {src}; an estimate at 0 "
+            "gets [0, z * se]"
+        ),
+        template=vc._comp(est),
+        warn_zero_width=False,
+    )
+
+
+def profiler(vc):
+    """The REML problem's profiler and the map design order -> problem order (memoised)."""
+    if "profiler" in vc._memo:
+        return vc._memo["profiler"]
+    if vc._reml_data is None or vc._design is None:
+        raise ValueError(
+            "profile intervals need the data of the fit (this result was built without them)"
+        )
+    y, ec = vc._reml_data
+    dsg = vc._design
+    if isinstance(ec, tuple):  # a balanced fit keeps its array shape: codes built on demand
+        ec = dense_codes(ec, dsg)
+    with _reml.one_blas_thread():
+        problem = _reml.RemlProblem(y, ec, dsg)
+        order = problem_order(problem, dsg)
+        if vc.method == "reml":
+            s2e = float(vc.estimates_raw[order[-1]])
+            theta = np.sqrt(np.maximum(vc.estimates_raw[order[:-1]], 0.0) / s2e)
+        else:  # balanced ANOVA: the profile is of the REML likelihood, around its maximum
+            _, _, fi = fit_reml(y, ec, dsg, vc.anova_raw, need_cov=False)
+            theta = np.asarray(fi["theta"], dtype=float)
+        prof = _profile.Profiler(problem, theta)
+    vc._memo["profiler"] = (prof, order)
+    return prof, order
+
+
+def _quiet_wald(fn, *args):
+    """Wald bounds where a profile search starts (their warnings are not the user's)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+def _profile_bounds(vc, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    m = vc.estimates_raw.size
+    lo = np.full(m, np.nan)
+    hi = np.full(m, np.nan)
+    if vc._reml_data is not None and float(np.ptp(vc._reml_data[0])) == 0.0:
+        return np.zeros(m), np.zeros(m)
+    prof, order = profiler(vc)
+    k = prof.p.n_theta
+    s2_hat = np.r_[prof.theta_hat**2 * prof.s2e_hat, prof.s2e_hat]
+    scale = float(np.var(vc._reml_data[0]))
+    wald = _quiet_wald(wald_ci, vc, prob).values
+    with _reml.one_blas_thread():
+        for jp, jd in enumerate(order):
+            lo[jd], hi[jd] = _profile.component_interval(
+                lambda jp=jp: prof.component_profile(jp),
+                float(s2_hat[jp]),
+                scale,
+                prob,
+                residual=jp == k,
+                guess=tuple(wald[jd]),
+            )
+    return lo, hi
+
+
+def profile_ci(vc, prob: float | None = None) -> xr.DataArray:
+    """Profile-likelihood intervals of the components from the REML likelihood (memoised)."""
+    prob = vc.prob if prob is None else check_prob(prob)
+    key = ("profile_ci", prob)
+    if key not in vc._memo:
+        vc._memo[key] = _profile_bounds(vc, prob)
+    lo, hi = vc._memo[key]
+    return make_interval(
+        lo.copy(),
+        hi.copy(),
+        prob=prob,
+        kind="profile",
+        detail=(
+            "profile REML likelihood (Wilks, chi2 with 1 df); the other components "
+            "maximised out; a bound the profile never reaches is 0 or inf"
+        ),
+        template=vc._comp(np.maximum(vc.estimates_raw, 0.0)),
+        warn_zero_width=False,
+    )
+
+
+def _coefs(vc, sizes, comp=None) -> np.ndarray:
+    co = _dstudy.coefficients_at(
+        vc._design, vc.measurement, _dstudy.comp_dict(vc, comp), sizes, vc.confounded, warn=False
+    )
+    return np.array([float(np.asarray(co[k])) for k in COEFFICIENTS])
+
+
+def _delta_method(vc, sizes: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """E rho^2 and Phi at ``sizes`` and the delta-method variance of each."""
+    base = np.maximum(vc.estimates_raw, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedCoefficientWarning)
+        f0 = _coefs(vc, sizes)
+        grad = np.zeros((2, base.size))
+        for j in range(base.size):
+            h = max(1e-7, 1e-5 * abs(base[j]))
+            up = base.copy()
+            up[j] += h
+            grad[:, j] = (_coefs(vc, sizes, up) - f0) / h
+    var = np.einsum("ij,jk,ik->i", grad, np.nan_to_num(vc.cov), grad)
+    # a coefficient whose components have no covariance (not computed) has no interval
+    for i in range(grad.shape[0]):
+        used = np.flatnonzero(grad[i] != 0)
+        if np.isnan(vc.cov[np.ix_(used, used)]).any():
+            var[i] = np.nan
+    return f0, var
+
+
+def coefficients_wald(vc, prob: float, sizes: dict[str, float]) -> xr.Dataset:
+    """E rho^2 and Phi with delta-method intervals on the logit scale."""
+    f0, var = _delta_method(vc, sizes)
+    z = _z(prob)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lg = np.log(f0 / (1 - f0))
+        slg = np.sqrt(var) / (f0 * (1 - f0))
+        lo = 1 / (1 + np.exp(-(lg - z * slg)))
+        hi = 1 / (1 + np.exp(-(lg + z * slg)))
+        # a coefficient at a bound (a universe-score component truncated at 0) has no
+        # logit: [0, z * se] (or [1 - z * se, 1]) with the delta-method se, as the
+        # components at 0 get [0, z * se]
+        se_raw = np.sqrt(var)
+        at0 = f0 == 0
+        at1 = f0 == 1
+        lo = np.where(at0, 0.0, np.where(at1, np.maximum(1 - z * se_raw, 0.0), lo))
+        hi = np.where(at0, np.minimum(z * se_raw, 1.0), np.where(at1, 1.0, hi))
+    est = xr.DataArray(f0, dims="coefficient", coords={"coefficient": list(COEFFICIENTS)})
+    ci = make_interval(
+        lo,
+        hi,
+        prob=prob,
+        kind="normal",
+        template=est,
+        warn_zero_width=False,
+        detail=(
+            "delta method on the logit scale from the components' covariance; a "
+            "coefficient at 0 (1) gets [0, z * se] ([1 - z * se, 1])"
+        ),
+    )
+    return xr.Dataset({"estimate": est, "ci": ci})
+
+
+def _ratio_bounds(vc, prob: float, sizes: dict[str, float], f0: np.ndarray):
+    lo = np.full(2, np.nan)
+    hi = np.full(2, np.nan)
+    if vc.measurement is None or not np.all(np.isfinite(f0)):
+        return lo, hi
+    prof, order = profiler(vc)
+    w = _dstudy.coef_weights(vc._design, vc.measurement, sizes)
+    # the coefficient at the REML fit the profile is built around
+    s2_hat = np.r_[prof.theta_hat**2 * prof.s2e_hat, prof.s2e_hat]
+    wald = _quiet_wald(coefficients_wald, vc, prob, sizes)["ci"].values
+    with _reml.one_blas_thread():
+        for i, k in enumerate(COEFFICIENTS):
+            tw, ew = (np.asarray(a)[order] for a in w[k])
+            r_hat = float(tw @ s2_hat / (tw @ s2_hat + ew @ s2_hat))
+            lo[i], hi[i] = _profile.ratio_interval(
+                lambda tw=tw, ew=ew: prof.ratio_profile(tw, ew),
+                r_hat,
+                prob,
+                guess=tuple(wald[i]),
+            )
+    return lo, hi
+
+
+def coefficients_profile(vc, prob: float, sizes: dict[str, float]) -> xr.Dataset:
+    """E rho^2 and Phi with profile REML intervals (memoised per level and sizes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedCoefficientWarning)
+        f0 = _coefs(vc, sizes)
+    key = ("profile_coef", prob, tuple(sorted(sizes.items())))
+    if key not in vc._memo:
+        vc._memo[key] = _ratio_bounds(vc, prob, sizes, f0)
+    lo, hi = vc._memo[key]
+    est = xr.DataArray(f0, dims="coefficient", coords={"coefficient": list(COEFFICIENTS)})
+    ci = make_interval(
+        lo.copy(),
+        hi.copy(),
+        prob=prob,
+        kind="profile",
+        template=est,
+        warn_zero_width=False,
+        detail=(
+            "profile REML likelihood of the coefficient at the sizes asked (default the "
+            "G-study's) (Wilks, chi2 "
+            "with 1 df); the components maximised with the coefficient fixed"
+        ),
+    )
+    return xr.Dataset({"estimate": est, "ci": ci})
+
+
+def coefficients(vc, prob=None, ci=None, sizes=None) -> xr.Dataset:
+    """E rho^2 and Phi with intervals (see :meth:`VarianceComponentsResult.coefficients`)."""
+    prob = vc.prob if prob is None else check_prob(prob)
+    ci = check_choice(vc.ci_method if ci is None else ci, "ci", ["profile", "wald"])
+    sizes = _dstudy.planned_sizes(vc, sizes)
+    if ci == "profile":
+        return coefficients_profile(vc, prob, sizes)
+    return coefficients_wald(vc, prob, sizes)

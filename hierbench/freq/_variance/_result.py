@@ -1,0 +1,387 @@
+"""The result of a G-study: components and their views; D-study, allocation and intervals
+delegate to the wing's functions (:mod:`._dstudy`, :mod:`._allocation`, :mod:`._intervals`)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..._base import DEFAULT_PROB, HierbenchWarning, Result
+from . import _allocation, _dstudy, _intervals
+from ._design_lang import Design
+
+__all__ = ["VarianceComponentsResult"]
+
+
+@dataclass(frozen=True, repr=False)
+class VarianceComponentsResult(Result):
+    """A G-study: variance components with intervals, the ANOVA table, D-studies.
+
+    ``estimate`` and ``ci`` (and the other DataArray views) are built when asked
+    for, so a balanced G-study costs microseconds.
+
+    Attributes
+    ----------
+    estimate : xarray.DataArray
+        Variance components over ``component`` (ANOVA estimates truncated at 0,
+        or REML estimates).
+    ci : xarray.DataArray
+        Intervals (``ci_bound``) of kind ``ci_method``: profile REML likelihood
+        (``ci_kind`` ``"profile"``, computed on first use: milliseconds on small
+        designs, seconds on METR) or Wald on the log-variance scale
+        (``"normal"``; an estimate at 0 gets ``[0, z * se]``).
+    ci_method : {"profile", "wald"}
+        The kind behind ``ci`` and :meth:`coefficients`.
+    formula : str
+        The design.
+    measurement : str or None
+        The object of measurement (None: the design has no such facet, e.g.
+        one agent).
+    method : {"anova", "reml"}
+    """
+
+    formula: str
+    facets: tuple[str, ...]
+    measurement: str | None
+    method: str
+    component_names: tuple[str, ...]
+    estimates_raw: np.ndarray
+    anova_raw: np.ndarray
+    cov: np.ndarray
+    sources: tuple[str, ...]
+    sum_sq: np.ndarray
+    df: np.ndarray
+    mean_sq: np.ndarray
+    sizes: dict[str, float]
+    n_obs: int
+    grand_mean: float
+    design: str = ""
+    note: str = ""
+    prob: float = DEFAULT_PROB
+    confounded: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    fit_info: dict = field(default_factory=dict)
+    ci_method: str = "wald"
+    _design: Design | None = None
+    _legacy: tuple[str, str, str] | None = None
+    # the long data (y, effect codes) for profile intervals; a memo of computed intervals
+    _reml_data: tuple | None = field(default=None, compare=False)
+    _memo: dict = field(default_factory=dict, compare=False)
+
+    _dataset_exclude = ()
+
+    # -- views -----------------------------------------------------------------
+    def _attrs(self) -> dict:
+        attrs: dict = {
+            "facets": list(self.facets),
+            "design": self.formula,
+            "method": self.method,
+            "measurement": str(self.measurement),
+        }
+        if self.note:
+            attrs["note"] = self.note
+        return attrs
+
+    def _comp(self, values: np.ndarray) -> xr.DataArray:
+        return xr.DataArray(
+            values,
+            dims="component",
+            coords={"component": list(self.component_names)},
+            attrs=self._attrs(),
+        )
+
+    @property
+    def estimate(self) -> xr.DataArray:
+        """Variance components (ANOVA estimates truncated at 0, or REML)."""
+        return self._comp(np.maximum(self.estimates_raw, 0.0))
+
+    @property
+    def se(self) -> xr.DataArray:
+        """Standard errors of the components (sqrt of the diagonal of ``cov``)."""
+        with np.errstate(invalid="ignore"):
+            return self._comp(np.sqrt(np.diag(self.cov)))
+
+    @property
+    def ci(self) -> xr.DataArray:
+        """Intervals at level ``prob``: profile-likelihood (``ci_method="profile"``) or Wald
+        on the log-variance scale (``"wald"``)."""
+        if self.ci_method == "profile":
+            return self.profile_ci()
+        return self.wald_ci()
+
+    def wald_ci(self, prob: float | None = None) -> xr.DataArray:
+        """Wald intervals on the log-variance scale (``ci_kind`` ``"normal"``)."""
+        return _intervals.wald_ci(self, prob)
+
+    def profile_ci(self, prob: float | None = None) -> xr.DataArray:
+        """Profile-likelihood intervals of the components from the REML likelihood.
+
+        ``{s : D_prof(s) - D_min <= chi2_1(prob)}`` with ``D`` the REML deviance and the
+        other components (and the residual) maximised out; a bound the profile never
+        reaches is 0 (or infinity). Computed on first use and kept.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from hierbench.freq import variance_components
+        >>> rng = np.random.default_rng(3)
+        >>> df = pd.DataFrame({"batch": np.repeat(np.arange(6), 5), "rep": np.tile(np.arange(5), 6)})
+        >>> df["y"] = rng.normal(0, 1, 6)[df.batch] + rng.normal(0, 1, 30)
+        >>> vc = variance_components(df.iloc[:-2], design="rep:batch", var="y")  # unbalanced
+        >>> vc.method, vc.ci_method
+        ('reml', 'profile')
+        >>> ci = vc.profile_ci()
+        >>> ci.attrs["ci_kind"], bool((ci.sel(ci_bound="lower") <= vc.estimate).all())
+        ('profile', True)
+        """
+        return _intervals.profile_ci(self, prob)
+
+    def _profiler(self):
+        return _intervals.profiler(self)
+
+    @property
+    def components(self) -> xr.DataArray:
+        """Alias of :attr:`estimate` (negative ANOVA estimates truncated at 0)."""
+        return self.estimate
+
+    @property
+    def components_raw(self) -> xr.DataArray:
+        """The untruncated estimates (ANOVA may be negative; REML is >= 0)."""
+        return self._comp(self.estimates_raw.copy())
+
+    @property
+    def truncated(self) -> xr.DataArray:
+        """True where a negative ANOVA estimate was set to 0."""
+        return self._comp(self.estimates_raw < 0)
+
+    @property
+    def anova_estimate(self) -> xr.DataArray:
+        """ANOVA-type estimates (Henderson's Method I; Brennan's for balanced data), untruncated."""
+        return self._comp(self.anova_raw.copy())
+
+    @property
+    def anova(self) -> xr.Dataset:
+        """The ANOVA table: ``sum_sq``, ``df``, ``mean_sq`` over ``source``."""
+        return xr.Dataset(
+            {
+                "sum_sq": ("source", self.sum_sq.copy()),
+                "df": ("source", self.df.copy()),
+                "mean_sq": ("source", self.mean_sq.copy()),
+            },
+            coords={"source": list(self.sources)},
+        )
+
+    # legacy accessors -----------------------------------------------------------
+    @property
+    def n_agents(self) -> int:
+        return round(self.sizes.get(self.facets[0], 1))
+
+    @property
+    def n_tasks(self) -> int:
+        return round(self.sizes.get(self.facets[1], 1)) if len(self.facets) > 1 else 1
+
+    @property
+    def n_runs(self) -> int:
+        if self._legacy is not None:
+            return round(self.sizes.get(self._legacy[2], 1))
+        return round(self.sizes.get(self.facets[-1], 1))
+
+    # -- D-study (the wing's functions do the work) ---------------------------------
+    def _comp_dict(self, values: np.ndarray | None = None) -> dict[frozenset, Any]:
+        return _dstudy.comp_dict(self, values)
+
+    def _coefficients(
+        self, sizes: dict[str, Any], comp: dict[frozenset, Any] | None = None, warn: bool = True
+    ) -> dict[str, Any]:
+        """The D-study quantities at ``sizes`` (arrays broadcast), of ``comp`` (default the
+        estimates); :func:`hierbench.metrics.bayes_d_study` feeds it posterior draws."""
+        comp = self._comp_dict() if comp is None else comp
+        return _dstudy.coefficients_at(
+            self._design, self.measurement, comp, sizes, self.confounded, warn=warn, stacklevel=3
+        )
+
+    @property
+    def e_rho2(self) -> float:
+        """Generalizability coefficient at the G-study sizes (NaN + warning when undefined)."""
+        return _dstudy.at_g_study(self, "e_rho2")
+
+    @property
+    def phi(self) -> float:
+        """Dependability coefficient at the G-study sizes."""
+        return _dstudy.at_g_study(self, "phi")
+
+    @property
+    def var_paired_diff(self) -> float:
+        """Variance of the difference of two objects' means at the G-study sizes."""
+        return _dstudy.var_paired_diff(self)
+
+    def d_study(
+        self,
+        sizes: dict[str, Any] | None = None,
+        *,
+        n_tasks: int | np.ndarray | None = None,
+        n_runs: int | np.ndarray | None = None,
+    ) -> xr.Dataset:
+        """Project error variances and coefficients to planned sample sizes.
+
+        Parameters
+        ----------
+        sizes : dict, optional
+            Facet -> planned number(s) of levels *per level of the facets it is
+            nested in* (tasks per family, runs per cell); arrays give a grid
+            with dims ``n_<facet>``. Facets not given keep their G-study size
+            (for unbalanced data, the mean number of levels per parent level).
+        n_tasks, n_runs : int or array, optional
+            The three-facet shorthand (second and third facet; dims ``n_tasks``
+            and ``n_runs``).
+
+        Returns
+        -------
+        xarray.Dataset
+            ``sigma2_tau``, ``sigma2_delta``, ``sigma2_Delta``, ``e_rho2``,
+            ``phi`` and ``var_paired_diff`` over the size grid.
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr
+        >>> from hierbench.freq import variance_components
+        >>> y = np.random.default_rng(0).normal(size=(5, 8, 3))
+        >>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+        >>> vc.d_study({"task": [10, 20], "run": [1, 4]})["e_rho2"].dims
+        ('n_task', 'n_run')
+        """
+        return _dstudy.d_study(self, sizes, n_tasks=n_tasks, n_runs=n_runs)
+
+    def optimal_allocation(
+        self,
+        budget: float,
+        cost: dict[str, float],
+        *,
+        n_objects: int | None = None,
+        max_sizes: dict[str, int] | None = None,
+        criterion: str = "var_paired_diff",
+    ) -> xr.Dataset:
+        """The cost-optimal D-study under a budget, by enumeration of a size grid.
+
+        The same cost rule and choice of the optimum as
+        :func:`hierbench.freq.optimal_allocation` (the paired two-agent case).
+
+        Parameters
+        ----------
+        budget : float
+            Total budget.
+        cost : dict
+            Facet -> cost of one new level of it, levels counted as in the
+            D-study: one run of one agent on one task (``"run"`` with runs nested
+            in cells), one new task (``"task"``), one new family, ...
+            Facets not named cost nothing.
+        n_objects : int, optional
+            Number of objects of measurement (agents) evaluated; default the
+            G-study's.
+        max_sizes : dict, optional
+            Largest size tried per facet (default: 4 x the G-study size, at
+            least 16).
+        criterion : {"var_paired_diff", "sigma2_Delta", "e_rho2", "phi"}
+            Minimised (variances) or maximised (coefficients).
+
+        Returns
+        -------
+        xarray.Dataset
+            The D-study variables over dims ``n_<facet>`` plus ``cost`` and
+            ``feasible``; attrs ``optimum`` (facet -> size), ``optimum_value``,
+            ``optimum_cost``, ``budget``, ``criterion``.
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr
+        >>> from hierbench.freq import variance_components
+        >>> y = np.random.default_rng(1).normal(size=(4, 10, 3))
+        >>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+        >>> opt = vc.optimal_allocation(1000, {"task": 5.0, "run": 1.0})
+        >>> sorted(opt.attrs["optimum"])
+        ['run', 'task']
+        """
+        return _allocation.allocate_grid(self, budget, cost, n_objects, max_sizes, criterion)
+
+    def coefficients(
+        self,
+        *,
+        prob: float | None = None,
+        ci: str | None = None,
+        sizes: dict[str, float] | None = None,
+    ) -> xr.Dataset:
+        """E rho^2 and Phi with intervals, at the G-study sizes or at planned ones.
+
+        Parameters
+        ----------
+        prob : float, optional
+            Level (default the result's ``prob``).
+        ci : {"profile", "wald"}, optional
+            ``"profile"``: profile REML likelihood of the coefficient (the
+            components maximised under the coefficient fixed); ``"wald"``: the
+            delta method on the logit scale. Default: the result's ``ci_method``.
+        sizes : dict, optional
+            Facet -> planned number of levels (one D-study point, as in
+            :meth:`d_study`); facets not given keep their G-study size.
+
+        Returns
+        -------
+        xarray.Dataset
+            ``estimate`` and ``ci`` over ``coefficient = ["e_rho2", "phi"]``.
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr
+        >>> from hierbench.freq import variance_components
+        >>> rng = np.random.default_rng(2)
+        >>> y = rng.normal(size=(6, 1, 1)) + rng.normal(size=(6, 12, 3))
+        >>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+        >>> co = vc.coefficients(sizes={"task": 48})
+        >>> bool(co["estimate"].sel(coefficient="e_rho2") > vc.e_rho2)
+        True
+        """
+        return _intervals.coefficients(self, prob, ci, sizes)
+
+    # -- tables -------------------------------------------------------------------
+    def to_dataset(self) -> xr.Dataset:
+        """``estimate``, ``ci``, ``se``, ``variance`` (= estimate), ``variance_raw``,
+        ``truncated``, ``anova_estimate`` over ``component``; ``sum_sq``, ``df``,
+        ``mean_sq`` over ``source``."""
+        anova = self.anova
+        ds = xr.Dataset(
+            {
+                "estimate": self.estimate,
+                "ci": self.ci,
+                "se": self.se,
+                "variance": self.estimate,
+                "variance_raw": self.components_raw,
+                "truncated": self.truncated,
+                "anova_estimate": self.anova_estimate,
+                "sum_sq": anova["sum_sq"],
+                "df": anova["df"],
+                "mean_sq": anova["mean_sq"],
+            }
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", HierbenchWarning)
+            ds.attrs = {
+                "design": self.formula,
+                "method": self.method,
+                "measurement": str(self.measurement),
+                "facets": list(self.facets),
+                "n_obs": self.n_obs,
+                "grand_mean": self.grand_mean,
+                "e_rho2": self.e_rho2,
+                "phi": self.phi,
+            }
+        return ds
+
+    def to_frame(self):
+        """One row per component: estimate, lower, upper, se, ANOVA-type estimate."""
+        df = super().to_frame()
+        df["anova_estimate"] = self.anova_raw
+        return df

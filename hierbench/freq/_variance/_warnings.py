@@ -1,0 +1,47 @@
+"""The variance-components wing's warnings and errors (one class per meaning, under the base's four)."""
+
+from __future__ import annotations
+
+from ..._base import (
+    BoundaryWarning,
+    HierbenchError,
+    NotConvergedWarning,
+    UndefinedWarning,
+)
+
+__all__ = [
+    "ConfoundedComponentWarning",
+    "NegativeVarianceComponentWarning",
+    "NoIntervalWarning",
+    "RemlConvergenceWarning",
+    "UnbalancedDesignError",
+    "UndefinedCoefficientWarning",
+]
+
+
+class UnbalancedDesignError(HierbenchError):
+    """The expected-mean-square estimators need a balanced design (``method="anova"``)."""
+
+
+class NegativeVarianceComponentWarning(BoundaryWarning):
+    """An ANOVA estimate of a variance component was negative and was truncated at 0."""
+
+
+class ConfoundedComponentWarning(UndefinedWarning):
+    """A quantity needs a split of components that the design cannot estimate: it is NaN."""
+
+
+class UndefinedCoefficientWarning(UndefinedWarning):
+    """A reliability coefficient is 0 / 0 (no universe-score and no error variance, or no
+    object of measurement): it is NaN."""
+
+
+class RemlConvergenceWarning(NotConvergedWarning):
+    """The REML fit is not at a minimum of the deviance: the deviance still to gain by a
+    local quadratic model is above 1e-5 (a likelihood-ratio scale, whatever the size of the
+    data), or the deviance falls inside from a component at 0."""
+
+
+class NoIntervalWarning(UndefinedWarning):
+    """A variance-components result has no (finite) intervals by default; the message names
+    the cause and the remedy."""
