@@ -375,6 +375,52 @@ def _warn_undefined(out: dict[str, float], label: str) -> None:
         )
 
 
+def _paired_inputs(
+    a: xr.DataArray, b: xr.DataArray, dim: str, run_dim: str, cluster: str | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Per-task mean scores of ``a`` and ``b`` on the same tasks, and the task cluster codes."""
+    ma = _per_task(a, "a", dim, run_dim)
+    mb = _per_task(b, "b", dim, run_dim)
+    try:
+        ma, mb = xr.align(ma, mb, join="exact")
+    except ValueError as err:
+        raise ValueError(
+            f"`a` and `b` must have the same {dim!r} labels in the same order"
+        ) from err
+    codes = _cluster_codes(ma, cluster, dim)
+    if codes is None:
+        codes = _cluster_codes(mb, cluster, dim)
+    return ma.values, mb.values, codes
+
+
+def _paired_bootstrap(
+    a: xr.DataArray, b: xr.DataArray, *, dim: str, run_dim: str, cluster: str | None,
+    prob: float, n_resamples: int, method: str, gen: np.random.Generator,
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """The paired task (cluster) bootstrap interval of ``a - b`` and its distribution."""
+    pair = xr.concat(
+        [a.expand_dims(agent=["a"]), b.expand_dims(agent=["b"])],
+        dim="agent",
+        join="exact",
+        coords="minimal",  # task coords (e.g. cluster) are shared; take them once
+        compat="override",
+    )
+    if run_dim not in pair.dims:
+        pair = pair.expand_dims({run_dim: [0]}, axis=-1)
+    boot = bootstrap_ci(
+        pair,
+        pairs=[("a", "b")],
+        n_resamples=n_resamples,
+        prob=prob,
+        method=method,
+        cluster=cluster,
+        dim=run_dim,
+        task_dim=dim,
+        rng=gen,
+    )
+    return boot.ci.isel(pair=0, drop=True), boot.distribution.isel(pair=0, drop=True)
+
+
 def paired_test(
     a: xr.DataArray,
     b: xr.DataArray,
@@ -443,20 +489,8 @@ def paired_test(
         if int(v) != v or v < 1:
             raise ValueError(f"`{name}` must be a positive integer; got {v!r}")
     gen = as_rng(rng)
-    ma = _per_task(a, "a", dim, run_dim)
-    mb = _per_task(b, "b", dim, run_dim)
-    try:
-        ma, mb = xr.align(ma, mb, join="exact")
-    except ValueError as err:
-        raise ValueError(
-            f"`a` and `b` must have the same {dim!r} labels in the same order"
-        ) from err
-    codes = _cluster_codes(ma, cluster, dim)
-    if codes is None:
-        codes = _cluster_codes(mb, cluster, dim)
-    va, vb = ma.values, mb.values
+    va, vb, codes = _paired_inputs(a, b, dim, run_dim, cluster)
     both = np.isfinite(va) & np.isfinite(vb)
-    n_excl = int((~both).sum())
     if both.sum() < 2:
         raise ValueError(
             f"`a` and `b` must share at least 2 tasks that both ran; got {int(both.sum())}"
@@ -467,29 +501,10 @@ def paired_test(
     out["p_mcnemar"], n10, n01, n_tie = _mcnemar(va[both], vb[both])
     p_perm, mcse, exact, n_nz = _sign_flip(units, gen, int(n_permutations))
     _warn_undefined(out, "paired_test")
-
-    pair = xr.concat(
-        [a.expand_dims(agent=["a"]), b.expand_dims(agent=["b"])],
-        dim="agent",
-        join="exact",
-        coords="minimal",  # task coords (e.g. cluster) are shared; take them once
-        compat="override",
+    ci, dist = _paired_bootstrap(
+        a, b, dim=dim, run_dim=run_dim, cluster=cluster, prob=prob,
+        n_resamples=int(n_resamples), method=method, gen=gen,
     )
-    if run_dim not in pair.dims:
-        pair = pair.expand_dims({run_dim: [0]}, axis=-1)
-    boot = bootstrap_ci(
-        pair,
-        pairs=[("a", "b")],
-        n_resamples=int(n_resamples),
-        prob=prob,
-        method=method,
-        cluster=cluster,
-        dim=run_dim,
-        task_dim=dim,
-        rng=gen,
-    )
-    ci = boot.ci.isel(pair=0, drop=True)
-    dist = boot.distribution.isel(pair=0, drop=True)
     scalar = {k: xr.DataArray(v) for k, v in out.items()}
     return PairedTestResult(
         mean_diff=scalar["mean_diff"],
@@ -505,7 +520,7 @@ def paired_test(
         distribution=dist,
         counts={
             "n_tasks": int(both.sum()),
-            "n_excluded": n_excl,
+            "n_excluded": int((~both).sum()),
             "n_nonzero": n_nz,
             "exact": exact,
             "n_a_only": n10,
@@ -516,6 +531,115 @@ def paired_test(
 
 
 _TESTS = ("permutation", "bootstrap", "t", "mcnemar")
+
+
+_PAIR_KEYS = (
+    "mean_diff",
+    "p_permutation",
+    "p_bootstrap",
+    "p_t",
+    "p_mcnemar",
+    "prob_superiority",
+    "cohens_dz",
+    "n_tasks",
+)
+
+
+def _agent_scores(data: xr.Dataset | xr.DataArray, agent_dim: str) -> tuple[xr.DataArray, list[str]]:
+    score = data["score"] if isinstance(data, xr.Dataset) else data
+    if not isinstance(score, xr.DataArray):
+        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
+    if agent_dim not in score.dims:
+        raise ValueError(
+            f"`agent_dim` must be a dimension of the scores {score.dims}; got {agent_dim!r}"
+        )
+    agents = [str(x) for x in score[agent_dim].values]
+    if len(agents) < 2:
+        raise HierbenchError(f"compare_agents needs >= 2 agents; got {len(agents)}")
+    return score, agents
+
+
+def _agent_task_means(score: xr.DataArray, agent_dim: str, dim: str, run_dim: str) -> np.ndarray:
+    """Per (agent, task) mean score over the runs that happened, ``(M, T)``."""
+    if dim not in score.dims:
+        raise ValueError(f"`dim` must be a dimension of the scores {score.dims}; got {dim!r}")
+    extra = [d for d in score.dims if d not in (agent_dim, dim, run_dim)]
+    if extra:
+        raise ValueError(
+            f"the scores must have dims ({agent_dim}, {dim}[, {run_dim}]); found extra dims {extra}"
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per = score.mean(run_dim, skipna=True) if run_dim in score.dims else score
+    return np.asarray(per.transpose(agent_dim, dim).values, dtype=float)
+
+
+def _pair_matrices(
+    means: np.ndarray, pairs: list, agents: list[str], codes: np.ndarray | None, boot,
+    gen: np.random.Generator, n_permutations: int,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every pair's statistics as (M, M) matrices (row minus column) and the (M, M, 2) intervals."""
+    M = len(agents)
+    mats = {k: np.full((M, M), np.nan) for k in _PAIR_KEYS}
+    ci = np.full((M, M, 2), np.nan)
+    undefined = []
+    for k, (i, j) in enumerate(pairs):
+        both = np.isfinite(means[i]) & np.isfinite(means[j])
+        if both.sum() < 2:
+            undefined.append(f"{agents[i]} vs {agents[j]}")
+            continue
+        d = means[i, both] - means[j, both]
+        units = d if codes is None else np.bincount(codes[both], weights=d)
+        st = _task_stats(d, None if codes is None else codes[both])
+        st["p_mcnemar"] = _mcnemar(means[i, both], means[j, both])[0]
+        st["p_permutation"] = _sign_flip(units, gen, n_permutations)[0]
+        st["p_bootstrap"] = _bootstrap_p(boot.distribution.values[:, k])
+        st["n_tasks"] = float(both.sum())
+        for key in _PAIR_KEYS:
+            v = st[key]
+            sign = -1.0 if key in ("mean_diff", "cohens_dz") else 1.0
+            mats[key][i, j] = v
+            mats[key][j, i] = sign * v if key != "prob_superiority" else 1.0 - v
+        lo, hi = boot.ci.values[k]
+        ci[i, j] = (lo, hi)
+        ci[j, i] = (-hi, -lo)
+    if undefined:
+        warnings.warn(
+            f"pairs with fewer than 2 shared tasks are NaN: {undefined}",
+            UndefinedTestWarning,
+            stacklevel=3,
+        )
+    return mats, ci
+
+
+def _pairwise_result(
+    mats: dict[str, np.ndarray], ci: np.ndarray, agents: list[str], ci_attrs: dict, *,
+    test: str, prob: float, n_resamples: int,
+) -> PairwiseComparisonResult:
+    """The matrices with Holm and BH adjustment of ``test``'s p-values, as the result."""
+    M = len(agents)
+    iu = np.triu_indices(M, 1)
+    p_raw = mats["p_" + test][iu]
+    p_h, p_b = np.full((M, M), np.nan), np.full((M, M), np.nan)
+    p_h[iu] = holm(p_raw)
+    p_b[iu] = _bh(p_raw)
+    p_h.T[iu] = p_h[iu]
+    p_b.T[iu] = p_b[iu]
+    coords = {"agent": agents, "opponent": agents, "ci_bound": ["lower", "upper"]}
+    dims = ("agent", "opponent")
+    ds = xr.Dataset({k: (dims, mats[k]) for k in _PAIR_KEYS}, coords=coords)
+    ds["ci"] = ((*dims, "ci_bound"), ci)
+    ds["ci"].attrs = dict(ci_attrs)
+    ds["p_value"] = (dims, mats["p_" + test])
+    ds["p_holm"] = (dims, p_h)
+    ds["p_bh"] = (dims, p_b)
+    ds.attrs = {
+        "test": test,
+        "n_pairs": len(iu[0]),
+        "ci_prob": prob,
+        "n_resamples": n_resamples,
+    }
+    return PairwiseComparisonResult(table=ds)
 
 
 def compare_agents(
@@ -572,18 +696,8 @@ def compare_agents(
     check_choice(test, "test", _TESTS)
     prob = check_prob(prob)
     gen = as_rng(rng)
-    score = data["score"] if isinstance(data, xr.Dataset) else data
-    if not isinstance(score, xr.DataArray):
-        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
-    if agent_dim not in score.dims:
-        raise ValueError(
-            f"`agent_dim` must be a dimension of the scores {score.dims}; got {agent_dim!r}"
-        )
-    agents = [str(x) for x in score[agent_dim].values]
-    M = len(agents)
-    if M < 2:
-        raise HierbenchError(f"compare_agents needs >= 2 agents; got {M}")
-    pairs = list(itertools.combinations(range(M), 2))
+    score, agents = _agent_scores(data, agent_dim)
+    pairs = list(itertools.combinations(range(len(agents)), 2))
     boot = bootstrap_ci(
         score,
         pairs=[(agents[i], agents[j]) for i, j in pairs],
@@ -596,76 +710,7 @@ def compare_agents(
         agent_dim=agent_dim,
         rng=gen,
     )
-    keys = [
-        "mean_diff",
-        "p_permutation",
-        "p_bootstrap",
-        "p_t",
-        "p_mcnemar",
-        "prob_superiority",
-        "cohens_dz",
-        "n_tasks",
-    ]
-    mats = {k: np.full((M, M), np.nan) for k in keys}
-    ci = np.full((M, M, 2), np.nan)
     codes = _cluster_codes(score, cluster, dim)
-    if dim not in score.dims:
-        raise ValueError(f"`dim` must be a dimension of the scores {score.dims}; got {dim!r}")
-    extra = [d for d in score.dims if d not in (agent_dim, dim, run_dim)]
-    if extra:
-        raise ValueError(
-            f"the scores must have dims ({agent_dim}, {dim}[, {run_dim}]); found extra dims {extra}"
-        )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        per = score.mean(run_dim, skipna=True) if run_dim in score.dims else score
-    means = np.asarray(per.transpose(agent_dim, dim).values, dtype=float)
-    undefined = []
-    for k, (i, j) in enumerate(pairs):
-        both = np.isfinite(means[i]) & np.isfinite(means[j])
-        if both.sum() < 2:
-            undefined.append(f"{agents[i]} vs {agents[j]}")
-            continue
-        d = means[i, both] - means[j, both]
-        units = d if codes is None else np.bincount(codes[both], weights=d)
-        st = _task_stats(d, None if codes is None else codes[both])
-        st["p_mcnemar"] = _mcnemar(means[i, both], means[j, both])[0]
-        st["p_permutation"] = _sign_flip(units, gen, int(n_permutations))[0]
-        st["p_bootstrap"] = _bootstrap_p(boot.distribution.values[:, k])
-        st["n_tasks"] = float(both.sum())
-        for key in keys:
-            v = st[key]
-            sign = -1.0 if key in ("mean_diff", "cohens_dz") else 1.0
-            mats[key][i, j] = v
-            mats[key][j, i] = sign * v if key != "prob_superiority" else 1.0 - v
-        lo, hi = boot.ci.values[k]
-        ci[i, j] = (lo, hi)
-        ci[j, i] = (-hi, -lo)
-    if undefined:
-        warnings.warn(
-            f"pairs with fewer than 2 shared tasks are NaN: {undefined}",
-            UndefinedTestWarning,
-            stacklevel=2,
-        )
-    iu = np.triu_indices(M, 1)
-    p_raw = mats["p_" + test][iu]
-    p_h, p_b = np.full((M, M), np.nan), np.full((M, M), np.nan)
-    p_h[iu] = holm(p_raw)
-    p_b[iu] = _bh(p_raw)
-    p_h.T[iu] = p_h[iu]
-    p_b.T[iu] = p_b[iu]
-    coords = {"agent": agents, "opponent": agents, "ci_bound": ["lower", "upper"]}
-    dims = ("agent", "opponent")
-    ds = xr.Dataset({k: (dims, mats[k]) for k in keys}, coords=coords)
-    ds["ci"] = ((*dims, "ci_bound"), ci)
-    ds["ci"].attrs = dict(boot.ci.attrs)
-    ds["p_value"] = (dims, mats["p_" + test])
-    ds["p_holm"] = (dims, p_h)
-    ds["p_bh"] = (dims, p_b)
-    ds.attrs = {
-        "test": test,
-        "n_pairs": len(pairs),
-        "ci_prob": prob,
-        "n_resamples": int(n_resamples),
-    }
-    return PairwiseComparisonResult(table=ds)
+    means = _agent_task_means(score, agent_dim, dim, run_dim)
+    mats, ci = _pair_matrices(means, pairs, agents, codes, boot, gen, int(n_permutations))
+    return _pairwise_result(mats, ci, agents, boot.ci.attrs, test=test, prob=prob, n_resamples=int(n_resamples))
