@@ -97,8 +97,11 @@ def test_seed_003_paired_worked_example():
     # "95% CI = [+0.5, +6.7]" (Wald); the bootstrap percentile interval agrees to within
     # its Monte Carlo error (9,999 resamples: ~0.001) plus the Wald/percentile difference.
     np.testing.assert_allclose(res.ci.values, [0.005, 0.067], atol=0.002)
-    # with +-1 differences the sign-flip test is McNemar's binomial test; MC error stated
-    assert abs(float(res.p_permutation) - float(res.p_mcnemar)) < 4 * float(res.p_permutation_mcse)
+    # with +-1 differences the sign-flip test is the exact two-sided sign (McNemar) test:
+    # 62 non-zero units put it on the integer lattice, so it is computed exactly, no draws
+    assert res.counts["exact"] and res.counts["n_permutations"] == 0
+    assert float(res.p_permutation_mcse) == 0.0
+    assert float(res.p_permutation) == pytest.approx(stats.binomtest(40, 62, 0.5).pvalue, rel=1e-12)
     assert float(res.prob_superiority) == pytest.approx(0.5 + 0.036 / 2)
     assert float(res.cohens_dz) == pytest.approx(0.036 / np.std(a - b, ddof=1))
     assert res.ci.attrs["ci_prob"] == 0.95 and res.ci.attrs["ci_kind"] == "percentile"
