@@ -312,6 +312,26 @@ def _paired_bootstrap(
     return boot.ci.isel(pair=0, drop=True), boot.distribution.isel(pair=0, drop=True)
 
 
+def _paired_result(out: dict, flip: dict, ci, dist, counts: dict) -> PairedTestResult:
+    scalar = {k: xr.DataArray(v) for k, v in out.items()}
+    p_boot, p_boot_mcse = _bootstrap_p(dist.values)
+    return PairedTestResult(
+        mean_diff=scalar["mean_diff"],
+        se=scalar["se"],
+        ci=ci,
+        p_permutation=xr.DataArray(float(flip["p"][0])),
+        p_permutation_mcse=xr.DataArray(float(flip["mcse"][0])),
+        p_bootstrap=xr.DataArray(p_boot),
+        p_bootstrap_mcse=xr.DataArray(p_boot_mcse),
+        p_t=scalar["p_t"],
+        p_mcnemar=scalar["p_mcnemar"],
+        prob_superiority=scalar["prob_superiority"],
+        cohens_dz=scalar["cohens_dz"],
+        distribution=dist,
+        counts=counts,
+    )
+
+
 def paired_test(
     a: xr.DataArray,
     b: xr.DataArray,
@@ -398,29 +418,14 @@ def paired_test(
         a, b, dim=dim, run_dim=run_dim, cluster=cluster, prob=prob,
         n_resamples=int(n_resamples), method=method, gen=gen,
     )
-    scalar = {k: xr.DataArray(v) for k, v in out.items()}
-    p_boot, p_boot_mcse = _bootstrap_p(dist.values)
-    return PairedTestResult(
-        mean_diff=scalar["mean_diff"],
-        se=scalar["se"],
-        ci=ci,
-        p_permutation=xr.DataArray(float(flip["p"][0])),
-        p_permutation_mcse=xr.DataArray(float(flip["mcse"][0])),
-        p_bootstrap=xr.DataArray(p_boot),
-        p_bootstrap_mcse=xr.DataArray(p_boot_mcse),
-        p_t=scalar["p_t"],
-        p_mcnemar=scalar["p_mcnemar"],
-        prob_superiority=scalar["prob_superiority"],
-        cohens_dz=scalar["cohens_dz"],
-        distribution=dist,
-        counts={
-            "n_tasks": int(both.sum()),
-            "n_excluded": int((~both).sum()),
-            "n_nonzero": int(flip["n_nonzero"][0]),
-            "exact": bool(flip["exact"][0]),
-            "n_permutations": int(flip["n_permutations"]),
-            "n_a_only": n10,
-            "n_b_only": n01,
-            "n_mcnemar_ties": n_tie,
-        },
-    )
+    counts = {
+        "n_tasks": int(both.sum()),
+        "n_excluded": int((~both).sum()),
+        "n_nonzero": int(flip["n_nonzero"][0]),
+        "exact": bool(flip["exact"][0]),
+        "n_permutations": int(flip["n_permutations"]),
+        "n_a_only": n10,
+        "n_b_only": n01,
+        "n_mcnemar_ties": n_tie,
+    }
+    return _paired_result(out, flip, ci, dist, counts)
