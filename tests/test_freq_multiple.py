@@ -126,6 +126,7 @@ def _spread_agents(n_agents=16, n_tasks=200, seed=0):
     )
 
 
+@pytest.mark.slow
 def test_many_agents_clear_gaps_are_significant_after_holm_with_mc_error_stated():
     data = _spread_agents()
     res = compare_agents(data, n_resamples=999, rng=1)

@@ -108,6 +108,7 @@ def test_seed_003_paired_worked_example():
     assert "bootstrap" in res.ci.attrs["ci_detail"]
 
 
+@pytest.mark.slow
 def test_type_one_error_under_h0_with_interaction_and_pooled_test_exceeds_it():
     # H0: two agents with the same skill; agent x task interaction sd 1.5 (logit), 5 runs.
     n_rep, T, R, alpha = 400, 60, 5, 0.05
@@ -225,6 +226,7 @@ def test_bca_interval_passes_through_to_bootstrap_ci():
     assert res.ci.attrs["ci_kind"] == ref.ci.attrs["ci_kind"]
 
 
+@pytest.mark.slow
 def test_type_one_error_with_clustered_tasks():
     # H0 again, now with agent x cluster interaction (10 repos of 6 tasks): the cluster is the
     # unit. Cluster-level sign flips (exact: 10 units) and the cluster-robust t hold alpha;

@@ -262,6 +262,7 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
 # agreement with the unbiased estimator on simulated data (a real beta-binomial fit)
 
 
+@pytest.mark.slow
 def test_posterior_pass_hat_k_agrees_with_unbiased_estimator():
     from hierbench.bayes import build_beta_binomial, fit
     from hierbench.freq import pass_hat_k as freq_pass_hat_k

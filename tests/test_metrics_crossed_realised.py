@@ -123,6 +123,7 @@ def _set_moments(f, j: int, m: int) -> tuple[float, float]:
 @pytest.mark.parametrize(
     ("n_quad", "sets", "quad_rel"), [(31, [0, 1, 2, 3], 0.0), (7, [0, 1, 2], 0.05)]
 )
+@pytest.mark.slow
 def test_node_draws_follow_the_law_of_total_variance(n_quad, sets, quad_rel):
     """Realised draws: centred on the conditional expectations, with the extra variance
     E[(1/T^2) sum_t Var(f(p_mt) | draw)] computed independently with scipy.integrate.quad."""
@@ -240,6 +241,7 @@ def small_fits():
     return data, truth, out
 
 
+@pytest.mark.slow
 def test_mean_observed_is_the_reproducible_realised_average(small_fits):
     _, _, (f1, f2) = small_fits
     mo = f1["posterior"]["mean_observed"]
@@ -267,6 +269,7 @@ def test_mean_observed_is_the_reproducible_realised_average(small_fits):
 # coverage of the truth: the average over the dataset's tasks of the simulated p_mt
 
 
+@pytest.mark.slow
 def test_realised_interval_covers_the_true_observed_task_mean():
     """90% realised intervals for each agent's observed-task mean contain mean_t p_mt at ~0.9.
 
@@ -337,6 +340,7 @@ def test_compiled_node_masses_equal_the_numpy_computation():
     np.testing.assert_allclose(w1.sum(-1), 1.0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_min_runs_averages_only_the_tasks_each_agent_ran():
     # agent m0 never ran t2 (N = 0): with min_runs=1 its average is over t0, t1 only;
     # with min_runs=6 only t1 (40 runs) for m0 and t2 (12 runs) for m1. The expected
