@@ -1,14 +1,6 @@
 """The bootstrap engine behind :func:`bootstrap_ci`: per-cell data, run resampling, the
 resampled distribution and the interval limits (numpy only; the wrapper in
-:mod:`._bootstrap` validates and packages).
-
-Every resample is a matrix of integer *task weights* ``w[b, t]`` (how often
-task ``t`` was drawn in resample ``b``; whole clusters are drawn when the
-tasks have a ``cluster`` coord), shared by all agents. A statistic that is a
-mean over tasks is then a ratio of two matrix products, so 10,000 resamples
-of 25 agents cost a few matrix multiplications and no Python loop runs per
-resample. The jackknife for BCa is the same computation with leave-one-out
-weights ``1 - e_t`` (``1 - e_cluster`` when clustered).
+:mod:`._bootstrap` validates and packages, and its docstring explains the weights).
 """
 
 from __future__ import annotations

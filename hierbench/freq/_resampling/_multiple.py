@@ -33,7 +33,6 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
-    HierbenchError,
     Result,
     SmallSampleWarning,
     as_rng,
@@ -41,6 +40,7 @@ from ..._base import (
     check_prob,
     interval_label,
 )
+from .._inputs import agent_task_means
 from ._bootstrap import bootstrap_ci
 from ._paired import (
     UndefinedTestWarning,
@@ -225,35 +225,6 @@ class PairwiseComparisonResult(Result):
 
 
 # --------------------------------------------------------------------------- engine
-
-
-def _agent_scores(data: xr.Dataset | xr.DataArray, agent_dim: str) -> tuple[xr.DataArray, list[str]]:
-    score = data["score"] if isinstance(data, xr.Dataset) else data
-    if not isinstance(score, xr.DataArray):
-        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
-    if agent_dim not in score.dims:
-        raise ValueError(
-            f"`agent_dim` must be a dimension of the scores {score.dims}; got {agent_dim!r}"
-        )
-    agents = [str(x) for x in score[agent_dim].values]
-    if len(agents) < 2:
-        raise HierbenchError(f"compare_agents needs >= 2 agents; got {len(agents)}")
-    return score, agents
-
-
-def _agent_task_means(score: xr.DataArray, agent_dim: str, dim: str, run_dim: str) -> np.ndarray:
-    """Per (agent, task) mean score over the runs that happened, ``(M, T)``."""
-    if dim not in score.dims:
-        raise ValueError(f"`dim` must be a dimension of the scores {score.dims}; got {dim!r}")
-    extra = [d for d in score.dims if d not in (agent_dim, dim, run_dim)]
-    if extra:
-        raise ValueError(
-            f"the scores must have dims ({agent_dim}, {dim}[, {run_dim}]); found extra dims {extra}"
-        )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        per = score.mean(run_dim, skipna=True) if run_dim in score.dims else score
-    return np.asarray(per.transpose(agent_dim, dim).values, dtype=float)
 
 
 def _pair_units(
@@ -458,7 +429,10 @@ def compare_agents(
     prob = check_prob(prob)
     _check_counts(n_resamples, n_permutations)
     gen = as_rng(rng)
-    score, agents = _agent_scores(data, agent_dim)
+    score, means = agent_task_means(
+        data, agent_dim=agent_dim, dim=dim, run_dim=run_dim, purpose="compare_agents"
+    )
+    agents = [str(x) for x in score[agent_dim].values]
     pairs = list(itertools.combinations(range(len(agents)), 2))
     boot = bootstrap_ci(
         score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples),
@@ -466,7 +440,7 @@ def compare_agents(
         agent_dim=agent_dim, rng=gen,
     )
     codes = _cluster_codes(score, cluster, dim)
-    rows, units = _pair_units(_agent_task_means(score, agent_dim, dim, run_dim), pairs, agents, codes)
+    rows, units = _pair_units(means, pairs, agents, codes)
     alpha, m = 1 - prob, max(1, sum(1 for r in rows if r))
     flip = sign_flip_pvalues(units, gen, n_permutations=n_permutations, n_tests=m, alpha=alpha)
     chosen, reason = _choose_test(test, rows, m, alpha, codes is not None)

@@ -21,6 +21,7 @@ from ..._base import (
     interval_label,
     make_interval,
 )
+from .._inputs import agent_task_means
 from .._kernels import task_weights
 
 __all__ = ["RankResult", "UndefinedScoreWarning", "UnequalTaskSetsWarning", "rank_uncertainty"]
@@ -192,26 +193,9 @@ def _rank_inputs(
     data: xr.Dataset | xr.DataArray, dim: str, run_dim: str, agent_dim: str
 ) -> tuple[xr.DataArray, np.ndarray]:
     """The score DataArray and the per-task mean scores ``(agent, task)``, validated."""
-    score = data["score"] if isinstance(data, xr.Dataset) else data
-    if not isinstance(score, xr.DataArray):
-        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
-    for name, d in (("agent_dim", agent_dim), ("dim", dim)):
-        if d not in score.dims:
-            raise ValueError(f"`{name}` must be a dimension of the scores {score.dims}; got {d!r}")
-    extra = [d for d in score.dims if d not in (agent_dim, dim, run_dim)]
-    if extra:
-        raise ValueError(
-            f"the scores must have dims ({agent_dim}, {dim}[, {run_dim}]); found extra dims {extra}"
-        )
-    M = score.sizes[agent_dim]
-    if M < 2:
-        raise HierbenchError(f"rank_uncertainty needs >= 2 agents; got {M}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        per = score.mean(run_dim, skipna=True) if run_dim in score.dims else score
-    y = np.asarray(per.transpose(agent_dim, dim).values, dtype=float)
-    if np.isinf(y).any():
-        raise ValueError("the scores must be finite or NaN (not run); found infinite values")
+    score, y = agent_task_means(
+        data, agent_dim=agent_dim, dim=dim, run_dim=run_dim, purpose="rank_uncertainty"
+    )
     obs = np.isfinite(y)
     if not obs.any(axis=1).all():
         empty = [
