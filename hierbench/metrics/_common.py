@@ -172,13 +172,7 @@ def posterior_summary(draws: xr.DataArray, *, prob: float = DEFAULT_PROB, kind: 
     so it lines up with bootstrap and Wilson results in
     :func:`hierbench.compare.side_by_side`.
 
-    Parameters
-    ----------
-    draws : xarray.DataArray
-        Posterior draws with dims ``chain`` and ``draw``.
-    prob : float
-        Probability mass inside the interval, 0 < prob < 1.
-    kind : {"eti", "hdi"}
+    Parameters are those of :func:`posterior_interval`.
 
     Returns
     -------
