@@ -305,8 +305,14 @@ class VarianceComponentDrawsResult(_DatasetView, Result):
         return ds
 
     def __getitem__(self, key: str) -> Any:
-        if key == "agent_task" and "agent:task" not in self.draws["component"].values:
-            key = next(c for c in self.draws["component"].values if str(c).startswith("agent:task"))
+        names = [str(c) for c in self.draws["component"].values]
+        if key == "agent_task" and "agent:task" not in names:
+            found = [c for c in names if c.startswith("agent:task")]
+            if not found:
+                raise KeyError(
+                    f"this model has no agent x task component; components {names}"
+                )
+            key = found[0]
             warnings.warn(
                 f"['agent_task'] is deprecated; the component is named {key!r}",
                 DeprecationWarning,
