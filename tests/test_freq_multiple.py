@@ -186,6 +186,10 @@ def test_swebench_bash_only_pairs(shared_data):
     dfc = clustered.to_frame()
     top = dfc.loc[dfc["estimate"].abs().sort_values(ascending=False).index[:4]]
     assert (top["p_holm"] < 0.05).all()
+    # its interval is the t interval that goes with the test: it excludes 0 exactly when p_t < 0.05
+    assert clustered.ci.attrs["ci_kind"] == "t" and "ci_bootstrap" in clustered
+    excludes = (dfc["lower"] > 0) | (dfc["upper"] < 0)
+    assert (excludes == (dfc["p_t"] < 0.05)).all()
     # tasks as the unit: the exact sign test, checked against scipy's binomial test
     assert tasks.attrs["test"] == "permutation" and tasks.attrs["n_permutations"] == 0
     dft = tasks.to_frame()

@@ -39,6 +39,7 @@ from ..._base import (
     check_choice,
     check_prob,
     interval_label,
+    make_interval,
 )
 from .._inputs import agent_task_means
 from ._bootstrap import bootstrap_ci
@@ -60,6 +61,8 @@ _TESTS = ("auto", "permutation", "bootstrap", "t", "mcnemar")
 #: per-pair statistics, as (agent, opponent) matrices; the sign rule fills the lower triangle
 _PAIR_KEYS = (
     "mean_diff",
+    "se",
+    "df",
     "p_permutation",
     "p_permutation_mcse",
     "p_bootstrap",
@@ -338,10 +341,32 @@ def _matrices(rows: list[dict], pairs: list, flip: dict, boot, M: int) -> tuple[
     return mats, ci
 
 
+def _t_interval(mats: dict[str, np.ndarray], prob: float, clustered: bool) -> xr.DataArray:
+    """The paired t interval ``mean +- t_df * se`` of every pair (CR2 / Bell-McCaffrey with clusters)."""
+    with np.errstate(invalid="ignore"):
+        q = stats.t.ppf(0.5 + prob / 2, np.where(mats["df"] > 0, mats["df"], np.nan))
+    half = q * mats["se"]
+    dims = ("agent", "opponent")
+    return make_interval(
+        xr.DataArray(mats["mean_diff"] - half, dims=dims),
+        xr.DataArray(mats["mean_diff"] + half, dims=dims),
+        prob=prob,
+        kind="t",
+        detail="paired t interval over "
+        + ("clusters: CR2 cluster-robust SE, Bell-McCaffrey df" if clustered else "tasks (T - 1 df)"),
+        warn_zero_width=False,
+    )
+
+
 def _pairwise_result(
-    mats: dict[str, np.ndarray], ci: np.ndarray, agents: list[str], ci_attrs: dict, attrs: dict
+    mats: dict[str, np.ndarray], boot_ci: np.ndarray, agents: list[str], ci_attrs: dict, attrs: dict
 ) -> PairwiseComparisonResult:
-    """The matrices with Holm and BH adjustment of the chosen test's p-values, as the result."""
+    """The matrices with Holm and BH adjustment of the chosen test's p-values, as the result.
+
+    ``ci`` is the interval that goes with the test: the paired t interval when the
+    t-test was chosen (the bootstrap over too few units undercovers where the test
+    does not hold its level), the bootstrap interval otherwise (``ci_bootstrap``, always).
+    """
     M = len(agents)
     iu = np.triu_indices(M, 1)
     test = attrs["test"]
@@ -354,14 +379,18 @@ def _pairwise_result(
     coords = {"agent": agents, "opponent": agents, "ci_bound": ["lower", "upper"]}
     dims = ("agent", "opponent")
     ds = xr.Dataset({k: (dims, mats[k]) for k in _PAIR_KEYS}, coords=coords)
-    ds["ci"] = ((*dims, "ci_bound"), ci)
-    ds["ci"].attrs = dict(ci_attrs)
+    ds["ci_bootstrap"] = ((*dims, "ci_bound"), boot_ci)
+    ds["ci_bootstrap"].attrs = dict(ci_attrs)
+    if test == "t":
+        ds["ci"] = _t_interval(mats, float(attrs["ci_prob"]), attrs["clustered"]).assign_coords(coords)
+    else:
+        ds["ci"] = ds["ci_bootstrap"].copy()
     ds["p_value"] = (dims, mats["p_" + test])
     mc = mats.get(f"p_{test}_mcse")
     ds["p_value_mcse"] = (dims, mc if mc is not None else np.where(np.isfinite(mats["p_" + test]), 0.0, np.nan))
     ds["p_holm"] = (dims, p_h)
     ds["p_bh"] = (dims, p_b)
-    ds.attrs = {**attrs, "n_pairs": len(iu[0])}
+    ds.attrs = {**{k: v for k, v in attrs.items() if k != "clustered"}, "n_pairs": len(iu[0])}
     return PairwiseComparisonResult(table=ds)
 
 
@@ -409,7 +438,9 @@ def compare_agents(
         ``estimate`` / ``ci`` (the mean difference and its interval), a tidy
         per-pair ``to_frame()``, the compact ``matrix()``, and the matrices
         over ``(agent, opponent)`` (row agent minus column agent):
-        ``mean_diff``, ``ci``, ``p_permutation`` and ``p_bootstrap`` with
+        ``mean_diff``, ``se`` and ``df`` (of the paired t), ``ci`` (the
+        bootstrap interval, or the paired t interval when the t-test is the
+        test), ``ci_bootstrap``, ``p_permutation`` and ``p_bootstrap`` with
         their Monte Carlo standard errors (``*_mcse``, 0 when exact),
         ``p_t``, ``p_mcnemar``, ``p_value`` / ``p_value_mcse`` (of the test),
         ``p_holm``, ``p_bh``, ``prob_superiority``, ``cohens_dz``,
@@ -449,6 +480,7 @@ def compare_agents(
     attrs = {
         "test": chosen,
         "test_reason": reason,
+        "clustered": codes is not None,
         "ci_prob": prob,
         "n_resamples": int(n_resamples),
         "n_permutations": flip["n_permutations"],

@@ -70,7 +70,9 @@ def _task_stats(d: np.ndarray, codes: np.ndarray | None = None) -> dict[str, flo
         p_t = np.nan
     dz = mean / sd if T > 1 and sd > 0 else np.nan
     ps = float(np.mean(d > 0) + 0.5 * np.mean(d == 0))
-    return {"mean_diff": mean, "se": se, "p_t": p_t, "cohens_dz": dz, "prob_superiority": ps}
+    return {
+        "mean_diff": mean, "se": se, "df": float(df), "p_t": p_t, "cohens_dz": dz, "prob_superiority": ps,
+    }
 
 
 def _bootstrap_p(dist: np.ndarray) -> tuple[float, float]:
@@ -313,7 +315,7 @@ def _paired_bootstrap(
 
 
 def _paired_result(out: dict, flip: dict, ci, dist, counts: dict) -> PairedTestResult:
-    scalar = {k: xr.DataArray(v) for k, v in out.items()}
+    scalar = {k: xr.DataArray(v) for k, v in out.items() if k != "df"}
     p_boot, p_boot_mcse = _bootstrap_p(dist.values)
     return PairedTestResult(
         mean_diff=scalar["mean_diff"],
