@@ -182,11 +182,12 @@ class PosteriorPassKResult(_DatasetView, Result):
 
     def _repr_lines(self) -> list[str]:
         a = self.attrs
-        head = (
+        return _lines_of(
+            self.estimate,
+            self.ci,
             f"{type(self).__name__}: posterior {a.get('quantity', '?')} over {a.get('over', '?')} "
-            f"({a.get('model', '?')} model), mean with {interval_label(self.ci)} interval"
+            f"({a.get('model', '?')} model), mean with {interval_label(self.ci)} interval",
         )
-        return _lines_of(self.estimate, self.ci, head)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -209,11 +210,12 @@ class ProbSuperiorityResult(_DataArrayView, Result):
 
     def _repr_lines(self) -> list[str]:
         a = self.estimate.attrs
-        head = (
-            f"{type(self).__name__}: P(row's {a.get('var', '?')} > column's) over "
-            f"{a.get('n_draws', '?')} draws, with {interval_label(self.ci)} Monte Carlo interval"
+        what = f"P(row's {a.get('var', '?')} > column's) over {a.get('n_draws', '?')} draws"
+        return _lines_of(
+            self.estimate,
+            self.ci,
+            f"{type(self).__name__}: {what}, with {interval_label(self.ci)} Monte Carlo interval",
         )
-        return _lines_of(self.estimate, self.ci, head)
 
 
 @dataclass(frozen=True, repr=False, eq=False)
