@@ -69,6 +69,7 @@ def test_side_by_side_refuses_mixed_levels_and_bare_intervals():
         side_by_side({"x": xr.DataArray([1.0, 2.0], dims="agent")})
 
 
+@pytest.mark.slow
 def test_coverage_study_matches_normal_theory():
     # X_1..X_n ~ N(theta, 1) with theta = 0.3, n = 25; z-interval with known sigma.
     n, theta = 25, 0.3

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from scipy import stats
-from scipy.special import betaln
+from scipy.special import betaln, expit, logit
 
 from hierbench._base import HierbenchError, PartialCreditError, ZeroWidthIntervalWarning
 from hierbench.compare import side_by_side, to_frame
@@ -256,11 +256,17 @@ def test_pass_hat_k_interval_is_the_t_interval_of_per_task_estimates_and_covers(
     cnt = xr.Dataset({"n_runs": ("task", [10] * 5), "n_success": ("task", n_succ)})
     res = pass_hat_k(cnt, 3)
     per = np.array([comb(c, 3) / comb(10, 3) for c in n_succ])
-    ref = stats.t.interval(0.95, 4, loc=per.mean(), scale=stats.sem(per))
+    # the t interval on the logit scale (delta method), written out with scipy: the plain
+    # t interval would start below 0 here (-0.246)
+    m = per.mean()
+    half = stats.t.ppf(0.975, 4) * stats.sem(per) / (m * (1 - m))
+    ref = expit(logit(m) + np.array([-half, half]))
+    assert stats.t.interval(0.95, 4, loc=m, scale=stats.sem(per))[0] < 0
     np.testing.assert_allclose(res.ci.values, ref, rtol=1e-10)
     assert res.ci.attrs["ci_kind"] == "t" and res.ci.attrs["ci_prob"] == 0.95
+    assert res.ci_flag.item() == "" and int(res.n_tasks) == 5
     # coverage of the population pass^2 = E[p^2], p ~ Beta(2, 2): B(4, 2) / B(2, 2) = 0.3;
-    # 1,000 replications of 50 tasks x 5 runs; measured 0.94; tolerance 3 MC SE below 0.93
+    # 1,000 replications of 50 tasks x 5 runs; tolerance 3 MC SE below 0.93
     rng = np.random.default_rng(11)
     p = rng.beta(2.0, 2.0, (1000, 50))
     c = rng.binomial(5, p).astype(float)

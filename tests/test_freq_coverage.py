@@ -72,6 +72,7 @@ def test_tasks_bootstrap_reaches_nominal(sim_r2):
     assert lo <= 0.95 + TOL and hi >= 0.95 - TOL, cov
 
 
+@pytest.mark.slow
 def test_runs_only_undercovers_and_two_stage_overcovers(sim_r2):
     runs = bootstrap_ci(sim_r2, scheme="runs", n_resamples=B, paired=False, rng=2)
     cov_r, _, hi_r = _coverage(runs.ci.values, MU)

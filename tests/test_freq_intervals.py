@@ -8,6 +8,7 @@ import statsmodels.api as sm
 import xarray as xr
 from statsmodels.stats.proportion import proportion_confint
 
+from hierbench._base import HierbenchError, HierbenchWarning
 from hierbench.freq._rates._intervals import (
     EmptySampleWarning,
     clustered_se,
@@ -86,6 +87,27 @@ def test_clustered_se_seed003_and_statsmodels():
     # with the CR1 factor: statsmodels' cluster-robust SE of an intercept-only OLS
     fit = sm.OLS(y, np.ones_like(y)).fit(cov_type="cluster", cov_kwds={"groups": c})
     assert float(clustered_se(y, c)) == pytest.approx(float(fit.bse[0]), rel=1e-10)
+
+
+def test_clustered_se_keeps_tasks_without_a_label_apart():
+    # two repos of 4 tasks and 6 tasks with no label: each unlabelled task is its own cluster,
+    # exactly as if it carried a label of its own (statsmodels as the reference)
+    y = np.array([1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1, 0], float)
+    labels = np.array(["r1"] * 4 + ["r2"] * 2 + [None, np.nan, "", None, np.nan, ""], dtype=object)
+    distinct = np.array(["r1"] * 4 + ["r2"] * 2 + [f"own{i}" for i in range(6)])
+    fit = sm.OLS(y, np.ones_like(y)).fit(
+        cov_type="cluster", cov_kwds={"groups": np.unique(distinct, return_inverse=True)[1]}
+    )
+    with pytest.warns(HierbenchWarning, match="6 of 12 tasks have no '_cluster' label"):
+        se = clustered_se(y, labels)
+    assert float(se) == pytest.approx(float(fit.bse[0]), rel=1e-10)
+    assert se.attrs == {"n_clusters": 8, "n_missing_labels": 6}
+    pooled = sm.OLS(y, np.ones_like(y)).fit(
+        cov_type="cluster", cov_kwds={"groups": np.r_[[0] * 4, [1] * 2, [2] * 6]}
+    )
+    assert abs(float(se) - float(pooled.bse[0])) > 0.01  # what merging them gave
+    with pytest.raises(HierbenchError, match="6 tasks have no cluster label"):
+        clustered_se(y, labels, missing="refuse")
 
 
 def test_finite_population_se_by_simulation():

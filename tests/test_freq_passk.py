@@ -134,3 +134,46 @@ def test_errors_are_named():
         pass_at_k(xr.Dataset({"x": ("task", [1.0])}), 1)
     with pytest.raises(TypeError, match=r"`data` must be an xarray Dataset or DataArray; got list"):
         pass_at_k([1, 0], 1)  # type: ignore[arg-type]
+
+
+def test_intervals_stay_in_range_and_all_zero_tasks_get_the_exact_bound():
+    from statsmodels.stats.proportion import proportion_confint
+
+    # 7 tasks, every per-task pass^3 is 0 (at most 2 successes in 10 runs): a t interval
+    # would be [0, 0]; the bound for "every one of 7 values in [0, 1] is 0" is Clopper-Pearson's
+    cnt = _counts([10] * 7, [2, 0, 1, 2, 0, 1, 2])
+    res = pass_hat_k(cnt, 3)
+    lo, hi = proportion_confint(0, 7, alpha=0.05, method="beta")
+    np.testing.assert_allclose(res.ci.values, [0.0, hi], rtol=1e-12)
+    assert lo == 0.0 and res.ci_flag.item() == "exact bound"
+    # every task always solved: mirrored
+    top = pass_at_k(_counts([10] * 7, [10] * 7), 2)
+    np.testing.assert_allclose(top.ci.values, [1 - hi, 1.0], rtol=1e-12)
+    assert top.ci_flag.item() == "exact bound"
+    # one task: nothing to estimate the spread from
+    one = pass_hat_k(_counts([10], [6]), 2)
+    assert np.isnan(one.ci.values).all() and one.ci_flag.item() == "too few tasks"
+
+
+def test_metr_pass8_counts_its_tasks_and_stays_in_range(shared_data):
+    import warnings
+
+    import hierbench as hb
+
+    ds = hb.data.load_metr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pass_hat_k(ds, [1, 8])
+    # the tasks each agent ran at least 8 times, counted on the data themselves
+    runs = ds.score.notnull().sum("run")
+    np.testing.assert_array_equal(res.n_tasks.sel(k=8).values, (runs >= 8).sum("task").values)
+    np.testing.assert_array_equal(res.n_tasks.sel(k=1).values, (runs >= 1).sum("task").values)
+    assert int(res.n_tasks.sel(k=8).min()) < int(res.n_tasks.sel(k=1).min())
+    ci = res.ci.values
+    assert np.all((ci[np.isfinite(ci)] >= 0) & (ci[np.isfinite(ci)] <= 1))
+    df = res.to_frame()
+    assert {"n_tasks", "ci_flag"} <= set(df.columns)
+    # no silent [0, 0]: a zero estimate gets the exact bound, too few tasks say so
+    zero = df["estimate"] == 0
+    assert (df.loc[zero, "ci_flag"] == "exact bound").all() and (df.loc[zero, "upper"] > 0).all()
+    assert (df.loc[df["n_tasks"] < 2, "ci_flag"] == "too few tasks").all()

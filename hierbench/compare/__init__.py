@@ -12,6 +12,7 @@ would silently select nothing and return everything.
 
 from ._compare import (
     CoverageStudyResult,
+    MismatchedEstimatesError,
     MixedLevelError,
     as_estimate,
     coverage_study,
@@ -21,6 +22,7 @@ from ._compare import (
 
 __all__ = [
     "CoverageStudyResult",
+    "MismatchedEstimatesError",
     "MixedLevelError",
     "as_estimate",
     "coverage_study",

@@ -23,6 +23,7 @@ from ..freq import wilson_interval
 
 __all__ = [
     "CoverageStudyResult",
+    "MismatchedEstimatesError",
     "MixedLevelError",
     "as_estimate",
     "coverage_study",
@@ -36,8 +37,26 @@ class MixedLevelError(HierbenchError):
     """Intervals of different levels (``ci_prob``) were put side by side."""
 
 
+class MismatchedEstimatesError(HierbenchError):
+    """Estimates of different quantities, or over different task sets, were put side by side."""
+
+
 def _check_interval(da: xr.DataArray, name: str) -> xr.DataArray:
     return check_interval(da, name)
+
+
+def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, xr.DataArray | None]:
+    """What a result estimates (``quantity``, with ``tasks`` "observed" / "population") and
+    over how many tasks per cell (``n_tasks``), when it says so."""
+    attrs = dict(getattr(obj, "attrs", None) or {}) if not isinstance(obj, xr.DataArray) else {}
+    attrs = {**attrs, **estimate.attrs}
+    quantity = attrs.get("quantity")
+    if quantity is not None and attrs.get("tasks"):
+        quantity = f"{quantity} ({attrs['tasks']} tasks)"
+    n = obj.get("n_tasks") if isinstance(obj, xr.Dataset) else getattr(obj, "n_tasks", None)
+    if not isinstance(n, xr.DataArray) or not set(n.dims) <= set(estimate.dims):
+        n = None
+    return (None if quantity is None else str(quantity)), n
 
 
 def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result") -> xr.Dataset:
@@ -70,7 +89,7 @@ def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result"
     """
     if isinstance(obj, Result):
         ci = _check_interval(obj.ci, name)
-        return xr.Dataset({"estimate": obj.estimate.drop_attrs(), "ci": ci})
+        return _with_target(xr.Dataset({"estimate": obj.estimate.drop_attrs(), "ci": ci}), obj, obj.estimate)
     if hasattr(obj, "to_dataset") and not isinstance(obj, (xr.Dataset, xr.DataArray)):
         obj = obj.to_dataset()
     if isinstance(obj, xr.DataArray):
@@ -88,11 +107,49 @@ def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result"
             estimate = obj["estimate"]
         else:
             estimate = xr.full_like(interval.isel(ci_bound=0, drop=True), np.nan, dtype=float)
-        return xr.Dataset({"estimate": estimate.drop_attrs(), "ci": interval})
+        out = xr.Dataset({"estimate": estimate.drop_attrs(), "ci": interval})
+        return _with_target(out, obj, estimate)
     raise TypeError(
         f"`{name}` must be a hierbench result, an xarray Dataset/DataArray or have .to_dataset(); "
         f"got {type(obj).__name__}"
     )
+
+
+def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dataset:
+    quantity, n_tasks = _target(obj, estimate)
+    if n_tasks is not None:
+        out["n_tasks"] = n_tasks.drop_attrs().astype(float)
+    if quantity is not None:
+        out.attrs["quantity"] = quantity
+    return out
+
+
+def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
+    """Refuse estimates of different quantities, or over different numbers of tasks."""
+    if allow:
+        return
+    stated = {k: v.attrs["quantity"] for k, v in norm.items() if "quantity" in v.attrs}
+    if len(set(stated.values())) > 1:
+        raise MismatchedEstimatesError(
+            f"`results` estimate different quantities {stated}: put like with like side by side, "
+            "or pass allow_mismatch=True"
+        )
+    counted = {k: v["n_tasks"] for k, v in norm.items() if "n_tasks" in v}
+    names = list(counted)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            x, y = xr.align(counted[a], counted[b], join="inner")
+            bad = (x != y) & x.notnull() & y.notnull()
+            if bool(bad.any()):
+                cells = bad.where(bad, drop=True)
+                first = {d: cells[d].values[0].item() for d in cells.dims if d in cells.coords}
+                raise MismatchedEstimatesError(
+                    f"`results` {a!r} and {b!r} average over different task sets: "
+                    f"{int(bad.sum())} cells differ in n_tasks, e.g. {first}: "
+                    f"{float(x.sel(first).item()):g} vs {float(y.sel(first).item()):g} tasks. Estimate "
+                    "both over the same tasks (e.g. metrics.pass_hat_k(..., min_runs='k') beside the "
+                    "unbiased estimator), or pass allow_mismatch=True"
+                )
 
 
 def side_by_side(
@@ -100,6 +157,7 @@ def side_by_side(
     *,
     truth: xr.DataArray | None = None,
     allow_mixed_prob: bool = False,
+    allow_mismatch: bool = False,
 ) -> xr.Dataset:
     """Put several methods' estimates and intervals along an ``estimator`` dim.
 
@@ -114,13 +172,19 @@ def side_by_side(
     allow_mixed_prob : bool
         Intervals of different levels are not comparable; by default a
         :class:`MixedLevelError` is raised.
+    allow_mismatch : bool
+        Results that state what they estimate (``quantity``: pass^k over the
+        observed tasks, over a new task, ...) or over how many tasks
+        (``n_tasks``) must agree; by default a :class:`MismatchedEstimatesError`
+        names the difference.
 
     Returns
     -------
     xarray.Dataset
         ``estimate(estimator, ...)``, ``ci(estimator, ..., ci_bound)``,
         ``width(estimator, ...)``, ``ci_prob(estimator)``, ``ci_kind(estimator)``,
-        ``ci_detail(estimator)``; ``interval`` is a deprecated alias of ``ci``.
+        ``ci_detail(estimator)``, ``quantity(estimator)`` and ``n_tasks``
+        (when the results state them); ``interval`` is a deprecated alias of ``ci``.
 
     Examples
     --------
@@ -142,8 +206,10 @@ def side_by_side(
             f"`results` mix interval levels {probs}: compare intervals at one `prob`, "
             "or pass allow_mixed_prob=True"
         )
+    _check_targets(norm, allow_mismatch)
     kinds = {k: str(v["ci"].attrs["ci_kind"]) for k, v in norm.items()}
     details = {k: str(v["ci"].attrs.get("ci_detail", "")) for k, v in norm.items()}
+    quantities = {k: str(v.attrs.get("quantity", "")) for k, v in norm.items()}
     methods = list(norm)
     parts = [v.drop_attrs() if hasattr(v, "drop_attrs") else v for v in norm.values()]
     out = xr.concat(parts, dim="estimator", join="outer")
@@ -153,6 +219,7 @@ def side_by_side(
     out["ci_prob"] = ("estimator", [probs[m] for m in methods])
     out["ci_kind"] = ("estimator", np.array([kinds[m] for m in methods], dtype=object))
     out["ci_detail"] = ("estimator", np.array([details[m] for m in methods], dtype=object))
+    out["quantity"] = ("estimator", np.array([quantities[m] for m in methods], dtype=object))
     if truth is not None:
         out["truth"] = truth
         out["error"] = out["estimate"] - truth

@@ -5,7 +5,9 @@ Pure xarray, numpy and scipy: works on a fit loaded from disk without PyMC.
 pass^k and pass@k dispatch on the fit's ``hierbench_model`` attribute
 (beta-binomial: exact Beta moments; crossed: :mod:`hierbench.metrics._crossed`);
 the ranking functions take any posterior variable with an agent dimension,
-by default ``ability`` (each model's stated scale).
+by default ``ability`` (each model's stated scale). Every function returns a
+result object (:mod:`hierbench.metrics._results`): ``estimate``, ``ci``, a
+short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 """
 
 from ._common import UndefinedMetricWarning, posterior_interval, posterior_summary
@@ -17,9 +19,23 @@ from ._crossed import crossed_variance_components
 from ._gtheory import bayes_d_study, bayes_variance_components
 from ._passk import beta_moments, pass_at_k, pass_hat_k
 from ._ranking import head_to_head, prob_superiority, rank_probabilities
+from ._results import (
+    HeadToHeadResult,
+    PosteriorPassKResult,
+    PosteriorSummaryResult,
+    ProbSuperiorityResult,
+    RankProbabilityResult,
+    VarianceComponentDrawsResult,
+)
 
 __all__ = [
+    "HeadToHeadResult",
+    "PosteriorPassKResult",
+    "PosteriorSummaryResult",
+    "ProbSuperiorityResult",
+    "RankProbabilityResult",
     "UndefinedMetricWarning",
+    "VarianceComponentDrawsResult",
     "bayes_d_study",
     "bayes_variance_components",
     "beta_moments",

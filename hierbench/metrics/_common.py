@@ -1,14 +1,31 @@
-"""Helpers shared by the posterior metrics: reading draws from a fit, intervals, warnings."""
+"""Helpers shared by the posterior metrics: reading draws from a fit, intervals, checks, warnings."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
+import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, UndefinedMetricWarning, check_choice, check_prob, make_interval
+from .._base import (
+    DEFAULT_PROB,
+    UndefinedMetricWarning,
+    check_choice,
+    check_int,
+    check_prob,
+    make_interval,
+)
+from .._numerics import wilson_bounds
 
-__all__ = ["UndefinedMetricWarning", "get_draws", "posterior_interval", "posterior_summary"]
+__all__ = [
+    "UndefinedMetricWarning",
+    "check_k",
+    "get_draws",
+    "mc_interval",
+    "posterior_interval",
+    "posterior_summary",
+]
 
 SAMPLE_DIMS = ("chain", "draw")
 _POSTERIOR_KINDS = {"eti": "equal-tailed posterior interval", "hdi": "highest-density posterior interval"}
@@ -44,6 +61,25 @@ def get_draws(
             f"`{name}` draws of {var!r} must have dims {SAMPLE_DIMS}; missing {missing} (has {da.dims})"
         )
     return da
+
+
+def check_k(k: int | Sequence[int]) -> np.ndarray:
+    """``k`` (an int or a non-empty sequence of them, each >= 1) as an int64 array: the one k rule.
+
+    Examples
+    --------
+    >>> check_k(3).tolist(), check_k([1, 4]).tolist()
+    ([3], [1, 4])
+    """
+    ks = np.atleast_1d(np.asarray(k, dtype=object))
+    if ks.ndim != 1 or ks.size == 0:
+        raise ValueError(f"`k` must be an integer >= 1 or a non-empty sequence of them; got {k!r}")
+    try:
+        return np.asarray([check_int(x, "k", min=1) for x in ks.tolist()], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"`k` must be an integer >= 1 or a non-empty sequence of them; got {k!r}"
+        ) from None
 
 
 def posterior_interval(
@@ -89,28 +125,60 @@ def posterior_interval(
     )
 
 
-def posterior_summary(
-    draws: xr.DataArray, *, prob: float = DEFAULT_PROB, kind: Literal["eti", "hdi"] = "eti"
-) -> xr.Dataset:
-    """Posterior mean and credible interval of a quantity, in the house result convention.
+def mc_interval(per_draw: xr.DataArray, *, prob: float, what: str) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """A posterior probability, its Monte Carlo interval and the effective sample size behind it.
+
+    ``per_draw`` holds, per (chain, draw), a value in [0, 1] whose posterior mean is
+    the probability (an indicator, or a tie-split share). The interval is the Wilson
+    score interval with ``n`` the effective sample size of those values (arviz-stats
+    ``ess``, ``method="mean"``; the number of draws when they are constant, at most
+    the number of draws): it states how far the finite set of draws can leave the
+    probability, not a credible interval, which a posterior probability does not have.
+
+    Returns
+    -------
+    (estimate, ci, ess)
+    """
+    import arviz_stats as azs
+
+    prob = check_prob(prob)
+    S = per_draw.sizes["chain"] * per_draw.sizes["draw"]
+    est = per_draw.mean(list(SAMPLE_DIMS))
+    ess = azs.ess(per_draw.astype(float), sample_dims=list(SAMPLE_DIMS), method="mean")
+    n = np.minimum(np.where(np.isfinite(ess.values), ess.values, S), S)
+    from scipy.stats import norm
+
+    lo, hi = wilson_bounds(est.values * n, n, float(norm.ppf(0.5 + prob / 2)))
+    ci = make_interval(
+        lo,
+        hi,
+        prob=prob,
+        kind="wilson",
+        template=est,
+        detail=(
+            f"Monte Carlo uncertainty of {what} from {S} draws: Wilson score interval with n the "
+            "effective sample size of the per-draw values"
+        ),
+        warn_zero_width=False,
+    )
+    return est, ci, ess.copy(data=n).rename("ess")
+
+
+def posterior_summary(draws: xr.DataArray, *, prob: float = DEFAULT_PROB, kind: Literal["eti", "hdi"] = "eti"):
+    """Posterior mean and credible interval of a quantity, as a result object.
 
     The Bayesian counterpart of a frequentist result: ``estimate`` (the posterior
     mean over ``chain`` and ``draw``) and ``ci`` (as :func:`posterior_interval`),
     so it lines up with bootstrap and Wilson results in
     :func:`hierbench.compare.side_by_side`.
 
-    Parameters
-    ----------
-    draws : xarray.DataArray
-        Posterior draws with dims ``chain`` and ``draw``.
-    prob : float
-        Probability mass inside the interval, 0 < prob < 1.
-    kind : {"eti", "hdi"}
+    Parameters are those of :func:`posterior_interval`.
 
     Returns
     -------
-    xarray.Dataset
-        ``estimate(...)`` and ``ci(..., ci_bound)``.
+    PosteriorSummaryResult
+        ``estimate(...)`` and ``ci(..., ci_bound)``; ``to_frame()``,
+        ``to_dataset()`` and item access (``res["estimate"]``).
 
     Examples
     --------
@@ -120,8 +188,9 @@ def posterior_summary(
     >>> round(float(s["estimate"]), 3), s["ci"].values.round(3).tolist()
     (0.5, [0.05, 0.95])
     """
+    from ._results import PosteriorSummaryResult
+
     ci = posterior_interval(draws, prob=prob, kind=kind)
     est = draws.mean(list(SAMPLE_DIMS))
     est.attrs = {}
-    return xr.Dataset({"estimate": est, "ci": ci})
-
+    return PosteriorSummaryResult(estimate=est, ci=ci)

@@ -28,8 +28,10 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._base import UndefinedWarning, as_rng
+from .._base import DEFAULT_PROB, UndefinedWarning, as_rng, check_choice, check_prob
 from .._numerics import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
+from ._common import check_k, posterior_interval
+from ._results import PosteriorPassKResult, VarianceComponentDrawsResult
 
 __all__ = [
     "UnidentifiedWarning",
@@ -84,12 +86,13 @@ def _parts(fit: xr.DataTree) -> dict:
     a = stacked["agent_effect"].transpose("sample", "agent").values
     b = stacked["task_effect"].transpose("sample", "task").values
     sd_task = stacked["sd_task"].values
-    if "cluster_effect" in stacked and "task_cluster_idx" in const:
+    has_cluster = "cluster_effect" in stacked and "task_cluster_idx" in const
+    sd_cluster2 = np.zeros(mu.size)
+    if has_cluster:
         cidx = const["task_cluster_idx"].values.astype(int)
         b = b + stacked["cluster_effect"].transpose("sample", "cluster").values[:, cidx]
-        sd_task2 = sd_task**2 + stacked["sd_cluster"].values ** 2
-    else:
-        sd_task2 = sd_task**2
+        sd_cluster2 = stacked["sd_cluster"].values ** 2
+    sd_task2 = sd_task**2 + sd_cluster2
     return {
         "opts": opts,
         "post": post,
@@ -97,7 +100,9 @@ def _parts(fit: xr.DataTree) -> dict:
         "a": a,
         "b": b,
         "sd_agent": stacked["sd_agent"].values,
-        "sd_task2": sd_task2,
+        "sd_task2": sd_task2,  # the task effect's variance, its cluster's included
+        "sd_cluster2": sd_cluster2,
+        "has_cluster": has_cluster,
         "sd_at": stacked["sd_agent_task"].values if "sd_agent_task" in stacked else np.zeros(mu.size),
         "n": const["n_runs"].transpose("agent", "task").values.astype(float),
         "y": const["n_success"].transpose("agent", "task").values.astype(float),
@@ -288,11 +293,40 @@ def agent_task_effects(fit: xr.DataTree) -> xr.Dataset:
     )
 
 
-def _ks(k: int | Sequence[int]) -> np.ndarray:
-    ks = np.atleast_1d(np.asarray(k))
-    if ks.ndim != 1 or ks.size == 0 or not np.issubdtype(ks.dtype, np.integer) or (ks < 1).any():
-        raise ValueError(f"`k` must be a positive integer or a sequence of them; got {k!r}")
-    return ks.astype(int)
+def _crossed_fns(kind: str, ks: np.ndarray) -> list:
+    if kind == "hat":
+        return [lambda p, kk=kk: p**kk for kk in ks]
+    return [lambda p, kk=kk: 1.0 - (1.0 - p) ** kk for kk in ks]
+
+
+def _population_draws(parts: dict, fns: list) -> np.ndarray:
+    """``E[f(p)]`` for a new task, ``logit p ~ N(mu + a_m, sqrt(sd_task^2 + sd_cluster^2 + sd_at^2))``."""
+    u, w = population_nodes()
+    s = np.sqrt(parts["sd_task2"] + parts["sd_at"] ** 2)
+    e = parts["mu"][:, None, None] + parts["a"][:, :, None] + s[:, None, None] * u
+    p = expit(e)
+    return np.stack([(f(p) * w).sum(-1) for f in fns], axis=-1)
+
+
+def _observed_draws(
+    parts: dict, kind: str, ks: np.ndarray, mins: np.ndarray, gen: np.random.Generator | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(expected, draws, n_tasks): per draw, the average over each agent's tasks with at least
+    ``mins[i]`` runs (all the dataset's tasks for 0); one pass when every ``k`` shares its tasks."""
+    fns = _crossed_fns(kind, ks)
+    n, T = parts["n"], parts["n"].shape[1]
+    groups = [np.arange(ks.size)] if np.all(mins == mins[0]) else [np.array([i]) for i in range(ks.size)]
+    S, A = parts["mu"].size, n.shape[0]
+    expected, draws = np.empty((S, A, ks.size)), np.empty((S, A, ks.size))
+    n_tasks = np.empty((A, ks.size))
+    for idx in groups:
+        m = int(mins[idx[0]])
+        mask = n >= m if m else None
+        e, r = _task_means(parts, [fns[i] for i in idx], gen, mask=mask, spec=(kind, ks[idx]))
+        expected[..., idx] = e
+        draws[..., idx] = r if r is not None else e
+        n_tasks[:, idx] = (mask.sum(1) if mask is not None else np.full(A, T))[:, None]
+    return expected, draws, n_tasks
 
 
 def crossed_pass_k(
@@ -301,11 +335,11 @@ def crossed_pass_k(
     k: int | Sequence[int] = 1,
     kind: Literal["hat", "at"] = "hat",
     population: bool = False,
-    prob: float = 0.9,
+    prob: float = DEFAULT_PROB,
     realised: bool = False,
     rng: None | int | np.random.Generator = None,
-    min_runs: int = 0,
-) -> xr.Dataset:
+    min_runs: int | Literal["k"] = 0,
+) -> PosteriorPassKResult:
     """Posterior pass^k (``kind="hat"``) or pass@k (``kind="at"``) per agent, crossed model.
 
     Parameters
@@ -313,68 +347,35 @@ def crossed_pass_k(
     fit : xarray.DataTree
         A fit of :func:`hierbench.bayes.build_crossed`.
     k : int or sequence of int
-        Number of independent attempts.
     kind : {"hat", "at"}
-        pass^k = P(all k attempts succeed) = ``E[p^k]``;
-        pass@k = P(at least one succeeds) = ``1 - E[(1 - p)^k]``.
+        pass^k = ``E[p^k]``; pass@k = ``1 - E[(1 - p)^k]``.
     population : bool
-        False: the mean over all the dataset's tasks (a cell that was never
-        run enters through its prior given the draw). True: a new task drawn
-        from the task population, ``E[p^k]`` with
-        ``logit p ~ N(mu + a_m, sqrt(sd_task^2 + sd_cluster^2 + sd_agent_task^2))``.
+        False: the mean over the dataset's tasks (a never-run cell enters
+        through its prior given the draw). True: a new task from the population.
     prob : float
         Probability mass of the equal-tailed interval.
     realised : bool
-        Observed tasks only (``population=False``). False: each draw is the
-        average over tasks of the conditional expectation ``E[f(p_mt) | data,
-        draw]`` (the Bayesian counterpart of the unbiased estimator
-        ``C(c, k) / C(n, k)`` averaged over tasks). True: each draw is the
-        realised average ``mean_t f(p_mt)`` with every ``p_mt`` drawn from
-        its conditional posterior given the draw, so the interval is that of
-        the average over these tasks of their true ``f(p_mt)`` (wider; see
-        Notes).
+        Observed tasks only. True: each draw is the realised average
+        ``mean_t f(p_mt)``, one ``p_mt`` per cell drawn from its conditional
+        posterior given the draw (see the module docstring), so the interval is
+        that of these tasks' own ``f(p_mt)``; False: the average of the
+        conditional expectations (narrower).
     rng : None, int or numpy.random.Generator
-        Randomness for ``realised=True`` (unused otherwise).
-    min_runs : int
-        Observed tasks only: average, per agent, over the tasks it ran at
-        least ``min_runs`` times (0: every task of the dataset). With
-        ``min_runs=k`` the average is over the same cells as the unbiased
-        estimator's ``C(c, k) / C(n, k)``, so the two (and a simulation's
-        truth) describe the same tasks. An agent with no such task gets NaN.
+        Randomness for ``realised=True``.
+    min_runs : int or "k"
+        Observed tasks only: per agent, the tasks it ran at least ``min_runs``
+        times (0: every task of the dataset; ``"k"``: ``k`` runs, the cells of
+        the unbiased ``C(c, k) / C(n, k)``). An agent with no such task is NaN.
 
     Returns
     -------
-    xarray.Dataset
-        ``draws(chain, draw, agent, k)``, ``mean(agent, k)`` and
-        ``ci(agent, k, ci_bound)`` (attrs ``ci_prob``, ``ci_kind``).
-        ``mean`` is always the average of the conditional expectations (the
-        posterior mean without the extra Monte Carlo noise of the realised
-        draws); ``attrs["draws_of"]`` says what the draws, hence the
-        interval, describe: ``"parameter"`` (population),
+    PosteriorPassKResult
+        As :func:`hierbench.metrics.pass_hat_k`. ``estimate`` is always the
+        average of the conditional expectations; ``attrs["draws_of"]`` says
+        what the draws (hence the interval) describe: ``"parameter"``,
         ``"conditional expectation given the draw"`` or ``"realised task
-        average"``.
-
-    Notes
-    -----
-    By the law of total variance the posterior variance of the realised
-    average is the variance of the conditional expectations plus
-    ``E[sum_t Var(f(p_mt) | draw)] / T^2``. Both terms are of order 1/T, so
-    the conditional-expectation interval is too narrow for the observed-task
-    average of the true ``p_mt``. ``realised=True`` closes the gap without
-    leaving the quadrature: for each (draw, cell) it picks one of the
-    adaptive Gauss-Hermite nodes with probability equal to its normalised
-    posterior mass (one uniform per cell, inverse CDF). The node law has
-    ``E[g(p)] = sum_j w_j g(p_j)`` for every ``g``, which is the quadrature
-    value of ``E[g(p_mt) | data, draw]``, so the draw reproduces the
-    conditional mean and variance of ``f(p_mt)`` to quadrature accuracy,
-    though it is discrete per cell (its average over tasks is not). A
-    never-run cell's node masses are the prior Gauss-Hermite weights, so it
-    gets a prior draw the same way.
-
-    With ``agent_task="latent"`` the fit already holds one ``(ab)_mt`` per
-    draw, and with ``agent_task="none"`` there is no such effect: in both
-    cases ``p_mt`` is fixed by the draw, the draws are the realised task
-    average whatever ``realised`` says, and ``rng`` is not used.
+        average"`` (always so with ``agent_task`` "latent" or "none", where
+        ``p_mt`` is fixed by the draw and ``rng`` is not used).
 
     Examples
     --------
@@ -382,150 +383,162 @@ def crossed_pass_k(
     >>> from hierbench.bayes import build_crossed, fit
     >>> data, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=3, rng=0)
     >>> idata = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=0)  # doctest: +SKIP
-    >>> res = crossed_pass_k(idata, k=1, realised=True, rng=1)  # doctest: +SKIP
-    >>> res.attrs["draws_of"]  # doctest: +SKIP
+    >>> crossed_pass_k(idata, k=1, realised=True, rng=1).attrs["draws_of"]  # doctest: +SKIP
     'realised task average'
     """
-    ks = _ks(k)
-    if kind not in ("hat", "at"):
-        raise ValueError(f"`kind` must be 'hat' or 'at'; got {kind!r}")
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    from ._passk import min_runs_per_k, pass_attrs
+
+    ks = check_k(k)
+    check_choice(kind, "kind", ["hat", "at"])
+    prob = check_prob(prob)
+    mins = min_runs_per_k(min_runs, ks)
     name = "pass^k" if kind == "hat" else "pass@k"
     if realised and population:
         raise ValueError(
             "`realised=True` applies to the observed tasks (population=False); the population "
             f"{name} is a parameter, its draws are already its posterior"
         )
-    if not isinstance(min_runs, (int, np.integer)) or min_runs < 0:
-        raise ValueError(f"`min_runs` must be an integer >= 0; got {min_runs!r}")
-    if min_runs and population:
+    if mins.any() and population:
         raise ValueError(
             "`min_runs` selects observed tasks (population=False); a new task from the "
             "population has no runs"
         )
     parts = _parts(fit)
+    _warn_unidentified(parts, ks)
+    fixed_p = parts["latent"] or parts["no_ab"]  # p_mt is a function of the draw
+    if population:
+        expected = vals = _population_draws(parts, _crossed_fns(kind, ks))
+        n_tasks = np.full((parts["agent"].size, ks.size), np.nan)
+        draws_of = "parameter"
+    else:
+        gen = as_rng(rng) if realised and not fixed_p else None
+        expected, vals, n_tasks = _observed_draws(parts, kind, ks, mins, gen)
+        draws_of = "realised task average" if realised or fixed_p else "conditional expectation given the draw"
+    attrs = {**pass_attrs(kind == "at", "crossed", population, int(mins.max()), min_runs), "draws_of": draws_of}
+    coords = {"agent": parts["agent"], "k": ks}
+    draws = _unstack(vals, parts["post"], ("agent", "k"), coords)
+    draws.attrs = dict(attrs)
+    est = _unstack(expected, parts["post"], ("agent", "k"), coords).mean(("chain", "draw"))
+    est.attrs = {"point": "posterior mean", "quantity": attrs["quantity"], "tasks": attrs["tasks"]}
+    n_da = xr.DataArray(n_tasks, dims=("agent", "k"), coords=coords, name="n_tasks")
+    return PosteriorPassKResult(
+        estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws, n_tasks=n_da, attrs=attrs
+    )
+
+
+def _warn_unidentified(parts: dict, ks: np.ndarray) -> None:
     if parts["no_ab"] and (ks > 1).any():
         warnings.warn(
             "this crossed fit has no agent x task effect (agent_task='none', usually R = 1): "
             "pass^k / pass@k for k > 1 assume runs independent given (agent, task), which "
             "single-run data cannot check; with repeated runs refit with agent_task='marginal'",
             UnidentifiedWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    if kind == "hat":
-        fns = [lambda p, kk=kk: p**kk for kk in ks]
+
+
+def _latent_components(parts: dict) -> dict[str, np.ndarray]:
+    va, vc, vat = parts["sd_agent"] ** 2, parts["sd_cluster2"], parts["sd_at"] ** 2
+    vt = parts["sd_task2"] - vc  # the task effect within its cluster
+    comps = {"agent": va}
+    if parts["has_cluster"]:
+        comps |= {"cluster": vc, "task:cluster": vt, "agent:task:cluster": vat}
     else:
-        fns = [lambda p, kk=kk: 1.0 - (1.0 - p) ** kk for kk in ks]
-    fixed_p = parts["latent"] or parts["no_ab"]  # p_mt is a function of the draw
-    if population:
-        u, w = population_nodes()
-        s = np.sqrt(parts["sd_task2"] + parts["sd_at"] ** 2)
-        e = parts["mu"][:, None, None] + parts["a"][:, :, None] + s[:, None, None] * u
-        p = expit(e)
-        vals = np.stack([(f(p) * w).sum(-1) for f in fns], axis=-1)
-        expected = vals
-        draws_of = "parameter"
+        comps |= {"task": vt, "agent:task": vat}
+    if parts["no_ab"]:
+        comps.pop("agent:task:cluster" if parts["has_cluster"] else "agent:task")
+    return comps
+
+
+def _probability_components(parts: dict) -> dict[str, np.ndarray]:
+    """The G-theory decomposition of ``p_mt`` (and of one run's score) implied by the model."""
+    u, w = population_nodes()
+    mu = parts["mu"][:, None]
+    va, vt, vat, vc = parts["sd_agent"] ** 2, parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"]
+
+    def m1m2(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # E[p], E[p^2] with logit p ~ N(loc, s), loc (S, Q0), s (S,)
+        p = expit(loc[..., None] + s[:, None, None] * u)
+        return (p * w).sum(-1), (p**2 * w).sum(-1)
+
+    def var_of(s_in: np.ndarray, s_out: np.ndarray) -> np.ndarray:
+        g, _ = m1m2(mu + np.sqrt(s_in)[:, None] * u, np.sqrt(s_out))
+        return (g**2 * w).sum(-1) - (g * w).sum(-1) ** 2
+
+    ep, ep2 = m1m2(mu, np.sqrt(va + vt + vat))
+    total = ep2[:, 0] - ep[:, 0] ** 2
+    if parts["opts"].get("agents") == "fixed":
+        # finite population of the evaluated agents (sample variance, ddof=1)
+        g, _ = m1m2(mu + parts["a"], np.sqrt(vt + vat))
+        var_a = g.var(axis=-1, ddof=1) if g.shape[-1] > 1 else np.zeros(g.shape[0])
     else:
-        gen = as_rng(rng) if realised and not fixed_p else None
-        mask = parts["n"] >= min_runs if min_runs else None
-        expected, real = _task_means(parts, fns, gen, mask=mask, spec=(kind, ks))
-        vals = real if real is not None else expected
-        draws_of = (
-            "realised task average"
-            if realised or fixed_p
-            else "conditional expectation given the draw"
-        )
-    post = parts["post"]
-    coords = {"agent": parts["agent"], "k": ks}
-    where = (
-        "a new task from the population"
-        if population
-        else ("the dataset's tasks" if not min_runs else f"the tasks each agent ran >= {min_runs} times")
-    )
-    attrs = {
-        "metric": name,
-        "over": where,
-        "model": "crossed",
-        "scale": "probability",
-        "draws_of": draws_of,
-    }
-    draws = _unstack(vals, post, ("agent", "k"), coords)
-    draws.attrs = dict(attrs)
-    mean = _unstack(expected, post, ("agent", "k"), coords).mean(("chain", "draw"))
-    lo, hi = (1 - prob) / 2, (1 + prob) / 2
-    q = draws.quantile([lo, hi], dim=("chain", "draw")).transpose("agent", "k", "quantile")
-    ci = xr.DataArray(
-        q.values,
-        dims=("agent", "k", "ci_bound"),
-        coords={"agent": parts["agent"], "k": ks, "ci_bound": ["lower", "upper"]},
-        attrs={"ci_prob": prob, "ci_kind": "equal-tailed posterior"},
-    )
-    return xr.Dataset({"draws": draws, "mean": mean, "ci": ci}, attrs=attrs)
+        var_a = var_of(va, vt + vat)
+    var_t = var_of(vt, va + vat)  # the task, its cluster included
+    inter = total - var_a - var_t
+    residual = ep[:, 0] - ep2[:, 0]
+    at_name = "agent:task:cluster" if parts["has_cluster"] else "agent:task"
+    comps = {"agent": var_a}
+    if parts["has_cluster"]:
+        var_c = var_of(vc, va + (vt - vc) + vat)
+        comps |= {"cluster": var_c, "task:cluster": var_t - var_c}
+    else:
+        comps["task"] = var_t
+    if parts["no_ab"]:  # no agent x task effect in the model: with one run it is the residual's
+        return comps | {"residual": residual + inter}
+    return comps | {at_name: inter, "residual": residual}
 
 
 def crossed_variance_components(
-    fit: xr.DataTree, *, scale: Literal["latent", "probability"] = "latent"
-) -> xr.Dataset:
+    fit: xr.DataTree,
+    *,
+    scale: Literal["latent", "probability"] = "latent",
+    prob: float = DEFAULT_PROB,
+) -> VarianceComponentDrawsResult:
     """Variance components of a crossed fit on the logit or the probability scale.
+
+    Components are named as :func:`hierbench.freq.variance_components` names
+    them for the same facets, so the two halves align row for row: ``agent``,
+    ``task``, ``agent:task`` (and ``residual``); with a cluster effect
+    ``cluster``, ``task:cluster`` (the task within its cluster) and
+    ``agent:task:cluster``. A component the model does not have is not shown:
+    without an agent x task effect (``agent_task="none"``, one run per cell)
+    the probability-scale interaction the logistic link induces goes to
+    ``residual``, as the G-study of one run per cell puts it there.
 
     Parameters
     ----------
     fit : xarray.DataTree
     scale : {"latent", "probability"}
-        ``"latent"``: ``sd_agent^2`` (with ``agents="fixed"``: the sample
-        variance of the evaluated agents' effects), ``sd_task^2 (+ sd_cluster^2)``,
-        ``sd_agent_task^2`` on the logit scale. ``"probability"``: the
-        generalizability-theory decomposition of the cell success
-        probability ``p_mt`` implied by the model, comparable with the
-        ANOVA estimates of :func:`hierbench.freq.variance_components` on
-        binary scores: ``agent = Var(E[p | agent])``, ``task = Var(E[p |
-        task])``, ``agent_task = Var(p) - agent - task`` and ``residual =
-        E[p (1 - p)]`` (the run-to-run binomial variance), all by
-        Gauss-Hermite quadrature over the normal effects.
+        ``"latent"``: the model's variances on the logit scale (``sd_agent^2``,
+        ...). ``"probability"``: the decomposition of the cell success
+        probability implied by the model, comparable with the ANOVA estimates
+        on binary scores: ``agent = Var(E[p | agent])`` (with
+        ``agents="fixed"``: the sample variance over the evaluated agents),
+        ``task = Var(E[p | task])``, ``cluster = Var(E[p | cluster])``, the
+        agent x task part ``Var(p) - agent - task`` and ``residual = E[p (1 -
+        p)]`` (the run-to-run binomial variance), by quadrature.
+    prob : float
+        Level of the equal-tailed intervals.
 
     Returns
     -------
-    xarray.Dataset
-        ``agent``, ``task``, ``agent_task``, (``residual``) over (chain, draw);
-        attrs ``scale``.
+    VarianceComponentDrawsResult
+        ``estimate`` and ``ci`` over ``component``, ``draws(chain, draw,
+        component)``; ``res["task"]`` and ``res.data_vars`` answer as the
+        Dataset of per-component draws this function used to return.
     """
+    check_choice(scale, "scale", ["latent", "probability"])
+    prob = check_prob(prob)
     parts = _parts(fit)
-    va, vt, vat = parts["sd_agent"] ** 2, parts["sd_task2"], parts["sd_at"] ** 2
-    post = parts["post"]
-    if scale == "latent":
-        comps = {"agent": va, "task": vt, "agent_task": vat}
-    elif scale == "probability":
-        u, w = population_nodes()
-        mu = parts["mu"][:, None]
-
-        def m1m2(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            # E[p], E[p^2] with logit p ~ N(loc, s), loc (S, Q0), s (S,)
-            p = expit(loc[..., None] + s[:, None, None] * u)
-            return (p * w).sum(-1), (p**2 * w).sum(-1)
-
-        ep, ep2 = m1m2(mu, np.sqrt(va + vt + vat))
-        total = ep2[:, 0] - ep[:, 0] ** 2
-        if parts["opts"].get("agents") == "fixed":
-            # finite population of the evaluated agents (sample variance, ddof=1)
-            g, _ = m1m2(mu + parts["a"], np.sqrt(vt + vat))
-            var_a = g.var(axis=-1, ddof=1) if g.shape[-1] > 1 else np.zeros(g.shape[0])
-        else:
-            g, _ = m1m2(mu + np.sqrt(va)[:, None] * u, np.sqrt(vt + vat))
-            var_a = (g**2 * w).sum(-1) - (g * w).sum(-1) ** 2
-        h, _ = m1m2(mu + np.sqrt(vt)[:, None] * u, np.sqrt(va + vat))
-        var_t = (h**2 * w).sum(-1) - (h * w).sum(-1) ** 2
-        comps = {
-            "agent": var_a,
-            "task": var_t,
-            "agent_task": total - var_a - var_t,
-            "residual": ep[:, 0] - ep2[:, 0],
-        }
-    else:
-        raise ValueError(f"`scale` must be 'latent' or 'probability'; got {scale!r}")
-    out = xr.Dataset({k: _unstack(np.asarray(v), post, (), {}) for k, v in comps.items()})
-    out.attrs["scale"] = scale
-    return out
+    comps = _latent_components(parts) if scale == "latent" else _probability_components(parts)
+    names = list(comps)
+    draws = _unstack(np.stack([np.asarray(comps[c]) for c in names], -1), parts["post"], ("component",), {"component": names})
+    attrs = {"scale": scale, "model": "crossed", "agent_task": str(parts["opts"].get("agent_task", ""))}
+    draws.attrs = dict(attrs)
+    est = draws.mean(("chain", "draw"))
+    return VarianceComponentDrawsResult(
+        estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws, attrs=attrs
+    )
 
 
 def _mean_observed_draws(fit: xr.DataTree, rng: None | int | np.random.Generator = None) -> xr.DataArray:

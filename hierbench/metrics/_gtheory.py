@@ -26,13 +26,9 @@ import xarray as xr
 from scipy.special import expit
 
 from .._base import DEFAULT_PROB, check_prob, make_interval
+from .._numerics import gauss_hermite
 
 __all__ = ["bayes_d_study", "bayes_variance_components"]
-
-
-def _gh(n: int) -> tuple[np.ndarray, np.ndarray]:
-    x, w = np.polynomial.hermite_e.hermegauss(n)
-    return x, w / w.sum()
 
 
 def _latent(fit: xr.DataTree) -> dict[str, np.ndarray]:
@@ -56,7 +52,7 @@ def _latent(fit: xr.DataTree) -> dict[str, np.ndarray]:
 
 def _v(mu: np.ndarray, s2_in: np.ndarray, s2_out: np.ndarray, n_quad: int) -> np.ndarray:
     """Var over the latent sum N(0, s2_in) of E[expit(mu + sum + N(0, s2_out))]."""
-    x, w = _gh(n_quad)
+    x, w = gauss_hermite(n_quad)
     eta = mu[:, None] + np.sqrt(s2_in)[:, None] * x[None, :]  # (S, Q)
     g = (expit(eta[..., None] + np.sqrt(s2_out)[:, None, None] * x[None, None, :]) * w).sum(-1)
     m1 = (g * w).sum(-1)
@@ -103,18 +99,18 @@ def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np
     V: dict[frozenset, np.ndarray] = {}
     comps: dict[frozenset, np.ndarray] = {}
     for e in d.effects:
-        if e == full:
-            continue
         cond = e - (full - {agent, task} - ({cluster} if cluster else set()))
         s_in = latent_var(cond)
         V[e] = _v(lat["mu"], s_in, total - s_in, n_quad)
     for e in d.effects:
-        if e == full:
-            continue
         comps[e] = V[e] - sum((comps[b] for b in d.effects if b < e and b in comps), 0.0)
-    x, w = _gh(n_quad)
+    x, w = gauss_hermite(n_quad)
     p = expit(lat["mu"][:, None] + np.sqrt(total)[:, None] * x[None, :])
-    comps[full] = (p * (1 - p) * w).sum(-1)
+    # the residual (the full effect) adds the run-to-run binomial variance E[p (1 - p)] to what
+    # the effects below it leave of Var(p): nothing with repeated runs (the agent x task
+    # effect took it), the agent x task part with one run per cell, where the G-study
+    # confounds the two in its residual
+    comps[full] = comps[full] + (p * (1 - p) * w).sum(-1)
     names = [d.name(e) for e in d.effects]
     return names, np.stack([comps[e] for e in d.effects])
 

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import DEFAULT_PROB, as_rng, check_prob
-from ._common import UndefinedMetricWarning, posterior_interval
+from .._base import DEFAULT_PROB, as_rng, check_int, check_prob
+from ._common import UndefinedMetricWarning, check_k, posterior_interval
+from ._results import PosteriorPassKResult
 
 __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]
 
@@ -34,13 +35,17 @@ _NO_RUNS = {
 }
 
 
-def _check_k(k: int | Sequence[int] | None, default_max: int) -> np.ndarray:
-    if k is None:
-        return np.arange(1, max(int(default_max), 1) + 1)
-    ks = np.atleast_1d(np.asarray(k))
-    if ks.ndim != 1 or ks.size == 0 or not np.issubdtype(ks.dtype, np.integer) or (ks < 1).any():
-        raise ValueError(f"`k` must be an integer >= 1 or a non-empty sequence of them; got {k!r}")
-    return ks.astype(np.int64)
+def min_runs_per_k(min_runs: int | Literal["k"], ks: np.ndarray) -> np.ndarray:
+    """The minimum number of runs a task needs, per ``k``: ``min_runs``, or ``k`` itself."""
+    if isinstance(min_runs, str):
+        if min_runs != "k":
+            raise ValueError(f"`min_runs` must be an integer >= 0 or 'k'; got {min_runs!r}")
+        return ks.copy()
+    try:
+        m = check_int(min_runs, "min_runs", min=0)
+    except (TypeError, ValueError):
+        raise ValueError(f"`min_runs` must be an integer >= 0 or 'k'; got {min_runs!r}") from None
+    return np.full(ks.shape, m, dtype=np.int64)
 
 
 def beta_moments(
@@ -63,14 +68,7 @@ def beta_moments(
     return np.exp(betaln(alpha + k, beta) - betaln(alpha, beta))
 
 
-def _beta_binomial_pass(
-    fit: xr.DataTree,
-    ks: np.ndarray,
-    population: bool,
-    at: bool,
-    gen: np.random.Generator | None = None,
-) -> tuple[xr.DataArray, xr.DataArray | None]:
-    """Conditional-expectation draws and, with ``gen``, draws of the realised task average."""
+def _bb_params(fit: xr.DataTree) -> tuple[xr.Dataset, np.ndarray, np.ndarray]:
     post = fit["posterior"].to_dataset()
     for v in ("mu", "kappa"):
         if v not in post:
@@ -79,56 +77,69 @@ def _beta_binomial_pass(
             )
     mu = post["mu"].transpose("chain", "draw", "agent")
     kappa = post["kappa"].transpose("chain", "draw", "agent")
-    a = (mu * kappa).values
-    b = ((1.0 - mu) * kappa).values
+    return post, (mu * kappa).values, ((1.0 - mu) * kappa).values
+
+
+def _bb_observed(
+    fit: xr.DataTree, a: np.ndarray, b: np.ndarray, ks: np.ndarray, mins: np.ndarray, at: bool,
+    gen: np.random.Generator | None, agents: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Per draw, the average over each agent's tasks (``n >= max(min, 1)`` runs) of
+    ``E[p^k | c, n, draw]`` and, with ``gen``, of ``p^k`` drawn from its conditional Beta."""
+    if "constant_data" not in fit.children:
+        raise ValueError("`fit` has no `constant_data` group with `n_runs` and `n_success`")
+    const = fit["constant_data"].to_dataset()
+    n = const["n_runs"].transpose("agent", "task").values.astype(np.float64)
+    c = const["n_success"].transpose("agent", "task").values.astype(np.float64)
     out = np.empty((*a.shape, ks.size))
     real = np.empty_like(out) if gen is not None else None
-    if population:
+    n_tasks = np.stack([(n >= max(int(m), 1)).sum(1) for m in mins], -1)  # (agent, k)
+    empty = (n_tasks == 0).any(1)
+    if empty.any():
+        warnings.warn(
+            f"agents {[str(x) for x in agents[empty]]} ran no task (with the runs asked for): "
+            "pass^k/pass@k over their observed tasks is undefined (NaN)",
+            UndefinedMetricWarning,
+            stacklevel=4,
+        )
+    ran = n > 0
+    for j in range(a.shape[-1]):  # per agent keeps memory at (chain, draw, task)
+        alpha = a[..., j, None] + c[j]
+        beta = b[..., j, None] + n[j] - c[j]
+        p = gen.beta(alpha[..., ran[j]], beta[..., ran[j]]) if real is not None else None
         for i, k in enumerate(ks):
-            m = beta_moments(a, b, int(k), complement=at)
-            out[..., i] = 1.0 - m if at else m
+            use = n[j][ran[j]] >= max(int(mins[i]), 1)
+            m = beta_moments(alpha, beta, int(k), complement=at)
+            m = (1.0 - m if at else m)[..., ran[j]]
+            out[..., j, i] = m[..., use].mean(axis=-1) if use.any() else np.nan
+            if real is not None:
+                r = 1.0 - (1.0 - p) ** int(k) if at else p ** int(k)
+                real[..., j, i] = r[..., use].mean(axis=-1) if use.any() else np.nan
+    return out, real, n_tasks
+
+
+def _beta_binomial_pass(
+    fit: xr.DataTree, ks: np.ndarray, mins: np.ndarray, population: bool, at: bool,
+    gen: np.random.Generator | None,
+) -> tuple[xr.DataArray, xr.DataArray | None, xr.DataArray]:
+    """Conditional-expectation draws, with ``gen`` draws of the realised task average, and n_tasks."""
+    post, a, b = _bb_params(fit)
+    agents = post.agent.values
+    if population:
+        out = np.stack([beta_moments(a, b, int(k), complement=at) for k in ks], -1)
+        out = 1.0 - out if at else out
+        real, n_tasks = None, np.full((agents.size, ks.size), np.nan)
     else:
-        if "constant_data" not in fit.children:
-            raise ValueError("`fit` has no `constant_data` group with `n_runs` and `n_success`")
-        const = fit["constant_data"].to_dataset()
-        n = const["n_runs"].transpose("agent", "task").values.astype(np.float64)
-        c = const["n_success"].transpose("agent", "task").values.astype(np.float64)
-        ran = n > 0
-        n_tasks = ran.sum(axis=1)
-        empty = n_tasks == 0
-        if empty.any():
-            warnings.warn(
-                f"agents {[str(x) for x in post.agent.values[empty]]} ran no task: pass^k/pass@k over "
-                "the observed tasks is undefined for them (NaN)",
-                UndefinedMetricWarning,
-                stacklevel=3,
-            )
-        for j in range(a.shape[-1]):  # per agent keeps memory at (chain, draw, task)
-            alpha = a[..., j, None] + c[j]
-            beta = b[..., j, None] + n[j] - c[j]
-            p = gen.beta(alpha[..., ran[j]], beta[..., ran[j]]) if real is not None else None
-            for i, k in enumerate(ks):
-                m = beta_moments(alpha, beta, int(k), complement=at)
-                m = 1.0 - m if at else m
-                out[..., j, i] = m[..., ran[j]].mean(axis=-1) if n_tasks[j] else np.nan
-                if real is not None:
-                    r = 1.0 - (1.0 - p) ** int(k) if at else p ** int(k)
-                    real[..., j, i] = r.mean(axis=-1) if n_tasks[j] else np.nan
+        out, real, n_tasks = _bb_observed(fit, a, b, ks, mins, at, gen, agents)
     dims = ("chain", "draw", "agent", "k")
     coords = {"chain": post.chain, "draw": post.draw, "agent": post.agent, "k": ks}
     expected = xr.DataArray(out, dims=dims, coords=coords)
-    return expected, (xr.DataArray(real, dims=dims, coords=coords) if real is not None else None)
+    realised = xr.DataArray(real, dims=dims, coords=coords) if real is not None else None
+    n_da = xr.DataArray(n_tasks.astype(float), dims=("agent", "k"), coords={"agent": post.agent, "k": ks})
+    return expected, realised, n_da
 
 
-def _pass(
-    fit: xr.DataTree,
-    k: int | Sequence[int] | None,
-    population: bool,
-    prob: float,
-    at: bool,
-    realised: bool,
-    rng: None | int | np.random.Generator,
-) -> xr.Dataset:
+def _check_request(fit, prob, population: bool, realised: bool) -> tuple[float, str]:
     if not isinstance(fit, xr.DataTree):
         raise TypeError(
             f"`fit` must be an xarray.DataTree from hierbench.bayes.fit; got {type(fit).__name__}"
@@ -139,91 +150,82 @@ def _pass(
         raise ValueError(
             f"pass^k / pass@k are not defined for hierbench_model={model!r}: {_NO_RUNS[model]}"
         )
-    default_max = 1
-    if "constant_data" in fit.children and "n_runs" in fit["constant_data"]:
-        default_max = int(fit["constant_data"]["n_runs"].max())
-    ks = _check_k(k, default_max)
-    name = "pass@k" if at else "pass^k"
+    if model not in ("beta_binomial", "crossed"):
+        raise ValueError(
+            f"pass^k / pass@k are implemented for hierbench_model 'beta_binomial' and 'crossed'; "
+            f"`fit` has hierbench_model={model!r}"
+        )
     if realised and population:
         raise ValueError(
             "`realised=True` applies to the observed tasks (population=False); the population "
             "pass^k is a parameter, its draws are already its posterior"
         )
-    if model == "crossed":
-        try:
-            from ._crossed import crossed_pass_k
-        except ImportError as err:  # pragma: no cover - depends on the other module landing
-            raise ImportError(
-                "pass^k / pass@k of a crossed fit need hierbench.metrics._crossed (crossed_pass_k), "
-                f"which could not be imported: {err}"
-            ) from err
-        res = crossed_pass_k(
-            fit,
-            k=ks.tolist(),
-            kind="at" if at else "hat",
-            population=population,
-            prob=prob,
-            realised=realised,
-            rng=rng,
-        )
-        res.attrs.update(
-            quantity=name, model=model, tasks="population" if population else "observed"
-        )
-        return _house_names(res, prob)
-    if model != "beta_binomial":
+    return prob, model
+
+
+def _pass(
+    fit: xr.DataTree,
+    k: int | Sequence[int] | None,
+    population: bool,
+    prob: float,
+    at: bool,
+    realised: bool,
+    rng: None | int | np.random.Generator,
+    min_runs: int | Literal["k"] = 0,
+) -> PosteriorPassKResult:
+    prob, model = _check_request(fit, prob, population, realised)
+    default_max = 1
+    if "constant_data" in fit.children and "n_runs" in fit["constant_data"]:
+        default_max = int(fit["constant_data"]["n_runs"].max())
+    ks = check_k(k) if k is not None else np.arange(1, max(default_max, 1) + 1)
+    mins = min_runs_per_k(min_runs, ks)
+    if population and mins.any():
         raise ValueError(
-            f"pass^k / pass@k are implemented for hierbench_model 'beta_binomial' and 'crossed'; "
-            f"`fit` has hierbench_model={model!r}"
+            "`min_runs` selects observed tasks (population=False); a new task from the "
+            "population has no runs"
         )
-    expected, real = _beta_binomial_pass(fit, ks, population, at, as_rng(rng) if realised else None)
-    attrs: dict[str, Any] = {
-        "quantity": name,
-        "model": model,
-        "tasks": "population" if population else "observed",
-        "scale": "probability",
-        "draws_of": (
-            "parameter"
-            if population
-            else ("realised task average" if realised else "conditional expectation given the draw")
-        ),
-    }
+    if model == "crossed":
+        from ._crossed import crossed_pass_k
+
+        return crossed_pass_k(
+            fit, k=ks.tolist(), kind="at" if at else "hat", population=population, prob=prob,
+            realised=realised, rng=rng, min_runs=min_runs,
+        )
+    gen = as_rng(rng) if realised else None
+    expected, real, n_tasks = _beta_binomial_pass(fit, ks, mins, population, at, gen)
+    attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs)
+    attrs["draws_of"] = (
+        "parameter"
+        if population
+        else ("realised task average" if realised else "conditional expectation given the draw")
+    )
     draws = real if real is not None else expected
     draws.attrs = dict(attrs)
-    return _house_names(
-        xr.Dataset(
-            {
-                "draws": draws,
-                # the exact (Rao-Blackwellised) posterior mean in every case
-                "mean": expected.mean(("chain", "draw")),
-                "ci": posterior_interval(draws, prob=prob),
-            },
-            attrs=attrs,
-        ),
-        prob,
+    est = expected.mean(("chain", "draw"))  # the exact (Rao-Blackwellised) posterior mean
+    est.attrs = {"point": "posterior mean", "quantity": attrs["quantity"], "tasks": attrs["tasks"]}
+    return PosteriorPassKResult(
+        estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws,
+        n_tasks=n_tasks.rename("n_tasks"), attrs=attrs,
     )
 
 
-def _house_names(res: xr.Dataset, prob: float) -> xr.Dataset:
-    """The house result convention: point value ``estimate``, interval ``ci`` (eti, ``ci_detail``).
-
-    ``mean`` stays beside ``estimate`` as a deprecated alias (the same values).
-    """
-    out = res.copy()
-    if "mean" in out and "estimate" not in out:
-        est = out["mean"].copy()
-        est.attrs = {**dict(est.attrs), "point": "posterior mean"}
-        out["estimate"] = est
-        out["mean"].attrs = {**dict(out["mean"].attrs), "deprecated": "alias of `estimate`"}
-    ci = out["ci"] if "ci" in out else None
-    if ci is not None and ci.attrs.get("ci_kind") not in ("eti", "hdi"):
-        ci.attrs = {
-            "ci_prob": float(ci.attrs.get("ci_prob", prob)),
-            "ci_kind": "eti",
-            "ci_detail": str(ci.attrs.get("ci_kind", "equal-tailed posterior interval")),
-        }
-    order = ["estimate", "ci", "draws", "mean"]
-    out = out[[v for v in order if v in out] + [v for v in out.data_vars if v not in order]]
-    return out
+def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs) -> dict:
+    """The attrs every posterior pass^k / pass@k result carries (both models)."""
+    if population:
+        over = "a new task from the population"
+    elif isinstance(min_runs, str):
+        over = "the tasks each agent ran at least k times"
+    elif min_max:
+        over = f"the tasks each agent ran at least {min_max} times"
+    else:
+        over = "the tasks each agent ran" if model == "beta_binomial" else "the dataset's tasks"
+    return {
+        "quantity": "pass@k" if at else "pass^k",
+        "model": model,
+        "tasks": "population" if population else "observed",
+        "over": over,
+        "scale": "probability",
+    }
 
 
 def pass_hat_k(
@@ -234,7 +236,8 @@ def pass_hat_k(
     prob: float = DEFAULT_PROB,
     realised: bool = False,
     rng: None | int | np.random.Generator = None,
-) -> xr.Dataset:
+    min_runs: int | Literal["k"] = 0,
+) -> PosteriorPassKResult:
     """Posterior pass^k = P(all k independent attempts succeed), per agent.
 
     Parameters
@@ -245,51 +248,39 @@ def pass_hat_k(
     k : int or sequence of int, optional
         Numbers of attempts; default ``1 .. max(n_runs)``.
     population : bool
-        False: the mean over the dataset's tasks, each task's ``E[p_t^k |
-        data, draw]`` (the Bayesian counterpart of the unbiased estimator
-        ``C(c, k) / C(n, k)`` averaged over tasks). The beta-binomial
-        averages over the tasks each agent ran; the crossed model over all
-        the dataset's tasks, a never-run cell entering through its prior
-        given the draw. True: a new task drawn from the task population.
+        False: the mean over the dataset's tasks of each task's ``E[p_t^k |
+        data, draw]`` (the counterpart of the unbiased ``C(c, k) / C(n, k)``
+        averaged over tasks): the beta-binomial over the tasks each agent
+        ran, the crossed model over all the dataset's tasks (a never-run cell
+        through its prior given the draw). True: a new task from the population.
     prob : float
-        Probability mass of the equal-tailed interval (default 0.95, the one
-        level of every interval in hierbench).
+        Probability mass of the equal-tailed interval.
     realised : bool
-        Observed tasks only (``population=False``). False: each draw is the
-        average of the conditional expectations given the draw's
-        hyperparameters (deterministic given the draw). True: each draw is
-        the realised average ``mean_t p_t^k`` with every ``p_t`` drawn from
-        its conditional posterior given the draw (beta-binomial: its
-        conditional Beta, exactly; crossed: one adaptive Gauss-Hermite node
-        picked with the node masses, which matches the conditional mean and
-        variance to quadrature accuracy, see
-        :func:`hierbench.metrics._crossed.crossed_pass_k`), so the interval
-        is that of the benchmark's own tasks (wider; see Notes). A crossed
-        fit with ``agent_task`` "latent" or "none" fixes ``p_t`` by the draw,
-        so its draws are the realised average either way.
+        Observed tasks only. False: each draw averages the conditional
+        expectations given the draw. True: each draw is the realised average
+        ``mean_t p_t^k``, every ``p_t`` drawn from its conditional posterior
+        (beta-binomial: exactly; crossed: a quadrature node picked with the
+        node masses), so the interval is that of these tasks' own pass^k
+        (wider: the conditional-expectation interval misses the term
+        ``sum_t Var(p_t^k | draw) / T^2`` of the law of total variance).
     rng : None, int or numpy.random.Generator
         Randomness for ``realised=True``.
+    min_runs : int or "k"
+        Observed tasks only: average, per agent, over the tasks it ran at
+        least ``min_runs`` times; ``"k"`` uses ``k`` itself, the tasks the
+        unbiased estimator can use, so the two describe the same tasks (and
+        :func:`hierbench.compare.side_by_side` accepts the pair).
 
     Returns
     -------
-    xarray.Dataset
-        ``estimate(agent, k)`` (always the posterior mean of the conditional
-        expectations: exact for the beta-binomial, to quadrature accuracy
-        for the crossed model), ``ci(agent, k, ci_bound)`` (attrs
-        ``ci_prob``, ``ci_kind = "eti"``, ``ci_detail``) and
-        ``draws(chain, draw, agent, k)``; ``mean`` is a deprecated alias of
-        ``estimate``. ``attrs["draws_of"]`` says what the draws are. This is
-        the house convention, so :func:`hierbench.compare.side_by_side` lines
-        it up with the frequentist results.
-
-    Notes
-    -----
-    By the law of total variance the posterior variance of the realised
-    average is the variance of the conditional expectations plus the mean
-    conditional variance ``sum_t Var(p_t^k | draw) / T^2``. Both are of
-    order 1/T, so the default (conditional-expectation) interval can be
-    clearly too narrow for the observed-task average; use ``realised=True``
-    for its interval. The population quantity has no such gap.
+    PosteriorPassKResult
+        ``estimate(agent, k)`` (the posterior mean of the conditional
+        expectations), ``ci(agent, k, ci_bound)`` (``eti``),
+        ``draws(chain, draw, agent, k)``, ``n_tasks(agent, k)`` and
+        ``attrs`` (``quantity``, ``tasks``, ``over``, ``draws_of``, ...);
+        ``res["draws"]`` and Dataset methods answer as the Dataset this
+        function used to return (``res["mean"]`` is a deprecated alias of
+        ``estimate``).
 
     Examples
     --------
@@ -299,10 +290,10 @@ def pass_hat_k(
     ...                   coords={"agent": ["a"]})
     >>> dt = xr.DataTree.from_dict({"posterior": post})
     >>> dt.attrs["hierbench_model"] = "beta_binomial"
-    >>> float(pass_hat_k(dt, k=2, population=True)["estimate"].squeeze())  # Beta(1, 1): E[p^2] = 1/3
+    >>> float(pass_hat_k(dt, k=2, population=True).estimate.squeeze())  # Beta(1, 1): E[p^2] = 1/3
     0.3333333333333333
     """
-    return _pass(fit, k, population, prob, at=False, realised=realised, rng=rng)
+    return _pass(fit, k, population, prob, False, realised, rng, min_runs)
 
 
 def pass_at_k(
@@ -313,7 +304,8 @@ def pass_at_k(
     prob: float = DEFAULT_PROB,
     realised: bool = False,
     rng: None | int | np.random.Generator = None,
-) -> xr.Dataset:
+    min_runs: int | Literal["k"] = 0,
+) -> PosteriorPassKResult:
     """Posterior pass@k = P(at least one of k independent attempts succeeds), per agent.
 
     Parameters and returns as :func:`pass_hat_k`, with ``1 - E[(1 - p)^k]``
@@ -327,7 +319,7 @@ def pass_at_k(
     ...                   coords={"agent": ["a"]})
     >>> dt = xr.DataTree.from_dict({"posterior": post})
     >>> dt.attrs["hierbench_model"] = "beta_binomial"
-    >>> float(pass_at_k(dt, k=2, population=True)["estimate"].squeeze())  # 1 - 1/3
+    >>> float(pass_at_k(dt, k=2, population=True).estimate.squeeze())  # 1 - 1/3
     0.6666666666666667
     """
-    return _pass(fit, k, population, prob, at=True, realised=realised, rng=rng)
+    return _pass(fit, k, population, prob, True, realised, rng, min_runs)

@@ -7,8 +7,9 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, check_prob
-from ._common import get_draws, posterior_interval
+from .._base import DEFAULT_PROB, check_choice, check_prob
+from ._common import get_draws, mc_interval, posterior_interval
+from ._results import HeadToHeadResult, ProbSuperiorityResult, RankProbabilityResult
 
 __all__ = ["head_to_head", "prob_superiority", "rank_probabilities"]
 
@@ -33,7 +34,8 @@ def prob_superiority(
     *,
     dim: str = "agent",
     ties: Literal["exclude", "split"] = "exclude",
-) -> xr.DataArray:
+    prob: float = DEFAULT_PROB,
+) -> ProbSuperiorityResult:
     """Posterior probability that agent i's ``var`` exceeds agent j's, for every ordered pair.
 
     Parameters
@@ -49,14 +51,18 @@ def prob_superiority(
     ties : {"exclude", "split"}
         ``"exclude"``: strict ``P(x_i > x_j)`` (so ``P(i > j) + P(j > i) +
         P(tie) = 1``). ``"split"``: ``P(x_i > x_j) + P(x_i = x_j) / 2``.
+    prob : float
+        Level of the Monte Carlo interval ``ci`` and of ``difference_ci``.
 
     Returns
     -------
-    xarray.DataArray
-        Dims ``(dim, "opponent")``, NaN on the diagonal (no agent is compared
-        with itself); attrs ``var``, ``ties``, ``n_draws``,
-        ``mcse_max`` (the largest Monte Carlo SE, ``sqrt(p (1 - p) / S)``,
-        ignoring autocorrelation) and the variable's ``scale``.
+    ProbSuperiorityResult
+        ``estimate`` over ``(dim, "opponent")`` (NaN on the diagonal: no agent
+        is compared with itself; attrs ``var``, ``ties``, ``n_draws``,
+        ``mcse_max``, ``scale``), its Monte Carlo interval ``ci``, and the
+        posterior mean and interval of ``var_i - var_j`` (``difference``,
+        ``difference_ci``). DataArray methods act on ``estimate``
+        (``res.sel(agent="a", opponent="b")``).
 
     Examples
     --------
@@ -66,30 +72,36 @@ def prob_superiority(
     >>> prob_superiority(d).sel(agent="b", opponent="a").item()   # b > a in 1 of 3 draws
     0.3333333333333333
     """
-    if ties not in ("exclude", "split"):
-        raise ValueError(f"`ties` must be 'exclude' or 'split'; got {ties!r}")
+    check_choice(ties, "ties", ["exclude", "split"])
+    prob = check_prob(prob)
     x, da = _stacked(fit, var, dim)
     if np.isnan(x).any():
         raise ValueError(f"{var!r} draws contain NaN; P(i > j) needs complete draws")
-    gt = (x[:, :, None] > x[:, None, :]).mean(axis=0)
+    d = da.transpose("chain", "draw", dim)
+    diff = d - d.rename({dim: "opponent"})
+    per_draw = (diff > 0).astype(float)
     if ties == "split":
-        gt = gt + 0.5 * (x[:, :, None] == x[:, None, :]).mean(axis=0)
+        per_draw = per_draw + 0.5 * (diff == 0)
+    off = xr.DataArray(~np.eye(x.shape[1], dtype=bool), dims=(dim, "opponent"))
+    est, ci, ess = mc_interval(per_draw, prob=prob, what="P(i > j)")
+    gt = est.values.copy()
     # an agent is not compared with itself: NaN on the diagonal, as in compare_agents
     np.fill_diagonal(gt, np.nan)
-    labels = da[dim].values
     s = x.shape[0]
-    return xr.DataArray(
-        gt,
-        dims=(dim, "opponent"),
-        coords={dim: labels, "opponent": labels},
-        attrs={
-            "var": var,
-            "ties": ties,
-            "n_draws": s,
-            "mcse_max": float(np.nanmax(np.sqrt(gt * (1 - gt) / s))) if gt.size > 1 else np.nan,
-            "scale": str(da.attrs.get("scale", "unstated")),
-        },
-        name="prob_superiority",
+    estimate = est.copy(data=gt).rename("prob_superiority")
+    estimate.attrs = {
+        "var": var,
+        "ties": ties,
+        "n_draws": s,
+        "mcse_max": float(np.nanmax(np.sqrt(gt * (1 - gt) / s))) if gt.size > 1 else np.nan,
+        "scale": str(da.attrs.get("scale", "unstated")),
+    }
+    return ProbSuperiorityResult(
+        estimate=estimate,
+        ci=ci.where(off),
+        ess=ess.where(off),
+        difference=diff.mean(("chain", "draw")).where(off).rename("difference"),
+        difference_ci=posterior_interval(diff, prob=prob).where(off),
     )
 
 
@@ -99,7 +111,8 @@ def rank_probabilities(
     *,
     dim: str = "agent",
     higher_is_better: bool = True,
-) -> xr.DataArray:
+    prob: float = DEFAULT_PROB,
+) -> RankProbabilityResult:
     """Posterior probability of each agent holding each rank (1 = best).
 
     Draws where agents tie share the tied ranks equally, so every row (agent)
@@ -115,12 +128,16 @@ def rank_probabilities(
         The agent dimension.
     higher_is_better : bool
         Rank 1 goes to the largest value (default) or the smallest.
+    prob : float
+        Level of the Monte Carlo interval ``ci``.
 
     Returns
     -------
-    xarray.DataArray
-        Dims ``(dim, "rank")`` with ``rank = 1 .. n_agents``; attrs ``var``,
-        ``n_draws``, ``scale``. ``(p * rank).sum("rank")`` is the expected rank.
+    RankProbabilityResult
+        ``estimate`` over ``(dim, "rank")`` with ``rank = 1 .. n_agents``
+        (attrs ``var``, ``n_draws``, ``scale``), its Monte Carlo interval
+        ``ci`` and ``expected_rank``. DataArray methods and arithmetic act on
+        ``estimate``: ``(res * res["rank"]).sum("rank")`` is the expected rank.
 
     Examples
     --------
@@ -130,6 +147,7 @@ def rank_probabilities(
     >>> rank_probabilities(d).sel(agent="a").values.tolist()
     [0.5, 0.5]
     """
+    prob = check_prob(prob)
     x, da = _stacked(fit, var, dim)
     if np.isnan(x).any():
         raise ValueError(f"{var!r} draws contain NaN; ranks need complete draws")
@@ -138,23 +156,23 @@ def rank_probabilities(
     s, m = x.shape
     better = np.zeros((s, m), dtype=np.int64)
     equal = np.zeros((s, m), dtype=np.int64)
-    for j in range(m):  # O(S M^2) without an (S, M, M) temporary
+    for j in range(m):  # O(S M^2) without an (S, M, M) comparison temporary
         better += x[:, [j]] > x
         equal += x[:, [j]] == x
     # agent i in draw s occupies ranks better+1 .. better+equal, each with weight 1/equal
-    acc = np.zeros((m, m + 1))
-    w = 1.0 / equal
-    agent_idx = np.broadcast_to(np.arange(m), (s, m))
-    np.add.at(acc, (agent_idx, better), w)
-    np.add.at(acc, (agent_idx, better + equal), -w)
-    probs = np.cumsum(acc, axis=1)[:, :m] / s
-    return xr.DataArray(
-        probs,
-        dims=(dim, "rank"),
+    r = np.arange(m)
+    share = ((r >= better[..., None]) & (r < (better + equal)[..., None])) / equal[..., None]
+    C, D = da.sizes["chain"], da.sizes["draw"]
+    per_draw = xr.DataArray(
+        share.reshape(C, D, m, m),
+        dims=("chain", "draw", dim, "rank"),
         coords={dim: da[dim].values, "rank": np.arange(1, m + 1)},
-        attrs={"var": var, "n_draws": s, "scale": str(da.attrs.get("scale", "unstated"))},
-        name="rank_probability",
     )
+    est, ci, ess = mc_interval(per_draw, prob=prob, what="P(rank = r)")
+    est = est.rename("rank_probability")
+    est.attrs = {"var": var, "n_draws": s, "scale": str(da.attrs.get("scale", "unstated"))}
+    expected = (est * est["rank"]).sum("rank").rename("expected_rank")
+    return RankProbabilityResult(estimate=est, ci=ci, ess=ess, expected_rank=expected)
 
 
 def head_to_head(
@@ -162,7 +180,7 @@ def head_to_head(
     *,
     agent_first: bool | None = None,
     prob: float = DEFAULT_PROB,
-) -> xr.Dataset:
+) -> HeadToHeadResult:
     """Predicted outcome of a new battle between every ordered pair of a Bradley-Terry fit.
 
     Unlike :func:`prob_superiority` (is agent i better than j?), this is the
@@ -184,12 +202,12 @@ def head_to_head(
 
     Returns
     -------
-    xarray.Dataset
+    HeadToHeadResult
         ``p_win``, ``p_tie``, ``p_loss`` and ``expected_score`` (= p_win +
-        p_tie / 2, Elo's expected score), each the posterior mean over dims
-        ``(agent, opponent)``, NaN on the diagonal (no self-battles);
-        ``p_win_ci`` and ``expected_score_ci`` with a trailing ``ci_bound``
-        (attrs ``ci_prob``, ``ci_kind``).
+        p_tie / 2, Elo's expected score; also ``estimate``), each the
+        posterior mean over dims ``(agent, opponent)``, NaN on the diagonal
+        (no self-battles); ``p_win_ci`` and ``expected_score_ci`` (also
+        ``ci``) with a trailing ``ci_bound`` (``eti``).
 
     Examples
     --------
@@ -213,7 +231,36 @@ def head_to_head(
         raise ValueError(f"`agent_first` must be None, True or False; got {agent_first!r}")
     post = fit["posterior"].to_dataset()
     ab = get_draws(post, "ability").transpose("chain", "draw", "agent")
-    d = ab - ab.rename(agent="opponent")
+    win, tie, loss = _battle_probabilities(post, ab - ab.rename(agent="opponent"), agent_first)
+    score = win + 0.5 * tie
+    off = xr.DataArray(
+        ~np.eye(ab.sizes["agent"], dtype=bool),
+        dims=("agent", "opponent"),
+        coords={"agent": ab.agent.values, "opponent": ab.agent.values},
+    )
+
+    def mean(v: xr.DataArray) -> xr.DataArray:
+        return v.mean(("chain", "draw")).where(off)
+
+    return HeadToHeadResult(
+        p_win=mean(win),
+        p_tie=mean(tie),
+        p_loss=mean(loss),
+        expected_score=mean(score),
+        p_win_ci=posterior_interval(win, prob=prob).where(off),
+        expected_score_ci=posterior_interval(score, prob=prob).where(off),
+        attrs={
+            "model": model,
+            "agent_first": "averaged" if agent_first is None else str(agent_first),
+        },
+    )
+
+
+def _battle_probabilities(
+    post: xr.Dataset, d: xr.DataArray, agent_first: bool | None
+) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
+    """Per draw ``P(win, tie, loss) = softmax(d / 2, log nu, -d / 2)``, first-position advantage
+    ``home`` added to (``agent_first``), taken from (False) or averaged over (None) ``d``."""
     log_nu = np.log(post["nu"]) if "nu" in post else None
 
     def probs(dd: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
@@ -224,39 +271,10 @@ def head_to_head(
         z = np.exp(dd / 2 - top) + np.exp(log_nu - top) + np.exp(-dd / 2 - top)
         return np.exp(dd / 2 - top) / z, np.exp(log_nu - top) / z, np.exp(-dd / 2 - top) / z
 
-    if "home" in post:
-        first = probs(d + post["home"])
-        second = probs(d - post["home"])
-        if agent_first is None:
-            win, tie, loss = ((f + g) / 2 for f, g in zip(first, second, strict=True))
-        else:
-            win, tie, loss = first if agent_first else second
-    else:
-        win, tie, loss = probs(d)
-    score = win + 0.5 * tie
-    off = xr.DataArray(
-        ~np.eye(ab.sizes["agent"], dtype=bool),
-        dims=("agent", "opponent"),
-        coords={"agent": ab.agent.values, "opponent": ab.agent.values},
-    )
-    out = xr.Dataset(
-        {
-            "p_win": win.mean(("chain", "draw")).where(off),
-            "p_tie": tie.mean(("chain", "draw")).where(off),
-            "p_loss": loss.mean(("chain", "draw")).where(off),
-            "expected_score": score.mean(("chain", "draw")).where(off),
-            "p_win_ci": posterior_interval(win, prob=prob).where(off),
-            "expected_score_ci": posterior_interval(score, prob=prob).where(off),
-        }
-    )
-    for v in ("p_win_ci", "expected_score_ci"):
-        out[v].attrs = {
-            "ci_prob": float(prob),
-            "ci_kind": "eti",
-            "ci_detail": "equal-tailed posterior interval",
-        }
-    out.attrs = {
-        "model": model,
-        "agent_first": "averaged" if agent_first is None else str(agent_first),
-    }
-    return out
+    if "home" not in post:
+        return probs(d)
+    first = probs(d + post["home"])
+    second = probs(d - post["home"])
+    if agent_first is None:
+        return tuple((f + g) / 2 for f, g in zip(first, second, strict=True))  # type: ignore[return-value]
+    return first if agent_first else second

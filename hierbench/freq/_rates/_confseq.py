@@ -205,6 +205,60 @@ def _check_values(v: xr.DataArray, name: str, lo: float, hi: float) -> None:
         )
 
 
+def _check_settings(breaks, theta, trunc_scale, combine) -> None:
+    if int(breaks) != breaks or breaks < 2:
+        raise ValueError(f"`breaks` must be an integer >= 2; got {breaks!r}")
+    if not 0 <= theta <= 1:
+        raise ValueError(f"`theta` must satisfy 0 <= theta <= 1; got {theta!r}")
+    if not 0 < trunc_scale <= 1:
+        raise ValueError(f"`trunc_scale` must satisfy 0 < trunc_scale <= 1; got {trunc_scale!r}")
+    if combine not in ("max", "sum"):
+        raise ValueError(f"`combine` must be 'max' or 'sum'; got {combine!r}")
+
+
+def _stream(
+    x: xr.DataArray, y: xr.DataArray | None, dim: str
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """``(values, z)``: the values whose mean is sought and their [0, 1] form, ``dim`` last."""
+    for name, v in (("x", x), ("y", y)):
+        if v is None:
+            continue
+        if not isinstance(v, xr.DataArray):
+            raise TypeError(f"`{name}` must be an xarray.DataArray; got {type(v).__name__}")
+        if dim not in v.dims:
+            raise ValueError(f"`dim` must be a dimension of `{name}` {v.dims}; got {dim!r}")
+        if "run" in v.dims and dim != "run":
+            raise ValueError(
+                f"`{name}` has a 'run' dim: the sequence is over per-task values, so average "
+                f"the runs of each task first (e.g. `{name}.mean('run')`)"
+            )
+        _check_values(v, name, 0.0, 1.0)
+    if y is None:
+        return x, x.astype(float).transpose(..., dim)
+    try:
+        x, y = xr.align(x, y, join="exact")
+    except ValueError as err:
+        raise ValueError(f"`x` and `y` must have the same {dim!r} labels") from err
+    values = x - y
+    return values, ((values + 1) / 2).astype(float).transpose(..., dim)
+
+
+def _intersect(b: np.ndarray) -> None:
+    """The running intersection of the bounds ``(S, T, 2)``, in place (NaN where empty)."""
+    b[..., 0] = np.maximum.accumulate(b[..., 0], axis=1)
+    b[..., 1] = np.minimum.accumulate(b[..., 1], axis=1)
+    empty = b[..., 0] > b[..., 1]
+    if empty.any():
+        warnings.warn(
+            f"the running intersection is empty at {int(empty.sum())} (stream, task) "
+            "positions: no constant mean is compatible with the stream (a drifting mean, or "
+            "a miss of probability <= 1 - prob); those bounds are NaN",
+            EmptyConfidenceSequenceWarning,
+            stacklevel=3,
+        )
+        b[empty] = np.nan
+
+
 def confidence_sequence(
     x: xr.DataArray,
     y: xr.DataArray | None = None,
@@ -262,55 +316,13 @@ def confidence_sequence(
     (True, True)
     """
     prob = check_prob(prob)
-    if int(breaks) != breaks or breaks < 2:
-        raise ValueError(f"`breaks` must be an integer >= 2; got {breaks!r}")
-    if not 0 <= theta <= 1:
-        raise ValueError(f"`theta` must satisfy 0 <= theta <= 1; got {theta!r}")
-    if not 0 < trunc_scale <= 1:
-        raise ValueError(f"`trunc_scale` must satisfy 0 < trunc_scale <= 1; got {trunc_scale!r}")
-    if combine not in ("max", "sum"):
-        raise ValueError(f"`combine` must be 'max' or 'sum'; got {combine!r}")
-    for name, v in (("x", x), ("y", y)):
-        if v is None:
-            continue
-        if not isinstance(v, xr.DataArray):
-            raise TypeError(f"`{name}` must be an xarray.DataArray; got {type(v).__name__}")
-        if dim not in v.dims:
-            raise ValueError(f"`dim` must be a dimension of `{name}` {v.dims}; got {dim!r}")
-        if "run" in v.dims and dim != "run":
-            raise ValueError(
-                f"`{name}` has a 'run' dim: the sequence is over per-task values, so average "
-                f"the runs of each task first (e.g. `{name}.mean('run')`)"
-            )
-        _check_values(v, name, 0.0, 1.0)
-    if y is not None:
-        try:
-            x, y = xr.align(x, y, join="exact")
-        except ValueError as err:
-            raise ValueError(f"`x` and `y` must have the same {dim!r} labels") from err
-        values = x - y
-        z = (values + 1) / 2
-    else:
-        values = x
-        z = x
-    alpha = 1 - prob
-    z = z.astype(float).transpose(..., dim)
+    _check_settings(breaks, theta, trunc_scale, combine)
+    values, z = _stream(x, y, dim)
     lead = z.dims[:-1]
     arr = z.values.reshape(-1, z.sizes[dim])
-    b = _bounds(arr, int(breaks), alpha, float(theta), float(trunc_scale), combine)
+    b = _bounds(arr, int(breaks), 1 - prob, float(theta), float(trunc_scale), combine)
     if running_intersection:
-        b[..., 0] = np.maximum.accumulate(b[..., 0], axis=1)
-        b[..., 1] = np.minimum.accumulate(b[..., 1], axis=1)
-        empty = b[..., 0] > b[..., 1]
-        if empty.any():
-            warnings.warn(
-                f"the running intersection is empty at {int(empty.sum())} (stream, task) "
-                "positions: no constant mean is compatible with the stream (a drifting mean, or "
-                "a miss of probability <= 1 - prob); those bounds are NaN",
-                EmptyConfidenceSequenceWarning,
-                stacklevel=2,
-            )
-            b[empty] = np.nan
+        _intersect(b)
     if y is not None:
         b = 2 * b - 1
     b = b.reshape(*z.shape, 2)

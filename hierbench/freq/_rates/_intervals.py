@@ -304,6 +304,7 @@ def clustered_se(
     *,
     dim: str = "task",
     small_sample: bool = True,
+    missing: str = "singleton",
 ) -> xr.DataArray:
     """Cluster-robust standard error of a mean (Miller 2024).
 
@@ -323,9 +324,20 @@ def clustered_se(
         One score per unit along ``dim`` (average runs per task first); NaN
         units are left out.
     clusters : array-like or xarray.DataArray
-        Cluster label per unit along ``dim``.
+        Cluster label per unit along ``dim``; a missing label is ``None``,
+        NaN or ``""``.
     dim : str
     small_sample : bool
+    missing : {"singleton", "refuse"}
+        A unit without a label is a cluster of its own (``"singleton"``,
+        counted in a warning) or an error. Missing labels are never pooled
+        into one shared cluster.
+
+    Returns
+    -------
+    xarray.DataArray
+        The SE; attrs ``n_clusters`` and ``n_missing_labels`` (units made
+        clusters of their own).
 
     Examples
     --------
@@ -335,17 +347,23 @@ def clustered_se(
     s = scores if isinstance(scores, xr.DataArray) else xr.DataArray(np.asarray(scores, float), dims=(dim,))
     if dim not in s.dims:
         raise ValueError(f"`dim` must be a dimension of `scores` {s.dims}; got {dim!r}")
-    cl = np.asarray(clusters.values if isinstance(clusters, xr.DataArray) else clusters)
+    cl = np.asarray(clusters.values if isinstance(clusters, xr.DataArray) else clusters, dtype=object)
     if cl.shape != (s.sizes[dim],):
         raise ValueError(f"`clusters` must have one label per {dim!r} ({s.sizes[dim]}); got shape {cl.shape}")
-    _, codes = np.unique(cl.astype(str), return_inverse=True)
+    holder = xr.DataArray(np.zeros(cl.size), dims=(dim,), coords={"_cluster": (dim, cl)})
+    if dim in s.coords:
+        holder = holder.assign_coords({dim: s[dim].values})
+    codes, labels = cluster_codes(holder, "_cluster", dim=dim, missing=missing, name="clusters")
+    n_missing = sum(str(x).endswith(" (no cluster)") for x in labels)
     y = s.transpose(..., dim).values
     n = np.isfinite(y).sum(-1)
-    se, _ = _cluster_robust_se(y, codes, small_sample=small_sample)
+    se, g = _cluster_robust_se(y, codes, small_sample=small_sample)
     if (n == 0).any():
         warnings.warn("clustered_se: some rows have no finite scores; their SE is NaN.", EmptySampleWarning, stacklevel=2)
     dims = [d for d in s.dims if d != dim]
-    return xr.DataArray(se, dims=dims, coords={d: s.coords[d] for d in dims if d in s.coords}, name="clustered_se")
+    out = xr.DataArray(se, dims=dims, coords={d: s.coords[d] for d in dims if d in s.coords}, name="clustered_se")
+    out.attrs = {"n_clusters": int(np.max(g)) if np.size(g) else 0, "n_missing_labels": int(n_missing)}
+    return out
 
 
 def finite_population_se(p, n, population_size):

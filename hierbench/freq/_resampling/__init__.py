@@ -7,11 +7,13 @@ from ._bootstrap import (
     UndefinedResampleWarning,
     bootstrap_ci,
 )
+from ._multiple import (
+    PairwiseComparisonResult,
+    compare_agents,
+)
 from ._paired import (
     PairedTestResult,
-    PairwiseComparisonResult,
     UndefinedTestWarning,
-    compare_agents,
     holm,
     paired_test,
 )

@@ -21,6 +21,7 @@ from ..._base import (
     interval_label,
     make_interval,
 )
+from .._inputs import agent_task_means
 from .._kernels import task_weights
 
 __all__ = ["RankResult", "UndefinedScoreWarning", "UnequalTaskSetsWarning", "rank_uncertainty"]
@@ -188,6 +189,144 @@ def _random_tiebreak_ranks(s: np.ndarray, gen: np.random.Generator) -> np.ndarra
     return ranks
 
 
+def _rank_inputs(
+    data: xr.Dataset | xr.DataArray, dim: str, run_dim: str, agent_dim: str
+) -> tuple[xr.DataArray, np.ndarray]:
+    """The score DataArray and the per-task mean scores ``(agent, task)``, validated."""
+    score, y = agent_task_means(
+        data, agent_dim=agent_dim, dim=dim, run_dim=run_dim, purpose="rank_uncertainty"
+    )
+    obs = np.isfinite(y)
+    if not obs.any(axis=1).all():
+        empty = [
+            str(a) for a, o in zip(score[agent_dim].values, obs.any(axis=1), strict=True) if not o
+        ]
+        raise ValueError(f"every agent needs at least one task it ran; none for {empty}")
+    return score, y
+
+
+def _warn_unequal_task_sets(obs: np.ndarray, names: list[str]) -> None:
+    """Warn when some agent ran markedly fewer tasks than the most complete one (below 90%).
+
+    A few missing cells are reported per agent in the result (``n_tasks_missing``), not warned.
+    """
+    M, T = obs.shape
+    n_ran = obs.sum(1)
+    if not (obs == obs[:1]).all() and n_ran.min() < 0.9 * n_ran.max():
+        order = np.argsort(n_ran, kind="stable")
+        few = ", ".join(f"{names[i]} {int(n_ran[i])}" for i in order[:5])
+        warnings.warn(
+            f"the agents ran different sets of tasks (tasks run out of {T}: {few}"
+            + (", ..." if M > 5 else "")
+            + "); each agent is scored on its own tasks, so the ranks compare averages over "
+            "different tasks and an agent with few tasks can rank high by luck of its tasks. "
+            "Rank on the shared tasks (drop the others), or read `counts['n_tasks_missing']`.",
+            UnequalTaskSetsWarning,
+            stacklevel=3,
+        )
+
+
+def _resampled_scores(
+    y: np.ndarray, codes: np.ndarray | None, n_resamples: int, gen: np.random.Generator
+) -> np.ndarray:
+    """Each agent's score in each task (cluster) resample, ``(B, M)``; NaN without a task."""
+    T = y.shape[1]
+    n_units = T if codes is None else int(codes.max()) + 1
+    if n_units < 2:
+        unit = "task" if codes is None else "cluster"
+        raise HierbenchError(
+            f"rank_uncertainty resamples {unit}s, and the data have only 1 {unit}: every resample "
+            "equals the data, so the rank distribution would be a point mass that says nothing. "
+            + ("Pass cluster=None to resample the tasks inside it." if codes is not None and T > 1 else "Add tasks.")
+        )
+    obs = np.isfinite(y)
+    w = task_weights(T, int(n_resamples), gen, clusters=codes).astype(float)
+    num = w @ np.where(obs, y, 0.0).T
+    den = w @ obs.T.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / den
+
+
+def _beat_probabilities(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``P(i > j)`` and ``P(tie)`` over resamples (a defined score beats an undefined one)."""
+    fin = np.isfinite(s)
+    gt = ((s[:, :, None] > s[:, None, :]) & fin[:, :, None] & fin[:, None, :]).mean(axis=0)
+    gt = gt + (fin[:, :, None] & ~fin[:, None, :]).mean(axis=0)
+    tie = 1.0 - gt - gt.T
+    np.fill_diagonal(tie, np.nan)
+    np.fill_diagonal(gt, np.nan)
+    return gt, tie
+
+
+def _tiers(gt: np.ndarray, observed: np.ndarray, level: float) -> tuple[np.ndarray, ...]:
+    """Tiers, best and worst ranks from the pairs told apart at ``level``."""
+    M = gt.shape[0]
+    sig = gt > 1 - level / 2  # sig[i, j]: i significantly better than j
+    np.fill_diagonal(sig, False)
+    order = np.argsort(-observed, kind="stable")
+    group = np.zeros(M, dtype=np.int64)
+    g, pos = 0, 0
+    while pos < M:
+        g += 1
+        lead = order[pos]
+        same = [k for k in range(pos, M) if not sig[lead, order[k]]]
+        end = max(same) if same else pos
+        for k in range(pos, end + 1):
+            group[order[k]] = g
+        pos = end + 1
+    return group, 1 + sig.sum(axis=0), M - sig.sum(axis=1)
+
+
+def _rank_result(
+    agents: np.ndarray, y: np.ndarray, s: np.ndarray, ranks: np.ndarray, n_undef: int, *,
+    prob: float, level: float, unit: str, n_resamples: int,
+) -> RankResult:
+    """Rank probabilities, intervals and tiers from the resampled scores and ranks."""
+    M = y.shape[0]
+    obs = np.isfinite(y)
+    rp = np.zeros((M, M))
+    np.add.at(rp, (np.broadcast_to(np.arange(M), ranks.shape), ranks - 1), 1.0)
+    rp /= s.shape[0]
+    gt, tie = _beat_probabilities(s)
+    observed = np.where(obs, y, 0.0).sum(1) / obs.sum(1)
+    q = np.quantile(ranks, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf").T
+    group, rank_best, rank_worst = _tiers(gt, observed, level)
+    ac = {"agent": agents}
+    rk = np.arange(1, M + 1)
+    pair = {"agent": ac["agent"], "opponent": ac["agent"]}
+    rank_ci = make_interval(
+        xr.DataArray(q[:, 0], dims="agent", coords=ac),
+        xr.DataArray(q[:, 1], dims="agent", coords=ac),
+        prob=prob,
+        kind="percentile",
+        detail=f"bootstrap interval of the rank, {unit}s resampled, ties broken at random",
+        warn_zero_width=False,  # a rank interval of one rank is a finding, not a degeneracy
+        name="rank_ci",
+    )
+    return RankResult(
+        score=xr.DataArray(observed, dims="agent", coords=ac),
+        observed_rank=xr.DataArray(
+            stats.rankdata(-observed, method="min").astype(np.int64), dims="agent", coords=ac
+        ),
+        rank_prob=xr.DataArray(rp, dims=("agent", "rank"), coords={**ac, "rank": rk}),
+        p_top_k=xr.DataArray(np.cumsum(rp, axis=1), dims=("agent", "k"), coords={**ac, "k": rk}),
+        p_better=xr.DataArray(gt, dims=("agent", "opponent"), coords=pair),
+        p_tie=xr.DataArray(tie, dims=("agent", "opponent"), coords=pair),
+        mean_rank=xr.DataArray(ranks.mean(axis=0), dims="agent", coords=ac),
+        rank_ci=rank_ci,
+        group=xr.DataArray(group, dims="agent", coords=ac, attrs={"level": level}),
+        rank_best=xr.DataArray(rank_best, dims="agent", coords=ac),
+        rank_worst=xr.DataArray(rank_worst, dims="agent", coords=ac),
+        distribution=xr.DataArray(s, dims=("resample", "agent"), coords=ac),
+        ranks=xr.DataArray(ranks, dims=("resample", "agent"), coords=ac),
+        counts={
+            "n_tasks_missing": xr.DataArray((~obs).sum(1), dims="agent", coords=ac),
+            "n_undefined": n_undef,
+        },
+        attrs={"n_resamples": int(n_resamples), "level": level, "ci_prob": prob, "resample_unit": unit},
+    )
+
+
 def rank_uncertainty(
     data: xr.Dataset | xr.DataArray,
     *,
@@ -246,66 +385,12 @@ def rank_uncertainty(
     prob = check_prob(prob)
     if not 0 < level < 1:
         raise ValueError(f"`level` must satisfy 0 < level < 1; got {level!r}")
-    score = data["score"] if isinstance(data, xr.Dataset) else data
-    if not isinstance(score, xr.DataArray):
-        raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
-    for name, d in (("agent_dim", agent_dim), ("dim", dim)):
-        if d not in score.dims:
-            raise ValueError(f"`{name}` must be a dimension of the scores {score.dims}; got {d!r}")
-    extra = [d for d in score.dims if d not in (agent_dim, dim, run_dim)]
-    if extra:
-        raise ValueError(
-            f"the scores must have dims ({agent_dim}, {dim}[, {run_dim}]); found extra dims {extra}"
-        )
-    M = score.sizes[agent_dim]
-    if M < 2:
-        raise HierbenchError(f"rank_uncertainty needs >= 2 agents; got {M}")
+    score, y = _rank_inputs(data, dim, run_dim, agent_dim)
     gen = as_rng(rng)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        per = score.mean(run_dim, skipna=True) if run_dim in score.dims else score
-    y = np.asarray(per.transpose(agent_dim, dim).values, dtype=float)
-    if np.isinf(y).any():
-        raise ValueError("the scores must be finite or NaN (not run); found infinite values")
-    obs = np.isfinite(y)
-    if not obs.any(axis=1).all():
-        empty = [
-            str(a) for a, o in zip(score[agent_dim].values, obs.any(axis=1), strict=True) if not o
-        ]
-        raise ValueError(f"every agent needs at least one task it ran; none for {empty}")
-    T = y.shape[1]
-    n_ran = obs.sum(1)
-    # Warn when some agent ran markedly fewer tasks than the most complete one (below 90%):
-    # a few missing cells are reported per agent in the result (`n_tasks_missing`), not warned.
-    if not (obs == obs[:1]).all() and n_ran.min() < 0.9 * n_ran.max():
-        names = [str(a) for a in score[agent_dim].values]
-        order = np.argsort(n_ran, kind="stable")
-        few = ", ".join(f"{names[i]} {int(n_ran[i])}" for i in order[:5])
-        warnings.warn(
-            f"the agents ran different sets of tasks (tasks run out of {T}: {few}"
-            + (", ..." if M > 5 else "")
-            + "); each agent is scored on its own tasks, so the ranks compare averages over "
-            "different tasks and an agent with few tasks can rank high by luck of its tasks. "
-            "Rank on the shared tasks (drop the others), or read `counts['n_tasks_missing']`.",
-            UnequalTaskSetsWarning,
-            stacklevel=2,
-        )
+    _warn_unequal_task_sets(np.isfinite(y), [str(a) for a in score[agent_dim].values])
     cc = cluster_codes(score, cluster, dim=dim)
     codes = None if cc is None else cc[0]
-    n_units = T if codes is None else int(codes.max()) + 1
-    if n_units < 2:
-        unit = "task" if codes is None else "cluster"
-        raise HierbenchError(
-            f"rank_uncertainty resamples {unit}s, and the data have only 1 {unit}: every resample "
-            "equals the data, so the rank distribution would be a point mass that says nothing. "
-            + ("Pass cluster=None to resample the tasks inside it." if codes is not None and T > 1 else "Add tasks.")
-        )
-    w = task_weights(T, int(n_resamples), gen, clusters=codes).astype(float)
-    y0 = np.where(obs, y, 0.0)
-    num = w @ y0.T
-    den = w @ obs.T.astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s = num / den  # (B, M)
+    s = _resampled_scores(y, codes, n_resamples, gen)
     n_undef = int((~np.isfinite(s)).any(axis=1).sum())
     if n_undef:
         warnings.warn(
@@ -314,75 +399,8 @@ def rank_uncertainty(
             stacklevel=2,
         )
     ranks = _random_tiebreak_ranks(s, gen)
-    B = s.shape[0]
-    rp = np.zeros((M, M))
-    np.add.at(rp, (np.broadcast_to(np.arange(M), ranks.shape), ranks - 1), 1.0)
-    rp /= B
-    fin = np.isfinite(s)
-    gt = ((s[:, :, None] > s[:, None, :]) & fin[:, :, None] & fin[:, None, :]).mean(axis=0)
-    gt = gt + (fin[:, :, None] & ~fin[:, None, :]).mean(
-        axis=0
-    )  # a defined score beats an undefined one
-    tie = 1.0 - gt - gt.T
-    np.fill_diagonal(tie, np.nan)
-    np.fill_diagonal(gt, np.nan)
-    observed = y0.sum(1) / obs.sum(1)
-    obs_rank = stats.rankdata(-observed, method="min").astype(np.int64)
-    q = np.quantile(ranks, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf").T
-
-    sig = gt > 1 - level / 2  # sig[i, j]: i significantly better than j
-    np.fill_diagonal(sig, False)
-    order = np.argsort(-observed, kind="stable")
-    group = np.zeros(M, dtype=np.int64)
-    g, pos = 0, 0
-    while pos < M:
-        g += 1
-        lead = order[pos]
-        same = [k for k in range(pos, M) if not sig[lead, order[k]]]
-        end = max(same) if same else pos
-        for k in range(pos, end + 1):
-            group[order[k]] = g
-        pos = end + 1
-    rank_best = 1 + sig.sum(axis=0)
-    rank_worst = M - sig.sum(axis=1)
-
-    agents = score[agent_dim].values
-    ac = {"agent": agents}
-    rk = np.arange(1, M + 1)
-    pair = {"agent": agents, "opponent": agents}
-    rank_ci = make_interval(
-        xr.DataArray(q[:, 0], dims="agent", coords=ac),
-        xr.DataArray(q[:, 1], dims="agent", coords=ac),
-        prob=prob,
-        kind="percentile",
-        detail="bootstrap interval of the rank, "
-        + ("clusters" if codes is not None else "tasks")
-        + " resampled, ties broken at random",
-        warn_zero_width=False,  # a rank interval of one rank is a finding, not a degeneracy
-        name="rank_ci",
-    )
-    return RankResult(
-        score=xr.DataArray(observed, dims="agent", coords=ac),
-        observed_rank=xr.DataArray(obs_rank, dims="agent", coords=ac),
-        rank_prob=xr.DataArray(rp, dims=("agent", "rank"), coords={**ac, "rank": rk}),
-        p_top_k=xr.DataArray(np.cumsum(rp, axis=1), dims=("agent", "k"), coords={**ac, "k": rk}),
-        p_better=xr.DataArray(gt, dims=("agent", "opponent"), coords=pair),
-        p_tie=xr.DataArray(tie, dims=("agent", "opponent"), coords=pair),
-        mean_rank=xr.DataArray(ranks.mean(axis=0), dims="agent", coords=ac),
-        rank_ci=rank_ci,
-        group=xr.DataArray(group, dims="agent", coords=ac, attrs={"level": level}),
-        rank_best=xr.DataArray(rank_best, dims="agent", coords=ac),
-        rank_worst=xr.DataArray(rank_worst, dims="agent", coords=ac),
-        distribution=xr.DataArray(s, dims=("resample", "agent"), coords=ac),
-        ranks=xr.DataArray(ranks, dims=("resample", "agent"), coords=ac),
-        counts={
-            "n_tasks_missing": xr.DataArray((~obs).sum(1), dims="agent", coords=ac),
-            "n_undefined": n_undef,
-        },
-        attrs={
-            "n_resamples": int(n_resamples),
-            "level": level,
-            "ci_prob": prob,
-            "resample_unit": "cluster" if codes is not None else "task",
-        },
+    unit = "cluster" if codes is not None else "task"
+    return _rank_result(
+        score[agent_dim].values, y, s, ranks, n_undef,
+        prob=prob, level=level, unit=unit, n_resamples=int(n_resamples),
     )

@@ -1,0 +1,208 @@
+"""Sign-flip (paired permutation) p-values that a family of comparisons can resolve.
+
+Under the null that agent A and agent B are exchangeable within each unit (a
+task, or a cluster of tasks), the sign of each unit's difference ``u_i`` is a
+fair coin, so the two-sided p-value of ``T = sum_i u_i`` is
+``P(|sum_i s_i u_i| >= |T|)`` over independent fair signs ``s_i``. It is
+computed exactly whenever that is affordable, and by Monte Carlo otherwise:
+
+* **enumeration** of the ``2^n`` sign patterns of the ``n`` non-zero units
+  (``n <= 14``);
+* **lattice convolution**: when every ``u_i`` is a multiple of ``1 / L`` for a
+  modest ``L`` (per-task means of binary runs are multiples of ``1 / n_runs``),
+  the law of ``sum_i s_i L u_i`` lives on the integers and is built exactly by
+  convolving the two-point laws one unit at a time (StatXact's shift
+  algorithm). Binary scores with a few runs per task always take this road;
+  with one run per task it is the exact two-sided sign (McNemar) test;
+* **Monte Carlo**, with ``B`` random sign patterns shared by every comparison
+  of the family, ``p = (1 + hits) / (1 + B)`` (never 0) and its Monte Carlo
+  standard error ``sqrt(p (1 - p) / B)``. Left to choose, ``B`` is set from the
+  family: the smallest attainable ``1 / (B + 1)`` is at most ``alpha / (20 m)``
+  for ``m`` comparisons, so a clear difference passes Holm's first threshold
+  ``alpha / m`` with room to spare, whatever ``m``.
+
+No test based on sign flips of ``n`` units can give a p-value below
+``2^(1 - n)``; :func:`resolvable` says whether that floor clears Holm's first
+threshold, which is how :func:`compare_agents` decides between this test and
+the asymptotic paired t-test.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+__all__ = ["family_permutations", "resolvable", "sign_flip_pvalues"]
+
+#: enumerate every sign pattern up to this many non-zero units
+EXACT_MAX = 14
+#: the lattice: denominators tried per distinct value, their least common multiple, and the
+#: convolution's work (units x support) above which Monte Carlo is cheaper
+_MAX_DENOMINATOR = 5040
+_MAX_LCM = 10**6
+_MAX_WORK = 5 * 10**7
+#: the smallest attainable Monte Carlo p-value is at most alpha / (_RESOLUTION * m)
+_RESOLUTION = 20
+_MIN_PERMUTATIONS = 9999
+_CHUNK_ELEMS = 2_000_000
+
+
+def family_permutations(n_tests: int, alpha: float) -> int:
+    """Monte Carlo sign patterns for a family of ``n_tests`` comparisons at level ``alpha``.
+
+    ``B + 1 >= 20 n_tests / alpha`` (and ``B >= 9999``), so the smallest attainable
+    p-value ``1 / (B + 1)`` is a twentieth of Holm's first threshold.
+
+    Examples
+    --------
+    >>> family_permutations(1, 0.05), family_permutations(300, 0.05)
+    (9999, 119999)
+    """
+    return max(_MIN_PERMUTATIONS, math.ceil(_RESOLUTION * n_tests / alpha) - 1)
+
+
+def resolvable(n_units: int, n_tests: int, alpha: float) -> bool:
+    """Whether a sign-flip test on ``n_units`` units can pass Holm's first threshold.
+
+    Its smallest p-value is ``2^(1 - n_units)`` (every unit's difference of one sign);
+    Holm's first threshold is ``alpha / n_tests``.
+
+    Examples
+    --------
+    >>> resolvable(12, 300, 0.05), resolvable(500, 300, 0.05)
+    (False, True)
+    """
+    return n_units >= 1 and (1 - n_units) * math.log(2) <= math.log(alpha / n_tests)
+
+
+def _enumerate(u: np.ndarray, obs: float, tol: float) -> float:
+    n = u.size
+    bits = (np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1
+    sums = np.abs((1 - 2 * bits) @ u)
+    return float(np.mean(sums >= obs - tol))
+
+
+def _lattice(u: np.ndarray) -> np.ndarray | None:
+    """``u`` as integers ``L u`` when every value is a multiple of ``1 / L`` (L modest), else None."""
+    vals = np.unique(np.abs(u))
+    if vals.size > 1000:
+        return None
+    lcm = 1
+    for v in vals.tolist():
+        f = Fraction(v).limit_denominator(_MAX_DENOMINATOR)
+        if abs(float(f) - v) > 1e-9 * max(1.0, v):
+            return None
+        lcm = math.lcm(lcm, f.denominator)
+        if lcm > _MAX_LCM:
+            return None
+    scaled = np.rint(u * lcm)
+    if np.any(np.abs(scaled - u * lcm) > 1e-6):
+        return None
+    ints = scaled.astype(np.int64)
+    if ints.size * (2 * int(np.abs(ints).sum()) + 1) > _MAX_WORK:
+        return None
+    return ints
+
+
+def _lattice_p(ints: np.ndarray) -> float:
+    """Exact ``P(|sum s_i x_i| >= |sum x_i|)`` for integers ``x_i`` and fair signs, by convolution."""
+    a = np.abs(ints)
+    total = int(a.sum())
+    pmf = np.zeros(2 * total + 1)  # index j is the sum j - total
+    pmf[total] = 1.0
+    lo = hi = total  # the support so far
+    for v in a.tolist():
+        new = np.zeros_like(pmf)
+        new[lo + v : hi + v + 1] += 0.5 * pmf[lo : hi + 1]
+        new[lo - v : hi - v + 1] += 0.5 * pmf[lo : hi + 1]
+        pmf, lo, hi = new, lo - v, hi + v
+    obs = abs(int(ints.sum()))
+    s = np.arange(-total, total + 1)
+    return float(min(1.0, pmf[np.abs(s) >= obs].sum()))
+
+
+def _exact(u: np.ndarray) -> float | None:
+    """The exact two-sided p-value of the non-zero units ``u``, or None when too costly."""
+    if u.size == 0:
+        return 1.0
+    if u.size <= EXACT_MAX:
+        return _enumerate(u, abs(u.sum()), 1e-9 * max(1.0, float(np.abs(u).sum())))
+    ints = _lattice(u)
+    return None if ints is None else _lattice_p(ints)
+
+
+def _monte_carlo(units: np.ndarray, B: int, gen: np.random.Generator) -> np.ndarray:
+    """Hits ``#{b : |sum_i s_bi u_ip| >= |sum_i u_ip|}`` per column, one sign matrix for all."""
+    n, P = units.shape
+    obs = np.abs(units.sum(0))
+    tol = 1e-9 * np.maximum(1.0, np.abs(units).sum(0))
+    hits = np.zeros(P, dtype=np.int64)
+    chunk = max(1, _CHUNK_ELEMS // max(n, P, 1))
+    done = 0
+    while done < B:
+        b = min(chunk, B - done)
+        signs = gen.integers(0, 2, size=(b, n), dtype=np.int8) * 2 - 1
+        hits += np.count_nonzero(np.abs(signs @ units) >= obs - tol, axis=0)
+        done += b
+    return hits
+
+
+def sign_flip_pvalues(
+    units: np.ndarray,
+    gen: np.random.Generator,
+    *,
+    n_permutations: int | None,
+    n_tests: int,
+    alpha: float,
+) -> dict[str, np.ndarray | int]:
+    """Two-sided sign-flip p-values of the columns of ``units`` (units x comparisons).
+
+    A zero entry (a unit one agent did not run, or no difference) takes no part.
+
+    Parameters
+    ----------
+    units : numpy.ndarray
+        ``(n_units, n_comparisons)``: each unit's difference (a task's, or a
+        cluster's sum) for each comparison.
+    gen : numpy.random.Generator
+        Used only for the comparisons that are not computed exactly.
+    n_permutations : int or None
+        Monte Carlo sign patterns; None chooses them from the family
+        (:func:`family_permutations`).
+    n_tests, alpha : int, float
+        The family's size and level (for ``n_permutations=None``).
+
+    Returns
+    -------
+    dict
+        ``p``, ``mcse`` (0 when exact), ``exact`` (bool), ``n_nonzero`` per
+        comparison and ``n_permutations`` (the B used, 0 when all were exact).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> u = np.array([[1.0], [1.0], [1.0], [-1.0], [0.0]])
+    >>> out = sign_flip_pvalues(u, np.random.default_rng(0), n_permutations=None, n_tests=1, alpha=0.05)
+    >>> float(out["p"][0]), bool(out["exact"][0])   # 10 of the 16 sign patterns give |sum| >= 2
+    (0.625, True)
+    """
+    units = np.asarray(units, dtype=float)
+    P = units.shape[1]
+    p = np.full(P, np.nan)
+    mcse = np.zeros(P)
+    exact = np.zeros(P, dtype=bool)
+    n_nonzero = np.count_nonzero(units, axis=0)
+    for j in range(P):
+        pj = _exact(units[units[:, j] != 0, j])
+        if pj is not None:
+            p[j], exact[j] = pj, True
+    B = 0
+    todo = np.flatnonzero(~exact)
+    if todo.size:
+        B = n_permutations if n_permutations is not None else family_permutations(n_tests, alpha)
+        hits = _monte_carlo(units[:, todo], int(B), gen)
+        p[todo] = (1 + hits) / (1 + B)
+        mcse[todo] = np.sqrt(p[todo] * (1 - p[todo]) / B)
+    return {"p": p, "mcse": mcse, "exact": exact, "n_nonzero": n_nonzero, "n_permutations": int(B)}

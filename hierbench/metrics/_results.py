@@ -1,0 +1,329 @@
+"""Result objects of the posterior metrics, in the house convention of every hierbench result.
+
+Each is a :class:`hierbench._base.Result`: ``estimate`` and ``ci`` (with
+``ci_prob`` and ``ci_kind``), a short repr, ``to_frame()`` and
+``to_dataset()``, so the Bayesian half reads like the frequentist one and
+:func:`hierbench.compare.side_by_side` lines them up.
+
+They also keep working where code used the raw xarray these functions used
+to return: a Dataset-like result (``pass_hat_k``, ``head_to_head``, ...)
+answers ``res["draws"]``, ``"estimate" in res`` and Dataset methods
+(``res.sel(k=2)``) through :meth:`to_dataset`; a DataArray-like result
+(``prob_superiority``, ``rank_probabilities``) answers DataArray methods,
+arithmetic and ``res.values`` through its ``estimate``.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import xarray as xr
+
+from .._base import Result, interval_label
+
+__all__ = [
+    "HeadToHeadResult",
+    "PosteriorPassKResult",
+    "PosteriorSummaryResult",
+    "ProbSuperiorityResult",
+    "RankProbabilityResult",
+    "VarianceComponentDrawsResult",
+]
+
+
+class _DatasetView:
+    """Item and attribute access fall through to :meth:`to_dataset` (the old Dataset return)."""
+
+    #: old names still readable, each an alias with a deprecation warning
+    _aliases: ClassVar[dict[str, str]] = {}
+
+    def _compat(self) -> xr.Dataset:
+        return self.to_dataset()  # type: ignore[attr-defined]
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._aliases:
+            warnings.warn(
+                f"{type(self).__name__}[{key!r}] is deprecated; use [{self._aliases[key]!r}]",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            key = self._aliases[key]
+        if key in self._fields():  # type: ignore[attr-defined]
+            return getattr(self, key)
+        return self._compat()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._aliases or key in self._compat()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return getattr(self._compat(), name)
+        except AttributeError:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}") from None
+
+
+_BINARY = ("add", "sub", "mul", "truediv", "pow", "lt", "le", "gt", "ge", "eq", "ne")
+
+
+class _DataArrayView:
+    """DataArray methods, arithmetic and ``values`` act on ``estimate`` (the old DataArray return)."""
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str) and key in self._fields():  # type: ignore[attr-defined]
+            return getattr(self, key)
+        return self.estimate[key]  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.estimate, name)  # type: ignore[attr-defined]
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.estimate.values, dtype=dtype)  # type: ignore[attr-defined]
+
+    def __float__(self) -> float:
+        return float(self.estimate)  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _forward(op: str):
+    fn = getattr(operator, op)
+
+    def direct(self, other):
+        return fn(self.estimate, other.estimate if isinstance(other, Result) else other)
+
+    def reflected(self, other):
+        return fn(other, self.estimate)
+
+    return direct, reflected
+
+
+for _op in _BINARY:
+    _d, _r = _forward(_op)
+    setattr(_DataArrayView, f"__{_op}__", _d)
+    if _op in ("add", "sub", "mul", "truediv", "pow"):
+        setattr(_DataArrayView, f"__r{_op}__", _r)
+
+
+def _lines_of(est: xr.DataArray, ci: xr.DataArray, head: str, limit: int = 8) -> list[str]:
+    """Up to ``limit`` cells ``label: estimate [lower, upper]``, the middle elided."""
+    lines = [head]
+    flat = est.stack(_cell=est.dims) if est.ndim > 1 else est.rename({est.dims[0]: "_cell"})
+    lo = ci.sel(ci_bound="lower", drop=True)
+    hi = ci.sel(ci_bound="upper", drop=True)
+    flo = lo.stack(_cell=est.dims) if est.ndim > 1 else lo.rename({est.dims[0]: "_cell"})
+    fhi = hi.stack(_cell=est.dims) if est.ndim > 1 else hi.rename({est.dims[0]: "_cell"})
+    keep = np.flatnonzero(np.isfinite(flat.values))
+    n = keep.size
+    show = keep if n <= limit else np.r_[keep[: limit - 2], keep[-2:]]
+    for r, i in enumerate(show):
+        if n > limit and r == limit - 2:
+            lines.append(f"  ... ({n - limit} more)")
+        lab = flat["_cell"].values[i]
+        lab = ", ".join(map(str, lab)) if isinstance(lab, tuple) else str(lab)
+        lines.append(f"  {lab}: {float(flat[i]):.4g} [{float(flo[i]):.4g}, {float(fhi[i]):.4g}]")
+    return lines
+
+
+@dataclass(frozen=True, repr=False)
+class PosteriorSummaryResult(_DatasetView, Result):
+    """:func:`hierbench.metrics.posterior_summary`: posterior mean and credible interval."""
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+
+
+@dataclass(frozen=True, repr=False)
+class PosteriorPassKResult(_DatasetView, Result):
+    """Posterior pass^k or pass@k per agent and ``k`` (:func:`hierbench.metrics.pass_hat_k`).
+
+    Attributes
+    ----------
+    estimate : xarray.DataArray
+        ``(agent, k)``: the posterior mean (of the conditional expectations).
+    ci : xarray.DataArray
+        Equal-tailed credible interval (``ci_kind = "eti"``) of ``draws``.
+    draws : xarray.DataArray
+        ``(chain, draw, agent, k)``; ``attrs["draws_of"]`` says what they are.
+    n_tasks : xarray.DataArray
+        ``(agent, k)``: the tasks each value averages over (NaN for a new task
+        from the population), so it can be paired only with an estimate over
+        the same tasks.
+    attrs : dict
+        ``quantity`` ("pass^k" / "pass@k"), ``model``, ``tasks``
+        ("observed" / "population"), ``over``, ``scale``, ``draws_of``.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    draws: xr.DataArray
+    n_tasks: xr.DataArray
+    attrs: dict = field(default_factory=dict)
+
+    _aliases: ClassVar[dict[str, str]] = {"mean": "estimate"}
+
+    @property
+    def mean(self) -> xr.DataArray:
+        """Deprecated alias of ``estimate``."""
+        warnings.warn("`.mean` is deprecated; use `.estimate`", DeprecationWarning, stacklevel=2)
+        return self.estimate
+
+    def to_dataset(self) -> xr.Dataset:
+        ds = super().to_dataset()
+        ds.attrs = dict(self.attrs)
+        return ds
+
+    def _repr_lines(self) -> list[str]:
+        a = self.attrs
+        return _lines_of(
+            self.estimate,
+            self.ci,
+            f"{type(self).__name__}: posterior {a.get('quantity', '?')} over {a.get('over', '?')} "
+            f"({a.get('model', '?')} model), mean with {interval_label(self.ci)} interval",
+        )
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class ProbSuperiorityResult(_DataArrayView, Result):
+    """:func:`hierbench.metrics.prob_superiority`: ``P(row agent > column agent)``.
+
+    ``estimate`` is the probability matrix over ``(agent, opponent)`` (NaN on
+    the diagonal), with attrs ``var``, ``ties``, ``n_draws``, ``mcse_max`` and
+    ``scale``; ``ci`` is its Monte Carlo interval (Wilson, ``n`` = effective
+    sample size, in ``ess``). ``difference`` and ``difference_ci`` are the
+    posterior mean and equal-tailed interval of ``var_row - var_column``, the
+    counterpart of :func:`hierbench.freq.compare_agents`' ``mean_diff``.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    ess: xr.DataArray
+    difference: xr.DataArray
+    difference_ci: xr.DataArray
+
+    def _repr_lines(self) -> list[str]:
+        a = self.estimate.attrs
+        what = f"P(row's {a.get('var', '?')} > column's) over {a.get('n_draws', '?')} draws"
+        return _lines_of(
+            self.estimate,
+            self.ci,
+            f"{type(self).__name__}: {what}, with {interval_label(self.ci)} Monte Carlo interval",
+        )
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class RankProbabilityResult(_DataArrayView, Result):
+    """:func:`hierbench.metrics.rank_probabilities`: ``P(agent holds rank r)``, 1 = best.
+
+    ``estimate`` over ``(agent, rank)``; ``ci`` its Monte Carlo interval (as in
+    :class:`ProbSuperiorityResult`); ``expected_rank`` per agent.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    ess: xr.DataArray
+    expected_rank: xr.DataArray
+
+    def _repr_lines(self) -> list[str]:
+        a = self.estimate.attrs
+        order = np.argsort(self.expected_rank.values, kind="stable")
+        p1 = self.estimate.isel(rank=0)
+        lines = [
+            f"{type(self).__name__}: P(rank) by {a.get('var', '?')} over {a.get('n_draws', '?')} "
+            f"draws; expected rank and P(rank 1), best first"
+        ]
+        agents = self.estimate[self.estimate.dims[0]].values
+        show = order if order.size <= 8 else np.r_[order[:6], order[-2:]]
+        for r, i in enumerate(show):
+            if order.size > 8 and r == 6:
+                lines.append(f"  ... ({order.size - 8} more)")
+            lines.append(
+                f"  {agents[i]}: expected rank {float(self.expected_rank[i]):.3g}, "
+                f"P(rank 1) {float(p1[i]):.3g}"
+            )
+        return lines
+
+
+@dataclass(frozen=True, repr=False)
+class HeadToHeadResult(_DatasetView, Result):
+    """:func:`hierbench.metrics.head_to_head`: predicted outcome of one more battle.
+
+    ``estimate`` is ``expected_score`` (Elo's, ``p_win + p_tie / 2``) and ``ci``
+    its equal-tailed interval; ``p_win``, ``p_tie``, ``p_loss`` and ``p_win_ci``
+    beside them, all over ``(agent, opponent)``.
+    """
+
+    p_win: xr.DataArray
+    p_tie: xr.DataArray
+    p_loss: xr.DataArray
+    expected_score: xr.DataArray
+    p_win_ci: xr.DataArray
+    expected_score_ci: xr.DataArray
+    attrs: dict = field(default_factory=dict)
+
+    @property
+    def estimate(self) -> xr.DataArray:
+        return self.expected_score
+
+    @property
+    def ci(self) -> xr.DataArray:
+        return self.expected_score_ci
+
+    def to_dataset(self) -> xr.Dataset:
+        ds = super().to_dataset()
+        ds.attrs = dict(self.attrs)
+        return ds
+
+
+@dataclass(frozen=True, repr=False)
+class VarianceComponentDrawsResult(_DatasetView, Result):
+    """:func:`hierbench.metrics.crossed_variance_components`: components named as in
+    :func:`hierbench.freq.variance_components` for the same facets.
+
+    ``estimate`` (posterior mean) and ``ci`` (equal-tailed) over ``component``;
+    ``draws(chain, draw, component)``. Item and attribute access answer as the
+    Dataset of one variable of draws per component that this function used to
+    return (``res["task"]``, ``res.data_vars``); ``res["agent_task"]`` is a
+    deprecated alias of the agent x task component.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    draws: xr.DataArray
+    attrs: dict = field(default_factory=dict)
+
+    _aliases: ClassVar[dict[str, str]] = {"agent_task": "agent:task"}
+
+    def _compat(self) -> xr.Dataset:
+        ds = self.draws.to_dataset("component")
+        ds.attrs = dict(self.attrs)
+        return ds
+
+    def __getitem__(self, key: str) -> Any:
+        names = [str(c) for c in self.draws["component"].values]
+        if key == "agent_task" and "agent:task" not in names:
+            found = [c for c in names if c.startswith("agent:task")]
+            if not found:
+                raise KeyError(
+                    f"this model has no agent x task component; components {names}"
+                )
+            key = found[0]
+            warnings.warn(
+                f"['agent_task'] is deprecated; the component is named {key!r}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return self._compat()[key]
+        return super().__getitem__(key)
+
+    def to_dataset(self) -> xr.Dataset:
+        ds = super().to_dataset()
+        ds.attrs = dict(self.attrs)
+        return ds

@@ -1,0 +1,208 @@
+"""Multiple comparisons that can reach their answer: exact and Monte Carlo sign flips checked
+against enumeration, scipy and statsmodels; the CR2 t-test against statsmodels and by simulation;
+compare_agents on many agents and on SWE-bench bash-only (25 agents, 300 pairs)."""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+import statsmodels.stats.multitest as smm
+import xarray as xr
+from scipy import stats
+
+from hierbench.freq import compare_agents, paired_test
+from hierbench.freq._kernels import cr2_mean_se
+from hierbench.freq._resampling._multiple import PValueResolutionWarning
+from hierbench.freq._resampling._signflip import family_permutations, sign_flip_pvalues
+from hierbench.testing import simulate_eval
+
+
+def _enumerated_p(u):
+    u = np.asarray(u, float)
+    u = u[u != 0]
+    signs = np.array(list(itertools.product([-1.0, 1.0], repeat=u.size)))
+    return float(np.mean(np.abs(signs @ u) >= abs(u.sum()) - 1e-9))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lattice_convolution_equals_enumeration_beyond_the_enumeration_limit(seed):
+    # 17 units, differences of per-task means of 2, 3 and 4 runs: past the 14-unit
+    # enumeration, so the p-value comes from the exact lattice convolution
+    rng = np.random.default_rng(seed)
+    grid = np.array([-1, -3 / 4, -2 / 3, -1 / 2, -1 / 3, -1 / 4, 1 / 4, 1 / 3, 1 / 2, 2 / 3, 3 / 4, 1])
+    u = rng.choice(grid, 17) + (0.25 if seed == 0 else 0.0) * np.sign(rng.random(17) - 0.3)
+    out = sign_flip_pvalues(u[:, None], rng, n_permutations=None, n_tests=1, alpha=0.05)
+    assert out["exact"][0] and out["n_permutations"] == 0 and out["mcse"][0] == 0
+    assert out["p"][0] == pytest.approx(_enumerated_p(u), rel=1e-12)
+
+
+def test_lattice_is_the_exact_sign_test_for_binary_single_runs():
+    # 300 discordant tasks, 180 won by A: the two-sided exact binomial (McNemar) test
+    u = np.r_[np.ones(180), -np.ones(120), np.zeros(40)]
+    out = sign_flip_pvalues(u[:, None], np.random.default_rng(0), n_permutations=None, n_tests=1, alpha=0.05)
+    assert out["exact"][0] and out["n_nonzero"][0] == 300
+    assert out["p"][0] == pytest.approx(stats.binomtest(180, 300, 0.5).pvalue, rel=1e-10)
+
+
+def test_monte_carlo_sign_flips_agree_with_scipy_permutation_test():
+    # continuous differences are not on a lattice: Monte Carlo, with its error stated
+    rng = np.random.default_rng(3)
+    d = rng.normal(0.25, 1.0, 40)
+    out = sign_flip_pvalues(d[:, None], rng, n_permutations=20_000, n_tests=1, alpha=0.05)
+    assert not out["exact"][0] and out["n_permutations"] == 20_000
+    p = out["p"][0]
+    assert out["mcse"][0] == pytest.approx(np.sqrt(p * (1 - p) / 20_000))
+    ref = stats.permutation_test(
+        (d,), np.sum, permutation_type="samples", n_resamples=20_000, rng=np.random.default_rng(4)
+    )
+    se_ref = np.sqrt(ref.pvalue * (1 - ref.pvalue) / 20_000)
+    assert abs(p - ref.pvalue) < 4 * np.hypot(out["mcse"][0], se_ref)
+
+
+def test_family_sized_monte_carlo_resolves_holm_threshold():
+    for m in (1, 45, 300):
+        B = family_permutations(m, 0.05)
+        assert B >= 9999 and 1 / (B + 1) <= 0.05 / (20 * m)
+
+
+def test_cr2_equals_statsmodels_cluster_robust_t_with_equal_clusters():
+    rng = np.random.default_rng(0)
+    g = np.repeat(np.arange(8), 6)
+    d = rng.normal(0.3, 1.0, 48) + rng.normal(0.0, 0.5, 8)[g]
+    ref = sm.OLS(d, np.ones(48)).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True)
+    se, df, G = cr2_mean_se(d, g)
+    assert (G, df) == (8, pytest.approx(7.0))
+    assert se == pytest.approx(float(ref.bse[0]), rel=1e-12)
+    a = xr.DataArray(d, dims="task", coords={"cluster": ("task", g.astype(str))})
+    res = paired_test(a, xr.zeros_like(a), n_resamples=99, rng=0)
+    assert float(res.p_t) == pytest.approx(float(ref.pvalues[0]), rel=1e-10)
+
+
+def test_cr2_degrees_of_freedom_match_the_variance_estimators_moments():
+    # Bell-McCaffrey df = 2 E[V]^2 / Var[V] for the CR2 variance V under iid normal errors;
+    # checked by simulation (20,000 draws: the moment ratio's MC error is about 2%)
+    sizes = np.array([231, 75, 44, 34, 32, 22, 22, 19, 10, 8, 2, 1])  # SWE-bench's repos
+    g = np.repeat(np.arange(12), sizes)
+    rng = np.random.default_rng(11)
+    V = np.array([cr2_mean_se(rng.normal(size=g.size), g)[0] ** 2 for _ in range(20_000)])
+    df = cr2_mean_se(np.zeros(g.size) + rng.normal(size=g.size), g)[1]
+    assert 2 * V.mean() ** 2 / V.var() == pytest.approx(df, rel=0.06)
+    assert 2.5 < df < 4.5  # far below G - 1 = 11: the data sit in a few clusters
+
+
+@pytest.mark.slow
+def test_cr2_t_holds_its_level_with_few_unequal_clusters_where_cr1_does_not():
+    sizes = np.array([231, 75, 44, 34, 32, 22, 22, 19, 10, 8, 2, 1])
+    g = np.repeat(np.arange(12), sizes)
+    n_rep, alpha = 3000, 0.05
+    rng = np.random.default_rng(7)
+    rej_cr2 = rej_cr1 = 0
+    for _ in range(n_rep):
+        base = rng.normal(0, 1.5, g.size)
+        ea, eb = (rng.normal(0, 0.5, 12)[g] for _ in range(2))  # agent x repo interaction
+        a = rng.random(g.size) < 1 / (1 + np.exp(-(base + ea)))
+        b = rng.random(g.size) < 1 / (1 + np.exp(-(base + eb)))
+        d = a.astype(float) - b
+        se, df, _ = cr2_mean_se(d, g)
+        rej_cr2 += 2 * stats.t.sf(abs(d.mean() / se), df) <= alpha
+        ref = sm.OLS(d, np.ones(g.size)).fit(cov_type="cluster", cov_kwds={"groups": g}, use_t=True)
+        rej_cr1 += ref.pvalues[0] <= alpha
+    tol = 3 * np.sqrt(alpha * (1 - alpha) / n_rep)  # Monte Carlo tolerance: 3 SE = 0.012
+    assert rej_cr2 / n_rep <= alpha + tol
+    assert rej_cr1 / n_rep > alpha + tol  # statsmodels' CR1 with G - 1 df: about 0.16 here
+
+
+def _spread_agents(n_agents=16, n_tasks=200, seed=0):
+    rng = np.random.default_rng(seed)
+    skill = np.linspace(-2.0, 2.0, n_agents)
+    logit = skill[:, None] + rng.normal(0, 1.0, n_tasks)[None] + rng.normal(0, 0.5, (n_agents, n_tasks))
+    y = 1 / (1 + np.exp(-logit))  # continuous scores: the Monte Carlo path
+    return xr.DataArray(
+        y[..., None],
+        dims=("agent", "task", "run"),
+        coords={"agent": [f"a{i:02d}" for i in range(n_agents)]},
+    )
+
+
+@pytest.mark.slow
+def test_many_agents_clear_gaps_are_significant_after_holm_with_mc_error_stated():
+    data = _spread_agents()
+    res = compare_agents(data, n_resamples=999, rng=1)
+    assert res.attrs["test"] == "permutation"
+    df = res.to_frame()
+    m = len(df)  # 120 pairs
+    assert res.attrs["n_permutations"] >= 20 * m / 0.05 - 1
+    # every p-value is Monte Carlo here, each with its error
+    assert (df["p_permutation_mcse"] > 0).all()
+    np.testing.assert_allclose(df["p_value_mcse"], df["p_permutation_mcse"])
+    np.testing.assert_allclose(df["p_holm"], smm.multipletests(df["p_value"], method="holm")[1])
+    # a gap of more than 8 standard errors (paired t) is significant, whatever m
+    se = np.abs(df["estimate"]) / stats.t.isf(df["p_t"] / 2, df["n_tasks"] - 1)
+    clear = np.abs(df["estimate"]) > 8 * se
+    assert clear.sum() > 40
+    assert (df.loc[clear, "p_holm"] < 0.05).all()
+    # the old fixed resolution could not: 1,999 sign flips for 120 pairs
+    with pytest.warns(PValueResolutionWarning, match="no pair can be called different"):
+        old = compare_agents(data, test="permutation", n_resamples=99, n_permutations=1999, rng=1)
+    assert (old.to_frame()["p_holm"] >= 0.05).all()
+
+
+def test_matrix_view_marks_the_holm_significant_pairs():
+    ds, _ = simulate_eval(n_agents=6, n_tasks=80, n_runs=2, sd_agent=1.5, rng=2)
+    res = compare_agents(ds, n_resamples=199, rng=0)
+    mat = res.matrix()
+    assert mat.shape == (6, 6)
+    order = [r.split(" ", 1)[1] for r in mat.index]
+    avg = res.mean_diff.mean("opponent", skipna=True).to_series()
+    assert order == avg.sort_values(ascending=False).index.tolist()
+    for i, a in enumerate(order):
+        for j, b in enumerate(order):
+            cell = mat.iloc[i, j]
+            if a == b:
+                assert cell == ""
+                continue
+            assert cell.endswith("*") == bool(float(res.p_holm.sel(agent=a, opponent=b)) < 0.05)
+            assert float(cell.rstrip("*")) == pytest.approx(
+                float(res.mean_diff.sel(agent=a, opponent=b)), abs=0.005 + 1e-9
+            )
+    assert len(repr(res).splitlines()) <= 10
+
+
+@pytest.mark.slow
+def test_swebench_bash_only_pairs(shared_data):
+    import hierbench as hb
+
+    ds = hb.data.load_swebench_bash_only()
+    assert ds.sizes["agent"] == 25 and ds.sizes["task"] == 500
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clustered = compare_agents(ds, n_resamples=999, rng=0)
+        tasks = compare_agents(ds, cluster=None, n_resamples=999, rng=0)
+    # 12 repos: no sign-flip test over repos can pass 0.05 / 300 (floor 2^-11), so the
+    # default is the CR2 t; the largest gaps over 500 shared tasks are separated
+    assert clustered.attrs["test"] == "t" and "12 clusters" in clustered.attrs["test_reason"]
+    dfc = clustered.to_frame()
+    top = dfc.loc[dfc["estimate"].abs().sort_values(ascending=False).index[:4]]
+    assert (top["p_holm"] < 0.05).all()
+    # its interval is the t interval that goes with the test: it excludes 0 exactly when p_t < 0.05
+    assert clustered.ci.attrs["ci_kind"] == "t" and "ci_bootstrap" in clustered
+    excludes = (dfc["lower"] > 0) | (dfc["upper"] < 0)
+    assert (excludes == (dfc["p_t"] < 0.05)).all()
+    # tasks as the unit: the exact sign test, checked against scipy's binomial test
+    assert tasks.attrs["test"] == "permutation" and tasks.attrs["n_permutations"] == 0
+    dft = tasks.to_frame()
+    y = ds.score.isel(run=0)
+    p_ref = []
+    for a, b in zip(dft["agent"], dft["opponent"], strict=True):
+        d = (y.sel(agent=a) - y.sel(agent=b)).values
+        p_ref.append(stats.binomtest(int((d > 0).sum()), int((d != 0).sum()), 0.5).pvalue)
+    np.testing.assert_allclose(dft["p_permutation"], p_ref, rtol=1e-9)
+    np.testing.assert_allclose(dft["p_holm"], smm.multipletests(p_ref, method="holm")[1], rtol=1e-9)
+    a, b = dft["agent"].iloc[7], dft["opponent"].iloc[7]
+    ref_t = stats.ttest_rel(y.sel(agent=a), y.sel(agent=b)).pvalue
+    assert float(tasks.p_t.sel(agent=a, opponent=b)) == pytest.approx(ref_t, rel=1e-9)
+    # every pair whose task-level 95% interval clears 0 by more than its own width differs
+    wide = (dft["lower"] > dft["upper"] - dft["lower"]) | (dft["upper"] < -(dft["upper"] - dft["lower"]))
+    assert wide.sum() > 150 and (dft.loc[wide, "p_holm"] < 0.05).all()
