@@ -3,6 +3,14 @@
 See :mod:`hierbench.data._schema` for the dataset contract.
 """
 
+from ._formula import (
+    DEFAULT_FORMULA,
+    ConfoundedTermWarning,
+    FormulaError,
+    ModelDesign,
+    RandomTerm,
+    model_design,
+)
 from ._inspect import InspectLogWarning, read_inspect_log
 from ._large import counts_from_dask, counts_from_parquet
 from ._pairwise import PAIR_COUNTS_SCHEMA as PAIR_COUNTS_SCHEMA  # for freq and bayes
@@ -27,11 +35,16 @@ from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline,
 from ._summary import NoScoredRunsWarning, describe, summarize
 
 __all__ = [
+    "DEFAULT_FORMULA",
     "SCHEMA_VERSION",
+    "ConfoundedTermWarning",
     "EvalDataError",
+    "FormulaError",
     "InconsistentAttributeWarning",
     "InspectLogWarning",
+    "ModelDesign",
     "NoScoredRunsWarning",
+    "RandomTerm",
     "check_eval_dataset",
     "check_pairwise",
     "counts_from_dask",
@@ -42,6 +55,7 @@ __all__ = [
     "load_metr",
     "load_swebench_bash_only",
     "load_tau_bench_airline",
+    "model_design",
     "read_battles",
     "read_inspect_log",
     "read_table",
