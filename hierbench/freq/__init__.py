@@ -20,12 +20,19 @@ live in ``_kernels``; input helpers in ``_inputs``.
 import warnings as _warnings
 
 from ._glmm import (
+    AgentVarianceResult,
     BoundaryEstimateWarning,
     CrossedMLResult,
     IgnoredClusterWarning,
+    MarginalEffectsResult,
+    MeanResponseResult,
+    MixedMLResult,
     MLConvergenceWarning,
     SeparatedAgentWarning,
+    agent_variance,
+    average_marginal_effects,
     fit_crossed_ml,
+    mean_response,
 )
 from ._irt import (
     IRTBank,
@@ -163,6 +170,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "AgentVarianceResult",
     "AgreementResult",
     "BetaBinomialResult",
     "BootstrapResult",
@@ -187,6 +195,9 @@ __all__ = [
     "IntervalResult",
     "JudgeSetupError",
     "MLConvergenceWarning",
+    "MarginalEffectsResult",
+    "MeanResponseResult",
+    "MixedMLResult",
     "NegativeVarianceComponentWarning",
     "NoFiniteMLEWarning",
     "NoIntervalWarning",
@@ -216,6 +227,8 @@ __all__ = [
     "UnequalTaskSetsWarning",
     "VarianceComponentsResult",
     "WinRateResult",
+    "agent_variance",
+    "average_marginal_effects",
     "bayes_d_study",
     "bayes_variance_components",
     "beta_binomial_mle",
@@ -238,6 +251,7 @@ __all__ = [
     "holm",
     "irt_score",
     "mean_ci",
+    "mean_response",
     "minimum_detectable_effect",
     "online_elo",
     "optimal_allocation",

@@ -504,7 +504,8 @@ def fit_crossed_ml(
     >>> res = fit_crossed_ml(data, intervals="wald")
     >>> res.sd.component.values.tolist()
     ['sd_task', 'sd_agent_task']
-    >>> fit = fit_crossed_ml(data, "score ~ 1 + (1|agent) + (1|task)", intervals="wald")
+    >>> data6, _ = simulate_eval(n_agents=6, n_tasks=40, n_runs=4, rng=0)
+    >>> fit = fit_crossed_ml(data6, "score ~ 1 + (1|agent) + (1|task)", intervals="wald")
     >>> fit.sd.component.values.tolist(), bool(fit.converged)
     (['1|agent', '1|task'], True)
     """

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
-__all__ = ["Binomial", "Fractional", "Ordinal", "thresholds_from"]
+__all__ = ["Binomial", "Fractional", "Ordinal", "thresholds_from", "thresholds_of"]
 
 
 @dataclass
@@ -92,11 +92,7 @@ class Ordinal:
         return 0.0
 
     def thresholds(self, extra: np.ndarray) -> np.ndarray:
-        """``theta`` from ``(theta_1, log gap_2, ..., log gap_{K-1})``."""
-        th = np.empty(extra.size)
-        th[0] = extra[0]
-        th[1:] = extra[0] + np.cumsum(np.exp(extra[1:]))
-        return th
+        return thresholds_of(extra)
 
     def loglik(self, eta: np.ndarray, extra: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         th = np.concatenate([[-np.inf], self.thresholds(extra), [np.inf]])
@@ -127,6 +123,15 @@ class Ordinal:
         """A starting ``eta`` of zero per row (the thresholds carry the location)."""
         w = np.bincount(self.row, self.weight, minlength=self.n_rows)
         return np.zeros(self.n_rows), w
+
+
+def thresholds_of(extra: np.ndarray) -> np.ndarray:
+    """``theta`` from ``(theta_1, log gap_2, ..., log gap_{K-1})``."""
+    extra = np.asarray(extra, dtype=float)
+    th = np.empty(extra.size)
+    th[0] = extra[0]
+    th[1:] = extra[0] + np.cumsum(np.exp(extra[1:]))
+    return th
 
 
 def thresholds_from(counts: np.ndarray) -> np.ndarray:

@@ -62,7 +62,8 @@ class MixedMLResult(Result):
     dispersion : float
         ``phi`` of the fractional family (1 for the others).
     random_effects : dict
-        Term -> DataArray of conditional modes (``sigma v``) over that term's levels.
+        Term -> DataArray of conditional modes (``sigma v``) over that term's
+        levels, their conditional sds as the coord ``conditional_sd``.
     loglik : float
         The Laplace log-likelihood (binomial coefficients included; for the
         fractional family the quasi-log-likelihood over ``phi``).
@@ -232,12 +233,17 @@ def _sd_intervals(
 
 
 def _modes(lik: Laplace, x: np.ndarray, design: ModelDesign) -> dict[str, xr.DataArray]:
+    """Conditional modes ``sigma v`` per term, with their conditional sds as the coord ``conditional_sd``."""
     m = lik.mode(x)
     eff = m["lam"] * m["v"]
+    csd = lik.conditional_sd(x)
     out, start = {}, 0
     for t in design.random:
         L = t.levels.size
-        out[t.name] = xr.DataArray(eff[start : start + L], dims="level", coords={"level": t.levels}, name=t.name)
+        out[t.name] = xr.DataArray(
+            eff[start : start + L], dims="level",
+            coords={"level": t.levels, "conditional_sd": ("level", csd[start : start + L])}, name=t.name,
+        )  # fmt: skip
         start += L
     return out
 
