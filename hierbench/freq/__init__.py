@@ -7,7 +7,9 @@ One private wing per job, each owning its ``__all__``:
 - ``_resampling``: the task-level (cluster) bootstrap, paired tests, rankings;
 - ``_variance``: G-theory variance components, the design language, REML,
   profile intervals, power and allocation;
-- ``_glmm``: the crossed agent x task GLMM by maximum likelihood;
+- ``_glmm``: the crossed agent x task GLMM by maximum likelihood, models given by a
+  formula (binomial, fractional, ordinal) and their reader's-scale answers;
+- ``_horizon``: METR's time horizon and the doubling time of horizons;
 - ``_irt``: item calibration and scoring without a sampler;
 - ``_pairwise``: Bradley-Terry by maximum likelihood, Elo, win rates;
 - ``_judges``: classification metrics, agreement, rubric scores;
@@ -33,6 +35,14 @@ from ._glmm import (
     average_marginal_effects,
     fit_crossed_ml,
     mean_response,
+)
+from ._horizon import (
+    DoublingTimeResult,
+    ExtremeHorizonWarning,
+    TimeHorizonResult,
+    doubling_time,
+    metr_run_weights,
+    time_horizon,
 )
 from ._irt import (
     IRTBank,
@@ -183,9 +193,11 @@ __all__ = [
     "DegenerateBootstrapError",
     "DegenerateBootstrapWarning",
     "DesignError",
+    "DoublingTimeResult",
     "EloResult",
     "EmptyConfidenceSequenceWarning",
     "EmptySampleWarning",
+    "ExtremeHorizonWarning",
     "IRTBank",
     "IRTCalibrationResult",
     "IRTConvergenceWarning",
@@ -217,6 +229,7 @@ __all__ = [
     "SeparatedAgentWarning",
     "SmallSampleWarning",
     "SuccessRateResult",
+    "TimeHorizonResult",
     "UnbalancedDesignError",
     "UnboundedQuantileWarning",
     "UndefinedCoefficientWarning",
@@ -244,6 +257,7 @@ __all__ = [
     "compare_rubric_means",
     "confidence_sequence",
     "design_effect",
+    "doubling_time",
     "exact_interval",
     "finite_population_se",
     "fit_crossed_ml",
@@ -252,6 +266,7 @@ __all__ = [
     "irt_score",
     "mean_ci",
     "mean_response",
+    "metr_run_weights",
     "minimum_detectable_effect",
     "online_elo",
     "optimal_allocation",
@@ -278,6 +293,7 @@ __all__ = [
     "task_weights",
     "tasks_for_power",
     "threshold_for_recall",
+    "time_horizon",
     "variance_components",
     "wald_interval",
     "wilson_interval",
