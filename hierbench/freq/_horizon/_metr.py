@@ -114,6 +114,8 @@ class DoublingTimeResult(Result):
     resamples : DataArray (resample)
     n_resamples_dropped : int
         Replicates with an agent's horizon 0, infinite or undefined (left out).
+    agents_without_date : list of str
+        Agents left out for want of a release date (``missing="skip"``).
     """
 
     estimate: xr.DataArray
@@ -124,6 +126,7 @@ class DoublingTimeResult(Result):
     horizon: list
     resamples: xr.DataArray
     n_resamples_dropped: int
+    agents_without_date: list = field(default_factory=list)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("resamples",)
 
@@ -415,7 +418,7 @@ def _dates(release_dates: Mapping[str, Any], agents: np.ndarray, missing: str) -
     if set(release_dates) == {"date"} and isinstance(release_dates["date"], Mapping):
         release_dates = release_dates["date"]  # METR's release_dates.yaml layout
     have = {str(k): v for k, v in release_dates.items()}
-    absent = [a for a in agents if a not in have]
+    absent = [str(a) for a in agents if a not in have]
     if absent and missing == "refuse":
         raise HierbenchError(
             f"`release_dates` has no date for agents {absent} (it names {sorted(have)}); add them, or pass "
@@ -470,7 +473,7 @@ def doubling_time(
         Only agents that were state of the art when released (METR's choice).
     missing : {"refuse", "skip"}
         An agent without a release date: an error, or left out (listed in
-        the result's ``options``).
+        the result's ``agents_without_date``).
     prob : float
         Interval level.
 
@@ -535,5 +538,5 @@ def _doubling_result(slope, bd, good, agents, days, h, prob, absent) -> Doubling
     return DoublingTimeResult(
         estimate=est, ci=ci, slope=slope, agents=agents.tolist(), release_date=dates, horizon=h.tolist(),
         resamples=xr.DataArray(bd, dims="resample", name="resamples"),
-        n_resamples_dropped=int((~good).sum()),
+        n_resamples_dropped=int((~good).sum()), agents_without_date=list(absent),
     )  # fmt: skip
