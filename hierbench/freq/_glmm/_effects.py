@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy import stats
+from scipy.special import expit
 
 from ..._base import DEFAULT_PROB, HierbenchError, Result, check_prob, make_interval
 from ..._numerics import logit_normal_expectation
@@ -189,8 +190,9 @@ def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str) -> xr
 # --------------------------------------------------------------------------- marginal effects
 
 
-def _counterfactuals(fit: MixedMLResult, variable: str) -> tuple[list[str], list[np.ndarray], bool]:
-    """Fixed-effect matrices with ``variable`` set to each level (categorical) or nudged +-h (numeric)."""
+def _counterfactuals(fit: MixedMLResult, variable: str) -> tuple[list[str], list[np.ndarray], float]:
+    """Fixed-effect matrices with ``variable`` set to each level (categorical), or nudged by +-h
+    (numeric; the third value is then ``2 h``, else 0)."""
     d = fit.design
     frame = d.frame
     if variable not in d.variables or variable not in frame.columns:
@@ -208,15 +210,15 @@ def _counterfactuals(fit: MixedMLResult, variable: str) -> tuple[list[str], list
         for sgn in (1.0, -1.0):
             fr = frame.copy()
             fr[variable] = col.to_numpy(dtype=float) + sgn * h
-            mats.append(d.matrix(fr) / (2 * h) * sgn)
-        return [f"d/d {variable}"], mats, True
+            mats.append(d.matrix(fr))
+        return [f"d/d {variable}"], mats, 2 * h
     levels = sorted(pd.unique(col).tolist(), key=str)
     mats = []
     for lev in levels:
         fr = frame.copy()
         fr[variable] = lev
         mats.append(d.matrix(fr))
-    return [str(v) for v in levels], mats, False
+    return [str(v) for v in levels], mats, 0.0
 
 
 def average_marginal_effects(
@@ -282,7 +284,7 @@ def average_marginal_effects(
     def f(params: np.ndarray) -> np.ndarray:
         preds = [predict_rows(fit, params, X, marg, threshold=threshold) for X in mats]
         if numeric:
-            eff = [preds[0] + preds[1]]  # the two halves of the central difference
+            eff = [(preds[0] - preds[1]) / numeric]  # central difference over 2 h
         else:
             eff = [pr - preds[0] for pr in preds[1:]]
         return factor * np.array([[e[m].mean() for e in eff] for _, m in groups])
@@ -364,7 +366,15 @@ def mean_response(
     est, se = _delta(fit, f, extra)
     da = xr.DataArray(est, dims="group", coords={"group": groups}, name="estimate")
     da.attrs = {"scale": scale, "by": by}
-    ci = _interval(da, se, prob, "delta method on the parameters plus the conditional variance of the modes")
+    lo_b, hi_b = (0.0, factor) if d.family != "ordinal" or threshold is not None else (d.categories[0], d.categories[-1])
+    u = np.clip((est - lo_b) / (hi_b - lo_b), 1e-12, 1 - 1e-12)
+    z = stats.norm.ppf(0.5 + prob / 2)
+    half = z * se / ((hi_b - lo_b) * u * (1 - u))
+    lo = lo_b + (hi_b - lo_b) * expit(np.log(u / (1 - u)) - half)
+    hi = lo_b + (hi_b - lo_b) * expit(np.log(u / (1 - u)) + half)
+    ci = make_interval(lo, hi, prob=prob, kind="normal", template=da, warn_zero_width=False,
+                       detail="delta method on the logit of the mean (parameters plus the modes' conditional "
+                       "variance), mapped back: it stays inside the scale")  # fmt: skip
     return MeanResponseResult(estimate=da, ci=ci, standard_error=da.copy(data=se).rename("standard_error"), scale=scale)
 
 

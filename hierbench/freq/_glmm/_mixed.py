@@ -37,6 +37,9 @@ from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian, maximise
 __all__ = ["MixedMLResult", "fit_design"]
 
 _BETA_BOUND = 40.0
+#: smallest fractional dispersion used (runs identical within every row give 0: the rows'
+#: means are then known exactly, which the quasi-likelihood cannot express)
+_PHI_FLOOR = 1e-3
 
 
 @dataclass(frozen=True, repr=False)
@@ -253,6 +256,8 @@ def _dispersion(design: ModelDesign) -> tuple[float, Any, str]:
     if design.family != "fractional":
         return 1.0, None, "none (the family's variance is fixed)"
     phi = moment_dispersion(design)
+    if phi is not None and phi < _PHI_FLOOR:
+        return _PHI_FLOOR, None, f"moments of the runs within each design row gave {phi:.3g}, floored at {_PHI_FLOOR}"
     if phi is not None:
         return phi, None, "moments of the runs within each design row"
     fit1 = _maximise_design(design, 1.0)
