@@ -55,7 +55,8 @@ def test_fixed_matrix_equals_hand_built_dummies_and_levels_are_located():
     cols = ["Intercept", "scaffold[s2]", "tier[hard]", "np.log2(minutes)", "scaffold[s2]:tier[hard]"]
     np.testing.assert_array_equal(d.X[:, [d.coef.index(c) for c in cols]], ref)
     assert d.variables == {"scaffold": "agent", "model": "agent", "tier": "task", "minutes": "task", "task": "task"}
-    assert [(t.name, t.level, t.levels.tolist()) for t in d.random][0] == ("1|model", "agent", ["m1", "m2"])
+    t0 = d.random[0]
+    assert (t0.name, t0.level, t0.levels.tolist()) == ("1|model", "agent", ["m1", "m2"])
     # rows are the cells that ran; y and n are their success counts and runs
     assert d.row_level == "cell" and d.X.shape[0] == 4 * 6
     np.testing.assert_array_equal(d.y, ds.score.sum("run").values.ravel())
@@ -81,7 +82,7 @@ def test_covariate_not_constant_within_task_is_refused():
     with pytest.raises(FormulaError, match="'tier', which was not constant within its task for 1 tasks"):
         model_design("score ~ tier + (1|agent)", ds)
     table = pd.DataFrame({"family": ["x", "y", "z"]}, index=["a", "a", "b"])
-    with pytest.raises(FormulaError, match="'family' is not constant within its agent: 1 agents.*\\['a'\\]"):
+    with pytest.raises(FormulaError, match=r"'family' is not constant within its agent: 1 agents.*\['a'\]"):
         model_design("score ~ family + (1|task)", ds.drop_vars("tier"), agent_coords=table)
 
 
@@ -89,7 +90,7 @@ def test_agent_table_joins_and_missing_values_are_refused():
     ds = _board(["s1", "s2", "s1", "s2"], ["m1", "m1", "m2", "m2"])
     ds = ds.drop_vars(["scaffold", "model"])
     table = pd.DataFrame({"cutoff": [2023.0, 2024.0, np.nan, 2024.5]}, index=ds.agent.values)
-    with pytest.raises(FormulaError, match="'cutoff' is missing for 6 design rows.*'s1/m2'"):
+    with pytest.raises(FormulaError, match=r"'cutoff' is missing for 6 design rows.*'s1/m2'"):
         model_design("score ~ cutoff + (1|task)", ds, agent_coords=table)
     with pytest.raises(FormulaError, match="no row for 1 agents"):
         model_design("score ~ cutoff + (1|task)", ds, agent_coords=table.iloc[:3])

@@ -380,6 +380,7 @@ def test_wine_ordinal_reproduces_clmm(judge_as):
     assert fit.thresholds.threshold.values.tolist() == ["1|2", "2|3", "3|4", "4|5"]
 
 
+@pytest.mark.slow
 def test_formula_laplace_matches_glmer_on_cbpp():
     """cbpp as a formula: ``score ~ 0 + agent + (1|task)`` is today's crossed model (quadrature
     path), and ``score ~ agent + (1|task)`` the same model fitted by the formula's Laplace path:

@@ -71,6 +71,7 @@ def test_ame_is_the_quadrature_of_the_fitted_model(scaffold_fit):
     assert "scaffold" in repr(ame) and set(ame.to_frame().columns) >= {"estimate", "lower", "upper"}
 
 
+@pytest.mark.slow
 def test_delta_method_se_matches_simulation_from_the_estimates(scaffold_fit):
     """SE of the AME: delta method vs the sd of the AME over 3000 parameter draws from
     N(params, vcov) (Monte Carlo error of an sd from 3000 draws ~1.3%; tolerance 8%)."""
@@ -88,6 +89,7 @@ def test_delta_method_se_matches_simulation_from_the_estimates(scaffold_fit):
     assert abs(float(ame.standard_error[0]) / np.std(vals) - 1) < 0.08
 
 
+@pytest.mark.slow
 def test_numeric_variable_gives_the_average_derivative():
     data, _ = simulate_eval(n_agents=3, n_tasks=60, n_runs=2, rng=5)
     data = data.assign_coords(minutes=("task", np.geomspace(1, 500, 60)))
@@ -151,6 +153,7 @@ def test_metr_continuous_scores_agree_with_the_task_bootstrap(shared_data):
     assert np.all(np.abs(diff) < boot_se), dict(zip(m.estimate.group.values, np.round(diff / boot_se, 2), strict=True))
 
 
+@pytest.mark.slow
 def test_ordinal_mean_grade_and_pass_at_threshold_on_wine(shared_data):
     from hierbench.data import from_records
 
