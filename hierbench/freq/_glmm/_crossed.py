@@ -49,7 +49,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import xarray as xr
-from scipy import optimize, stats
+from scipy import stats
 from scipy.special import gammaln
 
 from ..._base import (
@@ -69,6 +69,7 @@ from ..._base import (
 from ..._numerics import NEWTON_STEPS, gauss_hermite
 from ...data import ModelDesign, model_design
 from ._mixed import MixedMLResult, fit_design
+from ._optim import maximise, profile_interval
 
 __all__ = [
     "BoundaryEstimateWarning",
@@ -129,6 +130,11 @@ class _Lik:
     def warm(self) -> np.ndarray:
         """The warm start carried between evaluations (the task modes)."""
         return self.b_mode
+
+    @property
+    def newton_ok(self) -> bool:
+        """Newton steps need the Louis Hessian, exact for adaptive quadrature (not for Laplace)."""
+        return self.n_agq > 1
 
     def split(self, x: np.ndarray) -> tuple[np.ndarray, float, float]:
         alpha = np.ascontiguousarray(x[: self.A], dtype=float)
@@ -227,97 +233,6 @@ class _Lik:
         if self.marg:
             g[A + 1] = sd_at * r["g_sat"].sum()
         return float(r["L"].sum()), g, H
-
-
-# --------------------------------------------------------------------------- optimisation
-
-
-def _maximise(
-    lik: _Lik,
-    x0: np.ndarray,
-    free: np.ndarray,
-    bounds: list[tuple[float, float]],
-    newton: bool = True,
-    lbfgs: bool = True,
-) -> tuple[np.ndarray, float, bool, str]:
-    """Maximise over the ``free`` coordinates of ``x`` from ``x0``: L-BFGS-B, then Newton polish.
-
-    ``lbfgs=False`` (a warm start close to the optimum, as in a profile) goes
-    straight to Newton and falls back to L-BFGS-B only if Newton fails.
-    """
-    x = x0.astype(float).copy()
-    idx = np.flatnonzero(free)
-    use_newton = newton and lik.n_agq > 1
-    if use_newton and not lbfgs:
-        xn, v, ok_n = _newton_polish(lik, x, idx, bounds, steps=30)
-        if ok_n:
-            return xn, v, True, "Newton"
-
-    def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
-        x[idx] = z
-        v, g = lik.value_grad(x)
-        if not np.isfinite(v):
-            return 1e300, np.zeros(idx.size)
-        return -v, -g[idx]
-
-    res = optimize.minimize(
-        fun,
-        x[idx],
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[bounds[i] for i in idx],
-        options={"maxiter": 2000, "ftol": 1e-13, "gtol": 1e-7},
-    )
-    x[idx] = res.x
-    ok, msg = bool(res.success), str(res.message)
-    if use_newton:
-        x, v, ok_n = _newton_polish(lik, x, idx, bounds)
-        ok = ok or ok_n
-        if ok_n:
-            msg = "Newton decrement below 1e-8"
-    else:
-        v = lik.value(x)
-    return x, v, ok, msg
-
-
-def _newton_polish(
-    lik: _Lik, x: np.ndarray, idx: np.ndarray, bounds: list[tuple[float, float]], steps: int = 8
-) -> tuple[np.ndarray, float, bool]:
-    """Newton steps with backtracking on the free coordinates; True when the Newton decrement is tiny.
-
-    A coordinate held at its bound (a scale at zero) is left out of the step.
-    """
-    lo = np.array([bounds[i][0] for i in idx])
-    hi = np.array([bounds[i][1] for i in idx])
-    v, g, H = lik.value_grad_hess(x)
-    for _ in range(steps):
-        gi = g[idx]
-        Hi = H[np.ix_(idx, idx)]
-        act = ~(((x[idx] <= lo + 1e-9) & (gi < 0)) | ((x[idx] >= hi - 1e-9) & (gi > 0)))
-        step = np.zeros(idx.size)
-        try:
-            step[act] = np.linalg.solve(-Hi[np.ix_(act, act)], gi[act])
-        except np.linalg.LinAlgError:
-            return x, v, False
-        dec = float(gi @ step)
-        if not np.isfinite(dec) or dec < 0:  # not an ascent direction: the Hessian is not negative definite
-            return x, v, False
-        if dec < 1e-8:  # predicted gain below 1e-8 log-likelihood units
-            return x, v, True
-        t = 1.0
-        while t > 1e-4:
-            xn = x.copy()
-            xn[idx] = np.clip(x[idx] + t * step, lo, hi)
-            vn, gn, Hn = lik.value_grad_hess(xn)
-            if np.isfinite(vn) and vn >= v - 1e-12:
-                x, v, g, H = xn, vn, gn, Hn
-                break
-            t /= 2
-        else:
-            # no gain along the Newton step: converged up to the quadrature's consistency
-            # between value and (fixed-node) gradient if the predicted gain is small
-            return x, v, dec < 1e-5
-    return x, v, False
 
 
 # --------------------------------------------------------------------------- result
@@ -621,7 +536,7 @@ def _fit_crossed(
     bounds = [(-_ALPHA_BOUND, _ALPHA_BOUND)] * A + [_LOG_SD_BOUNDS] * (1 + int(marg))
     free = np.ones(lik.P, bool)
     # Newton from the start (one pass per step with its Louis Hessian); L-BFGS-B only if it fails
-    x_hat, ll, ok, msg = _maximise(lik, x0, free, bounds, lbfgs=False)
+    x_hat, ll, ok, msg = maximise(lik, x0, free, bounds, lbfgs=False)
     if not ok:
         warnings.warn(
             f"fit_crossed_ml: the optimiser did not converge ({msg}); the estimates may be inaccurate",
@@ -650,7 +565,7 @@ def _fit_crossed(
     if intervals == "profile":
         lo, hi = [], []
         for j in range(len(comp)):
-            a, b = _profile_interval(lik, x_hat, ll, A + j, bounds, prob, se_log[j])
+            a, b = profile_interval(lik, x_hat, ll, A + j, bounds, prob, se_log[j])
             lo.append(a)
             hi.append(b)
         kind, detail = "profile", "profile likelihood, deviance within the chi-square(1) quantile"
@@ -717,70 +632,6 @@ def _crossed_result(
     )
 
 
-def _profile_interval(
-    lik: Any, x_hat: np.ndarray, ll: float, j: int, bounds: list, prob: float, se: float,
-    refit: Any = None,
-) -> tuple[float, float]:
-    """Profile-likelihood interval of ``exp(x[j])``: signed root deviance = -+z, found by secant steps.
-
-    ``refit(x_start, free) -> (x, value)`` maximises over the ``free``
-    coordinates (default: this module's optimiser); ``lik`` keeps its warm
-    start in ``warm`` (restored between the two sides).
-    """
-    zq = math.sqrt(stats.chi2.ppf(prob, 1))
-    free = np.ones(x_hat.size, bool)
-    free[j] = False
-    v_hat = x_hat[j]
-    b_save = lik.warm.copy()
-    se = se if np.isfinite(se) and se > 1e-3 else 0.3
-    if refit is None:
-        def refit(xs: np.ndarray, fr: np.ndarray) -> tuple[np.ndarray, float]:
-            return _maximise(lik, xs, fr, bounds, lbfgs=False)[:2]
-
-    def root(v: float, x_start: np.ndarray) -> tuple[float, np.ndarray]:
-        xs = x_start.copy()
-        xs[j] = v
-        x, val = refit(xs, free)
-        dev = max(2.0 * (ll - val), 0.0)
-        return math.copysign(math.sqrt(dev), v - v_hat), x
-
-    out = []
-    for sign in (-1.0, 1.0):
-        lik.warm[:] = b_save
-        target = sign * zq
-        edge = bounds[j][0] if sign < 0 else bounds[j][1]
-        v0, r0, x0 = v_hat, 0.0, x_hat
-        v1 = v_hat + sign * zq * se
-        if sign < 0 and v_hat - 2.0 * zq * se < edge:
-            v1 = edge  # the Wald interval reaches zero: try the boundary first
-        v1 = max(min(v1, bounds[j][1]), bounds[j][0])
-        r1, x1 = root(v1, x0)
-        found = np.nan
-        for _ in range(30):
-            if abs(r1 - target) < 1e-3:
-                found = v1
-                break
-            if abs(v1 - edge) < 1e-9 and abs(r1) < abs(target):
-                found = -np.inf if sign < 0 else np.inf  # the profile never reaches the cut-off
-                break
-            slope = (r1 - r0) / (v1 - v0) if v1 != v0 else 0.0
-            if not np.isfinite(slope) or slope <= 0:
-                v2 = v1 + sign * se
-            else:
-                v2 = v1 + (target - r1) / slope
-            # stay on the right side of the estimate and inside the bounds
-            v2 = v_hat + sign * max(sign * (v2 - v_hat), 1e-6)
-            v2 = max(min(v2, bounds[j][1]), bounds[j][0])
-            v0, r0, x0 = v1, r1, x1
-            v1 = v2
-            r1, x1 = root(v1, x0)
-        out.append(found)
-    lik.warm[:] = b_save
-    lo = 0.0 if out[0] == -np.inf else math.exp(out[0]) if np.isfinite(out[0]) else np.nan
-    hi = np.inf if out[1] == np.inf else math.exp(out[1]) if np.isfinite(out[1]) else np.nan
-    return lo, hi
-
-
 def _simulate(lik: _Lik, x: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     alpha, sd_t, sd_at = lik.split(x)
     T, A = lik.T, lik.A
@@ -807,7 +658,7 @@ def _parametric_bootstrap(
         sim.y = np.ascontiguousarray(y_sim)
         sim.b_mode = lik.b_mode.copy()
         sim.n_eval = 0
-        x, _, _, _ = _maximise(sim, x_hat, np.ones(lik.P, bool), bounds)
+        x, _, _, _ = maximise(sim, x_hat, np.ones(lik.P, bool), bounds)
         draws[i] = np.exp(x[lik.A :])
         lik.n_eval += sim.n_eval
     return draws

@@ -19,20 +19,19 @@ Laplace per level. The random-effects covariance is dense (``q x q``, ``q``
 the total number of levels): fine for thousands of levels.
 
 The outer parameters are ``(beta, log sigma_k, family extras)``; the
-optimiser (L-BFGS-B on the analytic gradient, then Newton steps on the
-gradient's differences) lives in :func:`maximise`.
+optimiser is the crossed fit's (:mod:`._optim`: L-BFGS-B on the analytic
+gradient, then Newton steps on the gradient's differences).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import linalg, optimize
+from scipy import linalg
 
-__all__ = ["LOG_SD_BOUNDS", "Laplace", "gradient_hessian", "maximise"]
+__all__ = ["LOG_SD_BOUNDS", "Laplace", "fd_gradient", "gradient_hessian"]
 
 #: bounds of each log sd (as the crossed fit's)
 LOG_SD_BOUNDS = (math.log(1e-4), math.log(50.0))
@@ -57,6 +56,14 @@ class Laplace:
     def warm(self) -> np.ndarray:
         """The warm start carried between evaluations (the conditional mode)."""
         return self.v
+
+    #: the Hessian (differences of the analytic gradient) is good enough for Newton steps
+    newton_ok = True
+
+    def value_grad_hess(self, x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Value, gradient and Hessian (central differences of the gradient)."""
+        v, g = self.value_grad(x)
+        return v, g, gradient_hessian(self, x)
 
     def split(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(beta, sigma per term, family extras)`` from the outer vector."""
@@ -224,71 +231,3 @@ def gradient_hessian(lik: Laplace, x: np.ndarray, free: np.ndarray | None = None
     H[~free] = 0.0
     H[:, ~free] = 0.0
     return H
-
-
-def maximise(
-    lik: Laplace, x0: np.ndarray, bounds: list[tuple[float, float]], free: np.ndarray | None = None
-) -> tuple[np.ndarray, float, bool, str]:
-    """Maximise the Laplace log-likelihood: L-BFGS-B, then Newton steps on a difference Hessian.
-
-    Returns ``(x, value, converged, message)``; converged means the Newton
-    decrement fell below 1e-6 log-likelihood units (or L-BFGS-B stopped
-    with its tolerance met and Newton found nothing to gain).
-    """
-    x = np.asarray(x0, dtype=float).copy()
-    free = np.ones(x.size, bool) if free is None else free
-    idx = np.flatnonzero(free)
-
-    def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
-        x[idx] = z
-        v, g = lik.value_grad(x)
-        if not np.isfinite(v):
-            return 1e300, np.zeros(idx.size)
-        return -v, -g[idx]
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = optimize.minimize(
-            fun, x[idx], jac=True, method="L-BFGS-B", bounds=[bounds[i] for i in idx],
-            options={"maxiter": 1000, "ftol": 1e-14, "gtol": 1e-6},
-        )  # fmt: skip
-    x[idx] = res.x
-    x, v, ok_n = _newton(lik, x, free, bounds)
-    ok = ok_n or bool(res.success)
-    return x, v, ok, "Newton decrement below 1e-6" if ok_n else str(res.message)
-
-
-def _newton(
-    lik: Laplace, x: np.ndarray, free: np.ndarray, bounds: list, steps: int = 6
-) -> tuple[np.ndarray, float, bool]:
-    """Newton steps on a finite-difference Hessian; coordinates held at a bound stay out."""
-    lo = np.array([b[0] for b in bounds])
-    hi = np.array([b[1] for b in bounds])
-    v, g = lik.value_grad(x)
-    for _ in range(steps):
-        act = free & ~(((x <= lo + 1e-6) & (g < 0)) | ((x >= hi - 1e-6) & (g > 0)))
-        idx = np.flatnonzero(act)
-        if not idx.size:
-            return x, v, True
-        H = gradient_hessian(lik, x, act)[np.ix_(idx, idx)]
-        try:
-            step = np.linalg.solve(-H, g[idx])
-        except np.linalg.LinAlgError:
-            return x, v, False
-        dec = float(g[idx] @ step)
-        if not np.isfinite(dec) or dec < 0:
-            return x, v, False
-        if dec < 1e-6:
-            return x, v, True
-        t = 1.0
-        while t > 1e-3:
-            xn = x.copy()
-            xn[idx] = np.clip(x[idx] + t * step, lo[idx], hi[idx])
-            vn, gn = lik.value_grad(xn)
-            if np.isfinite(vn) and vn >= v - 1e-10:
-                x, v, g = xn, vn, gn
-                break
-            t /= 2
-        else:
-            return x, v, dec < 1e-4
-    return x, v, False

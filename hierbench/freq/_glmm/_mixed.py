@@ -32,7 +32,8 @@ from scipy.special import expit
 from ..._base import DEFAULT_PROB, Result, make_interval
 from ...data import ModelDesign
 from ._families import Binomial, Fractional, Ordinal, log_gap_bounds
-from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian, maximise
+from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian
+from ._optim import maximise, profile_interval
 
 __all__ = ["MixedMLResult", "fit_design"]
 
@@ -183,7 +184,7 @@ def _maximise_design(design: ModelDesign, phi: float) -> tuple[Laplace, np.ndarr
     Z, term = random_matrix(design)
     lik = Laplace(design.X, Z, term, fam)
     bounds = _bounds(design, fam)
-    x, ll, ok, msg = maximise(lik, _start(design, fam), bounds)
+    x, ll, ok, msg = maximise(lik, _start(design, fam), np.ones(lik.P, bool), bounds)
     return lik, x, ll, ok, msg, bounds
 
 
@@ -214,8 +215,6 @@ def _sd_intervals(
     prob: float, intervals: str,
 ) -> tuple[np.ndarray, np.ndarray, str, str]:
     """Profile or Wald-on-the-log-scale intervals of the random-effect sds."""
-    from ._crossed import _profile_interval
-
     p, K = design.X.shape[1], len(design.random)
     sd = np.exp(x[p : p + K])
     se_log = np.sqrt(np.clip(np.diag(V)[p : p + K], 0, None))
@@ -223,10 +222,7 @@ def _sd_intervals(
     if intervals == "profile":
         lo, hi = np.empty(K), np.empty(K)
         for k in range(K):
-            lo[k], hi[k] = _profile_interval(
-                lik, x, ll, p + k, bounds, prob, se_log[k],
-                refit=lambda xs, fr: maximise(lik, xs, bounds, fr)[:2],
-            )  # fmt: skip
+            lo[k], hi[k] = profile_interval(lik, x, ll, p + k, bounds, prob, se_log[k])
         return lo, hi, "profile", "profile likelihood (Laplace), deviance within the chi-square(1) quantile"
     z = stats.norm.ppf(0.5 + prob / 2)
     with np.errstate(over="ignore", invalid="ignore"):
