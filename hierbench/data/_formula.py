@@ -507,6 +507,30 @@ def _warn_confounded(random: list[RandomTerm], frame: pd.DataFrame) -> dict[str,
 # --------------------------------------------------------------------------- public
 
 
+def _parse(formula: str, data: xr.Dataset) -> tuple[str, dict, set[str]]:
+    """The response, the names the dataset offers, and the names the formula uses (checked)."""
+    import formulae
+
+    try:
+        desc = formulae.model_description(formula)
+    except Exception as exc:
+        raise FormulaError(f"`formula` {formula!r} could not be parsed: {exc}") from exc
+    if desc.response is None:
+        raise FormulaError(f"`formula` {formula!r} needs a response on the left of `~` (e.g. score ~ ...)")
+    response = next(iter(desc.response.var_names))
+    avail = _variables(data, response)
+    used = set(desc.var_names)
+    _check_names(used, avail, data)
+    return response, avail, used
+
+
+def _drop_intercept(X: np.ndarray, coef: list[str], terms: dict[str, slice]) -> tuple:
+    keep = np.ones(X.shape[1], bool)
+    keep[terms.pop("Intercept")] = False
+    X, coef = X[:, keep], [c for c, k in zip(coef, keep, strict=True) if k]
+    return X, coef, {k: slice(s.start - 1, s.stop - 1) for k, s in terms.items()}
+
+
 def model_design(
     formula: str | None,
     data: xr.Dataset,
@@ -572,22 +596,11 @@ def model_design(
     >>> [(t.name, t.level, t.levels.size) for t in d.random]
     [('1|model', 'agent', 2), ('1|task', 'task', 6)]
     """
-    import formulae
-
     formula = DEFAULT_FORMULA if formula is None else str(formula)
     if not isinstance(data, xr.Dataset) or not {"agent", "task"} <= set(data.dims):
         raise FormulaError("`data` must be an eval dataset with dims agent, task (and run)")
     data = _join_coords(_join_coords(data, agent_coords, "agent", "agent_coords"), task_coords, "task", "task_coords")
-    try:
-        desc = formulae.model_description(formula)
-    except Exception as exc:
-        raise FormulaError(f"`formula` {formula!r} could not be parsed: {exc}") from exc
-    if desc.response is None:
-        raise FormulaError(f"`formula` {formula!r} needs a response on the left of `~` (e.g. score ~ ...)")
-    response = next(iter(desc.response.var_names))
-    avail = _variables(data, response)
-    used = set(desc.var_names)
-    _check_names(used, avail, data)
+    response, avail, used = _parse(formula, data)
     resp = np.asarray(avail[response][1].values, dtype=float)
     fam, why = _resolve_family(family, resp, levels)
     row_level, idx, cols = _rows(avail, used, response)
@@ -600,10 +613,7 @@ def model_design(
     X, coef, terms, group, builder = _matrices(formula, frame)
     decisions = {"family": f"{fam} ({why})", "rows": f"one per {row_level}"}
     if fam == "ordinal" and "Intercept" in terms:
-        keep = np.ones(X.shape[1], bool)
-        keep[terms.pop("Intercept")] = False
-        X, coef = X[:, keep], [c for c, k in zip(coef, keep, strict=True) if k]
-        terms = {k: slice(s.start - 1, s.stop - 1) for k, s in terms.items()}
+        X, coef, terms = _drop_intercept(X, coef, terms)
         decisions["intercept"] = "dropped: the ordinal thresholds carry the location"
     var_level = {v: avail[v][0] for v in used if v != response}
     random = _random_terms(group, frame, var_level)

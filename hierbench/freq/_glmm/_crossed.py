@@ -328,6 +328,14 @@ def _prepare(data: Any) -> xr.Dataset:
     extra = [d for d in c["n_runs"].dims if d not in ("agent", "task")]
     if extra:
         raise HierbenchError(f"`data` has dims {extra} besides agent and task (and run); select first")
+    if "cluster" in c.coords:
+        warnings.warn(
+            "`data` has a `cluster` task coord, which fit_crossed_ml does not model: the task effects "
+            "are iid N(0, sd_task) with no cluster level (the Bayesian build_crossed has one), so "
+            "sd_task absorbs the cluster variance and tasks of one cluster are treated as independent",
+            IgnoredClusterWarning,
+            stacklevel=3,
+        )
     return c.transpose("agent", "task")
 
 
@@ -354,32 +362,23 @@ def fit_crossed_ml(
         its counts (``n_runs``, ``n_success`` over ``agent`` and ``task``).
         Cells with no runs are skipped; ragged cells are fine.
     formula : str or ModelDesign, optional
-        ``None``: today's crossed model (an ability per agent, task and agent
-        x task effects integrated out by adaptive quadrature; see the module
-        notes for ``n_agq``'s accuracy). A formula (lme4 / Bambi syntax,
-        resolved by :func:`hierbench.data.model_design`), e.g.
-        ``"score ~ 1 + scaffold + np.log2(minutes) + (1|model) + (1|scaffold:model) + (1|task)"``,
-        is fitted by the Laplace approximation over all random effects
-        jointly (``glmer``'s ``nAGQ = 1``, ``clmm``'s default) and returns a
-        :class:`MixedMLResult`; the default formula's two shapes
-        (``score ~ 0 + agent + (1|task) [+ (1|agent:task)]``) keep the
-        quadrature fit.
+        ``None``: the crossed model (an ability per agent, task and agent x
+        task effects integrated out by adaptive quadrature). A formula
+        (:func:`hierbench.data.model_design`), e.g. ``"score ~ scaffold +
+        (1|model) + (1|scaffold:model) + (1|task)"``, is fitted by the Laplace
+        approximation over all random effects jointly (``glmer``'s ``nAGQ =
+        1``) into a :class:`MixedMLResult`; the crossed model's own shapes
+        (``score ~ 0 + agent + (1|task) [+ (1|agent:task)]``) keep quadrature.
     family, levels
-        Passed to :func:`hierbench.data.model_design` with a formula:
-        ``"binomial"``, ``"fractional"`` (scores in [0, 1], quasi-binomial
-        with a dispersion) or ``"ordinal"`` (cumulative logit over the grade
-        scale ``levels``).
+        For a formula (see :func:`hierbench.data.model_design`): binomial,
+        fractional (scores in [0, 1]) or ordinal (over the grades ``levels``).
     agent_task : {"auto", "marginal", "none"}
-        Without a formula: include the agent x task random effect
-        ("marginal") or not ("none", ``glmer``'s ``(1 | task)`` model).
-        "auto": "none" when every cell has at most one run or there is a
-        single agent (the effect is then not identified apart from run noise
-        or from the task effect), else "marginal".
-    n_agq : int, optional
-        Adaptive Gauss-Hermite nodes of the task integral (1 = Laplace);
-        default 9 for the crossed model, 1 (the only choice) with a formula.
-    n_quad : int
-        Nodes of each cell's agent x task integral (as ``build_crossed``).
+        The crossed model's agent x task effect, or none (``glmer``'s
+        ``(1 | task)`` model). "auto": "none" with at most one run per cell
+        or a single agent (not identified then), else "marginal".
+    n_agq, n_quad : int
+        Adaptive Gauss-Hermite nodes of the task integral (default 9; 1 =
+        Laplace, the only choice with a formula) and of each cell's.
     prob : float
         Level of every interval.
     intervals : {"profile", "bootstrap", "wald"}
@@ -404,10 +403,8 @@ def fit_crossed_ml(
     -----
     SeparatedAgentWarning
         An agent with all successes or all failures (its ability is NaN).
-    BoundaryEstimateWarning
-        A scale estimated at zero.
-    MLConvergenceWarning
-        The optimiser did not converge.
+    BoundaryEstimateWarning, MLConvergenceWarning
+        A scale estimated at zero; the optimiser did not converge.
     IgnoredClusterWarning
         The data have a ``cluster`` coord (not modelled by the crossed model).
 
@@ -428,32 +425,34 @@ def fit_crossed_ml(
     check_choice(intervals, "intervals", ["profile", "bootstrap", "wald"])
     prob = check_prob(prob)
     if formula is not None:
-        design = formula if isinstance(formula, ModelDesign) else model_design(formula, data, family=family, levels=levels)
-        shape = _default_shape(design)
-        if shape is None:
-            if n_agq not in (None, 1) or intervals == "bootstrap":
-                raise HierbenchError(
-                    "`formula`: a model other than the crossed one is fitted by the Laplace approximation "
-                    f"with profile or Wald intervals; got n_agq={n_agq!r}, intervals={intervals!r}"
-                )
-            return fit_design(design, prob=prob, intervals=intervals)
-        agent_task = shape
+        routed = _route(data, formula, family, levels, n_agq, intervals, prob)
+        if isinstance(routed, MixedMLResult):
+            return routed
+        agent_task = routed
     n_agq = check_int(9 if n_agq is None else n_agq, "n_agq", min=1, max=101)
     n_quad = check_int(n_quad, "n_quad", min=3, max=101)
     if intervals == "bootstrap":
         n_resamples = check_int(n_resamples, "n_resamples", min=10)
     c = _prepare(data)
-    if "cluster" in c.coords:
-        warnings.warn(
-            "`data` has a `cluster` task coord, which fit_crossed_ml does not model: the task effects "
-            "are iid N(0, sd_task) with no cluster level (the Bayesian build_crossed has one), so "
-            "sd_task absorbs the cluster variance and tasks of one cluster are treated as independent",
-            IgnoredClusterWarning,
-            stacklevel=2,
-        )
     inputs = _crossed_inputs(c, agent_task)
     fitted = _fit_crossed(inputs, n_agq, n_quad, prob, intervals, n_resamples, rng)
     return _crossed_result(inputs, fitted, n_agq, n_quad, prob, intervals)
+
+
+def _route(
+    data: xr.Dataset, formula: Any, family: str, levels: Any, n_agq: int | None, intervals: str, prob: float
+) -> MixedMLResult | str:
+    """A formula fit by the Laplace approximation, or the crossed model's ``agent_task`` for its shapes."""
+    design = formula if isinstance(formula, ModelDesign) else model_design(formula, data, family=family, levels=levels)
+    shape = _default_shape(design)
+    if shape is not None:
+        return shape
+    if n_agq not in (None, 1) or intervals == "bootstrap":
+        raise HierbenchError(
+            "`formula`: a model other than the crossed one is fitted by the Laplace approximation "
+            f"with profile or Wald intervals; got n_agq={n_agq!r}, intervals={intervals!r}"
+        )
+    return fit_design(design, prob=prob, intervals=intervals)
 
 
 def _default_shape(design: ModelDesign) -> str | None:
