@@ -140,7 +140,10 @@ def test_fractional_mean_agrees_with_the_task_bootstrap():
 @pytest.mark.slow
 def test_metr_continuous_scores_agree_with_the_task_bootstrap(shared_data):
     """METR's continuous scores, fractional logit with task and agent x task effects: each
-    agent's mean score within one task-bootstrap standard error of the bootstrap's."""
+    agent that ran every task has its mean score within one task-bootstrap standard error of
+    the bootstrap's. An agent that ran a subset (davinci-002: 16 of 83 tasks) is compared
+    within two: the model integrates over the task effects (a new task), the bootstrap
+    averages that agent's own tasks."""
     from hierbench.data import load_metr
 
     ds = load_metr(shared_data, score="score")
@@ -150,7 +153,10 @@ def test_metr_continuous_scores_agree_with_the_task_bootstrap(shared_data):
     b = bootstrap_ci(ds, n_resamples=4000, rng=2)
     boot_se = (b.ci.sel(ci_bound="upper") - b.ci.sel(ci_bound="lower")).values / (2 * 1.96)
     diff = m.estimate.values / 100 - b.estimate.sel(agent=m.estimate.group.values).values
-    assert np.all(np.abs(diff) < boot_se), dict(zip(m.estimate.group.values, np.round(diff / boot_se, 2), strict=True))
+    every = (ds.score.notnull().any("run").sum("task") == ds.sizes["task"]).sel(agent=m.estimate.group.values).values
+    z = np.abs(diff) / boot_se
+    assert every.sum() == 7 and np.all(z[every] < 1), dict(zip(m.estimate.group.values, np.round(z, 2), strict=True))
+    assert np.all(z < 2)
 
 
 @pytest.mark.slow
