@@ -218,11 +218,13 @@ def _bench():
 @pytest.mark.slow
 def test_ame_intervals_cover_their_truth_on_a_simulated_leaderboard():
     """6 scaffolds x 8 models, 25 combinations run, 120 tasks with a tier, one run per cell;
-    16 replicates x 5 scaffold contrasts. Nominal 95%; the Monte Carlo sd of the overall
-    coverage is about 0.03-0.04 here (correlated contrasts), so >= 0.82 is ~3 sd below.
-    The full study (200 replicates, 300 tasks) is benchmarks/bench_ame_coverage.py."""
+    16 replicates x 5 scaffold contrasts. Nominal 95%, but the full study
+    (benchmarks/bench_ame_coverage.py: 200 replicates, 300 tasks) measured 0.898 (MC se
+    0.012): the delta-method intervals run narrow on 8 models. The Monte Carlo sd of the
+    overall coverage here is about 0.03-0.04 (correlated contrasts), so >= 0.80 guards
+    against anything worse than that known shortfall."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = _bench().run(reps=16, n_tasks=120, seed=7)
-    assert res["coverage_all"] >= 0.82, res
+    assert res["coverage_all"] >= 0.80, res
     assert res["n_not_converged"] == 0
