@@ -180,15 +180,6 @@ class ModelDesign:
         lines += [f"  {k}: {v}" for k, v in self.decisions.items()]
         return "\n".join(lines)
 
-    def term_of(self, variable: str) -> list[str]:
-        """The fixed terms that involve ``variable`` (main effect first, then interactions)."""
-        names = [t for t in self.fixed_terms if variable in _term_vars(t)]
-        return sorted(names, key=lambda t: len(_term_vars(t)))
-
-
-def _term_vars(term: str) -> set[str]:
-    return {p for p in term.split(":") if p and p != "Intercept"}
-
 
 # --------------------------------------------------------------------------- variables
 
@@ -406,7 +397,7 @@ def _random_terms(group: Any, frame: pd.DataFrame, var_level: dict[str, str]) ->
     out = []
     if group is None:
         return out
-    for name, term in group.terms.items():
+    for name in group.terms:
         gvars = tuple(name.split("|", 1)[1].split(":"))
         lab = frame[gvars[0]].astype(str).to_numpy()
         for g in gvars[1:]:
@@ -415,8 +406,6 @@ def _random_terms(group: Any, frame: pd.DataFrame, var_level: dict[str, str]) ->
         Zk = group[name]
         slope = np.asarray(Zk.sum(axis=1), dtype=float).ravel()
         level = _level_of([var_level[g] for g in gvars])
-        if getattr(term, "kind", "intercept") != "intercept" and level == "run":
-            level = "run"
         out.append(RandomTerm(name, gvars, levels.astype(str), codes.astype(np.intp), slope, level))
     return out
 
