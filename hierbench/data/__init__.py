@@ -53,6 +53,14 @@ Repeated records
 """
 
 from ._duplicates import RepeatedRecordsWarning
+from ._formula import (
+    DEFAULT_FORMULA,
+    ConfoundedTermWarning,
+    FormulaError,
+    ModelDesign,
+    RandomTerm,
+    model_design,
+)
 from ._inspect import InspectLogWarning, read_inspect_log
 from ._large import counts_from_dask, counts_from_parquet
 from ._pairwise import PAIR_COUNTS_SCHEMA as PAIR_COUNTS_SCHEMA  # for freq and bayes
@@ -82,12 +90,17 @@ from ._values import _labels_from_text as _labels_from_text  # for hierbench.io 
 from ._values import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)
 
 __all__ = [
+    "DEFAULT_FORMULA",
     "MEASURES",
     "SCHEMA_VERSION",
+    "ConfoundedTermWarning",
     "EvalDataError",
+    "FormulaError",
     "InconsistentAttributeWarning",
     "InspectLogWarning",
+    "ModelDesign",
     "NoScoredRunsWarning",
+    "RandomTerm",
     "RepeatedRecordsWarning",
     "SimilarLabelsWarning",
     "check_eval_dataset",
@@ -100,6 +113,7 @@ __all__ = [
     "load_metr",
     "load_swebench_bash_only",
     "load_tau_bench_airline",
+    "model_design",
     "read_battles",
     "read_inspect_log",
     "read_table",

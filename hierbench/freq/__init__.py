@@ -7,7 +7,9 @@ One private wing per job, each owning its ``__all__``:
 - ``_resampling``: the task-level (cluster) bootstrap, paired tests, rankings;
 - ``_variance``: G-theory variance components, the design language, REML,
   profile intervals, power and allocation;
-- ``_glmm``: the crossed agent x task GLMM by maximum likelihood;
+- ``_glmm``: the crossed agent x task GLMM by maximum likelihood, models given by a
+  formula (binomial, fractional, ordinal) and their reader's-scale answers;
+- ``_horizon``: METR's time horizon and the doubling time of horizons;
 - ``_irt``: item calibration and scoring without a sampler;
 - ``_pairwise``: Bradley-Terry by maximum likelihood, Elo, win rates;
 - ``_judges``: classification metrics, agreement, rubric scores;
@@ -20,12 +22,27 @@ live in ``_kernels``; input helpers in ``_inputs``.
 import warnings as _warnings
 
 from ._glmm import (
+    AgentVarianceResult,
     BoundaryEstimateWarning,
     CrossedMLResult,
     IgnoredClusterWarning,
+    MarginalEffectsResult,
+    MeanResponseResult,
+    MixedMLResult,
     MLConvergenceWarning,
     SeparatedAgentWarning,
+    agent_variance,
+    average_marginal_effects,
     fit_crossed_ml,
+    mean_response,
+)
+from ._horizon import (
+    DoublingTimeResult,
+    ExtremeHorizonWarning,
+    TimeHorizonResult,
+    doubling_time,
+    metr_run_weights,
+    time_horizon,
 )
 from ._irt import (
     IRTBank,
@@ -163,6 +180,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
+    "AgentVarianceResult",
     "AgreementResult",
     "BetaBinomialResult",
     "BootstrapResult",
@@ -175,9 +193,11 @@ __all__ = [
     "DegenerateBootstrapError",
     "DegenerateBootstrapWarning",
     "DesignError",
+    "DoublingTimeResult",
     "EloResult",
     "EmptyConfidenceSequenceWarning",
     "EmptySampleWarning",
+    "ExtremeHorizonWarning",
     "IRTBank",
     "IRTCalibrationResult",
     "IRTConvergenceWarning",
@@ -187,6 +207,9 @@ __all__ = [
     "IntervalResult",
     "JudgeSetupError",
     "MLConvergenceWarning",
+    "MarginalEffectsResult",
+    "MeanResponseResult",
+    "MixedMLResult",
     "NegativeVarianceComponentWarning",
     "NoFiniteMLEWarning",
     "NoIntervalWarning",
@@ -206,6 +229,7 @@ __all__ = [
     "SeparatedAgentWarning",
     "SmallSampleWarning",
     "SuccessRateResult",
+    "TimeHorizonResult",
     "UnbalancedDesignError",
     "UnboundedQuantileWarning",
     "UndefinedCoefficientWarning",
@@ -216,6 +240,8 @@ __all__ = [
     "UnequalTaskSetsWarning",
     "VarianceComponentsResult",
     "WinRateResult",
+    "agent_variance",
+    "average_marginal_effects",
     "bayes_d_study",
     "bayes_variance_components",
     "beta_binomial_mle",
@@ -231,6 +257,7 @@ __all__ = [
     "compare_rubric_means",
     "confidence_sequence",
     "design_effect",
+    "doubling_time",
     "exact_interval",
     "finite_population_se",
     "fit_crossed_ml",
@@ -238,6 +265,8 @@ __all__ = [
     "holm",
     "irt_score",
     "mean_ci",
+    "mean_response",
+    "metr_run_weights",
     "minimum_detectable_effect",
     "online_elo",
     "optimal_allocation",
@@ -264,6 +293,7 @@ __all__ = [
     "task_weights",
     "tasks_for_power",
     "threshold_for_recall",
+    "time_horizon",
     "variance_components",
     "wald_interval",
     "wilson_interval",

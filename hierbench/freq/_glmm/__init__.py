@@ -1,4 +1,5 @@
-"""The crossed agent x task GLMM by maximum likelihood (the Bayesian crossed model's counterpart)."""
+"""The crossed agent x task GLMM by maximum likelihood (the Bayesian crossed model's counterpart),
+models given by a formula (binomial, fractional, ordinal) and their answers on the reader's scale."""
 
 from ._crossed import (
     BoundaryEstimateWarning,
@@ -8,12 +9,28 @@ from ._crossed import (
     SeparatedAgentWarning,
     fit_crossed_ml,
 )
+from ._effects import (
+    AgentVarianceResult,
+    MarginalEffectsResult,
+    MeanResponseResult,
+    agent_variance,
+    average_marginal_effects,
+    mean_response,
+)
+from ._mixed import MixedMLResult
 
 __all__ = [
+    "AgentVarianceResult",
     "BoundaryEstimateWarning",
     "CrossedMLResult",
     "IgnoredClusterWarning",
     "MLConvergenceWarning",
+    "MarginalEffectsResult",
+    "MeanResponseResult",
+    "MixedMLResult",
     "SeparatedAgentWarning",
+    "agent_variance",
+    "average_marginal_effects",
     "fit_crossed_ml",
+    "mean_response",
 ]

@@ -27,6 +27,17 @@ small data. Standard errors of the abilities come from the inverse Hessian;
 the intervals of the scales are profile-likelihood intervals (or a
 parametric bootstrap); the conditional modes of the task effects are the
 modes found in step one at the estimate.
+
+Accuracy of ``n_agq``: the error of the summed log-likelihood against a
+61-node quadrature, measured at a fixed parameter on ``simulate_eval``
+designs (``benchmarks/bench_scale.py``): 12 x 500 x 10: 1 node -0.70, 5
+nodes -7.8e-3, 9 nodes -7.5e-5, 15 nodes -4e-7; 3 x 200 x 1: 1 node -4.6, 9
+nodes -2.6e-4; cbpp (Laplace as glmer): 1 node -4.2e-2, 9 nodes -2.6e-6.
+The default 9 keeps it below 1e-3 in total on these designs.
+
+A model given by a formula (:func:`hierbench.data.model_design`) other than
+this one is fitted by :mod:`._mixed` (the Laplace approximation over all
+random effects jointly).
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import xarray as xr
-from scipy import optimize, stats
+from scipy import stats
 from scipy.special import gammaln
 
 from ..._base import (
@@ -56,6 +67,9 @@ from ..._base import (
     make_interval,
 )
 from ..._numerics import NEWTON_STEPS, gauss_hermite
+from ...data import ModelDesign, model_design
+from ._mixed import MixedMLResult, fit_design
+from ._optim import maximise, profile_interval
 
 __all__ = [
     "BoundaryEstimateWarning",
@@ -111,6 +125,16 @@ class _Lik:
             (gammaln(self.n + 1) - gammaln(self.y + 1) - gammaln(self.n - self.y + 1)).sum()
         )
         self.n_eval = 0
+
+    @property
+    def warm(self) -> np.ndarray:
+        """The warm start carried between evaluations (the task modes)."""
+        return self.b_mode
+
+    @property
+    def newton_ok(self) -> bool:
+        """Newton steps need the Louis Hessian, exact for adaptive quadrature (not for Laplace)."""
+        return self.n_agq > 1
 
     def split(self, x: np.ndarray) -> tuple[np.ndarray, float, float]:
         alpha = np.ascontiguousarray(x[: self.A], dtype=float)
@@ -211,97 +235,6 @@ class _Lik:
         return float(r["L"].sum()), g, H
 
 
-# --------------------------------------------------------------------------- optimisation
-
-
-def _maximise(
-    lik: _Lik,
-    x0: np.ndarray,
-    free: np.ndarray,
-    bounds: list[tuple[float, float]],
-    newton: bool = True,
-    lbfgs: bool = True,
-) -> tuple[np.ndarray, float, bool, str]:
-    """Maximise over the ``free`` coordinates of ``x`` from ``x0``: L-BFGS-B, then Newton polish.
-
-    ``lbfgs=False`` (a warm start close to the optimum, as in a profile) goes
-    straight to Newton and falls back to L-BFGS-B only if Newton fails.
-    """
-    x = x0.astype(float).copy()
-    idx = np.flatnonzero(free)
-    use_newton = newton and lik.n_agq > 1
-    if use_newton and not lbfgs:
-        xn, v, ok_n = _newton_polish(lik, x, idx, bounds, steps=30)
-        if ok_n:
-            return xn, v, True, "Newton"
-
-    def fun(z: np.ndarray) -> tuple[float, np.ndarray]:
-        x[idx] = z
-        v, g = lik.value_grad(x)
-        if not np.isfinite(v):
-            return 1e300, np.zeros(idx.size)
-        return -v, -g[idx]
-
-    res = optimize.minimize(
-        fun,
-        x[idx],
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[bounds[i] for i in idx],
-        options={"maxiter": 2000, "ftol": 1e-13, "gtol": 1e-7},
-    )
-    x[idx] = res.x
-    ok, msg = bool(res.success), str(res.message)
-    if use_newton:
-        x, v, ok_n = _newton_polish(lik, x, idx, bounds)
-        ok = ok or ok_n
-        if ok_n:
-            msg = "Newton decrement below 1e-8"
-    else:
-        v = lik.value(x)
-    return x, v, ok, msg
-
-
-def _newton_polish(
-    lik: _Lik, x: np.ndarray, idx: np.ndarray, bounds: list[tuple[float, float]], steps: int = 8
-) -> tuple[np.ndarray, float, bool]:
-    """Newton steps with backtracking on the free coordinates; True when the Newton decrement is tiny.
-
-    A coordinate held at its bound (a scale at zero) is left out of the step.
-    """
-    lo = np.array([bounds[i][0] for i in idx])
-    hi = np.array([bounds[i][1] for i in idx])
-    v, g, H = lik.value_grad_hess(x)
-    for _ in range(steps):
-        gi = g[idx]
-        Hi = H[np.ix_(idx, idx)]
-        act = ~(((x[idx] <= lo + 1e-9) & (gi < 0)) | ((x[idx] >= hi - 1e-9) & (gi > 0)))
-        step = np.zeros(idx.size)
-        try:
-            step[act] = np.linalg.solve(-Hi[np.ix_(act, act)], gi[act])
-        except np.linalg.LinAlgError:
-            return x, v, False
-        dec = float(gi @ step)
-        if not np.isfinite(dec) or dec < 0:  # not an ascent direction: the Hessian is not negative definite
-            return x, v, False
-        if dec < 1e-8:  # predicted gain below 1e-8 log-likelihood units
-            return x, v, True
-        t = 1.0
-        while t > 1e-4:
-            xn = x.copy()
-            xn[idx] = np.clip(x[idx] + t * step, lo, hi)
-            vn, gn, Hn = lik.value_grad_hess(xn)
-            if np.isfinite(vn) and vn >= v - 1e-12:
-                x, v, g, H = xn, vn, gn, Hn
-                break
-            t /= 2
-        else:
-            # no gain along the Newton step: converged up to the quadrature's consistency
-            # between value and (fixed-node) gradient if the predicted gain is small
-            return x, v, dec < 1e-5
-    return x, v, False
-
-
 # --------------------------------------------------------------------------- result
 
 
@@ -395,54 +328,63 @@ def _prepare(data: Any) -> xr.Dataset:
     extra = [d for d in c["n_runs"].dims if d not in ("agent", "task")]
     if extra:
         raise HierbenchError(f"`data` has dims {extra} besides agent and task (and run); select first")
+    if "cluster" in c.coords:
+        warnings.warn(
+            "`data` has a `cluster` task coord, which fit_crossed_ml does not model: the task effects "
+            "are iid N(0, sd_task) with no cluster level (the Bayesian build_crossed has one), so "
+            "sd_task absorbs the cluster variance and tasks of one cluster are treated as independent",
+            IgnoredClusterWarning,
+            stacklevel=3,
+        )
     return c.transpose("agent", "task")
 
 
 def fit_crossed_ml(
     data: xr.Dataset,
+    formula: str | ModelDesign | None = None,
     *,
+    family: Literal["auto", "binomial", "fractional", "ordinal"] = "auto",
+    levels: Any = None,
     agent_task: Literal["auto", "marginal", "none"] = "auto",
-    n_agq: int = 9,
+    n_agq: int | None = None,
     n_quad: int = 7,
     prob: float = DEFAULT_PROB,
     intervals: Literal["profile", "bootstrap", "wald"] = "profile",
     n_resamples: int = 200,
     rng: None | int | np.random.Generator = None,
-) -> CrossedMLResult:
-    """Fit the crossed logistic model by maximum likelihood (task effects integrated out).
+) -> CrossedMLResult | MixedMLResult:
+    """Fit the crossed logistic model, or a model given by a formula, by maximum likelihood.
 
     Parameters
     ----------
     data : xarray.Dataset
-        An eval dataset with binary scores (``score(agent, task, run)``), or
+        An eval dataset (``score(agent, task, run)``) or, without a formula,
         its counts (``n_runs``, ``n_success`` over ``agent`` and ``task``).
         Cells with no runs are skipped; ragged cells are fine.
+    formula : str or ModelDesign, optional
+        ``None``: the crossed model (an ability per agent, task and agent x
+        task effects integrated out by adaptive quadrature). A formula
+        (:func:`hierbench.data.model_design`), e.g. ``"score ~ scaffold +
+        (1|model) + (1|scaffold:model) + (1|task)"``, is fitted by the Laplace
+        approximation over all random effects jointly (``glmer``'s ``nAGQ =
+        1``) into a :class:`MixedMLResult`; the crossed model's own shapes
+        (``score ~ 0 + agent + (1|task) [+ (1|agent:task)]``) keep quadrature.
+    family, levels
+        For a formula (see :func:`hierbench.data.model_design`): binomial,
+        fractional (scores in [0, 1]) or ordinal (over the grades ``levels``).
     agent_task : {"auto", "marginal", "none"}
-        Include the agent x task random effect (integrated out of each cell
-        by adaptive quadrature, "marginal") or not ("none", ``glmer``'s
-        ``(1 | task)`` model). "auto": "none" when every cell has at most one
-        run or there is a single agent (the effect is then not identified apart
-        from run noise or from the task effect), else "marginal".
-    n_agq : int
-        Adaptive Gauss-Hermite nodes of the task integral (1 = Laplace, as
-        ``glmer``'s default ``nAGQ = 1``; then gradients are by finite
-        differences, fine for a few agents). The error of the summed
-        log-likelihood against a 61-node quadrature, measured at a fixed
-        parameter on ``simulate_eval`` designs (``benchmarks/bench_scale.py``):
-        12 x 500 x 10: 1 node -0.70, 5 nodes -7.8e-3, 9 nodes -7.5e-5, 15
-        nodes -4e-7; 3 x 200 x 1: 1 node -4.6, 9 nodes -2.6e-4; cbpp
-        (Laplace as glmer): 1 node -4.2e-2, 9 nodes -2.6e-6. The default 9
-        keeps it below 1e-3 in total on these designs.
-    n_quad : int
-        Adaptive Gauss-Hermite nodes of each cell's integral (as
-        :func:`hierbench.bayes.build_crossed`).
+        The crossed model's agent x task effect, or none (``glmer``'s
+        ``(1 | task)`` model). "auto": "none" with at most one run per cell
+        or a single agent (not identified then), else "marginal".
+    n_agq, n_quad : int
+        Adaptive Gauss-Hermite nodes of the task integral (default 9; 1 =
+        Laplace, the only choice with a formula) and of each cell's.
     prob : float
         Level of every interval.
     intervals : {"profile", "bootstrap", "wald"}
-        Intervals of the scales: profile likelihood (the deviance within the
-        chi-square(1) quantile), parametric bootstrap percentiles
-        (``n_resamples`` data sets simulated from the fit and refitted), or
-        Wald on the log scale.
+        Intervals of the scales: profile likelihood, parametric bootstrap
+        percentiles (``n_resamples`` refits; crossed model only) or Wald on
+        the log scale.
     n_resamples : int
         Parametric bootstrap replicates (``intervals="bootstrap"``).
     rng : None, int or numpy.random.Generator
@@ -450,21 +392,21 @@ def fit_crossed_ml(
 
     Returns
     -------
-    CrossedMLResult
-        ``estimate`` / ``ci``: the agents' abilities (logit) with Wald
-        intervals; ``sd`` / ``sd_ci`` the scales; ``task_effect`` the
-        conditional modes; ``loglik`` the maximised log-likelihood.
+    CrossedMLResult or MixedMLResult
+        Crossed model: ``estimate`` / ``ci`` the agents' abilities (logit)
+        with Wald intervals, ``sd`` / ``sd_ci`` the scales, ``task_effect``
+        the conditional modes, ``loglik``. With a formula: the fixed effects,
+        the random terms' sds, thresholds (ordinal), dispersion (fractional),
+        ``deviance``; :func:`average_marginal_effects` reads it.
 
     Warns
     -----
     SeparatedAgentWarning
         An agent with all successes or all failures (its ability is NaN).
-    BoundaryEstimateWarning
-        A scale estimated at zero.
-    MLConvergenceWarning
-        The optimiser did not converge.
+    BoundaryEstimateWarning, MLConvergenceWarning
+        A scale estimated at zero; the optimiser did not converge.
     IgnoredClusterWarning
-        The data have a ``cluster`` coord (not modelled here).
+        The data have a ``cluster`` coord (not modelled by the crossed model).
 
     Examples
     --------
@@ -474,25 +416,63 @@ def fit_crossed_ml(
     >>> res = fit_crossed_ml(data, intervals="wald")
     >>> res.sd.component.values.tolist()
     ['sd_task', 'sd_agent_task']
-    >>> bool(res.converged)
-    True
+    >>> data6, _ = simulate_eval(n_agents=6, n_tasks=40, n_runs=4, rng=0)
+    >>> fit = fit_crossed_ml(data6, "score ~ 1 + (1|agent) + (1|task)", intervals="wald")
+    >>> fit.sd.component.values.tolist(), bool(fit.converged)
+    (['1|agent', '1|task'], True)
     """
     check_choice(agent_task, "agent_task", ["auto", "marginal", "none"])
     check_choice(intervals, "intervals", ["profile", "bootstrap", "wald"])
-    n_agq = check_int(n_agq, "n_agq", min=1, max=101)
-    n_quad = check_int(n_quad, "n_quad", min=3, max=101)
     prob = check_prob(prob)
+    if formula is not None:
+        routed = _route(data, formula, family, levels, n_agq, intervals, prob)
+        if isinstance(routed, MixedMLResult):
+            return routed
+        agent_task = routed
+    n_agq = check_int(9 if n_agq is None else n_agq, "n_agq", min=1, max=101)
+    n_quad = check_int(n_quad, "n_quad", min=3, max=101)
     if intervals == "bootstrap":
         n_resamples = check_int(n_resamples, "n_resamples", min=10)
     c = _prepare(data)
-    if "cluster" in c.coords:
-        warnings.warn(
-            "`data` has a `cluster` task coord, which fit_crossed_ml does not model: the task effects "
-            "are iid N(0, sd_task) with no cluster level (the Bayesian build_crossed has one), so "
-            "sd_task absorbs the cluster variance and tasks of one cluster are treated as independent",
-            IgnoredClusterWarning,
-            stacklevel=2,
+    inputs = _crossed_inputs(c, agent_task)
+    fitted = _fit_crossed(inputs, n_agq, n_quad, prob, intervals, n_resamples, rng)
+    return _crossed_result(inputs, fitted, n_agq, n_quad, prob, intervals)
+
+
+def _route(
+    data: xr.Dataset, formula: Any, family: str, levels: Any, n_agq: int | None, intervals: str, prob: float
+) -> MixedMLResult | str:
+    """A formula fit by the Laplace approximation, or the crossed model's ``agent_task`` for its shapes."""
+    design = formula if isinstance(formula, ModelDesign) else model_design(formula, data, family=family, levels=levels)
+    shape = _default_shape(design)
+    if shape is not None:
+        return shape
+    if n_agq not in (None, 1) or intervals == "bootstrap":
+        raise HierbenchError(
+            "`formula`: a model other than the crossed one is fitted by the Laplace approximation "
+            f"with profile or Wald intervals; got n_agq={n_agq!r}, intervals={intervals!r}"
         )
+    return fit_design(design, prob=prob, intervals=intervals)
+
+
+def _default_shape(design: ModelDesign) -> str | None:
+    """``"none"`` / ``"marginal"`` when the design is the crossed model (agent abilities, task
+    [and agent x task] effects, binary scores per cell); else None."""
+    names = [t.name for t in design.random]
+    if (
+        design.family != "binomial"
+        or design.response != "score"
+        or design.row_level != "cell"
+        or list(design.fixed_terms) != ["agent"]
+        or design.coef != [f"agent[{a}]" for a in design.agents]
+        or names not in (["1|task"], ["1|task", "1|agent:task"], ["1|agent:task", "1|task"])
+    ):
+        return None
+    return "marginal" if "1|agent:task" in names else "none"
+
+
+def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
+    """The counts checked and the agent x task effect decided; separated agents set aside."""
     n_all = np.asarray(c["n_runs"].values, dtype=float)
     y_all = np.asarray(c["n_success"].values, dtype=float)
     agents = np.asarray(c["agent"].values).astype(str) if "agent" in c.coords else np.arange(n_all.shape[0]).astype(str)
@@ -520,9 +500,8 @@ def fit_crossed_ml(
             "the same level, so only sd_task^2 + sd_agent_task^2 is identified; the split between "
             "them (and their separate intervals) is arbitrary. Use agent_task='none'.",
             HierbenchWarning,
-            stacklevel=2,
+            stacklevel=4,
         )
-    marg = agent_task == "marginal"
     sep = (y_all.sum(1) == 0) | (y_all.sum(1) == n_all.sum(1))
     if sep.all():
         raise HierbenchError(
@@ -534,11 +513,21 @@ def fit_crossed_ml(
             "is infinite; they are reported as NaN and their cells, which add nothing to the likelihood "
             "in that limit, are left out of the fit",
             SeparatedAgentWarning,
-            stacklevel=2,
+            stacklevel=4,
         )
     keep = ~sep
-    y = y_all[keep][:, ran_tasks].T
-    n = n_all[keep][:, ran_tasks].T
+    return {
+        "y": y_all[keep][:, ran_tasks].T, "n": n_all[keep][:, ran_tasks].T, "keep": keep, "sep": sep,
+        "ran_tasks": ran_tasks, "agents": agents, "tasks": tasks, "agent_task": agent_task,
+    }  # fmt: skip
+
+
+def _fit_crossed(
+    inp: dict[str, Any], n_agq: int, n_quad: int, prob: float, intervals: str, n_resamples: int, rng: Any
+) -> dict[str, Any]:
+    """Maximise, then the covariance and the scales' intervals."""
+    marg = inp["agent_task"] == "marginal"
+    y, n = inp["y"], inp["n"]
     lik = _Lik(y, n, marg, n_agq, n_quad)
     A = lik.A
     rate = (y.sum(0) + 0.5) / (n.sum(0) + 1.0)
@@ -546,12 +535,12 @@ def fit_crossed_ml(
     bounds = [(-_ALPHA_BOUND, _ALPHA_BOUND)] * A + [_LOG_SD_BOUNDS] * (1 + int(marg))
     free = np.ones(lik.P, bool)
     # Newton from the start (one pass per step with its Louis Hessian); L-BFGS-B only if it fails
-    x_hat, ll, ok, msg = _maximise(lik, x0, free, bounds, lbfgs=False)
+    x_hat, ll, ok, msg = maximise(lik, x0, free, bounds, lbfgs=False)
     if not ok:
         warnings.warn(
             f"fit_crossed_ml: the optimiser did not converge ({msg}); the estimates may be inaccurate",
             MLConvergenceWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     H = lik.hessian(x_hat)
     try:
@@ -559,8 +548,7 @@ def fit_crossed_ml(
     except np.linalg.LinAlgError:
         V = np.full_like(H, np.nan)
     r = lik.run(x_hat)
-    modes = lik.b_mode.copy()
-    cond_sd = r["s"].copy()
+    out = {"lik": lik, "x": x_hat, "ll": ll, "ok": ok, "V": V, "modes": lik.b_mode.copy(), "cond_sd": r["s"].copy()}
     comp = ["sd_task"] + (["sd_agent_task"] if marg else [])
     sd_hat = np.exp(x_hat[A:])
     at_bound = x_hat[A:] <= _LOG_SD_BOUNDS[0] + 1e-3
@@ -568,7 +556,7 @@ def fit_crossed_ml(
         warnings.warn(
             f"{comp[j]} is estimated at the boundary (zero); its interval is one-sided",
             BoundaryEstimateWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     z = stats.norm.ppf(0.5 + prob / 2)
     se_log = np.sqrt(np.clip(np.diag(V)[A:], 0, None))
@@ -576,7 +564,7 @@ def fit_crossed_ml(
     if intervals == "profile":
         lo, hi = [], []
         for j in range(len(comp)):
-            a, b = _profile_interval(lik, x_hat, ll, A + j, bounds, prob, se_log[j])
+            a, b = profile_interval(lik, x_hat, ll, A + j, bounds, prob, se_log[j])
             lo.append(a)
             hi.append(b)
         kind, detail = "profile", "profile likelihood, deviance within the chi-square(1) quantile"
@@ -594,8 +582,20 @@ def fit_crossed_ml(
         lo, hi = q[0], q[1]
         kind, detail = "percentile", f"parametric bootstrap, {n_resamples} refits"
     sd_da = xr.DataArray(sd_hat, dims="component", coords={"component": comp}, name="sd")
-    sd_ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)
-    # abilities on the full agent axis (separated agents NaN)
+    out["sd"] = sd_da
+    out["sd_ci"] = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)
+    out["resamples"] = resamples
+    return out
+
+
+def _crossed_result(
+    inp: dict[str, Any], fit: dict[str, Any], n_agq: int, n_quad: int, prob: float, intervals: str
+) -> CrossedMLResult:
+    """The abilities on the full agent axis (separated agents NaN), task modes on the task axis."""
+    agents, tasks, keep, ran_tasks = inp["agents"], inp["tasks"], inp["keep"], inp["ran_tasks"]
+    lik, x_hat, V = fit["lik"], fit["x"], fit["V"]
+    A = lik.A
+    z = stats.norm.ppf(0.5 + prob / 2)
     alpha = np.full(agents.size, np.nan)
     se = np.full(agents.size, np.nan)
     alpha[keep] = x_hat[:A]
@@ -608,81 +608,27 @@ def fit_crossed_ml(
     )  # fmt: skip
     te = np.full(tasks.size, np.nan)
     tsd = np.full(tasks.size, np.nan)
-    te[ran_tasks] = modes
-    tsd[ran_tasks] = cond_sd
+    te[ran_tasks] = fit["modes"]
+    tsd[ran_tasks] = fit["cond_sd"]
+    comp = fit["sd"].component.values.tolist()
     pnames = [f"ability[{a}]" for a in agents[keep]] + [f"log_{c_}" for c_ in comp]
     return CrossedMLResult(
         estimate=est,
         ci=ci,
         standard_error=xr.DataArray(se, dims="agent", coords={"agent": agents}, name="standard_error"),
-        sd=sd_da,
-        sd_ci=sd_ci,
+        sd=fit["sd"],
+        sd_ci=fit["sd_ci"],
         task_effect=xr.DataArray(te, dims="task", coords={"task": tasks}, name="task_effect"),
         task_effect_sd=xr.DataArray(tsd, dims="task", coords={"task": tasks}, name="task_effect_sd"),
         vcov=xr.DataArray(V, dims=("param", "param_b"), coords={"param": pnames, "param_b": pnames}),
-        loglik=float(ll + lik.log_binom),
+        loglik=float(fit["ll"] + lik.log_binom),
         n_agq=n_agq,
         n_quad=n_quad,
-        converged=bool(ok),
+        converged=bool(fit["ok"]),
         n_evaluations=int(lik.n_eval),
-        options={"agent_task": agent_task, "intervals": intervals, "n_separated_agents": int(sep.sum())},
-        sd_resamples=resamples,
+        options={"agent_task": inp["agent_task"], "intervals": intervals, "n_separated_agents": int(inp["sep"].sum())},
+        sd_resamples=fit["resamples"],
     )
-
-
-def _profile_interval(
-    lik: _Lik, x_hat: np.ndarray, ll: float, j: int, bounds: list, prob: float, se: float
-) -> tuple[float, float]:
-    """Profile-likelihood interval of ``exp(x[j])``: signed root deviance = -+z, found by secant steps."""
-    zq = math.sqrt(stats.chi2.ppf(prob, 1))
-    free = np.ones(x_hat.size, bool)
-    free[j] = False
-    v_hat = x_hat[j]
-    b_save = lik.b_mode.copy()
-    se = se if np.isfinite(se) and se > 1e-3 else 0.3
-
-    def root(v: float, x_start: np.ndarray) -> tuple[float, np.ndarray]:
-        xs = x_start.copy()
-        xs[j] = v
-        x, val, _, _ = _maximise(lik, xs, free, bounds, lbfgs=False)
-        dev = max(2.0 * (ll - val), 0.0)
-        return math.copysign(math.sqrt(dev), v - v_hat), x
-
-    out = []
-    for sign in (-1.0, 1.0):
-        lik.b_mode[:] = b_save
-        target = sign * zq
-        edge = bounds[j][0] if sign < 0 else bounds[j][1]
-        v0, r0, x0 = v_hat, 0.0, x_hat
-        v1 = v_hat + sign * zq * se
-        if sign < 0 and v_hat - 2.0 * zq * se < edge:
-            v1 = edge  # the Wald interval reaches zero: try the boundary first
-        v1 = max(min(v1, bounds[j][1]), bounds[j][0])
-        r1, x1 = root(v1, x0)
-        found = np.nan
-        for _ in range(30):
-            if abs(r1 - target) < 1e-3:
-                found = v1
-                break
-            if abs(v1 - edge) < 1e-9 and abs(r1) < abs(target):
-                found = -np.inf if sign < 0 else np.inf  # the profile never reaches the cut-off
-                break
-            slope = (r1 - r0) / (v1 - v0) if v1 != v0 else 0.0
-            if not np.isfinite(slope) or slope <= 0:
-                v2 = v1 + sign * se
-            else:
-                v2 = v1 + (target - r1) / slope
-            # stay on the right side of the estimate and inside the bounds
-            v2 = v_hat + sign * max(sign * (v2 - v_hat), 1e-6)
-            v2 = max(min(v2, bounds[j][1]), bounds[j][0])
-            v0, r0, x0 = v1, r1, x1
-            v1 = v2
-            r1, x1 = root(v1, x0)
-        out.append(found)
-    lik.b_mode[:] = b_save
-    lo = 0.0 if out[0] == -np.inf else math.exp(out[0]) if np.isfinite(out[0]) else np.nan
-    hi = np.inf if out[1] == np.inf else math.exp(out[1]) if np.isfinite(out[1]) else np.nan
-    return lo, hi
 
 
 def _simulate(lik: _Lik, x: np.ndarray, gen: np.random.Generator) -> np.ndarray:
@@ -711,7 +657,7 @@ def _parametric_bootstrap(
         sim.y = np.ascontiguousarray(y_sim)
         sim.b_mode = lik.b_mode.copy()
         sim.n_eval = 0
-        x, _, _, _ = _maximise(sim, x_hat, np.ones(lik.P, bool), bounds)
+        x, _, _, _ = maximise(sim, x_hat, np.ones(lik.P, bool), bounds)
         draws[i] = np.exp(x[lik.A :])
         lik.n_eval += sim.n_eval
     return draws

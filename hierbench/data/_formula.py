@@ -1,0 +1,617 @@
+"""A model description users can read: an lme4 / Bambi formula resolved against an eval dataset.
+
+``score ~ 1 + scaffold + log_minutes + (1|model) + (1|scaffold:model) + (1|task)``
+says: a fixed intercept, a fixed effect per scaffold and per log human
+minute, and random intercepts for models, scaffold x model combinations and
+tasks. The formula is parsed by ``formulae`` (the parser Bambi uses; it
+reads the ``(expr|group)`` terms of the mixed-model convention), and its
+names are looked up in the eval dataset:
+
+- ``agent``, ``task`` and ``run`` are the dataset's own dims;
+- a coord along ``agent`` (``model``, ``scaffold``, a release date) is an
+  agent-level variable, a coord along ``task`` (``tier``, ``human_minutes``,
+  a task's date) a task-level one; a variable over ``(agent, task)`` is a
+  cell-level one and over ``(agent, task, run)`` a run-level one (a judge);
+- the response is ``score`` or another per-run variable (a grade).
+
+:func:`model_design` returns a :class:`ModelDesign`: the fixed-effect
+matrix, the random terms (each a grouping with its levels and, per design
+row, the level's code and the slope's value), the response aggregated per
+design row, and the decisions made on the way with their reasons. Both
+halves consume it: :func:`hierbench.freq.fit_crossed_ml` maximises its
+likelihood, and a Bayesian builder reads the same matrices.
+
+Nothing is guessed silently. A name the dataset does not hold, a covariate
+that differed between the records of one agent or task when the log was
+read, a missing covariate value, a fixed-effect column that is a linear
+combination of the others, or a random term the design cannot tell apart
+from another term is refused with a :class:`FormulaError` naming it; a
+factor level seen in one combination only (a scaffold run with one model)
+is kept and reported by a :class:`ConfoundedTermWarning`.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .._base import HierbenchError, HierbenchWarning, check_choice, counts
+
+__all__ = [
+    "DEFAULT_FORMULA",
+    "ConfoundedTermWarning",
+    "FormulaError",
+    "ModelDesign",
+    "RandomTerm",
+    "model_design",
+]
+
+#: today's crossed model: an ability per agent, random task and agent x task effects
+DEFAULT_FORMULA = "score ~ 0 + agent + (1|task) + (1|agent:task)"
+
+Family = Literal["auto", "binomial", "fractional", "ordinal"]
+_LEVELS = ("agent", "task", "cell", "run")
+
+
+class FormulaError(HierbenchError):
+    """A formula that cannot be resolved against the data, or a term the design cannot identify."""
+
+
+class ConfoundedTermWarning(HierbenchWarning):
+    """Some levels of a factor occur in one combination only: their effect and the interaction's are one."""
+
+
+@dataclass(frozen=True)
+class RandomTerm:
+    """One scalar random-effect term ``(expr | grouping)`` of a :class:`ModelDesign`.
+
+    Attributes
+    ----------
+    name : str
+        As formulae writes it, e.g. ``"1|model"`` or ``"log_minutes|agent"``.
+    grouping : tuple of str
+        The grouping variables (``("scaffold", "model")`` for ``scaffold:model``).
+    levels : ndarray of str
+        The grouping's levels (combinations joined by ``":"``).
+    codes : ndarray of int (rows,)
+        The level of each design row.
+    slope : ndarray of float (rows,)
+        The term's covariate in each row (1 for an intercept).
+    level : {"agent", "task", "cell", "run"}
+        Where the grouping is constant: an agent-level grouping (``model``)
+        holds whole agents, a task-level one whole tasks.
+    """
+
+    name: str
+    grouping: tuple[str, ...]
+    levels: np.ndarray
+    codes: np.ndarray
+    slope: np.ndarray
+    level: str
+
+    @property
+    def intercept(self) -> bool:
+        """Whether the term is a random intercept."""
+        return bool(np.all(self.slope == 1.0))
+
+
+@dataclass(frozen=True, repr=False)
+class ModelDesign:
+    """A formula resolved against an eval dataset (:func:`model_design`).
+
+    Attributes
+    ----------
+    formula, family, response : str
+        As given (``family`` resolved from ``"auto"``).
+    row_level : {"cell", "run"}
+        A design row is one (agent, task) cell, or one run when a variable
+        in the formula varies between runs.
+    frame : pandas.DataFrame
+        One row per design row: ``agent``, ``task`` (and ``run``) labels and
+        every covariate the formula uses.
+    X : ndarray (rows, p)
+        The fixed-effect matrix; ``coef`` names its columns and
+        ``fixed_terms`` maps each term to its columns; :meth:`matrix` builds it
+        for other rows (``builder``, formulae's matrix, does so).
+    random : list of RandomTerm
+    variables : dict
+        Each variable the formula uses -> its level (agent, task, cell, run).
+    y, n : ndarray (rows,)
+        Sum of the response and number of runs per design row (binomial and
+        fractional); ``ss`` the within-row sum of squared deviations.
+    categories : ndarray or None
+        The ordinal scale (the response's values in order); ``grade_counts``
+        (rows, K) the runs per category.
+    agents, tasks : ndarray of str
+        The dataset's labels; ``agent_index`` / ``task_index`` (rows,) locate
+        each design row.
+    decisions : dict
+        What was decided (family, row level, dropped intercept, ...) and why.
+    """
+
+    formula: str
+    family: str
+    response: str
+    row_level: str
+    frame: pd.DataFrame
+    X: np.ndarray
+    coef: list[str]
+    fixed_terms: dict[str, slice]
+    random: list[RandomTerm]
+    variables: dict[str, str]
+    y: np.ndarray
+    n: np.ndarray
+    ss: np.ndarray
+    agents: np.ndarray
+    tasks: np.ndarray
+    agent_index: np.ndarray
+    task_index: np.ndarray
+    categories: np.ndarray | None = None
+    grade_counts: np.ndarray | None = None
+    decisions: dict[str, str] = field(default_factory=dict)
+    builder: Any = field(default=None, compare=False)
+
+    def matrix(self, frame: pd.DataFrame) -> np.ndarray:
+        """The fixed-effect matrix of other rows (a counterfactual frame: same columns, known levels)."""
+        if self.builder is None:
+            return np.zeros((len(frame), 0))
+        X = np.asarray(self.builder.evaluate_new_data(frame)).astype(float)
+        if "Intercept" in self.builder.terms and self.family == "ordinal":
+            X = np.delete(X, self.builder.slices["Intercept"], axis=1)
+        return X
+
+    def __repr__(self) -> str:
+        lines = [
+            f"ModelDesign: {self.formula}  [{self.family}]",
+            f"  {self.X.shape[0]} design rows ({self.row_level}s), {int(self.n.sum())} runs, "
+            f"{self.agents.size} agents x {self.tasks.size} tasks",
+            f"  fixed: {', '.join(self.coef) if self.coef else '(none)'}",
+        ]
+        for t in self.random:
+            lines.append(f"  random: ({t.name})  {t.levels.size} levels, {t.level}-level")
+        if self.categories is not None:
+            lines.append(f"  scale: {self.categories.tolist()}")
+        lines += [f"  {k}: {v}" for k, v in self.decisions.items()]
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- variables
+
+
+def _variables(data: xr.Dataset, response: str) -> dict[str, tuple[str, xr.DataArray]]:
+    """Every name a formula may use -> (level, values)."""
+    out: dict[str, tuple[str, xr.DataArray]] = {}
+    for name, var in {**data.coords, **data.data_vars}.items():
+        dims = tuple(var.dims)
+        if dims == ("agent",):
+            out[str(name)] = ("agent", var)
+        elif dims == ("task",):
+            out[str(name)] = ("task", var)
+        elif set(dims) == {"agent", "task"}:
+            out[str(name)] = ("cell", var.transpose("agent", "task"))
+        elif set(dims) == {"agent", "task", "run"}:
+            out[str(name)] = ("run", var.transpose("agent", "task", "run"))
+    for d, lev in (("agent", "agent"), ("task", "task")):
+        out[d] = (lev, xr.DataArray(np.asarray(data[d].values).astype(str), dims=d))
+    if "run" in data.dims:
+        out["run"] = ("run", xr.DataArray(np.asarray(data["run"].values).astype(str), dims="run"))
+    if response not in out or out[response][0] != "run":
+        have = sorted(k for k, (lev, _) in out.items() if lev == "run" and k != "run")
+        raise FormulaError(
+            f"`formula`: the response {response!r} must be a per-run variable of `data` (dims agent, "
+            f"task, run); per-run variables here: {have}"
+        )
+    return out
+
+
+def _join_coords(data: xr.Dataset, table: Any, dim: str, argname: str) -> xr.Dataset:
+    """Add the columns of a per-agent / per-task table as coords along ``dim``, checked."""
+    if table is None:
+        return data
+    if not isinstance(table, pd.DataFrame):
+        raise FormulaError(f"`{argname}` must be a pandas DataFrame indexed by {dim} label")
+    tab = table.copy()
+    tab.index = tab.index.astype(str)
+    for col in tab.columns:
+        if col in data.coords or col in data.data_vars:
+            raise FormulaError(f"`{argname}`: column {col!r} is already a variable of `data`")
+        varies = tab.groupby(level=0)[col].nunique(dropna=False)
+        bad = varies[varies > 1].index.tolist()
+        if bad:
+            raise FormulaError(
+                f"`{argname}`: covariate {col!r} is not constant within its {dim}: {len(bad)} "
+                f"{dim}s have more than one value, e.g. {bad[:5]}"
+            )
+    tab = tab[~tab.index.duplicated()]
+    labels = np.asarray(data[dim].values).astype(str)
+    missing = sorted(set(labels) - set(tab.index))
+    if missing:
+        raise FormulaError(
+            f"`{argname}` has no row for {len(missing)} {dim}s of `data`, e.g. {missing[:5]}"
+        )
+    tab = tab.loc[labels]
+    return data.assign_coords({c: (dim, tab[c].to_numpy()) for c in tab.columns})
+
+
+def _check_names(used: set[str], avail: dict, data: xr.Dataset) -> None:
+    """Unknown names, and covariates the reader found not constant within an agent or task."""
+    unknown = sorted(used - set(avail))
+    if unknown:
+        by = {lev: sorted(k for k, (lv, _) in avail.items() if lv == lev) for lev in _LEVELS}
+        raise FormulaError(
+            f"`formula` uses {unknown}, which `data` does not hold. Agent-level: {by['agent']}; "
+            f"task-level: {by['task']}; cell-level: {by['cell']}; per-run: {by['run']} "
+            "(add agent / task covariates as coords, e.g. from_records(agent_coords=[...]) or "
+            "model_design(agent_coords=table))"
+        )
+    try:
+        inconsistent = json.loads(data.attrs.get("inconsistent_attributes", "{}") or "{}")
+    except (TypeError, ValueError):
+        inconsistent = {}
+    for key, n_bad in inconsistent.items():
+        lev, _, name = str(key).partition(" ")
+        if name in used and n_bad:
+            raise FormulaError(
+                f"`formula` uses {name!r}, which was not constant within its {lev} for {n_bad} "
+                f"{lev}s when the log was read (the reader kept the first value; see "
+                "attrs['inconsistent_attributes']): fix the records, or drop it from the formula"
+            )
+
+
+def _level_of(levels: list[str]) -> str:
+    """The level of a combination of variables: agent x task variables make a cell-level one."""
+    s = set(levels)
+    if "run" in s:
+        return "run"
+    if "cell" in s or {"agent", "task"} <= s:
+        return "cell"
+    return s.pop() if len(s) == 1 else "cell"
+
+
+# --------------------------------------------------------------------------- design rows
+
+
+def _rows(avail: dict, used: set[str], response: str) -> tuple[str, tuple, dict[str, np.ndarray]]:
+    """The design rows (cells, or runs when a per-run variable is used) and their covariates."""
+    resp = np.asarray(avail[response][1].values, dtype=float)
+    run_level = any(avail[v][0] == "run" for v in used if v != response)
+    if run_level:
+        idx = np.nonzero(np.isfinite(resp))
+    else:
+        idx = np.nonzero(np.isfinite(resp).any(-1))
+    cols: dict[str, np.ndarray] = {}
+    for v in sorted(used - {response}):
+        lev, da = avail[v]
+        vals = np.asarray(da.values)
+        if lev == "agent":
+            cols[v] = vals[idx[0]]
+        elif lev == "task":
+            cols[v] = vals[idx[1]]
+        elif lev == "cell":
+            cols[v] = vals[idx[0], idx[1]]
+        else:
+            cols[v] = vals[idx[2]] if v == "run" else vals[idx]
+    return ("run" if run_level else "cell"), idx, cols
+
+
+def _check_missing(cols: dict[str, np.ndarray], agents: np.ndarray, tasks: np.ndarray, idx: tuple) -> None:
+    for v, vals in cols.items():
+        miss = pd.isna(pd.Series(vals, dtype=object)).to_numpy()
+        if miss.any():
+            where = list(zip(agents[idx[0][miss]][:5], tasks[idx[1][miss]][:5], strict=True))
+            raise FormulaError(
+                f"`data`: covariate {v!r} is missing for {int(miss.sum())} design rows, e.g. (agent, "
+                f"task) {where}; nothing is dropped silently: fill it, or select those rows out first"
+            )
+
+
+def _response(
+    resp: np.ndarray, idx: tuple, row_level: str, family: str, levels: Any, data: xr.Dataset, response: str
+) -> dict[str, Any]:
+    """The response per design row: sums, counts, within-row sums of squares, grade counts."""
+    vals = resp[idx] if row_level == "run" else resp[idx[0], idx[1]]
+    vals = vals.reshape(len(idx[0]), -1)
+    fin = np.isfinite(vals)
+    n = fin.sum(1).astype(float)
+    y = np.where(fin, vals, 0.0).sum(1)
+    mean = y / n
+    ss = np.where(fin, (vals - mean[:, None]) ** 2, 0.0).sum(1)
+    out: dict[str, Any] = {"y": y, "n": n, "ss": ss, "categories": None, "grade_counts": None}
+    if family == "binomial":
+        counts(xr.Dataset({"score": (("row", "run"), vals)}), binary=True, name="data",
+               purpose=f"family='binomial' (response {response!r})")  # fmt: skip
+    elif family == "fractional" and (np.nanmin(vals) < 0 or np.nanmax(vals) > 1):
+        raise FormulaError(
+            f"`family='fractional'` needs the response {response!r} in [0, 1]; its range is "
+            f"[{np.nanmin(vals):g}, {np.nanmax(vals):g}]"
+        )
+    if family == "ordinal":
+        out["categories"], out["grade_counts"] = _grades(vals, fin, levels, response)
+    return out
+
+
+def _grades(vals: np.ndarray, fin: np.ndarray, levels: Any, response: str) -> tuple[np.ndarray, np.ndarray]:
+    seen = np.unique(vals[fin])
+    cats = seen if levels is None else np.asarray(levels, dtype=float)
+    if cats.size < 2 or np.any(np.diff(cats) <= 0):
+        raise FormulaError(
+            f"`levels` must list at least 2 increasing grade values; got {cats.tolist()}"
+        )
+    outside = sorted(set(seen.tolist()) - set(cats.tolist()))
+    if outside:
+        raise FormulaError(f"the response {response!r} takes values {outside} outside `levels` {cats.tolist()}")
+    code = np.searchsorted(cats, np.where(fin, vals, cats[0]))
+    K = cats.size
+    gc = np.stack([((code == k) & fin).sum(1) for k in range(K)], axis=1).astype(float)
+    empty = cats[gc.sum(0) == 0]
+    if empty.size:
+        raise FormulaError(
+            f"grades {empty.tolist()} of the scale {cats.tolist()} never occur in {response!r}: their "
+            "thresholds are not identified. Merge them with a neighbour in `levels` (or in the data)"
+        )
+    return cats, gc
+
+
+def _resolve_family(family: str, resp: np.ndarray, levels: Any) -> tuple[str, str]:
+    check_choice(family, "family", ["auto", "binomial", "fractional", "ordinal"])
+    if family != "auto":
+        return family, "as requested"
+    if levels is not None:
+        return "ordinal", "`levels` declares a grade scale"
+    v = resp[np.isfinite(resp)]
+    if np.all((v == 0.0) | (v == 1.0)):
+        return "binomial", "every score is 0 or 1"
+    return "fractional", "scores in [0, 1] with partial credit (quasi-binomial, logit link)"
+
+
+# --------------------------------------------------------------------------- matrices
+
+
+def _matrices(formula: str, frame: pd.DataFrame) -> tuple[np.ndarray, list[str], dict[str, slice], Any, Any]:
+    import formulae
+
+    try:
+        dm = formulae.design_matrices(formula, frame, na_action="error", extra_namespace={"np": np})
+    except Exception as exc:  # formulae raises many kinds; say which formula and why
+        raise FormulaError(f"`formula` {formula!r} could not be built: {type(exc).__name__}: {exc}") from exc
+    if dm.common is None:
+        return np.zeros((len(frame), 0)), [], {}, dm.group, None
+    X = np.asarray(dm.common).astype(float)
+    coef: list[str] = []
+    terms: dict[str, slice] = {}
+    for name, term in dm.common.terms.items():
+        sl = dm.common.slices[name]
+        terms[name] = sl
+        labels = getattr(term, "labels", None) or [name]
+        coef += list(labels)
+    return X, coef, terms, dm.group, dm.common
+
+
+def _random_terms(group: Any, frame: pd.DataFrame, var_level: dict[str, str]) -> list[RandomTerm]:
+    out = []
+    if group is None:
+        return out
+    for name in group.terms:
+        gvars = tuple(name.split("|", 1)[1].split(":"))
+        lab = frame[gvars[0]].astype(str).to_numpy()
+        for g in gvars[1:]:
+            lab = np.char.add(np.char.add(lab.astype(str), ":"), frame[g].astype(str).to_numpy().astype(str))
+        levels, codes = np.unique(lab.astype(str), return_inverse=True)
+        Zk = group[name]
+        slope = np.asarray(Zk.sum(axis=1), dtype=float).ravel()
+        level = _level_of([var_level[g] for g in gvars])
+        out.append(RandomTerm(name, gvars, levels.astype(str), codes.astype(np.intp), slope, level))
+    return out
+
+
+def _aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """Columns of ``X`` that are linear combinations of earlier ones (pivoted QR on unique rows)."""
+    from scipy import linalg
+
+    if X.shape[1] == 0:
+        return np.zeros(0, bool)
+    U = np.unique(X, axis=0)
+    _, R, piv = linalg.qr(U, mode="economic", pivoting=True)
+    d = np.abs(np.diag(R)) if R.size else np.zeros(0)
+    rank = int((d > tol * max(d.max() if d.size else 0.0, 1.0)).sum())
+    out = np.zeros(X.shape[1], bool)
+    out[piv[rank:]] = True
+    return out
+
+
+def _check_identified(
+    X: np.ndarray, coef: list[str], random: list[RandomTerm], frame: pd.DataFrame, family: str
+) -> dict[str, str]:
+    """Refuse what the design cannot identify; warn about levels seen in one combination only."""
+    Xc = np.column_stack([np.ones(len(frame)), X]) if family == "ordinal" else X
+    names = (["(thresholds)"] if family == "ordinal" else []) + coef
+    bad = _aliased(Xc)
+    if bad.any():
+        raise FormulaError(
+            f"fixed-effect columns {[names[i] for i in np.flatnonzero(bad)]} are linear combinations of "
+            "the others in this design (a combination never run, a factor constant over the data, or "
+            + ("an intercept besides the thresholds" if family == "ordinal" else "two codings of one factor")
+            + "): drop or merge them"
+        )
+    seen: dict[tuple, str] = {}
+    for t in random:
+        if t.levels.size < 2:
+            raise FormulaError(f"random term ({t.name}) has a single level: its sd is not identified")
+        if t.intercept:
+            key = tuple(_canonical(t.codes))
+            if key in seen:
+                raise FormulaError(
+                    f"random terms ({seen[key]}) and ({t.name}) group the data identically: their sds "
+                    "cannot be told apart; keep one"
+                )
+            seen[key] = t.name
+            if t.levels.size <= Xc.shape[1] and _rank(Xc) == _rank(
+                np.column_stack([Xc, np.eye(t.levels.size)[t.codes]])
+            ):
+                raise FormulaError(
+                    f"random term ({t.name}) is determined by the fixed effects (every level is a "
+                    "fixed-effect combination): its sd is not identified; make it fixed or drop it"
+                )
+    return _warn_confounded(random, frame)
+
+
+def _rank(X: np.ndarray) -> int:
+    return int(np.linalg.matrix_rank(np.unique(X, axis=0))) if X.size else 0
+
+
+def _canonical(codes: np.ndarray) -> np.ndarray:
+    """Relabel codes by first appearance, so two groupings of the data compare equal."""
+    _, first, inv = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))
+    return order[inv]
+
+
+def _warn_confounded(random: list[RandomTerm], frame: pd.DataFrame) -> dict[str, str]:
+    notes: dict[str, str] = {}
+    for t in random:
+        if len(t.grouping) < 2:
+            continue
+        for g in t.grouping:
+            others = [o for o in t.grouping if o != g]
+            combos = frame[[g, *others]].astype(str).drop_duplicates()
+            n_with = combos.groupby(g).size()
+            lonely = n_with[n_with == 1].index.tolist()
+            if lonely and len(lonely) < n_with.size:
+                msg = (
+                    f"{len(lonely)} of {n_with.size} {g} levels occur with one {':'.join(others)} only, "
+                    f"e.g. {lonely[:5]}: for them the {g} effect and the ({t.name}) effect are one "
+                    "(estimated from that single combination)"
+                )
+                notes[f"confounded {g} in ({t.name})"] = msg
+                warnings.warn(msg, ConfoundedTermWarning, stacklevel=4)
+    return notes
+
+
+# --------------------------------------------------------------------------- public
+
+
+def _parse(formula: str, data: xr.Dataset) -> tuple[str, dict, set[str]]:
+    """The response, the names the dataset offers, and the names the formula uses (checked)."""
+    import formulae
+
+    try:
+        desc = formulae.model_description(formula)
+    except Exception as exc:
+        raise FormulaError(f"`formula` {formula!r} could not be parsed: {exc}") from exc
+    if desc.response is None:
+        raise FormulaError(f"`formula` {formula!r} needs a response on the left of `~` (e.g. score ~ ...)")
+    response = next(iter(desc.response.var_names))
+    avail = _variables(data, response)
+    used = set(desc.var_names)
+    _check_names(used, avail, data)
+    return response, avail, used
+
+
+def _drop_intercept(X: np.ndarray, coef: list[str], terms: dict[str, slice]) -> tuple:
+    keep = np.ones(X.shape[1], bool)
+    keep[terms.pop("Intercept")] = False
+    X, coef = X[:, keep], [c for c, k in zip(coef, keep, strict=True) if k]
+    return X, coef, {k: slice(s.start - 1, s.stop - 1) for k, s in terms.items()}
+
+
+def model_design(
+    formula: str | None,
+    data: xr.Dataset,
+    *,
+    family: Family = "auto",
+    levels: Any = None,
+    agent_coords: pd.DataFrame | None = None,
+    task_coords: pd.DataFrame | None = None,
+) -> ModelDesign:
+    """Resolve a mixed-model formula against an eval dataset.
+
+    Parameters
+    ----------
+    formula : str or None
+        lme4 / Bambi syntax, parsed by ``formulae``: fixed terms, ``a:b``
+        interactions, ``a*b``, ``0 +`` to drop the intercept, function calls
+        such as ``np.log2(human_minutes)``, and random terms ``(1|g)``,
+        ``(1|a:b)``, ``(x|g)`` (a slope, uncorrelated with the intercept, as
+        lme4's ``||``). Names are the dataset's dims (``agent``, ``task``,
+        ``run``), its coords along ``agent`` or ``task``, and its variables
+        over ``(agent, task[, run])``. ``None``: :data:`DEFAULT_FORMULA`.
+    data : xarray.Dataset
+        An eval dataset (``score(agent, task, run)``, NaN = not run).
+    family : {"auto", "binomial", "fractional", "ordinal"}
+        ``"auto"``: ordinal when ``levels`` is given, binomial when every
+        response is 0 or 1, else fractional (partial credit in [0, 1]).
+    levels : sequence of float, optional
+        The grade scale of an ordinal response, in order (default: the
+        distinct values seen). A grade of the scale never seen is refused.
+    agent_coords, task_coords : pandas.DataFrame, optional
+        Per-agent / per-task covariates indexed by label, added as coords
+        (a label with two different values is refused).
+
+    Returns
+    -------
+    ModelDesign
+
+    Raises
+    ------
+    FormulaError
+        Unknown names, a covariate not constant within its agent or task, a
+        missing covariate value, an unparsable formula, aliased fixed
+        effects, or a random term the design cannot identify.
+
+    Warns
+    -----
+    ConfoundedTermWarning
+        Levels of a factor in a random interaction seen in one combination only.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> rng = np.random.default_rng(0)
+    >>> ds = xr.Dataset(
+    ...     {"score": (("agent", "task", "run"), rng.integers(0, 2, (4, 6, 2)).astype(float))},
+    ...     coords={"agent": ["a", "b", "c", "d"], "task": [f"t{i}" for i in range(6)],
+    ...             "scaffold": ("agent", ["s1", "s1", "s2", "s2"]),
+    ...             "model": ("agent", ["m1", "m2", "m1", "m2"]),
+    ...             "hard": ("task", [0, 0, 0, 1, 1, 1])})
+    >>> d = model_design("score ~ scaffold * hard + (1|model) + (1|task)", ds)
+    >>> d.family, d.coef
+    ('binomial', ['Intercept', 'scaffold[s2]', 'hard', 'scaffold[s2]:hard'])
+    >>> [(t.name, t.level, t.levels.size) for t in d.random]
+    [('1|model', 'agent', 2), ('1|task', 'task', 6)]
+    """
+    formula = DEFAULT_FORMULA if formula is None else str(formula)
+    if not isinstance(data, xr.Dataset) or not {"agent", "task"} <= set(data.dims):
+        raise FormulaError("`data` must be an eval dataset with dims agent, task (and run)")
+    data = _join_coords(_join_coords(data, agent_coords, "agent", "agent_coords"), task_coords, "task", "task_coords")
+    response, avail, used = _parse(formula, data)
+    resp = np.asarray(avail[response][1].values, dtype=float)
+    fam, why = _resolve_family(family, resp, levels)
+    row_level, idx, cols = _rows(avail, used, response)
+    agents = np.asarray(data["agent"].values).astype(str)
+    tasks = np.asarray(data["task"].values).astype(str)
+    _check_missing(cols, agents, tasks, idx)
+    r = _response(resp, idx, row_level, fam, levels, data, response)
+    frame = pd.DataFrame({"agent": agents[idx[0]], "task": tasks[idx[1]], **cols})
+    frame[response] = r["y"] / r["n"]
+    X, coef, terms, group, builder = _matrices(formula, frame)
+    decisions = {"family": f"{fam} ({why})", "rows": f"one per {row_level}"}
+    if fam == "ordinal" and "Intercept" in terms:
+        X, coef, terms = _drop_intercept(X, coef, terms)
+        decisions["intercept"] = "dropped: the ordinal thresholds carry the location"
+    var_level = {v: avail[v][0] for v in used if v != response}
+    random = _random_terms(group, frame, var_level)
+    decisions.update(_check_identified(X, coef, random, frame, fam))
+    return ModelDesign(
+        formula=formula, family=fam, response=response, row_level=row_level, frame=frame,
+        X=X, coef=coef, fixed_terms=terms, random=random, variables=var_level,
+        y=r["y"], n=r["n"], ss=r["ss"], agents=agents, tasks=tasks,
+        agent_index=idx[0].astype(np.intp), task_index=idx[1].astype(np.intp),
+        categories=r["categories"], grade_counts=r["grade_counts"], decisions=decisions,
+        builder=builder,
+    )  # fmt: skip

@@ -1,0 +1,461 @@
+"""Answers on the reader's scale from a formula fit: marginal effects, mean scores, the agents' variance.
+
+All three start from the same prediction: a design row's expected outcome
+with the random terms integrated out (population-averaged),
+
+    mu_r = E[ h(x_r beta + tau_r Z) ],  tau_r^2 = sum_k sigma_k^2 z_rk^2,  Z ~ N(0, 1),
+
+where ``h`` is ``expit`` (success rate, mean score in [0, 1]) or, for an
+ordinal fit, the mean grade ``g_1 + sum_c (g_c - g_{c-1}) P(grade >= g_c)``
+or the share graded at least ``g`` (pass-at-threshold). The expectation is
+:func:`hierbench._numerics.logit_normal_expectation` (the package's one
+population rule).
+
+- :func:`average_marginal_effects`: set a variable to each of its levels in
+  every design row (its other covariates as they are), predict, average over
+  the rows (optionally within each level of a task feature, ``by``) and take
+  differences from the reference level; for a numeric variable the average
+  derivative. So "scaffold b adds 8 [5, 11] points" is averaged over the
+  design's own agents and tasks, each (agent, task) cell counting once.
+- :func:`mean_response`: each agent's (or group's) expected score averaged
+  over its own design rows, agent-level random effects at their conditional
+  modes, the others integrated out.
+- :func:`agent_variance`: the logit-scale variance among agents split into
+  terms (random agent-level terms: their variances; fixed agent-level
+  terms: the spread of their contributions across the agents in the data).
+
+Intervals are by the delta method on ``(beta, log sd, thresholds)`` with the
+fit's inverse observed information (kind ``normal``), derivatives by central
+differences of the prediction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats
+from scipy.special import expit
+
+from ..._base import DEFAULT_PROB, HierbenchError, Result, check_prob, make_interval
+from ..._numerics import logit_normal_expectation
+from ._families import thresholds_of
+from ._mixed import MixedMLResult
+
+__all__ = [
+    "AgentVarianceResult",
+    "MarginalEffectsResult",
+    "MeanResponseResult",
+    "agent_variance",
+    "average_marginal_effects",
+    "mean_response",
+]
+
+
+@dataclass(frozen=True, repr=False)
+class MarginalEffectsResult(Result):
+    """Average marginal effects (:func:`average_marginal_effects`).
+
+    Attributes
+    ----------
+    estimate : DataArray (contrast[, by])
+        Level minus reference level (categorical) or average derivative per
+        unit (numeric), on ``scale``.
+    ci : DataArray (..., ci_bound)
+        Delta-method intervals (kind ``normal``).
+    standard_error : DataArray
+    variable, scale : str
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    standard_error: xr.DataArray
+    variable: str
+    scale: str
+
+    def _repr_lines(self) -> list[str]:
+        lines = super()._repr_lines()
+        lines[0] = f"MarginalEffectsResult: {self.variable}, {self.scale} ({lines[0].split('with ')[-1]})"
+        return lines
+
+
+@dataclass(frozen=True, repr=False)
+class MeanResponseResult(Result):
+    """Expected score per group (:func:`mean_response`): ``estimate`` / ``ci`` over ``group``."""
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    standard_error: xr.DataArray
+    scale: str
+
+
+@dataclass(frozen=True, repr=False)
+class AgentVarianceResult(Result):
+    """Logit-scale variance among agents by term (:func:`agent_variance`).
+
+    ``estimate`` / ``ci`` over ``component``; ``share`` the fraction of the
+    total; ``kind`` says whether a component is a random term's variance or
+    the spread of a fixed term's contributions.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    share: xr.DataArray
+    kind: xr.DataArray
+
+
+# --------------------------------------------------------------------------- prediction
+
+
+def _check_fit(fit: Any) -> MixedMLResult:
+    if not isinstance(fit, MixedMLResult):
+        raise HierbenchError(
+            f"`fit` must be a formula fit of fit_crossed_ml (a MixedMLResult); got {type(fit).__name__}"
+        )
+    return fit
+
+
+def _parts(fit: MixedMLResult, params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    p, K = fit.design.X.shape[1], len(fit.design.random)
+    return params[:p], np.exp(params[p : p + K]), params[p + K :]
+
+
+def predict_rows(
+    fit: MixedMLResult, params: np.ndarray, X: np.ndarray, marginal: np.ndarray,
+    offset: np.ndarray | None = None, threshold: float | None = None,
+) -> np.ndarray:  # fmt: skip
+    """Per design row: the expected outcome, the ``marginal`` random terms integrated out."""
+    d = fit.design
+    beta, sd, psi = _parts(fit, params)
+    eta = X @ beta + (0.0 if offset is None else offset)
+    tau2 = np.zeros(X.shape[0])
+    for k, t in enumerate(d.random):
+        if marginal[k]:
+            tau2 += (sd[k] * t.slope) ** 2
+    tau = np.sqrt(tau2)
+    if d.family != "ordinal":
+        return logit_normal_expectation(eta, tau)
+    th, cats = thresholds_of(psi), d.categories
+    if threshold is not None:
+        c = int(np.searchsorted(cats, threshold))
+        return logit_normal_expectation(eta - th[c - 1], tau)
+    out = np.full(eta.shape, float(cats[0]))
+    for c in range(1, cats.size):
+        out += (cats[c] - cats[c - 1]) * logit_normal_expectation(eta - th[c - 1], tau)
+    return out
+
+
+def _scale(fit: MixedMLResult, threshold: float | None) -> tuple[float, str]:
+    d = fit.design
+    if d.family == "ordinal" and threshold is None:
+        return 1.0, f"mean grade (of {d.response}, scale {d.categories.tolist()})"
+    if d.family == "ordinal":
+        cats = d.categories
+        if threshold not in cats or threshold == cats[0]:
+            raise HierbenchError(f"`threshold` must be a grade of the scale above the lowest, {cats[1:].tolist()}; got {threshold!r}")
+        return 100.0, f"points of the share graded >= {threshold:g}"
+    if threshold is not None:
+        raise HierbenchError("`threshold` applies to an ordinal fit only")
+    what = "success rate" if d.family == "binomial" else f"mean {d.response}"
+    return 100.0, f"points of {what}"
+
+
+def _delta(fit: MixedMLResult, f: Any, extra_var: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``f(params)`` and its delta-method standard errors (central differences, h = 1e-5)."""
+    x = fit.params
+    V = np.asarray(fit.vcov.values)
+    free = np.isfinite(np.diag(V))
+    est = np.asarray(f(x), dtype=float)
+    J = np.zeros((est.size, x.size))
+    for i in np.flatnonzero(free):
+        e = np.zeros(x.size)
+        e[i] = 1e-5
+        J[:, i] = (np.asarray(f(x + e)) - np.asarray(f(x - e))).ravel() / 2e-5
+    Vf = np.where(np.isfinite(V), V, 0.0)
+    var = np.einsum("ij,jk,ik->i", J, Vf, J)
+    if extra_var is not None:
+        var = var + extra_var
+    return est.ravel(), np.sqrt(np.clip(var, 0, None))
+
+
+def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str) -> xr.DataArray:
+    z = stats.norm.ppf(0.5 + prob / 2)
+    sed = est.copy(data=se.reshape(est.shape))
+    return make_interval(est - z * sed, est + z * sed, prob=prob, kind="normal", detail=detail, warn_zero_width=False)
+
+
+# --------------------------------------------------------------------------- marginal effects
+
+
+def _counterfactuals(fit: MixedMLResult, variable: str) -> tuple[list[str], list[np.ndarray], float]:
+    """Fixed-effect matrices with ``variable`` set to each level (categorical), or nudged by +-h
+    (numeric; the third value is then ``2 h``, else 0)."""
+    d = fit.design
+    frame = d.frame
+    if variable not in d.variables or variable not in frame.columns:
+        raise HierbenchError(
+            f"`variable` must be a variable of the fit's formula, {sorted(d.variables)}; got {variable!r}"
+        )
+    for t in d.random:
+        if not t.intercept and variable in t.name.split("|", 1)[0]:
+            raise HierbenchError(f"`variable` {variable!r} has a random slope ({t.name}): not supported")
+    col = frame[variable]
+    binary = set(pd.unique(col).tolist()) <= {0, 1}
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) and not binary:
+        h = 1e-4 * max(float(np.nanstd(col.to_numpy(dtype=float))), 1e-8)
+        mats = []
+        for sgn in (1.0, -1.0):
+            fr = frame.copy()
+            fr[variable] = col.to_numpy(dtype=float) + sgn * h
+            mats.append(d.matrix(fr))
+        return [f"d/d {variable}"], mats, 2 * h
+    levels = sorted(pd.unique(col).tolist(), key=str)
+    mats = []
+    for lev in levels:
+        fr = frame.copy()
+        fr[variable] = lev
+        mats.append(d.matrix(fr))
+    return [str(v) for v in levels], mats, 0.0
+
+
+def average_marginal_effects(
+    fit: MixedMLResult,
+    variable: str,
+    *,
+    by: str | None = None,
+    threshold: float | None = None,
+    prob: float = DEFAULT_PROB,
+) -> MarginalEffectsResult:
+    """Average marginal effects of a variable on the reader's scale, with delta-method intervals.
+
+    Parameters
+    ----------
+    fit : MixedMLResult
+        A formula fit of :func:`hierbench.freq.fit_crossed_ml`.
+    variable : str
+        A variable of the formula. Categorical (a scaffold, a tier): each
+        level against the first (the reference), every design row set to the
+        level and to the reference, predicted with the random terms
+        integrated out, the differences averaged over the rows. Numeric: the
+        average derivative per unit of the variable.
+    by : str, optional
+        Average within each level of this variable (a task feature), giving
+        how the effect changes across its levels.
+    threshold : float, optional
+        Ordinal fits: the effect on the share graded at least ``threshold``
+        (else on the mean grade).
+    prob : float
+        Interval level.
+
+    Returns
+    -------
+    MarginalEffectsResult
+        ``estimate`` over ``contrast`` (``"b - a"``; and ``by``), in points
+        (100 x a difference of probabilities or mean scores) or grades.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.freq import fit_crossed_ml, average_marginal_effects
+    >>> rng = np.random.default_rng(1)
+    >>> p = np.where(np.arange(6) < 3, 0.4, 0.6)[:, None, None] * np.ones((6, 50, 3))
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), (rng.random(p.shape) < p) * 1.0)},
+    ...                 coords={"agent": list("abcdef"), "scaffold": ("agent", ["s1"] * 3 + ["s2"] * 3)})
+    >>> fit = fit_crossed_ml(ds, "score ~ scaffold + (1|task)", intervals="wald")
+    >>> ame = average_marginal_effects(fit, "scaffold")
+    >>> ame.estimate.contrast.values.tolist(), bool(10 < float(ame.estimate[0]) < 30)
+    (['s2 - s1'], True)
+    """
+    fit = _check_fit(fit)
+    prob = check_prob(prob)
+    factor, scale = _scale(fit, threshold)
+    labels, mats, numeric = _counterfactuals(fit, variable)
+    d = fit.design
+    groups = [("all", np.ones(len(d.frame), bool))]
+    if by is not None:
+        if by not in d.frame.columns:
+            raise HierbenchError(f"`by` must be a variable of the fit's formula, {sorted(d.variables)}; got {by!r}")
+        groups = [(str(g), (d.frame[by] == g).to_numpy()) for g in sorted(pd.unique(d.frame[by]), key=str)]
+    marg = np.ones(len(d.random), bool)
+
+    def f(params: np.ndarray) -> np.ndarray:
+        preds = [predict_rows(fit, params, X, marg, threshold=threshold) for X in mats]
+        if numeric:
+            eff = [(preds[0] - preds[1]) / numeric]  # central difference over 2 h
+        else:
+            eff = [pr - preds[0] for pr in preds[1:]]
+        return factor * np.array([[e[m].mean() for e in eff] for _, m in groups])
+
+    est, se = _delta(fit, f)
+    contrast = labels if numeric else [f"{lev} - {labels[0]}" for lev in labels[1:]]
+    da = xr.DataArray(est.reshape(len(groups), len(contrast)), dims=("by", "contrast"),
+                      coords={"by": [g for g, _ in groups], "contrast": contrast}, name="estimate")  # fmt: skip
+    if by is None:
+        da = da.isel(by=0, drop=True)
+    da.attrs = {"scale": scale, "variable": variable}
+    ci = _interval(da, se, prob, "delta method on (beta, log sd, thresholds), population-averaged predictions")
+    return MarginalEffectsResult(
+        estimate=da, ci=ci, standard_error=da.copy(data=se.reshape(da.shape)).rename("standard_error"),
+        variable=variable, scale=scale,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- mean response
+
+
+def mean_response(
+    fit: MixedMLResult,
+    by: str = "agent",
+    *,
+    threshold: float | None = None,
+    prob: float = DEFAULT_PROB,
+) -> MeanResponseResult:
+    """Expected score of each agent (or level of ``by``) over its own design rows.
+
+    Random terms that hold whole agents (``(1|agent)``, ``(1|model)``) sit
+    at their conditional modes, the others (tasks, cells, runs) are
+    integrated out: the agent's expected score on a new task like its own.
+    The interval is the delta method on the parameters plus the modes'
+    conditional variances (their covariance with the parameters ignored).
+
+    Parameters
+    ----------
+    fit : MixedMLResult
+    by : str
+        ``"agent"`` or another variable of the formula (rows grouped by its values).
+    threshold : float, optional
+        Ordinal fits: the share graded at least ``threshold`` (else the mean grade).
+    prob : float
+
+    Returns
+    -------
+    MeanResponseResult
+        ``estimate`` / ``ci`` over ``group``, in points (or grades).
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.freq import fit_crossed_ml, mean_response
+    >>> data, _ = simulate_eval(n_agents=3, n_tasks=30, n_runs=2, rng=2)
+    >>> fit = fit_crossed_ml(data, "score ~ 0 + agent + (1|task)", family="fractional", intervals="wald")
+    >>> mean_response(fit).estimate.sizes["group"]
+    3
+    """
+    fit = _check_fit(fit)
+    prob = check_prob(prob)
+    factor, scale = _scale(fit, threshold)
+    d = fit.design
+    if by not in d.frame.columns:
+        raise HierbenchError(f"`by` must be 'agent' or a variable of the formula, {sorted(d.variables)}; got {by!r}")
+    keys = d.frame[by].astype(str).to_numpy()
+    groups = sorted(pd.unique(keys).tolist())
+    held = np.array([t.level == "agent" for t in d.random])
+    offset = np.zeros(len(keys))
+    for k, t in enumerate(d.random):
+        if held[k]:
+            offset += fit.random_effects[t.name].values[t.codes] * t.slope
+
+    def f(params: np.ndarray) -> np.ndarray:
+        mu = predict_rows(fit, params, d.X, ~held, offset=offset, threshold=threshold)
+        return factor * np.array([mu[keys == g].mean() for g in groups])
+
+    extra = _mode_variance(fit, f, held, offset, keys, groups, threshold, factor)
+    est, se = _delta(fit, f, extra)
+    da = xr.DataArray(est, dims="group", coords={"group": groups}, name="estimate")
+    da.attrs = {"scale": scale, "by": by}
+    lo_b, hi_b = (0.0, factor) if d.family != "ordinal" or threshold is not None else (d.categories[0], d.categories[-1])
+    u = np.clip((est - lo_b) / (hi_b - lo_b), 1e-12, 1 - 1e-12)
+    z = stats.norm.ppf(0.5 + prob / 2)
+    half = z * se / ((hi_b - lo_b) * u * (1 - u))
+    lo = lo_b + (hi_b - lo_b) * expit(np.log(u / (1 - u)) - half)
+    hi = lo_b + (hi_b - lo_b) * expit(np.log(u / (1 - u)) + half)
+    ci = make_interval(lo, hi, prob=prob, kind="normal", template=da, warn_zero_width=False,
+                       detail="delta method on the logit of the mean (parameters plus the modes' conditional "
+                       "variance), mapped back: it stays inside the scale")  # fmt: skip
+    return MeanResponseResult(estimate=da, ci=ci, standard_error=da.copy(data=se).rename("standard_error"), scale=scale)
+
+
+def _mode_variance(fit, f, held, offset, keys, groups, threshold, factor) -> np.ndarray:
+    """Sum over held modes of (d group mean / d mode)^2 x conditional variance."""
+    d = fit.design
+    out = np.zeros(len(groups))
+    if not held.any():
+        return out
+    h = 1e-5
+    up = predict_rows(fit, fit.params, d.X, ~held, offset=offset + h, threshold=threshold)
+    dn = predict_rows(fit, fit.params, d.X, ~held, offset=offset - h, threshold=threshold)
+    dmu = factor * (up - dn) / (2 * h)
+    for k, t in enumerate(d.random):
+        if not held[k]:
+            continue
+        csd = fit.random_effects[t.name]["conditional_sd"].values
+        for i, g in enumerate(groups):
+            m = keys == g
+            per_level = np.bincount(t.codes[m], dmu[m] * t.slope[m], minlength=t.levels.size) / m.sum()
+            out[i] += float((per_level**2 * csd**2).sum())
+    return out
+
+
+# --------------------------------------------------------------------------- agents' variance
+
+
+def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVarianceResult:
+    """Split the logit-scale variance among agents into the formula's agent-level terms.
+
+    A random agent-level term (``(1|model)``, ``(1|scaffold:model)``,
+    ``(1|agent)``) contributes its variance ``sigma^2``; a fixed agent-level
+    term (``scaffold``) the variance, across the agents in the data, of its
+    contribution ``x_a beta`` (population form, divisor ``n_agents``).
+    Intervals by the delta method, truncated at zero.
+
+    Parameters
+    ----------
+    fit : MixedMLResult
+    prob : float
+
+    Returns
+    -------
+    AgentVarianceResult
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.freq import fit_crossed_ml, agent_variance
+    >>> rng = np.random.default_rng(3)
+    >>> sc, mo = np.repeat(["s1", "s2"], 4), np.tile(["m1", "m2", "m3", "m4"], 2)
+    >>> eta = np.where(sc == "s2", 1.0, 0.0) + np.array([-1.0, 0.0, 0.5, 1.0] * 2)
+    >>> y = rng.random((8, 60, 2)) < 1 / (1 + np.exp(-eta))[:, None, None]
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), y * 1.0)},
+    ...                 coords={"agent": [f"{s}/{m}" for s, m in zip(sc, mo)],
+    ...                         "scaffold": ("agent", sc), "model": ("agent", mo)})
+    >>> fit = fit_crossed_ml(ds, "score ~ scaffold + (1|model) + (1|task)", intervals="wald")
+    >>> agent_variance(fit).estimate.component.values.tolist()
+    ['scaffold', '1|model']
+    """
+    fit = _check_fit(fit)
+    prob = check_prob(prob)
+    d = fit.design
+    p = d.X.shape[1]
+    first = pd.Series(np.arange(len(d.frame))).groupby(d.agent_index).first().to_numpy()
+    fixed = [t for t in d.fixed_terms if t != "Intercept" and all(d.variables.get(v) == "agent" for v in t.split(":"))]
+    rand = [k for k, t in enumerate(d.random) if t.level == "agent"]
+    names = [*fixed, *(d.random[k].name for k in rand)]
+    if not names:
+        raise HierbenchError(f"the formula {d.formula!r} has no agent-level term to split the agents' variance into")
+
+    def f(params: np.ndarray) -> np.ndarray:
+        vals = [np.var(d.X[first][:, d.fixed_terms[t]] @ params[d.fixed_terms[t]]) for t in fixed]
+        return np.array(vals + [np.exp(2 * params[p + k]) for k in rand])
+
+    est, se = _delta(fit, f)
+    da = xr.DataArray(est, dims="component", coords={"component": names}, name="estimate")
+    da.attrs = {"scale": "logit (variance among agents)"}
+    ci = _interval(da, se, prob, "delta method, truncated at 0; a fixed term: the variance of its contributions across these agents")
+    ci = ci.clip(min=0.0)
+    kind = xr.DataArray(["fixed"] * len(fixed) + ["random"] * len(rand), dims="component",
+                        coords={"component": names}, name="kind")  # fmt: skip
+    share = (da / da.sum()).rename("share")
+    return AgentVarianceResult(estimate=da, ci=ci, share=share, kind=kind)

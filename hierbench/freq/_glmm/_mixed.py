@@ -1,0 +1,327 @@
+"""Maximum likelihood of a model described by a formula: fixed effects, crossed random terms, three families.
+
+:func:`fit_design` fits a :class:`hierbench.data.ModelDesign` (binomial,
+fractional logit for scores in [0, 1], or the cumulative-logit ordinal
+model) by the Laplace approximation over all random effects jointly
+(:mod:`._laplace`; ``glmer``'s ``nAGQ = 1`` and ``clmm``'s default), and
+returns a :class:`MixedMLResult`: fixed effects with Wald intervals,
+random-effect sds with profile or Wald intervals, the thresholds of an
+ordinal fit, the dispersion of a fractional one, the conditional modes, and
+what the reader's-scale summaries (:mod:`._effects`) need: the parameter
+vector, its covariance and the design.
+
+The fractional family is a quasi-likelihood: the Bernoulli log-likelihood of
+a score in [0, 1] (whose mean model ``E[score] = expit(eta)`` is all it
+assumes) divided by a dispersion ``phi``, estimated beforehand by moments
+from the spread of the runs within each design row (when some row has two
+runs or more; else from the Pearson residuals of a fit with ``phi = 1``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+import xarray as xr
+from scipy import stats
+from scipy.special import expit
+
+from ..._base import DEFAULT_PROB, Result, make_interval
+from ...data import ModelDesign
+from ._families import Binomial, Fractional, Ordinal, log_gap_bounds
+from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian
+from ._optim import maximise, profile_interval
+
+__all__ = ["MixedMLResult", "fit_design"]
+
+_BETA_BOUND = 40.0
+#: smallest fractional dispersion used (runs identical within every row give 0: the rows'
+#: means are then known exactly, which the quasi-likelihood cannot express)
+_PHI_FLOOR = 1e-3
+
+
+@dataclass(frozen=True, repr=False)
+class MixedMLResult(Result):
+    """Maximum-likelihood fit of a formula (:func:`hierbench.freq.fit_crossed_ml` with a formula).
+
+    Attributes
+    ----------
+    estimate : DataArray (coef)
+        Fixed effects on the logit scale (for an ordinal fit: a larger value
+        moves grades up; there is no intercept, the thresholds hold it).
+    ci : DataArray (coef, ci_bound)
+        Wald intervals (kind ``normal``).
+    standard_error : DataArray (coef)
+    sd : DataArray (component)
+        The random terms' sds (logit scale), one per term (``"1|task"``, ...).
+    sd_ci : DataArray (component, ci_bound)
+        Profile-likelihood (kind ``profile``) or Wald-on-the-log-scale (kind
+        ``normal``) intervals.
+    thresholds : DataArray (threshold) or None
+        Ordinal cut-points ``theta_k`` (``P(grade <= k) = expit(theta_k - eta)``),
+        with ``thresholds_ci``.
+    dispersion : float
+        ``phi`` of the fractional family (1 for the others).
+    random_effects : dict
+        Term -> DataArray of conditional modes (``sigma v``) over that term's
+        levels, their conditional sds as the coord ``conditional_sd``.
+    loglik : float
+        The Laplace log-likelihood (binomial coefficients included; for the
+        fractional family the quasi-log-likelihood over ``phi``).
+    deviance : float
+        ``-2 loglik``.
+    converged : bool
+    n_evaluations : int
+    params : ndarray
+        ``(beta, log sd, threshold parameters)``, the vector ``vcov`` refers to.
+    vcov : DataArray (param, param_b)
+        Inverse observed information of ``params`` (finite differences of
+        the analytic gradient).
+    design : ModelDesign
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    standard_error: xr.DataArray
+    sd: xr.DataArray
+    sd_ci: xr.DataArray
+    thresholds: xr.DataArray | None
+    thresholds_ci: xr.DataArray | None
+    dispersion: float
+    random_effects: dict
+    loglik: float
+    deviance: float
+    converged: bool
+    n_evaluations: int
+    params: np.ndarray
+    vcov: xr.DataArray
+    design: Any = field(repr=False)
+    options: dict = field(default_factory=dict)
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov",)
+
+    @property
+    def variance_components(self) -> xr.Dataset:
+        """``estimate`` and ``ci`` of the sds along ``component`` (for ``side_by_side``)."""
+        return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
+
+    def _repr_lines(self) -> list[str]:
+        d = self.design
+        lines = [f"MixedMLResult: {d.formula}  [{d.family}, Laplace]"]
+        lines += super()._repr_lines()[1:]
+        for c in self.sd.component.values:
+            lo, hi = self.sd_ci.sel(component=c).values
+            lines.append(f"  sd({c}): {float(self.sd.sel(component=c)):.4g} [{lo:.4g}, {hi:.4g}]")
+        if self.thresholds is not None:
+            lines.append("  thresholds: " + ", ".join(f"{v:.4g}" for v in self.thresholds.values))
+        lines.append(f"  deviance {self.deviance:.2f}" + ("" if self.converged else "  (NOT converged)"))
+        return lines
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def random_matrix(design: ModelDesign) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``Z`` (rows x levels, one column per level of each term) and the term of each column."""
+    R = design.X.shape[0]
+    blocks, term = [], []
+    for k, t in enumerate(design.random):
+        L = t.levels.size
+        blocks.append(sp.csr_matrix((t.slope, (np.arange(R), t.codes)), shape=(R, L)))
+        term += [k] * L
+    Z = sp.hstack(blocks).tocsr() if blocks else sp.csr_matrix((R, 0))
+    return Z, np.asarray(term, dtype=np.intp)
+
+
+def family_of(design: ModelDesign, phi: float = 1.0):
+    """The likelihood object of a design's family (``phi``: the fractional dispersion)."""
+    if design.family == "binomial":
+        return Binomial(design.y, design.n)
+    if design.family == "fractional":
+        return Fractional(design.y, design.n, scale=phi)
+    gc = design.grade_counts
+    rows, cats = np.nonzero(gc)
+    return Ordinal(rows.astype(np.intp), cats.astype(np.intp), gc[rows, cats], gc.shape[0], gc.shape[1])
+
+
+def moment_dispersion(design: ModelDesign) -> float | None:
+    """``phi`` from the spread of runs within design rows (None when no row has two runs).
+
+    ``E[SS_r] = (n_r - 1) phi mu_r (1 - mu_r)`` and ``mu (1 - mu)`` is
+    estimated without bias by ``m (1 - m) + SS / (n (n - 1))``; the ratio of
+    the sums over rows is the estimate.
+    """
+    n, ss = design.n, design.ss
+    ok = n >= 2
+    if not ok.any():
+        return None
+    m = design.y[ok] / n[ok]
+    den = ((n[ok] - 1) * (m * (1 - m) + ss[ok] / (n[ok] * (n[ok] - 1)))).sum()
+    return float(ss[ok].sum() / den) if den > 0 else None
+
+
+def _start(design: ModelDesign, fam) -> np.ndarray:
+    """Starting ``beta`` by weighted least squares on the working logits; sds 1; family extras."""
+    X = design.X
+    beta = np.zeros(X.shape[1])
+    if X.shape[1] and design.family != "ordinal":
+        z, w = fam.working()
+        sw = np.sqrt(w)
+        beta = np.linalg.lstsq(X * sw[:, None], z * sw, rcond=None)[0]
+    return np.concatenate([beta, np.zeros(len(design.random)), fam.start_extra()])
+
+
+def _bounds(design: ModelDesign, fam) -> list[tuple[float, float]]:
+    b = [(-_BETA_BOUND, _BETA_BOUND)] * design.X.shape[1] + [LOG_SD_BOUNDS] * len(design.random)
+    return b + (log_gap_bounds(fam.n_extra) if fam.n_extra else [])
+
+
+def _maximise_design(design: ModelDesign, phi: float) -> tuple[Laplace, np.ndarray, float, bool, str, list]:
+    fam = family_of(design, phi)
+    Z, term = random_matrix(design)
+    lik = Laplace(design.X, Z, term, fam)
+    bounds = _bounds(design, fam)
+    x, ll, ok, msg = maximise(lik, _start(design, fam), np.ones(lik.P, bool), bounds)
+    return lik, x, ll, ok, msg, bounds
+
+
+def _pearson_dispersion(lik: Laplace, x: np.ndarray, design: ModelDesign) -> float:
+    """Pearson chi-square at the conditional modes over (rows - fixed effects)."""
+    mu = expit(lik.mode(x)["eta"])
+    chi2 = ((design.y - design.n * mu) ** 2 / (design.n * mu * (1 - mu))).sum()
+    return float(chi2 / max(design.X.shape[0] - design.X.shape[1], 1))
+
+
+def _covariance(lik: Laplace, x: np.ndarray, bounds: list) -> np.ndarray:
+    """Inverse observed information over the coordinates off their bounds (NaN elsewhere)."""
+    lo = np.array([b[0] for b in bounds])
+    hi = np.array([b[1] for b in bounds])
+    free = (x > lo + 1e-3) & (x < hi - 1e-3)
+    H = gradient_hessian(lik, x, free)
+    V = np.full((x.size, x.size), np.nan)
+    idx = np.flatnonzero(free)
+    try:
+        V[np.ix_(idx, idx)] = np.linalg.inv(-H[np.ix_(idx, idx)])
+    except np.linalg.LinAlgError:
+        pass
+    return V
+
+
+def _sd_intervals(
+    lik: Laplace, x: np.ndarray, ll: float, V: np.ndarray, bounds: list, design: ModelDesign,
+    prob: float, intervals: str,
+) -> tuple[np.ndarray, np.ndarray, str, str]:
+    """Profile or Wald-on-the-log-scale intervals of the random-effect sds."""
+    p, K = design.X.shape[1], len(design.random)
+    sd = np.exp(x[p : p + K])
+    se_log = np.sqrt(np.clip(np.diag(V)[p : p + K], 0, None))
+    at_zero = x[p : p + K] <= LOG_SD_BOUNDS[0] + 1e-3
+    if intervals == "profile":
+        lo, hi = np.empty(K), np.empty(K)
+        for k in range(K):
+            lo[k], hi[k] = profile_interval(lik, x, ll, p + k, bounds, prob, se_log[k])
+        return lo, hi, "profile", "profile likelihood (Laplace), deviance within the chi-square(1) quantile"
+    z = stats.norm.ppf(0.5 + prob / 2)
+    with np.errstate(over="ignore", invalid="ignore"):
+        lo = np.where(at_zero, 0.0, sd * np.exp(-z * se_log))
+        hi = np.where(at_zero, np.nan, sd * np.exp(z * se_log))
+    return lo, hi, "normal", "Wald on the log scale (inverse observed information)"
+
+
+def _modes(lik: Laplace, x: np.ndarray, design: ModelDesign) -> dict[str, xr.DataArray]:
+    """Conditional modes ``sigma v`` per term, with their conditional sds as the coord ``conditional_sd``."""
+    m = lik.mode(x)
+    eff = m["lam"] * m["v"]
+    csd = lik.conditional_sd(x)
+    out, start = {}, 0
+    for t in design.random:
+        L = t.levels.size
+        out[t.name] = xr.DataArray(
+            eff[start : start + L], dims="level",
+            coords={"level": t.levels, "conditional_sd": ("level", csd[start : start + L])}, name=t.name,
+        )  # fmt: skip
+        start += L
+    return out
+
+
+def _dispersion(design: ModelDesign) -> tuple[float, Any, str]:
+    """``(phi, fit at phi or None, how)`` for the fractional family; 1 for the others."""
+    if design.family != "fractional":
+        return 1.0, None, "none (the family's variance is fixed)"
+    phi = moment_dispersion(design)
+    if phi is not None and phi < _PHI_FLOOR:
+        return _PHI_FLOOR, None, f"moments of the runs within each design row gave {phi:.3g}, floored at {_PHI_FLOOR}"
+    if phi is not None:
+        return phi, None, "moments of the runs within each design row"
+    fit1 = _maximise_design(design, 1.0)
+    return _pearson_dispersion(fit1[0], fit1[1], design), fit1, "Pearson chi-square at phi = 1 (one run per row)"
+
+
+def fit_design(
+    design: ModelDesign, *, prob: float = DEFAULT_PROB, intervals: str = "profile"
+) -> MixedMLResult:
+    """Fit a resolved design by the Laplace approximation (see :func:`hierbench.freq.fit_crossed_ml`)."""
+    from .._variance._reml import one_blas_thread
+    from ._crossed import BoundaryEstimateWarning, MLConvergenceWarning
+
+    with one_blas_thread():
+        phi, _, how = _dispersion(design)
+        lik, x, ll, ok, msg, bounds = _maximise_design(design, phi)
+        V = _covariance(lik, x, bounds)
+        lo, hi, kind, detail = _sd_intervals(lik, x, ll, V, bounds, design, prob, intervals)
+        modes = _modes(lik, x, design)
+    if not ok:
+        warnings.warn(f"fit_crossed_ml: the optimiser did not converge ({msg})", MLConvergenceWarning, stacklevel=3)
+    p, K = design.X.shape[1], len(design.random)
+    comp = [t.name for t in design.random]
+    for k in np.flatnonzero(x[p : p + K] <= LOG_SD_BOUNDS[0] + 1e-3):
+        warnings.warn(f"sd of ({comp[k]}) is estimated at zero; its interval is one-sided",
+                      BoundaryEstimateWarning, stacklevel=3)  # fmt: skip
+    z = stats.norm.ppf(0.5 + prob / 2)
+    se = np.sqrt(np.clip(np.diag(V), 0, None))
+    beta = xr.DataArray(x[:p], dims="coef", coords={"coef": design.coef}, name="estimate")
+    beta.attrs = {"scale": "logit", "family": design.family}
+    ci = make_interval(beta - z * se[:p], beta + z * se[:p], prob=prob, kind="normal",
+                       detail="Wald: estimate +- z * SE (inverse observed information)", warn_zero_width=False)  # fmt: skip
+    sd_da = xr.DataArray(np.exp(x[p : p + K]), dims="component", coords={"component": comp}, name="sd")
+    sd_ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)
+    th, th_ci = _thresholds(lik, x, V, design, prob)
+    names = [*design.coef, *(f"log_sd[{c}]" for c in comp), *(f"threshold_param[{i}]" for i in range(lik.family.n_extra))]
+    return MixedMLResult(
+        estimate=beta, ci=ci,
+        standard_error=xr.DataArray(se[:p], dims="coef", coords={"coef": design.coef}, name="standard_error"),
+        sd=sd_da, sd_ci=sd_ci, thresholds=th, thresholds_ci=th_ci, dispersion=float(phi),
+        random_effects=modes, loglik=float(ll), deviance=float(-2 * ll), converged=bool(ok),
+        n_evaluations=int(lik.n_eval), params=x.copy(),
+        vcov=xr.DataArray(V, dims=("param", "param_b"), coords={"param": names, "param_b": names}),
+        design=design, options={"intervals": intervals, "likelihood": "Laplace", "dispersion": how},
+    )  # fmt: skip
+
+
+def _thresholds(
+    lik: Laplace, x: np.ndarray, V: np.ndarray, design: ModelDesign, prob: float
+) -> tuple[xr.DataArray | None, xr.DataArray | None]:
+    """Ordinal thresholds and Wald intervals (delta method through the gap parameterisation)."""
+    fam = lik.family
+    if not fam.n_extra:
+        return None, None
+    p, K = design.X.shape[1], len(design.random)
+    psi = x[p + K :]
+    th = fam.thresholds(psi)
+    J = np.tril(np.ones((psi.size, psi.size))) * np.concatenate([[1.0], np.exp(psi[1:])])[None, :]
+    Vp = V[p + K :, p + K :]
+    se = np.sqrt(np.clip(np.diag(J @ Vp @ J.T), 0, None))
+    cats = design.categories
+    lab = [f"{_fmt(cats[i])}|{_fmt(cats[i + 1])}" for i in range(th.size)]
+    da = xr.DataArray(th, dims="threshold", coords={"threshold": lab}, name="thresholds")
+    z = stats.norm.ppf(0.5 + prob / 2)
+    ci = make_interval(da - z * se, da + z * se, prob=prob, kind="normal",
+                       detail="Wald, delta method through the threshold gaps", warn_zero_width=False)  # fmt: skip
+    return da, ci
+
+
+def _fmt(v: float) -> str:
+    return f"{v:g}" if not float(v).is_integer() else str(int(v))

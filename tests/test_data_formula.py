@@ -1,0 +1,153 @@
+"""Tests of hierbench.data.model_design: a formula resolved against an eval dataset.
+
+Independent references: design matrices built by hand with pandas dummies, and
+designs whose (non-)identifiability is known by construction.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from hierbench._base import PartialCreditError
+from hierbench.data import (
+    DEFAULT_FORMULA,
+    ConfoundedTermWarning,
+    FormulaError,
+    from_records,
+    model_design,
+)
+
+
+def _board(scaffolds, models, n_tasks=6, n_runs=2, seed=0, score=None):
+    """Agents = (scaffold, model) pairs, a task tier and a numeric task feature."""
+    rng = np.random.default_rng(seed)
+    A = len(scaffolds)
+    s = rng.integers(0, 2, (A, n_tasks, n_runs)).astype(float) if score is None else score
+    return xr.Dataset(
+        {"score": (("agent", "task", "run"), s)},
+        coords={
+            "agent": [f"{a}/{b}" for a, b in zip(scaffolds, models, strict=True)],
+            "task": [f"t{i}" for i in range(n_tasks)],
+            "scaffold": ("agent", list(scaffolds)),
+            "model": ("agent", list(models)),
+            "tier": ("task", ["easy", "hard"] * (n_tasks // 2)),
+            "minutes": ("task", np.geomspace(1, 100, n_tasks)),
+        },
+    )
+
+
+def test_fixed_matrix_equals_hand_built_dummies_and_levels_are_located():
+    ds = _board(["s1", "s1", "s2", "s2"], ["m1", "m2", "m1", "m2"])
+    d = model_design("score ~ scaffold * tier + np.log2(minutes) + (1|model) + (1|task)", ds)
+    f = d.frame
+    ref = np.column_stack([
+        np.ones(len(f)),
+        (f.scaffold == "s2").to_numpy(float),
+        (f.tier == "hard").to_numpy(float),
+        np.log2(f.minutes.to_numpy()),
+        ((f.scaffold == "s2") & (f.tier == "hard")).to_numpy(float),
+    ])  # fmt: skip
+    cols = ["Intercept", "scaffold[s2]", "tier[hard]", "np.log2(minutes)", "scaffold[s2]:tier[hard]"]
+    np.testing.assert_array_equal(d.X[:, [d.coef.index(c) for c in cols]], ref)
+    assert d.variables == {"scaffold": "agent", "model": "agent", "tier": "task", "minutes": "task", "task": "task"}
+    t0 = d.random[0]
+    assert (t0.name, t0.level, t0.levels.tolist()) == ("1|model", "agent", ["m1", "m2"])
+    # rows are the cells that ran; y and n are their success counts and runs
+    assert d.row_level == "cell" and d.X.shape[0] == 4 * 6
+    np.testing.assert_array_equal(d.y, ds.score.sum("run").values.ravel())
+    np.testing.assert_array_equal(d.n, np.full(24, 2.0))
+    assert "binomial" in repr(d) and "(1|model)" in repr(d)
+
+
+def test_unknown_names_are_refused_with_what_the_data_holds():
+    ds = _board(["s1", "s2"], ["m1", "m1"])
+    with pytest.raises(FormulaError, match=r"uses \['cutoff'\].*Agent-level: \['agent', 'model', 'scaffold'\]"):
+        model_design("score ~ cutoff + (1|task)", ds)
+    with pytest.raises(FormulaError, match="response 'grade' must be a per-run variable"):
+        model_design("grade ~ 1 + (1|task)", ds)
+
+
+def test_covariate_not_constant_within_task_is_refused():
+    """The reader keeps the first value and counts the tasks; the formula refuses to use it."""
+    df = pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t1", "t1", "t2"],
+                       "score": [1.0, 0.0, 1.0, 0.0], "tier": ["easy", "hard", "easy", "hard"]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = from_records(df, task_coords=["tier"])
+    with pytest.raises(FormulaError, match="'tier', which was not constant within its task for 1 tasks"):
+        model_design("score ~ tier + (1|agent)", ds)
+    table = pd.DataFrame({"family": ["x", "y", "z"]}, index=["a", "a", "b"])
+    with pytest.raises(FormulaError, match=r"'family' is not constant within its agent: 1 agents.*\['a'\]"):
+        model_design("score ~ family + (1|task)", ds.drop_vars("tier"), agent_coords=table)
+
+
+def test_agent_table_joins_and_missing_values_are_refused():
+    ds = _board(["s1", "s2", "s1", "s2"], ["m1", "m1", "m2", "m2"])
+    ds = ds.drop_vars(["scaffold", "model"])
+    table = pd.DataFrame({"cutoff": [2023.0, 2024.0, np.nan, 2024.5]}, index=ds.agent.values)
+    with pytest.raises(FormulaError, match=r"'cutoff' is missing for 6 design rows.*'s1/m2'"):
+        model_design("score ~ cutoff + (1|task)", ds, agent_coords=table)
+    with pytest.raises(FormulaError, match="no row for 1 agents"):
+        model_design("score ~ cutoff + (1|task)", ds, agent_coords=table.iloc[:3])
+
+
+def test_aliased_fixed_effects_are_refused_by_name():
+    """Scaffold s3 never runs a hard task: its s3:hard column is all zero (a combination never run)."""
+    ds = _board(["s1", "s2", "s3"], ["m1", "m1", "m1"])
+    s = ds.score.values.copy()
+    s[2, 1::2, :] = np.nan  # scaffold s3 never on a hard task
+    ds["score"] = (("agent", "task", "run"), s)
+    with pytest.raises(FormulaError, match=r"\['scaffold\[s3\]:tier\[hard\]'\] are linear combinations of the others"):
+        model_design("score ~ scaffold * tier + (1|task)", ds)
+
+
+def test_unidentified_random_terms_are_refused():
+    ds = _board(["s1", "s1", "s2", "s2"], ["m1", "m2", "m1", "m2"])
+    with pytest.raises(FormulaError, match=r"\(1\|scaffold\) is determined by the fixed effects"):
+        model_design("score ~ scaffold + (1|scaffold) + (1|task)", ds)
+    with pytest.raises(FormulaError, match=r"\(1\|agent\) and \(1\|scaffold:model\) group the data identically"):
+        model_design("score ~ 1 + (1|agent) + (1|scaffold:model) + (1|task)", ds)
+    with pytest.raises(FormulaError, match="single level"):
+        model_design("score ~ 1 + (1|task)", ds.isel(task=[0]))
+
+
+def test_scaffold_seen_with_one_model_only_is_warned_and_named():
+    """6 agents: s1 and s2 run with two models each, s3 with m1 only (an unbalanced crossing)."""
+    ds = _board(["s1", "s1", "s2", "s2", "s3", "s3"], ["m1", "m2", "m1", "m2", "m1", "m1"])
+    ds = ds.assign_coords(agent=[f"a{i}" for i in range(6)])
+    with pytest.warns(ConfoundedTermWarning, match=r"1 of 3 scaffold levels occur with one model only, e.g. \['s3'\]"):
+        d = model_design("score ~ scaffold + (1|model) + (1|scaffold:model) + (1|task)", ds)
+    assert any("confounded scaffold" in k for k in d.decisions)
+
+
+def test_families_and_the_grade_scale():
+    ds = _board(["s1", "s2"], ["m1", "m1"])
+    assert model_design("score ~ 1 + (1|task)", ds).family == "binomial"
+    partial = ds.copy()
+    partial["score"] = partial.score * 0.5
+    assert model_design("score ~ 1 + (1|task)", partial).family == "fractional"
+    with pytest.raises(PartialCreditError, match="family='binomial'"):
+        model_design("score ~ 1 + (1|task)", partial, family="binomial")
+    grades = ds.copy()
+    grades["score"] = grades.score * 0.5 + 0.25  # grades 0.25 and 0.75
+    d = model_design("score ~ scaffold + (1|task)", grades, family="ordinal")
+    assert d.categories.tolist() == [0.25, 0.75] and "Intercept" not in d.coef
+    assert d.grade_counts.sum() == d.n.sum()
+    with pytest.raises(FormulaError, match=r"grades \[0.5\] of the scale \[0.25, 0.5, 0.75\] never occur"):
+        model_design("score ~ scaffold + (1|task)", grades, levels=[0.25, 0.5, 0.75])
+    with pytest.raises(FormulaError, match=r"values \[0.75\] outside `levels`"):
+        model_design("score ~ scaffold + (1|task)", grades, levels=[0.0, 0.25])
+
+
+def test_default_formula_and_bad_syntax():
+    ds = _board(["s1", "s2"], ["m1", "m1"])
+    d = model_design(None, ds)
+    assert d.formula == DEFAULT_FORMULA and d.coef == ["agent[s1/m1]", "agent[s2/m1]"]
+    assert [t.level for t in d.random] == ["task", "cell"]
+    with pytest.raises(FormulaError, match="could not be parsed"):
+        model_design("score ~ 1 + (1|task", ds)

@@ -1,0 +1,157 @@
+"""Tests of METR's time horizon and the doubling time (hierbench.freq.time_horizon, doubling_time).
+
+Independent references: the ``invsqrt_task_weight`` column METR ships in its
+run file, scikit-learn's ``LogisticRegression(C = 1 / 0.1)`` (the fit METR
+describes) and statsmodels' GLM on the raw CSV, numpy's polyfit for the trend.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from hierbench._base import HierbenchError
+from hierbench.data import load_metr
+from hierbench.freq import (
+    ExtremeHorizonWarning,
+    doubling_time,
+    metr_run_weights,
+    time_horizon,
+)
+
+
+@pytest.fixture(scope="module")
+def metr(shared_data):
+    csv = pd.read_csv(shared_data / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz")
+    return load_metr(shared_data), csv[csv["alias"] != "human"]
+
+
+def test_run_weights_reproduce_the_column_metr_ships(metr):
+    ds, csv = metr
+    w = metr_run_weights(ds).max("run").to_series().dropna()
+    ref = csv.groupby(["alias", "task_id"])["invsqrt_task_weight"].first()
+    ref.index.names = ["agent", "task"]
+    j = pd.concat([w.rename("ours"), ref.rename("metr")], axis=1, join="inner")
+    assert len(j) == len(ref) == len(w)
+    np.testing.assert_allclose(j["ours"], j["metr"], rtol=1e-6)
+    np.testing.assert_allclose(metr_run_weights(ds).sum(("task", "run")).values, 1.0)
+
+
+def _sklearn_horizons(csv, reg):
+    from sklearn.linear_model import LogisticRegression
+
+    out = {}
+    for a, g in csv.groupby("alias"):
+        if g["score_binarized"].nunique() < 2:
+            continue
+        m = LogisticRegression(C=1 / reg, tol=1e-12, max_iter=10_000)
+        m.fit(np.log2(g["human_minutes"].to_numpy())[:, None], g["score_binarized"], sample_weight=g["invsqrt_task_weight"])
+        out[a] = [2 ** ((np.log(p / (1 - p)) - m.intercept_[0]) / m.coef_[0, 0]) for p in (0.5, 0.8)]
+    return out
+
+
+def test_horizons_match_scikit_learn_on_the_raw_file(metr):
+    ds, csv = metr
+    with pytest.warns(ExtremeHorizonWarning, match=r"\['davinci-002'\] failed every run \(horizon 0\)"):
+        res = time_horizon(ds, n_resamples=0)
+    ref = _sklearn_horizons(csv, 0.1)
+    assert set(ref) == set(res.estimate.agent.values) - {"davinci-002"}
+    for a, (h50, h80) in ref.items():
+        np.testing.assert_allclose(res.estimate.sel(agent=a).values, [h50, h80], rtol=1e-6)
+    assert float(res.estimate.sel(agent="davinci-002", success=0.5)) == 0.0
+
+
+def test_unpenalised_horizons_match_statsmodels_glm(metr):
+    import statsmodels.api as sm
+
+    ds, csv = metr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        res = time_horizon(ds, regularization=0.0, n_resamples=0, success=[0.5])
+    for a in ["GPT-4o", "o1", "Claude 3.5 Sonnet (Old)"]:
+        g = csv[csv["alias"] == a]
+        X = sm.add_constant(np.log2(g["human_minutes"].to_numpy()))
+        fit = sm.GLM(g["score_binarized"].to_numpy(), X, family=sm.families.Binomial(),
+                     var_weights=g["invsqrt_task_weight"].to_numpy()).fit(tol=1e-12)  # fmt: skip
+        a0, b = fit.params
+        np.testing.assert_allclose(float(res.estimate.sel(agent=a, success=0.5)), 2 ** (-a0 / b), rtol=1e-6)
+
+
+def test_bootstrap_is_seeded_and_its_intervals_hold_the_estimates(metr):
+    ds, _ = metr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        r1 = time_horizon(ds, n_resamples=60, rng=5)
+        r2 = time_horizon(ds, n_resamples=60, rng=5)
+    np.testing.assert_array_equal(r1.resamples.values, r2.resamples.values)
+    assert r1.ci.attrs["ci_kind"] == "percentile" and "family > task > run" in r1.ci.attrs["ci_detail"]
+    fin = r1.estimate.sel(success=0.5).drop_sel(agent=["davinci-002", "gpt-3.5-turbo-instruct"])
+    ci = r1.ci.sel(success=0.5, agent=fin.agent)
+    assert bool(((ci.sel(ci_bound="lower") <= fin) & (fin <= ci.sel(ci_bound="upper"))).all())
+
+
+@pytest.mark.slow
+def test_bootstrap_spread_matches_the_spread_of_refits_on_new_tasks():
+    """A simulation with known truth: each replicate data set draws new task lengths and runs;
+    the bootstrap sd of log2 h50 (task and run levels) is within 35% of the sd of h50 across
+    the refits (Monte Carlo: 150 simulated data sets, sd of an sd estimate ~6%)."""
+    rng = np.random.default_rng(11)
+
+    def make():
+        mins = 2.0 ** rng.uniform(0, 9, 60)
+        p = 1 / (1 + np.exp(-(2.5 - 0.5 * np.log2(mins))))
+        y = (rng.random((1, 60, 4)) < p[None, :, None]) * 1.0
+        return xr.Dataset({"score": (("agent", "task", "run"), y)},
+                          coords={"agent": ["a"], "task": [f"t{i}" for i in range(60)], "human_minutes": ("task", mins),
+                                  "cluster": ("task", [f"f{i}" for i in range(60)])})  # fmt: skip
+
+    refits = [np.log2(float(time_horizon(make(), n_resamples=0, regularization=0.0).estimate[0, 0])) for _ in range(150)]
+    boot = time_horizon(make(), n_resamples=400, regularization=0.0, levels=("task", "run"), rng=3)
+    sd_boot = float(np.nanstd(np.log2(boot.resamples.values[:, 0, 0])))
+    assert abs(sd_boot / np.std(refits) - 1) < 0.35
+
+
+def test_doubling_time_matches_a_least_squares_line_through_the_frontier(metr, shared_data):
+    import yaml
+
+    ds, _ = metr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        res = time_horizon(ds, n_resamples=50, rng=2)
+    dates = yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
+    with pytest.raises(HierbenchError, match=r"no date for agents \['davinci-002'\]"):
+        doubling_time(res, dates)
+    dt = doubling_time(res, dates, missing="skip")
+    # frontier by hand: running maximum of the 50% horizon over release dates
+    h = res.estimate.sel(success=0.5).to_series().drop("davinci-002")
+    d = pd.to_datetime(pd.Series({a: dates["date"][a] for a in h.index}))
+    order = d.sort_values().index
+    best, front = -np.inf, []
+    for a in order:
+        same = d[d == d[a]].index
+        best = max(best, h[same].max())
+        if h[a] >= best:
+            front.append(a)
+    assert sorted(dt.agents) == sorted(front) and dt.agents_without_date == ["davinci-002"]
+    days = (d[front] - pd.Timestamp("1970-01-01")).dt.days.to_numpy()
+    slope = np.polyfit(days, np.log(h[front].to_numpy()), 1)[0]
+    assert abs(float(dt.estimate) - np.log(2) / slope) < 1e-6
+    assert dt.ci.attrs["ci_kind"] == "percentile"
+    lo, hi = dt.ci.values
+    assert lo < float(dt.estimate) < hi
+
+
+def test_bad_inputs_are_named():
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((1, 2, 1)))},
+                    coords={"agent": ["a"], "task": ["t1", "t2"], "human_minutes": ("task", [1.0, 0.0]),
+                            "cluster": ("task", ["f", "f"])})  # fmt: skip
+    with pytest.raises(HierbenchError, match=r"`human_minutes` must be positive.*\['t2'\]"):
+        time_horizon(ds)
+    with pytest.raises(HierbenchError, match="`minutes` must name a coord along task"):
+        time_horizon(ds, minutes="length")
+    with pytest.raises(HierbenchError, match=r"`success` probabilities must lie in \(0, 1\)"):
+        time_horizon(ds.assign_coords(human_minutes=("task", [1.0, 2.0])), success=[1.0])
