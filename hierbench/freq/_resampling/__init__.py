@@ -9,6 +9,7 @@ from ._bootstrap import (
 )
 from ._multiple import (
     PairwiseComparisonResult,
+    PValueResolutionWarning,
     compare_agents,
 )
 from ._paired import (
@@ -28,6 +29,7 @@ __all__ = [
     "BootstrapResult",
     "DegenerateBootstrapError",
     "DegenerateBootstrapWarning",
+    "PValueResolutionWarning",
     "PairedTestResult",
     "PairwiseComparisonResult",
     "RankResult",
