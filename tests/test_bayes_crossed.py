@@ -10,6 +10,7 @@ import xarray as xr
 from scipy import integrate, stats
 from scipy.special import expit, logit
 
+from hierbench._base import PartialCreditError
 from hierbench.bayes import (
     ConvergenceWarning,
     PriorError,
@@ -83,7 +84,7 @@ def test_builder_records_cells_and_validates():
     with pytest.raises(PriorError, match=r"`priors` keys must be among .*got unknown \['sd_run'\]"):
         build_crossed(data, priors={"sd_run": {"dist": "HalfNormal", "sigma": 1.0}})
     cont, _ = simulate_eval(n_agents=2, n_tasks=4, n_runs=2, score_kind="continuous", rng=0)
-    with pytest.raises(ValueError, match="must have binary scores"):
+    with pytest.raises(PartialCreditError, match=r"build_crossed .* needs binary scores"):
         build_crossed(cont)
 
 

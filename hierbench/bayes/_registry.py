@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError, cluster_codes
+from .._base import HierbenchError, PartialCreditError, cluster_codes, counts
 
 __all__ = [
     "HOOK_KINDS",
@@ -357,58 +357,82 @@ def log_binom(y: np.ndarray, n: np.ndarray) -> np.ndarray:
     return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
 
 
+def _binary_counts(data: xr.Dataset, name: str, model: str) -> xr.Dataset:
+    """Counts of binary scores through the base layer's one counts routine; partial credit refused."""
+    from ..data import EvalDataError, to_counts
+
+    purpose = (
+        f"{model} (a binomial likelihood on success counts; a Bayesian model of scores in "
+        "[0, 1] is planned, not yet in hierbench)"
+    )
+    if "score" in data:
+        tally = to_counts(data)  # the eval dataset's schema checks
+        if not int(tally.attrs.get("binary", 1)):
+            counts(data, binary=True, name=name, purpose=purpose)  # raises, naming the cells
+        return tally
+    if not ("n_runs" in data and "n_success" in data):
+        raise EvalDataError(
+            f"`{name}` must hold `score(agent, task, run)` or `n_runs` and `n_success` "
+            f"over (agent, task); found {list(data.data_vars)}"
+        )
+    for d in ("agent", "task"):
+        if d not in data["n_runs"].dims:
+            raise EvalDataError(f"`{name}` counts must have dims ('agent', 'task'); got {data['n_runs'].dims}")
+    filled = data.assign(n_runs=data["n_runs"].fillna(0), n_success=data["n_success"].fillna(0))
+    y = filled["n_success"].transpose("agent", "task").values
+    frac = np.abs(y - np.round(y)) > 1e-9
+    if frac.any():
+        cells = [
+            (str(data.agent.values[i]), str(data.task.values[j]), float(y[i, j]))
+            for i, j in np.argwhere(frac)[:5]
+        ]
+        raise PartialCreditError(
+            f"`{name}`: {purpose} needs whole success counts (binary scores); {int(frac.sum())} "
+            f"cells have fractional n_success (partial credit), e.g. (agent, task, n_success) "
+            f"{cells}. Binarise the scores with a threshold before counting (e.g. score >= 1), "
+            "or use an estimator for continuous scores (bootstrap_ci, scorecard)."
+        )
+    return counts(filled, binary=True, name=name, purpose=purpose)
+
+
 def prepare_counts(
     data: xr.Dataset, *, name: str = "data", model: str = "a Bayesian count model"
 ) -> tuple[xr.Dataset, dict[str, Any]]:
     """Counts of an eval dataset (or a counts dataset) plus the observed-cell index.
+
+    Scores must be binary: partial credit (a score strictly between 0 and 1,
+    or counts made from such scores) is refused with
+    :class:`hierbench._base.PartialCreditError` naming the cells, even when a
+    cell's scores sum to a whole number (four runs scoring 0.5 are not "2 of
+    4 succeeded").
 
     Returns the counts (``n_runs``, ``n_success`` over (agent, task), 0 where
     not run) and a dict with ``cell_agent_idx``, ``cell_task_idx``,
     ``cell_n``, ``cell_y`` (observed cells only, ``n_runs > 0``),
     ``cell_agent``, ``cell_task`` (labels) and ``n_cells_excluded``.
     """
-    from ..data import EvalDataError, to_counts
+    from ..data import EvalDataError
 
     if not isinstance(data, xr.Dataset):
         raise EvalDataError(f"`{name}` must be an eval dataset or a counts dataset; got {type(data).__name__}")
-    if "score" in data:
-        counts = to_counts(data)
-    elif "n_runs" in data and "n_success" in data:
-        counts = data
-    else:
-        raise EvalDataError(
-            f"`{name}` must hold `score(agent, task, run)` or `n_runs` and `n_success` "
-            f"over (agent, task); found {list(data.data_vars)}"
-        )
-    for d in ("agent", "task"):
-        if d not in counts["n_runs"].dims:
-            raise EvalDataError(f"`{name}` counts must have dims ('agent', 'task'); got {counts['n_runs'].dims}")
-    n = counts["n_runs"].transpose("agent", "task").fillna(0).values
-    y = counts["n_success"].transpose("agent", "task").fillna(0).values
-    if np.any(np.abs(y - np.round(y)) > 1e-9):
-        bad = np.argwhere(np.abs(y - np.round(y)) > 1e-9)[:5]
-        cells = [(str(counts.agent.values[i]), str(counts.task.values[j]), float(y[i, j])) for i, j in bad]
-        raise EvalDataError(
-            f"`{name}` must have binary scores (integer success counts) for a count model; "
-            f"non-integer n_success in (agent, task, n_success) {cells}"
-        )
-    if np.any(y < 0) or np.any(y > n) or np.any(n < 0):
-        raise EvalDataError(f"`{name}` must satisfy 0 <= n_success <= n_runs in every cell")
+    tally = _binary_counts(data, name, model)
+    n = tally["n_runs"].transpose("agent", "task").fillna(0).values
+    y = tally["n_success"].transpose("agent", "task").fillna(0).values
     n = n.astype(np.int64)
     y = np.round(y).astype(np.int64)
     obs = n > 0
     if not obs.any():
         raise EvalDataError(f"`{name}` has no observed cells (every n_runs is 0)")
     ai, ti = np.nonzero(obs)
-    agents = np.asarray(counts["agent"].values).astype(str)
-    tasks = np.asarray(counts["task"].values).astype(str)
+    agents = np.asarray(tally["agent"].values).astype(str)
+    tasks = np.asarray(tally["task"].values).astype(str)
     cluster_coord = {}
-    if "cluster" in counts.coords:
+    if "cluster" in tally.coords:
         # the one cluster-code rule: a task without a label becomes its own cluster (warned),
         # never one pooled "nan" cluster
-        codes, labels = cluster_codes(counts, "cluster", dim="task")
+        codes, labels = cluster_codes(tally, "cluster", dim="task")
         cluster_coord = {"cluster": ("task", np.asarray(labels, dtype=str)[codes])}
-    counts = xr.Dataset(
+    out = xr.Dataset(
         {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), y)},
         coords={"agent": agents, "task": tasks} | cluster_coord,
     )
@@ -421,4 +445,4 @@ def prepare_counts(
         "cell_task": tasks[ti],
         "n_cells_excluded": int((~obs).sum()),
     }
-    return counts, cells
+    return out, cells
