@@ -10,6 +10,7 @@ import pytest
 import xarray as xr
 from scipy import stats
 
+from hierbench import DEFAULT_PROB
 from hierbench.bayes import (
     ConvergenceWarning,
     PriorError,
@@ -79,8 +80,11 @@ def test_rats_mu_interval_vs_profile_likelihood(rats_fit):
 
 def test_task_posteriors_by_conjugacy(rats_fit):
     counts, idata = rats_fit
-    tp = task_posteriors(idata, prob=0.9)
-    assert tp["ci"].attrs == {"ci_prob": 0.9, "ci_kind": "equal-tailed posterior"}
+    tp = task_posteriors(idata, prob=0.9, rng=0)
+    assert tp["ci"].attrs["ci_prob"] == 0.9 and tp["ci"].attrs["ci_kind"] == "eti"
+    assert tp["ci"].dims == ("agent", "task", "ci_bound")
+    # the level defaults to the package's one default
+    assert task_posteriors(idata, rng=0)["ci"].attrs["ci_prob"] == DEFAULT_PROB
     # a tree whose posterior is one point: the task posteriors are exact Beta laws
     mu, kappa = 0.14, 16.0
     one = idata.copy()
@@ -88,7 +92,7 @@ def test_task_posteriors_by_conjugacy(rats_fit):
     post["mu"] = xr.full_like(post["mu"], mu)
     post["kappa"] = xr.full_like(post["kappa"], kappa)
     one["posterior"] = xr.DataTree(post)
-    tp1 = task_posteriors(one, prob=0.9)
+    tp1 = task_posteriors(one, prob=0.9, rng=1)
     y, n = counts.n_success.values[0], counts.n_runs.values[0]
     a, b = mu * kappa + y, (1 - mu) * kappa + n - y
     np.testing.assert_allclose(tp1["mean"].values[0], stats.beta.mean(a, b), rtol=1e-12)
@@ -132,9 +136,9 @@ def test_simulation_based_recovery_beta_binomial():
 
 def test_builder_validation(shared_data):
     counts = rats_counts(shared_data)
-    with pytest.raises(ValueError, match=r"`pooling` must be 'auto', 'partial' or 'none'; got 'full'"):
+    with pytest.raises(ValueError, match=r"`pooling` must be one of \['auto', 'partial', 'none'\]; got 'full'"):
         build_beta_binomial(counts, pooling="full")
-    with pytest.raises(ValueError, match="`centred` must be 'auto', True or False; got 'yes'"):
+    with pytest.raises(ValueError, match=r"`centred` must be one of \['auto', True, False\]; got 'yes'"):
         build_beta_binomial(counts, centred="yes")
     with pytest.raises(PriorError, match=r"`priors\['mu'\]\['dist'\]` must name a pymc distribution; got 'Betta'"):
         build_beta_binomial(counts, pooling="none", priors={"mu": {"dist": "Betta", "alpha": 1, "beta": 1}})

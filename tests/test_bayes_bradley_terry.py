@@ -354,7 +354,7 @@ def test_model_structure_and_registry():
     assert set(model.coords) == {"agent", "pair", "result"}
     assert model.hierbench["model"] == "bradley_terry"
     # 60 comparisons < 50 per agent: the non-centred form is chosen
-    assert model.hierbench["options"]["centered"] is False
+    assert model.hierbench["options"]["centred"] is False
     assert "ability_z" in model.named_vars
     entry = get_model("bradley_terry")
     assert entry.builder is build_bradley_terry
@@ -372,7 +372,7 @@ def test_bad_input_messages():
         EvalDataError, match=r"`ties=None` needs data without ties; `pairs` holds 1 ties in 1 pairs"
     ):
         build_bradley_terry(pairs, ties=None)
-    with pytest.raises(ValueError, match=r"`ties` must be 'davidson' or None; got 'rao-kupper'"):
+    with pytest.raises(ValueError, match=r"`ties` must be one of \['davidson', None\]; got 'rao-kupper'"):
         build_bradley_terry(pairs, ties="rao-kupper")
     with pytest.raises(
         EvalDataError,

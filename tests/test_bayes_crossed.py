@@ -10,6 +10,7 @@ import xarray as xr
 from scipy import integrate, stats
 from scipy.special import expit, logit
 
+from hierbench._base import PartialCreditError
 from hierbench.bayes import (
     ConvergenceWarning,
     PriorError,
@@ -66,12 +67,16 @@ def test_builder_records_cells_and_validates():
     counts_n = (data.score.notnull().sum("run") > 0).values
     assert model.coords["cell"].__len__() == int(counts_n.sum())
     assert model.hierbench["n_cells_excluded"] == int((~counts_n).sum())
-    with pytest.raises(ValueError, match="`agent_task` must be 'auto', 'marginal', 'latent' or 'none'; got 'x'"):
+    with pytest.raises(
+        ValueError, match=r"`agent_task` must be one of \['auto', 'marginal', 'latent', 'none'\]; got 'x'"
+    ):
         build_crossed(data, agent_task="x")
-    with pytest.raises(ValueError, match="`agents` must be 'fixed' or 'random'; got 'pooled'"):
+    with pytest.raises(ValueError, match=r"`agents` must be one of \['fixed', 'random'\]; got 'pooled'"):
         build_crossed(data, agents="pooled")
-    with pytest.raises(ValueError, match=r"`n_quad` must be an integer with 5 <= n_quad <= 200; got 2"):
+    with pytest.raises(ValueError, match=r"`n_quad` must be >= 5; got n_quad=2"):
         build_crossed(data, n_quad=2)
+    with pytest.raises(TypeError, match=r"`n_quad` must be an integer; got 7.5"):
+        build_crossed(data, n_quad=7.5)
     with pytest.raises(ValueError, match="`clusters=True` needs a `cluster` task coord"):
         build_crossed(data, clusters=True)
     with pytest.raises(ValueError, match=r"`centred` must be 'auto' or a tuple drawn from"):
@@ -79,7 +84,7 @@ def test_builder_records_cells_and_validates():
     with pytest.raises(PriorError, match=r"`priors` keys must be among .*got unknown \['sd_run'\]"):
         build_crossed(data, priors={"sd_run": {"dist": "HalfNormal", "sigma": 1.0}})
     cont, _ = simulate_eval(n_agents=2, n_tasks=4, n_runs=2, score_kind="continuous", rng=0)
-    with pytest.raises(ValueError, match="must have binary scores"):
+    with pytest.raises(PartialCreditError, match=r"build_crossed .* needs binary scores"):
         build_crossed(cont)
 
 
@@ -309,7 +314,11 @@ def test_posterior_predictive_in_chunks_draws_the_logit_normal_binomial(monkeypa
             "sd_agent_task": (("chain", "draw"), np.full(S, sd)),
         }
     )
-    dt = C._predictive(xr.DataTree.from_dict({"posterior": post}), np.random.default_rng(5), ai, ti, n, cl, "marginal")
+    info = {
+        "data": {"cell_agent_idx": ai, "cell_task_idx": ti, "cell_n": n, "task_cluster_idx": cl},
+        "options": {"agent_task": "marginal"},
+    }
+    dt = C._predictive(xr.DataTree.from_dict({"posterior": post}), np.random.default_rng(5), info=info)
     y = dt["posterior_predictive"]["y"].values.reshape(-1, n.size)
     assert y.dtype == np.int32 and y.shape == (6000, 5)  # int32: half the memory of int64 at scale
     for c in range(n.size):

@@ -153,7 +153,7 @@ def test_bradley_terry_records_its_design():
     s = m.hierbench["structure"]
     assert s["design"]["n_agents"] == 3 and s["design"]["n_comparisons"] == 80
     # 3 agents: the centred form would funnel however many comparisons they have
-    assert s["decisions"]["centered"]["choice"] is False
+    assert s["decisions"]["centred"]["choice"] is False
     assert json.loads(json.dumps(s)) == s
 
 

@@ -22,12 +22,15 @@ from ._diagnostics import (
 from ._fit import SAMPLERS, add_log_likelihood, fit, fit_replicates
 from ._irt import IRT_PRIORS, build_irt_1pl, build_irt_2pl
 from ._registry import (
+    HOOK_KINDS,
     ModelEntry,
     PriorError,
     data_hash,
     get_model,
     list_models,
+    model_hook,
     read_spec,
+    register_hook,
     spec_to_toml,
 )
 from ._structure import UnidentifiedTermWarning, describe
@@ -38,6 +41,7 @@ __all__ = [
     "CROSSED_PRIORS",
     "DEFAULT_THRESHOLDS",
     "ELO_PER_LOGIT",
+    "HOOK_KINDS",
     "IRT_PRIORS",
     "SAMPLERS",
     "ApproximationWarning",
@@ -63,8 +67,10 @@ __all__ = [
     "get_model",
     "list_models",
     "loo_compare",
+    "model_hook",
     "predictive_check",
     "read_spec",
+    "register_hook",
     "spec_to_toml",
     "task_posteriors",
 ]

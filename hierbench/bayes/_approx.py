@@ -25,6 +25,7 @@ import xarray as xr
 
 from .._base import HierbenchWarning, as_rng
 from ._fit import _check_model, _stamp
+from ._registry import model_hook
 
 __all__ = ["MEASURED_ERROR", "ApproximationWarning", "approximation_error", "fit_approx"]
 
@@ -204,7 +205,7 @@ def fit_approx(
         final_loss=final_loss,
         fit_time=float(fit_time),
     )
-    post = info.get("postprocess")
+    post = model_hook(info, "postprocess")
     if callable(post):
         dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
     if reference is not None:

@@ -27,7 +27,20 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from ._registry import ModelEntry, data_hash, make_prior, merge_priors, prepare_counts, register
+from .._base import DEFAULT_PROB, as_rng, check_choice, check_prob, make_interval
+from ._registry import (
+    ModelEntry,
+    count_coords,
+    count_data,
+    count_info,
+    log_binom,
+    make_prior,
+    merge_priors,
+    normal_group,
+    prepare_counts,
+    register,
+    register_hook,
+)
 from ._structure import (
     Structure,
     centre_choice,
@@ -49,6 +62,13 @@ BETA_BINOMIAL_PRIORS: dict[str, dict[str, dict[str, Any]]] = {
         "mu": {"dist": "Beta", "alpha": 1.0, "beta": 1.0},
         "rho": {"dist": "Beta", "alpha": 1.0, "beta": 1.0},
     },
+}
+
+#: the hooks :func:`hierbench.bayes.fit` runs for a beta-binomial model (see :data:`HOOK_KINDS`)
+HOOKS = {
+    "predictive": "beta_binomial.predictive",
+    "log_likelihood": "beta_binomial.log_likelihood",
+    "data_updates": "beta_binomial.data_updates",
 }
 
 #: nominal spread (logit SD) of agents' mean success rates, the unit of the
@@ -182,98 +202,103 @@ def build_beta_binomial(
     >>> sorted(model.coords)
     ['agent', 'cell', 'pattern', 'task']
     """
-    if pooling not in ("auto", "partial", "none"):
-        raise ValueError(f"`pooling` must be 'auto', 'partial' or 'none'; got {pooling!r}")
-    if centred not in ("auto", True, False):
-        raise ValueError(f"`centred` must be 'auto', True or False; got {centred!r}")
-    counts, cells = prepare_counts(data)
+    check_choice(pooling, "pooling", ("auto", "partial", "none"))
+    check_choice(centred, "centred", ("auto", True, False))
+    counts, cells = prepare_counts(data, model="build_beta_binomial")
     st, pooling, is_centred = _decide(counts, cells, pooling, centred)
     pri = merge_priors(BETA_BINOMIAL_PRIORS[pooling], priors)
-    coords = {
-        "agent": counts.agent.values.tolist(),
-        "task": counts.task.values.tolist(),
-        "cell": np.arange(cells["cell_n"].size),
-    }
-    ai = cells["cell_agent_idx"]
+    coords, _ = count_coords(counts, cells)
     with pm.Model(coords=coords) as model:
-        n_grid = pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))
-        y_grid = pm.Data("n_success", counts.n_success.values, dims=("agent", "task"))
-        # the cells, as constant data (the likelihood reads their patterns below)
-        pm.Data("cell_n_runs", cells["cell_n"], dims="cell")
-        pm.Data("cell_n_success", cells["cell_y"], dims="cell")
-        if pooling == "partial":
-            lm_mean = make_prior("logit_mu_mean", pri["logit_mu_mean"])
-            lm_sd = make_prior("logit_mu_sd", pri["logit_mu_sd"])
-            if is_centred:
-                logit_mu = pm.Normal("logit_mu", lm_mean, lm_sd, dims="agent")
-            else:
-                z_mu = pm.Normal("z_mu", 0.0, 1.0, dims="agent")
-                logit_mu = lm_mean + lm_sd * z_mu
-            mu = pm.Deterministic("mu", pm.math.invlogit(logit_mu), dims="agent")
-        else:
-            mu = make_prior("mu", pri["mu"], dims="agent")
-        rho = make_prior("rho", pri["rho"], dims="agent")
+        # the cells are constant data (the likelihood reads their patterns)
+        n_grid, y_grid, _, _ = count_data(counts, cells)
+        mu, rho = _agent_rates(pri, pooling, is_centred)
         kappa = pm.Deterministic("kappa", (1.0 - rho) / rho, dims="agent")
         pm.Deterministic("ability", mu, dims="agent")
         pm.Deterministic("mean_new_task", mu, dims="agent")
         post_mean = (mu[:, None] * kappa[:, None] + y_grid) / (kappa[:, None] + n_grid)
         pm.Deterministic("mean_observed", post_mean.mean(axis=1), dims="agent")
-        # The likelihood over the distinct (agent, runs, successes) patterns, each
-        # weighted by how many cells show it: exact, and with one run per cell (or
-        # few distinct run counts) far fewer terms than cells (SWE-bench bash-only:
-        # 50 instead of 12,500). Each pattern's probability is written as the
-        # product form of the beta-binomial in (mu, rho),
-        #   C(n, y) prod_{j<y} (mu (1 - rho) + j rho) prod_{j<n-y} ((1 - mu)(1 - rho) + j rho)
-        #           / prod_{j<n} (1 - rho + j rho),
-        # which stays exact for rho near 0 or 1, where the Beta-function form
-        # cancels huge terms (weighted by hundreds of cells, that cancellation
-        # noise gave 1,000 divergences on SWE-bench).
-        p_agent, p_n, p_y, p_w = _patterns(ai, cells["cell_n"], cells["cell_y"], len(coords["agent"]))
-        model.add_coord("pattern", np.arange(p_n.size))
-        p_y_data = pm.Data("pattern_n_success", p_y, dims="pattern")
-        p_w_data = pm.Data("pattern_weight", p_w, dims="pattern")
-        p_lb = pm.Data("pattern_log_binom", _log_binom(p_y, p_n), dims="pattern")
-        j = np.arange(int(p_n.max()), dtype=float)[None, :]
-        rho_p, mu_p = rho[p_agent][:, None], mu[p_agent][:, None]
-        yy = p_y_data[:, None]
-        nn = p_n[:, None].astype(float)
-        terms = (
-            pt.switch(j < yy, pt.log(mu_p * (1.0 - rho_p) + j * rho_p), 0.0)
-            + pt.switch(j < nn - yy, pt.log((1.0 - mu_p) * (1.0 - rho_p) + j * rho_p), 0.0)
-            - pt.switch(j < nn, pt.log(1.0 - rho_p + j * rho_p), 0.0)
-        )
-        loglik = p_lb + terms.sum(axis=1)
-        pm.Potential("y_loglik", (p_w_data * loglik).sum())
-    model.hierbench = {
-        "model": "beta_binomial",
-        "options": {"pooling": pooling, "centred": bool(is_centred) if pooling == "partial" else False},
+        n_patterns = _pattern_likelihood(model, mu, rho, cells, len(coords["agent"]))
+    model.hierbench = _info(st, counts, cells, pri, pooling, is_centred, n_patterns)
+    return model
+
+
+def _agent_rates(pri: dict, pooling: str, is_centred: bool) -> tuple[Any, Any]:
+    """``(mu, rho)`` per agent: mean rates pooled (centred or not) or not, and their own rho."""
+    if pooling == "partial":
+        lm_mean = make_prior("logit_mu_mean", pri["logit_mu_mean"])
+        lm_sd = make_prior("logit_mu_sd", pri["logit_mu_sd"])
+        logit_mu = normal_group("logit_mu", "z_mu", lm_mean, lm_sd, centred=is_centred, dims="agent")
+        mu = pm.Deterministic("mu", pm.math.invlogit(logit_mu), dims="agent")
+    else:
+        mu = make_prior("mu", pri["mu"], dims="agent")
+    rho = make_prior("rho", pri["rho"], dims="agent")
+    return mu, rho
+
+
+def _pattern_likelihood(model: pm.Model, mu: Any, rho: Any, cells: dict, n_agents: int) -> int:
+    """The likelihood over the distinct (agent, runs, successes) patterns; returns their number.
+
+    Each pattern is weighted by how many cells show it: exact, and with one
+    run per cell (or few distinct run counts) far fewer terms than cells
+    (SWE-bench bash-only: 50 instead of 12,500). Each pattern's probability
+    is written as the product form of the beta-binomial in (mu, rho),
+    ``C(n, y) prod_{j<y} (mu (1 - rho) + j rho) prod_{j<n-y} ((1 - mu)(1 -
+    rho) + j rho) / prod_{j<n} (1 - rho + j rho)``, which stays exact for rho
+    near 0 or 1, where the Beta-function form cancels huge terms (weighted by
+    hundreds of cells, that cancellation noise gave 1,000 divergences on
+    SWE-bench).
+    """
+    p_agent, p_n, p_y, p_w = _patterns(cells["cell_agent_idx"], cells["cell_n"], cells["cell_y"], n_agents)
+    model.add_coord("pattern", np.arange(p_n.size))
+    p_y_data = pm.Data("pattern_n_success", p_y, dims="pattern")
+    p_w_data = pm.Data("pattern_weight", p_w, dims="pattern")
+    p_lb = pm.Data("pattern_log_binom", log_binom(p_y, p_n), dims="pattern")
+    j = np.arange(int(p_n.max()), dtype=float)[None, :]
+    rho_p, mu_p = rho[p_agent][:, None], mu[p_agent][:, None]
+    yy = p_y_data[:, None]
+    nn = p_n[:, None].astype(float)
+    terms = (
+        pt.switch(j < yy, pt.log(mu_p * (1.0 - rho_p) + j * rho_p), 0.0)
+        + pt.switch(j < nn - yy, pt.log((1.0 - mu_p) * (1.0 - rho_p) + j * rho_p), 0.0)
+        - pt.switch(j < nn, pt.log(1.0 - rho_p + j * rho_p), 0.0)
+    )
+    loglik = p_lb + terms.sum(axis=1)
+    pm.Potential("y_loglik", (p_w_data * loglik).sum())
+    return int(p_n.size)
+
+
+def _info(
+    st: Structure, counts: xr.Dataset, cells: dict, pri: dict, pooling: str, is_centred: bool, n_patterns: int
+) -> dict[str, Any]:
+    """The data the model carries for :func:`hierbench.bayes.fit` (no callables: hooks by name)."""
+    return count_info(
+        "beta_binomial",
+        st,
+        counts,
+        cells,
+        pri,
+        HOOKS,
+        options={"pooling": pooling, "centred": bool(is_centred) if pooling == "partial" else False},
         # few pooled agents: logit_mu_sd reaches towards zero and rho towards its
         # bounds in the same posterior; smaller steps are cheap at this size (SBC,
         # 4 x 30 x 5: 0.12% of draws divergent at 0.8, scattered over a third of
         # the replicates), as for Bradley-Terry with few agents
-        "sampler_defaults": {"target_accept": 0.9}
-        if pooling == "partial" and counts.sizes["agent"] < 8
-        else {},
-        "priors": pri,
-        "structure": st.to_dict(),
-        "data_hash": data_hash(counts),
-        "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
-        "cell_index": (cells["cell_agent_idx"], cells["cell_task_idx"]),
-        "n_cells_excluded": cells["n_cells_excluded"],
-        "predictive": lambda dt, gen: _predictive(dt, gen, ai, cells["cell_n"]),
-        "log_likelihood": lambda dt: _log_likelihood(dt, ai, cells["cell_n"], cells["cell_y"]),
-        "observed_cells": {"y": cells["cell_y"]},
-        "data_updates": lambda cells_new: _pattern_updates(
-            ai, cells_new["cell_n"], cells_new["cell_y"], len(coords["agent"]), p_n.size
-        ),
-        "var_attrs": {
+        sampler_defaults={"target_accept": 0.9} if pooling == "partial" and counts.sizes["agent"] < 8 else {},
+        data={
+            "cell_agent_idx": cells["cell_agent_idx"],
+            "cell_n": cells["cell_n"],
+            "cell_y": cells["cell_y"],
+            "n_agents": int(counts.sizes["agent"]),
+            "n_patterns": n_patterns,
+        },
+        observed_cells={"y": cells["cell_y"]},
+        var_attrs={
             "ability": {"scale": "probability", "meaning": "mu: mean success probability over the task population"},
             "rho": {"scale": "probability", "meaning": "intraclass correlation of two runs of one task, 1 / (1 + kappa)"},
             "mean_observed": {"scale": "probability", "meaning": "posterior mean success probability over the dataset's tasks"},
             "mean_new_task": {"scale": "probability", "meaning": "expected success probability on a new task"},
         },
-    }
-    return model
+    )
 
 
 def _patterns(
@@ -302,30 +327,28 @@ def _patterns(
     return p_agent.astype(np.int64), p_n.astype(np.int64), p_y.astype(np.int64), w
 
 
-def _log_binom(y: np.ndarray, n: np.ndarray) -> np.ndarray:
-    from scipy.special import gammaln
-
-    y, n = np.asarray(y, dtype=float), np.asarray(n, dtype=float)
-    return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
-
-
-def _pattern_updates(ai: np.ndarray, n: np.ndarray, y: np.ndarray, n_agents: int, size: int) -> dict:
+@register_hook("beta_binomial.data_updates")
+def _pattern_updates(cells: Mapping[str, Any], *, info: Mapping[str, Any]) -> dict:
     """New ``pattern_n_success`` and ``pattern_weight`` for a replicate of the same design."""
-    _, p_n, p_y, p_w = _patterns(ai, n, y, n_agents)
-    if p_n.size != size:  # pragma: no cover - the design fixes the pattern count
+    d = info["data"]
+    n, y = cells["cell_n"], cells["cell_y"]
+    _, p_n, p_y, p_w = _patterns(d["cell_agent_idx"], n, y, d["n_agents"])
+    if p_n.size != d["n_patterns"]:  # pragma: no cover - the design fixes the pattern count
         raise ValueError("a replicate must have the same design (agents and runs per cell)")
     return {
         "pattern_n_success": p_y,
         "pattern_weight": p_w,
-        "pattern_log_binom": _log_binom(p_y, p_n),
+        "pattern_log_binom": log_binom(p_y, p_n),
         "cell_n_success": y,
     }
 
 
-def _log_likelihood(dt: xr.DataTree, ai: np.ndarray, n: np.ndarray, y: np.ndarray) -> xr.Dataset:
+@register_hook("beta_binomial.log_likelihood")
+def _log_likelihood(dt: xr.DataTree, *, info: Mapping[str, Any]) -> xr.Dataset:
     """Pointwise log-likelihood ``y(cell)`` per draw (for LOO), by scipy's beta-binomial."""
     from scipy.stats import betabinom
 
+    ai, n, y = info["data"]["cell_agent_idx"], info["data"]["cell_n"], info["data"]["cell_y"]
     post = dt["posterior"].to_dataset()
     mu = post["mu"].transpose("chain", "draw", "agent").values[..., ai]
     kappa = post["kappa"].transpose("chain", "draw", "agent").values[..., ai]
@@ -336,8 +359,10 @@ def _log_likelihood(dt: xr.DataTree, ai: np.ndarray, n: np.ndarray, y: np.ndarra
     )
 
 
-def _predictive(dt: xr.DataTree, gen: np.random.Generator, ai: np.ndarray, n: np.ndarray) -> xr.DataTree:
+@register_hook("beta_binomial.predictive")
+def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str, Any]) -> xr.DataTree:
     """Posterior predictive ``y(cell)``, vectorised over draws: p ~ Beta, then Binomial."""
+    ai, n = info["data"]["cell_agent_idx"], info["data"]["cell_n"]
     post = dt["posterior"].to_dataset()
     mu = post["mu"].transpose("chain", "draw", "agent").values[..., ai]
     kappa = post["kappa"].transpose("chain", "draw", "agent").values[..., ai]
@@ -353,7 +378,12 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, ai: np.ndarray, n: np
     return dt
 
 
-def task_posteriors(fit: xr.DataTree, *, prob: float = 0.9) -> xr.Dataset:
+def task_posteriors(
+    fit: xr.DataTree,
+    *,
+    prob: float = DEFAULT_PROB,
+    rng: None | int | np.random.Generator = None,
+) -> xr.Dataset:
     """Per-task success-probability posteriors of a beta-binomial fit, by conjugacy.
 
     Given ``(mu_m, kappa_m)``, ``p_mt | data ~ Beta(mu_m kappa_m + c_mt,
@@ -366,6 +396,10 @@ def task_posteriors(fit: xr.DataTree, *, prob: float = 0.9) -> xr.Dataset:
         A fit of :func:`build_beta_binomial`.
     prob : float
         Probability mass of the equal-tailed interval.
+    rng : None, int or numpy.random.Generator
+        Orders the stratified uniforms that draw one Beta value per posterior
+        draw (the interval's Monte Carlo error is that of the draws; the
+        means are exact).
 
     Returns
     -------
@@ -373,7 +407,17 @@ def task_posteriors(fit: xr.DataTree, *, prob: float = 0.9) -> xr.Dataset:
         ``alpha``, ``beta`` (chain, draw, agent, task): the conditional Beta
         parameters per draw; ``mean`` (agent, task); ``ci`` (agent, task,
         ci_bound) an equal-tailed interval from one Beta draw per posterior
-        draw (attrs ``ci_prob``, ``ci_kind``).
+        draw (attrs ``ci_prob``, ``ci_kind = "eti"``).
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_beta_binomial, fit
+    >>> data, _ = simulate_eval(n_agents=1, n_tasks=8, n_runs=4, rng=0)
+    >>> f = fit(build_beta_binomial(data), draws=100, tune=100, chains=1, rng=1,
+    ...         posterior_predictive=False)  # doctest: +SKIP
+    >>> task_posteriors(f, rng=2)["ci"].attrs["ci_kind"]  # doctest: +SKIP
+    'eti'
     """
     from scipy.special import betaincinv
 
@@ -381,8 +425,8 @@ def task_posteriors(fit: xr.DataTree, *, prob: float = 0.9) -> xr.Dataset:
         raise ValueError(
             f"`fit` must be a beta_binomial fit; got hierbench_model={fit.attrs.get('hierbench_model')!r}"
         )
-    if not 0 < prob < 1:
-        raise ValueError(f"`prob` must satisfy 0 < prob < 1; got {prob!r}")
+    prob = check_prob(prob)
+    gen = as_rng(rng)
     post = fit["posterior"].to_dataset()
     const = fit["constant_data"].to_dataset()
     mu, kappa = post["mu"], post["kappa"]
@@ -390,18 +434,14 @@ def task_posteriors(fit: xr.DataTree, *, prob: float = 0.9) -> xr.Dataset:
     alpha = mu * kappa + c
     beta = (1 - mu) * kappa + n - c
     mean = (alpha / (alpha + beta)).mean(("chain", "draw"))
-    # quantiles of the mixture by a deterministic grid of u per draw
+    # quantiles of the mixture: one stratified uniform per draw, in random order
     a = alpha.stack(sample=("chain", "draw")).transpose("agent", "task", "sample").values
     b = beta.stack(sample=("chain", "draw")).transpose("agent", "task", "sample").values
     u = (np.arange(a.shape[-1]) + 0.5) / a.shape[-1]
-    u = u[np.argsort(np.random.default_rng(0).random(u.size))]  # fixed stratified permutation, not a global RNG
-    draws = betaincinv(a, b, u)
+    draws = betaincinv(a, b, gen.permutation(u))
     q = np.quantile(draws, [(1 - prob) / 2, (1 + prob) / 2], axis=-1)
-    ci = xr.DataArray(
-        np.moveaxis(q, 0, -1),
-        dims=("agent", "task", "ci_bound"),
-        coords={"agent": mean.agent, "task": mean.task, "ci_bound": ["lower", "upper"]},
-        attrs={"ci_prob": prob, "ci_kind": "equal-tailed posterior"},
+    ci = make_interval(
+        q[0], q[1], prob=prob, kind="eti", template=mean, detail="one Beta draw per posterior draw"
     )
     return xr.Dataset({"alpha": alpha, "beta": beta, "mean": mean, "ci": ci})
 
@@ -416,5 +456,6 @@ register(
         default_options={"pooling": "auto", "centred": "auto"},
         sampler_settings={"sampler": "nutpie", "draws": 1000, "tune": 1000, "chains": 4},
         description="Per-agent beta-binomial on agent x task success counts",
+        hooks=HOOKS,
     )
 )

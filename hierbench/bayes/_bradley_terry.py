@@ -16,7 +16,8 @@ with the number of battles.
 
 Abilities are zero-sum (a sum-to-zero normal: without the constraint the
 model is unidentified and NUTS mixes badly, R-hat 2.8 in our measurement),
-non-centred with a hierarchical scale ``sd_ability``. ``elo`` puts them on the
+centred or non-centred (decided from the design by
+:mod:`hierbench.bayes._structure`) with a hierarchical scale ``sd_ability``. ``elo`` puts them on the
 Elo scale: 400 points = 10x odds, ``elo = center + 400 / ln 10 * (ability -
 ability[anchor])``.
 """
@@ -27,21 +28,21 @@ import hashlib
 import json
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import HierbenchWarning
+from .._base import HierbenchWarning, check_choice
 from ..data import PAIR_COUNTS_SCHEMA, EvalDataError, check_pairwise, to_pair_counts
-from ._registry import ModelEntry, PriorError, register
-from ._structure import Structure, centre_choice, spread_for_centring
+from ._registry import ModelEntry, PriorError, make_prior, register
+from ._structure import Structure, centre_choice, pair_design, pair_spread, spread_for_centring
 
 __all__ = [
     "BT_DEFAULT_PRIORS",
-    "CENTERED_MIN_COMPARISONS",
+    "CENTRED_MIN_COMPARISONS",
     "ELO_PER_LOGIT",
     "DisconnectedComparisonWarning",
     "build_bradley_terry",
@@ -55,7 +56,8 @@ class DisconnectedComparisonWarning(HierbenchWarning):
     """The comparison graph has several components: their relative abilities rest on the prior alone."""
 
 
-CENTERED_MIN_COMPARISONS = 50
+#: the centred form also needs every agent in at least this many comparisons
+CENTRED_MIN_COMPARISONS = 50
 
 BT_DEFAULT_PRIORS: dict[str, dict[str, Any]] = {
     # scale of the abilities (logit units) when hierarchical=True
@@ -109,11 +111,6 @@ def _merge_priors(priors: Mapping[str, Mapping[str, Any]] | None) -> dict[str, d
         )
         out[name] = {"dist": dist, **base, **{k: float(v) for k, v in spec.items()}}
     return out
-
-
-def _prior(name: str, spec: Mapping[str, Any], **kwargs: Any) -> pt.TensorVariable:
-    params = {k: v for k, v in spec.items() if k != "dist"}
-    return getattr(pm, spec["dist"])(name, **params, **kwargs)
 
 
 def pair_counts_hash(counts: xr.Dataset) -> str:
@@ -178,6 +175,169 @@ def _warn_if_disconnected(ia: np.ndarray, ib: np.ndarray, n: np.ndarray, agents:
     return int(n_comp)
 
 
+def _check_args(counts: xr.Dataset, ties: Any, home_advantage: bool, elo_anchor: Any) -> list[str]:
+    """The agents, once the options are known to suit the pair counts."""
+    check_choice(ties, "ties", ("davidson", None))
+    agents = [str(x) for x in counts["agent"].values]
+    if len(agents) < 2:
+        raise EvalDataError(f"`pairs` must compare at least 2 agents; got {agents}")
+    n_tie = counts["n_tie"].values.astype(np.int64)
+    if ties is None and n_tie.sum() > 0:
+        raise EvalDataError(
+            f"`ties=None` needs data without ties; `pairs` holds {int(n_tie.sum())} ties in "
+            f"{int((n_tie > 0).sum())} pairs. Use ties='davidson', or recode the ties explicitly"
+        )
+    if home_advantage and not int(counts.attrs.get("first_position", 0)):
+        raise EvalDataError(
+            "`home_advantage=True` needs to know which agent held the first position: give "
+            "`pairs` a `position` variable (read_battles records it) or pair counts with "
+            "first_position=1"
+        )
+    if elo_anchor is not None and elo_anchor not in agents:
+        raise ValueError(f"`elo_anchor` must be one of the agents; got {elo_anchor!r}")
+    if counts.sizes["pair"] == 0:
+        raise EvalDataError("`pairs` holds no comparisons")
+    return agents
+
+
+def _centred_arg(centred: Any, centered: Any) -> Any:
+    """``centred`` as "auto" or a bool; the old spelling ``centered`` still works, with a warning."""
+    if centered is not None:
+        if centred not in ("auto", None):
+            raise ValueError("give `centred` only (`centered` is its deprecated spelling), not both")
+        warnings.warn(
+            "`centered` is deprecated and will be removed in the next release; use `centred` "
+            "(the spelling of every hierbench builder)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        centred = centered
+    if centred is None:
+        return "auto"
+    return check_choice(centred, "centred", ("auto", True, False))
+
+
+def _decide(
+    st: Structure, arrays: tuple, hierarchical: bool, centred: Any, ties: Any
+) -> bool:
+    """Record the structure (hierarchy, centring, ties, graph) and return the centring."""
+    ia, ib, w_a, w_b, n_tie = arrays
+    d = st.design
+    st.decisions["hierarchical"] = {
+        "choice": bool(hierarchical),
+        "reason": "abilities share a learnt scale sd_ability" if hierarchical else "abilities have a fixed prior scale",
+        "source": "auto" if hierarchical else "user",
+    }
+    if hierarchical:
+        # information about an ability: about p (1 - p) <= 1/4 per comparison (0.2
+        # allows for unequal pairs), in units of the abilities' spread: the nominal 1
+        # logit, or less when the win shares show less (abilities that barely differ
+        # are a funnel when centred: SBC at 15 agents x 1,500 battles, 7 of 200
+        # replicates diverged, all with sd_ability <= 0.24)
+        spread = spread_for_centring(1.0, pair_spread(ia, ib, w_a, w_b, n_tie, d["n_agents"]))
+        info = 0.2 * d["median_comparisons_per_agent"] * spread**2
+        auto_c, need = centre_choice(info, d["n_agents"])
+        many = d["min_comparisons_per_agent"] >= CENTRED_MIN_COMPARISONS
+        centred = bool(
+            st.decide(
+                "centred",
+                centred,
+                bool(auto_c and many),
+                f"median agent information x spread {spread:.2g}^2 = {info:.1f} "
+                f"{'>=' if info >= need else '<'} {need:g} needed with {d['n_agents']} agents; "
+                f"fewest comparisons {d['min_comparisons_per_agent']} "
+                f"({'>=' if many else '<'} {CENTRED_MIN_COMPARISONS})",
+            )
+        )
+    else:
+        centred = centred is True
+    st.decisions["ties"] = {
+        "choice": ties or "none",
+        "reason": "Davidson ties" if ties else "the logistic model (no ties in the data)",
+        "source": "auto" if ties == "davidson" else "user",
+    }
+    if d["n_components"] > 1:
+        st.decisions["comparison_graph"] = {
+            "choice": f"{d['n_components']} components",
+            "reason": "agents outside the largest component are compared with it only through the prior",
+            "source": "auto",
+        }
+    st.hint(
+        "sd_ability",
+        f"the spread of {d['n_agents']} agents' abilities is weakly identified",
+        "hierarchical=False with a fixed `priors['ability']` scale",
+    )
+    st.hint(
+        "ability_z" if not centred else "ability",
+        "the centred / non-centred form of the abilities does not suit this design",
+        f"centred={not centred}",
+    )
+    return centred
+
+
+def _abilities(pri: dict, hierarchical: bool, centred: bool) -> Any:
+    """Zero-sum abilities: hierarchical (centred or not) or with a fixed prior scale."""
+    if hierarchical and centred:
+        sd = make_prior("sd_ability", pri["sd_ability"])
+        return pm.ZeroSumNormal("ability", sigma=sd, dims="agent")
+    if hierarchical:
+        sd = make_prior("sd_ability", pri["sd_ability"])
+        z = pm.ZeroSumNormal("ability_z", sigma=1.0, dims="agent")
+        return pm.Deterministic("ability", sd * z, dims="agent")
+    return make_prior("ability", pri["ability"], dims="agent")
+
+
+def _outcomes(pri: dict, d: Any, n_cmp: Any, w_a: np.ndarray, n_tie: np.ndarray, w_b: np.ndarray, ties: Any) -> None:
+    """The likelihood: multinomial win / tie / loss counts (Davidson), or binomial wins."""
+    if ties:
+        spec = pri["nu"]
+        if spec["dist"] == "LogNormal":
+            # The same prior written on the log scale: a wide LogNormal's default
+            # initial value (its mean) overflows, and an explicit initval would make
+            # the model unconvertible for pm.compute_log_likelihood (LOO); the
+            # Normal's default start (its mean) is always finite.
+            log_nu = pm.Normal("log_nu", spec.get("mu", 0.0), spec.get("sigma", 1.0))
+            pm.Deterministic("nu", pt.exp(log_nu))
+        else:
+            log_nu = pt.log(make_prior("nu", spec))
+        logits = pt.stack([d / 2.0, pt.broadcast_to(log_nu, d.shape), -d / 2.0], axis=-1)
+        p = pm.math.softmax(logits, axis=-1)
+        # observed through pm.Data, so a compiled model can swap them (calibration studies)
+        obs = pm.Data("outcome_obs", np.stack([w_a, n_tie, w_b], axis=-1), dims=("pair", "result"))
+        pm.Multinomial("outcome_counts", n=n_cmp, p=p, observed=obs, dims=("pair", "result"))
+    else:
+        obs = pm.Data("n_win_a_obs", w_a, dims="pair")
+        pm.Binomial("n_win_a", n=n_cmp, p=pm.math.sigmoid(d), observed=obs, dims="pair")
+
+
+def _info(st: Structure, counts: xr.Dataset, pri: dict, options: dict) -> dict[str, Any]:
+    """The data the model carries for :func:`hierbench.bayes.fit`."""
+    used = ["sd_ability" if options["hierarchical"] else "ability"]
+    used += ["nu"] if options["ties"] != "none" else []
+    used += ["home"] if options["home_advantage"] else []
+    return {
+        "model": "bradley_terry",
+        "options": options,
+        "priors": {k: pri[k] for k in used},
+        "structure": st.to_dict(),
+        # few agents: the scale of the abilities is weakly identified, smaller steps
+        # are cheap for a model this size
+        "sampler_defaults": {"target_accept": 0.9} if st.design["n_agents"] < 8 else {},
+        "observed_data_name": "outcome_obs" if options["ties"] != "none" else "n_win_a_obs",
+        "data_hash": pair_counts_hash(counts),
+        "var_attrs": {
+            "ability": {
+                "scale": "logit",
+                "meaning": "Bradley-Terry log-strength (sum zero): P(i beats j) = expit(ability_i - ability_j) without ties",
+            },
+            "elo": {
+                "scale": "elo",
+                "meaning": f"400 points = 10x odds; anchor {options['elo_anchor']} = {options['elo_center']:g}",
+            },
+        },
+    }
+
+
 def build_bradley_terry(
     pairs: xr.Dataset,
     *,
@@ -185,9 +345,10 @@ def build_bradley_terry(
     ties: str | None = "davidson",
     home_advantage: bool = False,
     hierarchical: bool = True,
-    centered: bool | None = None,
+    centred: Literal["auto"] | bool = "auto",
     elo_anchor: str | None = None,
     elo_center: float = 1000.0,
+    centered: bool | None = None,
 ) -> pm.Model:
     """Build a Bradley-Terry model (zero-sum abilities, Davidson ties, optional home advantage).
 
@@ -213,17 +374,18 @@ def build_bradley_terry(
         ``True``: ``ability = sd_ability * z`` with ``sd_ability`` learnt (the
         default, partial pooling). ``False``: ``ability ~ ZeroSumNormal(sigma)``
         with the fixed ``priors["ability"]["sigma"]``.
-    centered : bool, optional
+    centred : "auto" or bool
         Parameterisation of the hierarchical abilities: ``ability ~
         ZeroSumNormal(sd_ability)`` (centred) or ``ability = sd_ability * z``
-        (non-centred). Default: centred when the median agent's information
+        (non-centred). "auto": centred when the median agent's information
         (about 0.2 per comparison) reaches the centring rule of
-        :func:`hierbench.bayes._structure.centre_choice` (more with fewer
-        than 8 agents) and every agent has at least
-        :data:`CENTERED_MIN_COMPARISONS` comparisons (the data then pin each
-        ability down and the centred form samples far better: on LLMFAO,
-        59 agents, min ESS_bulk of ``sd_ability`` about 2,200 centred vs 180
+        :func:`hierbench.bayes._structure.centre_choice` and every agent has
+        at least :data:`CENTRED_MIN_COMPARISONS` comparisons (on LLMFAO, 59
+        agents, min ESS_bulk of ``sd_ability`` about 2,200 centred vs 180
         non-centred for 2 x 1000 draws), non-centred otherwise.
+    centered : bool, optional
+        Deprecated spelling of ``centred`` (a DeprecationWarning; removed
+        in the next release).
     elo_anchor : str, optional
         Agent whose Elo is ``elo_center``; default the average agent.
     elo_center : float
@@ -244,7 +406,7 @@ def build_bradley_terry(
         ``home`` as configured; observed ``outcome_counts(pair, result)``
         (``n_win_a(pair)`` without ties); constant data ``agent_a_idx(pair)``,
         ``agent_b_idx(pair)``, ``n_comparisons(pair)``. ``model.hierbench``
-        carries the name, options, priors and data hash for
+        carries the name, options, priors, structure and data hash for
         :func:`hierbench.bayes.fit`.
 
     Examples
@@ -258,187 +420,47 @@ def build_bradley_terry(
     ['x', 'y', 'z']
     """
     counts = _as_counts(pairs)
-    if ties not in ("davidson", None):
-        raise ValueError(f"`ties` must be 'davidson' or None; got {ties!r}")
-    agents = [str(x) for x in counts["agent"].values]
-    if len(agents) < 2:
-        raise EvalDataError(f"`pairs` must compare at least 2 agents; got {agents}")
-    n_tie = counts["n_tie"].values.astype(np.int64)
-    if ties is None and n_tie.sum() > 0:
-        raise EvalDataError(
-            f"`ties=None` needs data without ties; `pairs` holds {int(n_tie.sum())} ties in "
-            f"{int((n_tie > 0).sum())} pairs. Use ties='davidson', or recode the ties explicitly"
-        )
-    if home_advantage and not int(counts.attrs.get("first_position", 0)):
-        raise EvalDataError(
-            "`home_advantage=True` needs to know which agent held the first position: give "
-            "`pairs` a `position` variable (read_battles records it) or pair counts with "
-            "first_position=1"
-        )
-    if elo_anchor is not None and elo_anchor not in agents:
-        raise ValueError(f"`elo_anchor` must be one of the agents; got {elo_anchor!r}")
-    if counts.sizes["pair"] == 0:
-        raise EvalDataError("`pairs` holds no comparisons")
+    centred = _centred_arg(centred, centered)
+    agents = _check_args(counts, ties, home_advantage, elo_anchor)
     pri = _merge_priors(priors)
+    arrays = _pair_arrays(counts, agents)
+    n_comp = _warn_if_disconnected(arrays[0], arrays[1], sum(arrays[2:]), agents)
+    st = Structure("bradley_terry", pair_design(*arrays, len(agents), n_comp))
+    centred = _decide(st, arrays, hierarchical, centred, ties)
+    options = {"ties": ties or "none", "home_advantage": bool(home_advantage), "hierarchical": bool(hierarchical),
+               "centred": bool(centred), "elo_anchor": elo_anchor or "mean", "elo_center": float(elo_center)}  # fmt: skip
+    model = _model(agents, arrays, pri, options, elo_anchor)
+    model.hierbench = _info(st, counts, pri, options)
+    return model
+
+
+def _pair_arrays(counts: xr.Dataset, agents: list[str]) -> tuple[np.ndarray, ...]:
+    """``(ia, ib, w_a, w_b, n_tie)``: each pair's agent indices, wins, losses and ties."""
     index = {a: i for i, a in enumerate(agents)}
     ia = np.array([index[str(a)] for a in counts["agent_a"].values], dtype=np.int64)
     ib = np.array([index[str(b)] for b in counts["agent_b"].values], dtype=np.int64)
-    w_a = counts["n_win_a"].values.astype(np.int64)
-    w_b = counts["n_win_b"].values.astype(np.int64)
-    n = w_a + n_tie + w_b
-    per_agent = np.bincount(ia, weights=n, minlength=len(agents)) + np.bincount(
-        ib, weights=n, minlength=len(agents)
-    )
-    n_comp = _warn_if_disconnected(ia, ib, n, agents)
-    st = Structure(
-        "bradley_terry",
-        {
-            "n_agents": len(agents),
-            "n_pairs": int((n > 0).sum()),
-            "n_comparisons": int(n.sum()),
-            "min_comparisons_per_agent": int(per_agent.min()),
-            "median_comparisons_per_agent": float(np.median(per_agent)),
-            "n_components": int(n_comp),
-            "n_ties": int(n_tie.sum()),
-            "score_kind": "pairwise outcomes",
-        },
-    )
-    st.decisions["hierarchical"] = {
-        "choice": bool(hierarchical),
-        "reason": "abilities share a learnt scale sd_ability"
-        if hierarchical
-        else "abilities have a fixed prior scale",
-        "source": "auto" if hierarchical else "user",
-    }
-    if hierarchical:
-        # information about an ability: about p (1 - p) <= 1/4 per comparison;
-        # 0.2 allows for unequal pairs
-        info = 0.2 * float(np.median(per_agent))
-        # in units of the abilities' spread: the nominal 1 logit, or less when the
-        # agents' win shares show less (abilities that barely differ are a funnel
-        # when centred: SBC at 15 agents x 1,500 battles, 7 of 200 replicates
-        # diverged, all with sd_ability <= 0.24)
-        pts = np.bincount(ia, weights=w_a + 0.5 * n_tie, minlength=len(agents)) + np.bincount(
-            ib, weights=w_b + 0.5 * n_tie, minlength=len(agents)
-        )
-        share = (pts + 0.5) / (per_agent + 1.0)
-        lg = np.log(share / (1.0 - share))
-        spread = spread_for_centring(
-            1.0,
-            float(np.sqrt(max(0.0, np.var(lg, ddof=1) - np.mean(1.0 / (per_agent * share * (1 - share) + 1e-12)))))
-            if len(agents) >= 3
-            else float("nan"),
-        )
-        info = info * spread**2
-        auto_c, need = centre_choice(info, len(agents))
-        many = per_agent.min() >= CENTERED_MIN_COMPARISONS
-        auto_c = bool(auto_c and many)
-        centered = bool(
-            st.decide(
-                "centered",
-                "auto" if centered is None else bool(centered),
-                auto_c,
-                f"median agent information x spread {spread:.2g}^2 = {info:.1f} "
-                f"{'>=' if info >= need else '<'} {need:g} "
-                f"needed with {len(agents)} agents; fewest comparisons {int(per_agent.min())} "
-                f"({'>=' if many else '<'} {CENTERED_MIN_COMPARISONS})",
-            )
-        )
-    else:
-        centered = bool(centered) if centered is not None else False
-    st.decisions["ties"] = {
-        "choice": ties or "none",
-        "reason": "Davidson ties" if ties else "the logistic model (no ties in the data)",
-        "source": "auto" if ties == "davidson" else "user",
-    }
-    if n_comp > 1:
-        st.decisions["comparison_graph"] = {
-            "choice": f"{n_comp} components",
-            "reason": "agents outside the largest component are compared with it only through the prior",
-            "source": "auto",
-        }
-    st.hint(
-        "sd_ability",
-        f"the spread of {len(agents)} agents' abilities is weakly identified",
-        "hierarchical=False with a fixed `priors['ability']` scale",
-    )
-    st.hint(
-        "ability_z" if not centered else "ability",
-        "the centred / non-centred form of the abilities does not suit this design",
-        f"centered={not centered}",
-    )
-    used = ["sd_ability" if hierarchical else "ability"]
-    used += ["nu"] if ties else []
-    used += ["home"] if home_advantage else []
-    options = {
-        "ties": ties or "none",
-        "home_advantage": bool(home_advantage),
-        "hierarchical": bool(hierarchical),
-        "centered": bool(centered),
-        "elo_anchor": elo_anchor or "mean",
-        "elo_center": float(elo_center),
-    }
+    w_a, w_b, n_tie = (counts[k].values.astype(np.int64) for k in ("n_win_a", "n_win_b", "n_tie"))
+    return ia, ib, w_a, w_b, n_tie
+
+
+def _model(agents: list[str], arrays: tuple, pri: dict, options: dict, elo_anchor: str | None) -> pm.Model:
+    """The ``pm.Model``: abilities, their Elo, the first-position advantage, the outcomes."""
+    ia, ib, w_a, w_b, n_tie = arrays
+    ties = options["ties"] != "none"
     coords: dict[str, Any] = {"agent": agents, "pair": np.arange(len(ia))}
     if ties:
         coords["result"] = ["win_a", "tie", "win_b"]
     with pm.Model(coords=coords) as model:
         a_idx = pm.Data("agent_a_idx", ia, dims="pair")
         b_idx = pm.Data("agent_b_idx", ib, dims="pair")
-        n_cmp = pm.Data("n_comparisons", n, dims="pair")
-        if hierarchical and centered:
-            sd = _prior("sd_ability", pri["sd_ability"])
-            ability = pm.ZeroSumNormal("ability", sigma=sd, dims="agent")
-        elif hierarchical:
-            sd = _prior("sd_ability", pri["sd_ability"])
-            z = pm.ZeroSumNormal("ability_z", sigma=1.0, dims="agent")
-            ability = pm.Deterministic("ability", sd * z, dims="agent")
-        else:
-            ability = _prior("ability", pri["ability"], dims="agent")
-        anchor = ability[index[elo_anchor]] if elo_anchor is not None else ability.mean()
-        pm.Deterministic("elo", elo_center + ELO_PER_LOGIT * (ability - anchor), dims="agent")
+        n_cmp = pm.Data("n_comparisons", w_a + n_tie + w_b, dims="pair")
+        ability = _abilities(pri, options["hierarchical"], options["centred"])
+        anchor = ability[agents.index(elo_anchor)] if elo_anchor is not None else ability.mean()
+        pm.Deterministic("elo", options["elo_center"] + ELO_PER_LOGIT * (ability - anchor), dims="agent")
         d = ability[a_idx] - ability[b_idx]
-        if home_advantage:
-            d = d + _prior("home", pri["home"])
-        if ties:
-            spec = pri["nu"]
-            if spec["dist"] == "LogNormal":
-                # The same prior written on the log scale: a wide LogNormal's default
-                # initial value (its mean) overflows, and an explicit initval would make
-                # the model unconvertible for pm.compute_log_likelihood (LOO); the
-                # Normal's default start (its mean) is always finite.
-                log_nu = pm.Normal("log_nu", spec.get("mu", 0.0), spec.get("sigma", 1.0))
-                pm.Deterministic("nu", pt.exp(log_nu))
-            else:
-                log_nu = pt.log(_prior("nu", spec))
-            logits = pt.stack([d / 2.0, pt.broadcast_to(log_nu, d.shape), -d / 2.0], axis=-1)
-            p = pm.math.softmax(logits, axis=-1)
-            # observed through pm.Data, so a compiled model can swap them (calibration studies)
-            obs = pm.Data("outcome_obs", np.stack([w_a, n_tie, w_b], axis=-1), dims=("pair", "result"))
-            pm.Multinomial("outcome_counts", n=n_cmp, p=p, observed=obs, dims=("pair", "result"))
-        else:
-            obs = pm.Data("n_win_a_obs", w_a, dims="pair")
-            pm.Binomial("n_win_a", n=n_cmp, p=pm.math.sigmoid(d), observed=obs, dims="pair")
-    model.hierbench = {
-        "model": "bradley_terry",
-        "options": options,
-        "priors": {k: pri[k] for k in used},
-        "structure": st.to_dict(),
-        # few agents: the scale of the abilities is weakly identified, smaller steps
-        # are cheap for a model this size
-        "sampler_defaults": {"target_accept": 0.9} if len(agents) < 8 else {},
-        "observed_data_name": "outcome_obs" if ties else "n_win_a_obs",
-        "data_hash": pair_counts_hash(counts),
-        "var_attrs": {
-            "ability": {
-                "scale": "logit",
-                "meaning": "Bradley-Terry log-strength (sum zero): P(i beats j) = expit(ability_i - ability_j) without ties",
-            },
-            "elo": {
-                "scale": "elo",
-                "meaning": f"400 points = 10x odds; anchor {options['elo_anchor']} = {elo_center:g}",
-            },
-        },
-    }
+        if options["home_advantage"]:
+            d = d + make_prior("home", pri["home"])
+        _outcomes(pri, d, n_cmp, w_a, n_tie, w_b, ties)
     return model
 
 

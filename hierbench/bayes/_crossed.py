@@ -34,23 +34,29 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy.special import expit
 
-from .._base import cluster_codes
+from .._base import check_choice, check_int
 from .._numerics import NEWTON_STEPS, gauss_hermite, population_nodes
 from ._agq_op import AGQBinomialLogitNormal
 from ._registry import (
     ModelEntry,
     PriorError,
-    data_hash,
+    count_coords,
+    count_data,
+    count_info,
+    log_binom,
     make_prior,
     merge_priors,
+    normal_group,
     prepare_counts,
     register,
+    register_hook,
 )
 from ._structure import (
-    SINGLETON_MAX_SHARE,
     Structure,
-    centre_choice,
     count_design,
+    decide_agent_task,
+    decide_centring,
+    decide_clusters,
     level_information,
     level_spread,
     spread_for_centring,
@@ -123,73 +129,28 @@ def _clustered_zero_sum_draw(
     return b - b.mean(axis=-1, keepdims=True)
 
 
-def _log_binom(y: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """log C(n, y) per cell: a data constant of the likelihood."""
-    from scipy.special import gammaln
+#: the hooks :func:`hierbench.bayes.fit` runs for a crossed model (see :data:`HOOK_KINDS`)
+HOOKS = {
+    "predictive": "crossed.predictive",
+    "postprocess": "crossed.mean_observed",
+    "data_updates": "crossed.data_updates",
+}
 
-    y, n = np.asarray(y, dtype=float), np.asarray(n, dtype=float)
-    return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
+_log_binom = log_binom  # the name ``fit_replicates`` imports
 
 
-def _decide(
-    counts: xr.Dataset, cells: dict, clusters: Any, agent_task: Any, agents: str, centred: Any
-) -> tuple[Structure, bool, str, set[str]]:
-    """The crossed model's structure from the design (see :mod:`hierbench.bayes._structure`)."""
-    st = Structure("crossed", count_design(counts, cells))
+def _check_options(clusters: Any, agent_task: Any, n_quad: Any, agents: Any) -> None:
+    check_choice(agents, "agents", ("fixed", "random"))
+    check_choice(agent_task, "agent_task", ("auto", "marginal", "latent", "none"))
+    check_int(n_quad, "n_quad", min=5, max=200)
+    check_choice(clusters, "clusters", ("auto", True, False))
+
+
+def _centring_scores(
+    counts: xr.Dataset, st: Structure, agent_task: str, use_cluster: bool
+) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+    """Median level information x spread^2 per group, the spreads used, the levels per group."""
     d = st.design
-    m, r_max = d["n_agents"], d["max_runs_per_cell"]
-    # agent x task effect
-    if r_max == 1:
-        at_auto, why = "none", "every cell has one run: a Bernoulli cell cannot separate it from run noise"
-    elif m == 1:
-        at_auto, why = "none", "one agent: it is confounded with the task effect"
-    else:
-        at_auto, why = "marginal", (
-            f"{m} agents, up to {r_max} runs per cell: integrated out of each cell by adaptive quadrature"
-        )
-    agent_task = st.decide(
-        "agent_task",
-        agent_task,
-        at_auto,
-        why,
-        unidentified=("marginal", "latent") if at_auto == "none" else None,
-        why_unidentified=why if at_auto == "none" else "",
-    )
-    # clusters
-    has = "cluster" in counts.coords
-    if clusters is True and not has:
-        raise ValueError("`clusters=True` needs a `cluster` task coord in `data`; there is none")
-    if not has:
-        cl_auto, why, bad = False, "the data have no `cluster` task coord", False
-    else:
-        k, single = d["n_clusters"], d["share_tasks_in_singletons"]
-        if k < 2:
-            cl_auto, why, bad = False, "one cluster holds every task: no between-cluster variation", True
-        elif single > SINGLETON_MAX_SHARE:
-            cl_auto, why, bad = False, (
-                f"{single:.0%} of tasks are alone in their cluster (> {SINGLETON_MAX_SHARE:.0%}): "
-                "a cluster of one task is confounded with the task effect"
-            ), True
-        else:
-            cl_auto, why, bad = True, (
-                f"{k} clusters, median size {d['median_cluster_size']:g}, "
-                f"{single:.0%} of tasks alone"
-            ) + ("; few clusters: sd_cluster leans on its prior" if k < 5 else "") + (
-                "; most clusters are single tasks: sd_cluster is informed by the larger ones"
-                if d["median_cluster_size"] <= 1
-                else ""
-            ), False
-    use_cluster = bool(
-        st.decide(
-            "clusters",
-            clusters,
-            cl_auto,
-            why,
-            unidentified=True if bad else None,
-            why_unidentified=why if bad else "",
-        )
-    )
-    # centring, from the information of each group's levels
     n, y = counts["n_runs"].values, counts["n_success"].values
     within = NOMINAL_AGENT_TASK_SD if agent_task != "none" else 0.0
     info_task = level_information(n, y, axis=0, within_sd=within)
@@ -210,31 +171,13 @@ def _decide(
         scores["cluster"] = float(np.median(np.bincount(cl_idx, weights=through))) * (
             NOMINAL_SCALE["cluster"] ** 2
         )
-    groups = {"agent", "task", "cluster"}
     n_levels = {"agent": d["n_agents"], "task": d["n_tasks"], "cluster": d.get("n_clusters", 0)}
-    need = {g: centre_choice(v, n_levels[g])[1] for g, v in scores.items()}
-    auto = {g for g, v in scores.items() if v >= need[g]}
-    if agents == "fixed":
-        auto.discard("agent")
-    if centred != "auto" and (isinstance(centred, str) or not set(centred) <= groups):
-        raise ValueError(
-            f"`centred` must be 'auto' or a tuple drawn from {sorted(groups)}; got {centred!r}"
-        )
-    reason = ", ".join(
-        f"{g} {v:.1f}{f' (spread {spread[g]:.2g})' if g in spread else ''} vs {need[g]:g} needed over {n_levels[g]} levels "
-        f"({'centred' if g in auto else 'non-centred'})"
-        for g, v in scores.items()
-        if not (g == "agent" and agents == "fixed")
-    )
-    centred_set = set(
-        st.decide(
-            "centred",
-            centred if centred == "auto" else tuple(sorted(centred)),
-            tuple(sorted(auto)),
-            "median level information x spread^2 (nominal 1 logit, or the data's estimate when smaller): "
-            + reason,
-        )
-    )
+    return scores, spread, n_levels
+
+
+def _record_forms(st: Structure, agents: str, use_cluster: bool, centred_set: set[str]) -> None:
+    """The agents' form, the clusters' form and what to say if a parameter fails."""
+    d = st.design
     st.decisions["agents"] = {
         "choice": agents,
         "reason": "fixed effects with their own priors (the evaluated agents are the population)"
@@ -260,7 +203,6 @@ def _decide(
                 "source": "auto",
             }
         )
-    # what to say if a parameter fails
     st.hint(
         "sd_agent_task",
         f"few repeated runs per cell (median {d['median_runs_per_cell']:g}) identify the agent x task spread weakly",
@@ -271,11 +213,7 @@ def _decide(
         "clusters are few or small, so their spread is weakly identified",
         "clusters=False, or a tighter `priors['sd_cluster']`",
     )
-    st.hint(
-        "sd_agent",
-        f"the spread of {m} agents is weakly identified",
-        "agents='fixed'",
-    )
+    st.hint("sd_agent", f"the spread of {d['n_agents']} agents is weakly identified", "agents='fixed'")
     for g in ("task", "cluster", "agent"):
         flip = tuple(sorted(centred_set ^ {g}))
         st.hint(
@@ -283,7 +221,312 @@ def _decide(
             f"the {'centred' if g in centred_set else 'non-centred'} form for {g}s does not suit this design",
             f"centred={flip}",
         )
+
+
+def _decide(
+    counts: xr.Dataset, cells: dict, clusters: Any, agent_task: Any, agents: str, centred: Any
+) -> tuple[Structure, bool, str, set[str]]:
+    """The crossed model's structure from the design (see :mod:`hierbench.bayes._structure`)."""
+    st = Structure("crossed", count_design(counts, cells))
+    agent_task = decide_agent_task(st, agent_task)
+    use_cluster = decide_clusters(st, clusters)
+    scores, spread, n_levels = _centring_scores(counts, st, agent_task, use_cluster)
+    never = ("agent",) if agents == "fixed" else ()
+    centred_set = decide_centring(st, centred, scores, n_levels, spread=spread, never=never)
+    _record_forms(st, agents, use_cluster, centred_set)
     return st, use_cluster, agent_task, centred_set
+
+
+def _task_effects_integrated(
+    pri: dict, coords: dict, cl_idx: np.ndarray, sd_task: Any, sd_at: Any
+) -> tuple[Any, Any, Any]:
+    """Centred tasks with clusters: ``(offset, task_total, sd_total2)``.
+
+    The cluster effects are integrated out of the task effects' prior
+    analytically, so no cluster-level parameter is sampled and nothing can
+    trade a cluster's effect against its own tasks (the ridge that gave
+    SWE-bench with repositories R-hat 1.03-1.15 whichever way the cluster
+    level was written: a 231-task repository is pinned by the data, a 1-task
+    one only by the prior). ``B_t = c_k(t) + b_t ~ N(0, Sigma)``, ``Sigma =
+    sd_task^2 I + sd_cluster^2`` (same-cluster block of ones); ``B = offset +
+    r`` with ``r = B - mean(B)`` (zero-sum, centred, density exact below) and
+    ``offset | r`` drawn non-centred from its normal conditional (the
+    likelihood sees only ``theta = ability + offset`` and ``r``); ``c_k | B``
+    is normal and drawn exactly afterwards (an extra N(0, 1) per cluster that
+    the likelihood does not see).
+    """
+    n_task = len(coords["task"])
+    pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
+    sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
+    n_cl = len(coords["cluster"])
+    size = np.bincount(cl_idx, minlength=n_cl).astype(float)
+    task_dev = pm.CustomDist(
+        "task_dev",
+        sd_task,
+        sd_cluster,
+        cl_idx.astype(np.int64),  # carries the support's length
+        logp=lambda value, st, sc, _idx: _clustered_zero_sum_logp(value, st, sc, cl_idx, size),
+        random=lambda st, sc, idx, rng=None, size=None: _clustered_zero_sum_draw(
+            st, sc, idx, n_cl, rng, size
+        ),
+        support_point=lambda rv, size_, st, sc, idx: pt.zeros(n_task),
+        transform=pm.distributions.transforms.ZeroSumTransform([-1]),
+        signature="(),(),(t)->(t)",
+        dims="task",
+    )
+    s_task = _cluster_sums(task_dev, cl_idx, n_cl)  # per-cluster sums of r
+    denom = sd_task**2 + size * sd_cluster**2
+    w_sum = (size / denom).sum()  # 1' Sigma^-1 1
+    off_mean = -(s_task / denom).sum() / w_sum  # E[offset | r]
+    offset = pm.Deterministic(
+        "task_offset",
+        off_mean + pm.Normal("z_task_offset", 0.0, 1.0) / pt.sqrt(w_sum),
+    )
+    s_total = s_task + size * offset  # per-cluster sums of B
+    z_split = pm.Normal("z_cluster_split", 0.0, 1.0, dims="cluster")
+    cl_eff = pm.Deterministic(
+        "cluster_effect",
+        sd_cluster**2 * s_total / denom + pt.sqrt(sd_cluster**2 * sd_task**2 / denom) * z_split,
+        dims="cluster",
+    )
+    sd_total2 = sd_task**2 + sd_at**2 + sd_cluster**2
+    pm.Deterministic("task_effect", offset + task_dev - cl_eff[cl_idx], dims="task")
+    return offset, task_dev, sd_total2
+
+
+def _task_effects_nested(
+    pri: dict, coords: dict, cl_idx: np.ndarray, sd_task: Any, sd_at: Any
+) -> tuple[Any, Any, Any]:
+    """Tasks nested in clusters, non-centred: ``(offset, task_total, sd_total2)``.
+
+    Summing task deviations to zero over all tasks leaves a ridge: a
+    cluster's effect trades off against the mean deviation of its own tasks,
+    which only the priors separate, so a weakly identified sd_cluster mixes
+    badly (the default demo data: 62 divergences at target_accept 0.8,
+    SWE-bench with repositories: R-hat 1.13-1.19). The same model, exactly,
+    written so the likelihood's directions are separated:
+
+    * within-cluster deviations ``dev_t = sd_task (z_t - mean of z over the
+      task's cluster)``, z iid N(0, 1): the deviations of iid normal task
+      effects from their cluster mean, independent of that mean;
+    * cluster totals ``u_k = c_k + mean of b_t over cluster k``, independent
+      ``N(0, s_k^2)`` with ``s_k^2 = sd_cluster^2 + sd_task^2 / n_k``;
+    * their precision-weighted mean (the offset seen by the abilities) is
+      independent of the residuals ``u_k - offset``, so it is drawn on its own.
+
+    ``cluster_effect`` and ``task_effect`` are then drawn exactly from their
+    conditional split of ``u_k`` (an extra N(0, 1) per cluster that the
+    likelihood does not see).
+    """
+    pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
+    sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
+    n_cl = len(coords["cluster"])
+    size = np.bincount(cl_idx, minlength=n_cl).astype(float)
+    z_task = pm.Normal("z_task", 0.0, 1.0, dims="task")
+    task_dev = sd_task * (z_task - (_cluster_sums(z_task, cl_idx, n_cl) / size)[cl_idx])
+    s2 = sd_cluster**2 + sd_task**2 / size
+    prec = 1.0 / s2
+    # non-centred: the likelihood never sees the offset (only theta = ability +
+    # offset), so its posterior scale follows its prior's, which shrinks with
+    # the scales (a funnel when written centred)
+    offset = pm.Deterministic(
+        "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) / pt.sqrt(prec.sum())
+    )
+    z_total = pm.Normal("z_cluster_total", 0.0, 1.0, dims="cluster")
+    u_raw = pt.sqrt(s2) * z_total
+    resid = u_raw - (prec * u_raw).sum() / prec.sum()
+    total = offset + resid
+    z_split = pm.Normal("z_cluster_split", 0.0, 1.0, dims="cluster")
+    shrink = sd_cluster**2 / s2
+    cl_eff = pm.Deterministic(
+        "cluster_effect",
+        shrink * total + pt.sqrt(shrink * sd_task**2 / size) * z_split,
+        dims="cluster",
+    )
+    task_total = resid[cl_idx] + task_dev
+    sd_total2 = sd_task**2 + sd_at**2 + sd_cluster**2
+    pm.Deterministic("task_effect", (total - cl_eff)[cl_idx] + task_dev, dims="task")
+    return offset, task_total, sd_total2
+
+
+def _task_effects_plain(coords: dict, sd_task: Any, sd_at: Any, centred: bool) -> tuple[Any, Any, Any]:
+    """Tasks without clusters: ``(offset, task_total, sd_total2)``.
+
+    The offset is non-centred: the likelihood sees only ``theta = ability +
+    offset``, so the offset's posterior scale is its prior's, ``sd_task /
+    sqrt(T)``; written centred it made a funnel with sd_task (divergences in
+    18 of 40 prior-predictive replicates of a 4 x 30 x 5 design).
+    """
+    n_task = len(coords["task"])
+    offset = pm.Deterministic(
+        "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) * sd_task / np.sqrt(n_task)
+    )
+    if centred:
+        task_dev = pm.ZeroSumNormal("task_dev", sigma=sd_task, dims="task")
+    else:
+        z_task = pm.ZeroSumNormal("z_task", sigma=1.0, dims="task")
+        task_dev = sd_task * z_task
+    sd_total2 = sd_task**2 + sd_at**2
+    pm.Deterministic("task_effect", offset + task_dev, dims="task")
+    return offset, task_dev, sd_total2
+
+
+def _task_effects(
+    pri: dict, coords: dict, cl_idx: Any, use_cluster: bool, centred_set: set[str], agent_task: str
+) -> tuple[Any, Any, Any, Any]:
+    """Scales and task (and cluster) effects: ``(sd_at, offset, task_total, sd_total2)``.
+
+    Task (and cluster) effects are split into their sample mean and the
+    zero-sum deviations around it: ``b_t = offset + dev_t`` with ``offset ~
+    N(0, sd_task / sqrt(T))`` and ``dev ~ ZeroSumNormal(sd_task)``, the same
+    distribution as iid ``N(0, sd_task)``. The likelihood sees only
+    ``theta_m = ability_m + offset`` and ``dev_t``, both well identified, which
+    removes the ridge along which all abilities rise as all task effects fall
+    (the slow direction of the plain parameterisation).
+    """
+    sd_task = make_prior("sd_task", pri["sd_task"])
+    sd_at = make_prior("sd_agent_task", pri["sd_agent_task"]) if agent_task != "none" else pt.zeros(())
+    if use_cluster and "task" in centred_set:
+        parts = _task_effects_integrated(pri, coords, cl_idx, sd_task, sd_at)
+    elif use_cluster:
+        parts = _task_effects_nested(pri, coords, cl_idx, sd_task, sd_at)
+    else:
+        parts = _task_effects_plain(coords, sd_task, sd_at, "task" in centred_set)
+    return (sd_at, *parts)
+
+
+def _abilities(pri: dict, coords: dict, offset: Any, agents: str, centred: bool) -> tuple[Any, Any]:
+    """``(theta, ability)`` with ``theta = ability + offset`` (what the likelihood sees)."""
+    if agents == "fixed":
+        spec = dict(pri["ability"])
+        if "mu" not in spec:
+            raise PriorError(
+                "`priors['ability']` must be a location family with a `mu` parameter "
+                f"(e.g. Normal, StudentT); got {spec}"
+            )
+        spec["mu"] = offset + spec["mu"]
+        theta = make_prior("ability_theta", spec, dims="agent")
+        ability = pm.Deterministic("ability", theta - offset, dims="agent")
+        mu = pm.Deterministic("mu", ability.mean())
+        agent_effect = pm.Deterministic("agent_effect", ability - mu, dims="agent")
+        n_ag = len(coords["agent"])
+        pm.Deterministic(
+            "sd_agent",
+            pt.sqrt((agent_effect**2).sum() / max(n_ag - 1, 1)) if n_ag > 1 else pt.zeros(()),
+        )
+        return theta, ability
+    mu = make_prior("mu", pri["mu"])
+    sd_agent = make_prior("sd_agent", pri["sd_agent"])
+    theta = normal_group("ability_theta", "z_agent", mu + offset, sd_agent, centred=centred, dims="agent")
+    ability = pm.Deterministic("ability", theta - offset, dims="agent")
+    pm.Deterministic("agent_effect", ability - mu, dims="agent")
+    return theta, ability
+
+
+def _likelihood_none(eta_cell: Any, n_cell: Any, y_cell: Any, cells: dict) -> None:
+    """Binomial cells on the logit scale, ``y * eta - n * softplus(eta) + log C(n, y)``.
+
+    The coefficient is precomputed: ``pm.Binomial`` with a data-valued ``n``
+    recomputes three gammaln per cell at every gradient (half the gradient
+    cost on 25 x 500 Bernoulli cells).
+    """
+    log_binom_cell = pm.Data("cell_log_binom", log_binom(cells["cell_y"], cells["cell_n"]), dims="cell")
+
+    def logp_logit(value: Any, eta: Any, n: Any) -> Any:
+        return value * eta - n * pt.softplus(eta) + log_binom_cell
+
+    def random_logit(
+        eta: Any, n: Any, rng: np.random.Generator | None = None, size: Any = None
+    ) -> np.ndarray:
+        eta = np.asarray(eta)
+        shape = eta.shape if size is None else size
+        return rng.binomial(np.broadcast_to(n, shape), 1.0 / (1.0 + np.exp(-eta)))
+
+    pm.CustomDist(
+        "y", eta_cell, n_cell, logp=logp_logit, random=random_logit,
+        observed=y_cell, dims="cell", dtype="int64",
+    )  # fmt: skip
+
+
+def _likelihood_marginal(eta_cell: Any, sd_at: Any, n_cell: Any, y_cell: Any, cells: dict, n_quad: int) -> None:
+    """Binomial cells with the agent x task effect integrated out by adaptive quadrature."""
+    agq = AGQBinomialLogitNormal(int(n_quad), NEWTON_STEPS)
+    log_binom_cell = pm.Data("cell_log_binom", log_binom(cells["cell_y"], cells["cell_n"]), dims="cell")
+
+    def logp(value: Any, eta: Any, sd: Any, n: Any) -> Any:
+        # CustomDist hands the scalar sd over broadcast to shape (1,)
+        sd_scalar = sd if sd.ndim == 0 else sd.ravel()[0]
+        return agq(value, n, eta, sd_scalar)[0] + log_binom_cell
+
+    def random(
+        eta: Any, sd: Any, n: Any, rng: np.random.Generator | None = None, size: Any = None
+    ) -> np.ndarray:
+        eta = np.asarray(eta)
+        shape = eta.shape if size is None else size
+        ab = rng.normal(0.0, 1.0, shape) * sd
+        p = 1.0 / (1.0 + np.exp(-(eta + ab)))
+        return rng.binomial(np.broadcast_to(n, shape), p)
+
+    pm.CustomDist(
+        "y", eta_cell, sd_at, n_cell, logp=logp, random=random,
+        observed=y_cell, dims="cell", dtype="int64",
+    )  # fmt: skip
+
+
+def _likelihood(
+    theta: Any, ability: Any, parts: tuple, n_cell: Any, y_cell: Any, cells: dict, agent_task: str, n_quad: int
+) -> None:
+    """``mean_new_task`` and the cells' likelihood, by the agent x task form."""
+    sd_at, _, task_total, sd_total2 = parts
+    ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
+    eta_grid = theta[:, None] + task_total[None, :]
+    pu, pw = population_nodes()  # the one population rule (hierbench._numerics.agq)
+    p_new = pm.math.invlogit(ability[:, None] + pt.sqrt(sd_total2) * pu[None, :])
+    pm.Deterministic("mean_new_task", (p_new * pw[None, :]).sum(axis=1), dims="agent")
+    eta_cell = eta_grid[ai, ti]
+    if agent_task == "none":
+        _likelihood_none(eta_cell, n_cell, y_cell, cells)
+    elif agent_task == "latent":
+        z_at = pm.Normal("z_agent_task", 0.0, 1.0, dims=("agent", "task"))
+        at = pm.Deterministic("agent_task_effect", sd_at * z_at, dims=("agent", "task"))
+        pm.Binomial("y", n=n_cell, logit_p=eta_cell + at[ai, ti], observed=y_cell, dims="cell")
+    else:
+        _likelihood_marginal(eta_cell, sd_at, n_cell, y_cell, cells, n_quad)
+
+
+def _info(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, options: dict, cl_idx: Any) -> dict:
+    """The data the model carries for :func:`hierbench.bayes.fit` (no callables: hooks by name)."""
+    return count_info(
+        "crossed",
+        st,
+        counts,
+        cells,
+        pri,
+        HOOKS,
+        # 0.8 everywhere: 0.65 (half the leapfrog steps on well-conditioned designs)
+        # diverged on small and single-agent designs (tau-bench: 114); nested clusters
+        # (non-centred) diverged at 0.65 on the default demo data (4 divergences, 0 at
+        # 0.8). See models/crossed/card.md.
+        sampler_defaults={"target_accept": 0.8},
+        data={
+            "cell_agent_idx": cells["cell_agent_idx"],
+            "cell_task_idx": cells["cell_task_idx"],
+            "cell_n": cells["cell_n"],
+            "task_cluster_idx": cl_idx if options["clusters"] else None,
+        },
+        options=options,
+        # mean_observed is added by the postprocess hook, which sets its own attrs
+        var_attrs={
+            "ability": {
+                "scale": "logit",
+                "meaning": "mu + agent_effect: log-odds of success on a task of average difficulty",
+            },
+            "mean_new_task": {
+                "scale": "probability",
+                "meaning": "expected success probability on a new task",
+            },
+        },
+    )
 
 
 def build_crossed(
@@ -322,33 +565,26 @@ def build_crossed(
         bash-only), else "marginal".
     n_quad : int
         Nodes of the adaptive Gauss-Hermite quadrature (marginal only),
-        centred at each cell's conditional mode and scaled by its curvature
-        (found by clipped Newton steps run to convergence; the gradient
-        includes the nodes' movement, so it is the derivative of the value). Seven nodes reproduce the
-        cell log-likelihood within 5e-3 of adaptive scipy quadrature for
-        1-100 runs, any success count, logits -4..2 and ``sd_agent_task``
-        up to 3 (and far closer for moderate sds); plain Gauss-Hermite
-        with 21 nodes is off by more than 1 there, because the binomial
-        likelihood of a cell with many runs is narrower than the node
-        spacing.
+        centred at each cell's conditional mode and scaled by its curvature.
+        Seven reproduce the cell log-likelihood within 5e-3 of adaptive
+        scipy quadrature for 1-100 runs, logits -4..2 and ``sd_agent_task``
+        up to 3 (see ``models/crossed/card.md``).
     agents : {"fixed", "random"}
         ``"fixed"`` (default): each agent's ``ability`` has its own weak
         prior ``N(0, 2.5)`` (no pooling across agents: evaluated agents are
         chosen, not sampled, and each carries thousands of runs); ``mu`` is
         then the mean of the abilities, ``agent_effect = ability - mu`` and
         ``sd_agent`` their finite-population standard deviation.
-        ``"random"``: ``ability ~ N(mu, sd_agent)`` with priors on ``mu`` and
-        ``sd_agent`` (the superpopulation model; with few agents ``sd_agent``
-        is weakly identified and the sampler needs care).
+        ``"random"``: ``ability ~ N(mu, sd_agent)`` (the superpopulation
+        model; with few agents ``sd_agent`` is weakly identified).
     centred : "auto" or tuple of {"agent", "task", "cluster"}
         Groups given the centred parameterisation; the others are
-        non-centred. A group whose levels each carry a lot of data has a
-        posterior that is well identified level by level, where the
-        non-centred form creates strong correlations (between ``mu`` and
-        every ``z_agent``) that NUTS handles badly; a weakly informed group
-        needs the non-centred form to avoid the funnel. "auto" centres a
-        group when its levels have at least 50 runs each on average
-        (agents almost always; tasks when agents x runs >= 50).
+        non-centred. "auto" centres a group when its median level is well
+        informed by its own data (Fisher information x spread^2 >= 4, more
+        with fewer than 8 levels; :func:`hierbench.bayes.describe` shows the
+        figures), where the non-centred form would correlate ``mu`` with
+        every level; a weakly informed group needs the non-centred form to
+        avoid the funnel.
 
     Returns
     -------
@@ -373,300 +609,22 @@ def build_crossed(
     >>> sorted(v.name for v in model.free_RVs)
     ['ability_theta', 'sd_agent_task', 'sd_task', 'z_task', 'z_task_offset']
     """
-    if agents not in ("fixed", "random"):
-        raise ValueError(f"`agents` must be 'fixed' or 'random'; got {agents!r}")
-    if agent_task not in ("auto", "marginal", "latent", "none"):
-        raise ValueError(
-            f"`agent_task` must be 'auto', 'marginal', 'latent' or 'none'; got {agent_task!r}"
-        )
-    if not isinstance(n_quad, (int, np.integer)) or not 5 <= n_quad <= 200:
-        raise ValueError(f"`n_quad` must be an integer with 5 <= n_quad <= 200; got {n_quad!r}")
-    if clusters not in ("auto", True, False):
-        raise ValueError(f"`clusters` must be 'auto', True or False; got {clusters!r}")
-    counts, cells = prepare_counts(data)
-    st, use_cluster, agent_task, centred_set = _decide(
-        counts, cells, clusters, agent_task, agents, centred
-    )
+    _check_options(clusters, agent_task, n_quad, agents)
+    counts, cells = prepare_counts(data, model="build_crossed")
+    st, use_cluster, agent_task, centred_set = _decide(counts, cells, clusters, agent_task, agents, centred)
     default = _default_priors(use_cluster, agents)
     if agent_task == "none":
         default.pop("sd_agent_task")
     pri = merge_priors(default, priors)
-    agent_labels = counts.agent.values.tolist()
-    task_labels = counts.task.values.tolist()
-    coords: dict[str, Any] = {
-        "agent": agent_labels,
-        "task": task_labels,
-        "cell": np.arange(cells["cell_n"].size),
-    }
-    if use_cluster:
-        # the one cluster-code rule: a task without a label is its own cluster, never pooled
-        cl_idx, cl_labels = cluster_codes(counts, "cluster", dim="task")
-        coords["cluster"] = cl_labels.tolist()
-    ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
-    n_np, y_np = cells["cell_n"], cells["cell_y"]
+    coords, cl_idx = count_coords(counts, cells, clusters=use_cluster)
     with pm.Model(coords=coords) as model:
-        pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))
-        pm.Data("n_success", counts.n_success.values, dims=("agent", "task"))
-        n_cell = pm.Data("cell_n_runs", n_np, dims="cell")
-        y_cell = pm.Data("cell_n_success", y_np, dims="cell")
-        sd_task = make_prior("sd_task", pri["sd_task"])
-        sd_at = (
-            make_prior("sd_agent_task", pri["sd_agent_task"])
-            if agent_task != "none"
-            else pt.zeros(())
-        )
-        # Task (and cluster) effects are split into their sample mean and the
-        # zero-sum deviations around it: b_t = offset + dev_t with
-        # offset ~ N(0, sd_task / sqrt(T)) and dev ~ ZeroSumNormal(sd_task), the
-        # same distribution as iid N(0, sd_task). The likelihood sees only
-        # theta_m = ability_m + offset and dev_t, both well identified, which
-        # removes the ridge along which all abilities rise as all task effects
-        # fall (the slow direction of the plain parameterisation).
-        n_task = len(coords["task"])
-        nested = use_cluster and "task" not in centred_set
-        if use_cluster and "task" in centred_set:
-            # Centred tasks with clusters: the cluster effects are integrated out of
-            # the task effects' prior analytically, so no cluster-level parameter is
-            # sampled and nothing can trade a cluster's effect against its own tasks
-            # (the ridge that gave SWE-bench with repositories R-hat 1.03-1.15
-            # whichever way the cluster level was written: a 231-task repository is
-            # pinned by the data, a 1-task one only by the prior).
-            #   B_t = c_k(t) + b_t ~ N(0, Sigma), Sigma = sd_task^2 I + sd_cluster^2 (same-cluster
-            #   block of ones); B = offset + r with r = B - mean(B) (zero-sum, centred,
-            #   density exact below) and offset | r drawn non-centred from its normal
-            #   conditional (the likelihood sees only theta = ability + offset and r);
-            #   c_k | B is normal and drawn exactly afterwards (an extra N(0, 1) per
-            #   cluster that the likelihood does not see).
-            pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
-            sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
-            n_cl = len(coords["cluster"])
-            size = np.bincount(cl_idx, minlength=n_cl).astype(float)
-            task_dev = pm.CustomDist(
-                "task_dev",
-                sd_task,
-                sd_cluster,
-                cl_idx.astype(np.int64),  # carries the support's length
-                logp=lambda value, st, sc, _idx: _clustered_zero_sum_logp(value, st, sc, cl_idx, size),
-                random=lambda st, sc, idx, rng=None, size=None: _clustered_zero_sum_draw(
-                    st, sc, idx, n_cl, rng, size
-                ),
-                support_point=lambda rv, size_, st, sc, idx: pt.zeros(n_task),
-                transform=pm.distributions.transforms.ZeroSumTransform([-1]),
-                signature="(),(),(t)->(t)",
-                dims="task",
-            )
-            s_task = _cluster_sums(task_dev, cl_idx, n_cl)  # per-cluster sums of r
-            denom = sd_task**2 + size * sd_cluster**2
-            w_sum = (size / denom).sum()  # 1' Sigma^-1 1
-            off_mean = -(s_task / denom).sum() / w_sum  # E[offset | r]
-            offset = pm.Deterministic(
-                "task_offset",
-                off_mean + pm.Normal("z_task_offset", 0.0, 1.0) / pt.sqrt(w_sum),
-            )
-            s_total = s_task + size * offset  # per-cluster sums of B
-            z_split = pm.Normal("z_cluster_split", 0.0, 1.0, dims="cluster")
-            cl_eff = pm.Deterministic(
-                "cluster_effect",
-                sd_cluster**2 * s_total / denom + pt.sqrt(sd_cluster**2 * sd_task**2 / denom) * z_split,
-                dims="cluster",
-            )
-            task_total = task_dev
-            sd_total2 = sd_task**2 + sd_at**2 + sd_cluster**2
-            pm.Deterministic("task_effect", offset + task_dev - cl_eff[cl_idx], dims="task")
-        elif nested:
-            # Tasks nested in clusters, non-centred. Summing task deviations to zero
-            # over all tasks (below) leaves a ridge: a cluster's effect trades off
-            # against the mean deviation of its own tasks, which only the priors
-            # separate, so a weakly identified sd_cluster mixes badly (the default
-            # demo data: 62 divergences at target_accept 0.8, SWE-bench with
-            # repositories: R-hat 1.13-1.19). The same model, exactly, written so
-            # the likelihood's directions are separated:
-            #   * within-cluster deviations dev_t = sd_task (z_t - mean of z over the
-            #     task's cluster), z iid N(0, 1): the deviations of iid normal task
-            #     effects from their cluster mean, independent of that mean;
-            #   * cluster totals u_k = c_k + mean of b_t over cluster k, independent
-            #     N(0, s_k^2) with s_k^2 = sd_cluster^2 + sd_task^2 / n_k;
-            #   * their precision-weighted mean (the offset seen by the abilities) is
-            #     independent of the residuals u_k - offset, so it is drawn on its own.
-            # cluster_effect and task_effect are then drawn exactly from their
-            # conditional split of u_k (an extra N(0, 1) per cluster that the
-            # likelihood does not see).
-            pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
-            sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
-            n_cl = len(coords["cluster"])
-            size = np.bincount(cl_idx, minlength=n_cl).astype(float)
-            z_task = pm.Normal("z_task", 0.0, 1.0, dims="task")
-            task_dev = sd_task * (z_task - (_cluster_sums(z_task, cl_idx, n_cl) / size)[cl_idx])
-            s2 = sd_cluster**2 + sd_task**2 / size
-            prec = 1.0 / s2
-            # non-centred: the likelihood never sees the offset (only theta = ability +
-            # offset), so its posterior scale follows its prior's, which shrinks with
-            # the scales (a funnel when written centred)
-            offset = pm.Deterministic(
-                "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) / pt.sqrt(prec.sum())
-            )
-            z_total = pm.Normal("z_cluster_total", 0.0, 1.0, dims="cluster")
-            u_raw = pt.sqrt(s2) * z_total
-            resid = u_raw - (prec * u_raw).sum() / prec.sum()
-            total = offset + resid
-            z_split = pm.Normal("z_cluster_split", 0.0, 1.0, dims="cluster")
-            shrink = sd_cluster**2 / s2
-            cl_eff = pm.Deterministic(
-                "cluster_effect",
-                shrink * total + pt.sqrt(shrink * sd_task**2 / size) * z_split,
-                dims="cluster",
-            )
-            task_total = resid[cl_idx] + task_dev
-            sd_total2 = sd_task**2 + sd_at**2 + sd_cluster**2
-            pm.Deterministic("task_effect", (total - cl_eff)[cl_idx] + task_dev, dims="task")
-        else:
-            n_task = len(coords["task"])
-            # non-centred: the likelihood sees only theta = ability + offset, so the
-            # offset's posterior scale is its prior's, sd_task / sqrt(T); written
-            # centred it made a funnel with sd_task (divergences in 18 of 40
-            # prior-predictive replicates of a 4 x 30 x 5 design)
-            offset = t_offset = pm.Deterministic(
-                "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) * sd_task / np.sqrt(n_task)
-            )
-            if "task" in centred_set:
-                task_dev = pm.ZeroSumNormal("task_dev", sigma=sd_task, dims="task")
-            else:
-                z_task = pm.ZeroSumNormal("z_task", sigma=1.0, dims="task")
-                task_dev = sd_task * z_task
-            task_total = task_dev
-            sd_total2 = sd_task**2 + sd_at**2
-            pm.Deterministic("task_effect", t_offset + task_dev, dims="task")
-        if agents == "fixed":
-            spec = dict(pri["ability"])
-            if "mu" not in spec:
-                raise PriorError(
-                    "`priors['ability']` must be a location family with a `mu` parameter "
-                    f"(e.g. Normal, StudentT); got {spec}"
-                )
-            spec["mu"] = offset + spec["mu"]
-            theta = make_prior("ability_theta", spec, dims="agent")
-            ability = pm.Deterministic("ability", theta - offset, dims="agent")
-            mu = pm.Deterministic("mu", ability.mean())
-            agent_effect = pm.Deterministic("agent_effect", ability - mu, dims="agent")
-            n_ag = len(coords["agent"])
-            pm.Deterministic(
-                "sd_agent",
-                pt.sqrt((agent_effect**2).sum() / max(n_ag - 1, 1)) if n_ag > 1 else pt.zeros(()),
-            )
-        else:
-            mu = make_prior("mu", pri["mu"])
-            sd_agent = make_prior("sd_agent", pri["sd_agent"])
-            if "agent" in centred_set:
-                theta = pm.Normal("ability_theta", mu + offset, sd_agent, dims="agent")
-            else:
-                z_agent = pm.Normal("z_agent", 0.0, 1.0, dims="agent")
-                theta = mu + offset + sd_agent * z_agent
-            ability = pm.Deterministic("ability", theta - offset, dims="agent")
-            agent_effect = pm.Deterministic("agent_effect", ability - mu, dims="agent")
-        eta_grid = theta[:, None] + task_total[None, :]
-        pu, pw = population_nodes()  # the one population rule (hierbench._numerics.agq)
-        p_new = pm.math.invlogit(ability[:, None] + pt.sqrt(sd_total2) * pu[None, :])
-        pm.Deterministic("mean_new_task", (p_new * pw[None, :]).sum(axis=1), dims="agent")
-        eta_cell = eta_grid[ai, ti]
-        if agent_task == "none":
-            # y * eta - n * softplus(eta) + log C(n, y): the binomial log-density on
-            # the logit scale with the coefficient precomputed (``pm.Binomial`` with a
-            # data-valued ``n`` recomputes three gammaln per cell at every gradient:
-            # half the gradient cost on 25 x 500 Bernoulli cells)
-            log_binom = pm.Data("cell_log_binom", _log_binom(y_np, n_np), dims="cell")
-
-            def logp_logit(value: Any, eta: Any, n: Any) -> Any:
-                return value * eta - n * pt.softplus(eta) + log_binom
-
-            def random_logit(
-                eta: Any, n: Any, rng: np.random.Generator | None = None, size: Any = None
-            ) -> np.ndarray:
-                eta = np.asarray(eta)
-                shape = eta.shape if size is None else size
-                return rng.binomial(np.broadcast_to(n, shape), 1.0 / (1.0 + np.exp(-eta)))
-
-            pm.CustomDist(
-                "y",
-                eta_cell,
-                n_cell,
-                logp=logp_logit,
-                random=random_logit,
-                observed=y_cell,
-                dims="cell",
-                dtype="int64",
-            )
-        elif agent_task == "latent":
-            z_at = pm.Normal("z_agent_task", 0.0, 1.0, dims=("agent", "task"))
-            at = pm.Deterministic("agent_task_effect", sd_at * z_at, dims=("agent", "task"))
-            pm.Binomial("y", n=n_cell, logit_p=eta_cell + at[ai, ti], observed=y_cell, dims="cell")
-        else:
-            agq = AGQBinomialLogitNormal(int(n_quad), NEWTON_STEPS)
-            log_binom = pm.Data("cell_log_binom", _log_binom(y_np, n_np), dims="cell")
-
-            def logp(value: Any, eta: Any, sd: Any, n: Any) -> Any:
-                # CustomDist hands the scalar sd over broadcast to shape (1,)
-                sd_scalar = sd if sd.ndim == 0 else sd.ravel()[0]
-                return agq(value, n, eta, sd_scalar)[0] + log_binom
-
-            def random(
-                eta: Any, sd: Any, n: Any, rng: np.random.Generator | None = None, size: Any = None
-            ) -> np.ndarray:
-                eta = np.asarray(eta)
-                shape = eta.shape if size is None else size
-                ab = rng.normal(0.0, 1.0, shape) * sd
-                p = 1.0 / (1.0 + np.exp(-(eta + ab)))
-                return rng.binomial(np.broadcast_to(n, shape), p)
-
-            pm.CustomDist(
-                "y",
-                eta_cell,
-                sd_at,
-                n_cell,
-                logp=logp,
-                random=random,
-                observed=y_cell,
-                dims="cell",
-                dtype="int64",
-            )
-    model.hierbench = {
-        "model": "crossed",
-        # The marginalised posterior is well conditioned, so a lower target
-        # acceptance halves the leapfrog steps per draw (tree depth 3 instead
-        # of 4 at 12 x 500 x 10) with no divergences; see models/crossed/card.md.
-        # Nested clusters (non-centred) keep 0.8: a weakly identified sd_cluster
-        # still diverged at 0.65 on the default demo data (4 divergences, 0 at 0.8).
-        # 0.8 everywhere: 0.65 (half the leapfrog steps on well-conditioned
-        # designs) diverged on small and single-agent designs (tau-bench: 114)
-        "sampler_defaults": {"target_accept": 0.8},
-        "postprocess": _add_mean_observed,
-        "predictive": lambda dt, gen: _predictive(
-            dt, gen, ai, ti, n_np, cl_idx if use_cluster else None, agent_task
-        ),
-        "options": {
-            "clusters": bool(use_cluster),
-            "agent_task": agent_task,
-            "n_quad": int(n_quad),
-            "agents": agents,
-            "centred": sorted(centred_set),
-        },
-        "priors": pri,
-        "structure": st.to_dict(),
-        "data_hash": data_hash(counts),
-        "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
-        "cell_index": (cells["cell_agent_idx"], cells["cell_task_idx"]),
-        "n_cells_excluded": cells["n_cells_excluded"],
-        # mean_observed is added by the postprocess, which sets its own attrs
-        "var_attrs": {
-            "ability": {
-                "scale": "logit",
-                "meaning": "mu + agent_effect: log-odds of success on a task of average difficulty",
-            },
-            "mean_new_task": {
-                "scale": "probability",
-                "meaning": "expected success probability on a new task",
-            },
-        },
-    }
+        _, _, n_cell, y_cell = count_data(counts, cells)
+        parts = _task_effects(pri, coords, cl_idx, use_cluster, centred_set, agent_task)
+        theta, ability = _abilities(pri, coords, parts[1], agents, "agent" in centred_set)
+        _likelihood(theta, ability, parts, n_cell, y_cell, cells, agent_task, n_quad)
+    options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
+               "agents": agents, "centred": sorted(centred_set)}  # fmt: skip
+    model.hierbench = _info(st, counts, cells, pri, options, cl_idx)
     return model
 
 
@@ -692,6 +650,7 @@ register(
             "target_accept": 0.8,
         },
         description="Crossed agent x task (x cluster) logistic model on aggregated counts",
+        hooks=HOOKS,
     )
 )
 
@@ -700,15 +659,8 @@ register(
 _PREDICTIVE_CHUNK = 20_000_000
 
 
-def _predictive(
-    dt: xr.DataTree,
-    gen: np.random.Generator,
-    ai: np.ndarray,
-    ti: np.ndarray,
-    n: np.ndarray,
-    cl_idx: np.ndarray | None,
-    agent_task: str,
-) -> xr.DataTree:
+@register_hook("crossed.predictive")
+def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str, Any]) -> xr.DataTree:
     """Posterior predictive ``y(cell)``, vectorised over draws.
 
     The cell's logit is ``ability + task_effect (+ cluster_effect)`` (the
@@ -716,6 +668,9 @@ def _predictive(
     a fresh agent x task effect for the marginal model, or the drawn one for
     the latent model.
     """
+    d = info["data"]
+    ai, ti, n, cl_idx = d["cell_agent_idx"], d["cell_task_idx"], d["cell_n"], d["task_cluster_idx"]
+    agent_task = info["options"]["agent_task"]
     post = dt["posterior"].to_dataset()
 
     def arr(name: str, dim: str) -> np.ndarray:
@@ -758,7 +713,10 @@ def _predictive(
     return dt
 
 
-def _add_mean_observed(dt: xr.DataTree, rng: None | int | np.random.Generator = None) -> xr.DataTree:
+@register_hook("crossed.mean_observed")
+def _add_mean_observed(
+    dt: xr.DataTree, rng: None | int | np.random.Generator = None, *, info: Any = None
+) -> xr.DataTree:
     """Add ``mean_observed(agent)``: the posterior of the average success probability over the dataset's tasks."""
     from ..metrics import _mean_observed_draws
 
@@ -768,3 +726,9 @@ def _add_mean_observed(dt: xr.DataTree, rng: None | int | np.random.Generator = 
     post["mean_observed"] = _mean_observed_draws(dt, rng).transpose("chain", "draw", "agent")
     dt["posterior"] = xr.DataTree(post)
     return dt
+
+
+@register_hook("crossed.data_updates")
+def _data_updates(cells: Mapping[str, Any], *, info: Any = None) -> dict[str, np.ndarray]:
+    """A replicate's log binomial coefficients (they follow its success counts)."""
+    return {"cell_log_binom": log_binom(cells["cell_y"], cells["cell_n"])}

@@ -23,6 +23,7 @@ import xarray as xr
 
 from .._base import as_rng, watched
 from ._diagnostics import compute_diagnostics
+from ._registry import model_hook
 
 __all__ = ["SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
 
@@ -268,7 +269,7 @@ def fit(
     if log_likelihood:
         dt = _with_log_likelihood(dt, model, info)
     if posterior_predictive:
-        predictive = info.get("predictive")
+        predictive = model_hook(info, "predictive")
         if callable(predictive):
             # vectorised over draws (NumPy); PyMC's loop runs a custom likelihood's
             # random function once per draw in object mode
@@ -284,7 +285,7 @@ def fit(
             # drawn below with the builder's own predictive
             warnings.filterwarnings("ignore", message=".*Potential.*", category=UserWarning)
             prior = pm.sample_prior_predictive(draws=draws, model=model, random_seed=prior_seed)
-        predictive = info.get("predictive")
+        predictive = model_hook(info, "predictive")
         if callable(predictive) and "observed_cells" in info:
             tmp = xr.DataTree(children={"posterior": prior["prior"].copy()})
             tmp = predictive(tmp, np.random.default_rng(prior_seed))
@@ -304,14 +305,14 @@ def fit(
         compile_time=float(compile_time),
         sampling_time=float(sampling_time),
     )
-    post = info.get("postprocess")
+    post = model_hook(info, "postprocess")
     if callable(post):
         dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
     return compute_diagnostics(dt, warn=True)
 
 
 def _with_log_likelihood(dt: xr.DataTree, model: pm.Model, info: dict[str, Any]) -> xr.DataTree:
-    own = info.get("log_likelihood")
+    own = model_hook(info, "log_likelihood")
     if callable(own):
         dt["log_likelihood"] = xr.DataTree(own(dt))
         return dt
@@ -431,8 +432,8 @@ def fit_replicates(
                 f"(shape {n_ref.shape}); it differs"
             )
         updates = {"n_success": counts["n_success"].values, "cell_n_success": cells["cell_y"]}
-        if callable(info.get("data_updates")):
-            updates.update(info["data_updates"](cells))
+        if callable(model_hook(info, "data_updates")):
+            updates.update(model_hook(info, "data_updates")(cells))
         if "cell_log_binom" in shared:
             # the crossed model's log binomial coefficients follow the success counts
             updates["cell_log_binom"] = _log_binom(cells["cell_y"], cells["cell_n"])

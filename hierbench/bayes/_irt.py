@@ -36,9 +36,21 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from .._base import HierbenchError, cluster_codes
+from .._base import HierbenchError, check_choice
 from .._priors import IRT_HYPERPRIORS
-from ._registry import ModelEntry, data_hash, make_prior, merge_priors, prepare_counts, register
+from ._registry import (
+    ModelEntry,
+    count_coords,
+    count_data,
+    count_info,
+    make_prior,
+    merge_priors,
+    normal_group,
+    prepare_counts,
+    register,
+    register_hook,
+)
+from ._structure import Structure, count_design, decide_clusters
 
 __all__ = ["IRT_PRIORS", "build_irt_1pl", "build_irt_2pl"]
 
@@ -53,6 +65,9 @@ IRT_PRIORS: dict[str, dict[str, Any]] = {
 #: (an intercept is informed by every run of its task, ~ n p (1 - p) >= 1 here, against a
 #: prior precision 1 / sd_intercept^2 of about 0.2; see models/irt_2pl/card.md)
 CENTRE_MIN_RUNS = 10
+
+#: the hooks :func:`hierbench.bayes.fit` runs for an IRT model (see :data:`HOOK_KINDS`)
+HOOKS = {"postprocess": "irt.set_aside_radius"}
 
 
 def _default_priors(model: str, clusters: bool) -> dict[str, dict[str, Any]]:
@@ -119,83 +134,122 @@ def build_irt_2pl(
     """
     if model not in ("2pl", "1pl"):
         raise ValueError(f"`model` must be '2pl' or '1pl'; got {model!r}")
-    if clusters not in (True, False):
-        raise ValueError(f"`clusters` must be True or False; got {clusters!r}")
-    if centred not in ("auto", True, False):
-        raise ValueError(f"`centred` must be 'auto', True or False; got {centred!r}")
-    counts, cells = prepare_counts(data)
-    n_ag = counts.sizes["agent"]
-    if n_ag < 2:
+    check_choice(clusters, "clusters", (True, False))
+    check_choice(centred, "centred", ("auto", True, False))
+    counts, cells = prepare_counts(data, model=f"build_irt_{model}")
+    if counts.sizes["agent"] < 2:
         raise HierbenchError(
             f"`data` must hold at least 2 agents for an IRT model (the abilities are standardised "
-            f"over the agents); got {n_ag}"
+            f"over the agents); got {counts.sizes['agent']}"
         )
-    if clusters and "cluster" not in counts.coords:
-        raise ValueError("`clusters=True` needs a `cluster` task coord in `data`; there is none")
-    runs_per_task = float(counts["n_runs"].values.sum(0).mean())
-    centre = runs_per_task >= CENTRE_MIN_RUNS if centred == "auto" else bool(centred)
+    st, centre = _decide(counts, cells, model, clusters, centred)
     pri = merge_priors(_default_priors(model, clusters), priors)
-    coords: dict[str, Any] = {
-        "agent": counts.agent.values.tolist(),
-        "task": counts.task.values.tolist(),
-        "cell": np.arange(cells["cell_n"].size),
-    }
-    if clusters:
-        # the one cluster-code rule: a task without a label is its own cluster, never pooled
-        cl_idx, cl_labels = cluster_codes(counts, "cluster", dim="task")
-        coords["cluster"] = cl_labels.tolist()
-    ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
+    coords, cl_idx = count_coords(counts, cells, clusters=clusters)
     with pm.Model(coords=coords) as m:
-        pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))
-        pm.Data("n_success", counts.n_success.values, dims=("agent", "task"))
-        n_cell = pm.Data("cell_n_runs", cells["cell_n"], dims="cell")
-        y_cell = pm.Data("cell_n_success", cells["cell_y"], dims="cell")
+        _, _, n_cell, y_cell = count_data(counts, cells)
         # abilities: mean 0 and population sd 1 over the agents, exactly
         z_ab = pm.ZeroSumNormal("z_ability", sigma=1.0, dims="agent")
-        ability = pm.Deterministic(
-            "ability", z_ab / pt.sqrt(pt.mean(z_ab**2)), dims="agent"
-        )
-        mu_d = make_prior("mu_intercept", pri["mu_intercept"])
-        sd_d = make_prior("sd_intercept", pri["sd_intercept"])
-        if centre:
-            d_base = pm.Normal("intercept_task", mu_d, sd_d, dims="task")
-        else:
-            z_d = pm.Normal("z_intercept", 0.0, 1.0, dims="task")
-            d_base = mu_d + sd_d * z_d
-        if clusters:
-            pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
-            sd_c = make_prior("sd_cluster", pri["sd_cluster"])
-            z_c = pm.ZeroSumNormal("z_cluster", sigma=1.0, dims="cluster")
-            cl_eff = pm.Deterministic("cluster_effect", sd_c * z_c, dims="cluster")
-            intercept = pm.Deterministic("intercept", d_base + cl_eff[cl_idx], dims="task")
-        else:
-            intercept = pm.Deterministic("intercept", d_base, dims="task")
-        mu_la = make_prior("mu_log_discrimination", pri["mu_log_discrimination"])
-        if model == "2pl":
-            sd_la = make_prior("sd_log_discrimination", pri["sd_log_discrimination"])
-            z_la = pm.Normal("z_log_discrimination", 0.0, 1.0, dims="task")
-            disc = pm.Deterministic("discrimination", pt.exp(mu_la + sd_la * z_la), dims="task")
-            disc_t = disc
-        else:
-            disc = pm.Deterministic("discrimination", pt.exp(mu_la))
-            disc_t = pt.ones(len(coords["task"])) * disc
+        ability = pm.Deterministic("ability", z_ab / pt.sqrt(pt.mean(z_ab**2)), dims="agent")
+        intercept = _intercepts(pri, centre, cl_idx)
+        disc_t = _discriminations(pri, model, len(coords["task"]))
         pm.Deterministic("difficulty", -intercept / disc_t, dims="task")
         eta = ability[:, None] * disc_t[None, :] + intercept[None, :]
         pm.Deterministic("mean_task", pm.math.invlogit(eta).mean(axis=1), dims="agent")
+        ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
         pm.Binomial("y", n=n_cell, logit_p=eta[ai, ti], observed=y_cell, dims="cell")
-    name = "irt_2pl" if model == "2pl" else "irt_1pl"
-    m.hierbench = {
-        "model": name,
+    m.hierbench = _info(st, counts, cells, pri, model, clusters, centre)
+    return m
+
+
+def _decide(counts: Any, cells: dict, model: str, clusters: bool, centred: Any) -> tuple[Structure, bool]:
+    """The IRT model's structure, recorded (see :mod:`hierbench.bayes._structure`)."""
+    st = Structure(f"irt_{model}", count_design(counts, cells))
+    st.decisions["discrimination"] = {
+        "choice": "per task" if model == "2pl" else "shared",
+        "reason": "2PL: one discrimination per task, pooled on the log scale, always non-centred "
+        "(a slope is informed only through the spread of the abilities)"
+        if model == "2pl"
+        else "1PL: one discrimination shared by every task",
+        "source": "user" if model == "1pl" else "auto",
+    }
+    if clusters:
+        decide_clusters(st, True)
+    else:
+        st.decisions["clusters"] = {
+            "choice": False,
+            "reason": "intercepts without a cluster effect unless asked (clusters=True)",
+            "source": "auto",
+        }
+    runs_per_task = float(counts["n_runs"].values.sum(0).mean())
+    auto = runs_per_task >= CENTRE_MIN_RUNS
+    centre = bool(
+        st.decide(
+            "centred",
+            centred,
+            auto,
+            f"{runs_per_task:.3g} runs per task on average {'>=' if auto else '<'} {CENTRE_MIN_RUNS}: "
+            "task intercepts " + ("well informed (centred)" if auto else "weakly informed (non-centred)"),
+        )
+    )
+    st.hint(
+        "intercept_task" if centre else "z_intercept",
+        "the centred / non-centred form of the task intercepts does not suit this design",
+        f"centred={not centre}",
+    )
+    st.hint(
+        "sd_log_discrimination",
+        "the spread of the task discriminations is weakly identified (few agents or runs)",
+        "more draws, a tighter `priors['sd_log_discrimination']`, or model='1pl'",
+    )
+    st.hint(
+        "sd_cluster",
+        "clusters are few or small, so their spread is weakly identified",
+        "clusters=False, or a tighter `priors['sd_cluster']`",
+    )
+    return st, centre
+
+
+def _intercepts(pri: dict, centre: bool, cl_idx: np.ndarray | None) -> Any:
+    """Task intercepts ``N(mu_d, sd_d)`` (centred or not), plus a zero-sum cluster effect."""
+    mu_d = make_prior("mu_intercept", pri["mu_intercept"])
+    sd_d = make_prior("sd_intercept", pri["sd_intercept"])
+    d_base = normal_group("intercept_task", "z_intercept", mu_d, sd_d, centred=centre, dims="task")
+    if cl_idx is None:
+        return pm.Deterministic("intercept", d_base, dims="task")
+    pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
+    sd_c = make_prior("sd_cluster", pri["sd_cluster"])
+    z_c = pm.ZeroSumNormal("z_cluster", sigma=1.0, dims="cluster")
+    cl_eff = pm.Deterministic("cluster_effect", sd_c * z_c, dims="cluster")
+    return pm.Deterministic("intercept", d_base + cl_eff[cl_idx], dims="task")
+
+
+def _discriminations(pri: dict, model: str, n_task: int) -> Any:
+    """Each task's discrimination: log-normal per task (2PL) or one shared (1PL)."""
+    mu_la = make_prior("mu_log_discrimination", pri["mu_log_discrimination"])
+    if model == "2pl":
+        sd_la = make_prior("sd_log_discrimination", pri["sd_log_discrimination"])
+        z_la = pm.Normal("z_log_discrimination", 0.0, 1.0, dims="task")
+        return pm.Deterministic("discrimination", pt.exp(mu_la + sd_la * z_la), dims="task")
+    disc = pm.Deterministic("discrimination", pt.exp(mu_la))
+    return pt.ones(n_task) * disc
+
+
+def _info(
+    st: Structure, counts: Any, cells: dict, pri: dict, model: str, clusters: bool, centre: bool
+) -> dict[str, Any]:
+    """The data the model carries for :func:`hierbench.bayes.fit` (no callables: hooks by name)."""
+    return count_info(
+        "irt_2pl" if model == "2pl" else "irt_1pl",
+        st,
+        counts,
+        cells,
+        pri,
+        HOOKS,
         # Pooled log-discriminations form a funnel with few agents or few runs: at 0.8 a
         # 12 x 25 x 3 design left a divergence; 0.9 costs about a third more leapfrog steps.
-        "sampler_defaults": {"target_accept": 0.9},
-        "postprocess": _set_aside_radius,
-        "options": {"model": model, "clusters": bool(clusters), "centred": bool(centre)},
-        "priors": pri,
-        "data_hash": data_hash(counts),
-        "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
-        "n_cells_excluded": cells["n_cells_excluded"],
-        "var_attrs": {
+        sampler_defaults={"target_accept": 0.9},
+        options={"model": model, "clusters": bool(clusters), "centred": bool(centre)},
+        var_attrs={
             "ability": {
                 "scale": "logit per unit discrimination",
                 "meaning": "standardised ability: mean 0, sd 1 over the calibration agents",
@@ -203,11 +257,11 @@ def build_irt_2pl(
             "difficulty": {"meaning": "-intercept / discrimination: the ability at which p = 1/2"},
             "mean_task": {"scale": "probability", "meaning": "mean success probability over the data's tasks"},
         },
-    }
-    return m
+    )
 
 
-def _set_aside_radius(dt: Any, rng: Any = None) -> Any:
+@register_hook("irt.set_aside_radius")
+def _set_aside_radius(dt: Any, rng: Any = None, *, info: Any = None) -> Any:
     """Move the working parameter ``z_ability`` out of the posterior (parameter expansion).
 
     The likelihood and every reported quantity depend on ``z`` only through its
@@ -263,6 +317,7 @@ register(
         default_options={"model": "2pl", "clusters": False, "centred": "auto"},
         sampler_settings=_SAMPLER,
         description="Two-parameter logistic IRT on binomial counts per agent x task cell",
+        hooks=HOOKS,
     )
 )
 register(
@@ -273,5 +328,6 @@ register(
         default_options={"clusters": False, "centred": "auto"},
         sampler_settings=_SAMPLER,
         description="One-parameter logistic IRT (shared discrimination) on binomial counts per cell",
+        hooks=HOOKS,
     )
 )

@@ -1,14 +1,21 @@
-"""Registry of the model builders: name -> builder, default sampler settings, zoo spec.
+"""Registry of the model builders: name -> builder, hooks, default sampler settings, zoo spec.
 
 A builder registers itself with :func:`register`; :func:`fit` reads the
 ``hierbench`` dict that every builder attaches to the ``pm.Model`` it returns
 (``model.hierbench = {"model": name, "options": ..., "priors": ...,
-"data_hash": ...}``) and stamps it onto the fit. The zoo files
-``models/<name>/spec.toml`` are written from and read into the same data.
+"data_hash": ..., "hooks": {kind: hook name}, "data": {...}}``) and stamps it
+onto the fit. That dict is data only: the steps a model needs after sampling
+(its own posterior predictive, pointwise log-likelihood, derived quantities,
+data swaps for replicates) are functions registered here under a name
+(:func:`register_hook`), which the model names and :func:`model_hook` looks
+up, so no closure travels with a model and a saved spec names its hooks. The
+zoo files ``models/<name>/spec.toml`` are written from and read into the same
+data.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import tomllib
@@ -20,26 +27,99 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError, cluster_codes
+from .._base import HierbenchError, PartialCreditError, cluster_codes, counts
 
 __all__ = [
+    "HOOK_KINDS",
     "ModelEntry",
     "PriorError",
+    "count_coords",
+    "count_data",
+    "count_info",
     "data_hash",
     "get_model",
     "list_models",
+    "log_binom",
     "make_prior",
     "merge_priors",
+    "model_hook",
+    "normal_group",
     "prepare_counts",
     "read_spec",
     "register",
+    "register_hook",
     "spec_to_toml",
 ]
+
+#: the steps :func:`hierbench.bayes.fit` runs by name, and what each hook is called with
+#: (``info`` is the model's ``hierbench`` dict, bound by :func:`model_hook`)
+HOOK_KINDS: dict[str, str] = {
+    "predictive": "(fit, generator, *, info) -> fit with a posterior_predictive group",
+    "log_likelihood": "(fit, *, info) -> pointwise log-likelihood Dataset",
+    "postprocess": "(fit, generator, *, info) -> fit with derived quantities added",
+    "data_updates": "(cells, *, info) -> new data values for a replicate of the same design",
+}
+
+_HOOKS: dict[str, Callable[..., Any]] = {}
+
+
+def register_hook(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated function as the hook ``name`` (``"<model>.<what>"``).
+
+    Examples
+    --------
+    >>> @register_hook("example.noop")
+    ... def _noop(dt, gen, *, info):
+    ...     return dt
+    >>> model_hook({"hooks": {"postprocess": "example.noop"}}, "postprocess")(1, None)
+    1
+    """
+
+    def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+        _HOOKS[name] = fn
+        return fn
+
+    return add
+
+
+def model_hook(info: Mapping[str, Any] | None, kind: str) -> Callable[..., Any] | None:
+    """The hook of kind ``kind`` a model names, bound to the model's data; None if it names none.
+
+    Parameters
+    ----------
+    info : mapping or None
+        A model's ``hierbench`` dict (a builder's model carries it).
+    kind : str
+        One of :data:`HOOK_KINDS`.
+
+    Returns
+    -------
+    callable or None
+        The registered function with the model's dict bound as ``info``.
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_crossed
+    >>> data, _ = simulate_eval(n_agents=2, n_tasks=6, n_runs=2, rng=0)
+    >>> info = build_crossed(data).hierbench
+    >>> info["hooks"]["predictive"], model_hook(info, "log_likelihood") is None
+    ('crossed.predictive', True)
+    """
+    if kind not in HOOK_KINDS:
+        raise ValueError(f"`kind` must be one of {sorted(HOOK_KINDS)}; got {kind!r}")
+    name = ((info or {}).get("hooks") or {}).get(kind)
+    if name is None:
+        return None
+    if name not in _HOOKS:
+        raise KeyError(f"the model names the {kind} hook {name!r}, which is not registered {sorted(_HOOKS)}")
+    return functools.partial(_HOOKS[name], info=info)
 
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A registered model: its builder, default priors (a function of the options), sampler settings."""
+    """A registered model: its builder, default priors (a function of the options), sampler
+    settings and the names of its hooks (:data:`HOOK_KINDS`)."""
 
     name: str
     builder: Callable[..., Any]
@@ -47,6 +127,7 @@ class ModelEntry:
     default_options: Mapping[str, Any] = field(default_factory=dict)
     sampler_settings: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
+    hooks: Mapping[str, str] = field(default_factory=dict)
 
     def spec(self, **options: Any) -> dict[str, Any]:
         """The zoo spec (as written to ``spec.toml``) for these options."""
@@ -58,6 +139,7 @@ class ModelEntry:
             "options": opts,
             "priors": {k: dict(v) for k, v in self.default_priors(opts).items()},
             "sampler": dict(self.sampler_settings),
+            "hooks": dict(self.hooks),
         }
 
 
@@ -185,56 +267,172 @@ def make_prior(name: str, spec: Mapping[str, Any], **kwargs: Any) -> Any:
         raise PriorError(f"`priors[{name!r}]` has bad parameters {params}: {err}") from err
 
 
-def prepare_counts(data: xr.Dataset, *, name: str = "data") -> tuple[xr.Dataset, dict[str, Any]]:
+def count_coords(
+    counts: xr.Dataset, cells: Mapping[str, Any], *, clusters: bool = False
+) -> tuple[dict[str, Any], np.ndarray | None]:
+    """A count model's coords (agent, task, cell; cluster when used) and each task's cluster index.
+
+    Clusters follow the one cluster-code rule (:func:`hierbench._base.cluster_codes`): a
+    task without a label is a cluster of its own, never pooled.
+    """
+    coords: dict[str, Any] = {
+        "agent": counts.agent.values.tolist(),
+        "task": counts.task.values.tolist(),
+        "cell": np.arange(cells["cell_n"].size),
+    }
+    if not clusters:
+        return coords, None
+    cl_idx, cl_labels = cluster_codes(counts, "cluster", dim="task")
+    coords["cluster"] = cl_labels.tolist()
+    return coords, cl_idx
+
+
+def normal_group(name: str, z_name: str, loc: Any, scale: Any, *, centred: bool, dims: str) -> Any:
+    """Levels ``N(loc, scale)``: the variable ``name`` (centred) or ``loc + scale * z_name`` (not).
+
+    A group whose levels are well informed by their own data samples better
+    centred; a weakly informed one needs the non-centred form to avoid the
+    funnel (the choice: :mod:`hierbench.bayes._structure`).
+    """
+    import pymc as pm
+
+    if centred:
+        return pm.Normal(name, loc, scale, dims=dims)
+    z = pm.Normal(z_name, 0.0, 1.0, dims=dims)
+    return loc + scale * z
+
+
+def count_info(
+    name: str,
+    structure: Any,
+    counts: xr.Dataset,
+    cells: Mapping[str, Any],
+    priors: Mapping[str, Any],
+    hooks: Mapping[str, str],
+    **extra: Any,
+) -> dict[str, Any]:
+    """The ``model.hierbench`` dict of a count model: data only, its hooks named.
+
+    Holds the model's name, priors, structure (``structure.to_dict()``),
+    data hash, the observed cells' labels and how many cells were never run,
+    the hook names (:data:`HOOK_KINDS`), and ``extra`` (options, the data the
+    hooks read, sampler defaults, variable attrs).
+    """
+    return {
+        "model": name,
+        "priors": priors,
+        "structure": structure.to_dict(),
+        "data_hash": data_hash(counts),
+        "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
+        "n_cells_excluded": cells["n_cells_excluded"],
+        "hooks": dict(hooks),
+        **extra,
+    }
+
+
+def count_data(counts: xr.Dataset, cells: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """A count model's data inside its ``pm.Model``: ``n_runs``, ``n_success`` over (agent,
+    task) and ``cell_n_runs``, ``cell_n_success`` over the observed cells (the names
+    :func:`hierbench.bayes.fit_replicates` swaps)."""
+    import pymc as pm
+
+    n_grid = pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))
+    y_grid = pm.Data("n_success", counts.n_success.values, dims=("agent", "task"))
+    n_cell = pm.Data("cell_n_runs", cells["cell_n"], dims="cell")
+    y_cell = pm.Data("cell_n_success", cells["cell_y"], dims="cell")
+    return n_grid, y_grid, n_cell, y_cell
+
+
+def log_binom(y: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``log C(n, y)`` per cell: a data constant of a binomial likelihood.
+
+    Examples
+    --------
+    >>> float(np.exp(log_binom(np.array([2]), np.array([4])))[0])
+    6.0
+    """
+    from scipy.special import gammaln
+
+    y, n = np.asarray(y, dtype=float), np.asarray(n, dtype=float)
+    return gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)
+
+
+def _binary_counts(data: xr.Dataset, name: str, model: str) -> xr.Dataset:
+    """Counts of binary scores through the base layer's one counts routine; partial credit refused."""
+    from ..data import EvalDataError, to_counts
+
+    purpose = (
+        f"{model} (a binomial likelihood on success counts; a Bayesian model of scores in "
+        "[0, 1] is planned, not yet in hierbench)"
+    )
+    if "score" in data:
+        tally = to_counts(data)  # the eval dataset's schema checks
+        if not int(tally.attrs.get("binary", 1)):
+            counts(data, binary=True, name=name, purpose=purpose)  # raises, naming the cells
+        return tally
+    if not ("n_runs" in data and "n_success" in data):
+        raise EvalDataError(
+            f"`{name}` must hold `score(agent, task, run)` or `n_runs` and `n_success` "
+            f"over (agent, task); found {list(data.data_vars)}"
+        )
+    for d in ("agent", "task"):
+        if d not in data["n_runs"].dims:
+            raise EvalDataError(f"`{name}` counts must have dims ('agent', 'task'); got {data['n_runs'].dims}")
+    filled = data.assign(n_runs=data["n_runs"].fillna(0), n_success=data["n_success"].fillna(0))
+    y = filled["n_success"].transpose("agent", "task").values
+    frac = np.abs(y - np.round(y)) > 1e-9
+    if frac.any():
+        cells = [
+            (str(data.agent.values[i]), str(data.task.values[j]), float(y[i, j]))
+            for i, j in np.argwhere(frac)[:5]
+        ]
+        raise PartialCreditError(
+            f"`{name}`: {purpose} needs whole success counts (binary scores); {int(frac.sum())} "
+            f"cells have fractional n_success (partial credit), e.g. (agent, task, n_success) "
+            f"{cells}. Binarise the scores with a threshold before counting (e.g. score >= 1), "
+            "or use an estimator for continuous scores (bootstrap_ci, scorecard)."
+        )
+    return counts(filled, binary=True, name=name, purpose=purpose)
+
+
+def prepare_counts(
+    data: xr.Dataset, *, name: str = "data", model: str = "a Bayesian count model"
+) -> tuple[xr.Dataset, dict[str, Any]]:
     """Counts of an eval dataset (or a counts dataset) plus the observed-cell index.
+
+    Scores must be binary: partial credit (a score strictly between 0 and 1,
+    or counts made from such scores) is refused with
+    :class:`hierbench._base.PartialCreditError` naming the cells, even when a
+    cell's scores sum to a whole number (four runs scoring 0.5 are not "2 of
+    4 succeeded").
 
     Returns the counts (``n_runs``, ``n_success`` over (agent, task), 0 where
     not run) and a dict with ``cell_agent_idx``, ``cell_task_idx``,
     ``cell_n``, ``cell_y`` (observed cells only, ``n_runs > 0``),
     ``cell_agent``, ``cell_task`` (labels) and ``n_cells_excluded``.
     """
-    from ..data import EvalDataError, to_counts
+    from ..data import EvalDataError
 
     if not isinstance(data, xr.Dataset):
         raise EvalDataError(f"`{name}` must be an eval dataset or a counts dataset; got {type(data).__name__}")
-    if "score" in data:
-        counts = to_counts(data)
-    elif "n_runs" in data and "n_success" in data:
-        counts = data
-    else:
-        raise EvalDataError(
-            f"`{name}` must hold `score(agent, task, run)` or `n_runs` and `n_success` "
-            f"over (agent, task); found {list(data.data_vars)}"
-        )
-    for d in ("agent", "task"):
-        if d not in counts["n_runs"].dims:
-            raise EvalDataError(f"`{name}` counts must have dims ('agent', 'task'); got {counts['n_runs'].dims}")
-    n = counts["n_runs"].transpose("agent", "task").fillna(0).values
-    y = counts["n_success"].transpose("agent", "task").fillna(0).values
-    if np.any(np.abs(y - np.round(y)) > 1e-9):
-        bad = np.argwhere(np.abs(y - np.round(y)) > 1e-9)[:5]
-        cells = [(str(counts.agent.values[i]), str(counts.task.values[j]), float(y[i, j])) for i, j in bad]
-        raise EvalDataError(
-            f"`{name}` must have binary scores (integer success counts) for a count model; "
-            f"non-integer n_success in (agent, task, n_success) {cells}"
-        )
-    if np.any(y < 0) or np.any(y > n) or np.any(n < 0):
-        raise EvalDataError(f"`{name}` must satisfy 0 <= n_success <= n_runs in every cell")
+    tally = _binary_counts(data, name, model)
+    n = tally["n_runs"].transpose("agent", "task").fillna(0).values
+    y = tally["n_success"].transpose("agent", "task").fillna(0).values
     n = n.astype(np.int64)
     y = np.round(y).astype(np.int64)
     obs = n > 0
     if not obs.any():
         raise EvalDataError(f"`{name}` has no observed cells (every n_runs is 0)")
     ai, ti = np.nonzero(obs)
-    agents = np.asarray(counts["agent"].values).astype(str)
-    tasks = np.asarray(counts["task"].values).astype(str)
+    agents = np.asarray(tally["agent"].values).astype(str)
+    tasks = np.asarray(tally["task"].values).astype(str)
     cluster_coord = {}
-    if "cluster" in counts.coords:
+    if "cluster" in tally.coords:
         # the one cluster-code rule: a task without a label becomes its own cluster (warned),
         # never one pooled "nan" cluster
-        codes, labels = cluster_codes(counts, "cluster", dim="task")
+        codes, labels = cluster_codes(tally, "cluster", dim="task")
         cluster_coord = {"cluster": ("task", np.asarray(labels, dtype=str)[codes])}
-    counts = xr.Dataset(
+    out = xr.Dataset(
         {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), y)},
         coords={"agent": agents, "task": tasks} | cluster_coord,
     )
@@ -247,4 +445,4 @@ def prepare_counts(data: xr.Dataset, *, name: str = "data") -> tuple[xr.Dataset,
         "cell_task": tasks[ti],
         "n_cells_excluded": int((~obs).sum()),
     }
-    return counts, cells
+    return out, cells

@@ -1,9 +1,11 @@
 """The model structure a data set's design supports: decided once, recorded, shown, overridable.
 
 Every builder calls :func:`count_design` (or :func:`pair_design`) on its data
-and then :meth:`Structure.decide` for each term it could include. A decision
-records the choice, the reason (in words, with the figures of the design that
-led to it) and whether the user asked for it. The builder stores the
+and then the term rules here (:func:`decide_agent_task`,
+:func:`decide_clusters`, :func:`decide_centring`) or :meth:`Structure.decide`
+for each term it could include. A decision records the choice, the reason (in
+words, with the figures of the design that led to it) and whether the user
+asked for it. The builder stores the
 structure in ``model.hierbench["structure"]``; :func:`hierbench.bayes.fit`
 copies it to the fit's ``hierbench_structure`` attr (JSON) and
 :func:`describe` prints it as a short "model as fitted" block.
@@ -29,6 +31,7 @@ import json
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,9 +48,14 @@ __all__ = [
     "UnidentifiedTermWarning",
     "centre_choice",
     "count_design",
+    "decide_agent_task",
+    "decide_centring",
+    "decide_clusters",
     "describe",
     "level_information",
     "level_spread",
+    "pair_design",
+    "pair_spread",
     "spread_for_centring",
 ]
 
@@ -134,7 +142,8 @@ class Structure:
                     f"`{term}={choice!r}` was requested, but {why_unidentified}; it is fitted "
                     "as asked and rests on its prior",
                     UnidentifiedTermWarning,
-                    stacklevel=4,
+                    # attributed to the user's call of the builder, however deep the helper
+                    skip_file_prefixes=(str(Path(__file__).parent),),
                 )
                 reason = f"requested by the user although {why_unidentified}"
             else:
@@ -311,6 +320,195 @@ def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]
             share_tasks_in_singletons=round(float(size[size == 1].sum() / labels.size), 3),
         )
     return out
+
+
+# ---------------------------------------------------------------------------
+# term decisions shared by the builders (each records its choice and reason in ``st``)
+
+
+def decide_agent_task(st: Structure, requested: Any) -> str:
+    """The agent x task effect: integrated out ("marginal"), unless one run per cell or one agent.
+
+    Examples
+    --------
+    >>> st = Structure("m", {"n_agents": 3, "max_runs_per_cell": 1})
+    >>> decide_agent_task(st, "auto")
+    'none'
+    """
+    m, r_max = st.design["n_agents"], st.design["max_runs_per_cell"]
+    if r_max == 1:
+        auto, why = "none", "every cell has one run: a Bernoulli cell cannot separate it from run noise"
+    elif m == 1:
+        auto, why = "none", "one agent: it is confounded with the task effect"
+    else:
+        auto, why = "marginal", (
+            f"{m} agents, up to {r_max} runs per cell: integrated out of each cell by adaptive quadrature"
+        )
+    return st.decide(
+        "agent_task",
+        requested,
+        auto,
+        why,
+        unidentified=("marginal", "latent") if auto == "none" else None,
+        why_unidentified=why if auto == "none" else "",
+    )
+
+
+def _cluster_rule(d: Mapping[str, Any]) -> tuple[bool, str, bool]:
+    """(auto choice, reason, unidentified) for a cluster effect, from the design figures."""
+    if "n_clusters" not in d:
+        return False, "the data have no `cluster` task coord", False
+    k, single = d["n_clusters"], d["share_tasks_in_singletons"]
+    if k < 2:
+        return False, "one cluster holds every task: no between-cluster variation", True
+    if single > SINGLETON_MAX_SHARE:
+        return False, (
+            f"{single:.0%} of tasks are alone in their cluster (> {SINGLETON_MAX_SHARE:.0%}): "
+            "a cluster of one task is confounded with the task effect"
+        ), True
+    why = f"{k} clusters, median size {d['median_cluster_size']:g}, {single:.0%} of tasks alone"
+    if k < 5:
+        why += "; few clusters: sd_cluster leans on its prior"
+    if d["median_cluster_size"] <= 1:
+        why += "; most clusters are single tasks: sd_cluster is informed by the larger ones"
+    return True, why, False
+
+
+def decide_clusters(st: Structure, requested: Any) -> bool:
+    """A cluster effect: when the data have at least two clusters and not mostly single tasks.
+
+    ``requested=True`` without a ``cluster`` task coord is an error; asked
+    for on a design that cannot identify it, a :class:`UnidentifiedTermWarning`.
+
+    Examples
+    --------
+    >>> decide_clusters(Structure("m", {"n_agents": 2}), "auto")
+    False
+    """
+    if requested is True and "n_clusters" not in st.design:
+        raise ValueError("`clusters=True` needs a `cluster` task coord in `data`; there is none")
+    auto, why, bad = _cluster_rule(st.design)
+    return bool(
+        st.decide(
+            "clusters",
+            requested,
+            auto,
+            why,
+            unidentified=True if bad else None,
+            why_unidentified=why if bad else "",
+        )
+    )
+
+
+def decide_centring(
+    st: Structure,
+    requested: Any,
+    scores: Mapping[str, float],
+    n_levels: Mapping[str, int],
+    *,
+    spread: Mapping[str, float] | None = None,
+    groups: tuple[str, ...] = ("agent", "task", "cluster"),
+    never: tuple[str, ...] = (),
+) -> set[str]:
+    """The groups given the centred form: those whose median level information reaches the rule.
+
+    Parameters
+    ----------
+    st : Structure
+        Where the choice and its reason are recorded (term ``centred``).
+    requested : "auto" or tuple of str
+        The user's choice: "auto", or the groups to centre (a subset of ``groups``).
+    scores : mapping
+        Group -> median level information x spread^2 (:func:`level_information`).
+    n_levels : mapping
+        Group -> number of levels (the rule asks more of few levels: :func:`centre_choice`).
+    spread : mapping, optional
+        Group -> the spread used (shown in the reason).
+    groups : tuple of str
+        The groups the user may name.
+    never : tuple of str
+        Groups the rule leaves out (their form is fixed by the model).
+
+    Examples
+    --------
+    >>> st = Structure("m", {})
+    >>> sorted(decide_centring(st, "auto", {"agent": 40.0, "task": 1.0}, {"agent": 10, "task": 30}))
+    ['agent']
+    """
+    need = {g: centre_choice(v, n_levels[g])[1] for g, v in scores.items()}
+    auto = {g for g, v in scores.items() if v >= need[g]} - set(never)
+    if requested != "auto" and (isinstance(requested, str) or not set(requested) <= set(groups)):
+        raise ValueError(
+            f"`centred` must be 'auto' or a tuple drawn from {sorted(groups)}; got {requested!r}"
+        )
+    spread = spread or {}
+    reason = ", ".join(
+        f"{g} {v:.1f}{f' (spread {spread[g]:.2g})' if g in spread else ''} vs {need[g]:g} needed "
+        f"over {n_levels[g]} levels ({'centred' if g in auto else 'non-centred'})"
+        for g, v in scores.items()
+        if g not in never
+    )
+    return set(
+        st.decide(
+            "centred",
+            requested if requested == "auto" else tuple(sorted(requested)),
+            tuple(sorted(auto)),
+            "median level information x spread^2 (nominal 1 logit, or the data's estimate when "
+            "smaller): " + reason,
+        )
+    )
+
+
+def pair_design(
+    ia: np.ndarray, ib: np.ndarray, w_a: np.ndarray, w_b: np.ndarray, n_tie: np.ndarray, n_agents: int, n_components: int
+) -> dict[str, Any]:
+    """Figures of a pairwise (Bradley-Terry) design that the structure rules read.
+
+    ``ia``, ``ib`` index the agents of each pair; ``w_a``, ``w_b``, ``n_tie``
+    are its wins, losses and ties.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> d = pair_design(np.array([0, 1]), np.array([1, 2]), np.array([3, 1]), np.array([1, 1]),
+    ...                 np.array([0, 2]), 3, 1)
+    >>> d["n_comparisons"], d["min_comparisons_per_agent"]
+    (8, 4)
+    """
+    n = w_a + n_tie + w_b
+    per_agent = np.bincount(ia, weights=n, minlength=n_agents) + np.bincount(ib, weights=n, minlength=n_agents)
+    return {
+        "n_agents": int(n_agents),
+        "n_pairs": int((n > 0).sum()),
+        "n_comparisons": int(n.sum()),
+        "min_comparisons_per_agent": int(per_agent.min()),
+        "median_comparisons_per_agent": float(np.median(per_agent)),
+        "n_components": int(n_components),
+        "n_ties": int(n_tie.sum()),
+        "score_kind": "pairwise outcomes",
+    }
+
+
+def pair_spread(
+    ia: np.ndarray, ib: np.ndarray, w_a: np.ndarray, w_b: np.ndarray, n_tie: np.ndarray, n_agents: int
+) -> float:
+    """Moment estimate of the SD of the abilities from the agents' win shares (``nan`` with < 3).
+
+    As :func:`level_spread` for pairs: the variance of the agents' logit win
+    shares (ties count half) less their mean sampling variance, ``1 / (n p (1
+    - p))`` per agent.
+    """
+    n = w_a + n_tie + w_b
+    per_agent = np.bincount(ia, weights=n, minlength=n_agents) + np.bincount(ib, weights=n, minlength=n_agents)
+    pts = np.bincount(ia, weights=w_a + 0.5 * n_tie, minlength=n_agents) + np.bincount(
+        ib, weights=w_b + 0.5 * n_tie, minlength=n_agents
+    )
+    share = (pts + 0.5) / (per_agent + 1.0)
+    lg = np.log(share / (1.0 - share))
+    if n_agents < 3:
+        return float("nan")
+    noise = np.mean(1.0 / (per_agent * share * (1 - share) + 1e-12))
+    return float(np.sqrt(max(0.0, np.var(lg, ddof=1) - noise)))
 
 
 class Description(str):
