@@ -106,12 +106,13 @@ def run(models, designs, reps, out, chains, draws, tune, seed, start_rep=0):
             info = model.hierbench
             prior = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)
             pri = prior["prior"].to_dataset()
-            if callable(info.get("predictive")):
+            predictive = hbb.model_hook(info, "predictive")
+            if predictive is not None:
                 # a likelihood written as a weighted potential: simulate its cells
                 # with the builder's own vectorised predictive, from the prior draws
                 import xarray as xr
 
-                pp = info["predictive"](
+                pp = predictive(
                     xr.DataTree(children={"posterior": xr.DataTree(pri)}),
                     np.random.default_rng(seed + 2),
                 )["posterior_predictive"].to_dataset()

@@ -18,6 +18,7 @@ __all__ = [
     "HierbenchError",
     "HierbenchWarning",
     "NotConvergedWarning",
+    "PartialCreditError",
     "SmallSampleWarning",
     "UndefinedWarning",
     "__version__",
@@ -36,6 +37,7 @@ _FROM_BASE = (
     "HierbenchError",
     "HierbenchWarning",
     "NotConvergedWarning",
+    "PartialCreditError",
     "SmallSampleWarning",
     "UndefinedWarning",
 )

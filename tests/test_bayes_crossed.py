@@ -154,7 +154,7 @@ def test_pass_hat_k_agrees_with_unbiased_estimator(large_r):
     ks = [1, 2, 4, 8]
     bayes = crossed_pass_k(idata, k=ks)
     freq = pass_hat_k(data, ks).mean.transpose("agent", "k")
-    assert bayes["ci"].attrs["ci_kind"] == "equal-tailed posterior"
+    assert bayes["ci"].attrs["ci_kind"] == "eti"
     assert list(bayes["ci"].ci_bound.values) == ["lower", "upper"]
     # With 200 runs per cell, shrinkage of cell probabilities is small; tolerance 0.02 absolute
     np.testing.assert_allclose(bayes["mean"].transpose("agent", "k").values, freq.values, atol=0.02)
