@@ -1,5 +1,7 @@
-"""Benchmark: hierbench's G-theory (balanced closed form vs ``generalizit``; unbalanced METR REML)
-and a coverage study of its intervals.
+"""Benchmark: hierbench's G-theory against ``generalizit``, on METR, and its interval coverage.
+
+Balanced closed form vs ``generalizit``; unbalanced METR REML; a coverage study of the
+intervals.
 
 1. Brennan (2001) Synthetic Data Set No. 3 (p x i x o, 10 x 4 x 2). Both packages must give
    the same G-study (generalizit rounds its table to 4 decimals). Timed two ways:

@@ -1,5 +1,6 @@
-"""Benchmark: ``variance_components`` and its G-theory entry points with DEFAULTS on every real
-data set in ``../shared/data`` it applies to and on awkward shapes.
+"""Benchmark: ``variance_components`` with its DEFAULTS on real data and awkward shapes.
+
+Every real data set in ``../shared/data`` it applies to, and awkward simulated shapes.
 
 One row per data set: method, converged, the warnings raised (class names), whether the
 component intervals and the coefficient intervals are all finite (or the note says why
