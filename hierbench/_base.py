@@ -24,10 +24,13 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import xarray as xr
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CI_KINDS",
@@ -415,7 +418,7 @@ class Result:
                 out[f] = v
         return xr.Dataset(out)
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """Return a tidy pandas table: one row per cell of ``estimate`` (agent, pair, ...).
 
         The interval ends are the ``lower`` / ``upper`` columns, level and kind columns too.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -16,6 +16,9 @@ import xarray as xr
 from ..._base import DEFAULT_PROB, HierbenchWarning, Result
 from . import _allocation, _dstudy, _intervals
 from ._design_lang import Design
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["VarianceComponentsResult"]
 
@@ -392,7 +395,7 @@ class VarianceComponentsResult(Result):
             }
         return ds
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per component: estimate, lower, upper, se, ANOVA-type estimate."""
         df = super().to_frame()
         df["anova_estimate"] = self.anova_raw
