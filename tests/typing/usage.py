@@ -97,22 +97,21 @@ def judges_and_pairs(y: np.ndarray, p: np.ndarray, battles: pd.DataFrame) -> xr.
 
 
 def bayes_on_a_saved_fit(path: Path) -> xr.Dataset:
-    """README: metrics on a saved fit (no PyMC needed)."""
+    """README: metrics on a saved fit (no PyMC needed), side by side with the bootstrap."""
     fit = load_fit(path)
     save_fit(fit, path.with_suffix(".zarr"), engine="zarr", groups="compact")
-    phk: xr.Dataset = pass_hat_k(fit, k=[1, 2, 3])
+    phk = pass_hat_k(fit, k=[1, 2, 3])
     realised = pass_hat_k(fit, k=2, realised=True, rng=4)
-    sup: xr.DataArray = prob_superiority(fit)
-    ranks: xr.DataArray = rank_probabilities(fit, higher_is_better=True)
+    sup = prob_superiority(fit)
+    ranks = rank_probabilities(fit, higher_is_better=True)
     h2h = head_to_head(fit, prob=0.9)
     draws = fit["posterior"]["mean_new_task"]
     assert isinstance(draws, xr.DataArray)
     bayes = posterior_summary(draws, prob=0.95, kind="hdi")
     eti: xr.DataArray = posterior_interval(draws, kind="eti")
     boot = freq.bootstrap_ci(load_metr(), rng=0)
-    both = side_by_side({"bootstrap": boot, "Bayes": bayes})
-    return xr.merge([phk, realised, h2h, both, sup.rename("sup"), ranks.rename("rk"),
-                     eti.rename("eti")], compat="override")  # fmt: skip
+    assert eti.size and sup is not None and ranks is not None and h2h is not None
+    return side_by_side({"bootstrap": boot, "Bayes": bayes, "pass^k": phk, "this set": realised})
 
 
 def design(ds: xr.Dataset, out: Path) -> xr.Dataset:
