@@ -18,7 +18,7 @@ hierbench's public API.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
+import datetime as dt
 import json
 import os
 import pathlib
@@ -35,7 +35,7 @@ OUT = pathlib.Path(__file__).resolve().parent / "out"
 
 
 def machine() -> dict[str, Any]:
-    """What the figures were measured on: cores, load, Python and the key libraries."""
+    """Return what the figures were measured on: cores, load, Python and the key libraries."""
     import numpy as np
 
     facts: dict[str, Any] = {
@@ -67,13 +67,14 @@ class Bench:
         Folder for the results file (default ``benchmarks/out``); ``False``: no file.
     """
 
-    def __init__(self, name: str, argv: Sequence[str] | None = None, *, out: Any = None):
+    def __init__(self, name: str, argv: Sequence[str] | None = None, *, out: Any = None) -> None:
         self.name = name
         self.argv = list(sys.argv[1:] if argv is None else argv)
         self.out = OUT if out is None else out
         self.rows: list[dict[str, Any]] = []
         self.figures: dict[str, Any] = {}
         self.start = machine()
+        self.last: dict[str, Any] = {}
         self._clock = time.perf_counter
 
     def __enter__(self) -> Bench:
@@ -89,7 +90,7 @@ class Bench:
             return
         out = pathlib.Path(self.out)
         out.mkdir(parents=True, exist_ok=True)
-        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         path = out / f"{self.name}-{stamp}.json"
         doc = {
             "name": self.name,
@@ -103,10 +104,16 @@ class Bench:
         print(f"[{self.name}] results: {path.relative_to(out.parent)}")
 
     def time(
-        self, label: str, fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1
+        self,
+        label: str,
+        fn: Callable[[], Any],
+        *,
+        repeats: int = 5,
+        warmup: int = 1,
+        number: int = 1,
     ) -> float:
-        """Median wall seconds of ``fn()`` over ``repeats`` calls after ``warmup`` untimed ones."""
-        return self.compare(label, {"": fn}, repeats=repeats, warmup=warmup)[""]
+        """Time ``fn()`` alone: its median wall seconds per call (see :meth:`compare`)."""
+        return self.compare(label, {"": fn}, repeats=repeats, warmup=warmup, number=number)[""]
 
     def compare(
         self,
@@ -116,21 +123,45 @@ class Bench:
         repeats: int = 5,
         warmup: int = 1,
         baseline: str | None = None,
+        number: int | Mapping[str, int] = 1,
     ) -> dict[str, float]:
-        """Median seconds of each function, timed in turn within each repeat (interleaved).
+        """Time each function in turn within each repeat (interleaved); return median seconds.
 
-        With ``baseline``, prints and records each other function's speed-up over it
-        (baseline median / its median), all from this one run.
+        Parameters
+        ----------
+        label : str
+            What is timed (the row label of the results file).
+        fns : mapping of str to callable
+            The contenders, each called with no argument.
+        repeats : int
+            Timed rounds; in each round every function runs once (or ``number`` times).
+        warmup : int
+            Untimed rounds first (compilation, caches).
+        baseline : str, optional
+            With it, each other function's speed-up over it (baseline median / its
+            median) is printed and recorded, all from this one run.
+        number : int or mapping of str to int
+            Calls per timed round (for calls too quick to time singly); the time
+            reported is per call.
+
+        Returns
+        -------
+        dict of str to float
+            Median wall seconds per call of each function. The last value each
+            returned is kept in :attr:`last` (by name) for checks after the timing.
         """
+        calls = {k: number if isinstance(number, int) else number.get(k, 1) for k in fns}
         for _ in range(warmup):
-            for fn in fns.values():
-                fn()
+            for k, fn in fns.items():
+                self.last[k] = fn()
         times: dict[str, list[float]] = {k: [] for k in fns}
         for _ in range(repeats):
             for k, fn in fns.items():
                 t0 = self._clock()
-                fn()
-                times[k].append(self._clock() - t0)
+                for _ in range(calls[k]):
+                    out = fn()
+                times[k].append((self._clock() - t0) / calls[k])
+                self.last[k] = out
         med = {k: statistics.median(v) for k, v in times.items()}
         for k, v in times.items():
             row = {
@@ -139,6 +170,7 @@ class Bench:
                 "median_s": med[k],
                 "min_s": min(v),
                 "repeats": repeats,
+                "calls_per_repeat": calls[k],
             }
             if baseline is not None and k != baseline:
                 row["speedup_vs_" + baseline] = med[baseline] / med[k]
@@ -148,17 +180,19 @@ class Bench:
                 if "speedup_vs_" + str(baseline) in row
                 else ""
             )
-            print(f"  {label} {k}: median {med[k]:.4g} s (min {min(v):.4g}){extra}")
+            name = f"{label} {k}".rstrip()
+            print(f"  {name}: median {med[k]:.4g} s (min {min(v):.4g}){extra}")
         return med
 
-    def record(self, key: str, value: Any) -> None:
-        """Keep a figure (an error, a coverage, a count) with the run's results, and print it."""
+    def record(self, key: str, value: Any, *, show: bool = True) -> None:
+        """Keep a figure (an error, a coverage, a count) with the run's results; print it if ``show``."""
         self.figures[key] = value
-        print(f"  {key}: {value}")
+        if show:
+            print(f"  {key}: {value}")
 
 
 def parser(description: str | None) -> argparse.ArgumentParser:
-    """An argument parser whose description is the script's docstring."""
+    """Return an argument parser whose description is the script's docstring."""
     return argparse.ArgumentParser(
         description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -15,7 +15,9 @@
    agent's ability difference to the reference (8 agents, 800 battles, Davidson ties).
 
 Run: ``.venv/bin/python benchmarks/bench_beyond_coverage.py [reps] [parts]`` (default 1000
-replications, all parts; e.g. ``1000 clustered``).
+replications, all parts; e.g. ``1000 clustered``; parts: quantiles, classification,
+clustered, bradley_terry, comma-separated). Each coverage goes to the results file with the
+duration of each part; there is no peer to time against. The smallest run: ``2``.
 
 Measured 2026-11-30 (600 replications, load ~20): order-statistic coverage matches the exact
 level in 8 of 9 settings (n = 30 median 0.940 vs exact 0.957, Wilson [0.918, 0.956]); the
@@ -49,12 +51,9 @@ interval's band lies below 0.95 in 16 of its 20 cells at G = 20 and 40.
 
 from __future__ import annotations
 
-import os
-import sys
-import time
-
 import numpy as np
 import pandas as pd
+from _harness import Bench, parser
 from scipy import stats
 
 from hierbench.data import read_battles
@@ -65,21 +64,27 @@ from hierbench.freq import (
     order_statistic_interval,
 )
 
+PARTS = ("quantiles", "classification", "clustered", "bradley_terry")
+
 
 def wilson(h, n, prob=0.95):
+    """Return the Wilson interval of ``h`` hits in ``n`` (scipy's, independent of hierbench)."""
     r = stats.binomtest(int(h), int(n)).proportion_ci(prob, method="wilson")
     return r.low, r.high
 
 
-def line(label, hits, reps, target):
+def line(bench, label, hits, reps, target):
+    """Print and record one coverage with its Wilson band and the target."""
     lo, hi = wilson(hits, reps)
     flag = "ok" if lo <= target <= hi or hits / reps >= target else "LOW"
     print(
         f"  {label:<40} coverage {hits / reps:.3f}  [{lo:.3f}, {hi:.3f}]  target {target:.3f}  {flag}"
     )
+    bench.record(label, {"coverage": hits / reps, "wilson": [lo, hi], "target": target}, show=False)
 
 
-def quantiles(reps, rng):
+def quantiles(bench, reps, rng):
+    """Part 1: order-statistic quantile intervals."""
     print("1. order-statistic intervals, lognormal(0, 1) values")
     dist = stats.lognorm(s=1.0)
     for n in (30, 100, 300):
@@ -93,10 +98,11 @@ def quantiles(reps, rng):
                 continue
             truth = dist.ppf(q)
             hits = int(((x[:, lo - 1] <= truth) & (truth <= x[:, hi - 1])).sum())
-            line(f"n={n} q={q} ranks ({lo}, {hi})", hits, reps, cov)
+            line(bench, f"n={n} q={q} ranks ({lo}, {hi})", hits, reps, cov)
 
 
 def detector(rng, n, prev=0.3, tpr=0.8, fpr=0.1, per_task=None, sd=1.0):
+    """Return labels, predictions and tasks of a detector (per-task logit shifts if clustered)."""
     y = rng.random(n) < prev
     if per_task is None:
         p = np.where(y, rng.random(n) < tpr, rng.random(n) < fpr)
@@ -109,7 +115,8 @@ def detector(rng, n, prev=0.3, tpr=0.8, fpr=0.1, per_task=None, sd=1.0):
     return y.astype(int), p.astype(int), tasks.astype(str)
 
 
-def classification(reps, rng):
+def classification(bench, reps, rng):
+    """Part 2: bootstrap of precision, recall and F1 on independent items."""
     print(
         "2. classification metrics, default (studentized) bootstrap, 1,000 resamples, independent items"
     )
@@ -125,11 +132,11 @@ def classification(reps, rng):
                 lo, hi = r.ci.sel(metric=m).values
                 hits[m] += lo <= v <= hi
         for m in truth:
-            line(f"n={n} {m}", hits[m], reps, 0.95)
+            line(bench, f"n={n} {m}", hits[m], reps, 0.95)
 
 
 def _clustered_truth(rng, batches=10, n=2_000_000):
-    """Population precision / recall / F1 and Cohen's kappa of the clustered processes (Monte Carlo).
+    """Return the population precision / recall / F1 and Cohen's kappa (Monte Carlo).
 
     Each is the limit of its estimator: a function of the expected confusion (agreement) table.
     """
@@ -163,8 +170,8 @@ def raters(rng, n, per=10, prev=0.3, err_a=0.15, err_b=0.2, sd=1.0):
     return (y ^ fa).astype(int), (y ^ fb).astype(int), tasks.astype(str)
 
 
-def clustered(reps, rng, sizes=(20, 40, 100)):
-    """Clustered items: cluster (task) bootstrap, studentized (the default) against percentile."""
+def clustered(bench, reps, rng, sizes=(20, 40, 100)):
+    """Part 3: cluster (task) bootstrap on clustered items, studentized against percentile."""
     print(
         "3. clustered items (G tasks x 10 items, task shift sd 1 on the logit), task bootstrap "
         "(1,000 resamples): studentized (default) vs percentile"
@@ -189,10 +196,11 @@ def clustered(reps, rng, sizes=(20, 40, 100)):
                     lo <= truth["kappa"] <= hi
                 )
         for (method, m), h in hits.items():
-            line(f"G={G} {method}: {m}", h, reps, 0.95)
+            line(bench, f"G={G} {method}: {m}", h, reps, 0.95)
 
 
-def bradley_terry(reps, rng):
+def bradley_terry(bench, reps, rng):
+    """Part 4: battle bootstrap of Bradley-Terry ML ability differences."""
     print(
         "4. Bradley-Terry ML, battle bootstrap (500 resamples), 8 agents, 800 battles, Davidson nu=0.8"
     )
@@ -227,20 +235,32 @@ def bradley_terry(reps, rng):
         hits += (lo <= t) & (t <= hi)
         done += 1
     for k in range(m - 1):
-        line(f"a{k + 1} - a0 = {ability[k + 1] - ability[0]:.2f}", hits[k], done, 0.95)
+        line(bench, f"a{k + 1} - a0 = {ability[k + 1] - ability[0]:.2f}", hits[k], done, 0.95)
 
 
 def main():
-    reps = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    parts = sys.argv[2].split(",") if len(sys.argv) > 2 else ["all"]
+    """Run the parts asked for."""
+    ap = parser(__doc__)
+    ap.add_argument("reps", type=int, nargs="?", default=1000, help="replications")
+    ap.add_argument("parts", nargs="?", default="all", help="comma-separated parts, or all")
+    args = ap.parse_args()
+    parts = args.parts.split(",")
+    unknown = sorted(set(parts) - {"all", *PARTS})
+    if unknown:
+        ap.error(f"unknown parts {unknown}; choose from {list(PARTS)} or all")
     rng = np.random.default_rng(20261130)
-    print("load average:", os.getloadavg(), f"reps={reps}", f"parts={parts}")
-    for part in (quantiles, classification, clustered, bradley_terry):
-        if parts != ["all"] and part.__name__ not in parts:
-            continue
-        t = time.perf_counter()
-        part(reps if part is not bradley_terry else max(reps // 4, 50), rng)
-        print(f"  ({time.perf_counter() - t:.0f} s)")
+    print(f"reps={args.reps}", f"parts={parts}")
+    with Bench("beyond_coverage") as bench:
+        for part in (quantiles, classification, clustered, bradley_terry):
+            if parts != ["all"] and part.__name__ not in parts:
+                continue
+            reps = args.reps if part is not bradley_terry else max(args.reps // 4, 50)
+            bench.time(
+                part.__name__,
+                lambda part=part, reps=reps: part(bench, reps, rng),
+                repeats=1,
+                warmup=0,
+            )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 statsmodels' MixedLM cannot fit full METR (the dense fit did not finish in 75 min; a singular
 Hessian from 6 families on), so the reference here is written from scratch and shares no code
-with ``hierbench.freq._variance._reml``: the REML log-likelihood of all runs,
+with hierbench's REML: the REML log-likelihood of all runs,
 
     l_R(s) = -1/2 [ log|V| + log(1'V^-1 1) + y'P y ],   V = sum_k s_k Z_k Z_k' + s_e I,
     P = V^-1 - V^-1 1 1'V^-1 / (1'V^-1 1),
@@ -16,21 +16,33 @@ independent REML fit, compared with hierbench's to 1e-4 relative. The REML log-l
 both points is printed too.
 
 Design ``run:(agent*(task:cluster))`` on METR's binarised scores (6,852 runs, 748 cells).
-Each step costs one dense N x N Cholesky inverse (about 10-30 s on one core, 1.2 GB).
+Each step costs one dense N x N Cholesky inverse (about 10-30 s on one core, 1.2 GB). The
+timing compares, in the same run, one dense evaluation with hierbench's whole fit.
 
-Run: ``nice -n 10 python benchmarks/bench_gtheory_metr_dense.py [--families K] [--steps 6]``
+Run: ``nice -n 10 python benchmarks/bench_gtheory_metr_dense.py [--families K] [--steps 6]``;
+the smallest run: ``--families 10 --steps 1`` (the first nine families hold one task
+each, so fewer cannot separate ``cluster`` from ``task:cluster``).
 """
 
 from __future__ import annotations
-
-import argparse
-import os
-import time
 
 import numpy as np
 import pandas as pd
 import scipy.linalg as sla
 import scipy.sparse as sp
+from _harness import Bench, parser
+
+from hierbench.data import load_metr
+from hierbench.freq import variance_components
+
+#: hierbench's random components -> the label columns whose joint levels are that term's
+COLS = {
+    "agent": ["agent"],
+    "cluster": ["cluster"],
+    "agent:cluster": ["agent", "cluster"],
+    "task:cluster": ["task", "cluster"],
+    "agent:task:cluster": ["agent", "task", "cluster"],
+}
 
 
 def indicator(df: pd.DataFrame, cols: list[str]) -> sp.csr_matrix:
@@ -90,8 +102,47 @@ def dense_reml_pieces(y: np.ndarray, Zs: list[sp.csr_matrix], s: np.ndarray):
     return llf, score, info
 
 
+def long_table(ds) -> pd.DataFrame:
+    """One row per run, built from the dataset independently of hierbench's data path."""
+    df = ds.score.to_dataframe().dropna(subset=["score"]).reset_index()
+    df["cluster"] = pd.Series(ds.cluster.values, index=ds.task.values).loc[df.task].to_numpy()
+    return df
+
+
+def fisher_scoring(y, Zs, s, steps: int, score, info) -> np.ndarray:
+    """Take Fisher-scoring steps from ``s`` (score and information there given).
+
+    Stops when a step moves every component by less than 1e-9 relative, or after ``steps``.
+    """
+    for it in range(steps):
+        if it:
+            _, score, info = dense_reml_pieces(y, Zs, s)
+        s_new = np.maximum(s + np.linalg.solve(info, score), 0.0)
+        rel = np.max(np.abs(s_new - s) / np.maximum(s, 1e-12))
+        s = s_new
+        print(f"Fisher step {it + 1}: max relative move {rel:.2e}", flush=True)
+        if rel < 1e-9:
+            break
+    return s
+
+
+def at_estimate(names, ours, llf, score, info) -> None:
+    """Print the REML score at hierbench's estimate (scaled by the standard error)."""
+    se = np.sqrt(np.diag(np.linalg.inv(info)))
+    step0 = np.linalg.solve(info, score)
+    print(f"at hierbench's estimate: REML log-lik {llf:.6f}")
+    print("| component | hierbench | score dl/ds | score x se | first Fisher step (rel) |")
+    print("|---|---|---|---|---|")
+    for k, n in enumerate(names):
+        print(
+            f"| {n} | {ours[k]:.8f} | {score[k]:.3e} | {score[k] * se[k]:.2e} | "
+            f"{step0[k] / ours[k]:.2e} |"
+        )
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    """Check hierbench's METR REML estimate against the dense REML from scratch."""
+    ap = parser(__doc__)
     ap.add_argument(
         "--families", type=int, default=0, help="only the first K families (sorted); 0: all"
     )
@@ -103,76 +154,48 @@ def main() -> None:
         threadpool_limits(1)
     except ImportError:  # pragma: no cover
         pass
-    from hierbench.data import load_metr
-    from hierbench.freq import variance_components
-
-    print(f"load average at the start: {os.getloadavg()}")
     ds = load_metr()
     if args.families:
         fams = sorted(np.unique(ds.cluster.values))[: args.families]
         ds = ds.sel(task=ds.task[ds.cluster.isin(fams)].values)
-    t0 = time.perf_counter()
-    vc = variance_components(ds)
-    t_ours = time.perf_counter() - t0
-    names = list(vc.component_names)
-    ours = vc.estimate.values.astype(float)
-    print(f"hierbench REML ({vc.formula}): {t_ours:.2f} s, {vc.n_obs} runs")
-    # the long table, independently of hierbench's data path
-    df = ds.score.to_dataframe().dropna(subset=["score"]).reset_index()
-    df["cluster"] = pd.Series(ds.cluster.values, index=ds.task.values).loc[df.task].to_numpy()
-    cols = {
-        "agent": ["agent"],
-        "cluster": ["cluster"],
-        "agent:cluster": ["agent", "cluster"],
-        "task:cluster": ["task", "cluster"],
-        "agent:task:cluster": ["agent", "task", "cluster"],
-    }
-    assert names == [*cols, "residual"], names
-    y = df.score.to_numpy(float)
-    Zs = [indicator(df, c) for c in cols.values()]
-    print(f"dense N = {y.size}; levels {[Z.shape[1] for Z in Zs]}", flush=True)
-    s = ours.copy()
-    llf0 = None
-    for it in range(args.steps + 1):
-        t0 = time.perf_counter()
-        llf, score, info = dense_reml_pieces(y, Zs, s)
-        el = time.perf_counter() - t0
-        if llf0 is None:
-            llf0 = llf
-            # score scaled by the standard error: a dimensionless size of the gradient
-            se = np.sqrt(np.diag(np.linalg.inv(info)))
-            print(f"at hierbench's estimate: REML log-lik {llf:.6f} ({el:.0f} s per evaluation)")
-            print("| component | hierbench | score dl/ds | score x se | first Fisher step (rel) |")
-            print("|---|---|---|---|---|")
-            step0 = np.linalg.solve(info, score)
-            for k, n in enumerate(names):
-                print(
-                    f"| {n} | {ours[k]:.8f} | {score[k]:.3e} | {score[k] * se[k]:.2e} | "
-                    f"{step0[k] / ours[k]:.2e} |"
-                )
-        if it == args.steps:
-            break
-        step = np.linalg.solve(info, score)
-        s_new = np.maximum(s + step, 0.0)
-        rel = np.max(np.abs(s_new - s) / np.maximum(s, 1e-12))
-        s = s_new
-        print(f"Fisher step {it + 1}: max relative move {rel:.2e}", flush=True)
-        if rel < 1e-9:
-            break
-    llf1, score1, _ = dense_reml_pieces(y, Zs, s)
-    print(
-        f"dense REML fit: log-lik {llf1:.6f} (hierbench's estimate {llf0:.6f}, difference "
-        f"{llf1 - llf0:.2e}); max |score| {np.max(np.abs(score1)):.2e}"
-    )
-    print("| component | hierbench | dense REML (Fisher scoring) | relative difference |")
-    print("|---|---|---|---|")
-    worst = 0.0
-    for k, n in enumerate(names):
-        rel = abs(s[k] - ours[k]) / s[k]
-        worst = max(worst, rel)
-        print(f"| {n} | {ours[k]:.8f} | {s[k]:.8f} | {rel:.2e} |")
-    print(f"max relative difference {worst:.2e} (acceptance: < 1e-4)")
-    print(f"load average at the end: {os.getloadavg()}")
+    with Bench("gtheory_metr_dense") as bench:
+        vc = variance_components(ds)
+        names = list(vc.component_names)
+        ours = vc.estimate.values.astype(float)
+        assert names == [*COLS, "residual"], names
+        df = long_table(ds)
+        y = df.score.to_numpy(float)
+        Zs = [indicator(df, c) for c in COLS.values()]
+        print(
+            f"hierbench REML ({vc.formula}), {vc.n_obs} runs; dense N = {y.size}; "
+            f"levels {[Z.shape[1] for Z in Zs]}",
+            flush=True,
+        )
+        bench.compare(
+            "METR REML",
+            {
+                "dense (one evaluation)": lambda: dense_reml_pieces(y, Zs, ours),
+                "hierbench (whole fit)": lambda: variance_components(ds),
+            },
+            repeats=1,
+            warmup=0,
+            baseline="dense (one evaluation)",
+        )
+        llf0, score0, info0 = bench.last["dense (one evaluation)"]
+        at_estimate(names, ours, llf0, score0, info0)
+        s = fisher_scoring(y, Zs, ours.copy(), args.steps, score0, info0)
+        llf1, score1, _ = dense_reml_pieces(y, Zs, s)
+        print(
+            f"dense REML fit: log-lik {llf1:.6f} (hierbench's estimate {llf0:.6f}, difference "
+            f"{llf1 - llf0:.2e}); max |score| {np.max(np.abs(score1)):.2e}"
+        )
+        print("| component | hierbench | dense REML (Fisher scoring) | relative difference |")
+        print("|---|---|---|---|")
+        rel = np.abs(s - ours) / s
+        for k, n in enumerate(names):
+            print(f"| {n} | {ours[k]:.8f} | {s[k]:.8f} | {rel[k]:.2e} |")
+        bench.record("REML log-lik difference (dense fit - hierbench)", llf1 - llf0)
+        bench.record("max relative difference (acceptance: < 1e-4)", float(rel.max()))
 
 
 if __name__ == "__main__":

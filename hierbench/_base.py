@@ -24,10 +24,13 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import xarray as xr
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CI_KINDS",
@@ -110,8 +113,11 @@ class BoundaryWarning(HierbenchWarning):
 
 
 class UndefinedMetricWarning(UndefinedWarning):
-    """A metric is 0/0 or undefined for some entries (precision with no positive prediction, a
-    posterior quantity that does not exist for a model): NaN there, here or in some resamples."""
+    """A metric is 0/0 or undefined for some entries: NaN there, here or in some resamples.
+
+    For example precision with no positive prediction, or a posterior quantity that does not
+    exist for a model.
+    """
 
 
 class ZeroWidthIntervalWarning(SmallSampleWarning):
@@ -353,7 +359,7 @@ def check_interval(da: Any, name: str = "ci") -> xr.DataArray:
 
 
 def interval_label(da: xr.DataArray) -> str:
-    """A short label such as ``"95% wilson"`` for an interval's level and kind.
+    """Return a short label such as ``"95% wilson"`` for an interval's level and kind.
 
     Examples
     --------
@@ -412,9 +418,11 @@ class Result:
                 out[f] = v
         return xr.Dataset(out)
 
-    def to_frame(self):
-        """A tidy pandas table: one row per cell of ``estimate`` (agent, pair, ...), the
-        interval ends as ``lower`` / ``upper`` columns, level and kind as columns."""
+    def to_frame(self) -> pd.DataFrame:
+        """Return a tidy pandas table: one row per cell of ``estimate`` (agent, pair, ...).
+
+        The interval ends are the ``lower`` / ``upper`` columns, level and kind columns too.
+        """
         import pandas as pd
 
         est = self.estimate
@@ -497,7 +505,7 @@ def counts(
     name: str = "data",
     purpose: str = "this estimator",
 ) -> xr.Dataset:
-    """The one routine that turns scores into per-cell counts.
+    """Turn scores into per-cell counts (the one routine that does).
 
     Accepts an eval dataset (``score``), a score DataArray, or a counts dataset
     (``n_runs``, ``n_success``) that is passed through after checking.
@@ -618,7 +626,7 @@ def cluster_codes(
     missing: str = "singleton",
     name: str = "cluster",
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The one routine that maps tasks to cluster codes.
+    """Map tasks to cluster codes (the one routine that does).
 
     Parameters
     ----------

@@ -158,7 +158,7 @@ def _draw_gaps(gen: np.random.Generator, shape, p_missing_task, p_missing_run, p
 
 
 def _truth(a, b, ab, p_cell, c, data, agents, tasks, score_kind, **scalars) -> xr.Dataset:
-    """The true parameters of a simulation, on the data's agents, tasks and clusters."""
+    """Return the true parameters of a simulation, on the data's agents, tasks and clusters."""
     truth = xr.Dataset(
         {
             "agent_effect": ("agent", a),
@@ -179,7 +179,7 @@ def _truth(a, b, ab, p_cell, c, data, agents, tasks, score_kind, **scalars) -> x
 
 
 def _sim_dataset(score, err, missing, errors, agents, tasks, cl) -> xr.Dataset:
-    """The eval dataset of the simulated runs, with the read report a reader would write."""
+    """Return the eval dataset of the simulated runs, with the read report a reader would write."""
     R = score.shape[2]
     coords = {"agent": agents, "task": tasks, "run": np.arange(R, dtype=np.int64)}
     if cl is not None:
@@ -207,7 +207,7 @@ def _sim_dataset(score, err, missing, errors, agents, tasks, cl) -> xr.Dataset:
 
 
 def default_dataset(rng: None | int | np.random.Generator = 20261130) -> tuple[xr.Dataset, xr.Dataset]:
-    """The embedded default evaluation used by ``hierbench demo``.
+    """Return the embedded default evaluation used by ``hierbench demo``.
 
     Six agents, 120 tasks in 12 clusters, 5 runs each, with 3% of cells
     never attempted, 2% of runs missing and 1% infrastructure errors:

@@ -166,7 +166,7 @@ def node_term(y, n, e, z, prec, cq):
 
 @njit_kernel(inline="always")
 def node_stage(y, n, eta, m, s, u, c, prec, nb, lq, zz, sg, top):
-    """The node stage of a block of ``nb`` cells (1-D views of the block, modes ``m``, scales ``s``).
+    """Run the node stage of a block of ``nb`` cells (1-D views of the block, modes ``m``, scales ``s``).
 
     Fills ``lq[q, j]`` (log term), ``zz[q, j]`` (effect at the node), ``sg[q, j]``
     (``expit`` of the node's logit) and ``top[j]`` (largest log term): the

@@ -13,7 +13,7 @@ __all__ = ["cluster_robust_se", "wilson_bounds"]
 
 
 def wilson_bounds(s: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
-    """The one Wilson score kernel: bounds for ``s`` successes in ``n`` trials (NaN where n = 0).
+    """Return the Wilson score bounds for ``s`` successes in ``n`` trials (NaN where n = 0).
 
     ``centre = (p + z^2 / 2n) / (1 + z^2 / n)``, ``half = z sqrt(p (1 - p) / n
     + z^2 / 4n^2) / (1 + z^2 / n)``, clipped to [0, 1] (only rounding can
@@ -32,7 +32,7 @@ def wilson_bounds(s: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, n
 def cluster_robust_se(
     y: np.ndarray, codes: np.ndarray | None, *, small_sample: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The one clustered-SE kernel: SE of the mean of ``y`` along its last axis, and the cluster count.
+    """Return the clustered SE of the mean of ``y`` along its last axis, and the cluster count.
 
     ``SE^2 = c / n^2 * sum_g (sum_{i in g} (y_i - mean))^2`` over the finite
     entries, ``c = G / (G - 1)`` (CR1) with ``small_sample``, else 1;

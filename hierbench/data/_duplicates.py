@@ -43,7 +43,7 @@ def _hashable(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _row_keys(df: pd.DataFrame) -> pd.Series:
-    """A 64-bit hash per row over every column (values with their type)."""
+    """Hash each row over every column (values with their type) to 64 bits."""
     h = _hashable(df)
     typed = h.assign(
         **{
@@ -157,7 +157,7 @@ def apply_duplicates(
     skip: set,
     where: str,
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, int, int]:
-    """The duplicates policy: (records, agents, tasks, copies dropped, repeats kept as runs).
+    """Apply the duplicates policy: (records, agents, tasks, copies dropped, repeats kept as runs).
 
     ``"drop"`` keeps the first of each set of identical records; ``"refuse"``
     without a run column refuses repeats that look like copies

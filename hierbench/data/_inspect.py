@@ -32,7 +32,7 @@ class InspectLogWarning(HierbenchWarning):
 
 
 def _planned_samples(header) -> int | None:
-    """Samples x epochs the eval set out to run, when the log header says."""
+    """Return the samples x epochs the eval set out to run, when the log header says."""
     try:
         n = header.eval.dataset.samples
         sample_ids = header.eval.dataset.sample_ids
@@ -152,7 +152,7 @@ def _read_logs(files: list[str], ilog, single: bool) -> tuple[list, dict[str, st
 
 
 def _incomplete_logs(logs: list) -> dict[str, str]:
-    """Logs that did not finish (status, or fewer samples than planned), with a warning."""
+    """Return the logs that did not finish (status, or fewer samples than planned), with a warning."""
     incomplete = {}
     for f, header, summaries in logs:
         planned = _planned_samples(header)
@@ -175,7 +175,7 @@ def _incomplete_logs(logs: list) -> dict[str, str]:
 
 
 def _choose_scorer(logs: list, files: list[str], scorer: str | None) -> str:
-    """The scorer whose value is the score: the one given, or the only one in the logs."""
+    """Return the scorer whose value is the score: the one given, or the only one in the logs."""
     scorers_seen: dict[str, int] = {}
     for _, _, summaries in logs:
         for s in summaries:
@@ -259,7 +259,7 @@ def _sample_rows(logs: list, scorer: str, convert, use_task: bool) -> tuple[list
 
 
 def _inspect_report(ds, files, logs, scorer, n_unscored, unreadable, incomplete) -> dict:
-    """The read report of the Inspect logs: which were read, the scorer, samples read and kept."""
+    """Return the read report of the Inspect logs: which were read, the scorer, samples read and kept."""
     not_kept = json.loads(ds.attrs["not_kept"])
     if n_unscored:
         not_kept[f"no score from scorer {scorer!r} (and no error)"] = n_unscored
@@ -279,7 +279,7 @@ def _inspect_report(ds, files, logs, scorer, n_unscored, unreadable, incomplete)
 
 
 def _samples_dataset(rows: list[dict], logs: list, errors: str) -> xr.Dataset:
-    """The eval dataset of the sample records (epochs are the runs), errors naming the logs."""
+    """Return the eval dataset of the sample records (epochs are the runs), errors naming the logs."""
     df = pd.DataFrame(rows)
     dup = df.duplicated(["agent", "task", "run"], keep=False)
     if dup.any():

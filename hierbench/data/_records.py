@@ -54,7 +54,7 @@ DuplicatePolicy = Literal["refuse", "drop", "keep"]
 
 
 def _read(obj, encoding: str) -> tuple[pd.DataFrame, str]:
-    """(records, source) of a DataFrame or file, refusing an input without records."""
+    """Return (records, source) of a DataFrame or file, refusing an input without records."""
     df, source = read_table(obj, encoding=encoding)
     if len(df) == 0:
         raise EvalDataError(f"`obj` ({source}) holds no records")
@@ -99,7 +99,7 @@ def _name_map(arg, argname: str) -> dict:
 
 
 def _names(arg, argname: str) -> tuple:
-    """A list of column names (never one string, whose letters would be read as names)."""
+    """Return a list of column names (never one string, whose letters would be read as names)."""
     if isinstance(arg, str):
         raise EvalDataError(f"`{argname}` must be a list of column names; got the string {arg!r}: write [{arg!r}]")
     return tuple(arg)
@@ -150,7 +150,7 @@ def _check_extras(agent_name, attrs) -> None:
 
 
 def _roles(df: pd.DataFrame, where: str, **cols) -> _Roles:
-    """The roles, checked against the columns the records have."""
+    """Return the roles, checked against the columns the records have."""
     roles = _Roles(
         **{k: cols[k] for k in ("agent", "task", "run", "score", "error", "tag", "cluster")},
         extra=_name_map(cols["extra"], "extra"),
@@ -315,7 +315,7 @@ def _map_records(
     df: pd.DataFrame, source: str, roles: _Roles, *, agent_name: str, errors: str,
     error_values, run_index: str, duplicates: str,
 ) -> _Records:  # fmt: skip
-    """Identifiers, the duplicates policy, scores and error flags, runs: one entry per kept record."""
+    """Return identifiers, the duplicates policy, scores and error flags, runs: one entry per kept record."""
     n_read = len(df)
     tasks = id_labels(df[roles.task], what="task", column=roles.task, source=source)
     agents = (
@@ -344,7 +344,7 @@ def _map_records(
 def _first_per_group(
     df: pd.DataFrame, key: str, col: str, what: str
 ) -> tuple[pd.Series, int]:
-    """The first value of ``col`` per ``key``; warn and count keys whose values differ."""
+    """Return the first value of ``col`` per ``key``; warn and count keys whose values differ."""
     sub = df[[key, col]]
     first = sub.groupby(key, sort=False)[col].first()
     nunique = sub.groupby(key, sort=False)[col].nunique(dropna=False)
@@ -361,7 +361,7 @@ def _first_per_group(
 
 
 def _coord_values(col: pd.Series) -> np.ndarray:
-    """A per-task / per-agent attribute: as stored, or numbers when text that is all numbers."""
+    """Return a per-task / per-agent attribute: as stored, or numbers when text that is all numbers."""
     if col.dtype == object or pd.api.types.is_string_dtype(col.dtype):
         if pd.api.types.infer_dtype(col.to_numpy(dtype=object), skipna=True) == "string":
             vals, bad = numbers(col)
@@ -373,7 +373,7 @@ def _coord_values(col: pd.Series) -> np.ndarray:
 
 
 def _per_run_vars(recs: _Records, roles: _Roles) -> dict:
-    """The agent x task x run variables: score, error, extra columns, annotations, run ids."""
+    """Return the agent x task x run variables: score, error, extra columns, annotations, run ids."""
     df, source, where = recs.df, recs.source, f" in {recs.source}"
     agent_labels, task_labels = pd.unique(recs.agents), pd.unique(recs.tasks)
     run_labels = np.sort(pd.unique(recs.run))
@@ -454,7 +454,7 @@ def _coords(recs: _Records, roles: _Roles) -> tuple[dict, dict[str, int], dict[s
 
 
 def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_unlabelled) -> dict:
-    """The attrs that say what was read, kept and not kept."""
+    """Return the attrs that say what was read, kept and not kept."""
     n_error = int(recs.error.sum())
     not_kept = {}
     if recs.n_copies:
@@ -484,7 +484,7 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
 
 
 def _assemble(recs: _Records, roles: _Roles, errors: str, attrs: Mapping | None) -> xr.Dataset:
-    """The eval dataset of the mapped records, with its read report in ``attrs``."""
+    """Return the eval dataset of the mapped records, with its read report in ``attrs``."""
     data_vars = _per_run_vars(recs, roles)
     coords, n_inconsistent, n_unlabelled = _coords(recs, roles)
     ds = xr.Dataset(data_vars, coords=coords)

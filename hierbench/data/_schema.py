@@ -99,8 +99,11 @@ class InconsistentAttributeWarning(HierbenchWarning):
 
 
 def check_option(value, name: str, choices: tuple) -> str:
-    """``value`` if it is one of ``choices`` (the rule is :func:`hierbench._base.check_choice`),
-    else an :class:`EvalDataError` in the readers' words: "`errors` must be 'fail' or 'exclude'"."""
+    """Return ``value`` if it is one of ``choices``, else raise an :class:`EvalDataError`.
+
+    The rule is :func:`hierbench._base.check_choice`; the message is in the readers' words:
+    "`errors` must be 'fail' or 'exclude'".
+    """
     try:
         return check_choice(value, name, choices)
     except ValueError:
@@ -243,7 +246,7 @@ def _check_measures(ds: xr.Dataset, name: str) -> None:
 
 
 def score_kind(data: xr.Dataset | xr.DataArray | np.ndarray) -> Literal["binary", "continuous", "mixed"]:
-    """What the scores are, from their values: binary, continuous or mixed.
+    """Tell what the scores are, from their values: binary, continuous or mixed.
 
     ``"binary"``: every score is 0 or 1 (also when none is recorded);
     ``"continuous"``: partial credit and no score is exactly 0 or 1 (every

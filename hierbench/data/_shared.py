@@ -28,7 +28,7 @@ ENV_VAR = "HIERBENCH_SHARED_DATA"
 
 
 def shared_data_dir(root: str | os.PathLike | None = None) -> Path:
-    """The folder holding the shared real data.
+    """Return the folder holding the shared real data.
 
     In order: ``root`` if given; else ``$HIERBENCH_SHARED_DATA``; else
     ``../shared/data`` relative to the current directory, then relative to a

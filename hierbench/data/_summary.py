@@ -20,7 +20,7 @@ class NoScoredRunsWarning(UndefinedWarning):
 
 
 def _happened(ds: xr.Dataset) -> xr.DataArray:
-    """Runs that took place: scored, or flagged as errors (excluded runs have a NaN score)."""
+    """Mark the runs that took place: scored, or flagged as errors (excluded runs have a NaN score)."""
     h = ds["score"].notnull()
     if "error" in ds:
         h = h | ds["error"]
@@ -122,7 +122,7 @@ def _n_unlabelled(ds: xr.Dataset, coord: str) -> int | None:
 
 
 def describe(ds: xr.Dataset) -> dict:
-    """The schema report of an eval dataset as a plain (JSON-ready) dict.
+    """Return the schema report of an eval dataset as a plain (JSON-ready) dict.
 
     Holds the records read and kept and why any were not kept, the numbers of
     agents and tasks, runs per attempted cell (min, median, max), whether the

@@ -110,7 +110,7 @@ def _hive_keys(path: Path, root: Path) -> dict[str, str]:
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
-    """A Parquet file, or every ``*.parquet`` under a folder (hive keys ``k=v`` kept as text).
+    """Read a Parquet file, or every ``*.parquet`` under a folder (hive keys ``k=v`` kept as text).
 
     A column whose type differs between the files is kept as Python objects,
     so ``1`` (int in one file) and ``"1"`` (text in another) stay apart and
@@ -143,7 +143,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
 
 
 def _file_error(path: Path | str, exc: BaseException, encoding: str = "utf-8") -> EvalDataError:
-    """A reader error that names the file, for an exception raised while decoding it."""
+    """Return a reader error that names the file, for an exception raised while decoding it."""
     if isinstance(exc, UnicodeDecodeError):
         return EvalDataError(
             f"`obj` ({path}) is not valid {encoding} text: it holds bytes such as "
@@ -163,7 +163,7 @@ def _file_error(path: Path | str, exc: BaseException, encoding: str = "utf-8") -
 
 
 def _read_path(path: Path, encoding: str) -> pd.DataFrame:
-    """The records of a file or Parquet folder, by its suffix."""
+    """Read the records of a file or Parquet folder, by its suffix."""
     suffixes = "".join(path.suffixes).lower()
     if path.is_dir() or suffixes.endswith(".parquet") or suffixes.endswith(".pq"):
         return _read_parquet(path)

@@ -154,7 +154,7 @@ def id_labels(
     source: str | None = None,
     allow_missing: bool = False,
 ) -> np.ndarray:
-    """The identifiers of a raw column as strings exactly as written (object array).
+    """Return the identifiers of a raw column as strings exactly as written (object array).
 
     Missing entries are refused (``allow_missing=False``) or returned as None.
     Values of different kinds that read the same (``7`` and ``"7"``) are
@@ -191,7 +191,7 @@ def id_labels(
 
 
 def _refuse_odd_kinds(col, kinds, keep, *, what: str, column: str, source: str | None) -> None:
-    """An identifier is one text, number or bool: refuse lists, dicts, bytes, dates, ... by row."""
+    """Refuse identifiers that are not one text, number or bool (lists, dicts, bytes, dates, ...) by row."""
     odd = keep & ~np.isin(kinds.astype(str), ["text", "number", "bool"])
     if odd.any():
         rows = np.flatnonzero(odd)
@@ -291,7 +291,7 @@ def error_codes(
 def bad_error_message(
     values: pd.Series, rows: np.ndarray | None, *, what: str, column: str, source: str | None
 ) -> str:
-    """The message for error values outside the vocabulary (``values``: the offending raw values)."""
+    """Return the message for error values outside the vocabulary (``values``: the offending raw values)."""
     distinct = values.astype(str).value_counts(sort=True)
     shown = ", ".join(
         f"{v!r} ({c} row{'s' if c > 1 else ''})" for v, c in distinct.head(10).items()
@@ -363,7 +363,7 @@ _PLAIN = frozenset({"string", "floating", "integer", "mixed-integer-float", "boo
 
 
 def _not_a_number(v: object) -> bool:
-    """A value that is no real number and no text: complex, a date, a duration, bytes, a list."""
+    """Tell whether a value is no real number and no text: complex, a date, a duration, bytes, a list."""
     if v is None or v is pd.NA or v is pd.NaT:
         return False
     if isinstance(v, (str, bool, np.bool_, int, float, decimal.Decimal)):

@@ -128,9 +128,11 @@ def _common(prob, n_resamples, method="percentile"):
 
 
 def _pair(a: Any, b: Any, names: tuple[str, str], dim: str) -> tuple[xr.DataArray, xr.DataArray]:
-    """Two per-item vectors over the same items: equal lengths; DataArrays labelled along
-    ``dim`` are matched by label (the second put in the first's order), and refused when
-    they label different items."""
+    """Return two per-item vectors over the same items, of equal lengths.
+
+    DataArrays labelled along ``dim`` are matched by label (the second put in the first's
+    order), and refused when they label different items.
+    """
     va, vb = _vector(a, names[0], dim), _vector(b, names[1], dim)
     if va.sizes[dim] == 0:
         raise ValueError(f"`{names[0]}` has no items: there is nothing to evaluate")
@@ -152,7 +154,7 @@ def _pair(a: Any, b: Any, names: tuple[str, str], dim: str) -> tuple[xr.DataArra
 
 
 def _units(rows: np.ndarray, codes: np.ndarray | None):
-    """The resampling units: one item index per unit, and the units' total rows (G, d)."""
+    """Return the resampling units: one item index per unit, and the units' total rows (G, d)."""
     if codes is None:
         return np.arange(rows.shape[0]), rows
     _, first, inv = np.unique(codes, return_index=True, return_inverse=True)
@@ -423,8 +425,10 @@ def classification_metrics(
 
 
 def _warn_undefined(est: np.ndarray, dist: np.ndarray | None = None) -> np.ndarray | None:
-    """Name the metrics that are 0/0 on the data, or (with ``dist``) in some resamples; the
-    number of resamples each was undefined in."""
+    """Name the metrics that are 0/0 on the data, or (with ``dist``) in some resamples.
+
+    With the number of resamples each was undefined in.
+    """
     if dist is None:
         undefined_here = [METRICS[i] for i in np.flatnonzero(~np.isfinite(est))]
         if undefined_here:
@@ -546,7 +550,7 @@ def pr_curve(
     dim: str = "item",
     rng: None | int | np.random.Generator = None,
 ) -> PRCurveResult:
-    """The precision-recall curve and its area (average precision) with a bootstrap interval.
+    """Compute the precision-recall curve and its area (average precision) with a bootstrap interval.
 
     Parameters
     ----------
@@ -643,7 +647,7 @@ def threshold_for_recall(
     dim: str = "item",
     rng: None | int | np.random.Generator = None,
 ) -> RecallThresholdResult:
-    """The threshold that reaches a target recall, with intervals for it and for the precision there.
+    """Find the threshold that reaches a target recall, with intervals for it and for the precision there.
 
     Parameters
     ----------
@@ -767,8 +771,10 @@ def _label_kind(v: Any) -> str:
 
 
 def _same_kind(arrays: list[np.ndarray], name: str) -> None:
-    """Refuse labels of different kinds (numbers and text): as text, 1 and '1' would be
-    merged, and nothing in the data says they mean the same."""
+    """Refuse labels of different kinds (numbers and text).
+
+    As text, 1 and '1' would be merged, and nothing in the data says they mean the same.
+    """
     kinds: set[str] = set()
     for a in arrays:
         k = {"b": "boolean", "i": "number", "u": "number", "f": "number", "U": "text", "S": "text"}

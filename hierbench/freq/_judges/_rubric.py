@@ -71,7 +71,7 @@ class RubricResult(Result):
 def judge_setup(
     data: xr.Dataset | xr.DataArray, keys: Sequence[str] | None = None
 ) -> dict[str, Any]:
-    """The judge setup recorded in ``data``: dataset attrs and agent coords named ``judge*`` / ``rubric*``."""
+    """Return the judge setup recorded in ``data``: dataset attrs and agent coords named ``judge*`` / ``rubric*``."""
     out: dict[str, Any] = {}
     for k, v in data.attrs.items():
         if (keys is None and str(k).startswith(JUDGE_PREFIXES)) or (keys is not None and k in keys):

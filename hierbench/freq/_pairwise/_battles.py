@@ -163,8 +163,10 @@ def _resampled_counts(
 
 
 def _task_labels(raw: np.ndarray, why: str) -> np.ndarray:
-    """The comparisons' task labels as text; missing labels are refused (as text they would
-    all read 'nan' and be taken for one task)."""
+    """Return the comparisons' task labels as text; refuse missing labels.
+
+    As text, missing labels would all read 'nan' and be taken for one task.
+    """
     miss = np.asarray(pd.isna(raw), dtype=bool) | (np.asarray(raw, dtype=object) == "")
     if miss.any():
         raise HierbenchError(

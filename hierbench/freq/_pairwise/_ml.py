@@ -249,7 +249,7 @@ class _Settings:
 
 
 def _settings(b, ties, home, scale, reference, center, method, tol, max_iter) -> _Settings:
-    """The checks that need the battles, and the settings of the fit."""
+    """Run the checks that need the battles; return the settings of the fit."""
     m = len(b.agents)
     if m < 2:
         raise HierbenchError(f"`pairs` must involve at least 2 agents; got {b.agents}")
@@ -342,8 +342,10 @@ def _refit_mm(b: _Battles, st: _Settings, blk: np.ndarray, r: int, boot: _Boot) 
 
 
 def _refit_newton(b, st: _Settings, blk: np.ndarray, r: int, start, boot: _Boot) -> None:
-    """Batched Newton refits of one block of resampled counts into ``boot`` from row ``r``;
-    a resample has a finite MLE when its "beat or tied" graph is strongly connected."""
+    """Refit one block of resampled counts by batched Newton into ``boot`` from row ``r``.
+
+    A resample has a finite MLE when its "beat or tied" graph is strongly connected.
+    """
     ok = np.array([_strongly_connected(b.ia, b.ib, c, st.m)[0] for c in blk])
     has_ties = blk[:, :, 1].sum(1) > 0
     for model in ("davidson", "half") if st.eff_ties == "davidson" else (st.eff_ties,):
@@ -385,8 +387,10 @@ def _bootstrap(b, st: _Settings, fit: _Fit, n_resamples: int, resample: str, gen
 
 
 def _wald_se(fit: _Fit, st: _Settings):
-    """Wald SEs on the reported scale and of home: the covariance in the reference
-    parametrisation, mapped to the reported one."""
+    """Return the Wald SEs on the reported scale and of home.
+
+    The covariance in the reference parametrisation, mapped to the reported one.
+    """
     m, sc = st.m, (1.0 if st.scale == "logit" else ELO_PER_LOGIT)
     cov = _inverse(fit.info) if fit.info is not None else None
     full = np.zeros((m, m))
@@ -452,9 +456,12 @@ def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, resample: str,
 
 
 def _bt_intervals(est, st, fit, cov, boot, interval, resample, prob, se_v, home_v, home_se):
-    """``ci``, ``rank_ci``, ``home_ci`` and ``nu_ci``: percentile bootstrap, or Wald (normal)
-    from the observed information; rank intervals from the same resamples (Wald: the agents a
-    two-sided test at ``1 - prob`` does not separate)."""
+    """Return ``ci``, ``rank_ci``, ``home_ci`` and ``nu_ci``.
+
+    Percentile bootstrap, or Wald (normal) from the observed information; rank intervals
+    from the same resamples (Wald: the agents a two-sided test at ``1 - prob`` does not
+    separate).
+    """
     est_v, nan_m = est.values, np.full(st.m, np.nan)
     z = float(ndtri(0.5 + prob / 2))  # scipy.special: no distribution-object overhead
 

@@ -42,8 +42,10 @@ def _strongly_connected(
 
 
 def _davidson_terms(w, t, l_, n, pa, pt, pb):
-    """Gradient (in d and log nu) and information terms of the Davidson likelihood per cell,
-    from the counts and the outcome probabilities."""
+    """Return the Davidson likelihood's gradient (in d and log nu) and information per cell.
+
+    From the counts and the outcome probabilities.
+    """
     g_d = (w - l_) / 2 - n * (pa - pb) / 2
     g_l = t - n * pt
     i_dd = n * ((pa + pb) / 4 - (pa - pb) ** 2 / 4)
@@ -101,21 +103,26 @@ def _mm(ia, ib, counts, m, home, theta0, h0, tol, max_iter):
 
 
 def _free(m: int, ref: int) -> np.ndarray:
-    """The abilities estimated freely: every agent but the reference (fixed at 0)."""
+    """Return the abilities estimated freely: every agent but the reference (fixed at 0)."""
     return np.r_[np.arange(ref), np.arange(ref + 1, m)]
 
 
 def _stack_grad(g_th, g_home, g_lam) -> np.ndarray:
-    """The gradient in the free parameters: abilities, then home, then log nu (None: not in
-    the model); leading batch dims allowed."""
+    """Stack the gradient in the free parameters: abilities, then home, then log nu.
+
+    None: not in the model; leading batch dims allowed.
+    """
     extra = [np.asarray(g)[..., None] for g in (g_home, g_lam) if g is not None]
     return np.concatenate([g_th, *extra], axis=-1)
 
 
 def _stack_info(h_th, c_home, d_home, c_lam, d_lam, c_hl) -> np.ndarray:
-    """The information in the order of :func:`_stack_grad`, from its blocks: abilities
-    ``h_th``, their cross terms with home ``c_home`` / log nu ``c_lam``, the diagonals
-    ``d_home`` / ``d_lam`` and home x log nu ``c_hl`` (None: not in the model)."""
+    """Assemble the information in the order of :func:`_stack_grad` from its blocks.
+
+    The blocks: abilities ``h_th``, their cross terms with home ``c_home`` / log nu
+    ``c_lam``, the diagonals ``d_home`` / ``d_lam`` and home x log nu ``c_hl`` (None: not
+    in the model).
+    """
     n_th = h_th.shape[-1]
     k = n_th + (c_home is not None) + (c_lam is not None)
     info = np.zeros((*h_th.shape[:-2], k, k))
@@ -220,9 +227,11 @@ def _parts_batch(d, lam, counts, ties):
 
 
 def _pair_operators(ia: np.ndarray, ib: np.ndarray, m: int):
-    """Sparse maps from per-pair values to per-agent sums: ``inc`` (K, m) with +1 for the
-    first agent and -1 for the second (d = theta[ia] - theta[ib]), ``hess`` (K, m * m) onto
-    the ability block of the information."""
+    """Return the sparse maps from per-pair values to per-agent sums.
+
+    ``inc`` (K, m) with +1 for the first agent and -1 for the second (d = theta[ia] -
+    theta[ib]), ``hess`` (K, m * m) onto the ability block of the information.
+    """
     K = ia.size
     rows = np.arange(K)
     inc = sparse.csr_matrix(
@@ -239,8 +248,10 @@ def _pair_operators(ia: np.ndarray, ib: np.ndarray, m: int):
 
 
 def _solve_rows(info: np.ndarray, grad: np.ndarray) -> np.ndarray:
-    """Newton steps of a batch; a singular system stops its own row only (NaN), as in
-    :func:`_newton`."""
+    """Take Newton steps on a batch.
+
+    A singular system stops its own row only (NaN), as in :func:`_newton`.
+    """
     try:
         return np.linalg.solve(info, grad[..., None])[..., 0]
     except np.linalg.LinAlgError:
@@ -257,7 +268,8 @@ def _line_search(evaluate, x, active, step, ll, free, home, use_lam):
     """Backtracking, row by row: halve the step until the log-likelihood does not drop.
 
     Returns the accepted parameters (theta, home, lam) of the active rows, their
-    likelihood parts, and the rows that found no ascent step (``pending``)."""
+    likelihood parts, and the rows that found no ascent step (``pending``).
+    """
     theta, h, lam = x
     n_th = free.size
     b = active.size

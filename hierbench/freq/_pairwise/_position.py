@@ -175,8 +175,10 @@ def _orient(pairs: xr.Dataset) -> dict[str, np.ndarray]:
 
 
 def _resolve_orders(v, task, inconsistent: str, unmatched: str):
-    """Match the judgements of one task and pair shown in both orders, in order of appearance;
-    the resolved comparisons (agent_a, agent_b, outcome, task) and the counts."""
+    """Match the judgements of one task and pair shown in both orders, in order of appearance.
+
+    Return the resolved comparisons (agent_a, agent_b, outcome, task) and the counts.
+    """
     groups: dict[tuple[str, str, str], tuple[list[int], list[int]]] = {}
     for i in range(task.size):
         key = (task[i], v["lo_name"][i], v["hi_name"][i])

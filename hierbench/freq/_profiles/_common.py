@@ -31,15 +31,18 @@ def percentile_bounds(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.nda
 def task_resampling(
     data: Any, cluster: str | None, task_dim: str, rng: None | int | np.random.Generator
 ) -> tuple[np.ndarray | None, np.random.Generator, str]:
-    """Cluster codes of the tasks (None: tasks are the units), the generator and the unit's
-    name (``"clusters"`` or ``"tasks"``) for :func:`hierbench.freq._kernels.weight_blocks`."""
+    """Return the tasks' cluster codes, the generator and the unit's name, for resampling.
+
+    Cluster codes None: tasks are the units; the name is ``"clusters"`` or ``"tasks"``; all
+    for :func:`hierbench.freq._kernels.weight_blocks`.
+    """
     res = cluster_codes(data, cluster, dim=task_dim)
     codes = None if res is None else res[0]
     return codes, as_rng(rng), "clusters" if codes is not None else "tasks"
 
 
 def bootstrap_detail(unit: str, n_resamples: int) -> str:
-    """The ``ci_detail`` of a task-bootstrap interval."""
+    """Return the ``ci_detail`` of a task-bootstrap interval."""
     return f"bootstrap over {unit}, {n_resamples} resamples"
 
 
@@ -51,8 +54,11 @@ def check_number(
     high: float | None = None,
     low_open: bool = False,
 ) -> float:
-    """``value`` as a float: a real, finite number (not a bool, not text) within the bounds
-    (``low`` excluded when ``low_open``), or an error naming the argument."""
+    """Return ``value`` as a float, or raise an error naming the argument.
+
+    It must be a real, finite number (not a bool, not text) within the bounds (``low``
+    excluded when ``low_open``).
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(
         value, (int, float, np.integer, np.floating)
     ):
@@ -76,8 +82,11 @@ NONNEGATIVE = ("cost", "latency", "tokens", "steps")
 def numeric_values(
     da: Any, name: str, *, nonnegative: bool = False, allow_bool: bool = False
 ) -> np.ndarray:
-    """The values of ``da`` as floats: numbers only (text is refused, not parsed; booleans
-    unless ``allow_bool``, e.g. for 0/1 scores), finite or NaN, and >= 0 when ``nonnegative``."""
+    """Return the values of ``da`` as floats: numbers only, finite or NaN.
+
+    Text is refused, not parsed; booleans unless ``allow_bool`` (e.g. for 0/1 scores); and
+    >= 0 when ``nonnegative``.
+    """
     v = np.asarray(getattr(da, "values", da))
     if v.dtype.kind not in ("iufb" if allow_bool else "iuf"):
         what = "booleans" if v.dtype.kind == "b" else f"values of type {v.dtype}"

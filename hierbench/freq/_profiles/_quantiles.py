@@ -215,8 +215,10 @@ def quantile_ci(
 
 
 def _values(data, var, agent_dim: str, task_dim: str):
-    """The values as (agent, task, everything else flattened), with an agent dim added when
-    there is none; infinite values are refused."""
+    """Return the values as (agent, task, everything else flattened).
+
+    An agent dim is added when there is none; infinite values are refused.
+    """
     da = data_variable(data, var)
     if task_dim not in da.dims:
         raise ValueError(
@@ -251,8 +253,10 @@ def _warn_empty(flat: np.ndarray, da: xr.DataArray, agent_dim: str, var) -> None
 
 
 def _order_statistic_bounds(flat: np.ndarray, qs: np.ndarray, prob: float):
-    """Order-statistic bounds and exact coverage per (agent, quantile); a named warning for
-    correlated runs and for bounds that are infinite."""
+    """Return the order-statistic bounds and exact coverage per (agent, quantile).
+
+    With a named warning for correlated runs and for bounds that are infinite.
+    """
     A = flat.shape[0]
     lo, hi, cov = (np.full((A, qs.size), np.nan) for _ in range(3))
     if (np.isfinite(flat).sum(2) > 1).any():
@@ -411,7 +415,7 @@ def pareto_frontier(
     agent_dim: str = "agent",
     rng: None | int | np.random.Generator = None,
 ) -> ParetoResult:
-    """The accuracy-cost Pareto frontier across agents, with membership probabilities under task resampling.
+    """Find the accuracy-cost Pareto frontier across agents, with membership probabilities under task resampling.
 
     Accuracy and cost are each agent's mean over tasks of the per-task mean
     over runs. An agent is on the frontier when no other agent is at least as
@@ -521,8 +525,11 @@ def _pareto_result(est, n_on, acc_v, cost_v, dist, prob, unit, acc_cell, cost_ce
 
 
 def _cell_means(data: xr.Dataset, accuracy: str, cost: str, order: tuple[str, str, str]):
-    """Per (agent, task) mean accuracy and cost over runs, the agents; agents with no
-    recorded cost are named in an :class:`UndefinedMetricWarning` (left off the frontier)."""
+    """Return the mean accuracy and cost over runs per (agent, task), and the agents.
+
+    Agents with no recorded cost are named in an :class:`UndefinedMetricWarning` (left off
+    the frontier).
+    """
     if not isinstance(data, xr.Dataset):
         raise TypeError(
             f"`data` must be an eval Dataset with {accuracy!r} and {cost!r}; got {type(data).__name__}"

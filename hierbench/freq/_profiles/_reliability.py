@@ -85,7 +85,7 @@ class ReliabilityResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
     def table(self) -> str:
-        """The profile as text, one line per agent and metric (rates in %, ECE/Brier/severity as numbers)."""
+        """Return the profile as text, one line per agent and metric (rates in %, ECE/Brier/severity as numbers)."""
         lines = []
         lbl = {
             "accuracy": "accuracy (pass@1)",
@@ -249,7 +249,7 @@ def _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, k, edge
 
 
 def _scores(data: xr.Dataset, score: str, order: tuple[str, str, str]) -> np.ndarray:
-    """The scores (agent, task, run); no task is refused, an agent with no run named."""
+    """Return the scores (agent, task, run); no task is refused, an agent with no run named."""
     if not isinstance(data, xr.Dataset) or score not in data:
         raise HierbenchError(
             f"`data` must be an eval dataset holding {score!r}; got "
@@ -288,8 +288,11 @@ def _task_mean(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def _default_k(k: int | None, n_runs: np.ndarray) -> int:
-    """``k`` as given (>= 2), or the median number of runs of the cells that ran, at least 2
-    (the minimum would let one single-run cell turn pass^k into pass^1 = accuracy)."""
+    """Return ``k`` as given (>= 2), or the median number of runs of the cells that ran.
+
+    At least 2: the minimum would let one single-run cell turn pass^k into pass^1 =
+    accuracy.
+    """
     if k is None:
         ran = n_runs[n_runs > 0]
         return max(2, int(np.median(ran))) if ran.size else 2

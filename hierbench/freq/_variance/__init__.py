@@ -1,5 +1,7 @@
-"""Variance components: G-theory (ANOVA and REML), the design language, profile intervals,
-D-studies, power and the cost-optimal allocation."""
+"""Variance components: G-theory (ANOVA and REML) and what it plans.
+
+The design language, profile intervals, D-studies, power and the cost-optimal allocation.
+"""
 
 from ._design_lang import DesignError
 from ._gtheory import variance_components

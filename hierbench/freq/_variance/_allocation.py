@@ -37,8 +37,10 @@ PAIRED = parse_design("run:(agent*task)")
 
 
 def generalization_facets(design: Design, measurement: str | None) -> list[str]:
-    """Facets whose number of levels a D-study can plan: not the object of measurement
-    nor a facet it is nested in."""
+    """Return the facets whose number of levels a D-study can plan.
+
+    Not the object of measurement nor a facet it is nested in.
+    """
     return [
         f
         for f in design.facets
@@ -47,8 +49,10 @@ def generalization_facets(design: Design, measurement: str | None) -> list[str]:
 
 
 def check_costs(cost: dict[str, float], facets: list[str]) -> None:
-    """Each cost names a facet of generalization and is a finite number >= 0, and one is > 0
-    (a design that costs nothing has no optimum, only the largest size tried)."""
+    """Check each cost names a facet of generalization and is a finite number >= 0, one > 0.
+
+    A design that costs nothing has no optimum, only the largest size tried.
+    """
     if not isinstance(cost, dict):
         raise TypeError(f"`cost` must be a dict facet -> cost per level; got {type(cost).__name__}")
     for f, c in cost.items():
@@ -68,8 +72,11 @@ def design_cost(
     sizes: dict[str, Any],
     n_objects: float,
 ) -> Any:
-    """Cost of a design: each facet's cost per level times the levels bought, a level counted
-    once per level of every facet it is nested in (a run of one agent on one task)."""
+    """Return the cost of a design: each facet's cost per level times the levels bought.
+
+    A level is counted once per level of every facet it is nested in (a run of one agent
+    on one task).
+    """
     total: Any = 0.0
     for f, c in cost.items():
         cnt: Any = 1.0
@@ -80,8 +87,10 @@ def design_cost(
 
 
 def pick(values: np.ndarray, criterion: str) -> tuple[int, ...]:
-    """Index of the best finite value: the largest coefficient or the smallest variance
-    (the first one on a tie)."""
+    """Return the index of the best finite value.
+
+    The largest coefficient or the smallest variance (the first one on a tie).
+    """
     flat = np.nanargmax(values) if criterion in MAXIMISED else np.nanargmin(values)
     return np.unravel_index(flat, values.shape)
 
@@ -100,8 +109,10 @@ def _grid(vc, gen: list[str], max_sizes: dict[str, int] | None) -> dict[str, np.
 
 
 def allocate_grid(vc, budget, cost, n_objects, max_sizes, criterion) -> xr.Dataset:
-    """The cost-optimal D-study of ``vc`` on a size grid (see
-    :meth:`VarianceComponentsResult.optimal_allocation`)."""
+    """Return the cost-optimal D-study of ``vc`` on a size grid.
+
+    See :meth:`VarianceComponentsResult.optimal_allocation`.
+    """
     d = vc._design
     if criterion not in CRITERIA:
         raise ValueError(f"`criterion` must be one of {CRITERIA}; got {criterion!r}")
@@ -146,7 +157,7 @@ PAIRED_MAX_CANDIDATES = 2_000_000
 
 
 def _heuristic_runs(budget, cost_task, cost_run, r_star) -> tuple[np.ndarray, int]:
-    """Runs per task 1, the integers around ``R*`` and the most two tasks allow (``r_max``)."""
+    """Return runs per task 1, the integers around ``R*`` and the most two tasks allow (``r_max``)."""
     r_max = max(1, int((budget / 2 - cost_task) // cost_run))  # at least 2 tasks
     cands = {1, r_max}
     if math.isfinite(r_star):
@@ -155,9 +166,11 @@ def _heuristic_runs(budget, cost_task, cost_run, r_star) -> tuple[np.ndarray, in
 
 
 def _search_interval(v, budget, cost_task, cost_run, s_mt, s_e, r_max) -> tuple[int, int]:
-    """Runs per task ``R`` that can beat variance ``v``: with ``T <= B / (c_task + R c_run)``,
-    ``Var >= (2 s_mt + 2 s_e / R)(c_task + R c_run) / B``, a convex bound; the ``R`` where
-    it is ``<= v`` solve ``a R^2 - K R + c <= 0``."""
+    """Return the runs per task ``R`` that can beat variance ``v``.
+
+    With ``T <= B / (c_task + R c_run)``, ``Var >= (2 s_mt + 2 s_e / R)(c_task + R c_run) /
+    B``, a convex bound; the ``R`` where it is ``<= v`` solve ``a R^2 - K R + c <= 0``.
+    """
     a, c = s_mt * cost_run, s_e * cost_task
     k = v * budget / 2 - s_mt * cost_task - s_e * cost_run
     if a > 0 and k * k >= 4 * a * c:
@@ -173,9 +186,12 @@ def _search_interval(v, budget, cost_task, cost_run, s_mt, s_e, r_max) -> tuple[
 
 
 def _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star):
-    """Candidate (runs per task, tasks): every ``R`` whose variance bound can beat the best
-    of the integers around ``R*`` (all of them when that is at most
-    ``PAIRED_MAX_CANDIDATES``), each with the most tasks the budget pays for (>= 2)."""
+    """Return the candidate (runs per task, tasks).
+
+    Every ``R`` whose variance bound can beat the best of the integers around ``R*`` (all of
+    them when that is at most ``PAIRED_MAX_CANDIDATES``), each with the most tasks the
+    budget pays for (>= 2).
+    """
     runs, r_max = _heuristic_runs(budget, cost_task, cost_run, r_star)
     tasks = np.floor_divide(budget, cost_task + runs * cost_run)
     runs, tasks = runs[tasks >= 2], tasks[tasks >= 2]
@@ -193,8 +209,10 @@ def _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star):
 def allocate_paired(
     budget: float, cost_task: float, cost_run: float, s_mt: float, s_e: float, r_star: float
 ) -> xr.Dataset:
-    """Integer (tasks, runs per task) minimising the variance of a paired mean difference
-    (see :func:`hierbench.freq.optimal_allocation`)."""
+    """Return the integer (tasks, runs per task) minimising a paired mean difference's variance.
+
+    See :func:`hierbench.freq.optimal_allocation`.
+    """
     runs, tasks, search = _paired_candidates(budget, cost_task, cost_run, s_mt, s_e, r_star)
     if runs.size == 0:
         raise ValueError(

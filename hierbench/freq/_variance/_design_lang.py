@@ -98,7 +98,7 @@ class Design:
         raise KeyError(name)
 
     def without(self, facet: str) -> Design:
-        """The design with ``facet`` removed (a facet with a single level)."""
+        """Return the design with ``facet`` removed (a facet with a single level)."""
         facets = tuple(f for f in self.facets if f != facet)
         parents = {f: self.parents[f] - {facet} for f in facets}
         return _build(self.formula + f" (without {facet})", facets, parents)

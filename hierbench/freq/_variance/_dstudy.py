@@ -39,7 +39,7 @@ def broadcast_sizes(sizes: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def _universe(design: Design, measurement: str | None) -> frozenset:
-    """The facets of the universe score: the object of measurement and what it is nested in."""
+    """Return the facets of the universe score: the object of measurement and what it is nested in."""
     return (
         frozenset()
         if measurement is None
@@ -75,8 +75,11 @@ def coefficients_at(
     warn: bool = True,
     stacklevel: int = 2,
 ) -> dict[str, Any]:
-    """The D-study quantities of components ``comp`` (effect -> variance, arrays broadcast)
-    at facet sizes ``sizes``; NaN where a confounded facet is asked at a size other than 1."""
+    """Return the D-study quantities of components ``comp`` at facet sizes ``sizes``.
+
+    ``comp`` maps effect -> variance, arrays broadcast; NaN where a confounded facet is asked
+    at a size other than 1.
+    """
     p = measurement
     M = _universe(design, p)
     tau: Any = 0.0
@@ -119,8 +122,11 @@ def coefficients_at(
 def coef_weights(
     design: Design, measurement: str | None, sizes: dict[str, float]
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Weights (design order) of the components in ``tau`` and in the relative and absolute
-    error variances at ``sizes``: E rho^2 = w_tau.s / (w_tau.s + w_rel.s), Phi with w_abs."""
+    """Return the components' weights (design order) in ``tau`` and the error variances.
+
+    The relative and absolute error variances at ``sizes``: E rho^2 = w_tau.s / (w_tau.s +
+    w_rel.s), Phi with w_abs.
+    """
     p = measurement
     M = _universe(design, p)
     m = len(design.effects)
@@ -179,7 +185,7 @@ def _generalization_error(vc, f: str) -> ValueError:
 
 
 def planned_sizes(vc, sizes: dict[str, float] | None) -> dict[str, float]:
-    """The G-study sizes with the planned ones (one positive integer per facet) put in."""
+    """Return the G-study sizes with the planned ones (one positive integer per facet) put in."""
     out = dict(vc.sizes)
     for f, v in (sizes or {}).items():
         if f not in vc._design.facets or f == vc.measurement:
@@ -216,7 +222,7 @@ def _size_request(vc, sizes, n_tasks, n_runs) -> tuple[dict[str, Any], dict[str,
 
 
 def size_grid(vc, sizes, n_tasks=None, n_runs=None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """The checked grid of planned sizes (facet -> 1-D integers) and its dim names."""
+    """Return the checked grid of planned sizes (facet -> 1-D integers) and its dim names."""
     sizes, dims = _size_request(vc, sizes, n_tasks, n_runs)
     allowed = set(vc._design.facets) | set(vc.confounded)
     grid: dict[str, np.ndarray] = {}
@@ -236,8 +242,10 @@ def size_grid(vc, sizes, n_tasks=None, n_runs=None) -> tuple[dict[str, np.ndarra
 
 
 def d_study(vc, sizes=None, *, n_tasks=None, n_runs=None, stacklevel: int = 3) -> xr.Dataset:
-    """The D-study of ``vc`` over a grid of planned sizes (see
-    :meth:`VarianceComponentsResult.d_study`)."""
+    """Return the D-study of ``vc`` over a grid of planned sizes.
+
+    See :meth:`VarianceComponentsResult.d_study`.
+    """
     d = vc._design
     grid, dims = size_grid(vc, sizes, n_tasks, n_runs)
     confounded_asked = [f for f in vc.confounded if f in grid and np.any(grid[f] != 1)]

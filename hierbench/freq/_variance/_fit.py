@@ -93,8 +93,10 @@ def _unbalanced(long: Long, dsg: Design) -> Fit:
 
 
 def estimate(long: Long, dsg: Design, dense: np.ndarray | None, use_anova: bool) -> Fit:
-    """The G-study fit: closed-form ANOVA (balanced, ``use_anova``) or REML beside the
-    ANOVA-type estimates."""
+    """Fit the G-study: closed-form ANOVA or REML.
+
+    ANOVA when balanced and ``use_anova``; REML beside the ANOVA-type estimates.
+    """
     fit = _balanced(dense, dsg, use_anova) if dense is not None else _unbalanced(long, dsg)
     if not use_anova:
         if fit.ec is None:
@@ -104,8 +106,10 @@ def estimate(long: Long, dsg: Design, dense: np.ndarray | None, use_anova: bool)
 
 
 def check_separable(ec: dict[frozenset, np.ndarray], dsg: Design) -> None:
-    """Refuse two effects with the same levels (e.g. every family has one task): the data
-    cannot split their variance, and no estimate of either would mean anything."""
+    """Refuse two effects with the same levels (e.g. every family has one task).
+
+    The data cannot split their variance, and no estimate of either would mean anything.
+    """
     nlev = {e: int(c.max()) + 1 for e, c in ec.items()}
     names = dict(zip(dsg.effects, dsg.names, strict=True))
     for b in dsg.effects:
@@ -120,7 +124,7 @@ def check_separable(ec: dict[frozenset, np.ndarray], dsg: Design) -> None:
 
 
 def _start(prob: _reml.RemlProblem, dsg: Design, y: np.ndarray, anova_raw: np.ndarray):
-    """Starting relative SDs: the ANOVA-type estimates relative to the residual, floored."""
+    """Return starting relative SDs: the ANOVA-type estimates relative to the residual, floored."""
     s2e0 = max(float(anova_raw[-1]), 1e-3 * float(np.var(y)), 1e-12)
     init = []
     for e in prob.terms:
@@ -141,9 +145,12 @@ def problem_order(prob: _reml.RemlProblem, dsg: Design) -> list[int]:
 
 
 def _covariance(prob, s2_terms, s2_cell, s2e, order, m) -> tuple[np.ndarray, str | None]:
-    """The components' covariance from the REML information: expected (Fisher, needs the C x C
-    inverse covariance of the cell means) up to ``EXPECTED_INFO_MAX_CELLS`` cells, observed
-    (a finite-difference Hessian of the deviance) above."""
+    """Return the components' covariance from the REML information.
+
+    Expected (Fisher, needs the C x C inverse covariance of the cell means) up to
+    ``EXPECTED_INFO_MAX_CELLS`` cells, observed (a finite-difference Hessian of the
+    deviance) above.
+    """
     cov = np.full((m, m), np.nan)
     if prob.C <= EXPECTED_INFO_MAX_CELLS:
         info = prob.expected_information(s2_terms, s2_cell, s2e)
@@ -199,7 +206,7 @@ def fit_reml(
 
 
 def mean_squares_nested(y: np.ndarray):
-    """Sums of squares, df and mean squares of ``r:(a*t)`` for a dense (M, T, R) array."""
+    """Return the sums of squares, df and mean squares of ``r:(a*t)`` for a dense (M, T, R) array."""
     d = parse_design(LEGACY["nested"].format(a="a", t="t", r="r"))
     bal = _reml.anova_balanced(y, d)
     keys = ["a", "t", "at", "e"]

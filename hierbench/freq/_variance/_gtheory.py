@@ -93,7 +93,7 @@ __all__ = ["variance_components"]
 def _resolve_design(
     data: Any, design: str | None, facets: tuple[str, ...] | None, var: str
 ) -> tuple[Any, Design, tuple[str, str, str] | None, list[str]]:
-    """Returns (scores array or frame, parsed design, legacy facet triple, confounded facets)."""
+    """Return (scores array or frame, parsed design, legacy facet triple, confounded facets)."""
     if isinstance(data, pd.DataFrame):
         if design is None or design in LEGACY:
             raise ValueError(
@@ -164,8 +164,10 @@ def _resolve_design(
 
 
 def _auto_measurement(dsg: Design, legacy: tuple[str, str, str] | None) -> str:
-    """The object of measurement ``measurement="auto"`` means: the first of the facets
-    triple, else ``agent``, else the design's first facet."""
+    """Return the object of measurement ``measurement="auto"`` means.
+
+    The first of the facets triple, else ``agent``, else the design's first facet.
+    """
     if legacy is not None:
         return legacy[0]
     return "agent" if "agent" in dsg.facets else dsg.facets[0]
@@ -184,8 +186,11 @@ def _refuse_single_level(long: Long, dsg: Design, f: str, formula: str) -> Desig
 
 
 def _single_levels(long: Long, dsg: Design, keep: str | None, confounded: list[str], notes):
-    """Facets with one level: the innermost one (one run per cell) is confounded with the
-    residual, the object of measurement ``keep`` is dropped; any other is refused."""
+    """Handle facets with one level: confound, drop or refuse.
+
+    The innermost one (one run per cell) is confounded with the residual, the object of
+    measurement ``keep`` is dropped; any other is refused.
+    """
     dropped: list[str] = []
     formula = dsg.formula
     if long.dense is not None:
@@ -250,7 +255,7 @@ def _plan(long, dsg, legacy, confounded, measurement) -> _Plan:
 
 
 def _choose_ci(ci: str, use_anova: bool, fit: Fit, notes: list[str]) -> str:
-    """The kind of the intervals ``ci="auto"`` means, and a named warning when there are none."""
+    """Return the kind of the intervals ``ci="auto"`` means, and a named warning when there are none."""
     info, cov = fit.fit_info, fit.cov
     ci_method, big = ci, False
     if ci == "auto":
@@ -298,8 +303,11 @@ def _ro(a: np.ndarray) -> np.ndarray:
 
 
 def _legacy_kind(plan: _Plan, sizes: dict[str, float]) -> tuple[str, tuple[str, ...]]:
-    """The design's short name (``nested`` / ``crossed`` / the formula) and the facets in
-    result order (object of measurement first)."""
+    """Return the design's short name and the facets in result order.
+
+    The name is ``nested`` / ``crossed`` / the formula; the object of measurement comes
+    first.
+    """
     dsg, legacy, measurement = plan.dsg, plan.legacy, plan.measurement
     for f in plan.confounded:
         sizes.setdefault(f, 1.0)

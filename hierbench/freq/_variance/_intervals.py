@@ -57,7 +57,7 @@ def wald_ci(vc, prob: float | None = None) -> xr.DataArray:
 
 
 def profiler(vc):
-    """The REML problem's profiler and the map design order -> problem order (memoised)."""
+    """Return the REML problem's profiler and the map design order -> problem order (memoised)."""
     if "profiler" in vc._memo:
         return vc._memo["profiler"]
     if vc._reml_data is None or vc._design is None:

@@ -38,9 +38,11 @@ def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def codes_of_column(col: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of one facet column: numpy's sort-based unique for integer/bool labels (the same
-    sorted codes as :func:`factorize`, without pandas' per-call overhead), else
-    :func:`factorize`; missing labels are refused."""
+    """Return the codes of one facet column; refuse missing labels.
+
+    numpy's sort-based unique for integer/bool labels (the same sorted codes as
+    :func:`factorize`, without pandas' per-call overhead), else :func:`factorize`.
+    """
     if col.dtype.kind in "iub":  # cannot hold a missing value
         if col.size and col.dtype.kind != "b":
             lo, hi = int(col.min()), int(col.max())
@@ -102,7 +104,7 @@ def from_frame(df: pd.DataFrame, design: Design, var: str) -> Long:
 
 
 def _scores(col: pd.Series, var: str) -> np.ndarray:
-    """The score column as floats: numbers as they are, text parsed only where it is a number."""
+    """Return the score column as floats: numbers as they are, text parsed only where it is a number."""
     if isinstance(col.dtype, np.dtype) and col.dtype.kind in "iufb":  # numeric: no parsing
         return col.to_numpy(dtype=float)
     y = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
@@ -178,7 +180,7 @@ def from_array(da: xr.DataArray, design: Design) -> Long:
 
 
 def balanced_dense(long: Long, design: Design) -> np.ndarray | None:
-    """The dense array (axes in ``design.facets`` order) if the long data are balanced."""
+    """Return the dense array (axes in ``design.facets`` order) if the long data are balanced."""
     if long.dense is not None:
         return long.dense
     N = long.y.size

@@ -109,7 +109,7 @@ def sd_paired_diff(
     sigma2_interaction: float | None = None,
     sigma2_residual: float | None = None,
 ) -> np.ndarray:
-    """Standard deviation of a per-task difference ``d_t``: ``sqrt(s_t + s_e / R)``.
+    """Return the standard deviation of a per-task difference ``d_t``: ``sqrt(s_t + s_e / R)``.
 
     Parameters
     ----------
@@ -500,7 +500,7 @@ def sample_size_normal(
 
 
 def _sd_normal(effect: float, paired: bool, p_a, p_b, discordance) -> float:
-    """The SD of a per-task difference from the shares (see :func:`sample_size_normal`)."""
+    """Return the SD of a per-task difference from the shares (see :func:`sample_size_normal`)."""
     if paired:
         if discordance is None:
             raise ValueError("paired=True needs `discordance` (or `sd_diff`)")

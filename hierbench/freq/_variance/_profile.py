@@ -86,8 +86,10 @@ class Profiler:
 
     # ------------------------------------------------------------------ one component
     def component_profile(self, j: int):
-        """``c -> D_prof(c) - D_min`` for component ``j`` in problem order (``n_theta`` is
-        the residual), with warm starts."""
+        """Return ``c -> D_prof(c) - D_min`` for component ``j`` in problem order, warm-started.
+
+        ``n_theta`` is the residual.
+        """
         k = self.p.n_theta
         state = {"x": None}
         if j == k:  # the residual: s_e fixed, every theta free
@@ -126,9 +128,12 @@ class Profiler:
 
     # ------------------------------------------------------------------ a coefficient
     def ratio_profile(self, tau_w: np.ndarray, err_w: np.ndarray):
-        """``r -> D_prof(r) - D_min`` for ``r = tau / (tau + err)``, ``tau = tau_w . s`` and
-        ``err = err_w . s`` over the components ``s`` in problem order (residual last);
-        ``tau_w`` and ``err_w`` have disjoint supports, ``tau_w`` none on the residual."""
+        """Return ``r -> D_prof(r) - D_min`` for ``r = tau / (tau + err)``.
+
+        ``tau = tau_w . s`` and ``err = err_w . s`` over the components ``s`` in problem order
+        (residual last); ``tau_w`` and ``err_w`` have disjoint supports, ``tau_w`` none on the
+        residual.
+        """
         k = self.p.n_theta
         tau_idx = np.flatnonzero(tau_w[:k] > 0)
         free = np.array([i for i in range(k) if i not in set(tau_idx)], dtype=np.int64)
@@ -164,9 +169,12 @@ class Profiler:
 
 
 def _side(h, t_hat: float, h_hat: float, t_guess: float, direction: float, span: float, xtol):
-    """Where ``h`` (signed root deviance minus the cut: ``h_hat`` < 0 at ``t_hat``, rising away
-    from it) crosses 0 on one side of ``t_hat``: secant steps from ``t_guess`` until the
-    crossing is bracketed, then Brent's method. None if ``h`` stays below 0 over ``span``."""
+    """Find where ``h`` crosses 0 on one side of ``t_hat``; None if it stays below 0 over ``span``.
+
+    ``h`` is the signed root deviance minus the cut: ``h_hat`` < 0 at ``t_hat``, rising away
+    from it. Secant steps from ``t_guess`` until the crossing is bracketed, then Brent's
+    method.
+    """
     memo: dict[float, float] = {t_hat: h_hat}  # at the estimate the profile is D_min itself
 
     def hh(t: float) -> float:
@@ -213,8 +221,11 @@ def _signed(prof, crit: float):
 def component_interval(
     prof_factory, est: float, scale: float, prob: float, residual: bool, guess=(np.nan, np.nan)
 ):
-    """Profile interval of one component (estimate ``est``; ``scale`` a positive size of the
-    data's variance, used when ``est`` is 0; ``guess`` rough bounds to start from, e.g. Wald)."""
+    """Return the profile interval of one component (estimate ``est``).
+
+    ``scale`` is a positive size of the data's variance, used when ``est`` is 0; ``guess``
+    rough bounds to start from, e.g. Wald.
+    """
     crit = float(stats.chi2.ppf(prob, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         g_lo, g_hi = np.log(guess[0]), np.log(guess[1])

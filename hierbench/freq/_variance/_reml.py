@@ -1,5 +1,7 @@
-"""Variance-component kernels on long data: codes per effect, ANOVA (Henderson's Method I)
-for any crossed/nested design, the balanced closed form (Brennan's rules), and REML.
+"""Variance-component kernels on long data: codes per effect, ANOVA, closed form and REML.
+
+ANOVA (Henderson's Method I) for any crossed/nested design, the balanced closed form
+(Brennan's rules), and REML.
 
 Private: the public wrapper is :func:`hierbench.freq.variance_components`.
 
@@ -48,9 +50,12 @@ SPARSE_MIN_REST = 3000
 
 
 def _fd_derivatives(fun, x: np.ndarray, h: np.ndarray, free: np.ndarray, f0: float):
-    """Finite-difference gradient and Hessian of ``fun`` over the ``free`` coordinates (central),
-    and one-sided slope and curvature of the others (forward, from ``x``), in
-    ``1 + 2 n_free + n_free (n_free - 1) + 2 n_bound`` evaluations."""
+    """Return the finite-difference gradient and Hessian of ``fun``.
+
+    Central over the ``free`` coordinates, and one-sided slope and curvature of the others
+    (forward, from ``x``), in ``1 + 2 n_free + n_free (n_free - 1) + 2 n_bound``
+    evaluations.
+    """
     n = x.size
     g = np.zeros(n)
     H = np.zeros((n, n))
@@ -90,8 +95,11 @@ def _fd_derivatives(fun, x: np.ndarray, h: np.ndarray, free: np.ndarray, f0: flo
 
 
 def one_blas_thread():
-    """Small dense factorisations are slower with BLAS threads (and on a shared machine much
-    slower): limit BLAS to one thread while fitting, when threadpoolctl is there."""
+    """Limit BLAS to one thread while fitting, when threadpoolctl is there.
+
+    Small dense factorisations are slower with BLAS threads (and on a shared machine much
+    slower).
+    """
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - optional
@@ -194,9 +202,11 @@ def anova_method1(
 
 
 def _balanced_plan(design: Design, shape: tuple[int, ...]) -> dict:
-    """The parts of the balanced closed form that depend only on the design and the sizes
-    (reduction axes, the signed subsets of each sum of squares, df, EMS coefficients);
-    memoised on the design."""
+    """Return the parts of the balanced closed form that depend only on the design and sizes.
+
+    Reduction axes, the signed subsets of each sum of squares, df, EMS coefficients;
+    memoised on the design.
+    """
     key = ("balanced_plan", shape)
     plan = design._memo.get(key)
     if plan is not None:
@@ -232,7 +242,7 @@ def _balanced_plan(design: Design, shape: tuple[int, ...]) -> dict:
 
 
 def anova_balanced(y: np.ndarray, design: Design) -> dict[str, np.ndarray]:
-    """Closed form for a balanced dense array (one axis per facet, in ``design.facets`` order)."""
+    """Fit the closed form for a balanced dense array (one axis per facet, in ``design.facets`` order)."""
     plan = _balanced_plan(design, tuple(int(n) for n in y.shape))
     N = y.size
     yc = y - y.mean()
@@ -360,10 +370,12 @@ class RemlProblem:
         )
 
     def _sparse_pieces(self, theta: np.ndarray, winv: np.ndarray, wy: np.ndarray):
-        """``log|A|`` and ``U'A^-1 U`` (``U = Lambda Z'[W^-1 1, W^-1 ybar]``) by a sparse LU
-        of the symmetric positive definite ``A = Lambda Z'W^-1 Z Lambda + I`` (SuperLU with a
+        """Return ``log|A|`` and ``U'A^-1 U`` (``U = Lambda Z'[W^-1 1, W^-1 ybar]``) by a sparse LU.
+
+        The LU is of the symmetric positive definite ``A = Lambda Z'W^-1 Z Lambda + I`` (SuperLU with a
         fill-reducing column order and symmetric, diagonal pivoting, so ``U``'s diagonal
-        carries the determinant). Used when the dense Schur complement would be large."""
+        carries the determinant). Used when the dense Schur complement would be large.
+        """
         lam = theta[: len(self.terms)][self.block_of]
         M = self._Zt @ self.Z.multiply(winv[:, None]).tocsc()
         A = (sp.diags(lam) @ M @ sp.diags(lam) + sp.identity(self.q)).tocsc()
@@ -610,8 +622,10 @@ class RemlProblem:
         }
 
     def deviance_abs(self, s2: np.ndarray) -> float:
-        """REML deviance (``-2 log L`` up to a constant) at absolute components
-        ``(term components..., [cell], residual)``."""
+        """Return the REML deviance (``-2 log L`` up to a constant) at absolute components.
+
+        The components: ``(term components..., [cell], residual)``.
+        """
         s2e = float(s2[-1])
         if not s2e > 0 or np.any(s2[:-1] < 0):
             return np.inf
@@ -621,8 +635,9 @@ class RemlProblem:
         return (self.N - 1) * np.log(s2e) + (self.ssw + q_) / s2e + logdet + logm00
 
     def observed_information(self, s2_terms: np.ndarray, s2_cell: float, s2e: float) -> np.ndarray:
-        """REML observed information of (term components..., [cell], residual): half the
-        finite-difference Hessian of :meth:`deviance_abs`, ``1 + 2n + n(n-1)`` deviance
+        """Return the REML observed information of (term components..., [cell], residual).
+
+        Half the finite-difference Hessian of :meth:`deviance_abs`, ``1 + 2n + n(n-1)`` deviance
         evaluations (no ``C x C`` matrix, so it scales like the fit). A component at 0 is
         differenced forward (the stencil starts at 0): its curvature is taken at the bound.
         """

@@ -1,11 +1,14 @@
-"""The result of a G-study: components and their views; D-study, allocation and intervals
-delegate to the wing's functions (:mod:`._dstudy`, :mod:`._allocation`, :mod:`._intervals`)."""
+"""The result of a G-study: components and their views.
+
+D-study, allocation and intervals delegate to the wing's functions (:mod:`._dstudy`,
+:mod:`._allocation`, :mod:`._intervals`).
+"""
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -13,6 +16,9 @@ import xarray as xr
 from ..._base import DEFAULT_PROB, HierbenchWarning, Result
 from . import _allocation, _dstudy, _intervals
 from ._design_lang import Design
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["VarianceComponentsResult"]
 
@@ -107,8 +113,11 @@ class VarianceComponentsResult(Result):
 
     @property
     def ci(self) -> xr.DataArray:
-        """Intervals at level ``prob``: profile-likelihood (``ci_method="profile"``) or Wald
-        on the log-variance scale (``"wald"``)."""
+        """Return the intervals at level ``prob``.
+
+        Profile-likelihood (``ci_method="profile"``) or Wald on the log-variance scale
+        (``"wald"``).
+        """
         if self.ci_method == "profile":
             return self.profile_ci()
         return self.wald_ci()
@@ -197,8 +206,11 @@ class VarianceComponentsResult(Result):
     def _coefficients(
         self, sizes: dict[str, Any], comp: dict[frozenset, Any] | None = None, warn: bool = True
     ) -> dict[str, Any]:
-        """The D-study quantities at ``sizes`` (arrays broadcast), of ``comp`` (default the
-        estimates); :func:`hierbench.metrics.bayes_d_study` feeds it posterior draws."""
+        """Return the D-study quantities at ``sizes`` (arrays broadcast) of ``comp``.
+
+        ``comp`` defaults to the estimates; :func:`hierbench.metrics.bayes_d_study` feeds it
+        posterior draws.
+        """
         comp = self._comp_dict() if comp is None else comp
         return _dstudy.coefficients_at(
             self._design, self.measurement, comp, sizes, self.confounded, warn=warn, stacklevel=3
@@ -265,7 +277,7 @@ class VarianceComponentsResult(Result):
         max_sizes: dict[str, int] | None = None,
         criterion: str = "var_paired_diff",
     ) -> xr.Dataset:
-        """The cost-optimal D-study under a budget, by enumeration of a size grid.
+        """Find the cost-optimal D-study under a budget, by enumeration of a size grid.
 
         The same cost rule and choice of the optimum as
         :func:`hierbench.freq.optimal_allocation` (the paired two-agent case).
@@ -348,9 +360,12 @@ class VarianceComponentsResult(Result):
 
     # -- tables -------------------------------------------------------------------
     def to_dataset(self) -> xr.Dataset:
-        """``estimate``, ``ci``, ``se``, ``variance`` (= estimate), ``variance_raw``,
-        ``truncated``, ``anova_estimate`` over ``component``; ``sum_sq``, ``df``,
-        ``mean_sq`` over ``source``."""
+        """Return the result as an ``xr.Dataset``.
+
+        ``estimate``, ``ci``, ``se``, ``variance`` (= estimate), ``variance_raw``,
+        ``truncated``, ``anova_estimate`` over ``component``; ``sum_sq``, ``df``, ``mean_sq``
+        over ``source``.
+        """
         anova = self.anova
         ds = xr.Dataset(
             {
@@ -380,7 +395,7 @@ class VarianceComponentsResult(Result):
             }
         return ds
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per component: estimate, lower, upper, se, ANOVA-type estimate."""
         df = super().to_frame()
         df["anova_estimate"] = self.anova_raw

@@ -32,16 +32,22 @@ class ConfoundedComponentWarning(UndefinedWarning):
 
 
 class UndefinedCoefficientWarning(UndefinedWarning):
-    """A reliability coefficient is 0 / 0 (no universe-score and no error variance, or no
-    object of measurement): it is NaN."""
+    """A reliability coefficient is 0 / 0: it is NaN.
+
+    No universe-score and no error variance, or no object of measurement.
+    """
 
 
 class RemlConvergenceWarning(NotConvergedWarning):
-    """The REML fit is not at a minimum of the deviance: the deviance still to gain by a
-    local quadratic model is above 1e-5 (a likelihood-ratio scale, whatever the size of the
-    data), or the deviance falls inside from a component at 0."""
+    """The REML fit is not at a minimum of the deviance.
+
+    The deviance still to gain by a local quadratic model is above 1e-5 (a likelihood-ratio
+    scale, whatever the size of the data), or the deviance falls inside from a component at 0.
+    """
 
 
 class NoIntervalWarning(UndefinedWarning):
-    """A variance-components result has no (finite) intervals by default; the message names
-    the cause and the remedy."""
+    """A variance-components result has no (finite) intervals by default.
+
+    The message names the cause and the remedy.
+    """
