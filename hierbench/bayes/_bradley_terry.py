@@ -176,7 +176,7 @@ def _warn_if_disconnected(ia: np.ndarray, ib: np.ndarray, n: np.ndarray, agents:
 
 
 def _check_args(counts: xr.Dataset, ties: Any, home_advantage: bool, elo_anchor: Any) -> list[str]:
-    """The agents, once the options are known to suit the pair counts."""
+    """Check the options against the pair counts and return the agents."""
     check_choice(ties, "ties", ("davidson", None))
     agents = [str(x) for x in counts["agent"].values]
     if len(agents) < 2:
@@ -288,7 +288,7 @@ def _abilities(pri: dict, hierarchical: bool, centred: bool) -> Any:
 
 
 def _outcomes(pri: dict, d: Any, n_cmp: Any, w_a: np.ndarray, n_tie: np.ndarray, w_b: np.ndarray, ties: Any) -> None:
-    """The likelihood: multinomial win / tie / loss counts (Davidson), or binomial wins."""
+    """Add the likelihood: multinomial win / tie / loss counts (Davidson), or binomial wins."""
     if ties:
         spec = pri["nu"]
         if spec["dist"] == "LogNormal":
@@ -311,7 +311,7 @@ def _outcomes(pri: dict, d: Any, n_cmp: Any, w_a: np.ndarray, n_tie: np.ndarray,
 
 
 def _info(st: Structure, counts: xr.Dataset, pri: dict, options: dict) -> dict[str, Any]:
-    """The data the model carries for :func:`hierbench.bayes.fit`."""
+    """Return the data the model carries for :func:`hierbench.bayes.fit`."""
     used = ["sd_ability" if options["hierarchical"] else "ability"]
     used += ["nu"] if options["ties"] != "none" else []
     used += ["home"] if options["home_advantage"] else []
@@ -444,7 +444,7 @@ def _pair_arrays(counts: xr.Dataset, agents: list[str]) -> tuple[np.ndarray, ...
 
 
 def _model(agents: list[str], arrays: tuple, pri: dict, options: dict, elo_anchor: str | None) -> pm.Model:
-    """The ``pm.Model``: abilities, their Elo, the first-position advantage, the outcomes."""
+    """Build the ``pm.Model``: abilities, their Elo, the first-position advantage, the outcomes."""
     ia, ib, w_a, w_b, n_tie = arrays
     ties = options["ties"] != "none"
     coords: dict[str, Any] = {"agent": agents, "pair": np.arange(len(ia))}

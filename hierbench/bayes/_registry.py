@@ -118,8 +118,11 @@ def model_hook(info: Mapping[str, Any] | None, kind: str) -> Callable[..., Any] 
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A registered model: its builder, default priors (a function of the options), sampler
-    settings and the names of its hooks (:data:`HOOK_KINDS`)."""
+    """A registered model: builder, default priors, sampler settings and hook names.
+
+    The default priors are a function of the options; the hooks are named by
+    :data:`HOOK_KINDS`.
+    """
 
     name: str
     builder: Callable[..., Any]
@@ -331,9 +334,12 @@ def count_info(
 
 
 def count_data(counts: xr.Dataset, cells: Mapping[str, Any]) -> tuple[Any, Any, Any, Any]:
-    """A count model's data inside its ``pm.Model``: ``n_runs``, ``n_success`` over (agent,
-    task) and ``cell_n_runs``, ``cell_n_success`` over the observed cells (the names
-    :func:`hierbench.bayes.fit_replicates` swaps)."""
+    """Put a count model's data inside its ``pm.Model``.
+
+    ``n_runs``, ``n_success`` over (agent, task) and ``cell_n_runs``,
+    ``cell_n_success`` over the observed cells (the names
+    :func:`hierbench.bayes.fit_replicates` swaps).
+    """
     import pymc as pm
 
     n_grid = pm.Data("n_runs", counts.n_runs.values, dims=("agent", "task"))

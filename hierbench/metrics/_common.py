@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import xarray as xr
@@ -17,6 +17,9 @@ from .._base import (
     make_interval,
 )
 from .._numerics import wilson_bounds
+
+if TYPE_CHECKING:
+    from ._results import PosteriorSummaryResult
 
 __all__ = [
     "UndefinedMetricWarning",
@@ -164,7 +167,9 @@ def mc_interval(per_draw: xr.DataArray, *, prob: float, what: str) -> tuple[xr.D
     return est, ci, ess.copy(data=n).rename("ess")
 
 
-def posterior_summary(draws: xr.DataArray, *, prob: float = DEFAULT_PROB, kind: Literal["eti", "hdi"] = "eti"):
+def posterior_summary(
+    draws: xr.DataArray, *, prob: float = DEFAULT_PROB, kind: Literal["eti", "hdi"] = "eti"
+) -> PosteriorSummaryResult:
     """Posterior mean and credible interval of a quantity, as a result object.
 
     The Bayesian counterpart of a frequentist result: ``estimate`` (the posterior

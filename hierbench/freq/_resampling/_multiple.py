@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import xarray as xr
@@ -53,6 +53,9 @@ from ._paired import (
     holm,
 )
 from ._signflip import resolvable, sign_flip_pvalues
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PValueResolutionWarning", "PairwiseComparisonResult", "compare_agents"]
 
@@ -171,7 +174,7 @@ class PairwiseComparisonResult(Result):
 
     def matrix(
         self, alpha: float | None = None, *, adjust: str = "holm", digits: int = 2, names: bool = False
-    ):
+    ) -> pd.DataFrame:
         """The compact agents x agents view: difference (row minus column), ``*`` where it differs.
 
         Agents are ordered by their average difference to the others (best first), so
