@@ -127,7 +127,10 @@ def test_fit_round_trip(fit, tmp_path, suffix):
 @given(df=run_frames())
 def test_any_read_dataset_survives_save_and_load(df):
     """Property: every dataset from_records can build (ragged, NaN, errors) round-trips exactly."""
-    ds = from_records(df, run="run", error="error", tag="tag", extra=["cost"], errors="exclude")
+    # run labels as the coordinate however sparse (the reader refuses sparse ones by default)
+    ds = from_records(
+        df, run="run", error="error", tag="tag", extra=["cost"], errors="exclude", run_index="label"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         back = load_dataset(save_dataset(ds, Path(tmp) / "x.nc"))
     _assert_same(back, ds)
