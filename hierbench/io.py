@@ -254,11 +254,24 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
     try:
         with xr.open_dataset(path, engine="netcdf4") as f:
             ds = f.load()
+        groups = [] if ds.data_vars else _netcdf_groups(path)
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise UnreadableFileError(
             f"{str(path)!r} cannot be read as a netCDF eval dataset ({type(exc).__name__}: {exc})"
         ) from exc
+    if groups:
+        raise UnreadableFileError(
+            f"{str(path)!r} is a saved fit (groups {', '.join(groups)}), not an eval dataset: read "
+            "it with hierbench.io.load_fit, or report it with `hierbench report FIT --data LOG`"
+        )
     return _decode(ds)
+
+
+def _netcdf_groups(path: Path) -> list[str]:
+    import netCDF4
+
+    with netCDF4.Dataset(path) as f:
+        return list(f.groups)
 
 
 def save_fit(

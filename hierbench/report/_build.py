@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
-import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,7 +19,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import DEFAULT_PROB, HierbenchWarning, watched
+from .._base import DEFAULT_PROB, HierbenchWarning, Progress, check_prob
+from ._match import check_fit_data
 from ._report import Report, as_table
 
 __all__ = ["SECTIONS", "ReportSectionWarning", "build"]
@@ -150,22 +149,6 @@ def _versions(fit: xr.DataTree | None) -> dict[str, str]:
     return out
 
 
-class _Progress:
-    """One line per stage on stderr (with its time), only when asked or on a terminal."""
-
-    def __init__(self, enabled: bool | None):
-        self.on = watched() if enabled is None else bool(enabled)
-        self.t0 = time.perf_counter()
-
-    def __call__(self, msg: str) -> None:
-        if self.on:
-            print(
-                f"[report {time.perf_counter() - self.t0:5.1f} s] {msg}",
-                file=sys.stderr,
-                flush=True,
-            )
-
-
 def _load(fit, data):
     if isinstance(fit, (str, os.PathLike)):
         from ..io import load_fit
@@ -264,55 +247,60 @@ def build(
     >>> 'id="data-summary"' in p.read_text()
     True
     """
-    from .._base import check_prob
-
     prob = check_prob(prob)
     if fit is None and data is None:
         raise ValueError("give `fit`, `data` or both: there is nothing to report")
     fit, data = _load(fit, data)
-    say = _Progress(progress)
-    ctx = _Context(
-        fit=fit,
-        data=data,
-        prob=prob,
-        rng=rng,
-        n_resamples=n_resamples,
-        truth=_as_series(truth),
-        freq=freq,
-        say=say,
-    )
-    model = fit.attrs.get("hierbench_model", "custom") if fit is not None else None
-    rep = Report(title or ("hierbench report" + (f": {model} model" if model else "")))
-    for sid in SECTIONS:
-        say(_TITLES[sid])
-        fn = _SECTION_FUNCS[sid]
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                fn(ctx, rep, sid)
-            for w in caught:
-                if not issubclass(
-                    w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
-                ):
-                    ctx.warnings.append(f"{_TITLES[sid]}: {w.category.__name__}: {w.message}")
-        except _Skip as why:
-            rep.section(_TITLES[sid], id=sid, note=str(why))
-        except Exception as exc:  # a section that fails is reported, never dropped silently
-            msg = f"not computed: {type(exc).__name__}: {exc}"
-            warnings.warn(f"report section {sid!r} {msg}", ReportSectionWarning, stacklevel=2)
-            rep.section(_TITLES[sid], id=sid, note=msg)
-    if ctx.warnings:
-        rep.section(
-            "Warnings raised while computing the report",
-            "\n".join(f"- {w}" for w in dict.fromkeys(ctx.warnings)),
-            id="warnings",
+    if fit is not None and data is not None:
+        check_fit_data(fit, data)
+    with Progress(len(SECTIONS) + 1, "report", enabled=progress, unit="section") as bar:
+        ctx = _Context(
+            fit=fit,
+            data=data,
+            prob=prob,
+            rng=rng,
+            n_resamples=n_resamples,
+            truth=_as_series(truth),
+            freq=freq,
+            say=bar.stage,
         )
-    for i, (heading, text) in enumerate(appendix, start=1):
-        rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}")
-    say("writing")
-    out = rep.write(path, format=format, overwrite=overwrite)
-    say(f"written {out}")
+        model = fit.attrs.get("hierbench_model", "custom") if fit is not None else None
+        rep = Report(title or ("hierbench report" + (f": {model} model" if model else "")))
+        for sid in SECTIONS:
+            bar.stage(_TITLES[sid])
+            _run_section(ctx, rep, sid)
+            bar.update(1)
+        if ctx.warnings:
+            rep.section(
+                "Warnings raised while computing the report",
+                "\n".join(f"- {w}" for w in dict.fromkeys(ctx.warnings)),
+                id="warnings",
+            )
+        for i, (heading, text) in enumerate(appendix, start=1):
+            rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}")
+        bar.stage("writing")
+        out = rep.write(path, format=format, overwrite=overwrite)
+        bar.update(1)
     return out
+
+
+def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
+    """One section: its warnings collected, a section that cannot be computed says why."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _SECTION_FUNCS[sid](ctx, rep, sid)
+        for w in caught:
+            if not issubclass(
+                w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+            ):
+                ctx.warnings.append(f"{_TITLES[sid]}: {w.category.__name__}: {w.message}")
+    except _Skip as why:
+        rep.section(_TITLES[sid], id=sid, note=str(why))
+    except Exception as exc:  # a section that fails is reported, never dropped silently
+        msg = f"not computed: {type(exc).__name__}: {exc}"
+        warnings.warn(f"report section {sid!r} {msg}", ReportSectionWarning, stacklevel=3)
+        rep.section(_TITLES[sid], id=sid, note=msg)
 
 
 class _Skip(Exception):
@@ -711,89 +699,80 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
     rep.figure("rank_probabilities", fig, "Rank probabilities (posterior).")
 
 
-def _pair_table(cmp, prob: float) -> pd.DataFrame:
-    """One row per unordered pair (row agent minus column agent) from compare_agents."""
-    ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") and not isinstance(cmp, xr.Dataset) else cmp
-    est = ds["estimate"] if "estimate" in ds else ds["mean_diff"]
-    agents = [str(a) for a in ds["agent"].values]
-    opp = [str(o) for o in ds["opponent"].values]
-    rows = []
-    for i, a in enumerate(agents):
-        for b in agents[i + 1 :]:
-            c = ds.isel(agent=i, opponent=opp.index(b))
-            row = {
-                "pair": f"{a} - {b}",
-                "mean difference": float(est.isel(agent=i, opponent=opp.index(b))),
-                "lower": float(c["ci"].sel(ci_bound="lower")),
-                "upper": float(c["ci"].sel(ci_bound="upper")),
-            }
-            for key, lab in (
-                ("p_permutation", "p (sign-flip)"),
-                ("p_holm", "p Holm"),
-                ("p_bh", "p BH"),
-                ("n_tasks", "shared tasks"),
-            ):
-                if key in c:
-                    v = c[key].item()
-                    row[lab] = int(v) if key == "n_tasks" and np.isfinite(v) else v
-            rows.append(row)
-    return pd.DataFrame(rows).set_index("pair")
+def _compare(ctx: _Context):
+    """compare_agents at its own resampling defaults (the CLI's `compare` makes the same call)."""
+    if isinstance(ctx.freq, Mapping) and "compare" in ctx.freq:
+        return ctx.freq["compare"]
+    from .. import freq
+
+    ctx.say("paired tests of every pair")
+    return freq.compare_agents(ctx.data, prob=ctx.prob, rng=ctx.rng)
+
+
+def _bayes_heatmap(ctx: _Context):
+    """P(row > column) from the fit, and its heatmap (None, None without an agent variable)."""
+    from . import _figures as F
+
+    if ctx.var is None:
+        return None, None
+    from .. import metrics
+
+    ps = metrics.prob_superiority(ctx.fit, var=ctx.var)
+    ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
+    m = ps.transpose("agent", "opponent").to_pandas().astype(float)
+    m.index = m.index.astype(str)
+    m.columns = [str(c) for c in m.columns]
+    m = m.where(~np.eye(len(m), dtype=bool))
+    fig = F.heatmap(
+        m,
+        title=f"P(row agent > column agent) by {_label(ctx.var)}",
+        xlabel="opponent",
+        ylabel="agent",
+        cbar_label="posterior probability (0-1)",
+    )
+    return ps, fig
 
 
 def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
-    from . import _figures as F
+    from ._pairs import MATRIX_ABOVE, marks_legend, pair_frame, pair_matrix, settings_text
+    from ._pairs import differ_column as _differ
 
+    ps, fig = _bayes_heatmap(ctx)
     text = []
-    table = None
-    ps = None
-    if ctx.var is not None:
-        from .. import metrics
-
-        ps = metrics.prob_superiority(ctx.fit, var=ctx.var)
-        m = ps.transpose("agent", "opponent").to_pandas().astype(float)
-        m.index = m.index.astype(str)
-        m.columns = [str(c) for c in m.columns]
-        m = m.where(~np.eye(len(m), dtype=bool))
-        fig = F.heatmap(
-            m,
-            title=f"P(row agent > column agent) by {_label(ctx.var)}",
-            xlabel="opponent",
-            ylabel="agent",
-            cbar_label="posterior probability (0-1)",
-        )
+    if ps is not None:
         text.append(
             f"The heatmap: posterior probability that the row agent's `{ctx.var}` exceeds the column agent's."
         )
+    table = full = None
+    alpha = 1.0 - ctx.prob
     if ctx.want_freq("compare"):
-        cmp = (
-            ctx.freq["compare"] if isinstance(ctx.freq, Mapping) and "compare" in ctx.freq else None
-        )
-        if cmp is None:
-            from .. import freq
-
-            ctx.say(f"paired tests, {ctx.n_resamples} resamples and permutations")
-            cmp = freq.compare_agents(
-                ctx.data,
-                prob=ctx.prob,
-                n_resamples=ctx.n_resamples,
-                n_permutations=ctx.n_resamples,
-                rng=ctx.rng,
-            )
-        table = _pair_table(cmp, ctx.prob)
-        table = table.rename(
+        cmp = _compare(ctx)
+        full = pair_frame(cmp, alpha=alpha).rename(
             columns={"lower": f"{ctx.prob:.0%} lower", "upper": f"{ctx.prob:.0%} upper"}
         )
         if ps is not None:
-            table["Bayes P(a > b)"] = [
-                float(ps.sel(agent=p.split(" - ")[0], opponent=p.split(" - ")[1]))
-                for p in table.index
+            full["Bayes P(a > b)"] = [
+                float(ps.sel(agent=a, opponent=b))
+                for a, b in (p.split(" - ", 1) for p in full.index)
             ]
-        table["differ (Holm < 0.05)"] = table["p Holm"] < 0.05 if "p Holm" in table else False
+        n_sig = int(full[_differ(full)].sum())
+        res = cmp.to_dataset().attrs
         text.append(
-            f"The table: every pair on the tasks both ran, the task as the unit: the mean paired difference, "
-            f"its {ctx.prob:.0%} paired cluster-bootstrap interval, the sign-flip permutation p-value and its "
-            "Holm (family-wise) and Benjamini-Hochberg adjustments over all pairs."
+            "Every pair on the tasks both ran, the task as the unit: the mean paired difference, "
+            f"its {ctx.prob:.0%} paired cluster-bootstrap interval, the {res.get('test', 'permutation')} "
+            "p-value and its Holm (family-wise) and Benjamini-Hochberg adjustments over all "
+            f"{len(full)} pairs ({settings_text(cmp)}). "
+            f"{n_sig} of {len(full)} pairs differ at family-wise level {alpha:g} (Holm)."
         )
+        table = full
+        if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
+            table = pair_matrix(cmp, alpha=alpha)
+            text.append(
+                "With this many agents the pairs are shown as a matrix: row agent minus column agent, "
+                f"agents ordered by their mean difference against all others; {marks_legend(alpha)}. "
+                "The full table (every pair's interval and p-values) is below, and in Python it is "
+                "`hierbench.freq.compare_agents(data).to_frame()`."
+            )
     if ps is None and table is None:
         raise _Skip("needs a fit with an agent-level variable or data for the paired tests")
     rep.section(
@@ -801,9 +780,10 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         "\n\n".join(text),
         table=table,
         id=sid,
-        flag="differ (Holm < 0.05)" if table is not None else None,
+        flag=_differ(full) if full is not None and table is full else None,
+        more=None if table is full else (f"All {len(full)} pairs", full, _differ(full)),
     )
-    if ps is not None:
+    if fig is not None:
         rep.figure("prob_superiority", fig, "Pairwise posterior probabilities P(i > j).")
 
 

@@ -38,7 +38,7 @@ def _fmt(v: object, digits: int) -> str:
         return f"{v:.{digits}f}"
     if v is None:
         return ""
-    return str(v).replace("|", "\\|")
+    return str(v)
 
 
 def _bounds_to_columns(df: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
@@ -130,8 +130,17 @@ def as_table(obj: object) -> pd.DataFrame:
     return _bounds_to_columns(obj.to_dataframe())
 
 
+def _display_frame(df: pd.DataFrame, digits: int, index: bool) -> pd.DataFrame:
+    """The table as text cells (index levels as leading columns), formatted by :func:`_fmt`."""
+    frame = df.reset_index() if index else df.copy()
+    if index and df.index.names == [None]:
+        frame = frame.rename(columns={"index": ""})
+    frame.columns = [str(c) for c in frame.columns]
+    return frame.map(lambda v: _fmt(v, digits))
+
+
 def markdown_table(df: pd.DataFrame, *, digits: int = 3, index: bool = True) -> str:
-    """Render a DataFrame as a GitHub-flavoured Markdown table.
+    """Render a DataFrame as a GitHub-flavoured Markdown table (pandas ``to_markdown``).
 
     Parameters
     ----------
@@ -145,40 +154,43 @@ def markdown_table(df: pd.DataFrame, *, digits: int = 3, index: bool = True) -> 
     --------
     >>> import pandas as pd
     >>> print(markdown_table(pd.DataFrame({"x": [0.5]}, index=["a"])))
-    |   | x |
-    |---|---|
-    | a | 0.500 |
+    |    |     x |
+    |:---|------:|
+    | a  | 0.500 |
     """
-    frame = df.reset_index() if index else df
-    if index and df.index.names == [None]:
-        frame = frame.rename(columns={"index": ""})
-    cols = [str(c) for c in frame.columns]
-    lines = [
-        "| " + " | ".join(c if c else " " for c in cols) + " |",
-        "|" + "|".join("---" for _ in cols) + "|",
-    ]
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v, digits) for v in row) + " |")
-    return "\n".join(lines)
+    frame = _display_frame(df, digits, index).map(lambda v: v.replace("|", "\\|"))
+    frame.columns = [c.replace("|", "\\|") for c in frame.columns]
+    align = ("left",) + ("right",) * (frame.shape[1] - 1)
+    return frame.to_markdown(index=False, disable_numparse=True, colalign=align)
 
 
 def html_table(
-    df: pd.DataFrame, *, digits: int = 3, index: bool = True, flag: str | None = None
+    df: pd.DataFrame,
+    *,
+    digits: int = 3,
+    index: bool = True,
+    flag: str | None = None,
+    uuid: str = "t",
 ) -> str:
-    """Render a DataFrame as an HTML table (escaped; a boolean ``flag`` column marks its rows)."""
-    frame = df.reset_index() if index else df
-    if index and df.index.names == [None]:
-        frame = frame.rename(columns={"index": ""})
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    rows = []
-    flags = frame[flag].to_numpy() if flag and flag in frame.columns else None
-    for i, row in enumerate(frame.itertuples(index=False)):
-        cls = ' class="flag"' if flags is not None and bool(flags[i]) else ""
-        cells = "".join(
-            f"<td>{html.escape(_fmt(v, digits).replace(chr(92) + '|', '|'))}</td>" for v in row
+    """Render a DataFrame as an HTML table with pandas' Styler (escaped; ``flag`` marks rows).
+
+    A boolean ``flag`` column's true rows get the ``flag`` class on every
+    cell; ``uuid`` keeps the table's ids distinct within one page.
+    """
+    from pandas.io.formats.style import Styler
+
+    frame = _display_frame(df, digits, index)
+    styler = Styler(frame, uuid=uuid, cell_ids=False).hide(axis="index")
+    styler = styler.format(escape="html").format_index(escape="html", axis=1)
+    if flag and flag in df.columns:
+        marked = df[flag].fillna(False).astype(bool).to_numpy()
+        classes = pd.DataFrame(
+            [["flag" if m else ""] * frame.shape[1] for m in marked],
+            index=frame.index,
+            columns=frame.columns,
         )
-        rows.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        styler = styler.set_td_classes(classes)
+    return styler.to_html(table_attributes='class="hb-table"')
 
 
 def _slug(text: str) -> str:
@@ -219,7 +231,8 @@ padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #444}h2{border-bottom:1px solid #ccc;margin-top:2em}
 table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f2f2f2}
-td:first-child,th:first-child{text-align:left}tr.flag td{background:#fff0e0}
+td:first-child,th:first-child{text-align:left}td.flag{background:#fff0e0}
+details{margin:0.6em 0}summary{cursor:pointer;color:#245}.hb-wide{overflow-x:auto}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:0.9em;color:#444}pre{background:#f7f7f7;padding:0.6em;overflow-x:auto;font-size:0.85em}
 .note{background:#fff8dc;border-left:4px solid #e0b000;padding:0.4em 0.8em}
@@ -264,6 +277,7 @@ class Report:
         flag: str | None = None,
         id: str | None = None,
         note: str | None = None,
+        more: tuple | None = None,
     ) -> None:
         """Add a section (or, with the heading of an existing one, more of it).
 
@@ -285,6 +299,9 @@ class Report:
             Anchor of the section (default from the heading).
         note : str, optional
             A highlighted remark (a caveat, something not available).
+        more : (summary, table) or (summary, table, flag), optional
+            A longer table one click away: folded under ``summary`` in HTML,
+            after the main table in Markdown (``flag`` as above).
         """
         block = {
             "heading": heading,
@@ -295,6 +312,7 @@ class Report:
             "index": index,
             "flag": flag,
             "note": note,
+            "more": None if more is None else (str(more[0]), as_table(more[1]), *more[2:3]),
             "figures": [],
         }
         self.blocks.append(block)
@@ -360,6 +378,9 @@ class Report:
                 out += [b["text"], ""]
             if b["table"] is not None:
                 out += [markdown_table(b["table"], digits=b["digits"], index=b["index"]), ""]
+            if b.get("more") is not None:
+                summary, extra = b["more"][:2]
+                out += [f"**{summary}**", "", markdown_table(extra, digits=b["digits"]), ""]
             for name, caption in b["figures"]:
                 link = f"{figure_dir}/{name}.png" if figure_dir else f"{name}.png"
                 out += [f"![{caption or name}]({link})", ""]
@@ -385,8 +406,18 @@ class Report:
             if b["text"]:
                 part.append(_text_html(b["text"]))
             if b["table"] is not None:
+                table = html_table(
+                    b["table"], digits=b["digits"], index=b["index"], flag=b["flag"], uuid=b["id"]
+                )
+                part.append(f'<div class="hb-wide">{table}</div>')
+            if b.get("more") is not None:
+                summary, extra, *flag = b["more"]
+                table = html_table(
+                    extra, digits=b["digits"], flag=flag[0] if flag else None, uuid=f"{b['id']}-more"
+                )
                 part.append(
-                    html_table(b["table"], digits=b["digits"], index=b["index"], flag=b["flag"])
+                    f"<details><summary>{esc(summary)}</summary>"
+                    f'<div class="hb-wide">{table}</div></details>'
                 )
             for name, caption in b["figures"]:
                 data = base64.b64encode(self.figures[name]).decode("ascii")
