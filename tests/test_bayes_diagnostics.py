@@ -116,3 +116,29 @@ def test_loo_compare_refuses_fits_of_different_observations_on_any_dim():
     for b in (other_pairs, other_wins):
         with pytest.raises(ValueError, match=r"must share the same observations .*\['b'\] differ"):
             loo_compare({"a": a, "b": b})
+
+
+def test_each_check_records_its_value_place_limit_and_reason():
+    """Issue 24: the thresholds explain themselves; values are arviz-stats' own, places by numpy."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(4, 500, 3))
+    x[1, :, 2] += 0.4  # one element whose chains disagree a little
+    post = xr.Dataset({"x": (("chain", "draw", "k"), x)}, coords={"k": ["a", "b", "c"]})
+    dt = xr.DataTree.from_dict({"posterior": post, "sample_stats": _tree({"z": x[..., 0]})["sample_stats"].to_dataset()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        out = compute_diagnostics(dt)
+    checks = {c["check"]: c for c in json.loads(out.attrs["diag_checks"])}
+    assert list(checks) == ["r_hat", "ess_bulk", "ess_tail", "divergences", "bfmi"]
+    rhat = azs.rhat(post)["x"].values
+    assert checks["r_hat"]["value"] == pytest.approx(rhat.max())
+    assert checks["r_hat"]["at"] == f"x[{['a', 'b', 'c'][int(np.argmax(rhat))]}]"
+    ess = azs.ess(post, method="bulk")["x"].values
+    assert checks["ess_bulk"]["value"] == pytest.approx(ess.min())
+    assert checks["ess_bulk"]["limit"] == 400.0 and checks["bfmi"]["limit"] == 0.3
+    assert "chi2(m - 1) / (m - 1)" in checks["r_hat"]["why"] and "1.05" in checks["r_hat"]["why"]
+    assert "Betancourt 2017" in checks["divergences"]["why"]
+    # the verdict and the rows come from one computation
+    assert bool(out.attrs["diag_converged"]) == all(c["passed"] for c in checks.values())
+    if not checks["r_hat"]["passed"]:
+        assert checks["r_hat"]["over_limit_at"].startswith("x[")

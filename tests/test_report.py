@@ -189,7 +189,11 @@ def _synthetic_fit(rng=0):
                 ("chain", "draw", "agent"),
                 level + 0.05 * gen.normal(size=(2, 300, 3)),
             ),
-            "sd_task": (("chain", "draw"), np.abs(gen.normal(1.5, 0.1, size=(2, 300)))),
+            # chain 1 stuck elsewhere: a genuine R-hat failure the report must find
+            "sd_task": (
+                ("chain", "draw"),
+                np.abs(gen.normal(1.5, 0.1, size=(2, 300))) + np.array([[0.0], [0.5]]),
+            ),
         },
         coords={"chain": [0, 1], "draw": np.arange(300), "agent": agents},
     )
@@ -238,7 +242,9 @@ def test_build_from_a_fit_alone(tmp_path):
     # from constant_data: 3 agents x 4 tasks, 9 + 12 + 10 = 31 runs, one cell never run
     assert "3 agents x 4 tasks, 31 runs, 1 agent x task cells never run" in summary
     conv = html.split('id="convergence"')[1].split("</section>")[0]
-    assert "FAILED convergence checks: max R-hat 1.05 &gt; 1.01" in conv
+    assert "FAILED convergence checks: R-hat" in conv and "Verdict: not converged" in conv
+    # every check states its limit and why; the R-hat limit names its formula
+    assert "chi2(m - 1) / (m - 1)" in conv and "Vehtari et al. 2021" in conv
     assert 'data-name="rank_worst"' in conv and 'data-name="energy"' in conv
     # the abilities table: posterior mean and 95% equal-tailed interval, by numpy
     abil = _cells(html, "abilities")
@@ -255,3 +261,34 @@ def test_build_from_a_fit_alone(tmp_path):
     # sections that need data say so
     side = html.split('id="side-by-side"')[1].split("</section>")[0]
     assert "needs both a fit and data" in side
+
+
+def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning():
+    """The verdict never contradicts the rank plots: a flagged panel is a warning in the verdict."""
+    import matplotlib.pyplot as plt
+
+    from hierbench.report._build import _check_rows, _verdict
+    from hierbench.report._figures import RANK_ENVELOPE, rank_plot, rank_tests
+
+    gen = np.random.default_rng(7)
+    x = gen.normal(size=(4, 400))
+    x[0] = np.sort(x[0])  # one chain drifts: its ranks are not uniform in draw order
+    post = xr.Dataset(
+        {"x": (("chain", "draw"), x), "y": (("chain", "draw"), gen.normal(size=(4, 400)))},
+        coords={"chain": np.arange(4), "draw": np.arange(400)},
+    )
+    worst = [("x", {}), ("y", {})]
+    p = rank_tests(post, worst)
+    pc = rank_plot(post, worst)
+    fig = pc.viz["figure"].item() if hasattr(pc.viz["figure"], "item") else pc.viz["figure"]
+    printed = sorted(t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("p="))
+    assert printed == sorted(f"p={v:.2f}(α={1 - RANK_ENVELOPE:.2f}) " for v in p.values())
+    plt.close(fig)
+    assert p["x"] < 1 - RANK_ENVELOPE < p["y"]
+    checks = [{"check": "r_hat", "value": 1.0, "at": "x", "limit": 1.01, "rule": "<=",
+               "passed": True, "why": "w"}]  # fmt: skip
+    table = _check_rows(checks, p, 1 - RANK_ENVELOPE)
+    assert not table["passes"].iloc[-1]
+    verdict, note = _verdict([], table)
+    assert verdict == "warning" and "rank plots" in note
+    assert _verdict([], _check_rows(checks, {"y": p["y"]}, 0.01))[0].startswith("converged")

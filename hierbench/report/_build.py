@@ -466,65 +466,105 @@ def _worst(fit: xr.DataTree, post: xr.Dataset, n: int = 3) -> list[tuple[str, di
     return rows[:n]
 
 
+_CHECK_LABELS = {
+    "r_hat": "R-hat (rank-normalised split), largest",
+    "ess_bulk": "ESS bulk, smallest",
+    "ess_tail": "ESS tail, smallest",
+    "divergences": "divergent transitions",
+    "bfmi": "E-BFMI, smallest chain",
+}
+
+
+def _diag_checks(fit: xr.DataTree) -> tuple[list[dict], list[str]]:
+    """The fit's recorded checks (value, where, limit, why) and failures, from one computation.
+
+    Fits saved before the checks were recorded get them recomputed (their
+    failures too, so the rows and the verdict agree).
+    """
+    attrs = fit.attrs
+    if "diag_checks" not in attrs and "posterior" in fit.children:
+        from .. import bayes
+
+        attrs = bayes.compute_diagnostics(fit, warn=False).attrs
+    failures = attrs.get("diag_failures", "[]")
+    try:
+        failures = json.loads(failures) if isinstance(failures, str) else list(failures)
+    except ValueError:
+        failures = [failures]
+    return json.loads(attrs.get("diag_checks", "[]")), failures
+
+
+def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd.DataFrame:
+    rows = []
+    for c in checks:
+        limit = f"{'≤' if c['rule'] == '<=' else '≥'} {c['limit']:.4g}"
+        value = c["value"]
+        if c.get("over_limit_at"):
+            value, limit = c["over_limit_value"], f"≤ {c['over_limit_limit']:.4g}"
+        rows.append({
+            "check": _CHECK_LABELS.get(c["check"], c["check"]),
+            "value": value,
+            "at": c.get("over_limit_at") or c["at"],
+            "limit": limit,
+            "passes": bool(c["passed"]),
+            "why this limit": c["why"],
+        })  # fmt: skip
+    if ranks:
+        at, p = min(ranks.items(), key=lambda kv: kv[1])
+        rows.append({
+            "check": "rank plots below: chains' ranks uniform, smallest p",
+            "value": p,
+            "at": at,
+            "limit": f"≥ {alpha:g}",
+            "passes": p >= alpha,
+            "why this limit": "the multi-chain rank uniformity test arviz-plots prints on each "
+            f"rank plot, at its envelope level {1 - alpha:g}; the plotted parameters are the "
+            "highest R-hats of many, so one flag can be chance, but it is a warning",
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("check")
+
+
+def _verdict(failures: list, table: pd.DataFrame) -> tuple[str, str | None]:
+    """One line that agrees with every row of the table (and the plots)."""
+    if failures:
+        return "not converged", (
+            "The fit FAILED convergence checks: " + "; ".join(map(str, failures))
+            + ". Do not trust its summaries."
+        )
+    warn = [i for i, ok in table["passes"].items() if not ok]
+    if warn:
+        return "warning", f"Every threshold passes but {'; '.join(warn)} is flagged: look at the plot before trusting the tails."
+    return "converged: every check passes, the rank plots included", None
+
+
 def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     if ctx.fit is None:
         raise _Skip("no fit given: the Bayesian sections need a fit")
     from . import _figures as F
 
     a = ctx.fit.attrs
-    diag = {k.removeprefix("diag_"): v for k, v in a.items() if k.startswith("diag_")}
-    rows = []
-    names = {
-        "max_r_hat": "max R-hat",
-        "min_ess_bulk": "min ESS bulk",
-        "min_ess_tail": "min ESS tail",
-        "n_divergent": "divergent transitions",
-        "min_bfmi": "min E-BFMI",
-        "converged": "converged (all checks pass)",
-    }
-    for k, lab in names.items():
-        if k in diag:
-            v = diag[k]
-            rows.append({"check": lab, "value": bool(int(v)) if k == "converged" else v})
-    thr = diag.get("thresholds")
-    failures = diag.get("failures")
-    try:
-        failures = json.loads(failures) if isinstance(failures, str) else failures
-    except ValueError:
-        failures = [failures]
-    settings = a.get("sampler_settings", "")
-    text = f"Sampler {a.get('sampler', '?')} with settings {settings}."
-    if thr:
-        text += f" Thresholds: {thr}."
-    note = None
-    if failures:
-        note = (
-            "The fit FAILED convergence checks: "
-            + "; ".join(map(str, failures))
-            + ". Do not trust its summaries."
-        )
     worst = _worst(ctx.fit, ctx.post)
-    if worst:
-        text += (
-            "\n\nParameters with the highest R-hat (plotted below): "
-            + ", ".join(f"`{v}{list(s.values()) if s else ''}` {r:.3f}" for v, s, r in worst)
-            + "."
-        )
-    rep.section(
-        _TITLES[sid],
-        text,
-        table=pd.DataFrame(rows).set_index("check") if rows else None,
-        id=sid,
-        note=note,
+    sel = [(v, s) for v, s, _ in worst]
+    alpha = 1 - F.RANK_ENVELOPE
+    checks, failures = _diag_checks(ctx.fit)
+    table = _check_rows(checks, F.rank_tests(ctx.post, sel) if sel else {}, alpha)
+    verdict, note = _verdict(failures, table)
+    text = (
+        f"Sampler {a.get('sampler', '?')} with settings {a.get('sampler_settings', '')}. "
+        f"**Verdict: {verdict}.** Each check below states its limit and why the limit is what it is."
     )
     if worst:
-        sel = [(v, s) for v, s, _ in worst]
+        text += "\n\nThe parameters with the highest R-hat are plotted below: " + ", ".join(
+            f"`{v}{list(s.values()) if s else ''}` {r:.3f}" for v, s, r in worst
+        ) + "."
+    rep.section(_TITLES[sid], text, table=table, id=sid, note=note)
+    if worst:
         rep.figure(
             "rank_worst",
             F.rank_plot(ctx.post, sel),
-            "Rank plots (fractional-rank ECDF minus uniform, one line per chain, with the "
-            "simultaneous envelope) of the parameters with the highest R-hat: lines inside the "
-            "envelope mean the chains mix.",
+            "Rank plots (fractional-rank ECDF minus uniform, one line per chain) of the parameters "
+            "with the highest R-hat, with the multi-chain uniformity p-value on each panel: "
+            f"p < {alpha:g} marks chains that disagree.",
         )
         rep.figure(
             "trace_worst",

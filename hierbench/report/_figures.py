@@ -19,6 +19,7 @@ __all__ = [
     "passk_curves",
     "ppc_plot",
     "rank_plot",
+    "rank_tests",
     "trace_plot",
     "variance_plot",
 ]
@@ -270,13 +271,31 @@ def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) ->
     return xr.DataTree.from_dict({"posterior": xr.Dataset(out)})
 
 
+#: arviz-plots' rank plot marks a panel whose multi-chain uniformity p-value is below
+#: 1 - RANK_ENVELOPE; the report states the same level and tests the same way.
+RANK_ENVELOPE = 0.99
+
+
 def rank_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
     """arviz-plots rank (fractional-rank ECDF) plot of the named parameter slices."""
     import arviz_plots as azp
 
     return azp.plot_rank(
-        _flat_selection(posterior, worst), backend="matplotlib", sample_dims=_SAMPLE_DIMS
+        _flat_selection(posterior, worst),
+        backend="matplotlib",
+        sample_dims=_SAMPLE_DIMS,
+        envelope_prob=RANK_ENVELOPE,
     )
+
+
+def rank_tests(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> dict[str, float]:
+    """The p-value :func:`rank_plot` prints on each panel (arviz-stats' multi-chain uniformity test)."""
+    import arviz_stats  # noqa: F401  - registers the .azstats accessor
+
+    sel = _flat_selection(posterior, worst)["posterior"].to_dataset()
+    ranks = sel.azstats.compute_ranks(dim=_SAMPLE_DIMS, relative=True)
+    p_values = ranks.azstats.mchain_uniformity_test(dim=_SAMPLE_DIMS)[0]
+    return {str(k): float(v) for k, v in p_values.data_vars.items()}
 
 
 def trace_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
