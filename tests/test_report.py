@@ -267,7 +267,7 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
     """The verdict never contradicts the rank plots: a flagged panel is a warning in the verdict."""
     import matplotlib.pyplot as plt
 
-    from hierbench.report._build import _check_rows, _verdict
+    from hierbench.report._convergence import _check_rows, _verdict
     from hierbench.report._figures import RANK_ENVELOPE, rank_plot, rank_tests
 
     gen = np.random.default_rng(7)
