@@ -447,7 +447,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(_compare_text(cmp, table, args, m > MATRIX_ABOVE and not args.all_pairs))
         if m > MATRIX_ABOVE and not args.all_pairs:
             print(pair_matrix(cmp, alpha=alpha).to_string())
-            print(f"\n{marks_legend(alpha)}.")
+            print(f"\n{marks_legend(alpha).replace('`', '')}.")
         else:
             print(table.to_string(float_format="{:.3f}".format))
     for w in msgs + [

@@ -403,8 +403,9 @@ def predictive_check(
         Over dims ``(agent, n_runs, successes)`` (cells grouped by their
         number of runs): ``observed`` (count of cells), ``predicted_mean``,
         ``predicted_lower`` / ``predicted_upper`` (the 5% and 95% quantiles
-        over draws) and ``p_value`` (the posterior predictive p-value
-        ``P(pred >= obs)``).
+        over draws), ``p_value`` (the posterior predictive p-value
+        ``P(pred >= obs)``) and ``p_value_low`` (``P(pred <= obs)``): a count
+        is extreme when either is small.
 
     Examples
     --------
@@ -444,6 +445,7 @@ def predictive_check(
     lo = np.full(shape, np.nan)
     hi = np.full(shape, np.nan)
     pval = np.full(shape, np.nan)
+    plow = np.full(shape, np.nan)
     yv = y.values.astype(int)
     for i, a in enumerate(agents):
         for j, nn in enumerate(n_vals):
@@ -457,6 +459,7 @@ def predictive_check(
             lo[i, j, : nn + 1] = np.quantile(pred_h, 0.05, axis=0)[: nn + 1]
             hi[i, j, : nn + 1] = np.quantile(pred_h, 0.95, axis=0)[: nn + 1]
             pval[i, j, : nn + 1] = (pred_h >= obs_h).mean(0)[: nn + 1]
+            plow[i, j, : nn + 1] = (pred_h <= obs_h).mean(0)[: nn + 1]
     dims = ("agent", "n_runs", "successes")
     coords = {"agent": agents, "n_runs": n_vals, "successes": np.arange(max_n + 1)}
     return xr.Dataset(
@@ -466,6 +469,7 @@ def predictive_check(
             "predicted_lower": (dims, lo),
             "predicted_upper": (dims, hi),
             "p_value": (dims, pval),
+            "p_value_low": (dims, plow),
         },
         coords=coords,
         attrs={"group": group, "var_name": var_name, "band_prob": 0.9},

@@ -20,18 +20,18 @@ from .._base import DEFAULT_PROB, Progress, check_prob
 from ._context import _TITLES, SECTIONS, ReportSectionWarning, _Context, _Skip
 from ._convergence import _sec_convergence
 from ._match import check_fit_data
+from ._passk import _sec_passk
 from ._report import Report
 from ._sec_pairs import _sec_pairwise
 from ._sections import (
     _sec_abilities,
     _sec_checklist,
     _sec_data,
-    _sec_passk,
     _sec_ppc,
     _sec_ranks,
     _sec_side,
-    _sec_variance,
 )
+from ._variance import _sec_variance
 
 __all__ = ["SECTIONS", "ReportSectionWarning", "build"]
 

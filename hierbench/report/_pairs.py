@@ -33,7 +33,7 @@ def _mark(p: float, alpha: float) -> str:
 
 def marks_legend(alpha: float) -> str:
     """What the significance marks mean at family-wise level ``alpha``."""
-    parts = [f"{m} Holm-adjusted p < {alpha / d:.3g}" for d, m in reversed(_MARK_STEPS)]
+    parts = [f"`{m}` Holm-adjusted p < {alpha / d:.3g}" for d, m in reversed(_MARK_STEPS)]
     return "; ".join(parts) + "; no mark: not separated at that level"
 
 
@@ -123,6 +123,7 @@ def pair_matrix(cmp, *, alpha: float = 0.05, numbered: bool = True) -> pd.DataFr
     -------
     pandas.DataFrame
         Text cells such as ``"+0.64***"``; ``""`` on and below the diagonal.
+        The first agent's column (empty) is left out.
     """
     ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
     d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent")
@@ -144,5 +145,7 @@ def pair_matrix(cmp, *, alpha: float = 0.05, numbered: bool = True) -> pd.DataFr
     else:
         index, columns = order, order
     out = pd.DataFrame(cells, index=index, columns=columns)
+    # the first column holds only the diagonal (the last row stays: it names the last column)
+    out = out.iloc[:, 1:]
     out.index.name = "agent (row minus column)"
     return out

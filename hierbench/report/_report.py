@@ -182,15 +182,27 @@ def html_table(
     frame = _display_frame(df, digits, index)
     styler = Styler(frame, uuid=uuid, cell_ids=False).hide(axis="index")
     styler = styler.format(escape="html").format_index(escape="html", axis=1)
-    if flag and flag in df.columns:
-        marked = df[flag].fillna(False).astype(bool).to_numpy()
-        classes = pd.DataFrame(
-            [["flag" if m else ""] * frame.shape[1] for m in marked],
-            index=frame.index,
-            columns=frame.columns,
-        )
-        styler = styler.set_td_classes(classes)
-    return styler.to_html(table_attributes='class="hb-table"')
+    source = df.reset_index() if index else df
+    # prose columns read left-aligned and wrap; numbers stay right-aligned on one line
+    text = [
+        "txt"
+        if not pd.api.types.is_numeric_dtype(source[c])
+        and not pd.api.types.is_bool_dtype(source[c])
+        and source[c].astype(str).str.len().max() > 24
+        else ""
+        for c in source.columns
+    ]
+    marked = (
+        df[flag].fillna(False).astype(bool).to_numpy()
+        if flag and flag in df.columns
+        else np.zeros(len(frame), bool)
+    )
+    classes = pd.DataFrame(
+        [[" ".join(filter(None, (t, "flag" if m else ""))) for t in text] for m in marked],
+        index=frame.index,
+        columns=frame.columns,
+    )
+    return styler.set_td_classes(classes).to_html(table_attributes='class="hb-table"')
 
 
 def _slug(text: str) -> str:
@@ -231,6 +243,7 @@ padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #444}h2{border-bottom:1px solid #ccc;margin-top:2em}
 table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f2f2f2}
+td{white-space:nowrap}td.txt{white-space:normal;text-align:left;min-width:16em}
 td:first-child,th:first-child{text-align:left}td.flag{background:#fff0e0}
 details{margin:0.6em 0}summary{cursor:pointer;color:#245}.hb-wide{overflow-x:auto}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
@@ -533,6 +546,11 @@ def _text_html(text: str) -> str:
 
 
 def _inline(s: str) -> str:
-    s = html.escape(s)
-    s = re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", s)
+    """Inline Markdown: `code` and **bold**; nothing inside a code span is read as markup."""
+    out = []
+    for i, part in enumerate(re.split(r"`([^`]+)`", s)):
+        if i % 2:
+            out.append(f"<code>{html.escape(part)}</code>")
+        else:
+            out.append(re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", html.escape(part)))
+    return "".join(out)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import platform
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -122,11 +121,20 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         xlabel = f"mean score per task (0-1); {prob:.0%} intervals"
     fig = F.interval_forest(intervals, truth=truth, xlabel=xlabel, title="Agent abilities")
     wide = pd.concat({k: v[["estimate", "lower", "upper"]] for k, v in intervals.items()}, axis=1)
-    wide.columns = [f"{a}: {b}" for a, b in wide.columns]
+    wide.columns = [f"{a} {b}" for a, b in wide.columns]
     wide.index = wide.index.astype(str)
     wide.index.name = "agent"
     if truth is not None:
         wide.insert(0, "truth", truth.reindex(wide.index))
+    n_tasks = _tasks_run(ctx)
+    if n_tasks is not None:
+        wide.insert(0, "tasks run", n_tasks.reindex(wide.index).astype(int))
+    flags = pd.Series("", index=wide.index, dtype=object)
+    for name in intervals:
+        wide, f = _defined(wide, name)
+        flags = flags.where(f == "", flags.where(flags == "", flags + "; ") + f)
+    if (flags != "").any():
+        wide["flag"] = flags
     text = (
         "Each agent's level with its interval from each method on one axis"
         + ("; crosses mark the truth." if truth is not None else ".")
@@ -141,82 +149,27 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.")
 
 
-def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
-    from . import _figures as F
+#: above this many agents the rank section tabulates a summary per agent, not every rank
+RANKS_AS_TABLE = 8
 
-    if ctx.data is not None and not ctx.binary():
-        raise _Skip("pass^k needs binary scores (0 or 1); these scores are not binary")
-    model = ctx.fit.attrs.get("hierbench_model") if ctx.fit is not None else None
-    r_max = int(ctx.data.sizes["run"]) if ctx.data is not None else 5
-    if (
-        ctx.fit is not None
-        and "constant_data" in ctx.fit.children
-        and "cell_n_runs" in ctx.fit["constant_data"]
-    ):
-        r_max = int(ctx.fit["constant_data"]["cell_n_runs"].max())
-    ks = list(range(1, max(1, min(r_max, 8)) + 1))
-    bands = points = None
-    if model in ("crossed", "beta_binomial"):
-        import inspect
 
-        from .. import metrics
-
-        kw = {"k": ks, "prob": ctx.prob}
-        if "realised" in inspect.signature(metrics.pass_hat_k).parameters:
-            # these tasks' own pass^k (each p_t drawn from its posterior): the unbiased
-            # estimator's target, so the points and the bands answer the same question
-            kw |= {"realised": True, "rng": ctx.rng}
-        res = metrics.pass_hat_k(ctx.fit, **kw)
-        t = as_table(res)
-        if "estimate" not in t and "mean" in t:
-            t = t.rename(columns={"mean": "estimate"})
-        bands = t.reorder_levels(["agent", "k"]) if list(t.index.names) != ["agent", "k"] else t
-    if ctx.data is not None:
-        from .. import freq
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fr = freq.pass_hat_k(ctx.data, ks)
-        m = getattr(fr, "estimate", None)
-        m = m if isinstance(m, xr.DataArray) else fr.mean
-        points = m.rename("estimate").to_dataframe()[["estimate"]]
-        if list(points.index.names) != ["agent", "k"]:
-            points = points.reorder_levels(["agent", "k"])
-        points.index = points.index.set_levels(points.index.levels[0].astype(str), level=0)
-    if bands is None and points is None:
-        raise _Skip("needs data with binary scores or a crossed / beta-binomial fit")
-    if bands is not None:
-        bands.index = bands.index.set_levels(bands.index.levels[0].astype(str), level=0)
-    fig = F.passk_curves(bands, points, prob=ctx.prob, title="pass^k: all k attempts succeed")
-    show = sorted({1, 2, ks[-1]} & set(ks))
-    parts = {}
-    for k in show:
-        if bands is not None:
-            b = bands.xs(k, level="k")
-            parts[f"pass^{k} Bayes"] = b["estimate"]
-            parts[f"pass^{k} lower"] = b["lower"]
-            parts[f"pass^{k} upper"] = b["upper"]
-        if points is not None:
-            parts[f"pass^{k} unbiased"] = points.xs(k, level="k")["estimate"]
-    table = pd.DataFrame(parts)
-    table.index.name = "agent"
-    rep.section(
-        _TITLES[sid],
-        "pass^k is the chance that k independent attempts at a task all succeed, averaged over tasks "
-        "(tau-bench's reliability metric). Points: the unbiased estimator C(c,k)/C(n,k) averaged over "
-        "the tasks with at least k runs"
-        + (
-            f"; lines and bands: the model's posterior mean and {ctx.prob:.0%} equal-tailed interval "
-            "of the same average over this benchmark's tasks (each task's success probability drawn "
-            "from its posterior; a cell never run enters through the model)."
-            if bands is not None
-            else "."
-        )
-        + f" The table shows k = {', '.join(map(str, show))}; the figure every k.",
-        table=table,
-        id=sid,
+def _rank_summary(df: pd.DataFrame, prob: float) -> pd.DataFrame:
+    """Per agent: expected rank, the ranks covering ``prob`` (a central interval), P(1), P(top 3)."""
+    p = df.to_numpy(float)
+    ranks = np.arange(1, p.shape[1] + 1)
+    cdf = np.cumsum(p, axis=1)
+    lo = ranks[np.argmax(cdf >= (1 - prob) / 2 - 1e-12, axis=1)]
+    hi = ranks[np.argmax(cdf >= (1 + prob) / 2 - 1e-12, axis=1)]
+    return pd.DataFrame(
+        {
+            "expected rank": (p * ranks).sum(1),
+            f"rank {prob:.0%} lower": lo,
+            f"rank {prob:.0%} upper": hi,
+            "P(rank 1)": p[:, 0],
+            "P(top 3)": p[:, :3].sum(1),
+        },
+        index=df.index,
     )
-    rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
 
 
 def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
@@ -227,6 +180,7 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
     from .. import metrics
 
     rp = metrics.rank_probabilities(ctx.fit, var=ctx.var)
+    rp = rp if isinstance(rp, xr.DataArray) else rp.to_dataset()["estimate"]
     df = rp.transpose("agent", "rank").to_pandas()
     df.index = df.index.astype(str)
     df.columns = [str(c) for c in df.columns]
@@ -239,75 +193,21 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
         ylabel="agent",
         cbar_label="posterior probability (0-1)",
     )
-    rep.section(
-        _TITLES[sid],
+    text = (
         f"Posterior probability of each rank by `{ctx.var}` ({_label(ctx.var)}); rows sum to 1, "
-        "agents sorted by expected rank.",
-        table=df,
-        id=sid,
+        "agents sorted by expected rank."
     )
+    table = df
+    if len(df) > RANKS_AS_TABLE:
+        table = _rank_summary(df, ctx.prob)
+        text += (
+            f" With {len(df)} agents the table summarises each row: the expected rank, the "
+            f"equal-tailed {ctx.prob:.0%} interval of the rank (its (1 - {ctx.prob:g}) / 2 and "
+            f"(1 + {ctx.prob:g}) / 2 quantiles), and the chance of the first place and of the top "
+            "three; the figure shows every probability."
+        )
+    rep.section(_TITLES[sid], text, table=table, id=sid)
     rep.figure("rank_probabilities", fig, "Rank probabilities (posterior).")
-
-
-def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
-    from . import _figures as F
-
-    model = ctx.fit.attrs.get("hierbench_model") if ctx.fit is not None else None
-    rows = {}
-    text = []
-    if model == "crossed":
-        from ..metrics import crossed_variance_components
-
-        vc = crossed_variance_components(ctx.fit, scale="probability")
-        for name, da in vc.data_vars.items():
-            q = da.quantile([(1 - ctx.prob) / 2, (1 + ctx.prob) / 2], dim=("chain", "draw")).values
-            rows[str(name)] = {
-                "estimate": float(da.mean()),
-                "lower": float(q[0]),
-                "upper": float(q[1]),
-            }
-        text.append(
-            "Bayesian: variance of the cell success probability split into agent, task, agent x task and "
-            f"run-to-run (binomial) parts, posterior mean and {ctx.prob:.0%} equal-tailed interval."
-        )
-    table = pd.DataFrame.from_dict(rows, orient="index") if rows else None
-    if ctx.data is not None:
-        from .. import freq
-
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                g = freq.variance_components(ctx.data)  # design read from the data
-            label = f"G-theory ({getattr(g, 'method', 'ANOVA')})"
-            ctx.warnings += [f"G-theory: {w.message}" for w in caught]
-            comp = g.components if hasattr(g, "components") else g.estimate
-            gs = comp.to_series()
-            gs.index = gs.index.astype(str)
-            if table is None:
-                table = gs.rename(label).to_frame()
-            else:
-                table[label] = gs.reindex(table.index)
-                extra = gs.index.difference(table.index)
-                for e in extra:
-                    table.loc[e, label] = gs[e]
-            text.append(
-                f"{label}: the same components estimated from the scores "
-                f"(design {getattr(g, 'design', 'read from the data')})."
-            )
-        except Exception as exc:
-            first = str(exc).split(";")[0].split(". ")[0][:200]
-            text.append(f"G-theory not computed: {type(exc).__name__}: {first}.")
-    if table is None:
-        raise _Skip("needs a crossed fit or data")
-    table.index.name = "component"
-    rep.section(_TITLES[sid], " ".join(text), table=table, id=sid, digits=4)
-    if rows:
-        fig = F.variance_plot(
-            table[["estimate", "lower", "upper"]].dropna(how="all"),
-            title="Variance components (crossed model)",
-            xlabel=f"variance of the success probability (probability^2); {ctx.prob:.0%} intervals",
-        )
-        rep.figure("variance_components", fig, "Variance components of the success probability.")
 
 
 def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
@@ -335,26 +235,57 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
     from ..bayes import predictive_check
 
     chk = predictive_check(ctx.fit)
-    fig = F.ppc_plot(chk, title="Posterior predictive check: tasks by number of successes")
-    worst = chk["p_value"].to_series().dropna()
-    extreme = worst[(worst < 0.025) | (worst > 0.975)]
+    pc, n_main, left_out = F.ppc_rootogram(ctx.fit)
+    hi, lo = chk["p_value"], chk["p_value_low"]
+    seen = hi.notnull()
+    extreme = int(((hi < 0.025) | (lo < 0.025)).where(seen, False).sum())
     text = (
-        "For each agent, the number of tasks with c successes out of n runs, observed (bars) against "
-        "the posterior predictive mean and 90% band (points). Observed bars outside the band at 0 and n "
-        "mean more all-fail and all-pass tasks than the model predicts (overdispersion)."
-        + (
-            f" {len(extreme)} of {len(worst)} (agent, n, c) counts have a predictive p-value below 0.025 or above 0.975."
-            if len(worst)
-            else ""
-        )
+        "For each agent, how many tasks had c successes out of its n runs: observed (black dots) "
+        "against the posterior predictive distribution of that number (its mean as a diamond and "
+        "its interval as a bar), on a square-root scale (a rootogram, drawn by arviz-plots), at the "
+        f"most common number of runs, n = {n_main}. Observed dots above the bars at 0 and n mean "
+        "more all-fail and all-pass tasks than the model predicts (overdispersion). Over every "
+        f"(agent, n, c), {extreme} of {int(seen.sum())} observed counts fall in a 2.5% tail of "
+        "their predictive distribution (P(predicted >= observed) or P(predicted <= observed) "
+        "below 0.025); at most about 5% would by chance (the counts are discrete)."
     )
-    tab = chk[
-        ["observed", "predicted_mean", "predicted_lower", "predicted_upper", "p_value"]
-    ].to_dataframe()
-    tab = tab[tab["predicted_mean"].notna()]
-    tab["observed"] = tab["observed"].astype(int)
-    rep.section(_TITLES[sid], text, table=tab if len(tab) <= 40 else None, id=sid)
-    rep.figure("ppc", fig, "Posterior predictive check of the per-task success counts.")
+    if left_out:
+        text += (
+            f" Agents with fewer than {F.PPC_MIN_CELLS} tasks run {n_main} times have no panel: "
+            + ", ".join(map(str, left_out)) + "."
+        )
+    rep.section(_TITLES[sid], text, id=sid)
+    rep.figure("ppc", pc, f"Posterior predictive rootogram of the success counts out of {n_main} runs.")
+
+
+def _tasks_run(ctx: _Context) -> pd.Series | None:
+    """How many tasks each agent ran (the tasks its bootstrap mean averages)."""
+    if ctx.data is None:
+        return None
+    from ..data import to_counts
+
+    n = (to_counts(ctx.data)["n_runs"] > 0).sum("task").to_series()
+    n.index = n.index.astype(str)
+    return n
+
+
+def _defined(wide: pd.DataFrame, method: str) -> tuple[pd.DataFrame, pd.Series]:
+    """Interval ends a method could not compute shown as "undefined", with the reason."""
+    lo, hi = wide[f"{method} lower"], wide[f"{method} upper"]
+    bad = lo.isna() | hi.isna()
+    flags = pd.Series("", index=wide.index, dtype=object)
+    flags[bad] = f"{method}: interval undefined (every resample gives the same value)"
+    wide = wide.astype({f"{method} lower": object, f"{method} upper": object})
+    wide.loc[bad, [f"{method} lower", f"{method} upper"]] = "undefined"
+    return wide, flags
+
+
+def _disagree(wide: pd.DataFrame, kind: str) -> pd.Series:
+    """One method's estimate outside the other's interval, or intervals apart (both defined)."""
+    cols = [f"{m} {b}" for m in (f"bootstrap {kind}", "Bayes ETI") for b in ("estimate", "lower", "upper")]
+    be, bl, bh, ye, yl, yh = (pd.to_numeric(wide[c], errors="coerce") for c in cols)
+    apart = (yl > bh) | (bl > yh) | (ye < bl) | (ye > bh) | (be < yl) | (be > yh)
+    return apart & bl.notna() & bh.notna() & yl.notna() & yh.notna()
 
 
 def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
@@ -371,38 +302,37 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     bf.index = bf.index.astype(str)
     bay.index = bay.index.astype(str)
     wide = pd.concat(
-        {
-            f"bootstrap {kind}": bf[["estimate", "lower", "upper"]],
-            "Bayes ETI": bay[["estimate", "lower", "upper"]],
-        },
+        {f"bootstrap {kind}": bf[["estimate", "lower", "upper"]], "Bayes ETI": bay[["estimate", "lower", "upper"]]},
         axis=1,
     )
     wide.columns = [f"{a} {b}" for a, b in wide.columns]
-    b_lo, b_hi = wide[f"bootstrap {kind} lower"], wide[f"bootstrap {kind} upper"]
-    y_lo, y_hi = wide["Bayes ETI lower"], wide["Bayes ETI upper"]
+    n_tasks, total = _tasks_run(ctx), int(ctx.data.sizes["task"])
+    wide.insert(0, "tasks run", n_tasks.reindex(wide.index).astype(int))
     wide["difference"] = wide["Bayes ETI estimate"] - wide[f"bootstrap {kind} estimate"]
-    no_overlap = (y_lo > b_hi) | (b_lo > y_hi)
-    outside = (
-        (wide["Bayes ETI estimate"] < b_lo)
-        | (wide["Bayes ETI estimate"] > b_hi)
-        | (wide[f"bootstrap {kind} estimate"] < y_lo)
-        | (wide[f"bootstrap {kind} estimate"] > y_hi)
-    )
-    wide["disagree"] = no_overlap | outside
+    wide["disagree"] = _disagree(wide, kind)
     if ctx.truth is not None:
         t = ctx.truth.reindex(wide.index)
         wide.insert(0, "truth", t)
-        wide["bootstrap covers"] = (b_lo <= t) & (t <= b_hi)
-        wide["Bayes covers"] = (y_lo <= t) & (t <= y_hi)
+        for m, lab in ((f"bootstrap {kind}", "bootstrap covers"), ("Bayes ETI", "Bayes covers")):
+            lo, hi = (pd.to_numeric(wide[f"{m} {b}"], errors="coerce") for b in ("lower", "upper"))
+            wide[lab] = (lo <= t) & (t <= hi)
+    wide, flags = _defined(wide, f"bootstrap {kind}")
+    subset = wide["tasks run"] < total
+    flags[subset] = flags[subset].where(flags[subset] == "", flags[subset] + "; ") + (
+        "ran " + wide.loc[subset, "tasks run"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
+    )
+    wide["flag"] = flags
     n_dis = int(wide["disagree"].sum())
     rep.section(
         _TITLES[sid],
         f"The agent's expected score on a new task, both methods at {ctx.prob:.0%}. `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
-        f"intervals do not overlap): {n_dis} of {len(wide)} agents flagged."
+        f"intervals do not overlap): {n_dis} of {len(wide)} agents flagged. `tasks run` is the "
+        "number of tasks each agent's bootstrap mean averages; `flag` notes an agent that ran only "
+        "some tasks (its mean rests on those) and an interval a method could not compute."
         + (
             " The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
-            "expected score on a new task, the same target."
+            "expected score on a new task, the same target when the tasks run are a sample of the population."
             if ctx.var == "mean_new_task"
             else ""
         ),
