@@ -287,7 +287,7 @@ def test_demo_warning_filter_reads_the_category():
         warnings.simplefilter("always")
         warnings.warn("x", UserWarning, stacklevel=1)
     assert type(caught[0]).__name__ == "WarningMessage"
-    src = inspect.getsource(demo._bayes_section)
+    src = inspect.getsource(demo._fit_crossed)
     assert "type(w).__name__" not in src and "w.category" in src
 
 
