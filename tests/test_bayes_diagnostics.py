@@ -142,3 +142,19 @@ def test_each_check_records_its_value_place_limit_and_reason():
     assert bool(out.attrs["diag_converged"]) == all(c["passed"] for c in checks.values())
     if not checks["r_hat"]["passed"]:
         assert checks["r_hat"]["over_limit_at"].startswith("x[")
+
+
+def test_loo_compare_returns_full_precision():
+    """arviz-stats rounds its compare table for display (elpd -1170.0 for -1167.86): not here."""
+    from hierbench.bayes import loo_compare
+
+    a = _fake_pair_fit(["A-B", "A-C", "B-C"], [3, 5, 2])
+    mu = np.random.default_rng(1).normal(size=(2, 50))
+    a["posterior"] = xr.DataTree(xr.Dataset({"mu": (("chain", "draw"), mu)}))  # loo reads it
+    b = a.copy()
+    b["log_likelihood"] = xr.DataTree(a["log_likelihood"].to_dataset() - 0.123456)
+    table = loo_compare({"a": a, "b": b})
+    # the elpd of `a` from the pointwise values arviz-stats itself computes, unrounded
+    direct = azs.loo(a)
+    assert table.loc["a", "elpd"] == pytest.approx(float(direct.elpd), rel=1e-12)
+    assert abs(table.loc["b", "elpd_diff"]) == pytest.approx(3 * 0.123456, rel=1e-6)

@@ -510,8 +510,10 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
     Returns
     -------
     pandas.DataFrame
-        The arviz-stats comparison table (elpd_loo, p_loo, elpd_diff, dse,
-        weight, ...), best model first.
+        The arviz-stats comparison table (elpd, p, elpd_diff, se, dse,
+        weight, ...), best model first, at full precision (arviz-stats
+        rounds its table for display by default; numbers here are for
+        computing with).
 
     Raises
     ------
@@ -534,4 +536,4 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
             f"`fits` must share the same observations (log-likelihood dims, their labels and the "
             f"observed values); {bad} differ from the first"
         )
-    return azs.compare(dict(fits))
+    return azs.compare(dict(fits), round_to="none")
