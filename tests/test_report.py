@@ -292,3 +292,53 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
     verdict, note = _verdict([], table)
     assert verdict == "warning" and "rank plots" in note
     assert _verdict([], _check_rows(checks, {"y": p["y"]}, 0.01))[0].startswith("converged")
+
+
+# ---------------------------------------------------------------- issue 24: figures a reader can read
+
+
+def test_the_overlap_finder_sees_crowded_labels_and_a_legend_on_tick_labels():
+    import matplotlib.pyplot as plt
+    from figure_overlap import overlaps
+
+    fig, ax = plt.subplots(figsize=(3, 3))
+    ax.set_xticks(range(30), [f"label number {i}" for i in range(30)])
+    assert len(overlaps(fig)) >= 25  # neighbours collide all along the axis
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(8, 3))  # 45-degree labels judged by their glyph boxes
+    ax.set_xticks(range(10), [f"lab {i}" for i in range(10)], rotation=45, ha="right")
+    assert overlaps(fig) == []
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="a long legend entry")
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, -0.1))
+    assert any("legend" in o for o in overlaps(fig))
+    plt.close(fig)
+
+
+def _collect_overlaps(monkeypatch) -> dict:
+    """Check every figure a report renders for overlapping text, as it is rendered."""
+    from figure_overlap import overlaps
+
+    import hierbench.report._report as R
+
+    found, orig = {}, R._png_bytes
+
+    def checked(obj, name):
+        found[name] = overlaps(R.figure_of(obj))
+        return orig(obj, name)
+
+    monkeypatch.setattr(R, "_png_bytes", checked)
+    return found
+
+
+def test_report_figures_have_no_overlapping_text(tmp_path, monkeypatch):
+    found = _collect_overlaps(monkeypatch)
+    dt, _ = _synthetic_fit()
+    ds, _ = simulate_eval(n_agents=12, n_tasks=30, n_runs=3, n_clusters=5, rng=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build(dt, path=tmp_path / "fit.html", progress=False)
+        build(data=ds, path=tmp_path / "data.html", n_resamples=199, progress=False)
+    assert {"rank_worst", "trace_worst", "energy", "abilities_forest", "passk_curves"} <= set(found)
+    assert not {k: v for k, v in found.items() if v}

@@ -290,10 +290,14 @@ def ppc_rootogram(fit: xr.DataTree, *, var_name: str | None = None):
     fig = fig.item() if hasattr(fig, "item") else fig
     ncol = min(4, len(o)) or 1
     fig.set_size_inches(3.4 * ncol, 2.9 * int(np.ceil(len(o) / ncol)) + 0.4)
+    import textwrap
+
     for ax in fig.axes:
         if ax.get_visible() and ax.has_data():
             ax.set_xlabel(f"successes out of {n_main} runs")
             ax.set_ylabel("tasks (sqrt scale)")
+            # long agent names wrap instead of running into the next panel's title
+            ax.set_title("\n".join(textwrap.wrap(ax.get_title(), 30)), fontsize="small")
     fig.set_layout_engine("constrained")
     return pc, n_main, left_out
 

@@ -210,20 +210,22 @@ def _slug(text: str) -> str:
     return s or "section"
 
 
+def figure_of(obj: object):
+    """The matplotlib Figure of a Figure or of an arviz-plots PlotCollection (None if neither)."""
+    viz = getattr(obj, "viz", None)  # an arviz-plots PlotCollection
+    if viz is None:
+        return obj if hasattr(obj, "savefig") else None
+    try:
+        cand = viz["figure"]
+    except (KeyError, TypeError):
+        cand = getattr(viz, "figure", None)
+    cand = cand.item() if hasattr(cand, "item") else cand
+    return cand if hasattr(cand, "savefig") else None
+
+
 def _png_bytes(obj: object, name: str) -> bytes:
     """Render a matplotlib Figure or an arviz-plots PlotCollection to PNG bytes (and close it)."""
-    fig = None
-    viz = getattr(obj, "viz", None)  # an arviz-plots PlotCollection
-    if viz is None and hasattr(obj, "savefig"):
-        fig = obj
-    else:
-        if viz is not None:
-            try:
-                cand = viz["figure"]
-            except (KeyError, TypeError):
-                cand = getattr(viz, "figure", None)
-            cand = cand.item() if hasattr(cand, "item") else cand
-            fig = cand if hasattr(cand, "savefig") else None
+    fig = figure_of(obj)
     if fig is None:
         raise TypeError(f"figure {name!r}: cannot find a matplotlib figure in {type(obj).__name__}")
     buf = io.BytesIO()

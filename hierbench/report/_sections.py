@@ -234,6 +234,13 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
         )
     from ..bayes import predictive_check
 
+    n = ctx.fit["constant_data"].to_dataset()["cell_n_runs"].values
+    if int(np.asarray(n).max()) < 2:
+        raise _Skip(
+            "every agent x task cell holds one run: the predictive check of success counts per "
+            "cell reduces to each agent's success rate, which the agent's own effect fits by "
+            "construction, so it cannot show misfit here"
+        )
     chk = predictive_check(ctx.fit)
     pc, n_main, left_out = F.ppc_rootogram(ctx.fit)
     hi, lo = chk["p_value"], chk["p_value_low"]
