@@ -701,7 +701,9 @@ def watched(stream: Any = None) -> bool:
     The one rule for progress output (bars, stage lines, the sampler's own
     bar). A kernel is detected from a running ``ZMQInteractiveShell``, never
     from ``ipykernel`` merely being imported (any library may import it), and
-    IPython is never imported here.
+    IPython is never imported here. ``HIERBENCH_PROGRESS=0`` in the
+    environment says nobody watches (batch jobs; notebooks executed for
+    publication, whose saved outputs should hold results, not progress bars).
 
     Examples
     --------
@@ -709,7 +711,11 @@ def watched(stream: Any = None) -> bool:
     >>> watched(io.StringIO())
     False
     """
+    import os
     import sys
+
+    if os.environ.get("HIERBENCH_PROGRESS", "").strip().lower() in ("0", "false", "no", "off"):
+        return False
 
     ip = sys.modules.get("IPython")
     if ip is not None:

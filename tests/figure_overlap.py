@@ -1,7 +1,7 @@
 """Find text that overlaps other text in a rendered matplotlib figure (test helper).
 
 Every piece of text a reader must read is collected after drawing: tick
-labels of ticks inside the view, axis labels, titles, the suptitle, free
+labels (major and minor) of ticks inside the view, axis labels, titles, the suptitle, free
 text and annotations, and each legend as one box. Two pieces overlap when
 their rectangles, rotated as drawn, intersect by more than ``tol`` pixels
 (separating-axis test on the rotated rectangles, so 45-degree tick labels
@@ -61,10 +61,11 @@ def text_pieces(fig) -> list[tuple[str, np.ndarray]]:
     """(label, corners) of every piece of text drawn in ``fig``."""
     fig.canvas.draw()
     r = fig.canvas.get_renderer()
-    out = []
+    out, seen = [], set()
 
     def add(kind, t):
-        if t is not None and t.get_visible() and t.get_text().strip():
+        if t is not None and id(t) not in seen and t.get_visible() and t.get_text().strip():
+            seen.add(id(t))  # a suptitle is also one of the figure's texts: count it once
             out.append((f"{kind} {t.get_text()[:40]!r}", _corners(t, r)))
 
     for ax in fig.axes:
@@ -73,7 +74,7 @@ def text_pieces(fig) -> list[tuple[str, np.ndarray]]:
         for axis in (ax.xaxis, ax.yaxis):
             if not axis.get_visible():
                 continue
-            for tick in axis.get_major_ticks():
+            for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
                 if _in_view(ax, axis, tick.get_loc()):
                     add("tick label", tick.label1)
                     add("tick label", tick.label2)
@@ -87,10 +88,10 @@ def text_pieces(fig) -> list[tuple[str, np.ndarray]]:
             out.append(("legend", _box(leg.get_window_extent(r))))
     for leg in fig.legends:
         out.append(("figure legend", _box(leg.get_window_extent(r))))
-    for t in fig.texts:
-        add("figure text", t)
     if getattr(fig, "_suptitle", None) is not None:
         add("suptitle", fig._suptitle)
+    for t in fig.texts:
+        add("figure text", t)
     return out
 
 
@@ -104,3 +105,28 @@ def overlaps(fig, tol: float = 1.0) -> list[str]:
             if d > tol:
                 found.append(f"{pieces[i][0]} overlaps {pieces[j][0]} by {d:.1f} px")
     return found
+
+
+#: Code run first in a notebook's kernel: after every cell, check each new figure (Agg backend).
+KERNEL_HOOK = """
+import sys as _hb_sys
+_hb_sys.path.insert(0, {tests!r})
+from figure_overlap import overlaps as _hb_overlaps_of
+_hb_overlaps, _hb_seen = [], set()
+
+
+def _hb_check(*_):
+    import matplotlib.pyplot as _plt
+    for _n in _plt.get_fignums():
+        _fig = _plt.figure(_n)
+        if id(_fig) not in _hb_seen:
+            _hb_seen.add(id(_fig))
+            _title = _fig._suptitle.get_text() if _fig._suptitle else (_fig.axes[0].get_title() if _fig.axes else "")
+            _hb_overlaps.extend(f"figure {{_n}} ({{_title[:50]!r}}): {{o}}" for o in _hb_overlaps_of(_fig))
+
+
+get_ipython().events.register("post_execute", _hb_check)
+"""
+
+#: Code run last: the figures' overlaps, printed as JSON.
+KERNEL_REPORT = "import json as _hb_json; print('HB_OVERLAPS', _hb_json.dumps(_hb_overlaps))"

@@ -51,3 +51,19 @@ def test_endless_bar_names_its_stage_and_a_late_bar_never_draws():
         bar.update(3)
         bar.stage("done")
     assert quiet.getvalue() == "" and bar.done == 3
+
+
+def test_progress_env_var_silences_a_watched_process(monkeypatch):
+    from hierbench._base import watched
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert watched(Tty())
+    monkeypatch.setenv("HIERBENCH_PROGRESS", "0")
+    assert not watched(Tty())
+    out = Tty()
+    with Progress(3, "steps", delay=0.0, stream=out) as bar:
+        bar.update(3)
+    assert out.getvalue() == ""

@@ -106,5 +106,15 @@ def plot_d_study(
     ylab = {"var_paired_diff": "SD of a paired difference", "sigma2_Delta": "absolute error SD"}
     ax.set_ylabel(ylab.get(var, var) if (sd and is_var) else var)
     ax.set_xscale("log")
-    ax.legend(fontsize=7)
+    # the planned sizes themselves as the ticks, in plain numbers; no minor labels
+    # (on a short log axis they collide: "2x10^0 3x10^0 4x10^0")
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    xs = sorted({float(v) for v in da[x].values})
+    ax.xaxis.set_major_locator(FixedLocator(xs))
+    ax.set_xticks(xs, [f"{v:g}" for v in xs])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    # beside the lines, not over them
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
