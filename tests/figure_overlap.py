@@ -15,8 +15,10 @@ import numpy as np
 
 
 def _corners(text, renderer) -> np.ndarray:
-    """The four corners (pixels) of a text's rotated glyph box."""
-    box = text.get_window_extent(renderer)
+    """The four corners (pixels) of a text's rotated glyph box (an annotation's arrow left out)."""
+    from matplotlib.text import Text
+
+    box = Text.get_window_extent(text, renderer)
     angle = np.deg2rad(text.get_rotation())
     if abs(np.sin(angle)) < 1e-6 or abs(np.cos(angle)) < 1e-6:
         return np.array([[box.x0, box.y0], [box.x1, box.y0], [box.x1, box.y1], [box.x0, box.y1]])
@@ -126,6 +128,19 @@ def _hb_check(*_):
 
 
 get_ipython().events.register("post_execute", _hb_check)
+
+# figures a report renders are closed inside build(): check each as it is rendered
+import hierbench.report._report as _hb_R
+
+_hb_png = _hb_R._png_bytes
+
+
+def _hb_checked_png(obj, name):
+    _hb_overlaps.extend(f"report figure {{name}}: {{o}}" for o in _hb_overlaps_of(_hb_R.figure_of(obj)))
+    return _hb_png(obj, name)
+
+
+_hb_R._png_bytes = _hb_checked_png
 """
 
 #: Code run last: the figures' overlaps, printed as JSON.

@@ -314,6 +314,16 @@ def test_the_overlap_finder_sees_crowded_labels_and_a_legend_on_tick_labels():
     ax.legend(loc="lower right", bbox_to_anchor=(1.0, -0.1))
     assert any("legend" in o for o in overlaps(fig))
     plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 3))  # a short log axis: its minor labels collide
+    ax.plot([1, 8], [1, 2])
+    ax.set_xscale("log")
+    assert any("tick label" in o for o in overlaps(fig))
+    plt.close(fig)
+    fig, ax = plt.subplots()  # an annotation is judged by its text, not by its arrow
+    ax.annotate("a", (0.1, 0.1), xytext=(0.9, 0.9), arrowprops={"arrowstyle": "-"})
+    ax.annotate("b", (0.9, 0.1), xytext=(0.1, 0.9), arrowprops={"arrowstyle": "-"})
+    assert overlaps(fig) == []
+    plt.close(fig)
 
 
 def _collect_overlaps(monkeypatch) -> dict:

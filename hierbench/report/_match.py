@@ -106,7 +106,7 @@ def check_fit_data(
     >>> check_fit_data(fit, ds)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    hierbench.report._match.FitDataMismatchError: `fit` and `data` are not the same evaluation: 2 agents only in the fit (['x', 'y']); 2 agents only in the data (['agent_00', 'agent_01']) ...
+    hierbench.report._match.FitDataMismatchError: `fit` and `data` are not the same evaluation: 2 agents only in the fit (['x', 'y']); 2 agents only in the data (['agent_00', 'agent_01'])...)
     """
     from ..bayes import data_hash
     from ..data import to_counts
