@@ -602,25 +602,8 @@ def _add_stats_options(p: argparse.ArgumentParser, resamples: int | None = 1999)
     p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default 0)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``hierbench`` command."""
-    parser = argparse.ArgumentParser(
-        prog="hierbench", description="Honest statistics for AI and agent evaluations."
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    v = sub.add_parser(
-        "validate", help="check a run log against the eval-dataset schema and report it"
-    )
-    _add_file_options(v)
-    v.add_argument("--json", action="store_true", help="machine-readable output")
-    v.set_defaults(func=_cmd_validate)
-    s = sub.add_parser(
-        "summary", help="per agent: tasks, runs, mean score, error rate, missing cells"
-    )
-    _add_file_options(s)
-    s.add_argument("--json", action="store_true", help="machine-readable output")
-    s.set_defaults(func=_cmd_summary)
-
+def _add_fit(sub) -> None:
+    """The `fit` command's parser."""
     f = sub.add_parser("fit", help="fit a hierarchical Bayesian model to a run log and save it")
     _add_file_options(f)
     f.add_argument(
@@ -655,6 +638,28 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--overwrite", action="store_true", help="replace FIT if it exists")
     f.add_argument("--quiet", action="store_true", help="no sampler progress")
     f.set_defaults(func=_cmd_fit)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``hierbench`` command."""
+    parser = argparse.ArgumentParser(
+        prog="hierbench", description="Honest statistics for AI and agent evaluations."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    v = sub.add_parser(
+        "validate", help="check a run log against the eval-dataset schema and report it"
+    )
+    _add_file_options(v)
+    v.add_argument("--json", action="store_true", help="machine-readable output")
+    v.set_defaults(func=_cmd_validate)
+    s = sub.add_parser(
+        "summary", help="per agent: tasks, runs, mean score, error rate, missing cells"
+    )
+    _add_file_options(s)
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=_cmd_summary)
+
+    _add_fit(sub)
 
     r = sub.add_parser(
         "report", help="write the HTML (or Markdown) report of a saved fit and/or a log"

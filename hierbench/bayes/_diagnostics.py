@@ -434,19 +434,26 @@ def predictive_check(
         raise ValueError("`fit` observed variable must be over dim `cell` with coord `cell_agent`")
     n = fit["constant_data"].to_dataset()["cell_n_runs"].values.astype(int)
     pred = fit[group].to_dataset()[var_name].stack(sample=("chain", "draw")).transpose("sample", "cell")
-    pv = pred.values.astype(int)
     agents_cell = np.asarray(y["cell_agent"].values).astype(str)
     agents = list(dict.fromkeys(agents_cell))
     n_vals = np.unique(n)
-    max_n = int(n.max())
+    out = _count_histograms(y.values.astype(int), pred.values.astype(int), n, agents_cell, agents)
+    dims = ("agent", "n_runs", "successes")
+    coords = {"agent": agents, "n_runs": n_vals, "successes": np.arange(int(n.max()) + 1)}
+    return xr.Dataset(
+        {k: (dims, v) for k, v in out.items()},
+        coords=coords,
+        attrs={"group": group, "var_name": var_name, "band_prob": 0.9},
+    )
+
+
+def _count_histograms(yv, pv, n, agents_cell, agents) -> dict[str, np.ndarray]:
+    """Per (agent, n): the observed and per-draw histograms of success counts, summarised."""
+    n_vals, max_n = np.unique(n), int(n.max())
     shape = (len(agents), n_vals.size, max_n + 1)
-    observed = np.zeros(shape)
-    mean = np.full(shape, np.nan)
-    lo = np.full(shape, np.nan)
-    hi = np.full(shape, np.nan)
-    pval = np.full(shape, np.nan)
-    plow = np.full(shape, np.nan)
-    yv = y.values.astype(int)
+    out = {"observed": np.zeros(shape)}
+    for k in ("predicted_mean", "predicted_lower", "predicted_upper", "p_value", "p_value_low"):
+        out[k] = np.full(shape, np.nan)
     for i, a in enumerate(agents):
         for j, nn in enumerate(n_vals):
             sel = (agents_cell == a) & (n == nn)
@@ -454,26 +461,14 @@ def predictive_check(
                 continue
             obs_h = np.bincount(yv[sel], minlength=max_n + 1)
             pred_h = np.stack([np.bincount(r, minlength=max_n + 1) for r in pv[:, sel]])
-            observed[i, j] = obs_h
-            mean[i, j, : nn + 1] = pred_h.mean(0)[: nn + 1]
-            lo[i, j, : nn + 1] = np.quantile(pred_h, 0.05, axis=0)[: nn + 1]
-            hi[i, j, : nn + 1] = np.quantile(pred_h, 0.95, axis=0)[: nn + 1]
-            pval[i, j, : nn + 1] = (pred_h >= obs_h).mean(0)[: nn + 1]
-            plow[i, j, : nn + 1] = (pred_h <= obs_h).mean(0)[: nn + 1]
-    dims = ("agent", "n_runs", "successes")
-    coords = {"agent": agents, "n_runs": n_vals, "successes": np.arange(max_n + 1)}
-    return xr.Dataset(
-        {
-            "observed": (dims, observed),
-            "predicted_mean": (dims, mean),
-            "predicted_lower": (dims, lo),
-            "predicted_upper": (dims, hi),
-            "p_value": (dims, pval),
-            "p_value_low": (dims, plow),
-        },
-        coords=coords,
-        attrs={"group": group, "var_name": var_name, "band_prob": 0.9},
-    )
+            m = slice(0, nn + 1)
+            out["observed"][i, j] = obs_h
+            out["predicted_mean"][i, j, m] = pred_h.mean(0)[m]
+            out["predicted_lower"][i, j, m] = np.quantile(pred_h, 0.05, axis=0)[m]
+            out["predicted_upper"][i, j, m] = np.quantile(pred_h, 0.95, axis=0)[m]
+            out["p_value"][i, j, m] = (pred_h >= obs_h).mean(0)[m]
+            out["p_value_low"][i, j, m] = (pred_h <= obs_h).mean(0)[m]
+    return out
 
 
 def _observation_key(f: xr.DataTree) -> tuple:

@@ -169,24 +169,30 @@ def build(
             freq=freq,
             say=bar.stage,
         )
-        model = fit.attrs.get("hierbench_model", "custom") if fit is not None else None
-        rep = Report(title or ("hierbench report" + (f": {model} model" if model else "")))
-        for sid in SECTIONS:
-            bar.stage(_TITLES[sid])
-            _run_section(ctx, rep, sid)
-            bar.update(1)
-        if ctx.warnings:
-            rep.section(
-                "Warnings raised while computing the report",
-                "\n".join(f"- {w}" for w in dict.fromkeys(ctx.warnings)),
-                id="warnings",
-            )
-        for i, (heading, text) in enumerate(appendix, start=1):
-            rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}")
+        rep = _assemble(ctx, bar, title, appendix)
         bar.stage("writing")
         out = rep.write(path, format=format, overwrite=overwrite)
         bar.update(1)
     return out
+
+
+def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix) -> Report:
+    """Every section in order, then the warnings met and the appendix."""
+    model = ctx.fit.attrs.get("hierbench_model", "custom") if ctx.fit is not None else None
+    rep = Report(title or ("hierbench report" + (f": {model} model" if model else "")))
+    for sid in SECTIONS:
+        bar.stage(_TITLES[sid])
+        _run_section(ctx, rep, sid)
+        bar.update(1)
+    if ctx.warnings:
+        rep.section(
+            "Warnings raised while computing the report",
+            "\n".join(f"- {w}" for w in dict.fromkeys(ctx.warnings)),
+            id="warnings",
+        )
+    for i, (heading, text) in enumerate(appendix, start=1):
+        rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}")
+    return rep
 
 
 def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
