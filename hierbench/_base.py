@@ -791,9 +791,12 @@ class Progress:
 
         self._shown_after = time.monotonic() + float(delay)
         if self.enabled:
+            import shutil
             import sys
 
             cls = _bar_class(stream)
+            # a terminal reporting no size (some pseudo-terminals) would hide the bar
+            size = shutil.get_terminal_size((100, 20))
             self._bar = cls(
                 total=self.total,
                 desc=desc,
@@ -801,7 +804,8 @@ class Progress:
                 file=stream if stream is not None else sys.stderr,
                 unit=unit,
                 leave=True,
-                dynamic_ncols=True,
+                ncols=size.columns,
+                nrows=size.lines,
             )
 
     def update(self, n: int = 1) -> None:

@@ -217,7 +217,12 @@ class _FitStages:
 
         self.close()
         self.stage = stage
-        self.bar = tqdm(total=None, desc=stage, bar_format="{desc}: {elapsed}", file=sys.stderr)
+        import shutil
+
+        # a terminal that reports no size (some pseudo-terminals) would hide the line
+        size = shutil.get_terminal_size((100, 20))
+        self.bar = tqdm(total=None, desc=stage, bar_format="{desc}: {elapsed}", file=sys.stderr,
+                        ncols=size.columns, nrows=size.lines)  # fmt: skip
         stop = self._stop = threading.Event()
         bar = self.bar
 

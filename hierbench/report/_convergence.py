@@ -63,6 +63,15 @@ def _diag_checks(fit: xr.DataTree) -> tuple[list[dict], list[str]]:
     return json.loads(attrs.get("diag_checks", "[]")), failures
 
 
+def _shown(check: str, value: float) -> str:
+    """A check's value as people read it: counts whole, the rest to three decimals."""
+    if not np.isfinite(value):
+        return "not computed"
+    if check in ("ess_bulk", "ess_tail", "divergences"):
+        return f"{value:,.0f}"
+    return f"{value:.3f}"
+
+
 def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd.DataFrame:
     rows = []
     for c in checks:
@@ -70,6 +79,7 @@ def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd
         value = c["value"]
         if c.get("over_limit_at"):
             value, limit = c["over_limit_value"], f"≤ {c['over_limit_limit']:.4g}"
+        value = _shown(c["check"], value)
         rows.append({
             "check": _CHECK_LABELS.get(c["check"], c["check"]),
             "value": value,
@@ -82,7 +92,7 @@ def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd
         at, p = min(ranks.items(), key=lambda kv: kv[1])
         rows.append({
             "check": "rank plots below: chains' ranks uniform, smallest p",
-            "value": p,
+            "value": _shown("p", p),
             "at": at,
             "limit": f"≥ {alpha:g}",
             "passes": p >= alpha,
@@ -100,9 +110,16 @@ def _verdict(failures: list, table: pd.DataFrame) -> tuple[str, str | None]:
             "The fit FAILED convergence checks: " + "; ".join(map(str, failures))
             + ". Do not trust its summaries."
         )
-    warn = [i for i, ok in table["passes"].items() if not ok]
-    if warn:
-        return "warning", f"Every threshold passes but {'; '.join(warn)} is flagged: look at the plot before trusting the tails."
+    flagged = table[~table["passes"].astype(bool)]
+    if len(flagged):
+        said = "; ".join(
+            f"{check.split(':')[0]} at `{row['at']}` ({row['value']}, limit {row['limit']})"
+            for check, row in flagged.iterrows()
+        )
+        return "warning", (
+            f"Every convergence threshold passes, but {said} is flagged: look at its plot before "
+            "trusting the tails of that parameter."
+        )
     return "converged: every check passes, the rank plots included", None
 
 

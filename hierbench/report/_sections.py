@@ -12,6 +12,14 @@ from ._context import _TITLES, _Context, _label, _on_score_scale, _Skip
 from ._report import Report, as_table
 
 
+def _file_name(source: object) -> str:
+    """A data source as its file name: a report travels, the folder it was read from does not."""
+    from pathlib import PurePath
+
+    text = str(source)
+    return PurePath(text).name if ("/" in text or "\\" in text) else text
+
+
 def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     if ctx.data is None:
         if (
@@ -81,7 +89,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; "
         f"{d['n_missing_cells']} of {d['n_cells']} agent x task cells never run; "
         f"{d['n_error_runs']} infrastructure-error runs ({d['n_error_runs'] / max(d['n_runs_total'], 1):.1%}, "
-        f"policy errors={d['errors']!r}); scores {d['score_kind']}; source {d['source']}."
+        f"policy errors={d['errors']!r}); scores {d['score_kind']}; source {_file_name(d['source'])}."
     )
     if flags:
         text += "\n\n**Flags:**\n\n" + "\n".join(f"- {f}" for f in flags)
