@@ -17,10 +17,17 @@ saved compact by default: the per-observation groups (``log_likelihood``,
 draws times observations, are left out unless asked for with ``groups="all"``
 or by name, and every variable is compressed (zlib in netCDF, zstd in zarr).
 
-What changes on the way: attrs holding a dict or list are stored as JSON text
-(hierbench's own such attrs already are text), boolean attrs as 0/1, and a
-``None`` inside a text variable becomes ``""``. Numbers, text, bools, NaN and
-every coordinate come back as they were.
+A saved fit is plain ArviZ: ``xr.open_datatree("fit.nc")`` alone opens it and
+arviz-plots and arviz-stats work on it. ArviZ's own list attrs (``sample_dims``)
+are written as lists, never as JSON text; how :func:`load_fit` restores the
+attrs a file cannot hold exactly is one JSON root attr (``hierbench_attr_kinds``),
+so the groups ArviZ reads carry no hierbench key.
+
+What changes on the way: attrs holding a dict (or, in an eval dataset, a
+list) are stored as JSON text (hierbench's own such attrs already are text),
+boolean attrs as 0/1, and a ``None`` inside a text variable becomes ``""``;
+:func:`load_fit` and :func:`load_dataset` undo all but the last two. Numbers,
+text, bools, NaN and every coordinate come back as they were.
 """
 
 from __future__ import annotations
