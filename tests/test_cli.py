@@ -291,6 +291,7 @@ def test_demo_warning_filter_reads_the_category():
     assert "type(w).__name__" not in src and "w.category" in src
 
 
+@pytest.mark.slow  # three fresh interpreters
 def test_installed_entry_point(log):
     exe = Path(sys.executable).parent / "hierbench"
     out = subprocess.run(

@@ -229,6 +229,7 @@ def _cells(html: str, sid: str) -> list[str]:
             for v in t.to_numpy().ravel()]  # fmt: skip
 
 
+@pytest.mark.slow  # recomputes the synthetic fit's diagnostics
 def test_build_from_a_fit_alone(tmp_path):
     """The Bayesian sections from a fit without data; the numbers are the draws' own summaries."""
     dt, _ = _synthetic_fit()
@@ -342,6 +343,7 @@ def _collect_overlaps(monkeypatch) -> dict:
     return found
 
 
+@pytest.mark.slow  # renders two full reports
 def test_report_figures_have_no_overlapping_text(tmp_path, monkeypatch):
     found = _collect_overlaps(monkeypatch)
     dt, _ = _synthetic_fit()
