@@ -103,8 +103,11 @@ def simulate_leaderboard(design: dict, rng: np.random.Generator) -> xr.Dataset:
 
 
 def true_ame(design: dict) -> np.ndarray:
-    """Scaffold k vs S0 in points, population-averaged, averaged over the design's cells
-    (the logit-normal means by scipy's adaptive quadrature, independent of hierbench's rule)."""
+    """Scaffold k vs S0 in points, population-averaged over the design's cells.
+
+    The logit-normal means come from scipy's adaptive quadrature, independent of
+    hierbench's rule.
+    """
     from scipy import integrate, stats
     from scipy.special import expit
 

@@ -25,14 +25,31 @@ from ._console import _report_text, _summary_frame, _summary_text, convergence_l
 
 __all__ = ["CliError", "build_parser", "convergence_line", "fit_kwargs", "load_any", "main"]
 
-#: Column flags of the tabular readers: the Python argument name -> the flag the user typed.
+#: Python argument names in library messages -> the flag (or argument) the user typed.
 _FLAG_OF = {
     **{n: f"--{n}" for n in ("agent", "task", "run", "score", "error", "tag", "cluster")},
-    **{n: f"--{n}" for n in ("prob", "draws", "tune", "chains", "seed")},
+    **{n: f"--{n}" for n in ("prob", "draws", "tune", "chains", "seed", "errors", "scorer")},
+    **{n: f"--{n}" for n in ("extra", "encoding", "duplicates")},
+    "annotations": "--annotate",
+    "error_values": "--error-values",
+    "run_index": "--run-index",
+    "task_coords": "--task-coord",
+    "agent_coords": "--agent-coord",
+    "agent_name": "--single-agent",
     "n_resamples": "--resamples",
-    "n_permutations": "--resamples",
     "rng": "--seed",
+    "overwrite": "--overwrite",
 }
+
+#: Options whose ``name=value`` in a message is a remedy (not a column's value in a row).
+_ASSIGNABLE = frozenset({"errors", "run_index", "duplicates", "encoding", "prob", "draws", "tune"})
+
+#: Python remedies in library messages, said as the flags that do the same.
+_REMEDIES = (
+    (r"`?error_values=\{[^}`]*\}`?", "--error-values VALUE=error or VALUE=ok (repeatable)"),
+    (r"`?error_values='nonempty'`?", "--error-values nonempty"),
+    (r"`?overwrite=True`?(?: \(CLI: --overwrite\))?", "--overwrite"),
+)
 
 
 def __getattr__(name: str):
@@ -52,6 +69,53 @@ class CliError(Exception):
 # ---------------------------------------------------------------- input
 
 
+def _error_values(items: Sequence[str] | None):
+    """``--error-values`` into ``from_records``' ``error_values``: 'nonempty' or VALUE=error|ok pairs."""
+    if not items:
+        return None
+    if "nonempty" in items:
+        if len(items) > 1:
+            raise CliError(
+                "--error-values: give either 'nonempty' or VALUE=error / VALUE=ok pairs, not both; "
+                f"got {list(items)}"
+            )
+        return "nonempty"
+    out = {}
+    for item in items:
+        value, sep, meaning = item.rpartition("=")
+        if not sep or meaning.strip().lower() not in ("error", "ok") or not value:
+            raise CliError(
+                f"--error-values must be 'nonempty' or VALUE=error / VALUE=ok (e.g. "
+                f"usageLimits=ok); got {item!r}"
+            )
+        out[value] = meaning.strip().lower() == "error"
+    return out
+
+
+def _reader_options(opts: dict) -> dict:
+    """The CLI's column and reader flags as ``from_records`` keywords."""
+    single = opts.get("single_agent")
+    return {
+        "agent": None if single else (opts.get("agent") or "agent"),
+        "agent_name": single or "agent",
+        "task": opts.get("task") or "task",
+        "run": opts.get("run"),
+        "score": opts.get("score") or "score",
+        "error": opts.get("error"),
+        "error_values": _error_values(opts.get("error_values")),
+        "tag": opts.get("tag"),
+        "cluster": opts.get("cluster"),
+        "extra": opts.get("extra") or None,
+        "annotations": opts.get("annotate") or None,
+        "task_coords": opts.get("task_coord") or (),
+        "agent_coords": opts.get("agent_coord") or (),
+        "errors": opts.get("errors") or "fail",
+        "run_index": opts.get("run_index") or "auto",
+        "duplicates": opts.get("duplicates") or "refuse",
+        "encoding": opts.get("encoding") or "utf-8",
+    }
+
+
 def load_any(path: str, args: argparse.Namespace | None = None):
     """Read FILE (CSV, TSV, JSONL, Parquet, netCDF ``.nc`` or Inspect ``.eval``) into an eval dataset.
 
@@ -66,7 +130,7 @@ def load_any(path: str, args: argparse.Namespace | None = None):
         if p.suffix == ".nc":
             from .io import load_dataset
 
-            ds = load_dataset(p)
+            ds = load_dataset(p)  # a saved fit is refused, naming `hierbench report`
         elif p.suffix == ".eval" or (p.is_dir() and any(p.rglob("*.eval"))):
             from .data import read_inspect_log
 
@@ -74,19 +138,7 @@ def load_any(path: str, args: argparse.Namespace | None = None):
         else:
             from .data import from_records
 
-            ds = from_records(
-                p,
-                agent=opts.get("agent") or "agent",
-                task=opts.get("task") or "task",
-                run=opts.get("run"),
-                score=opts.get("score") or "score",
-                error=opts.get("error"),
-                tag=opts.get("tag"),
-                cluster=opts.get("cluster"),
-                extra=opts.get("extra") or None,
-                annotations=opts.get("annotate") or None,
-                errors=opts.get("errors") or "fail",
-            )
+            ds = from_records(p, **_reader_options(opts))
     msgs = [
         f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)
     ]
@@ -116,13 +168,87 @@ def _progress_wanted(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
 
-def _check_out(path: str, overwrite: bool, flag: str = "-o") -> Path:
+#: What each output flag can write, by suffix.
+_SUFFIXES = {
+    "fit": ((".nc", ".zarr"), "a fit is saved as netCDF (.nc) or zarr (.zarr)"),
+    "report": ((".html", ".htm", ".md"), "a report is written as HTML (.html) or Markdown (.md)"),
+}
+
+
+def _check_out(path: str, overwrite: bool, flag: str = "-o", kind: str | None = None) -> Path:
     out = Path(path)
+    if kind is not None:
+        suffixes, what = _SUFFIXES[kind]
+        if out.suffix.lower() not in suffixes:
+            raise CliError(
+                f"{flag} {path!r}: {what}; give a path ending in {' or '.join(suffixes)}"
+            )
     if out.exists() and not overwrite:
         raise CliError(f"{flag} {path!r} already exists; pass --overwrite to replace it")
     if not out.parent.exists():
         raise CliError(f"{flag} {path!r}: folder {str(out.parent)!r} does not exist")
     return out
+
+
+class _FitStages:
+    """Progress of ``hierbench fit`` between the sampler's own bar: compiling, then after sampling.
+
+    An adapter until :func:`hierbench.bayes.fit` reports its stages itself:
+    nutpie's ``progress_callback`` says when the first draw starts (compiling
+    is over) and when the last one is in (what follows is the posterior
+    predictive draws, the observed-task means and the convergence
+    diagnostics, silent otherwise). Each stage is an endless tqdm line whose
+    elapsed time ticks once a second.
+    """
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.bar = None
+        self.stage = ""
+        self.sampled_at: float | None = None
+        self._stop = None
+
+    def start(self, stage: str) -> None:
+        if not self.enabled:
+            return
+        import threading
+
+        from tqdm import tqdm
+
+        self.close()
+        self.stage = stage
+        import shutil
+
+        # a terminal that reports no size (some pseudo-terminals) would hide the line
+        size = shutil.get_terminal_size((100, 20))
+        self.bar = tqdm(total=None, desc=stage, bar_format="{desc}: {elapsed}", file=sys.stderr,
+                        ncols=size.columns, nrows=size.lines)  # fmt: skip
+        stop = self._stop = threading.Event()
+        bar = self.bar
+
+        def tick():
+            while not stop.wait(1.0):
+                bar.refresh()
+
+        threading.Thread(target=tick, daemon=True).start()
+
+    def callback(self, chains) -> None:
+        """Nutpie's progress callback: one ``ChainProgress`` per chain."""
+        if self.stage == "compiling the model":
+            self.close()
+            self.stage = "sampling"
+        if self.sampled_at is None and chains and all(
+            c.finished_draws >= c.total_draws for c in chains
+        ):
+            self.sampled_at = time.perf_counter()
+            self.start("after sampling: posterior predictive draws, task means, diagnostics")
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 # ---------------------------------------------------------------- commands
@@ -166,8 +292,41 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sample(args: argparse.Namespace, model, progress: bool):
+    """``bayes.fit`` with the CLI's settings, its stages shown when watched; (fit, warnings, wall)."""
+    from . import bayes
+
+    stages = _FitStages(progress)
+    kw = fit_kwargs(bayes.fit, progress)
+    if progress:
+        kw["progress_callback"] = stages.callback  # nutpie's, passed through by bayes.fit
+        print(
+            f"fitting the {args.model} model: {args.chains} chains x {args.draws} draws "
+            f"(+{args.tune} tuning)",
+            file=sys.stderr,
+            flush=True,
+        )
+        stages.start("compiling the model")
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dt = bayes.fit(
+                model,
+                draws=args.draws,
+                tune=args.tune,
+                chains=args.chains,
+                rng=args.seed,
+                log_likelihood=bool(args.log_likelihood),
+                **kw,
+            )
+    finally:
+        stages.close()
+    return dt, caught, time.perf_counter() - t0
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
-    out = _check_out(args.out, args.overwrite)
+    out = _check_out(args.out, args.overwrite, kind="fit")
     ds, msgs = load_any(args.file, args)
     for m in msgs:
         print(f"warning: {m}", file=sys.stderr)
@@ -178,33 +337,18 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         args.model
     ]
     model = builder(ds)
-    t0 = time.perf_counter()
-    progress = _progress_wanted(args)
-    if progress:
-        print(
-            f"fitting the {args.model} model: {args.chains} chains x {args.draws} draws "
-            f"(+{args.tune} tuning); compiling first",
-            file=sys.stderr,
-            flush=True,
-        )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dt = bayes.fit(
-            model,
-            draws=args.draws,
-            tune=args.tune,
-            chains=args.chains,
-            rng=args.seed,
-            **fit_kwargs(bayes.fit, progress),
-        )
-    wall = time.perf_counter() - t0
-    groups = (
-        "all"
-        if args.keep_all
-        else (["posterior_predictive"] if args.keep_predictive else "compact")
-    )
-    if groups != "compact" and isinstance(groups, list):
-        groups = [g for g in groups if g in dt.children]
+    # the structure the builder chose from the design, and why (before the long part)
+    print(bayes.describe(model), flush=True)
+    dt, caught, wall = _sample(args, model, _progress_wanted(args))
+    groups: str | list[str] = "compact"
+    if args.keep_all:
+        groups = "all"
+    else:
+        wanted = ["posterior_predictive"] if args.keep_predictive else []
+        wanted += ["log_likelihood"] if args.log_likelihood else []
+        groups = [g for g in wanted if g in dt.children] or "compact"
+    if _progress_wanted(args):
+        print(f"saving the fit to {out}", file=sys.stderr, flush=True)
     save_fit(dt, out, groups=groups, overwrite=args.overwrite)
     size = (
         out.stat().st_size
@@ -219,7 +363,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         f"{float(a.get('diag_max_r_hat', float('nan'))):.3f}, min ESS bulk "
         f"{float(a.get('diag_min_ess_bulk', float('nan'))):.0f}, divergences {a.get('diag_n_divergent', '?')}"
     )
-    print(f"saved to {out} ({size / 1e6:.1f} MB, groups {groups!r})")
+    print(f"saved to {out} ({size / 1e6:.1f} MB, groups {_saved_groups(out)})")
     line = convergence_line(dt)
     if line:
         print(f"warning: {line}")
@@ -229,10 +373,22 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _saved_groups(path: Path) -> list[str]:
+    """The groups a saved fit holds (read from the file, without loading the values)."""
+    import xarray as xr
+
+    kw = {"engine": "zarr", "consolidated": False} if path.suffix == ".zarr" else {}
+    tree = xr.open_datatree(path, **kw)
+    try:
+        return sorted(tree.children)
+    finally:
+        tree.close()
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     if args.fit is None and args.data is None:
         raise CliError("give a saved fit (FIT) and/or --data LOG: there is nothing to report")
-    out = _check_out(args.out, args.overwrite)
+    out = _check_out(args.out, args.overwrite, kind="report")
     fit = None
     if args.fit is not None:
         if not Path(args.fit).exists():
@@ -245,8 +401,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
         data, msgs = load_any(args.data, args)
         for m in msgs:
             print(f"warning: {m}", file=sys.stderr)
-    from .report import build
+    from .report import build, check_fit_data
 
+    if fit is not None and data is not None:
+        check_fit_data(fit, data, fit_name=f"FIT {args.fit!r}", data_name=f"--data {args.data!r}")
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -276,43 +434,53 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     ds, msgs = load_any(args.file, args)
     from .freq import compare_agents
-    from .report import _pair_table
+    from .report import MATRIX_ABOVE, marks_legend, pair_frame, pair_matrix
 
+    m = ds.sizes["agent"]
     if _progress_wanted(args):
-        m = ds.sizes["agent"]
-        print(
-            f"paired tests: {m * (m - 1) // 2} pairs x {args.resamples} resamples and permutations ...",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"paired tests: {m * (m - 1) // 2} pairs ...", file=sys.stderr, flush=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cmp = compare_agents(
-            ds,
-            prob=args.prob,
-            n_resamples=args.resamples,
-            n_permutations=args.resamples,
-            rng=args.seed,
-        )
-    table = _pair_table(cmp, args.prob)
+        # compare_agents' own resampling defaults: the report uses the same, so both agree
+        cmp = compare_agents(ds, prob=args.prob, rng=args.seed)
+    alpha = 1.0 - args.prob
+    table = pair_frame(cmp, alpha=alpha)
     if args.json:
         rows = [{"pair": k, **v} for k, v in table.to_dict(orient="index").items()]
-        print(json.dumps(_jsonable({"prob": args.prob, "pairs": rows}), indent=2))
+        print(json.dumps(_jsonable({"prob": args.prob, "alpha": alpha, "pairs": rows}), indent=2))
     else:
-        table = table.rename(
-            columns={"lower": f"{args.prob:.0%} lower", "upper": f"{args.prob:.0%} upper"}
-        )
-        print(
-            f"Every pair on the tasks both ran (row agent minus column agent), task as the unit:\n"
-            f"mean paired difference, {args.prob:.0%} paired cluster-bootstrap interval "
-            f"({args.resamples} resamples), sign-flip permutation p-value, Holm and BH adjusted.\n"
-        )
-        print(table.to_string(float_format="{:.3f}".format))
-    for m in msgs + [
+        print(_compare_text(cmp, table, args, m > MATRIX_ABOVE and not args.all_pairs))
+        if m > MATRIX_ABOVE and not args.all_pairs:
+            print(pair_matrix(cmp, alpha=alpha).to_string())
+            print(f"\n{marks_legend(alpha).replace('`', '')}.")
+        else:
+            print(table.to_string(float_format="{:.3f}".format))
+    for w in msgs + [
         f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)
     ]:
-        print(f"warning: {m}", file=sys.stderr)
+        print(f"warning: {w}", file=sys.stderr)
     return 0
+
+
+def _compare_text(cmp, table, args: argparse.Namespace, matrix: bool) -> str:
+    from .report import differ_column, settings_text
+
+    col = differ_column(table)
+    n_sig = int(table[col].sum()) if col else 0
+    res = cmp.to_dataset().attrs
+    how = settings_text(cmp)
+    head = (
+        "Every pair on the tasks both ran (row agent minus column agent), task as the unit:\n"
+        f"mean paired difference, {args.prob:.0%} paired cluster-bootstrap interval, "
+        f"{res.get('test', 'permutation')} p-value, Holm and BH adjusted ({how}).\n"
+        f"{n_sig} of {len(table)} pairs differ at family-wise level {1 - args.prob:g} (Holm).\n"
+    )
+    if matrix:
+        head += (
+            f"{cmp.to_dataset().sizes['agent']} agents: the pairs as a matrix, agents ordered by "
+            "their mean difference against all others; the full table: --all-pairs or --json.\n"
+        )
+    return head
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -347,7 +515,19 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--score", default="score", help="score column, values in [0, 1] (default: score)"
     )
-    g.add_argument("--error", default=None, help="infrastructure-error column (bool, 0/1 or text)")
+    g.add_argument(
+        "--error",
+        default=None,
+        help="infrastructure-error column: booleans, 0/1, true/false/yes/no/error/ok; "
+        "other values need --error-values",
+    )
+    g.add_argument(
+        "--error-values",
+        action="append",
+        metavar="VALUE=error|ok",
+        help="what another value of the --error column means, e.g. usageLimits=ok or "
+        "timeout=error (repeatable); or 'nonempty': every non-empty value is an error",
+    )
     g.add_argument("--tag", default=None, help="per-task tag column")
     g.add_argument("--cluster", default=None, help="per-task cluster column (repository, family)")
     g.add_argument(
@@ -362,13 +542,46 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         metavar="COL",
         help="boolean per-run annotation to keep and count, e.g. a budget-hit flag (repeatable)",
     )
-    p.add_argument(
+    g.add_argument(
+        "--task-coord",
+        action="append",
+        metavar="COL",
+        help="column constant per task to keep as a task coord (repeatable)",
+    )
+    g.add_argument(
+        "--agent-coord",
+        action="append",
+        metavar="COL",
+        help="column constant per agent to keep as an agent coord (repeatable)",
+    )
+    g.add_argument(
+        "--single-agent",
+        metavar="NAME",
+        default=None,
+        help="the log holds one agent and no agent column: call it NAME",
+    )
+    r = p.add_argument_group("reading (tabular logs)")
+    r.add_argument(
+        "--run-index",
+        choices=["auto", "label", "within_cell"],
+        default="auto",
+        help="how --run labels become runs: integer labels as occasions shared by cells (auto), "
+        "always the labels (label), or numbered within each cell (within_cell)",
+    )
+    r.add_argument(
+        "--duplicates",
+        choices=["refuse", "drop", "keep"],
+        default="refuse",
+        help="records repeated in every column: refuse (default), drop the copies, keep them as runs",
+    )
+    r.add_argument("--encoding", default="utf-8", help="text encoding of CSV/TSV/JSONL (utf-8)")
+    r.add_argument(
         "--errors",
         choices=["fail", "exclude"],
         default="fail",
         help="errored runs count as failures (fail, default) or as not run (exclude)",
     )
-    p.add_argument("--scorer", default=None, help="Inspect logs: which scorer is the score")
+    r.add_argument("--scorer", default=None, help="Inspect logs: which scorer is the score")
 
 
 def _add_file_options(p: argparse.ArgumentParser) -> None:
@@ -380,38 +593,22 @@ def _add_file_options(p: argparse.ArgumentParser) -> None:
     _add_columns(p)
 
 
-def _add_stats_options(p: argparse.ArgumentParser, resamples: int = 1999) -> None:
+def _add_stats_options(p: argparse.ArgumentParser, resamples: int | None = 1999) -> None:
     p.add_argument(
         "--prob", type=float, default=0.95, help="level of every interval (default 0.95)"
     )
-    p.add_argument(
-        "--resamples",
-        type=int,
-        default=resamples,
-        help=f"bootstrap resamples and permutations (default {resamples})",
-    )
+    if resamples is not None:
+        p.add_argument(
+            "--resamples",
+            type=int,
+            default=resamples,
+            help=f"bootstrap resamples of the agents' intervals (default {resamples})",
+        )
     p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default 0)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``hierbench`` command."""
-    parser = argparse.ArgumentParser(
-        prog="hierbench", description="Honest statistics for AI and agent evaluations."
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    v = sub.add_parser(
-        "validate", help="check a run log against the eval-dataset schema and report it"
-    )
-    _add_file_options(v)
-    v.add_argument("--json", action="store_true", help="machine-readable output")
-    v.set_defaults(func=_cmd_validate)
-    s = sub.add_parser(
-        "summary", help="per agent: tasks, runs, mean score, error rate, missing cells"
-    )
-    _add_file_options(s)
-    s.add_argument("--json", action="store_true", help="machine-readable output")
-    s.set_defaults(func=_cmd_summary)
-
+def _add_fit(sub) -> None:
+    """The `fit` command's parser."""
     f = sub.add_parser("fit", help="fit a hierarchical Bayesian model to a run log and save it")
     _add_file_options(f)
     f.add_argument(
@@ -433,11 +630,41 @@ def build_parser() -> argparse.ArgumentParser:
         help="also save the posterior_predictive group (for the report's predictive check)",
     )
     f.add_argument(
-        "--keep-all", action="store_true", help="save every group the fit has (fits compute log_likelihood only when asked: hbb.fit(..., log_likelihood=True))"
+        "--log-likelihood",
+        action="store_true",
+        help="also compute and save the pointwise log_likelihood group (for LOO: "
+        "arviz_stats.loo, hierbench.bayes.loo_compare)",
+    )
+    f.add_argument(
+        "--keep-all",
+        action="store_true",
+        help="save every group the fit has (the per-observation groups are left out by default)",
     )
     f.add_argument("--overwrite", action="store_true", help="replace FIT if it exists")
     f.add_argument("--quiet", action="store_true", help="no sampler progress")
     f.set_defaults(func=_cmd_fit)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``hierbench`` command."""
+    parser = argparse.ArgumentParser(
+        prog="hierbench", description="Honest statistics for AI and agent evaluations."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    v = sub.add_parser(
+        "validate", help="check a run log against the eval-dataset schema and report it"
+    )
+    _add_file_options(v)
+    v.add_argument("--json", action="store_true", help="machine-readable output")
+    v.set_defaults(func=_cmd_validate)
+    s = sub.add_parser(
+        "summary", help="per agent: tasks, runs, mean score, error rate, missing cells"
+    )
+    _add_file_options(s)
+    s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.set_defaults(func=_cmd_summary)
+
+    _add_fit(sub)
 
     r = sub.add_parser(
         "report", help="write the HTML (or Markdown) report of a saved fit and/or a log"
@@ -457,8 +684,13 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="every pair of agents: paired differences, intervals, Holm/BH tests"
     )
     _add_file_options(c)
-    _add_stats_options(c, resamples=9999)
+    _add_stats_options(c, resamples=None)  # compare_agents' own resampling defaults
     c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.add_argument(
+        "--all-pairs",
+        action="store_true",
+        help="one row per pair even with many agents (default: a matrix above 8 agents)",
+    )
     c.add_argument("--quiet", action="store_true", help="no progress line")
     c.set_defaults(func=_cmd_compare)
 
@@ -485,11 +717,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _user_words(msg: str, args: argparse.Namespace) -> str:
-    """Replace Python argument names in a library message by the flags the user typed."""
-    msg = msg.replace(
-        "`obj`", repr(getattr(args, "file", None) or getattr(args, "data", None) or "LOG")
-    )
+    """Say a library message in the user's words: flags for Python arguments, files for objects."""
+    log = getattr(args, "file", None) or getattr(args, "data", None) or "LOG"
+    for name in ("obj", "ds", "data"):
+        msg = msg.replace(f"`{name}`", repr(log))
+    for pattern, flag in _REMEDIES:
+        msg = re.sub(pattern, flag, msg)
     for name, flag in _FLAG_OF.items():
+        if name in _ASSIGNABLE:  # a remedy `name='value'` -> "--flag value"
+            msg = re.sub(rf"`?\b{name}=(['\"]?)([\w.-]+)\1`?", rf"{flag} \2", msg)
         msg = re.sub(rf"`{name}`", flag, msg)
     return msg
 

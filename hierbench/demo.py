@@ -150,90 +150,92 @@ def _bootstrap_section(ctx: DemoContext) -> str:
     )
 
 
-def _bayes_section(ctx: DemoContext) -> str:
+def _fit_crossed(ctx: DemoContext) -> tuple[xr.DataTree, list[str], float]:
+    """The crossed fit at the demo's sizes; its convergence warnings and wall time."""
     from ._console import convergence_line, fit_kwargs
     from .bayes import build_crossed, fit
-    from .compare import side_by_side
-    from .metrics import posterior_interval
 
-    model = build_crossed(ctx.data)
     draws, tune, chains = (300, 300, 2) if _fast(ctx) else (1000, 1000, 4)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dt = fit(
-            model,
+            build_crossed(ctx.data),
             draws=draws,
             tune=tune,
             chains=chains,
             rng=ctx.extra.get("seed", 0),
             **fit_kwargs(fit, bool(ctx.extra.get("progress"))),
         )
-    wall = time.perf_counter() - t0
     ctx.extra["fit"] = dt
     # w is a warnings.WarningMessage: its class is w.category
     conv = [str(w.message) for w in caught if w.category.__name__ == "ConvergenceWarning"]
     line = convergence_line(dt)
     if line:
         ctx.extra.setdefault("warnings", []).append(line)
-    post = dt["posterior"].to_dataset()
-    new = posterior_interval(post["mean_new_task"], prob=PROB)
-    truth = _truth_new_task(ctx)
-    results = {
-        "Bayes crossed (new task)": xr.Dataset(
-            {"estimate": post["mean_new_task"].mean(("chain", "draw")), "ci": new}
-        )
-    }
+    return dt, conv, time.perf_counter() - t0
+
+
+def _interval_result(draws: xr.DataArray) -> xr.Dataset:
+    from .metrics import posterior_interval
+
+    return xr.Dataset(
+        {"estimate": draws.mean(("chain", "draw")), "ci": posterior_interval(draws, prob=PROB)}
+    )
+
+
+def _level_tables(ctx: DemoContext, post: xr.Dataset) -> tuple[xr.Dataset, xr.Dataset]:
+    """A new task (both methods, beside the truth) and these tasks' mean (Bayes only)."""
+    from .compare import side_by_side
+
+    results = {"Bayes crossed (new task)": _interval_result(post["mean_new_task"])}
     if "bootstrap" in ctx.extra:
         results = {"cluster bootstrap (BCa)": ctx.extra["bootstrap"], **results}
-    table = side_by_side(results, truth=truth)
-    ctx.extra["population_table"] = table
+    table = side_by_side(results, truth=_truth_new_task(ctx))
     # mean_observed averages p_mt over every task of the benchmark (a cell an agent
     # never ran is predicted from the model), so its truth is the same average
     true_obs = ctx.truth["p"].mean("task") if ctx.truth is not None else None
     obs = side_by_side(
-        {
-            "Bayes crossed (these tasks)": xr.Dataset(
-                {
-                    "estimate": post["mean_observed"].mean(("chain", "draw")),
-                    "ci": posterior_interval(post["mean_observed"], prob=PROB),
-                }
-            )
-        },
-        truth=true_obs,
+        {"Bayes crossed (these tasks)": _interval_result(post["mean_observed"])}, truth=true_obs
     )
-    ctx.extra["observed_table"] = obs
-    diag = {k.removeprefix("diag_"): v for k, v in dt.attrs.items() if k.startswith("diag_")}
+    ctx.extra["population_table"], ctx.extra["observed_table"] = table, obs
+    return table, obs
+
+
+def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFrame:
+    """Logit-scale standard deviations beside the truth (when known)."""
     import json
 
-    fixed_agents = (
-        json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {}).get("agents") == "fixed"
-    )
-    sd_rows = []
+    opts = json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {})
+    rows = []
     for name in ("sd_agent", "sd_task", "sd_agent_task", "sd_cluster"):
-        if name in post:
-            d = post[name]
-            q = d.quantile([(1 - PROB) / 2, (1 + PROB) / 2], dim=("chain", "draw")).values
-            true = float(ctx.truth[name]) if ctx.truth is not None else np.nan
-            label = name
-            if name == "sd_agent" and fixed_agents and ctx.truth is not None:
-                # agents are fixed effects: sd_agent is the spread of these agents' effects,
-                # so its truth is the sample SD of the true effects, not the generating SD
-                true = float(np.std(ctx.truth["agent_effect"].values, ddof=1))
-                label = "sd of these agents' effects"
-            sd_rows.append(
-                {
-                    "parameter": label,
-                    "truth": true,
-                    "posterior mean": float(d.mean()),
-                    f"{PROB:.0%} lower": q[0],
-                    f"{PROB:.0%} upper": q[1],
-                }
-            )
-    sds = pd.DataFrame(sd_rows).set_index("parameter")
+        if name not in post:
+            continue
+        d = post[name]
+        q = d.quantile([(1 - PROB) / 2, (1 + PROB) / 2], dim=("chain", "draw")).values
+        true = float(ctx.truth[name]) if ctx.truth is not None else np.nan
+        label = name
+        if name == "sd_agent" and opts.get("agents") == "fixed" and ctx.truth is not None:
+            # agents are fixed effects: sd_agent is the spread of these agents' effects,
+            # so its truth is the sample SD of the true effects, not the generating SD
+            true = float(np.std(ctx.truth["agent_effect"].values, ddof=1))
+            label = "sd of these agents' effects"
+        rows.append({"parameter": label, "truth": true, "posterior mean": float(d.mean()),
+                     f"{PROB:.0%} lower": q[0], f"{PROB:.0%} upper": q[1]})  # fmt: skip
+    sds = pd.DataFrame(rows).set_index("parameter")
     if ctx.truth is None:
         sds = sds.drop(columns="truth")
     ctx.extra["sd_table"] = sds
+    return sds
+
+
+def _bayes_section(ctx: DemoContext) -> str:
+    dt, conv, wall = _fit_crossed(ctx)
+    post = dt["posterior"].to_dataset()
+    table, obs = _level_tables(ctx, post)
+    sds = _sd_table(ctx, post, dt)
+    diag = {k.removeprefix("diag_"): v for k, v in dt.attrs.items() if k.startswith("diag_")}
+    chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
     lines = [
         f"Crossed logistic model (agent + task + cluster + agent x task, the agent x task effect\n"
         f"integrated out by Gauss-Hermite quadrature), {chains} chains x {draws} draws with\n"
@@ -243,11 +245,11 @@ def _bayes_section(ctx: DemoContext) -> str:
         + ", ".join(
             f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
             for k, v in diag.items()
-            if k not in ("thresholds",) and (not isinstance(v, str) or len(v) < 60)
+            if k not in ("thresholds", "checks") and (not isinstance(v, str) or len(v) < 60)
         ),
         "",
         "Expected score on a new task, both methods"
-        + (" beside the truth:" if truth is not None else ":"),
+        + (" beside the truth:" if ctx.truth is not None else ":"),
         _frame(table).to_string(),
         "",
         "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only:",
@@ -256,12 +258,11 @@ def _bayes_section(ctx: DemoContext) -> str:
         "Logit-scale standard deviations:",
         sds.to_string(float_format="{:.3f}".format),
     ]
+    from ._console import convergence_line
+
+    line = convergence_line(dt)
     if line:
-        lines = [
-            f"WARNING: {line}. Do not trust the summaries below without more tuning.",
-            "",
-            *lines,
-        ]
+        lines = [f"WARNING: {line}. Do not trust the summaries below without more tuning.", "", *lines]
     if conv:
         lines += ["", "Convergence warnings: " + "; ".join(conv)]
     return "\n".join(lines)
@@ -286,7 +287,12 @@ def _passk_section(ctx: DemoContext) -> str:
     for k in ks:
         # the truth over the cells the unbiased estimator can use (at least k runs)
         est = freq.estimate
-        df = pd.DataFrame({"unbiased C(c,k)/C(n,k)": est.sel(k=k).to_series()})
+        df = pd.DataFrame(
+            {
+                "tasks (>= k runs)": freq.to_dataset()["n_tasks"].sel(k=k).to_series(),
+                "unbiased C(c,k)/C(n,k)": est.sel(k=k).to_series(),
+            }
+        )
         if ctx.truth is not None:
             p = ctx.truth["p"].where(n_runs >= k)
             df.insert(0, "truth", (p**k).mean("task").to_series())
@@ -330,47 +336,32 @@ def _passk_section(ctx: DemoContext) -> str:
 def _compare_section(ctx: DemoContext) -> str:
     from .freq import compare_agents
     from .metrics import prob_superiority
+    from .report import differ_column, pair_frame, settings_text
 
-    n = 1999 if _fast(ctx) else 9999
-    cmp = compare_agents(
-        ctx.data, prob=PROB, n_resamples=n, n_permutations=n, rng=ctx.extra.get("seed", 0)
-    )
+    # compare_agents' own resampling defaults: the report and `hierbench compare` use the same
+    cmp = compare_agents(ctx.data, prob=PROB, rng=ctx.extra.get("seed", 0))
     ctx.extra["compare"] = cmp
-    if not isinstance(cmp, xr.Dataset) and hasattr(cmp, "to_dataset"):
-        cmp = cmp.to_dataset()
-    agents = [str(a) for a in cmp["agent"].values]
-    true_diff = _truth_new_task(ctx)
-    rows = []
-    bayes = None
+    table = pair_frame(cmp, alpha=1 - PROB).rename(
+        columns={"lower": f"{PROB:.0%} lower", "upper": f"{PROB:.0%} upper"}
+    )
+    pairs = [p.split(" - ", 1) for p in table.index]
+    true = _truth_new_task(ctx)
+    if true is not None:
+        table.insert(0, "true diff", [float(true.sel(agent=a) - true.sel(agent=b)) for a, b in pairs])
     if "fit" in ctx.extra:
-        bayes = prob_superiority(ctx.extra["fit"], var="mean_new_task")
-    for i, a in enumerate(agents):
-        for b in agents[i + 1 :]:
-            c = cmp.sel(agent=a, opponent=b)
-            row = {"pair": f"{a} - {b}"}
-            if true_diff is not None:
-                row["true diff"] = float(true_diff.sel(agent=a) - true_diff.sel(agent=b))
-            row |= {
-                "mean diff": float(c["estimate"] if "estimate" in c else c["mean_diff"]),
-                f"{PROB:.0%} lower": float(c["ci"].sel(ci_bound="lower")),
-                f"{PROB:.0%} upper": float(c["ci"].sel(ci_bound="upper")),
-                "p (sign-flip)": float(c["p_permutation"]),
-                "p Holm": float(c["p_holm"]),
-                "p BH": float(c["p_bh"]),
-            }
-            if bayes is not None:
-                row["Bayes P(a > b)"] = float(bayes.sel(agent=a, opponent=b))
-            rows.append(row)
-    table = pd.DataFrame(rows).set_index("pair")
+        ps = prob_superiority(ctx.extra["fit"], var="mean_new_task")
+        ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
+        table["Bayes P(a > b)"] = [float(ps.sel(agent=a, opponent=b)) for a, b in pairs]
     ctx.extra["compare_table"] = table
-    n_sig = int((table["p Holm"] < 0.05).sum())
+    n_sig = int(table[differ_column(table)].sum())
     return (
         "Every pair on the tasks both ran, the task as the unit: mean paired difference, its\n"
-        f"{PROB:.0%} paired cluster-bootstrap interval, the sign-flip permutation p-value and its\n"
-        "Holm (family-wise) and Benjamini-Hochberg (false discovery rate) adjustments over all\n"
-        "pairs, and the crossed model's posterior probability that a beats b on a new task.\n\n"
+        f"{PROB:.0%} paired cluster-bootstrap interval, the {cmp.to_dataset().attrs.get('test', 'permutation')} "
+        f"p-value and its\nHolm (family-wise) and Benjamini-Hochberg (false discovery rate) "
+        f"adjustments over all\npairs ({settings_text(cmp)}), and the crossed model's posterior "
+        "probability that a beats b on a new task.\n\n"
         + table.to_string(float_format="{:.3f}".format)
-        + f"\n\n{n_sig} of {len(table)} pairs differ at family-wise level 0.05 (Holm)."
+        + f"\n\n{n_sig} of {len(table)} pairs differ at family-wise level {1 - PROB:g} (Holm)."
     )
 
 
@@ -475,8 +466,12 @@ def write_report(
     *,
     overwrite: bool = False,
 ) -> str:
-    """Write the demo's report with :func:`hierbench.report.build` (HTML and its Markdown
-    twin), the walk-through text as an appendix, and the fit (compact) and data as netCDF."""
+    """Write the demo's report, fit and data.
+
+    The report comes from :func:`hierbench.report.build` (HTML and its Markdown
+    twin) with the walk-through text as an appendix; the fit (compact) and the
+    data are saved as netCDF.
+    """
     from pathlib import Path
 
     from .io import save_dataset, save_fit

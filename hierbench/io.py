@@ -17,10 +17,17 @@ saved compact by default: the per-observation groups (``log_likelihood``,
 draws times observations, are left out unless asked for with ``groups="all"``
 or by name, and every variable is compressed (zlib in netCDF, zstd in zarr).
 
-What changes on the way: attrs holding a dict or list are stored as JSON text
-(hierbench's own such attrs already are text), boolean attrs as 0/1, and a
-``None`` inside a text variable becomes ``""``. Numbers, text, bools, NaN and
-every coordinate come back as they were.
+A saved fit is plain ArviZ: ``xr.open_datatree("fit.nc")`` alone opens it and
+arviz-plots and arviz-stats work on it. ArviZ's own list attrs (``sample_dims``)
+are written as lists, never as JSON text; how :func:`load_fit` restores the
+attrs a file cannot hold exactly is one JSON root attr (``hierbench_attr_kinds``),
+so the groups ArviZ reads carry no hierbench key.
+
+What changes on the way: attrs holding a dict (or, in an eval dataset, a
+list) are stored as JSON text (hierbench's own such attrs already are text),
+boolean attrs as 0/1, and a ``None`` inside a text variable becomes ``""``;
+:func:`load_fit` and :func:`load_dataset` undo all but the last two. Numbers,
+text, bools, NaN and every coordinate come back as they were.
 """
 
 from __future__ import annotations
@@ -56,9 +63,12 @@ class UnreadableFileError(HierbenchError):
 
 _BOOL_MARK = "hierbench_dtype"
 _JSON_MARK = "hierbench_json_attrs"
+#: root attr of a saved fit: per group, which attrs were lists or JSON text (JSON)
+_ATTR_MARK = "hierbench_attr_kinds"
 
 
-def _encode(ds: xr.Dataset) -> xr.Dataset:
+def _encode_vars(ds: xr.Dataset) -> xr.Dataset:
+    """Bool variables as int8 with a marker attr; ``None`` in text variables as ``""``."""
     ds = ds.copy()
     for name in list(ds.variables):
         var = ds[name]
@@ -70,30 +80,57 @@ def _encode(ds: xr.Dataset) -> xr.Dataset:
             # variable-length text; object arrays may hold None -> ""
             vals = np.array(["" if v is None else str(v) for v in var.values.ravel()], dtype=object)
             ds[name] = var.copy(data=vals.reshape(var.shape))
-    json_keys = []
-    for k, v in list(ds.attrs.items()):
-        if isinstance(v, (dict, list, tuple)):
-            ds.attrs[k] = json.dumps(v)
-            json_keys.append(k)
-        elif isinstance(v, bool):
-            ds.attrs[k] = int(v)
-        elif v is None:
-            ds.attrs[k] = ""
-    if json_keys:
-        # restored on load (ArviZ reads e.g. ``sample_dims`` as a list)
-        ds.attrs[_JSON_MARK] = json.dumps(json_keys)
     return ds
 
 
-def _decode(ds: xr.Dataset) -> xr.Dataset:
+def _plain_list(v: object) -> bool:
+    """A list netCDF and zarr store natively: all text or all numbers (never bools)."""
+    if not isinstance(v, (list, tuple)):
+        return False
+    if all(isinstance(x, str) for x in v):
+        return True
+    return all(isinstance(x, (int, float, np.number)) and not isinstance(x, bool) for x in v)
+
+
+def _encode_attrs(attrs: dict, *, native_lists: bool) -> tuple[dict, dict[str, str]]:
+    """Attrs a file can hold, and how each changed one is restored (``"list"`` or ``"json"``).
+
+    With ``native_lists`` (fits) a list of text or numbers stays a list, so
+    ArviZ reads e.g. ``sample_dims`` from the file as it wrote it; dicts and
+    mixed lists become JSON text. Booleans become 0/1 and ``None`` ``""``.
+    """
+    out, kinds = {}, {}
+    for k, v in attrs.items():
+        if native_lists and _plain_list(v):
+            out[k], kinds[k] = list(v), "list"
+        elif isinstance(v, (dict, list, tuple)):
+            out[k], kinds[k] = json.dumps(v), "json"
+        elif isinstance(v, bool):
+            out[k] = int(v)
+        else:
+            out[k] = "" if v is None else v
+    return out, kinds
+
+
+def _encode(ds: xr.Dataset) -> xr.Dataset:
+    """An eval dataset ready for netCDF: its JSON attrs listed in its own marker attr."""
+    ds = _encode_vars(ds)
+    ds.attrs, kinds = _encode_attrs(dict(ds.attrs), native_lists=False)
+    if kinds:
+        ds.attrs[_JSON_MARK] = json.dumps(sorted(kinds))
+    return ds
+
+
+def _restore_attr(value: object, kind: str) -> object:
+    if kind == "json":
+        return json.loads(value) if isinstance(value, str) else value
+    if isinstance(value, str):  # a one-element list of text reads back as its text
+        return [value]
+    return np.asarray(value).tolist()  # numbers, and an empty list (read back as an empty array)
+
+
+def _decode_vars(ds: xr.Dataset) -> xr.Dataset:
     ds = ds.copy()
-    if _JSON_MARK in ds.attrs:
-        for k in json.loads(ds.attrs.pop(_JSON_MARK)):
-            if isinstance(ds.attrs.get(k), str):
-                ds.attrs[k] = json.loads(ds.attrs[k])
-    sd = ds.attrs.get("sample_dims")
-    if isinstance(sd, str) and sd.startswith("["):  # files written before the marker existed
-        ds.attrs["sample_dims"] = json.loads(sd)
     for name in list(ds.variables):
         var = ds[name]
         if var.attrs.get(_BOOL_MARK) == "bool":
@@ -104,6 +141,21 @@ def _decode(ds: xr.Dataset) -> xr.Dataset:
                 ds = ds.assign_coords({name: new})
             else:
                 ds[name] = new
+    return ds
+
+
+def _decode(ds: xr.Dataset, kinds: dict[str, str] | None = None) -> xr.Dataset:
+    """Undo :func:`_encode` (``kinds``: a fit node's entry of the root marker)."""
+    ds = _decode_vars(ds)
+    if _JSON_MARK in ds.attrs:  # eval datasets, and fits written before the root marker
+        for k in json.loads(ds.attrs.pop(_JSON_MARK)):
+            ds.attrs[k] = _restore_attr(ds.attrs.get(k), "json")
+    for k, kind in (kinds or {}).items():
+        if k in ds.attrs:
+            ds.attrs[k] = _restore_attr(ds.attrs[k], kind)
+    sd = ds.attrs.get("sample_dims")
+    if isinstance(sd, str) and sd.startswith("["):  # files written before any marker existed
+        ds.attrs["sample_dims"] = json.loads(sd)
     return ds
 
 
@@ -209,11 +261,24 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
     try:
         with xr.open_dataset(path, engine="netcdf4") as f:
             ds = f.load()
+        groups = [] if ds.data_vars else _netcdf_groups(path)
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise UnreadableFileError(
             f"{str(path)!r} cannot be read as a netCDF eval dataset ({type(exc).__name__}: {exc})"
         ) from exc
+    if groups:
+        raise UnreadableFileError(
+            f"{str(path)!r} is a saved fit (groups {', '.join(groups)}), not an eval dataset: read "
+            "it with hierbench.io.load_fit, or report it with `hierbench report FIT --data LOG`"
+        )
     return _decode(ds)
+
+
+def _netcdf_groups(path: Path) -> list[str]:
+    import netCDF4
+
+    with netCDF4.Dataset(path) as f:
+        return list(f.groups)
 
 
 def save_fit(
@@ -265,27 +330,11 @@ def save_fit(
         raise TypeError(f"`fit` must be an xarray.DataTree; got {type(fit).__name__}")
     path = Path(path)
     kind = _engine_for(path, engine)
-    if isinstance(groups, str):
-        if groups not in ("compact", "all"):
-            raise ValueError(
-                f"`groups` must be 'compact', 'all' or a list of group names; got {groups!r}"
-            )
-        keep_extra: set[str] = set(COMPACT_DROP) if groups == "all" else set()
-    else:
-        keep_extra = {str(g) for g in groups}
-        unknown = keep_extra - set(fit.children)
-        if unknown:
-            raise ValueError(
-                f"`groups` names groups the fit does not have: {sorted(unknown)}; "
-                f"it has {sorted(fit.children)}"
-            )
-    dropped = [g for g in fit.children if g in COMPACT_DROP and g not in keep_extra]
+    dropped = _groups_dropped(fit, groups)
     tree = fit.copy()
     for g in dropped:
         del tree[g]
-    tree = tree.map_over_datasets(_encode)
-    for node in tree.subtree:
-        node.attrs = dict(_encode(xr.Dataset(attrs=dict(node.attrs))).attrs)
+    tree = _encode_tree(tree)
     if dropped:
         tree.attrs["hierbench_groups_dropped"] = json.dumps(dropped)
     if kind == "zarr":
@@ -302,6 +351,54 @@ def save_fit(
         }
         _write_netcdf(tree, path, overwrite, encoding=encoding)
     return path
+
+
+def _groups_dropped(fit: xr.DataTree, groups: object) -> list[str]:
+    """The per-observation groups :func:`save_fit` leaves out under ``groups``."""
+    if isinstance(groups, str):
+        if groups not in ("compact", "all"):
+            raise ValueError(
+                f"`groups` must be 'compact', 'all' or a list of group names; got {groups!r}"
+            )
+        keep_extra: set[str] = set(COMPACT_DROP) if groups == "all" else set()
+    else:
+        keep_extra = {str(g) for g in groups}
+        unknown = keep_extra - set(fit.children)
+        if unknown:
+            raise ValueError(
+                f"`groups` names groups the fit does not have: {sorted(unknown)}; "
+                f"it has {sorted(fit.children)}"
+            )
+    return [g for g in fit.children if g in COMPACT_DROP and g not in keep_extra]
+
+
+def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
+    """Every node as plain netCDF/zarr content; ArviZ's list attrs stay lists.
+
+    How each changed attr is restored is one JSON root attr (:data:`_ATTR_MARK`),
+    so the groups ArviZ reads carry no hierbench key.
+    """
+    nodes, kinds = {}, {}
+    for node in tree.subtree:
+        ds = _encode_vars(node.to_dataset(inherit=False))
+        ds.attrs, k = _encode_attrs(dict(node.attrs), native_lists=True)
+        nodes[node.path] = ds
+        if k:
+            kinds[node.path] = k
+    out = xr.DataTree.from_dict(nodes)
+    if kinds:
+        out.attrs[_ATTR_MARK] = json.dumps(kinds)
+    return out
+
+
+def _decode_tree(tree: xr.DataTree) -> xr.DataTree:
+    kinds = json.loads(tree.attrs.get(_ATTR_MARK, "{}"))
+    nodes = {}
+    for node in tree.subtree:
+        ds = node.to_dataset(inherit=False)
+        ds.attrs = {k: v for k, v in node.attrs.items() if k != _ATTR_MARK}
+        nodes[node.path] = _decode(ds, kinds.get(node.path))
+    return xr.DataTree.from_dict(nodes)
 
 
 def load_fit(
@@ -336,4 +433,4 @@ def load_fit(
         raise UnreadableFileError(
             f"{str(path)!r} cannot be read as a {what} holding a fit ({type(exc).__name__}: {exc})"
         ) from exc
-    return tree.map_over_datasets(_decode)
+    return _decode_tree(tree)

@@ -20,7 +20,7 @@ CELLS = [(0, 1, -1.0), (1, 1, 0.5), (3, 10, -0.5), (0, 10, -4.0), (10, 10, 2.0),
 
 
 def _posterior_moments(y: int, n: int, eta: float, sd: float) -> tuple[float, float, float]:
-    """log of the integral, and the exact derivatives of it in eta and sd, by scipy quad.
+    """Log of the integral, and the exact derivatives of it in eta and sd, by scipy quad.
 
     d/d eta log L = E[y - n expit(eta + x)], d/d sd log L = E[x^2 / sd^3 - 1 / sd],
     expectations under the cell's posterior of x (prior N(0, sd) times the binomial).

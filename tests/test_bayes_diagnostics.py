@@ -116,3 +116,45 @@ def test_loo_compare_refuses_fits_of_different_observations_on_any_dim():
     for b in (other_pairs, other_wins):
         with pytest.raises(ValueError, match=r"must share the same observations .*\['b'\] differ"):
             loo_compare({"a": a, "b": b})
+
+
+def test_each_check_records_its_value_place_limit_and_reason():
+    """Issue 24: the thresholds explain themselves; values are arviz-stats' own, places by numpy."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(4, 500, 3))
+    x[1, :, 2] += 0.4  # one element whose chains disagree a little
+    post = xr.Dataset({"x": (("chain", "draw", "k"), x)}, coords={"k": ["a", "b", "c"]})
+    dt = xr.DataTree.from_dict({"posterior": post, "sample_stats": _tree({"z": x[..., 0]})["sample_stats"].to_dataset()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        out = compute_diagnostics(dt)
+    checks = {c["check"]: c for c in json.loads(out.attrs["diag_checks"])}
+    assert list(checks) == ["r_hat", "ess_bulk", "ess_tail", "divergences", "bfmi"]
+    rhat = azs.rhat(post)["x"].values
+    assert checks["r_hat"]["value"] == pytest.approx(rhat.max())
+    assert checks["r_hat"]["at"] == f"x[{['a', 'b', 'c'][int(np.argmax(rhat))]}]"
+    ess = azs.ess(post, method="bulk")["x"].values
+    assert checks["ess_bulk"]["value"] == pytest.approx(ess.min())
+    assert checks["ess_bulk"]["limit"] == 400.0 and checks["bfmi"]["limit"] == 0.3
+    assert "chi2(m - 1) / (m - 1)" in checks["r_hat"]["why"] and "1.05" in checks["r_hat"]["why"]
+    assert "Betancourt 2017" in checks["divergences"]["why"]
+    # the verdict and the rows come from one computation
+    assert bool(out.attrs["diag_converged"]) == all(c["passed"] for c in checks.values())
+    if not checks["r_hat"]["passed"]:
+        assert checks["r_hat"]["over_limit_at"].startswith("x[")
+
+
+def test_loo_compare_returns_full_precision():
+    """arviz-stats rounds its compare table for display (elpd -1170.0 for -1167.86): not here."""
+    from hierbench.bayes import loo_compare
+
+    a = _fake_pair_fit(["A-B", "A-C", "B-C"], [3, 5, 2])
+    mu = np.random.default_rng(1).normal(size=(2, 50))
+    a["posterior"] = xr.DataTree(xr.Dataset({"mu": (("chain", "draw"), mu)}))  # loo reads it
+    b = a.copy()
+    b["log_likelihood"] = xr.DataTree(a["log_likelihood"].to_dataset() - 0.123456)
+    table = loo_compare({"a": a, "b": b})
+    # the elpd of `a` from the pointwise values arviz-stats itself computes, unrounded
+    direct = azs.loo(a)
+    assert table.loc["a", "elpd"] == pytest.approx(float(direct.elpd), rel=1e-12)
+    assert abs(table.loc["b", "elpd_diff"]) == pytest.approx(3 * 0.123456, rel=1e-6)

@@ -160,7 +160,7 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
     df = to_records(ds)
     path = tmp_path / "log.csv"
     df.to_csv(path, index=False)
-    assert main(["compare", str(path), "--resamples", "499", "--json"]) == 0
+    assert main(["compare", str(path), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     per_task = df.groupby(["agent", "task"])["score"].mean().unstack("agent")
     agents = sorted(per_task.columns)
@@ -173,9 +173,9 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
             assert row["mean difference"] == pytest.approx((both[a] - both[b]).mean(), abs=1e-12)
             assert row["lower"] < row["mean difference"] < row["upper"]
             assert row["shared tasks"] == len(both)
-    assert main(["compare", str(path), "--resamples", "499"]) == 0
+    assert main(["compare", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "p Holm" in out and "95% lower" in out
+    assert "p Holm" in out and "lower" in out and "agent_00 - agent_01" in out
 
 
 def test_summary_text(log, capsys):
@@ -287,10 +287,11 @@ def test_demo_warning_filter_reads_the_category():
         warnings.simplefilter("always")
         warnings.warn("x", UserWarning, stacklevel=1)
     assert type(caught[0]).__name__ == "WarningMessage"
-    src = inspect.getsource(demo._bayes_section)
+    src = inspect.getsource(demo._fit_crossed)
     assert "type(w).__name__" not in src and "w.category" in src
 
 
+@pytest.mark.slow  # three fresh interpreters
 def test_installed_entry_point(log):
     exe = Path(sys.executable).parent / "hierbench"
     out = subprocess.run(
@@ -322,3 +323,162 @@ def test_extra_and_annotation_columns(tmp_path, capsys):
     assert main(["summary", str(path), *COLS, "--annotate", "hit", "--json"]) == 0
     agents = {r["agent"]: r for r in json.loads(capsys.readouterr().out)["agents"]}
     assert (agents["a"]["n_hit"], agents["b"]["n_hit"]) == (2, 1)
+
+
+# ---------------------------------------------------------------- issue 24: the CLI speaks the shell
+
+
+def _metr_csv(shared_data, tmp_path):
+    raw = pd.read_csv(shared_data / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz")
+    path = tmp_path / "metr.csv"
+    raw.to_csv(path, index=False)
+    return raw, path
+
+
+METR_COLS = ["--agent", "alias", "--task", "task_id", "--run", "run_id", "--score",
+             "score_binarized", "--cluster", "task_family", "--error", "fatal_error_from"]  # fmt: skip
+
+
+def test_metr_error_column_is_mapped_from_the_shell(shared_data, tmp_path, capsys):
+    raw, path = _metr_csv(shared_data, tmp_path)
+    n_limit = int(raw["fatal_error_from"].eq("usageLimits").sum())  # pandas, not the reader
+    assert main(["validate", str(path), *METR_COLS]) == 2
+    err = _one_line_error(capsys, "--error column 'fatal_error_from'", "--error-values")
+    assert "error_values" not in err and "`" not in err.split("--error-values")[1][:40]
+    for meaning, n_err in (("ok", 0), ("error", n_limit)):
+        args = ["validate", str(path), *METR_COLS, "--error-values", f"usageLimits={meaning}"]
+        assert main([*args, "--json"]) == 0
+        rep = json.loads(capsys.readouterr().out)
+        assert rep["n_error_runs"] == n_err and rep["n_records_read"] == len(raw)
+    assert main(["validate", str(path), *METR_COLS, "--error-values", "nonempty", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_error_runs"] == n_limit
+    assert main(["validate", str(path), *METR_COLS, "--error-values", "usageLimits"]) == 2
+    _one_line_error(capsys, "--error-values must be 'nonempty' or VALUE=error / VALUE=ok")
+    # the other reader options: a per-task coord and runs numbered within each cell
+    args = [*METR_COLS, "--error-values", "usageLimits=ok", "--task-coord", "human_minutes"]
+    assert main(["validate", str(path), *args, "--run-index", "within_cell", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert "human_minutes" in rep["task_coords"]
+    assert rep["runs_per_cell"]["max"] == int(raw.groupby(["alias", "task_id"]).size().max())
+
+
+def test_outputs_in_a_format_the_command_cannot_write_are_refused_first(log, tmp_path, capsys):
+    assert main(["fit", str(log), *COLS, "-o", str(tmp_path / "tau.txt")]) == 2
+    _one_line_error(capsys, "-o", "tau.txt", "netCDF (.nc) or zarr (.zarr)")
+    assert not (tmp_path / "tau.txt").exists()
+    assert main(["report", "--data", str(log), *COLS, "-o", str(tmp_path / "r.pdf")]) == 2
+    _one_line_error(capsys, "-o", "r.pdf", ".html", ".md")
+
+
+def _fake_fit(ds):
+    """A fit-shaped tree of a dataset (no sampling): its counts and fingerprint, as fit() keeps them."""
+    import xarray as xr
+
+    from hierbench.bayes import data_hash
+    from hierbench.data import to_counts
+
+    c = to_counts(ds)
+    post = xr.Dataset(
+        {"mean_new_task": (("chain", "draw", "agent"), np.full((2, 20, c.sizes["agent"]), 0.5))},
+        coords={"agent": c["agent"].values},
+    )
+    tree = xr.DataTree.from_dict(
+        {"posterior": post, "constant_data": c[["n_runs", "n_success"]].astype("int32")}
+    )
+    tree.attrs = {"hierbench_model": "crossed", "hierbench_data_hash": data_hash(c)}
+    return tree
+
+
+def test_a_fit_with_another_log_is_refused_naming_what_differs(tmp_path, capsys):
+    from hierbench.data import to_records
+    from hierbench.io import save_fit
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, rng=0)
+    fit = save_fit(_fake_fit(ds), tmp_path / "fit.nc")
+    df = to_records(ds)
+    # another log: one agent gone, one task added, one run's score flipped
+    other = df[df["agent"] != "agent_02"].copy()
+    other = pd.concat([other, other.iloc[:1].assign(task="new_task")])
+    flip = other.index[(other["agent"] == "agent_00") & (other["task"] == "task_0003")][0]
+    other.loc[flip, "score"] = 1 - other.loc[flip, "score"]
+    bad = tmp_path / "other.csv"
+    other.to_csv(bad, index=False)
+    out = tmp_path / "r.html"
+    assert main(["report", str(fit), "--data", str(bad), "-o", str(out), "--quiet"]) == 2
+    line = _one_line_error(capsys, "FIT", "fit.nc", "--data", "other.csv", "not the same evaluation")
+    assert "1 agents only in the fit (['agent_02'])" in line
+    assert "1 tasks only in the data (['new_task'])" in line
+    assert "1 agent x task cells with other success / run counts" in line
+    assert "(agent_00, task_0003)" in line and not out.exists()
+    # the same log in another row order is the same evaluation
+    same = tmp_path / "same.csv"
+    df.sample(frac=1.0, random_state=1).to_csv(same, index=False)
+    from hierbench.report import check_fit_data
+
+    check_fit_data(_fake_fit(ds), from_records(same, run="run"))
+
+
+def test_validate_of_a_saved_fit_says_what_it_is(tmp_path, capsys):
+    from hierbench.io import save_fit
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=2, n_tasks=5, n_runs=2, rng=0)
+    fit = save_fit(_fake_fit(ds), tmp_path / "fit.nc")
+    assert main(["validate", str(fit)]) == 2
+    line = _one_line_error(capsys, "fit.nc", "is a saved fit", "hierbench report")
+    assert "`ds`" not in line
+
+
+def _pairs_of_report(html: str) -> pd.DataFrame:
+    """The full pair table of a report's pairwise section, read back from its HTML."""
+    from html_tables import read_tables
+
+    part = html.split('id="pairwise"')[1].split("</section>")[0]
+    return next(t for t in read_tables(part) if "p Holm" in t.columns).set_index("pair")
+
+
+def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_path, capsys):
+    from hierbench.data import to_records
+    from hierbench.report import build
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=9, n_tasks=25, n_runs=1, sd_agent=1.5, rng=5)
+    path = tmp_path / "log.csv"
+    to_records(ds).to_csv(path, index=False)
+    assert main(["compare", str(path), "--seed", "3", "--json"]) == 0
+    cli = pd.DataFrame(json.loads(capsys.readouterr().out)["pairs"]).set_index("pair")
+    assert len(cli) == 36
+    assert main(["compare", str(path), "--seed", "3"]) == 0
+    text = capsys.readouterr().out
+    assert "9 agents: the pairs as a matrix" in text and "Holm-adjusted p < 0.05" in text
+    html = build(data=ds, path=tmp_path / "r.html", rng=3, progress=False).read_text()
+    rep = _pairs_of_report(html)
+    assert "<details><summary>All 36 pairs</summary>" in html
+    assert sorted(rep.index) == sorted(cli.index)
+    for col in ("mean difference", "p Holm", "shared tasks"):
+        np.testing.assert_allclose(rep.loc[cli.index, col], cli[col], atol=6e-4)
+    # pandas' own paired differences on the shared tasks
+    per_task = to_records(ds).groupby(["agent", "task"])["score"].mean().unstack("agent")
+    a, b = cli.index[0].split(" - ")
+    assert cli.iloc[0]["mean difference"] == pytest.approx((per_task[a] - per_task[b]).mean())
+
+
+def test_fit_stages_name_compiling_and_what_follows_sampling(capsys):
+    from types import SimpleNamespace
+
+    from hierbench.cli import _FitStages
+
+    st = _FitStages(True)
+    st.start("compiling the model")
+    chains = [SimpleNamespace(finished_draws=10, total_draws=20) for _ in range(2)]
+    st.callback(chains)
+    assert st.stage == "sampling" and st.bar is None
+    for c in chains:
+        c.finished_draws = 20
+    st.callback(chains)
+    st.close()
+    err = capsys.readouterr().err
+    assert "compiling the model" in err
+    assert "after sampling: posterior predictive draws, task means, diagnostics" in err
+    assert st.sampled_at is not None

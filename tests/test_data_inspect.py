@@ -330,7 +330,8 @@ def test_bad_inputs_are_refused_by_name(make, pattern, logs, tmp_path):
 @pytest.mark.parametrize(("scorer", "kind"), [("match", "binary"), ("mixed", "mixed"), ("answer_length", "mixed")])
 def test_the_score_kind_is_recorded(logs, scorer, kind):
     """match: 1/0; mixed: 1 / 0.5 / 0 ("P" is partial credit); answer_length: len/10 beside the
-    errored run's 0 (the answers "yes"/"no" are 3 and 2 characters: 0.3 and 0.2)."""
+    errored run's 0 (the answers "yes"/"no" are 3 and 2 characters: 0.3 and 0.2).
+    """
     _, by = logs
     ds = read_inspect_log(by[AGREE], scorer=scorer)
     assert ds.attrs["score_kind"] == kind

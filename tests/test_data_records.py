@@ -291,7 +291,8 @@ def test_round_trip_is_lossless(df, policy):
 @given(df=run_frames())
 def test_round_trip_without_run_column_keeps_file_order(df):
     """Without a run column runs are numbered 0, 1, ... per cell in file order, so the
-    round trip returns, per (agent, task), the same records in the same order."""
+    round trip returns, per (agent, task), the same records in the same order.
+    """
     ds = from_records(
         df.drop(columns="run"), error="error", tag="tag", extra=["cost"], duplicates="keep"
     )

@@ -46,7 +46,8 @@ SWE = {"agent": "model_name", "task": "task_id", "score": "resolved", "extra": {
 
 def test_one_copied_record_of_a_one_run_per_cell_log_is_refused_naming_it(swe_rows):
     """SWE-bench bash-only is one run per (model, instance); one row written twice must not
-    become a second run of that instance."""
+    become a second run of that instance.
+    """
     assert swe_rows.groupby(["model_name", "task_id"]).size().max() == 1  # the log as published
     n = len(swe_rows)
     copied = pd.concat([swe_rows, swe_rows.iloc[[17]]], ignore_index=True)

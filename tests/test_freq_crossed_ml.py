@@ -382,9 +382,10 @@ def test_wine_ordinal_reproduces_clmm(judge_as):
 
 @pytest.mark.slow
 def test_formula_laplace_matches_glmer_on_cbpp():
-    """cbpp as a formula: ``score ~ 0 + agent + (1|task)`` is today's crossed model (quadrature
+    """Cbpp as a formula: ``score ~ 0 + agent + (1|task)`` is today's crossed model (quadrature
     path), and ``score ~ agent + (1|task)`` the same model fitted by the formula's Laplace path:
-    both reproduce lme4's printed glmer fit (sd_herd 0.6421, logLik -92.0266)."""
+    both reproduce lme4's printed glmer fit (sd_herd 0.6421, logLik -92.0266).
+    """
     c = _cbpp()
     n, y = c.n_runs.values, c.n_success.values
     R = int(n.max())
@@ -404,7 +405,8 @@ def test_formula_laplace_matches_glmer_on_cbpp():
 
 def test_laplace_gradient_matches_finite_differences():
     """The analytic gradient of the Laplace log-likelihood against central differences of its value
-    (tight inner mode, h = 1e-5), on a small crossed design with an agent covariate."""
+    (tight inner mode, h = 1e-5), on a small crossed design with an agent covariate.
+    """
     from hierbench.data import model_design
     from hierbench.freq._glmm._laplace import Laplace, fd_gradient
     from hierbench.freq._glmm._mixed import family_of, random_matrix

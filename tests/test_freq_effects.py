@@ -74,7 +74,8 @@ def test_ame_is_the_quadrature_of_the_fitted_model(scaffold_fit):
 @pytest.mark.slow
 def test_delta_method_se_matches_simulation_from_the_estimates(scaffold_fit):
     """SE of the AME: delta method vs the sd of the AME over 3000 parameter draws from
-    N(params, vcov) (Monte Carlo error of an sd from 3000 draws ~1.3%; tolerance 8%)."""
+    N(params, vcov) (Monte Carlo error of an sd from 3000 draws ~1.3%; tolerance 8%).
+    """
     from hierbench.freq._glmm._effects import predict_rows
 
     fit = scaffold_fit
@@ -124,7 +125,8 @@ def test_agent_variance_splits_fixed_and_random_terms():
 def test_fractional_mean_agrees_with_the_task_bootstrap():
     """Partial-credit scores (simulate_eval's continuous kind, run noise 0.8 on the logit):
     each agent's fractional-logit mean score agrees with the task-level bootstrap's mean
-    within 0.75 of the bootstrap's standard error, and the interval widths within 35%."""
+    within 0.75 of the bootstrap's standard error, and the interval widths within 35%.
+    """
     data, _ = simulate_eval(n_agents=4, n_tasks=80, n_runs=4, score_kind="continuous", sd_run=0.8, rng=3)
     fit = fit_crossed_ml(data, "score ~ 0 + agent + (1|task) + (1|agent:task)", intervals="wald")
     assert fit.design.family == "fractional" and 0 < fit.dispersion < 1
@@ -143,7 +145,8 @@ def test_metr_continuous_scores_agree_with_the_task_bootstrap(shared_data):
     agent that ran every task has its mean score within one task-bootstrap standard error of
     the bootstrap's. An agent that ran a subset (davinci-002: 16 of 83 tasks) is compared
     within two: the model integrates over the task effects (a new task), the bootstrap
-    averages that agent's own tasks."""
+    averages that agent's own tasks.
+    """
     from hierbench.data import load_metr
 
     ds = load_metr(shared_data, score="score")
@@ -222,7 +225,8 @@ def test_ame_intervals_cover_their_truth_on_a_simulated_leaderboard():
     (benchmarks/bench_ame_coverage.py: 200 replicates, 300 tasks) measured 0.898 (MC se
     0.012): the delta-method intervals run narrow on 8 models. The Monte Carlo sd of the
     overall coverage here is about 0.03-0.04 (correlated contrasts), so >= 0.80 guards
-    against anything worse than that known shortfall."""
+    against anything worse than that known shortfall.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = _bench().run(reps=16, n_tasks=120, seed=7)
@@ -236,7 +240,8 @@ def test_ordinal_crossed_fit_with_judges_ragged_cells_and_a_rare_grade_recovers_
     one of 4 judges, the top grade rare (~3%). Known truth: thresholds (-1, 0.5, 2, 4.2),
     scaffold effect 0.8, sds agent 0.5, task 1.0, judge 0.4. The fit converges and every
     threshold and the scaffold effect lie within 3.5 standard errors of the truth (a false
-    alarm has probability ~5e-4 per parameter)."""
+    alarm has probability ~5e-4 per parameter).
+    """
     rng = np.random.default_rng(26)
     A, T = 8, 80
     scaffold = np.repeat(["s1", "s2"], A // 2)

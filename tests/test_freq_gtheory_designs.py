@@ -1,5 +1,6 @@
 """G-theory design language: lme4's one-way and nested data, nested/crossed facets,
-one agent, constant scores, D-studies and the cost-optimal allocation."""
+one agent, constant scores, D-studies and the cost-optimal allocation.
+"""
 
 import warnings
 

@@ -1,5 +1,6 @@
 """G-theory: REML against a brute-force dense REML on a ragged nested + crossed design, profile
-intervals against the dense REML profile, the DataFrame code path, and awkward shapes."""
+intervals against the dense REML profile, the DataFrame code path, and awkward shapes.
+"""
 
 import warnings
 
@@ -47,7 +48,8 @@ def _dense_dev(y: np.ndarray, ZZ: list[np.ndarray], s: np.ndarray) -> float:
 
 def _dense_fisher(y: np.ndarray, ZZ: list[np.ndarray], s0: np.ndarray, steps: int = 200):
     """REML by Fisher scoring on the dense covariance (score and expected information
-    written out: dl/ds_k = -tr(P V_k)/2 + y'P V_k P y/2, I_kl = tr(P V_k P V_l)/2)."""
+    written out: dl/ds_k = -tr(P V_k)/2 + y'P V_k P y/2, I_kl = tr(P V_k P V_l)/2).
+    """
     mats = [*ZZ, np.eye(y.size)]
     s = np.asarray(s0, dtype=float).copy()
     for _ in range(steps):
@@ -70,8 +72,9 @@ def _dense_fisher(y: np.ndarray, ZZ: list[np.ndarray], s0: np.ndarray, steps: in
 
 
 def _sim_crossed_nested(rng, n_agent=5, n_family=8):
-    """agents crossed with tasks nested in families (1-4 tasks each), ragged runs (1-4),
-    about 15% of the agent x task cells missing."""
+    """Agents crossed with tasks nested in families (1-4 tasks each), ragged runs (1-4),
+    about 15% of the agent x task cells missing.
+    """
     rows = []
     a = rng.normal(0, 0.5, n_agent)
     fam = rng.normal(0, 0.6, n_family)
@@ -127,8 +130,9 @@ def _sim_nested(rng, n_family, s=(0.5, 1.0, 0.8)):
 
 
 def _dense_profile(y, ZZ, j, value, starts):
-    """min over the other components (>= 0, as squared SDs) of the dense deviance with
-    component j fixed at value."""
+    """Min over the other components (>= 0, as squared SDs) of the dense deviance with
+    component j fixed at value.
+    """
     K = len(ZZ) + 1
     others = [i for i in range(K) if i != j]
 

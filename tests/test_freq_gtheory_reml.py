@@ -87,7 +87,8 @@ def test_unbalanced_crossed_equals_statsmodels():
 
 def _dense_reml(df: pd.DataFrame, y: str, groups: dict[str, list[str]], starts) -> dict:
     """REML by brute force: the dense N x N covariance, minimised over the SDs by BFGS from
-    several starts (an independent route: no cell reduction, no profiling, no sparse algebra)."""
+    several starts (an independent route: no cell reduction, no profiling, no sparse algebra).
+    """
     from scipy.optimize import minimize
 
     yv = df[y].to_numpy(float)

@@ -1,6 +1,7 @@
 """G-theory REML at scale: a scale-free convergence rule, the observed information (intervals
 above the size where the expected information is formed), and a named warning when a result
-has no intervals."""
+has no intervals.
+"""
 
 import warnings
 
@@ -40,7 +41,8 @@ def _sim(rng, n_agents=4, n_family=12, runs=(1, 4)):
 def _dense_observed_information(y, ecodes, effects):
     """Independent REML observed information from the full N x N covariance (long data, no
     cell-mean reduction): with V linear in the components and X = 1,
-    ``I_ij = -tr(P V_i P V_j) / 2 + y'P V_i P V_j P y``; the last component is the residual."""
+    ``I_ij = -tr(P V_i P V_j) / 2 + y'P V_i P V_j P y``; the last component is the residual.
+    """
     n = y.size
     vs = []
     for e in effects[:-1]:
@@ -126,7 +128,8 @@ def test_no_information_is_a_named_warning(monkeypatch):
 
 def test_convergence_rule_is_scale_free_on_metr(shared_data):
     """METR continuous scores: the absolute-gradient rule flagged a fit that no independent
-    optimiser can improve; the decrement rule accepts it and it is a minimum."""
+    optimiser can improve; the decrement rule accepts it and it is a minimum.
+    """
     import hierbench as hb
 
     ds = hb.data.load_metr(score="score")
@@ -153,7 +156,8 @@ def test_saddle_at_zero_is_not_converged():
     """An SD parameter at 0 has slope 0 there even when the deviance falls inside (variance =
     theta^2): the check must probe the interior. The constrained optimum with the agent x
     family component held at 0 is a saddle when the unconstrained REML fit (whose deviance
-    is lower) puts it above 0."""
+    is lower) puts it above 0.
+    """
     df = _sim(np.random.default_rng(11), n_agents=6, n_family=20)
     vc = variance_components(df, design="run:(agent*(task:family))", var="y", ci="wald")
     y, ec = vc._reml_data
@@ -186,7 +190,8 @@ def test_saddle_at_zero_is_not_converged():
 def test_coefficient_at_zero_has_an_interval(shared_data):
     """lme4's Dyestuff2: the batch component is truncated at 0, so E rho^2 = Phi = 0; the Wald
     interval is [0, z * se] with the delta-method se (d E rho^2 / d s_batch = n_rep / s_e at
-    s_batch = 0), and the balanced ANOVA result also gives the profile interval."""
+    s_batch = 0), and the balanced ANOVA result also gives the profile interval.
+    """
     from scipy import stats
 
     d = pd.read_csv(shared_data / "lme4" / "dyestuff2.csv")
@@ -211,7 +216,8 @@ def test_coefficient_at_zero_has_an_interval(shared_data):
 def test_profile_bounds_reach_the_cut_by_an_independent_optimiser():
     """At each finite profile bound the profile deviance, minimised afresh by Nelder-Mead from
     the estimate, equals chi2_1(0.95): the warm-started search does not stop early (warm starts
-    at 0 are saddles of the SD parametrisation)."""
+    at 0 are saddles of the SD parametrisation).
+    """
     from scipy import stats
 
     df = _sim(np.random.default_rng(5), n_agents=5, n_family=14)

@@ -98,7 +98,8 @@ def test_bootstrap_is_seeded_and_its_intervals_hold_the_estimates(metr):
 def test_bootstrap_spread_matches_the_spread_of_refits_on_new_tasks():
     """A simulation with known truth: each replicate data set draws new task lengths and runs;
     the bootstrap sd of log2 h50 (task and run levels) is within 35% of the sd of h50 across
-    the refits (Monte Carlo: 150 simulated data sets, sd of an sd estimate ~6%)."""
+    the refits (Monte Carlo: 150 simulated data sets, sd of an sd estimate ~6%).
+    """
     rng = np.random.default_rng(11)
 
     def make():

@@ -1,6 +1,7 @@
 """Multiple comparisons that can reach their answer: exact and Monte Carlo sign flips checked
 against enumeration, scipy and statsmodels; the CR2 t-test against statsmodels and by simulation;
-compare_agents on many agents and on SWE-bench bash-only (25 agents, 300 pairs)."""
+compare_agents on many agents and on SWE-bench bash-only (25 agents, 300 pairs).
+"""
 
 import itertools
 import warnings

@@ -341,7 +341,8 @@ def test_side_by_side_with_the_pymc_fit():
 )
 def test_batched_bootstrap_refits_match_one_at_a_time(ties, home):
     """The bootstrap's batched Newton refits equal the scalar Newton (checked above against
-    BradleyTerry2, evalica and scipy) run on each resampled table, from the same start."""
+    BradleyTerry2, evalica and scipy) run on each resampled table, from the same start.
+    """
     from hierbench.freq._pairwise._newton import _newton, _newton_batch
 
     rng = np.random.default_rng(11)

@@ -127,8 +127,9 @@ def test_fit_round_trip(fit, tmp_path, suffix):
 @given(df=run_frames())
 def test_any_read_dataset_survives_save_and_load(df):
     """Property: every dataset from_records can build (ragged, NaN, errors) round-trips exactly."""
+    # run labels as the coordinate however sparse (the reader refuses sparse ones by default)
     ds = from_records(
-        df, run="run", run_index="label", error="error", tag="tag", extra=["cost"], errors="exclude"
+        df, run="run", error="error", tag="tag", extra=["cost"], errors="exclude", run_index="label"
     )
     with tempfile.TemporaryDirectory() as tmp:
         back = load_dataset(save_dataset(ds, Path(tmp) / "x.nc"))
@@ -232,3 +233,75 @@ def test_arviz_list_attrs_round_trip(fit, tmp_path):
     tree["posterior"].attrs["sample_dims"] = ["chain", "draw"]
     back = load_fit(save_fit(tree, tmp_path / "f.nc"))
     assert back["posterior"].attrs["sample_dims"] == ["chain", "draw"]
+
+
+# ---------------------------------------------------------------- issue 24: a saved fit is plain ArviZ
+
+_ARVIZ_SCRIPT = """
+import json, sys
+import matplotlib
+matplotlib.use("Agg")
+import xarray as xr
+import arviz_plots as azp
+import arviz_stats as azs
+
+dt = xr.open_datatree(sys.argv[1])  # no hierbench import: what any ArviZ user does
+calls = [
+    ("plot_forest", {"var_names": ["mean_new_task"]}),
+    ("plot_trace", {"var_names": ["sd_task"]}),
+    ("plot_trace_dist", {"var_names": ["sd_task"]}),
+    ("plot_rank", {"var_names": ["sd_task"]}),
+    ("plot_ess", {"var_names": ["sd_task"]}),
+    ("plot_energy", {}),
+    ("plot_ppc_rootogram", {}),
+    ("plot_ppc_dist", {}),
+    ("plot_loo_pit", {}),
+]
+done = []
+for name, kw in calls:
+    getattr(azp, name)(dt, backend="matplotlib", **kw)
+    done.append(name)
+summ = azs.summary(dt, var_names=["sd_task"], kind="stats")
+loo = azs.loo(dt)
+print(json.dumps({
+    "plotted": done,
+    "sample_dims": dt["posterior"].attrs["sample_dims"],
+    "sd_task_mean": float(summ.loc["sd_task", "mean"]),
+    "elpd": float(loo.elpd),
+    "n_obs": int(loo.n_data_points),
+    "hierbench_loaded": "hierbench" in sys.modules,
+}))
+"""
+
+
+@pytest.mark.slow  # samples a small crossed model through the CLI
+def test_a_fit_saved_by_the_cli_opens_in_plain_arviz(tmp_path):
+    import subprocess
+    import sys
+
+    from hierbench.data import to_records
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=15, n_runs=3, rng=0)
+    log = tmp_path / "runs.csv"
+    df = to_records(ds)
+    df.to_csv(log, index=False)
+    out = tmp_path / "fit.nc"
+    fit = subprocess.run(
+        [sys.executable, "-m", "hierbench", "fit", str(log), "-o", str(out), "--draws", "200",
+         "--tune", "200", "--chains", "2", "--keep-all", "--log-likelihood", "--quiet"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert fit.returncode == 0, fit.stderr
+    assert "model as fitted: crossed" in fit.stdout  # the structure it chose, and why
+    res = subprocess.run(
+        [sys.executable, "-c", _ARVIZ_SCRIPT, str(out)], capture_output=True, text=True, timeout=600
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert len(got["plotted"]) >= 6 and not got["hierbench_loaded"]
+    assert got["sample_dims"] == ["chain", "draw"]
+    # the numbers ArviZ reads are the file's own draws, and LOO sees one value per observed cell
+    draws = xr.open_datatree(out)["posterior"]["sd_task"].values
+    assert got["sd_task_mean"] == pytest.approx(draws.mean(), abs=5e-3)
+    n_cells = int(df.dropna(subset=["score"]).groupby(["agent", "task"]).ngroups)
+    assert got["n_obs"] == n_cells and np.isfinite(got["elpd"])

@@ -170,7 +170,8 @@ def test_freq_wings_own_their_names():
 
 def test_warnings_sit_under_a_few_meanings():
     """Warning classes have distinct names, and most derive from one of the four meanings
-    (the rest are reading, design and reporting notices under HierbenchWarning)."""
+    (the rest are reading, design and reporting notices under HierbenchWarning).
+    """
     import inspect
 
     import hierbench._base as base

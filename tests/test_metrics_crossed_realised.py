@@ -80,7 +80,8 @@ def _synthetic_fit(
 
 def _cell_moments(f, y: int, n: int, eta: float, sd: float) -> tuple[float, float]:
     """E[f(p)] and Var(f(p)) for logit p = eta + ab, density of ab proportional to
-    N(ab; 0, sd) Binomial(y | n, expit(eta + ab)), by scipy's adaptive quadrature."""
+    N(ab; 0, sd) Binomial(y | n, expit(eta + ab)), by scipy's adaptive quadrature.
+    """
 
     def lik(x: float) -> float:
         return stats.binom.pmf(y, n, expit(eta + x)) * stats.norm.pdf(x, 0.0, sd)
@@ -126,7 +127,8 @@ def _set_moments(f, j: int, m: int) -> tuple[float, float]:
 @pytest.mark.slow
 def test_node_draws_follow_the_law_of_total_variance(n_quad, sets, quad_rel):
     """Realised draws: centred on the conditional expectations, with the extra variance
-    E[(1/T^2) sum_t Var(f(p_mt) | draw)] computed independently with scipy.integrate.quad."""
+    E[(1/T^2) sum_t Var(f(p_mt) | draw)] computed independently with scipy.integrate.quad.
+    """
     dt, idx = _synthetic_fit(n_quad=n_quad)
     keep = np.isin(idx, sets)
     S = int(keep.sum())

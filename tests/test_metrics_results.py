@@ -1,6 +1,7 @@
 """The posterior metrics as result objects: values against independent counts and simulation,
 the house interval convention, side by side with the frequentist half (like with like only),
-variance components named as the G-study names them."""
+variance components named as the G-study names them.
+"""
 
 from __future__ import annotations
 

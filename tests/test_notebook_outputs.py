@@ -120,3 +120,42 @@ def test_notebook_executed_in_order_without_errors(path):
     assert not stderr_tracebacks, (
         f"{path.name}: tracebacks printed to stderr in code cells {stderr_tracebacks}"
     )
+
+
+#: absolute paths of a machine (a user's home, a work or temporary folder, a Windows drive)
+_MACHINE_PATH = re.compile(r"(?<![\w.])(/(home|Users|work|tmp|root|var/folders|opt)/[^\s'\"]+|[A-Z]:\\\\[^\s'\"]+)")
+
+
+def _outputs_text(cell) -> list[tuple[str, str]]:
+    """(kind, text) of every output of a cell: streams, and the text of rich outputs."""
+    out = []
+    for o in cell.get("outputs", []):
+        if o.get("output_type") == "stream":
+            out.append((o.get("name", "stream"), "".join(o.get("text", ""))))
+        for mime, data in (o.get("data") or {}).items():
+            if mime.startswith("text/") or mime.endswith("json"):
+                out.append((mime, data if isinstance(data, str) else json.dumps(data)))
+    return out
+
+
+@pytest.mark.parametrize("path", CHECKED[:6], ids=[p.stem for p in CHECKED[:6]])
+def test_committed_outputs_hold_no_machine_paths_or_progress_bars(path):
+    """Issue 24: what a reader of the repository sees is results, not a machine's traces."""
+    cells = _code_cells(path)
+    paths = [
+        (i, m.group(0)[:80])
+        for i, c in enumerate(cells)
+        for _, text in _outputs_text(c)
+        for m in _MACHINE_PATH.finditer(text)
+    ]
+    assert not paths, f"{path.name}: machine paths in outputs (cell, path): {paths[:5]}"
+    bars = [
+        i
+        for i, c in enumerate(cells)
+        for kind, text in _outputs_text(c)
+        if "\r" in text or re.search(r"\d+%\|", text) or "it/s]" in text
+        or ("progress" in text.lower() and kind == "text/html")
+    ]
+    assert not bars, f"{path.name}: progress-bar output in code cells {sorted(set(bars))}"
+    stderr = [i for i, c in enumerate(cells) for kind, _ in _outputs_text(c) if kind == "stderr"]
+    assert len(stderr) <= 3, f"{path.name}: {len(stderr)} stderr outputs (cells {stderr})"

@@ -14,12 +14,16 @@ from hierbench.report import SECTIONS, Report, as_table, build, markdown_table
 from hierbench.testing import simulate_eval
 
 
+def _md_cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
 def test_markdown_table_writes_every_cell_and_nan():
     df = pd.DataFrame({"mean": [0.5, np.nan], "n": [3, 4], "ok": [True, False]}, index=["a", "b|c"])
     text = markdown_table(df, digits=2).splitlines()
-    assert text[0] == "|   | mean | n | ok |"
-    assert text[2] == "| a | 0.50 | 3 | yes |"
-    assert text[3] == "| b\\|c | NaN | 4 | no |"
+    assert _md_cells(text[0]) == ["", "mean", "n", "ok"]
+    assert _md_cells(text[2]) == ["a", "0.50", "3", "yes"]
+    assert _md_cells(text[3]) == ["b\\|c", "NaN", "4", "no"]
 
 
 def _posterior_tree():
@@ -185,7 +189,11 @@ def _synthetic_fit(rng=0):
                 ("chain", "draw", "agent"),
                 level + 0.05 * gen.normal(size=(2, 300, 3)),
             ),
-            "sd_task": (("chain", "draw"), np.abs(gen.normal(1.5, 0.1, size=(2, 300)))),
+            # chain 1 stuck elsewhere: a genuine R-hat failure the report must find
+            "sd_task": (
+                ("chain", "draw"),
+                np.abs(gen.normal(1.5, 0.1, size=(2, 300))) + np.array([[0.0], [0.5]]),
+            ),
         },
         coords={"chain": [0, 1], "draw": np.arange(300), "agent": agents},
     )
@@ -212,6 +220,16 @@ def _synthetic_fit(rng=0):
     return dt, level
 
 
+def _cells(html: str, sid: str) -> list[str]:
+    """Every table cell of a report section, as text, in reading order."""
+    from html_tables import read_tables
+
+    part = html.split(f'id="{sid}"')[1].split("</section>")[0]
+    return [str(v) if not isinstance(v, float) else f"{v:.3f}" for t in read_tables(part)
+            for v in t.to_numpy().ravel()]  # fmt: skip
+
+
+@pytest.mark.slow  # recomputes the synthetic fit's diagnostics
 def test_build_from_a_fit_alone(tmp_path):
     """The Bayesian sections from a fit without data; the numbers are the draws' own summaries."""
     dt, _ = _synthetic_fit()
@@ -225,20 +243,114 @@ def test_build_from_a_fit_alone(tmp_path):
     # from constant_data: 3 agents x 4 tasks, 9 + 12 + 10 = 31 runs, one cell never run
     assert "3 agents x 4 tasks, 31 runs, 1 agent x task cells never run" in summary
     conv = html.split('id="convergence"')[1].split("</section>")[0]
-    assert "FAILED convergence checks: max R-hat 1.05 &gt; 1.01" in conv
+    assert "FAILED convergence checks: R-hat" in conv and "Verdict: not converged" in conv
+    # every check states its limit and why; the R-hat limit names its formula
+    assert "chi2(m - 1) / (m - 1)" in conv and "Vehtari et al. 2021" in conv
     assert 'data-name="rank_worst"' in conv and 'data-name="energy"' in conv
     # the abilities table: posterior mean and 95% equal-tailed interval, by numpy
-    abil = html.split('id="abilities"')[1].split("</section>")[0]
+    abil = _cells(html, "abilities")
     draws = dt["posterior"]["mean_new_task"].values.reshape(-1, 3)
     lo, hi = np.quantile(draws, [0.025, 0.975], axis=0)
     for j in range(3):
         for v in (draws[:, j].mean(), lo[j], hi[j]):
-            assert f"<td>{v:.3f}</td>" in abil
+            assert f"{v:.3f}" in abil
     # P(c > a) is 1 in every draw here; the ranks follow the levels
     pair = html.split('id="pairwise"')[1].split("</section>")[0]
     assert 'data-name="prob_superiority"' in pair
-    ranks = html.split('id="ranks"')[1].split("</section>")[0]
-    assert ranks.index("<td>c</td>") < ranks.index("<td>b</td>") < ranks.index("<td>a</td>")
+    ranks = _cells(html, "ranks")
+    assert ranks.index("c") < ranks.index("b") < ranks.index("a")
     # sections that need data say so
     side = html.split('id="side-by-side"')[1].split("</section>")[0]
     assert "needs both a fit and data" in side
+
+
+def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning():
+    """The verdict never contradicts the rank plots: a flagged panel is a warning in the verdict."""
+    import matplotlib.pyplot as plt
+
+    from hierbench.report._convergence import _check_rows, _verdict
+    from hierbench.report._figures import RANK_ENVELOPE, rank_plot, rank_tests
+
+    gen = np.random.default_rng(7)
+    x = gen.normal(size=(4, 400))
+    x[0] = np.sort(x[0])  # one chain drifts: its ranks are not uniform in draw order
+    post = xr.Dataset(
+        {"x": (("chain", "draw"), x), "y": (("chain", "draw"), gen.normal(size=(4, 400)))},
+        coords={"chain": np.arange(4), "draw": np.arange(400)},
+    )
+    worst = [("x", {}), ("y", {})]
+    p = rank_tests(post, worst)
+    pc = rank_plot(post, worst)
+    fig = pc.viz["figure"].item() if hasattr(pc.viz["figure"], "item") else pc.viz["figure"]
+    printed = sorted(t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("p="))
+    assert printed == sorted(f"p={v:.2f}(α={1 - RANK_ENVELOPE:.2f}) " for v in p.values())
+    plt.close(fig)
+    assert p["x"] < 1 - RANK_ENVELOPE < p["y"]
+    checks = [{"check": "r_hat", "value": 1.0, "at": "x", "limit": 1.01, "rule": "<=",
+               "passed": True, "why": "w"}]  # fmt: skip
+    table = _check_rows(checks, p, 1 - RANK_ENVELOPE)
+    assert not table["passes"].iloc[-1]
+    verdict, note = _verdict([], table)
+    assert verdict == "warning" and "rank plots" in note
+    assert _verdict([], _check_rows(checks, {"y": p["y"]}, 0.01))[0].startswith("converged")
+
+
+# ---------------------------------------------------------------- issue 24: figures a reader can read
+
+
+def test_the_overlap_finder_sees_crowded_labels_and_a_legend_on_tick_labels():
+    import matplotlib.pyplot as plt
+    from figure_overlap import overlaps
+
+    fig, ax = plt.subplots(figsize=(3, 3))
+    ax.set_xticks(range(30), [f"label number {i}" for i in range(30)])
+    assert len(overlaps(fig)) >= 25  # neighbours collide all along the axis
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(8, 3))  # 45-degree labels judged by their glyph boxes
+    ax.set_xticks(range(10), [f"lab {i}" for i in range(10)], rotation=45, ha="right")
+    assert overlaps(fig) == []
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="a long legend entry")
+    ax.legend(loc="lower right", bbox_to_anchor=(1.0, -0.1))
+    assert any("legend" in o for o in overlaps(fig))
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4, 3))  # a short log axis: its minor labels collide
+    ax.plot([1, 8], [1, 2])
+    ax.set_xscale("log")
+    assert any("tick label" in o for o in overlaps(fig))
+    plt.close(fig)
+    fig, ax = plt.subplots()  # an annotation is judged by its text, not by its arrow
+    ax.annotate("a", (0.1, 0.1), xytext=(0.9, 0.9), arrowprops={"arrowstyle": "-"})
+    ax.annotate("b", (0.9, 0.1), xytext=(0.1, 0.9), arrowprops={"arrowstyle": "-"})
+    assert overlaps(fig) == []
+    plt.close(fig)
+
+
+def _collect_overlaps(monkeypatch) -> dict:
+    """Check every figure a report renders for overlapping text, as it is rendered."""
+    from figure_overlap import overlaps
+
+    import hierbench.report._report as R
+
+    found, orig = {}, R._png_bytes
+
+    def checked(obj, name):
+        found[name] = overlaps(R.figure_of(obj))
+        return orig(obj, name)
+
+    monkeypatch.setattr(R, "_png_bytes", checked)
+    return found
+
+
+@pytest.mark.slow  # renders two full reports
+def test_report_figures_have_no_overlapping_text(tmp_path, monkeypatch):
+    found = _collect_overlaps(monkeypatch)
+    dt, _ = _synthetic_fit()
+    ds, _ = simulate_eval(n_agents=12, n_tasks=30, n_runs=3, n_clusters=5, rng=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        build(dt, path=tmp_path / "fit.html", progress=False)
+        build(data=ds, path=tmp_path / "data.html", n_resamples=199, progress=False)
+    assert {"rank_worst", "trace_worst", "energy", "abilities_forest", "passk_curves"} <= set(found)
+    assert not {k: v for k, v in found.items() if v}

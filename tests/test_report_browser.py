@@ -1,11 +1,14 @@
-"""Acceptance: the HTML reports of the demo and of a METR fit render in headless Chromium.
+"""Acceptance: the HTML reports of the demo, of a METR fit and of the notebooks render in Chromium.
 
 Each report is opened in Debian's ``chromium`` (``.ci/run`` installs it): no
 console errors, every embedded figure decoded (natural width > 0), every
-section present. A small script injected into a copy of the report records
-errors and image sizes into the DOM, which ``--dump-dom`` returns. A
-screenshot of each report is written (to ``HIERBENCH_SCREENSHOT_DIR`` when
-set).
+section present, no table cell that reads NaN (a value a section could not
+compute is said in words and flagged). A small script injected into a copy
+of the report records errors, image sizes and such cells into the DOM,
+which ``--dump-dom`` returns. Every figure of these reports is checked for
+overlapping text as it is rendered (``figure_overlap``). A screenshot of
+each report is written (to ``HIERBENCH_SCREENSHOT_DIR`` when set). The
+notebooks' reports are opened by ``test_notebooks.py``, which runs them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from hierbench.report import SECTIONS, build
+from hierbench.report import SECTIONS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -30,7 +33,7 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)"),
 ]
 
-_PROBE = """<script>
+_PROBE = r"""<script>
 window.__hbErrors = [];
 (function () {
   var orig = console.error;
@@ -43,9 +46,15 @@ window.__hbErrors = [];
       return {name: i.getAttribute("data-name"), width: i.naturalWidth, height: i.naturalHeight, complete: i.complete};
     });
     var secs = Array.from(document.querySelectorAll("section.hb-section")).map(function (s) { return s.id; });
+    var empty = Array.from(document.querySelectorAll("td")).filter(function (td) {
+      return /^\s*(nan|NaN|None|inf|-inf)\s*$/.test(td.textContent);
+    }).map(function (td) {
+      var sec = td.closest("section"); var row = td.parentElement.firstElementChild;
+      return (sec ? sec.id : "?") + " / " + (row ? row.textContent.trim() : "?") + ": " + td.textContent.trim();
+    });
     var out = document.createElement("pre");
     out.id = "hb-probe";
-    out.textContent = JSON.stringify({errors: window.__hbErrors, images: imgs, sections: secs});
+    out.textContent = JSON.stringify({errors: window.__hbErrors, images: imgs, sections: secs, nan_cells: empty});
     document.body.appendChild(out);
   });
 })();
@@ -111,6 +120,8 @@ def _shot_dir(tmp_path: Path) -> Path:
 
 def _check(found: dict, expect_figures: set[str]) -> None:
     assert found["errors"] == [] and found["console"] == [], (found["errors"], found["console"])
+    # a missing value is said in words (and flagged), never left as NaN in a table
+    assert found["nan_cells"] == [], f"NaN cells (section / row: value): {found['nan_cells'][:10]}"
     assert found["images"], "no figures"
     bad = [i for i in found["images"] if not (i["complete"] and i["width"] > 0 and i["height"] > 0)]
     assert not bad, f"figures that did not load: {bad}"
@@ -120,29 +131,38 @@ def _check(found: dict, expect_figures: set[str]) -> None:
     assert not missing, f"sections missing: {missing}"
 
 
-def _small_fit(data, rng):
-    from hierbench.bayes import build_crossed, fit
+class _Overlaps:
+    """Check every figure a report renders for overlapping text while the block runs."""
 
-    with warnings.catch_warnings():
-        warnings.simplefilter(
-            "ignore"
-        )  # a short smoke fit: its diagnostics are reported, not tested
-        return fit(build_crossed(data), draws=200, tune=200, chains=2, rng=rng)
+    def __enter__(self):
+        from figure_overlap import overlaps
+
+        import hierbench.report._report as R
+
+        self.found, self._R, self._orig = {}, R, R._png_bytes
+
+        def checked(obj, name):
+            self.found[name] = overlaps(R.figure_of(obj))
+            return self._orig(obj, name)
+
+        R._png_bytes = checked
+        return self
+
+    def __exit__(self, *exc):
+        self._R._png_bytes = self._orig
 
 
 @pytest.fixture(scope="session")
 def demo_html(tmp_path_factory):
-    from hierbench.demo import population_truth
-    from hierbench.testing import default_dataset
+    """The report `hierbench demo --fast` writes, its figures checked as they are drawn."""
+    from hierbench.demo import run_demo
 
-    data, truth = default_dataset()
-    dt = _small_fit(data, 1)
-    out = tmp_path_factory.mktemp("demo") / "demo_report.html"
-    with warnings.catch_warnings():
+    out = tmp_path_factory.mktemp("demo")
+    with warnings.catch_warnings(), _Overlaps() as ov:
         warnings.simplefilter("ignore")
-        return build(
-            dt, data, truth=population_truth(truth), path=out, n_resamples=499, progress=False
-        )
+        assert run_demo(out=out, fast=True, progress=False) == 0
+    assert ov.found and not {k: v for k, v in ov.found.items() if v}, ov.found
+    return out / "report.html"
 
 
 METR_COLS = [
@@ -165,7 +185,7 @@ def metr_html(tmp_path_factory, shared_data):
     log = shared_data / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz"
     folder = tmp_path_factory.mktemp("metr")
     fit_path, out = folder / "metr_fit.nc", folder / "metr_report.html"
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _Overlaps() as ov:
         warnings.simplefilter("ignore")
         assert (
             main(
@@ -204,6 +224,7 @@ def metr_html(tmp_path_factory, shared_data):
             )
             == 0
         )
+    assert ov.found and not {k: v for k, v in ov.found.items() if v}, ov.found
     return out
 
 
@@ -226,8 +247,9 @@ def test_demo_report_renders_in_chromium(demo_html, tmp_path):
     text = demo_html.read_text()
     # the truth is marked and both methods are in the abilities table
     abil = text.split('id="abilities"')[1].split("</section>")[0]
-    assert "<th>truth</th>" in abil and "cluster bootstrap" in abil and "Bayes crossed" in abil
+    assert ">truth</th>" in abil and "cluster bootstrap" in abil and "Bayes crossed" in abil
     assert '<p class="note">not computed' not in text  # no section failed
+    assert 'id="appendix-1"' in text  # the demo's printed sections
 
 
 def test_metr_report_renders_in_chromium(metr_html, tmp_path):
@@ -242,3 +264,9 @@ def test_metr_report_renders_in_chromium(metr_html, tmp_path):
         "fewer than half the tasks" in summary
         and "davinci-002" in summary.split("fewer than half")[1]
     )
+
+
+def check_notebook_report(report: Path, tmp: Path) -> None:
+    """What test_notebooks.py asks of each notebook's report (it runs the notebooks)."""
+    found = render(report, tmp, _shot_dir(tmp) / f"{report.stem}.png")
+    _check(found, set())

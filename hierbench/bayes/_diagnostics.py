@@ -93,19 +93,6 @@ class ConvergenceWarning(NotConvergedWarning):
     """A fit failed a convergence threshold (R-hat, ESS, divergences or E-BFMI)."""
 
 
-def _finite_extreme(ds: xr.Dataset, how: str) -> tuple[float, str]:
-    best, where = (np.nan, "")
-    for name, da in ds.data_vars.items():
-        v = np.asarray(da.values, dtype=float)
-        v = v[np.isfinite(v)]
-        if v.size == 0:
-            continue
-        val = float(v.max() if how == "max" else v.min())
-        if np.isnan(best) or (val > best if how == "max" else val < best):
-            best, where = val, str(name)
-    return best, where
-
-
 def compute_diagnostics(
     fit: xr.DataTree,
     *,
@@ -135,8 +122,9 @@ def compute_diagnostics(
         ``diagnostics/r_hat``, ``diagnostics/ess_bulk``, ``diagnostics/ess_tail``
         (one value per posterior element) and root attrs ``diag_max_r_hat``,
         ``diag_min_ess_bulk``, ``diag_min_ess_tail``, ``diag_n_divergent``,
-        ``diag_min_bfmi``, ``diag_converged`` (1/0) and ``diag_failures``
-        (JSON list of messages).
+        ``diag_min_bfmi``, ``diag_converged`` (1/0), ``diag_failures``
+        (JSON list of messages) and ``diag_checks`` (JSON: per check its
+        value, where, the limit applied, and why the limit is what it is).
 
     Examples
     --------
@@ -150,111 +138,36 @@ def compute_diagnostics(
     >>> bool(out.attrs["diag_max_r_hat"] < 1.01)
     True
     """
-    import arviz_stats as azs
-
-    th = dict(DEFAULT_THRESHOLDS)
-    if thresholds:
-        unknown = sorted(set(thresholds) - set(th))
-        if unknown:
-            raise ValueError(f"`thresholds` keys must be among {sorted(th)}; got unknown {unknown}")
-        th.update(thresholds)
-    if "posterior" not in fit.children:
-        raise ValueError(f"`fit` must have a `posterior` group; has {list(fit.children)}")
-    post = fit["posterior"].to_dataset()
-    if var_names is not None:
-        missing = [v for v in var_names if v not in post]
-        if missing:
-            raise ValueError(f"`var_names` must name posterior variables; not found: {missing}")
-        post = post[list(var_names)]
-    n_chains = int(post.sizes["chain"])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        r_hat = azs.rhat(post)
-        ess_bulk = azs.ess(post, method="bulk")
-        ess_tail = azs.ess(post, method="tail")
-        # ESS within chains (summed): the Monte Carlo noise an element would show
-        # if its chains agreed; the pooled ESS shrinks when they disagree, which
-        # would let a disagreeing element excuse its own R-hat
-        ess_within = sum(
-            azs.ess(post.isel(chain=[c]), method="bulk") for c in range(int(post.sizes["chain"]))
-        )
-    max_rhat, _ = _finite_extreme(r_hat, "max")
-    # the worst element relative to its own limit (see the module docstring)
-    n_draws = int(post.sizes["draw"])
-    n_elem = int(sum(np.isfinite(np.asarray(da.values, dtype=float)).sum() for da in r_hat.data_vars.values()))
-    worst_excess, worst = -np.inf, None
-    for name, da in r_hat.data_vars.items():
-        rv = np.asarray(da.values, dtype=float).ravel()
-        ev = np.asarray(ess_within[name].values, dtype=float).ravel()
-        ok = np.isfinite(rv)
-        if not ok.any():
-            continue
-        lim = r_hat_limit(np.where(np.isfinite(ev), ev, 1.0)[ok], n_elem, n_chains, n_draws, th["r_hat"])
-        ex = rv[ok] - lim
-        j = int(np.argmax(ex))
-        if ex[j] > worst_excess:
-            worst_excess, worst = float(ex[j]), (str(name), float(rv[ok][j]), float(lim[j]))
-    min_bulk, at_bulk = _finite_extreme(ess_bulk, "min")
-    min_tail, at_tail = _finite_extreme(ess_tail, "min")
-    n_div = 0
-    min_bfmi = np.nan
-    if "sample_stats" in fit.children:
-        stats = fit["sample_stats"].to_dataset()
-        if "diverging" in stats:
-            n_div = int(stats["diverging"].values.sum())
-        if "energy" in stats:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                min_bfmi = float(np.min(np.asarray(azs.bfmi(stats[["energy"]])["energy"])))
-    failures: list[str] = []
-    # a draw that is NaN or infinite makes R-hat / ESS NaN, which the checks below skip:
-    # count such draws and fail on them, naming the variables
-    bad_draws = {
-        str(v): int((~np.isfinite(post[v].values)).sum())
-        for v in post.data_vars
-        if np.issubdtype(post[v].dtype, np.number) and not np.isfinite(post[v].values).all()
-    }
-    if bad_draws:
-        failures.append(
-            f"{sum(bad_draws.values())} non-finite (NaN or inf) posterior draws, in "
-            + ", ".join(f"`{k}` ({n})" for k, n in sorted(bad_draws.items()))
-        )
-    failed_at: list[str] = []
-    if worst is not None and worst_excess > 0:
-        failures.append(
-            f"R-hat {worst[1]:.3f} > its limit {worst[2]:.3f} (at `{worst[0]}`; the limit allows "
-            f"for {n_elem} elements checked and the element's ESS)"
-        )
-        failed_at.append(worst[0])
-    need_bulk = th["ess_bulk_per_chain"] * n_chains
-    need_tail = th["ess_tail_per_chain"] * n_chains
-    if np.isfinite(min_bulk) and min_bulk < need_bulk:
-        failures.append(f"min ESS_bulk {min_bulk:.0f} < {need_bulk:.0f} (at `{at_bulk}`)")
-        failed_at.append(at_bulk)
-    if np.isfinite(min_tail) and min_tail < need_tail:
-        failures.append(f"min ESS_tail {min_tail:.0f} < {need_tail:.0f} (at `{at_tail}`)")
-        failed_at.append(at_tail)
-    if n_div > th["divergences"]:
-        failures.append(f"{n_div} divergent transitions")
-    if np.isfinite(min_bfmi) and min_bfmi < th["bfmi"]:
-        failures.append(f"min E-BFMI {min_bfmi:.3f} < {th['bfmi']}")
+    th = _thresholds(thresholds)
+    post = _posterior(fit, var_names)
+    per_element = _per_element(post)
+    checks = [
+        _rhat_check(per_element, post, th),
+        *_ess_checks(per_element, int(post.sizes["chain"]), th),
+        *_sampler_checks(fit, th),
+    ]
+    bad = _nonfinite_draws(post)
+    failures = ([bad] if bad else []) + [c["failure"] for c in checks if c["failure"]]
+    failed_at = [c["at"] for c in checks if c["failure"] and c["at"]]
     out = fit.copy()
     out["diagnostics"] = xr.DataTree.from_dict(
-        {"r_hat": r_hat, "ess_bulk": ess_bulk, "ess_tail": ess_tail}
+        {k: per_element[k] for k in ("r_hat", "ess_bulk", "ess_tail")}
     )
+    rhat = checks[0]
     out.attrs.update(
-        diag_max_r_hat=max_rhat,
-        diag_min_ess_bulk=min_bulk,
-        diag_min_ess_tail=min_tail,
-        diag_n_divergent=n_div,
-        diag_min_bfmi=min_bfmi,
+        diag_max_r_hat=rhat["value"],
+        diag_min_ess_bulk=checks[1]["value"],
+        diag_min_ess_tail=checks[2]["value"],
+        diag_n_divergent=int(checks[3]["value"]),
+        diag_min_bfmi=checks[4]["value"],
         diag_converged=int(not failures),
         diag_failures=json.dumps(failures),
         diag_thresholds=json.dumps(th),
-        diag_r_hat_limit=float(worst[2]) if worst is not None else float(th["r_hat"]),
-        diag_n_checked=n_elem,
+        diag_r_hat_limit=rhat.get("over_limit_limit", rhat["limit"]),
+        diag_n_checked=rhat["n_elements"],
+        diag_checks=json.dumps([{k: v for k, v in c.items() if k != "failure"} for c in checks]),
     )
-    advice = _advice(fit, failed_at, n_div > th["divergences"])
+    advice = _advice(fit, failed_at, checks[3]["failure"] is not None)
     out.attrs["diag_advice"] = advice
     if warn and failures:
         warnings.warn(
@@ -264,6 +177,174 @@ def compute_diagnostics(
             stacklevel=2,
         )
     return out
+
+
+def _thresholds(thresholds: Mapping[str, float] | None) -> dict[str, float]:
+    th = dict(DEFAULT_THRESHOLDS)
+    if thresholds:
+        unknown = sorted(set(thresholds) - set(th))
+        if unknown:
+            raise ValueError(f"`thresholds` keys must be among {sorted(th)}; got unknown {unknown}")
+        th.update(thresholds)
+    return th
+
+
+def _posterior(fit: xr.DataTree, var_names: Sequence[str] | None) -> xr.Dataset:
+    if "posterior" not in fit.children:
+        raise ValueError(f"`fit` must have a `posterior` group; has {list(fit.children)}")
+    post = fit["posterior"].to_dataset()
+    if var_names is not None:
+        missing = [v for v in var_names if v not in post]
+        if missing:
+            raise ValueError(f"`var_names` must name posterior variables; not found: {missing}")
+        post = post[list(var_names)]
+    return post
+
+
+def _per_element(post: xr.Dataset) -> dict[str, xr.Dataset]:
+    """arviz-stats' rank-normalised R-hat, bulk and tail ESS, and the ESS within chains."""
+    import arviz_stats as azs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {
+            "r_hat": azs.rhat(post),
+            "ess_bulk": azs.ess(post, method="bulk"),
+            "ess_tail": azs.ess(post, method="tail"),
+            # the Monte Carlo noise an element would show if its chains agreed; the pooled
+            # ESS shrinks when they disagree, which would let an element excuse its own R-hat
+            "ess_within": sum(
+                azs.ess(post.isel(chain=[c]), method="bulk") for c in range(post.sizes["chain"])
+            ),
+        }
+
+
+def _where(name: str, da: xr.DataArray, flat_index: int) -> str:
+    """``name[label, ...]`` of one element of a per-element diagnostic."""
+    if not da.dims:
+        return name
+    idx = np.unravel_index(flat_index, da.shape)
+    labels = [str(da[d].values[i]) if d in da.coords else str(i) for d, i in zip(da.dims, idx, strict=True)]
+    return f"{name}[{', '.join(labels)}]"
+
+
+#: Why each limit is what it is (shown by the report beside the values).
+WHY = {
+    "r_hat": (
+        "1.01 (Vehtari et al. 2021), raised for the number of elements checked: one element of a "
+        "mixed fit exceeds 1.01 with probability about 1e-3, so the maximum over hundreds of "
+        "elements often does. The limit is max(1.01, 1 + (m q / ESS_w - 1 / n) / 2), at most "
+        "1.05, where m = 2 x chains split halves, n = draws / 2, ESS_w the element's ESS within "
+        "chains and q the 1 - 0.05 / (2 P) quantile of chi2(m - 1) / (m - 1) over P elements: a "
+        "converged fit fails it with probability about 5% whatever its size"
+    ),
+    "ess_bulk": (
+        "100 per chain (Vehtari et al. 2021): below that, R-hat and the Monte Carlo errors of "
+        "means and quantiles are themselves unreliable"
+    ),
+    "ess_tail": "100 per chain, as for the bulk: the 5% and 95% quantiles (interval ends) need it",
+    "divergences": (
+        "0: a divergent transition means NUTS met curvature it could not follow, so part of the "
+        "posterior may be unexplored (Betancourt 2017)"
+    ),
+    "bfmi": (
+        "0.3 in every chain (Betancourt 2016): below it, momentum resampling explores the energy "
+        "distribution too slowly to reach the tails"
+    ),
+}
+
+
+def _check(name: str, value: float, at: str, limit: float, rule: str, failure: str | None) -> dict:
+    return {"check": name, "value": value, "at": at, "limit": limit, "rule": rule,
+            "why": WHY[name], "passed": failure is None, "failure": failure}  # fmt: skip
+
+
+def _rhat_check(pe: dict, post: xr.Dataset, th: dict) -> dict:
+    """The largest R-hat with its own limit, and any element over its limit (module docstring)."""
+    chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
+    n_elem = int(sum(np.isfinite(np.asarray(d.values, float)).sum() for d in pe["r_hat"].data_vars.values()))
+    worst, excess = None, -np.inf  # the element furthest over (or least under) its limit
+    top = (np.nan, "", float(th["r_hat"]))  # the largest R-hat, where, and its limit
+    for name, da in pe["r_hat"].data_vars.items():
+        rv = np.asarray(da.values, dtype=float).ravel()
+        ok = np.flatnonzero(np.isfinite(rv))
+        if not ok.size:
+            continue
+        ev = np.asarray(pe["ess_within"][name].values, dtype=float).ravel()[ok]
+        lim = r_hat_limit(np.where(np.isfinite(ev), ev, 1.0), n_elem, chains, draws, th["r_hat"])
+        j = int(np.argmax(rv[ok] - lim))
+        if rv[ok[j]] - lim[j] > excess:
+            excess, worst = rv[ok[j]] - lim[j], (_where(str(name), da, int(ok[j])), rv[ok[j]], lim[j])
+        k = int(np.argmax(rv[ok]))
+        if not rv[ok[k]] <= top[0]:
+            top = (float(rv[ok[k]]), _where(str(name), da, int(ok[k])), float(lim[k]))
+    failure = None
+    if worst is not None and excess > 0:
+        failure = (
+            f"R-hat {worst[1]:.3f} > its limit {worst[2]:.3f} (at `{worst[0].split('[')[0]}`; the "
+            f"limit allows for {n_elem} elements checked and the element's ESS)"
+        )
+    out = _check("r_hat", top[0], top[1], top[2], "<=", failure)
+    out["n_elements"] = n_elem
+    if failure:
+        out |= {"over_limit_at": worst[0], "over_limit_value": float(worst[1]),
+                "over_limit_limit": float(worst[2])}  # fmt: skip
+    return out
+
+
+def _ess_checks(pe: dict, chains: int, th: dict) -> list[dict]:
+    out = []
+    for key, label in (("ess_bulk", "ESS_bulk"), ("ess_tail", "ESS_tail")):
+        need = th[f"{key}_per_chain"] * chains
+        best, at = np.inf, ""
+        for name, da in pe[key].data_vars.items():
+            v = np.asarray(da.values, dtype=float).ravel()
+            if np.isfinite(v).any():
+                k = int(np.nanargmin(v))
+                if v[k] < best:
+                    best, at = float(v[k]), _where(str(name), da, k)
+        best = best if np.isfinite(best) else np.nan
+        fail = f"min {label} {best:.0f} < {need:.0f} (at `{at.split('[')[0]}`)" if best < need else None
+        out.append(_check(key, best, at, float(need), ">=", fail))
+    return out
+
+
+def _sampler_checks(fit: xr.DataTree, th: dict) -> list[dict]:
+    import arviz_stats as azs
+
+    n_div, min_bfmi = 0, np.nan
+    if "sample_stats" in fit.children:
+        stats = fit["sample_stats"].to_dataset()
+        if "diverging" in stats:
+            n_div = int(stats["diverging"].values.sum())
+        if "energy" in stats:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                min_bfmi = float(np.min(np.asarray(azs.bfmi(stats[["energy"]])["energy"])))
+    div_fail = f"{n_div} divergent transitions" if n_div > th["divergences"] else None
+    bfmi_fail = (
+        f"min E-BFMI {min_bfmi:.3f} < {th['bfmi']}"
+        if np.isfinite(min_bfmi) and min_bfmi < th["bfmi"]
+        else None
+    )
+    return [
+        _check("divergences", float(n_div), "", float(th["divergences"]), "<=", div_fail),
+        _check("bfmi", min_bfmi, "", float(th["bfmi"]), ">=", bfmi_fail),
+    ]
+
+
+def _nonfinite_draws(post: xr.Dataset) -> str | None:
+    """A NaN or infinite draw makes R-hat / ESS NaN, which the checks skip: count them apart."""
+    bad = {
+        str(v): int((~np.isfinite(post[v].values)).sum())
+        for v in post.data_vars
+        if np.issubdtype(post[v].dtype, np.number) and not np.isfinite(post[v].values).all()
+    }
+    if not bad:
+        return None
+    return f"{sum(bad.values())} non-finite (NaN or inf) posterior draws, in " + ", ".join(
+        f"`{k}` ({n})" for k, n in sorted(bad.items())
+    )
 
 
 def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool) -> str:
@@ -322,8 +403,9 @@ def predictive_check(
         Over dims ``(agent, n_runs, successes)`` (cells grouped by their
         number of runs): ``observed`` (count of cells), ``predicted_mean``,
         ``predicted_lower`` / ``predicted_upper`` (the 5% and 95% quantiles
-        over draws) and ``p_value`` (the posterior predictive p-value
-        ``P(pred >= obs)``).
+        over draws), ``p_value`` (the posterior predictive p-value
+        ``P(pred >= obs)``) and ``p_value_low`` (``P(pred <= obs)``): a count
+        is extreme when either is small.
 
     Examples
     --------
@@ -352,18 +434,26 @@ def predictive_check(
         raise ValueError("`fit` observed variable must be over dim `cell` with coord `cell_agent`")
     n = fit["constant_data"].to_dataset()["cell_n_runs"].values.astype(int)
     pred = fit[group].to_dataset()[var_name].stack(sample=("chain", "draw")).transpose("sample", "cell")
-    pv = pred.values.astype(int)
     agents_cell = np.asarray(y["cell_agent"].values).astype(str)
     agents = list(dict.fromkeys(agents_cell))
     n_vals = np.unique(n)
-    max_n = int(n.max())
+    out = _count_histograms(y.values.astype(int), pred.values.astype(int), n, agents_cell, agents)
+    dims = ("agent", "n_runs", "successes")
+    coords = {"agent": agents, "n_runs": n_vals, "successes": np.arange(int(n.max()) + 1)}
+    return xr.Dataset(
+        {k: (dims, v) for k, v in out.items()},
+        coords=coords,
+        attrs={"group": group, "var_name": var_name, "band_prob": 0.9},
+    )
+
+
+def _count_histograms(yv, pv, n, agents_cell, agents) -> dict[str, np.ndarray]:
+    """Per (agent, n): the observed and per-draw histograms of success counts, summarised."""
+    n_vals, max_n = np.unique(n), int(n.max())
     shape = (len(agents), n_vals.size, max_n + 1)
-    observed = np.zeros(shape)
-    mean = np.full(shape, np.nan)
-    lo = np.full(shape, np.nan)
-    hi = np.full(shape, np.nan)
-    pval = np.full(shape, np.nan)
-    yv = y.values.astype(int)
+    out = {"observed": np.zeros(shape)}
+    for k in ("predicted_mean", "predicted_lower", "predicted_upper", "p_value", "p_value_low"):
+        out[k] = np.full(shape, np.nan)
     for i, a in enumerate(agents):
         for j, nn in enumerate(n_vals):
             sel = (agents_cell == a) & (n == nn)
@@ -371,24 +461,14 @@ def predictive_check(
                 continue
             obs_h = np.bincount(yv[sel], minlength=max_n + 1)
             pred_h = np.stack([np.bincount(r, minlength=max_n + 1) for r in pv[:, sel]])
-            observed[i, j] = obs_h
-            mean[i, j, : nn + 1] = pred_h.mean(0)[: nn + 1]
-            lo[i, j, : nn + 1] = np.quantile(pred_h, 0.05, axis=0)[: nn + 1]
-            hi[i, j, : nn + 1] = np.quantile(pred_h, 0.95, axis=0)[: nn + 1]
-            pval[i, j, : nn + 1] = (pred_h >= obs_h).mean(0)[: nn + 1]
-    dims = ("agent", "n_runs", "successes")
-    coords = {"agent": agents, "n_runs": n_vals, "successes": np.arange(max_n + 1)}
-    return xr.Dataset(
-        {
-            "observed": (dims, observed),
-            "predicted_mean": (dims, mean),
-            "predicted_lower": (dims, lo),
-            "predicted_upper": (dims, hi),
-            "p_value": (dims, pval),
-        },
-        coords=coords,
-        attrs={"group": group, "var_name": var_name, "band_prob": 0.9},
-    )
+            m = slice(0, nn + 1)
+            out["observed"][i, j] = obs_h
+            out["predicted_mean"][i, j, m] = pred_h.mean(0)[m]
+            out["predicted_lower"][i, j, m] = np.quantile(pred_h, 0.05, axis=0)[m]
+            out["predicted_upper"][i, j, m] = np.quantile(pred_h, 0.95, axis=0)[m]
+            out["p_value"][i, j, m] = (pred_h >= obs_h).mean(0)[m]
+            out["p_value_low"][i, j, m] = (pred_h <= obs_h).mean(0)[m]
+    return out
 
 
 def _observation_key(f: xr.DataTree) -> tuple:
@@ -425,8 +505,10 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
     Returns
     -------
     pandas.DataFrame
-        The arviz-stats comparison table (elpd_loo, p_loo, elpd_diff, dse,
-        weight, ...), best model first.
+        The arviz-stats comparison table (elpd, p, elpd_diff, se, dse,
+        weight, ...), best model first, at full precision (arviz-stats
+        rounds its table for display by default; numbers here are for
+        computing with).
 
     Raises
     ------
@@ -449,4 +531,4 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
             f"`fits` must share the same observations (log-likelihood dims, their labels and the "
             f"observed values); {bad} differ from the first"
         )
-    return azs.compare(dict(fits))
+    return azs.compare(dict(fits), round_to="none")

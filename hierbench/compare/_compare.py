@@ -46,8 +46,10 @@ def _check_interval(da: xr.DataArray, name: str) -> xr.DataArray:
 
 
 def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, xr.DataArray | None]:
-    """What a result estimates (``quantity``, with ``tasks`` "observed" / "population") and
-    over how many tasks per cell (``n_tasks``), when it says so."""
+    """What a result estimates and over how many tasks, when it says so.
+
+    ``quantity`` (with ``tasks`` "observed" / "population") and ``n_tasks`` per cell.
+    """
     attrs = dict(getattr(obj, "attrs", None) or {}) if not isinstance(obj, xr.DataArray) else {}
     attrs = {**attrs, **estimate.attrs}
     quantity = attrs.get("quantity")

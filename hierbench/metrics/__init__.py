@@ -1,5 +1,7 @@
-"""Posterior-predictive metrics on a fitted model: pass^k, pass@k, P(i > j), rank probabilities,
-variance components on the probability scale.
+"""Posterior-predictive metrics on a fitted model.
+
+pass^k, pass@k, P(i > j), rank probabilities, and variance components on the
+probability scale.
 
 Pure xarray, numpy and scipy: works on a fit loaded from disk without PyMC.
 pass^k and pass@k dispatch on the fit's ``hierbench_model`` attribute

@@ -311,8 +311,11 @@ def _population_draws(parts: dict, fns: list) -> np.ndarray:
 def _observed_draws(
     parts: dict, kind: str, ks: np.ndarray, mins: np.ndarray, gen: np.random.Generator | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(expected, draws, n_tasks): per draw, the average over each agent's tasks with at least
-    ``mins[i]`` runs (all the dataset's tasks for 0); one pass when every ``k`` shares its tasks."""
+    """(expected, draws, n_tasks): per draw, the average over each agent's eligible tasks.
+
+    A task is eligible with at least ``mins[i]`` runs (all the dataset's tasks for
+    0); one pass when every ``k`` shares its tasks.
+    """
     fns = _crossed_fns(kind, ks)
     n, T = parts["n"], parts["n"].shape[1]
     groups = [np.arange(ks.size)] if np.all(mins == mins[0]) else [np.array([i]) for i in range(ks.size)]

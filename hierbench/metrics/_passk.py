@@ -84,8 +84,11 @@ def _bb_observed(
     fit: xr.DataTree, a: np.ndarray, b: np.ndarray, ks: np.ndarray, mins: np.ndarray, at: bool,
     gen: np.random.Generator | None, agents: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Per draw, the average over each agent's tasks (``n >= max(min, 1)`` runs) of
-    ``E[p^k | c, n, draw]`` and, with ``gen``, of ``p^k`` drawn from its conditional Beta."""
+    """Per draw, the average of ``E[p^k | c, n, draw]`` over each agent's tasks.
+
+    Tasks with ``n >= max(min, 1)`` runs count; with ``gen``, also the average of
+    ``p^k`` drawn from its conditional Beta.
+    """
     if "constant_data" not in fit.children:
         raise ValueError("`fit` has no `constant_data` group with `n_runs` and `n_success`")
     const = fit["constant_data"].to_dataset()

@@ -259,8 +259,11 @@ def head_to_head(
 def _battle_probabilities(
     post: xr.Dataset, d: xr.DataArray, agent_first: bool | None
 ) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
-    """Per draw ``P(win, tie, loss) = softmax(d / 2, log nu, -d / 2)``, first-position advantage
-    ``home`` added to (``agent_first``), taken from (False) or averaged over (None) ``d``."""
+    """Per draw ``P(win, tie, loss) = softmax(d / 2, log nu, -d / 2)``.
+
+    The first-position advantage ``home`` is added to (``agent_first``), taken
+    from (False) or averaged over (None) ``d``.
+    """
     log_nu = np.log(post["nu"]) if "nu" in post else None
 
     def probs(dd: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:

@@ -284,8 +284,10 @@ class HeadToHeadResult(_DatasetView, Result):
 
 @dataclass(frozen=True, repr=False)
 class VarianceComponentDrawsResult(_DatasetView, Result):
-    """:func:`hierbench.metrics.crossed_variance_components`: components named as in
-    :func:`hierbench.freq.variance_components` for the same facets.
+    """The result of :func:`hierbench.metrics.crossed_variance_components`.
+
+    Components are named as in :func:`hierbench.freq.variance_components` for
+    the same facets.
 
     ``estimate`` (posterior mean) and ``ci`` (equal-tailed) over ``component``;
     ``draws(chain, draw, component)``. Item and attribute access answer as the

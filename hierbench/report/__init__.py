@@ -3,26 +3,45 @@
 :func:`build` writes the whole report in one call; :class:`Report` is the
 builder underneath (sections of prose, tables and figures). The only part of
 hierbench that imports plotting libraries (arviz-plots with its matplotlib
-backend); import it explicitly.
+backend); import it explicitly. :func:`pair_frame` and :func:`pair_matrix`
+are the pair comparisons the report, the CLI and the demo all print;
+:func:`check_fit_data` refuses a fit and a log that are not the same
+evaluation.
 """
 
 from ._build import SECTIONS, ReportSectionWarning, build
-from ._build import _pair_table as _pair_table  # for hierbench.cli
 from ._dstudy import plot_d_study
 from ._figures import heatmap, interval_forest, passk_curves, ppc_plot, variance_plot
+from ._match import FitDataMismatchError, check_fit_data
+from ._pairs import (
+    MATRIX_ABOVE,
+    differ_column,
+    marks_legend,
+    pair_frame,
+    pair_matrix,
+    settings_text,
+)
 from ._report import Report, as_table, markdown_table
 
 __all__ = [
+    "MATRIX_ABOVE",
     "SECTIONS",
+    "FitDataMismatchError",
     "Report",
     "ReportSectionWarning",
     "as_table",
     "build",
+    "check_fit_data",
+    "differ_column",
     "heatmap",
     "interval_forest",
     "markdown_table",
+    "marks_legend",
+    "pair_frame",
+    "pair_matrix",
     "passk_curves",
     "plot_d_study",
     "ppc_plot",
+    "settings_text",
     "variance_plot",
 ]

@@ -76,27 +76,7 @@ def plot_d_study(
     keep = {x} | ({hue} if hue else set())
     sel = {k: 0 for k in da.dims if k not in keep}
     da = da.isel(sel)
-    hues = list(da[hue].values) if hue else [None]
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, h in enumerate(hues):
-        line = da.sel({hue: h}) if hue else da
-        c = colors[i % len(colors)]
-        label = f"{hue}={h}" if hue else "G-theory"
-        ax.plot(line[x].values, tf(line.values), "-o", ms=3, color=c, label=label + " (G)")
-        if bayes is not None and var in bayes:
-            b = bayes[var].isel({k: 0 for k in bayes[var].dims if k not in keep})
-            b = b.sel({hue: h}) if hue else b
-            ax.plot(b[x].values, tf(b.values), "--", color=c, label=label + " (Bayes)")
-            if f"{var}_ci" in bayes:
-                ci = bayes[f"{var}_ci"].isel({k: 0 for k in bayes[var].dims if k not in keep})
-                ci = ci.sel({hue: h}) if hue else ci
-                ax.fill_between(
-                    ci[x].values,
-                    tf(ci.sel(ci_bound="lower").values),
-                    tf(ci.sel(ci_bound="upper").values),
-                    color=c,
-                    alpha=0.15,
-                )
+    _draw_lines(ax, da, x, hue, keep, tf, bayes, var)
     if optimum:
         key = x[2:] if x.startswith("n_") else x
         if key in optimum:
@@ -106,5 +86,37 @@ def plot_d_study(
     ylab = {"var_paired_diff": "SD of a paired difference", "sigma2_Delta": "absolute error SD"}
     ax.set_ylabel(ylab.get(var, var) if (sd and is_var) else var)
     ax.set_xscale("log")
-    ax.legend(fontsize=7)
+    # the planned sizes themselves as the ticks, in plain numbers; no minor labels
+    # (on a short log axis they collide: "2x10^0 3x10^0 4x10^0")
+    from matplotlib.ticker import NullFormatter, NullLocator
+
+    xs = sorted({float(v) for v in da[x].values})
+    ax.set_xticks(xs, [f"{v:g}" for v in xs])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    # beside the lines, not over them
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
+
+
+def _draw_lines(ax, da, x, hue, keep, tf, bayes, var) -> None:
+    """One G-theory line per ``hue`` value, and the Bayesian median dashed with its band."""
+    import matplotlib.pyplot as plt
+
+    hues = list(da[hue].values) if hue else [None]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, h in enumerate(hues):
+        line = da.sel({hue: h}) if hue else da
+        c = colors[i % len(colors)]
+        label = f"{hue}={h}" if hue else "G-theory"
+        ax.plot(line[x].values, tf(line.values), "-o", ms=3, color=c, label=label + " (G)")
+        if bayes is None or var not in bayes:
+            continue
+        b = bayes[var].isel({k: 0 for k in bayes[var].dims if k not in keep})
+        b = b.sel({hue: h}) if hue else b
+        ax.plot(b[x].values, tf(b.values), "--", color=c, label=label + " (Bayes)")
+        if f"{var}_ci" in bayes:
+            ci = bayes[f"{var}_ci"].isel({k: 0 for k in bayes[var].dims if k not in keep})
+            ci = ci.sel({hue: h}) if hue else ci
+            lo, hi = tf(ci.sel(ci_bound="lower").values), tf(ci.sel(ci_bound="upper").values)
+            ax.fill_between(ci[x].values, lo, hi, color=c, alpha=0.15)

@@ -18,7 +18,9 @@ __all__ = [
     "interval_forest",
     "passk_curves",
     "ppc_plot",
+    "ppc_rootogram",
     "rank_plot",
+    "rank_tests",
     "trace_plot",
     "variance_plot",
 ]
@@ -54,7 +56,7 @@ def interval_forest(
     plt = _plt()
     items = list(dict.fromkeys(i for df in intervals.values() for i in map(str, df.index)))
     n_est = len(intervals)
-    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.4 * len(items) * max(n_est, 1)))
+    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.3 * len(items) * max(n_est, 1)))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     offsets = np.linspace(-0.25, 0.25, n_est) if n_est > 1 else np.zeros(1)
     y = np.arange(len(items))[::-1]
@@ -82,13 +84,8 @@ def interval_forest(
     ax.set_ylabel("agent")
     ax.set_title(title)
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.14),
-        fontsize="small",
-        ncol=min(3, n_est + 1),
-        frameon=False,
-    )
+    # beside the axes: inside, it hides rows; below a tall axis it leaves a gap
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)
     fig.tight_layout()
     return fig
 
@@ -110,39 +107,34 @@ def passk_curves(
         Index (agent, k); column ``estimate`` (the unbiased estimator).
     """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4.8))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     src = bands if bands is not None else points
     agents = list(dict.fromkeys(map(str, src.index.get_level_values("agent"))))
-    for a, c in zip(agents, colors * (len(agents) // len(colors) + 1), strict=False):
+    ncol = 1 if len(agents) <= 14 else 2
+    fig, ax = plt.subplots(figsize=(8 + 2.6 * ncol, max(4.8, 0.22 * len(agents) / ncol + 1.5)))
+    cmap = plt.get_cmap("tab20" if len(agents) > 10 else "tab10")
+    colors = [cmap(i % cmap.N) for i in range(len(agents))]
+    have_points = set() if points is None else set(map(str, points.index.get_level_values("agent")))
+    for a, c in zip(agents, colors, strict=True):
         if bands is not None:
             b = bands.xs(a, level="agent")
             k = b.index.to_numpy(float)
             ax.fill_between(k, b["lower"], b["upper"], color=c, alpha=0.18)
             ax.plot(k, b["estimate"], "-", color=c, label=a)
-        if points is not None and a in set(map(str, points.index.get_level_values("agent"))):
+        if a in have_points:
             p = points.xs(a, level="agent")
-            ax.plot(
-                p.index.to_numpy(float),
-                p["estimate"],
-                "o",
-                color=c,
-                ms=4,
-                label=None if bands is not None else a,
-            )
+            ax.plot(p.index.to_numpy(float), p["estimate"], "o", color=c, ms=4,
+                    label=None if bands is not None else a)  # fmt: skip
     ks = sorted({int(k) for k in src.index.get_level_values("k")})
     ax.set_xticks(ks)
     ax.set_xlabel("k (attempts that must all succeed)")
     ax.set_ylabel("pass^k (probability, 0-1)")
-    sub = (
-        f"lines: posterior mean, bands: {prob:.0%} equal-tailed interval; "
-        if bands is not None
-        else ""
-    )
+    sub = f"lines: posterior mean, bands: {prob:.0%} equal-tailed interval; " if bands is not None else ""
     ax.set_title(f"{title}\n{sub}points: unbiased estimator", fontsize="medium")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", ncol=2)
+    # outside the axes: a legend over the curves hides them
+    ax.legend(fontsize="small", ncol=ncol, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              frameon=False, title="agent")  # fmt: skip
     fig.tight_layout()
     return fig
 
@@ -257,6 +249,59 @@ def ppc_plot(check: xr.Dataset, *, title: str):
     return fig
 
 
+#: an agent needs this many cells at the plotted number of runs for a rootogram panel
+PPC_MIN_CELLS = 5
+
+
+def ppc_rootogram(fit: xr.DataTree, *, var_name: str | None = None):
+    """arviz-plots rootogram of the per-cell success counts, one panel per agent.
+
+    Cells are taken at their most common number of runs ``n`` (counts out of
+    different ``n`` do not share an axis); an agent with fewer than
+    :data:`PPC_MIN_CELLS` such cells gets no panel. Returns the
+    PlotCollection, ``n`` and the agents left out.
+    """
+    import arviz_plots as azp
+
+    obs = fit["observed_data"].to_dataset()
+    var_name = var_name or next(iter(obs.data_vars))
+    pp = fit["posterior_predictive"].to_dataset()[var_name].transpose("chain", "draw", "cell")
+    n = np.asarray(fit["constant_data"].to_dataset()["cell_n_runs"].values).astype(int)
+    agents = np.asarray(obs[var_name]["cell_agent"].values).astype(str)
+    n_main = int(np.bincount(n).argmax())
+    o, p, left_out = {}, {}, []
+    for a in dict.fromkeys(agents):
+        sel = np.flatnonzero((agents == a) & (n == n_main))
+        if sel.size < PPC_MIN_CELLS:
+            left_out.append(a)
+            continue
+        name = a.replace("/", "\u2215")  # DataTree variable names cannot hold '/'
+        o[name] = xr.DataArray(obs[var_name].values[sel], dims=f"cell_{len(o)}")
+        p[name] = xr.DataArray(pp.values[:, :, sel], dims=("chain", "draw", f"cell_{len(p)}"))
+    tree = xr.DataTree.from_dict(
+        {"observed_data": xr.Dataset(o), "posterior_predictive": xr.Dataset(p)}
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "looks binary": n = 1 is binary
+        pc = azp.plot_ppc_rootogram(tree, backend="matplotlib", sample_dims=_SAMPLE_DIMS)
+    fig = pc.viz["figure"]
+    fig = fig.item() if hasattr(fig, "item") else fig
+    ncol = min(4, len(o)) or 1
+    fig.set_size_inches(3.4 * ncol, 2.9 * int(np.ceil(len(o) / ncol)) + 0.4)
+    import textwrap
+
+    for ax in fig.axes:
+        if ax.get_visible() and ax.has_data():
+            ax.set_xlabel(f"successes out of {n_main} runs")
+            ax.set_ylabel("tasks (sqrt scale)")
+            # long agent names wrap instead of running into the next panel's title
+            ax.set_title("\n".join(textwrap.wrap(ax.get_title(), 30)), fontsize="small")
+    fig.set_layout_engine("constrained")
+    return pc, n_main, left_out
+
+
 def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> xr.DataTree:
     """A small posterior of the named scalar slices, each a variable with a readable name."""
     out = {}
@@ -270,13 +315,31 @@ def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) ->
     return xr.DataTree.from_dict({"posterior": xr.Dataset(out)})
 
 
+#: arviz-plots' rank plot marks a panel whose multi-chain uniformity p-value is below
+#: 1 - RANK_ENVELOPE; the report states the same level and tests the same way.
+RANK_ENVELOPE = 0.99
+
+
 def rank_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
     """arviz-plots rank (fractional-rank ECDF) plot of the named parameter slices."""
     import arviz_plots as azp
 
     return azp.plot_rank(
-        _flat_selection(posterior, worst), backend="matplotlib", sample_dims=_SAMPLE_DIMS
+        _flat_selection(posterior, worst),
+        backend="matplotlib",
+        sample_dims=_SAMPLE_DIMS,
+        envelope_prob=RANK_ENVELOPE,
     )
+
+
+def rank_tests(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> dict[str, float]:
+    """The p-value :func:`rank_plot` prints on each panel (arviz-stats' multi-chain uniformity test)."""
+    import arviz_stats as azs  # noqa: F401  - registers the .azstats accessor
+
+    sel = _flat_selection(posterior, worst)["posterior"].to_dataset()
+    ranks = sel.azstats.compute_ranks(dim=_SAMPLE_DIMS, relative=True)
+    p_values = ranks.azstats.mchain_uniformity_test(dim=_SAMPLE_DIMS)[0]
+    return {str(k): float(v) for k, v in p_values.data_vars.items()}
 
 
 def trace_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):

@@ -38,7 +38,7 @@ def _fmt(v: object, digits: int) -> str:
         return f"{v:.{digits}f}"
     if v is None:
         return ""
-    return str(v).replace("|", "\\|")
+    return str(v)
 
 
 def _bounds_to_columns(df: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
@@ -130,8 +130,17 @@ def as_table(obj: object) -> pd.DataFrame:
     return _bounds_to_columns(obj.to_dataframe())
 
 
+def _display_frame(df: pd.DataFrame, digits: int, index: bool) -> pd.DataFrame:
+    """The table as text cells (index levels as leading columns), formatted by :func:`_fmt`."""
+    frame = df.reset_index() if index else df.copy()
+    if index and df.index.names == [None]:
+        frame = frame.rename(columns={"index": ""})
+    frame.columns = [str(c) for c in frame.columns]
+    return frame.map(lambda v: _fmt(v, digits))
+
+
 def markdown_table(df: pd.DataFrame, *, digits: int = 3, index: bool = True) -> str:
-    """Render a DataFrame as a GitHub-flavoured Markdown table.
+    """Render a DataFrame as a GitHub-flavoured Markdown table (pandas ``to_markdown``).
 
     Parameters
     ----------
@@ -145,40 +154,55 @@ def markdown_table(df: pd.DataFrame, *, digits: int = 3, index: bool = True) -> 
     --------
     >>> import pandas as pd
     >>> print(markdown_table(pd.DataFrame({"x": [0.5]}, index=["a"])))
-    |   | x |
-    |---|---|
-    | a | 0.500 |
+    |    |     x |
+    |:---|------:|
+    | a  | 0.500 |
     """
-    frame = df.reset_index() if index else df
-    if index and df.index.names == [None]:
-        frame = frame.rename(columns={"index": ""})
-    cols = [str(c) for c in frame.columns]
-    lines = [
-        "| " + " | ".join(c if c else " " for c in cols) + " |",
-        "|" + "|".join("---" for _ in cols) + "|",
-    ]
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v, digits) for v in row) + " |")
-    return "\n".join(lines)
+    frame = _display_frame(df, digits, index).map(lambda v: v.replace("|", "\\|"))
+    frame.columns = [c.replace("|", "\\|") for c in frame.columns]
+    align = ("left",) + ("right",) * (frame.shape[1] - 1)
+    return frame.to_markdown(index=False, disable_numparse=True, colalign=align)
 
 
 def html_table(
-    df: pd.DataFrame, *, digits: int = 3, index: bool = True, flag: str | None = None
+    df: pd.DataFrame,
+    *,
+    digits: int = 3,
+    index: bool = True,
+    flag: str | None = None,
+    uuid: str = "t",
 ) -> str:
-    """Render a DataFrame as an HTML table (escaped; a boolean ``flag`` column marks its rows)."""
-    frame = df.reset_index() if index else df
-    if index and df.index.names == [None]:
-        frame = frame.rename(columns={"index": ""})
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    rows = []
-    flags = frame[flag].to_numpy() if flag and flag in frame.columns else None
-    for i, row in enumerate(frame.itertuples(index=False)):
-        cls = ' class="flag"' if flags is not None and bool(flags[i]) else ""
-        cells = "".join(
-            f"<td>{html.escape(_fmt(v, digits).replace(chr(92) + '|', '|'))}</td>" for v in row
-        )
-        rows.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    """Render a DataFrame as an HTML table with pandas' Styler (escaped; ``flag`` marks rows).
+
+    A boolean ``flag`` column's true rows get the ``flag`` class on every
+    cell; ``uuid`` keeps the table's ids distinct within one page.
+    """
+    from pandas.io.formats.style import Styler
+
+    frame = _display_frame(df, digits, index)
+    styler = Styler(frame, uuid=uuid, cell_ids=False).hide(axis="index")
+    styler = styler.format(escape="html").format_index(escape="html", axis=1)
+    source = df.reset_index() if index else df
+    # prose columns read left-aligned and wrap; numbers stay right-aligned on one line
+    text = [
+        "txt"
+        if not pd.api.types.is_numeric_dtype(source[c])
+        and not pd.api.types.is_bool_dtype(source[c])
+        and source[c].astype(str).str.len().max() > 24
+        else ""
+        for c in source.columns
+    ]
+    marked = (
+        df[flag].fillna(False).astype(bool).to_numpy()
+        if flag and flag in df.columns
+        else np.zeros(len(frame), bool)
+    )
+    classes = pd.DataFrame(
+        [[" ".join(filter(None, (t, "flag" if m else ""))) for t in text] for m in marked],
+        index=frame.index,
+        columns=frame.columns,
+    )
+    return styler.set_td_classes(classes).to_html(table_attributes='class="hb-table"')
 
 
 def _slug(text: str) -> str:
@@ -186,20 +210,22 @@ def _slug(text: str) -> str:
     return s or "section"
 
 
+def figure_of(obj: object):
+    """The matplotlib Figure of a Figure or of an arviz-plots PlotCollection (None if neither)."""
+    viz = getattr(obj, "viz", None)  # an arviz-plots PlotCollection
+    if viz is None:
+        return obj if hasattr(obj, "savefig") else None
+    try:
+        cand = viz["figure"]
+    except (KeyError, TypeError):
+        cand = getattr(viz, "figure", None)
+    cand = cand.item() if hasattr(cand, "item") else cand
+    return cand if hasattr(cand, "savefig") else None
+
+
 def _png_bytes(obj: object, name: str) -> bytes:
     """Render a matplotlib Figure or an arviz-plots PlotCollection to PNG bytes (and close it)."""
-    fig = None
-    viz = getattr(obj, "viz", None)  # an arviz-plots PlotCollection
-    if viz is None and hasattr(obj, "savefig"):
-        fig = obj
-    else:
-        if viz is not None:
-            try:
-                cand = viz["figure"]
-            except (KeyError, TypeError):
-                cand = getattr(viz, "figure", None)
-            cand = cand.item() if hasattr(cand, "item") else cand
-            fig = cand if hasattr(cand, "savefig") else None
+    fig = figure_of(obj)
     if fig is None:
         raise TypeError(f"figure {name!r}: cannot find a matplotlib figure in {type(obj).__name__}")
     buf = io.BytesIO()
@@ -219,7 +245,9 @@ padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #444}h2{border-bottom:1px solid #ccc;margin-top:2em}
 table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f2f2f2}
-td:first-child,th:first-child{text-align:left}tr.flag td{background:#fff0e0}
+td{white-space:nowrap}td.txt{white-space:normal;text-align:left;min-width:16em}
+td:first-child,th:first-child{text-align:left}td.flag{background:#fff0e0}
+details{margin:0.6em 0}summary{cursor:pointer;color:#245}.hb-wide{overflow-x:auto}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:0.9em;color:#444}pre{background:#f7f7f7;padding:0.6em;overflow-x:auto;font-size:0.85em}
 .note{background:#fff8dc;border-left:4px solid #e0b000;padding:0.4em 0.8em}
@@ -264,6 +292,7 @@ class Report:
         flag: str | None = None,
         id: str | None = None,
         note: str | None = None,
+        more: tuple | None = None,
     ) -> None:
         """Add a section (or, with the heading of an existing one, more of it).
 
@@ -285,6 +314,9 @@ class Report:
             Anchor of the section (default from the heading).
         note : str, optional
             A highlighted remark (a caveat, something not available).
+        more : (summary, table) or (summary, table, flag), optional
+            A longer table one click away: folded under ``summary`` in HTML,
+            after the main table in Markdown (``flag`` as above).
         """
         block = {
             "heading": heading,
@@ -295,6 +327,7 @@ class Report:
             "index": index,
             "flag": flag,
             "note": note,
+            "more": None if more is None else (str(more[0]), as_table(more[1]), *more[2:3]),
             "figures": [],
         }
         self.blocks.append(block)
@@ -360,6 +393,9 @@ class Report:
                 out += [b["text"], ""]
             if b["table"] is not None:
                 out += [markdown_table(b["table"], digits=b["digits"], index=b["index"]), ""]
+            if b.get("more") is not None:
+                summary, extra = b["more"][:2]
+                out += [f"**{summary}**", "", markdown_table(extra, digits=b["digits"]), ""]
             for name, caption in b["figures"]:
                 link = f"{figure_dir}/{name}.png" if figure_dir else f"{name}.png"
                 out += [f"![{caption or name}]({link})", ""]
@@ -385,8 +421,18 @@ class Report:
             if b["text"]:
                 part.append(_text_html(b["text"]))
             if b["table"] is not None:
+                table = html_table(
+                    b["table"], digits=b["digits"], index=b["index"], flag=b["flag"], uuid=b["id"]
+                )
+                part.append(f'<div class="hb-wide">{table}</div>')
+            if b.get("more") is not None:
+                summary, extra, *flag = b["more"]
+                table = html_table(
+                    extra, digits=b["digits"], flag=flag[0] if flag else None, uuid=f"{b['id']}-more"
+                )
                 part.append(
-                    html_table(b["table"], digits=b["digits"], index=b["index"], flag=b["flag"])
+                    f"<details><summary>{esc(summary)}</summary>"
+                    f'<div class="hb-wide">{table}</div></details>'
                 )
             for name, caption in b["figures"]:
                 data = base64.b64encode(self.figures[name]).decode("ascii")
@@ -502,6 +548,11 @@ def _text_html(text: str) -> str:
 
 
 def _inline(s: str) -> str:
-    s = html.escape(s)
-    s = re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", s)
+    """Inline Markdown: `code` and **bold**; nothing inside a code span is read as markup."""
+    out = []
+    for i, part in enumerate(re.split(r"`([^`]+)`", s)):
+        if i % 2:
+            out.append(f"<code>{html.escape(part)}</code>")
+        else:
+            out.append(re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", html.escape(part)))
+    return "".join(out)

@@ -1,5 +1,8 @@
-"""The crossed agent x task GLMM by maximum likelihood (the Bayesian crossed model's counterpart),
-models given by a formula (binomial, fractional, ordinal) and their answers on the reader's scale."""
+"""Mixed models by maximum likelihood: the crossed agent x task GLMM and formula models.
+
+The crossed GLMM is the Bayesian crossed model's counterpart; models given by a
+formula (binomial, fractional, ordinal) come with answers on the reader's scale.
+"""
 
 from ._crossed import (
     BoundaryEstimateWarning,

@@ -456,8 +456,11 @@ def _route(
 
 
 def _default_shape(design: ModelDesign) -> str | None:
-    """``"none"`` / ``"marginal"`` when the design is the crossed model (agent abilities, task
-    [and agent x task] effects, binary scores per cell); else None."""
+    """``"none"`` / ``"marginal"`` when the design is the crossed model, else None.
+
+    The crossed model: agent abilities, task [and agent x task] effects, binary
+    scores per cell.
+    """
     names = [t.name for t in design.random]
     if (
         design.family != "binomial"

@@ -191,8 +191,11 @@ def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str) -> xr
 
 
 def _counterfactuals(fit: MixedMLResult, variable: str) -> tuple[list[str], list[np.ndarray], float]:
-    """Fixed-effect matrices with ``variable`` set to each level (categorical), or nudged by +-h
-    (numeric; the third value is then ``2 h``, else 0)."""
+    """Fixed-effect matrices with ``variable`` set to each level, or nudged by +-h.
+
+    Categorical variables take each level (the third value is 0); numeric ones
+    are nudged by +-h (the third value is then ``2 h``).
+    """
     d = fit.design
     frame = d.frame
     if variable not in d.variables or variable not in frame.columns:

@@ -1,5 +1,8 @@
-"""METR's time horizon (per-agent logistic regressions on log human minutes, hierarchical
-bootstrap) and the doubling time of horizons over release dates."""
+"""METR's time horizon and the doubling time of horizons over release dates.
+
+Per-agent logistic regressions on log human minutes with a hierarchical
+bootstrap, as METR describes them.
+"""
 
 from ._metr import (
     DoublingTimeResult,

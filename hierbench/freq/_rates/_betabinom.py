@@ -109,7 +109,7 @@ def _golden_max(f, lo: np.ndarray, hi: np.ndarray, iters: int) -> tuple[np.ndarr
 
 
 def _profile(mu: np.ndarray, n, c, m, iters: int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """max over kappa of the log-likelihood at ``mu`` (R,): returns (profile, log kappa; inf = binomial)."""
+    """Max over kappa of the log-likelihood at ``mu`` (R,): returns (profile, log kappa; inf = binomial)."""
     lo = np.full(mu.shape, _LOGK[0])
     hi = np.full(mu.shape, _LOGK[1])
     lk, ll = _golden_max(lambda x: _loglik(mu, x, n, c, m), lo, hi, iters)

@@ -67,7 +67,7 @@ def _in_cs(
     trunc_scale: float,
     combine: str,
 ) -> np.ndarray:
-    """Membership ``(S, G, T)``: is grid mean ``g`` still in the sequence at time ``t``?"""
+    """Membership ``(S, G, T)``: whether grid mean ``g`` is still in the sequence at time ``t``."""
     with np.errstate(divide="ignore"):
         cap_pos = trunc_scale / grid  # inf at m = 0
         cap_neg = trunc_scale / (1 - grid)  # inf at m = 1

@@ -1,5 +1,7 @@
-"""Success rates and their intervals: Wald, Wilson, Clopper-Pearson, pooled binomial,
-clustered standard errors, design effect, finite-population and stratified estimates.
+"""Success rates and their intervals.
+
+Wald, Wilson, Clopper-Pearson, pooled binomial, clustered standard errors,
+design effect, finite-population and stratified estimates.
 
 Every interval is a DataArray with a trailing dim ``ci_bound = ["lower", "upper"]``
 and attrs ``ci_prob`` and ``ci_kind``.

@@ -312,6 +312,7 @@ def pass_hat_k(
     Unbiased per task as ``C(c, k) / C(n, k)`` (product form), then averaged
     over tasks.
     {params}
+
     Examples
     --------
     >>> import numpy as np, xarray as xr
@@ -340,6 +341,7 @@ def pass_at_k(
     Unbiased per task as ``1 - C(n - c, k) / C(n, k)`` (product form), then
     averaged over tasks.
     {params}
+
     Examples
     --------
     >>> import numpy as np, xarray as xr

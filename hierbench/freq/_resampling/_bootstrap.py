@@ -69,8 +69,11 @@ Method = Literal["percentile", "bca"]
 
 
 class DegenerateBootstrapError(HierbenchError):
-    """The resampling scheme cannot vary the data (one task or cluster, one run per cell):
-    every resample equals the data and the interval would have zero width."""
+    """The resampling scheme cannot vary the data.
+
+    With one task or cluster, or one run per cell, every resample equals the data
+    and the interval would have zero width.
+    """
 
 
 class UndefinedResampleWarning(UndefinedWarning):

@@ -1,6 +1,8 @@
-"""The bootstrap engine behind :func:`bootstrap_ci`: per-cell data, run resampling, the
-resampled distribution and the interval limits (numpy only; the wrapper in
-:mod:`._bootstrap` validates and packages, and its docstring explains the weights).
+"""The bootstrap engine behind ``bootstrap_ci``.
+
+Per-cell data, run resampling, the resampled distribution and the interval
+limits (numpy only; the wrapper in ``_bootstrap`` validates and packages, and
+its docstring explains the weights).
 """
 
 from __future__ import annotations

@@ -76,8 +76,11 @@ def _task_stats(d: np.ndarray, codes: np.ndarray | None = None) -> dict[str, flo
 
 
 def _bootstrap_p(dist: np.ndarray) -> tuple[float, float]:
-    """Two-sided p-value by inverting the percentile interval, 2 min(P*(d <= 0), P*(d >= 0)),
-    and its Monte Carlo standard error ``sqrt(p (2 - p) / B)`` (``p = 2 q``, ``q`` a share of B)."""
+    """Two-sided p-value by inverting the percentile interval, and its Monte Carlo error.
+
+    ``p = 2 min(P*(d <= 0), P*(d >= 0))``; its standard error is
+    ``sqrt(p (2 - p) / B)`` (``p = 2 q``, ``q`` a share of B).
+    """
     dist = dist[np.isfinite(dist)]
     B = dist.size
     lo = (1 + np.count_nonzero(dist <= 0)) / (B + 1)

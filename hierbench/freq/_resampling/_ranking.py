@@ -32,8 +32,11 @@ class UndefinedScoreWarning(UndefinedWarning):
 
 
 class UnequalTaskSetsWarning(HierbenchWarning):
-    """Some agent ran under 90% of the tasks the most complete agent ran, so the scores average over
-    markedly different task sets (smaller gaps are counted in the result, not warned)."""
+    """Some agent ran under 90% of the tasks the most complete agent ran.
+
+    The scores then average over markedly different task sets (smaller gaps are
+    counted in the result, not warned).
+    """
 
 
 @dataclass(frozen=True, repr=False)

@@ -1,0 +1,168 @@
+"""The convergence section: every check with its limit and why, a verdict that agrees with the plots."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._context import _TITLES, _Context, _Skip
+from ._report import Report
+
+
+def _worst(fit: xr.DataTree, post: xr.Dataset, n: int = 3) -> list[tuple[str, dict, float]]:
+    """The ``n`` scalar parameter slices with the highest R-hat (ties by lowest bulk ESS)."""
+    if "diagnostics" in fit.children and "r_hat" in fit["diagnostics"].children:
+        rhat = fit["diagnostics"]["r_hat"].to_dataset()
+    else:
+        import arviz_stats as azs
+
+        rhat = azs.rhat(post, sample_dims=["chain", "draw"])
+    rows = []
+    for name, da in rhat.data_vars.items():
+        if name not in post:
+            continue
+        s = da.to_series() if da.ndim else pd.Series([float(da)], index=[()])
+        for key, v in s.items():
+            if not np.isfinite(v):
+                continue
+            key = key if isinstance(key, tuple) else (key,)
+            sel = dict(zip(da.dims, key, strict=True)) if da.ndim else {}
+            rows.append((str(name), sel, float(v)))
+    rows.sort(key=lambda r: -r[2])
+    return rows[:n]
+
+
+_CHECK_LABELS = {
+    "r_hat": "R-hat (rank-normalised split), largest",
+    "ess_bulk": "ESS bulk, smallest",
+    "ess_tail": "ESS tail, smallest",
+    "divergences": "divergent transitions",
+    "bfmi": "E-BFMI, smallest chain",
+}
+
+
+def _diag_checks(fit: xr.DataTree) -> tuple[list[dict], list[str]]:
+    """The fit's recorded checks (value, where, limit, why) and failures, from one computation.
+
+    Fits saved before the checks were recorded get them recomputed (their
+    failures too, so the rows and the verdict agree).
+    """
+    attrs = fit.attrs
+    if "diag_checks" not in attrs and "posterior" in fit.children:
+        from .. import bayes
+
+        attrs = bayes.compute_diagnostics(fit, warn=False).attrs
+    failures = attrs.get("diag_failures", "[]")
+    try:
+        failures = json.loads(failures) if isinstance(failures, str) else list(failures)
+    except ValueError:
+        failures = [failures]
+    return json.loads(attrs.get("diag_checks", "[]")), failures
+
+
+def _shown(check: str, value: float) -> str:
+    """A check's value as people read it: counts whole, the rest to three decimals."""
+    if not np.isfinite(value):
+        return "not computed"
+    if check in ("ess_bulk", "ess_tail", "divergences"):
+        return f"{value:,.0f}"
+    return f"{value:.3f}"
+
+
+def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd.DataFrame:
+    rows = []
+    for c in checks:
+        limit = f"{'≤' if c['rule'] == '<=' else '≥'} {c['limit']:.4g}"
+        value = c["value"]
+        if c.get("over_limit_at"):
+            value, limit = c["over_limit_value"], f"≤ {c['over_limit_limit']:.4g}"
+        value = _shown(c["check"], value)
+        rows.append({
+            "check": _CHECK_LABELS.get(c["check"], c["check"]),
+            "value": value,
+            "at": c.get("over_limit_at") or c["at"],
+            "limit": limit,
+            "passes": bool(c["passed"]),
+            "why this limit": c["why"],
+        })  # fmt: skip
+    if ranks:
+        at, p = min(ranks.items(), key=lambda kv: kv[1])
+        rows.append({
+            "check": "rank plots below: chains' ranks uniform, smallest p",
+            "value": _shown("p", p),
+            "at": at,
+            "limit": f"≥ {alpha:g}",
+            "passes": p >= alpha,
+            "why this limit": "the multi-chain rank uniformity test arviz-plots prints on each "
+            f"rank plot, at its envelope level {1 - alpha:g}; the plotted parameters are the "
+            "highest R-hats of many, so one flag can be chance, but it is a warning",
+        })  # fmt: skip
+    return pd.DataFrame(rows).set_index("check")
+
+
+def _verdict(failures: list, table: pd.DataFrame) -> tuple[str, str | None]:
+    """One line that agrees with every row of the table (and the plots)."""
+    if failures:
+        return "not converged", (
+            "The fit FAILED convergence checks: " + "; ".join(map(str, failures))
+            + ". Do not trust its summaries."
+        )
+    flagged = table[~table["passes"].astype(bool)]
+    if len(flagged):
+        said = "; ".join(
+            f"{check.split(':')[0]} at `{row['at']}` ({row['value']}, limit {row['limit']})"
+            for check, row in flagged.iterrows()
+        )
+        return "warning", (
+            f"Every convergence threshold passes, but {said} is flagged: look at its plot before "
+            "trusting the tails of that parameter."
+        )
+    return "converged: every check passes, the rank plots included", None
+
+
+def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
+    if ctx.fit is None:
+        raise _Skip("no fit given: the Bayesian sections need a fit")
+    from . import _figures as F
+
+    a = ctx.fit.attrs
+    worst = _worst(ctx.fit, ctx.post)
+    sel = [(v, s) for v, s, _ in worst]
+    alpha = 1 - F.RANK_ENVELOPE
+    checks, failures = _diag_checks(ctx.fit)
+    table = _check_rows(checks, F.rank_tests(ctx.post, sel) if sel else {}, alpha)
+    verdict, note = _verdict(failures, table)
+    text = (
+        f"Sampler {a.get('sampler', '?')} with settings {a.get('sampler_settings', '')}. "
+        f"**Verdict: {verdict}.** Each check below states its limit and why the limit is what it is."
+    )
+    if worst:
+        text += "\n\nThe parameters with the highest R-hat are plotted below: " + ", ".join(
+            f"`{v}{list(s.values()) if s else ''}` {r:.3f}" for v, s, r in worst
+        ) + "."
+    rep.section(_TITLES[sid], text, table=table, id=sid, note=note)
+    if worst:
+        rep.figure(
+            "rank_worst",
+            F.rank_plot(ctx.post, sel),
+            "Rank plots (fractional-rank ECDF minus uniform, one line per chain) of the parameters "
+            "with the highest R-hat, with the multi-chain uniformity p-value on each panel: "
+            f"p < {alpha:g} marks chains that disagree.",
+        )
+        rep.figure(
+            "trace_worst",
+            F.trace_plot(ctx.post, sel),
+            "Trace (draw index vs parameter value on its model scale) and marginal density per chain "
+            "of the same parameters.",
+        )
+    if "sample_stats" in ctx.fit.children and "energy" in ctx.fit["sample_stats"]:
+        rep.figure(
+            "energy",
+            F.energy_plot(ctx.fit),
+            "Energy plot: marginal energy and energy-transition distributions (centred); similar "
+            "widths and E-BFMI above 0.3 mean the sampler explores the tails.",
+        )
+

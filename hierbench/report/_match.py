@@ -1,0 +1,136 @@
+"""Is this log the one the fit was made from? Refuse a mismatched pair, naming what differs.
+
+A fit stores a fingerprint of the counts it saw (root attr
+``hierbench_data_hash``, :func:`hierbench.bayes.data_hash`) and its
+``constant_data`` holds those counts per (agent, task). When the fingerprint
+of the log differs, the agents, the tasks and the per-cell counts are
+compared, and the error lists every kind of difference found (with a few
+examples of each). The same labels in another order are the same data.
+
+This belongs below ``report`` (in ``data`` or ``bayes``) so that metrics and
+comparisons can apply it too; it lives here until it moves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .._base import HierbenchError
+
+__all__ = ["FitDataMismatchError", "check_fit_data"]
+
+
+class FitDataMismatchError(HierbenchError):
+    """A fit and a log that are not the same evaluation (agents, tasks or counts differ)."""
+
+
+def _labels(values) -> list[str]:
+    return [str(v) for v in np.asarray(values).ravel()]
+
+
+def _fit_counts(fit: xr.DataTree) -> xr.Dataset | None:
+    if "constant_data" not in fit.children:
+        return None
+    cd = fit["constant_data"].to_dataset()
+    if {"n_runs", "n_success"} <= set(cd.data_vars) and {"agent", "task"} <= set(cd.dims):
+        return cd[["n_runs", "n_success"]]
+    return None
+
+
+def _set_diff(what: str, in_fit: list[str], in_data: list[str]) -> list[str]:
+    only_fit = [x for x in in_fit if x not in set(in_data)]
+    only_data = [x for x in in_data if x not in set(in_fit)]
+    out = []
+    for side, xs in (("the fit", only_fit), ("the data", only_data)):
+        if xs:
+            more = f" and {len(xs) - 5} more" if len(xs) > 5 else ""
+            out.append(f"{len(xs)} {what} only in {side} ({xs[:5]}{more})")
+    return out
+
+
+def _cell_diff(fc: xr.Dataset, dc: xr.Dataset) -> list[str]:
+    agents = [a for a in _labels(fc["agent"].values) if a in set(_labels(dc["agent"].values))]
+    tasks = [t for t in _labels(fc["task"].values) if t in set(_labels(dc["task"].values))]
+    if not agents or not tasks:
+        return []
+
+    def grid(ds, name):
+        da = ds[name].assign_coords(agent=_labels(ds["agent"].values), task=_labels(ds["task"].values))
+        return da.sel(agent=agents, task=tasks).fillna(0).transpose("agent", "task").values
+
+    fn, fy = grid(fc, "n_runs"), grid(fc, "n_success")
+    dn, dy = grid(dc, "n_runs"), grid(dc, "n_success")
+    bad = np.argwhere((fn != dn) | (fy != dy))
+    if not len(bad):
+        return []
+    ex = ", ".join(
+        f"({agents[i]}, {tasks[j]}): fit {int(fy[i, j])}/{int(fn[i, j])}, "
+        f"data {int(dy[i, j])}/{int(dn[i, j])}"
+        for i, j in bad[:3]
+    )
+    return [f"{len(bad)} agent x task cells with other success / run counts (e.g. {ex})"]
+
+
+def check_fit_data(
+    fit: xr.DataTree,
+    data: xr.Dataset,
+    *,
+    fit_name: str = "`fit`",
+    data_name: str = "`data`",
+) -> None:
+    """Refuse a fit and an eval dataset that are not the same evaluation.
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A hierbench fit (root attr ``hierbench_data_hash``; count models also
+        keep ``constant_data`` ``n_runs`` / ``n_success``).
+    data : xarray.Dataset
+        An eval dataset (``score(agent, task, run)``).
+    fit_name, data_name : str
+        How the message names the two (a file, a flag).
+
+    Raises
+    ------
+    FitDataMismatchError
+        Naming the agents and tasks only one side has and the cells whose
+        counts differ, with the two fingerprints.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from hierbench.testing import simulate_eval
+    >>> ds, _ = simulate_eval(n_agents=2, n_tasks=4, n_runs=2, rng=0)
+    >>> fit = xr.DataTree.from_dict({"posterior": xr.Dataset(coords={"agent": ["x", "y"]})})
+    >>> check_fit_data(fit, ds)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hierbench.report._match.FitDataMismatchError: `fit` and `data` are not the same evaluation: 2 agents only in the fit (['x', 'y']); 2 agents only in the data (['agent_00', 'agent_01'])...)
+    """
+    from ..bayes import data_hash
+    from ..data import to_counts
+
+    want = str(fit.attrs.get("hierbench_data_hash", ""))
+    counts = to_counts(data) if "score" in data else data
+    got = data_hash(counts) if {"n_runs", "n_success"} <= set(counts.data_vars) else ""
+    if want and got and want == got:
+        return
+    fc = _fit_counts(fit)
+    post = fit["posterior"].to_dataset() if "posterior" in fit.children else xr.Dataset()
+    src = fc if fc is not None else post
+    why = []
+    for dim, what in (("agent", "agents"), ("task", "tasks")):
+        if dim in src.coords and dim in counts.coords:
+            why += _set_diff(what, _labels(src[dim].values), _labels(counts[dim].values))
+    if fc is not None:
+        why += _cell_diff(fc, counts)
+    if not why:
+        return  # the same agents, tasks and counts (labels in another order, clusters aside)
+    prints = f" (fingerprints {want[:12]} and {got[:12]})" if want and got else ""
+    raise FitDataMismatchError(
+        f"{fit_name} and {data_name} are not the same evaluation: "
+        + "; ".join(why)
+        + f"{prints}. Give the log the fit was made from, read with the same options "
+        "(the error policy and the columns change the counts)"
+    )

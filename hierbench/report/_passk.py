@@ -1,0 +1,197 @@
+"""The pass^k section: the unbiased estimator and the model's posterior over the same tasks.
+
+For each k both estimates average over the same cells: the tasks each agent
+ran at least k times (the only tasks where ``C(c, k) / C(n, k)`` exists).
+The crossed model's posterior is restricted to those cells
+(``min_runs=k``) and drawn for these tasks' own pass^k (``realised``); a
+beta-binomial fit describes a new task from the population, a different
+quantity, so it is shown in its own columns and never paired. Every row
+says how many tasks it used; an interval is shown inside [0, 1] and one that
+had to be clipped there, or that has no width, is flagged.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import xarray as xr
+
+from ._context import _TITLES, _Context, _Skip
+from ._report import Report
+
+__all__: list[str] = []
+
+#: fewer tasks than this behind an estimate: flagged
+FEW_TASKS = 10
+
+
+def _run_counts(ctx: _Context) -> xr.DataArray | None:
+    """Runs per (agent, task) from the data, else from the fit's constant data."""
+    if ctx.data is not None:
+        from ..data import to_counts
+
+        return to_counts(ctx.data)["n_runs"]
+    if ctx.fit is not None and "constant_data" in ctx.fit.children:
+        cd = ctx.fit["constant_data"].to_dataset()
+        if "n_runs" in cd and {"agent", "task"} <= set(cd["n_runs"].dims):
+            return cd["n_runs"]
+    return None
+
+
+def _unbiased(ctx: _Context, ks: list[int]) -> pd.DataFrame | None:
+    if ctx.data is None:
+        return None
+    from .. import freq
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # undefined cells are counted in n_tasks below
+        fr = freq.pass_hat_k(ctx.data, ks, prob=ctx.prob)
+    df = fr.to_frame()[["estimate", "lower", "upper", "n_tasks"]]
+    return _str_agents(df)
+
+
+def _bayes(ctx: _Context, ks: list[int]) -> tuple[pd.DataFrame | None, str]:
+    """The posterior per (agent, k) and what it describes."""
+    model = ctx.fit.attrs.get("hierbench_model") if ctx.fit is not None else None
+    if model == "crossed":
+        from ..metrics import crossed_pass_k
+
+        frames = []
+        for k in ks:  # each k over its own cells: the tasks run at least k times
+            res = crossed_pass_k(
+                ctx.fit, k=k, prob=ctx.prob, min_runs=k, realised=True, rng=ctx.rng
+            )
+            frames.append(_bayes_frame(res))
+        return pd.concat(frames).sort_index(), "same tasks"
+    if model == "beta_binomial":
+        from .. import metrics
+
+        return _bayes_frame(metrics.pass_hat_k(ctx.fit, k=ks, prob=ctx.prob)), "a new task"
+    return None, ""
+
+
+def _bayes_frame(res) -> pd.DataFrame:
+    ds = res if isinstance(res, xr.Dataset) else res.to_dataset()
+    est = ds["estimate"] if "estimate" in ds else ds["mean"]
+    df = pd.DataFrame(
+        {
+            "estimate": est.to_series(),
+            "lower": ds["ci"].sel(ci_bound="lower", drop=True).to_series(),
+            "upper": ds["ci"].sel(ci_bound="upper", drop=True).to_series(),
+        }
+    )
+    if list(df.index.names) != ["agent", "k"]:
+        df = df.reorder_levels(["agent", "k"])
+    return _str_agents(df)
+
+
+def _str_agents(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df.index = pd.MultiIndex.from_arrays(
+        [df.index.get_level_values("agent").astype(str), df.index.get_level_values("k").astype(int)],
+        names=["agent", "k"],
+    )
+    return df
+
+
+def _interval_flags(lo: pd.Series, hi: pd.Series, n: pd.Series | None) -> tuple:
+    """Clip to [0, 1]; flag clipped, zero-width and few-task intervals."""
+    flags = pd.Series("", index=lo.index, dtype=object)
+    clipped = (lo < 0) | (hi > 1)
+    flags[clipped] = "interval clipped to [0, 1]"
+    flat = (hi - lo).abs() < 1e-12
+    flags[flat] = "interval of zero width: every task gave the same result"
+    if n is not None:
+        few = n < FEW_TASKS
+        flags[few] = flags[few].where(flags[few] == "", flags[few] + "; ") + f"fewer than {FEW_TASKS} tasks"
+    return lo.clip(0, 1), hi.clip(0, 1), flags
+
+
+def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, prob: float):
+    """One row per (agent, k): tasks used, each estimate with its interval, and the flags."""
+    level = f"{prob:.0%}"
+    parts = {}
+    flags = []
+    if unb is not None:
+        lo, hi, fl = _interval_flags(unb["lower"], unb["upper"], unb["n_tasks"])
+        parts |= {
+            "tasks (>= k runs)": unb["n_tasks"].astype(int),
+            "unbiased": unb["estimate"],
+            f"unbiased {level} lower (t)": lo,
+            f"unbiased {level} upper (t)": hi,
+        }
+        flags.append(fl.where(fl == "", "unbiased: " + fl))
+    if bay is not None:
+        label = "Bayes (same tasks)" if what == "same tasks" else "Bayes (a new task)"
+        lo, hi, fl = _interval_flags(bay["lower"], bay["upper"], None)
+        parts |= {label: bay["estimate"], f"{label} {level} lower": lo, f"{label} {level} upper": hi}
+        flags.append(fl.where(fl == "", "Bayes: " + fl))
+    table = pd.DataFrame(parts)
+    note = pd.concat(flags, axis=1).reindex(table.index).fillna("") if flags else None
+    table["flag"] = note.apply(lambda r: "; ".join(x for x in r if x), axis=1) if note is not None else ""
+    return table
+
+
+def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
+    from . import _figures as F
+
+    if ctx.data is not None and not ctx.binary():
+        raise _Skip("pass^k needs binary scores (0 or 1); these scores are not binary")
+    n = _run_counts(ctx)
+    if n is None:
+        raise _Skip("needs data with binary scores or a crossed / beta-binomial fit")
+    r_max = int(n.max())
+    if r_max < 2:
+        raise _Skip(
+            "every agent x task cell holds one run: pass^1 is the mean score (see Agent abilities) "
+            "and pass^k for k >= 2 needs k runs of a task, which these data do not have"
+        )
+    ks = list(range(1, min(r_max, 8) + 1))
+    unb, (bay, what) = _unbiased(ctx, ks), _bayes(ctx, ks)
+    if unb is None and bay is None:
+        raise _Skip("needs data with binary scores or a crossed / beta-binomial fit")
+    show = sorted({1, 2, ks[-1]})
+    table = passk_table(unb, bay, what, ctx.prob)
+    table = table[table.index.get_level_values("k").isin(show)]
+    text = _passk_text(ctx, what, unb is not None, show)
+    if "tasks (>= k runs)" in table:
+        none = table["tasks (>= k runs)"] == 0
+        if none.any():  # nothing to estimate there: said, not shown as empty cells
+            text += " No task was run k times by: " + "; ".join(
+                f"{a} (k = {k})" for a, k in table.index[none]
+            ) + "."
+            table = table[~none]
+    rep.section(_TITLES[sid], text, table=table, id=sid)
+    fig = F.passk_curves(
+        bay if bay is not None and what == "same tasks" else None,
+        None if unb is None else unb[["estimate"]],
+        prob=ctx.prob,
+        title="pass^k: all k attempts succeed, over the tasks run at least k times",
+    )
+    rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
+
+
+def _passk_text(ctx: _Context, what: str, have_unbiased: bool, show: list[int]) -> str:
+    text = (
+        "pass^k is the chance that k independent attempts at a task all succeed, averaged over "
+        "tasks (tau-bench's reliability metric). For each k every estimate averages the same "
+        "tasks: those the agent ran at least k times (the column `tasks (>= k runs)`), the only "
+        "tasks where the unbiased estimator C(c,k)/C(n,k) exists."
+    )
+    if what == "same tasks":
+        text += (
+            f" The crossed model's posterior mean and {ctx.prob:.0%} equal-tailed interval are of "
+            "these tasks' own pass^k (each task's success probability drawn from its posterior)."
+        )
+    elif what:
+        text += (
+            " The beta-binomial posterior describes a new task from the population, not these "
+            "tasks: its columns are a different quantity and are not paired with the unbiased one."
+        )
+    if have_unbiased:
+        text += (
+            f" The unbiased estimator's interval is a t interval over tasks, shown inside [0, 1]; "
+            f"`flag` marks one clipped there, one of zero width, or fewer than {FEW_TASKS} tasks."
+        )
+    return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k."

@@ -1,0 +1,100 @@
+"""The pairwise section: posterior P(i > j) beside the paired tests (a matrix for many agents)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import xarray as xr
+
+from ._context import _TITLES, _Context, _label, _Skip
+from ._report import Report
+
+
+def _compare(ctx: _Context):
+    """compare_agents at its own resampling defaults (the CLI's `compare` makes the same call)."""
+    if isinstance(ctx.freq, Mapping) and "compare" in ctx.freq:
+        return ctx.freq["compare"]
+    from .. import freq
+
+    ctx.say("paired tests of every pair")
+    return freq.compare_agents(ctx.data, prob=ctx.prob, rng=ctx.rng)
+
+
+def _bayes_heatmap(ctx: _Context):
+    """P(row > column) from the fit, and its heatmap (None, None without an agent variable)."""
+    from . import _figures as F
+
+    if ctx.var is None:
+        return None, None
+    from .. import metrics
+
+    ps = metrics.prob_superiority(ctx.fit, var=ctx.var)
+    ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
+    m = ps.transpose("agent", "opponent").to_pandas().astype(float)
+    m.index = m.index.astype(str)
+    m.columns = [str(c) for c in m.columns]
+    m = m.where(~np.eye(len(m), dtype=bool))
+    fig = F.heatmap(
+        m,
+        title=f"P(row agent > column agent) by {_label(ctx.var)}",
+        xlabel="opponent",
+        ylabel="agent",
+        cbar_label="posterior probability (0-1)",
+    )
+    return ps, fig
+
+
+def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
+    from ._pairs import MATRIX_ABOVE, marks_legend, pair_frame, pair_matrix, settings_text
+    from ._pairs import differ_column as _differ
+
+    ps, fig = _bayes_heatmap(ctx)
+    text = []
+    if ps is not None:
+        text.append(
+            f"The heatmap: posterior probability that the row agent's `{ctx.var}` exceeds the column agent's."
+        )
+    table = full = None
+    alpha = 1.0 - ctx.prob
+    if ctx.want_freq("compare"):
+        cmp = _compare(ctx)
+        full = pair_frame(cmp, alpha=alpha).rename(
+            columns={"lower": f"{ctx.prob:.0%} lower", "upper": f"{ctx.prob:.0%} upper"}
+        )
+        if ps is not None:
+            full["Bayes P(a > b)"] = [
+                float(ps.sel(agent=a, opponent=b))
+                for a, b in (p.split(" - ", 1) for p in full.index)
+            ]
+        n_sig = int(full[_differ(full)].sum())
+        res = cmp.to_dataset().attrs
+        text.append(
+            "Every pair on the tasks both ran, the task as the unit: the mean paired difference, "
+            f"its {ctx.prob:.0%} paired cluster-bootstrap interval, the {res.get('test', 'permutation')} "
+            "p-value and its Holm (family-wise) and Benjamini-Hochberg adjustments over all "
+            f"{len(full)} pairs ({settings_text(cmp)}). "
+            f"{n_sig} of {len(full)} pairs differ at family-wise level {alpha:g} (Holm)."
+        )
+        table = full
+        if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
+            table = pair_matrix(cmp, alpha=alpha)
+            text.append(
+                "With this many agents the pairs are shown as a matrix: row agent minus column agent, "
+                f"agents ordered by their mean difference against all others; {marks_legend(alpha)}. "
+                "The full table (every pair's interval and p-values) is below, and in Python it is "
+                "`hierbench.freq.compare_agents(data).to_frame()`."
+            )
+    if ps is None and table is None:
+        raise _Skip("needs a fit with an agent-level variable or data for the paired tests")
+    rep.section(
+        _TITLES[sid],
+        "\n\n".join(text),
+        table=table,
+        id=sid,
+        flag=_differ(full) if full is not None and table is full else None,
+        more=None if table is full else (f"All {len(full)} pairs", full, _differ(full)),
+    )
+    if fig is not None:
+        rep.figure("prob_superiority", fig, "Pairwise posterior probabilities P(i > j).")
+

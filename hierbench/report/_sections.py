@@ -1,0 +1,479 @@
+"""The report's other sections: data, abilities, pass^k, ranks, variance, predictive checks, side by side, checklist."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._context import _TITLES, _Context, _label, _on_score_scale, _Skip
+from ._report import Report, as_table
+
+
+def _file_name(source: object) -> str:
+    """A data source as its file name: a report travels, the folder it was read from does not."""
+    from pathlib import PurePath
+
+    text = str(source)
+    return PurePath(text).name if ("/" in text or "\\" in text) else text
+
+
+def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
+    if ctx.data is None:
+        if (
+            ctx.fit is not None
+            and "constant_data" in ctx.fit.children
+            and "n_runs" in ctx.fit["constant_data"]
+        ):
+            n = ctx.fit["constant_data"]["n_runs"]
+            df = pd.DataFrame(
+                {
+                    "tasks run": (n > 0).sum("task").to_series(),
+                    "runs": n.sum("task").to_series(),
+                    "cells never run": (n == 0).sum("task").to_series(),
+                }
+            )
+            df.index = df.index.astype(str)
+            rep.section(
+                _TITLES[sid],
+                f"{n.sizes['agent']} agents x {n.sizes['task']} tasks, {int(n.sum())} runs, "
+                f"{int((n == 0).sum())} agent x task cells never run (from the fit's constant data; "
+                "give the data for the error rates and the frequentist half).",
+                table=df,
+                id=sid,
+            )
+            return
+        raise _Skip("no data given")
+    from ..data import describe, summarize
+
+    d = describe(ctx.data)
+    s = summarize(ctx.data).to_dataframe()
+    s.index = s.index.astype(str)
+    rename = {
+        "n_tasks_attempted": "tasks run",
+        "n_missing_cells": "cells never run",
+        "n_runs": "runs",
+        "n_scored": "scored runs",
+        "n_error": "error runs",
+        "error_rate": "error rate",
+        "mean_score": "mean score (per task)",
+        "micro_mean_score": "mean score (per run)",
+    }
+    s = s.rename(columns=rename)
+    flags = []
+    tasks = s["tasks run"].astype(float)
+    few = s.index[tasks < 0.5 * tasks.max()].tolist()
+    if few:
+        flags.append(
+            f"agents with fewer than half the tasks of the best-covered agent: {few} (their means and ranks rest on other tasks)"
+        )
+    if "error rate" in s:
+        high = s.index[s["error rate"] > 0.05].tolist()
+        if high:
+            flags.append(
+                f"agents with infrastructure error rate above 5%: {high} (policy errors={d['errors']!r})"
+            )
+    rpc = d["runs_per_cell"]
+    if rpc["min"] <= 1:
+        flags.append("some cells hold a single run: run-to-run variation cannot be separated there")
+    if d["score_kind"] != "binary":
+        flags.append(
+            f"scores are {d['score_kind']}: pass^k and the binomial models need binary scores"
+        )
+    if d["not_kept"]:
+        flags.append(f"records not kept by the reader: {d['not_kept']}")
+    text = (
+        f"{d['n_agents']} agents x {d['n_tasks']} tasks; {d['n_runs_total']} runs; runs per cell "
+        f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; "
+        f"{d['n_missing_cells']} of {d['n_cells']} agent x task cells never run; "
+        f"{d['n_error_runs']} infrastructure-error runs ({d['n_error_runs'] / max(d['n_runs_total'], 1):.1%}, "
+        f"policy errors={d['errors']!r}); scores {d['score_kind']}; source {_file_name(d['source'])}."
+    )
+    if flags:
+        text += "\n\n**Flags:**\n\n" + "\n".join(f"- {f}" for f in flags)
+    else:
+        text += "\n\nNo flags: every agent ran most tasks, error rates are low."
+    rep.section(_TITLES[sid], text, table=s, id=sid)
+
+
+def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
+    from . import _figures as F
+
+    prob = ctx.prob
+    intervals: dict[str, pd.DataFrame] = {}
+    notes = []
+    bay = ctx.bayes_frame()
+    var = ctx.var
+    if bay is not None:
+        intervals[f"Bayes {ctx.fit.attrs.get('hierbench_model', '')} ({prob:.0%} ETI)"] = bay
+    boot = ctx.bootstrap()
+    same_scale = var is None or _on_score_scale(ctx.post[var], var)
+    if boot is not None:
+        bf = as_table(boot)
+        kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
+        if same_scale:
+            intervals[f"cluster bootstrap ({kind}, {prob:.0%})"] = bf
+        else:
+            notes.append(
+                f"The Bayesian variable `{var}` is on the model's scale, not the score scale, so the "
+                "bootstrap intervals of the mean score are not drawn on its axis (see the side-by-side table)."
+            )
+    if not intervals:
+        raise _Skip("needs a fit with an agent-level variable or data for the bootstrap")
+    truth = ctx.truth if same_scale else None
+    if var is not None:
+        xlabel = f"{_label(var)} ({'probability, 0-1' if same_scale else 'model scale'}); {prob:.0%} intervals"
+    else:
+        xlabel = f"mean score per task (0-1); {prob:.0%} intervals"
+    fig = F.interval_forest(intervals, truth=truth, xlabel=xlabel, title="Agent abilities")
+    wide = pd.concat({k: v[["estimate", "lower", "upper"]] for k, v in intervals.items()}, axis=1)
+    wide.columns = [f"{a} {b}" for a, b in wide.columns]
+    wide.index = wide.index.astype(str)
+    wide.index.name = "agent"
+    if truth is not None:
+        wide.insert(0, "truth", truth.reindex(wide.index))
+    n_tasks = _tasks_run(ctx)
+    if n_tasks is not None:
+        wide.insert(0, "tasks run", n_tasks.reindex(wide.index).astype(int))
+    flags = pd.Series("", index=wide.index, dtype=object)
+    for name in intervals:
+        wide, f = _defined(wide, name)
+        flags = flags.where(f == "", flags.where(flags == "", flags + "; ") + f)
+    if (flags != "").any():
+        wide["flag"] = flags
+    text = (
+        "Each agent's level with its interval from each method on one axis"
+        + ("; crosses mark the truth." if truth is not None else ".")
+        + (" " + " ".join(notes) if notes else "")
+    )
+    if var == "mean_new_task":
+        text += (
+            " The Bayesian target is the expected score on a new task drawn from the task population, "
+            "the same target as the task bootstrap of the benchmark mean."
+        )
+    rep.section(_TITLES[sid], text, table=wide, id=sid)
+    rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.")
+
+
+#: above this many agents the rank section tabulates a summary per agent, not every rank
+RANKS_AS_TABLE = 8
+
+
+def _rank_summary(df: pd.DataFrame, prob: float) -> pd.DataFrame:
+    """Per agent: expected rank, the ranks covering ``prob`` (a central interval), P(1), P(top 3)."""
+    p = df.to_numpy(float)
+    ranks = np.arange(1, p.shape[1] + 1)
+    cdf = np.cumsum(p, axis=1)
+    lo = ranks[np.argmax(cdf >= (1 - prob) / 2 - 1e-12, axis=1)]
+    hi = ranks[np.argmax(cdf >= (1 + prob) / 2 - 1e-12, axis=1)]
+    return pd.DataFrame(
+        {
+            "expected rank": (p * ranks).sum(1),
+            f"rank {prob:.0%} lower": lo,
+            f"rank {prob:.0%} upper": hi,
+            "P(rank 1)": p[:, 0],
+            "P(top 3)": p[:, :3].sum(1),
+        },
+        index=df.index,
+    )
+
+
+def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
+    from . import _figures as F
+
+    if ctx.var is None:
+        raise _Skip("needs a fit with an agent-level variable")
+    from .. import metrics
+
+    rp = metrics.rank_probabilities(ctx.fit, var=ctx.var)
+    rp = rp if isinstance(rp, xr.DataArray) else rp.to_dataset()["estimate"]
+    df = rp.transpose("agent", "rank").to_pandas()
+    df.index = df.index.astype(str)
+    df.columns = [str(c) for c in df.columns]
+    exp_rank = (df.to_numpy() * np.arange(1, df.shape[1] + 1)).sum(1)
+    df = df.iloc[np.argsort(exp_rank, kind="stable")]
+    fig = F.heatmap(
+        df,
+        title=f"P(agent holds rank) by {_label(ctx.var)}",
+        xlabel="rank (1 = best)",
+        ylabel="agent",
+        cbar_label="posterior probability (0-1)",
+    )
+    text = (
+        f"Posterior probability of each rank by `{ctx.var}` ({_label(ctx.var)}); rows sum to 1, "
+        "agents sorted by expected rank."
+    )
+    table = df
+    if len(df) > RANKS_AS_TABLE:
+        table = _rank_summary(df, ctx.prob)
+        text += (
+            f" With {len(df)} agents the table summarises each row: the expected rank, the "
+            f"equal-tailed {ctx.prob:.0%} interval of the rank (its (1 - {ctx.prob:g}) / 2 and "
+            f"(1 + {ctx.prob:g}) / 2 quantiles), and the chance of the first place and of the top "
+            "three; the figure shows every probability."
+        )
+    rep.section(_TITLES[sid], text, table=table, id=sid)
+    rep.figure("rank_probabilities", fig, "Rank probabilities (posterior).")
+
+
+def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
+    from . import _figures as F
+
+    if ctx.fit is None:
+        raise _Skip("no fit given")
+    if "posterior_predictive" not in ctx.fit.children:
+        dropped = ctx.fit.attrs.get("hierbench_groups_dropped", "")
+        raise _Skip(
+            "the fit has no posterior_predictive group"
+            + (
+                f" (left out when it was saved compact: {dropped}; save with groups='all' or "
+                "`hierbench fit --keep-predictive` to check it)"
+                if dropped
+                else ""
+            )
+        )
+    obs = ctx.fit["observed_data"].to_dataset() if "observed_data" in ctx.fit.children else None
+    if obs is None or not any("cell" in v.dims for v in obs.data_vars.values()):
+        raise _Skip(
+            "the predictive check of success counts per (agent, task) cell applies to the count "
+            f"models; this {ctx.fit.attrs.get('hierbench_model', 'custom')} fit has no `cell` observations"
+        )
+    from ..bayes import predictive_check
+
+    n = ctx.fit["constant_data"].to_dataset()["cell_n_runs"].values
+    if int(np.asarray(n).max()) < 2:
+        raise _Skip(
+            "every agent x task cell holds one run: the predictive check of success counts per "
+            "cell reduces to each agent's success rate, which the agent's own effect fits by "
+            "construction, so it cannot show misfit here"
+        )
+    chk = predictive_check(ctx.fit)
+    pc, n_main, left_out = F.ppc_rootogram(ctx.fit)
+    hi, lo = chk["p_value"], chk["p_value_low"]
+    seen = hi.notnull()
+    extreme = int(((hi < 0.025) | (lo < 0.025)).where(seen, False).sum())
+    text = (
+        "For each agent, how many tasks had c successes out of its n runs: observed (black dots) "
+        "against the posterior predictive distribution of that number (its mean as a diamond and "
+        "its interval as a bar), on a square-root scale (a rootogram, drawn by arviz-plots), at the "
+        f"most common number of runs, n = {n_main}. Observed dots above the bars at 0 and n mean "
+        "more all-fail and all-pass tasks than the model predicts (overdispersion). Over every "
+        f"(agent, n, c), {extreme} of {int(seen.sum())} observed counts fall in a 2.5% tail of "
+        "their predictive distribution (P(predicted >= observed) or P(predicted <= observed) "
+        "below 0.025); at most about 5% would by chance (the counts are discrete)."
+    )
+    if left_out:
+        text += (
+            f" Agents with fewer than {F.PPC_MIN_CELLS} tasks run {n_main} times have no panel: "
+            + ", ".join(map(str, left_out)) + "."
+        )
+    rep.section(_TITLES[sid], text, id=sid)
+    rep.figure("ppc", pc, f"Posterior predictive rootogram of the success counts out of {n_main} runs.")
+
+
+def _tasks_run(ctx: _Context) -> pd.Series | None:
+    """How many tasks each agent ran (the tasks its bootstrap mean averages)."""
+    if ctx.data is None:
+        return None
+    from ..data import to_counts
+
+    n = (to_counts(ctx.data)["n_runs"] > 0).sum("task").to_series()
+    n.index = n.index.astype(str)
+    return n
+
+
+def _defined(wide: pd.DataFrame, method: str) -> tuple[pd.DataFrame, pd.Series]:
+    """Interval ends a method could not compute shown as "undefined", with the reason."""
+    lo, hi = wide[f"{method} lower"], wide[f"{method} upper"]
+    bad = lo.isna() | hi.isna()
+    flags = pd.Series("", index=wide.index, dtype=object)
+    flags[bad] = f"{method}: interval undefined (every resample gives the same value)"
+    wide = wide.astype({f"{method} lower": object, f"{method} upper": object})
+    wide.loc[bad, [f"{method} lower", f"{method} upper"]] = "undefined"
+    return wide, flags
+
+
+def _disagree(wide: pd.DataFrame, kind: str) -> pd.Series:
+    """One method's estimate outside the other's interval, or intervals apart (both defined)."""
+    cols = [f"{m} {b}" for m in (f"bootstrap {kind}", "Bayes ETI") for b in ("estimate", "lower", "upper")]
+    be, bl, bh, ye, yl, yh = (pd.to_numeric(wide[c], errors="coerce") for c in cols)
+    apart = (yl > bh) | (bl > yh) | (ye < bl) | (ye > bh) | (be < yl) | (be > yh)
+    return apart & bl.notna() & bh.notna() & yl.notna() & yh.notna()
+
+
+def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
+    boot = ctx.bootstrap()
+    bay = ctx.bayes_frame()
+    if boot is None or bay is None:
+        raise _Skip("needs both a fit and data (the Bayesian and the frequentist half)")
+    bf = as_table(boot)
+    kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
+    if not _on_score_scale(ctx.post[ctx.var], ctx.var):
+        raise _Skip(
+            f"the Bayesian `{ctx.var}` is on the model's scale, the bootstrap on the score scale: not comparable"
+        )
+    bf.index = bf.index.astype(str)
+    bay.index = bay.index.astype(str)
+    wide = pd.concat(
+        {f"bootstrap {kind}": bf[["estimate", "lower", "upper"]], "Bayes ETI": bay[["estimate", "lower", "upper"]]},
+        axis=1,
+    )
+    wide.columns = [f"{a} {b}" for a, b in wide.columns]
+    n_tasks, total = _tasks_run(ctx), int(ctx.data.sizes["task"])
+    wide.insert(0, "tasks run", n_tasks.reindex(wide.index).astype(int))
+    wide["difference"] = wide["Bayes ETI estimate"] - wide[f"bootstrap {kind} estimate"]
+    wide["disagree"] = _disagree(wide, kind)
+    if ctx.truth is not None:
+        t = ctx.truth.reindex(wide.index)
+        wide.insert(0, "truth", t)
+        for m, lab in ((f"bootstrap {kind}", "bootstrap covers"), ("Bayes ETI", "Bayes covers")):
+            lo, hi = (pd.to_numeric(wide[f"{m} {b}"], errors="coerce") for b in ("lower", "upper"))
+            wide[lab] = (lo <= t) & (t <= hi)
+    wide, flags = _defined(wide, f"bootstrap {kind}")
+    subset = wide["tasks run"] < total
+    flags[subset] = flags[subset].where(flags[subset] == "", flags[subset] + "; ") + (
+        "ran " + wide.loc[subset, "tasks run"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
+    )
+    wide["flag"] = flags
+    n_dis = int(wide["disagree"].sum())
+    rep.section(
+        _TITLES[sid],
+        f"The agent's expected score on a new task, both methods at {ctx.prob:.0%}. `disagree` flags "
+        "an agent whose point estimate from one method lies outside the other's interval (or whose "
+        f"intervals do not overlap): {n_dis} of {len(wide)} agents flagged. `tasks run` is the "
+        "number of tasks each agent's bootstrap mean averages; `flag` notes an agent that ran only "
+        "some tasks (its mean rests on those) and an interval a method could not compute."
+        + (
+            " The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
+            "expected score on a new task, the same target when the tasks run are a sample of the population."
+            if ctx.var == "mean_new_task"
+            else ""
+        ),
+        table=wide,
+        id=sid,
+        flag="disagree",
+    )
+
+
+def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
+    rows = []
+    d = None
+    if ctx.data is not None:
+        from ..data import describe
+
+        d = describe(ctx.data)
+        rows += [
+            ("n (agents x tasks)", f"{d['n_agents']} agents x {d['n_tasks']} tasks"),
+            (
+                "runs",
+                f"{d['n_runs_total']} runs; per cell min {d['runs_per_cell']['min']}, "
+                f"median {d['runs_per_cell']['median']:g}, max {d['runs_per_cell']['max']}",
+            ),
+            ("missing cells", f"{d['n_missing_cells']} of {d['n_cells']}"),
+            (
+                "errors",
+                f"{d['n_error_runs']} infrastructure-error runs, policy errors={d['errors']!r}",
+            ),
+        ]
+        if "cluster" in ctx.data.coords:
+            n_cl = len(set(map(str, ctx.data["cluster"].values)))
+            rows.append(
+                (
+                    "clustering",
+                    f"tasks in {n_cl} clusters (`cluster`); the bootstrap and the paired "
+                    "tests resample whole clusters",
+                )
+            )
+        else:
+            rows.append(("clustering", "no cluster labels: tasks are resampled one by one"))
+    boot = ctx.cache.get("bootstrap")
+    kinds = []
+    if boot is not None:
+        bf = as_table(boot)
+        kinds.append(
+            f"bootstrap: {bf['ci_kind'].iloc[0] if 'ci_kind' in bf else '?'}, {ctx.n_resamples} resamples"
+        )
+    if ctx.fit is not None:
+        kinds.append("Bayes: equal-tailed posterior interval (eti)")
+    rows.append(
+        (
+            "interval level and kind",
+            f"{ctx.prob:.0%}; " + "; ".join(kinds) if kinds else f"{ctx.prob:.0%}",
+        )
+    )
+    rows.append(
+        (
+            "paired deltas",
+            "yes: each pair compared on the tasks both ran (paired bootstrap and sign-flip "
+            "test, Holm and BH over all pairs)"
+            if ctx.want_freq("compare")
+            else "not computed (no data)",
+        )
+    )
+    if ctx.fit is not None:
+        a = ctx.fit.attrs
+        rows.append(
+            ("model", f"{a.get('hierbench_model', 'custom')}; spec {a.get('hierbench_spec', '')}")
+        )
+        rows.append(("sampler", f"{a.get('sampler', '?')} {a.get('sampler_settings', '')}"))
+        conv = a.get("diag_converged")
+        rows.append(
+            (
+                "converged",
+                "yes"
+                if conv is not None and int(conv)
+                else f"NO: {a.get('diag_failures', '')}"
+                if conv is not None
+                else "not checked",
+            )
+        )
+        rows.append(("data hash (fit)", str(a.get("hierbench_data_hash", ""))))
+    rows.append(
+        (
+            "seed",
+            f"report resamples rng={ctx.rng!r}"
+            + (
+                f"; fit seed {ctx.fit.attrs.get('seed')}"
+                if ctx.fit is not None and "seed" in ctx.fit.attrs
+                else ""
+            ),
+        )
+    )
+    rows.append(("versions", ", ".join(f"{k} {v}" for k, v in _versions(ctx.fit).items())))
+    table = pd.DataFrame(rows, columns=["item", "value"]).set_index("item")
+    rep.section(
+        _TITLES[sid],
+        "What a reader needs to judge and reproduce these numbers.",
+        table=table,
+        id=sid,
+    )
+
+
+def _versions(fit: xr.DataTree | None) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in (
+        "hierbench",
+        "numpy",
+        "scipy",
+        "xarray",
+        "pandas",
+        "arviz-base",
+        "arviz-stats",
+        "arviz-plots",
+    ):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:  # pragma: no cover
+            out[pkg] = "not installed"
+    if fit is not None:
+        post_attrs = fit["posterior"].attrs if "posterior" in fit.children else {}
+        lib = post_attrs.get("inference_library")
+        if lib:
+            out[f"{lib} (fit)"] = str(post_attrs.get("inference_library_version", "?"))
+        if "hierbench_version" in fit.attrs:
+            out["hierbench (fit)"] = str(fit.attrs["hierbench_version"])
+    return out
