@@ -354,7 +354,8 @@ def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool) -> str:
     except (TypeError, ValueError):
         hints = {}
     said = []
-    for name in dict.fromkeys(failed_at):
+    # a check names the element (`sd_task[3]`); the builder's hints name the variable
+    for name in dict.fromkeys(at.split("[", 1)[0] for at in failed_at):
         if name in hints:
             cause, fix = hints[name]
             said.append(f"`{name}`: likely cause: {cause}; fix: {fix}.")

@@ -14,10 +14,7 @@ short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 
 from ._common import UndefinedMetricWarning, posterior_interval, posterior_summary
 from ._crossed import _mean_observed_draws as _mean_observed_draws  # for hierbench.bayes
-from ._crossed import (
-    crossed_pass_k as crossed_pass_k,  # for the demo; metrics.pass_hat_k dispatches to it
-)
-from ._crossed import crossed_variance_components
+from ._crossed import crossed_pass_k, crossed_variance_components
 from ._gtheory import bayes_d_study, bayes_variance_components
 from ._passk import beta_moments, pass_at_k, pass_hat_k
 from ._ranking import head_to_head, prob_superiority, rank_probabilities
@@ -41,6 +38,7 @@ __all__ = [
     "bayes_d_study",
     "bayes_variance_components",
     "beta_moments",
+    "crossed_pass_k",
     "crossed_variance_components",
     "head_to_head",
     "pass_at_k",

@@ -44,7 +44,10 @@ class _DatasetView:
     def _compat(self) -> xr.Dataset:
         return self.to_dataset()  # type: ignore[attr-defined]
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: Any) -> Any:
+        if not isinstance(key, str):  # a list of names, as a Dataset takes it
+            ds = self._compat()
+            return ds[[self._aliases.get(k, k) for k in key]]
         if key in self._aliases:
             warnings.warn(
                 f"{type(self).__name__}[{key!r}] is deprecated; use [{self._aliases[key]!r}]",

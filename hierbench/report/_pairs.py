@@ -10,8 +10,13 @@ agent x agent matrix, and the full table stays one call away
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from ..freq import PairwiseComparisonResult
 
 __all__ = ["MATRIX_ABOVE", "differ_column", "marks_legend", "pair_frame", "pair_matrix", "settings_text"]
 
@@ -42,7 +47,7 @@ def _test_of(cmp) -> str:
     return str(ds.attrs.get("test", "permutation"))
 
 
-def pair_frame(cmp, *, alpha: float = 0.05) -> pd.DataFrame:
+def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.DataFrame:
     """One row per pair (row agent minus column agent), the columns a reader needs.
 
     Parameters
@@ -87,7 +92,7 @@ def differ_column(table: pd.DataFrame) -> str | None:
     return next((c for c in table.columns if str(c).startswith("differ (")), None)
 
 
-def settings_text(cmp) -> str:
+def settings_text(cmp: PairwiseComparisonResult) -> str:
     """The resampling settings the result records (resamples, permutations, ...), as text."""
     attrs = cmp.to_dataset().attrs if hasattr(cmp, "to_dataset") else cmp.attrs
     skip = {"ci_prob", "ci_kind", "test", "n_pairs"}
@@ -103,7 +108,7 @@ def _order(cmp) -> list[str]:
     return [agents[i] for i in np.argsort(-score, kind="stable")]
 
 
-def pair_matrix(cmp, *, alpha: float = 0.05, numbered: bool = True) -> pd.DataFrame:
+def pair_matrix(cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered: bool = True) -> pd.DataFrame:
     """The pairs as one matrix: row agent minus column agent, with Holm marks.
 
     Agents are ordered by their mean paired difference against all the
