@@ -14,7 +14,8 @@ With partial pooling ``logit mu_m ~ N(logit_mu_mean, logit_mu_sd)``; each
 agent's ``rho_m`` has its own prior (a variance-type parameter pooled over a
 handful of agents is weakly identified and mixed badly: R-hat 1.5 at
 ``log_kappa_sd`` on real data). Which terms are included, and how, is decided
-from the data's design by :mod:`hierbench.bayes._structure`.
+from the data's design by the one structure helper (shown by
+:func:`hierbench.bayes.describe`).
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def build_beta_binomial(
         or non-centred agent means. "auto" centres when the median agent's
         Fisher information about its logit mean, in units of a nominal
         agent spread of 1 logit, is at least 4 (its own data then pin it
-        down; see :mod:`hierbench.bayes._structure`).
+        down; :func:`hierbench.bayes.describe` shows the choice).
 
     Returns
     -------

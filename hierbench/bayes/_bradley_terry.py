@@ -17,7 +17,7 @@ with the number of battles.
 Abilities are zero-sum (a sum-to-zero normal: without the constraint the
 model is unidentified and NUTS mixes badly, R-hat 2.8 in our measurement),
 centred or non-centred (decided from the design by
-:mod:`hierbench.bayes._structure`) with a hierarchical scale ``sd_ability``. ``elo`` puts them on the
+the structure helper) with a hierarchical scale ``sd_ability``. ``elo`` puts them on the
 Elo scale: 400 points = 10x odds, ``elo = center + 400 / ln 10 * (ability -
 ability[anchor])``.
 """
@@ -379,8 +379,8 @@ def build_bradley_terry(
         ZeroSumNormal(sd_ability)`` (centred) or ``ability = sd_ability * z``
         (non-centred). "auto": centred when the median agent's information
         (about 0.2 per comparison) reaches the centring rule of
-        :func:`hierbench.bayes._structure.centre_choice` and every agent has
-        at least :data:`CENTRED_MIN_COMPARISONS` comparisons (on LLMFAO, 59
+        the structure helper's centring rule and every agent has
+        at least ``CENTRED_MIN_COMPARISONS`` comparisons (on LLMFAO, 59
         agents, min ESS_bulk of ``sd_ability`` about 2,200 centred vs 180
         non-centred for 2 x 1000 draws), non-centred otherwise.
     centered : bool, optional

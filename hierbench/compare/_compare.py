@@ -64,7 +64,7 @@ def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, xr.DataArr
 def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result") -> xr.Dataset:
     """Normalise a result into a Dataset with ``estimate`` and ``ci`` (the house convention).
 
-    Accepts any hierbench result object (:class:`hierbench._base.Result`:
+    Accepts any hierbench result object (a ``Result``:
     every frequentist ``*Result``), a Dataset holding ``estimate`` and ``ci``
     (the posterior metrics, e.g. :func:`hierbench.metrics.pass_hat_k`; a
     Dataset with ``interval`` instead of ``ci`` is read too), a bare interval

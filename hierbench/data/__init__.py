@@ -1,6 +1,6 @@
 """Evaluation data: readers into the canonical eval dataset, reductions, validation.
 
-The dataset contract is in :mod:`hierbench.data._schema`. Every reader
+The dataset contract is :func:`check_eval_dataset`'s. Every reader
 (:func:`from_records`, :func:`read_inspect_log`, :func:`read_battles`,
 :func:`counts_from_parquet`, :func:`counts_from_dask`) follows the rules below;
 nothing is merged, coerced or dropped silently.
@@ -12,7 +12,7 @@ Labels (agent, task, run, tag, cluster)
     (JSON ``7`` and ``"7"``) is refused, and so is a value that is no text,
     number or bool (a list, a dict, bytes, a date). An empty agent, task or
     run is refused; a task without a tag or cluster keeps a missing label
-    (never a label called ``"nan"``; see :mod:`hierbench.data._schema`).
+    (never a label called ``"nan"``; see :func:`check_eval_dataset`).
     Labels that differ only by surrounding spaces or Unicode normalisation
     are kept apart, with a :class:`SimilarLabelsWarning`.
 Error flags (``error``, ``annotations``)

@@ -340,7 +340,7 @@ def read_inspect_log(
     value_map : mapping, optional
         Values to map before Inspect's own conversion, e.g.
         ``{"P": 0.0}`` to count partial credit as failure. Otherwise Inspect's
-        :func:`inspect_ai.scorer.value_to_float` maps ``"C"``/``"I"``/``"P"``/
+        ``inspect_ai.scorer.value_to_float`` maps ``"C"``/``"I"``/``"P"``/
         ``"N"`` to 1 / 0 / 0.5 / 0, booleans, ``"yes"``/``"no"`` and numbers.
     errors : {"fail", "exclude"}
         Policy for samples whose ``error`` is set (infrastructure errors):

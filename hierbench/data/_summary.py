@@ -41,7 +41,7 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
     Parameters
     ----------
     ds : xarray.Dataset
-        Eval dataset (see :mod:`hierbench.data._schema`).
+        Eval dataset (see :func:`hierbench.data.check_eval_dataset`).
 
     Returns
     -------

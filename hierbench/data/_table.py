@@ -200,7 +200,7 @@ def read_table(
     fields are ``""``), JSONL values keep their JSON type (the number ``7``
     and the text ``"7"`` stay apart, a number's text is kept), Parquet
     columns keep their stored type. The readers then convert each column by
-    its role (:mod:`hierbench.data._values`).
+    its role (the rules in :mod:`hierbench.data`).
 
     Parameters
     ----------

@@ -5,10 +5,10 @@ probability scale.
 
 Pure xarray, numpy and scipy: works on a fit loaded from disk without PyMC.
 pass^k and pass@k dispatch on the fit's ``hierbench_model`` attribute
-(beta-binomial: exact Beta moments; crossed: :mod:`hierbench.metrics._crossed`);
+(beta-binomial: exact Beta moments; crossed: :func:`crossed_pass_k`);
 the ranking functions take any posterior variable with an agent dimension,
 by default ``ability`` (each model's stated scale). Every function returns a
-result object (:mod:`hierbench.metrics._results`): ``estimate``, ``ci``, a
+result object: ``estimate``, ``ci``, a
 short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 """
 

@@ -26,7 +26,7 @@ def plot_d_study(
     Parameters
     ----------
     d : xarray.Dataset
-        From :meth:`VarianceComponentsResult.d_study` (or ``optimal_allocation``).
+        From :meth:`hierbench.freq.VarianceComponentsResult.d_study` (or ``optimal_allocation``).
     x : str, optional
         The size dim on the x axis (default: the first dim of ``d[var]``).
     var : str

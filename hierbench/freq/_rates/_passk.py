@@ -80,7 +80,7 @@ class PassKResult(Result):
         (every per-task estimate is 0, or every one 1, where the logit is
         infinite and a t interval would have zero width: the bound
         ``1 - (alpha / 2)^(1 / n_tasks)`` holds exactly, see
-        :func:`_edge_bound`), ``"zero width"`` (every per-task estimate equal
+        ``_edge_bound``), ``"zero width"`` (every per-task estimate equal
         strictly inside (0, 1): no uncertainty measured), ``"too few tasks"``
         (fewer than 2: NaN); ``""`` otherwise.
     per_task : xarray.DataArray
