@@ -288,7 +288,8 @@ def _rhat(z: np.ndarray) -> np.ndarray:
     n = z.shape[2]
     b = n * np.var(z.mean(axis=2), axis=1, ddof=1)
     w = np.var(z, axis=2, ddof=1).mean(axis=1)
-    return np.sqrt((b / w + n - 1) / n)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a constant element: NaN, as arviz-stats
+        return np.sqrt((b / w + n - 1) / n)
 
 
 def _geyer_tau(r: np.ndarray, n: int) -> np.ndarray:
