@@ -10,6 +10,7 @@ convergence summary (``diag_*``).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -480,9 +481,32 @@ def add_log_likelihood(fit: xr.DataTree, model: pm.Model) -> xr.DataTree:
     return out
 
 
-#: compiled models of this process, by the key of the fit_replicates call that made them
+#: compiled models of this process, by design key (see :func:`_design_key`)
 _COMPILED: dict[str, Any] = {}
 _COMPILED_KEEP = 4
+
+
+def _design_key(model: pm.Model, info: dict[str, Any], swapped: set[str]) -> str:
+    """What the compiled model depends on once the swapped data are taken out.
+
+    The builder's spec (model, options, priors, structure decisions) and every
+    data variable that is not swapped per replicate, by value: two models with
+    the same key compile to the same function of the swapped data, so a
+    process compiles each design once however many studies it serves.
+    """
+    h = hashlib.sha256()
+    spec = {k: info.get(k) for k in ("model", "options", "priors")}
+    decisions = (info.get("structure") or {}).get("decisions") or {}
+    spec["structure"] = {k: (v.get("choice") if isinstance(v, dict) else v) for k, v in decisions.items()}
+    h.update(json.dumps(spec, sort_keys=True, default=str).encode())
+    for var in sorted(model.data_vars, key=lambda v: v.name):
+        if var.name in swapped:
+            h.update(f"{var.name}:swapped".encode())
+            continue
+        value = np.ascontiguousarray(var.get_value())
+        h.update(f"{var.name}:{value.dtype}:{value.shape}".encode())
+        h.update(value.tobytes())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -497,17 +521,22 @@ class _Job:
     structure: str | None
 
 
+def _keep(key: str, compiled: Any) -> Any:
+    while len(_COMPILED) >= _COMPILED_KEEP:
+        _COMPILED.pop(next(iter(_COMPILED)))
+    _COMPILED[key] = compiled
+    return compiled
+
+
 def _compiled(job: _Job) -> Any:
     """The compiled model of ``job`` in this process (unpickled and compiled on first use)."""
-    if job.key not in _COMPILED:
-        if job.blob is None:
-            raise RuntimeError("a replicate fit reached a process without its model")
-        import cloudpickle
+    if job.key in _COMPILED:
+        return _COMPILED[job.key]
+    if job.blob is None:
+        raise RuntimeError("a replicate fit reached a process without its model")
+    import cloudpickle
 
-        while len(_COMPILED) >= _COMPILED_KEEP:
-            _COMPILED.pop(next(iter(_COMPILED)))
-        _COMPILED[job.key] = compile_model(cloudpickle.loads(job.blob))
-    return _COMPILED[job.key]
+    return _keep(job.key, compile_model(cloudpickle.loads(job.blob)))
 
 
 def _fit_one(item: tuple[int, dict[str, np.ndarray]], gen: np.random.Generator, *, job: _Job) -> xr.DataTree:
@@ -529,12 +558,17 @@ def _replicate_updates(model: pm.Model, info: dict[str, Any], replicates: list[A
     from ._crossed import _log_binom
     from ._registry import prepare_counts
 
-    n_ref = np.asarray(model["n_runs"].get_value())
     out = []
     for i, rep in enumerate(replicates):
-        if isinstance(rep, Mapping):  # already the model's data, by shared-variable name
+        if isinstance(rep, Mapping) and not isinstance(rep, xr.Dataset):  # the model's data, by name
             out.append({str(k): np.asarray(v) for k, v in rep.items()})
             continue
+        if "n_runs" not in model.named_vars:
+            raise ValueError(
+                f"`replicates[{i}]` is a dataset, which only a count model takes; give this "
+                "model's replicates as mappings from its data names to their values"
+            )
+        n_ref = np.asarray(model["n_runs"].get_value())
         counts, cells = prepare_counts(rep, name=f"replicates[{i}]")
         if counts["n_runs"].shape != n_ref.shape or not np.array_equal(
             counts["n_runs"].values, n_ref
@@ -599,7 +633,8 @@ def fit_replicates(
     """Fit one compiled model to many datasets of the same design, here or on any executor.
 
     For simulation-based calibration and coverage studies: the model is
-    compiled once per process and only its data are swapped. Each replicate
+    compiled once per process and design (a later call with a model of the
+    same design reuses it) and only its data are swapped. Each replicate
     is fitted as :func:`fit` fits (by default: started at the mode, drawn to
     the target ESS). Replicate ``i`` gets the ``i``-th Generator spawned from
     ``rng`` before anything runs, so the fits are bit-identical serially, on
@@ -656,8 +691,6 @@ def fit_replicates(
     >>> [int(f.attrs["replicate"]) for f in fits]
     [0, 1]
     """
-    import uuid
-
     from .._parallel import check_executor, map_seeded
 
     info = _check_model(model)
@@ -667,20 +700,18 @@ def fit_replicates(
     settings = _settings(info, "nutpie", draws, tune, chains, target_accept, init, target_ess,
                          max_draws, sampler_kwargs)  # fmt: skip
     updates = _replicate_updates(model, info, list(replicates))
-    key = uuid.uuid4().hex
+    key = _design_key(model, info, {k for u in updates for k in u})
     blob = None
     if executor is None:
-        _COMPILED[key] = compile_model(model)
+        if key not in _COMPILED:
+            _keep(key, compile_model(model))
     else:
         import cloudpickle
 
         blob = cloudpickle.dumps(model)
     structure = json.dumps(info["structure"], default=str) if "structure" in info else None
     job = _Job(key, blob, settings, dict(sampler_kwargs), str(info["model"]), structure)
-    try:
-        out = map_seeded(_fit_one, list(enumerate(updates)), rng=rng, executor=executor,
-                         progress=progress, desc="replicate fits", kwargs={"job": job})  # fmt: skip
-    finally:
-        _COMPILED.pop(key, None)
+    out = map_seeded(_fit_one, list(enumerate(updates)), rng=rng, executor=executor,
+                     progress=progress, desc="replicate fits", kwargs={"job": job})  # fmt: skip
     _warn_failed(out)
     return out
