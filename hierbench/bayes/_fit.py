@@ -303,6 +303,23 @@ def _prior_predictive(
     return dt
 
 
+def _add_groups(
+    dt: xr.DataTree, model: pm.Model, info: dict[str, Any], gen: np.random.Generator,
+    pp_seed: int, draws: int, wanted: tuple[bool, bool, bool],
+) -> xr.DataTree:  # fmt: skip
+    """The groups beside the posterior: observed cells, then (as ``wanted``) the pointwise
+    log-likelihood, the posterior predictive, the prior and its predictive."""
+    log_likelihood, posterior_predictive, prior_predictive = wanted
+    dt = _observed_cells(dt, info)
+    if log_likelihood:
+        dt = _with_log_likelihood(dt, model, info)
+    if posterior_predictive:
+        dt = _posterior_predictive(dt, model, info, pp_seed)
+    if prior_predictive:
+        dt = _prior_predictive(dt, model, info, gen, draws)
+    return dt
+
+
 def fit(
     model: pm.Model,
     *,
@@ -323,69 +340,49 @@ def fit(
 ) -> xr.DataTree:
     """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
 
-    By default (nutpie) the chains start at draws from the Laplace
-    approximation at the posterior mode, tune for 300 steps and draw until
-    every posterior element's bulk and tail ESS reach ``target_ess`` and its
-    R-hat is within the diagnostics' limit (checked at fixed checkpoints, at
-    most ``max_draws`` per chain); :mod:`hierbench.bayes._sampling` says how
-    and why. Give ``draws`` for a fixed number instead.
+    By default (nutpie) the chains start around the posterior mode, tune for
+    300 steps and draw until every element's bulk and tail ESS reach
+    ``target_ess`` and its R-hat its limit (:mod:`hierbench.bayes._sampling`).
 
     Parameters
     ----------
     model : pymc.Model
-        A model from a hierbench builder (``build_beta_binomial``,
-        ``build_crossed``, ...). Any ``pm.Model`` works; it is then stamped
-        ``hierbench_model = "custom"``.
-    draws : int, optional
-        Draws kept per chain; default (None): draw to the target (nutpie),
-        1,000 (the other samplers).
-    tune : int, optional
-        Tuning steps per chain; default 300 (nutpie, started near the mode),
-        1,000 (the other samplers).
-    chains : int
-        Number of chains.
+        A model from a hierbench builder (another is stamped ``"custom"``).
+    draws, tune, chains : int
+        Draws kept and tuning steps per chain (default: to the target after
+        300 steps with nutpie; 1,000 and 1,000 otherwise); chains.
     rng : None, int or numpy.random.Generator
         Seeds the start, the sampler and the posterior predictive draws.
     sampler : {"nutpie", "pymc", "numpyro"}
-        ``"nutpie"`` (default; the model is compiled with numba),
-        ``"pymc"`` (PyMC's own NUTS), ``"numpyro"`` (needs jax and numpyro).
+        nutpie (compiled with numba), PyMC's NUTS, or numpyro (needs jax).
     target_accept : float, optional
-        Target acceptance rate of the step-size adaptation (0 < x < 1);
-        default the model's registered setting, else the sampler's (0.8).
+        Target acceptance rate (0 < x < 1); default the model's registered
+        setting, else the sampler's (0.8).
     init : {"map", "support_point"}
-        Where nutpie's chains start: draws around the posterior mode, or
-        PyMC's jittered support point. The other samplers use their own.
-    target_ess : float
-        Bulk and tail ESS every posterior element must reach (``draws=None``).
-    max_draws : int
-        Cap on the draws per chain when drawing to the target.
-    posterior_predictive : bool
-        Add the ``posterior_predictive`` group (for
-        :func:`~hierbench.bayes.predictive_check`).
-    log_likelihood : bool
-        Add the pointwise ``log_likelihood`` group (needed by LOO); or later
-        with :func:`add_log_likelihood`.
+        Where nutpie's chains start: around the posterior mode, or at PyMC's
+        jittered support point. The other samplers use their own.
+    target_ess, max_draws : float, int
+        The bulk and tail ESS every element must reach, and the cap on the
+        draws per chain, when ``draws`` is None.
+    posterior_predictive, log_likelihood, prior_predictive : bool
+        Add the ``posterior_predictive`` group; the pointwise
+        ``log_likelihood`` (for LOO; or later with
+        :func:`add_log_likelihood`); the ``prior`` and ``prior_predictive``
+        groups (as many draws as each chain kept).
     progress : bool, optional
-        Show the sampler's progress bar. Default: only when attached to a
-        terminal or a notebook. ``False`` is quiet.
-    prior_predictive : bool
-        Also draw the prior and the prior predictive (groups ``prior``,
-        ``prior_predictive``), as many draws as each chain kept.
+        The sampler's progress bar (default: when someone watches).
     **sampler_kwargs
-        Passed to the sampler (e.g. ``maxdepth=8`` for nutpie, ``cores=1``
-        with fixed ``draws``).
+        Passed to the sampler (``maxdepth=8``; ``cores=1`` with fixed draws).
 
     Returns
     -------
     xarray.DataTree
-        Groups ``posterior``, ``posterior_predictive``, ``observed_data``,
-        ``constant_data``, ``sample_stats``, ``diagnostics`` (and on request
-        ``log_likelihood``, ``prior``, ``prior_predictive``); root attrs
-        ``hierbench_model``, ``hierbench_spec``, ``hierbench_data_hash``,
-        ``hierbench_version``, ``sampler``, ``sampler_settings`` (JSON, the
-        draws actually kept), ``fit_run`` (JSON: start, rule, checkpoints),
-        ``fit_notes`` (the same in a sentence), ``seed``, ``compile_time``,
-        ``sampling_time`` and the ``diag_*`` convergence summary.
+        Groups ``posterior``, ``observed_data``, ``constant_data``,
+        ``sample_stats``, ``diagnostics`` and those asked for; root attrs
+        ``hierbench_*`` (model, spec, data hash, version), ``sampler``,
+        ``sampler_settings`` (JSON, the draws kept), ``fit_run`` (JSON: start,
+        rule, checkpoints), ``fit_notes`` (the same in words), ``seed``,
+        ``compile_time``, ``sampling_time`` and the ``diag_*`` summary.
 
     Warns
     -----
@@ -404,21 +401,15 @@ def fit(
     info = _check_model(model)
     _check_run(draws, tune, chains, target_ess, max_draws, init)
     _check_sampler(sampler, target_accept)
-    settings = _settings(
-        info, sampler, draws, tune, chains, target_accept, init, target_ess, max_draws, sampler_kwargs
-    )
+    settings = _settings(info, sampler, draws, tune, chains, target_accept, init, target_ess,
+                         max_draws, sampler_kwargs)  # fmt: skip
     gen = as_rng(rng)
     seed, pp_seed = int(gen.integers(2**31 - 1)), int(gen.integers(2**31 - 1))
-    dt, run = _sample(model, sampler, settings, seed, watched() if progress is None else progress,
-                      sampler_kwargs)  # fmt: skip
+    progress = watched() if progress is None else progress
+    dt, run = _sample(model, sampler, settings, seed, progress, sampler_kwargs)
     settings["draws"] = int(dt["posterior"].sizes["draw"])
-    dt = _observed_cells(dt, info)
-    if log_likelihood:
-        dt = _with_log_likelihood(dt, model, info)
-    if posterior_predictive:
-        dt = _posterior_predictive(dt, model, info, pp_seed)
-    if prior_predictive:
-        dt = _prior_predictive(dt, model, info, gen, settings["draws"])
+    wanted = (log_likelihood, posterior_predictive, prior_predictive)
+    dt = _add_groups(dt, model, info, gen, pp_seed, settings["draws"], wanted)
     dt = _stamp(
         dt, info, sampler=sampler, sampler_settings=json.dumps(settings, sort_keys=True), seed=seed,
         compile_time=float(run["compile_time"]), sampling_time=float(run["sampling_time"]),
@@ -633,12 +624,10 @@ def fit_replicates(
     """Fit one compiled model to many datasets of the same design, here or on any executor.
 
     For simulation-based calibration and coverage studies: the model is
-    compiled once per process and design (a later call with a model of the
-    same design reuses it) and only its data are swapped. Each replicate
-    is fitted as :func:`fit` fits (by default: started at the mode, drawn to
-    the target ESS). Replicate ``i`` gets the ``i``-th Generator spawned from
-    ``rng`` before anything runs, so the fits are bit-identical serially, on
-    a process pool or on a Dask cluster, whatever the number of workers.
+    compiled once per process and design and only its data are swapped;
+    each replicate is fitted as :func:`fit` fits. Replicate ``i`` gets the
+    ``i``-th Generator spawned from ``rng`` before anything runs, so the fits
+    are bit-identical serially, on a process pool or on a Dask cluster.
 
     Parameters
     ----------
@@ -652,9 +641,8 @@ def fit_replicates(
     draws, tune, chains, rng, target_accept, init, target_ess, max_draws, **sampler_kwargs
         As in :func:`fit`.
     executor : concurrent.futures.Executor, optional
-        Where the replicates run (None: here, one after another). Each
-        worker process compiles the model once (it travels pickled with
-        cloudpickle). See Notes for Dask.
+        Where the replicates run (None: here); each worker process compiles
+        the model once (it travels pickled with cloudpickle). See Notes.
     progress : bool, optional
         A progress bar over the replicates (default: when someone watches).
 
