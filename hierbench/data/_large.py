@@ -642,6 +642,9 @@ def _derive(
         out["h"] = (
             _row_keys(part).astype(np.uint64) if len(part) else pd.Series([], dtype=np.uint64)
         )
+    if run is not None:  # one 64-bit key per (agent, task, run): a cheap thing to group by
+        keys = pd.DataFrame({"a": out["agent"], "t": out["task"], "r": out["run"]})
+        out["k"] = pd.util.hash_pandas_object(keys, index=False).astype(np.uint64)
     return pd.DataFrame(out, index=part.index)
 
 
@@ -693,15 +696,37 @@ def _dask_totals(der: dd.DataFrame, full: dd.DataFrame, duplicates: str, run: st
     if duplicates == "drop":
         jobs.append(full.shape[0])
     elif duplicates == "refuse" and run is None:
-        sizes = der.groupby("h").size(split_out=max(1, der.npartitions // 15), shuffle_method=_shuffle_method())
-        jobs.append(sizes.value_counts())
-    return (*dask.compute(*jobs), None)[:4]
+        jobs.append(_by_key(der, "h").map_partitions(_multiplicities, meta=("n", "int64")))
+    out = (*dask.compute(*jobs), None)[:4]
+    if duplicates == "refuse" and run is None:  # per-shard counts of multiplicities, summed
+        out = (*out[:3], out[3].groupby(level=0).sum())
+    return out
+
+
+def _by_key(der: dd.DataFrame, key: str) -> dd.DataFrame:
+    """``der[[key]]`` shuffled so that equal keys share a partition (through disk when local)."""
+    return der[[key]].shuffle(key, npartitions=der.npartitions, shuffle_method=_shuffle_method())
+
+
+def _multiplicities(part: pd.DataFrame) -> pd.Series:
+    """How many keys of this shard occur once, twice, ... (index: multiplicity)."""
+    return part.iloc[:, 0].value_counts().value_counts().rename("n")
+
+
+def _repeated(part: pd.DataFrame) -> pd.Series:
+    """The keys of this shard that occur more than once, with their counts."""
+    vc = part.iloc[:, 0].value_counts()
+    return vc[vc > 1].rename("n")
 
 
 def _check_dask_run_dups(der: dd.DataFrame, source: str, duplicates: str) -> None:
-    sizes = der.groupby(["agent", "task", "run"]).size(shuffle_method=_shuffle_method())
-    dups = sizes[sizes > 1].compute()
-    if len(dups):
+    """Refuse a repeated (agent, task, run); grouped by its 64-bit key, labels fetched only then."""
+    repeated = _by_key(der, "k").map_partitions(_repeated, meta=("n", "int64")).compute()
+    if len(repeated):
+        rows = der[der["k"].isin(repeated.index.to_numpy())][["agent", "task", "run"]].compute()
+        dups = rows.groupby(["agent", "task", "run"]).size()
+        dups = dups[dups > 1]
+    if len(repeated) and len(dups):
         ex = [f"{a}/{t}/{r} x{c}" for (a, t, r), c in dups.sort_values(ascending=False).head(5).items()]
         raise EvalDataError(
             f"duplicate (agent, task, run) in {source}: {int(dups.sum())} records share a key "
