@@ -38,11 +38,22 @@ from ._sampling import (
     with_start,
 )
 
-__all__ = ["INITS", "SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
+__all__ = ["FIT_DEFAULTS", "INITS", "SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 #: where nutpie's chains start (see :func:`hierbench.bayes._sampling.find_start`)
 INITS = ("map", "support_point")
+#: what :func:`fit` does by default, as the zoo's ``models/<name>/spec.toml`` ``[sampler]``
+#: tables write it (a model's registered ``target_accept`` comes on top)
+FIT_DEFAULTS: dict[str, Any] = {
+    "sampler": "nutpie",
+    "chains": 4,
+    "tune": DEFAULT_TUNE,
+    "init": "map",
+    "draws": "target_ess",
+    "target_ess": TARGET_ESS,
+    "max_draws": MAX_DRAWS,
+}
 
 
 def _version() -> str:
