@@ -14,7 +14,7 @@ groups every record, which at 10^9 records is the part that must stream
 * ``dask``    -- ``dask.dataframe.read_parquet`` (a partition per row group) +
   :func:`hierbench.data.counts_from_dask`
 * ``pandas``  -- ``pandas.read_parquet`` + ``groupby`` (the baseline; skipped
-  above 2 x 10^8 records, which it would hold in memory)
+  above 5 x 10^7 records, which it would hold in memory)
 
 A ``noop`` worker (same imports, no work) gives the interpreter's own
 footprint. Reported: median wall time over repeats, records per second,
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
         write_log(Path(args.path), args.n)
         return
 
-    methods = [m for m in METHODS if m != "pandas" or args.n <= 200_000_000]
+    methods = [m for m in METHODS if m != "pandas" or args.n <= 50_000_000]
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         path = Path(tmp) / "runs.parquet"
         t0 = time.perf_counter()
