@@ -126,22 +126,19 @@ def test_fit_argument_errors(tiny, monkeypatch):
     model = build_beta_binomial(tiny, pooling="none")
     with pytest.raises(TypeError, match=r"`model` must be a pymc\.Model from a hierbench builder; got dict"):
         fit({})
-    with pytest.raises(ValueError, match=r"`draws` must be an integer >= 1; got 0"):
-        fit(model, draws=0)
-    with pytest.raises(ValueError, match=r"`chains` must be an integer >= 1; got 1\.5"):
-        fit(model, chains=1.5)
-    with pytest.raises(ValueError, match=r"`sampler` must be one of \('nutpie', 'pymc', 'numpyro'\); got 'stan'"):
-        fit(model, sampler="stan")
-    with pytest.raises(ValueError, match=r"`target_accept` must satisfy 0 < target_accept < 1; got 1\.2"):
-        fit(model, target_accept=1.2)
-    with pytest.raises(ValueError, match=r"`target_ess` must be a positive number; got -1"):
-        fit(model, target_ess=-1)
-    with pytest.raises(ValueError, match=r"`max_draws` must be an integer >= 100; got 50"):
-        fit(model, max_draws=50)
-    with pytest.raises(ValueError, match=r"`init` must be one of \('map', 'support_point'\); got 'zero'"):
-        fit(model, init="zero")
-    with pytest.raises(ValueError, match=r"`cores` applies to a fixed number of draws only"):
-        fit(model, cores=1)
+    bad = [
+        ({"draws": 0}, r"`draws` must be an integer >= 1; got 0"),
+        ({"chains": 1.5}, r"`chains` must be an integer >= 1; got 1\.5"),
+        ({"sampler": "stan"}, r"`sampler` must be one of \('nutpie', 'pymc', 'numpyro'\); got 'stan'"),
+        ({"target_accept": 1.2}, r"`target_accept` must satisfy 0 < target_accept < 1; got 1\.2"),
+        ({"target_ess": -1}, r"`target_ess` must be a positive number; got -1"),
+        ({"max_draws": 50}, r"`max_draws` must be an integer >= 100; got 50"),
+        ({"init": "zero"}, r"`init` must be one of \('map', 'support_point'\); got 'zero'"),
+        ({"cores": 1}, r"`cores` applies to a fixed number of draws only"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(ValueError, match=message):
+            fit(model, **kwargs)
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n in ("jax", "numpyro") else real(n, *a))
     with pytest.raises(ImportError, match=r"`sampler='numpyro'` needs the package\(s\) \['jax', 'numpyro'\]"):

@@ -248,6 +248,17 @@ def _kind_clash(col_a: pd.Series, col_b: pd.Series) -> list[str]:
     return [str(x) for x in nk[nk > 1].index[:5]]
 
 
+def _refuse_kind_clash(df: pd.DataFrame, source: str, a: tuple[str, str], b: tuple[str, str]) -> None:
+    """Refuse two agent columns (argument, column) that write one name as a number and as text."""
+    clash = _kind_clash(df[a[1]], df[b[1]])
+    if clash:
+        raise EvalDataError(
+            f"`{a[0]}` column {a[1]!r} and `{b[0]}` column {b[1]!r} in {source} write the same agent "
+            f"as a number in one and as text in the other ({_fmt_list(clash, 5)}), so two different "
+            "agents would merge; write agent names with one type"
+        )
+
+
 def _is_text(col: pd.Series) -> bool:
     """Whether every entry of ``col`` is text (a string dtype, or objects that are all str)."""
     dt = col.dtype
@@ -403,13 +414,7 @@ def read_battles(
     cols = _battle_columns(df, source, left, right, winner, task)
     mapping = _outcome_map(outcomes)
     ids = {arg: _coded_labels(df[col], what=arg, column=col, source=source) for arg, col in cols.items()}
-    clash = _kind_clash(df[left], df[right])
-    if clash:
-        raise EvalDataError(
-            f"`left` column {left!r} and `right` column {right!r} in {source} write the same agent "
-            f"as a number in one and as text in the other ({_fmt_list(clash, 5)}), so two different "
-            "agents would merge; write agent names with one type"
-        )
+    _refuse_kind_clash(df, source, ("left", left), ("right", right))
     out = _verdict_outcomes(*ids["winner"], mapping, winner)
     ia, ib, names = _agent_codes(ids["left"], ids["right"], agents)
     ag = np.asarray(names, dtype=object)
@@ -538,13 +543,7 @@ def _pair_agents(
     """Codes of each row's two agents into the agent list, with the identifier rules enforced."""
     a = id_labels(df[agent_a], what="agent_a", column=agent_a, source=source)
     b = id_labels(df[agent_b], what="agent_b", column=agent_b, source=source)
-    clash = _kind_clash(df[agent_a], df[agent_b])
-    if clash:
-        raise EvalDataError(
-            f"`agent_a` column {agent_a!r} and `agent_b` column {agent_b!r} in {source} write the "
-            f"same agent as a number in one and as text in the other ({_fmt_list(clash, 5)}); "
-            "write agent names with one type"
-        )
+    _refuse_kind_clash(df, source, ("agent_a", agent_a), ("agent_b", agent_b))
     same = np.flatnonzero(a == b)
     if same.size:
         raise EvalDataError(
