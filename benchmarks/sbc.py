@@ -340,6 +340,8 @@ def time_study(reps: int, workers: int, models, designs, seed: int, out: str | N
     if out:
         with open(out, "a") as fh:
             fh.write(json.dumps(row) + "\n")
+        with open(out.removesuffix(".jsonl") + "_records.jsonl", "a") as fh:  # for `report`
+            fh.writelines(json.dumps(r) + "\n" for r in recs["serial"])
     return row
 
 
