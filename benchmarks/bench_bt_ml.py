@@ -13,7 +13,8 @@ here computes intervals, so the like-for-like comparison is the point fit:
 * ours ``point from table``: ``read_battles(df)`` and the same call, from the raw columns;
 * evalica ``bradley_terry`` (pyo3 solver; Newman's iteration) from the raw columns (it
   indexes the names itself; the ``Winner`` column is built once, outside the timing);
-  scores only;
+  scores only; and ``from table``: the same with its inputs (name lists, ``Winner``
+  column) built from the DataFrame inside the timing, the like of ours from table;
 * choix ``ilsr_pairwise`` (its fastest solver) from integer pairs built outside the
   timing, every battle doubled and a tie counted as one win each way; scores only.
 
@@ -126,9 +127,13 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
 
         return f
 
-    def ev(tol):
+    def ev(tol, table=False):
         def f():
-            r = evalica.bradley_terry(xs, ys, ws, tolerance=tol, limit=1_000_000)
+            if table:  # from the same raw columns: its inputs built inside the timing
+                x, y, w = df.left.tolist(), df.right.tolist(), df.winner.map(wmap).tolist()
+            else:
+                x, y, w = xs, ys, ws
+            r = evalica.bradley_terry(x, y, w, tolerance=tol, limit=1_000_000)
             return centred(np.log(r.scores.reindex(idx).to_numpy()))
 
         return f
@@ -147,6 +152,7 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
             f"ours point (tol {t_ours:g})": (ours(t_ours), rounds),
             f"ours point from table (tol {t_ours:g})": (ours(t_ours, table=True), rounds),
             f"evalica bradley_terry (tol {t_ev:g})": (ev(t_ev), rounds),
+            f"evalica from table (tol {t_ev:g})": (ev(t_ev, table=True), rounds),
             f"choix ilsr_pairwise (tol {t_ch:g})": (ch(t_ch, choix.ilsr_pairwise), min(rounds, 3)),
         }
         if with_mm and tier == "tight":

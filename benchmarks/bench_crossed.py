@@ -1,8 +1,11 @@
 """Benchmark the crossed model as a user runs it, with like-for-like baselines on the same data.
 
-For each size (agents x tasks x runs; default 12x500x10, 25x1000x8, 50x2000x8)
+For each size (agents x tasks x runs; default 12x500x10, 13x880x10, 25x1000x8)
 one simulated data set (``simulate_eval(..., rng=seed)``) is fitted by
 
+old_default  ``fit(..., draws=1000, tune=1000, init="support_point")``: the
+             default before issue 27 (4 x 1,000 draws after 1,000 tuning
+             steps from PyMC's jittered start), the same call otherwise;
 default      ``fit(build_crossed(data), rng=seed)``: the DEFAULT call, timed
              whole (build, compile, sampling, log-likelihood, posterior
              predictive, ``mean_observed``, diagnostics), with the time of
@@ -12,6 +15,8 @@ latent       the same call on ``build_crossed(data, agent_task="latent")``:
              parameters (the plain model; the like-for-like baseline);
 advi         ``fit_approx(build_crossed(data), reference=<default fit>)``:
              mean-field ADVI and its error against the NUTS fit;
+ml_cold      ``fit_crossed_ml(data)`` in a fresh process with an empty numba
+             cache: its first call (compile included) and its second;
 ml           ``hierbench.freq.fit_crossed_ml(data)`` (profile intervals),
              and its Laplace-at-the-mode posterior (estimate, inverse
              Hessian) scored against NUTS like ADVI.
@@ -23,8 +28,9 @@ group effects, max R-hat, divergences, and for the default fit the time per
 gradient evaluation (sampling time x parallel chains / leapfrog steps) and
 per cell. Usage::
 
+    python benchmarks/bench_crossed.py --configs old_default default   # issue 27: same run
     python benchmarks/bench_crossed.py [--sizes 12x500x10 25x1000x8] \
-        [--configs default latent advi ml] [--seed 1] [--out results.jsonl]
+        [--configs old_default default latent advi ml] [--seed 1] [--out results.jsonl]
 
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
@@ -59,8 +65,14 @@ import sys
 import time
 import warnings
 
-SIZES = ["12x500x10", "25x1000x8", "50x2000x8"]
-CONFIGS = ["default", "latent", "advi", "ml"]
+SIZES = ["12x500x10", "13x880x10", "25x1000x8"]
+CONFIGS = ["old_default", "default", "latent", "advi", "ml", "ml_cold"]
+#: fit() arguments of each NUTS configuration: today's default, and the default before issue 27
+FIT_ARGS = {
+    "default": {},
+    "old_default": {"draws": 1000, "tune": 1000, "init": "support_point"},
+    "latent": {},
+}
 KEY = ["sd_task", "sd_agent_task", "ability"]
 
 
@@ -89,11 +101,12 @@ def _conv(idata, model) -> dict:
     }
 
 
-def _timed_fit(model, seed: int) -> tuple[object, dict]:
-    """The default ``fit`` call, with its post-processing steps timed from inside."""
+def _timed_fit(model, seed: int, **fit_args) -> tuple[object, dict]:
+    """A ``fit`` call (the default unless ``fit_args``), with its post-processing steps timed from inside."""
     import pymc as pm
 
     import hierbench.bayes._crossed as crossed_mod
+    import hierbench.bayes._fit as fit_mod
     from hierbench.bayes import fit
 
     parts: dict[str, float] = {}
@@ -115,6 +128,8 @@ def _timed_fit(model, seed: int) -> tuple[object, dict]:
         (pm, "compute_log_likelihood", wrap(pm, "compute_log_likelihood", "log_likelihood_s")),
         (pm, "sample_posterior_predictive", wrap(pm, "sample_posterior_predictive", "posterior_predictive_s")),
         (crossed_mod, "_add_mean_observed", wrap(crossed_mod, "_add_mean_observed", "mean_observed_s")),
+        (fit_mod, "compute_diagnostics", wrap(fit_mod, "compute_diagnostics", "diagnostics_s")),
+        (fit_mod, "find_start", wrap(fit_mod, "find_start", "start_s")),
     ]
     # the builder stored the postprocess function itself: re-point it at the timed wrapper
     if model.hierbench.get("postprocess") is not None:
@@ -123,7 +138,7 @@ def _timed_fit(model, seed: int) -> tuple[object, dict]:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            idata = fit(model, rng=seed)
+            idata = fit(model, rng=seed, **fit_args)
         wall = time.perf_counter() - t0
     finally:
         for owner, name, orig in saved:
@@ -132,6 +147,8 @@ def _timed_fit(model, seed: int) -> tuple[object, dict]:
     parts["fit_call_s"] = round(wall, 2)
     parts["compile_s"] = round(float(idata.attrs["compile_time"]), 2)
     parts["sampling_s"] = round(float(idata.attrs["sampling_time"]), 2)
+    parts["draws_per_chain"] = int(idata["posterior"].sizes["draw"])
+    parts["fit_notes"] = idata.attrs.get("fit_notes")
     return idata, parts
 
 
@@ -173,6 +190,7 @@ def _laplace_error(ml, idata) -> dict:
 
 
 def run_size(size: str, configs: list[str], seed: int, keep: str | None = None) -> list[dict]:
+    """Every configuration of one size, one after the other in this process, on the same data."""
     import numpy as np
 
     from hierbench.bayes import approximation_error, build_crossed, fit_approx
@@ -192,10 +210,10 @@ def run_size(size: str, configs: list[str], seed: int, keep: str | None = None) 
     for cfg in configs:
         row = {"size": size, "config": cfg, "load_before": _load()}
         t0 = time.perf_counter()
-        if cfg in ("default", "latent"):
-            model = build_crossed(data) if cfg == "default" else build_crossed(data, agent_task="latent")
+        if cfg in FIT_ARGS:
+            model = build_crossed(data, agent_task="latent") if cfg == "latent" else build_crossed(data)
             build = time.perf_counter() - t0
-            idata, parts = _timed_fit(model, seed)
+            idata, parts = _timed_fit(model, seed, **FIT_ARGS[cfg])
             row["wall_s"] = round(time.perf_counter() - t0, 2)
             row["build_s"] = round(build, 2)
             row.update(parts)
@@ -214,6 +232,9 @@ def run_size(size: str, configs: list[str], seed: int, keep: str | None = None) 
             if ref is not None:
                 err = approximation_error(ad, ref, var_names=["sd_task", "sd_agent_task", "ability"])
                 row["error_vs_nuts"] = {k: round(float(err[k]), 3) for k in err.data_vars}
+        elif cfg == "ml_cold":
+            row.update(ml_cold(size, seed))
+            row["wall_s"] = round(time.perf_counter() - t0, 2)
         elif cfg == "ml":
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -239,6 +260,45 @@ def run_size(size: str, configs: list[str], seed: int, keep: str | None = None) 
     return rows
 
 
+_ML_COLD = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+from hierbench.testing import simulate_eval
+from hierbench.freq import fit_crossed_ml
+M, T, R = (int(v) for v in sys.argv[1].split("x"))
+data, _ = simulate_eval(n_agents=M, n_tasks=T, n_runs=R, rng=int(sys.argv[2]))
+t0 = time.perf_counter(); fit_crossed_ml(data); t1 = time.perf_counter(); fit_crossed_ml(data)
+print(json.dumps({"first_call_s": round(t1 - t0, 2), "second_call_s": round(time.perf_counter() - t1, 2)}))
+"""
+
+
+def ml_cold(size: str, seed: int) -> dict:
+    """``fit_crossed_ml``'s first call in a fresh process with an empty numba cache, then its second."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
+        out = subprocess.run([sys.executable, "-c", _ML_COLD, size, str(seed)], env=env,
+                             capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+    """The same-run comparison of the NUTS configurations (wall, ESS, R-hat, divergences)."""
+    head = f"{'size':<11} {'config':<12} {'wall s':>7} {'compile':>7} {'sample':>7} {'diag':>6} " \
+        f"{'draws':>5} {'ESS bulk / tail':>16} {'R-hat':>7} {'div':>4}"  # fmt: skip
+    lines = [head]
+    for r in rows:
+        if "wall_s" not in r or "min_ess_bulk" not in r:
+            continue
+        lines.append(
+            f"{r['size']:<11} {r['config']:<12} {r['wall_s']:>7.1f} {r.get('compile_s', 0):>7.1f} "
+            f"{r.get('sampling_s', 0):>7.1f} {r.get('diagnostics_s', 0):>6.1f} {r.get('draws_per_chain', 0):>5} "
+            f"{r['min_ess_bulk']:>7.0f} / {r['min_ess_tail']:<6.0f} {r['max_r_hat']:>7.4f} {r['divergences']:>4}"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", nargs="*", default=SIZES)
@@ -251,6 +311,7 @@ def main() -> None:
     if args.one:
         run_size(args.one, args.configs, args.seed, args.keep)
         return
+    rows = []
     for size in args.sizes:
         proc = subprocess.run(
             [sys.executable, __file__, "--one", size, "--seed", str(args.seed), "--configs", *args.configs]
@@ -261,11 +322,13 @@ def main() -> None:
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         for ln in lines:
             print(ln, flush=True)
+            rows.append(json.loads(ln))
             if args.out:
                 with open(args.out, "a") as fh:
                     fh.write(ln + "\n")
         if proc.returncode:
             print(json.dumps({"size": size, "error": proc.stderr[-3000:]}), flush=True)
+    print(table(rows))
 
 
 if __name__ == "__main__":

@@ -195,7 +195,7 @@ def bayes_cost(seed: int, sizes: list[tuple[int, int, int]]) -> None:
         )
 
 
-def bayes_fit(seed: int, sizes: list[tuple[int, int, int]], draws: int, tune: int) -> None:
+def bayes_fit(seed: int, sizes: list[tuple[int, int, int]], draws: int | None, tune: int | None) -> None:
     """The default Bayesian fit as a user calls it, timed by stage, with its diagnostics.
 
     Also the maximum-likelihood fit of the same data as the approximate path:
@@ -250,7 +250,8 @@ def bayes_fit(seed: int, sizes: list[tuple[int, int, int]], draws: int, tune: in
         se_ratio = ml.standard_error.values / psd
         sd_post = {k: float(post[k].mean()) for k in ("sd_task", "sd_agent_task") if k in post}
         _emit(
-            section="bayes-fit", size=f"{M}x{T}x{R}", draws=draws, tune=tune, chains=4,
+            section="bayes-fit", size=f"{M}x{T}x{R}", draws=int(post.sizes["draw"]),
+            tune=json.loads(fit.attrs["sampler_settings"])["tune"], chains=4,
             wall_s=round(wall, 1), cpu_s=round(cpu, 1), build_s=round(build, 2),
             compile_s=round(float(fit.attrs["compile_time"]), 1),
             sampling_s=round(float(fit.attrs["sampling_time"]), 1), **{f"{k}_s": v for k, v in stages.items()},
@@ -270,8 +271,8 @@ def bayes_fit(seed: int, sizes: list[tuple[int, int, int]], draws: int, tune: in
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sections", nargs="*", default=["ml-time", "nagq", "bias", "bayes-cost", "bayes-fit"])
-    ap.add_argument("--draws", type=int, default=1000, help="bayes-fit: draws per chain (the fit's default)")
-    ap.add_argument("--tune", type=int, default=1000, help="bayes-fit: tuning steps per chain (the fit's default)")
+    ap.add_argument("--draws", type=int, default=None, help="bayes-fit: draws per chain (default: the fit's target-ESS rule)")
+    ap.add_argument("--tune", type=int, default=None, help="bayes-fit: tuning steps per chain (default: the fit's)")
     ap.add_argument("--reps", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--sizes", nargs="*", default=[f"{M}x{T}x{R}" for M, T, R in SIZES])

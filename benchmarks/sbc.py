@@ -15,15 +15,24 @@ bins), the 50% / 90% coverage with its Wilson 95% band (the check: the
 band contains the nominal level), and per model and design the share of
 divergent draws.
 
-Posterior draws per replicate are fewer than a default fit (``--chains 2
---draws 400 --tune 400`` by default, thinned to ``L = 99`` for the ranks):
-SBC needs a calibrated posterior, not a precise one, and 1,200 fits must run
-on a shared 2-core machine.
+Every replicate is fitted at the defaults of :func:`hierbench.bayes.fit`
+(4 chains, a start at the mode, 300 tuning steps, draws until every
+element's bulk and tail ESS >= 400 and R-hat within its limit), through
+:func:`hierbench.bayes.fit_replicates`, which compiles each design once per
+process; the draws are thinned to ``L = 99`` for the ranks. ``--draws`` /
+``--tune`` / ``--chains`` give other settings.
+
+The replicates run on any executor: ``--workers N`` starts a Dask
+``LocalCluster`` of N one-thread workers, ``--scheduler tcp://host:8786``
+uses a running cluster. Each replicate's seed is spawned from ``--seed``
+before anything runs, so the records are the same serially and on a cluster
+(``time`` runs one study both ways, checks that and gives the wall ratio).
 
 Usage::
 
-    python benchmarks/sbc.py run --reps 200 --out sbc.jsonl [--models crossed ...] [--designs small]
+    python benchmarks/sbc.py run --reps 200 --out sbc.jsonl [--models crossed ...] [--designs small] [--workers 2]
     python benchmarks/sbc.py report sbc.jsonl [sbc_seed2.jsonl ...]
+    python benchmarks/sbc.py time --reps 200 --workers 2 [--models beta_binomial] [--designs small]
 
 Many checks are made at once (26 for the six model-design pairs), each with a
 95% band, so a calibrated sampler flags one or two of them in a typical
@@ -35,6 +44,7 @@ given, replicate by replicate, and the pooled bands narrow as sqrt(reps).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -57,6 +67,7 @@ MODELS = tuple(PARAMS)
 L_RANK = 99
 
 
+@functools.lru_cache(maxsize=8)
 def template(model: str, design: str, seed: int = 0):
     """A data set of the design (its outcomes are irrelevant: only the design is used)."""
     from hierbench.testing import simulate_eval
@@ -89,155 +100,132 @@ def _value(ds, spec: str):
     return da
 
 
-def run(models, designs, reps, out, chains, draws, tune, seed, start_rep=0):
-    import nutpie
+def replicate_items(model_name: str, design: str, reps: int, seed: int) -> list[dict]:
+    """Each replicate's truth and data, drawn from the prior predictive of the design's model."""
     import pymc as pm
+    import xarray as xr
 
     import hierbench.bayes as hbb
+    from hierbench._parallel import spawn_generators
+
+    model = getattr(hbb, f"build_{model_name}")(template(model_name, design))
+    info = model.hierbench
+    prior = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)
+    pri = prior["prior"].to_dataset()
+    if callable(info.get("predictive")):
+        # a likelihood written as a weighted potential: simulate its cells
+        # with the builder's own vectorised predictive, from the prior draws
+        tree = xr.DataTree(children={"posterior": xr.DataTree(pri)})
+        pp = info["predictive"](tree, np.random.default_rng(seed + 2))["posterior_predictive"]
+        pp = pp.to_dataset()
+    else:
+        pp = prior["prior_predictive"].to_dataset()
+    y = pp[next(iter(pp.data_vars))].isel(chain=0).values
+    seeds = [int(g.integers(2**31 - 1)) for g in spawn_generators(seed + 1, reps)]
+    truths = {spec: _value(pri, spec) for spec in PARAMS[model_name]}
+    return [
+        {"rep": r, "seed": seeds[r], "y": y[r],
+         "truth": {k: float(v.isel(chain=0, draw=r)) for k, v in truths.items() if v is not None}}
+        for r in range(reps)
+    ]  # fmt: skip
+
+
+def _replicate_model(model_name: str, design: str, y: np.ndarray):
+    """The replicate's model (its structure decided from its own data, as a user's fit would)
+    and its data in the form ``fit_replicates`` takes."""
+    import hierbench.bayes as hbb
     from hierbench._base import counts as _counts
-    from hierbench.bayes._crossed import _log_binom
-    from hierbench.bayes._diagnostics import compute_diagnostics
+
+    data = template(model_name, design)
+    if model_name == "bradley_terry":
+        from hierbench.data import to_pair_counts
+
+        cnt = to_pair_counts(data)
+        yy = np.asarray(y).astype(np.int64)
+        if yy.ndim == 2:  # (pair, result): wins of a, ties, wins of b
+            upd = {"n_win_a": yy[:, 0], "n_tie": yy[:, 1], "n_win_b": yy[:, 2]}
+        else:
+            n_pair = (cnt["n_win_a"] + cnt["n_tie"] + cnt["n_win_b"]).values
+            upd = {"n_win_a": yy, "n_tie": 0 * yy, "n_win_b": n_pair - yy}
+        model = hbb.build_bradley_terry(cnt.assign({k: ("pair", v) for k, v in upd.items()}))
+        return model, {model.hierbench["observed_data_name"]: yy}
+    cnt = _counts(data)
+    template_model = getattr(hbb, f"build_{model_name}")(cnt)
+    ai, ti = (np.asarray(v) for v in template_model.hierbench["cell_index"])
+    grid = np.zeros(cnt["n_success"].shape, dtype=np.int64)
+    grid[ai, ti] = y
+    rep = cnt.assign(n_success=(("agent", "task"), grid))
+    return getattr(hbb, f"build_{model_name}")(rep), rep
+
+
+def one_replicate(item: dict, gen, *, model_name: str, design: str, settings: dict) -> dict:
+    """Fit one replicate at the fit's defaults and record its ranks and coverage (worker side)."""
+    from hierbench.bayes import fit_replicates
+
+    model, data = _replicate_model(model_name, design, item["y"])
+    dec = model.hierbench["structure"]["decisions"]
+    key = json.dumps({k: v["choice"] for k, v in dec.items()}, sort_keys=True, default=str)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (dt,) = fit_replicates(model, [data], rng=item["seed"], progress=False, **settings)
+    post = dt["posterior"].to_dataset()
+    run = json.loads(dt.attrs["fit_run"])
+    rec = {
+        "structure": key, "model": model_name, "design": design, "rep": item["rep"],
+        "n_div": int(dt.attrs["diag_n_divergent"]),
+        "n_draws": int(post.sizes["chain"] * post.sizes["draw"]),
+        "draws_per_chain": int(post.sizes["draw"]), "init": run.get("init"),
+        "converged": int(dt.attrs["diag_converged"]), "max_r_hat": float(dt.attrs["diag_max_r_hat"]),
+        "wall": round(time.perf_counter() - t0, 2),
+        "mean_steps": float(dt["sample_stats"]["n_steps"].mean()),
+        "ranks": {}, "in50": {}, "in90": {},
+    }  # fmt: skip
+    for spec, t in item["truth"].items():
+        draws_da = _value(post, spec)
+        if draws_da is None:
+            continue
+        x = np.asarray(draws_da.values, dtype=float).ravel()
+        thin = x[np.linspace(0, x.size - 1, L_RANK).round().astype(int)]
+        rec["ranks"][spec] = int((thin < t).sum())
+        lo50, hi50, lo90, hi90 = np.quantile(x, [0.25, 0.75, 0.05, 0.95])
+        rec["in50"][spec] = bool(lo50 <= t <= hi50)
+        rec["in90"][spec] = bool(lo90 <= t <= hi90)
+    return rec
+
+
+def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
+        executor=None, progress=None) -> list[dict]:  # fmt: skip
+    """Fit every replicate of every model and design at the fit's defaults; append records to ``out``.
+
+    ``executor`` (any concurrent.futures.Executor, e.g. a Dask client's)
+    runs the replicates in parallel; each replicate's seed is spawned from
+    ``seed`` before anything runs, so the records are the same whatever the
+    executor (``wall`` aside). ``start_rep`` resumes an interrupted study.
+    """
+    from hierbench._parallel import map_seeded
 
     warnings.simplefilter("ignore")
+    settings = {"chains": chains, "draws": draws, "tune": tune}
+    recs = []
     for design in designs:
         for model_name in models:
-            data = template(model_name, design)
-            model = getattr(hbb, f"build_{model_name}")(data)
-            info = model.hierbench
-            prior = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)
-            pri = prior["prior"].to_dataset()
-            predictive = hbb.model_hook(info, "predictive")
-            if predictive is not None:
-                # a likelihood written as a weighted potential: simulate its cells
-                # with the builder's own vectorised predictive, from the prior draws
-                import xarray as xr
-
-                pp = predictive(
-                    xr.DataTree(children={"posterior": xr.DataTree(pri)}),
-                    np.random.default_rng(seed + 2),
-                )["posterior_predictive"].to_dataset()
-            else:
-                pp = prior["prior_predictive"].to_dataset()
-            obs_name = next(iter(pp.data_vars))
-            # The structure (centring) is decided from each replicate's own data,
-            # as a user's fit would decide it: a replicate whose agents barely
-            # differ gets the non-centred form. One compiled model per distinct
-            # structure; the data are swapped in.
-            compiled_by_key = {}
-            if model_name == "bradley_terry":
-                from hierbench.bayes._bradley_terry import _as_counts
-
-                cnt = _as_counts(data)
-            else:
-                cnt = _counts(data)
-            gen = np.random.default_rng(seed + 1)
-            for r in range(reps):
-                if r < start_rep:
-                    # resuming an interrupted study: the same prior draws, and the
-                    # same sampler seed for every replicate that does run
-                    gen.integers(2**31 - 1)
-                    continue
-                y = pp[obs_name].isel(chain=0, draw=r).values
-                if model_name == "bradley_terry":
-                    yy = np.asarray(y).astype(np.int64)
-                    if yy.ndim == 2:  # (pair, result): wins of a, ties, wins of b
-                        upd = {"n_win_a": yy[:, 0], "n_tie": yy[:, 1], "n_win_b": yy[:, 2]}
-                    else:
-                        n_pair = (cnt["n_win_a"] + cnt["n_tie"] + cnt["n_win_b"]).values
-                        upd = {"n_win_a": yy, "n_tie": 0 * yy, "n_win_b": n_pair - yy}
-                    rep_model = hbb.build_bradley_terry(
-                        cnt.assign({k: ("pair", v) for k, v in upd.items()})
-                    )
-                else:
-                    grid0 = np.zeros(cnt["n_success"].shape, dtype=np.int64)
-                    grid0[np.asarray(info["cell_index"][0]), np.asarray(info["cell_index"][1])] = y
-                    rep_model = getattr(hbb, f"build_{model_name}")(
-                        cnt.assign(n_success=(("agent", "task"), grid0))
-                    )
-                dec = rep_model.hierbench["structure"]["decisions"]
-                key = json.dumps({k: v["choice"] for k, v in dec.items()}, sort_keys=True, default=str)
-                if key not in compiled_by_key:
-                    compiled_by_key[key] = (
-                        rep_model,
-                        nutpie.compile_pymc_model(rep_model, backend="numba"),
-                    )
-                model, compiled = compiled_by_key[key]
-                info = model.hierbench
-                shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
-                up = {}
-                if model_name == "bradley_terry":
-                    up[info["observed_data_name"]] = y.astype(np.int64)
-                else:
-                    n_cell = np.asarray(model["cell_n_runs"].get_value())
-                    up["cell_n_success"] = y.astype(np.int64)
-                    grid = np.zeros_like(np.asarray(model["n_success"].get_value()))
-                    ai = np.asarray(info["cell_index"][0])
-                    ti = np.asarray(info["cell_index"][1])
-                    grid[ai, ti] = y
-                    up["n_success"] = grid
-                    if "cell_log_binom" in shared:
-                        up["cell_log_binom"] = _log_binom(y, n_cell)
-                    if callable(info.get("data_updates")):
-                        up.update(
-                            info["data_updates"]({"cell_n": n_cell, "cell_y": y.astype(np.int64)})
-                        )
-                c = compiled.with_data(**{k: v for k, v in up.items() if k in shared})
-                kw = {"target_accept": info.get("sampler_defaults", {}).get("target_accept", 0.8)}
-                t0 = time.perf_counter()
-                dt = nutpie.sample(
-                    c,
-                    draws=draws,
-                    tune=tune,
-                    chains=chains,
-                    seed=int(gen.integers(2**31 - 1)),
-                    save_warmup=False,
-                    progress_bar=False,
-                    cores=min(chains, os.cpu_count() or 1),
-                    **kw,
-                )
-                wall = time.perf_counter() - t0
-                keep = {k: v for k, v in dt.children.items() if not k.startswith("warmup")}
-                import xarray as xr
-
-                dt = xr.DataTree(children={k: v.copy() for k, v in keep.items()})
-                diag = compute_diagnostics(dt, warn=False).attrs
-                post = dt["posterior"].to_dataset()
-                rec = {
-                    "structure": key,
-                    "model": model_name,
-                    "design": design,
-                    "rep": r,
-                    "n_div": int(diag["diag_n_divergent"]),
-                    "n_draws": chains * draws,
-                    "converged": int(diag["diag_converged"]),
-                    "max_r_hat": float(diag["diag_max_r_hat"]),
-                    "wall": round(wall, 2),
-                    "mean_steps": float(dt["sample_stats"]["n_steps"].mean()),
-                    "compiles": len(compiled_by_key),
-                    "ranks": {},
-                    "in50": {},
-                    "in90": {},
-                }
-                for spec in PARAMS[model_name]:
-                    truth = _value(pri, spec)
-                    draws_da = _value(post, spec)
-                    if truth is None or draws_da is None:
-                        continue
-                    t = float(truth.isel(chain=0, draw=r).values)
-                    x = np.asarray(draws_da.values, dtype=float).ravel()
-                    thin = x[np.linspace(0, x.size - 1, L_RANK).round().astype(int)]
-                    rec["ranks"][spec] = int((thin < t).sum())
-                    lo50, hi50, lo90, hi90 = np.quantile(x, [0.25, 0.75, 0.05, 0.95])
-                    rec["in50"][spec] = bool(lo50 <= t <= hi50)
-                    rec["in90"][spec] = bool(lo90 <= t <= hi90)
-                with open(out, "a") as fh:
+            items = [i for i in replicate_items(model_name, design, reps, seed) if i["rep"] >= start_rep]
+            kw = {"model_name": model_name, "design": design, "settings": settings}
+            got = map_seeded(one_replicate, items, rng=seed, executor=executor, progress=progress,
+                             desc=f"SBC {model_name} {design}", kwargs=kw)  # fmt: skip
+            with open(out, "a") as fh:
+                for rec in got:
                     fh.write(json.dumps(rec) + "\n")
-                print(
-                    f"{model_name} {design} rep {r}: div {rec['n_div']} wall {wall:.1f}s "
-                    f"steps {rec['mean_steps']:.0f} compiles {len(compiled_by_key)} "
-                    f"load {os.getloadavg()[0]:.1f}",
-                    flush=True,
-                )
+            recs += got
+            walls = [r["wall"] for r in got]
+            print(
+                f"{model_name} {design}: {len(got)} replicates, median wall {np.median(walls):.1f}s, "
+                f"divergent {sum(r['n_div'] for r in got)}, not converged "
+                f"{sum(1 - r['converged'] for r in got)}, load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    return recs
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -307,6 +295,56 @@ def report(path: str | list[str]) -> None:
         )
 
 
+def _executor(workers: int, scheduler: str | None):
+    """A Dask executor (a LocalCluster of ``workers`` one-thread processes, or a scheduler's), or None."""
+    import contextlib
+
+    if not workers and not scheduler:
+        return contextlib.nullcontext(None)
+    import cloudpickle
+    from dask.distributed import Client, LocalCluster
+
+    # the workers need this module's functions, and they may not find benchmarks/ on their path
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+    @contextlib.contextmanager
+    def cluster():
+        if scheduler:
+            with Client(scheduler) as client:
+                yield client.get_executor()
+            return
+        with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as lc, \
+                Client(lc) as client:  # fmt: skip
+            yield client.get_executor()
+
+    return cluster()
+
+
+def time_study(reps: int, workers: int, models, designs, seed: int, out: str | None) -> dict:
+    """The same study serially and on a local cluster: walls, their ratio, identical records."""
+    import tempfile
+
+    walls, recs = {}, {}
+    for label, n in (("serial", 0), (f"{workers} workers", workers)):
+        path = os.path.join(tempfile.mkdtemp(), "sbc.jsonl")
+        t0 = time.perf_counter()
+        with _executor(n, None) as ex:
+            recs[label] = run(models, designs, reps, path, seed=seed, executor=ex)
+        walls[label] = time.perf_counter() - t0
+    strip = [[{k: v for k, v in r.items() if k != "wall"} for r in rs] for rs in recs.values()]
+    row = {"reps": reps, "models": list(models), "designs": list(designs),
+           "wall_s": {k: round(v, 1) for k, v in walls.items()},
+           "ratio": round(walls[f"{workers} workers"] / walls["serial"], 3),
+           "identical": strip[0] == strip[1], "load": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
+    print(json.dumps(row), flush=True)
+    if out:
+        with open(out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        with open(out.removesuffix(".jsonl") + "_records.jsonl", "a") as fh:  # for `report`
+            fh.writelines(json.dumps(r) + "\n" for r in recs["serial"])
+    return row
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -315,19 +353,32 @@ def main(argv=None) -> int:
     pr.add_argument("--out", required=True)
     pr.add_argument("--models", nargs="*", default=list(MODELS))
     pr.add_argument("--designs", nargs="*", default=list(DESIGNS))
-    pr.add_argument("--chains", type=int, default=2)
-    pr.add_argument("--draws", type=int, default=400)
-    pr.add_argument("--tune", type=int, default=400)
+    pr.add_argument("--chains", type=int, default=4)
+    pr.add_argument("--draws", type=int, default=None, help="fixed draws (default: fit's target-ESS rule)")
+    pr.add_argument("--tune", type=int, default=None, help="tuning steps (default: fit's)")
     pr.add_argument("--seed", type=int, default=2026)
+    pr.add_argument("--workers", type=int, default=0, help="a Dask LocalCluster of this many workers")
+    pr.add_argument("--scheduler", default=None, help="a Dask scheduler address (tcp://host:8786)")
     pr.add_argument(
         "--start-rep", type=int, default=0,
         help="skip the replicates before this one (resume a study; append to its --out)",
     )
+    tp = sub.add_parser("time", help="the same study serially and on a local cluster")
+    tp.add_argument("--reps", type=int, default=200)
+    tp.add_argument("--workers", type=int, default=2)
+    tp.add_argument("--models", nargs="*", default=["beta_binomial"])
+    tp.add_argument("--designs", nargs="*", default=["small"])
+    tp.add_argument("--seed", type=int, default=2026)
+    tp.add_argument("--out", default=None)
     rp = sub.add_parser("report")
     rp.add_argument("path", nargs="+", help="one study, or several independent ones (pooled)")
     a = p.parse_args(argv)
     if a.cmd == "run":
-        run(a.models, a.designs, a.reps, a.out, a.chains, a.draws, a.tune, a.seed, a.start_rep)
+        with _executor(a.workers, a.scheduler) as ex:
+            run(a.models, a.designs, a.reps, a.out, chains=a.chains, draws=a.draws, tune=a.tune,
+                seed=a.seed, start_rep=a.start_rep, executor=ex)  # fmt: skip
+    elif a.cmd == "time":
+        time_study(a.reps, a.workers, a.models, a.designs, a.seed, a.out)
     else:
         report(a.path)
     return 0

@@ -12,6 +12,23 @@ interface: ``None`` runs in this process, one piece after another; a
 ``concurrent.futures.ProcessPoolExecutor``; a Dask ``Client.get_executor()``;
 Ray's ``ray.util.multiprocessing`` pool wrapped as an executor. The function
 and its arguments must then be picklable (a module-level function).
+
+The documented route is Dask (``pip install "dask[distributed]"``): a
+``LocalCluster`` on one machine, a scheduler's address beyond it. Give each
+worker one thread when the work runs threads of its own (a Bayesian fit runs
+its chains on threads)::
+
+    from dask.distributed import Client, LocalCluster
+    from hierbench.bayes import build_crossed, fit_replicates
+
+    with LocalCluster(n_workers=8, threads_per_worker=1) as cluster, Client(cluster) as client:
+        fits = fit_replicates(build_crossed(data), replicates, rng=0,
+                              executor=client.get_executor())
+    # or Client("tcp://scheduler:8786") for a cluster already running
+
+A process pool works the same way; start it with
+``mp_context=multiprocessing.get_context("spawn")`` (a forked child inherits
+the parent's running threads, such as a sampler's).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ def nutpie_fit(tiny):
     return model, before, names_before, idata
 
 
+@pytest.mark.slow
 def test_groups_and_stamps(tiny, nutpie_fit):
     _, _, _, idata = nutpie_fit
     assert GROUPS <= set(idata.children)
@@ -48,7 +49,11 @@ def test_groups_and_stamps(tiny, nutpie_fit):
     # data hash: sha256 of the count grids and labels, independent of the run layout
     assert a["hierbench_data_hash"] == data_hash(to_counts(tiny))
     assert len(a["hierbench_data_hash"]) == len(hashlib.sha256(b"").hexdigest())
-    assert json.loads(a["sampler_settings"]) == {"chains": 2, "draws": 300, "tune": 300}
+    settings = json.loads(a["sampler_settings"])
+    assert settings == {"chains": 2, "draws": 300, "tune": 300, "init": "map", "draws_rule": "fixed"}
+    run = json.loads(a["fit_run"])
+    assert run["rule"] == "fixed" and run["init"] in ("map", "support_point")
+    assert "300 draws per chain (fixed)" in a["fit_notes"]
     for key in ("diag_max_r_hat", "diag_min_ess_bulk", "diag_n_divergent", "diag_min_bfmi", "diag_converged"):
         assert key in a
     # observed cells only, labelled; the cells never run are counted, not dropped silently
@@ -64,6 +69,7 @@ def test_groups_and_stamps(tiny, nutpie_fit):
     assert not any(k.startswith("warmup") for k in idata.children)
 
 
+@pytest.mark.slow
 def test_fit_does_not_mutate_model(nutpie_fit):
     model, before, names_before, _ = nutpie_fit
     assert sorted(model.named_vars) == names_before
@@ -71,6 +77,7 @@ def test_fit_does_not_mutate_model(nutpie_fit):
         np.testing.assert_array_equal(model[k].get_value(), v)
 
 
+@pytest.mark.slow
 def test_netcdf_round_trip(tmp_path, nutpie_fit):
     _, _, _, idata = nutpie_fit
     path = tmp_path / "fit.nc"
@@ -80,6 +87,7 @@ def test_netcdf_round_trip(tmp_path, nutpie_fit):
     xr.testing.assert_allclose(back["posterior"].to_dataset(), idata["posterior"].to_dataset())
 
 
+@pytest.mark.slow
 def test_same_rng_same_draws(tiny):
     model = build_beta_binomial(tiny, pooling="none")
     with warnings.catch_warnings():
@@ -97,6 +105,7 @@ def test_same_rng_same_draws(tiny):
     assert float(pc["predicted_mean"].sum()) == pytest.approx(float(pc["observed"].sum()))
 
 
+@pytest.mark.slow
 def test_pymc_sampler(tiny):
     data, truth = simulate_eval(n_agents=3, n_tasks=20, n_runs=4, rng=8)
     with warnings.catch_warnings():
@@ -117,14 +126,19 @@ def test_fit_argument_errors(tiny, monkeypatch):
     model = build_beta_binomial(tiny, pooling="none")
     with pytest.raises(TypeError, match=r"`model` must be a pymc\.Model from a hierbench builder; got dict"):
         fit({})
-    with pytest.raises(ValueError, match=r"`draws` must be an integer >= 1; got 0"):
-        fit(model, draws=0)
-    with pytest.raises(ValueError, match=r"`chains` must be an integer >= 1; got 1\.5"):
-        fit(model, chains=1.5)
-    with pytest.raises(ValueError, match=r"`sampler` must be one of \('nutpie', 'pymc', 'numpyro'\); got 'stan'"):
-        fit(model, sampler="stan")
-    with pytest.raises(ValueError, match=r"`target_accept` must satisfy 0 < target_accept < 1; got 1\.2"):
-        fit(model, target_accept=1.2)
+    bad = [
+        ({"draws": 0}, r"`draws` must be an integer >= 1; got 0"),
+        ({"chains": 1.5}, r"`chains` must be an integer >= 1; got 1\.5"),
+        ({"sampler": "stan"}, r"`sampler` must be one of \('nutpie', 'pymc', 'numpyro'\); got 'stan'"),
+        ({"target_accept": 1.2}, r"`target_accept` must satisfy 0 < target_accept < 1; got 1\.2"),
+        ({"target_ess": -1}, r"`target_ess` must be a positive number; got -1"),
+        ({"max_draws": 50}, r"`max_draws` must be an integer >= 100; got 50"),
+        ({"init": "zero"}, r"`init` must be one of \('map', 'support_point'\); got 'zero'"),
+        ({"cores": 1}, r"`cores` applies to a fixed number of draws only"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(ValueError, match=message):
+            fit(model, **kwargs)
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n in ("jax", "numpyro") else real(n, *a))
     with pytest.raises(ImportError, match=r"`sampler='numpyro'` needs the package\(s\) \['jax', 'numpyro'\]"):
@@ -140,6 +154,7 @@ def test_import_hierbench_stays_light():
     assert out.strip() == "False False"
 
 
+@pytest.mark.slow
 def test_fit_approx_carries_its_error(tiny, nutpie_fit, monkeypatch):
     from hierbench.bayes import ApproximationWarning, fit_approx
 

@@ -160,3 +160,20 @@ def test_bad_arguments(tmp_path):
         counts_from_parquet(tmp_path, errors="x")
     with pytest.raises(EvalDataError, match=r"`ddf` must be a dask DataFrame; got DataFrame"):
         counts_from_dask(pd.DataFrame())
+
+
+def test_counts_of_either_reader_feed_the_count_models(tmp_path):
+    # what `hierbench fit` needs to fit a log too large for from_records: the readers'
+    # counts are the builders' input as they are (the same data hash as to_counts)
+    from hierbench.bayes import build_beta_binomial, build_crossed
+
+    df = _ragged(5)
+    df["score"] = (df["score"].fillna(0) > 0.5).astype(float)  # the count models need binary scores
+    df.to_parquet(tmp_path / "log.parquet")
+    exp = _expected(df, "exclude")
+    for counts in (
+        counts_from_parquet(tmp_path / "log.parquet", error="err", errors="exclude"),
+        counts_from_dask(dd.from_pandas(df, npartitions=3), error="err", errors="exclude"),
+    ):
+        for build in (build_crossed, build_beta_binomial):
+            assert build(counts).hierbench["data_hash"] == build(exp).hierbench["data_hash"]

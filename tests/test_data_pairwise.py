@@ -257,3 +257,28 @@ def test_check_pairwise_bad_input():
     ):
         check_pairwise(unknown)
     assert isinstance(check_pairwise(good), xr.Dataset)
+
+
+def test_read_battles_same_result_from_text_object_and_number_columns():
+    # the text fast path (factorised as is) and the general path (id_labels) agree
+    from hierbench.data import EvalDataError
+
+    rng = np.random.default_rng(2)
+    names = np.array(["7", "alpha", "b", "c d"])
+    i = rng.integers(0, 4, 300)
+    j = (i + rng.integers(1, 4, 300)) % 4
+    w = rng.choice(["left", "right", "tie"], 300)
+    base = {"left": names[i], "right": names[j], "winner": w}
+    as_object = read_battles(pd.DataFrame(base, dtype=object))
+    as_text = read_battles(pd.DataFrame(base).astype("string"))
+    xr.testing.assert_identical(as_object, as_text)
+    assert as_text["agent"].values.tolist() == sorted(names.tolist())
+    # agents written as numbers: the decimal text, the same dataset
+    nums = pd.DataFrame({"left": i + 10, "right": j + 10, "winner": w})
+    txt = pd.DataFrame({"left": (i + 10).astype(str), "right": (j + 10).astype(str), "winner": w})
+    xr.testing.assert_identical(read_battles(nums).drop_attrs(), read_battles(txt.astype("string")).drop_attrs())
+    # an empty name is refused on both paths, with its row
+    for frame in (pd.DataFrame(base, dtype=object), pd.DataFrame(base).astype("string")):
+        frame.loc[5, "right"] = ""
+        with pytest.raises(EvalDataError, match=r"`right` column 'right'.*must not be empty; 1 rows are, rows \[5\]"):
+            read_battles(frame)

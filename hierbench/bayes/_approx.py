@@ -168,28 +168,10 @@ def fit_approx(
         Always, quoting the measured error.
     """
     info = _check_model(model)
-    if method not in METHODS:
-        raise ValueError(f"`method` must be one of {METHODS}; got {method!r}")
-    if method == "pathfinder" and importlib.util.find_spec("pymc_extras") is None:
-        raise ImportError(
-            "`method='pathfinder'` needs the package pymc-extras, which is not installed; "
-            "install it or use method='advi' / 'fullrank_advi'"
-        )
-    for name, v in (("n", n), ("draws", draws)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"`{name}` must be an integer >= 1; got {v!r}")
+    _check_approx(method, n, draws)
     gen = as_rng(rng)
-    seed1, seed2 = (int(s) for s in gen.integers(2**31 - 1, size=2))
     t0 = time.perf_counter()
-    if method == "pathfinder":  # pragma: no cover - optional dependency
-        import pymc_extras as pmx
-
-        dt = pmx.fit(method="pathfinder", model=model, random_seed=seed1, num_draws=draws)
-        final_loss = float("nan")
-    else:
-        approx = pm.fit(n=n, method=method, model=model, random_seed=seed1, progressbar=False)
-        dt = approx.sample(draws, random_seed=seed2)
-        final_loss = float(approx.hist[-1]) if len(approx.hist) else float("nan")
+    dt, final_loss = _run_approx(model, method, n, draws, gen)
     fit_time = time.perf_counter() - t0
     if log_likelihood:
         dt = pm.compute_log_likelihood(
@@ -208,26 +190,7 @@ def fit_approx(
     post = model_hook(info, "postprocess")
     if callable(post):
         dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
-    if reference is not None:
-        if reference.attrs.get("hierbench_data_hash") != dt.attrs["hierbench_data_hash"]:
-            raise ValueError(
-                "`reference` must be a NUTS fit of the same data (its hierbench_data_hash differs)"
-            )
-        err = approximation_error(dt, reference)
-        dt["approximation_error"] = xr.DataTree(err)
-        record = {
-            "source": "measured on this data against the given NUTS reference",
-            **{k: float(err[k]) for k in err.data_vars},
-        }
-    else:
-        stored = MEASURED_ERROR.get(f"{info['model']}/{method}")
-        record = (
-            {"source": "measured on the mid-size case in MEASURED_ERROR", **stored}
-            if stored
-            else {
-                "source": f"never measured for {info['model']}/{method}: validate against NUTS before use"
-            }
-        )
+    record = _error_record(dt, reference, info, method)
     dt.attrs["approx_error"] = json.dumps(record, sort_keys=True)
     shown = {
         k: (round(v, 3) if isinstance(v, float) else v)
@@ -241,3 +204,53 @@ def fit_approx(
         stacklevel=2,
     )
     return dt
+
+
+def _check_approx(method: str, n: int, draws: int) -> None:
+    if method not in METHODS:
+        raise ValueError(f"`method` must be one of {METHODS}; got {method!r}")
+    if method == "pathfinder" and importlib.util.find_spec("pymc_extras") is None:
+        raise ImportError(
+            "`method='pathfinder'` needs the package pymc-extras, which is not installed; "
+            "install it or use method='advi' / 'fullrank_advi'"
+        )
+    for name, v in (("n", n), ("draws", draws)):
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"`{name}` must be an integer >= 1; got {v!r}")
+
+
+def _run_approx(
+    model: pm.Model, method: str, n: int, draws: int, gen: np.random.Generator
+) -> tuple[xr.DataTree, float]:
+    """Fit the approximation and draw from it: (tree, final loss)."""
+    seed1, seed2 = (int(s) for s in gen.integers(2**31 - 1, size=2))
+    if method == "pathfinder":  # pragma: no cover - optional dependency
+        import pymc_extras as pmx
+
+        return pmx.fit(method="pathfinder", model=model, random_seed=seed1, num_draws=draws), float("nan")
+    approx = pm.fit(n=n, method=method, model=model, random_seed=seed1, progressbar=False)
+    final_loss = float(approx.hist[-1]) if len(approx.hist) else float("nan")
+    return approx.sample(draws, random_seed=seed2), final_loss
+
+
+def _error_record(
+    dt: xr.DataTree, reference: xr.DataTree | None, info: dict[str, Any], method: str
+) -> dict[str, Any]:
+    """The approximation's error: measured against ``reference``, or the stored measurement."""
+    if reference is not None:
+        if reference.attrs.get("hierbench_data_hash") != dt.attrs["hierbench_data_hash"]:
+            raise ValueError(
+                "`reference` must be a NUTS fit of the same data (its hierbench_data_hash differs)"
+            )
+        err = approximation_error(dt, reference)
+        dt["approximation_error"] = xr.DataTree(err)
+        return {
+            "source": "measured on this data against the given NUTS reference",
+            **{k: float(err[k]) for k in err.data_vars},
+        }
+    stored = MEASURED_ERROR.get(f"{info['model']}/{method}")
+    if stored:
+        return {"source": "measured on the mid-size case in MEASURED_ERROR", **stored}
+    return {
+        "source": f"never measured for {info['model']}/{method}: validate against NUTS before use"
+    }

@@ -10,11 +10,14 @@ convergence summary (``diag_*``).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
 import time
 import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -24,10 +27,34 @@ import xarray as xr
 from .._base import as_rng, watched
 from ._diagnostics import compute_diagnostics
 from ._registry import model_hook
+from ._sampling import (
+    DEFAULT_TUNE,
+    MAX_DRAWS,
+    TARGET_ESS,
+    compile_model,
+    describe_run,
+    find_start,
+    run_record,
+    sample_to_target,
+    with_start,
+)
 
-__all__ = ["SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
+__all__ = ["FIT_DEFAULTS", "INITS", "SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
+#: where nutpie's chains start (see :func:`hierbench.bayes._sampling.find_start`)
+INITS = ("map", "support_point")
+#: what :func:`fit` does by default, as the zoo's ``models/<name>/spec.toml`` ``[sampler]``
+#: tables write it (a model's registered ``target_accept`` comes on top)
+FIT_DEFAULTS: dict[str, Any] = {
+    "sampler": "nutpie",
+    "chains": 4,
+    "tune": DEFAULT_TUNE,
+    "init": "map",
+    "draws": "target_ess",
+    "target_ess": TARGET_ESS,
+    "max_draws": MAX_DRAWS,
+}
 
 
 def _version() -> str:
@@ -100,90 +127,25 @@ def _stamp(dt: xr.DataTree, info: dict[str, Any], /, **attrs: Any) -> xr.DataTre
     return dt
 
 
-def fit(
-    model: pm.Model,
-    *,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    rng: None | int | np.random.Generator = None,
-    sampler: Literal["nutpie", "pymc", "numpyro"] = "nutpie",
-    target_accept: float | None = None,
-    posterior_predictive: bool = True,
-    log_likelihood: bool = False,
-    progress: bool | None = None,
-    prior_predictive: bool = False,
-    **sampler_kwargs: Any,
-) -> xr.DataTree:
-    """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
-
-    Parameters
-    ----------
-    model : pymc.Model
-        A model from a hierbench builder (``build_beta_binomial``,
-        ``build_crossed``, ...). Any ``pm.Model`` works; it is then stamped
-        ``hierbench_model = "custom"``.
-    draws, tune, chains : int
-        Draws kept per chain, tuning steps per chain, number of chains.
-    rng : None, int or numpy.random.Generator
-        Seeds the sampler and the posterior predictive draws.
-    sampler : {"nutpie", "pymc", "numpyro"}
-        ``"nutpie"`` (default; the model is compiled with numba),
-        ``"pymc"`` (PyMC's own NUTS), ``"numpyro"`` (needs jax and numpyro).
-    target_accept : float, optional
-        Target acceptance rate of the step-size adaptation (0 < x < 1);
-        default the model's registered setting (crossed marginal: 0.65),
-        else the sampler's (0.8).
-    posterior_predictive : bool
-        Add the ``posterior_predictive`` group (for
-        :func:`~hierbench.bayes.predictive_check`). The count models draw it
-        with NumPy from the posterior, vectorised over draws.
-    log_likelihood : bool
-        Add the pointwise ``log_likelihood`` group (needed by LOO). Off by
-        default: it costs a compile and a pass over every draw, and only
-        :func:`~hierbench.bayes.loo_compare` needs it; add it later with
-        :func:`add_log_likelihood`.
-    progress : bool, optional
-        Show the sampler's progress bar. Default: only when attached to a
-        terminal or a notebook. ``False`` is quiet.
-    prior_predictive : bool
-        Also draw ``draws`` samples from the prior and the prior predictive
-        (groups ``prior``, ``prior_predictive``) for prior predictive checks
-        (:func:`hierbench.bayes.predictive_check` with
-        ``group="prior_predictive"``).
-    **sampler_kwargs
-        Passed to the sampler (e.g. ``adaptation="low_rank"`` for nutpie,
-        ``cores=1`` for PyMC).
-
-    Returns
-    -------
-    xarray.DataTree
-        Groups ``posterior``, ``posterior_predictive``, ``observed_data``,
-        ``constant_data``, ``log_likelihood``, ``sample_stats``,
-        ``diagnostics``; root attrs ``hierbench_model``, ``hierbench_spec``
-        (JSON of the builder options and priors), ``hierbench_data_hash``,
-        ``hierbench_version``, ``sampler``, ``sampler_settings`` (JSON),
-        ``seed``, ``compile_time``, ``sampling_time`` and the ``diag_*``
-        convergence summary.
-
-    Warns
-    -----
-    ConvergenceWarning
-        When R-hat, ESS, divergences or E-BFMI fail their thresholds.
-
-    Examples
-    --------
-    >>> from hierbench.testing import simulate_eval
-    >>> from hierbench.bayes import build_beta_binomial, fit
-    >>> data, _ = simulate_eval(n_agents=2, n_tasks=15, n_runs=3, rng=0)
-    >>> idata = fit(build_beta_binomial(data), draws=200, tune=200, chains=2, rng=1)
-    >>> idata.attrs["hierbench_model"]
-    'beta_binomial'
-    """
-    info = _check_model(model)
-    for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
-        if not isinstance(v, (int, np.integer)) or v < lo:
+def _check_run(
+    draws: int | None, tune: int | None, chains: int, target_ess: float, max_draws: int, init: str
+) -> None:
+    """Refuse run settings that cannot work, naming the argument and the value."""
+    for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1),
+                        ("max_draws", max_draws, 100)):  # fmt: skip
+        if v is None and name in ("draws", "tune"):
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
             raise ValueError(f"`{name}` must be an integer >= {lo}; got {v!r}")
+    if isinstance(target_ess, bool) or not isinstance(target_ess, (int, float, np.number)) or not (
+        np.isfinite(target_ess) and target_ess > 0
+    ):
+        raise ValueError(f"`target_ess` must be a positive number; got {target_ess!r}")
+    if init not in INITS:
+        raise ValueError(f"`init` must be one of {INITS}; got {init!r}")
+
+
+def _check_sampler(sampler: str, target_accept: float | None) -> None:
     if sampler not in SAMPLERS:
         raise ValueError(f"`sampler` must be one of {SAMPLERS}; got {sampler!r}")
     if target_accept is not None and not 0 < target_accept < 1:
@@ -197,66 +159,116 @@ def fit(
                 f"`sampler='numpyro'` needs the package(s) {missing}, which are not installed; "
                 "install them (pip install numpyro jax) or use sampler='nutpie'"
             )
+
+
+def _settings(
+    info: dict[str, Any], sampler: str, draws: int | None, tune: int | None, chains: int,
+    target_accept: float | None, init: str, target_ess: float, max_draws: int,
+    sampler_kwargs: dict[str, Any],
+) -> dict[str, Any]:  # fmt: skip
+    """The run's settings with every default resolved (recorded as the fit's ``sampler_settings``)."""
     if target_accept is None:
         target_accept = (info.get("sampler_defaults") or {}).get("target_accept")
-    if progress is None:
-        progress = watched()
-    gen = as_rng(rng)
-    seed = int(gen.integers(2**31 - 1))
-    pp_seed = int(gen.integers(2**31 - 1))
-    cores = min(chains, os.cpu_count() or 1)
-    settings: dict[str, Any] = {"draws": draws, "tune": tune, "chains": chains}
+    own = sampler == "nutpie"
+    out: dict[str, Any] = {
+        "draws": draws if draws is not None else (None if own else 1000),
+        "tune": tune if tune is not None else (DEFAULT_TUNE if own else 1000),
+        "chains": int(chains),
+        "init": init if own else "sampler_default",
+    }
+    if out["draws"] is None:
+        out.update(draws_rule="target_ess", target_ess=float(target_ess), max_draws=int(max_draws))
+        if "cores" in sampler_kwargs:
+            raise ValueError(
+                "`cores` applies to a fixed number of draws only: drawing to a target ESS runs "
+                "every chain at once; pass draws=... with cores=..."
+            )
+    else:
+        out["draws_rule"] = "fixed"
     if target_accept is not None:
-        settings["target_accept"] = target_accept
-    settings.update(
-        {k: v for k, v in sampler_kwargs.items() if isinstance(v, (int, float, str, bool))}
-    )
-    compile_time = np.nan
+        out["target_accept"] = target_accept
+    out.update({k: v for k, v in sampler_kwargs.items() if isinstance(v, (int, float, str, bool))})
+    return out
+
+
+def _run_nutpie(
+    compiled: Any, settings: dict[str, Any], seed: int, progress: bool, kwargs: dict[str, Any]
+) -> tuple[xr.DataTree, dict[str, Any]]:
+    """Start (at the mode, by default) and run nutpie; the tree and a record of the run."""
+    import nutpie
+
+    kw = dict(kwargs)
+    if "target_accept" in settings:
+        kw["target_accept"] = settings["target_accept"]
+    start = find_start(compiled, seed) if settings["init"] == "map" else None
+    record = start.info if start is not None else {"init": "support_point"}
+    if start is not None:
+        compiled = with_start(compiled, start)
+    common = dict(tune=settings["tune"], chains=settings["chains"], seed=seed, **kw)
+    if settings["draws"] is None:
+        dt, run = sample_to_target(
+            compiled, target_ess=settings["target_ess"], max_draws=settings["max_draws"],
+            progress=progress, **common,
+        )  # fmt: skip
+        run.update(rule="target_ess", target_ess=settings["target_ess"], max_draws=settings["max_draws"])
+    else:
+        common.setdefault("cores", min(settings["chains"], os.cpu_count() or 1))
+        dt = nutpie.sample(
+            compiled, draws=settings["draws"], save_warmup=False, progress_bar=progress, **common
+        )
+        run = {"rule": "fixed", "draws": settings["draws"]}
+    return _drop_warmup(dt), {**record, **run}
+
+
+def _run_pymc(
+    model: pm.Model, sampler: str, settings: dict[str, Any], seed: int, progress: bool,
+    kwargs: dict[str, Any],
+) -> xr.DataTree:  # fmt: skip
+    """PyMC's own NUTS or numpyro through PyMC, with fixed draws."""
+    kw = dict(kwargs)
+    kw.setdefault("cores", min(settings["chains"], os.cpu_count() or 1))
+    if "target_accept" in settings:
+        kw["target_accept"] = settings["target_accept"]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*log_likelihood.*", category=FutureWarning)
+        dt = pm.sample(
+            draws=settings["draws"],
+            tune=settings["tune"],
+            chains=settings["chains"],
+            random_seed=seed,
+            progressbar=progress,
+            model=model,
+            nuts_sampler="pymc" if sampler == "pymc" else "numpyro",
+            compute_convergence_checks=False,
+            **kw,
+        )
+    return _drop_warmup(dt)
+
+
+def _sample(
+    model: pm.Model, sampler: str, settings: dict[str, Any], seed: int, progress: bool,
+    kwargs: dict[str, Any],
+) -> tuple[xr.DataTree, dict[str, Any]]:  # fmt: skip
+    """Compile (nutpie) and sample; the tree, timings and the record of the run."""
+    times: dict[str, Any] = {"compile_time": np.nan}
     if sampler == "nutpie":
-        import nutpie
         from pymc.backends.arviz import patch_nutpie_idata
 
         t0 = time.perf_counter()
-        compiled = nutpie.compile_pymc_model(model, backend="numba")
-        compile_time = time.perf_counter() - t0
-        kw = dict(sampler_kwargs)
-        kw.setdefault("cores", cores)
-        if target_accept is not None:
-            kw["target_accept"] = target_accept
+        compiled = compile_model(model)
+        times["compile_time"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        dt = nutpie.sample(
-            compiled,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            seed=seed,
-            save_warmup=False,
-            progress_bar=progress,
-            **kw,
-        )
-        sampling_time = time.perf_counter() - t0
-        patch_nutpie_idata(dt, model, sampling_time=sampling_time)
-    else:
-        kw = dict(sampler_kwargs)
-        kw.setdefault("cores", cores)
-        if target_accept is not None:
-            kw["target_accept"] = target_accept
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*log_likelihood.*", category=FutureWarning)
-            dt = pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                random_seed=seed,
-                progressbar=progress,
-                model=model,
-                nuts_sampler="pymc" if sampler == "pymc" else "numpyro",
-                compute_convergence_checks=False,
-                **kw,
-            )
-        sampling_time = time.perf_counter() - t0
-    dt = _drop_warmup(dt)
+        dt, record = _run_nutpie(compiled, settings, seed, progress, kwargs)
+        times["sampling_time"] = time.perf_counter() - t0
+        patch_nutpie_idata(dt, model, sampling_time=times["sampling_time"])
+        return dt, {**times, "record": record}
+    t0 = time.perf_counter()
+    dt = _run_pymc(model, sampler, settings, seed, progress, kwargs)
+    times["sampling_time"] = time.perf_counter() - t0
+    return dt, {**times, "record": {"init": "sampler_default", "rule": "fixed", "draws": settings["draws"]}}
+
+
+def _observed_cells(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
     if "observed_cells" in info:
         # a likelihood written over compressed patterns: record the cells themselves
         n_cells = len(next(iter(info["observed_cells"].values())))
@@ -266,45 +278,155 @@ def fit(
                 coords={"cell": np.arange(n_cells)},
             )
         )
+    return dt
+
+
+def _posterior_predictive(dt: xr.DataTree, model: pm.Model, info: dict[str, Any], pp_seed: int) -> xr.DataTree:
+    predictive = model_hook(info, "predictive")
+    if callable(predictive):
+        # vectorised over draws (NumPy); PyMC's loop runs a custom likelihood's
+        # random function once per draw in object mode
+        return predictive(dt, np.random.default_rng(pp_seed))
+    return pm.sample_posterior_predictive(
+        dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
+    )
+
+
+def _prior_predictive(
+    dt: xr.DataTree, model: pm.Model, info: dict[str, Any], gen: np.random.Generator, draws: int
+) -> xr.DataTree:
+    prior_seed = int(gen.integers(2**31 - 1))
+    with warnings.catch_warnings():
+        # a likelihood written as a weighted potential: its prior predictive is
+        # drawn below with the builder's own predictive
+        warnings.filterwarnings("ignore", message=".*Potential.*", category=UserWarning)
+        prior = pm.sample_prior_predictive(draws=draws, model=model, random_seed=prior_seed)
+    predictive = model_hook(info, "predictive")
+    if callable(predictive) and "observed_cells" in info:
+        tmp = xr.DataTree(children={"posterior": prior["prior"].copy()})
+        tmp = predictive(tmp, np.random.default_rng(prior_seed))
+        pp = tmp["posterior_predictive"].to_dataset()
+        cell_coords = info.get("cell_coords") or {}
+        pp = pp.assign_coords({k: ("cell", np.asarray(v).astype(str)) for k, v in cell_coords.items()})
+        prior["prior_predictive"] = xr.DataTree(pp)
+    for group in ("prior", "prior_predictive"):
+        if group in prior.children:
+            dt[group] = prior[group].copy()
+    return dt
+
+
+def _add_groups(
+    dt: xr.DataTree, model: pm.Model, info: dict[str, Any], gen: np.random.Generator,
+    pp_seed: int, draws: int, wanted: tuple[bool, bool, bool],
+) -> xr.DataTree:  # fmt: skip
+    """The groups beside the posterior: observed cells, then (as ``wanted``) the pointwise
+    log-likelihood, the posterior predictive, the prior and its predictive."""
+    log_likelihood, posterior_predictive, prior_predictive = wanted
+    dt = _observed_cells(dt, info)
     if log_likelihood:
         dt = _with_log_likelihood(dt, model, info)
     if posterior_predictive:
-        predictive = model_hook(info, "predictive")
-        if callable(predictive):
-            # vectorised over draws (NumPy); PyMC's loop runs a custom likelihood's
-            # random function once per draw in object mode
-            dt = predictive(dt, np.random.default_rng(pp_seed))
-        else:
-            dt = pm.sample_posterior_predictive(
-                dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
-            )
+        dt = _posterior_predictive(dt, model, info, pp_seed)
     if prior_predictive:
-        prior_seed = int(gen.integers(2**31 - 1))
-        with warnings.catch_warnings():
-            # a likelihood written as a weighted potential: its prior predictive is
-            # drawn below with the builder's own predictive
-            warnings.filterwarnings("ignore", message=".*Potential.*", category=UserWarning)
-            prior = pm.sample_prior_predictive(draws=draws, model=model, random_seed=prior_seed)
-        predictive = model_hook(info, "predictive")
-        if callable(predictive) and "observed_cells" in info:
-            tmp = xr.DataTree(children={"posterior": prior["prior"].copy()})
-            tmp = predictive(tmp, np.random.default_rng(prior_seed))
-            pp = tmp["posterior_predictive"].to_dataset()
-            cell_coords = info.get("cell_coords") or {}
-            pp = pp.assign_coords({k: ("cell", np.asarray(v).astype(str)) for k, v in cell_coords.items()})
-            prior["prior_predictive"] = xr.DataTree(pp)
-        for group in ("prior", "prior_predictive"):
-            if group in prior.children:
-                dt[group] = prior[group].copy()
+        dt = _prior_predictive(dt, model, info, gen, draws)
+    return dt
+
+
+def fit(
+    model: pm.Model,
+    *,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int = 4,
+    rng: None | int | np.random.Generator = None,
+    sampler: Literal["nutpie", "pymc", "numpyro"] = "nutpie",
+    target_accept: float | None = None,
+    init: Literal["map", "support_point"] = "map",
+    target_ess: float = TARGET_ESS,
+    max_draws: int = MAX_DRAWS,
+    posterior_predictive: bool = True,
+    log_likelihood: bool = False,
+    progress: bool | None = None,
+    prior_predictive: bool = False,
+    **sampler_kwargs: Any,
+) -> xr.DataTree:
+    """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
+
+    By default (nutpie) the chains start around the posterior mode, tune for
+    300 steps and draw until every element's bulk and tail ESS reach
+    ``target_ess`` and its R-hat its limit (:mod:`hierbench.bayes._sampling`).
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model from a hierbench builder (another is stamped ``"custom"``).
+    draws, tune, chains : int
+        Draws kept and tuning steps per chain (default: to the target after
+        300 steps with nutpie; 1,000 and 1,000 otherwise); chains.
+    rng : None, int or numpy.random.Generator
+        Seeds the start, the sampler and the posterior predictive draws.
+    sampler : {"nutpie", "pymc", "numpyro"}
+        nutpie (compiled with numba), PyMC's NUTS, or numpyro (needs jax).
+    target_accept : float, optional
+        Target acceptance rate (0 < x < 1); default the model's registered
+        setting, else the sampler's (0.8).
+    init : {"map", "support_point"}
+        Where nutpie's chains start: around the posterior mode, or at PyMC's
+        jittered support point. The other samplers use their own.
+    target_ess, max_draws : float, int
+        The bulk and tail ESS every element must reach, and the cap on the
+        draws per chain, when ``draws`` is None.
+    posterior_predictive, log_likelihood, prior_predictive : bool
+        Add the ``posterior_predictive`` group; the pointwise
+        ``log_likelihood`` (for LOO; or later with
+        :func:`add_log_likelihood`); the ``prior`` and ``prior_predictive``
+        groups (as many draws as each chain kept).
+    progress : bool, optional
+        The sampler's progress bar (default: when someone watches).
+    **sampler_kwargs
+        Passed to the sampler (``maxdepth=8``; ``cores=1`` with fixed draws).
+
+    Returns
+    -------
+    xarray.DataTree
+        Groups ``posterior``, ``observed_data``, ``constant_data``,
+        ``sample_stats``, ``diagnostics`` and those asked for; root attrs
+        ``hierbench_*`` (model, spec, data hash, version), ``sampler``,
+        ``sampler_settings`` (JSON, the draws kept), ``fit_run`` (JSON: start,
+        rule, checkpoints), ``fit_notes`` (the same in words), ``seed``,
+        ``compile_time``, ``sampling_time`` and the ``diag_*`` summary.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When R-hat, ESS, divergences or E-BFMI fail their thresholds.
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_beta_binomial, fit
+    >>> data, _ = simulate_eval(n_agents=2, n_tasks=15, n_runs=3, rng=0)
+    >>> idata = fit(build_beta_binomial(data), draws=200, tune=200, chains=2, rng=1)
+    >>> idata.attrs["hierbench_model"], idata.posterior.sizes["draw"]
+    ('beta_binomial', 200)
+    """
+    info = _check_model(model)
+    _check_run(draws, tune, chains, target_ess, max_draws, init)
+    _check_sampler(sampler, target_accept)
+    settings = _settings(info, sampler, draws, tune, chains, target_accept, init, target_ess,
+                         max_draws, sampler_kwargs)  # fmt: skip
+    gen = as_rng(rng)
+    seed, pp_seed = int(gen.integers(2**31 - 1)), int(gen.integers(2**31 - 1))
+    progress = watched() if progress is None else progress
+    dt, run = _sample(model, sampler, settings, seed, progress, sampler_kwargs)
+    settings["draws"] = int(dt["posterior"].sizes["draw"])
+    wanted = (log_likelihood, posterior_predictive, prior_predictive)
+    dt = _add_groups(dt, model, info, gen, pp_seed, settings["draws"], wanted)
     dt = _stamp(
-        dt,
-        info,
-        sampler=sampler,
-        sampler_settings=json.dumps(settings, sort_keys=True),
-        seed=seed,
-        compile_time=float(compile_time),
-        sampling_time=float(sampling_time),
-    )
+        dt, info, sampler=sampler, sampler_settings=json.dumps(settings, sort_keys=True), seed=seed,
+        compile_time=float(run["compile_time"]), sampling_time=float(run["sampling_time"]),
+        fit_run=run_record(run["record"]), fit_notes=describe_run(run["record"], settings["tune"]),
+    )  # fmt: skip
     post = model_hook(info, "postprocess")
     if callable(post):
         dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
@@ -362,67 +484,94 @@ def add_log_likelihood(fit: xr.DataTree, model: pm.Model) -> xr.DataTree:
     return out
 
 
-def fit_replicates(
-    model: pm.Model,
-    replicates: list[xr.Dataset],
-    *,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    rng: None | int | np.random.Generator = None,
-    target_accept: float | None = None,
-    **sampler_kwargs: Any,
-) -> list[xr.DataTree]:
-    """Fit one compiled model to many datasets of the same design (nutpie, compiled once).
+#: compiled models of this process, by design key (see :func:`_design_key`)
+_COMPILED: dict[str, Any] = {}
+_COMPILED_KEEP = 4
 
-    For simulation-based calibration and coverage studies: the model is
-    compiled once and only its data are swapped. Each replicate must have the
-    same agents, tasks and the same ``n_runs`` in every cell as the data the
-    model was built on; only the success counts differ.
 
-    Parameters
-    ----------
-    model : pymc.Model
-        A hierbench count model (it holds ``n_runs``, ``n_success``,
-        ``cell_n_runs`` and ``cell_n_success`` data).
-    replicates : list of xarray.Dataset
-        Eval datasets or counts datasets.
-    draws, tune, chains, rng, target_accept, **sampler_kwargs
-        As in :func:`fit`.
+def _design_key(model: pm.Model, info: dict[str, Any], swapped: set[str]) -> str:
+    """What the compiled model depends on once the swapped data are taken out.
 
-    Returns
-    -------
-    list of xarray.DataTree
-        Each with ``posterior`` and ``sample_stats`` and the ``diag_*``
-        root attrs (no predictive or log-likelihood groups).
-
-    Examples
-    --------
-    >>> from hierbench.testing import simulate_eval
-    >>> from hierbench.bayes import build_beta_binomial, fit_replicates
-    >>> sims = [simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=s)[0] for s in range(2)]
-    >>> fits = fit_replicates(build_beta_binomial(sims[0]), sims, draws=100, tune=100,
-    ...                       chains=1, rng=0)  # doctest: +SKIP
+    The builder's spec (model, options, priors, structure decisions) and every
+    data variable that is not swapped per replicate, by value: two models with
+    the same key compile to the same function of the swapped data, so a
+    process compiles each design once however many studies it serves.
     """
-    import nutpie
+    h = hashlib.sha256()
+    spec = {k: info.get(k) for k in ("model", "options", "priors")}
+    decisions = (info.get("structure") or {}).get("decisions") or {}
+    spec["structure"] = {k: (v.get("choice") if isinstance(v, dict) else v) for k, v in decisions.items()}
+    h.update(json.dumps(spec, sort_keys=True, default=str).encode())
+    for var in sorted(model.data_vars, key=lambda v: v.name):
+        if var.name in swapped:
+            h.update(f"{var.name}:swapped".encode())
+            continue
+        value = np.ascontiguousarray(var.get_value())
+        h.update(f"{var.name}:{value.dtype}:{value.shape}".encode())
+        h.update(value.tobytes())
+    return h.hexdigest()
 
+
+@dataclass(frozen=True)
+class _Job:
+    """What a replicate fit needs besides its data: the model (a key, and pickled for workers)."""
+
+    key: str
+    blob: bytes | None
+    settings: dict[str, Any]
+    kwargs: dict[str, Any]
+    name: str
+    structure: str | None
+
+
+def _keep(key: str, compiled: Any) -> Any:
+    while len(_COMPILED) >= _COMPILED_KEEP:
+        _COMPILED.pop(next(iter(_COMPILED)))
+    _COMPILED[key] = compiled
+    return compiled
+
+
+def _compiled(job: _Job) -> Any:
+    """The compiled model of ``job`` in this process (unpickled and compiled on first use)."""
+    if job.key in _COMPILED:
+        return _COMPILED[job.key]
+    if job.blob is None:
+        raise RuntimeError("a replicate fit reached a process without its model")
+    import cloudpickle
+
+    return _keep(job.key, compile_model(cloudpickle.loads(job.blob)))
+
+
+def _fit_one(item: tuple[int, dict[str, np.ndarray]], gen: np.random.Generator, *, job: _Job) -> xr.DataTree:
+    """One replicate: swap its data into the compiled model, start, sample, diagnose (no warning)."""
+    i, updates = item
+    compiled = _compiled(job)
+    shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
+    c = compiled.with_data(**{k: v for k, v in updates.items() if k in shared})
+    seed = int(gen.integers(2**31 - 1))
+    dt, record = _run_nutpie(c, job.settings, seed, False, job.kwargs)
+    dt.attrs.update(hierbench_model=job.name, replicate=i, seed=seed, fit_run=run_record(record))
+    if job.structure is not None:
+        dt.attrs["hierbench_structure"] = job.structure
+    return compute_diagnostics(dt, warn=False)
+
+
+def _replicate_updates(model: pm.Model, info: dict[str, Any], replicates: list[Any]) -> list[dict[str, np.ndarray]]:
+    """Each replicate's data as the model's shared-variable values (checked against its design)."""
     from ._crossed import _log_binom
     from ._registry import prepare_counts
 
-    info = _check_model(model)
-    for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
-        if not isinstance(v, (int, np.integer)) or v < lo:
-            raise ValueError(f"`{name}` must be an integer >= {lo}; got {v!r}")
-    n_ref = np.asarray(model["n_runs"].get_value())
-    gen = as_rng(rng)
-    compiled = nutpie.compile_pymc_model(model, backend="numba")
-    shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
-    kw = dict(sampler_kwargs)
-    kw.setdefault("cores", min(chains, os.cpu_count() or 1))
-    if target_accept is not None:
-        kw["target_accept"] = target_accept
     out = []
     for i, rep in enumerate(replicates):
+        if isinstance(rep, Mapping) and not isinstance(rep, xr.Dataset):  # the model's data, by name
+            out.append({str(k): np.asarray(v) for k, v in rep.items()})
+            continue
+        if "n_runs" not in model.named_vars:
+            raise ValueError(
+                f"`replicates[{i}]` is a dataset, which only a count model takes; give this "
+                "model's replicates as mappings from its data names to their values"
+            )
+        n_ref = np.asarray(model["n_runs"].get_value())
         counts, cells = prepare_counts(rep, name=f"replicates[{i}]")
         if counts["n_runs"].shape != n_ref.shape or not np.array_equal(
             counts["n_runs"].values, n_ref
@@ -434,46 +583,135 @@ def fit_replicates(
         updates = {"n_success": counts["n_success"].values, "cell_n_success": cells["cell_y"]}
         if callable(model_hook(info, "data_updates")):
             updates.update(model_hook(info, "data_updates")(cells))
-        if "cell_log_binom" in shared:
-            # the crossed model's log binomial coefficients follow the success counts
-            updates["cell_log_binom"] = _log_binom(cells["cell_y"], cells["cell_n"])
-        c = compiled.with_data(**{k: v for k, v in updates.items() if k in shared})
-        dt = nutpie.sample(
-            c,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            seed=int(gen.integers(2**31 - 1)),
-            save_warmup=False,
-            progress_bar=False,
-            **kw,
-        )
-        dt = _drop_warmup(dt)
-        dt.attrs.update(hierbench_model=str(info["model"]), replicate=i)
-        if "structure" in info:
-            dt.attrs["hierbench_structure"] = json.dumps(info["structure"], default=str)
-        out.append(compute_diagnostics(dt, warn=False))
-    failed = [f for f in out if not f.attrs["diag_converged"]]
-    if failed:
-        from collections import Counter
+        # the crossed model's log binomial coefficients follow the success counts
+        updates["cell_log_binom"] = _log_binom(cells["cell_y"], cells["cell_n"])
+        out.append(updates)
+    return out
 
-        from ._diagnostics import ConvergenceWarning
 
-        kinds = Counter(
-            msg.split(" (at")[0].split(" ")[0] + " " + msg.split(" ")[1]
-            if not msg[0].isdigit()
-            else "divergent transitions"
-            for f in failed
-            for msg in json.loads(f.attrs["diag_failures"])
-        )
-        warnings.warn(
-            f"{len(failed)} of {len(out)} replicates failed their convergence checks "
-            f"(replicates {[int(f.attrs['replicate']) for f in failed][:20]}"
-            f"{' ...' if len(failed) > 20 else ''}; failures: "
-            + ", ".join(f"{k} x{v}" for k, v in kinds.most_common())
-            + "). Each replicate's `diag_failures` attr says which check and parameter failed; "
-            "drop or refit them before summarising a calibration or coverage study",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+def _warn_failed(fits: list[xr.DataTree]) -> None:
+    """One ConvergenceWarning summarising the replicates that failed their checks."""
+    from collections import Counter
+
+    from ._diagnostics import ConvergenceWarning
+
+    failed = [f for f in fits if not f.attrs["diag_converged"]]
+    if not failed:
+        return
+    kinds = Counter(
+        msg.split(" (at")[0].split(" ")[0] + " " + msg.split(" ")[1]
+        if not msg[0].isdigit()
+        else "divergent transitions"
+        for f in failed
+        for msg in json.loads(f.attrs["diag_failures"])
+    )
+    warnings.warn(
+        f"{len(failed)} of {len(fits)} replicates failed their convergence checks "
+        f"(replicates {[int(f.attrs['replicate']) for f in failed][:20]}"
+        f"{' ...' if len(failed) > 20 else ''}; failures: "
+        + ", ".join(f"{k} x{v}" for k, v in kinds.most_common())
+        + "). Each replicate's `diag_failures` attr says which check and parameter failed; "
+        "drop or refit them before summarising a calibration or coverage study",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
+def fit_replicates(
+    model: pm.Model,
+    replicates: Sequence[xr.Dataset | Mapping[str, Any]],
+    *,
+    draws: int | None = None,
+    tune: int | None = None,
+    chains: int = 4,
+    rng: None | int | np.random.Generator = None,
+    target_accept: float | None = None,
+    init: Literal["map", "support_point"] = "map",
+    target_ess: float = TARGET_ESS,
+    max_draws: int = MAX_DRAWS,
+    executor: Any = None,
+    progress: bool | None = None,
+    **sampler_kwargs: Any,
+) -> list[xr.DataTree]:
+    """Fit one compiled model to many datasets of the same design, here or on any executor.
+
+    For simulation-based calibration and coverage studies: the model is
+    compiled once per process and design and only its data are swapped;
+    each replicate is fitted as :func:`fit` fits. Replicate ``i`` gets the
+    ``i``-th Generator spawned from ``rng`` before anything runs, so the fits
+    are bit-identical serially, on a process pool or on a Dask cluster.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A hierbench count model (it holds ``n_runs``, ``n_success``,
+        ``cell_n_runs`` and ``cell_n_success`` data).
+    replicates : sequence of xarray.Dataset or mapping
+        Eval datasets or counts datasets with the model's agents, tasks and
+        ``n_runs`` grid (only the successes differ); or mappings from the
+        model's data names to their new values (any model).
+    draws, tune, chains, rng, target_accept, init, target_ess, max_draws, **sampler_kwargs
+        As in :func:`fit`.
+    executor : concurrent.futures.Executor, optional
+        Where the replicates run (None: here); each worker process compiles
+        the model once (it travels pickled with cloudpickle). See Notes.
+    progress : bool, optional
+        A progress bar over the replicates (default: when someone watches).
+
+    Returns
+    -------
+    list of xarray.DataTree
+        In the order of ``replicates``, each with ``posterior`` and
+        ``sample_stats``, the ``diag_*`` root attrs, ``replicate``, ``seed``
+        and ``fit_run`` (no predictive or log-likelihood groups). One
+        ConvergenceWarning lists the replicates that failed their checks.
+
+    Notes
+    -----
+    **On a Dask cluster** (``pip install "dask[distributed]"``): a
+    ``LocalCluster`` uses this machine's cores, a scheduler address any
+    machines that reach it; ``Client.get_executor()`` is the executor::
+
+        from dask.distributed import Client, LocalCluster
+        with LocalCluster(n_workers=8, threads_per_worker=1) as cluster, Client(cluster) as client:
+            fits = fit_replicates(model, sims, rng=0, executor=client.get_executor())
+
+    Give each worker one thread: nutpie runs the chains of a fit on threads
+    of its own. A ``concurrent.futures.ProcessPoolExecutor`` works the same
+    way; create it with ``mp_context=multiprocessing.get_context("spawn")``
+    (a forked child would inherit the sampler's running threads).
+
+    Examples
+    --------
+    >>> from hierbench.testing import simulate_eval
+    >>> from hierbench.bayes import build_beta_binomial, fit_replicates
+    >>> sims = [simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=s)[0] for s in range(2)]
+    >>> fits = fit_replicates(build_beta_binomial(sims[0]), sims, draws=100, tune=100,
+    ...                       chains=2, rng=0)
+    >>> [int(f.attrs["replicate"]) for f in fits]
+    [0, 1]
+    """
+    from .._parallel import check_executor, map_seeded
+
+    info = _check_model(model)
+    _check_run(draws, tune, chains, target_ess, max_draws, init)
+    _check_sampler("nutpie", target_accept)
+    executor = check_executor(executor)
+    settings = _settings(info, "nutpie", draws, tune, chains, target_accept, init, target_ess,
+                         max_draws, sampler_kwargs)  # fmt: skip
+    updates = _replicate_updates(model, info, list(replicates))
+    key = _design_key(model, info, {k for u in updates for k in u})
+    blob = None
+    if executor is None:
+        if key not in _COMPILED:
+            _keep(key, compile_model(model))
+    else:
+        import cloudpickle
+
+        blob = cloudpickle.dumps(model)
+    structure = json.dumps(info["structure"], default=str) if "structure" in info else None
+    job = _Job(key, blob, settings, dict(sampler_kwargs), str(info["model"]), structure)
+    out = map_seeded(_fit_one, list(enumerate(updates)), rng=rng, executor=executor,
+                     progress=progress, desc="replicate fits", kwargs={"job": job})  # fmt: skip
+    _warn_failed(out)
     return out

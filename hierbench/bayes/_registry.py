@@ -317,7 +317,7 @@ def count_info(
     """The ``model.hierbench`` dict of a count model: data only, its hooks named.
 
     Holds the model's name, priors, structure (``structure.to_dict()``),
-    data hash, the observed cells' labels and how many cells were never run,
+    data hash, the observed cells' labels and (agent, task) positions, how many cells were never run,
     the hook names (:data:`HOOK_KINDS`), and ``extra`` (options, the data the
     hooks read, sampler defaults, variable attrs).
     """
@@ -327,6 +327,7 @@ def count_info(
         "structure": structure.to_dict(),
         "data_hash": data_hash(counts),
         "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
+        "cell_index": (cells["cell_agent_idx"], cells["cell_task_idx"]),
         "n_cells_excluded": cells["n_cells_excluded"],
         "hooks": dict(hooks),
         **extra,

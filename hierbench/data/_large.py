@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -248,6 +248,223 @@ def _copies_error(source: str, n_copies: int, n_read: int, why: str) -> EvalData
     )
 
 
+def _describe(con, files: list[Path], root: Path | None) -> list[tuple[Path, dict[str, str], dict[str, str]]]:
+    """(file, column types, hive keys) of every Parquet file; an unreadable file is named."""
+    import duckdb
+
+    schemas = []
+    for f in files:
+        try:
+            desc = con.execute(
+                f"DESCRIBE SELECT * FROM read_parquet({_lit(str(f))}, hive_partitioning = false)"
+            ).fetchall()
+        except duckdb.Error as exc:
+            raise EvalDataError(
+                f"`path_or_folder`: {str(f)!r} could not be read as Parquet: {exc}".split("\n")[0]
+            ) from exc
+        types = {name: t for name, t, *_ in desc}
+        hive = _hive_keys(f, root) if root is not None else {}
+        hive = {k: v for k, v in hive.items() if k not in types}
+        for k in hive:
+            types[k] = "VARCHAR"
+        schemas.append((f, types, hive))
+    return schemas
+
+
+def _all_columns(schemas: list, cols: dict[str, str | None], source: str) -> list[str]:
+    all_cols: list[str] = []
+    for _, types, _ in schemas:
+        all_cols += [c for c in types if c not in all_cols]
+    missing = {k: c for k, c in cols.items() if c is not None and c not in all_cols}
+    if missing:
+        raise EvalDataError(
+            f"missing required columns in {source}: "
+            + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
+            + f"; the records have columns {_fmt_list(all_cols, 30)}"
+        )
+    return all_cols
+
+
+def _file_select(f: Path, types: dict[str, str], hive: dict[str, str], cols: dict[str, str | None],
+                 all_cols: list[str], others: list[str], mapping: dict, nonempty: bool) -> str:  # fmt: skip
+    """One file's records in the common form: labels and their kinds, score, error code, row hash."""
+    ids = [("a", cols["agent"]), ("t", cols["task"])] + ([("r", cols["run"])] if cols["run"] else [])
+    score, error = cols["score"], cols["error"]
+    consts = ", ".join(f"{_lit(v)} AS {_q(k)}" for k, v in hive.items())
+    base = f"(SELECT *{', ' + consts if consts else ''} FROM read_parquet({_lit(str(f))}, hive_partitioning = false))"
+    parts = []
+    for key, col in ids:
+        if col in types:
+            parts += [f"{_id_sql(col, types[col])} AS {key}", f"{_lit(_sql_kind(types[col]))} AS {key}_kind"]
+        else:
+            parts += [f"NULL::VARCHAR AS {key}", f"NULL::VARCHAR AS {key}_kind"]
+    if score in types:
+        s_expr, s_null = _score_sql(score, types[score])
+        parts += [f"{s_expr} AS s", f"{s_null} AS s_null", f"{_q(score)}::VARCHAR AS s_raw"]
+    else:
+        parts += ["NULL::DOUBLE AS s", "true AS s_null", "NULL::VARCHAR AS s_raw"]
+    if error is not None and error in types:
+        parts += [f"{_error_sql(error, types[error], mapping, nonempty)} AS ecode",
+                  f"{_q(error)}::VARCHAR AS e_raw"]  # fmt: skip
+    else:
+        parts += ["0 AS ecode", "NULL::VARCHAR AS e_raw"]
+    rowcols = [_q(c) if c in types else "NULL" for c in all_cols]
+    parts.append(f"hash({', '.join(rowcols)}) AS h")
+    for i, c in enumerate(others):
+        parts.append(f"{_q(c)}::VARCHAR AS o{i}" if c in types else f"NULL::VARCHAR AS o{i}")
+    return f"SELECT {', '.join(parts)} FROM {base}"
+
+
+def _check_kinds_sql(con, schemas: list, cols: dict[str, str | None], source: str) -> None:
+    """Labels that read the same but were stored as a number in one file and as text in another."""
+    ids = [("a", cols["agent"]), ("t", cols["task"])] + ([("r", cols["run"])] if cols["run"] else [])
+    for key, col in ids:
+        kinds = {_sql_kind(types[col]) for _, types, _ in schemas if col in types}
+        if len(kinds) <= 1:
+            continue
+        clash = con.execute(
+            f"SELECT {key}, list(DISTINCT {key}_kind) FROM src0 WHERE {key} IS NOT NULL "
+            f"GROUP BY {key} HAVING count(DISTINCT {key}_kind) > 1 LIMIT 6"
+        ).fetchall()
+        if clash:
+            ex = [f"{lab!r} as {' and '.join(sorted(k))}" for lab, k in clash[:5]]
+            raise EvalDataError(
+                f"`{dict(a='agent', t='task', r='run')[key]}` column {col!r} in {source} is "
+                f"stored as numbers in some files and as text in others, and labels read the "
+                f"same in both, so two different identifiers would merge: {_fmt_list(ex, 5)}. "
+                "Identifiers are kept exactly as written; store the column with one type"
+            )
+
+
+#: the schema rules as SQL conditions over the common form (see :func:`_raise_on_bad`)
+_SQL_RULES = {
+    "agent_null": "a IS NULL OR a = ''",
+    "task_null": "t IS NULL OR t = ''",
+    "nonnumeric": "s IS NULL AND NOT s_null",
+    "out_of_range": "s IS NOT NULL AND (isinf(s) OR (NOT isnan(s) AND (s < 0 OR s > 1)))",
+    "missing": "(s_null OR isnan(s)) AND ecode <> 1",
+    "bad_error": "ecode = -1",
+}
+
+
+def _rule_checks_sql(con, run: str | None, source: str, cols: dict) -> tuple[int, int, bool | None]:
+    """One pass over the records: (records, error runs, all scores binary); broken rules refused."""
+    conds = {**_SQL_RULES, "run_null": "false" if run is None else "r IS NULL OR r = ''"}
+    sel = ", ".join(f"count(*) FILTER (WHERE {c}) AS {k}" for k, c in conds.items())
+    row = con.execute(
+        f"SELECT count(*) AS n, count(*) FILTER (WHERE ecode = 1) AS n_err, "
+        f"bool_and(s IN (0, 1)) FILTER (WHERE ecode <> 1) AS binary, {sel} FROM src"
+    ).fetchone()
+    checks = dict(zip(conds, row[3:], strict=True))
+    if any(checks.values()):
+        examples = {}
+        for k, c in conds.items():
+            if not checks[k]:
+                continue
+            if k == "bad_error":
+                ex = con.execute(
+                    f"SELECT e_raw, count(*) FROM src WHERE {c} GROUP BY e_raw ORDER BY 2 DESC LIMIT 10"
+                ).fetchall()
+                examples[k] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in ex]
+            else:
+                ex = con.execute(f"SELECT a, t, s_raw FROM src WHERE {c} LIMIT 5").fetchall()
+                examples[k] = [f"{a}/{t}: {s}" for a, t, s in ex]
+        _raise_on_bad(checks, examples, source=source, cols=cols)
+    return int(row[0]), int(row[1]), row[2]
+
+
+def _check_run_dups_sql(con, source: str, duplicates: str) -> None:
+    dups = con.execute(
+        "SELECT a, t, r, count(*) c FROM src GROUP BY a, t, r HAVING count(*) > 1 ORDER BY c DESC LIMIT 5"
+    ).fetchall()
+    if not dups:
+        return
+    n_dup = int(con.execute(
+        "SELECT coalesce(sum(c), 0) FROM (SELECT count(*) c FROM src GROUP BY a, t, r HAVING count(*) > 1)"
+    ).fetchone()[0])  # fmt: skip
+    raise EvalDataError(
+        f"duplicate (agent, task, run) in {source}: {n_dup} records share a key "
+        f"(e.g. {_fmt_list([f'{a}/{t}/{r} x{c}' for a, t, r, c in dups], 5)}); each "
+        "run must appear once"
+        + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
+    )
+
+
+def _check_copies_sql(con, source: str, n_read: int, n_cells: int, others: list[str]) -> None:
+    """Refuse records that repeat another in every column when they look like copies of one log."""
+    mult = dict(con.execute(
+        "SELECT c, count(*) FROM (SELECT count(*) c FROM src GROUP BY h) GROUP BY c"
+    ).fetchall())  # fmt: skip
+    n_distinct = sum(mult.values())
+    if n_distinct >= n_read:
+        return
+    per_col = {}
+    if others and n_distinct > n_cells:
+        row = con.execute(
+            "SELECT "
+            + ", ".join(
+                f"count(DISTINCT o{i}) + max(CASE WHEN o{i} IS NULL THEN 1 ELSE 0 END)"
+                for i in range(len(others))
+            )
+            + " FROM src"
+        ).fetchone()
+        per_col = dict(zip(others, (int(x) for x in row), strict=True))
+    why = _suspect_copies_from(mult, n_distinct, n_read, n_cells, per_col)
+    if why is not None:
+        raise _copies_error(source, n_read - n_distinct, n_read, why)
+
+
+def _connect(threads: int | None, memory_limit: str, temp_directory: str) -> Any:
+    """An in-memory DuckDB that streams: capped memory, spilling to ``temp_directory``."""
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    con.execute(f"SET memory_limit = {_lit(str(memory_limit))}")
+    con.execute(f"SET temp_directory = {_lit(str(temp_directory))}")
+    con.execute("SET preserve_insertion_order = false")
+    if threads is not None:
+        con.execute(f"SET threads TO {int(threads)}")
+    return con
+
+
+def _reduce_sql(con, files: list[Path], root: Path | None, source: str, cols: dict,
+                errors: str, duplicates: str, mapping: dict, nonempty: bool) -> tuple[pd.DataFrame, dict]:  # fmt: skip
+    """The validated agent x task table of a Parquet log, and its record counts."""
+    schemas = _describe(con, files, root)
+    all_cols = _all_columns(schemas, cols, source)
+    others = [c for c in all_cols if c not in (cols["agent"], cols["task"], cols["score"], cols["error"])]
+    selects = [_file_select(f, types, hive, cols, all_cols, others, mapping, nonempty) for f, types, hive in schemas]
+    con.execute("CREATE VIEW src0 AS " + " UNION ALL ".join(selects))
+    _check_kinds_sql(con, schemas, cols, source)
+    n_all = None
+    if duplicates == "drop":
+        n_all = int(con.execute("SELECT count(*) FROM src0").fetchone()[0])
+        con.execute(
+            "CREATE VIEW src AS SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY h) "
+            "AS k FROM src0) WHERE k = 1"
+        )
+    else:
+        con.execute("CREATE VIEW src AS SELECT * FROM src0")
+    n_kept, n_err, binary = _rule_checks_sql(con, cols["run"], source, cols)
+    n_read = n_all if n_all is not None else n_kept
+    if n_read == 0:
+        raise EvalDataError(f"`path_or_folder` ({source}) holds no records")
+    if cols["run"] is not None:
+        _check_run_dups_sql(con, source, duplicates)
+    e = "ecode = 1"
+    ran = "count(*)" if errors == "fail" else f"count(*) FILTER (WHERE NOT ({e}))"
+    table = con.execute(
+        f"""SELECT a AS agent, t AS task, {ran} AS n_runs,
+               coalesce(sum(s) FILTER (WHERE NOT ({e})), 0) AS n_success,
+               count(*) FILTER (WHERE {e}) AS n_error
+            FROM src GROUP BY a, t"""
+    ).df()
+    if duplicates == "refuse" and cols["run"] is None:
+        _check_copies_sql(con, source, n_read, len(table), others)
+    return table, {"n_read": n_read, "n_err": n_err, "n_copies": n_read - n_kept,
+                   "binary": True if binary is None else bool(binary)}  # fmt: skip
+
+
 def counts_from_parquet(
     path_or_folder: str | os.PathLike,
     *,
@@ -260,6 +477,8 @@ def counts_from_parquet(
     error_values: Mapping[object, bool] | str | None = None,
     duplicates: DuplicatePolicy = "refuse",
     threads: int | None = None,
+    memory_limit: str = "4GB",
+    temp_directory: str | os.PathLike | None = None,
 ) -> xr.Dataset:
     """Per agent x task counts of a Parquet run log, reduced inside DuckDB.
 
@@ -291,6 +510,13 @@ def counts_from_parquet(
         (``"keep"``, which also skips that check's pass over the data).
     threads : int, optional
         DuckDB worker threads (default: DuckDB's choice).
+    memory_limit : str
+        DuckDB's memory cap (``"4GB"``, ``"25%"``): beyond it the large
+        aggregations (the duplicate checks group by every record) spill to
+        ``temp_directory``, so a log of 10^9 records is reduced without being
+        held in memory (``benchmarks/bench_ingest.py --n 1000000000``).
+    temp_directory : path, optional
+        Where DuckDB spills (default: a fresh temporary folder, removed after).
 
     Returns
     -------
@@ -318,197 +544,27 @@ def counts_from_parquet(
     >>> c.n_runs.values.tolist(), c.n_success.values.tolist()
     ([[2], [1]], [[1.0], [1.0]])
     """
-    import duckdb
+    import shutil
+    import tempfile
 
     _check_policy(errors)
     if duplicates not in ("refuse", "drop", "keep"):
         raise EvalDataError(f"`duplicates` must be 'refuse', 'drop' or 'keep'; got {duplicates!r}")
     mapping, nonempty = error_mapping(error_values)
     files, root, source = _parquet_files(path_or_folder)
-    con = duckdb.connect(":memory:")
+    cols = {"agent": agent, "task": task, "score": score, "run": run, "error": error}
+    spill = tempfile.mkdtemp(prefix="hierbench-duckdb-") if temp_directory is None else str(temp_directory)
+    con = _connect(threads, memory_limit, spill)
     try:
-        if threads is not None:
-            con.execute(f"SET threads TO {int(threads)}")
-        schemas = []
-        for f in files:
-            try:
-                desc = con.execute(
-                    f"DESCRIBE SELECT * FROM read_parquet({_lit(str(f))}, hive_partitioning = false)"
-                ).fetchall()
-            except duckdb.Error as exc:
-                raise EvalDataError(
-                    f"`path_or_folder`: {str(f)!r} could not be read as Parquet: {exc}".split("\n")[0]
-                ) from exc
-            types = {name: t for name, t, *_ in desc}
-            hive = _hive_keys(f, root) if root is not None else {}
-            hive = {k: v for k, v in hive.items() if k not in types}
-            for k in hive:
-                types[k] = "VARCHAR"
-            schemas.append((f, types, hive))
-        all_cols: list[str] = []
-        for _, types, _ in schemas:
-            all_cols += [c for c in types if c not in all_cols]
-        cols = {"agent": agent, "task": task, "score": score, "run": run, "error": error}
-        missing = {k: c for k, c in cols.items() if c is not None and c not in all_cols}
-        if missing:
-            raise EvalDataError(
-                f"missing required columns in {source}: "
-                + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
-                + f"; the records have columns {_fmt_list(all_cols, 30)}"
-            )
-        ids = [("a", agent), ("t", task)] + ([("r", run)] if run is not None else [])
-        kinds = {key: {_sql_kind(types[col]) for _, types, _ in schemas if col in types} for key, col in ids}
-        others = [c for c in all_cols if c not in (agent, task, score, error)]
-        selects = []
-        for f, types, hive in schemas:
-            consts = ", ".join(f"{_lit(v)} AS {_q(k)}" for k, v in hive.items())
-            base = f"(SELECT *{', ' + consts if consts else ''} FROM read_parquet({_lit(str(f))}, hive_partitioning = false))"
-            parts = []
-            for key, col in ids:
-                if col in types:
-                    parts += [f"{_id_sql(col, types[col])} AS {key}", f"{_lit(_sql_kind(types[col]))} AS {key}_kind"]
-                else:
-                    parts += [f"NULL::VARCHAR AS {key}", f"NULL::VARCHAR AS {key}_kind"]
-            if score in types:
-                s_expr, s_null = _score_sql(score, types[score])
-                parts += [f"{s_expr} AS s", f"{s_null} AS s_null", f"{_q(score)}::VARCHAR AS s_raw"]
-            else:
-                parts += ["NULL::DOUBLE AS s", "true AS s_null", "NULL::VARCHAR AS s_raw"]
-            if error is None:
-                parts += ["0 AS ecode", "NULL::VARCHAR AS e_raw"]
-            elif error in types:
-                parts += [f"{_error_sql(error, types[error], mapping, nonempty)} AS ecode",
-                          f"{_q(error)}::VARCHAR AS e_raw"]
-            else:
-                parts += ["0 AS ecode", "NULL::VARCHAR AS e_raw"]
-            rowcols = [_q(c) if c in types else "NULL" for c in all_cols]
-            parts.append(f"hash({', '.join(rowcols)}) AS h")
-            for i, c in enumerate(others):
-                parts.append(f"{_q(c)}::VARCHAR AS o{i}" if c in types else f"NULL::VARCHAR AS o{i}")
-            selects.append(f"SELECT {', '.join(parts)} FROM {base}")
-        con.execute("CREATE VIEW src0 AS " + " UNION ALL ".join(selects))
-
-        # labels that read the same but were stored as a number in one file and text in another
-        for key, col in ids:
-            if len(kinds[key]) > 1:
-                clash = con.execute(
-                    f"SELECT {key}, list(DISTINCT {key}_kind) FROM src0 WHERE {key} IS NOT NULL "
-                    f"GROUP BY {key} HAVING count(DISTINCT {key}_kind) > 1 LIMIT 6"
-                ).fetchall()
-                if clash:
-                    ex = [f"{lab!r} as {' and '.join(sorted(k))}" for lab, k in clash[:5]]
-                    raise EvalDataError(
-                        f"`{dict(a='agent', t='task', r='run')[key]}` column {col!r} in {source} is "
-                        f"stored as numbers in some files and as text in others, and labels read the "
-                        f"same in both, so two different identifiers would merge: {_fmt_list(ex, 5)}. "
-                        "Identifiers are kept exactly as written; store the column with one type"
-                    )
-
-        n_copies = 0
-        if duplicates == "drop":
-            n_all = int(con.execute("SELECT count(*) FROM src0").fetchone()[0])
-            con.execute(
-                "CREATE VIEW src AS SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY h) "
-                "AS k FROM src0) WHERE k = 1"
-            )
-        else:
-            con.execute("CREATE VIEW src AS SELECT * FROM src0")
-
-        conds = {
-            "agent_null": "a IS NULL OR a = ''",
-            "task_null": "t IS NULL OR t = ''",
-            "run_null": "false" if run is None else "r IS NULL OR r = ''",
-            "nonnumeric": "s IS NULL AND NOT s_null",
-            "out_of_range": "s IS NOT NULL AND (isinf(s) OR (NOT isnan(s) AND (s < 0 OR s > 1)))",
-            "missing": "(s_null OR isnan(s)) AND ecode <> 1",
-            "bad_error": "ecode = -1",
-        }
-        sel = ", ".join(f"count(*) FILTER (WHERE {c}) AS {k}" for k, c in conds.items())
-        row = con.execute(
-            f"SELECT count(*) AS n, count(*) FILTER (WHERE ecode = 1) AS n_err, "
-            f"bool_and(s IN (0, 1)) FILTER (WHERE ecode <> 1) AS binary, {sel} FROM src"
-        ).fetchone()
-        n_kept, n_err, binary = int(row[0]), int(row[1]), row[2]
-        n_read = n_all if duplicates == "drop" else n_kept
-        n_copies = n_read - n_kept
-        if n_read == 0:
-            raise EvalDataError(f"`path_or_folder` ({source}) holds no records")
-        checks = dict(zip(conds, row[3:], strict=True))
-        if any(checks.values()):
-            examples = {}
-            for k, c in conds.items():
-                if checks[k]:
-                    if k == "bad_error":
-                        ex = con.execute(
-                            f"SELECT e_raw, count(*) FROM src WHERE {c} GROUP BY e_raw "
-                            "ORDER BY 2 DESC LIMIT 10"
-                        ).fetchall()
-                        examples[k] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in ex]
-                    else:
-                        ex = con.execute(f"SELECT a, t, s_raw FROM src WHERE {c} LIMIT 5").fetchall()
-                        examples[k] = [f"{a}/{t}: {s}" for a, t, s in ex]
-            _raise_on_bad(checks, examples, source=source, cols=cols)
-        if run is not None:
-            dups = con.execute(
-                "SELECT a, t, r, count(*) c FROM src GROUP BY a, t, r HAVING count(*) > 1 "
-                "ORDER BY c DESC LIMIT 5"
-            ).fetchall()
-            if dups:
-                n_dup = int(
-                    con.execute(
-                        "SELECT coalesce(sum(c), 0) FROM (SELECT count(*) c FROM src "
-                        "GROUP BY a, t, r HAVING count(*) > 1)"
-                    ).fetchone()[0]
-                )
-                raise EvalDataError(
-                    f"duplicate (agent, task, run) in {source}: {n_dup} records share a key "
-                    f"(e.g. {_fmt_list([f'{a}/{t}/{r} x{c}' for a, t, r, c in dups], 5)}); each "
-                    "run must appear once"
-                    + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
-                )
-        e = "ecode = 1"
-        ran = "count(*)" if errors == "fail" else f"count(*) FILTER (WHERE NOT ({e}))"
-        table = con.execute(
-            f"""SELECT a AS agent, t AS task, {ran} AS n_runs,
-                   coalesce(sum(s) FILTER (WHERE NOT ({e})), 0) AS n_success,
-                   count(*) FILTER (WHERE {e}) AS n_error
-                FROM src GROUP BY a, t"""
-        ).df()
-        if duplicates == "refuse" and run is None:
-            mult = dict(
-                con.execute(
-                    "SELECT c, count(*) FROM (SELECT count(*) c FROM src GROUP BY h) GROUP BY c"
-                ).fetchall()
-            )
-            n_distinct = sum(mult.values())
-            if n_distinct < n_read:
-                n_cells = len(table)
-                per_col = {}
-                if others and n_distinct > n_cells:
-                    row = con.execute(
-                        "SELECT "
-                        + ", ".join(
-                            f"count(DISTINCT o{i}) + max(CASE WHEN o{i} IS NULL THEN 1 ELSE 0 END)"
-                            for i in range(len(others))
-                        )
-                        + " FROM src"
-                    ).fetchone()
-                    per_col = dict(zip(others, (int(x) for x in row), strict=True))
-                why = _suspect_copies_from(mult, n_distinct, n_read, n_cells, per_col)
-                if why is not None:
-                    raise _copies_error(source, n_read - n_distinct, n_read, why)
+        table, n = _reduce_sql(con, files, root, source, cols, errors, duplicates, mapping, nonempty)
     finally:
         con.close()
+        if temp_directory is None:
+            shutil.rmtree(spill, ignore_errors=True)
     return _to_dataset(
-        table,
-        n_read=n_read,
-        n_err=n_err,
-        n_copies=n_copies,
-        binary=True if binary is None else bool(binary),
-        errors=errors,
-        source=source,
-        reader="counts_from_parquet",
-    )
+        table, n_read=n["n_read"], n_err=n["n_err"], n_copies=n["n_copies"], binary=n["binary"],
+        errors=errors, source=source, reader="counts_from_parquet",
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- Dask
@@ -586,7 +642,117 @@ def _derive(
         out["h"] = (
             _row_keys(part).astype(np.uint64) if len(part) else pd.Series([], dtype=np.uint64)
         )
+    if run is not None:  # one 64-bit key per (agent, task, run): a cheap thing to group by
+        keys = pd.DataFrame({"a": out["agent"], "t": out["task"], "r": out["run"]})
+        out["k"] = pd.util.hash_pandas_object(keys, index=False).astype(np.uint64)
     return pd.DataFrame(out, index=part.index)
+
+
+def _check_dask_kinds(der: dd.DataFrame, meta: pd.DataFrame, cols: dict, source: str) -> None:
+    """Identifiers that read the same but are numbers in some rows and text in others."""
+    import dask
+
+    ids = [(name, col) for name, col in (("agent", cols["agent"]), ("task", cols["task"]), ("run", cols["run"]))
+           if col is not None and f"{name}_kind" in meta.columns]  # fmt: skip
+    kinds = dask.compute(*[der[[c, f"{c}_kind"]].dropna().drop_duplicates() for c, _ in ids])
+    for (c, col), table in zip(ids, kinds, strict=True):
+        k = f"{c}_kind"
+        nk = table.groupby(c)[k].nunique()
+        clash = nk[nk > 1].index.tolist()
+        if clash:
+            ex = [
+                f"{lab!r} as " + " and ".join(sorted(set(table.loc[table[c] == lab, k])))
+                for lab in clash[:5]
+            ]
+            raise EvalDataError(
+                f"`{c}` column {col!r} in {source} mixes numbers and text that read the same, so "
+                f"two different identifiers would merge: {_fmt_list(ex, 5)}. Identifiers are kept "
+                "exactly as written; write them all as text or all as numbers"
+            )
+
+
+def _shuffle_method() -> str | None:
+    """Disk on Dask's local schedulers (its in-memory task shuffle would hold every key), else Dask's."""
+    try:
+        from dask.distributed import default_client
+
+        default_client()
+        return None  # a distributed cluster: its peer-to-peer shuffle spills to disk
+    except (ImportError, ValueError):
+        return "disk"
+
+
+_FLAGS = ["agent_null", "task_null", "run_null", "nonnumeric", "out_of_range", "missing", "bad_error"]
+
+
+def _dask_totals(der: dd.DataFrame, full: dd.DataFrame, duplicates: str, run: str | None) -> tuple:
+    """One compute: rule totals, the agent x task table, records kept, and the duplicate summary."""
+    import dask
+
+    totals = der[[*_FLAGS, "e", "nonbinary"]].sum()
+    keyed = der[["agent", "task", "ran", "succ", "e"]]
+    grouped = keyed.groupby(["agent", "task"]).agg({"ran": "sum", "succ": "sum", "e": "sum"})
+    jobs = [totals, grouped, der.shape[0]]
+    if duplicates == "drop":
+        jobs.append(full.shape[0])
+    elif duplicates == "refuse" and run is None:
+        jobs.append(_by_key(der, "h").map_partitions(_multiplicities, meta=("n", "int64")))
+    out = (*dask.compute(*jobs), None)[:4]
+    if duplicates == "refuse" and run is None:  # per-shard counts of multiplicities, summed
+        out = (*out[:3], out[3].groupby(level=0).sum())
+    return out
+
+
+def _by_key(der: dd.DataFrame, key: str) -> dd.DataFrame:
+    """``der[[key]]`` shuffled so that equal keys share a partition (through disk when local)."""
+    return der[[key]].shuffle(key, npartitions=der.npartitions, shuffle_method=_shuffle_method())
+
+
+def _multiplicities(part: pd.DataFrame) -> pd.Series:
+    """How many keys of this shard occur once, twice, ... (index: multiplicity)."""
+    return part.iloc[:, 0].value_counts().value_counts().rename("n")
+
+
+def _repeated(part: pd.DataFrame) -> pd.Series:
+    """The keys of this shard that occur more than once, with their counts."""
+    vc = part.iloc[:, 0].value_counts()
+    return vc[vc > 1].rename("n")
+
+
+def _check_dask_run_dups(der: dd.DataFrame, source: str, duplicates: str) -> None:
+    """Refuse a repeated (agent, task, run); grouped by its 64-bit key, labels fetched only then."""
+    repeated = _by_key(der, "k").map_partitions(_repeated, meta=("n", "int64")).compute()
+    if len(repeated):
+        rows = der[der["k"].isin(repeated.index.to_numpy())][["agent", "task", "run"]].compute()
+        dups = rows.groupby(["agent", "task", "run"]).size()
+        dups = dups[dups > 1]
+    if len(repeated) and len(dups):
+        ex = [f"{a}/{t}/{r} x{c}" for (a, t, r), c in dups.sort_values(ascending=False).head(5).items()]
+        raise EvalDataError(
+            f"duplicate (agent, task, run) in {source}: {int(dups.sum())} records share a key "
+            f"(e.g. {_fmt_list(ex, 5)}); each run must appear once"
+            + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
+        )
+
+
+def _check_dask_copies(ddf: dd.DataFrame, mult: pd.Series, n_read: int, n_cells: int, cols: dict,
+                       source: str) -> None:  # fmt: skip
+    import dask
+
+    n_distinct = int(mult.sum())
+    if n_distinct >= n_read:
+        return
+    others = [c for c in ddf.columns if c not in (cols["agent"], cols["task"], cols["score"], cols["error"])]
+    per_col = {}
+    if others and n_distinct > n_cells:
+        per_col = dict(
+            zip(others, dask.compute(*[ddf[c].nunique(dropna=False) for c in others]), strict=True)
+        )
+    why = _suspect_copies_from(
+        {int(k): int(v) for k, v in mult.items()}, n_distinct, n_read, n_cells, per_col
+    )
+    if why is not None:
+        raise _copies_error(source, n_read - n_distinct, n_read, why)
 
 
 def counts_from_dask(
@@ -617,7 +783,10 @@ def counts_from_dask(
         and the text ``"7"`` reaches this reader as two ``"7"``. Build the
         frame with that option off to have such labels refused.
     agent, task, score, run, error, errors, error_values, duplicates
-        As in :func:`counts_from_parquet`.
+        As in :func:`counts_from_parquet`. The duplicate checks group by
+        every record; that grouping is shuffled through disk on Dask's local
+        schedulers (through its peer-to-peer shuffle on a distributed
+        cluster), so a log of 10^9 records is not held in memory.
 
     Returns
     -------
@@ -632,7 +801,6 @@ def counts_from_dask(
     >>> counts_from_dask(dd.from_pandas(df, npartitions=2)).n_runs.values.tolist()
     [[2], [1]]
     """
-    import dask
     import dask.dataframe as dd
 
     _check_policy(errors)
@@ -653,87 +821,28 @@ def counts_from_dask(
     need_hash = duplicates == "drop" or (duplicates == "refuse" and run is None)
     args = (agent, task, score, run, error, mapping, nonempty, need_hash)
     meta = _derive(ddf._meta, *args)
-    der = ddf.map_partitions(_derive, *args, meta=meta)
-    ids = [(name, col) for name, col in (("agent", agent), ("task", task), ("run", run))
-           if col is not None and f"{name}_kind" in meta.columns]  # fmt: skip
-    kinds = dask.compute(*[der[[c, f"{c}_kind"]].dropna().drop_duplicates() for c, _ in ids])
-    for (c, col), table in zip(ids, kinds, strict=True):
-        k = f"{c}_kind"
-        nk = table.groupby(c)[k].nunique()
-        clash = nk[nk > 1].index.tolist()
-        if clash:
-            ex = [
-                f"{lab!r} as " + " and ".join(sorted(set(table.loc[table[c] == lab, k])))
-                for lab in clash[:5]
-            ]
-            raise EvalDataError(
-                f"`{c}` column {col!r} in {source} mixes numbers and text that read the same, so "
-                f"two different identifiers would merge: {_fmt_list(ex, 5)}. Identifiers are kept "
-                "exactly as written; write them all as text or all as numbers"
-            )
-    n_copies = 0
-    full = der
-    if duplicates == "drop":
-        der = der.drop_duplicates(subset=["h"])
-    flags = ["agent_null", "task_null", "run_null", "nonnumeric", "out_of_range", "missing", "bad_error"]
-    totals = der[[*flags, "e", "nonbinary"]].sum()
-    keyed = der[["agent", "task", "ran", "succ", "e"]]
-    grouped = keyed.groupby(["agent", "task"]).agg({"ran": "sum", "succ": "sum", "e": "sum"})
-    jobs = [totals, grouped, der.shape[0]]
-    if duplicates == "drop":
-        jobs.append(full.shape[0])
-    elif duplicates == "refuse" and run is None:
-        jobs.append(der.groupby("h").size().value_counts())
-    totals, table, n_kept, extra = (*dask.compute(*jobs), None)[:4]
+    full = ddf.map_partitions(_derive, *args, meta=meta)
+    _check_dask_kinds(full, meta, cols, source)
+    der = full.drop_duplicates(subset=["h"], shuffle_method=_shuffle_method()) if duplicates == "drop" else full
+    totals, table, n_kept, extra = _dask_totals(der, full, duplicates, run)
     n_kept = int(n_kept)
     n_read = int(extra) if duplicates == "drop" else n_kept
-    n_copies = n_read - n_kept
     if n_read == 0:
         raise EvalDataError("`ddf` holds no records")
-    checks = {k: int(totals[k]) for k in flags}
     examples = {}
-    if checks["bad_error"]:
+    if int(totals["bad_error"]):
         vc = der[der["bad_error"]]["e_raw"].value_counts().compute().head(10)
         examples["bad_error"] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in vc.items()]
-    _raise_on_bad(checks, examples, source=source, cols=cols)
+    _raise_on_bad({k: int(totals[k]) for k in _FLAGS}, examples, source=source, cols=cols)
     if run is not None:
-        sizes = der.groupby(["agent", "task", "run"]).size()
-        dups = sizes[sizes > 1].compute()
-        if len(dups):
-            ex = [f"{a}/{t}/{r} x{c}" for (a, t, r), c in dups.sort_values(ascending=False).head(5).items()]
-            raise EvalDataError(
-                f"duplicate (agent, task, run) in {source}: {int(dups.sum())} records share a key "
-                f"(e.g. {_fmt_list(ex, 5)}); each run must appear once"
-                + ("; pass duplicates='drop' if they are exact copies" if duplicates == "refuse" else "")
-            )
+        _check_dask_run_dups(der, source, duplicates)
     if duplicates == "refuse" and run is None:
-        mult = extra
-        n_distinct = int(mult.sum())
-        if n_distinct < n_read:
-            n_cells = len(table)
-            others = [c for c in ddf.columns if c not in (agent, task, score, error)]
-            per_col = {}
-            if others and n_distinct > n_cells:
-                per_col = dict(
-                    zip(others, dask.compute(*[ddf[c].nunique(dropna=False) for c in others]), strict=True)
-                )
-            why = _suspect_copies_from(
-                {int(k): int(v) for k, v in mult.items()}, n_distinct, n_read, n_cells, per_col
-            )
-            if why is not None:
-                raise _copies_error(source, n_read - n_distinct, n_read, why)
-    n_err = int(totals["e"])
+        _check_dask_copies(ddf, extra, n_read, len(table), cols, source)
     table = table.reset_index().rename(columns={"succ": "n_success", "e": "n_error"})
     table["n_runs"] = table["ran"] + (table["n_error"] if errors == "fail" else 0)
     table["agent"] = table["agent"].astype(str)
     table["task"] = table["task"].astype(str)
     return _to_dataset(
-        table,
-        n_read=n_read,
-        n_err=n_err,
-        n_copies=n_copies,
-        binary=int(totals["nonbinary"]) == 0,
-        errors=errors,
-        source=source,
-        reader="counts_from_dask",
-    )
+        table, n_read=n_read, n_err=int(totals["e"]), n_copies=n_read - n_kept,
+        binary=int(totals["nonbinary"]) == 0, errors=errors, source=source, reader="counts_from_dask",
+    )  # fmt: skip

@@ -49,6 +49,14 @@ PAIR_COUNTS_SCHEMA = "hierbench.pair_counts/1"
 DEFAULT_OUTCOMES: dict[str, float] = {"left": 1.0, "right": 0.0, "tie": 0.5}
 
 
+def _as_text(x: np.ndarray) -> np.ndarray:
+    """An object array of str (labels already text are kept, not converted again)."""
+    x = np.asarray(x)
+    if x.dtype == object and pd.api.types.infer_dtype(x, skipna=False) == "string":
+        return x
+    return x.astype(str).astype(object)
+
+
 def _pairwise_dataset(
     a: np.ndarray,
     b: np.ndarray,
@@ -60,12 +68,12 @@ def _pairwise_dataset(
     attrs: dict | None = None,
 ) -> xr.Dataset:
     data = {
-        "agent_a": ("comparison", a.astype(str).astype(object)),
-        "agent_b": ("comparison", b.astype(str).astype(object)),
+        "agent_a": ("comparison", _as_text(a)),
+        "agent_b": ("comparison", _as_text(b)),
         "outcome": ("comparison", outcome.astype(np.float64)),
     }
     if task is not None:
-        data["task"] = ("comparison", task.astype(str).astype(object))
+        data["task"] = ("comparison", _as_text(task))
     if position is not None:
         data["position"] = ("comparison", position.astype(np.int8))
     ds = xr.Dataset(
@@ -230,12 +238,124 @@ def to_pairwise(
 
 def _kind_clash(col_a: pd.Series, col_b: pd.Series) -> list[str]:
     """Labels written as a number in one column and as the same text in the other."""
+    if _is_text(col_a) and _is_text(col_b):
+        return []  # nothing written as a number: nothing can clash
     la, ka = label_kinds(col_a)
     lb, kb = label_kinds(col_b)
     frame = pd.DataFrame({"label": np.concatenate([la, lb]), "kind": np.concatenate([ka, kb])})
     frame = frame.dropna()
     nk = frame.groupby("label")["kind"].nunique()
     return [str(x) for x in nk[nk > 1].index[:5]]
+
+
+def _refuse_kind_clash(df: pd.DataFrame, source: str, a: tuple[str, str], b: tuple[str, str]) -> None:
+    """Refuse two agent columns (argument, column) that write one name as a number and as text."""
+    clash = _kind_clash(df[a[1]], df[b[1]])
+    if clash:
+        raise EvalDataError(
+            f"`{a[0]}` column {a[1]!r} and `{b[0]}` column {b[1]!r} in {source} write the same agent "
+            f"as a number in one and as text in the other ({_fmt_list(clash, 5)}), so two different "
+            "agents would merge; write agent names with one type"
+        )
+
+
+def _is_text(col: pd.Series) -> bool:
+    """Whether every entry of ``col`` is text (a string dtype, or objects that are all str)."""
+    dt = col.dtype
+    if pd.api.types.is_string_dtype(dt) and dt is not np.dtype(object):
+        return True
+    return dt is np.dtype(object) and pd.api.types.infer_dtype(col, skipna=True) == "string"
+
+
+def _coded_labels(col: pd.Series, *, what: str, column: str, source: str) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, labels) of an identifier column: ``labels[codes]`` is the text as written.
+
+    A text column is factorised as it is (no Python object per row); any
+    other goes through :func:`~hierbench.data._values.id_labels`, which owns
+    the rules for numbers, booleans and mixed columns. Empty entries are
+    refused either way.
+    """
+    if not _is_text(col):
+        codes, uniq = pd.factorize(id_labels(col, what=what, column=column, source=source))
+        return codes, np.asarray(uniq, dtype=object)
+    codes, uniq = pd.factorize(col)
+    uniq = np.asarray(uniq, dtype=object)
+    miss = codes < 0
+    if (uniq == "").any():
+        miss |= np.isin(codes, np.flatnonzero(uniq == ""))
+    if miss.any():
+        rows = np.flatnonzero(miss)
+        raise EvalDataError(
+            f"`{what}` column {column!r} in {source} must not be empty; {rows.size} rows are, "
+            f"rows {_fmt_list(rows.tolist())}"
+        )
+    return codes, uniq
+
+
+def _battle_columns(
+    df: pd.DataFrame, source: str, left: str, right: str, winner: str, task: str | None
+) -> dict[str, str]:
+    cols = {"left": left, "right": right, "winner": winner}
+    if task is not None:
+        cols["task"] = task
+    missing = {k: v for k, v in cols.items() if v not in df.columns}
+    if missing:
+        raise EvalDataError(
+            f"columns {missing} not found in the battle log {source}; available columns "
+            f"{list(df.columns)}"
+        )
+    return cols
+
+
+def _outcome_map(outcomes: Mapping[str, float] | None) -> dict[str, float]:
+    mapping = dict(DEFAULT_OUTCOMES if outcomes is None else outcomes)
+    badmap = {k: v for k, v in mapping.items() if v not in (0, 0.5, 1)}
+    if badmap:
+        raise EvalDataError(f"`outcomes` values must be 1, 0 or 0.5; got {badmap}")
+    return {(k if isinstance(k, str) else _label(k)): v for k, v in mapping.items()}
+
+
+def _verdict_outcomes(
+    codes: np.ndarray, uniq: np.ndarray, mapping: dict[str, float], winner: str
+) -> np.ndarray:
+    """Each verdict's outcome for the left agent; a verdict outside ``mapping`` is refused."""
+    known = np.array([str(v) in mapping for v in uniq], dtype=bool)
+    if not known.all():
+        bad = ~known[codes]
+        rows = np.flatnonzero(bad)
+        raise EvalDataError(
+            f"`winner` column {winner!r} holds values not in `outcomes` {sorted(mapping)}: "
+            f"{_fmt_list(sorted({str(v) for v in uniq[~known]}))} in {rows.size} rows, "
+            f"rows {_fmt_list(rows.tolist())}"
+        )
+    return np.array([mapping[str(v)] for v in uniq], dtype=np.float64)[codes]
+
+
+def _agent_codes(
+    left: tuple[np.ndarray, np.ndarray], right: tuple[np.ndarray, np.ndarray], agents: list[str] | None
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Codes of the left and right agents into the agent list (sorted names by default)."""
+    uniq = pd.Index(left[1]).union(pd.Index(right[1]), sort=False)
+    ia = uniq.get_indexer(left[1])[left[0]]
+    ib = uniq.get_indexer(right[1])[right[0]]
+    same = np.flatnonzero(ia == ib)
+    if same.size:
+        raise EvalDataError(
+            f"`left` and `right` must differ (an agent cannot battle itself); {same.size} rows "
+            f"have the same agent on both sides, rows {_fmt_list(same.tolist())}"
+        )
+    found = np.asarray(uniq, dtype=object)
+    if agents is None:
+        names = sorted(found.tolist())
+    else:
+        names = [str(x) for x in agents]
+        extra = sorted(set(found.tolist()) - set(names))
+        if extra:
+            raise EvalDataError(
+                f"`agents` must list every agent in the log; missing {_fmt_list(extra)}"
+            )
+    remap = pd.Index(names).get_indexer(found)
+    return remap[ia], remap[ib], names
 
 
 def read_battles(
@@ -291,65 +411,20 @@ def read_battles(
     [1.0, 0.5]
     """
     df, source = read_table(obj, encoding=encoding)
-    cols = {"left": left, "right": right, "winner": winner}
-    if task is not None:
-        cols["task"] = task
-    missing = {k: v for k, v in cols.items() if v not in df.columns}
-    if missing:
-        raise EvalDataError(
-            f"columns {missing} not found in the battle log {source}; available columns "
-            f"{list(df.columns)}"
-        )
-    mapping = dict(DEFAULT_OUTCOMES if outcomes is None else outcomes)
-    badmap = {k: v for k, v in mapping.items() if v not in (0, 0.5, 1)}
-    if badmap:
-        raise EvalDataError(f"`outcomes` values must be 1, 0 or 0.5; got {badmap}")
-    ids = {
-        arg: id_labels(df[cols[arg]], what=arg, column=cols[arg], source=source)
-        for arg in ("left", "right", "winner") + (("task",) if task is not None else ())
-    }
-    clash = _kind_clash(df[left], df[right])
-    if clash:
-        raise EvalDataError(
-            f"`left` column {left!r} and `right` column {right!r} in {source} write the same agent "
-            f"as a number in one and as text in the other ({_fmt_list(clash, 5)}), so two different "
-            "agents would merge; write agent names with one type"
-        )
-    verdict = pd.Series(ids["winner"], dtype=object)
-    mapping = {(k if isinstance(k, str) else _label(k)): v for k, v in mapping.items()}
-    unknown = ~verdict.isin(list(mapping))
-    if unknown.any():
-        rows = np.flatnonzero(unknown.to_numpy())
-        raise EvalDataError(
-            f"`winner` column {winner!r} holds values not in `outcomes` {sorted(mapping)}: "
-            f"{_fmt_list(sorted(set(verdict[unknown])))} in {rows.size} rows, "
-            f"rows {_fmt_list(rows.tolist())}"
-        )
-    a = np.array([str(x) for x in ids["left"]], dtype=object)
-    b = np.array([str(x) for x in ids["right"]], dtype=object)
-    same = np.flatnonzero(a == b)
-    if same.size:
-        raise EvalDataError(
-            f"`left` and `right` must differ (an agent cannot battle itself); {same.size} rows "
-            f"have the same agent on both sides, rows {_fmt_list(same.tolist())}"
-        )
-    names = sorted(set(a) | set(b))
-    if agents is not None:
-        agents = [str(x) for x in agents]
-        extra = sorted(set(names) - set(agents))
-        if extra:
-            raise EvalDataError(
-                f"`agents` must list every agent in the log; missing {_fmt_list(extra)}"
-            )
-        names = agents
-    out = verdict.map(mapping).to_numpy(dtype=np.float64)
+    cols = _battle_columns(df, source, left, right, winner, task)
+    mapping = _outcome_map(outcomes)
+    ids = {arg: _coded_labels(df[col], what=arg, column=col, source=source) for arg, col in cols.items()}
+    _refuse_kind_clash(df, source, ("left", left), ("right", right))
+    out = _verdict_outcomes(*ids["winner"], mapping, winner)
+    ia, ib, names = _agent_codes(ids["left"], ids["right"], agents)
+    ag = np.asarray(names, dtype=object)
     return _pairwise_dataset(
-        a,
-        b,
+        ag[ia],
+        ag[ib],
         out,
         names,
-        task=ids["task"].astype(str) if task is not None else None,
-        position=np.ones(len(a), dtype=np.int8) if position else None,
+        task=ids["task"][1][ids["task"][0]] if task is not None else None,
+        position=np.ones(len(ia), dtype=np.int8) if position else None,
         attrs={"source": source, "reader": "read_battles", "n_records_read": len(df)},
     )
 
@@ -421,9 +496,9 @@ def to_pair_counts(pairs: xr.Dataset) -> xr.Dataset:
             set(pairs["agent_a"].values.astype(str)) | set(pairs["agent_b"].values.astype(str))
         )
     )
-    index = {name: i for i, name in enumerate(agents)}
-    ia = np.fromiter((index[x] for x in pairs["agent_a"].values.astype(str)), np.int64)
-    ib = np.fromiter((index[x] for x in pairs["agent_b"].values.astype(str)), np.int64)
+    index = pd.Index(agents)
+    ia = index.get_indexer(_as_text(pairs["agent_a"].values)).astype(np.int64)
+    ib = index.get_indexer(_as_text(pairs["agent_b"].values)).astype(np.int64)
     out = pairs["outcome"].values.astype(np.float64)
     first = "position" in pairs
     flip = pairs["position"].values == -1 if first else ia > ib
@@ -438,6 +513,53 @@ def to_pair_counts(pairs: xr.Dataset) -> xr.Dataset:
     return _counts_dataset(
         uniq // m, uniq % m, win_a, tie, win_b, agents, first, {"source": "to_pair_counts"}
     )
+
+
+def _count_columns(df: pd.DataFrame, source: str, cols: dict[str, str]) -> dict[str, np.ndarray]:
+    """The win and tie columns as non-negative integer counts (refused otherwise, rows named)."""
+    missing = {k: v for k, v in cols.items() if v not in df.columns}
+    if missing:
+        raise EvalDataError(
+            f"columns {missing} not found in {source}; available columns {list(df.columns)}"
+        )
+    counts = {}
+    for arg in ("wins_a", "wins_b", "ties"):
+        if arg not in cols:
+            continue
+        x = pd.to_numeric(df[cols[arg]], errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(x) | (x < 0) | (x != np.round(x)))
+        if bad.size:
+            raise EvalDataError(
+                f"`{arg}` column {cols[arg]!r} must hold non-negative integer counts; rows "
+                f"{_fmt_list(bad.tolist())} do not"
+            )
+        counts[arg] = x.astype(np.int64)
+    return counts
+
+
+def _pair_agents(
+    df: pd.DataFrame, source: str, agent_a: str, agent_b: str, agents: list[str] | None
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Codes of each row's two agents into the agent list, with the identifier rules enforced."""
+    a = id_labels(df[agent_a], what="agent_a", column=agent_a, source=source)
+    b = id_labels(df[agent_b], what="agent_b", column=agent_b, source=source)
+    _refuse_kind_clash(df, source, ("agent_a", agent_a), ("agent_b", agent_b))
+    same = np.flatnonzero(a == b)
+    if same.size:
+        raise EvalDataError(
+            f"`agent_a` and `agent_b` must differ; rows {_fmt_list(same.tolist())} pair an agent "
+            "with itself"
+        )
+    names = sorted(set(a) | set(b))
+    if agents is not None:
+        extra = sorted(set(names) - {str(x) for x in agents})
+        if extra:
+            raise EvalDataError(
+                f"`agents` must list every agent in the table; missing {_fmt_list(extra)}"
+            )
+        names = [str(x) for x in agents]
+    index = pd.Index(names)
+    return index.get_indexer(a).astype(np.int64), index.get_indexer(b).astype(np.int64), names
 
 
 def from_pair_counts(
@@ -485,49 +607,8 @@ def from_pair_counts(
     cols = {"agent_a": agent_a, "agent_b": agent_b, "wins_a": wins_a, "wins_b": wins_b}
     if ties is not None:
         cols["ties"] = ties
-    missing = {k: v for k, v in cols.items() if v not in df.columns}
-    if missing:
-        raise EvalDataError(
-            f"columns {missing} not found in {source}; available columns {list(df.columns)}"
-        )
-    counts = {}
-    for arg in ("wins_a", "wins_b", "ties"):
-        if arg not in cols:
-            continue
-        x = pd.to_numeric(df[cols[arg]], errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(x) | (x < 0) | (x != np.round(x)))
-        if bad.size:
-            raise EvalDataError(
-                f"`{arg}` column {cols[arg]!r} must hold non-negative integer counts; rows "
-                f"{_fmt_list(bad.tolist())} do not"
-            )
-        counts[arg] = x.astype(np.int64)
-    a = id_labels(df[agent_a], what="agent_a", column=agent_a, source=source)
-    b = id_labels(df[agent_b], what="agent_b", column=agent_b, source=source)
-    clash = _kind_clash(df[agent_a], df[agent_b])
-    if clash:
-        raise EvalDataError(
-            f"`agent_a` column {agent_a!r} and `agent_b` column {agent_b!r} in {source} write the "
-            f"same agent as a number in one and as text in the other ({_fmt_list(clash, 5)}); "
-            "write agent names with one type"
-        )
-    same = np.flatnonzero(a == b)
-    if same.size:
-        raise EvalDataError(
-            f"`agent_a` and `agent_b` must differ; rows {_fmt_list(same.tolist())} pair an agent "
-            "with itself"
-        )
-    names = sorted(set(a) | set(b))
-    if agents is not None:
-        extra = sorted(set(names) - {str(x) for x in agents})
-        if extra:
-            raise EvalDataError(
-                f"`agents` must list every agent in the table; missing {_fmt_list(extra)}"
-            )
-        names = [str(x) for x in agents]
-    index = {name: i for i, name in enumerate(names)}
-    ia = np.array([index[x] for x in a], dtype=np.int64)
-    ib = np.array([index[x] for x in b], dtype=np.int64)
+    counts = _count_columns(df, source, cols)
+    ia, ib, names = _pair_agents(df, source, agent_a, agent_b, agents)
     wa, wb = counts["wins_a"], counts["wins_b"]
     t = counts.get("ties", np.zeros_like(wa))
     if not first_position:

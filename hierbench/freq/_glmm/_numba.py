@@ -21,9 +21,11 @@ place the same nodes). Cells with no runs contribute nothing.
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 
 from ..._numerics import centre, exp_nonpos, njit_kernel, node_term
@@ -31,7 +33,7 @@ from ..._numerics import centre, exp_nonpos, njit_kernel, node_term
 __all__ = ["task_pass"]
 
 
-@njit_kernel(inline="always")
+@njit_kernel()
 def _cells(yr, nr, alpha, b, marg, prec, sd, u, c, steps, eta, m, s, vq, gq, hq, kq, out, full):
     """Per-cell log-likelihood and derivatives at ``eta_a = alpha_a + b`` for one task's row.
 
@@ -110,32 +112,25 @@ def _cells(yr, nr, alpha, b, marg, prec, sd, u, c, steps, eta, m, s, vq, gq, hq,
             out[a, 5] = 0.0
 
 
-@njit_kernel(parallel=True)
-def task_pass(
-    y, n, alpha, prec_t, marg, sd_at, u, c, steps, ut, ct, b_mode, max_newton, tol, full,
+@njit_kernel(nogil=True)
+def _task_range(
+    t0, t1, y, n, alpha, prec_t, marg, sd_at, u, c, steps, ut, ct, b_mode, max_newton, tol, full,
     L, s_task, g_alpha, g_lst, g_sat, pi_out, bq_out, d1, d2, ds, dns, dss,
 ):
-    """One evaluation of the marginal likelihood, task by task (parallel over tasks).
+    """The tasks ``t0 <= t < t1`` of one evaluation (arguments: see :func:`task_pass`).
 
-    Inputs: ``y``, ``n`` (T, A) successes and runs; ``alpha`` (A,); ``prec_t``
-    = 1 / sd_task^2; ``marg`` (bool) and ``sd_at`` (the cell effect's sd);
-    ``u``, ``c`` cell nodes and log weights (``log w + u^2 / 2``); ``steps``
-    the cell Newton steps; ``ut``, ``ct`` the task nodes and log weights;
-    ``b_mode`` (T,) start values, overwritten with the modes.
-
-    Outputs (preallocated): ``L`` (T,) log marginal likelihood per task
-    (without binomial coefficients); ``s_task`` (T,) curvature scale;
-    ``g_alpha`` (T, A), ``g_lst`` (T,), ``g_sat`` (T,) gradient pieces
-    (d/d alpha, d/d log sd_task, d/d sd_at); and when ``full`` the node masses
-    ``pi_out`` and nodes ``bq_out`` (T, Q) and per node and agent ``d1``,
-    ``d2``, ``ds``, ``dns``, ``dss`` (T, Q, A) for Louis' identity.
+    ``_cells`` is called, not inlined: inlined into its three call sites it
+    made the first compile 5x longer (79 s against 15 s on a loaded 2-core
+    machine) at the same speed per evaluation. The Newton search and the node
+    pass stay in this body (114 lines): as kernels of their own they cost 23 s
+    to compile against 15 s.
     """
-    T, A = y.shape
+    A = y.shape[1]
     nq_t = ut.shape[0]
     nq = u.shape[0]
     prec = 1.0 / (sd_at * sd_at) if marg else 0.0
     half_log_prec_t = 0.5 * math.log(prec_t)
-    for t in numba.prange(T):
+    for t in range(t0, t1):
         yr = y[t]
         nr = n[t]
         eta = np.empty(A)
@@ -225,3 +220,49 @@ def task_pass(
         if full:
             for q in range(nq_t):
                 pi_out[t, q] = math.exp(lq[q] - run_top) / run_tot
+
+
+#: threads that share the tasks of one evaluation (the kernel releases the GIL)
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max(1, min(os.cpu_count() or 1, 8)), thread_name_prefix="hb-ml")
+    return _POOL
+
+
+def task_pass(y, n, alpha, prec_t, marg, sd_at, u, c, steps, ut, ct, b_mode, max_newton, tol, full,
+              *outputs) -> None:  # fmt: skip
+    """One evaluation of the marginal likelihood, task by task, the tasks shared among threads.
+
+    Inputs: ``y``, ``n`` (T, A) successes and runs; ``alpha`` (A,); ``prec_t``
+    = 1 / sd_task^2; ``marg`` (bool) and ``sd_at`` (the cell effect's sd);
+    ``u``, ``c`` cell nodes and log weights (``log w + u^2 / 2``); ``steps``
+    the cell Newton steps; ``ut``, ``ct`` the task nodes and log weights;
+    ``b_mode`` (T,) start values, overwritten with the modes.
+
+    Outputs (preallocated, in this order): ``L`` (T,) log marginal likelihood
+    per task (without binomial coefficients); ``s_task`` (T,) curvature
+    scale; ``g_alpha`` (T, A), ``g_lst`` (T,), ``g_sat`` (T,) gradient pieces
+    (d/d alpha, d/d log sd_task, d/d sd_at); and when ``full`` the node masses
+    ``pi_out`` and nodes ``bq_out`` (T, Q) and per node and agent ``d1``,
+    ``d2``, ``ds``, ``dns``, ``dss`` (T, Q, A) for Louis' identity.
+
+    Compile time is what a first fit waits for, so the kernel is compiled
+    serially (numba's ``parallel=True`` took 14 s to compile against 9 s, on
+    a loaded 2-core machine) and the tasks are split among threads here; each
+    task writes only its own rows, so the result does not depend on the split.
+    """
+    args = (y, n, alpha, prec_t, marg, sd_at, u, c, steps, ut, ct, b_mode, max_newton, tol, full,
+            *outputs)  # fmt: skip
+    T = y.shape[0]
+    k = min(_pool()._max_workers, max(1, T // 32))
+    if k == 1:
+        _task_range(0, T, *args)
+        return
+    cuts = np.linspace(0, T, k + 1).astype(np.int64)
+    jobs = [_pool().submit(_task_range, int(a), int(b), *args) for a, b in itertools.pairwise(cuts)]
+    for job in jobs:
+        job.result()

@@ -1,0 +1,489 @@
+"""The default NUTS run: one reproducible compile, a start at the mode, draws until the targets hold.
+
+:func:`hierbench.bayes.fit` and :func:`hierbench.bayes.fit_replicates` run
+nutpie through this module in three steps.
+
+1. **Compile** (:func:`compile_model`) with PyTensor's numba ``fastmath``
+   off. With it on, a model compiled against an empty PyTensor cache
+   (``base_compiledir``) and the same model loaded from a warm one gave
+   gradients that differ in the last bit (the transform's reductions are
+   fused differently when the cached kernels are linked rather than inlined),
+   so a seeded fit drew different chains on its first run. Without fast-math
+   LLVM may not re-associate or contract across those boundaries, the two
+   builds are bit-identical, and the gradient is no slower (measured on the
+   crossed model at 12 x 500 x 10).
+2. **Start at the mode** (:func:`find_start`): L-BFGS on the compiled
+   log density (no second compile) from the model's initial point, then the
+   curvature there (a finite-difference Hessian of the compiled gradient, or
+   L-BFGS's own inverse-Hessian diagonal in more than
+   :data:`HESSIAN_MAX_DIM` dimensions). Each chain starts at a draw from that
+   Laplace approximation. nutpie has no setting for an initial mass matrix,
+   so the curvature shapes the starting points only; its adaptation starts
+   from there. A mode that is not found (no convergence, a boundary, a
+   curvature that is not positive) falls back to PyMC's jittered support
+   point, and the fit says so.
+3. **Draw to a target** (:func:`sample_to_target`): the chains run with a
+   cap of ``max_draws`` each; at fixed checkpoints the first ``n`` draws of
+   every chain are checked with :func:`~hierbench.bayes.compute_diagnostics`
+   (R-hat within its limit, no non-finite draw) and the bulk and tail ESS of
+   every posterior element against ``target_ess``; the first checkpoint
+   that passes ends the run and the draws beyond it are dropped. The
+   decision at a checkpoint depends on those draws alone, so the result is
+   the same whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import json
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "DEFAULT_TUNE",
+    "HESSIAN_MAX_DIM",
+    "MAX_DRAWS",
+    "TARGET_ESS",
+    "checkpoints",
+    "compile_model",
+    "find_start",
+    "sample_to_target",
+]
+
+#: bulk and tail ESS every posterior element must reach before the default fit stops drawing
+TARGET_ESS = 400
+#: cap on the draws per chain of the default fit
+MAX_DRAWS = 2000
+#: tuning steps per chain of the default fit (it starts near the mode)
+DEFAULT_TUNE = 300
+#: up to this many unconstrained dimensions the start's curvature is a full Hessian
+HESSIAN_MAX_DIM = 2000
+#: draws per chain at which a run to a target may be checked (then on by a quarter each time);
+#: about an eighth apart, so that a predicted checkpoint overshoots by little
+CHECKPOINTS = (100, 150, 200, 250, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000,
+               1150, 1300, 1450, 1600, 1800, 2000)  # fmt: skip
+
+
+def checkpoints(max_draws: int) -> list[int]:
+    """Draw counts per chain at which a run to a target is checked, ending at ``max_draws``.
+
+    Examples
+    --------
+    >>> checkpoints(700)
+    [100, 150, 200, 250, 300, 350, 400, 450, 500, 550, 600, 700]
+    >>> checkpoints(3000)[-3:]
+    [2000, 2500, 3000]
+    """
+    out = [n for n in CHECKPOINTS if n < max_draws]
+    n = CHECKPOINTS[-1]
+    while n * 1.25 < max_draws:
+        n = round(n * 1.25 / 50.0) * 50
+        out.append(n)
+    return [*out, int(max_draws)]
+
+
+def compile_model(model: Any) -> Any:
+    """nutpie's numba build of ``model``, with fast-math off (see the module docstring)."""
+    import nutpie
+    import pytensor
+
+    with pytensor.config.change_flags(numba__fastmath=False):
+        return nutpie.compile_pymc_model(model, backend="numba")
+
+
+class _NegLogDensity:
+    """``-log p(x)`` and its gradient on the unconstrained space, from the compiled function."""
+
+    def __init__(self, compiled: Any):
+        self._fn = compiled.compiled_logp_func.ctypes
+        self._user = compiled.user_data  # the swapped-in data live here
+        self.n = int(compiled.n_dim)
+        self.calls = 0
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        x = np.ascontiguousarray(x, dtype=np.float64)
+        grad = np.empty(self.n)
+        logp = np.empty(())
+        ptr = ctypes.POINTER(ctypes.c_double)
+        rc = self._fn(
+            self.n, x.ctypes.data_as(ptr), grad.ctypes.data_as(ptr), logp.ctypes.data_as(ptr),
+            self._user.ctypes.data,
+        )
+        self.calls += 1
+        if rc != 0 or not np.isfinite(logp):
+            return np.inf, np.zeros(self.n)  # L-BFGS backs off a point outside the support
+        return -float(logp), -grad
+
+
+def _hessian(f: _NegLogDensity, x: np.ndarray) -> np.ndarray:
+    """Forward-difference Hessian of ``f`` from its gradient (``n`` gradient calls), symmetrised."""
+    g0 = f(x)[1]
+    h = 1e-5 * np.maximum(1.0, np.abs(x))
+    out = np.empty((x.size, x.size))
+    for i in range(x.size):
+        e = x.copy()
+        e[i] += h[i]
+        out[:, i] = (f(e)[1] - g0) / h[i]
+    return 0.5 * (out + out.T)
+
+
+def _laplace_factor(f: _NegLogDensity, res: Any) -> tuple[np.ndarray | None, str]:
+    """A matrix ``L`` with ``L L^T`` the Laplace covariance at the mode, or None and why not."""
+    x = res.x
+    if x.size <= HESSIAN_MAX_DIM:
+        w, v = np.linalg.eigh(_hessian(f, x))
+        if not np.all(np.isfinite(w)) or w.min() <= 1e-8 * max(w.max(), 1e-300):
+            return None, "the curvature at the optimum is not positive definite"
+        return v / np.sqrt(w), "hessian"
+    n = x.size
+    diag = np.concatenate(
+        [np.diag(res.hess_inv.matmat(np.eye(n)[:, i : i + 256]), -i) for i in range(0, n, 256)]
+    )
+    if not np.all(np.isfinite(diag)) or diag.min() <= 0:
+        return None, "the L-BFGS curvature is not positive"
+    return np.diag(np.sqrt(diag)), "lbfgs_diagonal"
+
+
+@dataclasses.dataclass(frozen=True)
+class Start:
+    """Where the chains start: the mode and its Laplace factor, or None (PyMC's own start)."""
+
+    mode: np.ndarray | None
+    factor: np.ndarray | None
+    info: dict[str, Any]
+
+    def __call__(self, seed: Any) -> np.ndarray:
+        """nutpie's per-chain initial point: a draw from the Laplace approximation."""
+        z = np.random.default_rng(seed).standard_normal(self.mode.size)
+        return self.mode + self.factor @ z
+
+
+def find_start(compiled: Any, seed: int) -> Start:
+    """The mode of the compiled log density and its curvature (see the module docstring).
+
+    Parameters
+    ----------
+    compiled : nutpie compiled model
+        From :func:`compile_model` (possibly with swapped data).
+    seed : int
+        Seeds the model's jittered initial point the optimiser starts from.
+
+    Returns
+    -------
+    Start
+        ``mode``, ``factor`` and an ``info`` dict for the fit's attrs
+        (``init`` is ``"map"`` or ``"support_point"`` with the reason).
+    """
+    from scipy import optimize
+
+    t0 = time.perf_counter()
+    f = _NegLogDensity(compiled)
+    x0 = np.asarray(compiled.initial_point_func(int(seed)), dtype=np.float64)
+    with np.errstate(all="ignore"):
+        # a start needs no more: a gradient under 1e-3 puts it within 1e-3 sd of the mode
+        # along any direction whose posterior sd is at most 1
+        res = optimize.minimize(f, x0, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-3})
+    why = None
+    if not (res.success and np.all(np.isfinite(res.x)) and np.isfinite(res.fun)):
+        why = f"the optimiser did not converge ({res.message})"
+    elif np.abs(res.x).max() > 25:
+        why = "the optimum lies at a boundary of the unconstrained space (an improper mode)"
+    factor, kind = (None, "") if why else _laplace_factor(f, res)
+    if why is None and factor is None:
+        why = kind
+    info: dict[str, Any] = {
+        "init": "map" if why is None else "support_point",
+        "map_iterations": int(res.nit),
+        "map_evaluations": int(f.calls),
+        "map_seconds": round(time.perf_counter() - t0, 3),
+    }
+    if why is not None:
+        info["init_fallback"] = why
+        return Start(None, None, info)
+    info["curvature"] = kind
+    return Start(res.x, factor, info)
+
+
+def with_start(compiled: Any, start: Start) -> Any:
+    """``compiled`` whose chains start from ``start`` (unchanged when there is no mode)."""
+    if start.mode is None:
+        return compiled
+    return dataclasses.replace(compiled, initial_point_func=start)
+
+
+class _Progress:
+    """Post-warmup draws finished per chain, from nutpie's progress callback."""
+
+    def __init__(self, tune: int):
+        self.tune = tune
+        self.done = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, chains: list[Any]) -> None:
+        with self.lock:
+            self.done = min(max(0, int(c.finished_draws) - self.tune) for c in chains)
+
+
+def _finished(sampler: Any) -> bool:
+    """Whether nutpie's background sampler stopped (its check raises TimeoutError while running)."""
+    try:
+        return bool(sampler.is_finished)
+    except TimeoutError:
+        return False
+
+
+def _head(dt: xr.DataTree, n: int) -> xr.DataTree:
+    """The first ``n`` draws of every chain (posterior and sample_stats)."""
+    groups = {
+        k: v.to_dataset().isel(draw=slice(0, n))
+        for k, v in dt.children.items()
+        if not k.startswith("warmup") and "draw" in v.dims
+    }
+    out = xr.DataTree.from_dict(groups)
+    out.attrs = dict(dt.attrs)
+    return out
+
+
+# ------------------------------------------------------------------ the stopping check
+# compute_diagnostics runs arviz-stats element by element (about 1 ms per element and
+# statistic: 10 s for the 1,500 elements of a 12 x 500 crossed fit). The check below
+# computes the same statistics (Vehtari et al. 2021, as arviz-stats does) for every
+# element at once; tests/test_bayes_adaptive.py holds it to arviz-stats' values.
+
+
+def _ranks(v: np.ndarray) -> np.ndarray:
+    """1-based ranks along the last axis, ties given their average rank (as scipy's rankdata)."""
+    order = np.argsort(v, axis=-1)
+    srt = np.take_along_axis(v, order, axis=-1)
+    ranks = np.empty(v.shape)
+    base = np.broadcast_to(np.arange(1.0, v.shape[-1] + 1.0), v.shape)
+    tied = srt[..., 1:] == srt[..., :-1]
+    if tied.any():  # average the ranks of each run of equal values (rare for draws)
+        rows = np.flatnonzero(tied.any(axis=-1))
+        from scipy import stats
+
+        base = base.copy()
+        base[rows] = np.sort(stats.rankdata(v[rows], axis=-1, method="average"), axis=-1)
+    np.put_along_axis(ranks, order, base, axis=-1)
+    return ranks
+
+
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Rank-normalised values of ``x`` (K, m, n) per element (Blom's offset 3/8), as arviz-stats."""
+    from scipy import special
+
+    k, m, n = x.shape
+    r = _ranks(x.reshape(k, m * n))
+    return special.ndtri((r - 0.375) / (m * n - 0.75 + 1.0)).reshape(k, m, n)
+
+
+def _split(x: np.ndarray) -> np.ndarray:
+    """Each chain of ``x`` (K, m, n) cut into its two halves (the middle draw of an odd n dropped)."""
+    half = x.shape[2] // 2
+    return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half :]], axis=1)
+
+
+def _rhat(z: np.ndarray) -> np.ndarray:
+    n = z.shape[2]
+    b = n * np.var(z.mean(axis=2), axis=1, ddof=1)
+    w = np.var(z, axis=2, ddof=1).mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a constant element: NaN, as arviz-stats
+        return np.sqrt((b / w + n - 1) / n)
+
+
+def _geyer_tau(r: np.ndarray, n: int) -> np.ndarray:
+    """Integrated autocorrelation time from ``r`` (K, n) with Geyer's initial monotone sequence."""
+    k = r.shape[0]
+    js = np.arange(1, n)
+    js = js[2 * js - 1 < n - 3]
+    if js.size == 0:
+        return np.ones(k)
+    rows = np.arange(k)
+    s = r[:, 2 * js] + r[:, 2 * js + 1]  # (K, J) pair sums
+    q0 = 1.0 + r[:, 1]
+    bad = ~(s > 0)
+    first_bad = np.where(bad.any(axis=1), bad.argmax(axis=1), js.size)
+    big_j = np.where(q0 > 0, np.minimum(js.size, first_bad + 1), 0)  # iterations run
+    pairs = np.hstack([q0[:, None], s])  # Q_0 .. Q_J
+    run_min = np.minimum.accumulate(pairs, axis=1)
+    total = np.where(np.arange(pairs.shape[1])[None] < big_j[:, None], run_min, 0.0).sum(axis=1)
+    last_even = r[rows, 2 * np.maximum(big_j, 1)]
+    keep = (big_j >= 1) & ((last_even > 0) | (pairs[rows, big_j] >= 0))
+    tail = np.where(big_j == 0, 1.0, np.where(keep, last_even, 0.0))
+    tail = np.where(2 * big_j < n, tail, 0.0)
+    return -1.0 + 2.0 * total + tail
+
+
+def _ess(x: np.ndarray) -> np.ndarray:
+    """Effective sample size of every element of ``x`` (K elements, m chains, n draws)."""
+    from scipy.fft import next_fast_len
+
+    _, m, n = x.shape
+    const = (x.max(axis=(1, 2)) - x.min(axis=(1, 2))) < np.finfo(float).resolution
+    xc = x - x.mean(axis=2, keepdims=True)
+    size = next_fast_len(2 * n)
+    f = np.fft.rfft(xc, n=size, axis=2)
+    acov = np.fft.irfft(f * np.conjugate(f), n=size, axis=2)[:, :, :n] / n
+    mean_var = acov[:, :, 0].mean(axis=1) * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if m > 1:
+        var_plus = var_plus + np.var(x.mean(axis=2), axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = 1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]
+        tau = np.maximum(_geyer_tau(r, n), 1.0 / np.log10(m * n))
+        ess = m * n / tau
+    ess = np.where(np.isnan(r).any(axis=1), np.nan, ess)
+    return np.where(const, float(m * n), ess)
+
+
+def rank_diagnostics(x: np.ndarray) -> dict[str, np.ndarray]:
+    """Rank R-hat, bulk and tail ESS and the summed per-chain bulk ESS of every element.
+
+    ``x`` has shape (elements, chains, draws). The tail ESS is at the
+    quantiles arviz-stats uses (``1 - p`` and ``p``, ``p`` its ``stats.ci_prob``).
+    """
+    from arviz_base import rcParams
+
+    k, c, n = x.shape
+    sx = _split(x)
+    out = {"ess_bulk": _ess(_z_scale(sx))}
+    p = float(rcParams["stats.ci_prob"])
+    full = x.reshape(k, c * n)
+    tail = [_ess(_split((x <= np.quantile(full, q, axis=1)[:, None, None]).astype(float)))
+            for q in sorted((p, 1 - p))]  # fmt: skip
+    out["ess_tail"] = np.minimum(*tail)
+    if c > 1:
+        folded = np.abs(sx - np.median(sx.reshape(k, -1), axis=1)[:, None, None])
+        out["r_hat"] = np.maximum(_rhat(_z_scale(sx)), _rhat(_z_scale(folded)))
+    else:
+        out["r_hat"] = np.full(k, np.nan)
+    per_chain = _split(x.reshape(k * c, 1, n))  # each chain split alone
+    out["ess_within"] = _ess(_z_scale(per_chain)).reshape(k, c).sum(axis=1)
+    return out
+
+
+def _elements(post: xr.Dataset) -> np.ndarray:
+    """Every numeric posterior element as an array (elements, chains, draws)."""
+    c, n = post.sizes["chain"], post.sizes["draw"]
+    cols = [
+        np.moveaxis(post[v].transpose("chain", "draw", ...).values.reshape(c, n, -1), 2, 0)
+        for v in post.data_vars
+        if np.issubdtype(post[v].dtype, np.number)
+    ]
+    return np.ascontiguousarray(np.concatenate(cols, axis=0), dtype=np.float64)
+
+
+def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
+    """Whether ``post`` meets the fit's targets, and how many times its draws would.
+
+    The targets: finite draws; every element's rank R-hat within
+    :func:`~hierbench.bayes._diagnostics.r_hat_limit` (of its own per-chain
+    ESS and the number of elements: the rule of ``compute_diagnostics``); bulk
+    and tail ESS of every element at least ``target_ess`` (and the
+    diagnostics' own per-chain threshold). The second value predicts the
+    factor by which the draws must grow: ESS grows with the draws, R-hat's
+    excess over 1 shrinks with them.
+    """
+    from ._diagnostics import DEFAULT_THRESHOLDS, r_hat_limit
+
+    x = _elements(post)
+    if not np.isfinite(x).all():
+        return False, 1.25
+    _, c, n = x.shape
+    d = rank_diagnostics(x)
+    need = max(float(target_ess), DEFAULT_THRESHOLDS["ess_bulk_per_chain"] * c)
+    grow = 1.0
+    for key in ("ess_bulk", "ess_tail"):
+        v = d[key][np.isfinite(d[key])]
+        if v.size:
+            grow = max(grow, need / max(v.min(), 1.0))
+    ok = np.isfinite(d["r_hat"])
+    if ok.any():
+        ev = np.where(np.isfinite(d["ess_within"]), d["ess_within"], 1.0)[ok]
+        lim = r_hat_limit(ev, int(ok.sum()), c, n, DEFAULT_THRESHOLDS["r_hat"])
+        over = (d["r_hat"][ok] - 1.0) / np.maximum(lim - 1.0, 1e-9)
+        grow = max(grow, float(over.max()))
+    passed = grow <= 1.0 and not (ok.any() and np.any(d["r_hat"][ok] > lim))
+    return bool(passed), float(grow)
+
+
+def sample_to_target(
+    compiled: Any,
+    *,
+    tune: int,
+    chains: int,
+    seed: int,
+    target_ess: float,
+    max_draws: int,
+    progress: bool,
+    **kwargs: Any,
+) -> tuple[xr.DataTree, dict[str, Any]]:
+    """Run nutpie until the first checkpoint whose draws pass (see the module docstring).
+
+    Every chain runs at once (``cores = chains``): a checkpoint needs the same
+    number of draws from each. After a checkpoint that fails, the next one
+    checked is the first where the failing draws predict success (see
+    :func:`assess`); the choice depends on the draws alone. Returns the tree
+    (warm-up dropped) and a record of the run: draws kept per chain, whether
+    the targets were reached, checkpoints checked.
+    """
+    import nutpie
+
+    track = _Progress(tune)
+    sampler = nutpie.sample(
+        compiled, draws=max_draws, tune=tune, chains=chains, cores=chains, seed=seed,
+        save_warmup=False, progress_bar=progress, blocking=False,
+        progress_callback=track, progress_rate=100, **kwargs,
+    )  # fmt: skip
+    checked, plan = 0, checkpoints(max_draws)
+    n = plan[0]
+    try:
+        while n < max_draws:
+            while track.done < n and not _finished(sampler):
+                time.sleep(0.05)
+            checked += 1
+            ok, grow = assess(_head(sampler.inspect(), n)["posterior"].to_dataset(), target_ess)
+            if ok:
+                return _head(sampler.abort(), n), {"draws": n, "reached": True, "checkpoints": checked}
+            # the next checkpoint is where these draws predict the targets will hold
+            n = next(k for k in plan if (k > n and k >= 0.95 * grow * n) or k == max_draws)
+        dt = sampler.wait()
+    except BaseException:
+        sampler.cancel()
+        raise
+    dt = _head(dt, max_draws)
+    reached = assess(dt["posterior"].to_dataset(), target_ess)[0]
+    return dt, {"draws": max_draws, "reached": reached, "checkpoints": checked + 1}
+
+
+def describe_run(record: dict[str, Any], tune: int) -> str:
+    """One sentence for the fit's ``fit_notes`` attr: how the run started and why it stopped."""
+    if record.get("init") == "map":
+        head = (
+            f"started at the posterior mode (L-BFGS, {record['map_evaluations']} evaluations), each "
+            f"chain at a draw from the Laplace approximation ({record['curvature']})"
+        )
+    elif record.get("init") == "support_point":
+        why = record.get("init_fallback", "as asked")
+        head = f"started at PyMC's jittered support point ({why})"
+    else:
+        head = "started where the sampler starts by default"
+    if record.get("rule") == "target_ess":
+        tail = (
+            f"drew until every element's bulk and tail ESS >= {record['target_ess']:g} and R-hat "
+            f"within its limit: {'reached' if record['reached'] else 'NOT reached'} at "
+            f"{record['draws']} draws per chain (cap {record['max_draws']})"
+        )
+    else:
+        tail = f"{record['draws']} draws per chain (fixed)"
+    return f"{head}; {tune} tuning steps; {tail}"
+
+
+def run_record(record: dict[str, Any]) -> str:
+    """The start and stopping record as JSON (the fit's ``fit_run`` attr)."""
+    return json.dumps(record, sort_keys=True, default=str)

@@ -1,0 +1,197 @@
+"""The default run: the vectorised stopping check, the start at the mode, drawing to a target ESS,
+and replicate fits that come out the same on any executor."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hierbench.bayes._sampling import CHECKPOINTS, checkpoints, rank_diagnostics
+
+
+def _awkward_draws(rng: np.random.Generator, chains: int = 4, draws: int = 301) -> np.ndarray:
+    """(elements, chains, draws): AR(1) chains of many speeds, an antithetic one, a constant,
+    ties, a chain that sits apart, a skewed transform; an odd number of draws."""
+    k = 40
+    phi = np.linspace(-0.7, 0.95, k)
+    e = rng.normal(size=(k, chains, draws))
+    x = np.empty_like(e)
+    x[..., 0] = e[..., 0]
+    for t in range(1, draws):
+        x[..., t] = phi[:, None] * x[..., t - 1] + e[..., t]
+    x[0] = 3.0
+    x[1] = np.round(x[1])
+    x[2, -1] += 2.0
+    x[3] = -(x[3] ** 3)
+    return x
+
+
+def test_rank_diagnostics_equal_arviz_stats():
+    import arviz_stats as azs
+
+    x = _awkward_draws(np.random.default_rng(20261201))
+    ds = xr.Dataset({"v": (("k", "chain", "draw"), x)}).transpose("chain", "draw", "k")
+    ref = {
+        "r_hat": azs.rhat(ds)["v"].values,
+        "ess_bulk": azs.ess(ds, method="bulk")["v"].values,
+        "ess_tail": azs.ess(ds, method="tail")["v"].values,
+        "ess_within": sum(azs.ess(ds.isel(chain=[c]), method="bulk")["v"].values for c in range(4)),
+    }
+    got = rank_diagnostics(x)
+    for key, want in ref.items():
+        np.testing.assert_allclose(got[key], want, rtol=1e-12, err_msg=key)
+
+
+def test_rank_diagnostics_of_one_chain_have_no_r_hat():
+    x = _awkward_draws(np.random.default_rng(3), chains=1, draws=200)
+    got = rank_diagnostics(x)
+    assert np.isnan(got["r_hat"]).all()
+    np.testing.assert_allclose(got["ess_within"], got["ess_bulk"])
+
+
+def test_checkpoints_grow_and_end_at_the_cap():
+    assert checkpoints(700) == [100, 150, 200, 250, 300, 350, 400, 450, 500, 550, 600, 700]
+    assert checkpoints(100) == [100]
+    long = checkpoints(5000)
+    assert long[: len(CHECKPOINTS)] == list(CHECKPOINTS) and long[-1] == 5000
+    steps = np.diff(long[:-1]) / np.array(long[:-2])
+    assert steps.max() <= 0.5 and steps[10:].max() <= 0.26
+
+
+def _conjugate_model():
+    """Two normal means with a normal prior and known noise: the posterior is known exactly."""
+    import pymc as pm
+
+    rng = np.random.default_rng(5)
+    y = [rng.normal(1.0, 1.5, 20), rng.normal(-2.0, 0.5, 8)]
+    noise, prior_sd = np.array([1.5, 0.5]), 2.0
+    prec = 1.0 / prior_sd**2 + np.array([len(v) for v in y]) / noise**2
+    mean = np.array([v.sum() for v in y]) / noise**2 / prec
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, prior_sd, shape=2)
+        for j in range(2):
+            pm.Normal(f"y{j}", mu[j], noise[j], observed=y[j])
+    return model, mean, 1.0 / np.sqrt(prec)
+
+
+@pytest.mark.slow
+def test_start_is_the_mode_and_the_laplace_covariance():
+    from hierbench.bayes._sampling import compile_model, find_start
+
+    model, mean, sd = _conjugate_model()
+    start = find_start(compile_model(model), seed=0)
+    assert start.info["init"] == "map" and start.info["curvature"] == "hessian"
+    np.testing.assert_allclose(start.mode, mean, atol=1e-5)
+    # a Gaussian posterior: the Laplace covariance is the posterior's own
+    np.testing.assert_allclose(start.factor @ start.factor.T, np.diag(sd**2), rtol=1e-4, atol=1e-8)
+    draws = np.stack([start(s) for s in range(4000)])
+    np.testing.assert_allclose(draws.std(axis=0), sd, rtol=0.05)  # 4,000 draws: sd within ~2.2%
+
+
+@pytest.mark.slow
+def test_default_fit_draws_to_the_target_and_repeats_itself():
+    from hierbench.bayes import fit
+
+    model, mean, sd = _conjugate_model()
+    runs = []
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a default fit that stops must pass every check
+            runs.append(fit(model, rng=4, posterior_predictive=False, progress=False))
+    a, b = runs
+    rec = json.loads(a.attrs["fit_run"])
+    assert rec["rule"] == "target_ess" and rec["reached"] and rec["init"] == "map"
+    n = a["posterior"].sizes["draw"]
+    assert n == rec["draws"] and n in checkpoints(rec["max_draws"])
+    assert a.attrs["diag_converged"] == 1
+    assert min(a.attrs["diag_min_ess_bulk"], a.attrs["diag_min_ess_tail"]) >= 400
+    assert "reached at" in a.attrs["fit_notes"]
+    # the exact posterior mean, within 4 Monte Carlo standard errors (ESS >= 400)
+    got = a["posterior"]["mu"].mean(("chain", "draw")).values
+    assert np.all(np.abs(got - mean) < 4 * sd / np.sqrt(400))
+    np.testing.assert_array_equal(a["posterior"]["mu"].values, b["posterior"]["mu"].values)
+
+
+def _replicates():
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.testing import simulate_eval
+
+    sims = [simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=s)[0] for s in range(3)]
+    return build_beta_binomial(sims[0]), sims
+
+
+def _signature(fits):
+    """What a replicate fit decided (its timing aside)."""
+    out = []
+    for f in fits:
+        run = {k: v for k, v in json.loads(f.attrs["fit_run"]).items() if k != "map_seconds"}
+        out.append((f.attrs["replicate"], f.attrs["seed"], run))
+    return out
+
+
+@pytest.mark.slow
+def test_fit_replicates_identical_serially_on_a_process_pool_and_on_dask():
+    from dask.distributed import Client, LocalCluster
+
+    from hierbench.bayes import fit_replicates
+
+    model, sims = _replicates()
+    kw = {"chains": 2, "max_draws": 400, "rng": 11, "progress": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        serial = fit_replicates(model, sims, **kw)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(2, mp_context=ctx) as pool:
+            pooled = fit_replicates(model, sims, executor=pool, **kw)
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
+            dasked = fit_replicates(model, sims, executor=client.get_executor(), **kw)
+    assert _signature(serial) == _signature(pooled) == _signature(dasked)
+    for s, p, d in zip(serial, pooled, dasked, strict=True):
+        for v in s["posterior"].data_vars:
+            np.testing.assert_array_equal(s["posterior"][v].values, p["posterior"][v].values)
+            np.testing.assert_array_equal(s["posterior"][v].values, d["posterior"][v].values)
+
+
+def test_fit_replicates_refuses_a_non_executor():
+    from hierbench.bayes import fit_replicates
+
+    model, sims = _replicates()
+    with pytest.raises(TypeError, match=r"`executor` must be None \(run here\) or a concurrent"):
+        fit_replicates(model, sims, executor="dask")
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="compute_diagnostics' R-hat limit uses the bulk ESS, while rank R-hat is the larger "
+    "of the bulk and the folded R-hat, whose noise follows the folded ESS: NUTS-like "
+    "(antithetic) chains fail it far more often than the 5% it is built for, which is what "
+    "makes the default fit draw about 800 per chain at 1,000+ elements. Passes once the "
+    "limit uses min(bulk, folded) per-chain ESS (hierbench/bayes/_diagnostics.py)",
+)
+def test_r_hat_check_false_alarm_rate_on_antithetic_chains():
+    # 500 converged-by-construction elements of antithetic AR(1) chains (phi = -0.6: bulk
+    # ESS about 4x the draws, folded ESS about half of them), 4 x 300 draws; the check's
+    # family-wise false-alarm rate is R_HAT_ALPHA = 5%, so of 10 such fits at most 3 may
+    # fail (binomial(10, 0.05): P(>= 4) = 0.001)
+    from hierbench.bayes import compute_diagnostics
+
+    rng = np.random.default_rng(20261201)
+    fails = 0
+    for _ in range(10):
+        e = rng.normal(size=(4, 300, 500)) * np.sqrt(1 - 0.36)
+        x = np.empty_like(e)
+        x[:, 0] = rng.normal(size=(4, 500))
+        for t in range(1, 300):
+            x[:, t] = -0.6 * x[:, t - 1] + e[:, t]
+        post = xr.Dataset({"theta": (("chain", "draw", "k"), x)})
+        out = compute_diagnostics(xr.DataTree.from_dict({"posterior": post}), warn=False)
+        fails += any(m.startswith("R-hat") for m in json.loads(out.attrs["diag_failures"]))
+    assert fails <= 3
