@@ -19,7 +19,7 @@ from scipy.special import expit
 
 from hierbench._base import PartialCreditError
 from hierbench.freq import IRTBank, IRTConvergenceWarning, calibrate_irt, irt_score
-from hierbench.freq._irt._ml import (
+from hierbench.freq._irt._newton import (
     _from_arrow,
     _hessian_blocks,
     _laplace,
