@@ -1,4 +1,4 @@
-"""Anchors, adaptive selection and the leave-one-agent-out replay (hierbench.design._adaptive).
+"""Anchors, adaptive selection and the leave-one-agent-out replay (hierbench.design._adaptive, _anchors, _loo).
 
 References: brute-force enumeration of the preposterior variance (an
 independent computation of what the variance criterion must equal), direct
@@ -15,7 +15,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from hierbench.design import adaptive, anchors, loo_study
-from hierbench.design._adaptive import _Posterior
+from hierbench.design._posterior import _Posterior
 from hierbench.freq import IRTBank
 
 
@@ -137,6 +137,7 @@ def test_adaptive_callback_counts_failed_runs_and_refuses_partial_credit():
         adaptive(bank, run, start=["nope"])
 
 
+@pytest.mark.slow
 def test_adaptive_beats_random_on_simulated_agents():
     # 24 simulated agents across the ability range, a 100-task bank with spread-out
     # items (seed 5): with 12 tasks, adaptive selection's mean absolute error of the
@@ -186,6 +187,7 @@ def test_loo_study_on_a_small_complete_log():
         loo_study(incomplete)
 
 
+@pytest.mark.slow
 def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
     # the plain-mean baseline: over many random subsets its mean absolute error equals
     # the exact hypergeometric one (scipy), and its interval is the exact one for the
@@ -215,7 +217,7 @@ def test_loo_study_with_repeated_runs():
     # the plain mean then has a finite-population t interval (checked against scipy).
     from scipy import stats
 
-    from hierbench.design._adaptive import _t_fpc
+    from hierbench.design._loo import _t_fpc
 
     g = np.random.default_rng(2)
     M, T, R = 7, 40, 3

@@ -12,17 +12,11 @@ counterpart; :func:`replay` compares them on complete banks.
 This subpackage imports numpy, scipy and xarray only.
 """
 
-from ._adaptive import (
-    AdaptiveResult,
-    AnchorSet,
-    MisfitCalibration,
-    adaptive,
-    anchors,
-    calibrate_misfit,
-    loo_study,
-    loo_summary,
-)
+from ._adaptive import AdaptiveResult, adaptive
+from ._anchors import AnchorSet, anchors
 from ._bayes import CohortPosteriorResult, cohort_posterior
+from ._loo import loo_study, loo_summary
+from ._misfit import MisfitCalibration, calibrate_misfit
 from ._plan import (
     BudgetIntervalResult,
     BudgetPlan,
