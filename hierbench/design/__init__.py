@@ -14,7 +14,9 @@ This subpackage imports numpy, scipy and xarray only.
 
 from ._adaptive import AdaptiveResult, adaptive
 from ._anchors import AnchorSet, anchors
+from ._assisted import AssistedResult
 from ._bayes import CohortPosteriorResult, cohort_posterior
+from ._estimate import assisted_adaptive, assisted_mean
 from ._loo import loo_study, loo_summary
 from ._misfit import MisfitCalibration, calibrate_misfit
 from ._plan import (
@@ -26,24 +28,33 @@ from ._plan import (
     plan_uniform,
 )
 from ._replay import bank_from_eval, replay, simulate_stratified_bank
+from ._subset import SubsetPlan, plan_subset
+from ._working import WorkingModel, choose_working_model
 
 __all__ = [
     "AdaptiveResult",
     "AnchorSet",
+    "AssistedResult",
     "BudgetIntervalResult",
     "BudgetPlan",
     "BudgetWarning",
     "CohortPosteriorResult",
     "MisfitCalibration",
+    "SubsetPlan",
+    "WorkingModel",
     "adaptive",
     "anchors",
+    "assisted_adaptive",
+    "assisted_mean",
     "bank_from_eval",
     "budget_interval",
     "calibrate_misfit",
+    "choose_working_model",
     "cohort_posterior",
     "loo_study",
     "loo_summary",
     "plan_joint",
+    "plan_subset",
     "plan_uniform",
     "replay",
     "simulate_stratified_bank",

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import xarray as xr
+from threadpoolctl import threadpool_limits
 
 from .._base import (
     DEFAULT_PROB,
@@ -193,9 +194,12 @@ def adaptive(
     call, replay = _caller(run, bank)
     start_idx = bank._index(start, name="start") if start is not None else np.array([], np.intp)
     t0 = time.perf_counter()
-    post = _Posterior(bank, n_draws, n_grid, gen, n_runs)
-    path = _adaptive_path(post, bank, call, replay, start_idx, spec)
-    return _adaptive_result(bank, path, spec, gen, t0, n_draws=min(n_draws, bank.n_samples), n_grid=n_grid)
+    # one BLAS thread: the products here are small, and threads sharing a loaded machine made them
+    # ten times slower (and a sum's rounding then depends on the thread count)
+    with threadpool_limits(1, user_api="blas"):
+        post = _Posterior(bank, n_draws, n_grid, gen, n_runs)
+        path = _adaptive_path(post, bank, call, replay, start_idx, spec)
+        return _adaptive_result(bank, path, spec, gen, t0, n_draws=min(n_draws, bank.n_samples), n_grid=n_grid)
 
 
 @dataclass(frozen=True)

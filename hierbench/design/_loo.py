@@ -20,7 +20,16 @@ selection:
 ``"adaptive"``
     the first ``n`` tasks of :func:`adaptive`, IRT-scored, its interval
     widened by the misfit variance of :func:`calibrate_misfit` measured on
-    the calibration agents (the model-only interval kept beside it).
+    the calibration agents (the model-only interval kept beside it);
+``"assisted_random"``, ``"assisted_adaptive"``
+    design-based: the first ``n`` of ``max(n_tasks)`` tasks drawn uniformly,
+    or with probabilities tilted toward the working model's uncertainty
+    (:func:`assisted_adaptive`, ``defensive`` uniform weight), scored by Des
+    Raj's model-assisted estimator with a Student t interval; the working
+    model is chosen per held-out agent by :func:`choose_working_model`
+    cross-fitted on the calibration agents (``working``). The model-based
+    score of the same tasks and the prequential misfit test are kept beside
+    it (``model_predicted``, ``misfit_z``, ``misfit_p``).
 
 With repeated runs every chosen task is run as many times as the logs allow
 (the most runs of any cell), so each selection sees the same runs per task
@@ -51,17 +60,22 @@ from .._base import (
     counts,
     make_interval,
 )
+from .._parallel import map_seeded
 from ..freq import IRTBank, calibrate_irt, irt_score
 from ._adaptive import adaptive
 from ._anchors import anchors
+from ._assisted import classical, des_raj, misfit_test, t_bounds
+from ._estimate import _adaptive_agent, _Source, _Spec
 from ._misfit import _add_misfit, calibrate_misfit
 from ._plan import uniform_bounds
 from ._posterior import _check_complete
+from ._working import CANDIDATES, WorkingModel, choose_working_model
 
 __all__ = ["loo_study", "loo_summary"]
 
-SELECTIONS = ("random", "random_mean", "cluster", "information", "adaptive")
-_KEYS = ("predicted", "lower", "upper", "model_lower", "model_upper")
+SELECTIONS = ("random", "random_mean", "cluster", "information", "adaptive", "assisted_random", "assisted_adaptive")
+_DEFAULT_SELECTIONS = ("random", "random_mean", "cluster", "information", "adaptive")
+_KEYS = ("predicted", "lower", "upper", "model_lower", "model_upper", "model_predicted", "misfit_z", "misfit_p")
 
 
 def _t_fpc(v: np.ndarray, T: int, prob: float) -> tuple[float, float]:
@@ -79,7 +93,7 @@ def loo_study(
     data: xr.Dataset,
     *,
     n_tasks: Sequence[int] = (25, 50, 100),
-    selections: Sequence[str] = SELECTIONS,
+    selections: Sequence[str] = _DEFAULT_SELECTIONS,
     prob: float = 0.9,
     n_repeat: int = 1,
     agents: Sequence[str] | None = None,
@@ -88,40 +102,54 @@ def loo_study(
     n_bank_draws: int = 1000,
     misfit: bool = True,
     run_icc: float | None = None,
+    working: str | Sequence[str] = ("2pl", "1pl", "none"),
+    defensive: float = 0.5,
+    executor: Any = None,
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
     """Leave one agent out: calibrate on the others, score it from a few tasks, compare with its full score.
 
-    The selections are described in this module's docstring.
+    The selections are described in this module's docstring. Each held-out
+    agent is one piece of work with its own random stream spawned from
+    ``rng``, so the study is bit-identical whatever ``executor`` runs it.
 
     Parameters
     ----------
     data : xarray.Dataset
         Complete logs (every agent ran every task at least once; binary
-        scores). Repeated runs, also ragged ones, are used: the full score
+        scores) of at least 3 agents (4 with ``misfit`` or a working-model
+        choice). Repeated runs, also ragged ones, are used: the full score
         is the mean over tasks of each cell's success rate.
     n_tasks : sequence of int
         Subset sizes to evaluate.
-    selections : sequence of {"random", "random_mean", "cluster", "information", "adaptive"}
+    selections : sequence of str
+        Any of ``"random"``, ``"random_mean"``, ``"cluster"``,
+        ``"information"``, ``"adaptive"``, ``"assisted_random"``,
+        ``"assisted_adaptive"`` (the first five by default).
     prob : float
         Level of the intervals whose coverage is measured.
     n_repeat : int
         Independent repetitions, per held-out agent, of every selection
-        that involves chance (random subsets, k-means starts, adaptive
-        paths: one path per agent is a noisy measure of a rule's error).
-        Information anchors are deterministic and fill ``repeat = 0`` only.
-        The misfit calibration is made once per held-out agent.
+        that involves chance (information anchors are deterministic and fill
+        ``repeat = 0`` only). The misfit calibration and the working-model
+        choice are made once per held-out agent.
     agents : sequence of str, optional
         Agents to hold out (default all).
     model, criterion, n_bank_draws
         Passed on to the calibration and to :func:`adaptive`.
     misfit : bool
-        Add the misfit variance of :func:`calibrate_misfit` (measured on the
-        calibration agents at the fold's hyperparameters) to the adaptive
-        intervals; the model-only ones are kept as ``model_lower`` / ``model_upper``.
+        Add the misfit variance of :func:`calibrate_misfit` (cross-fitted
+        over ``min(5, calibration agents)`` folds) to the adaptive intervals;
+        the model-only ones are kept as ``model_lower`` / ``model_upper``.
     run_icc : float, optional
-        Passed on to :func:`hierbench.freq.calibrate_irt` (by default each
-        fold estimates it; 0 treats a cell's runs as independent).
+        Passed on to :func:`hierbench.freq.calibrate_irt`.
+    working : str or sequence of str
+        Candidate working models of the assisted selections, chosen per
+        held-out agent by :func:`choose_working_model` (one name: no choice).
+    defensive : float
+        Uniform weight of ``"assisted_adaptive"``'s draw probabilities.
+    executor : concurrent.futures.Executor, optional
+        Runs the held-out agents (e.g. a process pool); None runs them here.
     rng : None, int or numpy.random.Generator
 
     Returns
@@ -129,15 +157,16 @@ def loo_study(
     xarray.Dataset
         Over (``agent``, ``selection``, ``n_tasks``, ``repeat``):
         ``predicted``, ``lower``, ``upper``, ``covered``, ``abs_error``,
-        ``model_lower``, ``model_upper``, ``model_covered``; over ``agent``:
-        ``actual`` (the full score) and ``calibration_seconds``; over
+        ``model_lower``, ``model_upper``, ``model_covered``,
+        ``model_predicted``, ``misfit_z``, ``misfit_p``; over ``agent``:
+        ``actual``, ``calibration_seconds``, ``working_model``; over
         (``agent``, ``n_tasks``): ``misfit_sd``; ``ci_kind`` per selection.
     """
     ctx = _LooContext.checked(data, n_tasks=n_tasks, selections=selections, prob=prob, n_repeat=n_repeat,
                               agents=agents, model=model, criterion=criterion, n_bank_draws=n_bank_draws,
-                              misfit=misfit, run_icc=run_icc)
-    gen = as_rng(rng)
-    parts = [_loo_agent(ag, gen, ctx=ctx) for ag in ctx.hold]
+                              misfit=misfit, run_icc=run_icc, working=working, defensive=defensive)
+    parts = map_seeded(_loo_agent, list(ctx.hold), rng=rng, executor=executor, desc="held-out agents",
+                       kwargs={"ctx": ctx})
     return _loo_dataset(parts, ctx)
 
 
@@ -159,16 +188,24 @@ class _LooContext:
     n_bank_draws: int
     misfit: bool
     run_icc: float | None
+    working: tuple[str, ...]
+    defensive: float
 
     @classmethod
     def checked(cls, data: xr.Dataset, *, n_tasks, selections, prob, n_repeat, agents, model, criterion,
-                n_bank_draws, misfit, run_icc) -> _LooContext:
+                n_bank_draws, misfit, run_icc, working, defensive) -> _LooContext:
         prob = check_prob(prob)
         n_repeat = check_int(n_repeat, "n_repeat", min=1)
         for s in selections:
             check_choice(s, "selections", list(SELECTIONS))
         sizes = sorted({check_int(v, "n_tasks", min=1) for v in n_tasks})
+        working = (working,) if isinstance(working, str) else tuple(working)
+        for w in working:
+            check_choice(w, "working", list(CANDIDATES))
+        if not (isinstance(defensive, (int, float)) and 0 < defensive <= 1):
+            raise HierbenchError(f"`defensive` must be a number with 0 < defensive <= 1; got {defensive!r}")
         c = counts(data, purpose="an IRT study")
+        _check_agents(c, selections, misfit, working)
         _check_complete(c, "for a replay study")
         all_agents = np.asarray(c["agent"].values).astype(str)
         hold = all_agents if agents is None else np.asarray(agents).astype(str)
@@ -178,11 +215,13 @@ class _LooContext:
         T = c.sizes["task"]
         if sizes[-1] > T:
             raise HierbenchError(f"`n_tasks` must be at most the number of tasks ({T}); got {sizes[-1]}")
+        if sizes[0] < 2 and any(s.startswith("assisted") for s in selections):
+            raise HierbenchError(f"`n_tasks` must be >= 2 for the assisted selections (a variance); got {sizes[0]}")
         # A chosen task is run as often as its logs allow (adaptive replays take up to the most
         # runs of any cell), as the full score, a mean of each cell's success rate, counts it.
         runs = int(c["n_runs"].max())
         return cls(data, c, all_agents, hold, sizes, list(selections), runs, prob, n_repeat, model, criterion,
-                   n_bank_draws, misfit, run_icc)
+                   n_bank_draws, misfit, run_icc, working, float(defensive))
 
     @property
     def T(self) -> int:
@@ -191,6 +230,18 @@ class _LooContext:
     def n_rep(self, s: str) -> int:
         """Repeats of a selection: information anchors are deterministic."""
         return 1 if s == "information" else self.n_repeat
+
+
+def _check_agents(c: xr.Dataset, selections: Sequence[str], misfit: bool, working: tuple[str, ...]) -> None:
+    """Enough agents for every step, said upfront: 2 to calibrate a bank, 3 to cross-fit on the calibration agents."""
+    M = int(c.sizes.get("agent", 1)) if "agent" in c["n_runs"].dims else 1
+    need, why = 3, "a held-out agent and a bank calibrated on at least 2 others"
+    if misfit and "adaptive" in selections:
+        need, why = 4, "the misfit calibration cross-fits on at least 3 calibration agents (or pass misfit=False)"
+    if len(working) > 1 and any(s.startswith("assisted") for s in selections):
+        need, why = 4, "the working-model choice cross-fits on at least 3 calibration agents (or pass one `working`)"
+    if M < need:
+        raise HierbenchError(f"`data` must hold at least {need} agents for loo_study ({why}); got {M}")
 
 
 class _Fold:
@@ -211,6 +262,7 @@ class _Fold:
         shape = (len(ctx.sel), len(ctx.sizes), ctx.n_repeat)
         self.out = {k: np.full(shape, np.nan) for k in _KEYS}
         self.tau = np.zeros(len(ctx.sizes))
+        self.working: WorkingModel | None = None
 
     def put(self, j: int, kk: int, rep: int, vals: tuple[float, ...]) -> None:
         """Store one interval: (predicted, lower, upper[, model_lower, model_upper])."""
@@ -263,7 +315,7 @@ class _Fold:
             mis = calibrate_misfit(
                 ctx.data.sel(agent=[a for a in ctx.all_agents if a != self.ag]), budget=ctx.sizes[-1],
                 criterion=ctx.criterion, n_runs=ctx.runs, model=ctx.model, hyper=self.cal.hyper,
-                run_icc=self.cal.info["run_icc"], rng=gen,
+                run_icc=self.cal.info["run_icc"], folds=min(5, ctx.all_agents.size - 1), rng=gen,
             )
         for rep in range(ctx.n_repeat):
             res = adaptive(self.bank, logs, budget=ctx.sizes[-1] * ctx.runs, criterion=ctx.criterion,
@@ -273,6 +325,56 @@ class _Fold:
                 tau = mis.sd_at(min(n, order.size)) if mis is not None else 0.0
                 self.tau[kk] = tau
                 self.put(j, kk, rep, self.score_on(order[:n], tau=tau))
+
+
+    def assisted(self, j: int, defensive: float) -> None:
+        """Design-based estimates from uniform (``defensive`` 1) or tilted draws, with the chosen working model."""
+        ctx, gen = self.ctx, self.gen
+        if self.working is None:  # chosen once per held-out agent, on its calibration agents only
+            train = ctx.c.sel(agent=[a for a in ctx.all_agents if a != self.ag])
+            self.working = (
+                choose_working_model(train, candidates=ctx.working, n_tasks=ctx.sizes[-1], defensive=ctx.defensive,
+                                     folds=min(5, ctx.all_agents.size - 1), n_bank_draws=ctx.n_bank_draws,
+                                     run_icc=ctx.run_icc, rng=gen)
+                if len(ctx.working) > 1 else _forced_working(train, ctx, gen)
+            )
+        bank = self.working.bank
+        spec = _Spec(bank, None, self.working.name, self.bank.tasks, ctx.prob, self.target_runs, 50, 41)
+        nr = self.own["n_runs"].values.astype(np.int64)
+        ns = np.round(self.own["n_success"].values).astype(np.int64)
+        source = _Source(self.bank.tasks, ctx.runs, k=ns, n=nr)
+        for rep in range(ctx.n_repeat):
+            out = _adaptive_agent(source, gen, spec=spec, n_tasks=ctx.sizes[-1], defensive=defensive)
+            for kk, n in enumerate(ctx.sizes):
+                self.put(j, kk, rep, self._assisted_at(out.tab[:n], bank))
+
+    def _assisted_at(self, tab: np.ndarray, bank: IRTBank | None) -> tuple[float, ...]:
+        """Estimate, interval, model-based score and misfit test from the first draws of a path."""
+        ctx, T = self.ctx, self.ctx.T
+        tasks = tab[:, 0].astype(int)
+        if bank is None:  # no model: the plain mean of uniform draws
+            y = np.zeros(T)
+            y[tasks] = tab[:, 5]
+            est, se, df = classical(y, np.zeros(T), tasks, np.zeros(T, np.intp), np.ones(T), False)
+            model = (np.nan,) * 3
+        else:
+            est, se, df = des_raj(tab, T)
+            r = irt_score(bank, self.own.sel(task=bank.tasks[tasks]), prob=ctx.prob, n_runs=self.target_runs,
+                          rng=self.gen)
+            model = (float(r.estimate), *map(float, r.ci.values))
+        known = float(tab[:, 5].sum())
+        lo, hi = t_bounds(est, se, df, ctx.prob, known / T, (known + T - tasks.size) / T)
+        z, p = misfit_test(tab)
+        return est, lo, hi, model[1], model[2], model[0], z, p
+
+
+def _forced_working(train: xr.Dataset, ctx: _LooContext, gen: np.random.Generator) -> WorkingModel:
+    """The one working model asked for, calibrated on the calibration agents (no choice made)."""
+    name = ctx.working[0]
+    bank = None if name == "none" else calibrate_irt(train, model=name, n_draws=ctx.n_bank_draws,
+                                                     run_icc=ctx.run_icc, rng=gen).bank
+    nan = xr.DataArray([np.nan], dims="candidate", coords={"candidate": [name]})
+    return WorkingModel(name, bank, nan, nan, f"{name}: given (no choice)")
 
 
 def _loo_agent(ag: str, gen: np.random.Generator, *, ctx: _LooContext) -> dict[str, Any]:
@@ -293,9 +395,12 @@ def _loo_agent(ag: str, gen: np.random.Generator, *, ctx: _LooContext) -> dict[s
             for rep in range(ctx.n_rep(s)):
                 for kk, n in enumerate(ctx.sizes):
                     fold.put(j, kk, rep, fold.score_on(anchors(fold.bank, n, method=s, rng=gen).tasks)[:3])
-        else:
+        elif s == "adaptive":
             fold.adaptive(j)
-    return {"out": fold.out, "tau": fold.tau, "actual": fold.actual, "seconds": fold.seconds}
+        else:
+            fold.assisted(j, 1.0 if s == "assisted_random" else ctx.defensive)
+    return {"out": fold.out, "tau": fold.tau, "actual": fold.actual, "seconds": fold.seconds,
+            "working": fold.working.name if fold.working is not None else ""}
 
 
 def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
@@ -315,7 +420,9 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
     # the interval's kind per selection (CI_KINDS keys): posterior equal-tailed from the
     # IRT model, or the design-based exact hypergeometric one of the plain mean
     mean_kind = "exact" if ctx.runs == 1 else "t"
-    ds["ci_kind"] = ("selection", np.array([mean_kind if s == "random_mean" else "eti" for s in sel], dtype=object))
+    kinds = [mean_kind if s == "random_mean" else ("t" if s.startswith("assisted") else "eti") for s in sel]
+    ds["ci_kind"] = ("selection", np.array(kinds, dtype=object))
+    ds["working_model"] = ("agent", np.array([p["working"] for p in parts], dtype=object))
     mean_detail = (
         "exact hypergeometric interval for the mean over all tasks (design U of hierbench.design)"
         if ctx.runs == 1
@@ -324,15 +431,18 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
     )
     ds.attrs = {
         "ci_prob": ctx.prob,
-        "ci_detail": f"random_mean: {mean_detail}; the other selections: equal-tailed posterior interval of "
-        "the realised score",
+        "ci_detail": f"random_mean: {mean_detail}; assisted_*: Des Raj's model-assisted estimator, Student t "
+        "interval from its design-based variance (the model-based score's equal-tailed interval as model_lower / "
+        "model_upper); the other selections: equal-tailed posterior interval of the realised score",
+        "working_candidates": ", ".join(ctx.working),
+        "defensive": ctx.defensive,
         "max_runs_per_cell": ctx.runs,
         "model": ctx.model,
         "criterion": ctx.criterion,
         "calibration": "calibrate_irt (MAP, empirical-Bayes hyperparameters, Laplace bank)",
         "target": "the held-out agent's success rate over all tasks (realised full score)",
     }
-    if "random_mean" not in sel:
+    if set(kinds) == {"eti"}:
         ds.attrs["ci_kind"] = "eti"  # one kind for every selection; else see the ci_kind variable
     return ds
 

@@ -47,6 +47,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import xarray as xr
+from threadpoolctl import threadpool_limits
 
 from .._base import (
     DEFAULT_PROB,
@@ -280,8 +281,9 @@ def calibrate_misfit(
                           n_draws=n_bank_draws, rng=gen).bank
         for i in np.flatnonzero(out):
             logs = score.isel(agent=i, drop=True).transpose("task", "run")
-            mean, sd = _replay_moments(bank, logs, budget=budget, criterion=criterion, n_runs=n_runs,
-                                       n_draws=n_draws, n_grid=n_grid, gen=gen)
+            with threadpool_limits(1, user_api="blas"):
+                mean, sd = _replay_moments(bank, logs, budget=budget, criterion=criterion, n_runs=n_runs,
+                                           n_draws=n_draws, n_grid=n_grid, gen=gen)
             err[i, : mean.size] = mean - float(rate[i].mean())
             sds[i, : mean.size] = sd
     return _misfit_result(err, sds, agents, n_boot=n_boot, prob=prob, gen=gen, criterion=criterion, n_runs=n_runs,

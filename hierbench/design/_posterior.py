@@ -108,6 +108,37 @@ class _Posterior:
         wa = w[rows]
         return rows, wa / wa.sum()
 
+    def _rows(self) -> tuple[np.ndarray | slice, np.ndarray]:
+        """Active rows and their weights, or every row (zero-padded) when most are active."""
+        rows, w = self._active()
+        if rows.size > 0.25 * self.P.shape[0]:  # a zero-padded product beats copying most rows
+            wf = np.zeros(self.P.shape[0])
+            wf[rows] = w
+            return slice(None), wf
+        return rows, w
+
+    def predictive(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each task's posterior predictive mean and variance of its success rate (over ``n_runs`` runs)."""
+        if not hasattr(self, "_VP2"):
+            self._VP2 = self.V + self.P2
+        rows, w = self._rows()
+        m = w @ self.P[rows]
+        return m, np.maximum(w @ self._VP2[rows] - m * m, 1e-12)
+
+    def outcome_pmf(self, t: int, n: int) -> np.ndarray:
+        """Predictive probabilities of 0..n successes in ``n`` runs of task ``t`` (beta-binomial rows when ``icc > 0``)."""
+        from scipy.stats import betabinom, binom
+
+        rows, w = self._active()
+        p = self.P[rows, t][:, None]
+        k = np.arange(n + 1)[None, :]
+        if self.icc > 0 and n > 1:
+            c = 1.0 / self.icc - 1.0
+            f = betabinom.pmf(k, n, np.maximum(p * c, 1e-12), np.maximum((1 - p) * c, 1e-12))
+        else:
+            f = binom.pmf(k, n, p)
+        return w @ f
+
     def observe(self, t: int, k: int, n: int) -> None:
         self.logw = self.logw + cell_loglik(self.eta[:, t], k, n, self.icc)
         if self.unrun[t]:
@@ -116,11 +147,7 @@ class _Posterior:
             self.vtot = self.vtot - self.V[:, t]
 
     def criterion(self, kind: str) -> np.ndarray:
-        rows, w = self._active()
-        if rows.size > 0.25 * self.P.shape[0]:  # a zero-padded product beats copying most rows
-            wf = np.zeros(self.P.shape[0])
-            wf[rows] = w
-            rows, w = slice(None), wf
+        rows, w = self._rows()
         if kind == "fisher":
             return w @ self.Q[rows]
         P = self.P[rows]
