@@ -28,6 +28,7 @@ from ._plan import (
     plan_uniform,
 )
 from ._replay import bank_from_eval, replay, simulate_stratified_bank
+from ._simulate import simulate_irt_log
 from ._subset import SubsetPlan, plan_subset
 from ._working import WorkingModel, choose_working_model
 
@@ -57,5 +58,6 @@ __all__ = [
     "plan_subset",
     "plan_uniform",
     "replay",
+    "simulate_irt_log",
     "simulate_stratified_bank",
 ]

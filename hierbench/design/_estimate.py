@@ -119,9 +119,9 @@ def _sources(run: Any, tasks: np.ndarray, n_runs: int) -> tuple[list[str], list[
     c = counts(run, name="run", purpose="model-assisted estimation")
     if "agent" not in c["n_runs"].dims:
         c = c.expand_dims(agent=["agent"])
-    have = np.asarray(c["task"].values).astype(str)
-    missing = sorted(set(tasks) - set(have))
-    c = c.sel(task=[t for t in tasks if t in set(have)]) if not missing else c.sel(task=list(tasks))
+    have = set(np.asarray(c["task"].values).astype(str).tolist())
+    missing = sorted(set(tasks.tolist()) - have)
+    c = c.sel(task=[t for t in tasks if t in have])
     n = c["n_runs"].transpose("agent", "task").values
     if missing or (n == 0).any():
         bad = missing[:5] or tasks[(n == 0).any(0)][:5].tolist()
@@ -374,7 +374,8 @@ def _plan_logs(outcomes: Any, plan: SubsetPlan) -> Any:
         raise HierbenchError(f"`outcomes` must hold every task of the plan; missing {missing[:5]}")
     c = c.reindex(task=list(plan.tasks))
     nr = c["n_runs"].fillna(0)
-    short = [t for t in drawn if (nr.sel(task=t) == 0).any()]
+    zero = (nr == 0).any([d for d in nr.dims if d != "task"]) if nr.ndim > 1 else nr == 0
+    short = sorted(drawn & set(np.asarray(nr["task"].values[zero.values]).astype(str).tolist()))
     if short:
         raise HierbenchError(f"`outcomes` must hold a run of every planned task for every agent; none for {short[:5]}")
     # tasks outside the plan are never read: give them one dummy run so the source can be built

@@ -127,7 +127,8 @@ class _Posterior:
 
     def outcome_pmf(self, t: int, n: int) -> np.ndarray:
         """Predictive probabilities of 0..n successes in ``n`` runs of task ``t`` (beta-binomial rows when ``icc > 0``)."""
-        from scipy.stats import betabinom, binom
+        from scipy.special import comb
+        from scipy.stats import betabinom
 
         rows, w = self._active()
         p = self.P[rows, t][:, None]
@@ -136,7 +137,7 @@ class _Posterior:
             c = 1.0 / self.icc - 1.0
             f = betabinom.pmf(k, n, np.maximum(p * c, 1e-12), np.maximum((1 - p) * c, 1e-12))
         else:
-            f = binom.pmf(k, n, p)
+            f = comb(n, k) * p**k * (1 - p) ** (n - k)
         return w @ f
 
     def observe(self, t: int, k: int, n: int) -> None:

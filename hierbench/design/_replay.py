@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, Progress, as_rng
+from .._base import DEFAULT_PROB, as_rng
+from .._parallel import map_seeded
 from . import _kernels as K
 from ._bayes import _posterior_kernel
 from ._plan import _check_prob, joint_bounds, uniform_bounds
@@ -101,6 +102,7 @@ def replay(
     *,
     prob: float = DEFAULT_PROB,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> xr.Dataset:
     """Run budgeted designs many times on a complete bank and summarise against its known mean.
 
@@ -128,6 +130,10 @@ def replay(
     progress : bool or None
         A text progress bar (one step per budget) on standard error: ``None``
         shows it only in a terminal or notebook and only after half a second.
+    executor : concurrent.futures.Executor, optional
+        Runs the budgets in parallel (e.g. a process pool). Each budget has
+        its own random stream spawned from ``rng``, so the replay is
+        bit-identical whatever runs it.
 
     Returns
     -------
@@ -150,15 +156,10 @@ def replay(
     if int(n_rep) != n_rep or n_rep < 1:
         raise ValueError(f"`n_rep` must be a positive integer; got {n_rep!r}")
     prob = _check_prob(prob)
-    gen = as_rng(rng)
     stats = _bank_stats(y)
     R = int(n_rep)
-    rows = []
-    bar = Progress(len(budgets), "replay budgets", enabled=progress)
-    for B in budgets:
-        rows.append(_replay_budget(y, B, designs, R, gen, prob, stats["theta"]))
-        bar.update(1)
-    bar.close()
+    rows = map_seeded(_replay_budget, budgets, rng=rng, executor=executor, progress=progress, desc="replay budgets",
+                      kwargs={"y": y, "designs": designs, "R": R, "prob": prob, "theta": stats["theta"]})
     return _replay_dataset(rows, designs, budgets, R, {**stats, "n_tasks": M, "n_runs": L, "n_rep": R, "prob": prob})
 
 
@@ -184,7 +185,7 @@ def _check_replay(designs: Sequence[str], budgets: Sequence[int], M: int, L: int
     return designs, budgets
 
 
-def _replay_budget(y: np.ndarray, B: int, designs: list[str], R: int, gen: np.random.Generator, prob: float,
+def _replay_budget(B: int, gen: np.random.Generator, *, y: np.ndarray, designs: list[str], R: int, prob: float,
                    theta: float) -> dict[str, Any]:
     """Every design at one budget, ``R`` randomisations: the summaries per design and the audit size."""
     M, L = y.shape

@@ -223,15 +223,18 @@ def _strata(strata: Any, bank: IRTBank | None, T: int, n: int, n_strata: int | N
 
 
 def _draw_stratified(stratum: np.ndarray, n: int, gen: np.random.Generator):
-    """Proportional allocation (largest remainders, at least 2 per stratum), SRS within strata, steps interleaved."""
+    """Proportional allocation (largest remainders, raised to 2 per stratum), SRS within strata, steps interleaved."""
     sizes = np.bincount(stratum)
     H = sizes.size
     if n < 2 * H or (sizes < 2).any():
         raise HierbenchError(f"a stratified design needs at least 2 tasks drawn per stratum and 2 tasks in each; "
                              f"got n={n} for {H} strata of sizes {sizes.tolist()}")
-    raw = (n - 2 * H) * sizes / sizes.sum()
-    alloc = 2 + np.floor(raw).astype(int)
-    alloc[np.argsort(-(raw - np.floor(raw)), kind="stable")[: n - alloc.sum()]] += 1
+    raw = n * sizes / sizes.sum()
+    alloc = np.floor(raw).astype(int)
+    alloc[np.argsort(-(raw - alloc), kind="stable")[: n - alloc.sum()]] += 1
+    while (alloc < 2).any():  # at least 2 per stratum (a variance), taken from the largest allocation
+        alloc[np.argmax(alloc)] -= 1
+        alloc[np.argmin(alloc)] += 1
     alloc = np.minimum(alloc, sizes)
     picks = [gen.permutation(np.flatnonzero(stratum == h))[: alloc[h]] for h in range(H)]
     order, q = [], []

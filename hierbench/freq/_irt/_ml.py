@@ -242,11 +242,14 @@ class _EmpiricalBayes:
                 alpha = min(-np.linalg.norm(r) / np.linalg.norm(v), -1.0)
                 z_ext = z - 2 * alpha * r + alpha**2 * v
                 z_ext[[1, 3]] = np.clip(z_ext[[1, 3]], np.log(1e-3), np.log(20.0))
+                x_before = self.x
                 z_new = self.em_map(z_ext)
                 n_em += 1
+                if not (np.all(np.isfinite(z_new)) and np.all(np.isfinite(self.x))):
+                    # an extrapolation too far (slopes underflowing to 0): back to the plain EM step,
+                    # and to its mode as the next start (a non-finite start would poison every fit)
+                    self.x, z_new = x_before, z2
             else:
-                z_new = z2
-            if not np.all(np.isfinite(z_new)):
                 z_new = z2
             converged = np.max(np.abs(nat(z_new) - nat(z))) < 1e-3
             z = z_new
@@ -322,6 +325,9 @@ def _calibration_problems(h: tuple, n_em: int, converged: bool, last: Any, hess_
         + f"): with {M} agents the item population is weakly identified; use model='1pl', "
         "pass `hyper` fixed, or calibrate on more agents"
     ]
+    if np.exp(h[2]) < 1e-3:  # the 2PL's slopes at zero: abilities explain nothing (a degenerate mode)
+        msgs.append(f"the discriminations collapsed to zero (mean log-discrimination {h[2]:.3g}): with {M} agents "
+                    "the 2PL is not identified here; use model='1pl' or calibrate on more agents")
     if not last.success:
         msgs.append(f"MAP (Newton): {last.message}")
     if hess_kind == "expected":
