@@ -74,7 +74,6 @@ from ._working import CANDIDATES, WorkingModel, choose_working_model
 __all__ = ["loo_study", "loo_summary"]
 
 SELECTIONS = ("random", "random_mean", "cluster", "information", "adaptive", "assisted_random", "assisted_adaptive")
-_DEFAULT_SELECTIONS = ("random", "random_mean", "cluster", "information", "adaptive")
 _KEYS = ("predicted", "lower", "upper", "model_lower", "model_upper", "model_predicted", "misfit_z", "misfit_p")
 
 
@@ -93,7 +92,7 @@ def loo_study(
     data: xr.Dataset,
     *,
     n_tasks: Sequence[int] = (25, 50, 100),
-    selections: Sequence[str] = _DEFAULT_SELECTIONS,
+    selections: Sequence[str] = SELECTIONS,
     prob: float = 0.9,
     n_repeat: int = 1,
     agents: Sequence[str] | None = None,
@@ -125,7 +124,7 @@ def loo_study(
     selections : sequence of str
         Any of ``"random"``, ``"random_mean"``, ``"cluster"``,
         ``"information"``, ``"adaptive"``, ``"assisted_random"``,
-        ``"assisted_adaptive"`` (the first five by default).
+        ``"assisted_adaptive"`` (all by default).
     prob : float
         Level of the intervals whose coverage is measured.
     n_repeat : int
