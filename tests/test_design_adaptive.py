@@ -170,6 +170,7 @@ def _complete_log(M: int, T: int, seed: int) -> tuple[np.ndarray, xr.Dataset]:
     return y, data
 
 
+@pytest.mark.slow
 def test_loo_study_on_a_small_complete_log():
     y, data = _complete_log(8, 40, seed=0)
     ds = loo_study(data, agents=["m0", "m3"], n_tasks=(5, 10), n_repeat=2, n_bank_draws=50, rng=0)
@@ -212,6 +213,7 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
         assert rm.covered.sel(n_tasks=n).mean() >= 0.9 - 4 * np.sqrt(0.09 / 400)
 
 
+@pytest.mark.slow
 def test_loo_study_with_repeated_runs():
     # Repeated (and ragged) runs: every selection runs, each chosen task with all its runs;
     # the plain mean then has a finite-population t interval (checked against scipy).

@@ -68,41 +68,6 @@ class AdaptiveResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("trace",)
 
 
-def _replay_moments(bank: IRTBank, logs: xr.DataArray, *, budget: int, criterion: str, n_runs: int,
-                    n_draws: int, n_grid: int, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`adaptive`'s selection replayed on complete logs: mean and sd of the realised score per step.
-
-    The same choices as ``adaptive(bank, logs, budget=budget * n_runs, ...)``
-    without the quantiles and the final scoring (what
-    :func:`calibrate_misfit` needs, at a fraction of the cost).
-    """
-    replay = _Replay(logs, bank)
-    post = _Posterior(bank, n_draws, n_grid, gen, n_runs)
-    asked = np.array([replay.available(t) == 0 for t in bank.tasks])
-    known = 0.0
-    means, sds = [], []
-    while len(means) < budget and not asked.all():
-        crit = post.criterion(criterion)
-        crit[asked] = -np.inf
-        j = int(np.argmax(crit))
-        asked[j] = True
-        vals = []
-        for _ in range(n_runs):
-            if replay.available(bank.tasks[j]) == 0:
-                break
-            v = replay(str(bank.tasks[j]))
-            if np.isfinite(v):
-                vals.append(v)
-        if not vals:
-            continue
-        post.observe(j, int(sum(vals)), len(vals))
-        known += float(np.mean(vals))
-        m, sd = post.moments(known)
-        means.append(m)
-        sds.append(sd)
-    return np.array(means), np.array(sds)
-
-
 def adaptive(
     bank: IRTBank,
     run: Callable[[str], float] | xr.DataArray | xr.Dataset,

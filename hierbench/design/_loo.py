@@ -486,14 +486,10 @@ def loo_summary(
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
-    >>> from scipy.special import expit
-    >>> g = np.random.default_rng(0)
-    >>> th, a, d = g.normal(size=8), np.exp(g.normal(0.3, 0.3, 40)), g.normal(0, 1.5, 40)
-    >>> y = (g.random((8, 40)) < expit(th[:, None] * a + d)).astype(float)
-    >>> data = xr.Dataset({"score": (("agent", "task", "run"), y[:, :, None])},
-    ...                   coords={"agent": [f"m{i}" for i in range(8)], "task": [f"t{j}" for j in range(40)]})
-    >>> st = loo_study(data, agents=["m0", "m1", "m2"], n_tasks=(5, 10), selections=("random", "adaptive"),
+    >>> from hierbench.design import simulate_irt_log
+    >>> data, _ = simulate_irt_log(8, 40, rng=0)
+    >>> st = loo_study(data, agents=["agent_000", "agent_001", "agent_002"], n_tasks=(5, 10),
+    ...                selections=("random", "adaptive"),
     ...                n_bank_draws=50, misfit=False, rng=0)
     >>> s = loo_summary(st, rng=0)
     >>> s.half_gap.sel(selection="random").dims

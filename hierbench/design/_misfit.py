@@ -242,13 +242,8 @@ def calibrate_misfit(
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
-    >>> from scipy.special import expit
-    >>> g = np.random.default_rng(0)
-    >>> th, a, d = g.normal(size=12), np.exp(g.normal(0.3, 0.3, 30)), g.normal(0, 1.5, 30)
-    >>> y = (g.random((12, 30)) < expit(th[:, None] * a + d)).astype(float)
-    >>> data = xr.Dataset({"score": (("agent", "task", "run"), y[:, :, None])},
-    ...                   coords={"agent": [f"m{i}" for i in range(12)], "task": [f"t{j}" for j in range(30)]})
+    >>> from hierbench.design import simulate_irt_log
+    >>> data, _ = simulate_irt_log(12, 30, rng=0)
     >>> mis = calibrate_misfit(data, budget=8, folds=3, n_bank_draws=50, n_draws=20, rng=0)
     >>> mis.estimate.sizes["n_tasks"], mis.error.sizes["agent"]
     (8, 12)

@@ -127,13 +127,8 @@ def choose_working_model(
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
-    >>> from scipy.special import expit
-    >>> g = np.random.default_rng(0)
-    >>> th, d = g.normal(size=12), g.normal(0, 1.5, 60)
-    >>> y = (g.random((12, 60)) < expit(th[:, None] + d)).astype(float)
-    >>> data = xr.Dataset({"score": (("agent", "task", "run"), y[:, :, None])},
-    ...                   coords={"agent": [f"m{i}" for i in range(12)], "task": [f"t{j}" for j in range(60)]})
+    >>> from hierbench.design import simulate_irt_log
+    >>> data, _ = simulate_irt_log(12, 60, rng=0)
     >>> wm = choose_working_model(data, n_tasks=20, folds=3, n_bank_draws=50, rng=0)
     >>> wm.name in ("2pl", "1pl", "none")
     True
