@@ -172,6 +172,7 @@ def assisted_adaptive(
     n_grid: int = 41,
     tasks: Any = None,
     executor: Any = None,
+    progress: bool | None = None,
     rng: None | int | np.random.Generator = None,
 ) -> AssistedResult:
     """Evaluate agents on ``n_tasks`` adaptively drawn tasks; design-unbiased score, interval and misfit flag.
@@ -213,6 +214,8 @@ def assisted_adaptive(
         The benchmark's tasks when ``working`` is None and ``run`` a callback.
     executor : concurrent.futures.Executor, optional
         Runs the agents (logs) in parallel; results are identical to serial.
+    progress : bool or None
+        A bar over the agents (None: only when a person watches).
     rng : None, int or numpy.random.Generator
 
     Returns
@@ -237,7 +240,7 @@ def assisted_adaptive(
     if not (isinstance(defensive, (int, float)) and 0 < defensive <= 1):
         raise HierbenchError(f"`defensive` must be a number with 0 < defensive <= 1; got {defensive!r}")
     agents, sources = _sources(run, spec.tasks, spec.n_runs)
-    outs = map_seeded(_adaptive_agent, sources, rng=rng, executor=executor, desc="agents",
+    outs = map_seeded(_adaptive_agent, sources, rng=rng, executor=executor, progress=progress, desc="agents",
                       kwargs={"spec": spec, "n_tasks": n_tasks, "defensive": float(defensive)})
     how = "uniform draws" if defensive == 1 or spec.working.startswith("none") else (
         f"draws tilted to the working model's predictive sd, defensive uniform weight {defensive:g}")

@@ -104,6 +104,7 @@ def loo_study(
     working: str | Sequence[str] = ("2pl", "1pl", "none"),
     defensive: float = 0.5,
     executor: Any = None,
+    progress: bool | None = None,
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
     """Leave one agent out: calibrate on the others, score it from a few tasks, compare with its full score.
@@ -149,6 +150,8 @@ def loo_study(
         Uniform weight of ``"assisted_adaptive"``'s draw probabilities.
     executor : concurrent.futures.Executor, optional
         Runs the held-out agents (e.g. a process pool); None runs them here.
+    progress : bool or None
+        A bar over the held-out agents (None: only when a person watches).
     rng : None, int or numpy.random.Generator
 
     Returns
@@ -164,8 +167,8 @@ def loo_study(
     ctx = _LooContext.checked(data, n_tasks=n_tasks, selections=selections, prob=prob, n_repeat=n_repeat,
                               agents=agents, model=model, criterion=criterion, n_bank_draws=n_bank_draws,
                               misfit=misfit, run_icc=run_icc, working=working, defensive=defensive)
-    parts = map_seeded(_loo_agent, list(ctx.hold), rng=rng, executor=executor, desc="held-out agents",
-                       kwargs={"ctx": ctx})
+    parts = map_seeded(_loo_agent, list(ctx.hold), rng=rng, executor=executor, progress=progress,
+                       desc="held-out agents", kwargs={"ctx": ctx})
     return _loo_dataset(parts, ctx)
 
 
