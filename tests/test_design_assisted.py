@@ -295,3 +295,19 @@ def test_working_model_choice_follows_what_predicts():
     assert list(wn.to_frame().index) == ["2pl", "1pl", "none"] and wn.to_frame().chosen.sum() == 1
     with pytest.raises(ValueError, match="at least 3 agents"):
         choose_working_model(data.isel(agent=[0, 1]))
+
+
+@pytest.mark.slow
+def test_assisted_mean_with_a_bank_is_unbiased_for_every_plan():
+    # one fixed agent, 50 plans per design: the mean estimate is its full score within 4 Monte
+    # Carlo standard errors (exact unbiasedness is checked by enumeration above; this checks the
+    # plumbing: the plan's order and probabilities reach the estimator, strata and Poisson included)
+    T, n = 60, 20
+    bank, a, d = _bank(T, seed=3)
+    g = np.random.default_rng(4)
+    y = (g.random((1, T)) < expit(0.8 * a + d)).astype(float)
+    logs = _logs(y, bank.tasks)
+    for design in ("stratified", "pps", "poisson"):
+        est = np.array([float(assisted_mean(plan_subset(bank, n, design=design, rng=r), logs, bank, n_draws=10,
+                                            n_grid=21, rng=r).estimate[0]) for r in range(50)])
+        assert abs(est.mean() - y.mean()) < 4 * est.std() / np.sqrt(est.size), design

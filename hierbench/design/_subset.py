@@ -137,7 +137,9 @@ def plan_subset(
         Stratum label per task (``"stratified"``); default from the bank:
         ``n_strata`` quantile strata of its predicted success rates.
     n_strata : int, optional
-        Number of bank strata (default ``min(5, n // 2)``).
+        Number of bank strata (default ``min(5, n // 10)``, at least 1: about
+        ten draws per stratum, so each stratum's variance is estimated from
+        more than a pair).
     rng : None, int or numpy.random.Generator
 
     Returns
@@ -216,7 +218,7 @@ def _strata(strata: Any, bank: IRTBank | None, T: int, n: int, n_strata: int | N
         return np.unique(lab, return_inverse=True)[1]
     if bank is None:
         raise HierbenchError("`strata` is needed for a stratified design unless `tasks` is an IRTBank")
-    H = check_int(n_strata if n_strata is not None else max(1, min(5, n // 2)), "n_strata", min=1, max=max(1, n // 2))
+    H = check_int(n_strata if n_strata is not None else max(1, min(5, n // 10)), "n_strata", min=1, max=max(1, n // 2))
     p = prior_predictive(bank)[0]
     ranks = np.argsort(np.argsort(p, kind="stable"), kind="stable")
     return (ranks * H // T).astype(np.intp)
