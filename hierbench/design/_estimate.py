@@ -135,7 +135,7 @@ def _sources(run: Any, tasks: np.ndarray, n_runs: int) -> tuple[list[str], list[
 
 
 def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n_tasks: int,
-                    defensive: float) -> _AgentOut:
+                    defensive: float, score_model: bool = True) -> _AgentOut:
     """One agent: draw ``n_tasks`` tasks with tilted, recorded probabilities, and estimate its score."""
     T = spec.T
     work = spec.make_working(gen)
@@ -150,7 +150,7 @@ def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n
             if work is not None:
                 work.observe(t, k, n)
         model = (model_score(work, rec, bank=spec.bank, prob=spec.prob, n_runs=spec.n_runs, gen=gen)
-                 if work is not None else (np.nan,) * 3)
+                 if work is not None and score_model else (np.nan,) * 3)
     fixed = None
     if work is None:  # no model: uniform draws, the plain mean (Rao-Blackwellised Des Raj)
         tab = rec.table()

@@ -342,13 +342,17 @@ class _Fold:
             )
         bank = self.working.bank
         spec = _Spec(bank, None, self.working.name, self.bank.tasks, ctx.prob, self.target_runs, 50, 41)
+        # the model-based score beside each estimate: 200 of the bank's draws suffice for it (the full
+        # bank made these side scores most of the study's time)
+        score_bank = bank.thin(200, gen) if bank is not None else None
         nr = self.own["n_runs"].values.astype(np.int64)
         ns = np.round(self.own["n_success"].values).astype(np.int64)
         source = _Source(self.bank.tasks, ctx.runs, k=ns, n=nr)
         for rep in range(ctx.n_repeat):
-            out = _adaptive_agent(source, gen, spec=spec, n_tasks=ctx.sizes[-1], defensive=defensive)
+            out = _adaptive_agent(source, gen, spec=spec, n_tasks=ctx.sizes[-1], defensive=defensive,
+                                  score_model=False)  # scored at every size below
             for kk, n in enumerate(ctx.sizes):
-                self.put(j, kk, rep, self._assisted_at(out.tab[:n], bank))
+                self.put(j, kk, rep, self._assisted_at(out.tab[:n], score_bank))
 
     def _assisted_at(self, tab: np.ndarray, bank: IRTBank | None) -> tuple[float, ...]:
         """Estimate, interval, model-based score and misfit test from the first draws of a path."""
