@@ -25,9 +25,10 @@ predictions only change the variance: the closer ``m`` is to ``y``, the
 smaller each ``z_k``'s spread. Adaptive selection draws with ``q``
 proportional to a mixture of the uniform (weight ``defensive``) and the
 working model's predictive sd of each task's outcome (Neyman's allocation),
-so ``q >= defensive / |R_k|``: no task's probability is ever zero, and the
-variance is at most ``1 / defensive`` times that of uniform draws with the
-same predictions.
+so ``q >= defensive / |R_k|``: no task's probability is ever zero, and no
+residual is weighted by more than ``|R_k| / defensive`` (``|R_k|`` under
+uniform draws), so a term's second moment ``sum_R e^2 / q`` is at most
+``1 / defensive`` times the uniform design's with the same predictions.
 
 Fixed predictions (not updated from the sample) with simple random,
 stratified or Poisson designs use the classical difference estimator
