@@ -103,7 +103,8 @@ def tasks_to_reach(sizes, mae, target: float) -> float:
     return float("inf")
 
 
-def ratio_interval(ds: xr.Dataset, base: str, target: float, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+def ratio_interval(ds: xr.Dataset, base: str, target: float, n_boot: int = 2000, seed: int = 0,
+                   sel: str = "adaptive") -> tuple[float, float]:
     """95% percentile interval of adaptive's tasks-to-reach over ``base``'s, resampling agents.
 
     Each resample recomputes both MAE curves (agents' errors averaged over
@@ -112,7 +113,7 @@ def ratio_interval(ds: xr.Dataset, base: str, target: float, n_boot: int = 2000,
     left out, and the interval is NaN when more than 5% are.
     """
     sizes = [int(v) for v in ds.n_tasks.values]
-    ea = 100 * ds.abs_error.sel(selection="adaptive").mean("repeat").transpose("agent", "n_tasks").values
+    ea = 100 * ds.abs_error.sel(selection=sel).mean("repeat").transpose("agent", "n_tasks").values
     eb = 100 * ds.abs_error.sel(selection=base).mean("repeat").transpose("agent", "n_tasks").values
     g = np.random.default_rng(seed)
     out = []
@@ -213,6 +214,14 @@ def assisted_report(ds: xr.Dataset) -> dict:
                 text += f"; vs plain mean of {2 * n}: {d2:+.2f} [{lo2:+.2f}, {hi2:+.2f}]"
             print(text)
             rows[n] = row
+        for t in (3, 4, 5):
+            a = tasks_to_reach(sizes, [rows[n]["mae"] for n in sizes], t)
+            r = tasks_to_reach(sizes, [rows[n]["plain_mean_mae"] for n in sizes], t)
+            lo, hi = ratio_interval(ds, "random_mean", t, sel=sel)
+            band = f"; 95% interval over agents [{lo:.2f}, {hi:.2f}]" if np.isfinite([lo, hi]).all() else ""
+            print(f"  tasks to reach MAE {t}: " + _ratio_text(a, r, sizes, "random_mean").replace("adaptive", sel, 1)
+                  + band)
+            rows[f"reach_{t}"] = {"tasks": a, "plain_mean_tasks": r, "ratio_ci": [lo, hi]}
         out[sel] = rows
     return out
 
