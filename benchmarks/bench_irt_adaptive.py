@@ -24,6 +24,34 @@ writes them as JSON.
     python benchmarks/bench_irt_adaptive.py --full-fit       # NUTS on all 25 agents vs the MAP fit
     python benchmarks/bench_irt_adaptive.py --model 1pl      # the same study with 1PL banks
 
+Issue 25, design-based and model-assisted (the plain mean of a random subset
+as the bar), on every log: ``--selections random_mean,assisted_random,assisted_adaptive``
+with ``--data swe`` / ``sim-fit`` / ``sim-misfit`` (``--n-repeat 20``) and
+``--data metr`` (``--n-repeat 40``); ``--workers 2`` runs the held-out agents
+on a process pool (identical results). 2026-12-01, serially beside other jobs
+(load 6-8 on 2 cores): 556 s (SWE), 789 s (sim-fit), 588 s (sim-misfit), 301 s
+(METR). MAE in points at the sizes run (assisted adaptive / plain mean) and
+the assisted adaptive interval's 90% coverage:
+
+==========  ======================================  ===============
+data        MAE assisted adaptive / plain mean      coverage
+==========  ======================================  ===============
+SWE-bench   8.10/11.58, 5.56/7.57, 4.86/6.95,        0.872-0.902
+            3.27/4.88, 2.24/3.17 (10..100)
+METR        4.86/8.94, 3.04/6.22, 1.82/3.45 (10..40) 0.875-0.914
+sim-fit     8.63/12.74, 5.89/8.22, 5.16/7.23,        0.882-0.912
+            3.54/5.23, 2.30/3.28
+sim-misfit  8.73/12.08, 6.17/8.36, 5.78/7.62,        0.884-0.898
+            4.05/5.02, 2.67/3.37
+==========  ======================================  ===============
+
+Every gap to the plain mean is negative with its 95% interval (agents
+resampled) below zero; against the plain mean of twice the tasks the gap is
+within Monte Carlo error on SWE-bench and sim-fit (tasks-to-reach ratio about
+0.5), negative on METR, and positive with two skills. The per data set
+tables, with standard errors and Wilson bands, are in
+``models/irt_2pl/card.md``.
+
 2PL or 1PL bank, 2026-12-01 (this script's defaults: 5 repeats per agent of
 every selection that involves chance; 29-30 min each, two at once on 2 cores).
 Mean absolute error in points at 10 / 20 / 25 / 50 / 100 tasks, its standard
