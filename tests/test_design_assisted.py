@@ -311,3 +311,29 @@ def test_assisted_mean_with_a_bank_is_unbiased_for_every_plan():
         est = np.array([float(assisted_mean(plan_subset(bank, n, design=design, rng=r), logs, bank, n_draws=10,
                                             n_grid=21, rng=r).estimate[0]) for r in range(50)])
         assert abs(est.mean() - y.mean()) < 4 * est.std() / np.sqrt(est.size), design
+
+
+def test_assisted_mean_refuses_what_it_cannot_estimate():
+    tasks = [f"t{i}" for i in range(30)]
+    g = np.random.default_rng(13)
+    y = xr.DataArray((g.random((2, 30)) < 0.5).astype(float), dims=("agent", "task"),
+                     coords={"agent": ["a", "b"], "task": tasks})
+    pps = plan_subset(tasks, 6, design="pps", size=np.arange(1.0, 31.0), rng=0)
+    with pytest.raises(ValueError, match="a PPS plan needs a working model"):
+        assisted_mean(pps, y)
+    srs = plan_subset(tasks, 6, rng=1)
+    with pytest.raises(ValueError, match="must hold every task of the plan"):
+        assisted_mean(srs, y.drop_sel(task=[str(srs.order.values[0])]))
+    other = xr.DataArray(np.full(30, 0.5), dims="task", coords={"task": [f"u{i}" for i in range(30)]})
+    with pytest.raises(ValueError, match="`working`'s tasks must be the plan's tasks"):
+        assisted_mean(srs, y, other)
+    with pytest.raises(TypeError, match="`plan` must be a SubsetPlan"):
+        assisted_mean("plan", y)
+    # no working model on a simple random plan: the plain mean, with the finite-population t interval
+    res = assisted_mean(srs, y, prob=0.9)
+    s = srs.order.values.astype(str)
+    v = y.sel(task=list(s)).values
+    np.testing.assert_allclose(res.estimate.values, v.mean(1))
+    half = stats.t.ppf(0.95, 5) * v.std(1, ddof=1) / np.sqrt(6) * np.sqrt(1 - 6 / 30)
+    np.testing.assert_allclose(res.ci.values[:, 1], np.minimum(v.mean(1) + half, (v.sum(1) + 24) / 30))
+    assert np.isnan(res.misfit_p.values).all() and res.working.startswith("none")
