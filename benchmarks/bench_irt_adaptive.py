@@ -24,6 +24,34 @@ writes them as JSON.
     python benchmarks/bench_irt_adaptive.py --full-fit       # NUTS on all 25 agents vs the MAP fit
     python benchmarks/bench_irt_adaptive.py --model 1pl      # the same study with 1PL banks
 
+Issue 25, design-based and model-assisted (the plain mean of a random subset
+as the bar), on every log: ``--selections random_mean,assisted_random,assisted_adaptive``
+with ``--data swe`` / ``sim-fit`` / ``sim-misfit`` (``--n-repeat 20``) and
+``--data metr`` (``--n-repeat 40``); ``--workers 2`` runs the held-out agents
+on a process pool (identical results). 2026-12-01, serially beside other jobs
+(load 6-8 on 2 cores): 556 s (SWE), 789 s (sim-fit), 588 s (sim-misfit), 301 s
+(METR). MAE in points at the sizes run (assisted adaptive / plain mean) and
+the assisted adaptive interval's 90% coverage:
+
+==========  ======================================  ===============
+data        MAE assisted adaptive / plain mean      coverage
+==========  ======================================  ===============
+SWE-bench   8.10/11.58, 5.56/7.57, 4.86/6.95,        0.872-0.902
+            3.27/4.88, 2.24/3.17 (10..100)
+METR        4.86/8.94, 3.04/6.22, 1.82/3.45 (10..40) 0.875-0.914
+sim-fit     8.63/12.74, 5.89/8.22, 5.16/7.23,        0.882-0.912
+            3.54/5.23, 2.30/3.28
+sim-misfit  8.73/12.08, 6.17/8.36, 5.78/7.62,        0.884-0.898
+            4.05/5.02, 2.67/3.37
+==========  ======================================  ===============
+
+Every gap to the plain mean is negative with its 95% interval (agents
+resampled) below zero; against the plain mean of twice the tasks the gap is
+within Monte Carlo error on SWE-bench and sim-fit (tasks-to-reach ratio about
+0.5), negative on METR, and positive with two skills. The per data set
+tables, with standard errors and Wilson bands, are in
+``models/irt_2pl/card.md``.
+
 2PL or 1PL bank, 2026-12-01 (this script's defaults: 5 repeats per agent of
 every selection that involves chance; 29-30 min each, two at once on 2 cores).
 Mean absolute error in points at 10 / 20 / 25 / 50 / 100 tasks, its standard
@@ -81,6 +109,7 @@ import json
 import os
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import xarray as xr
@@ -102,7 +131,8 @@ def tasks_to_reach(sizes, mae, target: float) -> float:
     return float("inf")
 
 
-def ratio_interval(ds: xr.Dataset, base: str, target: float, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+def ratio_interval(ds: xr.Dataset, base: str, target: float, n_boot: int = 2000, seed: int = 0,
+                   sel: str = "adaptive") -> tuple[float, float]:
     """95% percentile interval of adaptive's tasks-to-reach over ``base``'s, resampling agents.
 
     Each resample recomputes both MAE curves (agents' errors averaged over
@@ -111,7 +141,7 @@ def ratio_interval(ds: xr.Dataset, base: str, target: float, n_boot: int = 2000,
     left out, and the interval is NaN when more than 5% are.
     """
     sizes = [int(v) for v in ds.n_tasks.values]
-    ea = 100 * ds.abs_error.sel(selection="adaptive").mean("repeat").transpose("agent", "n_tasks").values
+    ea = 100 * ds.abs_error.sel(selection=sel).mean("repeat").transpose("agent", "n_tasks").values
     eb = 100 * ds.abs_error.sel(selection=base).mean("repeat").transpose("agent", "n_tasks").values
     g = np.random.default_rng(seed)
     out = []
@@ -165,6 +195,65 @@ def _cov_cells(summ: xr.Dataset, sel: str) -> list[str]:
     ]
 
 
+def _agent_errors(ds: xr.Dataset, sel: str) -> np.ndarray:
+    """(agent, n_tasks) mean absolute error over repeats, in points."""
+    return 100 * ds.abs_error.sel(selection=sel).mean("repeat").transpose("agent", "n_tasks").values
+
+
+def paired_gap(ds: xr.Dataset, a: str, na: int, b: str, nb: int, n_boot: int = 4000, seed: int = 0):
+    """MAE of selection ``a`` with ``na`` tasks minus ``b`` with ``nb`` (points), 95% interval resampling agents."""
+    sizes = [int(v) for v in ds.n_tasks.values]
+    d = _agent_errors(ds, a)[:, sizes.index(na)] - _agent_errors(ds, b)[:, sizes.index(nb)]
+    g = np.random.default_rng(seed)
+    bs = d[g.integers(0, d.size, (n_boot, d.size))].mean(1)
+    lo, hi = np.quantile(bs, [0.025, 0.975])
+    return float(d.mean()), float(lo), float(hi)
+
+
+def assisted_report(ds: xr.Dataset) -> dict:
+    """Issue 25's claims per selection against the plain mean of a random subset: MAE at n and 2n, coverage."""
+    from hierbench.freq import wilson_interval
+
+    sizes = [int(v) for v in ds.n_tasks.values]
+    out = {}
+    if "random_mean" not in ds.selection.values:
+        return out
+    for sel in ("assisted_adaptive", "assisted_random", "adaptive", "random"):
+        if sel not in ds.selection.values:
+            continue
+        print(f"\n{sel} against the plain mean of a random subset (MAE in points; differences with 95% intervals, "
+              "agents resampled; coverage of the 90% interval with its 95% Wilson band over all intervals)")
+        rows = {}
+        for n in sizes:
+            d, lo, hi = paired_gap(ds, sel, n, "random_mean", n)
+            cov = ds.covered.sel(selection=sel, n_tasks=n).values.ravel()
+            cov = cov[np.isfinite(cov)]
+            wl, wh = wilson_interval(int(cov.sum()), cov.size, prob=0.95).values
+            row = {"mae": float(_agent_errors(ds, sel)[:, sizes.index(n)].mean()),
+                   "plain_mean_mae": float(_agent_errors(ds, "random_mean")[:, sizes.index(n)].mean()),
+                   "gap": d, "gap_ci": [lo, hi], "coverage": float(cov.mean()), "coverage_wilson": [wl, wh],
+                   "n_intervals": int(cov.size)}
+            verdict = "better" if hi < 0 else ("worse" if lo > 0 else "within MC error")
+            text = (f"  n={n:4d}: {row['mae']:.2f} vs {row['plain_mean_mae']:.2f}  gap {d:+.2f} [{lo:+.2f}, "
+                    f"{hi:+.2f}] {verdict}; coverage {row['coverage']:.3f} [{wl:.3f}, {wh:.3f}] ({cov.size})")
+            if 2 * n in sizes:
+                d2, lo2, hi2 = paired_gap(ds, sel, n, "random_mean", 2 * n)
+                row["half_gap"] = [d2, lo2, hi2]
+                text += f"; vs plain mean of {2 * n}: {d2:+.2f} [{lo2:+.2f}, {hi2:+.2f}]"
+            print(text)
+            rows[n] = row
+        for t in (3, 4, 5):
+            a = tasks_to_reach(sizes, [rows[n]["mae"] for n in sizes], t)
+            r = tasks_to_reach(sizes, [rows[n]["plain_mean_mae"] for n in sizes], t)
+            lo, hi = ratio_interval(ds, "random_mean", t, sel=sel)
+            band = f"; 95% interval over agents [{lo:.2f}, {hi:.2f}]" if np.isfinite([lo, hi]).all() else ""
+            print(f"  tasks to reach MAE {t}: " + _ratio_text(a, r, sizes, "random_mean").replace("adaptive", sel, 1)
+                  + band)
+            rows[f"reach_{t}"] = {"tasks": a, "plain_mean_tasks": r, "ratio_ci": [lo, hi]}
+        out[sel] = rows
+    return out
+
+
 def summarise(ds: xr.Dataset) -> dict:
     """The closing note's tables, Monte Carlo errors from resampling agents (``design.loo_summary``)."""
     import pandas as pd
@@ -202,7 +291,7 @@ def summarise(ds: xr.Dataset) -> dict:
     # two baselines: a random subset scored by the same IRT model, and its plain mean
     # (what a user computes without a model)
     for base in ("random", "random_mean"):
-        if "adaptive" in reach and base in reach:
+        if "adaptive" in reach and base in reach and "half_gap_ci" in summ:
             for t in (3, 4, 5):
                 lo, hi = ratio_interval(ds, base, t)
                 band = f"; 95% interval over agents [{lo:.2f}, {hi:.2f}]" if np.isfinite([lo, hi]).all() else ""
@@ -217,7 +306,9 @@ def summarise(ds: xr.Dataset) -> dict:
                     verdict = "adaptive not worse" if hi <= 0 else ("adaptive worse" if lo > 0 else "within noise")
                     print(f"  adaptive {n:4d}: {a:.2f}   {base} {2 * n:4d}: {r:.2f}   "
                           f"difference {a - r:+.2f} [{lo:+.2f}, {hi:+.2f}]  {verdict}")
+    against_plain = assisted_report(ds)
     return {
+        "against_plain_mean": against_plain,
         "mae": {str(s): dict(zip(sizes, map(float, mae.sel(selection=s).values), strict=True)) for s in mae.selection.values},
         "mae_se": {str(s): dict(zip(sizes, map(float, summ.mae_se.sel(selection=s).values), strict=True))
                    for s in mae.selection.values},
@@ -233,56 +324,78 @@ def summarise(ds: xr.Dataset) -> dict:
     }
 
 
-def loo(args) -> dict:
+def load_data(args) -> xr.Dataset:
+    """The log of the study: SWE-bench, METR's complete agents, or a simulation (the bank fits, or two skills)."""
     from hierbench.data import load_metr, load_swebench_bash_only
-    from hierbench.design import loo_study
+    from hierbench.design import simulate_irt_log
+    from hierbench.freq import calibrate_irt
 
     if args.data == "metr":
         # repeated runs (up to 96 per cell, 8 typical); the 7 agents that ran every task
         data = load_metr()
         ran = data.score.notnull().sum("run")
-        data = data.sel(agent=[a for a in data.agent.values if int((ran.sel(agent=a) == 0).sum()) == 0])
-    else:
-        data = load_swebench_bash_only()
+        return data.sel(agent=[a for a in data.agent.values if int((ran.sel(agent=a) == 0).sum()) == 0])
+    swe = load_swebench_bash_only()
+    if args.data == "swe":
+        return swe
+    # simulations on SWE-bench's item parameters (a 2PL calibrated on all 25 agents), 25 new agents:
+    # "sim-fit" answers by that 2PL (the bank's own model), "sim-misfit" with one ability per task
+    # cluster (two skills, correlation --skill-correlation), which a one-dimensional bank cannot hold
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bank = calibrate_irt(swe, n_draws=200, rng=args.seed).bank
+    skills = 1 if args.data == "sim-fit" else 2
+    data, _ = simulate_irt_log(args.sim_agents, bank=bank, skills=skills, skill_correlation=args.skill_correlation,
+                               rng=args.seed + 1)
+    return data
+
+
+def loo(args) -> dict:
+    from hierbench.design import loo_study
+
+    data = load_data(args)
     agents = [str(a) for a in data.agent.values]
     if args.quick:
         agents = agents[:: max(1, len(agents) // 4)][:4]
-    sizes = tuple(int(v) for v in (args.sizes or ("10,20,40" if args.data == "metr" else "10,20,25,50,100")).split(","))
+    default_sizes = "10,20,40" if args.data == "metr" else "10,20,25,50,100"
+    sizes = tuple(int(v) for v in (args.sizes or default_sizes).split(","))
+    selections = tuple(args.selections.split(","))
     t0 = time.perf_counter()
-    # one held-out agent at a time (seed + its position in the data), in a seeded random
-    # order, saved as it goes: a run cut short on a shared machine leaves a usable sample
-    parts = []
-    pos = {a: i for i, a in enumerate(agents)}
-    for ag in np.random.default_rng(args.seed).permutation(agents):
-        ag, i = str(ag), pos[str(ag)]
+    pool = ProcessPoolExecutor(args.workers) if args.workers > 1 else None
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            parts.append(
-                loo_study(
-                    data,
-                    agents=[ag],
-                    n_tasks=sizes,
-                    n_repeat=args.n_repeat,
-                    prob=0.9,
-                    criterion=args.criterion,
-                    n_bank_draws=args.bank_draws,
-                    model=args.model,
-                    misfit=not args.no_misfit,
-                    run_icc=None if args.run_icc == "estimate" else float(args.run_icc),
-                    rng=args.seed + i,
-                )
+            ds = loo_study(
+                data,
+                agents=agents,
+                n_tasks=sizes,
+                selections=selections,
+                n_repeat=args.n_repeat,
+                prob=0.9,
+                criterion=args.criterion,
+                n_bank_draws=args.bank_draws,
+                model=args.model,
+                misfit=not args.no_misfit,
+                run_icc=None if args.run_icc == "estimate" else float(args.run_icc),
+                working=tuple(args.working.split(",")),
+                defensive=args.defensive,
+                executor=pool,
+                rng=args.seed,
             )
-        ds = xr.concat(parts, dim="agent", data_vars="different")
-        if args.save:
-            ds.to_netcdf(args.save)
-        print(f"  {ag}: {time.perf_counter() - t0:.0f} s", flush=True)
+    finally:
+        if pool is not None:
+            pool.shutdown()
     secs = time.perf_counter() - t0
     if args.save:
         ds.to_netcdf(args.save)
-    print(f"leave-one-agent-out on {args.data}: {len(agents)} agents, {secs:.0f} s, load {os.getloadavg()}")
+    print(f"leave-one-agent-out on {args.data}: {len(agents)} agents x {args.n_repeat} repeats, {secs:.0f} s "
+          f"({args.workers} worker(s)), load {os.getloadavg()}")
+    print("working models chosen:", dict(zip(*np.unique(ds.working_model.values.astype(str), return_counts=True),
+                                             strict=True)))
     out = summarise(ds)
     out.update({"agents": agents, "sizes": list(sizes), "seconds": secs, "load": os.getloadavg(),
-                "misfit": not args.no_misfit})
+                "misfit": not args.no_misfit, "data": args.data, "n_repeat": args.n_repeat,
+                "working_models": ds.working_model.values.astype(str).tolist()})
     return out
 
 
@@ -379,8 +492,17 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", default=None, help="subset sizes (default 10,20,25,50,100; METR 10,20,40)")
-    p.add_argument("--data", default="swe", choices=["swe", "metr"],
-                   help="SWE-bench bash-only (one run per cell) or METR's complete agents (repeated runs)")
+    p.add_argument("--data", default="swe", choices=["swe", "metr", "sim-fit", "sim-misfit"],
+                   help="SWE-bench bash-only (one run per cell), METR's complete agents (repeated runs), or 25 "
+                   "simulated agents on SWE-bench's item parameters: answering by the bank's 2PL (sim-fit) or "
+                   "with one ability per task cluster (sim-misfit)")
+    p.add_argument("--selections", default="random_mean,assisted_random,assisted_adaptive,random,adaptive",
+                   help="loo_study selections, comma-separated")
+    p.add_argument("--working", default="2pl,1pl,none", help="candidate working models of the assisted selections")
+    p.add_argument("--defensive", type=float, default=0.5, help="uniform weight of the assisted adaptive draws")
+    p.add_argument("--workers", type=int, default=1, help="process-pool workers (1: serial; results identical)")
+    p.add_argument("--sim-agents", type=int, default=25, help="simulated agents (sim-fit, sim-misfit)")
+    p.add_argument("--skill-correlation", type=float, default=0.3, help="sim-misfit: correlation of the two skills")
     p.add_argument("--run-icc", default="estimate",
                    help="correlation of a cell's runs: 'estimate' (calibrate_irt's default) or a number (0: binomial)")
     p.add_argument("--n-repeat", type=int, default=5,

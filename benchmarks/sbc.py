@@ -131,8 +131,10 @@ def replicate_items(model_name: str, design: str, reps: int, seed: int) -> list[
 
 
 def _replicate_model(model_name: str, design: str, y: np.ndarray):
-    """The replicate's model (its structure decided from its own data, as a user's fit would)
-    and its data in the form ``fit_replicates`` takes."""
+    """Build the replicate's model and its data in the form ``fit_replicates`` takes.
+
+    The structure is decided from the replicate's own data, as a user's fit would.
+    """
     import hierbench.bayes as hbb
     from hierbench._base import counts as _counts
 

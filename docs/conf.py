@@ -125,4 +125,5 @@ _api_pages()
 
 
 def setup(app):
+    """Copy the generated sources in when the builder starts."""
     app.connect("builder-inited", _copy_sources)

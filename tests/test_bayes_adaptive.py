@@ -1,5 +1,6 @@
 """The default run: the vectorised stopping check, the start at the mode, drawing to a target ESS,
-and replicate fits that come out the same on any executor."""
+and replicate fits that come out the same on any executor.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from hierbench.bayes._sampling import CHECKPOINTS, checkpoints, rank_diagnostics
 
 def _awkward_draws(rng: np.random.Generator, chains: int = 4, draws: int = 301) -> np.ndarray:
     """(elements, chains, draws): AR(1) chains of many speeds, an antithetic one, a constant,
-    ties, a chain that sits apart, a skewed transform; an odd number of draws."""
+    ties, a chain that sits apart, a skewed transform; an odd number of draws.
+    """
     k = 40
     phi = np.linspace(-0.7, 0.95, k)
     e = rng.normal(size=(k, chains, draws))

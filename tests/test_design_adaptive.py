@@ -1,4 +1,4 @@
-"""Anchors, adaptive selection and the leave-one-agent-out replay (hierbench.design._adaptive).
+"""Anchors, adaptive selection and the leave-one-agent-out replay (hierbench.design._adaptive, _anchors, _loo).
 
 References: brute-force enumeration of the preposterior variance (an
 independent computation of what the variance criterion must equal), direct
@@ -15,7 +15,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from hierbench.design import adaptive, anchors, loo_study
-from hierbench.design._adaptive import _Posterior
+from hierbench.design._posterior import _Posterior
 from hierbench.freq import IRTBank
 
 
@@ -137,6 +137,7 @@ def test_adaptive_callback_counts_failed_runs_and_refuses_partial_credit():
         adaptive(bank, run, start=["nope"])
 
 
+@pytest.mark.slow
 def test_adaptive_beats_random_on_simulated_agents():
     # 24 simulated agents across the ability range, a 100-task bank with spread-out
     # items (seed 5): with 12 tasks, adaptive selection's mean absolute error of the
@@ -169,6 +170,7 @@ def _complete_log(M: int, T: int, seed: int) -> tuple[np.ndarray, xr.Dataset]:
     return y, data
 
 
+@pytest.mark.slow
 def test_loo_study_on_a_small_complete_log():
     y, data = _complete_log(8, 40, seed=0)
     ds = loo_study(data, agents=["m0", "m3"], n_tasks=(5, 10), n_repeat=2, n_bank_draws=50, rng=0)
@@ -186,6 +188,7 @@ def test_loo_study_on_a_small_complete_log():
         loo_study(incomplete)
 
 
+@pytest.mark.slow
 def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
     # the plain-mean baseline: over many random subsets its mean absolute error equals
     # the exact hypergeometric one (scipy), and its interval is the exact one for the
@@ -210,12 +213,13 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
         assert rm.covered.sel(n_tasks=n).mean() >= 0.9 - 4 * np.sqrt(0.09 / 400)
 
 
+@pytest.mark.slow
 def test_loo_study_with_repeated_runs():
     # Repeated (and ragged) runs: every selection runs, each chosen task with all its runs;
     # the plain mean then has a finite-population t interval (checked against scipy).
     from scipy import stats
 
-    from hierbench.design._adaptive import _t_fpc
+    from hierbench.design._loo import _t_fpc
 
     g = np.random.default_rng(2)
     M, T, R = 7, 40, 3

@@ -18,6 +18,7 @@ def _partial_bank(seed: int = 0, M: int = 30, L: int = 4, t: int = 12):
     return full, plan, labels
 
 
+@pytest.mark.slow
 def test_grid_posterior_matches_pymc():
     import pymc as pm  # only here: hierbench.design never imports PyMC
     full, _plan, labels = _partial_bank()

@@ -19,7 +19,7 @@ import xarray as xr
 from scipy.special import expit
 
 from hierbench.design import MisfitCalibration, adaptive, calibrate_misfit
-from hierbench.design._adaptive import _add_misfit, _misfit_tau2
+from hierbench.design._misfit import _add_misfit, _misfit_tau2
 from hierbench.freq import calibrate_irt, irt_score
 
 
@@ -78,6 +78,7 @@ def test_added_misfit_widens_only_the_unrun_part_and_keeps_the_estimate():
     assert r2.ci.attrs["ci_prob"] == 0.9 and "misfit" in r2.ci.attrs["ci_detail"]
 
 
+@pytest.mark.slow
 def test_misfit_restores_adaptive_coverage_under_a_second_skill():
     # 30 calibration agents, 80 tasks; 40 new agents from the same two-skill model, 15 tasks
     # each chosen adaptively. Seeds fixed; MC tolerance: with 40 agents the sd of a coverage

@@ -19,7 +19,7 @@ from scipy.special import expit
 
 from hierbench._base import PartialCreditError
 from hierbench.freq import IRTBank, IRTConvergenceWarning, calibrate_irt, irt_score
-from hierbench.freq._irt._ml import (
+from hierbench.freq._irt._newton import (
     _from_arrow,
     _hessian_blocks,
     _laplace,
@@ -359,3 +359,15 @@ def test_few_agents_keep_the_discriminations_finite():
             cal = calibrate_irt(_counts(np.ones((M, 30), int), y), n_draws=10, rng=0)
         assert abs(cal.hyper["mu_la"]) < 3.0, (M, cal.hyper)
         assert np.isfinite(cal.discrimination.values).all() and cal.discrimination.min() > 0.05
+
+
+def test_three_agents_warn_that_the_slopes_collapsed_instead_of_failing():
+    # 3 agents cannot identify a 2PL's slopes: calibration used to end in "item parameters must all
+    # be finite" (a SQUAREM extrapolation to slopes of 0 left a non-finite start behind); it now
+    # finishes and says the slopes collapsed, naming the way out
+    from hierbench.design import simulate_irt_log
+
+    data, _ = simulate_irt_log(4, 40, rng=0)
+    with pytest.warns(IRTConvergenceWarning, match="discriminations collapsed to zero.*model='1pl'"):
+        cal = calibrate_irt(data.isel(agent=[1, 2, 3]), n_draws=20, rng=0)
+    assert np.isfinite(cal.bank.discrimination.values).all()

@@ -186,3 +186,14 @@ def test_warnings_sit_under_a_few_meanings():
                 seen[name] = obj
     under = sorted(n for n, c in seen.items() if issubclass(c, bases))
     assert len(under) >= 15, under
+
+
+def test_lint_rules_hold():
+    """The ruff rules in pyproject.toml (docstring convention, import bans) hold everywhere."""
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "."],
+                          cwd=root, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1000:]

@@ -455,7 +455,6 @@ register(
             "none" if opts.get("pooling", "auto") == "none" else "partial"
         ],
         default_options={"pooling": "auto", "centred": "auto"},
-        sampler_settings={"sampler": "nutpie", "draws": 1000, "tune": 1000, "chains": 4},
         description="Per-agent beta-binomial on agent x task success counts",
         hooks=HOOKS,
     )

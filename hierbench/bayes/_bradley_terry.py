@@ -476,7 +476,6 @@ register(
             and (k != "home" or opts.get("home_advantage", False))
         },
         default_options={"ties": "davidson", "home_advantage": False, "hierarchical": True},
-        sampler_settings={"sampler": "nutpie", "draws": 1000, "tune": 1000, "chains": 4},
         description="Bradley-Terry with zero-sum abilities, Davidson ties and optional first-position advantage",
     )
 )

@@ -642,13 +642,7 @@ register(
             "agents": "fixed",
             "centred": "auto",
         },
-        sampler_settings={
-            "sampler": "nutpie",
-            "draws": 1000,
-            "tune": 1000,
-            "chains": 4,
-            "target_accept": 0.8,
-        },
+        sampler_settings={"target_accept": 0.8},
         description="Crossed agent x task (x cluster) logistic model on aggregated counts",
         hooks=HOOKS,
     )

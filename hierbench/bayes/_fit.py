@@ -29,6 +29,7 @@ from ._diagnostics import compute_diagnostics
 from ._registry import model_hook
 from ._sampling import (
     DEFAULT_TUNE,
+    FIT_DEFAULTS,
     MAX_DRAWS,
     TARGET_ESS,
     compile_model,
@@ -44,17 +45,6 @@ __all__ = ["FIT_DEFAULTS", "INITS", "SAMPLERS", "add_log_likelihood", "fit", "fi
 SAMPLERS = ("nutpie", "pymc", "numpyro")
 #: where nutpie's chains start (see :func:`hierbench.bayes._sampling.find_start`)
 INITS = ("map", "support_point")
-#: what :func:`fit` does by default, as the zoo's ``models/<name>/spec.toml`` ``[sampler]``
-#: tables write it (a model's registered ``target_accept`` comes on top)
-FIT_DEFAULTS: dict[str, Any] = {
-    "sampler": "nutpie",
-    "chains": 4,
-    "tune": DEFAULT_TUNE,
-    "init": "map",
-    "draws": "target_ess",
-    "target_ess": TARGET_ESS,
-    "max_draws": MAX_DRAWS,
-}
 
 
 def _version() -> str:
@@ -319,8 +309,11 @@ def _add_groups(
     dt: xr.DataTree, model: pm.Model, info: dict[str, Any], gen: np.random.Generator,
     pp_seed: int, draws: int, wanted: tuple[bool, bool, bool],
 ) -> xr.DataTree:  # fmt: skip
-    """The groups beside the posterior: observed cells, then (as ``wanted``) the pointwise
-    log-likelihood, the posterior predictive, the prior and its predictive."""
+    """Add the groups beside the posterior.
+
+    Observed cells, then (as ``wanted``) the pointwise log-likelihood, the
+    posterior predictive, the prior and its predictive.
+    """
     log_likelihood, posterior_predictive, prior_predictive = wanted
     dt = _observed_cells(dt, info)
     if log_likelihood:

@@ -307,15 +307,12 @@ def build_irt_1pl(data: Any, **kwargs: Any) -> pm.Model:
     return build_irt_2pl(data, model="1pl", **kwargs)
 
 
-_SAMPLER = {"sampler": "nutpie", "draws": 1000, "tune": 1000, "chains": 4}
-
 register(
     ModelEntry(
         name="irt_2pl",
         builder=build_irt_2pl,
         default_priors=lambda opts: _default_priors("2pl", bool(opts.get("clusters", False))),
         default_options={"model": "2pl", "clusters": False, "centred": "auto"},
-        sampler_settings=_SAMPLER,
         description="Two-parameter logistic IRT on binomial counts per agent x task cell",
         hooks=HOOKS,
     )
@@ -326,7 +323,6 @@ register(
         builder=build_irt_1pl,
         default_priors=lambda opts: _default_priors("1pl", bool(opts.get("clusters", False))),
         default_options={"clusters": False, "centred": "auto"},
-        sampler_settings=_SAMPLER,
         description="One-parameter logistic IRT (shared discrimination) on binomial counts per cell",
         hooks=HOOKS,
     )

@@ -28,6 +28,7 @@ import numpy as np
 import xarray as xr
 
 from .._base import HierbenchError, PartialCreditError, cluster_codes, counts
+from ._sampling import FIT_DEFAULTS
 
 __all__ = [
     "HOOK_KINDS",
@@ -128,6 +129,7 @@ class ModelEntry:
     builder: Callable[..., Any]
     default_priors: Callable[[Mapping[str, Any]], Mapping[str, Any]]
     default_options: Mapping[str, Any] = field(default_factory=dict)
+    #: the model's own sampler settings, on top of :data:`FIT_DEFAULTS` (e.g. ``target_accept``)
     sampler_settings: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     hooks: Mapping[str, str] = field(default_factory=dict)
@@ -141,7 +143,7 @@ class ModelEntry:
             "description": self.description,
             "options": opts,
             "priors": {k: dict(v) for k, v in self.default_priors(opts).items()},
-            "sampler": dict(self.sampler_settings),
+            "sampler": {**FIT_DEFAULTS, **self.sampler_settings},
             "hooks": dict(self.hooks),
         }
 

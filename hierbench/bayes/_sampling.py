@@ -46,6 +46,7 @@ import xarray as xr
 
 __all__ = [
     "DEFAULT_TUNE",
+    "FIT_DEFAULTS",
     "HESSIAN_MAX_DIM",
     "MAX_DRAWS",
     "TARGET_ESS",
@@ -59,8 +60,22 @@ __all__ = [
 TARGET_ESS = 400
 #: cap on the draws per chain of the default fit
 MAX_DRAWS = 2000
+
 #: tuning steps per chain of the default fit (it starts near the mode)
 DEFAULT_TUNE = 300
+
+#: what :func:`hierbench.bayes.fit` does by default, as the zoo's ``models/<name>/spec.toml``
+#: ``[sampler]``
+#: tables write it (a model's registered ``target_accept`` comes on top)
+FIT_DEFAULTS: dict[str, Any] = {
+    "sampler": "nutpie",
+    "chains": 4,
+    "tune": DEFAULT_TUNE,
+    "init": "map",
+    "draws": "target_ess",
+    "target_ess": TARGET_ESS,
+    "max_draws": MAX_DRAWS,
+}
 #: up to this many unconstrained dimensions the start's curvature is a full Hessian
 HESSIAN_MAX_DIM = 2000
 #: draws per chain at which a run to a target may be checked (then on by a quarter each time);
@@ -88,7 +103,7 @@ def checkpoints(max_draws: int) -> list[int]:
 
 
 def compile_model(model: Any) -> Any:
-    """nutpie's numba build of ``model``, with fast-math off (see the module docstring)."""
+    """Nutpie's numba build of ``model``, with fast-math off (see the module docstring)."""
     import nutpie
     import pytensor
 
@@ -158,7 +173,7 @@ class Start:
     info: dict[str, Any]
 
     def __call__(self, seed: Any) -> np.ndarray:
-        """nutpie's per-chain initial point: a draw from the Laplace approximation."""
+        """Nutpie's per-chain initial point: a draw from the Laplace approximation."""
         z = np.random.default_rng(seed).standard_normal(self.mode.size)
         return self.mode + self.factor @ z
 

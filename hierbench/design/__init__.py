@@ -1,28 +1,36 @@
-"""Budgeted repeated evaluation: which runs to buy under a hard budget, and honest intervals.
+"""Budgeted, subset and adaptive evaluation: which runs or tasks to buy, and honest estimates from them.
 
-A fixed cohort of ``M`` tasks x ``L`` planned runs has a mean ``theta``; a
-budget of ``B`` labels buys some of its slots. :func:`plan_uniform` (design
-U) and :func:`plan_joint` (design J, task-covering with an audit subset)
-return the slots to run; :func:`budget_interval` turns the bought labels
-into an unbiased estimate and an interval that covers ``theta`` with
-probability at least ``prob`` for every fixed cohort (the only randomness is
-the design's). :func:`cohort_posterior` is the Bayesian beta-binomial
-counterpart; :func:`replay` compares them on complete banks.
+Budgeted repeated evaluation: a fixed cohort of ``M`` tasks x ``L`` planned
+runs has a mean ``theta``; a budget of ``B`` labels buys some of its slots.
+:func:`plan_uniform` (design U) and :func:`plan_joint` (design J,
+task-covering with an audit subset) return the slots to run;
+:func:`budget_interval` turns the bought labels into an unbiased estimate
+and an interval that covers ``theta`` with probability at least ``prob``
+for every fixed cohort. :func:`cohort_posterior` is the Bayesian
+beta-binomial counterpart; :func:`replay` compares them on complete banks.
+
+Subset and adaptive evaluation of new agents on a calibrated IRT bank:
+:func:`anchors` and :func:`adaptive` choose tasks and score them with the
+bank (model-based intervals, :func:`calibrate_misfit` for the misfit they
+miss). The model-assisted, design-unbiased route keeps its guarantee
+whatever the bank's quality: :func:`plan_subset` (simple random, stratified,
+PPS, Poisson) or :func:`assisted_adaptive` (draws tilted toward the bank's
+uncertainty, never zero, recorded) with :func:`assisted_mean`, the working
+model chosen by :func:`choose_working_model`; each agent's misfit to the
+bank is tested and flagged. :func:`loo_study` compares every selection
+leave-one-agent-out on complete logs (:func:`loo_summary`: with Monte Carlo
+errors); :func:`simulate_irt_log` makes logs with one skill or several.
 
 This subpackage imports numpy, scipy and xarray only.
 """
 
-from ._adaptive import (
-    AdaptiveResult,
-    AnchorSet,
-    MisfitCalibration,
-    adaptive,
-    anchors,
-    calibrate_misfit,
-    loo_study,
-    loo_summary,
-)
+from ._adaptive import AdaptiveResult, adaptive
+from ._anchors import AnchorSet, anchors
+from ._assisted import AssistedResult
 from ._bayes import CohortPosteriorResult, cohort_posterior
+from ._estimate import assisted_adaptive, assisted_mean
+from ._loo import loo_study, loo_summary
+from ._misfit import MisfitCalibration, calibrate_misfit
 from ._plan import (
     BudgetIntervalResult,
     BudgetPlan,
@@ -32,25 +40,36 @@ from ._plan import (
     plan_uniform,
 )
 from ._replay import bank_from_eval, replay, simulate_stratified_bank
+from ._simulate import simulate_irt_log
+from ._subset import SubsetPlan, plan_subset
+from ._working import WorkingModel, choose_working_model
 
 __all__ = [
     "AdaptiveResult",
     "AnchorSet",
+    "AssistedResult",
     "BudgetIntervalResult",
     "BudgetPlan",
     "BudgetWarning",
     "CohortPosteriorResult",
     "MisfitCalibration",
+    "SubsetPlan",
+    "WorkingModel",
     "adaptive",
     "anchors",
+    "assisted_adaptive",
+    "assisted_mean",
     "bank_from_eval",
     "budget_interval",
     "calibrate_misfit",
+    "choose_working_model",
     "cohort_posterior",
     "loo_study",
     "loo_summary",
     "plan_joint",
+    "plan_subset",
     "plan_uniform",
     "replay",
+    "simulate_irt_log",
     "simulate_stratified_bank",
 ]

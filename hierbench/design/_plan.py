@@ -13,13 +13,52 @@ design J (``"joint"``)
 
 The target is the cohort mean ``theta`` of all ``M L`` planned labels; the
 only randomness is the design's, so coverage holds for every fixed cohort.
+
+The intervals of :func:`budget_interval`, in full.
+
+Design U (``method="exact"``): with ``s`` positives among ``m`` slots,
+``s ~ Hypergeom(N, H, m)``; both tails are inverted at ``alpha / 2`` over
+the integer range ``s <= H <= N - m + s``. Estimate ``s / m``.
+
+Design J: estimate ``mean_i A_i`` (``A_i`` the mean of the one or two
+labels of task ``i``), unbiased because every run of a task is equally
+likely to be bought. Two intervals, each intersected with the feasible
+range ``[P / N, 1 - Z / N]`` (``P``, ``Z``: positive and negative labels
+bought):
+
+``"split"``
+    the spec's construction: a KL upper bound ``dbar_U`` on the mean pair
+    disagreement from ``X`` at ``alpha / 2`` (Hoeffding 1963, Thm 4,
+    sampling without replacement), then Bernstein with variance
+    ``V_U = min(M/4, M dbar_U (L-1) / (2L))`` at ``alpha / 2``.
+``"mixture"`` (default)
+    one certificate for mean and disagreement together, no alpha split.
+    For a tilt ``lam`` and penalty ``kappa`` let, for a task with ``h``
+    positive runs, ``a_h = E exp(lam (Y - p))`` (one label) and
+    ``b_h = E exp(lam (A - p) - kappa D)`` (two distinct labels, exact
+    pair law). Given ``S`` the tasks are independent, so
+    ``E exp(lam M (theta_hat - theta) - kappa X) = prod_i a_i *
+    E_S prod_{i in S} (b_i / a_i)``; by Maclaurin's inequality the
+    subset average is at most ``(mean_i b_i / a_i)^t``, and with
+    ``log x <= x - 1`` the whole is at most
+    ``exp(sum_i g_{h_i})``, ``g_h = log a_h + (t/M)(b_h / a_h - 1)``.
+    ``kappa(lam)`` is the smallest penalty with ``g_h <= 0`` for every
+    ``h`` (pure tasks give ``g = 0``), so the exponential is an
+    e-value for every fixed cohort. A fixed mixture over a grid of
+    tilts (weights set from ``M, L, t, alpha`` only) is again an
+    e-value; Markov's inequality at ``2 / alpha`` per tail (the lower
+    tail is the upper tail of the complemented cohort, ``h -> L - h``)
+    gives coverage ``1 - alpha``. With ``t = 0`` a single tilt and the
+    exact worst-case one-label MGF over ``h`` (a lattice Hoeffding
+    bound) are used. The half-width depends on the data only through
+    ``X``, so it is tabulated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import xarray as xr
@@ -295,42 +334,12 @@ def budget_interval(
     ``interval.attrs["n_labels_outside_plan_ignored"]``. Extra dims (e.g. ``agent``) are kept: one plan can
     serve several agents on the same cohort of slots.
 
-    Design U (``method="exact"``): with ``s`` positives among ``m`` slots,
-    ``s ~ Hypergeom(N, H, m)``; both tails are inverted at ``alpha / 2`` over
-    the integer range ``s <= H <= N - m + s``. Estimate ``s / m``.
-
+    Design U: estimate ``s / m``, the exact hypergeometric interval.
     Design J: estimate ``mean_i A_i`` (``A_i`` the mean of the one or two
     labels of task ``i``), unbiased because every run of a task is equally
-    likely to be bought. Two intervals, each intersected with the feasible
-    range ``[P / N, 1 - Z / N]`` (``P``, ``Z``: positive and negative labels
-    bought):
-
-    ``"split"``
-        the spec's construction: a KL upper bound ``dbar_U`` on the mean pair
-        disagreement from ``X`` at ``alpha / 2`` (Hoeffding 1963, Thm 4,
-        sampling without replacement), then Bernstein with variance
-        ``V_U = min(M/4, M dbar_U (L-1) / (2L))`` at ``alpha / 2``.
-    ``"mixture"`` (default)
-        one certificate for mean and disagreement together, no alpha split.
-        For a tilt ``lam`` and penalty ``kappa`` let, for a task with ``h``
-        positive runs, ``a_h = E exp(lam (Y - p))`` (one label) and
-        ``b_h = E exp(lam (A - p) - kappa D)`` (two distinct labels, exact
-        pair law). Given ``S`` the tasks are independent, so
-        ``E exp(lam M (theta_hat - theta) - kappa X) = prod_i a_i *
-        E_S prod_{i in S} (b_i / a_i)``; by Maclaurin's inequality the
-        subset average is at most ``(mean_i b_i / a_i)^t``, and with
-        ``log x <= x - 1`` the whole is at most
-        ``exp(sum_i g_{h_i})``, ``g_h = log a_h + (t/M)(b_h / a_h - 1)``.
-        ``kappa(lam)`` is the smallest penalty with ``g_h <= 0`` for every
-        ``h`` (pure tasks give ``g = 0``), so the exponential is an
-        e-value for every fixed cohort. A fixed mixture over a grid of
-        tilts (weights set from ``M, L, t, alpha`` only) is again an
-        e-value; Markov's inequality at ``2 / alpha`` per tail (the lower
-        tail is the upper tail of the complemented cohort, ``h -> L - h``)
-        gives coverage ``1 - alpha``. With ``t = 0`` a single tilt and the
-        exact worst-case one-label MGF over ``h`` (a lattice Hoeffding
-        bound) are used. The half-width depends on the data only through
-        ``X``, so it is tabulated.
+    likely to be bought, and a disagreement certificate (``"split"`` or
+    ``"mixture"``, constructions in this module's docstring), intersected
+    with the feasible range ``[P / N, 1 - Z / N]``.
 
     Parameters
     ----------
@@ -364,6 +373,51 @@ def budget_interval(
     allowed = {"uniform": ("auto", "exact"), "joint": ("auto", "mixture", "split")}[plan.design]
     if method not in allowed:
         raise ValueError(f"`method` for design {plan.design!r} must be one of {allowed}; got {method!r}")
+    lab, extra = _planned_labels(plan, labels)
+    mask = plan.slots.values
+    M, L = mask.shape
+    m = int(mask.sum())
+    n_ignored = int((~np.isnan(lab[:, ~mask])).sum())  # labels outside the plan: not used, counted
+    P = lab[:, mask].sum(axis=1)
+    Z = m - P
+    if plan.design == "uniform":
+        est, lo, hi, X, kind = _uniform_estimate(P, M * L, m, prob)
+    else:
+        est, lo, hi, X, kind = _joint_estimate(plan, lab, P, Z, prob, "mixture" if method == "auto" else method)
+    ex_shape = tuple(labels.sizes[d] for d in extra)
+    ex_coords = {d: labels[d] for d in extra if d in labels.coords}
+
+    def da(v, name):
+        return xr.DataArray(np.asarray(v).reshape(ex_shape), dims=extra, coords=ex_coords, name=name)
+
+    interval = make_interval(
+        da(lo, "lower"),
+        da(hi, "upper"),
+        prob=prob,
+        kind="exact",
+        detail=kind,
+        warn_zero_width=False,  # a fully bought cohort is known exactly: zero width is right
+    )
+    interval.attrs.update({"design": plan.design, "budget": plan.budget, "n_labels_outside_plan_ignored": n_ignored})
+    feasible = make_interval(
+        da(P / (M * L), "lower"),
+        da(1 - Z / (M * L), "upper"),
+        prob=1.0,
+        kind="feasible",
+        detail="feasible range of the bought labels (deterministic)",
+        name="feasible",
+    )
+    return BudgetIntervalResult(
+        estimate=da(est, "estimate"),
+        ci=interval,
+        feasible=feasible,
+        n_labels=da(np.full(P.shape, m), "n_labels"),
+        disagreements=da(X, "disagreements"),
+    )
+
+
+def _planned_labels(plan: BudgetPlan, labels: Any) -> tuple[np.ndarray, list]:
+    """The labels as (extra cells, task, run) floats, checked against the plan: binary wherever it buys."""
     if not isinstance(labels, xr.DataArray) or "task" not in labels.dims or "run" not in labels.dims:
         raise ValueError("`labels` must be an xarray.DataArray with dims 'task' and 'run'")
     for d in ("task", "run"):
@@ -395,72 +449,35 @@ def budget_interval(
     if not np.isin(bought, (0.0, 1.0)).all():
         bad = np.unique(bought[~np.isin(bought, (0.0, 1.0))])[:5]
         raise ValueError(f"`labels` must be binary (0 or 1) at the planned slots; got values {bad.tolist()}")
+    return lab, extra
+
+
+def _uniform_estimate(P: np.ndarray, N: int, m: int, prob: float):
+    """Design U: estimate ``s / m`` and the exact hypergeometric interval (warns when nothing was bought)."""
+    est = P / m if m > 0 else np.full(P.shape, np.nan)
+    lo, hi = uniform_bounds(P.astype(int), N, m, prob)
+    if m == 0:
+        import warnings
+
+        warnings.warn(
+            "budget 0: no label bought, the estimate is undefined (NaN); the interval is [0, 1]",
+            BudgetWarning,
+            stacklevel=3,
+        )
+    return est, lo, hi, np.zeros(P.shape, int), "hypergeometric, exact (design U)"
+
+
+def _joint_estimate(plan: BudgetPlan, lab: np.ndarray, P: np.ndarray, Z: np.ndarray, prob: float, meth: str):
+    """Design J: the mean of the tasks' label means and the disagreement-certificate interval."""
+    mask = plan.slots.values
     M, L = mask.shape
-    N = M * L
-    m = int(mask.sum())
-    n_ignored = int((~np.isnan(lab[:, ~mask])).sum())  # labels outside the plan: not used, counted
-    P = bought.sum(axis=1)
-    Z = m - P
-    if plan.design == "uniform":
-        est = P / m if m > 0 else np.full(P.shape, np.nan)
-        lo, hi = uniform_bounds(P.astype(int), N, m, prob)
-        X = np.zeros(P.shape, int)
-        kind = "hypergeometric, exact (design U)"
-        if m == 0:
-            import warnings
-
-            warnings.warn(
-                "budget 0: no label bought, the estimate is undefined (NaN); the interval is [0, 1]",
-                BudgetWarning,
-                stacklevel=2,
-            )
-    else:
-        aud = plan.audited.values
-        tot = np.where(mask, lab, 0.0).sum(axis=2)
-        n_i = mask.sum(axis=1)
-        A = tot / n_i
-        est = A.mean(axis=1)
-        t = int(aud.sum())
-        X = (tot[:, aud] == 1).sum(axis=1)
-        meth = "mixture" if method == "auto" else method
-        lo, hi = joint_bounds(est, X, P, Z, M, L, t, prob, meth)
-        kind = f"disagreement certificate, {meth} (design J); finite-sample guarantee"
-    ex_shape = tuple(labels.sizes[d] for d in extra)
-    ex_coords = {d: labels[d] for d in extra if d in labels.coords}
-
-    def da(v, name):
-        return xr.DataArray(np.asarray(v).reshape(ex_shape), dims=extra, coords=ex_coords, name=name)
-
-    interval = make_interval(
-        da(lo, "lower"),
-        da(hi, "upper"),
-        prob=prob,
-        kind="exact",
-        detail=kind,
-        warn_zero_width=False,  # a fully bought cohort is known exactly: zero width is right
-    )
-    interval.attrs.update(
-        {
-            "design": plan.design,
-            "budget": plan.budget,
-            "n_labels_outside_plan_ignored": n_ignored,
-        }
-    )
-    feasible = make_interval(
-        da(P / N, "lower"),
-        da(1 - Z / N, "upper"),
-        prob=1.0,
-        kind="feasible",
-        detail="feasible range of the bought labels (deterministic)",
-        name="feasible",
-    )
-    return BudgetIntervalResult(
-        estimate=da(est, "estimate"),
-        ci=interval,
-        feasible=feasible,
-        n_labels=da(np.full(P.shape, m), "n_labels"),
-        disagreements=da(X, "disagreements"),
-    )
+    aud = plan.audited.values
+    tot = np.where(mask, lab, 0.0).sum(axis=2)
+    est = (tot / mask.sum(axis=1)).mean(axis=1)
+    t = int(aud.sum())
+    X = (tot[:, aud] == 1).sum(axis=1)
+    lo, hi = joint_bounds(est, X, P, Z, M, L, t, prob, meth)
+    return est, lo, hi, X, f"disagreement certificate, {meth} (design J); finite-sample guarantee"
 
 
 class BudgetWarning(HierbenchWarning):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, Progress, as_rng
+from .._base import DEFAULT_PROB, as_rng
+from .._parallel import map_seeded
 from . import _kernels as K
 from ._bayes import _posterior_kernel
 from ._plan import _check_prob, joint_bounds, uniform_bounds
@@ -100,6 +102,7 @@ def replay(
     *,
     prob: float = DEFAULT_PROB,
     progress: bool | None = None,
+    executor: Any = None,
 ) -> xr.Dataset:
     """Run budgeted designs many times on a complete bank and summarise against its known mean.
 
@@ -127,6 +130,10 @@ def replay(
     progress : bool or None
         A text progress bar (one step per budget) on standard error: ``None``
         shows it only in a terminal or notebook and only after half a second.
+    executor : concurrent.futures.Executor, optional
+        Runs the budgets in parallel (e.g. a process pool). Each budget has
+        its own random stream spawned from ``rng``, so the replay is
+        bit-identical whatever runs it.
 
     Returns
     -------
@@ -145,7 +152,18 @@ def replay(
     """
     y = _check_bank(bank)
     M, L = y.shape
-    N = M * L
+    designs, budgets = _check_replay(designs, budgets, M, L)
+    if int(n_rep) != n_rep or n_rep < 1:
+        raise ValueError(f"`n_rep` must be a positive integer; got {n_rep!r}")
+    prob = _check_prob(prob)
+    stats = _bank_stats(y)
+    R = int(n_rep)
+    rows = map_seeded(_replay_budget, budgets, rng=rng, executor=executor, progress=progress, desc="replay budgets",
+                      kwargs={"y": y, "designs": designs, "R": R, "prob": prob, "theta": stats["theta"]})
+    return _replay_dataset(rows, designs, budgets, R, {**stats, "n_tasks": M, "n_runs": L, "n_rep": R, "prob": prob})
+
+
+def _check_replay(designs: Sequence[str], budgets: Sequence[int], M: int, L: int) -> tuple[list[str], list[int]]:
     designs = list(designs)
     bad = [d for d in designs if d not in DESIGNS]
     if not designs or bad:
@@ -164,57 +182,62 @@ def replay(
             )
         if L < 2 and any(b > M for b in budgets):
             raise ValueError(f"design J with audited tasks needs a bank with >= 2 runs; got {L}")
-    if int(n_rep) != n_rep or n_rep < 1:
-        raise ValueError(f"`n_rep` must be a positive integer; got {n_rep!r}")
-    prob = _check_prob(prob)
-    gen = as_rng(rng)
-    stats = _bank_stats(y)
-    theta = stats["theta"]
-    R = int(n_rep)
+    return designs, budgets
+
+
+def _replay_budget(B: int, gen: np.random.Generator, *, y: np.ndarray, designs: list[str], R: int, prob: float,
+                   theta: float) -> dict[str, Any]:
+    """Every design at one budget, ``R`` randomisations: the summaries per design and the audit size."""
+    M, L = y.shape
+    N = M * L
+    res: dict[str, tuple] = {}
+    t = 0
+    if "uniform" in designs or "uniform_bayes" in designs:
+        m = min(N, B)
+        s, per_task = _simulate_uniform(y, m, R, gen, "uniform_bayes" in designs)
+        if "uniform" in designs:
+            lo, hi = uniform_bounds(s, N, m, prob)
+            res["uniform"] = (s / m, lo, hi, m, m)
+        if "uniform_bayes" in designs:
+            n, k = per_task
+            pm, _, lo, hi = _posterior_kernel(_type_counts(n, k, L), s, L, M, prob)
+            res["uniform_bayes"] = (pm, lo, hi, m, m)
+    if any(d.startswith("joint") for d in designs):
+        t = B - M
+        est, X, P, Z, (n, tot), mx = _simulate_joint(y, t, R, gen)
+        for name, meth in (("joint", "mixture"), ("joint_split", "split")):
+            if name in designs:
+                lo, hi = joint_bounds(est, X, P, Z, M, L, t, prob, meth)
+                res[name] = (est, lo, hi, M + t, mx)
+        if "joint_bayes" in designs:
+            pm, _, lo, hi = _posterior_kernel(_type_counts(n, tot, L), P, L, M, prob)
+            res["joint_bayes"] = (pm, lo, hi, M + t, mx)
+    out: dict[str, Any] = {"n_audit": t}
+    for d in designs:
+        est, lo, hi, spent, mx = res[d]
+        w = hi - lo
+        cov = (lo <= theta + _TOL) & (theta - _TOL <= hi)
+        out[d] = {
+            "mean_width": w.mean(),
+            "width_se": w.std(ddof=1) / np.sqrt(R) if R > 1 else np.nan,
+            "bias": est.mean() - theta,
+            "mse": np.mean((est - theta) ** 2),
+            "coverage": cov.mean(),
+            "n_covered": int(cov.sum()),
+            "labels_spent": spent,
+            "max_labels": mx,
+        }
+    return out
+
+
+def _replay_dataset(rows: list[dict[str, Any]], designs: list[str], budgets: list[int], R: int,
+                    attrs: dict[str, Any]) -> xr.Dataset:
+    """The replay's Dataset over (design, budget), coverage with its Wilson interval."""
     shape = (len(designs), len(budgets))
-    out = {k: np.full(shape, np.nan) for k in ("mean_width", "width_se", "bias", "mse", "coverage")}
-    out["labels_spent"] = np.zeros(shape)
-    out["max_labels"] = np.zeros(shape, int)
-    cov_n = np.zeros(shape, int)
-    n_audit = np.zeros(len(budgets), int)
-    bar = Progress(len(budgets), "replay budgets", enabled=progress)
-    for jb, B in enumerate(budgets):
-        res: dict[str, tuple] = {}
-        if "uniform" in designs or "uniform_bayes" in designs:
-            m = min(N, B)
-            s, per_task = _simulate_uniform(y, m, R, gen, "uniform_bayes" in designs)
-            if "uniform" in designs:
-                lo, hi = uniform_bounds(s, N, m, prob)
-                res["uniform"] = (s / m, lo, hi, m, m)
-            if "uniform_bayes" in designs:
-                n, k = per_task
-                pm, _, lo, hi = _posterior_kernel(_type_counts(n, k, L), s, L, M, prob)
-                res["uniform_bayes"] = (pm, lo, hi, m, m)
-        if any(d.startswith("joint") for d in designs):
-            t = B - M
-            n_audit[jb] = t
-            est, X, P, Z, (n, tot), mx = _simulate_joint(y, t, R, gen)
-            for name, meth in (("joint", "mixture"), ("joint_split", "split")):
-                if name in designs:
-                    lo, hi = joint_bounds(est, X, P, Z, M, L, t, prob, meth)
-                    res[name] = (est, lo, hi, M + t, mx)
-            if "joint_bayes" in designs:
-                pm, _, lo, hi = _posterior_kernel(_type_counts(n, tot, L), P, L, M, prob)
-                res["joint_bayes"] = (pm, lo, hi, M + t, mx)
-        for jd, d in enumerate(designs):
-            est, lo, hi, spent, mx = res[d]
-            w = hi - lo
-            cov = (lo <= theta + _TOL) & (theta - _TOL <= hi)
-            out["mean_width"][jd, jb] = w.mean()
-            out["width_se"][jd, jb] = w.std(ddof=1) / np.sqrt(R) if R > 1 else np.nan
-            out["bias"][jd, jb] = est.mean() - theta
-            out["mse"][jd, jb] = np.mean((est - theta) ** 2)
-            out["coverage"][jd, jb] = cov.mean()
-            cov_n[jd, jb] = cov.sum()
-            out["labels_spent"][jd, jb] = spent
-            out["max_labels"][jd, jb] = mx
-        bar.update(1)
-    bar.close()
+    keys = ("mean_width", "width_se", "bias", "mse", "coverage", "labels_spent", "max_labels")
+    out = {k: np.array([[row[d][k] for row in rows] for d in designs], dtype=float) for k in keys}
+    out["max_labels"] = out["max_labels"].astype(int)
+    cov_n = np.array([[row[d]["n_covered"] for row in rows] for d in designs], dtype=int)
     wl, wh = K.wilson(cov_n, np.full(shape, R), 0.95)
     coords = {"design": designs, "budget": budgets}
     dims = ("design", "budget")
@@ -225,15 +248,8 @@ def replay(
         coords={**coords, "ci_bound": ["lower", "upper"]},
         attrs={"ci_prob": 0.95, "ci_kind": "wilson"},
     )
-    ds["n_audit"] = ("budget", n_audit)
-    ds.attrs = {
-        **stats,
-        "n_tasks": M,
-        "n_runs": L,
-        "n_rep": R,
-        "prob": prob,
-        "description": "replay of budgeted designs on a complete bank (hierbench.design.replay)",
-    }
+    ds["n_audit"] = ("budget", np.array([row["n_audit"] for row in rows], dtype=int))
+    ds.attrs = {**attrs, "description": "replay of budgeted designs on a complete bank (hierbench.design.replay)"}
     return ds
 
 

@@ -26,6 +26,7 @@ VARS = ("ability", "elo", "sd_ability", "nu")
 
 
 def summaries(dt, var_names=VARS) -> dict:
+    """Summarise the reference fit's variables."""
     post = dt["posterior"].to_dataset()[list(var_names)]
     mean = post.mean(("chain", "draw"))
     sd = post.std(("chain", "draw"))
@@ -57,6 +58,7 @@ def summaries(dt, var_names=VARS) -> dict:
 
 
 def main() -> None:
+    """Fit the reference data and write reference.json."""
     spec = read_spec(HERE / "spec.toml")
     path = shared_data_dir() / "evalica" / "llmfao_pairwise.csv"
     pairs = read_battles(path, task="prompt")

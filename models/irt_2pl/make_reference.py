@@ -34,6 +34,7 @@ VARS = ("difficulty", "discrimination", "intercept", "ability", "mu_intercept", 
 
 
 def summarise(post: xr.Dataset) -> dict:
+    """Summarise the reference posterior."""
     post = post[list(VARS)]
     mean = post.mean(("chain", "draw"))
     sd = post.std(("chain", "draw"))
@@ -57,6 +58,7 @@ def summarise(post: xr.Dataset) -> dict:
 
 
 def main(path: str | None = None) -> None:
+    """Fit the reference data and write reference.json."""
     data = load_swebench_bash_only()
     entry = get_model("irt_2pl")
     settings = {k: v for k, v in entry.sampler_settings.items() if k != "sampler"}

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -61,6 +61,20 @@ from ..._base import (
     make_interval,
 )
 from ..._priors import IRT_HYPERPRIORS
+from ._bank import IRTBank
+from ._newton import (
+    _agent_task_counts,
+    _deflate,
+    _estimate_run_icc,
+    _hessian_blocks,
+    _laplace,
+    _m_step,
+    _map_fit,
+    _split,
+    _standardise,
+    _start,
+    _start_hyper,
+)
 
 __all__ = [
     "IRTBank",
@@ -75,410 +89,6 @@ __all__ = [
 class IRTConvergenceWarning(NotConvergedWarning):
     """The MAP optimiser or the empirical-Bayes iterations stopped before converging."""
 
-
-# --------------------------------------------------------------------------- data
-
-
-def _agent_task_counts(data: Any, name: str = "data") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``n`` and ``y`` as (agent, task) int arrays, with the labels; unobserved cells have n = 0."""
-    c = counts(data, name=name, purpose="an IRT model")
-    for d in ("agent", "task"):
-        if d not in c["n_runs"].dims:
-            raise HierbenchError(
-                f"`{name}` must have dims 'agent' and 'task'; got {c['n_runs'].dims}"
-            )
-    n = c["n_runs"].transpose("agent", "task").fillna(0).values.astype(np.int64)
-    y = np.round(c["n_success"].transpose("agent", "task").fillna(0).values).astype(np.int64)
-    agents = np.asarray(c["agent"].values).astype(str) if "agent" in c.coords else np.arange(n.shape[0]).astype(str)
-    tasks = np.asarray(c["task"].values).astype(str) if "task" in c.coords else np.arange(n.shape[1]).astype(str)
-    return n, y, agents, tasks
-
-
-# --------------------------------------------------------------------------- MAP kernel
-
-
-def _split(x: np.ndarray, M: int, T: int, two_pl: bool):
-    theta = x[:M]
-    d = x[M : M + T]
-    la = x[M + T :] if two_pl else x[M + T : M + T + 1]
-    return theta, d, la
-
-
-def _neg_log_post(x, n, y, M, T, two_pl, hyper):
-    theta, d, la = _split(x, M, T, two_pl)
-    a = np.exp(la)
-    eta = theta[:, None] * a[None, :] + d[None, :]
-    ll = y * eta + n * log_expit(-eta)  # y eta - n log(1 + e^eta)
-    r = y - n * expit(eta)
-    mu_d, sd_d, mu_la, sd_la = hyper
-    f = -ll.sum() + 0.5 * (theta @ theta) + 0.5 * np.sum((d - mu_d) ** 2) / sd_d**2
-    f += 0.5 * np.sum((la - mu_la) ** 2) / sd_la**2
-    g_theta = -(r * a[None, :]).sum(1) + theta
-    g_d = -r.sum(0) + (d - mu_d) / sd_d**2
-    ra = r * theta[:, None] * a[None, :]
-    g_la = (-ra.sum(0) if two_pl else -np.array([ra.sum()])) + (la - mu_la) / sd_la**2
-    return f, np.concatenate([g_theta, g_d, g_la])
-
-
-def _hessian_blocks(x, n, y, M, T, two_pl, hyper, observed=True):
-    """The negative log posterior's Hessian in arrow form.
-
-    Returns ``(Hgg, Hgi, Hii)``: the dense block of the global parameters
-    (abilities, plus the shared log-discrimination for the 1PL), their
-    cross terms with each task's parameters (G, T, K) and the per-task blocks
-    (T, K, K), K = 2 for the 2PL (intercept, log a) and 1 for the 1PL.
-    """
-    theta, d, la = _split(x, M, T, two_pl)
-    a = np.exp(la)
-    aa = np.broadcast_to(a, (T,))
-    eta = theta[:, None] * aa[None, :] + d[None, :]
-    p = expit(eta)
-    w = n * p * (1 - p)
-    r = (y - n * p) if observed else np.zeros_like(w)
-    _, sd_d, _, sd_la = hyper
-    at = theta[:, None] * aa[None, :]  # d eta / d log a
-    if two_pl:
-        G, K = M, 2
-        Hgg = np.diag((w * aa**2).sum(1) + 1.0)
-        Hgi = np.empty((G, T, K))
-        Hgi[:, :, 0] = w * aa
-        Hgi[:, :, 1] = w * aa * at - r * aa
-        Hii = np.empty((T, K, K))
-        Hii[:, 0, 0] = w.sum(0) + 1.0 / sd_d**2
-        Hii[:, 0, 1] = Hii[:, 1, 0] = (w * at).sum(0)
-        Hii[:, 1, 1] = (w * at**2).sum(0) - (r * at).sum(0) + 1.0 / sd_la**2
-    else:
-        G, K = M + 1, 1
-        Hgg = np.zeros((G, G))
-        Hgg[np.arange(M), np.arange(M)] = (w * aa**2).sum(1) + 1.0
-        cross = (w * aa * at - r * aa).sum(1)
-        Hgg[:M, M] = Hgg[M, :M] = cross
-        Hgg[M, M] = (w * at**2).sum() - (r * at).sum() + 1.0 / sd_la**2
-        Hgi = np.empty((G, T, K))
-        Hgi[:M, :, 0] = w * aa
-        Hgi[M, :, 0] = (w * at).sum(0)
-        Hii = np.empty((T, K, K))
-        Hii[:, 0, 0] = w.sum(0) + 1.0 / sd_d**2
-    return Hgg, Hgi, Hii
-
-
-def _laplace(Hgg, Hgi, Hii):
-    """Schur complement of the arrow Hessian: cov of the globals, and the per-task conditionals."""
-    Hii_inv = np.linalg.inv(Hii)
-    B = np.einsum("tkl,gtl->tkg", Hii_inv, Hgi)  # Hii^-1 Hig, (T, K, G)
-    S = Hgg - np.einsum("gtk,tkh->gh", Hgi, B)
-    S = 0.5 * (S + S.T)
-    L = np.linalg.cholesky(S)  # raises LinAlgError when not positive definite
-    cov_g = np.linalg.inv(S)
-    cov_g = 0.5 * (cov_g + cov_g.T)
-    # marginal variance of each task parameter: Hii^-1 + B cov_g B^T (diagonal)
-    var_i = np.einsum("tkk->tk", Hii_inv) + np.einsum("tkg,gh,tkh->tk", B, cov_g, B)
-    return {"Hii_inv": Hii_inv, "B": B, "cov_g": cov_g, "chol_S": L, "var_i": var_i}
-
-
-def _to_arrow(v, M, T, two_pl):
-    """Split a parameter-shaped vector into its global part and its (task, K) part."""
-    th, d, la = _split(v, M, T, two_pl)
-    if two_pl:
-        return th, np.stack([d, la], axis=1)
-    return np.concatenate([th, la]), d[:, None]
-
-
-def _from_arrow(g, it, M, T, two_pl):
-    if two_pl:
-        return np.concatenate([g, it[:, 0], it[:, 1]])
-    return np.concatenate([g[:M], it[:, 0], g[M:]])
-
-
-def _arrow_solve(Hgg, Hgi, Hii, rg, ri):
-    """Solve the arrow system H [u; v] = [rg; ri] (dense global block, K x K task blocks)."""
-    Hii_inv = np.linalg.inv(Hii)
-    B = np.einsum("tkl,gtl->tkg", Hii_inv, Hgi)
-    S = Hgg - np.einsum("gtk,tkh->gh", Hgi, B)
-    L = np.linalg.cholesky(0.5 * (S + S.T))
-    rhs = rg - np.einsum("tkg,tk->g", B, ri)
-    u = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
-    v = np.einsum("tkl,tl->tk", Hii_inv, ri) - np.einsum("tkg,g->tk", B, u)
-    return u, v
-
-
-class _Opt:
-    def __init__(self, x, success, message, nit):
-        self.x, self.success, self.message, self.nit = x, success, message, nit
-
-
-def _map_fit(n, y, two_pl, hyper, x0, maxiter=200, tol=1e-8):
-    """Posterior mode by damped Newton steps solved through the arrow structure.
-
-    Each step solves with the observed Hessian when it is positive definite,
-    else with the expected information (Fisher scoring, always positive
-    definite here); a backtracking line search keeps the objective falling.
-    Converged when the largest gradient entry is below ``tol``.
-    """
-    M, T = n.shape
-    x = np.asarray(x0, dtype=float).copy()
-    f, g = _neg_log_post(x, n, y, M, T, two_pl, hyper)
-    for it in range(1, maxiter + 1):
-        if np.max(np.abs(g)) < tol:
-            return _Opt(x, True, "gradient below tolerance", it - 1)
-        rg, ri = _to_arrow(g, M, T, two_pl)
-        try:
-            u, v = _arrow_solve(*_hessian_blocks(x, n, y, M, T, two_pl, hyper), rg, ri)
-        except np.linalg.LinAlgError:
-            u, v = _arrow_solve(*_hessian_blocks(x, n, y, M, T, two_pl, hyper, observed=False), rg, ri)
-        step = _from_arrow(u, v, M, T, two_pl)
-        if not g @ step > 0:  # not a descent direction: fall back to Fisher scoring
-            u, v = _arrow_solve(*_hessian_blocks(x, n, y, M, T, two_pl, hyper, observed=False), rg, ri)
-            step = _from_arrow(u, v, M, T, two_pl)
-        t = 1.0
-        big = np.max(np.abs(step))
-        if big > 5.0:
-            t = 5.0 / big
-        # Near the mode the decrease a step promises, g @ step / 2, falls below the rounding
-        # error of f (a sum of thousands of terms): the Armijo test then fails or passes by
-        # chance, and the search shrinks a good Newton step to nothing. There the objective
-        # cannot judge the step, so the gradient does: the step is taken when it lowers the
-        # largest gradient entry.
-        flat = 0.5 * (g @ step) <= 1e3 * np.finfo(float).eps * max(abs(f), 1.0)
-        while True:
-            xn = x - t * step
-            fn, gn = _neg_log_post(xn, n, y, M, T, two_pl, hyper)
-            if np.isfinite(fn) and fn <= f - 1e-4 * t * (g @ step):
-                break
-            if flat and np.isfinite(fn) and np.max(np.abs(gn)) < np.max(np.abs(g)):
-                break
-            t *= 0.5
-            if t < 1e-10:
-                return _Opt(x, False, "line search failed", it)
-        x, f, g = xn, fn, gn
-    return _Opt(x, bool(np.max(np.abs(g)) < tol), f"stopped after {maxiter} Newton steps", maxiter)
-
-
-def _deflate(n: np.ndarray, y: np.ndarray, icc: float) -> tuple[np.ndarray, np.ndarray]:
-    """Rao-Scott deflation: a cell's ``n`` runs with within-cell correlation ``icc`` weigh as
-    ``n / (1 + (n - 1) icc)`` independent ones (its design effect), successes in proportion."""
-    if icc <= 0:
-        return n, y
-    f = 1.0 / (1.0 + (np.maximum(n, 1) - 1.0) * icc)
-    return n * f, y * f
-
-
-def _run_icc_moment(n: np.ndarray, y: np.ndarray, p: np.ndarray, n_params: int) -> float:
-    """Moment estimate of the correlation of a cell's runs given the model's probability.
-
-    For runs exchangeable within a cell, ``Var(y) = n p (1 - p) (1 + (n - 1) icc)``
-    (the beta-binomial's form). The fitted probabilities follow the cells a little
-    (``n_params`` parameters for the cells run), which shrinks the residuals
-    by about ``1 - n_params / cells``, as in a GLM's dispersion estimate; so,
-    with ``v = n p (1 - p)``, ``icc = (sum (y - n p)^2 / (1 - n_params / cells)
-    - sum v) / sum v (n - 1)``, clipped to [0, 0.95]. It holds what the item curves leave out for an
-    agent on a task (the crossed model's agent x task term), which a binomial
-    likelihood would count as fresh evidence with every run.
-    """
-    run = n > 0
-    cells = int(run.sum())
-    if cells <= n_params:
-        return 0.0
-    v = (n * p * (1 - p))[run]
-    den = float((v * (n[run] - 1)).sum())
-    if den <= 0:
-        return 0.0
-    ss = float(((y - n * p) ** 2)[run].sum()) / (1 - n_params / cells)
-    return float(np.clip((ss - v.sum()) / den, 0.0, 0.95))
-
-
-def _start_hyper(two_pl: bool) -> tuple[float, float, float, float]:
-    """Weak starting hyperparameters (mu_d, sd_d, mu_la, sd_la): where empirical Bayes starts, and the pilot fits' prior."""
-    return (0.0, 2.0, 0.0, 0.5 if two_pl else 1.0)
-
-
-def _start(n: np.ndarray, y: np.ndarray, two_pl: bool) -> np.ndarray:
-    """Starting point: abilities from each agent's logit success rate (standardised), intercepts from each task's."""
-    T = n.shape[1]
-    rate_a = (y.sum(1) + 0.5) / (n.sum(1) + 1.0)
-    rate_t = (y.sum(0) + 0.5) / (n.sum(0) + 1.0)
-    th0 = np.log(rate_a / (1 - rate_a))
-    th0 = (th0 - th0.mean()) / (th0.std() or 1.0)
-    return np.concatenate([th0, np.log(rate_t / (1 - rate_t)), np.zeros(T if two_pl else 1)])
-
-
-def _estimate_run_icc(n: np.ndarray, y: np.ndarray, two_pl: bool) -> float:
-    """The runs' within-cell correlation: a moment estimate at a pilot MAP fit, refitted once on deflated counts.
-
-    The pilot fits use fixed weak hyperparameters (no empirical Bayes): only
-    the cells' probabilities are needed, and a fit on the undeflated counts
-    follows the cells too closely, so the estimate is refined once.
-    """
-    M, T = n.shape
-    h = _start_hyper(two_pl)
-    icc = 0.0
-    x = _start(n, y, two_pl)
-    for _ in range(2):
-        nn, yy = _deflate(n, y, icc)
-        x = _map_fit(nn, yy, two_pl, h, x).x
-        theta, d, la = _split(x, M, T, two_pl)
-        p = expit(theta[:, None] * np.exp(la)[None, :] + d[None, :])
-        icc = _run_icc_moment(n, y, p, M + (2 * T if two_pl else T + 1))
-    return icc
-
-
-def _m_step(x: np.ndarray, var: np.ndarray, sd_now: float, mu_prior: dict, sd_prior: dict) -> tuple[float, float]:
-    """One Laplace-EM update of a group's (mean, log sd) at the mode of their hyperpriors (MAP-II).
-
-    ``x`` are the group members' modes and ``var`` their Laplace variances.
-    The mean's normal hyperprior and the sd's half-normal one are
-    :data:`IRT_HYPERPRIORS`, the PyMC builders' own. Plain empirical Bayes
-    (ML-II) has no such term, and with few agents it is not identified:
-    with 2 agents the log-discriminations' mean ran to -698 and the
-    intercepts' sd to its floor.
-
-    The mean is the precision-weighted compromise between the members and
-    its prior, at the current sd. The sd maximises
-    ``-T log sd - S / (2 sd^2) - sd^2 / (2 s^2)`` with ``S = sum (x - mean)^2 + var``
-    (``S / T`` when ``T`` is large).
-    """
-    T = x.size
-    m0, s0 = mu_prior["mu"], mu_prior["sigma"]
-    mu = (x.sum() / sd_now**2 + m0 / s0**2) / (T / sd_now**2 + 1 / s0**2)
-    S = float(((x - mu) ** 2 + var).sum())
-    h2 = sd_prior["sigma"] ** 2
-    sd2 = 0.5 * h2 * (np.sqrt(T**2 + 4 * S / h2) - T)
-    return float(mu), 0.5 * float(np.log(max(sd2, 1e-12)))
-
-
-def _standardise(theta: np.ndarray, d: np.ndarray, a: np.ndarray):
-    """Rescale so the abilities have mean 0 and sd 1 (last axis); the predictions are unchanged."""
-    m = theta.mean(-1, keepdims=True)
-    s = theta.std(-1, keepdims=True)
-    s = np.where(s > 0, s, 1.0)
-    return (theta - m) / s, d + a * m, a * s
-
-
-# --------------------------------------------------------------------------- the bank
-
-
-@dataclass(frozen=True)
-class IRTBank:
-    """A calibrated item bank: draws of each task's item parameters.
-
-    Attributes
-    ----------
-    discrimination, intercept : xarray.DataArray
-        Draws over (``sample``, ``task``): ``logit p = discrimination *
-        ability + intercept``, abilities in units of the calibration agents'
-        sd (mean 0, sd 1).
-    method : str
-        How the draws were made (``"nuts"`` or ``"laplace"``).
-    model : str
-        ``"2pl"`` or ``"1pl"``.
-
-    Examples
-    --------
-    >>> import numpy as np, xarray as xr
-    >>> bank = IRTBank(xr.DataArray(np.ones((2, 3)), dims=("sample", "task")),
-    ...                xr.DataArray(np.zeros((2, 3)), dims=("sample", "task")))
-    >>> bank.n_tasks, bank.n_samples
-    (3, 2)
-    """
-
-    discrimination: xr.DataArray
-    intercept: xr.DataArray
-    method: str = "given"
-    model: str = "2pl"
-    attrs: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for nm in ("discrimination", "intercept"):
-            da = getattr(self, nm)
-            if not isinstance(da, xr.DataArray) or set(da.dims) != {"sample", "task"}:
-                raise HierbenchError(f"`{nm}` must be a DataArray with dims ('sample', 'task')")
-        a = self.discrimination.transpose("sample", "task")
-        d = self.intercept.transpose("sample", "task")
-        if a.shape != d.shape:
-            raise HierbenchError(
-                f"`discrimination` and `intercept` must have the same shape; got {a.shape} and {d.shape}"
-            )
-        if not (np.isfinite(a.values).all() and np.isfinite(d.values).all()):
-            raise HierbenchError("an IRT bank's item parameters must all be finite")
-        if (a.values <= 0).any():
-            raise HierbenchError(
-                f"`discrimination` must be positive (the reflection constraint); got min {float(a.min()):.3g}"
-            )
-        if "task" not in a.coords:
-            a = a.assign_coords(task=np.arange(a.sizes["task"]).astype(str))
-        d = d.assign_coords(task=a["task"].values)
-        object.__setattr__(self, "discrimination", a)
-        object.__setattr__(self, "intercept", d)
-
-    @property
-    def tasks(self) -> np.ndarray:
-        """Task labels (strings)."""
-        return np.asarray(self.discrimination["task"].values).astype(str)
-
-    @property
-    def n_tasks(self) -> int:
-        return int(self.discrimination.sizes["task"])
-
-    @property
-    def n_samples(self) -> int:
-        return int(self.discrimination.sizes["sample"])
-
-    @property
-    def difficulty(self) -> xr.DataArray:
-        """Draws of ``b_t = -d_t / a_t``: the ability at which success has probability 1/2."""
-        return (-self.intercept / self.discrimination).rename("difficulty")
-
-    def point(self) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior means of (discrimination, intercept), each of shape (task,)."""
-        return self.discrimination.mean("sample").values, self.intercept.mean("sample").values
-
-    def subset(self, tasks: Any) -> IRTBank:
-        """The bank restricted to ``tasks`` (labels)."""
-        idx = self._index(tasks)
-        return IRTBank(
-            self.discrimination.isel(task=idx), self.intercept.isel(task=idx), self.method, self.model, dict(self.attrs)
-        )
-
-    def thin(self, n: int, rng: None | int | np.random.Generator = None) -> IRTBank:
-        """``n`` draws picked at random without replacement (all of them when n >= n_samples)."""
-        n = check_int(n, "n", min=1)
-        if n >= self.n_samples:
-            return self
-        idx = np.sort(as_rng(rng).choice(self.n_samples, size=n, replace=False))
-        return IRTBank(
-            self.discrimination.isel(sample=idx), self.intercept.isel(sample=idx), self.method, self.model, dict(self.attrs)
-        )
-
-    def _index(self, tasks: Any, name: str = "tasks") -> np.ndarray:
-        labels = np.asarray(tasks).astype(str).ravel()
-        pos = {t: i for i, t in enumerate(self.tasks)}
-        unknown = [t for t in labels if t not in pos]
-        if unknown:
-            raise HierbenchError(
-                f"`{name}` must be tasks of the bank; {len(unknown)} are not, e.g. {unknown[:5]}"
-            )
-        return np.array([pos[t] for t in labels], dtype=np.intp)
-
-    @classmethod
-    def from_posterior(cls, fit: xr.DataTree | xr.Dataset, *, model: str | None = None) -> IRTBank:
-        """A bank from a NUTS fit of :func:`hierbench.bayes.build_irt` (chains x draws become ``sample``)."""
-        post = fit["posterior"].to_dataset() if isinstance(fit, xr.DataTree) else fit
-        for v in ("discrimination", "intercept"):
-            if v not in post:
-                raise HierbenchError(
-                    f"`fit` must be a fit of build_irt (posterior variables 'discrimination' and "
-                    f"'intercept'); {v!r} is missing (has {sorted(post.data_vars)[:8]})"
-                )
-        def flat(da: xr.DataArray) -> xr.DataArray:
-            if "task" not in da.dims:  # the 1PL keeps one shared discrimination
-                da = da.expand_dims(task=post["task"].values).transpose(..., "task")
-            st = da.stack(sample=("chain", "draw")).transpose("sample", "task")
-            return xr.DataArray(st.values, dims=("sample", "task"), coords={"task": np.asarray(post["task"].values).astype(str)})
-
-        attrs = dict(getattr(fit, "attrs", {}))
-        mdl = model or ("1pl" if post["discrimination"].ndim == 2 else "2pl")
-        return cls(flat(post["discrimination"]), flat(post["intercept"]), "nuts", mdl,
-                   {k: v for k, v in attrs.items() if isinstance(v, (str, int, float))})
 
 
 # --------------------------------------------------------------------------- calibration
@@ -505,6 +115,225 @@ class IRTCalibrationResult(Result):
     info: dict[str, Any]
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ()
+
+
+_HYPER_NAMES = ("mu_d", "sd_d", "mu_la", "sd_la")
+
+
+@dataclass
+class _CalibrationInputs:
+    """What :func:`calibrate_irt` works on, checked: raw counts, labels, run correlation, hyperparameters."""
+
+    n: np.ndarray
+    y: np.ndarray
+    agents: np.ndarray
+    tasks: np.ndarray
+    icc: float
+    icc_source: str
+    hyper: tuple[float, float, float, float]
+    fixed: bool
+
+
+def _check_hyper(hyper: dict[str, float]) -> tuple[float, float, float, float]:
+    unknown = sorted(set(hyper) - set(_HYPER_NAMES))
+    missing = sorted(set(_HYPER_NAMES) - set(hyper))
+    if unknown or missing:
+        raise HierbenchError(f"`hyper` must give exactly {list(_HYPER_NAMES)}; unknown {unknown}, missing {missing}")
+    if hyper["sd_d"] <= 0 or hyper["sd_la"] <= 0:
+        raise HierbenchError(f"`hyper` sds must be positive; got {hyper}")
+    return tuple(float(hyper[k]) for k in _HYPER_NAMES)
+
+
+def _calibration_inputs(data: Any, two_pl: bool, hyper: dict[str, float] | None,
+                        run_icc: float | None) -> _CalibrationInputs:
+    """Counts with every agent and task run, the run correlation (given or estimated) and the start hyperparameters."""
+    n, y, agents, tasks = _agent_task_counts(data)
+    M = n.shape[0]
+    if M < 2:
+        raise HierbenchError(
+            f"`data` must hold at least 2 agents to calibrate an IRT bank (abilities are standardised "
+            f"to sd 1 over the calibration agents); got {M}"
+        )
+    never = n.sum(0) == 0
+    if never.any():
+        raise HierbenchError(
+            f"`data`: every task must have been run by at least one agent to be calibrated; "
+            f"{int(never.sum())} were not, e.g. {tasks[never][:5].tolist()}"
+        )
+    if (n.sum(1) == 0).any():
+        raise HierbenchError(
+            f"`data`: every agent must have at least one run; {agents[n.sum(1) == 0][:5].tolist()} have none"
+        )
+    if run_icc is not None and not (isinstance(run_icc, (int, float)) and 0 <= run_icc < 1):
+        raise HierbenchError(f"`run_icc` must be a number with 0 <= run_icc < 1; got {run_icc!r}")
+    if run_icc is None:
+        icc = _estimate_run_icc(n, y, two_pl) if n.max() >= 2 else 0.0
+        icc_source = "estimated" if n.max() >= 2 else "one run per cell"
+    else:
+        icc, icc_source = float(run_icc), "given"
+    h = _check_hyper(hyper) if hyper is not None else _start_hyper(two_pl)
+    return _CalibrationInputs(n, y, agents, tasks, icc, icc_source, h, hyper is not None)
+
+
+class _EmpiricalBayes:
+    """MAP fits at given hyperparameters, each starting from the last mode, and the Laplace-EM map between them."""
+
+    def __init__(self, n: np.ndarray, y: np.ndarray, two_pl: bool):
+        self.n, self.y, self.two_pl = n, y, two_pl
+        self.M, self.T = n.shape
+        self.x = _start(n, y, two_pl)
+        self.n_map = 0
+        self.last: Any = None
+
+    def fit_at(self, hh: tuple[float, ...]) -> tuple[np.ndarray, dict, str]:
+        """The mode at ``hh``, its Laplace pieces and which information they use."""
+        n, y, M, T, two_pl = self.n, self.y, self.M, self.T, self.two_pl
+        res = _map_fit(n, y, two_pl, hh, self.x)
+        self.n_map += 1
+        self.last = res
+        try:
+            lp, kind = _laplace(*_hessian_blocks(res.x, n, y, M, T, two_pl, hh)), "observed"
+        except np.linalg.LinAlgError:
+            lp, kind = _laplace(*_hessian_blocks(res.x, n, y, M, T, two_pl, hh, observed=False)), "expected"
+        self.x = res.x
+        return res.x, lp, kind
+
+    def em_map(self, z: np.ndarray) -> np.ndarray:
+        """One EM update of the hyperparameters z = (mu_d, log sd_d, mu_la, log sd_la)."""
+        M, T, two_pl = self.M, self.T, self.two_pl
+        hh = (z[0], np.exp(z[1]), z[2], np.exp(z[3]))
+        xx, lp, _ = self.fit_at(hh)
+        # The abilities' location and scale are pinned only by their N(0, 1) prior, so
+        # the hyperparameters would drift along that ridge; update them in the
+        # standardised frame (abilities mean 0, sd 1), where predictions are reported.
+        th_, d_, la_ = _split(xx, M, T, two_pl)
+        th_, d_, a_ = _standardise(th_, d_, np.exp(la_))
+        self.x = np.concatenate([th_, d_, np.log(a_)])
+        _, dd, ll = _split(self.x, M, T, two_pl)
+        hp = IRT_HYPERPRIORS
+        out = list(_m_step(dd, lp["var_i"][:, 0], hh[1], hp["mu_intercept"], hp["sd_intercept"]))
+        if two_pl:
+            out += list(_m_step(ll, lp["var_i"][:, 1], hh[3], hp["mu_log_discrimination"],
+                                hp["sd_log_discrimination"]))
+        else:
+            out += [0.0, 0.0]  # one shared slope: a fixed weak prior N(0, 1) on its log
+        return np.array(out)
+
+    def squarem(self, h: tuple[float, ...], em_iter: int) -> tuple[np.ndarray, int, bool]:
+        """Empirical-Bayes hyperparameters by EM with SQUAREM (Varadhan & Roland 2008) acceleration.
+
+        Returns the hyperparameters as ``z``, the EM steps taken and whether
+        they settled (every one moving by < 1e-3 on its own scale: an sd
+        heading for 0, e.g. equal slopes, moves ever less in sd while its log
+        keeps falling).
+        """
+        z = np.array([h[0], np.log(h[1]), h[2], np.log(h[3])])
+        converged = em_iter == 0
+        n_em = 0
+        nat = lambda v: np.array([v[0], np.exp(v[1]), v[2], np.exp(v[3])])  # noqa: E731
+        while not converged and n_em < em_iter:
+            # extrapolate two EM steps, then stabilise with one
+            z1 = self.em_map(z)
+            z2 = self.em_map(z1)
+            n_em += 2
+            r = z1 - z
+            v = z2 - 2 * z1 + z
+            if np.linalg.norm(v) > 0:
+                alpha = min(-np.linalg.norm(r) / np.linalg.norm(v), -1.0)
+                z_ext = z - 2 * alpha * r + alpha**2 * v
+                z_ext[[1, 3]] = np.clip(z_ext[[1, 3]], np.log(1e-3), np.log(20.0))
+                x_before = self.x
+                z_new = self.em_map(z_ext)
+                n_em += 1
+                if not (np.all(np.isfinite(z_new)) and np.all(np.isfinite(self.x))):
+                    # an extrapolation too far (slopes underflowing to 0): back to the plain EM step,
+                    # and to its mode as the next start (a non-finite start would poison every fit)
+                    self.x, z_new = x_before, z2
+            else:
+                z_new = z2
+            converged = np.max(np.abs(nat(z_new) - nat(z))) < 1e-3
+            z = z_new
+        return z, n_em, converged
+
+
+def _laplace_draws(x: np.ndarray, lap: dict, M: int, T: int, two_pl: bool, n_draws: int,
+                   gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Laplace draws (standardised): globals from N(mode, S^-1), tasks from their conditional given the globals."""
+    theta, d, la = _split(x, M, T, two_pl)
+    G = lap["cov_g"].shape[0]
+    zg = gen.standard_normal((n_draws, G))
+    g_mode = np.concatenate([theta, la] if not two_pl else [theta])
+    g_draw = g_mode + np.linalg.solve(lap["chol_S"].T, zg.T).T
+    K = 2 if two_pl else 1
+    chol_ii = np.linalg.cholesky(lap["Hii_inv"])  # (T, K, K)
+    zi = gen.standard_normal((n_draws, T, K))
+    g_dev = g_draw - g_mode
+    i_mode = np.stack([d, la], axis=1) if two_pl else d[:, None]
+    i_draw = i_mode[None] - np.einsum("tkg,sg->stk", lap["B"], g_dev) + np.einsum("tkl,stl->stk", chol_ii, zi)
+    th_draw = g_draw[:, :M]
+    d_draw = i_draw[:, :, 0]
+    a_draw = np.exp(i_draw[:, :, 1]) if two_pl else np.repeat(np.exp(g_draw[:, M:]), T, axis=1)
+    return _standardise(th_draw, d_draw, a_draw)
+
+
+def _calibration_result(x, draws, inp: _CalibrationInputs, *, model: str, two_pl: bool, prob: float,
+                        hess_kind: str, h: tuple, info: dict) -> IRTCalibrationResult:
+    """The bank, the difficulties at the mode with their Laplace interval, and the record."""
+    M, T = inp.n.shape
+    theta, d, la = _split(x, M, T, two_pl)
+    a = np.broadcast_to(np.exp(la), (T,)).copy()
+    _, d_draw, a_draw = draws
+    th_s, d_s, a_s = _standardise(theta[None], d[None], a[None])
+    task_c = {"task": inp.tasks}
+    bank = IRTBank(
+        xr.DataArray(a_draw, dims=("sample", "task"), coords=task_c),
+        xr.DataArray(d_draw, dims=("sample", "task"), coords=task_c),
+        "laplace",
+        model,
+        {"n_agents": M, "hessian": hess_kind, "max_runs_per_cell": int(inp.n.max()), "run_icc": inp.icc},
+    )
+    b_mode = xr.DataArray(-d_s[0] / a_s[0], dims="task", coords=task_c, name="difficulty")
+    b_draw = -d_draw / a_draw
+    q = (1 - prob) / 2
+    ci = make_interval(
+        np.quantile(b_draw, q, axis=0),
+        np.quantile(b_draw, 1 - q, axis=0),
+        prob=prob,
+        kind="eti",
+        detail=f"Laplace approximation at the {model.upper()} posterior mode ({hess_kind} information), "
+        f"{d_draw.shape[0]} draws",
+        template=b_mode,
+    )
+    return IRTCalibrationResult(
+        estimate=b_mode,
+        ci=ci,
+        discrimination=xr.DataArray(a_s[0], dims="task", coords=task_c, name="discrimination"),
+        intercept=xr.DataArray(d_s[0], dims="task", coords=task_c, name="intercept"),
+        ability=xr.DataArray(th_s[0], dims="agent", coords={"agent": inp.agents}, name="ability"),
+        bank=bank,
+        hyper=dict(zip(_HYPER_NAMES, h, strict=True)),
+        info={**info, "hessian": hess_kind, "n_agents": M, "n_tasks": T, "run_icc": inp.icc,
+              "run_icc_source": inp.icc_source},
+    )
+
+
+def _calibration_problems(h: tuple, n_em: int, converged: bool, last: Any, hess_kind: str, M: int) -> list[str]:
+    """What did not settle in a calibration, for its one warning (empty when all did)."""
+    msgs = [] if converged else [
+        f"empirical-Bayes hyperparameters still moving after {n_em} EM steps (now "
+        + ", ".join(f"{k} {v:.3g}" for k, v in zip(_HYPER_NAMES, h, strict=True))
+        + f"): with {M} agents the item population is weakly identified; use model='1pl', "
+        "pass `hyper` fixed, or calibrate on more agents"
+    ]
+    if np.exp(h[2]) < 1e-3:  # the 2PL's slopes at zero: abilities explain nothing (a degenerate mode)
+        msgs.append(f"the discriminations collapsed to zero (mean log-discrimination {h[2]:.3g}): with {M} agents "
+                    "the 2PL is not identified here; use model='1pl' or calibrate on more agents")
+    if not last.success:
+        msgs.append(f"MAP (Newton): {last.message}")
+    if hess_kind == "expected":
+        msgs.append("the observed Hessian at the mode was not positive definite; the Laplace "
+                    "approximation uses the expected information")
+    return msgs
 
 
 def calibrate_irt(
@@ -583,173 +412,23 @@ def calibrate_irt(
     n_draws = check_int(n_draws, "n_draws", min=1)
     prob = check_prob(prob)
     em_iter = check_int(em_iter, "em_iter", min=0)
-    n, y, agents, tasks = _agent_task_counts(data)
-    M, T = n.shape
-    if M < 2:
-        raise HierbenchError(
-            f"`data` must hold at least 2 agents to calibrate an IRT bank (abilities are standardised "
-            f"to sd 1 over the calibration agents); got {M}"
-        )
-    never = n.sum(0) == 0
-    if never.any():
-        raise HierbenchError(
-            f"`data`: every task must have been run by at least one agent to be calibrated; "
-            f"{int(never.sum())} were not, e.g. {tasks[never][:5].tolist()}"
-        )
-    if (n.sum(1) == 0).any():
-        raise HierbenchError(
-            f"`data`: every agent must have at least one run; {agents[n.sum(1) == 0][:5].tolist()} have none"
-        )
     two_pl = model == "2pl"
+    inp = _calibration_inputs(data, two_pl, hyper, run_icc)
     gen = as_rng(rng)
-    if run_icc is not None and not (isinstance(run_icc, (int, float)) and 0 <= run_icc < 1):
-        raise HierbenchError(f"`run_icc` must be a number with 0 <= run_icc < 1; got {run_icc!r}")
-    n_raw, y_raw = n, y
-    if run_icc is None:
-        icc = _estimate_run_icc(n, y, two_pl) if n.max() >= 2 else 0.0
-        icc_source = "estimated" if n.max() >= 2 else "one run per cell"
-    else:
-        icc, icc_source = float(run_icc), "given"
-    n, y = _deflate(n_raw, y_raw, icc)
-    names = ("mu_d", "sd_d", "mu_la", "sd_la")
-    fixed = hyper is not None
-    if fixed:
-        unknown = sorted(set(hyper) - set(names))
-        missing = sorted(set(names) - set(hyper))
-        if unknown or missing:
-            raise HierbenchError(f"`hyper` must give exactly {list(names)}; unknown {unknown}, missing {missing}")
-        if hyper["sd_d"] <= 0 or hyper["sd_la"] <= 0:
-            raise HierbenchError(f"`hyper` sds must be positive; got {hyper}")
-        h = tuple(float(hyper[k]) for k in names)
-    else:
-        h = _start_hyper(two_pl)
-    x = _start(n, y, two_pl)
+    n, y = _deflate(inp.n, inp.y, inp.icc)
+    M, T = n.shape
     t0 = time.perf_counter()
-    warn_msgs: list[str] = []
-    state = {"x": x, "n_map": 0}
-
-    def fit_at(hh):
-        res = _map_fit(n, y, two_pl, hh, state["x"])
-        state["n_map"] += 1
-        state["last"] = res
-        try:
-            lp, kind = _laplace(*_hessian_blocks(res.x, n, y, M, T, two_pl, hh)), "observed"
-        except np.linalg.LinAlgError:
-            lp, kind = _laplace(*_hessian_blocks(res.x, n, y, M, T, two_pl, hh, observed=False)), "expected"
-        state["x"] = res.x
-        return res.x, lp, kind
-
-    def em_map(z):
-        """One EM update of the hyperparameters z = (mu_d, log sd_d, mu_la, log sd_la)."""
-        hh = (z[0], np.exp(z[1]), z[2], np.exp(z[3]))
-        xx, lp, _ = fit_at(hh)
-        # The abilities' location and scale are pinned only by their N(0, 1) prior, so
-        # the hyperparameters would drift along that ridge; update them in the
-        # standardised frame (abilities mean 0, sd 1), where predictions are reported.
-        th_, d_, la_ = _split(xx, M, T, two_pl)
-        th_, d_, a_ = _standardise(th_, d_, np.exp(la_))
-        state["x"] = np.concatenate([th_, d_, np.log(a_)])
-        _, dd, ll = _split(state["x"], M, T, two_pl)
-        hp = IRT_HYPERPRIORS
-        out = list(_m_step(dd, lp["var_i"][:, 0], hh[1], hp["mu_intercept"], hp["sd_intercept"]))
-        if two_pl:
-            out += list(_m_step(ll, lp["var_i"][:, 1], hh[3], hp["mu_log_discrimination"],
-                                hp["sd_log_discrimination"]))
-        else:
-            out += [0.0, 0.0]  # one shared slope: a fixed weak prior N(0, 1) on its log
-        return np.array(out)
-
-    z = np.array([h[0], np.log(h[1]), h[2], np.log(h[3])])
-    converged = fixed or em_iter == 0
-    n_em = 0
-    while not converged and n_em < em_iter:
-        # SQUAREM (Varadhan & Roland 2008): extrapolate two EM steps, then stabilise with one
-        z1 = em_map(z)
-        z2 = em_map(z1)
-        n_em += 2
-        r = z1 - z
-        v = z2 - 2 * z1 + z
-        if np.linalg.norm(v) > 0:
-            alpha = min(-np.linalg.norm(r) / np.linalg.norm(v), -1.0)
-            z_ext = z - 2 * alpha * r + alpha**2 * v
-            z_ext[[1, 3]] = np.clip(z_ext[[1, 3]], np.log(1e-3), np.log(20.0))
-            z_new = em_map(z_ext)
-            n_em += 1
-        else:
-            z_new = z2
-        if not np.all(np.isfinite(z_new)):
-            z_new = z2
-        # converged when the hyperparameters move by < 1e-3 on their own scale (an sd heading
-        # for 0, e.g. equal slopes, moves ever less in sd while its log keeps falling)
-        nat = lambda v: np.array([v[0], np.exp(v[1]), v[2], np.exp(v[3])])  # noqa: E731
-        converged = np.max(np.abs(nat(z_new) - nat(z))) < 1e-3
-        z = z_new
-    if not converged:
-        warn_msgs.append(
-            f"empirical-Bayes hyperparameters still moving after {n_em} EM steps (now "
-            + ", ".join(f"{k} {v:.3g}" for k, v in zip(names, (z[0], np.exp(z[1]), z[2], np.exp(z[3])), strict=True))
-            + f"): with {M} agents the item population is weakly identified; use model='1pl', "
-            "pass `hyper` fixed, or calibrate on more agents"
-        )
+    eb = _EmpiricalBayes(n, y, two_pl)
+    z, n_em, converged = eb.squarem(inp.hyper, 0 if inp.fixed else em_iter)
     h = (float(z[0]), float(np.exp(z[1])), float(z[2]), float(np.exp(z[3])))
-    x, lap, hess_kind = fit_at(h)
-    if not state["last"].success:
-        warn_msgs.append(f"MAP (Newton): {state['last'].message}")
-    if hess_kind == "expected":
-        warn_msgs.append("the observed Hessian at the mode was not positive definite; the Laplace "
-                         "approximation uses the expected information")
+    x, lap, hess_kind = eb.fit_at(h)
     elapsed = time.perf_counter() - t0
-    if warn_msgs:
-        warnings.warn("calibrate_irt: " + "; ".join(warn_msgs), IRTConvergenceWarning, stacklevel=2)
-    theta, d, la = _split(x, M, T, two_pl)
-    a = np.broadcast_to(np.exp(la), (T,)).copy()
-    # Laplace draws: globals from N(mode, S^-1), tasks from their conditional given the globals
-    G = lap["cov_g"].shape[0]
-    zg = gen.standard_normal((n_draws, G))
-    g_draw = np.concatenate([theta, la] if not two_pl else [theta]) + np.linalg.solve(
-        lap["chol_S"].T, zg.T
-    ).T
-    K = 2 if two_pl else 1
-    chol_ii = np.linalg.cholesky(lap["Hii_inv"])  # (T, K, K)
-    zi = gen.standard_normal((n_draws, T, K))
-    g_dev = g_draw - np.concatenate([theta, la] if not two_pl else [theta])
-    i_mode = np.stack([d, la], axis=1) if two_pl else d[:, None]
-    i_draw = i_mode[None] - np.einsum("tkg,sg->stk", lap["B"], g_dev) + np.einsum("tkl,stl->stk", chol_ii, zi)
-    th_draw = g_draw[:, :M]
-    d_draw = i_draw[:, :, 0]
-    a_draw = np.exp(i_draw[:, :, 1]) if two_pl else np.repeat(np.exp(g_draw[:, M:]), T, axis=1)
-    th_draw, d_draw, a_draw = _standardise(th_draw, d_draw, a_draw)
-    th_s, d_s, a_s = _standardise(theta[None], d[None], a[None])
-    task_c = {"task": tasks}
-    bank = IRTBank(
-        xr.DataArray(a_draw, dims=("sample", "task"), coords=task_c),
-        xr.DataArray(d_draw, dims=("sample", "task"), coords=task_c),
-        "laplace",
-        model,
-        {"n_agents": M, "hessian": hess_kind, "max_runs_per_cell": int(n_raw.max()), "run_icc": icc},
-    )
-    b_mode = xr.DataArray(-d_s[0] / a_s[0], dims="task", coords=task_c, name="difficulty")
-    b_draw = -d_draw / a_draw
-    q = (1 - prob) / 2
-    ci = make_interval(
-        np.quantile(b_draw, q, axis=0),
-        np.quantile(b_draw, 1 - q, axis=0),
-        prob=prob,
-        kind="eti",
-        detail=f"Laplace approximation at the {model.upper()} posterior mode ({hess_kind} information), {n_draws} draws",
-        template=b_mode,
-    )
-    return IRTCalibrationResult(
-        estimate=b_mode,
-        ci=ci,
-        discrimination=xr.DataArray(a_s[0], dims="task", coords=task_c, name="discrimination"),
-        intercept=xr.DataArray(d_s[0], dims="task", coords=task_c, name="intercept"),
-        ability=xr.DataArray(th_s[0], dims="agent", coords={"agent": agents}, name="ability"),
-        bank=bank,
-        hyper=dict(zip(names, h, strict=True)),
-        info={"seconds": elapsed, "em_steps": n_em, "map_fits": state["n_map"], "hessian": hess_kind, "n_agents": M,
-              "n_tasks": T, "run_icc": icc, "run_icc_source": icc_source},
-    )
+    msgs = _calibration_problems(h, n_em, converged, eb.last, hess_kind, M)
+    if msgs:
+        warnings.warn("calibrate_irt: " + "; ".join(msgs), IRTConvergenceWarning, stacklevel=2)
+    draws = _laplace_draws(x, lap, M, T, two_pl, n_draws, gen)
+    return _calibration_result(x, draws, inp, model=model, two_pl=two_pl, prob=prob, hess_kind=hess_kind, h=h,
+                               info={"seconds": elapsed, "em_steps": n_em, "map_fits": eb.n_map})
 
 
 # --------------------------------------------------------------------------- scoring a new agent

@@ -1,0 +1,165 @@
+"""Fixed anchor sets on a calibrated IRT bank: k-means on the item curves, or greedy information.
+
+This module imports numpy, scipy and xarray only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.cluster.vq import kmeans2
+from scipy.special import expit
+from scipy.stats import norm
+
+from .._base import as_rng, check_choice, check_int
+from ..freq import IRTBank
+from ._posterior import _check_bank
+
+__all__ = ["AnchorSet", "anchors"]
+
+#: ability points (in calibration-agent sds) where item curves are compared for clustering
+_ICC_POINTS = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
+
+
+@dataclass(frozen=True)
+class AnchorSet:
+    """A fixed subset of a bank's tasks.
+
+    Attributes
+    ----------
+    tasks : numpy.ndarray
+        Task labels, in the order chosen.
+    weights : numpy.ndarray
+        Share of the bank each anchor stands for (``"cluster"``: its
+        cluster's size / T; ``"information"``: 1 / size).
+    method : str
+    """
+
+    tasks: np.ndarray
+    weights: np.ndarray
+    method: str
+
+    def __len__(self) -> int:
+        return int(self.tasks.size)
+
+
+def _score_curve_terms(a: np.ndarray, d: np.ndarray, grid: np.ndarray):
+    """At each ability point: the expected-score slope S'(theta) and each task's Fisher information."""
+    p = expit(a[None, :] * grid[:, None] + d[None, :])  # (G, T)
+    info = a[None, :] ** 2 * p * (1 - p)
+    slope = (a[None, :] * p * (1 - p)).mean(1)
+    return slope, info
+
+
+def anchors(
+    bank: IRTBank,
+    size: int,
+    *,
+    method: Literal["cluster", "information"] = "cluster",
+    rng: None | int | np.random.Generator = None,
+) -> AnchorSet:
+    """A fixed anchor set of ``size`` tasks, the same for every agent.
+
+    Parameters
+    ----------
+    bank : IRTBank
+    size : int
+        Number of anchors, 1 <= size <= number of bank tasks.
+    method : {"cluster", "information"}
+        ``"cluster"``: k-means (``size`` centres) on each task's item
+        characteristic curve, the success probability at abilities
+        -2, -1, -0.5, 0, 0.5, 1, 2 (posterior-mean item parameters); the task
+        nearest each centre is the anchor and the cluster's share of the bank
+        its weight (the tinyBenchmarks recipe, with the curve as the task's
+        embedding so that tasks everyone solves, or nobody does, fall
+        together however extreme their parameters). ``"information"``:
+        greedy, each step adding the task that most lowers
+        ``E_theta[S'(theta)^2 / (1 + sum of the anchors' Fisher information at theta)]``
+        with ``theta ~ N(0, 1)``: the approximate posterior variance of the
+        expected full-benchmark score ``S``, averaged over the agent
+        population.
+    rng : None, int or numpy.random.Generator
+        k-means initialisation.
+
+    Returns
+    -------
+    AnchorSet
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.freq import IRTBank
+    >>> g = np.random.default_rng(0)
+    >>> bank = IRTBank(xr.DataArray(np.exp(g.normal(0, .2, (50, 40))), dims=("sample", "task")),
+    ...                xr.DataArray(g.normal(0, 2, (50, 40)), dims=("sample", "task")))
+    >>> len(anchors(bank, 5, method="information"))
+    5
+    """
+    bank = _check_bank(bank)
+    size = check_int(size, "size", min=1, max=bank.n_tasks)
+    check_choice(method, "method", ["cluster", "information"])
+    a, d = bank.point()
+    if method == "cluster":
+        idx, w = _cluster_anchors(a, d, size, rng)
+        return AnchorSet(bank.tasks[idx], w, "cluster")
+    chosen = _information_anchors(a, d, size)
+    return AnchorSet(bank.tasks[chosen], np.full(size, 1.0 / size), "information")
+
+
+def _cluster_anchors(a: np.ndarray, d: np.ndarray, size: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """k-means on the item curves: the task nearest each centre, its cluster's share of the bank."""
+    T = a.size
+    emb = expit(a[:, None] * _ICC_POINTS[None, :] + d[:, None])
+    if size == T:
+        return np.arange(T), np.full(T, 1.0 / T)
+    gen = as_rng(rng)
+    seed = int(gen.integers(2**31 - 1))
+    # the best of a few k-means++ starts (lowest within-cluster sum of squares)
+    best = None
+    for r in range(5):
+        cent, lab = kmeans2(emb, size, minit="++", seed=seed + r)
+        sse = float(((emb - cent[lab]) ** 2).sum())
+        if best is None or sse < best[0]:
+            best = (sse, cent, lab)
+    _, cent, lab = best
+    idx, w = [], []
+    taken = np.zeros(T, bool)
+    for k in range(size):
+        members = np.flatnonzero(lab == k)
+        if members.size == 0:
+            continue
+        dist = ((emb[members] - cent[k]) ** 2).sum(1)
+        j = members[np.argmin(dist)]
+        idx.append(j)
+        taken[j] = True
+        w.append(members.size / T)
+    # empty clusters (k-means can leave some): fill with the tasks farthest from their centres
+    while len(idx) < size:
+        far = ((emb - cent[lab]) ** 2).sum(1)
+        far[taken] = -1
+        j = int(np.argmax(far))
+        idx.append(j)
+        taken[j] = True
+        w.append(0.0)
+    return np.array(idx), np.array(w)
+
+
+def _information_anchors(a: np.ndarray, d: np.ndarray, size: int) -> np.ndarray:
+    """Greedy: each step the task that most lowers the population-averaged approximate score variance."""
+    grid = np.linspace(-4, 4, 81)
+    pw = norm.pdf(grid)
+    pw /= pw.sum()
+    slope, info = _score_curve_terms(a, d, grid)
+    acc = np.ones_like(grid)
+    chosen: list[int] = []
+    free = np.ones(a.size, bool)
+    for _ in range(size):
+        crit = (pw[:, None] * slope[:, None] ** 2 / (acc[:, None] + info)).sum(0)
+        crit[~free] = np.inf
+        j = int(np.argmin(crit))
+        chosen.append(j)
+        free[j] = False
+        acc = acc + info[:, j]
+    return np.array(chosen)

@@ -1,0 +1,361 @@
+"""Model-assisted, design-unbiased estimates of a full-benchmark score from a subset of its tasks.
+
+The target is an agent's realised full score ``theta = (1/T) sum_t y_t``
+(``y_t`` the task's success rate over its runs), a fixed number: the only
+randomness is the design's, so every statement below holds for every agent,
+whatever the working model's quality.
+
+Sequential designs (successive draws: simple random, PPS, stratified,
+adaptive). At step ``k`` the task ``I_k`` is drawn from the tasks of its
+stratum ``h`` not yet drawn, ``R_k``, with a probability ``q_k(t)`` that may
+depend on everything observed before (adaptive) and is recorded. With the
+working model's predictions ``m_k(t)`` made from the earlier draws only,
+
+    z_k = sum_{j < k, j in h} y_{I_j} + sum_{t in R_k} m_k(t) + (y_{I_k} - m_k(I_k)) / q_k(I_k)
+
+has conditional mean ``sum_{t in h} y_t`` given the past, whatever the
+predictions (Des Raj 1956; the augmented inverse-probability form of active
+statistical inference, Zrnic and Candes 2024). The stratum total is
+estimated by the mean of its ``z_k``, exactly unbiased; the differences
+``z_k - total`` are martingale differences, so ``sum (z_k - mean)^2 /
+(n (n - 1))`` is an unbiased estimate of the estimator's variance, and the
+interval is ``estimate +- t_{n - H} * se`` (a martingale central limit
+theorem), intersected with the range the observed tasks allow. The
+predictions only change the variance: the closer ``m`` is to ``y``, the
+smaller each ``z_k``'s spread. Adaptive selection draws with ``q``
+proportional to a mixture of the uniform (weight ``defensive``) and the
+working model's predictive sd of each task's outcome (Neyman's allocation),
+so ``q >= defensive / |R_k|``: no task's probability is ever zero, and no
+residual is weighted by more than ``|R_k| / defensive`` (``|R_k|`` under
+uniform draws), so a term's second moment ``sum_R e^2 / q`` is at most
+``1 / defensive`` times the uniform design's with the same predictions.
+
+Fixed predictions (not updated from the sample) with simple random,
+stratified or Poisson designs use the classical difference estimator
+``mean_U m + sum_s (y - m) / (T pi)``, the Rao-Blackwellised form, with its
+exact design variance (finite-population correction included).
+
+The purely model-based score (the working model's prediction for the tasks
+not run; for an IRT bank :func:`hierbench.freq.irt_score`) is reported
+beside it, labelled as such, with a calibrated misfit test per agent: the
+prequential person-fit statistic ``sum (l_k - E l_k) / sqrt(sum Var l_k)``,
+``l_k`` the log predictive probability of the ``k``-th outcome under the
+predictions made before it was seen, standard normal under the model by the
+martingale central limit theorem (the ``l_z`` statistic of Drasgow et al.
+1985, made honest by predicting each outcome before it is used). An agent
+is flagged when its one-sided p-value is below ``1 - prob``: its answers
+are less likely under the bank than the bank itself expects, so its
+model-based score should not be trusted.
+
+This module imports numpy, scipy and xarray only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import xarray as xr
+from scipy.stats import binom, norm
+from scipy.stats import t as student_t
+
+from .._base import HierbenchError, Result, make_interval
+from ..freq import IRTBank, irt_score
+from ._posterior import _Posterior
+
+__all__ = ["AssistedResult"]
+
+
+class _BankWorking:
+    """An IRT bank as working model: predictions from one agent's posterior, updated with each outcome."""
+
+    def __init__(self, bank: IRTBank, n_runs: int, n_draws: int, n_grid: int, gen: np.random.Generator):
+        self.post = _Posterior(bank, n_draws, n_grid, gen, n_runs)
+
+    def predict(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.post.predictive()
+
+    def pmf(self, t: int, n: int) -> np.ndarray:
+        return self.post.outcome_pmf(t, n)
+
+    def observe(self, t: int, k: int, n: int) -> None:
+        self.post.observe(t, k, n)
+
+
+class _FixedWorking:
+    """Fixed predictions per task (not updated): binomial outcomes around them."""
+
+    def __init__(self, m: np.ndarray, n_runs: int):
+        self.m = np.clip(np.asarray(m, float), 0.0, 1.0)
+        self.v = np.maximum(self.m * (1 - self.m) / n_runs, 1e-12)
+
+    def predict(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.m, self.v
+
+    def pmf(self, t: int, n: int) -> np.ndarray:
+        return binom.pmf(np.arange(n + 1), n, self.m[t])
+
+    def observe(self, t: int, k: int, n: int) -> None:
+        pass
+
+
+def draw_probs(rem: np.ndarray, v: np.ndarray, defensive: float) -> np.ndarray:
+    """Draw probabilities over the tasks not yet drawn: ``defensive`` uniform, the rest in proportion to the sd."""
+    sd = np.sqrt(np.maximum(v, 0.0)) * rem
+    n = rem.sum()
+    q = defensive * rem / n
+    if defensive < 1 and sd.sum() > 0:
+        q = q + (1 - defensive) * sd / sd.sum()
+    return q / q.sum()
+
+
+def _logscore(pmf: np.ndarray, k: int) -> tuple[float, float, float]:
+    """Log predictive probability of ``k`` and its mean and variance under the predictive ``pmf``."""
+    pmf = np.maximum(np.asarray(pmf, float), 1e-300)
+    pmf = pmf / pmf.sum()
+    lp = np.log(pmf)
+    el = float(pmf @ lp)
+    return float(lp[k]), el, float(max(pmf @ lp**2 - el**2, 0.0))
+
+
+@dataclass
+class _Record:
+    """One agent's sequence of draws: what was drawn, with which probability, and each step's term."""
+
+    stratum: np.ndarray
+    rem: np.ndarray = field(init=False)
+    known: np.ndarray = field(init=False)
+    steps: list[tuple] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rem = np.ones(self.stratum.size, bool)
+        self.known = np.zeros(int(self.stratum.max()) + 1)
+
+    def pool(self, h: int) -> np.ndarray:
+        """The tasks of stratum ``h`` not drawn yet."""
+        return self.rem & (self.stratum == h)
+
+    def add(self, t: int, q: float, m: np.ndarray, y: float, n: int, pmf: np.ndarray | None) -> None:
+        """Record the draw of task ``t`` (probability ``q``) with outcome rate ``y`` over ``n`` runs."""
+        h = int(self.stratum[t])
+        pool = self.pool(h)
+        term = self.known[h] + float(m[pool].sum()) + (y - m[t]) / q
+        ls = _logscore(pmf, round(y * n)) if pmf is not None else (np.nan, np.nan, np.nan)
+        self.steps.append((t, h, q, int(pool.sum()), float(m[t]), y, n, term, *ls))
+        self.rem[t] = False
+        self.known[h] += y
+
+    def table(self, n: int | None = None) -> np.ndarray:
+        """The first ``n`` steps as rows (task, stratum, q, pool, prediction, outcome, runs, term, l, El, Vl)."""
+        rows = self.steps if n is None else self.steps[:n]
+        return np.array(rows, float).reshape(-1, 11)
+
+
+def des_raj(tab: np.ndarray, T: int) -> tuple[float, float, int]:
+    """Estimate, standard error and degrees of freedom of the mean score from a record's steps."""
+    h = tab[:, 1].astype(int)
+    est = var = 0.0
+    df = 0
+    for s in np.unique(h):
+        z = tab[h == s, 7]
+        est += z.mean()
+        var += z.var(ddof=1) / z.size if z.size > 1 else np.nan
+        df += z.size - 1
+    return est / T, float(np.sqrt(var)) / T, df
+
+
+def classical(y: np.ndarray, m: np.ndarray, sample: np.ndarray, stratum: np.ndarray,
+              incl: np.ndarray, poisson: bool) -> tuple[float, float, int]:
+    """The difference estimator with fixed predictions and its exact design variance (srs, stratified, Poisson)."""
+    T = m.size
+    e = y[sample] - m[sample]
+    if poisson:
+        pi = incl[sample]
+        var = float(((1 - pi) / pi**2 * e**2).sum())
+        return (m.sum() + float((e / pi).sum())) / T, np.sqrt(var) / T, max(sample.size - 1, 0)
+    est, var, df = float(m.sum()), 0.0, 0
+    hs = stratum[sample]
+    for h in np.unique(stratum):
+        eh = e[hs == h]
+        Th = int((stratum == h).sum())
+        est += Th * eh.mean()
+        var += Th**2 * (1 - eh.size / Th) * eh.var(ddof=1) / eh.size if eh.size > 1 else np.nan
+        df += eh.size - 1
+    return est / T, float(np.sqrt(var)) / T, df
+
+
+def t_bounds(est: float, se: float, df: int, prob: float, lo: float, hi: float) -> tuple[float, float]:
+    """``est +- t_df se`` intersected with the feasible range ``[lo, hi]`` (the range alone when ``se`` is NaN)."""
+    if not np.isfinite(se) or df < 1:
+        return lo, hi
+    half = student_t.ppf((1 + prob) / 2, df) * se
+    return max(est - half, lo), min(est + half, hi)
+
+
+def misfit_test(tab: np.ndarray) -> tuple[float, float]:
+    """Prequential person-fit ``z`` (standard normal under the model) and its one-sided p-value (low: misfit)."""
+    ok = np.isfinite(tab[:, 8])
+    v = float(tab[ok, 10].sum())
+    if not ok.any() or v <= 0:
+        return np.nan, np.nan
+    z = float((tab[ok, 8] - tab[ok, 9]).sum()) / np.sqrt(v)
+    return z, float(norm.cdf(z))
+
+
+def holm(p: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjustment of p-values (NaN kept)."""
+    p = np.asarray(p, float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * (order.size - np.arange(order.size))))
+    out[order] = adj
+    return out
+
+
+@dataclass(frozen=True, repr=False)
+class AssistedResult(Result):
+    """Design-based estimates of full-benchmark scores from subsets, with the model-based ones beside them.
+
+    ``estimate`` and ``ci`` (dim ``agent``): the design-unbiased estimate
+    of each agent's realised full score and its interval (``ci_kind``
+    ``"t"``; how it was made in ``ci_detail``). ``se`` its standard error,
+    ``n_tasks`` the tasks run. ``model_estimate`` / ``model_lower`` /
+    ``model_upper`` (and ``model_ci``): the purely model-based score,
+    which trusts the working model on every task not run. ``misfit_z``,
+    ``misfit_p`` (one-sided, low means misfit), ``misfit_p_holm``
+    (adjusted over agents) and ``misfit_flag`` (``misfit_p < 1 - prob``):
+    the prequential person-fit test of the module docstring. ``draws``
+    (``agent``, ``step``): each draw's task, stratum, probability, pool
+    size, prediction, outcome, runs and term. ``working``: the working
+    model and why; ``design``: how the tasks were drawn.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    se: xr.DataArray
+    n_tasks: xr.DataArray
+    model_estimate: xr.DataArray
+    model_lower: xr.DataArray
+    model_upper: xr.DataArray
+    model_ci: xr.DataArray
+    misfit_z: xr.DataArray
+    misfit_p: xr.DataArray
+    misfit_p_holm: xr.DataArray
+    misfit_flag: xr.DataArray
+    draws: xr.Dataset
+    working: str
+    design: str
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
+
+    @property
+    def flagged(self) -> list[str]:
+        """Agents whose observed tasks disagree with the working model beyond chance."""
+        f = self.misfit_flag
+        return [str(a) for a in f["agent"].values[f.values.astype(bool)]]
+
+
+@dataclass
+class _AgentOut:
+    """One agent's estimates, before they are stacked over agents."""
+
+    est: float
+    se: float
+    lo: float
+    hi: float
+    n: int
+    model: tuple[float, float, float]
+    z: float
+    p: float
+    tab: np.ndarray
+
+
+def agent_out(rec: _Record, *, T: int, prob: float, model: tuple[float, float, float],
+              fixed: tuple[float, float, int] | None = None) -> _AgentOut:
+    """Estimate (Des Raj, or the classical ``fixed`` one), interval, misfit test of one agent's record."""
+    tab = rec.table()
+    est, se, df = fixed if fixed is not None else des_raj(tab, T)
+    known = float(tab[:, 5].sum())
+    lo, hi = t_bounds(est, se, df, prob, known / T, (known + T - tab.shape[0]) / T)
+    z, p = misfit_test(tab)
+    return _AgentOut(est, se, lo, hi, tab.shape[0], model, z, p, tab)
+
+
+def model_score(working: Any, rec: _Record, *, bank: IRTBank | None, prob: float, n_runs: int,
+                gen: np.random.Generator) -> tuple[float, float, float]:
+    """The purely model-based score: the IRT posterior (``irt_score``), or fixed predictions for the tasks not run."""
+    tab = rec.table()
+    tasks = tab[:, 0].astype(int)
+    if bank is not None:
+        runs = tab[:, 6].astype(np.int64)
+        resp = xr.Dataset({"n_runs": ("task", runs), "n_success": ("task", np.round(tab[:, 5] * runs))},
+                          coords={"task": bank.tasks[tasks]})
+        r = irt_score(bank, resp, prob=prob, n_runs=n_runs, rng=gen)
+        lo, hi = r.ci.values
+        return float(r.estimate), float(lo), float(hi)
+    m, v = working.predict()
+    unrun = np.ones(m.size, bool)
+    unrun[tasks] = False
+    est = (tab[:, 5].sum() + m[unrun].sum()) / m.size
+    half = norm.ppf((1 + prob) / 2) * np.sqrt(v[unrun].sum()) / m.size
+    return float(est), float(est - half), float(est + half)
+
+
+_DRAW_COLS = ("task", "stratum", "draw_prob", "pool", "prediction", "outcome", "n_runs", "term")
+
+
+def assemble(outs: Sequence[_AgentOut], agents: Sequence[str], tasks: np.ndarray, *, prob: float,
+             detail: str, working: str, design: str) -> AssistedResult:
+    """Stack the agents' estimates into an :class:`AssistedResult`."""
+    ac = {"agent": np.asarray(agents).astype(str)}
+
+    def da(vals, name, dtype=float):
+        return xr.DataArray(np.array(vals, dtype=dtype), dims="agent", coords=ac, name=name)
+
+    est = da([o.est for o in outs], "estimate")
+    ci = make_interval(da([o.lo for o in outs], "lower"), da([o.hi for o in outs], "upper"), prob=prob, kind="t",
+                       detail=detail, warn_zero_width=False)
+    mlo, mhi = da([o.model[1] for o in outs], "model_lower"), da([o.model[2] for o in outs], "model_upper")
+    p = np.array([o.p for o in outs])
+    n_max = max(o.n for o in outs)
+    cube = np.full((len(outs), n_max, len(_DRAW_COLS)), np.nan)
+    for i, o in enumerate(outs):
+        cube[i, : o.n] = o.tab[:, : len(_DRAW_COLS)]
+    sc = {**ac, "step": np.arange(n_max)}
+    draws = xr.Dataset({c: (("agent", "step"), cube[:, :, j]) for j, c in enumerate(_DRAW_COLS) if c != "task"},
+                       coords=sc)
+    idx = np.where(np.isfinite(cube[:, :, 0]), cube[:, :, 0], 0).astype(int)
+    draws["task"] = (("agent", "step"), np.where(np.isfinite(cube[:, :, 0]), tasks[idx], None).astype(object))
+    return AssistedResult(
+        estimate=est, ci=ci, se=da([o.se for o in outs], "se"), n_tasks=da([o.n for o in outs], "n_tasks", int),
+        model_estimate=da([o.model[0] for o in outs], "model_estimate"), model_lower=mlo, model_upper=mhi,
+        model_ci=make_interval(mlo, mhi, prob=prob, kind="eti" if "IRT" in working else "normal",
+                               detail=f"model-based: {working}; trusts it on every task not run",
+                               name="model_ci", warn_zero_width=False),
+        misfit_z=da([o.z for o in outs], "misfit_z"), misfit_p=da(p, "misfit_p"),
+        misfit_p_holm=da(holm(p), "misfit_p_holm"), misfit_flag=da(p < 1 - prob, "misfit_flag", bool),
+        draws=draws, working=working, design=design,
+    )
+
+
+def run_outcome(call: Callable[[str], float], task: str, n_runs: int, available: int | None) -> tuple[int, int]:
+    """Run one drawn task ``n_runs`` times (all its logged runs in a replay): (successes, runs)."""
+    k = n = 0
+    for _ in range(n_runs if available is None else available):
+        s = call(task)
+        if s is None or (isinstance(s, float) and np.isnan(s)):
+            continue
+        if float(s) not in (0.0, 1.0):
+            raise HierbenchError(f"`run` must return a binary score (0 or 1, NaN for a failed run); got {s!r} "
+                                 f"for task {task!r}")
+        k += int(s)
+        n += 1
+    if n == 0:
+        raise HierbenchError(
+            f"every run of the drawn task {task!r} failed: a design-based estimate needs the outcome of each "
+            "drawn task (retry failed runs inside `run`; dropping the task would bias the estimate)"
+        )
+    return k, n

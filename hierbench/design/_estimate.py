@@ -1,0 +1,385 @@
+"""Model-assisted evaluation of new agents: adaptive draws with recorded probabilities, or a fixed plan.
+
+:func:`assisted_adaptive` draws each next task at random with probabilities
+tilted toward the tasks whose outcome the working model is least sure of
+(never zero: a defensive mixture with the uniform), records them, and
+estimates each agent's full-benchmark score design-unbiasedly;
+:func:`assisted_mean` does the same for the tasks of a :class:`SubsetPlan`
+drawn in advance. The estimators and their guarantees are described in
+:mod:`hierbench.design._assisted`.
+
+This module imports numpy, scipy and xarray only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from threadpoolctl import threadpool_limits
+
+from .._base import DEFAULT_PROB, HierbenchError, check_int, check_prob, counts
+from .._parallel import map_seeded
+from ..freq import IRTBank
+from ._assisted import (
+    AssistedResult,
+    _AgentOut,
+    _BankWorking,
+    _FixedWorking,
+    _Record,
+    agent_out,
+    assemble,
+    classical,
+    draw_probs,
+    model_score,
+    run_outcome,
+)
+from ._subset import SubsetPlan, prior_predictive
+from ._working import WorkingModel
+
+__all__ = ["assisted_adaptive", "assisted_mean"]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """What every agent of one assisted evaluation shares."""
+
+    bank: IRTBank | None
+    fixed: np.ndarray | None
+    working: str
+    tasks: np.ndarray
+    prob: float
+    n_runs: int
+    n_draws: int
+    n_grid: int
+
+    @property
+    def T(self) -> int:
+        return int(self.tasks.size)
+
+    def make_working(self, gen: np.random.Generator) -> Any:
+        """A fresh working model for one agent (``None``: no model, plain means)."""
+        if self.bank is not None:
+            return _BankWorking(self.bank, self.n_runs, self.n_draws, self.n_grid, gen)
+        if self.fixed is not None:
+            return _FixedWorking(self.fixed, self.n_runs)
+        return None
+
+
+def _spec(working: Any, tasks: np.ndarray | None, *, prob: float, n_runs: int, n_draws: int,
+          n_grid: int) -> _Spec:
+    """Normalise the working model: an IRTBank, a WorkingModel, fixed predictions over ``task``, or None."""
+    prob = check_prob(prob)
+    n_runs = check_int(n_runs, "n_runs", min=1)
+    kw = {"prob": prob, "n_runs": n_runs, "n_draws": check_int(n_draws, "n_draws", min=1),
+          "n_grid": check_int(n_grid, "n_grid", min=11)}
+    if isinstance(working, WorkingModel):
+        working = working.bank
+    if isinstance(working, IRTBank):
+        return _Spec(working, None, f"{working.model.upper()} IRT bank ({working.method}), ability updated "
+                     "from the tasks drawn before", working.tasks, **kw)
+    if isinstance(working, xr.DataArray):
+        if working.dims != ("task",) or "task" not in working.coords:
+            raise HierbenchError(f"`working` predictions must be a DataArray over a labelled 'task' dim; "
+                                 f"got dims {working.dims}")
+        m = working.values.astype(float)
+        if not np.all(np.isfinite(m)) or (m < 0).any() or (m > 1).any():
+            raise HierbenchError("`working` predictions must be success rates in [0, 1], all finite")
+        return _Spec(None, m, "fixed predictions per task", np.asarray(working["task"].values).astype(str), **kw)
+    if working is None:
+        if tasks is None:
+            raise HierbenchError("`working=None` (no model) needs the tasks: pass logs or a plan")
+        return _Spec(None, None, "none (plain mean)", tasks, **kw)
+    raise TypeError(f"`working` must be an IRTBank, a WorkingModel, predictions over 'task' or None; "
+                    f"got {type(working).__name__}")
+
+
+class _Source:
+    """One agent's outcomes per task: from its logged counts, or by calling ``run``."""
+
+    def __init__(self, tasks: np.ndarray, n_runs: int, *, call: Callable | None = None,
+                 k: np.ndarray | None = None, n: np.ndarray | None = None):
+        self.tasks, self.n_runs, self.call, self.k, self.n = tasks, n_runs, call, k, n
+
+    def __call__(self, t: int) -> tuple[int, int]:
+        if self.call is not None:
+            return run_outcome(self.call, str(self.tasks[t]), self.n_runs, None)
+        return int(self.k[t]), int(self.n[t])
+
+
+def _sources(run: Any, tasks: np.ndarray, n_runs: int) -> tuple[list[str], list[_Source]]:
+    """Agents and their outcome sources: a callback (one agent) or complete logs over the population's tasks."""
+    if callable(run) and not isinstance(run, (xr.DataArray, xr.Dataset)):
+        return ["agent"], [_Source(tasks, n_runs, call=run)]
+    if isinstance(run, xr.DataArray) and "run" not in run.dims and "task" in run.dims:
+        run = run.expand_dims(run=[0], axis=-1)
+    c = counts(run, name="run", purpose="model-assisted estimation")
+    if "agent" not in c["n_runs"].dims:
+        c = c.expand_dims(agent=["agent"])
+    have = set(np.asarray(c["task"].values).astype(str).tolist())
+    missing = sorted(set(tasks.tolist()) - have)
+    c = c.sel(task=[t for t in tasks if t in have])
+    n = c["n_runs"].transpose("agent", "task").values
+    if missing or (n == 0).any():
+        bad = missing[:5] or tasks[(n == 0).any(0)][:5].tolist()
+        raise HierbenchError(
+            f"`run` logs must hold at least one run of every task of the benchmark for every agent (any of them "
+            f"may be drawn); {len(missing) or int((n == 0).any(0).sum())} tasks are short, e.g. {bad}"
+        )
+    k = np.round(c["n_success"].transpose("agent", "task").values).astype(np.int64)
+    agents = np.asarray(c["agent"].values).astype(str).tolist()
+    return agents, [_Source(tasks, n_runs, k=k[i], n=n[i]) for i in range(len(agents))]
+
+
+def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n_tasks: int,
+                    defensive: float, score_model: bool = True) -> _AgentOut:
+    """One agent: draw ``n_tasks`` tasks with tilted, recorded probabilities, and estimate its score."""
+    T = spec.T
+    work = spec.make_working(gen)
+    rec = _Record(np.zeros(T, np.intp))
+    with threadpool_limits(1, user_api="blas"):
+        for _ in range(n_tasks):
+            m, v = work.predict() if work is not None else (np.zeros(T), np.ones(T))
+            q = draw_probs(rec.rem, v, defensive)
+            t = int(gen.choice(T, p=q))
+            k, n = source(t)
+            rec.add(t, q[t], m, k / n, n, work.pmf(t, n) if work is not None else None)
+            if work is not None:
+                work.observe(t, k, n)
+        model = (model_score(work, rec, bank=spec.bank, prob=spec.prob, n_runs=spec.n_runs, gen=gen)
+                 if work is not None and score_model else (np.nan,) * 3)
+    fixed = None
+    if work is None:  # no model: uniform draws, the plain mean (Rao-Blackwellised Des Raj)
+        tab = rec.table()
+        y = np.zeros(T)
+        y[tab[:, 0].astype(int)] = tab[:, 5]
+        fixed = classical(y, np.zeros(T), tab[:, 0].astype(int), np.zeros(T, np.intp), np.ones(T), False)
+    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed)
+
+
+def assisted_adaptive(
+    working: IRTBank | WorkingModel | xr.DataArray | None,
+    run: Callable[[str], float] | xr.DataArray | xr.Dataset,
+    *,
+    n_tasks: int = 50,
+    prob: float = DEFAULT_PROB,
+    defensive: float = 0.5,
+    n_runs: int = 1,
+    n_draws: int = 50,
+    n_grid: int = 41,
+    tasks: Any = None,
+    executor: Any = None,
+    progress: bool | None = None,
+    rng: None | int | np.random.Generator = None,
+) -> AssistedResult:
+    """Evaluate agents on ``n_tasks`` adaptively drawn tasks; design-unbiased score, interval and misfit flag.
+
+    Each next task is drawn at random among those not yet run, with
+    probability ``defensive / |remaining| + (1 - defensive) * sd_t / sum sd``
+    (``sd_t``: the working model's current predictive sd of the task's
+    outcome for this agent), and the probability is recorded; the estimate
+    is Des Raj's martingale-difference estimator with the working model's
+    predictions (exactly unbiased whatever the model, interval by the
+    martingale central limit theorem). The model-based score and a
+    calibrated per-agent misfit test are reported beside it.
+
+    Parameters
+    ----------
+    working : IRTBank, WorkingModel, DataArray or None
+        The working model: a calibrated bank (predictions updated from the
+        agent's answers), :func:`choose_working_model`'s choice, fixed
+        predicted success rates over ``task`` (e.g. a crossed model's task
+        posteriors), or ``None`` (no model: uniform draws, the plain mean).
+    run : callable or Dataset/DataArray
+        ``run(task) -> 0/1`` runs one agent once (NaN for a failed run; each
+        drawn task is run ``n_runs`` times), or complete logs (``score``
+        over agent, task, run, or counts): every agent is replayed, each
+        drawn task with all its logged runs.
+    n_tasks : int
+        Tasks to draw per agent.
+    prob : float
+        Level of the intervals; the misfit flag's significance is ``1 - prob``.
+    defensive : float
+        Weight of the uniform in the draw probabilities, ``0 < defensive <= 1``
+        (1: simple random sampling).
+    n_runs : int
+        Runs per drawn task with a callback; runs per task of the full score
+        the model-based estimate predicts.
+    n_draws, n_grid : int
+        Item-parameter draws and ability grid points of the bank's posterior.
+    tasks : sequence of str, optional
+        The benchmark's tasks when ``working`` is None and ``run`` a callback.
+    executor : concurrent.futures.Executor, optional
+        Runs the agents (logs) in parallel; results are identical to serial.
+    progress : bool or None
+        A bar over the agents (None: only when a person watches).
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    AssistedResult
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> g = np.random.default_rng(0)
+    >>> m = xr.DataArray(g.uniform(0.05, 0.95, 200), dims="task", coords={"task": [f"t{i}" for i in range(200)]})
+    >>> y = (g.random(200) < m.values).astype(float)
+    >>> logs = xr.DataArray(y[None, :, None], dims=("agent", "task", "run"), coords={"agent": ["a"], "task": m.task})
+    >>> res = assisted_adaptive(m, logs, n_tasks=40, prob=0.9, rng=1)
+    >>> res.ci.attrs["ci_kind"], int(res.n_tasks[0])
+    ('t', 40)
+    """
+    labels = None if tasks is None else np.asarray(list(tasks)).astype(str)
+    spec = _spec(working, labels if not isinstance(run, (xr.DataArray, xr.Dataset)) else _log_tasks(run),
+                 prob=prob, n_runs=n_runs, n_draws=n_draws, n_grid=n_grid)
+    n_tasks = check_int(n_tasks, "n_tasks", min=2, max=spec.T)
+    if not (isinstance(defensive, (int, float)) and 0 < defensive <= 1):
+        raise HierbenchError(f"`defensive` must be a number with 0 < defensive <= 1; got {defensive!r}")
+    agents, sources = _sources(run, spec.tasks, spec.n_runs)
+    outs = map_seeded(_adaptive_agent, sources, rng=rng, executor=executor, progress=progress, desc="agents",
+                      kwargs={"spec": spec, "n_tasks": n_tasks, "defensive": float(defensive)})
+    how = "uniform draws" if defensive == 1 or spec.working.startswith("none") else (
+        f"draws tilted to the working model's predictive sd, defensive uniform weight {defensive:g}")
+    return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working,
+                    design=f"adaptive: {how}, probabilities recorded",
+                    detail=_detail(spec, "Des Raj martingale-difference estimator"))
+
+
+def _log_tasks(run: xr.DataArray | xr.Dataset) -> np.ndarray:
+    return np.asarray(run["task"].values).astype(str)
+
+
+def _detail(spec: _Spec, estimator: str) -> str:
+    if spec.working.startswith("none"):
+        return "plain mean of a simple random sample, Student t with the finite-population correction"
+    return (f"{estimator} with the working model's predictions ({spec.working}); design-based variance, "
+            "Student t, intersected with the range the tasks run allow")
+
+
+def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan: SubsetPlan) -> _AgentOut:
+    """One agent on a fixed plan: sequential with an IRT bank, the classical difference estimator otherwise."""
+    T = spec.T
+    pos = {t: i for i, t in enumerate(spec.tasks)}
+    order = np.array([pos[t] for t in plan.order.values.astype(str)], np.intp)
+    work = spec.make_working(gen)
+    stratum = plan.stratum.values.astype(np.intp)
+    poisson = plan.design == "poisson"
+    if poisson and spec.bank is not None:  # no order: the bank's population-average predictions, fixed
+        work = _FixedWorking(prior_predictive(spec.bank)[0], spec.n_runs)
+    rec = _Record(stratum if not poisson else np.zeros(T, np.intp))
+    with threadpool_limits(1, user_api="blas"):
+        for t, q in zip(order, plan.draw_prob.values, strict=True):
+            m, _ = work.predict() if work is not None else (np.zeros(T), None)
+            k, n = source(int(t))
+            rec.add(int(t), float(q), m, k / n, n, work.pmf(int(t), n) if work is not None else None)
+            if work is not None:
+                work.observe(int(t), k, n)
+        model = (model_score(work, rec, bank=spec.bank if not poisson else None, prob=spec.prob,
+                             n_runs=spec.n_runs, gen=gen) if work is not None else (np.nan,) * 3)
+    fixed = None
+    if isinstance(work, _FixedWorking) or work is None:
+        if plan.design != "pps":
+            y = np.zeros(T)
+            y[order] = rec.table()[:, 5]
+            fixed = classical(y, work.m if work is not None else np.zeros(T), order, stratum,
+                              plan.inclusion.values, poisson)
+        elif work is None:
+            raise HierbenchError("a PPS plan needs a working model (`working`): with none, use design='srs'")
+    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed)
+
+
+def assisted_mean(
+    plan: SubsetPlan,
+    outcomes: xr.Dataset | xr.DataArray,
+    working: IRTBank | WorkingModel | xr.DataArray | None = None,
+    *,
+    prob: float = DEFAULT_PROB,
+    n_runs: int = 1,
+    n_draws: int = 50,
+    n_grid: int = 41,
+    executor: Any = None,
+    rng: None | int | np.random.Generator = None,
+) -> AssistedResult:
+    """Design-unbiased full-benchmark scores from the tasks of a :class:`SubsetPlan`, model-assisted.
+
+    With fixed predictions (or none) and a simple random, stratified or
+    Poisson plan: the classical difference estimator and its exact design
+    variance (with ``working=None``, the plain or stratified mean). With
+    an IRT bank, or a PPS plan: Des Raj's estimator over the plan's draws in
+    order, the bank's predictions updated from the earlier draws (Poisson
+    plans have no order and use the bank's population-average predictions).
+
+    Parameters
+    ----------
+    plan : SubsetPlan
+        From :func:`plan_subset`, drawn before any outcome was seen.
+    outcomes : Dataset or DataArray
+        The agents' logs (``score`` over agent, task, run, or counts) for
+        at least the plan's tasks; other tasks are not used.
+    working : IRTBank, WorkingModel, DataArray or None
+        As in :func:`assisted_adaptive`.
+    prob : float
+        Level of the intervals (and ``1 - prob`` the misfit test's).
+    n_runs, n_draws, n_grid, executor, rng
+        As in :func:`assisted_adaptive`.
+
+    Returns
+    -------
+    AssistedResult
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> g = np.random.default_rng(1)
+    >>> tasks = [f"t{i}" for i in range(300)]
+    >>> m = xr.DataArray(g.uniform(0.05, 0.95, 300), dims="task", coords={"task": tasks})
+    >>> y = xr.DataArray((g.random((1, 300)) < m.values).astype(float), dims=("agent", "task"),
+    ...                  coords={"agent": ["a"], "task": tasks})
+    >>> from hierbench.design import plan_subset
+    >>> plan = plan_subset(tasks, 60, rng=2)
+    >>> res = assisted_mean(plan, y, m, prob=0.9)
+    >>> bool(res.ci.sel(ci_bound="lower") < res.estimate)
+    True
+    """
+    if not isinstance(plan, SubsetPlan):
+        raise TypeError(f"`plan` must be a SubsetPlan (design.plan_subset); got {type(plan).__name__}")
+    spec = _spec(working, plan.tasks, prob=prob, n_runs=n_runs, n_draws=n_draws, n_grid=n_grid)
+    if set(spec.tasks) != set(plan.tasks):
+        raise HierbenchError(f"`working`'s tasks must be the plan's tasks ({plan.n_tasks}); they differ in "
+                             f"{len(set(spec.tasks) ^ set(plan.tasks))} tasks")
+    spec = _Spec(spec.bank, spec.fixed, spec.working, plan.tasks if spec.bank is None else spec.tasks, spec.prob,
+                 spec.n_runs, spec.n_draws, spec.n_grid)
+    if spec.bank is not None and not np.array_equal(spec.tasks, plan.tasks):
+        raise HierbenchError("`working`'s bank must list its tasks in the plan's order (plan_subset(bank, ...))")
+    agents, sources = _sources(_plan_logs(outcomes, plan), spec.tasks, spec.n_runs)
+    outs = map_seeded(_plan_agent, sources, rng=rng, executor=executor,
+                      desc="agents", kwargs={"spec": spec, "plan": plan})
+    return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working, design=f"plan: {plan.design}",
+                    detail=_detail(spec, "difference / Des Raj estimator"))
+
+
+def _plan_logs(outcomes: Any, plan: SubsetPlan) -> Any:
+    """The outcomes with every plan task present (tasks not in the plan filled with a dummy run, never read)."""
+    if not isinstance(outcomes, (xr.DataArray, xr.Dataset)):
+        raise TypeError(f"`outcomes` must be logs or counts (xarray); got {type(outcomes).__name__}")
+    run = outcomes
+    if isinstance(run, xr.DataArray) and "run" not in run.dims:
+        run = run.expand_dims(run=[0], axis=-1)
+    c = counts(run, name="outcomes", purpose="model-assisted estimation")
+    drawn = set(plan.order.values.astype(str))
+    have = set(np.asarray(c["task"].values).astype(str))
+    missing = sorted(drawn - have)
+    if missing:
+        raise HierbenchError(f"`outcomes` must hold every task of the plan; missing {missing[:5]}")
+    c = c.reindex(task=list(plan.tasks))
+    nr = c["n_runs"].fillna(0)
+    zero = (nr == 0).any([d for d in nr.dims if d != "task"]) if nr.ndim > 1 else nr == 0
+    short = sorted(drawn & set(np.asarray(nr["task"].values[zero.values]).astype(str).tolist()))
+    if short:
+        raise HierbenchError(f"`outcomes` must hold a run of every planned task for every agent; none for {short[:5]}")
+    # tasks outside the plan are never read: give them one dummy run so the source can be built
+    return c.assign(n_runs=nr.where(nr > 0, 1), n_success=c["n_success"].fillna(0))

@@ -1,0 +1,568 @@
+"""Leave one agent out on complete logs: every selection of a few tasks against the agent's full score.
+
+For each held-out agent, a bank is calibrated on the other agents
+(:func:`hierbench.freq.calibrate_irt`: MAP with a Laplace bank) and the
+held-out agent's full-benchmark score (its success rate over every task it
+ran: the truth here) is predicted from ``n`` of its tasks chosen by each
+selection:
+
+``"random"``
+    random subsets (nested in size) scored by the IRT model
+    (:func:`hierbench.freq.irt_score`, realised target);
+``"random_mean"``
+    the same subsets scored by their plain mean, with the exact
+    hypergeometric interval for the mean over all tasks (what a user
+    computes without a model); with repeated runs, the mean of the tasks'
+    success rates with a Student t interval and the finite-population
+    correction;
+``"cluster"``, ``"information"``
+    the two anchor sets of :func:`anchors` (one per size), IRT-scored;
+``"adaptive"``
+    the first ``n`` tasks of :func:`adaptive`, IRT-scored, its interval
+    widened by the misfit variance of :func:`calibrate_misfit` measured on
+    the calibration agents (the model-only interval kept beside it);
+``"assisted_random"``, ``"assisted_adaptive"``
+    design-based: the first ``n`` of ``max(n_tasks)`` tasks drawn uniformly,
+    or with probabilities tilted toward the working model's uncertainty
+    (:func:`assisted_adaptive`, ``defensive`` uniform weight), scored by Des
+    Raj's model-assisted estimator with a Student t interval; the working
+    model is chosen per held-out agent by :func:`choose_working_model`
+    cross-fitted on the calibration agents (``working``). The model-based
+    score of the same tasks and the prequential misfit test are kept beside
+    it (``model_predicted``, ``misfit_z``, ``misfit_p``).
+
+With repeated runs every chosen task is run as many times as the logs allow
+(the most runs of any cell), so each selection sees the same runs per task
+as the full score it predicts. :func:`loo_summary` turns a study into mean
+absolute errors and coverages with their Monte Carlo errors, the held-out
+agents being the units.
+
+This module imports numpy, scipy and xarray only.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import xarray as xr
+
+from .._base import (
+    HierbenchError,
+    as_rng,
+    check_choice,
+    check_int,
+    check_prob,
+    counts,
+    make_interval,
+)
+from .._parallel import map_seeded
+from ..freq import IRTBank, calibrate_irt, irt_score
+from ._adaptive import adaptive
+from ._anchors import anchors
+from ._assisted import classical, des_raj, misfit_test, t_bounds
+from ._estimate import _adaptive_agent, _Source, _Spec
+from ._misfit import _add_misfit, calibrate_misfit
+from ._plan import uniform_bounds
+from ._posterior import _check_complete
+from ._working import CANDIDATES, WorkingModel, choose_working_model
+
+__all__ = ["loo_study", "loo_summary"]
+
+SELECTIONS = ("random", "random_mean", "cluster", "information", "adaptive", "assisted_random", "assisted_adaptive")
+_KEYS = ("predicted", "lower", "upper", "model_lower", "model_upper", "model_predicted", "misfit_z", "misfit_p")
+
+
+def _t_fpc(v: np.ndarray, T: int, prob: float) -> tuple[float, float]:
+    """Student t interval for the mean of ``T`` values from ``n`` drawn without replacement, kept in [0, 1]."""
+    from scipy.stats import t as student_t
+
+    n = v.size
+    if n < 2:
+        return 0.0, 1.0
+    half = student_t.ppf((1 + prob) / 2, n - 1) * v.std(ddof=1) / np.sqrt(n) * np.sqrt(1 - n / T)
+    return max(float(v.mean() - half), 0.0), min(float(v.mean() + half), 1.0)
+
+
+def loo_study(
+    data: xr.Dataset,
+    *,
+    n_tasks: Sequence[int] = (25, 50, 100),
+    selections: Sequence[str] = SELECTIONS,
+    prob: float = 0.9,
+    n_repeat: int = 1,
+    agents: Sequence[str] | None = None,
+    model: Literal["2pl", "1pl"] = "2pl",
+    criterion: Literal["variance", "fisher"] = "variance",
+    n_bank_draws: int = 1000,
+    misfit: bool = True,
+    run_icc: float | None = None,
+    working: str | Sequence[str] = ("2pl", "1pl", "none"),
+    defensive: float = 0.5,
+    executor: Any = None,
+    progress: bool | None = None,
+    rng: None | int | np.random.Generator = None,
+) -> xr.Dataset:
+    """Leave one agent out: calibrate on the others, score it from a few tasks, compare with its full score.
+
+    The selections are described in this module's docstring. Each held-out
+    agent is one piece of work with its own random stream spawned from
+    ``rng``, so the study is bit-identical whatever ``executor`` runs it.
+
+    Parameters
+    ----------
+    data : xarray.Dataset
+        Complete logs (every agent ran every task at least once; binary
+        scores) of at least 3 agents (4 with ``misfit`` or a working-model
+        choice). Repeated runs, also ragged ones, are used: the full score
+        is the mean over tasks of each cell's success rate.
+    n_tasks : sequence of int
+        Subset sizes to evaluate.
+    selections : sequence of str
+        Any of ``"random"``, ``"random_mean"``, ``"cluster"``,
+        ``"information"``, ``"adaptive"``, ``"assisted_random"``,
+        ``"assisted_adaptive"`` (all by default).
+    prob : float
+        Level of the intervals whose coverage is measured.
+    n_repeat : int
+        Independent repetitions, per held-out agent, of every selection
+        that involves chance (information anchors are deterministic and fill
+        ``repeat = 0`` only). The misfit calibration and the working-model
+        choice are made once per held-out agent.
+    agents : sequence of str, optional
+        Agents to hold out (default all).
+    model, criterion, n_bank_draws
+        Passed on to the calibration and to :func:`adaptive`.
+    misfit : bool
+        Add the misfit variance of :func:`calibrate_misfit` (cross-fitted
+        over ``min(5, calibration agents)`` folds) to the adaptive intervals;
+        the model-only ones are kept as ``model_lower`` / ``model_upper``.
+    run_icc : float, optional
+        Passed on to :func:`hierbench.freq.calibrate_irt`.
+    working : str or sequence of str
+        Candidate working models of the assisted selections, chosen per
+        held-out agent by :func:`choose_working_model` (one name: no choice).
+    defensive : float
+        Uniform weight of ``"assisted_adaptive"``'s draw probabilities.
+    executor : concurrent.futures.Executor, optional
+        Runs the held-out agents (e.g. a process pool); None runs them here.
+    progress : bool or None
+        A bar over the held-out agents (None: only when a person watches).
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``agent``, ``selection``, ``n_tasks``, ``repeat``):
+        ``predicted``, ``lower``, ``upper``, ``covered``, ``abs_error``,
+        ``model_lower``, ``model_upper``, ``model_covered``,
+        ``model_predicted``, ``misfit_z``, ``misfit_p``; over ``agent``:
+        ``actual``, ``calibration_seconds``, ``working_model``; over
+        (``agent``, ``n_tasks``): ``misfit_sd``; ``ci_kind`` per selection.
+    """
+    ctx = _LooContext.checked(data, n_tasks=n_tasks, selections=selections, prob=prob, n_repeat=n_repeat,
+                              agents=agents, model=model, criterion=criterion, n_bank_draws=n_bank_draws,
+                              misfit=misfit, run_icc=run_icc, working=working, defensive=defensive)
+    parts = map_seeded(_loo_agent, list(ctx.hold), rng=rng, executor=executor, progress=progress,
+                       desc="held-out agents", kwargs={"ctx": ctx})
+    return _loo_dataset(parts, ctx)
+
+
+@dataclass(frozen=True)
+class _LooContext:
+    """A leave-one-agent-out study's checked settings and the counts every held-out agent shares."""
+
+    data: xr.Dataset
+    c: xr.Dataset
+    all_agents: np.ndarray
+    hold: np.ndarray
+    sizes: list[int]
+    sel: list[str]
+    runs: int
+    prob: float
+    n_repeat: int
+    model: str
+    criterion: str
+    n_bank_draws: int
+    misfit: bool
+    run_icc: float | None
+    working: tuple[str, ...]
+    defensive: float
+
+    @classmethod
+    def checked(cls, data: xr.Dataset, *, n_tasks, selections, prob, n_repeat, agents, model, criterion,
+                n_bank_draws, misfit, run_icc, working, defensive) -> _LooContext:
+        prob = check_prob(prob)
+        n_repeat = check_int(n_repeat, "n_repeat", min=1)
+        for s in selections:
+            check_choice(s, "selections", list(SELECTIONS))
+        sizes = sorted({check_int(v, "n_tasks", min=1) for v in n_tasks})
+        working = (working,) if isinstance(working, str) else tuple(working)
+        for w in working:
+            check_choice(w, "working", list(CANDIDATES))
+        if not (isinstance(defensive, (int, float)) and 0 < defensive <= 1):
+            raise HierbenchError(f"`defensive` must be a number with 0 < defensive <= 1; got {defensive!r}")
+        c = counts(data, purpose="an IRT study")
+        _check_agents(c, selections, misfit, working)
+        _check_complete(c, "for a replay study")
+        all_agents = np.asarray(c["agent"].values).astype(str)
+        hold = all_agents if agents is None else np.asarray(agents).astype(str)
+        unknown = sorted(set(hold) - set(all_agents))
+        if unknown:
+            raise HierbenchError(f"`agents` must be agents of `data`; unknown {unknown[:5]}")
+        T = c.sizes["task"]
+        if sizes[-1] > T:
+            raise HierbenchError(f"`n_tasks` must be at most the number of tasks ({T}); got {sizes[-1]}")
+        if sizes[0] < 2 and any(s.startswith("assisted") for s in selections):
+            raise HierbenchError(f"`n_tasks` must be >= 2 for the assisted selections (a variance); got {sizes[0]}")
+        # A chosen task is run as often as its logs allow (adaptive replays take up to the most
+        # runs of any cell), as the full score, a mean of each cell's success rate, counts it.
+        runs = int(c["n_runs"].max())
+        return cls(data, c, all_agents, hold, sizes, list(selections), runs, prob, n_repeat, model, criterion,
+                   n_bank_draws, misfit, run_icc, working, float(defensive))
+
+    @property
+    def T(self) -> int:
+        return int(self.c.sizes["task"])
+
+    def n_rep(self, s: str) -> int:
+        """Repeats of a selection: information anchors are deterministic."""
+        return 1 if s == "information" else self.n_repeat
+
+
+def _check_agents(c: xr.Dataset, selections: Sequence[str], misfit: bool, working: tuple[str, ...]) -> None:
+    """Enough agents for every step, said upfront: 2 to calibrate a bank, 3 to cross-fit on the calibration agents."""
+    M = int(c.sizes.get("agent", 1)) if "agent" in c["n_runs"].dims else 1
+    need, why = 3, "a held-out agent and a bank calibrated on at least 2 others"
+    if misfit and "adaptive" in selections:
+        need, why = 4, "the misfit calibration cross-fits on at least 3 calibration agents (or pass misfit=False)"
+    if len(working) > 1 and any(s.startswith("assisted") for s in selections):
+        need, why = 4, "the working-model choice cross-fits on at least 3 calibration agents (or pass one `working`)"
+    if M < need:
+        raise HierbenchError(f"`data` must hold at least {need} agents for loo_study ({why}); got {M}")
+
+
+class _Fold:
+    """One held-out agent: its bank (calibrated on the others), its counts and how its subsets are scored."""
+
+    def __init__(self, ag: str, ctx: _LooContext, gen: np.random.Generator):
+        self.ag, self.ctx, self.gen = ag, ctx, gen
+        train = ctx.c.sel(agent=[a for a in ctx.all_agents if a != ag])
+        t0 = time.perf_counter()
+        self.cal = calibrate_irt(train, model=ctx.model, n_draws=ctx.n_bank_draws, run_icc=ctx.run_icc, rng=gen)
+        self.seconds = time.perf_counter() - t0
+        self.bank: IRTBank = self.cal.bank
+        self.own = ctx.c.sel(agent=ag)
+        # the tasks not run are predicted as rates over the held-out agent's median runs per cell
+        self.target_runs = max(1, round(float(np.median(self.own["n_runs"].values))))
+        self.rate = (self.own["n_success"] / self.own["n_runs"])
+        self.actual = float(self.rate.mean())
+        shape = (len(ctx.sel), len(ctx.sizes), ctx.n_repeat)
+        self.out = {k: np.full(shape, np.nan) for k in _KEYS}
+        self.tau = np.zeros(len(ctx.sizes))
+        self.working: WorkingModel | None = None
+
+    def put(self, j: int, kk: int, rep: int, vals: tuple[float, ...]) -> None:
+        """Store one interval: (predicted, lower, upper[, model_lower, model_upper])."""
+        for key, v in zip(_KEYS, vals, strict=False):
+            self.out[key][j, kk, rep] = v
+
+    def score_on(self, chosen: np.ndarray, tau: float = 0.0) -> tuple[float, ...]:
+        """IRT score from the chosen tasks: estimate, interval (with the misfit sd ``tau``), model-only interval."""
+        ctx, gen = self.ctx, self.gen
+        sub = self.own.sel(task=chosen)
+        r = irt_score(self.bank, sub, prob=ctx.prob, n_runs=self.target_runs, rng=gen)
+        lo, hi = r.ci.values
+        if tau > 0:
+            known = float((sub["n_success"] / sub["n_runs"]).sum())
+            r2 = _add_misfit(r, tau, known, ctx.T - len(chosen), ctx.T, ctx.prob, gen)
+            lo2, hi2 = r2.ci.values
+            return float(r.estimate), float(lo2), float(hi2), float(lo), float(hi)
+        return float(r.estimate), float(lo), float(hi), float(lo), float(hi)
+
+    def random_mean(self, j: int, perms: list[np.ndarray]) -> None:
+        """The plain mean of each random subset, with its design-based interval."""
+        ctx = self.ctx
+        for rep, perm in enumerate(perms):
+            for kk, n in enumerate(ctx.sizes):
+                v = self.rate.sel(task=perm[:n]).values
+                if ctx.runs == 1:  # binary per task: exact hypergeometric interval (design U)
+                    k = round(float(v.sum()))
+                    lo, hi = (float(b[0]) for b in uniform_bounds(np.array([k]), ctx.T, n, ctx.prob))
+                else:
+                    lo, hi = _t_fpc(v, ctx.T, ctx.prob)
+                self.put(j, kk, rep, (float(v.mean()), lo, hi))
+
+    def agent_logs(self) -> xr.DataArray:
+        """The agent's runs per task from its counts (successes first: every run of a chosen task is used)."""
+        nr = self.own["n_runs"].values.astype(int)
+        ns = self.own["n_success"].values.astype(int)
+        runs_ix = np.arange(self.ctx.runs)[None, :]
+        return xr.DataArray(
+            np.where(runs_ix < ns[:, None], 1.0, np.where(runs_ix < nr[:, None], 0.0, np.nan)),
+            dims=("task", "run"),
+            coords={"task": np.asarray(self.own["task"].values).astype(str)},
+        )
+
+    def adaptive(self, j: int) -> None:
+        """Adaptive paths (with the fold's misfit calibration), scored at every size."""
+        ctx, gen = self.ctx, self.gen
+        logs = self.agent_logs()
+        mis = None
+        if ctx.misfit:
+            mis = calibrate_misfit(
+                ctx.data.sel(agent=[a for a in ctx.all_agents if a != self.ag]), budget=ctx.sizes[-1],
+                criterion=ctx.criterion, n_runs=ctx.runs, model=ctx.model, hyper=self.cal.hyper,
+                run_icc=self.cal.info["run_icc"], folds=min(5, ctx.all_agents.size - 1), rng=gen,
+            )
+        for rep in range(ctx.n_repeat):
+            res = adaptive(self.bank, logs, budget=ctx.sizes[-1] * ctx.runs, criterion=ctx.criterion,
+                           n_runs=ctx.runs, prob=ctx.prob, misfit=mis, rng=gen)
+            order = np.asarray(res.tasks.values).astype(str)
+            for kk, n in enumerate(ctx.sizes):
+                tau = mis.sd_at(min(n, order.size)) if mis is not None else 0.0
+                self.tau[kk] = tau
+                self.put(j, kk, rep, self.score_on(order[:n], tau=tau))
+
+
+    def assisted(self, j: int, defensive: float) -> None:
+        """Design-based estimates from uniform (``defensive`` 1) or tilted draws, with the chosen working model."""
+        ctx, gen = self.ctx, self.gen
+        if self.working is None:  # chosen once per held-out agent, on its calibration agents only
+            train = ctx.c.sel(agent=[a for a in ctx.all_agents if a != self.ag])
+            self.working = (
+                choose_working_model(train, candidates=ctx.working, n_tasks=ctx.sizes[-1], defensive=ctx.defensive,
+                                     folds=min(5, ctx.all_agents.size - 1), n_bank_draws=ctx.n_bank_draws,
+                                     run_icc=ctx.run_icc, rng=gen)
+                if len(ctx.working) > 1 else _forced_working(train, ctx, gen)
+            )
+        bank = self.working.bank
+        spec = _Spec(bank, None, self.working.name, self.bank.tasks, ctx.prob, self.target_runs, 50, 41)
+        # the model-based score beside each estimate: 200 of the bank's draws suffice for it (the full
+        # bank made these side scores most of the study's time)
+        score_bank = bank.thin(200, gen) if bank is not None else None
+        nr = self.own["n_runs"].values.astype(np.int64)
+        ns = np.round(self.own["n_success"].values).astype(np.int64)
+        source = _Source(self.bank.tasks, ctx.runs, k=ns, n=nr)
+        for rep in range(ctx.n_repeat):
+            out = _adaptive_agent(source, gen, spec=spec, n_tasks=ctx.sizes[-1], defensive=defensive,
+                                  score_model=False)  # scored at every size below
+            for kk, n in enumerate(ctx.sizes):
+                self.put(j, kk, rep, self._assisted_at(out.tab[:n], score_bank))
+
+    def _assisted_at(self, tab: np.ndarray, bank: IRTBank | None) -> tuple[float, ...]:
+        """Estimate, interval, model-based score and misfit test from the first draws of a path."""
+        ctx, T = self.ctx, self.ctx.T
+        tasks = tab[:, 0].astype(int)
+        if bank is None:  # no model: the plain mean of uniform draws
+            y = np.zeros(T)
+            y[tasks] = tab[:, 5]
+            est, se, df = classical(y, np.zeros(T), tasks, np.zeros(T, np.intp), np.ones(T), False)
+            model = (np.nan,) * 3
+        else:
+            est, se, df = des_raj(tab, T)
+            r = irt_score(bank, self.own.sel(task=bank.tasks[tasks]), prob=ctx.prob, n_runs=self.target_runs,
+                          rng=self.gen)
+            model = (float(r.estimate), *map(float, r.ci.values))
+        known = float(tab[:, 5].sum())
+        lo, hi = t_bounds(est, se, df, ctx.prob, known / T, (known + T - tasks.size) / T)
+        z, p = misfit_test(tab)
+        return est, lo, hi, model[1], model[2], model[0], z, p
+
+
+def _forced_working(train: xr.Dataset, ctx: _LooContext, gen: np.random.Generator) -> WorkingModel:
+    """The one working model asked for, calibrated on the calibration agents (no choice made)."""
+    name = ctx.working[0]
+    bank = None if name == "none" else calibrate_irt(train, model=name, n_draws=ctx.n_bank_draws,
+                                                     run_icc=ctx.run_icc, rng=gen).bank
+    nan = xr.DataArray([np.nan], dims="candidate", coords={"candidate": [name]})
+    return WorkingModel(name, bank, nan, nan, f"{name}: given (no choice)")
+
+
+def _loo_agent(ag: str, gen: np.random.Generator, *, ctx: _LooContext) -> dict[str, Any]:
+    """Every selection for one held-out agent: its intervals, misfit sds, actual score and calibration time."""
+    fold = _Fold(ag, ctx, gen)
+    perms = (
+        [gen.permutation(fold.bank.tasks) for _ in range(ctx.n_repeat)]
+        if {"random", "random_mean"} & set(ctx.sel) else []
+    )
+    for j, s in enumerate(ctx.sel):
+        if s == "random_mean":
+            fold.random_mean(j, perms)
+        elif s == "random":
+            for rep, perm in enumerate(perms):
+                for kk, n in enumerate(ctx.sizes):
+                    fold.put(j, kk, rep, fold.score_on(perm[:n])[:3])
+        elif s in ("cluster", "information"):
+            for rep in range(ctx.n_rep(s)):
+                for kk, n in enumerate(ctx.sizes):
+                    fold.put(j, kk, rep, fold.score_on(anchors(fold.bank, n, method=s, rng=gen).tasks)[:3])
+        elif s == "adaptive":
+            fold.adaptive(j)
+        else:
+            fold.assisted(j, 1.0 if s == "assisted_random" else ctx.defensive)
+    return {"out": fold.out, "tau": fold.tau, "actual": fold.actual, "seconds": fold.seconds,
+            "working": fold.working.name if fold.working is not None else ""}
+
+
+def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
+    """The study's Dataset from the held-out agents' parts, with coverage, errors and interval kinds."""
+    sel = ctx.sel
+    coords = {"agent": ctx.hold, "selection": sel, "n_tasks": ctx.sizes, "repeat": np.arange(ctx.n_repeat)}
+    dims = ("agent", "selection", "n_tasks", "repeat")
+    ds = xr.Dataset({k: (dims, np.stack([p["out"][k] for p in parts])) for k in _KEYS}, coords=coords)
+    ds["actual"] = ("agent", np.array([p["actual"] for p in parts]))
+    ds["calibration_seconds"] = ("agent", np.array([p["seconds"] for p in parts]))
+    ds["abs_error"] = np.abs(ds["predicted"] - ds["actual"])
+    ds["covered"] = ((ds["lower"] <= ds["actual"]) & (ds["actual"] <= ds["upper"])).where(ds["predicted"].notnull())
+    ds["model_covered"] = ((ds["model_lower"] <= ds["actual"]) & (ds["actual"] <= ds["model_upper"])).where(
+        ds["model_lower"].notnull()
+    )
+    ds["misfit_sd"] = (("agent", "n_tasks"), np.stack([p["tau"] for p in parts]))
+    # the interval's kind per selection (CI_KINDS keys): posterior equal-tailed from the
+    # IRT model, or the design-based exact hypergeometric one of the plain mean
+    mean_kind = "exact" if ctx.runs == 1 else "t"
+    kinds = [mean_kind if s == "random_mean" else ("t" if s.startswith("assisted") else "eti") for s in sel]
+    ds["ci_kind"] = ("selection", np.array(kinds, dtype=object))
+    ds["working_model"] = ("agent", np.array([p["working"] for p in parts], dtype=object))
+    mean_detail = (
+        "exact hypergeometric interval for the mean over all tasks (design U of hierbench.design)"
+        if ctx.runs == 1
+        else "Student t interval of the tasks' mean success rate with the finite-population correction "
+        "(zero width when every chosen task has the same rate)"
+    )
+    ds.attrs = {
+        "ci_prob": ctx.prob,
+        "ci_detail": f"random_mean: {mean_detail}; assisted_*: Des Raj's model-assisted estimator, Student t "
+        "interval from its design-based variance (the model-based score's equal-tailed interval as model_lower / "
+        "model_upper); the other selections: equal-tailed posterior interval of the realised score",
+        "working_candidates": ", ".join(ctx.working),
+        "defensive": ctx.defensive,
+        "max_runs_per_cell": ctx.runs,
+        "model": ctx.model,
+        "criterion": ctx.criterion,
+        "calibration": "calibrate_irt (MAP, empirical-Bayes hyperparameters, Laplace bank)",
+        "target": "the held-out agent's success rate over all tasks (realised full score)",
+    }
+    if set(kinds) == {"eti"}:
+        ds.attrs["ci_kind"] = "eti"  # one kind for every selection; else see the ci_kind variable
+    return ds
+
+
+def loo_summary(
+    study: xr.Dataset,
+    *,
+    prob: float = 0.95,
+    n_boot: int = 2000,
+    rng: None | int | np.random.Generator = None,
+) -> xr.Dataset:
+    """What a :func:`loo_study` says, with its Monte Carlo error: the held-out agents are resampled.
+
+    The agents are the units of a leave-one-agent-out study: an agent's
+    repeats share its bank and its misfit, so they are averaged within the
+    agent first, and the intervals come from resampling agents (percentile
+    bootstrap). Treating the agents x repeats intervals as independent would
+    overstate the precision of a coverage measured on 25 agents.
+
+    Parameters
+    ----------
+    study : xarray.Dataset
+        A result of :func:`loo_study`.
+    prob : float
+        Level of the bootstrap intervals.
+    n_boot : int
+        Agent resamples.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    xarray.Dataset
+        Over (``selection``, ``n_tasks``), in score units: ``mae`` (mean
+        absolute error of the predicted full score) and ``mae_se`` (its
+        standard error over agents); ``coverage`` and ``coverage_ci`` (of the
+        study's intervals, at the study's level ``study_ci_prob``);
+        ``width`` (mean interval width); ``n_intervals``. When the study has
+        an ``"adaptive"`` selection: ``half_gap`` and ``half_gap_ci``, the
+        MAE of adaptive with ``n`` tasks minus the MAE of each selection with
+        ``2 n`` tasks (negative: adaptive with half the tasks is more
+        accurate; NaN where ``2 n`` was not run).
+
+    Examples
+    --------
+    >>> from hierbench.design import simulate_irt_log
+    >>> data, _ = simulate_irt_log(8, 40, rng=0)
+    >>> st = loo_study(data, agents=["agent_000", "agent_001", "agent_002"], n_tasks=(5, 10),
+    ...                selections=("random", "adaptive"),
+    ...                n_bank_draws=50, misfit=False, rng=0)
+    >>> s = loo_summary(st, rng=0)
+    >>> s.half_gap.sel(selection="random").dims
+    ('n_tasks',)
+    """
+    prob = check_prob(prob)
+    n_boot = check_int(n_boot, "n_boot", min=1)
+    need = {"abs_error", "covered", "lower", "upper"}
+    if not isinstance(study, xr.Dataset) or not need <= set(study.data_vars) or "agent" not in study.dims:
+        raise HierbenchError(f"`study` must be a result of loo_study (variables {sorted(need)} over agent, ...)")
+    gen = as_rng(rng)
+    err = study["abs_error"].mean("repeat").transpose("agent", "selection", "n_tasks")
+    cov = study["covered"].mean("repeat").transpose("agent", "selection", "n_tasks")
+    M = err.sizes["agent"]
+    if M < 2:
+        raise HierbenchError(f"`study` must hold at least 2 held-out agents to measure its Monte Carlo error; got {M}")
+    boot = _AgentBootstrap(gen.integers(0, M, (n_boot, M)), prob)
+    out = xr.Dataset(
+        {
+            "mae": err.mean("agent"),
+            "mae_se": err.std("agent", ddof=1) / np.sqrt(M),
+            "coverage": cov.mean("agent"),
+            "width": (study["upper"] - study["lower"]).mean(("agent", "repeat")),
+            "n_intervals": study["covered"].notnull().sum(("agent", "repeat")),
+        }
+    )
+    out["coverage_ci"] = boot.ci(cov.values, out["coverage"])
+    if "adaptive" in study["selection"].values:
+        gap = _half_gap(err)
+        out["half_gap"] = gap.mean("agent")
+        out["half_gap_ci"] = boot.ci(gap.values, out["half_gap"])
+    out.attrs = {
+        "study_ci_prob": study.attrs.get("ci_prob", np.nan),
+        "n_agents": M,
+        "n_repeat": int(study.sizes.get("repeat", 1)),
+        "units": "score (a fraction of tasks; x 100 for points)",
+    }
+    return out
+
+
+class _AgentBootstrap:
+    """Percentile intervals of per-agent means from one shared set of agent resamples."""
+
+    def __init__(self, idx: np.ndarray, prob: float):
+        self.idx, self.prob = idx, prob
+        n_boot, M = idx.shape
+        self.detail = (
+            f"percentile bootstrap over the {M} held-out agents ({n_boot} resamples; repeats averaged within agent)"
+        )
+
+    def ci(self, per_agent: np.ndarray, template: xr.DataArray) -> xr.DataArray:
+        q = ((1 - self.prob) / 2, (1 + self.prob) / 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells (e.g. a size not run)
+            bs = np.nanmean(per_agent[self.idx], axis=1)
+            lo, hi = np.nanquantile(bs, q[0], axis=0), np.nanquantile(bs, q[1], axis=0)
+        return make_interval(lo, hi, prob=self.prob, kind="percentile", detail=self.detail, template=template,
+                             warn_zero_width=False)
+
+
+def _half_gap(err: xr.DataArray) -> xr.DataArray:
+    """Per agent: adaptive's error with ``n`` tasks minus each selection's with ``2 n`` (NaN where not run)."""
+    sizes = [int(v) for v in err["n_tasks"].values]
+    ad = err.sel(selection="adaptive").values  # (agent, n_tasks)
+    gap = np.full(err.shape, np.nan)  # (agent, selection, n_tasks)
+    for k, n in enumerate(sizes):
+        if 2 * n in sizes:
+            gap[:, :, k] = ad[:, k, None] - err.sel(n_tasks=2 * n).values
+    return xr.DataArray(gap, dims=err.dims, coords=err.coords)

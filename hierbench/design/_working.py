@@ -1,0 +1,195 @@
+"""The working model of a model-assisted estimate, chosen from the data by cross-fitting on calibration agents.
+
+A working model never decides whether a design-based estimate is unbiased
+(it always is); it decides how large its variance is. So the choice is
+made on what that variance will be: the calibration agents are split into
+folds, each candidate bank (``"2pl"``, ``"1pl"``) is calibrated on the
+other folds, and for every agent of a fold its ability is estimated from a
+random half-budget of its tasks; on all its other tasks the design
+variance per draw of the adaptive estimator's term,
+``(sum_R e_t^2 / q_t - (sum_R e_t)^2) / T^2`` with ``e = y - m`` the
+residuals of the model's predictions and ``q`` the tilted draw
+probabilities they imply, is computed exactly (the agent's outcomes are all
+known). ``"none"`` is the plain mean of uniform draws. The candidate with
+the smallest mean over agents is chosen, and the result says by how much.
+
+This module imports numpy, scipy and xarray only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import xarray as xr
+from threadpoolctl import threadpool_limits
+
+from .._base import HierbenchError, as_rng, check_choice, check_int, counts
+from ..freq import IRTBank, calibrate_irt
+from ._assisted import draw_probs
+
+if TYPE_CHECKING:
+    import pandas as pd
+from ._posterior import _check_complete, _Posterior
+
+__all__ = ["WorkingModel", "choose_working_model"]
+
+CANDIDATES = ("2pl", "1pl", "none")
+
+
+@dataclass(frozen=True)
+class WorkingModel:
+    """The working model chosen for model-assisted estimation, and why.
+
+    Attributes
+    ----------
+    name : str
+        ``"2pl"``, ``"1pl"`` or ``"none"``.
+    bank : IRTBank or None
+        The chosen model calibrated on all the agents (None for ``"none"``).
+    criterion : xarray.DataArray
+        (``candidate``) cross-fitted design variance per draw of the
+        estimator's term (score units squared; divide by the number of tasks
+        drawn for the estimator's variance).
+    criterion_se : xarray.DataArray
+        Its standard error over the calibration agents.
+    reason : str
+        The choice in words.
+    """
+
+    name: str
+    bank: IRTBank | None
+    criterion: xr.DataArray
+    criterion_se: xr.DataArray
+    reason: str
+
+    def to_frame(self) -> pd.DataFrame:
+        """The criterion per candidate as a table (pandas), the chosen one marked."""
+        df = xr.Dataset({"criterion": self.criterion, "criterion_se": self.criterion_se}).to_dataframe()
+        df["chosen"] = df.index == self.name
+        return df
+
+    def __repr__(self) -> str:
+        return f"WorkingModel: {self.reason}"
+
+
+def _design_variance(y: np.ndarray, m: np.ndarray | None, v: np.ndarray | None, rest: np.ndarray,
+                     defensive: float) -> float:
+    """Exact design variance per draw of the Des Raj term over the tasks ``rest`` (score units squared)."""
+    T = y.size
+    if m is None:  # no model: uniform draws, constant prediction
+        e = y[rest] - y[rest].mean()
+        return float(rest.sum() * (e**2).sum()) / T**2
+    q = draw_probs(rest, v, defensive)[rest]
+    e = y[rest] - m[rest]
+    return float((e**2 / q).sum() - e.sum() ** 2) / T**2
+
+
+def choose_working_model(
+    data: xr.Dataset,
+    *,
+    candidates: Sequence[str] = CANDIDATES,
+    n_tasks: int = 50,
+    defensive: float = 0.5,
+    folds: int = 5,
+    n_bank_draws: int = 200,
+    n_draws: int = 50,
+    n_grid: int = 41,
+    run_icc: float | None = None,
+    rng: None | int | np.random.Generator = None,
+) -> WorkingModel:
+    """Choose the working model (2PL, 1PL or none) by cross-fitted design variance on calibration agents.
+
+    See the module docstring for the criterion. The chosen bank is then
+    calibrated on every agent of ``data``.
+
+    Parameters
+    ----------
+    data : xarray.Dataset
+        The calibration agents' complete logs (binary ``score`` over agent,
+        task, run, or counts); at least 3 agents.
+    candidates : sequence of {"2pl", "1pl", "none"}
+    n_tasks : int
+        The planned number of tasks per agent; each held-out agent's ability
+        is estimated from ``max(2, n_tasks // 2)`` random tasks.
+    defensive : float
+        The adaptive design's uniform weight (as in :func:`assisted_adaptive`).
+    folds : int
+        Cross-fitting folds, at most the number of agents (``min(folds, agents)`` is used).
+    n_bank_draws, n_draws, n_grid : int
+        Laplace draws per bank, and the draws and ability grid of each agent's posterior.
+    run_icc : float, optional
+        Passed on to :func:`hierbench.freq.calibrate_irt`.
+    rng : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    WorkingModel
+
+    Examples
+    --------
+    >>> from hierbench.design import simulate_irt_log
+    >>> data, _ = simulate_irt_log(12, 60, rng=0)
+    >>> wm = choose_working_model(data, n_tasks=20, folds=3, n_bank_draws=50, rng=0)
+    >>> wm.name in ("2pl", "1pl", "none")
+    True
+    """
+    cands = [check_choice(c, "candidates", list(CANDIDATES)) for c in candidates]
+    if not cands:
+        raise HierbenchError(f"`candidates` must name at least one of {list(CANDIDATES)}")
+    c = counts(data, purpose="choosing a working model")
+    _check_complete(c, "to choose a working model")
+    M, T = c.sizes["agent"], c.sizes["task"]
+    if M < 3:
+        raise HierbenchError(f"`data` must hold at least 3 agents to cross-fit a working model; got {M}")
+    folds = check_int(folds, "folds", min=2)
+    n_fit = max(2, min(check_int(n_tasks, "n_tasks", min=2), T) // 2)
+    gen = as_rng(rng)
+    crit = _cross_fit(c, cands, folds=min(folds, M), n_fit=n_fit, defensive=float(defensive), gen=gen,
+                      n_bank_draws=n_bank_draws, n_draws=n_draws, n_grid=n_grid, run_icc=run_icc)
+    mean, se = crit.mean(0), crit.std(0, ddof=1) / np.sqrt(M)
+    best = cands[int(np.argmin(mean))]
+    others = ", ".join(f"{k} {mean[i]:.4g} (se {se[i]:.2g})" for i, k in enumerate(cands))
+    reason = (f"{best}: smallest cross-fitted design variance per draw ({others}; {min(folds, M)} folds over {M} "
+              f"agents, ability from {n_fit} random tasks, defensive weight {defensive:g})")
+    bank = None
+    if best != "none":
+        bank = calibrate_irt(c, model=best, n_draws=n_bank_draws, run_icc=run_icc, rng=gen).bank
+    cc = {"candidate": cands}
+    return WorkingModel(best, bank, xr.DataArray(mean, dims="candidate", coords=cc, name="criterion"),
+                        xr.DataArray(se, dims="candidate", coords=cc, name="criterion_se"), reason)
+
+
+def _cross_fit(c: xr.Dataset, cands: list[str], *, folds: int, n_fit: int, defensive: float,
+               gen: np.random.Generator, n_bank_draws: int, n_draws: int, n_grid: int,
+               run_icc: Any) -> np.ndarray:
+    """(agent, candidate) design variances per draw, each agent's bank calibrated without its fold."""
+    M, T = c.sizes["agent"], c.sizes["task"]
+    n = c["n_runs"].transpose("agent", "task").values.astype(np.int64)
+    k = np.round(c["n_success"].transpose("agent", "task").values).astype(np.int64)
+    y = k / n
+    runs = int(n.max())
+    fold_of = gen.permutation(np.arange(M) % folds)
+    fit_sets = [gen.permutation(T)[:n_fit] for _ in range(M)]  # the same tasks for every candidate
+    out = np.full((M, len(cands)), np.nan)
+    for j, cand in enumerate(cands):
+        for f in range(folds):
+            members = np.flatnonzero(fold_of == f)
+            bank = None
+            if cand != "none":
+                bank = calibrate_irt(c.isel(agent=np.flatnonzero(fold_of != f)), model=cand, n_draws=n_bank_draws,
+                                     run_icc=run_icc, rng=gen).bank
+            for i in members:
+                rest = np.ones(T, bool)
+                rest[fit_sets[i]] = False
+                m = v = None
+                if bank is not None:
+                    with threadpool_limits(1, user_api="blas"):
+                        post = _Posterior(bank, n_draws, n_grid, gen, runs)
+                        for t in fit_sets[i]:
+                            post.observe(int(t), int(k[i, t]), int(n[i, t]))
+                        m, v = post.predictive()
+                out[i, j] = _design_variance(y[i], m, v, rest, defensive)
+    return out

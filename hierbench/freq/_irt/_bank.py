@@ -1,0 +1,137 @@
+"""The calibrated item bank: draws of each task's item parameters, from a Laplace or a NUTS fit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..._base import HierbenchError, as_rng, check_int
+
+__all__ = ["IRTBank"]
+
+
+@dataclass(frozen=True)
+class IRTBank:
+    """A calibrated item bank: draws of each task's item parameters.
+
+    Attributes
+    ----------
+    discrimination, intercept : xarray.DataArray
+        Draws over (``sample``, ``task``): ``logit p = discrimination *
+        ability + intercept``, abilities in units of the calibration agents'
+        sd (mean 0, sd 1).
+    method : str
+        How the draws were made (``"nuts"`` or ``"laplace"``).
+    model : str
+        ``"2pl"`` or ``"1pl"``.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> bank = IRTBank(xr.DataArray(np.ones((2, 3)), dims=("sample", "task")),
+    ...                xr.DataArray(np.zeros((2, 3)), dims=("sample", "task")))
+    >>> bank.n_tasks, bank.n_samples
+    (3, 2)
+    """
+
+    discrimination: xr.DataArray
+    intercept: xr.DataArray
+    method: str = "given"
+    model: str = "2pl"
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for nm in ("discrimination", "intercept"):
+            da = getattr(self, nm)
+            if not isinstance(da, xr.DataArray) or set(da.dims) != {"sample", "task"}:
+                raise HierbenchError(f"`{nm}` must be a DataArray with dims ('sample', 'task')")
+        a = self.discrimination.transpose("sample", "task")
+        d = self.intercept.transpose("sample", "task")
+        if a.shape != d.shape:
+            raise HierbenchError(
+                f"`discrimination` and `intercept` must have the same shape; got {a.shape} and {d.shape}"
+            )
+        if not (np.isfinite(a.values).all() and np.isfinite(d.values).all()):
+            raise HierbenchError("an IRT bank's item parameters must all be finite")
+        if (a.values <= 0).any():
+            raise HierbenchError(
+                f"`discrimination` must be positive (the reflection constraint); got min {float(a.min()):.3g}"
+            )
+        if "task" not in a.coords:
+            a = a.assign_coords(task=np.arange(a.sizes["task"]).astype(str))
+        d = d.assign_coords(task=a["task"].values)
+        object.__setattr__(self, "discrimination", a)
+        object.__setattr__(self, "intercept", d)
+
+    @property
+    def tasks(self) -> np.ndarray:
+        """Task labels (strings)."""
+        return np.asarray(self.discrimination["task"].values).astype(str)
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.discrimination.sizes["task"])
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.discrimination.sizes["sample"])
+
+    @property
+    def difficulty(self) -> xr.DataArray:
+        """Draws of ``b_t = -d_t / a_t``: the ability at which success has probability 1/2."""
+        return (-self.intercept / self.discrimination).rename("difficulty")
+
+    def point(self) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior means of (discrimination, intercept), each of shape (task,)."""
+        return self.discrimination.mean("sample").values, self.intercept.mean("sample").values
+
+    def subset(self, tasks: Any) -> IRTBank:
+        """The bank restricted to ``tasks`` (labels)."""
+        idx = self._index(tasks)
+        return IRTBank(
+            self.discrimination.isel(task=idx), self.intercept.isel(task=idx), self.method, self.model, dict(self.attrs)
+        )
+
+    def thin(self, n: int, rng: None | int | np.random.Generator = None) -> IRTBank:
+        """``n`` draws picked at random without replacement (all of them when n >= n_samples)."""
+        n = check_int(n, "n", min=1)
+        if n >= self.n_samples:
+            return self
+        idx = np.sort(as_rng(rng).choice(self.n_samples, size=n, replace=False))
+        return IRTBank(
+            self.discrimination.isel(sample=idx), self.intercept.isel(sample=idx), self.method, self.model, dict(self.attrs)
+        )
+
+    def _index(self, tasks: Any, name: str = "tasks") -> np.ndarray:
+        labels = np.asarray(tasks).astype(str).ravel()
+        pos = {t: i for i, t in enumerate(self.tasks)}
+        unknown = [t for t in labels if t not in pos]
+        if unknown:
+            raise HierbenchError(
+                f"`{name}` must be tasks of the bank; {len(unknown)} are not, e.g. {unknown[:5]}"
+            )
+        return np.array([pos[t] for t in labels], dtype=np.intp)
+
+    @classmethod
+    def from_posterior(cls, fit: xr.DataTree | xr.Dataset, *, model: str | None = None) -> IRTBank:
+        """A bank from a NUTS fit of :func:`hierbench.bayes.build_irt` (chains x draws become ``sample``)."""
+        post = fit["posterior"].to_dataset() if isinstance(fit, xr.DataTree) else fit
+        for v in ("discrimination", "intercept"):
+            if v not in post:
+                raise HierbenchError(
+                    f"`fit` must be a fit of build_irt (posterior variables 'discrimination' and "
+                    f"'intercept'); {v!r} is missing (has {sorted(post.data_vars)[:8]})"
+                )
+        def flat(da: xr.DataArray) -> xr.DataArray:
+            if "task" not in da.dims:  # the 1PL keeps one shared discrimination
+                da = da.expand_dims(task=post["task"].values).transpose(..., "task")
+            st = da.stack(sample=("chain", "draw")).transpose("sample", "task")
+            return xr.DataArray(st.values, dims=("sample", "task"), coords={"task": np.asarray(post["task"].values).astype(str)})
+
+        attrs = dict(getattr(fit, "attrs", {}))
+        mdl = model or ("1pl" if post["discrimination"].ndim == 2 else "2pl")
+        return cls(flat(post["discrimination"]), flat(post["intercept"]), "nuts", mdl,
+                   {k: v for k, v in attrs.items() if isinstance(v, (str, int, float))})

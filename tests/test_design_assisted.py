@@ -1,0 +1,339 @@
+"""Model-assisted, design-unbiased estimation: plans, Des Raj's estimator, the misfit test, the working model.
+
+References: exact enumeration of every draw sequence (or subset, or Poisson
+inclusion pattern) with its probability, for the claims that hold exactly
+(unbiased estimates and unbiased variance estimates, whatever the
+predictions); ``ppi_py.ppi_mean_ci`` (prediction-powered inference,
+Angelopoulos et al. 2023) for the simple random case; scipy's Student t;
+and simulations with fixed seeds and stated Monte Carlo tolerances for
+coverage and the misfit test's level.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+from scipy.special import expit
+
+from hierbench.design import (
+    AssistedResult,
+    SubsetPlan,
+    assisted_adaptive,
+    assisted_mean,
+    choose_working_model,
+    plan_subset,
+)
+from hierbench.design._assisted import _Record, classical, des_raj, draw_probs, holm, t_bounds
+from hierbench.freq import IRTBank
+
+Y = np.array([1.0, 0.0, 0.5, 1.0, 0.25, 0.0])  # fixed outcomes (rates) of a 6-task cohort
+BASE = np.array([0.8, 0.3, 0.5, 0.6, 0.4, 0.2])  # a working model's fixed part
+
+
+def _adaptive_predictions(obs: list[int]) -> np.ndarray:
+    """A working model that learns from the draws so far (any rule works: only variance depends on it)."""
+    if not obs:
+        return BASE.copy()
+    return 0.5 * BASE + 0.5 * Y[obs].mean()
+
+
+def _enumerate(n: int, defensive: float):
+    """Every ordered sequence of ``n`` draws with its probability, and the estimate and variance it gives."""
+    T = Y.size
+    out = []
+
+    def walk(obs, prob, rec):
+        if len(obs) == n:
+            est, se, _ = des_raj(rec.table(), T)
+            out.append((prob, est, se**2))
+            return
+        m = _adaptive_predictions(obs)
+        q = draw_probs(rec.rem, m * (1 - m), defensive)
+        for t in np.flatnonzero(q > 0):
+            r2 = _Record(rec.stratum.copy())
+            r2.rem, r2.known, r2.steps = rec.rem.copy(), rec.known.copy(), list(rec.steps)
+            r2.add(int(t), q[t], m, Y[t], 1, None)
+            walk([*obs, int(t)], prob * q[t], r2)
+
+    walk([], 1.0, _Record(np.zeros(T, np.intp)))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n, defensive", [(2, 0.5), (3, 0.5), (3, 0.2), (4, 1.0)])
+def test_des_raj_is_exactly_unbiased_with_adaptive_draws_and_predictions(n, defensive):
+    # over every draw sequence: the estimate's mean is the cohort mean, and the variance
+    # estimate's mean is the estimate's variance (martingale differences), to rounding
+    tab = _enumerate(n, defensive)
+    p, est, v = tab[:, 0], tab[:, 1], tab[:, 2]
+    assert abs(p.sum() - 1) < 1e-12
+    theta = Y.mean()
+    assert abs(p @ est - theta) < 1e-12
+    assert abs(p @ v - p @ (est - theta) ** 2) < 1e-12
+
+
+def test_draw_probabilities_are_bounded_below_and_sum_to_one():
+    rem = np.array([True, True, False, True, True])
+    v = np.array([0.25, 0.0, 0.1, 1e-9, 0.09])
+    q = draw_probs(rem, v, 0.3)
+    assert q[2] == 0 and abs(q.sum() - 1) < 1e-15
+    assert (q[rem] >= 0.3 / rem.sum() - 1e-15).all()
+    sd = np.sqrt(v) * rem
+    np.testing.assert_allclose(q[rem], 0.3 / 4 + 0.7 * sd[rem] / sd.sum())
+    np.testing.assert_allclose(draw_probs(rem, v, 1.0)[rem], 0.25)
+
+
+def test_classical_difference_estimator_exact_by_enumeration():
+    # simple random and stratified sampling without replacement, fixed predictions: mean of the
+    # estimate = cohort mean; mean of the variance estimate = the estimate's variance
+    T = Y.size
+    for stratum, sizes in ((np.zeros(T, np.intp), (3,)), (np.array([0, 0, 0, 1, 1, 1]), (2, 2))):
+        per = [list(itertools.combinations(np.flatnonzero(stratum == h), k)) for h, k in enumerate(sizes)]
+        rows = []
+        for combo in itertools.product(*per):
+            s = np.array(sorted(itertools.chain(*combo)))
+            est, se, _ = classical(Y, BASE, s, stratum, np.ones(T), False)
+            rows.append((est, se**2))
+        est, v = np.array(rows).T
+        assert abs(est.mean() - Y.mean()) < 1e-12
+        assert abs(v.mean() - ((est - Y.mean()) ** 2).mean()) < 1e-12
+
+
+def test_poisson_difference_estimator_exact_by_enumeration():
+    T = Y.size
+    pi = np.array([0.9, 0.2, 0.5, 0.7, 0.35, 0.6])
+    e_est = e_v = e_sq = 0.0
+    for pattern in itertools.product([0, 1], repeat=T):
+        inc = np.array(pattern, bool)
+        p = np.prod(np.where(inc, pi, 1 - pi))
+        est, se, _ = classical(Y, BASE, np.flatnonzero(inc), np.zeros(T, np.intp), pi, True)
+        e_est += p * est
+        e_sq += p * (est - Y.mean()) ** 2
+        e_v += p * se**2
+    assert abs(e_est - Y.mean()) < 1e-12
+    assert abs(e_v - e_sq) < 1e-12
+
+
+def test_t_interval_is_scipys_and_stays_in_the_feasible_range():
+    lo, hi = t_bounds(0.5, 0.04, 9, 0.9, 0.0, 1.0)
+    want = stats.t.interval(0.9, 9, loc=0.5, scale=0.04)
+    np.testing.assert_allclose((lo, hi), want)
+    assert t_bounds(0.5, 0.4, 9, 0.9, 0.3, 0.6) == (0.3, 0.6)
+    assert t_bounds(0.5, np.nan, 0, 0.9, 0.3, 0.6) == (0.3, 0.6)
+
+
+def test_holm_adjustment_against_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.array([0.01, 0.04, 0.03, 0.5, np.nan, 0.002])
+    ok = np.isfinite(p)
+    want = multipletests(p[ok], method="holm")[1]
+    np.testing.assert_allclose(holm(p)[ok], want)
+    assert np.isnan(holm(p)[~ok]).all()
+
+
+@pytest.mark.slow
+def test_simple_random_difference_estimator_agrees_with_ppi_python():
+    # PPI (Angelopoulos et al. 2023) with lam=1 is the difference estimator for an i.i.d. labelled
+    # sample and a separate unlabelled one. Both apply when the population is large next to the
+    # sample: then our finite-population correction (1 - n/T), Student t (n - 1 df) and ddof=1
+    # differ from ppi's normal quantile, ddof=0 and var(Yhat_unlabelled)/N term by about
+    # n/(2T) + 1/n ~ 0.3% of the width here. Estimates agree exactly.
+    ppi_py = pytest.importorskip("ppi_py")
+    g = np.random.default_rng(7)
+    T, n = 200_000, 2_000
+    tasks = np.arange(T).astype(str)
+    m = g.uniform(0.05, 0.95, T)
+    y = (g.random(T) < np.clip(m + g.normal(0, 0.15, T), 0, 1)).astype(float)
+    plan = plan_subset(tasks, n, design="srs", rng=3)
+    s = plan.order.values.astype(int)
+    outcomes = xr.DataArray(y[None, :], dims=("agent", "task"), coords={"agent": ["a"], "task": tasks})
+    res = assisted_mean(plan, outcomes, xr.DataArray(m, dims="task", coords={"task": tasks}), prob=0.9)
+    lo_p, hi_p = ppi_py.ppi_mean_ci(y[s], m[s], m, alpha=0.1, lam=1)
+    est_p = ppi_py.ppi_mean_pointestimate(y[s], m[s], m, lam=1)
+    assert abs(float(res.estimate[0]) - float(np.squeeze(est_p))) < 1e-12
+    lo, hi = res.ci.values[0]
+    width_p = float(np.squeeze(hi_p) - np.squeeze(lo_p))
+    assert abs((hi - lo) / width_p - 1) < 0.01
+    assert abs((lo + hi) / 2 - float(np.squeeze(lo_p + hi_p)) / 2) < 1e-9
+
+
+def test_plan_subset_records_the_draw_probabilities():
+    x = np.arange(1.0, 21.0)
+    plan = plan_subset(20, 6, design="pps", size=x, rng=0)
+    idx = plan.order.values.astype(int)
+    left = np.ones(20, bool)
+    for t, q in zip(idx, plan.draw_prob.values, strict=True):
+        assert abs(q - x[t] / x[left].sum()) < 1e-12
+        left[t] = False
+    srs = plan_subset(20, 5, rng=1)
+    np.testing.assert_allclose(srs.draw_prob.values, 1 / (20 - np.arange(5)))
+    poi = plan_subset(20, 8, design="poisson", size=np.r_[100.0, np.ones(19)], rng=2)
+    assert poi.inclusion.values[0] == 1.0 and abs(poi.inclusion.sum() - 8) < 1e-12
+    st = plan_subset(20, 8, design="stratified", strata=np.repeat(["a", "b"], [5, 15]), rng=3)
+    lab = st.stratum.values
+    drawn = st.order.values.astype(int)
+    assert (np.bincount(lab[drawn]) >= 2).all() and len(st) == 8
+    np.testing.assert_allclose(st.inclusion.values, np.where(lab == lab[0], 2 / 5, 6 / 15))
+    with pytest.raises(ValueError, match="`size` must hold 20 finite positive"):
+        plan_subset(20, 3, design="pps", size=np.zeros(20))
+    with pytest.raises(ValueError, match="at least 2 tasks drawn per stratum"):
+        plan_subset(20, 3, design="stratified", strata=np.repeat(["a", "b"], 10))
+    with pytest.raises(ValueError, match="`size` is needed"):
+        plan_subset(20, 3, design="poisson")
+    assert isinstance(plan, SubsetPlan) and plan.to_dataset().attrs["design"] == "pps"
+
+
+def _bank(T: int, S: int = 40, seed: int = 0, spread: float = 2.0) -> tuple[IRTBank, np.ndarray, np.ndarray]:
+    g = np.random.default_rng(seed)
+    a = np.exp(g.normal(0.2, 0.3, T))
+    d = g.normal(0, spread, T)
+    tasks = [f"t{j:03d}" for j in range(T)]
+    c = {"task": tasks}
+    bank = IRTBank(xr.DataArray(np.tile(a, (S, 1)) * np.exp(g.normal(0, 0.03, (S, T))), dims=("sample", "task"),
+                                coords=c),
+                   xr.DataArray(np.tile(d, (S, 1)) + g.normal(0, 0.05, (S, T)), dims=("sample", "task"), coords=c))
+    return bank, a, d
+
+
+def _logs(y: np.ndarray, tasks) -> xr.DataArray:
+    M = y.shape[0]
+    return xr.DataArray(y[:, :, None], dims=("agent", "task", "run"),
+                        coords={"agent": [f"a{i:02d}" for i in range(M)], "task": list(tasks)})
+
+
+@pytest.mark.slow
+def test_adaptive_coverage_and_error_where_the_bank_holds_and_where_it_does_not():
+    # 50 agents, 120 tasks, 30 drawn. Where the 2PL holds the estimate beats the plain mean of a
+    # random 30 and covers; with two skills (abilities differing by task cluster, the bank
+    # one-dimensional) the design-based interval still covers. Tolerance: 90% +- 3 binomial sds
+    # of 50 agents x 2 paths.
+    T, M, n = 120, 50, 30
+    bank, a, d = _bank(T, seed=1)
+    g = np.random.default_rng(2)
+    th = g.normal(size=(M, 2))
+    fits = expit(th[:, :1] * a + d)
+    cluster = np.arange(T) % 2
+    misfit = expit(np.where(cluster == 0, th[:, :1], 1.5 * th[:, 1:]) * a + d)
+    for p in (fits, misfit):
+        y = (g.random((M, T)) < p).astype(float)
+        res = [assisted_adaptive(bank, _logs(y, bank.tasks), n_tasks=n, prob=0.9, rng=r) for r in (3, 4)]
+        actual = y.mean(1)
+        cov = np.mean([((r.ci.values[:, 0] <= actual) & (actual <= r.ci.values[:, 1])).mean() for r in res])
+        assert abs(cov - 0.9) < 3 * np.sqrt(0.09 / (2 * M)), cov
+        err = np.mean([np.abs(r.estimate.values - actual).mean() for r in res])
+        # the plain mean of a random 30: its mean absolute error, from the exact hypergeometric law
+        mean_err = np.mean([_srs_mae(row, n) for row in y])
+        assert err < mean_err * (0.9 if p is fits else 1.15), (err, mean_err)
+
+
+def _srs_mae(y: np.ndarray, n: int) -> float:
+    T, K = y.size, int(y.sum())
+    x = np.arange(n + 1)
+    return float((stats.hypergeom(T, K, n).pmf(x) * np.abs(x / n - K / T)).sum())
+
+
+@pytest.mark.slow
+def test_misfit_test_has_its_level_under_the_bank_and_power_under_two_skills():
+    # Under the bank's own model the one-sided flag rate is at most 1 - prob (+3 binomial sds of
+    # 150 agents); with two skills of opposite sign it flags far more often.
+    T, M = 100, 150
+    bank, a, d = _bank(T, seed=5)
+    g = np.random.default_rng(6)
+    th = g.normal(size=M)
+    y0 = (g.random((M, T)) < expit(th[:, None] * a + d)).astype(float)
+    r0 = assisted_adaptive(bank, _logs(y0, bank.tasks), n_tasks=40, prob=0.9, rng=7)
+    rate0 = float(r0.misfit_flag.mean())
+    assert rate0 <= 0.1 + 3 * np.sqrt(0.09 / M), rate0
+    cluster = np.arange(T) % 2
+    y1 = (g.random((M, T)) < expit(np.where(cluster == 0, 1, -1) * 1.5 * th[:, None] * a + d)).astype(float)
+    r1 = assisted_adaptive(bank, _logs(y1, bank.tasks), n_tasks=40, prob=0.9, rng=8)
+    assert float(r1.misfit_flag.mean()) > 3 * max(rate0, 0.05)
+    df = r1.to_frame()
+    assert {"estimate", "lower", "upper", "model_estimate", "misfit_p", "misfit_flag"} <= set(df.columns)
+    assert len(df) == M and set(r1.flagged) == set(df.index[df.misfit_flag])
+
+
+def test_assisted_adaptive_on_a_callback_and_its_errors():
+    bank, a, d = _bank(40, seed=9)
+    g = np.random.default_rng(10)
+    y = (g.random(40) < expit(0.5 * a + d)).astype(float)
+    pos = {t: i for i, t in enumerate(bank.tasks)}
+    res = assisted_adaptive(bank, lambda t: y[pos[t]], n_tasks=12, prob=0.9, rng=11)
+    assert isinstance(res, AssistedResult) and res.ci.attrs["ci_kind"] == "t" and res.ci.attrs["ci_prob"] == 0.9
+    drawn = [t for t in res.draws.task.values[0] if t is not None]
+    assert len(set(drawn)) == 12 and (res.draws.draw_prob.values[0] > 0).all()
+    assert res.model_ci.attrs["ci_kind"] == "eti" and "trusts it" in res.model_ci.attrs["ci_detail"]
+    with pytest.raises(ValueError, match="every run of the drawn task"):
+        assisted_adaptive(bank, lambda t: np.nan, n_tasks=3, rng=0)
+    with pytest.raises(ValueError, match="binary score"):
+        assisted_adaptive(bank, lambda t: 0.5, n_tasks=3, rng=0)
+    with pytest.raises(ValueError, match="`defensive` must be a number with 0 < defensive <= 1"):
+        assisted_adaptive(bank, lambda t: 1.0, n_tasks=3, defensive=0.0)
+    logs = _logs(y[None, :], bank.tasks).isel(task=slice(1, None))
+    with pytest.raises(ValueError, match="at least one run of every task"):
+        assisted_adaptive(bank, logs, n_tasks=3)
+
+
+def test_working_model_choice_follows_what_predicts():
+    # agents following a 1PL: a model wins; agents whose success is unrelated to the tasks
+    # (every task has the same chance for an agent): "none" wins, since no bank predicts them
+    g = np.random.default_rng(12)
+    M, T = 12, 80
+    th, d = g.normal(size=M), g.normal(0, 2.5, T)
+    y = (g.random((M, T)) < expit(th[:, None] + d)).astype(float)
+    data = xr.Dataset({"score": (("agent", "task", "run"), y[:, :, None])},
+                      coords={"agent": [f"m{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)]})
+    wm = choose_working_model(data, n_tasks=20, folds=3, n_bank_draws=40, rng=0)
+    assert wm.name in ("1pl", "2pl") and wm.bank is not None and wm.name in wm.reason
+    noise = data.copy(data={"score": (g.random((M, T, 1)) < g.uniform(0.3, 0.7, (M, 1, 1))).astype(float)})
+    wn = choose_working_model(noise, n_tasks=20, folds=3, n_bank_draws=40, rng=0)
+    assert wn.name == "none" and wn.bank is None
+    assert list(wn.to_frame().index) == ["2pl", "1pl", "none"] and wn.to_frame().chosen.sum() == 1
+    with pytest.raises(ValueError, match="at least 3 agents"):
+        choose_working_model(data.isel(agent=[0, 1]))
+
+
+@pytest.mark.slow
+def test_assisted_mean_with_a_bank_is_unbiased_for_every_plan():
+    # one fixed agent, 50 plans per design: the mean estimate is its full score within 4 Monte
+    # Carlo standard errors (exact unbiasedness is checked by enumeration above; this checks the
+    # plumbing: the plan's order and probabilities reach the estimator, strata and Poisson included)
+    T, n = 60, 20
+    bank, a, d = _bank(T, seed=3)
+    g = np.random.default_rng(4)
+    y = (g.random((1, T)) < expit(0.8 * a + d)).astype(float)
+    logs = _logs(y, bank.tasks)
+    for design in ("stratified", "pps", "poisson"):
+        est = np.array([float(assisted_mean(plan_subset(bank, n, design=design, rng=r), logs, bank, n_draws=10,
+                                            n_grid=21, rng=r).estimate[0]) for r in range(50)])
+        assert abs(est.mean() - y.mean()) < 4 * est.std() / np.sqrt(est.size), design
+
+
+def test_assisted_mean_refuses_what_it_cannot_estimate():
+    tasks = [f"t{i}" for i in range(30)]
+    g = np.random.default_rng(13)
+    y = xr.DataArray((g.random((2, 30)) < 0.5).astype(float), dims=("agent", "task"),
+                     coords={"agent": ["a", "b"], "task": tasks})
+    pps = plan_subset(tasks, 6, design="pps", size=np.arange(1.0, 31.0), rng=0)
+    with pytest.raises(ValueError, match="a PPS plan needs a working model"):
+        assisted_mean(pps, y)
+    srs = plan_subset(tasks, 6, rng=1)
+    with pytest.raises(ValueError, match="must hold every task of the plan"):
+        assisted_mean(srs, y.drop_sel(task=[str(srs.order.values[0])]))
+    other = xr.DataArray(np.full(30, 0.5), dims="task", coords={"task": [f"u{i}" for i in range(30)]})
+    with pytest.raises(ValueError, match="`working`'s tasks must be the plan's tasks"):
+        assisted_mean(srs, y, other)
+    with pytest.raises(TypeError, match="`plan` must be a SubsetPlan"):
+        assisted_mean("plan", y)
+    # no working model on a simple random plan: the plain mean, with the finite-population t interval
+    res = assisted_mean(srs, y, prob=0.9)
+    s = srs.order.values.astype(str)
+    v = y.sel(task=list(s)).values
+    np.testing.assert_allclose(res.estimate.values, v.mean(1))
+    half = stats.t.ppf(0.95, 5) * v.std(1, ddof=1) / np.sqrt(6) * np.sqrt(1 - 6 / 30)
+    np.testing.assert_allclose(res.ci.values[:, 1], np.minimum(v.mean(1) + half, (v.sum(1) + 24) / 30))
+    assert np.isnan(res.misfit_p.values).all() and res.working.startswith("none")
