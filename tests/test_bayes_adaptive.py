@@ -170,14 +170,6 @@ def test_fit_replicates_refuses_a_non_executor():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="compute_diagnostics' R-hat limit uses the bulk ESS, while rank R-hat is the larger "
-    "of the bulk and the folded R-hat, whose noise follows the folded ESS: NUTS-like "
-    "(antithetic) chains fail it far more often than the 5% it is built for, which is what "
-    "makes the default fit draw about 800 per chain at 1,000+ elements. Passes once the "
-    "limit uses min(bulk, folded) per-chain ESS (hierbench/bayes/_diagnostics.py)",
-)
 def test_r_hat_check_false_alarm_rate_on_antithetic_chains():
     # 500 converged-by-construction elements of antithetic AR(1) chains (phi = -0.6: bulk
     # ESS about 4x the draws, folded ESS about half of them), 4 x 300 draws; the check's

@@ -16,7 +16,8 @@ model's 500-2,000 elements exceeds it in a large share of perfectly mixed
 fits. The check is 1.01 or, if larger, the ``1 - 0.05 / (2P)`` quantile of
 that law for each element (``P`` elements, two R-hats each, bulk and
 folded; Bonferroni over them), at most :data:`R_HAT_CEILING`, with each
-element's ESS computed within chains (summed over chains), so that chains
+element's ESS computed within chains (summed over chains; the smaller of
+its bulk and folded ESS, as the R-hat is the larger of the two), so that chains
 that disagree do not widen their own limit. A converged
 fit then fails the check with probability about 5% whatever its size,
 while an element that disagrees between chains by more than its own Monte
@@ -63,7 +64,8 @@ def r_hat_limit(ess: np.ndarray, n_elements: int, chains: int, draws: int, floor
     Parameters
     ----------
     ess : numpy.ndarray
-        Bulk ESS of each element.
+        ESS of each element (the smaller of bulk and folded: rank R-hat is the
+        larger of the bulk and the folded R-hat).
     n_elements : int
         How many elements are checked (the multiplicity ``P``).
     chains, draws : int
@@ -212,9 +214,15 @@ def _per_element(post: xr.Dataset) -> dict[str, xr.Dataset]:
             "ess_bulk": azs.ess(post, method="bulk"),
             "ess_tail": azs.ess(post, method="tail"),
             # the Monte Carlo noise an element would show if its chains agreed; the pooled
-            # ESS shrinks when they disagree, which would let an element excuse its own R-hat
+            # ESS shrinks when they disagree, which would let an element excuse its own R-hat.
+            # Rank R-hat is the larger of the bulk and the folded R-hat, so its noise follows
+            # the smaller of the two ESS (antithetic NUTS chains: folded far below bulk)
             "ess_within": sum(
-                azs.ess(post.isel(chain=[c]), method="bulk") for c in range(post.sizes["chain"])
+                np.minimum(
+                    azs.ess(post.isel(chain=[c]), method="bulk"),
+                    azs.ess(post.isel(chain=[c]), method="folded"),
+                )
+                for c in range(post.sizes["chain"])
             ),
         }
 
