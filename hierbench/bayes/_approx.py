@@ -6,7 +6,7 @@ the task and agent x task sds of a plain crossed model shrunk by 14% and 29%;
 MAP and a Laplace fit around it were degenerate). So an approximate fit here
 is never returned bare: it carries either its error against a NUTS fit of
 the same data (``reference=``) or the error measured on a mid-size case
-(:data:`MEASURED_ERROR`, reproduced by ``python benchmarks/bench_approx.py``),
+(``MEASURED_ERROR`` in this module, reproduced by ``python benchmarks/bench_approx.py``),
 in attrs and in an :class:`ApproximationWarning`.
 """
 
@@ -35,7 +35,7 @@ METHODS = ("advi", "fullrank_advi", "pathfinder")
 #: simulate_eval(n_agents=12, n_tasks=200, n_runs=10, rng=1), default
 #: options; written by ``python benchmarks/bench_approx.py`` (see its output in
 #: models/crossed/card.md). ``sd_ratio`` is approx sd / NUTS sd per scalar,
-#: ``max_abs_mean_shift`` the largest |mean difference| / NUTS sd over elements.
+#: ``max_abs_mean_shift`` the largest absolute mean difference / NUTS sd over elements.
 #: Measured 2026-11-30 on the shared 2-core machine under load (times inflated).
 MEASURED_ERROR: dict[str, dict[str, Any]] = {
     "crossed/advi": {
@@ -92,7 +92,7 @@ def approximation_error(
     xarray.Dataset
         Per variable ``<var>_sd_ratio`` (approx sd / NUTS sd, elementwise,
         summarised by its mean over elements) and ``<var>_mean_shift`` (the
-        largest |mean difference| in NUTS sds), as scalar variables.
+        largest absolute mean difference in NUTS sds), as scalar variables.
 
     Examples
     --------
@@ -159,7 +159,7 @@ def fit_approx(
         (and ``log_likelihood``, ``approximation_error``); root attrs as
         :func:`fit` plus ``approximate = 1``, ``method``, ``n_iter``,
         ``final_loss``, ``fit_time`` and ``approx_error`` (JSON: measured
-        here, or on the mid-size case of :data:`MEASURED_ERROR`, or a
+        here, or on the mid-size case of ``MEASURED_ERROR``, or a
         statement that it was never measured for this model and method).
 
     Warns

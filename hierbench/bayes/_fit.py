@@ -347,7 +347,8 @@ def fit(
 
     By default (nutpie) the chains start around the posterior mode, tune for
     300 steps and draw until every element's bulk and tail ESS reach
-    ``target_ess`` and its R-hat its limit (:mod:`hierbench.bayes._sampling`).
+    ``target_ess`` and its R-hat its limit (the rule of
+    :func:`hierbench.bayes.compute_diagnostics`).
 
     Parameters
     ----------

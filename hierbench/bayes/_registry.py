@@ -129,7 +129,7 @@ class ModelEntry:
     builder: Callable[..., Any]
     default_priors: Callable[[Mapping[str, Any]], Mapping[str, Any]]
     default_options: Mapping[str, Any] = field(default_factory=dict)
-    #: the model's own sampler settings, on top of :data:`FIT_DEFAULTS` (e.g. ``target_accept``)
+    #: the model's own sampler settings, on top of ``FIT_DEFAULTS`` (e.g. ``target_accept``)
     sampler_settings: Mapping[str, Any] = field(default_factory=dict)
     description: str = ""
     hooks: Mapping[str, str] = field(default_factory=dict)

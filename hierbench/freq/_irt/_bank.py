@@ -117,7 +117,7 @@ class IRTBank:
 
     @classmethod
     def from_posterior(cls, fit: xr.DataTree | xr.Dataset, *, model: str | None = None) -> IRTBank:
-        """A bank from a NUTS fit of :func:`hierbench.bayes.build_irt` (chains x draws become ``sample``)."""
+        """A bank from a NUTS fit of :func:`hierbench.bayes.build_irt_2pl` (chains x draws become ``sample``)."""
         post = fit["posterior"].to_dataset() if isinstance(fit, xr.DataTree) else fit
         for v in ("discrimination", "intercept"):
             if v not in post:

@@ -11,7 +11,7 @@ the difficulty (the ability at which ``p = 1/2``) is ``b_t = -d_t / a_t``.
 The 1PL has one discrimination shared by every task. Repeated runs enter as
 binomial counts, never collapsed to a single 0/1.
 
-Identification (the same as :func:`hierbench.bayes.build_irt`): the
+Identification (the same as :func:`hierbench.bayes.build_irt_2pl`): the
 calibration agents' abilities are standardised, mean 0 and (population) sd
 1, so a unit of ability is one sd of the calibration agents; ``a_t > 0``
 removes the reflection. A new agent's ability has the prior ``N(0, 1)``.
