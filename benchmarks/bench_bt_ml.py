@@ -65,7 +65,6 @@ import pandas as pd
 
 from hierbench.data import read_battles
 from hierbench.freq import bradley_terry_ml
-from hierbench.freq._pairwise._ml import _battles, _fit
 
 ROUNDS = 7
 
@@ -108,13 +107,15 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
         f"{int((df.winner == 'tie').sum()):,} ties"
     )
     pw = read_battles(df)
-    b = _battles(pw)
-    m = len(b.agents)
-    ref = centred(_fit(b.counts, b.ia, b.ib, m, 0, "half", False, "newton", 1e-13, 500).theta)
-    idx = pd.Index(b.agents)
+    # the reference: ties as half a win, sum-zero logits, solved to a tight tolerance
+    tight = bradley_terry_ml(pw, ties="half", scale="logit", interval="wald", tol=1e-13)
+    agents = [str(a) for a in tight.estimate["agent"].values]
+    m = len(agents)
+    ref = centred(tight.estimate.values)
+    idx = pd.Index(agents)
     wmap = {"left": Winner.X, "right": Winner.Y, "tie": Winner.Draw}
     xs, ys, ws = df.left.tolist(), df.right.tolist(), df.winner.map(wmap).tolist()
-    code = {a: i for i, a in enumerate(b.agents)}
+    code = {a: i for i, a in enumerate(agents)}
     li, ri = df.left.map(code).to_numpy(), df.right.map(code).to_numpy()
     data = []
     for i, j, w in zip(li, ri, df.winner, strict=True):

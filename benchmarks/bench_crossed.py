@@ -102,51 +102,16 @@ def _conv(idata, model) -> dict:
 
 
 def _timed_fit(model, seed: int, **fit_args) -> tuple[object, dict]:
-    """A ``fit`` call (the default unless ``fit_args``), with its post-processing steps timed from inside."""
-    import pymc as pm
-
-    import hierbench.bayes._crossed as crossed_mod
-    import hierbench.bayes._fit as fit_mod
+    """A ``fit`` call (the default unless ``fit_args``), with the stage times the fit records."""
     from hierbench.bayes import fit
 
-    parts: dict[str, float] = {}
-
-    def wrap(owner, name, label):
-        orig = getattr(owner, name)
-
-        def timed(*a, **k):
-            t0 = time.perf_counter()
-            try:
-                return orig(*a, **k)
-            finally:
-                parts[label] = parts.get(label, 0.0) + time.perf_counter() - t0
-
-        setattr(owner, name, timed)
-        return orig
-
-    saved = [
-        (pm, "compute_log_likelihood", wrap(pm, "compute_log_likelihood", "log_likelihood_s")),
-        (pm, "sample_posterior_predictive", wrap(pm, "sample_posterior_predictive", "posterior_predictive_s")),
-        (crossed_mod, "_add_mean_observed", wrap(crossed_mod, "_add_mean_observed", "mean_observed_s")),
-        (fit_mod, "compute_diagnostics", wrap(fit_mod, "compute_diagnostics", "diagnostics_s")),
-        (fit_mod, "find_start", wrap(fit_mod, "find_start", "start_s")),
-    ]
-    # the builder stored the postprocess function itself: re-point it at the timed wrapper
-    if model.hierbench.get("postprocess") is not None:
-        model.hierbench["postprocess"] = crossed_mod._add_mean_observed
-    try:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            idata = fit(model, rng=seed, **fit_args)
-        wall = time.perf_counter() - t0
-    finally:
-        for owner, name, orig in saved:
-            setattr(owner, name, orig)
-    parts = {k: round(v, 2) for k, v in parts.items()}
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = fit(model, rng=seed, **fit_args)
+    wall = time.perf_counter() - t0
+    parts = {k: round(v, 2) for k, v in json.loads(idata.attrs["fit_timings"]).items()}
     parts["fit_call_s"] = round(wall, 2)
-    parts["compile_s"] = round(float(idata.attrs["compile_time"]), 2)
-    parts["sampling_s"] = round(float(idata.attrs["sampling_time"]), 2)
     parts["draws_per_chain"] = int(idata["posterior"].sizes["draw"])
     parts["fit_notes"] = idata.attrs.get("fit_notes")
     return idata, parts

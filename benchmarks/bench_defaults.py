@@ -46,7 +46,7 @@ QUICK = ("tau_bb", "rats_bb", "citations_bt")
 
 
 def _shared():
-    from hierbench.data._shared import shared_data_dir
+    from hierbench.data import shared_data_dir
 
     return shared_data_dir()
 

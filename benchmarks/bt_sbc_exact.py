@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     import pymc as pm
 
     import hierbench.bayes as hbb
-    from hierbench.bayes._bradley_terry import _as_counts
+    from hierbench.data import to_pair_counts
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from sbc import template, wilson
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     data = template("bradley_terry", "small")
     prior = pm.sample_prior_predictive(draws=a.reps, model=hbb.build_bradley_terry(data), random_seed=a.seed)
     pri, pp = prior["prior"].to_dataset(), prior["prior_predictive"].to_dataset()
-    cnt = _as_counts(data)
+    cnt = to_pair_counts(data)
     agents = [str(x) for x in cnt["agent"].values]
     idx = {x: i for i, x in enumerate(agents)}
     ia = np.array([idx[str(x)] for x in cnt["agent_a"].values])

@@ -106,7 +106,7 @@ def replicate_items(model_name: str, design: str, reps: int, seed: int) -> list[
     import xarray as xr
 
     import hierbench.bayes as hbb
-    from hierbench._parallel import spawn_generators
+    from hierbench import spawn_generators
 
     model = getattr(hbb, f"build_{model_name}")(template(model_name, design))
     info = model.hierbench
@@ -136,7 +136,7 @@ def _replicate_model(model_name: str, design: str, y: np.ndarray):
     The structure is decided from the replicate's own data, as a user's fit would.
     """
     import hierbench.bayes as hbb
-    from hierbench._base import counts as _counts
+    from hierbench.data import to_counts as _counts
 
     data = template(model_name, design)
     if model_name == "bradley_terry":
@@ -205,7 +205,7 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
     ``seed`` before anything runs, so the records are the same whatever the
     executor (``wall`` aside). ``start_rep`` resumes an interrupted study.
     """
-    from hierbench._parallel import map_seeded
+    from hierbench import map_seeded
 
     warnings.simplefilter("ignore")
     settings = {"chains": chains, "draws": draws, "tune": tune}

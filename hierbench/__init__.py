@@ -26,7 +26,9 @@ __all__ = [
     "data",
     "design",
     "freq",
+    "map_seeded",
     "metrics",
+    "spawn_generators",
     "testing",
 ]
 
@@ -41,6 +43,8 @@ _FROM_BASE = (
     "SmallSampleWarning",
     "UndefinedWarning",
 )
+# independent seeded work on any concurrent.futures executor (the library's own studies use it)
+_FROM_PARALLEL = ("map_seeded", "spawn_generators")
 
 
 def __getattr__(name: str):
@@ -55,6 +59,8 @@ def __getattr__(name: str):
         return importlib.import_module(f".{name}", __name__)
     if name in _FROM_BASE:
         return getattr(importlib.import_module("._base", __name__), name)
+    if name in _FROM_PARALLEL:
+        return getattr(importlib.import_module("._parallel", __name__), name)
     raise AttributeError(f"module 'hierbench' has no attribute {name!r}")
 
 

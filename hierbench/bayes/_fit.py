@@ -388,7 +388,10 @@ def fit(
         ``hierbench_*`` (model, spec, data hash, version), ``sampler``,
         ``sampler_settings`` (JSON, the draws kept), ``fit_run`` (JSON: start,
         rule, checkpoints), ``fit_notes`` (the same in words), ``seed``,
-        ``compile_time``, ``sampling_time`` and the ``diag_*`` summary.
+        ``compile_time``, ``sampling_time``, the ``diag_*`` summary and
+        ``fit_timings`` (JSON, seconds: ``start_s``, the search for the mode,
+        part of ``sampling_s``; ``compile_s``; ``groups_s``, the predictive and
+        log-likelihood groups; ``postprocess_s``; ``diagnostics_s``).
 
     Warns
     -----
@@ -415,16 +418,25 @@ def fit(
     dt, run = _sample(model, sampler, settings, seed, progress, sampler_kwargs)
     settings["draws"] = int(dt["posterior"].sizes["draw"])
     wanted = (log_likelihood, posterior_predictive, prior_predictive)
+    t0 = time.perf_counter()
     dt = _add_groups(dt, model, info, gen, pp_seed, settings["draws"], wanted)
+    timings = {"start_s": run["record"].get("map_seconds", 0.0), "compile_s": run["compile_time"],
+               "sampling_s": run["sampling_time"], "groups_s": time.perf_counter() - t0}  # fmt: skip
     dt = _stamp(
         dt, info, sampler=sampler, sampler_settings=json.dumps(settings, sort_keys=True), seed=seed,
         compile_time=float(run["compile_time"]), sampling_time=float(run["sampling_time"]),
         fit_run=run_record(run["record"]), fit_notes=describe_run(run["record"], settings["tune"]),
     )  # fmt: skip
+    t0 = time.perf_counter()
     post = model_hook(info, "postprocess")
     if callable(post):
         dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
-    return compute_diagnostics(dt, warn=True)
+    timings["postprocess_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    dt = compute_diagnostics(dt, warn=True)
+    timings["diagnostics_s"] = time.perf_counter() - t0
+    dt.attrs["fit_timings"] = json.dumps({k: round(float(v), 3) for k, v in timings.items()})
+    return dt
 
 
 def _with_log_likelihood(dt: xr.DataTree, model: pm.Model, info: dict[str, Any]) -> xr.DataTree:
