@@ -112,11 +112,12 @@ def replicate_items(model_name: str, design: str, reps: int, seed: int) -> list[
     info = model.hierbench
     prior = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)
     pri = prior["prior"].to_dataset()
-    if callable(info.get("predictive")):
+    predictive = hbb.model_hook(info, "predictive")
+    if callable(predictive):
         # a likelihood written as a weighted potential: simulate its cells
         # with the builder's own vectorised predictive, from the prior draws
         tree = xr.DataTree(children={"posterior": xr.DataTree(pri)})
-        pp = info["predictive"](tree, np.random.default_rng(seed + 2))["posterior_predictive"]
+        pp = predictive(tree, np.random.default_rng(seed + 2))["posterior_predictive"]
         pp = pp.to_dataset()
     else:
         pp = prior["prior_predictive"].to_dataset()
