@@ -258,7 +258,7 @@ def test_demo_prints_sections_and_the_truth(capsys, tmp_path):
         assert line.split()[1] == f"{eff:.3f}"
     # the analysis sections print intervals beside the truth and write a report with the fit
     assert "cluster bootstrap (BCa)" in out and "Bayes crossed (new task)" in out
-    assert "p Holm" in out and "tasks needed" in out
+    assert "p max-T" in out and "simultaneous lower" in out and "tasks needed" in out
     from hierbench.io import load_dataset, load_fit
 
     fit = load_fit(out_dir / "fit_crossed.nc")

@@ -28,11 +28,14 @@ separates. Holm and Benjamini-Hochberg stay beside it (``p_holm``, ``p_bh``).
   sandwich covariance) by default: with 12 clusters its estimated
   correlation of the 300 pairs has rank 11 where the 24 contrasts need 24,
   and its one shared denominator ignores that each pair's SE varies on its
-  own; simulated at SWE-bench's shape under the complete null it rejected
-  some true null in 10-50% of data sets at 0.05 (its critical value 6.6 on
-  SWE-bench, against 9.0 from the sign flips, whose family-wise error was
-  0.04). It is used when it is accurate (many units, many df) and otherwise
-  only when asked, with a :class:`MaxTApproximationWarning`.
+  own; simulated at SWE-bench's shape under the complete null (binary
+  scores, agent x repository sd 0 to 1 on the logit scale) it rejected some
+  true null in 6-14% of data sets at 0.05 with 8 agents and 12-46% with 25
+  (100 data sets each), where the sign-flip max-T rejected in 4.7-5.3%
+  (300-400 data sets each, Monte Carlo sd 0.011-0.013). On SWE-bench its
+  critical value is 6.65 (159 pairs), the sign flips' 9.05 (116 pairs). It is
+  used when it is accurate (many units, many df) and otherwise only when
+  asked, with a :class:`MaxTApproximationWarning`.
 """
 
 from __future__ import annotations
@@ -427,7 +430,7 @@ def _choose_adjust(adjust: str, test: str, why_not_mvt: str | None) -> tuple[str
     if adjust in _MAXT and test == "t" and why_not_mvt is not None:
         warnings.warn(
             f"the multivariate-t max-T is too optimistic here: {why_not_mvt}. Simulated at "
-            "SWE-bench's shape (12 clusters) it rejected a true null in 10-50% of data sets at "
+            "SWE-bench's shape (12 clusters) it rejected a true null in 6-46% of data sets at "
             "0.05; test='permutation' takes the joint law from sign flips instead",
             MaxTApproximationWarning,
             stacklevel=3,
@@ -690,21 +693,17 @@ def compare_agents(
         ``attrs["test_reason"]`` say which and why).
     adjust : {"auto", "maxt", "maxt-stepdown", "holm", "bh"}
         The family-wise verdict (:meth:`~PairwiseComparisonResult.significant`).
-        ``"auto"`` (default) is the single-step max-T wherever its joint law is
-        trustworthy: from sign flips shared by every pair (tasks or clusters
-        flipped together, each pair re-studentized), or from the multivariate
-        t of the t-statistics when the units and df are many; Holm otherwise
-        (``attrs["adjust_reason"]``). Max-T is the default because it is the one
-        adjustment whose threshold follows what the pairs share rather than how
-        many they are: Holm's first threshold is ``alpha / m`` (300 pairs of 25
-        agents over 12 clusters: ``|t| > 18.9``) although the pairs are
-        contrasts of the same 25 means; the max-T threshold is the
-        ``1 - alpha`` quantile of the family's largest ``|t|`` (9.0 there), and
-        its simultaneous intervals ``ci_simultaneous`` exclude 0 exactly for the
-        pairs it separates. ``"maxt-stepdown"`` (free step-down, successive
-        maxima) separates at least as many pairs but has no matching interval.
-        ``p_holm`` and ``p_bh`` are always there; the max-T p-values whenever
-        the test is the sign flip or the t.
+        ``"auto"`` (default): single-step max-T wherever its joint law is
+        trustworthy (sign flips shared by every pair, each re-studentized; or
+        the multivariate t when units and df are many), else Holm
+        (``attrs["adjust_reason"]``). Max-T is the default because its threshold
+        follows what the pairs share, not how many they are: Holm's first
+        threshold is ``alpha / m`` (300 pairs over 12 clusters: ``|t| > 18.9``)
+        though the pairs are contrasts of the same 25 means; the max-T one is
+        the ``1 - alpha`` quantile of the family's largest ``|t|`` (9.05 there),
+        and ``ci_simultaneous`` excludes 0 exactly for the pairs it separates.
+        ``"maxt-stepdown"`` (free step-down) separates at least as many, with
+        no matching interval. ``p_holm`` and ``p_bh`` are always there.
     dim, run_dim, agent_dim : str
         Task, run and agent dims.
     cluster, prob, n_resamples, method, rng
@@ -746,16 +745,7 @@ def compare_agents(
     >>> res.to_frame().index.tolist()
     ['agent_00 - agent_01', 'agent_00 - agent_02', 'agent_01 - agent_02']
     """
-    check_choice(test, "test", _TESTS)
-    check_choice(adjust, "adjust", _ADJUSTS)
-    if adjust in _MAXT and test in ("bootstrap", "mcnemar"):
-        raise ValueError(
-            f"`adjust`={adjust!r} needs the joint null law of the pairs, which the {test} test "
-            "does not give; use test='permutation' or 't', or adjust='holm' / 'bh'"
-        )
-    prob = check_prob(prob)
-    _check_counts(n_resamples, n_permutations)
-    _check_counts(1, n_draws)
+    prob = _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws)
     gen = as_rng(rng)
     score, means = agent_task_means(
         data, agent_dim=agent_dim, dim=dim, run_dim=run_dim, purpose="compare_agents"
@@ -768,22 +758,43 @@ def compare_agents(
         agent_dim=agent_dim, rng=gen,
     )
     cc = cluster_codes(score, cluster, dim=dim)
+    rows, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
+    opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
+            "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster}
+    return _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen)
+
+
+def _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws) -> float:
+    """:func:`compare_agents`' choices and counts checked; the level."""
+    check_choice(test, "test", _TESTS)
+    check_choice(adjust, "adjust", _ADJUSTS)
+    if adjust in _MAXT and test in ("bootstrap", "mcnemar"):
+        raise ValueError(
+            f"`adjust`={adjust!r} needs the joint null law of the pairs, which the {test} test "
+            "does not give; use test='permutation' or 't', or adjust='holm' / 'bh'"
+        )
+    _check_counts(n_resamples, n_permutations)
+    _check_counts(1, n_draws)
+    return check_prob(prob)
+
+
+def _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen) -> PairwiseComparisonResult:
+    """Test, adjustment and intervals of the family of pairs (:func:`compare_agents`' engine)."""
     codes = None if cc is None else cc[0]
-    rows, units, counts = _pair_units(means, pairs, agents, codes)
-    alpha, m = 1 - prob, max(1, sum(1 for r in rows if r))
-    flip = sign_flip_pvalues(units, gen, n_permutations=n_permutations, n_tests=m, alpha=alpha)
+    alpha, m = 1 - opts["prob"], max(1, sum(1 for r in rows if r))
+    flip = sign_flip_pvalues(units, gen, n_permutations=opts["n_permutations"], n_tests=m, alpha=alpha)
     unit = "clusters" if codes is not None else "tasks"
-    chosen, reason = _choose_test(test, adjust, rows, m, alpha, unit)
+    chosen, reason = _choose_test(opts["test"], opts["adjust"], rows, m, alpha, unit)
     why = _why_not_mvt(rows, units, counts, pairs, len(agents)) if chosen == "t" else None
-    adjust, adjust_reason = _choose_adjust(adjust, chosen, why)
+    adjust, adjust_reason = _choose_adjust(opts["adjust"], chosen, why)
     fam = {}
     if adjust in _MAXT:
-        fam = _family_maxt(chosen, rows, units, counts, alpha=alpha, gen=gen, n_draws=n_draws)
+        fam = _family_maxt(chosen, rows, units, counts, alpha=alpha, gen=gen, n_draws=opts["n_draws"])
     mats, ci = _matrices(rows, pairs, flip, boot, len(agents))
-    _warn_resolution(chosen, adjust, rows, flip, fam, int(n_resamples), m, alpha)
+    _warn_resolution(chosen, adjust, rows, flip, fam, opts["n_resamples"], m, alpha)
     attrs = _attrs(
-        chosen, reason, adjust, adjust_reason, codes, cluster, flip, fam, prob, n_resamples,
-        units.shape[0],
+        chosen, reason, adjust, adjust_reason, codes, opts["cluster"], flip, fam, opts["prob"],
+        opts["n_resamples"], units.shape[0],
     )
     if cc is not None:
         labels = [str(x) for x in cc[1]]
