@@ -542,20 +542,27 @@ def _matrices(rows: list[dict], pairs: list, flip: dict, boot, M: int) -> tuple[
     return mats, ci
 
 
-def _t_interval(mats: dict[str, np.ndarray], prob: float, clustered: bool) -> xr.DataArray:
-    """The paired t interval ``mean +- t_df * se`` of every pair (CR2 / Bell-McCaffrey with clusters)."""
-    with np.errstate(invalid="ignore"):
-        q = stats.t.ppf(0.5 + prob / 2, np.where(mats["df"] > 0, mats["df"], np.nan))
-    half = q * mats["se"]
+def _pm_interval(mats: dict, half: np.ndarray, prob: float, detail: str) -> xr.DataArray:
+    """``mean_diff +- half`` over ``(agent, opponent)``, a t-based interval at ``prob``."""
     dims = ("agent", "opponent")
     return make_interval(
         xr.DataArray(mats["mean_diff"] - half, dims=dims),
         xr.DataArray(mats["mean_diff"] + half, dims=dims),
         prob=prob,
         kind="t",
-        detail="paired t interval over "
-        + ("clusters: CR2 cluster-robust SE, Bell-McCaffrey df" if clustered else "tasks (T - 1 df)"),
+        detail=detail,
         warn_zero_width=False,
+    )
+
+
+def _t_interval(mats: dict[str, np.ndarray], prob: float, clustered: bool) -> xr.DataArray:
+    """The paired t interval ``mean +- t_df * se`` of every pair (CR2 / Bell-McCaffrey with clusters)."""
+    with np.errstate(invalid="ignore"):
+        q = stats.t.ppf(0.5 + prob / 2, np.where(mats["df"] > 0, mats["df"], np.nan))
+    return _pm_interval(
+        mats, q * mats["se"], prob,
+        "paired t interval over "
+        + ("clusters: CR2 cluster-robust SE, Bell-McCaffrey df" if clustered else "tasks (T - 1 df)"),
     )
 
 
@@ -563,18 +570,11 @@ def _simultaneous_interval(mats: dict, fam: dict, prob: float, m: int, method: s
     """``estimate +- c se`` for every pair, ``c`` the max-T critical value (NaN without max-T)."""
     c = float(fam.get("crit", np.nan))
     half = np.where(np.isfinite(mats["p_maxt"]), c * mats["se"], np.nan)
-    dims = ("agent", "opponent")
-    return make_interval(
-        xr.DataArray(mats["mean_diff"] - half, dims=dims),
-        xr.DataArray(mats["mean_diff"] + half, dims=dims),
-        prob=prob,
-        kind="t",
-        detail=(
-            f"simultaneous, max-T over {m} comparisons: estimate +- {c:.4g} x SE, {c:.4g} the "
-            f"{prob:.0%} quantile of the largest |t| of the family ({method})"
-            if np.isfinite(c) else "simultaneous max-T interval not computed (no max-T adjustment)"
-        ),
-        warn_zero_width=False,
+    return _pm_interval(
+        mats, half, prob,
+        f"simultaneous, max-T over {m} comparisons: estimate +- {c:.4g} x SE, {c:.4g} the "
+        f"{prob:.0%} quantile of the largest |t| of the family ({method})"
+        if np.isfinite(c) else "simultaneous max-T interval not computed (no max-T adjustment)",
     )
 
 
