@@ -265,3 +265,50 @@ def test_the_multivariate_t_is_refused_by_default_with_twelve_clusters_and_warns
         compare_agents(data, test="t", adjust="maxt", n_resamples=9, rng=0)
     auto = compare_agents(data, test="t", n_resamples=9, rng=0)
     assert auto.attrs["adjust"] == "holm" and "3.33 df" in auto.attrs["adjust_reason"]
+
+
+def test_t_path_uses_the_multivariate_t_when_clusters_are_many_against_scipy():
+    """60 equal clusters (59 df): the max-T law of the pairs' CR2 t-statistics is that of
+    ``C x / se`` with ``x ~ scipy.stats.multivariate_t(0, V, 59)``, ``V`` the CR2 covariance of
+    the agents' means computed here from the cluster sums; its 95% quantile from 200,000
+    scipy draws matches the result's critical value within Monte Carlo error.
+    """
+    rng = np.random.default_rng(21)
+    M, G, n = 4, 60, 5
+    codes = np.repeat(np.arange(G), n)
+    y = (np.array([0.0, 0.1, 0.3, 0.35])[:, None] + rng.normal(0, 0.3, (M, G))[:, codes]
+         + rng.normal(0, 1.0, (M, G * n)))
+    data = xr.DataArray(
+        y[..., None], dims=("agent", "task", "run"),
+        coords={"agent": [f"a{i}" for i in range(M)], "cluster": ("task", codes.astype(str))},
+    )
+    res = compare_agents(data, test="t", n_resamples=9, rng=0)
+    a = res.attrs
+    assert (a["test"], a["adjust"]) == ("t", "maxt") and "multivariate t" in a["maxt_method"]
+    N = G * n
+    s = np.stack([np.bincount(codes, weights=y[i] - y[i].mean()) for i in range(M)], 1)
+    V = (s / N).T @ (s / N) / (1 - n / N)  # CR2 for a mean: each cluster sum scaled by (1 - n_g/N)^-1/2
+    iu = np.triu_indices(M, 1)
+    C = np.zeros((iu[0].size, M))
+    C[np.arange(iu[0].size), iu[0]], C[np.arange(iu[0].size), iu[1]] = 1.0, -1.0
+    se = np.sqrt(np.diag(C @ V @ C.T))
+    np.testing.assert_allclose(res.se.values[iu], se, rtol=1e-10)
+    df = float(res.df.values[0, 1])
+    assert df == pytest.approx(G - 1)
+    B = 200_000
+    x = stats.multivariate_t(np.zeros(M), V, df=df).rvs(B, random_state=np.random.default_rng(22))
+    mx = np.abs(x @ C.T / se).max(1)
+    ref = np.quantile(mx, 0.95)
+    dens = np.mean(np.abs(mx - ref) < 0.02) / 0.04
+    assert a["maxt_crit"] == pytest.approx(ref, abs=4 * np.sqrt(0.05 * 0.95 / B) / dens + 0.01)
+    t = np.abs(res.mean_diff.values[iu] / se)
+    p_ref = np.array([np.mean(mx >= v) for v in t])
+    df_pairs = res.to_frame()
+    np.testing.assert_allclose(df_pairs["p_maxt"], p_ref, atol=0.01)  # 3 sd of 21,112 draws at p = 0.5
+    # a Monte Carlo p-value carries its error; the simultaneous interval matches the verdict
+    assert (df_pairs["p_maxt_mcse"] > 0).where(df_pairs["p_maxt"] < 1, True).all()
+    assert (df_pairs["p_maxt_mcse"] <= 0.0015 + 1e-12).where(df_pairs["p_maxt"] <= 0.05, True).all()
+    half = a["maxt_crit"] * se
+    np.testing.assert_allclose(df_pairs["simultaneous_upper"] - df_pairs["estimate"], half, rtol=1e-10)
+    outside = (df_pairs["simultaneous_lower"] > 0) | (df_pairs["simultaneous_upper"] < 0)
+    assert (outside == (df_pairs["p_maxt"] < 0.05)).all()
