@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 from scipy import integrate, stats
 
-from hierbench.freq import compare_agents, holm
+from hierbench.freq import MaxTApproximationWarning, compare_agents, holm
 from hierbench.freq._kernels import cr2_mean_se
 from hierbench.freq._resampling._maxt import (
     cr2_scores,
@@ -21,7 +21,6 @@ from hierbench.freq._resampling._maxt import (
     mvt_maxt,
     signflip_maxt,
 )
-from hierbench.freq._resampling._multiple import MaxTApproximationWarning
 
 #: SWE-bench Verified's 12 repositories: tasks per repository (django 231 of 500)
 SWE_SIZES = np.array([22, 231, 34, 2, 1, 8, 22, 10, 19, 32, 44, 75])
