@@ -26,6 +26,8 @@ __all__ = [
     "MATRIX_ABOVE",
     "differ_column",
     "marks_legend",
+    "p_text",
+    "pair_display",
     "pair_frame",
     "pair_matrix",
     "pair_sentence",
@@ -166,9 +168,40 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     return out
 
 
+def p_text(v: float) -> str:
+    """A p-value or Monte Carlo error as text: 3 decimals, 2 significant digits below 0.001.
+
+    A positive value never reads ``0.000`` (an exact max-T p over 2,048 sign
+    patterns can be 0.00049) and never switches to e-notation.
+
+    Examples
+    --------
+    >>> [p_text(v) for v in (0.1174, 0.00048828, 4.7e-05, 0.0, 1.0)]
+    ['0.117', '0.00049', '0.000047', '0', '1.000']
+    """
+    v = float(v)
+    if not np.isfinite(v):
+        return "NaN"
+    if v == 0:
+        return "0"
+    return f"{v:.{max(3, 1 - int(np.floor(np.log10(abs(v)))))}f}"
+
+
+def _p_columns(table: pd.DataFrame) -> list:
+    return [c for c in table.columns if str(c).startswith(("p ", "MC error"))]
+
+
+def pair_display(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`pair_frame`'s table with its p-values and their errors as :func:`p_text` text."""
+    out = table.copy()
+    for c in _p_columns(table):
+        out[c] = [p_text(v) for v in table[c]]
+    return out
+
+
 def pair_text(table: pd.DataFrame) -> str:
-    """:func:`pair_frame`'s table as plain text: p-values and their errors to 2 significant digits."""
-    fmt = {c: "{:.2g}".format for c in table.columns if str(c).startswith(("p ", "MC error"))}
+    """:func:`pair_frame`'s table as plain text, p-values and their errors by :func:`p_text`."""
+    fmt = dict.fromkeys(_p_columns(table), p_text)
     return table.to_string(formatters=fmt, float_format="{:.3f}".format)
 
 

@@ -73,6 +73,7 @@ def _pair_texts(cmp, alpha: float) -> tuple[list[str], object, object]:
 
 def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     from ._pairs import differ_column as _differ
+    from ._pairs import pair_display
 
     ps, fig = _bayes_heatmap(ctx)
     text = []
@@ -89,6 +90,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
                 float(ps.sel(agent=a, opponent=b))
                 for a, b in (p.split(" - ", 1) for p in full.index)
             ]
+        full = pair_display(full)
         table = full if matrix is None else matrix
     if ps is None and table is None:
         raise _Skip("needs a fit with an agent-level variable or data for the paired tests")
