@@ -16,6 +16,7 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 import time
 import warnings
 from collections.abc import Sequence
@@ -434,27 +435,31 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     ds, msgs = load_any(args.file, args)
     from .freq import compare_agents
-    from .report import MATRIX_ABOVE, marks_legend, pair_frame, pair_matrix
+    from .report import MATRIX_ABOVE, marks_legend, pair_frame, pair_matrix, pair_text
 
     m = ds.sizes["agent"]
     if _progress_wanted(args):
         print(f"paired tests: {m * (m - 1) // 2} pairs ...", file=sys.stderr, flush=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        # compare_agents' own resampling defaults: the report uses the same, so both agree
+        # compare_agents' own defaults: the report uses the same, so both agree
         cmp = compare_agents(ds, prob=args.prob, rng=args.seed)
     alpha = 1.0 - args.prob
     table = pair_frame(cmp, alpha=alpha)
+    matrix = m > MATRIX_ABOVE and not args.all_pairs
     if args.json:
         rows = [{"pair": k, **v} for k, v in table.to_dict(orient="index").items()]
-        print(json.dumps(_jsonable({"prob": args.prob, "alpha": alpha, "pairs": rows}), indent=2))
+        attrs = cmp.to_dataset().attrs
+        head = {k: attrs.get(k) for k in ("test", "adjust", "unit", "maxt_crit", "maxt_method")}
+        print(json.dumps(_jsonable({"prob": args.prob, "alpha": alpha, **head, "pairs": rows}), indent=2))
     else:
-        print(_compare_text(cmp, table, args, m > MATRIX_ABOVE and not args.all_pairs))
-        if m > MATRIX_ABOVE and not args.all_pairs:
+        print(_compare_text(cmp, args, matrix))
+        if matrix:
             print(pair_matrix(cmp, alpha=alpha).to_string())
-            print(f"\n{marks_legend(alpha).replace('`', '')}.")
+            name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
+            print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
         else:
-            print(table.to_string(float_format="{:.3f}".format))
+            print(pair_text(table))
     for w in msgs + [
         f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)
     ]:
@@ -462,19 +467,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare_text(cmp, table, args: argparse.Namespace, matrix: bool) -> str:
-    from .report import differ_column, settings_text
+def _compare_text(cmp, args: argparse.Namespace, matrix: bool) -> str:
+    from .report import pair_sentence, settings_text
 
-    col = differ_column(table)
-    n_sig = int(table[col].sum()) if col else 0
-    res = cmp.to_dataset().attrs
-    how = settings_text(cmp)
-    head = (
-        "Every pair on the tasks both ran (row agent minus column agent), task as the unit:\n"
-        f"mean paired difference, {args.prob:.0%} paired cluster-bootstrap interval, "
-        f"{res.get('test', 'permutation')} p-value, Holm and BH adjusted ({how}).\n"
-        f"{n_sig} of {len(table)} pairs differ at family-wise level {1 - args.prob:g} (Holm).\n"
-    )
+    head = "\n".join(
+        textwrap.wrap(pair_sentence(cmp, 1 - args.prob), 100)
+        + textwrap.wrap(f"How: {settings_text(cmp)}.", 100)
+    ) + "\n"
     if matrix:
         head += (
             f"{cmp.to_dataset().sizes['agent']} agents: the pairs as a matrix, agents ordered by "
@@ -681,7 +680,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_cmd_report)
 
     c = sub.add_parser(
-        "compare", help="every pair of agents: paired differences, intervals, Holm/BH tests"
+        "compare",
+        help="every pair of agents: paired differences, simultaneous intervals, max-T "
+        "(and Holm/BH) adjusted tests",
     )
     _add_file_options(c)
     _add_stats_options(c, resamples=None)  # compare_agents' own resampling defaults

@@ -334,16 +334,18 @@ def _passk_section(ctx: DemoContext) -> str:
 
 
 def _compare_section(ctx: DemoContext) -> str:
+    import textwrap
+
     from .freq import compare_agents
     from .metrics import prob_superiority
-    from .report import differ_column, pair_frame, settings_text
+    from .report import differ_column, pair_frame, pair_sentence, pair_text
 
-    # compare_agents' own resampling defaults: the report and `hierbench compare` use the same
+    # compare_agents' own defaults: the report and `hierbench compare` use the same
     cmp = compare_agents(ctx.data, prob=PROB, rng=ctx.extra.get("seed", 0))
     ctx.extra["compare"] = cmp
-    table = pair_frame(cmp, alpha=1 - PROB).rename(
-        columns={"lower": f"{PROB:.0%} lower", "upper": f"{PROB:.0%} upper"}
-    )
+    full = pair_frame(cmp, alpha=1 - PROB)
+    # what decides first: the difference, its simultaneous interval, the adjusted p and the verdict
+    table = full.iloc[:, : full.columns.get_loc(differ_column(full)) + 1].copy()
     pairs = [p.split(" - ", 1) for p in table.index]
     true = _truth_new_task(ctx)
     if true is not None:
@@ -353,15 +355,11 @@ def _compare_section(ctx: DemoContext) -> str:
         ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
         table["Bayes P(a > b)"] = [float(ps.sel(agent=a, opponent=b)) for a, b in pairs]
     ctx.extra["compare_table"] = table
-    n_sig = int(table[differ_column(table)].sum())
     return (
-        "Every pair on the tasks both ran, the task as the unit: mean paired difference, its\n"
-        f"{PROB:.0%} paired cluster-bootstrap interval, the {cmp.to_dataset().attrs.get('test', 'permutation')} "
-        f"p-value and its\nHolm (family-wise) and Benjamini-Hochberg (false discovery rate) "
-        f"adjustments over all\npairs ({settings_text(cmp)}), and the crossed model's posterior "
-        "probability that a beats b on a new task.\n\n"
-        + table.to_string(float_format="{:.3f}".format)
-        + f"\n\n{n_sig} of {len(table)} pairs differ at family-wise level {1 - PROB:g} (Holm)."
+        "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB), 90))
+        + "\nBeside it, the crossed model's posterior probability that a beats b on a new task.\n\n"
+        + pair_text(table)
+        + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
     )
 
 

@@ -1,6 +1,7 @@
 """The hierbench CLI: validate, summary, fit, report, compare, demo; errors in the user's words."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -171,11 +172,16 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
             both = per_task[[a, b]].dropna()
             row = pairs[f"{a} - {b}"]
             assert row["mean difference"] == pytest.approx((both[a] - both[b]).mean(), abs=1e-12)
-            assert row["lower"] < row["mean difference"] < row["upper"]
+            assert row["per-pair lower"] < row["mean difference"] < row["per-pair upper"]
+            # the simultaneous interval is the per-pair one widened to the family
+            assert row["simultaneous lower"] <= row["per-pair lower"] or row["per-pair lower"] < 0
             assert row["shared tasks"] == len(both)
+    assert res["adjust"] == "maxt" and res["unit"] == "tasks"
     assert main(["compare", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "p Holm" in out and "lower" in out and "agent_00 - agent_01" in out
+    assert "p Holm" in out and "simultaneous lower" in out and "agent_00 - agent_01" in out
+    # the one sentence: the unit, the test and the adjustment
+    assert "over the 30 tasks, adjusted by max-T single-step over the 3 pairs" in " ".join(out.split())
 
 
 def test_summary_text(log, capsys):
@@ -252,7 +258,7 @@ def test_demo_prints_sections_and_the_truth(capsys, tmp_path):
         assert line.split()[1] == f"{eff:.3f}"
     # the analysis sections print intervals beside the truth and write a report with the fit
     assert "cluster bootstrap (BCa)" in out and "Bayes crossed (new task)" in out
-    assert "p Holm" in out and "tasks needed" in out
+    assert "p max-T" in out and "simultaneous lower" in out and "tasks needed" in out
     from hierbench.io import load_dataset, load_fit
 
     fit = load_fit(out_dir / "fit_crossed.nc")
@@ -435,10 +441,12 @@ def _pairs_of_report(html: str) -> pd.DataFrame:
     from html_tables import read_tables
 
     part = html.split('id="pairwise"')[1].split("</section>")[0]
-    return next(t for t in read_tables(part) if "p Holm" in t.columns).set_index("pair")
+    return next(t for t in read_tables(part) if "p max-T" in t.columns).set_index("pair")
 
 
 def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_path, capsys):
+    from html import unescape
+
     from hierbench.data import to_records
     from hierbench.report import build
     from hierbench.testing import simulate_eval
@@ -451,13 +459,23 @@ def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_pat
     assert len(cli) == 36
     assert main(["compare", str(path), "--seed", "3"]) == 0
     text = capsys.readouterr().out
-    assert "9 agents: the pairs as a matrix" in text and "Holm-adjusted p < 0.05" in text
+    assert "9 agents: the pairs as a matrix" in text and "max-T single-step adjusted p < 0.05" in text
     html = build(data=ds, path=tmp_path / "r.html", rng=3, progress=False).read_text()
     rep = _pairs_of_report(html)
     assert "<details><summary>All 36 pairs</summary>" in html
     assert sorted(rep.index) == sorted(cli.index)
-    for col in ("mean difference", "p Holm", "shared tasks"):
+    cols = ("mean difference", "simultaneous lower", "simultaneous upper", "p max-T",
+            "MC error of p max-T", "p Holm", "shared tasks")
+    for col in cols:
         np.testing.assert_allclose(rep.loc[cli.index, col], cli[col], atol=6e-4)
+    differ = "differ (p max-T < 0.05)"
+    assert (rep.loc[cli.index, differ].map({"yes": True, "no": False}) == cli[differ]).all()
+    # the same sentence above both tables, and the matrix marks follow the same verdict
+    sentence = " ".join(text.split()).split(" How:")[0]
+    assert sentence in " ".join(unescape(html).split())
+    section = html.split('id="pairwise"')[1].split("</section>")[0]
+    n_marked = int(cli[differ].sum())
+    assert len(re.findall(r"\d\*+</td>", section)) == len(re.findall(r"\d\*+(?=\s)", text)) == n_marked
     # pandas' own paired differences on the shared tasks
     per_task = to_records(ds).groupby(["agent", "task"])["score"].mean().unstack("agent")
     a, b = cli.index[0].split(" - ")

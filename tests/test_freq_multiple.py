@@ -146,13 +146,16 @@ def test_many_agents_clear_gaps_are_significant_after_holm_with_mc_error_stated(
     assert (df.loc[clear, "p_holm"] < 0.05).all()
     # the old fixed resolution could not: 1,999 sign flips for 120 pairs
     with pytest.warns(PValueResolutionWarning, match="no pair can be called different"):
-        old = compare_agents(data, test="permutation", n_resamples=99, n_permutations=1999, rng=1)
+        old = compare_agents(
+            data, test="permutation", adjust="holm", n_resamples=99, n_permutations=1999, rng=1
+        )
     assert (old.to_frame()["p_holm"] >= 0.05).all()
 
 
-def test_matrix_view_marks_the_holm_significant_pairs():
+def test_matrix_view_marks_the_pairs_of_the_family_wise_verdict():
     ds, _ = simulate_eval(n_agents=6, n_tasks=80, n_runs=2, sd_agent=1.5, rng=2)
     res = compare_agents(ds, n_resamples=199, rng=0)
+    assert res.attrs["adjust"] == "maxt"
     mat = res.matrix()
     assert mat.shape == (6, 6)
     order = [r.split(" ", 1)[1] for r in mat.index]
@@ -164,11 +167,58 @@ def test_matrix_view_marks_the_holm_significant_pairs():
             if a == b:
                 assert cell == ""
                 continue
-            assert cell.endswith("*") == bool(float(res.p_holm.sel(agent=a, opponent=b)) < 0.05)
+            assert cell.endswith("*") == bool(float(res.p_maxt.sel(agent=a, opponent=b)) < 0.05)
             assert float(cell.rstrip("*")) == pytest.approx(
                 float(res.mean_diff.sel(agent=a, opponent=b)), abs=0.005 + 1e-9
             )
     assert len(repr(res).splitlines()) <= 10
+    holm_marks = res.matrix(adjust="holm")
+    sig = res.significant(adjust="holm")
+    a, b = order[0], order[-1]
+    assert holm_marks.iloc[0, -1].endswith("*") == bool(sig.sel(agent=a, opponent=b))
+
+
+def test_holm_and_bh_carry_the_monte_carlo_error_of_the_p_value_that_sets_them():
+    """Against statsmodels: the derivative of its adjusted p-values along the raw errors."""
+    data = _spread_agents(n_agents=6, n_tasks=60)
+    res = compare_agents(data, test="permutation", adjust="holm", n_resamples=9, rng=0)
+    df = res.to_frame()
+    assert (df["p_value_mcse"] > 0).all()
+    p, e, h = df["p_value"].to_numpy(), df["p_value_mcse"].to_numpy(), 1e-7
+    for key, method in (("p_holm", "holm"), ("p_bh", "fdr_bh")):
+        base = smm.multipletests(p, method=method)[1]
+        slope = (smm.multipletests(p + h * e, method=method)[1] - base) / h
+        np.testing.assert_allclose(df[key + "_mcse"], np.where(base >= 1, 0.0, slope), rtol=1e-4, atol=1e-9)
+    np.testing.assert_allclose(df["p_adjusted"], df["p_holm"])
+    np.testing.assert_allclose(df["p_adjusted_mcse"], df["p_holm_mcse"])
+
+
+def test_adjust_choices_are_checked_and_named():
+    ds, _ = simulate_eval(n_agents=3, n_tasks=30, n_runs=2, rng=0)
+    with pytest.raises(ValueError, match=r"`adjust` must be one of .*; got 'sidak'"):
+        compare_agents(ds, adjust="sidak")
+    with pytest.raises(ValueError, match=r"`adjust`='maxt' needs the joint null law .* bootstrap"):
+        compare_agents(ds, test="bootstrap", adjust="maxt")
+    with pytest.warns(PValueResolutionWarning, match="Holm's first threshold"):
+        res = compare_agents(ds, test="bootstrap", n_resamples=99, rng=0)
+    assert res.attrs["adjust"] == "holm" and "no joint null law" in res.attrs["adjust_reason"]
+    with pytest.raises(ValueError, match="no max-T p-values here"):
+        res.significant(adjust="maxt")
+    assert np.isnan(res.ci_simultaneous.values).all()
+
+
+def _brute_cluster_maxt(y, agents, codes):
+    """Every sign pattern of the clusters: each pair's CR2 t (the kernel), the family's maximum."""
+    pairs = list(itertools.combinations(range(len(agents)), 2))
+    d = np.stack([y[i] - y[j] for i, j in pairs], 1)
+    obs = np.array([abs(d[:, k].mean() / cr2_mean_se(d[:, k], codes)[0]) for k in range(len(pairs))])
+    G = codes.max() + 1
+    hits = np.zeros(len(pairs))
+    for signs in itertools.product([1.0, -1.0], repeat=int(G) - 1):
+        f = d * np.r_[1.0, signs][codes][:, None]
+        mx = max(abs(f[:, k].mean() / cr2_mean_se(f[:, k], codes)[0]) for k in range(len(pairs)))
+        hits += mx >= obs - 1e-9 * obs
+    return {f"{agents[i]} - {agents[j]}": h / 2 ** (G - 1) for (i, j), h in zip(pairs, hits, strict=True)}
 
 
 @pytest.mark.slow
@@ -181,29 +231,54 @@ def test_swebench_bash_only_pairs(shared_data):
         warnings.simplefilter("ignore")
         clustered = compare_agents(ds, n_resamples=999, rng=0)
         tasks = compare_agents(ds, cluster=None, n_resamples=999, rng=0)
-    # 12 repos: no sign-flip test over repos can pass 0.05 / 300 (floor 2^-11), so the
-    # default is the CR2 t; the largest gaps over 500 shared tasks are separated
-    assert clustered.attrs["test"] == "t" and "12 clusters" in clustered.attrs["test_reason"]
+        holm_t = compare_agents(ds, test="t", adjust="holm", n_resamples=99, rng=0)
+    # 12 repos: the max-T of the family from all 2^11 shared sign patterns of the repos
+    a = clustered.attrs
+    assert (a["test"], a["adjust"], a["unit"], a["n_units_total"]) == ("permutation", "maxt", "clusters", 12)
+    assert a["maxt_exact"] and "all 2048 sign patterns" in a["maxt_method"]
     dfc = clustered.to_frame()
-    top = dfc.loc[dfc["estimate"].abs().sort_values(ascending=False).index[:4]]
-    assert (top["p_holm"] < 0.05).all()
-    # its interval is the t interval that goes with the test: it excludes 0 exactly when p_t < 0.05
+    assert (dfc["p_maxt_mcse"] == 0).all()
+    # its per-pair interval is the CR2 t interval: it excludes 0 exactly when p_t < 0.05
     assert clustered.ci.attrs["ci_kind"] == "t" and "ci_bootstrap" in clustered
     excludes = (dfc["lower"] > 0) | (dfc["upper"] < 0)
     assert (excludes == (dfc["p_t"] < 0.05)).all()
+    # the simultaneous interval excludes 0 exactly for the pairs the max-T separates
+    sim = clustered.ci_simultaneous
+    assert sim.attrs["ci_kind"] == "t" and "simultaneous, max-T over 300 comparisons" in sim.attrs["ci_detail"]
+    separated = dfc["p_maxt"] < 0.05
+    assert (((dfc["simultaneous_lower"] > 0) | (dfc["simultaneous_upper"] < 0)) == separated).all()
+    assert (clustered.significant().values[np.triu_indices(25, 1)] == separated.to_numpy()).all()
+    # every pair whose per-pair 95% interval clears 0 by more than its own width is separated
+    width = dfc["upper"] - dfc["lower"]
+    wide = (dfc["lower"] > width) | (dfc["upper"] < -width)
+    assert wide.sum() > 100 and separated[wide].all()
+    # ... and more than Holm on the same CR2 t-tests (|t| > 18.9), which it contains
+    holm_sep = holm_t.to_frame()["p_holm"] < 0.05
+    assert separated[holm_sep].all() and separated.sum() > 2 * holm_sep.sum()
+    # the max-T p-values against brute force with the CR2 kernel, on five agents' ten pairs
+    sub = ds.isel(agent=[0, 5, 10, 15, 20])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        small = compare_agents(sub, n_resamples=9, rng=0).to_frame()
+    _, codes = np.unique(sub.cluster.values, return_inverse=True)
+    ref = _brute_cluster_maxt(sub.score.isel(run=0).values, list(sub.agent.values), codes)
+    np.testing.assert_allclose(small["p_maxt"], [ref[k] for k in small.index], rtol=1e-12)
     # tasks as the unit: the exact sign test, checked against scipy's binomial test
     assert tasks.attrs["test"] == "permutation" and tasks.attrs["n_permutations"] == 0
     dft = tasks.to_frame()
     y = ds.score.isel(run=0)
     p_ref = []
-    for a, b in zip(dft["agent"], dft["opponent"], strict=True):
-        d = (y.sel(agent=a) - y.sel(agent=b)).values
+    for a_, b_ in zip(dft["agent"], dft["opponent"], strict=True):
+        d = (y.sel(agent=a_) - y.sel(agent=b_)).values
         p_ref.append(stats.binomtest(int((d > 0).sum()), int((d != 0).sum()), 0.5).pvalue)
     np.testing.assert_allclose(dft["p_permutation"], p_ref, rtol=1e-9)
     np.testing.assert_allclose(dft["p_holm"], smm.multipletests(p_ref, method="holm")[1], rtol=1e-9)
-    a, b = dft["agent"].iloc[7], dft["opponent"].iloc[7]
-    ref_t = stats.ttest_rel(y.sel(agent=a), y.sel(agent=b)).pvalue
-    assert float(tasks.p_t.sel(agent=a, opponent=b)) == pytest.approx(ref_t, rel=1e-9)
-    # every pair whose task-level 95% interval clears 0 by more than its own width differs
-    wide = (dft["lower"] > dft["upper"] - dft["lower"]) | (dft["upper"] < -(dft["upper"] - dft["lower"]))
-    assert wide.sum() > 150 and (dft.loc[wide, "p_holm"] < 0.05).all()
+    a_, b_ = dft["agent"].iloc[7], dft["opponent"].iloc[7]
+    ref_t = stats.ttest_rel(y.sel(agent=a_), y.sel(agent=b_)).pvalue
+    assert float(tasks.p_t.sel(agent=a_, opponent=b_)) == pytest.approx(ref_t, rel=1e-9)
+    # Monte Carlo max-T over 500 tasks, with its error; wide pairs separated here too
+    assert tasks.attrs["maxt_draws"] >= 21112
+    assert (dft["p_maxt_mcse"] > 0).where(dft["p_maxt"] < 1, True).all()
+    width = dft["upper"] - dft["lower"]
+    wide = (dft["lower"] > width) | (dft["upper"] < -width)
+    assert wide.sum() > 150 and (dft.loc[wide, "p_maxt"] < 0.05).all()

@@ -19,6 +19,8 @@ from ._pairs import (
     marks_legend,
     pair_frame,
     pair_matrix,
+    pair_sentence,
+    pair_text,
     settings_text,
 )
 from ._report import Report, as_table, markdown_table
@@ -39,6 +41,8 @@ __all__ = [
     "marks_legend",
     "pair_frame",
     "pair_matrix",
+    "pair_sentence",
+    "pair_text",
     "passk_curves",
     "plot_d_study",
     "ppc_plot",

@@ -111,7 +111,7 @@ def build(
         (Markdown and a ``<stem>_figures/`` folder beside it).
     freq : "auto", mapping or None
         ``"auto"`` computes the frequentist counterparts from ``data``
-        (cluster bootstrap, paired tests with Holm and BH, unbiased pass^k,
+        (cluster bootstrap, paired tests with max-T simultaneous intervals, unbiased pass^k,
         G-theory variance components); a mapping gives some of them already
         computed (keys ``"bootstrap"``, ``"compare"``); ``None`` leaves the
         frequentist half out.

@@ -1,11 +1,15 @@
 """Pair comparisons as people read them: the one table the CLI, the demo and the report print.
 
-Both read :func:`hierbench.freq.compare_agents`'s result through its
+All three read :func:`hierbench.freq.compare_agents`'s result through its
 ``to_frame()`` (one row per unordered pair), so they show the same numbers
-for the same data and seed. With many agents one row per pair is hundreds of
-rows: :func:`pair_matrix` puts the differences and their Holm marks in one
-agent x agent matrix, and the full table stays one call away
-(``compare_agents(...).to_frame()``).
+for the same data and seed, under the same one sentence
+(:func:`pair_sentence`: the unit, the test, the adjustment). Each row leads
+with what decides: the difference, the simultaneous interval that matches the
+family-wise verdict, the adjusted p-value with its Monte Carlo error and the
+verdict; the per-pair interval and the other p-values follow. With many
+agents one row per pair is hundreds of rows: :func:`pair_matrix` puts the
+differences and the verdict's marks in one agent x agent matrix, and the full
+table stays one call away (``compare_agents(...).to_frame()``).
 """
 
 from __future__ import annotations
@@ -18,13 +22,36 @@ import pandas as pd
 if TYPE_CHECKING:
     from ..freq import PairwiseComparisonResult
 
-__all__ = ["MATRIX_ABOVE", "differ_column", "marks_legend", "pair_frame", "pair_matrix", "settings_text"]
+__all__ = [
+    "MATRIX_ABOVE",
+    "differ_column",
+    "marks_legend",
+    "p_text",
+    "pair_display",
+    "pair_frame",
+    "pair_matrix",
+    "pair_sentence",
+    "pair_text",
+    "settings_text",
+]
 
 #: With more agents than this the report and the CLI show the compact matrix.
 MATRIX_ABOVE = 8
 
-#: Holm-adjusted p below alpha, alpha / 5, alpha / 50 (0.05, 0.01, 0.001 at 95%).
+#: adjusted p below alpha, alpha / 5, alpha / 50 (0.05, 0.01, 0.001 at 95%).
 _MARK_STEPS = ((50.0, "***"), (5.0, "**"), (1.0, "*"))
+
+#: the per-pair test, in words
+_TEST_WORDS = {
+    "permutation": "sign-flip tests of each pair's studentized (CR2) mean difference",
+    "t": "paired t-tests",
+    "bootstrap": "paired bootstrap tests",
+    "mcnemar": "exact McNemar tests",
+}
+
+
+#: the adjustment, as a column label
+_SHORT = {"maxt": "max-T", "maxt-stepdown": "max-T step-down", "holm": "Holm", "bh": "BH"}
 
 
 def _mark(p: float, alpha: float) -> str:
@@ -36,55 +63,146 @@ def _mark(p: float, alpha: float) -> str:
     return ""
 
 
-def marks_legend(alpha: float) -> str:
-    """What the significance marks mean at family-wise level ``alpha``."""
-    parts = [f"`{m}` Holm-adjusted p < {alpha / d:.3g}" for d, m in reversed(_MARK_STEPS)]
+def _attrs(cmp) -> dict:
+    return dict((cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp).attrs)
+
+
+def marks_legend(alpha: float, adjust: str = "max-T single-step") -> str:
+    """What the marks mean at level ``alpha`` for the adjustment named ``adjust``."""
+    parts = [f"`{m}` {adjust} adjusted p < {alpha / d:.3g}" for d, m in reversed(_MARK_STEPS)]
     return "; ".join(parts) + "; no mark: not separated at that level"
 
 
-def _test_of(cmp) -> str:
+def _unit_words(a: dict) -> str:
+    if a.get("unit") == "clusters":
+        ex = f": {a['unit_labels']}" if a.get("unit_labels") else ""
+        return f"the {a.get('n_units_total', '?')} task clusters of `{a.get('cluster_coord', 'cluster')}`{ex}"
+    return f"the {a.get('n_units_total', '?')} tasks"
+
+
+def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> str:
+    """The one sentence above every pair table: how many differ, the unit, the test, the adjustment.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from hierbench.freq import compare_agents
+    >>> from hierbench.testing import simulate_eval
+    >>> ds, _ = simulate_eval(n_agents=3, n_tasks=40, n_runs=2, rng=0)
+    >>> pair_sentence(compare_agents(ds, n_resamples=99, rng=1))[:60]
+    '0 of 3 pairs differ at family-wise level 0.05 (row agent min'
+    """
+    a = _attrs(cmp)
+    prob = float(a.get("ci_prob", 0.95))
+    alpha = 1.0 - prob if alpha is None else alpha
+    adjust, name = a.get("adjust", "holm"), a.get("adjust_name", "Holm")
     ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
-    return str(ds.attrs.get("test", "permutation"))
+    m = int(a.get("n_pairs", 0))
+    p = ds["p_adjusted"].values[np.triu_indices(ds.sizes["agent"], 1)]
+    n_sig = int(np.sum(p < alpha))
+    level = "false discovery rate" if adjust == "bh" else "family-wise level"
+    test = _TEST_WORDS.get(a.get("test", ""), f"{a.get('test')} tests")
+    if a.get("test") == "t":
+        test += " (CR2 cluster-robust SE, Bell-McCaffrey df)" if a.get("unit") == "clusters" else ""
+    how = f" ({a['maxt_method']})" if adjust.startswith("maxt") and a.get("maxt_method") else ""
+    if adjust == "maxt":
+        tail = f"; their {prob:.0%} simultaneous intervals exclude 0 exactly for those pairs"
+    elif adjust == "maxt-stepdown":
+        tail = f"; the {prob:.0%} simultaneous intervals are the single-step ones, which separate fewer"
+    else:
+        tail = f"; the intervals are per pair ({prob:.0%}), not simultaneous"
+    return (
+        f"{n_sig} of {m} pairs differ at {level} {alpha:g} (row agent minus column agent, on the "
+        f"tasks both ran): {test} over {_unit_words(a)}, adjusted by {name} over the {m} pairs"
+        f"{how}{tail}."
+    )
+
+
+def _test_of(cmp) -> str:
+    return str(_attrs(cmp).get("test", "permutation"))
 
 
 def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per pair (row agent minus column agent), the columns a reader needs.
+    """One row per pair (row agent minus column agent), what decides first.
 
     Parameters
     ----------
     cmp : PairwiseComparisonResult
         From :func:`hierbench.freq.compare_agents`.
     alpha : float
-        Family-wise level of the ``differ`` column (Holm-adjusted p < alpha).
+        Level of the ``differ`` column (the result's adjusted p < alpha).
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by ``"a - b"``: ``mean difference``, ``lower``, ``upper``,
-        ``shared tasks``, the p-value of the test, its Monte Carlo error when
-        the result reports one, ``p Holm``, ``p BH`` and ``differ``.
+        Indexed by ``"a - b"``: ``mean difference``, the simultaneous interval
+        (``simultaneous lower`` / ``upper``, when the result has one), the
+        result's adjusted p-value (``p max-T``, ``p Holm``, ...) and its Monte
+        Carlo error, ``differ (...)``;
+        then the per-pair interval (``per-pair lower`` / ``upper``), ``shared
+        tasks``, the test's own p-value and its Monte Carlo error, ``p Holm``
+        and ``p BH``.
     """
     df = cmp.to_frame()
-    test = _test_of(cmp)
+    short = _SHORT[_attrs(cmp).get("adjust", "holm")]
     out = pd.DataFrame(index=df.index.astype(str))
     out["mean difference"] = df["estimate"].astype(float)
-    out["lower"] = df["lower"].astype(float)
-    out["upper"] = df["upper"].astype(float)
+    if "simultaneous_lower" in df and df["simultaneous_lower"].notna().any():
+        out["simultaneous lower"] = df["simultaneous_lower"].astype(float)
+        out["simultaneous upper"] = df["simultaneous_upper"].astype(float)
+    p_col = f"p {short}"
+    out[p_col] = df["p_adjusted"].astype(float)
+    out[f"MC error of p {short}"] = df["p_adjusted_mcse"].astype(float)
+    out[f"differ ({p_col} < {alpha:g})"] = out[p_col] < alpha
+    out["per-pair lower"] = df["lower"].astype(float)
+    out["per-pair upper"] = df["upper"].astype(float)
     if "n_tasks" in df:
         out["shared tasks"] = df["n_tasks"].round().astype("Int64")
-    if "p_value" in df:
-        out[f"p ({test})"] = df["p_value"].astype(float)
-    # the Monte Carlo error of a resampled p-value, under whatever name the result gives it
-    for col in df.columns:
-        if col.startswith("p_") and ("mcse" in col or "mc_" in col):
-            out[f"MC error of p ({col})"] = df[col].astype(float)
+    test = _test_of(cmp)
+    out[f"p ({test})"] = df["p_value"].astype(float)
+    out[f"MC error of p ({test})"] = df["p_value_mcse"].astype(float)
     for key, label in (("p_holm", "p Holm"), ("p_bh", "p BH")):
-        if key in df:
+        if label != p_col:
             out[label] = df[key].astype(float)
-    if "p Holm" in out:
-        out[f"differ (Holm < {alpha:g})"] = out["p Holm"] < alpha
     out.index.name = "pair"
     return out
+
+
+def p_text(v: float) -> str:
+    """A p-value or Monte Carlo error as text: 3 decimals, 2 significant digits below 0.001.
+
+    A positive value never reads ``0.000`` (an exact max-T p over 2,048 sign
+    patterns can be 0.00049) and never switches to e-notation.
+
+    Examples
+    --------
+    >>> [p_text(v) for v in (0.1174, 0.00048828, 4.7e-05, 0.0, 1.0)]
+    ['0.117', '0.00049', '0.000047', '0', '1.000']
+    """
+    v = float(v)
+    if not np.isfinite(v):
+        return "NaN"
+    if v == 0:
+        return "0"
+    return f"{v:.{max(3, 1 - int(np.floor(np.log10(abs(v)))))}f}"
+
+
+def _p_columns(table: pd.DataFrame) -> list:
+    return [c for c in table.columns if str(c).startswith(("p ", "MC error"))]
+
+
+def pair_display(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`pair_frame`'s table with its p-values and their errors as :func:`p_text` text."""
+    out = table.copy()
+    for c in _p_columns(table):
+        out[c] = [p_text(v) for v in table[c]]
+    return out
+
+
+def pair_text(table: pd.DataFrame) -> str:
+    """:func:`pair_frame`'s table as plain text, p-values and their errors by :func:`p_text`."""
+    fmt = dict.fromkeys(_p_columns(table), p_text)
+    return table.to_string(formatters=fmt, float_format="{:.3f}".format)
 
 
 def differ_column(table: pd.DataFrame) -> str | None:
@@ -92,11 +210,23 @@ def differ_column(table: pd.DataFrame) -> str | None:
     return next((c for c in table.columns if str(c).startswith("differ (")), None)
 
 
+#: the settings worth printing, and their labels
+_SETTINGS = (
+    ("n_resamples", "bootstrap resamples {}"),
+    ("n_permutations", "sign patterns per pair {} (0: every p-value exact)"),
+    ("maxt_crit", "max-T critical |t| {:.4g}"),
+    ("maxt_draws", "max-T null draws {} (0: exact)"),
+)
+
+
 def settings_text(cmp: PairwiseComparisonResult) -> str:
-    """The resampling settings the result records (resamples, permutations, ...), as text."""
-    attrs = cmp.to_dataset().attrs if hasattr(cmp, "to_dataset") else cmp.attrs
-    skip = {"ci_prob", "ci_kind", "test", "n_pairs"}
-    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in attrs.items() if k not in skip)
+    """The resampling settings and the reasons for the test and the adjustment, as text."""
+    a = _attrs(cmp)
+    parts = [f"test: {a['test_reason']}" if "test_reason" in a else ""]
+    parts.append(f"adjustment: {a['adjust_reason']}" if "adjust_reason" in a else "")
+    nums = [lab.format(a[k]) for k, lab in _SETTINGS if k in a and np.isfinite(float(a[k]))]
+    parts.append(", ".join(nums))
+    return "; ".join(p for p in parts if p)
 
 
 def _order(cmp) -> list[str]:
@@ -109,7 +239,7 @@ def _order(cmp) -> list[str]:
 
 
 def pair_matrix(cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered: bool = True) -> pd.DataFrame:
-    """The pairs as one matrix: row agent minus column agent, with Holm marks.
+    """The pairs as one matrix: row agent minus column agent, marked by the result's verdict.
 
     Agents are ordered by their mean paired difference against all the
     others (best first), and only the upper triangle is filled (the lower
@@ -119,7 +249,8 @@ def pair_matrix(cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered:
     ----------
     cmp : PairwiseComparisonResult
     alpha : float
-        Family-wise level of the marks (see :func:`marks_legend`).
+        Level of the marks, on the result's adjusted p-values (``p_adjusted``;
+        see :func:`marks_legend`): the same verdict as :func:`pair_frame`.
     numbered : bool
         Rows ``"1. name"`` and columns ``"1"``, ``"2"``, ... (narrow enough
         for 25 agents); else the names on both axes.
@@ -132,7 +263,7 @@ def pair_matrix(cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered:
     """
     ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
     d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent")
-    p = ds["p_holm"].transpose("agent", "opponent")
+    p = ds["p_adjusted"].transpose("agent", "opponent")
     order = _order(cmp)
     cells = []
     for i, a in enumerate(order):

@@ -45,9 +45,35 @@ def _bayes_heatmap(ctx: _Context):
     return ps, fig
 
 
+def _pair_texts(cmp, alpha: float) -> tuple[list[str], object, object]:
+    """The sentence, the full table and (with many agents) the compact matrix of the paired tests."""
+    from ._pairs import (
+        MATRIX_ABOVE,
+        marks_legend,
+        pair_frame,
+        pair_matrix,
+        pair_sentence,
+        settings_text,
+    )
+
+    full = pair_frame(cmp, alpha=alpha)
+    text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}."]
+    matrix = None
+    if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
+        name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
+        matrix = pair_matrix(cmp, alpha=alpha)
+        text.append(
+            "With this many agents the pairs are shown as a matrix: row agent minus column agent, "
+            f"agents ordered by their mean difference against all others; {marks_legend(alpha, name)}. "
+            "The full table (every pair's simultaneous and per-pair intervals and p-values) is "
+            "below, and in Python it is `hierbench.freq.compare_agents(data).to_frame()`."
+        )
+    return text, full, matrix
+
+
 def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
-    from ._pairs import MATRIX_ABOVE, marks_legend, pair_frame, pair_matrix, settings_text
     from ._pairs import differ_column as _differ
+    from ._pairs import pair_display
 
     ps, fig = _bayes_heatmap(ctx)
     text = []
@@ -56,35 +82,16 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
             f"The heatmap: posterior probability that the row agent's `{ctx.var}` exceeds the column agent's."
         )
     table = full = None
-    alpha = 1.0 - ctx.prob
     if ctx.want_freq("compare"):
-        cmp = _compare(ctx)
-        full = pair_frame(cmp, alpha=alpha).rename(
-            columns={"lower": f"{ctx.prob:.0%} lower", "upper": f"{ctx.prob:.0%} upper"}
-        )
+        more, full, matrix = _pair_texts(_compare(ctx), 1.0 - ctx.prob)
+        text += more
         if ps is not None:
             full["Bayes P(a > b)"] = [
                 float(ps.sel(agent=a, opponent=b))
                 for a, b in (p.split(" - ", 1) for p in full.index)
             ]
-        n_sig = int(full[_differ(full)].sum())
-        res = cmp.to_dataset().attrs
-        text.append(
-            "Every pair on the tasks both ran, the task as the unit: the mean paired difference, "
-            f"its {ctx.prob:.0%} paired cluster-bootstrap interval, the {res.get('test', 'permutation')} "
-            "p-value and its Holm (family-wise) and Benjamini-Hochberg adjustments over all "
-            f"{len(full)} pairs ({settings_text(cmp)}). "
-            f"{n_sig} of {len(full)} pairs differ at family-wise level {alpha:g} (Holm)."
-        )
-        table = full
-        if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
-            table = pair_matrix(cmp, alpha=alpha)
-            text.append(
-                "With this many agents the pairs are shown as a matrix: row agent minus column agent, "
-                f"agents ordered by their mean difference against all others; {marks_legend(alpha)}. "
-                "The full table (every pair's interval and p-values) is below, and in Python it is "
-                "`hierbench.freq.compare_agents(data).to_frame()`."
-            )
+        full = pair_display(full)
+        table = full if matrix is None else matrix
     if ps is None and table is None:
         raise _Skip("needs a fit with an agent-level variable or data for the paired tests")
     rep.section(
@@ -97,4 +104,3 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     )
     if fig is not None:
         rep.figure("prob_superiority", fig, "Pairwise posterior probabilities P(i > j).")
-

@@ -406,8 +406,9 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
     rows.append(
         (
             "paired deltas",
-            "yes: each pair compared on the tasks both ran (paired bootstrap and sign-flip "
-            "test, Holm and BH over all pairs)"
+            "yes: each pair compared on the tasks both ran (paired tests, max-T over all pairs "
+            "with simultaneous intervals where its joint law is trustworthy, else Holm; see "
+            "the pairwise section)"
             if ctx.want_freq("compare")
             else "not computed (no data)",
         )

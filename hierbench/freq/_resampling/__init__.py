@@ -8,6 +8,7 @@ from ._bootstrap import (
     bootstrap_ci,
 )
 from ._multiple import (
+    MaxTApproximationWarning,
     PairwiseComparisonResult,
     PValueResolutionWarning,
     compare_agents,
@@ -29,6 +30,7 @@ __all__ = [
     "BootstrapResult",
     "DegenerateBootstrapError",
     "DegenerateBootstrapWarning",
+    "MaxTApproximationWarning",
     "PValueResolutionWarning",
     "PairedTestResult",
     "PairwiseComparisonResult",
