@@ -19,8 +19,7 @@ The numpy kernels the wings share (pass@k per cell, bootstrap weights, BCa)
 live in ``_kernels``; input helpers in ``_inputs``.
 """
 
-import warnings as _warnings
-
+from .._base import moved_names as _moved_names
 from ._glmm import (
     AgentVarianceResult,
     BoundaryEstimateWarning,
@@ -158,26 +157,15 @@ from ._variance import (
     variance_components,
 )
 
-#: names that moved: importing them from here still works, with a DeprecationWarning
+_BAYES = "it summarises a Bayesian fit"
+_ML = "maximum-likelihood fits are named fit_<model>_ml"
+#: names that moved or were renamed: importing them from here still works, with a
+#: DeprecationWarning, for one release
 _MOVED = {
-    "bayes_d_study": "hierbench.metrics",
-    "bayes_variance_components": "hierbench.metrics",
+    "bayes_d_study": ("hierbench.metrics", "bayes_d_study", _BAYES),
+    "bayes_variance_components": ("hierbench.metrics", "bayes_variance_components", _BAYES),
 }
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-
-        where = _MOVED[name]
-        _warnings.warn(
-            f"hierbench.freq.{name} moved to {where}.{name} (it summarises a Bayesian fit); "
-            "the old name will be removed in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(where), name)
-    raise AttributeError(f"module 'hierbench.freq' has no attribute {name!r}")
+__getattr__ = _moved_names(__name__, _MOVED)
 
 
 __all__ = [
