@@ -455,8 +455,8 @@ for fname, (fn, argname) in FUNCS.items():
         case(f"{fname} {nm}", lambda tmp, fn=fn, mk=mk: fn(mk()), expect)
     case(f"{fname} all runs excluded", lambda tmp, fn=fn: fn(_with(score=lambda d: d.score * np.nan)()),
          Warns(NoScoredRunsWarning, r"agents \['a', 'b'\] have no scored run") if fname == "summarize" else Ok())  # fmt: skip
-case("to_counts dim='nope'", lambda tmp: to_counts(_ds(), dim="nope"), Err(r"`dim` must be a dimension of `ds\.score` .*got 'nope'"))
-case("to_counts dim=5", lambda tmp: to_counts(_ds(), dim=5), Err(r"`dim` must be a dimension of `ds\.score` .*got 5"))
+case("to_counts run_dim='nope'", lambda tmp: to_counts(_ds(), run_dim="nope"), Err(r"`run_dim` must be a dimension of `ds\.score` .*got 'nope'"))
+case("to_counts run_dim=5", lambda tmp: to_counts(_ds(), run_dim=5), Err(r"`run_dim` must be a dimension of `ds\.score` .*got 5"))
 case("to_counts bool scores count", lambda tmp: to_counts(_with(score=lambda d: d.score > 0.6)()),
      Ok(lambda c: c.n_success.values.tolist() == [[1.0, 0.0], [1.0, 0.0]]))  # fmt: skip
 case("describe counts no unlabelled task among numeric labels", lambda tmp: describe(_ds().assign_coords(cluster=("task", [1, 2]))),

@@ -30,6 +30,7 @@ from ..._base import (
     check_prob,
     counts,
     make_interval,
+    renamed_kwargs,
 )
 from ._intervals import EmptySampleWarning
 
@@ -327,11 +328,12 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
     )
 
 
+@renamed_kwargs(dim="run_dim")
 def beta_binomial_mle(
     data,
     n=None,
     *,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
 ) -> BetaBinomialResult:
     """Maximum-likelihood beta-binomial fit of per-task success counts.
@@ -360,15 +362,16 @@ def beta_binomial_mle(
     >>> round(float(res.mu), 3)
     0.342
     """
-    return _fit(data, n, prob=None, dim=dim, task_dim=task_dim)
+    return _fit(data, n, prob=None, dim=run_dim, task_dim=task_dim)
 
 
+@renamed_kwargs(dim="run_dim")
 def beta_binomial_profile_ci(
     data,
     n=None,
     *,
     prob: float = DEFAULT_PROB,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
 ) -> BetaBinomialResult:
     """Beta-binomial MLE plus the profile-likelihood interval for ``mu``.
@@ -390,4 +393,4 @@ def beta_binomial_profile_ci(
     >>> res.ci.dims
     ('ci_bound',)
     """
-    return _fit(data, n, prob=prob, dim=dim, task_dim=task_dim)
+    return _fit(data, n, prob=prob, dim=run_dim, task_dim=task_dim)

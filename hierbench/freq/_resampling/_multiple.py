@@ -40,6 +40,7 @@ from ..._base import (
     check_prob,
     interval_label,
     make_interval,
+    renamed_kwargs,
 )
 from .._inputs import agent_task_means
 from ._bootstrap import bootstrap_ci
@@ -400,11 +401,12 @@ def _pairwise_result(
 # --------------------------------------------------------------------------- public
 
 
+@renamed_kwargs(dim="task_dim")
 def compare_agents(
     data: xr.Dataset | xr.DataArray,
     *,
     test: str = "auto",
-    dim: str = "task",
+    task_dim: str = "task",
     run_dim: str = "run",
     agent_dim: str = "agent",
     cluster: str | None = "auto",
@@ -464,16 +466,16 @@ def compare_agents(
     _check_counts(n_resamples, n_permutations)
     gen = as_rng(rng)
     score, means = agent_task_means(
-        data, agent_dim=agent_dim, dim=dim, run_dim=run_dim, purpose="compare_agents"
+        data, agent_dim=agent_dim, task_dim=task_dim, run_dim=run_dim, purpose="compare_agents"
     )
     agents = [str(x) for x in score[agent_dim].values]
     pairs = list(itertools.combinations(range(len(agents)), 2))
     boot = bootstrap_ci(
         score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples),
-        prob=prob, method=method, cluster=cluster, dim=run_dim, task_dim=dim,
+        prob=prob, method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim,
         agent_dim=agent_dim, rng=gen,
     )
-    codes = _cluster_codes(score, cluster, dim)
+    codes = _cluster_codes(score, cluster, task_dim)
     rows, units = _pair_units(means, pairs, agents, codes)
     alpha, m = 1 - prob, max(1, sum(1 for r in rows if r))
     flip = sign_flip_pvalues(units, gen, n_permutations=n_permutations, n_tests=m, alpha=alpha)

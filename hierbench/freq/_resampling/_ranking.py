@@ -20,6 +20,7 @@ from ..._base import (
     cluster_codes,
     interval_label,
     make_interval,
+    renamed_kwargs,
 )
 from .._inputs import agent_task_means
 from .._kernels import task_weights
@@ -193,11 +194,11 @@ def _random_tiebreak_ranks(s: np.ndarray, gen: np.random.Generator) -> np.ndarra
 
 
 def _rank_inputs(
-    data: xr.Dataset | xr.DataArray, dim: str, run_dim: str, agent_dim: str
+    data: xr.Dataset | xr.DataArray, task_dim: str, run_dim: str, agent_dim: str
 ) -> tuple[xr.DataArray, np.ndarray]:
     """The score DataArray and the per-task mean scores ``(agent, task)``, validated."""
     score, y = agent_task_means(
-        data, agent_dim=agent_dim, dim=dim, run_dim=run_dim, purpose="rank_uncertainty"
+        data, agent_dim=agent_dim, task_dim=task_dim, run_dim=run_dim, purpose="rank_uncertainty"
     )
     obs = np.isfinite(y)
     if not obs.any(axis=1).all():
@@ -330,6 +331,7 @@ def _rank_result(
     )
 
 
+@renamed_kwargs(dim="task_dim")
 def rank_uncertainty(
     data: xr.Dataset | xr.DataArray,
     *,
@@ -337,7 +339,7 @@ def rank_uncertainty(
     prob: float = DEFAULT_PROB,
     level: float = 0.05,
     cluster: str | None = "auto",
-    dim: str = "task",
+    task_dim: str = "task",
     run_dim: str = "run",
     agent_dim: str = "agent",
     rng: None | int | np.random.Generator = None,
@@ -388,10 +390,10 @@ def rank_uncertainty(
     prob = check_prob(prob)
     if not 0 < level < 1:
         raise ValueError(f"`level` must satisfy 0 < level < 1; got {level!r}")
-    score, y = _rank_inputs(data, dim, run_dim, agent_dim)
+    score, y = _rank_inputs(data, task_dim, run_dim, agent_dim)
     gen = as_rng(rng)
     _warn_unequal_task_sets(np.isfinite(y), [str(a) for a in score[agent_dim].values])
-    cc = cluster_codes(score, cluster, dim=dim)
+    cc = cluster_codes(score, cluster, dim=task_dim)
     codes = None if cc is None else cc[0]
     s = _resampled_scores(y, codes, n_resamples, gen)
     n_undef = int((~np.isfinite(s)).any(axis=1).sum())
