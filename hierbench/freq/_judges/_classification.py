@@ -560,7 +560,7 @@ def pr_curve(
     y_true : array-like, 0/1
     score : array-like
         The detector's score; an item is flagged when ``score >= threshold``.
-    cluster, prob, n_resamples, dim, rng
+    cluster, prob, n_resamples, item_dim, rng
         As in :func:`classification_metrics`.
 
     Returns
@@ -658,7 +658,7 @@ def threshold_for_recall(
     y_true, score : array-like
     target : float
         Recall to reach, 0 < target <= 1 ("catch at least 95%").
-    cluster, prob, n_resamples, dim, rng
+    cluster, prob, n_resamples, item_dim, rng
         As in :func:`classification_metrics`.
 
     Returns
@@ -821,7 +821,7 @@ def cohen_kappa(
         order of ``categories``).
     categories : list, optional
         All categories, in order (default: sorted labels seen).
-    cluster, prob, n_resamples, method, dim, rng
+    cluster, prob, n_resamples, method, item_dim, rng
         As in :func:`classification_metrics` (the studentized interval is
         clipped to [-1, 1]).
 
@@ -904,7 +904,7 @@ def fleiss_kappa(
     ratings : 2-D array-like or DataArray (item, rater)
         One label per item and rater; every item rated by the same number of raters.
     categories : list, optional
-    cluster, prob, n_resamples, method, dim, rng
+    cluster, prob, n_resamples, method, item_dim, rng
         As in :func:`classification_metrics` (resampling items or clusters;
         the studentized interval is clipped to [-1, 1]).
     rater_dim : str

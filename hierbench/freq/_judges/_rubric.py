@@ -188,7 +188,7 @@ def rubric_summary(
     bottom : number, optional
         Scores ``<= bottom`` count as "at the bottom" (default: the lowest level;
         e.g. ``bottom=2`` for "% rated 1 or 2").
-    prob, n_resamples, cluster, rng, dim, task_dim, agent_dim
+    prob, n_resamples, cluster, rng, run_dim, task_dim, agent_dim
         As in :func:`hierbench.freq.bootstrap_ci`.
 
     Returns

@@ -436,7 +436,7 @@ def pareto_frontier(
         Level of the accuracy and cost intervals.
     n_resamples : int
     cluster : str or None
-    dim, task_dim, agent_dim : str
+    run_dim, task_dim, agent_dim : str
     rng : None, int or Generator
 
     Returns

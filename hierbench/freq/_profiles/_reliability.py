@@ -167,7 +167,7 @@ def reliability_profile(
     n_resamples : int
     cluster : str or None
         Task coord naming clusters (``"auto"``: ``cluster`` when present).
-    dim, task_dim, agent_dim : str
+    run_dim, task_dim, agent_dim : str
     rng : None, int or Generator
 
     Returns

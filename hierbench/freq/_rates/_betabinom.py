@@ -345,7 +345,7 @@ def beta_binomial_mle(
         ``n_success``), or success counts per task when ``n`` is given.
     n : array-like or xarray.DataArray, optional
         Trials per task (with ``data`` = successes).
-    dim, task_dim : str
+    run_dim, task_dim : str
         Run and task dims.
 
     Returns
@@ -382,7 +382,7 @@ def beta_binomial_profile_ci(
 
     Parameters
     ----------
-    data, n, dim, task_dim
+    data, n, run_dim, task_dim
         As in :func:`beta_binomial_mle`.
     prob : float
         Level of the profile-likelihood interval.

@@ -306,7 +306,7 @@ def confidence_sequence(
     Returns
     -------
     ConfidenceSequenceResult
-        ``bounds`` with dims ``(..., dim, ci_bound)``.
+        ``bounds`` with dims ``(..., task_dim, ci_bound)``.
 
     Examples
     --------

@@ -528,7 +528,7 @@ def success_rate(
     ----------
     data : xarray.Dataset
         Eval dataset.
-    dim, task_dim : str
+    run_dim, task_dim : str
         Run and task dims.
     tag : str or None
         Task coord for the macro average (ignored when absent).

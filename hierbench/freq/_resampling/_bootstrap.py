@@ -368,7 +368,7 @@ def bootstrap_ci(
     paired : bool
         ``True``: one task resample shared by every agent (paired comparisons,
         rankings). ``False``: independent resamples per agent.
-    dim, task_dim, agent_dim : str
+    run_dim, task_dim, agent_dim : str
         Names of the run, task and agent dims.
     rng : None, int or numpy.random.Generator
     progress : bool or None

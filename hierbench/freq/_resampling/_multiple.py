@@ -428,7 +428,7 @@ def compare_agents(
         has enough tasks (clusters) for its smallest p-value to pass Holm's
         first threshold ``(1 - prob) / m``, else the paired t-test
         (``attrs["test"]`` and ``attrs["test_reason"]`` say which and why).
-    dim, run_dim, agent_dim : str
+    task_dim, run_dim, agent_dim : str
         Task, run and agent dims.
     cluster, prob, n_resamples, method, rng
         As in :func:`paired_test`; one task (cluster) resample is shared by

@@ -360,7 +360,7 @@ def paired_test(
         Scores of agent A and agent B with dims ``(dim[, run_dim])``, same
         task labels; runs are averaged within a task first (NaN = not run).
         A task that either agent never ran is excluded and counted.
-    dim, run_dim : str
+    task_dim, run_dim : str
         Task and run dims.
     cluster : str, None or "auto"
         Task coord of clusters (repository, task family). ``"auto"`` uses a
