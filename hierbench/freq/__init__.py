@@ -48,7 +48,7 @@ from ._irt import (
     IRTCalibrationResult,
     IRTConvergenceWarning,
     IRTScoreResult,
-    calibrate_irt,
+    fit_irt_ml,
     irt_score,
 )
 from ._irt._ml import cell_loglik as cell_loglik  # for hierbench.design; not in __all__
@@ -77,7 +77,7 @@ from ._pairwise import (
     NoFiniteMLEWarning,
     PositionConsistencyResult,
     WinRateResult,
-    bradley_terry_ml,
+    fit_bradley_terry_ml,
     online_elo,
     position_consistency,
     win_rate,
@@ -103,13 +103,13 @@ from ._rates import (
     NoOverdispersionWarning,
     PassKResult,
     SuccessRateResult,
-    beta_binomial_mle,
     beta_binomial_profile_ci,
     clustered_se,
     confidence_sequence,
     design_effect,
     exact_interval,
     finite_population_se,
+    fit_beta_binomial_ml,
     pass_at_k,
     pass_hat_k,
     pooled_binomial_interval,
@@ -164,6 +164,9 @@ _ML = "maximum-likelihood fits are named fit_<model>_ml"
 _MOVED = {
     "bayes_d_study": ("hierbench.metrics", "bayes_d_study", _BAYES),
     "bayes_variance_components": ("hierbench.metrics", "bayes_variance_components", _BAYES),
+    "beta_binomial_mle": ("hierbench.freq", "fit_beta_binomial_ml", _ML),
+    "bradley_terry_ml": ("hierbench.freq", "fit_bradley_terry_ml", _ML),
+    "calibrate_irt": ("hierbench.freq", "fit_irt_ml", _ML),
 }
 __getattr__ = _moved_names(__name__, _MOVED)
 
@@ -250,7 +253,10 @@ __all__ = [
     "doubling_time",
     "exact_interval",
     "finite_population_se",
+    "fit_beta_binomial_ml",
+    "fit_bradley_terry_ml",
     "fit_crossed_ml",
+    "fit_irt_ml",
     "fleiss_kappa",
     "holm",
     "irt_score",

@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import xarray as xr
 from scipy import optimize, stats
 from scipy.special import expit, gammaln, logit
@@ -34,7 +35,7 @@ from ..._base import (
 )
 from ._intervals import EmptySampleWarning
 
-__all__ = ["BetaBinomialResult", "NoOverdispersionWarning", "beta_binomial_mle", "beta_binomial_profile_ci"]
+__all__ = ["BetaBinomialResult", "NoOverdispersionWarning", "beta_binomial_profile_ci", "fit_beta_binomial_ml"]
 
 _LOGK = (-7.0, 16.0)  # search range of log kappa; kappa beyond e^16 is treated as binomial
 _LOGIT = (-23.0, 23.0)  # search range of logit mu
@@ -176,7 +177,7 @@ class BetaBinomialResult(Result):
     n_tasks_not_run : xarray.DataArray
     ci : xarray.DataArray
         Profile-likelihood interval for ``mu`` (trailing dim ``ci_bound``,
-        ``ci_kind = "profile"``); all NaN from :func:`beta_binomial_mle`,
+        ``ci_kind = "profile"``); all NaN from :func:`fit_beta_binomial_ml`,
         which does not compute it (``ci_detail`` says so).
     """
 
@@ -313,7 +314,7 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
         kind="profile",
         detail="beta-binomial profile likelihood for mu"
         if prob is not None
-        else "not computed by beta_binomial_mle (use beta_binomial_profile_ci)",
+        else "not computed by fit_beta_binomial_ml (use beta_binomial_profile_ci)",
         template=tmpl,
     )
     return BetaBinomialResult(
@@ -329,9 +330,9 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
 
 
 @renamed_kwargs(dim="run_dim")
-def beta_binomial_mle(
-    data,
-    n=None,
+def fit_beta_binomial_ml(
+    data: xr.Dataset | xr.DataArray | npt.ArrayLike,
+    n: xr.DataArray | npt.ArrayLike | None = None,
     *,
     run_dim: str = "run",
     task_dim: str = "task",
@@ -358,7 +359,7 @@ def beta_binomial_mle(
 
     Examples
     --------
-    >>> res = beta_binomial_mle([0, 1, 3, 2, 9, 5], [10, 10, 10, 10, 10, 10])
+    >>> res = fit_beta_binomial_ml([0, 1, 3, 2, 9, 5], [10, 10, 10, 10, 10, 10])
     >>> round(float(res.mu), 3)
     0.342
     """
@@ -367,8 +368,8 @@ def beta_binomial_mle(
 
 @renamed_kwargs(dim="run_dim")
 def beta_binomial_profile_ci(
-    data,
-    n=None,
+    data: xr.Dataset | xr.DataArray | npt.ArrayLike,
+    n: xr.DataArray | npt.ArrayLike | None = None,
     *,
     prob: float = DEFAULT_PROB,
     run_dim: str = "run",
@@ -383,7 +384,7 @@ def beta_binomial_profile_ci(
     Parameters
     ----------
     data, n, run_dim, task_dim
-        As in :func:`beta_binomial_mle`.
+        As in :func:`fit_beta_binomial_ml`.
     prob : float
         Level of the profile-likelihood interval.
 
