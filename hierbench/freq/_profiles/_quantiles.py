@@ -336,6 +336,19 @@ def mean_ci(
     are not independent draws), resampling tasks (clusters) with
     :func:`hierbench.freq.bootstrap_ci`.
 
+    Parameters
+    ----------
+    data : xarray.Dataset or xarray.DataArray
+        An eval dataset holding ``var`` per run, or the per-run values themselves.
+    var : str or None
+        The variable of ``data`` (default ``"cost"``); unused for a DataArray.
+    prob, method, n_resamples, cluster, rng, run_dim, task_dim, agent_dim
+        As in :func:`hierbench.freq.bootstrap_ci`.
+
+    Returns
+    -------
+    BootstrapResult
+
     Examples
     --------
     >>> import numpy as np, xarray as xr
