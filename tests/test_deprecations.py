@@ -123,7 +123,8 @@ def test_old_keyword_passes_its_value_where_the_name_is_fixed(fn, args):
 @pytest.mark.parametrize("fn", [hf.classification_metrics, hf.pr_curve, hf.threshold_for_recall, hf.cohen_kappa])
 def test_old_item_keyword_reaches_one_dimensional_judges(fn):
     """A 1-D input takes the item dim's name whatever it is, so the name shows only in the
-    message refusing a 2-D input: the old keyword's value must be the one named there."""
+    message refusing a 2-D input: the old keyword's value must be the one named there.
+    """
     flat = Y_TRUE.values
     with pytest.warns(DeprecationWarning, match="use `item_dim`"), pytest.raises(ValueError, match=r"\(dim 'example'\)"):
         fn(xr.DataArray(np.stack([flat, flat]), dims=("a", "b")), Y_PRED, dim="example")
