@@ -365,10 +365,8 @@ def build_bradley_terry(
         the structure helper's centring rule and every agent has
         at least ``CENTRED_MIN_COMPARISONS`` comparisons (on LLMFAO, 59
         agents, min ESS_bulk of ``sd_ability`` about 2,200 centred vs 180
-        non-centred for 2 x 1000 draws), non-centred otherwise.
-    centered : bool, optional
-        Deprecated spelling of ``centred`` (a DeprecationWarning; removed
-        in the next release).
+        non-centred for 2 x 1000 draws), non-centred otherwise. (``centered``,
+        the old spelling, still works for one release, with a DeprecationWarning.)
     elo_anchor : str, optional
         Agent whose Elo is ``elo_center``; default the average agent.
     elo_center : float
