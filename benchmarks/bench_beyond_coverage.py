@@ -58,9 +58,9 @@ from scipy import stats
 
 from hierbench.data import read_battles
 from hierbench.freq import (
-    bradley_terry_ml,
     classification_metrics,
     cohen_kappa,
+    fit_bradley_terry_ml,
     order_statistic_interval,
 )
 
@@ -222,7 +222,7 @@ def bradley_terry(bench, reps, rng):
                 "winner": np.array(["left", "tie", "right"])[u.sum(1)],
             }
         )
-        r = bradley_terry_ml(
+        r = fit_bradley_terry_ml(
             read_battles(df, position=False),
             scale="logit",
             reference="a0",

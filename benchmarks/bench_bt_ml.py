@@ -3,11 +3,11 @@
 Data: LLMFAO (8,931 crowd judgements, 59 models, 3,471 ties; ``../shared/data/evalica``)
 and a simulated arena of 10^5 battles among 100 agents (Davidson ties).
 
-What a user calls by default, ``bradley_terry_ml(pairs)``, fits Davidson ties and
+What a user calls by default, ``fit_bradley_terry_ml(pairs)``, fits Davidson ties and
 1,000 battle-bootstrap refits (percentile and rank intervals). No other package
 here computes intervals, so the like-for-like comparison is the point fit:
 
-* ours ``point``: ``bradley_terry_ml(pairs, ties="half", interval="wald", tol=...)`` on a
+* ours ``point``: ``fit_bradley_terry_ml(pairs, ties="half", interval="wald", tol=...)`` on a
   pairwise dataset: validation, pair counting, MM warm start + Newton, Wald standard
   errors, Wald rank intervals, the result object;
 * ours ``point from table``: ``read_battles(df)`` and the same call, from the raw columns;
@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from hierbench.data import read_battles
-from hierbench.freq import bradley_terry_ml
+from hierbench.freq import fit_bradley_terry_ml
 
 ROUNDS = 7
 
@@ -108,7 +108,7 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
     )
     pw = read_battles(df)
     # the reference: ties as half a win, sum-zero logits, solved to a tight tolerance
-    tight = bradley_terry_ml(pw, ties="half", scale="logit", interval="wald", tol=1e-13)
+    tight = fit_bradley_terry_ml(pw, ties="half", scale="logit", interval="wald", tol=1e-13)
     agents = [str(a) for a in tight.estimate["agent"].values]
     m = len(agents)
     ref = centred(tight.estimate.values)
@@ -124,7 +124,7 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
     def ours(tol, table=False):
         def f():
             p = read_battles(df) if table else pw
-            return centred(bradley_terry_ml(p, ties="half", interval="wald", tol=tol).ability)
+            return centred(fit_bradley_terry_ml(p, ties="half", interval="wald", tol=tol).ability)
 
         return f
 
@@ -169,9 +169,9 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
             print(f"{n:<{w}}  {1000 * t:>10.2f}  {ratio:>7.2f}  {k:>4}  {err:>17.1e}")
     # the default call, for the record: Davidson ties and 1,000 battle-bootstrap refits
     t = time.perf_counter()
-    bradley_terry_ml(pw, rng=0)
+    fit_bradley_terry_ml(pw, rng=0)
     print(
-        f"default call bradley_terry_ml(pairs) (Davidson ties, 1,000 bootstrap refits, "
+        f"default call fit_bradley_terry_ml(pairs) (Davidson ties, 1,000 bootstrap refits, "
         f"percentile and rank intervals): {time.perf_counter() - t:.2f} s "
         f"(load {os.getloadavg()[0]:.1f})"
     )

@@ -1,7 +1,7 @@
 """IRT on SWE-bench bash-only: leave one agent out, random vs anchors vs adaptive task selection.
 
 For each of the 25 agents: calibrate a 2PL (``--model 1pl``: 1PL) bank on the other 24
-(``calibrate_irt``: MAP with empirical-Bayes hyperparameters and a Laplace
+(``fit_irt_ml``: MAP with empirical-Bayes hyperparameters and a Laplace
 bank of 1000 item-parameter draws; NUTS per fold is too slow on a shared
 machine, so it is validated on one fold with ``--nuts-fold``), then predict
 the held-out agent's full 500-task score from ``n`` of its tasks chosen
@@ -82,7 +82,7 @@ agents' means 2.2-5.5). Stop 12's single-path table (2PL adaptive 5.51 / 4.50
 METR with repeated runs (``--data metr``: the 7 agents that ran all 83 tasks, 8
 runs per cell typical, up to 96; sizes 10 / 20 / 40; 2026-12-01), the cell's
 runs correlated given the item curve (``--run-icc estimate``, the default;
-calibrate_irt estimates about 0.15) against independent runs (``--run-icc 0``):
+fit_irt_ml estimates about 0.15) against independent runs (``--run-icc 0``):
 
 ===========================  ===================  ===================
 90% coverage / MAE (points)  run_icc estimated    run_icc = 0
@@ -328,7 +328,7 @@ def load_data(args) -> xr.Dataset:
     """The log of the study: SWE-bench, METR's complete agents, or a simulation (the bank fits, or two skills)."""
     from hierbench.data import load_metr, load_swebench_bash_only
     from hierbench.design import simulate_irt_log
-    from hierbench.freq import calibrate_irt
+    from hierbench.freq import fit_irt_ml
 
     if args.data == "metr":
         # repeated runs (up to 96 per cell, 8 typical); the 7 agents that ran every task
@@ -343,7 +343,7 @@ def load_data(args) -> xr.Dataset:
     # cluster (two skills, correlation --skill-correlation), which a one-dimensional bank cannot hold
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bank = calibrate_irt(swe, n_draws=200, rng=args.seed).bank
+        bank = fit_irt_ml(swe, n_draws=200, rng=args.seed).bank
     skills = 1 if args.data == "sim-fit" else 2
     data, _ = simulate_irt_log(args.sim_agents, bank=bank, skills=skills, skill_correlation=args.skill_correlation,
                                rng=args.seed + 1)
@@ -403,7 +403,7 @@ def nuts_fold(args) -> dict:
     """NUTS bank vs Laplace bank on one fold: same held-out agent, same random subsets."""
     from hierbench.bayes import build_irt_2pl, fit
     from hierbench.data import load_swebench_bash_only
-    from hierbench.freq import IRTBank, calibrate_irt, irt_score
+    from hierbench.freq import IRTBank, fit_irt_ml, irt_score
 
     data = load_swebench_bash_only()
     ag = str(data.agent.values[args.nuts_fold])
@@ -415,7 +415,7 @@ def nuts_fold(args) -> dict:
         dt = fit(build_irt_2pl(train), rng=args.seed, posterior_predictive=False, log_likelihood=False)
     t_nuts = time.perf_counter() - t0
     t0 = time.perf_counter()
-    cal = calibrate_irt(train, rng=args.seed)
+    cal = fit_irt_ml(train, rng=args.seed)
     t_map = time.perf_counter() - t0
     banks = {"nuts": IRTBank.from_posterior(dt).thin(1000, args.seed), "laplace": cal.bank}
     g = np.random.default_rng(args.seed)
@@ -462,7 +462,7 @@ def full_fit(args) -> dict:
 
     from hierbench.bayes import build_irt_2pl, fit
     from hierbench.data import load_swebench_bash_only
-    from hierbench.freq import calibrate_irt
+    from hierbench.freq import fit_irt_ml
 
     data = load_swebench_bash_only()
     t0 = time.perf_counter()
@@ -471,7 +471,7 @@ def full_fit(args) -> dict:
     if args.save:
         dt.to_netcdf(args.save)
     t0 = time.perf_counter()
-    cal = calibrate_irt(data, rng=args.seed)
+    cal = fit_irt_ml(data, rng=args.seed)
     t_map = time.perf_counter() - t0
     post = dt["posterior"].to_dataset()
     out = {
@@ -504,7 +504,7 @@ def main() -> None:
     p.add_argument("--sim-agents", type=int, default=25, help="simulated agents (sim-fit, sim-misfit)")
     p.add_argument("--skill-correlation", type=float, default=0.3, help="sim-misfit: correlation of the two skills")
     p.add_argument("--run-icc", default="estimate",
-                   help="correlation of a cell's runs: 'estimate' (calibrate_irt's default) or a number (0: binomial)")
+                   help="correlation of a cell's runs: 'estimate' (fit_irt_ml's default) or a number (0: binomial)")
     p.add_argument("--n-repeat", type=int, default=5,
                    help="repeats per agent of each selection that involves chance (random subsets, adaptive paths)")
     p.add_argument("--no-misfit", action="store_true", help="adaptive intervals without the misfit variance")

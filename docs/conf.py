@@ -83,8 +83,8 @@ def _api_pages() -> None:
         for n in sorted(objs):
             if isinstance(objs[n], types.ModuleType):
                 continue
-            if n in moved:
-                aliases.append((n, f"{moved[n]}.{n}", "deprecated: moved to"))
+            if n in moved:  # _base.moved_names: old name -> (module, new name, why)
+                aliases.append((n, f"{moved[n][0]}.{moved[n][1]}", "deprecated: moved to"))
             elif id(objs[n]) in home and not isinstance(objs[n], (int, float, str, tuple)):
                 aliases.append((n, home[id(objs[n])], "the same object as"))
             else:

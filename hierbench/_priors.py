@@ -14,7 +14,7 @@ __all__ = ["IRT_HYPERPRIORS"]
 
 #: Hyperpriors of the item parameters' population (mean: normal; sd: half-normal), shared
 #: by the PyMC builders (``hierbench.bayes.IRT_PRIORS``) and the empirical-Bayes steps of
-#: :func:`calibrate_irt`, which take their mode (see ``models/irt_2pl/card.md``).
+#: :func:`fit_irt_ml`, which take their mode (see ``models/irt_2pl/card.md``).
 IRT_HYPERPRIORS: dict[str, dict[str, Any]] = {
     "mu_intercept": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
     "sd_intercept": {"dist": "HalfNormal", "sigma": 3.0},

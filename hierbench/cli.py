@@ -256,10 +256,10 @@ class _FitStages:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from .data import describe
+    from .data import read_report
 
     ds, msgs = load_any(args.file, args)
-    rep = describe(ds)
+    rep = read_report(ds)
     if args.json:
         print(json.dumps(_jsonable({**rep, "warnings": list(msgs)}), indent=2))
     else:
@@ -269,10 +269,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    from .data import describe
+    from .data import read_report
 
     ds, msgs = load_any(args.file, args)
-    rep = describe(ds)
+    rep = read_report(ds)
     df = _summary_frame(ds)
     if args.json:
         agents = [{"agent": a, **row} for a, row in df.to_dict(orient="index").items()]

@@ -519,9 +519,9 @@ ANALYSIS_SECTIONS = [
 
 def _demo_data(ctx: DemoContext) -> str:
     from ._console import _report_text
-    from .data import describe
+    from .data import read_report
 
-    rep = describe(ctx.data)
+    rep = read_report(ctx.data)
     if ctx.truth is None:
         return _report_text(rep, [])
     return (

@@ -112,13 +112,13 @@ def test_crossed_predictive_hook_draws_each_cell_from_its_own_logit():
 
 
 def test_bradley_terry_old_spelling_of_centring_warns_and_still_works():
-    with pytest.warns(DeprecationWarning, match=r"`centered` is deprecated .* use `centred`"):
+    with pytest.warns(DeprecationWarning, match=r"`centered` of build_bradley_terry\(\) is deprecated .* use `centred`"):
         old = build_bradley_terry(BATTLES, centered=True)
     new = build_bradley_terry(BATTLES, centred=True)
     assert sorted(v.name for v in old.free_RVs) == sorted(v.name for v in new.free_RVs)
     assert old.hierbench["options"]["centred"] is True
     assert old.hierbench["structure"]["decisions"]["centred"]["source"] == "user"
-    with pytest.raises(ValueError, match="give `centred` only"):
+    with pytest.raises(TypeError, match="give `centred` only"):
         build_bradley_terry(BATTLES, centred=False, centered=True)
     with pytest.raises(ValueError, match=r"`centred` must be one of \['auto', True, False\]; got 'yes'"):
         build_bradley_terry(BATTLES, centred="yes")

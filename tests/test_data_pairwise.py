@@ -95,8 +95,8 @@ def test_to_pairwise_bad_input():
         to_pairwise(ds, rule="median")
     with pytest.raises(EvalDataError, match=r"`tie_tol` must be a finite number >= 0; got -0.1"):
         to_pairwise(ds, tie_tol=-0.1)
-    with pytest.raises(EvalDataError, match=r"`dim` must be a dimension of `ds.score`"):
-        to_pairwise(ds, dim="trial")
+    with pytest.raises(EvalDataError, match=r"`run_dim` must be a dimension of `ds.score`"):
+        to_pairwise(ds, run_dim="trial")
     with pytest.raises(EvalDataError, match=r"at least 2 agents to compare; got \['agent_00'\]"):
         to_pairwise(ds.isel(agent=[0]))
 

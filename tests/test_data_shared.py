@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from hierbench.data import (
-    describe,
     load_metr,
     load_swebench_bash_only,
     load_tau_bench_airline,
+    read_report,
     summarize,
     to_counts,
 )
@@ -32,7 +32,7 @@ def test_tau_bench_airline_counts_and_published_pass1(shared_data):
     assert int(ds.score.notnull().sum()) == 200
     # tau-bench README line 18: pass^1 = 0.420
     assert float(ds.score.mean()) == pytest.approx(0.420, abs=5e-4)
-    r = describe(ds)
+    r = read_report(ds)
     assert r["balanced"] and r["runs_per_cell"] == {"min": 4, "median": 4.0, "max": 4}
 
 
@@ -109,7 +109,7 @@ def test_metr_counts(metr):
     assert (ds.cluster.to_series() == fam.reindex(ds.task.values).to_numpy()).all()
     # runs per cell: 1 to 96, median 8 (PROVENANCE.md), recomputed from the raw file
     per_cell = raw.groupby(["alias", "task_id"]).size()
-    r = describe(ds)
+    r = read_report(ds)
     assert r["runs_per_cell"] == {"min": 1, "median": 8.0, "max": 96}
     assert (per_cell.min(), per_cell.median(), per_cell.max()) == (1, 8.0, 96)
     assert r["n_missing_cells"] == 11 * 83 - len(per_cell)
@@ -137,7 +137,7 @@ def test_metr_usage_limits_are_an_annotation_not_an_error(metr):
     s = summarize(ds)
     ul = raw.assign(ul=raw["fatal_error_from"].eq("usageLimits")).groupby("alias")["ul"].sum()
     np.testing.assert_array_equal(s.n_usage_limit.values, ul.reindex(s.agent.values).to_numpy())
-    assert describe(ds)["annotations"] == {"usage_limit": 1_912}
+    assert read_report(ds)["annotations"] == {"usage_limit": 1_912}
 
 
 def test_metr_without_humans_reports_what_was_not_kept(metr):
@@ -163,7 +163,7 @@ def test_metr_continuous_score_as_recorded(metr):
     # partial credit beside exact 0s and 1s, counted from the CSV: "mixed", and the reader says so
     sc = raw["score"].dropna()
     assert ((sc > 0) & (sc < 1)).any() and sc.isin([0.0, 1.0]).any()
-    assert describe(ds)["score_kind"] == ds.attrs["score_kind"] == "mixed"
+    assert read_report(ds)["score_kind"] == ds.attrs["score_kind"] == "mixed"
 
 
 def test_shared_data_dir_resolution(shared_data, tmp_path, monkeypatch):

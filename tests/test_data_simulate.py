@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from hierbench.data import check_eval_dataset, describe, to_counts, to_records
+from hierbench.data import check_eval_dataset, read_report, to_counts, to_records
 from hierbench.testing import as_rng, default_dataset, simulate_eval
 
 
@@ -65,12 +65,12 @@ def test_continuous_scores_and_run_noise():
     s = ds.score.values
     assert ((s > 0) & (s < 1)).all()
     assert (ds.score.std("run") > 0).all()  # run noise makes runs of one cell differ
-    assert describe(ds)["score_kind"] == "continuous"
+    assert read_report(ds)["score_kind"] == "continuous"
 
 
 def test_default_dataset_is_the_documented_design():
     ds, _truth = default_dataset()
-    r = describe(ds)
+    r = read_report(ds)
     assert (r["n_agents"], r["n_tasks"], r["n_runs_max"]) == (6, 120, 5)
     assert ds.cluster.to_series().nunique() == 12
     assert not r["balanced"] and r["n_missing_cells"] > 0 and r["n_error_runs"] > 0

@@ -1,10 +1,10 @@
-"""summarize / describe on tiny hand-built datasets (expected values by hand)."""
+"""summarize / read_report on tiny hand-built datasets (expected values by hand)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from hierbench.data import NoScoredRunsWarning, describe, from_records, summarize
+from hierbench.data import NoScoredRunsWarning, from_records, read_report, summarize
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_summary_exclude_policy_warns_on_agent_without_scores(df):
 
 
 def test_describe(df):
-    r = describe(from_records(df, error="err", annotations=["lim"]))
+    r = read_report(from_records(df, error="err", annotations=["lim"]))
     assert (r["n_agents"], r["n_tasks"], r["n_runs_total"]) == (3, 2, 7)
     assert r["runs_per_cell"] == {"min": 1, "median": 1.5, "max": 3}  # cells: 3, 1, 2, 1
     assert r["n_missing_cells"] == 2 and r["n_cells"] == 6 and not r["balanced"]

@@ -1,7 +1,7 @@
 """A sweep of bad inputs over every public reader and dataset check.
 
 ``from_records``, ``read_table``, ``to_counts``, ``check_eval_dataset``,
-``summarize`` and ``describe`` get wrong types, NaN / inf, empty files,
+``summarize`` and ``read_report`` get wrong types, NaN / inf, empty files,
 unknown columns, mixed and clashing identifiers, bool and out-of-range
 scores, unmapped error values, unicode, duplicate names and labels, and more
 (``read_inspect_log``'s sweep is in ``test_data_inspect.py``, beside the logs
@@ -40,8 +40,8 @@ from hierbench.data import (
     RepeatedRecordsWarning,
     SimilarLabelsWarning,
     check_eval_dataset,
-    describe,
     from_records,
+    read_report,
     read_table,
     summarize,
     to_counts,
@@ -405,7 +405,7 @@ case("read_table a missing file", lambda tmp: read_table(tmp / "nope.jsonl"), Er
 case("read_table latin-1 with its encoding", lambda tmp: read_table(write(tmp, "l.csv", "agent\nJosé\n".encode("latin-1")), encoding="latin-1"),
      Ok(lambda r: r[0].agent.tolist() == ["José"]))  # fmt: skip
 
-# ---------------------------------------------------------------- datasets: to_counts, check, summarize, describe
+# ---------------------------------------------------------------- datasets: to_counts, check, summarize, read_report
 
 
 def _ds():
@@ -448,18 +448,18 @@ DSS: dict[str, tuple[Callable, str | None]] = {
     "numeric cluster labels": (lambda: _ds().assign_coords(cluster=("task", [1, 2])), None),
 }  # fmt: skip
 FUNCS = {"to_counts": (to_counts, "ds"), "check_eval_dataset": (check_eval_dataset, "data"),
-         "summarize": (summarize, "ds"), "describe": (describe, "ds")}  # fmt: skip
+         "summarize": (summarize, "ds"), "read_report": (read_report, "ds")}  # fmt: skip
 for fname, (fn, argname) in FUNCS.items():
     for nm, (mk, msg) in DSS.items():
         expect = Err(f"`{argname}" + msg) if msg is not None else Ok()
         case(f"{fname} {nm}", lambda tmp, fn=fn, mk=mk: fn(mk()), expect)
     case(f"{fname} all runs excluded", lambda tmp, fn=fn: fn(_with(score=lambda d: d.score * np.nan)()),
          Warns(NoScoredRunsWarning, r"agents \['a', 'b'\] have no scored run") if fname == "summarize" else Ok())  # fmt: skip
-case("to_counts dim='nope'", lambda tmp: to_counts(_ds(), dim="nope"), Err(r"`dim` must be a dimension of `ds\.score` .*got 'nope'"))
-case("to_counts dim=5", lambda tmp: to_counts(_ds(), dim=5), Err(r"`dim` must be a dimension of `ds\.score` .*got 5"))
+case("to_counts run_dim='nope'", lambda tmp: to_counts(_ds(), run_dim="nope"), Err(r"`run_dim` must be a dimension of `ds\.score` .*got 'nope'"))
+case("to_counts run_dim=5", lambda tmp: to_counts(_ds(), run_dim=5), Err(r"`run_dim` must be a dimension of `ds\.score` .*got 5"))
 case("to_counts bool scores count", lambda tmp: to_counts(_with(score=lambda d: d.score > 0.6)()),
      Ok(lambda c: c.n_success.values.tolist() == [[1.0, 0.0], [1.0, 0.0]]))  # fmt: skip
-case("describe counts no unlabelled task among numeric labels", lambda tmp: describe(_ds().assign_coords(cluster=("task", [1, 2]))),
+case("read_report counts no unlabelled task among numeric labels", lambda tmp: read_report(_ds().assign_coords(cluster=("task", [1, 2]))),
      Ok(lambda r: r["n_tasks_without_cluster"] == 0))  # fmt: skip
 
 

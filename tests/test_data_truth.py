@@ -24,8 +24,8 @@ from hierbench.data import (
     _labels_from_text,
     _labels_to_text,
     check_eval_dataset,
-    describe,
     from_records,
+    read_report,
     score_kind,
     to_counts,
     to_records,
@@ -78,7 +78,7 @@ def test_repeats_kept_as_runs_are_warned_named_and_counted(minimal_log, tmp_path
     with pytest.warns(RepeatedRecordsWarning, match=r"2 of 5 records in DataFrame repeat an earlier "
                       r"record in every column \(rows \[2, 4\]\); with no run column they are kept"):  # fmt: skip
         ds = from_records(minimal_log)
-    assert ds.attrs["n_repeated_records"] == n_repeats == describe(ds)["n_repeated_records"]
+    assert ds.attrs["n_repeated_records"] == n_repeats == read_report(ds)["n_repeated_records"]
     assert to_counts(ds).n_runs.values.tolist() == [[3, 2]]
     # the CLI's read report shows the warning
     from hierbench.cli import main
@@ -150,7 +150,7 @@ def test_a_missing_label_is_no_cluster_and_a_nan_text_is_a_label(clustered):
     vals = clustered.cluster.values
     assert vals[0] == "nan" and isinstance(vals[0], str)  # the file wrote the text "nan"
     assert pd.isna(vals[1]) and pd.isna(vals[3]) and not isinstance(vals[1], str)
-    assert clustered.attrs["n_tasks_without_cluster"] == 2 == describe(clustered)["n_tasks_without_cluster"]
+    assert clustered.attrs["n_tasks_without_cluster"] == 2 == read_report(clustered)["n_tasks_without_cluster"]
     with pytest.warns(UserWarning, match=r"2 of 5 tasks have no 'cluster' label"):
         codes, _ = cluster_codes(clustered)
     # clusters: "nan", "x" (t3, t5), and t2, t4 each on its own
@@ -197,7 +197,7 @@ def test_the_reader_records_the_score_kind_and_validate_agrees(scores, kind, tmp
 
     df = pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t2", "t1", "t2"], "score": scores})
     ds = from_records(df)
-    assert ds.attrs["score_kind"] == kind == describe(ds)["score_kind"] == score_kind(ds)
+    assert ds.attrs["score_kind"] == kind == read_report(ds)["score_kind"] == score_kind(ds)
     assert ds.attrs["binary"] == int(kind == "binary")
     p = tmp_path / "s.csv"
     df.to_csv(p, index=False)
@@ -209,7 +209,7 @@ def test_score_kind_reads_the_values_not_a_stale_attr():
     ds = from_records(pd.DataFrame({"agent": ["a"] * 3, "task": ["t1", "t2", "t3"], "score": [0.5, 1, 0]}))
     assert ds.attrs["score_kind"] == "mixed"
     ds["score"] = (ds.score >= 1).astype(float)  # binarised after reading
-    assert score_kind(ds) == describe(ds)["score_kind"] == "binary"
+    assert score_kind(ds) == read_report(ds)["score_kind"] == "binary"
 
 
 def test_simulated_data_record_their_score_kind():
@@ -217,7 +217,7 @@ def test_simulated_data_record_their_score_kind():
     assert simulate_eval(2, 5, 3, score_kind="continuous", rng=0)[0].attrs["score_kind"] == "continuous"
     # an error scores 0 under errors="fail": partial credit beside exact zeros
     ds, _ = simulate_eval(2, 40, 3, score_kind="continuous", p_error=0.2, rng=0)
-    assert int(ds.error.sum()) > 0 and ds.attrs["score_kind"] == "mixed" == describe(ds)["score_kind"]
+    assert int(ds.error.sum()) > 0 and ds.attrs["score_kind"] == "mixed" == read_report(ds)["score_kind"]
 
 
 def test_real_logs_record_their_kind(shared_data):

@@ -20,7 +20,7 @@ from scipy.special import expit
 
 from hierbench.design import MisfitCalibration, adaptive, calibrate_misfit
 from hierbench.design._misfit import _add_misfit, _misfit_tau2
-from hierbench.freq import calibrate_irt, irt_score
+from hierbench.freq import fit_irt_ml, irt_score
 
 
 def _two_skill(M, T, g, load2, items=None):
@@ -89,7 +89,7 @@ def test_misfit_restores_adaptive_coverage_under_a_second_skill():
     train, items = _two_skill(30, 80, g, 2.5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cal = calibrate_irt(train, n_draws=100, rng=1)
+        cal = fit_irt_ml(train, n_draws=100, rng=1)
         mis = calibrate_misfit(
             train, budget=15, folds=3, hyper=cal.hyper, n_bank_draws=60, n_draws=30, n_grid=21, rng=2
         )
@@ -120,7 +120,7 @@ def test_misfit_is_small_when_the_2pl_holds_and_mismatch_is_refused():
     train, _ = _two_skill(30, 80, g, 0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cal = calibrate_irt(train, n_draws=60, rng=1)
+        cal = fit_irt_ml(train, n_draws=60, rng=1)
         mis = calibrate_misfit(
             train, budget=15, folds=3, hyper=cal.hyper, n_bank_draws=60, n_draws=30, n_grid=21, rng=2
         )

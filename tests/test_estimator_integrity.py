@@ -22,10 +22,10 @@ from hierbench.freq import (
     DegenerateBootstrapError,
     InsufficientRunsWarning,
     UnequalTaskSetsWarning,
-    beta_binomial_mle,
     bootstrap_ci,
     compare_agents,
     confidence_sequence,
+    fit_beta_binomial_ml,
     pass_at_k,
     pass_hat_k,
     proportion_interval,
@@ -55,7 +55,7 @@ def test_partial_credit_never_passes_as_binary():
         with pytest.raises(PartialCreditError, match=r"4 scores are partial credit"):
             fn(half, 2)
     with pytest.raises(PartialCreditError, match=r"beta-binomial fit needs binary scores"):
-        beta_binomial_mle(half)
+        fit_beta_binomial_ml(half)
     with pytest.raises(PartialCreditError, match=r"statistic='pass_hat_k' needs binary scores"):
         bootstrap_ci(_ds([[[0.5, 0.5, 0.5, 0.5], [1, 0, 1, 1]]]), "pass_hat_k", k=2, n_resamples=99)
     # counts made from partial credit carry that fact with them
@@ -65,7 +65,7 @@ def test_partial_credit_never_passes_as_binary():
     with pytest.raises(PartialCreditError, match=r"made from partial-credit scores"):
         pass_at_k(cnt, 2)
     with pytest.raises(PartialCreditError):
-        beta_binomial_mle(cnt)
+        fit_beta_binomial_ml(cnt)
     # binary data are untouched: pass@2 of 2 successes in 4 runs = 1 - C(2,2)/C(4,2)
     ok = xr.DataArray([[1.0, 1.0, 0.0, 0.0]], dims=("task", "run"))
     assert float(pass_at_k(ok, 2).estimate) == pytest.approx(1 - 1 / 6)

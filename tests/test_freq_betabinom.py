@@ -7,7 +7,7 @@ import xarray as xr
 from scipy import optimize, stats
 
 from hierbench.data import to_counts
-from hierbench.freq._rates._betabinom import beta_binomial_mle, beta_binomial_profile_ci
+from hierbench.freq._rates._betabinom import beta_binomial_profile_ci, fit_beta_binomial_ml
 from hierbench.freq._rates._intervals import EmptySampleWarning
 from hierbench.testing import simulate_eval
 
@@ -24,7 +24,7 @@ def _nll(y, n, a, b):
 
 def test_rats_published_mle(rats):
     y, n = rats
-    res = beta_binomial_mle(y, n)
+    res = fit_beta_binomial_ml(y, n)
     alpha, beta = 2.304768, 14.079707  # BayesGOF vignette (PROVENANCE.md), R Nelder-Mead
     # The likelihood is flat along the ridge: the published point's log-likelihood is
     # 2e-10 below the optimum, so agreement is to ~1e-5 relative, not to the 7th digit.
@@ -86,10 +86,10 @@ def test_eval_dataset_per_agent_and_ragged():
     for a in ds.agent.values:
         sel = c.sel(agent=a)
         keep = sel.n_runs.values > 0
-        one = beta_binomial_mle(sel.n_success.values[keep], sel.n_runs.values[keep])
+        one = fit_beta_binomial_ml(sel.n_success.values[keep], sel.n_runs.values[keep])
         assert float(res.mu.sel(agent=a)) == pytest.approx(float(one.mu), rel=1e-9)
         assert int(res.n_tasks_not_run.sel(agent=a)) == int((~keep).sum())
-    xr.testing.assert_allclose(beta_binomial_mle(c).mu, res.mu)
+    xr.testing.assert_allclose(fit_beta_binomial_ml(c).mu, res.mu)
 
 
 def test_agent_without_runs_is_nan_with_warning():
@@ -106,10 +106,10 @@ def test_agent_without_runs_is_nan_with_warning():
 
 def test_errors_are_named():
     with pytest.raises(ValueError, match=r"integers with 0 <= successes <= n; 1 are not, e.g. \(successes, n\) \[\(11.0, 10.0\)\]"):
-        beta_binomial_mle([11, 2], [10, 10])
+        fit_beta_binomial_ml([11, 2], [10, 10])
     with pytest.raises(ValueError, match=r"must have the same shape; got \(2,\) and \(3,\)"):
-        beta_binomial_mle([1, 2], [10, 10, 10])
+        fit_beta_binomial_ml([1, 2], [10, 10, 10])
     with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=1.5"):
         beta_binomial_profile_ci([1, 2], [10, 10], prob=1.5)
     with pytest.raises(TypeError, match=r"`data` must be an eval dataset, a counts dataset, or success counts"):
-        beta_binomial_mle([1, 2])
+        fit_beta_binomial_ml([1, 2])

@@ -256,8 +256,8 @@ def test_errors_are_named():
     dc, _ = simulate_eval(n_agents=1, n_tasks=5, n_runs=2, score_kind="continuous", rng=0)
     with pytest.raises(ValueError, match=r"statistic='pass_at_k' needs binary scores"):
         bootstrap_ci(dc, "pass_at_k", k=1)
-    with pytest.raises(ValueError, match=r"`dim` must be a dimension of the (scores|data)"):
-        bootstrap_ci(ds, dim="epoch")
+    with pytest.raises(ValueError, match=r"`run_dim` must be a dimension of the (scores|data)"):
+        bootstrap_ci(ds, run_dim="epoch")
     with pytest.raises(ValueError, match=r"`k` is only used with statistic='pass_hat_k' or 'pass_at_k'; got k=3"):
         bootstrap_ci(ds, k=3)
     with pytest.raises(ValueError, match=r"`pairs` needs paired=True"):

@@ -144,9 +144,9 @@ def test_bad_input_messages():
     with pytest.raises(ValueError, match=r"`combine` must be 'max' or 'sum'; got 'mean'"):
         confidence_sequence(x, combine="mean")
     with pytest.raises(
-        ValueError, match=r"`dim` must be a dimension of `x` \('task',\); got 'item'"
+        ValueError, match=r"`task_dim` must be a dimension of `x` \('task',\); got 'item'"
     ):
-        confidence_sequence(x, dim="item")
+        confidence_sequence(x, task_dim="item")
     with pytest.raises(ValueError, match=r"`x` has a 'run' dim: .* average the runs"):
         confidence_sequence(x.expand_dims(run=[0, 1], axis=1))
     with pytest.raises(TypeError, match=r"`y` must be an xarray.DataArray; got list"):

@@ -185,5 +185,5 @@ def test_errors_and_empty():
     with pytest.warns(EmptySampleWarning, match="n = 0"):
         out = wilson_interval([0, 3], [0, 5])
     assert np.isnan(out.values[0]).all() and np.isfinite(out.values[1]).all()
-    with pytest.raises(ValueError, match=r"`dim` must be a dimension of the scores"):
+    with pytest.raises(ValueError, match=r"`run_dim` must be a dimension of the scores"):
         success_rate(xr.Dataset({"score": (("task", "epoch"), np.ones((2, 2)))}))

@@ -12,7 +12,7 @@ from scipy.optimize import minimize
 from hierbench.data import from_pair_counts, read_battles
 from hierbench.freq import (
     NoFiniteMLEWarning,
-    bradley_terry_ml,
+    fit_bradley_terry_ml,
     online_elo,
     position_consistency,
     win_rate,
@@ -42,7 +42,7 @@ def llmfao(shared_data):
 
 
 def test_seed_worked_example_1100_1000_900():
-    r = bradley_terry_ml(_seed_battles(), ties="none", n_resamples=200, rng=0)
+    r = fit_bradley_terry_ml(_seed_battles(), ties="none", n_resamples=200, rng=0)
     # the seed prints {'A': 1100, 'B': 1000, 'C': 900} (rounded, anchored at 1000 = geometric mean)
     assert r.estimate.round().astype(int).to_series().to_dict() == {"A": 1100, "B": 1000, "C": 900}
     # the MLE gap A - B: logit(0.64) is not exactly the MLE here, but within 0.1 Elo of it
@@ -59,7 +59,7 @@ def test_llmfao_matches_evalica_golden_scores_and_choix(shared_data, llmfao):
     gold = pd.read_csv(shared_data / "evalica" / "llmfao_golden_scores.csv")
     gold = gold[gold.algorithm == "bradley_terry"].set_index("item")["score"]
     for method in ("newton", "mm"):
-        r = bradley_terry_ml(pw, ties="half", scale="logit", interval="wald", method=method)
+        r = fit_bradley_terry_ml(pw, ties="half", scale="logit", interval="wald", method=method)
         s = np.exp(r.ability.to_series())
         s = s / s.sum()  # evalica's published scores are normalised to sum 1
         np.testing.assert_allclose(
@@ -88,7 +88,7 @@ def test_citations_reproduce_bradleyterry2(shared_data, bt2_reference):
         wins_b="win2",
     )
     ref = bt2_reference("citations", "BTm ML, ref=Biometrika")
-    r = bradley_terry_ml(c, ties="none", scale="logit", reference="Biometrika", interval="wald")
+    r = fit_bradley_terry_ml(c, ties="none", scale="logit", reference="Biometrika", interval="wald")
     for journal in ("Comm Statist", "JASA", "JRSS-B"):
         assert abs(float(r.estimate.sel(agent=journal)) - ref.loc[journal, "estimate"]) < 5e-5
     # residual deviance against the saturated binomial model (published 4.293)
@@ -98,7 +98,7 @@ def test_citations_reproduce_bradleyterry2(shared_data, bt2_reference):
     dev = bt2_reference("citations", "BTm ML").loc["residual_deviance", "estimate"]
     assert abs(2 * (sat - r.loglik) - dev) < 5e-4
     ref2 = bt2_reference("citations", "BTm ML, ref=JASA")
-    r2 = bradley_terry_ml(c, ties="none", scale="logit", reference="JASA", interval="wald")
+    r2 = fit_bradley_terry_ml(c, ties="none", scale="logit", reference="JASA", interval="wald")
     assert abs(float(r2.estimate.sel(agent="JRSS-B")) - ref2.loc["JRSS-B", "estimate"]) < 5e-5
 
 
@@ -117,7 +117,7 @@ def test_baseball_home_advantage_reproduces_bradleyterry2(shared_data, bt2_refer
         (True, "model2: BT + home advantage"),
     ):
         ref = bt2_reference("baseball", prefix)
-        r = bradley_terry_ml(
+        r = fit_bradley_terry_ml(
             bb,
             ties="none",
             home=home,
@@ -153,7 +153,7 @@ def test_davidson_with_home_matches_an_independent_optimiser():
         p = np.array([np.exp(d / 2), nu, np.exp(-d / 2)])
         rows.append((agents[i], agents[j], ["left", "tie", "right"][rng.choice(3, p=p / p.sum())]))
     df = pd.DataFrame(rows, columns=["left", "right", "winner"])
-    r = bradley_terry_ml(
+    r = fit_bradley_terry_ml(
         read_battles(df), ties="davidson", home=True, scale="logit", reference="A", interval="wald"
     )
     # independent: direct minimisation of the Davidson negative log-likelihood, one term per battle
@@ -177,8 +177,8 @@ def test_davidson_with_home_matches_an_independent_optimiser():
 
 def test_bootstrap_intervals_battles_and_prompts(llmfao):
     _, pw = llmfao
-    r = bradley_terry_ml(pw, n_resamples=200, rng=1)
-    rt = bradley_terry_ml(pw, n_resamples=200, rng=1, resample="task")
+    r = fit_bradley_terry_ml(pw, n_resamples=200, rng=1)
+    rt = fit_bradley_terry_ml(pw, n_resamples=200, rng=1, resample="task")
     width = (r.ci.sel(ci_bound="upper") - r.ci.sel(ci_bound="lower")).mean()
     width_t = (rt.ci.sel(ci_bound="upper") - rt.ci.sel(ci_bound="lower")).mean()
     assert width > 0 and width_t > 0
@@ -197,8 +197,8 @@ def test_bt_is_order_free_and_online_elo_is_not():
     pw = _seed_battles()
     perm = np.random.default_rng(0).permutation(pw.sizes["comparison"])
     shuffled = pw.isel(comparison=perm)
-    a = bradley_terry_ml(pw, ties="none", interval="wald")
-    b = bradley_terry_ml(shuffled, ties="none", interval="wald")
+    a = fit_bradley_terry_ml(pw, ties="none", interval="wald")
+    b = fit_bradley_terry_ml(shuffled, ties="none", interval="wald")
     np.testing.assert_allclose(a.estimate, b.estimate, atol=1e-9)
     e1 = online_elo(pw, k=32, n_orders=50, rng=0)
     e2 = online_elo(shuffled, k=32, n_orders=0)
@@ -261,7 +261,7 @@ def test_no_finite_mle_is_nan_with_a_named_warning():
         {"left": ["A", "A", "B"], "right": ["B", "C", "C"], "winner": ["left", "left", "tie"]}
     )
     with pytest.warns(NoFiniteMLEWarning, match="no finite maximum"):
-        r = bradley_terry_ml(read_battles(df), n_resamples=20, rng=0)
+        r = fit_bradley_terry_ml(read_battles(df), n_resamples=20, rng=0)
     assert np.isnan(r.estimate).all()
 
 
@@ -270,11 +270,11 @@ def test_bad_input_messages():
         pd.DataFrame({"left": ["A", "B"], "right": ["B", "A"], "winner": ["left", "tie"]})
     )
     with pytest.raises(ValueError, match=r"ties='none'.*1 ties"):
-        bradley_terry_ml(pw, ties="none")
+        fit_bradley_terry_ml(pw, ties="none")
     with pytest.raises(ValueError, match="`ties` must be one of"):
-        bradley_terry_ml(pw, ties="rao-kupper")
+        fit_bradley_terry_ml(pw, ties="rao-kupper")
     with pytest.raises(ValueError, match="Davidson ties need method='newton'"):
-        bradley_terry_ml(pw, method="mm")
+        fit_bradley_terry_ml(pw, method="mm")
     nopos = read_battles(
         pd.DataFrame({"left": ["A", "B"], "right": ["B", "A"], "winner": ["left", "right"]}),
         position=False,
@@ -282,9 +282,9 @@ def test_bad_input_messages():
     with pytest.raises(
         ValueError, match="home=True` needs to know which agent held the first position"
     ):
-        bradley_terry_ml(nopos, home=True)
+        fit_bradley_terry_ml(nopos, home=True)
     with pytest.raises(ValueError, match="`reference` must be one of the agents"):
-        bradley_terry_ml(pw, reference="Z")
+        fit_bradley_terry_ml(pw, reference="Z")
     c = from_pair_counts(
         pd.DataFrame({"a": ["A"], "b": ["B"], "wa": [3], "wb": [2]}),
         agent_a="a",
@@ -293,7 +293,7 @@ def test_bad_input_messages():
         wins_b="wb",
     )
     with pytest.raises(ValueError, match="resample='task'"):
-        bradley_terry_ml(c, ties="none", resample="task")
+        fit_bradley_terry_ml(c, ties="none", resample="task")
     with pytest.raises(ValueError, match="Elo needs the battle order"):
         online_elo(c)
 
@@ -305,7 +305,7 @@ def test_side_by_side_with_the_pymc_fit():
     from hierbench.metrics import posterior_interval
 
     pw = _seed_battles()
-    ml = bradley_terry_ml(pw, ties="none", scale="logit", n_resamples=300, rng=0)
+    ml = fit_bradley_terry_ml(pw, ties="none", scale="logit", n_resamples=300, rng=0)
     model = build_bradley_terry(
         pw, ties=None, hierarchical=False, priors={"ability": {"sigma": 100.0}}
     )

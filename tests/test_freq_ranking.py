@@ -156,8 +156,8 @@ def test_bad_input_messages():
         rank_uncertainty(ds, n_resamples=0)
     with pytest.raises(ValueError, match=r"`prob` must satisfy 0 < prob < 1; got prob=1"):
         rank_uncertainty(ds, prob=1)
-    with pytest.raises(ValueError, match=r"`level` must satisfy 0 < level < 1; got 0"):
-        rank_uncertainty(ds, level=0)
+    with pytest.raises(ValueError, match=r"`alpha` must satisfy 0 < alpha < 1; got alpha=0"):
+        rank_uncertainty(ds, alpha=0)
     with pytest.raises(ValueError, match=r"rank_uncertainty needs >= 2 agents; got 1"):
         rank_uncertainty(ds.isel(agent=[0]))
     with pytest.raises(ValueError, match=r"`cluster` must name a coord along 'task'; got 'repo'"):

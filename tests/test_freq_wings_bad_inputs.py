@@ -469,31 +469,31 @@ CASES = [
     ),
     (
         "bt center text (was: numpy ufunc)",
-        lambda: F.bradley_terry_ml(BAT, center="1000"),
+        lambda: F.fit_bradley_terry_ml(BAT, center="1000"),
         TypeError,
         r"`center` must be a number",
     ),
     (
         "bt center NaN (was: NaN abilities)",
-        lambda: F.bradley_terry_ml(BAT, center=np.nan),
+        lambda: F.fit_bradley_terry_ml(BAT, center=np.nan),
         ValueError,
         r"`center` must be a finite number",
     ),
     (
         "bt home text (was: truthy)",
-        lambda: F.bradley_terry_ml(BAT, home="yes"),
+        lambda: F.fit_bradley_terry_ml(BAT, home="yes"),
         TypeError,
         r"`home` must be True or False",
     ),
     (
         "bt tol bool",
-        lambda: F.bradley_terry_ml(BAT, tol=True),
+        lambda: F.fit_bradley_terry_ml(BAT, tol=True),
         TypeError,
         r"`tol` must be a number",
     ),
     (
         "bt task NaN (was: one task 'nan')",
-        lambda: F.bradley_terry_ml(
+        lambda: F.fit_bradley_terry_ml(
             BAT.assign(task=BAT.task.astype(object).where(BAT.comparison > 0)),
             resample="task",
             n_resamples=20,

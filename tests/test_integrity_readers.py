@@ -21,10 +21,10 @@ from hierbench.data import (
     EvalDataError,
     counts_from_dask,
     counts_from_parquet,
-    describe,
     from_pair_counts,
     from_records,
     read_battles,
+    read_report,
     summarize,
     to_counts,
 )
@@ -319,7 +319,7 @@ def test_missing_cluster_labels_stay_missing_and_are_counted(tmp_path):
     assert ds.cluster.values[[0, 2]].tolist() == ["x", "x"]
     assert pd.isna(ds.cluster.values[[1, 3]]).all()  # missing, not "" and not one shared label
     assert ds.attrs["n_tasks_without_cluster"] == 2
-    assert describe(ds)["n_tasks_without_cluster"] == 2
+    assert read_report(ds)["n_tasks_without_cluster"] == 2
     with pytest.warns(UserWarning, match=r"2 of 4 tasks have no 'cluster' label"):
         codes, _ = cluster_codes(ds)
     assert len(set(codes.tolist())) == 3  # x, and each unlabelled task on its own

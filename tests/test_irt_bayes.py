@@ -119,11 +119,11 @@ def test_zoo_spec_round_trips_and_reference_is_recorded():
 def test_reference_difficulties_agree_with_the_map_fit(shared_data):
     # the MAP calibration (fast) against the reference NUTS posterior means on SWE-bench
     from hierbench.data import load_swebench_bash_only
-    from hierbench.freq import calibrate_irt
+    from hierbench.freq import fit_irt_ml
 
     ref = json.loads((ROOT / "models" / "irt_2pl" / "reference.json").read_text())
     data = load_swebench_bash_only(shared_data)
-    cal = calibrate_irt(data, n_draws=10, rng=0)
+    cal = fit_irt_ml(data, n_draws=10, rng=0)
     means = ref["summary"]["difficulty"]
     nuts = np.array([means[t]["mean"] for t in cal.estimate.task.values])
     assert stats.spearmanr(nuts, cal.estimate.values).statistic > 0.98
@@ -132,11 +132,11 @@ def test_reference_difficulties_agree_with_the_map_fit(shared_data):
 @pytest.mark.slow
 def test_tiny_nuts_fit_converges_and_matches_map():
     from hierbench.bayes import fit
-    from hierbench.freq import calibrate_irt
+    from hierbench.freq import fit_irt_ml
 
     data = _data(M=12, T=25, R=3, seed=4)
     dt = fit(build_irt_2pl(data), draws=300, tune=300, chains=2, rng=0, posterior_predictive=False)
     assert dt.attrs["diag_n_divergent"] == 0
-    cal = calibrate_irt(data, n_draws=10, rng=0)
+    cal = fit_irt_ml(data, n_draws=10, rng=0)
     pm_b = dt["posterior"]["difficulty"].mean(("chain", "draw")).values
     assert stats.spearmanr(pm_b, cal.estimate.values).statistic > 0.9

@@ -18,7 +18,7 @@ from scipy.optimize import check_grad
 from scipy.special import expit
 
 from hierbench._base import PartialCreditError
-from hierbench.freq import IRTBank, IRTConvergenceWarning, calibrate_irt, irt_score
+from hierbench.freq import IRTBank, IRTConvergenceWarning, fit_irt_ml, irt_score
 from hierbench.freq._irt._newton import (
     _from_arrow,
     _hessian_blocks,
@@ -94,7 +94,7 @@ def test_calibration_recovers_simulated_items():
     # 40 agents x 60 tasks x 4 runs from a known 2PL (seed 3). The difficulty ranks
     # must be close (Spearman > 0.9) and abilities standardised exactly.
     data, th, a, d = _simulate(40, 60, 4, 3)
-    cal = calibrate_irt(data, n_draws=300, rng=0)
+    cal = fit_irt_ml(data, n_draws=300, rng=0)
     b_true = -d / a
     assert stats.spearmanr(cal.estimate.values, b_true).statistic > 0.9
     assert stats.spearmanr(cal.ability.values, th).statistic > 0.9
@@ -109,7 +109,7 @@ def test_calibration_recovers_simulated_items():
 
 def test_calibration_1pl_shares_one_discrimination():
     data, *_ = _simulate(20, 30, 3, 5, sd_la=0.0)
-    cal = calibrate_irt(data, model="1pl", n_draws=50, rng=0)
+    cal = fit_irt_ml(data, model="1pl", n_draws=50, rng=0)
     assert np.ptp(cal.discrimination.values) == 0
     assert np.ptp(cal.bank.discrimination.values, axis=1).max() < 1e-12
 
@@ -117,19 +117,19 @@ def test_calibration_1pl_shares_one_discrimination():
 def test_calibration_refuses_bad_input():
     data, *_ = _simulate(5, 8, 2, 0)
     with pytest.raises(ValueError, match="at least 2 agents"):
-        calibrate_irt(data.isel(agent=[0]))
+        fit_irt_ml(data.isel(agent=[0]))
     bad = data.copy(deep=True)
     bad["n_runs"][:, 0] = 0
     bad["n_success"][:, 0] = 0
     with pytest.raises(ValueError, match="every task must have been run"):
-        calibrate_irt(bad)
+        fit_irt_ml(bad)
     with pytest.raises(ValueError, match="`model` must be one of"):
-        calibrate_irt(data, model="3pl")
+        fit_irt_ml(data, model="3pl")
     with pytest.raises(ValueError, match="`hyper` must give exactly"):
-        calibrate_irt(data, hyper={"mu_d": 0.0})
+        fit_irt_ml(data, hyper={"mu_d": 0.0})
     score = xr.DataArray(np.full((2, 3, 1), 0.5), dims=("agent", "task", "run"))
     with pytest.raises(PartialCreditError):
-        calibrate_irt(xr.Dataset({"score": score}))
+        fit_irt_ml(xr.Dataset({"score": score}))
 
 
 def _fixed_bank(a, d, S=1):
@@ -221,7 +221,7 @@ def test_pass_k_beyond_one_run_warns_on_a_single_run_bank():
     from hierbench._base import HierbenchWarning
 
     data, *_ = _simulate(10, 12, 1, 8)
-    bank = calibrate_irt(data, n_draws=20, rng=0).bank
+    bank = fit_irt_ml(data, n_draws=20, rng=0).bank
     resp = xr.DataArray([[1.0]], dims=("task", "run"), coords={"task": ["t0"]})
     with pytest.warns(HierbenchWarning, match="pass\\^k for k > 1 assumes"):
         irt_score(bank, resp, k=[1, 2], rng=0)
@@ -240,7 +240,7 @@ def test_newton_does_not_stall_at_the_mode_on_real_folds(shared_data, held_out):
     train = data.sel(agent=[a for a in data.agent.values if str(a) != held_out])
     with warnings.catch_warnings():
         warnings.simplefilter("error", IRTConvergenceWarning)
-        cal = calibrate_irt(train, n_draws=10, rng=0)
+        cal = fit_irt_ml(train, n_draws=10, rng=0)
     assert cal.info["em_steps"] > 0
 
 
@@ -264,15 +264,15 @@ def test_run_icc_is_estimated_from_repeated_runs_and_zero_without_them():
     # the tolerances are about 3 of those sds. A log with one run per cell cannot
     # identify it, so it is 0 there.
     for icc, tol in ((0.2, 0.02), (0.0, 0.008)):
-        cal = calibrate_irt(_overdispersed(40, 120, 8, icc, seed=3), n_draws=10, rng=0)
+        cal = fit_irt_ml(_overdispersed(40, 120, 8, icc, seed=3), n_draws=10, rng=0)
         assert abs(cal.info["run_icc"] - icc) < tol, (icc, cal.info["run_icc"])
         assert cal.bank.attrs["run_icc"] == cal.info["run_icc"]
-    one = calibrate_irt(_overdispersed(20, 40, 1, 0.3, seed=4), n_draws=10, rng=0)
+    one = fit_irt_ml(_overdispersed(20, 40, 1, 0.3, seed=4), n_draws=10, rng=0)
     assert one.info["run_icc"] == 0.0 and one.info["run_icc_source"] == "one run per cell"
-    fixed = calibrate_irt(_overdispersed(20, 40, 4, 0.3, seed=4), n_draws=10, run_icc=0.0, rng=0)
+    fixed = fit_irt_ml(_overdispersed(20, 40, 4, 0.3, seed=4), n_draws=10, run_icc=0.0, rng=0)
     assert fixed.info["run_icc_source"] == "given" and fixed.bank.attrs["run_icc"] == 0.0
     with pytest.raises(ValueError, match="run_icc"):
-        calibrate_irt(_overdispersed(20, 40, 4, 0.3, seed=4), run_icc=1.0)
+        fit_irt_ml(_overdispersed(20, 40, 4, 0.3, seed=4), run_icc=1.0)
 
 
 def test_pass_hat_k_with_correlated_runs_is_the_beta_binomial_all_success_probability():
@@ -356,7 +356,7 @@ def test_few_agents_keep_the_discriminations_finite():
         y = (g.random((M, 30)) < expit(th[:, None] * a + d)).astype(float)
         with warnings.catch_warnings():
             warnings.simplefilter("error", IRTConvergenceWarning)
-            cal = calibrate_irt(_counts(np.ones((M, 30), int), y), n_draws=10, rng=0)
+            cal = fit_irt_ml(_counts(np.ones((M, 30), int), y), n_draws=10, rng=0)
         assert abs(cal.hyper["mu_la"]) < 3.0, (M, cal.hyper)
         assert np.isfinite(cal.discrimination.values).all() and cal.discrimination.min() > 0.05
 
@@ -369,5 +369,5 @@ def test_three_agents_warn_that_the_slopes_collapsed_instead_of_failing():
 
     data, _ = simulate_irt_log(4, 40, rng=0)
     with pytest.warns(IRTConvergenceWarning, match="discriminations collapsed to zero.*model='1pl'"):
-        cal = calibrate_irt(data.isel(agent=[1, 2, 3]), n_draws=20, rng=0)
+        cal = fit_irt_ml(data.isel(agent=[1, 2, 3]), n_draws=20, rng=0)
     assert np.isfinite(cal.bank.discrimination.values).all()

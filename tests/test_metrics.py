@@ -403,9 +403,9 @@ def test_ranking_bad_input():
         prob_superiority(d, ties="half")
     with pytest.raises(
         ValueError,
-        match=r"`dim` must be a dimension of 'ability' \('chain', 'draw', 'agent'\); got 'model'",
+        match=r"`agent_dim` must be a dimension of 'ability' \('chain', 'draw', 'agent'\); got 'model'",
     ):
-        rank_probabilities(d, dim="model")
+        rank_probabilities(d, agent_dim="model")
     dt = xr.DataTree.from_dict({"posterior": xr.Dataset({"mu": d})})
     with pytest.raises(
         ValueError, match=r"`var` must be a posterior variable of `fit` \['mu'\]; got 'ability'"

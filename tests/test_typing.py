@@ -40,9 +40,6 @@ ALLOWED: dict[str, set[str]] = {
     "hierbench.freq.stratified_mean": {"scores", "strata"},
     "hierbench.freq.wald_interval": {"successes", "n"},
     "hierbench.freq.wilson_interval": {"successes", "n"},
-    # hierbench/freq/_rates/_betabinom.py
-    "hierbench.freq.beta_binomial_mle": {"data", "n"},
-    "hierbench.freq.beta_binomial_profile_ci": {"data", "n"},
     # hierbench/freq/_rates/_confseq.py
     "hierbench.freq.ConfidenceSequenceResult.to_frame": {"return"},
     # hierbench/freq/_resampling/_bootstrap.py, _paired.py, _ranking.py

@@ -35,7 +35,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import HierbenchWarning, check_choice
+from .._base import HierbenchWarning, check_choice, renamed_kwargs
 from ..data import PAIR_COUNTS_SCHEMA, EvalDataError, check_pairwise, to_pair_counts
 from ._registry import ModelEntry, PriorError, make_prior, register
 from ._structure import Structure, centre_choice, pair_design, pair_spread, spread_for_centring
@@ -200,23 +200,6 @@ def _check_args(counts: xr.Dataset, ties: Any, home_advantage: bool, elo_anchor:
     return agents
 
 
-def _centred_arg(centred: Any, centered: Any) -> Any:
-    """``centred`` as "auto" or a bool; the old spelling ``centered`` still works, with a warning."""
-    if centered is not None:
-        if centred not in ("auto", None):
-            raise ValueError("give `centred` only (`centered` is its deprecated spelling), not both")
-        warnings.warn(
-            "`centered` is deprecated and will be removed in the next release; use `centred` "
-            "(the spelling of every hierbench builder)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        centred = centered
-    if centred is None:
-        return "auto"
-    return check_choice(centred, "centred", ("auto", True, False))
-
-
 def _decide(
     st: Structure, arrays: tuple, hierarchical: bool, centred: Any, ties: Any
 ) -> bool:
@@ -338,6 +321,7 @@ def _info(st: Structure, counts: xr.Dataset, pri: dict, options: dict) -> dict[s
     }
 
 
+@renamed_kwargs(centered="centred")
 def build_bradley_terry(
     pairs: xr.Dataset,
     *,
@@ -348,7 +332,6 @@ def build_bradley_terry(
     centred: Literal["auto"] | bool = "auto",
     elo_anchor: str | None = None,
     elo_center: float = 1000.0,
-    centered: bool | None = None,
 ) -> pm.Model:
     """Build a Bradley-Terry model (zero-sum abilities, Davidson ties, optional home advantage).
 
@@ -382,10 +365,8 @@ def build_bradley_terry(
         the structure helper's centring rule and every agent has
         at least ``CENTRED_MIN_COMPARISONS`` comparisons (on LLMFAO, 59
         agents, min ESS_bulk of ``sd_ability`` about 2,200 centred vs 180
-        non-centred for 2 x 1000 draws), non-centred otherwise.
-    centered : bool, optional
-        Deprecated spelling of ``centred`` (a DeprecationWarning; removed
-        in the next release).
+        non-centred for 2 x 1000 draws), non-centred otherwise. (``centered``,
+        the old spelling, still works for one release, with a DeprecationWarning.)
     elo_anchor : str, optional
         Agent whose Elo is ``elo_center``; default the average agent.
     elo_center : float
@@ -420,7 +401,7 @@ def build_bradley_terry(
     ['x', 'y', 'z']
     """
     counts = _as_counts(pairs)
-    centred = _centred_arg(centred, centered)
+    centred = check_choice(centred, "centred", ("auto", True, False))
     agents = _check_args(counts, ties, home_advantage, elo_anchor)
     pri = _merge_priors(priors)
     arrays = _pair_arrays(counts, agents)

@@ -10,7 +10,7 @@ runs enter as binomial counts, so they are used, not collapsed. The 1PL
 shares one discrimination across tasks.
 
 Identifying constraints (stated, and the same in
-:func:`hierbench.freq.calibrate_irt`):
+:func:`hierbench.freq.fit_irt_ml`):
 
 * location and scale: the abilities are ``z / rms(z)`` with ``z`` a
   zero-sum normal over the agents, i.e. the calibration agents' abilities

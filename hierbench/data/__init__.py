@@ -52,6 +52,7 @@ Repeated records
     them all as runs (counted, no warning).
 """
 
+from .._base import moved_names as _moved_names
 from ._duplicates import RepeatedRecordsWarning
 from ._formula import (
     DEFAULT_FORMULA,
@@ -84,10 +85,15 @@ from ._schema import (
 )
 from ._schema import _not_kept_attr as _not_kept_attr  # for hierbench.testing
 from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline, shared_data_dir
-from ._summary import NoScoredRunsWarning, describe, summarize
+from ._summary import NoScoredRunsWarning, read_report, summarize
 from ._values import SimilarLabelsWarning
 from ._values import _labels_from_text as _labels_from_text  # for hierbench.io (missing labels)
 from ._values import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)
+
+#: names that were renamed: importing them from here still works, with a
+#: DeprecationWarning, for one release
+_MOVED = {"describe": ("hierbench.data", "read_report", "it is the reader's report; bayes.describe describes a model")}
+__getattr__ = _moved_names(__name__, _MOVED)
 
 __all__ = [
     "DEFAULT_FORMULA",
@@ -116,6 +122,7 @@ __all__ = [
     "model_design",
     "read_battles",
     "read_inspect_log",
+    "read_report",
     "read_table",
     "score_kind",
     "shared_data_dir",

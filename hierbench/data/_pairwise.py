@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import renamed_kwargs
 from ._records import read_table
 from ._schema import EvalDataError, _fmt_list, check_eval_dataset
 from ._values import _label, id_labels, label_kinds
@@ -155,12 +156,13 @@ def check_pairwise(pairs: xr.Dataset, *, name: str = "pairs") -> xr.Dataset:
     return pairs
 
 
+@renamed_kwargs(dim="run_dim")
 def to_pairwise(
     ds: xr.Dataset,
     *,
     rule: str = "mean",
     tie_tol: float = 0.0,
-    dim: str = "run",
+    run_dim: str = "run",
 ) -> xr.Dataset:
     """Head-to-head results of every pair of agents on every task both ran.
 
@@ -176,7 +178,7 @@ def to_pairwise(
     tie_tol : float
         Scores (means) within ``tie_tol`` of each other are a tie (0.5).
         The default 0 makes only exact equality a tie.
-    dim : str
+    run_dim : str
         The run dimension.
 
     Returns
@@ -200,18 +202,18 @@ def to_pairwise(
         raise EvalDataError(f"`rule` must be 'mean' or 'run'; got {rule!r}")
     if not (np.isfinite(tie_tol) and tie_tol >= 0):
         raise EvalDataError(f"`tie_tol` must be a finite number >= 0; got {tie_tol!r}")
-    if dim not in ds["score"].dims:
+    if run_dim not in ds["score"].dims:
         raise EvalDataError(
-            f"`dim` must be a dimension of `ds.score` {ds['score'].dims}; got {dim!r}"
+            f"`run_dim` must be a dimension of `ds.score` {ds['score'].dims}; got {run_dim!r}"
         )
     agents = [str(x) for x in ds["agent"].values]
     tasks = np.asarray([str(x) for x in ds["task"].values])
     if len(agents) < 2:
         raise EvalDataError(f"`ds` must hold at least 2 agents to compare; got {agents}")
-    score = ds["score"].transpose("agent", "task", dim)
+    score = ds["score"].transpose("agent", "task", run_dim)
     if rule == "mean":
         with np.errstate(invalid="ignore"):
-            vals = score.mean(dim, skipna=True).values[:, :, None]  # (agent, task, 1)
+            vals = score.mean(run_dim, skipna=True).values[:, :, None]  # (agent, task, 1)
     else:
         vals = score.values  # (agent, task, run)
     i, j = np.triu_indices(len(agents), k=1)

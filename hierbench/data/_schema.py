@@ -60,7 +60,14 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError, HierbenchWarning, check_choice, counts, is_binary
+from .._base import (
+    HierbenchError,
+    HierbenchWarning,
+    check_choice,
+    counts,
+    is_binary,
+    renamed_kwargs,
+)
 
 __all__ = [
     "MEASURES",
@@ -286,14 +293,15 @@ def score_kind(data: xr.Dataset | xr.DataArray | np.ndarray) -> Literal["binary"
     return "mixed" if np.any((v == 0.0) | (v == 1.0)) else "continuous"
 
 
-def to_counts(ds: xr.Dataset, *, dim: str = "run") -> xr.Dataset:
+@renamed_kwargs(dim="run_dim")
+def to_counts(ds: xr.Dataset, *, run_dim: str = "run") -> xr.Dataset:
     """Reduce an eval dataset to its per agent x task sufficient statistics.
 
     Parameters
     ----------
     ds : xarray.Dataset
         Eval dataset (see module docstring).
-    dim : str
+    run_dim : str
         The run dimension to reduce over.
 
     Returns
@@ -314,10 +322,10 @@ def to_counts(ds: xr.Dataset, *, dim: str = "run") -> xr.Dataset:
     24
     """
     check_eval_dataset(ds, name="ds")
-    if dim not in ds["score"].dims:
-        raise EvalDataError(f"`dim` must be a dimension of `ds.score` {ds['score'].dims}; got {dim!r}")
+    if run_dim not in ds["score"].dims:
+        raise EvalDataError(f"`run_dim` must be a dimension of `ds.score` {ds['score'].dims}; got {run_dim!r}")
     # the one counts routine of the base layer; partial credit is summed as recorded
-    return counts(ds, dim=dim, binary=False, name="ds")
+    return counts(ds, dim=run_dim, binary=False, name="ds")
 
 
 def _not_kept_attr(counts: dict[str, int]) -> str:

@@ -12,7 +12,7 @@ from .._base import UndefinedWarning
 from ._schema import check_eval_dataset, score_kind
 from ._values import is_missing
 
-__all__ = ["NoScoredRunsWarning", "describe", "summarize"]
+__all__ = ["NoScoredRunsWarning", "read_report", "summarize"]
 
 
 class NoScoredRunsWarning(UndefinedWarning):
@@ -121,7 +121,7 @@ def _n_unlabelled(ds: xr.Dataset, coord: str) -> int | None:
     return int(is_missing(ds.coords[coord].to_series()).sum())
 
 
-def describe(ds: xr.Dataset) -> dict:
+def read_report(ds: xr.Dataset) -> dict:
     """Return the schema report of an eval dataset as a plain (JSON-ready) dict.
 
     Holds the records read and kept and why any were not kept, the numbers of
@@ -138,7 +138,7 @@ def describe(ds: xr.Dataset) -> dict:
     --------
     >>> from hierbench.testing import simulate_eval
     >>> ds, _ = simulate_eval(n_agents=2, n_tasks=3, n_runs=4, rng=0)
-    >>> r = describe(ds)
+    >>> r = read_report(ds)
     >>> r["n_agents"], r["n_tasks"], r["balanced"], r["runs_per_cell"]
     (2, 3, True, {'min': 4, 'median': 4.0, 'max': 4})
     """

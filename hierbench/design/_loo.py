@@ -1,7 +1,7 @@
 """Leave one agent out on complete logs: every selection of a few tasks against the agent's full score.
 
 For each held-out agent, a bank is calibrated on the other agents
-(:func:`hierbench.freq.calibrate_irt`: MAP with a Laplace bank) and the
+(:func:`hierbench.freq.fit_irt_ml`: MAP with a Laplace bank) and the
 held-out agent's full-benchmark score (its success rate over every task it
 ran: the truth here) is predicted from ``n`` of its tasks chosen by each
 selection:
@@ -61,7 +61,7 @@ from .._base import (
     make_interval,
 )
 from .._parallel import map_seeded
-from ..freq import IRTBank, calibrate_irt, irt_score
+from ..freq import IRTBank, fit_irt_ml, irt_score
 from ._adaptive import adaptive
 from ._anchors import anchors
 from ._assisted import classical, des_raj, misfit_test, t_bounds
@@ -142,7 +142,7 @@ def loo_study(
         over ``min(5, calibration agents)`` folds) to the adaptive intervals;
         the model-only ones are kept as ``model_lower`` / ``model_upper``.
     run_icc : float, optional
-        Passed on to :func:`hierbench.freq.calibrate_irt`.
+        Passed on to :func:`hierbench.freq.fit_irt_ml`.
     working : str or sequence of str
         Candidate working models of the assisted selections, chosen per
         held-out agent by :func:`choose_working_model` (one name: no choice).
@@ -253,7 +253,7 @@ class _Fold:
         self.ag, self.ctx, self.gen = ag, ctx, gen
         train = ctx.c.sel(agent=[a for a in ctx.all_agents if a != ag])
         t0 = time.perf_counter()
-        self.cal = calibrate_irt(train, model=ctx.model, n_draws=ctx.n_bank_draws, run_icc=ctx.run_icc, rng=gen)
+        self.cal = fit_irt_ml(train, model=ctx.model, n_draws=ctx.n_bank_draws, run_icc=ctx.run_icc, rng=gen)
         self.seconds = time.perf_counter() - t0
         self.bank: IRTBank = self.cal.bank
         self.own = ctx.c.sel(agent=ag)
@@ -377,7 +377,7 @@ class _Fold:
 def _forced_working(train: xr.Dataset, ctx: _LooContext, gen: np.random.Generator) -> WorkingModel:
     """The one working model asked for, calibrated on the calibration agents (no choice made)."""
     name = ctx.working[0]
-    bank = None if name == "none" else calibrate_irt(train, model=name, n_draws=ctx.n_bank_draws,
+    bank = None if name == "none" else fit_irt_ml(train, model=name, n_draws=ctx.n_bank_draws,
                                                      run_icc=ctx.run_icc, rng=gen).bank
     nan = xr.DataArray([np.nan], dims="candidate", coords={"candidate": [name]})
     return WorkingModel(name, bank, nan, nan, f"{name}: given (no choice)")
@@ -445,7 +445,7 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
         "max_runs_per_cell": ctx.runs,
         "model": ctx.model,
         "criterion": ctx.criterion,
-        "calibration": "calibrate_irt (MAP, empirical-Bayes hyperparameters, Laplace bank)",
+        "calibration": "fit_irt_ml (MAP, empirical-Bayes hyperparameters, Laplace bank)",
         "target": "the held-out agent's success rate over all tasks (realised full score)",
     }
     if set(kinds) == {"eti"}:

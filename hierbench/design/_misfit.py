@@ -20,7 +20,7 @@ have, and only data on other agents can measure it.
 
 How. Cross-fitting over agents: the agents are split into ``folds``;
 for each, a bank is calibrated on the other agents
-(:func:`hierbench.freq.calibrate_irt` at the hyperparameters ``hyper``,
+(:func:`hierbench.freq.fit_irt_ml` at the hyperparameters ``hyper``,
 one MAP fit) and every agent of the fold is replayed through
 :func:`adaptive` with the same criterion, recording after each of
 ``n = 1..budget`` tasks its prediction error ``e(n)`` (predicted minus
@@ -61,7 +61,7 @@ from .._base import (
     counts,
     make_interval,
 )
-from ..freq import IRTBank, IRTScoreResult, calibrate_irt
+from ..freq import IRTBank, IRTScoreResult, fit_irt_ml
 from ._posterior import _check_complete, _Posterior, _Replay
 
 __all__ = ["MisfitCalibration", "calibrate_misfit"]
@@ -220,9 +220,9 @@ def calibrate_misfit(
     model : {"2pl", "1pl"}
     hyper : dict, optional
         The empirical-Bayes hyperparameters of the main calibration
-        (``calibrate_irt(data).hyper``); estimated on ``data`` when omitted.
+        (``fit_irt_ml(data).hyper``); estimated on ``data`` when omitted.
     run_icc : float, optional
-        The correlation of a cell's runs (``calibrate_irt(data).info["run_icc"]``);
+        The correlation of a cell's runs (``fit_irt_ml(data).info["run_icc"]``);
         estimated on ``data`` when omitted (0 with one run per cell).
     folds : int
         Cross-fitting folds (at most the number of agents).
@@ -259,11 +259,11 @@ def calibrate_misfit(
     gen = as_rng(rng)
     t0 = time.perf_counter()
     if run_icc is None and int(c["n_runs"].max()) == 1:
-        run_icc = 0.0  # one run per cell: not identified, and calibrate_irt would say 0
+        run_icc = 0.0  # one run per cell: not identified, and fit_irt_ml would say 0
     if hyper is None or run_icc is None:
         with warnings.catch_warnings():  # one Laplace draw: only the hyperparameters are wanted
             warnings.simplefilter("ignore", ZeroWidthIntervalWarning)
-            first = calibrate_irt(c, model=model, hyper=hyper, n_draws=1, run_icc=run_icc, rng=gen)
+            first = fit_irt_ml(c, model=model, hyper=hyper, n_draws=1, run_icc=run_icc, rng=gen)
         hyper, run_icc = first.hyper, first.info["run_icc"]
     fold_of = gen.permutation(np.arange(M) % folds)
     err = np.full((M, budget), np.nan)
@@ -272,7 +272,7 @@ def calibrate_misfit(
     score = data["score"] if "run" in data["score"].dims else data["score"].expand_dims(run=[0], axis=-1)
     for f in range(folds):
         out = fold_of == f
-        bank = calibrate_irt(c.isel(agent=np.flatnonzero(~out)), model=model, hyper=hyper, run_icc=run_icc,
+        bank = fit_irt_ml(c.isel(agent=np.flatnonzero(~out)), model=model, hyper=hyper, run_icc=run_icc,
                           n_draws=n_bank_draws, rng=gen).bank
         for i in np.flatnonzero(out):
             logs = score.isel(agent=i, drop=True).transpose("task", "run")

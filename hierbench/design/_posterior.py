@@ -28,7 +28,7 @@ _PRUNE = 1e-10
 def _check_bank(bank: Any) -> IRTBank:
     if not isinstance(bank, IRTBank):
         raise TypeError(
-            f"`bank` must be an IRTBank (hierbench.freq.calibrate_irt(...).bank or "
+            f"`bank` must be an IRTBank (hierbench.freq.fit_irt_ml(...).bank or "
             f"IRTBank.from_posterior(fit)); got {type(bank).__name__}"
         )
     return bank
@@ -76,7 +76,7 @@ class _Posterior:
 
     def __init__(self, bank: IRTBank, n_draws: int, n_grid: int, gen: np.random.Generator, n_runs: int = 1):
         b = bank.thin(n_draws, gen)
-        # runs correlated within a cell (calibrate_irt's run_icc): an observed cell is
+        # runs correlated within a cell (fit_irt_ml's run_icc): an observed cell is
         # beta-binomial (cell_loglik), and a task not run contributes the variance of a
         # mean of n_runs correlated runs, p (1 - p) (1 + (n_runs - 1) icc) / n_runs
         self.icc = float(bank.attrs.get("run_icc", 0.0))

@@ -27,7 +27,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from .._base import HierbenchError, as_rng, check_choice, check_int, counts
-from ..freq import IRTBank, calibrate_irt
+from ..freq import IRTBank, fit_irt_ml
 from ._assisted import draw_probs
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def choose_working_model(
     n_bank_draws, n_draws, n_grid : int
         Laplace draws per bank, and the draws and ability grid of each agent's posterior.
     run_icc : float, optional
-        Passed on to :func:`hierbench.freq.calibrate_irt`.
+        Passed on to :func:`hierbench.freq.fit_irt_ml`.
     rng : None, int or numpy.random.Generator
 
     Returns
@@ -156,7 +156,7 @@ def choose_working_model(
               f"agents, ability from {n_fit} random tasks, defensive weight {defensive:g})")
     bank = None
     if best != "none":
-        bank = calibrate_irt(c, model=best, n_draws=n_bank_draws, run_icc=run_icc, rng=gen).bank
+        bank = fit_irt_ml(c, model=best, n_draws=n_bank_draws, run_icc=run_icc, rng=gen).bank
     cc = {"candidate": cands}
     return WorkingModel(best, bank, xr.DataArray(mean, dims="candidate", coords=cc, name="criterion"),
                         xr.DataArray(se, dims="candidate", coords=cc, name="criterion_se"), reason)
@@ -179,7 +179,7 @@ def _cross_fit(c: xr.Dataset, cands: list[str], *, folds: int, n_fit: int, defen
             members = np.flatnonzero(fold_of == f)
             bank = None
             if cand != "none":
-                bank = calibrate_irt(c.isel(agent=np.flatnonzero(fold_of != f)), model=cand, n_draws=n_bank_draws,
+                bank = fit_irt_ml(c.isel(agent=np.flatnonzero(fold_of != f)), model=cand, n_draws=n_bank_draws,
                                      run_icc=run_icc, rng=gen).bank
             for i in members:
                 rest = np.ones(T, bool)

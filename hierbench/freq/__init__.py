@@ -19,8 +19,7 @@ The numpy kernels the wings share (pass@k per cell, bootstrap weights, BCa)
 live in ``_kernels``; input helpers in ``_inputs``.
 """
 
-import warnings as _warnings
-
+from .._base import moved_names as _moved_names
 from ._glmm import (
     AgentVarianceResult,
     BoundaryEstimateWarning,
@@ -49,7 +48,7 @@ from ._irt import (
     IRTCalibrationResult,
     IRTConvergenceWarning,
     IRTScoreResult,
-    calibrate_irt,
+    fit_irt_ml,
     irt_score,
 )
 from ._irt._ml import cell_loglik as cell_loglik  # for hierbench.design; not in __all__
@@ -78,7 +77,7 @@ from ._pairwise import (
     NoFiniteMLEWarning,
     PositionConsistencyResult,
     WinRateResult,
-    bradley_terry_ml,
+    fit_bradley_terry_ml,
     online_elo,
     position_consistency,
     win_rate,
@@ -104,13 +103,13 @@ from ._rates import (
     NoOverdispersionWarning,
     PassKResult,
     SuccessRateResult,
-    beta_binomial_mle,
     beta_binomial_profile_ci,
     clustered_se,
     confidence_sequence,
     design_effect,
     exact_interval,
     finite_population_se,
+    fit_beta_binomial_ml,
     pass_at_k,
     pass_hat_k,
     pooled_binomial_interval,
@@ -159,26 +158,18 @@ from ._variance import (
     variance_components,
 )
 
-#: names that moved: importing them from here still works, with a DeprecationWarning
+_BAYES = "it summarises a Bayesian fit"
+_ML = "maximum-likelihood fits are named fit_<model>_ml"
+#: names that moved or were renamed: importing them from here still works, with a
+#: DeprecationWarning, for one release
 _MOVED = {
-    "bayes_d_study": "hierbench.metrics",
-    "bayes_variance_components": "hierbench.metrics",
+    "bayes_d_study": ("hierbench.metrics", "bayes_d_study", _BAYES),
+    "bayes_variance_components": ("hierbench.metrics", "bayes_variance_components", _BAYES),
+    "beta_binomial_mle": ("hierbench.freq", "fit_beta_binomial_ml", _ML),
+    "bradley_terry_ml": ("hierbench.freq", "fit_bradley_terry_ml", _ML),
+    "calibrate_irt": ("hierbench.freq", "fit_irt_ml", _ML),
 }
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-
-        where = _MOVED[name]
-        _warnings.warn(
-            f"hierbench.freq.{name} moved to {where}.{name} (it summarises a Bayesian fit); "
-            "the old name will be removed in the next release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(where), name)
-    raise AttributeError(f"module 'hierbench.freq' has no attribute {name!r}")
+__getattr__ = _moved_names(__name__, _MOVED)
 
 
 __all__ = [
@@ -264,7 +255,10 @@ __all__ = [
     "doubling_time",
     "exact_interval",
     "finite_population_se",
+    "fit_beta_binomial_ml",
+    "fit_bradley_terry_ml",
     "fit_crossed_ml",
+    "fit_irt_ml",
     "fleiss_kappa",
     "holm",
     "irt_score",

@@ -57,35 +57,35 @@ def score_array(data: xr.Dataset | xr.DataArray) -> xr.DataArray:
 
 
 def agent_task_means(
-    data: xr.Dataset | xr.DataArray, *, agent_dim: str, dim: str, run_dim: str, purpose: str
+    data: xr.Dataset | xr.DataArray, *, agent_dim: str, task_dim: str, run_dim: str, purpose: str
 ) -> tuple[xr.DataArray, np.ndarray]:
     """The scores and each (agent, task)'s mean over the runs that happened, ``(M, T)``.
 
     The one reader of "every agent on the tasks" for the estimators that compare
     agents (``purpose`` names the estimator in messages): at least 2 agents, dims
-    ``(agent_dim, dim[, run_dim])`` only, finite scores or NaN (not run).
+    ``(agent_dim, task_dim[, run_dim])`` only, finite scores or NaN (not run).
 
     Examples
     --------
     >>> s = xr.DataArray([[[1.0, 0.0]], [[1.0, np.nan]]], dims=("agent", "task", "run"))
-    >>> agent_task_means(s, agent_dim="agent", dim="task", run_dim="run", purpose="x")[1].tolist()
+    >>> agent_task_means(s, agent_dim="agent", task_dim="task", run_dim="run", purpose="x")[1].tolist()
     [[0.5], [1.0]]
     """
     score = score_array(data)
-    for name, d in (("agent_dim", agent_dim), ("dim", dim)):
+    for name, d in (("agent_dim", agent_dim), ("task_dim", task_dim)):
         if d not in score.dims:
             raise ValueError(f"`{name}` must be a dimension of the scores {score.dims}; got {d!r}")
-    extra = [d for d in score.dims if d not in (agent_dim, dim, run_dim)]
+    extra = [d for d in score.dims if d not in (agent_dim, task_dim, run_dim)]
     if extra:
         raise ValueError(
-            f"the scores must have dims ({agent_dim}, {dim}[, {run_dim}]); found extra dims {extra}"
+            f"the scores must have dims ({agent_dim}, {task_dim}[, {run_dim}]); found extra dims {extra}"
         )
     if score.sizes[agent_dim] < 2:
         raise HierbenchError(f"{purpose} needs >= 2 agents; got {score.sizes[agent_dim]}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         per = score.mean(run_dim, skipna=True) if run_dim in score.dims else score
-    y = np.asarray(per.transpose(agent_dim, dim).values, dtype=float)
+    y = np.asarray(per.transpose(agent_dim, task_dim).values, dtype=float)
     if np.isinf(y).any():
         raise ValueError("the scores must be finite or NaN (not run); found infinite values")
     return score, y

@@ -7,32 +7,33 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, check_choice, check_prob
+from .._base import DEFAULT_PROB, check_choice, check_prob, renamed_kwargs
 from ._common import get_draws, mc_interval, posterior_interval
 from ._results import HeadToHeadResult, ProbSuperiorityResult, RankProbabilityResult
 
 __all__ = ["head_to_head", "prob_superiority", "rank_probabilities"]
 
 
-def _stacked(fit, var: str, dim: str) -> tuple[np.ndarray, xr.DataArray]:
+def _stacked(fit, var: str, agent_dim: str) -> tuple[np.ndarray, xr.DataArray]:
     da = get_draws(fit, var)
-    if dim not in da.dims:
-        raise ValueError(f"`dim` must be a dimension of {var!r} {da.dims}; got {dim!r}")
-    extra = [d for d in da.dims if d not in ("chain", "draw", dim)]
+    if agent_dim not in da.dims:
+        raise ValueError(f"`agent_dim` must be a dimension of {var!r} {da.dims}; got {agent_dim!r}")
+    extra = [d for d in da.dims if d not in ("chain", "draw", agent_dim)]
     if extra:
         raise ValueError(
-            f"{var!r} must have dims (chain, draw, {dim}) only; select the extra dims {extra} first "
+            f"{var!r} must have dims (chain, draw, {agent_dim}) only; select the extra dims {extra} first "
             f"(e.g. `.sel({extra[0]}=...)`)"
         )
-    x = da.transpose("chain", "draw", dim).values.reshape(-1, da.sizes[dim])
+    x = da.transpose("chain", "draw", agent_dim).values.reshape(-1, da.sizes[agent_dim])
     return x, da
 
 
+@renamed_kwargs(dim="agent_dim")
 def prob_superiority(
     fit: xr.DataTree | xr.Dataset | xr.DataArray,
     var: str = "ability",
     *,
-    dim: str = "agent",
+    agent_dim: str = "agent",
     ties: Literal["exclude", "split"] = "exclude",
     prob: float = DEFAULT_PROB,
 ) -> ProbSuperiorityResult:
@@ -42,11 +43,11 @@ def prob_superiority(
     ----------
     fit : DataTree, Dataset or DataArray
         A fit (its ``posterior`` group), a posterior Dataset, or the draws
-        themselves (dims ``chain``, ``draw``, ``dim``).
+        themselves (dims ``chain``, ``draw``, ``agent_dim``).
     var : str
         Posterior variable, e.g. ``"ability"`` (each model's stated scale) or
         ``"mean_observed"``.
-    dim : str
+    agent_dim : str
         The agent dimension.
     ties : {"exclude", "split"}
         ``"exclude"``: strict ``P(x_i > x_j)`` (so ``P(i > j) + P(j > i) +
@@ -74,15 +75,15 @@ def prob_superiority(
     """
     check_choice(ties, "ties", ["exclude", "split"])
     prob = check_prob(prob)
-    x, da = _stacked(fit, var, dim)
+    x, da = _stacked(fit, var, agent_dim)
     if np.isnan(x).any():
         raise ValueError(f"{var!r} draws contain NaN; P(i > j) needs complete draws")
-    d = da.transpose("chain", "draw", dim)
-    diff = d - d.rename({dim: "opponent"})
+    d = da.transpose("chain", "draw", agent_dim)
+    diff = d - d.rename({agent_dim: "opponent"})
     per_draw = (diff > 0).astype(float)
     if ties == "split":
         per_draw = per_draw + 0.5 * (diff == 0)
-    off = xr.DataArray(~np.eye(x.shape[1], dtype=bool), dims=(dim, "opponent"))
+    off = xr.DataArray(~np.eye(x.shape[1], dtype=bool), dims=(agent_dim, "opponent"))
     est, ci, ess = mc_interval(per_draw, prob=prob, what="P(i > j)")
     gt = est.values.copy()
     # an agent is not compared with itself: NaN on the diagonal, as in compare_agents
@@ -105,11 +106,12 @@ def prob_superiority(
     )
 
 
+@renamed_kwargs(dim="agent_dim")
 def rank_probabilities(
     fit: xr.DataTree | xr.Dataset | xr.DataArray,
     var: str = "ability",
     *,
-    dim: str = "agent",
+    agent_dim: str = "agent",
     higher_is_better: bool = True,
     prob: float = DEFAULT_PROB,
 ) -> RankProbabilityResult:
@@ -124,7 +126,7 @@ def rank_probabilities(
         As in :func:`prob_superiority`.
     var : str
         Posterior variable.
-    dim : str
+    agent_dim : str
         The agent dimension.
     higher_is_better : bool
         Rank 1 goes to the largest value (default) or the smallest.
@@ -148,7 +150,7 @@ def rank_probabilities(
     [0.5, 0.5]
     """
     prob = check_prob(prob)
-    x, da = _stacked(fit, var, dim)
+    x, da = _stacked(fit, var, agent_dim)
     if np.isnan(x).any():
         raise ValueError(f"{var!r} draws contain NaN; ranks need complete draws")
     if not higher_is_better:
@@ -165,8 +167,8 @@ def rank_probabilities(
     C, D = da.sizes["chain"], da.sizes["draw"]
     per_draw = xr.DataArray(
         share.reshape(C, D, m, m),
-        dims=("chain", "draw", dim, "rank"),
-        coords={dim: da[dim].values, "rank": np.arange(1, m + 1)},
+        dims=("chain", "draw", agent_dim, "rank"),
+        coords={agent_dim: da[agent_dim].values, "rank": np.arange(1, m + 1)},
     )
     est, ci, ess = mc_interval(per_draw, prob=prob, what="P(rank = r)")
     est = est.rename("rank_probability")

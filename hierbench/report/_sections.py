@@ -46,9 +46,9 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
             )
             return
         raise _Skip("no data given")
-    from ..data import describe, summarize
+    from ..data import read_report, summarize
 
-    d = describe(ctx.data)
+    d = read_report(ctx.data)
     s = summarize(ctx.data).to_dataframe()
     s.index = s.index.astype(str)
     rename = {
@@ -361,9 +361,9 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
     rows = []
     d = None
     if ctx.data is not None:
-        from ..data import describe
+        from ..data import read_report
 
-        d = describe(ctx.data)
+        d = read_report(ctx.data)
         rows += [
             ("n (agents x tasks)", f"{d['n_agents']} agents x {d['n_tasks']} tasks"),
             (

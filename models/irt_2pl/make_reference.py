@@ -25,7 +25,7 @@ from scipy import stats
 
 from hierbench.bayes import build_irt_2pl, fit, get_model, spec_to_toml
 from hierbench.data import load_swebench_bash_only
-from hierbench.freq import calibrate_irt
+from hierbench.freq import fit_irt_ml
 
 HERE = Path(__file__).resolve().parent
 SEED = 20261130
@@ -67,7 +67,7 @@ def main(path: str | None = None) -> None:
     else:
         dt = xr.open_datatree(path)
     post = dt["posterior"].to_dataset()
-    cal = calibrate_irt(data, rng=0)
+    cal = fit_irt_ml(data, rng=0)
     ml_vs_nuts = {}
     for v, ml in (("difficulty", cal.estimate), ("discrimination", cal.discrimination), ("ability", cal.ability)):
         pm = post[v].mean(("chain", "draw"))

@@ -89,7 +89,7 @@ def judges_and_pairs(y: np.ndarray, p: np.ndarray, battles: pd.DataFrame) -> xr.
     """Notebook 06 and bench_beyond_coverage: judge metrics, Bradley-Terry ML."""
     m = freq.classification_metrics(y, p, n_resamples=1000, method="percentile", rng=0)
     k = freq.cohen_kappa(y, p, n_resamples=1000, rng=1)
-    bt = freq.bradley_terry_ml(
+    bt = freq.fit_bradley_terry_ml(
         read_battles(battles, position=False), scale="logit", reference="a0", rng=2
     )
     lower: xr.DataArray = bt.ci.sel(ci_bound="lower")
@@ -119,7 +119,7 @@ def design(ds: xr.Dataset, out: Path) -> xr.Dataset:
     bank = bank_from_eval(ds, "gpt-4o", n_runs=4)
     sim = simulate_stratified_bank(200, 5, rng=0)
     rep = replay(bank, designs=("uniform", "joint"), budgets=[50, 100], n_rep=100, rng=1)
-    cal = freq.calibrate_irt(ds, model="2pl", rng=2)
+    cal = freq.fit_irt_ml(ds, model="2pl", rng=2)
     chosen = anchors(cal.bank, 20, method="information", rng=3)
     run = adaptive(cal.bank, ds.sel(agent="a"), budget=30, prob=0.9, rng=4)
     score = freq.irt_score(cal.bank, ds.sel(agent=["a"]), prob=0.9, rng=5)

@@ -5,7 +5,7 @@ from ._ml import (
     IRTCalibrationResult,
     IRTConvergenceWarning,
     IRTScoreResult,
-    calibrate_irt,
+    fit_irt_ml,
     irt_score,
 )
 
@@ -14,6 +14,6 @@ __all__ = [
     "IRTCalibrationResult",
     "IRTConvergenceWarning",
     "IRTScoreResult",
-    "calibrate_irt",
+    "fit_irt_ml",
     "irt_score",
 ]

@@ -16,7 +16,7 @@ calibration agents' abilities are standardised, mean 0 and (population) sd
 1, so a unit of ability is one sd of the calibration agents; ``a_t > 0``
 removes the reflection. A new agent's ability has the prior ``N(0, 1)``.
 
-:func:`calibrate_irt` finds the joint posterior mode by Newton steps
+:func:`fit_irt_ml` finds the joint posterior mode by Newton steps
 (analytic gradient and Hessian) (priors ``theta ~ N(0, 1)``, ``d_t ~ N(mu_d, sd_d)``,
 ``log a_t ~ N(mu_la, sd_la)``, the four hyperparameters set by empirical
 Bayes: Laplace-EM updates), then draws item parameters from the Laplace
@@ -81,7 +81,7 @@ __all__ = [
     "IRTCalibrationResult",
     "IRTConvergenceWarning",
     "IRTScoreResult",
-    "calibrate_irt",
+    "fit_irt_ml",
     "irt_score",
 ]
 
@@ -122,7 +122,7 @@ _HYPER_NAMES = ("mu_d", "sd_d", "mu_la", "sd_la")
 
 @dataclass
 class _CalibrationInputs:
-    """What :func:`calibrate_irt` works on, checked: raw counts, labels, run correlation, hyperparameters."""
+    """What :func:`fit_irt_ml` works on, checked: raw counts, labels, run correlation, hyperparameters."""
 
     n: np.ndarray
     y: np.ndarray
@@ -336,7 +336,7 @@ def _calibration_problems(h: tuple, n_em: int, converged: bool, last: Any, hess_
     return msgs
 
 
-def calibrate_irt(
+def fit_irt_ml(
     data: xr.Dataset,
     *,
     model: Literal["2pl", "1pl"] = "2pl",
@@ -404,7 +404,7 @@ def calibrate_irt(
     >>> y = g.binomial(4, 1 / (1 + np.exp(-(th[:, None] - b[None, :]))))
     >>> cnt = xr.Dataset({"n_runs": (("agent", "task"), np.full((30, 40), 4)),
     ...                   "n_success": (("agent", "task"), y.astype(float))})
-    >>> cal = calibrate_irt(cnt, n_draws=200, rng=1)
+    >>> cal = fit_irt_ml(cnt, n_draws=200, rng=1)
     >>> bool(np.corrcoef(cal.estimate, b)[0, 1] > 0.9)
     True
     """
@@ -425,7 +425,7 @@ def calibrate_irt(
     elapsed = time.perf_counter() - t0
     msgs = _calibration_problems(h, n_em, converged, eb.last, hess_kind, M)
     if msgs:
-        warnings.warn("calibrate_irt: " + "; ".join(msgs), IRTConvergenceWarning, stacklevel=2)
+        warnings.warn("fit_irt_ml: " + "; ".join(msgs), IRTConvergenceWarning, stacklevel=2)
     draws = _laplace_draws(x, lap, M, T, two_pl, n_draws, gen)
     return _calibration_result(x, draws, inp, model=model, two_pl=two_pl, prob=prob, hess_kind=hess_kind, h=h,
                                info={"seconds": elapsed, "em_steps": n_em, "map_fits": eb.n_map})
@@ -558,7 +558,7 @@ def irt_score(
     Parameters
     ----------
     bank : IRTBank
-        A calibrated bank (:func:`calibrate_irt` or
+        A calibrated bank (:func:`fit_irt_ml` or
         :meth:`IRTBank.from_posterior`).
     responses : Dataset or DataArray
         The agent's binary scores over (task, run) (NaN: not run), or its
@@ -582,7 +582,7 @@ def irt_score(
     rng : None, int or numpy.random.Generator
 
     When the bank was calibrated on repeated runs, its ``run_icc`` (see
-    :func:`calibrate_irt`) is used here too: the agent's cells are
+    :func:`fit_irt_ml`) is used here too: the agent's cells are
     beta-binomial around the item curves (:func:`cell_loglik`), the tasks
     not run are predicted as beta-binomial rates, and pass^k is the beta's
     k-th moment. On simulated beta-binomial agents (8 runs, correlation 0.3)

@@ -33,6 +33,7 @@ from ..._base import (
     check_prob,
     cluster_codes,
     make_interval,
+    renamed_kwargs,
 )
 from .._kernels import BLOCK_ELEMENTS, _bca, weight_blocks
 from .._profiles._common import check_number, numeric_values, percentile_bounds
@@ -335,6 +336,7 @@ class ClassificationResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
+@renamed_kwargs(dim="item_dim")
 def classification_metrics(
     y_true: Any,
     y_pred: Any,
@@ -344,7 +346,7 @@ def classification_metrics(
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
     method: str = "studentized",
-    dim: str = "item",
+    item_dim: str = "item",
     rng: None | int | np.random.Generator = None,
 ) -> ClassificationResult:
     """Precision, recall, F1, F-beta, specificity and accuracy with bootstrap intervals.
@@ -370,7 +372,7 @@ def classification_metrics(
         few clusters: with 20-40 clustered tasks the percentile and BCa
         intervals covered 0.91-0.94 at nominal 0.95, the studentized one
         0.95-0.96 (``benchmarks/bench_beyond_coverage.py``).
-    dim : str
+    item_dim : str
         Name of the item dim.
     rng : None, int or Generator
 
@@ -392,9 +394,9 @@ def classification_metrics(
     """
     prob, n_resamples = _common(prob, n_resamples, method)
     beta = check_number(beta, "beta", low=0, low_open=True)
-    yt, yp = _pair(y_true, y_pred, ("y_true", "y_pred"), dim)
+    yt, yp = _pair(y_true, y_pred, ("y_true", "y_pred"), item_dim)
     t, p = _binary(yt, "y_true"), _binary(yp, "y_pred")
-    codes, unit = _clusters(yt, cluster, dim)
+    codes, unit = _clusters(yt, cluster, item_dim)
     cells = np.stack([t * p, (1 - t) * p, t * (1 - p), (1 - t) * (1 - p)], axis=1)  # (n, 4)
     est = _metrics_from_counts(*cells.sum(0), beta)
     _warn_undefined(est)
@@ -540,6 +542,7 @@ class PRCurveResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution", "precision", "recall")
 
 
+@renamed_kwargs(dim="item_dim")
 def pr_curve(
     y_true: Any,
     score: Any,
@@ -547,7 +550,7 @@ def pr_curve(
     cluster: Any = None,
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
-    dim: str = "item",
+    item_dim: str = "item",
     rng: None | int | np.random.Generator = None,
 ) -> PRCurveResult:
     """Compute the precision-recall curve and its area (average precision) with a bootstrap interval.
@@ -557,7 +560,7 @@ def pr_curve(
     y_true : array-like, 0/1
     score : array-like
         The detector's score; an item is flagged when ``score >= threshold``.
-    cluster, prob, n_resamples, dim, rng
+    cluster, prob, n_resamples, item_dim, rng
         As in :func:`classification_metrics`.
 
     Returns
@@ -571,7 +574,7 @@ def pr_curve(
     0.8056
     """
     prob, n_resamples = _common(prob, n_resamples)
-    cv = _sorted_scores(y_true, score, cluster, dim)
+    cv = _sorted_scores(y_true, score, cluster, item_dim)
     tp, fp = _ap_curves(np.ones((1, cv.t.size)), cv.t_sorted, cv.ends)
     ap = _ap(tp, fp)[0]
     if not np.isfinite(ap):
@@ -636,6 +639,7 @@ class RecallThresholdResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
+@renamed_kwargs(dim="item_dim")
 def threshold_for_recall(
     y_true: Any,
     score: Any,
@@ -644,7 +648,7 @@ def threshold_for_recall(
     cluster: Any = None,
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
-    dim: str = "item",
+    item_dim: str = "item",
     rng: None | int | np.random.Generator = None,
 ) -> RecallThresholdResult:
     """Find the threshold that reaches a target recall, with intervals for it and for the precision there.
@@ -654,7 +658,7 @@ def threshold_for_recall(
     y_true, score : array-like
     target : float
         Recall to reach, 0 < target <= 1 ("catch at least 95%").
-    cluster, prob, n_resamples, dim, rng
+    cluster, prob, n_resamples, item_dim, rng
         As in :func:`classification_metrics`.
 
     Returns
@@ -671,7 +675,7 @@ def threshold_for_recall(
     prob, n_resamples = _common(prob, n_resamples)
     if not (0 < check_number(target, "target") <= 1):
         raise ValueError(f"`target` must satisfy 0 < target <= 1; got target={target!r}")
-    cv = _sorted_scores(y_true, score, cluster, dim)
+    cv = _sorted_scores(y_true, score, cluster, item_dim)
 
     def pick(tp, fp):
         return _at_recall(tp, fp, target, cv.thresholds)
@@ -793,6 +797,7 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and np.isnan(v))
 
 
+@renamed_kwargs(dim="item_dim")
 def cohen_kappa(
     rater_a: Any,
     rater_b: Any,
@@ -803,7 +808,7 @@ def cohen_kappa(
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
     method: str = "studentized",
-    dim: str = "item",
+    item_dim: str = "item",
     rng: None | int | np.random.Generator = None,
 ) -> AgreementResult:
     """Cohen's kappa between two raters (two judges, or a judge and humans), with a bootstrap interval.
@@ -816,7 +821,7 @@ def cohen_kappa(
         order of ``categories``).
     categories : list, optional
         All categories, in order (default: sorted labels seen).
-    cluster, prob, n_resamples, method, dim, rng
+    cluster, prob, n_resamples, method, item_dim, rng
         As in :func:`classification_metrics` (the studentized interval is
         clipped to [-1, 1]).
 
@@ -833,11 +838,11 @@ def cohen_kappa(
     prob, n_resamples = _common(prob, n_resamples, method)
     if weights not in (None, "linear", "quadratic"):
         raise ValueError(f"`weights` must be None, 'linear' or 'quadratic'; got {weights!r}")
-    va, vb = _pair(rater_a, rater_b, ("rater_a", "rater_b"), dim)
+    va, vb = _pair(rater_a, rater_b, ("rater_a", "rater_b"), item_dim)
     _same_kind([np.asarray(va.values), np.asarray(vb.values)], "rater_a/rater_b")
     both, cats = _labels(np.stack([va.values, vb.values], 1), categories, "rater_a/rater_b")
     k = len(cats)
-    codes, unit = _clusters(va, cluster, dim)
+    codes, unit = _clusters(va, cluster, item_dim)
     i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
     if weights is None:
         dis = (i != j).astype(float)
@@ -879,6 +884,7 @@ def cohen_kappa(
     )
 
 
+@renamed_kwargs(dim="item_dim")
 def fleiss_kappa(
     ratings: Any,
     *,
@@ -887,7 +893,7 @@ def fleiss_kappa(
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
     method: str = "studentized",
-    dim: str = "item",
+    item_dim: str = "item",
     rater_dim: str = "rater",
     rng: None | int | np.random.Generator = None,
 ) -> AgreementResult:
@@ -898,7 +904,7 @@ def fleiss_kappa(
     ratings : 2-D array-like or DataArray (item, rater)
         One label per item and rater; every item rated by the same number of raters.
     categories : list, optional
-    cluster, prob, n_resamples, method, dim, rng
+    cluster, prob, n_resamples, method, item_dim, rng
         As in :func:`classification_metrics` (resampling items or clusters;
         the studentized interval is clipped to [-1, 1]).
     rater_dim : str
@@ -917,16 +923,16 @@ def fleiss_kappa(
     """
     prob, n_resamples = _common(prob, n_resamples, method)
     if isinstance(ratings, xr.DataArray):
-        if set(ratings.dims) != {dim, rater_dim}:
+        if set(ratings.dims) != {item_dim, rater_dim}:
             raise ValueError(
-                f"`ratings` must have dims ({dim!r}, {rater_dim!r}); got {ratings.dims}"
+                f"`ratings` must have dims ({item_dim!r}, {rater_dim!r}); got {ratings.dims}"
             )
-        da = ratings.transpose(dim, rater_dim)
+        da = ratings.transpose(item_dim, rater_dim)
     else:
         arr = np.asarray(ratings, dtype=object)
         if arr.ndim != 2:
             raise ValueError(f"`ratings` must be 2-D (item, rater); got shape {arr.shape}")
-        da = xr.DataArray(arr, dims=(dim, rater_dim))
+        da = xr.DataArray(arr, dims=(item_dim, rater_dim))
     _same_kind([np.asarray(da.values)], "ratings")
     codes_lab, cats = _labels(da.values, categories, "ratings")
     n, r = codes_lab.shape
@@ -939,7 +945,7 @@ def fleiss_kappa(
     for c in range(k):
         table[:, c] = (codes_lab == c).sum(1)
     p_item = ((table**2).sum(1) - r) / (r * (r - 1))
-    codes, unit = _clusters(da.isel({rater_dim: 0}, drop=True), cluster, dim)
+    codes, unit = _clusters(da.isel({rater_dim: 0}, drop=True), cluster, item_dim)
 
     rows = np.column_stack([p_item, table, np.ones(n)])  # per item: P_i, counts per category, 1
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob
+from ..._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob, renamed_kwargs
 from .._inputs import data_variable
 from .._profiles._common import check_number, numeric_values
 from .._resampling import BootstrapResult, bootstrap_ci
@@ -160,6 +160,7 @@ def check_same_judge(
     return setups[0]
 
 
+@renamed_kwargs(dim="run_dim")
 def rubric_summary(
     data: xr.Dataset | xr.DataArray,
     *,
@@ -170,7 +171,7 @@ def rubric_summary(
     n_resamples: int = 2000,
     cluster: str | None = "auto",
     rng: None | int | np.random.Generator = None,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
     agent_dim: str = "agent",
 ) -> RubricResult:
@@ -187,7 +188,7 @@ def rubric_summary(
     bottom : number, optional
         Scores ``<= bottom`` count as "at the bottom" (default: the lowest level;
         e.g. ``bottom=2`` for "% rated 1 or 2").
-    prob, n_resamples, cluster, rng, dim, task_dim, agent_dim
+    prob, n_resamples, cluster, rng, run_dim, task_dim, agent_dim
         As in :func:`hierbench.freq.bootstrap_ci`.
 
     Returns
@@ -221,7 +222,7 @@ def rubric_summary(
         prob=prob,
         n_resamples=n_resamples,
         cluster=cluster,
-        dim=dim,
+        run_dim=run_dim,
         task_dim=task_dim,
         agent_dim=agent_dim,
     )
@@ -234,7 +235,7 @@ def rubric_summary(
     shares = []
     for level in lv:
         ind = (da == level).astype(float).where(da.notnull())
-        shares.append(ind.mean(dim).mean(task_dim))
+        shares.append(ind.mean(run_dim).mean(task_dim))
     dist = xr.concat(shares, dim="level").assign_coords(level=lv).transpose(..., "level")
     est = mean.estimate.rename("rubric_mean")
     ci = mean.ci

@@ -3,7 +3,7 @@
 from ._ml import (
     BradleyTerryMLResult,
     NoFiniteMLEWarning,
-    bradley_terry_ml,
+    fit_bradley_terry_ml,
 )
 from ._position import PositionConsistencyResult, position_consistency
 from ._winrate import EloResult, WinRateResult, online_elo, win_rate
@@ -14,7 +14,7 @@ __all__ = [
     "NoFiniteMLEWarning",
     "PositionConsistencyResult",
     "WinRateResult",
-    "bradley_terry_ml",
+    "fit_bradley_terry_ml",
     "online_elo",
     "position_consistency",
     "win_rate",

@@ -60,7 +60,7 @@ __all__ = [
     "ELO_PER_LOGIT",
     "BradleyTerryMLResult",
     "NoFiniteMLEWarning",
-    "bradley_terry_ml",
+    "fit_bradley_terry_ml",
 ]
 
 #: Elo points per logit: 400 points are 10x odds.
@@ -73,7 +73,7 @@ class NoFiniteMLEWarning(BoundaryWarning):
 
 @dataclass(frozen=True, repr=False)
 class BradleyTerryMLResult(Result):
-    """Result of :func:`bradley_terry_ml`.
+    """Result of :func:`fit_bradley_terry_ml`.
 
     Attributes
     ----------
@@ -122,7 +122,7 @@ class BradleyTerryMLResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
-def bradley_terry_ml(
+def fit_bradley_terry_ml(
     pairs: xr.Dataset,
     *,
     ties: str = "davidson",
@@ -186,7 +186,7 @@ def bradley_terry_ml(
     >>> rows = ([("A", "B")] * 64 + [("B", "A")] * 36 + [("B", "C")] * 64 + [("C", "B")] * 36
     ...         + [("A", "C")] * 76 + [("C", "A")] * 24)
     >>> df = pd.DataFrame(rows, columns=["left", "right"]).assign(winner="left")
-    >>> r = bradley_terry_ml(read_battles(df, position=False), ties="none", n_resamples=200, rng=0)
+    >>> r = fit_bradley_terry_ml(read_battles(df, position=False), ties="none", n_resamples=200, rng=0)
     >>> r.estimate.round().astype(int).to_series().to_dict()
     {'A': 1100, 'B': 1000, 'C': 900}
     """

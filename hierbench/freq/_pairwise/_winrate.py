@@ -206,7 +206,7 @@ def online_elo(
     with ``E_a = 1 / (1 + base^((R_b - R_a) / scale))`` and ``S_a`` the
     outcome (1, 0.5, 0). Recent battles count more, so the final ratings
     depend on the order: for fixed artefacts (models) prefer
-    :func:`bradley_terry_ml`.
+    :func:`fit_bradley_terry_ml`.
 
     Parameters
     ----------

@@ -32,6 +32,7 @@ from ..._base import (
     check_int,
     check_prob,
     make_interval,
+    renamed_kwargs,
 )
 from ..._numerics import wilson_bounds
 from .._inputs import data_variable
@@ -315,6 +316,7 @@ def _bootstrap_quantiles(flat, qs, codes, gen, n_resamples) -> np.ndarray:
     return dist
 
 
+@renamed_kwargs(dim="run_dim")
 def mean_ci(
     data: xr.Dataset | xr.DataArray,
     *,
@@ -324,7 +326,7 @@ def mean_ci(
     n_resamples: int = 2000,
     cluster: str | None = "auto",
     rng: None | int | np.random.Generator = None,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
     agent_dim: str = "agent",
 ) -> BootstrapResult:
@@ -333,6 +335,19 @@ def mean_ci(
     The mean is over tasks of each task's mean over its runs (runs of a task
     are not independent draws), resampling tasks (clusters) with
     :func:`hierbench.freq.bootstrap_ci`.
+
+    Parameters
+    ----------
+    data : xarray.Dataset or xarray.DataArray
+        An eval dataset holding ``var`` per run, or the per-run values themselves.
+    var : str or None
+        The variable of ``data`` (default ``"cost"``); unused for a DataArray.
+    prob, method, n_resamples, cluster, rng, run_dim, task_dim, agent_dim
+        As in :func:`hierbench.freq.bootstrap_ci`.
+
+    Returns
+    -------
+    BootstrapResult
 
     Examples
     --------
@@ -353,7 +368,7 @@ def mean_ci(
         n_resamples=n_resamples,
         cluster=cluster,
         rng=rng,
-        dim=dim,
+        run_dim=run_dim,
         task_dim=task_dim,
         agent_dim=agent_dim,
     )
@@ -402,6 +417,7 @@ def _frontier(acc: np.ndarray, cost: np.ndarray) -> np.ndarray:
     return ok & ~dominated
 
 
+@renamed_kwargs(dim="run_dim")
 def pareto_frontier(
     data: xr.Dataset,
     *,
@@ -410,7 +426,7 @@ def pareto_frontier(
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
     cluster: str | None = "auto",
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
     agent_dim: str = "agent",
     rng: None | int | np.random.Generator = None,
@@ -433,7 +449,7 @@ def pareto_frontier(
         Level of the accuracy and cost intervals.
     n_resamples : int
     cluster : str or None
-    dim, task_dim, agent_dim : str
+    run_dim, task_dim, agent_dim : str
     rng : None, int or Generator
 
     Returns
@@ -453,7 +469,7 @@ def pareto_frontier(
     """
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
-    acc_cell, cost_cell, agents = _cell_means(data, accuracy, cost, (agent_dim, task_dim, dim))
+    acc_cell, cost_cell, agents = _cell_means(data, accuracy, cost, (agent_dim, task_dim, run_dim))
     # a cell counts only where both accuracy and cost were recorded
     pres = np.isfinite(acc_cell) & np.isfinite(cost_cell)
     a0 = np.where(pres, acc_cell, 0.0)

@@ -43,6 +43,7 @@ from ..._base import (
     check_prob,
     is_binary,
     make_interval,
+    renamed_kwargs,
 )
 from .._kernels import _comb_ratio, weight_blocks
 from .._rates import EmptySampleWarning, InsufficientRunsWarning
@@ -124,6 +125,7 @@ def _edges(bins: int | Sequence[float]) -> np.ndarray:
     return e
 
 
+@renamed_kwargs(dim="run_dim")
 def reliability_profile(
     data: xr.Dataset,
     *,
@@ -136,7 +138,7 @@ def reliability_profile(
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
     cluster: str | None = "auto",
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
     agent_dim: str = "agent",
     rng: None | int | np.random.Generator = None,
@@ -165,7 +167,7 @@ def reliability_profile(
     n_resamples : int
     cluster : str or None
         Task coord naming clusters (``"auto"``: ``cluster`` when present).
-    dim, task_dim, agent_dim : str
+    run_dim, task_dim, agent_dim : str
     rng : None, int or Generator
 
     Returns
@@ -202,7 +204,7 @@ def reliability_profile(
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     edges = _edges(bins)
-    order = (agent_dim, task_dim, dim)
+    order = (agent_dim, task_dim, run_dim)
     y = _scores(data, score, order)
     ran = np.isfinite(y)
     per_task: dict[str, np.ndarray] = {"accuracy": _task_mean(y, ran)}

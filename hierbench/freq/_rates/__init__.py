@@ -3,8 +3,8 @@
 from ._betabinom import (
     BetaBinomialResult,
     NoOverdispersionWarning,
-    beta_binomial_mle,
     beta_binomial_profile_ci,
+    fit_beta_binomial_ml,
 )
 from ._confseq import (
     ConfidenceSequenceResult,
@@ -46,13 +46,13 @@ __all__ = [
     "NoOverdispersionWarning",
     "PassKResult",
     "SuccessRateResult",
-    "beta_binomial_mle",
     "beta_binomial_profile_ci",
     "clustered_se",
     "confidence_sequence",
     "design_effect",
     "exact_interval",
     "finite_population_se",
+    "fit_beta_binomial_ml",
     "pass_at_k",
     "pass_hat_k",
     "pooled_binomial_interval",

@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import xarray as xr
 from scipy import optimize, stats
 from scipy.special import expit, gammaln, logit
@@ -30,10 +31,11 @@ from ..._base import (
     check_prob,
     counts,
     make_interval,
+    renamed_kwargs,
 )
 from ._intervals import EmptySampleWarning
 
-__all__ = ["BetaBinomialResult", "NoOverdispersionWarning", "beta_binomial_mle", "beta_binomial_profile_ci"]
+__all__ = ["BetaBinomialResult", "NoOverdispersionWarning", "beta_binomial_profile_ci", "fit_beta_binomial_ml"]
 
 _LOGK = (-7.0, 16.0)  # search range of log kappa; kappa beyond e^16 is treated as binomial
 _LOGIT = (-23.0, 23.0)  # search range of logit mu
@@ -175,7 +177,7 @@ class BetaBinomialResult(Result):
     n_tasks_not_run : xarray.DataArray
     ci : xarray.DataArray
         Profile-likelihood interval for ``mu`` (trailing dim ``ci_bound``,
-        ``ci_kind = "profile"``); all NaN from :func:`beta_binomial_mle`,
+        ``ci_kind = "profile"``); all NaN from :func:`fit_beta_binomial_ml`,
         which does not compute it (``ci_detail`` says so).
     """
 
@@ -312,7 +314,7 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
         kind="profile",
         detail="beta-binomial profile likelihood for mu"
         if prob is not None
-        else "not computed by beta_binomial_mle (use beta_binomial_profile_ci)",
+        else "not computed by fit_beta_binomial_ml (use beta_binomial_profile_ci)",
         template=tmpl,
     )
     return BetaBinomialResult(
@@ -327,11 +329,12 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
     )
 
 
-def beta_binomial_mle(
-    data,
-    n=None,
+@renamed_kwargs(dim="run_dim")
+def fit_beta_binomial_ml(
+    data: xr.Dataset | xr.DataArray | npt.ArrayLike,
+    n: xr.DataArray | npt.ArrayLike | None = None,
     *,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
 ) -> BetaBinomialResult:
     """Maximum-likelihood beta-binomial fit of per-task success counts.
@@ -343,7 +346,7 @@ def beta_binomial_mle(
         ``n_success``), or success counts per task when ``n`` is given.
     n : array-like or xarray.DataArray, optional
         Trials per task (with ``data`` = successes).
-    dim, task_dim : str
+    run_dim, task_dim : str
         Run and task dims.
 
     Returns
@@ -356,19 +359,20 @@ def beta_binomial_mle(
 
     Examples
     --------
-    >>> res = beta_binomial_mle([0, 1, 3, 2, 9, 5], [10, 10, 10, 10, 10, 10])
+    >>> res = fit_beta_binomial_ml([0, 1, 3, 2, 9, 5], [10, 10, 10, 10, 10, 10])
     >>> round(float(res.mu), 3)
     0.342
     """
-    return _fit(data, n, prob=None, dim=dim, task_dim=task_dim)
+    return _fit(data, n, prob=None, dim=run_dim, task_dim=task_dim)
 
 
+@renamed_kwargs(dim="run_dim")
 def beta_binomial_profile_ci(
-    data,
-    n=None,
+    data: xr.Dataset | xr.DataArray | npt.ArrayLike,
+    n: xr.DataArray | npt.ArrayLike | None = None,
     *,
     prob: float = DEFAULT_PROB,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
 ) -> BetaBinomialResult:
     """Beta-binomial MLE plus the profile-likelihood interval for ``mu``.
@@ -379,8 +383,8 @@ def beta_binomial_profile_ci(
 
     Parameters
     ----------
-    data, n, dim, task_dim
-        As in :func:`beta_binomial_mle`.
+    data, n, run_dim, task_dim
+        As in :func:`fit_beta_binomial_ml`.
     prob : float
         Level of the profile-likelihood interval.
 
@@ -390,4 +394,4 @@ def beta_binomial_profile_ci(
     >>> res.ci.dims
     ('ci_bound',)
     """
-    return _fit(data, n, prob=prob, dim=dim, task_dim=task_dim)
+    return _fit(data, n, prob=prob, dim=run_dim, task_dim=task_dim)

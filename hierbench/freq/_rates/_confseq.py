@@ -37,6 +37,7 @@ from ..._base import (
     check_prob,
     interval_label,
     make_interval,
+    renamed_kwargs,
 )
 
 __all__ = ["ConfidenceSequenceResult", "EmptyConfidenceSequenceWarning", "confidence_sequence"]
@@ -217,30 +218,30 @@ def _check_settings(breaks, theta, trunc_scale, combine) -> None:
 
 
 def _stream(
-    x: xr.DataArray, y: xr.DataArray | None, dim: str
+    x: xr.DataArray, y: xr.DataArray | None, task_dim: str
 ) -> tuple[xr.DataArray, xr.DataArray]:
-    """``(values, z)``: the values whose mean is sought and their [0, 1] form, ``dim`` last."""
+    """``(values, z)``: the values whose mean is sought and their [0, 1] form, ``task_dim`` last."""
     for name, v in (("x", x), ("y", y)):
         if v is None:
             continue
         if not isinstance(v, xr.DataArray):
             raise TypeError(f"`{name}` must be an xarray.DataArray; got {type(v).__name__}")
-        if dim not in v.dims:
-            raise ValueError(f"`dim` must be a dimension of `{name}` {v.dims}; got {dim!r}")
-        if "run" in v.dims and dim != "run":
+        if task_dim not in v.dims:
+            raise ValueError(f"`task_dim` must be a dimension of `{name}` {v.dims}; got {task_dim!r}")
+        if "run" in v.dims and task_dim != "run":
             raise ValueError(
                 f"`{name}` has a 'run' dim: the sequence is over per-task values, so average "
                 f"the runs of each task first (e.g. `{name}.mean('run')`)"
             )
         _check_values(v, name, 0.0, 1.0)
     if y is None:
-        return x, x.astype(float).transpose(..., dim)
+        return x, x.astype(float).transpose(..., task_dim)
     try:
         x, y = xr.align(x, y, join="exact")
     except ValueError as err:
-        raise ValueError(f"`x` and `y` must have the same {dim!r} labels") from err
+        raise ValueError(f"`x` and `y` must have the same {task_dim!r} labels") from err
     values = x - y
-    return values, ((values + 1) / 2).astype(float).transpose(..., dim)
+    return values, ((values + 1) / 2).astype(float).transpose(..., task_dim)
 
 
 def _intersect(b: np.ndarray) -> None:
@@ -259,11 +260,12 @@ def _intersect(b: np.ndarray) -> None:
         b[empty] = np.nan
 
 
+@renamed_kwargs(dim="task_dim")
 def confidence_sequence(
     x: xr.DataArray,
     y: xr.DataArray | None = None,
     *,
-    dim: str = "task",
+    task_dim: str = "task",
     prob: float = DEFAULT_PROB,
     breaks: int = 1000,
     running_intersection: bool = True,
@@ -277,13 +279,13 @@ def confidence_sequence(
     ----------
     x : xarray.DataArray
         Per-task values in [0, 1] (e.g. an agent's per-task mean score) along
-        ``dim``, in the order the tasks were (or will be) evaluated. Other
+        ``task_dim``, in the order the tasks were (or will be) evaluated. Other
         dims (agents, simulated streams) are computed side by side.
     y : xarray.DataArray, optional
         A second agent's per-task values: the sequence is then for the mean of
         the paired difference ``x - y``, computed on ``(x - y + 1) / 2`` in
         [0, 1] and mapped back to [-1, 1].
-    dim : str
+    task_dim : str
         The task dim (the time axis of the sequence).
     prob : float
         Coverage ``1 - alpha``, simultaneously over all times.
@@ -304,7 +306,7 @@ def confidence_sequence(
     Returns
     -------
     ConfidenceSequenceResult
-        ``bounds`` with dims ``(..., dim, ci_bound)``.
+        ``bounds`` with dims ``(..., task_dim, ci_bound)``.
 
     Examples
     --------
@@ -317,9 +319,9 @@ def confidence_sequence(
     """
     prob = check_prob(prob)
     _check_settings(breaks, theta, trunc_scale, combine)
-    values, z = _stream(x, y, dim)
+    values, z = _stream(x, y, task_dim)
     lead = z.dims[:-1]
-    arr = z.values.reshape(-1, z.sizes[dim])
+    arr = z.values.reshape(-1, z.sizes[task_dim])
     b = _bounds(arr, int(breaks), 1 - prob, float(theta), float(trunc_scale), combine)
     if running_intersection:
         _intersect(b)
@@ -327,7 +329,7 @@ def confidence_sequence(
         b = 2 * b - 1
     b = b.reshape(*z.shape, 2)
     coords = {k: c for k, c in z.coords.items() if set(c.dims) <= set(z.dims)}
-    tmpl = xr.DataArray(b[..., 0], dims=(*lead, dim), coords=coords)
+    tmpl = xr.DataArray(b[..., 0], dims=(*lead, task_dim), coords=coords)
     bounds = make_interval(
         tmpl,
         tmpl.copy(data=b[..., 1]),
@@ -344,6 +346,6 @@ def confidence_sequence(
             "running_intersection": int(running_intersection),
         }
     )
-    n = xr.DataArray(np.arange(1, z.sizes[dim] + 1), dims=dim, coords={dim: z[dim].values})
-    est = values.astype(float).cumsum(dim) / n
-    return ConfidenceSequenceResult(ci=bounds, estimate=est.transpose(..., dim), n=n, dim=dim)
+    n = xr.DataArray(np.arange(1, z.sizes[task_dim] + 1), dims=task_dim, coords={task_dim: z[task_dim].values})
+    est = values.astype(float).cumsum(task_dim) / n
+    return ConfidenceSequenceResult(ci=bounds, estimate=est.transpose(..., task_dim), n=n, dim=task_dim)

@@ -24,6 +24,7 @@ from ..._base import (
     check_prob,
     cluster_codes,
     make_interval,
+    renamed_kwargs,
 )
 from ..._numerics import cluster_robust_se as _cluster_robust_se
 from ..._numerics import wilson_bounds as _wilson_bounds
@@ -225,7 +226,7 @@ def _normal_ci(
     return _pack((est - z * se).values, (est + z * se).values, est, prob, kind, detail)
 
 
-def _scores(data, dim: str) -> xr.DataArray:
+def _scores(data, dim: str, argname: str) -> xr.DataArray:
     if isinstance(data, xr.Dataset):
         if "score" not in data:
             raise ValueError(f"`data` must be an eval dataset with a `score` variable; got {list(data.data_vars)}")
@@ -233,7 +234,7 @@ def _scores(data, dim: str) -> xr.DataArray:
     if not isinstance(data, xr.DataArray):
         raise TypeError(f"`data` must be an xarray Dataset or DataArray; got {type(data).__name__}")
     if dim not in data.dims:
-        raise ValueError(f"`dim` must be a dimension of the scores {data.dims}; got {dim!r}")
+        raise ValueError(f"`{argname}` must be a dimension of the scores {data.dims}; got {dim!r}")
     return data
 
 
@@ -266,7 +267,7 @@ def pooled_binomial_interval(
     >>> round(float(res.ci[1] - res.estimate), 4)
     0.0245
     """
-    y = _scores(data, dims[-1])
+    y = _scores(data, dims[-1], "dims")
     for d in dims:
         if d not in y.dims:
             raise ValueError(f"`dims` must be dimensions of the scores {y.dims}; got {d!r}")
@@ -300,11 +301,12 @@ def design_effect(n_runs, rho):
     return 1.0 + (r - 1.0) * rho_
 
 
+@renamed_kwargs(dim="task_dim")
 def clustered_se(
     scores,
     clusters,
     *,
-    dim: str = "task",
+    task_dim: str = "task",
     small_sample: bool = True,
     missing: str = "singleton",
 ) -> xr.DataArray:
@@ -323,12 +325,12 @@ def clustered_se(
     Parameters
     ----------
     scores : array-like or xarray.DataArray
-        One score per unit along ``dim`` (average runs per task first); NaN
+        One score per unit along ``task_dim`` (average runs per task first); NaN
         units are left out.
     clusters : array-like or xarray.DataArray
-        Cluster label per unit along ``dim``; a missing label is ``None``,
+        Cluster label per unit along ``task_dim``; a missing label is ``None``,
         NaN or ``""``.
-    dim : str
+    task_dim : str
     small_sample : bool
     missing : {"singleton", "refuse"}
         A unit without a label is a cluster of its own (``"singleton"``,
@@ -346,23 +348,23 @@ def clustered_se(
     >>> round(float(clustered_se([1, 1, 0, 0], [0, 0, 1, 1], small_sample=False)), 4)
     0.3536
     """
-    s = scores if isinstance(scores, xr.DataArray) else xr.DataArray(np.asarray(scores, float), dims=(dim,))
-    if dim not in s.dims:
-        raise ValueError(f"`dim` must be a dimension of `scores` {s.dims}; got {dim!r}")
+    s = scores if isinstance(scores, xr.DataArray) else xr.DataArray(np.asarray(scores, float), dims=(task_dim,))
+    if task_dim not in s.dims:
+        raise ValueError(f"`task_dim` must be a dimension of `scores` {s.dims}; got {task_dim!r}")
     cl = np.asarray(clusters.values if isinstance(clusters, xr.DataArray) else clusters, dtype=object)
-    if cl.shape != (s.sizes[dim],):
-        raise ValueError(f"`clusters` must have one label per {dim!r} ({s.sizes[dim]}); got shape {cl.shape}")
-    holder = xr.DataArray(np.zeros(cl.size), dims=(dim,), coords={"_cluster": (dim, cl)})
-    if dim in s.coords:
-        holder = holder.assign_coords({dim: s[dim].values})
-    codes, labels = cluster_codes(holder, "_cluster", dim=dim, missing=missing, name="clusters")
+    if cl.shape != (s.sizes[task_dim],):
+        raise ValueError(f"`clusters` must have one label per {task_dim!r} ({s.sizes[task_dim]}); got shape {cl.shape}")
+    holder = xr.DataArray(np.zeros(cl.size), dims=(task_dim,), coords={"_cluster": (task_dim, cl)})
+    if task_dim in s.coords:
+        holder = holder.assign_coords({task_dim: s[task_dim].values})
+    codes, labels = cluster_codes(holder, "_cluster", dim=task_dim, missing=missing, name="clusters")
     n_missing = sum(str(x).endswith(" (no cluster)") for x in labels)
-    y = s.transpose(..., dim).values
+    y = s.transpose(..., task_dim).values
     n = np.isfinite(y).sum(-1)
     se, g = _cluster_robust_se(y, codes, small_sample=small_sample)
     if (n == 0).any():
         warnings.warn("clustered_se: some rows have no finite scores; their SE is NaN.", EmptySampleWarning, stacklevel=2)
-    dims = [d for d in s.dims if d != dim]
+    dims = [d for d in s.dims if d != task_dim]
     out = xr.DataArray(se, dims=dims, coords={d: s.coords[d] for d in dims if d in s.coords}, name="clustered_se")
     out.attrs = {"n_clusters": int(np.max(g)) if np.size(g) else 0, "n_missing_labels": int(n_missing)}
     return out
@@ -389,12 +391,13 @@ def finite_population_se(p, n, population_size):
     return np.sqrt(p_ * (1 - p_) / n_ * fpc)
 
 
+@renamed_kwargs(dim="task_dim")
 def stratified_mean(
     scores,
     strata,
     *,
     population_sizes: dict | None = None,
-    dim: str = "task",
+    task_dim: str = "task",
     prob: float = DEFAULT_PROB,
 ) -> IntervalResult:
     """Stratified estimate of a mean: per-stratum means weighted by stratum shares.
@@ -404,14 +407,14 @@ def stratified_mean(
     Parameters
     ----------
     scores : array-like or xarray.DataArray
-        One score per sampled unit along ``dim``.
+        One score per sampled unit along ``task_dim``.
     strata : array-like
         Stratum label per unit.
     population_sizes : dict, optional
         ``N_h`` per stratum (the full benchmark's mix): gives the weights
         ``W_h = N_h / N`` and the finite-population correction. Default: the
         sample itself is the population mix, without correction.
-    dim : str
+    task_dim : str
     prob : float
 
     Examples
@@ -421,12 +424,12 @@ def stratified_mean(
     >>> round(float(res.estimate), 4)
     0.4167
     """
-    s = scores if isinstance(scores, xr.DataArray) else xr.DataArray(np.asarray(scores, float), dims=(dim,))
-    if dim not in s.dims:
-        raise ValueError(f"`dim` must be a dimension of `scores` {s.dims}; got {dim!r}")
+    s = scores if isinstance(scores, xr.DataArray) else xr.DataArray(np.asarray(scores, float), dims=(task_dim,))
+    if task_dim not in s.dims:
+        raise ValueError(f"`task_dim` must be a dimension of `scores` {s.dims}; got {task_dim!r}")
     lab = np.asarray(strata.values if isinstance(strata, xr.DataArray) else strata).astype(str)
-    if lab.shape != (s.sizes[dim],):
-        raise ValueError(f"`strata` must have one label per {dim!r} ({s.sizes[dim]}); got shape {lab.shape}")
+    if lab.shape != (s.sizes[task_dim],):
+        raise ValueError(f"`strata` must have one label per {task_dim!r} ({s.sizes[task_dim]}); got shape {lab.shape}")
     uniq = sorted(set(lab.tolist()))
     if population_sizes is not None:
         pops = {str(k): float(v) for k, v in population_sizes.items()}
@@ -445,16 +448,16 @@ def stratified_mean(
     else:
         w = {h: (lab == h).mean() for h in uniq}
         fpc = dict.fromkeys(uniq, 1.0)
-    y = s.transpose(..., dim)
+    y = s.transpose(..., task_dim)
     est = 0.0
     var = 0.0
     for h in uniq:
-        yh = y.isel({dim: np.flatnonzero(lab == h)})
-        nh = yh.notnull().sum(dim)
-        est = est + w[h] * yh.mean(dim)
-        var = var + w[h] ** 2 * yh.var(dim, ddof=1) / nh * fpc[h]
+        yh = y.isel({task_dim: np.flatnonzero(lab == h)})
+        nh = yh.notnull().sum(task_dim)
+        est = est + w[h] * yh.mean(task_dim)
+        var = var + w[h] ** 2 * yh.var(task_dim, ddof=1) / nh * fpc[h]
     se = np.sqrt(var)
-    n = s.notnull().sum(dim)
+    n = s.notnull().sum(task_dim)
     return IntervalResult(est.rename("estimate"), se.rename("standard_error"),
                           _normal_ci(est, se, prob, "normal", "stratified estimate, normal approximation"), n.rename("n"))
 
@@ -504,10 +507,11 @@ class SuccessRateResult(Result):
         return self.micro.rename("estimate")
 
 
+@renamed_kwargs(dim="run_dim")
 def success_rate(
     data: xr.Dataset,
     *,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
     tag: str | None = "tag",
     cluster: str | None = "cluster",
@@ -524,7 +528,7 @@ def success_rate(
     ----------
     data : xarray.Dataset
         Eval dataset.
-    dim, task_dim : str
+    run_dim, task_dim : str
         Run and task dims.
     tag : str or None
         Task coord for the macro average (ignored when absent).
@@ -544,12 +548,12 @@ def success_rate(
     ('agent', 'ci_bound')
     """
     prob = check_prob(prob)
-    y = _scores(data, dim)
+    y = _scores(data, run_dim, "run_dim")
     check_dim(y, task_dim, "task_dim")
     if strict:
         y = (y == 1).astype(float).where(y.notnull())
-    cell = y.mean(dim)
-    n_runs = y.notnull().sum((dim, task_dim))
+    cell = y.mean(run_dim)
+    n_runs = y.notnull().sum((run_dim, task_dim))
     ran = cell.notnull()
     n_tasks = ran.sum(task_dim)
     micro = cell.mean(task_dim)
@@ -568,9 +572,9 @@ def success_rate(
         macro = by_tag.mean("tag")
     if isinstance(data, xr.Dataset) and "error" in data:
         err = data["error"].astype(bool)
-        n_err = err.sum((dim, task_dim))
+        n_err = err.sum((run_dim, task_dim))
         # an errored run excluded from the scores (errors="exclude") was still attempted
-        attempted = (data["score"].notnull() | err).sum((dim, task_dim))
+        attempted = (data["score"].notnull() | err).sum((run_dim, task_dim))
         err_rate = n_err / attempted.where(attempted > 0)
     else:
         n_err = xr.full_like(n_runs, 0)

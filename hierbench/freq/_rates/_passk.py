@@ -34,6 +34,7 @@ from ..._base import (
     check_prob,
     counts,
     make_interval,
+    renamed_kwargs,
 )
 from .._kernels import _pass_kernel
 
@@ -263,12 +264,12 @@ _DOC_PARAMS = """
     Parameters
     ----------
     data : xarray.Dataset or xarray.DataArray
-        An eval dataset (binary ``score`` with dims including ``dim``), its
+        An eval dataset (binary ``score`` with dims including ``run_dim``), its
         counts (:func:`hierbench.data.to_counts`: ``n_runs``, ``n_success``)
         or a binary score DataArray.
     k : int or sequence of int
         Number of attempts. A sequence adds a dim ``k``.
-    dim : str
+    run_dim : str
         The run dimension (ignored for counts).
     task_dim : str
         The task dimension averaged over for ``mean``.
@@ -297,11 +298,12 @@ _DOC_PARAMS = """
 """
 
 
+@renamed_kwargs(dim="run_dim")
 def pass_hat_k(
     data: xr.Dataset | xr.DataArray,
     k: int | Sequence[int],
     *,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
     plugin: bool = False,
     small_n: Literal["nan", "clip"] = "nan",
@@ -322,15 +324,16 @@ def pass_hat_k(
     0.325
     """
     return _pass(
-        data, k, kind="hat", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+        data, k, kind="hat", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
     )
 
 
+@renamed_kwargs(dim="run_dim")
 def pass_at_k(
     data: xr.Dataset | xr.DataArray,
     k: int | Sequence[int],
     *,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
     plugin: bool = False,
     small_n: Literal["nan", "clip"] = "nan",
@@ -351,7 +354,7 @@ def pass_at_k(
     0.675
     """
     return _pass(
-        data, k, kind="at", dim=dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+        data, k, kind="at", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
     )
 
 

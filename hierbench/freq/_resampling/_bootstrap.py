@@ -49,6 +49,7 @@ from ..._base import (
     check_prob,
     cluster_codes,
     make_interval,
+    renamed_kwargs,
 )
 from ..._base import counts as cell_counts
 from .._inputs import score_array
@@ -313,6 +314,7 @@ def _package(
 # ---------------------------------------------------------------------------
 
 
+@renamed_kwargs(dim="run_dim")
 def bootstrap_ci(
     data: xr.Dataset | xr.DataArray,
     statistic: Literal["mean", "pass_hat_k", "pass_at_k"] | StatisticFn = "mean",
@@ -325,7 +327,7 @@ def bootstrap_ci(
     prob: float = DEFAULT_PROB,
     cluster: str | None = "auto",
     paired: bool = True,
-    dim: str = "run",
+    run_dim: str = "run",
     task_dim: str = "task",
     agent_dim: str = "agent",
     rng: None | int | np.random.Generator = None,
@@ -366,7 +368,7 @@ def bootstrap_ci(
     paired : bool
         ``True``: one task resample shared by every agent (paired comparisons,
         rankings). ``False``: independent resamples per agent.
-    dim, task_dim, agent_dim : str
+    run_dim, task_dim, agent_dim : str
         Names of the run, task and agent dims.
     rng : None, int or numpy.random.Generator
     progress : bool or None
@@ -394,8 +396,8 @@ def bootstrap_ci(
     """
     prob, builtin = _check_arguments(statistic, k, scheme, method, n_resamples, prob)
     gen = as_rng(rng)
-    cells, agent_coord, _task_coord, src = _cells_from(data, dim, task_dim, agent_dim)
-    _check_cells(cells, data, statistic, builtin, k, scheme, dim)
+    cells, agent_coord, _task_coord, src = _cells_from(data, run_dim, task_dim, agent_dim)
+    _check_cells(cells, data, statistic, builtin, k, scheme, run_dim)
     # clusters through the one routine (a task without a label is its own cluster, stated)
     cc = cluster_codes(src, cluster, dim=task_dim)
     codes = None if cc is None else cc[0]

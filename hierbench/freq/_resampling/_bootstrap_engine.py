@@ -53,10 +53,10 @@ class _Cells:
             self.cdf = np.where(np.arange(nmax) >= self.n[..., None], 1.0, self.cdf)
 
 
-def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_dim: str):
+def _cells_from(data: xr.Dataset | xr.DataArray, run_dim: str, task_dim: str, agent_dim: str):
     """Return (cells, agent coord or None, task index, cluster codes source)."""
     if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data and "score" not in data:
-        cnt = cell_counts(data, dim=dim, binary=False)
+        cnt = cell_counts(data, dim=run_dim, binary=False)
         n_da, s_da = cnt["n_runs"], cnt["n_success"]
         if task_dim not in n_da.dims:
             raise ValueError(f"`task_dim` must be a dimension of `data.n_runs` {n_da.dims}; got {task_dim!r}")
@@ -74,11 +74,11 @@ def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_
         cells = _Cells(n=n, s=s, binary=binary, packed=None)
         return cells, (n_da[agent_dim] if has_agent else None), n_da[task_dim], n_da
     score = score_array(data)
-    for name, d in (("dim", dim), ("task_dim", task_dim)):
+    for name, d in (("run_dim", run_dim), ("task_dim", task_dim)):
         if d not in score.dims:
             raise ValueError(f"`{name}` must be a dimension of the scores {score.dims}; got {d!r}")
     has_agent = agent_dim in score.dims
-    order = (agent_dim, task_dim, dim) if has_agent else (task_dim, dim)
+    order = (agent_dim, task_dim, run_dim) if has_agent else (task_dim, run_dim)
     extra = [d for d in score.dims if d not in order]
     if extra:
         raise ValueError(f"the scores must have dims {order}; found extra dims {extra}")
@@ -86,7 +86,7 @@ def _cells_from(data: xr.Dataset | xr.DataArray, dim: str, task_dim: str, agent_
     if not has_agent:
         y = y[None]
     fin = np.isfinite(y)
-    cnt = cell_counts(score, dim=dim, binary=False)  # the one counts routine (refuses inf)
+    cnt = cell_counts(score, dim=run_dim, binary=False)  # the one counts routine (refuses inf)
     c_order = (agent_dim, task_dim) if has_agent else (task_dim,)
     n = np.asarray(cnt["n_runs"].transpose(*c_order).values, dtype=float)
     s = np.asarray(cnt["n_success"].transpose(*c_order).values, dtype=float)

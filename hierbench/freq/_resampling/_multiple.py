@@ -59,6 +59,7 @@ from ..._base import (
     cluster_codes,
     interval_label,
     make_interval,
+    renamed_kwargs,
 )
 from .._inputs import agent_task_means
 from ._bootstrap import bootstrap_ci
@@ -663,12 +664,13 @@ def _attrs(test, reason, adjust, adjust_reason, codes, cluster, flip, fam, prob,
     }
 
 
+@renamed_kwargs(dim="task_dim")
 def compare_agents(
     data: xr.Dataset | xr.DataArray,
     *,
     test: str = "auto",
     adjust: str = "auto",
-    dim: str = "task",
+    task_dim: str = "task",
     run_dim: str = "run",
     agent_dim: str = "agent",
     cluster: str | None = "auto",
@@ -704,7 +706,7 @@ def compare_agents(
         and ``ci_simultaneous`` excludes 0 exactly for the pairs it separates.
         ``"maxt-stepdown"`` (free step-down) separates at least as many, with
         no matching interval. ``p_holm`` and ``p_bh`` are always there.
-    dim, run_dim, agent_dim : str
+    task_dim, run_dim, agent_dim : str
         Task, run and agent dims.
     cluster, prob, n_resamples, method, rng
         As in :func:`paired_test`; one task (cluster) resample is shared by
@@ -748,16 +750,16 @@ def compare_agents(
     prob = _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws)
     gen = as_rng(rng)
     score, means = agent_task_means(
-        data, agent_dim=agent_dim, dim=dim, run_dim=run_dim, purpose="compare_agents"
+        data, agent_dim=agent_dim, task_dim=task_dim, run_dim=run_dim, purpose="compare_agents"
     )
     agents = [str(x) for x in score[agent_dim].values]
     pairs = list(itertools.combinations(range(len(agents)), 2))
     boot = bootstrap_ci(
         score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples),
-        prob=prob, method=method, cluster=cluster, dim=run_dim, task_dim=dim,
+        prob=prob, method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim,
         agent_dim=agent_dim, rng=gen,
     )
-    cc = cluster_codes(score, cluster, dim=dim)
+    cc = cluster_codes(score, cluster, dim=task_dim)
     rows, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
             "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster}

@@ -24,6 +24,7 @@ from ..._base import (
     as_rng,
     check_prob,
     cluster_codes,
+    renamed_kwargs,
 )
 from .._kernels import cr2_mean_se
 from ._bootstrap import bootstrap_ci
@@ -133,15 +134,15 @@ def _bh(p: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- inputs
 
 
-def _per_task(x: xr.DataArray, name: str, dim: str, run_dim: str) -> xr.DataArray:
+def _per_task(x: xr.DataArray, name: str, task_dim: str, run_dim: str) -> xr.DataArray:
     if not isinstance(x, xr.DataArray):
         raise TypeError(f"`{name}` must be an xarray.DataArray of scores; got {type(x).__name__}")
-    if dim not in x.dims:
-        raise ValueError(f"`dim` must be a dimension of `{name}` {x.dims}; got {dim!r}")
-    extra = [d for d in x.dims if d not in (dim, run_dim)]
+    if task_dim not in x.dims:
+        raise ValueError(f"`task_dim` must be a dimension of `{name}` {x.dims}; got {task_dim!r}")
+    extra = [d for d in x.dims if d not in (task_dim, run_dim)]
     if extra:
         raise ValueError(
-            f"`{name}` must have dims ({dim!r}[, {run_dim!r}]); found extra dims {extra} "
+            f"`{name}` must have dims ({task_dim!r}[, {run_dim!r}]); found extra dims {extra} "
             "(select one agent first)"
         )
     if np.isinf(x.values).any():
@@ -310,7 +311,7 @@ def _paired_bootstrap(
         prob=prob,
         method=method,
         cluster=cluster,
-        dim=run_dim,
+        run_dim=run_dim,
         task_dim=dim,
         rng=gen,
     )
@@ -337,11 +338,12 @@ def _paired_result(out: dict, flip: dict, ci, dist, counts: dict) -> PairedTestR
     )
 
 
+@renamed_kwargs(dim="task_dim")
 def paired_test(
     a: xr.DataArray,
     b: xr.DataArray,
     *,
-    dim: str = "task",
+    task_dim: str = "task",
     run_dim: str = "run",
     cluster: str | None = "auto",
     prob: float = DEFAULT_PROB,
@@ -358,7 +360,7 @@ def paired_test(
         Scores of agent A and agent B with dims ``(dim[, run_dim])``, same
         task labels; runs are averaged within a task first (NaN = not run).
         A task that either agent never ran is excluded and counted.
-    dim, run_dim : str
+    task_dim, run_dim : str
         Task and run dims.
     cluster : str, None or "auto"
         Task coord of clusters (repository, task family). ``"auto"`` uses a
@@ -405,7 +407,7 @@ def paired_test(
     prob = check_prob(prob)
     _check_counts(n_resamples, n_permutations)
     gen = as_rng(rng)
-    va, vb, codes = _paired_inputs(a, b, dim, run_dim, cluster)
+    va, vb, codes = _paired_inputs(a, b, task_dim, run_dim, cluster)
     both = np.isfinite(va) & np.isfinite(vb)
     if both.sum() < 2:
         raise ValueError(
@@ -420,7 +422,7 @@ def paired_test(
     )
     _warn_undefined(out, "paired_test")
     ci, dist = _paired_bootstrap(
-        a, b, dim=dim, run_dim=run_dim, cluster=cluster, prob=prob,
+        a, b, dim=task_dim, run_dim=run_dim, cluster=cluster, prob=prob,
         n_resamples=int(n_resamples), method=method, gen=gen,
     )
     counts = {

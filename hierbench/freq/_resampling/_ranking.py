@@ -20,6 +20,7 @@ from ..._base import (
     cluster_codes,
     interval_label,
     make_interval,
+    renamed_kwargs,
 )
 from .._inputs import agent_task_means
 from .._kernels import task_weights
@@ -67,10 +68,10 @@ class RankResult(Result):
         Equal-tailed interval of the rank, trailing dim ``ci_bound``.
     group : xarray.DataArray
         Tier (1 = top) of agents that cannot be told apart from the tier's
-        best agent at ``level`` (see :func:`rank_uncertainty`).
+        best agent at significance level ``alpha`` (see :func:`rank_uncertainty`).
     rank_best, rank_worst : xarray.DataArray
         ``1 + #agents significantly better`` and
-        ``M - #agents significantly worse`` at ``level``.
+        ``M - #agents significantly worse`` at ``alpha``.
     distribution : xarray.DataArray
         Resampled scores, dims ``(resample, agent)``.
     ranks : xarray.DataArray
@@ -193,11 +194,11 @@ def _random_tiebreak_ranks(s: np.ndarray, gen: np.random.Generator) -> np.ndarra
 
 
 def _rank_inputs(
-    data: xr.Dataset | xr.DataArray, dim: str, run_dim: str, agent_dim: str
+    data: xr.Dataset | xr.DataArray, task_dim: str, run_dim: str, agent_dim: str
 ) -> tuple[xr.DataArray, np.ndarray]:
     """The score DataArray and the per-task mean scores ``(agent, task)``, validated."""
     score, y = agent_task_means(
-        data, agent_dim=agent_dim, dim=dim, run_dim=run_dim, purpose="rank_uncertainty"
+        data, agent_dim=agent_dim, task_dim=task_dim, run_dim=run_dim, purpose="rank_uncertainty"
     )
     obs = np.isfinite(y)
     if not obs.any(axis=1).all():
@@ -261,10 +262,10 @@ def _beat_probabilities(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return gt, tie
 
 
-def _tiers(gt: np.ndarray, observed: np.ndarray, level: float) -> tuple[np.ndarray, ...]:
-    """Tiers, best and worst ranks from the pairs told apart at ``level``."""
+def _tiers(gt: np.ndarray, observed: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
+    """Tiers, best and worst ranks from the pairs told apart at significance level ``alpha``."""
     M = gt.shape[0]
-    sig = gt > 1 - level / 2  # sig[i, j]: i significantly better than j
+    sig = gt > 1 - alpha / 2  # sig[i, j]: i significantly better than j
     np.fill_diagonal(sig, False)
     order = np.argsort(-observed, kind="stable")
     group = np.zeros(M, dtype=np.int64)
@@ -282,7 +283,7 @@ def _tiers(gt: np.ndarray, observed: np.ndarray, level: float) -> tuple[np.ndarr
 
 def _rank_result(
     agents: np.ndarray, y: np.ndarray, s: np.ndarray, ranks: np.ndarray, n_undef: int, *,
-    prob: float, level: float, unit: str, n_resamples: int,
+    prob: float, alpha: float, unit: str, n_resamples: int,
 ) -> RankResult:
     """Rank probabilities, intervals and tiers from the resampled scores and ranks."""
     M = y.shape[0]
@@ -293,7 +294,7 @@ def _rank_result(
     gt, tie = _beat_probabilities(s)
     observed = np.where(obs, y, 0.0).sum(1) / obs.sum(1)
     q = np.quantile(ranks, [(1 - prob) / 2, (1 + prob) / 2], axis=0, method="inverted_cdf").T
-    group, rank_best, rank_worst = _tiers(gt, observed, level)
+    group, rank_best, rank_worst = _tiers(gt, observed, alpha)
     ac = {"agent": agents}
     rk = np.arange(1, M + 1)
     pair = {"agent": ac["agent"], "opponent": ac["agent"]}
@@ -317,7 +318,7 @@ def _rank_result(
         p_tie=xr.DataArray(tie, dims=("agent", "opponent"), coords=pair),
         mean_rank=xr.DataArray(ranks.mean(axis=0), dims="agent", coords=ac),
         rank_ci=rank_ci,
-        group=xr.DataArray(group, dims="agent", coords=ac, attrs={"level": level}),
+        group=xr.DataArray(group, dims="agent", coords=ac, attrs={"alpha": alpha}),
         rank_best=xr.DataArray(rank_best, dims="agent", coords=ac),
         rank_worst=xr.DataArray(rank_worst, dims="agent", coords=ac),
         distribution=xr.DataArray(s, dims=("resample", "agent"), coords=ac),
@@ -326,18 +327,19 @@ def _rank_result(
             "n_tasks_missing": xr.DataArray((~obs).sum(1), dims="agent", coords=ac),
             "n_undefined": n_undef,
         },
-        attrs={"n_resamples": int(n_resamples), "level": level, "ci_prob": prob, "resample_unit": unit},
+        attrs={"n_resamples": int(n_resamples), "alpha": alpha, "ci_prob": prob, "resample_unit": unit},
     )
 
 
+@renamed_kwargs(dim="task_dim", level="alpha")
 def rank_uncertainty(
     data: xr.Dataset | xr.DataArray,
     *,
     n_resamples: int = 2000,
     prob: float = DEFAULT_PROB,
-    level: float = 0.05,
+    alpha: float = 0.05,
     cluster: str | None = "auto",
-    dim: str = "task",
+    task_dim: str = "task",
     run_dim: str = "run",
     agent_dim: str = "agent",
     rng: None | int | np.random.Generator = None,
@@ -357,16 +359,17 @@ def rank_uncertainty(
     n_resamples : int
     prob : float
         Probability of the rank intervals ``rank_ci``.
-    level : float
-        Two agents are told apart when one beats the other in more than
-        ``1 - level / 2`` of the resamples (the percentile bootstrap test of
-        their paired difference at ``level``, ties counting against it).
+    alpha : float
+        Significance level (the size of each pairwise test, not an interval
+        level). Two agents are told apart when one beats the other in more
+        than ``1 - alpha / 2`` of the resamples (the percentile bootstrap test
+        of their paired difference at ``alpha``, ties counting against it).
         Tiers: the best remaining agent by observed score leads a tier that
         runs down the observed order to the last agent it cannot be told
-        apart from. No multiplicity adjustment: it is a per-pair level.
+        apart from. No multiplicity adjustment: it is a per-pair significance level.
     cluster : str, None or "auto"
         Task coord of clusters; ``"auto"`` uses ``cluster`` if present.
-    dim, run_dim, agent_dim : str
+    task_dim, run_dim, agent_dim : str
     rng : None, int or numpy.random.Generator
 
     Returns
@@ -386,12 +389,11 @@ def rank_uncertainty(
     if int(n_resamples) != n_resamples or n_resamples < 1:
         raise ValueError(f"`n_resamples` must be a positive integer; got {n_resamples!r}")
     prob = check_prob(prob)
-    if not 0 < level < 1:
-        raise ValueError(f"`level` must satisfy 0 < level < 1; got {level!r}")
-    score, y = _rank_inputs(data, dim, run_dim, agent_dim)
+    alpha = check_prob(alpha, "alpha")
+    score, y = _rank_inputs(data, task_dim, run_dim, agent_dim)
     gen = as_rng(rng)
     _warn_unequal_task_sets(np.isfinite(y), [str(a) for a in score[agent_dim].values])
-    cc = cluster_codes(score, cluster, dim=dim)
+    cc = cluster_codes(score, cluster, dim=task_dim)
     codes = None if cc is None else cc[0]
     s = _resampled_scores(y, codes, n_resamples, gen)
     n_undef = int((~np.isfinite(s)).any(axis=1).sum())
@@ -405,5 +407,5 @@ def rank_uncertainty(
     unit = "cluster" if codes is not None else "task"
     return _rank_result(
         score[agent_dim].values, y, s, ranks, n_undef,
-        prob=prob, level=level, unit=unit, n_resamples=int(n_resamples),
+        prob=prob, alpha=alpha, unit=unit, n_resamples=int(n_resamples),
     )
