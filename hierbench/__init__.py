@@ -12,24 +12,6 @@ always), so ``import hierbench`` and ``hierbench --help`` stay fast.
 
 import importlib
 
-__all__ = [
-    "DEFAULT_PROB",
-    "BoundaryWarning",
-    "HierbenchError",
-    "HierbenchWarning",
-    "NotConvergedWarning",
-    "PartialCreditError",
-    "SmallSampleWarning",
-    "UndefinedWarning",
-    "__version__",
-    "compare",
-    "data",
-    "design",
-    "freq",
-    "metrics",
-    "testing",
-]
-
 _SUBMODULES = ("compare", "data", "design", "freq", "metrics", "testing")
 _FROM_BASE = (
     "DEFAULT_PROB",
@@ -41,6 +23,7 @@ _FROM_BASE = (
     "SmallSampleWarning",
     "UndefinedWarning",
 )
+__all__ = [*_FROM_BASE, "__version__", *_SUBMODULES]
 
 
 def __getattr__(name: str):
