@@ -25,7 +25,7 @@ import xarray as xr
 
 from ._duplicates import copies_reason
 from ._records import DuplicatePolicy, _hive_keys, _row_keys
-from ._schema import SCHEMA_VERSION, EvalDataError, _fmt_list, _not_kept_attr
+from ._schema import SCHEMA_VERSION, EvalDataError, _fmt_list, _not_kept_attr, missing_columns_error
 from ._values import (
     ERROR_FALSE,
     ERROR_MISSING,
@@ -257,11 +257,7 @@ def _all_columns(schemas: list, cols: dict[str, str | None], source: str) -> lis
         all_cols += [c for c in types if c not in all_cols]
     missing = {k: c for k, c in cols.items() if c is not None and c not in all_cols}
     if missing:
-        raise EvalDataError(
-            f"missing required columns in {source}: "
-            + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
-            + f"; the records have columns {_fmt_list(all_cols, 30)}"
-        )
+        raise missing_columns_error(missing, f" in {source}", all_cols)
     return all_cols
 
 
