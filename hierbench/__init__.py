@@ -12,26 +12,6 @@ always), so ``import hierbench`` and ``hierbench --help`` stay fast.
 
 import importlib
 
-__all__ = [
-    "DEFAULT_PROB",
-    "BoundaryWarning",
-    "HierbenchError",
-    "HierbenchWarning",
-    "NotConvergedWarning",
-    "PartialCreditError",
-    "SmallSampleWarning",
-    "UndefinedWarning",
-    "__version__",
-    "compare",
-    "data",
-    "design",
-    "freq",
-    "map_seeded",
-    "metrics",
-    "spawn_generators",
-    "testing",
-]
-
 _SUBMODULES = ("compare", "data", "design", "freq", "metrics", "testing")
 _FROM_BASE = (
     "DEFAULT_PROB",
@@ -45,6 +25,7 @@ _FROM_BASE = (
 )
 # independent seeded work on any concurrent.futures executor (the library's own studies use it)
 _FROM_PARALLEL = ("map_seeded", "spawn_generators")
+__all__ = [*_FROM_BASE, "__version__", *_SUBMODULES, *_FROM_PARALLEL]
 
 
 def __getattr__(name: str):

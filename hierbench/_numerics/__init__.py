@@ -11,18 +11,9 @@
 Nothing here imports xarray, PyMC or another hierbench subpackage.
 """
 
-from .agq import (
-    NEWTON_MAX_STEP,
-    NEWTON_STEPS,
-    NEWTON_STEPS_TRACED,
-    NEWTON_TOL,
-    expit_pair,
-    gauss_hermite,
-    logit_normal_expectation,
-    node_terms,
-    place_nodes,
-    population_nodes,
-)
+from . import agq
+from .agq import *  # noqa: F403
+from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
 from .intervals import cluster_robust_se, wilson_bounds
 
 #: names served from the compiled kernels (:mod:`.agq_numba`), loaded lazily
@@ -48,17 +39,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'hierbench._numerics' has no attribute {name!r}")
 
 
-__all__ = [
-    "NEWTON_MAX_STEP",
-    "NEWTON_STEPS",
-    "NEWTON_STEPS_TRACED",
-    "NEWTON_TOL",
-    "cluster_robust_se",
-    "expit_pair",
-    "gauss_hermite",
-    "logit_normal_expectation",
-    "node_terms",
-    "place_nodes",
-    "population_nodes",
-    "wilson_bounds",
-]
+__all__ = [*agq.__all__, "NEWTON_STEPS_TRACED", "cluster_robust_se", "wilson_bounds"]

@@ -236,6 +236,17 @@ def _masses(y, n, eta, sd, u, c, steps, e_out, w_out):
                     w_out[si, ai, ti, q] /= tot[ti]
 
 
+def _row_inputs(y, n, eta, sd, u, log_w, steps) -> tuple:
+    """The arguments the draw kernels share, as the compiled signature wants them (float, contiguous).
+
+    ``c = log w + u^2 / 2`` is the node's log weight with the Gauss-Hermite factor taken out.
+    """
+    u = np.asarray(u, dtype=float)
+    c = np.asarray(log_w, dtype=float) + 0.5 * u**2
+    rows = (np.ascontiguousarray(a, dtype=float) for a in (y, n, eta, sd))
+    return (*rows, u, c, int(steps))
+
+
 def node_masses(
     y: np.ndarray, n: np.ndarray, eta: np.ndarray, sd: np.ndarray, u: np.ndarray, log_w: np.ndarray,
     steps: int,
@@ -251,18 +262,7 @@ def node_masses(
     q = u.size
     e = np.empty((S, A, T, q))
     wt = np.empty((S, A, T, q))
-    c = np.asarray(log_w, dtype=float) + 0.5 * np.asarray(u, dtype=float) ** 2
-    _masses(
-        np.ascontiguousarray(y, dtype=float),
-        np.ascontiguousarray(n, dtype=float),
-        np.ascontiguousarray(eta, dtype=float),
-        np.ascontiguousarray(sd, dtype=float),
-        np.asarray(u, dtype=float),
-        c,
-        int(steps),
-        e,
-        wt,
-    )
+    _masses(*_row_inputs(y, n, eta, sd, u, log_w, steps), e, wt)
     return e, wt
 
 
@@ -369,16 +369,9 @@ def task_means(
     K = len(ks)
     exp_out = np.empty((S, A, K))
     real_out = np.empty((S, A, K))
-    c = np.asarray(log_w, dtype=float) + 0.5 * np.asarray(u, dtype=float) ** 2
     realised = unif is not None
     _means(
-        np.ascontiguousarray(y, dtype=float),
-        np.ascontiguousarray(n, dtype=float),
-        np.ascontiguousarray(eta, dtype=float),
-        np.ascontiguousarray(sd, dtype=float),
-        np.asarray(u, dtype=float),
-        c,
-        int(steps),
+        *_row_inputs(y, n, eta, sd, u, log_w, steps),
         np.ascontiguousarray(unif, dtype=float) if realised else np.zeros((1, 1, 1)),
         np.ascontiguousarray(wmask, dtype=float),
         ks.astype(np.int64),

@@ -55,6 +55,11 @@ def _swebench() -> xr.Dataset:
     return load_swebench_bash_only()
 
 
+#: every reference fit's sampler settings and seed unless its case says otherwise
+ZOO_SAMPLER: dict[str, Any] = {"draws": 1000, "tune": 1000, "chains": 4}
+ZOO_SEED = 20261130
+
+
 @dataclass(frozen=True)
 class ZooCase:
     """One reference fit: model, dataset, options, sampler settings, seed, summarised variables."""
@@ -64,46 +69,38 @@ class ZooCase:
     dataset: str
     data_file: str
     loader: Callable[[], xr.Dataset]
-    options: dict[str, Any]
-    sampler: dict[str, Any]
-    seed: int
     var_names: tuple[str, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+    sampler: dict[str, Any] = field(default_factory=lambda: dict(ZOO_SAMPLER))
+    seed: int = ZOO_SEED
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-ZOO_CASES: dict[str, ZooCase] = {
-    "rats": ZooCase(
+_CASES = (
+    ZooCase(
         name="rats",
         model="beta_binomial",
         dataset="rat tumours, 71 experiments (Tarone 1982; BDA3 table 5.1)",
         data_file="beta_binomial/rats_bda_tarone1982_71.csv",
         loader=_rats,
         options={"pooling": "none"},
-        sampler={"draws": 1000, "tune": 1000, "chains": 4},
-        seed=20261130,
         var_names=("mu", "kappa", "mean_observed"),
     ),
-    "metr": ZooCase(
+    ZooCase(
         name="metr",
         model="crossed",
         dataset="METR task runs (Feb 2025), binarised, 10 models x 83 tasks, task families as clusters",
         data_file="metr/metr_all_runs_2025-02-27_19b0311.csv.gz",
         loader=_metr,
-        options={},
-        sampler={"draws": 1000, "tune": 1000, "chains": 4},
-        seed=20261130,
         var_names=("sd_task", "sd_agent_task", "sd_cluster", "ability", "mean_observed", "mean_new_task"),
     ),
-    "swebench_bash_only": ZooCase(
+    ZooCase(
         name="swebench_bash_only",
         model="crossed",
         dataset="SWE-bench Verified bash-only, 25 models x 500 tasks, R = 1, repositories as clusters",
         data_file="swebench_bash_only/swebench_verified_bash_only_per_instance.csv.gz",
         loader=_swebench,
-        options={},
-        sampler={"draws": 1000, "tune": 1000, "chains": 4},
-        seed=20261130,
         var_names=("sd_task", "sd_cluster", "ability", "mean_observed"),
         notes=(
             "R = 1: agent_task='auto' leaves the agent x task effect out (a single "
@@ -112,7 +109,8 @@ ZOO_CASES: dict[str, ZooCase] = {
             "centred task effects (cluster_form='integrated'); see models/crossed/card.md."
         ),
     ),
-}
+)
+ZOO_CASES: dict[str, ZooCase] = {case.name: case for case in _CASES}
 
 
 def summarise(fit: xr.DataTree, var_names: tuple[str, ...]) -> dict[str, Any]:

@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ._duplicates import copies_reason
 from ._records import DuplicatePolicy, _hive_keys, _row_keys
-from ._schema import SCHEMA_VERSION, EvalDataError, _fmt_list, _not_kept_attr
+from ._schema import SCHEMA_VERSION, EvalDataError, _fmt_list, _not_kept_attr, missing_columns_error
 from ._values import (
     ERROR_FALSE,
     ERROR_MISSING,
@@ -217,27 +218,6 @@ def _error_sql(col: str, t: str, mapping: dict[str, bool], nonempty: bool) -> st
     )
 
 
-def _suspect_copies_from(mult_counts: dict[int, int], n_distinct: int, n_rows: int, n_cells: int,
-                         distinct_per_column: dict[str, int]) -> str | None:
-    """As :func:`hierbench.data._records._suspect_copies`, from the multiplicities' counts."""
-    if n_distinct < 2 or n_distinct == n_rows:
-        return None
-    g = int(np.gcd.reduce(np.array(list(mult_counts), dtype=np.int64)))
-    if g >= 2:
-        return (
-            f"every distinct record appears a multiple of {g} times, as when a log is "
-            f"concatenated {g} times (which would make {n_rows - n_rows // g} of them copies)"
-        )
-    if n_distinct > n_cells:
-        for c, nu in distinct_per_column.items():
-            if nu == n_distinct:
-                return (
-                    f"column {c!r} tells the distinct records apart (a per-run id, time or cost), "
-                    "yet these records repeat another in every column"
-                )
-    return None
-
-
 def _copies_error(source: str, n_copies: int, n_read: int, why: str) -> EvalDataError:
     return EvalDataError(
         f"duplicate records in {source}: {n_copies} of {n_read} records repeat an earlier record "
@@ -277,11 +257,7 @@ def _all_columns(schemas: list, cols: dict[str, str | None], source: str) -> lis
         all_cols += [c for c in types if c not in all_cols]
     missing = {k: c for k, c in cols.items() if c is not None and c not in all_cols}
     if missing:
-        raise EvalDataError(
-            f"missing required columns in {source}: "
-            + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
-            + f"; the records have columns {_fmt_list(all_cols, 30)}"
-        )
+        raise missing_columns_error(missing, f" in {source}", all_cols)
     return all_cols
 
 
@@ -409,7 +385,8 @@ def _check_copies_sql(con, source: str, n_read: int, n_cells: int, others: list[
             + " FROM src"
         ).fetchone()
         per_col = dict(zip(others, (int(x) for x in row), strict=True))
-    why = _suspect_copies_from(mult, n_distinct, n_read, n_cells, per_col)
+    # the one-run-per-cell case of the rule needs per-cell counts these readers do not make
+    why = copies_reason(mult, n_read, n_cells, lambda: per_col)
     if why is not None:
         raise _copies_error(source, n_read - n_distinct, n_read, why)
 
@@ -748,9 +725,7 @@ def _check_dask_copies(ddf: dd.DataFrame, mult: pd.Series, n_read: int, n_cells:
         per_col = dict(
             zip(others, dask.compute(*[ddf[c].nunique(dropna=False) for c in others]), strict=True)
         )
-    why = _suspect_copies_from(
-        {int(k): int(v) for k, v in mult.items()}, n_distinct, n_read, n_cells, per_col
-    )
+    why = copies_reason({int(k): int(v) for k, v in mult.items()}, n_read, n_cells, lambda: per_col)
     if why is not None:
         raise _copies_error(source, n_read - n_distinct, n_read, why)
 

@@ -37,6 +37,7 @@ from ._schema import (
     _not_kept_attr,
     check_eval_dataset,
     check_option,
+    missing_columns_error,
     score_kind,
 )
 from ._table import _hive_keys as _hive_keys  # for _large
@@ -173,11 +174,7 @@ def _roles(df: pd.DataFrame, where: str, **cols) -> _Roles:
         needed[c] = c
     missing = {k: c for k, c in needed.items() if c not in df.columns}
     if missing:
-        raise EvalDataError(
-            f"missing required columns{where}: "
-            + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
-            + f"; the records have columns {_fmt_list(list(map(str, df.columns)), 30)}"
-        )
+        raise missing_columns_error(missing, where, list(map(str, df.columns)))
     return roles
 
 
@@ -201,17 +198,23 @@ class _Records:
     n_repeated: int
 
 
+def _numeric(df: pd.DataFrame, column: str, role: str, where: str) -> np.ndarray:
+    """The column's values as floats, or an error naming the rows that are not numbers."""
+    values, bad = numbers(df[column])
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise EvalDataError(
+            f"`{role}` column {column!r}{where} must be numeric; rows {_fmt_list(rows.tolist())} hold "
+            f"{_fmt_list(df[column][bad].astype(str).tolist())}"
+        )
+    return values
+
+
 def _scores(df: pd.DataFrame, roles: _Roles, source: str, error_values) -> tuple[np.ndarray, np.ndarray]:
     """(score, error flag) per record, validated: numeric, in [0, 1], NaN only on an error."""
     where = f" in {source}"
     score = roles.score
-    sc, nonnum = numbers(df[score])
-    if nonnum.any():
-        rows = np.flatnonzero(nonnum)
-        raise EvalDataError(
-            f"`score` column {score!r}{where} must be numeric; rows {_fmt_list(rows.tolist())} hold "
-            f"{_fmt_list(df[score][nonnum].astype(str).tolist())}"
-        )
+    sc = _numeric(df, score, "score", where)
     err = (
         error_flags(
             df[roles.error], what="error", column=roles.error, source=source, error_values=error_values
@@ -393,13 +396,7 @@ def _per_run_vars(recs: _Records, roles: _Roles) -> dict:
         "error": (dims, _cube(recs.error, False, bool)),
     }
     for v, c in roles.extra.items():
-        vals, bad = numbers(df[c])
-        if bad.any():
-            rows = np.flatnonzero(bad)
-            raise EvalDataError(
-                f"`extra` column {c!r}{where} must be numeric; rows {_fmt_list(rows.tolist())} hold "
-                f"{_fmt_list(df[c][bad].astype(str).tolist())}"
-            )
+        vals = _numeric(df, c, "extra", where)
         if v in MEASURES and _bad_measure(vals).any():
             rows = np.flatnonzero(_bad_measure(vals))
             raise EvalDataError(

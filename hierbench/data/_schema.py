@@ -125,6 +125,15 @@ def _fmt_list(values: Iterable, limit: int = 10) -> str:
     return f"[{shown}{more}]"
 
 
+def missing_columns_error(missing: dict, where: str, columns: list) -> EvalDataError:
+    """The error for required columns a source lacks: each role with the column it names, and what is there."""
+    return EvalDataError(
+        f"missing required columns{where}: "
+        + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
+        + f"; the records have columns {_fmt_list(columns, 30)}"
+    )
+
+
 def check_eval_dataset(ds: xr.Dataset, *, name: str = "data") -> xr.Dataset:
     """Validate that ``ds`` follows the eval-dataset contract and return it.
 

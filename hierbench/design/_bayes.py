@@ -26,6 +26,7 @@ from scipy.special import betaln
 
 from .._base import DEFAULT_PROB, Result, check_prob, make_interval
 from . import _kernels as K
+from ._plan import _per_cohort
 
 __all__ = ["CohortPosteriorResult", "cohort_posterior"]
 
@@ -191,12 +192,7 @@ def cohort_posterior(
     for r in range(R):
         counts[r] = np.bincount(code[r].ravel(), minlength=len(types))
     pm, psd, lo, hi = _posterior_kernel(counts, k.sum(1), L, M, float(prob), *grid)
-    ex_shape = tuple(labels.sizes[d] for d in extra)
-    ex_coords = {d: labels[d] for d in extra if d in labels.coords}
-
-    def da(v, name):
-        return xr.DataArray(np.asarray(v).reshape(ex_shape), dims=extra, coords=ex_coords, name=name)
-
+    da = _per_cohort(labels, extra)
     interval = make_interval(
         da(lo, "lower"),
         da(hi, "upper"),

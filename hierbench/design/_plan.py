@@ -289,6 +289,17 @@ class BudgetIntervalResult(Result):
         return ds
 
 
+def _per_cohort(labels: xr.DataArray, extra: list):
+    """A maker of DataArrays over the cohorts (the dims of ``labels`` beyond task and run)."""
+    shape = tuple(labels.sizes[d] for d in extra)
+    coords = {d: labels[d] for d in extra if d in labels.coords}
+
+    def da(v, name):
+        return xr.DataArray(np.asarray(v).reshape(shape), dims=extra, coords=coords, name=name)
+
+    return da
+
+
 def _check_prob(prob: float) -> float:
     return check_prob(prob)
 
@@ -384,12 +395,7 @@ def budget_interval(
         est, lo, hi, X, kind = _uniform_estimate(P, M * L, m, prob)
     else:
         est, lo, hi, X, kind = _joint_estimate(plan, lab, P, Z, prob, "mixture" if method == "auto" else method)
-    ex_shape = tuple(labels.sizes[d] for d in extra)
-    ex_coords = {d: labels[d] for d in extra if d in labels.coords}
-
-    def da(v, name):
-        return xr.DataArray(np.asarray(v).reshape(ex_shape), dims=extra, coords=ex_coords, name=name)
-
+    da = _per_cohort(labels, extra)
     interval = make_interval(
         da(lo, "lower"),
         da(hi, "upper"),

@@ -12,29 +12,17 @@ result object: ``estimate``, ``ci``, a
 short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 """
 
+from . import _results
 from ._common import UndefinedMetricWarning, posterior_interval, posterior_summary
 from ._crossed import _mean_observed_draws as _mean_observed_draws  # for hierbench.bayes
 from ._crossed import crossed_pass_k, crossed_variance_components
 from ._gtheory import bayes_d_study, bayes_variance_components
 from ._passk import beta_moments, pass_at_k, pass_hat_k
 from ._ranking import head_to_head, prob_superiority, rank_probabilities
-from ._results import (
-    HeadToHeadResult,
-    PosteriorPassKResult,
-    PosteriorSummaryResult,
-    ProbSuperiorityResult,
-    RankProbabilityResult,
-    VarianceComponentDrawsResult,
-)
+from ._results import *  # noqa: F403
 
 __all__ = [
-    "HeadToHeadResult",
-    "PosteriorPassKResult",
-    "PosteriorSummaryResult",
-    "ProbSuperiorityResult",
-    "RankProbabilityResult",
     "UndefinedMetricWarning",
-    "VarianceComponentDrawsResult",
     "bayes_d_study",
     "bayes_variance_components",
     "beta_moments",
@@ -47,4 +35,5 @@ __all__ = [
     "posterior_summary",
     "prob_superiority",
     "rank_probabilities",
+    *_results.__all__,
 ]

@@ -4,20 +4,7 @@ Per-agent logistic regressions on log human minutes with a hierarchical
 bootstrap, as METR describes them.
 """
 
-from ._metr import (
-    DoublingTimeResult,
-    ExtremeHorizonWarning,
-    TimeHorizonResult,
-    doubling_time,
-    metr_run_weights,
-    time_horizon,
-)
+from . import _metr
+from ._metr import *  # noqa: F403
 
-__all__ = [
-    "DoublingTimeResult",
-    "ExtremeHorizonWarning",
-    "TimeHorizonResult",
-    "doubling_time",
-    "metr_run_weights",
-    "time_horizon",
-]
+__all__ = list(_metr.__all__)  # the module owns the list

@@ -1,19 +1,6 @@
 """Item response theory without a sampler: MAP calibration of an item bank and scoring a new agent."""
 
-from ._ml import (
-    IRTBank,
-    IRTCalibrationResult,
-    IRTConvergenceWarning,
-    IRTScoreResult,
-    fit_irt_ml,
-    irt_score,
-)
+from . import _ml
+from ._ml import *  # noqa: F403
 
-__all__ = [
-    "IRTBank",
-    "IRTCalibrationResult",
-    "IRTConvergenceWarning",
-    "IRTScoreResult",
-    "fit_irt_ml",
-    "irt_score",
-]
+__all__ = list(_ml.__all__)  # the module owns the list

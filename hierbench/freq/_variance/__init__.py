@@ -3,42 +3,19 @@
 The design language, profile intervals, D-studies, power and the cost-optimal allocation.
 """
 
-from ._design_lang import DesignError
-from ._gtheory import variance_components
-from ._power import (
-    minimum_detectable_effect,
-    optimal_allocation,
-    optimal_runs,
-    paired_power,
-    sample_size_normal,
-    sd_paired_diff,
-    tasks_for_power,
-)
-from ._result import VarianceComponentsResult
-from ._warnings import (
-    ConfoundedComponentWarning,
-    NegativeVarianceComponentWarning,
-    NoIntervalWarning,
-    RemlConvergenceWarning,
-    UnbalancedDesignError,
-    UndefinedCoefficientWarning,
-)
+from . import _power, _warnings
+from ._design_lang import DesignError as DesignError
+from ._gtheory import variance_components as variance_components
+from ._power import *  # noqa: F403
+from ._result import VarianceComponentsResult as VarianceComponentsResult
+from ._warnings import *  # noqa: F403
 
-__all__ = [
-    "ConfoundedComponentWarning",
-    "DesignError",
-    "NegativeVarianceComponentWarning",
-    "NoIntervalWarning",
-    "RemlConvergenceWarning",
-    "UnbalancedDesignError",
-    "UndefinedCoefficientWarning",
-    "VarianceComponentsResult",
-    "minimum_detectable_effect",
-    "optimal_allocation",
-    "optimal_runs",
-    "paired_power",
-    "sample_size_normal",
-    "sd_paired_diff",
-    "tasks_for_power",
-    "variance_components",
-]
+__all__ = sorted(
+    [
+        "DesignError",
+        "VarianceComponentsResult",
+        "variance_components",
+        *_power.__all__,
+        *_warnings.__all__,
+    ]
+)
