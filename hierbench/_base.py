@@ -26,12 +26,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 import xarray as xr
+
+#: the package's own files: a warning names the first frame outside them (the user's line,
+#: whatever the depth of the call inside hierbench), ``warnings.warn(..., stacklevel=2,
+#: skip_file_prefixes=OUTSIDE_PACKAGE)``
+OUTSIDE_PACKAGE = (os.path.dirname(__file__) + os.sep,)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -329,7 +335,7 @@ def make_interval(
                 "measurable uncertainty for it (e.g. one task, one run per cell, or a constant "
                 "statistic). It is not a statement of certainty.",
                 ZeroWidthIntervalWarning,
-                stacklevel=3,
+                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
     return out
 
@@ -698,7 +704,7 @@ def cluster_codes(
             f"{int(is_missing.sum())} of {raw.size} tasks have no {key!r} label (e.g. "
             f"{tasks[is_missing][:5].tolist()}); each is treated as a cluster of its own",
             HierbenchWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
         labels = labels.copy()
         labels[is_missing] = [f"{t} (no cluster)" for t in tasks[is_missing]]
@@ -755,7 +761,7 @@ def renamed_kwargs(**renames: str) -> Callable[[_F], _F]:
                     f"`{old}` of {fn.__name__}() is deprecated and will be removed in the next "
                     f"release; use `{new}`",
                     DeprecationWarning,
-                    stacklevel=2,
+                    stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
                 )
                 kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
@@ -802,7 +808,7 @@ def moved_names(module: str, moved: Mapping[str, tuple[str, str, str]]) -> Calla
         warnings.warn(
             f"{module}.{name} moved to {where}.{new} ({why}); the old name will be removed in the next release",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
         return getattr(importlib.import_module(where), new)
 

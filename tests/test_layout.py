@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import json
 import pathlib
 import warnings
@@ -197,3 +198,34 @@ def test_lint_rules_hold():
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "."],
                           cwd=root, capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-1000:]
+
+
+def test_every_package_warning_names_the_callers_line():
+    """A warning points at the first line outside hierbench, whatever the depth of the call.
+
+    Statically: every ``warnings.warn`` in the package passes ``skip_file_prefixes``.
+    Behaviourally: warnings from a renamed-keyword wrapper, from deep inside pass@k and from
+    the deprecation itself all carry this file's name and the calling line.
+    """
+    root = pathlib.Path(hierbench.__file__).parent
+    bare = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "warn" and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id in ("warnings", "_warnings")
+                    and "skip_file_prefixes" not in {k.arg for k in node.keywords}):  # fmt: skip
+                bare.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not bare, f"warnings.warn without skip_file_prefixes=OUTSIDE_PACKAGE: {bare}"
+
+    from hierbench.freq import pass_at_k
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=2, n_tasks=5, n_runs=1, rng=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        pass_at_k(ds, 3, run_dim="run")  # too few runs for k: a warning from inside
+        pass_at_k(ds, 3, dim="run")  # the old keyword: its deprecation and the same warning
+    assert caught and {w.filename for w in caught} == {__file__}
+    assert {w.lineno for w in caught} == {line, line + 1}

@@ -23,7 +23,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import HierbenchWarning, as_rng
+from .._base import OUTSIDE_PACKAGE, HierbenchWarning, as_rng
 from ._fit import _check_model, _stamp
 from ._registry import model_hook
 
@@ -201,7 +201,7 @@ def fit_approx(
         f"approximate posterior ({method}): its standard deviations and means differ from NUTS; "
         f"measured error: {shown}. Use NUTS (fit) for final intervals.",
         ApproximationWarning,
-        stacklevel=2,
+        stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
     )
     return dt
 

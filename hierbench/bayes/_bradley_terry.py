@@ -35,7 +35,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import HierbenchWarning, check_choice, renamed_kwargs
+from .._base import OUTSIDE_PACKAGE, HierbenchWarning, check_choice, renamed_kwargs
 from ..data import PAIR_COUNTS_SCHEMA, EvalDataError, check_pairwise, to_pair_counts
 from ._registry import ModelEntry, PriorError, make_prior, register
 from ._structure import Structure, centre_choice, pair_design, pair_spread, spread_for_centring
@@ -170,7 +170,7 @@ def _warn_if_disconnected(ia: np.ndarray, ib: np.ndarray, n: np.ndarray, agents:
             f"agents outside the largest one {small[:10]}{' ...' if len(small) > 10 else ''} are compared with it "
             "only through the prior",
             DisconnectedComparisonWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return int(n_comp)
 

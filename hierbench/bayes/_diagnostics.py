@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from .._base import NotConvergedWarning
+from .._base import OUTSIDE_PACKAGE, NotConvergedWarning
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -176,7 +176,7 @@ def compute_diagnostics(
             "fit failed convergence checks: " + "; ".join(failures) + ". " + advice
             + " Do not use its summaries until this is fixed.",
             ConvergenceWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return out
 

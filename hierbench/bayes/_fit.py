@@ -24,7 +24,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import as_rng, watched
+from .._base import OUTSIDE_PACKAGE, as_rng, watched
 from ._diagnostics import compute_diagnostics
 from ._registry import model_hook
 from ._sampling import (
@@ -619,7 +619,7 @@ def _warn_failed(fits: list[xr.DataTree]) -> None:
         + "). Each replicate's `diag_failures` attr says which check and parameter failed; "
         "drop or refit them before summarising a calibration or coverage study",
         ConvergenceWarning,
-        stacklevel=3,
+        stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
     )
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .._base import HierbenchWarning
+from .._base import OUTSIDE_PACKAGE, HierbenchWarning
 from ._schema import EvalDataError, _fmt_list
 
 __all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason"]
@@ -143,7 +143,7 @@ def _repeats_warning(keys: pd.Series, dup: np.ndarray, where: str) -> None:
         "(counted in attrs['n_repeated_records']). Give the run column (run=...), say they are "
         "runs with duplicates='keep', or keep one of each with duplicates='drop'",
         RepeatedRecordsWarning,
-        stacklevel=5,
+        stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
     )
 
 

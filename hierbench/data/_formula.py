@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import HierbenchError, HierbenchWarning, check_choice, counts
+from .._base import OUTSIDE_PACKAGE, HierbenchError, HierbenchWarning, check_choice, counts
 
 __all__ = [
     "DEFAULT_FORMULA",
@@ -489,7 +489,7 @@ def _warn_confounded(random: list[RandomTerm], frame: pd.DataFrame) -> dict[str,
                     "(estimated from that single combination)"
                 )
                 notes[f"confounded {g} in ({t.name})"] = msg
-                warnings.warn(msg, ConfoundedTermWarning, stacklevel=4)
+                warnings.warn(msg, ConfoundedTermWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     return notes
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import HierbenchWarning
+from .._base import OUTSIDE_PACKAGE, HierbenchWarning
 from ._records import from_records
 from ._schema import EvalDataError, _fmt_list, _not_kept_attr, check_option
 
@@ -146,7 +146,7 @@ def _read_logs(files: list[str], ilog, single: bool) -> tuple[list, dict[str, st
             + ("" if len(unreadable) <= 5 else f"; ... ({len(unreadable) - 5} more)")
             + "; the others were read (counted in attrs['unreadable_logs'])",
             InspectLogWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return logs, unreadable
 
@@ -169,7 +169,7 @@ def _incomplete_logs(logs: list) -> dict[str, str]:
             + "; ".join(f"{f} ({why})" for f, why in list(incomplete.items())[:5])
             + ("" if len(incomplete) <= 5 else f"; ... ({len(incomplete) - 5} more)"),
             InspectLogWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return incomplete
 

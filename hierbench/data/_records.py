@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import OUTSIDE_PACKAGE
 from ._duplicates import _row_keys, apply_duplicates
 from ._schema import (
     MEASURES,
@@ -358,7 +359,7 @@ def _first_per_group(
             f"{_fmt_list(inconsistent.index.tolist())}; kept the first value seen for each "
             "(a missing value only where no record has one)",
             InconsistentAttributeWarning,
-            stacklevel=5,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return first, len(inconsistent)
 

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from .._base import UndefinedWarning
+from .._base import OUTSIDE_PACKAGE, UndefinedWarning
 from ._schema import check_eval_dataset, score_kind
 from ._values import is_missing
 
@@ -107,7 +107,7 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
         warnings.warn(
             f"agents {list(map(str, empty))} have no scored run; their mean scores are NaN",
             NoScoredRunsWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     out = out.drop_vars([c for c in out.coords if c != "agent"])
     out.attrs = {"errors": ds.attrs.get("errors", "fail"), "n_tasks": int(ds.sizes["task"])}

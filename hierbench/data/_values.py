@@ -44,7 +44,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .._base import HierbenchWarning
+from .._base import OUTSIDE_PACKAGE, HierbenchWarning
 from ._schema import EvalDataError, _fmt_list
 
 __all__ = ["ERROR_FALSE", "ERROR_MISSING", "ERROR_TRUE", "NA_TEXT", "SimilarLabelsWarning"]
@@ -222,7 +222,7 @@ def warn_similar_labels(labels: np.ndarray, *, what: str, column: str, source: s
             "kept as different labels (labels are kept as written): normalise them before reading "
             "if they name the same thing",
             SimilarLabelsWarning,
-            stacklevel=4,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

@@ -63,7 +63,15 @@ from typing import Any, Literal
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, HierbenchWarning, Result, as_rng, check_prob, make_interval
+from .._base import (
+    DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
+    HierbenchWarning,
+    Result,
+    as_rng,
+    check_prob,
+    make_interval,
+)
 from . import _kernels as K
 
 __all__ = [
@@ -468,7 +476,7 @@ def _uniform_estimate(P: np.ndarray, N: int, m: int, prob: float):
         warnings.warn(
             "budget 0: no label bought, the estimate is undefined (NaN); the interval is [0, 1]",
             BudgetWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return est, lo, hi, np.zeros(P.shape, int), "hypergeometric, exact (design U)"
 

@@ -22,7 +22,7 @@ from typing import Literal
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .._base import SmallSampleWarning, as_rng
+from .._base import OUTSIDE_PACKAGE, SmallSampleWarning, as_rng
 
 __all__ = ["cr2_mean_se", "task_weights", "weight_blocks"]
 
@@ -300,6 +300,6 @@ def _bca(
             "distribution lies entirely on one side of the estimate, or the jackknife values "
             "are all equal); their interval is NaN. Use method='percentile' or more tasks.",
             DegenerateBootstrapWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return _column_quantiles(dist, q), z0, acc

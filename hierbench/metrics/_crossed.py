@@ -28,7 +28,14 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._base import DEFAULT_PROB, UndefinedWarning, as_rng, check_choice, check_prob
+from .._base import (
+    DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
+    UndefinedWarning,
+    as_rng,
+    check_choice,
+    check_prob,
+)
 from .._numerics import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
 from ._common import check_k, posterior_interval
 from ._results import PosteriorPassKResult, VarianceComponentDrawsResult
@@ -436,7 +443,7 @@ def _warn_unidentified(parts: dict, ks: np.ndarray) -> None:
             "pass^k / pass@k for k > 1 assume runs independent given (agent, task), which "
             "single-run data cannot check; with repeated runs refit with agent_task='marginal'",
             UnidentifiedWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import DEFAULT_PROB, as_rng, check_int, check_prob
+from .._base import DEFAULT_PROB, OUTSIDE_PACKAGE, as_rng, check_int, check_prob
 from ._common import UndefinedMetricWarning, check_k, posterior_interval
 from ._results import PosteriorPassKResult
 
@@ -103,7 +103,7 @@ def _bb_observed(
             f"agents {[str(x) for x in agents[empty]]} ran no task (with the runs asked for): "
             "pass^k/pass@k over their observed tasks is undefined (NaN)",
             UndefinedMetricWarning,
-            stacklevel=4,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     ran = n > 0
     for j in range(a.shape[-1]):  # per agent keeps memory at (chain, draw, task)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from .._base import Result, interval_label
+from .._base import OUTSIDE_PACKAGE, Result, interval_label
 
 __all__ = [
     "HeadToHeadResult",
@@ -52,7 +52,7 @@ class _DatasetView:
             warnings.warn(
                 f"{type(self).__name__}[{key!r}] is deprecated; use [{self._aliases[key]!r}]",
                 DeprecationWarning,
-                stacklevel=2,
+                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
             key = self._aliases[key]
         if key in self._fields():  # type: ignore[attr-defined]
@@ -175,7 +175,7 @@ class PosteriorPassKResult(_DatasetView, Result):
     @property
     def mean(self) -> xr.DataArray:
         """Deprecated alias of ``estimate``."""
-        warnings.warn("`.mean` is deprecated; use `.estimate`", DeprecationWarning, stacklevel=2)
+        warnings.warn("`.mean` is deprecated; use `.estimate`", DeprecationWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
         return self.estimate
 
     def to_dataset(self) -> xr.Dataset:
@@ -323,7 +323,7 @@ class VarianceComponentDrawsResult(_DatasetView, Result):
             warnings.warn(
                 f"['agent_task'] is deprecated; the component is named {key!r}",
                 DeprecationWarning,
-                stacklevel=2,
+                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
             return self._compat()[key]
         return super().__getitem__(key)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import xarray as xr
 
-from .._base import DEFAULT_PROB, Progress, check_prob
+from .._base import DEFAULT_PROB, OUTSIDE_PACKAGE, Progress, check_prob
 from ._context import _TITLES, SECTIONS, ReportSectionWarning, _Context, _Skip
 from ._convergence import _sec_convergence
 from ._match import check_fit_data
@@ -210,7 +210,7 @@ def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
         rep.section(_TITLES[sid], id=sid, note=str(why))
     except Exception as exc:  # a section that fails is reported, never dropped silently
         msg = f"not computed: {type(exc).__name__}: {exc}"
-        warnings.warn(f"report section {sid!r} {msg}", ReportSectionWarning, stacklevel=3)
+        warnings.warn(f"report section {sid!r} {msg}", ReportSectionWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
         rep.section(_TITLES[sid], id=sid, note=msg)
 
 

@@ -54,6 +54,7 @@ from scipy.special import gammaln
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     BoundaryWarning,
     HierbenchError,
     HierbenchWarning,
@@ -334,7 +335,7 @@ def _prepare(data: Any) -> xr.Dataset:
             "are iid N(0, sd_task) with no cluster level (the Bayesian build_crossed has one), so "
             "sd_task absorbs the cluster variance and tasks of one cluster are treated as independent",
             IgnoredClusterWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return c.transpose("agent", "task")
 
@@ -503,7 +504,7 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
             "the same level, so only sd_task^2 + sd_agent_task^2 is identified; the split between "
             "them (and their separate intervals) is arbitrary. Use agent_task='none'.",
             HierbenchWarning,
-            stacklevel=4,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     sep = (y_all.sum(1) == 0) | (y_all.sum(1) == n_all.sum(1))
     if sep.all():
@@ -516,7 +517,7 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
             "is infinite; they are reported as NaN and their cells, which add nothing to the likelihood "
             "in that limit, are left out of the fit",
             SeparatedAgentWarning,
-            stacklevel=4,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     keep = ~sep
     return {
@@ -543,7 +544,7 @@ def _fit_crossed(
         warnings.warn(
             f"fit_crossed_ml: the optimiser did not converge ({msg}); the estimates may be inaccurate",
             MLConvergenceWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     H = lik.hessian(x_hat)
     try:
@@ -559,7 +560,7 @@ def _fit_crossed(
         warnings.warn(
             f"{comp[j]} is estimated at the boundary (zero); its interval is one-sided",
             BoundaryEstimateWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     z = stats.norm.ppf(0.5 + prob / 2)
     se_log = np.sqrt(np.clip(np.diag(V)[A:], 0, None))

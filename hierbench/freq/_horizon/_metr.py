@@ -43,6 +43,7 @@ from scipy.special import expit
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     BoundaryWarning,
     HierbenchError,
     Result,
@@ -369,11 +370,11 @@ def time_horizon(
     extreme = np.where((w_cell * y).sum(1) == 0, -1, np.where((w_cell * (n - y)).sum(1) == 0, 1, 0))
     for sign, what in ((-1, "failed every run (horizon 0)"), (1, "succeeded on every run (horizon infinite)")):
         if np.any(extreme == sign):
-            warnings.warn(f"agents {agents[extreme == sign].tolist()} {what}", ExtremeHorizonWarning, stacklevel=2)
+            warnings.warn(f"agents {agents[extreme == sign].tolist()} {what}", ExtremeHorizonWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     if np.any(coef[:, 1] >= 0):
         warnings.warn(
             f"agents {agents[coef[:, 1] >= 0].tolist()} succeed more often on longer tasks (slope >= 0): "
-            "their horizon is not where success falls to p", UndefinedWarning, stacklevel=2,
+            "their horizon is not where success falls to p", UndefinedWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )  # fmt: skip
     est = _horizons(coef, succ, extreme)
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng))
@@ -510,7 +511,7 @@ def doubling_time(
     unusable = agents[np.isfinite(days) & ~use].tolist()
     if unusable:
         warnings.warn(f"agents {unusable} have a horizon of 0, infinite or undefined: left out of the trend",
-                      UndefinedWarning, stacklevel=2)  # fmt: skip
+                      UndefinedWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)  # fmt: skip
     if after is not None:
         use &= days >= float(pd.Timestamp(after).to_datetime64().astype("datetime64[D]").astype(np.int64))
     if frontier:

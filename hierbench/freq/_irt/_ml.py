@@ -49,6 +49,7 @@ from scipy.special import betaln, expit, log_expit
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     HierbenchError,
     HierbenchWarning,
     NotConvergedWarning,
@@ -425,7 +426,7 @@ def fit_irt_ml(
     elapsed = time.perf_counter() - t0
     msgs = _calibration_problems(h, n_em, converged, eb.last, hess_kind, M)
     if msgs:
-        warnings.warn("fit_irt_ml: " + "; ".join(msgs), IRTConvergenceWarning, stacklevel=2)
+        warnings.warn("fit_irt_ml: " + "; ".join(msgs), IRTConvergenceWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     draws = _laplace_draws(x, lap, M, T, two_pl, n_draws, gen)
     return _calibration_result(x, draws, inp, model=model, two_pl=two_pl, prob=prob, hess_kind=hess_kind, h=h,
                                info={"seconds": elapsed, "em_steps": n_em, "map_fits": eb.n_map})
@@ -624,7 +625,7 @@ def irt_score(
             "the bank was calibrated on one run per cell, which cannot check that (an agent x task "
             "effect would make pass^k larger)",
             HierbenchWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     n, y = _agent_responses(bank, responses)
     a = bank.discrimination.values

@@ -23,6 +23,7 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     SmallSampleWarning,
@@ -267,7 +268,7 @@ def _bootstrap(
                 f"few items or clusters ({X.shape[0]} here). No bootstrap interval is reliable "
                 "with so few; method='percentile' shows the spread of the resampled values",
                 SmallSampleWarning,
-                stacklevel=3,
+                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
         with np.errstate(invalid="ignore"):
             lo = np.where(se > 0, est - q * se, est)
@@ -438,7 +439,7 @@ def _warn_undefined(est: np.ndarray, dist: np.ndarray | None = None) -> np.ndarr
                 f"{undefined_here} are 0/0 on these data (e.g. no positive item or no positive "
                 "verdict): NaN",
                 UndefinedMetricWarning,
-                stacklevel=3,
+                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
         return None
     n_undef = (~np.isfinite(dist)).sum(0)
@@ -448,7 +449,7 @@ def _warn_undefined(est: np.ndarray, dist: np.ndarray | None = None) -> np.ndarr
             f"({dict(zip(METRICS, n_undef.tolist(), strict=True))}); those resamples are left "
             "out of the metric's interval",
             UndefinedMetricWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return n_undef
 
@@ -581,7 +582,7 @@ def pr_curve(
         warnings.warn(
             "no positive item: the average precision is undefined (NaN)",
             UndefinedMetricWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     dist = cv.resampled(_ap, n_resamples, rng)
     n_undef = int((~np.isfinite(dist)).sum())
@@ -589,7 +590,7 @@ def pr_curve(
         warnings.warn(
             f"{n_undef} of {n_resamples} resamples drew no positive item; they are left out",
             UndefinedMetricWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     lo, hi = percentile_bounds(dist[:, None], prob)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -685,7 +686,7 @@ def threshold_for_recall(
         warnings.warn(
             "no positive item: the threshold is undefined (NaN)",
             UndefinedMetricWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     dist = cv.resampled(pick, n_resamples, rng)
     lo, hi = percentile_bounds(dist, prob)
@@ -867,7 +868,7 @@ def cohen_kappa(
         warnings.warn(
             "expected disagreement is 0 (one category only): kappa is undefined (NaN)",
             UndefinedMetricWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return _agreement(
         "cohen_kappa",
@@ -962,7 +963,7 @@ def fleiss_kappa(
         warnings.warn(
             "all ratings in one category: Fleiss' kappa is undefined (NaN)",
             UndefinedMetricWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return _agreement(
         "fleiss_kappa", kappa, rows, codes, unit, rng, method, prob, n_resamples, cats

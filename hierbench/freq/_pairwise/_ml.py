@@ -42,6 +42,7 @@ from scipy.special import ndtri
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     BoundaryWarning,
     HierbenchError,
     NotConvergedWarning,
@@ -211,7 +212,7 @@ def fit_bradley_terry_ml(
         warnings.warn(
             f"Bradley-Terry ML did not reach tol={tol} in {max_iter} iterations",
             NotConvergedWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     boot = _Boot.empty(n_resamples, st.m)
     if fit is not None and interval == "bootstrap":
@@ -296,7 +297,7 @@ def _warn_no_mle(b: _Battles) -> None:
         f"({len(comps)} groups, e.g. {list(comps.values())[:3]}); abilities are NaN. Use the "
         "Bayesian model (hierbench.bayes.build_bradley_terry), whose prior keeps them finite",
         NoFiniteMLEWarning,
-        stacklevel=3,
+        stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
     )
 
 
@@ -381,7 +382,7 @@ def _bootstrap(b, st: _Settings, fit: _Fit, n_resamples: int, resample: str, gen
             f"{boot.n_undefined} of {n_resamples} resamples had no finite Bradley-Terry MLE (some "
             "agent won or lost every resampled battle); they are left out of the intervals",
             NoFiniteMLEWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return boot
 

@@ -11,6 +11,7 @@ from scipy.stats import norm
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     UndefinedMetricWarning,
@@ -133,7 +134,7 @@ def position_consistency(
             "no judgement has a swapped-order partner (same task, same two agents, other order): "
             "the inconsistency rate is undefined (NaN)",
             UndefinedMetricWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     z = float(norm.ppf(0.5 + prob / 2))
     lo_w, hi_w = wilson_bounds(n["inc"], n["match"], z)

@@ -23,6 +23,7 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     HierbenchError,
     HierbenchWarning,
     Result,
@@ -249,7 +250,7 @@ def _warn_empty(flat: np.ndarray, da: xr.DataArray, agent_dim: str, var) -> None
             f"{int(empty.sum())} agents have no {var or 'value'} at all (e.g. {names}): their "
             "quantiles are undefined (NaN)",
             EmptySampleWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 
@@ -265,7 +266,7 @@ def _order_statistic_bounds(flat: np.ndarray, qs: np.ndarray, prob: float):
             "some tasks have several runs: runs of one task are not independent draws, so the "
             "order-statistic interval can be too narrow; consider method='bootstrap' (resamples tasks)",
             HierbenchWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     unbounded = 0
     for a in range(A):
@@ -286,7 +287,7 @@ def _order_statistic_bounds(flat: np.ndarray, qs: np.ndarray, prob: float):
             f"at level {prob} without assumptions (the q = {tail:g} tail needs n >= {need} "
             "values)",
             UnboundedQuantileWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return lo, hi, cov
 
@@ -577,6 +578,6 @@ def _cell_means(data: xr.Dataset, accuracy: str, cost: str, order: tuple[str, st
         warnings.warn(
             f"agents {no_cost} have no recorded {cost!r}: they are left off the frontier (NaN)",
             UndefinedMetricWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return acc_cell, cost_cell, agents

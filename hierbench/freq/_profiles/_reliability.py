@@ -36,6 +36,7 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     UndefinedMetricWarning,
@@ -267,7 +268,7 @@ def _scores(data: xr.Dataset, score: str, order: tuple[str, str, str]) -> np.nda
             f"{int(none.sum())} agents have no scored run (e.g. {names}): their profile is "
             "undefined (NaN)",
             EmptySampleWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return y
 
@@ -313,7 +314,7 @@ def _consistency(y, ran, k, per_task) -> int | None:
         warnings.warn(
             "scores are not all 0/1: consistency (pass^k) needs binary scores and is left out",
             UndefinedMetricWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
         return None
     n_runs = ran.sum(2).astype(float)  # (A, T)
@@ -324,14 +325,14 @@ def _consistency(y, ran, k, per_task) -> int | None:
             "every (agent, task) cell has a single run: consistency across runs is undefined "
             "with one run, so `consistency` is NaN (run each task at least twice)",
             InsufficientRunsWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     elif short.any():
         warnings.warn(
             f"{int(short.sum())} (agent, task) cells have fewer runs than k={kk}: their pass^k "
             "is undefined and they are left out of `consistency`",
             InsufficientRunsWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     c = np.where(ran, y, 0.0).sum(2)
     per_task["consistency"] = np.where(
@@ -410,5 +411,5 @@ def _warn_undefined_resamples(dist: np.ndarray, est: np.ndarray, n_resamples: in
             "resamples (an agent drew none of its tasks with that input); left out of their "
             "intervals",
             UndefinedMetricWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )

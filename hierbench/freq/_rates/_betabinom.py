@@ -26,6 +26,7 @@ from scipy.special import expit, gammaln, logit
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     BoundaryWarning,
     Result,
     check_prob,
@@ -294,7 +295,7 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
         warnings.warn(
             f"beta-binomial: {len(empty)} rows (e.g. agents) have no task with a run; their fit is NaN.",
             EmptySampleWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     mu = da([r[0] for r in rows], "mu")
     kappa = da([r[1] for r in rows], "kappa")
@@ -303,7 +304,7 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
             "beta-binomial: no overdispersion detected for some rows; kappa is inf (the binomial "
             "limit) and alpha, beta are inf there.",
             NoOverdispersionWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     lims = np.asarray([r[5] for r in rows], float).reshape((*shape, 2))
     tmpl = xr.DataArray(np.zeros(shape), dims=lead, coords=coords)

@@ -32,6 +32,7 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     Result,
     UndefinedWarning,
     check_prob,
@@ -255,7 +256,7 @@ def _intersect(b: np.ndarray) -> None:
             "positions: no constant mean is compatible with the stream (a drifting mean, or "
             "a miss of probability <= 1 - prob); those bounds are NaN",
             EmptyConfidenceSequenceWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
         b[empty] = np.nan
 

@@ -18,6 +18,7 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     Result,
     UndefinedWarning,
     check_dim,
@@ -77,7 +78,7 @@ def _check_counts(successes, n, *, integer: bool) -> tuple[xr.DataArray, xr.Data
         )
     if (nv == 0).any():
         warnings.warn(
-            f"{int((nv == 0).sum())} intervals have n = 0; they are NaN.", EmptySampleWarning, stacklevel=3
+            f"{int((nv == 0).sum())} intervals have n = 0; they are NaN.", EmptySampleWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE
         )
     return s, m
 
@@ -363,7 +364,7 @@ def clustered_se(
     n = np.isfinite(y).sum(-1)
     se, g = _cluster_robust_se(y, codes, small_sample=small_sample)
     if (n == 0).any():
-        warnings.warn("clustered_se: some rows have no finite scores; their SE is NaN.", EmptySampleWarning, stacklevel=2)
+        warnings.warn("clustered_se: some rows have no finite scores; their SE is NaN.", EmptySampleWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     dims = [d for d in s.dims if d != task_dim]
     out = xr.DataArray(se, dims=dims, coords={d: s.coords[d] for d in dims if d in s.coords}, name="clustered_se")
     out.attrs = {"n_clusters": int(np.max(g)) if np.size(g) else 0, "n_missing_labels": int(n_missing)}

@@ -26,6 +26,7 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     Result,
     UndefinedWarning,
     check_choice,
@@ -110,7 +111,7 @@ class PassKResult(Result):
     def mean(self) -> xr.DataArray:
         """Deprecated alias of ``estimate``."""
         warnings.warn(
-            "PassKResult.mean is deprecated; use .estimate", DeprecationWarning, stacklevel=2
+            "PassKResult.mean is deprecated; use .estimate", DeprecationWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE
         )
         return self.estimate
 
@@ -206,7 +207,7 @@ def _pass(
             f"(n_runs < k; k={ks}); their {name} is NaN and they are excluded from the mean "
             "(counted in `n_insufficient`). Pass small_n='clip' for k_eff = min(k, n_runs).",
             InsufficientRunsWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     n_not_run = (n == 0).sum(task_dim)
     defined = per_task.notnull()

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..._base import OUTSIDE_PACKAGE
 from .._kernels import _pass_kernel
 from ._intervals import EmptySampleWarning
 
@@ -123,7 +124,7 @@ def scorecard(runs: Any, k: int) -> dict:
         missing = [i for i, w in enumerate(with_agent) if not w]
         raise ValueError(f"`runs`: some records name an 'agent' and others do not; records without: {missing[:10]}")
     if not rows:
-        warnings.warn("scorecard: no runs; the means are NaN", EmptySampleWarning, stacklevel=2)
+        warnings.warn("scorecard: no runs; the means are NaN", EmptySampleWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     agents = sorted({str(r["agent"]) for r in rows}) if rows and all(with_agent) else []
     if len(agents) > 1:
         return {a: _card([r for r in rows if str(r["agent"]) == a], int(k)) for a in agents}

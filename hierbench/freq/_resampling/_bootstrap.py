@@ -41,6 +41,7 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     UndefinedWarning,
@@ -187,7 +188,7 @@ def _check_cells(cells: _Cells, data, statistic, builtin: bool, k, scheme: str, 
                 f"k={k}); their {statistic} is undefined and they are left out (counted in "
                 "`n_excluded`).",
                 InsufficientRunsWarning,
-                stacklevel=3,
+                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
 
 
@@ -242,7 +243,7 @@ def _warn_undefined_resamples(dist: np.ndarray) -> None:
             "resamples (e.g. an agent drew none of the tasks it ran); they are left out of the "
             "interval and counted in `n_undefined`.",
             UndefinedResampleWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

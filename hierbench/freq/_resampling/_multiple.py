@@ -51,6 +51,7 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     Result,
     SmallSampleWarning,
     as_rng,
@@ -378,7 +379,7 @@ def _pair_units(
         warnings.warn(
             f"pairs with fewer than 2 shared tasks are NaN: {undefined}",
             UndefinedTestWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return rows, units, counts
 
@@ -434,7 +435,7 @@ def _choose_adjust(adjust: str, test: str, why_not_mvt: str | None) -> tuple[str
             "SWE-bench's shape (12 clusters) it rejected a true null in 6-46% of data sets at "
             "0.05; test='permutation' takes the joint law from sign flips instead",
             MaxTApproximationWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return adjust, "chosen by the caller"
 
@@ -516,7 +517,7 @@ def _warn_resolution(
             "resolution. Leave `test`, `adjust`, `n_permutations` and `n_draws` at their "
             "defaults, or raise `n_resamples` for the bootstrap.",
             PValueResolutionWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

@@ -19,6 +19,7 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     Result,
     UndefinedWarning,
     as_rng,
@@ -260,7 +261,7 @@ def _warn_undefined(out: dict[str, float], label: str) -> None:
             f"{label}: {', '.join(bad)} undefined (no spread in the per-task differences, "
             "fewer than 2 tasks, or no discordant tasks for McNemar); reported as NaN",
             UndefinedTestWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

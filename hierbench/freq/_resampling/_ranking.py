@@ -11,6 +11,7 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     HierbenchError,
     HierbenchWarning,
     Result,
@@ -226,7 +227,7 @@ def _warn_unequal_task_sets(obs: np.ndarray, names: list[str]) -> None:
             "different tasks and an agent with few tasks can rank high by luck of its tasks. "
             "Rank on the shared tasks (drop the others), or read `counts['n_tasks_missing']`.",
             UnequalTaskSetsWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 
@@ -401,7 +402,7 @@ def rank_uncertainty(
         warnings.warn(
             f"{n_undef} resamples left some agent without a task; it is ranked last there",
             UndefinedScoreWarning,
-            stacklevel=2,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     ranks = _random_tiebreak_ranks(s, gen)
     unit = "cluster" if codes is not None else "task"

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..._base import OUTSIDE_PACKAGE
 from ._design_lang import Design
 from ._warnings import ConfoundedComponentWarning, UndefinedCoefficientWarning
 
@@ -54,14 +55,14 @@ def _warn_undefined(p, tau, delta, Delta, stacklevel: int) -> None:
             "variance is undefined, so E rho^2, Phi, sigma2_delta and the paired-difference "
             "variance are NaN; sigma2_Delta is the error variance of the mean score",
             UndefinedCoefficientWarning,
-            stacklevel=stacklevel + 1,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     elif np.any(np.asarray(tau + delta) == 0) or np.any(np.asarray(tau + Delta) == 0):
         warnings.warn(
             "E rho^2 / Phi are 0/0 (no universe-score and no error variance, e.g. constant "
             "scores): NaN",
             UndefinedCoefficientWarning,
-            stacklevel=stacklevel + 1,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 
@@ -170,7 +171,7 @@ def var_paired_diff(vc, stacklevel: int = 3) -> float:
             "no object of measurement (e.g. one agent): the interaction with the object is "
             "confounded with the other components, so the paired-difference variance is NaN",
             ConfoundedComponentWarning,
-            stacklevel=stacklevel,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
         return float("nan")
     return at_g_study(vc, "var_paired_diff", stacklevel=stacklevel + 1)
@@ -254,7 +255,7 @@ def d_study(vc, sizes=None, *, n_tasks=None, n_runs=None, stacklevel: int = 3) -
             f"the G-study had one level of {confounded_asked} per cell, so its component is "
             "confounded with the residual; projections to other sizes are NaN",
             ConfoundedComponentWarning,
-            stacklevel=stacklevel,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     full = {f: np.asarray(vc.sizes.get(f, 1.0)) for f in d.facets}
     b = broadcast_sizes(grid)

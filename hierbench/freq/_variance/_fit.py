@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..._base import OUTSIDE_PACKAGE
 from . import _reml
 from ._design_lang import Design, DesignError, parse_design
 from ._long import Long
@@ -196,7 +197,7 @@ def fit_reml(
         warnings.warn(
             f"REML did not report convergence ({r['message']}); estimates may be inaccurate",
             RemlConvergenceWarning,
-            stacklevel=stacklevel,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     info_out = {k: r[k] for k in ("converged", "message", "nfev", "deviance", "mu", "theta")}
     info_out["information"] = info_kind

@@ -76,7 +76,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..._base import DEFAULT_PROB, check_choice, check_prob
+from ..._base import DEFAULT_PROB, OUTSIDE_PACKAGE, check_choice, check_prob
 from . import _fit
 from ._design_lang import Design, DesignError, parse_design
 from ._fit import LEGACY, Fit
@@ -274,7 +274,7 @@ def _choose_ci(ci: str, use_anova: bool, fit: Fit, notes: list[str]) -> str:
                     "(slow at this size) or coefficients(ci='profile')"
                 )
                 notes.append(msg)
-                warnings.warn(msg, NoIntervalWarning, stacklevel=3)
+                warnings.warn(msg, NoIntervalWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
             else:
                 notes.append(
                     f"Wald intervals from the {info.get('information')} information: the REML "
@@ -289,7 +289,7 @@ def _choose_ci(ci: str, use_anova: bool, fit: Fit, notes: list[str]) -> str:
             "remedy: ci='profile'"
         )
         notes.append(msg)
-        warnings.warn(msg, NoIntervalWarning, stacklevel=3)
+        warnings.warn(msg, NoIntervalWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     return ci_method
 
 
@@ -368,7 +368,7 @@ def _warn_truncated(est: np.ndarray, names: tuple[str, ...]) -> None:
             "negative variance-component estimates truncated at 0: "
             + ", ".join(f"{n}={v:.4g}" for n, v, t in zip(names, est, trunc, strict=True) if t),
             NegativeVarianceComponentWarning,
-            stacklevel=3,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 
