@@ -1,5 +1,7 @@
-"""The measured error of the approximate fits against NUTS: the numbers in
-``MEASURED_ERROR`` of ``hierbench/bayes/_approx.py`` (copy this script's output there).
+"""Measure the error of the approximate fits against NUTS.
+
+The numbers in ``MEASURED_ERROR`` of ``hierbench/bayes/_approx.py`` (copy this
+script's output there).
 
 Run: ``python benchmarks/bench_approx.py`` (about two minutes).
 """

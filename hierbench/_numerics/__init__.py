@@ -39,4 +39,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'hierbench._numerics' has no attribute {name!r}")
 
 
-__all__ = [*agq.__all__, "NEWTON_STEPS_TRACED", "cluster_robust_se", "wilson_bounds"]
+__all__ = ["NEWTON_STEPS_TRACED", "cluster_robust_se", "wilson_bounds"]
+__all__ += agq.__all__

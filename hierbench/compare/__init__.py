@@ -13,4 +13,6 @@ would silently select nothing and return everything.
 from . import _compare
 from ._compare import *  # noqa: F403
 
-__all__ = list(_compare.__all__)  # the module owns the list
+# the module owns the list (``+=``, a form type checkers follow through star imports)
+__all__: list[str] = []
+__all__ += _compare.__all__

@@ -7,10 +7,14 @@ Each function returns a matplotlib Figure (or an arviz-plots PlotCollection).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "energy_plot",
@@ -42,7 +46,7 @@ def interval_forest(
     truth: pd.Series | None = None,
     xlabel: str,
     title: str,
-):
+) -> Figure:
     """Intervals of several estimators per item on one axis, with truth marks when known.
 
     Parameters
@@ -96,7 +100,7 @@ def passk_curves(
     *,
     prob: float,
     title: str,
-):
+) -> Figure:
     """pass^k against k per agent: the posterior band and the unbiased estimates as points.
 
     Parameters
@@ -149,7 +153,7 @@ def heatmap(
     vmin: float = 0.0,
     vmax: float = 1.0,
     annotate: bool = True,
-):
+) -> Figure:
     """A labelled heatmap of a probability matrix (NaN cells left blank)."""
     plt = _plt()
     n_r, n_c = matrix.shape
@@ -180,7 +184,7 @@ def heatmap(
     return fig
 
 
-def variance_plot(table: pd.DataFrame, *, title: str, xlabel: str):
+def variance_plot(table: pd.DataFrame, *, title: str, xlabel: str) -> Figure:
     """Horizontal bars of variance components, with interval whiskers where given."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.45 * len(table) + 0.8))
@@ -207,7 +211,7 @@ def variance_plot(table: pd.DataFrame, *, title: str, xlabel: str):
     return fig
 
 
-def ppc_plot(check: xr.Dataset, *, title: str):
+def ppc_plot(check: xr.Dataset, *, title: str) -> Figure:
     """Observed vs posterior-predictive number of cells per success count, one panel per agent.
 
     ``check`` is :func:`hierbench.bayes.predictive_check`'s Dataset; cells are

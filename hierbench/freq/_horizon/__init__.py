@@ -7,4 +7,6 @@ bootstrap, as METR describes them.
 from . import _metr
 from ._metr import *  # noqa: F403
 
-__all__ = list(_metr.__all__)  # the module owns the list
+# the module owns the list (``+=``, a form type checkers follow through star imports)
+__all__: list[str] = []
+__all__ += _metr.__all__

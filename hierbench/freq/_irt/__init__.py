@@ -3,4 +3,6 @@
 from . import _ml
 from ._ml import *  # noqa: F403
 
-__all__ = list(_ml.__all__)  # the module owns the list
+# the module owns the list (``+=``, a form type checkers follow through star imports)
+__all__: list[str] = []
+__all__ += _ml.__all__

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import xarray as xr
@@ -40,6 +40,9 @@ from ..._base import (
     make_interval,
     renamed_kwargs,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ConfidenceSequenceResult", "EmptyConfidenceSequenceWarning", "confidence_sequence"]
 
@@ -170,7 +173,7 @@ class ConfidenceSequenceResult(Result):
             attrs=dict(self.ci.attrs),
         )
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per stream (agent) at the final position, interval ends as columns."""
         df = self.final().to_frame()
         df["n"] = int(self.n.values[-1])

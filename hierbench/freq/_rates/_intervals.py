@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from ..._base import (
@@ -94,7 +95,7 @@ def _pack(lo, hi, template: xr.DataArray, prob: float, kind: str, detail: str | 
     )
 
 
-def wald_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
+def wald_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
     """Wald (normal-approximation) interval ``p +- z sqrt(p (1 - p) / n)``.
 
     Not clipped to [0, 1]: at 9/10 it reaches above 1, which is the point of
@@ -125,7 +126,7 @@ def wald_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
     return _pack(p - half, p + half, s, prob, "wald")
 
 
-def wilson_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
+def wilson_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
     """Wilson score interval (Wilson 1927): sensible at 0/n and n/n and for small n.
 
     ``centre = (p + z^2 / 2n) / (1 + z^2 / n)``, ``half = z sqrt(p (1 - p) / n
@@ -142,7 +143,7 @@ def wilson_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray
     return _pack(lo, hi, s, prob, "wilson")
 
 
-def exact_interval(successes, n, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
+def exact_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
     """Clopper-Pearson ("exact") interval from beta quantiles; conservative.
 
     Examples
@@ -182,7 +183,7 @@ class IntervalResult(Result):
 
 
 def proportion_interval(
-    successes, n, *, method: str = "wilson", prob: float = DEFAULT_PROB
+    successes: ArrayLike, n: ArrayLike, *, method: str = "wilson", prob: float = DEFAULT_PROB
 ) -> IntervalResult:
     """A success proportion ``successes / n`` with its interval, as a result object.
 
@@ -281,7 +282,7 @@ def pooled_binomial_interval(
                           _normal_ci(p, se, prob, "wald", "pooled binomial over every task x run attempt"), n.rename("n"))
 
 
-def design_effect(n_runs, rho):
+def design_effect(n_runs: ArrayLike, rho: ArrayLike) -> np.ndarray | float:
     """Design effect ``DEFF = 1 + (R - 1) rho`` of ``R`` correlated runs per task.
 
     ``rho = tau^2 / (p (1 - p))`` is the share of run-level variance that is
@@ -304,8 +305,8 @@ def design_effect(n_runs, rho):
 
 @renamed_kwargs(dim="task_dim")
 def clustered_se(
-    scores,
-    clusters,
+    scores: ArrayLike | xr.DataArray,
+    clusters: ArrayLike | xr.DataArray,
     *,
     task_dim: str = "task",
     small_sample: bool = True,
@@ -371,7 +372,7 @@ def clustered_se(
     return out
 
 
-def finite_population_se(p, n, population_size):
+def finite_population_se(p: ArrayLike, n: ArrayLike, population_size: ArrayLike) -> np.ndarray | float:
     """SE of a success rate from ``n`` tasks drawn without replacement from ``N``.
 
     ``SE = sqrt(p (1 - p) / n * (N - n) / (N - 1))``: zero at ``n = N`` (the
@@ -394,8 +395,8 @@ def finite_population_se(p, n, population_size):
 
 @renamed_kwargs(dim="task_dim")
 def stratified_mean(
-    scores,
-    strata,
+    scores: ArrayLike | xr.DataArray,
+    strata: ArrayLike | xr.DataArray,
     *,
     population_sizes: dict | None = None,
     task_dim: str = "task",

@@ -34,7 +34,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import xarray as xr
@@ -57,6 +57,9 @@ from .._inputs import score_array
 from .._kernels import DegenerateBootstrapWarning
 from .._rates._passk import InsufficientRunsWarning
 from ._bootstrap_engine import StatisticFn, _Cells, _cells_from, _distribution, _limits, _Plan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "BootstrapResult",
@@ -128,7 +131,7 @@ class BootstrapResult(Result):
         ds.attrs = dict(self.attrs)
         return ds
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per agent (or pair): estimate, interval ends, SE and counts (no resamples)."""
         df = super().to_frame()
         return df.drop(columns=[c for c in ("distribution",) if c in df.columns])

@@ -215,7 +215,7 @@ class PairwiseComparisonResult(Result):
         ds["estimate"] = ds["mean_diff"]
         return ds
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """Tidy table, one row per unordered pair ``agent - opponent`` (the upper triangle).
 
         ``lower`` / ``upper`` are the per-pair interval (``ci``), ``simultaneous_lower``

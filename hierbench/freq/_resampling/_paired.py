@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import xarray as xr
@@ -30,6 +30,9 @@ from ..._base import (
 from .._kernels import cr2_mean_se
 from ._bootstrap import bootstrap_ci
 from ._signflip import sign_flip_pvalues
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PairedTestResult", "UndefinedTestWarning", "holm", "paired_test"]
 
@@ -246,7 +249,7 @@ class PairedTestResult(Result):
         ds.attrs = {k: self.ci.attrs[k] for k in ("ci_prob", "ci_kind", "ci_detail") if k in self.ci.attrs}
         return ds
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row: the difference, its interval, the p-values, effect sizes and counts."""
         df = super().to_frame()
         for k, v in self.counts.items():

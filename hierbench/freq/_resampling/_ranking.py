@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
@@ -25,6 +26,9 @@ from ..._base import (
 )
 from .._inputs import agent_task_means
 from .._kernels import task_weights
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["RankResult", "UndefinedScoreWarning", "UnequalTaskSetsWarning", "rank_uncertainty"]
 
@@ -132,7 +136,7 @@ class RankResult(Result):
         ds.attrs = dict(self.attrs)
         return ds
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per agent, best observed score first: rank, its interval, score, tier, counts."""
         import pandas as pd
 

@@ -10,12 +10,6 @@ from ._power import *  # noqa: F403
 from ._result import VarianceComponentsResult as VarianceComponentsResult
 from ._warnings import *  # noqa: F403
 
-__all__ = sorted(
-    [
-        "DesignError",
-        "VarianceComponentsResult",
-        "variance_components",
-        *_power.__all__,
-        *_warnings.__all__,
-    ]
-)
+__all__ = ["DesignError", "VarianceComponentsResult", "variance_components"]
+__all__ += _power.__all__
+__all__ += _warnings.__all__
