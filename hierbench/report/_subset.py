@@ -111,7 +111,8 @@ def subset_sentence(result, report_prob: float) -> str:
     assisted = not bool(np.isnan(result.model_estimate.values).all())
     text = (
         f"Design: {n_text} of {_n_benchmark(result)} tasks per agent, {_design_words(str(result.design))}; "
-        f"each draw's probability is recorded ({np.nanmin(q):.3g} to {np.nanmax(q):.3g}) and used by the "
+        f"{'each task' if str(result.design) == 'plan: poisson' else 'each draw'}'s probability is recorded "
+        f"({np.nanmin(q):.3g} to {np.nanmax(q):.3g}) and used by the "
         f"estimator. Estimator: design-unbiased, {'model-assisted' if assisted else 'no working model'}: "
         f"{detail}" + ("" if str(result.working) in detail else f"; working model: {result.working}")
         + f". Interval: {interval_label(ci)}."
