@@ -19,7 +19,7 @@ import xarray as xr
 from .._base import DEFAULT_PROB, OUTSIDE_PACKAGE, Progress, check_prob
 from ._context import _TITLES, SECTIONS, ReportSectionWarning, _Context, _Skip
 from ._convergence import _sec_convergence
-from ._match import check_fit_data
+from ._match import check_fit_data, check_result_data
 from ._passk import _sec_passk
 from ._report import Report
 from ._sec_pairs import _sec_pairwise
@@ -31,6 +31,7 @@ from ._sections import (
     _sec_ranks,
     _sec_side,
 )
+from ._subset import _sec_subset, check_subset
 from ._variance import _sec_variance
 
 __all__ = ["SECTIONS", "ReportSectionWarning", "build"]
@@ -95,6 +96,7 @@ def build(
     overwrite: bool = False,
     progress: bool | None = None,
     appendix: Sequence[tuple[str, str]] = (),
+    subset: object | Sequence[object] | None = None,
 ) -> Path:
     """Write the full report of an evaluation: data, convergence, abilities, pass^k, ranks, pairs, checks.
 
@@ -134,6 +136,11 @@ def build(
     appendix : sequence of (heading, text)
         Extra sections of preformatted text after the checklist (the demo's
         walk-through).
+    subset : AssistedResult or sequence of them, optional
+        From :func:`hierbench.design.assisted_mean` or ``assisted_adaptive``
+        on ``data``: a section "Subset estimates" (design-based estimate and
+        interval, the model-based score, misfit test and flag per agent).
+        Refused when its agents, drawn tasks or outcomes are not ``data``'s.
 
     Returns
     -------
@@ -158,29 +165,41 @@ def build(
     fit, data = _load(fit, data)
     if fit is not None and data is not None:
         check_fit_data(fit, data)
-    with Progress(len(SECTIONS) + 1, "report", enabled=progress, unit="section") as bar:
-        ctx = _Context(
-            fit=fit,
-            data=data,
-            prob=prob,
-            rng=rng,
-            n_resamples=n_resamples,
-            truth=_as_series(truth),
-            freq=freq,
-            say=bar.stage,
-        )
-        rep = _assemble(ctx, bar, title, appendix)
+    subset = _subset_results(subset, data)
+    order = SECTIONS if not subset else _with_subset()
+    with Progress(len(order) + 1, "report", enabled=progress, unit="section") as bar:
+        ctx = _Context(fit=fit, data=data, prob=prob, rng=rng, n_resamples=n_resamples,
+                       truth=_as_series(truth), freq=freq, subset=subset, say=bar.stage)
+        rep = _assemble(ctx, bar, title, appendix, order)
         bar.stage("writing")
         out = rep.write(path, format=format, overwrite=overwrite)
         bar.update(1)
     return out
 
 
-def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix) -> Report:
+def _subset_results(subset, data: xr.Dataset | None) -> list:
+    """The subset results, each checked against the report's data (none: an empty list)."""
+    if subset is None:
+        return []
+    items = check_subset(subset)
+    if data is None:
+        raise ValueError("`subset` needs `data`: the report checks the subset results against the log they came from")
+    for i, r in enumerate(items):
+        check_result_data(r, data, name="`subset`" if len(items) == 1 else f"`subset[{i}]`")
+    return items
+
+
+def _with_subset() -> tuple[str, ...]:
+    """The report's sections with the subset estimates just before the checklist."""
+    at = SECTIONS.index("checklist")
+    return (*SECTIONS[:at], "subset-estimates", *SECTIONS[at:])
+
+
+def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=SECTIONS) -> Report:
     """Every section in order, then the warnings met and the appendix."""
     model = ctx.fit.attrs.get("hierbench_model", "custom") if ctx.fit is not None else None
     rep = Report(title or ("hierbench report" + (f": {model} model" if model else "")))
-    for sid in SECTIONS:
+    for sid in order:
         bar.stage(_TITLES[sid])
         _run_section(ctx, rep, sid)
         bar.update(1)
@@ -225,5 +244,6 @@ _SECTION_FUNCS = {
     "ppc": _sec_ppc,
     "side-by-side": _sec_side,
     "checklist": _sec_checklist,
+    "subset-estimates": _sec_subset,
 }
 

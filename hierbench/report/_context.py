@@ -38,6 +38,7 @@ _TITLES = {
     "ppc": "Posterior predictive checks",
     "side-by-side": "Bayesian and frequentist side by side",
     "checklist": "Reporting checklist",
+    "subset-estimates": "Subset estimates",  # only with build(subset=...), before the checklist
 }
 
 

@@ -18,7 +18,7 @@ import xarray as xr
 
 from .._base import HierbenchError
 
-__all__ = ["FitDataMismatchError", "check_fit_data"]
+__all__ = ["FitDataMismatchError", "check_fit_data", "check_result_data"]
 
 
 class FitDataMismatchError(HierbenchError):
@@ -38,18 +38,22 @@ def _fit_counts(fit: xr.DataTree) -> xr.Dataset | None:
     return None
 
 
-def _set_diff(what: str, in_fit: list[str], in_data: list[str]) -> list[str]:
+def _set_diff(
+    what: str, in_fit: list[str], in_data: list[str], *, names=("the fit", "the data"), one_sided=False
+) -> list[str]:
+    """Labels only one side has (``one_sided``: only those the first side has and the data lacks)."""
     only_fit = [x for x in in_fit if x not in set(in_data)]
-    only_data = [x for x in in_data if x not in set(in_fit)]
+    only_data = [] if one_sided else [x for x in in_data if x not in set(in_fit)]
     out = []
-    for side, xs in (("the fit", only_fit), ("the data", only_data)):
+    for side, xs in zip(names, (only_fit, only_data), strict=True):
         if xs:
             more = f" and {len(xs) - 5} more" if len(xs) > 5 else ""
             out.append(f"{len(xs)} {what} only in {side} ({xs[:5]}{more})")
     return out
 
 
-def _cell_diff(fc: xr.Dataset, dc: xr.Dataset) -> list[str]:
+def _cell_diff(fc: xr.Dataset, dc: xr.Dataset, *, name: str = "fit", observed_only: bool = False) -> list[str]:
+    """Cells whose counts differ (``observed_only``: only the cells ``fc`` ran)."""
     agents = [a for a in _labels(fc["agent"].values) if a in set(_labels(dc["agent"].values))]
     tasks = [t for t in _labels(fc["task"].values) if t in set(_labels(dc["task"].values))]
     if not agents or not tasks:
@@ -61,11 +65,11 @@ def _cell_diff(fc: xr.Dataset, dc: xr.Dataset) -> list[str]:
 
     fn, fy = grid(fc, "n_runs"), grid(fc, "n_success")
     dn, dy = grid(dc, "n_runs"), grid(dc, "n_success")
-    bad = np.argwhere((fn != dn) | (fy != dy))
+    bad = np.argwhere(((fn != dn) | (fy != dy)) & ((fn > 0) | (not observed_only)))
     if not len(bad):
         return []
     ex = ", ".join(
-        f"({agents[i]}, {tasks[j]}): fit {int(fy[i, j])}/{int(fn[i, j])}, "
+        f"({agents[i]}, {tasks[j]}): {name} {int(fy[i, j])}/{int(fn[i, j])}, "
         f"data {int(dy[i, j])}/{int(dn[i, j])}"
         for i, j in bad[:3]
     )
@@ -134,3 +138,73 @@ def check_fit_data(
         + f"{prints}. Give the log the fit was made from, read with the same options "
         "(the error policy and the columns change the counts)"
     )
+
+
+def _result_counts(result) -> xr.Dataset:
+    """The (agent, task) success / run counts a subset result drew (0 runs where it drew nothing)."""
+    dr = result.draws
+    agents = _labels(dr["agent"].values)
+    task = np.asarray(dr["task"].values, dtype=object)
+    drawn = np.array([t is not None and t == t for t in task.ravel()]).reshape(task.shape)
+    tasks = sorted({str(t) for t in task[drawn]})
+    col = {t: j for j, t in enumerate(tasks)}
+    n = np.zeros((len(agents), len(tasks)))
+    y = np.zeros_like(n)
+    runs, rate = dr["n_runs"].values, dr["outcome"].values
+    for i, s in zip(*np.nonzero(drawn), strict=True):
+        n[i, col[str(task[i, s])]] = runs[i, s]
+        y[i, col[str(task[i, s])]] = np.round(rate[i, s] * runs[i, s])
+    coords = {"agent": agents, "task": tasks}
+    dims = ("agent", "task")
+    return xr.Dataset({"n_runs": (dims, n), "n_success": (dims, y)}, coords=coords)
+
+
+def check_result_data(result, data: xr.Dataset, *, name: str = "`subset`", data_name: str = "`data`") -> None:
+    """Refuse a subset result whose agents, drawn tasks or drawn outcomes are not in the eval dataset.
+
+    The rule of :func:`check_fit_data` from the result's side: every agent
+    and every task the result drew must be in the data, with the same
+    success / run counts in each drawn cell (agents of the data the result
+    left out are allowed).
+
+    Parameters
+    ----------
+    result : AssistedResult
+        From :func:`hierbench.design.assisted_mean` or
+        :func:`hierbench.design.assisted_adaptive` (its ``draws``).
+    data : xarray.Dataset
+        An eval dataset (``score(agent, task, run)``) or its counts.
+    name, data_name : str
+        How the message names the two.
+
+    Raises
+    ------
+    FitDataMismatchError
+        Naming the agents and tasks only the result has and the drawn cells
+        whose counts differ.
+
+    Examples
+    --------
+    >>> from hierbench.design import assisted_adaptive, simulate_irt_log
+    >>> ds, _ = simulate_irt_log(3, 40, rng=0)
+    >>> res = assisted_adaptive(None, ds, n_tasks=10, rng=1)
+    >>> check_result_data(res, ds)
+    >>> check_result_data(res, ds.isel(agent=[0, 1]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    hierbench.report._match.FitDataMismatchError: `subset` and `data` are not the same evaluation: 1 agents only in the result (['agent_002'])...
+    """
+    from ..data import to_counts
+
+    counts = to_counts(data) if "score" in data else data
+    rc = _result_counts(result)
+    names = ("the result", "the data")
+    why = []
+    for dim, what in (("agent", "agents"), ("task", "tasks")):
+        why += _set_diff(what, _labels(rc[dim].values), _labels(counts[dim].values), names=names, one_sided=True)
+    why += _cell_diff(rc, counts, name="result", observed_only=True)
+    if why:
+        raise FitDataMismatchError(
+            f"{name} and {data_name} are not the same evaluation: " + "; ".join(why)
+            + ". Give the subset results computed from the report's log (same agents, tasks and runs)"
+        )
