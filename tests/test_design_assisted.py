@@ -22,6 +22,7 @@ from scipy.special import expit
 from hierbench.design import (
     AssistedResult,
     SubsetPlan,
+    WorkingModel,
     assisted_adaptive,
     assisted_mean,
     choose_working_model,
@@ -337,3 +338,19 @@ def test_assisted_mean_refuses_what_it_cannot_estimate():
     half = stats.t.ppf(0.95, 5) * v.std(1, ddof=1) / np.sqrt(6) * np.sqrt(1 - 6 / 30)
     np.testing.assert_allclose(res.ci.values[:, 1], np.minimum(v.mean(1) + half, (v.sum(1) + 24) / 30))
     assert np.isnan(res.misfit_p.values).all() and res.working.startswith("none")
+
+
+def test_the_working_label_says_what_the_estimator_did():
+    # a Poisson plan has no draw order: its bank predictions are population averages, and the
+    # label must not claim an updated ability; a chosen working model carries its reason
+    T, n = 40, 12
+    bank, a, d = _bank(T, seed=5)
+    g = np.random.default_rng(6)
+    logs = _logs((g.random((1, T)) < expit(0.8 * a + d)).astype(float), bank.tasks)
+    poi = assisted_mean(plan_subset(bank, n, design="poisson", rng=0), logs, bank, n_draws=10, n_grid=21, rng=0)
+    srs = assisted_mean(plan_subset(bank, n, rng=0), logs, bank, n_draws=10, n_grid=21, rng=0)
+    assert "updated" not in poi.working and "population-average" in poi.working
+    assert "updated from the tasks drawn before" in srs.working
+    wm = WorkingModel("none", None, xr.DataArray([0.0]), xr.DataArray([0.0]), "no bank beat the plain mean")
+    res = assisted_mean(plan_subset(bank.tasks, n, rng=1), logs, wm, rng=0)
+    assert res.working.startswith("none (plain mean)") and "no bank beat the plain mean" in res.working

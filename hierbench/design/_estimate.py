@@ -14,7 +14,7 @@ This module imports numpy, scipy and xarray only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -76,11 +76,13 @@ def _spec(working: Any, tasks: np.ndarray | None, *, prob: float, n_runs: int, n
     n_runs = check_int(n_runs, "n_runs", min=1)
     kw = {"prob": prob, "n_runs": n_runs, "n_draws": check_int(n_draws, "n_draws", min=1),
           "n_grid": check_int(n_grid, "n_grid", min=11)}
+    why = ""
     if isinstance(working, WorkingModel):
+        why = f"; chosen by cross-fitting on the calibration agents: {working.reason}"
         working = working.bank
     if isinstance(working, IRTBank):
         return _Spec(working, None, f"{working.model.upper()} IRT bank ({working.method}), ability updated "
-                     "from the tasks drawn before", working.tasks, **kw)
+                     f"from the tasks drawn before{why}", working.tasks, **kw)
     if isinstance(working, xr.DataArray):
         if working.dims != ("task",) or "task" not in working.coords:
             raise HierbenchError(f"`working` predictions must be a DataArray over a labelled 'task' dim; "
@@ -92,7 +94,7 @@ def _spec(working: Any, tasks: np.ndarray | None, *, prob: float, n_runs: int, n
     if working is None:
         if tasks is None:
             raise HierbenchError("`working=None` (no model) needs the tasks: pass logs or a plan")
-        return _Spec(None, None, "none (plain mean)", tasks, **kw)
+        return _Spec(None, None, f"none (plain mean){why}", tasks, **kw)
     raise TypeError(f"`working` must be an IRTBank, a WorkingModel, predictions over 'task' or None; "
                     f"got {type(working).__name__}")
 
@@ -355,6 +357,10 @@ def assisted_mean(
                  spec.n_runs, spec.n_draws, spec.n_grid)
     if spec.bank is not None and not np.array_equal(spec.tasks, plan.tasks):
         raise HierbenchError("`working`'s bank must list its tasks in the plan's order (plan_subset(bank, ...))")
+    if plan.design == "poisson" and spec.bank is not None:  # no draw order: nothing to update from
+        spec = replace(spec, working=spec.working.replace(
+            "ability updated from the tasks drawn before", "its population-average predictions (a Poisson "
+            "plan has no draw order to update along)"))
     agents, sources = _sources(_plan_logs(outcomes, plan), spec.tasks, spec.n_runs)
     outs = map_seeded(_plan_agent, sources, rng=rng, executor=executor,
                       desc="agents", kwargs={"spec": spec, "plan": plan})
