@@ -16,7 +16,20 @@ from ._crossed import (
     crossed_pass_k as crossed_pass_k,  # for the demo; metrics.pass_hat_k dispatches to it
 )
 from ._crossed import crossed_variance_components
+from ._effects import (
+    PosteriorAgentVarianceResult,
+    PosteriorEffectsResult,
+    PosteriorMeanResponseResult,
+    agent_variance,
+    average_marginal_effects,
+    graded_pass_hat_k,
+    mean_response,
+)
 from ._gtheory import bayes_d_study, bayes_variance_components
+from ._mixed import MixedDraws as MixedDraws  # for hierbench.bayes (formula models)
+from ._mixed import mixed_draws as mixed_draws
+from ._mixed import ordinal_probs as ordinal_probs
+from ._mixed import row_predictor as row_predictor
 from ._passk import beta_moments, pass_at_k, pass_hat_k
 from ._ranking import head_to_head, prob_superiority, rank_probabilities
 from ._results import (
@@ -30,17 +43,24 @@ from ._results import (
 
 __all__ = [
     "HeadToHeadResult",
+    "PosteriorAgentVarianceResult",
+    "PosteriorEffectsResult",
+    "PosteriorMeanResponseResult",
     "PosteriorPassKResult",
     "PosteriorSummaryResult",
     "ProbSuperiorityResult",
     "RankProbabilityResult",
     "UndefinedMetricWarning",
     "VarianceComponentDrawsResult",
+    "agent_variance",
+    "average_marginal_effects",
     "bayes_d_study",
     "bayes_variance_components",
     "beta_moments",
     "crossed_variance_components",
+    "graded_pass_hat_k",
     "head_to_head",
+    "mean_response",
     "pass_at_k",
     "pass_hat_k",
     "posterior_interval",
