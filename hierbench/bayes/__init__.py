@@ -21,6 +21,7 @@ from ._diagnostics import (
 )
 from ._fit import SAMPLERS, add_log_likelihood, fit, fit_replicates
 from ._formula_model import MIXED_PRIORS, build_mixed
+from ._horizon import build_horizon
 from ._irt import IRT_PRIORS, build_irt_1pl, build_irt_2pl
 from ._registry import (
     HOOK_KINDS,
@@ -57,6 +58,7 @@ __all__ = [
     "build_beta_binomial",
     "build_bradley_terry",
     "build_crossed",
+    "build_horizon",
     "build_irt_1pl",
     "build_irt_2pl",
     "build_mixed",

@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from ..metrics import MixedDraws, mixed_draws, ordinal_probs, row_predictor
+from ..metrics import mixed_draws, ordinal_probs, row_predictor, task_codes
 from ._registry import register_hook
 from ._unit_interval import draw_scores
 
@@ -47,18 +47,20 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
     fractional = design.family == "fractional"
     if fractional:
         obs_row = np.asarray(extra.get("obs_row", rows))
-        phi, zo = post["phi"].values.reshape(S, 1), post["zero_one"].values.reshape(S, 1)
+        obs_task = task_codes(design)[1][obs_row]
     out = None
     step = max(1, _CHUNK // max(len(rows), 1))
     for lo in range(0, S, step):
         sl = slice(lo, min(lo + step, S))
-        sub = MixedDraws(dr.beta[sl], dr.sd[sl], {k: (None if v is None else v[sl]) for k, v in dr.re.items()},
-                            None, dr.chain, dr.draw)  # fmt: skip
+        sub = dr.subset(sl)
         eta = row_predictor(sub, design, design.X, rows, held)
         for k, t in enumerate(design.random):
             if not held[k]:  # integrated out of the likelihood: a fresh effect per row
                 eta = eta + dr.sd[sl, k : k + 1] * t.slope * gen.standard_normal(eta.shape)
-        y = draw_scores(eta[:, obs_row], phi[sl], zo[sl], gen) if fractional else _outcome(design, extra, dr, eta, sl, gen)
+        if fractional:
+            y = draw_scores(eta[:, obs_row], dr.interior[sl][:, obs_task], gen)
+        else:
+            y = _outcome(design, extra, dr, eta, sl, gen)
         if out is None:
             out = np.empty((S, *y.shape[1:]), dtype=y.dtype)
         out[sl] = y

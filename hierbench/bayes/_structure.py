@@ -47,6 +47,7 @@ __all__ = [
     "Structure",
     "UnidentifiedTermWarning",
     "centre_choice",
+    "cluster_figures",
     "count_design",
     "decide_agent_task",
     "decide_centring",
@@ -324,17 +325,30 @@ def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]
         "success_rate": round(float(y.sum() / max(n.sum(), 1)), 4),
         "score_kind": "binary counts",
     }
-    if "cluster" in counts.coords:
-        codes, _ = cluster_codes(counts, "cluster", dim="task")
-        labels = codes
-        size = np.bincount(codes)
-        out.update(
-            n_clusters=int(size.size),
-            median_cluster_size=float(np.median(size)),
-            max_cluster_size=int(size.max()),
-            share_tasks_in_singletons=round(float(size[size == 1].sum() / labels.size), 3),
-        )
+    out.update(cluster_figures(counts))
     return out
+
+
+def cluster_figures(data: xr.Dataset) -> dict[str, Any]:
+    """The cluster figures the cluster rule reads (none without a ``cluster`` task coord).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset(coords={"task": ["a", "b", "c"], "cluster": ("task", ["f", "f", "g"])})
+    >>> cluster_figures(ds)["share_tasks_in_singletons"]
+    0.333
+    """
+    if "cluster" not in data.coords:
+        return {}
+    codes, _ = cluster_codes(data, "cluster", dim="task")
+    size = np.bincount(codes)
+    return {
+        "n_clusters": int(size.size),
+        "median_cluster_size": float(np.median(size)),
+        "max_cluster_size": int(size.max()),
+        "share_tasks_in_singletons": round(float(size[size == 1].sum() / codes.size), 3),
+    }
 
 
 # ---------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Posterior-predictive metrics on a fitted model: pass^k, pass@k, P(i > j), rank probabilities,
-variance components on the probability scale.
+variance components on the probability scale; for formula models (:func:`hierbench.bayes.build_mixed`)
+the reader's-scale answers (average marginal effects, mean scores, the agents' variance, pass^k on a
+graded event) and METR's time horizons with their doubling time.
 
 Pure xarray, numpy and scipy: works on a fit loaded from disk without PyMC.
 pass^k and pass@k dispatch on the fit's ``hierbench_model`` attribute
@@ -26,10 +28,17 @@ from ._effects import (
     mean_response,
 )
 from ._gtheory import bayes_d_study, bayes_variance_components
+from ._horizon import (
+    PosteriorDoublingTimeResult,
+    PosteriorHorizonResult,
+    doubling_time,
+    time_horizon,
+)
 from ._mixed import MixedDraws as MixedDraws  # for hierbench.bayes (formula models)
 from ._mixed import mixed_draws as mixed_draws
 from ._mixed import ordinal_probs as ordinal_probs
 from ._mixed import row_predictor as row_predictor
+from ._mixed import task_codes as task_codes
 from ._passk import beta_moments, pass_at_k, pass_hat_k
 from ._ranking import head_to_head, prob_superiority, rank_probabilities
 from ._results import (
@@ -44,7 +53,9 @@ from ._results import (
 __all__ = [
     "HeadToHeadResult",
     "PosteriorAgentVarianceResult",
+    "PosteriorDoublingTimeResult",
     "PosteriorEffectsResult",
+    "PosteriorHorizonResult",
     "PosteriorMeanResponseResult",
     "PosteriorPassKResult",
     "PosteriorSummaryResult",
@@ -58,6 +69,7 @@ __all__ = [
     "bayes_variance_components",
     "beta_moments",
     "crossed_variance_components",
+    "doubling_time",
     "graded_pass_hat_k",
     "head_to_head",
     "mean_response",
@@ -67,4 +79,5 @@ __all__ = [
     "posterior_summary",
     "prob_superiority",
     "rank_probabilities",
+    "time_horizon",
 ]

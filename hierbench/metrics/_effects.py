@@ -18,12 +18,14 @@ with the random terms integrated out by the package's population rule; only
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy.special import expit
 
 from .._base import DEFAULT_PROB, HierbenchError, Result, check_prob
 from .._numerics import population_nodes
@@ -37,6 +39,9 @@ from ._mixed import (
     row_predictor,
 )
 from ._results import PosteriorPassKResult
+
+#: draws x rows (x nodes) per chunk of the observed-task means
+_CHUNK = 4_000_000
 
 __all__ = [
     "PosteriorAgentVarianceResult",
@@ -147,7 +152,7 @@ def _group_means(
 
     def evaluate(rows: np.ndarray) -> np.ndarray:
         eta = row_predictor(dr, design, X, rows, held)
-        return expected_outcome(design, dr, eta, integrated_sd(dr, design, rows, integrate), threshold, f)
+        return expected_outcome(design, dr, eta, integrated_sd(dr, design, rows, integrate), rows, threshold, f)
 
     return _compressed(design, X, groups, n_groups, held, integrate, evaluate)
 
@@ -247,14 +252,34 @@ def average_marginal_effects(
 
 
 def mean_response(
-    fit: xr.DataTree, design: Any, by: str = "agent", *, threshold: float | None = None, prob: float = DEFAULT_PROB
+    fit: xr.DataTree,
+    design: Any,
+    by: str = "agent",
+    *,
+    threshold: float | None = None,
+    tasks: str = "population",
+    prob: float = DEFAULT_PROB,
 ) -> PosteriorMeanResponseResult:
     """Posterior expected score of each agent (or level of ``by``) over its own design rows.
 
-    As :func:`hierbench.freq.mean_response`: random terms that hold whole
-    agents (``(1|agent)``, ``(1|model)``) at their drawn values, the others
-    (tasks, cells, runs) integrated out: the agent's expected score on a new
-    task like its own.
+    Parameters
+    ----------
+    fit, design
+        As :func:`average_marginal_effects`.
+    by : str
+        ``"agent"`` or another variable of the formula.
+    threshold : float, optional
+        Ordinal fits: the share graded at least ``threshold`` (else the mean grade).
+    tasks : {"population", "observed"}
+        ``"population"`` (as :func:`hierbench.freq.mean_response`): random
+        terms that hold whole agents (``(1|agent)``, ``(1|model)``) at their
+        drawn values, the others (tasks, cells, runs) integrated out: the
+        agent's expected score on a new task like its own. ``"observed"``:
+        every term at its drawn value (an agent x task effect integrated out
+        of the likelihood at its conditional expectation given the cell's
+        runs): the expected score averaged over the group's own design rows,
+        the estimand of the task-level bootstrap of each agent's mean score.
+    prob : float
 
     Returns
     -------
@@ -262,14 +287,46 @@ def mean_response(
         ``estimate`` / ``ci`` over ``group``, in points (or grades).
     """
     design, prob = as_design(design), check_prob(prob)
+    if tasks not in ("population", "observed"):
+        raise HierbenchError(f"`tasks` must be 'population' or 'observed'; got {tasks!r}")
     dr = mixed_draws(fit, design)
     factor, scale = _scale(design, threshold)
     groups, glab = _groups_of(design, by, "by")
-    held = np.array([t.level == "agent" for t in design.random], bool)
-    vals = factor * _group_means(design, dr, design.X, groups, len(glab), held, threshold)
+    if tasks == "observed":
+        vals = factor * _observed_means(fit, design, dr, groups, len(glab), threshold)
+    else:
+        held = np.array([t.level == "agent" for t in design.random], bool)
+        vals = factor * _group_means(design, dr, design.X, groups, len(glab), held, threshold)
     est, ci, sd, draws = _summarise(dr, vals, ("group",), {"group": glab}, prob)
-    est.attrs = {"scale": scale, "by": by}
+    est.attrs = {"scale": scale, "by": by, "tasks": tasks}
     return PosteriorMeanResponseResult(estimate=est, ci=ci, posterior_sd=sd, draws=draws, scale=scale)
+
+
+def _observed_means(fit: xr.DataTree, design: Any, dr: Any, groups: np.ndarray, n_groups: int, threshold: Any) -> np.ndarray:
+    """``(S, n_groups)``: group means of each row's expected outcome at every term's drawn value."""
+    from ._crossed import _agq_weights
+
+    held = np.array([dr.re[t.name] is not None for t in design.random], bool)
+    rows = np.arange(len(design.frame))
+    W = np.zeros((rows.size, n_groups))
+    W[rows, groups] = 1.0
+    W /= W.sum(0, keepdims=True)
+    n_quad = int(json.loads(fit.attrs.get("hierbench_spec", "{}")).get("options", {}).get("n_quad", 7))
+    S = dr.sd.shape[0]
+    out = np.empty((S, n_groups))
+    step = max(1, _CHUNK // (rows.size * (n_quad if not held.all() else 1)))
+    for lo in range(0, S, step):
+        sl = slice(lo, min(lo + step, S))
+        sub = dr.subset(sl)
+        eta = row_predictor(sub, design, design.X, rows, held)
+        if held.all():
+            mu = expected_outcome(design, sub, eta, np.zeros_like(eta), rows, threshold)
+        else:  # the agent x task effect integrated out of the binomial cells: its conditional mean
+            (k,) = np.flatnonzero(~held)
+            e, wt = _agq_weights(design.y[None], design.n[None], eta[:, None, :], sub.sd[:, k, None, None], n_quad)
+            mu = (wt * expit(e)).sum(-1)[:, 0, :]
+        out[sl] = mu @ W
+    return out
 
 
 def agent_variance(fit: xr.DataTree, design: Any, *, prob: float = DEFAULT_PROB) -> PosteriorAgentVarianceResult:

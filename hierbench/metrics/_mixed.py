@@ -36,6 +36,8 @@ __all__ = [
     "ordinal_probs",
     "population_mean",
     "row_predictor",
+    "task_codes",
+    "unit_interval_mean",
 ]
 
 #: floats per temporary of the population rule (draws x rows x nodes), about 40 MB
@@ -55,6 +57,12 @@ def ordinal_probs(eta: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     lead = np.zeros((*cum.shape[:-1], 1))
     p = np.diff(np.concatenate([lead, cum, lead + 1.0], axis=-1), axis=-1)
     return np.clip(p, 0.0, 1.0) / np.clip(p, 0.0, 1.0).sum(-1, keepdims=True)
+
+
+def task_codes(design: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The tasks of a design's rows, sorted (as a ``(1|task)`` term's levels), and each row's code."""
+    labels, codes = np.unique(design.frame["task"].astype(str).to_numpy(), return_inverse=True)
+    return labels, codes.ravel()
 
 
 def as_design(design: Any) -> Any:
@@ -82,6 +90,13 @@ class MixedDraws:
     thresholds: np.ndarray | None  # (S, K - 1)
     chain: np.ndarray
     draw: np.ndarray
+    interior: np.ndarray | None = None  # (S, tasks): fractional family, each task's interior weight
+
+    def subset(self, sl: slice) -> MixedDraws:
+        """The draws in ``sl`` (a slice of the flattened draws)."""
+        pick = lambda a: None if a is None else a[sl]  # noqa: E731
+        return MixedDraws(self.beta[sl], self.sd[sl], {k: pick(v) for k, v in self.re.items()},
+                          pick(self.thresholds), self.chain, self.draw, pick(self.interior))  # fmt: skip
 
     def as_draws(self, values: np.ndarray, dims: tuple[str, ...], coords: dict) -> xr.DataArray:
         """``values (S, ...)`` back on ``(chain, draw, ...)``."""
@@ -120,6 +135,7 @@ def mixed_draws(fit: xr.DataTree, design: Any) -> MixedDraws:
         beta=flat("beta", "coef") if coef else np.zeros((S, 0)), sd=flat("sd", "component"), re=re,
         thresholds=flat("thresholds", "threshold") if "thresholds" in post else None,
         chain=post["chain"].values, draw=post["draw"].values,
+        interior=flat("interior", "task") if "interior" in post else None,
     )  # fmt: skip
 
 
@@ -134,27 +150,58 @@ def row_predictor(dr: MixedDraws, design: Any, X: np.ndarray, rows: np.ndarray, 
     return eta
 
 
-def population_mean(loc: np.ndarray, tau: np.ndarray, f: Any = None) -> np.ndarray:
-    """:func:`logit_normal_expectation` in chunks of rows (its temporary has a node axis)."""
+def unit_interval_mean(eta: np.ndarray, interior: np.ndarray) -> np.ndarray:
+    """Mean of the [0, 1]-score family (:mod:`hierbench.bayes._unit_interval`):
+    ``expit(theta) + w r'(theta) / (1 + w r(theta))``, ``r(theta) = tanh(theta / 2) / theta``,
+    ``theta = eta (3 + 1.5 w) / (3 + 0.5 w)``.
+
+    Examples
+    --------
+    >>> unit_interval_mean(np.array([0.0, 2.0]), np.array([5.0, 0.0])).round(4).tolist()
+    [0.5, 0.8808]
+    """
+    e, w = np.broadcast_arrays(np.asarray(eta, dtype=float), np.asarray(interior, dtype=float))
+    e = e * (3.0 + 1.5 * w) / (3.0 + 0.5 * w)
+    small = np.abs(e) < 1e-4
+    safe = np.where(small, 1.0, e)
+    th = np.tanh(safe / 2.0)
+    r = np.where(small, 0.5 - e**2 / 24.0, th / safe)
+    dr = np.where(small, -e / 12.0, (safe / 2.0 * (1.0 - th**2) - th) / safe**2)
+    return expit(e) + w * dr / (1.0 + w * r)
+
+
+def population_mean(loc: np.ndarray, tau: np.ndarray, f: Any = None, interior: Any = None) -> np.ndarray:
+    """``E[g(loc + tau Z)]``, ``Z ~ N(0, 1)``, by the population rule, in chunks of rows (its
+    temporary has a node axis): ``g = f(expit(.))`` (``f`` default identity, as
+    :func:`logit_normal_expectation`), or with ``interior`` the [0, 1]-score mean."""
     loc, tau = np.broadcast_arrays(np.asarray(loc, dtype=float), np.asarray(tau, dtype=float))
+    w = None if interior is None else np.broadcast_to(np.asarray(interior, dtype=float), loc.shape).reshape(-1)
     out = np.empty(loc.shape)
     lf, tf, of = loc.reshape(-1), tau.reshape(-1), out.reshape(-1)
-    step = max(1, _CHUNK // population_nodes()[0].size)
+    u, wt = population_nodes()
+    step = max(1, _CHUNK // u.size)
     for lo in range(0, lf.size, step):
-        of[lo : lo + step] = logit_normal_expectation(lf[lo : lo + step], tf[lo : lo + step], f)
+        sl = slice(lo, lo + step)
+        if w is None:
+            of[sl] = logit_normal_expectation(lf[sl], tf[sl], f)
+        else:
+            of[sl] = (unit_interval_mean(lf[sl, None] + tf[sl, None] * u, w[sl, None]) * wt).sum(-1)
     return out
 
 
 def expected_outcome(
-    design: Any, dr: MixedDraws, eta: np.ndarray, tau: np.ndarray, threshold: float | None = None, f: Any = None
-) -> np.ndarray:
-    """``E[outcome]`` per draw and row, the terms in ``tau`` integrated out.
+    design: Any, dr: MixedDraws, eta: np.ndarray, tau: np.ndarray, rows: np.ndarray,
+    threshold: float | None = None, f: Any = None,
+) -> np.ndarray:  # fmt: skip
+    """``E[outcome]`` per draw and design row (``rows``), the terms in ``tau`` integrated out.
 
-    Binomial: the success probability; fractional: the mean score (the
-    likelihood's mean is ``expit(eta)``); ordinal: the mean grade, or with
-    ``threshold`` the share graded at least it. ``f`` maps the per-run
-    probability before averaging (``p ** k`` for pass^k).
+    Binomial: the success probability. Fractional: the mean score of the
+    row's task (:func:`unit_interval_mean`). Ordinal: the
+    mean grade, or with ``threshold`` the share graded at least it. ``f``
+    maps the per-run probability before averaging (``p ** k`` for pass^k).
     """
+    if design.family == "fractional":
+        return population_mean(eta, tau, interior=dr.interior[:, task_codes(design)[1][rows]])
     if design.family != "ordinal":
         return population_mean(eta, tau, f)
     cats, th = np.asarray(design.categories, dtype=float), dr.thresholds
