@@ -195,3 +195,43 @@ def test_a_design_that_does_not_match_the_fit_is_refused():
         mean_response(_fit(d, [0.0, 0.0], [1.0]), other)
     with pytest.raises(HierbenchError, match="`design` must be the ModelDesign"):
         mean_response(_fit(d, [0.0, 0.0], [1.0]), "score ~ scaffold")
+
+
+def test_posterior_answers_line_up_row_for_row_with_the_ml_half():
+    """compare.side_by_side pairs each posterior answer with the Laplace fit's (same dims and labels)."""
+    import warnings
+
+    from hierbench import freq
+    from hierbench.compare import side_by_side
+
+    ds = _leaderboard(np.random.default_rng(9))
+    f = "score ~ scaffold + (1|model) + (1|task)"
+    d = model_design(f, ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a tiny board: sds at the boundary
+        ml = freq.fit_crossed_ml(ds, f, intervals="wald")
+    post = _fit(d, [0.1, 0.5], [0.5, 1.0], re={"1|model": np.array([0.1, 0.0, -0.1])})
+    pairs = [(average_marginal_effects(post, d, "scaffold"), freq.average_marginal_effects(ml, "scaffold")),
+             (mean_response(post, d), freq.mean_response(ml)), (agent_variance(post, d), freq.agent_variance(ml))]  # fmt: skip
+    for b, m in pairs:
+        table = side_by_side({"bayes": b, "ml": m})
+        assert table.estimator.values.tolist() == ["bayes", "ml"]
+        assert b.estimate.attrs["scale"] == m.estimate.attrs["scale"]
+        (dim,) = b.estimate.dims
+        assert table[dim].values.tolist() == m.estimate[dim].values.tolist()
+        assert np.isfinite(table["estimate"].values).all()
+
+
+def test_a_contamination_indicator_per_cell_gets_its_marginal_effect():
+    """Task date after the agent's training cutoff: a cell-level variable; the AME is the quadrature average."""
+    rng = np.random.default_rng(10)
+    ds = _leaderboard(rng)
+    after = np.arange(8)[None, :] >= np.array([2, 4, 6, 2, 4, 6])[:, None]  # each agent's cutoff, tasks in date order
+    ds["after_cutoff"] = (("agent", "task"), np.where(after, "after", "before"))
+    d = model_design("score ~ after_cutoff + (1|task)", ds)
+    beta, s = np.array([0.6, -0.8]), 1.1
+    res = average_marginal_effects(_fit(d, beta, [s]), d, "after_cutoff")
+    assert list(d.coef) == ["Intercept", "after_cutoff[before]"]  # "after" sorts first: the reference level
+    want = _lnorm(expit, beta.sum(), s) - _lnorm(expit, beta[0], s)  # every row alike: the shift is the same
+    assert res.estimate.contrast.values.tolist() == ["before - after"]
+    assert abs(float(res.estimate[0]) - 100 * want) < 1e-4
