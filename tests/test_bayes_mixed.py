@@ -148,3 +148,34 @@ def test_scaffold_effect_in_points_agrees_with_the_ml_half_and_holds_the_truth()
     assert lo < truth["scaffold"] < hi
     var = agent_variance(fit, m)
     assert var.estimate.component.values.tolist() == ["scaffold", "1|model"]
+
+
+@pytest.mark.slow
+def test_bayesian_horizons_hold_the_simulated_truth_and_pair_with_metr_method():
+    """logit p = a_i - 0.5 log2(minutes) + task effect: the 50% horizon is 2 ** (a_i / 0.5) exactly
+    (a symmetric task distribution leaves the 50% point where the line crosses 0)."""
+    from hierbench import freq
+    from hierbench.compare import side_by_side
+    from hierbench.metrics import doubling_time, time_horizon
+
+    rng = np.random.default_rng(12)
+    mins = np.geomspace(1, 480, 40)
+    a, b = np.array([2.0, 3.0, 4.0]), -0.5
+    eta = a[:, None] + b * np.log2(mins) + rng.normal(0, 0.5, 40)
+    y = (rng.random((3, 40, 4)) < 1 / (1 + np.exp(-eta[..., None]))) * 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), y)},
+                    coords={"agent": ["a", "b", "c"], "task": [f"t{i}" for i in range(40)], "human_minutes": ("task", mins),
+                            "cluster": ("task", [f"f{i // 2}" for i in range(40)])})  # fmt: skip
+    m = bayes.build_horizon(ds, clusters=False)
+    fit = bayes.fit(m, rng=13, **_SMALL)
+    h = time_horizon(fit, m, success=(0.5, 0.8))
+    truth = 2 ** (a / -b)
+    lo, hi = h.ci.sel(success=0.5, ci_bound="lower").values, h.ci.sel(success=0.5, ci_bound="upper").values
+    assert ((lo < truth) & (truth < hi)).all(), (lo, truth, hi)
+    assert (h.estimate.sel(success=0.8) < h.estimate.sel(success=0.5)).all()
+    dates = {"a": "2023-01-01", "b": "2023-07-01", "c": "2024-01-01"}
+    dt = doubling_time(h, dates)  # truth: 2 doublings a half year -> about 91 days
+    assert float(dt.ci.sel(ci_bound="lower")) < 365.25 / 4 < float(dt.ci.sel(ci_bound="upper"))
+    ml = freq.time_horizon(ds, n_resamples=50, rng=14)
+    table = side_by_side({"bayes": h, "metr": ml})
+    assert table.estimator.values.tolist() == ["bayes", "metr"] and table.sizes["agent"] == 3
