@@ -145,7 +145,8 @@ def time_horizon(
     a, b, tau = _agent_lines(dr, design, minutes)
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.stack([(_eta_at(tau, p)[:, None] - a) / b for p in succ], axis=-1)
-    h = np.where((b < 0)[..., None], 2.0**x, np.nan)
+    with np.errstate(over="ignore"):  # a nearly flat slope: a horizon beyond any length (inf)
+        h = np.where((b < 0)[..., None], 2.0**x, np.nan)
     agents = [str(v) for v in np.asarray(design.agents)[np.unique(design.agent_index)]]
     undefined = (b >= 0).sum(0)
     if undefined.any():
