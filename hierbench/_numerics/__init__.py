@@ -6,7 +6,8 @@
 - :mod:`.agq_numba`: the compiled kernels of the same maths, imported on
   first use (``from hierbench._numerics import node_masses`` loads numba
   then, not at ``import hierbench``);
-- :mod:`.intervals`: the Wilson bounds and the cluster-robust standard error.
+- :mod:`.intervals`: the Wilson bounds and the cluster-robust standard error;
+- :mod:`.trend`: release dates and the frontier of METR's doubling time (pandas reads the dates).
 
 Nothing here imports xarray, PyMC or another hierbench subpackage.
 """
@@ -24,6 +25,7 @@ from .agq import (
     population_nodes,
 )
 from .intervals import cluster_robust_se, wilson_bounds
+from .trend import frontier, release_days
 
 #: names served from the compiled kernels (:mod:`.agq_numba`), loaded lazily
 _COMPILED = frozenset(
@@ -55,10 +57,12 @@ __all__ = [
     "NEWTON_TOL",
     "cluster_robust_se",
     "expit_pair",
+    "frontier",
     "gauss_hermite",
     "logit_normal_expectation",
     "node_terms",
     "place_nodes",
     "population_nodes",
+    "release_days",
     "wilson_bounds",
 ]

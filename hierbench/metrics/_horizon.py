@@ -35,6 +35,8 @@ from .._base import (
     check_prob,
     make_interval,
 )
+from .._numerics import frontier as _frontier
+from .._numerics import release_days
 from ._mixed import as_design, integrated_sd, mixed_draws, population_mean, row_predictor
 
 __all__ = ["PosteriorDoublingTimeResult", "PosteriorHorizonResult", "doubling_time", "time_horizon"]
@@ -166,26 +168,11 @@ def time_horizon(
 
 
 def _days(release_dates: Mapping[str, Any], agents: list[str], missing: str) -> tuple[np.ndarray, list[str]]:
-    """Release dates as days since 1970 (NaN where missing); METR's ``{"date": {...}}`` layout read too."""
-    if set(release_dates) == {"date"} and isinstance(release_dates["date"], Mapping):
-        release_dates = release_dates["date"]
-    have = {str(k): v for k, v in release_dates.items()}
-    absent = [a for a in agents if a not in have]
+    """Release dates as days since 1970 (NaN where missing)."""
+    days, absent = release_days(release_dates, agents)
     if absent and missing == "refuse":
         raise HierbenchError(f"`release_dates` has no date for agents {absent}; add them, or pass missing='skip'")
-    return np.array([pd.Timestamp(have[a]).to_datetime64().astype("datetime64[D]").astype(np.int64)
-                     if a in have else np.nan for a in agents], dtype=float), absent  # fmt: skip
-
-
-def _frontier(days: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Agents whose horizon is at least the largest of every agent released on or before their date."""
-    keep = np.zeros(days.size, bool)
-    best = -np.inf
-    for d in np.unique(days[np.isfinite(days)]):
-        on = days == d
-        best = max(best, float(np.max(h[on])))
-        keep |= on & (h >= best)
-    return keep
+    return days, absent
 
 
 def doubling_time(
