@@ -115,8 +115,8 @@ def _agreement(name, ds, formula, family, fit, model) -> float:
             continue
         d = post[var]
         dim = next(x for x in d.dims if x not in ("chain", "draw"))
-        for lab in est[est.dims[0]].values:
-            sel = d.sel({dim: lab})
+        for lab in est[est.dims[0]].values:  # the default formula's ML result is over agent: coef agent[<a>]
+            sel = d.sel({dim: lab if lab in d[dim].values else f"{est.dims[0]}[{lab}]"})
             z.append(abs(float(sel.mean()) - float(est.sel({est.dims[0]: lab}))) / float(sel.std()))
     return float(max(z))
 
