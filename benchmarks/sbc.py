@@ -64,6 +64,19 @@ PARAMS = {
     "bradley_terry": ["sd_ability", "nu", "ability[0]"],
 }
 MODELS = tuple(PARAMS)
+#: formula models (hierbench.bayes.build_mixed, issue 26): run by run_mixed; summarise/report pool them alike
+MIXED_PARAMS = {
+    "mixed_covariates": ["beta[1]", "beta[2]", "sd[0]", "sd[1]", "sd[2]"],
+    "mixed_ordinal": ["beta[0]", "sd[0]", "sd[1]", "sd[2]", "thresholds[0]"],
+    "mixed_fractional": ["beta[0]", "sd[0]", "sd[1]", "interior[0]"],
+}
+MIXED_FORMULAS = {
+    "mixed_covariates": ("score ~ scaffold + tier + (1|model) + (1|task) + (1|agent:task)", "binomial"),
+    "mixed_ordinal": ("grade ~ tier + (1|agent) + (1|task) + (1|judge)", "ordinal"),
+    "mixed_fractional": ("score ~ 0 + agent + (1|task) + (1|agent:task)", "fractional"),
+}
+MIXED_DESIGNS = {"small": {"n_tasks": 20, "n_runs": 3}}
+PARAMS.update(MIXED_PARAMS)
 L_RANK = 99
 
 
@@ -231,6 +244,114 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
     return recs
 
 
+def template_mixed(model: str, design: str, seed: int = 0):
+    """Build a leaderboard of the design.
+
+    2 scaffolds x 3 models, a task tier, a judge per run, grades 1-4, [0, 1]
+    scores with exact 0s and 1s (outcomes irrelevant beyond the structure they imply).
+    """
+    import xarray as xr
+
+    d = MIXED_DESIGNS[design]
+    rng = np.random.default_rng(seed)
+    T, R = d["n_tasks"], d["n_runs"]
+    sc, mo = np.repeat(["s1", "s2"], 3), np.tile(["m1", "m2", "m3"], 2)
+    u = rng.random((6, T, R))
+    score = np.where(u < 0.3, 0.0, np.where(u > 0.8, 1.0, u)) if model == "mixed_fractional" else (u < 0.5) * 1.0
+    return xr.Dataset(
+        {"score": (("agent", "task", "run"), score),
+         "grade": (("agent", "task", "run"), rng.integers(1, 5, (6, T, R)).astype(float)),
+         "judge": (("agent", "task", "run"), rng.choice(["j1", "j2", "j3", "j4"], (6, T, R)))},
+        coords={"agent": [f"{a}/{b}" for a, b in zip(sc, mo, strict=True)], "task": [f"t{i}" for i in range(T)],
+                "scaffold": ("agent", sc), "model": ("agent", mo), "tier": ("task", ["easy", "hard"] * (T // 2))},
+    )  # fmt: skip
+
+
+def _mixed_updates(model, y: np.ndarray) -> dict:
+    """The data a replicate's outcome ``y`` (in the likelihood's dims) replaces in a formula model."""
+    from hierbench.bayes._ordinal import grade_log_coefficient
+    from hierbench.bayes._registry import log_binom
+
+    fam = model.hierbench["design"].family
+    if fam == "ordinal":
+        return {"grade_counts": y.astype(np.int64), "grade_log_coef": grade_log_coefficient(y)}
+    if fam == "fractional":
+        return {"score_obs": y.astype(float)}
+    if "run_success" in model.named_vars:
+        return {"run_success": y.astype(np.int64)}
+    n = np.asarray(model["cell_n_runs"].get_value())
+    return {"cell_n_success": y.astype(np.int64), "cell_log_binom": log_binom(y, n)}
+
+
+def _record(model_name, design, r, dt, pri, wall):
+    """One replicate's ranks, interval hits and diagnostics (the record ``run`` writes)."""
+    from hierbench.bayes._diagnostics import compute_diagnostics
+
+    diag = compute_diagnostics(dt, warn=False).attrs
+    post = dt["posterior"].to_dataset()
+    n = post.sizes["chain"] * post.sizes["draw"]
+    rec = {"model": model_name, "design": design, "rep": r, "n_div": int(diag["diag_n_divergent"]), "n_draws": n,
+           "converged": int(diag["diag_converged"]), "max_r_hat": float(diag["diag_max_r_hat"]),
+           "wall": round(wall, 2), "ranks": {}, "in50": {}, "in90": {}}  # fmt: skip
+    for spec in PARAMS[model_name]:
+        truth, draws_da = _value(pri, spec), _value(post, spec)
+        if truth is None or draws_da is None:
+            continue
+        t = float(truth.isel(chain=0, draw=r).values)
+        x = np.asarray(draws_da.values, dtype=float).ravel()
+        rec["ranks"][spec] = int((x[np.linspace(0, x.size - 1, L_RANK).round().astype(int)] < t).sum())
+        lo50, hi50, lo90, hi90 = np.quantile(x, [0.25, 0.75, 0.05, 0.95])
+        rec["in50"][spec], rec["in90"][spec] = bool(lo50 <= t <= hi50), bool(lo90 <= t <= hi90)
+    return rec
+
+
+def run_mixed(models, designs, reps, out, chains, draws, tune, seed, start_rep=0):
+    """Run SBC of the formula models.
+
+    The template's model is compiled once (its structure, the centring, fixed by
+    the template: a parameterisation, not a different posterior) and each
+    replicate's outcome, drawn by the builder's own predictive from a prior
+    draw, swapped in.
+    """
+    import nutpie
+    import pymc as pm
+    import xarray as xr
+
+    import hierbench.bayes as hbb
+
+    warnings.simplefilter("ignore")
+    for design in designs:
+        for name in models:
+            formula, family = MIXED_FORMULAS[name]
+            model = hbb.build_mixed(template_mixed(name, design), formula, family=family)
+            pri = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)["prior"].to_dataset()
+            if "thresholds" in pri:
+                # forward sampling ignores the ordered transform: iid draws, unsorted. The prior the
+                # logp states (iid, restricted to the ordered set) is the law of their order statistics
+                for v in ("thresholds", "thresholds_seen"):
+                    pri[v] = pri[v].copy(data=np.sort(pri[v].values, axis=-1))
+            pp = hbb.model_hook(model.hierbench, "predictive")(
+                xr.DataTree(children={"posterior": xr.DataTree(pri)}), np.random.default_rng(seed + 2)
+            )["posterior_predictive"]["y"]
+            compiled = nutpie.compile_pymc_model(model, backend="numba")
+            gen = np.random.default_rng(seed + 1)
+            for r in range(reps):
+                sampler_seed = int(gen.integers(2**31 - 1))
+                if r < start_rep:
+                    continue
+                c = compiled.with_data(**_mixed_updates(model, pp.isel(chain=0, draw=r).values))
+                t0 = time.perf_counter()
+                dt = nutpie.sample(c, draws=draws, tune=tune, chains=chains, seed=sampler_seed, progress_bar=False,
+                                   cores=min(chains, os.cpu_count() or 1))  # fmt: skip
+                wall = time.perf_counter() - t0
+                dt = xr.DataTree(children={k: v.copy() for k, v in dt.children.items() if not k.startswith("warmup")})
+                rec = _record(name, design, r, dt, pri, wall)
+                with open(out, "a") as fh:
+                    fh.write(json.dumps(rec) + "\n")
+                print(f"{name} {design} rep {r}: div {rec['n_div']} wall {wall:.1f}s load {os.getloadavg()[0]:.1f}",
+                      flush=True)  # fmt: skip
+
+
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     p = k / n
     c = (p + z * z / (2 * n)) / (1 + z * z / n)
@@ -354,7 +475,7 @@ def main(argv=None) -> int:
     pr = sub.add_parser("run")
     pr.add_argument("--reps", type=int, default=200)
     pr.add_argument("--out", required=True)
-    pr.add_argument("--models", nargs="*", default=list(MODELS))
+    pr.add_argument("--models", nargs="*", default=list(MODELS), help=f"or formula models: {list(MIXED_PARAMS)}")
     pr.add_argument("--designs", nargs="*", default=list(DESIGNS))
     pr.add_argument("--chains", type=int, default=4)
     pr.add_argument("--draws", type=int, default=None, help="fixed draws (default: fit's target-ESS rule)")
@@ -376,7 +497,12 @@ def main(argv=None) -> int:
     rp = sub.add_parser("report")
     rp.add_argument("path", nargs="+", help="one study, or several independent ones (pooled)")
     a = p.parse_args(argv)
-    if a.cmd == "run":
+    if a.cmd == "run" and set(a.models) <= set(MIXED_PARAMS):
+        # formula models: 2 chains x 400 draws after 400 tuning steps unless given
+        designs = [d for d in a.designs if d in MIXED_DESIGNS] or list(MIXED_DESIGNS)
+        run_mixed(a.models, designs, a.reps, a.out, min(a.chains, 2), a.draws or 400, a.tune or 400, a.seed,
+                  a.start_rep)  # fmt: skip
+    elif a.cmd == "run":
         with _executor(a.workers, a.scheduler) as ex:
             run(a.models, a.designs, a.reps, a.out, chains=a.chains, draws=a.draws, tune=a.tune,
                 seed=a.seed, start_rep=a.start_rep, executor=ex)  # fmt: skip

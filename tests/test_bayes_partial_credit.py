@@ -108,7 +108,8 @@ def test_message_is_pinned_for_the_eval_dataset_path():
     with pytest.raises(PartialCreditError) as err:
         build_beta_binomial(_eval())
     assert str(err.value).startswith(
-        "`data`: build_beta_binomial (a binomial likelihood on success counts; a Bayesian model of "
-        "scores in [0, 1] is planned, not yet in hierbench) needs binary scores (every score 0 or 1)"
+        "`data`: build_beta_binomial (a binomial likelihood on success counts; for scores in [0, 1] "
+        "use the [0, 1]-score model, hierbench.bayes.build_mixed(data), a zero-one-inflated beta with "
+        "the crossed model's terms) needs binary scores (every score 0 or 1)"
     )
 

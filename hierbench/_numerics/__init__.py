@@ -6,7 +6,8 @@
 - :mod:`.agq_numba`: the compiled kernels of the same maths, imported on
   first use (``from hierbench._numerics import node_masses`` loads numba
   then, not at ``import hierbench``);
-- :mod:`.intervals`: the Wilson bounds and the cluster-robust standard error.
+- :mod:`.intervals`: the Wilson bounds and the cluster-robust standard error;
+- :mod:`.trend`: release dates and the frontier of METR's doubling time (pandas reads the dates).
 
 Nothing here imports xarray, PyMC or another hierbench subpackage.
 """
@@ -15,6 +16,7 @@ from . import agq
 from .agq import *  # noqa: F403
 from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
 from .intervals import cluster_robust_se, wilson_bounds
+from .trend import frontier, release_days
 
 #: names served from the compiled kernels (:mod:`.agq_numba`), loaded lazily
 _COMPILED = frozenset(
@@ -41,3 +43,4 @@ def __getattr__(name: str):
 
 __all__ = ["NEWTON_STEPS_TRACED", "cluster_robust_se", "wilson_bounds"]
 __all__ += agq.__all__
+__all__ += ["frontier", "release_days"]

@@ -20,6 +20,8 @@ from ._diagnostics import (
     predictive_check,
 )
 from ._fit import SAMPLERS, add_log_likelihood, fit, fit_replicates
+from ._formula_model import MIXED_PRIORS, build_mixed
+from ._horizon import build_horizon
 from ._irt import IRT_PRIORS, build_irt_1pl, build_irt_2pl
 from ._registry import (
     HOOK_KINDS,
@@ -43,6 +45,7 @@ __all__ = [
     "ELO_PER_LOGIT",
     "HOOK_KINDS",
     "IRT_PRIORS",
+    "MIXED_PRIORS",
     "SAMPLERS",
     "ApproximationWarning",
     "ConvergenceWarning",
@@ -55,8 +58,10 @@ __all__ = [
     "build_beta_binomial",
     "build_bradley_terry",
     "build_crossed",
+    "build_horizon",
     "build_irt_1pl",
     "build_irt_2pl",
+    "build_mixed",
     "compute_diagnostics",
     "data_hash",
     "describe",

@@ -371,8 +371,9 @@ def _binary_counts(data: xr.Dataset, name: str, model: str) -> xr.Dataset:
     from ..data import EvalDataError, to_counts
 
     purpose = (
-        f"{model} (a binomial likelihood on success counts; a Bayesian model of scores in "
-        "[0, 1] is planned, not yet in hierbench)"
+        f"{model} (a binomial likelihood on success counts; for scores in [0, 1] use the "
+        "[0, 1]-score model, hierbench.bayes.build_mixed(data), a zero-one-inflated beta with "
+        "the crossed model's terms)"
     )
     if "score" in data:
         tally = to_counts(data)  # the eval dataset's schema checks

@@ -47,16 +47,19 @@ __all__ = [
     "Structure",
     "UnidentifiedTermWarning",
     "centre_choice",
+    "cluster_figures",
     "count_design",
     "decide_agent_task",
     "decide_centring",
     "decide_clusters",
     "describe",
+    "formula_design",
     "level_information",
     "level_spread",
     "pair_design",
     "pair_spread",
     "spread_for_centring",
+    "term_information",
 ]
 
 #: centre a group when the median level has at least this much Fisher
@@ -92,7 +95,20 @@ SINGLETON_MAX_SHARE = 0.5
 
 
 class UnidentifiedTermWarning(HierbenchWarning):
-    """A term was requested explicitly that the data's design cannot identify."""
+    """A term was requested explicitly that the data's design cannot identify.
+
+    One meaning across the builders: a term asked for by name (a builder
+    option such as ``agent_task="marginal"``, or a ``(1|agent:task)`` term
+    written in a formula) that the design cannot separate from the others
+    (one run per cell, one agent); it is fitted as asked and rests on its
+    prior. A formula's other identification rules belong to
+    :func:`hierbench.data.model_design`, shared with the maximum-likelihood
+    half: a term no design could identify is refused
+    (:class:`hierbench.data.FormulaError`), and factor levels seen in one
+    combination only are reported by
+    :class:`hierbench.data.ConfoundedTermWarning` (identified by the others'
+    levels, estimated from that one combination).
+    """
 
 
 @dataclass
@@ -309,17 +325,30 @@ def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]
         "success_rate": round(float(y.sum() / max(n.sum(), 1)), 4),
         "score_kind": "binary counts",
     }
-    if "cluster" in counts.coords:
-        codes, _ = cluster_codes(counts, "cluster", dim="task")
-        labels = codes
-        size = np.bincount(codes)
-        out.update(
-            n_clusters=int(size.size),
-            median_cluster_size=float(np.median(size)),
-            max_cluster_size=int(size.max()),
-            share_tasks_in_singletons=round(float(size[size == 1].sum() / labels.size), 3),
-        )
+    out.update(cluster_figures(counts))
     return out
+
+
+def cluster_figures(data: xr.Dataset) -> dict[str, Any]:
+    """The cluster figures the cluster rule reads (none without a ``cluster`` task coord).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset(coords={"task": ["a", "b", "c"], "cluster": ("task", ["f", "f", "g"])})
+    >>> cluster_figures(ds)["share_tasks_in_singletons"]
+    0.333
+    """
+    if "cluster" not in data.coords:
+        return {}
+    codes, _ = cluster_codes(data, "cluster", dim="task")
+    size = np.bincount(codes)
+    return {
+        "n_clusters": int(size.size),
+        "median_cluster_size": float(np.median(size)),
+        "max_cluster_size": int(size.max()),
+        "share_tasks_in_singletons": round(float(size[size == 1].sum() / codes.size), 3),
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -584,3 +613,75 @@ def describe(model_or_fit: Any) -> Description:
             f"{attrs['diag_n_divergent']} divergences)"
         )
     return Description("\n".join(lines))
+
+
+# ---------------------------------------------------------------------------
+# formula models (hierbench.bayes.build_mixed): the design figures and each term's information
+
+
+def formula_design(design: Any) -> dict[str, Any]:
+    """Figures of a formula design (:class:`hierbench.data.ModelDesign`) that the structure rules read.
+
+    The same keys as :func:`count_design` for what both describe (agents,
+    tasks, cells, runs per cell), plus the design rows and the family.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.data import model_design
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((2, 3, 2)))},
+    ...                 coords={"agent": ["a", "b"], "task": ["x", "y", "z"]})
+    >>> ds["score"][0, 0, 0] = 0.0
+    >>> d = formula_design(model_design("score ~ 0 + agent + (1|task)", ds))
+    >>> d["n_cells"], d["max_runs_per_cell"], d["family"]
+    (6, 2, 'binomial')
+    """
+    ai, ti = np.asarray(design.agent_index), np.asarray(design.task_index)
+    cell, per_row = np.unique(ai * len(design.tasks) + ti, return_inverse=True)
+    runs = np.bincount(per_row, weights=np.asarray(design.n, dtype=float)).astype(int)
+    return {
+        "n_agents": len(design.agents),
+        "n_tasks": len(design.tasks),
+        "n_cells": int(cell.size),
+        "n_rows": int(ai.size),
+        "row_level": design.row_level,
+        "n_runs_total": int(runs.sum()),
+        "min_runs_per_cell": int(runs.min()),
+        "median_runs_per_cell": float(np.median(runs)),
+        "max_runs_per_cell": int(runs.max()),
+        "share_cells_one_run": round(float(np.mean(runs == 1)), 3),
+        "family": design.family,
+        "score_kind": f"{design.family} ({design.response})",
+    }
+
+
+def term_information(design: Any, k: int, *, within_sd: float = 0.0) -> np.ndarray:
+    """Fisher information of each level's effect of random term ``k`` of a formula design.
+
+    Each design row's information about its linear predictor is the count
+    rule's (:func:`level_information` on the row as a cell, with the
+    agent x task cap ``within_sd``), times the term's slope squared, summed
+    over the level's rows. For a fractional response the binomial figure
+    of its summed scores is a lower bound (a score in [0, 1] with mean ``p``
+    varies at most ``p (1 - p)``); for an ordinal one it is Whitehead's
+    (1993) information per graded answer, ``(1 - sum_k p_k^3) / 3`` with
+    ``p_k`` the shares of the grades, entered as that many even-odds runs.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.data import model_design
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), np.tile([0.0, 1.0], (2, 3, 2)))},
+    ...                 coords={"agent": ["a", "b"], "task": ["x", "y", "z"]})
+    >>> term_information(model_design("score ~ 1 + (1|agent)", ds), 0).tolist()  # 3 cells x 4 runs x 1/4
+    [3.0, 3.0]
+    """
+    n = np.asarray(design.n, dtype=float)
+    y = np.asarray(design.y, dtype=float)
+    if design.family == "ordinal":
+        share = np.asarray(design.grade_counts).sum(0) / n.sum()
+        n = 4.0 * n * (1.0 - float((share**3).sum())) / 3.0
+        y = n / 2.0  # even odds: a run carries 1/4, so n runs carry Whitehead's figure
+    info = level_information(n[None, :], y[None, :], axis=0, within_sd=within_sd)
+    t = design.random[k]
+    return np.bincount(t.codes, weights=info * t.slope**2, minlength=t.levels.size)

@@ -1,39 +1,86 @@
 """Posterior-predictive metrics on a fitted model.
 
-pass^k, pass@k, P(i > j), rank probabilities, and variance components on the
-probability scale.
+Posterior-predictive metrics on a fitted model: pass^k, pass@k, P(i > j), rank probabilities,
+variance components on the probability scale; for formula models (:func:`hierbench.bayes.build_mixed`)
+the reader's-scale answers (average marginal effects, mean scores, the agents' variance, pass^k on a
+graded event) and METR's time horizons with their doubling time.
 
 Pure xarray, numpy and scipy: works on a fit loaded from disk without PyMC.
 pass^k and pass@k dispatch on the fit's ``hierbench_model`` attribute
-(beta-binomial: exact Beta moments; crossed: :func:`crossed_pass_k`);
+(beta-binomial: exact Beta moments; crossed: :mod:`hierbench.metrics._crossed`);
 the ranking functions take any posterior variable with an agent dimension,
 by default ``ability`` (each model's stated scale). Every function returns a
-result object: ``estimate``, ``ci``, a
+result object (:mod:`hierbench.metrics._results`): ``estimate``, ``ci``, a
 short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 """
 
-from . import _results
 from ._common import UndefinedMetricWarning, posterior_interval, posterior_summary
 from ._crossed import _mean_observed_draws as _mean_observed_draws  # for hierbench.bayes
-from ._crossed import crossed_pass_k, crossed_variance_components
+from ._crossed import (
+    crossed_pass_k as crossed_pass_k,  # for the demo; metrics.pass_hat_k dispatches to it
+)
+from ._crossed import crossed_variance_components
+from ._effects import (
+    PosteriorAgentVarianceResult,
+    PosteriorEffectsResult,
+    PosteriorMeanResponseResult,
+    agent_variance,
+    average_marginal_effects,
+    graded_pass_hat_k,
+    mean_response,
+)
 from ._gtheory import bayes_d_study, bayes_variance_components
+from ._horizon import (
+    PosteriorDoublingTimeResult,
+    PosteriorHorizonResult,
+    doubling_time,
+    time_horizon,
+)
+from ._mixed import MixedDraws as MixedDraws  # for hierbench.bayes (formula models)
+from ._mixed import mixed_draws as mixed_draws
+from ._mixed import ordinal_probs as ordinal_probs
+from ._mixed import row_predictor as row_predictor
+from ._mixed import task_codes as task_codes
 from ._passk import beta_moments, pass_at_k, pass_hat_k
 from ._ranking import head_to_head, prob_superiority, rank_probabilities
-from ._results import *  # noqa: F403
+from ._results import (
+    HeadToHeadResult,
+    PosteriorPassKResult,
+    PosteriorSummaryResult,
+    ProbSuperiorityResult,
+    RankProbabilityResult,
+    VarianceComponentDrawsResult,
+)
 
 __all__ = [
+    "HeadToHeadResult",
+    "PosteriorAgentVarianceResult",
+    "PosteriorDoublingTimeResult",
+    "PosteriorEffectsResult",
+    "PosteriorHorizonResult",
+    "PosteriorMeanResponseResult",
+    "PosteriorPassKResult",
+    "PosteriorSummaryResult",
+    "ProbSuperiorityResult",
+    "RankProbabilityResult",
     "UndefinedMetricWarning",
+    "VarianceComponentDrawsResult",
+    "agent_variance",
+    "average_marginal_effects",
     "bayes_d_study",
     "bayes_variance_components",
     "beta_moments",
     "crossed_pass_k",
     "crossed_variance_components",
+    "doubling_time",
+    "graded_pass_hat_k",
     "head_to_head",
+    "mean_response",
     "pass_at_k",
     "pass_hat_k",
     "posterior_interval",
     "posterior_summary",
     "prob_superiority",
     "rank_probabilities",
-    *_results.__all__,
+    "time_horizon",
 ]

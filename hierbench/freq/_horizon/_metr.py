@@ -54,6 +54,8 @@ from ..._base import (
     cluster_codes,
     make_interval,
 )
+from ..._numerics import frontier as _frontier
+from ..._numerics import release_days
 
 __all__ = [
     "DoublingTimeResult",
@@ -416,29 +418,14 @@ def _horizon_result(agents, succ, est, coef, boot, prob, n_resamples, lv, weight
 
 
 def _dates(release_dates: Mapping[str, Any], agents: np.ndarray, missing: str) -> tuple[np.ndarray, list[str]]:
-    if set(release_dates) == {"date"} and isinstance(release_dates["date"], Mapping):
-        release_dates = release_dates["date"]  # METR's release_dates.yaml layout
-    have = {str(k): v for k, v in release_dates.items()}
-    absent = [str(a) for a in agents if a not in have]
+    days, absent = release_days(release_dates, agents)
     if absent and missing == "refuse":
+        have = release_dates["date"] if set(release_dates) == {"date"} else release_dates
         raise HierbenchError(
-            f"`release_dates` has no date for agents {absent} (it names {sorted(have)}); add them, or pass "
+            f"`release_dates` has no date for agents {absent} (it names {sorted(map(str, have))}); add them, or pass "
             "missing='skip' to leave them out (counted in the result)"
         )
-    days = np.array([pd.Timestamp(have[a]).to_datetime64().astype("datetime64[D]").astype(np.int64)
-                     if a in have else np.nan for a in agents], dtype=float)  # fmt: skip
     return days, absent
-
-
-def _frontier(days: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Agents whose horizon is at least the largest of every agent released on or before their date."""
-    keep = np.zeros(days.size, bool)
-    best = -np.inf
-    for d in np.unique(days[np.isfinite(days)]):
-        on = days == d
-        best = max(best, float(np.max(h[on])))
-        keep |= on & (h >= best)
-    return keep
 
 
 def _ols_slope(t: np.ndarray, y: np.ndarray) -> np.ndarray:

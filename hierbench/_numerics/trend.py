@@ -1,0 +1,51 @@
+"""Release-date trends of horizons (METR's doubling time).
+
+Release-date trends of horizons (METR's doubling time), shared by :func:`hierbench.freq.doubling_time`
+and its posterior counterpart :func:`hierbench.metrics.doubling_time`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["frontier", "release_days"]
+
+
+def release_days(release_dates: Mapping[str, Any], agents: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
+    """Each agent's release date as days since 1970 (NaN where absent), and the absent agents.
+
+    METR's ``release_dates.yaml`` layout (``{"date": {agent: date}}``) is read too.
+
+    Examples
+    --------
+    >>> release_days({"date": {"a": "1970-01-11"}}, ["a", "b"])
+    (array([10., nan]), ['b'])
+    """
+    if set(release_dates) == {"date"} and isinstance(release_dates["date"], Mapping):
+        release_dates = release_dates["date"]
+    have = {str(k): v for k, v in release_dates.items()}
+    names = [str(a) for a in agents]
+    days = np.array([pd.Timestamp(have[a]).to_datetime64().astype("datetime64[D]").astype(np.int64)
+                     if a in have else np.nan for a in names], dtype=float)  # fmt: skip
+    return days, [a for a in names if a not in have]
+
+
+def frontier(days: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Agents whose horizon is at least the largest of every agent released on or before their date.
+
+    Examples
+    --------
+    >>> frontier(np.array([1.0, 2.0, 3.0]), np.array([5.0, 4.0, 6.0])).tolist()
+    [True, False, True]
+    """
+    keep = np.zeros(days.size, bool)
+    best = -np.inf
+    for d in np.unique(days[np.isfinite(days)]):
+        on = days == d
+        best = max(best, float(np.max(h[on])))
+        keep |= on & (h >= best)
+    return keep

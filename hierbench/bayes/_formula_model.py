@@ -1,0 +1,547 @@
+"""Formula models: the crossed model with agent factors, task features and graded or [0, 1] scores.
+
+:func:`build_mixed` reads a mixed-model formula through
+:func:`hierbench.data.model_design` (the description the maximum-likelihood
+half fits, so the two check each other) and builds, for design rows ``r``
+(cells, or runs when a per-run variable such as a judge is used),
+
+    eta_r = x_r beta + sum_k z_rk b_k[j_k(r)],   b_k ~ N(0, sd_k),
+
+with the family's likelihood on ``eta``:
+
+* **binomial** (binary scores): successes of the row's runs, ``logit p =
+  eta``. A ``(1|agent:task)`` term on cell rows is the crossed model's
+  agent x task effect: integrated out of each cell's binomial likelihood by
+  adaptive Gauss-Hermite quadrature, as :func:`hierbench.bayes.build_crossed`
+  does (the same likelihood, imported);
+* **ordinal** (graded scores): the cumulative logit :mod:`._ordinal`, ordered
+  thresholds holding the location;
+* **fractional** (scores in [0, 1], partial credit): the exponential family
+  on [0, 1] with atoms at 0 and 1 and a continuous part weighted per task
+  (:mod:`._unit_interval`): a proper likelihood whose sufficient statistic
+  is the score, so it reproduces the data's mean scores as the fractional
+  logit does; a pass/fail task is the binomial.
+
+The default formula, :data:`hierbench.data.DEFAULT_FORMULA`, is today's
+crossed model (an ability per agent, random task and agent x task effects);
+with one run per cell it leaves the agent x task effect out, by the rule
+:func:`hierbench.bayes._structure.decide_agent_task` applies to every count
+model. Which terms a design can identify is decided by ``model_design``
+(refused: :class:`hierbench.data.FormulaError`; levels seen in one
+combination only: :class:`hierbench.data.ConfoundedTermWarning`).
+
+Every random term whose slope lies in the span of the fixed effects (every
+intercept term when the formula has an intercept or a full set of agent
+dummies; for graded scores, the thresholds) is split into its levels' mean
+and zero-sum deviations, ``b = o + d``, ``o ~ N(0, sd / sqrt(L))``, ``d ~
+ZeroSumNormal(sd)``, which is the same distribution as iid ``N(0, sd)``. The
+means are absorbed into the fixed effects the likelihood sees (``beta_seen
+= beta + sum_k a_k o_k``, with ``X a_k = z_k``), so the ridge along which all
+levels rise as the fixed effects fall is not sampled: the crossed model's
+``task_offset`` device, for any formula. A term is centred when its levels
+are well informed by their own data (:func:`hierbench.bayes._structure.term_information`
+and the package's centring rule), else non-centred.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+
+from .._base import check_choice, check_int
+from ..data import DEFAULT_FORMULA, model_design
+from ..metrics import task_codes
+from . import _mixed_predictive  # noqa: F401  (registers the 'mixed.predictive' hook)
+from ._crossed import NOMINAL_AGENT_TASK_SD, NOMINAL_SCALE, _likelihood_marginal, _likelihood_none
+from ._ordinal import ordinal_likelihood, threshold_prior
+from ._registry import ModelEntry, PriorError, make_prior, merge_priors, normal_group, register
+from ._structure import (
+    Structure,
+    centre_choice,
+    decide_agent_task,
+    decide_centring,
+    formula_design,
+    term_information,
+)
+from ._unit_interval import unit_interval_likelihood
+
+__all__ = ["MIXED_PRIORS", "build_mixed"]
+
+#: default priors, logit scale; a random term takes its class's sd prior (:func:`prior_class`),
+#: overridable per term as ``priors={"sd[1|task]": {...}}``
+MIXED_PRIORS: dict[str, dict[str, Any]] = {
+    "beta": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
+    "sd_task": {"dist": "HalfNormal", "sigma": 2.0},
+    "sd_agent_task": {"dist": "HalfNormal", "sigma": 1.0},
+    "sd_agent_level": {"dist": "HalfNormal", "sigma": 1.5},
+    "sd_task_level": {"dist": "HalfNormal", "sigma": 1.0},
+    "sd_run_level": {"dist": "HalfNormal", "sigma": 1.5},
+    "sd_slope": {"dist": "HalfNormal", "sigma": 1.0},
+    "thresholds": {"dist": "Normal", "mu": 0.0, "sigma": 5.0},
+    "interior": {"dist": "Exponential", "lam": 0.2},
+}
+_FAMILY_PRIORS = {"binomial": (), "fractional": ("interior",), "ordinal": ("thresholds",)}
+#: the default formula without the agent x task effect (one run per cell, or one agent)
+_DEFAULT_WITHOUT_CELL = "score ~ 0 + agent + (1|task)"
+
+HOOKS = {"predictive": "mixed.predictive"}
+
+
+def prior_class(term: Any) -> str:
+    """The default-prior class of a random term: the crossed model's scales where they apply.
+
+    ``(1|task)``: ``sd_task`` (HalfNormal 2, as ``build_crossed``); ``(1|agent:task)``:
+    ``sd_agent_task`` (1); another task-level grouping (a task family, a tier):
+    ``sd_task_level`` (1, as ``sd_cluster``); agent-level groupings (agent, model,
+    scaffold, their combinations): ``sd_agent_level`` (1.5, as ``sd_agent``);
+    per-run groupings (a judge): ``sd_run_level`` (1.5); a slope: ``sd_slope`` (1).
+    """
+    if not term.intercept:
+        return "sd_slope"
+    if set(term.grouping) == {"agent", "task"}:
+        return "sd_agent_task"
+    if tuple(term.grouping) == ("task",):
+        return "sd_task"
+    return {"agent": "sd_agent_level", "task": "sd_task_level", "cell": "sd_agent_task", "run": "sd_run_level"}[term.level]
+
+
+def _priors(design: Any, priors: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The model's priors: ``beta``, one ``sd[<term>]`` per random term, the family's own.
+
+    A class key (``sd_task``) overrides every term of its class; a term key
+    (``sd[1|task]``) that term alone; unknown keys are refused.
+    """
+    classes = {prior_class(t) for t in design.random}
+    base = {k: MIXED_PRIORS[k] for k in ("beta", *sorted(classes), *_FAMILY_PRIORS[design.family])}
+    terms = {f"sd[{t.name}]": base[prior_class(t)] for t in design.random}
+    merged = merge_priors({**base, **terms}, priors)
+    given = set(priors or {})
+    for t in design.random:
+        if f"sd[{t.name}]" not in given:
+            merged[f"sd[{t.name}]"] = dict(merged[prior_class(t)])
+    return {k: v for k, v in merged.items() if k not in classes}
+
+
+# --------------------------------------------------------------------------- structure
+
+
+def _cell_term(design: Any) -> int | None:
+    """The index of the agent x task random intercept, if the formula has one."""
+    for k, t in enumerate(design.random):
+        if t.intercept and set(t.grouping) == {"agent", "task"}:
+            return k
+    return None
+
+
+def _design(data: xr.Dataset, formula: str | None, family: str, levels: Any, coords: dict) -> tuple[Any, Structure]:
+    """The design (the default formula loses its agent x task effect where unidentified) and the structure."""
+    text = DEFAULT_FORMULA if formula is None else formula
+    design = model_design(text, data, family=family, levels=levels, **coords)
+    st = Structure("mixed", formula_design(design))
+    cell = _cell_term(design)
+    if cell is not None:
+        choice = decide_agent_task(st, "auto" if formula is None else "marginal")
+        if choice == "none":
+            design = model_design(_DEFAULT_WITHOUT_CELL, data, family=family, levels=levels, **coords)
+            st.design = formula_design(design)
+        elif design.family != "binomial" or design.row_level != "cell":
+            d = st.design
+            st.decisions["agent_task"].update(
+                choice="latent",
+                reason=f"{d['n_agents']} agents, up to {d['max_runs_per_cell']} runs per cell; the "
+                f"{design.family} likelihood on {design.row_level} rows has no quadrature form: the "
+                "effects are sampled (their centring below)",
+            )  # fmt: skip
+    st.decisions = {
+        "formula": {"choice": design.formula, "reason": "as given" if formula is not None else
+                    "the default formula (today's crossed model)", "source": "user" if formula else "auto"},
+        "family": {"choice": design.family, "reason": design.decisions["family"], "source": "auto" if family == "auto" else "user"},
+        **st.decisions,
+    }  # fmt: skip
+    for key, text in design.decisions.items():
+        if key.startswith("confounded") or key == "intercept":
+            st.decisions[key] = {"choice": True, "reason": text, "source": "auto"}
+    return design, st
+
+
+def _absorbers(design: Any, sampled: list[int]) -> dict[int, tuple[np.ndarray, float]]:
+    """Find the terms whose slope the fixed effects absorb.
+
+    Terms whose slope lies in the span of the fixed effects (with the thresholds for an ordinal
+    model): term -> ``(a, c0)`` with ``X a + c0 = z``.
+    """
+    X = design.X
+    ordinal = design.family == "ordinal"
+    B = np.column_stack([np.ones(len(X)), X]) if ordinal else X
+    out: dict[int, tuple[np.ndarray, float]] = {}
+    if B.shape[1] == 0:
+        return out
+    for k in sampled:
+        z = design.random[k].slope
+        sol, *_ = np.linalg.lstsq(B, z, rcond=None)
+        if np.max(np.abs(B @ sol - z)) <= 1e-8 * max(1.0, float(np.max(np.abs(z)))):
+            out[k] = (sol[1:], float(sol[0])) if ordinal else (sol, 0.0)
+    return out
+
+
+def _decide(st: Structure, design: Any, centred: Any) -> tuple[int | None, set[str], dict, dict]:
+    """Decide the marginal, centred and absorbed terms.
+
+    The marginal term (if any), the centred terms, the absorbed term means and the latent
+    agent x task term's centred levels.
+    """
+    cell = _cell_term(design)
+    marginal = cell if cell is not None and st.decisions.get("agent_task", {}).get("choice") == "marginal" else None
+    by_level = _cell_levels(st, design, cell) if cell is not None and marginal is None else {}
+    sampled = [k for k in range(len(design.random)) if k != marginal and k not in by_level]
+    names = tuple(design.random[k].name for k in sampled)
+    within = NOMINAL_AGENT_TASK_SD if cell is not None else 0.0
+    scores = {design.random[k].name: float(np.median(term_information(design, k, within_sd=within))) for k in sampled}
+    n_levels = {design.random[k].name: int(design.random[k].levels.size) for k in sampled}
+    centred_set = decide_centring(st, centred, scores, n_levels, groups=names) if names else set()
+    absorbed = _absorbers(design, sampled)
+    if absorbed:
+        where = "the thresholds and fixed effects" if design.family == "ordinal" else "the fixed effects"
+        st.decisions["offsets"] = {
+            "choice": [design.random[k].name for k in absorbed],
+            "reason": f"each term's mean is absorbed into {where} the likelihood sees; zero-sum deviations "
+            "are sampled (no ridge between a term's mean and the intercept)",
+            "source": "auto",
+        }
+    for k in [*sampled, *by_level]:
+        t = design.random[k]
+        st.hint(f"sd[{t.name}]", f"({t.name}) has {t.levels.size} levels: its sd is weakly identified",
+                f"a tighter priors['sd[{t.name}]'], or centred={tuple(sorted(centred_set ^ {t.name}))}")  # fmt: skip
+    return marginal, centred_set, absorbed, by_level
+
+
+def _cell_levels(st: Structure, design: Any, k: int) -> dict[int, np.ndarray]:
+    """Choose the centring of the latent agent x task effects, cell by cell.
+
+    Latent agent x task effects, centred cell by cell: a cell whose runs inform its effect well
+    (the centring rule, per level) is centred, the others not.
+
+    One form for all cells failed on METR's continuous scores: most cells (median 8
+    runs, mostly at 0) are weakly informed, a graded task's cells (up to 96 runs) strongly,
+    and their non-centred effects traded off against their task's (ESS 288 at the task).
+    """
+    info = term_information(design, k)
+    need = centre_choice(0.0, info.size)[1]
+    mask = info * NOMINAL_SCALE["task"] ** 2 >= need
+    st.decisions["centred_cells"] = {
+        "choice": f"{int(mask.sum())} of {mask.size}",
+        "reason": f"({design.random[k].name}) cell by cell: centred where the cell's information x spread^2 "
+        f"(nominal 1 logit) reaches {need:g} (median {float(np.median(info)):.2g}, max {float(info.max()):.3g})",
+        "source": "auto",
+    }
+    return {k: mask}
+
+
+# --------------------------------------------------------------------------- model blocks
+
+
+def term_dim(term: Any) -> str:
+    """The dim of a random term's levels: its grouping, e.g. ``"task"``, ``"scaffold:model"``."""
+    return ":".join(term.grouping)
+
+
+def _term(design: Any, k: int, pri: dict, centred: Any, absorbed: bool) -> tuple[Any, Any, Any]:
+    """``(sd, what the likelihood sees per level, mean o or None)``; ``re[<term>]`` recorded.
+
+    ``centred``: True, False, or a boolean mask of the levels to centre (the others non-centred).
+    """
+    t = design.random[k]
+    dim, name = term_dim(t), t.name
+    sd = make_prior(f"sd[{name}]", pri[f"sd[{name}]"])
+    if isinstance(centred, np.ndarray):
+        b = pt.zeros(t.levels.size)
+        c, nc = np.flatnonzero(centred), np.flatnonzero(~centred)
+        if c.size:
+            b = pt.set_subtensor(b[c], pm.Normal(f"re_centred[{name}]", 0.0, sd, dims=f"{dim} (centred)"))
+        if nc.size:
+            b = pt.set_subtensor(b[nc], sd * pm.Normal(f"z[{name}]", 0.0, 1.0, dims=f"{dim} (non-centred)"))
+        return sd, pm.Deterministic(f"re[{name}]", b, dims=dim), None
+    if not absorbed:
+        b = normal_group(f"re[{name}]", f"z[{name}]", 0.0, sd, centred=centred, dims=dim)
+        if not centred:
+            b = pm.Deterministic(f"re[{name}]", b, dims=dim)
+        return sd, b, None
+    o = pm.Normal(f"z_offset[{name}]", 0.0, 1.0) * sd / np.sqrt(t.levels.size)
+    dev = pm.ZeroSumNormal(f"dev[{name}]", sigma=sd, dims=dim) if centred else sd * pm.ZeroSumNormal(
+        f"z[{name}]", sigma=1.0, dims=dim
+    )
+    pm.Deterministic(f"re[{name}]", o + dev, dims=dim)
+    return sd, dev, o
+
+
+def _rotation(design: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Rotate the fixed effects by a thin QR decomposition.
+
+    ``(R, R^-1)`` of the thin QR decomposition of the fixed-effect matrix, rows weighted by
+    their runs (``sqrt(n) X = Q R``, ``diag(R) > 0``).
+    """
+    Xw = design.X * np.sqrt(np.asarray(design.n, dtype=float))[:, None]
+    R = np.linalg.qr(Xw, mode="r")
+    R = R * np.sign(np.diag(R))[:, None]
+    return R, np.linalg.inv(R)
+
+
+def _fixed(pri: dict, design: Any, shift: Any) -> Any:
+    """``beta_seen = beta + shift`` (what the likelihood sees), ``beta`` recorded; ``beta``'s prior exact.
+
+    With a normal prior (the default) the likelihood's coordinates are
+    decorrelated: ``gamma = R beta_seen`` is sampled (``R`` from the QR
+    decomposition of the run-weighted fixed-effect matrix, in which the data
+    inform ``gamma`` about equally and independently: an uncentred covariate
+    and the intercept no longer trade off), with ``beta``'s prior mapped
+    exactly, ``gamma ~ MvNormal(R (mu + shift), R diag(sigma^2) R')``.
+    """
+    if not design.coef:
+        return None
+    spec = dict(pri["beta"])
+    if "mu" not in spec:
+        raise PriorError(f"`priors['beta']` must be a location family with a `mu` parameter (e.g. Normal); got {spec}")
+    loc = spec["mu"] if shift is None else spec["mu"] + shift
+    if spec["dist"] == "Normal" and set(spec) <= {"dist", "mu", "sigma"}:
+        R, Rinv = _rotation(design)
+        sigma = np.broadcast_to(np.asarray(spec.get("sigma", 1.0), dtype=float), (R.shape[0],))
+        chol = np.linalg.cholesky((R * sigma**2) @ R.T)
+        gamma = pm.MvNormal("beta_qr", mu=pt.dot(R, loc * np.ones(R.shape[0])), chol=chol, dims="qr")
+        seen = pt.dot(Rinv, gamma)
+        pm.Deterministic("beta", seen if shift is None else seen - shift, dims="coef")
+        return seen
+    if shift is None:
+        return make_prior("beta", spec, dims="coef")
+    spec["mu"] = loc
+    seen = make_prior("beta_seen", spec, dims="coef")
+    pm.Deterministic("beta", seen - shift, dims="coef")
+    return seen
+
+
+def _linear(design: Any, pri: dict, marginal: int | None, centred_set: set[str], absorbed: dict, by_level: dict) -> tuple:
+    """``(eta per row, sd of the marginal term or None, thresholds seen or None)``."""
+    parts, sds, shift_b, shift_t = [], [], None, 0.0
+    for k, t in enumerate(design.random):
+        if k == marginal:
+            sds.append(make_prior(f"sd[{t.name}]", pri[f"sd[{t.name}]"]))
+            continue
+        sd, b, o = _term(design, k, pri, by_level.get(k, t.name in centred_set), k in absorbed)
+        sds.append(sd)
+        parts.append(b[t.codes] * t.slope if not t.intercept else b[t.codes])
+        if o is not None:
+            a, c0 = absorbed[k]
+            if np.any(a != 0):
+                shift_b = o * a if shift_b is None else shift_b + o * a
+            shift_t = shift_t + o * c0
+    pm.Deterministic("sd", pt.stack(sds), dims="component")
+    beta = _fixed(pri, design, shift_b)
+    eta = pt.dot(design.X, beta) if beta is not None else pt.zeros(len(design.X))
+    for p in parts:
+        eta = eta + p
+    cuts = threshold_prior(pri["thresholds"], design.categories.size, shift_t)[0] if design.family == "ordinal" else None
+    return eta, (sds[marginal] if marginal is not None else None), cuts
+
+
+def _run_scores(design: Any, data: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Every run's score and its design row (fractional family)."""
+    if design.row_level == "run":
+        return np.asarray(design.y, dtype=float), np.arange(len(design.y))
+    vals = np.asarray(data[design.response].transpose("agent", "task", ...).values, dtype=float)
+    vals = vals[design.agent_index, design.task_index].reshape(len(design.y), -1)
+    row, run = np.nonzero(np.isfinite(vals))
+    return vals[row, run], row
+
+
+def _likelihood(design: Any, data: xr.Dataset, eta: Any, sd_cell: Any, cuts: Any, pri: dict, n_quad: int) -> dict:
+    """The family's likelihood ``y``; returns the arrays the predictive hook needs."""
+    row_dim = "cell" if design.row_level == "cell" else "obs"
+    if design.family == "ordinal":
+        ordinal_likelihood(eta, cuts, design.grade_counts, row_dim)
+        return {"row_dim": row_dim}
+    if design.family == "fractional":
+        scores, obs_row = _run_scores(design, data)
+        unit_interval_likelihood(eta[obs_row], task_codes(design)[1][obs_row], scores, pri)
+        return {"row_dim": row_dim, "obs_row": obs_row}
+    y, n = design.y.astype(np.int64), design.n.astype(np.int64)
+    if row_dim == "obs":
+        pm.Bernoulli("y", logit_p=eta, observed=pm.Data("run_success", y, dims="obs"), dims="obs")
+        return {"row_dim": row_dim}
+    cells = {"cell_y": y, "cell_n": n}
+    n_cell, y_cell = pm.Data("cell_n_runs", n, dims="cell"), pm.Data("cell_n_success", y, dims="cell")
+    if sd_cell is not None:
+        _likelihood_marginal(eta, sd_cell, n_cell, y_cell, cells, n_quad)
+    else:
+        _likelihood_none(eta, n_cell, y_cell, cells)
+    return {"row_dim": row_dim}
+
+
+def _coords(design: Any, row_dim: str, n_obs: int | None, by_level: dict) -> dict[str, Any]:
+    coords: dict[str, Any] = {"coef": list(design.coef), "qr": np.arange(len(design.coef)),
+                              "component": [t.name for t in design.random], row_dim: np.arange(len(design.y))}  # fmt: skip
+    for t in design.random:
+        coords[term_dim(t)] = t.levels.tolist()
+    for k, mask in by_level.items():
+        t = design.random[k]
+        coords[f"{term_dim(t)} (centred)"] = t.levels[mask].tolist()
+        coords[f"{term_dim(t)} (non-centred)"] = t.levels[~mask].tolist()
+    if design.family == "ordinal":
+        cats = [f"{c:g}" for c in design.categories]
+        coords["grade"] = cats
+        coords["threshold"] = [f"{a}|{b}" for a, b in itertools.pairwise(cats)]
+    if n_obs is not None:
+        coords["obs"] = np.arange(n_obs)
+        coords["task"] = task_codes(design)[0].tolist()
+    return coords
+
+
+def design_hash(design: Any) -> str:
+    """sha256 of what a formula model sees: formula, family, the matrices and the responses."""
+    h = hashlib.sha256(f"{design.formula}|{design.family}|{design.row_level}".encode())
+    for arr in (design.X, design.y, design.n, design.grade_counts, *(t.codes for t in design.random),
+                *(t.slope for t in design.random)):  # fmt: skip
+        if arr is not None:
+            h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+    for labels in (design.agents, design.tasks, design.coef):
+        h.update(json.dumps([str(v) for v in labels]).encode())
+    return h.hexdigest()
+
+
+def _check_options(formula: Any, n_quad: Any, centred: Any) -> None:
+    if formula is not None and not isinstance(formula, str):
+        raise TypeError(f"`formula` must be a str (lme4 / Bambi syntax) or None; got {type(formula).__name__}")
+    check_int(n_quad, "n_quad", min=5, max=200)
+    if not (centred == "auto" or isinstance(centred, (tuple, list))):
+        raise ValueError(f"`centred` must be 'auto' or a tuple of random-term names; got {centred!r}")
+
+
+def build_mixed(
+    data: xr.Dataset,
+    formula: str | None = None,
+    *,
+    family: str = "auto",
+    levels: Any = None,
+    priors: Mapping[str, Mapping[str, Any]] | None = None,
+    agent_coords: Any = None,
+    task_coords: Any = None,
+    n_quad: int = 7,
+    centred: Any = "auto",
+) -> pm.Model:
+    """Build a formula model: the crossed model with covariates, graded or [0, 1] scores.
+
+    Parameters
+    ----------
+    data : xarray.Dataset
+        An eval dataset (``score(agent, task, run)``, NaN = not run), with
+        agent and task covariates as coords (``model``, ``scaffold`` along
+        ``agent``; ``tier``, ``human_minutes`` along ``task``) and per-run
+        variables (a judge, a grade).
+    formula : str, optional
+        lme4 / Bambi syntax (:func:`hierbench.data.model_design`), e.g.
+        ``"score ~ scaffold + (1|model) + (1|scaffold:model) + (1|task)"``.
+        Default :data:`hierbench.data.DEFAULT_FORMULA`, the crossed model
+        (without its agent x task effect when every cell has one run).
+    family : {"auto", "binomial", "fractional", "ordinal"}
+        As ``model_design``: ordinal when ``levels`` is given, binomial when
+        every score is 0 or 1, else fractional (scores in [0, 1]).
+    levels : sequence of float, optional
+        The grade scale of an ordinal response.
+    priors : mapping, optional
+        Overrides of :data:`MIXED_PRIORS` (``beta``, a class such as
+        ``sd_task``, ``thresholds``, ``interior``) or of one term's sd
+        (``"sd[1|model]"``).
+    agent_coords, task_coords : pandas.DataFrame, optional
+        Per-agent / per-task covariates (as ``model_design``).
+    n_quad : int
+        Quadrature nodes of the marginal agent x task effect (binomial cells).
+    centred : "auto" or tuple of str
+        Random terms (named as in the formula, ``"1|task"``) given the
+        centred form; "auto" decides by how well each term's levels are
+        informed (:func:`hierbench.bayes.describe` shows the figures).
+
+    Returns
+    -------
+    pymc.Model
+        Posterior ``beta(coef)``, ``sd(component)`` (and ``sd[<term>]``),
+        ``re[<term>]`` over each sampled term's levels, ``thresholds``
+        (ordinal), ``interior(task)`` (fractional: each task's weight of scores
+        strictly inside (0, 1)). ``model.hierbench["design"]``
+        is the :class:`hierbench.data.ModelDesign` the reader's-scale
+        summaries take (:func:`hierbench.metrics.average_marginal_effects`, ...).
+
+    Raises
+    ------
+    hierbench.data.FormulaError
+        What ``model_design`` refuses (unknown names, aliased or unidentified terms).
+
+    Warns
+    -----
+    hierbench.data.ConfoundedTermWarning
+        Factor levels seen in one combination only.
+    UnidentifiedTermWarning
+        A ``(1|agent:task)`` term written on a design with one run per cell.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> rng = np.random.default_rng(0)
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), (rng.random((4, 12, 2)) < 0.5) * 1.0)},
+    ...                 coords={"agent": list("abcd"), "scaffold": ("agent", ["s1", "s1", "s2", "s2"])})
+    >>> model = build_mixed(ds, "score ~ scaffold + (1|agent) + (1|task)")
+    >>> sorted(model.hierbench["structure"]["decisions"])[:3]
+    ['centred', 'family', 'formula']
+    """
+    _check_options(formula, n_quad, centred)
+    check_choice(family, "family", ["auto", "binomial", "fractional", "ordinal"])
+    coords_in = {"agent_coords": agent_coords, "task_coords": task_coords}
+    design, st = _design(data, formula, family, levels, coords_in)
+    marginal, centred_set, absorbed, by_level = _decide(st, design, centred)
+    pri = _priors(design, priors)
+    n_obs = _run_scores(design, data)[0].size if design.family == "fractional" else None
+    row_dim = "cell" if design.row_level == "cell" else "obs"
+    with pm.Model(coords=_coords(design, row_dim, n_obs, by_level)) as model:
+        eta, sd_cell, cuts = _linear(design, pri, marginal, centred_set, absorbed, by_level)
+        extra = _likelihood(design, data, eta, sd_cell, cuts, pri, n_quad)
+    model.hierbench = _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set)
+    return model
+
+
+def _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set) -> dict[str, Any]:
+    """The data the model carries for :func:`hierbench.bayes.fit` (hooks by name)."""
+    row_cells = {"cell_agent": design.agents[design.agent_index], "cell_task": design.tasks[design.task_index]}
+    return {
+        "model": "mixed",
+        "priors": pri,
+        "structure": st.to_dict(),
+        "data_hash": design_hash(design),
+        "hooks": dict(HOOKS),
+        "cell_coords": row_cells if extra["row_dim"] == "cell" else {},
+        "sampler_defaults": {"target_accept": 0.8},
+        "options": {"formula": design.formula, "family": design.family, "requested_formula": formula,
+                    "requested_family": family, "levels": None if levels is None else [float(v) for v in levels],
+                    "n_quad": int(n_quad), "centred": sorted(centred_set)},
+        "design": design,
+        "data": extra,
+        "var_attrs": {"beta": {"scale": "logit" if design.family != "ordinal" else "logit (cumulative; up = higher grades)"}},
+    }
+
+
+register(
+    ModelEntry(
+        name="mixed",
+        builder=build_mixed,
+        default_priors=lambda opts: {k: dict(v) for k, v in MIXED_PRIORS.items()},
+        default_options={"formula": DEFAULT_FORMULA, "family": "auto", "n_quad": 7, "centred": "auto"},
+        sampler_settings={"sampler": "nutpie", "draws": 1000, "tune": 1000, "chains": 4, "target_accept": 0.8},
+        description="Formula model: crossed agent x task effects, agent factors, task features; "
+        "binary, graded or [0, 1] scores",
+        hooks=HOOKS,
+    )
+)

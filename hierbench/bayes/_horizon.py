@@ -1,0 +1,109 @@
+"""METR's time horizon, Bayesian: the crossed model with log human minutes and an agent-specific slope.
+
+:func:`build_horizon` builds the formula model (:func:`hierbench.bayes.build_mixed`)
+
+    score ~ 0 + agent + agent:log2_minutes + (1|task) [+ (1|cluster)] [+ (1|agent:task)]
+
+on binary scores: each agent's own intercept and slope per doubling of the
+human task length (the two numbers of METR's per-agent logistic regression),
+with tasks (and task families, and agent x task cells) as random effects
+instead of METR's run weights and hierarchical bootstrap. The terms in
+brackets are included by the rules every crossed model uses
+(:func:`hierbench.bayes._structure.decide_clusters`,
+:func:`~hierbench.bayes._structure.decide_agent_task`). The horizons and
+their trend over release dates are :func:`hierbench.metrics.time_horizon`
+and :func:`hierbench.metrics.doubling_time`, the counterparts of
+:func:`hierbench.freq.time_horizon` and :func:`hierbench.freq.doubling_time`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from .._base import HierbenchError
+from ..data import model_design
+from ._formula_model import build_mixed
+from ._structure import (
+    Structure,
+    cluster_figures,
+    decide_agent_task,
+    decide_clusters,
+    formula_design,
+)
+
+__all__ = ["build_horizon"]
+
+
+def _terms(data: xr.Dataset, base: str, clusters: Any) -> str:
+    """The formula: the base, a task-family term and an agent x task term where the rules allow them."""
+    st = Structure("horizon", {**formula_design(model_design(base, data, family="binomial")), **cluster_figures(data)})
+    formula = base
+    if decide_clusters(st, clusters):
+        formula += " + (1|cluster)"
+    if decide_agent_task(st, "auto") != "none":
+        formula += " + (1|agent:task)"
+    return formula
+
+
+def build_horizon(
+    data: xr.Dataset,
+    *,
+    minutes: str = "human_minutes",
+    clusters: Any = "auto",
+    priors: Mapping[str, Mapping[str, Any]] | None = None,
+    n_quad: int = 7,
+    centred: Any = "auto",
+) -> pm.Model:
+    """The crossed model of binary scores with log2 human minutes and an agent-specific slope.
+
+    Parameters
+    ----------
+    data : xarray.Dataset
+        An eval dataset with binary scores (METR's ``score_binarized``) and a
+        task coord of human completion times in minutes; a ``cluster`` task
+        coord (task families) adds a family effect.
+    minutes : str
+        The task coord of human minutes (positive, finite).
+    clusters : "auto" or bool
+        Include ``(1|cluster)`` (auto: by the crossed model's cluster rule).
+    priors, n_quad, centred
+        As :func:`hierbench.bayes.build_mixed`.
+
+    Returns
+    -------
+    pymc.Model
+        A formula model whose coefficients ``agent[a]`` and
+        ``agent[a]:log2_minutes`` are each agent's intercept and slope per
+        doubling of the task length (logit scale, at a task of average
+        difficulty); ``model.hierbench["options"]["minutes"]`` records the
+        coord the horizons read.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> rng = np.random.default_rng(0)
+    >>> mins = np.geomspace(1, 480, 20)
+    >>> p = 1 / (1 + np.exp(-(3.0 - 0.6 * np.log2(mins))))
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), (rng.random((2, 20, 3)) < p[None, :, None]) * 1.0)},
+    ...                 coords={"agent": ["a", "b"], "human_minutes": ("task", mins)})
+    >>> build_horizon(ds).hierbench["options"]["formula"]
+    'score ~ 0 + agent + agent:log2_minutes + (1|task) + (1|agent:task)'
+    """
+    if minutes not in data.coords or data[minutes].dims != ("task",):
+        raise HierbenchError(f"`minutes` must name a coord along task (human minutes); got {minutes!r}")
+    x = np.asarray(data[minutes].values, dtype=float)
+    bad = ~np.isfinite(x) | (x <= 0)
+    if bad.any():
+        tasks = np.asarray(data["task"].values).astype(str)
+        raise HierbenchError(f"`{minutes}` must be positive and finite; tasks {tasks[bad][:5].tolist()} are not")
+    data = data.assign_coords(log2_minutes=("task", np.log2(x)))
+    formula = _terms(data, "score ~ 0 + agent + agent:log2_minutes + (1|task)", clusters)
+    model = build_mixed(data, formula, family="binomial", priors=priors, n_quad=n_quad, centred=centred)
+    model.hierbench["options"]["minutes"] = minutes
+    model.hierbench["model_role"] = "time horizon"
+    return model

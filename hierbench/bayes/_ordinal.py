@@ -1,0 +1,98 @@
+"""The cumulative-logit (graded) likelihood of a formula model, and its ordered thresholds.
+
+A design row ``r`` with linear predictor ``eta_r`` grades its answers on the
+scale ``g_1 < ... < g_K`` with
+
+    P(grade <= g_k) = expit(theta_k - eta_r),   theta_1 < ... < theta_{K-1},
+
+the parameterisation of R's ``ordinal::clmm`` and of the maximum-likelihood
+half (:func:`hierbench.freq.fit_crossed_ml` with ``family="ordinal"``): a
+larger ``eta`` moves grades up, and the thresholds carry the location (the
+formula has no intercept). A row's grade counts are multinomial; the log
+probability of a middle grade is written so that it never cancels,
+
+    log(expit(a_k) - expit(a_{k-1})) = log expit(a_k) + log expit(-a_{k-1})
+                                       + log(1 - exp(theta_{k-1} - theta_k)),
+
+with ``a_k = theta_k - eta``: the last term depends on the thresholds only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from scipy.special import gammaln
+
+from ..metrics import ordinal_probs
+from ._registry import make_prior
+
+__all__ = ["grade_log_coefficient", "ordinal_likelihood", "ordinal_log_probs", "threshold_prior"]
+
+
+def ordinal_log_probs(eta: Any, cuts: Any) -> Any:
+    """``log P(grade = g_k)`` per row and grade, ``(rows, K)``, from ``eta (rows,)`` and ``cuts (K - 1,)``."""
+    a = cuts[None, :] - eta[:, None]
+    log_expit = lambda x: -pt.softplus(-x)  # noqa: E731
+    first = log_expit(a[:, :1])
+    last = log_expit(-a[:, -1:])
+    gap = pt.log1mexp(cuts[:-1] - cuts[1:])  # log(1 - exp(theta_{k-1} - theta_k)), < 0
+    middle = log_expit(a[:, 1:]) + log_expit(-a[:, :-1]) + gap[None, :]
+    return pt.concatenate([first, middle, last], axis=1)
+
+
+def grade_log_coefficient(grade_counts: np.ndarray) -> np.ndarray:
+    """The multinomial coefficient of each row's grade counts (a data constant), on the log scale.
+
+    Examples
+    --------
+    >>> float(np.exp(grade_log_coefficient(np.array([[1.0, 2.0, 0.0]])))[0])  # 3! / (1! 2! 0!)
+    3.0
+    """
+    gc = np.asarray(grade_counts, dtype=float)
+    return gammaln(gc.sum(1) + 1.0) - gammaln(gc + 1.0).sum(1)
+
+
+def threshold_prior(spec: dict[str, Any], n_categories: int, shift: Any) -> tuple[Any, Any]:
+    """Ordered thresholds ``theta`` with iid ``spec`` priors: ``(seen, theta)``.
+
+    ``seen = theta - shift`` is what the likelihood sees (the random terms'
+    means, absorbed: see :func:`hierbench.bayes.build_mixed`); it is sampled
+    under the ordered transform with each prior's location moved by
+    ``-shift``, which is ``theta``'s prior exactly (the ordering's
+    normalising constant does not depend on a common shift).
+    """
+    spec = dict(spec)
+    if "mu" not in spec:
+        from ._registry import PriorError
+
+        raise PriorError(f"`priors['thresholds']` must be a location family with a `mu` parameter; got {spec}")
+    spec["mu"] = spec["mu"] - shift
+    init = np.linspace(-2.0, 2.0, n_categories - 1)
+    seen = make_prior(
+        "thresholds_seen", spec, dims="threshold", transform=pm.distributions.transforms.ordered, initval=init
+    )
+    theta = pm.Deterministic("thresholds", seen + shift, dims="threshold")
+    return seen, theta
+
+
+def ordinal_likelihood(eta: Any, cuts: Any, grade_counts: np.ndarray, row_dim: str) -> None:
+    """The multinomial likelihood of each row's grade counts (``y(row_dim, grade)``)."""
+    gc = pm.Data("grade_counts", np.asarray(grade_counts, dtype=np.int64), dims=(row_dim, "grade"))
+    coef = pm.Data("grade_log_coef", grade_log_coefficient(grade_counts), dims=row_dim)
+    n = pm.Data("grade_n", np.asarray(grade_counts).sum(1).astype(np.int64), dims=row_dim)
+    cats = np.arange(np.asarray(grade_counts).shape[1])
+
+    def logp(value: Any, eta: Any, cuts: Any, n: Any, cats: Any) -> Any:
+        return (value * ordinal_log_probs(eta, cuts)).sum(axis=1) + coef
+
+    def random(eta: Any, cuts: Any, n: Any, cats: Any, rng: np.random.Generator | None = None, size: Any = None) -> np.ndarray:
+        p = ordinal_probs(np.asarray(eta), np.asarray(cuts))
+        return rng.multinomial(np.broadcast_to(n, p.shape[:-1]), p)
+
+    pm.CustomDist(
+        "y", eta, cuts, n, cats, logp=logp, random=random, observed=gc,
+        signature="(r),(c),(r),(k)->(r,k)", dims=(row_dim, "grade"), dtype="int64",
+    )  # fmt: skip

@@ -1,0 +1,432 @@
+"""Answers on the reader's scale from a formula fit's posterior.
+
+Answers on the reader's scale from a formula fit's posterior: marginal effects, mean scores, the agents'
+variance, pass^k on a graded event.
+
+The Bayesian counterparts of :func:`hierbench.freq.average_marginal_effects`,
+:func:`~hierbench.freq.mean_response` and :func:`~hierbench.freq.agent_variance`,
+defined the same way and returned over the same dims and labels, so that
+:func:`hierbench.compare.side_by_side` puts the two halves row by row: the
+maximum-likelihood half evaluates each quantity at its estimates (delta-method
+intervals), this one in every posterior draw (the posterior mean, and the
+equal-tailed interval of the draws).
+
+Each takes the fit and the design it was built from (``model.hierbench["design"]``
+of :func:`hierbench.bayes.build_mixed`, or :func:`hierbench.data.model_design`
+with the fit's formula). Predictions average a design row's expected outcome
+with the random terms integrated out by the package's population rule; only
+:func:`mean_response` holds the agent-level terms at their drawn values.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy.special import expit
+
+from .._base import DEFAULT_PROB, HierbenchError, Result, check_prob
+from .._numerics import population_nodes
+from ._common import check_k, posterior_interval
+from ._mixed import (
+    as_design,
+    expected_outcome,
+    integrated_sd,
+    mixed_draws,
+    population_mean,
+    row_predictor,
+)
+from ._results import PosteriorPassKResult
+
+#: draws x rows (x nodes) per chunk of the observed-task means
+_CHUNK = 4_000_000
+
+__all__ = [
+    "PosteriorAgentVarianceResult",
+    "PosteriorEffectsResult",
+    "PosteriorMeanResponseResult",
+    "agent_variance",
+    "average_marginal_effects",
+    "graded_pass_hat_k",
+    "mean_response",
+]
+
+
+@dataclass(frozen=True, repr=False)
+class PosteriorEffectsResult(Result):
+    """Posterior average marginal effects (:func:`average_marginal_effects`).
+
+    ``estimate`` (posterior mean) over ``contrast`` (and ``by``), ``ci``
+    equal-tailed, ``posterior_sd``, ``draws(chain, draw, ...)``; ``variable``
+    and ``scale`` as the maximum-likelihood result.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    posterior_sd: xr.DataArray
+    draws: xr.DataArray
+    variable: str
+    scale: str
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
+
+    def _repr_lines(self) -> list[str]:
+        lines = super()._repr_lines()
+        lines[0] = f"PosteriorEffectsResult: {self.variable}, {self.scale} ({lines[0].split('with ')[-1]})"
+        return lines
+
+
+@dataclass(frozen=True, repr=False)
+class PosteriorMeanResponseResult(Result):
+    """Posterior expected score per group (:func:`mean_response`): ``estimate`` / ``ci`` over ``group``."""
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    posterior_sd: xr.DataArray
+    draws: xr.DataArray
+    scale: str
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
+
+
+@dataclass(frozen=True, repr=False)
+class PosteriorAgentVarianceResult(Result):
+    """Logit-scale variance among agents by term (:func:`agent_variance`), over ``component``.
+
+    ``share`` is the posterior mean of each term's share of the total;
+    ``kind`` says whether a component is a random term's variance or the
+    spread of a fixed term's contributions.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    posterior_sd: xr.DataArray
+    share: xr.DataArray
+    kind: xr.DataArray
+    draws: xr.DataArray
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def _scale(design: Any, threshold: float | None) -> tuple[float, str]:
+    """The reader's scale and its label, as the maximum-likelihood half states them."""
+    if design.family == "ordinal" and threshold is None:
+        return 1.0, f"mean grade (of {design.response}, scale {design.categories.tolist()})"
+    if design.family == "ordinal":
+        cats = design.categories
+        if threshold not in cats or threshold == cats[0]:
+            raise HierbenchError(f"`threshold` must be a grade of the scale above the lowest, {cats[1:].tolist()}; got {threshold!r}")
+        return 100.0, f"points of the share graded >= {threshold:g}"
+    if threshold is not None:
+        raise HierbenchError("`threshold` applies to an ordinal fit only")
+    return 100.0, f"points of {'success rate' if design.family == 'binomial' else f'mean {design.response}'}"
+
+
+def _compressed(
+    design: Any, X: np.ndarray, groups: np.ndarray, n_groups: int, held: np.ndarray, integrate: np.ndarray,
+    evaluate: Any,
+) -> np.ndarray:  # fmt: skip
+    """Average an evaluation over each group's rows.
+
+    ``(S, n_groups)``: each group's mean over its rows of ``evaluate(rows) (S, rows)``; rows
+    that predict alike (same fixed part, integrated slopes, held levels, group) evaluated once.
+    """
+    key = [X, groups[:, None]]
+    key += [t.slope[:, None] for k, t in enumerate(design.random) if integrate[k] and not t.intercept]
+    key += [t.codes[:, None] for k, t in enumerate(design.random) if held[k]]
+    _, first, inv = np.unique(np.column_stack(key), axis=0, return_index=True, return_inverse=True)
+    W = np.zeros((first.size, n_groups))
+    np.add.at(W, (inv.ravel(), groups), 1.0)
+    return evaluate(first) @ (W / W.sum(0, keepdims=True))
+
+
+def _group_means(
+    design: Any, dr: Any, X: np.ndarray, groups: np.ndarray, n_groups: int, held: np.ndarray,
+    threshold: float | None = None, f: Any = None,
+) -> np.ndarray:  # fmt: skip
+    """Average the expected outcome over each group's rows, per draw.
+
+    ``(S, n_groups)``: per draw, each group's mean over its rows of the expected outcome
+    (``held`` terms at their draws, the others integrated out).
+    """
+    integrate = ~held
+
+    def evaluate(rows: np.ndarray) -> np.ndarray:
+        eta = row_predictor(dr, design, X, rows, held)
+        return expected_outcome(design, dr, eta, integrated_sd(dr, design, rows, integrate), rows, threshold, f)
+
+    return _compressed(design, X, groups, n_groups, held, integrate, evaluate)
+
+
+def _summarise(dr: Any, values: np.ndarray, dims: tuple[str, ...], coords: dict, prob: float) -> tuple:
+    """``(estimate, ci, posterior_sd, draws)`` of per-draw values ``(S, ...)``."""
+    draws = dr.as_draws(values, dims, coords)
+    ci = posterior_interval(draws, prob=prob)
+    est = draws.mean(("chain", "draw")).rename("estimate")
+    sd = draws.std(("chain", "draw")).rename("posterior_sd")
+    return est, ci, sd, draws.rename("draws")
+
+
+def _counterfactuals(design: Any, variable: str) -> tuple[list[str], list[np.ndarray], float]:
+    """Build the counterfactual fixed-effect matrices of a variable.
+
+    Fixed-effect matrices with ``variable`` at each level (categorical) or at +-h (numeric;
+    the third value is then ``2 h``, else 0): the rule of the maximum-likelihood half.
+    """
+    frame = design.frame
+    if variable not in design.variables or variable not in frame.columns:
+        raise HierbenchError(f"`variable` must be a variable of the fit's formula, {sorted(design.variables)}; got {variable!r}")
+    for t in design.random:
+        if not t.intercept and variable in t.name.split("|", 1)[0]:
+            raise HierbenchError(f"`variable` {variable!r} has a random slope ({t.name}): not supported")
+    col = frame[variable]
+    binary = set(pd.unique(col).tolist()) <= {0, 1}
+    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) and not binary:
+        h = 1e-4 * max(float(np.nanstd(col.to_numpy(dtype=float))), 1e-8)
+        return [f"d/d {variable}"], [design.matrix(frame.assign(**{variable: col.to_numpy(dtype=float) + s * h}))
+                                     for s in (1.0, -1.0)], 2 * h  # fmt: skip
+    levels = sorted(pd.unique(col).tolist(), key=str)
+    return [str(v) for v in levels], [design.matrix(frame.assign(**{variable: lev})) for lev in levels], 0.0
+
+
+def _groups_of(design: Any, by: str | None, what: str = "by") -> tuple[np.ndarray, list[str]]:
+    if by is None:
+        return np.zeros(len(design.frame), np.intp), ["all"]
+    if by not in design.frame.columns:
+        raise HierbenchError(f"`{what}` must be a variable of the fit's formula, {sorted(design.variables)}; got {by!r}")
+    labels, codes = np.unique(design.frame[by].astype(str).to_numpy(), return_inverse=True)
+    return codes.astype(np.intp), labels.tolist()
+
+
+# --------------------------------------------------------------------------- public
+
+
+def average_marginal_effects(
+    fit: xr.DataTree,
+    design: Any,
+    variable: str,
+    *,
+    by: str | None = None,
+    threshold: float | None = None,
+    prob: float = DEFAULT_PROB,
+) -> PosteriorEffectsResult:
+    """Posterior average marginal effects of a variable on the reader's scale.
+
+    As :func:`hierbench.freq.average_marginal_effects`, draw by draw: every
+    design row set to each level of ``variable`` (categorical; differences
+    from the first level) or nudged (numeric; the average derivative per
+    unit), predicted with the random terms integrated out, averaged over the
+    rows (within each level of ``by``).
+
+    Parameters
+    ----------
+    fit : xarray.DataTree
+        A fit of :func:`hierbench.bayes.build_mixed`.
+    design : ModelDesign or pymc.Model
+        The design it was built from (or the model, which carries it).
+    variable : str
+    by : str, optional
+        A variable (a task feature) within whose levels the effect is averaged.
+    threshold : float, optional
+        Ordinal fits: the share graded at least ``threshold`` (else the mean grade).
+    prob : float
+        Level of the equal-tailed interval.
+
+    Returns
+    -------
+    PosteriorEffectsResult
+        ``estimate`` over ``contrast`` (``"b - a"``; and ``by``), in points or grades.
+    """
+    design, prob = as_design(design), check_prob(prob)
+    dr = mixed_draws(fit, design)
+    factor, scale = _scale(design, threshold)
+    labels, mats, numeric = _counterfactuals(design, variable)
+    groups, glab = _groups_of(design, by)
+    held = np.zeros(len(design.random), bool)
+    preds = [_group_means(design, dr, M, groups, len(glab), held, threshold) for M in mats]
+    eff = [(preds[0] - preds[1]) / numeric] if numeric else [p - preds[0] for p in preds[1:]]
+    contrast = labels if numeric else [f"{lev} - {labels[0]}" for lev in labels[1:]]
+    vals = factor * np.stack(eff, axis=-1)  # (S, by, contrast)
+    dims, coords = ("by", "contrast"), {"by": glab, "contrast": contrast}
+    if by is None:
+        vals, dims, coords = vals[:, 0], ("contrast",), {"contrast": contrast}
+    est, ci, sd, draws = _summarise(dr, vals, dims, coords, prob)
+    est.attrs = {"scale": scale, "variable": variable}
+    return PosteriorEffectsResult(estimate=est, ci=ci, posterior_sd=sd, draws=draws, variable=variable, scale=scale)
+
+
+def mean_response(
+    fit: xr.DataTree,
+    design: Any,
+    by: str = "agent",
+    *,
+    threshold: float | None = None,
+    tasks: str = "population",
+    prob: float = DEFAULT_PROB,
+) -> PosteriorMeanResponseResult:
+    """Posterior expected score of each agent (or level of ``by``) over its own design rows.
+
+    Parameters
+    ----------
+    fit, design
+        As :func:`average_marginal_effects`.
+    by : str
+        ``"agent"`` or another variable of the formula.
+    threshold : float, optional
+        Ordinal fits: the share graded at least ``threshold`` (else the mean grade).
+    tasks : {"population", "observed"}
+        ``"population"`` (as :func:`hierbench.freq.mean_response`): random
+        terms that hold whole agents (``(1|agent)``, ``(1|model)``) at their
+        drawn values, the others (tasks, cells, runs) integrated out: the
+        agent's expected score on a new task like its own. ``"observed"``:
+        every term at its drawn value (an agent x task effect integrated out
+        of the likelihood at its conditional expectation given the cell's
+        runs): the expected score averaged over the group's own design rows,
+        the estimand of the task-level bootstrap of each agent's mean score.
+    prob : float
+
+    Returns
+    -------
+    PosteriorMeanResponseResult
+        ``estimate`` / ``ci`` over ``group``, in points (or grades).
+    """
+    design, prob = as_design(design), check_prob(prob)
+    if tasks not in ("population", "observed"):
+        raise HierbenchError(f"`tasks` must be 'population' or 'observed'; got {tasks!r}")
+    dr = mixed_draws(fit, design)
+    factor, scale = _scale(design, threshold)
+    groups, glab = _groups_of(design, by, "by")
+    if tasks == "observed":
+        vals = factor * _observed_means(fit, design, dr, groups, len(glab), threshold)
+    else:
+        held = np.array([t.level == "agent" for t in design.random], bool)
+        vals = factor * _group_means(design, dr, design.X, groups, len(glab), held, threshold)
+    est, ci, sd, draws = _summarise(dr, vals, ("group",), {"group": glab}, prob)
+    est.attrs = {"scale": scale, "by": by, "tasks": tasks}
+    return PosteriorMeanResponseResult(estimate=est, ci=ci, posterior_sd=sd, draws=draws, scale=scale)
+
+
+def _observed_means(fit: xr.DataTree, design: Any, dr: Any, groups: np.ndarray, n_groups: int, threshold: Any) -> np.ndarray:
+    """``(S, n_groups)``: group means of each row's expected outcome at every term's drawn value."""
+    from ._crossed import _agq_weights
+
+    held = np.array([dr.re[t.name] is not None for t in design.random], bool)
+    rows = np.arange(len(design.frame))
+    W = np.zeros((rows.size, n_groups))
+    W[rows, groups] = 1.0
+    W /= W.sum(0, keepdims=True)
+    n_quad = int(json.loads(fit.attrs.get("hierbench_spec", "{}")).get("options", {}).get("n_quad", 7))
+    S = dr.sd.shape[0]
+    out = np.empty((S, n_groups))
+    step = max(1, _CHUNK // (rows.size * (n_quad if not held.all() else 1)))
+    for lo in range(0, S, step):
+        sl = slice(lo, min(lo + step, S))
+        sub = dr.subset(sl)
+        eta = row_predictor(sub, design, design.X, rows, held)
+        if held.all():
+            mu = expected_outcome(design, sub, eta, np.zeros_like(eta), rows, threshold)
+        else:  # the agent x task effect integrated out of the binomial cells: its conditional mean
+            (k,) = np.flatnonzero(~held)
+            e, wt = _agq_weights(design.y[None], design.n[None], eta[:, None, :], sub.sd[:, k, None, None], n_quad)
+            mu = (wt * expit(e)).sum(-1)[:, 0, :]
+        out[sl] = mu @ W
+    return out
+
+
+def agent_variance(fit: xr.DataTree, design: Any, *, prob: float = DEFAULT_PROB) -> PosteriorAgentVarianceResult:
+    """Split the logit-scale variance among agents into the formula's agent-level terms, per draw.
+
+    As :func:`hierbench.freq.agent_variance`: a random agent-level term
+    (``(1|model)``, ``(1|scaffold:model)``) contributes ``sd^2``; a fixed
+    agent-level term (``scaffold``) the variance, across the agents in the
+    data, of its contribution ``x_a beta`` (divisor ``n_agents``).
+
+    Returns
+    -------
+    PosteriorAgentVarianceResult
+        ``estimate`` / ``ci`` / ``share`` over ``component``.
+    """
+    design, prob = as_design(design), check_prob(prob)
+    dr = mixed_draws(fit, design)
+    first = pd.Series(np.arange(len(design.frame))).groupby(design.agent_index).first().to_numpy()
+    fixed = [t for t in design.fixed_terms if t != "Intercept" and all(design.variables.get(v) == "agent" for v in t.split(":"))]
+    rand = [k for k, t in enumerate(design.random) if t.level == "agent"]
+    names = [*fixed, *(design.random[k].name for k in rand)]
+    if not names:
+        raise HierbenchError(f"the formula {design.formula!r} has no agent-level term to split the agents' variance into")
+    Xa = design.X[first]
+    vals = [np.var(dr.beta[:, design.fixed_terms[t]] @ Xa[:, design.fixed_terms[t]].T, axis=1) for t in fixed]
+    vals += [dr.sd[:, k] ** 2 for k in rand]
+    v = np.stack(vals, axis=-1)
+    est, ci, sd, draws = _summarise(dr, v, ("component",), {"component": names}, prob)
+    est.attrs = {"scale": "logit (variance among agents)"}
+    share = est.copy(data=(v / v.sum(-1, keepdims=True)).mean(0)).rename("share")
+    kind = xr.DataArray(["fixed"] * len(fixed) + ["random"] * len(rand), dims="component",
+                        coords={"component": names}, name="kind")  # fmt: skip
+    return PosteriorAgentVarianceResult(estimate=est, ci=ci, posterior_sd=sd, share=share, kind=kind, draws=draws)
+
+
+def graded_pass_hat_k(
+    fit: xr.DataTree, design: Any, threshold: float, k: Any = 1, *, prob: float = DEFAULT_PROB
+) -> PosteriorPassKResult:
+    """pass^k on a graded event: P(all of ``k`` new answers of an agent are graded >= ``threshold``).
+
+    Per agent, on a new task like its own: agent-level terms at their drawn
+    values; the task and agent x task effects shared by the ``k`` answers
+    (integrated out once); per-run terms (a judge) drawn anew for each answer
+    (integrated out inside). ``k = 1`` is the share graded at least
+    ``threshold`` (pass-at-threshold), :func:`mean_response` with ``threshold``.
+
+    Returns
+    -------
+    PosteriorPassKResult
+        ``estimate(agent, k)`` in [0, 1], ``ci`` (eti), ``draws``; ``n_tasks``
+        NaN (a new task from the population).
+    """
+    design, prob, ks = as_design(design), check_prob(prob), check_k(k)
+    if design.family != "ordinal":
+        raise HierbenchError(f"`graded_pass_hat_k` needs an ordinal fit; this one is {design.family}")
+    _scale(design, threshold)
+    dr = mixed_draws(fit, design)
+    groups, agents = np.asarray(design.agent_index, np.intp), [str(a) for a in design.agents]
+    held = np.array([t.level == "agent" for t in design.random], bool)
+    per_run = np.array([t.level == "run" for t in design.random], bool)
+    shared = ~held & ~per_run
+    c = int(np.searchsorted(design.categories, threshold))
+    out = []
+    for kk in ks:
+        if per_run.any():
+            ev = _nested(design, dr, held, shared, per_run, c, int(kk))
+            out.append(_compressed(design, design.X, groups, len(agents), held, ~held, ev))
+        else:
+            out.append(_group_means(design, dr, design.X, groups, len(agents), held, threshold, lambda p, kk=kk: p**kk))
+    est, ci, _, draws = _summarise(dr, np.stack(out, -1), ("agent", "k"), {"agent": agents, "k": ks}, prob)
+    n_tasks = xr.full_like(est, np.nan).rename("n_tasks")
+    attrs = {"quantity": "pass^k", "model": "mixed", "tasks": "population", "over": f"answers graded >= {threshold:g}",
+             "scale": "probability", "draws_of": "E[q^k] given the draw, q = P(graded >= threshold | task)"}  # fmt: skip
+    return PosteriorPassKResult(estimate=est, ci=ci, draws=draws, n_tasks=n_tasks, attrs=attrs)
+
+
+def _nested(design: Any, dr: Any, held: np.ndarray, shared: np.ndarray, per_run: np.ndarray, c: int, k: int) -> Any:
+    """Build the nested pass^k expectation on a graded event.
+
+    Rows -> ``(S, rows)`` of ``E_V[q(V)^k]``, ``q(v) = E_J[P(graded >= g_c | v, J)]``: the shared
+    terms' effect ``V`` integrated outside, the per-run terms' ``J`` inside (both by the population rule).
+    """
+    u, w = population_nodes()
+
+    def evaluate(rows: np.ndarray) -> np.ndarray:
+        loc = row_predictor(dr, design, design.X, rows, held) - dr.thresholds[:, c - 1 : c]
+        ts = integrated_sd(dr, design, rows, shared)
+        tr = integrated_sd(dr, design, rows, per_run)
+        q = population_mean(loc[..., None] + ts[..., None] * u, tr[..., None])
+        return (q**k * w).sum(-1)
+
+    return evaluate

@@ -1,0 +1,182 @@
+"""The Bayesian formula models (hierbench.bayes.build_mixed, build_horizon) and their [0, 1]-score family.
+
+Independent references: scipy's adaptive quadrature of the [0, 1]-score density (it integrates to 1 and
+its mean is the closed form the metrics use); R ``ordinal::clmm`` on the wine data (the shared
+reference_values.csv); the data's own means and numpy's arithmetic on a simulated leaderboard with a
+stated Monte Carlo tolerance; the simulation's known horizons. Sampling tests are small and marked slow.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytensor.tensor as pt
+import pytest
+import xarray as xr
+from scipy import integrate
+
+from hierbench.bayes._unit_interval import draw_scores, tilt_logp
+from hierbench.metrics._mixed import unit_interval_mean
+
+bayes = pytest.importorskip("hierbench.bayes")
+
+
+@functools.cache
+def _logp():
+    from pytensor import function
+
+    v, e, w = pt.dscalar(), pt.dscalar(), pt.dscalar()
+    return function([v, e, w], tilt_logp(v, e, w))
+
+
+def _density(eta: float, w: float):
+    """``(p0, p1, f(y))`` of the [0, 1]-score family at ``eta`` with interior weight ``w``, from tilt_logp."""
+    logp = _logp()
+    return np.exp(logp(0.0, eta, w)), np.exp(logp(1.0, eta, w)), lambda y: np.exp(logp(y, eta, w))
+
+
+@pytest.mark.parametrize(("eta", "w"), [(0.0, 2.0), (1.3, 0.5), (-2.2, 7.0), (0.4, 0.0), (3e-5, 1.0)])
+def test_unit_interval_family_is_a_proper_density_with_the_stated_mean(eta, w):
+    p0, p1, f = _density(eta, w)
+    inside = integrate.quad(f, 0, 1, epsabs=1e-12)[0] if w > 0 else 0.0
+    assert abs(p0 + p1 + inside - 1.0) < 1e-9
+    mean = p1 + (integrate.quad(lambda y: y * f(y), 0, 1, epsabs=1e-12)[0] if w > 0 else 0.0)
+    assert abs(float(unit_interval_mean(np.array(eta), np.array(w))) - mean) < 1e-8
+    # draws: 200k runs, the mean's Monte Carlo sd is below 0.5 / sqrt(2e5) = 0.0011; 5 sd
+    s = draw_scores(np.full(200_000, eta), w, np.random.default_rng(0))
+    assert abs(s.mean() - mean) < 0.0056
+    assert abs(np.mean(s == 0.0) - p0) < 0.0056 and abs(np.mean(s == 1.0) - p1) < 0.0056
+
+
+def test_a_pass_fail_task_is_the_bernoulli_on_the_logit_scale():
+    p0, p1, _ = _density(0.7, 0.0)
+    assert abs(p1 - 1 / (1 + np.exp(-0.7))) < 1e-12 and abs(p0 + p1 - 1) < 1e-12
+
+
+# --------------------------------------------------------------------------- the builder, without sampling
+
+
+def _board(n_runs: int = 3, seed: int = 0, n_tasks: int = 30) -> tuple[xr.Dataset, dict]:
+    """2 scaffolds x 3 models; logit p = -0.3 + 0.9 [s2] + model + task + cell; known truth."""
+    rng = np.random.default_rng(seed)
+    sc, mo = np.repeat(["s1", "s2"], 3), np.tile(["m1", "m2", "m3"], 2)
+    truth = {"scaffold": 0.9, "model": np.array([-0.6, 0.1, 0.7]), "task": rng.normal(0, 1.2, n_tasks)}
+    eta = (-0.3 + truth["scaffold"] * (sc == "s2") + truth["model"][[int(m[1]) - 1 for m in mo]])[:, None] + truth["task"]
+    eta = eta + rng.normal(0, 0.3, eta.shape)
+    y = (rng.random((*eta.shape, n_runs)) < 1 / (1 + np.exp(-eta[..., None]))).astype(float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), y)},
+                    coords={"agent": [f"{s}/{m}" for s, m in zip(sc, mo, strict=True)],
+                            "task": [f"t{i}" for i in range(n_tasks)], "scaffold": ("agent", sc), "model": ("agent", mo),
+                            "tier": ("task", ["easy", "hard"] * (n_tasks // 2))})  # fmt: skip
+    return ds, truth
+
+
+def test_the_builder_refuses_and_warns_by_the_ml_half_rules():
+    from hierbench.data import ConfoundedTermWarning, FormulaError
+
+    ds, _ = _board(n_runs=1)
+    with pytest.raises(FormulaError, match=r"uses \['cutoff'\]"):
+        bayes.build_mixed(ds, "score ~ cutoff + (1|task)")
+    lone = ds.assign_coords(model=("agent", ["m1", "m2", "m3", "m1", "m2", "m2"]))
+    with pytest.warns(ConfoundedTermWarning, match=r"1 of 3 model levels occur with one scaffold only, e.g. \[.m3.\]"):
+        bayes.build_mixed(lone, "score ~ scaffold + (1|model) + (1|scaffold:model) + (1|task)")
+
+
+def test_the_default_formula_is_the_crossed_model_and_partial_credit_gets_the_unit_interval_family():
+    ds, _ = _board()
+    m = bayes.build_mixed(ds)
+    assert m.hierbench["options"]["formula"] == "score ~ 0 + agent + (1|task) + (1|agent:task)"
+    assert m.hierbench["design"].family == "binomial"
+    part = ds.assign(score=ds.score * 0.5 + 0.25 * (ds.score.run == 0))
+    mp = bayes.build_mixed(part)
+    assert mp.hierbench["design"].family == "fractional" and "interior" in mp.named_vars
+
+
+# --------------------------------------------------------------------------- sampling (small)
+
+_SMALL = {"draws": 300, "tune": 300, "chains": 2, "progress": False}
+
+
+@pytest.mark.slow
+def test_wine_grades_agree_with_clmm_within_the_posterior_sd(shared_data):
+    """R ordinal::clmm(rating ~ temp + contact + (1|judge)) on the wine data (reference_values.csv)."""
+    from hierbench.data import from_records
+    from hierbench.metrics import graded_pass_hat_k, mean_response
+
+    df = pd.read_csv(shared_data / "ordinal" / "wine.csv")
+    df["grade"], df["treatment"] = (df["rating"] - 1) / 4.0, df["temp"] + "/" + df["contact"]
+    ds = from_records(df, agent="treatment", task="bottle", score="grade", extra={"rating": "rating", "judge": "judge"},
+                      agent_coords=["temp", "contact"])  # fmt: skip
+    m = bayes.build_mixed(ds, "rating ~ temp + contact + (1|judge)", family="ordinal")
+    fit = bayes.fit(m, rng=11, **_SMALL)
+    post = fit.posterior
+    clmm = {"temp[warm]": 3.0629966560421, "contact[yes]": 1.83488493779128}
+    for coef, want in clmm.items():
+        b = post["beta"].sel(coef=coef)
+        assert abs(float(b.mean()) - want) < float(b.std())
+    th = post["thresholds"]
+    want_th = [-1.62366694779619, 1.51336520227968, 4.22852671695733, 6.08877259115472]
+    assert (np.abs(th.mean(("chain", "draw")).values - want_th) < th.std(("chain", "draw")).values).all()
+    assert int(fit.sample_stats["diverging"].sum()) == 0
+    # reader's scale: the warm/contact treatment grades higher than cold/no, in grades and as pass^k
+    mean = mean_response(fit, m)
+    assert float(mean.estimate.sel(group="warm/yes")) > float(mean.estimate.sel(group="cold/no")) + 1
+    pk = graded_pass_hat_k(fit, m, threshold=4, k=[1, 3])
+    assert (pk.estimate.sel(k=3) <= pk.estimate.sel(k=1)).all()
+
+
+@pytest.mark.slow
+def test_scaffold_effect_in_points_agrees_with_the_ml_half_and_holds_the_truth():
+    from hierbench.freq import average_marginal_effects as ml_ame
+    from hierbench.freq import fit_crossed_ml
+    from hierbench.metrics import agent_variance, average_marginal_effects
+
+    ds, truth = _board(seed=3)
+    f = "score ~ scaffold + (1|model) + (1|task) + (1|agent:task)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 3 models: their sd is weakly identified (the hint says so)
+        m = bayes.build_mixed(ds, f)
+        fit = bayes.fit(m, rng=5, **_SMALL)
+    ame = average_marginal_effects(fit, m, "scaffold")
+    ml = ml_ame(fit_crossed_ml(ds, f, intervals="wald"), "scaffold")
+    assert ame.estimate.contrast.values.tolist() == ml.estimate.contrast.values.tolist() == ["s2 - s1"]
+    assert abs(float(ame.estimate[0]) - float(ml.estimate[0])) < float(ame.posterior_sd[0])
+    lo, hi = fit.posterior["beta"].sel(coef="scaffold[s2]").quantile([0.025, 0.975]).values
+    assert lo < truth["scaffold"] < hi
+    var = agent_variance(fit, m)
+    assert var.estimate.component.values.tolist() == ["scaffold", "1|model"]
+
+
+@pytest.mark.slow
+def test_bayesian_horizons_hold_the_simulated_truth_and_pair_with_metr_method():
+    """Logit p = a_i - 0.5 log2(minutes) + task effect: the 50% horizon is 2 ** (a_i / 0.5) exactly
+    (a symmetric task distribution leaves the 50% point where the line crosses 0).
+    """
+    from hierbench import freq
+    from hierbench.compare import side_by_side
+    from hierbench.metrics import doubling_time, time_horizon
+
+    rng = np.random.default_rng(12)
+    mins = np.geomspace(1, 480, 40)
+    a, b = np.array([2.0, 3.0, 4.0]), -0.5
+    eta = a[:, None] + b * np.log2(mins) + rng.normal(0, 0.5, 40)
+    y = (rng.random((3, 40, 4)) < 1 / (1 + np.exp(-eta[..., None]))) * 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), y)},
+                    coords={"agent": ["a", "b", "c"], "task": [f"t{i}" for i in range(40)], "human_minutes": ("task", mins),
+                            "cluster": ("task", [f"f{i // 2}" for i in range(40)])})  # fmt: skip
+    m = bayes.build_horizon(ds, clusters=False)
+    fit = bayes.fit(m, rng=13, **_SMALL)
+    h = time_horizon(fit, m, success=(0.5, 0.8))
+    truth = 2 ** (a / -b)
+    lo, hi = h.ci.sel(success=0.5, ci_bound="lower").values, h.ci.sel(success=0.5, ci_bound="upper").values
+    assert ((lo < truth) & (truth < hi)).all(), (lo, truth, hi)
+    assert (h.estimate.sel(success=0.8) < h.estimate.sel(success=0.5)).all()
+    dates = {"a": "2023-01-01", "b": "2023-07-01", "c": "2024-01-01"}
+    dt = doubling_time(h, dates)  # truth: 2 doublings a half year -> about 91 days
+    assert float(dt.ci.sel(ci_bound="lower")) < 365.25 / 4 < float(dt.ci.sel(ci_bound="upper"))
+    ml = freq.time_horizon(ds, n_resamples=50, rng=14)
+    table = side_by_side({"bayes": h, "metr": ml})
+    assert table.estimator.values.tolist() == ["bayes", "metr"] and table.sizes["agent"] == 3
