@@ -29,6 +29,7 @@ import xarray as xr
 
 from .._base import (
     DEFAULT_PROB,
+    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     UndefinedWarning,
@@ -159,7 +160,7 @@ def time_horizon(
     undefined = (b >= 0).sum(0)
     if undefined.any():
         warnings.warn(f"agents {[g for g, u in zip(agents, undefined, strict=True) if u]} have draws whose slope is "
-                      "not negative (no horizon there; left out of their intervals)", UndefinedWarning, stacklevel=2)  # fmt: skip
+                      "not negative (no horizon there; left out of their intervals)", UndefinedWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)  # fmt: skip
     draws = dr.as_draws(h, ("agent", "success"), {"agent": agents, "success": succ}).rename("draws")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
