@@ -32,3 +32,32 @@ def bt2_reference(shared_data):
         return rows.set_index("parameter")
 
     return select
+
+
+@pytest.fixture(scope="session")
+def citations_counts(shared_data):
+    """BradleyTerry2's ``citations`` as pair counts (4 journals, 6 pairs, no ties)."""
+    from hierbench.data import from_pair_counts
+
+    return from_pair_counts(
+        shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
+        agent_a="journal1",
+        agent_b="journal2",
+        wins_a="win1",
+        wins_b="win2",
+    )
+
+
+@pytest.fixture(scope="session")
+def baseball_counts(shared_data):
+    """BradleyTerry2's ``baseball`` (Agresti 1987) as pair counts, the home team first."""
+    from hierbench.data import from_pair_counts
+
+    return from_pair_counts(
+        shared_data / "bradley_terry" / "baseball_agresti1987.csv",
+        agent_a="home.team",
+        agent_b="away.team",
+        wins_a="home.wins",
+        wins_b="away.wins",
+        first_position=True,
+    )

@@ -21,7 +21,7 @@ from hierbench.bayes import (
     get_model,
     read_spec,
 )
-from hierbench.data import EvalDataError, from_pair_counts, read_battles, to_pairwise
+from hierbench.data import EvalDataError, read_battles, to_pairwise
 from hierbench.testing import simulate_eval
 
 ZOO = Path(__file__).resolve().parents[1] / "models" / "bradley_terry"
@@ -50,14 +50,8 @@ def _assert_close_to_mle(mean, sd, mcse, mle, label):
     )
 
 
-def test_citations_flat_prior_matches_bradleyterry2_mle(shared_data, bt2_reference):
-    counts = from_pair_counts(
-        shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
-        agent_a="journal1",
-        agent_b="journal2",
-        wins_a="win1",
-        wins_b="win2",
-    )
+def test_citations_flat_prior_matches_bradleyterry2_mle(citations_counts, bt2_reference):
+    counts = citations_counts
     model = build_bradley_terry(
         counts, ties=None, hierarchical=False, priors={"ability": {"sigma": FLAT}}
     )
@@ -86,15 +80,8 @@ def test_citations_flat_prior_matches_bradleyterry2_mle(shared_data, bt2_referen
     np.testing.assert_allclose(dt["posterior"]["ability"].sum("agent"), 0.0, atol=1e-9)
 
 
-def test_baseball_home_advantage_matches_bradleyterry2(shared_data, bt2_reference):
-    counts = from_pair_counts(
-        shared_data / "bradley_terry" / "baseball_agresti1987.csv",
-        agent_a="home.team",
-        agent_b="away.team",
-        wins_a="home.wins",
-        wins_b="away.wins",
-        first_position=True,
-    )
+def test_baseball_home_advantage_matches_bradleyterry2(baseball_counts, bt2_reference):
+    counts = baseball_counts
     model = build_bradley_terry(
         counts,
         ties=None,

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from _helpers import sim_nested
 from scipy import stats
 
 from hierbench.freq import variance_components
@@ -36,19 +37,8 @@ def statsmodels_reml(df: pd.DataFrame, y: str, groups: dict[str, list[str]]) -> 
     return res
 
 
-def _sim_nested(rng, n_family=25, s=(0.5, 1.0, 0.8)):
-    rows = []
-    fam = rng.normal(0, np.sqrt(s[0]), n_family)
-    for f in range(n_family):
-        for t in range(rng.integers(1, 6)):  # families of 1 to 5 tasks
-            te = rng.normal(0, np.sqrt(s[1]))
-            for r in range(rng.integers(1, 7)):  # 1 to 6 runs per task
-                rows.append((f"f{f}", f"t{t}", r, 2.0 + fam[f] + te + rng.normal(0, np.sqrt(s[2]))))
-    return pd.DataFrame(rows, columns=["family", "task", "run", "y"])
-
-
 def test_unbalanced_nested_equals_statsmodels():
-    df = _sim_nested(np.random.default_rng(21))
+    df = sim_nested(np.random.default_rng(21))
     vc = variance_components(df, design="run:task:family", var="y")
     assert vc.method == "reml" and vc.fit_info["converged"]
     ref = statsmodels_reml(df, "y", {"family": ["family"], "task:family": ["family", "task"]})
@@ -219,7 +209,7 @@ def test_interval_coverage_unbalanced_nested():
     n_sim = 150
     hits = np.zeros(4)
     for _ in range(n_sim):
-        df = _sim_nested(rng, n_family=10, s=tuple(truth))
+        df = sim_nested(rng, n_family=10, s=tuple(truth))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             vc = variance_components(df, design="run:task:family", var="y", measurement="family")
