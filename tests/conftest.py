@@ -61,3 +61,20 @@ def baseball_counts(shared_data):
         wins_b="away.wins",
         first_position=True,
     )
+
+
+# Module-scoped fits and logs that several tests of one file read. Under `-n 2`
+# with `--dist loadgroup` (pyproject's addopts) the tests sharing one of them run
+# on one worker, so each is computed once rather than once per worker.
+_SHARED_MODULE_FIXTURES = {
+    "demo_html", "large_r", "llmfao_fit", "logs", "metr_html", "nutpie_fit", "rats_fit",
+    "scaffold_fit", "sim_r2", "small_fits",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        shared = _SHARED_MODULE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}.{min(shared)}"))

@@ -50,6 +50,7 @@ def _assert_close_to_mle(mean, sd, mcse, mle, label):
     )
 
 
+@pytest.mark.slow
 def test_citations_flat_prior_matches_bradleyterry2_mle(citations_counts, bt2_reference):
     counts = citations_counts
     model = build_bradley_terry(
@@ -80,6 +81,7 @@ def test_citations_flat_prior_matches_bradleyterry2_mle(citations_counts, bt2_re
     np.testing.assert_allclose(dt["posterior"]["ability"].sum("agent"), 0.0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_baseball_home_advantage_matches_bradleyterry2(baseball_counts, bt2_reference):
     counts = baseball_counts
     model = build_bradley_terry(
@@ -143,6 +145,7 @@ def _davidson_home_mle(ia, ib, w, t, lo, m):
     return res.x
 
 
+@pytest.mark.slow
 def test_football_davidson_home_matches_independent_mle(shared_data):
     # EPL 2008-2013: home wins, draws (ties) and away wins, home advantage;
     # no published fit in the shared references, so the reference is a
@@ -206,6 +209,7 @@ def llmfao_fit(shared_data):
     return pairs, dt
 
 
+@pytest.mark.slow
 def test_llmfao_fits_without_divergences_and_ranks_like_evalica(llmfao_fit, shared_data):
     pairs, dt = llmfao_fit
     assert dt.attrs["diag_n_divergent"] == 0
@@ -237,6 +241,7 @@ def test_llmfao_fits_without_divergences_and_ranks_like_evalica(llmfao_fit, shar
     assert math.isclose(ELO_PER_LOGIT, 400 / math.log(10))
 
 
+@pytest.mark.slow
 def test_llmfao_rankings_from_hierbench_metrics(llmfao_fit):
     from hierbench.metrics import prob_superiority, rank_probabilities
 
@@ -269,6 +274,7 @@ def test_llmfao_rankings_from_hierbench_metrics(llmfao_fit):
     assert abs(predicted - observed) < 0.02, (predicted, observed)
 
 
+@pytest.mark.slow
 def test_llmfao_regression_against_zoo_reference(llmfao_fit):
     _, dt = llmfao_fit
     ref = json.loads((ZOO / "reference.json").read_text())
@@ -292,6 +298,7 @@ def test_llmfao_regression_against_zoo_reference(llmfao_fit):
     assert ref["diagnostics"]["n_divergent"] == 0
 
 
+@pytest.mark.slow
 def test_davidson_ties_and_abilities_recovered_on_simulated_battles():
     # simulate from the Davidson model with known abilities and nu, fit, check
     # the truth lies inside the 99% intervals (6 abilities + nu; a failure
@@ -419,6 +426,7 @@ def test_elo_anchor_agent():
     np.testing.assert_allclose(ability.sum(axis=1), 0.0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_davidson_fit_has_pointwise_log_likelihood_for_loo():
     """fit(log_likelihood=True) must work with ties (no explicit initval in the model)."""
     import pandas as pd

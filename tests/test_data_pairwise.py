@@ -156,6 +156,7 @@ def test_pair_counts_without_position_merge_both_orders():
         max_size=40,
     ).filter(lambda rows: all(a != b for a, b, _ in rows))
 )
+@pytest.mark.slow
 def test_pair_counts_preserve_totals(rows):
     df = pd.DataFrame(
         {

@@ -108,6 +108,7 @@ def _tiny():
     return n, y
 
 
+@pytest.mark.slow
 def test_marginal_likelihood_matches_nested_simpson_quadrature():
     """Both integrals by scipy's Simpson rule on fine grids over +-10 sd (error far below 1e-8)."""
     n, y = _tiny()
@@ -344,6 +345,7 @@ WINE_CLMM = {  # R ordinal::clmm(rating ~ temp + contact + (1|judge)), ../shared
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("judge_as", ["agent", "run variable"])
 def test_wine_ordinal_reproduces_clmm(shared_data, judge_as):
     """The judge as the agent dim, or as a per-run label (each bottle graded by 9 judges): same fit."""

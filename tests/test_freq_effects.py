@@ -122,6 +122,7 @@ def test_agent_variance_splits_fixed_and_random_terms():
     assert abs(float(av.share.sum()) - 1) < 1e-12 and av.kind.values.tolist() == ["fixed", "random"]
 
 
+@pytest.mark.slow
 def test_fractional_mean_agrees_with_the_task_bootstrap():
     """Partial-credit scores (simulate_eval's continuous kind, run noise 0.8 on the logit):
     each agent's fractional-logit mean score agrees with the task-level bootstrap's mean

@@ -186,6 +186,7 @@ def _e_rho2_check(seed, n_family, sizes=None):
     return vc, lo, hi, prof
 
 
+@pytest.mark.slow
 def test_profile_interval_of_e_rho2_matches_dense_profile():
     vc, lo, hi, prof = _e_rho2_check(42, 20)
     assert lo > 0

@@ -142,6 +142,7 @@ def test_fully_crossed_unbalanced_equals_dense_reml():
         assert got[k] == pytest.approx(v, rel=1e-4, abs=1e-5 * ref["residual"]), k
 
 
+@pytest.mark.slow
 def test_balanced_four_facet_anova_is_unbiased_and_equals_reml():
     # Brennan's rules for the four-facet design p x (i:h) x o: the ANOVA estimators are unbiased
     # exactly when the expected-mean-square coefficients are right; checked by simulation

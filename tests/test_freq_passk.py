@@ -48,6 +48,7 @@ def test_unbiased_and_plugin_biased_by_enumeration(n, p, k):
     assert pmf @ at_pi < 1 - (1 - p) ** k - 1e-3
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 60), data=st.data())
 def test_monotone_in_k_and_equal_mean_at_k1(n, data):

@@ -160,6 +160,7 @@ def test_ability_posterior_matches_quadrature():
     assert r.ci.attrs["ci_kind"] == "eti"
 
 
+@pytest.mark.slow
 def test_score_interval_coverage_by_simulation():
     # Agents drawn from the prior N(0, 1), answering 15 of 60 items of a known bank; the
     # 90% interval of the realised full score must cover in 90% +- 3 binomial sd of 200.
@@ -337,6 +338,7 @@ def test_cell_loglik_is_the_beta_binomial_and_stays_finite_far_out():
     assert np.isfinite(cell_loglik(np.array([-800.0, 800.0]), 3, 8, icc)).all()
 
 
+@pytest.mark.slow
 def test_few_agents_keep_the_discriminations_finite():
     # Plain empirical Bayes (ML-II) had no term holding the item population's level: with
     # 2-6 agents the log-discriminations' mean ran to about -500 to -700 (every slope 0,

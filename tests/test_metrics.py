@@ -331,6 +331,7 @@ def test_rank_probabilities_by_enumeration():
 @given(
     arrays(np.int64, st.tuples(st.integers(1, 30), st.integers(2, 6)), elements=st.integers(0, 3))
 )
+@pytest.mark.slow
 def test_rank_probabilities_properties(x):
     rp = rank_probabilities(_draws(x))
     np.testing.assert_allclose(rp.sum("rank"), 1.0, atol=1e-12)  # each agent has some rank
@@ -344,6 +345,7 @@ def test_rank_probabilities_properties(x):
 @given(
     arrays(np.int64, st.tuples(st.integers(1, 30), st.integers(2, 5)), elements=st.integers(0, 3))
 )
+@pytest.mark.slow
 def test_prob_superiority_properties(x):
     gt = prob_superiority(_draws(x))
     tie = (x[:, :, None] == x[:, None, :]).mean(axis=0)
@@ -422,6 +424,7 @@ def test_posterior_interval_convention_and_errors():
         posterior_interval(d, kind="quantile")
 
 
+@pytest.mark.slow
 def test_metrics_import_is_light():
     import subprocess
     import sys
