@@ -34,47 +34,30 @@ def bt2_reference(shared_data):
     return select
 
 
+def _bt2_pairs(shared_data, file, **columns):
+    from hierbench.data import from_pair_counts
+
+    return from_pair_counts(shared_data / "bradley_terry" / file, **columns)
+
+
 @pytest.fixture(scope="session")
 def citations_counts(shared_data):
     """BradleyTerry2's ``citations`` as pair counts (4 journals, 6 pairs, no ties)."""
-    from hierbench.data import from_pair_counts
-
-    return from_pair_counts(
-        shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
-        agent_a="journal1",
-        agent_b="journal2",
-        wins_a="win1",
-        wins_b="win2",
-    )
+    return _bt2_pairs(shared_data, "citations_binomial_pairs.csv", agent_a="journal1",
+                      agent_b="journal2", wins_a="win1", wins_b="win2")
 
 
 @pytest.fixture(scope="session")
 def baseball_counts(shared_data):
     """BradleyTerry2's ``baseball`` (Agresti 1987) as pair counts, the home team first."""
-    from hierbench.data import from_pair_counts
-
-    return from_pair_counts(
-        shared_data / "bradley_terry" / "baseball_agresti1987.csv",
-        agent_a="home.team",
-        agent_b="away.team",
-        wins_a="home.wins",
-        wins_b="away.wins",
-        first_position=True,
-    )
+    return _bt2_pairs(shared_data, "baseball_agresti1987.csv", agent_a="home.team",
+                      agent_b="away.team", wins_a="home.wins", wins_b="away.wins",
+                      first_position=True)
 
 
-# Module-scoped fits and logs that several tests of one file read. Under `-n 2`
-# with `--dist loadgroup` (pyproject's addopts) the tests sharing one of them run
-# on one worker, so each is computed once rather than once per worker.
-_SHARED_MODULE_FIXTURES = {
-    "demo_html", "large_r", "llmfao_fit", "logs", "metr_html", "nutpie_fit", "rats_fit",
-    "scaffold_fit", "sim_r2", "small_fits",
-}
+@pytest.fixture(scope="session")
+def metr_eval(shared_data):
+    """METR's runs (``load_metr``, binary scores) as an eval dataset; read once, never modified."""
+    from hierbench.data import load_metr
 
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        shared = _SHARED_MODULE_FIXTURES.intersection(getattr(item, "fixturenames", ()))
-        if shared:
-            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}.{min(shared)}"))
+    return load_metr(shared_data)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare, hypergeom
 from statsmodels.stats.proportion import proportion_confint
 
-from hierbench.data import load_metr, load_tau_bench_airline
+from hierbench.data import load_tau_bench_airline
 from hierbench.design import (
     BudgetPlan,
     BudgetWarning,
@@ -226,8 +226,8 @@ def test_tau_bench_bank_and_replay(shared_data):
     assert (out.coverage >= 0.95 - tol).all()
 
 
-def test_metr_banks_account_for_every_task(shared_data):
-    ds = load_metr(shared_data)
+def test_metr_banks_account_for_every_task(metr_eval):
+    ds = metr_eval
     for agent in ds.agent.values[:3]:
         bank = bank_from_eval(ds, agent, 6)
         a = bank.attrs

@@ -7,7 +7,6 @@ import xarray as xr
 from _helpers import seed003_passages
 from scipy import stats
 
-from hierbench.data import load_metr
 from hierbench.freq import (
     DegenerateBootstrapWarning,
     InsufficientRunsWarning,
@@ -114,8 +113,8 @@ def test_cluster_bootstrap_reproduces_seed003_clustered_se():
     assert float(flat.standard_error) == pytest.approx(0.0223, rel=0.05)
 
 
-def test_metr_ragged_clustered(shared_data):
-    ds = load_metr(shared_data)
+def test_metr_ragged_clustered(metr_eval):
+    ds = metr_eval
     with pytest.warns(DegenerateBootstrapWarning):  # one agent failed all of its 16 tasks
         res = bootstrap_ci(ds, method="bca", n_resamples=2000, rng=0)
     # independent per-task means straight from the scores
@@ -136,8 +135,8 @@ def test_metr_ragged_clustered(shared_data):
     assert list(res.ci.ci_bound.values) == ["lower", "upper"]
 
 
-def test_metr_paired_difference_on_common_tasks(shared_data):
-    ds = load_metr(shared_data)
+def test_metr_paired_difference_on_common_tasks(metr_eval):
+    ds = metr_eval
     cell = ds.score.mean("run")
     n_tasks = cell.notnull().sum("task")
     a = str(ds.agent.values[int(np.argmax(n_tasks.values))])

@@ -37,6 +37,7 @@ def statsmodels_reml(df: pd.DataFrame, y: str, groups: dict[str, list[str]]) -> 
     return res
 
 
+@pytest.mark.slow
 def test_unbalanced_nested_equals_statsmodels():
     df = sim_nested(np.random.default_rng(21))
     vc = variance_components(df, design="run:task:family", var="y")
@@ -47,6 +48,7 @@ def test_unbalanced_nested_equals_statsmodels():
         assert got[k] == pytest.approx(v, rel=1e-4), k
 
 
+@pytest.mark.slow
 def test_unbalanced_crossed_equals_statsmodels():
     rng = np.random.default_rng(22)
     M, T = 5, 14
