@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import arviz_stats as azs
 import numpy as np
 import pandas as pd
 import pymc as pm
 import pytest
+from conftest import ROOT
 from scipy.stats import spearmanr
 
 from hierbench.bayes import (
@@ -24,7 +24,7 @@ from hierbench.bayes import (
 from hierbench.data import EvalDataError, read_battles, to_pairwise
 from hierbench.testing import simulate_eval
 
-ZOO = Path(__file__).resolve().parents[1] / "models" / "bradley_terry"
+ZOO = ROOT / "models" / "bradley_terry"
 FLAT = 100.0  # prior sd of the abilities / home effect standing in for a flat prior
 
 

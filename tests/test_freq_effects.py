@@ -12,12 +12,12 @@ from __future__ import annotations
 import importlib.util
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from conftest import ROOT
 from scipy import integrate, stats
 from scipy.special import expit
 
@@ -30,8 +30,6 @@ from hierbench.freq import (
     mean_response,
 )
 from hierbench.testing import simulate_eval
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _mean_p(loc: float, tau: float) -> float:

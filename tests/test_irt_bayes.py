@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
 import pytest
 import xarray as xr
+from conftest import ROOT
 from scipy import stats
 from scipy.special import expit
 
@@ -26,8 +26,6 @@ from hierbench.bayes import (
     read_spec,
     spec_to_toml,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _data(M=6, T=10, R=3, seed=0, clusters=False):
