@@ -3,6 +3,12 @@ from pathlib import Path
 
 import pytest
 
+# Imported here, once, before any test runs: under xdist the controller imports the module
+# of every warning a worker reports, from two threads at once; a first import of
+# hierbench.freq from two threads can deadlock on its internal import cycle (seen as an
+# INTERNALERROR "partially initialized module 'hierbench.freq._profiles'").
+import hierbench.freq  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
