@@ -3,6 +3,12 @@ from pathlib import Path
 
 import pytest
 
+# Imported here, once, before any test runs: under xdist the controller imports the module
+# of every warning a worker reports, from two threads at once; a first import of
+# hierbench.freq from two threads can deadlock on its internal import cycle (seen as an
+# INTERNALERROR "partially initialized module 'hierbench.freq._profiles'").
+import hierbench.freq  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -32,3 +38,32 @@ def bt2_reference(shared_data):
         return rows.set_index("parameter")
 
     return select
+
+
+def _bt2_pairs(shared_data, file, **columns):
+    from hierbench.data import from_pair_counts
+
+    return from_pair_counts(shared_data / "bradley_terry" / file, **columns)
+
+
+@pytest.fixture(scope="session")
+def citations_counts(shared_data):
+    """BradleyTerry2's ``citations`` as pair counts (4 journals, 6 pairs, no ties)."""
+    return _bt2_pairs(shared_data, "citations_binomial_pairs.csv", agent_a="journal1",
+                      agent_b="journal2", wins_a="win1", wins_b="win2")
+
+
+@pytest.fixture(scope="session")
+def baseball_counts(shared_data):
+    """BradleyTerry2's ``baseball`` (Agresti 1987) as pair counts, the home team first."""
+    return _bt2_pairs(shared_data, "baseball_agresti1987.csv", agent_a="home.team",
+                      agent_b="away.team", wins_a="home.wins", wins_b="away.wins",
+                      first_position=True)
+
+
+@pytest.fixture(scope="session")
+def metr_eval(shared_data):
+    """METR's runs (``load_metr``, binary scores) as an eval dataset; read once, never modified."""
+    from hierbench.data import load_metr
+
+    return load_metr(shared_data)

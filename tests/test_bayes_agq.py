@@ -44,6 +44,7 @@ def _compiled(mode: str, n_quad: int = 7, steps: int = 4):
     return pytensor.function([y, n, e, s], [logp, ge, gs], mode=mode)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sd", [0.3, 1.0, 2.5])
 def test_value_and_gradient_match_scipy_quadrature(sd):
     y = np.array([c[0] for c in CELLS], float)
@@ -134,6 +135,7 @@ def test_log_binomial_constant():
     np.testing.assert_allclose(_log_binom(y, n), want, rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_vectorisable_exp_and_log_are_within_two_ulp_of_numpy():
     # the kernels' own exp (x <= 0) and log (1 <= x <= 2) against NumPy's libm, on a fine
     # grid, random points, and the ends of their ranges

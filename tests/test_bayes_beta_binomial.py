@@ -42,6 +42,7 @@ def rats_fit(shared_data):
     return counts, idata
 
 
+@pytest.mark.slow
 def test_rats_published_mle_inside_posterior(rats_fit):
     _, idata = rats_fit
     post = idata["posterior"].to_dataset()
@@ -54,6 +55,7 @@ def test_rats_published_mle_inside_posterior(rats_fit):
     assert idata.attrs["diag_n_divergent"] == 0
 
 
+@pytest.mark.slow
 def test_rats_mu_interval_vs_profile_likelihood(rats_fit):
     counts, idata = rats_fit
     prof = beta_binomial_profile_ci(counts, prob=0.9)
@@ -78,6 +80,7 @@ def test_rats_mu_interval_vs_profile_likelihood(rats_fit):
     assert b_lo < mu_hat < b_hi
 
 
+@pytest.mark.slow
 def test_task_posteriors_by_conjugacy(rats_fit):
     counts, idata = rats_fit
     tp = task_posteriors(idata, prob=0.9, rng=0)
@@ -105,6 +108,7 @@ def test_task_posteriors_by_conjugacy(rats_fit):
     )
 
 
+@pytest.mark.slow
 def test_simulation_based_recovery_beta_binomial():
     """90% intervals for mu contain the truth at the expected rate (20 replicates x 2 agents)."""
     rng = np.random.default_rng(42)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import arviz_stats as azs
 import numpy as np
 import pandas as pd
 import pymc as pm
 import pytest
+from conftest import ROOT
 from scipy.stats import spearmanr
 
 from hierbench.bayes import (
@@ -21,10 +21,10 @@ from hierbench.bayes import (
     get_model,
     read_spec,
 )
-from hierbench.data import EvalDataError, from_pair_counts, read_battles, to_pairwise
+from hierbench.data import EvalDataError, read_battles, to_pairwise
 from hierbench.testing import simulate_eval
 
-ZOO = Path(__file__).resolve().parents[1] / "models" / "bradley_terry"
+ZOO = ROOT / "models" / "bradley_terry"
 FLAT = 100.0  # prior sd of the abilities / home effect standing in for a flat prior
 
 
@@ -50,14 +50,9 @@ def _assert_close_to_mle(mean, sd, mcse, mle, label):
     )
 
 
-def test_citations_flat_prior_matches_bradleyterry2_mle(shared_data, bt2_reference):
-    counts = from_pair_counts(
-        shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
-        agent_a="journal1",
-        agent_b="journal2",
-        wins_a="win1",
-        wins_b="win2",
-    )
+@pytest.mark.slow
+def test_citations_flat_prior_matches_bradleyterry2_mle(citations_counts, bt2_reference):
+    counts = citations_counts
     model = build_bradley_terry(
         counts, ties=None, hierarchical=False, priors={"ability": {"sigma": FLAT}}
     )
@@ -86,15 +81,9 @@ def test_citations_flat_prior_matches_bradleyterry2_mle(shared_data, bt2_referen
     np.testing.assert_allclose(dt["posterior"]["ability"].sum("agent"), 0.0, atol=1e-9)
 
 
-def test_baseball_home_advantage_matches_bradleyterry2(shared_data, bt2_reference):
-    counts = from_pair_counts(
-        shared_data / "bradley_terry" / "baseball_agresti1987.csv",
-        agent_a="home.team",
-        agent_b="away.team",
-        wins_a="home.wins",
-        wins_b="away.wins",
-        first_position=True,
-    )
+@pytest.mark.slow
+def test_baseball_home_advantage_matches_bradleyterry2(baseball_counts, bt2_reference):
+    counts = baseball_counts
     model = build_bradley_terry(
         counts,
         ties=None,
@@ -156,6 +145,7 @@ def _davidson_home_mle(ia, ib, w, t, lo, m):
     return res.x
 
 
+@pytest.mark.slow
 def test_football_davidson_home_matches_independent_mle(shared_data):
     # EPL 2008-2013: home wins, draws (ties) and away wins, home advantage;
     # no published fit in the shared references, so the reference is a
@@ -219,6 +209,7 @@ def llmfao_fit(shared_data):
     return pairs, dt
 
 
+@pytest.mark.slow
 def test_llmfao_fits_without_divergences_and_ranks_like_evalica(llmfao_fit, shared_data):
     pairs, dt = llmfao_fit
     assert dt.attrs["diag_n_divergent"] == 0
@@ -250,6 +241,7 @@ def test_llmfao_fits_without_divergences_and_ranks_like_evalica(llmfao_fit, shar
     assert math.isclose(ELO_PER_LOGIT, 400 / math.log(10))
 
 
+@pytest.mark.slow
 def test_llmfao_rankings_from_hierbench_metrics(llmfao_fit):
     from hierbench.metrics import prob_superiority, rank_probabilities
 
@@ -282,6 +274,7 @@ def test_llmfao_rankings_from_hierbench_metrics(llmfao_fit):
     assert abs(predicted - observed) < 0.02, (predicted, observed)
 
 
+@pytest.mark.slow
 def test_llmfao_regression_against_zoo_reference(llmfao_fit):
     _, dt = llmfao_fit
     ref = json.loads((ZOO / "reference.json").read_text())
@@ -305,6 +298,7 @@ def test_llmfao_regression_against_zoo_reference(llmfao_fit):
     assert ref["diagnostics"]["n_divergent"] == 0
 
 
+@pytest.mark.slow
 def test_davidson_ties_and_abilities_recovered_on_simulated_battles():
     # simulate from the Davidson model with known abilities and nu, fit, check
     # the truth lies inside the 99% intervals (6 abilities + nu; a failure
@@ -432,6 +426,7 @@ def test_elo_anchor_agent():
     np.testing.assert_allclose(ability.sum(axis=1), 0.0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_davidson_fit_has_pointwise_log_likelihood_for_loo():
     """fit(log_likelihood=True) must work with ties (no explicit initval in the model)."""
     import pandas as pd

@@ -91,6 +91,7 @@ def test_divergences_get_advice():
         compute_diagnostics(tree(rng.normal(size=(4, 500, 2)), div))
 
 
+@pytest.mark.slow
 def test_fit_replicates_warns_with_a_count():
     from hierbench.bayes import build_beta_binomial, fit_replicates
     from hierbench.testing import simulate_eval

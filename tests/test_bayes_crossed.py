@@ -38,6 +38,7 @@ def _quad_loglik(y: int, n: int, eta: float, sd: float) -> float:
     return float(np.log(val))
 
 
+@pytest.mark.slow
 def test_marginal_likelihood_matches_adaptive_quadrature():
     """The model's per-cell logit-normal-binomial log-likelihood vs scipy.integrate.quad."""
     data, _ = simulate_eval(n_agents=3, n_tasks=5, n_runs=40, sd_task=2.0, rng=3)
@@ -105,6 +106,7 @@ def large_r():
     return data, truth, idata
 
 
+@pytest.mark.slow
 def test_fit_structure_and_recovery(large_r):
     data, truth, idata = large_r
     assert idata.attrs["hierbench_model"] == "crossed"
@@ -124,6 +126,7 @@ def test_fit_structure_and_recovery(large_r):
     np.testing.assert_allclose(post["mean_observed"].mean(("chain", "draw")).values, obs, atol=0.01)
 
 
+@pytest.mark.slow
 def test_agent_task_effects_recovered(large_r):
     """Recovered (ab)_mt track the simulated ones and the cell proportions."""
     data, truth, idata = large_r
@@ -149,6 +152,7 @@ def test_agent_task_effects_recovered(large_r):
     assert (abs(d.mean("s")) < 5 * d.std("s") / np.sqrt(d.sizes["s"])).all()
 
 
+@pytest.mark.slow
 def test_pass_hat_k_agrees_with_unbiased_estimator(large_r):
     data, _, idata = large_r
     ks = [1, 2, 4, 8]
@@ -168,6 +172,7 @@ def test_pass_hat_k_agrees_with_unbiased_estimator(large_r):
     assert np.all(np.diff(pop, axis=-1) < 0) and np.all((pop > 0) & (pop < 1))
 
 
+@pytest.mark.slow
 def test_variance_components_agree_with_gtheory(large_r):
     data, _, idata = large_r
     g = variance_components(data, design="nested").to_dataset()["variance"]
@@ -191,6 +196,7 @@ def test_variance_components_agree_with_gtheory(large_r):
     assert float(lat["agent_task"].median()) == pytest.approx(resid, rel=0.3)
 
 
+@pytest.mark.slow
 def test_predictive_check_and_loo(large_r):
     data, _, idata = large_r
     pc = predictive_check(idata)
@@ -212,6 +218,7 @@ def test_predictive_check_and_loo(large_r):
     assert table.index[0] == "crossed"
 
 
+@pytest.mark.slow
 def test_simulation_based_recovery():
     """90% intervals contain the simulated truth at the expected rate (20 replicates)."""
     n_rep = 20
@@ -241,6 +248,7 @@ def test_simulation_based_recovery():
     assert 0.82 <= np.mean(hit_task) <= 0.97, np.mean(hit_task)
 
 
+@pytest.mark.slow
 def test_single_run_data_drop_the_unidentified_interaction():
     """R = 1: no agent x task term by default, and pass^k for k > 1 says it rests on an assumption."""
     from hierbench.metrics._crossed import UnidentifiedWarning

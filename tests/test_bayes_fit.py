@@ -145,6 +145,7 @@ def test_fit_argument_errors(tiny, monkeypatch):
         fit(model, sampler="numpyro")
 
 
+@pytest.mark.slow
 def test_import_hierbench_stays_light():
     import subprocess
     import sys

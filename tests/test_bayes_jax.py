@@ -20,6 +20,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow
 def test_agq_op_jax_matches_numpy():
     import pytensor
     import pytensor.tensor as pt

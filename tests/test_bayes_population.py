@@ -35,6 +35,7 @@ def test_gauss_hermite_of_the_old_sizes_was_not_accurate_enough():
     assert abs((expit(1.0 + 5.0 * x) * w).sum() - exact(1.0, 5.0, 1)) > 1e-4
 
 
+@pytest.mark.slow
 def test_model_and_metrics_use_the_one_rule():
     from hierbench.bayes import build_crossed, fit
     from hierbench.metrics._crossed import crossed_pass_k

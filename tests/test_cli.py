@@ -226,6 +226,7 @@ def test_summary_json_from_every_format(log, tmp_path, fmt, capsys):
     assert res["dataset"]["n_records_read"] == 6
 
 
+@pytest.mark.slow
 def test_summary_reports_annotation_counts(shared_data, tmp_path, capsys):
     from hierbench.data import load_metr
 
@@ -345,6 +346,7 @@ METR_COLS = ["--agent", "alias", "--task", "task_id", "--run", "run_id", "--scor
              "score_binarized", "--cluster", "task_family", "--error", "fatal_error_from"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_metr_error_column_is_mapped_from_the_shell(shared_data, tmp_path, capsys):
     raw, path = _metr_csv(shared_data, tmp_path)
     n_limit = int(raw["fatal_error_from"].eq("usageLimits").sum())  # pandas, not the reader
@@ -444,6 +446,7 @@ def _pairs_of_report(html: str) -> pd.DataFrame:
     return next(t for t in read_tables(part) if "p max-T" in t.columns).set_index("pair")
 
 
+@pytest.mark.slow
 def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_path, capsys):
     from html import unescape
 

@@ -73,6 +73,7 @@ def _task(name):
     )
 
 
+# Running Inspect itself takes seconds, so every test that reads these logs is marked slow.
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory):
     log_dir = tmp_path_factory.mktemp("inspect_logs")
@@ -100,6 +101,7 @@ MATCH = {
 }
 
 
+@pytest.mark.slow
 def test_one_log_counts_exactly(logs):
     _, by = logs
     ds = read_inspect_log(by[("toy", "mockllm/agree")], scorer="match")
@@ -131,6 +133,7 @@ def test_one_log_counts_exactly(logs):
     np.testing.assert_array_equal(c.n_success.sel(task=["s1", "s2", "s3"]).values, [[3.0, 0.0, 0.0]])
 
 
+@pytest.mark.slow
 def test_numeric_scorer_and_exclude_policy(logs):
     _, by = logs
     ds = read_inspect_log(by[("toy", "mockllm/contrary")], scorer="answer_length", errors="exclude")
@@ -141,6 +144,7 @@ def test_numeric_scorer_and_exclude_policy(logs):
     assert json.loads(ds.attrs["not_kept"]) == {"infrastructure error, excluded (errors='exclude')": 1}
 
 
+@pytest.mark.slow
 def test_list_of_logs_same_task_keys_agents_by_model(logs):
     _, by = logs
     ds = read_inspect_log([by[("toy", "mockllm/agree")], by[("toy", "mockllm/contrary")]], scorer="match")
@@ -153,6 +157,7 @@ def test_list_of_logs_same_task_keys_agents_by_model(logs):
     assert list(ds.model.values) == list(ds.agent.values)
 
 
+@pytest.mark.slow
 def test_folder_with_several_tasks_keys_agents_by_model_and_task(logs):
     log_dir, _ = logs
     ds = read_inspect_log(log_dir, scorer="match")
@@ -165,12 +170,14 @@ def test_folder_with_several_tasks_keys_agents_by_model_and_task(logs):
     assert set(ds.inspect_task.values) == {"toy", "toy_b"}
 
 
+@pytest.mark.slow
 def test_value_map_overrides_inspect_conversion(logs):
     _, by = logs
     ds = read_inspect_log(by[("toy", "mockllm/agree")], scorer="match", value_map={"C": 0.75})
     np.testing.assert_array_equal(ds.score.sel(task="s1").values.ravel(), [0.75] * 3)
 
 
+@pytest.mark.slow
 def test_several_scorers_require_a_choice(logs):
     _, by = logs
     with pytest.raises(EvalDataError, match=r"several scorers \['answer_length', 'match', 'mixed'\]; choose one with `scorer=`"):
@@ -179,6 +186,7 @@ def test_several_scorers_require_a_choice(logs):
         read_inspect_log(by[("toy", "mockllm/agree")], scorer="accuracy")
 
 
+@pytest.mark.slow
 def test_log_without_scores_is_a_clear_error(logs, tmp_path):
     _, by = logs
     log = read_eval_log(by[("toy", "mockllm/agree")])
@@ -205,6 +213,7 @@ def test_bad_paths(tmp_path):
         read_inspect_log(empty, errors="skip")
 
 
+@pytest.mark.slow
 def test_json_log_reads_like_the_eval_log(logs, tmp_path):
     _, by = logs
     src = by[("toy", "mockllm/agree")]
@@ -215,6 +224,7 @@ def test_json_log_reads_like_the_eval_log(logs, tmp_path):
     assert a.drop_attrs().identical(b.drop_attrs())
 
 
+@pytest.mark.slow
 def test_bool_noanswer_and_partial_values_use_inspects_conversion(logs):
     _, by = logs
     ds = read_inspect_log(by[("toy", "mockllm/agree")], scorer="mixed")
@@ -224,6 +234,7 @@ def test_bool_noanswer_and_partial_values_use_inspects_conversion(logs):
     np.testing.assert_array_equal(ds.score.sel(task="s3").values.ravel(), [0.5] * 3)
 
 
+@pytest.mark.slow
 def test_same_log_twice_is_a_named_duplicate(logs):
     _, by = logs
     f = by[("toy", "mockllm/agree")]
@@ -231,6 +242,7 @@ def test_same_log_twice_is_a_named_duplicate(logs):
         read_inspect_log([f, f], scorer="match")
 
 
+@pytest.mark.slow
 def test_cli_reads_inspect_logs(logs, capsys):
     from hierbench.cli import main
 
@@ -246,6 +258,7 @@ def test_cli_reads_inspect_logs(logs, capsys):
     assert "several scorers" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_corrupt_log_in_a_folder_is_named_counted_and_the_rest_read(logs, tmp_path):
     import shutil
 
@@ -265,6 +278,7 @@ def test_corrupt_log_in_a_folder_is_named_counted_and_the_rest_read(logs, tmp_pa
         read_inspect_log(bad, scorer="match")
 
 
+@pytest.mark.slow
 def test_cancelled_log_warns_with_its_sample_count(logs, tmp_path):
     from hierbench.data import InspectLogWarning
 
@@ -280,6 +294,7 @@ def test_cancelled_log_warns_with_its_sample_count(logs, tmp_path):
     assert json.loads(ds.attrs["incomplete_logs"]) == {str(path): "status 'cancelled', 3 of 9 samples"}
 
 
+@pytest.mark.slow
 def test_sample_ids_int_and_text_across_logs_are_refused_naming_the_logs(logs, tmp_path):
     _, by = logs
     a = read_eval_log(by[("toy", "mockllm/agree")])
@@ -320,6 +335,7 @@ def _text(p):
     return p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("make", "pattern"), list(INSPECT_SWEEP.values()), ids=list(INSPECT_SWEEP))
 def test_bad_inputs_are_refused_by_name(make, pattern, logs, tmp_path):
     _, by = logs
@@ -327,6 +343,7 @@ def test_bad_inputs_are_refused_by_name(make, pattern, logs, tmp_path):
         make(by[AGREE], tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("scorer", "kind"), [("match", "binary"), ("mixed", "mixed"), ("answer_length", "mixed")])
 def test_the_score_kind_is_recorded(logs, scorer, kind):
     """match: 1/0; mixed: 1 / 0.5 / 0 ("P" is partial credit); answer_length: len/10 beside the

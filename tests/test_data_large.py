@@ -62,6 +62,7 @@ def test_parquet_file_and_folder_match_to_counts(tmp_path, errors):
     _same(counts_from_parquet(folder, error="err", errors=errors, threads=1), exp)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("errors", ["fail", "exclude"])
 def test_dask_matches_to_counts(errors):
     df = _ragged(2)
@@ -162,6 +163,7 @@ def test_bad_arguments(tmp_path):
         counts_from_dask(pd.DataFrame())
 
 
+@pytest.mark.slow
 def test_counts_of_either_reader_feed_the_count_models(tmp_path):
     # what `hierbench fit` needs to fit a log too large for from_records: the readers'
     # counts are the builders' input as they are (the same data hash as to_counts)

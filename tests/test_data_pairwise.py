@@ -156,6 +156,7 @@ def test_pair_counts_without_position_merge_both_orders():
         max_size=40,
     ).filter(lambda rows: all(a != b for a, b, _ in rows))
 )
+@pytest.mark.slow
 def test_pair_counts_preserve_totals(rows):
     df = pd.DataFrame(
         {
@@ -182,14 +183,8 @@ def test_pair_counts_preserve_totals(rows):
             assert wins.get(name, 0) == expected
 
 
-def test_from_pair_counts_citations(shared_data):
-    c = from_pair_counts(
-        shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
-        agent_a="journal1",
-        agent_b="journal2",
-        wins_a="win1",
-        wins_b="win2",
-    )
+def test_from_pair_counts_citations(shared_data, citations_counts):
+    c = citations_counts
     df = pd.read_csv(shared_data / "bradley_terry" / "citations_binomial_pairs.csv")
     assert c.attrs["n_comparisons"] == int(df.win1.sum() + df.win2.sum())
     assert c.sizes["pair"] == 6 and c.sizes["agent"] == 4

@@ -265,6 +265,7 @@ def run_frames(draw):
     return pd.DataFrame([rows[i] for i in order], columns=cols)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=run_frames(), policy=st.sampled_from(["fail", "exclude"]))
 def test_round_trip_is_lossless(df, policy):
@@ -287,6 +288,7 @@ def test_round_trip_is_lossless(df, policy):
     assert ds.attrs["n_error_runs"] == int(df["error"].sum())
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=run_frames())
 def test_round_trip_without_run_column_keeps_file_order(df):

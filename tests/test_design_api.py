@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare, hypergeom
 from statsmodels.stats.proportion import proportion_confint
 
-from hierbench.data import load_metr, load_tau_bench_airline
+from hierbench.data import load_tau_bench_airline
 from hierbench.design import (
     BudgetPlan,
     BudgetWarning,
@@ -60,6 +60,7 @@ def test_replay_never_over_budget_and_spends_it():
     np.testing.assert_array_equal(out.labels_spent.values, out.max_labels.values)
 
 
+@pytest.mark.slow
 def test_joint_plan_law_is_uniform():
     # M = 2, L = 3, t = 1: 2 subsets x 3^2 first paths x 2 second paths = 36 equally likely plans
     gen = np.random.default_rng(11)
@@ -72,6 +73,7 @@ def test_joint_plan_law_is_uniform():
     assert chisquare(counts).pvalue > 1e-3
 
 
+@pytest.mark.slow
 def test_uniform_plan_law_is_uniform():
     gen = np.random.default_rng(12)
     keys = [tuple(plan_uniform(2, 3, 2, rng=gen).slots.values.ravel()) for _ in range(1500)]
@@ -151,6 +153,7 @@ def _exact_joint(hs, L, t, prob):
     return rows[:, 0].mean(), rows[:, 1].mean()
 
 
+@pytest.mark.slow
 def test_replay_matches_exact_expectation():
     hs, L, t = (0, 1, 2), 3, 1
     w_exact, cov_exact = _exact_joint(hs, L, t, 0.8)
@@ -178,6 +181,7 @@ def test_replay_uniform_matches_hypergeometric_expectation():
 
 
 # ---------------------------------------------------------------- width on the stratified cohort
+@pytest.mark.slow
 def test_joint_beats_uniform_on_stratified_cohort():
     """M = 880, L = 5, ~90% pure, mean pair disagreement 0.05, t = M/4: J/U width <= 0.80 (goal 0.70)."""
     bank = simulate_stratified_bank(880, 5, pure_fraction=0.9, mean_disagreement=0.05, rng=2026)
@@ -222,8 +226,8 @@ def test_tau_bench_bank_and_replay(shared_data):
     assert (out.coverage >= 0.95 - tol).all()
 
 
-def test_metr_banks_account_for_every_task(shared_data):
-    ds = load_metr(shared_data)
+def test_metr_banks_account_for_every_task(metr_eval):
+    ds = metr_eval
     for agent in ds.agent.values[:3]:
         bank = bank_from_eval(ds, agent, 6)
         a = bank.attrs
@@ -348,6 +352,7 @@ def test_labels_outside_the_plan_are_counted_not_used():
     seed=st.integers(0, 2**32 - 1),
     prob=st.sampled_from([0.5, 0.8, 0.95]),
 )
+@pytest.mark.slow
 def test_interval_contains_estimate_within_feasible_range(M, L, frac, seed, prob):
     gen = np.random.default_rng(seed)
     bank = xr.DataArray((gen.random((M, L)) < gen.random((M, 1))).astype(float), dims=("task", "run"))

@@ -126,6 +126,7 @@ def test_t_interval_is_scipys_and_stays_in_the_feasible_range():
     assert t_bounds(0.5, np.nan, 0, 0.9, 0.3, 0.6) == (0.3, 0.6)
 
 
+@pytest.mark.slow
 def test_holm_adjustment_against_statsmodels():
     from statsmodels.stats.multitest import multipletests
 
@@ -279,6 +280,7 @@ def test_assisted_adaptive_on_a_callback_and_its_errors():
         assisted_adaptive(bank, logs, n_tasks=3)
 
 
+@pytest.mark.slow
 def test_working_model_choice_follows_what_predicts():
     # agents following a 1PL: a model wins; agents whose success is unrelated to the tasks
     # (every task has the same chance for an agent): "none" wins, since no bank predicts them

@@ -87,6 +87,7 @@ def _joint_leaves(hs: tuple[int, ...], L: int, t: int):
     return np.array(mats), np.array(probs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("L", [3, 4, 5])
 @pytest.mark.parametrize("M", [1, 2, 3, 4])
 @pytest.mark.parametrize("method", ["mixture", "split"])
@@ -94,6 +95,7 @@ def test_joint_exact_coverage_and_unbiasedness(L, M, method):
     _check_joint(L, M, method, ALPHAS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("L", "M"), [(2, 4), (6, 3), (6, 4)])
 def test_joint_exact_coverage_beyond_the_spec_grid(L, M):
     """Also L = 2 (audited task fully observed) and L = 6, at alpha = 0.01 too."""
@@ -174,6 +176,7 @@ def test_uniform_exact_coverage_and_unbiasedness(L, M):
                 np.testing.assert_allclose(lo, hi)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("L", [3, 4, 5])
 @pytest.mark.parametrize("M", [1, 2, 3, 4])
 def test_joint_tilts_are_e_values(L, M):

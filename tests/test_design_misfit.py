@@ -113,6 +113,7 @@ def test_misfit_restores_adaptive_coverage_under_a_second_skill():
     assert np.mean(cov_model) <= np.mean(cov_misfit) - 0.1
 
 
+@pytest.mark.slow
 def test_misfit_is_small_when_the_2pl_holds_and_mismatch_is_refused():
     # one-skill data (the 2PL is true): the misfit sd after 15 tasks is within its bootstrap
     # noise of 0 (the interval's lower end is 0) and small against the model sd.

@@ -42,6 +42,7 @@ def test_loo_study_and_replay_are_bit_identical_on_a_process_pool():
     assert list(serial.ci_kind.values) == ["eti", "exact", "t", "t"]
 
 
+@pytest.mark.slow
 def test_loo_study_refuses_too_few_agents_upfront():
     data, _ = _small(M=4)
     with pytest.raises(ValueError, match="at least 3 agents for loo_study"):

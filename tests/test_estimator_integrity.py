@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
+from _helpers import fake_fit
 from scipy import stats
 from scipy.special import betaln, expit, logit
 
@@ -177,19 +178,6 @@ def test_rank_uncertainty_warns_when_agents_ran_different_tasks():
 # ---------------------------------------------------------------- one convention, readable
 
 
-def _bb_fit(mu, kappa, agents):
-    post = xr.Dataset(
-        {
-            "mu": (("chain", "draw", "agent"), np.asarray(mu, float)),
-            "kappa": (("chain", "draw", "agent"), np.asarray(kappa, float)),
-        },
-        coords={"agent": agents},
-    )
-    dt = xr.DataTree.from_dict({"posterior": post})
-    dt.attrs["hierbench_model"] = "beta_binomial"
-    return dt
-
-
 def test_side_by_side_bayes_bootstrap_and_wilson_at_defaults_without_nan():
     from hierbench.metrics import pass_hat_k as bayes_pass_hat_k
 
@@ -198,7 +186,7 @@ def test_side_by_side_bayes_bootstrap_and_wilson_at_defaults_without_nan():
     rng = np.random.default_rng(1)
     mu = rng.uniform(0.3, 0.7, (2, 400, 2))
     kappa = rng.uniform(2, 8, (2, 400, 2))
-    bayes = bayes_pass_hat_k(_bb_fit(mu, kappa, agents), k=1, population=True).sel(k=1, drop=True)
+    bayes = bayes_pass_hat_k(fake_fit("beta_binomial", agents, mu=mu, kappa=kappa), k=1, population=True).sel(k=1, drop=True)
     boot = bootstrap_ci(ds, n_resamples=999, rng=2)
     s = ds.score.sum(("task", "run"))
     n = ds.score.count(("task", "run"))

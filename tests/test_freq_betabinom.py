@@ -56,6 +56,7 @@ def test_profile_interval_matches_scipy_profile(rats):
     assert res.ci.attrs["ci_prob"] == 0.9 and res.ci.attrs["ci_kind"] == "profile"
 
 
+@pytest.mark.slow
 def test_boundaries():
     allpass = beta_binomial_profile_ci([10] * 6, [10] * 6)
     assert float(allpass.mu) == 1.0 and np.isnan(float(allpass.kappa))

@@ -1,14 +1,12 @@
 """bootstrap_ci: agreement with scipy and direct resampling, ragged and clustered data, errors."""
 
-import random
-
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from _helpers import seed003_passages
 from scipy import stats
 
-from hierbench.data import load_metr
 from hierbench.freq import (
     DegenerateBootstrapWarning,
     InsufficientRunsWarning,
@@ -106,15 +104,8 @@ def test_seed003_bootstrap_and_paired_difference():
 
 def test_cluster_bootstrap_reproduces_seed003_clustered_se():
     # seed 003 toolkit: 100 passages x 5 questions, p in {0.1, 0.9}; naive SE 0.0223, clustered 0.0427
-    rng = random.Random(1)
-    scores, clus = [], []
-    for c in range(100):
-        p_passage = rng.choice([0.1, 0.9])
-        for _ in range(5):
-            scores.append(1 if rng.random() < p_passage else 0)
-            clus.append(c)
-    da = xr.DataArray(np.asarray(scores, float)[:, None], dims=("task", "run"),
-                      coords={"cluster": ("task", np.asarray(clus))})
+    scores, clus = seed003_passages()
+    da = xr.DataArray(scores[:, None], dims=("task", "run"), coords={"cluster": ("task", clus)})
     res = bootstrap_ci(da, n_resamples=4000, rng=3)
     assert res.attrs["resample_unit"] == "cluster"
     assert float(res.standard_error) == pytest.approx(0.0427, rel=0.05)
@@ -122,8 +113,8 @@ def test_cluster_bootstrap_reproduces_seed003_clustered_se():
     assert float(flat.standard_error) == pytest.approx(0.0223, rel=0.05)
 
 
-def test_metr_ragged_clustered(shared_data):
-    ds = load_metr(shared_data)
+def test_metr_ragged_clustered(metr_eval):
+    ds = metr_eval
     with pytest.warns(DegenerateBootstrapWarning):  # one agent failed all of its 16 tasks
         res = bootstrap_ci(ds, method="bca", n_resamples=2000, rng=0)
     # independent per-task means straight from the scores
@@ -144,8 +135,8 @@ def test_metr_ragged_clustered(shared_data):
     assert list(res.ci.ci_bound.values) == ["lower", "upper"]
 
 
-def test_metr_paired_difference_on_common_tasks(shared_data):
-    ds = load_metr(shared_data)
+def test_metr_paired_difference_on_common_tasks(metr_eval):
+    ds = metr_eval
     cell = ds.score.mean("run")
     n_tasks = cell.notnull().sum("task")
     a = str(ds.agent.values[int(np.argmax(n_tasks.values))])

@@ -107,6 +107,7 @@ def _wilson(hits, n, prob=0.99):
     return c - h, c + h
 
 
+@pytest.mark.slow
 def test_bootstrap_reaches_nominal_coverage():
     """Percentile bootstrap of precision, recall and F1: 200 simulated detectors, n = 400 items."""
     prev, tpr, fpr = 0.3, 0.8, 0.1
@@ -237,6 +238,7 @@ def test_linearised_se_matches_cluster_robust_ratio():
     assert se[0, 0] == pytest.approx(ref, rel=1e-7)
 
 
+@pytest.mark.slow
 def test_studentized_reaches_nominal_coverage_with_few_clusters():
     """20 clustered tasks x 10 items, task shift sd 1 on the judge's logit: the default interval.
 

@@ -55,6 +55,7 @@ def test_matches_reference_loop():
     np.testing.assert_allclose(cs.estimate.values, np.cumsum(x) / np.arange(1, 61))
 
 
+@pytest.mark.slow
 def test_exact_capital_never_crosses_at_the_true_mean_more_than_alpha():
     # Ville: P(exists t <= 1000: hedged capital at the true mean >= 1/alpha) <= alpha.
     # 4,000 Bernoulli(0.3) streams (one binary run per task), exact (no grid).
@@ -65,6 +66,7 @@ def test_exact_capital_never_crosses_at_the_true_mean_more_than_alpha():
     assert miss <= ALPHA + 3 * math.sqrt(ALPHA * (1 - ALPHA) / n_streams)  # MC tol: 3 SE = 0.010
 
 
+@pytest.mark.slow
 def test_time_uniform_coverage_and_peeking_at_a_fixed_sample_interval_fails():
     n_streams, T = 1000, 1000
     rng = np.random.default_rng(2024)
@@ -93,6 +95,7 @@ def test_time_uniform_coverage_and_peeking_at_a_fixed_sample_interval_fails():
     assert covered.mean() > fixed_covered.mean()
 
 
+@pytest.mark.slow
 def test_paired_difference_coverage():
     n_streams, T = 1000, 300
     rng = np.random.default_rng(9)

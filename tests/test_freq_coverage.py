@@ -66,6 +66,7 @@ def sim_r2():
     return _simulate(np.random.default_rng(7), REPS, 2)
 
 
+@pytest.mark.slow
 def test_tasks_bootstrap_reaches_nominal(sim_r2):
     res = bootstrap_ci(sim_r2, scheme="tasks", n_resamples=B, paired=False, rng=1)
     cov, lo, hi = _coverage(res.ci.values, MU)
@@ -84,6 +85,7 @@ def test_runs_only_undercovers_and_two_stage_overcovers(sim_r2):
     assert lo_t > 0.95, cov_t
 
 
+@pytest.mark.slow
 def test_beta_binomial_profile_interval_reaches_nominal(sim_r2):
     c = sim_r2.sum("run").values.astype(np.int64)  # (reps, T)
     R = sim_r2.sizes["run"]

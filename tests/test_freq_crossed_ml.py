@@ -8,14 +8,13 @@ optimisers for the profile, and simulations with known parameters.
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from _helpers import agent_task_counts
 from scipy import integrate, optimize, stats
 from scipy.special import expit, gammaln
 
@@ -28,41 +27,20 @@ from hierbench.freq import (
 from hierbench.freq._glmm._crossed import _Lik
 from hierbench.testing import simulate_eval
 
-DATA = Path(os.environ.get("HIERBENCH_SHARED_DATA", Path(__file__).parents[2] / "shared" / "data"))
-if not DATA.exists():
-    DATA = Path("/work/shared/data")
 
-
-def _counts(n: np.ndarray, y: np.ndarray, agents=None, tasks=None) -> xr.Dataset:
-    A, T = n.shape
-    return xr.Dataset(
-        {
-            "n_runs": (("agent", "task"), np.asarray(n, dtype=np.int64)),
-            "n_success": (("agent", "task"), np.asarray(y, dtype=float)),
-        },
-        coords={
-            "agent": agents if agents is not None else [f"a{i}" for i in range(A)],
-            "task": tasks if tasks is not None else [f"t{j}" for j in range(T)],
-        },
-    )
-
-
-def _cbpp() -> xr.Dataset:
-    path = DATA / "lme4" / "cbpp.csv"
-    if not path.exists():  # pragma: no cover - the shared data are part of the test setup
-        pytest.fail(f"shared data missing: {path} (set HIERBENCH_SHARED_DATA)")
-    df = pd.read_csv(path)
+def _cbpp(data) -> xr.Dataset:
+    df = pd.read_csv(data / "lme4" / "cbpp.csv")
     df["herd"] = df["herd"].astype(str)
     df["period"] = df["period"].astype(str)
     n = df.pivot(index="period", columns="herd", values="size").fillna(0)
     y = df.pivot(index="period", columns="herd", values="incidence").fillna(0)
-    return _counts(n.values, y.values, agents=n.index.tolist(), tasks=n.columns.tolist())
+    return agent_task_counts(n.values, y.values, agents=n.index.tolist(), tasks=n.columns.tolist())
 
 
 # --------------------------------------------------------------------------- lme4 reference
 
 
-def test_cbpp_reproduces_glmer_laplace():
+def test_cbpp_reproduces_glmer_laplace(shared_data):
     """glmer(cbind(incidence, size - incidence) ~ period + (1 | herd), binomial), nAGQ = 1.
 
     Herds are tasks; the four periods are the agents (fixed effects): the
@@ -82,7 +60,7 @@ def test_cbpp_reproduces_glmer_laplace():
     -92.0266 (checked independently below). So the printed digits are
     matched within 1e-3 and lme4's current values within 1e-4.
     """
-    res = fit_crossed_ml(_cbpp(), n_agq=1, agent_task="none", intervals="wald")
+    res = fit_crossed_ml(_cbpp(shared_data), n_agq=1, agent_task="none", intervals="wald")
     a = res.estimate.values
     est = np.r_[res.sd.values[0], a[0], a[1:] - a[0]]
     printed = np.array([0.6421, -1.3983, -0.9919, -1.1282, -1.5797])
@@ -97,9 +75,9 @@ def test_cbpp_reproduces_glmer_laplace():
     assert res.sd.component.values.tolist() == ["sd_task"]
 
 
-def test_cbpp_laplace_value_matches_an_independent_laplace():
+def test_cbpp_laplace_value_matches_an_independent_laplace(shared_data):
     """The Laplace log-likelihood at lme4's printed estimates, by scipy's scalar optimiser."""
-    c = _cbpp()
+    c = _cbpp(shared_data)
     n, y = c.n_runs.values.astype(float), c.n_success.values
     a0 = -1.3983
     alpha = np.array([a0, a0 - 0.9919, a0 - 1.1282, a0 - 1.5797])
@@ -130,6 +108,7 @@ def _tiny():
     return n, y
 
 
+@pytest.mark.slow
 def test_marginal_likelihood_matches_nested_simpson_quadrature():
     """Both integrals by scipy's Simpson rule on fine grids over +-10 sd (error far below 1e-8)."""
     n, y = _tiny()
@@ -166,8 +145,8 @@ def test_gradient_and_hessian_match_finite_differences(marg):
     np.testing.assert_allclose(H, 0.5 * (fd_h + fd_h.T), rtol=1e-4, atol=1e-6)
 
 
-def test_conditional_modes_match_scipy():
-    c = _cbpp()
+def test_conditional_modes_match_scipy(shared_data):
+    c = _cbpp(shared_data)
     res = fit_crossed_ml(c, agent_task="none", intervals="wald")
     n, y = c.n_runs.values.astype(float), c.n_success.values
     alpha, s = res.estimate.values, float(res.sd[0])
@@ -181,9 +160,9 @@ def test_conditional_modes_match_scipy():
 
 
 @pytest.mark.slow
-def test_profile_interval_matches_a_scipy_profile():
+def test_profile_interval_matches_a_scipy_profile(shared_data):
     """The profile interval's ends against a profile made with scipy's Nelder-Mead and brentq."""
-    c = _cbpp()
+    c = _cbpp(shared_data)
     res = fit_crossed_ml(c, agent_task="none", n_agq=9)
     lo, hi = res.sd_ci.values[0]
     n, y = c.n_runs.values.astype(float), c.n_success.values
@@ -208,8 +187,8 @@ def test_profile_interval_matches_a_scipy_profile():
 
 
 @pytest.mark.slow
-def test_parametric_bootstrap_is_seeded():
-    c = _cbpp()
+def test_parametric_bootstrap_is_seeded(shared_data):
+    c = _cbpp(shared_data)
     r1 = fit_crossed_ml(c, agent_task="none", intervals="bootstrap", n_resamples=10, rng=3)
     r2 = fit_crossed_ml(c, agent_task="none", intervals="bootstrap", n_resamples=10, rng=3)
     np.testing.assert_array_equal(r1.sd_resamples.values, r2.sd_resamples.values)
@@ -274,7 +253,7 @@ def test_separated_agent_is_nan_with_a_warning():
     y = rng.binomial(4, 0.5, size=(3, 30)).astype(float)
     y[2] = 4.0
     with pytest.warns(SeparatedAgentWarning, match="a2"):
-        res = fit_crossed_ml(_counts(n, y), intervals="wald")
+        res = fit_crossed_ml(agent_task_counts(n, y), intervals="wald")
     assert np.isnan(res.estimate.sel(agent="a2"))
     assert np.isfinite(res.estimate.sel(agent=["a0", "a1"])).all()
     assert res.options["n_separated_agents"] == 1
@@ -301,9 +280,9 @@ def test_bad_input_is_refused_with_named_messages():
     n = np.zeros((2, 5), dtype=int)
     n[0] = 3
     with pytest.raises(ValueError, match=r"agents \['a1'\] have no runs"):
-        fit_crossed_ml(_counts(n, np.zeros((2, 5))))
+        fit_crossed_ml(agent_task_counts(n, np.zeros((2, 5))))
     with pytest.raises(ValueError, match="at least 2 tasks"):
-        fit_crossed_ml(_counts(np.array([[3], [2]]), np.array([[1.0], [1.0]])))
+        fit_crossed_ml(agent_task_counts(np.array([[3], [2]]), np.array([[1.0], [1.0]])))
     clean, _ = simulate_eval(n_agents=3, n_tasks=60, n_runs=4, rng=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -321,34 +300,34 @@ def test_single_agent_leaves_out_the_unidentified_cell_effect():
 # --------------------------------------------------------------------------- formulas (issue 26)
 
 
-def _verbagg():
+def _verbagg(data):
     from hierbench.data import from_records
 
-    df = pd.read_csv(DATA / "lme4" / "verbagg.csv")
+    df = pd.read_csv(data / "lme4" / "verbagg.csv")
     df["y"] = (df["r2"] == "Y").astype(float)
     return from_records(df, agent="id", task="item", score="y", agent_coords=["Anger", "Gender"],
                         task_coords=["btype", "situ", "mode"])  # fmt: skip
 
 
 @pytest.mark.slow
-def test_verbagg_laplace_deviance_matches_mixedmodels():
+def test_verbagg_laplace_deviance_matches_mixedmodels(shared_data):
     """MixedMLResult of r2 ~ 1 + Anger + Gender + btype + situ + (1|id) + (1|item), Laplace.
 
     Reference: deviance 8151.40 (JuliaStats/MixedModels.jl test/pirls.jl, rtol 1e-5;
     docs/src/optimization.md prints 8151.400), in ../shared/data/lme4/reference_values.csv.
     Persons are agents (Anger, Gender agent-level), items tasks (btype, situ task-level).
     """
-    fit = fit_crossed_ml(_verbagg(), "score ~ 1 + Anger + Gender + btype + situ + (1|agent) + (1|task)",
+    fit = fit_crossed_ml(_verbagg(shared_data), "score ~ 1 + Anger + Gender + btype + situ + (1|agent) + (1|task)",
                          intervals="wald")  # fmt: skip
     assert abs(fit.deviance - 8151.40) < 0.01
     assert fit.converged
     assert fit.design.variables["Anger"] == "agent" and fit.design.variables["btype"] == "task"
 
 
-def _wine(judge_as: str):
+def _wine(data, judge_as: str):
     from hierbench.data import from_records
 
-    df = pd.read_csv(DATA / "ordinal" / "wine.csv")
+    df = pd.read_csv(data / "ordinal" / "wine.csv")
     df["grade"] = (df["rating"] - 1) / 4.0
     if judge_as == "agent":
         return from_records(df, agent="judge", task="bottle", score="grade", extra={"rating": "rating"},
@@ -366,10 +345,11 @@ WINE_CLMM = {  # R ordinal::clmm(rating ~ temp + contact + (1|judge)), ../shared
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("judge_as", ["agent", "run variable"])
-def test_wine_ordinal_reproduces_clmm(judge_as):
+def test_wine_ordinal_reproduces_clmm(shared_data, judge_as):
     """The judge as the agent dim, or as a per-run label (each bottle graded by 9 judges): same fit."""
-    ds = _wine(judge_as)
+    ds = _wine(shared_data, judge_as)
     group = "agent" if judge_as == "agent" else "judge"
     fit = fit_crossed_ml(ds, f"rating ~ temp + contact + (1|{group})", family="ordinal", intervals="wald")
     np.testing.assert_allclose(fit.thresholds.values, WINE_CLMM["thresholds"], atol=1e-3)
@@ -381,12 +361,12 @@ def test_wine_ordinal_reproduces_clmm(judge_as):
 
 
 @pytest.mark.slow
-def test_formula_laplace_matches_glmer_on_cbpp():
+def test_formula_laplace_matches_glmer_on_cbpp(shared_data):
     """Cbpp as a formula: ``score ~ 0 + agent + (1|task)`` is today's crossed model (quadrature
     path), and ``score ~ agent + (1|task)`` the same model fitted by the formula's Laplace path:
     both reproduce lme4's printed glmer fit (sd_herd 0.6421, logLik -92.0266).
     """
-    c = _cbpp()
+    c = _cbpp(shared_data)
     n, y = c.n_runs.values, c.n_success.values
     R = int(n.max())
     score = np.full((*n.shape, R), np.nan)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import importlib.util
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from conftest import ROOT
 from scipy import integrate, stats
 from scipy.special import expit
 
@@ -30,8 +30,6 @@ from hierbench.freq import (
     mean_response,
 )
 from hierbench.testing import simulate_eval
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _mean_p(loc: float, tau: float) -> float:
@@ -122,6 +120,7 @@ def test_agent_variance_splits_fixed_and_random_terms():
     assert abs(float(av.share.sum()) - 1) < 1e-12 and av.kind.values.tolist() == ["fixed", "random"]
 
 
+@pytest.mark.slow
 def test_fractional_mean_agrees_with_the_task_bootstrap():
     """Partial-credit scores (simulate_eval's continuous kind, run noise 0.8 on the logit):
     each agent's fractional-logit mean score agrees with the task-level bootstrap's mean

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from _helpers import sim_nested
 from scipy import optimize, stats
 
 from hierbench.freq import DesignError, variance_components
@@ -118,17 +119,6 @@ def test_ragged_crossed_nested_reml_equals_dense_fisher_scoring():
     assert _dense_dev(y, ZZ, got) <= _dense_dev(y, ZZ, ref) + 1e-6
 
 
-def _sim_nested(rng, n_family, s=(0.5, 1.0, 0.8)):
-    rows = []
-    fam = rng.normal(0, np.sqrt(s[0]), n_family)
-    for f in range(n_family):
-        for t in range(rng.integers(1, 6)):
-            te = rng.normal(0, np.sqrt(s[1]))
-            for r in range(rng.integers(1, 7)):
-                rows.append((f"f{f}", f"t{t}", r, 2.0 + fam[f] + te + rng.normal(0, np.sqrt(s[2]))))
-    return pd.DataFrame(rows, columns=["family", "task", "run", "y"])
-
-
 def _dense_profile(y, ZZ, j, value, starts):
     """Min over the other components (>= 0, as squared SDs) of the dense deviance with
     component j fixed at value.
@@ -146,7 +136,7 @@ def _dense_profile(y, ZZ, j, value, starts):
 
 
 def test_profile_bounds_are_where_the_dense_profile_crosses_chi2():
-    df = _sim_nested(np.random.default_rng(41), n_family=10)
+    df = sim_nested(np.random.default_rng(41), n_family=10)
     vc = variance_components(df, design="run:task:family", var="y", measurement="family")
     assert vc.ci_method == "profile"
     ci = vc.ci
@@ -169,7 +159,7 @@ def test_profile_bounds_are_where_the_dense_profile_crosses_chi2():
 
 
 def _e_rho2_check(seed, n_family, sizes=None):
-    df = _sim_nested(np.random.default_rng(seed), n_family=n_family)
+    df = sim_nested(np.random.default_rng(seed), n_family=n_family)
     vc = variance_components(df, design="run:task:family", var="y", measurement="family")
     co = vc.coefficients(sizes=sizes)
     assert co["ci"].attrs["ci_kind"] == "profile"
@@ -196,6 +186,7 @@ def _e_rho2_check(seed, n_family, sizes=None):
     return vc, lo, hi, prof
 
 
+@pytest.mark.slow
 def test_profile_interval_of_e_rho2_matches_dense_profile():
     vc, lo, hi, prof = _e_rho2_check(42, 20)
     assert lo > 0
@@ -216,7 +207,7 @@ def test_profile_interval_of_e_rho2_matches_dense_profile():
 
 
 def test_ci_argument_and_defaults():
-    df = _sim_nested(np.random.default_rng(43), n_family=6)
+    df = sim_nested(np.random.default_rng(43), n_family=6)
     vw = variance_components(df, design="run:task:family", var="y", ci="wald")
     assert vw.ci.attrs["ci_kind"] == "normal"
     assert vw.coefficients()["ci"].attrs["ci_kind"] == "normal"
@@ -315,7 +306,7 @@ def test_power_planning_refuses_other_designs_clearly():
 def test_auto_falls_back_to_wald_above_the_profiled_size(monkeypatch):
     from hierbench.freq._variance import _fit
 
-    df = _sim_nested(np.random.default_rng(49), n_family=6)
+    df = sim_nested(np.random.default_rng(49), n_family=6)
     monkeypatch.setattr(_fit, "PROFILE_MAX_CELLS", 5)
     vc = variance_components(df, design="run:task:family", var="y")
     assert vc.ci_method == "wald" and vc.ci.attrs["ci_kind"] == "normal"

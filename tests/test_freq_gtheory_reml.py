@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from _helpers import sim_nested
 from scipy import stats
 
 from hierbench.freq import variance_components
@@ -36,19 +37,9 @@ def statsmodels_reml(df: pd.DataFrame, y: str, groups: dict[str, list[str]]) -> 
     return res
 
 
-def _sim_nested(rng, n_family=25, s=(0.5, 1.0, 0.8)):
-    rows = []
-    fam = rng.normal(0, np.sqrt(s[0]), n_family)
-    for f in range(n_family):
-        for t in range(rng.integers(1, 6)):  # families of 1 to 5 tasks
-            te = rng.normal(0, np.sqrt(s[1]))
-            for r in range(rng.integers(1, 7)):  # 1 to 6 runs per task
-                rows.append((f"f{f}", f"t{t}", r, 2.0 + fam[f] + te + rng.normal(0, np.sqrt(s[2]))))
-    return pd.DataFrame(rows, columns=["family", "task", "run", "y"])
-
-
+@pytest.mark.slow
 def test_unbalanced_nested_equals_statsmodels():
-    df = _sim_nested(np.random.default_rng(21))
+    df = sim_nested(np.random.default_rng(21))
     vc = variance_components(df, design="run:task:family", var="y")
     assert vc.method == "reml" and vc.fit_info["converged"]
     ref = statsmodels_reml(df, "y", {"family": ["family"], "task:family": ["family", "task"]})
@@ -57,6 +48,7 @@ def test_unbalanced_nested_equals_statsmodels():
         assert got[k] == pytest.approx(v, rel=1e-4), k
 
 
+@pytest.mark.slow
 def test_unbalanced_crossed_equals_statsmodels():
     rng = np.random.default_rng(22)
     M, T = 5, 14
@@ -152,6 +144,7 @@ def test_fully_crossed_unbalanced_equals_dense_reml():
         assert got[k] == pytest.approx(v, rel=1e-4, abs=1e-5 * ref["residual"]), k
 
 
+@pytest.mark.slow
 def test_balanced_four_facet_anova_is_unbiased_and_equals_reml():
     # Brennan's rules for the four-facet design p x (i:h) x o: the ANOVA estimators are unbiased
     # exactly when the expected-mean-square coefficients are right; checked by simulation
@@ -219,7 +212,7 @@ def test_interval_coverage_unbalanced_nested():
     n_sim = 150
     hits = np.zeros(4)
     for _ in range(n_sim):
-        df = _sim_nested(rng, n_family=10, s=tuple(truth))
+        df = sim_nested(rng, n_family=10, s=tuple(truth))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             vc = variance_components(df, design="run:task:family", var="y", measurement="family")

@@ -126,6 +126,7 @@ def test_no_information_is_a_named_warning(monkeypatch):
     assert "no intervals" in vc.note
 
 
+@pytest.mark.slow
 def test_convergence_rule_is_scale_free_on_metr(shared_data):
     """METR continuous scores: the absolute-gradient rule flagged a fit that no independent
     optimiser can improve; the decrement rule accepts it and it is a minimum.
@@ -152,6 +153,7 @@ def test_convergence_rule_is_scale_free_on_metr(shared_data):
     assert r.fun >= f_hat - 1e-5
 
 
+@pytest.mark.slow
 def test_saddle_at_zero_is_not_converged():
     """An SD parameter at 0 has slope 0 there even when the deviance falls inside (variance =
     theta^2): the check must probe the interior. The constrained optimum with the agent x
@@ -213,6 +215,7 @@ def test_coefficient_at_zero_has_an_interval(shared_data):
     assert np.isfinite(cp["ci"].values).all() and float(cp["ci"].max()) > 0
 
 
+@pytest.mark.slow
 def test_profile_bounds_reach_the_cut_by_an_independent_optimiser():
     """At each finite profile bound the profile deviance, minimised afresh by Nelder-Mead from
     the estimate, equals chi2_1(0.95): the warm-started search does not stop early (warm starts

@@ -1,11 +1,10 @@
 """Intervals and success rates: statsmodels, seed 003's printed numbers, simulation, errors."""
 
-import random
-
 import numpy as np
 import pytest
 import statsmodels.api as sm
 import xarray as xr
+from _helpers import seed003_passages
 from statsmodels.stats.proportion import proportion_confint
 
 from hierbench._base import HierbenchError, HierbenchWarning
@@ -68,19 +67,8 @@ def test_seed003_epochs_floor_and_design_effect():
     assert f"{np.sqrt(design_effect(5, 0.5)):.2f}" == "1.73"
 
 
-def _seed003_passages():
-    rng = random.Random(1)
-    scores, clus = [], []
-    for c in range(100):
-        p_passage = rng.choice([0.1, 0.9])
-        for _ in range(5):
-            scores.append(1 if rng.random() < p_passage else 0)
-            clus.append(c)
-    return np.asarray(scores, float), np.asarray(clus)
-
-
 def test_clustered_se_seed003_and_statsmodels():
-    y, c = _seed003_passages()
+    y, c = seed003_passages()
     # printed: naive SE 0.0223, clustered SE 0.0427 (Miller's formula, no small-sample factor)
     assert f"{float(clustered_se(y, c, small_sample=False)):.4f}" == "0.0427"
     assert f"{float(clustered_se(y, np.arange(len(y)), small_sample=True)):.4f}" == "0.0223"

@@ -81,6 +81,7 @@ def test_cr2_equals_statsmodels_cluster_robust_t_with_equal_clusters():
     assert float(res.p_t) == pytest.approx(float(ref.pvalues[0]), rel=1e-10)
 
 
+@pytest.mark.slow
 def test_cr2_degrees_of_freedom_match_the_variance_estimators_moments():
     # Bell-McCaffrey df = 2 E[V]^2 / Var[V] for the CR2 variance V under iid normal errors;
     # checked by simulation (20,000 draws: the moment ratio's MC error is about 2%)

@@ -37,6 +37,7 @@ def _brute_force_sign_flip(d):
         max_size=12,
     )
 )
+@pytest.mark.slow
 def test_exact_sign_flip_equals_brute_force_enumeration(d):
     d = np.array(d)
     if np.all(d == 0):
@@ -137,6 +138,7 @@ def test_type_one_error_under_h0_with_interaction_and_pooled_test_exceeds_it():
     assert rate["pooled"] > alpha + tol, rate  # 0.175 at this seed
 
 
+@pytest.mark.slow
 def test_compare_agents_holm_bh_against_statsmodels_and_symmetry():
     ds, _ = simulate_eval(n_agents=4, n_tasks=60, n_runs=3, sd_agent=0.6, rng=8)
     res = compare_agents(ds, n_resamples=999, n_permutations=999, rng=3)
@@ -164,6 +166,7 @@ def test_compare_agents_holm_bh_against_statsmodels_and_symmetry():
     assert float(r.p_t) == pytest.approx(ref)
 
 
+@pytest.mark.slow
 def test_holm_matches_statsmodels_with_nan():
     p = np.array([0.01, np.nan, 0.04, 0.03, 0.2])
     ok = np.isfinite(p)

@@ -79,14 +79,8 @@ def test_llmfao_matches_evalica_golden_scores_and_choix(shared_data, llmfao):
     np.testing.assert_allclose(r.ability.values, theta, atol=1e-6)
 
 
-def test_citations_reproduce_bradleyterry2(shared_data, bt2_reference):
-    c = from_pair_counts(
-        shared_data / "bradley_terry" / "citations_binomial_pairs.csv",
-        agent_a="journal1",
-        agent_b="journal2",
-        wins_a="win1",
-        wins_b="win2",
-    )
+def test_citations_reproduce_bradleyterry2(shared_data, citations_counts, bt2_reference):
+    c = citations_counts
     ref = bt2_reference("citations", "BTm ML, ref=Biometrika")
     r = fit_bradley_terry_ml(c, ties="none", scale="logit", reference="Biometrika", interval="wald")
     for journal in ("Comm Statist", "JASA", "JRSS-B"):
@@ -103,15 +97,10 @@ def test_citations_reproduce_bradleyterry2(shared_data, bt2_reference):
 
 
 @pytest.mark.parametrize("method", ["newton", "mm"])
-def test_baseball_home_advantage_reproduces_bradleyterry2(shared_data, bt2_reference, method):
-    bb = from_pair_counts(
-        shared_data / "bradley_terry" / "baseball_agresti1987.csv",
-        agent_a="home.team",
-        agent_b="away.team",
-        wins_a="home.wins",
-        wins_b="away.wins",
-        first_position=True,
-    )
+def test_baseball_home_advantage_reproduces_bradleyterry2(
+    shared_data, baseball_counts, bt2_reference, method
+):
+    bb = baseball_counts
     for home, prefix in (
         (False, "model1: BT no home effect"),
         (True, "model2: BT + home advantage"),

@@ -48,6 +48,7 @@ def test_unbiased_and_plugin_biased_by_enumeration(n, p, k):
     assert pmf @ at_pi < 1 - (1 - p) ** k - 1e-3
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(n=st.integers(1, 60), data=st.data())
 def test_monotone_in_k_and_equal_mean_at_k1(n, data):
@@ -155,12 +156,10 @@ def test_intervals_stay_in_range_and_all_zero_tasks_get_the_exact_bound():
     assert np.isnan(one.ci.values).all() and one.ci_flag.item() == "too few tasks"
 
 
-def test_metr_pass8_counts_its_tasks_and_stays_in_range(shared_data):
+def test_metr_pass8_counts_its_tasks_and_stays_in_range(metr_eval):
     import warnings
 
-    import hierbench as hb
-
-    ds = hb.data.load_metr()
+    ds = metr_eval
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = pass_hat_k(ds, [1, 8])

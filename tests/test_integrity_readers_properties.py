@@ -155,6 +155,7 @@ def _check_counts(c, expected):
         assert c.n_error.sel(agent=a, task=t).item() == n_err[(a, t)]
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(rows=tables(), fmt=st.sampled_from(["csv", "jsonl", "frame"]))
 def test_records_are_refused_by_name_or_counted_exactly(rows, fmt, tmp_path):
@@ -178,6 +179,7 @@ def test_records_are_refused_by_name_or_counted_exactly(rows, fmt, tmp_path):
     assert ds.attrs["binary"] == int(all(r["score"] in (0.0, 1.0) or _err_flag(r["err"]) for r in rows))
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(rows=tables())
 def test_parquet_counts_match_the_independent_count(rows, tmp_path):

@@ -123,6 +123,7 @@ def test_fit_round_trip(fit, tmp_path, suffix):
     assert back["posterior"].attrs["sampler"] == "nutpie"
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(df=run_frames())
 def test_any_read_dataset_survives_save_and_load(df):

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
 import pytest
 import xarray as xr
+from conftest import ROOT
 from scipy import stats
 from scipy.special import expit
 
@@ -26,8 +26,6 @@ from hierbench.bayes import (
     read_spec,
     spec_to_toml,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _data(M=6, T=10, R=3, seed=0, clusters=False):
@@ -43,6 +41,7 @@ def _data(M=6, T=10, R=3, seed=0, clusters=False):
     return xr.Dataset({"score": (("agent", "task", "run"), y)}, coords=coords)
 
 
+@pytest.mark.slow
 def test_likelihood_is_the_binomial_on_observed_cells():
     data = _data()
     m = build_irt_2pl(data)
@@ -116,6 +115,7 @@ def test_zoo_spec_round_trips_and_reference_is_recorded():
     assert (folder / "card.md").is_file()
 
 
+@pytest.mark.slow
 def test_reference_difficulties_agree_with_the_map_fit(shared_data):
     # the MAP calibration (fast) against the reference NUTS posterior means on SWE-bench
     from hierbench.data import load_swebench_bash_only

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
+from _helpers import agent_task_counts
 from scipy import integrate, stats
 from scipy.optimize import check_grad
 from scipy.special import expit
@@ -29,14 +30,6 @@ from hierbench.freq._irt._newton import (
 )
 
 
-def _counts(n, y):
-    M, T = n.shape
-    return xr.Dataset(
-        {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), y.astype(float))},
-        coords={"agent": [f"a{i}" for i in range(M)], "task": [f"t{j}" for j in range(T)]},
-    )
-
-
 def _simulate(M, T, R, rng, sd_la=0.3):
     g = np.random.default_rng(rng)
     th = g.normal(size=M)
@@ -44,7 +37,7 @@ def _simulate(M, T, R, rng, sd_la=0.3):
     d = g.normal(0, 2, T)
     p = expit(th[:, None] * a[None, :] + d[None, :])
     y = g.binomial(R, p)
-    return _counts(np.full((M, T), R), y), th, a, d
+    return agent_task_counts(np.full((M, T), R), y), th, a, d
 
 
 @pytest.mark.parametrize("two_pl", [True, False])
@@ -167,6 +160,7 @@ def test_ability_posterior_matches_quadrature():
     assert r.ci.attrs["ci_kind"] == "eti"
 
 
+@pytest.mark.slow
 def test_score_interval_coverage_by_simulation():
     # Agents drawn from the prior N(0, 1), answering 15 of 60 items of a known bank; the
     # 90% interval of the realised full score must cover in 90% +- 3 binomial sd of 200.
@@ -254,7 +248,7 @@ def _overdispersed(M, T, R, icc, seed):
     if icc > 0:
         c = 1 / icc - 1
         p = g.beta(p * c, (1 - p) * c)
-    return _counts(np.full((M, T), R), g.binomial(R, p))
+    return agent_task_counts(np.full((M, T), R), g.binomial(R, p))
 
 
 def test_run_icc_is_estimated_from_repeated_runs_and_zero_without_them():
@@ -344,6 +338,7 @@ def test_cell_loglik_is_the_beta_binomial_and_stays_finite_far_out():
     assert np.isfinite(cell_loglik(np.array([-800.0, 800.0]), 3, 8, icc)).all()
 
 
+@pytest.mark.slow
 def test_few_agents_keep_the_discriminations_finite():
     # Plain empirical Bayes (ML-II) had no term holding the item population's level: with
     # 2-6 agents the log-discriminations' mean ran to about -500 to -700 (every slope 0,
@@ -356,7 +351,7 @@ def test_few_agents_keep_the_discriminations_finite():
         y = (g.random((M, 30)) < expit(th[:, None] * a + d)).astype(float)
         with warnings.catch_warnings():
             warnings.simplefilter("error", IRTConvergenceWarning)
-            cal = fit_irt_ml(_counts(np.ones((M, 30), int), y), n_draws=10, rng=0)
+            cal = fit_irt_ml(agent_task_counts(np.ones((M, 30), int), y), n_draws=10, rng=0)
         assert abs(cal.hyper["mu_la"]) < 3.0, (M, cal.hyper)
         assert np.isfinite(cal.discrimination.values).all() and cal.discrimination.min() > 0.05
 

@@ -10,6 +10,7 @@ snapshot of every subpackage's ``__all__`` taken before ``freq/`` was split into
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import json
@@ -79,7 +80,13 @@ def _room(mod: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _arrows():
+@functools.cache
+def _arrows() -> tuple:
+    """Every import that crosses rooms, parsed once per session (three tests read it)."""
+    return tuple(_cross_room_imports())
+
+
+def _cross_room_imports():
     for f, mod in _modules():
         for line, target, names in _imports(f, mod):
             if target == "hierbench":  # `from .. import freq`: the names are rooms

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from _helpers import fake_fit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -54,25 +55,8 @@ def test_beta_moments_vs_monte_carlo():
 
 
 def _bb_fit(mu, kappa, n_runs, n_success, agents=("a0", "a1")):
-    mu, kappa = np.asarray(mu, float), np.asarray(kappa, float)
-    post = xr.Dataset(
-        {"mu": (("chain", "draw", "agent"), mu), "kappa": (("chain", "draw", "agent"), kappa)},
-        coords={
-            "chain": np.arange(mu.shape[0]),
-            "draw": np.arange(mu.shape[1]),
-            "agent": list(agents),
-        },
-    )
-    const = xr.Dataset(
-        {
-            "n_runs": (("agent", "task"), np.asarray(n_runs)),
-            "n_success": (("agent", "task"), np.asarray(n_success)),
-        },
-        coords={"agent": list(agents), "task": [f"t{i}" for i in range(np.shape(n_runs)[1])]},
-    )
-    dt = xr.DataTree.from_dict({"posterior": post, "constant_data": const})
-    dt.attrs["hierbench_model"] = "beta_binomial"
-    return dt
+    data = {"n_runs": n_runs, "n_success": n_success}
+    return fake_fit("beta_binomial", agents, data, mu=mu, kappa=kappa)
 
 
 @pytest.fixture
@@ -347,6 +331,7 @@ def test_rank_probabilities_by_enumeration():
 @given(
     arrays(np.int64, st.tuples(st.integers(1, 30), st.integers(2, 6)), elements=st.integers(0, 3))
 )
+@pytest.mark.slow
 def test_rank_probabilities_properties(x):
     rp = rank_probabilities(_draws(x))
     np.testing.assert_allclose(rp.sum("rank"), 1.0, atol=1e-12)  # each agent has some rank
@@ -360,6 +345,7 @@ def test_rank_probabilities_properties(x):
 @given(
     arrays(np.int64, st.tuples(st.integers(1, 30), st.integers(2, 5)), elements=st.integers(0, 3))
 )
+@pytest.mark.slow
 def test_prob_superiority_properties(x):
     gt = prob_superiority(_draws(x))
     tie = (x[:, :, None] == x[:, None, :]).mean(axis=0)
@@ -438,6 +424,7 @@ def test_posterior_interval_convention_and_errors():
         posterior_interval(d, kind="quantile")
 
 
+@pytest.mark.slow
 def test_metrics_import_is_light():
     import subprocess
     import sys
@@ -453,16 +440,8 @@ def test_metrics_import_is_light():
 
 
 def _bt_fit(ability, nu=None, home=None):
-    ability = np.asarray(ability, float)
-    data = {"ability": (("chain", "draw", "agent"), ability)}
-    if nu is not None:
-        data["nu"] = (("chain", "draw"), np.asarray(nu, float))
-    if home is not None:
-        data["home"] = (("chain", "draw"), np.asarray(home, float))
-    post = xr.Dataset(data, coords={"agent": [f"m{i}" for i in range(ability.shape[-1])]})
-    dt = xr.DataTree.from_dict({"posterior": post})
-    dt.attrs["hierbench_model"] = "bradley_terry"
-    return dt
+    agents = [f"m{i}" for i in range(np.shape(ability)[-1])]
+    return fake_fit("bradley_terry", agents, ability=ability, nu=nu, home=home)
 
 
 def test_head_to_head_davidson_probabilities_exact():

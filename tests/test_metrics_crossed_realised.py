@@ -170,6 +170,7 @@ def test_node_draws_follow_the_law_of_total_variance(n_quad, sets, quad_rel):
             assert r.var() > c.var()
 
 
+@pytest.mark.slow
 def test_realised_is_reproducible_and_mean_stays_conditional():
     dt, _ = _synthetic_fit(draws=500)
     one = crossed_pass_k(dt, k=[1, 2], realised=True, rng=3)
@@ -324,6 +325,7 @@ def test_realised_interval_covers_the_true_observed_task_mean():
     assert cov_cond < lo_ok, (cov_cond, lo_ok)
 
 
+@pytest.mark.slow
 def test_compiled_node_masses_equal_the_numpy_computation():
     # the numba kernel used for (draw, agent, task) arrays and the NumPy reference
     # implementation are the same computation, to rounding; cells with 0 runs included

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
+from _helpers import fake_fit
 from scipy.special import expit
 from scipy.stats import norm
 
@@ -80,19 +81,10 @@ def test_rank_probabilities_result_keeps_the_arithmetic_of_a_dataarray():
     assert len(repr(rp).splitlines()) <= 10
 
 
-def _bt_fit(ab, nu):
-    post = xr.Dataset(
-        {"ability": (("chain", "draw", "agent"), ab), "nu": (("chain", "draw"), nu)},
-        coords={"agent": ["m0", "m1", "m2"]},
-    )
-    dt = xr.DataTree.from_dict({"posterior": post})
-    dt.attrs["hierbench_model"] = "bradley_terry"
-    return dt
-
-
 def test_head_to_head_and_posterior_summary_are_results():
     rng = np.random.default_rng(3)
-    h2h = head_to_head(_bt_fit(rng.normal(0, 1, (2, 40, 3)), rng.uniform(0.5, 2, (2, 40))))
+    h2h = head_to_head(fake_fit("bradley_terry", ["m0", "m1", "m2"], ability=rng.normal(0, 1, (2, 40, 3)),
+                                 nu=rng.uniform(0.5, 2, (2, 40))))
     assert isinstance(h2h, Result)
     xr.testing.assert_identical(h2h.estimate, h2h["expected_score"])
     assert h2h.ci.attrs["ci_kind"] == "eti" and "p_tie" in h2h.to_frame().columns
@@ -102,31 +94,16 @@ def test_head_to_head_and_posterior_summary_are_results():
     assert isinstance(s, Result) and s.to_frame()[["lower", "upper"]].round(3).values.tolist() == [[0.05, 0.95]]
 
 
-def _bb_fit(n_runs, n_success, rng):
-    A = n_runs.shape[0]
-    post = xr.Dataset(
-        {
-            "mu": (("chain", "draw", "agent"), rng.uniform(0.2, 0.8, (2, 50, A))),
-            "kappa": (("chain", "draw", "agent"), rng.uniform(1, 10, (2, 50, A))),
-        },
-        coords={"agent": [f"agent_{i:02d}" for i in range(A)]},
-    )
-    const = xr.Dataset(
-        {"n_runs": (("agent", "task"), n_runs), "n_success": (("agent", "task"), n_success)},
-        coords={"agent": post.agent.values, "task": [f"task_{t:03d}" for t in range(n_runs.shape[1])]},
-    )
-    dt = xr.DataTree.from_dict({"posterior": post, "constant_data": const})
-    dt.attrs["hierbench_model"] = "beta_binomial"
-    return dt
-
-
 def test_side_by_side_pairs_only_pass_k_over_the_same_tasks():
     # ragged runs, as on METR: pass^3 is unbiased only on the tasks with >= 3 runs
     rng = np.random.default_rng(4)
     ds, _ = simulate_eval(n_agents=3, n_tasks=40, n_runs=5, p_missing_run=0.5, rng=4)
     cnt = ds.score.notnull().sum("run").values
     succ = ds.score.fillna(0).sum("run").values
-    fit = _bb_fit(cnt, succ, rng)
+    A, T = cnt.shape
+    fit = fake_fit("beta_binomial", [f"agent_{i:02d}" for i in range(A)],
+                   {"n_runs": cnt, "n_success": succ}, tasks=[f"task_{t:03d}" for t in range(T)],
+                   mu=rng.uniform(0.2, 0.8, (2, 50, A)), kappa=rng.uniform(1, 10, (2, 50, A)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         unbiased = freq.pass_hat_k(ds, 3)

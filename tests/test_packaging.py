@@ -4,9 +4,11 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 
+@pytest.mark.slow
 def test_import_does_not_pull_pymc_or_matplotlib():
     code = (
         "import sys, hierbench, hierbench.data, hierbench.freq, hierbench.metrics, hierbench.design, hierbench.compare, hierbench.testing;"
@@ -35,6 +37,7 @@ def test_ci_runs_the_readme_test_command():
     assert _readme_commands()[1] in ci
 
 
+@pytest.mark.slow
 def test_readme_example_runs(tmp_path, monkeypatch):
     """The README's Python example runs as written on a small log written to runs.jsonl."""
     from hierbench.data import to_records

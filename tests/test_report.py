@@ -120,6 +120,7 @@ def test_html_is_self_contained(tmp_path):
     assert not list(tmp_path.glob("*.png"))
 
 
+@pytest.mark.slow
 def test_build_from_data_alone_writes_every_section(tmp_path):
     ds, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=3, n_clusters=4, rng=2)
     with warnings.catch_warnings():
@@ -140,6 +141,7 @@ def test_build_from_data_alone_writes_every_section(tmp_path):
         build(path=tmp_path / "x.html")
 
 
+@pytest.mark.slow
 def test_diagnostic_plots_take_labels_with_slashes():
     """METR task ids hold '/' (``blackbox/charm``); DataTree variable names cannot."""
     from hierbench.report._figures import rank_plot, trace_plot
@@ -298,6 +300,7 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
 # ---------------------------------------------------------------- issue 24: figures a reader can read
 
 
+@pytest.mark.slow
 def test_the_overlap_finder_sees_crowded_labels_and_a_legend_on_tick_labels():
     import matplotlib.pyplot as plt
     from figure_overlap import overlaps

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from hierbench.bayes import get_model, read_spec, spec_to_toml
 from hierbench.bayes._zoo import ZOO_CASES, compare_to_reference, run_case
 
-ROOT = Path(__file__).resolve().parents[1]
 MODELS = ["beta_binomial", "crossed"]
 
 
