@@ -48,7 +48,7 @@ def grade_log_coefficient(grade_counts: np.ndarray) -> np.ndarray:
 
     Examples
     --------
-    >>> float(np.exp(grade_log_coefficient(np.array([[1.0, 2.0, 0.0]])))[0])  # 3! / (1! 2! 0!)
+    >>> round(float(np.exp(grade_log_coefficient(np.array([[1.0, 2.0, 0.0]])))[0]), 12)  # 3! / (1! 2! 0!)
     3.0
     """
     gc = np.asarray(grade_counts, dtype=float)
