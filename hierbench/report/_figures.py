@@ -6,6 +6,7 @@ Each function returns a matplotlib Figure (or an arviz-plots PlotCollection).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -157,7 +158,8 @@ def heatmap(
     """A labelled heatmap of a probability matrix (NaN cells left blank)."""
     plt = _plt()
     n_r, n_c = matrix.shape
-    fig, ax = plt.subplots(figsize=(max(5, 0.6 * n_c + 3), max(3.5, 0.45 * n_r + 1.8)))
+    width = max(5, 0.6 * n_c + 3)
+    fig, ax = plt.subplots(figsize=(width, max(3.5, 0.45 * n_r + 1.8)))
     vals = matrix.to_numpy(float)
     im = ax.imshow(np.ma.masked_invalid(vals), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
     ax.set_xticks(range(n_c), [str(c) for c in matrix.columns], rotation=45, ha="right")
@@ -178,7 +180,9 @@ def heatmap(
                     )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    # wrapped to the axes' width (about 8 characters an inch): a long title over a narrow
+    # matrix ran into the colour bar's label
+    ax.set_title(textwrap.fill(title, width=int(8 * (width - 1.5))))
     fig.colorbar(im, ax=ax, label=cbar_label)
     fig.tight_layout()
     return fig
