@@ -192,7 +192,7 @@ def _p_columns(table: pd.DataFrame) -> list:
 
 
 def pair_display(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`pair_frame`'s table with its p-values and their errors as :func:`p_text` text."""
+    """:func:`pair_frame`'s table with its p-values and their errors as short text."""
     out = table.copy()
     for c in _p_columns(table):
         out[c] = [p_text(v) for v in table[c]]
