@@ -69,6 +69,7 @@ def _api_pages() -> None:
     alias entry pointing to its home instead of a second page.
     """
     out = ROOT / "docs" / "api"
+    shutil.rmtree(out / "generated", ignore_errors=True)  # a renamed name's old page must not linger
     out.mkdir(exist_ok=True)
     home: dict[int, str] = {}
     toc = []

@@ -1,16 +1,16 @@
 """Posterior-predictive metrics on a fitted model.
 
-Posterior-predictive metrics on a fitted model: pass^k, pass@k, P(i > j), rank probabilities,
+pass^k, pass@k, P(i > j), rank probabilities,
 variance components on the probability scale; for formula models (:func:`hierbench.bayes.build_mixed`)
 the reader's-scale answers (average marginal effects, mean scores, the agents' variance, pass^k on a
 graded event) and METR's time horizons with their doubling time.
 
 Pure xarray, numpy and scipy: works on a fit loaded from disk without PyMC.
 pass^k and pass@k dispatch on the fit's ``hierbench_model`` attribute
-(beta-binomial: exact Beta moments; crossed: :mod:`hierbench.metrics._crossed`);
+(beta-binomial: exact Beta moments; crossed: the marginal cell likelihood's draws);
 the ranking functions take any posterior variable with an agent dimension,
 by default ``ability`` (each model's stated scale). Every function returns a
-result object (:mod:`hierbench.metrics._results`): ``estimate``, ``ci``, a
+result object: ``estimate``, ``ci``, a
 short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 """
 

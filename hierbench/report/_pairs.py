@@ -200,7 +200,7 @@ def pair_display(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def pair_text(table: pd.DataFrame) -> str:
-    """:func:`pair_frame`'s table as plain text, p-values and their errors by :func:`p_text`."""
+    """:func:`pair_frame`'s table as plain text, p-values and their errors as short text."""
     fmt = dict.fromkeys(_p_columns(table), p_text)
     return table.to_string(formatters=fmt, float_format="{:.3f}".format)
 
