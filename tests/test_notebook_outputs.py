@@ -138,7 +138,7 @@ def _outputs_text(cell) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("path", CHECKED[:6], ids=[p.stem for p in CHECKED[:6]])
+@pytest.mark.parametrize("path", CHECKED, ids=[p.stem for p in CHECKED])
 def test_committed_outputs_hold_no_machine_paths_or_progress_bars(path):
     """Issue 24: what a reader of the repository sees is results, not a machine's traces."""
     cells = _code_cells(path)
