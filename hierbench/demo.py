@@ -407,7 +407,9 @@ def _plan_section(ctx: DemoContext) -> str:
     from .metrics import crossed_variance_components
 
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
-    s_mt = float(vc["agent_task"].mean())
+    # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
+    mt = next(c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task"))
+    s_mt = float(vc[mt].mean())
     s_e = float(vc["residual"].mean())
     clipped = ""
     if s_mt < 0:
