@@ -62,6 +62,8 @@ class UnreadableFileError(HierbenchError):
 
 
 _BOOL_MARK = "hierbench_dtype"
+#: a text variable whose missing labels (None or NaN) are stored as "" and read back as NaN
+_MISSING_MARK = "hierbench_missing_text"
 _JSON_MARK = "hierbench_json_attrs"
 #: root attr of a saved fit: per group, which attrs were lists or JSON text (JSON)
 _ATTR_MARK = "hierbench_attr_kinds"
@@ -77,10 +79,24 @@ def _encode_vars(ds: xr.Dataset) -> xr.Dataset:
             new.attrs = {**var.attrs, _BOOL_MARK: "bool"}
             ds[name] = new
         elif var.dtype.kind in "OUT":
-            # variable-length text; object arrays may hold None -> ""
-            vals = np.array(["" if v is None else str(v) for v in var.values.ravel()], dtype=object)
-            ds[name] = var.copy(data=vals.reshape(var.shape))
+            # variable-length text; a missing label (None or NaN in an object array) is stored
+            # as "" and marked, so that it reads back missing, not as the text 'nan'
+            flat = var.values.ravel()
+            missing = np.array([_is_missing(v) for v in flat], dtype=bool)
+            vals = np.array(["" if m else str(v) for v, m in zip(flat, missing, strict=True)], dtype=object)
+            new = var.copy(data=vals.reshape(var.shape))
+            if missing.any():
+                new.attrs = {**var.attrs, _MISSING_MARK: 1}
+            if name in ds.coords:
+                ds = ds.assign_coords({name: new})
+            else:
+                ds[name] = new
     return ds
+
+
+def _is_missing(v: object) -> bool:
+    """A missing label in a text variable: None, or a float NaN in an object array."""
+    return v is None or (isinstance(v, float) and v != v)
 
 
 def _plain_list(v: object) -> bool:
@@ -133,6 +149,16 @@ def _decode_vars(ds: xr.Dataset) -> xr.Dataset:
     ds = ds.copy()
     for name in list(ds.variables):
         var = ds[name]
+        if _MISSING_MARK in var.attrs:
+            attrs = {k: v for k, v in var.attrs.items() if k != _MISSING_MARK}
+            vals = np.array([np.nan if v == "" else v for v in var.values.ravel()], dtype=object)
+            new = var.copy(data=vals.reshape(var.shape))
+            new.attrs = attrs
+            if name in ds.coords:
+                ds = ds.assign_coords({name: new})
+            else:
+                ds[name] = new
+            continue
         if var.attrs.get(_BOOL_MARK) == "bool":
             attrs = {k: v for k, v in var.attrs.items() if k != _BOOL_MARK}
             new = var.astype(bool)

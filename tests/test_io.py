@@ -306,3 +306,26 @@ def test_a_fit_saved_by_the_cli_opens_in_plain_arviz(tmp_path):
     assert got["sd_task_mean"] == pytest.approx(draws.mean(), abs=5e-3)
     n_cells = int(df.dropna(subset=["score"]).groupby(["agent", "task"]).ngroups)
     assert got["n_obs"] == n_cells and np.isfinite(got["elpd"])
+
+
+@pytest.mark.parametrize("ext", ["nc", "zarr"])
+def test_missing_cluster_labels_survive_a_saved_file(tmp_path, ext):
+    # issue 24: missing labels came back as the text 'nan' and pooled into one cluster; the
+    # expected value is the same analysis on the dataset in memory, before saving
+    import numpy as np
+
+    from hierbench.freq import bootstrap_ci
+    from hierbench.io import load_dataset, save_dataset
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, n_clusters=3, rng=0)
+    labels = ds["cluster"].values.astype(object)
+    labels[[0, 4]], labels[7] = np.nan, None
+    ds = ds.assign_coords(cluster=("task", labels))
+    back = load_dataset(save_dataset(ds, tmp_path / f"d.{ext}"))
+    missing = [v is None or (isinstance(v, float) and np.isnan(v)) for v in back["cluster"].values]
+    assert missing == [i in (0, 4, 7) for i in range(12)]
+    assert "nan" not in {str(v) for v in back["cluster"].values if isinstance(v, str)}
+    mem = bootstrap_ci(ds, n_resamples=200, rng=0)
+    disk = bootstrap_ci(back, n_resamples=200, rng=0)
+    np.testing.assert_array_equal(disk.ci.values, mem.ci.values)
