@@ -25,8 +25,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import HierbenchError
-from ..data import model_design
+from ..data import model_design, task_minutes
 from ._formula_model import build_mixed
 from ._structure import (
     Structure,
@@ -94,13 +93,7 @@ def build_horizon(
     >>> build_horizon(ds).hierbench["options"]["formula"]
     'score ~ 0 + agent + agent:log2_minutes + (1|task) + (1|agent:task)'
     """
-    if minutes not in data.coords or data[minutes].dims != ("task",):
-        raise HierbenchError(f"`minutes` must name a coord along task (human minutes); got {minutes!r}")
-    x = np.asarray(data[minutes].values, dtype=float)
-    bad = ~np.isfinite(x) | (x <= 0)
-    if bad.any():
-        tasks = np.asarray(data["task"].values).astype(str)
-        raise HierbenchError(f"`{minutes}` must be positive and finite; tasks {tasks[bad][:5].tolist()} are not")
+    x = task_minutes(data, minutes)
     data = data.assign_coords(log2_minutes=("task", np.log2(x)))
     formula = _terms(data, "score ~ 0 + agent + agent:log2_minutes + (1|task)", clusters)
     model = build_mixed(data, formula, family="binomial", priors=priors, n_quad=n_quad, centred=centred)

@@ -84,6 +84,7 @@ from ._schema import (
     to_counts,
 )
 from ._schema import _not_kept_attr as _not_kept_attr  # for hierbench.testing
+from ._schema import task_minutes as task_minutes  # for the time-horizon methods; not in __all__
 from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline, shared_data_dir
 from ._summary import NoScoredRunsWarning, read_report, summarize
 from ._values import SimilarLabelsWarning

@@ -339,3 +339,18 @@ def to_counts(ds: xr.Dataset, *, run_dim: str = "run") -> xr.Dataset:
 
 def _not_kept_attr(counts: dict[str, int]) -> str:
     return json.dumps({k: int(v) for k, v in counts.items() if v})
+
+
+def task_minutes(data: xr.Dataset, minutes: str) -> np.ndarray:
+    """The human minutes of each task, from coord ``minutes`` along task: positive and finite.
+
+    The one check both time-horizon methods (METR's and the Bayesian model) apply.
+    """
+    if minutes not in data.coords or data[minutes].dims != ("task",):
+        raise HierbenchError(f"`minutes` must name a coord along task (human minutes); got {minutes!r}")
+    x = np.asarray(data[minutes].values, dtype=float)
+    bad = ~np.isfinite(x) | (x <= 0)
+    if bad.any():
+        tasks = np.asarray(data["task"].values).astype(str)
+        raise HierbenchError(f"`{minutes}` must be positive and finite; tasks {tasks[bad][:5].tolist()} are not")
+    return x

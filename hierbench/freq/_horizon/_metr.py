@@ -56,6 +56,7 @@ from ..._base import (
 )
 from ..._numerics import frontier as _frontier
 from ..._numerics import release_days
+from ...data import task_minutes
 
 __all__ = [
     "DoublingTimeResult",
@@ -277,13 +278,7 @@ def _resample(
 
 
 def _checked(data: xr.Dataset, minutes: str, success: Sequence[float], levels: Sequence[str]) -> tuple:
-    if minutes not in data.coords or data[minutes].dims != ("task",):
-        raise HierbenchError(f"`minutes` must name a coord along task (human minutes); got {minutes!r}")
-    x_min = np.asarray(data[minutes].values, dtype=float)
-    bad = ~np.isfinite(x_min) | (x_min <= 0)
-    if bad.any():
-        tasks = np.asarray(data["task"].values).astype(str)
-        raise HierbenchError(f"`{minutes}` must be positive and finite; tasks {tasks[bad][:5].tolist()} are not")
+    x_min = task_minutes(data, minutes)
     succ = np.atleast_1d(np.asarray(success, dtype=float))
     if np.any((succ <= 0) | (succ >= 1)):
         raise HierbenchError(f"`success` probabilities must lie in (0, 1); got {succ.tolist()}")
