@@ -34,6 +34,7 @@ import numpy as np
 import xarray as xr
 
 from .._base import OUTSIDE_PACKAGE, NotConvergedWarning
+from ._rankstats import rank_diagnostics
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -204,7 +205,49 @@ def _posterior(fit: xr.DataTree, var_names: Sequence[str] | None) -> xr.Dataset:
 
 
 def _per_element(post: xr.Dataset) -> dict[str, xr.Dataset]:
-    """arviz-stats' rank-normalised R-hat, bulk and tail ESS, and the ESS within chains."""
+    """Rank-normalised R-hat, bulk and tail ESS, and the ESS within chains, per element.
+
+    ``ess_within`` is the Monte Carlo noise an element would show if its chains
+    agreed; the pooled ESS shrinks when they disagree, which would let an
+    element excuse its own R-hat. Computed for all elements at once by
+    :func:`~hierbench.bayes._rankstats.rank_diagnostics` (the statistics the
+    default fit's stopping rule reads); a variable with a non-finite draw, or a
+    fit with one chain or under four draws, goes to arviz-stats as it is.
+    """
+    fast = [
+        v for v in post.data_vars
+        if np.issubdtype(post[v].dtype, np.number) and bool(np.isfinite(post[v].values).all())
+    ] if post.sizes["chain"] > 1 and post.sizes["draw"] >= 4 else []  # fmt: skip
+    out = _vectorised(post[fast]) if fast else {k: xr.Dataset() for k in _PER_ELEMENT}
+    rest = [v for v in post.data_vars if v not in fast]
+    if rest:
+        slow = _by_arviz(post[rest])
+        out = {k: out[k].merge(slow[k]) for k in _PER_ELEMENT}
+    return {k: v[list(post.data_vars)] for k, v in out.items()}
+
+
+_PER_ELEMENT = ("r_hat", "ess_bulk", "ess_tail", "ess_within")
+
+
+def _vectorised(post: xr.Dataset) -> dict[str, xr.Dataset]:
+    c, n = post.sizes["chain"], post.sizes["draw"]
+    shapes = {v: post[v].transpose("chain", "draw", ...) for v in post.data_vars}
+    x = np.concatenate(
+        [np.moveaxis(da.values.reshape(c, n, -1), 2, 0) for da in shapes.values()], axis=0
+    ).astype(np.float64)
+    d = rank_diagnostics(np.ascontiguousarray(x))
+    out: dict[str, dict[str, xr.DataArray]] = {k: {} for k in _PER_ELEMENT}
+    at = 0
+    for v, da in shapes.items():
+        tmpl = da.isel(chain=0, draw=0, drop=True)
+        size = int(tmpl.size)
+        for k in _PER_ELEMENT:
+            out[k][v] = tmpl.copy(data=d[k][at : at + size].reshape(tmpl.shape))
+        at += size
+    return {k: xr.Dataset(v) for k, v in out.items()}
+
+
+def _by_arviz(post: xr.Dataset) -> dict[str, xr.Dataset]:
     import arviz_stats as azs
 
     with warnings.catch_warnings():
@@ -213,9 +256,7 @@ def _per_element(post: xr.Dataset) -> dict[str, xr.Dataset]:
             "r_hat": azs.rhat(post),
             "ess_bulk": azs.ess(post, method="bulk"),
             "ess_tail": azs.ess(post, method="tail"),
-            # the Monte Carlo noise an element would show if its chains agreed; the pooled
-            # ESS shrinks when they disagree, which would let an element excuse its own R-hat.
-            # Rank R-hat is the larger of the bulk and the folded R-hat, so its noise follows
+            # rank R-hat is the larger of the bulk and the folded R-hat, so its noise follows
             # the smaller of the two ESS (antithetic NUTS chains: folded far below bulk)
             "ess_within": sum(
                 np.minimum(

@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ._rankstats import rank_diagnostics
+
 __all__ = [
     "DEFAULT_TUNE",
     "FIT_DEFAULTS",
@@ -261,124 +263,6 @@ def _head(dt: xr.DataTree, n: int) -> xr.DataTree:
     }
     out = xr.DataTree.from_dict(groups)
     out.attrs = dict(dt.attrs)
-    return out
-
-
-# ------------------------------------------------------------------ the stopping check
-# compute_diagnostics runs arviz-stats element by element (about 1 ms per element and
-# statistic: 10 s for the 1,500 elements of a 12 x 500 crossed fit). The check below
-# computes the same statistics (Vehtari et al. 2021, as arviz-stats does) for every
-# element at once; tests/test_bayes_adaptive.py holds it to arviz-stats' values.
-
-
-def _ranks(v: np.ndarray) -> np.ndarray:
-    """1-based ranks along the last axis, ties given their average rank (as scipy's rankdata)."""
-    order = np.argsort(v, axis=-1)
-    srt = np.take_along_axis(v, order, axis=-1)
-    ranks = np.empty(v.shape)
-    base = np.broadcast_to(np.arange(1.0, v.shape[-1] + 1.0), v.shape)
-    tied = srt[..., 1:] == srt[..., :-1]
-    if tied.any():  # average the ranks of each run of equal values (rare for draws)
-        rows = np.flatnonzero(tied.any(axis=-1))
-        from scipy import stats
-
-        base = base.copy()
-        base[rows] = np.sort(stats.rankdata(v[rows], axis=-1, method="average"), axis=-1)
-    np.put_along_axis(ranks, order, base, axis=-1)
-    return ranks
-
-
-def _z_scale(x: np.ndarray) -> np.ndarray:
-    """Rank-normalised values of ``x`` (K, m, n) per element (Blom's offset 3/8), as arviz-stats."""
-    from scipy import special
-
-    k, m, n = x.shape
-    r = _ranks(x.reshape(k, m * n))
-    return special.ndtri((r - 0.375) / (m * n - 0.75 + 1.0)).reshape(k, m, n)
-
-
-def _split(x: np.ndarray) -> np.ndarray:
-    """Each chain of ``x`` (K, m, n) cut into its two halves (the middle draw of an odd n dropped)."""
-    half = x.shape[2] // 2
-    return np.concatenate([x[:, :, :half], x[:, :, x.shape[2] - half :]], axis=1)
-
-
-def _rhat(z: np.ndarray) -> np.ndarray:
-    n = z.shape[2]
-    b = n * np.var(z.mean(axis=2), axis=1, ddof=1)
-    w = np.var(z, axis=2, ddof=1).mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a constant element: NaN, as arviz-stats
-        return np.sqrt((b / w + n - 1) / n)
-
-
-def _geyer_tau(r: np.ndarray, n: int) -> np.ndarray:
-    """Integrated autocorrelation time from ``r`` (K, n) with Geyer's initial monotone sequence."""
-    k = r.shape[0]
-    js = np.arange(1, n)
-    js = js[2 * js - 1 < n - 3]
-    if js.size == 0:
-        return np.ones(k)
-    rows = np.arange(k)
-    s = r[:, 2 * js] + r[:, 2 * js + 1]  # (K, J) pair sums
-    q0 = 1.0 + r[:, 1]
-    bad = ~(s > 0)
-    first_bad = np.where(bad.any(axis=1), bad.argmax(axis=1), js.size)
-    big_j = np.where(q0 > 0, np.minimum(js.size, first_bad + 1), 0)  # iterations run
-    pairs = np.hstack([q0[:, None], s])  # Q_0 .. Q_J
-    run_min = np.minimum.accumulate(pairs, axis=1)
-    total = np.where(np.arange(pairs.shape[1])[None] < big_j[:, None], run_min, 0.0).sum(axis=1)
-    last_even = r[rows, 2 * np.maximum(big_j, 1)]
-    keep = (big_j >= 1) & ((last_even > 0) | (pairs[rows, big_j] >= 0))
-    tail = np.where(big_j == 0, 1.0, np.where(keep, last_even, 0.0))
-    tail = np.where(2 * big_j < n, tail, 0.0)
-    return -1.0 + 2.0 * total + tail
-
-
-def _ess(x: np.ndarray) -> np.ndarray:
-    """Effective sample size of every element of ``x`` (K elements, m chains, n draws)."""
-    from scipy.fft import next_fast_len
-
-    _, m, n = x.shape
-    const = (x.max(axis=(1, 2)) - x.min(axis=(1, 2))) < np.finfo(float).resolution
-    xc = x - x.mean(axis=2, keepdims=True)
-    size = next_fast_len(2 * n)
-    f = np.fft.rfft(xc, n=size, axis=2)
-    acov = np.fft.irfft(f * np.conjugate(f), n=size, axis=2)[:, :, :n] / n
-    mean_var = acov[:, :, 0].mean(axis=1) * n / (n - 1.0)
-    var_plus = mean_var * (n - 1.0) / n
-    if m > 1:
-        var_plus = var_plus + np.var(x.mean(axis=2), axis=1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = 1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]
-        tau = np.maximum(_geyer_tau(r, n), 1.0 / np.log10(m * n))
-        ess = m * n / tau
-    ess = np.where(np.isnan(r).any(axis=1), np.nan, ess)
-    return np.where(const, float(m * n), ess)
-
-
-def rank_diagnostics(x: np.ndarray) -> dict[str, np.ndarray]:
-    """Rank R-hat, bulk and tail ESS and the summed per-chain bulk ESS of every element.
-
-    ``x`` has shape (elements, chains, draws). The tail ESS is at the
-    quantiles arviz-stats uses (``1 - p`` and ``p``, ``p`` its ``stats.ci_prob``).
-    """
-    from arviz_base import rcParams
-
-    k, c, n = x.shape
-    sx = _split(x)
-    out = {"ess_bulk": _ess(_z_scale(sx))}
-    p = float(rcParams["stats.ci_prob"])
-    full = x.reshape(k, c * n)
-    tail = [_ess(_split((x <= np.quantile(full, q, axis=1)[:, None, None]).astype(float)))
-            for q in sorted((p, 1 - p))]  # fmt: skip
-    out["ess_tail"] = np.minimum(*tail)
-    if c > 1:
-        folded = np.abs(sx - np.median(sx.reshape(k, -1), axis=1)[:, None, None])
-        out["r_hat"] = np.maximum(_rhat(_z_scale(sx)), _rhat(_z_scale(folded)))
-    else:
-        out["r_hat"] = np.full(k, np.nan)
-    per_chain = _split(x.reshape(k * c, 1, n))  # each chain split alone
-    out["ess_within"] = _ess(_z_scale(per_chain)).reshape(k, c).sum(axis=1)
     return out
 
 
