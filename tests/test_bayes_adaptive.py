@@ -197,3 +197,14 @@ def test_r_hat_check_false_alarm_rate_on_antithetic_chains():
         if fails > 3:
             break
     assert fails <= 3
+
+
+def test_ranks_average_ties_as_scipy():
+    from scipy import stats
+
+    from hierbench.bayes._rankstats import _ranks
+
+    rng = np.random.default_rng(7)
+    v = np.round(rng.normal(size=(40, 101)) * 2) / 2  # many ties
+    v[3] = 1.0  # one constant row
+    np.testing.assert_array_equal(_ranks(v), stats.rankdata(v, axis=-1, method="average"))

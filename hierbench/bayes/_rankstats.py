@@ -19,19 +19,20 @@ __all__ = ["rank_diagnostics"]
 
 
 def _ranks(v: np.ndarray) -> np.ndarray:
-    """1-based ranks along the last axis, ties given their average rank (as scipy's rankdata)."""
+    """1-based ranks along the last axis (2-d ``v``), ties given their average rank (as scipy's rankdata)."""
     order = np.argsort(v, axis=-1)
     srt = np.take_along_axis(v, order, axis=-1)
+    n = v.shape[-1]
+    pos = np.broadcast_to(np.arange(n), v.shape)
+    starts = np.ones(v.shape, dtype=bool)
+    starts[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    ends = np.ones(v.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    # each sorted value's run of equal values runs from `first` to `last`; its rank is their middle
+    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=-1)
+    last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=-1)[:, ::-1]
     ranks = np.empty(v.shape)
-    base = np.broadcast_to(np.arange(1.0, v.shape[-1] + 1.0), v.shape)
-    tied = srt[..., 1:] == srt[..., :-1]
-    if tied.any():  # average the ranks of each run of equal values (rare for draws)
-        rows = np.flatnonzero(tied.any(axis=-1))
-        from scipy import stats
-
-        base = base.copy()
-        base[rows] = np.sort(stats.rankdata(v[rows], axis=-1, method="average"), axis=-1)
-    np.put_along_axis(ranks, order, base, axis=-1)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=-1)
     return ranks
 
 
@@ -116,7 +117,8 @@ def rank_diagnostics(x: np.ndarray) -> dict[str, np.ndarray]:
 
     k, c, n = x.shape
     sx = _split(x)
-    out = {"ess_bulk": _ess(_z_scale(sx))}
+    z = _z_scale(sx)
+    out = {"ess_bulk": _ess(z)}
     p = float(rcParams["stats.ci_prob"])
     full = x.reshape(k, c * n)
     tail = [_ess(_split((x <= np.quantile(full, q, axis=1)[:, None, None]).astype(float)))
@@ -124,7 +126,7 @@ def rank_diagnostics(x: np.ndarray) -> dict[str, np.ndarray]:
     out["ess_tail"] = np.minimum(*tail)
     if c > 1:
         folded = np.abs(sx - np.median(sx.reshape(k, -1), axis=1)[:, None, None])
-        out["r_hat"] = np.maximum(_rhat(_z_scale(sx)), _rhat(_z_scale(folded)))
+        out["r_hat"] = np.maximum(_rhat(z), _rhat(_z_scale(folded)))
     else:
         out["r_hat"] = np.full(k, np.nan)
     per_chain = _split(x.reshape(k * c, 1, n))  # each chain split alone
