@@ -85,6 +85,24 @@ def fit_kwargs(fit_fn, progress: bool) -> dict:
     return {}
 
 
+def diagnostics_line(dt) -> str:
+    """The fit's convergence checks in one sentence: verdict, R-hat against its limit, ESS, divergences."""
+    a = dt.attrs
+    if "diag_converged" not in a:
+        return "convergence not checked"
+
+    def num(key: str) -> float:
+        return float(a.get(key, float("nan")))
+
+    verdict = "converged" if int(a["diag_converged"]) else "NOT converged"
+    return (
+        f"{verdict}: max R-hat {num('diag_max_r_hat'):.3f} (limit {num('diag_r_hat_limit'):.3f} "
+        f"for {int(a.get('diag_n_checked', 0))} elements checked), min ESS bulk "
+        f"{num('diag_min_ess_bulk'):.0f} / tail {num('diag_min_ess_tail'):.0f}, "
+        f"{int(a.get('diag_n_divergent', 0))} divergences, min E-BFMI {num('diag_min_bfmi'):.2f}"
+    )
+
+
 def convergence_line(dt) -> str | None:
     """One line saying why a fit failed its convergence checks (None when it passed)."""
     conv = dt.attrs.get("diag_converged")

@@ -22,7 +22,14 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._console import _report_text, _summary_frame, _summary_text, convergence_line, fit_kwargs
+from ._console import (
+    _report_text,
+    _summary_frame,
+    _summary_text,
+    convergence_line,
+    diagnostics_line,
+    fit_kwargs,
+)
 
 __all__ = ["CliError", "build_parser", "convergence_line", "fit_kwargs", "load_any", "main"]
 
@@ -360,9 +367,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     print(
         f"{args.model} fit of {ds.sizes['agent']} agents x {ds.sizes['task']} tasks: {wall:.0f} s "
         f"(compile {float(a.get('compile_time', float('nan'))):.0f} s, sampling "
-        f"{float(a.get('sampling_time', float('nan'))):.0f} s); max R-hat "
-        f"{float(a.get('diag_max_r_hat', float('nan'))):.3f}, min ESS bulk "
-        f"{float(a.get('diag_min_ess_bulk', float('nan'))):.0f}, divergences {a.get('diag_n_divergent', '?')}"
+        f"{float(a.get('sampling_time', float('nan'))):.0f} s); {diagnostics_line(dt)}"
     )
     print(f"saved to {out} ({size / 1e6:.1f} MB, groups {_saved_groups(out)})")
     line = convergence_line(dt)

@@ -155,7 +155,8 @@ def _fit_crossed(ctx: DemoContext) -> tuple[xr.DataTree, list[str], float]:
     from ._console import convergence_line, fit_kwargs
     from .bayes import build_crossed, fit
 
-    draws, tune, chains = (300, 300, 2) if _fast(ctx) else (1000, 1000, 4)
+    # the package's default run (tuning from the mode, draws to the ESS target); --fast: a smoke run
+    draws, tune, chains = (300, 300, 2) if _fast(ctx) else (None, None, 4)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -230,23 +231,20 @@ def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFra
 
 
 def _bayes_section(ctx: DemoContext) -> str:
+    from ._console import diagnostics_line
+
     dt, conv, wall = _fit_crossed(ctx)
     post = dt["posterior"].to_dataset()
     table, obs = _level_tables(ctx, post)
     sds = _sd_table(ctx, post, dt)
-    diag = {k.removeprefix("diag_"): v for k, v in dt.attrs.items() if k.startswith("diag_")}
     chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
     lines = [
         f"Crossed logistic model (agent + task + cluster + agent x task, the agent x task effect\n"
         f"integrated out by Gauss-Hermite quadrature), {chains} chains x {draws} draws with\n"
         f"{dt.attrs.get('sampler', 'nutpie')}: {wall:.0f} s wall "
         f"(compile {float(dt.attrs.get('compile_time', np.nan)):.0f} s).",
-        "Diagnostics: "
-        + ", ".join(
-            f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
-            for k, v in diag.items()
-            if k not in ("thresholds", "checks") and (not isinstance(v, str) or len(v) < 60)
-        ),
+        f"Diagnostics: {diagnostics_line(dt)}.",
+        f"Run: {dt.attrs.get('fit_notes', '')}.",
         "",
         "Expected score on a new task, both methods"
         + (" beside the truth:" if ctx.truth is not None else ":"),
