@@ -357,3 +357,34 @@ def test_report_figures_have_no_overlapping_text(tmp_path, monkeypatch):
         build(data=ds, path=tmp_path / "data.html", n_resamples=199, progress=False)
     assert {"rank_worst", "trace_worst", "energy", "abilities_forest", "passk_curves"} <= set(found)
     assert not {k: v for k, v in found.items() if v}
+
+
+@pytest.mark.slow  # a small crossed fit
+def test_variance_rows_hold_every_component_of_both_halves():
+    """With tasks in clusters both halves name task:cluster and agent:task:cluster; the table's rows
+    must still add up to every component each half estimated (the report once summed only the
+    cluster part into the Bayesian task row, a tenth of the task variance).
+    """
+    from hierbench.bayes import build_crossed, fit
+    from hierbench.freq import variance_components
+    from hierbench.metrics import crossed_variance_components
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _bayes_part, _gtheory_part, _rows
+    from hierbench.testing import simulate_eval
+
+    data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_crossed(data), draws=150, tune=150, chains=2, rng=1, progress=False)
+        ctx = _Context(fit=dt, data=data, prob=0.95, freq="auto")
+        rows = _rows(False)
+        bayes = _bayes_part(ctx, rows)
+        gt, _ = _gtheory_part(ctx, rows)
+        g = variance_components(data)
+    vc = crossed_variance_components(dt, scale="probability")
+    assert {"task:cluster", "agent:task:cluster"} <= {str(c) for c in vc.estimate["component"].values}
+    np.testing.assert_allclose(bayes["Bayes estimate"].sum(), float(vc.estimate.sum()), rtol=1e-9)
+    assert "task:cluster" in bayes.loc["task", "Bayes terms"]
+    comp = (g.components if hasattr(g, "components") else g.estimate).to_series()
+    np.testing.assert_allclose(gt.filter(like="G-theory (").iloc[:, 0].sum(), float(comp.sum()), rtol=1e-9)
+    assert not ctx.warnings

@@ -1,10 +1,11 @@
 """The variance-components section: the crossed fit's and G-theory's components, row for row.
 
-The two halves name their components differently and split them
-differently (G-theory may separate clusters from tasks, the crossed model
-folds clusters into the task effect). :data:`COMPONENT_ROWS` is the one
-place the namings meet: each row of the table sums the components of either
-half listed for it, and says which it summed. A component the fitted model
+Both halves name their components by G-theory's facets (``task:cluster``,
+``agent:task:cluster`` when tasks sit in clusters), but split them
+differently (G-theory also estimates ``agent:cluster``; the crossed model
+folds it into the agent x task effect). :data:`COMPONENT_ROWS` is the one
+place the rows are defined: each row of the table sums the components of
+either half listed for it, and says which it summed. A component the fitted model
 does not have is never shown on its own: with one run per cell, or a fit
 without an agent x task effect, agent x task and run-to-run variation are
 one row.
@@ -24,15 +25,12 @@ from ._report import Report
 
 __all__ = ["COMPONENT_ROWS"]
 
-#: row -> (the crossed fit's names, G-theory's names) summed into it
-COMPONENT_ROWS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "agent": (("agent",), ("agent",)),
-    "task": (("task", "cluster"), ("task", "cluster", "task:cluster")),
-    "agent x task": (
-        ("agent_task", "agent:task"),
-        ("agent:task", "agent:cluster", "agent:task:cluster"),
-    ),
-    "run-to-run": (("residual",), ("residual",)),
+#: row -> the components (of either half, by the names both use) summed into it
+COMPONENT_ROWS: dict[str, tuple[str, ...]] = {
+    "agent": ("agent",),
+    "task": ("task", "cluster", "task:cluster"),
+    "agent x task": ("agent:task", "agent:cluster", "agent:task:cluster"),
+    "run-to-run": ("residual",),
 }
 _MERGED = "agent x task + run-to-run"
 
@@ -58,13 +56,20 @@ def _runs_per_cell(data: xr.Dataset) -> np.ndarray:
     return to_counts(data)["n_runs"].values
 
 
-def _rows(merge: bool) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+def _rows(merge: bool) -> dict[str, tuple[str, ...]]:
     if not merge:
         return COMPONENT_ROWS
     rows = {k: v for k, v in COMPONENT_ROWS.items() if k not in ("agent x task", "run-to-run")}
-    at, rr = COMPONENT_ROWS["agent x task"], COMPONENT_ROWS["run-to-run"]
-    rows[_MERGED] = (at[0] + rr[0], at[1] + rr[1])
+    rows[_MERGED] = COMPONENT_ROWS["agent x task"] + COMPONENT_ROWS["run-to-run"]
     return rows
+
+
+def _note_unshown(ctx: _Context, half: str, comps: list[str], rows: dict) -> None:
+    """A component no row sums is said, never dropped from the reader's sight in silence."""
+    shown = {n for names in rows.values() for n in names}
+    missing = [c for c in comps if c not in shown]
+    if missing:
+        ctx.warnings.append(f"variance components: {half} components {missing} fit no row of the table")
 
 
 def _bayes_part(ctx: _Context, rows: dict) -> pd.DataFrame | None:
@@ -72,14 +77,16 @@ def _bayes_part(ctx: _Context, rows: dict) -> pd.DataFrame | None:
         return None
     from ..metrics import crossed_variance_components
 
-    vc = crossed_variance_components(ctx.fit, scale="probability")
+    vc = crossed_variance_components(ctx.fit, scale="probability").draws
+    comps = [str(c) for c in vc["component"].values]
+    _note_unshown(ctx, "Bayes", comps, rows)
     q = [(1 - ctx.prob) / 2, (1 + ctx.prob) / 2]
     out = {}
-    for row, (names, _) in rows.items():
-        have = [n for n in names if n in vc]
+    for row, names in rows.items():
+        have = [n for n in names if n in comps]
         if not have:
             continue
-        draws = sum(vc[n] for n in have)
+        draws = vc.sel(component=have).sum("component")
         lo, hi = (float(v) for v in draws.quantile(q, dim=("chain", "draw")).values)
         below = float((draws < 0).mean())
         out[row] = {"Bayes estimate": max(float(draws.mean()), 0.0), "Bayes lower": max(lo, 0.0),
@@ -101,8 +108,9 @@ def _gtheory_part(ctx: _Context, rows: dict) -> tuple[pd.DataFrame | None, str]:
     comp = (g.components if hasattr(g, "components") else g.estimate).to_series()
     comp.index = comp.index.astype(str)
     label = f"G-theory ({getattr(g, 'method', 'ANOVA')})"
+    _note_unshown(ctx, "G-theory", list(comp.index), rows)
     out = {}
-    for row, (_, names) in rows.items():
+    for row, names in rows.items():
         have = [n for n in names if n in comp.index]
         if have:
             out[row] = {label: float(comp[have].sum()), "G-theory terms": " + ".join(have)}
