@@ -210,12 +210,12 @@ def differ_column(table: pd.DataFrame) -> str | None:
     return next((c for c in table.columns if str(c).startswith("differ (")), None)
 
 
-#: the settings worth printing, and their labels
+#: the settings worth printing, and their labels (a count of 0 means the law was enumerated)
 _SETTINGS = (
-    ("n_resamples", "bootstrap resamples {}"),
-    ("n_permutations", "sign patterns per pair {} (0: every p-value exact)"),
-    ("maxt_crit", "max-T critical |t| {:.4g}"),
-    ("maxt_draws", "max-T null draws {} (0: exact)"),
+    ("n_resamples", "bootstrap resamples {:,}", None),
+    ("n_permutations", "sign patterns per pair {:,}", "sign patterns: all enumerated (exact p-values)"),
+    ("maxt_crit", "max-T critical |t| {:.4g}", None),
+    ("maxt_draws", "max-T null draws {:,}", "max-T null law: all sign patterns enumerated (exact)"),
 )
 
 
@@ -224,7 +224,11 @@ def settings_text(cmp: PairwiseComparisonResult) -> str:
     a = _attrs(cmp)
     parts = [f"test: {a['test_reason']}" if "test_reason" in a else ""]
     parts.append(f"adjustment: {a['adjust_reason']}" if "adjust_reason" in a else "")
-    nums = [lab.format(a[k]) for k, lab in _SETTINGS if k in a and np.isfinite(float(a[k]))]
+    nums = [
+        exact if exact and float(a[k]) == 0 else lab.format(int(a[k]) if "," in lab else a[k])
+        for k, lab, exact in _SETTINGS
+        if k in a and np.isfinite(float(a[k]))
+    ]
     parts.append(", ".join(nums))
     return "; ".join(p for p in parts if p)
 
