@@ -19,7 +19,7 @@ that pulled every agent's logit at the centre of the covariate towards 0 by
 up to 0.9 logit, which moved all the 50% horizons towards that centre at once:
 with the covariate uncentred (its 0 a one-minute task) Claude 3.5 Sonnet
 (New) came out at 30 minutes, centred at 77-94, against 37 for the maximum-
-likelihood fit of the same formula and 43 with the wide prior (measured in
+likelihood fit of the same formula and 45 with the wide prior (measured in
 ``models/horizon/card.md``). The terms in
 brackets are included by the rules every crossed model uses
 (:func:`hierbench.bayes._structure.decide_clusters`,
