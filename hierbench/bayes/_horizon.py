@@ -88,7 +88,7 @@ def build_horizon(
         Include ``(1|cluster)`` (auto: by the crossed model's cluster rule).
     priors : mapping, optional
         As :func:`hierbench.bayes.build_mixed`; ``beta`` defaults to
-        :data:`HORIZON_BETA_PRIOR` here.
+        ``HORIZON_BETA_PRIOR``, Normal(0, 10), here.
     n_quad, centred
         As :func:`hierbench.bayes.build_mixed`.
 
