@@ -136,6 +136,10 @@ class ZeroWidthIntervalWarning(SmallSampleWarning):
     """An interval has zero width although its level is below one: it carries no uncertainty."""
 
 
+class ExtrapolatedHorizonWarning(BoundaryWarning):
+    """A time horizon on a trend lies beyond the task lengths measured: an extrapolation along a slope."""
+
+
 # --------------------------------------------------------------------------- randomness
 
 

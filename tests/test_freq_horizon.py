@@ -7,6 +7,7 @@ describes) and statsmodels' GLM on the raw CSV, numpy's polyfit for the trend.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -17,6 +18,7 @@ import xarray as xr
 from hierbench._base import HierbenchError
 from hierbench.data import load_metr
 from hierbench.freq import (
+    ExtrapolatedHorizonWarning,
     ExtremeHorizonWarning,
     doubling_time,
     metr_run_weights,
@@ -126,7 +128,8 @@ def test_doubling_time_matches_a_least_squares_line_through_the_frontier(metr, s
     dates = yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
     with pytest.raises(HierbenchError, match=r"no date for agents \['davinci-002'\]"):
         doubling_time(res, dates)
-    dt = doubling_time(res, dates, missing="skip")
+    with pytest.warns(ExtrapolatedHorizonWarning, match="gpt-3.5-turbo-instruct"):
+        dt = doubling_time(res, dates, missing="skip")
     # frontier by hand: running maximum of the 50% horizon over release dates
     h = res.estimate.sel(success=0.5).to_series().drop("davinci-002")
     d = pd.to_datetime(pd.Series({a: dates["date"][a] for a in h.index}))
@@ -156,3 +159,26 @@ def test_bad_inputs_are_named():
         time_horizon(ds, minutes="length")
     with pytest.raises(HierbenchError, match=r"`success` probabilities must lie in \(0, 1\)"):
         time_horizon(ds.assign_coords(human_minutes=("task", [1.0, 2.0])), success=[1.0])
+
+
+def test_a_trend_through_horizons_beyond_the_task_lengths_is_flagged(metr, shared_data):
+    """gpt-3.5-turbo-instruct (3 successes in 485 runs) is the only frontier agent before 2023; its 50% horizon
+    lies below the shortest task in the raw file, so the 2019+ trend is flagged and the 2023+ one is not.
+    """
+    import yaml
+
+    ds, csv = metr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        res = time_horizon(ds, n_resamples=0)
+    shortest, longest = csv["human_minutes"].min(), csv["human_minutes"].max()
+    assert res.options["minutes_range"] == pytest.approx([shortest, longest])
+    assert float(res.estimate.sel(agent="gpt-3.5-turbo-instruct", success=0.5)) < shortest
+    dates = yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
+    span = re.escape(f"{shortest:g}-{longest:g} minutes")
+    with pytest.warns(ExtrapolatedHorizonWarning, match=span + r" .*\(gpt-3\.5-turbo-instruct [0-9.e-]+ minutes\)"):
+        doubling_time(res, dates, missing="skip")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExtrapolatedHorizonWarning)
+        late = doubling_time(res, dates, missing="skip", after="2023-01-01")
+    assert "gpt-3.5-turbo-instruct" not in late.agents

@@ -18,6 +18,7 @@ from scipy.special import expit
 from hierbench._base import HierbenchError
 from hierbench.data import model_design
 from hierbench.metrics import (
+    ExtrapolatedHorizonWarning,
     agent_variance,
     average_marginal_effects,
     doubling_time,
@@ -179,7 +180,10 @@ def test_horizons_solve_the_population_curve_and_the_trend_matches_polyfit():
             x = np.log2(float(h.estimate.sel(agent=a, success=p)))
             assert abs(_lnorm(expit, beta[i] + beta[3 + i] * x, s) - p) < 1e-6
     dates = {"a": "2024-01-01", "b": "2024-05-01", "c": "2024-12-01"}
-    dt = doubling_time(h, dates)
+    # c's line crosses 0 at 2 ** (4.5 / 0.5) = 512 minutes, beyond the longest task (300): an extrapolation
+    assert h.minutes_range == pytest.approx([2.0, 300.0])
+    with pytest.warns(ExtrapolatedHorizonWarning, match=r"beyond the 2-300 minutes .*\(c 512 minutes\)"):
+        dt = doubling_time(h, dates)
     days = np.array([np.datetime64(v, "D").astype(int) for v in dates.values()], dtype=float)
     slope = np.polyfit(days, np.log(h.estimate.sel(success=0.5).values), 1)[0]
     assert abs(float(dt.estimate) - np.log(2) / slope) < 1e-6

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["frontier", "release_days"]
+__all__ = ["beyond_lengths", "frontier", "release_days"]
 
 
 def release_days(release_dates: Mapping[str, Any], agents: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
@@ -49,3 +49,30 @@ def frontier(days: np.ndarray, h: np.ndarray) -> np.ndarray:
         best = max(best, float(np.max(h[on])))
         keep |= on & (h >= best)
     return keep
+
+
+def beyond_lengths(agents: Sequence[Any], h: np.ndarray, lengths: Sequence[float] | None) -> str:
+    """The notice for horizons on a trend outside the measured task lengths ``(shortest, longest)`` minutes.
+
+    Empty when every horizon lies within them (or the lengths are unknown).
+    Such a horizon is read off the agent's line beyond its data, so its value,
+    and a doubling time through it, rest on the slope (and on any penalty or
+    prior on it) rather than on runs at that length.
+
+    Examples
+    --------
+    >>> beyond_lengths(["a", "b"], np.array([0.01, 30.0]), (1.0, 960.0))[:71]
+    'the trend goes through horizons beyond the 1-960 minutes of the tasks m'
+    >>> beyond_lengths(["a", "b"], np.array([2.0, 30.0]), (1.0, 960.0))
+    ''
+    """
+    if lengths is None or len(lengths) != 2:
+        return ""
+    lo, hi = float(lengths[0]), float(lengths[1])
+    out = (h < lo) | (h > hi)
+    if not out.any():
+        return ""
+    which = ", ".join(f"{a} {v:.3g}" for a, v in zip(np.asarray(agents)[out], h[out], strict=True))
+    return (f"the trend goes through horizons beyond the {lo:g}-{hi:g} minutes of the tasks measured ({which} minutes): "
+            "extrapolations along each agent's slope, on which the doubling time then leans; `after=` a later date "
+            "leaves them out")

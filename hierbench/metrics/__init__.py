@@ -14,6 +14,7 @@ result object: ``estimate``, ``ci``, a
 short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 """
 
+from .._base import ExtrapolatedHorizonWarning  # raised by doubling_time, as by hierbench.freq's
 from ._common import UndefinedMetricWarning, posterior_interval, posterior_summary
 from ._crossed import _mean_observed_draws as _mean_observed_draws  # for hierbench.bayes
 from ._crossed import (
@@ -53,6 +54,7 @@ from ._results import (
 )
 
 __all__ = [
+    "ExtrapolatedHorizonWarning",
     "HeadToHeadResult",
     "PosteriorAgentVarianceResult",
     "PosteriorDoublingTimeResult",

@@ -30,14 +30,15 @@ import xarray as xr
 from .._base import (
     DEFAULT_PROB,
     OUTSIDE_PACKAGE,
+    ExtrapolatedHorizonWarning,
     HierbenchError,
     Result,
     UndefinedWarning,
     check_prob,
     make_interval,
 )
+from .._numerics import beyond_lengths, release_days
 from .._numerics import frontier as _frontier
-from .._numerics import release_days
 from ._mixed import as_design, integrated_sd, mixed_draws, population_mean, row_predictor
 
 __all__ = ["PosteriorDoublingTimeResult", "PosteriorHorizonResult", "doubling_time", "time_horizon"]
@@ -49,13 +50,15 @@ class PosteriorHorizonResult(Result):
 
     Posterior time horizons (:func:`time_horizon`): ``estimate`` (posterior median, minutes) and
     ``ci`` (equal-tailed) over ``(agent, success)``, as :class:`hierbench.freq.TimeHorizonResult`;
-    ``draws(chain, draw, agent, success)``; ``n_undefined(agent)``: draws without a horizon.
+    ``draws(chain, draw, agent, success)``; ``n_undefined(agent)``: draws without a horizon;
+    ``minutes_range``: the shortest and longest task in the design (minutes).
     """
 
     estimate: xr.DataArray
     ci: xr.DataArray
     draws: xr.DataArray
     n_undefined: xr.DataArray
+    minutes_range: list = field(default_factory=list)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
@@ -171,7 +174,9 @@ def time_horizon(
                        detail="equal-tailed posterior interval over (chain, draw); draws without a horizon left out",
                        warn_zero_width=False)  # fmt: skip
     nu = xr.DataArray(undefined, dims="agent", coords={"agent": agents}, name="n_undefined")
-    return PosteriorHorizonResult(estimate=est, ci=ci, draws=draws, n_undefined=nu)
+    lengths = 2.0 ** design.frame[minutes].to_numpy(dtype=float)
+    return PosteriorHorizonResult(estimate=est, ci=ci, draws=draws, n_undefined=nu,
+                                  minutes_range=[float(lengths.min()), float(lengths.max())])  # fmt: skip
 
 
 def _days(release_dates: Mapping[str, Any], agents: list[str], missing: str) -> tuple[np.ndarray, list[str]]:
@@ -202,6 +207,11 @@ def doubling_time(
     -------
     PosteriorDoublingTimeResult
         ``estimate`` in days (the posterior median) with an equal-tailed ``ci``.
+
+    Warns
+    -----
+    ExtrapolatedHorizonWarning
+        A median horizon on the line lies beyond the design's task lengths.
     """
     prob = check_prob(prob)
     if missing not in ("refuse", "skip"):
@@ -220,6 +230,9 @@ def doubling_time(
         use &= _frontier(np.where(use, days, np.nan), np.where(use, h, -np.inf))
     if use.sum() < 2:
         raise HierbenchError(f"the trend needs at least 2 agents with a date and a positive horizon; got {np.asarray(agents)[use].tolist()}")
+    note = beyond_lengths(np.asarray(agents)[use], h[use], horizons.minutes_range)
+    if note:
+        warnings.warn(note, ExtrapolatedHorizonWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     d = horizons.draws.isel(success=j).transpose("chain", "draw", "agent").values[..., use]
     flat = np.log(d.reshape(-1, use.sum()))
     good = np.all(np.isfinite(flat), axis=1)

@@ -45,6 +45,7 @@ from ..._base import (
     DEFAULT_PROB,
     OUTSIDE_PACKAGE,
     BoundaryWarning,
+    ExtrapolatedHorizonWarning,
     HierbenchError,
     Result,
     UndefinedWarning,
@@ -54,12 +55,13 @@ from ..._base import (
     cluster_codes,
     make_interval,
 )
+from ..._numerics import beyond_lengths, release_days
 from ..._numerics import frontier as _frontier
-from ..._numerics import release_days
 from ...data import task_minutes
 
 __all__ = [
     "DoublingTimeResult",
+    "ExtrapolatedHorizonWarning",
     "ExtremeHorizonWarning",
     "TimeHorizonResult",
     "doubling_time",
@@ -90,6 +92,8 @@ class TimeHorizonResult(Result):
     resamples : DataArray (resample, agent, success)
         Bootstrap horizons (NaN where a replicate left an agent with one outcome).
     options : dict
+        The settings, and ``minutes_range``: the shortest and longest task
+        run (minutes), beyond which a horizon is an extrapolation.
     """
 
     estimate: xr.DataArray
@@ -375,7 +379,10 @@ def time_horizon(
         )  # fmt: skip
     est = _horizons(coef, succ, extreme)
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng))
-    return _horizon_result(agents, succ, est, coef, boot, prob, n_resamples, lv, weights, regularization)
+    res = _horizon_result(agents, succ, est, coef, boot, prob, n_resamples, lv, weights, regularization)
+    ran = (n > 0).any(0)
+    res.options["minutes_range"] = [float(2 ** x[ran].min()), float(2 ** x[ran].max())] if ran.any() else []
+    return res
 
 
 def _bootstrap(data, family, s, n, x, w_cell, succ, lam, n_resamples, lv, gen) -> np.ndarray:
@@ -465,6 +472,13 @@ def doubling_time(
     DoublingTimeResult
         ``estimate`` in days with a bootstrap percentile ``ci``.
 
+    Warns
+    -----
+    ExtrapolatedHorizonWarning
+        A horizon on the line lies beyond the task lengths run (METR's runs:
+        gpt-3.5-turbo-instruct's, far below the shortest task, set by the
+        slope penalty, halves the doubling time from 2019).
+
     Examples
     --------
     >>> import numpy as np, xarray as xr
@@ -500,6 +514,9 @@ def doubling_time(
         use &= _frontier(np.where(use, days, np.nan), np.where(use, h, -np.inf))
     if use.sum() < 2:
         raise HierbenchError(f"the trend needs at least 2 agents with a date and a positive horizon; got {agents[use].tolist()}")
+    note = beyond_lengths(agents[use], h[use], horizons.options.get("minutes_range"))
+    if note:
+        warnings.warn(note, ExtrapolatedHorizonWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     slope = float(_ols_slope(days[use], np.log(h[use])))
     boot = horizons.resamples.values[:, use, j]
     good = np.all(np.isfinite(boot) & (boot > 0), axis=1)
