@@ -14,6 +14,7 @@ report section.
 from __future__ import annotations
 
 import os
+import textwrap
 import time
 import warnings
 from collections.abc import Callable
@@ -119,6 +120,11 @@ def _covers(table: xr.Dataset) -> str:
     return f"\n\n{int(table['covers'].sum())} of {table.sizes['agent']} intervals cover the truth."
 
 
+def _boot_label(boot) -> str:
+    """``cluster bootstrap (BCa)`` or ``task bootstrap (BCa)``: what the result resampled."""
+    return f"{boot.attrs.get('resample_unit', 'task')} bootstrap (BCa)"
+
+
 def _bootstrap_section(ctx: DemoContext) -> str:
     from .compare import side_by_side
     from .freq import bootstrap_ci
@@ -132,18 +138,21 @@ def _bootstrap_section(ctx: DemoContext) -> str:
     )
     ctx.extra["bootstrap"] = boot
     truth = _truth_new_task(ctx)
-    table = side_by_side({"cluster bootstrap (BCa)": boot}, truth=truth)
+    table = side_by_side({_boot_label(boot): boot}, truth=truth)
     ctx.extra["freq_table"] = table
+    unit = (
+        "whole task clusters (the cluster coord)"
+        if boot.attrs.get("resample_unit") == "cluster"
+        else "tasks (no cluster coord)"
+    )
+    text = (
+        f"Benchmark mean per agent (mean over tasks of each task's mean score) with a {PROB:.0%} BCa "
+        f"interval from the task-level bootstrap, resampling {unit} and sharing each resample across "
+        "agents. The target is the agent's expected score on a new task from the same population"
+        + ("; the truth column is that value, computed from the simulation's parameters." if truth is not None else ".")
+    )
     return (
-        f"Benchmark mean per agent (mean over tasks of each task's mean score) with a {PROB:.0%}\n"
-        "BCa interval from the task-level bootstrap, resampling whole task clusters (the\n"
-        "cluster coord) and sharing each resample across agents. The target is the agent's\n"
-        "expected score on a new task from the same population"
-        + (
-            "; the truth column is that\nvalue, computed from the simulation's parameters."
-            if truth is not None
-            else "."
-        )
+        textwrap.fill(text, 88)
         + "\n\n"
         + _frame(table).to_string()
         + _covers(table)
@@ -191,7 +200,7 @@ def _level_tables(ctx: DemoContext, post: xr.Dataset) -> tuple[xr.Dataset, xr.Da
 
     results = {"Bayes crossed (new task)": _interval_result(post["mean_new_task"])}
     if "bootstrap" in ctx.extra:
-        results = {"cluster bootstrap (BCa)": ctx.extra["bootstrap"], **results}
+        results = {_boot_label(ctx.extra["bootstrap"]): ctx.extra["bootstrap"], **results}
     table = side_by_side(results, truth=_truth_new_task(ctx))
     # mean_observed averages p_mt over every task of the benchmark (a cell an agent
     # never ran is predicted from the model), so its truth is the same average
@@ -210,8 +219,8 @@ def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFra
     opts = json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {})
     rows = []
     for name in ("sd_agent", "sd_task", "sd_agent_task", "sd_cluster"):
-        if name not in post:
-            continue
+        if name not in post or (name == "sd_agent" and post.sizes.get("agent", 2) < 2):
+            continue  # one agent has no spread to show
         d = post[name]
         q = d.quantile([(1 - PROB) / 2, (1 + PROB) / 2], dim=("chain", "draw")).values
         true = float(ctx.truth[name]) if ctx.truth is not None else np.nan
@@ -230,6 +239,24 @@ def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFra
     return sds
 
 
+def _model_terms(dt: xr.DataTree) -> str:
+    """The fitted crossed model's terms in words, as its builder decided them (with why, for agent x task)."""
+    import json
+
+    decisions = json.loads(dt.attrs.get("hierbench_structure", "{}")).get("decisions", {})
+    opts = json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {})
+    terms = ["agent", "task"] + (["cluster"] if opts.get("clusters") else [])
+    at = opts.get("agent_task")
+    if at == "marginal":
+        terms.append("agent x task, integrated out of each cell by adaptive Gauss-Hermite quadrature")
+    elif at == "latent":
+        terms.append("agent x task, one latent effect per cell")
+    else:
+        why = decisions.get("agent_task", {}).get("reason", "")
+        terms.append("no agent x task effect" + (f": {why}" if why else ""))
+    return " + ".join(terms[:-1]) + "; " + terms[-1]
+
+
 def _bayes_section(ctx: DemoContext) -> str:
     from ._console import diagnostics_line
 
@@ -239,8 +266,7 @@ def _bayes_section(ctx: DemoContext) -> str:
     sds = _sd_table(ctx, post, dt)
     chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
     lines = [
-        f"Crossed logistic model (agent + task + cluster + agent x task, the agent x task effect\n"
-        f"integrated out by Gauss-Hermite quadrature), {chains} chains x {draws} draws with\n"
+        f"Crossed logistic model ({_model_terms(dt)}), {chains} chains x {draws} draws with\n"
         f"{dt.attrs.get('sampler', 'nutpie')}: {wall:.0f} s wall "
         f"(compile {float(dt.attrs.get('compile_time', np.nan)):.0f} s).",
         f"Diagnostics: {diagnostics_line(dt)}.",
@@ -405,11 +431,18 @@ def _plan_section(ctx: DemoContext) -> str:
     from .metrics import crossed_variance_components
 
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
+    if int(ctx.data.sizes["agent"]) < 2:
+        raise ValueError("the plan is for comparing two agents on the same tasks; this log has one agent")
     # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
-    mt = next(c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task"))
-    s_mt = float(vc[mt].mean())
+    mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)
+    s_mt = float(vc[mt].mean()) if mt else 0.0
     s_e = float(vc["residual"].mean())
-    clipped = ""
+    clipped = (
+        ""
+        if mt
+        else "\n(The fit has no agent x task effect (one run per cell): its variation is inside the "
+        "run-to-run part, and the plan below cannot tell tasks from runs.)"
+    )
     if s_mt < 0:
         # a difference of variances: its posterior mean can fall below 0 when the
         # agent x task variation is small; planning then assumes none
@@ -576,6 +609,18 @@ DEMO_SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
 _OUTPUTS = ("report.html", "report.md", "fit_crossed.nc", "data.nc")
 
 
+def _note_warnings(ctx: DemoContext, i: int, caught: list) -> None:
+    """A section's warnings, each said once at the end (with its section), not as tracebacks."""
+    said = ctx.extra.setdefault("warnings", [])
+    for w in caught:
+        if issubclass(w.category, DeprecationWarning):  # for the developer: passed on as raised
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        line = f"section {i}: {w.category.__name__}: {w.message}"
+        if line not in said:
+            said.append(line)
+
+
 def run_demo(
     data: xr.Dataset | None = None,
     truth: xr.Dataset | None = None,
@@ -611,10 +656,13 @@ def run_demo(
     for i, (title, section) in enumerate(DEMO_SECTIONS, start=1):
         print(f"\n## {i}. {title}\n", flush=True)
         try:
-            text = section(ctx)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                text = section(ctx)
         except (ValueError, ArithmeticError) as exc:  # one section's failure never hides the rest
             text = f"(not computed: {type(exc).__name__}: {exc})"
             ctx.extra.setdefault("warnings", []).append(f"section {i}. {title} not computed: {exc}")
+        _note_warnings(ctx, i, caught)
         print(text, flush=True)
         done.append((f"{i}. {title}", text))
     if out:

@@ -510,3 +510,31 @@ def test_fit_stages_name_compiling_and_what_follows_sampling(capsys):
     assert "compiling the model" in err
     assert "after sampling: posterior predictive draws, task means, diagnostics" in err
     assert st.sampled_at is not None
+
+
+@pytest.mark.slow  # a fast demo on a real one-agent log
+def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, shared_data):
+    """tau-bench's gpt-4o airline trials: one agent, 50 tasks x 4 trials, no clusters.
+
+    Every section prints; the ones that compare agents say why they cannot; warnings come once
+    each as notes at the end, never as tracebacks; the bootstrap text does not claim clusters.
+    """
+    log = shared_data / "tau_bench" / "tau_bench_gpt-4o_airline_trials.csv"
+    args = ["demo", "--fast", "--quiet", "--data", str(log), "--agent", "model", "--task", "task_id",
+            "--run", "trial", "--score", "success", "--out", ""]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert main(args) == 0
+    cap = capsys.readouterr()
+    out = cap.out
+    for i, (title, _) in enumerate(DEMO_SECTIONS, start=1):
+        assert f"## {i}. {title}" in out
+    assert "Traceback" not in out + cap.err and "sys.exit" not in cap.err
+    plan = out.split("How many more tasks or runs to buy?")[1]
+    assert "(not computed:" in plan and "one agent" in plan
+    assert "resampling tasks (no" in out and "task bootstrap (BCa)" in out
+    # the model line names the terms the builder kept (one agent: no agent x task term, no clusters)
+    sections = out.split("## 6.")[0].split("## 4.")[1]
+    assert "cluster bootstrap" not in sections and "(agent + task; no agent x task effect" in sections
+    notes = [x for x in out.splitlines() if x.startswith("warning: section")]
+    assert len(notes) == len(set(notes))

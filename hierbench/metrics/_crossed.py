@@ -437,7 +437,8 @@ def crossed_pass_k(
 
 
 def _warn_unidentified(parts: dict, ks: np.ndarray) -> None:
-    if parts["no_ab"] and (ks > 1).any():
+    # with one agent the task effect is each cell's own effect: nothing is assumed away
+    if parts["no_ab"] and (ks > 1).any() and len(parts["agent"]) > 1:
         warnings.warn(
             "this crossed fit has no agent x task effect (agent_task='none', usually R = 1): "
             "pass^k / pass@k for k > 1 assume runs independent given (agent, task), which "

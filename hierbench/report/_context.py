@@ -133,7 +133,7 @@ class _Context:
             elif self.want_freq("bootstrap"):
                 from .. import freq
 
-                self.say(f"cluster bootstrap, {self.n_resamples} resamples")
+                self.say(f"task-level bootstrap, {self.n_resamples} resamples")
                 self.cache["bootstrap"] = freq.bootstrap_ci(
                     self.data,
                     method="bca",

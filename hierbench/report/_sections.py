@@ -114,7 +114,8 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         bf = as_table(boot)
         kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
         if same_scale:
-            intervals[f"cluster bootstrap ({kind}, {prob:.0%})"] = bf
+            unit = getattr(boot, "attrs", {}).get("resample_unit", "task")
+            intervals[f"{unit} bootstrap ({kind}, {prob:.0%})"] = bf
         else:
             notes.append(
                 f"The Bayesian variable `{var}` is on the model's scale, not the score scale, so the "
