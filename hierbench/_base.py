@@ -56,6 +56,7 @@ __all__ = [
     "check_dim",
     "check_int",
     "check_interval",
+    "check_number",
     "check_prob",
     "cluster_codes",
     "counts",
@@ -208,6 +209,40 @@ def check_int(value: Any, name: str, *, min: int | None = None, max: int | None 
         raise ValueError(f"`{name}` must be >= {min}; got {name}={v}")
     if max is not None and v > max:
         raise ValueError(f"`{name}` must be <= {max}; got {name}={v}")
+    return v
+
+
+def check_number(
+    value: Any,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+) -> float:
+    """Return ``value`` as a float, or raise an error naming the argument.
+
+    It must be a real, finite number (not a bool, not text) within the bounds (``low``
+    excluded when ``low_open``).
+
+    Examples
+    --------
+    >>> check_number(0.5, "tie_weight", low=0, high=1)
+    0.5
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"`{name}` must be a number; got {value!r}")
+    v = float(value)
+    if not np.isfinite(v):
+        raise ValueError(f"`{name}` must be a finite number; got {name}={value!r}")
+    if low is not None and (v <= low if low_open else v < low):
+        raise ValueError(
+            f"`{name}` must be {'>' if low_open else '>='} {low:g}; got {name}={value!r}"
+        )
+    if high is not None and v > high:
+        raise ValueError(f"`{name}` must be <= {high:g}; got {name}={value!r}")
     return v
 
 

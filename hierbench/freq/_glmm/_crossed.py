@@ -55,10 +55,8 @@ from scipy.special import gammaln
 from ..._base import (
     DEFAULT_PROB,
     OUTSIDE_PACKAGE,
-    BoundaryWarning,
     HierbenchError,
     HierbenchWarning,
-    NotConvergedWarning,
     Result,
     as_rng,
     check_choice,
@@ -71,6 +69,12 @@ from ..._numerics import NEWTON_STEPS, gauss_hermite
 from ...data import ModelDesign, model_design
 from ._mixed import MixedMLResult, fit_design
 from ._optim import maximise, profile_interval
+from ._warnings import (
+    BoundaryEstimateWarning,
+    IgnoredClusterWarning,
+    MLConvergenceWarning,
+    SeparatedAgentWarning,
+)
 
 __all__ = [
     "BoundaryEstimateWarning",
@@ -83,22 +87,6 @@ __all__ = [
 
 _LOG_SD_BOUNDS = (math.log(1e-4), math.log(50.0))
 _ALPHA_BOUND = 30.0
-
-
-class SeparatedAgentWarning(BoundaryWarning):
-    """An agent succeeded (or failed) on every run: its ability's MLE is infinite (reported as NaN)."""
-
-
-class BoundaryEstimateWarning(BoundaryWarning):
-    """A scale's estimate sits at the boundary (zero): its interval is one-sided."""
-
-
-class IgnoredClusterWarning(HierbenchWarning):
-    """The data carry task clusters, which the ML fit does not model (no cluster level)."""
-
-
-class MLConvergenceWarning(NotConvergedWarning):
-    """The optimiser stopped without meeting its convergence criterion."""
 
 
 # --------------------------------------------------------------------------- the likelihood

@@ -31,9 +31,11 @@ from scipy.special import expit
 
 from ..._base import DEFAULT_PROB, OUTSIDE_PACKAGE, Result, make_interval
 from ...data import ModelDesign
+from .._kernels import one_blas_thread
 from ._families import Binomial, Fractional, Ordinal, log_gap_bounds
 from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian
 from ._optim import maximise, profile_interval
+from ._warnings import BoundaryEstimateWarning, MLConvergenceWarning
 
 __all__ = ["MixedMLResult", "fit_design"]
 
@@ -264,9 +266,6 @@ def fit_design(
     design: ModelDesign, *, prob: float = DEFAULT_PROB, intervals: str = "profile"
 ) -> MixedMLResult:
     """Fit a resolved design by the Laplace approximation (see :func:`hierbench.freq.fit_crossed_ml`)."""
-    from .._variance._reml import one_blas_thread
-    from ._crossed import BoundaryEstimateWarning, MLConvergenceWarning
-
     with one_blas_thread():
         phi, _, how = _dispersion(design)
         lik, x, ll, ok, msg, bounds = _maximise_design(design, phi)
