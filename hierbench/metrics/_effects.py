@@ -115,20 +115,6 @@ class PosteriorAgentVarianceResult(Result):
 # --------------------------------------------------------------------------- shared pieces
 
 
-def _scale(design: Any, threshold: float | None) -> tuple[float, str]:
-    """The reader's scale and its label, as the maximum-likelihood half states them."""
-    if design.family == "ordinal" and threshold is None:
-        return 1.0, f"mean grade (of {design.response}, scale {design.categories.tolist()})"
-    if design.family == "ordinal":
-        cats = design.categories
-        if threshold not in cats or threshold == cats[0]:
-            raise HierbenchError(f"`threshold` must be a grade of the scale above the lowest, {cats[1:].tolist()}; got {threshold!r}")
-        return 100.0, f"points of the share graded >= {threshold:g}"
-    if threshold is not None:
-        raise HierbenchError("`threshold` applies to an ordinal fit only")
-    return 100.0, f"points of {'success rate' if design.family == 'binomial' else f'mean {design.response}'}"
-
-
 def _compressed(
     design: Any, X: np.ndarray, groups: np.ndarray, n_groups: int, held: np.ndarray, integrate: np.ndarray,
     evaluate: Any,
@@ -172,28 +158,6 @@ def _summarise(dr: Any, values: np.ndarray, dims: tuple[str, ...], coords: dict,
     est = draws.mean(("chain", "draw")).rename("estimate")
     sd = draws.std(("chain", "draw")).rename("posterior_sd")
     return est, ci, sd, draws.rename("draws")
-
-
-def _counterfactuals(design: Any, variable: str) -> tuple[list[str], list[np.ndarray], float]:
-    """Build the counterfactual fixed-effect matrices of a variable.
-
-    Fixed-effect matrices with ``variable`` at each level (categorical) or at +-h (numeric;
-    the third value is then ``2 h``, else 0): the rule of the maximum-likelihood half.
-    """
-    frame = design.frame
-    if variable not in design.variables or variable not in frame.columns:
-        raise HierbenchError(f"`variable` must be a variable of the fit's formula, {sorted(design.variables)}; got {variable!r}")
-    for t in design.random:
-        if not t.intercept and variable in t.name.split("|", 1)[0]:
-            raise HierbenchError(f"`variable` {variable!r} has a random slope ({t.name}): not supported")
-    col = frame[variable]
-    binary = set(pd.unique(col).tolist()) <= {0, 1}
-    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) and not binary:
-        h = 1e-4 * max(float(np.nanstd(col.to_numpy(dtype=float))), 1e-8)
-        return [f"d/d {variable}"], [design.matrix(frame.assign(**{variable: col.to_numpy(dtype=float) + s * h}))
-                                     for s in (1.0, -1.0)], 2 * h  # fmt: skip
-    levels = sorted(pd.unique(col).tolist(), key=str)
-    return [str(v) for v in levels], [design.matrix(frame.assign(**{variable: lev})) for lev in levels], 0.0
 
 
 def _groups_of(design: Any, by: str | None, what: str = "by") -> tuple[np.ndarray, list[str]]:
@@ -246,8 +210,8 @@ def average_marginal_effects(
     """
     design, prob = as_design(design), check_prob(prob)
     dr = mixed_draws(fit, design)
-    factor, scale = _scale(design, threshold)
-    labels, mats, numeric = _counterfactuals(design, variable)
+    factor, scale = design.reader_scale(threshold)
+    labels, mats, numeric = design.counterfactuals(variable)
     groups, glab = _groups_of(design, by)
     held = np.zeros(len(design.random), bool)
     preds = [_group_means(design, dr, M, groups, len(glab), held, threshold) for M in mats]
@@ -301,7 +265,7 @@ def mean_response(
     if tasks not in ("population", "observed"):
         raise HierbenchError(f"`tasks` must be 'population' or 'observed'; got {tasks!r}")
     dr = mixed_draws(fit, design)
-    factor, scale = _scale(design, threshold)
+    factor, scale = design.reader_scale(threshold)
     groups, glab = _groups_of(design, by, "by")
     if tasks == "observed":
         vals = factor * _observed_means(fit, design, dr, groups, len(glab), threshold)
@@ -393,7 +357,7 @@ def graded_pass_hat_k(
     design, prob, ks = as_design(design), check_prob(prob), check_k(k)
     if design.family != "ordinal":
         raise HierbenchError(f"`graded_pass_hat_k` needs an ordinal fit; this one is {design.family}")
-    _scale(design, threshold)
+    design.reader_scale(threshold)
     dr = mixed_draws(fit, design)
     groups, agents = np.asarray(design.agent_index, np.intp), [str(a) for a in design.agents]
     held = np.array([t.level == "agent" for t in design.random], bool)

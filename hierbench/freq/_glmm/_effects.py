@@ -148,21 +148,6 @@ def predict_rows(
     return out
 
 
-def _scale(fit: MixedMLResult, threshold: float | None) -> tuple[float, str]:
-    d = fit.design
-    if d.family == "ordinal" and threshold is None:
-        return 1.0, f"mean grade (of {d.response}, scale {d.categories.tolist()})"
-    if d.family == "ordinal":
-        cats = d.categories
-        if threshold not in cats or threshold == cats[0]:
-            raise HierbenchError(f"`threshold` must be a grade of the scale above the lowest, {cats[1:].tolist()}; got {threshold!r}")
-        return 100.0, f"points of the share graded >= {threshold:g}"
-    if threshold is not None:
-        raise HierbenchError("`threshold` applies to an ordinal fit only")
-    what = "success rate" if d.family == "binomial" else f"mean {d.response}"
-    return 100.0, f"points of {what}"
-
-
 def _delta(fit: MixedMLResult, f: Any, extra_var: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``f(params)`` and its delta-method standard errors (central differences, h = 1e-5)."""
     x = fit.params
@@ -188,40 +173,6 @@ def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str) -> xr
 
 
 # --------------------------------------------------------------------------- marginal effects
-
-
-def _counterfactuals(fit: MixedMLResult, variable: str) -> tuple[list[str], list[np.ndarray], float]:
-    """Fixed-effect matrices with ``variable`` set to each level, or nudged by +-h.
-
-    Categorical variables take each level (the third value is 0); numeric ones
-    are nudged by +-h (the third value is then ``2 h``).
-    """
-    d = fit.design
-    frame = d.frame
-    if variable not in d.variables or variable not in frame.columns:
-        raise HierbenchError(
-            f"`variable` must be a variable of the fit's formula, {sorted(d.variables)}; got {variable!r}"
-        )
-    for t in d.random:
-        if not t.intercept and variable in t.name.split("|", 1)[0]:
-            raise HierbenchError(f"`variable` {variable!r} has a random slope ({t.name}): not supported")
-    col = frame[variable]
-    binary = set(pd.unique(col).tolist()) <= {0, 1}
-    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) and not binary:
-        h = 1e-4 * max(float(np.nanstd(col.to_numpy(dtype=float))), 1e-8)
-        mats = []
-        for sgn in (1.0, -1.0):
-            fr = frame.copy()
-            fr[variable] = col.to_numpy(dtype=float) + sgn * h
-            mats.append(d.matrix(fr))
-        return [f"d/d {variable}"], mats, 2 * h
-    levels = sorted(pd.unique(col).tolist(), key=str)
-    mats = []
-    for lev in levels:
-        fr = frame.copy()
-        fr[variable] = lev
-        mats.append(d.matrix(fr))
-    return [str(v) for v in levels], mats, 0.0
 
 
 def average_marginal_effects(
@@ -274,8 +225,8 @@ def average_marginal_effects(
     """
     fit = _check_fit(fit)
     prob = check_prob(prob)
-    factor, scale = _scale(fit, threshold)
-    labels, mats, numeric = _counterfactuals(fit, variable)
+    factor, scale = fit.design.reader_scale(threshold)
+    labels, mats, numeric = fit.design.counterfactuals(variable)
     d = fit.design
     groups = [("all", np.ones(len(d.frame), bool))]
     if by is not None:
@@ -349,7 +300,7 @@ def mean_response(
     """
     fit = _check_fit(fit)
     prob = check_prob(prob)
-    factor, scale = _scale(fit, threshold)
+    factor, scale = fit.design.reader_scale(threshold)
     d = fit.design
     if by not in d.frame.columns:
         raise HierbenchError(f"`by` must be 'agent' or a variable of the formula, {sorted(d.variables)}; got {by!r}")
