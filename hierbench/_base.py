@@ -441,6 +441,8 @@ class Result:
 
     #: fields left out of :meth:`to_dataset` and :meth:`to_frame` (raw resamples and the like)
     _dataset_exclude: ClassVar[tuple[str, ...]] = ()
+    #: plain fields the repr's first line names (e.g. an effect's variable and scale)
+    _title_fields: ClassVar[tuple[str, ...]] = ()
 
     def __getitem__(self, key: str) -> Any:
         if key in self._fields() or key in ("estimate", "ci"):
@@ -502,7 +504,9 @@ class Result:
     def _repr_lines(self) -> list[str]:
         est = self.estimate
         ci = self.ci
-        lines = [f"{type(self).__name__}: estimate with {interval_label(ci)} interval"]
+        head = ", ".join(str(getattr(self, f)) for f in self._title_fields)
+        label = f"{interval_label(ci)} interval"
+        lines = [f"{type(self).__name__}: {head} ({label})" if head else f"{type(self).__name__}: estimate with {label}"]
         if est.ndim == 0:
             lo, hi = ci.values.tolist()
             lines.append(f"  {_fmt(float(est))} [{_fmt(lo)}, {_fmt(hi)}]")

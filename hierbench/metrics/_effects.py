@@ -74,10 +74,7 @@ class PosteriorEffectsResult(Result):
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
-    def _repr_lines(self) -> list[str]:
-        lines = super()._repr_lines()
-        lines[0] = f"PosteriorEffectsResult: {self.variable}, {self.scale} ({lines[0].split('with ')[-1]})"
-        return lines
+    _title_fields: ClassVar[tuple[str, ...]] = ("variable", "scale")
 
 
 @dataclass(frozen=True, repr=False)

@@ -32,7 +32,7 @@ differences of the prediction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -76,10 +76,7 @@ class MarginalEffectsResult(Result):
     variable: str
     scale: str
 
-    def _repr_lines(self) -> list[str]:
-        lines = super()._repr_lines()
-        lines[0] = f"MarginalEffectsResult: {self.variable}, {self.scale} ({lines[0].split('with ')[-1]})"
-        return lines
+    _title_fields: ClassVar[tuple[str, ...]] = ("variable", "scale")
 
 
 @dataclass(frozen=True, repr=False)
