@@ -210,6 +210,21 @@ class ModelDesign:
         levels = sorted(pd.unique(col).tolist(), key=str)
         return [str(v) for v in levels], [self.matrix(frame.assign(**{variable: lev})) for lev in levels], 0.0
 
+    def groups(self, by: str | None, name: str = "by") -> tuple[np.ndarray, list[str]]:
+        """Each design row's group code and the groups' labels (sorted text), for averages within ``by``.
+
+        ``by`` is a column of :attr:`frame` (a variable of the formula, or ``"agent"`` /
+        ``"task"``); None puts every row in one group, ``"all"``.
+        """
+        if by is None:
+            return np.zeros(len(self.frame), np.intp), ["all"]
+        if by not in self.frame.columns:
+            raise HierbenchError(
+                f"`{name}` must be 'agent', 'task' or a variable of the fit's formula, {sorted(self.variables)}; got {by!r}"
+            )
+        labels, codes = np.unique(self.frame[by].astype(str).to_numpy(), return_inverse=True)
+        return codes.astype(np.intp), labels.tolist()
+
     def __repr__(self) -> str:
         lines = [
             f"ModelDesign: {self.formula}  [{self.family}]",

@@ -157,14 +157,6 @@ def _summarise(dr: Any, values: np.ndarray, dims: tuple[str, ...], coords: dict,
     return est, ci, sd, draws.rename("draws")
 
 
-def _groups_of(design: Any, by: str | None, what: str = "by") -> tuple[np.ndarray, list[str]]:
-    if by is None:
-        return np.zeros(len(design.frame), np.intp), ["all"]
-    if by not in design.frame.columns:
-        raise HierbenchError(f"`{what}` must be a variable of the fit's formula, {sorted(design.variables)}; got {by!r}")
-    labels, codes = np.unique(design.frame[by].astype(str).to_numpy(), return_inverse=True)
-    return codes.astype(np.intp), labels.tolist()
-
 
 # --------------------------------------------------------------------------- public
 
@@ -209,7 +201,7 @@ def average_marginal_effects(
     dr = mixed_draws(fit, design)
     factor, scale = design.reader_scale(threshold)
     labels, mats, numeric = design.counterfactuals(variable)
-    groups, glab = _groups_of(design, by)
+    groups, glab = design.groups(by)
     held = np.zeros(len(design.random), bool)
     preds = [_group_means(design, dr, M, groups, len(glab), held, threshold) for M in mats]
     eff = [(preds[0] - preds[1]) / numeric] if numeric else [p - preds[0] for p in preds[1:]]
@@ -263,7 +255,7 @@ def mean_response(
         raise HierbenchError(f"`tasks` must be 'population' or 'observed'; got {tasks!r}")
     dr = mixed_draws(fit, design)
     factor, scale = design.reader_scale(threshold)
-    groups, glab = _groups_of(design, by, "by")
+    groups, glab = design.groups(by)
     if tasks == "observed":
         vals = factor * _observed_means(fit, design, dr, groups, len(glab), threshold)
     else:

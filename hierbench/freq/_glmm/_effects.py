@@ -225,11 +225,8 @@ def average_marginal_effects(
     factor, scale = fit.design.reader_scale(threshold)
     labels, mats, numeric = fit.design.counterfactuals(variable)
     d = fit.design
-    groups = [("all", np.ones(len(d.frame), bool))]
-    if by is not None:
-        if by not in d.frame.columns:
-            raise HierbenchError(f"`by` must be a variable of the fit's formula, {sorted(d.variables)}; got {by!r}")
-        groups = [(str(g), (d.frame[by] == g).to_numpy()) for g in sorted(pd.unique(d.frame[by]), key=str)]
+    codes, labels_by = d.groups(by)
+    groups = [(g, codes == i) for i, g in enumerate(labels_by)]
     marg = np.ones(len(d.random), bool)
 
     def f(params: np.ndarray) -> np.ndarray:
@@ -299,10 +296,7 @@ def mean_response(
     prob = check_prob(prob)
     factor, scale = fit.design.reader_scale(threshold)
     d = fit.design
-    if by not in d.frame.columns:
-        raise HierbenchError(f"`by` must be 'agent' or a variable of the formula, {sorted(d.variables)}; got {by!r}")
-    keys = d.frame[by].astype(str).to_numpy()
-    groups = sorted(pd.unique(keys).tolist())
+    keys, groups = d.groups(by)
     held = np.array([t.level == "agent" for t in d.random])
     offset = np.zeros(len(keys))
     for k, t in enumerate(d.random):
@@ -311,7 +305,7 @@ def mean_response(
 
     def f(params: np.ndarray) -> np.ndarray:
         mu = predict_rows(fit, params, d.X, ~held, offset=offset, threshold=threshold)
-        return factor * np.array([mu[keys == g].mean() for g in groups])
+        return factor * np.array([mu[keys == i].mean() for i in range(len(groups))])
 
     extra = _mode_variance(fit, f, held, offset, keys, groups, threshold, factor)
     est, se = _delta(fit, f, extra)
@@ -343,8 +337,8 @@ def _mode_variance(fit, f, held, offset, keys, groups, threshold, factor) -> np.
         if not held[k]:
             continue
         csd = fit.random_effects[t.name]["conditional_sd"].values
-        for i, g in enumerate(groups):
-            m = keys == g
+        for i in range(len(groups)):
+            m = keys == i
             per_level = np.bincount(t.codes[m], dmu[m] * t.slope[m], minlength=t.levels.size) / m.sum()
             out[i] += float((per_level**2 * csd**2).sum())
     return out
