@@ -57,7 +57,6 @@ from ..._base import (
     OUTSIDE_PACKAGE,
     HierbenchError,
     HierbenchWarning,
-    Result,
     as_rng,
     check_choice,
     check_int,
@@ -67,7 +66,7 @@ from ..._base import (
 )
 from ..._numerics import NEWTON_STEPS, gauss_hermite
 from ...data import ModelDesign, model_design
-from ._mixed import MixedMLResult, fit_design
+from ._mixed import MixedMLResult, ScalesFit, fit_design
 from ._optim import maximise, profile_interval
 from ._warnings import (
     BoundaryEstimateWarning,
@@ -228,7 +227,7 @@ class _Lik:
 
 
 @dataclass(frozen=True, repr=False)
-class CrossedMLResult(Result):
+class CrossedMLResult(ScalesFit):
     """Maximum-likelihood fit of the crossed logistic model (:func:`fit_crossed_ml`).
 
     Attributes
@@ -264,11 +263,6 @@ class CrossedMLResult(Result):
         ``agent_task`` and the other settings used.
     """
 
-    estimate: xr.DataArray
-    ci: xr.DataArray
-    standard_error: xr.DataArray
-    sd: xr.DataArray
-    sd_ci: xr.DataArray
     task_effect: xr.DataArray
     task_effect_sd: xr.DataArray
     vcov: xr.DataArray
@@ -281,11 +275,6 @@ class CrossedMLResult(Result):
     sd_resamples: xr.DataArray | None = None
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov", "sd_resamples")
-
-    @property
-    def variance_components(self) -> xr.Dataset:
-        """``estimate`` and ``ci`` of the scales along ``component`` (for ``side_by_side``)."""
-        return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
 
     @property
     def task_effects(self) -> xr.Dataset:

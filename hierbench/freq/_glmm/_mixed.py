@@ -37,7 +37,7 @@ from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian
 from ._optim import maximise, profile_interval
 from ._warnings import BoundaryEstimateWarning, MLConvergenceWarning
 
-__all__ = ["MixedMLResult", "fit_design"]
+__all__ = ["MixedMLResult", "ScalesFit", "fit_design"]
 
 _BETA_BOUND = 40.0
 #: smallest fractional dispersion used (runs identical within every row give 0: the rows'
@@ -46,7 +46,27 @@ _PHI_FLOOR = 1e-3
 
 
 @dataclass(frozen=True, repr=False)
-class MixedMLResult(Result):
+class ScalesFit(Result):
+    """The fields and view every maximum-likelihood GLMM fit shares (crossed and formula).
+
+    Private base: effects with their Wald intervals and standard errors, the random
+    terms' sds with their intervals, and those sds as ``variance_components``.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    standard_error: xr.DataArray
+    sd: xr.DataArray
+    sd_ci: xr.DataArray
+
+    @property
+    def variance_components(self) -> xr.Dataset:
+        """``estimate`` and ``ci`` of the sds along ``component`` (for ``side_by_side``)."""
+        return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
+
+
+@dataclass(frozen=True, repr=False)
+class MixedMLResult(ScalesFit):
     """Maximum-likelihood fit of a formula (:func:`hierbench.freq.fit_crossed_ml` with a formula).
 
     Attributes
@@ -85,11 +105,6 @@ class MixedMLResult(Result):
     design : ModelDesign
     """
 
-    estimate: xr.DataArray
-    ci: xr.DataArray
-    standard_error: xr.DataArray
-    sd: xr.DataArray
-    sd_ci: xr.DataArray
     thresholds: xr.DataArray | None
     thresholds_ci: xr.DataArray | None
     dispersion: float
@@ -104,11 +119,6 @@ class MixedMLResult(Result):
     options: dict = field(default_factory=dict)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov",)
-
-    @property
-    def variance_components(self) -> xr.Dataset:
-        """``estimate`` and ``ci`` of the sds along ``component`` (for ``side_by_side``)."""
-        return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
 
     def _repr_lines(self) -> list[str]:
         d = self.design
