@@ -213,7 +213,7 @@ class ModelDesign:
     def groups(self, by: str | None, name: str = "by") -> tuple[np.ndarray, list[str]]:
         """Each design row's group code and the groups' labels (sorted text), for averages within ``by``.
 
-        ``by`` is a column of :attr:`frame` (a variable of the formula, or ``"agent"`` /
+        ``by`` is a column of ``frame`` (a variable of the formula, or ``"agent"`` /
         ``"task"``); None puts every row in one group, ``"all"``.
         """
         if by is None:
