@@ -225,6 +225,25 @@ class ModelDesign:
         labels, codes = np.unique(self.frame[by].astype(str).to_numpy(), return_inverse=True)
         return codes.astype(np.intp), labels.tolist()
 
+    def agent_rows(self) -> np.ndarray:
+        """The first design row of each agent, in the order of ``agents`` (where agent-level values are read)."""
+        return pd.Series(np.arange(len(self.frame))).groupby(self.agent_index).first().to_numpy()
+
+    def agent_terms(self) -> tuple[list[str], list[int], list[str]]:
+        """The terms that split the agents' variance, the one rule of both halves.
+
+        Fixed terms whose every variable is agent-level (not the intercept), the indices of
+        the agent-level random terms, and the names of both in that order; a formula with
+        neither is refused.
+        """
+        fixed = [t for t in self.fixed_terms
+                 if t != "Intercept" and all(self.variables.get(v) == "agent" for v in t.split(":"))]  # fmt: skip
+        rand = [k for k, t in enumerate(self.random) if t.level == "agent"]
+        names = [*fixed, *(self.random[k].name for k in rand)]
+        if not names:
+            raise HierbenchError(f"the formula {self.formula!r} has no agent-level term to split the agents' variance into")
+        return fixed, rand, names
+
     def __repr__(self) -> str:
         lines = [
             f"ModelDesign: {self.formula}  [{self.family}]",

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from scipy.special import expit
 
@@ -308,12 +307,8 @@ def agent_variance(fit: xr.DataTree, design: Any, *, prob: float = DEFAULT_PROB)
     """
     design, prob = as_design(design), check_prob(prob)
     dr = mixed_draws(fit, design)
-    first = pd.Series(np.arange(len(design.frame))).groupby(design.agent_index).first().to_numpy()
-    fixed = [t for t in design.fixed_terms if t != "Intercept" and all(design.variables.get(v) == "agent" for v in t.split(":"))]
-    rand = [k for k, t in enumerate(design.random) if t.level == "agent"]
-    names = [*fixed, *(design.random[k].name for k in rand)]
-    if not names:
-        raise HierbenchError(f"the formula {design.formula!r} has no agent-level term to split the agents' variance into")
+    first = design.agent_rows()
+    fixed, rand, names = design.agent_terms()
     Xa = design.X[first]
     vals = [np.var(dr.beta[:, design.fixed_terms[t]] @ Xa[:, design.fixed_terms[t]].T, axis=1) for t in fixed]
     vals += [dr.sd[:, k] ** 2 for k in rand]

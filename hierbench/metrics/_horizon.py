@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from .._base import (
@@ -102,7 +101,7 @@ def _agent_lines(dr: Any, design: Any, minutes: str) -> tuple[np.ndarray, np.nda
     for t in design.random:
         if not t.intercept:
             raise HierbenchError(f"random slope ({t.name}): the horizon needs agent slopes as fixed effects")
-    first = pd.Series(np.arange(len(design.frame))).groupby(design.agent_index).first().to_numpy()
+    first = design.agent_rows()
     at = [design.matrix(design.frame.iloc[first].assign(**{minutes: float(v)})) for v in (0.0, 1.0, 2.0)]
     if not np.allclose(at[2] - at[1], at[1] - at[0]):
         raise HierbenchError(f"the formula {design.formula!r} is not linear in {minutes!r}")

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from scipy import stats
 from scipy.special import expit
@@ -384,12 +383,8 @@ def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVa
     prob = check_prob(prob)
     d = fit.design
     p = d.X.shape[1]
-    first = pd.Series(np.arange(len(d.frame))).groupby(d.agent_index).first().to_numpy()
-    fixed = [t for t in d.fixed_terms if t != "Intercept" and all(d.variables.get(v) == "agent" for v in t.split(":"))]
-    rand = [k for k, t in enumerate(d.random) if t.level == "agent"]
-    names = [*fixed, *(d.random[k].name for k in rand)]
-    if not names:
-        raise HierbenchError(f"the formula {d.formula!r} has no agent-level term to split the agents' variance into")
+    first = d.agent_rows()
+    fixed, rand, names = d.agent_terms()
 
     def f(params: np.ndarray) -> np.ndarray:
         vals = [np.var(d.X[first][:, d.fixed_terms[t]] @ params[d.fixed_terms[t]]) for t in fixed]
