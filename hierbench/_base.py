@@ -56,6 +56,7 @@ __all__ = [
     "check_dim",
     "check_int",
     "check_interval",
+    "check_number",
     "check_prob",
     "cluster_codes",
     "counts",
@@ -212,6 +213,40 @@ def check_int(value: Any, name: str, *, min: int | None = None, max: int | None 
         raise ValueError(f"`{name}` must be >= {min}; got {name}={v}")
     if max is not None and v > max:
         raise ValueError(f"`{name}` must be <= {max}; got {name}={v}")
+    return v
+
+
+def check_number(
+    value: Any,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+) -> float:
+    """Return ``value`` as a float, or raise an error naming the argument.
+
+    It must be a real, finite number (not a bool, not text) within the bounds (``low``
+    excluded when ``low_open``).
+
+    Examples
+    --------
+    >>> check_number(0.5, "tie_weight", low=0, high=1)
+    0.5
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"`{name}` must be a number; got {value!r}")
+    v = float(value)
+    if not np.isfinite(v):
+        raise ValueError(f"`{name}` must be a finite number; got {name}={value!r}")
+    if low is not None and (v <= low if low_open else v < low):
+        raise ValueError(
+            f"`{name}` must be {'>' if low_open else '>='} {low:g}; got {name}={value!r}"
+        )
+    if high is not None and v > high:
+        raise ValueError(f"`{name}` must be <= {high:g}; got {name}={value!r}")
     return v
 
 
@@ -410,6 +445,8 @@ class Result:
 
     #: fields left out of :meth:`to_dataset` and :meth:`to_frame` (raw resamples and the like)
     _dataset_exclude: ClassVar[tuple[str, ...]] = ()
+    #: plain fields the repr's first line names (e.g. an effect's variable and scale)
+    _title_fields: ClassVar[tuple[str, ...]] = ()
 
     def __getitem__(self, key: str) -> Any:
         if key in self._fields() or key in ("estimate", "ci"):
@@ -471,7 +508,9 @@ class Result:
     def _repr_lines(self) -> list[str]:
         est = self.estimate
         ci = self.ci
-        lines = [f"{type(self).__name__}: estimate with {interval_label(ci)} interval"]
+        head = ", ".join(str(getattr(self, f)) for f in self._title_fields)
+        label = f"{interval_label(ci)} interval"
+        lines = [f"{type(self).__name__}: {head} ({label})" if head else f"{type(self).__name__}: estimate with {label}"]
         if est.ndim == 0:
             lo, hi = ci.values.tolist()
             lines.append(f"  {_fmt(float(est))} [{_fmt(lo)}, {_fmt(hi)}]")

@@ -11,6 +11,7 @@ import pytest
 import scipy.optimize as sopt
 
 from hierbench.freq import NoIntervalWarning, RemlConvergenceWarning, variance_components
+from hierbench.freq._kernels import one_blas_thread
 from hierbench.freq._variance import _fit, _reml
 from hierbench.freq._variance._design_lang import parse_design
 
@@ -142,7 +143,7 @@ def test_convergence_rule_is_scale_free_on_metr(shared_data):
     prob = _reml.RemlProblem(y, ec, vc._design)
     th = np.asarray(vc.fit_info["theta"])
     f_hat = prob.deviance(th)
-    with _reml.one_blas_thread():
+    with one_blas_thread():
         r = sopt.minimize(
             prob.deviance,
             th * 1.05 + 0.01,

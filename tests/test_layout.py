@@ -160,6 +160,64 @@ def test_no_circle_between_rooms():
     assert not circles, f"rooms on an import circle: {circles}"
 
 
+def _module_arrows() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, nested imports included.
+
+    ``from pkg import name`` points at ``pkg.name`` where that is a module, else at ``pkg``
+    (a package is its ``__init__``).
+    """
+    modules = {mod for _, mod in _modules()}
+    graph: dict[str, set[str]] = {}
+    for f, mod in _modules():
+        for _, target, names in _imports(f, mod):
+            heads = {f"{target}.{n}" for n in names if f"{target}.{n}" in modules}
+            rest = [n for n in names if f"{target}.{n}" not in modules]
+            if rest or not names:
+                heads.add(target)
+            graph.setdefault(mod, set()).update(h for h in heads if h in modules and h != mod)
+    return graph
+
+
+def test_no_circle_between_modules():
+    """No module reaches itself through imports, inside a room or a wing as well as between
+    rooms (a late import inside a function counts: it only hides the circle).
+    """
+    graph = _module_arrows()
+    state: dict[str, int] = {}
+    circles = []
+
+    def visit(m, path):
+        state[m] = 1
+        for n in sorted(graph.get(m, ())):
+            if state.get(n) == 1:
+                circles.append(" -> ".join([*path[path.index(n):], n]))
+            elif n not in state:
+                visit(n, [*path, n])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+def test_freq_wings_enter_each_other_through_their_init():
+    """A wing of freq takes another wing's names from that wing's ``__init__`` only; what
+    several wings share lives below them (``freq/_kernels``, ``freq/_inputs``, ``_numerics``,
+    ``_base``).
+    """
+    deep = []
+    for f, mod in _modules():
+        parts = mod.split(".")
+        if len(parts) < 3 or parts[1] != "freq":
+            continue
+        for line, target, names in _imports(f, mod):
+            t = target.split(".")
+            if len(t) > 3 and t[1] == "freq" and t[2] != parts[2]:
+                deep.append(f"{f.relative_to(PKG.parent)}:{line} imports {target} {names}")
+    assert not deep, "wings entered by a private module:\n" + "\n".join(deep)
+
+
 def test_freq_wings_own_their_names():
     wings = [p for p in (PKG / "freq").iterdir() if (p / "__init__.py").exists()]
     assert len(wings) >= 8

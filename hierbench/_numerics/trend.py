@@ -12,7 +12,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["beyond_lengths", "frontier", "release_days"]
+__all__ = ["beyond_lengths", "frontier", "ols_slopes", "release_days", "trend_agents"]
+
+
+def _day(date: Any) -> float:
+    """A date as days since 1970."""
+    return float(pd.Timestamp(date).to_datetime64().astype("datetime64[D]").astype(np.int64))
 
 
 def release_days(release_dates: Mapping[str, Any], agents: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
@@ -29,8 +34,7 @@ def release_days(release_dates: Mapping[str, Any], agents: Sequence[Any]) -> tup
         release_dates = release_dates["date"]
     have = {str(k): v for k, v in release_dates.items()}
     names = [str(a) for a in agents]
-    days = np.array([pd.Timestamp(have[a]).to_datetime64().astype("datetime64[D]").astype(np.int64)
-                     if a in have else np.nan for a in names], dtype=float)  # fmt: skip
+    days = np.array([_day(have[a]) if a in have else np.nan for a in names], dtype=float)
     return days, [a for a in names if a not in have]
 
 
@@ -76,3 +80,34 @@ def beyond_lengths(agents: Sequence[Any], h: np.ndarray, lengths: Sequence[float
     return (f"the trend goes through horizons beyond the {lo:g}-{hi:g} minutes of the tasks measured ({which} minutes): "
             "extrapolations along each agent's slope, on which the doubling time then leans; `after=` a later date "
             "leaves them out")
+
+
+def trend_agents(days: np.ndarray, h: np.ndarray, *, after: Any = None, only_frontier: bool = True) -> np.ndarray:
+    """Which agents a release-date trend goes through, the one rule of both halves.
+
+    An agent with a release date and a finite, positive horizon, released on or after
+    ``after`` (when given) and, with ``only_frontier``, on the :func:`frontier`.
+
+    Examples
+    --------
+    >>> trend_agents(np.array([1.0, 2.0, np.nan, 4.0]), np.array([5.0, 4.0, 9.0, 0.0])).tolist()
+    [True, False, False, False]
+    """
+    use = np.isfinite(days) & np.isfinite(h) & (h > 0)
+    if after is not None:
+        use &= days >= _day(after)
+    if only_frontier:
+        use &= frontier(np.where(use, days, np.nan), np.where(use, h, -np.inf))
+    return use
+
+
+def ols_slopes(t: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares slopes of each row of ``y`` on ``t`` (the trend of log horizons on days).
+
+    Examples
+    --------
+    >>> ols_slopes(np.array([0.0, 1.0, 2.0]), np.array([[1.0, 3.0, 5.0], [0.0, 0.0, 0.0]])).tolist()
+    [2.0, 0.0]
+    """
+    tc = t - t.mean()
+    return ((y - y.mean(-1, keepdims=True)) * tc).sum(-1) / (tc**2).sum()

@@ -73,6 +73,7 @@ from ._pairwise import (
     to_pair_counts,
     to_pairwise,
 )
+from ._pairwise import oriented_cells as oriented_cells  # for freq
 from ._records import from_records, read_table, to_records
 from ._schema import (
     MEASURES,

@@ -166,6 +166,84 @@ class ModelDesign:
             X = np.delete(X, self.builder.slices["Intercept"], axis=1)
         return X
 
+    def reader_scale(self, threshold: float | None = None) -> tuple[float, str]:
+        """The factor to the reader's scale and its label, the one rule of both halves' effects.
+
+        Points (100 x a probability or a mean score), or grades for an ordinal fit; with
+        ``threshold`` (ordinal only) the share graded at least that grade.
+        """
+        if self.family == "ordinal" and threshold is None:
+            return 1.0, f"mean grade (of {self.response}, scale {self.categories.tolist()})"
+        if self.family == "ordinal":
+            cats = self.categories
+            if threshold not in cats or threshold == cats[0]:
+                raise HierbenchError(
+                    f"`threshold` must be a grade of the scale above the lowest, {cats[1:].tolist()}; got {threshold!r}"
+                )
+            return 100.0, f"points of the share graded >= {threshold:g}"
+        if threshold is not None:
+            raise HierbenchError("`threshold` applies to an ordinal fit only")
+        what = "success rate" if self.family == "binomial" else f"mean {self.response}"
+        return 100.0, f"points of {what}"
+
+    def counterfactuals(self, variable: str) -> tuple[list[str], list[np.ndarray], float]:
+        """Fixed-effect matrices with ``variable`` set to each level, or nudged by +-h.
+
+        Categorical (and 0/1) variables take each level (the third value is 0); numeric
+        ones are nudged by +-h (the third value is then ``2 h``). A variable with a random
+        slope is refused.
+        """
+        frame = self.frame
+        if variable not in self.variables or variable not in frame.columns:
+            raise HierbenchError(
+                f"`variable` must be a variable of the fit's formula, {sorted(self.variables)}; got {variable!r}"
+            )
+        for t in self.random:
+            if not t.intercept and variable in t.name.split("|", 1)[0]:
+                raise HierbenchError(f"`variable` {variable!r} has a random slope ({t.name}): not supported")
+        col = frame[variable]
+        binary = set(pd.unique(col).tolist()) <= {0, 1}
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) and not binary:
+            h = 1e-4 * max(float(np.nanstd(col.to_numpy(dtype=float))), 1e-8)
+            nudged = [frame.assign(**{variable: col.to_numpy(dtype=float) + sgn * h}) for sgn in (1.0, -1.0)]
+            return [f"d/d {variable}"], [self.matrix(fr) for fr in nudged], 2 * h
+        levels = sorted(pd.unique(col).tolist(), key=str)
+        return [str(v) for v in levels], [self.matrix(frame.assign(**{variable: lev})) for lev in levels], 0.0
+
+    def groups(self, by: str | None, name: str = "by") -> tuple[np.ndarray, list[str]]:
+        """Each design row's group code and the groups' labels (sorted text), for averages within ``by``.
+
+        ``by`` is a column of ``frame`` (a variable of the formula, or ``"agent"`` /
+        ``"task"``); None puts every row in one group, ``"all"``.
+        """
+        if by is None:
+            return np.zeros(len(self.frame), np.intp), ["all"]
+        if by not in self.frame.columns:
+            raise HierbenchError(
+                f"`{name}` must be 'agent', 'task' or a variable of the fit's formula, {sorted(self.variables)}; got {by!r}"
+            )
+        labels, codes = np.unique(self.frame[by].astype(str).to_numpy(), return_inverse=True)
+        return codes.astype(np.intp), labels.tolist()
+
+    def agent_rows(self) -> np.ndarray:
+        """The first design row of each agent, in the order of ``agents`` (where agent-level values are read)."""
+        return pd.Series(np.arange(len(self.frame))).groupby(self.agent_index).first().to_numpy()
+
+    def agent_terms(self) -> tuple[list[str], list[int], list[str]]:
+        """The terms that split the agents' variance, the one rule of both halves.
+
+        Fixed terms whose every variable is agent-level (not the intercept), the indices of
+        the agent-level random terms, and the names of both in that order; a formula with
+        neither is refused.
+        """
+        fixed = [t for t in self.fixed_terms
+                 if t != "Intercept" and all(self.variables.get(v) == "agent" for v in t.split(":"))]  # fmt: skip
+        rand = [k for k, t in enumerate(self.random) if t.level == "agent"]
+        names = [*fixed, *(self.random[k].name for k in rand)]
+        if not names:
+            raise HierbenchError(f"the formula {self.formula!r} has no agent-level term to split the agents' variance into")
+        return fixed, rand, names
+
     def __repr__(self) -> str:
         lines = [
             f"ModelDesign: {self.formula}  [{self.family}]",

@@ -464,6 +464,26 @@ def _counts_dataset(
     return ds
 
 
+def oriented_cells(
+    pairs: xr.Dataset, ia: np.ndarray, ib: np.ndarray, n_agents: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Orient each comparison and key it to its ordered-pair cell: the one rule of pair counts and the rating fits.
+
+    With ``position``, ``agent_a`` of a cell is the agent in the first position (a
+    comparison with ``position == -1`` is flipped, its outcome with it); without, the
+    agent first in the agents' order. Returns each cell's first and second agent codes,
+    each comparison's cell, its outcome for the cell's first agent, and whether the cells
+    are oriented by position.
+    """
+    out = pairs["outcome"].values.astype(np.float64)
+    first = "position" in pairs
+    flip = pairs["position"].values == -1 if first else ia > ib
+    ia, ib = np.where(flip, ib, ia), np.where(flip, ia, ib)
+    out = np.where(flip, 1.0 - out, out)
+    uniq, inv = np.unique(ia * n_agents + ib, return_inverse=True)
+    return uniq // n_agents, uniq % n_agents, inv, out, first
+
+
 def to_pair_counts(pairs: xr.Dataset) -> xr.Dataset:
     """Aggregate a pairwise dataset into win / tie / loss counts per ordered pair.
 
@@ -501,20 +521,11 @@ def to_pair_counts(pairs: xr.Dataset) -> xr.Dataset:
     index = pd.Index(agents)
     ia = index.get_indexer(_as_text(pairs["agent_a"].values)).astype(np.int64)
     ib = index.get_indexer(_as_text(pairs["agent_b"].values)).astype(np.int64)
-    out = pairs["outcome"].values.astype(np.float64)
-    first = "position" in pairs
-    flip = pairs["position"].values == -1 if first else ia > ib
-    ia, ib = np.where(flip, ib, ia), np.where(flip, ia, ib)
-    out = np.where(flip, 1.0 - out, out)
-    m = len(agents)
-    key = ia * m + ib
-    uniq, inv = np.unique(key, return_inverse=True)
-    win_a = np.bincount(inv, weights=out == 1.0, minlength=uniq.size)
-    tie = np.bincount(inv, weights=out == 0.5, minlength=uniq.size)
-    win_b = np.bincount(inv, weights=out == 0.0, minlength=uniq.size)
-    return _counts_dataset(
-        uniq // m, uniq % m, win_a, tie, win_b, agents, first, {"source": "to_pair_counts"}
-    )
+    ca, cb, inv, out, first = oriented_cells(pairs, ia, ib, len(agents))
+    win_a = np.bincount(inv, weights=out == 1.0, minlength=ca.size)
+    tie = np.bincount(inv, weights=out == 0.5, minlength=ca.size)
+    win_b = np.bincount(inv, weights=out == 0.0, minlength=ca.size)
+    return _counts_dataset(ca, cb, win_a, tie, win_b, agents, first, {"source": "to_pair_counts"})
 
 
 def _count_columns(df: pd.DataFrame, source: str, cols: dict[str, str]) -> dict[str, np.ndarray]:

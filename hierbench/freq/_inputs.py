@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError
+from .._base import HierbenchError, as_rng, cluster_codes
 
-__all__ = ["agent_task_means", "data_variable", "score_array"]
+__all__ = ["agent_task_means", "data_variable", "numeric_values", "score_array", "task_resampling"]
 
 
 def data_variable(
@@ -89,3 +90,44 @@ def agent_task_means(
     if np.isinf(y).any():
         raise ValueError("the scores must be finite or NaN (not run); found infinite values")
     return score, y
+
+
+#: per-run quantities that cannot be negative, by their canonical variable names
+NONNEGATIVE = ("cost", "latency", "tokens", "steps")
+
+
+def numeric_values(
+    da: Any, name: str, *, nonnegative: bool = False, allow_bool: bool = False
+) -> np.ndarray:
+    """Return the values of ``da`` as floats: numbers only, finite or NaN.
+
+    Text is refused, not parsed; booleans unless ``allow_bool`` (e.g. for 0/1 scores); and
+    >= 0 when ``nonnegative``.
+    """
+    v = np.asarray(getattr(da, "values", da))
+    if v.dtype.kind not in ("iufb" if allow_bool else "iuf"):
+        what = "booleans" if v.dtype.kind == "b" else f"values of type {v.dtype}"
+        raise TypeError(f"`{name}` must hold numbers (NaN for a missing value); got {what}")
+    v = v.astype(float, copy=False)
+    if np.isinf(v).any():
+        raise ValueError(f"`{name}` must be finite or NaN (not run); found infinite values")
+    if nonnegative and (v < 0).any():
+        bad = np.sort(v[v < 0])[:3].tolist()
+        raise ValueError(
+            f"`{name}` must be >= 0 (a cost, latency, token or step count); "
+            f"{int((v < 0).sum())} values are negative, e.g. {bad}"
+        )
+    return v
+
+
+def task_resampling(
+    data: Any, cluster: str | None, task_dim: str, rng: None | int | np.random.Generator
+) -> tuple[np.ndarray | None, np.random.Generator, str]:
+    """Return the tasks' cluster codes, the generator and the unit's name, for resampling.
+
+    Cluster codes None: tasks are the units; the name is ``"clusters"`` or ``"tasks"``; all
+    for :func:`hierbench.freq._kernels.weight_blocks`.
+    """
+    res = cluster_codes(data, cluster, dim=task_dim)
+    codes = None if res is None else res[0]
+    return codes, as_rng(rng), "clusters" if codes is not None else "tasks"

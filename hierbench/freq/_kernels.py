@@ -15,6 +15,7 @@ resampled mean is a matrix product and nothing loops over resamples.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Iterator
 from typing import Literal
@@ -303,3 +304,29 @@ def _bca(
             stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return _column_quantiles(dist, q), z0, acc
+
+
+def percentile_bounds(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap bounds along axis 0, NaN resamples left out (all NaN: NaN)."""
+    a = (1.0 - prob) / 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanquantile(dist, a, axis=0), np.nanquantile(dist, 1.0 - a, axis=0)
+
+
+def bootstrap_detail(unit: str, n_resamples: int) -> str:
+    """Return the ``ci_detail`` of a task-bootstrap interval."""
+    return f"bootstrap over {unit}, {n_resamples} resamples"
+
+
+def one_blas_thread():
+    """Limit BLAS to one thread while fitting, when threadpoolctl is there.
+
+    Small dense factorisations are slower with BLAS threads (and on a shared machine much
+    slower).
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")

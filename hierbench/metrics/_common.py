@@ -26,6 +26,8 @@ __all__ = [
     "check_k",
     "get_draws",
     "mc_interval",
+    "min_runs_per_k",
+    "pass_attrs",
     "posterior_interval",
     "posterior_summary",
 ]
@@ -83,6 +85,38 @@ def check_k(k: int | Sequence[int]) -> np.ndarray:
         raise ValueError(
             f"`k` must be an integer >= 1 or a non-empty sequence of them; got {k!r}"
         ) from None
+
+
+def min_runs_per_k(min_runs: int | Literal["k"], ks: np.ndarray) -> np.ndarray:
+    """The minimum number of runs a task needs, per ``k``: ``min_runs``, or ``k`` itself."""
+    if isinstance(min_runs, str):
+        if min_runs != "k":
+            raise ValueError(f"`min_runs` must be an integer >= 0 or 'k'; got {min_runs!r}")
+        return ks.copy()
+    try:
+        m = check_int(min_runs, "min_runs", min=0)
+    except (TypeError, ValueError):
+        raise ValueError(f"`min_runs` must be an integer >= 0 or 'k'; got {min_runs!r}") from None
+    return np.full(ks.shape, m, dtype=np.int64)
+
+
+def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs) -> dict:
+    """The attrs every posterior pass^k / pass@k result carries (both models)."""
+    if population:
+        over = "a new task from the population"
+    elif isinstance(min_runs, str):
+        over = "the tasks each agent ran at least k times"
+    elif min_max:
+        over = f"the tasks each agent ran at least {min_max} times"
+    else:
+        over = "the tasks each agent ran" if model == "beta_binomial" else "the dataset's tasks"
+    return {
+        "quantity": "pass@k" if at else "pass^k",
+        "model": model,
+        "tasks": "population" if population else "observed",
+        "over": over,
+        "scale": "probability",
+    }
 
 
 def posterior_interval(

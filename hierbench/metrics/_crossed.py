@@ -37,7 +37,7 @@ from .._base import (
     check_prob,
 )
 from .._numerics import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
-from ._common import check_k, posterior_interval
+from ._common import check_k, min_runs_per_k, pass_attrs, posterior_interval
 from ._results import PosteriorPassKResult, VarianceComponentDrawsResult
 
 __all__ = [
@@ -396,8 +396,6 @@ def crossed_pass_k(
     >>> crossed_pass_k(idata, k=1, realised=True, rng=1).attrs["draws_of"]  # doctest: +SKIP
     'realised task average'
     """
-    from ._passk import min_runs_per_k, pass_attrs
-
     ks = check_k(k)
     check_choice(kind, "kind", ["hat", "at"])
     prob = check_prob(prob)

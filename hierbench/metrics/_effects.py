@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from scipy.special import expit
 
@@ -74,10 +73,7 @@ class PosteriorEffectsResult(Result):
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
-    def _repr_lines(self) -> list[str]:
-        lines = super()._repr_lines()
-        lines[0] = f"PosteriorEffectsResult: {self.variable}, {self.scale} ({lines[0].split('with ')[-1]})"
-        return lines
+    _title_fields: ClassVar[tuple[str, ...]] = ("variable", "scale")
 
 
 @dataclass(frozen=True, repr=False)
@@ -113,20 +109,6 @@ class PosteriorAgentVarianceResult(Result):
 
 
 # --------------------------------------------------------------------------- shared pieces
-
-
-def _scale(design: Any, threshold: float | None) -> tuple[float, str]:
-    """The reader's scale and its label, as the maximum-likelihood half states them."""
-    if design.family == "ordinal" and threshold is None:
-        return 1.0, f"mean grade (of {design.response}, scale {design.categories.tolist()})"
-    if design.family == "ordinal":
-        cats = design.categories
-        if threshold not in cats or threshold == cats[0]:
-            raise HierbenchError(f"`threshold` must be a grade of the scale above the lowest, {cats[1:].tolist()}; got {threshold!r}")
-        return 100.0, f"points of the share graded >= {threshold:g}"
-    if threshold is not None:
-        raise HierbenchError("`threshold` applies to an ordinal fit only")
-    return 100.0, f"points of {'success rate' if design.family == 'binomial' else f'mean {design.response}'}"
 
 
 def _compressed(
@@ -174,36 +156,6 @@ def _summarise(dr: Any, values: np.ndarray, dims: tuple[str, ...], coords: dict,
     return est, ci, sd, draws.rename("draws")
 
 
-def _counterfactuals(design: Any, variable: str) -> tuple[list[str], list[np.ndarray], float]:
-    """Build the counterfactual fixed-effect matrices of a variable.
-
-    Fixed-effect matrices with ``variable`` at each level (categorical) or at +-h (numeric;
-    the third value is then ``2 h``, else 0): the rule of the maximum-likelihood half.
-    """
-    frame = design.frame
-    if variable not in design.variables or variable not in frame.columns:
-        raise HierbenchError(f"`variable` must be a variable of the fit's formula, {sorted(design.variables)}; got {variable!r}")
-    for t in design.random:
-        if not t.intercept and variable in t.name.split("|", 1)[0]:
-            raise HierbenchError(f"`variable` {variable!r} has a random slope ({t.name}): not supported")
-    col = frame[variable]
-    binary = set(pd.unique(col).tolist()) <= {0, 1}
-    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) and not binary:
-        h = 1e-4 * max(float(np.nanstd(col.to_numpy(dtype=float))), 1e-8)
-        return [f"d/d {variable}"], [design.matrix(frame.assign(**{variable: col.to_numpy(dtype=float) + s * h}))
-                                     for s in (1.0, -1.0)], 2 * h  # fmt: skip
-    levels = sorted(pd.unique(col).tolist(), key=str)
-    return [str(v) for v in levels], [design.matrix(frame.assign(**{variable: lev})) for lev in levels], 0.0
-
-
-def _groups_of(design: Any, by: str | None, what: str = "by") -> tuple[np.ndarray, list[str]]:
-    if by is None:
-        return np.zeros(len(design.frame), np.intp), ["all"]
-    if by not in design.frame.columns:
-        raise HierbenchError(f"`{what}` must be a variable of the fit's formula, {sorted(design.variables)}; got {by!r}")
-    labels, codes = np.unique(design.frame[by].astype(str).to_numpy(), return_inverse=True)
-    return codes.astype(np.intp), labels.tolist()
-
 
 # --------------------------------------------------------------------------- public
 
@@ -246,9 +198,9 @@ def average_marginal_effects(
     """
     design, prob = as_design(design), check_prob(prob)
     dr = mixed_draws(fit, design)
-    factor, scale = _scale(design, threshold)
-    labels, mats, numeric = _counterfactuals(design, variable)
-    groups, glab = _groups_of(design, by)
+    factor, scale = design.reader_scale(threshold)
+    labels, mats, numeric = design.counterfactuals(variable)
+    groups, glab = design.groups(by)
     held = np.zeros(len(design.random), bool)
     preds = [_group_means(design, dr, M, groups, len(glab), held, threshold) for M in mats]
     eff = [(preds[0] - preds[1]) / numeric] if numeric else [p - preds[0] for p in preds[1:]]
@@ -301,8 +253,8 @@ def mean_response(
     if tasks not in ("population", "observed"):
         raise HierbenchError(f"`tasks` must be 'population' or 'observed'; got {tasks!r}")
     dr = mixed_draws(fit, design)
-    factor, scale = _scale(design, threshold)
-    groups, glab = _groups_of(design, by, "by")
+    factor, scale = design.reader_scale(threshold)
+    groups, glab = design.groups(by)
     if tasks == "observed":
         vals = factor * _observed_means(fit, design, dr, groups, len(glab), threshold)
     else:
@@ -355,12 +307,8 @@ def agent_variance(fit: xr.DataTree, design: Any, *, prob: float = DEFAULT_PROB)
     """
     design, prob = as_design(design), check_prob(prob)
     dr = mixed_draws(fit, design)
-    first = pd.Series(np.arange(len(design.frame))).groupby(design.agent_index).first().to_numpy()
-    fixed = [t for t in design.fixed_terms if t != "Intercept" and all(design.variables.get(v) == "agent" for v in t.split(":"))]
-    rand = [k for k, t in enumerate(design.random) if t.level == "agent"]
-    names = [*fixed, *(design.random[k].name for k in rand)]
-    if not names:
-        raise HierbenchError(f"the formula {design.formula!r} has no agent-level term to split the agents' variance into")
+    first = design.agent_rows()
+    fixed, rand, names = design.agent_terms()
     Xa = design.X[first]
     vals = [np.var(dr.beta[:, design.fixed_terms[t]] @ Xa[:, design.fixed_terms[t]].T, axis=1) for t in fixed]
     vals += [dr.sd[:, k] ** 2 for k in rand]
@@ -393,7 +341,7 @@ def graded_pass_hat_k(
     design, prob, ks = as_design(design), check_prob(prob), check_k(k)
     if design.family != "ordinal":
         raise HierbenchError(f"`graded_pass_hat_k` needs an ordinal fit; this one is {design.family}")
-    _scale(design, threshold)
+    design.reader_scale(threshold)
     dr = mixed_draws(fit, design)
     groups, agents = np.asarray(design.agent_index, np.intp), [str(a) for a in design.agents]
     held = np.array([t.level == "agent" for t in design.random], bool)

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from .._base import (
@@ -37,8 +36,7 @@ from .._base import (
     check_prob,
     make_interval,
 )
-from .._numerics import beyond_lengths, release_days
-from .._numerics import frontier as _frontier
+from .._numerics import beyond_lengths, ols_slopes, release_days, trend_agents
 from ._mixed import as_design, integrated_sd, mixed_draws, population_mean, row_predictor
 
 __all__ = ["PosteriorDoublingTimeResult", "PosteriorHorizonResult", "doubling_time", "time_horizon"]
@@ -106,7 +104,7 @@ def _agent_lines(dr: Any, design: Any, minutes: str) -> tuple[np.ndarray, np.nda
     for t in design.random:
         if not t.intercept:
             raise HierbenchError(f"random slope ({t.name}): the horizon needs agent slopes as fixed effects")
-    first = pd.Series(np.arange(len(design.frame))).groupby(design.agent_index).first().to_numpy()
+    first = design.agent_rows()
     at = [design.matrix(design.frame.iloc[first].assign(**{minutes: float(v)})) for v in (0.0, 1.0, 2.0)]
     if not np.allclose(at[2] - at[1], at[1] - at[0]):
         raise HierbenchError(f"the formula {design.formula!r} is not linear in {minutes!r}")
@@ -223,11 +221,7 @@ def doubling_time(
     agents = [str(a) for a in horizons.estimate["agent"].values]
     days, absent = _days(release_dates, agents, missing)
     h = horizons.estimate.values[:, j]
-    use = np.isfinite(days) & np.isfinite(h) & (h > 0)
-    if after is not None:
-        use &= days >= float(pd.Timestamp(after).to_datetime64().astype("datetime64[D]").astype(np.int64))
-    if frontier:
-        use &= _frontier(np.where(use, days, np.nan), np.where(use, h, -np.inf))
+    use = trend_agents(days, h, after=after, only_frontier=frontier)
     if use.sum() < 2:
         raise HierbenchError(f"the trend needs at least 2 agents with a date and a positive horizon; got {np.asarray(agents)[use].tolist()}")
     note = beyond_lengths(np.asarray(agents)[use], h[use], horizons.minutes_range)
@@ -236,8 +230,7 @@ def doubling_time(
     d = horizons.draws.isel(success=j).transpose("chain", "draw", "agent").values[..., use]
     flat = np.log(d.reshape(-1, use.sum()))
     good = np.all(np.isfinite(flat), axis=1)
-    t = days[use] - days[use].mean()
-    slope = ((flat[good] - flat[good].mean(1, keepdims=True)) * t).sum(1) / (t**2).sum()
+    slope = ols_slopes(days[use], flat[good])
     lo, hi = np.quantile(slope, [0.5 - prob / 2, 0.5 + prob / 2])
     est = xr.DataArray(np.log(2.0) / float(np.median(slope)), name="estimate", attrs={"units": "days", "estimate": "posterior median"})
     ci = make_interval(np.log(2.0) / hi, np.log(2.0) / lo if lo > 0 else np.inf, prob=prob, kind="eti", warn_zero_width=False,

@@ -70,7 +70,7 @@ def as_design(design: Any) -> Any:
     info = getattr(design, "hierbench", None)
     if isinstance(info, dict) and "design" in info:
         design = info["design"]
-    needed = ("X", "random", "frame", "family", "matrix", "agent_index")
+    needed = ("X", "random", "frame", "family", "matrix", "agent_index", "reader_scale", "counterfactuals", "groups", "agent_rows", "agent_terms")
     if not all(hasattr(design, a) for a in needed):
         raise HierbenchError(
             "`design` must be the ModelDesign the model was built from (hierbench.data.model_design with "

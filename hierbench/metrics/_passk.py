@@ -24,8 +24,8 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import DEFAULT_PROB, OUTSIDE_PACKAGE, as_rng, check_int, check_prob
-from ._common import UndefinedMetricWarning, check_k, posterior_interval
+from .._base import DEFAULT_PROB, OUTSIDE_PACKAGE, as_rng, check_prob
+from ._common import UndefinedMetricWarning, check_k, min_runs_per_k, pass_attrs, posterior_interval
 from ._results import PosteriorPassKResult
 
 __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]
@@ -33,19 +33,6 @@ __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]
 _NO_RUNS = {
     "bradley_terry": "a Bradley-Terry fit models pairwise outcomes, not per-run successes",
 }
-
-
-def min_runs_per_k(min_runs: int | Literal["k"], ks: np.ndarray) -> np.ndarray:
-    """The minimum number of runs a task needs, per ``k``: ``min_runs``, or ``k`` itself."""
-    if isinstance(min_runs, str):
-        if min_runs != "k":
-            raise ValueError(f"`min_runs` must be an integer >= 0 or 'k'; got {min_runs!r}")
-        return ks.copy()
-    try:
-        m = check_int(min_runs, "min_runs", min=0)
-    except (TypeError, ValueError):
-        raise ValueError(f"`min_runs` must be an integer >= 0 or 'k'; got {min_runs!r}") from None
-    return np.full(ks.shape, m, dtype=np.int64)
 
 
 def beta_moments(
@@ -210,25 +197,6 @@ def _pass(
         estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws,
         n_tasks=n_tasks.rename("n_tasks"), attrs=attrs,
     )
-
-
-def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs) -> dict:
-    """The attrs every posterior pass^k / pass@k result carries (both models)."""
-    if population:
-        over = "a new task from the population"
-    elif isinstance(min_runs, str):
-        over = "the tasks each agent ran at least k times"
-    elif min_max:
-        over = f"the tasks each agent ran at least {min_max} times"
-    else:
-        over = "the tasks each agent ran" if model == "beta_binomial" else "the dataset's tasks"
-    return {
-        "quantity": "pass@k" if at else "pass^k",
-        "model": model,
-        "tasks": "population" if population else "observed",
-        "over": over,
-        "scale": "probability",
-    }
 
 
 def pass_hat_k(

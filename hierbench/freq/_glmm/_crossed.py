@@ -55,11 +55,8 @@ from scipy.special import gammaln
 from ..._base import (
     DEFAULT_PROB,
     OUTSIDE_PACKAGE,
-    BoundaryWarning,
     HierbenchError,
     HierbenchWarning,
-    NotConvergedWarning,
-    Result,
     as_rng,
     check_choice,
     check_int,
@@ -69,8 +66,14 @@ from ..._base import (
 )
 from ..._numerics import NEWTON_STEPS, gauss_hermite
 from ...data import ModelDesign, model_design
-from ._mixed import MixedMLResult, fit_design
+from ._mixed import MixedMLResult, ScalesFit, fit_design
 from ._optim import maximise, profile_interval
+from ._warnings import (
+    BoundaryEstimateWarning,
+    IgnoredClusterWarning,
+    MLConvergenceWarning,
+    SeparatedAgentWarning,
+)
 
 __all__ = [
     "BoundaryEstimateWarning",
@@ -83,22 +86,6 @@ __all__ = [
 
 _LOG_SD_BOUNDS = (math.log(1e-4), math.log(50.0))
 _ALPHA_BOUND = 30.0
-
-
-class SeparatedAgentWarning(BoundaryWarning):
-    """An agent succeeded (or failed) on every run: its ability's MLE is infinite (reported as NaN)."""
-
-
-class BoundaryEstimateWarning(BoundaryWarning):
-    """A scale's estimate sits at the boundary (zero): its interval is one-sided."""
-
-
-class IgnoredClusterWarning(HierbenchWarning):
-    """The data carry task clusters, which the ML fit does not model (no cluster level)."""
-
-
-class MLConvergenceWarning(NotConvergedWarning):
-    """The optimiser stopped without meeting its convergence criterion."""
 
 
 # --------------------------------------------------------------------------- the likelihood
@@ -240,7 +227,7 @@ class _Lik:
 
 
 @dataclass(frozen=True, repr=False)
-class CrossedMLResult(Result):
+class CrossedMLResult(ScalesFit):
     """Maximum-likelihood fit of the crossed logistic model (:func:`fit_crossed_ml`).
 
     Attributes
@@ -276,11 +263,6 @@ class CrossedMLResult(Result):
         ``agent_task`` and the other settings used.
     """
 
-    estimate: xr.DataArray
-    ci: xr.DataArray
-    standard_error: xr.DataArray
-    sd: xr.DataArray
-    sd_ci: xr.DataArray
     task_effect: xr.DataArray
     task_effect_sd: xr.DataArray
     vcov: xr.DataArray
@@ -293,11 +275,6 @@ class CrossedMLResult(Result):
     sd_resamples: xr.DataArray | None = None
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov", "sd_resamples")
-
-    @property
-    def variance_components(self) -> xr.Dataset:
-        """``estimate`` and ``ci`` of the scales along ``component`` (for ``side_by_side``)."""
-        return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
 
     @property
     def task_effects(self) -> xr.Dataset:

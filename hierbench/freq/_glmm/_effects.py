@@ -32,10 +32,9 @@ differences of the prediction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from scipy import stats
 from scipy.special import expit
@@ -76,10 +75,7 @@ class MarginalEffectsResult(Result):
     variable: str
     scale: str
 
-    def _repr_lines(self) -> list[str]:
-        lines = super()._repr_lines()
-        lines[0] = f"MarginalEffectsResult: {self.variable}, {self.scale} ({lines[0].split('with ')[-1]})"
-        return lines
+    _title_fields: ClassVar[tuple[str, ...]] = ("variable", "scale")
 
 
 @dataclass(frozen=True, repr=False)
@@ -148,21 +144,6 @@ def predict_rows(
     return out
 
 
-def _scale(fit: MixedMLResult, threshold: float | None) -> tuple[float, str]:
-    d = fit.design
-    if d.family == "ordinal" and threshold is None:
-        return 1.0, f"mean grade (of {d.response}, scale {d.categories.tolist()})"
-    if d.family == "ordinal":
-        cats = d.categories
-        if threshold not in cats or threshold == cats[0]:
-            raise HierbenchError(f"`threshold` must be a grade of the scale above the lowest, {cats[1:].tolist()}; got {threshold!r}")
-        return 100.0, f"points of the share graded >= {threshold:g}"
-    if threshold is not None:
-        raise HierbenchError("`threshold` applies to an ordinal fit only")
-    what = "success rate" if d.family == "binomial" else f"mean {d.response}"
-    return 100.0, f"points of {what}"
-
-
 def _delta(fit: MixedMLResult, f: Any, extra_var: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``f(params)`` and its delta-method standard errors (central differences, h = 1e-5)."""
     x = fit.params
@@ -188,40 +169,6 @@ def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str) -> xr
 
 
 # --------------------------------------------------------------------------- marginal effects
-
-
-def _counterfactuals(fit: MixedMLResult, variable: str) -> tuple[list[str], list[np.ndarray], float]:
-    """Fixed-effect matrices with ``variable`` set to each level, or nudged by +-h.
-
-    Categorical variables take each level (the third value is 0); numeric ones
-    are nudged by +-h (the third value is then ``2 h``).
-    """
-    d = fit.design
-    frame = d.frame
-    if variable not in d.variables or variable not in frame.columns:
-        raise HierbenchError(
-            f"`variable` must be a variable of the fit's formula, {sorted(d.variables)}; got {variable!r}"
-        )
-    for t in d.random:
-        if not t.intercept and variable in t.name.split("|", 1)[0]:
-            raise HierbenchError(f"`variable` {variable!r} has a random slope ({t.name}): not supported")
-    col = frame[variable]
-    binary = set(pd.unique(col).tolist()) <= {0, 1}
-    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) and not binary:
-        h = 1e-4 * max(float(np.nanstd(col.to_numpy(dtype=float))), 1e-8)
-        mats = []
-        for sgn in (1.0, -1.0):
-            fr = frame.copy()
-            fr[variable] = col.to_numpy(dtype=float) + sgn * h
-            mats.append(d.matrix(fr))
-        return [f"d/d {variable}"], mats, 2 * h
-    levels = sorted(pd.unique(col).tolist(), key=str)
-    mats = []
-    for lev in levels:
-        fr = frame.copy()
-        fr[variable] = lev
-        mats.append(d.matrix(fr))
-    return [str(v) for v in levels], mats, 0.0
 
 
 def average_marginal_effects(
@@ -274,14 +221,11 @@ def average_marginal_effects(
     """
     fit = _check_fit(fit)
     prob = check_prob(prob)
-    factor, scale = _scale(fit, threshold)
-    labels, mats, numeric = _counterfactuals(fit, variable)
+    factor, scale = fit.design.reader_scale(threshold)
+    labels, mats, numeric = fit.design.counterfactuals(variable)
     d = fit.design
-    groups = [("all", np.ones(len(d.frame), bool))]
-    if by is not None:
-        if by not in d.frame.columns:
-            raise HierbenchError(f"`by` must be a variable of the fit's formula, {sorted(d.variables)}; got {by!r}")
-        groups = [(str(g), (d.frame[by] == g).to_numpy()) for g in sorted(pd.unique(d.frame[by]), key=str)]
+    codes, labels_by = d.groups(by)
+    groups = [(g, codes == i) for i, g in enumerate(labels_by)]
     marg = np.ones(len(d.random), bool)
 
     def f(params: np.ndarray) -> np.ndarray:
@@ -349,12 +293,9 @@ def mean_response(
     """
     fit = _check_fit(fit)
     prob = check_prob(prob)
-    factor, scale = _scale(fit, threshold)
+    factor, scale = fit.design.reader_scale(threshold)
     d = fit.design
-    if by not in d.frame.columns:
-        raise HierbenchError(f"`by` must be 'agent' or a variable of the formula, {sorted(d.variables)}; got {by!r}")
-    keys = d.frame[by].astype(str).to_numpy()
-    groups = sorted(pd.unique(keys).tolist())
+    keys, groups = d.groups(by)
     held = np.array([t.level == "agent" for t in d.random])
     offset = np.zeros(len(keys))
     for k, t in enumerate(d.random):
@@ -363,7 +304,7 @@ def mean_response(
 
     def f(params: np.ndarray) -> np.ndarray:
         mu = predict_rows(fit, params, d.X, ~held, offset=offset, threshold=threshold)
-        return factor * np.array([mu[keys == g].mean() for g in groups])
+        return factor * np.array([mu[keys == i].mean() for i in range(len(groups))])
 
     extra = _mode_variance(fit, f, held, offset, keys, groups, threshold, factor)
     est, se = _delta(fit, f, extra)
@@ -395,8 +336,8 @@ def _mode_variance(fit, f, held, offset, keys, groups, threshold, factor) -> np.
         if not held[k]:
             continue
         csd = fit.random_effects[t.name]["conditional_sd"].values
-        for i, g in enumerate(groups):
-            m = keys == g
+        for i in range(len(groups)):
+            m = keys == i
             per_level = np.bincount(t.codes[m], dmu[m] * t.slope[m], minlength=t.levels.size) / m.sum()
             out[i] += float((per_level**2 * csd**2).sum())
     return out
@@ -442,12 +383,8 @@ def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVa
     prob = check_prob(prob)
     d = fit.design
     p = d.X.shape[1]
-    first = pd.Series(np.arange(len(d.frame))).groupby(d.agent_index).first().to_numpy()
-    fixed = [t for t in d.fixed_terms if t != "Intercept" and all(d.variables.get(v) == "agent" for v in t.split(":"))]
-    rand = [k for k, t in enumerate(d.random) if t.level == "agent"]
-    names = [*fixed, *(d.random[k].name for k in rand)]
-    if not names:
-        raise HierbenchError(f"the formula {d.formula!r} has no agent-level term to split the agents' variance into")
+    first = d.agent_rows()
+    fixed, rand, names = d.agent_terms()
 
     def f(params: np.ndarray) -> np.ndarray:
         vals = [np.var(d.X[first][:, d.fixed_terms[t]] @ params[d.fixed_terms[t]]) for t in fixed]

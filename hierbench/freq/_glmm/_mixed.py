@@ -31,11 +31,13 @@ from scipy.special import expit
 
 from ..._base import DEFAULT_PROB, OUTSIDE_PACKAGE, Result, make_interval
 from ...data import ModelDesign
+from .._kernels import one_blas_thread
 from ._families import Binomial, Fractional, Ordinal, log_gap_bounds
 from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian
 from ._optim import maximise, profile_interval
+from ._warnings import BoundaryEstimateWarning, MLConvergenceWarning
 
-__all__ = ["MixedMLResult", "fit_design"]
+__all__ = ["MixedMLResult", "ScalesFit", "fit_design"]
 
 _BETA_BOUND = 40.0
 #: smallest fractional dispersion used (runs identical within every row give 0: the rows'
@@ -44,7 +46,27 @@ _PHI_FLOOR = 1e-3
 
 
 @dataclass(frozen=True, repr=False)
-class MixedMLResult(Result):
+class ScalesFit(Result):
+    """The fields and view every maximum-likelihood GLMM fit shares (crossed and formula).
+
+    Private base: effects with their Wald intervals and standard errors, the random
+    terms' sds with their intervals, and those sds as ``variance_components``.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    standard_error: xr.DataArray
+    sd: xr.DataArray
+    sd_ci: xr.DataArray
+
+    @property
+    def variance_components(self) -> xr.Dataset:
+        """``estimate`` and ``ci`` of the sds along ``component`` (for ``side_by_side``)."""
+        return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
+
+
+@dataclass(frozen=True, repr=False)
+class MixedMLResult(ScalesFit):
     """Maximum-likelihood fit of a formula (:func:`hierbench.freq.fit_crossed_ml` with a formula).
 
     Attributes
@@ -83,11 +105,6 @@ class MixedMLResult(Result):
     design : ModelDesign
     """
 
-    estimate: xr.DataArray
-    ci: xr.DataArray
-    standard_error: xr.DataArray
-    sd: xr.DataArray
-    sd_ci: xr.DataArray
     thresholds: xr.DataArray | None
     thresholds_ci: xr.DataArray | None
     dispersion: float
@@ -102,11 +119,6 @@ class MixedMLResult(Result):
     options: dict = field(default_factory=dict)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov",)
-
-    @property
-    def variance_components(self) -> xr.Dataset:
-        """``estimate`` and ``ci`` of the sds along ``component`` (for ``side_by_side``)."""
-        return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
 
     def _repr_lines(self) -> list[str]:
         d = self.design
@@ -264,9 +276,6 @@ def fit_design(
     design: ModelDesign, *, prob: float = DEFAULT_PROB, intervals: str = "profile"
 ) -> MixedMLResult:
     """Fit a resolved design by the Laplace approximation (see :func:`hierbench.freq.fit_crossed_ml`)."""
-    from .._variance._reml import one_blas_thread
-    from ._crossed import BoundaryEstimateWarning, MLConvergenceWarning
-
     with one_blas_thread():
         phi, _, how = _dispersion(design)
         lik, x, ll, ok, msg, bounds = _maximise_design(design, phi)

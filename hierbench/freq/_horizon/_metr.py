@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from scipy.special import expit
 
@@ -55,8 +54,7 @@ from ..._base import (
     cluster_codes,
     make_interval,
 )
-from ..._numerics import beyond_lengths, release_days
-from ..._numerics import frontier as _frontier
+from ..._numerics import beyond_lengths, ols_slopes, release_days, trend_agents
 from ...data import task_minutes
 
 __all__ = [
@@ -430,12 +428,6 @@ def _dates(release_dates: Mapping[str, Any], agents: np.ndarray, missing: str) -
     return days, absent
 
 
-def _ols_slope(t: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Least-squares slopes of each row of ``y`` on ``t``."""
-    tc = t - t.mean()
-    return ((y - y.mean(-1, keepdims=True)) * tc).sum(-1) / (tc**2).sum()
-
-
 def doubling_time(
     horizons: TimeHorizonResult,
     release_dates: Mapping[str, Any],
@@ -503,25 +495,21 @@ def doubling_time(
     agents = np.asarray(horizons.estimate["agent"].values).astype(str)
     days, absent = _dates(release_dates, agents, missing)
     h = horizons.estimate.values[:, j]
-    use = np.isfinite(days) & np.isfinite(h) & (h > 0)
-    unusable = agents[np.isfinite(days) & ~use].tolist()
+    unusable = agents[np.isfinite(days) & ~(np.isfinite(h) & (h > 0))].tolist()
     if unusable:
         warnings.warn(f"agents {unusable} have a horizon of 0, infinite or undefined: left out of the trend",
                       UndefinedWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)  # fmt: skip
-    if after is not None:
-        use &= days >= float(pd.Timestamp(after).to_datetime64().astype("datetime64[D]").astype(np.int64))
-    if frontier:
-        use &= _frontier(np.where(use, days, np.nan), np.where(use, h, -np.inf))
+    use = trend_agents(days, h, after=after, only_frontier=frontier)
     if use.sum() < 2:
         raise HierbenchError(f"the trend needs at least 2 agents with a date and a positive horizon; got {agents[use].tolist()}")
     note = beyond_lengths(agents[use], h[use], horizons.options.get("minutes_range"))
     if note:
         warnings.warn(note, ExtrapolatedHorizonWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
-    slope = float(_ols_slope(days[use], np.log(h[use])))
+    slope = float(ols_slopes(days[use], np.log(h[use])))
     boot = horizons.resamples.values[:, use, j]
     good = np.all(np.isfinite(boot) & (boot > 0), axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bd = np.log(2.0) / _ols_slope(days[use], np.log(np.where(good[:, None], boot, 1.0))[good])
+        bd = np.log(2.0) / ols_slopes(days[use], np.log(np.where(good[:, None], boot, 1.0))[good])
     return _doubling_result(slope, bd, good, agents[use], days[use], h[use], prob, absent)
 
 

@@ -31,13 +31,14 @@ from ..._base import (
     as_rng,
     check_choice,
     check_int,
+    check_number,
     check_prob,
     cluster_codes,
     make_interval,
     renamed_kwargs,
 )
-from .._kernels import BLOCK_ELEMENTS, _bca, weight_blocks
-from .._profiles._common import check_number, numeric_values, percentile_bounds
+from .._inputs import numeric_values
+from .._kernels import BLOCK_ELEMENTS, _bca, percentile_bounds, weight_blocks
 
 __all__ = [
     "AgreementResult",

@@ -21,9 +21,16 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..._base import DEFAULT_PROB, HierbenchError, Result, as_rng, check_prob, renamed_kwargs
-from .._inputs import data_variable
-from .._profiles._common import check_number, numeric_values
+from ..._base import (
+    DEFAULT_PROB,
+    HierbenchError,
+    Result,
+    as_rng,
+    check_number,
+    check_prob,
+    renamed_kwargs,
+)
+from .._inputs import data_variable, numeric_values
 from .._resampling import BootstrapResult, bootstrap_ci
 
 __all__ = [

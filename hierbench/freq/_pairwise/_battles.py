@@ -15,7 +15,7 @@ import xarray as xr
 from scipy import sparse
 
 from ..._base import HierbenchError
-from ...data import check_pairwise
+from ...data import check_pairwise, oriented_cells
 from .._kernels import weight_blocks
 
 __all__: list[str] = []
@@ -52,18 +52,12 @@ def _battles(pairs: xr.Dataset) -> _Battles:
             check_pairwise(pairs)
             raise HierbenchError("`pairs` is not a valid pairwise dataset")  # pragma: no cover
         agents, ia, ib = fast
-        out = pairs["outcome"].values.astype(float)
-        first = "position" in pairs
-        flip = pairs["position"].values == -1 if first else ia > ib
-        ia, ib = np.where(flip, ib, ia), np.where(flip, ia, ib)
-        out = np.where(flip, 1.0 - out, out)
-        m = len(agents)
-        uniq, inv = np.unique(ia * m + ib, return_inverse=True)
+        ca, cb, inv, out, first = oriented_cells(pairs, ia, ib, len(agents))
         cat = np.where(out == 1.0, 0, np.where(out == 0.5, 1, 2))
         column = inv * 3 + cat
-        counts = np.bincount(column, minlength=3 * uniq.size).reshape(-1, 3).astype(float)
+        counts = np.bincount(column, minlength=3 * ca.size).reshape(-1, 3).astype(float)
         task = pairs["task"].values if "task" in pairs else None
-        return _Battles(agents, uniq // m, uniq % m, counts, first, column, task)
+        return _Battles(agents, ca, cb, counts, first, column, task)
     if "pair" in pairs.dims and {"n_win_a", "n_tie", "n_win_b"} <= set(pairs.data_vars):
         agents = [str(x) for x in pairs["agent"].values]
         index = {a: i for i, a in enumerate(agents)}

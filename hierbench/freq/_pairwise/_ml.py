@@ -50,10 +50,11 @@ from ..._base import (
     as_rng,
     check_choice,
     check_int,
+    check_number,
     check_prob,
     make_interval,
 )
-from .._profiles._common import check_number, percentile_bounds
+from .._kernels import percentile_bounds
 from ._battles import _Battles, _battles, _resampled_counts
 from ._newton import _Fit, _fit, _free, _inverse, _newton_batch, _strongly_connected
 

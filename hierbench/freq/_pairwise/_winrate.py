@@ -20,11 +20,12 @@ from ..._base import (
     as_rng,
     check_choice,
     check_int,
+    check_number,
     check_prob,
     make_interval,
 )
 from ...data import check_pairwise
-from .._profiles._common import check_number, percentile_bounds
+from .._kernels import percentile_bounds
 from ._battles import _agent_codes, _battles, _resampled_counts
 
 __all__ = ["EloResult", "WinRateResult", "online_elo", "win_rate"]

@@ -36,17 +36,10 @@ from ..._base import (
     renamed_kwargs,
 )
 from ..._numerics import wilson_bounds
-from .._inputs import data_variable
-from .._kernels import weight_blocks
+from .._inputs import NONNEGATIVE, data_variable, numeric_values, task_resampling
+from .._kernels import bootstrap_detail, percentile_bounds, weight_blocks
 from .._rates import EmptySampleWarning
 from .._resampling import BootstrapResult, bootstrap_ci
-from ._common import (
-    NONNEGATIVE,
-    bootstrap_detail,
-    numeric_values,
-    percentile_bounds,
-    task_resampling,
-)
 
 __all__ = [
     "ParetoResult",

@@ -46,9 +46,9 @@ from ..._base import (
     make_interval,
     renamed_kwargs,
 )
-from .._kernels import _comb_ratio, weight_blocks
+from .._inputs import numeric_values, task_resampling
+from .._kernels import _comb_ratio, bootstrap_detail, percentile_bounds, weight_blocks
 from .._rates import EmptySampleWarning, InsufficientRunsWarning
-from ._common import bootstrap_detail, numeric_values, percentile_bounds, task_resampling
 
 __all__ = ["ReliabilityResult", "reliability_profile"]
 

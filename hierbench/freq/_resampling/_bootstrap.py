@@ -55,7 +55,7 @@ from ..._base import (
 from ..._base import counts as cell_counts
 from .._inputs import score_array
 from .._kernels import DegenerateBootstrapWarning
-from .._rates._passk import InsufficientRunsWarning
+from .._rates import InsufficientRunsWarning
 from ._bootstrap_engine import StatisticFn, _Cells, _cells_from, _distribution, _limits, _Plan
 
 if TYPE_CHECKING:

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..._base import check_int
-from .._profiles._common import check_number
+from ..._base import check_int, check_number
 from ._design_lang import Design, parse_design
 from ._dstudy import broadcast_sizes, coefficients_at, d_study
 from ._warnings import ConfoundedComponentWarning

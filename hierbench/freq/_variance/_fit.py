@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._base import OUTSIDE_PACKAGE
+from .._kernels import one_blas_thread
 from . import _reml
 from ._design_lang import Design, DesignError, parse_design
 from ._long import Long
@@ -181,7 +182,7 @@ def fit_reml(
     m = len(dsg.effects)
     if float(np.ptp(y)) == 0.0:
         return np.zeros(m), np.zeros((m, m)), {"converged": True, "message": "constant scores"}
-    with _reml.one_blas_thread():
+    with one_blas_thread():
         prob = _reml.RemlProblem(y, ec, dsg)
         r = prob.fit(_start(prob, dsg, y, anova_raw))
         s2e = r["sigma2_e"]

@@ -14,6 +14,7 @@ import xarray as xr
 from scipy import stats
 
 from ..._base import check_choice, check_prob, make_interval
+from .._kernels import one_blas_thread
 from . import _dstudy, _profile, _reml
 from ._fit import dense_codes, fit_reml, problem_order
 from ._warnings import UndefinedCoefficientWarning
@@ -68,7 +69,7 @@ def profiler(vc):
     dsg = vc._design
     if isinstance(ec, tuple):  # a balanced fit keeps its array shape: codes built on demand
         ec = dense_codes(ec, dsg)
-    with _reml.one_blas_thread():
+    with one_blas_thread():
         problem = _reml.RemlProblem(y, ec, dsg)
         order = problem_order(problem, dsg)
         if vc.method == "reml":
@@ -100,7 +101,7 @@ def _profile_bounds(vc, prob: float) -> tuple[np.ndarray, np.ndarray]:
     s2_hat = np.r_[prof.theta_hat**2 * prof.s2e_hat, prof.s2e_hat]
     scale = float(np.var(vc._reml_data[0]))
     wald = _quiet_wald(wald_ci, vc, prob).values
-    with _reml.one_blas_thread():
+    with one_blas_thread():
         for jp, jd in enumerate(order):
             lo[jd], hi[jd] = _profile.component_interval(
                 lambda jp=jp: prof.component_profile(jp),
@@ -205,7 +206,7 @@ def _ratio_bounds(vc, prob: float, sizes: dict[str, float], f0: np.ndarray):
     # the coefficient at the REML fit the profile is built around
     s2_hat = np.r_[prof.theta_hat**2 * prof.s2e_hat, prof.s2e_hat]
     wald = _quiet_wald(coefficients_wald, vc, prob, sizes)["ci"].values
-    with _reml.one_blas_thread():
+    with one_blas_thread():
         for i, k in enumerate(COEFFICIENTS):
             tw, ew = (np.asarray(a)[order] for a in w[k])
             r_hat = float(tw @ s2_hat / (tw @ s2_hat + ew @ s2_hat))

@@ -22,8 +22,7 @@ import numpy as np
 import xarray as xr
 from scipy import optimize, stats
 
-from ..._base import check_choice, check_int, check_prob
-from .._profiles._common import check_number
+from ..._base import check_choice, check_int, check_number, check_prob
 from ._allocation import allocate_paired
 from ._result import VarianceComponentsResult
 

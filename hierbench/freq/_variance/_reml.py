@@ -32,7 +32,6 @@ information (finite-difference Hessian of the deviance) above.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 
 import numpy as np
@@ -92,19 +91,6 @@ def _fd_derivatives(fun, x: np.ndarray, h: np.ndarray, free: np.ndarray, f0: flo
         d_b[i] = (-3 * f0 + 4 * f1 - f2) / (2 * h[i])
         c_b[i] = (f2 - 2 * f1 + f0) / h[i] ** 2
     return g, H, d_b, c_b, nfev
-
-
-def one_blas_thread():
-    """Limit BLAS to one thread while fitting, when threadpoolctl is there.
-
-    Small dense factorisations are slower with BLAS threads (and on a shared machine much
-    slower).
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        return contextlib.nullcontext()
-    return threadpool_limits(1, user_api="blas")
 
 
 # --------------------------------------------------------------------------- codes

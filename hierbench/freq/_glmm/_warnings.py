@@ -1,0 +1,28 @@
+"""The mixed-model wing's warnings (one class per meaning, under the base's four)."""
+
+from __future__ import annotations
+
+from ..._base import BoundaryWarning, HierbenchWarning, NotConvergedWarning
+
+__all__ = [
+    "BoundaryEstimateWarning",
+    "IgnoredClusterWarning",
+    "MLConvergenceWarning",
+    "SeparatedAgentWarning",
+]
+
+
+class SeparatedAgentWarning(BoundaryWarning):
+    """An agent succeeded (or failed) on every run: its ability's MLE is infinite (reported as NaN)."""
+
+
+class BoundaryEstimateWarning(BoundaryWarning):
+    """A scale's estimate sits at the boundary (zero): its interval is one-sided."""
+
+
+class IgnoredClusterWarning(HierbenchWarning):
+    """The data carry task clusters, which the ML fit does not model (no cluster level)."""
+
+
+class MLConvergenceWarning(NotConvergedWarning):
+    """The optimiser stopped without meeting its convergence criterion."""
