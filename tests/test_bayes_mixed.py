@@ -95,6 +95,35 @@ def test_the_default_formula_is_the_crossed_model_and_partial_credit_gets_the_un
     assert mp.hierbench["design"].family == "fractional" and "interior" in mp.named_vars
 
 
+def test_both_halves_name_the_default_formulas_terms_alike():
+    """The default formula fitted by ML (the crossed model's quadrature) names its abilities and scales
+    as the Bayesian build_mixed does (formulae's ``agent[a]``, the terms ``1|task``, ``1|agent:task``), so
+    compare.side_by_side pairs them row by row; each renamed ability is that agent's own crossed-fit value.
+    """
+    import pymc as pm
+
+    from hierbench.compare import side_by_side
+    from hierbench.data import DEFAULT_FORMULA
+    from hierbench.freq import fit_crossed_ml
+    from hierbench.metrics import posterior_summary
+
+    ds, _ = _board()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a small board: sd_agent_task may sit at the boundary
+        ml = fit_crossed_ml(ds, DEFAULT_FORMULA, intervals="wald")
+        plain = fit_crossed_ml(ds, intervals="wald")
+    m = bayes.build_mixed(ds)
+    assert ml.estimate.dims == ("coef",) and ml.estimate.coef.values.tolist() == list(m.coords["coef"])
+    assert ml.sd.component.values.tolist() == list(m.coords["component"]) == ["1|task", "1|agent:task"]
+    for a in ds.agent.values:  # formulae's documented label of a level of a factor: name[level]
+        assert float(ml.estimate.sel(coef=f"agent[{a}]")) == float(plain.estimate.sel(agent=a))
+    np.testing.assert_array_equal(ml.sd.values, plain.sd.values)
+    prior = pm.sample_prior_predictive(draws=40, model=m, random_seed=1, var_names=["beta", "sd"])["prior"]
+    for bayes_half, ml_half, dim in ((prior["beta"], ml, "coef"), (prior["sd"], ml.variance_components, "component")):
+        table = side_by_side({"bayes": posterior_summary(bayes_half), "ml": ml_half})
+        assert table[dim].size == bayes_half[dim].size and np.isfinite(table["estimate"].values).all()
+
+
 # --------------------------------------------------------------------------- sampling (small)
 
 _SMALL = {"draws": 300, "tune": 300, "chains": 2, "progress": False}
