@@ -124,6 +124,23 @@ def test_both_halves_name_the_default_formulas_terms_alike():
         assert table[dim].size == bayes_half[dim].size and np.isfinite(table["estimate"].values).all()
 
 
+def test_the_horizon_builders_own_choices_are_not_labelled_as_the_users():
+    """build_horizon writes its formula by its rules: describe shows every choice as decided, none as [user]."""
+    rng = np.random.default_rng(0)
+    mins = np.geomspace(1, 480, 20)
+    p = 1 / (1 + np.exp(-(3.0 - 0.6 * np.log2(mins))))
+    y = (rng.random((2, 20, 3)) < p[None, :, None]) * 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), y)}, coords={"agent": ["a", "b"], "human_minutes": ("task", mins)})
+    m = bayes.build_horizon(ds)
+    decisions = m.hierbench["structure"]["decisions"]
+    assert {k: v["source"] for k, v in decisions.items() if v.get("source") == "user"} == {}
+    assert {"formula", "family", "clusters", "agent_task"} <= set(decisions)
+    assert "[user]" not in bayes.describe(m)
+    # the same formula written by a user is the user's
+    mine = bayes.build_mixed(ds.assign_coords(log2_minutes=("task", np.log2(mins))), m.hierbench["options"]["formula"])
+    assert mine.hierbench["structure"]["decisions"]["formula"]["source"] == "user"
+
+
 # --------------------------------------------------------------------------- sampling (small)
 
 _SMALL = {"draws": 300, "tune": 300, "chains": 2, "progress": False}

@@ -26,7 +26,7 @@ import pymc as pm
 import xarray as xr
 
 from ..data import model_design, task_minutes
-from ._formula_model import build_mixed
+from ._formula_model import build_chosen
 from ._structure import (
     Structure,
     cluster_figures,
@@ -38,15 +38,18 @@ from ._structure import (
 __all__ = ["build_horizon"]
 
 
-def _terms(data: xr.Dataset, base: str, clusters: Any) -> str:
-    """The formula: the base, a task-family term and an agent x task term where the rules allow them."""
+def _terms(data: xr.Dataset, base: str, clusters: Any) -> tuple[str, dict]:
+    """The formula (the base, a task-family term and an agent x task term where the rules allow them).
+
+    Returned with the decisions that wrote it, for the model's record (``describe``).
+    """
     st = Structure("horizon", {**formula_design(model_design(base, data, family="binomial")), **cluster_figures(data)})
     formula = base
     if decide_clusters(st, clusters):
         formula += " + (1|cluster)"
     if decide_agent_task(st, "auto") != "none":
         formula += " + (1|agent:task)"
-    return formula
+    return formula, st.decisions
 
 
 def build_horizon(
@@ -95,8 +98,12 @@ def build_horizon(
     """
     x = task_minutes(data, minutes)
     data = data.assign_coords(log2_minutes=("task", np.log2(x)))
-    formula = _terms(data, "score ~ 0 + agent + agent:log2_minutes + (1|task)", clusters)
-    model = build_mixed(data, formula, family="binomial", priors=priors, n_quad=n_quad, centred=centred)
+    formula, decisions = _terms(data, "score ~ 0 + agent + agent:log2_minutes + (1|task)", clusters)
+    chosen = {"reason": "build_horizon's formula: each agent's intercept and slope per doubling of the human "
+              "task length, with the terms its rules include", "decisions": decisions,
+              "family": "binomial (the horizon models binary scores)"}  # fmt: skip
+    model = build_chosen(data, formula, family="binomial", levels=None, priors=priors, coords={},
+                         n_quad=n_quad, centred=centred, chosen=chosen)  # fmt: skip
     model.hierbench["options"]["minutes"] = minutes
     model.hierbench["model_role"] = "time horizon"
     return model
