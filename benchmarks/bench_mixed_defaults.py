@@ -115,11 +115,8 @@ def _agreement(name, ds, formula, family, fit, model) -> float:
             continue
         d = post[var]
         dim = next(x for x in d.dims if x not in ("chain", "draw"))
-        for lab in est[est.dims[0]].values:  # the default formula's ML result is over agent: coef agent[<a>]
-            key = lab if lab in d[dim].values else f"{est.dims[0]}[{lab}]"
-            if key not in d[dim].values:  # a term the halves name differently: left out, not guessed
-                continue
-            sel = d.sel({dim: key})
+        for lab in est[est.dims[0]].values:  # both halves name a formula's terms alike (the design's names)
+            sel = d.sel({dim: lab})
             z.append(abs(float(sel.mean()) - float(est.sel({est.dims[0]: lab}))) / float(sel.std()))
     return float(max(z))
 

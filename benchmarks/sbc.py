@@ -326,8 +326,9 @@ def run_mixed(models, designs, reps, out, chains, draws, tune, seed, start_rep=0
             model = hbb.build_mixed(template_mixed(name, design), formula, family=family)
             pri = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)["prior"].to_dataset()
             if "thresholds" in pri:
-                # forward sampling ignores the ordered transform: iid draws, unsorted. The prior the
-                # logp states (iid, restricted to the ordered set) is the law of their order statistics
+                # forward sampling ignores the ordered transform: `thresholds_seen` comes out iid, unsorted
+                # (the model sorts it for the likelihood and `thresholds`, already ordered here). The prior
+                # the logp states (iid, restricted to the ordered set) is the law of their order statistics
                 for v in ("thresholds", "thresholds_seen"):
                     pri[v] = pri[v].copy(data=np.sort(pri[v].values, axis=-1))
             pp = hbb.model_hook(model.hierbench, "predictive")(

@@ -9,6 +9,7 @@ stated Monte Carlo tolerance; the simulation's known horizons. Sampling tests ar
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 
 import numpy as np
@@ -93,6 +94,84 @@ def test_the_default_formula_is_the_crossed_model_and_partial_credit_gets_the_un
     part = ds.assign(score=ds.score * 0.5 + 0.25 * (ds.score.run == 0))
     mp = bayes.build_mixed(part)
     assert mp.hierbench["design"].family == "fractional" and "interior" in mp.named_vars
+
+
+def test_both_halves_name_the_default_formulas_terms_alike():
+    """The default formula fitted by ML (the crossed model's quadrature) names its abilities and scales
+    as the Bayesian build_mixed does (formulae's ``agent[a]``, the terms ``1|task``, ``1|agent:task``), so
+    compare.side_by_side pairs them row by row; each renamed ability is that agent's own crossed-fit value.
+    """
+    import pymc as pm
+
+    from hierbench.compare import side_by_side
+    from hierbench.data import DEFAULT_FORMULA
+    from hierbench.freq import fit_crossed_ml
+    from hierbench.metrics import posterior_summary
+
+    ds, _ = _board()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a small board: sd_agent_task may sit at the boundary
+        ml = fit_crossed_ml(ds, DEFAULT_FORMULA, intervals="wald")
+        plain = fit_crossed_ml(ds, intervals="wald")
+    m = bayes.build_mixed(ds)
+    assert ml.estimate.dims == ("coef",) and ml.estimate.coef.values.tolist() == list(m.coords["coef"])
+    assert ml.sd.component.values.tolist() == list(m.coords["component"]) == ["1|task", "1|agent:task"]
+    for a in ds.agent.values:  # formulae's documented label of a level of a factor: name[level]
+        assert float(ml.estimate.sel(coef=f"agent[{a}]")) == float(plain.estimate.sel(agent=a))
+    np.testing.assert_array_equal(ml.sd.values, plain.sd.values)
+    prior = pm.sample_prior_predictive(draws=40, model=m, random_seed=1, var_names=["beta", "sd"])["prior"]
+    for bayes_half, ml_half, dim in ((prior["beta"], ml, "coef"), (prior["sd"], ml.variance_components, "component")):
+        table = side_by_side({"bayes": posterior_summary(bayes_half), "ml": ml_half})
+        assert table[dim].size == bayes_half[dim].size and np.isfinite(table["estimate"].values).all()
+
+
+def test_the_horizon_builders_own_choices_are_not_labelled_as_the_users():
+    """build_horizon writes its formula by its rules: describe shows every choice as decided, none as [user]."""
+    rng = np.random.default_rng(0)
+    mins = np.geomspace(1, 480, 20)
+    p = 1 / (1 + np.exp(-(3.0 - 0.6 * np.log2(mins))))
+    y = (rng.random((2, 20, 3)) < p[None, :, None]) * 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), y)}, coords={"agent": ["a", "b"], "human_minutes": ("task", mins)})
+    m = bayes.build_horizon(ds)
+    decisions = m.hierbench["structure"]["decisions"]
+    assert {k: v["source"] for k, v in decisions.items() if v.get("source") == "user"} == {}
+    assert {"formula", "family", "clusters", "agent_task"} <= set(decisions)
+    assert "[user]" not in bayes.describe(m)
+    # the same formula written by a user is the user's
+    mine = bayes.build_mixed(ds.assign_coords(log2_minutes=("task", np.log2(mins))), m.hierbench["options"]["formula"])
+    assert mine.hierbench["structure"]["decisions"]["formula"]["source"] == "user"
+
+
+@pytest.mark.slow
+def test_prior_predictive_thresholds_are_ordered_order_statistics():
+    """Forward draws of an ordinal model respect the order: every prior threshold vector increases, and
+    the thresholds are the order statistics of 4 iid N(0, 5) draws (the task term's absorbed mean shifts
+    the sampled thresholds' prior and moves them back: their law does not depend on it), whose means come
+    from scipy's quadrature of the order-statistic densities. 4000 draws: the
+    Monte Carlo sd of each mean is at most 5 x 0.75 / sqrt(4000) = 0.06; tolerance 0.3 (5 sd).
+    """
+    import pymc as pm
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    grades = rng.integers(1, 6, (4, 6, 2)).astype(float)
+    ds = xr.Dataset({"rating": (("agent", "task", "run"), grades)},
+                    coords={"agent": list("abcd"), "temp": ("agent", ["cold", "warm"] * 2)})  # fmt: skip
+    m = bayes.build_mixed(ds, "rating ~ temp + (1|task)", family="ordinal")
+    th = pm.sample_prior_predictive(draws=4000, model=m, random_seed=5, var_names=["thresholds"])["prior"]
+    th = th["thresholds"].values.reshape(-1, 4)
+    assert (np.diff(th, axis=1) > 0).all()
+    gc = m.hierbench["design"].grade_counts
+    y = pm.sample_prior_predictive(draws=50, model=m, random_seed=6)["prior_predictive"]["y"].values
+    assert (y.reshape(50, *gc.shape).sum(-1) == gc.sum(-1)).all()  # grades drawn from valid probabilities
+    n, sd = 4, 5.0
+
+    def order_mean(r: int) -> float:  # E[X_(r)] of n iid N(0, sd)
+        dens = lambda x: x * stats.norm.pdf(x, 0, sd) * stats.norm.cdf(x, 0, sd) ** (r - 1) * stats.norm.sf(x, 0, sd) ** (n - r)  # noqa: E731
+        return float(math.factorial(n) / (math.factorial(r - 1) * math.factorial(n - r)) * integrate.quad(dens, -60, 60)[0])
+
+    want = [order_mean(r) for r in range(1, n + 1)]
+    np.testing.assert_allclose(th.mean(0), want, atol=0.3)
 
 
 # --------------------------------------------------------------------------- sampling (small)

@@ -141,14 +141,21 @@ def _cell_term(design: Any) -> int | None:
     return None
 
 
-def _design(data: xr.Dataset, formula: str | None, family: str, levels: Any, coords: dict) -> tuple[Any, Structure]:
-    """The design (the default formula loses its agent x task effect where unidentified) and the structure."""
+def _design(
+    data: xr.Dataset, formula: str | None, family: str, levels: Any, coords: dict, chosen: dict | None = None
+) -> tuple[Any, Structure]:
+    """The design (the default formula loses its agent x task effect where unidentified) and the structure.
+
+    ``chosen``: a builder that wrote the formula by its own rules (``build_horizon``) passes
+    ``{"reason": ..., "family": ..., "decisions": {...}}``; the formula, its family and its terms are then
+    recorded as decided ("auto"), with that builder's decisions, not as the user's.
+    """
     text = DEFAULT_FORMULA if formula is None else formula
     design = model_design(text, data, family=family, levels=levels, **coords)
     st = Structure("mixed", formula_design(design))
     cell = _cell_term(design)
     if cell is not None:
-        choice = decide_agent_task(st, "auto" if formula is None else "marginal")
+        choice = decide_agent_task(st, "auto" if formula is None or chosen else "marginal")
         if choice == "none":
             design = model_design(_DEFAULT_WITHOUT_CELL, data, family=family, levels=levels, **coords)
             st.design = formula_design(design)
@@ -160,10 +167,12 @@ def _design(data: xr.Dataset, formula: str | None, family: str, levels: Any, coo
                 f"{design.family} likelihood on {design.row_level} rows has no quadrature form: the "
                 "effects are sampled (their centring below)",
             )  # fmt: skip
+    why = chosen["reason"] if chosen else "as given" if formula is not None else "the default formula (today's crossed model)"
     st.decisions = {
-        "formula": {"choice": design.formula, "reason": "as given" if formula is not None else
-                    "the default formula (today's crossed model)", "source": "user" if formula else "auto"},
-        "family": {"choice": design.family, "reason": design.decisions["family"], "source": "auto" if family == "auto" else "user"},
+        "formula": {"choice": design.formula, "reason": why, "source": "user" if formula and not chosen else "auto"},
+        "family": {"choice": design.family, "reason": (chosen or {}).get("family", design.decisions["family"]),
+                   "source": "auto" if family == "auto" or chosen else "user"},
+        **(chosen or {}).get("decisions", {}),
         **st.decisions,
     }  # fmt: skip
     for key, text in design.decisions.items():
@@ -498,10 +507,19 @@ def build_mixed(
     >>> sorted(model.hierbench["structure"]["decisions"])[:3]
     ['centred', 'family', 'formula']
     """
+    coords_in = {"agent_coords": agent_coords, "task_coords": task_coords}
+    return build_chosen(data, formula, family=family, levels=levels, priors=priors, coords=coords_in,
+                        n_quad=n_quad, centred=centred)  # fmt: skip
+
+
+def build_chosen(
+    data: xr.Dataset, formula: str | None, *, family: str, levels: Any, priors: Any, coords: dict,
+    n_quad: int, centred: Any, chosen: dict | None = None,
+) -> pm.Model:
+    """:func:`build_mixed`'s engine; ``chosen`` as :func:`_design` (a builder's own formula)."""
     _check_options(formula, n_quad, centred)
     check_choice(family, "family", ["auto", "binomial", "fractional", "ordinal"])
-    coords_in = {"agent_coords": agent_coords, "task_coords": task_coords}
-    design, st = _design(data, formula, family, levels, coords_in)
+    design, st = _design(data, formula, family, levels, coords, chosen)
     marginal, centred_set, absorbed, by_level = _decide(st, design, centred)
     pri = _priors(design, priors)
     n_obs = _run_scores(design, data)[0].size if design.family == "fractional" else None

@@ -47,7 +47,7 @@ import pymc as pm
 import xarray as xr
 
 from ..data import model_design, task_minutes
-from ._formula_model import build_mixed
+from ._formula_model import build_chosen
 from ._structure import (
     Structure,
     cluster_figures,
@@ -62,15 +62,18 @@ __all__ = ["build_horizon"]
 HORIZON_BETA_PRIOR = {"dist": "Normal", "mu": 0.0, "sigma": 10.0}
 
 
-def _terms(data: xr.Dataset, base: str, clusters: Any) -> str:
-    """The formula: the base, a task-family term and an agent x task term where the rules allow them."""
+def _terms(data: xr.Dataset, base: str, clusters: Any) -> tuple[str, dict]:
+    """The formula (the base, a task-family term and an agent x task term where the rules allow them).
+
+    Returned with the decisions that wrote it, for the model's record (``describe``).
+    """
     st = Structure("horizon", {**formula_design(model_design(base, data, family="binomial")), **cluster_figures(data)})
     formula = base
     if decide_clusters(st, clusters):
         formula += " + (1|cluster)"
     if decide_agent_task(st, "auto") != "none":
         formula += " + (1|agent:task)"
-    return formula
+    return formula, st.decisions
 
 
 def build_horizon(
@@ -123,9 +126,13 @@ def build_horizon(
     """
     x = task_minutes(data, minutes)
     data = data.assign_coords(log2_minutes=("task", np.log2(x)))
-    formula = _terms(data, "score ~ 0 + agent + agent:center(log2_minutes) + (1|task)", clusters)
+    formula, decisions = _terms(data, "score ~ 0 + agent + agent:center(log2_minutes) + (1|task)", clusters)
     priors = {"beta": HORIZON_BETA_PRIOR, **(priors or {})}
-    model = build_mixed(data, formula, family="binomial", priors=priors, n_quad=n_quad, centred=centred)
+    chosen = {"reason": "build_horizon's formula: each agent's intercept and slope per doubling of the human "
+              "task length (centred at the tasks' mean), with the terms its rules include", "decisions": decisions,
+              "family": "binomial (the horizon models binary scores)"}  # fmt: skip
+    model = build_chosen(data, formula, family="binomial", levels=None, priors=priors, coords={},
+                         n_quad=n_quad, centred=centred, chosen=chosen)  # fmt: skip
     model.hierbench["options"]["minutes"] = minutes
     model.hierbench["model_role"] = "time horizon"
     return model

@@ -56,13 +56,22 @@ def grade_log_coefficient(grade_counts: np.ndarray) -> np.ndarray:
 
 
 def threshold_prior(spec: dict[str, Any], n_categories: int, shift: Any) -> tuple[Any, Any]:
-    """Ordered thresholds ``theta`` with iid ``spec`` priors: ``(seen, theta)``.
+    """Ordered thresholds ``theta`` with iid ``spec`` priors: ``(seen, theta)``, both increasing.
 
     ``seen = theta - shift`` is what the likelihood sees (the random terms'
     means, absorbed: see :func:`hierbench.bayes.build_mixed`); it is sampled
     under the ordered transform with each prior's location moved by
     ``-shift``, which is ``theta``'s prior exactly (the ordering's
     normalising constant does not depend on a common shift).
+
+    The ordered transform acts on the sampler's coordinates only: forward
+    draws (``pm.sample_prior_predictive``) of ``thresholds_seen`` are iid,
+    unordered. What the likelihood and ``thresholds`` see is therefore the
+    sorted vector: the identity wherever the sampler goes (its draws are
+    ordered), and in forward sampling the order statistics of the iid draws,
+    whose law is the prior the log density states (iid, restricted to the
+    ordered set). So prior-predictive thresholds and grades are those of the
+    model, and the posterior is unchanged.
     """
     spec = dict(spec)
     if "mu" not in spec:
@@ -71,9 +80,10 @@ def threshold_prior(spec: dict[str, Any], n_categories: int, shift: Any) -> tupl
         raise PriorError(f"`priors['thresholds']` must be a location family with a `mu` parameter; got {spec}")
     spec["mu"] = spec["mu"] - shift
     init = np.linspace(-2.0, 2.0, n_categories - 1)
-    seen = make_prior(
+    raw = make_prior(
         "thresholds_seen", spec, dims="threshold", transform=pm.distributions.transforms.ordered, initval=init
     )
+    seen = pt.sort(raw)
     theta = pm.Deterministic("thresholds", seen + shift, dims="threshold")
     return seen, theta
 

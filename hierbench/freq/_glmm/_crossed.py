@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -235,12 +235,15 @@ class CrossedMLResult(ScalesFit):
     estimate : DataArray (agent)
         The abilities ``alpha_a`` (logit scale: an agent's log-odds on a task
         of average difficulty, ``b = 0``), the ML counterpart of the Bayesian
-        posterior's ``ability``.
+        posterior's ``ability``. Fitted from a formula, over ``coef`` instead,
+        named as the formula names them (``agent[a]``, as ``build_mixed``'s
+        ``beta``).
     ci : DataArray (agent, ci_bound)
         Wald intervals ``alpha +- z SE`` (kind ``normal``).
     standard_error : DataArray (agent)
     sd : DataArray (component)
-        ``sd_task`` and, when in the model, ``sd_agent_task`` (logit scale).
+        ``sd_task`` and, when in the model, ``sd_agent_task`` (logit scale);
+        fitted from a formula, named by its terms (``1|task``, ``1|agent:task``).
     sd_ci : DataArray (component, ci_bound)
         Profile-likelihood (kind ``profile``) or parametric-bootstrap
         percentile (kind ``percentile``) intervals of the scales, or Wald on
@@ -373,7 +376,9 @@ def fit_crossed_ml(
     CrossedMLResult or MixedMLResult
         Crossed model: ``estimate`` / ``ci`` the agents' abilities (logit)
         with Wald intervals, ``sd`` / ``sd_ci`` the scales, ``task_effect``
-        the conditional modes, ``loglik``. With a formula: the fixed effects,
+        the conditional modes, ``loglik``; given as a formula, the crossed
+        model's terms carry the formula's names (``coef`` ``agent[a]``,
+        components ``1|task``, ...). With another formula: the fixed effects,
         the random terms' sds, thresholds (ordinal), dispersion (fractional),
         ``deviance``; :func:`average_marginal_effects` reads it.
 
@@ -402,8 +407,9 @@ def fit_crossed_ml(
     check_choice(agent_task, "agent_task", ["auto", "marginal", "none"])
     check_choice(intervals, "intervals", ["profile", "bootstrap", "wald"])
     prob = check_prob(prob)
+    design = None
     if formula is not None:
-        routed = _route(data, formula, family, levels, n_agq, intervals, prob)
+        routed, design = _route(data, formula, family, levels, n_agq, intervals, prob)
         if isinstance(routed, MixedMLResult):
             return routed
         agent_task = routed
@@ -414,23 +420,69 @@ def fit_crossed_ml(
     c = _prepare(data)
     inputs = _crossed_inputs(c, agent_task)
     fitted = _fit_crossed(inputs, n_agq, n_quad, prob, intervals, n_resamples, rng)
-    return _crossed_result(inputs, fitted, n_agq, n_quad, prob, intervals)
+    res = _crossed_result(inputs, fitted, n_agq, n_quad, prob, intervals)
+    return res if design is None else _named_as(res, design)
 
 
 def _route(
     data: xr.Dataset, formula: Any, family: str, levels: Any, n_agq: int | None, intervals: str, prob: float
-) -> MixedMLResult | str:
+) -> tuple[MixedMLResult | str, ModelDesign]:
     """A formula fit by the Laplace approximation, or the crossed model's ``agent_task`` for its shapes."""
     design = formula if isinstance(formula, ModelDesign) else model_design(formula, data, family=family, levels=levels)
     shape = _default_shape(design)
     if shape is not None:
-        return shape
+        return shape, design
     if n_agq not in (None, 1) or intervals == "bootstrap":
         raise HierbenchError(
             "`formula`: a model other than the crossed one is fitted by the Laplace approximation "
             f"with profile or Wald intervals; got n_agq={n_agq!r}, intervals={intervals!r}"
         )
-    return fit_design(design, prob=prob, intervals=intervals)
+    return fit_design(design, prob=prob, intervals=intervals), design
+
+
+def _agent_coefs(design: ModelDesign) -> dict[str, str] | None:
+    """Agent -> its coefficient's name when the fixed effects are one indicator per agent, else None.
+
+    The names are read off the design (``formulae``'s, e.g. ``agent[a]``), never re-typed: the
+    design owns what a formula's coefficients are called, and the Bayesian half's ``beta(coef)``
+    carries the same names.
+    """
+    X = design.X
+    if list(design.fixed_terms) != ["agent"] or X.shape[1] != design.agents.size or X.size == 0:
+        return None
+    if not (np.isin(X, (0.0, 1.0)).all() and (X.sum(1) == 1).all()):
+        return None
+    col = np.full(design.agents.size, -1)
+    col[design.agent_index] = X.argmax(1)
+    if (col < 0).any() or np.unique(col).size != col.size or not np.array_equal(col[design.agent_index], X.argmax(1)):
+        return None
+    return {a: design.coef[c] for a, c in zip(design.agents.tolist(), col.tolist(), strict=True)}
+
+
+def _named_as(res: CrossedMLResult, design: ModelDesign) -> CrossedMLResult:
+    """The crossed fit of a formula, named as the formula names its terms.
+
+    Abilities over ``coef`` (the design's names, ``agent[a]``), the scales by their random
+    terms (``1|task``, ``1|agent:task``): what the Bayesian ``build_mixed`` of the same formula
+    calls them, so :func:`hierbench.compare.side_by_side` lines the two halves up row by row.
+    """
+    names = _agent_coefs(design)
+    assert names is not None  # the crossed shape was checked by _default_shape
+    term = {"sd_task" if tuple(t.grouping) == ("task",) else "sd_agent_task": t.name for t in design.random}
+
+    def by_coef(da: xr.DataArray) -> xr.DataArray:
+        return da.rename(agent="coef").assign_coords(coef=[names[a] for a in da["agent"].values.tolist()])
+
+    def by_term(da: xr.DataArray | None) -> xr.DataArray | None:
+        if da is None or "component" not in da.dims:
+            return da
+        return da.assign_coords(component=[term[c] for c in da["component"].values.tolist()])
+
+    return replace(
+        res, estimate=by_coef(res.estimate), ci=by_coef(res.ci), standard_error=by_coef(res.standard_error),
+        sd=by_term(res.sd), sd_ci=by_term(res.sd_ci), sd_resamples=by_term(res.sd_resamples),
+        options={**res.options, "formula": design.formula},
+    )  # fmt: skip
 
 
 def _default_shape(design: ModelDesign) -> str | None:
@@ -445,7 +497,7 @@ def _default_shape(design: ModelDesign) -> str | None:
         or design.response != "score"
         or design.row_level != "cell"
         or list(design.fixed_terms) != ["agent"]
-        or design.coef != [f"agent[{a}]" for a in design.agents]
+        or _agent_coefs(design) is None
         or names not in (["1|task"], ["1|task", "1|agent:task"], ["1|agent:task", "1|task"])
     ):
         return None
