@@ -291,3 +291,13 @@ def test_horizon_default_prior_leaves_the_agents_common_level_to_the_data():
     mean, sd = post.mean(("chain", "draw")).to_series(), post.std(("chain", "draw")).to_series()
     gap = ((mean - ml[mean.index]).abs() / sd).max()
     assert gap < 1.0, ((mean - ml[mean.index]) / sd).round(2).to_dict()
+
+
+def test_a_formula_without_a_random_term_is_refused_by_name():
+    from hierbench import HierbenchError
+    from hierbench.bayes import build_mixed
+    from hierbench.testing import simulate_eval
+
+    data, _ = simulate_eval(3, 20, 2, rng=0)
+    with pytest.raises(HierbenchError, match=r"'score ~ 0 \+ agent' has no random term.*\(1\|task\)"):
+        build_mixed(data, "score ~ 0 + agent")

@@ -56,7 +56,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import check_choice, check_int
+from .._base import HierbenchError, check_choice, check_int
 from ..data import DEFAULT_FORMULA, model_design
 from ..metrics import task_codes
 from . import _mixed_predictive  # noqa: F401  (registers the 'mixed.predictive' hook)
@@ -152,6 +152,11 @@ def _design(
     """
     text = DEFAULT_FORMULA if formula is None else formula
     design = model_design(text, data, family=family, levels=levels, **coords)
+    if not design.random:
+        raise HierbenchError(
+            f"`formula` {design.formula!r} has no random term: the Bayesian formula models need at least "
+            "one (e.g. '+ (1|task)'), since the runs of a task are not independent draws; add one"
+        )
     st = Structure("mixed", formula_design(design))
     cell = _cell_term(design)
     if cell is not None:

@@ -304,11 +304,25 @@ def _disagree(wide: pd.DataFrame, kind: str) -> pd.Series:
     return apart & bl.notna() & bh.notna() & yl.notna() & yh.notna()
 
 
+def _side_missing(ctx: _Context, no_boot: bool) -> str:
+    """Why the side-by-side table cannot be drawn, in terms of what the reader gave."""
+    if ctx.fit is None or ctx.data is None:
+        return "needs both a fit and data (the Bayesian and the frequentist half)"
+    if no_boot:
+        return "needs the task-level bootstrap of the data, which was not computed (freq=None?)"
+    model = ctx.fit.attrs.get("hierbench_model", "custom")
+    return (
+        f"this {model} fit has no posterior variable of each agent's level (mean_new_task, p_agent, ...): "
+        "for a formula model put hierbench.metrics.mean_response(fit, model) beside the bootstrap with "
+        "hierbench.compare.side_by_side (notebook 08 does)"
+    )
+
+
 def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     boot = ctx.bootstrap()
     bay = ctx.bayes_frame()
     if boot is None or bay is None:
-        raise _Skip("needs both a fit and data (the Bayesian and the frequentist half)")
+        raise _Skip(_side_missing(ctx, boot is None))
     bf = as_table(boot)
     kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
     if not _on_score_scale(ctx.post[ctx.var], ctx.var):
