@@ -228,13 +228,15 @@ def doubling_time(
     if note:
         warnings.warn(note, ExtrapolatedHorizonWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
     d = horizons.draws.isel(success=j).transpose("chain", "draw", "agent").values[..., use]
-    flat = np.log(d.reshape(-1, use.sum()))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a horizon of 0 or none: the draw is left out
+        flat = np.log(d.reshape(-1, use.sum()))
     good = np.all(np.isfinite(flat), axis=1)
     slope = ols_slopes(days[use], flat[good])
     lo, hi = np.quantile(slope, [0.5 - prob / 2, 0.5 + prob / 2])
     est = xr.DataArray(np.log(2.0) / float(np.median(slope)), name="estimate", attrs={"units": "days", "estimate": "posterior median"})
     ci = make_interval(np.log(2.0) / hi, np.log(2.0) / lo if lo > 0 else np.inf, prob=prob, kind="eti", warn_zero_width=False,
-                       detail=f"equal-tailed interval of ln 2 / slope over {int(good.sum())} draws (the slope's quantiles mapped)")  # fmt: skip
+                       detail=f"equal-tailed interval of ln 2 / slope over {int(good.sum())} of {good.size} draws (the slope's "
+                       "quantiles mapped; a draw in which an agent on the trend has no positive horizon is left out)")  # fmt: skip
     ci = ci.rename({"dim_0": "ci_bound"}) if "dim_0" in ci.dims else ci
     full = np.full(good.size, np.nan)
     full[good] = np.log(2.0) / slope
