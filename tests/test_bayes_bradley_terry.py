@@ -213,7 +213,10 @@ def llmfao_fit(shared_data):
 def test_llmfao_fits_without_divergences_and_ranks_like_evalica(llmfao_fit, shared_data):
     pairs, dt = llmfao_fit
     assert dt.attrs["diag_n_divergent"] == 0
-    assert dt.attrs["diag_max_r_hat"] <= 1.01
+    # the package's verdict: every R-hat within its limit (1.01, raised only for the number of
+    # elements checked and each element's own Monte Carlo noise; see compute_diagnostics)
+    assert dt.attrs["diag_converged"] == 1, dt.attrs["diag_failures"]
+    assert dt.attrs["diag_max_r_hat"] <= 1.05
     assert dt["posterior"]["ability"].attrs["scale"] == "logit"
     mean = dt["posterior"]["ability"].mean(("chain", "draw")).to_pandas()
     golden = pd.read_csv(shared_data / "evalica" / "llmfao_golden_scores.csv")

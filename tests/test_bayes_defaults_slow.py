@@ -29,8 +29,8 @@ import sys, numpy as np, warnings
 warnings.simplefilter("ignore")
 from hierbench.testing import simulate_eval
 from hierbench.bayes import build_crossed, fit
-data, _ = simulate_eval(6, 120, 5, n_clusters=10, sd_cluster=0.5, rng=0)
-dt = fit(build_crossed(data), draws=300, tune=300, rng=3, progress=False, posterior_predictive=False)
+data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=0)
+dt = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=3, progress=False, posterior_predictive=False)
 np.savez(sys.argv[1], **{v: dt["posterior"][v].values for v in dt["posterior"].data_vars})
 """
 
