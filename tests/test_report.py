@@ -388,3 +388,28 @@ def test_variance_rows_hold_every_component_of_both_halves():
     comp = (g.components if hasattr(g, "components") else g.estimate).to_series()
     np.testing.assert_allclose(gt.filter(like="G-theory (").iloc[:, 0].sum(), float(comp.sum()), rtol=1e-9)
     assert not ctx.warnings
+
+
+@pytest.mark.slow  # a small formula-model fit
+def test_side_by_side_holds_a_formula_models_agent_means(tmp_path):
+    """A build_mixed fit given with its data: the side-by-side section puts each agent's posterior
+    mean score over its own tasks (metrics.mean_response, tasks='observed', in points / 100)
+    beside the task bootstrap, instead of saying a fit or data is missing.
+    """
+    from hierbench.bayes import build_mixed, fit
+    from hierbench.metrics import mean_response
+    from hierbench.testing import simulate_eval
+
+    data, _ = simulate_eval(3, 30, 3, rng=4)
+    model = build_mixed(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(model, draws=150, tune=150, chains=2, rng=2, progress=False)
+        out = build(dt, data, path=tmp_path / "mixed.html", progress=False, n_resamples=199)
+    html = out.read_text()
+    side = html.split('id="side-by-side"')[1].split("</section>")[0]
+    assert "mean_response" in side and "needs both" not in side
+    cells = _cells(html, "side-by-side")
+    mr = mean_response(dt, model, tasks="observed")
+    for v in mr.estimate.values / 100:
+        assert f"{v:.3f}" in cells

@@ -92,6 +92,35 @@ def _eti(da: xr.DataArray, prob: float) -> pd.DataFrame:
     )
 
 
+def _mixed_frame(ctx: _Context) -> pd.DataFrame | None:
+    """A formula model's expected score per agent over its own tasks, on the score scale.
+
+    :func:`hierbench.metrics.mean_response` with ``tasks="observed"`` (the task-level
+    bootstrap's estimand), its design rebuilt from the fit's recorded formula and the
+    report's data (the report has already matched the two). None when the fit is not a
+    formula model or its design cannot be rebuilt from the data alone (the horizon model
+    adds a covariate of its own); the section then says so.
+    """
+    import json
+
+    if ctx.fit is None or ctx.data is None or ctx.fit.attrs.get("hierbench_model") != "mixed":
+        return None
+    from ..data import model_design
+    from ..metrics import mean_response
+
+    opts = json.loads(ctx.fit.attrs.get("hierbench_spec", "{}")).get("options", {})
+    try:
+        design = model_design(opts["formula"], ctx.data, family=opts["family"], levels=opts.get("levels"))
+        res = mean_response(ctx.fit, design, tasks="observed", prob=ctx.prob)
+    except (KeyError, ValueError) as exc:  # HierbenchError is a ValueError
+        ctx.warnings.append(f"the formula model's agent means could not be rebuilt from the data: {exc}")
+        return None
+    factor, _ = design.reader_scale(None)
+    draws = res.draws / factor
+    dim = next(d for d in draws.dims if d not in ("chain", "draw"))
+    return _eti(draws.rename({dim: "agent"}) if dim != "agent" else draws, ctx.prob)
+
+
 class _Skip(Exception):
     """A section that does not apply (the note says why)."""
 
@@ -146,7 +175,10 @@ class _Context:
         return self.cache["bootstrap"]
 
     def bayes_frame(self) -> pd.DataFrame | None:
-        if self.var is None:
-            return None
-        return _eti(self.post[self.var], self.prob)
+        """Each agent's posterior level on the score scale: a posterior variable, or a formula model's mean."""
+        if self.var is not None:
+            return _eti(self.post[self.var], self.prob)
+        if "mixed_frame" not in self.cache:
+            self.cache["mixed_frame"] = _mixed_frame(self)
+        return self.cache["mixed_frame"]
 

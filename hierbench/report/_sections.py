@@ -325,7 +325,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         raise _Skip(_side_missing(ctx, boot is None))
     bf = as_table(boot)
     kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
-    if not _on_score_scale(ctx.post[ctx.var], ctx.var):
+    if ctx.var is not None and not _on_score_scale(ctx.post[ctx.var], ctx.var):
         raise _Skip(
             f"the Bayesian `{ctx.var}` is on the model's scale, the bootstrap on the score scale: not comparable"
         )
@@ -364,6 +364,9 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             " The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
             "expected score on a new task, the same target when the tasks run are a sample of the population."
             if ctx.var == "mean_new_task"
+            else " The Bayesian column is the formula model's expected score of each agent averaged over "
+            "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's target."
+            if ctx.var is None
             else ""
         ),
         table=wide,
