@@ -311,6 +311,12 @@ def _side_missing(ctx: _Context, no_boot: bool) -> str:
     if no_boot:
         return "needs the task-level bootstrap of the data, which was not computed (freq=None?)"
     model = ctx.fit.attrs.get("hierbench_model", "custom")
+    if model == "mixed":
+        return (
+            "the formula model's agent means could not be rebuilt from the data alone (a horizon "
+            "model adds a covariate of its own; see the report's notes): put "
+            "hierbench.metrics.mean_response(fit, model) beside the bootstrap with hierbench.compare.side_by_side"
+        )
     return (
         f"this {model} fit has no posterior variable of each agent's level (mean_new_task, p_agent, ...): "
         "for a formula model put hierbench.metrics.mean_response(fit, model) beside the bootstrap with "
