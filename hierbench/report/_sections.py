@@ -361,7 +361,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     n_dis = int(wide["disagree"].sum())
     rep.section(
         _TITLES[sid],
-        f"The agent's expected score on a new task, both methods at {ctx.prob:.0%}. `disagree` flags "
+        ("The agent's expected score on a new task" if ctx.var is not None else "Each agent's mean score over the tasks it ran")
+        + f", both methods at {ctx.prob:.0%}. `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
         f"intervals do not overlap): {n_dis} of {len(wide)} agents flagged. `tasks run` is the "
         "number of tasks each agent's bootstrap mean averages; `flag` notes an agent that ran only "
