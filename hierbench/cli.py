@@ -308,9 +308,10 @@ def _sample(args: argparse.Namespace, model, progress: bool):
     kw = fit_kwargs(bayes.fit, progress)
     if progress:
         kw["progress_callback"] = stages.callback  # nutpie's, passed through by bayes.fit
+        draws = f"{args.draws} draws" if args.draws else "draws to the ESS target"
+        tune = f"{args.tune}" if args.tune else "default"
         print(
-            f"fitting the {args.model} model: {args.chains} chains x {args.draws} draws "
-            f"(+{args.tune} tuning)",
+            f"fitting the {args.model} model: {args.chains} chains x {draws} (+{tune} tuning)",
             file=sys.stderr,
             flush=True,
         )
@@ -624,8 +625,15 @@ def _add_fit(sub) -> None:
     f.add_argument(
         "-o", "--out", required=True, metavar="FIT", help="where to save the fit (.nc or .zarr)"
     )
-    f.add_argument("--draws", type=int, default=1000, help="draws per chain (default 1000)")
-    f.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default 1000)")
+    f.add_argument(
+        "--draws", type=int, default=None,
+        help="draws per chain (default: the package's rule, until every element's bulk and tail ESS "
+        "reach 400 and R-hat its limit, at most 2000)",
+    )  # fmt: skip
+    f.add_argument(
+        "--tune", type=int, default=None,
+        help="tuning steps per chain (default: the package's, 300 from the posterior mode)",
+    )  # fmt: skip
     f.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     f.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     f.add_argument(

@@ -334,10 +334,17 @@ def sample_to_target(
     import nutpie
 
     track = _Progress(tune)
+    theirs = kwargs.pop("progress_callback", None)  # a caller's own progress display (the CLI's)
+
+    def both(chains_state: list[Any]) -> None:
+        track(chains_state)
+        if theirs is not None:
+            theirs(chains_state)
+
     sampler = nutpie.sample(
         compiled, draws=max_draws, tune=tune, chains=chains, cores=chains, seed=seed,
         save_warmup=False, progress_bar=progress, blocking=False,
-        progress_callback=track, progress_rate=100, **kwargs,
+        progress_callback=both, progress_rate=100, **kwargs,
     )  # fmt: skip
     checked, plan = 0, checkpoints(max_draws)
     n = plan[0]
