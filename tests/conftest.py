@@ -67,3 +67,23 @@ def metr_eval(shared_data):
     from hierbench.data import load_metr
 
     return load_metr(shared_data)
+
+
+#: the longest tests (30-70 s each on 2 cores: notebooks, cold compiles, worker pools, the docs
+#: build), started first so that the two xdist workers finish together instead of one of them
+#: running a long test alone at the end; the order of the rest is unchanged
+_LONG_FIRST = (
+    "test_bayes_defaults_slow.py::test_same_draws_on_cold_and_warm_caches",
+    "test_bayes_adaptive.py::test_fit_replicates_identical_serially_on_a_process_pool_and_on_dask",
+    "test_notebooks.py::test_notebook_runs_in_fast_mode",
+    "test_docs.py::",
+    "test_zoo.py::test_reference_refit_within_mcse",
+    "test_io.py::test_a_fit_saved_by_the_cli_opens_in_plain_arviz",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    def long(item) -> bool:
+        return any(key in item.nodeid for key in _LONG_FIRST)
+
+    items[:] = [i for i in items if long(i)] + [i for i in items if not long(i)]
