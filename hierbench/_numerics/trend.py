@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["beyond_lengths", "frontier", "ols_slopes", "release_days", "trend_agents"]
+__all__ = ["beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents"]
 
 
 def _day(date: Any) -> float:
@@ -30,12 +30,31 @@ def release_days(release_dates: Mapping[str, Any], agents: Sequence[Any]) -> tup
     >>> release_days({"date": {"a": "1970-01-11"}}, ["a", "b"])
     (array([10., nan]), ['b'])
     """
-    if set(release_dates) == {"date"} and isinstance(release_dates["date"], Mapping):
-        release_dates = release_dates["date"]
-    have = {str(k): v for k, v in release_dates.items()}
+    have = _dated(release_dates)
     names = [str(a) for a in agents]
     days = np.array([_day(have[a]) if a in have else np.nan for a in names], dtype=float)
     return days, [a for a in names if a not in have]
+
+
+def _dated(release_dates: Mapping[str, Any]) -> dict[str, Any]:
+    """Agent -> date, from a plain mapping or METR's ``{"date": {agent: date}}`` layout."""
+    if set(release_dates) == {"date"} and isinstance(release_dates["date"], Mapping):
+        release_dates = release_dates["date"]
+    return {str(k): v for k, v in release_dates.items()}
+
+
+def missing_dates(release_dates: Mapping[str, Any], absent: Sequence[str]) -> str:
+    """The refusal both doubling times give when agents have no release date (``missing='refuse'``).
+
+    Examples
+    --------
+    >>> missing_dates({"date": {"a": "2024-01-01"}}, ["b"])[:61]
+    "`release_dates` has no date for agents ['b'] (it names ['a'])"
+    """
+    return (
+        f"`release_dates` has no date for agents {list(absent)} (it names {sorted(_dated(release_dates))}); "
+        "add them, or pass missing='skip' to leave them out (counted in the result)"
+    )
 
 
 def frontier(days: np.ndarray, h: np.ndarray) -> np.ndarray:

@@ -36,7 +36,7 @@ from .._base import (
     check_prob,
     make_interval,
 )
-from .._numerics import beyond_lengths, ols_slopes, release_days, trend_agents
+from .._numerics import beyond_lengths, missing_dates, ols_slopes, release_days, trend_agents
 from ._mixed import as_design, integrated_sd, mixed_draws, population_mean, row_predictor
 
 __all__ = ["PosteriorDoublingTimeResult", "PosteriorHorizonResult", "doubling_time", "time_horizon"]
@@ -181,7 +181,7 @@ def _days(release_dates: Mapping[str, Any], agents: list[str], missing: str) -> 
     """Release dates as days since 1970 (NaN where missing)."""
     days, absent = release_days(release_dates, agents)
     if absent and missing == "refuse":
-        raise HierbenchError(f"`release_dates` has no date for agents {absent}; add them, or pass missing='skip'")
+        raise HierbenchError(missing_dates(release_dates, absent))
     return days, absent
 
 

@@ -54,7 +54,7 @@ from ..._base import (
     cluster_codes,
     make_interval,
 )
-from ..._numerics import beyond_lengths, ols_slopes, release_days, trend_agents
+from ..._numerics import beyond_lengths, missing_dates, ols_slopes, release_days, trend_agents
 from ...data import task_minutes
 
 __all__ = [
@@ -420,11 +420,7 @@ def _horizon_result(agents, succ, est, coef, boot, prob, n_resamples, lv, weight
 def _dates(release_dates: Mapping[str, Any], agents: np.ndarray, missing: str) -> tuple[np.ndarray, list[str]]:
     days, absent = release_days(release_dates, agents)
     if absent and missing == "refuse":
-        have = release_dates["date"] if set(release_dates) == {"date"} else release_dates
-        raise HierbenchError(
-            f"`release_dates` has no date for agents {absent} (it names {sorted(map(str, have))}); add them, or pass "
-            "missing='skip' to leave them out (counted in the result)"
-        )
+        raise HierbenchError(missing_dates(release_dates, absent))
     return days, absent
 
 
