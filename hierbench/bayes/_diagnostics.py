@@ -34,7 +34,7 @@ import numpy as np
 import xarray as xr
 
 from .._base import OUTSIDE_PACKAGE, NotConvergedWarning
-from ._rankstats import rank_diagnostics
+from ._rankstats import elements, rank_diagnostics
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -230,16 +230,11 @@ _PER_ELEMENT = ("r_hat", "ess_bulk", "ess_tail", "ess_within")
 
 
 def _vectorised(post: xr.Dataset) -> dict[str, xr.Dataset]:
-    c, n = post.sizes["chain"], post.sizes["draw"]
-    shapes = {v: post[v].transpose("chain", "draw", ...) for v in post.data_vars}
-    x = np.concatenate(
-        [np.moveaxis(da.values.reshape(c, n, -1), 2, 0) for da in shapes.values()], axis=0
-    ).astype(np.float64)
-    d = rank_diagnostics(np.ascontiguousarray(x))
+    d = rank_diagnostics(elements(post))  # every variable here is numeric, in this order
     out: dict[str, dict[str, xr.DataArray]] = {k: {} for k in _PER_ELEMENT}
     at = 0
-    for v, da in shapes.items():
-        tmpl = da.isel(chain=0, draw=0, drop=True)
+    for v in post.data_vars:
+        tmpl = post[v].transpose("chain", "draw", ...).isel(chain=0, draw=0, drop=True)
         size = int(tmpl.size)
         for k in _PER_ELEMENT:
             out[k][v] = tmpl.copy(data=d[k][at : at + size].reshape(tmpl.shape))

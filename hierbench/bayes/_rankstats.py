@@ -12,8 +12,9 @@ tests/test_bayes_adaptive.py holds them to arviz-stats' values.
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
-__all__ = ["rank_diagnostics"]
+__all__ = ["elements", "rank_diagnostics"]
 
 
 
@@ -134,3 +135,14 @@ def rank_diagnostics(x: np.ndarray) -> dict[str, np.ndarray]:
     within = np.minimum(_ess(_z_scale(per_chain)), _ess(_z_scale(folded)))
     out["ess_within"] = within.reshape(k, c).sum(axis=1)
     return out
+
+
+def elements(post: xr.Dataset) -> np.ndarray:
+    """Every numeric posterior element as an array (elements, chains, draws), variables in order."""
+    c, n = post.sizes["chain"], post.sizes["draw"]
+    cols = [
+        np.moveaxis(post[v].transpose("chain", "draw", ...).values.reshape(c, n, -1), 2, 0)
+        for v in post.data_vars
+        if np.issubdtype(post[v].dtype, np.number)
+    ]
+    return np.ascontiguousarray(np.concatenate(cols, axis=0), dtype=np.float64)

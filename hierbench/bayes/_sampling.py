@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ._rankstats import rank_diagnostics
+from ._rankstats import elements, rank_diagnostics
 
 __all__ = [
     "DEFAULT_TUNE",
@@ -266,17 +266,6 @@ def _head(dt: xr.DataTree, n: int) -> xr.DataTree:
     return out
 
 
-def _elements(post: xr.Dataset) -> np.ndarray:
-    """Every numeric posterior element as an array (elements, chains, draws)."""
-    c, n = post.sizes["chain"], post.sizes["draw"]
-    cols = [
-        np.moveaxis(post[v].transpose("chain", "draw", ...).values.reshape(c, n, -1), 2, 0)
-        for v in post.data_vars
-        if np.issubdtype(post[v].dtype, np.number)
-    ]
-    return np.ascontiguousarray(np.concatenate(cols, axis=0), dtype=np.float64)
-
-
 def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
     """Whether ``post`` meets the fit's targets, and how many times its draws would.
 
@@ -290,7 +279,7 @@ def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
     """
     from ._diagnostics import DEFAULT_THRESHOLDS, r_hat_limit
 
-    x = _elements(post)
+    x = elements(post)
     if not np.isfinite(x).all():
         return False, 1.25
     _, c, n = x.shape
