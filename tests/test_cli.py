@@ -538,3 +538,17 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
     assert "cluster bootstrap" not in sections and "(agent + task; no agent x task effect" in sections
     notes = [x for x in out.splitlines() if x.startswith("warning: section")]
     assert len(notes) == len(set(notes))
+
+
+def test_fit_help_states_the_package_defaults():
+    """`hierbench fit --help` writes the default run's numbers out (so that --help imports no
+    PyMC); they must be the ones bayes.fit uses.
+    """
+    from hierbench.bayes._sampling import FIT_DEFAULTS
+    from hierbench.cli import build_parser
+
+    fit_parser = build_parser()._subparsers._group_actions[0].choices["fit"]
+    text = " ".join(fit_parser.format_help().split())
+    assert f"reach {FIT_DEFAULTS['target_ess']}" in text
+    assert f"at most {FIT_DEFAULTS['max_draws']}" in text
+    assert f"the package's, {FIT_DEFAULTS['tune']} from the posterior mode" in text
