@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import operator
 import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -60,6 +61,7 @@ __all__ = [
     "check_prob",
     "cluster_codes",
     "counts",
+    "field_alias",
     "interval_label",
     "is_binary",
     "make_interval",
@@ -534,6 +536,35 @@ class Result:
             return "\n".join(self._repr_lines())
         except Exception:  # pragma: no cover - a repr must never raise
             return f"<{type(self).__name__}>"
+
+
+def field_alias(field: str, doc: str) -> property:
+    """A read-only property returning the result's field ``field`` under a second name.
+
+    A result whose own quantity has a telling name (``coverage``, ``rank_ci``) gives it
+    the house name with ``estimate = field_alias("coverage", "...")``; a familiar name is
+    kept the same way (``mean = field_alias("estimate", ...)``).
+
+    Parameters
+    ----------
+    field : str
+        The attribute returned.
+    doc : str
+        The property's docstring (what the value is, under which name).
+
+    Returns
+    -------
+    property
+
+    Examples
+    --------
+    >>> class Rank:
+    ...     rank_ci = (1, 3)
+    ...     ci = field_alias("rank_ci", "The interval of the rank.")
+    >>> Rank().ci
+    (1, 3)
+    """
+    return property(operator.attrgetter(field), doc=doc)
 
 
 # --------------------------------------------------------------------------- data rules

@@ -9,11 +9,13 @@ import xarray as xr
 from scipy.special import expit
 
 from ._base import as_rng, check_choice, check_int
+from ._docs import fill_doc
 from .data import SCHEMA_VERSION, _not_kept_attr, score_kind
 
 __all__ = ["as_rng", "default_dataset", "simulate_eval"]
 
 
+@fill_doc
 def simulate_eval(
     n_agents: int = 4,
     n_tasks: int = 60,
@@ -60,7 +62,7 @@ def simulate_eval(
         Probability that a run is an infrastructure error.
     errors : {"fail", "exclude"}
         Error policy applied to ``score`` (as in :func:`hierbench.data.from_records`).
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

@@ -24,6 +24,7 @@ import pymc as pm
 import xarray as xr
 
 from .._base import OUTSIDE_PACKAGE, HierbenchWarning, as_rng
+from .._docs import fill_doc
 from ._fit import _check_model, _stamp
 from ._registry import model_hook
 
@@ -122,6 +123,7 @@ def approximation_error(
     return xr.Dataset({k: ((), val) for k, val in out.items()})
 
 
+@fill_doc
 def fit_approx(
     model: pm.Model,
     *,
@@ -145,7 +147,7 @@ def fit_approx(
         Optimisation iterations.
     draws : int
         Draws from the fitted approximation.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
     reference : xarray.DataTree, optional
         A NUTS fit of the same model and data; the error is then measured
         here and stored in the ``approximation_error`` group.

@@ -18,7 +18,9 @@ from .._base import (
     check_int,
     check_interval,
     check_prob,
+    field_alias,
 )
+from .._docs import fill_doc
 from ..freq import wilson_interval
 
 __all__ = [
@@ -290,13 +292,8 @@ class CoverageStudyResult(Result):
     n_rep: int
     table: xr.Dataset
 
-    @property
-    def estimate(self) -> xr.DataArray:
-        return self.coverage
-
-    @property
-    def ci(self) -> xr.DataArray:
-        return self.coverage_interval
+    estimate = field_alias("coverage", "The coverage (``coverage``), under the house name.")
+    ci = field_alias("coverage_interval", "Its Wilson interval (``coverage_interval``).")
 
     def to_dataset(self) -> xr.Dataset:
         ds = xr.Dataset(
@@ -312,6 +309,7 @@ class CoverageStudyResult(Result):
         return ds
 
 
+@fill_doc
 def coverage_study(
     simulate: Callable[[np.random.Generator], tuple[object, xr.DataArray]],
     methods: Mapping[str, Callable[[object, np.random.Generator], object]],
@@ -333,7 +331,7 @@ def coverage_study(
         Number of replications.
     prob : float
         Level of the Wilson interval reported for each coverage share.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

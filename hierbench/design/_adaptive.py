@@ -33,6 +33,7 @@ from .._base import (
     check_int,
     check_prob,
 )
+from .._docs import fill_doc
 from ..freq import IRTBank, IRTScoreResult, irt_score
 from ._misfit import MisfitCalibration, _add_misfit, _check_misfit
 from ._posterior import _check_bank, _Posterior, _Replay
@@ -68,6 +69,7 @@ class AdaptiveResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("trace",)
 
 
+@fill_doc
 def adaptive(
     bank: IRTBank,
     run: Callable[[str], float] | xr.DataArray | xr.Dataset,
@@ -101,8 +103,7 @@ def adaptive(
         Stop once the ``prob`` interval of the full-benchmark score is
         narrower than this (e.g. 0.04 for +-2 points); checked after
         ``min_tasks`` tasks.
-    prob : float
-        Level of the intervals.
+    %(prob)s
     criterion : {"variance", "fisher"}
         ``"variance"``: the task whose answer is expected to lower the
         posterior variance of the realised full-benchmark score most (the
@@ -131,7 +132,7 @@ def adaptive(
         it asks the tasks near the agent's ability and leaves out the ones
         whose prediction rests on the item curves' tails (see
         :func:`calibrate_misfit`).
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

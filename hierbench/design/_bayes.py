@@ -24,7 +24,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import DEFAULT_PROB, Result, check_prob, make_interval
+from .._base import DEFAULT_PROB, Result, check_prob, field_alias, make_interval
 from . import _kernels as K
 from ._plan import _per_cohort
 
@@ -120,15 +120,8 @@ class CohortPosteriorResult(Result):
     ci: xr.DataArray
     n_labels: xr.DataArray
 
-    @property
-    def mean(self) -> xr.DataArray:
-        """The posterior mean (``estimate``)."""
-        return self.estimate
-
-    @property
-    def interval(self) -> xr.DataArray:
-        """The credible interval (``ci``)."""
-        return self.ci
+    mean = field_alias("estimate", "The posterior mean (``estimate``).")
+    interval = field_alias("ci", "The credible interval (``ci``).")
 
     def to_dataset(self) -> xr.Dataset:
         """All fields as one Dataset (``mean`` and ``interval`` kept as aliases)."""

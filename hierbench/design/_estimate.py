@@ -22,6 +22,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from .._base import DEFAULT_PROB, HierbenchError, check_int, check_prob, counts
+from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import IRTBank
 from ._assisted import (
@@ -162,6 +163,7 @@ def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n
     return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed)
 
 
+@fill_doc
 def assisted_adaptive(
     working: IRTBank | WorkingModel | xr.DataArray | None,
     run: Callable[[str], float] | xr.DataArray | xr.Dataset,
@@ -218,7 +220,7 @@ def assisted_adaptive(
         Runs the agents (logs) in parallel; results are identical to serial.
     progress : bool or None
         A bar over the agents (None: only when a person watches).
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

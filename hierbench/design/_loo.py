@@ -60,6 +60,7 @@ from .._base import (
     counts,
     make_interval,
 )
+from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import IRTBank, fit_irt_ml, irt_score
 from ._adaptive import adaptive
@@ -88,6 +89,7 @@ def _t_fpc(v: np.ndarray, T: int, prob: float) -> tuple[float, float]:
     return max(float(v.mean() - half), 0.0), min(float(v.mean() + half), 1.0)
 
 
+@fill_doc
 def loo_study(
     data: xr.Dataset,
     *,
@@ -152,7 +154,7 @@ def loo_study(
         Runs the held-out agents (e.g. a process pool); None runs them here.
     progress : bool or None
         A bar over the held-out agents (None: only when a person watches).
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------
@@ -453,6 +455,7 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
     return ds
 
 
+@fill_doc
 def loo_summary(
     study: xr.Dataset,
     *,
@@ -476,7 +479,7 @@ def loo_summary(
         Level of the bootstrap intervals.
     n_boot : int
         Agent resamples.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

@@ -61,6 +61,7 @@ from .._base import (
     counts,
     make_interval,
 )
+from .._docs import fill_doc
 from ..freq import IRTBank, IRTScoreResult, fit_irt_ml
 from ._posterior import _check_complete, _Posterior, _Replay
 
@@ -187,6 +188,7 @@ def _replay_moments(bank: IRTBank, logs: xr.DataArray, *, budget: int, criterion
 
 
 
+@fill_doc
 def calibrate_misfit(
     data: xr.Dataset,
     *,
@@ -234,7 +236,7 @@ def calibrate_misfit(
         measure an error, they do not report an interval).
     n_boot : int
         Bootstrap resamples of the agents for the interval of ``tau``.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

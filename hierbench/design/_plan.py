@@ -70,8 +70,10 @@ from .._base import (
     Result,
     as_rng,
     check_prob,
+    field_alias,
     make_interval,
 )
+from .._docs import fill_doc
 from . import _kernels as K
 
 __all__ = [
@@ -156,6 +158,7 @@ class BudgetPlan:
         return ds
 
 
+@fill_doc
 def plan_uniform(
     tasks: int | Sequence,
     runs: int | Sequence,
@@ -171,7 +174,7 @@ def plan_uniform(
         The number of tasks ``M`` and planned runs ``L``, or their labels.
     budget : int
         Hard budget ``B`` in labels.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------
@@ -197,6 +200,7 @@ def plan_uniform(
     return BudgetPlan("uniform", B, slots, audited, first)
 
 
+@fill_doc
 def plan_joint(
     tasks: int | Sequence,
     runs: int | Sequence,
@@ -216,7 +220,7 @@ def plan_joint(
     budget : int
         Hard budget ``B``; requires ``M <= B <= 2 M`` (``0 <= t <= M``) and
         ``L >= 2`` when ``B > M``.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------
@@ -285,10 +289,7 @@ class BudgetIntervalResult(Result):
     n_labels: xr.DataArray
     disagreements: xr.DataArray
 
-    @property
-    def interval(self) -> xr.DataArray:
-        """The design-based interval (``ci``)."""
-        return self.ci
+    interval = field_alias("ci", "The design-based interval (``ci``).")
 
     def to_dataset(self) -> xr.Dataset:
         """All fields as one Dataset."""

@@ -9,6 +9,7 @@ import numpy as np
 import xarray as xr
 
 from .._base import DEFAULT_PROB, as_rng
+from .._docs import fill_doc
 from .._parallel import map_seeded
 from . import _kernels as K
 from ._bayes import _posterior_kernel
@@ -93,6 +94,7 @@ def _type_counts(n: np.ndarray, k: np.ndarray, L: int) -> np.ndarray:
     )
 
 
+@fill_doc
 def replay(
     bank: xr.DataArray,
     designs: Sequence[str] = ("uniform", "joint"),
@@ -124,9 +126,8 @@ def replay(
         Label budgets ``B``; design J needs ``M <= B <= 2 M``.
     n_rep : int
         Randomisations per design and budget.
-    rng : None, int or numpy.random.Generator
-    prob : float
-        Interval level.
+    %(rng)s
+    %(prob)s
     progress : bool or None
         A text progress bar (one step per budget) on standard error: ``None``
         shows it only in a terminal or notebook and only after half a second.
@@ -313,6 +314,7 @@ def bank_from_eval(ds: xr.Dataset, agent: Hashable, n_runs: int) -> xr.DataArray
     return bank
 
 
+@fill_doc
 def simulate_stratified_bank(
     n_tasks: int = 880,
     n_runs: int = 5,
@@ -336,7 +338,7 @@ def simulate_stratified_bank(
     n_tasks, n_runs : int
         ``M`` and ``L`` (``L >= 2``).
     pure_fraction, mean_disagreement, accuracy : float
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

@@ -7,11 +7,13 @@ import xarray as xr
 from scipy.special import expit
 
 from .._base import as_rng, check_int
+from .._docs import fill_doc
 from ..freq import IRTBank
 
 __all__ = ["simulate_irt_log"]
 
 
+@fill_doc
 def simulate_irt_log(
     n_agents: int,
     n_tasks: int | None = None,
@@ -51,7 +53,7 @@ def simulate_irt_log(
     run_icc : float
         Correlation of a cell's runs (each cell's own probability is Beta
         around the curve's with this intraclass correlation); 0: independent.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

@@ -39,6 +39,7 @@ import xarray as xr
 from scipy.special import expit
 
 from .._base import HierbenchError, as_rng, check_choice, check_int
+from .._docs import fill_doc
 from ..freq import IRTBank
 
 __all__ = ["SubsetPlan", "plan_subset"]
@@ -108,6 +109,7 @@ def prior_predictive(bank: IRTBank) -> tuple[np.ndarray, np.ndarray]:
     return p, p * (1 - p)
 
 
+@fill_doc
 def plan_subset(
     tasks: int | Sequence[str] | IRTBank,
     n: int,
@@ -140,7 +142,7 @@ def plan_subset(
         Number of bank strata (default ``min(5, n // 10)``, at least 1: about
         ten draws per stratum, so each stratum's variance is estimated from
         more than a pair).
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

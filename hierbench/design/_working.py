@@ -27,6 +27,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from .._base import HierbenchError, as_rng, check_choice, check_int, counts
+from .._docs import fill_doc
 from ..freq import IRTBank, fit_irt_ml
 from ._assisted import draw_probs
 
@@ -87,6 +88,7 @@ def _design_variance(y: np.ndarray, m: np.ndarray | None, v: np.ndarray | None, 
     return float((e**2 / q).sum() - e.sum() ** 2) / T**2
 
 
+@fill_doc
 def choose_working_model(
     data: xr.Dataset,
     *,
@@ -122,7 +124,7 @@ def choose_working_model(
         Laplace draws per bank, and the draws and ability grid of each agent's posterior.
     run_icc : float, optional
         Passed on to :func:`hierbench.freq.fit_irt_ml`.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

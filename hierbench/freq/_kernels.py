@@ -24,6 +24,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri
 
 from .._base import OUTSIDE_PACKAGE, SmallSampleWarning, as_rng
+from .._docs import fill_doc
 
 __all__ = ["cr2_mean_se", "task_weights", "weight_blocks"]
 
@@ -31,6 +32,7 @@ __all__ = ["cr2_mean_se", "task_weights", "weight_blocks"]
 BLOCK_ELEMENTS = 2**21
 
 
+@fill_doc
 def task_weights(
     n_tasks: int,
     n_resamples: int,
@@ -46,7 +48,7 @@ def task_weights(
         Number of tasks.
     n_resamples : int
         Number of bootstrap resamples.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
     clusters : array of int, shape (n_tasks,), optional
         Cluster code of each task. When given, whole clusters are drawn with
         replacement (as many draws as there are clusters) and every task of a

@@ -29,6 +29,7 @@ import xarray as xr
 from scipy.special import expit
 
 from .._base import DEFAULT_PROB, HierbenchError, Result, check_prob
+from .._docs import fill_doc
 from .._numerics import population_nodes
 from ._common import check_k, posterior_interval
 from ._mixed import (
@@ -160,6 +161,7 @@ def _summarise(dr: Any, values: np.ndarray, dims: tuple[str, ...], coords: dict,
 # --------------------------------------------------------------------------- public
 
 
+@fill_doc
 def average_marginal_effects(
     fit: xr.DataTree,
     design: Any,
@@ -186,8 +188,7 @@ def average_marginal_effects(
     variable : str
     by : str, optional
         A variable (a task feature) within whose levels the effect is averaged.
-    threshold : float, optional
-        Ordinal fits: the share graded at least ``threshold`` (else the mean grade).
+    %(ordinal_threshold)s
     prob : float
         Level of the equal-tailed interval.
 
@@ -214,6 +215,7 @@ def average_marginal_effects(
     return PosteriorEffectsResult(estimate=est, ci=ci, posterior_sd=sd, draws=draws, variable=variable, scale=scale)
 
 
+@fill_doc
 def mean_response(
     fit: xr.DataTree,
     design: Any,
@@ -231,8 +233,7 @@ def mean_response(
         As :func:`average_marginal_effects`.
     by : str
         ``"agent"`` or another variable of the formula.
-    threshold : float, optional
-        Ordinal fits: the share graded at least ``threshold`` (else the mean grade).
+    %(ordinal_threshold)s
     tasks : {"population", "observed"}
         ``"population"`` (as :func:`hierbench.freq.mean_response`): random
         terms that hold whole agents (``(1|agent)``, ``(1|model)``) at their
@@ -242,7 +243,7 @@ def mean_response(
         of the likelihood at its conditional expectation given the cell's
         runs): the expected score averaged over the group's own design rows,
         the estimand of the task-level bootstrap of each agent's mean score.
-    prob : float
+    %(prob)s
 
     Returns
     -------

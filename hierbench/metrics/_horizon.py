@@ -36,6 +36,7 @@ from .._base import (
     check_prob,
     make_interval,
 )
+from .._docs import fill_doc
 from .._numerics import beyond_lengths, missing_dates, ols_slopes, release_days, trend_agents
 from ._mixed import as_design, integrated_sd, mixed_draws, population_mean, row_predictor
 
@@ -115,6 +116,7 @@ def _agent_lines(dr: Any, design: Any, minutes: str) -> tuple[np.ndarray, np.nda
     return a, b, integrated_sd(dr, design, first[:1], ~held)[:, 0]
 
 
+@fill_doc
 def time_horizon(
     fit: xr.DataTree,
     design: Any,
@@ -132,7 +134,7 @@ def time_horizon(
         Its design (or the model).
     success : sequence of float
         Success probabilities (METR: 0.5 and 0.8).
-    prob : float
+    %(prob)s
 
     Returns
     -------

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, Result, interval_label
+from .._base import OUTSIDE_PACKAGE, Result, field_alias, interval_label
 
 __all__ = [
     "HeadToHeadResult",
@@ -271,13 +271,8 @@ class HeadToHeadResult(_DatasetView, Result):
     expected_score_ci: xr.DataArray
     attrs: dict = field(default_factory=dict)
 
-    @property
-    def estimate(self) -> xr.DataArray:
-        return self.expected_score
-
-    @property
-    def ci(self) -> xr.DataArray:
-        return self.expected_score_ci
+    estimate = field_alias("expected_score", "The expected score (``expected_score``), under the house name.")
+    ci = field_alias("expected_score_ci", "Its equal-tailed interval (``expected_score_ci``).")
 
     def to_dataset(self) -> xr.Dataset:
         ds = super().to_dataset()

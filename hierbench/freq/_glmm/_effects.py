@@ -40,6 +40,7 @@ from scipy import stats
 from scipy.special import expit
 
 from ..._base import DEFAULT_PROB, HierbenchError, Result, check_prob, make_interval
+from ..._docs import fill_doc
 from ..._numerics import logit_normal_expectation
 from ._families import thresholds_of
 from ._mixed import MixedMLResult
@@ -171,6 +172,7 @@ def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str) -> xr
 # --------------------------------------------------------------------------- marginal effects
 
 
+@fill_doc
 def average_marginal_effects(
     fit: MixedMLResult,
     variable: str,
@@ -197,8 +199,7 @@ def average_marginal_effects(
     threshold : float, optional
         Ordinal fits: the effect on the share graded at least ``threshold``
         (else on the mean grade).
-    prob : float
-        Interval level.
+    %(prob)s
 
     Returns
     -------
@@ -253,6 +254,7 @@ def average_marginal_effects(
 # --------------------------------------------------------------------------- mean response
 
 
+@fill_doc
 def mean_response(
     fit: MixedMLResult,
     by: str = "agent",
@@ -273,9 +275,8 @@ def mean_response(
     fit : MixedMLResult
     by : str
         ``"agent"`` or another variable of the formula (rows grouped by its values).
-    threshold : float, optional
-        Ordinal fits: the share graded at least ``threshold`` (else the mean grade).
-    prob : float
+    %(ordinal_threshold)s
+    %(prob)s
 
     Returns
     -------
@@ -346,6 +347,7 @@ def _mode_variance(fit, f, held, offset, keys, groups, threshold, factor) -> np.
 # --------------------------------------------------------------------------- agents' variance
 
 
+@fill_doc
 def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVarianceResult:
     """Split the logit-scale variance among agents into the formula's agent-level terms.
 
@@ -358,7 +360,7 @@ def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVa
     Parameters
     ----------
     fit : MixedMLResult
-    prob : float
+    %(prob)s
 
     Returns
     -------

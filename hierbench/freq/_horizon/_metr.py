@@ -54,6 +54,7 @@ from ..._base import (
     cluster_codes,
     make_interval,
 )
+from ..._docs import fill_doc
 from ..._numerics import beyond_lengths, missing_dates, ols_slopes, release_days, trend_agents
 from ...data import task_minutes
 
@@ -290,6 +291,7 @@ def _checked(data: xr.Dataset, minutes: str, success: Sequence[float], levels: S
     return np.log2(x_min), succ, lv
 
 
+@fill_doc
 def time_horizon(
     data: xr.Dataset,
     *,
@@ -326,8 +328,7 @@ def time_horizon(
         Bootstrap replicates (METR: 1000); 0 for none (NaN intervals).
     levels : sequence of {"family", "task", "run"}
         What the bootstrap resamples, outer to inner.
-    prob : float
-        Interval level.
+    %(prob)s
     rng : None, int or numpy.random.Generator
         Seeds the bootstrap.
 
@@ -424,6 +425,7 @@ def _dates(release_dates: Mapping[str, Any], agents: np.ndarray, missing: str) -
     return days, absent
 
 
+@fill_doc
 def doubling_time(
     horizons: TimeHorizonResult,
     release_dates: Mapping[str, Any],
@@ -452,8 +454,7 @@ def doubling_time(
     missing : {"refuse", "skip"}
         An agent without a release date: an error, or left out (listed in
         the result's ``agents_without_date``).
-    prob : float
-        Interval level.
+    %(prob)s
 
     Returns
     -------

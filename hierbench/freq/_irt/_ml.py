@@ -61,6 +61,7 @@ from ..._base import (
     counts,
     make_interval,
 )
+from ..._docs import fill_doc
 from ..._priors import IRT_HYPERPRIORS
 from ._bank import IRTBank
 from ._newton import (
@@ -543,6 +544,7 @@ def _eti(draws: np.ndarray, prob: float, axis: int = 0) -> tuple[np.ndarray, np.
     return np.quantile(draws, q, axis=axis), np.quantile(draws, 1 - q, axis=axis)
 
 
+@fill_doc
 def irt_score(
     bank: IRTBank,
     responses: xr.Dataset | xr.DataArray,
@@ -580,7 +582,7 @@ def irt_score(
         pass^k = mean over bank tasks of p_t^k (all k runs succeed).
     n_grid : int
         Grid points for each draw's ability posterior.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     When the bank was calibrated on repeated runs, its ``run_icc`` (see
     :func:`fit_irt_ml`) is used here too: the agent's cells are

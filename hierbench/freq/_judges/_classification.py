@@ -37,6 +37,7 @@ from ..._base import (
     make_interval,
     renamed_kwargs,
 )
+from ..._docs import fill_doc
 from .._inputs import numeric_values
 from .._kernels import BLOCK_ELEMENTS, _bca, percentile_bounds, weight_blocks
 
@@ -339,6 +340,7 @@ class ClassificationResult(Result):
 
 
 @renamed_kwargs(dim="item_dim")
+@fill_doc
 def classification_metrics(
     y_true: Any,
     y_pred: Any,
@@ -363,8 +365,8 @@ def classification_metrics(
     cluster : str or array-like, optional
         A coord of ``y_true`` naming each item's task, or one label per item:
         whole tasks are resampled.
-    prob : float
-    n_resamples : int
+    %(prob)s
+    %(n_resamples)s
     method : {"studentized", "percentile", "bca"}
         ``"studentized"`` (the default): the symmetric bootstrap-t, with
         each resample's linearised (delta-method) item- or cluster-robust
@@ -376,7 +378,7 @@ def classification_metrics(
         0.95-0.96 (``benchmarks/bench_beyond_coverage.py``).
     item_dim : str
         Name of the item dim.
-    rng : None, int or Generator
+    %(rng)s
 
     Returns
     -------

@@ -35,6 +35,7 @@ from ..._base import (
     make_interval,
     renamed_kwargs,
 )
+from ..._docs import fill_doc
 from ..._numerics import wilson_bounds
 from .._inputs import NONNEGATIVE, data_variable, numeric_values, task_resampling
 from .._kernels import bootstrap_detail, percentile_bounds, weight_blocks
@@ -113,6 +114,7 @@ class QuantileResult(Result):
     attrs: dict = field(default_factory=dict)
 
 
+@fill_doc
 def quantile_ci(
     data: xr.Dataset | xr.DataArray,
     q: float | Sequence[float] = (0.5, 0.95),
@@ -144,13 +146,12 @@ def quantile_ci(
         several runs per task the runs of a task are correlated; a
         :class:`~hierbench.HierbenchWarning` says so and ``"bootstrap"``
         (resampling tasks, whole clusters when clustered) is the safer choice.
-    prob : float
+    %(prob)s
     agent_dim, task_dim : str
     cluster : str or None
         Task coord naming clusters (``"auto"``: ``cluster`` if present), bootstrap only.
-    n_resamples : int
-        Bootstrap resamples.
-    rng : None, int or Generator
+    %(n_resamples)s
+    %(rng)s
 
     Returns
     -------
@@ -412,6 +413,7 @@ def _frontier(acc: np.ndarray, cost: np.ndarray) -> np.ndarray:
 
 
 @renamed_kwargs(dim="run_dim")
+@fill_doc
 def pareto_frontier(
     data: xr.Dataset,
     *,
@@ -441,10 +443,10 @@ def pareto_frontier(
         Variable names.
     prob : float
         Level of the accuracy and cost intervals.
-    n_resamples : int
+    %(n_resamples)s
     cluster : str or None
     run_dim, task_dim, agent_dim : str
-    rng : None, int or Generator
+    %(rng)s
 
     Returns
     -------

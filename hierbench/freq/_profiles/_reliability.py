@@ -46,6 +46,7 @@ from ..._base import (
     make_interval,
     renamed_kwargs,
 )
+from ..._docs import fill_doc
 from .._inputs import numeric_values, task_resampling
 from .._kernels import _comb_ratio, bootstrap_detail, percentile_bounds, weight_blocks
 from .._rates import EmptySampleWarning, InsufficientRunsWarning
@@ -127,6 +128,7 @@ def _edges(bins: int | Sequence[float]) -> np.ndarray:
 
 
 @renamed_kwargs(dim="run_dim")
+@fill_doc
 def reliability_profile(
     data: xr.Dataset,
     *,
@@ -164,12 +166,12 @@ def reliability_profile(
     bins : int or sequence of float
         Calibration bins: a number of equal-width bins on [0, 1] or the
         edges; bins are ``[lo, hi)``, the last one closed.
-    prob : float
-    n_resamples : int
+    %(prob)s
+    %(n_resamples)s
     cluster : str or None
         Task coord naming clusters (``"auto"``: ``cluster`` when present).
     run_dim, task_dim, agent_dim : str
-    rng : None, int or Generator
+    %(rng)s
 
     Returns
     -------

@@ -31,6 +31,7 @@ from ..._base import (
     Result,
     check_prob,
     counts,
+    field_alias,
     make_interval,
     renamed_kwargs,
 )
@@ -191,10 +192,7 @@ class BetaBinomialResult(Result):
     n_tasks_not_run: xr.DataArray
     ci: xr.DataArray | None = None
 
-    @property
-    def estimate(self) -> xr.DataArray:
-        """The fitted mean success probability ``mu``, under the house name."""
-        return self.mu
+    estimate = field_alias("mu", "The fitted mean success probability ``mu``, under the house name.")
 
 
 def _counts(data, n, dim: str, task_dim: str) -> tuple[xr.DataArray, xr.DataArray]:

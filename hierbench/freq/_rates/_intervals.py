@@ -28,6 +28,7 @@ from ..._base import (
     make_interval,
     renamed_kwargs,
 )
+from ..._docs import fill_doc
 from ..._numerics import cluster_robust_se as _cluster_robust_se
 from ..._numerics import wilson_bounds as _wilson_bounds
 
@@ -182,6 +183,7 @@ class IntervalResult(Result):
     n: xr.DataArray
 
 
+@fill_doc
 def proportion_interval(
     successes: ArrayLike, n: ArrayLike, *, method: str = "wilson", prob: float = DEFAULT_PROB
 ) -> IntervalResult:
@@ -197,7 +199,7 @@ def proportion_interval(
     successes, n : array-like or xarray.DataArray
         Success counts and trials (``method="exact"`` needs whole counts).
     method : {"wilson", "wald", "exact"}
-    prob : float
+    %(prob)s
 
     Returns
     -------
@@ -240,6 +242,7 @@ def _scores(data, dim: str, argname: str) -> xr.DataArray:
     return data
 
 
+@fill_doc
 def pooled_binomial_interval(
     data: xr.Dataset | xr.DataArray,
     *,
@@ -257,7 +260,7 @@ def pooled_binomial_interval(
     ----------
     data : xarray.Dataset or xarray.DataArray
         Eval dataset or scores; NaN = not run.
-    prob : float
+    %(prob)s
     dims : tuple of str
         Dims pooled over.
 
@@ -394,6 +397,7 @@ def finite_population_se(p: ArrayLike, n: ArrayLike, population_size: ArrayLike)
 
 
 @renamed_kwargs(dim="task_dim")
+@fill_doc
 def stratified_mean(
     scores: ArrayLike | xr.DataArray,
     strata: ArrayLike | xr.DataArray,
@@ -417,7 +421,7 @@ def stratified_mean(
         ``W_h = N_h / N`` and the finite-population correction. Default: the
         sample itself is the population mix, without correction.
     task_dim : str
-    prob : float
+    %(prob)s
 
     Examples
     --------
@@ -510,6 +514,7 @@ class SuccessRateResult(Result):
 
 
 @renamed_kwargs(dim="run_dim")
+@fill_doc
 def success_rate(
     data: xr.Dataset,
     *,
@@ -539,7 +544,7 @@ def success_rate(
         when the data have it; any other name must exist. A task without a
         cluster label is a cluster of its own (with a warning).
     strict : bool
-    prob : float
+    %(prob)s
 
     Examples
     --------

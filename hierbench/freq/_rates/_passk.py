@@ -37,6 +37,7 @@ from ..._base import (
     make_interval,
     renamed_kwargs,
 )
+from ..._docs import fill_doc
 from .._kernels import _pass_kernel
 
 __all__ = [
@@ -261,45 +262,8 @@ def _per_task_values(n, c, ks: list, kind: str, plugin: bool, small_n: str):
     return per_task, short
 
 
-_DOC_PARAMS = """
-    Parameters
-    ----------
-    data : xarray.Dataset or xarray.DataArray
-        An eval dataset (binary ``score`` with dims including ``run_dim``), its
-        counts (:func:`hierbench.data.to_counts`: ``n_runs``, ``n_success``)
-        or a binary score DataArray.
-    k : int or sequence of int
-        Number of attempts. A sequence adds a dim ``k``.
-    run_dim : str
-        The run dimension (ignored for counts).
-    task_dim : str
-        The task dimension averaged over for ``mean``.
-    plugin : bool
-        Return the biased plug-in estimate computed from ``p = c / n``
-        instead of the unbiased one (for comparison).
-    small_n : {"nan", "clip"}
-        Tasks with ``0 < n_runs < k``: ``"nan"`` (default) makes them NaN,
-        excludes them from the mean, counts them in ``n_insufficient`` and
-        emits :class:`InsufficientRunsWarning`; ``"clip"`` uses
-        ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
-        mixes estimands across tasks).
-    prob : float
-        Level of the task-level t interval ``ci``.
-
-    Raises
-    ------
-    hierbench.PartialCreditError
-        When a score is strictly between 0 and 1 (even if a cell's scores
-        sum to a whole number): pass@k and pass^k are defined for binary
-        outcomes only.
-
-    Returns
-    -------
-    PassKResult
-"""
-
-
 @renamed_kwargs(dim="run_dim")
+@fill_doc
 def pass_hat_k(
     data: xr.Dataset | xr.DataArray,
     k: int | Sequence[int],
@@ -314,13 +278,27 @@ def pass_hat_k(
 
     Unbiased per task as ``C(c, k) / C(n, k)`` (product form), then averaged
     over tasks.
-    {params}
+
+    Parameters
+    ----------
+    %(passk)s
+
+    Returns
+    -------
+    PassKResult
+
+    Raises
+    ------
+    hierbench.PartialCreditError
+        When a score is strictly between 0 and 1 (even if a cell's scores
+        sum to a whole number): pass@k and pass^k are defined for binary
+        outcomes only.
 
     Examples
     --------
     >>> import numpy as np, xarray as xr
-    >>> counts = xr.Dataset({{"n_runs": ("task", [10, 10, 10, 10]),
-    ...                      "n_success": ("task", [3, 10, 0, 7])}})
+    >>> counts = xr.Dataset({"n_runs": ("task", [10, 10, 10, 10]),
+    ...                      "n_success": ("task", [3, 10, 0, 7])})
     >>> round(float(pass_hat_k(counts, 3).estimate), 3)
     0.325
     """
@@ -330,6 +308,7 @@ def pass_hat_k(
 
 
 @renamed_kwargs(dim="run_dim")
+@fill_doc
 def pass_at_k(
     data: xr.Dataset | xr.DataArray,
     k: int | Sequence[int],
@@ -344,13 +323,27 @@ def pass_at_k(
 
     Unbiased per task as ``1 - C(n - c, k) / C(n, k)`` (product form), then
     averaged over tasks.
-    {params}
+
+    Parameters
+    ----------
+    %(passk)s
+
+    Returns
+    -------
+    PassKResult
+
+    Raises
+    ------
+    hierbench.PartialCreditError
+        When a score is strictly between 0 and 1 (even if a cell's scores
+        sum to a whole number): pass@k and pass^k are defined for binary
+        outcomes only.
 
     Examples
     --------
     >>> import numpy as np, xarray as xr
-    >>> counts = xr.Dataset({{"n_runs": ("task", [10, 10, 10, 10]),
-    ...                      "n_success": ("task", [3, 10, 0, 7])}})
+    >>> counts = xr.Dataset({"n_runs": ("task", [10, 10, 10, 10]),
+    ...                      "n_success": ("task", [3, 10, 0, 7])})
     >>> round(float(pass_at_k(counts, 3).estimate), 3)
     0.675
     """
@@ -358,6 +351,3 @@ def pass_at_k(
         data, k, kind="at", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
     )
 
-
-pass_hat_k.__doc__ = (pass_hat_k.__doc__ or "").format(params=_DOC_PARAMS)
-pass_at_k.__doc__ = (pass_at_k.__doc__ or "").format(params=_DOC_PARAMS)

@@ -53,6 +53,7 @@ from ..._base import (
     renamed_kwargs,
 )
 from ..._base import counts as cell_counts
+from ..._docs import fill_doc
 from .._inputs import score_array
 from .._kernels import DegenerateBootstrapWarning
 from .._rates import InsufficientRunsWarning
@@ -319,6 +320,7 @@ def _package(
 
 
 @renamed_kwargs(dim="run_dim")
+@fill_doc
 def bootstrap_ci(
     data: xr.Dataset | xr.DataArray,
     statistic: Literal["mean", "pass_hat_k", "pass_at_k"] | StatisticFn = "mean",
@@ -363,7 +365,7 @@ def bootstrap_ci(
         each drawn task (conservative).
     method : {"percentile", "bca"}
         BCa uses a jackknife over tasks (clusters) for the acceleration.
-    n_resamples : int
+    %(n_resamples)s
     prob : float
         Interval probability in (0, 1).
     cluster : str, None or "auto"
@@ -374,7 +376,7 @@ def bootstrap_ci(
         rankings). ``False``: independent resamples per agent.
     run_dim, task_dim, agent_dim : str
         Names of the run, task and agent dims.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
     progress : bool or None
         A progress bar on standard error (``None``: only when watched).
 

@@ -25,8 +25,10 @@ from ..._base import (
     as_rng,
     check_prob,
     cluster_codes,
+    field_alias,
     renamed_kwargs,
 )
+from ..._docs import fill_doc
 from .._kernels import cr2_mean_se
 from ._bootstrap import bootstrap_ci
 from ._signflip import sign_flip_pvalues
@@ -221,10 +223,7 @@ class PairedTestResult(Result):
 
     _dataset_exclude = ("distribution",)
 
-    @property
-    def estimate(self) -> xr.DataArray:
-        """The mean paired difference (``mean_diff``), under the house name."""
-        return self.mean_diff
+    estimate = field_alias("mean_diff", "The mean paired difference (``mean_diff``), under the house name.")
 
     def to_dataset(self) -> xr.Dataset:
         """All fields in one Dataset (counts as variables, the bootstrap distribution included)."""
@@ -343,6 +342,7 @@ def _paired_result(out: dict, flip: dict, ci, dist, counts: dict) -> PairedTestR
 
 
 @renamed_kwargs(dim="task_dim")
+@fill_doc
 def paired_test(
     a: xr.DataArray,
     b: xr.DataArray,
@@ -373,8 +373,7 @@ def paired_test(
         the t-test uses the CR2 cluster-robust SE with Bell-McCaffrey df.
     prob : float
         Probability of the bootstrap interval.
-    n_resamples : int
-        Bootstrap resamples.
+    %(n_resamples)s
     n_permutations : int or None
         Random sign patterns for a sign-flip p-value that cannot be computed
         exactly; None (default) draws 9,999. The p-value is exact, with no
@@ -383,7 +382,7 @@ def paired_test(
     method : {"percentile", "bca"}
         Bootstrap interval (passed to :func:`bootstrap_ci`); the bootstrap
         p-value always inverts the percentile interval.
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

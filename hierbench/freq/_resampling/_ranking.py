@@ -20,10 +20,12 @@ from ..._base import (
     as_rng,
     check_prob,
     cluster_codes,
+    field_alias,
     interval_label,
     make_interval,
     renamed_kwargs,
 )
+from ..._docs import fill_doc
 from .._inputs import agent_task_means
 from .._kernels import task_weights
 
@@ -103,15 +105,8 @@ class RankResult(Result):
 
     _dataset_exclude = ("distribution", "ranks")
 
-    @property
-    def estimate(self) -> xr.DataArray:
-        """The observed rank (1 = best), under the house name."""
-        return self.observed_rank
-
-    @property
-    def ci(self) -> xr.DataArray:
-        """The bootstrap interval of the rank (``rank_ci``)."""
-        return self.rank_ci
+    estimate = field_alias("observed_rank", "The observed rank (1 = best), under the house name.")
+    ci = field_alias("rank_ci", "The bootstrap interval of the rank (``rank_ci``).")
 
     def to_dataset(self) -> xr.Dataset:
         """Every field in one Dataset (resampled scores and ranks included)."""
@@ -337,6 +332,7 @@ def _rank_result(
 
 
 @renamed_kwargs(dim="task_dim", level="alpha")
+@fill_doc
 def rank_uncertainty(
     data: xr.Dataset | xr.DataArray,
     *,
@@ -361,7 +357,7 @@ def rank_uncertainty(
     ----------
     data : xarray.Dataset or xarray.DataArray
         Eval dataset or ``score(agent, task[, run])``.
-    n_resamples : int
+    %(n_resamples)s
     prob : float
         Probability of the rank intervals ``rank_ci``.
     alpha : float
@@ -375,7 +371,7 @@ def rank_uncertainty(
     cluster : str, None or "auto"
         Task coord of clusters; ``"auto"`` uses ``cluster`` if present.
     task_dim, run_dim, agent_dim : str
-    rng : None, int or numpy.random.Generator
+    %(rng)s
 
     Returns
     -------

@@ -77,6 +77,7 @@ import pandas as pd
 import xarray as xr
 
 from ..._base import DEFAULT_PROB, OUTSIDE_PACKAGE, check_choice, check_prob
+from ..._docs import fill_doc
 from . import _fit
 from ._design_lang import Design, DesignError, parse_design
 from ._fit import LEGACY, Fit
@@ -380,6 +381,7 @@ def _check_args(design: Any, method: str, prob: float, ci: str) -> float:
     return check_prob(prob)
 
 
+@fill_doc
 def variance_components(
     data: xr.Dataset | xr.DataArray | pd.DataFrame,
     *,
@@ -428,8 +430,7 @@ def variance_components(
         estimates truncated at 0 with :class:`NegativeVarianceComponentWarning`),
         REML otherwise. ``"anova"`` refuses unbalanced data with
         :class:`UnbalancedDesignError`.
-    prob : float
-        Level of the intervals.
+    %(prob)s
     ci : {"auto", "profile", "wald"}
         Kind of the intervals (of the components and of E rho^2 / Phi).
         ``"auto"``: profile REML likelihood for REML fits (unbalanced data),

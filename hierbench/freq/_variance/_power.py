@@ -23,6 +23,7 @@ import xarray as xr
 from scipy import optimize, stats
 
 from ..._base import check_choice, check_int, check_number, check_prob
+from ..._docs import fill_doc
 from ._allocation import allocate_paired
 from ._result import VarianceComponentsResult
 
@@ -160,6 +161,7 @@ def _power(effect, T, sd, alpha, alternative):
     return stats.nct.sf(stats.t.ppf(1 - alpha, df), df, nc)
 
 
+@fill_doc
 def paired_power(
     effect: float | np.ndarray,
     n_tasks: int | np.ndarray,
@@ -182,8 +184,7 @@ def paired_power(
         Number of tasks ``T`` (>= 2).
     n_runs : int or array
         Runs per task and agent ``R``.
-    components, sigma2_interaction, sigma2_residual
-        Variance components (see :func:`sd_paired_diff`).
+    %(power_components)s
     sd_diff : float, optional
         The SD of a per-task difference directly (instead of components).
     alpha : float
@@ -338,6 +339,7 @@ def minimum_detectable_effect(
     return float(optimize.brentq(f, 0.0, hi, xtol=1e-12))
 
 
+@fill_doc
 def optimal_runs(
     *,
     cost_task: float,
@@ -354,8 +356,7 @@ def optimal_runs(
         Cost of adding a task (writing, environment set-up), >= 0.
     cost_run : float
         Cost of one run of one agent on one task, > 0.
-    components, sigma2_interaction, sigma2_residual
-        Variance components (see :func:`sd_paired_diff`).
+    %(power_components)s
 
     Returns
     -------
@@ -381,6 +382,7 @@ def optimal_runs(
     return math.sqrt(s_e * cost_task / (s_mt * cost_run))
 
 
+@fill_doc
 def optimal_allocation(
     budget: float,
     *,
@@ -414,8 +416,7 @@ def optimal_allocation(
         Total budget, > 0.
     cost_task, cost_run
         As in :func:`optimal_runs`.
-    components, sigma2_interaction, sigma2_residual
-        Variance components (see :func:`sd_paired_diff`).
+    %(power_components)s
 
     Returns
     -------

@@ -1,0 +1,99 @@
+"""Parameter descriptions that several public functions share, written once.
+
+The idea of scipy's ``doccer`` and pandas' ``@doc``: a docstring names a shared
+entry by a line ``%(name)s``, indented as a parameter of its Parameters
+section, and :func:`fill_doc` puts the entry there at import, indented to match.
+``help()``, Sphinx and numpydoc see the whole text; the entry has one owner.
+
+An entry belongs here only when the same words describe the parameter in more
+than one place; a parameter whose meaning is particular to one function keeps
+its own words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["PARAMS", "fill_doc"]
+
+#: name -> the numpydoc entry (header line, then its description indented by 4)
+PARAMS: dict[str, str] = {
+    "rng": """rng : None, int or numpy.random.Generator
+    The randomness: a seed, a generator, or ``None`` for fresh entropy (the
+    same seed gives the same result).""",
+    "prob": """prob : float
+    Level of the interval(s): the probability mass inside, 0 < prob < 1.""",
+    "n_resamples": """n_resamples : int
+    Bootstrap resamples.""",
+    "ordinal_threshold": """threshold : float, optional
+    Ordinal fits: the share graded at least ``threshold`` (else the mean grade).""",
+    "power_components": """components, sigma2_interaction, sigma2_residual
+    Variance components (see :func:`sd_paired_diff`).""",
+    "passk": """data : xarray.Dataset or xarray.DataArray
+    An eval dataset (binary ``score`` with dims including ``run_dim``), its
+    counts (:func:`hierbench.data.to_counts`: ``n_runs``, ``n_success``)
+    or a binary score DataArray.
+k : int or sequence of int
+    Number of attempts. A sequence adds a dim ``k``.
+run_dim : str
+    The run dimension (ignored for counts).
+task_dim : str
+    The task dimension averaged over for ``mean``.
+plugin : bool
+    Return the biased plug-in estimate computed from ``p = c / n``
+    instead of the unbiased one (for comparison).
+small_n : {"nan", "clip"}
+    Tasks with ``0 < n_runs < k``: ``"nan"`` (default) makes them NaN,
+    excludes them from the mean, counts them in ``n_insufficient`` and
+    emits :class:`InsufficientRunsWarning`; ``"clip"`` uses
+    ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
+    mixes estimands across tasks).
+prob : float
+    Level of the task-level t interval ``ci``.""",
+}
+
+_MARK = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)
+
+
+def fill_doc[F: Callable](obj: F) -> F:
+    """Put the shared entries named in ``obj``'s docstring (``%(name)s`` lines) in place.
+
+    Parameters
+    ----------
+    obj : function or class
+        Its ``__doc__`` is rewritten; a missing docstring (``python -OO``) is left alone.
+
+    Returns
+    -------
+    function or class
+        ``obj`` itself (a decorator).
+
+    Raises
+    ------
+    KeyError
+        A ``%(name)s`` line names no entry of :data:`PARAMS`.
+
+    Examples
+    --------
+    >>> @fill_doc
+    ... def draw(rng=None):
+    ...     '''Draw.
+    ...
+    ...     Parameters
+    ...     ----------
+    ...     %(rng)s
+    ...     '''
+    >>> print(draw.__doc__.splitlines()[4])
+        rng : None, int or numpy.random.Generator
+    """
+    if obj.__doc__:
+        obj.__doc__ = _MARK.sub(_entry, obj.__doc__)
+    return obj
+
+
+def _entry(match: re.Match) -> str:
+    indent, name = match.group(1), match.group(2)
+    if name not in PARAMS:
+        raise KeyError(f"docstring names %({name})s, which hierbench._docs.PARAMS does not have; it has {sorted(PARAMS)}")
+    return "\n".join(indent + line if line else line for line in PARAMS[name].splitlines())
