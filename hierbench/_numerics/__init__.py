@@ -16,7 +16,15 @@ from . import agq
 from .agq import *  # noqa: F403
 from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
 from .intervals import cluster_robust_se, wilson_bounds
-from .trend import beyond_lengths, frontier, missing_dates, ols_slopes, release_days, trend_agents
+from .trend import (
+    beyond_lengths,
+    frontier,
+    missing_dates,
+    ols_slopes,
+    release_days,
+    trend_agents,
+    trend_inputs,
+)
 
 #: names served from the compiled kernels (:mod:`.agq_numba`), loaded lazily
 _COMPILED = frozenset(
@@ -43,4 +51,6 @@ def __getattr__(name: str):
 
 __all__ = ["NEWTON_STEPS_TRACED", "cluster_robust_se", "wilson_bounds"]
 __all__ += agq.__all__
-__all__ += ["beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents"]
+__all__ += [
+    "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents", "trend_inputs",
+]

@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents"]
+__all__ = [
+    "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents", "trend_inputs",
+]
 
 
 def _day(date: Any) -> float:
@@ -55,6 +57,35 @@ def missing_dates(release_dates: Mapping[str, Any], absent: Sequence[str]) -> st
         f"`release_dates` has no date for agents {list(absent)} (it names {sorted(_dated(release_dates))}); "
         "add them, or pass missing='skip' to leave them out (counted in the result)"
     )
+
+
+def trend_inputs(
+    release_dates: Mapping[str, Any], agents: Sequence[Any], success_values: Sequence[float], *, success: float,
+    missing: str,
+) -> tuple[int, np.ndarray, list[str], str]:
+    """The checked inputs of both doubling times: the horizon column, release days, undated agents, a refusal.
+
+    ``refusal`` is the message the caller raises (empty when the inputs are
+    usable): ``missing`` outside ``{"refuse", "skip"}``, ``success`` not one of
+    the horizons' levels, or (``missing="refuse"``) agents without a date.
+
+    Examples
+    --------
+    >>> j, days, absent, refusal = trend_inputs({"a": "1970-01-11"}, ["a", "b"], [0.5, 0.8], success=0.8,
+    ...                                         missing="skip")
+    >>> j, days.tolist(), absent, refusal
+    (1, [10.0, nan], ['b'], '')
+    >>> trend_inputs({"a": "1970-01-11"}, ["a"], [0.5], success=0.8, missing="skip")[3]
+    "`success` must be one of the horizons' [0.5]; got 0.8"
+    """
+    if missing not in ("refuse", "skip"):
+        return -1, np.array([]), [], f"`missing` must be 'refuse' or 'skip'; got {missing!r}"
+    hit = np.flatnonzero(np.isclose(np.asarray(success_values, dtype=float), success))
+    if not hit.size:
+        return -1, np.array([]), [], f"`success` must be one of the horizons' {list(success_values)}; got {success!r}"
+    days, absent = release_days(release_dates, agents)
+    refusal = missing_dates(release_dates, absent) if absent and missing == "refuse" else ""
+    return int(hit[0]), days, absent, refusal
 
 
 def frontier(days: np.ndarray, h: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from .._base import (
     make_interval,
 )
 from .._docs import fill_doc
-from .._numerics import beyond_lengths, missing_dates, ols_slopes, release_days, trend_agents
+from .._numerics import beyond_lengths, ols_slopes, trend_agents, trend_inputs
 from ._mixed import as_design, integrated_sd, mixed_draws, population_mean, row_predictor
 
 __all__ = ["PosteriorDoublingTimeResult", "PosteriorHorizonResult", "doubling_time", "time_horizon"]
@@ -179,14 +179,6 @@ def time_horizon(
                                   minutes_range=[float(lengths.min()), float(lengths.max())])  # fmt: skip
 
 
-def _days(release_dates: Mapping[str, Any], agents: list[str], missing: str) -> tuple[np.ndarray, list[str]]:
-    """Release dates as days since 1970 (NaN where missing)."""
-    days, absent = release_days(release_dates, agents)
-    if absent and missing == "refuse":
-        raise HierbenchError(missing_dates(release_dates, absent))
-    return days, absent
-
-
 def doubling_time(
     horizons: PosteriorHorizonResult,
     release_dates: Mapping[str, Any],
@@ -214,14 +206,11 @@ def doubling_time(
         A median horizon on the line lies beyond the design's task lengths.
     """
     prob = check_prob(prob)
-    if missing not in ("refuse", "skip"):
-        raise HierbenchError(f"`missing` must be 'refuse' or 'skip'; got {missing!r}")
-    succ = horizons.estimate["success"].values
-    if not np.any(np.isclose(succ, success)):
-        raise HierbenchError(f"`success` must be one of the horizons' {succ.tolist()}; got {success!r}")
-    j = int(np.flatnonzero(np.isclose(succ, success))[0])
     agents = [str(a) for a in horizons.estimate["agent"].values]
-    days, absent = _days(release_dates, agents, missing)
+    succ = horizons.estimate["success"].values.tolist()
+    j, days, absent, refusal = trend_inputs(release_dates, agents, succ, success=success, missing=missing)
+    if refusal:
+        raise HierbenchError(refusal)
     h = horizons.estimate.values[:, j]
     use = trend_agents(days, h, after=after, only_frontier=frontier)
     if use.sum() < 2:

@@ -55,7 +55,7 @@ from ..._base import (
     make_interval,
 )
 from ..._docs import fill_doc
-from ..._numerics import beyond_lengths, missing_dates, ols_slopes, release_days, trend_agents
+from ..._numerics import beyond_lengths, ols_slopes, trend_agents, trend_inputs
 from ...data import task_minutes
 
 __all__ = [
@@ -418,13 +418,6 @@ def _horizon_result(agents, succ, est, coef, boot, prob, n_resamples, lv, weight
 # --------------------------------------------------------------------------- trend
 
 
-def _dates(release_dates: Mapping[str, Any], agents: np.ndarray, missing: str) -> tuple[np.ndarray, list[str]]:
-    days, absent = release_days(release_dates, agents)
-    if absent and missing == "refuse":
-        raise HierbenchError(missing_dates(release_dates, absent))
-    return days, absent
-
-
 @fill_doc
 def doubling_time(
     horizons: TimeHorizonResult,
@@ -483,14 +476,11 @@ def doubling_time(
     182
     """
     prob = check_prob(prob)
-    if missing not in ("refuse", "skip"):
-        raise HierbenchError(f"`missing` must be 'refuse' or 'skip'; got {missing!r}")
-    succ = horizons.estimate["success"].values
-    if not np.any(np.isclose(succ, success)):
-        raise HierbenchError(f"`success` must be one of the horizons' {succ.tolist()}; got {success!r}")
-    j = int(np.flatnonzero(np.isclose(succ, success))[0])
     agents = np.asarray(horizons.estimate["agent"].values).astype(str)
-    days, absent = _dates(release_dates, agents, missing)
+    succ = horizons.estimate["success"].values.tolist()
+    j, days, absent, refusal = trend_inputs(release_dates, agents, succ, success=success, missing=missing)
+    if refusal:
+        raise HierbenchError(refusal)
     h = horizons.estimate.values[:, j]
     unusable = agents[np.isfinite(days) & ~(np.isfinite(h) & (h > 0))].tolist()
     if unusable:
