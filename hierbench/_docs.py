@@ -1,4 +1,4 @@
-"""Parameter descriptions that several public functions share, written once.
+"""Docstring text that several public functions share (mostly parameter entries), written once.
 
 The idea of scipy's ``doccer`` and pandas' ``@doc``: a docstring names a shared
 entry by a line ``%(name)s``, indented as a parameter of its Parameters
@@ -7,7 +7,8 @@ section, and :func:`fill_doc` puts the entry there at import, indented to match.
 
 An entry belongs here only when the same words describe the parameter in more
 than one place; a parameter whose meaning is particular to one function keeps
-its own words.
+its own words. An entry may run over several parameters or sections (the
+pass@k twins share their Parameters, Returns and Raises).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["PARAMS", "fill_doc"]
+__all__ = ["SHARED", "fill_doc"]
 
-#: name -> the numpydoc entry (header line, then its description indented by 4)
-PARAMS: dict[str, str] = {
+#: name -> the numpydoc text (an entry: header line, then its description indented by 4)
+SHARED: dict[str, str] = {
     "rng": """rng : None, int or numpy.random.Generator
     The randomness: a seed, a generator, or ``None`` for fresh entropy (the
     same seed gives the same result).""",
@@ -50,7 +51,18 @@ small_n : {"nan", "clip"}
     ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
     mixes estimands across tasks).
 prob : float
-    Level of the task-level t interval ``ci``.""",
+    Level of the task-level t interval ``ci``.
+
+Returns
+-------
+PassKResult
+
+Raises
+------
+hierbench.PartialCreditError
+    When a score is strictly between 0 and 1 (even if a cell's scores
+    sum to a whole number): pass@k and pass^k are defined for binary
+    outcomes only.""",
 }
 
 _MARK = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)
@@ -72,7 +84,7 @@ def fill_doc[F: Callable](obj: F) -> F:
     Raises
     ------
     KeyError
-        A ``%(name)s`` line names no entry of :data:`PARAMS`.
+        A ``%(name)s`` line names no entry of :data:`SHARED`.
 
     Examples
     --------
@@ -94,6 +106,6 @@ def fill_doc[F: Callable](obj: F) -> F:
 
 def _entry(match: re.Match) -> str:
     indent, name = match.group(1), match.group(2)
-    if name not in PARAMS:
-        raise KeyError(f"docstring names %({name})s, which hierbench._docs.PARAMS does not have; it has {sorted(PARAMS)}")
-    return "\n".join(indent + line if line else line for line in PARAMS[name].splitlines())
+    if name not in SHARED:
+        raise KeyError(f"docstring names %({name})s, which hierbench._docs.SHARED does not have; it has {sorted(SHARED)}")
+    return "\n".join(indent + line if line else line for line in SHARED[name].splitlines())

@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 from hierbench._base import field_alias
-from hierbench._docs import PARAMS, fill_doc
+from hierbench._docs import SHARED, fill_doc
 
 SNAPSHOT = json.loads((pathlib.Path(__file__).parent / "public_api.json").read_text())
 
@@ -27,7 +27,7 @@ def test_an_entry_is_indented_as_its_marker_line():
             """
 
     doc = fill_doc(Study.run).__doc__
-    header, *description = PARAMS["rng"].splitlines()
+    header, *description = SHARED["rng"].splitlines()
     lines = doc.splitlines()
     at = lines.index(" " * 12 + header)
     assert lines[at + 1 : at + 1 + len(description)] == [" " * 12 + d for d in description]
@@ -60,7 +60,7 @@ def test_no_public_docstring_keeps_a_marker_and_numpydoc_reads_the_entries():
     from hierbench.freq import bootstrap_ci, pass_at_k
 
     params = {p.name: p for p in docscrape.FunctionDoc(bootstrap_ci)["Parameters"]}
-    assert " ".join(params["rng"].desc) == " ".join(PARAMS["rng"].splitlines()[1:]).replace("    ", "")
+    assert " ".join(params["rng"].desc) == " ".join(SHARED["rng"].splitlines()[1:]).replace("    ", "")
     names = [p.name for p in docscrape.FunctionDoc(pass_at_k)["Parameters"]]
     assert names == ["data", "k", "run_dim", "task_dim", "plugin", "small_n", "prob"]
 

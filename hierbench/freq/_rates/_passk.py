@@ -283,17 +283,6 @@ def pass_hat_k(
     ----------
     %(passk)s
 
-    Returns
-    -------
-    PassKResult
-
-    Raises
-    ------
-    hierbench.PartialCreditError
-        When a score is strictly between 0 and 1 (even if a cell's scores
-        sum to a whole number): pass@k and pass^k are defined for binary
-        outcomes only.
-
     Examples
     --------
     >>> import numpy as np, xarray as xr
@@ -327,17 +316,6 @@ def pass_at_k(
     Parameters
     ----------
     %(passk)s
-
-    Returns
-    -------
-    PassKResult
-
-    Raises
-    ------
-    hierbench.PartialCreditError
-        When a score is strictly between 0 and 1 (even if a cell's scores
-        sum to a whole number): pass@k and pass^k are defined for binary
-        outcomes only.
 
     Examples
     --------
