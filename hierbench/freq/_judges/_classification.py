@@ -430,6 +430,13 @@ def classification_metrics(
     )
 
 
+def _warn_nan(value: float, why: str) -> None:
+    """Say why a point estimate is undefined (``"<why> is undefined (NaN)"``), when it is NaN."""
+    if not np.isfinite(value):
+        warnings.warn(f"{why} is undefined (NaN)", UndefinedMetricWarning, stacklevel=2,
+                      skip_file_prefixes=OUTSIDE_PACKAGE)
+
+
 def _warn_undefined(est: np.ndarray, dist: np.ndarray | None = None) -> np.ndarray | None:
     """Name the metrics that are 0/0 on the data, or (with ``dist``) in some resamples.
 
@@ -581,12 +588,7 @@ def pr_curve(
     cv = _sorted_scores(y_true, score, cluster, item_dim)
     tp, fp = _ap_curves(np.ones((1, cv.t.size)), cv.t_sorted, cv.ends)
     ap = _ap(tp, fp)[0]
-    if not np.isfinite(ap):
-        warnings.warn(
-            "no positive item: the average precision is undefined (NaN)",
-            UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
-        )
+    _warn_nan(ap, "no positive item: the average precision")
     dist = cv.resampled(_ap, n_resamples, rng)
     n_undef = int((~np.isfinite(dist)).sum())
     if n_undef and np.isfinite(ap):
@@ -685,12 +687,7 @@ def threshold_for_recall(
         return _at_recall(tp, fp, target, cv.thresholds)
 
     obs = cv.observed(pick)
-    if not np.isfinite(obs[0]):
-        warnings.warn(
-            "no positive item: the threshold is undefined (NaN)",
-            UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
-        )
+    _warn_nan(obs[0], "no positive item: the threshold")
     dist = cv.resampled(pick, n_resamples, rng)
     lo, hi = percentile_bounds(dist, prob)
     detail = f"bootstrap over {cv.unit}s, {n_resamples} resamples; threshold re-chosen in each"
@@ -867,12 +864,7 @@ def cohen_kappa(
             return 1.0 - obs / exp_, 1.0 - obs, 1.0 - exp_
 
     est = kappa(onehot.sum(0)[None])[0][0]
-    if not np.isfinite(est):
-        warnings.warn(
-            "expected disagreement is 0 (one category only): kappa is undefined (NaN)",
-            UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
-        )
+    _warn_nan(est, "expected disagreement is 0 (one category only): kappa")
     return _agreement(
         "cohen_kappa",
         kappa,
@@ -962,12 +954,7 @@ def fleiss_kappa(
             return (pbar - pe) / (1 - pe), pbar, pe
 
     est = kappa(rows.sum(0)[None])[0][0]
-    if not np.isfinite(est):
-        warnings.warn(
-            "all ratings in one category: Fleiss' kappa is undefined (NaN)",
-            UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
-        )
+    _warn_nan(est, "all ratings in one category: Fleiss' kappa")
     return _agreement(
         "fleiss_kappa", kappa, rows, codes, unit, rng, method, prob, n_resamples, cats
     )
