@@ -313,3 +313,25 @@ def test_too_few_units_for_the_studentized_interval_warn_and_span_the_range():
     with pytest.warns(SmallSampleWarning, match=r"\[-1.0, 1.0\]"):
         k = cohen_kappa(y, p, n_resamples=300, rng=0)
     assert np.isfinite(k.ci.values).all()
+
+
+@pytest.mark.parametrize(
+    ("call", "why"),
+    [
+        # no positive item: recall's denominator is 0, so AP and the recall threshold are 0/0
+        (lambda: pr_curve([0, 0, 0, 0], [0.9, 0.5, 0.4, 0.1], n_resamples=50, rng=0),
+         "no positive item: the average precision is undefined"),
+        (lambda: threshold_for_recall([0, 0, 0, 0], [0.9, 0.5, 0.4, 0.1], n_resamples=50, rng=0),
+         "no positive item: the threshold is undefined"),
+        # one category: expected (dis)agreement is 1 (0), kappa = 0/0 by its definition
+        (lambda: cohen_kappa(["y"] * 4, ["y"] * 4, n_resamples=50, rng=0),
+         r"expected disagreement is 0 \(one category only\): kappa is undefined"),
+        (lambda: fleiss_kappa([["a", "a"]] * 4, n_resamples=50, rng=0),
+         "all ratings in one category: Fleiss' kappa is undefined"),
+    ],
+)
+def test_an_undefined_point_estimate_is_nan_and_says_why(call, why):
+    with pytest.warns(UndefinedMetricWarning, match=why) as seen:
+        res = call()
+    assert np.isnan(float(res.estimate))
+    assert {w.filename for w in seen if why.split(":")[0] in str(w.message)} == {__file__}  # the caller's line
