@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -334,4 +336,4 @@ def test_an_undefined_point_estimate_is_nan_and_says_why(call, why):
     with pytest.warns(UndefinedMetricWarning, match=why) as seen:
         res = call()
     assert np.isnan(float(res.estimate))
-    assert {w.filename for w in seen if why.split(":")[0] in str(w.message)} == {__file__}  # the caller's line
+    assert {w.filename for w in seen if re.search(why, str(w.message))} == {__file__}  # the caller's line
