@@ -36,8 +36,7 @@ import numpy as np
 import xarray as xr
 
 #: the package's own files: a warning names the first frame outside them (the user's line,
-#: whatever the depth of the call inside hierbench), ``warnings.warn(..., stacklevel=2,
-#: skip_file_prefixes=OUTSIDE_PACKAGE)``
+#: whatever the depth of the call inside hierbench); :func:`warn_user` applies the rule
 OUTSIDE_PACKAGE = (os.path.dirname(__file__) + os.sep,)
 
 if TYPE_CHECKING:
@@ -67,6 +66,7 @@ __all__ = [
     "make_interval",
     "moved_names",
     "renamed_kwargs",
+    "warn_user",
     "watched",
 ]
 
@@ -536,6 +536,30 @@ class Result:
             return "\n".join(self._repr_lines())
         except Exception:  # pragma: no cover - a repr must never raise
             return f"<{type(self).__name__}>"
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """Issue a hierbench warning at the user's line: the first frame outside the package.
+
+    Whatever the depth of the call inside hierbench, the warning names the line
+    that called into it (``skip_file_prefixes``), so a filter or a ``-W error``
+    on that module sees it.
+
+    Parameters
+    ----------
+    message : str
+    category : type of Warning
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     warn_user("a notice", UserWarning)
+    >>> str(seen[0].message)
+    'a notice'
+    """
+    warnings.warn(message, category, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
 
 
 def field_alias(field: str, doc: str) -> property:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import time
-import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -23,7 +22,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, HierbenchWarning, as_rng
+from .._base import HierbenchWarning, as_rng, warn_user
 from .._docs import fill_doc
 from ._fit import _check_model, _stamp
 from ._registry import model_hook
@@ -199,11 +198,10 @@ def fit_approx(
         for k, v in record.items()
         if "sd_ratio" in k or k in ("source", "case")
     }
-    warnings.warn(
+    warn_user(
         f"approximate posterior ({method}): its standard deviations and means differ from NUTS; "
         f"measured error: {shown}. Use NUTS (fit) for final intervals.",
         ApproximationWarning,
-        stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
     )
     return dt
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -35,7 +34,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, HierbenchWarning, check_choice, renamed_kwargs
+from .._base import HierbenchWarning, check_choice, renamed_kwargs, warn_user
 from ..data import PAIR_COUNTS_SCHEMA, EvalDataError, check_pairwise, to_pair_counts
 from ._registry import ModelEntry, PriorError, make_prior, register
 from ._structure import Structure, centre_choice, pair_design, pair_spread, spread_for_centring
@@ -165,12 +164,11 @@ def _warn_if_disconnected(ia: np.ndarray, ib: np.ndarray, n: np.ndarray, agents:
     if n_comp > 1:
         sizes = np.bincount(labels)
         small = [agents[i] for i in np.flatnonzero(labels != np.argmax(sizes))]
-        warnings.warn(
+        warn_user(
             f"the comparison graph has {n_comp} disconnected components (sizes {sorted(sizes.tolist(), reverse=True)}); "
             f"agents outside the largest one {small[:10]}{' ...' if len(small) > 10 else ''} are compared with it "
             "only through the prior",
             DisconnectedComparisonWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return int(n_comp)
 

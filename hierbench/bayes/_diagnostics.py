@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, NotConvergedWarning
+from .._base import NotConvergedWarning, warn_user
 from ._rankstats import elements, rank_diagnostics
 
 __all__ = [
@@ -173,11 +173,10 @@ def compute_diagnostics(
     advice = _advice(fit, failed_at, checks[3]["failure"] is not None)
     out.attrs["diag_advice"] = advice
     if warn and failures:
-        warnings.warn(
+        warn_user(
             "fit failed convergence checks: " + "; ".join(failures) + ". " + advice
             + " Do not use its summaries until this is fixed.",
             ConvergenceWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return out
 

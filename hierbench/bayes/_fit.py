@@ -24,7 +24,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, as_rng, watched
+from .._base import as_rng, warn_user, watched
 from ._diagnostics import compute_diagnostics
 from ._registry import model_hook
 from ._sampling import (
@@ -611,7 +611,7 @@ def _warn_failed(fits: list[xr.DataTree]) -> None:
         for f in failed
         for msg in json.loads(f.attrs["diag_failures"])
     )
-    warnings.warn(
+    warn_user(
         f"{len(failed)} of {len(fits)} replicates failed their convergence checks "
         f"(replicates {[int(f.attrs['replicate']) for f in failed][:20]}"
         f"{' ...' if len(failed) > 20 else ''}; failures: "
@@ -619,7 +619,6 @@ def _warn_failed(fits: list[xr.DataTree]) -> None:
         + "). Each replicate's `diag_failures` attr says which check and parameter failed; "
         "drop or refit them before summarising a calibration or coverage study",
         ConvergenceWarning,
-        stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
     )
 
 

@@ -12,13 +12,12 @@ are runs, reported by a :class:`RepeatedRecordsWarning`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from .._base import OUTSIDE_PACKAGE, HierbenchWarning
+from .._base import HierbenchWarning, warn_user
 from ._schema import EvalDataError, _fmt_list
 
 __all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason"]
@@ -137,13 +136,12 @@ def _copies_error(df: pd.DataFrame, keys: pd.Series, dup: np.ndarray, where: str
 
 def _repeats_warning(keys: pd.Series, dup: np.ndarray, where: str) -> None:
     rows = np.flatnonzero(dup)
-    warnings.warn(
+    warn_user(
         f"{rows.size} of {len(keys)} records{where} repeat an earlier record in every column "
         f"(rows {_fmt_list(rows.tolist())}); with no run column they are kept as separate runs "
         "(counted in attrs['n_repeated_records']). Give the run column (run=...), say they are "
         "runs with duplicates='keep', or keep one of each with duplicates='drop'",
         RepeatedRecordsWarning,
-        stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
     )
 
 

@@ -33,7 +33,6 @@ is kept and reported by a :class:`ConfoundedTermWarning`.
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -41,7 +40,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, HierbenchError, HierbenchWarning, check_choice, counts
+from .._base import (
+    HierbenchError,
+    HierbenchWarning,
+    check_choice,
+    counts,
+    warn_user,
+)
 
 __all__ = [
     "DEFAULT_FORMULA",
@@ -567,7 +572,7 @@ def _warn_confounded(random: list[RandomTerm], frame: pd.DataFrame) -> dict[str,
                     "(estimated from that single combination)"
                 )
                 notes[f"confounded {g} in ({t.name})"] = msg
-                warnings.warn(msg, ConfoundedTermWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+                warn_user(msg, ConfoundedTermWarning)
     return notes
 
 

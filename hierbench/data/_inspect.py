@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
@@ -18,7 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, HierbenchWarning
+from .._base import HierbenchWarning, warn_user
 from ._records import from_records
 from ._schema import EvalDataError, _fmt_list, _not_kept_attr, check_option
 
@@ -140,13 +139,12 @@ def _read_logs(files: list[str], ilog, single: bool) -> tuple[list, dict[str, st
             + "; ".join(f"{f} ({why})" for f, why in list(unreadable.items())[:5])
         )
     if unreadable:
-        warnings.warn(
+        warn_user(
             f"{len(unreadable)} of {len(files)} Inspect logs could not be read and were left out: "
             + "; ".join(f"{f} ({why})" for f, why in list(unreadable.items())[:5])
             + ("" if len(unreadable) <= 5 else f"; ... ({len(unreadable) - 5} more)")
             + "; the others were read (counted in attrs['unreadable_logs'])",
             InspectLogWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return logs, unreadable
 
@@ -163,13 +161,12 @@ def _incomplete_logs(logs: list) -> dict[str, str]:
                 f"{planned if planned is not None else '?'} samples"
             )
     if incomplete:
-        warnings.warn(
+        warn_user(
             f"{len(incomplete)} Inspect logs did not finish, so their tasks have fewer runs than "
             "planned (and the missing samples may not be missing at random): "
             + "; ".join(f"{f} ({why})" for f, why in list(incomplete.items())[:5])
             + ("" if len(incomplete) <= 5 else f"; ... ({len(incomplete) - 5} more)"),
             InspectLogWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return incomplete
 

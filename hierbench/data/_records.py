@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -24,7 +23,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE
+from .._base import warn_user
 from ._duplicates import _row_keys, apply_duplicates
 from ._schema import (
     MEASURES,
@@ -354,12 +353,11 @@ def _first_per_group(
     nunique = sub.groupby(key, sort=False)[col].nunique(dropna=False)
     inconsistent = nunique[nunique > 1]
     if len(inconsistent):
-        warnings.warn(
+        warn_user(
             f"{what} attribute {col!r} differs between runs of {len(inconsistent)} {what}s "
             f"{_fmt_list(inconsistent.index.tolist())}; kept the first value seen for each "
             "(a missing value only where no record has one)",
             InconsistentAttributeWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return first, len(inconsistent)
 

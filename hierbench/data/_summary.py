@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, UndefinedWarning
+from .._base import UndefinedWarning, warn_user
 from ._schema import check_eval_dataset, score_kind
 from ._values import is_missing
 
@@ -104,10 +103,9 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
         out[f"n_{name}"] = ds[name].sum(("task", "run")).astype(np.int64)
     empty = out.agent.values[(n_scored == 0).values]
     if len(empty):
-        warnings.warn(
+        warn_user(
             f"agents {list(map(str, empty))} have no scored run; their mean scores are NaN",
             NoScoredRunsWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     out = out.drop_vars([c for c in out.coords if c != "agent"])
     out.attrs = {"errors": ds.attrs.get("errors", "fail"), "n_tasks": int(ds.sizes["task"])}

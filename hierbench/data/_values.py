@@ -38,13 +38,12 @@ from __future__ import annotations
 import decimal
 import re
 import unicodedata
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from .._base import OUTSIDE_PACKAGE, HierbenchWarning
+from .._base import HierbenchWarning, warn_user
 from ._schema import EvalDataError, _fmt_list
 
 __all__ = ["ERROR_FALSE", "ERROR_MISSING", "ERROR_TRUE", "NA_TEXT", "SimilarLabelsWarning"]
@@ -216,13 +215,12 @@ def warn_similar_labels(labels: np.ndarray, *, what: str, column: str, source: s
         keys.setdefault(unicodedata.normalize("NFC", str(lab)).strip(), []).append(str(lab))
     groups = [g for g in keys.values() if len(g) > 1]
     if groups:
-        warnings.warn(
+        warn_user(
             f"`{what}` column {column!r}{_where(source)}: {len(groups)} groups of labels differ only "
             f"by surrounding spaces or Unicode normalisation, e.g. {_fmt_list(groups, 3)}; they are "
             "kept as different labels (labels are kept as written): normalise them before reading "
             "if they name the same thing",
             SimilarLabelsWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

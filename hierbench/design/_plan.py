@@ -65,13 +65,13 @@ import xarray as xr
 
 from .._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchWarning,
     Result,
     as_rng,
     check_prob,
     field_alias,
     make_interval,
+    warn_user,
 )
 from .._docs import fill_doc
 from . import _kernels as K
@@ -472,12 +472,10 @@ def _uniform_estimate(P: np.ndarray, N: int, m: int, prob: float):
     est = P / m if m > 0 else np.full(P.shape, np.nan)
     lo, hi = uniform_bounds(P.astype(int), N, m, prob)
     if m == 0:
-        import warnings
 
-        warnings.warn(
+        warn_user(
             "budget 0: no label bought, the estimate is undefined (NaN); the interval is [0, 1]",
             BudgetWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return est, lo, hi, np.zeros(P.shape, int), "hypergeometric, exact (design U)"
 

@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .._base import OUTSIDE_PACKAGE, SmallSampleWarning, as_rng
+from .._base import SmallSampleWarning, as_rng, warn_user
 from .._docs import fill_doc
 
 __all__ = ["cr2_mean_se", "task_weights", "weight_blocks"]
@@ -298,12 +298,11 @@ def _bca(
     q = np.stack([ql, qu], -1)
     bad = ~np.isfinite(q).all(-1)
     if bad.any():
-        warnings.warn(
+        warn_user(
             f"BCa is undefined for {int(bad.sum())} of {bad.size} statistics (the bootstrap "
             "distribution lies entirely on one side of the estimate, or the jackknife values "
             "are all equal); their interval is NaN. Use method='percentile' or more tasks.",
             DegenerateBootstrapWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return _column_quantiles(dist, q), z0, acc
 

@@ -20,7 +20,6 @@ conditional expectation.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -30,11 +29,11 @@ from scipy.special import expit
 
 from .._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     UndefinedWarning,
     as_rng,
     check_choice,
     check_prob,
+    warn_user,
 )
 from .._numerics import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
 from ._common import check_k, min_runs_per_k, pass_attrs, posterior_interval
@@ -437,12 +436,11 @@ def crossed_pass_k(
 def _warn_unidentified(parts: dict, ks: np.ndarray) -> None:
     # with one agent the task effect is each cell's own effect: nothing is assumed away
     if parts["no_ab"] and (ks > 1).any() and len(parts["agent"]) > 1:
-        warnings.warn(
+        warn_user(
             "this crossed fit has no agent x task effect (agent_task='none', usually R = 1): "
             "pass^k / pass@k for k > 1 assume runs independent given (agent, task), which "
             "single-run data cannot check; with repeated runs refit with agent_task='marginal'",
             UnidentifiedWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

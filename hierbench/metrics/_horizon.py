@@ -28,13 +28,13 @@ import xarray as xr
 
 from .._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     ExtrapolatedHorizonWarning,
     HierbenchError,
     Result,
     UndefinedWarning,
     check_prob,
     make_interval,
+    warn_user,
 )
 from .._docs import fill_doc
 from .._numerics import beyond_lengths, ols_slopes, trend_agents, trend_inputs
@@ -162,8 +162,8 @@ def time_horizon(
     agents = [str(v) for v in np.asarray(design.agents)[np.unique(design.agent_index)]]
     undefined = (b >= 0).sum(0)
     if undefined.any():
-        warnings.warn(f"agents {[g for g, u in zip(agents, undefined, strict=True) if u]} have draws whose slope is "
-                      "not negative (no horizon there; left out of their intervals)", UndefinedWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)  # fmt: skip
+        warn_user(f"agents {[g for g, u in zip(agents, undefined, strict=True) if u]} have draws whose slope is "
+                      "not negative (no horizon there; left out of their intervals)", UndefinedWarning)  # fmt: skip
     draws = dr.as_draws(h, ("agent", "success"), {"agent": agents, "success": succ}).rename("draws")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -217,7 +217,7 @@ def doubling_time(
         raise HierbenchError(f"the trend needs at least 2 agents with a date and a positive horizon; got {np.asarray(agents)[use].tolist()}")
     note = beyond_lengths(np.asarray(agents)[use], h[use], horizons.minutes_range)
     if note:
-        warnings.warn(note, ExtrapolatedHorizonWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user(note, ExtrapolatedHorizonWarning)
     d = horizons.draws.isel(success=j).transpose("chain", "draw", "agent").values[..., use]
     with np.errstate(divide="ignore", invalid="ignore"):  # a horizon of 0 or none: the draw is left out
         flat = np.log(d.reshape(-1, use.sum()))

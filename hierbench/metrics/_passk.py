@@ -16,7 +16,6 @@ The crossed model's versions live in :mod:`hierbench.metrics._crossed`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -24,7 +23,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import DEFAULT_PROB, OUTSIDE_PACKAGE, as_rng, check_prob
+from .._base import DEFAULT_PROB, as_rng, check_prob, warn_user
 from ._common import UndefinedMetricWarning, check_k, min_runs_per_k, pass_attrs, posterior_interval
 from ._results import PosteriorPassKResult
 
@@ -86,11 +85,10 @@ def _bb_observed(
     n_tasks = np.stack([(n >= max(int(m), 1)).sum(1) for m in mins], -1)  # (agent, k)
     empty = (n_tasks == 0).any(1)
     if empty.any():
-        warnings.warn(
+        warn_user(
             f"agents {[str(x) for x in agents[empty]]} ran no task (with the runs asked for): "
             "pass^k/pass@k over their observed tasks is undefined (NaN)",
             UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     ran = n > 0
     for j in range(a.shape[-1]):  # per agent keeps memory at (chain, draw, task)

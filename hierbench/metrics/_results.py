@@ -16,14 +16,13 @@ arithmetic and ``res.values`` through its ``estimate``.
 from __future__ import annotations
 
 import operator
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 import xarray as xr
 
-from .._base import OUTSIDE_PACKAGE, Result, field_alias, interval_label
+from .._base import Result, field_alias, interval_label, warn_user
 
 __all__ = [
     "HeadToHeadResult",
@@ -49,10 +48,9 @@ class _DatasetView:
             ds = self._compat()
             return ds[[self._aliases.get(k, k) for k in key]]
         if key in self._aliases:
-            warnings.warn(
+            warn_user(
                 f"{type(self).__name__}[{key!r}] is deprecated; use [{self._aliases[key]!r}]",
                 DeprecationWarning,
-                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
             key = self._aliases[key]
         if key in self._fields():  # type: ignore[attr-defined]
@@ -175,7 +173,7 @@ class PosteriorPassKResult(_DatasetView, Result):
     @property
     def mean(self) -> xr.DataArray:
         """Deprecated alias of ``estimate``."""
-        warnings.warn("`.mean` is deprecated; use `.estimate`", DeprecationWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user("`.mean` is deprecated; use `.estimate`", DeprecationWarning)
         return self.estimate
 
     def to_dataset(self) -> xr.Dataset:
@@ -315,10 +313,9 @@ class VarianceComponentDrawsResult(_DatasetView, Result):
                     f"this model has no agent x task component; components {names}"
                 )
             key = found[0]
-            warnings.warn(
+            warn_user(
                 f"['agent_task'] is deprecated; the component is named {key!r}",
                 DeprecationWarning,
-                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
             return self._compat()[key]
         return super().__getitem__(key)

@@ -19,7 +19,6 @@ runs or more; else from the Pearson residuals of a fit with ``phi = 1``).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -29,7 +28,7 @@ import xarray as xr
 from scipy import stats
 from scipy.special import expit
 
-from ..._base import DEFAULT_PROB, OUTSIDE_PACKAGE, Result, make_interval
+from ..._base import DEFAULT_PROB, Result, make_interval, warn_user
 from ...data import ModelDesign
 from .._kernels import one_blas_thread
 from ._families import Binomial, Fractional, Ordinal, log_gap_bounds
@@ -283,12 +282,12 @@ def fit_design(
         lo, hi, kind, detail = _sd_intervals(lik, x, ll, V, bounds, design, prob, intervals)
         modes = _modes(lik, x, design)
     if not ok:
-        warnings.warn(f"fit_crossed_ml: the optimiser did not converge ({msg})", MLConvergenceWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user(f"fit_crossed_ml: the optimiser did not converge ({msg})", MLConvergenceWarning)
     p, K = design.X.shape[1], len(design.random)
     comp = [t.name for t in design.random]
     for k in np.flatnonzero(x[p : p + K] <= LOG_SD_BOUNDS[0] + 1e-3):
-        warnings.warn(f"sd of ({comp[k]}) is estimated at zero; its interval is one-sided",
-                      BoundaryEstimateWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)  # fmt: skip
+        warn_user(f"sd of ({comp[k]}) is estimated at zero; its interval is one-sided",
+                      BoundaryEstimateWarning)  # fmt: skip
     z = stats.norm.ppf(0.5 + prob / 2)
     se = np.sqrt(np.clip(np.diag(V), 0, None))
     beta = xr.DataArray(x[:p], dims="coef", coords={"coef": design.coef}, name="estimate")

@@ -42,7 +42,6 @@ from scipy.special import expit
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     BoundaryWarning,
     ExtrapolatedHorizonWarning,
     HierbenchError,
@@ -53,6 +52,7 @@ from ..._base import (
     check_prob,
     cluster_codes,
     make_interval,
+    warn_user,
 )
 from ..._docs import fill_doc
 from ..._numerics import beyond_lengths, ols_slopes, trend_agents, trend_inputs
@@ -370,11 +370,11 @@ def time_horizon(
     extreme = np.where((w_cell * y).sum(1) == 0, -1, np.where((w_cell * (n - y)).sum(1) == 0, 1, 0))
     for sign, what in ((-1, "failed every run (horizon 0)"), (1, "succeeded on every run (horizon infinite)")):
         if np.any(extreme == sign):
-            warnings.warn(f"agents {agents[extreme == sign].tolist()} {what}", ExtremeHorizonWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+            warn_user(f"agents {agents[extreme == sign].tolist()} {what}", ExtremeHorizonWarning)
     if np.any(coef[:, 1] >= 0):
-        warnings.warn(
+        warn_user(
             f"agents {agents[coef[:, 1] >= 0].tolist()} succeed more often on longer tasks (slope >= 0): "
-            "their horizon is not where success falls to p", UndefinedWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
+            "their horizon is not where success falls to p", UndefinedWarning,
         )  # fmt: skip
     est = _horizons(coef, succ, extreme)
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng))
@@ -484,14 +484,14 @@ def doubling_time(
     h = horizons.estimate.values[:, j]
     unusable = agents[np.isfinite(days) & ~(np.isfinite(h) & (h > 0))].tolist()
     if unusable:
-        warnings.warn(f"agents {unusable} have a horizon of 0, infinite or undefined: left out of the trend",
-                      UndefinedWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)  # fmt: skip
+        warn_user(f"agents {unusable} have a horizon of 0, infinite or undefined: left out of the trend",
+                  UndefinedWarning)  # fmt: skip
     use = trend_agents(days, h, after=after, only_frontier=frontier)
     if use.sum() < 2:
         raise HierbenchError(f"the trend needs at least 2 agents with a date and a positive horizon; got {agents[use].tolist()}")
     note = beyond_lengths(agents[use], h[use], horizons.options.get("minutes_range"))
     if note:
-        warnings.warn(note, ExtrapolatedHorizonWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user(note, ExtrapolatedHorizonWarning)
     slope = float(ols_slopes(days[use], np.log(h[use])))
     boot = horizons.resamples.values[:, use, j]
     good = np.all(np.isfinite(boot) & (boot > 0), axis=1)

@@ -39,7 +39,6 @@ This module imports numpy, scipy and xarray only.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -49,7 +48,6 @@ from scipy.special import betaln, expit, log_expit
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchError,
     HierbenchWarning,
     NotConvergedWarning,
@@ -60,6 +58,7 @@ from ..._base import (
     check_prob,
     counts,
     make_interval,
+    warn_user,
 )
 from ..._docs import fill_doc
 from ..._priors import IRT_HYPERPRIORS
@@ -427,7 +426,7 @@ def fit_irt_ml(
     elapsed = time.perf_counter() - t0
     msgs = _calibration_problems(h, n_em, converged, eb.last, hess_kind, M)
     if msgs:
-        warnings.warn("fit_irt_ml: " + "; ".join(msgs), IRTConvergenceWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user("fit_irt_ml: " + "; ".join(msgs), IRTConvergenceWarning)
     draws = _laplace_draws(x, lap, M, T, two_pl, n_draws, gen)
     return _calibration_result(x, draws, inp, model=model, two_pl=two_pl, prob=prob, hess_kind=hess_kind, h=h,
                                info={"seconds": elapsed, "em_steps": n_em, "map_fits": eb.n_map})
@@ -622,12 +621,11 @@ def irt_score(
     ks = np.array([check_int(v, "k", min=1) for v in ks.tolist()], dtype=int)
     gen = as_rng(rng)
     if (ks > 1).any() and bank.attrs.get("max_runs_per_cell") == 1:
-        warnings.warn(
+        warn_user(
             "pass^k for k > 1 assumes a cell's runs are independent given its success probability; "
             "the bank was calibrated on one run per cell, which cannot check that (an agent x task "
             "effect would make pass^k larger)",
             HierbenchWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     n, y = _agent_responses(bank, responses)
     a = bank.discrimination.values

@@ -23,7 +23,6 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     SmallSampleWarning,
@@ -36,6 +35,7 @@ from ..._base import (
     cluster_codes,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from ..._docs import fill_doc
 from .._inputs import numeric_values
@@ -263,14 +263,13 @@ def _bootstrap(
             q = np.nanquantile(t, prob, axis=0, method="higher")
         wide = np.isfinite(est) & (se > 0) & (q == np.finfo(float).max)
         if wide.any():
-            warnings.warn(
+            warn_user(
                 f"the studentized interval spans the whole range {list(bounds)} for "
                 f"{int(wide.sum())} statistic(s): more than {1 - prob:.0%} of the resamples drew "
                 f"units that all give the same value (zero standard error), as happens with very "
                 f"few items or clusters ({X.shape[0]} here). No bootstrap interval is reliable "
                 "with so few; method='percentile' shows the spread of the resampled values",
                 SmallSampleWarning,
-                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
         with np.errstate(invalid="ignore"):
             lo = np.where(se > 0, est - q * se, est)
@@ -433,8 +432,7 @@ def classification_metrics(
 def _warn_nan(value: float, why: str) -> None:
     """Say why a point estimate is undefined (``"<why> is undefined (NaN)"``), when it is NaN."""
     if not np.isfinite(value):
-        warnings.warn(f"{why} is undefined (NaN)", UndefinedMetricWarning, stacklevel=2,
-                      skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user(f"{why} is undefined (NaN)", UndefinedMetricWarning)
 
 
 def _warn_undefined(est: np.ndarray, dist: np.ndarray | None = None) -> np.ndarray | None:
@@ -445,21 +443,19 @@ def _warn_undefined(est: np.ndarray, dist: np.ndarray | None = None) -> np.ndarr
     if dist is None:
         undefined_here = [METRICS[i] for i in np.flatnonzero(~np.isfinite(est))]
         if undefined_here:
-            warnings.warn(
+            warn_user(
                 f"{undefined_here} are 0/0 on these data (e.g. no positive item or no positive "
                 "verdict): NaN",
                 UndefinedMetricWarning,
-                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
         return None
     n_undef = (~np.isfinite(dist)).sum(0)
     if (n_undef[np.isfinite(est)] > 0).any():
-        warnings.warn(
+        warn_user(
             f"metrics were 0/0 in some resamples "
             f"({dict(zip(METRICS, n_undef.tolist(), strict=True))}); those resamples are left "
             "out of the metric's interval",
             UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return n_undef
 
@@ -592,10 +588,9 @@ def pr_curve(
     dist = cv.resampled(_ap, n_resamples, rng)
     n_undef = int((~np.isfinite(dist)).sum())
     if n_undef and np.isfinite(ap):
-        warnings.warn(
+        warn_user(
             f"{n_undef} of {n_resamples} resamples drew no positive item; they are left out",
             UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     lo, hi = percentile_bounds(dist[:, None], prob)
     with np.errstate(invalid="ignore", divide="ignore"):

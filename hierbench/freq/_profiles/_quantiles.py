@@ -23,7 +23,6 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchError,
     HierbenchWarning,
     Result,
@@ -34,6 +33,7 @@ from ..._base import (
     check_prob,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from ..._docs import fill_doc
 from ..._numerics import wilson_bounds
@@ -240,11 +240,10 @@ def _warn_empty(flat: np.ndarray, da: xr.DataArray, agent_dim: str, var) -> None
     empty = ~np.isfinite(flat).any((1, 2))
     if empty.any():
         names = [str(a) for a in np.asarray(da[agent_dim].values)[empty]][:5]
-        warnings.warn(
+        warn_user(
             f"{int(empty.sum())} agents have no {var or 'value'} at all (e.g. {names}): their "
             "quantiles are undefined (NaN)",
             EmptySampleWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 
@@ -256,11 +255,10 @@ def _order_statistic_bounds(flat: np.ndarray, qs: np.ndarray, prob: float):
     A = flat.shape[0]
     lo, hi, cov = (np.full((A, qs.size), np.nan) for _ in range(3))
     if (np.isfinite(flat).sum(2) > 1).any():
-        warnings.warn(
+        warn_user(
             "some tasks have several runs: runs of one task are not independent draws, so the "
             "order-statistic interval can be too narrow; consider method='bootstrap' (resamples tasks)",
             HierbenchWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     unbounded = 0
     for a in range(A):
@@ -276,12 +274,11 @@ def _order_statistic_bounds(flat: np.ndarray, qs: np.ndarray, prob: float):
     if unbounded:
         tail = max(qs.max(), 1 - qs.min())
         need = int(np.ceil(np.log((1 - prob) / 2) / np.log(tail)))
-        warnings.warn(
+        warn_user(
             f"{unbounded} interval bounds are infinite: too few values to bound those quantiles "
             f"at level {prob} without assumptions (the q = {tail:g} tail needs n >= {need} "
             "values)",
             UnboundedQuantileWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return lo, hi, cov
 
@@ -570,9 +567,8 @@ def _cell_means(data: xr.Dataset, accuracy: str, cost: str, order: tuple[str, st
         a for i, a in enumerate(agents) if np.isfinite(acc_cell[i]).any() and not pres[i].any()
     ]
     if no_cost:
-        warnings.warn(
+        warn_user(
             f"agents {no_cost} have no recorded {cost!r}: they are left off the frontier (NaN)",
             UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return acc_cell, cost_cell, agents

@@ -26,7 +26,6 @@ out of the table.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -36,7 +35,6 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     UndefinedMetricWarning,
@@ -45,6 +43,7 @@ from ..._base import (
     is_binary,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from ..._docs import fill_doc
 from .._inputs import numeric_values, task_resampling
@@ -266,11 +265,10 @@ def _scores(data: xr.Dataset, score: str, order: tuple[str, str, str]) -> np.nda
     none = ~np.isfinite(y).any((1, 2))
     if none.any():
         names = [str(a) for a in np.asarray(data[order[0]].values)[none]][:5]
-        warnings.warn(
+        warn_user(
             f"{int(none.sum())} agents have no scored run (e.g. {names}): their profile is "
             "undefined (NaN)",
             EmptySampleWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return y
 
@@ -313,28 +311,25 @@ def _default_k(k: int | None, n_runs: np.ndarray) -> int:
 def _consistency(y, ran, k, per_task) -> int | None:
     """pass^k per (agent, task) into ``per_task``; the ``k`` used (None: scores not binary)."""
     if not is_binary(y):
-        warnings.warn(
+        warn_user(
             "scores are not all 0/1: consistency (pass^k) needs binary scores and is left out",
             UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
         return None
     n_runs = ran.sum(2).astype(float)  # (A, T)
     kk = _default_k(k, n_runs)
     short = (n_runs > 0) & (n_runs < kk)
     if short.any() and not (n_runs > 1).any():
-        warnings.warn(
+        warn_user(
             "every (agent, task) cell has a single run: consistency across runs is undefined "
             "with one run, so `consistency` is NaN (run each task at least twice)",
             InsufficientRunsWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     elif short.any():
-        warnings.warn(
+        warn_user(
             f"{int(short.sum())} (agent, task) cells have fewer runs than k={kk}: their pass^k "
             "is undefined and they are left out of `consistency`",
             InsufficientRunsWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     c = np.where(ran, y, 0.0).sum(2)
     per_task["consistency"] = np.where(
@@ -408,10 +403,9 @@ def _evaluate(w: np.ndarray, per_task, metrics, ece_parts) -> np.ndarray:
 def _warn_undefined_resamples(dist: np.ndarray, est: np.ndarray, n_resamples: int) -> None:
     n_undef = (~np.isfinite(dist)).sum(0)
     if (n_undef[np.isfinite(est)] > 0).any():
-        warnings.warn(
+        warn_user(
             f"some metrics were undefined in up to {int(n_undef.max())} of {n_resamples} "
             "resamples (an agent drew none of its tasks with that input); left out of their "
             "intervals",
             UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )

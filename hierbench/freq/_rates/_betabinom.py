@@ -15,7 +15,6 @@ optimiser calls.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +25,6 @@ from scipy.special import expit, gammaln, logit
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     BoundaryWarning,
     Result,
     check_prob,
@@ -34,6 +32,7 @@ from ..._base import (
     field_alias,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from ._intervals import EmptySampleWarning
 
@@ -290,19 +289,17 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
 
     empty = [i for i, r in enumerate(rows) if r[3] == 0]
     if empty:
-        warnings.warn(
+        warn_user(
             f"beta-binomial: {len(empty)} rows (e.g. agents) have no task with a run; their fit is NaN.",
             EmptySampleWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     mu = da([r[0] for r in rows], "mu")
     kappa = da([r[1] for r in rows], "kappa")
     if np.isinf(kappa.values).any():
-        warnings.warn(
+        warn_user(
             "beta-binomial: no overdispersion detected for some rows; kappa is inf (the binomial "
             "limit) and alpha, beta are inf there.",
             NoOverdispersionWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     lims = np.asarray([r[5] for r in rows], float).reshape((*shape, 2))
     tmpl = xr.DataArray(np.zeros(shape), dims=lead, coords=coords)

@@ -23,7 +23,6 @@ The set is computed on a grid of candidate means, all at once.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -32,13 +31,13 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     Result,
     UndefinedWarning,
     check_prob,
     interval_label,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 
 if TYPE_CHECKING:
@@ -254,12 +253,11 @@ def _intersect(b: np.ndarray) -> None:
     b[..., 1] = np.minimum.accumulate(b[..., 1], axis=1)
     empty = b[..., 0] > b[..., 1]
     if empty.any():
-        warnings.warn(
+        warn_user(
             f"the running intersection is empty at {int(empty.sum())} (stream, task) "
             "positions: no constant mean is compatible with the stream (a drifting mean, or "
             "a miss of probability <= 1 - prob); those bounds are NaN",
             EmptyConfidenceSequenceWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
         b[empty] = np.nan
 

@@ -9,7 +9,6 @@ and attrs ``ci_prob`` and ``ci_kind``.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +18,6 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     Result,
     UndefinedWarning,
     check_dim,
@@ -27,6 +25,7 @@ from ..._base import (
     cluster_codes,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from ..._docs import fill_doc
 from ..._numerics import cluster_robust_se as _cluster_robust_se
@@ -79,8 +78,8 @@ def _check_counts(successes, n, *, integer: bool) -> tuple[xr.DataArray, xr.Data
             f"(successes, n) {list(zip(sv[bad][:5].tolist(), nv[bad][:5].tolist(), strict=True))}"
         )
     if (nv == 0).any():
-        warnings.warn(
-            f"{int((nv == 0).sum())} intervals have n = 0; they are NaN.", EmptySampleWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE
+        warn_user(
+            f"{int((nv == 0).sum())} intervals have n = 0; they are NaN.", EmptySampleWarning,
         )
     return s, m
 
@@ -368,7 +367,7 @@ def clustered_se(
     n = np.isfinite(y).sum(-1)
     se, g = _cluster_robust_se(y, codes, small_sample=small_sample)
     if (n == 0).any():
-        warnings.warn("clustered_se: some rows have no finite scores; their SE is NaN.", EmptySampleWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user("clustered_se: some rows have no finite scores; their SE is NaN.", EmptySampleWarning)
     dims = [d for d in s.dims if d != task_dim]
     out = xr.DataArray(se, dims=dims, coords={d: s.coords[d] for d in dims if d in s.coords}, name="clustered_se")
     out.attrs = {"n_clusters": int(np.max(g)) if np.size(g) else 0, "n_missing_labels": int(n_missing)}

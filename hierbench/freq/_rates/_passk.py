@@ -16,7 +16,6 @@ against :func:`math.comb` up to ``n = 10**4``).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -26,7 +25,6 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     Result,
     UndefinedWarning,
     check_choice,
@@ -36,6 +34,7 @@ from ..._base import (
     counts,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from ..._docs import fill_doc
 from .._kernels import _pass_kernel
@@ -111,8 +110,8 @@ class PassKResult(Result):
     @property
     def mean(self) -> xr.DataArray:
         """Deprecated alias of ``estimate``."""
-        warnings.warn(
-            "PassKResult.mean is deprecated; use .estimate", DeprecationWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE
+        warn_user(
+            "PassKResult.mean is deprecated; use .estimate", DeprecationWarning,
         )
         return self.estimate
 
@@ -203,12 +202,11 @@ def _pass(
     per_task, short = _per_task_values(n, c, ks, kind, plugin, small_n)
     n_short = short.sum(task_dim) if small_n == "nan" else xr.zeros_like(short.sum(task_dim))
     if small_n == "nan" and bool(short.any()):
-        warnings.warn(
+        warn_user(
             f"{int(short.sum())} (agent, task, k) cells have fewer runs than k "
             f"(n_runs < k; k={ks}); their {name} is NaN and they are excluded from the mean "
             "(counted in `n_insufficient`). Pass small_n='clip' for k_eff = min(k, n_runs).",
             InsufficientRunsWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     n_not_run = (n == 0).sum(task_dim)
     defined = per_task.notnull()

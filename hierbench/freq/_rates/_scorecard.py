@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,7 +9,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..._base import OUTSIDE_PACKAGE
+from ..._base import warn_user
 from .._kernels import _pass_kernel
 from ._intervals import EmptySampleWarning
 
@@ -124,7 +123,7 @@ def scorecard(runs: Any, k: int) -> dict:
         missing = [i for i, w in enumerate(with_agent) if not w]
         raise ValueError(f"`runs`: some records name an 'agent' and others do not; records without: {missing[:10]}")
     if not rows:
-        warnings.warn("scorecard: no runs; the means are NaN", EmptySampleWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user("scorecard: no runs; the means are NaN", EmptySampleWarning)
     agents = sorted({str(r["agent"]) for r in rows}) if rows and all(with_agent) else []
     if len(agents) > 1:
         return {a: _card([r for r in rows if str(r["agent"]) == a], int(k)) for a in agents}

@@ -31,7 +31,6 @@ that is linear in the task weights.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -41,7 +40,6 @@ import xarray as xr
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     UndefinedWarning,
@@ -51,6 +49,7 @@ from ..._base import (
     cluster_codes,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from ..._base import counts as cell_counts
 from ..._docs import fill_doc
@@ -187,12 +186,11 @@ def _check_cells(cells: _Cells, data, statistic, builtin: bool, k, scheme: str, 
     if builtin and statistic != "mean":
         short = (cells.n > 0) & (cells.n < int(k))  # type: ignore[arg-type]
         if short.any():
-            warnings.warn(
+            warn_user(
                 f"{int(short.sum())} (agent, task) cells have fewer runs than k (n_runs < k; "
                 f"k={k}); their {statistic} is undefined and they are left out (counted in "
                 "`n_excluded`).",
                 InsufficientRunsWarning,
-                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
             )
 
 
@@ -242,12 +240,11 @@ def _pair_index(pairs, agent_coord, paired: bool) -> tuple[np.ndarray | None, li
 def _warn_undefined_resamples(dist: np.ndarray) -> None:
     n_undef = (~np.isfinite(dist)).sum(0)
     if n_undef.any():
-        warnings.warn(
+        warn_user(
             f"the statistic was undefined in up to {int(n_undef.max())} of {dist.shape[0]} "
             "resamples (e.g. an agent drew none of the tasks it ran); they are left out of the "
             "interval and counted in `n_undefined`.",
             UndefinedResampleWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

@@ -51,7 +51,6 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     Result,
     SmallSampleWarning,
     as_rng,
@@ -61,6 +60,7 @@ from ..._base import (
     interval_label,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from .._inputs import agent_task_means
 from ._bootstrap import bootstrap_ci
@@ -376,10 +376,9 @@ def _pair_units(
         st["n_units"] = float(both.sum() if codes is None else np.unique(codes[both]).size)
         rows.append(st)
     if undefined:
-        warnings.warn(
+        warn_user(
             f"pairs with fewer than 2 shared tasks are NaN: {undefined}",
             UndefinedTestWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return rows, units, counts
 
@@ -430,12 +429,11 @@ def _choose_adjust(adjust: str, test: str, why_not_mvt: str | None) -> tuple[str
         why = why_not_mvt if test == "t" else f"the {test} test has no joint null law here"
         return "holm", f"Holm: no trustworthy max-T ({why})"
     if adjust in _MAXT and test == "t" and why_not_mvt is not None:
-        warnings.warn(
+        warn_user(
             f"the multivariate-t max-T is too optimistic here: {why_not_mvt}. Simulated at "
             "SWE-bench's shape (12 clusters) it rejected a true null in 6-46% of data sets at "
             "0.05; test='permutation' takes the joint law from sign flips instead",
             MaxTApproximationWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return adjust, "chosen by the caller"
 
@@ -512,12 +510,11 @@ def _warn_resolution(
     else:
         return
     if floors.size and np.all(floors >= threshold):
-        warnings.warn(
+        warn_user(
             "no " + what.format(floors.min()) + ": no pair can be called different at this "
             "resolution. Leave `test`, `adjust`, `n_permutations` and `n_draws` at their "
             "defaults, or raise `n_resamples` for the bootstrap.",
             PValueResolutionWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

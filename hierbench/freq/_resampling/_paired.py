@@ -19,7 +19,6 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     Result,
     UndefinedWarning,
     as_rng,
@@ -27,6 +26,7 @@ from ..._base import (
     cluster_codes,
     field_alias,
     renamed_kwargs,
+    warn_user,
 )
 from ..._docs import fill_doc
 from .._kernels import cr2_mean_se
@@ -259,11 +259,10 @@ class PairedTestResult(Result):
 def _warn_undefined(out: dict[str, float], label: str) -> None:
     bad = [k for k in ("p_t", "cohens_dz", "p_mcnemar") if not np.isfinite(out[k])]
     if bad:
-        warnings.warn(
+        warn_user(
             f"{label}: {', '.join(bad)} undefined (no spread in the per-task differences, "
             "fewer than 2 tasks, or no discordant tasks for McNemar); reported as NaN",
             UndefinedTestWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -12,7 +11,6 @@ from scipy import stats
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchError,
     HierbenchWarning,
     Result,
@@ -24,6 +22,7 @@ from ..._base import (
     interval_label,
     make_interval,
     renamed_kwargs,
+    warn_user,
 )
 from ..._docs import fill_doc
 from .._inputs import agent_task_means
@@ -219,14 +218,13 @@ def _warn_unequal_task_sets(obs: np.ndarray, names: list[str]) -> None:
     if not (obs == obs[:1]).all() and n_ran.min() < 0.9 * n_ran.max():
         order = np.argsort(n_ran, kind="stable")
         few = ", ".join(f"{names[i]} {int(n_ran[i])}" for i in order[:5])
-        warnings.warn(
+        warn_user(
             f"the agents ran different sets of tasks (tasks run out of {T}: {few}"
             + (", ..." if M > 5 else "")
             + "); each agent is scored on its own tasks, so the ranks compare averages over "
             "different tasks and an agent with few tasks can rank high by luck of its tasks. "
             "Rank on the shared tasks (drop the others), or read `counts['n_tasks_missing']`.",
             UnequalTaskSetsWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 
@@ -399,10 +397,9 @@ def rank_uncertainty(
     s = _resampled_scores(y, codes, n_resamples, gen)
     n_undef = int((~np.isfinite(s)).any(axis=1).sum())
     if n_undef:
-        warnings.warn(
+        warn_user(
             f"{n_undef} resamples left some agent without a task; it is ranked last there",
             UndefinedScoreWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     ranks = _random_tiebreak_ranks(s, gen)
     unit = "cluster" if codes is not None else "task"

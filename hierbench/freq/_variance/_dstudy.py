@@ -12,13 +12,12 @@ adds ``s_e / prod n'_f`` (over its facets outside ``p``) to the absolute error v
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from ..._base import OUTSIDE_PACKAGE
+from ..._base import warn_user
 from ._design_lang import Design
 from ._warnings import ConfoundedComponentWarning, UndefinedCoefficientWarning
 
@@ -50,19 +49,17 @@ def _universe(design: Design, measurement: str | None) -> frozenset:
 
 def _warn_undefined(p, tau, delta, Delta, stacklevel: int) -> None:
     if p is None:
-        warnings.warn(
+        warn_user(
             "no object of measurement in the design (e.g. one agent): the universe-score "
             "variance is undefined, so E rho^2, Phi, sigma2_delta and the paired-difference "
             "variance are NaN; sigma2_Delta is the error variance of the mean score",
             UndefinedCoefficientWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     elif np.any(np.asarray(tau + delta) == 0) or np.any(np.asarray(tau + Delta) == 0):
-        warnings.warn(
+        warn_user(
             "E rho^2 / Phi are 0/0 (no universe-score and no error variance, e.g. constant "
             "scores): NaN",
             UndefinedCoefficientWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 
@@ -167,11 +164,10 @@ def at_g_study(vc, key: str, stacklevel: int = 3) -> float:
 def var_paired_diff(vc, stacklevel: int = 3) -> float:
     """Variance of the difference of two objects' means at the G-study sizes."""
     if vc.measurement is None:
-        warnings.warn(
+        warn_user(
             "no object of measurement (e.g. one agent): the interaction with the object is "
             "confounded with the other components, so the paired-difference variance is NaN",
             ConfoundedComponentWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
         return float("nan")
     return at_g_study(vc, "var_paired_diff", stacklevel=stacklevel + 1)
@@ -251,11 +247,10 @@ def d_study(vc, sizes=None, *, n_tasks=None, n_runs=None, stacklevel: int = 3) -
     grid, dims = size_grid(vc, sizes, n_tasks, n_runs)
     confounded_asked = [f for f in vc.confounded if f in grid and np.any(grid[f] != 1)]
     if confounded_asked:
-        warnings.warn(
+        warn_user(
             f"the G-study had one level of {confounded_asked} per cell, so its component is "
             "confounded with the residual; projections to other sizes are NaN",
             ConfoundedComponentWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     full = {f: np.asarray(vc.sizes.get(f, 1.0)) for f in d.facets}
     b = broadcast_sizes(grid)

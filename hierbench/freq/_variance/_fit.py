@@ -7,12 +7,11 @@ beside REML (:mod:`._reml`) with the expected (or observed) information.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..._base import OUTSIDE_PACKAGE
+from ..._base import warn_user
 from .._kernels import one_blas_thread
 from . import _reml
 from ._design_lang import Design, DesignError, parse_design
@@ -195,10 +194,9 @@ def fit_reml(
         if need_cov:
             cov, info_kind = _covariance(prob, s2_terms, s2_cell, s2e, order, m)
     if not r["converged"]:
-        warnings.warn(
+        warn_user(
             f"REML did not report convergence ({r['message']}); estimates may be inaccurate",
             RemlConvergenceWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     info_out = {k: r[k] for k in ("converged", "message", "nfev", "deviance", "mu", "theta")}
     info_out["information"] = info_kind

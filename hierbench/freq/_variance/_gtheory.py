@@ -68,7 +68,6 @@ difference of two objects' means on the same tasks is ``2 delta``.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +75,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..._base import DEFAULT_PROB, OUTSIDE_PACKAGE, check_choice, check_prob
+from ..._base import DEFAULT_PROB, check_choice, check_prob, warn_user
 from ..._docs import fill_doc
 from . import _fit
 from ._design_lang import Design, DesignError, parse_design
@@ -275,7 +274,7 @@ def _choose_ci(ci: str, use_anova: bool, fit: Fit, notes: list[str]) -> str:
                     "(slow at this size) or coefficients(ci='profile')"
                 )
                 notes.append(msg)
-                warnings.warn(msg, NoIntervalWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+                warn_user(msg, NoIntervalWarning)
             else:
                 notes.append(
                     f"Wald intervals from the {info.get('information')} information: the REML "
@@ -290,7 +289,7 @@ def _choose_ci(ci: str, use_anova: bool, fit: Fit, notes: list[str]) -> str:
             "remedy: ci='profile'"
         )
         notes.append(msg)
-        warnings.warn(msg, NoIntervalWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+        warn_user(msg, NoIntervalWarning)
     return ci_method
 
 
@@ -365,11 +364,10 @@ def _assemble(plan: _Plan, fit: Fit, use_anova: bool, ci_method: str, prob: floa
 def _warn_truncated(est: np.ndarray, names: tuple[str, ...]) -> None:
     trunc = est < 0
     if trunc.any():
-        warnings.warn(
+        warn_user(
             "negative variance-component estimates truncated at 0: "
             + ", ".join(f"{n}={v:.4g}" for n, v, t in zip(names, est, trunc, strict=True) if t),
             NegativeVarianceComponentWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
 
 
