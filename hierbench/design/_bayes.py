@@ -24,9 +24,9 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import DEFAULT_PROB, Result, check_prob, field_alias, make_interval
+from .._base import DEFAULT_PROB, Result, check_prob, field_alias
 from . import _kernels as K
-from ._plan import _per_cohort
+from ._plan import _Cohorts
 
 __all__ = ["CohortPosteriorResult", "cohort_posterior"]
 
@@ -185,12 +185,6 @@ def cohort_posterior(
     for r in range(R):
         counts[r] = np.bincount(code[r].ravel(), minlength=len(types))
     pm, psd, lo, hi = _posterior_kernel(counts, k.sum(1), L, M, float(prob), *grid)
-    da = _per_cohort(labels, extra)
-    interval = make_interval(
-        da(lo, "lower"),
-        da(hi, "upper"),
-        prob=prob,
-        kind="eti",
-        detail="beta-binomial grid posterior of the cohort mean",
-    )
+    da = _Cohorts(labels, extra)
+    interval = da.interval(lo, hi, prob=prob, kind="eti", detail="beta-binomial grid posterior of the cohort mean")
     return CohortPosteriorResult(da(pm, "mean"), da(psd, "sd"), interval, da(n.sum(1), "n_labels"))

@@ -298,15 +298,20 @@ class BudgetIntervalResult(Result):
         return ds
 
 
-def _per_cohort(labels: xr.DataArray, extra: list):
-    """A maker of DataArrays over the cohorts (the dims of ``labels`` beyond task and run)."""
-    shape = tuple(labels.sizes[d] for d in extra)
-    coords = {d: labels[d] for d in extra if d in labels.coords}
+class _Cohorts:
+    """Makes DataArrays over the cohorts (the dims of ``labels`` beyond task and run): ``da(values, name)``."""
 
-    def da(v, name):
-        return xr.DataArray(np.asarray(v).reshape(shape), dims=extra, coords=coords, name=name)
+    def __init__(self, labels: xr.DataArray, extra: list) -> None:
+        self.dims = extra
+        self.shape = tuple(labels.sizes[d] for d in extra)
+        self.coords = {d: labels[d] for d in extra if d in labels.coords}
 
-    return da
+    def __call__(self, v: Any, name: str) -> xr.DataArray:
+        return xr.DataArray(np.asarray(v).reshape(self.shape), dims=self.dims, coords=self.coords, name=name)
+
+    def interval(self, lo: Any, hi: Any, **options: Any) -> xr.DataArray:
+        """The interval over the cohorts with ends ``lo``, ``hi``; ``options`` as in ``make_interval``."""
+        return make_interval(self(lo, "lower"), self(hi, "upper"), **options)
 
 
 def _check_prob(prob: float) -> float:
@@ -404,19 +409,19 @@ def budget_interval(
         est, lo, hi, X, kind = _uniform_estimate(P, M * L, m, prob)
     else:
         est, lo, hi, X, kind = _joint_estimate(plan, lab, P, Z, prob, "mixture" if method == "auto" else method)
-    da = _per_cohort(labels, extra)
-    interval = make_interval(
-        da(lo, "lower"),
-        da(hi, "upper"),
+    da = _Cohorts(labels, extra)
+    interval = da.interval(
+        lo,
+        hi,
         prob=prob,
         kind="exact",
         detail=kind,
         warn_zero_width=False,  # a fully bought cohort is known exactly: zero width is right
     )
     interval.attrs.update({"design": plan.design, "budget": plan.budget, "n_labels_outside_plan_ignored": n_ignored})
-    feasible = make_interval(
-        da(P / (M * L), "lower"),
-        da(1 - Z / (M * L), "upper"),
+    feasible = da.interval(
+        P / (M * L),
+        1 - Z / (M * L),
         prob=1.0,
         kind="feasible",
         detail="feasible range of the bought labels (deterministic)",
