@@ -183,6 +183,9 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
     assert "p Holm" in out and "simultaneous lower" in out and "agent_00 - agent_01" in out
     # the one sentence: the unit, the test and the adjustment
     assert "over the 30 tasks, adjusted by max-T single-step over the 3 pairs" in " ".join(out.split())
+    # differences on a lattice (per-task means of 2 runs): every pair's sign-flip law is counted
+    # exactly, which the settings line says without claiming 2^30 patterns were listed one by one
+    assert "per-pair p-values exact (every sign pattern counted" in " ".join(out.split())
 
 
 def test_summary_text(log, capsys):
