@@ -121,22 +121,48 @@ def true_ame(design: dict) -> np.ndarray:
     return 100 * (np.array(p[1:]) - p[0])
 
 
-def one_replicate(design: dict, truth: np.ndarray, rng: np.random.Generator) -> dict:
+def _ml_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
+    fit = fit_crossed_ml(ds, FORMULA, intervals="wald")
+    return average_marginal_effects(fit, "scaffold"), bool(fit.converged)
+
+
+def _bayes_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
+    from hierbench import bayes, metrics
+
+    model = bayes.build_mixed(ds, FORMULA)
+    fit = bayes.fit(model, rng=rng, progress=False)
+    ame = metrics.average_marginal_effects(fit, model.hierbench["design"], "scaffold")
+    return ame, bool(fit.attrs["diag_converged"])
+
+
+HALVES = {"ml": _ml_ame, "bayes": _bayes_ame}
+
+
+def one_replicate(design: dict, truth: np.ndarray, rng: np.random.Generator, half: str = "ml") -> dict:
     ds = simulate_leaderboard(design, rng)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fit_crossed_ml(ds, FORMULA, intervals="wald")
-        ame = average_marginal_effects(fit, "scaffold")
+        ame, converged = HALVES[half](ds, rng)
     lo, hi = ame.ci.sel(ci_bound="lower").values, ame.ci.sel(ci_bound="upper").values
     return {"est": ame.estimate.values.tolist(), "lo": lo.tolist(), "hi": hi.tolist(),
-            "covered": ((lo <= truth) & (truth <= hi)).tolist(), "converged": bool(fit.converged)}  # fmt: skip
+            "covered": ((lo <= truth) & (truth <= hi)).tolist(), "converged": converged}  # fmt: skip
 
 
-def run(reps: int, n_tasks: int, seed: int, design_seed: int = 2026) -> dict:
+def run(reps: int, n_tasks: int, seed: int, design_seed: int = 2026, half: str = "ml", rows_out: str | None = None) -> dict:
     design = leaderboard_design(n_tasks, design_seed)
     truth = true_ame(design)
-    rng = np.random.default_rng(seed)
-    rows = [one_replicate(design, truth, rng) for _ in range(reps)]
+    rngs = np.random.default_rng(seed).spawn(reps)
+    rows = []
+    for i, r in enumerate(rngs):
+        rows.append(one_replicate(design, truth, r, half))
+        if rows_out:  # one line per replicate as it finishes, so a long run can be read midway
+            with open(rows_out, "a") as f:
+                f.write(json.dumps({"rep": i, "half": half, **rows[-1]}) + "\n")
+    return summarise(rows, truth, n_tasks)
+
+
+def summarise(rows: list[dict], truth: np.ndarray, n_tasks: int) -> dict:
+    reps = len(rows)
     cov = np.array([r["covered"] for r in rows], dtype=float)
     est = np.array([r["est"] for r in rows])
     width = np.array([np.subtract(r["hi"], r["lo"]) for r in rows])
@@ -155,10 +181,13 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--tasks", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--half", choices=sorted(HALVES), default="ml")
+    ap.add_argument("--rows", default=None, help="append one JSON line per replicate here")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     t0 = time.time()
-    res = run(a.reps, a.tasks, a.seed)
+    res = run(a.reps, a.tasks, a.seed, half=a.half, rows_out=a.rows)
+    res["half"] = a.half
     res["wall_s"] = round(time.time() - t0, 1)
     res["load"] = os.getloadavg()
     print(json.dumps(res, indent=1))

@@ -334,6 +334,31 @@ def _sample(args: argparse.Namespace, model, progress: bool):
     return dt, caught, time.perf_counter() - t0
 
 
+def _levels(text: str | None) -> list[float] | None:
+    """``--levels 1,2,3,4,5`` as numbers (None when not given)."""
+    if text is None:
+        return None
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise CliError(f"--levels takes comma-separated numbers (the grade scale, e.g. 1,2,3,4,5); got {text!r}") from None
+
+
+def _build(args: argparse.Namespace, ds):
+    """The model `fit` samples: a named builder (--model) or a formula model (--formula)."""
+    from . import bayes
+
+    if args.formula is None:
+        if args.family != "auto" or args.levels is not None:
+            raise CliError("--family and --levels describe a --formula model; give --formula too")
+        args.model = args.model or "crossed"
+        return {"crossed": bayes.build_crossed, "beta_binomial": bayes.build_beta_binomial}[args.model](ds)
+    if args.model is not None:
+        raise CliError(f"--model {args.model} and --formula name two models; give one of them")
+    args.model = "formula"
+    return bayes.build_mixed(ds, args.formula, family=args.family, levels=_levels(args.levels))
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     out = _check_out(args.out, args.overwrite, kind="fit")
     ds, msgs = load_any(args.file, args)
@@ -342,10 +367,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from . import bayes
     from .io import save_fit
 
-    builder = {"crossed": bayes.build_crossed, "beta_binomial": bayes.build_beta_binomial}[
-        args.model
-    ]
-    model = builder(ds)
+    model = _build(args, ds)
     # the structure the builder chose from the design, and why (before the long part)
     print(bayes.describe(model), flush=True)
     dt, caught, wall = _sample(args, model, _progress_wanted(args))
@@ -619,9 +641,22 @@ def _add_fit(sub) -> None:
     f.add_argument(
         "--model",
         choices=["crossed", "beta_binomial"],
-        default="crossed",
+        default=None,
         help="crossed agent x task logit model (default) or per-agent beta-binomial",
     )
+    f.add_argument(
+        "--formula", default=None, metavar="FORMULA",
+        help="fit a formula model instead (lme4 / Bambi syntax, hierbench.bayes.build_mixed), e.g. "
+        "'score ~ scaffold + (1|model) + (1|task)'; its agent and task variables are the log's "
+        "--agent-coord and --task-coord columns",
+    )  # fmt: skip
+    f.add_argument(
+        "--family", choices=["auto", "binomial", "fractional", "ordinal"], default="auto",
+        help="the formula model's likelihood (default auto: ordinal with --levels, binomial when every "
+        "score is 0 or 1, else fractional for scores in [0, 1])",
+    )  # fmt: skip
+    f.add_argument("--levels", default=None, metavar="G1,G2,...",
+                   help="the grade scale of an ordinal --formula response, e.g. 1,2,3,4,5")  # fmt: skip
     f.add_argument(
         "-o", "--out", required=True, metavar="FIT", help="where to save the fit (.nc or .zarr)"
     )

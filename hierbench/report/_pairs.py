@@ -213,7 +213,8 @@ def differ_column(table: pd.DataFrame) -> str | None:
 #: the settings worth printing, and their labels (a count of 0 means the law was enumerated)
 _SETTINGS = (
     ("n_resamples", "bootstrap resamples {:,}", None),
-    ("n_permutations", "sign patterns per pair {:,}", "sign patterns: all enumerated (exact p-values)"),
+    ("n_permutations", "sign patterns per pair {:,}",
+     "per-pair p-values exact (every sign pattern counted: enumeration or lattice convolution)"),
     ("maxt_crit", "max-T critical |t| {:.4g}", None),
     ("maxt_draws", "max-T null draws {:,}", "max-T null law: all sign patterns enumerated (exact)"),
 )

@@ -21,11 +21,13 @@ from ._effects import (
     mean_response,
 )
 from ._mixed import MixedMLResult
+from ._warnings import FewLevelsWarning
 
 __all__ = [
     "AgentVarianceResult",
     "BoundaryEstimateWarning",
     "CrossedMLResult",
+    "FewLevelsWarning",
     "IgnoredClusterWarning",
     "MLConvergenceWarning",
     "MarginalEffectsResult",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ..._base import BoundaryWarning, HierbenchWarning, NotConvergedWarning
+from ..._base import BoundaryWarning, HierbenchWarning, NotConvergedWarning, SmallSampleWarning
 
 __all__ = [
     "BoundaryEstimateWarning",
+    "FewLevelsWarning",
     "IgnoredClusterWarning",
     "MLConvergenceWarning",
     "SeparatedAgentWarning",
@@ -26,3 +27,7 @@ class IgnoredClusterWarning(HierbenchWarning):
 
 class MLConvergenceWarning(NotConvergedWarning):
     """The optimiser stopped without meeting its convergence criterion."""
+
+
+class FewLevelsWarning(SmallSampleWarning):
+    """A delta-method interval rests on a random term with few levels, whose variance it treats as known."""
