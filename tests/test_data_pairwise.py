@@ -216,6 +216,31 @@ def test_read_battles_bad_input():
         EvalDataError, match=r"`agents` must list every agent in the log; missing \['y'\]"
     ):
         read_battles(df.iloc[:1], agents=["x"])
+    with pytest.raises(EvalDataError, match=r"`agents` must list each agent once; \['x'\] appear"):
+        read_battles(df.iloc[:1], agents=["x", "y", "x"])
+
+
+def test_read_battles_builds_what_xarray_builds_from_the_columns():
+    """The reader hands xarray ready arrays (no conversion); xarray's own constructor agrees."""
+    rng = np.random.default_rng(3)
+    names = np.array(["gpt-4o", "Llama 3", "7", "é-model"])
+    i = rng.integers(0, 4, 500)
+    j = (i + rng.integers(1, 4, 500)) % 4
+    w = rng.choice(["left", "right", "tie"], 500)
+    df = pd.DataFrame({"left": names[i], "right": names[j], "winner": w, "prompt": rng.choice(["p1", "p2"], 500)})
+    got = read_battles(df, task="prompt", agents=["7", "gpt-4o", "é-model", "Llama 3"])
+    ref = xr.Dataset(
+        {
+            "agent_a": ("comparison", names[i].astype(object)),
+            "agent_b": ("comparison", names[j].astype(object)),
+            "outcome": ("comparison", pd.Series(w).map({"left": 1.0, "right": 0.0, "tie": 0.5}).to_numpy()),
+            "task": ("comparison", df["prompt"].to_numpy(dtype=object)),
+            "position": ("comparison", np.ones(500, dtype=np.int8)),
+        },
+        coords={"comparison": np.arange(500), "agent": np.array(["7", "gpt-4o", "é-model", "Llama 3"], dtype=object)},
+    )
+    xr.testing.assert_identical(got.drop_attrs(), ref)
+    assert got["agent_a"].dtype == object and isinstance(got["agent_a"].values[0], str)
 
 
 def test_from_pair_counts_bad_input():
