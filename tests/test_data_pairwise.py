@@ -25,6 +25,14 @@ def _eval(rows):
     return from_records(pd.DataFrame(rows, columns=["agent", "task", "run", "score"]))
 
 
+def _random_battles(n: int, seed: int):
+    """``n`` battles among 4 agents (codes of the left and right agent, never equal) and verdicts."""
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, 4, n)
+    j = (i + rng.integers(1, 4, n)) % 4
+    return i, j, rng.choice(["left", "right", "tie"], n)
+
+
 def test_to_pairwise_mean_rule_by_hand():
     # task t1: A mean 0.5, B mean 1.0, C mean 0.5; task t2: A 1, B 0, C not run
     ds = _eval(
@@ -234,12 +242,10 @@ def test_pair_keys_by_counting_match_numpy_unique(n, n_keys):
 
 def test_read_battles_builds_what_xarray_builds_from_the_columns():
     """The reader hands xarray ready arrays (no conversion); xarray's own constructor agrees."""
-    rng = np.random.default_rng(3)
     names = np.array(["gpt-4o", "Llama 3", "7", "é-model"])
-    i = rng.integers(0, 4, 500)
-    j = (i + rng.integers(1, 4, 500)) % 4
-    w = rng.choice(["left", "right", "tie"], 500)
-    df = pd.DataFrame({"left": names[i], "right": names[j], "winner": w, "prompt": rng.choice(["p1", "p2"], 500)})
+    i, j, w = _random_battles(500, 3)
+    prompt = np.random.default_rng(4).choice(["p1", "p2"], 500)
+    df = pd.DataFrame({"left": names[i], "right": names[j], "winner": w, "prompt": prompt})
     got = read_battles(df, task="prompt", agents=["7", "gpt-4o", "é-model", "Llama 3"])
     ref = xr.Dataset(
         {
@@ -295,11 +301,8 @@ def test_read_battles_same_result_from_text_object_and_number_columns():
     # the text fast path (factorised as is) and the general path (id_labels) agree
     from hierbench.data import EvalDataError
 
-    rng = np.random.default_rng(2)
     names = np.array(["7", "alpha", "b", "c d"])
-    i = rng.integers(0, 4, 300)
-    j = (i + rng.integers(1, 4, 300)) % 4
-    w = rng.choice(["left", "right", "tie"], 300)
+    i, j, w = _random_battles(300, 2)
     base = {"left": names[i], "right": names[j], "winner": w}
     as_object = read_battles(pd.DataFrame(base, dtype=object))
     as_text = read_battles(pd.DataFrame(base).astype("string"))
