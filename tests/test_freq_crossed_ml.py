@@ -8,6 +8,7 @@ optimisers for the profile, and simulations with known parameters.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -217,11 +218,37 @@ def test_the_likelihood_does_not_depend_on_the_thread_count(monkeypatch):
     x = np.r_[0.5, 0.1, -0.3, 0.9, math.log(1.2), math.log(0.6)]
     monkeypatch.setattr(_quadrature, "BLOCK", 256)
     outs = []
+    monkeypatch.setattr(_quadrature, "_POOL_PID", os.getpid())
     for workers in (1, 3):
         monkeypatch.setattr(_quadrature, "_POOL", ThreadPoolExecutor(workers))
         outs.append(_Lik(y.T, n.T, True, 9, 7).value_grad_hess(x))
     for a, b in zip(*outs, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _fit_in_worker(seed: int) -> float:
+    # 200 tasks x 9 task nodes x 3 agents: two blocks of cells, so the block threads run
+    data, _ = simulate_eval(n_agents=3, n_tasks=200, n_runs=3, rng=seed)
+    return float(fit_crossed_ml(data, intervals="wald").loglik)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs the fork start method")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # the case tested
+def test_a_forked_worker_fits_after_the_parent_did():
+    """The block threads are per process: a forked worker (no threads inherited) still fits."""
+    import multiprocessing
+
+    here = _fit_in_worker(1)  # the parent's block threads exist now
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    worker = ctx.Process(target=lambda: queue.put(_fit_in_worker(1)))
+    worker.start()
+    worker.join(120)
+    if worker.is_alive():  # waiting on threads it did not inherit
+        worker.terminate()
+        worker.join()
+        pytest.fail("a forked worker hung in fit_crossed_ml")
+    assert queue.get(timeout=10) == here
 
 
 @pytest.mark.slow

@@ -49,14 +49,17 @@ MAX_STEP = 2.0
 
 
 #: threads that share the blocks of one evaluation (each block writes only its own cells, so
-#: the result does not depend on how many there are)
+#: the result does not depend on how many there are), and the process that started them
 _POOL: ThreadPoolExecutor | None = None
+_POOL_PID = -1
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
+    """The block threads of this process (a forked worker gets its own: it inherits no threads)."""
+    global _POOL, _POOL_PID
+    if _POOL is None or _POOL_PID != os.getpid():
         _POOL = ThreadPoolExecutor(max(1, min(os.cpu_count() or 1, 8)), thread_name_prefix="hb-ml")
+        _POOL_PID = os.getpid()
     return _POOL
 
 
