@@ -32,7 +32,17 @@ Timing: ``ROUNDS`` rounds, each running every contender once in a rotating order
 median time and the median over rounds of its time divided by ours in that round.
 The load average is printed at the start and the end.
 
-Run: ``HIERBENCH_SHARED_DATA=../shared/data .venv/bin/python benchmarks/bench_bt_ml.py [rounds]``.
+Run: ``HIERBENCH_SHARED_DATA=../shared/data .venv/bin/python benchmarks/bench_bt_ml.py [rounds] [--quick]``
+(``--quick``: ours and evalica only, no default bootstrap call). After each tier a line
+gives issue 27's end-to-end figure: evalica from the raw table over ``read_battles`` plus
+the point fit, the median over rounds of the two timings' ratio in the same round.
+
+Issue 27, end to end from the raw table (``--quick``, 21 rounds, 2026-12-02, shared 2-core
+machine at load average 7.3-7.6, so every time is inflated; ratios are per round):
+LLMFAO ``read_battles`` + point fit 13.1 ms against evalica 16.1 ms (evalica / ours median
+1.47, range 0.84-2.23) at the 1e-6 tier, 13.6 against 22.9 ms (1.66) at the tight tier;
+arena 55 ms against 179-195 ms (3.3-3.5). Before (2026-11-30 figures below and the issue):
+ours 11.2 ms against evalica's 9.7 ms on LLMFAO, the reader then costing 4-7x the fit.
 
 Measured 2026-11-30 on the shared 2-core machine, two runs (7 and 9 rounds) at load
 average 8-10, ratios = median over rounds of (their time / ours in the same round):
@@ -94,10 +104,22 @@ def interleaved(contenders, rounds):
         t = np.asarray(times[n])
         ratio = np.median(t / base[: t.size])
         rows.append((n, np.median(t), ratio, t.size))
-    return rows, out
+    return rows, out, times
 
 
-def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
+def from_table_ratio(times: dict, tier: str) -> str:
+    """Issue 27's end-to-end figure: evalica from the raw table over ours from it, per round."""
+    ours = np.asarray(next(v for k, v in times.items() if k.startswith("ours point from table")))
+    theirs = np.asarray(next(v for k, v in times.items() if k.startswith("evalica from table")))
+    r = theirs / ours
+    return (
+        f"from the raw table, tier {tier}: read_battles + fit {1000 * np.median(ours):.2f} ms, evalica "
+        f"{1000 * np.median(theirs):.2f} ms; evalica / ours per round: median {np.median(r):.2f} "
+        f"(range {r.min():.2f}-{r.max():.2f}, {r.size} rounds)"
+    )
+
+
+def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool, quick: bool = False) -> None:
     import choix
     import evalica
     from evalica import Winner
@@ -154,11 +176,14 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
             f"ours point from table (tol {t_ours:g})": (ours(t_ours, table=True), rounds),
             f"evalica bradley_terry (tol {t_ev:g})": (ev(t_ev), rounds),
             f"evalica from table (tol {t_ev:g})": (ev(t_ev, table=True), rounds),
-            f"choix ilsr_pairwise (tol {t_ch:g})": (ch(t_ch, choix.ilsr_pairwise), min(rounds, 3)),
         }
-        if with_mm and tier == "tight":
+        if not quick:
+            contenders[f"choix ilsr_pairwise (tol {t_ch:g})"] = (ch(t_ch, choix.ilsr_pairwise), min(rounds, 3))
+        if with_mm and tier == "tight" and not quick:
             contenders[f"choix mm_pairwise (tol {t_ch:g})"] = (ch(t_ch, choix.mm_pairwise), 1)
-        rows, out = interleaved(contenders, rounds)
+        for f, _ in contenders.values():  # warm-up: first-call costs are not the comparison
+            f()
+        rows, out, times = interleaved(contenders, rounds)
         print(f"-- tier {tier}: load average {os.getloadavg()[0]:.1f}")
         w = max(len(n) for n, *_ in rows)
         print(
@@ -167,6 +192,9 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
         for n, t, ratio, k in rows:
             err = np.abs(out[n] - ref).max()
             print(f"{n:<{w}}  {1000 * t:>10.2f}  {ratio:>7.2f}  {k:>4}  {err:>17.1e}")
+        print(from_table_ratio(times, tier))
+    if quick:
+        return
     # the default call, for the record: Davidson ties and 1,000 battle-bootstrap refits
     t = time.perf_counter()
     fit_bradley_terry_ml(pw, rng=0)
@@ -178,7 +206,9 @@ def run(name: str, df: pd.DataFrame, rounds: int, with_mm: bool) -> None:
 
 
 def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else ROUNDS
+    args = [a for a in sys.argv[1:] if a != "--quick"]
+    quick = "--quick" in sys.argv[1:]  # no choix, no default (bootstrap) call
+    rounds = int(args[0]) if args else ROUNDS
     print("load average at start:", os.getloadavg())
     root = Path(
         os.environ.get(
@@ -186,7 +216,7 @@ def main() -> None:
         )
     )
     df = pd.read_csv(root / "evalica" / "llmfao_pairwise.csv")[["left", "right", "winner"]]
-    run("LLMFAO", df, rounds, with_mm=True)
+    run("LLMFAO", df, rounds, with_mm=True, quick=quick)
     rng = np.random.default_rng(0)
     m, n = 100, 100_000
     ability = rng.normal(0, 1, m)
@@ -202,6 +232,7 @@ def main() -> None:
         pd.DataFrame({"left": names[i], "right": names[j], "winner": outcome}),
         rounds,
         with_mm=False,
+        quick=quick,
     )
     print("load average at end:", os.getloadavg())
 

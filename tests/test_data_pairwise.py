@@ -25,6 +25,14 @@ def _eval(rows):
     return from_records(pd.DataFrame(rows, columns=["agent", "task", "run", "score"]))
 
 
+def _random_battles(n: int, seed: int):
+    """``n`` battles among 4 agents (codes of the left and right agent, never equal) and verdicts."""
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, 4, n)
+    j = (i + rng.integers(1, 4, n)) % 4
+    return i, j, rng.choice(["left", "right", "tie"], n)
+
+
 def test_to_pairwise_mean_rule_by_hand():
     # task t1: A mean 0.5, B mean 1.0, C mean 0.5; task t2: A 1, B 0, C not run
     ds = _eval(
@@ -216,6 +224,41 @@ def test_read_battles_bad_input():
         EvalDataError, match=r"`agents` must list every agent in the log; missing \['y'\]"
     ):
         read_battles(df.iloc[:1], agents=["x"])
+    with pytest.raises(EvalDataError, match=r"`agents` must list each agent once; \['x'\] appear"):
+        read_battles(df.iloc[:1], agents=["x", "y", "x"])
+
+
+@pytest.mark.parametrize("n, n_keys", [(0, 9), (7, 9), (5000, 100), (300, 10**7)])
+def test_pair_keys_by_counting_match_numpy_unique(n, n_keys):
+    """The ordered-pair cells found by counting (small key ranges) or sorting: numpy's unique."""
+    from hierbench.data._pairwise import _unique_keys
+
+    key = np.random.default_rng(n).integers(0, n_keys, n)
+    uniq, inv = _unique_keys(key, n_keys)
+    ref_uniq, ref_inv = np.unique(key, return_inverse=True)
+    np.testing.assert_array_equal(uniq, ref_uniq)
+    np.testing.assert_array_equal(inv, ref_inv)
+
+
+def test_read_battles_builds_what_xarray_builds_from_the_columns():
+    """The reader hands xarray ready arrays (no conversion); xarray's own constructor agrees."""
+    names = np.array(["gpt-4o", "Llama 3", "7", "é-model"])
+    i, j, w = _random_battles(500, 3)
+    prompt = np.random.default_rng(4).choice(["p1", "p2"], 500)
+    df = pd.DataFrame({"left": names[i], "right": names[j], "winner": w, "prompt": prompt})
+    got = read_battles(df, task="prompt", agents=["7", "gpt-4o", "é-model", "Llama 3"])
+    ref = xr.Dataset(
+        {
+            "agent_a": ("comparison", names[i].astype(object)),
+            "agent_b": ("comparison", names[j].astype(object)),
+            "outcome": ("comparison", pd.Series(w).map({"left": 1.0, "right": 0.0, "tie": 0.5}).to_numpy()),
+            "task": ("comparison", df["prompt"].to_numpy(dtype=object)),
+            "position": ("comparison", np.ones(500, dtype=np.int8)),
+        },
+        coords={"comparison": np.arange(500), "agent": np.array(["7", "gpt-4o", "é-model", "Llama 3"], dtype=object)},
+    )
+    xr.testing.assert_identical(got.drop_attrs(), ref)
+    assert got["agent_a"].dtype == object and isinstance(got["agent_a"].values[0], str)
 
 
 def test_from_pair_counts_bad_input():
@@ -258,11 +301,8 @@ def test_read_battles_same_result_from_text_object_and_number_columns():
     # the text fast path (factorised as is) and the general path (id_labels) agree
     from hierbench.data import EvalDataError
 
-    rng = np.random.default_rng(2)
     names = np.array(["7", "alpha", "b", "c d"])
-    i = rng.integers(0, 4, 300)
-    j = (i + rng.integers(1, 4, 300)) % 4
-    w = rng.choice(["left", "right", "tie"], 300)
+    i, j, w = _random_battles(300, 2)
     base = {"left": names[i], "right": names[j], "winner": w}
     as_object = read_battles(pd.DataFrame(base, dtype=object))
     as_text = read_battles(pd.DataFrame(base).astype("string"))

@@ -8,6 +8,7 @@ optimisers for the profile, and simulations with known parameters.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -143,6 +144,130 @@ def test_gradient_and_hessian_match_finite_differences(marg):
     h = 1e-4
     fd_h = np.array([(lik.value_grad(x + h * e)[1] - lik.value_grad(x - h * e)[1]) / (2 * h) for e in np.eye(x.size)])
     np.testing.assert_allclose(H, 0.5 * (fd_h + fd_h.T), rtol=1e-4, atol=1e-6)
+
+
+def _cell_loglik(y, n, eta, sd):
+    """The log of int N(e; 0, sd) expit(eta + e)^y (1 - expit(eta + e))^(n - y) de, by scipy's quad."""
+    def f(e):
+        return math.exp(y * (eta + e) - n * np.logaddexp(0.0, eta + e) - 0.5 * (e / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
+
+    return math.log(integrate.quad(f, -12 * sd, 12 * sd, epsabs=0, epsrel=1e-13, limit=200)[0])
+
+
+_CELLS = [(0, 1, 0.0, 0.4), (3, 4, -1.0, 1.5), (0, 10, 2.0, 0.8), (10, 10, -2.5, 0.8), (7, 30, 0.7, 2.5), (0, 0, 1.0, 1.0)]
+
+
+@pytest.mark.parametrize("y, n, eta, sd", _CELLS)
+def test_cell_quadrature_and_its_derivatives_match_scipy(y, n, eta, sd, monkeypatch):
+    """Each cell's logit-normal-binomial term and its five derivatives against scipy's quad.
+
+    The value against ``integrate.quad`` (25 nodes, so the quadrature error is
+    negligible); the derivatives in ``eta`` and ``sd`` against central differences
+    of that reference. A cell without runs contributes exactly nothing.
+    """
+    from hierbench._numerics import gauss_hermite
+    from hierbench.freq._glmm import _quadrature
+
+    monkeypatch.setattr(_quadrature, "BLOCK", 1)  # one cell per block, on the thread pool
+    u, w = gauss_hermite(25)
+    c = np.log(w) + 0.5 * u**2
+    arr = [np.array([v, v], dtype=float) for v in (y, n, eta)]  # two blocks: the threaded route
+    got = np.array(_quadrature.cell_terms(*arr, True, sd, u, c, True))[:, 0]
+    if n == 0:
+        assert np.all(got == 0.0)
+        return
+    f = _cell_loglik
+    h = 1e-3
+    ref = [
+        f(y, n, eta, sd),
+        (f(y, n, eta + h, sd) - f(y, n, eta - h, sd)) / (2 * h),
+        (f(y, n, eta + h, sd) - 2 * f(y, n, eta, sd) + f(y, n, eta - h, sd)) / h**2,
+        (f(y, n, eta, sd + h) - f(y, n, eta, sd - h)) / (2 * h),
+        (f(y, n, eta + h, sd + h) - f(y, n, eta + h, sd - h) - f(y, n, eta - h, sd + h) + f(y, n, eta - h, sd - h))
+        / (4 * h * h),
+        (f(y, n, eta, sd + h) - 2 * f(y, n, eta, sd) + f(y, n, eta, sd - h)) / h**2,
+    ]
+    assert abs(got[0] - ref[0]) < 1e-10
+    np.testing.assert_allclose(got[1:], ref[1:], rtol=1e-5, atol=1e-6)
+
+
+def test_binomial_cells_match_scipy():
+    """Without the cell effect a cell is a binomial likelihood: scipy's logpmf less the coefficient."""
+    from hierbench.freq._glmm._quadrature import cell_terms
+
+    y, n = np.array([0.0, 3.0, 5.0, 0.0]), np.array([4.0, 4.0, 5.0, 0.0])
+    eta = np.array([-1.2, 0.4, 3.0, 0.5])
+    u, c = np.zeros(1), np.zeros(1)
+    got = cell_terms(y, n, eta, False, 1.0, u, c, False)
+    p = expit(eta)
+    coef = gammaln(n + 1) - gammaln(y + 1) - gammaln(n - y + 1)
+    np.testing.assert_allclose(got[0], np.where(n > 0, stats.binom.logpmf(y, n, p) - coef, 0.0), atol=1e-12)
+    np.testing.assert_allclose(got[1], y - n * p, atol=1e-12)  # the score of the logit
+    np.testing.assert_allclose(got[2], -n * p * (1 - p), atol=1e-12)  # its Fisher information
+    assert np.all(got[3] == 0.0)
+
+
+def test_the_likelihood_does_not_depend_on_the_thread_count(monkeypatch):
+    """Blocks are fixed, threads only share them out: one thread and the pool give the same bits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hierbench.freq._glmm import _quadrature
+
+    n, y = np.full((4, 300), 3.0), np.random.default_rng(5).binomial(3, 0.6, (4, 300)).astype(float)
+    n[1, :40] = 0.0  # ragged: cells without runs
+    x = np.r_[0.5, 0.1, -0.3, 0.9, math.log(1.2), math.log(0.6)]
+    monkeypatch.setattr(_quadrature, "BLOCK", 256)
+    outs = []
+    monkeypatch.setattr(_quadrature, "_POOL_PID", os.getpid())
+    for workers in (1, 3):
+        monkeypatch.setattr(_quadrature, "_POOL", ThreadPoolExecutor(workers))
+        outs.append(_Lik(y.T, n.T, True, 9, 7).value_grad_hess(x))
+    for a, b in zip(*outs, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def _fit_in_worker(seed: int) -> float:
+    # 200 tasks x 9 task nodes x 3 agents: two blocks of cells, so the block threads run
+    data, _ = simulate_eval(n_agents=3, n_tasks=200, n_runs=3, rng=seed)
+    return float(fit_crossed_ml(data, intervals="wald").loglik)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs the fork start method")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # the case tested
+def test_a_forked_worker_fits_after_the_parent_did():
+    """The block threads are per process: a forked worker (no threads inherited) still fits."""
+    import multiprocessing
+
+    here = _fit_in_worker(1)  # the parent's block threads exist now
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    worker = ctx.Process(target=lambda: queue.put(_fit_in_worker(1)))
+    worker.start()
+    worker.join(120)
+    if worker.is_alive():  # waiting on threads it did not inherit
+        worker.terminate()
+        worker.join()
+        pytest.fail("a forked worker hung in fit_crossed_ml")
+    assert queue.get(timeout=10) == here
+
+
+@pytest.mark.slow
+def test_fit_compiles_nothing():
+    """A fresh process fits without loading numba (the first call costs what later ones do)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from hierbench.testing import simulate_eval\n"
+        "from hierbench.freq import fit_crossed_ml\n"
+        "data, _ = simulate_eval(n_agents=3, n_tasks=30, n_runs=4, rng=0)\n"
+        "fit_crossed_ml(data)\n"
+        "fit_crossed_ml(data, agent_task='none', n_agq=1, intervals='wald')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numba', 'llvmlite')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_conditional_modes_match_scipy(shared_data):

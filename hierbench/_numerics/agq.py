@@ -21,6 +21,7 @@ __all__ = [
     "NEWTON_MAX_STEP",
     "NEWTON_STEPS",
     "NEWTON_TOL",
+    "cell_modes",
     "expit_pair",
     "gauss_hermite",
     "logit_normal_expectation",
@@ -107,8 +108,12 @@ def logit_normal_expectation(loc: Any, scale: Any, f: Any = None) -> np.ndarray:
 def expit_pair(e: Any, xp: Any = np) -> tuple[Any, Any]:
     """``(expit(e), softplus(e))`` from one exponential, stable for any ``e``."""
     t = xp.exp(-xp.abs(e))
-    sig = xp.where(e >= 0, 1.0 / (1.0 + t), t / (1.0 + t))
-    return sig, xp.maximum(e, 0.0) + xp.log1p(t)
+    return _expit_from(e, t, xp), xp.maximum(e, 0.0) + xp.log1p(t)
+
+
+def _expit_from(e: Any, t: Any, xp: Any) -> Any:
+    """``expit(e)`` given ``t = exp(-|e|)``."""
+    return xp.where(e >= 0, 1.0 / (1.0 + t), t / (1.0 + t))
 
 
 def node_terms(
@@ -133,22 +138,41 @@ def place_nodes(y: Any, n: Any, eta: Any, sd: Any, n_quad: int, newton_steps: in
     c = np.log(w) + 0.5 * u**2  # w_q / phi(u_q), on the log scale
     y, n, eta = (xp.asarray(v, dtype=float) for v in (y, n, eta))
     prec = 1.0 / xp.asarray(sd, dtype=float) ** 2
+    m, p, s = cell_modes(y, n, eta, prec, newton_steps, xp)
+    z = m[..., None] + s[..., None] * u
+    e = eta[..., None] + z
+    sig, sp = expit_pair(e, xp)
+    lq = y[..., None] * e - n[..., None] * sp - 0.5 * z**2 * prec[..., None] + c
+    return z, sig, lq, s, m, p
+
+
+def cell_modes(y: Any, n: Any, eta: Any, prec: Any, newton_steps: int = NEWTON_STEPS, xp: Any = np) -> tuple:
+    """Mode ``m`` of each cell's effect, ``expit(eta + m)`` and the curvature scale ``s``: the node placement.
+
+    Starts from the normal approximation and takes clipped Newton steps
+    (at most ``newton_steps``, stopping once every step of the array is below
+    ``NEWTON_TOL``; JAX runs a fixed ``NEWTON_STEPS_TRACED``). ``y``, ``n``,
+    ``eta`` and ``prec = 1 / sd^2`` are float arrays that broadcast together.
+
+    Examples
+    --------
+    >>> m, p, s = cell_modes(np.array([3.0]), np.array([4.0]), np.array([0.0]), np.array([1.0]))
+    >>> bool(abs(3.0 - 4.0 * p[0] - m[0]) < 1e-12)  # the score of the mode is zero
+    True
+    """
     ph = (y + 0.5) / (n + 1.0)
     info = n * ph * (1.0 - ph)
     m = (xp.log(ph) - xp.log1p(-ph) - eta) * info / (info + prec)
     traced = xp is not np
     for _ in range(min(newton_steps, NEWTON_STEPS_TRACED) if traced else newton_steps):
-        p, _ = expit_pair(eta + m, xp)
+        e = eta + m
+        p = _expit_from(e, xp.exp(-xp.abs(e)), xp)
         g = y - n * p - m * prec
         h = -n * p * (1.0 - p) - prec
         step = xp.clip(g / h, -NEWTON_MAX_STEP, NEWTON_MAX_STEP)
         m = m - step
         if not traced and (np.size(step) == 0 or np.max(np.abs(step)) < NEWTON_TOL):
             break
-    p, _ = expit_pair(eta + m, xp)
-    s = 1.0 / xp.sqrt(n * p * (1.0 - p) + prec)
-    z = m[..., None] + s[..., None] * u
-    e = eta[..., None] + z
-    sig, sp = expit_pair(e, xp)
-    lq = y[..., None] * e - n[..., None] * sp - 0.5 * z**2 * prec[..., None] + c
-    return z, sig, lq, s, m, p
+    e = eta + m
+    p = _expit_from(e, xp.exp(-xp.abs(e)), xp)
+    return m, p, 1.0 / xp.sqrt(n * p * (1.0 - p) + prec)

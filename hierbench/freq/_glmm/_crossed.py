@@ -16,8 +16,8 @@ integrals over ``e_at``:
 
 Both integrals are computed by adaptive Gauss-Hermite quadrature (nodes at
 the integrand's mode, scaled by its curvature): the cell integral with the
-Bayesian model's own kernel (:mod:`hierbench._numerics.agq_numba`, seven nodes), the
-task integral with ``n_agq`` nodes (one node is the Laplace approximation,
+Bayesian model's own node placement (:func:`hierbench._numerics.cell_modes`, seven
+nodes; in NumPy, :mod:`._quadrature`, so the first fit compiles nothing), the task integral with ``n_agq`` nodes (one node is the Laplace approximation,
 ``glmer``'s default ``nAGQ = 1``). The gradient comes from Fisher's identity
 and the Hessian from Louis' identity (posterior moments of the complete-data
 derivatives at the nodes), so the fit runs L-BFGS with analytic gradients
@@ -64,10 +64,11 @@ from ..._base import (
     counts,
     make_interval,
 )
-from ..._numerics import NEWTON_STEPS, gauss_hermite
+from ..._numerics import gauss_hermite
 from ...data import ModelDesign, model_design
 from ._mixed import MixedMLResult, ScalesFit, fit_design
 from ._optim import maximise, profile_interval
+from ._quadrature import task_pass
 from ._warnings import (
     BoundaryEstimateWarning,
     IgnoredClusterWarning,
@@ -95,9 +96,6 @@ class _Lik:
     """The marginal log-likelihood of one data set, with warm-started task modes."""
 
     def __init__(self, y: np.ndarray, n: np.ndarray, marg: bool, n_agq: int, n_quad: int):
-        from ._numba import task_pass
-
-        self._kernel = task_pass
         self.y = np.ascontiguousarray(y, dtype=float)  # (T, A)
         self.n = np.ascontiguousarray(n, dtype=float)
         self.T, self.A = self.y.shape
@@ -130,25 +128,11 @@ class _Lik:
         sd_at = math.exp(x[self.A + 1]) if self.marg else 1.0
         return alpha, sd_t, sd_at
 
-    def run(self, x: np.ndarray, full: bool = False) -> dict[str, np.ndarray]:
+    def run(self, x: np.ndarray, full: bool = False) -> dict[str, Any]:
         alpha, sd_t, sd_at = self.split(x)
-        T, A, Q = self.T, self.A, self.ut.size
-        shape3 = (T, Q, A) if full else (1, 1, 1)
-        out = {
-            "L": np.empty(T),
-            "s": np.empty(T),
-            "g_alpha": np.empty((T, A)),
-            "g_lst": np.empty(T),
-            "g_sat": np.empty(T),
-            "pi": np.empty((T, Q) if full else (1, 1)),
-            "bq": np.empty((T, Q) if full else (1, 1)),
-            **{k: np.empty(shape3) for k in ("d1", "d2", "ds", "dns", "dss")},
-        }
-        self._kernel(
-            self.y, self.n, alpha, 1.0 / sd_t**2, self.marg, sd_at, self.u, self.c, NEWTON_STEPS,
-            self.ut, self.ct, self.b_mode, 100, 1e-10, full,
-            out["L"], out["s"], out["g_alpha"], out["g_lst"], out["g_sat"], out["pi"], out["bq"],
-            out["d1"], out["d2"], out["ds"], out["dns"], out["dss"],
+        out: dict[str, Any] = task_pass(
+            self.y, self.n, alpha, 1.0 / sd_t**2, self.marg, sd_at, self.u, self.c, self.ut, self.ct,
+            self.b_mode, full,
         )  # fmt: skip
         self.n_eval += 1
         out["sd_t"], out["sd_at"] = sd_t, sd_at
