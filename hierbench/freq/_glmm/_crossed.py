@@ -43,7 +43,6 @@ random effects jointly).
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal
 
@@ -54,7 +53,6 @@ from scipy.special import gammaln
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchError,
     HierbenchWarning,
     as_rng,
@@ -63,6 +61,7 @@ from ..._base import (
     check_prob,
     counts,
     make_interval,
+    warn_user,
 )
 from ..._numerics import gauss_hermite
 from ...data import ModelDesign, model_design
@@ -294,12 +293,11 @@ def _prepare(data: Any) -> xr.Dataset:
     if extra:
         raise HierbenchError(f"`data` has dims {extra} besides agent and task (and run); select first")
     if "cluster" in c.coords:
-        warnings.warn(
+        warn_user(
             "`data` has a `cluster` task coord, which fit_crossed_ml does not model: the task effects "
             "are iid N(0, sd_task) with no cluster level (the Bayesian build_crossed has one), so "
             "sd_task absorbs the cluster variance and tasks of one cluster are treated as independent",
             IgnoredClusterWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return c.transpose("agent", "task")
 
@@ -512,12 +510,11 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
         # noise or from the task effect (only sd_task^2 + sd_agent_task^2 is identified)
         agent_task = "none" if n_all.max() <= 1 or n_fit_agents <= 1 else "marginal"
     elif agent_task == "marginal" and n_fit_agents <= 1:
-        warnings.warn(
+        warn_user(
             "agent_task='marginal' with a single agent: the task and agent x task effects are then "
             "the same level, so only sd_task^2 + sd_agent_task^2 is identified; the split between "
             "them (and their separate intervals) is arbitrary. Use agent_task='none'.",
             HierbenchWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     sep = (y_all.sum(1) == 0) | (y_all.sum(1) == n_all.sum(1))
     if sep.all():
@@ -525,12 +522,11 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
             "`data`: every agent succeeded on every run or failed on every run; no ability is finite"
         )
     if sep.any():
-        warnings.warn(
+        warn_user(
             f"agents {agents[sep][:5].tolist()} succeeded (or failed) on every run: their ability's MLE "
             "is infinite; they are reported as NaN and their cells, which add nothing to the likelihood "
             "in that limit, are left out of the fit",
             SeparatedAgentWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     keep = ~sep
     return {
@@ -554,10 +550,9 @@ def _fit_crossed(
     # Newton from the start (one pass per step with its Louis Hessian); L-BFGS-B only if it fails
     x_hat, ll, ok, msg = maximise(lik, x0, free, bounds, lbfgs=False)
     if not ok:
-        warnings.warn(
+        warn_user(
             f"fit_crossed_ml: the optimiser did not converge ({msg}); the estimates may be inaccurate",
             MLConvergenceWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     H = lik.hessian(x_hat)
     try:
@@ -570,10 +565,9 @@ def _fit_crossed(
     sd_hat = np.exp(x_hat[A:])
     at_bound = x_hat[A:] <= _LOG_SD_BOUNDS[0] + 1e-3
     for j in np.flatnonzero(at_bound):
-        warnings.warn(
+        warn_user(
             f"{comp[j]} is estimated at the boundary (zero); its interval is one-sided",
             BoundaryEstimateWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     z = stats.norm.ppf(0.5 + prob / 2)
     se_log = np.sqrt(np.clip(np.diag(V)[A:], 0, None))

@@ -31,7 +31,6 @@ not independent. Rank intervals come from the same resamples.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -42,7 +41,6 @@ from scipy.special import ndtri
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     BoundaryWarning,
     HierbenchError,
     NotConvergedWarning,
@@ -53,6 +51,7 @@ from ..._base import (
     check_number,
     check_prob,
     make_interval,
+    warn_user,
 )
 from .._kernels import percentile_bounds
 from ._battles import _Battles, _battles, _resampled_counts
@@ -210,10 +209,9 @@ def fit_bradley_terry_ml(
     if fit is None:
         _warn_no_mle(b)
     elif not fit.converged and method == "newton":
-        warnings.warn(
+        warn_user(
             f"Bradley-Terry ML did not reach tol={tol} in {max_iter} iterations",
             NotConvergedWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     boot = _Boot.empty(n_resamples, st.m)
     if fit is not None and interval == "bootstrap":
@@ -292,13 +290,12 @@ def _warn_no_mle(b: _Battles) -> None:
     comps: dict[int, list[str]] = {}
     for i, c in enumerate(lab):
         comps.setdefault(int(c), []).append(b.agents[i])
-    warnings.warn(
+    warn_user(
         "the Bradley-Terry likelihood has no finite maximum: the agents split into groups none "
         "of which both beat (or tied) and lost to another group "
         f"({len(comps)} groups, e.g. {list(comps.values())[:3]}); abilities are NaN. Use the "
         "Bayesian model (hierbench.bayes.build_bradley_terry), whose prior keeps them finite",
         NoFiniteMLEWarning,
-        stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
     )
 
 
@@ -379,11 +376,10 @@ def _bootstrap(b, st: _Settings, fit: _Fit, n_resamples: int, resample: str, gen
         r += blk.shape[0]
     boot.n_undefined = int((~np.isfinite(boot.dist).all(1)).sum())
     if boot.n_undefined:
-        warnings.warn(
+        warn_user(
             f"{boot.n_undefined} of {n_resamples} resamples had no finite Bradley-Terry MLE (some "
             "agent won or lost every resampled battle); they are left out of the intervals",
             NoFiniteMLEWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     return boot
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,13 +10,13 @@ from scipy.stats import norm
 
 from ..._base import (
     DEFAULT_PROB,
-    OUTSIDE_PACKAGE,
     HierbenchError,
     Result,
     UndefinedMetricWarning,
     check_choice,
     check_prob,
     make_interval,
+    warn_user,
 )
 from ..._numerics import wilson_bounds
 from ...data import _pairwise_dataset, check_pairwise
@@ -130,11 +129,10 @@ def position_consistency(
         },
     )
     if n["match"] == 0:
-        warnings.warn(
+        warn_user(
             "no judgement has a swapped-order partner (same task, same two agents, other order): "
             "the inconsistency rate is undefined (NaN)",
             UndefinedMetricWarning,
-            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
         )
     z = float(norm.ppf(0.5 + prob / 2))
     lo_w, hi_w = wilson_bounds(n["inc"], n["match"], z)
