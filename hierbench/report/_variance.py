@@ -141,6 +141,12 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     ]
     if bay is not None:
         text.append(f"Bayes: the crossed fit's posterior mean and {ctx.prob:.0%} equal-tailed interval.")
+    elif ctx.mixed:
+        text.append(
+            "No Bayesian column: a formula model's terms are its own (agent factors, task features), not "
+            "these rows; hierbench.metrics.agent_variance(fit, model) splits the agents' logit-scale variance "
+            "by its terms."
+        )
     if gdesc:
         text.append(gdesc + ".")
     if why:
