@@ -69,7 +69,9 @@ from ._structure import (
     decide_agent_task,
     decide_centring,
     formula_design,
+    spread_for_centring,
     term_information,
+    term_spread,
 )
 from ._unit_interval import unit_interval_likelihood
 
@@ -218,9 +220,13 @@ def _decide(st: Structure, design: Any, centred: Any) -> tuple[int | None, set[s
     sampled = [k for k in range(len(design.random)) if k != marginal and k not in by_level]
     names = tuple(design.random[k].name for k in sampled)
     within = NOMINAL_AGENT_TASK_SD if cell is not None else 0.0
-    scores = {design.random[k].name: float(np.median(term_information(design, k, within_sd=within))) for k in sampled}
+    # information in units of the term's spread: nominal (1 logit), or the data's estimate when smaller (a
+    # term whose levels barely differ is a funnel when centred: ordinal SBC, 4 judges of sd ~0.05, diverged)
+    spread = {design.random[k].name: spread_for_centring(1.0, term_spread(design, k, within_sd=within)) for k in sampled}
+    scores = {design.random[k].name: float(np.median(term_information(design, k, within_sd=within)))
+              * spread[design.random[k].name] ** 2 for k in sampled}  # fmt: skip
     n_levels = {design.random[k].name: int(design.random[k].levels.size) for k in sampled}
-    centred_set = decide_centring(st, centred, scores, n_levels, groups=names) if names else set()
+    centred_set = decide_centring(st, centred, scores, n_levels, spread=spread, groups=names) if names else set()
     absorbed = _absorbers(design, sampled)
     if absorbed:
         where = "the thresholds and fixed effects" if design.family == "ordinal" else "the fixed effects"

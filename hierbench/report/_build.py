@@ -198,7 +198,7 @@ def _with_subset() -> tuple[str, ...]:
 def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=SECTIONS) -> Report:
     """Every section in order, then the warnings met and the appendix."""
     model = ctx.fit.attrs.get("hierbench_model", "custom") if ctx.fit is not None else None
-    rep = Report(title or ("hierbench report" + (f": {model} model" if model else "")))
+    rep = Report(title or ("hierbench report" + (f": {model} model{_formula(ctx.fit)}" if model else "")))
     for sid in order:
         bar.stage(_TITLES[sid])
         _run_section(ctx, rep, sid)
@@ -212,6 +212,14 @@ def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=S
     for i, (heading, text) in enumerate(appendix, start=1):
         rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}")
     return rep
+
+
+def _formula(fit: xr.DataTree) -> str:
+    """A formula fit's formula and family, as the title states them (empty for other models)."""
+    import json
+
+    opts = json.loads(fit.attrs.get("hierbench_spec", "{}")).get("options", {})
+    return f" ({opts['formula']}, {opts.get('family', '?')})" if "formula" in opts else ""
 
 
 def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
