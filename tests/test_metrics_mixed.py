@@ -290,3 +290,14 @@ def test_a_contamination_indicator_per_cell_gets_its_marginal_effect():
     want = _lnorm(expit, beta.sum(), s) - _lnorm(expit, beta[0], s)  # every row alike: the shift is the same
     assert res.estimate.contrast.values.tolist() == ["before - after"]
     assert abs(float(res.estimate[0]) - 100 * want) < 1e-4
+
+
+def test_a_graded_fit_without_fixed_effects_has_no_beta_and_is_read():
+    """``grade ~ 1 + (1|task)``: the thresholds carry the location, the posterior has no ``beta``."""
+    ds = _leaderboard(np.random.default_rng(12), grade=True)
+    d = model_design("grade ~ 1 + (1|task)", ds, family="ordinal")
+    th, s = np.array([-1.0, 0.3, 1.6]), 0.9
+    fit = _fit(d, np.zeros(0), [s], thresholds=th)
+    del fit["posterior"]["beta"]
+    share = mean_response(fit, d, threshold=3)
+    assert abs(float(share.estimate[0]) - 100 * _lnorm(lambda e: expit(e - th[1]), 0.0, s)) < 1e-4
