@@ -351,3 +351,28 @@ def test_judges_that_grade_alike_fit_without_divergences():
         model = bayes.build_mixed(data, "grade ~ 1 + (1|agent) + (1|task) + (1|judge)", family="ordinal")
         fit = bayes.fit(model, draws=400, tune=400, chains=2, rng=8, progress=False)
     assert int(fit.attrs["diag_n_divergent"]) == 0
+
+
+@pytest.mark.slow  # one small fractional fit
+def test_an_agent_near_zero_keeps_its_mean_score_under_the_default_prior():
+    """Scores in [0, 1] drawn from the model's own family: 6 agents at logits -9, -1, 0, 0.5, 1, 2 on the
+    typical task, 30 tasks of sd 2.5, 3 runs. The weak agent's posterior mean score over its tasks lies
+    within one posterior sd of its observed mean (the task bootstrap's estimand). Under the former
+    Normal(0, 2.5) prior on the agents' coefficients it came out 0.99 points above (z = 2.1, this seed):
+    a logit of -9 is far in that prior's tail (METR's davinci-002 the same way).
+    """
+    from hierbench.metrics import mean_response
+
+    gen = np.random.default_rng(1)
+    eta = np.array([-9.0, -1.0, 0.0, 0.5, 1.0, 2.0])[:, None, None] + gen.normal(0, 2.5, 30)[None, :, None]
+    scores = draw_scores(np.broadcast_to(eta, (6, 30, 3)), 1.0, gen)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), scores)},
+                    coords={"agent": [f"a{i}" for i in range(6)], "task": [f"t{j}" for j in range(30)]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = bayes.build_mixed(ds)
+        fit = bayes.fit(model, draws=300, tune=300, chains=2, rng=1, progress=False)
+    res = mean_response(fit, model, tasks="observed")
+    observed = 100 * ds["score"].mean(("task", "run"))
+    z = (res.estimate - observed.values) / res.posterior_sd
+    assert abs(float(z.sel(group="a0"))) < 1.0 and float(np.abs(z).max()) < 2.5
