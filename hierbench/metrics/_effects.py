@@ -345,10 +345,8 @@ def mixed_pass_hat_k(
 
     Parameters
     ----------
-    fit : xarray.DataTree
-        A fit of :func:`hierbench.bayes.build_mixed`.
-    design : ModelDesign or pymc.Model
-        The design it was built from (or the model, which carries it).
+    fit, design
+        As :func:`average_marginal_effects`.
     k : int or sequence of int
         Numbers of attempts.
     threshold : float, optional
