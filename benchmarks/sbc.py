@@ -305,13 +305,45 @@ def _record(model_name, design, r, dt, pri, wall):
     return rec
 
 
+def _replicate_form(name: str, template, model, y: np.ndarray, compiled: dict):
+    """The parameterisation a replicate is fitted in: the builder's own choice on its data, where it can be made.
+
+    Graded replicates (``mixed_ordinal``) are rebuilt from their own grades and fitted in the centring
+    :func:`hierbench.bayes.build_mixed` chooses for them (the fit's default; one compiled model per
+    choice, cached in ``compiled``); a replicate the builder refuses (a grade that never occurs: its
+    thresholds rest on the prior) keeps the template's. Other families keep the template's.
+    """
+    import hierbench.bayes as hbb
+    from hierbench.data import FormulaError
+
+    design = model.hierbench["design"]
+    if design.family != "ordinal":
+        return "template"
+    cats = design.categories
+    ds = template.copy()
+    ds["grade"] = (ds["grade"].dims, cats[y.argmax(1)].reshape(ds["grade"].shape))  # rows are runs, in order
+    formula, family = MIXED_FORMULAS[name]
+    try:
+        built = hbb.build_mixed(ds, formula, family=family, levels=cats)
+    except FormulaError:
+        return "template"
+    key = tuple(built.hierbench["options"]["centred"])
+    if key not in compiled:
+        import nutpie
+
+        compiled[key] = nutpie.compile_pymc_model(built, backend="numba")
+    return key
+
+
 def run_mixed(models, designs, reps, out, chains, draws, tune, seed, start_rep=0):
     """Run SBC of the formula models.
 
-    The template's model is compiled once (its structure, the centring, fixed by
-    the template: a parameterisation, not a different posterior) and each
-    replicate's outcome, drawn by the builder's own predictive from a prior
-    draw, swapped in.
+    The template's model is compiled once and each replicate's outcome, drawn
+    by the builder's own predictive from a prior draw, swapped in. Graded
+    replicates are fitted in the centring the builder chooses on their own
+    data (:func:`_replicate_form`: a parameterisation, not a different
+    posterior), so their divergences are those of the fit's defaults; the
+    record's ``form`` says which.
     """
     import nutpie
     import pymc as pm
@@ -334,19 +366,22 @@ def run_mixed(models, designs, reps, out, chains, draws, tune, seed, start_rep=0
             pp = hbb.model_hook(model.hierbench, "predictive")(
                 xr.DataTree(children={"posterior": xr.DataTree(pri)}), np.random.default_rng(seed + 2)
             )["posterior_predictive"]["y"]
-            compiled = nutpie.compile_pymc_model(model, backend="numba")
+            compiled = {"template": nutpie.compile_pymc_model(model, backend="numba")}
             gen = np.random.default_rng(seed + 1)
             for r in range(reps):
                 sampler_seed = int(gen.integers(2**31 - 1))
                 if r < start_rep:
                     continue
-                c = compiled.with_data(**_mixed_updates(model, pp.isel(chain=0, draw=r).values))
+                y = pp.isel(chain=0, draw=r).values
+                form = _replicate_form(name, template_mixed(name, design), model, y, compiled)
+                c = compiled[form].with_data(**_mixed_updates(model, y))
                 t0 = time.perf_counter()
                 dt = nutpie.sample(c, draws=draws, tune=tune, chains=chains, seed=sampler_seed, progress_bar=False,
                                    cores=min(chains, os.cpu_count() or 1))  # fmt: skip
                 wall = time.perf_counter() - t0
                 dt = xr.DataTree(children={k: v.copy() for k, v in dt.children.items() if not k.startswith("warmup")})
                 rec = _record(name, design, r, dt, pri, wall)
+                rec["form"] = list(form) if isinstance(form, tuple) else form
                 with open(out, "a") as fh:
                     fh.write(json.dumps(rec) + "\n")
                 print(f"{name} {design} rep {r}: div {rec['n_div']} wall {wall:.1f}s load {os.getloadavg()[0]:.1f}",

@@ -602,4 +602,4 @@ def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_p
     report = tmp_path / "r.md"
     assert main(["report", str(tmp_path / "fit.nc"), "--data", str(path), "--agent-coord", "scaffold",
                  "--resamples", "199", "-o", str(report)]) == 0  # fmt: skip
-    assert report.read_text().splitlines()[0] == f"# hierbench report: mixed model {formula} (binomial)"
+    assert report.read_text().splitlines()[0] == f"# hierbench report: mixed model ({formula}, binomial)"

@@ -1,5 +1,5 @@
 """Reader's-scale answers from a formula fit's posterior (hierbench.metrics: average_marginal_effects,
-mean_response, agent_variance, graded_pass_hat_k, time_horizon, doubling_time), without a sampler.
+mean_response, agent_variance, graded_pass_hat_k, mixed_pass_hat_k, time_horizon, doubling_time), without a sampler.
 
 Each test builds a posterior by hand (every draw the same known parameters, or known spreads), so the
 expected values come from elsewhere: scipy's adaptive quadrature of the logit-normal integrals, numpy's
@@ -24,6 +24,7 @@ from hierbench.metrics import (
     doubling_time,
     graded_pass_hat_k,
     mean_response,
+    mixed_pass_hat_k,
     time_horizon,
 )
 
@@ -165,6 +166,56 @@ def test_graded_pass_k_with_a_judge_draws_the_judge_anew_per_answer():
     assert abs(float(pk.estimate[0, 0]) - want) < 1e-5
 
 
+def test_binary_pass_k_holds_agent_terms_and_integrates_the_shared_task_effects_once():
+    """pass^k of a binary formula fit on a new task: the agent's model effect and its scaffold at their
+    values, the task and agent x task effects (shared by the k attempts) one normal of variance
+    sd_task^2 + sd_at^2, by scipy's quadrature; k = 1 is mean_response on the probability scale.
+    """
+    ds = _leaderboard(np.random.default_rng(8))
+    d = model_design("score ~ scaffold + (1|model) + (1|task) + (1|agent:task)", ds)
+    beta, u = np.array([-0.3, 0.8]), np.array([-0.6, 0.1, 1.2])
+    sd_m, sd_t, sd_at = 0.5, 1.1, 0.7
+    fit = _fit(d, beta, [sd_m, sd_t, sd_at], re={"1|model": u})
+    res = mixed_pass_hat_k(fit, d, k=[1, 2, 4])
+    tau = np.hypot(sd_t, sd_at)
+    for agent, s, m in zip(ds.agent.values, ds.scaffold.values, ds.model.values, strict=True):
+        loc = beta[0] + beta[1] * (s == "s2") + u[["m1", "m2", "m3"].index(m)]
+        for k in (1, 2, 4):
+            want = _lnorm(lambda e, k=k: expit(e) ** k, loc, tau)
+            assert abs(float(res.estimate.sel(agent=agent, k=k)) - want) < 1e-5
+    mr = mean_response(fit, d)
+    np.testing.assert_allclose(res.estimate.sel(k=1).values, mr.estimate.values / 100, atol=1e-9)
+    assert res.attrs["tasks"] == "population" and res.ci.attrs["ci_kind"] == "eti"
+
+
+def test_binary_pass_k_with_a_per_run_term_draws_it_anew_per_attempt():
+    ds = _leaderboard(np.random.default_rng(9))
+    ds["judge"] = (("agent", "task", "run"), np.broadcast_to(np.array(["j1", "j2"]), (6, 8, 2)).copy())
+    d = model_design("score ~ 1 + (1|judge) + (1|task)", ds, family="binomial")
+    b0, sj, st = 0.4, 0.9, 1.2
+    pk = mixed_pass_hat_k(_fit(d, [b0], [sj, st]), d, k=3)
+
+    def q(v: float) -> float:  # one attempt, its per-run effect integrated out
+        return _lnorm(expit, b0 + v, sj)
+
+    want = integrate.quad(lambda z: q(st * z) ** 3 * stats.norm.pdf(z), -12, 12)[0]
+    assert abs(float(pk.estimate[0, 0]) - want) < 1e-5
+
+
+def test_pass_k_is_refused_where_it_has_no_pass_event():
+    ds = _leaderboard(np.random.default_rng(10))
+    ds["part"] = ds["score"] * 0.5 + 0.25
+    frac = model_design("part ~ 1 + (1|task)", ds, family="fractional")
+    with pytest.raises(HierbenchError, match="no pass event"):
+        mixed_pass_hat_k(_fit(frac, [0.0], [1.0]), frac, k=2)
+    grade = model_design("grade ~ 1 + (1|task)", _leaderboard(np.random.default_rng(11), grade=True), family="ordinal")
+    with pytest.raises(HierbenchError, match="needs `threshold`"):
+        mixed_pass_hat_k(_fit(grade, np.zeros(0), [1.0], thresholds=[-1.0, 0.0, 1.0]), grade, k=2)
+    binary = model_design("score ~ 1 + (1|task)", ds)
+    with pytest.raises(HierbenchError, match="ordinal fit only"):
+        mixed_pass_hat_k(_fit(binary, [0.0], [1.0]), binary, threshold=1)
+
+
 def test_horizons_solve_the_population_curve_and_the_trend_matches_polyfit():
     rng = np.random.default_rng(7)
     mins = np.geomspace(2, 300, 10)
@@ -239,3 +290,14 @@ def test_a_contamination_indicator_per_cell_gets_its_marginal_effect():
     want = _lnorm(expit, beta.sum(), s) - _lnorm(expit, beta[0], s)  # every row alike: the shift is the same
     assert res.estimate.contrast.values.tolist() == ["before - after"]
     assert abs(float(res.estimate[0]) - 100 * want) < 1e-4
+
+
+def test_a_graded_fit_without_fixed_effects_has_no_beta_and_is_read():
+    """``grade ~ 1 + (1|task)``: the thresholds carry the location, the posterior has no ``beta``."""
+    ds = _leaderboard(np.random.default_rng(12), grade=True)
+    d = model_design("grade ~ 1 + (1|task)", ds, family="ordinal")
+    th, s = np.array([-1.0, 0.3, 1.6]), 0.9
+    fit = _fit(d, np.zeros(0), [s], thresholds=th)
+    del fit["posterior"]["beta"]
+    share = mean_response(fit, d, threshold=3)
+    assert abs(float(share.estimate[0]) - 100 * _lnorm(lambda e: expit(e - th[1]), 0.0, s)) < 1e-4

@@ -9,8 +9,8 @@ human task length (the two numbers of METR's per-agent logistic regression),
 with tasks (and task families, and agent x task cells) as random effects
 instead of METR's run weights and hierarchical bootstrap. The length enters
 centred at the design's mean ``log2`` minutes (about 45 minutes on METR's
-runs), and the agents' coefficients get a wide ``Normal(0, 10)`` prior
-(``HORIZON_BETA_PRIOR``) instead of the formula models' ``Normal(0, 2.5)``.
+runs), and the agents' coefficients get the formula models' wide ``Normal(0, 10)`` prior
+(``MIXED_PRIORS["beta"]``, once ``Normal(0, 2.5)``, widened for the reason found here).
 Why: the data fix each agent's level only relative to the mean of the task
 and family effects (known to about +-0.5 logit on METR's 83 tasks in 36
 families), so ``A`` independent ``Normal(0, s)`` priors act together as a
@@ -47,7 +47,7 @@ import pymc as pm
 import xarray as xr
 
 from ..data import model_design, task_minutes
-from ._formula_model import build_chosen
+from ._formula_model import MIXED_PRIORS, build_chosen
 from ._structure import (
     Structure,
     cluster_figures,
@@ -58,8 +58,8 @@ from ._structure import (
 
 __all__ = ["build_horizon"]
 
-#: the default prior of the horizon model's intercepts and slopes (wide: see the module docstring)
-HORIZON_BETA_PRIOR = {"dist": "Normal", "mu": 0.0, "sigma": 10.0}
+#: the default prior of the horizon model's intercepts and slopes: the formula models' (wide: see the module docstring)
+HORIZON_BETA_PRIOR = MIXED_PRIORS["beta"]
 
 
 def _terms(data: xr.Dataset, base: str, clusters: Any) -> tuple[str, dict]:

@@ -60,6 +60,7 @@ __all__ = [
     "pair_spread",
     "spread_for_centring",
     "term_information",
+    "term_spread",
 ]
 
 #: centre a group when the median level has at least this much Fisher
@@ -280,13 +281,17 @@ def level_spread(
     """
     n = np.asarray(n, dtype=float)
     y = np.asarray(y, dtype=float)
-    nl, yl = n.sum(axis=axis), y.sum(axis=axis)
+    info = level_information(n, y, axis=axis, within_sd=within_sd, rho=rho)
+    return _moment_spread(n.sum(axis=axis), y.sum(axis=axis), info)
+
+
+def _moment_spread(nl: np.ndarray, yl: np.ndarray, info: np.ndarray) -> float:
+    """``sqrt(max(0, var(logit rates) - mean(1 / information)))`` over the levels with runs (nan: < 3)."""
     keep = nl > 0
     if keep.sum() < 3:
         return float("nan")
     lg = np.log((yl[keep] + 0.5) / (nl[keep] - yl[keep] + 0.5))
-    info = level_information(n, y, axis=axis, within_sd=within_sd, rho=rho)[keep]
-    noise = float(np.mean(1.0 / np.maximum(info, 1e-12)))
+    noise = float(np.mean(1.0 / np.maximum(info[keep], 1e-12)))
     return float(np.sqrt(max(0.0, float(np.var(lg, ddof=1)) - noise)))
 
 
@@ -653,6 +658,42 @@ def formula_design(design: Any) -> dict[str, Any]:
         "family": design.family,
         "score_kind": f"{design.family} ({design.response})",
     }
+
+
+def term_spread(design: Any, k: int, *, within_sd: float = 0.0) -> float:
+    """Moment estimate of the SD of random intercept term ``k``'s level effects (:func:`level_spread`).
+
+    Each level's rows pooled into one logit rate; its sampling noise is the
+    binomial information of those rows. A fractional response enters as its
+    summed scores (as :func:`term_information`); a graded one dichotomised at
+    the cut nearest its median (a cumulative-logit effect moves every cut's logit
+    alike). ``nan`` for a slope term or fewer than 3 levels: the centring rule
+    then keeps the nominal spread. Other terms' imbalance across the levels
+    adds to the estimate, which errs towards the centred form, as before.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.data import model_design
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), np.tile([0.0, 1.0], (4, 3, 2)))},
+    ...                 coords={"agent": list("abcd"), "task": ["x", "y", "z"]})
+    >>> term_spread(model_design("score ~ 1 + (1|agent)", ds), 0)  # identical agents
+    0.0
+    """
+    t = design.random[k]
+    if not t.intercept:
+        return float("nan")
+    n = np.asarray(design.n, dtype=float)
+    if design.family == "ordinal":
+        gc = np.asarray(design.grade_counts, dtype=float)
+        below = np.cumsum(gc.sum(0))[:-1] / gc.sum()  # share at or below each cut
+        y = gc[:, int(np.argmin(np.abs(below - 0.5))) + 1 :].sum(1)
+    else:
+        y = np.asarray(design.y, dtype=float)
+    L = t.levels.size
+    info = level_information(n[None, :], y[None, :], axis=0, within_sd=within_sd)
+    return _moment_spread(np.bincount(t.codes, weights=n, minlength=L), np.bincount(t.codes, weights=y, minlength=L),
+                          np.bincount(t.codes, weights=info, minlength=L))  # fmt: skip
 
 
 def term_information(design: Any, k: int, *, within_sd: float = 0.0) -> np.ndarray:

@@ -29,6 +29,7 @@ from ._effects import (
     average_marginal_effects,
     graded_pass_hat_k,
     mean_response,
+    mixed_pass_hat_k,
 )
 from ._gtheory import bayes_d_study, bayes_variance_components
 from ._horizon import (
@@ -78,6 +79,7 @@ __all__ = [
     "graded_pass_hat_k",
     "head_to_head",
     "mean_response",
+    "mixed_pass_hat_k",
     "pass_at_k",
     "pass_hat_k",
     "posterior_interval",

@@ -53,6 +53,7 @@ __all__ = [
     "average_marginal_effects",
     "graded_pass_hat_k",
     "mean_response",
+    "mixed_pass_hat_k",
 ]
 
 
@@ -322,16 +323,93 @@ def agent_variance(fit: xr.DataTree, design: Any, *, prob: float = DEFAULT_PROB)
     return PosteriorAgentVarianceResult(estimate=est, ci=ci, posterior_sd=sd, share=share, kind=kind, draws=draws)
 
 
+def mixed_pass_hat_k(
+    fit: xr.DataTree, design: Any, k: Any = 1, *, threshold: float | None = None, prob: float = DEFAULT_PROB
+) -> PosteriorPassKResult:
+    """pass^k of a formula fit: P(all ``k`` new attempts of an agent at a new task pass), per agent.
+
+    The event "pass" is the family's own: a success (binomial), a grade of at
+    least ``threshold`` (ordinal). Per agent, on a new task like its own
+    (each of its design rows, averaged): agent-level terms (``(1|agent)``,
+    ``(1|model)``, fixed agent factors) at their drawn values; the task and
+    agent x task effects, which the ``k`` attempts share, integrated out once
+    (``E_V[q(V)^k]``); per-run terms (a judge) drawn anew for each attempt,
+    integrated out inside ``q``; both by the package's population rule, as
+    :func:`crossed_pass_k` with ``population=True`` does for the crossed model.
+    ``k = 1`` is :func:`mean_response` (population tasks) on the probability scale.
+
+    Scores in [0, 1] (the fractional family) have no pass event, so pass^k
+    is not defined there: a mean score of 0.6 may be every run at 0.6 or 60%
+    of runs at 1, which give different chances that ``k`` runs all "pass".
+    Binarise the scores (full credit, or a cut of your choosing) and fit the
+    binomial family, or report :func:`mean_response`.
+
+    Parameters
+    ----------
+    fit, design
+        As :func:`average_marginal_effects`.
+    k : int or sequence of int
+        Numbers of attempts.
+    threshold : float, optional
+        Ordinal fits only (required there): the lowest grade that passes.
+    prob : float
+        Level of the equal-tailed interval.
+
+    Returns
+    -------
+    PosteriorPassKResult
+        ``estimate(agent, k)`` in [0, 1], ``ci`` (eti), ``draws``; ``n_tasks``
+        NaN (a new task from the population).
+
+    Raises
+    ------
+    HierbenchError
+        A fractional fit, an ordinal fit without ``threshold``, or ``threshold`` on a binomial fit.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.data import model_design
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((2, 3, 1)))},
+    ...                 coords={"agent": ["a", "b"], "task": ["t1", "t2", "t3"]})
+    >>> d = model_design("score ~ 0 + agent + (1|task)", ds, family="binomial")
+    >>> post = xr.Dataset({"beta": (("chain", "draw", "coef"), np.zeros((1, 1, 2))),
+    ...                    "sd": (("chain", "draw", "component"), np.zeros((1, 1, 1)))},
+    ...                   coords={"coef": list(d.coef), "component": ["1|task"]})
+    >>> res = mixed_pass_hat_k(xr.DataTree.from_dict({"posterior": post}), d, k=[1, 2])
+    >>> res.estimate.sel(agent="a").round(3).values.tolist()  # p = 1/2 on every task
+    [0.5, 0.25]
+    """
+    design, prob, ks = as_design(design), check_prob(prob), check_k(k)
+    offset = _pass_event(design, threshold)
+    dr = mixed_draws(fit, design)
+    groups, agents = np.asarray(design.agent_index, np.intp), [str(a) for a in design.agents]
+    held = np.array([t.level == "agent" for t in design.random], bool)
+    per_run = np.array([t.level == "run" for t in design.random], bool)
+    out = []
+    for kk in ks:
+        if per_run.any():
+            ev = _nested(design, dr, held, ~held & ~per_run, per_run, offset(dr), int(kk))
+            out.append(_compressed(design, design.X, groups, len(agents), held, ~held, ev))
+        else:  # one integral: every integrated term is shared by the k attempts
+            p_k = lambda p, kk=kk: p**kk  # noqa: E731
+            out.append(_group_means(design, dr, design.X, groups, len(agents), held, threshold, p_k))
+    est, ci, _, draws = _summarise(dr, np.stack(out, -1), ("agent", "k"), {"agent": agents, "k": ks}, prob)
+    n_tasks = xr.full_like(est, np.nan).rename("n_tasks")
+    event = "a success" if threshold is None else f"an answer graded >= {threshold:g}"
+    attrs = {"quantity": "pass^k", "model": "mixed", "tasks": "population", "over": f"attempts, each {event}",
+             "scale": "probability", "draws_of": "E[q^k] given the draw, q = P(pass | agent, task)"}  # fmt: skip
+    return PosteriorPassKResult(estimate=est, ci=ci, draws=draws, n_tasks=n_tasks, attrs=attrs)
+
+
 def graded_pass_hat_k(
     fit: xr.DataTree, design: Any, threshold: float, k: Any = 1, *, prob: float = DEFAULT_PROB
 ) -> PosteriorPassKResult:
     """pass^k on a graded event: P(all of ``k`` new answers of an agent are graded >= ``threshold``).
 
-    Per agent, on a new task like its own: agent-level terms at their drawn
-    values; the task and agent x task effects shared by the ``k`` answers
-    (integrated out once); per-run terms (a judge) drawn anew for each answer
-    (integrated out inside). ``k = 1`` is the share graded at least
-    ``threshold`` (pass-at-threshold), :func:`mean_response` with ``threshold``.
+    :func:`mixed_pass_hat_k` of an ordinal fit, the pass event a grade of at
+    least ``threshold``; ``k = 1`` is the share graded at least ``threshold``
+    (pass-at-threshold), :func:`mean_response` with ``threshold``.
 
     Returns
     -------
@@ -339,40 +417,39 @@ def graded_pass_hat_k(
         ``estimate(agent, k)`` in [0, 1], ``ci`` (eti), ``draws``; ``n_tasks``
         NaN (a new task from the population).
     """
-    design, prob, ks = as_design(design), check_prob(prob), check_k(k)
-    if design.family != "ordinal":
-        raise HierbenchError(f"`graded_pass_hat_k` needs an ordinal fit; this one is {design.family}")
-    design.reader_scale(threshold)
-    dr = mixed_draws(fit, design)
-    groups, agents = np.asarray(design.agent_index, np.intp), [str(a) for a in design.agents]
-    held = np.array([t.level == "agent" for t in design.random], bool)
-    per_run = np.array([t.level == "run" for t in design.random], bool)
-    shared = ~held & ~per_run
+    if as_design(design).family != "ordinal":
+        raise HierbenchError(f"`graded_pass_hat_k` needs an ordinal fit; this one is {as_design(design).family}")
+    return mixed_pass_hat_k(fit, design, k, threshold=threshold, prob=prob)
+
+
+def _pass_event(design: Any, threshold: float | None) -> Any:
+    """The pass event's offset on the linear predictor, per draw: ``draws -> (S, 1)`` (``P(pass) = expit(eta - offset)``)."""
+    if design.family == "fractional":
+        raise HierbenchError(
+            "pass^k is not defined for scores in [0, 1] (the fractional family): they have no pass event, and a "
+            "mean score of 0.6 may be every run at 0.6 or 60% of runs at 1, which differ in how often k runs all "
+            "pass; binarise the scores (full credit, or a cut of your choosing) and fit the binomial family, or "
+            "report mean_response"
+        )
+    if design.family == "ordinal" and threshold is None:
+        raise HierbenchError(f"an ordinal fit needs `threshold`, the lowest grade that passes ({design.categories[1:].tolist()})")
+    design.reader_scale(threshold)  # the one threshold rule: a grade above the lowest, ordinal fits only
+    if threshold is None:
+        return lambda dr: np.zeros((dr.sd.shape[0], 1))
     c = int(np.searchsorted(design.categories, threshold))
-    out = []
-    for kk in ks:
-        if per_run.any():
-            ev = _nested(design, dr, held, shared, per_run, c, int(kk))
-            out.append(_compressed(design, design.X, groups, len(agents), held, ~held, ev))
-        else:
-            out.append(_group_means(design, dr, design.X, groups, len(agents), held, threshold, lambda p, kk=kk: p**kk))
-    est, ci, _, draws = _summarise(dr, np.stack(out, -1), ("agent", "k"), {"agent": agents, "k": ks}, prob)
-    n_tasks = xr.full_like(est, np.nan).rename("n_tasks")
-    attrs = {"quantity": "pass^k", "model": "mixed", "tasks": "population", "over": f"answers graded >= {threshold:g}",
-             "scale": "probability", "draws_of": "E[q^k] given the draw, q = P(graded >= threshold | task)"}  # fmt: skip
-    return PosteriorPassKResult(estimate=est, ci=ci, draws=draws, n_tasks=n_tasks, attrs=attrs)
+    return lambda dr: dr.thresholds[:, c - 1 : c]
 
 
-def _nested(design: Any, dr: Any, held: np.ndarray, shared: np.ndarray, per_run: np.ndarray, c: int, k: int) -> Any:
-    """Build the nested pass^k expectation on a graded event.
+def _nested(design: Any, dr: Any, held: np.ndarray, shared: np.ndarray, per_run: np.ndarray, offset: np.ndarray, k: int) -> Any:
+    """Build the nested pass^k expectation.
 
-    Rows -> ``(S, rows)`` of ``E_V[q(V)^k]``, ``q(v) = E_J[P(graded >= g_c | v, J)]``: the shared
+    Rows -> ``(S, rows)`` of ``E_V[q(V)^k]``, ``q(v) = E_J[expit(eta + v + J - offset)]``: the shared
     terms' effect ``V`` integrated outside, the per-run terms' ``J`` inside (both by the population rule).
     """
     u, w = population_nodes()
 
     def evaluate(rows: np.ndarray) -> np.ndarray:
-        loc = row_predictor(dr, design, design.X, rows, held) - dr.thresholds[:, c - 1 : c]
+        loc = row_predictor(dr, design, design.X, rows, held) - offset
         ts = integrated_sd(dr, design, rows, shared)
         tr = integrated_sd(dr, design, rows, per_run)
         q = population_mean(loc[..., None] + ts[..., None] * u, tr[..., None])

@@ -110,7 +110,7 @@ def mixed_draws(fit: xr.DataTree, design: Any) -> MixedDraws:
     if not isinstance(fit, xr.DataTree) or "posterior" not in fit.children:
         raise HierbenchError(f"`fit` must be a fitted DataTree with a posterior group; got {type(fit).__name__}")
     post = fit["posterior"].to_dataset()
-    if "beta" not in post or "sd" not in post:
+    if "sd" not in post or ("beta" not in post and len(design.coef)):  # no fixed effect (thresholds alone): no beta
         raise HierbenchError(
             f"`fit` is not a formula fit (hierbench.bayes.build_mixed): it has no `beta` and `sd`; "
             f"variables {sorted(post.data_vars)[:8]}"

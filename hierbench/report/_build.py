@@ -8,7 +8,6 @@ out of a compact saved fit) is still written, with a note saying why, and a
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -196,20 +195,10 @@ def _with_subset() -> tuple[str, ...]:
     return (*SECTIONS[:at], "subset-estimates", *SECTIONS[at:])
 
 
-def _default_title(fit: xr.DataTree | None) -> str:
-    """``hierbench report: <model> model``, naming a formula model's formula and family."""
-    if fit is None:
-        return "hierbench report"
-    model = fit.attrs.get("hierbench_model", "custom")
-    opts = json.loads(fit.attrs.get("hierbench_spec", "{}")).get("options", {}) if model in ("mixed", "horizon") else {}
-    if "formula" in opts:
-        return f"hierbench report: {model} model {opts['formula']} ({opts.get('family', '?')})"
-    return f"hierbench report: {model} model"
-
-
 def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=SECTIONS) -> Report:
     """Every section in order, then the warnings met and the appendix."""
-    rep = Report(title or _default_title(ctx.fit))
+    model = ctx.fit.attrs.get("hierbench_model", "custom") if ctx.fit is not None else None
+    rep = Report(title or ("hierbench report" + (f": {model} model{_formula(ctx.fit)}" if model else "")))
     for sid in order:
         bar.stage(_TITLES[sid])
         _run_section(ctx, rep, sid)
@@ -223,6 +212,14 @@ def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=S
     for i, (heading, text) in enumerate(appendix, start=1):
         rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}")
     return rep
+
+
+def _formula(fit: xr.DataTree) -> str:
+    """A formula fit's formula and family, as the title states them (empty for other models)."""
+    import json
+
+    opts = json.loads(fit.attrs.get("hierbench_spec", "{}")).get("options", {})
+    return f" ({opts['formula']}, {opts.get('family', '?')})" if "formula" in opts else ""
 
 
 def _run_section(ctx: _Context, rep: Report, sid: str) -> None:

@@ -51,6 +51,8 @@ LABELS: dict[str, str] = {
     "theta": "success probability",
     "p_agent": "success probability",
     "mu": "mean success probability",
+    "mean_own_tasks": "expected mean score over the tasks it ran (formula model)",
+    "mean_grade_own_tasks": "expected mean grade over the tasks it ran (formula model)",
 }
 
 
@@ -92,33 +94,50 @@ def _eti(da: xr.DataArray, prob: float) -> pd.DataFrame:
     )
 
 
-def _mixed_frame(ctx: _Context) -> pd.DataFrame | None:
-    """A formula model's expected score per agent over its own tasks, on the score scale.
+#: a formula model's agent-level quantity in the report, by whether its family grades
+MIXED_VARS = {False: "mean_own_tasks", True: "mean_grade_own_tasks"}
 
-    :func:`hierbench.metrics.mean_response` with ``tasks="observed"`` (the task-level
-    bootstrap's estimand), its design rebuilt from the fit's recorded formula and the
-    report's data (the report has already matched the two). None when the fit is not a
-    formula model or its design cannot be rebuilt from the data alone (the horizon model
-    adds a covariate of its own); the section then says so.
-    """
+
+def _mixed_design(ctx: _Context):
+    """A formula fit's design, rebuilt from its recorded formula and the report's data (None: it cannot be)."""
     import json
 
-    if ctx.fit is None or ctx.data is None or ctx.fit.attrs.get("hierbench_model") != "mixed":
-        return None
     from ..data import model_design
-    from ..metrics import mean_response
 
     opts = json.loads(ctx.fit.attrs.get("hierbench_spec", "{}")).get("options", {})
     try:
-        design = model_design(opts["formula"], ctx.data, family=opts["family"], levels=opts.get("levels"))
-        res = mean_response(ctx.fit, design, tasks="observed", prob=ctx.prob)
+        return model_design(opts["formula"], ctx.data, family=opts["family"], levels=opts.get("levels"))
     except (KeyError, ValueError) as exc:  # HierbenchError is a ValueError
+        ctx.warnings.append(f"the formula model's design could not be rebuilt from the data: {exc}")
+        return None
+
+
+def _mixed_agent_draws(ctx: _Context) -> xr.DataArray | None:
+    """A formula model's expected score (or grade) per agent over its own tasks, draw by draw.
+
+    :func:`hierbench.metrics.mean_response` with ``tasks="observed"`` (the task-level
+    bootstrap's estimand) on the score's own scale (0-1, or grades), over ``agent``: the
+    draws the abilities, rank, pairwise and side-by-side sections share. ``attrs["score_scale"]``
+    says whether they are on the scale of the data's ``score`` (what the bootstrap resamples).
+    """
+    design = ctx.mixed_design()
+    if design is None:
+        return None
+    from ..metrics import mean_response
+
+    try:
+        res = mean_response(ctx.fit, design, tasks="observed", prob=ctx.prob)
+    except ValueError as exc:  # the fit does not match the design rebuilt (a builder's own covariate)
         ctx.warnings.append(f"the formula model's agent means could not be rebuilt from the data: {exc}")
         return None
-    factor, _ = design.reader_scale(None)
-    draws = res.draws / factor
-    dim = next(d for d in draws.dims if d not in ("chain", "draw"))
-    return _eti(draws.rename({dim: "agent"}) if dim != "agent" else draws, ctx.prob)
+    graded = design.family == "ordinal"
+    draws = (res.draws / design.reader_scale(None)[0]).rename({"group": "agent"}).rename(MIXED_VARS[graded])
+    draws.attrs = {
+        "scale": f"grades {design.categories.tolist()}" if graded else "0-1",
+        "score_scale": not graded and design.response == "score",
+        "response": design.response,
+    }
+    return draws
 
 
 class _Skip(Exception):
@@ -140,8 +159,43 @@ class _Context:
         return self.cache["post"]
 
     @property
+    def mixed(self) -> bool:
+        """A formula-model fit (:func:`hierbench.bayes.build_mixed`): its agent levels come from metrics."""
+        return self.fit is not None and self.fit.attrs.get("hierbench_model") == "mixed"
+
+    @property
     def var(self) -> str | None:
-        return None if self.post is None else _agent_var(self.post)
+        """The name of each agent's posterior level (a posterior variable, or a formula model's mean)."""
+        if self.post is None:
+            return None
+        if self.mixed:  # never a random term's levels (re[1|agent]): they leave the fixed agent terms out
+            draws = self.agent_draws()
+            return None if draws is None else str(draws.name)
+        return _agent_var(self.post)
+
+    def mixed_design(self):
+        """The formula fit's design rebuilt from the data (cached; None when it cannot be)."""
+        if "mixed_design" not in self.cache:
+            self.cache["mixed_design"] = _mixed_design(self) if self.mixed and self.data is not None else None
+        return self.cache["mixed_design"]
+
+    def agent_draws(self) -> xr.DataArray | None:
+        """Each agent's posterior level, draws over ``(chain, draw, agent)``: what every section ranks and compares."""
+        if self.mixed:
+            if "mixed_draws" not in self.cache:
+                self.cache["mixed_draws"] = _mixed_agent_draws(self)
+            return self.cache["mixed_draws"]
+        var = self.var
+        return None if var is None else self.post[var]
+
+    def score_scale(self) -> bool:
+        """Whether the agents' posterior levels are on the data's score scale (the bootstrap's)."""
+        draws = self.agent_draws()
+        if draws is None:
+            return True
+        if self.mixed:
+            return bool(draws.attrs["score_scale"])
+        return _on_score_scale(draws, str(self.var))
 
     def want_freq(self, key: str) -> bool:
         if self.data is None or self.freq is None:
@@ -175,10 +229,6 @@ class _Context:
         return self.cache["bootstrap"]
 
     def bayes_frame(self) -> pd.DataFrame | None:
-        """Each agent's posterior level on the score scale: a posterior variable, or a formula model's mean."""
-        if self.var is not None:
-            return _eti(self.post[self.var], self.prob)
-        if "mixed_frame" not in self.cache:
-            self.cache["mixed_frame"] = _mixed_frame(self)
-        return self.cache["mixed_frame"]
-
+        """Each agent's posterior mean and interval of :meth:`agent_draws`."""
+        draws = self.agent_draws()
+        return None if draws is None else _eti(draws, self.prob)

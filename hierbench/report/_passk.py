@@ -68,7 +68,36 @@ def _bayes(ctx: _Context, ks: list[int]) -> tuple[pd.DataFrame | None, str]:
         from .. import metrics
 
         return _bayes_frame(metrics.pass_hat_k(ctx.fit, k=ks, prob=ctx.prob)), "a new task"
+    if ctx.mixed and ctx.mixed_design() is not None:
+        from ..metrics import mixed_pass_hat_k
+
+        return _bayes_frame(mixed_pass_hat_k(ctx.fit, ctx.mixed_design(), k=ks, prob=ctx.prob)), "a new task"
     return None, ""
+
+
+def _mixed_skip(ctx: _Context) -> None:
+    """A formula fit whose pass^k the section cannot show: refused, saying why and what to call instead."""
+    design = ctx.mixed_design()
+    if design is None:
+        return
+    if design.family == "fractional":
+        from ..metrics import mixed_pass_hat_k
+
+        try:  # refused before any draw is read: the metric owns the reason
+            mixed_pass_hat_k(ctx.fit, design, k=1)
+        except ValueError as exc:
+            raise _Skip(f"the formula model is fractional: {exc}") from None
+    if design.family == "ordinal":
+        raise _Skip(
+            f"the formula model grades `{design.response}` on {design.categories.tolist()}: pass^k needs the "
+            "lowest grade that counts as a pass, which the report does not choose for you; "
+            "hierbench.metrics.graded_pass_hat_k(fit, model, threshold=g, k=...) gives it (pass-at-threshold at k = 1)"
+        )
+    if design.response != "score":
+        raise _Skip(
+            f"the formula model describes `{design.response}`, not the data's `score`: its pass^k is "
+            "hierbench.metrics.mixed_pass_hat_k(fit, model, k=...), not paired with the score's unbiased estimator"
+        )
 
 
 def _bayes_frame(res) -> pd.DataFrame:
@@ -136,6 +165,7 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
 def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
+    _mixed_skip(ctx)
     if ctx.data is not None and not ctx.binary():
         raise _Skip("pass^k needs binary scores (0 or 1); these scores are not binary")
     n = _run_counts(ctx)
@@ -186,8 +216,15 @@ def _passk_text(ctx: _Context, what: str, have_unbiased: bool, show: list[int]) 
         )
     elif what:
         text += (
-            " The beta-binomial posterior describes a new task from the population, not these "
-            "tasks: its columns are a different quantity and are not paired with the unbiased one."
+            f" The {ctx.fit.attrs.get('hierbench_model')} model's posterior describes a new task from the "
+            "population, not these tasks: its columns are a different quantity and are not paired with the "
+            "unbiased one."
+        )
+    if ctx.mixed and what:
+        text += (
+            " For the formula model (hierbench.metrics.mixed_pass_hat_k) each agent's effects are held at "
+            "their draws and the task effects its k attempts share are integrated out once, averaged over "
+            "the covariates of the agent's own rows."
         )
     if have_unbiased:
         text += (

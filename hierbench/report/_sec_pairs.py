@@ -9,6 +9,7 @@ import xarray as xr
 
 from ._context import _TITLES, _Context, _label, _Skip
 from ._report import Report
+from ._sections import _mixed_note, _no_level
 
 
 def _compare(ctx: _Context):
@@ -29,7 +30,7 @@ def _bayes_heatmap(ctx: _Context):
         return None, None
     from .. import metrics
 
-    ps = metrics.prob_superiority(ctx.fit, var=ctx.var)
+    ps = metrics.prob_superiority(ctx.agent_draws())
     ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
     m = ps.transpose("agent", "opponent").to_pandas().astype(float)
     m.index = m.index.astype(str)
@@ -79,7 +80,9 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     text = []
     if ps is not None:
         text.append(
-            f"The heatmap: posterior probability that the row agent's `{ctx.var}` exceeds the column agent's."
+            f"The heatmap: posterior probability that the row agent's `{ctx.var}` ({_label(ctx.var)}) exceeds "
+            "the column agent's"
+            + (_mixed_note(ctx, False) if ctx.mixed else ".")
         )
     table = full = None
     if ctx.want_freq("compare"):
@@ -93,7 +96,9 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         full = pair_display(full)
         table = full if matrix is None else matrix
     if ps is None and table is None:
-        raise _Skip("needs a fit with an agent-level variable or data for the paired tests")
+        raise _Skip(_no_level(ctx) + "; and no data for the paired tests")
+    if ps is None and ctx.fit is not None:
+        text.append(f"No Bayesian column: {_no_level(ctx)}.")
     rep.section(
         _TITLES[sid],
         "\n\n".join(text),

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._context import _TITLES, _Context, _label, _on_score_scale, _Skip
+from ._context import _TITLES, _Context, _label, _Skip
 from ._report import Report, as_table
 
 
@@ -98,6 +98,40 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     rep.section(_TITLES[sid], text, table=s, id=sid)
 
 
+#: what a formula model's agent level is, said wherever the report uses it
+_MIXED_LEVEL = (
+    "The formula model's level of each agent is its {what}: the posterior of each design row's "
+    "expected outcome, every fitted effect at its drawn value, averaged over the agent's own rows "
+    "(hierbench.metrics.mean_response with tasks='observed'; the estimand of the task bootstrap of "
+    "its mean)."
+)
+#: the same, where Agent abilities has said it already
+_MIXED_SHORT = "(the formula model's expected mean over each agent's own tasks; see Agent abilities)."
+
+
+def _mixed_note(ctx: _Context, full: bool) -> str:
+    """What a formula model's agent level is, and whether the agents' tasks differ."""
+    text = " " + (_MIXED_LEVEL.format(what=_label(ctx.var)) if full else _MIXED_SHORT)
+    n = _tasks_run(ctx)
+    if n is not None and n.nunique() > 1:
+        text += " The agents ran different numbers of tasks, so their levels average over different tasks."
+    return text
+
+
+def _other_scale(ctx: _Context) -> str:
+    """Why the Bayesian level and the bootstrap of the mean score are not drawn on one axis."""
+    if ctx.mixed:
+        return (
+            f"The formula model describes `{ctx.agent_draws().attrs['response']}` on "
+            f"{ctx.agent_draws().attrs['scale']}, the bootstrap the data's `score`: they are not drawn on one "
+            "axis (nor compared in the side-by-side section)."
+        )
+    return (
+        f"The Bayesian variable `{ctx.var}` is on the model's scale, not the score scale, so the "
+        "bootstrap intervals of the mean score are not drawn on its axis (see the side-by-side table)."
+    )
+
+
 def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
@@ -109,7 +143,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     if bay is not None:
         intervals[f"Bayes {ctx.fit.attrs.get('hierbench_model', '')} ({prob:.0%} ETI)"] = bay
     boot = ctx.bootstrap()
-    same_scale = var is None or _on_score_scale(ctx.post[var], var)
+    same_scale = ctx.score_scale()
     if boot is not None:
         bf = as_table(boot)
         kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
@@ -117,15 +151,13 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
             unit = getattr(boot, "attrs", {}).get("resample_unit", "task")
             intervals[f"{unit} bootstrap ({kind}, {prob:.0%})"] = bf
         else:
-            notes.append(
-                f"The Bayesian variable `{var}` is on the model's scale, not the score scale, so the "
-                "bootstrap intervals of the mean score are not drawn on its axis (see the side-by-side table)."
-            )
+            notes.append(_other_scale(ctx))
     if not intervals:
         raise _Skip("needs a fit with an agent-level variable or data for the bootstrap")
     truth = ctx.truth if same_scale else None
     if var is not None:
-        xlabel = f"{_label(var)} ({'probability, 0-1' if same_scale else 'model scale'}); {prob:.0%} intervals"
+        unit = ctx.agent_draws().attrs["scale"] if ctx.mixed else "probability, 0-1" if same_scale else "model scale"
+        xlabel = f"{_label(var)} ({unit}); {prob:.0%} intervals"
     else:
         xlabel = f"mean score per task (0-1); {prob:.0%} intervals"
     fig = F.interval_forest(intervals, truth=truth, xlabel=xlabel, title="Agent abilities")
@@ -154,8 +186,26 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
             " The Bayesian target is the expected score on a new task drawn from the task population, "
             "the same target as the task bootstrap of the benchmark mean."
         )
+    elif ctx.mixed and var is not None:
+        text += _mixed_note(ctx, True)
     rep.section(_TITLES[sid], text, table=wide, id=sid)
     rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.")
+
+
+def _no_level(ctx: _Context) -> str:
+    """Why the report has no posterior level per agent to rank or compare."""
+    if ctx.mixed and ctx.data is None:
+        return (
+            "a formula model's agent levels are computed from its design, which the report rebuilds from "
+            "the data: give the data (or call hierbench.metrics.mean_response(fit, model) and rank its draws)"
+        )
+    if ctx.mixed:
+        return (
+            "the formula model's agent means could not be rebuilt from the data alone (a horizon model adds "
+            "a covariate of its own; see the report's warnings): rank the draws of "
+            "hierbench.metrics.mean_response(fit, model) with hierbench.metrics.rank_probabilities"
+        )
+    return "needs a fit with an agent-level variable"
 
 
 #: above this many agents the rank section tabulates a summary per agent, not every rank
@@ -185,10 +235,10 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
     if ctx.var is None:
-        raise _Skip("needs a fit with an agent-level variable")
+        raise _Skip(_no_level(ctx))
     from .. import metrics
 
-    rp = metrics.rank_probabilities(ctx.fit, var=ctx.var)
+    rp = metrics.rank_probabilities(ctx.agent_draws())
     rp = rp if isinstance(rp, xr.DataArray) else rp.to_dataset()["estimate"]
     df = rp.transpose("agent", "rank").to_pandas()
     df.index = df.index.astype(str)
@@ -206,6 +256,8 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
         f"Posterior probability of each rank by `{ctx.var}` ({_label(ctx.var)}); rows sum to 1, "
         "agents sorted by expected rank."
     )
+    if ctx.mixed:
+        text = text[:-1] + " " + _mixed_note(ctx, False).lstrip()
     table = df
     if len(df) > RANKS_AS_TABLE:
         table = _rank_summary(df, ctx.prob)
@@ -331,7 +383,9 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         raise _Skip(_side_missing(ctx, boot is None))
     bf = as_table(boot)
     kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
-    if ctx.var is not None and not _on_score_scale(ctx.post[ctx.var], ctx.var):
+    if not ctx.score_scale():
+        if ctx.mixed:
+            raise _Skip(_other_scale(ctx))
         raise _Skip(
             f"the Bayesian `{ctx.var}` is on the model's scale, the bootstrap on the score scale: not comparable"
         )
@@ -361,7 +415,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     n_dis = int(wide["disagree"].sum())
     rep.section(
         _TITLES[sid],
-        ("The agent's expected score on a new task" if ctx.var is not None else "Each agent's mean score over the tasks it ran")
+        ("Each agent's mean score over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
         + f", both methods at {ctx.prob:.0%}. `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
         f"intervals do not overlap): {n_dis} of {len(wide)} agents flagged. `tasks run` is the "
@@ -373,7 +427,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             if ctx.var == "mean_new_task"
             else " The Bayesian column is the formula model's expected score of each agent averaged over "
             "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's target."
-            if ctx.var is None
+            if ctx.mixed
             else ""
         ),
         table=wide,

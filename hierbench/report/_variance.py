@@ -136,11 +136,17 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     table.index.name = "component"
     text = [
         "Variance of the cell success probability (probability^2), split into agent, task, "
-        "agent x task and run-to-run (binomial) parts; each row sums the terms named beside it, "
-        "so both methods describe the same component."
+        "agent x task and run-to-run (binomial) parts; each row sums the terms named beside it"
+        + (", so both methods describe the same component." if len(parts) == 2 else ".")
     ]
     if bay is not None:
         text.append(f"Bayes: the crossed fit's posterior mean and {ctx.prob:.0%} equal-tailed interval.")
+    elif ctx.mixed:
+        text.append(
+            "No Bayesian column: a formula model's terms are its own (agent factors, task features), not "
+            "these rows; hierbench.metrics.agent_variance(fit, model) splits the agents' logit-scale variance "
+            "by its terms."
+        )
     if gdesc:
         text.append(gdesc + ".")
     if why:
