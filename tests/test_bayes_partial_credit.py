@@ -109,7 +109,7 @@ def test_message_is_pinned_for_the_eval_dataset_path():
         build_beta_binomial(_eval())
     assert str(err.value).startswith(
         "`data`: build_beta_binomial (a binomial likelihood on success counts; for scores in [0, 1] "
-        "use the [0, 1]-score model, hierbench.bayes.build_mixed(data), a zero-one-inflated beta with "
+        "use the [0, 1]-score model, hierbench.bayes.build_mixed(data), whose likelihood has atoms at 0 and 1 and "
         "the crossed model's terms) needs binary scores (every score 0 or 1)"
     )
 

@@ -372,7 +372,7 @@ def _binary_counts(data: xr.Dataset, name: str, model: str) -> xr.Dataset:
 
     purpose = (
         f"{model} (a binomial likelihood on success counts; for scores in [0, 1] use the "
-        "[0, 1]-score model, hierbench.bayes.build_mixed(data), a zero-one-inflated beta with "
+        "[0, 1]-score model, hierbench.bayes.build_mixed(data), whose likelihood has atoms at 0 and 1 and "
         "the crossed model's terms)"
     )
     if "score" in data:
