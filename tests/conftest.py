@@ -69,6 +69,31 @@ def metr_eval(shared_data):
     return load_metr(shared_data)
 
 
+@pytest.fixture(scope="session")
+def demo_fast(tmp_path_factory):
+    """``hierbench demo --fast`` through the CLI's ``main()``, run once per worker (40-55 s).
+
+    Read by ``test_cli.py`` (the printout, the warnings, the files) and
+    ``test_report_browser.py`` (the HTML report, the figures' overlapping text).
+    Gives ``code``, ``out`` (stdout), ``warnings`` (all recorded), ``folder`` and
+    ``overlaps`` (figure name -> overlapping text found while it was drawn).
+    """
+    import contextlib
+    import io
+    import warnings
+    from types import SimpleNamespace
+
+    from figure_overlap import ReportOverlaps
+
+    from hierbench.cli import main
+
+    folder, out = tmp_path_factory.mktemp("demo") / "report", io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, ReportOverlaps() as ov, contextlib.redirect_stdout(out):
+        warnings.simplefilter("always")
+        code = main(["demo", "--fast", "--out", str(folder)])
+    return SimpleNamespace(code=code, out=out.getvalue(), warnings=caught, folder=folder, overlaps=ov.found)
+
+
 #: the longest tests (40-180 s each on 2 loaded cores: cold compiles, worker pools, notebooks,
 #: the docs build, the docstring fits, JAX, the coverage studies), started first and longest
 #: first so that the two xdist workers finish together instead of one of them running a long
@@ -87,6 +112,7 @@ _LONG_FIRST = (
     "test_freq_gtheory_reml.py::test_interval_coverage_unbalanced_nested",
     "test_notebooks.py::test_notebook_runs_in_fast_mode",
     "test_report_browser.py::test_demo_report_renders_in_chromium",
+    "test_cli.py::test_demo_prints_sections_and_the_truth",  # beside it: one demo_fast run serves both
     "test_io.py::test_a_fit_saved_by_the_cli_opens_in_plain_arviz",
     "test_zoo.py::test_reference_refit_within_mcse",
 )
