@@ -69,21 +69,59 @@ def metr_eval(shared_data):
     return load_metr(shared_data)
 
 
-#: the longest tests (30-70 s each on 2 cores: notebooks, cold compiles, worker pools, the docs
-#: build), started first so that the two xdist workers finish together instead of one of them
-#: running a long test alone at the end; the order of the rest is unchanged
+@pytest.fixture(scope="session")
+def demo_fast(tmp_path_factory):
+    """``hierbench demo --fast`` through the CLI's ``main()``, run once per worker (40-55 s).
+
+    Read by ``test_cli.py`` (the printout, the warnings, the files) and
+    ``test_report_browser.py`` (the HTML report, the figures' overlapping text).
+    Gives ``code``, ``out`` (stdout), ``warnings`` (all recorded), ``folder`` and
+    ``overlaps`` (figure name -> overlapping text found while it was drawn).
+    """
+    import contextlib
+    import io
+    import warnings
+    from types import SimpleNamespace
+
+    from figure_overlap import ReportOverlaps
+
+    from hierbench.cli import main
+
+    folder, out = tmp_path_factory.mktemp("demo") / "report", io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, ReportOverlaps() as ov, contextlib.redirect_stdout(out):
+        warnings.simplefilter("always")
+        code = main(["demo", "--fast", "--out", str(folder)])
+    return SimpleNamespace(code=code, out=out.getvalue(), warnings=caught, folder=folder, overlaps=ov.found)
+
+
+#: the longest tests (40-180 s each on 2 loaded cores: cold compiles, worker pools, notebooks,
+#: the docs build, the docstring fits, JAX, the coverage studies), started first and longest
+#: first so that the two xdist workers finish together instead of one of them running a long
+#: test alone at the end; the order of the rest is unchanged. Ranked by the slow lane's
+#: ``--durations`` (2026-12-02, load 6-9 on 2 cores: the seconds are inflated, the ranking holds)
 _LONG_FIRST = (
     "test_bayes_defaults_slow.py::test_same_draws_on_cold_and_warm_caches",
     "test_bayes_adaptive.py::test_fit_replicates_identical_serially_on_a_process_pool_and_on_dask",
-    "test_notebooks.py::test_notebook_runs_in_fast_mode",
+    "test_notebooks.py::test_notebook_runs_in_fast_mode[04",
     "test_docs.py::",
-    "test_zoo.py::test_reference_refit_within_mcse",
+    "test_notebooks.py::test_notebook_runs_in_fast_mode[07",
+    "test_notebooks.py::test_notebook_runs_in_fast_mode[08",
+    "test_docstrings.py::test_docstring_examples_run[hierbench.bayes._fit]",
+    "test_bayes_jax.py::test_fit_with_numpyro_end_to_end",
+    "test_metrics_crossed_realised.py::test_realised_interval_covers_the_true_observed_task_mean",
+    "test_freq_gtheory_reml.py::test_interval_coverage_unbalanced_nested",
+    "test_notebooks.py::test_notebook_runs_in_fast_mode",
+    "test_report_browser.py::test_demo_report_renders_in_chromium",
+    "test_cli.py::test_demo_prints_sections_and_the_truth",  # beside it: one demo_fast run serves both
     "test_io.py::test_a_fit_saved_by_the_cli_opens_in_plain_arviz",
+    "test_zoo.py::test_reference_refit_within_mcse",
 )
 
 
-def pytest_collection_modifyitems(config, items):
-    def long(item) -> bool:
-        return any(key in item.nodeid for key in _LONG_FIRST)
+def _long_rank(item) -> int:
+    """The position of the first ``_LONG_FIRST`` key in the test's id; ``len(_LONG_FIRST)`` if none."""
+    return next((i for i, key in enumerate(_LONG_FIRST) if key in item.nodeid), len(_LONG_FIRST))
 
-    items[:] = [i for i in items if long(i)] + [i for i in items if not long(i)]
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=_long_rank)  # stable: the rest keep their collection order

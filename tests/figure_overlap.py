@@ -145,3 +145,22 @@ _hb_R._png_bytes = _hb_checked_png
 
 #: Code run last: the figures' overlaps, printed as JSON.
 KERNEL_REPORT = "import json as _hb_json; print('HB_OVERLAPS', _hb_json.dumps(_hb_overlaps))"
+
+
+class ReportOverlaps:
+    """Check every figure a report renders for overlapping text while the block runs."""
+
+    def __enter__(self):
+        import hierbench.report._report as R
+
+        self.found, self._R, self._orig = {}, R, R._png_bytes
+
+        def checked(obj, name):
+            self.found[name] = overlaps(R.figure_of(obj))
+            return self._orig(obj, name)
+
+        R._png_bytes = checked
+        return self
+
+    def __exit__(self, *exc):
+        self._R._png_bytes = self._orig

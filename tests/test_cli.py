@@ -246,16 +246,14 @@ def test_summary_reports_annotation_counts(shared_data, tmp_path, capsys):
 
 
 @pytest.mark.slow  # a full demo: fit, bootstraps, two reports
-def test_demo_prints_sections_and_the_truth(capsys, tmp_path):
-    out_dir = tmp_path / "report"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert main(["demo", "--fast", "--out", str(out_dir)]) == 0
+def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
+    # the run is conftest's demo_fast (shared with the browser check of its report)
+    out_dir, out = demo_fast.folder, demo_fast.out
+    assert demo_fast.code == 0
     # the main job uses no deprecated name of its own package
     root = str(Path(__file__).resolve().parents[1])
-    assert not [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)
+    assert not [str(w.message) for w in demo_fast.warnings if issubclass(w.category, DeprecationWarning)
                 and w.filename.startswith(root) and "site-packages" not in w.filename]  # fmt: skip
-    out = capsys.readouterr().out
     for i, (title, _) in enumerate(DEMO_SECTIONS, start=1):
         assert f"## {i}. {title}" in out
     data, truth = default_dataset()

@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from figure_overlap import ReportOverlaps
 
 from hierbench.report import SECTIONS
 
@@ -131,38 +132,12 @@ def _check(found: dict, expect_figures: set[str]) -> None:
     assert not missing, f"sections missing: {missing}"
 
 
-class _Overlaps:
-    """Check every figure a report renders for overlapping text while the block runs."""
-
-    def __enter__(self):
-        from figure_overlap import overlaps
-
-        import hierbench.report._report as R
-
-        self.found, self._R, self._orig = {}, R, R._png_bytes
-
-        def checked(obj, name):
-            self.found[name] = overlaps(R.figure_of(obj))
-            return self._orig(obj, name)
-
-        R._png_bytes = checked
-        return self
-
-    def __exit__(self, *exc):
-        self._R._png_bytes = self._orig
-
-
 @pytest.fixture(scope="session")
-def demo_html(tmp_path_factory):
-    """The report `hierbench demo --fast` writes, its figures checked as they are drawn."""
-    from hierbench.demo import run_demo
-
-    out = tmp_path_factory.mktemp("demo")
-    with warnings.catch_warnings(), _Overlaps() as ov:
-        warnings.simplefilter("ignore")
-        assert run_demo(out=out, fast=True, progress=False) == 0
-    assert ov.found and not {k: v for k, v in ov.found.items() if v}, ov.found
-    return out / "report.html"
+def demo_html(demo_fast):
+    """The report `hierbench demo --fast` writes (conftest's run), its figures checked as they were drawn."""
+    assert demo_fast.code == 0, demo_fast.out[-3000:]
+    assert demo_fast.overlaps and not {k: v for k, v in demo_fast.overlaps.items() if v}, demo_fast.overlaps
+    return demo_fast.folder / "report.html"
 
 
 METR_COLS = [
@@ -185,7 +160,7 @@ def metr_html(tmp_path_factory, shared_data):
     log = shared_data / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz"
     folder = tmp_path_factory.mktemp("metr")
     fit_path, out = folder / "metr_fit.nc", folder / "metr_report.html"
-    with warnings.catch_warnings(), _Overlaps() as ov:
+    with warnings.catch_warnings(), ReportOverlaps() as ov:
         warnings.simplefilter("ignore")
         assert (
             main(
