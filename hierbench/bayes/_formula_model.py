@@ -69,24 +69,28 @@ from ._structure import (
     decide_agent_task,
     decide_centring,
     formula_design,
-    spread_for_centring,
     term_information,
-    term_spread,
 )
 from ._unit_interval import unit_interval_likelihood
 
 __all__ = ["MIXED_PRIORS", "build_mixed"]
 
 #: default priors, logit scale; a random term takes its class's sd prior (:func:`prior_class`),
-#: overridable per term as ``priors={"sd[1|task]": {...}}``. ``beta`` is wide (Normal(0, 10)): a
-#: coefficient is a logit at the typical task, and with the task spreads of agent benchmarks (sd 2-4)
-#: an agent that passes 1% of runs sits near -10 there, four sd out under the Normal(0, 2.5) this
-#: once was, and its posterior was pulled up: METR's davinci-002 (16 tasks, mean score 0.75 points)
-#: came out at 2.09 (posterior sd 1.05) points with the [0, 1]-score family, 0.78 (0.48) with the wide
-#: prior. And ``A`` agents' independent priors act together on their common level
-#: (``Normal(0, s / sqrt(A))``), which moved every METR horizon (:mod:`._horizon`).
+#: overridable per term as ``priors={"sd[1|task]": {...}}``. Fixed effects: ``beta_level`` (wide,
+#: Normal(0, 10)) for the coefficients that carry a level -- the intercept, or each level of a factor
+#: coded in full as in ``0 + agent`` (:func:`level_columns`) -- and ``beta`` (Normal(0, 2.5)) for
+#: differences and slopes. A level is a logit at the typical task, and with the task spreads of agent
+#: benchmarks (sd 2-4) an agent that passes 1% of runs sits near -10 there, four sd out under
+#: Normal(0, 2.5): METR's davinci-002 (16 tasks, mean score 0.75 points) came out at 2.09 (posterior
+#: sd 1.05) points with the [0, 1]-score family, 0.78 (0.48) with the wide prior; and ``A`` agents'
+#: independent priors act together on their common level (``Normal(0, s / sqrt(A))``), which moved
+#: every METR horizon (:mod:`._horizon`). A difference (a scaffold's effect) keeps Normal(0, 2.5):
+#: widened too, a scaffold seen with one model only left a long ridge against that model's effect
+#: (22 divergences on ``bench_mixed_defaults.py``'s unbalanced log, 0 at 2.5). A user's ``beta``
+#: overrides the differences and slopes, ``beta_level`` the levels.
 MIXED_PRIORS: dict[str, dict[str, Any]] = {
-    "beta": {"dist": "Normal", "mu": 0.0, "sigma": 10.0},
+    "beta": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
+    "beta_level": {"dist": "Normal", "mu": 0.0, "sigma": 10.0},
     "sd_task": {"dist": "HalfNormal", "sigma": 2.0},
     "sd_agent_task": {"dist": "HalfNormal", "sigma": 1.0},
     "sd_agent_level": {"dist": "HalfNormal", "sigma": 1.5},
@@ -128,7 +132,7 @@ def _priors(design: Any, priors: Mapping[str, Any] | None) -> dict[str, dict[str
     (``sd[1|task]``) that term alone; unknown keys are refused.
     """
     classes = {prior_class(t) for t in design.random}
-    base = {k: MIXED_PRIORS[k] for k in ("beta", *sorted(classes), *_FAMILY_PRIORS[design.family])}
+    base = {k: MIXED_PRIORS[k] for k in ("beta", "beta_level", *sorted(classes), *_FAMILY_PRIORS[design.family])}
     terms = {f"sd[{t.name}]": base[prior_class(t)] for t in design.random}
     merged = merge_priors({**base, **terms}, priors)
     given = set(priors or {})
@@ -226,13 +230,14 @@ def _decide(st: Structure, design: Any, centred: Any) -> tuple[int | None, set[s
     sampled = [k for k in range(len(design.random)) if k != marginal and k not in by_level]
     names = tuple(design.random[k].name for k in sampled)
     within = NOMINAL_AGENT_TASK_SD if cell is not None else 0.0
-    # information in units of the term's spread: nominal (1 logit), or the data's estimate when smaller (a
-    # term whose levels barely differ is a funnel when centred: ordinal SBC, 4 judges of sd ~0.05, diverged)
-    spread = {design.random[k].name: spread_for_centring(1.0, term_spread(design, k, within_sd=within)) for k in sampled}
+    # information at the nominal spread (1 logit). The data's moment estimate of a term's spread
+    # (term_spread) is not used here: from 3-4 levels it is too noisy to decide on (it left an
+    # unbalanced log's 3 models uncentred: 28 divergences, 0 centred), though it would have saved
+    # the centred funnel of 4 judges that grade alike (ordinal SBC, 1.2% of draws divergent)
     scores = {design.random[k].name: float(np.median(term_information(design, k, within_sd=within)))
-              * spread[design.random[k].name] ** 2 for k in sampled}  # fmt: skip
+              for k in sampled}
     n_levels = {design.random[k].name: int(design.random[k].levels.size) for k in sampled}
-    centred_set = decide_centring(st, centred, scores, n_levels, spread=spread, groups=names) if names else set()
+    centred_set = decide_centring(st, centred, scores, n_levels, groups=names) if names else set()
     absorbed = _absorbers(design, sampled)
     if absorbed:
         where = "the thresholds and fixed effects" if design.family == "ordinal" else "the fixed effects"
@@ -320,6 +325,21 @@ def _rotation(design: Any) -> tuple[np.ndarray, np.ndarray]:
     return R, np.linalg.inv(R)
 
 
+def level_columns(design: Any) -> np.ndarray:
+    """The fixed-effect columns that carry a level, not a difference or a slope.
+
+    The intercept, and every column of a factor coded in full (``0 + agent``: each
+    design row has exactly one of them at 1), get ``beta_level``'s prior; the others
+    (contrasts against a reference level, numeric slopes, interactions) ``beta``'s.
+    """
+    out = np.zeros(design.X.shape[1], bool)
+    for cols in design.fixed_terms.values():
+        sub = design.X[:, cols]
+        if sub.size and np.isin(sub, (0.0, 1.0)).all() and np.allclose(sub.sum(axis=1), 1.0):
+            out[cols] = True
+    return out
+
+
 def _fixed(pri: dict, design: Any, shift: Any) -> Any:
     """``beta_seen = beta + shift`` (what the likelihood sees), ``beta`` recorded; ``beta``'s prior exact.
 
@@ -328,22 +348,27 @@ def _fixed(pri: dict, design: Any, shift: Any) -> Any:
     decomposition of the run-weighted fixed-effect matrix, in which the data
     inform ``gamma`` about equally and independently: an uncentred covariate
     and the intercept no longer trade off), with ``beta``'s prior mapped
-    exactly, ``gamma ~ MvNormal(R (mu + shift), R diag(sigma^2) R')``.
+    exactly, ``gamma ~ MvNormal(R (mu + shift), R diag(sigma^2) R')``; ``mu`` and
+    ``sigma`` per coefficient, ``beta_level``'s on the :func:`level_columns`.
     """
     if not design.coef:
         return None
     spec = dict(pri["beta"])
     if "mu" not in spec:
         raise PriorError(f"`priors['beta']` must be a location family with a `mu` parameter (e.g. Normal); got {spec}")
-    loc = spec["mu"] if shift is None else spec["mu"] + shift
-    if spec["dist"] == "Normal" and set(spec) <= {"dist", "mu", "sigma"}:
+    normal = {"dist", "mu", "sigma"}
+    if spec["dist"] == "Normal" and set(spec) <= normal and pri["beta_level"]["dist"] == "Normal" and set(pri["beta_level"]) <= normal:
+        level = level_columns(design)
+        mu = np.where(level, pri["beta_level"].get("mu", 0.0), spec["mu"])
+        loc = mu if shift is None else mu + shift
         R, Rinv = _rotation(design)
-        sigma = np.broadcast_to(np.asarray(spec.get("sigma", 1.0), dtype=float), (R.shape[0],))
+        sigma = np.where(level, pri["beta_level"].get("sigma", 1.0), spec.get("sigma", 1.0)).astype(float)
         chol = np.linalg.cholesky((R * sigma**2) @ R.T)
         gamma = pm.MvNormal("beta_qr", mu=pt.dot(R, loc * np.ones(R.shape[0])), chol=chol, dims="qr")
         seen = pt.dot(Rinv, gamma)
         pm.Deterministic("beta", seen if shift is None else seen - shift, dims="coef")
         return seen
+    loc = spec["mu"] if shift is None else spec["mu"] + shift
     if shift is None:
         return make_prior("beta", spec, dims="coef")
     spec["mu"] = loc
@@ -480,7 +505,8 @@ def build_mixed(
     levels : sequence of float, optional
         The grade scale of an ordinal response.
     priors : mapping, optional
-        Overrides of :data:`MIXED_PRIORS` (``beta``, a class such as
+        Overrides of :data:`MIXED_PRIORS` (``beta`` for differences and slopes, ``beta_level``
+        for the intercept and fully coded factors, a class such as
         ``sd_task``, ``thresholds``, ``interior``) or of one term's sd
         (``"sd[1|model]"``).
     agent_coords, task_coords : pandas.DataFrame, optional

@@ -10,7 +10,8 @@ with tasks (and task families, and agent x task cells) as random effects
 instead of METR's run weights and hierarchical bootstrap. The length enters
 centred at the design's mean ``log2`` minutes (about 45 minutes on METR's
 runs), and the agents' coefficients get the formula models' wide ``Normal(0, 10)`` prior
-(``MIXED_PRIORS["beta"]``, once ``Normal(0, 2.5)``, widened for the reason found here).
+(``MIXED_PRIORS["beta_level"]``, for its slopes too: once ``Normal(0, 2.5)``, widened for the
+reason found here).
 Why: the data fix each agent's level only relative to the mean of the task
 and family effects (known to about +-0.5 logit on METR's 83 tasks in 36
 families), so ``A`` independent ``Normal(0, s)`` priors act together as a
@@ -59,7 +60,7 @@ from ._structure import (
 __all__ = ["build_horizon"]
 
 #: the default prior of the horizon model's intercepts and slopes: the formula models' (wide: see the module docstring)
-HORIZON_BETA_PRIOR = MIXED_PRIORS["beta"]
+HORIZON_BETA_PRIOR = MIXED_PRIORS["beta_level"]
 
 
 def _terms(data: xr.Dataset, base: str, clusters: Any) -> tuple[str, dict]:

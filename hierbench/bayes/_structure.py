@@ -60,7 +60,6 @@ __all__ = [
     "pair_spread",
     "spread_for_centring",
     "term_information",
-    "term_spread",
 ]
 
 #: centre a group when the median level has at least this much Fisher
@@ -658,42 +657,6 @@ def formula_design(design: Any) -> dict[str, Any]:
         "family": design.family,
         "score_kind": f"{design.family} ({design.response})",
     }
-
-
-def term_spread(design: Any, k: int, *, within_sd: float = 0.0) -> float:
-    """Moment estimate of the SD of random intercept term ``k``'s level effects (:func:`level_spread`).
-
-    Each level's rows pooled into one logit rate; its sampling noise is the
-    binomial information of those rows. A fractional response enters as its
-    summed scores (as :func:`term_information`); a graded one dichotomised at
-    the cut nearest its median (a cumulative-logit effect moves every cut's logit
-    alike). ``nan`` for a slope term or fewer than 3 levels: the centring rule
-    then keeps the nominal spread. Other terms' imbalance across the levels
-    adds to the estimate, which errs towards the centred form, as before.
-
-    Examples
-    --------
-    >>> import numpy as np, xarray as xr
-    >>> from hierbench.data import model_design
-    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), np.tile([0.0, 1.0], (4, 3, 2)))},
-    ...                 coords={"agent": list("abcd"), "task": ["x", "y", "z"]})
-    >>> term_spread(model_design("score ~ 1 + (1|agent)", ds), 0)  # identical agents
-    0.0
-    """
-    t = design.random[k]
-    if not t.intercept:
-        return float("nan")
-    n = np.asarray(design.n, dtype=float)
-    if design.family == "ordinal":
-        gc = np.asarray(design.grade_counts, dtype=float)
-        below = np.cumsum(gc.sum(0))[:-1] / gc.sum()  # share at or below each cut
-        y = gc[:, int(np.argmin(np.abs(below - 0.5))) + 1 :].sum(1)
-    else:
-        y = np.asarray(design.y, dtype=float)
-    L = t.levels.size
-    info = level_information(n[None, :], y[None, :], axis=0, within_sd=within_sd)
-    return _moment_spread(np.bincount(t.codes, weights=n, minlength=L), np.bincount(t.codes, weights=y, minlength=L),
-                          np.bincount(t.codes, weights=info, minlength=L))  # fmt: skip
 
 
 def term_information(design: Any, k: int, *, within_sd: float = 0.0) -> np.ndarray:
