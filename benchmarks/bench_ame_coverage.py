@@ -47,8 +47,8 @@ levels.
 
 Bayesian half, measured 2026-12-02 (``--half bayes --seed 11``, 300 tasks;
 stopped after 34 replicates, about 1 fit a minute at load 5-7 beside other
-work; fixed effects under the Normal(0, 2.5) prior that was the default
-then, since widened to Normal(0, 10)): coverage of the nominal 95% intervals
+work; fixed effects under Normal(0, 2.5), still the scaffolds' and the
+tier's default, the intercept's since widened to Normal(0, 10)): coverage of the nominal 95% intervals
 1.00 / 1.00 / 0.94 / 0.97 / 0.94, 0.971 overall (Monte Carlo se 0.012);
 mean widths 17-21 points against the ML's 13-16 and the estimates' own
 spread of 3.2-4.2 points (sd over replicates), so the posterior intervals

@@ -84,10 +84,12 @@ __all__ = ["MIXED_PRIORS", "build_mixed"]
 #: Normal(0, 2.5): METR's davinci-002 (16 tasks, mean score 0.75 points) came out at 2.09 (posterior
 #: sd 1.05) points with the [0, 1]-score family, 0.78 (0.48) with the wide prior; and ``A`` agents'
 #: independent priors act together on their common level (``Normal(0, s / sqrt(A))``), which moved
-#: every METR horizon (:mod:`._horizon`). A difference (a scaffold's effect) keeps Normal(0, 2.5):
-#: widened too, a scaffold seen with one model only left a long ridge against that model's effect
-#: (22 divergences on ``bench_mixed_defaults.py``'s unbalanced log, 0 at 2.5). A user's ``beta``
-#: overrides the differences and slopes, ``beta_level`` the levels.
+#: every METR horizon (:mod:`._horizon`). A difference (a scaffold's effect) or a slope keeps the
+#: usual weakly informative Normal(0, 2.5): 2.5 logits already span most of a success rate's range,
+#: and a wide prior there puts its mass on differences of 10-20 logits (every agent of one scaffold
+#: at 0%, of another at 100%) that no log shows, for no gain; the AME coverage study
+#: (``benchmarks/bench_ame_coverage.py``) ran with it. A user's ``beta`` overrides the differences
+#: and slopes, ``beta_level`` the levels.
 MIXED_PRIORS: dict[str, dict[str, Any]] = {
     "beta": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
     "beta_level": {"dist": "Normal", "mu": 0.0, "sigma": 10.0},
