@@ -17,6 +17,24 @@ Rows: ``verbagg`` (lme4's VerbAgg, 316 persons x 24 items, one run per cell), ``
 grades, 9 judges as a per-run variable), ``metr_score`` (METR's continuous scores, 10 x 83, 1-96 runs),
 ``sim_one_run`` (crossed, one run per cell), ``sim_unbalanced`` (scaffold x model with one scaffold
 seen with one model only, ragged runs), ``sim_rare_grades`` (top grade in about 2% of runs).
+
+Measured 2026-12-02 on this stop's final defaults (``results/mixed_defaults.jsonl``; load 5-7 on 2
+shared cores, so the wall times are inflated):
+
+================  ====  ======  ======  ===========  =========  ======  ======
+row               div   R-hat   limit   ESS b / t    converged  max z   wall s
+================  ====  ======  ======  ===========  =========  ======  ======
+verbagg              0  1.0079  1.0177   722 / 1350  yes          0.83      82
+wine                 0  1.0164  1.0268   486 / 634   yes          0.36      26
+sim_one_run          0  1.0177  1.0345   481 / 601   yes          0.45      19
+sim_unbalanced       0  1.0042  1.0100   674 / 460   yes          1.65      28
+sim_rare_grades      0  1.0076  1.0252   589 / 947   yes          0.67      36
+metr_score           0  1.0099  1.0289   423 / 638   yes          0.46     281
+================  ====  ======  ======  ===========  =========  ======  ======
+
+``max z``: the largest ``|posterior mean - ML| / posterior sd``; for ``metr_score`` each agent's
+mean score against the task-level bootstrap (every agent within 0.46 posterior sd, davinci-002
+included, since the levels' prior widened).
 """
 
 from __future__ import annotations
