@@ -366,7 +366,7 @@ def _fixed(pri: dict, design: Any, shift: Any) -> Any:
         R, Rinv = _rotation(design)
         sigma = np.where(level, pri["beta_level"].get("sigma", 1.0), spec.get("sigma", 1.0)).astype(float)
         chol = np.linalg.cholesky((R * sigma**2) @ R.T)
-        gamma = pm.MvNormal("beta_qr", mu=pt.dot(R, loc * np.ones(R.shape[0])), chol=chol, dims="qr")
+        gamma = pm.MvNormal("beta_qr", mu=pt.dot(R, loc), chol=chol, dims="qr")
         seen = pt.dot(Rinv, gamma)
         pm.Deterministic("beta", seen if shift is None else seen - shift, dims="coef")
         return seen

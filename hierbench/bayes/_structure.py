@@ -280,17 +280,13 @@ def level_spread(
     """
     n = np.asarray(n, dtype=float)
     y = np.asarray(y, dtype=float)
-    info = level_information(n, y, axis=axis, within_sd=within_sd, rho=rho)
-    return _moment_spread(n.sum(axis=axis), y.sum(axis=axis), info)
-
-
-def _moment_spread(nl: np.ndarray, yl: np.ndarray, info: np.ndarray) -> float:
-    """``sqrt(max(0, var(logit rates) - mean(1 / information)))`` over the levels with runs (nan: < 3)."""
+    nl, yl = n.sum(axis=axis), y.sum(axis=axis)
     keep = nl > 0
     if keep.sum() < 3:
         return float("nan")
     lg = np.log((yl[keep] + 0.5) / (nl[keep] - yl[keep] + 0.5))
-    noise = float(np.mean(1.0 / np.maximum(info[keep], 1e-12)))
+    info = level_information(n, y, axis=axis, within_sd=within_sd, rho=rho)[keep]
+    noise = float(np.mean(1.0 / np.maximum(info, 1e-12)))
     return float(np.sqrt(max(0.0, float(np.var(lg, ddof=1)) - noise)))
 
 
