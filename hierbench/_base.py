@@ -49,6 +49,7 @@ __all__ = [
     "HierbenchWarning",
     "PartialCreditError",
     "Progress",
+    "ResampledResult",
     "Result",
     "ZeroWidthIntervalWarning",
     "as_rng",
@@ -536,6 +537,20 @@ class Result:
             return "\n".join(self._repr_lines())
         except Exception:  # pragma: no cover - a repr must never raise
             return f"<{type(self).__name__}>"
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ResampledResult(Result):
+    """A :class:`Result` that keeps the resamples its interval came from.
+
+    The field ``distribution`` (keyword-only, listed after the subclass's own
+    fields in the constructor) holds the statistic in every resample; like any
+    raw resample it stays out of :meth:`to_dataset` and :meth:`to_frame`.
+    """
+
+    distribution: xr.DataArray = dataclasses.field(kw_only=True)
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

@@ -24,7 +24,7 @@ import xarray as xr
 from ..._base import (
     DEFAULT_PROB,
     HierbenchError,
-    Result,
+    ResampledResult,
     SmallSampleWarning,
     UndefinedMetricWarning,
     as_rng,
@@ -312,7 +312,7 @@ METRICS = ["precision", "recall", "f1", "f_beta", "specificity", "accuracy"]
 
 
 @dataclass(frozen=True, repr=False)
-class ClassificationResult(Result):
+class ClassificationResult(ResampledResult):
     """Result of :func:`classification_metrics`.
 
     Attributes
@@ -333,9 +333,7 @@ class ClassificationResult(Result):
     ci: xr.DataArray
     confusion: xr.DataArray
     n_undefined: xr.DataArray
-    distribution: xr.DataArray
     attrs: dict = field(default_factory=dict)
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
 @renamed_kwargs(dim="item_dim")
@@ -526,7 +524,7 @@ def _ap(tp, fp):
 
 
 @dataclass(frozen=True, repr=False)
-class PRCurveResult(Result):
+class PRCurveResult(ResampledResult):
     """Result of :func:`pr_curve`.
 
     Attributes
@@ -544,7 +542,6 @@ class PRCurveResult(Result):
     ci: xr.DataArray
     precision: xr.DataArray
     recall: xr.DataArray
-    distribution: xr.DataArray
     n_undefined: int = 0
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution", "precision", "recall")
 
@@ -614,7 +611,7 @@ def pr_curve(
 
 
 @dataclass(frozen=True, repr=False)
-class RecallThresholdResult(Result):
+class RecallThresholdResult(ResampledResult):
     """Result of :func:`threshold_for_recall`.
 
     Attributes
@@ -636,8 +633,6 @@ class RecallThresholdResult(Result):
     precision: xr.DataArray
     recall: xr.DataArray
     precision_ci: xr.DataArray
-    distribution: xr.DataArray
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
 @renamed_kwargs(dim="item_dim")
@@ -717,7 +712,7 @@ def _at_recall(tp, fp, target: float, thr: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True, repr=False)
-class AgreementResult(Result):
+class AgreementResult(ResampledResult):
     """Result of :func:`cohen_kappa` and :func:`fleiss_kappa`.
 
     Attributes
@@ -737,8 +732,6 @@ class AgreementResult(Result):
     observed_agreement: float
     expected_agreement: float
     categories: list
-    distribution: xr.DataArray
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
 def _labels(values: np.ndarray, categories, name: str) -> tuple[np.ndarray, list]:

@@ -32,7 +32,6 @@ not independent. Rank intervals come from the same resamples.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -44,7 +43,7 @@ from ..._base import (
     BoundaryWarning,
     HierbenchError,
     NotConvergedWarning,
-    Result,
+    ResampledResult,
     as_rng,
     check_choice,
     check_int,
@@ -73,7 +72,7 @@ class NoFiniteMLEWarning(BoundaryWarning):
 
 
 @dataclass(frozen=True, repr=False)
-class BradleyTerryMLResult(Result):
+class BradleyTerryMLResult(ResampledResult):
     """Result of :func:`fit_bradley_terry_ml`.
 
     Attributes
@@ -110,7 +109,6 @@ class BradleyTerryMLResult(Result):
     standard_error: xr.DataArray
     rank: xr.DataArray
     rank_ci: xr.DataArray
-    distribution: xr.DataArray
     home: xr.DataArray | None = None
     home_ci: xr.DataArray | None = None
     home_se: xr.DataArray | None = None
@@ -120,7 +118,6 @@ class BradleyTerryMLResult(Result):
     loglik: float = np.nan
     n_undefined: int = 0
     attrs: dict = field(default_factory=dict)
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
 def fit_bradley_terry_ml(

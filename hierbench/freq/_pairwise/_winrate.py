@@ -16,6 +16,7 @@ from scipy import sparse
 from ..._base import (
     DEFAULT_PROB,
     HierbenchError,
+    ResampledResult,
     Result,
     as_rng,
     check_choice,
@@ -32,7 +33,7 @@ __all__ = ["EloResult", "WinRateResult", "online_elo", "win_rate"]
 
 
 @dataclass(frozen=True, repr=False)
-class WinRateResult(Result):
+class WinRateResult(ResampledResult):
     """Result of :func:`win_rate`.
 
     Attributes
@@ -55,9 +56,7 @@ class WinRateResult(Result):
     average: xr.DataArray
     average_ci: xr.DataArray
     n_comparisons: xr.DataArray
-    distribution: xr.DataArray
     attrs: dict = field(default_factory=dict)
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
 def _win_matrix(

@@ -15,7 +15,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -25,6 +24,7 @@ from ..._base import (
     DEFAULT_PROB,
     HierbenchError,
     HierbenchWarning,
+    ResampledResult,
     Result,
     UndefinedMetricWarning,
     UndefinedWarning,
@@ -367,7 +367,7 @@ def mean_ci(
 
 
 @dataclass(frozen=True, repr=False)
-class ParetoResult(Result):
+class ParetoResult(ResampledResult):
     """Result of :func:`pareto_frontier`.
 
     Attributes
@@ -395,9 +395,7 @@ class ParetoResult(Result):
     cost: xr.DataArray
     accuracy_ci: xr.DataArray
     cost_ci: xr.DataArray
-    distribution: xr.DataArray
     attrs: dict = field(default_factory=dict)
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
 
 def _frontier(acc: np.ndarray, cost: np.ndarray) -> np.ndarray:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -36,7 +35,7 @@ import xarray as xr
 from ..._base import (
     DEFAULT_PROB,
     HierbenchError,
-    Result,
+    ResampledResult,
     UndefinedMetricWarning,
     check_int,
     check_prob,
@@ -64,7 +63,7 @@ METRICS = (
 
 
 @dataclass(frozen=True, repr=False)
-class ReliabilityResult(Result):
+class ReliabilityResult(ResampledResult):
     """Result of :func:`reliability_profile`.
 
     Attributes
@@ -82,9 +81,7 @@ class ReliabilityResult(Result):
     estimate: xr.DataArray
     ci: xr.DataArray
     n_tasks: xr.DataArray
-    distribution: xr.DataArray
     attrs: dict = field(default_factory=dict)
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
 
     def table(self) -> str:
         """Return the profile as text, one line per agent and metric (rates in %, ECE/Brier/severity as numbers)."""
