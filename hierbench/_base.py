@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CI_KINDS",
     "DEFAULT_PROB",
+    "DrawsResult",
     "HierbenchError",
     "HierbenchWarning",
     "PartialCreditError",
@@ -551,6 +552,20 @@ class ResampledResult(Result):
     distribution: xr.DataArray = dataclasses.field(kw_only=True)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution",)
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class DrawsResult(Result):
+    """A :class:`Result` that keeps the posterior draws its summaries came from.
+
+    The field ``draws`` (keyword-only, listed after the subclass's own fields
+    in the constructor) holds the quantity per ``(chain, draw, ...)``; like any
+    raw sample it stays out of :meth:`to_dataset` and :meth:`to_frame`.
+    """
+
+    draws: xr.DataArray = dataclasses.field(kw_only=True)
+
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._base import DEFAULT_PROB, HierbenchError, Result, check_prob
+from .._base import DEFAULT_PROB, DrawsResult, HierbenchError, check_prob
 from .._docs import fill_doc
 from .._numerics import population_nodes
 from ._common import check_k, posterior_interval
@@ -58,7 +58,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, repr=False)
-class PosteriorEffectsResult(Result):
+class PosteriorEffectsResult(DrawsResult):
     """Posterior average marginal effects (:func:`average_marginal_effects`).
 
     ``estimate`` (posterior mean) over ``contrast`` (and ``by``), ``ci``
@@ -69,30 +69,24 @@ class PosteriorEffectsResult(Result):
     estimate: xr.DataArray
     ci: xr.DataArray
     posterior_sd: xr.DataArray
-    draws: xr.DataArray
     variable: str
     scale: str
-
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
     _title_fields: ClassVar[tuple[str, ...]] = ("variable", "scale")
 
 
 @dataclass(frozen=True, repr=False)
-class PosteriorMeanResponseResult(Result):
+class PosteriorMeanResponseResult(DrawsResult):
     """Posterior expected score per group (:func:`mean_response`): ``estimate`` / ``ci`` over ``group``."""
 
     estimate: xr.DataArray
     ci: xr.DataArray
     posterior_sd: xr.DataArray
-    draws: xr.DataArray
     scale: str
-
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
 
 @dataclass(frozen=True, repr=False)
-class PosteriorAgentVarianceResult(Result):
+class PosteriorAgentVarianceResult(DrawsResult):
     """Logit-scale variance among agents by term (:func:`agent_variance`), over ``component``.
 
     ``share`` is the posterior mean of each term's share of the total;
@@ -105,9 +99,6 @@ class PosteriorAgentVarianceResult(Result):
     posterior_sd: xr.DataArray
     share: xr.DataArray
     kind: xr.DataArray
-    draws: xr.DataArray
-
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
 
 # --------------------------------------------------------------------------- shared pieces

@@ -21,16 +21,16 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
 from .._base import (
     DEFAULT_PROB,
+    DrawsResult,
     ExtrapolatedHorizonWarning,
     HierbenchError,
-    Result,
     UndefinedWarning,
     check_prob,
     make_interval,
@@ -44,7 +44,7 @@ __all__ = ["PosteriorDoublingTimeResult", "PosteriorHorizonResult", "doubling_ti
 
 
 @dataclass(frozen=True, repr=False)
-class PosteriorHorizonResult(Result):
+class PosteriorHorizonResult(DrawsResult):
     """Posterior time horizons (:func:`time_horizon`).
 
     Posterior time horizons (:func:`time_horizon`): ``estimate`` (posterior median, minutes) and
@@ -55,15 +55,12 @@ class PosteriorHorizonResult(Result):
 
     estimate: xr.DataArray
     ci: xr.DataArray
-    draws: xr.DataArray
     n_undefined: xr.DataArray
     minutes_range: list = field(default_factory=list)
 
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
-
 
 @dataclass(frozen=True, repr=False)
-class PosteriorDoublingTimeResult(Result):
+class PosteriorDoublingTimeResult(DrawsResult):
     """Posterior doubling time of the horizons in days (:func:`doubling_time`).
 
     Posterior doubling time of the horizons in days (:func:`doubling_time`), as
@@ -77,11 +74,8 @@ class PosteriorDoublingTimeResult(Result):
     agents: list
     release_date: list
     horizon: list
-    draws: xr.DataArray
     n_draws_dropped: int
     agents_without_date: list = field(default_factory=list)
-
-    _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
 
 def _eta_at(tau: np.ndarray, p: float) -> np.ndarray:
