@@ -60,7 +60,13 @@ from .._base import HierbenchError, check_choice, check_int
 from ..data import DEFAULT_FORMULA, model_design
 from ..metrics import task_codes
 from . import _mixed_predictive  # noqa: F401  (registers the 'mixed.predictive' hook)
-from ._crossed import NOMINAL_AGENT_TASK_SD, NOMINAL_SCALE, _likelihood_marginal, _likelihood_none
+from ._crossed import (
+    CROSSED_PRIORS,
+    NOMINAL_AGENT_TASK_SD,
+    NOMINAL_SCALE,
+    _likelihood_marginal,
+    _likelihood_none,
+)
 from ._ordinal import ordinal_likelihood, threshold_prior
 from ._registry import ModelEntry, PriorError, make_prior, merge_priors, normal_group, register
 from ._structure import (
@@ -93,10 +99,11 @@ __all__ = ["MIXED_PRIORS", "build_mixed"]
 MIXED_PRIORS: dict[str, dict[str, Any]] = {
     "beta": {"dist": "Normal", "mu": 0.0, "sigma": 2.5},
     "beta_level": {"dist": "Normal", "mu": 0.0, "sigma": 10.0},
-    "sd_task": {"dist": "HalfNormal", "sigma": 2.0},
-    "sd_agent_task": {"dist": "HalfNormal", "sigma": 1.0},
-    "sd_agent_level": {"dist": "HalfNormal", "sigma": 1.5},
-    "sd_task_level": {"dist": "HalfNormal", "sigma": 1.0},
+    # the crossed model's scales where a term plays their part (see prior_class)
+    "sd_task": dict(CROSSED_PRIORS["sd_task"]),
+    "sd_agent_task": dict(CROSSED_PRIORS["sd_agent_task"]),
+    "sd_agent_level": dict(CROSSED_PRIORS["sd_agent"]),
+    "sd_task_level": dict(CROSSED_PRIORS["sd_cluster"]),
     "sd_run_level": {"dist": "HalfNormal", "sigma": 1.5},
     "sd_slope": {"dist": "HalfNormal", "sigma": 1.0},
     "thresholds": {"dist": "Normal", "mu": 0.0, "sigma": 5.0},
