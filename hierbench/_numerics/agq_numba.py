@@ -61,9 +61,20 @@ _LN2_HI = 6.93147180369123816490e-01
 _LN2_LO = 1.90821492927058770002e-10
 _LN2 = 0.6931471805599453
 _SQRT2 = 1.4142135623730951
-# 1 / k!, k = 0..13: the Taylor series of exp(r) for |r| <= ln(2) / 2 (truncation < 4e-18)
-_EXP_C = tuple(1.0 / math.factorial(k) for k in range(14))
-_E0, _E1, _E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = _EXP_C
+# 1 / k!, k = 13..0 (highest degree first, as :func:`_horner` takes them): the Taylor
+# series of exp(r) for |r| <= ln(2) / 2 (truncation < 4e-18)
+_EXP_C = tuple(1.0 / math.factorial(k) for k in range(13, -1, -1))
+# 1 / (2k + 1), k = 11..0: the series of atanh(s) / s in s^2
+_ATANH_C = tuple(1.0 / (2 * k + 1) for k in range(11, -1, -1))
+
+
+@njit_kernel(inline="always")
+def _horner(x, coeffs):
+    """The polynomial ``coeffs[0] x^n + ... + coeffs[n]`` by Horner's rule (a fixed-length tuple: unrolled)."""
+    p = coeffs[0]
+    for c in coeffs[1:]:
+        p = p * x + c
+    return p
 
 
 @njit_kernel(inline="always")
@@ -76,19 +87,7 @@ def exp_nonpos(x):
     xc = max(x, -708.0)
     k = math.floor(xc * _LOG2E + 0.5)
     r = (xc - k * _LN2_HI) - k * _LN2_LO
-    p = _E13 * r + _E12
-    p = p * r + _E11
-    p = p * r + _E10
-    p = p * r + _E9
-    p = p * r + _E8
-    p = p * r + _E7
-    p = p * r + _E6
-    p = p * r + _E5
-    p = p * r + _E4
-    p = p * r + _E3
-    p = p * r + _E2
-    p = p * r + _E1
-    p = p * r + _E0
+    p = _horner(r, _EXP_C)
     scale = np.int64((np.int64(k) + np.int64(1023)) << 52).view(np.float64)
     return p * scale if x >= -708.0 else 0.0
 
@@ -104,19 +103,7 @@ def log_one_two(x):
     big = x > _SQRT2
     xr = 0.5 * x if big else x
     s = (xr - 1.0) / (xr + 1.0)
-    s2 = s * s
-    p = s2 * (1.0 / 23.0) + 1.0 / 21.0
-    p = p * s2 + 1.0 / 19.0
-    p = p * s2 + 1.0 / 17.0
-    p = p * s2 + 1.0 / 15.0
-    p = p * s2 + 1.0 / 13.0
-    p = p * s2 + 1.0 / 11.0
-    p = p * s2 + 1.0 / 9.0
-    p = p * s2 + 1.0 / 7.0
-    p = p * s2 + 1.0 / 5.0
-    p = p * s2 + 1.0 / 3.0
-    p = p * s2 + 1.0
-    return 2.0 * s * p + (_LN2 if big else 0.0)
+    return 2.0 * s * _horner(s * s, _ATANH_C) + (_LN2 if big else 0.0)
 
 
 # defined at module level: numba's cache then holds the kernel with its helpers inlined
