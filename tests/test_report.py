@@ -275,7 +275,7 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
 
     gen = np.random.default_rng(7)
     x = gen.normal(size=(4, 400))
-    x[0] = np.sort(x[0])  # one chain drifts: its ranks are not uniform in draw order
+    x[0] += 1.0  # one chain sits a posterior sd away: the chains' ranks are not uniform
     post = xr.Dataset(
         {"x": (("chain", "draw"), x), "y": (("chain", "draw"), gen.normal(size=(4, 400)))},
         coords={"chain": np.arange(4), "draw": np.arange(400)},
@@ -295,6 +295,29 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
     verdict, note = _verdict([], table)
     assert verdict == "warning" and "rank plots" in note
     assert _verdict([], _check_rows(checks, {"y": p["y"]}, 0.01))[0].startswith("converged")
+
+
+def test_rank_check_allows_for_the_number_of_elements_the_plotted_ones_were_picked_from():
+    """The most extreme of P elements is checked at 0.01 / P (Bonferroni), the R-hat check's P.
+
+    Under convergence the smallest of P uniform p-values is below 0.01 / P with probability
+    at most 0.01 (a union bound), so a fit with 1,130 elements whose worst panel shows
+    p = 0.001 (a per-panel mark) passes, and the note says why the plot marks it.
+    """
+    from hierbench.report._convergence import _check_rows, _verdict
+
+    checks = [{"check": "r_hat", "value": 1.015, "at": "x", "limit": 1.025, "rule": "<=",
+               "passed": True, "why": "w", "n_elements": 1130}]  # fmt: skip
+    ranks = {"task_dev[a]": 0.001, "task_dev[b]": 0.2}
+    table = _check_rows(checks, ranks, 0.01)
+    row = table.iloc[-1]
+    assert row["passes"] and row["limit"] == f"≥ {0.01 / 1130:.2g}" and row["value"] == "0.001"
+    verdict, note = _verdict([], table, ranks, 0.01)
+    assert verdict.startswith("converged") and "`task_dev[a]` (p = 0.001)" in note
+    assert "task_dev[b]" not in note
+    # below 0.01 / 1130 it is flagged, and the verdict is a warning
+    low = {"task_dev[a]": 1e-6}
+    assert _verdict([], _check_rows(checks, low, 0.01), low, 0.01)[0] == "warning"
 
 
 # ---------------------------------------------------------------- issue 24: figures a reader can read
