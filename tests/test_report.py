@@ -436,3 +436,17 @@ def test_side_by_side_holds_a_formula_models_agent_means(tmp_path):
     mr = mean_response(dt, model, tasks="observed")
     for v in mr.estimate.values / 100:
         assert f"{v:.3f}" in cells
+
+
+def test_side_by_side_names_a_shift_most_agents_share():
+    """Differences of one sign for most agents are said to be the model's, with the count and median."""
+    from hierbench.report._sections import _shared_shift
+
+    d = pd.Series([-0.04, -0.03, -0.03, -0.02, 0.01, -0.01, -0.04, -0.03])
+    text = _shared_shift(d, population=True)
+    assert f"median {d.median():+.3f}" in text and "lower for 7 of 8 agents" in text
+    assert "task population" in text
+    mixed = pd.Series([-0.02, 0.01, 0.02, -0.01, 0.03, -0.02])
+    assert "task population" not in _shared_shift(mixed, population=True)
+    assert "task population" not in _shared_shift(d, population=False)  # not the population target
+    assert _shared_shift(d[:3], population=True) == ""  # too few agents to speak of a shared shift
