@@ -141,6 +141,17 @@ def test_build_from_data_alone_writes_every_section(tmp_path):
         build(path=tmp_path / "x.html")
 
 
+def test_one_agent_says_there_is_nothing_to_pair(tmp_path):
+    """tau-bench's airline trials hold one model: the pairwise section says so, not an error's text."""
+    ds, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=3, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    pairs = md.split("## Does A beat B?")[1].split("\n## ")[0]
+    assert f"one agent ({ds.agent.values[0]}): no pair to compare" in pairs
+    assert "Error" not in pairs
+
+
 @pytest.mark.slow
 def test_diagnostic_plots_take_labels_with_slashes():
     """METR task ids hold '/' (``blackbox/charm``); DataTree variable names cannot."""

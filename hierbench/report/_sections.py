@@ -236,6 +236,8 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
 
     if ctx.var is None:
         raise _Skip(_no_level(ctx))
+    if (one := ctx.single_agent()) is not None:
+        raise _Skip(f"one agent ({one}): nothing to rank")
     from .. import metrics
 
     rp = metrics.rank_probabilities(ctx.agent_draws())
