@@ -124,25 +124,46 @@ def _reader_options(opts: dict) -> dict:
     }
 
 
-def load_any(path: str, args: argparse.Namespace | None = None):
-    """Read FILE (CSV, TSV, JSONL, Parquet, netCDF ``.nc`` or Inspect ``.eval``) into an eval dataset.
+def _is_inspect(p: Path) -> bool:
+    return p.suffix == ".eval" or (p.is_dir() and any(p.rglob("*.eval")))
 
-    Returns the dataset and the warnings raised while reading (as text).
+
+def _one_or_inspect_logs(paths: Sequence[str]) -> Path | list[Path]:
+    """The one LOG, or several Inspect logs read together; any other several are refused by name."""
+    ps = [Path(x) for x in paths]
+    missing = [str(x) for x in ps if not x.exists()]
+    if missing:
+        raise CliError(f"no such file or folder: {', '.join(map(repr, missing))}")
+    if len(ps) == 1:
+        return ps[0]
+    other = [str(x) for x in ps if not _is_inspect(x)]
+    if other:
+        raise CliError(
+            f"LOG: {len(ps)} files given, but only Inspect logs (.eval, or folders of them) are read "
+            f"together (one model per log); these are not: {', '.join(other)}. Put every agent's "
+            "runs in one table (one row per run, an agent column) and pass that one file"
+        )
+    return ps
+
+
+def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
+    """Read LOG (CSV, TSV, JSONL, Parquet, netCDF ``.nc``, or Inspect ``.eval`` logs) into an eval dataset.
+
+    ``path`` is one path, or several Inspect logs (one per model, as ``inspect eval``
+    writes them). Returns the dataset and the warnings raised while reading (as text).
     """
-    p = Path(path)
-    if not p.exists():
-        raise CliError(f"no such file or folder: {path!r}")
+    p = _one_or_inspect_logs([path] if isinstance(path, (str, Path)) else list(path))
     opts = vars(args) if args is not None else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if p.suffix == ".nc":
-            from .io import load_dataset
-
-            ds = load_dataset(p)  # a saved fit is refused, naming `hierbench report`
-        elif p.suffix == ".eval" or (p.is_dir() and any(p.rglob("*.eval"))):
+        if isinstance(p, list) or _is_inspect(p):
             from .data import read_inspect_log
 
             ds = read_inspect_log(p, scorer=opts.get("scorer"), errors=opts.get("errors") or "fail")
+        elif p.suffix == ".nc":
+            from .io import load_dataset
+
+            ds = load_dataset(p)  # a saved fit is refused, naming `hierbench report`
         else:
             from .data import from_records
 
@@ -615,7 +636,9 @@ def _add_file_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "file",
         metavar="LOG",
-        help="run records: .csv, .tsv, .jsonl, .parquet, .nc or Inspect .eval",
+        nargs="+",
+        help="run records: .csv, .tsv, .jsonl, .parquet, .nc, or Inspect .eval logs (several "
+        "Inspect logs, one per model, are read together)",
     )
     _add_columns(p)
 
@@ -768,6 +791,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _user_words(msg: str, args: argparse.Namespace) -> str:
     """Say a library message in the user's words: flags for Python arguments, files for objects."""
     log = getattr(args, "file", None) or getattr(args, "data", None) or "LOG"
+    if isinstance(log, list):
+        log = ", ".join(log)
     for name in ("obj", "ds", "data"):
         msg = msg.replace(f"`{name}`", repr(log))
     for pattern, flag in _REMEDIES:

@@ -153,6 +153,14 @@ def test_help_is_fast_because_nothing_heavy_is_imported():
         assert cmd in res.stdout
 
 
+def test_several_logs_that_are_not_inspect_logs_are_refused_by_name(tmp_path, capsys):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    for p in (a, b):
+        pd.DataFrame(ROWS).to_csv(p, index=False)
+    assert main(["compare", str(a), str(b), *COLS]) == 2
+    _one_line_error(capsys, "hierbench compare: error: LOG: 2 files given", "only Inspect logs", "a.csv, ")
+
+
 def test_compare_prints_the_paired_table(tmp_path, capsys):
     """Mean paired differences against an independent pandas computation on the shared tasks."""
     from hierbench.data import to_records

@@ -259,6 +259,20 @@ def test_cli_reads_inspect_logs(logs, capsys):
 
 
 @pytest.mark.slow
+def test_cli_reads_several_inspect_logs_given_one_by_one(logs, capsys):
+    """`hierbench summary a.eval b.eval` reads what `read_inspect_log([a, b])` reads."""
+    from hierbench.cli import main
+
+    _, by = logs
+    paths = [str(by[("toy", "mockllm/agree")]), str(by[("toy", "mockllm/contrary")])]
+    assert main(["summary", *paths, "--scorer", "match", "--json"]) == 0
+    got = {r["agent"]: r["mean_score"] for r in json.loads(capsys.readouterr().out)["agents"]}
+    # by hand (MATCH above; s2's second epoch errors and counts as a failure under errors='fail'):
+    # agree (1, 0, 0) per task; contrary (0, 2/3, 1)
+    assert got == pytest.approx({"mockllm/agree": 1 / 3, "mockllm/contrary": 5 / 9})
+
+
+@pytest.mark.slow
 def test_corrupt_log_in_a_folder_is_named_counted_and_the_rest_read(logs, tmp_path):
     import shutil
 

@@ -141,6 +141,17 @@ def test_build_from_data_alone_writes_every_section(tmp_path):
         build(path=tmp_path / "x.html")
 
 
+def test_one_agent_says_there_is_nothing_to_pair(tmp_path):
+    """tau-bench's airline trials hold one model: the pairwise section says so, not an error's text."""
+    ds, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=3, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    pairs = md.split("## Does A beat B?")[1].split("\n## ")[0]
+    assert f"one agent ({ds.agent.values[0]}): no pair to compare" in pairs
+    assert "Error" not in pairs
+
+
 @pytest.mark.slow
 def test_diagnostic_plots_take_labels_with_slashes():
     """METR task ids hold '/' (``blackbox/charm``); DataTree variable names cannot."""
@@ -275,7 +286,7 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
 
     gen = np.random.default_rng(7)
     x = gen.normal(size=(4, 400))
-    x[0] = np.sort(x[0])  # one chain drifts: its ranks are not uniform in draw order
+    x[0] += 1.0  # one chain sits a posterior sd away: the chains' ranks are not uniform
     post = xr.Dataset(
         {"x": (("chain", "draw"), x), "y": (("chain", "draw"), gen.normal(size=(4, 400)))},
         coords={"chain": np.arange(4), "draw": np.arange(400)},
@@ -295,6 +306,29 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
     verdict, note = _verdict([], table)
     assert verdict == "warning" and "rank plots" in note
     assert _verdict([], _check_rows(checks, {"y": p["y"]}, 0.01))[0].startswith("converged")
+
+
+def test_rank_check_allows_for_the_number_of_elements_the_plotted_ones_were_picked_from():
+    """The most extreme of P elements is checked at 0.01 / P (Bonferroni), the R-hat check's P.
+
+    Under convergence the smallest of P uniform p-values is below 0.01 / P with probability
+    at most 0.01 (a union bound), so a fit with 1,130 elements whose worst panel shows
+    p = 0.001 (a per-panel mark) passes, and the note says why the plot marks it.
+    """
+    from hierbench.report._convergence import _check_rows, _verdict
+
+    checks = [{"check": "r_hat", "value": 1.015, "at": "x", "limit": 1.025, "rule": "<=",
+               "passed": True, "why": "w", "n_elements": 1130}]  # fmt: skip
+    ranks = {"task_dev[a]": 0.001, "task_dev[b]": 0.2}
+    table = _check_rows(checks, ranks, 0.01)
+    row = table.iloc[-1]
+    assert row["passes"] and row["limit"] == f"≥ {0.01 / 1130:.2g}" and row["value"] == "0.001"
+    verdict, note = _verdict([], table, ranks, 0.01)
+    assert verdict.startswith("converged") and "`task_dev[a]` (p = 0.001)" in note
+    assert "task_dev[b]" not in note
+    # below 0.01 / 1130 it is flagged, and the verdict is a warning
+    low = {"task_dev[a]": 1e-6}
+    assert _verdict([], _check_rows(checks, low, 0.01), low, 0.01)[0] == "warning"
 
 
 # ---------------------------------------------------------------- issue 24: figures a reader can read
@@ -413,3 +447,17 @@ def test_side_by_side_holds_a_formula_models_agent_means(tmp_path):
     mr = mean_response(dt, model, tasks="observed")
     for v in mr.estimate.values / 100:
         assert f"{v:.3f}" in cells
+
+
+def test_side_by_side_names_a_shift_most_agents_share():
+    """Differences of one sign for most agents are said to be the model's, with the count and median."""
+    from hierbench.report._sections import _shared_shift
+
+    d = pd.Series([-0.04, -0.03, -0.03, -0.02, 0.01, -0.01, -0.04, -0.03])
+    text = _shared_shift(d, population=True)
+    assert f"median {d.median():+.3f}" in text and "lower for 7 of 8 agents" in text
+    assert "task population" in text
+    mixed = pd.Series([-0.02, 0.01, 0.02, -0.01, 0.03, -0.02])
+    assert "task population" not in _shared_shift(mixed, population=True)
+    assert "task population" not in _shared_shift(d, population=False)  # not the population target
+    assert _shared_shift(d[:3], population=True) == ""  # too few agents to speak of a shared shift

@@ -188,6 +188,13 @@ class _Context:
         var = self.var
         return None if var is None else self.post[var]
 
+    def single_agent(self) -> str | None:
+        """The one agent's name when the fit or the data hold a single agent (nothing to rank or pair)."""
+        draws = self.agent_draws() if self.post is not None else None
+        names = (draws["agent"].values if draws is not None and "agent" in draws.dims
+                 else self.data["agent"].values if self.data is not None else [])  # fmt: skip
+        return str(names[0]) if len(names) == 1 else None
+
     def score_scale(self) -> bool:
         """Whether the agents' posterior levels are on the data's score scale (the bootstrap's)."""
         draws = self.agent_draws()

@@ -76,6 +76,8 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     from ._pairs import differ_column as _differ
     from ._pairs import pair_display
 
+    if (one := ctx.single_agent()) is not None:
+        raise _Skip(f"one agent ({one}): no pair to compare")
     ps, fig = _bayes_heatmap(ctx)
     text = []
     if ps is not None:

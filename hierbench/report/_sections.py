@@ -236,6 +236,8 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
 
     if ctx.var is None:
         raise _Skip(_no_level(ctx))
+    if (one := ctx.single_agent()) is not None:
+        raise _Skip(f"one agent ({one}): nothing to rank")
     from .. import metrics
 
     rp = metrics.rank_probabilities(ctx.agent_draws())
@@ -413,6 +415,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     )
     wide["flag"] = flags
     n_dis = int(wide["disagree"].sum())
+    shift = _shared_shift(wide["difference"], ctx.var == "mean_new_task")
     rep.section(
         _TITLES[sid],
         ("Each agent's mean score over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
@@ -429,11 +432,29 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's target."
             if ctx.mixed
             else ""
-        ),
+        )
+        + shift,
         table=wide,
         id=sid,
         flag="disagree",
     )
+
+
+def _shared_shift(diff: pd.Series, population: bool) -> str:
+    """Bayes minus bootstrap over agents, said once; a shift most agents share is named as the model's."""
+    d = pd.to_numeric(diff, errors="coerce").dropna()
+    if len(d) < 4:
+        return ""
+    below, med = int((d < 0).sum()), float(d.median())
+    text = f" Bayes minus bootstrap: median {med:+.3f}, Bayes lower for {below} of {len(d)} agents."
+    if population and max(below, len(d) - below) >= 0.75 * len(d):
+        text += (
+            " A shift most agents share is not chance between two estimates of one quantity: it is "
+            "where the model's task population (normal on the logit scale) differs from the tasks "
+            "run, which the bootstrap does not assume. The model's mean over the tasks run, "
+            "hierbench.metrics.pass_hat_k(fit, k=1), has the bootstrap's point target."
+        )
+    return text
 
 
 def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
