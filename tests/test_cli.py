@@ -124,7 +124,7 @@ def test_a_hierbench_warning_raised_as_error_exits_2(log, capsys, monkeypatch):
     from hierbench import HierbenchWarning
 
     def raising(args):
-        raise HierbenchWarning(f"{args.file}: something undefined")
+        raise HierbenchWarning(f"{args.file[0]}: something undefined")  # LOG is nargs="+"
 
     parser = cli.build_parser
 
