@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ import pytest
 import hierbench.freq  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
+# the studies in benchmarks/ run at a few replicates in the tests (``from bench_x import study``)
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 @pytest.fixture(scope="session")
