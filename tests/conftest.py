@@ -184,6 +184,8 @@ def pytest_xdist_make_scheduler(config, log):
     """
     from xdist.scheduler import LoadScopeScheduling
 
+    if config.getoption("dist") != "load":  # an explicit --dist other than -n's default wins
+        return None
     config.option.loadscopereorder = False  # keep the order above
 
     class SharedFixtureScheduling(LoadScopeScheduling):
