@@ -77,7 +77,7 @@ def metr_eval(shared_data):
 
 @pytest.fixture(scope="session")
 def demo_fast(tmp_path_factory):
-    """``hierbench demo --fast`` through the CLI's ``main()``, run once per worker (40-55 s).
+    """``hierbench demo --fast`` through the CLI's ``main()``, run once (40-55 s; one worker under -n).
 
     Read by ``test_cli.py`` (the printout, the warnings, the files) and
     ``test_report_browser.py`` (the HTML report, the figures' overlapping text).
