@@ -1,4 +1,8 @@
+import json
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +14,8 @@ import pytest
 import hierbench.freq  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
+# the studies in benchmarks/ run at a few replicates in the tests (``from bench_x import study``)
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +77,7 @@ def metr_eval(shared_data):
 
 @pytest.fixture(scope="session")
 def demo_fast(tmp_path_factory):
-    """``hierbench demo --fast`` through the CLI's ``main()``, run once per worker (40-55 s).
+    """``hierbench demo --fast`` through the CLI's ``main()``, run once (40-55 s; one worker under -n).
 
     Read by ``test_cli.py`` (the printout, the warnings, the files) and
     ``test_report_browser.py`` (the HTML report, the figures' overlapping text).
@@ -94,27 +100,31 @@ def demo_fast(tmp_path_factory):
     return SimpleNamespace(code=code, out=out.getvalue(), warnings=caught, folder=folder, overlaps=ov.found)
 
 
-#: the longest tests (40-180 s each on 2 loaded cores: cold compiles, worker pools, notebooks,
-#: the docs build, the docstring fits, JAX, the coverage studies), started first and longest
-#: first so that the two xdist workers finish together instead of one of them running a long
-#: test alone at the end; the order of the rest is unchanged. Ranked by the slow lane's
-#: ``--durations`` (2026-12-02, load 6-9 on 2 cores: the seconds are inflated, the ranking holds)
+#: the longest tests (15-70 s each on 2 quiet cores: cold compiles, worker pools, notebooks,
+#: the docs build, the docstring fits, JAX, the demo behind two tests), started first and
+#: longest first so that the two xdist workers finish together instead of one of them running
+#: a long test alone at the end (``pytest_xdist_make_scheduler`` below hands the tests out in
+#: this order; a group goes out at its first test's place); the order of the rest is
+#: unchanged. Ranked by the last fresh-clone CI's durations (quiet machine, 2026-12-02), with
+#: the demo's two tests (one ``demo_fast`` run, 40-55 s, then a browser) counted together and
+#: the coverage studies now in benchmarks/ (their tests halved) left out
 _LONG_FIRST = (
     "test_bayes_defaults_slow.py::test_same_draws_on_cold_and_warm_caches",
+    "test_report_browser.py::test_demo_report_renders_in_chromium",  # group demo_fast, with:
+    "test_cli.py::test_demo_prints_sections_and_the_truth",
     "test_bayes_adaptive.py::test_fit_replicates_identical_serially_on_a_process_pool_and_on_dask",
     "test_notebooks.py::test_notebook_runs_in_fast_mode[04",
-    "test_docs.py::",
-    "test_notebooks.py::test_notebook_runs_in_fast_mode[07",
     "test_notebooks.py::test_notebook_runs_in_fast_mode[08",
-    "test_docstrings.py::test_docstring_examples_run[hierbench.bayes._fit]",
+    "test_notebooks.py::test_notebook_runs_in_fast_mode[07",
+    "test_notebooks.py::test_notebook_runs_in_fast_mode[03",
     "test_bayes_jax.py::test_fit_with_numpyro_end_to_end",
-    "test_metrics_crossed_realised.py::test_realised_interval_covers_the_true_observed_task_mean",
-    "test_freq_gtheory_reml.py::test_interval_coverage_unbalanced_nested",
+    "test_docs.py::",
     "test_notebooks.py::test_notebook_runs_in_fast_mode",
-    "test_report_browser.py::test_demo_report_renders_in_chromium",
-    "test_cli.py::test_demo_prints_sections_and_the_truth",  # beside it: one demo_fast run serves both
-    "test_io.py::test_a_fit_saved_by_the_cli_opens_in_plain_arviz",
+    "test_docstrings.py::test_docstring_examples_run[hierbench.bayes._fit]",
+    "test_bayes_defaults_slow.py::test_sbc_small_beta_binomial",
     "test_zoo.py::test_reference_refit_within_mcse",
+    "test_report_browser.py::test_metr_report_renders_in_chromium",
+    "test_io.py::test_a_fit_saved_by_the_cli_opens_in_plain_arviz",
 )
 
 
@@ -123,5 +133,68 @@ def _long_rank(item) -> int:
     return next((i for i, key in enumerate(_LONG_FIRST) if key in item.nodeid), len(_LONG_FIRST))
 
 
+#: session fixtures that cost a fit or a demo run (tens of seconds): their tests share one worker
+_SHARED_SESSION = ("demo_fast", "metr_html")
+#: where the first xdist worker writes {test id: group} for the controller's scheduler
+_GROUPS_ENV = "HIERBENCH_TEST_GROUPS"
+
+
+def _shared_group(item) -> str | None:
+    """The group of a test that reads a module-scoped fixture or one of ``_SHARED_SESSION``."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs if info is not None else {}
+    for name in item.fixturenames:
+        if name in _SHARED_SESSION:
+            return name
+        if name in defs and defs[name][-1].scope == "module":
+            return item.nodeid.split("::", 1)[0]
+    return None
+
+
+def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        config._hb_groups_dir = tempfile.mkdtemp(prefix="hierbench-groups-")  # the workers inherit the env
+        os.environ[_GROUPS_ENV] = os.path.join(config._hb_groups_dir, "groups.json")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_hb_groups_dir", None):
+        shutil.rmtree(config._hb_groups_dir, ignore_errors=True)
+
+
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_long_rank)  # stable: the rest keep their collection order
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker == "gw0" and os.environ.get(_GROUPS_ENV):  # every worker collects the same tests
+        groups = {item.nodeid: g for item in items if (g := _shared_group(item)) is not None}
+        tmp = os.environ[_GROUPS_ENV] + ".tmp"
+        Path(tmp).write_text(json.dumps(groups))
+        os.replace(tmp, os.environ[_GROUPS_ENV])
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error if xdist is off
+def pytest_xdist_make_scheduler(config, log):
+    """Each free worker takes the next test in the order above, or the next group whole.
+
+    A group (``_shared_group``: the tests of a module-scoped fixture, or of an expensive
+    session fixture) goes to one worker, so its fixture is built once per run rather than
+    once per worker that meets it; every other test is its own unit, so the longest tests,
+    sorted first, start first on whichever worker is free. (xdist's own ``loadgroup`` does
+    not group under pytest 9.2: pytest-xdist issue 1386.)
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    if config.getoption("dist") != "load":  # an explicit --dist other than -n's default wins
+        return None
+    config.option.loadscopereorder = False  # keep the order above
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # first called once every worker has collected
+                path = Path(os.environ.get(_GROUPS_ENV, ""))
+                self.groups = json.loads(path.read_text()) if path.is_file() else {}
+            return self.groups.get(nodeid, nodeid)
+
+    return SharedFixtureScheduling(config, log)

@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("row", ["tau_bb", "rats_bb", "citations_bt"])
