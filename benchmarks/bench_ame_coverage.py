@@ -64,6 +64,7 @@ import json
 import os
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 import xarray as xr
@@ -93,6 +94,21 @@ def leaderboard_design(n_tasks: int, seed: int) -> dict:
     hard = rng.random(n_tasks) < 0.4
     date = 2023.0 + 2.0 * rng.random(n_tasks)
     return {"combos": combos, "hard": hard, "date": date}
+
+
+def small_board_design(n_tasks: int, seed: int) -> dict:
+    """A harder design to check the ML intervals off the main one: 6 scaffolds x 5 models, 18 combinations.
+
+    Scaffold ``s`` runs with models ``s, s + 1, s + 2`` (mod 5): every scaffold with 3 models,
+    every model with 3-4 scaffolds, connected; containment df 18 - 6 - 5 + 1 = 8.
+    """
+    rng = np.random.default_rng(seed)
+    combos = sorted({(s, (s + k) % 5) for s in range(6) for k in range(3)})
+    hard = rng.random(n_tasks) < 0.4
+    return {"combos": combos, "hard": hard, "date": 2023.0 + 2.0 * rng.random(n_tasks)}
+
+
+DESIGNS = {"board": leaderboard_design, "small": small_board_design}
 
 
 def simulate_leaderboard(design: dict, rng: np.random.Generator) -> xr.Dataset:
@@ -139,9 +155,9 @@ def true_ame(design: dict) -> np.ndarray:
     return 100 * (np.array(p[1:]) - p[0])
 
 
-def _ml_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
+def _ml_ame(ds: xr.Dataset, rng: np.random.Generator, method: str = "reml") -> tuple:
     fit = fit_crossed_ml(ds, FORMULA, intervals="wald")
-    return average_marginal_effects(fit, "scaffold"), bool(fit.converged)
+    return average_marginal_effects(fit, "scaffold", method=method), bool(fit.converged)
 
 
 def _bayes_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
@@ -153,7 +169,7 @@ def _bayes_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
     return ame, bool(fit.attrs["diag_converged"])
 
 
-HALVES = {"ml": _ml_ame, "bayes": _bayes_ame}
+HALVES = {"ml": _ml_ame, "bayes": _bayes_ame, "ml-uncorrected": partial(_ml_ame, method="ml")}
 
 
 def one_replicate(design: dict, truth: np.ndarray, rng: np.random.Generator, half: str = "ml") -> dict:
@@ -166,8 +182,9 @@ def one_replicate(design: dict, truth: np.ndarray, rng: np.random.Generator, hal
             "covered": ((lo <= truth) & (truth <= hi)).tolist(), "converged": converged}  # fmt: skip
 
 
-def run(reps: int, n_tasks: int, seed: int, design_seed: int = 2026, half: str = "ml", rows_out: str | None = None) -> dict:
-    design = leaderboard_design(n_tasks, design_seed)
+def run(reps: int, n_tasks: int, seed: int, design_seed: int = 2026, half: str = "ml", rows_out: str | None = None,
+        design_name: str = "board") -> dict:  # fmt: skip
+    design = DESIGNS[design_name](n_tasks, design_seed)
     truth = true_ame(design)
     rngs = np.random.default_rng(seed).spawn(reps)
     rows = []
@@ -200,12 +217,14 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--half", choices=sorted(HALVES), default="ml")
+    ap.add_argument("--design", choices=sorted(DESIGNS), default="board")
+    ap.add_argument("--design-seed", type=int, default=2026)
     ap.add_argument("--rows", default=None, help="append one JSON line per replicate here")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     t0 = time.time()
-    res = run(a.reps, a.tasks, a.seed, half=a.half, rows_out=a.rows)
-    res["half"] = a.half
+    res = run(a.reps, a.tasks, a.seed, a.design_seed, half=a.half, rows_out=a.rows, design_name=a.design)
+    res["half"], res["design"] = a.half, a.design
     res["wall_s"] = round(time.time() - t0, 1)
     res["load"] = os.getloadavg()
     print(json.dumps(res, indent=1))

@@ -249,7 +249,7 @@ def average_marginal_effects(
         model)`` for ``scaffold``; normal quantiles when there is none).
         ``"ml"``: the ML fit's delta method with normal quantiles, which
         treats the variances as known and runs short when the effect rests
-        on few levels (``FewLevelsWarning``).
+        on few levels. Coverage of both: ``benchmarks/bench_ame_coverage.py``.
     %(prob)s
 
     Returns
@@ -269,13 +269,6 @@ def average_marginal_effects(
     MLConvergenceWarning
         The REML refit did not converge.
 
-    Notes
-    -----
-    Coverage of the nominal 95% intervals of five scaffold contrasts on a
-    simulated leaderboard (6 scaffolds x 8 models, 25 combinations, one
-    run per cell; ``benchmarks/bench_ame_coverage.py``, 200 replicates):
-    see that benchmark's docstring for the measured figures of both methods.
-
     Examples
     --------
     >>> import numpy as np, xarray as xr
@@ -292,21 +285,8 @@ def average_marginal_effects(
     fit = _check_fit(fit)
     prob = check_prob(prob)
     check_choice(method, "method", ["reml", "ml"])
-    factor, scale = fit.design.reader_scale(threshold)
-    labels, mats, numeric = fit.design.counterfactuals(variable)
-    d = fit.design
-    codes, labels_by = d.groups(by)
-    groups = [(g, codes == i) for i, g in enumerate(labels_by)]
-    marg = np.ones(len(d.random), bool)
-
-    def f(params: np.ndarray) -> np.ndarray:
-        preds = [predict_rows(fit, params, X, marg, threshold=threshold) for X in mats]
-        if numeric:
-            eff = [(preds[0] - preds[1]) / numeric]  # central difference over 2 h
-        else:
-            eff = [pr - preds[0] for pr in preds[1:]]
-        return factor * np.array([[e[m].mean() for e in eff] for _, m in groups])
-
+    scale = fit.design.reader_scale(threshold)[1]
+    f, labels, numeric, groups = _effects_of(fit, variable, by, threshold)
     at, df, detail = _basis(fit, variable, method)
     _, se = _delta(fit, f, at=at)
     est = f(fit.params).ravel()  # the fitted model's effects; only their spread comes from REML
@@ -321,6 +301,26 @@ def average_marginal_effects(
         estimate=da, ci=ci, standard_error=da.copy(data=se.reshape(da.shape)).rename("standard_error"),
         df=da.copy(data=np.full(da.shape, df)).rename("df"), variable=variable, scale=scale, method=method,
     )  # fmt: skip
+
+
+def _effects_of(fit: MixedMLResult, variable: str, by: str | None, threshold: float | None) -> tuple:
+    """``f(params)`` -> the effects (groups x contrasts) on the reader's scale; the labels, ``2 h``, the groups."""
+    d = fit.design
+    factor = d.reader_scale(threshold)[0]
+    labels, mats, numeric = d.counterfactuals(variable)
+    codes, labels_by = d.groups(by)
+    groups = [(g, codes == i) for i, g in enumerate(labels_by)]
+    marg = np.ones(len(d.random), bool)
+
+    def f(params: np.ndarray) -> np.ndarray:
+        preds = [predict_rows(fit, params, X, marg, threshold=threshold) for X in mats]
+        if numeric:
+            eff = [(preds[0] - preds[1]) / numeric]  # central difference over 2 h
+        else:
+            eff = [pr - preds[0] for pr in preds[1:]]
+        return factor * np.array([[e[m].mean() for e in eff] for _, m in groups])
+
+    return f, labels, numeric, groups
 
 
 def _basis(fit: MixedMLResult, variable: str, method: str) -> tuple[tuple[np.ndarray, np.ndarray] | None, float, str]:
