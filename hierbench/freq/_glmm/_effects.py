@@ -238,11 +238,11 @@ def average_marginal_effects(
         Ordinal fits: the effect on the share graded at least ``threshold``
         (else on the mean grade).
     method : {"reml", "ml"}
-        ``"reml"`` (default): the estimates are the ML fit's; their standard
-        errors come from the model refitted by restricted maximum
+        ``"reml"`` (default): the model refitted by restricted maximum
         likelihood (fixed effects integrated out with the random ones by
-        the Laplace approximation, as ``glmmTMB``'s ``REML = TRUE``: the
-        delta method at its estimates and covariance), and Student t
+        the Laplace approximation, as ``glmmTMB``'s ``REML = TRUE``; its
+        variances are not shrunk as ML's are), the effects and their delta
+        method at its estimates and covariance, and Student t
         quantiles on the containment degrees of freedom (SAS's
         ``DDFM=CONTAIN``: the smallest rank contribution of a random term
         within whose levels the variable is constant, e.g. ``(1|scaffold:
@@ -288,8 +288,7 @@ def average_marginal_effects(
     scale = fit.design.reader_scale(threshold)[1]
     f, labels, numeric, groups = _effects_of(fit, variable, by, threshold)
     at, df, detail = _basis(fit, variable, method)
-    _, se = _delta(fit, f, at=at)
-    est = f(fit.params).ravel()  # the fitted model's effects; only their spread comes from REML
+    est, se = _delta(fit, f, at=at)
     contrast = labels if numeric else [f"{lev} - {labels[0]}" for lev in labels[1:]]
     da = xr.DataArray(est.reshape(len(groups), len(contrast)), dims=("by", "contrast"),
                       coords={"by": [g for g, _ in groups], "contrast": contrast}, name="estimate")  # fmt: skip
@@ -333,7 +332,7 @@ def _basis(fit: MixedMLResult, variable: str, method: str) -> tuple[tuple[np.nda
     if not reml.converged:
         warn_user(f"average_marginal_effects: the REML refit did not converge ({reml.message})", MLConvergenceWarning)
     df, term = containment_df(fit.design, variable)
-    what = f"ML estimate; {what} at the REML fit"
+    what = f"{what} at the REML fit"
     if term is None:
         _warn_few_levels(fit, variable, "no random term contains it, so its interval uses normal quantiles "
                          "although it rests on {few}", "REML")  # fmt: skip
