@@ -17,7 +17,9 @@ form users of ``glmmTMB`` and SAS know:
   mean square) to ``Z`` as one more random term whose sd, ``_FLAT_SD``, is
   held fixed: a ``N(0, 1000^2)`` prior on a standardised coefficient is flat
   to ~1e-6 on the log-likelihood. The thresholds of an ordinal fit stay
-  maximised (the fixed effects only are integrated).
+  maximised (the fixed effects only are integrated), and the fixed
+  effects' covariance adds their shift with the thresholds
+  (``D V_theta D'``, ``D`` by differences of the joint mode).
 - :func:`containment_df`, the denominator degrees of freedom of SAS's
   containment method (``DDFM=CONTAIN``, the default of PROC MIXED and
   GLIMMIX with random effects; for balanced designs the df of the classical
@@ -100,8 +102,26 @@ def _restricted(fit: MixedMLResult) -> Restricted:
     keep = np.r_[np.arange(K), np.arange(K + int(p > 0), xr_.size)]
     V[p:, p:] = V_theta[np.ix_(keep, keep)]
     V[:p, p:] = V[p:, :p] = 0.0  # fixed effects and variances: orthogonal, as in REML's own asymptotics
+    e = fam.n_extra
+    if e and p:  # ordinal thresholds are maximised, not integrated: the fixed effects move with them
+        D = _mode_shift(lik, xr_, m["v"], q, rms, e)
+        Ve = V[-e:, -e:]
+        V[:p, :p] += D @ Ve @ D.T
+        V[:p, -e:] = D @ Ve
+        V[-e:, :p] = (D @ Ve).T
     params = np.concatenate([beta, xr_[keep]])
     return Restricted(params=params, vcov=V, converged=bool(ok and m["chol"] is not None), message=msg)
+
+
+def _mode_shift(lik: Laplace, x: np.ndarray, v: np.ndarray, q: int, rms: np.ndarray, e: int, h: float = 1e-4) -> np.ndarray:
+    """``d beta_hat / d extra`` (p x e): central differences of the joint mode in the family's last ``e`` parameters."""
+    D = np.zeros((rms.size, e))
+    for j in range(e):
+        step = np.zeros(x.size)
+        step[x.size - e + j] = h
+        up, dn = lik.mode(x + step, v0=v)["v"][q:], lik.mode(x - step, v0=v)["v"][q:]
+        D[:, j] = (up - dn) * _FLAT_SD / rms / (2 * h)
+    return D
 
 
 def containment_df(d: ModelDesign, variable: str) -> tuple[float, str | None]:
