@@ -27,23 +27,43 @@ mean interval width and the bias.
 Usage::
 
     python benchmarks/bench_ame_coverage.py [--reps 200] [--tasks 300] [--seed 1] [--out results.jsonl]
+    python benchmarks/bench_ame_coverage.py --half ml-uncorrected --design small --tasks 150 --seed 3 --design-seed 2027
     python benchmarks/bench_ame_coverage.py --half bayes --reps 100 --seed 11 --rows rows.jsonl
 
 Load average is printed: timings on a shared machine are inflated.
 
-Measured 2026-12-01 (200 replicates, 300 tasks, seed 1; load 9-10 on 2 cores,
-so the 1,965 s wall time, about 10 s per fit, is inflated): coverage of the
-nominal 95% delta-method intervals 0.89 / 0.885 / 0.89 / 0.90 / 0.925 for
-the five contrasts, 0.898 overall (Monte Carlo se 0.012); bias -0.45 to
-+0.03 points against interval widths of 13-16 points; every fit converged
-(``results/ame_coverage.jsonl``). The intervals are too narrow by about a
-sixth: the scaffold contrasts rest on 25 combinations of 8 models, whose
-variances maximum likelihood underestimates, and the delta method uses
-normal quantiles. A parametric bootstrap or a small-sample (REML-type)
-correction is the next step; until then read these intervals as ~90% ones
-on designs this small, and the ML ``average_marginal_effects`` says so
-(``FewLevelsWarning``) whenever an agent-level random term has fewer than 30
-levels.
+ML half. ``average_marginal_effects`` defaults to ``method="reml"``: the
+model refitted by restricted maximum likelihood (fixed effects integrated
+out with the random ones by the Laplace approximation, ``glmmTMB``'s
+``REML = TRUE``), effects and delta method at that fit, Student t quantiles
+on SAS's containment df (``(1|scaffold:model)``: 25 - 6 - 8 + 1 = 12 here).
+``--half ml-uncorrected`` keeps the earlier ML delta method with normal
+quantiles. Measured 2026-12-02 on the same 200 replicates each (load 10-20
+on 2 cores: about 5 s per ML fit and 10 s for the REML refit and AMEs, both
+inflated; rows in ``results/ame_coverage_ml_rows_board.jsonl`` and
+``_small.jsonl``, summaries in ``results/ame_coverage.jsonl``; the rows
+were made by a study script holding both methods' answers per replicate,
+and ``--half ml`` reproduces its REML intervals to 1e-3 on the replicates
+checked):
+
+- board (default design, 300 tasks, seed 1): REML + t12 covers 0.945 /
+  0.93 / 0.935 / 0.93 / 0.945, 0.937 overall (Monte Carlo se 0.011), mean
+  widths 15.7-19.2 points; the ML normal intervals 0.855 (se 0.016), widths
+  12.0-14.8. (The 2026-12-01 run of the ML intervals, same seed, measured
+  0.898; the replicates are not the same draws any more.)
+- ``--design small --tasks 150 --seed 3 --design-seed 2027`` (6 scaffolds x
+  5 models, 18 combinations, df 8): REML + t8 0.983 (se 0.005), widths
+  22.3-25.7; ML normal 0.872 (se 0.012), widths 15.2-17.8. Conservative:
+  on 5 models the REML standard errors run 0-20% above the estimates' own
+  spread (sd over replicates); on 8 models 2-9% below it.
+
+Bias -0.1 to +0.1 points (board) and -0.4 to +0.5 (small); every fit
+converged. The df rule checks out on the replicates: the spread of the REML
+variances over replicates, read as ``2 mean^2 / var``, gives 10.0-11.4
+(board) and 7.9-8.5 (small) degrees of freedom against containment's 12 and
+8, and a Satterthwaite df from the REML fit (lmerTest's rule, 4 fits per
+design) gave 11-14 and 7-9. ``FewLevelsWarning`` now marks ML intervals
+(``method="ml"``) and REML ones where no random term contains the variable.
 
 Bayesian half, measured 2026-12-02 (``--half bayes --seed 11``, 300 tasks;
 stopped after 34 replicates, about 1 fit a minute at load 5-7 beside other
@@ -64,6 +84,7 @@ import json
 import os
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 import xarray as xr
@@ -93,6 +114,21 @@ def leaderboard_design(n_tasks: int, seed: int) -> dict:
     hard = rng.random(n_tasks) < 0.4
     date = 2023.0 + 2.0 * rng.random(n_tasks)
     return {"combos": combos, "hard": hard, "date": date}
+
+
+def small_board_design(n_tasks: int, seed: int) -> dict:
+    """A harder design to check the ML intervals off the main one: 6 scaffolds x 5 models, 18 combinations.
+
+    Scaffold ``s`` runs with models ``s, s + 1, s + 2`` (mod 5): every scaffold with 3 models,
+    every model with 3-4 scaffolds, connected; containment df 18 - 6 - 5 + 1 = 8.
+    """
+    rng = np.random.default_rng(seed)
+    combos = sorted({(s, (s + k) % 5) for s in range(6) for k in range(3)})
+    hard = rng.random(n_tasks) < 0.4
+    return {"combos": combos, "hard": hard, "date": 2023.0 + 2.0 * rng.random(n_tasks)}
+
+
+DESIGNS = {"board": leaderboard_design, "small": small_board_design}
 
 
 def simulate_leaderboard(design: dict, rng: np.random.Generator) -> xr.Dataset:
@@ -139,9 +175,9 @@ def true_ame(design: dict) -> np.ndarray:
     return 100 * (np.array(p[1:]) - p[0])
 
 
-def _ml_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
+def _ml_ame(ds: xr.Dataset, rng: np.random.Generator, method: str = "reml") -> tuple:
     fit = fit_crossed_ml(ds, FORMULA, intervals="wald")
-    return average_marginal_effects(fit, "scaffold"), bool(fit.converged)
+    return average_marginal_effects(fit, "scaffold", method=method), bool(fit.converged)
 
 
 def _bayes_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
@@ -153,7 +189,7 @@ def _bayes_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
     return ame, bool(fit.attrs["diag_converged"])
 
 
-HALVES = {"ml": _ml_ame, "bayes": _bayes_ame}
+HALVES = {"ml": _ml_ame, "bayes": _bayes_ame, "ml-uncorrected": partial(_ml_ame, method="ml")}
 
 
 def one_replicate(design: dict, truth: np.ndarray, rng: np.random.Generator, half: str = "ml") -> dict:
@@ -166,8 +202,9 @@ def one_replicate(design: dict, truth: np.ndarray, rng: np.random.Generator, hal
             "covered": ((lo <= truth) & (truth <= hi)).tolist(), "converged": converged}  # fmt: skip
 
 
-def run(reps: int, n_tasks: int, seed: int, design_seed: int = 2026, half: str = "ml", rows_out: str | None = None) -> dict:
-    design = leaderboard_design(n_tasks, design_seed)
+def run(reps: int, n_tasks: int, seed: int, design_seed: int = 2026, half: str = "ml", rows_out: str | None = None,
+        design_name: str = "board") -> dict:  # fmt: skip
+    design = DESIGNS[design_name](n_tasks, design_seed)
     truth = true_ame(design)
     rngs = np.random.default_rng(seed).spawn(reps)
     rows = []
@@ -200,12 +237,14 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--half", choices=sorted(HALVES), default="ml")
+    ap.add_argument("--design", choices=sorted(DESIGNS), default="board")
+    ap.add_argument("--design-seed", type=int, default=2026)
     ap.add_argument("--rows", default=None, help="append one JSON line per replicate here")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     t0 = time.time()
-    res = run(a.reps, a.tasks, a.seed, half=a.half, rows_out=a.rows)
-    res["half"] = a.half
+    res = run(a.reps, a.tasks, a.seed, a.design_seed, half=a.half, rows_out=a.rows, design_name=a.design)
+    res["half"], res["design"] = a.half, a.design
     res["wall_s"] = round(time.time() - t0, 1)
     res["load"] = os.getloadavg()
     print(json.dumps(res, indent=1))

@@ -24,32 +24,48 @@ population rule).
   terms (random agent-level terms: their variances; fixed agent-level
   terms: the spread of their contributions across the agents in the data).
 
-Intervals are by the delta method on ``(beta, log sd, thresholds)`` with the
-fit's inverse observed information (kind ``normal``), derivatives by central
-differences of the prediction.
+Intervals are by the delta method on ``(beta, log sd, thresholds)``,
+derivatives by central differences of the prediction. For
+:func:`mean_response` and :func:`agent_variance` the covariance is the ML
+fit's inverse observed information (kind ``normal``). The marginal effects
+by default take the small-sample route of :mod:`._smallsample`: the
+parameters and their covariance of the REML fit of the same model, and
+Student t quantiles with the containment degrees of freedom of the
+variable (kind ``t``; ``normal`` when no random term contains it).
+``method="ml"`` keeps the ML fit and normal quantiles, which run short when
+the effect rests on a random term with few levels (``FewLevelsWarning``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import xarray as xr
 from scipy import stats
 from scipy.special import expit
 
-from ..._base import DEFAULT_PROB, HierbenchError, Result, check_prob, make_interval, warn_user
+from ..._base import (
+    DEFAULT_PROB,
+    HierbenchError,
+    Result,
+    check_choice,
+    check_prob,
+    make_interval,
+    warn_user,
+)
 from ..._docs import fill_doc
 from ..._numerics import logit_normal_expectation
 from ._families import thresholds_of
 from ._mixed import MixedMLResult
-from ._warnings import FewLevelsWarning
+from ._smallsample import containment_df, restricted_fit
+from ._warnings import FewLevelsWarning, MLConvergenceWarning
 
-#: An agent-level random term with fewer levels than this makes a delta-method interval of an
-#: agent-level effect run short: it treats the term's variance as known, and maximum likelihood
-#: underestimates it (level-2 standard errors want some 30-50 groups: Maas and Hox, 2005).
-#: Measured: benchmarks/bench_ame_coverage.py, scaffold effects over 8 models.
+#: An agent-level random term with fewer levels than this makes an ML delta-method interval of
+#: an agent-level effect run short: it treats the term's variance as known, and maximum
+#: likelihood underestimates it (level-2 standard errors want some 30-50 groups: Maas and Hox,
+#: 2005). Measured: benchmarks/bench_ame_coverage.py, scaffold effects over 8 models.
 FEW_LEVELS = 30
 
 __all__ = [
@@ -72,18 +88,25 @@ class MarginalEffectsResult(Result):
         Level minus reference level (categorical) or average derivative per
         unit (numeric), on ``scale``.
     ci : DataArray (..., ci_bound)
-        Delta-method intervals (kind ``normal``).
+        Delta-method intervals: kind ``t`` (degrees of freedom ``df``) or
+        ``normal`` (infinite ``df``).
     standard_error : DataArray
+    df : DataArray
+        Degrees of freedom of each interval's t quantile (``inf``: normal).
     variable, scale : str
+    method : str
+        ``"reml"`` or ``"ml"`` (which fit's parameters and covariance).
     """
 
     estimate: xr.DataArray
     ci: xr.DataArray
     standard_error: xr.DataArray
+    df: xr.DataArray
     variable: str
     scale: str
+    method: str = "reml"
 
-    _title_fields: ClassVar[tuple[str, ...]] = ("variable", "scale")
+    _title_fields: ClassVar[tuple[str, ...]] = ("variable", "scale", "method")
 
 
 @dataclass(frozen=True, repr=False)
@@ -152,10 +175,14 @@ def predict_rows(
     return out
 
 
-def _delta(fit: MixedMLResult, f: Any, extra_var: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``f(params)`` and its delta-method standard errors (central differences, h = 1e-5)."""
-    x = fit.params
-    V = np.asarray(fit.vcov.values)
+def _delta(
+    fit: MixedMLResult, f: Any, extra_var: np.ndarray | None = None, at: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``f(params)`` and its delta-method standard errors (central differences, h = 1e-5).
+
+    ``at``: ``(params, vcov)`` to use instead of the fit's (a REML fit's).
+    """
+    x, V = (fit.params, np.asarray(fit.vcov.values)) if at is None else at
     free = np.isfinite(np.diag(V))
     est = np.asarray(f(x), dtype=float)
     J = np.zeros((est.size, x.size))
@@ -170,10 +197,13 @@ def _delta(fit: MixedMLResult, f: Any, extra_var: np.ndarray | None = None) -> t
     return est.ravel(), np.sqrt(np.clip(var, 0, None))
 
 
-def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str) -> xr.DataArray:
-    z = stats.norm.ppf(0.5 + prob / 2)
+def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str, df: float = np.inf) -> xr.DataArray:
+    """``est +- q se`` with ``q`` the normal quantile, or Student t's on ``df`` degrees of freedom."""
+    t = np.isfinite(df)
+    q = stats.t.ppf(0.5 + prob / 2, df) if t else stats.norm.ppf(0.5 + prob / 2)
     sed = est.copy(data=se.reshape(est.shape))
-    return make_interval(est - z * sed, est + z * sed, prob=prob, kind="normal", detail=detail, warn_zero_width=False)
+    return make_interval(est - q * sed, est + q * sed, prob=prob, kind="t" if t else "normal",
+                         detail=detail, warn_zero_width=False)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- marginal effects
@@ -186,9 +216,10 @@ def average_marginal_effects(
     *,
     by: str | None = None,
     threshold: float | None = None,
+    method: Literal["reml", "ml"] = "reml",
     prob: float = DEFAULT_PROB,
 ) -> MarginalEffectsResult:
-    """Average marginal effects of a variable on the reader's scale, with delta-method intervals.
+    """Average marginal effects of a variable on the reader's scale, with small-sample intervals.
 
     Parameters
     ----------
@@ -206,13 +237,37 @@ def average_marginal_effects(
     threshold : float, optional
         Ordinal fits: the effect on the share graded at least ``threshold``
         (else on the mean grade).
+    method : {"reml", "ml"}
+        ``"reml"`` (default): the model refitted by restricted maximum
+        likelihood (fixed effects integrated out with the random ones by
+        the Laplace approximation, as ``glmmTMB``'s ``REML = TRUE``; its
+        variances are not shrunk as ML's are), the effects and their delta
+        method at its estimates and covariance, and Student t
+        quantiles on the containment degrees of freedom (SAS's
+        ``DDFM=CONTAIN``: the smallest rank contribution of a random term
+        within whose levels the variable is constant, e.g. ``(1|scaffold:
+        model)`` for ``scaffold``; normal quantiles when there is none).
+        ``"ml"``: the ML fit's delta method with normal quantiles, which
+        treats the variances as known and runs short when the effect rests
+        on few levels. Coverage of both: ``benchmarks/bench_ame_coverage.py``.
     %(prob)s
 
     Returns
     -------
     MarginalEffectsResult
         ``estimate`` over ``contrast`` (``"b - a"``; and ``by``), in points
-        (100 x a difference of probabilities or mean scores) or grades.
+        (100 x a difference of probabilities or mean scores) or grades;
+        ``df`` the t quantile's degrees of freedom.
+
+    Warns
+    -----
+    FewLevelsWarning
+        ``method="ml"`` and an agent-level effect resting on an agent-level
+        random term with fewer than 30 levels; or ``method="reml"`` where no
+        random term contains an agent-level variable although few-level
+        agent-level terms are in the model (normal quantiles then).
+    MLConvergenceWarning
+        The REML refit did not converge.
 
     Examples
     --------
@@ -229,9 +284,29 @@ def average_marginal_effects(
     """
     fit = _check_fit(fit)
     prob = check_prob(prob)
-    factor, scale = fit.design.reader_scale(threshold)
-    labels, mats, numeric = fit.design.counterfactuals(variable)
+    check_choice(method, "method", ["reml", "ml"])
+    scale = fit.design.reader_scale(threshold)[1]
+    f, labels, numeric, groups = _effects_of(fit, variable, by, threshold)
+    at, df, detail = _basis(fit, variable, method)
+    est, se = _delta(fit, f, at=at)
+    contrast = labels if numeric else [f"{lev} - {labels[0]}" for lev in labels[1:]]
+    da = xr.DataArray(est.reshape(len(groups), len(contrast)), dims=("by", "contrast"),
+                      coords={"by": [g for g, _ in groups], "contrast": contrast}, name="estimate")  # fmt: skip
+    if by is None:
+        da = da.isel(by=0, drop=True)
+    da.attrs = {"scale": scale, "variable": variable}
+    ci = _interval(da, se, prob, detail, df)
+    return MarginalEffectsResult(
+        estimate=da, ci=ci, standard_error=da.copy(data=se.reshape(da.shape)).rename("standard_error"),
+        df=da.copy(data=np.full(da.shape, df)).rename("df"), variable=variable, scale=scale, method=method,
+    )  # fmt: skip
+
+
+def _effects_of(fit: MixedMLResult, variable: str, by: str | None, threshold: float | None) -> tuple:
+    """``f(params)`` -> the effects (groups x contrasts) on the reader's scale; the labels, ``2 h``, the groups."""
     d = fit.design
+    factor = d.reader_scale(threshold)[0]
+    labels, mats, numeric = d.counterfactuals(variable)
     codes, labels_by = d.groups(by)
     groups = [(g, codes == i) for i, g in enumerate(labels_by)]
     marg = np.ones(len(d.random), bool)
@@ -244,22 +319,28 @@ def average_marginal_effects(
             eff = [pr - preds[0] for pr in preds[1:]]
         return factor * np.array([[e[m].mean() for e in eff] for _, m in groups])
 
-    est, se = _delta(fit, f)
-    _warn_few_levels(fit, variable)
-    contrast = labels if numeric else [f"{lev} - {labels[0]}" for lev in labels[1:]]
-    da = xr.DataArray(est.reshape(len(groups), len(contrast)), dims=("by", "contrast"),
-                      coords={"by": [g for g, _ in groups], "contrast": contrast}, name="estimate")  # fmt: skip
-    if by is None:
-        da = da.isel(by=0, drop=True)
-    da.attrs = {"scale": scale, "variable": variable}
-    ci = _interval(da, se, prob, "delta method on (beta, log sd, thresholds), population-averaged predictions")
-    return MarginalEffectsResult(
-        estimate=da, ci=ci, standard_error=da.copy(data=se.reshape(da.shape)).rename("standard_error"),
-        variable=variable, scale=scale,
-    )  # fmt: skip
+    return f, labels, numeric, groups
 
 
-def _warn_few_levels(fit: MixedMLResult, variable: str) -> None:
+def _basis(fit: MixedMLResult, variable: str, method: str) -> tuple[tuple[np.ndarray, np.ndarray] | None, float, str]:
+    """``(params, vcov)`` (None: the ML fit's), the degrees of freedom and the interval's detail."""
+    what = "population-averaged predictions, delta method on (beta, log sd, thresholds)"
+    if method == "ml":
+        _warn_few_levels(fit, variable, "its interval treats the variance of {few} as known", "ML")
+        return None, np.inf, f"{what} at the ML fit, normal quantiles"
+    reml = restricted_fit(fit)
+    if not reml.converged:
+        warn_user(f"average_marginal_effects: the REML refit did not converge ({reml.message})", MLConvergenceWarning)
+    df, term = containment_df(fit.design, variable)
+    what = f"{what} at the REML fit"
+    if term is None:
+        _warn_few_levels(fit, variable, "no random term contains it, so its interval uses normal quantiles "
+                         "although it rests on {few}", "REML")  # fmt: skip
+        return (reml.params, reml.vcov), df, f"{what}, normal quantiles (no random term contains {variable!r})"
+    return (reml.params, reml.vcov), df, f"{what}, t on {df:g} containment df of ({term})"
+
+
+def _warn_few_levels(fit: MixedMLResult, variable: str, why: str, fit_kind: str) -> None:
     """Warn when an agent-level variable's effect rests on agent-level random terms with few levels."""
     d = fit.design
     if d.variables.get(variable) != "agent":
@@ -268,9 +349,10 @@ def _warn_few_levels(fit: MixedMLResult, variable: str) -> None:
            if t.level == "agent" and t.levels.size < FEW_LEVELS and float(fit.sd.values[k]) > 0]  # fmt: skip
     if few:
         warn_user(
-            f"average_marginal_effects: the interval of {variable!r} treats the variance of {', '.join(few)} as "
-            f"known, and with fewer than {FEW_LEVELS} levels maximum likelihood underestimates it: such intervals "
-            "run short (simulated, 8 models: 0.90 coverage at nominal 0.95). The Bayesian half, "
+            f"average_marginal_effects: {variable!r} is agent-level and "
+            + why.format(few=", ".join(few))
+            + f"; with fewer than {FEW_LEVELS} levels such {fit_kind} intervals can run short (simulated, 8 "
+            "models, method='ml': 0.90 coverage at nominal 0.95). The Bayesian half, "
             "hierbench.metrics.average_marginal_effects, integrates over that variance.",
             FewLevelsWarning,
         )  # fmt: skip

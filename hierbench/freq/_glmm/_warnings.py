@@ -30,4 +30,8 @@ class MLConvergenceWarning(NotConvergedWarning):
 
 
 class FewLevelsWarning(SmallSampleWarning):
-    """A delta-method interval rests on a random term with few levels, whose variance it treats as known."""
+    """An interval rests on a random term with few levels and no small-sample correction covers it.
+
+    The ML delta method (``method="ml"``) treats that term's variance as known; under REML the
+    warning remains where no random term contains the variable (no degrees of freedom to use).
+    """
