@@ -83,6 +83,13 @@ class _BankWorking:
     def observe(self, t: int, k: int, n: int) -> None:
         self.post.observe(t, k, n)
 
+    def total_var(self, pool: np.ndarray) -> float:
+        """Predictive variance of the sum of the ``pool``'s outcome rates (the ability's uncertainty shared)."""
+        rows, w = self.post._rows()
+        mask = pool.astype(float)
+        ps, vs = self.post.P[rows] @ mask, self.post.V[rows] @ mask
+        return float(w @ vs + w @ (ps - w @ ps) ** 2)
+
 
 class _FixedWorking:
     """Fixed predictions per task (not updated): binomial outcomes around them."""
@@ -99,6 +106,10 @@ class _FixedWorking:
 
     def observe(self, t: int, k: int, n: int) -> None:
         pass
+
+    def total_var(self, pool: np.ndarray) -> float:
+        """Variance of the sum of the ``pool``'s outcome rates (independent tasks)."""
+        return float(self.v[pool].sum())
 
 
 def draw_probs(rem: np.ndarray, v: np.ndarray, defensive: float) -> np.ndarray:
@@ -137,31 +148,56 @@ class _Record:
         """The tasks of stratum ``h`` not drawn yet."""
         return self.rem & (self.stratum == h)
 
-    def add(self, t: int, q: float, m: np.ndarray, y: float, n: int, pmf: np.ndarray | None) -> None:
-        """Record the draw of task ``t`` (probability ``q``) with outcome rate ``y`` over ``n`` runs."""
+    def add(self, t: int, q: float, m: np.ndarray, y: float, n: int, pmf: np.ndarray | None,
+            omega: float = np.nan) -> None:
+        """Record the draw of task ``t`` (probability ``q``) with outcome rate ``y`` over ``n`` runs.
+
+        ``omega``: the working model's prediction of the term's conditional
+        variance (:func:`term_variance`), NaN when the draw probabilities of
+        the whole pool are not known.
+        """
         h = int(self.stratum[t])
         pool = self.pool(h)
         term = self.known[h] + float(m[pool].sum()) + (y - m[t]) / q
         ls = _logscore(pmf, round(y * n)) if pmf is not None else (np.nan, np.nan, np.nan)
-        self.steps.append((t, h, q, int(pool.sum()), float(m[t]), y, n, term, *ls))
+        self.steps.append((t, h, q, int(pool.sum()), float(m[t]), y, n, term, *ls, omega))
         self.rem[t] = False
         self.known[h] += y
 
     def table(self, n: int | None = None) -> np.ndarray:
-        """The first ``n`` steps as rows (task, stratum, q, pool, prediction, outcome, runs, term, l, El, Vl)."""
+        """The first ``n`` steps as rows (task, stratum, q, pool, prediction, outcome, runs, term, l, El, Vl, omega)."""
         rows = self.steps if n is None else self.steps[:n]
-        return np.array(rows, float).reshape(-1, 11)
+        return np.array(rows, float).reshape(-1, 12)
 
 
-def des_raj(tab: np.ndarray, T: int) -> tuple[float, float, int]:
-    """Estimate, standard error and degrees of freedom of the mean score from a record's steps."""
+def term_variance(working: Any, pool: np.ndarray, q: np.ndarray, v: np.ndarray) -> float:
+    """The working model's prediction of a term's conditional variance, made before the draw.
+
+    Given the past, ``Var(z_k) = sum_R (y_t - m_t)^2 / q_t - (sum_R (y_t - m_t))^2``
+    over the pool ``R``; under the working model (predictive variances ``v``)
+    its expectation is ``sum_R v_t / q_t - Var(sum_R y_t)``, never negative.
+    """
+    return max(float((v[pool] / q[pool]).sum()) - working.total_var(pool), 0.0)
+
+
+def des_raj(tab: np.ndarray, T: int, floor: bool = False) -> tuple[float, float, int]:
+    """Estimate, standard error and degrees of freedom of the mean score from a record's steps.
+
+    ``floor``: each stratum's term variance is the larger of the design-unbiased
+    ``sum (z_k - mean)^2 / (n - 1)`` and the working model's prediction of the
+    same quantity, the mean of the steps' ``omega`` (where recorded).
+    """
     h = tab[:, 1].astype(int)
     est = var = 0.0
     df = 0
     for s in np.unique(h):
         z = tab[h == s, 7]
         est += z.mean()
-        var += z.var(ddof=1) / z.size if z.size > 1 else np.nan
+        vz = z.var(ddof=1) if z.size > 1 else np.nan
+        om = tab[h == s, 11]
+        if floor and z.size > 1 and np.isfinite(om).all():
+            vz = max(vz, float(om.mean()))
+        var += vz / z.size
         df += z.size - 1
     return est / T, float(np.sqrt(var)) / T, df
 
@@ -277,7 +313,7 @@ def agent_out(rec: _Record, *, T: int, prob: float, model: tuple[float, float, f
               fixed: tuple[float, float, int] | None = None) -> _AgentOut:
     """Estimate (Des Raj, or the classical ``fixed`` one), interval, misfit test of one agent's record."""
     tab = rec.table()
-    est, se, df = fixed if fixed is not None else des_raj(tab, T)
+    est, se, df = fixed if fixed is not None else des_raj(tab, T, floor=True)
     known = float(tab[:, 5].sum())
     lo, hi = t_bounds(est, se, df, prob, known / T, (known + T - tab.shape[0]) / T)
     z, p = misfit_test(tab)

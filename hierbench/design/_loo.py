@@ -366,7 +366,7 @@ class _Fold:
             est, se, df = classical(y, np.zeros(T), tasks, np.zeros(T, np.intp), np.ones(T), False)
             model = (np.nan,) * 3
         else:
-            est, se, df = des_raj(tab, T)
+            est, se, df = des_raj(tab, T, floor=True)
             r = irt_score(bank, self.own.sel(task=bank.tasks[tasks]), prob=ctx.prob, n_runs=self.target_runs,
                           rng=self.gen)
             model = (float(r.estimate), *map(float, r.ci.values))
