@@ -440,7 +440,7 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
     ds.attrs = {
         "ci_prob": ctx.prob,
         "ci_detail": f"random_mean: {mean_detail}; assisted_*: Des Raj's model-assisted estimator, Student t "
-        "interval from its design-based variance (the model-based score's equal-tailed interval as model_lower / "
+        "interval from its design-based variance floored by the working model's prediction of it (the model-based score's equal-tailed interval as model_lower / "
         "model_upper); the other selections: equal-tailed posterior interval of the realised score",
         "working_candidates": ", ".join(ctx.working),
         "defensive": ctx.defensive,
