@@ -156,22 +156,26 @@ def test_term_variance_is_the_models_expected_conditional_variance():
     assert abs(term_variance(work, pool, q, work.predict()[1]) - want) < 1e-12
 
 
+def _mixture_total_var(work: _BankWorking, pool: np.ndarray) -> float:
+    """Variance of the pool's number of successes, from every outcome pattern's mixture probability."""
+    P = work.post.P[:, pool]
+    ys = _binary_configs(int(pool.sum()))
+    pmf = work.post.weights() @ np.prod(np.where(ys[None] == 1, P[:, None, :], 1 - P[:, None, :]), axis=2)
+    assert abs(pmf.sum() - 1) < 1e-12
+    tot = ys.sum(1)
+    return float(pmf @ tot**2 - (pmf @ tot) ** 2)
+
+
 def test_bank_total_variance_by_enumerating_outcomes():
     # the bank's predictive law of a pool's outcomes is a mixture over (item draw x ability) rows:
-    # enumerate every outcome pattern of 4 tasks under it and take the variance of their sum
+    # enumerate every outcome pattern under it and take the variance of their sum; for a stratum's
+    # pool (part of the tasks not run) and for every task not run (the running sums)
     bank, _, _ = _bank(6, S=5, seed=3)
     work = _BankWorking(bank, 1, 5, 11, np.random.default_rng(0))
     work.observe(0, 1, 1)
     work.observe(5, 0, 1)
-    pool = np.array([False, True, True, True, True, False])
-    w = work.post.weights()
-    P = work.post.P[:, pool]
-    ys = _binary_configs(4)
-    pmf = w @ np.prod(np.where(ys[None] == 1, P[:, None, :], 1 - P[:, None, :]), axis=2)
-    tot = ys.sum(1)
-    want = pmf @ tot**2 - (pmf @ tot) ** 2
-    assert abs(pmf.sum() - 1) < 1e-12
-    assert abs(work.total_var(pool) - want) < 1e-10
+    for pool in (np.array([False, True, False, True, True, False]), work.post.unrun.copy()):
+        assert abs(work.total_var(pool) - _mixture_total_var(work, pool)) < 1e-10
 
 
 def test_floored_variance_interval_is_scipys_and_never_narrower():

@@ -111,9 +111,13 @@ class _BankWorking:
 
     def total_var(self, pool: np.ndarray) -> float:
         """Predictive variance of the sum of the ``pool``'s outcome rates (the ability's uncertainty shared)."""
-        rows, w = self.post._rows()
-        mask = pool.astype(float)
-        ps, vs = self.post.P[rows] @ mask, self.post.V[rows] @ mask
+        post = self.post
+        rows, w = post._rows()
+        if np.array_equal(pool, post.unrun):  # the running sums over the tasks not run yet
+            ps, vs = post.ptot[rows], post.vtot[rows]
+        else:
+            mask = pool.astype(float)
+            ps, vs = post.P[rows] @ mask, post.V[rows] @ mask
         return float(w @ vs + w @ (ps - w @ ps) ** 2)
 
 
