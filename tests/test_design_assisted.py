@@ -179,7 +179,8 @@ def test_bank_total_variance_by_enumerating_outcomes():
 
 
 def test_floored_variance_interval_is_scipys_and_never_narrower():
-    # est +- t_{n-1} sqrt(max(s^2, mean omega) / n) (scipy's Student t), and without omega the plain t
+    # est +- t_{n-1} sqrt(max(s^2, (4 omega + (n - 1) s^2) / (4 + n - 1)) / n) (scipy's Student t), and
+    # without omega the plain t
     rec = _Record(np.zeros(6, np.intp))
     m = BASE.copy()
     for t, q, om in ((0, 0.2, 3.0), (3, 0.25, 2.5), (1, 0.3, 2.0), (4, 0.4, 1.0)):
@@ -190,7 +191,8 @@ def test_floored_variance_interval_is_scipys_and_never_narrower():
         tab2 = tab.copy()
         tab2[:, 11] *= omega_scale
         est, se, df = des_raj(tab2, 6, floor=True)
-        var = max(z.var(ddof=1), tab2[:, 11].mean() / 36)
+        s2 = z.var(ddof=1)
+        var = max(s2, (4 * tab2[:, 11].mean() / 36 + 3 * s2) / 7)
         want = stats.t.interval(0.9, 3, loc=z.mean(), scale=np.sqrt(var / 4))
         np.testing.assert_allclose(t_bounds(est, se, df, 0.9, -10, 10), want)
         assert se >= des_raj(tab2, 6)[1] - 1e-15
@@ -199,14 +201,16 @@ def test_floored_variance_interval_is_scipys_and_never_narrower():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("truth", ["fit", "misfit"])
-def test_small_sample_coverage_with_skewed_terms(truth):
-    # 10 tilted draws from 200 tasks, most of them near-certain successes: the terms are skewed and
-    # the plain t interval under-covers (about 0.82 here). The floored interval covers at least the
-    # nominal 90% less 3 binomial sds of 300 agents whether the predictions are the truth or off by
-    # noise of sd 0.3 on the probability scale (misfit). Reference: simulation, fixed seed.
+@pytest.mark.parametrize("truth, n", [("fit", 10), ("misfit", 10), ("misfit", 30)])
+def test_small_sample_coverage_with_skewed_terms(truth, n):
+    # tilted draws from 200 tasks, most of them near-certain successes: the terms are skewed and the
+    # plain t interval under-covers at 10 draws (about 0.82 here). The floored interval covers at
+    # least the nominal 90% less 3 binomial sds of 300 agents where the predictions are the truth,
+    # and where they are off by noise of sd 0.3 on the probability scale (misfit): 0.91 / 0.90 / 0.90
+    # with this seed (another misfit seed gave 0.85 at 10 draws, the t interval 0.83: the margin
+    # there is thin). Reference: simulation, fixed seed.
     g = np.random.default_rng(11)
-    T, M, n = 200, 300, 10
+    T, M = 200, 300
     m = np.where(g.random(T) < 0.8, g.uniform(0.85, 0.99, T), g.uniform(0.05, 0.6, T))
     p = m if truth == "fit" else np.clip(m + g.normal(0, 0.3, T), 0.01, 0.99)
     y = (g.random((M, T)) < p).astype(int)

@@ -210,12 +210,18 @@ def term_variance(working: Any, pool: np.ndarray, q: np.ndarray, v: np.ndarray) 
     return max(float((v[pool] / q[pool]).sum()) - working.total_var(pool), 0.0)
 
 
+#: how many terms' worth of evidence about the term variance the working model's prediction carries
+OMEGA_WEIGHT = 4.0
+
+
 def des_raj(tab: np.ndarray, T: int, floor: bool = False) -> tuple[float, float, int]:
     """Estimate, standard error and degrees of freedom of the mean score from a record's steps.
 
-    ``floor``: each stratum's term variance is the larger of the design-unbiased
-    ``sum (z_k - mean)^2 / (n - 1)`` and the working model's prediction of the
-    same quantity, the mean of the steps' ``omega`` (where recorded).
+    ``floor``: where the working model predicts a larger term variance than
+    the design-unbiased ``s^2 = sum (z_k - mean)^2 / (n - 1)`` of a stratum,
+    its variance is the pooled ``(w omega + (n - 1) s^2) / (w + n - 1)``
+    (``omega`` the mean of the steps' predictions where all are recorded,
+    ``w`` = :data:`OMEGA_WEIGHT`); never below ``s^2``.
     """
     h = tab[:, 1].astype(int)
     est = var = 0.0
@@ -226,7 +232,7 @@ def des_raj(tab: np.ndarray, T: int, floor: bool = False) -> tuple[float, float,
         vz = z.var(ddof=1) if z.size > 1 else np.nan
         om = tab[h == s, 11]
         if floor and z.size > 1 and np.isfinite(om).all():
-            vz = max(vz, float(om.mean()))
+            vz = max(vz, (OMEGA_WEIGHT * float(om.mean()) + (z.size - 1) * vz) / (OMEGA_WEIGHT + z.size - 1))
         var += vz / z.size
         df += z.size - 1
     return est / T, float(np.sqrt(var)) / T, df
