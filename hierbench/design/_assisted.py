@@ -23,38 +23,35 @@ predictions only change the variance: the closer ``m`` is to ``y``, the
 smaller each ``z_k``'s spread.
 
 The interval is ``estimate +- t_{n - H} * se`` (a martingale central limit
-theorem), intersected with the range the observed tasks allow, where ``se``
-uses per stratum the larger of two estimates of the terms' mean conditional
-variance: the design-unbiased ``sum (z_k - mean)^2 / (n - 1)``, and the
-working model's prediction of the same quantity, ``omega_k = sum_R v_t / q_t
-- Var(sum_R y_t)`` (``v_t`` the predictive variance of task ``t``'s outcome;
-its expectation under the model, :func:`term_variance`) averaged over the
-steps, each made before its draw. Why: at small ``n`` the terms are skewed
-(a task the model is sure of, drawn with a small ``q`` and answered against
-the prediction, moves its term by ``|e| / q``) and the sample variance is
+theorem), intersected with the range the observed tasks allow. Its variance
+per stratum is the design-unbiased ``s^2 = sum (z_k - mean)^2 / (n - 1)``,
+except where the working model predicts more: then the pooled ``(w omega +
+(n - 1) s^2) / (w + n - 1)``, with ``omega`` the mean over the steps of the
+model's prediction of each term's conditional variance, ``sum_R v_t / q_t -
+Var(sum_R y_t)`` (``v_t`` the predictive variance of task ``t``'s outcome;
+:func:`term_variance`), each made before its draw, and ``w = 4``
+(:data:`OMEGA_WEIGHT`): the prediction counts as four terms' worth of
+evidence about the variance. Why: at small ``n`` the terms are skewed (a
+task the model is sure of, drawn with a small ``q`` and answered against the
+prediction, moves its term by ``|e| / q``) and the sample variance is
 correlated with the estimate: the paths that have not met such a task yet
 have both an estimate off to one side and a small sample variance, so the
-plain t interval missed more than its level (SWE-bench, 10 tasks: 0.872 for
-a nominal 0.90, four misses in five on one side, their standard errors
-0.6 times the covering paths'). The model's prediction knows the pool still
-holds those tasks. The interval is never narrower than the t interval, so
-whatever the model its coverage is at least the t interval's, and the
-empirical variance takes over as ``n`` grows (a model that understates the
-variance leaves the t interval unchanged; one that overstates it widens
-the interval, never biases it). Measured and set aside: an interval valid
-at every ``n`` for bounded martingale differences (betting, Waudby-Smith and
-Ramdas 2024) was 73-91 points wide at 10 tasks on SWE-bench, since one term
-may move the score by up to ``1 / defensive``; skewness
-corrections from the sample's own third moment (Hall 1992) and the
-bootstrap-t did worse than the t interval, the failing paths being the ones
-whose sample shows no skew; uniform draws alone (``defensive`` 1) covered
-no better than tilted ones at 10 tasks. Adaptive selection draws with ``q``
-proportional to a mixture of the uniform (weight ``defensive``) and the
-working model's predictive sd of each task's outcome (Neyman's allocation),
-so ``q >= defensive / |R_k|``: no task's probability is ever zero, and no
-residual is weighted by more than ``|R_k| / defensive`` (``|R_k|`` under
-uniform draws), so a term's second moment ``sum_R e^2 / q`` is at most
-``1 / defensive`` times the uniform design's with the same predictions.
+plain t interval missed more often than its level (SWE-bench, 10 tasks:
+0.872 for a nominal 0.90, four misses in five on one side, their standard
+errors 0.6 times the covering paths'). The model's prediction knows the pool
+still holds those tasks. The interval is never narrower than the t
+interval, so whatever the model its coverage is at least the t interval's,
+and the prediction's share fades as ``4 / (n + 3)``. ``w`` was set on a
+synthetic design with skewed terms (tests), not on a log: the plain floor
+``max(s^2, omega)`` over-covered (SWE-bench 0.92-0.95 at every size, METR
+0.93), the model's ``omega`` being larger than the realised term variance on
+real logs. Measured and set aside: an interval valid at every ``n`` for
+bounded martingale differences (betting, Waudby-Smith and Ramdas 2024) was
+73-91 points wide at 10 tasks on SWE-bench, since one term may move the
+score by up to ``1 / defensive``; skewness corrections from the sample's own
+third moment (Hall 1992) and the bootstrap-t did worse than the t interval,
+the failing paths being the ones whose sample shows no skew; uniform draws
+alone (``defensive`` 1) covered no better than tilted ones at 10 tasks.
 
 Fixed predictions (not updated from the sample) with simple random,
 stratified or Poisson designs use the classical difference estimator
