@@ -291,7 +291,8 @@ class AssistedResult(Result):
     ``estimate`` and ``ci`` (dim ``agent``): the design-unbiased estimate
     of each agent's realised full score and its interval (``ci_kind``
     ``"t"``; how it was made in ``ci_detail``). ``se`` the standard error
-    the interval uses (the model's predicted term variance as a floor),
+    the interval uses (pooled with the model's predicted term variance
+    where that is larger),
     ``n_tasks`` the tasks run. ``model_estimate`` / ``model_lower`` /
     ``model_upper`` (and ``model_ci``): the purely model-based score,
     which trusts the working model on every task not run. ``misfit_z``,

@@ -263,8 +263,8 @@ def _detail(spec: _Spec, estimator: str) -> str:
     if spec.working.startswith("none"):
         return "plain mean of a simple random sample, Student t with the finite-population correction"
     return (f"{estimator} with the working model's predictions ({spec.working}); design-based variance, "
-            "floored by the working model's prediction of it, Student t, intersected with the range the tasks "
-            "run allow")
+            "pooled with the working model's prediction of it where larger, Student t, intersected with "
+            "the range the tasks run allow")
 
 
 def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan: SubsetPlan) -> _AgentOut:
