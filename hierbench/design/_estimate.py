@@ -37,6 +37,7 @@ from ._assisted import (
     draw_probs,
     model_score,
     run_outcome,
+    term_variance,
 )
 from ._subset import SubsetPlan, prior_predictive
 from ._working import WorkingModel
@@ -147,9 +148,10 @@ def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n
         for _ in range(n_tasks):
             m, v = work.predict() if work is not None else (np.zeros(T), np.ones(T))
             q = draw_probs(rec.rem, v, defensive)
+            omega = term_variance(work, rec.pool(0), q, v) if work is not None else np.nan
             t = int(gen.choice(T, p=q))
             k, n = source(t)
-            rec.add(t, q[t], m, k / n, n, work.pmf(t, n) if work is not None else None)
+            rec.add(t, q[t], m, k / n, n, work.pmf(t, n) if work is not None else None, omega)
             if work is not None:
                 work.observe(t, k, n)
         model = (model_score(work, rec, bank=spec.bank, prob=spec.prob, n_runs=spec.n_runs, gen=gen)
@@ -261,7 +263,8 @@ def _detail(spec: _Spec, estimator: str) -> str:
     if spec.working.startswith("none"):
         return "plain mean of a simple random sample, Student t with the finite-population correction"
     return (f"{estimator} with the working model's predictions ({spec.working}); design-based variance, "
-            "Student t, intersected with the range the tasks run allow")
+            "pooled with the working model's prediction of it where larger, Student t, intersected with "
+            "the range the tasks run allow")
 
 
 def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan: SubsetPlan) -> _AgentOut:
@@ -277,9 +280,13 @@ def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan:
     rec = _Record(stratum if not poisson else np.zeros(T, np.intp))
     with threadpool_limits(1, user_api="blas"):
         for t, q in zip(order, plan.draw_prob.values, strict=True):
-            m, _ = work.predict() if work is not None else (np.zeros(T), None)
+            m, v = work.predict() if work is not None else (np.zeros(T), None)
+            pool = rec.pool(int(rec.stratum[t]))
+            # srs and stratified plans draw uniformly from the stratum's pool: the term's variance is predictable
+            omega = term_variance(work, pool, pool / pool.sum(), v) if work is not None and plan.design in (
+                "srs", "stratified") else np.nan
             k, n = source(int(t))
-            rec.add(int(t), float(q), m, k / n, n, work.pmf(int(t), n) if work is not None else None)
+            rec.add(int(t), float(q), m, k / n, n, work.pmf(int(t), n) if work is not None else None, omega)
             if work is not None:
                 work.observe(int(t), k, n)
         model = (model_score(work, rec, bank=spec.bank if not poisson else None, prob=spec.prob,

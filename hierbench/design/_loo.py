@@ -366,7 +366,7 @@ class _Fold:
             est, se, df = classical(y, np.zeros(T), tasks, np.zeros(T, np.intp), np.ones(T), False)
             model = (np.nan,) * 3
         else:
-            est, se, df = des_raj(tab, T)
+            est, se, df = des_raj(tab, T, floor=True)
             r = irt_score(bank, self.own.sel(task=bank.tasks[tasks]), prob=ctx.prob, n_runs=self.target_runs,
                           rng=self.gen)
             model = (float(r.estimate), *map(float, r.ci.values))
@@ -440,8 +440,8 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
     ds.attrs = {
         "ci_prob": ctx.prob,
         "ci_detail": f"random_mean: {mean_detail}; assisted_*: Des Raj's model-assisted estimator, Student t "
-        "interval from its design-based variance (the model-based score's equal-tailed interval as model_lower / "
-        "model_upper); the other selections: equal-tailed posterior interval of the realised score",
+        "interval from its design-based variance pooled with the working model's prediction of it where "
+        "larger (the model-based score's equal-tailed interval as model_lower / model_upper); the other selections: equal-tailed posterior interval of the realised score",
         "working_candidates": ", ".join(ctx.working),
         "defensive": ctx.defensive,
         "max_runs_per_cell": ctx.runs,
