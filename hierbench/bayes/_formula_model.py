@@ -40,7 +40,10 @@ means are absorbed into the fixed effects the likelihood sees (``beta_seen
 levels rise as the fixed effects fall is not sampled: the crossed model's
 ``task_offset`` device, for any formula. A term is centred when its levels
 are well informed by their own data (:func:`hierbench.bayes._structure.term_information`
-and the package's centring rule), else non-centred.
+and the package's centring rule), else non-centred. A formula with a random
+term nested in another (``(1|scaffold:model)`` in ``(1|model)``) is sampled
+with smaller steps (``target_accept`` 0.9, :data:`TARGET_ACCEPT`), recorded
+in the structure with its reason.
 """
 
 from __future__ import annotations
