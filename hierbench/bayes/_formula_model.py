@@ -273,7 +273,9 @@ def _decide_step(st: Structure, design: Any, sampled: list[int], cell: int | Non
     term's scale reaches towards 0, where its levels, centred or not, meet curvature the default
     step does not follow (a simulated leaderboard, 8 models in 25 combinations: 13 of 73 default fits
     failed, divergent where sd[1|model] was near 0.03; non-centred, ESS 242 at 2,000 draws).
-    The agent x task term (its own rule) does not count.
+    At 0.9, 4 of the first 31 fail against 8 (``benchmarks/bench_ame_coverage.py``), at 16.9
+    leapfrog steps per draw (one paired replicate: 19.3 against 15.0, but 1,300 draws to the
+    target ESS against 1,800). The agent x task term (its own rule) does not count.
     """
     skip = () if cell is None else (cell,)
     pairs = [(design.random[j].name, design.random[k].name) for k in sampled
@@ -281,7 +283,7 @@ def _decide_step(st: Structure, design: Any, sampled: list[int], cell: int | Non
     if pairs:
         why = ", ".join(f"({a}) in ({b})" for a, b in pairs) + (
             ": a term nested in another; their scales trade off and the coarser one's reaches "
-            "towards 0, where the default step size diverges; smaller steps cost ~30% more per draw"
+            "towards 0, where the default step size diverges: smaller steps, more of them per draw"
         )
     else:
         why = "no random term nested in another: the default"
