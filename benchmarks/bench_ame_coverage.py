@@ -75,6 +75,25 @@ spread of 3.2-4.2 points (sd over replicates), so the posterior intervals
 are a little wide where the ML ones are short; bias -0.6 to -1.5 points.
 32 of the 34 default fits passed the package's convergence checks (the two
 others are counted above; 0.975 over the 32).
+
+Rerun 2026-12-02 with seed 12 (where 13 of 73 default fits had failed the
+checks) after ``build_mixed`` took ``target_accept`` 0.9 for a random term
+nested in another (``(1|scaffold:model)`` in ``(1|model)``; recorded in the
+structure): 31 replicates, one process, load 3-17 on 2 shared cores (wall
+times inflated; ``results/ame_coverage_bayes_rows.jsonl``, one row per
+replicate with its divergences, draws and leapfrog steps per draw). 27 of 31
+fits passed (old default on the same 31 data sets: 23); the four that fail are
+replicates 16, 24 and 30 (8, 3 and 5 divergent transitions, all where
+``sd[1|model]`` is near 0.01-0.04: the centred 8-model term's funnel) and 26
+(ESS 67 at ``sd``). Non-centring the model term instead removes the
+divergences but mixes too slowly (replicate 3: ESS 242 at 2,000 draws at
+0.8; replicate 16: 372 at 0.9), so neither form of that term is the answer;
+centring the combinations around their model (hierarchical centring) is the
+next step. Coverage of the nominal 95% intervals over all 31 (failed fits
+counted) 0.97 / 0.90 / 0.97 / 0.97 / 0.97, 0.955 overall (Monte Carlo se
+0.015); mean widths 17-21 points, bias -1.0 to +0.7 points. Cost of the
+smaller step: 16.9 leapfrog steps per draw on average (replicate 3: 19.3
+against 15.0 at 0.8, but 1,300 draws to the target ESS against 1,800).
 """
 
 from __future__ import annotations

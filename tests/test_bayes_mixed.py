@@ -351,3 +351,29 @@ def test_an_agent_near_zero_keeps_its_mean_score_under_the_default_prior():
     observed = 100 * ds["score"].mean(("task", "run"))
     z = (res.estimate - observed.values) / res.posterior_sd
     assert abs(float(z.sel(group="a0"))) < 1.0 and float(np.abs(z).max()) < 2.5
+
+
+def _nested_board(n_tasks: int = 40, seed: int = 0) -> xr.Dataset:
+    """8 models under 4 scaffolds, 16 of the 32 combinations, one binary run per cell (a leaderboard's shape)."""
+    rng = np.random.default_rng(seed)
+    combos = [(s, (2 * s + k) % 8) for s in range(4) for k in range(4)]  # every model under 2 scaffolds
+    eta = (rng.normal(0, 0.8, 8)[[m for _, m in combos]] + rng.normal(0, 0.3, len(combos)))[:, None]
+    eta = eta + rng.normal(0, 1.2, n_tasks)
+    y = (rng.random((len(combos), n_tasks, 1)) < 1 / (1 + np.exp(-eta[..., None]))) * 1.0
+    return xr.Dataset({"score": (("agent", "task", "run"), y)},
+                      coords={"agent": [f"S{s}/M{m}" for s, m in combos], "task": [f"t{j}" for j in range(n_tasks)],
+                              "scaffold": ("agent", [f"S{s}" for s, _ in combos]),
+                              "model": ("agent", [f"M{m}" for _, m in combos])})  # fmt: skip
+
+
+def test_a_term_nested_in_another_gets_the_smaller_step():
+    ds = _nested_board()
+    m = bayes.build_mixed(ds, "score ~ scaffold + (1|model) + (1|scaffold:model) + (1|task)")
+    dec = m.hierbench["structure"]["decisions"]["target_accept"]
+    assert (dec["choice"], m.hierbench["sampler_defaults"]["target_accept"]) == (0.9, 0.9)
+    assert dec["reason"].startswith("(1|scaffold:model) in (1|model)")
+    # crossed terms only (the agent x task term has its own rule): the default step
+    for f in ("score ~ scaffold + (1|model) + (1|task)", None):
+        m = bayes.build_mixed(ds.isel(run=[0, 0]) if f is None else ds, f)
+        assert m.hierbench["sampler_defaults"]["target_accept"] == 0.8
+

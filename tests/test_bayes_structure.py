@@ -192,3 +192,31 @@ def test_tasks_without_a_cluster_label_are_singletons_not_one_pooled_cluster():
     # 4 labelled clusters plus one singleton per unlabelled task (by the stated rule), no "nan"
     assert len(clusters) == 4 + 2
     assert "nan" not in clusters
+
+
+def _leaderboard(n_tasks: int = 12) -> xr.Dataset:
+    """Only the layout matters here: 8 models under 4 scaffolds, 16 of the 32 combinations, two tiers."""
+    combos = [(s, (2 * s + k) % 8) for s in range(4) for k in range(4)]  # every model under 2 scaffolds
+    y = np.tile([0.0, 1.0], (len(combos), n_tasks // 2, 1)).reshape(len(combos), n_tasks, 1)
+    return xr.Dataset({"score": (("agent", "task", "run"), y)},
+                      coords={"agent": [f"S{s}/M{m}" for s, m in combos], "scaffold": ("agent", [f"S{s}" for s, _ in combos]),
+                              "model": ("agent", [f"M{m}" for _, m in combos]),
+                              "tier": ("task", ["easy", "hard"] * (n_tasks // 2))})  # fmt: skip
+
+
+def test_nested_terms_follow_the_crossing_of_the_levels():
+    from hierbench.bayes._structure import nested_terms
+    from hierbench.data import model_design
+
+    ds = _leaderboard()
+    d = model_design("score ~ 1 + (1|model) + (1|scaffold) + (1|scaffold:model) + (1|tier) + (1|task)", ds)
+    name = {t.name: j for j, t in enumerate(d.random)}
+    inside = {t.name: [d.random[j].name for j in nested_terms(d, name[t.name])] for t in d.random}
+    # by construction each combination lies in one model and one scaffold; models cross scaffolds,
+    # tiers hold tasks (not nested in any agent-level term), and nothing lies inside a task or a combination
+    assert inside == {"1|model": ["1|scaffold:model"], "1|scaffold": ["1|scaffold:model"],
+                      "1|scaffold:model": [], "1|tier": ["1|task"], "1|task": []}  # fmt: skip
+    assert nested_terms(d, name["1|tier"], skip=(name["1|task"],)) == []
+    # a random slope is not nested in an intercept's levels (its intercept is)
+    d = model_design("score ~ 1 + (1|model) + (tier|scaffold:model) + (1|task)", ds)
+    assert [d.random[j].name for j in nested_terms(d, 0)] == ["1|scaffold:model"]

@@ -56,6 +56,7 @@ __all__ = [
     "formula_design",
     "level_information",
     "level_spread",
+    "nested_terms",
     "pair_design",
     "pair_spread",
     "spread_for_centring",
@@ -685,3 +686,35 @@ def term_information(design: Any, k: int, *, within_sd: float = 0.0) -> np.ndarr
     info = level_information(n[None, :], y[None, :], axis=0, within_sd=within_sd)
     t = design.random[k]
     return np.bincount(t.codes, weights=info * t.slope**2, minlength=t.levels.size)
+
+
+def _nested(inner: np.ndarray, outer: np.ndarray) -> bool:
+    """Whether every level of ``inner`` (codes per design row) lies inside one level of ``outer``."""
+    return np.unique(np.stack([inner, outer]), axis=1).shape[1] == np.unique(inner).size
+
+
+def nested_terms(design: Any, k: int, *, skip: tuple[int, ...] = ()) -> list[int]:
+    """The random terms (less those in ``skip``) nested in term ``k``'s levels, finest first.
+
+    A term is nested in ``k`` when it has ``k``'s slope (an intercept in an
+    intercept's levels), more levels, and each of its levels lies inside one
+    of ``k``'s (``scaffold:model`` in ``model``; ``agent:task`` in both).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from hierbench.data import model_design
+    >>> ds = xr.Dataset({"score": (("agent", "task", "run"), np.tile([0.0, 1.0], (4, 3, 1)))},
+    ...                 coords={"agent": list("abcd"), "model": ("agent", ["m", "m", "n", "n"])})
+    >>> d = model_design("score ~ 1 + (1|model) + (1|agent) + (1|task)", ds)
+    >>> [d.random[j].name for j in nested_terms(d, 0)], nested_terms(d, 2)
+    (['1|agent'], [])
+    """
+    t = design.random[k]
+    out = [
+        j
+        for j, u in enumerate(design.random)
+        if j != k and j not in skip and np.array_equal(u.slope, t.slope)
+        and np.unique(u.codes).size > np.unique(t.codes).size and _nested(u.codes, t.codes)
+    ]  # fmt: skip
+    return sorted(out, key=lambda j: -np.unique(design.random[j].codes).size)
