@@ -161,6 +161,13 @@ def test_several_logs_that_are_not_inspect_logs_are_refused_by_name(tmp_path, ca
     _one_line_error(capsys, "hierbench compare: error: LOG: 2 files given", "only Inspect logs", "a.csv, ")
 
 
+def test_compare_on_a_one_agent_log_names_the_file_and_the_agent(tmp_path, capsys):
+    path = tmp_path / "one.csv"
+    pd.DataFrame({"agent": ["a"] * 4, "task": ["t1", "t2", "t3", "t4"], "score": [1, 0, 1, 1]}).to_csv(path, index=False)
+    assert main(["compare", str(path)]) == 2
+    _one_line_error(capsys, "hierbench compare: error:", "one.csv: compare needs two or more agents", "(a)", "--agent")
+
+
 def test_compare_prints_the_paired_table(tmp_path, capsys):
     """Mean paired differences against an independent pandas computation on the shared tasks."""
     from hierbench.data import to_records
