@@ -487,11 +487,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report import MATRIX_ABOVE, marks_legend, pair_frame, pair_matrix, pair_text
 
     m = ds.sizes["agent"]
-    if m < 2:
-        raise CliError(
-            f"{', '.join(args.file)}: compare needs two or more agents; this log holds one "
-            f"({ds['agent'].values[0]}): check --agent (now {getattr(args, 'agent', 'agent')!r})"
-        )
     if _progress_wanted(args):
         print(f"paired tests: {m * (m - 1) // 2} pairs ...", file=sys.stderr, flush=True)
     with warnings.catch_warnings(record=True) as caught:

@@ -82,7 +82,8 @@ def agent_task_means(
             f"the scores must have dims ({agent_dim}, {task_dim}[, {run_dim}]); found extra dims {extra}"
         )
     if score.sizes[agent_dim] < 2:
-        raise HierbenchError(f"{purpose} needs >= 2 agents; got {score.sizes[agent_dim]}")
+        held = f" (`data` holds only {str(score[agent_dim].values[0])!r})" if score.sizes[agent_dim] else ""
+        raise HierbenchError(f"{purpose} needs >= 2 agents; got {score.sizes[agent_dim]}{held}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         per = score.mean(run_dim, skipna=True) if run_dim in score.dims else score
