@@ -128,15 +128,6 @@ def holm(p: np.ndarray) -> np.ndarray:
     return res.reshape(p.shape)
 
 
-def _bh(p: np.ndarray) -> np.ndarray:
-    p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = stats.false_discovery_control(p[ok], method="bh")
-    return out
-
-
 # --------------------------------------------------------------------------- inputs
 
 
