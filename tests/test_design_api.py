@@ -200,7 +200,11 @@ def test_replay_output_contract():
     out = replay(bank, ["uniform", "joint"], [40, 50, 80], n_rep=100, rng=2, prob=0.9)
     assert out.coverage_ci.dims == ("design", "budget", "ci_bound")
     assert list(out.ci_bound.values) == ["lower", "upper"]
-    assert out.coverage_ci.attrs["ci_kind"] == "wilson"
+    assert out.coverage_ci.attrs["ci_kind"] == "wilson" and out.coverage_ci.attrs["ci_prob"] == 0.95
+    # the coverage interval is statsmodels' Wilson interval of the covered count over n_rep replays
+    lo, hi = proportion_confint(np.rint(out.coverage.values * 100), 100, alpha=0.05, method="wilson")
+    np.testing.assert_allclose(out.coverage_ci.sel(ci_bound="lower"), lo, rtol=1e-12)
+    np.testing.assert_allclose(out.coverage_ci.sel(ci_bound="upper"), hi, rtol=1e-12)
     np.testing.assert_array_equal(out.n_audit.values, [0, 10, 40])
     assert set(out.data_vars) >= {"mean_width", "bias", "mse", "coverage", "coverage_ci", "labels_spent"}
     np.testing.assert_allclose(out.attrs["theta"], float(bank.mean()))

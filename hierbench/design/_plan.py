@@ -314,10 +314,6 @@ class _Cohorts:
         return make_interval(self(lo, "lower"), self(hi, "upper"), **options)
 
 
-def _check_prob(prob: float) -> float:
-    return check_prob(prob)
-
-
 def joint_bounds(
     theta_hat: np.ndarray,
     X: np.ndarray,
@@ -394,7 +390,7 @@ def budget_interval(
     """
     if not isinstance(plan, BudgetPlan):
         raise TypeError(f"`plan` must be a BudgetPlan (from plan_uniform or plan_joint); got {type(plan).__name__}")
-    prob = _check_prob(prob)
+    prob = check_prob(prob)
     allowed = {"uniform": ("auto", "exact"), "joint": ("auto", "mixture", "split")}[plan.design]
     if method not in allowed:
         raise ValueError(f"`method` for design {plan.design!r} must be one of {allowed}; got {method!r}")

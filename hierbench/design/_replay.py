@@ -8,17 +8,18 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, as_rng
+from .._base import DEFAULT_PROB, as_rng, check_prob, make_interval
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from . import _kernels as K
 from ._bayes import _posterior_kernel
-from ._plan import _check_prob, joint_bounds, uniform_bounds
+from ._plan import joint_bounds, uniform_bounds
 
 __all__ = ["DESIGNS", "bank_from_eval", "replay", "simulate_stratified_bank"]
 
 DESIGNS = ("uniform", "joint", "joint_split", "uniform_bayes", "joint_bayes")
 _TOL = 1e-12  # float tolerance when checking theta against an endpoint
+_COVERAGE_PROB = 0.95  # level of the Monte Carlo interval of a design's coverage
 
 
 def _check_bank(bank: xr.DataArray) -> np.ndarray:
@@ -156,7 +157,7 @@ def replay(
     designs, budgets = _check_replay(designs, budgets, M, L)
     if int(n_rep) != n_rep or n_rep < 1:
         raise ValueError(f"`n_rep` must be a positive integer; got {n_rep!r}")
-    prob = _check_prob(prob)
+    prob = check_prob(prob)
     stats = _bank_stats(y)
     R = int(n_rep)
     rows = map_seeded(_replay_budget, budgets, rng=rng, executor=executor, progress=progress, desc="replay budgets",
@@ -239,16 +240,12 @@ def _replay_dataset(rows: list[dict[str, Any]], designs: list[str], budgets: lis
     out = {k: np.array([[row[d][k] for row in rows] for d in designs], dtype=float) for k in keys}
     out["max_labels"] = out["max_labels"].astype(int)
     cov_n = np.array([[row[d]["n_covered"] for row in rows] for d in designs], dtype=int)
-    wl, wh = K.wilson(cov_n, np.full(shape, R), 0.95)
+    wl, wh = K.wilson(cov_n, np.full(shape, R), _COVERAGE_PROB)
     coords = {"design": designs, "budget": budgets}
     dims = ("design", "budget")
     ds = xr.Dataset({k: (dims, v) for k, v in out.items()}, coords=coords)
-    ds["coverage_ci"] = xr.DataArray(
-        np.stack([wl, wh], -1),
-        dims=(*dims, "ci_bound"),
-        coords={**coords, "ci_bound": ["lower", "upper"]},
-        attrs={"ci_prob": 0.95, "ci_kind": "wilson"},
-    )
+    ds["coverage_ci"] = make_interval(wl, wh, prob=_COVERAGE_PROB, kind="wilson", template=ds["coverage"],
+                                      detail=f"Wilson interval of the coverage over {R} replays")
     ds["n_audit"] = ("budget", np.array([row["n_audit"] for row in rows], dtype=int))
     ds.attrs = {**attrs, "description": "replay of budgeted designs on a complete bank (hierbench.design.replay)"}
     return ds
