@@ -67,6 +67,16 @@ _MISSING_MARK = "hierbench_missing_text"
 _JSON_MARK = "hierbench_json_attrs"
 #: root attr of a saved fit: per group, which attrs were lists or JSON text (JSON)
 _ATTR_MARK = "hierbench_attr_kinds"
+#: what reading a corrupt, truncated or foreign file raises (reported as UnreadableFileError)
+_READ_ERRORS = (OSError, ValueError, RuntimeError, KeyError, TypeError)
+
+
+def _replace_var(ds: xr.Dataset, name: str, new: xr.DataArray) -> xr.Dataset:
+    """``ds`` with variable ``name`` replaced by ``new`` (a coordinate stays a coordinate)."""
+    if name in ds.coords:
+        return ds.assign_coords({name: new})
+    ds[name] = new
+    return ds
 
 
 def _encode_vars(ds: xr.Dataset) -> xr.Dataset:
@@ -87,10 +97,7 @@ def _encode_vars(ds: xr.Dataset) -> xr.Dataset:
             new = var.copy(data=vals.reshape(var.shape))
             if missing.any():
                 new.attrs = {**var.attrs, _MISSING_MARK: 1}
-            if name in ds.coords:
-                ds = ds.assign_coords({name: new})
-            else:
-                ds[name] = new
+            ds = _replace_var(ds, name, new)
     return ds
 
 
@@ -154,19 +161,13 @@ def _decode_vars(ds: xr.Dataset) -> xr.Dataset:
             vals = np.array([np.nan if v == "" else v for v in var.values.ravel()], dtype=object)
             new = var.copy(data=vals.reshape(var.shape))
             new.attrs = attrs
-            if name in ds.coords:
-                ds = ds.assign_coords({name: new})
-            else:
-                ds[name] = new
+            ds = _replace_var(ds, name, new)
             continue
         if var.attrs.get(_BOOL_MARK) == "bool":
             attrs = {k: v for k, v in var.attrs.items() if k != _BOOL_MARK}
             new = var.astype(bool)
             new.attrs = attrs
-            if name in ds.coords:
-                ds = ds.assign_coords({name: new})
-            else:
-                ds[name] = new
+            ds = _replace_var(ds, name, new)
     return ds
 
 
@@ -288,7 +289,7 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
         with xr.open_dataset(path, engine="netcdf4") as f:
             ds = f.load()
         groups = [] if ds.data_vars else _netcdf_groups(path)
-    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+    except _READ_ERRORS as exc:
         raise UnreadableFileError(
             f"{str(path)!r} cannot be read as a netCDF eval dataset ({type(exc).__name__}: {exc})"
         ) from exc
@@ -452,7 +453,7 @@ def load_fit(
             tree = xr.open_datatree(path, engine="netcdf4")
         tree = tree.load()
         tree.close()
-    except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
+    except _READ_ERRORS as exc:
         if isinstance(exc, FileNotFoundError) and not path.exists():
             raise
         what = "zarr store" if kind == "zarr" else "netCDF file"

@@ -47,9 +47,13 @@ __all__ = ["counts_from_dask", "counts_from_parquet"]
 ErrorPolicy = Literal["fail", "exclude"]
 
 
-def _check_policy(errors: str) -> None:
+def _check_policy(errors: str, duplicates: str, error_values: object) -> tuple:
+    """Both readers' policy checks; returns :func:`error_mapping` of ``error_values``."""
     if errors not in ("fail", "exclude"):
         raise EvalDataError(f"`errors` must be 'fail' or 'exclude'; got {errors!r}")
+    if duplicates not in ("refuse", "drop", "keep"):
+        raise EvalDataError(f"`duplicates` must be 'refuse', 'drop' or 'keep'; got {duplicates!r}")
+    return error_mapping(error_values)
 
 
 def _raise_on_bad(checks: dict[str, int], examples: dict[str, list], *, source: str, cols: dict) -> None:
@@ -524,10 +528,7 @@ def counts_from_parquet(
     import shutil
     import tempfile
 
-    _check_policy(errors)
-    if duplicates not in ("refuse", "drop", "keep"):
-        raise EvalDataError(f"`duplicates` must be 'refuse', 'drop' or 'keep'; got {duplicates!r}")
-    mapping, nonempty = error_mapping(error_values)
+    mapping, nonempty = _check_policy(errors, duplicates, error_values)
     files, root, source = _parquet_files(path_or_folder)
     cols = {"agent": agent, "task": task, "score": score, "run": run, "error": error}
     spill = tempfile.mkdtemp(prefix="hierbench-duckdb-") if temp_directory is None else str(temp_directory)
@@ -778,21 +779,14 @@ def counts_from_dask(
     """
     import dask.dataframe as dd
 
-    _check_policy(errors)
-    if duplicates not in ("refuse", "drop", "keep"):
-        raise EvalDataError(f"`duplicates` must be 'refuse', 'drop' or 'keep'; got {duplicates!r}")
-    mapping, nonempty = error_mapping(error_values)
+    mapping, nonempty = _check_policy(errors, duplicates, error_values)
     if not isinstance(ddf, dd.DataFrame):
         raise EvalDataError(f"`ddf` must be a dask DataFrame; got {type(ddf).__name__}")
     source = "dask DataFrame"
     cols = {"agent": agent, "task": task, "score": score, "run": run, "error": error}
     missing = {k: c for k, c in cols.items() if c is not None and c not in ddf.columns}
     if missing:
-        raise EvalDataError(
-            "missing required columns: "
-            + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
-            + f"; the records have columns {_fmt_list(list(map(str, ddf.columns)), 30)}"
-        )
+        raise missing_columns_error(missing, "", list(map(str, ddf.columns)))
     need_hash = duplicates == "drop" or (duplicates == "refuse" and run is None)
     args = (agent, task, score, run, error, mapping, nonempty, need_hash)
     meta = _derive(ddf._meta, *args)
