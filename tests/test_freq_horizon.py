@@ -182,3 +182,19 @@ def test_a_trend_through_horizons_beyond_the_task_lengths_is_flagged(metr, share
         warnings.simplefilter("error", ExtrapolatedHorizonWarning)
         late = doubling_time(res, dates, missing="skip", after="2023-01-01")
     assert "gpt-3.5-turbo-instruct" not in late.agents
+
+
+def test_a_trend_through_fewer_than_two_agents_is_refused_after_naming_the_unusable_ones():
+    """By hand: b's horizon is 0 (unusable), c (2 min, released after a's 4 min) is off the frontier: only a is left."""
+    from hierbench._base import UndefinedWarning
+    from hierbench.freq import TimeHorizonResult
+
+    h = xr.DataArray([[4.0], [0.0], [2.0]], dims=("agent", "success"), coords={"agent": list("abc"), "success": [0.5]})
+    boot = xr.DataArray(np.tile(h.values, (5, 1, 1)), dims=("resample", "agent", "success"), coords=h.coords)
+    res = TimeHorizonResult(estimate=h, ci=h.expand_dims(ci_bound=["lower", "upper"], axis=-1), coef=h, resamples=boot)
+    dates = {"a": "2024-01-01", "b": "2024-07-01", "c": "2024-12-30"}
+    with pytest.warns(UndefinedWarning, match=r"agents \['b'\] have a horizon of 0"):
+        with pytest.raises(HierbenchError, match=r"at least 2 agents with a date and a positive horizon; got \['a'\]"):
+            doubling_time(res, dates)
+    with pytest.warns(UndefinedWarning, match=r"\['b'\]"):
+        assert doubling_time(res, dates, frontier=False).agents == ["a", "c"]  # c back on the line, b still out

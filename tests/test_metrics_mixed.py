@@ -301,3 +301,17 @@ def test_a_graded_fit_without_fixed_effects_has_no_beta_and_is_read():
     del fit["posterior"]["beta"]
     share = mean_response(fit, d, threshold=3)
     assert abs(float(share.estimate[0]) - 100 * _lnorm(lambda e: expit(e - th[1]), 0.0, s)) < 1e-4
+
+
+def test_a_posterior_trend_through_fewer_than_two_agents_is_refused():
+    """As freq's doubling time: b has no positive median horizon, c (after a, shorter) is off the frontier."""
+    from hierbench.metrics import PosteriorHorizonResult
+
+    med = xr.DataArray([[4.0], [0.0], [2.0]], dims=("agent", "success"), coords={"agent": list("abc"), "success": [0.5]})
+    draws = med.expand_dims(chain=1, draw=3).copy()
+    res = PosteriorHorizonResult(estimate=med, ci=med.expand_dims(ci_bound=["lower", "upper"], axis=-1),
+                                 n_undefined=med.isel(success=0) * 0, draws=draws)  # fmt: skip
+    dates = {"a": "2024-01-01", "b": "2024-07-01", "c": "2024-12-30"}
+    with pytest.raises(HierbenchError, match=r"at least 2 agents with a date and a positive horizon; got \['a'\]"):
+        doubling_time(res, dates)
+    assert doubling_time(res, dates, frontier=False).agents == ["a", "c"]

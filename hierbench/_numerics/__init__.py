@@ -17,6 +17,7 @@ from .agq import *  # noqa: F403
 from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
 from .intervals import cluster_robust_se, wilson_bounds
 from .trend import (
+    TrendPoints,
     beyond_lengths,
     frontier,
     missing_dates,
@@ -24,6 +25,7 @@ from .trend import (
     release_days,
     trend_agents,
     trend_inputs,
+    trend_points,
 )
 
 #: names served from the compiled kernels (:mod:`.agq_numba`), loaded lazily
@@ -52,5 +54,6 @@ def __getattr__(name: str):
 __all__ = ["NEWTON_STEPS_TRACED", "cluster_robust_se", "wilson_bounds"]
 __all__ += agq.__all__
 __all__ += [
-    "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents", "trend_inputs",
+    "TrendPoints", "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents",
+    "trend_inputs", "trend_points",
 ]

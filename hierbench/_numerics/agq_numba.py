@@ -189,38 +189,48 @@ def _block_power(x, k, base, out, nb):
                 base[j] *= base[j]
 
 
+@njit_kernel(inline="always")
+def _node_workspace(T, nq, B):
+    """The scratch arrays of one draw's node stages: ``m``, ``s`` (T,); ``lq``, ``zz``, ``sg`` (nq, B); ``top``, ``tot`` (B,)."""
+    return np.empty(T), np.empty(T), np.empty((nq, B)), np.empty((nq, B)), np.empty((nq, B)), np.empty(B), np.empty(B)
+
+
+@njit_kernel(inline="always")
+def _mass_stage(lq, top, tot, nq, nb):
+    """Turn the block's log terms ``lq[q, j]`` into unnormalised masses ``exp(lq - top)``, summed into ``tot[j]``."""
+    for j in range(nb):
+        tot[j] = 0.0
+    for q in range(nq):
+        for j in range(nb):
+            r = exp_nonpos(lq[q, j] - top[j])
+            lq[q, j] = r
+            tot[j] += r
+
+
+_BLOCK = 64  # cells per stage in the draw kernels (as in the likelihood kernel)
+
+
 @njit_kernel(parallel=True)
 def _masses(y, n, eta, sd, u, c, steps, e_out, w_out):
-    # parallel over draws; within a draw, one agent's row of tasks at a time
+    # parallel over draws; within a draw, one agent's row at a time, in blocks of
+    # cells processed stage by stage (as in _means)
     S, A, T = eta.shape
     nq = u.shape[0]
+    B = _BLOCK
     for si in numba.prange(S):
         prec = 1.0 / (sd[si] * sd[si])
-        m = np.empty(T)
-        s = np.empty(T)
-        top = np.empty(T)
-        tot = np.empty(T)
+        m, s, lq, zz, sg, top, tot = _node_workspace(T, nq, B)
         for ai in range(A):
             centre(y[ai], n[ai], eta[si, ai], prec, steps, m, s)
-            for ti in range(T):
-                top[ti] = -np.inf
-                tot[ti] = 0.0
-            for q in range(nq):
-                for ti in range(T):
-                    z = m[ti] + s[ti] * u[q]
-                    e = eta[si, ai, ti] + z
-                    v, _ = node_term(y[ai, ti], n[ai, ti], e, z, prec, c[q])
-                    e_out[si, ai, ti, q] = e
-                    w_out[si, ai, ti, q] = v
-                    top[ti] = max(top[ti], v)
-            for q in range(nq):
-                for ti in range(T):
-                    r = exp_nonpos(w_out[si, ai, ti, q] - top[ti])
-                    w_out[si, ai, ti, q] = r
-                    tot[ti] += r
-            for q in range(nq):
-                for ti in range(T):
-                    w_out[si, ai, ti, q] /= tot[ti]
+            for b0 in range(0, T, B):
+                nb = min(B, T - b0)
+                blk = slice(b0, b0 + nb)
+                node_stage(y[ai, blk], n[ai, blk], eta[si, ai, blk], m[blk], s[blk], u, c, prec, nb, lq, zz, sg, top)
+                _mass_stage(lq, top, tot, nq, nb)
+                for j in range(nb):
+                    for q in range(nq):
+                        e_out[si, ai, b0 + j, q] = eta[si, ai, b0 + j] + zz[q, j]
+                        w_out[si, ai, b0 + j, q] = lq[q, j] / tot[j]
 
 
 def _row_inputs(y, n, eta, sd, u, log_w, steps) -> tuple:
@@ -253,9 +263,6 @@ def node_masses(
     return e, wt
 
 
-_MEANS_BLOCK = 64  # cells per stage in _means (as in the likelihood kernel)
-
-
 @njit_kernel(parallel=True)
 def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_out, real_out):
     # parallel over draws; within a draw, one agent's row at a time, in blocks of
@@ -263,16 +270,10 @@ def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_
     S, A, T = eta.shape
     nq = u.shape[0]
     K = ks.shape[0]
-    B = _MEANS_BLOCK
+    B = _BLOCK
     for si in numba.prange(S):
         prec = 1.0 / (sd[si] * sd[si])
-        m = np.empty(T)
-        s = np.empty(T)
-        lq = np.empty((nq, B))
-        zz = np.empty((nq, B))
-        sg = np.empty((nq, B))
-        top = np.empty(B)
-        tot = np.empty(B)
+        m, s, lq, zz, sg, top, tot = _node_workspace(T, nq, B)
         cum = np.empty(B)
         target = np.empty(B)
         pick = np.empty(B, np.int64)
@@ -293,13 +294,7 @@ def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_
                     for q in range(nq):
                         for j in range(nb):
                             sg[q, j] = 1.0 - sg[q, j]
-                for j in range(nb):
-                    tot[j] = 0.0
-                for q in range(nq):
-                    for j in range(nb):
-                        r = exp_nonpos(lq[q, j] - top[j])
-                        lq[q, j] = r
-                        tot[j] += r
+                _mass_stage(lq, top, tot, nq, nb)
                 if realised:
                     # inverse CDF: the first node whose cumulative mass exceeds the uniform
                     for j in range(nb):

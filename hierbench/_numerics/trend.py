@@ -7,13 +7,14 @@ and its posterior counterpart :func:`hierbench.metrics.doubling_time`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 __all__ = [
-    "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents", "trend_inputs",
+    "TrendPoints", "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents",
+    "trend_inputs", "trend_points",
 ]
 
 
@@ -161,3 +162,47 @@ def ols_slopes(t: np.ndarray, y: np.ndarray) -> np.ndarray:
     """
     tc = t - t.mean()
     return ((y - y.mean(-1, keepdims=True)) * tc).sum(-1) / (tc**2).sum()
+
+
+class TrendPoints(NamedTuple):
+    """The agents a doubling time fits its line through (:func:`trend_points`)."""
+
+    column: int  #: the horizons' column of the chosen success level
+    days: np.ndarray  #: release day of every agent (NaN: undated)
+    horizons: np.ndarray  #: every agent's horizon at that level (empty after an input refusal)
+    use: np.ndarray  #: which agents the line goes through
+    absent: list[str]  #: agents without a release date
+    unusable: list[str]  #: dated agents whose horizon is 0, infinite or undefined (left out)
+    refusal: str  #: the error the caller raises (empty: the line can be fitted)
+    note: str  #: :func:`beyond_lengths`' notice (empty: none)
+
+
+def trend_points(
+    release_dates: Mapping[str, Any], agents: Sequence[Any], success_values: Sequence[float], horizons: np.ndarray,
+    *, success: float, missing: str, after: Any, only_frontier: bool, lengths: Sequence[float] | None,
+) -> TrendPoints:
+    """The checked inputs and the agents of both doubling times' trend, with their refusal and notices.
+
+    ``horizons`` is (agent, success level). The inputs are checked by
+    :func:`trend_inputs`, the agents chosen by :func:`trend_agents`; fewer
+    than two agents on the line is a refusal too.
+
+    Examples
+    --------
+    >>> pts = trend_points({"a": "1970-01-02", "b": "1970-01-03", "c": "1970-01-04"}, ["a", "b", "c"], [0.5],
+    ...                    np.array([[1.0], [0.0], [4.0]]), success=0.5, missing="refuse", after=None,
+    ...                    only_frontier=True, lengths=(1.0, 2.0))
+    >>> pts.use.tolist(), pts.unusable, pts.refusal, pts.note[:41]
+    ([True, False, True], ['b'], '', 'the trend goes through horizons beyond th')
+    """
+    names = np.asarray([str(a) for a in agents])
+    j, days, absent, refusal = trend_inputs(release_dates, names, success_values, success=success, missing=missing)
+    if refusal:
+        return TrendPoints(j, days, np.array([]), np.zeros(names.size, bool), absent, [], refusal, "")
+    h = np.asarray(horizons, dtype=float)[:, j]
+    unusable = names[np.isfinite(days) & ~(np.isfinite(h) & (h > 0))].tolist()
+    use = trend_agents(days, h, after=after, only_frontier=only_frontier)
+    if use.sum() < 2:
+        refusal = f"the trend needs at least 2 agents with a date and a positive horizon; got {names[use].tolist()}"
+        return TrendPoints(j, days, h, use, absent, unusable, refusal, "")
+    return TrendPoints(j, days, h, use, absent, unusable, "", beyond_lengths(names[use], h[use], lengths))

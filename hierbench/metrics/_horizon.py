@@ -37,7 +37,7 @@ from .._base import (
     warn_user,
 )
 from .._docs import fill_doc
-from .._numerics import beyond_lengths, ols_slopes, trend_agents, trend_inputs
+from .._numerics import ols_slopes, trend_points
 from ._mixed import as_design, integrated_sd, mixed_draws, population_mean, row_predictor
 
 __all__ = ["PosteriorDoublingTimeResult", "PosteriorHorizonResult", "doubling_time", "time_horizon"]
@@ -200,18 +200,15 @@ def doubling_time(
         A median horizon on the line lies beyond the design's task lengths.
     """
     prob = check_prob(prob)
-    agents = [str(a) for a in horizons.estimate["agent"].values]
-    succ = horizons.estimate["success"].values.tolist()
-    j, days, absent, refusal = trend_inputs(release_dates, agents, succ, success=success, missing=missing)
-    if refusal:
-        raise HierbenchError(refusal)
-    h = horizons.estimate.values[:, j]
-    use = trend_agents(days, h, after=after, only_frontier=frontier)
-    if use.sum() < 2:
-        raise HierbenchError(f"the trend needs at least 2 agents with a date and a positive horizon; got {np.asarray(agents)[use].tolist()}")
-    note = beyond_lengths(np.asarray(agents)[use], h[use], horizons.minutes_range)
-    if note:
-        warn_user(note, ExtrapolatedHorizonWarning)
+    hz = horizons.estimate
+    agents = [str(a) for a in hz["agent"].values]
+    pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
+                       missing=missing, after=after, only_frontier=frontier, lengths=horizons.minutes_range)  # fmt: skip
+    if pts.refusal:
+        raise HierbenchError(pts.refusal)
+    if pts.note:
+        warn_user(pts.note, ExtrapolatedHorizonWarning)
+    j, days, h, use, absent = pts.column, pts.days, pts.horizons, pts.use, pts.absent
     d = horizons.draws.isel(success=j).transpose("chain", "draw", "agent").values[..., use]
     with np.errstate(divide="ignore", invalid="ignore"):  # a horizon of 0 or none: the draw is left out
         flat = np.log(d.reshape(-1, use.sum()))

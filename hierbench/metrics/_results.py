@@ -192,7 +192,20 @@ class PosteriorPassKResult(_DatasetView, Result):
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class ProbSuperiorityResult(_DataArrayView, Result):
+class _MonteCarloProbabilities(_DataArrayView, Result):
+    """Probabilities estimated as shares of posterior draws (:func:`hierbench.metrics._common.mc_interval`).
+
+    ``estimate`` the shares, ``ci`` their Monte Carlo interval (Wilson, ``n`` =
+    effective sample size), ``ess`` that effective sample size.
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    ess: xr.DataArray
+
+
+@dataclass(frozen=True, repr=False, eq=False)
+class ProbSuperiorityResult(_MonteCarloProbabilities):
     """:func:`hierbench.metrics.prob_superiority`: ``P(row agent > column agent)``.
 
     ``estimate`` is the probability matrix over ``(agent, opponent)`` (NaN on
@@ -203,9 +216,6 @@ class ProbSuperiorityResult(_DataArrayView, Result):
     counterpart of :func:`hierbench.freq.compare_agents`' ``mean_diff``.
     """
 
-    estimate: xr.DataArray
-    ci: xr.DataArray
-    ess: xr.DataArray
     difference: xr.DataArray
     difference_ci: xr.DataArray
 
@@ -220,16 +230,13 @@ class ProbSuperiorityResult(_DataArrayView, Result):
 
 
 @dataclass(frozen=True, repr=False, eq=False)
-class RankProbabilityResult(_DataArrayView, Result):
+class RankProbabilityResult(_MonteCarloProbabilities):
     """:func:`hierbench.metrics.rank_probabilities`: ``P(agent holds rank r)``, 1 = best.
 
     ``estimate`` over ``(agent, rank)``; ``ci`` its Monte Carlo interval (as in
     :class:`ProbSuperiorityResult`); ``expected_rank`` per agent.
     """
 
-    estimate: xr.DataArray
-    ci: xr.DataArray
-    ess: xr.DataArray
     expected_rank: xr.DataArray
 
     def _repr_lines(self) -> list[str]:

@@ -55,7 +55,7 @@ from ..._base import (
     warn_user,
 )
 from ..._docs import fill_doc
-from ..._numerics import beyond_lengths, ols_slopes, trend_agents, trend_inputs
+from ..._numerics import ols_slopes, trend_points
 from ...data import task_minutes
 
 __all__ = [
@@ -476,22 +476,18 @@ def doubling_time(
     182
     """
     prob = check_prob(prob)
-    agents = np.asarray(horizons.estimate["agent"].values).astype(str)
-    succ = horizons.estimate["success"].values.tolist()
-    j, days, absent, refusal = trend_inputs(release_dates, agents, succ, success=success, missing=missing)
-    if refusal:
-        raise HierbenchError(refusal)
-    h = horizons.estimate.values[:, j]
-    unusable = agents[np.isfinite(days) & ~(np.isfinite(h) & (h > 0))].tolist()
-    if unusable:
-        warn_user(f"agents {unusable} have a horizon of 0, infinite or undefined: left out of the trend",
+    hz = horizons.estimate
+    agents = np.asarray(hz["agent"].values).astype(str)
+    pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
+                       missing=missing, after=after, only_frontier=frontier, lengths=horizons.options.get("minutes_range"))  # fmt: skip
+    if pts.unusable:
+        warn_user(f"agents {pts.unusable} have a horizon of 0, infinite or undefined: left out of the trend",
                   UndefinedWarning)  # fmt: skip
-    use = trend_agents(days, h, after=after, only_frontier=frontier)
-    if use.sum() < 2:
-        raise HierbenchError(f"the trend needs at least 2 agents with a date and a positive horizon; got {agents[use].tolist()}")
-    note = beyond_lengths(agents[use], h[use], horizons.options.get("minutes_range"))
-    if note:
-        warn_user(note, ExtrapolatedHorizonWarning)
+    if pts.refusal:
+        raise HierbenchError(pts.refusal)
+    if pts.note:
+        warn_user(pts.note, ExtrapolatedHorizonWarning)
+    j, days, h, use, absent = pts.column, pts.days, pts.horizons, pts.use, pts.absent
     slope = float(ols_slopes(days[use], np.log(h[use])))
     boot = horizons.resamples.values[:, use, j]
     good = np.all(np.isfinite(boot) & (boot > 0), axis=1)
