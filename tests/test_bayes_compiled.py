@@ -12,7 +12,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from hierbench.bayes import _compiled, build_beta_binomial, build_crossed, fit
+from hierbench.bayes import _compiled, build_beta_binomial, build_crossed, clear_compiled, fit
 from hierbench.testing import simulate_eval
 
 
@@ -57,10 +57,10 @@ def test_reused_build_draws_what_a_fresh_build_draws_with_the_new_labels():
     d2, _ = simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=4)
     d2 = d2.assign_coords(agent=["alpha", "beta"])
     kw = dict(draws=150, tune=150, chains=2, progress=False)
-    _compiled.clear()
+    clear_compiled()
     fit(build_beta_binomial(d1), rng=0, **kw)
     reused = fit(build_beta_binomial(d2), rng=5, **kw)
-    _compiled.clear()
+    clear_compiled()
     fresh = fit(build_beta_binomial(d2), rng=5, **kw)
     assert json.loads(reused.attrs["fit_run"])["compile"] == "reused"
     assert json.loads(fresh.attrs["fit_run"])["compile"] == "built"

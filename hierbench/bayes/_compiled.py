@@ -32,7 +32,7 @@ import pymc as pm
 
 from ._sampling import compile_model
 
-__all__ = ["KEEP", "clear", "compiled_for", "design_key", "lookup", "store"]
+__all__ = ["KEEP", "clear_compiled", "compiled_for", "design_key", "lookup", "store"]
 
 #: how many compiled models a process keeps (oldest dropped first)
 KEEP = 4
@@ -142,9 +142,29 @@ def store(key: str, compiled: Any) -> Any:
     return compiled
 
 
-def clear() -> None:
-    """Forget every compiled model of this process."""
+def clear_compiled() -> int:
+    """Forget the models this process has compiled; the next fit of each builds it again.
+
+    :func:`~hierbench.bayes.fit` and :func:`~hierbench.bayes.fit_replicates`
+    keep the last few nutpie builds (up to 4) and reuse one for a model that
+    differs from it only in its data values (the fit's ``fit_run`` attr says
+    ``"compile": "reused"``). Clear them to free their memory, or to time a
+    fit's build.
+
+    Returns
+    -------
+    int
+        How many compiled models were dropped.
+
+    Examples
+    --------
+    >>> from hierbench.bayes import clear_compiled
+    >>> clear_compiled() >= 0
+    True
+    """
+    n = len(_CACHE)
     _CACHE.clear()
+    return n
 
 
 def _with_model_data(compiled: Any, model: pm.Model) -> Any:
