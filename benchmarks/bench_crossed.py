@@ -114,9 +114,14 @@ def _conv(idata, model) -> dict:
 
 
 def _timed_fit(model, seed: int, **fit_args) -> tuple[object, dict]:
-    """A ``fit`` call (the default unless ``fit_args``), with the stage times the fit records."""
-    from hierbench.bayes import fit
+    """A ``fit`` call (the default unless ``fit_args``), with the stage times the fit records.
 
+    Every configuration builds its model afresh: the process's compiled models
+    are cleared first, so a later configuration is not spared the build.
+    """
+    from hierbench.bayes import clear_compiled, fit
+
+    clear_compiled()
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

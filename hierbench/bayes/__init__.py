@@ -11,6 +11,7 @@ from ._bradley_terry import (
     DisconnectedComparisonWarning,
     build_bradley_terry,
 )
+from ._compiled import clear_compiled
 from ._crossed import CROSSED_PRIORS, build_crossed, gauss_hermite
 from ._diagnostics import (
     DEFAULT_THRESHOLDS,
@@ -62,6 +63,7 @@ __all__ = [
     "build_irt_1pl",
     "build_irt_2pl",
     "build_mixed",
+    "clear_compiled",
     "compute_diagnostics",
     "data_hash",
     "describe",

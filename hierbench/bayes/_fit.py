@@ -10,7 +10,6 @@ convergence summary (``diag_*``).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -25,6 +24,7 @@ import pymc as pm
 import xarray as xr
 
 from .._base import as_rng, warn_user, watched
+from . import _compiled as _compiled_store
 from ._diagnostics import compute_diagnostics
 from ._registry import model_hook
 from ._sampling import (
@@ -245,10 +245,11 @@ def _sample(
         from pymc.backends.arviz import patch_nutpie_idata
 
         t0 = time.perf_counter()
-        compiled = compile_model(model)
+        compiled, reused = _compiled_store.compiled_for(model, _check_model(model))
         times["compile_time"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         dt, record = _run_nutpie(compiled, settings, seed, progress, kwargs)
+        record["compile"] = "reused" if reused else "built"
         times["sampling_time"] = time.perf_counter() - t0
         patch_nutpie_idata(dt, model, sampling_time=times["sampling_time"])
         return dt, {**times, "record": record}
@@ -490,34 +491,6 @@ def add_log_likelihood(fit: xr.DataTree, model: pm.Model) -> xr.DataTree:
     return out
 
 
-#: compiled models of this process, by design key (see :func:`_design_key`)
-_COMPILED: dict[str, Any] = {}
-_COMPILED_KEEP = 4
-
-
-def _design_key(model: pm.Model, info: dict[str, Any], swapped: set[str]) -> str:
-    """What the compiled model depends on once the swapped data are taken out.
-
-    The builder's spec (model, options, priors, structure decisions) and every
-    data variable that is not swapped per replicate, by value: two models with
-    the same key compile to the same function of the swapped data, so a
-    process compiles each design once however many studies it serves.
-    """
-    h = hashlib.sha256()
-    spec = {k: info.get(k) for k in ("model", "options", "priors")}
-    decisions = (info.get("structure") or {}).get("decisions") or {}
-    spec["structure"] = {k: (v.get("choice") if isinstance(v, dict) else v) for k, v in decisions.items()}
-    h.update(json.dumps(spec, sort_keys=True, default=str).encode())
-    for var in sorted(model.data_vars, key=lambda v: v.name):
-        if var.name in swapped:
-            h.update(f"{var.name}:swapped".encode())
-            continue
-        value = np.ascontiguousarray(var.get_value())
-        h.update(f"{var.name}:{value.dtype}:{value.shape}".encode())
-        h.update(value.tobytes())
-    return h.hexdigest()
-
-
 @dataclass(frozen=True)
 class _Job:
     """What a replicate fit needs besides its data: the model (a key, and pickled for workers)."""
@@ -530,22 +503,16 @@ class _Job:
     structure: str | None
 
 
-def _keep(key: str, compiled: Any) -> Any:
-    while len(_COMPILED) >= _COMPILED_KEEP:
-        _COMPILED.pop(next(iter(_COMPILED)))
-    _COMPILED[key] = compiled
-    return compiled
-
-
 def _compiled(job: _Job) -> Any:
     """The compiled model of ``job`` in this process (unpickled and compiled on first use)."""
-    if job.key in _COMPILED:
-        return _COMPILED[job.key]
+    cached = _compiled_store.lookup(job.key)
+    if cached is not None:
+        return cached
     if job.blob is None:
         raise RuntimeError("a replicate fit reached a process without its model")
     import cloudpickle
 
-    return _keep(job.key, compile_model(cloudpickle.loads(job.blob)))
+    return _compiled_store.store(job.key, compile_model(cloudpickle.loads(job.blob)))
 
 
 def _fit_one(item: tuple[int, dict[str, np.ndarray]], gen: np.random.Generator, *, job: _Job) -> xr.DataTree:
@@ -705,11 +672,11 @@ def fit_replicates(
     settings = _settings(info, "nutpie", draws, tune, chains, target_accept, init, target_ess,
                          max_draws, sampler_kwargs)  # fmt: skip
     updates = _replicate_updates(model, info, list(replicates))
-    key = _design_key(model, info, {k for u in updates for k in u})
+    key = _compiled_store.design_key(model, info, {k for u in updates for k in u})
     blob = None
     if executor is None:
-        if key not in _COMPILED:
-            _keep(key, compile_model(model))
+        if _compiled_store.lookup(key) is None:
+            _compiled_store.store(key, compile_model(model))
     else:
         import cloudpickle
 
