@@ -15,7 +15,7 @@ import xarray as xr
 from scipy import integrate, stats
 from scipy.special import expit
 
-from hierbench._base import HierbenchError
+from hierbench._base import HierbenchError, UndefinedWarning
 from hierbench.data import model_design
 from hierbench.metrics import (
     ExtrapolatedHorizonWarning,
@@ -312,6 +312,8 @@ def test_a_posterior_trend_through_fewer_than_two_agents_is_refused():
     res = PosteriorHorizonResult(estimate=med, ci=med.expand_dims(ci_bound=["lower", "upper"], axis=-1),
                                  n_undefined=med.isel(success=0) * 0, draws=draws)  # fmt: skip
     dates = {"a": "2024-01-01", "b": "2024-07-01", "c": "2024-12-30"}
-    with pytest.raises(HierbenchError, match=r"at least 2 agents with a date and a positive horizon; got \['a'\]"):
-        doubling_time(res, dates)
-    assert doubling_time(res, dates, frontier=False).agents == ["a", "c"]
+    with pytest.warns(UndefinedWarning, match=r"agents \['b'\] have a horizon of 0.*posterior median"):
+        with pytest.raises(HierbenchError, match=r"at least 2 agents with a date and a positive horizon; got \['a'\]"):
+            doubling_time(res, dates)
+    with pytest.warns(UndefinedWarning, match=r"agents \['b'\]"):  # left out, and said so
+        assert doubling_time(res, dates, frontier=False).agents == ["a", "c"]

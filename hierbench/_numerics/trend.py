@@ -176,6 +176,13 @@ class TrendPoints(NamedTuple):
     refusal: str  #: the error the caller raises (empty: the line can be fitted)
     note: str  #: :func:`beyond_lengths`' notice (empty: none)
 
+    @property
+    def unusable_note(self) -> str:
+        """The notice that ``unusable`` agents are left out of the trend (empty: none)."""
+        if not self.unusable:
+            return ""
+        return f"agents {self.unusable} have a horizon of 0, infinite or undefined: left out of the trend"
+
 
 def trend_points(
     release_dates: Mapping[str, Any], agents: Sequence[Any], success_values: Sequence[float], horizons: np.ndarray,

@@ -198,12 +198,17 @@ def doubling_time(
     -----
     ExtrapolatedHorizonWarning
         A median horizon on the line lies beyond the design's task lengths.
+    UndefinedWarning
+        Dated agents whose posterior median horizon is 0, infinite or
+        undefined: left out of the trend.
     """
     prob = check_prob(prob)
     hz = horizons.estimate
     agents = [str(a) for a in hz["agent"].values]
     pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
                        missing=missing, after=after, only_frontier=frontier, lengths=horizons.minutes_range)  # fmt: skip
+    if pts.unusable:
+        warn_user(pts.unusable_note + " (by the posterior median)", UndefinedWarning)
     if pts.refusal:
         raise HierbenchError(pts.refusal)
     if pts.note:

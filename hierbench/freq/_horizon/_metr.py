@@ -481,8 +481,7 @@ def doubling_time(
     pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
                        missing=missing, after=after, only_frontier=frontier, lengths=horizons.options.get("minutes_range"))  # fmt: skip
     if pts.unusable:
-        warn_user(f"agents {pts.unusable} have a horizon of 0, infinite or undefined: left out of the trend",
-                  UndefinedWarning)  # fmt: skip
+        warn_user(pts.unusable_note, UndefinedWarning)
     if pts.refusal:
         raise HierbenchError(pts.refusal)
     if pts.note:
