@@ -329,32 +329,3 @@ def test_posterior_predictive_in_chunks_draws_the_logit_normal_binomial(monkeypa
         # 4.5 Monte Carlo standard errors of the mean of 6,000 draws
         assert abs(y[:, c].mean() - mean) < 4.5 * np.sqrt(var / 6000)
         assert abs(y[:, c].var() / var - 1) < 0.12
-
-
-@pytest.mark.parametrize(
-    ("agent_task", "n_clusters"), [("marginal", 0), ("marginal", 3), ("latent", 3)]
-)
-def test_cell_logits_give_the_grid_indexed_log_density(monkeypatch, agent_task, n_clusters):
-    # the cells' logits are gathered per cell (theta[a] + task_total[t]); the graph before
-    # issue 27 built the agent x task grid and indexed it. Same sums, so the log density is
-    # equal (to 1e-12) and its gradient too, at random points, on a ragged design
-    import hierbench.bayes._crossed as crossed
-
-    data, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=4, p_missing_task=0.2,
-                            n_clusters=n_clusters, sd_cluster=0.5 if n_clusters else 0.0, rng=2)  # fmt: skip
-
-    def compiled(model):
-        return (model.compile_logp(mode="FAST_COMPILE"), model.compile_dlogp(mode="FAST_COMPILE"),
-                model.initial_point())  # fmt: skip
-
-    new = compiled(build_crossed(data, agent_task=agent_task))
-    monkeypatch.setattr(
-        crossed, "_cell_logits", lambda theta, tt, ai, ti: (theta[:, None] + tt[None, :])[ai, ti]
-    )
-    old = compiled(build_crossed(data, agent_task=agent_task))
-    assert new[2].keys() == old[2].keys()
-    rng = np.random.default_rng(0)
-    for _ in range(5):
-        pt = {k: v + 0.5 * rng.standard_normal(np.shape(v)) for k, v in new[2].items()}
-        np.testing.assert_allclose(new[0](pt), old[0](pt), rtol=1e-12, atol=0)
-        np.testing.assert_allclose(new[1](pt), old[1](pt), rtol=1e-12, atol=1e-12)

@@ -473,27 +473,17 @@ def _likelihood_marginal(eta_cell: Any, sd_at: Any, n_cell: Any, y_cell: Any, ce
     )  # fmt: skip
 
 
-def _cell_logits(theta: Any, task_total: Any, ai: np.ndarray, ti: np.ndarray) -> Any:
-    """Each observed cell's logit ``theta[a] + task_total[t]``, gathered per cell.
-
-    The same sums as indexing the agent x task grid ``theta[:, None] +
-    task_total[None, :]`` (the log density is bit-identical), without building
-    the grid: two vector gathers, whose gradients are two scatter-adds over
-    vectors instead of one into an M x T matrix.
-    """
-    return theta[ai] + task_total[ti]
-
-
 def _likelihood(
     theta: Any, ability: Any, parts: tuple, n_cell: Any, y_cell: Any, cells: dict, agent_task: str, n_quad: int
 ) -> None:
     """``mean_new_task`` and the cells' likelihood, by the agent x task form."""
     sd_at, _, task_total, sd_total2 = parts
     ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
+    eta_grid = theta[:, None] + task_total[None, :]
     pu, pw = population_nodes()  # the one population rule (hierbench._numerics.agq)
     p_new = pm.math.invlogit(ability[:, None] + pt.sqrt(sd_total2) * pu[None, :])
     pm.Deterministic("mean_new_task", (p_new * pw[None, :]).sum(axis=1), dims="agent")
-    eta_cell = _cell_logits(theta, task_total, ai, ti)
+    eta_cell = eta_grid[ai, ti]
     if agent_task == "none":
         _likelihood_none(eta_cell, n_cell, y_cell, cells)
     elif agent_task == "latent":
