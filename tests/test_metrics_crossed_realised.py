@@ -403,3 +403,17 @@ def test_draw_kernels_are_bit_identical_whatever_the_threads(monkeypatch, thread
     monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", threads)
     for got, ref in zip(run(), want, strict=True):
         assert np.array_equal(got, ref)
+
+
+def test_mean_observed_is_bit_identical_whatever_the_threads(monkeypatch):
+    # the fit's postprocess (mean_observed: realised task averages, seeded) through the
+    # threaded kernel: one thread and three give the same draws bit for bit
+    import numba
+
+    from hierbench.metrics._crossed import _mean_observed_draws
+
+    dt, _ = _synthetic_fit(draws=50)
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+    want = _mean_observed_draws(dt, rng=5).values
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 3)
+    assert np.array_equal(_mean_observed_draws(dt, rng=5).values, want)
