@@ -233,9 +233,11 @@ def _over_draws(n_draws: int, run: Callable[[slice], None]) -> None:
     parallel on Python threads; each draw's arithmetic does not depend on the
     block it falls in, so the result is bit-identical whatever the number of
     threads (``NUMBA_NUM_THREADS``, default the number of CPUs). Written
-    with ``parallel=True`` instead, the first call of a process with an empty
-    cache spent 14-19 s compiling the parfors of ``_means`` against 4-5 s serial
-    (issue 27; ``benchmarks/bench_kernels_cold.py``).
+    with ``parallel=True`` (numba's parfors) instead, ``task_means``' first
+    call against an empty cache took 19.3 s against 5.3 s now, and a block of
+    64 draws of a 12 x 500 design 0.075 s against 0.051 s (issue 27; fresh
+    processes on 2 cores at load 7, so inflated; the fit-level figures come
+    from ``benchmarks/bench_first_fit.py``).
     """
     k = max(1, min(int(numba.config.NUMBA_NUM_THREADS), n_draws))
     if k == 1:
