@@ -24,8 +24,11 @@ from one run compare. Usage::
     python benchmarks/bench_first_fit.py --src before=/path/to/old/tree after=.
     python benchmarks/bench_first_fit.py --size 3x20x5 --fits 2   # a quick check
 
-Measured 2026-12-02 (load average 6-8 on 2 cores, so inflated; see the h31 report):
-see ``git log`` of this file for the same-run table.
+Measured 2026-12-02 on the shared 2-core machine at load average 7-9 (inflated, and
+the "before" cold process shared the cores with a test run, so only indicative), the
+tree before issue 27's kernel change against after it, cold caches: the first fit's
+post-processing 25.3 s against 11.4 s (second fit 1.5 s and 3.1 s), the first fit's
+extra over the second 166 s against 58 s. Rerun on a quiet machine for the table.
 """
 
 from __future__ import annotations
