@@ -375,3 +375,45 @@ def test_compiled_task_means_equal_the_numpy_arrays(kind):
         e1, r1 = _task_means(parts, fns, np.random.default_rng(9), mask=mask, spec=(kind, ks))
         np.testing.assert_allclose(e1, e0, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(r1, r0, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_draw_kernels_are_bit_identical_whatever_the_threads(monkeypatch, threads):
+    # the draw kernels run blocks of draws on threads: each draw's arithmetic is its own,
+    # so any split gives exactly the single-block result (one thread, no split), including
+    # more threads than draws and blocks of unequal size
+    import numba
+
+    from hierbench._numerics import gauss_hermite, node_masses, task_means
+
+    rng = np.random.default_rng(11)
+    S, A, T = 5, 3, 70
+    n = rng.integers(0, 20, (A, T)).astype(float)
+    y = np.floor(rng.random((A, T)) * (n + 1))
+    eta, sd = rng.normal(0.0, 2.0, (S, A, T)), rng.uniform(0.1, 3.0, S)
+    u, w = gauss_hermite(7)
+    args = (y, n, eta, sd, u, np.log(w), 50)
+    extra = (np.full((A, T), 1.0 / T), np.array([1, 4]), True, rng.random((S, A, T)))
+
+    def run():
+        return (*node_masses(*args), *task_means(*args, *extra))
+
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+    want = run()
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", threads)
+    for got, ref in zip(run(), want, strict=True):
+        assert np.array_equal(got, ref)
+
+
+def test_mean_observed_is_bit_identical_whatever_the_threads(monkeypatch):
+    # the fit's postprocess (mean_observed: realised task averages, seeded) through the
+    # threaded kernel: one thread and three give the same draws bit for bit
+    import numba
+
+    from hierbench.metrics._crossed import _mean_observed_draws
+
+    dt, _ = _synthetic_fit(draws=50)
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 1)
+    want = _mean_observed_draws(dt, rng=5).values
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 3)
+    assert np.array_equal(_mean_observed_draws(dt, rng=5).values, want)

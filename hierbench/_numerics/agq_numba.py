@@ -30,7 +30,10 @@ evaluation order).
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -210,14 +213,14 @@ def _mass_stage(lq, top, tot, nq, nb):
 _BLOCK = 64  # cells per stage in the draw kernels (as in the likelihood kernel)
 
 
-@njit_kernel(parallel=True)
+@njit_kernel(nogil=True)
 def _masses(y, n, eta, sd, u, c, steps, e_out, w_out):
-    # parallel over draws; within a draw, one agent's row at a time, in blocks of
-    # cells processed stage by stage (as in _means)
+    # one block of draws (see _over_draws); within a draw, one agent's row at a time, in
+    # blocks of cells processed stage by stage (as in _means)
     S, A, T = eta.shape
     nq = u.shape[0]
     B = _BLOCK
-    for si in numba.prange(S):
+    for si in range(S):
         prec = 1.0 / (sd[si] * sd[si])
         m, s, lq, zz, sg, top, tot = _node_workspace(T, nq, B)
         for ai in range(A):
@@ -231,6 +234,29 @@ def _masses(y, n, eta, sd, u, c, steps, e_out, w_out):
                     for q in range(nq):
                         e_out[si, ai, b0 + j, q] = eta[si, ai, b0 + j] + zz[q, j]
                         w_out[si, ai, b0 + j, q] = lq[q, j] / tot[j]
+
+
+def _over_draws(n_draws: int, run: Callable[[slice], None]) -> None:
+    """``run(block)`` over contiguous blocks of draws, one block per thread, all at once.
+
+    The draw kernels are compiled with ``nogil``, so the blocks run in
+    parallel on Python threads; each draw's arithmetic does not depend on the
+    block it falls in, so the result is bit-identical whatever the number of
+    threads (``NUMBA_NUM_THREADS``, default the number of CPUs). Written
+    with ``parallel=True`` (numba's parfors) instead, ``task_means``' first
+    call against an empty cache took 19.3 s against 5.3 s now, and a block of
+    64 draws of a 12 x 500 design 0.075 s against 0.051 s (issue 27; fresh
+    processes on 2 cores at load 7, so inflated; the fit-level figures come
+    from ``benchmarks/bench_first_fit.py``).
+    """
+    k = max(1, min(int(numba.config.NUMBA_NUM_THREADS), n_draws))
+    if k == 1:
+        run(slice(0, n_draws))
+        return
+    edges = np.linspace(0, n_draws, k + 1).round().astype(int)
+    with ThreadPoolExecutor(max_workers=k) as pool:
+        for fut in [pool.submit(run, slice(lo, hi)) for lo, hi in itertools.pairwise(edges)]:
+            fut.result()
 
 
 def _row_inputs(y, n, eta, sd, u, log_w, steps) -> tuple:
@@ -259,19 +285,20 @@ def node_masses(
     q = u.size
     e = np.empty((S, A, T, q))
     wt = np.empty((S, A, T, q))
-    _masses(*_row_inputs(y, n, eta, sd, u, log_w, steps), e, wt)
+    y, n, eta, sd, u, c, steps = _row_inputs(y, n, eta, sd, u, log_w, steps)
+    _over_draws(S, lambda b: _masses(y, n, eta[b], sd[b], u, c, steps, e[b], wt[b]))
     return e, wt
 
 
-@njit_kernel(parallel=True)
+@njit_kernel(nogil=True)
 def _means(y, n, eta, sd, u, c, steps, unif, wmask, ks, at_least, realised, exp_out, real_out):
-    # parallel over draws; within a draw, one agent's row at a time, in blocks of
-    # cells processed stage by stage (each stage a SIMD loop over the block's cells)
+    # one block of draws (see _over_draws); within a draw, one agent's row at a time, in
+    # blocks of cells processed stage by stage (each stage a SIMD loop over the block's cells)
     S, A, T = eta.shape
     nq = u.shape[0]
     K = ks.shape[0]
     B = _BLOCK
-    for si in numba.prange(S):
+    for si in range(S):
         prec = 1.0 / (sd[si] * sd[si])
         m, s, lq, zz, sg, top, tot = _node_workspace(T, nq, B)
         cum = np.empty(B)
@@ -352,14 +379,14 @@ def task_means(
     exp_out = np.empty((S, A, K))
     real_out = np.empty((S, A, K))
     realised = unif is not None
-    _means(
-        *_row_inputs(y, n, eta, sd, u, log_w, steps),
-        np.ascontiguousarray(unif, dtype=float) if realised else np.zeros((1, 1, 1)),
-        np.ascontiguousarray(wmask, dtype=float),
-        ks.astype(np.int64),
-        bool(at_least),
-        realised,
-        exp_out,
-        real_out,
-    )
+    y, n, eta, sd, u, c, steps = _row_inputs(y, n, eta, sd, u, log_w, steps)
+    unif = np.ascontiguousarray(unif, dtype=float) if realised else None
+    wmask, ks = np.ascontiguousarray(wmask, dtype=float), ks.astype(np.int64)
+    none = np.zeros((1, 1, 1))
+
+    def block(b: slice) -> None:
+        _means(y, n, eta[b], sd[b], u, c, steps, unif[b] if realised else none, wmask, ks,
+               bool(at_least), realised, exp_out[b], real_out[b])  # fmt: skip
+
+    _over_draws(S, block)
     return exp_out, real_out

@@ -1,0 +1,140 @@
+"""The first default crossed fit of a process, against empty and warm caches (issue 27).
+
+A fit's one-time costs are compiles that numba and PyTensor keep on disk: the
+first fit after installing pays them, a later session loads them. For each
+source tree (``--src LABEL=PATH``, default this checkout) and one simulated
+design (``simulate_eval(..., rng=seed)``), fresh processes run
+
+cold  with numba's and PyTensor's caches empty (a temporary ``NUMBA_CACHE_DIR``
+      and PyTensor ``base_compiledir``): the first fit after installing, then a
+      second fit in the same process;
+warm  a new process on the caches the cold one filled: a later session's
+      first fit (then its second).
+
+Each fit is ``fit(build_crossed(data), rng=seed)``, the default call; each line
+gives its wall time and the stage times the fit records (``fit_timings``:
+compile, the start's search for the mode, sampling, the predictive groups,
+post-processing, diagnostics), and after the fits the time per evaluation of
+the compiled log density and gradient (the mean over 400 calls at points
+around the start). ``first_extra_s`` is the first fit's wall less the
+second's, in the same process. The trees run interleaved (cold A, cold B,
+warm A, warm B) so the load hits them alike; on a shared machine only ratios
+from one run compare. Usage::
+
+    python benchmarks/bench_first_fit.py --src before=/path/to/old/tree after=.
+    python benchmarks/bench_first_fit.py --size 3x20x5 --fits 2   # a quick check
+
+Measured 2026-12-02 on the shared 2-core machine at load average 7-9 (inflated, and
+the "before" cold process shared the cores with a test run, so only indicative), the
+tree before issue 27's kernel change against after it, cold caches: the first fit's
+post-processing 25.3 s against 11.4 s (second fit 1.5 s and 3.1 s), the first fit's
+extra over the second 166 s against 58 s. Rerun on a quiet machine for the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+_WORKER = r"""
+import json, os, sys, time, warnings
+warnings.simplefilter("ignore")
+t0 = time.perf_counter()
+import numpy as np
+from hierbench.bayes import build_crossed, fit
+from hierbench.bayes._sampling import _NegLogDensity, compile_model
+from hierbench.testing import simulate_eval
+import hierbench
+out = {"import_s": round(time.perf_counter() - t0, 2), "hierbench": os.path.dirname(hierbench.__file__)}
+size, seed, n_fits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+M, T, R = (int(v) for v in size.split("x"))
+data, _ = simulate_eval(n_agents=M, n_tasks=T, n_runs=R, rng=seed)
+fits = []
+for i in range(n_fits):
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    idata = fit(build_crossed(data), rng=seed)
+    row = {k: round(v, 2) for k, v in json.loads(idata.attrs["fit_timings"]).items()}
+    row.update(wall_s=round(time.perf_counter() - t0, 2), draws=int(idata["posterior"].sizes["draw"]),
+               load=round(load, 2))
+    fits.append(row)
+compiled = compile_model(build_crossed(data))
+f = _NegLogDensity(compiled)
+rng = np.random.default_rng(0)
+x0 = np.asarray(compiled.initial_point_func(seed), dtype=float)
+xs = [x0 + 0.3 * rng.standard_normal(x0.size) for _ in range(40)]
+for x in xs:
+    f(x)
+t0 = time.perf_counter()
+for _ in range(10):
+    for x in xs:
+        f(x)
+out["ms_per_gradient"] = round(1e3 * (time.perf_counter() - t0) / 400, 3)
+out["fits"] = fits
+print(json.dumps(out))
+"""
+
+
+def run_process(src: str, size: str, seed: int, n_fits: int, caches: str) -> dict:
+    """One fresh process on ``src``'s hierbench with the caches under ``caches``."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.path.abspath(src),
+        "NUMBA_CACHE_DIR": os.path.join(caches, "numba"),
+        "PYTENSOR_FLAGS": f"base_compiledir={os.path.join(caches, 'pytensor')}",
+    }
+    with tempfile.TemporaryDirectory() as cwd:  # so that the cwd shadows no tree
+        proc = subprocess.run([sys.executable, "-c", _WORKER, size, str(seed), str(n_fits)], env=env,
+                              cwd=cwd, capture_output=True, text=True)  # fmt: skip
+    if proc.returncode:
+        return {"error": proc.stderr[-3000:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def table(rows: list[dict]) -> str:
+    """One line per fit: wall and stage times; the first fit's extra over the second."""
+    cols = ["wall_s", "compile_s", "start_s", "sampling_s", "groups_s", "postprocess_s", "diagnostics_s"]
+    head = f"{'src':<10} {'cache':<5} {'fit':>3} " + " ".join(f"{c[:-2]:>11}" for c in cols)
+    lines = [head + f" {'draws':>5} {'ms/grad':>8} {'load':>5}"]
+    for r in rows:
+        for i, f in enumerate(r.get("fits", [])):
+            vals = " ".join(f"{f.get(c, float('nan')):>11.2f}" for c in cols)
+            lines.append(f"{r['src']:<10} {r['cache']:<5} {i + 1:>3} {vals} {f['draws']:>5} "
+                         f"{r['ms_per_gradient']:>8.3f} {f['load']:>5.1f}")  # fmt: skip
+        if len(r.get("fits", [])) > 1:
+            lines.append(f"{'':<10} {'':<5} first fit's extra over the second: {r['first_extra_s']:.2f} s")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--src", nargs="*", default=[f"this={os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}"])
+    ap.add_argument("--size", default="12x500x10")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--fits", type=int, default=2, help="fits per process")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    srcs = [s.split("=", 1) for s in args.src]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for cache in ("cold", "warm"):
+            for label, path in srcs:
+                row = {"src": label, "cache": cache, "size": args.size,
+                       **run_process(path, args.size, args.seed, args.fits, os.path.join(tmp, label))}  # fmt: skip
+                fits = row.get("fits", [])
+                if len(fits) > 1:
+                    row["first_extra_s"] = round(fits[0]["wall_s"] - fits[1]["wall_s"], 2)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                if args.out:
+                    with open(args.out, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
