@@ -12,14 +12,19 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from hierbench.bayes import _compiled, build_beta_binomial, build_crossed, clear_compiled, fit
+from hierbench.bayes import (
+    _compiled,
+    build_beta_binomial,
+    build_crossed,
+    clear_compiled,
+    fit,
+    fit_replicates,
+)
 from hierbench.testing import simulate_eval
 
 
 def _key(model):
-    return _compiled.design_key(
-        model, getattr(model, "hierbench", {}), {v.name for v in model.data_vars}
-    )
+    return _compiled.design_key(model, getattr(model, "hierbench", {}))
 
 
 def _toy(y, *, prior_sd=1.0, offset=None, prior_loc=None):
@@ -67,3 +72,26 @@ def test_reused_build_draws_what_a_fresh_build_draws_with_the_new_labels():
     assert list(reused.posterior["agent"].values) == ["alpha", "beta"]
     for name, var in fresh.posterior.data_vars.items():
         np.testing.assert_array_equal(reused.posterior[name].values, var.values, err_msg=name)
+
+
+def _regression(x, y):
+    with pm.Model() as m:
+        xd, yd = pm.Data("x", np.asarray(x, dtype=float)), pm.Data("y", np.asarray(y, dtype=float))
+        b = pm.Normal("b", 0.0, 1.0)
+        pm.Normal("obs", b * xd, 1.0, observed=yd)
+    return m
+
+
+@pytest.mark.slow
+def test_replicates_fit_the_same_whatever_build_of_the_design_is_stored():
+    """A stored build holds another model's covariate: each replicate still gets its own model's."""
+    x = np.linspace(-1.0, 1.0, 8)
+    reps = [{"y": np.random.default_rng(s).normal(0.5 * x, 1.0)} for s in (1, 2)]
+    kw = dict(draws=100, tune=100, chains=2, rng=9)
+    clear_compiled()
+    fresh = fit_replicates(_regression(x, reps[0]["y"]), reps, **kw)
+    clear_compiled()
+    fit(_regression(x[::-1] * 3.0, reps[0]["y"]), draws=100, tune=100, chains=2, rng=0, progress=False)
+    reused = fit_replicates(_regression(x, reps[0]["y"]), reps, **kw)
+    for a, b in zip(fresh, reused, strict=True):
+        np.testing.assert_array_equal(b.posterior["b"].values, a.posterior["b"].values)

@@ -32,7 +32,7 @@ import pymc as pm
 
 from ._sampling import compile_model
 
-__all__ = ["KEEP", "clear_compiled", "compiled_for", "design_key", "lookup", "store"]
+__all__ = ["KEEP", "clear_compiled", "compiled_for", "design_key", "lookup", "model_data", "store"]
 
 #: how many compiled models a process keeps (oldest dropped first)
 KEEP = 4
@@ -106,12 +106,18 @@ def _prior_data(model: pm.Model) -> set[str]:
     return {v.name for v in graph_inputs(model.free_RVs) if isinstance(v, SharedVariable)}
 
 
-def design_key(model: pm.Model, info: dict[str, Any], swapped: set[str]) -> str:
-    """What a compiled ``model`` depends on once the ``swapped`` data are taken out.
+def model_data(model: pm.Model) -> dict[str, np.ndarray]:
+    """The values of ``model``'s data, by name (what a stored build is given to fit this model)."""
+    return {v.name: np.asarray(v.get_value()) for v in model.data_vars}
 
-    Two models with the same key compile to the same function of the swapped
-    data (see the module docstring).
+
+def design_key(model: pm.Model, info: dict[str, Any]) -> str:
+    """What a compiled ``model`` depends on once its data values are taken out.
+
+    Two models with the same key compile to the same function of their data
+    (see the module docstring).
     """
+    swapped = {v.name for v in model.data_vars}
     h = hashlib.sha256()
     spec = {k: info.get(k) for k in ("model", "options", "priors")}
     decisions = (info.get("structure") or {}).get("decisions") or {}
@@ -172,8 +178,7 @@ def _with_model_data(compiled: Any, model: pm.Model) -> Any:
     import pandas as pd
 
     shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
-    values = {v.name: v.get_value() for v in model.data_vars if v.name in shared}
-    out = compiled.with_data(**values)
+    out = compiled.with_data(**{k: v for k, v in model_data(model).items() if k in shared})
     coords = dict(out.coords)
     coords.update({k: pd.Index(v) for k, v in model.coords.items() if v is not None})
     return dataclasses.replace(out, _coords=coords)
@@ -181,7 +186,7 @@ def _with_model_data(compiled: Any, model: pm.Model) -> Any:
 
 def compiled_for(model: pm.Model, info: dict[str, Any]) -> tuple[Any, bool]:
     """``model`` compiled (or a stored build of its design with its data); and whether reused."""
-    key = design_key(model, info, {v.name for v in model.data_vars})
+    key = design_key(model, info)
     cached = lookup(key)
     if cached is not None:
         return _with_model_data(cached, model), True

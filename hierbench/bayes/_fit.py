@@ -493,10 +493,11 @@ def add_log_likelihood(fit: xr.DataTree, model: pm.Model) -> xr.DataTree:
 
 @dataclass(frozen=True)
 class _Job:
-    """What a replicate fit needs besides its data: the model (a key, and pickled for workers)."""
+    """What a replicate fit needs besides its data: the model (a key, pickled for workers, its data)."""
 
     key: str
     blob: bytes | None
+    data: dict[str, np.ndarray]  # the model's own data: a stored build of its design may hold others
     settings: dict[str, Any]
     kwargs: dict[str, Any]
     name: str
@@ -520,7 +521,7 @@ def _fit_one(item: tuple[int, dict[str, np.ndarray]], gen: np.random.Generator, 
     i, updates = item
     compiled = _compiled(job)
     shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
-    c = compiled.with_data(**{k: v for k, v in updates.items() if k in shared})
+    c = compiled.with_data(**{k: v for k, v in {**job.data, **updates}.items() if k in shared})
     seed = int(gen.integers(2**31 - 1))
     dt, record = _run_nutpie(c, job.settings, seed, False, job.kwargs)
     dt.attrs.update(hierbench_model=job.name, replicate=i, seed=seed, fit_run=run_record(record))
@@ -672,17 +673,16 @@ def fit_replicates(
     settings = _settings(info, "nutpie", draws, tune, chains, target_accept, init, target_ess,
                          max_draws, sampler_kwargs)  # fmt: skip
     updates = _replicate_updates(model, info, list(replicates))
-    key = _compiled_store.design_key(model, info, {k for u in updates for k in u})
+    key, data = _compiled_store.design_key(model, info), _compiled_store.model_data(model)
     blob = None
     if executor is None:
-        if _compiled_store.lookup(key) is None:
-            _compiled_store.store(key, compile_model(model))
+        _compiled_store.compiled_for(model, info)  # built here once, or a stored build of the design
     else:
         import cloudpickle
 
         blob = cloudpickle.dumps(model)
     structure = json.dumps(info["structure"], default=str) if "structure" in info else None
-    job = _Job(key, blob, settings, dict(sampler_kwargs), str(info["model"]), structure)
+    job = _Job(key, blob, data, settings, dict(sampler_kwargs), str(info["model"]), structure)
     out = map_seeded(_fit_one, list(enumerate(updates)), rng=rng, executor=executor,
                      progress=progress, desc="replicate fits", kwargs={"job": job})  # fmt: skip
     _warn_failed(out)
