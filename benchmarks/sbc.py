@@ -210,7 +210,7 @@ def _record(model_name: str, design: str, rep: int, dt, truth: dict, wall: float
         "n_draws": int(post.sizes["chain"] * post.sizes["draw"]),
         "chains": int(post.sizes["chain"]), "draws_per_chain": int(post.sizes["draw"]),
         "rule": run.get("rule"), "target_ess": run.get("target_ess"), "max_draws": run.get("max_draws"),
-        "init": run.get("init"),
+        "init": run.get("init"), "init_fallback": run.get("init_fallback"),
         "converged": int(dt.attrs["diag_converged"]), "max_r_hat": float(dt.attrs["diag_max_r_hat"]),
         "failures": json.loads(dt.attrs.get("diag_failures", "[]")),
         "wall": round(wall, 2),
