@@ -490,6 +490,38 @@ def report(path: str | list[str]) -> None:
             f"{r['cov90']:>6.3f} [{r['cov90_band'][0]:.3f},{r['cov90_band'][1]:.3f}] "
             f"{'yes' if r['ok'] else 'NO':>3} {100 * r['div_share']:>6.3f} {r['not_converged']:>6}"
         )
+    print()
+    for r in overview(path):
+        print(json.dumps(r))
+
+
+def overview(path: str | list[str]) -> list[dict]:
+    """Per (model, design): the checks' spread, and how the fits ran (draws, walls, failed checks by kind)."""
+    from collections import Counter
+
+    paths = [path] if isinstance(path, str) else list(path)
+    recs = [json.loads(line) for p in paths for line in open(p)]
+    rows = summarise(paths)
+    out = []
+    for model, design in sorted({(r["model"], r["design"]) for r in recs}):
+        rs = [r for r in recs if r["model"] == model and r["design"] == design]
+        ch = [r for r in rows if r["model"] == model and r["design"] == design]
+        kinds = Counter(
+            "divergent" if f[0].isdigit() else " ".join(f.split()[:2]) for r in rs for f in r.get("failures", [])
+        )
+        out.append({
+            "model": model, "design": design, "reps": len(rs), "rules": sorted({str(r.get("rule")) for r in rs}),
+            "chi2_p": [round(min(c["chi2_p"] for c in ch), 3), round(max(c["chi2_p"] for c in ch), 3)],
+            "checks_out": [f"{c['param']}: p {c['chi2_p']:.3f} cov50 {c['cov50']:.3f} cov90 {c['cov90']:.3f}"
+                           for c in ch if not c["ok"]],
+            "div_share": round(sum(r["n_div"] for r in rs) / sum(r["n_draws"] for r in rs), 5),
+            "reps_with_div": sum(r["n_div"] > 0 for r in rs),
+            "failed_share": round(sum(1 - r["converged"] for r in rs) / len(rs), 3), "failures": dict(kinds),
+            "init_map_share": round(sum(r.get("init") == "map" for r in rs) / len(rs), 3),
+            "median_draws_per_chain": float(np.median([r.get("draws_per_chain", 0) for r in rs])),
+            "median_wall": float(np.median([r["wall"] for r in rs])),
+        })  # fmt: skip
+    return out
 
 
 def _executor(workers: int, scheduler: str | None):
