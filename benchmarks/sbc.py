@@ -1,4 +1,4 @@
-"""Simulation-based calibration (Talts et al. 2018) of the three models at their default priors.
+"""Simulation-based calibration (Talts et al. 2018) of the zoo's models at their default priors.
 
 For each model and design, the model is built with every default on a
 template data set of the design, the parameters and data of ``R``
@@ -13,18 +13,28 @@ If the sampler computes the posterior right, the ranks are uniform on
 per parameter, the chi-square p-value of the rank histogram (``bins`` equal
 bins), the 50% / 90% coverage with its Wilson 95% band (the check: the
 band contains the nominal level), and per model and design the share of
-divergent draws.
+divergent draws, of replicates that failed the fit's checks (by kind), the
+median draws per chain and the median wall (:func:`overview`).
 
-Every replicate is fitted at the defaults of :func:`hierbench.bayes.fit`
-(4 chains, a start at the mode, 300 tuning steps, draws until every
-element's bulk and tail ESS >= 400 and R-hat within its limit), through
-:func:`hierbench.bayes.fit_replicates`, which compiles each design once per
-process; the draws are thinned to ``L = 99`` for the ranks. ``--draws`` /
-``--tune`` / ``--chains`` give other settings.
+The models: the count models ``beta_binomial``, ``crossed``,
+``bradley_terry`` (small and medium designs) and ``irt_2pl`` (small), run
+by :func:`run`; the formula families ``mixed_covariates``,
+``mixed_ordinal``, ``mixed_fractional`` and ``horizon``
+(:func:`hierbench.bayes.build_horizon`; small designs), run by
+:func:`run_mixed`. Every replicate is fitted at the defaults of
+:func:`hierbench.bayes.fit` (4 chains, a start at the mode, 300 tuning
+steps, draws until every element's bulk and tail ESS >= 400 and R-hat
+within its limit, cap 2000), through :func:`hierbench.bayes.fit_replicates`,
+which compiles each design once per process; the draws are thinned to
+``L = 99`` for the ranks. Each record states the rule (``rule``,
+``target_ess``, ``max_draws``), the draws per chain the replicate ended
+with, its start (``init``, ``init_fallback``) and the checks it failed
+(``failures``). ``--draws`` / ``--tune`` / ``--chains`` give other settings.
 
 The replicates run on any executor: ``--workers N`` starts a Dask
 ``LocalCluster`` of N one-thread workers, ``--scheduler tcp://host:8786``
-uses a running cluster. Each replicate's seed is spawned from ``--seed``
+uses a running cluster (count models; the formula families run in this
+process). Each replicate's seed is spawned from ``--seed``
 before anything runs, so the records are the same serially and on a cluster
 (``time`` runs one study both ways, checks that and gives the wall ratio).
 
@@ -34,8 +44,8 @@ Usage::
     python benchmarks/sbc.py report sbc.jsonl [sbc_seed2.jsonl ...]
     python benchmarks/sbc.py time --reps 200 --workers 2 [--models beta_binomial] [--designs small]
 
-Many checks are made at once (26 for the six model-design pairs), each with a
-95% band, so a calibrated sampler flags one or two of them in a typical
+Many checks are made at once (three per parameter: 138 for the eleven
+model-design pairs), so a calibrated sampler flags a few of them in a typical
 200-replicate study. Independent studies of the same model and design (other
 ``--seed``) are the answer, not a different band: ``report`` pools every file
 given, replicate by replicate, and the pooled bands narrow as sqrt(reps).
