@@ -517,7 +517,9 @@ def overview(path: str | list[str]) -> list[dict]:
         rs = [r for r in recs if r["model"] == model and r["design"] == design]
         ch = [r for r in rows if r["model"] == model and r["design"] == design]
         kinds = Counter(
-            "divergent" if f[0].isdigit() else " ".join(f.split()[:2]) for r in rs for f in r.get("failures", [])
+            "divergent" if f[0].isdigit() else " ".join(f.split()[: 2 if f.startswith("min ") else 1])
+            for r in rs
+            for f in r.get("failures", [])
         )
         out.append({
             "model": model, "design": design, "reps": len(rs), "rules": sorted({str(r.get("rule")) for r in rs}),
