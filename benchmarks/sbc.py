@@ -241,7 +241,7 @@ def _record(model_name: str, design: str, rep: int, dt, truth: dict, wall: float
 
 
 def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
-        executor=None, progress=None, chunk=10) -> list[dict]:  # fmt: skip
+        executor=None, progress=None, chunk=10, init="map") -> list[dict]:  # fmt: skip
     """Fit every replicate of every model and design at the fit's defaults; append records to ``out``.
 
     ``executor`` (any concurrent.futures.Executor, e.g. a Dask client's)
@@ -253,7 +253,7 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
     from hierbench import map_seeded
 
     warnings.simplefilter("ignore")
-    settings = {"chains": chains, "draws": draws, "tune": tune}
+    settings = {"chains": chains, "draws": draws, "tune": tune, "init": init}
     recs = []
     for design in designs:
         for model_name in (m for m in models if design in design_table(m)):
@@ -398,7 +398,7 @@ def _mixed_prior(model, reps: int, seed: int):
     return pri, pp
 
 
-def run_mixed(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0):
+def run_mixed(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0, init="map"):
     """Run SBC of the formula models at the fit's defaults, as :func:`run` does the count models.
 
     Each replicate's outcome, drawn by the builder's own predictive from a
@@ -411,7 +411,7 @@ def run_mixed(models, designs, reps, out, *, chains=4, draws=None, tune=None, se
     from hierbench.bayes import fit_replicates
 
     warnings.simplefilter("ignore")
-    settings = {"chains": chains, "draws": draws, "tune": tune}
+    settings = {"chains": chains, "draws": draws, "tune": tune, "init": init}
     for design in designs:
         for name in (m for m in models if design in design_table(m)):
             tmpl = template_mixed(name, design)
@@ -597,6 +597,7 @@ def main(argv=None) -> int:
     pr.add_argument("--chains", type=int, default=4)
     pr.add_argument("--draws", type=int, default=None, help="fixed draws (default: fit's target-ESS rule)")
     pr.add_argument("--tune", type=int, default=None, help="tuning steps (default: fit's)")
+    pr.add_argument("--init", default="map", choices=["map", "support_point"], help="the chains' start")
     pr.add_argument("--seed", type=int, default=2026)
     pr.add_argument("--workers", type=int, default=0, help="a Dask LocalCluster of this many workers")
     pr.add_argument("--scheduler", default=None, help="a Dask scheduler address (tcp://host:8786)")
@@ -616,7 +617,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.cmd == "run":
         # count models on any executor, formula models here; both at the fit's defaults unless given
-        kw = {"chains": a.chains, "draws": a.draws, "tune": a.tune, "seed": a.seed, "start_rep": a.start_rep}
+        kw = {"chains": a.chains, "draws": a.draws, "tune": a.tune, "seed": a.seed, "start_rep": a.start_rep,
+              "init": a.init}  # fmt: skip
         counted = [m for m in a.models if m not in MIXED_PARAMS]
         if counted:
             with _executor(a.workers, a.scheduler) as ex:
