@@ -1,4 +1,4 @@
-"""Simulation-based calibration (Talts et al. 2018) of the three models at their default priors.
+"""Simulation-based calibration (Talts et al. 2018) of the zoo's models at their default priors.
 
 For each model and design, the model is built with every default on a
 template data set of the design, the parameters and data of ``R``
@@ -13,18 +13,28 @@ If the sampler computes the posterior right, the ranks are uniform on
 per parameter, the chi-square p-value of the rank histogram (``bins`` equal
 bins), the 50% / 90% coverage with its Wilson 95% band (the check: the
 band contains the nominal level), and per model and design the share of
-divergent draws.
+divergent draws, of replicates that failed the fit's checks (by kind), the
+median draws per chain and the median wall (:func:`overview`).
 
-Every replicate is fitted at the defaults of :func:`hierbench.bayes.fit`
-(4 chains, a start at the mode, 300 tuning steps, draws until every
-element's bulk and tail ESS >= 400 and R-hat within its limit), through
-:func:`hierbench.bayes.fit_replicates`, which compiles each design once per
-process; the draws are thinned to ``L = 99`` for the ranks. ``--draws`` /
-``--tune`` / ``--chains`` give other settings.
+The models: the count models ``beta_binomial``, ``crossed``,
+``bradley_terry`` (small and medium designs) and ``irt_2pl`` (small), run
+by :func:`run`; the formula families ``mixed_covariates``,
+``mixed_ordinal``, ``mixed_fractional`` and ``horizon``
+(:func:`hierbench.bayes.build_horizon`; small designs), run by
+:func:`run_mixed`. Every replicate is fitted at the defaults of
+:func:`hierbench.bayes.fit` (4 chains, a start at the mode, 300 tuning
+steps, draws until every element's bulk and tail ESS >= 400 and R-hat
+within its limit, cap 2000), through :func:`hierbench.bayes.fit_replicates`,
+which compiles each design once per process; the draws are thinned to
+``L = 99`` for the ranks. Each record states the rule (``rule``,
+``target_ess``, ``max_draws``), the draws per chain the replicate ended
+with, its start (``init``, ``init_fallback``) and the checks it failed
+(``failures``). ``--draws`` / ``--tune`` / ``--chains`` give other settings.
 
 The replicates run on any executor: ``--workers N`` starts a Dask
 ``LocalCluster`` of N one-thread workers, ``--scheduler tcp://host:8786``
-uses a running cluster. Each replicate's seed is spawned from ``--seed``
+uses a running cluster (count models; the formula families run in this
+process). Each replicate's seed is spawned from ``--seed``
 before anything runs, so the records are the same serially and on a cluster
 (``time`` runs one study both ways, checks that and gives the wall ratio).
 
@@ -34,8 +44,8 @@ Usage::
     python benchmarks/sbc.py report sbc.jsonl [sbc_seed2.jsonl ...]
     python benchmarks/sbc.py time --reps 200 --workers 2 [--models beta_binomial] [--designs small]
 
-Many checks are made at once (26 for the six model-design pairs), each with a
-95% band, so a calibrated sampler flags one or two of them in a typical
+Many checks are made at once (three per parameter: 138 for the eleven
+model-design pairs), so a calibrated sampler flags a few of them in a typical
 200-replicate study. Independent studies of the same model and design (other
 ``--seed``) are the answer, not a different band: ``report`` pools every file
 given, replicate by replicate, and the pooled bands narrow as sqrt(reps).
@@ -58,10 +68,13 @@ DESIGNS = {
     "medium": {"n_agents": 10, "n_tasks": 200, "n_runs": 4, "n_clusters": 20},
 }
 BT_DESIGNS = {"small": {"n_agents": 4, "n_battles": 120}, "medium": {"n_agents": 15, "n_battles": 1500}}
+#: the 2PL standardises the abilities over the agents: a few more of them than the count models' small design
+IRT_DESIGNS = {"small": {"n_agents": 6, "n_tasks": 30, "n_runs": 3, "n_clusters": 0}}
 PARAMS = {
     "beta_binomial": ["logit_mu_mean", "logit_mu_sd", "mu[0]", "rho[0]"],
     "crossed": ["sd_task", "sd_agent_task", "sd_cluster", "ability[0]", "mean_new_task[0]"],
     "bradley_terry": ["sd_ability", "nu", "ability[0]"],
+    "irt_2pl": ["mu_intercept", "sd_intercept", "sd_log_discrimination", "ability[0]", "discrimination[0]"],
 }
 MODELS = tuple(PARAMS)
 #: formula models (hierbench.bayes.build_mixed, issue 26): run by run_mixed; summarise/report pool them alike
@@ -69,6 +82,8 @@ MIXED_PARAMS = {
     "mixed_covariates": ["beta[1]", "beta[2]", "sd[0]", "sd[1]", "sd[2]"],
     "mixed_ordinal": ["beta[0]", "sd[0]", "sd[1]", "sd[2]", "thresholds[0]"],
     "mixed_fractional": ["beta[0]", "sd[0]", "sd[1]", "interior[0]"],
+    # build_horizon (4 agents): agent 0's logit at the mean log2 length and its slope, the task and cell sds
+    "horizon": ["beta[0]", "beta[4]", "sd[0]", "sd[1]"],
 }
 MIXED_FORMULAS = {
     "mixed_covariates": ("score ~ scaffold + tier + (1|model) + (1|task) + (1|agent:task)", "binomial"),
@@ -76,6 +91,8 @@ MIXED_FORMULAS = {
     "mixed_fractional": ("score ~ 0 + agent + (1|task) + (1|agent:task)", "fractional"),
 }
 MIXED_DESIGNS = {"small": {"n_tasks": 20, "n_runs": 3}}
+#: build_horizon: agents x tasks x runs, human minutes log-spaced over 1 minute to 8 hours
+HORIZON_DESIGNS = {"small": {"n_agents": 4, "n_tasks": 20, "n_runs": 3}}
 PARAMS.update(MIXED_PARAMS)
 L_RANK = 99
 
@@ -98,9 +115,14 @@ def template(model: str, design: str, seed: int = 0):
         names = np.array([f"m{i:02d}" for i in range(m)])
         w = rng.choice(["left", "tie", "right"], nb)
         return read_battles(pd.DataFrame({"left": names[a], "right": names[b], "winner": w}))
-    d = dict(DESIGNS[design])
-    data, _ = simulate_eval(**d, rng=seed)
+    data, _ = simulate_eval(**design_table(model)[design], rng=seed)
     return data
+
+
+def design_table(model: str) -> dict:
+    """The designs a model is calibrated at (name -> the template's sizes)."""
+    tables = {"bradley_terry": BT_DESIGNS, "irt_2pl": IRT_DESIGNS, "horizon": HORIZON_DESIGNS}
+    return tables.get(model, MIXED_DESIGNS if model in MIXED_PARAMS else DESIGNS)
 
 
 def _value(ds, spec: str):
@@ -185,19 +207,27 @@ def one_replicate(item: dict, gen, *, model_name: str, design: str, settings: di
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         (dt,) = fit_replicates(model, [data], rng=item["seed"], progress=False, **settings)
+    return {"structure": key, **_record(model_name, design, item["rep"], dt, item["truth"], time.perf_counter() - t0)}
+
+
+def _record(model_name: str, design: str, rep: int, dt, truth: dict, wall: float) -> dict:
+    """One replicate's ranks, interval hits and the fit's run: its draws rule, draws per chain, diagnostics."""
     post = dt["posterior"].to_dataset()
     run = json.loads(dt.attrs["fit_run"])
     rec = {
-        "structure": key, "model": model_name, "design": design, "rep": item["rep"],
+        "model": model_name, "design": design, "rep": rep,
         "n_div": int(dt.attrs["diag_n_divergent"]),
         "n_draws": int(post.sizes["chain"] * post.sizes["draw"]),
-        "draws_per_chain": int(post.sizes["draw"]), "init": run.get("init"),
+        "chains": int(post.sizes["chain"]), "draws_per_chain": int(post.sizes["draw"]),
+        "rule": run.get("rule"), "target_ess": run.get("target_ess"), "max_draws": run.get("max_draws"),
+        "init": run.get("init"), "init_fallback": run.get("init_fallback"),
         "converged": int(dt.attrs["diag_converged"]), "max_r_hat": float(dt.attrs["diag_max_r_hat"]),
-        "wall": round(time.perf_counter() - t0, 2),
+        "failures": json.loads(dt.attrs.get("diag_failures", "[]")),
+        "wall": round(wall, 2),
         "mean_steps": float(dt["sample_stats"]["n_steps"].mean()),
         "ranks": {}, "in50": {}, "in90": {},
     }  # fmt: skip
-    for spec, t in item["truth"].items():
+    for spec, t in truth.items():
         draws_da = _value(post, spec)
         if draws_da is None:
             continue
@@ -211,28 +241,33 @@ def one_replicate(item: dict, gen, *, model_name: str, design: str, settings: di
 
 
 def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
-        executor=None, progress=None) -> list[dict]:  # fmt: skip
+        executor=None, progress=None, chunk=10, init="map") -> list[dict]:  # fmt: skip
     """Fit every replicate of every model and design at the fit's defaults; append records to ``out``.
 
     ``executor`` (any concurrent.futures.Executor, e.g. a Dask client's)
     runs the replicates in parallel; each replicate's seed is spawned from
     ``seed`` before anything runs, so the records are the same whatever the
-    executor (``wall`` aside). ``start_rep`` resumes an interrupted study.
+    executor (``wall`` aside). ``start_rep`` resumes an interrupted study;
+    the records are appended ``chunk`` replicates at a time.
     """
     from hierbench import map_seeded
 
     warnings.simplefilter("ignore")
-    settings = {"chains": chains, "draws": draws, "tune": tune}
+    settings = {"chains": chains, "draws": draws, "tune": tune, "init": init}
     recs = []
     for design in designs:
-        for model_name in models:
+        for model_name in (m for m in models if design in design_table(m)):
             items = [i for i in replicate_items(model_name, design, reps, seed) if i["rep"] >= start_rep]
             kw = {"model_name": model_name, "design": design, "settings": settings}
-            got = map_seeded(one_replicate, items, rng=seed, executor=executor, progress=progress,
-                             desc=f"SBC {model_name} {design}", kwargs=kw)  # fmt: skip
-            with open(out, "a") as fh:
-                for rec in got:
-                    fh.write(json.dumps(rec) + "\n")
+            got = []
+            # in chunks, each appended when done: a study stopped early keeps what it fitted (a
+            # replicate's seed is its item's, so the chunking does not change the records)
+            for lo in range(0, len(items), chunk):
+                part = map_seeded(one_replicate, items[lo : lo + chunk], rng=seed, executor=executor,
+                                  progress=progress, desc=f"SBC {model_name} {design}", kwargs=kw)  # fmt: skip
+                with open(out, "a") as fh:
+                    fh.writelines(json.dumps(rec) + "\n" for rec in part)
+                got += part
             recs += got
             walls = [r["wall"] for r in got]
             print(
@@ -248,12 +283,20 @@ def template_mixed(model: str, design: str, seed: int = 0):
     """Build a leaderboard of the design.
 
     2 scaffolds x 3 models, a task tier, a judge per run, grades 1-4, [0, 1]
-    scores with exact 0s and 1s (outcomes irrelevant beyond the structure they imply).
+    scores with exact 0s and 1s (outcomes irrelevant beyond the structure they imply);
+    for ``horizon``, binary scores and a task coord of human minutes.
     """
     import xarray as xr
 
-    d = MIXED_DESIGNS[design]
     rng = np.random.default_rng(seed)
+    if model == "horizon":
+        A, T, R = (HORIZON_DESIGNS[design][k] for k in ("n_agents", "n_tasks", "n_runs"))
+        return xr.Dataset(
+            {"score": (("agent", "task", "run"), (rng.random((A, T, R)) < 0.5) * 1.0)},
+            coords={"agent": [f"a{i}" for i in range(A)], "task": [f"t{i}" for i in range(T)],
+                    "human_minutes": ("task", np.geomspace(1.0, 480.0, T))},
+        )  # fmt: skip
+    d = MIXED_DESIGNS[design]
     T, R = d["n_tasks"], d["n_runs"]
     sc, mo = np.repeat(["s1", "s2"], 3), np.tile(["m1", "m2", "m3"], 2)
     u = rng.random((6, T, R))
@@ -267,124 +310,128 @@ def template_mixed(model: str, design: str, seed: int = 0):
     )  # fmt: skip
 
 
+def _build_formula(name: str, data, **kw):
+    """The formula model ``name`` on ``data`` at its builder's defaults."""
+    import hierbench.bayes as hbb
+
+    if name == "horizon":
+        return hbb.build_horizon(data)
+    formula, family = MIXED_FORMULAS[name]
+    return hbb.build_mixed(data, formula, family=family, **kw)
+
+
 def _mixed_updates(model, y: np.ndarray) -> dict:
     """The data a replicate's outcome ``y`` (in the likelihood's dims) replaces in a formula model."""
-    from hierbench.bayes._ordinal import grade_log_coefficient
-    from hierbench.bayes._registry import log_binom
+    from scipy.special import gammaln
 
     fam = model.hierbench["design"].family
     if fam == "ordinal":
+        from hierbench.bayes._ordinal import grade_log_coefficient
+
         return {"grade_counts": y.astype(np.int64), "grade_log_coef": grade_log_coefficient(y)}
     if fam == "fractional":
         return {"score_obs": y.astype(float)}
     if "run_success" in model.named_vars:
         return {"run_success": y.astype(np.int64)}
     n = np.asarray(model["cell_n_runs"].get_value())
-    return {"cell_n_success": y.astype(np.int64), "cell_log_binom": log_binom(y, n)}
+    return {"cell_n_success": y.astype(np.int64),
+            "cell_log_binom": gammaln(n + 1.0) - gammaln(y + 1.0) - gammaln(n - y + 1.0)}  # fmt: skip
 
 
-def _record(model_name, design, r, dt, pri, wall):
-    """One replicate's ranks, interval hits and diagnostics (the record ``run`` writes)."""
-    from hierbench.bayes._diagnostics import compute_diagnostics
-
-    diag = compute_diagnostics(dt, warn=False).attrs
-    post = dt["posterior"].to_dataset()
-    n = post.sizes["chain"] * post.sizes["draw"]
-    rec = {"model": model_name, "design": design, "rep": r, "n_div": int(diag["diag_n_divergent"]), "n_draws": n,
-           "converged": int(diag["diag_converged"]), "max_r_hat": float(diag["diag_max_r_hat"]),
-           "wall": round(wall, 2), "ranks": {}, "in50": {}, "in90": {}}  # fmt: skip
-    for spec in PARAMS[model_name]:
-        truth, draws_da = _value(pri, spec), _value(post, spec)
-        if truth is None or draws_da is None:
-            continue
-        t = float(truth.isel(chain=0, draw=r).values)
-        x = np.asarray(draws_da.values, dtype=float).ravel()
-        rec["ranks"][spec] = int((x[np.linspace(0, x.size - 1, L_RANK).round().astype(int)] < t).sum())
-        lo50, hi50, lo90, hi90 = np.quantile(x, [0.25, 0.75, 0.05, 0.95])
-        rec["in50"][spec], rec["in90"][spec] = bool(lo50 <= t <= hi50), bool(lo90 <= t <= hi90)
-    return rec
+def _replicate_data(name: str, template, model, y: np.ndarray):
+    """The replicate's outcome written into the template's dataset (graded and horizon models), or None."""
+    ds = template.copy()
+    if name == "horizon":  # y: successes per (agent, task) cell; the first y runs succeed
+        cc = model.hierbench["cell_coords"]
+        a = ds.indexes["agent"].get_indexer(cc["cell_agent"])
+        t = ds.indexes["task"].get_indexer(cc["cell_task"])
+        score = np.zeros(ds["score"].shape)
+        score[a, t] = np.arange(score.shape[2])[None, :] < np.asarray(y)[:, None]
+        ds["score"] = (ds["score"].dims, score)
+        return ds
+    if model.hierbench["design"].family != "ordinal":
+        return None
+    cats = model.hierbench["design"].categories
+    ds["grade"] = (ds["grade"].dims, cats[y.argmax(1)].reshape(ds["grade"].shape))  # rows are runs, in order
+    return ds
 
 
-def _replicate_form(name: str, template, model, y: np.ndarray, compiled: dict):
-    """The parameterisation a replicate is fitted in: the builder's own choice on its data, where it can be made.
+def _replicate_form(name: str, template, model, y: np.ndarray):
+    """The model a replicate is fitted with: the builder's own choice on its data, where it can be made.
 
-    Graded replicates (``mixed_ordinal``) are rebuilt from their own grades and fitted in the centring
-    :func:`hierbench.bayes.build_mixed` chooses for them (the fit's default; one compiled model per
-    choice, cached in ``compiled``); a replicate the builder refuses (a grade that never occurs: its
-    thresholds rest on the prior) keeps the template's. Other families keep the template's.
+    Graded (``mixed_ordinal``) and ``horizon`` replicates are rebuilt from their own outcomes and fitted in
+    the centring their builder chooses for them (the fit's default: a parameterisation, not a different
+    posterior; ``fit_replicates`` compiles each choice once); a replicate the builder refuses (a grade
+    that never occurs: its thresholds rest on the prior) keeps the template's. Other families keep the
+    template's. Returns the model and its form (the centred terms, or ``"template"``).
     """
-    import hierbench.bayes as hbb
     from hierbench.data import FormulaError
 
-    design = model.hierbench["design"]
-    if design.family != "ordinal":
-        return "template"
-    cats = design.categories
-    ds = template.copy()
-    ds["grade"] = (ds["grade"].dims, cats[y.argmax(1)].reshape(ds["grade"].shape))  # rows are runs, in order
-    formula, family = MIXED_FORMULAS[name]
+    ds = _replicate_data(name, template, model, y)
+    if ds is None:
+        return model, "template"
     try:
-        built = hbb.build_mixed(ds, formula, family=family, levels=cats)
+        kw = {} if name == "horizon" else {"levels": model.hierbench["design"].categories}
+        built = _build_formula(name, ds, **kw)
     except FormulaError:
-        return "template"
-    key = tuple(built.hierbench["options"]["centred"])
-    if key not in compiled:
-        import nutpie
-
-        compiled[key] = nutpie.compile_pymc_model(built, backend="numba")
-    return key
+        return model, "template"
+    return built, list(built.hierbench["options"]["centred"])
 
 
-def run_mixed(models, designs, reps, out, chains, draws, tune, seed, start_rep=0):
-    """Run SBC of the formula models.
-
-    The template's model is compiled once and each replicate's outcome, drawn
-    by the builder's own predictive from a prior draw, swapped in. Graded
-    replicates are fitted in the centring the builder chooses on their own
-    data (:func:`_replicate_form`: a parameterisation, not a different
-    posterior), so their divergences are those of the fit's defaults; the
-    record's ``form`` says which.
-    """
-    import nutpie
+def _mixed_prior(model, reps: int, seed: int):
+    """Prior draws and the builder's predictive outcome of each (formula models)."""
     import pymc as pm
     import xarray as xr
 
     import hierbench.bayes as hbb
 
+    pri = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)["prior"].to_dataset()
+    if "thresholds" in pri:
+        # forward sampling ignores the ordered transform: `thresholds_seen` comes out iid, unsorted
+        # (the model sorts it for the likelihood and `thresholds`, already ordered here). The prior
+        # the logp states (iid, restricted to the ordered set) is the law of their order statistics
+        for v in ("thresholds", "thresholds_seen"):
+            pri[v] = pri[v].copy(data=np.sort(pri[v].values, axis=-1))
+    pp = hbb.model_hook(model.hierbench, "predictive")(
+        xr.DataTree(children={"posterior": xr.DataTree(pri)}), np.random.default_rng(seed + 2)
+    )["posterior_predictive"]["y"]
+    return pri, pp
+
+
+def run_mixed(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0, init="map"):
+    """Run SBC of the formula models at the fit's defaults, as :func:`run` does the count models.
+
+    Each replicate's outcome, drawn by the builder's own predictive from a
+    prior draw, is swapped into its model through
+    :func:`hierbench.bayes.fit_replicates` (compiled once per form). Graded
+    and horizon replicates are fitted in the centring their builder chooses
+    on their own data (:func:`_replicate_form`), so their divergences are
+    those of the fit's defaults; the record's ``form`` says which.
+    """
+    from hierbench.bayes import fit_replicates
+
     warnings.simplefilter("ignore")
+    settings = {"chains": chains, "draws": draws, "tune": tune, "init": init}
     for design in designs:
-        for name in models:
-            formula, family = MIXED_FORMULAS[name]
-            model = hbb.build_mixed(template_mixed(name, design), formula, family=family)
-            pri = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)["prior"].to_dataset()
-            if "thresholds" in pri:
-                # forward sampling ignores the ordered transform: `thresholds_seen` comes out iid, unsorted
-                # (the model sorts it for the likelihood and `thresholds`, already ordered here). The prior
-                # the logp states (iid, restricted to the ordered set) is the law of their order statistics
-                for v in ("thresholds", "thresholds_seen"):
-                    pri[v] = pri[v].copy(data=np.sort(pri[v].values, axis=-1))
-            pp = hbb.model_hook(model.hierbench, "predictive")(
-                xr.DataTree(children={"posterior": xr.DataTree(pri)}), np.random.default_rng(seed + 2)
-            )["posterior_predictive"]["y"]
-            compiled = {"template": nutpie.compile_pymc_model(model, backend="numba")}
+        for name in (m for m in models if design in design_table(m)):
+            tmpl = template_mixed(name, design)
+            model = _build_formula(name, tmpl)
+            pri, pp = _mixed_prior(model, reps, seed)
             gen = np.random.default_rng(seed + 1)
             for r in range(reps):
                 sampler_seed = int(gen.integers(2**31 - 1))
                 if r < start_rep:
                     continue
                 y = pp.isel(chain=0, draw=r).values
-                form = _replicate_form(name, template_mixed(name, design), model, y, compiled)
-                c = compiled[form].with_data(**_mixed_updates(model, y))
+                fm, form = _replicate_form(name, tmpl, model, y)
                 t0 = time.perf_counter()
-                dt = nutpie.sample(c, draws=draws, tune=tune, chains=chains, seed=sampler_seed, progress_bar=False,
-                                   cores=min(chains, os.cpu_count() or 1))  # fmt: skip
-                wall = time.perf_counter() - t0
-                dt = xr.DataTree(children={k: v.copy() for k, v in dt.children.items() if not k.startswith("warmup")})
-                rec = _record(name, design, r, dt, pri, wall)
-                rec["form"] = list(form) if isinstance(form, tuple) else form
+                (dt,) = fit_replicates(fm, [_mixed_updates(fm, y)], rng=sampler_seed, progress=False, **settings)
+                truth = {k: float(v.isel(chain=0, draw=r)) for k in PARAMS[name] if (v := _value(pri, k)) is not None}
+                rec = {**_record(name, design, r, dt, truth, time.perf_counter() - t0), "form": form}
                 with open(out, "a") as fh:
                     fh.write(json.dumps(rec) + "\n")
-                print(f"{name} {design} rep {r}: div {rec['n_div']} wall {wall:.1f}s load {os.getloadavg()[0]:.1f}",
+                print(f"{name} {design} rep {r}: div {rec['n_div']} draws/chain {rec['draws_per_chain']} "
+                      f"conv {rec['converged']} wall {rec['wall']:.1f}s load {os.getloadavg()[0]:.1f}",
                       flush=True)  # fmt: skip
 
 
@@ -453,6 +500,40 @@ def report(path: str | list[str]) -> None:
             f"{r['cov90']:>6.3f} [{r['cov90_band'][0]:.3f},{r['cov90_band'][1]:.3f}] "
             f"{'yes' if r['ok'] else 'NO':>3} {100 * r['div_share']:>6.3f} {r['not_converged']:>6}"
         )
+    print()
+    for r in overview(path):
+        print(json.dumps(r))
+
+
+def overview(path: str | list[str]) -> list[dict]:
+    """Per (model, design): the checks' spread, and how the fits ran (draws, walls, failed checks by kind)."""
+    from collections import Counter
+
+    paths = [path] if isinstance(path, str) else list(path)
+    recs = [json.loads(line) for p in paths for line in open(p)]
+    rows = summarise(paths)
+    out = []
+    for model, design in sorted({(r["model"], r["design"]) for r in recs}):
+        rs = [r for r in recs if r["model"] == model and r["design"] == design]
+        ch = [r for r in rows if r["model"] == model and r["design"] == design]
+        kinds = Counter(
+            "divergent" if f[0].isdigit() else " ".join(f.split()[: 2 if f.startswith("min ") else 1])
+            for r in rs
+            for f in r.get("failures", [])
+        )
+        out.append({
+            "model": model, "design": design, "reps": len(rs), "rules": sorted({str(r.get("rule")) for r in rs}),
+            "chi2_p": [round(min(c["chi2_p"] for c in ch), 3), round(max(c["chi2_p"] for c in ch), 3)],
+            "checks_out": [f"{c['param']}: p {c['chi2_p']:.3f} cov50 {c['cov50']:.3f} cov90 {c['cov90']:.3f}"
+                           for c in ch if not c["ok"]],
+            "div_share": round(sum(r["n_div"] for r in rs) / sum(r["n_draws"] for r in rs), 5),
+            "reps_with_div": sum(r["n_div"] > 0 for r in rs),
+            "failed_share": round(sum(1 - r["converged"] for r in rs) / len(rs), 3), "failures": dict(kinds),
+            "init_map_share": round(sum(r.get("init") == "map" for r in rs) / len(rs), 3),
+            "median_draws_per_chain": float(np.median([r.get("draws_per_chain", 0) for r in rs])),
+            "median_wall": float(np.median([r["wall"] for r in rs])),
+        })  # fmt: skip
+    return out
 
 
 def _executor(workers: int, scheduler: str | None):
@@ -516,6 +597,7 @@ def main(argv=None) -> int:
     pr.add_argument("--chains", type=int, default=4)
     pr.add_argument("--draws", type=int, default=None, help="fixed draws (default: fit's target-ESS rule)")
     pr.add_argument("--tune", type=int, default=None, help="tuning steps (default: fit's)")
+    pr.add_argument("--init", default="map", choices=["map", "support_point"], help="the chains' start")
     pr.add_argument("--seed", type=int, default=2026)
     pr.add_argument("--workers", type=int, default=0, help="a Dask LocalCluster of this many workers")
     pr.add_argument("--scheduler", default=None, help="a Dask scheduler address (tcp://host:8786)")
@@ -533,15 +615,17 @@ def main(argv=None) -> int:
     rp = sub.add_parser("report")
     rp.add_argument("path", nargs="+", help="one study, or several independent ones (pooled)")
     a = p.parse_args(argv)
-    if a.cmd == "run" and set(a.models) <= set(MIXED_PARAMS):
-        # formula models: 2 chains x 400 draws after 400 tuning steps unless given
-        designs = [d for d in a.designs if d in MIXED_DESIGNS] or list(MIXED_DESIGNS)
-        run_mixed(a.models, designs, a.reps, a.out, min(a.chains, 2), a.draws or 400, a.tune or 400, a.seed,
-                  a.start_rep)  # fmt: skip
-    elif a.cmd == "run":
-        with _executor(a.workers, a.scheduler) as ex:
-            run(a.models, a.designs, a.reps, a.out, chains=a.chains, draws=a.draws, tune=a.tune,
-                seed=a.seed, start_rep=a.start_rep, executor=ex)  # fmt: skip
+    if a.cmd == "run":
+        # count models on any executor, formula models here; both at the fit's defaults unless given
+        kw = {"chains": a.chains, "draws": a.draws, "tune": a.tune, "seed": a.seed, "start_rep": a.start_rep,
+              "init": a.init}  # fmt: skip
+        counted = [m for m in a.models if m not in MIXED_PARAMS]
+        if counted:
+            with _executor(a.workers, a.scheduler) as ex:
+                run(counted, a.designs, a.reps, a.out, executor=ex, **kw)
+        formula = [m for m in a.models if m in MIXED_PARAMS]
+        if formula:
+            run_mixed(formula, a.designs, a.reps, a.out, **kw)
     elif a.cmd == "time":
         time_study(a.reps, a.workers, a.models, a.designs, a.seed, a.out)
     else:

@@ -71,3 +71,25 @@ def test_sbc_small_beta_binomial(tmp_path):
         assert r["cov90_band"][0] <= 0.9 <= r["cov90_band"][1], r
     recs = [json.loads(line) for line in out.read_text().splitlines()]
     assert sum(r["n_div"] for r in recs) / sum(r["n_draws"] for r in recs) < 0.001
+
+
+@pytest.mark.slow
+def test_sbc_horizon_replicate_carries_its_outcome():
+    # a horizon replicate is rebuilt from its own outcome (the builder chooses its centring on it):
+    # the rebuilt model's successes are the predictive draw's, and its log binomial coefficients
+    # are scipy's log C(n, y); no sampling
+    import sbc
+    from scipy.special import comb
+
+    tmpl = sbc.template_mixed("horizon", "small")
+    model = sbc._build_formula("horizon", tmpl)
+    _, pp = sbc._mixed_prior(model, 3, 11)
+    for r in range(3):
+        y = pp.isel(chain=0, draw=r).values
+        fm, form = sbc._replicate_form("horizon", tmpl, model, y)
+        assert isinstance(form, list)
+        n = np.asarray(fm["cell_n_runs"].get_value())
+        np.testing.assert_array_equal(fm["cell_n_success"].get_value(), y)
+        np.testing.assert_allclose(fm["cell_log_binom"].get_value(), np.log(comb(n, y)), rtol=1e-10)
+        upd = sbc._mixed_updates(fm, y)
+        np.testing.assert_allclose(upd["cell_log_binom"], np.log(comb(n, y)), rtol=1e-10)
