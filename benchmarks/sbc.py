@@ -325,10 +325,9 @@ def _mixed_updates(model, y: np.ndarray) -> dict:
     from scipy.special import gammaln
 
     fam = model.hierbench["design"].family
-    if fam == "ordinal":
-        from hierbench.bayes._ordinal import grade_log_coefficient
-
-        return {"grade_counts": y.astype(np.int64), "grade_log_coef": grade_log_coefficient(y)}
+    if fam == "ordinal":  # the multinomial coefficient of each row's grade counts, on the log scale
+        coef = gammaln(y.sum(1) + 1.0) - gammaln(y + 1.0).sum(1)
+        return {"grade_counts": y.astype(np.int64), "grade_log_coef": coef}
     if fam == "fractional":
         return {"score_obs": y.astype(float)}
     if "run_success" in model.named_vars:
