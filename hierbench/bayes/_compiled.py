@@ -6,8 +6,9 @@ of its shared data, so a second model that differs from a compiled one only
 in the *values* of its data (same builder, options, priors, structure,
 shapes, graph and constants) is served by swapping its data into the
 compiled one (``with_data``), not by compiling again. :func:`hierbench.bayes.fit`
-and :func:`hierbench.bayes.fit_replicates` both go through
-:func:`compiled_for`.
+goes through :func:`compiled_for`; :func:`hierbench.bayes.fit_replicates`
+stores and looks up its builds under the same key and gives each replicate
+its data with :func:`with_values`.
 
 The key (:func:`design_key`) is taken from the model's graph itself: every
 operation in topological order with its wiring, every constant by value,
@@ -25,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -32,7 +34,16 @@ import pymc as pm
 
 from ._sampling import compile_model
 
-__all__ = ["KEEP", "clear_compiled", "compiled_for", "design_key", "lookup", "model_data", "store"]
+__all__ = [
+    "KEEP",
+    "clear_compiled",
+    "compiled_for",
+    "design_key",
+    "lookup",
+    "model_data",
+    "store",
+    "with_values",
+]
 
 #: how many compiled models a process keeps (oldest dropped first)
 KEEP = 4
@@ -173,12 +184,17 @@ def clear_compiled() -> int:
     return n
 
 
+def with_values(compiled: Any, values: Mapping[str, Any]) -> Any:
+    """``compiled`` with ``values``' data swapped in (names it does not read are passed over)."""
+    shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
+    return compiled.with_data(**{k: v for k, v in values.items() if k in shared})
+
+
 def _with_model_data(compiled: Any, model: pm.Model) -> Any:
     """``compiled`` with ``model``'s data values and coordinate labels swapped in."""
     import pandas as pd
 
-    shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
-    out = compiled.with_data(**{k: v for k, v in model_data(model).items() if k in shared})
+    out = with_values(compiled, model_data(model))
     coords = dict(out.coords)
     coords.update({k: pd.Index(v) for k, v in model.coords.items() if v is not None})
     return dataclasses.replace(out, _coords=coords)

@@ -236,8 +236,8 @@ def _run_pymc(
 
 
 def _sample(
-    model: pm.Model, sampler: str, settings: dict[str, Any], seed: int, progress: bool,
-    kwargs: dict[str, Any],
+    model: pm.Model, info: dict[str, Any], sampler: str, settings: dict[str, Any], seed: int,
+    progress: bool, kwargs: dict[str, Any],
 ) -> tuple[xr.DataTree, dict[str, Any]]:  # fmt: skip
     """Compile (nutpie) and sample; the tree, timings and the record of the run."""
     times: dict[str, Any] = {"compile_time": np.nan}
@@ -245,7 +245,7 @@ def _sample(
         from pymc.backends.arviz import patch_nutpie_idata
 
         t0 = time.perf_counter()
-        compiled, reused = _compiled_store.compiled_for(model, _check_model(model))
+        compiled, reused = _compiled_store.compiled_for(model, info)
         times["compile_time"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         dt, record = _run_nutpie(compiled, settings, seed, progress, kwargs)
@@ -416,7 +416,7 @@ def fit(
     gen = as_rng(rng)
     seed, pp_seed = int(gen.integers(2**31 - 1)), int(gen.integers(2**31 - 1))
     progress = watched() if progress is None else progress
-    dt, run = _sample(model, sampler, settings, seed, progress, sampler_kwargs)
+    dt, run = _sample(model, info, sampler, settings, seed, progress, sampler_kwargs)
     settings["draws"] = int(dt["posterior"].sizes["draw"])
     wanted = (log_likelihood, posterior_predictive, prior_predictive)
     t0 = time.perf_counter()
@@ -519,9 +519,7 @@ def _compiled(job: _Job) -> Any:
 def _fit_one(item: tuple[int, dict[str, np.ndarray]], gen: np.random.Generator, *, job: _Job) -> xr.DataTree:
     """One replicate: swap its data into the compiled model, start, sample, diagnose (no warning)."""
     i, updates = item
-    compiled = _compiled(job)
-    shared = {getattr(v, "name", None) for v in compiled.shared_var_keys}
-    c = compiled.with_data(**{k: v for k, v in {**job.data, **updates}.items() if k in shared})
+    c = _compiled_store.with_values(_compiled(job), {**job.data, **updates})
     seed = int(gen.integers(2**31 - 1))
     dt, record = _run_nutpie(c, job.settings, seed, False, job.kwargs)
     dt.attrs.update(hierbench_model=job.name, replicate=i, seed=seed, fit_run=run_record(record))
@@ -676,7 +674,8 @@ def fit_replicates(
     key, data = _compiled_store.design_key(model, info), _compiled_store.model_data(model)
     blob = None
     if executor is None:
-        _compiled_store.compiled_for(model, info)  # built here once, or a stored build of the design
+        if _compiled_store.lookup(key) is None:  # else a stored build of the design serves
+            _compiled_store.store(key, compile_model(model))
     else:
         import cloudpickle
 
