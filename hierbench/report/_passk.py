@@ -6,8 +6,11 @@ The crossed model's posterior is restricted to those cells
 (``min_runs=k``) and drawn for these tasks' own pass^k (``realised``); a
 beta-binomial fit describes a new task from the population, a different
 quantity, so it is shown in its own columns and never paired. Every row
-says how many tasks it used; an interval is shown inside [0, 1] and one that
-had to be clipped there, or that has no width, is flagged.
+says how many tasks it used. The unbiased estimator's interval, its
+description and its flags (an exact bound, no width, too few tasks) are the
+estimator's own (:func:`hierbench.freq.pass_hat_k`), not re-typed here; a
+posterior interval is shown inside [0, 1] and one that had to be clipped
+there, or that has no width, is flagged.
 """
 
 from __future__ import annotations
@@ -47,8 +50,9 @@ def _unbiased(ctx: _Context, ks: list[int]) -> pd.DataFrame | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # undefined cells are counted in n_tasks below
         fr = freq.pass_hat_k(ctx.data, ks, prob=ctx.prob)
-    df = fr.to_frame()[["estimate", "lower", "upper", "n_tasks"]]
-    return _str_agents(df)
+    df = _str_agents(fr.to_frame()[["estimate", "lower", "upper", "n_tasks", "ci_flag"]])
+    df.attrs["ci_detail"] = fr.ci.attrs["ci_detail"]
+    return df
 
 
 def _bayes(ctx: _Context, ks: list[int]) -> tuple[pd.DataFrame | None, str]:
@@ -124,16 +128,21 @@ def _str_agents(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def _interval_flags(lo: pd.Series, hi: pd.Series, n: pd.Series | None) -> tuple:
-    """Clip to [0, 1]; flag clipped, zero-width and few-task intervals."""
+def _unbiased_flags(unb: pd.DataFrame) -> pd.Series:
+    """The estimator's own flag per row (``ci_flag``), and fewer than :data:`FEW_TASKS` tasks."""
+    flags = unb["ci_flag"].fillna("").astype(str)
+    few = unb["n_tasks"] < FEW_TASKS
+    flags[few] = flags[few].where(flags[few] == "", flags[few] + "; ") + f"fewer than {FEW_TASKS} tasks"
+    return flags
+
+
+def _interval_flags(lo: pd.Series, hi: pd.Series) -> tuple:
+    """Clip to [0, 1]; flag clipped and zero-width intervals."""
     flags = pd.Series("", index=lo.index, dtype=object)
     clipped = (lo < 0) | (hi > 1)
     flags[clipped] = "interval clipped to [0, 1]"
     flat = (hi - lo).abs() < 1e-12
-    flags[flat] = "interval of zero width: every task gave the same result"
-    if n is not None:
-        few = n < FEW_TASKS
-        flags[few] = flags[few].where(flags[few] == "", flags[few] + "; ") + f"fewer than {FEW_TASKS} tasks"
+    flags[flat] = "interval of zero width"
     return lo.clip(0, 1), hi.clip(0, 1), flags
 
 
@@ -143,17 +152,17 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
     parts = {}
     flags = []
     if unb is not None:
-        lo, hi, fl = _interval_flags(unb["lower"], unb["upper"], unb["n_tasks"])
+        fl = _unbiased_flags(unb)
         parts |= {
             "tasks (>= k runs)": unb["n_tasks"].astype(int),
             "unbiased": unb["estimate"],
-            f"unbiased {level} lower (t)": lo,
-            f"unbiased {level} upper (t)": hi,
+            f"unbiased {level} lower (logit t)": unb["lower"],
+            f"unbiased {level} upper (logit t)": unb["upper"],
         }
         flags.append(fl.where(fl == "", "unbiased: " + fl))
     if bay is not None:
         label = "Bayes (same tasks)" if what == "same tasks" else "Bayes (a new task)"
-        lo, hi, fl = _interval_flags(bay["lower"], bay["upper"], None)
+        lo, hi, fl = _interval_flags(bay["lower"], bay["upper"])
         parts |= {label: bay["estimate"], f"{label} {level} lower": lo, f"{label} {level} upper": hi}
         flags.append(fl.where(fl == "", "Bayes: " + fl))
     table = pd.DataFrame(parts)
@@ -184,7 +193,7 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     show = sorted({1, 2, ks[-1]})
     table = passk_table(unb, bay, what, ctx.prob)
     table = table[table.index.get_level_values("k").isin(show)]
-    text = _passk_text(ctx, what, unb is not None, show)
+    text = _passk_text(ctx, what, None if unb is None else unb.attrs["ci_detail"], show)
     if "tasks (>= k runs)" in table:
         none = table["tasks (>= k runs)"] == 0
         if none.any():  # nothing to estimate there: said, not shown as empty cells
@@ -202,7 +211,7 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
 
 
-def _passk_text(ctx: _Context, what: str, have_unbiased: bool, show: list[int]) -> str:
+def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[int]) -> str:
     text = (
         "pass^k is the chance that k independent attempts at a task all succeed, averaged over "
         "tasks (tau-bench's reliability metric). For each k every estimate averages the same "
@@ -226,9 +235,10 @@ def _passk_text(ctx: _Context, what: str, have_unbiased: bool, show: list[int]) 
             "their draws and the task effects its k attempts share are integrated out once, averaged over "
             "the covariates of the agent's own rows."
         )
-    if have_unbiased:
+    if unbiased_ci is not None:
         text += (
-            f" The unbiased estimator's interval is a t interval over tasks, shown inside [0, 1]; "
-            f"`flag` marks one clipped there, one of zero width, or fewer than {FEW_TASKS} tasks."
+            f" The unbiased estimator's interval, as it states it: {unbiased_ci.split(': ', 1)[-1]}. "
+            f"`flag` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
+            "interval clipped to [0, 1] or of zero width."
         )
     return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k."

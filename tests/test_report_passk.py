@@ -1,0 +1,66 @@
+"""The report's pass^k table shows the unbiased estimator's own interval, description and flags.
+
+The expected values are hierbench.freq.pass_hat_k called directly on the same data: the report
+must neither re-label its interval (it is a Student t on the logit scale, not a clipped t) nor
+re-derive its flags (an agent that never succeeds gets the exact bound, flagged as such).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from hierbench import freq
+from hierbench.report._context import _Context, _Skip
+from hierbench.report._passk import FEW_TASKS, _sec_passk
+from hierbench.report._report import Report
+
+
+def _data() -> xr.Dataset:
+    """Three agents x 12 tasks x 4 runs; agent ``never`` fails every run (its interval is the exact bound)."""
+    rng = np.random.default_rng(3)
+    score = rng.binomial(1, [[[0.3]], [[0.7]], [[0.0]]], size=(3, 12, 4)).astype(float)
+    return xr.Dataset(
+        {"score": (("agent", "task", "run"), score)},
+        coords={"agent": ["low", "high", "never"], "task": [f"t{i}" for i in range(12)], "run": np.arange(4)},
+    )
+
+
+def _section(data: xr.Dataset) -> dict:
+    ctx = _Context(fit=None, data=data, prob=0.9, rng=0, n_resamples=199, truth=None, freq="auto",
+                   subset=[], say=lambda *_: None)  # fmt: skip
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            _sec_passk(ctx, rep, "pass-k")
+        except _Skip as why:  # pragma: no cover - the data above have 4 runs per cell
+            raise AssertionError(f"section skipped: {why}") from None
+    return rep.blocks[0]
+
+
+def test_unbiased_columns_are_the_estimators_interval_and_flags():
+    data = _data()
+    sec = _section(data)
+    table = sec["table"]
+    ref = freq.pass_hat_k(data, [1, 2, 4], prob=0.9).to_frame()
+    for (agent, k), row in table.iterrows():
+        want = ref.loc[(agent, k)]
+        assert row["unbiased"] == want["estimate"]
+        assert row["unbiased 90% lower (logit t)"] == want["lower"]
+        assert row["unbiased 90% upper (logit t)"] == want["upper"]
+        flag = str(want["ci_flag"] or "")
+        expected = flag + ("; " if flag else "") + f"fewer than {FEW_TASKS} tasks" if want["n_tasks"] < FEW_TASKS else flag
+        assert row["flag"] == (f"unbiased: {expected}" if expected else "")
+    assert set(table.loc["never", "flag"]) == {"unbiased: exact bound"}
+    assert (table.loc["never", "unbiased 90% lower (logit t)"] == 0).all()
+
+
+def test_text_describes_the_interval_the_estimator_computed():
+    data = _data()
+    detail = freq.pass_hat_k(data, [1], prob=0.9).ci.attrs["ci_detail"]
+    text = _section(data)["text"]
+    assert detail.split(": ", 1)[1] in text
+    assert "logit scale" in text and "shown inside [0, 1]" not in text
