@@ -212,7 +212,7 @@ def differ_column(table: pd.DataFrame) -> str | None:
 
 #: the settings worth printing, and their labels (a count of 0 means the law was enumerated)
 _SETTINGS = (
-    ("n_resamples", "bootstrap resamples {:,}", None),
+    ("n_resamples", "per-pair intervals from {:,} bootstrap resamples", None),
     ("n_permutations", "sign patterns per pair {:,}",
      "per-pair p-values exact (every sign pattern counted: enumeration or lattice convolution)"),
     ("maxt_crit", "max-T critical |t| {:.4g}", None),
