@@ -52,6 +52,7 @@ from ..._base import (
     check_prob,
     cluster_codes,
     make_interval,
+    settle_trend,
     warn_user,
 )
 from ..._docs import fill_doc
@@ -480,12 +481,7 @@ def doubling_time(
     agents = np.asarray(hz["agent"].values).astype(str)
     pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
                        missing=missing, after=after, only_frontier=frontier, lengths=horizons.options.get("minutes_range"))  # fmt: skip
-    if pts.unusable:
-        warn_user(pts.unusable_note, UndefinedWarning)
-    if pts.refusal:
-        raise HierbenchError(pts.refusal)
-    if pts.note:
-        warn_user(pts.note, ExtrapolatedHorizonWarning)
+    settle_trend(pts)
     j, days, h, use, absent = pts.column, pts.days, pts.horizons, pts.use, pts.absent
     slope = float(ols_slopes(days[use], np.log(h[use])))
     boot = horizons.resamples.values[:, use, j]
