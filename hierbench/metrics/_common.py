@@ -19,15 +19,18 @@ from .._base import (
 from .._numerics import wilson_bounds
 
 if TYPE_CHECKING:
-    from ._results import PosteriorSummaryResult
+    from ._results import PosteriorPassKResult, PosteriorSummaryResult
 
 __all__ = [
     "UndefinedMetricWarning",
     "check_k",
+    "draws_of",
     "get_draws",
     "mc_interval",
     "min_runs_per_k",
+    "observed_only",
     "pass_attrs",
+    "pass_result",
     "posterior_interval",
     "posterior_summary",
 ]
@@ -117,6 +120,42 @@ def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs) -
         "over": over,
         "scale": "probability",
     }
+
+
+def observed_only(population: bool, realised: bool, mins: np.ndarray, at: bool) -> None:
+    """Refuse what only the observed tasks have (both models): realised draws and a run minimum."""
+    if realised and population:
+        raise ValueError(
+            "`realised=True` applies to the observed tasks (population=False); the population "
+            f"{'pass@k' if at else 'pass^k'} is a parameter, its draws are already its posterior"
+        )
+    if population and mins.any():
+        raise ValueError(
+            "`min_runs` selects observed tasks (population=False); a new task from the "
+            "population has no runs"
+        )
+
+
+def draws_of(population: bool, realised: bool) -> str:
+    """What a posterior pass^k's draws (hence its interval) describe: ``attrs["draws_of"]``."""
+    if population:
+        return "parameter"
+    return "realised task average" if realised else "conditional expectation given the draw"
+
+
+def pass_result(
+    expected: xr.DataArray, draws: xr.DataArray, n_tasks: xr.DataArray, attrs: dict, prob: float
+) -> PosteriorPassKResult:
+    """The posterior pass^k result of both models: the mean of ``expected`` with ``draws``' interval."""
+    from ._results import PosteriorPassKResult
+
+    draws.attrs = dict(attrs)
+    est = expected.mean(("chain", "draw"))  # the exact (Rao-Blackwellised) posterior mean
+    est.attrs = {"point": "posterior mean", "quantity": attrs["quantity"], "tasks": attrs["tasks"]}
+    return PosteriorPassKResult(
+        estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws,
+        n_tasks=n_tasks.rename("n_tasks"), attrs=attrs,
+    )
 
 
 def posterior_interval(
