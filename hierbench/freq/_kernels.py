@@ -21,12 +21,13 @@ from collections.abc import Iterator
 from typing import Literal
 
 import numpy as np
+from scipy import stats
 from scipy.special import ndtr, ndtri
 
 from .._base import SmallSampleWarning, as_rng, warn_user
 from .._docs import fill_doc
 
-__all__ = ["cr2_mean_se", "ratio", "task_weights", "weight_blocks"]
+__all__ = ["cr2_mean_se", "normal_z", "ratio", "task_weights", "weight_blocks"]
 
 #: elements of the largest weight block :func:`weight_blocks` yields at once (16 MiB of float64)
 BLOCK_ELEMENTS = 2**21
@@ -47,6 +48,17 @@ def ratio(num, den, fill: float = np.nan) -> np.ndarray:
     """
     ok = den > 0
     return np.where(ok, num / np.where(ok, den, 1.0), fill)
+
+
+def normal_z(prob: float) -> float:
+    """The two-sided normal critical value ``z`` with ``P(|Z| <= z) = prob``: every normal interval's factor.
+
+    Examples
+    --------
+    >>> round(normal_z(0.95), 6)
+    1.959964
+    """
+    return float(stats.norm.ppf(0.5 + prob / 2))
 
 
 @fill_doc
