@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 __all__ = [
     "UndefinedMetricWarning",
     "check_k",
-    "draws_of",
     "get_draws",
     "mc_interval",
     "min_runs_per_k",
@@ -103,8 +102,13 @@ def min_runs_per_k(min_runs: int | Literal["k"], ks: np.ndarray) -> np.ndarray:
     return np.full(ks.shape, m, dtype=np.int64)
 
 
-def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs) -> dict:
-    """The attrs every posterior pass^k / pass@k result carries (both models)."""
+def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs, realised: bool) -> dict:
+    """The attrs every posterior pass^k / pass@k result carries (both models).
+
+    ``draws_of`` says what the draws (hence the interval) describe: the
+    parameter (``population``), the realised task average (``realised``)
+    or the conditional expectation given the draw.
+    """
     if population:
         over = "a new task from the population"
     elif isinstance(min_runs, str):
@@ -119,6 +123,9 @@ def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs) -
         "tasks": "population" if population else "observed",
         "over": over,
         "scale": "probability",
+        "draws_of": "parameter" if population else (
+            "realised task average" if realised else "conditional expectation given the draw"
+        ),
     }
 
 
@@ -134,13 +141,6 @@ def observed_only(population: bool, realised: bool, mins: np.ndarray, at: bool) 
             "`min_runs` selects observed tasks (population=False); a new task from the "
             "population has no runs"
         )
-
-
-def draws_of(population: bool, realised: bool) -> str:
-    """What a posterior pass^k's draws (hence its interval) describe: ``attrs["draws_of"]``."""
-    if population:
-        return "parameter"
-    return "realised task average" if realised else "conditional expectation given the draw"
 
 
 def pass_result(

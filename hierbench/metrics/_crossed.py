@@ -38,7 +38,6 @@ from .._base import (
 from .._numerics import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
 from ._common import (
     check_k,
-    draws_of,
     min_runs_per_k,
     observed_only,
     pass_attrs,
@@ -417,8 +416,7 @@ def crossed_pass_k(
     else:
         gen = as_rng(rng) if realised and not fixed_p else None
         expected, vals, n_tasks = _observed_draws(parts, kind, ks, mins, gen)
-    attrs = pass_attrs(kind == "at", "crossed", population, int(mins.max()), min_runs)
-    attrs["draws_of"] = draws_of(population, realised or fixed_p)
+    attrs = pass_attrs(kind == "at", "crossed", population, int(mins.max()), min_runs, realised or fixed_p)
     coords = {"agent": parts["agent"], "k": ks}
     return pass_result(
         _unstack(expected, parts["post"], ("agent", "k"), coords), _unstack(vals, parts["post"], ("agent", "k"), coords),

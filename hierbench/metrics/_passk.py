@@ -27,7 +27,6 @@ from .._base import DEFAULT_PROB, as_rng, check_prob, warn_user
 from ._common import (
     UndefinedMetricWarning,
     check_k,
-    draws_of,
     min_runs_per_k,
     observed_only,
     pass_attrs,
@@ -180,8 +179,7 @@ def _pass(
         )
     gen = as_rng(rng) if realised else None
     expected, real, n_tasks = _beta_binomial_pass(fit, ks, mins, population, at, gen)
-    attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs)
-    attrs["draws_of"] = draws_of(population, realised)
+    attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs, realised)
     return pass_result(expected, real if real is not None else expected, n_tasks, attrs, prob)
 
 
