@@ -58,6 +58,7 @@ from ..._base import (
 from ..._docs import fill_doc
 from ..._numerics import ols_slopes, trend_points
 from ...data import task_minutes
+from .._kernels import ratio
 
 __all__ = [
     "DoublingTimeResult",
@@ -209,7 +210,7 @@ def _weights(data: xr.Dataset, weights: Any, family: str, n: np.ndarray) -> np.n
         w = metr_run_weights(data, family=family).values
         return np.where(n > 0, np.nanmax(np.nan_to_num(w, nan=-1.0), axis=-1), 0.0)
     if weights == "equal" or weights is None:
-        cell = np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0) if weights == "equal" else (n > 0) * 1.0
+        cell = ratio(1.0, n, 0.0) if weights == "equal" else (n > 0) * 1.0
         tot = (cell * n).sum(1, keepdims=True)
         return cell / tot
     raise HierbenchError(f"`weights` must be 'invsqrt', 'equal', None or a DataArray of run weights; got {weights!r}")
