@@ -68,6 +68,7 @@ __all__ = [
     "make_interval",
     "moved_names",
     "renamed_kwargs",
+    "settle_trend",
     "warn_user",
     "watched",
 ]
@@ -590,6 +591,22 @@ def warn_user(message: str, category: type[Warning]) -> None:
     'a notice'
     """
     warnings.warn(message, category, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+
+
+def settle_trend(points: Any, *, by: str = "") -> None:
+    """Give a doubling time's trend points their warnings and refusal, the one way both halves do.
+
+    ``points`` is a :class:`hierbench._numerics.TrendPoints`: its ``unusable``
+    agents warn (:class:`UndefinedWarning`, the notice ending in ``by`` when
+    given), its ``refusal`` raises :class:`HierbenchError`, and its ``note`` of
+    horizons beyond the task lengths warns (:class:`ExtrapolatedHorizonWarning`).
+    """
+    if points.unusable:
+        warn_user(points.unusable_note + by, UndefinedWarning)
+    if points.refusal:
+        raise HierbenchError(points.refusal)
+    if points.note:
+        warn_user(points.note, ExtrapolatedHorizonWarning)
 
 
 def field_alias(field: str, doc: str) -> property:

@@ -25,7 +25,14 @@ import xarray as xr
 
 from ._duplicates import copies_reason
 from ._records import DuplicatePolicy, _hive_keys, _row_keys
-from ._schema import SCHEMA_VERSION, EvalDataError, _fmt_list, _not_kept_attr, missing_columns_error
+from ._schema import (
+    SCHEMA_VERSION,
+    EvalDataError,
+    _fmt_list,
+    _not_kept_attr,
+    check_option,
+    missing_columns_error,
+)
 from ._values import (
     ERROR_FALSE,
     ERROR_MISSING,
@@ -48,11 +55,9 @@ ErrorPolicy = Literal["fail", "exclude"]
 
 
 def _check_policy(errors: str, duplicates: str, error_values: object) -> tuple:
-    """Both readers' policy checks; returns :func:`error_mapping` of ``error_values``."""
-    if errors not in ("fail", "exclude"):
-        raise EvalDataError(f"`errors` must be 'fail' or 'exclude'; got {errors!r}")
-    if duplicates not in ("refuse", "drop", "keep"):
-        raise EvalDataError(f"`duplicates` must be 'refuse', 'drop' or 'keep'; got {duplicates!r}")
+    """Both readers' policy checks (:func:`check_option`, as the record reader's); returns :func:`error_mapping`."""
+    check_option(errors, "errors", ("fail", "exclude"))
+    check_option(duplicates, "duplicates", ("refuse", "drop", "keep"))
     return error_mapping(error_values)
 
 

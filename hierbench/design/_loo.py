@@ -52,6 +52,7 @@ import numpy as np
 import xarray as xr
 
 from .._base import (
+    DEFAULT_PROB,
     HierbenchError,
     as_rng,
     check_choice,
@@ -129,7 +130,9 @@ def loo_study(
         ``"information"``, ``"adaptive"``, ``"assisted_random"``,
         ``"assisted_adaptive"`` (all by default).
     prob : float
-        Level of the intervals whose coverage is measured.
+        Level of the intervals whose coverage is measured: 0.9 by default, the
+        level this study has always measured (not ``DEFAULT_PROB``, so studies
+        run before and after stay comparable).
     n_repeat : int
         Independent repetitions, per held-out agent, of every selection
         that involves chance (information anchors are deterministic and fill
@@ -459,7 +462,7 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
 def loo_summary(
     study: xr.Dataset,
     *,
-    prob: float = 0.95,
+    prob: float = DEFAULT_PROB,
     n_boot: int = 2000,
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:

@@ -19,7 +19,6 @@ __all__ = ["DESIGNS", "bank_from_eval", "replay", "simulate_stratified_bank"]
 
 DESIGNS = ("uniform", "joint", "joint_split", "uniform_bayes", "joint_bayes")
 _TOL = 1e-12  # float tolerance when checking theta against an endpoint
-_COVERAGE_PROB = 0.95  # level of the Monte Carlo interval of a design's coverage
 
 
 def _check_bank(bank: xr.DataArray) -> np.ndarray:
@@ -141,7 +140,8 @@ def replay(
     -------
     xarray.Dataset
         Over ``(design, budget)``: ``mean_width``, ``width_se``, ``bias``,
-        ``mse``, ``coverage``, ``coverage_ci`` (Wilson, dim ``ci_bound``),
+        ``mse``, ``coverage``, ``coverage_ci`` (Wilson at the default level
+        ``DEFAULT_PROB``, whatever ``prob``; dim ``ci_bound``),
         ``labels_spent`` (mean), ``max_labels``; ``n_audit(budget)``; attrs
         ``theta``, ``pure_fraction``, ``mean_pair_disagreement``, sizes.
 
@@ -240,11 +240,11 @@ def _replay_dataset(rows: list[dict[str, Any]], designs: list[str], budgets: lis
     out = {k: np.array([[row[d][k] for row in rows] for d in designs], dtype=float) for k in keys}
     out["max_labels"] = out["max_labels"].astype(int)
     cov_n = np.array([[row[d]["n_covered"] for row in rows] for d in designs], dtype=int)
-    wl, wh = K.wilson(cov_n, np.full(shape, R), _COVERAGE_PROB)
+    wl, wh = K.wilson(cov_n, np.full(shape, R), DEFAULT_PROB)
     coords = {"design": designs, "budget": budgets}
     dims = ("design", "budget")
     ds = xr.Dataset({k: (dims, v) for k, v in out.items()}, coords=coords)
-    ds["coverage_ci"] = make_interval(wl, wh, prob=_COVERAGE_PROB, kind="wilson", template=ds["coverage"],
+    ds["coverage_ci"] = make_interval(wl, wh, prob=DEFAULT_PROB, kind="wilson", template=ds["coverage"],
                                       detail=f"Wilson interval of the coverage over {R} replays")
     ds["n_audit"] = ("budget", np.array([row["n_audit"] for row in rows], dtype=int))
     ds.attrs = {**attrs, "description": "replay of budgeted designs on a complete bank (hierbench.design.replay)"}

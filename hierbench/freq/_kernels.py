@@ -21,15 +21,44 @@ from collections.abc import Iterator
 from typing import Literal
 
 import numpy as np
+from scipy import stats
 from scipy.special import ndtr, ndtri
 
 from .._base import SmallSampleWarning, as_rng, warn_user
 from .._docs import fill_doc
 
-__all__ = ["cr2_mean_se", "task_weights", "weight_blocks"]
+__all__ = ["cr2_mean_se", "normal_z", "ratio", "task_weights", "weight_blocks"]
 
 #: elements of the largest weight block :func:`weight_blocks` yields at once (16 MiB of float64)
 BLOCK_ELEMENTS = 2**21
+
+
+def ratio(num, den, fill: float = np.nan) -> np.ndarray:
+    """``num / den`` where ``den > 0``, else ``fill``, with no division by zero (the freq half's one safe ratio).
+
+    A mean over no runs, tasks or resamples is undefined (``fill=nan``) or a
+    zero term of a sum (``fill=0``), never a ``RuntimeWarning``.
+
+    Examples
+    --------
+    >>> ratio(np.array([1.0, 2.0, 3.0]), np.array([2, 0, -1])).tolist()
+    [0.5, nan, nan]
+    >>> ratio(np.array([1.0, 2.0]), np.array([4.0, 0.0]), 0.0).tolist()
+    [0.25, 0.0]
+    """
+    ok = den > 0
+    return np.where(ok, num / np.where(ok, den, 1.0), fill)
+
+
+def normal_z(prob: float) -> float:
+    """The two-sided normal critical value ``z`` with ``P(|Z| <= z) = prob``: every normal interval's factor.
+
+    Examples
+    --------
+    >>> round(normal_z(0.95), 6)
+    1.959964
+    """
+    return float(stats.norm.ppf(0.5 + prob / 2))
 
 
 @fill_doc
@@ -190,7 +219,7 @@ def _pass_kernel(
     c = np.asarray(c, dtype=np.float64)
     short = (n > 0) & (n < k)
     if plugin:
-        p = np.where(n > 0, c / np.where(n > 0, n, 1.0), np.nan)
+        p = ratio(c, n)
         val = p**k if kind == "hat" else 1.0 - (1.0 - p) ** k
         if small_n == "nan":
             val = np.where(short, np.nan, val)

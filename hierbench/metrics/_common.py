@@ -19,7 +19,7 @@ from .._base import (
 from .._numerics import wilson_bounds
 
 if TYPE_CHECKING:
-    from ._results import PosteriorSummaryResult
+    from ._results import PosteriorPassKResult, PosteriorSummaryResult
 
 __all__ = [
     "UndefinedMetricWarning",
@@ -27,7 +27,9 @@ __all__ = [
     "get_draws",
     "mc_interval",
     "min_runs_per_k",
+    "observed_only",
     "pass_attrs",
+    "pass_result",
     "posterior_interval",
     "posterior_summary",
 ]
@@ -100,8 +102,13 @@ def min_runs_per_k(min_runs: int | Literal["k"], ks: np.ndarray) -> np.ndarray:
     return np.full(ks.shape, m, dtype=np.int64)
 
 
-def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs) -> dict:
-    """The attrs every posterior pass^k / pass@k result carries (both models)."""
+def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs, realised: bool) -> dict:
+    """The attrs every posterior pass^k / pass@k result carries (both models).
+
+    ``draws_of`` says what the draws (hence the interval) describe: the
+    parameter (``population``), the realised task average (``realised``)
+    or the conditional expectation given the draw.
+    """
     if population:
         over = "a new task from the population"
     elif isinstance(min_runs, str):
@@ -116,7 +123,39 @@ def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs) -
         "tasks": "population" if population else "observed",
         "over": over,
         "scale": "probability",
+        "draws_of": "parameter" if population else (
+            "realised task average" if realised else "conditional expectation given the draw"
+        ),
     }
+
+
+def observed_only(population: bool, realised: bool, mins: np.ndarray, at: bool) -> None:
+    """Refuse what only the observed tasks have (both models): realised draws and a run minimum."""
+    if realised and population:
+        raise ValueError(
+            "`realised=True` applies to the observed tasks (population=False); the population "
+            f"{'pass@k' if at else 'pass^k'} is a parameter, its draws are already its posterior"
+        )
+    if population and mins.any():
+        raise ValueError(
+            "`min_runs` selects observed tasks (population=False); a new task from the "
+            "population has no runs"
+        )
+
+
+def pass_result(
+    expected: xr.DataArray, draws: xr.DataArray, n_tasks: xr.DataArray, attrs: dict, prob: float
+) -> PosteriorPassKResult:
+    """The posterior pass^k result of both models: the mean of ``expected`` with ``draws``' interval."""
+    from ._results import PosteriorPassKResult
+
+    draws.attrs = dict(attrs)
+    est = expected.mean(("chain", "draw"))  # the exact (Rao-Blackwellised) posterior mean
+    est.attrs = {"point": "posterior mean", "quantity": attrs["quantity"], "tasks": attrs["tasks"]}
+    return PosteriorPassKResult(
+        estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws,
+        n_tasks=n_tasks.rename("n_tasks"), attrs=attrs,
+    )
 
 
 def posterior_interval(

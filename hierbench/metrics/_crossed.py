@@ -36,7 +36,14 @@ from .._base import (
     warn_user,
 )
 from .._numerics import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
-from ._common import check_k, min_runs_per_k, pass_attrs, posterior_interval
+from ._common import (
+    check_k,
+    min_runs_per_k,
+    observed_only,
+    pass_attrs,
+    pass_result,
+    posterior_interval,
+)
 from ._results import PosteriorPassKResult, VarianceComponentDrawsResult
 
 __all__ = [
@@ -399,37 +406,21 @@ def crossed_pass_k(
     check_choice(kind, "kind", ["hat", "at"])
     prob = check_prob(prob)
     mins = min_runs_per_k(min_runs, ks)
-    name = "pass^k" if kind == "hat" else "pass@k"
-    if realised and population:
-        raise ValueError(
-            "`realised=True` applies to the observed tasks (population=False); the population "
-            f"{name} is a parameter, its draws are already its posterior"
-        )
-    if mins.any() and population:
-        raise ValueError(
-            "`min_runs` selects observed tasks (population=False); a new task from the "
-            "population has no runs"
-        )
+    observed_only(population, realised, mins, kind == "at")
     parts = _parts(fit)
     _warn_unidentified(parts, ks)
     fixed_p = parts["latent"] or parts["no_ab"]  # p_mt is a function of the draw
     if population:
         expected = vals = _population_draws(parts, _crossed_fns(kind, ks))
         n_tasks = np.full((parts["agent"].size, ks.size), np.nan)
-        draws_of = "parameter"
     else:
         gen = as_rng(rng) if realised and not fixed_p else None
         expected, vals, n_tasks = _observed_draws(parts, kind, ks, mins, gen)
-        draws_of = "realised task average" if realised or fixed_p else "conditional expectation given the draw"
-    attrs = {**pass_attrs(kind == "at", "crossed", population, int(mins.max()), min_runs), "draws_of": draws_of}
+    attrs = pass_attrs(kind == "at", "crossed", population, int(mins.max()), min_runs, realised or fixed_p)
     coords = {"agent": parts["agent"], "k": ks}
-    draws = _unstack(vals, parts["post"], ("agent", "k"), coords)
-    draws.attrs = dict(attrs)
-    est = _unstack(expected, parts["post"], ("agent", "k"), coords).mean(("chain", "draw"))
-    est.attrs = {"point": "posterior mean", "quantity": attrs["quantity"], "tasks": attrs["tasks"]}
-    n_da = xr.DataArray(n_tasks, dims=("agent", "k"), coords=coords, name="n_tasks")
-    return PosteriorPassKResult(
-        estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws, n_tasks=n_da, attrs=attrs
+    return pass_result(
+        _unstack(expected, parts["post"], ("agent", "k"), coords), _unstack(vals, parts["post"], ("agent", "k"), coords),
+        xr.DataArray(n_tasks, dims=("agent", "k"), coords=coords), attrs, prob,
     )
 
 

@@ -29,11 +29,11 @@ import xarray as xr
 from .._base import (
     DEFAULT_PROB,
     DrawsResult,
-    ExtrapolatedHorizonWarning,
     HierbenchError,
     UndefinedWarning,
     check_prob,
     make_interval,
+    settle_trend,
     warn_user,
 )
 from .._docs import fill_doc
@@ -207,12 +207,7 @@ def doubling_time(
     agents = [str(a) for a in hz["agent"].values]
     pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
                        missing=missing, after=after, only_frontier=frontier, lengths=horizons.minutes_range)  # fmt: skip
-    if pts.unusable:
-        warn_user(pts.unusable_note + " (by the posterior median)", UndefinedWarning)
-    if pts.refusal:
-        raise HierbenchError(pts.refusal)
-    if pts.note:
-        warn_user(pts.note, ExtrapolatedHorizonWarning)
+    settle_trend(pts, by=" (by the posterior median)")
     j, days, h, use, absent = pts.column, pts.days, pts.horizons, pts.use, pts.absent
     d = horizons.draws.isel(success=j).transpose("chain", "draw", "agent").values[..., use]
     with np.errstate(divide="ignore", invalid="ignore"):  # a horizon of 0 or none: the draw is left out

@@ -24,7 +24,14 @@ import xarray as xr
 from scipy.special import betaln
 
 from .._base import DEFAULT_PROB, as_rng, check_prob, warn_user
-from ._common import UndefinedMetricWarning, check_k, min_runs_per_k, pass_attrs, posterior_interval
+from ._common import (
+    UndefinedMetricWarning,
+    check_k,
+    min_runs_per_k,
+    observed_only,
+    pass_attrs,
+    pass_result,
+)
 from ._results import PosteriorPassKResult
 
 __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]
@@ -127,7 +134,7 @@ def _beta_binomial_pass(
     return expected, realised, n_da
 
 
-def _check_request(fit, prob, population: bool, realised: bool) -> tuple[float, str]:
+def _check_request(fit, prob) -> tuple[float, str]:
     if not isinstance(fit, xr.DataTree):
         raise TypeError(
             f"`fit` must be an xarray.DataTree from hierbench.bayes.fit; got {type(fit).__name__}"
@@ -143,11 +150,6 @@ def _check_request(fit, prob, population: bool, realised: bool) -> tuple[float, 
             f"pass^k / pass@k are implemented for hierbench_model 'beta_binomial' and 'crossed'; "
             f"`fit` has hierbench_model={model!r}"
         )
-    if realised and population:
-        raise ValueError(
-            "`realised=True` applies to the observed tasks (population=False); the population "
-            "pass^k is a parameter, its draws are already its posterior"
-        )
     return prob, model
 
 
@@ -161,17 +163,13 @@ def _pass(
     rng: None | int | np.random.Generator,
     min_runs: int | Literal["k"] = 0,
 ) -> PosteriorPassKResult:
-    prob, model = _check_request(fit, prob, population, realised)
+    prob, model = _check_request(fit, prob)
     default_max = 1
     if "constant_data" in fit.children and "n_runs" in fit["constant_data"]:
         default_max = int(fit["constant_data"]["n_runs"].max())
     ks = check_k(k) if k is not None else np.arange(1, max(default_max, 1) + 1)
     mins = min_runs_per_k(min_runs, ks)
-    if population and mins.any():
-        raise ValueError(
-            "`min_runs` selects observed tasks (population=False); a new task from the "
-            "population has no runs"
-        )
+    observed_only(population, realised, mins, at)
     if model == "crossed":
         from ._crossed import crossed_pass_k
 
@@ -181,20 +179,8 @@ def _pass(
         )
     gen = as_rng(rng) if realised else None
     expected, real, n_tasks = _beta_binomial_pass(fit, ks, mins, population, at, gen)
-    attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs)
-    attrs["draws_of"] = (
-        "parameter"
-        if population
-        else ("realised task average" if realised else "conditional expectation given the draw")
-    )
-    draws = real if real is not None else expected
-    draws.attrs = dict(attrs)
-    est = expected.mean(("chain", "draw"))  # the exact (Rao-Blackwellised) posterior mean
-    est.attrs = {"point": "posterior mean", "quantity": attrs["quantity"], "tasks": attrs["tasks"]}
-    return PosteriorPassKResult(
-        estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws,
-        n_tasks=n_tasks.rename("n_tasks"), attrs=attrs,
-    )
+    attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs, realised)
+    return pass_result(expected, real if real is not None else expected, n_tasks, attrs, prob)
 
 
 def pass_hat_k(

@@ -48,7 +48,6 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 import xarray as xr
-from scipy import stats
 from scipy.special import gammaln
 
 from ..._base import (
@@ -65,6 +64,7 @@ from ..._base import (
 )
 from ..._numerics import gauss_hermite
 from ...data import ModelDesign, model_design
+from .._kernels import normal_z
 from ._mixed import MixedMLResult, ScalesFit, fit_design
 from ._optim import maximise, profile_interval
 from ._quadrature import task_pass
@@ -266,7 +266,7 @@ class CrossedMLResult(ScalesFit):
     def task_effects(self) -> xr.Dataset:
         """Conditional modes of the task effects with normal intervals from their conditional sd."""
         prob = float(self.ci.attrs["ci_prob"])
-        z = stats.norm.ppf(0.5 + prob / 2)
+        z = normal_z(prob)
         ci = make_interval(
             self.task_effect - z * self.task_effect_sd,
             self.task_effect + z * self.task_effect_sd,
@@ -569,7 +569,7 @@ def _fit_crossed(
             f"{comp[j]} is estimated at the boundary (zero); its interval is one-sided",
             BoundaryEstimateWarning,
         )
-    z = stats.norm.ppf(0.5 + prob / 2)
+    z = normal_z(prob)
     se_log = np.sqrt(np.clip(np.diag(V)[A:], 0, None))
     resamples = None
     if intervals == "profile":
@@ -606,7 +606,7 @@ def _crossed_result(
     agents, tasks, keep, ran_tasks = inp["agents"], inp["tasks"], inp["keep"], inp["ran_tasks"]
     lik, x_hat, V = fit["lik"], fit["x"], fit["V"]
     A = lik.A
-    z = stats.norm.ppf(0.5 + prob / 2)
+    z = normal_z(prob)
     alpha = np.full(agents.size, np.nan)
     se = np.full(agents.size, np.nan)
     alpha[keep] = x_hat[:A]

@@ -57,6 +57,7 @@ from ..._base import (
 )
 from ..._docs import fill_doc
 from ..._numerics import logit_normal_expectation
+from .._kernels import normal_z
 from ._families import thresholds_of
 from ._mixed import MixedMLResult
 from ._smallsample import containment_df, restricted_fit
@@ -200,7 +201,7 @@ def _delta(
 def _interval(est: xr.DataArray, se: np.ndarray, prob: float, detail: str, df: float = np.inf) -> xr.DataArray:
     """``est +- q se`` with ``q`` the normal quantile, or Student t's on ``df`` degrees of freedom."""
     t = np.isfinite(df)
-    q = stats.t.ppf(0.5 + prob / 2, df) if t else stats.norm.ppf(0.5 + prob / 2)
+    q = stats.t.ppf(0.5 + prob / 2, df) if t else normal_z(prob)
     sed = est.copy(data=se.reshape(est.shape))
     return make_interval(est - q * sed, est + q * sed, prob=prob, kind="t" if t else "normal",
                          detail=detail, warn_zero_width=False)  # fmt: skip
@@ -420,7 +421,7 @@ def mean_response(
     da.attrs = {"scale": scale, "by": by}
     lo_b, hi_b = (0.0, factor) if d.family != "ordinal" or threshold is not None else (d.categories[0], d.categories[-1])
     u = np.clip((est - lo_b) / (hi_b - lo_b), 1e-12, 1 - 1e-12)
-    z = stats.norm.ppf(0.5 + prob / 2)
+    z = normal_z(prob)
     half = z * se / ((hi_b - lo_b) * u * (1 - u))
     lo = lo_b + (hi_b - lo_b) * expit(np.log(u / (1 - u)) - half)
     hi = lo_b + (hi_b - lo_b) * expit(np.log(u / (1 - u)) + half)

@@ -25,12 +25,11 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 import xarray as xr
-from scipy import stats
 from scipy.special import expit
 
 from ..._base import DEFAULT_PROB, Result, make_interval, warn_user
 from ...data import ModelDesign
-from .._kernels import one_blas_thread
+from .._kernels import normal_z, one_blas_thread
 from ._families import Binomial, Fractional, Ordinal, log_gap_bounds
 from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian
 from ._optim import maximise, profile_interval
@@ -235,7 +234,7 @@ def _sd_intervals(
         for k in range(K):
             lo[k], hi[k] = profile_interval(lik, x, ll, p + k, bounds, prob, se_log[k])
         return lo, hi, "profile", "profile likelihood (Laplace), deviance within the chi-square(1) quantile"
-    z = stats.norm.ppf(0.5 + prob / 2)
+    z = normal_z(prob)
     with np.errstate(over="ignore", invalid="ignore"):
         lo = np.where(at_zero, 0.0, sd * np.exp(-z * se_log))
         hi = np.where(at_zero, np.nan, sd * np.exp(z * se_log))
@@ -288,7 +287,7 @@ def fit_design(
     for k in np.flatnonzero(x[p : p + K] <= LOG_SD_BOUNDS[0] + 1e-3):
         warn_user(f"sd of ({comp[k]}) is estimated at zero; its interval is one-sided",
                       BoundaryEstimateWarning)  # fmt: skip
-    z = stats.norm.ppf(0.5 + prob / 2)
+    z = normal_z(prob)
     se = np.sqrt(np.clip(np.diag(V), 0, None))
     beta = xr.DataArray(x[:p], dims="coef", coords={"coef": design.coef}, name="estimate")
     beta.attrs = {"scale": "logit", "family": design.family}
@@ -325,7 +324,7 @@ def _thresholds(
     cats = design.categories
     lab = [f"{_fmt(cats[i])}|{_fmt(cats[i + 1])}" for i in range(th.size)]
     da = xr.DataArray(th, dims="threshold", coords={"threshold": lab}, name="thresholds")
-    z = stats.norm.ppf(0.5 + prob / 2)
+    z = normal_z(prob)
     ci = make_interval(da - z * se, da + z * se, prob=prob, kind="normal",
                        detail="Wald, delta method through the threshold gaps", warn_zero_width=False)  # fmt: skip
     return da, ci

@@ -52,11 +52,13 @@ from ..._base import (
     check_prob,
     cluster_codes,
     make_interval,
+    settle_trend,
     warn_user,
 )
 from ..._docs import fill_doc
 from ..._numerics import ols_slopes, trend_points
 from ...data import task_minutes
+from .._kernels import ratio
 
 __all__ = [
     "DoublingTimeResult",
@@ -208,7 +210,7 @@ def _weights(data: xr.Dataset, weights: Any, family: str, n: np.ndarray) -> np.n
         w = metr_run_weights(data, family=family).values
         return np.where(n > 0, np.nanmax(np.nan_to_num(w, nan=-1.0), axis=-1), 0.0)
     if weights == "equal" or weights is None:
-        cell = np.where(n > 0, 1.0 / np.maximum(n, 1), 0.0) if weights == "equal" else (n > 0) * 1.0
+        cell = ratio(1.0, n, 0.0) if weights == "equal" else (n > 0) * 1.0
         tot = (cell * n).sum(1, keepdims=True)
         return cell / tot
     raise HierbenchError(f"`weights` must be 'invsqrt', 'equal', None or a DataArray of run weights; got {weights!r}")
@@ -480,12 +482,7 @@ def doubling_time(
     agents = np.asarray(hz["agent"].values).astype(str)
     pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
                        missing=missing, after=after, only_frontier=frontier, lengths=horizons.options.get("minutes_range"))  # fmt: skip
-    if pts.unusable:
-        warn_user(pts.unusable_note, UndefinedWarning)
-    if pts.refusal:
-        raise HierbenchError(pts.refusal)
-    if pts.note:
-        warn_user(pts.note, ExtrapolatedHorizonWarning)
+    settle_trend(pts)
     j, days, h, use, absent = pts.column, pts.days, pts.horizons, pts.use, pts.absent
     slope = float(ols_slopes(days[use], np.log(h[use])))
     boot = horizons.resamples.values[:, use, j]

@@ -39,7 +39,7 @@ from ..._base import (
 )
 from ..._docs import fill_doc
 from .._inputs import numeric_values
-from .._kernels import BLOCK_ELEMENTS, _bca, percentile_bounds, weight_blocks
+from .._kernels import BLOCK_ELEMENTS, _bca, percentile_bounds, ratio, weight_blocks
 
 __all__ = [
     "AgreementResult",
@@ -516,7 +516,7 @@ def _ap_curves(w_sorted, t_sorted, ends):
 def _ap(tp, fp):
     pos = tp[:, -1:]
     with np.errstate(invalid="ignore", divide="ignore"):
-        prec = np.where(tp + fp > 0, tp / np.where(tp + fp > 0, tp + fp, 1.0), 1.0)
+        prec = ratio(tp, tp + fp, 1.0)
         rec = tp / pos
     drec = np.diff(np.concatenate([np.zeros((tp.shape[0], 1)), rec], axis=1), axis=1)
     ap = np.sum(drec * prec, axis=1)

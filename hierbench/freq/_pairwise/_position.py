@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from scipy.stats import norm
 
 from ..._base import (
     DEFAULT_PROB,
@@ -20,6 +19,7 @@ from ..._base import (
 )
 from ..._numerics import wilson_bounds
 from ...data import _pairwise_dataset, check_pairwise
+from .._kernels import normal_z
 from ._battles import _task_labels
 
 __all__ = ["PositionConsistencyResult", "position_consistency"]
@@ -134,7 +134,7 @@ def position_consistency(
             "the inconsistency rate is undefined (NaN)",
             UndefinedMetricWarning,
         )
-    z = float(norm.ppf(0.5 + prob / 2))
+    z = normal_z(prob)
     lo_w, hi_w = wilson_bounds(n["inc"], n["match"], z)
     return PositionConsistencyResult(
         estimate=xr.DataArray(

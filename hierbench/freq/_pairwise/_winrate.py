@@ -26,7 +26,7 @@ from ..._base import (
     make_interval,
 )
 from ...data import check_pairwise
-from .._kernels import percentile_bounds
+from .._kernels import percentile_bounds, ratio
 from ._battles import _agent_codes, _battles, _resampled_counts
 
 __all__ = ["EloResult", "WinRateResult", "online_elo", "win_rate"]
@@ -78,9 +78,9 @@ def _win_matrix(
 
 def _average_rate(pts: np.ndarray, n: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(n > 0, pts / np.where(n > 0, n, 1.0), np.nan)
+        rate = ratio(pts, n)
         met = (n > 0).sum(-1)
-        return np.where(met > 0, np.nansum(rate, -1) / np.where(met > 0, met, 1), np.nan)
+        return ratio(np.nansum(rate, -1), met)
 
 
 def win_rate(
@@ -128,14 +128,14 @@ def win_rate(
     m = len(b.agents)
     pts, n = _win_matrix(b.counts, b.ia, b.ib, m)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(n > 0, pts / np.where(n > 0, n, 1.0), np.nan)
+        rate = ratio(pts, n)
     avg = _average_rate(pts, n)
     gen = as_rng(rng)
     dists, dist_avg = [], []
     for blk in _resampled_counts(b, n_resamples, resample, gen):
         p_b, n_b = _win_matrix(blk, b.ia, b.ib, m)
         with np.errstate(invalid="ignore", divide="ignore"):
-            dists.append(np.where(n_b > 0, p_b / np.where(n_b > 0, n_b, 1.0), np.nan))
+            dists.append(ratio(p_b, n_b))
         dist_avg.append(_average_rate(p_b, n_b))
     dist = np.concatenate(dists)
     davg = np.concatenate(dist_avg)

@@ -38,7 +38,7 @@ from ..._base import (
 from ..._docs import fill_doc
 from ..._numerics import wilson_bounds
 from .._inputs import NONNEGATIVE, data_variable, numeric_values, task_resampling
-from .._kernels import bootstrap_detail, percentile_bounds, weight_blocks
+from .._kernels import bootstrap_detail, normal_z, percentile_bounds, ratio, weight_blocks
 from .._rates import EmptySampleWarning
 from .._resampling import BootstrapResult, bootstrap_ci
 
@@ -487,8 +487,8 @@ def _resampled_means(a0, c0, pf, codes, gen, n_resamples) -> np.ndarray:
     for w in weight_blocks(a0.shape[1], n_resamples, gen, clusters=codes):
         den = w @ pf.T
         with np.errstate(invalid="ignore", divide="ignore"):
-            dist[i0 : i0 + w.shape[0], :, 0] = np.where(den > 0, (w @ a0.T) / den, np.nan)
-            dist[i0 : i0 + w.shape[0], :, 1] = np.where(den > 0, (w @ c0.T) / den, np.nan)
+            dist[i0 : i0 + w.shape[0], :, 0] = ratio(w @ a0.T, den)
+            dist[i0 : i0 + w.shape[0], :, 1] = ratio(w @ c0.T, den)
         i0 += w.shape[0]
     return dist
 
@@ -497,7 +497,7 @@ def _pareto_result(est, n_on, acc_v, cost_v, dist, prob, unit, acc_cell, cost_ce
     n_resamples = dist.shape[0]
     qlo, qhi = percentile_bounds(dist, prob)
     detail = bootstrap_detail(unit, n_resamples)
-    z = float(stats.norm.ppf(0.5 + prob / 2))
+    z = normal_z(prob)
     agent_dim = est.dims[0]
     return ParetoResult(
         estimate=est,

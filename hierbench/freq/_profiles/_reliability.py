@@ -46,7 +46,7 @@ from ..._base import (
 )
 from ..._docs import fill_doc
 from .._inputs import numeric_values, task_resampling
-from .._kernels import _comb_ratio, bootstrap_detail, percentile_bounds, weight_blocks
+from .._kernels import _comb_ratio, bootstrap_detail, percentile_bounds, ratio, weight_blocks
 from .._rates import EmptySampleWarning, InsufficientRunsWarning
 
 __all__ = ["ReliabilityResult", "reliability_profile"]
@@ -284,7 +284,7 @@ def _task_mean(v: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Per (agent, task) mean of v over runs where mask; NaN where none."""
     cnt = mask.sum(2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(cnt > 0, np.where(mask, v, 0.0).sum(2) / np.where(cnt > 0, cnt, 1), np.nan)
+        return ratio(np.where(mask, v, 0.0).sum(2), cnt)
 
 
 def _default_k(k: int | None, n_runs: np.ndarray) -> int:
@@ -351,7 +351,7 @@ def _calibration(conf, y, ran, edges, name, per_task):
     nb = edges.size - 1
     n_runs = ran.sum(2).astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
-        inv_n = np.where(n_runs > 0, 1.0 / np.where(n_runs > 0, n_runs, 1.0), 0.0)
+        inv_n = ratio(1.0, n_runs, 0.0)
     b_idx = np.clip(
         np.searchsorted(edges, np.where(cm, conf, edges[0]), side="right") - 1, 0, nb - 1
     )
@@ -386,14 +386,14 @@ def _evaluate(w: np.ndarray, per_task, metrics, ece_parts) -> np.ndarray:
             go = np.einsum("bt,atk->bak", w, s_ok)
             gn = np.einsum("bt,atk->bak", w, s_n).sum(-1)
             with np.errstate(invalid="ignore", divide="ignore"):
-                out[..., j] = np.where(gn > 0, np.abs(gc - go).sum(-1) / gn, np.nan)
+                out[..., j] = ratio(np.abs(gc - go).sum(-1), gn)
             continue
         v = per_task[m]
         pres = np.isfinite(v)
         num = w @ np.where(pres, v, 0.0).T
         den = w @ pres.T.astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[..., j] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+            out[..., j] = ratio(num, den)
     return out
 
 

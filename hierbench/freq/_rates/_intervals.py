@@ -30,6 +30,7 @@ from ..._base import (
 from ..._docs import fill_doc
 from ..._numerics import cluster_robust_se as _cluster_robust_se
 from ..._numerics import wilson_bounds as _wilson_bounds
+from .._kernels import normal_z
 
 __all__ = [
     "EmptySampleWarning",
@@ -53,7 +54,7 @@ class EmptySampleWarning(UndefinedWarning):
 
 
 def _z(prob: float) -> float:
-    return float(stats.norm.ppf(0.5 + check_prob(prob) / 2))
+    return normal_z(check_prob(prob))
 
 
 def _as_da(x, name: str) -> xr.DataArray:

@@ -17,7 +17,7 @@ from scipy import stats
 from ..._base import Progress
 from ..._base import counts as cell_counts
 from .._inputs import score_array
-from .._kernels import _bca, _column_quantiles, _index_dtype, _pass_kernel, task_weights
+from .._kernels import _bca, _column_quantiles, _index_dtype, _pass_kernel, ratio, task_weights
 
 StatisticFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -47,7 +47,7 @@ class _Cells:
     def __post_init__(self) -> None:
         nmax = int(self.n.max()) if self.n.size else 0
         if self.binary and 0 < nmax <= 32:
-            p = np.where(self.n > 0, self.s / np.where(self.n > 0, self.n, 1.0), 0.0)
+            p = ratio(self.s, self.n, 0.0)
             self.cdf = stats.binom.cdf(np.arange(nmax), self.n[..., None], p[..., None])
             # cells with fewer runs: CDF is 1 from n on, so they never exceed n
             self.cdf = np.where(np.arange(nmax) >= self.n[..., None], 1.0, self.cdf)
@@ -106,7 +106,7 @@ def _values(n: np.ndarray, s: np.ndarray, stat: str, k: int | None) -> np.ndarra
     """Per-cell values of the built-in statistics; NaN where undefined."""
     if stat == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(n > 0, s / np.where(n > 0, n, 1.0), np.nan)
+            return ratio(s, n)
     kind = "hat" if stat == "pass_hat_k" else "at"
     v, _ = _pass_kernel(n, np.round(s), int(k), kind=kind)  # type: ignore[arg-type]
     return v
@@ -117,7 +117,7 @@ def _resample_runs_dense(gen: np.random.Generator, cells: _Cells, size: int) -> 
     n = cells.n
     if cells.binary:
         if cells.cdf is None:
-            p = np.where(n > 0, cells.s / np.where(n > 0, n, 1.0), 0.0)
+            p = ratio(cells.s, n, 0.0)
             return gen.binomial(n.astype(np.int64), p, size=(size, *n.shape)).astype(float)
         u = gen.random((size, *n.shape))
         s_star = np.zeros((size, *n.shape))
@@ -141,7 +141,7 @@ def _resample_runs_at(gen: np.random.Generator, cells: _Cells, a_idx: np.ndarray
     n = cells.n[a_idx, t_idx]
     if cells.binary:
         if cells.cdf is None:
-            p = np.where(n > 0, cells.s[a_idx, t_idx] / np.where(n > 0, n, 1.0), 0.0)
+            p = ratio(cells.s[a_idx, t_idx], n, 0.0)
             return gen.binomial(n.astype(np.int64), p).astype(float)
         u = gen.random(n.shape)
         return (u[:, None] > cells.cdf[a_idx, t_idx]).sum(-1).astype(float)
@@ -196,7 +196,7 @@ def _weighted_task_mean(v: np.ndarray, w: np.ndarray, row_sum: float | None = No
         num = np.einsum("but,but->bu", w, np.broadcast_to(v0, w.shape))
         den = np.einsum("but,but->bu", w, np.broadcast_to(pres, w.shape))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return ratio(num, den)
 
 
 def _float32_exact(v: np.ndarray, total_weight: int) -> bool:
@@ -267,7 +267,7 @@ class _Plan:
             keep = wv > j
             bi, ai, ti, wv = bi[keep], ai[keep], ti[keep], wv[keep]
         with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.where(wa > 0, acc / np.where(wa > 0, wa, 1.0), 0.0)
+            out = ratio(acc, wa, 0.0)
         return np.where(avail[None], out, np.nan)
 
     def stat(self, v: np.ndarray, w: np.ndarray, row_sum: float | None = None) -> np.ndarray:
@@ -318,7 +318,7 @@ def _pattern_chunk(gen: np.random.Generator, T: int, patterns: tuple, b: int) ->
     num = counts @ pv
     den = T if all_present_p else counts @ pp
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan)
+        return ratio(num, den)
 
 
 def _gather_chunk(gen: np.random.Generator, plan: _Plan, b: int) -> np.ndarray:
@@ -332,7 +332,7 @@ def _gather_chunk(gen: np.random.Generator, plan: _Plan, b: int) -> np.ndarray:
     all_present = bool(np.isfinite(plan.v_obs).all())
     den = T if all_present else np.stack([np.take(pres[u], idx).sum(-1) for u in range(U)])
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan).T
+        return ratio(num, den).T
 
 
 def _weights_chunk(gen: np.random.Generator, plan: _Plan, b: int, w_dtype: type) -> np.ndarray:
@@ -417,7 +417,7 @@ def _jackknife(plan: _Plan, n_out: int) -> np.ndarray:
         ).reshape(U, n_groups)
         with np.errstate(invalid="ignore", divide="ignore"):
             left = den_g.sum(1, keepdims=True) - den_g
-            return np.where(left > 0, (num_g.sum(1, keepdims=True) - num_g) / left, np.nan).T
+            return ratio(num_g.sum(1, keepdims=True) - num_g, left).T
     jack = np.empty((n_groups, n_out))
     jchunk = int(max(1, _CHUNK_ELEMS // max(T * (1 if plan.paired else U), 1)))
     for g0 in range(0, n_groups, jchunk):  # the generic leave-one-out

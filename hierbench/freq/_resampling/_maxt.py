@@ -59,6 +59,8 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import special
 
+from .._kernels import ratio
+
 __all__ = ["cr2_scores", "maxt_draws", "mvt_maxt", "mvt_reliable", "signflip_maxt"]
 
 #: enumerate the sign patterns up to this many units with a difference (2^15 patterns)
@@ -116,7 +118,7 @@ def cr2_scores(units: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     N = counts.sum(0)
     ok = np.count_nonzero(counts, axis=0) >= 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(N > 0, units.sum(0) / N, np.nan)
+        mean = ratio(units.sum(0), N)
         w = np.where(counts > 0, 1.0 / (1.0 - counts / N), 0.0)
         scores = np.sqrt(w) * (units - counts * mean) / N
     scores[:, ~ok] = np.nan

@@ -50,6 +50,7 @@ import xarray as xr
 from scipy import stats
 
 from ..._base import (
+    CI_BOUNDS,
     DEFAULT_PROB,
     Result,
     SmallSampleWarning,
@@ -601,11 +602,13 @@ def _pairwise_result(
     adjust = attrs["adjust"]
     mats["p_adjusted"] = mats[_P_OF[adjust]]
     mats["p_adjusted_mcse"] = mats[_P_OF[adjust] + "_mcse"]
-    coords = {"agent": agents, "opponent": agents, "ci_bound": ["lower", "upper"]}
+    coords = {"agent": agents, "opponent": agents, "ci_bound": list(CI_BOUNDS)}
     dims = ("agent", "opponent")
     ds = xr.Dataset({k: (dims, v) for k, v in mats.items()}, coords=coords)
-    ds["ci_bootstrap"] = ((*dims, "ci_bound"), boot_ci)
-    ds["ci_bootstrap"].attrs = dict(ci_attrs)
+    ds["ci_bootstrap"] = make_interval(  # the pairs' bootstrap interval (its level, kind and detail) as a matrix
+        xr.DataArray(boot_ci[..., 0], dims=dims), xr.DataArray(boot_ci[..., 1], dims=dims),
+        prob=ci_attrs["ci_prob"], kind=ci_attrs["ci_kind"], detail=ci_attrs.get("ci_detail"), warn_zero_width=False,
+    )
     prob = float(attrs["ci_prob"])
     if test == "t" or attrs["unit"] == "clusters":
         ds["ci"] = _t_interval(mats, prob, attrs["unit"] == "clusters").assign_coords(coords)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._base import warn_user
-from .._kernels import one_blas_thread
+from .._kernels import one_blas_thread, ratio
 from . import _reml
 from ._design_lang import Design, DesignError, parse_design
 from ._long import Long
@@ -56,7 +56,7 @@ def dense_codes(shape: tuple[int, ...], dsg: Design) -> dict[frozenset, np.ndarr
 
 def _mean_squares(ss: np.ndarray, df: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(df > 0, ss / df, np.nan)
+        return ratio(ss, df)
 
 
 def _balanced(dense: np.ndarray, dsg: Design, use_anova: bool) -> Fit:

@@ -11,10 +11,9 @@ import warnings
 
 import numpy as np
 import xarray as xr
-from scipy import stats
 
 from ..._base import check_choice, check_prob, make_interval
-from .._kernels import one_blas_thread
+from .._kernels import normal_z, one_blas_thread
 from . import _dstudy, _profile, _reml
 from ._fit import dense_codes, fit_reml, problem_order
 from ._warnings import UndefinedCoefficientWarning
@@ -24,16 +23,12 @@ __all__: list[str] = []
 COEFFICIENTS = ("e_rho2", "phi")
 
 
-def _z(prob: float) -> float:
-    return float(stats.norm.ppf(0.5 + prob / 2))
-
-
 def wald_ci(vc, prob: float | None = None) -> xr.DataArray:
     """Wald intervals of the components on the log-variance scale (``ci_kind`` ``"normal"``)."""
     prob = vc.prob if prob is None else check_prob(prob)
     est = np.maximum(vc.estimates_raw, 0.0)
     se = np.sqrt(np.clip(np.diag(vc.cov), 0, None))
-    z = _z(prob)
+    z = normal_z(prob)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         slog = se / est
         lo = np.where(est > 0, est * np.exp(-z * slog), 0.0)
@@ -166,7 +161,7 @@ def _delta_method(vc, sizes: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
 def coefficients_wald(vc, prob: float, sizes: dict[str, float]) -> xr.Dataset:
     """E rho^2 and Phi with delta-method intervals on the logit scale."""
     f0, var = _delta_method(vc, sizes)
-    z = _z(prob)
+    z = normal_z(prob)
     with np.errstate(invalid="ignore", divide="ignore"):
         lg = np.log(f0 / (1 - f0))
         slg = np.sqrt(var) / (f0 * (1 - f0))

@@ -40,6 +40,7 @@ import scipy.optimize as sopt
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .._kernels import ratio
 from ._design_lang import Design
 
 __all__: list[str] = []
@@ -262,7 +263,7 @@ def anova_cov(coef_ms: np.ndarray, ms: np.ndarray, df: np.ndarray) -> np.ndarray
     """
     kinv = np.linalg.inv(coef_ms)
     with np.errstate(invalid="ignore", divide="ignore"):
-        v = np.where(df > 0, 2.0 * ms * ms / df, np.nan)
+        v = ratio(2.0 * ms * ms, df)
     return kinv @ np.diag(v) @ kinv.T
 
 
