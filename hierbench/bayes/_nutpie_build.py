@@ -126,9 +126,8 @@ def _cached_cfunc(src: str, name: str, inner: Any, sig: Any, salt: str) -> Any:
     # a module name, so that a loaded entry can rebuild its environment (numba imports the module)
     env = {"__name__": __name__, "numba": numba, "np": np, "inner": inner, "void_ptr": _void_ptr()}
     fn = compile_numba_function_src(src, name, global_env=env, cache_key=f"hierbench_{key}")
-    cfunc = CFunc(
-        fn, sigutils.normalize_signature(sig), locals={}, options={}
-    )  # what numba.cfunc makes
+    # what numba.cfunc(sig, cache=True) makes, with the first load's failure handled
+    cfunc = CFunc(fn, sigutils.normalize_signature(sig), locals={}, options={})
     cfunc.enable_caching()
     try:
         cfunc.compile()
