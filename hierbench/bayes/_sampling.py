@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .._base import warn_user
+from ._nutpie_build import FAILED
 from ._rankstats import elements, rank_diagnostics
 
 __all__ = [
@@ -105,11 +107,25 @@ def checkpoints(max_draws: int) -> list[int]:
 
 
 def compile_model(model: Any) -> Any:
-    """Nutpie's numba build of ``model``, with fast-math off (see the module docstring)."""
+    """Nutpie's numba build of ``model``, with fast-math off (see the module docstring).
+
+    Built by :func:`hierbench.bayes._nutpie_build.build`, whose C entry points
+    numba caches on disk (a later process loads them instead of compiling);
+    where that cannot be used, by ``nutpie.compile_pymc_model`` (the same
+    function, compiled in every process). A build that fails for another
+    reason than the environment says so in a warning.
+    """
     import nutpie
     import pytensor
 
+    from ._nutpie_build import build
+
     with pytensor.config.change_flags(numba__fastmath=False):
+        compiled, reason = build(model)
+        if compiled is not None:
+            return compiled
+        if reason.startswith(FAILED):
+            warn_user(f"{reason}; compiled with nutpie's own path instead", RuntimeWarning)
         return nutpie.compile_pymc_model(model, backend="numba")
 
 

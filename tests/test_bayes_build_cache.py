@@ -1,0 +1,186 @@
+"""The cached nutpie build computes what nutpie's own build computes, and falls back when it cannot.
+
+The reference is ``nutpie.compile_pymc_model`` of the same model (fast-math
+off, as :func:`hierbench.bayes._sampling.compile_model` builds): its log
+density, gradient, expansion and seeded draws must be the same to the bit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytest
+from conftest import ROOT
+
+from hierbench.bayes import _compiled, _nutpie_build, _sampling
+
+_PTR = ctypes.POINTER(ctypes.c_double)
+
+
+def _model(y, x):
+    with pm.Model(coords={"obs": np.arange(len(y))}) as m:
+        yd = pm.Data("y", np.asarray(y, dtype=float), dims="obs")
+        xd = pm.Data("x", np.asarray(x, dtype=float), dims="obs")
+        b = pm.Normal("b", 0.0, 1.0)
+        s = pm.HalfNormal("s", 1.0)
+        pm.Deterministic("b2", 2.0 * b)
+        pm.Normal("obs_y", b * xd, s, observed=yd, dims="obs")
+    return m
+
+
+def _data(seed, n=12):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    return rng.normal(0.7 * x, 0.5), x
+
+
+def _nutpie(model):
+    import nutpie
+
+    with pytensor.config.change_flags(numba__fastmath=False):
+        return nutpie.compile_pymc_model(model, backend="numba")
+
+
+def _ours(model):
+    with pytensor.config.change_flags(numba__fastmath=False):
+        compiled, reason = _nutpie_build.build(model)
+    assert reason is None
+    return compiled
+
+
+def _logp(c, x):
+    grad, logp = np.empty(c.n_dim), np.empty(())
+    ptrs = (x.ctypes.data_as(_PTR), grad.ctypes.data_as(_PTR), logp.ctypes.data_as(_PTR))
+    rc = c.compiled_logp_func.ctypes(c.n_dim, *ptrs, c.user_data.ctypes.data)
+    return rc, float(logp), grad
+
+
+def _expand(c, x):
+    out = np.empty(c.n_expanded)
+    ptrs = (x.ctypes.data_as(_PTR), out.ctypes.data_as(_PTR))
+    rc = c.compiled_expand_func.ctypes(c.n_dim, c.n_expanded, *ptrs, c.user_data.ctypes.data)
+    return rc, out
+
+
+def _same(ours, theirs, points):
+    for x in points:
+        rc, lp, g = _logp(ours, x)
+        rc0, lp0, g0 = _logp(theirs, x)
+        assert (rc, lp) == (rc0, lp0)
+        np.testing.assert_array_equal(g, g0)
+        np.testing.assert_array_equal(_expand(ours, x)[1], _expand(theirs, x)[1])
+
+
+def test_cached_build_computes_what_nutpies_build_computes():
+    model = _model(*_data(1))
+    ours, theirs = _ours(model), _nutpie(model)
+    assert (ours.n_dim, ours.n_expanded, ours.shapes) == (theirs.n_dim, theirs.n_expanded, theirs.shapes)
+    assert ours.dims == theirs.dims
+    assert {k: list(v) for k, v in ours.coords.items()} == {k: list(v) for k, v in theirs.coords.items()}
+    points = [np.random.default_rng(i).normal(size=ours.n_dim) for i in range(5)]
+    _same(ours, theirs, points)
+    # out of the support: the same return code (a non-finite log density is 4 or 3)
+    _same(ours, theirs, [np.array([0.0, 800.0])])
+    # the data swapped in (what a stored build is given for another model of the design)
+    y2, x2 = _data(2)
+    _same(_compiled.with_values(ours, {"y": y2, "x": x2}), _compiled.with_values(theirs, {"y": y2, "x": x2}),
+          points)  # fmt: skip
+    assert _logp(_compiled.with_values(ours, {"y": y2, "x": x2}), points[0])[1] != _logp(ours, points[0])[1]
+
+
+@pytest.mark.slow
+def test_cached_build_draws_what_nutpies_build_draws():
+    import nutpie
+
+    model = _model(*_data(3))
+    kw = dict(chains=2, draws=60, tune=60, seed=11, progress_bar=False)
+    a = nutpie.sample(_ours(model), **kw)
+    b = nutpie.sample(_nutpie(model), **kw)
+    for name in ("b", "s", "b2"):
+        np.testing.assert_array_equal(a.posterior[name].values, b.posterior[name].values, err_msg=name)
+
+
+@pytest.mark.slow
+def test_compile_model_falls_back_to_nutpie_and_says_why_when_the_wrapper_fails(monkeypatch):
+    model = _model(*_data(4))
+
+    def broken(*args, **kwargs):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(_nutpie_build, "_cached_cfunc", broken)
+    with pytest.warns(RuntimeWarning, match="cached nutpie build failed.*disk on fire"):
+        compiled = _sampling.compile_model(model)
+    assert type(compiled.compiled_logp_func).__name__ == "CFunc"
+    assert all(len(k) == 32 for k in compiled.shared_var_keys.values())  # nutpie's own (uuid) keys
+    assert _logp(compiled, np.zeros(compiled.n_dim))[0] == 0
+
+
+@pytest.mark.slow
+def test_compile_model_falls_back_quietly_where_the_cache_is_off():
+    model = _model(*_data(5))
+    with pytensor.config.change_flags(numba__cache=False):
+        assert "numba__cache=False" in _nutpie_build.unusable()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            compiled = _sampling.compile_model(model)
+    assert all(len(k) == 32 for k in compiled.shared_var_keys.values())  # nutpie's own (uuid) keys
+
+
+_BUILD = """
+import sys, warnings, numpy as np, pytensor
+warnings.simplefilter("ignore")
+sys.path.insert(0, sys.argv[2])
+from test_bayes_build_cache import _model, _data, _nutpie, _logp, _expand
+from hierbench.bayes import _nutpie_build
+model = _model(*_data(6))
+with pytensor.config.change_flags(numba__fastmath=False):
+    c, reason = _nutpie_build.build(model)
+x = np.linspace(-0.5, 0.5, c.n_dim)
+rc, lp, g = _logp(c, x)
+np.savez(sys.argv[1], hits=[c.compiled_logp_func.cache_hits, c.compiled_expand_func.cache_hits],
+         reason=str(reason), logp=lp, grad=g, expand=_expand(c, x)[1],
+         ref_logp=_logp(_nutpie(model), x)[1], ref_grad=_logp(_nutpie(model), x)[2])
+"""
+
+
+@pytest.mark.slow
+def test_wrappers_load_from_disk_and_an_unreadable_entry_is_compiled_again(tmp_path):
+    # fresh processes on empty caches: the first compiles and stores the two C wrappers, the
+    # second loads them (numba counts a cache hit), the third finds garbage in their entries,
+    # compiles them again and stores them, the fourth finds them deleted
+    script = tmp_path / "build.py"
+    script.write_text(_BUILD)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"),
+               PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pytensor_base'}")  # fmt: skip
+    entries = lambda: sorted((tmp_path / "pytensor_base" / "numba").glob("*hierbench_*"))  # noqa: E731
+
+    def run(i):
+        path = tmp_path / f"out{i}.npz"
+        subprocess.run([sys.executable, str(script), str(path), str(ROOT / "tests")], env=env,
+                       check=True, timeout=900)  # fmt: skip
+        out = np.load(path)
+        assert str(out["reason"]) == "None"
+        assert out["logp"] == out["ref_logp"]
+        np.testing.assert_array_equal(out["grad"], out["ref_grad"])
+        return out
+
+    first = run(0)
+    assert list(first["hits"]) == [0, 0]
+    assert len(entries()) == 4  # an index and a data file per wrapper
+    assert list(run(1)["hits"]) == [1, 1]
+    for path in entries():
+        path.write_bytes(b"not a cache entry")
+    again = run(2)
+    assert list(again["hits"]) == [0, 0]
+    assert list(run(3)["hits"]) == [1, 1]  # stored again
+    for path in entries():
+        path.unlink()
+    assert list(run(4)["hits"]) == [0, 0]
+    np.testing.assert_array_equal(again["expand"], first["expand"])
