@@ -4,6 +4,7 @@ and replicate fits that come out the same on any executor.
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import warnings
@@ -14,7 +15,7 @@ import pytest
 import xarray as xr
 
 from hierbench.bayes._rankstats import rank_diagnostics
-from hierbench.bayes._sampling import CHECKPOINTS, checkpoints
+from hierbench.bayes._sampling import CHECKPOINTS, checkpoints, next_checkpoint
 
 
 def _awkward_draws(rng: np.random.Generator, chains: int = 4, draws: int = 301) -> np.ndarray:
@@ -69,6 +70,22 @@ def test_checkpoints_grow_and_end_at_the_cap():
     assert long[: len(CHECKPOINTS)] == list(CHECKPOINTS) and long[-1] == 5000
     steps = np.diff(long[:-1]) / np.array(long[:-2])
     assert steps.max() <= 0.5 and steps[10:].max() <= 0.26
+
+
+def test_a_failed_checkpoint_jumps_to_its_prediction_but_at_most_one_and_a_half_times():
+    plan = checkpoints(2000)
+    # a prediction within reach: the first checkpoint at 0.95 x grow x n (by hand from the plan)
+    assert next_checkpoint(plan, 200, 1.2, 2000) == 250  # 228 -> 250
+    assert next_checkpoint(plan, 400, 1.0, 2000) == 450  # always beyond n
+    # a large prediction from few draws stops at the last checkpoint within 1.5 n
+    assert [next_checkpoint(plan, n, 10.0, 2000) for n in (100, 300, 1000)] == [150, 450, 1450]
+    assert next_checkpoint(plan, 1800, 10.0, 2000) == 2000  # the cap on draws ends the plan
+    # walking the plan with a hopeless prediction checks every checkpoint a 1.5x step allows
+    n, seen = 100, [100]
+    while n < 2000:
+        n = next_checkpoint(plan, n, 10.0, 2000)
+        seen.append(n)
+    assert all(b <= 1.5 * a for a, b in itertools.pairwise(seen))
 
 
 def _conjugate_model():

@@ -26,7 +26,11 @@ nutpie through this module in three steps.
    cap of ``max_draws`` each; at fixed checkpoints the first ``n`` draws of
    every chain are checked with :func:`~hierbench.bayes.compute_diagnostics`
    (R-hat within its limit, no non-finite draw) and the bulk and tail ESS of
-   every posterior element against ``target_ess``; the first checkpoint
+   every posterior element against ``target_ess``; after one that fails,
+   the next checked is where its draws predict success, at most 1.5 times
+   as many draws (a prediction from few draws overshoots: a study of the
+   crossed fit found runs kept 300-700 draws per chain where 250-350 had
+   passed, ``benchmarks/bench_tuning.py``); the first checked checkpoint
    that passes ends the run and the draws beyond it are dropped. The
    decision at a checkpoint depends on those draws alone, so the result is
    the same whatever the machine's speed.
@@ -53,10 +57,12 @@ __all__ = [
     "FIT_DEFAULTS",
     "HESSIAN_MAX_DIM",
     "MAX_DRAWS",
+    "MAX_JUMP",
     "TARGET_ESS",
     "checkpoints",
     "compile_model",
     "find_start",
+    "next_checkpoint",
     "sample_to_target",
 ]
 
@@ -316,6 +322,31 @@ def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
     return bool(passed), float(grow)
 
 
+#: the most a failed checkpoint's prediction may multiply the draws by before the next check
+MAX_JUMP = 1.5
+
+
+def next_checkpoint(plan: list[int], n: int, grow: float, max_draws: int) -> int:
+    """The checkpoint after a failed one at ``n``: where its draws predict success, within 1.5 n.
+
+    ``grow`` is :func:`assess`'s predicted factor. A prediction from few draws
+    overshoots (early R-hat and tail ESS are noisy), and a jump past a
+    checkpoint that would have passed keeps draws nobody needed, so the jump
+    goes no further than the last checkpoint within :data:`MAX_JUMP` times the
+    draws (where the plan has one); the decision still depends on the draws
+    alone.
+
+    Examples
+    --------
+    >>> plan = checkpoints(2000)
+    >>> next_checkpoint(plan, 100, 4.0, 2000), next_checkpoint(plan, 300, 1.2, 2000)
+    (150, 350)
+    """
+    predicted = next(k for k in plan if (k > n and k >= 0.95 * grow * n) or k == max_draws)
+    within = [k for k in plan if n < k <= MAX_JUMP * n]
+    return min(predicted, within[-1]) if within else predicted
+
+
 def sample_to_target(
     compiled: Any,
     *,
@@ -332,7 +363,8 @@ def sample_to_target(
     Every chain runs at once (``cores = chains``): a checkpoint needs the same
     number of draws from each. After a checkpoint that fails, the next one
     checked is the first where the failing draws predict success (see
-    :func:`assess`); the choice depends on the draws alone. Returns the tree
+    :func:`assess`), but no more than 1.5 times as many draws
+    (:func:`next_checkpoint`); the choice depends on the draws alone. Returns the tree
     (warm-up dropped) and a record of the run: draws kept per chain, whether
     the targets were reached, checkpoints checked.
     """
@@ -361,8 +393,7 @@ def sample_to_target(
             ok, grow = assess(_head(sampler.inspect(), n)["posterior"].to_dataset(), target_ess)
             if ok:
                 return _head(sampler.abort(), n), {"draws": n, "reached": True, "checkpoints": checked}
-            # the next checkpoint is where these draws predict the targets will hold
-            n = next(k for k in plan if (k > n and k >= 0.95 * grow * n) or k == max_draws)
+            n = next_checkpoint(plan, n, grow, max_draws)
         dt = sampler.wait()
     except BaseException:
         sampler.cancel()
