@@ -28,6 +28,7 @@ Usage::
 
     python benchmarks/bench_tuning.py --sizes 12x500x10 --seeds 1 2 3 \\
         --tunes 100 150 200 300 --settings default switch40 --out benchmarks/results/tuning_crossed.jsonl
+    python benchmarks/bench_tuning.py --report benchmarks/results/tuning_crossed.jsonl   # the table
     python benchmarks/bench_tuning.py --rows tau_bb rats_bb citations_bt --tunes 300 150 \\
         --out benchmarks/results/tuning_defaults.jsonl    # bench_defaults.py's real-data rows
 
@@ -165,7 +166,15 @@ def real_models(rows: list[str]):
         yield name, 0, getattr(hbb, f"build_{model_name}")(loader(), **kw)
 
 
+HEADER = (
+    f"{'data':<14} {'seed':>4} {'tune':>4} {'setting':<9} {'draws':>5} {'warm gr':>8} "
+    f"{'draw gr':>8} {'total gr':>8} {'ESS b':>7} {'ESS t':>7} {'R-hat/limit':>13} {'div':>4} "
+    f"{'ok':>3} {'samp s':>7} {'wall s':>7} {'load1':>11}"
+)
+
+
 def show(row: dict[str, Any]) -> None:
+    """Print one fit's row under :data:`HEADER`."""
     print(
         f"{row['data']:<14} {row['seed']:>4} {row['tune']:>4} {row['setting']:<9} "
         f"{row['draws_per_chain']:>5} {row['warmup_grads'] or -1:>8} {row['draw_grads']:>8} "
@@ -190,12 +199,17 @@ def main(argv: list[str] | None = None) -> int:
         "--extra", nargs="*", default=[], help="extra runs as TUNE:SETTING (e.g. 150:switch40)"
     )
     p.add_argument("--out", help="append one JSON line per fit to this file")
+    p.add_argument("--report", nargs="*", default=[], help="print the rows of these files; no fit")
     args = p.parse_args(argv)
     runs = [(t, s) for s in args.settings for t in args.tunes]
     runs += [(int(t), s) for t, s in (x.split(":") for x in args.extra)]
-    print(f"{'data':<14} {'seed':>4} {'tune':>4} {'setting':<9} {'draws':>5} {'warm gr':>8} "
-          f"{'draw gr':>8} {'total gr':>8} {'ESS b':>7} {'ESS t':>7} {'R-hat/limit':>13} {'div':>4} "
-          f"{'ok':>3} {'samp s':>7} {'wall s':>7} {'load1':>11}", flush=True)  # fmt: skip
+    print(HEADER, flush=True)
+    if args.report:
+        for path in args.report:
+            with open(path) as fh:
+                for line in fh:
+                    show(json.loads(line))
+        return 0
     with Bench("tuning", argv) as bench:
         rows = []
         models = [
