@@ -10,6 +10,8 @@ warmup_grads   the tuning steps' leapfrog steps, all chains (see below);
 draw_grads     the kept draws' leapfrog steps (``sample_stats.n_steps``);
 map_grads      the mode search and its Hessian (``fit_run``'s map_evaluations);
 total_grads    their sum: what a run that stops at its checkpoint costs;
+first_pass_*   the first checkpoint at which the kept draws already met the
+               targets (the rule may jump past it) and the total at that point;
 
 and the draws per chain the target rule reached, min bulk and tail ESS and
 max R-hat over every posterior element with the R-hat limit applied (the
@@ -97,6 +99,38 @@ class StepLog:
         return total, spread, seen
 
 
+#: the default fit's first checkpoints (draws per chain at which its targets are checked)
+CHECKPOINTS = (100, 150, 200, 250, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000)
+
+
+def first_pass(dt: Any, model: Any, target: float = 400.0) -> int | None:
+    """The first checkpoint whose draws (a head of the kept draws) meet the fit's targets.
+
+    The fit jumps from a failing checkpoint to the one its draws predict, so it
+    may keep more draws than needed; this checks every checkpoint up to the
+    draws kept, with :func:`hierbench.bayes.compute_diagnostics` on the model's
+    own variables: converged and every bulk and tail ESS >= ``target``.
+    """
+    import xarray as xr
+
+    from hierbench.bayes import compute_diagnostics
+
+    post, stats = dt["posterior"].to_dataset(), dt["sample_stats"].to_dataset()
+    names = [v.name for v in [*model.free_RVs, *model.deterministics] if v.name in post]
+    for n in (k for k in CHECKPOINTS if k <= post.sizes["draw"]):
+        head = xr.DataTree.from_dict(
+            {
+                "posterior": post[names].isel(draw=slice(0, n)),
+                "sample_stats": stats.isel(draw=slice(0, n)),
+            }
+        )
+        a = compute_diagnostics(head, warn=False).attrs
+        ok = a["diag_converged"] and min(a["diag_min_ess_bulk"], a["diag_min_ess_tail"]) >= target
+        if ok:
+            return n
+    return None
+
+
 def fit_row(model: Any, seed: int, tune: int, setting: str) -> dict[str, Any]:
     """One default fit with ``tune`` tuning steps and a named nutpie setting; its cost and checks."""
     import numpy as np
@@ -117,6 +151,8 @@ def fit_row(model: Any, seed: int, tune: int, setting: str) -> dict[str, Any]:
     warm, spread, seen = log.warmup(tune, n_steps)
     draw_grads = int(n_steps.sum())
     map_grads = int(run.get("map_evaluations", 0))
+    first = first_pass(dt, model)
+    first_grads = None if first is None else int(n_steps[:, :first].sum())
     return {
         "tune": tune,
         "setting": setting,
@@ -129,6 +165,10 @@ def fit_row(model: Any, seed: int, tune: int, setting: str) -> dict[str, Any]:
         "map_grads": map_grads,
         "total_grads": None if warm is None else warm + draw_grads + map_grads,
         "grads_seen": seen,
+        "first_pass_draws": first,
+        "first_pass_total_grads": None
+        if warm is None or first is None
+        else warm + first_grads + map_grads,
         "min_ess_bulk": round(float(a["diag_min_ess_bulk"]), 1),
         "min_ess_tail": round(float(a["diag_min_ess_tail"]), 1),
         "max_r_hat": round(float(a["diag_max_r_hat"]), 4),
