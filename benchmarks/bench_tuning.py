@@ -208,7 +208,7 @@ def real_models(rows: list[str]):
 
 HEADER = (
     f"{'data':<14} {'seed':>4} {'tune':>4} {'setting':<9} {'draws':>5} {'warm gr':>8} "
-    f"{'draw gr':>8} {'total gr':>8} {'ESS b':>7} {'ESS t':>7} {'R-hat/limit':>13} {'div':>4} "
+    f"{'draw gr':>8} {'total gr':>8} {'1st':>4} {'1st gr':>8} {'ESS b':>7} {'ESS t':>7} {'R-hat/limit':>13} {'div':>4} "
     f"{'ok':>3} {'samp s':>7} {'wall s':>7} {'load1':>11}"
 )
 
@@ -218,7 +218,8 @@ def show(row: dict[str, Any]) -> None:
     print(
         f"{row['data']:<14} {row['seed']:>4} {row['tune']:>4} {row['setting']:<9} "
         f"{row['draws_per_chain']:>5} {row['warmup_grads'] or -1:>8} {row['draw_grads']:>8} "
-        f"{row['total_grads'] or -1:>8} {row['min_ess_bulk']:>7.0f} {row['min_ess_tail']:>7.0f} "
+        f"{row['total_grads'] or -1:>8} {row.get('first_pass_draws') or -1:>4} "
+        f"{row.get('first_pass_total_grads') or -1:>8} {row['min_ess_bulk']:>7.0f} {row['min_ess_tail']:>7.0f} "
         f"{row['max_r_hat']:>6.3f}/{row['r_hat_limit']:<6.3f} {row['divergences']:>4} "
         f"{'yes' if row['passed'] else 'NO':>3} {row['sampling_s']:>7.1f} {row['wall_s']:>7.1f} "
         f"{row['load1_before']:>5.1f}/{row['load1_after']:<5.1f}",
