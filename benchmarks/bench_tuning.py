@@ -25,6 +25,9 @@ warm-up), so they are read from nutpie's progress callback (passed through
 tuning steps, its cumulative ``total_num_steps`` minus the leapfrog steps of
 its first ``k`` kept draws is its warm-up cost. Every such snapshot of a chain
 must give the same number (``warmup_spread`` is their range: 0 when exact).
+The callback fires every 100 ms (``fit``'s progress rate), so a fit whose
+draws take less than that has no such snapshot: its warm-up cost is None
+(``-1`` in the table; e.g. tau_bb and citations_bt).
 
 Usage::
 
