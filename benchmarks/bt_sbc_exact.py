@@ -86,13 +86,72 @@ def _wq(x, w, qs):
     return np.interp(qs, np.cumsum(w[o]), x[o])
 
 
+def compare(recs: list[dict], path: str) -> dict:
+    """Line up an sbc.py study of the same seed with the exact posterior, replicate by replicate.
+
+    Per parameter: the correlation of the NUTS rank / 99 with the exact posterior CDF of the truth,
+    the 50% / 90% coverage of each on the common replicates, and the replicates whose 90%
+    verdicts differ (NUTS's rank and the exact CDF there: near an interval's end, a Monte Carlo
+    coin toss; far from it, a sampler that misses the posterior).
+    """
+    sb = {
+        r["rep"]: r
+        for r in map(json.loads, open(path))
+        if r["model"] == "bradley_terry" and r["design"] == "small"
+    }
+    common = [r for r in recs if r["rep"] in sb]
+    out = {}
+    for k in sb[common[0]["rep"]]["ranks"]:
+        x = np.array([sb[r["rep"]]["ranks"][k] / 99 for r in common])
+        y = np.array([r["cdf"][k] for r in common])
+        row = {"reps": len(common), "corr": float(np.corrcoef(x, y)[0, 1])}
+        for lev in ("in50", "in90"):
+            row[f"nuts_{lev}"] = float(np.mean([sb[r["rep"]][lev][k] for r in common]))
+            row[f"exact_{lev}"] = float(np.mean([r[lev][k] for r in common]))
+            row[f"agree_{lev}"] = float(np.mean([sb[r["rep"]][lev][k] == r[lev][k] for r in common]))
+        row["differ90"] = [(r["rep"], sb[r["rep"]]["ranks"][k], round(r["cdf"][k], 3))
+                           for r in common if sb[r["rep"]]["in90"][k] != r["in90"][k]]  # fmt: skip
+        out[k] = row
+        print(f"NUTS vs exact {k:<12} {json.dumps(row)}")
+    return out
+
+
+def pool(paths: list[str], params=("sd_ability", "nu", "ability[0]")) -> list[dict]:
+    """Pool exact-posterior result files (independent seeds): coverage with Wilson bands, CDF uniformity.
+
+    The exact posterior CDF of the truth is uniform on (0, 1) if the simulation and the model agree:
+    the chi-square p of its 10-bin histogram, and the replicates below 5% / above 95% (10% expected).
+    """
+    from scipy.stats import chisquare
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from sbc import wilson
+
+    recs = [json.loads(line) for p in paths for line in open(p)]
+    out = []
+    for k in params:
+        u = np.array([r["cdf"][k] for r in recs])
+        n, c50, c90 = u.size, sum(r["in50"][k] for r in recs), sum(r["in90"][k] for r in recs)
+        row = {"param": k, "reps": n, "cov50": c50 / n, "band50": wilson(c50, n), "cov90": c90 / n,
+               "band90": wilson(c90, n), "below5": int((u < 0.05).sum()), "above95": int((u > 0.95).sum()),
+               "chi2_p": float(chisquare(np.bincount(np.minimum((u * 10).astype(int), 9), minlength=10)).pvalue)}  # fmt: skip
+        out.append(row)
+        print(json.dumps(row))
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--seed", type=int, default=2026)
-    p.add_argument("--out", required=True)
+    p.add_argument("--out")
+    p.add_argument("--pool", nargs="+", help="pool these result files of this script (no fitting)")
     p.add_argument("--compare", help="an sbc.py result file of the same seed")
+    p.add_argument("--draws", type=int, default=60000, help="importance draws per proposal component")
     a = p.parse_args(argv)
+    if a.pool:
+        pool(a.pool)
+        return 0
     warnings.simplefilter("ignore")
     import pymc as pm
 
@@ -119,10 +178,10 @@ def main(argv=None) -> int:
     recs = []
     with open(a.out, "w") as fh:
         for r in range(a.reps):
-            th, ab, w, ess = exact_posterior(ia, ib, Y[r, :, 0], Y[r, :, 1], Y[r, :, 2], m, gen)
+            th, ab, w, ess = exact_posterior(ia, ib, Y[r, :, 0], Y[r, :, 1], Y[r, :, 2], m, gen, n=a.draws)
             truth = {"sd_ability": SD[r], "nu": NU[r], **{f"ability[{i}]": AB[r, i] for i in range(m)}}
             vals = {"sd_ability": np.exp(th[:, 0]), "nu": np.exp(th[:, m]), **{f"ability[{i}]": ab[:, i] for i in range(m)}}
-            rec = {"rep": r, "ess": ess, "cdf": {}, "in50": {}, "in90": {}}
+            rec = {"rep": r, "ess": ess, "truth": {k: float(v) for k, v in truth.items()}, "cdf": {}, "in50": {}, "in90": {}}
             for k, t in truth.items():
                 q = _wq(vals[k], w, [0.25, 0.75, 0.05, 0.95])
                 rec["cdf"][k] = float(w[vals[k] < t].sum())
@@ -142,17 +201,7 @@ def main(argv=None) -> int:
             f"[{b90[0]:.3f},{b90[1]:.3f}]  outer 20% {int(((u < 0.1) | (u >= 0.9)).sum())}/{n}"
         )
     if a.compare:
-        sb = {
-            r["rep"]: r
-            for r in map(json.loads, open(a.compare))
-            if r["model"] == "bradley_terry" and r["design"] == "small"
-        }
-        common = [r for r in recs if r["rep"] in sb]
-        for k in sb[common[0]["rep"]]["ranks"]:
-            x = np.array([sb[r["rep"]]["ranks"][k] / 99 for r in common])
-            y = np.array([r["cdf"][k] for r in common])
-            agree = np.mean([sb[r["rep"]]["in50"][k] == r["in50"][k] for r in common])
-            print(f"NUTS vs exact {k:<12} corr(rank/99, cdf) {np.corrcoef(x, y)[0, 1]:.4f}  in50 agreement {agree:.3f}")
+        compare(recs, a.compare)
     return 0
 
 
