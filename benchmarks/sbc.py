@@ -340,7 +340,9 @@ def _mixed_updates(model, y: np.ndarray) -> dict:
 def _replicate_data(name: str, template, model, y: np.ndarray):
     """The replicate's outcome written into the template's dataset (graded and horizon models), or None."""
     ds = template.copy()
-    if name == "horizon":  # y: successes per (agent, task) cell; the first y runs succeed
+    design = model.hierbench["design"]
+    if name == "horizon" or (design.family == "binomial" and design.row_level == "cell"):
+        # y: successes per (agent, task) cell; the first y runs succeed
         cc = model.hierbench["cell_coords"]
         a = ds.indexes["agent"].get_indexer(cc["cell_agent"])
         t = ds.indexes["task"].get_indexer(cc["cell_task"])
@@ -348,9 +350,9 @@ def _replicate_data(name: str, template, model, y: np.ndarray):
         score[a, t] = np.arange(score.shape[2])[None, :] < np.asarray(y)[:, None]
         ds["score"] = (ds["score"].dims, score)
         return ds
-    if model.hierbench["design"].family != "ordinal":
+    if design.family != "ordinal":
         return None
-    cats = model.hierbench["design"].categories
+    cats = design.categories
     ds["grade"] = (ds["grade"].dims, cats[y.argmax(1)].reshape(ds["grade"].shape))  # rows are runs, in order
     return ds
 
@@ -358,11 +360,11 @@ def _replicate_data(name: str, template, model, y: np.ndarray):
 def _replicate_form(name: str, template, model, y: np.ndarray):
     """The model a replicate is fitted with: the builder's own choice on its data, where it can be made.
 
-    Graded (``mixed_ordinal``) and ``horizon`` replicates are rebuilt from their own outcomes and fitted in
-    the centring their builder chooses for them (the fit's default: a parameterisation, not a different
-    posterior; ``fit_replicates`` compiles each choice once); a replicate the builder refuses (a grade
-    that never occurs: its thresholds rest on the prior) keeps the template's. Other families keep the
-    template's. Returns the model and its form (the centred terms, or ``"template"``).
+    Graded (``mixed_ordinal``), binary-cell (``mixed_covariates``) and ``horizon`` replicates are rebuilt
+    from their own outcomes and fitted in the centring and step size their builder chooses for them (the
+    fit's defaults: a parameterisation and a sampler setting, not a different posterior; ``fit_replicates``
+    compiles each choice once); a replicate the builder refuses (a grade that never occurs: its
+    thresholds rest on the prior) keeps the template's. Other families keep the template's. Returns the model and its form (the centred terms, or ``"template"``).
     """
     from hierbench.data import FormulaError
 
@@ -370,7 +372,7 @@ def _replicate_form(name: str, template, model, y: np.ndarray):
     if ds is None:
         return model, "template"
     try:
-        kw = {} if name == "horizon" else {"levels": model.hierbench["design"].categories}
+        kw = {"levels": model.hierbench["design"].categories} if model.hierbench["design"].family == "ordinal" else {}
         built = _build_formula(name, ds, **kw)
     except FormulaError:
         return model, "template"
@@ -404,7 +406,7 @@ def run_mixed(models, designs, reps, out, *, chains=4, draws=None, tune=None, se
     prior draw, is swapped into its model through
     :func:`hierbench.bayes.fit_replicates` (compiled once per form). Graded
     and horizon replicates are fitted in the centring their builder chooses
-    on their own data (:func:`_replicate_form`), so their divergences are
+    on their own data (:func:`_replicate_form`; binary-cell families too), so their divergences are
     those of the fit's defaults; the record's ``form`` says which.
     """
     from hierbench.bayes import fit_replicates

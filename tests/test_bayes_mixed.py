@@ -142,6 +142,41 @@ def test_the_horizon_builders_own_choices_are_not_labelled_as_the_users():
     assert mine.hierbench["structure"]["decisions"]["formula"]["source"] == "user"
 
 
+def _horizon_board(y_cells: np.ndarray) -> xr.Dataset:
+    """2 agents x 6 tasks (1-32 minutes) x 3 runs; ``y_cells[a, t]`` runs of the cell succeed."""
+    mins = 2.0 ** np.arange(6)
+    y = (np.arange(3)[None, None, :] < y_cells[..., None]) * 1.0
+    return xr.Dataset({"score": (("agent", "task", "run"), y)},
+                      coords={"agent": ["a", "b"], "task": [f"t{i}" for i in range(6)], "human_minutes": ("task", mins)})  # fmt: skip
+
+
+def test_separated_binary_data_get_the_smaller_step():
+    """Separation by construction: each agent has its own intercept and slope, so a cell with both
+    outcomes pins ``a + b x = 0`` for its agent; two such cells at different lengths leave that agent
+    no direction (not separated). An agent that failed every run has one (its intercept down), and so
+    has an agent whose successes all lie on the shorter tasks (a falling line through the gap).
+    """
+    from hierbench.bayes._formula_model import separated_coefficients
+
+    mixed = np.array([[3, 2, 1, 2, 1, 0], [3, 3, 2, 1, 1, 0]])
+    m = bayes.build_horizon(_horizon_board(mixed))
+    assert separated_coefficients(m.hierbench["design"]) == []
+    assert m.hierbench["sampler_defaults"]["target_accept"] == 0.8
+    failed = mixed * np.array([[1], [0]])  # agent b: 0 of 18 runs
+    m = bayes.build_horizon(_horizon_board(failed))
+    assert "agent[b]" in separated_coefficients(m.hierbench["design"])
+    assert not any(c.startswith("agent[a]") for c in separated_coefficients(m.hierbench["design"]))
+    dec = m.hierbench["structure"]["decisions"]["target_accept"]
+    assert (dec["choice"], m.hierbench["sampler_defaults"]["target_accept"]) == (0.95, 0.95)
+    assert "separate" in dec["reason"]
+    step = np.array([[3, 2, 1, 2, 1, 0], [3, 3, 3, 0, 0, 0]])  # agent b: short tasks solved, long ones not
+    got = separated_coefficients(bayes.build_horizon(_horizon_board(step)).hierbench["design"])
+    assert {"agent[b]", "agent[b]:center(log2_minutes)"} <= set(got)
+    # the rule reads binary outcomes only: a graded family never counts as separated
+    graded = _horizon_board(failed).assign(grade=lambda d: d["score"] + 1.0)
+    assert separated_coefficients(bayes.build_mixed(graded, "grade ~ agent + (1|task)", levels=[1.0, 2.0]).hierbench["design"]) == []
+
+
 @pytest.mark.slow
 def test_prior_predictive_thresholds_are_ordered_order_statistics():
     """Forward draws of an ordinal model respect the order: every prior threshold vector increases, and

@@ -81,9 +81,23 @@ def test_1pl_and_options():
     assert pm.draw(m1["discrimination"]).shape == ()
     mc = build_irt_2pl(data, clusters=True)
     assert "z_cluster" in [v.name for v in mc.free_RVs]
-    # auto centring: 6 agents x 3 runs = 18 runs per task >= 10 -> centred intercepts
-    assert "intercept_task" in [v.name for v in build_irt_2pl(data).free_RVs]
+    # auto centring, the package's rule on the task intercepts: 30 runs of 6 agents per task inform
+    # each intercept ~ 180 p (1 - p), tens of units, against a spread of ~1.5 -> centred; 1 run
+    # per cell (6 runs per task, ~1 unit) -> non-centred
+    assert "intercept_task" in [v.name for v in build_irt_2pl(_data(R=30)).free_RVs]
     assert "z_intercept" in [v.name for v in build_irt_2pl(_data(R=1)).free_RVs]
+
+
+def test_centring_follows_the_intercepts_information_not_the_run_count():
+    # 18 runs per task (the old rule: >= 10 -> centred), but tasks at 2-5% success whose
+    # rates barely differ: each intercept carries ~ 18 x 0.03 = 0.5 units, spread ~0 ->
+    # non-centred (SBC's funnel at a small sd_intercept when centred)
+    g = np.random.default_rng(3)
+    y = (g.random((6, 30, 3)) < 0.03).astype(float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), y)},
+                    coords={"agent": [f"m{i}" for i in range(6)], "task": [f"t{j}" for j in range(30)]})  # fmt: skip
+    dec = build_irt_2pl(ds).hierbench["structure"]["decisions"]["centred"]
+    assert dec["choice"] is False and "weakly informed" in dec["reason"]
 
 
 def test_builder_refuses_bad_input():

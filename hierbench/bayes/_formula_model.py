@@ -42,8 +42,9 @@ levels rise as the fixed effects fall is not sampled: the crossed model's
 are well informed by their own data (:func:`hierbench.bayes._structure.term_information`
 and the package's centring rule), else non-centred. A formula with a random
 term nested in another (``(1|scaffold:model)`` in ``(1|model)``) is sampled
-with smaller steps (``target_accept`` 0.9, :data:`TARGET_ACCEPT`), recorded
-in the structure with its reason.
+with smaller steps (``target_accept`` 0.9, :data:`TARGET_ACCEPT`), and binary data that
+separate the fixed effects (an agent at 0% or 100%: :func:`separated_coefficients`) with smaller
+still (0.95), recorded in the structure with its reason.
 """
 
 from __future__ import annotations
@@ -268,34 +269,86 @@ def _decide(st: Structure, design: Any, centred: Any) -> tuple[int | None, set[s
     return marginal, centred_set, absorbed, by_level
 
 
-#: NUTS's target acceptance of a formula fit: the usual 0.8, or 0.9 when a random term is nested in another
-TARGET_ACCEPT = {"default": 0.8, "nested": 0.9}
+#: NUTS's target acceptance of a formula fit: the usual 0.8; 0.9 when a random term is nested in
+#: another; 0.95 when binary data separate the fixed effects (:func:`separated_coefficients`)
+TARGET_ACCEPT = {"default": 0.8, "nested": 0.9, "separated": 0.95}
+
+
+def separated_coefficients(design: Any) -> list[str]:
+    """The fixed effects along which binary data separate: the likelihood keeps rising to infinity.
+
+    (Quasi-)complete separation (Albert and Anderson 1984): a direction ``b != 0`` with
+    ``x_r b >= 0`` on every row whose runs all succeeded, ``<= 0`` on every row whose runs all
+    failed, and ``= 0`` on rows with both, so the likelihood increases without bound along
+    ``b``: an agent that failed every run, or whose successes all lie on the short tasks. Found
+    by a linear programme (HiGHS): maximise the summed margins over the one-sided rows, ``b`` in
+    the unit box. Returns the names of the coefficients the direction moves (empty: the maximum
+    likelihood estimate exists; always empty for the ordinal and [0, 1]-score families). The random
+    effects are left out: their sd prior bounds them, while the fixed effects' wide prior is all
+    that bounds a separated coefficient.
+    """
+    from scipy.optimize import linprog
+
+    if design.family != "binomial" or design.X.shape[1] == 0:
+        return []
+    X = np.asarray(design.X, dtype=float)
+    y, n = np.asarray(design.y, dtype=float), np.asarray(design.n, dtype=float)
+    succ, fail = y >= n, y <= 0
+    mid = ~(succ | fail)
+    one = X[~mid] * np.where(succ, 1.0, -1.0)[~mid, None]  # separation: one @ b >= 0 everywhere
+    eq = {"A_eq": X[mid], "b_eq": np.zeros(int(mid.sum()))} if mid.any() else {}
+    res = linprog(-one.sum(0), A_ub=-one, b_ub=np.zeros(len(one)), bounds=[(-1.0, 1.0)] * X.shape[1],
+                  method="highs", **eq)  # fmt: skip
+    if res.status != 0 or -res.fun <= 1e-7 * max(1.0, float(np.abs(one).sum())):
+        return []
+    return [str(c) for c, b in zip(design.coef, res.x, strict=True) if abs(b) > 1e-7]
 
 
 def _decide_step(st: Structure, design: Any, sampled: list[int], cell: int | None) -> None:
-    """NUTS's target acceptance: higher when a sampled random term is nested in another.
+    """NUTS's target acceptance: higher when the data separate the fixed effects, or a term is nested.
 
-    Levels nested in coarser levels (scaffold x model combinations in models) inform the coarse
-    term only through the finer one, whose spread takes what the coarse one does not: the coarse
-    term's scale reaches towards 0, where its levels, centred or not, meet curvature the default
-    step does not follow (a simulated leaderboard, 8 models in 25 combinations: 13 of 73 default fits
-    failed, divergent where sd[1|model] was near 0.03; non-centred, ESS 242 at 2,000 draws).
-    At 0.9, 4 of the first 31 fail against 8 (``benchmarks/bench_ame_coverage.py``), at 16.9
+    **Separated** (:func:`separated_coefficients`): along the separating direction the likelihood
+    is a plateau bounded by a logistic wall on one side and only by the wide ``beta_level`` prior
+    (sd 10) on the other, so the posterior's curvature changes by orders of magnitude within it;
+    a step tuned in the bulk diverges at the wall. Divergence starts sat along the QR-rotated
+    coefficients (not at a small sd). SBC of ``build_horizon`` and ``mixed_covariates`` at their
+    default priors (seed 4041, ``benchmarks/sbc.py``): 194 of 200 horizon replicates are separated
+    and 185 had divergences at 0.8; of the mixed replicates, 100 of 109 separated ones diverged
+    against 25 of 91 others. On the first diverged replicates, 0.8 / 0.9 / 0.95: horizon 11, 14,
+    38, 22 / 5, 4, 15, 3 / 1, 1, 1, 0 divergences (about 16, 23, 31 leapfrog steps per draw,
+    similar draws to the target ESS); the centred task effects diverged more (15-68). See
+    ``models/horizon/card.md``.
+
+    **Nested**: levels nested in coarser levels (scaffold x model combinations in models) inform
+    the coarse term only through the finer one, whose spread takes what the coarse one does not:
+    the coarse term's scale reaches towards 0, where its levels, centred or not, meet curvature the
+    default step does not follow (a simulated leaderboard, 8 models in 25 combinations: 13 of 73
+    default fits failed, divergent where sd[1|model] was near 0.03; non-centred, ESS 242 at 2,000
+    draws). At 0.9, 4 of the first 31 fail against 8 (``benchmarks/bench_ame_coverage.py``), at 16.9
     leapfrog steps per draw (one paired replicate: 19.3 against 15.0, but 1,300 draws to the
     target ESS against 1,800). The agent x task term (its own rule) does not count.
     """
     skip = () if cell is None else (cell,)
     pairs = [(design.random[j].name, design.random[k].name) for k in sampled
              for j in nested_terms(design, k, skip=skip)]  # fmt: skip
-    if pairs:
-        why = ", ".join(f"({a}) in ({b})" for a, b in pairs) + (
-            ": a term nested in another; their scales trade off and the coarser one's reaches "
-            "towards 0, where the default step size diverges: smaller steps, more of them per draw"
+    separated = separated_coefficients(design)
+    why = []
+    if separated:
+        why.append(
+            f"the binary data separate {', '.join(separated)} (a direction along which the likelihood rises "
+            "without bound: an agent at 0% or 100%, or successes only on one side of a covariate): that "
+            "posterior is a plateau held by the prior on one side and a steep likelihood wall on the other, "
+            "where the default step diverges"
         )
-    else:
-        why = "no random term nested in another: the default"
-    choice = TARGET_ACCEPT["nested" if pairs else "default"]
-    st.decisions["target_accept"] = {"choice": choice, "reason": why, "source": "auto"}
+    if pairs:
+        why.append(
+            ", ".join(f"({a}) in ({b})" for a, b in pairs) + ": a term nested in another; their scales trade "
+            "off and the coarser one's reaches towards 0, where the default step size diverges"
+        )
+    kind = "separated" if separated else "nested" if pairs else "default"
+    text = "; ".join(why) + ": smaller steps, more of them per draw" if why else (
+        "no random term nested in another and no separated fixed effect: the default")
+    st.decisions["target_accept"] = {"choice": TARGET_ACCEPT[kind], "reason": text, "source": "auto"}
 
 
 def _cell_levels(st: Structure, design: Any, k: int) -> dict[int, np.ndarray]:
