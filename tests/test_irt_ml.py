@@ -356,3 +356,30 @@ def test_three_agents_warn_that_the_slopes_collapsed_instead_of_failing():
     with pytest.warns(IRTConvergenceWarning, match="discriminations collapsed to zero.*model='1pl'"):
         cal = fit_irt_ml(data.isel(agent=[1, 2, 3]), n_draws=20, rng=0)
     assert np.isfinite(cal.bank.discrimination.values).all()
+
+
+def test_a_runaway_empirical_bayes_search_falls_back_to_its_start_and_warns(monkeypatch):
+    """An EM step that leaves the finite range ends the search: the calibration is then the fit at the
+    starting hyperparameters (what ``hyper=<start>`` computes, the independent reference), and it warns.
+    Forced by an EM map that turns non-finite after a few steps (a 2PL with few agents can run away along
+    its scale ridge, where the slopes collapse, on some machines' rounding).
+    """
+    from hierbench.design import simulate_irt_log
+    from hierbench.freq._irt import _ml
+
+    data, _ = simulate_irt_log(8, 30, rng=2)
+    start = dict(zip(_ml._HYPER_NAMES, (0.0, 2.0, 0.0, 0.5), strict=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = fit_irt_ml(data, hyper=start, n_draws=50, rng=4)
+    em_map, calls = _ml._EmpiricalBayes.em_map, []
+
+    def failing(self, z):
+        calls.append(1)
+        return em_map(self, z) if len(calls) < 5 else np.full(4, np.nan)
+
+    monkeypatch.setattr(_ml._EmpiricalBayes, "em_map", failing)
+    with pytest.warns(IRTConvergenceWarning, match="ran out of the finite range.*mu_d 0, sd_d 2, mu_la 0, sd_la 0.5"):
+        got = fit_irt_ml(data, n_draws=50, rng=4)
+    xr.testing.assert_equal(got.bank.discrimination, ref.bank.discrimination)
+    xr.testing.assert_equal(got.bank.intercept, ref.bank.intercept)

@@ -226,17 +226,26 @@ class _EmpiricalBayes:
         Returns the hyperparameters as ``z``, the EM steps taken and whether
         they settled (every one moving by < 1e-3 on its own scale: an sd
         heading for 0, e.g. equal slopes, moves ever less in sd while its log
-        keeps falling).
+        keeps falling). A plain EM step that leaves the finite range ends the
+        search at the starting ``z``, not settled, with ``ran_away`` set to
+        the EM steps taken (the caller warns).
         """
-        z = np.array([h[0], np.log(h[1]), h[2], np.log(h[3])])
+        z = z0 = np.array([h[0], np.log(h[1]), h[2], np.log(h[3])])
+        x0, self.ran_away = self.x, 0
         converged = em_iter == 0
         n_em = 0
         nat = lambda v: np.array([v[0], np.exp(v[1]), v[2], np.exp(v[3])])  # noqa: E731
         while not converged and n_em < em_iter:
             # extrapolate two EM steps, then stabilise with one
-            z1 = self.em_map(z)
-            z2 = self.em_map(z1)
+            with np.errstate(invalid="ignore", over="ignore"):  # a runaway is caught just below
+                z1 = self.em_map(z)
+                z2 = self.em_map(z1)
             n_em += 2
+            if not (np.all(np.isfinite(z2)) and np.all(np.isfinite(self.x))):
+                # a plain EM step left the finite range (a runaway along the 2PL's scale ridge, where
+                # the slopes collapse): back to the starting hyperparameters, not settled (the caller warns)
+                self.x, self.ran_away = x0, n_em
+                return z0, n_em, False
             r = z1 - z
             v = z2 - 2 * z1 + z
             if np.linalg.norm(v) > 0:
@@ -425,6 +434,12 @@ def fit_irt_ml(
     x, lap, hess_kind = eb.fit_at(h)
     elapsed = time.perf_counter() - t0
     msgs = _calibration_problems(h, n_em, converged, eb.last, hess_kind, M)
+    if eb.ran_away:
+        msgs[0] = (f"empirical-Bayes hyperparameters ran out of the finite range after {eb.ran_away} EM "
+                   "steps, so the fit uses its starting hyperparameters ("
+                   + ", ".join(f"{k} {v:.3g}" for k, v in zip(_HYPER_NAMES, h, strict=True))
+                   + f"): with {M} agents the item population is not identified; use model='1pl', pass "
+                   "`hyper` fixed, or calibrate on more agents")
     if msgs:
         warn_user("fit_irt_ml: " + "; ".join(msgs), IRTConvergenceWarning)
     draws = _laplace_draws(x, lap, M, T, two_pl, n_draws, gen)
