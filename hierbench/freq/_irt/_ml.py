@@ -327,14 +327,24 @@ def _calibration_result(x, draws, inp: _CalibrationInputs, *, model: str, two_pl
     )
 
 
-def _calibration_problems(h: tuple, n_em: int, converged: bool, last: Any, hess_kind: str, M: int) -> list[str]:
-    """What did not settle in a calibration, for its one warning (empty when all did)."""
-    msgs = [] if converged else [
-        f"empirical-Bayes hyperparameters still moving after {n_em} EM steps (now "
-        + ", ".join(f"{k} {v:.3g}" for k, v in zip(_HYPER_NAMES, h, strict=True))
-        + f"): with {M} agents the item population is weakly identified; use model='1pl', "
-        "pass `hyper` fixed, or calibrate on more agents"
-    ]
+def _calibration_problems(h: tuple, n_em: int, converged: bool, last: Any, hess_kind: str, M: int,
+                          *, ran_away: int = 0) -> list[str]:
+    """What did not settle in a calibration, for its one warning (empty when all did).
+
+    ``ran_away``: the EM steps after which the search left the finite range
+    (0: it did not), so that ``h`` are the starting hyperparameters.
+    """
+    values = ", ".join(f"{k} {v:.3g}" for k, v in zip(_HYPER_NAMES, h, strict=True))
+    if ran_away:
+        msgs = [f"empirical-Bayes hyperparameters ran out of the finite range after {ran_away} EM steps, "
+                f"so the fit uses its starting hyperparameters ({values}): with {M} agents the item "
+                "population is not identified; use model='1pl', pass `hyper` fixed, or calibrate on more agents"]
+    else:
+        msgs = [] if converged else [
+            f"empirical-Bayes hyperparameters still moving after {n_em} EM steps (now {values}): with {M} "
+            "agents the item population is weakly identified; use model='1pl', pass `hyper` fixed, or "
+            "calibrate on more agents"
+        ]
     if np.exp(h[2]) < 1e-3:  # the 2PL's slopes at zero: abilities explain nothing (a degenerate mode)
         msgs.append(f"the discriminations collapsed to zero (mean log-discrimination {h[2]:.3g}): with {M} agents "
                     "the 2PL is not identified here; use model='1pl' or calibrate on more agents")
@@ -433,13 +443,7 @@ def fit_irt_ml(
     h = (float(z[0]), float(np.exp(z[1])), float(z[2]), float(np.exp(z[3])))
     x, lap, hess_kind = eb.fit_at(h)
     elapsed = time.perf_counter() - t0
-    msgs = _calibration_problems(h, n_em, converged, eb.last, hess_kind, M)
-    if eb.ran_away:
-        msgs[0] = (f"empirical-Bayes hyperparameters ran out of the finite range after {eb.ran_away} EM "
-                   "steps, so the fit uses its starting hyperparameters ("
-                   + ", ".join(f"{k} {v:.3g}" for k, v in zip(_HYPER_NAMES, h, strict=True))
-                   + f"): with {M} agents the item population is not identified; use model='1pl', pass "
-                   "`hyper` fixed, or calibrate on more agents")
+    msgs = _calibration_problems(h, n_em, converged, eb.last, hess_kind, M, ran_away=eb.ran_away)
     if msgs:
         warn_user("fit_irt_ml: " + "; ".join(msgs), IRTConvergenceWarning)
     draws = _laplace_draws(x, lap, M, T, two_pl, n_draws, gen)
