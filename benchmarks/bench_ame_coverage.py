@@ -108,7 +108,8 @@ from functools import partial
 import numpy as np
 import xarray as xr
 
-from hierbench.freq import average_marginal_effects, fit_crossed_ml
+from hierbench.freq import average_marginal_effects
+from hierbench.freq import fit_crossed_ml
 
 FORMULA = "score ~ scaffold + tier + (1|model) + (1|scaffold:model) + (1|task)"
 TRUE = {
@@ -181,7 +182,8 @@ def true_ame(design: dict) -> np.ndarray:
     The logit-normal means come from scipy's adaptive quadrature, independent of
     hierbench's rule.
     """
-    from scipy import integrate, stats
+    from scipy import integrate
+    from scipy import stats
     from scipy.special import expit
 
     tau = np.sqrt(TRUE["sd_model"] ** 2 + TRUE["sd_sm"] ** 2 + TRUE["sd_task"] ** 2)
@@ -200,7 +202,8 @@ def _ml_ame(ds: xr.Dataset, rng: np.random.Generator, method: str = "reml") -> t
 
 
 def _bayes_ame(ds: xr.Dataset, rng: np.random.Generator) -> tuple:
-    from hierbench import bayes, metrics
+    from hierbench import bayes
+    from hierbench import metrics
 
     model = bayes.build_mixed(ds, FORMULA)
     fit = bayes.fit(model, rng=rng, progress=False)

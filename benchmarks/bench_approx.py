@@ -13,7 +13,10 @@ import time
 import warnings
 from typing import Any
 
-from hierbench.bayes import approximation_error, build_crossed, fit, fit_approx
+from hierbench.bayes import approximation_error
+from hierbench.bayes import build_crossed
+from hierbench.bayes import fit
+from hierbench.bayes import fit_approx
 from hierbench.testing import simulate_eval
 
 

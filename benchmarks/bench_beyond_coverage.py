@@ -53,16 +53,15 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 from scipy import stats
 
 from hierbench.data import read_battles
-from hierbench.freq import (
-    classification_metrics,
-    cohen_kappa,
-    fit_bradley_terry_ml,
-    order_statistic_interval,
-)
+from hierbench.freq import classification_metrics
+from hierbench.freq import cohen_kappa
+from hierbench.freq import fit_bradley_terry_ml
+from hierbench.freq import order_statistic_interval
 
 PARTS = ("quantiles", "classification", "clustered", "bradley_terry")
 

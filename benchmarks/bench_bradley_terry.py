@@ -31,10 +31,13 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 
-from hierbench.bayes import build_bradley_terry, fit
-from hierbench.data import read_battles, to_pair_counts
+from hierbench.bayes import build_bradley_terry
+from hierbench.bayes import fit
+from hierbench.data import read_battles
+from hierbench.data import to_pair_counts
 
 M = 30
 NU = 1.0

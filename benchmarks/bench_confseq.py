@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 
 from hierbench.freq import confidence_sequence
 

@@ -49,13 +49,17 @@ import warnings
 
 import numpy as np
 import xarray as xr
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 from scipy import stats
 from scipy.special import expit
 
-from hierbench.bayes import ConvergenceWarning, build_crossed, fit_replicates
+from hierbench.bayes import ConvergenceWarning
+from hierbench.bayes import build_crossed
+from hierbench.bayes import fit_replicates
 from hierbench.data import to_counts
-from hierbench.freq import IRTBank, irt_score
+from hierbench.freq import IRTBank
+from hierbench.freq import irt_score
 from hierbench.metrics import crossed_pass_k
 from hierbench.testing import simulate_eval
 

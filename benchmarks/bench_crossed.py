@@ -126,7 +126,8 @@ def _timed_fit(model, seed: int, **fit_args) -> tuple[object, dict]:
     Every configuration builds its model afresh: the process's compiled models
     are cleared first, so a later configuration is not spared the build.
     """
-    from hierbench.bayes import clear_compiled, fit
+    from hierbench.bayes import clear_compiled
+    from hierbench.bayes import fit
 
     clear_compiled()
     t0 = time.perf_counter()
@@ -182,7 +183,9 @@ def run_size(size: str, configs: list[str], seed: int, keep: str | None = None) 
     """Every configuration of one size, one after the other in this process, on the same data."""
     import numpy as np
 
-    from hierbench.bayes import approximation_error, build_crossed, fit_approx
+    from hierbench.bayes import approximation_error
+    from hierbench.bayes import build_crossed
+    from hierbench.bayes import fit_approx
     from hierbench.freq import fit_crossed_ml
     from hierbench.testing import simulate_eval
 

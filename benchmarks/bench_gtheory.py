@@ -31,10 +31,13 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 
-from hierbench.data import load_metr, shared_data_dir
-from hierbench.freq import variance_components, wilson_interval
+from hierbench.data import load_metr
+from hierbench.data import shared_data_dir
+from hierbench.freq import variance_components
+from hierbench.freq import wilson_interval
 
 #: generalizit's component labels -> hierbench's (array route)
 NAMES = {

@@ -19,10 +19,12 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 
 import hierbench as hb
-from hierbench.data import from_records, shared_data_dir
+from hierbench.data import from_records
+from hierbench.data import shared_data_dir
 from hierbench.freq import variance_components
 from hierbench.testing import simulate_eval
 

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 import scipy.linalg as sla
 import scipy.sparse as sp
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 
 from hierbench.data import load_metr
 from hierbench.freq import variance_components

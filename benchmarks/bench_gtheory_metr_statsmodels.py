@@ -20,7 +20,8 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 
 from hierbench.data import load_metr
 from hierbench.freq import variance_components

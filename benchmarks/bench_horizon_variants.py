@@ -31,8 +31,11 @@ import pandas as pd
 import xarray as xr
 import yaml
 
-from hierbench import bayes, freq, metrics
-from hierbench.data import load_metr, shared_data_dir
+from hierbench import bayes
+from hierbench import freq
+from hierbench import metrics
+from hierbench.data import load_metr
+from hierbench.data import shared_data_dir
 
 AGENTS = ["Claude 3.5 Sonnet (New)", "o1", "o1-preview", "Claude 3.5 Sonnet (Old)", "GPT-4o", "GPT-4 0314",
           "gpt-3.5-turbo-instruct"]  # fmt: skip

@@ -76,7 +76,8 @@ def worker(method: str, path: str, memory_limit: str = "4GB") -> dict:
     import numpy as np
     import pandas as pd
 
-    from hierbench.data import counts_from_dask, counts_from_parquet
+    from hierbench.data import counts_from_dask
+    from hierbench.data import counts_from_parquet
 
     t0 = time.perf_counter()
     total, succ = 0, None

@@ -341,7 +341,8 @@ def summarise(ds: xr.Dataset) -> dict:
 
 def load_data(args) -> xr.Dataset:
     """The log of the study: SWE-bench, METR's complete agents, or a simulation (the bank fits, or two skills)."""
-    from hierbench.data import load_metr, load_swebench_bash_only
+    from hierbench.data import load_metr
+    from hierbench.data import load_swebench_bash_only
     from hierbench.design import simulate_irt_log
     from hierbench.freq import fit_irt_ml
 
@@ -416,9 +417,12 @@ def loo(args) -> dict:
 
 def nuts_fold(args) -> dict:
     """NUTS bank vs Laplace bank on one fold: same held-out agent, same random subsets."""
-    from hierbench.bayes import build_irt_2pl, fit
+    from hierbench.bayes import build_irt_2pl
+    from hierbench.bayes import fit
     from hierbench.data import load_swebench_bash_only
-    from hierbench.freq import IRTBank, fit_irt_ml, irt_score
+    from hierbench.freq import IRTBank
+    from hierbench.freq import fit_irt_ml
+    from hierbench.freq import irt_score
 
     data = load_swebench_bash_only()
     ag = str(data.agent.values[args.nuts_fold])
@@ -475,7 +479,8 @@ def full_fit(args) -> dict:
     """The 2PL by NUTS on all 25 agents with defaults, against the MAP calibration."""
     from scipy import stats
 
-    from hierbench.bayes import build_irt_2pl, fit
+    from hierbench.bayes import build_irt_2pl
+    from hierbench.bayes import fit
     from hierbench.data import load_swebench_bash_only
     from hierbench.freq import fit_irt_ml
 

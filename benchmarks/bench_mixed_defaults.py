@@ -117,7 +117,8 @@ ROWS = {"verbagg": _verbagg, "wine": _wine, "metr_score": _metr_score, "sim_one_
 
 def _agreement(name, ds, formula, family, fit, model) -> float:
     """Largest |posterior mean - ML| / posterior sd (METR scores: agent mean vs the task bootstrap)."""
-    from hierbench import freq, metrics
+    from hierbench import freq
+    from hierbench import metrics
 
     post = fit.posterior
     if name == "metr_score":

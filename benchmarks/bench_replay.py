@@ -29,8 +29,11 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import xarray as xr
 
-from hierbench.data import load_metr, load_tau_bench_airline
-from hierbench.design import bank_from_eval, replay, simulate_stratified_bank
+from hierbench.data import load_metr
+from hierbench.data import load_tau_bench_airline
+from hierbench.design import bank_from_eval
+from hierbench.design import replay
+from hierbench.design import simulate_stratified_bank
 
 METR_RUNS = 4
 

@@ -63,7 +63,8 @@ import time
 import warnings
 from typing import Any
 
-from _harness import Bench, parser
+from _harness import Bench
+from _harness import parser
 
 #: nutpie adaptation settings tried beside its defaults (passed through ``fit``)
 SETTINGS: dict[str, dict[str, Any]] = {

@@ -175,7 +175,8 @@ def check_model(seed: int, n: int = 20000) -> dict:
     import hierbench.bayes as hbb
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from sbc import _replicate_model, template
+    from sbc import _replicate_model
+    from sbc import template
 
     tm = hbb.build_bradley_terry(template("bradley_terry", "small"))
     pr = pm.sample_prior_predictive(draws=n, model=tm, random_seed=seed)
@@ -231,7 +232,9 @@ def main(argv=None) -> int:
     from hierbench.data import to_pair_counts
 
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from sbc import PARAMS, template, wilson
+    from sbc import PARAMS
+    from sbc import template
+    from sbc import wilson
 
     data = template("bradley_terry", "small")
     prior = pm.sample_prior_predictive(draws=a.reps, model=hbb.build_bradley_terry(data), random_seed=a.seed)

@@ -544,7 +544,8 @@ def _executor(workers: int, scheduler: str | None):
     if not workers and not scheduler:
         return contextlib.nullcontext(None)
     import cloudpickle
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
+    from dask.distributed import LocalCluster
 
     # the workers need this module's functions, and they may not find benchmarks/ on their path
     cloudpickle.register_pickle_by_value(sys.modules[__name__])

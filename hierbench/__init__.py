@@ -30,7 +30,8 @@ __all__ = [*_FROM_BASE, "__version__", *_SUBMODULES, *_FROM_PARALLEL]
 
 def __getattr__(name: str):
     if name == "__version__":  # importlib.metadata is slow to import: only when asked
-        from importlib.metadata import PackageNotFoundError, version
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version
 
         try:
             return version("hierbench")

@@ -29,8 +29,13 @@ import importlib
 import operator
 import os
 import warnings
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import ClassVar
+from typing import TypeVar
 
 import numpy as np
 import xarray as xr

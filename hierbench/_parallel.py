@@ -33,7 +33,8 @@ the parent's running threads, such as a sampler's).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np

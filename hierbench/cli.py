@@ -22,14 +22,12 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._console import (
-    _report_text,
-    _summary_frame,
-    _summary_text,
-    convergence_line,
-    diagnostics_line,
-    fit_kwargs,
-)
+from ._console import _report_text
+from ._console import _summary_frame
+from ._console import _summary_text
+from ._console import convergence_line
+from ._console import diagnostics_line
+from ._console import fit_kwargs
 
 __all__ = ["CliError", "build_parser", "convergence_line", "fit_kwargs", "load_any", "main"]
 
@@ -451,7 +449,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         data, msgs = load_any(args.data, args)
         for m in msgs:
             print(f"warning: {m}", file=sys.stderr)
-    from .report import build, check_fit_data
+    from .report import build
+    from .report import check_fit_data
 
     if fit is not None and data is not None:
         check_fit_data(fit, data, fit_name=f"FIT {args.fit!r}", data_name=f"--data {args.data!r}")
@@ -484,7 +483,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     ds, msgs = load_any(args.file, args)
     from .freq import compare_agents
-    from .report import MATRIX_ABOVE, marks_legend, pair_frame, pair_matrix, pair_text
+    from .report import MATRIX_ABOVE
+    from .report import marks_legend
+    from .report import pair_frame
+    from .report import pair_matrix
+    from .report import pair_text
 
     m = ds.sizes["agent"]
     if _progress_wanted(args):
@@ -517,7 +520,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _compare_text(cmp, args: argparse.Namespace, matrix: bool) -> str:
-    from .report import pair_sentence, settings_text
+    from .report import pair_sentence
+    from .report import settings_text
 
     head = "\n".join(
         textwrap.wrap(pair_sentence(cmp, 1 - args.prob), 100)

@@ -18,12 +18,14 @@ import textwrap
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import integrate, stats
+from scipy import integrate
+from scipy import stats
 from scipy.special import expit
 
 __all__ = [
@@ -161,8 +163,10 @@ def _bootstrap_section(ctx: DemoContext) -> str:
 
 def _fit_crossed(ctx: DemoContext) -> tuple[xr.DataTree, list[str], float]:
     """The crossed fit at the demo's sizes; its convergence warnings and wall time."""
-    from ._console import convergence_line, fit_kwargs
-    from .bayes import build_crossed, fit
+    from ._console import convergence_line
+    from ._console import fit_kwargs
+    from .bayes import build_crossed
+    from .bayes import fit
 
     # the package's default run (tuning from the mode, draws to the ESS target); --fast: a smoke run
     draws, tune, chains = (300, 300, 2) if _fast(ctx) else (None, None, 4)
@@ -362,7 +366,10 @@ def _compare_section(ctx: DemoContext) -> str:
 
     from .freq import compare_agents
     from .metrics import prob_superiority
-    from .report import differ_column, pair_frame, pair_sentence, pair_text
+    from .report import differ_column
+    from .report import pair_frame
+    from .report import pair_sentence
+    from .report import pair_text
 
     # compare_agents' own defaults: the report and `hierbench compare` use the same
     cmp = compare_agents(ctx.data, prob=PROB, rng=ctx.extra.get("seed", 0))
@@ -424,7 +431,10 @@ def _rank_section(ctx: DemoContext) -> str:
 
 
 def _plan_section(ctx: DemoContext) -> str:
-    from .freq import minimum_detectable_effect, optimal_allocation, optimal_runs, tasks_for_power
+    from .freq import minimum_detectable_effect
+    from .freq import optimal_allocation
+    from .freq import optimal_runs
+    from .freq import tasks_for_power
 
     if "fit" not in ctx.extra:
         return "(needs the Bayesian fit for the variance components)"
@@ -505,7 +515,8 @@ def write_report(
     """
     from pathlib import Path
 
-    from .io import save_dataset, save_fit
+    from .io import save_dataset
+    from .io import save_fit
     from .report import build
 
     folder = Path(out)

@@ -8,9 +8,13 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from ._base import as_rng, check_choice, check_int
+from ._base import as_rng
+from ._base import check_choice
+from ._base import check_int
 from ._docs import fill_doc
-from .data import SCHEMA_VERSION, _not_kept_attr, score_kind
+from .data import SCHEMA_VERSION
+from .data import _not_kept_attr
+from .data import score_kind
 
 __all__ = ["as_rng", "default_dataset", "simulate_eval"]
 

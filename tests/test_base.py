@@ -14,26 +14,24 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench._base import (
-    CI_KINDS,
-    DEFAULT_PROB,
-    HierbenchError,
-    HierbenchWarning,
-    PartialCreditError,
-    Result,
-    ZeroWidthIntervalWarning,
-    as_rng,
-    check_choice,
-    check_dim,
-    check_int,
-    check_interval,
-    check_prob,
-    cluster_codes,
-    counts,
-    interval_label,
-    is_binary,
-    make_interval,
-)
+from hierbench._base import CI_KINDS
+from hierbench._base import DEFAULT_PROB
+from hierbench._base import HierbenchError
+from hierbench._base import HierbenchWarning
+from hierbench._base import PartialCreditError
+from hierbench._base import Result
+from hierbench._base import ZeroWidthIntervalWarning
+from hierbench._base import as_rng
+from hierbench._base import check_choice
+from hierbench._base import check_dim
+from hierbench._base import check_int
+from hierbench._base import check_interval
+from hierbench._base import check_prob
+from hierbench._base import cluster_codes
+from hierbench._base import counts
+from hierbench._base import interval_label
+from hierbench._base import is_binary
+from hierbench._base import make_interval
 
 # --------------------------------------------------------------------------- rng
 

@@ -15,7 +15,9 @@ import pytest
 import xarray as xr
 
 from hierbench.bayes._rankstats import rank_diagnostics
-from hierbench.bayes._sampling import CHECKPOINTS, checkpoints, next_checkpoint
+from hierbench.bayes._sampling import CHECKPOINTS
+from hierbench.bayes._sampling import checkpoints
+from hierbench.bayes._sampling import next_checkpoint
 
 
 def _awkward_draws(rng: np.random.Generator, chains: int = 4, draws: int = 301) -> np.ndarray:
@@ -106,7 +108,8 @@ def _conjugate_model():
 
 @pytest.mark.slow
 def test_start_is_the_mode_and_the_laplace_covariance():
-    from hierbench.bayes._sampling import compile_model, find_start
+    from hierbench.bayes._sampling import compile_model
+    from hierbench.bayes._sampling import find_start
 
     model, mean, sd = _conjugate_model()
     start = find_start(compile_model(model), seed=0)
@@ -161,7 +164,8 @@ def _signature(fits):
 
 @pytest.mark.slow
 def test_fit_replicates_identical_serially_on_a_process_pool_and_on_dask():
-    from dask.distributed import Client, LocalCluster
+    from dask.distributed import Client
+    from dask.distributed import LocalCluster
 
     from hierbench.bayes import fit_replicates
 

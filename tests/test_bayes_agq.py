@@ -8,10 +8,13 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from scipy import integrate, stats
-from scipy.special import expit, gammaln
+from scipy import integrate
+from scipy import stats
+from scipy.special import expit
+from scipy.special import gammaln
 
-from hierbench.bayes._agq_op import AGQBinomialLogitNormal, agq_logp_numpy
+from hierbench.bayes._agq_op import AGQBinomialLogitNormal
+from hierbench.bayes._agq_op import agq_logp_numpy
 from hierbench.bayes._crossed import _log_binom
 
 # cells spanning few and many runs, all-fail / all-pass / mixed, logits -4..2
@@ -141,7 +144,8 @@ def test_vectorisable_exp_and_log_are_within_two_ulp_of_numpy():
     # grid, random points, and the ends of their ranges
     import numba
 
-    from hierbench._numerics.agq_numba import exp_nonpos, log_one_two
+    from hierbench._numerics.agq_numba import exp_nonpos
+    from hierbench._numerics.agq_numba import log_one_two
 
     @numba.njit
     def apply_exp(x, out):

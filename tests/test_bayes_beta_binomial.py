@@ -11,14 +11,12 @@ import xarray as xr
 from scipy import stats
 
 from hierbench import DEFAULT_PROB
-from hierbench.bayes import (
-    ConvergenceWarning,
-    PriorError,
-    build_beta_binomial,
-    fit,
-    fit_replicates,
-    task_posteriors,
-)
+from hierbench.bayes import ConvergenceWarning
+from hierbench.bayes import PriorError
+from hierbench.bayes import build_beta_binomial
+from hierbench.bayes import fit
+from hierbench.bayes import fit_replicates
+from hierbench.bayes import task_posteriors
 from hierbench.freq import beta_binomial_profile_ci
 
 

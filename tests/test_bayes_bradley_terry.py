@@ -13,15 +13,15 @@ import pytest
 from conftest import ROOT
 from scipy.stats import spearmanr
 
-from hierbench.bayes import (
-    ELO_PER_LOGIT,
-    PriorError,
-    build_bradley_terry,
-    fit,
-    get_model,
-    read_spec,
-)
-from hierbench.data import EvalDataError, read_battles, to_pairwise
+from hierbench.bayes import ELO_PER_LOGIT
+from hierbench.bayes import PriorError
+from hierbench.bayes import build_bradley_terry
+from hierbench.bayes import fit
+from hierbench.bayes import get_model
+from hierbench.bayes import read_spec
+from hierbench.data import EvalDataError
+from hierbench.data import read_battles
+from hierbench.data import to_pairwise
 from hierbench.testing import simulate_eval
 
 ZOO = ROOT / "models" / "bradley_terry"
@@ -246,7 +246,8 @@ def test_llmfao_fits_without_divergences_and_ranks_like_evalica(llmfao_fit, shar
 
 @pytest.mark.slow
 def test_llmfao_rankings_from_hierbench_metrics(llmfao_fit):
-    from hierbench.metrics import prob_superiority, rank_probabilities
+    from hierbench.metrics import prob_superiority
+    from hierbench.metrics import rank_probabilities
 
     pairs, dt = llmfao_fit
     ab = dt["posterior"]["ability"]
@@ -434,7 +435,9 @@ def test_davidson_fit_has_pointwise_log_likelihood_for_loo():
     """fit(log_likelihood=True) must work with ties (no explicit initval in the model)."""
     import pandas as pd
 
-    from hierbench.bayes import add_log_likelihood, build_bradley_terry, fit
+    from hierbench.bayes import add_log_likelihood
+    from hierbench.bayes import build_bradley_terry
+    from hierbench.bayes import fit
     from hierbench.data import read_battles
 
     df = pd.DataFrame(

@@ -19,7 +19,9 @@ import pytensor
 import pytest
 from conftest import ROOT
 
-from hierbench.bayes import _compiled, _nutpie_build, _sampling
+from hierbench.bayes import _compiled
+from hierbench.bayes import _nutpie_build
+from hierbench.bayes import _sampling
 
 _PTR = ctypes.POINTER(ctypes.c_double)
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench.bayes import ConvergenceWarning, compute_diagnostics
+from hierbench.bayes import ConvergenceWarning
+from hierbench.bayes import compute_diagnostics
 from hierbench.bayes._diagnostics import r_hat_limit
 
 
@@ -93,7 +94,8 @@ def test_divergences_get_advice():
 
 @pytest.mark.slow
 def test_fit_replicates_warns_with_a_count():
-    from hierbench.bayes import build_beta_binomial, fit_replicates
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.bayes import fit_replicates
     from hierbench.testing import simulate_eval
 
     sims = [simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=s)[0] for s in range(2)]

@@ -7,25 +7,24 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
-from scipy import integrate, stats
-from scipy.special import expit, logit
+from scipy import integrate
+from scipy import stats
+from scipy.special import expit
+from scipy.special import logit
 
 from hierbench._base import PartialCreditError
-from hierbench.bayes import (
-    ConvergenceWarning,
-    PriorError,
-    build_beta_binomial,
-    build_crossed,
-    fit,
-    loo_compare,
-    predictive_check,
-)
-from hierbench.freq import pass_hat_k, variance_components
-from hierbench.metrics._crossed import (
-    agent_task_effects,
-    crossed_pass_k,
-    crossed_variance_components,
-)
+from hierbench.bayes import ConvergenceWarning
+from hierbench.bayes import PriorError
+from hierbench.bayes import build_beta_binomial
+from hierbench.bayes import build_crossed
+from hierbench.bayes import fit
+from hierbench.bayes import loo_compare
+from hierbench.bayes import predictive_check
+from hierbench.freq import pass_hat_k
+from hierbench.freq import variance_components
+from hierbench.metrics._crossed import agent_task_effects
+from hierbench.metrics._crossed import crossed_pass_k
+from hierbench.metrics._crossed import crossed_variance_components
 from hierbench.testing import simulate_eval
 
 
@@ -290,7 +289,8 @@ def test_posterior_predictive_in_chunks_draws_the_logit_normal_binomial(monkeypa
     # a posterior that is one point, repeated over 2 x 3,000 draws: each cell's predictive
     # is then a logit-normal binomial whose mean and variance scipy.integrate gives; the
     # chunk size is set so the draws run in 15 chunks
-    from scipy import integrate, stats
+    from scipy import integrate
+    from scipy import stats
     from scipy.special import expit
 
     import hierbench.bayes._crossed as C

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench.bayes import ConvergenceWarning, compute_diagnostics, predictive_check
+from hierbench.bayes import ConvergenceWarning
+from hierbench.bayes import compute_diagnostics
+from hierbench.bayes import predictive_check
 
 
 def _tree(post: dict, diverging=None, energy=None) -> xr.DataTree:

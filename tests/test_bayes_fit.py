@@ -12,7 +12,11 @@ import pytest
 import xarray as xr
 
 import hierbench
-from hierbench.bayes import ConvergenceWarning, build_beta_binomial, build_crossed, data_hash, fit
+from hierbench.bayes import ConvergenceWarning
+from hierbench.bayes import build_beta_binomial
+from hierbench.bayes import build_crossed
+from hierbench.bayes import data_hash
+from hierbench.bayes import fit
 from hierbench.data import to_counts
 from hierbench.testing import simulate_eval
 
@@ -157,7 +161,8 @@ def test_import_hierbench_stays_light():
 
 @pytest.mark.slow
 def test_fit_approx_carries_its_error(tiny, nutpie_fit, monkeypatch):
-    from hierbench.bayes import ApproximationWarning, fit_approx
+    from hierbench.bayes import ApproximationWarning
+    from hierbench.bayes import fit_approx
 
     model = build_beta_binomial(tiny, pooling="none")
     _, _, _, nuts = nutpie_fit

@@ -8,17 +8,15 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from hierbench.bayes import (
-    HOOK_KINDS,
-    build_beta_binomial,
-    build_bradley_terry,
-    build_crossed,
-    build_irt_1pl,
-    build_irt_2pl,
-    describe,
-    get_model,
-    model_hook,
-)
+from hierbench.bayes import HOOK_KINDS
+from hierbench.bayes import build_beta_binomial
+from hierbench.bayes import build_bradley_terry
+from hierbench.bayes import build_crossed
+from hierbench.bayes import build_irt_1pl
+from hierbench.bayes import build_irt_2pl
+from hierbench.bayes import describe
+from hierbench.bayes import get_model
+from hierbench.bayes import model_hook
 from hierbench.data import read_battles
 from hierbench.testing import simulate_eval
 

@@ -26,7 +26,8 @@ def test_agq_op_jax_matches_numpy():
     import pytensor.tensor as pt
 
     from hierbench._numerics.agq import NEWTON_STEPS
-    from hierbench.bayes._agq_op import AGQBinomialLogitNormal, agq_logp_numpy
+    from hierbench.bayes._agq_op import AGQBinomialLogitNormal
+    from hierbench.bayes._agq_op import agq_logp_numpy
 
     rng = np.random.default_rng(0)
     n = rng.integers(1, 30, 50).astype(float)
@@ -46,7 +47,8 @@ def test_agq_op_jax_matches_numpy():
 
 @pytest.mark.slow
 def test_fit_with_numpyro_end_to_end():
-    from hierbench.bayes import build_crossed, fit
+    from hierbench.bayes import build_crossed
+    from hierbench.bayes import fit
     from hierbench.testing import simulate_eval
 
     data, _ = simulate_eval(n_agents=2, n_tasks=12, n_runs=3, rng=0)

@@ -19,7 +19,8 @@ import pytest
 import xarray as xr
 from scipy import integrate
 
-from hierbench.bayes._unit_interval import draw_scores, tilt_logp
+from hierbench.bayes._unit_interval import draw_scores
+from hierbench.bayes._unit_interval import tilt_logp
 from hierbench.metrics._mixed import unit_interval_mean
 
 bayes = pytest.importorskip("hierbench.bayes")
@@ -76,7 +77,8 @@ def _board(n_runs: int = 3, seed: int = 0, n_tasks: int = 30) -> tuple[xr.Datase
 
 
 def test_the_builder_refuses_and_warns_by_the_ml_half_rules():
-    from hierbench.data import ConfoundedTermWarning, FormulaError
+    from hierbench.data import ConfoundedTermWarning
+    from hierbench.data import FormulaError
 
     ds, _ = _board(n_runs=1)
     with pytest.raises(FormulaError, match=r"uses \['cutoff'\]"):
@@ -243,7 +245,8 @@ _SMALL = {"draws": 300, "tune": 300, "chains": 2, "progress": False}
 def test_wine_grades_agree_with_clmm_within_the_posterior_sd(shared_data):
     """R ordinal::clmm(rating ~ temp + contact + (1|judge)) on the wine data (reference_values.csv)."""
     from hierbench.data import from_records
-    from hierbench.metrics import graded_pass_hat_k, mean_response
+    from hierbench.metrics import graded_pass_hat_k
+    from hierbench.metrics import mean_response
 
     df = pd.read_csv(shared_data / "ordinal" / "wine.csv")
     df["grade"], df["treatment"] = (df["rating"] - 1) / 4.0, df["temp"] + "/" + df["contact"]
@@ -271,7 +274,8 @@ def test_wine_grades_agree_with_clmm_within_the_posterior_sd(shared_data):
 def test_scaffold_effect_in_points_agrees_with_the_ml_half_and_holds_the_truth():
     from hierbench.freq import average_marginal_effects as ml_ame
     from hierbench.freq import fit_crossed_ml
-    from hierbench.metrics import agent_variance, average_marginal_effects
+    from hierbench.metrics import agent_variance
+    from hierbench.metrics import average_marginal_effects
 
     ds, truth = _board(seed=3)
     f = "score ~ scaffold + (1|model) + (1|task) + (1|agent:task)"
@@ -296,7 +300,8 @@ def test_bayesian_horizons_hold_the_simulated_truth_and_pair_with_metr_method():
     """
     from hierbench import freq
     from hierbench.compare import side_by_side
-    from hierbench.metrics import doubling_time, time_horizon
+    from hierbench.metrics import doubling_time
+    from hierbench.metrics import time_horizon
 
     rng = np.random.default_rng(12)
     mins = np.geomspace(1, 480, 40)

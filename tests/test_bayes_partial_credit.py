@@ -12,7 +12,10 @@ import pytest
 import xarray as xr
 
 from hierbench._base import PartialCreditError
-from hierbench.bayes import build_beta_binomial, build_crossed, build_irt_1pl, build_irt_2pl
+from hierbench.bayes import build_beta_binomial
+from hierbench.bayes import build_crossed
+from hierbench.bayes import build_irt_1pl
+from hierbench.bayes import build_irt_2pl
 from hierbench.cli import main
 from hierbench.data import to_counts
 

@@ -9,7 +9,8 @@ import pytest
 from scipy import integrate
 from scipy.special import expit
 
-from hierbench._numerics.agq import logit_normal_expectation, population_nodes
+from hierbench._numerics.agq import logit_normal_expectation
+from hierbench._numerics.agq import population_nodes
 
 
 def exact(m: float, s: float, k: int) -> float:
@@ -37,7 +38,8 @@ def test_gauss_hermite_of_the_old_sizes_was_not_accurate_enough():
 
 @pytest.mark.slow
 def test_model_and_metrics_use_the_one_rule():
-    from hierbench.bayes import build_crossed, fit
+    from hierbench.bayes import build_crossed
+    from hierbench.bayes import fit
     from hierbench.metrics._crossed import crossed_pass_k
     from hierbench.testing import simulate_eval
 

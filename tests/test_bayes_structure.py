@@ -10,13 +10,11 @@ import pytest
 import xarray as xr
 from scipy.stats import betabinom
 
-from hierbench.bayes import (
-    UnidentifiedTermWarning,
-    build_beta_binomial,
-    build_bradley_terry,
-    build_crossed,
-    describe,
-)
+from hierbench.bayes import UnidentifiedTermWarning
+from hierbench.bayes import build_beta_binomial
+from hierbench.bayes import build_bradley_terry
+from hierbench.bayes import build_crossed
+from hierbench.bayes import describe
 from hierbench.bayes._structure import level_information
 from hierbench.testing import simulate_eval
 

@@ -284,7 +284,8 @@ def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
     # the analysis sections print intervals beside the truth and write a report with the fit
     assert "cluster bootstrap (BCa)" in out and "Bayes crossed (new task)" in out
     assert "p max-T" in out and "simultaneous lower" in out and "tasks needed" in out
-    from hierbench.io import load_dataset, load_fit
+    from hierbench.io import load_dataset
+    from hierbench.io import load_fit
 
     fit = load_fit(out_dir / "fit_crossed.nc")
     assert fit.attrs["hierbench_model"] == "crossed"
@@ -589,7 +590,8 @@ def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_p
     which formula it fitted.
     """
     from hierbench import bayes
-    from hierbench.cli import build_parser, load_any
+    from hierbench.cli import build_parser
+    from hierbench.cli import load_any
     from hierbench.io import load_fit
 
     rng = np.random.default_rng(5)

@@ -9,7 +9,10 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from hierbench.compare import MixedLevelError, coverage_study, side_by_side, to_frame
+from hierbench.compare import MixedLevelError
+from hierbench.compare import coverage_study
+from hierbench.compare import side_by_side
+from hierbench.compare import to_frame
 
 
 def _interval(lo, hi, prob, kind, dims=("agent",), coords=None):

@@ -14,13 +14,11 @@ import pytest
 import xarray as xr
 
 from hierbench._base import PartialCreditError
-from hierbench.data import (
-    DEFAULT_FORMULA,
-    ConfoundedTermWarning,
-    FormulaError,
-    from_records,
-    model_design,
-)
+from hierbench.data import DEFAULT_FORMULA
+from hierbench.data import ConfoundedTermWarning
+from hierbench.data import FormulaError
+from hierbench.data import from_records
+from hierbench.data import model_design
 
 
 def _board(scaffolds, models, n_tasks=6, n_runs=2, seed=0, score=None):

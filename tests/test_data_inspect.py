@@ -10,15 +10,23 @@ import json
 
 import numpy as np
 import pytest
-from inspect_ai import Task, eval
+from inspect_ai import Task
+from inspect_ai import eval
 from inspect_ai.dataset import Sample
-from inspect_ai.log import read_eval_log, write_eval_log
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
-from inspect_ai.scorer import Score, match, scorer
+from inspect_ai.log import read_eval_log
+from inspect_ai.log import write_eval_log
+from inspect_ai.model import ModelOutput
+from inspect_ai.model import ModelUsage
+from inspect_ai.model import get_model
+from inspect_ai.scorer import Score
+from inspect_ai.scorer import match
 from inspect_ai.scorer import mean as mean_metric
+from inspect_ai.scorer import scorer
 from inspect_ai.solver import solver
 
-from hierbench.data import EvalDataError, read_inspect_log, to_counts
+from hierbench.data import EvalDataError
+from hierbench.data import read_inspect_log
+from hierbench.data import to_counts
 
 SAMPLES = [("s1", "one", "yes"), ("s2", "two", "yes"), ("s3", "three one", "no")]
 EPOCHS = 3

@@ -5,13 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierbench.data import (
-    EvalDataError,
-    counts_from_dask,
-    counts_from_parquet,
-    from_records,
-    to_counts,
-)
+from hierbench.data import EvalDataError
+from hierbench.data import counts_from_dask
+from hierbench.data import counts_from_parquet
+from hierbench.data import from_records
+from hierbench.data import to_counts
 
 
 def _ragged(seed: int, n: int = 400) -> pd.DataFrame:
@@ -167,7 +165,8 @@ def test_bad_arguments(tmp_path):
 def test_counts_of_either_reader_feed_the_count_models(tmp_path):
     # what `hierbench fit` needs to fit a log too large for from_records: the readers'
     # counts are the builders' input as they are (the same data hash as to_counts)
-    from hierbench.bayes import build_beta_binomial, build_crossed
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.bayes import build_crossed
 
     df = _ragged(5)
     df["score"] = (df["score"].fillna(0) > 0.5).astype(float)  # the count models need binary scores

@@ -6,18 +6,17 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from hierbench.data import (
-    EvalDataError,
-    check_pairwise,
-    from_pair_counts,
-    from_records,
-    read_battles,
-    to_pair_counts,
-    to_pairwise,
-)
+from hierbench.data import EvalDataError
+from hierbench.data import check_pairwise
+from hierbench.data import from_pair_counts
+from hierbench.data import from_records
+from hierbench.data import read_battles
+from hierbench.data import to_pair_counts
+from hierbench.data import to_pairwise
 from hierbench.testing import simulate_eval
 
 

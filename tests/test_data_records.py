@@ -9,16 +9,16 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from hierbench.data import (
-    EvalDataError,
-    InconsistentAttributeWarning,
-    from_records,
-    to_counts,
-    to_records,
-)
+from hierbench.data import EvalDataError
+from hierbench.data import InconsistentAttributeWarning
+from hierbench.data import from_records
+from hierbench.data import to_counts
+from hierbench.data import to_records
 
 
 @pytest.fixture

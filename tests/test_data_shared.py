@@ -11,14 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierbench.data import (
-    load_metr,
-    load_swebench_bash_only,
-    load_tau_bench_airline,
-    read_report,
-    summarize,
-    to_counts,
-)
+from hierbench.data import load_metr
+from hierbench.data import load_swebench_bash_only
+from hierbench.data import load_tau_bench_airline
+from hierbench.data import read_report
+from hierbench.data import summarize
+from hierbench.data import to_counts
 
 # ------------------------------------------------------------------ tau-bench
 

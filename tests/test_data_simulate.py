@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from hierbench.data import check_eval_dataset, read_report, to_counts, to_records
-from hierbench.testing import as_rng, default_dataset, simulate_eval
+from hierbench.data import check_eval_dataset
+from hierbench.data import read_report
+from hierbench.data import to_counts
+from hierbench.data import to_records
+from hierbench.testing import as_rng
+from hierbench.testing import default_dataset
+from hierbench.testing import simulate_eval
 
 
 def test_seeded_reproducible_and_valid():

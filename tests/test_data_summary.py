@@ -4,7 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierbench.data import NoScoredRunsWarning, from_records, read_report, summarize
+from hierbench.data import NoScoredRunsWarning
+from hierbench.data import from_records
+from hierbench.data import read_report
+from hierbench.data import summarize
 
 
 @pytest.fixture

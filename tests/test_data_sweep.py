@@ -33,19 +33,17 @@ import pytest
 import xarray as xr
 
 from hierbench._base import HierbenchWarning
-from hierbench.data import (
-    EvalDataError,
-    InconsistentAttributeWarning,
-    NoScoredRunsWarning,
-    RepeatedRecordsWarning,
-    SimilarLabelsWarning,
-    check_eval_dataset,
-    from_records,
-    read_report,
-    read_table,
-    summarize,
-    to_counts,
-)
+from hierbench.data import EvalDataError
+from hierbench.data import InconsistentAttributeWarning
+from hierbench.data import NoScoredRunsWarning
+from hierbench.data import RepeatedRecordsWarning
+from hierbench.data import SimilarLabelsWarning
+from hierbench.data import check_eval_dataset
+from hierbench.data import from_records
+from hierbench.data import read_report
+from hierbench.data import read_table
+from hierbench.data import summarize
+from hierbench.data import to_counts
 
 
 @dataclass

@@ -18,18 +18,16 @@ import pytest
 import xarray as xr
 
 from hierbench._base import cluster_codes
-from hierbench.data import (
-    EvalDataError,
-    RepeatedRecordsWarning,
-    _labels_from_text,
-    _labels_to_text,
-    check_eval_dataset,
-    from_records,
-    read_report,
-    score_kind,
-    to_counts,
-    to_records,
-)
+from hierbench.data import EvalDataError
+from hierbench.data import RepeatedRecordsWarning
+from hierbench.data import _labels_from_text
+from hierbench.data import _labels_to_text
+from hierbench.data import check_eval_dataset
+from hierbench.data import from_records
+from hierbench.data import read_report
+from hierbench.data import score_kind
+from hierbench.data import to_counts
+from hierbench.data import to_records
 from hierbench.testing import simulate_eval
 
 # ---------------------------------------------------------------- 1. repeated records
@@ -221,7 +219,8 @@ def test_simulated_data_record_their_score_kind():
 
 
 def test_real_logs_record_their_kind(shared_data):
-    from hierbench.data import load_metr, load_swebench_bash_only
+    from hierbench.data import load_metr
+    from hierbench.data import load_swebench_bash_only
 
     path = shared_data / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz"
     raw = pd.read_csv(path)

@@ -26,7 +26,8 @@ import xarray as xr
 import hierbench.data as hd
 import hierbench.freq as hf
 import hierbench.metrics as hm
-from hierbench._base import moved_names, renamed_kwargs
+from hierbench._base import moved_names
+from hierbench._base import renamed_kwargs
 from hierbench.testing import simulate_eval
 
 DS, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=3, rng=0)

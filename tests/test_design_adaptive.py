@@ -14,7 +14,9 @@ import xarray as xr
 from scipy.special import expit
 from scipy.stats import norm
 
-from hierbench.design import adaptive, anchors, loo_study
+from hierbench.design import adaptive
+from hierbench.design import anchors
+from hierbench.design import loo_study
 from hierbench.design._posterior import _Posterior
 from hierbench.freq import IRTBank
 

@@ -7,23 +7,23 @@ import itertools
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
-from scipy.stats import chisquare, hypergeom
+from scipy.stats import chisquare
+from scipy.stats import hypergeom
 from statsmodels.stats.proportion import proportion_confint
 
 from hierbench.data import load_tau_bench_airline
-from hierbench.design import (
-    BudgetPlan,
-    BudgetWarning,
-    bank_from_eval,
-    budget_interval,
-    plan_joint,
-    plan_uniform,
-    replay,
-    simulate_stratified_bank,
-)
+from hierbench.design import BudgetPlan
+from hierbench.design import BudgetWarning
 from hierbench.design import _kernels as K
+from hierbench.design import bank_from_eval
+from hierbench.design import budget_interval
+from hierbench.design import plan_joint
+from hierbench.design import plan_uniform
+from hierbench.design import replay
+from hierbench.design import simulate_stratified_bank
 
 
 # ---------------------------------------------------------------- budgets

@@ -19,27 +19,25 @@ import xarray as xr
 from scipy import stats
 from scipy.special import expit
 
-from hierbench.design import (
-    AssistedResult,
-    SubsetPlan,
-    WorkingModel,
-    assisted_adaptive,
-    assisted_mean,
-    choose_working_model,
-    plan_subset,
-)
-from hierbench.design._assisted import (
-    _BankWorking,
-    _FixedWorking,
-    _Record,
-    classical,
-    des_raj,
-    draw_probs,
-    holm,
-    t_bounds,
-    term_variance,
-)
-from hierbench.design._estimate import _adaptive_agent, _Source, _spec
+from hierbench.design import AssistedResult
+from hierbench.design import SubsetPlan
+from hierbench.design import WorkingModel
+from hierbench.design import assisted_adaptive
+from hierbench.design import assisted_mean
+from hierbench.design import choose_working_model
+from hierbench.design import plan_subset
+from hierbench.design._assisted import _BankWorking
+from hierbench.design._assisted import _FixedWorking
+from hierbench.design._assisted import _Record
+from hierbench.design._assisted import classical
+from hierbench.design._assisted import des_raj
+from hierbench.design._assisted import draw_probs
+from hierbench.design._assisted import holm
+from hierbench.design._assisted import t_bounds
+from hierbench.design._assisted import term_variance
+from hierbench.design._estimate import _adaptive_agent
+from hierbench.design._estimate import _Source
+from hierbench.design._estimate import _spec
 from hierbench.freq import IRTBank
 
 Y = np.array([1.0, 0.0, 0.5, 1.0, 0.25, 0.0])  # fixed outcomes (rates) of a 6-task cohort

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench.design import budget_interval, cohort_posterior, plan_joint
+from hierbench.design import budget_interval
+from hierbench.design import cohort_posterior
+from hierbench.design import plan_joint
 
 
 def _partial_bank(seed: int = 0, M: int = 30, L: int = 4, t: int = 12):

@@ -18,7 +18,8 @@ import pytest
 import xarray as xr
 from scipy.stats import hypergeom
 
-from hierbench.design import BudgetPlan, budget_interval
+from hierbench.design import BudgetPlan
+from hierbench.design import budget_interval
 
 ALPHAS = (0.05, 0.1, 0.2)
 TOL = 1e-12

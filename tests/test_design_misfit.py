@@ -18,9 +18,13 @@ import pytest
 import xarray as xr
 from scipy.special import expit
 
-from hierbench.design import MisfitCalibration, adaptive, calibrate_misfit
-from hierbench.design._misfit import _add_misfit, _misfit_tau2
-from hierbench.freq import fit_irt_ml, irt_score
+from hierbench.design import MisfitCalibration
+from hierbench.design import adaptive
+from hierbench.design import calibrate_misfit
+from hierbench.design._misfit import _add_misfit
+from hierbench.design._misfit import _misfit_tau2
+from hierbench.freq import fit_irt_ml
+from hierbench.freq import irt_score
 
 
 def _two_skill(M, T, g, load2, items=None):

@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench.design import loo_study, replay, simulate_irt_log, simulate_stratified_bank
+from hierbench.design import loo_study
+from hierbench.design import replay
+from hierbench.design import simulate_irt_log
+from hierbench.design import simulate_stratified_bank
 
 
 def _small(M=6, T=40, seed=0):

@@ -11,7 +11,8 @@ import warnings
 import pytest
 
 from hierbench._base import field_alias
-from hierbench._docs import SHARED, fill_doc
+from hierbench._docs import SHARED
+from hierbench._docs import fill_doc
 
 SNAPSHOT = json.loads((pathlib.Path(__file__).parent / "public_api.json").read_text())
 
@@ -57,7 +58,8 @@ def test_no_public_docstring_keeps_a_marker_and_numpydoc_reads_the_entries():
             if callable(obj) and re.search(r"^\s*%\(\w+\)s\s*$", doc, re.MULTILINE):
                 left.append(f"{module}.{name}")
     assert not left
-    from hierbench.freq import bootstrap_ci, pass_at_k
+    from hierbench.freq import bootstrap_ci
+    from hierbench.freq import pass_at_k
 
     params = {p.name: p for p in docscrape.FunctionDoc(bootstrap_ci)["Parameters"]}
     assert " ".join(params["rng"].desc) == " ".join(SHARED["rng"].splitlines()[1:]).replace("    ", "")

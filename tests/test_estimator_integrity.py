@@ -15,25 +15,28 @@ import pytest
 import xarray as xr
 from _helpers import fake_fit
 from scipy import stats
-from scipy.special import betaln, expit, logit
+from scipy.special import betaln
+from scipy.special import expit
+from scipy.special import logit
 
-from hierbench._base import HierbenchError, PartialCreditError, ZeroWidthIntervalWarning
-from hierbench.compare import side_by_side, to_frame
-from hierbench.freq import (
-    DegenerateBootstrapError,
-    InsufficientRunsWarning,
-    UnequalTaskSetsWarning,
-    bootstrap_ci,
-    compare_agents,
-    confidence_sequence,
-    fit_beta_binomial_ml,
-    pass_at_k,
-    pass_hat_k,
-    proportion_interval,
-    rank_uncertainty,
-    success_rate,
-    tasks_for_power,
-)
+from hierbench._base import HierbenchError
+from hierbench._base import PartialCreditError
+from hierbench._base import ZeroWidthIntervalWarning
+from hierbench.compare import side_by_side
+from hierbench.compare import to_frame
+from hierbench.freq import DegenerateBootstrapError
+from hierbench.freq import InsufficientRunsWarning
+from hierbench.freq import UnequalTaskSetsWarning
+from hierbench.freq import bootstrap_ci
+from hierbench.freq import compare_agents
+from hierbench.freq import confidence_sequence
+from hierbench.freq import fit_beta_binomial_ml
+from hierbench.freq import pass_at_k
+from hierbench.freq import pass_hat_k
+from hierbench.freq import proportion_interval
+from hierbench.freq import rank_uncertainty
+from hierbench.freq import success_rate
+from hierbench.freq import tasks_for_power
 from hierbench.testing import simulate_eval
 
 
@@ -105,7 +108,8 @@ def test_degenerate_bootstraps_refuse_and_say_what_to_do():
 
 
 def test_diagnostics_fail_a_posterior_with_nan_draws():
-    from hierbench.bayes import ConvergenceWarning, compute_diagnostics
+    from hierbench.bayes import ConvergenceWarning
+    from hierbench.bayes import compute_diagnostics
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(4, 500))

@@ -4,10 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from scipy import optimize, stats
+from scipy import optimize
+from scipy import stats
 
 from hierbench.data import to_counts
-from hierbench.freq._rates._betabinom import beta_binomial_profile_ci, fit_beta_binomial_ml
+from hierbench.freq._rates._betabinom import beta_binomial_profile_ci
+from hierbench.freq._rates._betabinom import fit_beta_binomial_ml
 from hierbench.freq._rates._intervals import EmptySampleWarning
 from hierbench.testing import simulate_eval
 

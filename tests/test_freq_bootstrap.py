@@ -7,14 +7,12 @@ import xarray as xr
 from _helpers import seed003_passages
 from scipy import stats
 
-from hierbench.freq import (
-    DegenerateBootstrapWarning,
-    InsufficientRunsWarning,
-    UndefinedResampleWarning,
-    bootstrap_ci,
-    pass_hat_k,
-    task_weights,
-)
+from hierbench.freq import DegenerateBootstrapWarning
+from hierbench.freq import InsufficientRunsWarning
+from hierbench.freq import UndefinedResampleWarning
+from hierbench.freq import bootstrap_ci
+from hierbench.freq import pass_hat_k
+from hierbench.freq import task_weights
 from hierbench.testing import simulate_eval
 
 

@@ -9,14 +9,12 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from hierbench.freq import (
-    UndefinedMetricWarning,
-    classification_metrics,
-    cohen_kappa,
-    fleiss_kappa,
-    pr_curve,
-    threshold_for_recall,
-)
+from hierbench.freq import UndefinedMetricWarning
+from hierbench.freq import classification_metrics
+from hierbench.freq import cohen_kappa
+from hierbench.freq import fleiss_kappa
+from hierbench.freq import pr_curve
+from hierbench.freq import threshold_for_recall
 
 skm = pytest.importorskip("sklearn.metrics")  # in the `test` extra
 

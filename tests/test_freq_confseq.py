@@ -5,11 +5,13 @@ import math
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from hierbench.freq import EmptyConfidenceSequenceWarning, confidence_sequence
+from hierbench.freq import EmptyConfidenceSequenceWarning
+from hierbench.freq import confidence_sequence
 from hierbench.freq._rates._confseq import _in_cs
 
 ALPHA = 0.05

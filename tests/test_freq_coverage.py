@@ -22,7 +22,9 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from hierbench.freq import bootstrap_ci, pooled_binomial_interval, wilson_interval
+from hierbench.freq import bootstrap_ci
+from hierbench.freq import pooled_binomial_interval
+from hierbench.freq import wilson_interval
 from hierbench.freq._rates._betabinom import _profile_ci_kernel
 
 MU, KAPPA, T = 0.5, 4.0, 50

@@ -16,15 +16,16 @@ import pandas as pd
 import pytest
 import xarray as xr
 from _helpers import agent_task_counts
-from scipy import integrate, optimize, stats
-from scipy.special import expit, gammaln
+from scipy import integrate
+from scipy import optimize
+from scipy import stats
+from scipy.special import expit
+from scipy.special import gammaln
 
 from hierbench._base import PartialCreditError
-from hierbench.freq import (
-    IgnoredClusterWarning,
-    SeparatedAgentWarning,
-    fit_crossed_ml,
-)
+from hierbench.freq import IgnoredClusterWarning
+from hierbench.freq import SeparatedAgentWarning
+from hierbench.freq import fit_crossed_ml
 from hierbench.freq._glmm._crossed import _Lik
 from hierbench.testing import simulate_eval
 
@@ -513,8 +514,10 @@ def test_laplace_gradient_matches_finite_differences():
     (tight inner mode, h = 1e-5), on a small crossed design with an agent covariate.
     """
     from hierbench.data import model_design
-    from hierbench.freq._glmm._laplace import Laplace, fd_gradient
-    from hierbench.freq._glmm._mixed import family_of, random_matrix
+    from hierbench.freq._glmm._laplace import Laplace
+    from hierbench.freq._glmm._laplace import fd_gradient
+    from hierbench.freq._glmm._mixed import family_of
+    from hierbench.freq._glmm._mixed import random_matrix
 
     data, _ = simulate_eval(n_agents=6, n_tasks=20, n_runs=2, rng=4)
     data = data.assign_coords(kind=("agent", ["x", "y", "x", "y", "x", "y"]))

@@ -20,18 +20,17 @@ import pandas as pd
 import pytest
 import xarray as xr
 from conftest import ROOT
-from scipy import integrate, stats
+from scipy import integrate
+from scipy import stats
 from scipy.special import expit
 
 from hierbench._base import HierbenchError
-from hierbench.freq import (
-    FewLevelsWarning,
-    agent_variance,
-    average_marginal_effects,
-    bootstrap_ci,
-    fit_crossed_ml,
-    mean_response,
-)
+from hierbench.freq import FewLevelsWarning
+from hierbench.freq import agent_variance
+from hierbench.freq import average_marginal_effects
+from hierbench.freq import bootstrap_ci
+from hierbench.freq import fit_crossed_ml
+from hierbench.freq import mean_response
 from hierbench.testing import simulate_eval
 
 

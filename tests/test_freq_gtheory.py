@@ -4,15 +4,14 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from hierbench.freq import (
-    ConfoundedComponentWarning,
-    NegativeVarianceComponentWarning,
-    UnbalancedDesignError,
-    variance_components,
-)
+from hierbench.freq import ConfoundedComponentWarning
+from hierbench.freq import NegativeVarianceComponentWarning
+from hierbench.freq import UnbalancedDesignError
+from hierbench.freq import variance_components
 from hierbench.freq._variance._fit import mean_squares_nested
 from hierbench.testing import simulate_eval
 

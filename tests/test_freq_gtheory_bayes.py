@@ -9,7 +9,8 @@ from scipy.special import expit
 
 from hierbench.compare import side_by_side
 from hierbench.freq import variance_components
-from hierbench.metrics import bayes_d_study, bayes_variance_components
+from hierbench.metrics import bayes_d_study
+from hierbench.metrics import bayes_variance_components
 
 
 def _fake_fit(mu, sd_agent, sd_task, sd_cluster, sd_at, n_draw=3):

@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from hierbench.freq import (
-    ConfoundedComponentWarning,
-    NegativeVarianceComponentWarning,
-    UndefinedCoefficientWarning,
-    variance_components,
-)
-from hierbench.freq._variance._design_lang import DesignError, parse_design
-from hierbench.freq._variance._reml import anova_method1, effect_codes
+from hierbench.freq import ConfoundedComponentWarning
+from hierbench.freq import NegativeVarianceComponentWarning
+from hierbench.freq import UndefinedCoefficientWarning
+from hierbench.freq import variance_components
+from hierbench.freq._variance._design_lang import DesignError
+from hierbench.freq._variance._design_lang import parse_design
+from hierbench.freq._variance._reml import anova_method1
+from hierbench.freq._variance._reml import effect_codes
 
 
 def _ref(shared_data, dataset):

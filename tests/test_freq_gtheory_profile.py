@@ -9,10 +9,13 @@ import pandas as pd
 import pytest
 import xarray as xr
 from _helpers import sim_nested
-from scipy import optimize, stats
+from scipy import optimize
+from scipy import stats
 
-from hierbench.freq import DesignError, variance_components
-from hierbench.freq._variance._long import codes_of_column, factorize
+from hierbench.freq import DesignError
+from hierbench.freq import variance_components
+from hierbench.freq._variance._long import codes_of_column
+from hierbench.freq._variance._long import factorize
 
 CRIT = stats.chi2.ppf(0.95, 1)
 

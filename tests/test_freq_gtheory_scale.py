@@ -10,9 +10,12 @@ import pandas as pd
 import pytest
 import scipy.optimize as sopt
 
-from hierbench.freq import NoIntervalWarning, RemlConvergenceWarning, variance_components
+from hierbench.freq import NoIntervalWarning
+from hierbench.freq import RemlConvergenceWarning
+from hierbench.freq import variance_components
 from hierbench.freq._kernels import one_blas_thread
-from hierbench.freq._variance import _fit, _reml
+from hierbench.freq._variance import _fit
+from hierbench.freq._variance import _reml
 from hierbench.freq._variance._design_lang import parse_design
 
 

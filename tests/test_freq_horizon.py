@@ -17,13 +17,11 @@ import xarray as xr
 
 from hierbench._base import HierbenchError
 from hierbench.data import load_metr
-from hierbench.freq import (
-    ExtrapolatedHorizonWarning,
-    ExtremeHorizonWarning,
-    doubling_time,
-    metr_run_weights,
-    time_horizon,
-)
+from hierbench.freq import ExtrapolatedHorizonWarning
+from hierbench.freq import ExtremeHorizonWarning
+from hierbench.freq import doubling_time
+from hierbench.freq import metr_run_weights
+from hierbench.freq import time_horizon
 
 
 @pytest.fixture(scope="module")

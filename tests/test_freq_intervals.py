@@ -7,19 +7,18 @@ import xarray as xr
 from _helpers import seed003_passages
 from statsmodels.stats.proportion import proportion_confint
 
-from hierbench._base import HierbenchError, HierbenchWarning
-from hierbench.freq._rates._intervals import (
-    EmptySampleWarning,
-    clustered_se,
-    design_effect,
-    exact_interval,
-    finite_population_se,
-    pooled_binomial_interval,
-    stratified_mean,
-    success_rate,
-    wald_interval,
-    wilson_interval,
-)
+from hierbench._base import HierbenchError
+from hierbench._base import HierbenchWarning
+from hierbench.freq._rates._intervals import EmptySampleWarning
+from hierbench.freq._rates._intervals import clustered_se
+from hierbench.freq._rates._intervals import design_effect
+from hierbench.freq._rates._intervals import exact_interval
+from hierbench.freq._rates._intervals import finite_population_se
+from hierbench.freq._rates._intervals import pooled_binomial_interval
+from hierbench.freq._rates._intervals import stratified_mean
+from hierbench.freq._rates._intervals import success_rate
+from hierbench.freq._rates._intervals import wald_interval
+from hierbench.freq._rates._intervals import wilson_interval
 from hierbench.testing import simulate_eval
 
 S = np.array([0, 1, 3, 9, 10, 17, 49, 50, 312])

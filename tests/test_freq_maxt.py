@@ -11,16 +11,17 @@ import itertools
 import numpy as np
 import pytest
 import xarray as xr
-from scipy import integrate, stats
+from scipy import integrate
+from scipy import stats
 
-from hierbench.freq import MaxTApproximationWarning, compare_agents, holm
+from hierbench.freq import MaxTApproximationWarning
+from hierbench.freq import compare_agents
+from hierbench.freq import holm
 from hierbench.freq._kernels import cr2_mean_se
-from hierbench.freq._resampling._maxt import (
-    cr2_scores,
-    maxt_draws,
-    mvt_maxt,
-    signflip_maxt,
-)
+from hierbench.freq._resampling._maxt import cr2_scores
+from hierbench.freq._resampling._maxt import maxt_draws
+from hierbench.freq._resampling._maxt import mvt_maxt
+from hierbench.freq._resampling._maxt import signflip_maxt
 
 #: SWE-bench Verified's 12 repositories: tasks per repository (django 231 of 500)
 SWE_SIZES = np.array([22, 231, 34, 2, 1, 8, 22, 10, 19, 32, 44, 75])

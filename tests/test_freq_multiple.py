@@ -13,10 +13,12 @@ import statsmodels.stats.multitest as smm
 import xarray as xr
 from scipy import stats
 
-from hierbench.freq import compare_agents, paired_test
+from hierbench.freq import compare_agents
+from hierbench.freq import paired_test
 from hierbench.freq._kernels import cr2_mean_se
 from hierbench.freq._resampling._multiple import PValueResolutionWarning
-from hierbench.freq._resampling._signflip import family_permutations, sign_flip_pvalues
+from hierbench.freq._resampling._signflip import family_permutations
+from hierbench.freq._resampling._signflip import sign_flip_pvalues
 from hierbench.testing import simulate_eval
 
 

@@ -7,18 +7,17 @@ import numpy as np
 import pytest
 import statsmodels.stats.multitest as smm
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 from scipy import stats
 from scipy.special import expit
 
-from hierbench.freq import (
-    UndefinedTestWarning,
-    bootstrap_ci,
-    compare_agents,
-    holm,
-    paired_test,
-)
+from hierbench.freq import UndefinedTestWarning
+from hierbench.freq import bootstrap_ci
+from hierbench.freq import compare_agents
+from hierbench.freq import holm
+from hierbench.freq import paired_test
 from hierbench.testing import simulate_eval
 
 

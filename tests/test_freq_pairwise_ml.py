@@ -9,14 +9,13 @@ import pandas as pd
 import pytest
 from scipy.optimize import minimize
 
-from hierbench.data import from_pair_counts, read_battles
-from hierbench.freq import (
-    NoFiniteMLEWarning,
-    fit_bradley_terry_ml,
-    online_elo,
-    position_consistency,
-    win_rate,
-)
+from hierbench.data import from_pair_counts
+from hierbench.data import read_battles
+from hierbench.freq import NoFiniteMLEWarning
+from hierbench.freq import fit_bradley_terry_ml
+from hierbench.freq import online_elo
+from hierbench.freq import position_consistency
+from hierbench.freq import win_rate
 
 choix = pytest.importorskip("choix")  # in the `test` extra; the skip only guards odd installs
 
@@ -289,7 +288,8 @@ def test_bad_input_messages():
 
 @pytest.mark.slow
 def test_side_by_side_with_the_pymc_fit():
-    from hierbench.bayes import build_bradley_terry, fit
+    from hierbench.bayes import build_bradley_terry
+    from hierbench.bayes import fit
     from hierbench.compare import side_by_side
     from hierbench.metrics import posterior_interval
 
@@ -332,7 +332,8 @@ def test_batched_bootstrap_refits_match_one_at_a_time(ties, home):
     """The bootstrap's batched Newton refits equal the scalar Newton (checked above against
     BradleyTerry2, evalica and scipy) run on each resampled table, from the same start.
     """
-    from hierbench.freq._pairwise._newton import _newton, _newton_batch
+    from hierbench.freq._pairwise._newton import _newton
+    from hierbench.freq._pairwise._newton import _newton_batch
 
     rng = np.random.default_rng(11)
     m, K = 6, 20

@@ -6,12 +6,16 @@ from math import comb
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from hierbench.data import load_tau_bench_airline, to_counts
-from hierbench.freq import InsufficientRunsWarning, pass_at_k, pass_hat_k
+from hierbench.data import load_tau_bench_airline
+from hierbench.data import to_counts
+from hierbench.freq import InsufficientRunsWarning
+from hierbench.freq import pass_at_k
+from hierbench.freq import pass_hat_k
 from hierbench.testing import simulate_eval
 
 

@@ -5,20 +5,19 @@ import math
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from hierbench.freq import (
-    minimum_detectable_effect,
-    optimal_allocation,
-    optimal_runs,
-    paired_power,
-    sample_size_normal,
-    sd_paired_diff,
-    tasks_for_power,
-    variance_components,
-)
+from hierbench.freq import minimum_detectable_effect
+from hierbench.freq import optimal_allocation
+from hierbench.freq import optimal_runs
+from hierbench.freq import paired_power
+from hierbench.freq import sample_size_normal
+from hierbench.freq import sd_paired_diff
+from hierbench.freq import tasks_for_power
+from hierbench.freq import variance_components
 
 
 def test_seed_003_sample_sizes():

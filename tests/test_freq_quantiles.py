@@ -9,14 +9,12 @@ from scipy import stats
 
 from hierbench._base import HierbenchWarning
 from hierbench.data import load_swebench_bash_only
-from hierbench.freq import (
-    UnboundedQuantileWarning,
-    bootstrap_ci,
-    mean_ci,
-    order_statistic_interval,
-    pareto_frontier,
-    quantile_ci,
-)
+from hierbench.freq import UnboundedQuantileWarning
+from hierbench.freq import bootstrap_ci
+from hierbench.freq import mean_ci
+from hierbench.freq import order_statistic_interval
+from hierbench.freq import pareto_frontier
+from hierbench.freq import quantile_ci
 
 
 def test_order_statistic_ranks_textbook_and_enumeration():

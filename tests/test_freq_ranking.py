@@ -5,12 +5,15 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 from scipy import stats
 
 from hierbench.data import load_swebench_bash_only
-from hierbench.freq import UndefinedScoreWarning, rank_uncertainty, task_weights
+from hierbench.freq import UndefinedScoreWarning
+from hierbench.freq import rank_uncertainty
+from hierbench.freq import task_weights
 from hierbench.testing import simulate_eval
 
 

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from hierbench.data import from_records, load_tau_bench_airline
+from hierbench.data import from_records
+from hierbench.data import load_tau_bench_airline
 from hierbench.freq import reliability_profile
 
 # seed 003, "Reliability as its own science": task, ok, ok_perturb, conf, severity

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench.freq import JudgeSetupError, check_same_judge, compare_rubric_means, rubric_summary
+from hierbench.freq import JudgeSetupError
+from hierbench.freq import check_same_judge
+from hierbench.freq import compare_rubric_means
+from hierbench.freq import rubric_summary
 
 
 def _rubric(values, agents, attrs=None, **coords):

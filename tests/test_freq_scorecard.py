@@ -5,7 +5,8 @@ from math import comb
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from hierbench.data import load_tau_bench_airline

@@ -11,12 +11,10 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from hierbench.freq import (
-    DesignError,
-    VarianceComponentsResult,
-    optimal_allocation,
-    variance_components,
-)
+from hierbench.freq import DesignError
+from hierbench.freq import VarianceComponentsResult
+from hierbench.freq import optimal_allocation
+from hierbench.freq import variance_components
 
 
 def _long_frame(n_agent=4, n_task=5, n_run=2, seed=0) -> pd.DataFrame:

@@ -16,18 +16,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hierbench._base import PartialCreditError, cluster_codes, counts
-from hierbench.data import (
-    EvalDataError,
-    counts_from_dask,
-    counts_from_parquet,
-    from_pair_counts,
-    from_records,
-    read_battles,
-    read_report,
-    summarize,
-    to_counts,
-)
+from hierbench._base import PartialCreditError
+from hierbench._base import cluster_codes
+from hierbench._base import counts
+from hierbench.data import EvalDataError
+from hierbench.data import counts_from_dask
+from hierbench.data import counts_from_parquet
+from hierbench.data import from_pair_counts
+from hierbench.data import from_records
+from hierbench.data import read_battles
+from hierbench.data import read_report
+from hierbench.data import summarize
+from hierbench.data import to_counts
 
 # ---------------------------------------------------------------- 1. labels as written
 

@@ -23,10 +23,15 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from hierbench.data import EvalDataError, counts_from_parquet, from_records, to_counts
+from hierbench.data import EvalDataError
+from hierbench.data import counts_from_parquet
+from hierbench.data import from_records
+from hierbench.data import to_counts
 
 TRUE_TEXT = ["true", "TRUE", " yes", "1", "error", "Y"]
 FALSE_TEXT = ["false", "no", "0", "ok", "0.0", "", "none"]

@@ -9,11 +9,18 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from test_data_records import run_frames
 
-from hierbench.data import EvalDataError, from_records, to_counts
-from hierbench.io import load_dataset, load_fit, save_dataset, save_fit
+from hierbench.data import EvalDataError
+from hierbench.data import from_records
+from hierbench.data import to_counts
+from hierbench.io import load_dataset
+from hierbench.io import load_fit
+from hierbench.io import save_dataset
+from hierbench.io import save_fit
 from hierbench.testing import simulate_eval
 
 
@@ -315,7 +322,8 @@ def test_missing_cluster_labels_survive_a_saved_file(tmp_path, ext):
     import numpy as np
 
     from hierbench.freq import bootstrap_ci
-    from hierbench.io import load_dataset, save_dataset
+    from hierbench.io import load_dataset
+    from hierbench.io import save_dataset
     from hierbench.testing import simulate_eval
 
     ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, n_clusters=3, rng=0)

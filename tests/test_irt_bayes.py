@@ -18,14 +18,12 @@ from conftest import ROOT
 from scipy import stats
 from scipy.special import expit
 
-from hierbench.bayes import (
-    build_crossed,
-    build_irt_1pl,
-    build_irt_2pl,
-    get_model,
-    read_spec,
-    spec_to_toml,
-)
+from hierbench.bayes import build_crossed
+from hierbench.bayes import build_irt_1pl
+from hierbench.bayes import build_irt_2pl
+from hierbench.bayes import get_model
+from hierbench.bayes import read_spec
+from hierbench.bayes import spec_to_toml
 
 
 def _data(M=6, T=10, R=3, seed=0, clusters=False):

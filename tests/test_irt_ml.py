@@ -14,20 +14,22 @@ import numpy as np
 import pytest
 import xarray as xr
 from _helpers import agent_task_counts
-from scipy import integrate, stats
+from scipy import integrate
+from scipy import stats
 from scipy.optimize import check_grad
 from scipy.special import expit
 
 from hierbench._base import PartialCreditError
-from hierbench.freq import IRTBank, IRTConvergenceWarning, fit_irt_ml, irt_score
-from hierbench.freq._irt._newton import (
-    _from_arrow,
-    _hessian_blocks,
-    _laplace,
-    _map_fit,
-    _neg_log_post,
-    _to_arrow,
-)
+from hierbench.freq import IRTBank
+from hierbench.freq import IRTConvergenceWarning
+from hierbench.freq import fit_irt_ml
+from hierbench.freq import irt_score
+from hierbench.freq._irt._newton import _from_arrow
+from hierbench.freq._irt._newton import _hessian_blocks
+from hierbench.freq._irt._newton import _laplace
+from hierbench.freq._irt._newton import _map_fit
+from hierbench.freq._irt._newton import _neg_log_post
+from hierbench.freq._irt._newton import _to_arrow
 
 
 def _simulate(M, T, R, rng, sd_la=0.3):

@@ -6,21 +6,21 @@ import numpy as np
 import pytest
 import xarray as xr
 from _helpers import fake_fit
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from scipy.stats import betabinom, rankdata
+from scipy.stats import betabinom
+from scipy.stats import rankdata
 
 import hierbench.metrics as hm
-from hierbench.metrics import (
-    UndefinedMetricWarning,
-    beta_moments,
-    pass_at_k,
-    pass_hat_k,
-    posterior_interval,
-    prob_superiority,
-    rank_probabilities,
-)
+from hierbench.metrics import UndefinedMetricWarning
+from hierbench.metrics import beta_moments
+from hierbench.metrics import pass_at_k
+from hierbench.metrics import pass_hat_k
+from hierbench.metrics import posterior_interval
+from hierbench.metrics import prob_superiority
+from hierbench.metrics import rank_probabilities
 
 # ---------------------------------------------------------------------------
 # exact Beta moments
@@ -161,7 +161,8 @@ def test_realised_draws_follow_the_law_of_total_variance():
 
 
 def test_pass_k_on_saved_fit(hand_fit, tmp_path):
-    from hierbench.io import load_fit, save_fit
+    from hierbench.io import load_fit
+    from hierbench.io import save_fit
 
     dt = hand_fit[0]
     path = save_fit(dt, tmp_path / "fit.nc")
@@ -248,7 +249,8 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
 
 @pytest.mark.slow
 def test_posterior_pass_hat_k_agrees_with_unbiased_estimator():
-    from hierbench.bayes import build_beta_binomial, fit
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.bayes import fit
     from hierbench.freq import pass_hat_k as freq_pass_hat_k
 
     rng = np.random.default_rng(42)

@@ -8,12 +8,18 @@ import warnings
 import numpy as np
 import pytest
 import xarray as xr
-from scipy import integrate, stats
+from scipy import integrate
+from scipy import stats
 from scipy.special import expit
 
-from hierbench.bayes import ConvergenceWarning, build_crossed, fit
-from hierbench.metrics import pass_at_k, pass_hat_k, posterior_interval
-from hierbench.metrics._crossed import _mean_observed_draws, crossed_pass_k
+from hierbench.bayes import ConvergenceWarning
+from hierbench.bayes import build_crossed
+from hierbench.bayes import fit
+from hierbench.metrics import pass_at_k
+from hierbench.metrics import pass_hat_k
+from hierbench.metrics import posterior_interval
+from hierbench.metrics._crossed import _mean_observed_draws
+from hierbench.metrics._crossed import crossed_pass_k
 from hierbench.testing import simulate_eval
 
 # ---------------------------------------------------------------------------
@@ -384,7 +390,9 @@ def test_draw_kernels_are_bit_identical_whatever_the_threads(monkeypatch, thread
     # more threads than draws and blocks of unequal size
     import numba
 
-    from hierbench._numerics import gauss_hermite, node_masses, task_means
+    from hierbench._numerics import gauss_hermite
+    from hierbench._numerics import node_masses
+    from hierbench._numerics import task_means
 
     rng = np.random.default_rng(11)
     S, A, T = 5, 3, 70

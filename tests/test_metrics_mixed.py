@@ -12,21 +12,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
-from scipy import integrate, stats
+from scipy import integrate
+from scipy import stats
 from scipy.special import expit
 
-from hierbench._base import HierbenchError, UndefinedWarning
+from hierbench._base import HierbenchError
+from hierbench._base import UndefinedWarning
 from hierbench.data import model_design
-from hierbench.metrics import (
-    ExtrapolatedHorizonWarning,
-    agent_variance,
-    average_marginal_effects,
-    doubling_time,
-    graded_pass_hat_k,
-    mean_response,
-    mixed_pass_hat_k,
-    time_horizon,
-)
+from hierbench.metrics import ExtrapolatedHorizonWarning
+from hierbench.metrics import agent_variance
+from hierbench.metrics import average_marginal_effects
+from hierbench.metrics import doubling_time
+from hierbench.metrics import graded_pass_hat_k
+from hierbench.metrics import mean_response
+from hierbench.metrics import mixed_pass_hat_k
+from hierbench.metrics import time_horizon
 
 
 def _lnorm(f, loc: float, sd: float) -> float:

@@ -17,16 +17,15 @@ from scipy.stats import norm
 
 from hierbench import freq
 from hierbench._base import Result
-from hierbench.compare import MismatchedEstimatesError, side_by_side
-from hierbench.metrics import (
-    bayes_variance_components,
-    crossed_variance_components,
-    head_to_head,
-    pass_hat_k,
-    posterior_summary,
-    prob_superiority,
-    rank_probabilities,
-)
+from hierbench.compare import MismatchedEstimatesError
+from hierbench.compare import side_by_side
+from hierbench.metrics import bayes_variance_components
+from hierbench.metrics import crossed_variance_components
+from hierbench.metrics import head_to_head
+from hierbench.metrics import pass_hat_k
+from hierbench.metrics import posterior_summary
+from hierbench.metrics import prob_superiority
+from hierbench.metrics import rank_probabilities
 from hierbench.testing import simulate_eval
 
 

@@ -11,7 +11,8 @@ import json
 import nbformat
 import pytest
 from conftest import ROOT
-from figure_overlap import KERNEL_HOOK, KERNEL_REPORT
+from figure_overlap import KERNEL_HOOK
+from figure_overlap import KERNEL_REPORT
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -56,7 +57,8 @@ def test_notebook_runs_in_fast_mode(path, shared_data, monkeypatch, tmp_path):
     # the report the notebook ends with, opened in a headless browser
     reports = sorted(tmp_path.glob("*.html"))
     assert reports, f"{path.name}: wrote no HTML report into HIERBENCH_REPORT_DIR"
-    from test_report_browser import CHROMIUM, check_notebook_report
+    from test_report_browser import CHROMIUM
+    from test_report_browser import check_notebook_report
 
     if CHROMIUM is not None:
         for report in reports:

@@ -10,7 +10,11 @@ import pytest
 import xarray as xr
 from arviz_base import from_dict
 
-from hierbench.report import SECTIONS, Report, as_table, build, markdown_table
+from hierbench.report import SECTIONS
+from hierbench.report import Report
+from hierbench.report import as_table
+from hierbench.report import build
+from hierbench.report import markdown_table
 from hierbench.testing import simulate_eval
 
 
@@ -155,7 +159,8 @@ def test_one_agent_says_there_is_nothing_to_pair(tmp_path):
 @pytest.mark.slow
 def test_diagnostic_plots_take_labels_with_slashes():
     """METR task ids hold '/' (``blackbox/charm``); DataTree variable names cannot."""
-    from hierbench.report._figures import rank_plot, trace_plot
+    from hierbench.report._figures import rank_plot
+    from hierbench.report._figures import trace_plot
 
     rng = np.random.default_rng(3)
     post = xr.Dataset(
@@ -281,8 +286,11 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
     """The verdict never contradicts the rank plots: a flagged panel is a warning in the verdict."""
     import matplotlib.pyplot as plt
 
-    from hierbench.report._convergence import _check_rows, _verdict
-    from hierbench.report._figures import RANK_ENVELOPE, rank_plot, rank_tests
+    from hierbench.report._convergence import _check_rows
+    from hierbench.report._convergence import _verdict
+    from hierbench.report._figures import RANK_ENVELOPE
+    from hierbench.report._figures import rank_plot
+    from hierbench.report._figures import rank_tests
 
     gen = np.random.default_rng(7)
     x = gen.normal(size=(4, 400))
@@ -315,7 +323,8 @@ def test_rank_check_allows_for_the_number_of_elements_the_plotted_ones_were_pick
     at most 0.01 (a union bound), so a fit with 1,130 elements whose worst panel shows
     p = 0.001 (a per-panel mark) passes, and the note says why the plot marks it.
     """
-    from hierbench.report._convergence import _check_rows, _verdict
+    from hierbench.report._convergence import _check_rows
+    from hierbench.report._convergence import _verdict
 
     checks = [{"check": "r_hat", "value": 1.015, "at": "x", "limit": 1.025, "rule": "<=",
                "passed": True, "why": "w", "n_elements": 1130}]  # fmt: skip
@@ -399,11 +408,14 @@ def test_variance_rows_hold_every_component_of_both_halves():
     must still add up to every component each half estimated (the report once summed only the
     cluster part into the Bayesian task row, a tenth of the task variance).
     """
-    from hierbench.bayes import build_crossed, fit
+    from hierbench.bayes import build_crossed
+    from hierbench.bayes import fit
     from hierbench.freq import variance_components
     from hierbench.metrics import crossed_variance_components
     from hierbench.report._context import _Context
-    from hierbench.report._variance import _bayes_part, _gtheory_part, _rows
+    from hierbench.report._variance import _bayes_part
+    from hierbench.report._variance import _gtheory_part
+    from hierbench.report._variance import _rows
     from hierbench.testing import simulate_eval
 
     data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=2)
@@ -430,7 +442,8 @@ def test_side_by_side_holds_a_formula_models_agent_means(tmp_path):
     mean score over its own tasks (metrics.mean_response, tasks='observed', in points / 100)
     beside the task bootstrap, instead of saying a fit or data is missing.
     """
-    from hierbench.bayes import build_mixed, fit
+    from hierbench.bayes import build_mixed
+    from hierbench.bayes import fit
     from hierbench.metrics import mean_response
     from hierbench.testing import simulate_eval
 

@@ -22,7 +22,9 @@ from hierbench.report._context import _Context
 from hierbench.report._passk import _sec_passk
 from hierbench.report._report import Report
 from hierbench.report._sec_pairs import _sec_pairwise
-from hierbench.report._sections import _sec_abilities, _sec_ranks, _sec_side
+from hierbench.report._sections import _sec_abilities
+from hierbench.report._sections import _sec_ranks
+from hierbench.report._sections import _sec_side
 from hierbench.testing import simulate_eval
 
 
@@ -137,7 +139,8 @@ def test_sections_a_formula_fit_cannot_fill_say_why():
 
 @pytest.mark.slow  # a small formula-model fit and a whole report
 def test_a_formula_fits_report_shows_its_metrics(tmp_path):
-    from hierbench.bayes import build_mixed, fit
+    from hierbench.bayes import build_mixed
+    from hierbench.bayes import fit
 
     data = _board(5)
     model = build_mixed(data, "score ~ scaffold + (1|agent) + (1|task)")

@@ -13,8 +13,10 @@ import numpy as np
 import xarray as xr
 
 from hierbench import freq
-from hierbench.report._context import _Context, _Skip
-from hierbench.report._passk import FEW_TASKS, _sec_passk
+from hierbench.report._context import _Context
+from hierbench.report._context import _Skip
+from hierbench.report._passk import FEW_TASKS
+from hierbench.report._passk import _sec_passk
 from hierbench.report._report import Report
 
 

@@ -19,10 +19,15 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench.design import assisted_adaptive, assisted_mean, plan_subset, simulate_irt_log
+from hierbench.design import assisted_adaptive
+from hierbench.design import assisted_mean
+from hierbench.design import plan_subset
+from hierbench.design import simulate_irt_log
 from hierbench.freq import fit_irt_ml
-from hierbench.report import FitDataMismatchError, build
-from hierbench.report._subset import FLAG_TEXT, MODEL_COLUMN
+from hierbench.report import FitDataMismatchError
+from hierbench.report import build
+from hierbench.report._subset import FLAG_TEXT
+from hierbench.report._subset import MODEL_COLUMN
 
 PROB = 0.99
 BAD = "agent_000"

@@ -8,8 +8,12 @@ import tomllib
 import pytest
 from conftest import ROOT
 
-from hierbench.bayes import get_model, read_spec, spec_to_toml
-from hierbench.bayes._zoo import ZOO_CASES, compare_to_reference, run_case
+from hierbench.bayes import get_model
+from hierbench.bayes import read_spec
+from hierbench.bayes import spec_to_toml
+from hierbench.bayes._zoo import ZOO_CASES
+from hierbench.bayes._zoo import compare_to_reference
+from hierbench.bayes._zoo import run_case
 
 MODELS = ["beta_binomial", "crossed"]
 

@@ -15,18 +15,17 @@ Nothing here imports xarray, PyMC or another hierbench subpackage.
 from . import agq
 from .agq import *  # noqa: F403
 from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
-from .intervals import cluster_robust_se, wilson_bounds
-from .trend import (
-    TrendPoints,
-    beyond_lengths,
-    frontier,
-    missing_dates,
-    ols_slopes,
-    release_days,
-    trend_agents,
-    trend_inputs,
-    trend_points,
-)
+from .intervals import cluster_robust_se
+from .intervals import wilson_bounds
+from .trend import TrendPoints
+from .trend import beyond_lengths
+from .trend import frontier
+from .trend import missing_dates
+from .trend import ols_slopes
+from .trend import release_days
+from .trend import trend_agents
+from .trend import trend_inputs
+from .trend import trend_points
 
 #: names served from the compiled kernels (:mod:`.agq_numba`), loaded lazily
 _COMPILED = frozenset(

@@ -38,7 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
-from .agq import NEWTON_MAX_STEP, NEWTON_TOL
+from .agq import NEWTON_MAX_STEP
+from .agq import NEWTON_TOL
 
 __all__ = ["KERNEL_FLAGS", "centre", "exp_nonpos", "log_one_two", "node_masses", "node_stage", "node_term", "task_means"]
 

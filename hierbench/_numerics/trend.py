@@ -6,8 +6,10 @@ and its posterior counterpart :func:`hierbench.metrics.doubling_time`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd

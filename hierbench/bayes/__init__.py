@@ -3,40 +3,47 @@
 Import explicitly (``import hierbench.bayes``): this subpackage imports PyMC.
 """
 
-from ._approx import ApproximationWarning, approximation_error, fit_approx
-from ._beta_binomial import BETA_BINOMIAL_PRIORS, build_beta_binomial, task_posteriors
-from ._bradley_terry import (
-    BT_DEFAULT_PRIORS,
-    ELO_PER_LOGIT,
-    DisconnectedComparisonWarning,
-    build_bradley_terry,
-)
+from ._approx import ApproximationWarning
+from ._approx import approximation_error
+from ._approx import fit_approx
+from ._beta_binomial import BETA_BINOMIAL_PRIORS
+from ._beta_binomial import build_beta_binomial
+from ._beta_binomial import task_posteriors
+from ._bradley_terry import BT_DEFAULT_PRIORS
+from ._bradley_terry import ELO_PER_LOGIT
+from ._bradley_terry import DisconnectedComparisonWarning
+from ._bradley_terry import build_bradley_terry
 from ._compiled import clear_compiled
-from ._crossed import CROSSED_PRIORS, build_crossed, gauss_hermite
-from ._diagnostics import (
-    DEFAULT_THRESHOLDS,
-    ConvergenceWarning,
-    compute_diagnostics,
-    loo_compare,
-    predictive_check,
-)
-from ._fit import SAMPLERS, add_log_likelihood, fit, fit_replicates
-from ._formula_model import MIXED_PRIORS, build_mixed
+from ._crossed import CROSSED_PRIORS
+from ._crossed import build_crossed
+from ._crossed import gauss_hermite
+from ._diagnostics import DEFAULT_THRESHOLDS
+from ._diagnostics import ConvergenceWarning
+from ._diagnostics import compute_diagnostics
+from ._diagnostics import loo_compare
+from ._diagnostics import predictive_check
+from ._fit import SAMPLERS
+from ._fit import add_log_likelihood
+from ._fit import fit
+from ._fit import fit_replicates
+from ._formula_model import MIXED_PRIORS
+from ._formula_model import build_mixed
 from ._horizon import build_horizon
-from ._irt import IRT_PRIORS, build_irt_1pl, build_irt_2pl
-from ._registry import (
-    HOOK_KINDS,
-    ModelEntry,
-    PriorError,
-    data_hash,
-    get_model,
-    list_models,
-    model_hook,
-    read_spec,
-    register_hook,
-    spec_to_toml,
-)
-from ._structure import UnidentifiedTermWarning, describe
+from ._irt import IRT_PRIORS
+from ._irt import build_irt_1pl
+from ._irt import build_irt_2pl
+from ._registry import HOOK_KINDS
+from ._registry import ModelEntry
+from ._registry import PriorError
+from ._registry import data_hash
+from ._registry import get_model
+from ._registry import list_models
+from ._registry import model_hook
+from ._registry import read_spec
+from ._registry import register_hook
+from ._registry import spec_to_toml
+from ._structure import UnidentifiedTermWarning
+from ._structure import describe
 
 __all__ = [
     "BETA_BINOMIAL_PRIORS",

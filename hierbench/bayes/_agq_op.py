@@ -34,11 +34,14 @@ from typing import Any
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.gradient import DisconnectedType, disconnected_type
+from pytensor.gradient import DisconnectedType
+from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from .._numerics import NEWTON_STEPS, gauss_hermite, place_nodes
+from .._numerics import NEWTON_STEPS
+from .._numerics import gauss_hermite
+from .._numerics import place_nodes
 
 __all__ = ["AGQBinomialLogitNormal", "agq_logp_numpy", "gauss_hermite"]
 
@@ -161,7 +164,10 @@ def _register_numba() -> None:
 
     @numba_basic.register_funcify_default_op_cache_key(AGQBinomialLogitNormal)
     def _funcify(op: AGQBinomialLogitNormal, node: Any = None, **kwargs: Any) -> Any:
-        from .._numerics import KERNEL_FLAGS, centre, exp_nonpos, node_stage
+        from .._numerics import KERNEL_FLAGS
+        from .._numerics import centre
+        from .._numerics import exp_nonpos
+        from .._numerics import node_stage
 
         u, w = gauss_hermite(op.n_quad)
         c = np.log(w) + 0.5 * u**2

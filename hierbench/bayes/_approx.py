@@ -16,15 +16,19 @@ import importlib.util
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import HierbenchWarning, as_rng, warn_user
+from .._base import HierbenchWarning
+from .._base import as_rng
+from .._base import warn_user
 from .._docs import fill_doc
-from ._fit import _check_model, _stamp
+from ._fit import _check_model
+from ._fit import _stamp
 from ._registry import model_hook
 
 __all__ = ["MEASURED_ERROR", "ApproximationWarning", "approximation_error", "fit_approx"]

@@ -92,7 +92,8 @@ def _transform_text(t: Any) -> str:
 
 def _graph(model: pm.Model, swapped: set[str], h: Any) -> None:
     """Feed ``h`` the model's generative graph: operations, wiring, constants, leaves."""
-    from pytensor.graph.traversal import graph_inputs, io_toposort
+    from pytensor.graph.traversal import graph_inputs
+    from pytensor.graph.traversal import io_toposort
 
     observed = [model.rvs_to_values[rv] for rv in model.observed_RVs]
     outputs = [*model.basic_RVs, *model.deterministics, *model.potentials, *observed]

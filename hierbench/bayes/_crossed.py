@@ -26,7 +26,8 @@ them as non-centred parameters (the plain version, for comparison).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import pymc as pm
@@ -34,33 +35,32 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy.special import expit
 
-from .._base import check_choice, check_int
-from .._numerics import NEWTON_STEPS, gauss_hermite, population_nodes
+from .._base import check_choice
+from .._base import check_int
+from .._numerics import NEWTON_STEPS
+from .._numerics import gauss_hermite
+from .._numerics import population_nodes
 from ._agq_op import AGQBinomialLogitNormal
-from ._registry import (
-    ModelEntry,
-    PriorError,
-    count_coords,
-    count_data,
-    count_info,
-    log_binom,
-    make_prior,
-    merge_priors,
-    normal_group,
-    prepare_counts,
-    register,
-    register_hook,
-)
-from ._structure import (
-    Structure,
-    count_design,
-    decide_agent_task,
-    decide_centring,
-    decide_clusters,
-    level_information,
-    level_spread,
-    spread_for_centring,
-)
+from ._registry import ModelEntry
+from ._registry import PriorError
+from ._registry import count_coords
+from ._registry import count_data
+from ._registry import count_info
+from ._registry import log_binom
+from ._registry import make_prior
+from ._registry import merge_priors
+from ._registry import normal_group
+from ._registry import prepare_counts
+from ._registry import register
+from ._registry import register_hook
+from ._structure import Structure
+from ._structure import count_design
+from ._structure import decide_agent_task
+from ._structure import decide_centring
+from ._structure import decide_clusters
+from ._structure import level_information
+from ._structure import level_spread
+from ._structure import spread_for_centring
 
 __all__ = ["CROSSED_PRIORS", "build_crossed", "gauss_hermite"]
 

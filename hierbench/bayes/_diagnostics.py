@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
 
-from .._base import NotConvergedWarning, warn_user
-from ._rankstats import elements, rank_diagnostics
+from .._base import NotConvergedWarning
+from .._base import warn_user
+from ._rankstats import elements
+from ._rankstats import rank_diagnostics
 
 __all__ = [
     "DEFAULT_THRESHOLDS",

@@ -15,30 +15,32 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import as_rng, warn_user, watched
+from .._base import as_rng
+from .._base import warn_user
+from .._base import watched
 from . import _compiled as _compiled_store
 from ._diagnostics import compute_diagnostics
 from ._registry import model_hook
-from ._sampling import (
-    DEFAULT_TUNE,
-    FIT_DEFAULTS,
-    MAX_DRAWS,
-    TARGET_ESS,
-    compile_model,
-    describe_run,
-    find_start,
-    run_record,
-    sample_to_target,
-    with_start,
-)
+from ._sampling import DEFAULT_TUNE
+from ._sampling import FIT_DEFAULTS
+from ._sampling import MAX_DRAWS
+from ._sampling import TARGET_ESS
+from ._sampling import compile_model
+from ._sampling import describe_run
+from ._sampling import find_start
+from ._sampling import run_record
+from ._sampling import sample_to_target
+from ._sampling import with_start
 
 __all__ = ["FIT_DEFAULTS", "INITS", "SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
 
@@ -662,7 +664,8 @@ def fit_replicates(
     >>> [int(f.attrs["replicate"]) for f in fits]
     [0, 1]
     """
-    from .._parallel import check_executor, map_seeded
+    from .._parallel import check_executor
+    from .._parallel import map_seeded
 
     info = _check_model(model)
     _check_run(draws, tune, chains, target_ess, max_draws, init)

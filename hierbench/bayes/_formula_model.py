@@ -60,28 +60,33 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import HierbenchError, check_choice, check_int
-from ..data import DEFAULT_FORMULA, model_design
+from .._base import HierbenchError
+from .._base import check_choice
+from .._base import check_int
+from ..data import DEFAULT_FORMULA
+from ..data import model_design
 from ..metrics import task_codes
 from . import _mixed_predictive  # noqa: F401  (registers the 'mixed.predictive' hook)
-from ._crossed import (
-    CROSSED_PRIORS,
-    NOMINAL_AGENT_TASK_SD,
-    NOMINAL_SCALE,
-    _likelihood_marginal,
-    _likelihood_none,
-)
-from ._ordinal import ordinal_likelihood, threshold_prior
-from ._registry import ModelEntry, PriorError, make_prior, merge_priors, normal_group, register
-from ._structure import (
-    Structure,
-    centre_choice,
-    decide_agent_task,
-    decide_centring,
-    formula_design,
-    nested_terms,
-    term_information,
-)
+from ._crossed import CROSSED_PRIORS
+from ._crossed import NOMINAL_AGENT_TASK_SD
+from ._crossed import NOMINAL_SCALE
+from ._crossed import _likelihood_marginal
+from ._crossed import _likelihood_none
+from ._ordinal import ordinal_likelihood
+from ._ordinal import threshold_prior
+from ._registry import ModelEntry
+from ._registry import PriorError
+from ._registry import make_prior
+from ._registry import merge_priors
+from ._registry import normal_group
+from ._registry import register
+from ._structure import Structure
+from ._structure import centre_choice
+from ._structure import decide_agent_task
+from ._structure import decide_centring
+from ._structure import formula_design
+from ._structure import nested_terms
+from ._structure import term_information
 from ._unit_interval import unit_interval_likelihood
 
 __all__ = ["MIXED_PRIORS", "build_mixed"]

@@ -30,35 +30,33 @@ See ``models/irt_2pl/card.md`` for the priors and the reasons.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from .._base import HierbenchError, check_choice
+from .._base import HierbenchError
+from .._base import check_choice
 from .._priors import IRT_HYPERPRIORS
-from ._registry import (
-    ModelEntry,
-    count_coords,
-    count_data,
-    count_info,
-    make_prior,
-    merge_priors,
-    normal_group,
-    prepare_counts,
-    register,
-    register_hook,
-)
-from ._structure import (
-    Structure,
-    centre_choice,
-    count_design,
-    decide_clusters,
-    level_information,
-    level_spread,
-    spread_for_centring,
-)
+from ._registry import ModelEntry
+from ._registry import count_coords
+from ._registry import count_data
+from ._registry import count_info
+from ._registry import make_prior
+from ._registry import merge_priors
+from ._registry import normal_group
+from ._registry import prepare_counts
+from ._registry import register
+from ._registry import register_hook
+from ._structure import Structure
+from ._structure import centre_choice
+from ._structure import count_design
+from ._structure import decide_clusters
+from ._structure import level_information
+from ._structure import level_spread
+from ._structure import spread_for_centring
 
 __all__ = ["IRT_PRIORS", "build_irt_1pl", "build_irt_2pl"]
 

@@ -97,7 +97,8 @@ def _unpack(keys: list[str], shared: dict[str, Any], record: Any) -> tuple[str, 
 
 def _void_ptr() -> Any:
     """A numba intrinsic: the address in an integer as a ``void*``."""
-    from numba.core import cgutils, types
+    from numba.core import cgutils
+    from numba.core import types
     from numba.extending import intrinsic
 
     @intrinsic
@@ -155,7 +156,8 @@ def unusable() -> str | None:
     if not pytensor.config.numba__cache:
         return "PyTensor's numba cache is off (numba__cache=False)"
     try:
-        from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src  # noqa: F401
+        from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS  # noqa: F401
+        from pytensor.link.numba.cache import compile_numba_function_src  # noqa: F401
     except ImportError as err:
         return f"PyTensor {pytensor.__version__} has no numba source cache ({err})"
     return None

@@ -19,15 +19,20 @@ import functools
 import hashlib
 import json
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError, PartialCreditError, cluster_codes, counts
+from .._base import HierbenchError
+from .._base import PartialCreditError
+from .._base import cluster_codes
+from .._base import counts
 from ._sampling import FIT_DEFAULTS
 
 __all__ = [
@@ -368,7 +373,8 @@ def log_binom(y: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 def _binary_counts(data: xr.Dataset, name: str, model: str) -> xr.Dataset:
     """Counts of binary scores through the base layer's one counts routine; partial credit refused."""
-    from ..data import EvalDataError, to_counts
+    from ..data import EvalDataError
+    from ..data import to_counts
 
     purpose = (
         f"{model} (a binomial likelihood on success counts; for scores in [0, 1] use the "

@@ -50,7 +50,8 @@ import xarray as xr
 
 from .._base import warn_user
 from ._nutpie_build import FAILED
-from ._rankstats import elements, rank_diagnostics
+from ._rankstats import elements
+from ._rankstats import rank_diagnostics
 
 __all__ = [
     "DEFAULT_TUNE",
@@ -299,7 +300,8 @@ def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
     factor by which the draws must grow: ESS grows with the draws, R-hat's
     excess over 1 shrinks with them.
     """
-    from ._diagnostics import DEFAULT_THRESHOLDS, r_hat_limit
+    from ._diagnostics import DEFAULT_THRESHOLDS
+    from ._diagnostics import r_hat_limit
 
     x = elements(post)
     if not np.isfinite(x).all():

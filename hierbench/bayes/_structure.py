@@ -30,14 +30,16 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchWarning, cluster_codes
+from .._base import HierbenchWarning
+from .._base import cluster_codes
 
 __all__ = [
     "CENTRE_MIN_INFO",

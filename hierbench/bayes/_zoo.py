@@ -15,7 +15,8 @@ import json
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._registry import get_model, spec_to_toml
+from ._registry import get_model
+from ._registry import spec_to_toml
 
 __all__ = ["ZOO_CASES", "ZooCase", "compare_to_reference", "run_case", "summarise"]
 

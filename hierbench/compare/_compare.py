@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import (
-    CI_BOUNDS,
-    DEFAULT_PROB,
-    HierbenchError,
-    Result,
-    as_rng,
-    check_int,
-    check_interval,
-    check_prob,
-    field_alias,
-)
+from .._base import CI_BOUNDS
+from .._base import DEFAULT_PROB
+from .._base import HierbenchError
+from .._base import Result
+from .._base import as_rng
+from .._base import check_int
+from .._base import check_interval
+from .._base import check_prob
+from .._base import field_alias
 from .._docs import fill_doc
 from ..freq import wilson_interval
 

@@ -54,40 +54,43 @@ Repeated records
 
 from .._base import moved_names as _moved_names
 from ._duplicates import RepeatedRecordsWarning
-from ._formula import (
-    DEFAULT_FORMULA,
-    ConfoundedTermWarning,
-    FormulaError,
-    ModelDesign,
-    RandomTerm,
-    model_design,
-)
-from ._inspect import InspectLogWarning, read_inspect_log
-from ._large import counts_from_dask, counts_from_parquet
+from ._formula import DEFAULT_FORMULA
+from ._formula import ConfoundedTermWarning
+from ._formula import FormulaError
+from ._formula import ModelDesign
+from ._formula import RandomTerm
+from ._formula import model_design
+from ._inspect import InspectLogWarning
+from ._inspect import read_inspect_log
+from ._large import counts_from_dask
+from ._large import counts_from_parquet
 from ._pairwise import PAIR_COUNTS_SCHEMA as PAIR_COUNTS_SCHEMA  # for freq and bayes
 from ._pairwise import _pairwise_dataset as _pairwise_dataset  # for freq
-from ._pairwise import (
-    check_pairwise,
-    from_pair_counts,
-    read_battles,
-    to_pair_counts,
-    to_pairwise,
-)
+from ._pairwise import check_pairwise
+from ._pairwise import from_pair_counts
 from ._pairwise import oriented_cells as oriented_cells  # for freq
-from ._records import from_records, read_table, to_records
-from ._schema import (
-    MEASURES,
-    SCHEMA_VERSION,
-    EvalDataError,
-    InconsistentAttributeWarning,
-    check_eval_dataset,
-    score_kind,
-    to_counts,
-)
+from ._pairwise import read_battles
+from ._pairwise import to_pair_counts
+from ._pairwise import to_pairwise
+from ._records import from_records
+from ._records import read_table
+from ._records import to_records
+from ._schema import MEASURES
+from ._schema import SCHEMA_VERSION
+from ._schema import EvalDataError
+from ._schema import InconsistentAttributeWarning
 from ._schema import _not_kept_attr as _not_kept_attr  # for hierbench.testing
+from ._schema import check_eval_dataset
+from ._schema import score_kind
 from ._schema import task_minutes as task_minutes  # for the time-horizon methods; not in __all__
-from ._shared import load_metr, load_swebench_bash_only, load_tau_bench_airline, shared_data_dir
-from ._summary import NoScoredRunsWarning, read_report, summarize
+from ._schema import to_counts
+from ._shared import load_metr
+from ._shared import load_swebench_bash_only
+from ._shared import load_tau_bench_airline
+from ._shared import shared_data_dir
+from ._summary import NoScoredRunsWarning
+from ._summary import read_report
+from ._summary import summarize
 from ._values import SimilarLabelsWarning
 from ._values import _labels_from_text as _labels_from_text  # for hierbench.io (missing labels)
 from ._values import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)

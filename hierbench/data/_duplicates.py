@@ -12,13 +12,16 @@ are runs, reported by a :class:`RepeatedRecordsWarning`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from .._base import HierbenchWarning, warn_user
-from ._schema import EvalDataError, _fmt_list
+from .._base import HierbenchWarning
+from .._base import warn_user
+from ._schema import EvalDataError
+from ._schema import _fmt_list
 
 __all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason"]
 

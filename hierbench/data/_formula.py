@@ -33,20 +33,20 @@ is kept and reported by a :class:`ConfoundedTermWarning`.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import (
-    HierbenchError,
-    HierbenchWarning,
-    check_choice,
-    counts,
-    warn_user,
-)
+from .._base import HierbenchError
+from .._base import HierbenchWarning
+from .._base import check_choice
+from .._base import counts
+from .._base import warn_user
 
 __all__ = [
     "DEFAULT_FORMULA",

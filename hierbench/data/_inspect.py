@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -17,9 +19,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import HierbenchWarning, warn_user
+from .._base import HierbenchWarning
+from .._base import warn_user
 from ._records import from_records
-from ._schema import EvalDataError, _fmt_list, _not_kept_attr, check_option
+from ._schema import EvalDataError
+from ._schema import _fmt_list
+from ._schema import _not_kept_attr
+from ._schema import check_option
 
 __all__ = ["InspectLogWarning", "read_inspect_log"]
 

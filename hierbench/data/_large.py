@@ -17,34 +17,34 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from ._duplicates import copies_reason
-from ._records import DuplicatePolicy, _hive_keys, _row_keys
-from ._schema import (
-    SCHEMA_VERSION,
-    EvalDataError,
-    _fmt_list,
-    _not_kept_attr,
-    check_option,
-    missing_columns_error,
-)
-from ._values import (
-    ERROR_FALSE,
-    ERROR_MISSING,
-    ERROR_TRUE,
-    NA_TEXT,
-    _label,
-    error_codes,
-    error_mapping,
-    is_missing,
-    label_kinds,
-    numbers,
-)
+from ._records import DuplicatePolicy
+from ._records import _hive_keys
+from ._records import _row_keys
+from ._schema import SCHEMA_VERSION
+from ._schema import EvalDataError
+from ._schema import _fmt_list
+from ._schema import _not_kept_attr
+from ._schema import check_option
+from ._schema import missing_columns_error
+from ._values import ERROR_FALSE
+from ._values import ERROR_MISSING
+from ._values import ERROR_TRUE
+from ._values import NA_TEXT
+from ._values import _label
+from ._values import error_codes
+from ._values import error_mapping
+from ._values import is_missing
+from ._values import label_kinds
+from ._values import numbers
 
 if TYPE_CHECKING:  # pragma: no cover
     import dask.dataframe as dd

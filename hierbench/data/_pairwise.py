@@ -34,8 +34,12 @@ import xarray as xr
 
 from .._base import renamed_kwargs
 from ._records import read_table
-from ._schema import EvalDataError, _fmt_list, check_eval_dataset
-from ._values import _label, id_labels, label_kinds
+from ._schema import EvalDataError
+from ._schema import _fmt_list
+from ._schema import check_eval_dataset
+from ._values import _label
+from ._values import id_labels
+from ._values import label_kinds
 
 __all__ = [
     "check_pairwise",

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,25 +25,28 @@ import pandas as pd
 import xarray as xr
 
 from .._base import warn_user
-from ._duplicates import _row_keys, apply_duplicates
-from ._schema import (
-    MEASURES,
-    REPORT_KEYS,
-    RESERVED,
-    SCHEMA_VERSION,
-    EvalDataError,
-    InconsistentAttributeWarning,
-    _bad_measure,
-    _fmt_list,
-    _not_kept_attr,
-    check_eval_dataset,
-    check_option,
-    missing_columns_error,
-    score_kind,
-)
+from ._duplicates import _row_keys
+from ._duplicates import apply_duplicates
+from ._schema import MEASURES
+from ._schema import REPORT_KEYS
+from ._schema import RESERVED
+from ._schema import SCHEMA_VERSION
+from ._schema import EvalDataError
+from ._schema import InconsistentAttributeWarning
+from ._schema import _bad_measure
+from ._schema import _fmt_list
+from ._schema import _not_kept_attr
+from ._schema import check_eval_dataset
+from ._schema import check_option
+from ._schema import missing_columns_error
+from ._schema import score_kind
 from ._table import _hive_keys as _hive_keys  # for _large
 from ._table import read_table
-from ._values import canonical_ints, error_flags, id_labels, numbers, warn_similar_labels
+from ._values import canonical_ints
+from ._values import error_flags
+from ._values import id_labels
+from ._values import numbers
+from ._values import warn_similar_labels
 
 __all__ = ["from_records", "read_table", "to_records"]
 

@@ -60,14 +60,12 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from .._base import (
-    HierbenchError,
-    HierbenchWarning,
-    check_choice,
-    counts,
-    is_binary,
-    renamed_kwargs,
-)
+from .._base import HierbenchError
+from .._base import HierbenchWarning
+from .._base import check_choice
+from .._base import counts
+from .._base import is_binary
+from .._base import renamed_kwargs
 
 __all__ = [
     "MEASURES",

@@ -7,8 +7,10 @@ import json
 import numpy as np
 import xarray as xr
 
-from .._base import UndefinedWarning, warn_user
-from ._schema import check_eval_dataset, score_kind
+from .._base import UndefinedWarning
+from .._base import warn_user
+from ._schema import check_eval_dataset
+from ._schema import score_kind
 from ._values import is_missing
 
 __all__ = ["NoScoredRunsWarning", "read_report", "summarize"]

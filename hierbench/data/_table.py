@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._schema import EvalDataError, _fmt_list
+from ._schema import EvalDataError
+from ._schema import _fmt_list
 
 __all__ = ["read_table"]
 

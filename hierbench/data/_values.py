@@ -43,8 +43,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .._base import HierbenchWarning, warn_user
-from ._schema import EvalDataError, _fmt_list
+from .._base import HierbenchWarning
+from .._base import warn_user
+from ._schema import EvalDataError
+from ._schema import _fmt_list
 
 __all__ = ["ERROR_FALSE", "ERROR_MISSING", "ERROR_TRUE", "NA_TEXT", "SimilarLabelsWarning"]
 

@@ -24,25 +24,33 @@ errors); :func:`simulate_irt_log` makes logs with one skill or several.
 This subpackage imports numpy, scipy and xarray only.
 """
 
-from ._adaptive import AdaptiveResult, adaptive
-from ._anchors import AnchorSet, anchors
+from ._adaptive import AdaptiveResult
+from ._adaptive import adaptive
+from ._anchors import AnchorSet
+from ._anchors import anchors
 from ._assisted import AssistedResult
-from ._bayes import CohortPosteriorResult, cohort_posterior
-from ._estimate import assisted_adaptive, assisted_mean
-from ._loo import loo_study, loo_summary
-from ._misfit import MisfitCalibration, calibrate_misfit
-from ._plan import (
-    BudgetIntervalResult,
-    BudgetPlan,
-    BudgetWarning,
-    budget_interval,
-    plan_joint,
-    plan_uniform,
-)
-from ._replay import bank_from_eval, replay, simulate_stratified_bank
+from ._bayes import CohortPosteriorResult
+from ._bayes import cohort_posterior
+from ._estimate import assisted_adaptive
+from ._estimate import assisted_mean
+from ._loo import loo_study
+from ._loo import loo_summary
+from ._misfit import MisfitCalibration
+from ._misfit import calibrate_misfit
+from ._plan import BudgetIntervalResult
+from ._plan import BudgetPlan
+from ._plan import BudgetWarning
+from ._plan import budget_interval
+from ._plan import plan_joint
+from ._plan import plan_uniform
+from ._replay import bank_from_eval
+from ._replay import replay
+from ._replay import simulate_stratified_bank
 from ._simulate import simulate_irt_log
-from ._subset import SubsetPlan, plan_subset
-from ._working import WorkingModel, choose_working_model
+from ._subset import SubsetPlan
+from ._subset import plan_subset
+from ._working import WorkingModel
+from ._working import choose_working_model
 
 __all__ = [
     "AdaptiveResult",

@@ -16,27 +16,35 @@ This module imports numpy, scipy and xarray only.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    Result,
-    as_rng,
-    check_choice,
-    check_int,
-    check_prob,
-)
+from .._base import DEFAULT_PROB
+from .._base import HierbenchError
+from .._base import Result
+from .._base import as_rng
+from .._base import check_choice
+from .._base import check_int
+from .._base import check_prob
 from .._docs import fill_doc
-from ..freq import IRTBank, IRTScoreResult, irt_score
-from ._misfit import MisfitCalibration, _add_misfit, _check_misfit
-from ._posterior import _check_bank, _Posterior, _Replay
+from ..freq import IRTBank
+from ..freq import IRTScoreResult
+from ..freq import irt_score
+from ._misfit import MisfitCalibration
+from ._misfit import _add_misfit
+from ._misfit import _check_misfit
+from ._posterior import _check_bank
+from ._posterior import _Posterior
+from ._posterior import _Replay
 
 __all__ = ["AdaptiveResult", "adaptive"]
 

@@ -13,7 +13,9 @@ from scipy.cluster.vq import kmeans2
 from scipy.special import expit
 from scipy.stats import norm
 
-from .._base import as_rng, check_choice, check_int
+from .._base import as_rng
+from .._base import check_choice
+from .._base import check_int
 from ..freq import IRTBank
 from ._posterior import _check_bank
 

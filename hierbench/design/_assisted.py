@@ -75,17 +75,24 @@ This module imports numpy, scipy and xarray only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
-from scipy.stats import binom, norm
+from scipy.stats import binom
+from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from .._base import HierbenchError, Result, make_interval
-from ..freq import IRTBank, irt_score
+from .._base import HierbenchError
+from .._base import Result
+from .._base import make_interval
+from ..freq import IRTBank
+from ..freq import irt_score
 from ._posterior import _Posterior
 
 __all__ = ["AssistedResult"]

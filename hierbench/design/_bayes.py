@@ -24,7 +24,10 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import DEFAULT_PROB, Result, check_prob, field_alias
+from .._base import DEFAULT_PROB
+from .._base import Result
+from .._base import check_prob
+from .._base import field_alias
 from . import _kernels as K
 from ._plan import _Cohorts
 

@@ -14,32 +14,36 @@ This module imports numpy, scipy and xarray only.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .._base import DEFAULT_PROB, HierbenchError, check_int, check_prob, counts
+from .._base import DEFAULT_PROB
+from .._base import HierbenchError
+from .._base import check_int
+from .._base import check_prob
+from .._base import counts
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import IRTBank
-from ._assisted import (
-    AssistedResult,
-    _AgentOut,
-    _BankWorking,
-    _FixedWorking,
-    _Record,
-    agent_out,
-    assemble,
-    classical,
-    draw_probs,
-    model_score,
-    run_outcome,
-    term_variance,
-)
-from ._subset import SubsetPlan, prior_predictive
+from ._assisted import AssistedResult
+from ._assisted import _AgentOut
+from ._assisted import _BankWorking
+from ._assisted import _FixedWorking
+from ._assisted import _Record
+from ._assisted import agent_out
+from ._assisted import assemble
+from ._assisted import classical
+from ._assisted import draw_probs
+from ._assisted import model_score
+from ._assisted import run_outcome
+from ._assisted import term_variance
+from ._subset import SubsetPlan
+from ._subset import prior_predictive
 from ._working import WorkingModel
 
 __all__ = ["assisted_adaptive", "assisted_mean"]

@@ -10,7 +10,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import gammaln, ndtr, ndtri, xlogy
+from scipy.special import gammaln
+from scipy.special import ndtr
+from scipy.special import ndtri
+from scipy.special import xlogy
 
 from .._numerics import wilson_bounds
 

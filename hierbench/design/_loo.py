@@ -46,32 +46,41 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 
-from .._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    as_rng,
-    check_choice,
-    check_int,
-    check_prob,
-    counts,
-    make_interval,
-)
+from .._base import DEFAULT_PROB
+from .._base import HierbenchError
+from .._base import as_rng
+from .._base import check_choice
+from .._base import check_int
+from .._base import check_prob
+from .._base import counts
+from .._base import make_interval
 from .._docs import fill_doc
 from .._parallel import map_seeded
-from ..freq import IRTBank, fit_irt_ml, irt_score
+from ..freq import IRTBank
+from ..freq import fit_irt_ml
+from ..freq import irt_score
 from ._adaptive import adaptive
 from ._anchors import anchors
-from ._assisted import classical, des_raj, misfit_test, t_bounds
-from ._estimate import _adaptive_agent, _Source, _Spec
-from ._misfit import _add_misfit, calibrate_misfit
+from ._assisted import classical
+from ._assisted import des_raj
+from ._assisted import misfit_test
+from ._assisted import t_bounds
+from ._estimate import _adaptive_agent
+from ._estimate import _Source
+from ._estimate import _Spec
+from ._misfit import _add_misfit
+from ._misfit import calibrate_misfit
 from ._plan import uniform_bounds
 from ._posterior import _check_complete
-from ._working import CANDIDATES, WorkingModel, choose_working_model
+from ._working import CANDIDATES
+from ._working import WorkingModel
+from ._working import choose_working_model
 
 __all__ = ["loo_study", "loo_summary"]
 

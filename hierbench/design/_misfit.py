@@ -43,27 +43,31 @@ import dataclasses
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any
+from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    Result,
-    ZeroWidthIntervalWarning,
-    as_rng,
-    check_choice,
-    check_int,
-    check_prob,
-    counts,
-    make_interval,
-)
+from .._base import DEFAULT_PROB
+from .._base import HierbenchError
+from .._base import Result
+from .._base import ZeroWidthIntervalWarning
+from .._base import as_rng
+from .._base import check_choice
+from .._base import check_int
+from .._base import check_prob
+from .._base import counts
+from .._base import make_interval
 from .._docs import fill_doc
-from ..freq import IRTBank, IRTScoreResult, fit_irt_ml
-from ._posterior import _check_complete, _Posterior, _Replay
+from ..freq import IRTBank
+from ..freq import IRTScoreResult
+from ..freq import fit_irt_ml
+from ._posterior import _check_complete
+from ._posterior import _Posterior
+from ._posterior import _Replay
 
 __all__ = ["MisfitCalibration", "calibrate_misfit"]
 

@@ -58,21 +58,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 
-from .._base import (
-    DEFAULT_PROB,
-    HierbenchWarning,
-    Result,
-    as_rng,
-    check_prob,
-    field_alias,
-    make_interval,
-    warn_user,
-)
+from .._base import DEFAULT_PROB
+from .._base import HierbenchWarning
+from .._base import Result
+from .._base import as_rng
+from .._base import check_prob
+from .._base import field_alias
+from .._base import make_interval
+from .._base import warn_user
 from .._docs import fill_doc
 from . import _kernels as K
 

@@ -16,10 +16,13 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from scipy.special import expit, ndtr
+from scipy.special import expit
+from scipy.special import ndtr
 
-from .._base import HierbenchError, counts
-from ..freq import IRTBank, cell_loglik
+from .._base import HierbenchError
+from .._base import counts
+from ..freq import IRTBank
+from ..freq import cell_loglik
 
 #: relative weight below which a (draw, ability) row is dropped from the adaptive computations
 _PRUNE = 1e-10

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, as_rng, check_prob, make_interval
+from .._base import DEFAULT_PROB
+from .._base import as_rng
+from .._base import check_prob
+from .._base import make_interval
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from . import _kernels as K
 from ._bayes import _posterior_kernel
-from ._plan import joint_bounds, uniform_bounds
+from ._plan import joint_bounds
+from ._plan import uniform_bounds
 
 __all__ = ["DESIGNS", "bank_from_eval", "replay", "simulate_stratified_bank"]
 

@@ -6,7 +6,8 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._base import as_rng, check_int
+from .._base import as_rng
+from .._base import check_int
 from .._docs import fill_doc
 from ..freq import IRTBank
 

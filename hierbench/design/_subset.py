@@ -32,13 +32,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._base import HierbenchError, as_rng, check_choice, check_int
+from .._base import HierbenchError
+from .._base import as_rng
+from .._base import check_choice
+from .._base import check_int
 from .._docs import fill_doc
 from ..freq import IRTBank
 

@@ -20,20 +20,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .._base import HierbenchError, as_rng, check_choice, check_int, counts
+from .._base import HierbenchError
+from .._base import as_rng
+from .._base import check_choice
+from .._base import check_int
+from .._base import counts
 from .._docs import fill_doc
-from ..freq import IRTBank, fit_irt_ml
+from ..freq import IRTBank
+from ..freq import fit_irt_ml
 from ._assisted import draw_probs
 
 if TYPE_CHECKING:
     import pandas as pd
-from ._posterior import _check_complete, _Posterior
+from ._posterior import _check_complete
+from ._posterior import _Posterior
 
 __all__ = ["WorkingModel", "choose_working_model"]
 

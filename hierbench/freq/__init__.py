@@ -22,7 +22,15 @@ live in ``_kernels``; input helpers in ``_inputs``.
 from .._base import moved_names as _moved_names
 
 # each wing owns its public names (its __all__); this namespace is their union
-from . import _glmm, _horizon, _irt, _judges, _pairwise, _profiles, _rates, _resampling, _variance
+from . import _glmm
+from . import _horizon
+from . import _irt
+from . import _judges
+from . import _pairwise
+from . import _profiles
+from . import _rates
+from . import _resampling
+from . import _variance
 from ._glmm import *  # noqa: F403
 from ._horizon import *  # noqa: F403
 from ._irt import *  # noqa: F403

@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchError, as_rng, cluster_codes
+from .._base import HierbenchError
+from .._base import as_rng
+from .._base import cluster_codes
 
 __all__ = ["agent_task_means", "data_variable", "numeric_values", "score_array", "task_resampling"]
 

@@ -22,9 +22,12 @@ from typing import Literal
 
 import numpy as np
 from scipy import stats
-from scipy.special import ndtr, ndtri
+from scipy.special import ndtr
+from scipy.special import ndtri
 
-from .._base import SmallSampleWarning, as_rng, warn_user
+from .._base import SmallSampleWarning
+from .._base import as_rng
+from .._base import warn_user
 from .._docs import fill_doc
 
 __all__ = ["cr2_mean_se", "normal_z", "ratio", "task_weights", "weight_blocks"]

@@ -15,44 +15,45 @@ short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 """
 
 from .._base import ExtrapolatedHorizonWarning  # raised by doubling_time, as by hierbench.freq's
-from ._common import UndefinedMetricWarning, posterior_interval, posterior_summary
+from ._common import UndefinedMetricWarning
+from ._common import posterior_interval
+from ._common import posterior_summary
 from ._crossed import _mean_observed_draws as _mean_observed_draws  # for hierbench.bayes
 from ._crossed import (
     crossed_pass_k as crossed_pass_k,  # for the demo; metrics.pass_hat_k dispatches to it
 )
 from ._crossed import crossed_variance_components
-from ._effects import (
-    PosteriorAgentVarianceResult,
-    PosteriorEffectsResult,
-    PosteriorMeanResponseResult,
-    agent_variance,
-    average_marginal_effects,
-    graded_pass_hat_k,
-    mean_response,
-    mixed_pass_hat_k,
-)
-from ._gtheory import bayes_d_study, bayes_variance_components
-from ._horizon import (
-    PosteriorDoublingTimeResult,
-    PosteriorHorizonResult,
-    doubling_time,
-    time_horizon,
-)
+from ._effects import PosteriorAgentVarianceResult
+from ._effects import PosteriorEffectsResult
+from ._effects import PosteriorMeanResponseResult
+from ._effects import agent_variance
+from ._effects import average_marginal_effects
+from ._effects import graded_pass_hat_k
+from ._effects import mean_response
+from ._effects import mixed_pass_hat_k
+from ._gtheory import bayes_d_study
+from ._gtheory import bayes_variance_components
+from ._horizon import PosteriorDoublingTimeResult
+from ._horizon import PosteriorHorizonResult
+from ._horizon import doubling_time
+from ._horizon import time_horizon
 from ._mixed import MixedDraws as MixedDraws  # for hierbench.bayes (formula models)
 from ._mixed import mixed_draws as mixed_draws
 from ._mixed import ordinal_probs as ordinal_probs
 from ._mixed import row_predictor as row_predictor
 from ._mixed import task_codes as task_codes
-from ._passk import beta_moments, pass_at_k, pass_hat_k
-from ._ranking import head_to_head, prob_superiority, rank_probabilities
-from ._results import (
-    HeadToHeadResult,
-    PosteriorPassKResult,
-    PosteriorSummaryResult,
-    ProbSuperiorityResult,
-    RankProbabilityResult,
-    VarianceComponentDrawsResult,
-)
+from ._passk import beta_moments
+from ._passk import pass_at_k
+from ._passk import pass_hat_k
+from ._ranking import head_to_head
+from ._ranking import prob_superiority
+from ._ranking import rank_probabilities
+from ._results import HeadToHeadResult
+from ._results import PosteriorPassKResult
+from ._results import PosteriorSummaryResult
+from ._results import ProbSuperiorityResult
+from ._results import RankProbabilityResult
+from ._results import VarianceComponentDrawsResult
 
 __all__ = [
     "ExtrapolatedHorizonWarning",

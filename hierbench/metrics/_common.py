@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 
-from .._base import (
-    DEFAULT_PROB,
-    UndefinedMetricWarning,
-    check_choice,
-    check_int,
-    check_prob,
-    make_interval,
-)
+from .._base import DEFAULT_PROB
+from .._base import UndefinedMetricWarning
+from .._base import check_choice
+from .._base import check_int
+from .._base import check_prob
+from .._base import make_interval
 from .._numerics import wilson_bounds
 
 if TYPE_CHECKING:
-    from ._results import PosteriorPassKResult, PosteriorSummaryResult
+    from ._results import PosteriorPassKResult
+    from ._results import PosteriorSummaryResult
 
 __all__ = [
     "UndefinedMetricWarning",

@@ -27,24 +27,24 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._base import (
-    DEFAULT_PROB,
-    UndefinedWarning,
-    as_rng,
-    check_choice,
-    check_prob,
-    warn_user,
-)
-from .._numerics import NEWTON_STEPS, gauss_hermite, node_terms, population_nodes
-from ._common import (
-    check_k,
-    min_runs_per_k,
-    observed_only,
-    pass_attrs,
-    pass_result,
-    posterior_interval,
-)
-from ._results import PosteriorPassKResult, VarianceComponentDrawsResult
+from .._base import DEFAULT_PROB
+from .._base import UndefinedWarning
+from .._base import as_rng
+from .._base import check_choice
+from .._base import check_prob
+from .._base import warn_user
+from .._numerics import NEWTON_STEPS
+from .._numerics import gauss_hermite
+from .._numerics import node_terms
+from .._numerics import population_nodes
+from ._common import check_k
+from ._common import min_runs_per_k
+from ._common import observed_only
+from ._common import pass_attrs
+from ._common import pass_result
+from ._common import posterior_interval
+from ._results import PosteriorPassKResult
+from ._results import VarianceComponentDrawsResult
 
 __all__ = [
     "UnidentifiedWarning",

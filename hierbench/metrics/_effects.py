@@ -22,24 +22,27 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._base import DEFAULT_PROB, DrawsResult, HierbenchError, check_prob
+from .._base import DEFAULT_PROB
+from .._base import DrawsResult
+from .._base import HierbenchError
+from .._base import check_prob
 from .._docs import fill_doc
 from .._numerics import population_nodes
-from ._common import check_k, posterior_interval
-from ._mixed import (
-    as_design,
-    expected_outcome,
-    integrated_sd,
-    mixed_draws,
-    population_mean,
-    row_predictor,
-)
+from ._common import check_k
+from ._common import posterior_interval
+from ._mixed import as_design
+from ._mixed import expected_outcome
+from ._mixed import integrated_sd
+from ._mixed import mixed_draws
+from ._mixed import population_mean
+from ._mixed import row_predictor
 from ._results import PosteriorPassKResult
 
 #: draws x rows (x nodes) per chunk of the observed-task means

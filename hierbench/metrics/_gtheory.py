@@ -25,7 +25,9 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from .._base import DEFAULT_PROB, check_prob, make_interval
+from .._base import DEFAULT_PROB
+from .._base import check_prob
+from .._base import make_interval
 from .._numerics import gauss_hermite
 
 __all__ = ["bayes_d_study", "bayes_variance_components"]

@@ -19,26 +19,31 @@ draw; the doubling time is ``ln 2 / slope``.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .._base import (
-    DEFAULT_PROB,
-    DrawsResult,
-    HierbenchError,
-    UndefinedWarning,
-    check_prob,
-    make_interval,
-    settle_trend,
-    warn_user,
-)
+from .._base import DEFAULT_PROB
+from .._base import DrawsResult
+from .._base import HierbenchError
+from .._base import UndefinedWarning
+from .._base import check_prob
+from .._base import make_interval
+from .._base import settle_trend
+from .._base import warn_user
 from .._docs import fill_doc
-from .._numerics import ols_slopes, trend_points
-from ._mixed import as_design, integrated_sd, mixed_draws, population_mean, row_predictor
+from .._numerics import ols_slopes
+from .._numerics import trend_points
+from ._mixed import as_design
+from ._mixed import integrated_sd
+from ._mixed import mixed_draws
+from ._mixed import population_mean
+from ._mixed import row_predictor
 
 __all__ = ["PosteriorDoublingTimeResult", "PosteriorHorizonResult", "doubling_time", "time_horizon"]
 

@@ -25,7 +25,8 @@ import xarray as xr
 from scipy.special import expit
 
 from .._base import HierbenchError
-from .._numerics import logit_normal_expectation, population_nodes
+from .._numerics import logit_normal_expectation
+from .._numerics import population_nodes
 
 __all__ = [
     "MixedDraws",

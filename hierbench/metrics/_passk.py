@@ -23,15 +23,16 @@ import numpy as np
 import xarray as xr
 from scipy.special import betaln
 
-from .._base import DEFAULT_PROB, as_rng, check_prob, warn_user
-from ._common import (
-    UndefinedMetricWarning,
-    check_k,
-    min_runs_per_k,
-    observed_only,
-    pass_attrs,
-    pass_result,
-)
+from .._base import DEFAULT_PROB
+from .._base import as_rng
+from .._base import check_prob
+from .._base import warn_user
+from ._common import UndefinedMetricWarning
+from ._common import check_k
+from ._common import min_runs_per_k
+from ._common import observed_only
+from ._common import pass_attrs
+from ._common import pass_result
 from ._results import PosteriorPassKResult
 
 __all__ = ["beta_moments", "pass_at_k", "pass_hat_k"]

@@ -7,9 +7,16 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from .._base import DEFAULT_PROB, check_choice, check_prob, renamed_kwargs
-from ._common import get_draws, mc_interval, posterior_interval
-from ._results import HeadToHeadResult, ProbSuperiorityResult, RankProbabilityResult
+from .._base import DEFAULT_PROB
+from .._base import check_choice
+from .._base import check_prob
+from .._base import renamed_kwargs
+from ._common import get_draws
+from ._common import mc_interval
+from ._common import posterior_interval
+from ._results import HeadToHeadResult
+from ._results import ProbSuperiorityResult
+from ._results import RankProbabilityResult
 
 __all__ = ["head_to_head", "prob_superiority", "rank_probabilities"]
 

@@ -16,13 +16,18 @@ arithmetic and ``res.values`` through its ``estimate``.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 
-from .._base import Result, field_alias, interval_label, warn_user
+from .._base import Result
+from .._base import field_alias
+from .._base import interval_label
+from .._base import warn_user
 
 __all__ = [
     "HeadToHeadResult",

@@ -9,21 +9,28 @@ are the pair comparisons the report, the CLI and the demo all print;
 evaluation.
 """
 
-from ._build import SECTIONS, ReportSectionWarning, build
+from ._build import SECTIONS
+from ._build import ReportSectionWarning
+from ._build import build
 from ._dstudy import plot_d_study
-from ._figures import heatmap, interval_forest, passk_curves, ppc_plot, variance_plot
-from ._match import FitDataMismatchError, check_fit_data
-from ._pairs import (
-    MATRIX_ABOVE,
-    differ_column,
-    marks_legend,
-    pair_frame,
-    pair_matrix,
-    pair_sentence,
-    pair_text,
-    settings_text,
-)
-from ._report import Report, as_table, markdown_table
+from ._figures import heatmap
+from ._figures import interval_forest
+from ._figures import passk_curves
+from ._figures import ppc_plot
+from ._figures import variance_plot
+from ._match import FitDataMismatchError
+from ._match import check_fit_data
+from ._pairs import MATRIX_ABOVE
+from ._pairs import differ_column
+from ._pairs import marks_legend
+from ._pairs import pair_frame
+from ._pairs import pair_matrix
+from ._pairs import pair_sentence
+from ._pairs import pair_text
+from ._pairs import settings_text
+from ._report import Report
+from ._report import as_table
+from ._report import markdown_table
 
 __all__ = [
     "MATRIX_ABOVE",

@@ -10,28 +10,36 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 import xarray as xr
 
-from .._base import DEFAULT_PROB, OUTSIDE_PACKAGE, Progress, check_prob
-from ._context import _TITLES, SECTIONS, ReportSectionWarning, _Context, _Skip
+from .._base import DEFAULT_PROB
+from .._base import OUTSIDE_PACKAGE
+from .._base import Progress
+from .._base import check_prob
+from ._context import _TITLES
+from ._context import SECTIONS
+from ._context import ReportSectionWarning
+from ._context import _Context
+from ._context import _Skip
 from ._convergence import _sec_convergence
-from ._match import check_fit_data, check_result_data
+from ._match import check_fit_data
+from ._match import check_result_data
 from ._passk import _sec_passk
 from ._report import Report
 from ._sec_pairs import _sec_pairwise
-from ._sections import (
-    _sec_abilities,
-    _sec_checklist,
-    _sec_data,
-    _sec_ppc,
-    _sec_ranks,
-    _sec_side,
-)
-from ._subset import _sec_subset, check_subset
+from ._sections import _sec_abilities
+from ._sections import _sec_checklist
+from ._sections import _sec_data
+from ._sections import _sec_ppc
+from ._sections import _sec_ranks
+from ._sections import _sec_side
+from ._subset import _sec_subset
+from ._subset import check_subset
 from ._variance import _sec_variance
 
 __all__ = ["SECTIONS", "ReportSectionWarning", "build"]

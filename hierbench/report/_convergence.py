@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._context import _TITLES, _Context, _Skip
+from ._context import _TITLES
+from ._context import _Context
+from ._context import _Skip
 from ._report import Report
 
 

@@ -88,7 +88,8 @@ def plot_d_study(
     ax.set_xscale("log")
     # the planned sizes themselves as the ticks, in plain numbers; no minor labels
     # (on a short log axis they collide: "2x10^0 3x10^0 4x10^0")
-    from matplotlib.ticker import NullFormatter, NullLocator
+    from matplotlib.ticker import NullFormatter
+    from matplotlib.ticker import NullLocator
 
     xs = sorted({float(v) for v in da[x].values})
     ax.set_xticks(xs, [f"{v:g}" for v in xs])

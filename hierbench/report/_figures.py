@@ -7,7 +7,8 @@ Each function returns a matplotlib Figure (or an arviz-plots PlotCollection).
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -20,7 +20,9 @@ import warnings
 import pandas as pd
 import xarray as xr
 
-from ._context import _TITLES, _Context, _Skip
+from ._context import _TITLES
+from ._context import _Context
+from ._context import _Skip
 from ._report import Report
 
 __all__: list[str] = []

@@ -7,9 +7,13 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-from ._context import _TITLES, _Context, _label, _Skip
+from ._context import _TITLES
+from ._context import _Context
+from ._context import _label
+from ._context import _Skip
 from ._report import Report
-from ._sections import _mixed_note, _no_level
+from ._sections import _mixed_note
+from ._sections import _no_level
 
 
 def _compare(ctx: _Context):
@@ -48,14 +52,12 @@ def _bayes_heatmap(ctx: _Context):
 
 def _pair_texts(cmp, alpha: float) -> tuple[list[str], object, object]:
     """The sentence, the full table and (with many agents) the compact matrix of the paired tests."""
-    from ._pairs import (
-        MATRIX_ABOVE,
-        marks_legend,
-        pair_frame,
-        pair_matrix,
-        pair_sentence,
-        settings_text,
-    )
+    from ._pairs import MATRIX_ABOVE
+    from ._pairs import marks_legend
+    from ._pairs import pair_frame
+    from ._pairs import pair_matrix
+    from ._pairs import pair_sentence
+    from ._pairs import settings_text
 
     full = pair_frame(cmp, alpha=alpha)
     text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}."]

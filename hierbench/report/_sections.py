@@ -8,8 +8,12 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._context import _TITLES, _Context, _label, _Skip
-from ._report import Report, as_table
+from ._context import _TITLES
+from ._context import _Context
+from ._context import _label
+from ._context import _Skip
+from ._report import Report
+from ._report import as_table
 
 
 def _file_name(source: object) -> str:
@@ -46,7 +50,8 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
             )
             return
         raise _Skip("no data given")
-    from ..data import read_report, summarize
+    from ..data import read_report
+    from ..data import summarize
 
     d = read_report(ctx.data)
     s = summarize(ctx.data).to_dataframe()
@@ -553,7 +558,8 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
 
 
 def _versions(fit: xr.DataTree | None) -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version
 
     out = {"python": platform.python_version()}
     for pkg in (

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from .._base import interval_label
-from ._context import _TITLES, _Context
+from ._context import _TITLES
+from ._context import _Context
 from ._report import Report
 
 __all__ = ["FLAG_TEXT", "MODEL_COLUMN", "check_subset", "subset_frame"]

@@ -18,8 +18,11 @@ from pathlib import Path
 import arviz_stats as azs
 import numpy as np
 
-from hierbench.bayes import build_bradley_terry, fit, read_spec
-from hierbench.data import read_battles, shared_data_dir
+from hierbench.bayes import build_bradley_terry
+from hierbench.bayes import fit
+from hierbench.bayes import read_spec
+from hierbench.data import read_battles
+from hierbench.data import shared_data_dir
 
 HERE = Path(__file__).resolve().parent
 VARS = ("ability", "elo", "sd_ability", "nu")

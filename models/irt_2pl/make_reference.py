@@ -23,7 +23,10 @@ import numpy as np
 import xarray as xr
 from scipy import stats
 
-from hierbench.bayes import build_irt_2pl, fit, get_model, spec_to_toml
+from hierbench.bayes import build_irt_2pl
+from hierbench.bayes import fit
+from hierbench.bayes import get_model
+from hierbench.bayes import spec_to_toml
 from hierbench.data import load_swebench_bash_only
 from hierbench.freq import fit_irt_ml
 

@@ -17,27 +17,29 @@ import xarray as xr
 import hierbench as hb
 from hierbench import freq
 from hierbench.compare import side_by_side
-from hierbench.data import (
-    from_records,
-    load_metr,
-    load_swebench_bash_only,
-    load_tau_bench_airline,
-    read_battles,
-    shared_data_dir,
-    summarize,
-    to_counts,
-    to_pair_counts,
-)
-from hierbench.design import adaptive, anchors, bank_from_eval, replay, simulate_stratified_bank
-from hierbench.io import load_fit, save_dataset, save_fit
-from hierbench.metrics import (
-    head_to_head,
-    pass_hat_k,
-    posterior_interval,
-    posterior_summary,
-    prob_superiority,
-    rank_probabilities,
-)
+from hierbench.data import from_records
+from hierbench.data import load_metr
+from hierbench.data import load_swebench_bash_only
+from hierbench.data import load_tau_bench_airline
+from hierbench.data import read_battles
+from hierbench.data import shared_data_dir
+from hierbench.data import summarize
+from hierbench.data import to_counts
+from hierbench.data import to_pair_counts
+from hierbench.design import adaptive
+from hierbench.design import anchors
+from hierbench.design import bank_from_eval
+from hierbench.design import replay
+from hierbench.design import simulate_stratified_bank
+from hierbench.io import load_fit
+from hierbench.io import save_dataset
+from hierbench.io import save_fit
+from hierbench.metrics import head_to_head
+from hierbench.metrics import pass_hat_k
+from hierbench.metrics import posterior_interval
+from hierbench.metrics import posterior_summary
+from hierbench.metrics import prob_superiority
+from hierbench.metrics import rank_probabilities
 from hierbench.testing import simulate_eval
 
 

@@ -43,37 +43,41 @@ random effects jointly).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from typing import Any
+from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 from scipy.special import gammaln
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    HierbenchWarning,
-    as_rng,
-    check_choice,
-    check_int,
-    check_prob,
-    counts,
-    make_interval,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import HierbenchWarning
+from ..._base import as_rng
+from ..._base import check_choice
+from ..._base import check_int
+from ..._base import check_prob
+from ..._base import counts
+from ..._base import make_interval
+from ..._base import warn_user
 from ..._numerics import gauss_hermite
-from ...data import ModelDesign, model_design
+from ...data import ModelDesign
+from ...data import model_design
 from .._kernels import normal_z
-from ._mixed import MixedMLResult, ScalesFit, fit_design
-from ._optim import maximise, profile_interval
+from ._mixed import MixedMLResult
+from ._mixed import ScalesFit
+from ._mixed import fit_design
+from ._optim import maximise
+from ._optim import profile_interval
 from ._quadrature import task_pass
-from ._warnings import (
-    BoundaryEstimateWarning,
-    IgnoredClusterWarning,
-    MLConvergenceWarning,
-    SeparatedAgentWarning,
-)
+from ._warnings import BoundaryEstimateWarning
+from ._warnings import IgnoredClusterWarning
+from ._warnings import MLConvergenceWarning
+from ._warnings import SeparatedAgentWarning
 
 __all__ = [
     "BoundaryEstimateWarning",

@@ -39,29 +39,31 @@ the effect rests on a random term with few levels (``FewLevelsWarning``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any
+from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 from scipy import stats
 from scipy.special import expit
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    Result,
-    check_choice,
-    check_prob,
-    make_interval,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import Result
+from ..._base import check_choice
+from ..._base import check_prob
+from ..._base import make_interval
+from ..._base import warn_user
 from ..._docs import fill_doc
 from ..._numerics import logit_normal_expectation
 from .._kernels import normal_z
 from ._families import thresholds_of
 from ._mixed import MixedMLResult
-from ._smallsample import containment_df, restricted_fit
-from ._warnings import FewLevelsWarning, MLConvergenceWarning
+from ._smallsample import containment_df
+from ._smallsample import restricted_fit
+from ._warnings import FewLevelsWarning
+from ._warnings import MLConvergenceWarning
 
 #: An agent-level random term with fewer levels than this makes an ML delta-method interval of
 #: an agent-level effect run short: it treats the term's variance as known, and maximum

@@ -21,10 +21,13 @@ parameters of its own besides ``eta`` (the ordinal thresholds), carried as
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
-from scipy.special import expit, gammaln, log_expit
+from scipy.special import expit
+from scipy.special import gammaln
+from scipy.special import log_expit
 
 __all__ = ["Binomial", "Fractional", "Ordinal", "thresholds_from", "thresholds_of"]
 

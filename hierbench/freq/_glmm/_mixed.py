@@ -19,21 +19,34 @@ runs or more; else from the Pearson residuals of a fit with ``phi = 1``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 import xarray as xr
 from scipy.special import expit
 
-from ..._base import DEFAULT_PROB, Result, make_interval, warn_user
+from ..._base import DEFAULT_PROB
+from ..._base import Result
+from ..._base import make_interval
+from ..._base import warn_user
 from ...data import ModelDesign
-from .._kernels import normal_z, one_blas_thread
-from ._families import Binomial, Fractional, Ordinal, log_gap_bounds
-from ._laplace import LOG_SD_BOUNDS, Laplace, gradient_hessian
-from ._optim import maximise, profile_interval
-from ._warnings import BoundaryEstimateWarning, MLConvergenceWarning
+from .._kernels import normal_z
+from .._kernels import one_blas_thread
+from ._families import Binomial
+from ._families import Fractional
+from ._families import Ordinal
+from ._families import log_gap_bounds
+from ._laplace import LOG_SD_BOUNDS
+from ._laplace import Laplace
+from ._laplace import gradient_hessian
+from ._optim import maximise
+from ._optim import profile_interval
+from ._warnings import BoundaryEstimateWarning
+from ._warnings import MLConvergenceWarning
 
 __all__ = ["MixedMLResult", "ScalesFit", "fit_design"]
 

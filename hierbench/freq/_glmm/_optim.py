@@ -14,7 +14,8 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
+from scipy import stats
 
 __all__ = ["maximise", "newton_polish", "profile_interval"]
 

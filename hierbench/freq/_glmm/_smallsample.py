@@ -45,8 +45,13 @@ from scipy import linalg
 
 from ...data import ModelDesign
 from .._kernels import one_blas_thread
-from ._laplace import LOG_SD_BOUNDS, Laplace
-from ._mixed import MixedMLResult, _bounds, _covariance, family_of, random_matrix
+from ._laplace import LOG_SD_BOUNDS
+from ._laplace import Laplace
+from ._mixed import MixedMLResult
+from ._mixed import _bounds
+from ._mixed import _covariance
+from ._mixed import family_of
+from ._mixed import random_matrix
 from ._optim import maximise
 
 __all__ = ["Restricted", "containment_df", "restricted_fit"]

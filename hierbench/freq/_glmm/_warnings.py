@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ..._base import BoundaryWarning, HierbenchWarning, NotConvergedWarning, SmallSampleWarning
+from ..._base import BoundaryWarning
+from ..._base import HierbenchWarning
+from ..._base import NotConvergedWarning
+from ..._base import SmallSampleWarning
 
 __all__ = [
     "BoundaryEstimateWarning",

@@ -32,31 +32,33 @@ agent's run outcomes on ``log2(human minutes)``. The facts of their method
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from ..._base import (
-    DEFAULT_PROB,
-    BoundaryWarning,
-    ExtrapolatedHorizonWarning,
-    HierbenchError,
-    Result,
-    UndefinedWarning,
-    as_rng,
-    check_int,
-    check_prob,
-    cluster_codes,
-    make_interval,
-    settle_trend,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import BoundaryWarning
+from ..._base import ExtrapolatedHorizonWarning
+from ..._base import HierbenchError
+from ..._base import Result
+from ..._base import UndefinedWarning
+from ..._base import as_rng
+from ..._base import check_int
+from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import make_interval
+from ..._base import settle_trend
+from ..._base import warn_user
 from ..._docs import fill_doc
-from ..._numerics import ols_slopes, trend_points
+from ..._numerics import ols_slopes
+from ..._numerics import trend_points
 from ...data import task_minutes
 from .._kernels import ratio
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from ..._base import HierbenchError, as_rng, check_int
+from ..._base import HierbenchError
+from ..._base import as_rng
+from ..._base import check_int
 
 __all__ = ["IRTBank"]
 

@@ -40,42 +40,42 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any
+from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 import xarray as xr
-from scipy.special import betaln, expit, log_expit
+from scipy.special import betaln
+from scipy.special import expit
+from scipy.special import log_expit
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    HierbenchWarning,
-    NotConvergedWarning,
-    Result,
-    as_rng,
-    check_choice,
-    check_int,
-    check_prob,
-    counts,
-    make_interval,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import HierbenchWarning
+from ..._base import NotConvergedWarning
+from ..._base import Result
+from ..._base import as_rng
+from ..._base import check_choice
+from ..._base import check_int
+from ..._base import check_prob
+from ..._base import counts
+from ..._base import make_interval
+from ..._base import warn_user
 from ..._docs import fill_doc
 from ..._priors import IRT_HYPERPRIORS
 from ._bank import IRTBank
-from ._newton import (
-    _agent_task_counts,
-    _deflate,
-    _estimate_run_icc,
-    _hessian_blocks,
-    _laplace,
-    _m_step,
-    _map_fit,
-    _split,
-    _standardise,
-    _start,
-    _start_hyper,
-)
+from ._newton import _agent_task_counts
+from ._newton import _deflate
+from ._newton import _estimate_run_icc
+from ._newton import _hessian_blocks
+from ._newton import _laplace
+from ._newton import _m_step
+from ._newton import _map_fit
+from ._newton import _split
+from ._newton import _standardise
+from ._newton import _start
+from ._newton import _start_hyper
 
 __all__ = [
     "IRTBank",

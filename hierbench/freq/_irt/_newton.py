@@ -14,9 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit
+from scipy.special import log_expit
 
-from ..._base import HierbenchError, counts
+from ..._base import HierbenchError
+from ..._base import counts
 
 # --------------------------------------------------------------------------- data
 

@@ -15,31 +15,35 @@ matrix product and no Python loop runs per resample.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    ResampledResult,
-    SmallSampleWarning,
-    UndefinedMetricWarning,
-    as_rng,
-    check_choice,
-    check_int,
-    check_number,
-    check_prob,
-    cluster_codes,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import ResampledResult
+from ..._base import SmallSampleWarning
+from ..._base import UndefinedMetricWarning
+from ..._base import as_rng
+from ..._base import check_choice
+from ..._base import check_int
+from ..._base import check_number
+from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import numeric_values
-from .._kernels import BLOCK_ELEMENTS, _bca, percentile_bounds, ratio, weight_blocks
+from .._kernels import BLOCK_ELEMENTS
+from .._kernels import _bca
+from .._kernels import percentile_bounds
+from .._kernels import ratio
+from .._kernels import weight_blocks
 
 __all__ = [
     "AgreementResult",

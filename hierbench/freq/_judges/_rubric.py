@@ -15,23 +15,24 @@ whose recorded setups differ, or that record none.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    Result,
-    as_rng,
-    check_number,
-    check_prob,
-    renamed_kwargs,
-)
-from .._inputs import data_variable, numeric_values
-from .._resampling import BootstrapResult, bootstrap_ci
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import Result
+from ..._base import as_rng
+from ..._base import check_number
+from ..._base import check_prob
+from ..._base import renamed_kwargs
+from .._inputs import data_variable
+from .._inputs import numeric_values
+from .._resampling import BootstrapResult
+from .._resampling import bootstrap_ci
 
 __all__ = [
     "JudgeSetupError",

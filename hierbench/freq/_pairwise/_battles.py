@@ -15,7 +15,8 @@ import xarray as xr
 from scipy import sparse
 
 from ..._base import HierbenchError
-from ...data import check_pairwise, oriented_cells
+from ...data import check_pairwise
+from ...data import oriented_cells
 from .._kernels import weight_blocks
 
 __all__: list[str] = []

@@ -31,30 +31,36 @@ not independent. Rank intervals come from the same resamples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy.special import ndtri
 
-from ..._base import (
-    DEFAULT_PROB,
-    BoundaryWarning,
-    HierbenchError,
-    NotConvergedWarning,
-    ResampledResult,
-    as_rng,
-    check_choice,
-    check_int,
-    check_number,
-    check_prob,
-    make_interval,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import BoundaryWarning
+from ..._base import HierbenchError
+from ..._base import NotConvergedWarning
+from ..._base import ResampledResult
+from ..._base import as_rng
+from ..._base import check_choice
+from ..._base import check_int
+from ..._base import check_number
+from ..._base import check_prob
+from ..._base import make_interval
+from ..._base import warn_user
 from .._kernels import percentile_bounds
-from ._battles import _Battles, _battles, _resampled_counts
-from ._newton import _Fit, _fit, _free, _inverse, _newton_batch, _strongly_connected
+from ._battles import _Battles
+from ._battles import _battles
+from ._battles import _resampled_counts
+from ._newton import _Fit
+from ._newton import _fit
+from ._newton import _free
+from ._newton import _inverse
+from ._newton import _newton_batch
+from ._newton import _strongly_connected
 
 __all__ = [
     "ELO_PER_LOGIT",

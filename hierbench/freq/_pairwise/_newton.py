@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-from scipy.special import expit, log_expit
+from scipy.special import expit
+from scipy.special import log_expit
 
 __all__: list[str] = []
 

@@ -7,18 +7,17 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    Result,
-    UndefinedMetricWarning,
-    check_choice,
-    check_prob,
-    make_interval,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import Result
+from ..._base import UndefinedMetricWarning
+from ..._base import check_choice
+from ..._base import check_prob
+from ..._base import make_interval
+from ..._base import warn_user
 from ..._numerics import wilson_bounds
-from ...data import _pairwise_dataset, check_pairwise
+from ...data import _pairwise_dataset
+from ...data import check_pairwise
 from .._kernels import normal_z
 from ._battles import _task_labels
 

@@ -6,28 +6,30 @@ ratings depend on the order in which the battles arrive.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import ClassVar
 
 import numpy as np
 import xarray as xr
 from scipy import sparse
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    ResampledResult,
-    Result,
-    as_rng,
-    check_choice,
-    check_int,
-    check_number,
-    check_prob,
-    make_interval,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import ResampledResult
+from ..._base import Result
+from ..._base import as_rng
+from ..._base import check_choice
+from ..._base import check_int
+from ..._base import check_number
+from ..._base import check_prob
+from ..._base import make_interval
 from ...data import check_pairwise
-from .._kernels import percentile_bounds, ratio
-from ._battles import _agent_codes, _battles, _resampled_counts
+from .._kernels import percentile_bounds
+from .._kernels import ratio
+from ._battles import _agent_codes
+from ._battles import _battles
+from ._battles import _resampled_counts
 
 __all__ = ["EloResult", "WinRateResult", "online_elo", "win_rate"]
 

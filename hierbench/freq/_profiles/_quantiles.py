@@ -14,33 +14,40 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    HierbenchWarning,
-    ResampledResult,
-    Result,
-    UndefinedMetricWarning,
-    UndefinedWarning,
-    check_choice,
-    check_int,
-    check_prob,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import HierbenchWarning
+from ..._base import ResampledResult
+from ..._base import Result
+from ..._base import UndefinedMetricWarning
+from ..._base import UndefinedWarning
+from ..._base import check_choice
+from ..._base import check_int
+from ..._base import check_prob
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ..._docs import fill_doc
 from ..._numerics import wilson_bounds
-from .._inputs import NONNEGATIVE, data_variable, numeric_values, task_resampling
-from .._kernels import bootstrap_detail, normal_z, percentile_bounds, ratio, weight_blocks
+from .._inputs import NONNEGATIVE
+from .._inputs import data_variable
+from .._inputs import numeric_values
+from .._inputs import task_resampling
+from .._kernels import bootstrap_detail
+from .._kernels import normal_z
+from .._kernels import percentile_bounds
+from .._kernels import ratio
+from .._kernels import weight_blocks
 from .._rates import EmptySampleWarning
-from .._resampling import BootstrapResult, bootstrap_ci
+from .._resampling import BootstrapResult
+from .._resampling import bootstrap_ci
 
 __all__ = [
     "ParetoResult",

@@ -27,27 +27,32 @@ out of the table.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
 import xarray as xr
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    ResampledResult,
-    UndefinedMetricWarning,
-    check_int,
-    check_prob,
-    is_binary,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import ResampledResult
+from ..._base import UndefinedMetricWarning
+from ..._base import check_int
+from ..._base import check_prob
+from ..._base import is_binary
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ..._docs import fill_doc
-from .._inputs import numeric_values, task_resampling
-from .._kernels import _comb_ratio, bootstrap_detail, percentile_bounds, ratio, weight_blocks
-from .._rates import EmptySampleWarning, InsufficientRunsWarning
+from .._inputs import numeric_values
+from .._inputs import task_resampling
+from .._kernels import _comb_ratio
+from .._kernels import bootstrap_detail
+from .._kernels import percentile_bounds
+from .._kernels import ratio
+from .._kernels import weight_blocks
+from .._rates import EmptySampleWarning
+from .._rates import InsufficientRunsWarning
 
 __all__ = ["ReliabilityResult", "reliability_profile"]
 

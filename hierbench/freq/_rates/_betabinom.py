@@ -20,20 +20,21 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import xarray as xr
-from scipy import optimize, stats
-from scipy.special import expit, gammaln, logit
+from scipy import optimize
+from scipy import stats
+from scipy.special import expit
+from scipy.special import gammaln
+from scipy.special import logit
 
-from ..._base import (
-    DEFAULT_PROB,
-    BoundaryWarning,
-    Result,
-    check_prob,
-    counts,
-    field_alias,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import BoundaryWarning
+from ..._base import Result
+from ..._base import check_prob
+from ..._base import counts
+from ..._base import field_alias
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ._intervals import EmptySampleWarning
 
 __all__ = ["BetaBinomialResult", "NoOverdispersionWarning", "beta_binomial_profile_ci", "fit_beta_binomial_ml"]

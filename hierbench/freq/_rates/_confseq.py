@@ -24,21 +24,20 @@ The set is computed on a grid of candidate means, all at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 
-from ..._base import (
-    DEFAULT_PROB,
-    Result,
-    UndefinedWarning,
-    check_prob,
-    interval_label,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import Result
+from ..._base import UndefinedWarning
+from ..._base import check_prob
+from ..._base import interval_label
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 
 if TYPE_CHECKING:
     import pandas as pd

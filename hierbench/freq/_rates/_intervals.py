@@ -16,17 +16,15 @@ import xarray as xr
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from ..._base import (
-    DEFAULT_PROB,
-    Result,
-    UndefinedWarning,
-    check_dim,
-    check_prob,
-    cluster_codes,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import Result
+from ..._base import UndefinedWarning
+from ..._base import check_dim
+from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ..._docs import fill_doc
 from ..._numerics import cluster_robust_se as _cluster_robust_se
 from ..._numerics import wilson_bounds as _wilson_bounds

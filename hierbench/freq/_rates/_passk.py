@@ -23,19 +23,17 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from ..._base import (
-    DEFAULT_PROB,
-    Result,
-    UndefinedWarning,
-    check_choice,
-    check_dim,
-    check_int,
-    check_prob,
-    counts,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import Result
+from ..._base import UndefinedWarning
+from ..._base import check_choice
+from ..._base import check_dim
+from ..._base import check_int
+from ..._base import check_prob
+from ..._base import counts
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ..._docs import fill_doc
 from .._kernels import _pass_kernel
 
@@ -155,7 +153,8 @@ def _interval(
     0.67: with so skewed a mean both fall short, prefer the bootstrap there).
     """
     from scipy import stats
-    from scipy.special import expit, logit
+    from scipy.special import expit
+    from scipy.special import logit
 
     with np.errstate(invalid="ignore", divide="ignore"):
         tq = xr.apply_ufunc(

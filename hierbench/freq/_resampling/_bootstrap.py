@@ -32,31 +32,36 @@ that is linear in the task weights.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from dataclasses import field
+from typing import TYPE_CHECKING
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    Result,
-    UndefinedWarning,
-    as_rng,
-    check_choice,
-    check_prob,
-    cluster_codes,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import Result
+from ..._base import UndefinedWarning
+from ..._base import as_rng
+from ..._base import check_choice
+from ..._base import check_prob
+from ..._base import cluster_codes
 from ..._base import counts as cell_counts
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import score_array
 from .._kernels import DegenerateBootstrapWarning
 from .._rates import InsufficientRunsWarning
-from ._bootstrap_engine import StatisticFn, _Cells, _cells_from, _distribution, _limits, _Plan
+from ._bootstrap_engine import StatisticFn
+from ._bootstrap_engine import _Cells
+from ._bootstrap_engine import _cells_from
+from ._bootstrap_engine import _distribution
+from ._bootstrap_engine import _limits
+from ._bootstrap_engine import _Plan
 
 if TYPE_CHECKING:
     import pandas as pd

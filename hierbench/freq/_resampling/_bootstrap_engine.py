@@ -17,7 +17,12 @@ from scipy import stats
 from ..._base import Progress
 from ..._base import counts as cell_counts
 from .._inputs import score_array
-from .._kernels import _bca, _column_quantiles, _index_dtype, _pass_kernel, ratio, task_weights
+from .._kernels import _bca
+from .._kernels import _column_quantiles
+from .._kernels import _index_dtype
+from .._kernels import _pass_kernel
+from .._kernels import ratio
+from .._kernels import task_weights
 
 StatisticFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 

@@ -43,38 +43,39 @@ from __future__ import annotations
 import itertools
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..._base import (
-    CI_BOUNDS,
-    DEFAULT_PROB,
-    Result,
-    SmallSampleWarning,
-    as_rng,
-    check_choice,
-    check_prob,
-    cluster_codes,
-    interval_label,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import CI_BOUNDS
+from ..._base import DEFAULT_PROB
+from ..._base import Result
+from ..._base import SmallSampleWarning
+from ..._base import as_rng
+from ..._base import check_choice
+from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import interval_label
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from .._inputs import agent_task_means
 from ._bootstrap import bootstrap_ci
-from ._maxt import cr2_scores, mvt_maxt, mvt_reliable, signflip_maxt
-from ._paired import (
-    UndefinedTestWarning,
-    _bootstrap_p,
-    _check_counts,
-    _mcnemar,
-    _task_stats,
-    holm,
-)
-from ._signflip import resolvable, sign_flip_pvalues
+from ._maxt import cr2_scores
+from ._maxt import mvt_maxt
+from ._maxt import mvt_reliable
+from ._maxt import signflip_maxt
+from ._paired import UndefinedTestWarning
+from ._paired import _bootstrap_p
+from ._paired import _check_counts
+from ._paired import _mcnemar
+from ._paired import _task_stats
+from ._paired import holm
+from ._signflip import resolvable
+from ._signflip import sign_flip_pvalues
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -10,24 +10,24 @@ inflates the type-I error whenever agents interact with tasks.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from dataclasses import field
+from typing import TYPE_CHECKING
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..._base import (
-    DEFAULT_PROB,
-    Result,
-    UndefinedWarning,
-    as_rng,
-    check_prob,
-    cluster_codes,
-    field_alias,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import Result
+from ..._base import UndefinedWarning
+from ..._base import as_rng
+from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import field_alias
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ..._docs import fill_doc
 from .._kernels import cr2_mean_se
 from ._bootstrap import bootstrap_ci

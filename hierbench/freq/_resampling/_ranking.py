@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
 from scipy import stats
 
-from ..._base import (
-    DEFAULT_PROB,
-    HierbenchError,
-    HierbenchWarning,
-    Result,
-    UndefinedWarning,
-    as_rng,
-    check_prob,
-    cluster_codes,
-    field_alias,
-    interval_label,
-    make_interval,
-    renamed_kwargs,
-    warn_user,
-)
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
+from ..._base import HierbenchWarning
+from ..._base import Result
+from ..._base import UndefinedWarning
+from ..._base import as_rng
+from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import field_alias
+from ..._base import interval_label
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import agent_task_means
 from .._kernels import task_weights

@@ -3,7 +3,8 @@
 The design language, profile intervals, D-studies, power and the cost-optimal allocation.
 """
 
-from . import _power, _warnings
+from . import _power
+from . import _warnings
 from ._design_lang import DesignError as DesignError
 from ._gtheory import variance_components as variance_components
 from ._power import *  # noqa: F403

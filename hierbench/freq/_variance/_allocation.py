@@ -21,9 +21,13 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..._base import check_int, check_number
-from ._design_lang import Design, parse_design
-from ._dstudy import broadcast_sizes, coefficients_at, d_study
+from ..._base import check_int
+from ..._base import check_number
+from ._design_lang import Design
+from ._design_lang import parse_design
+from ._dstudy import broadcast_sizes
+from ._dstudy import coefficients_at
+from ._dstudy import d_study
 from ._warnings import ConfoundedComponentWarning
 
 __all__: list[str] = []

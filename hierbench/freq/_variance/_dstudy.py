@@ -19,7 +19,8 @@ import xarray as xr
 
 from ..._base import warn_user
 from ._design_lang import Design
-from ._warnings import ConfoundedComponentWarning, UndefinedCoefficientWarning
+from ._warnings import ConfoundedComponentWarning
+from ._warnings import UndefinedCoefficientWarning
 
 __all__: list[str] = []
 

@@ -7,14 +7,18 @@ beside REML (:mod:`._reml`) with the expected (or observed) information.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
 
 from ..._base import warn_user
-from .._kernels import one_blas_thread, ratio
+from .._kernels import one_blas_thread
+from .._kernels import ratio
 from . import _reml
-from ._design_lang import Design, DesignError, parse_design
+from ._design_lang import Design
+from ._design_lang import DesignError
+from ._design_lang import parse_design
 from ._long import Long
 from ._warnings import RemlConvergenceWarning
 

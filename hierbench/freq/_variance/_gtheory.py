@@ -75,14 +75,25 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..._base import DEFAULT_PROB, check_choice, check_prob, warn_user
+from ..._base import DEFAULT_PROB
+from ..._base import check_choice
+from ..._base import check_prob
+from ..._base import warn_user
 from ..._docs import fill_doc
 from . import _fit
-from ._design_lang import Design, DesignError, parse_design
-from ._fit import LEGACY, Fit
-from ._long import Long, balanced_dense, from_array, from_frame
+from ._design_lang import Design
+from ._design_lang import DesignError
+from ._design_lang import parse_design
+from ._fit import LEGACY
+from ._fit import Fit
+from ._long import Long
+from ._long import balanced_dense
+from ._long import from_array
+from ._long import from_frame
 from ._result import VarianceComponentsResult
-from ._warnings import NegativeVarianceComponentWarning, NoIntervalWarning, UnbalancedDesignError
+from ._warnings import NegativeVarianceComponentWarning
+from ._warnings import NoIntervalWarning
+from ._warnings import UnbalancedDesignError
 
 __all__ = ["variance_components"]
 

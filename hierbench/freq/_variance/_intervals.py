@@ -12,10 +12,17 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from ..._base import check_choice, check_prob, make_interval
-from .._kernels import normal_z, one_blas_thread
-from . import _dstudy, _profile, _reml
-from ._fit import dense_codes, fit_reml, problem_order
+from ..._base import check_choice
+from ..._base import check_prob
+from ..._base import make_interval
+from .._kernels import normal_z
+from .._kernels import one_blas_thread
+from . import _dstudy
+from . import _profile
+from . import _reml
+from ._fit import dense_codes
+from ._fit import fit_reml
+from ._fit import problem_order
 from ._warnings import UndefinedCoefficientWarning
 
 __all__: list[str] = []

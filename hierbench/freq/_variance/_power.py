@@ -20,9 +20,13 @@ from typing import Literal
 
 import numpy as np
 import xarray as xr
-from scipy import optimize, stats
+from scipy import optimize
+from scipy import stats
 
-from ..._base import check_choice, check_int, check_number, check_prob
+from ..._base import check_choice
+from ..._base import check_int
+from ..._base import check_number
+from ..._base import check_prob
 from ..._docs import fill_doc
 from ._allocation import allocate_paired
 from ._result import VarianceComponentsResult

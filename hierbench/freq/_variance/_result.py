@@ -7,14 +7,20 @@ D-study, allocation and intervals delegate to the wing's functions (:mod:`._dstu
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from dataclasses import field
+from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from ..._base import DEFAULT_PROB, HierbenchWarning, Result
-from . import _allocation, _dstudy, _intervals
+from ..._base import DEFAULT_PROB
+from ..._base import HierbenchWarning
+from ..._base import Result
+from . import _allocation
+from . import _dstudy
+from . import _intervals
 from ._design_lang import Design
 
 if TYPE_CHECKING:

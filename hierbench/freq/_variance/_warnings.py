@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from ..._base import (
-    BoundaryWarning,
-    HierbenchError,
-    NotConvergedWarning,
-    UndefinedWarning,
-)
+from ..._base import BoundaryWarning
+from ..._base import HierbenchError
+from ..._base import NotConvergedWarning
+from ..._base import UndefinedWarning
 
 __all__ = [
     "ConfoundedComponentWarning",
