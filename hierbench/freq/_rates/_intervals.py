@@ -94,6 +94,17 @@ def _pack(lo, hi, template: xr.DataArray, prob: float, kind: str, detail: str | 
     )
 
 
+def _counts_interval(successes, n, prob, kind: str, bounds, *, integer: bool = False, detail=None):
+    """Check the level, then the counts, and pack ``bounds(s, m, prob)`` as an interval of ``kind``.
+
+    The one path of :func:`wald_interval`, :func:`wilson_interval` and :func:`exact_interval`.
+    """
+    prob = check_prob(prob)
+    s, m = _check_counts(successes, n, integer=integer)
+    lo, hi = bounds(s, m, prob)
+    return _pack(lo, hi, s, prob, kind, detail)
+
+
 def wald_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
     """Wald (normal-approximation) interval ``p +- z sqrt(p (1 - p) / n)``.
 
@@ -117,12 +128,15 @@ def wald_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT_P
     >>> wald_interval(312, 500).round(3).values.tolist()
     [0.582, 0.666]
     """
-    z = _z(prob)
-    s, m = _check_counts(successes, n, integer=False)
+    return _counts_interval(successes, n, prob, "wald", _wald_bounds)
+
+
+def _wald_bounds(s: xr.DataArray, m: xr.DataArray, prob: float):
+    z = normal_z(prob)
     with np.errstate(invalid="ignore", divide="ignore"):
         p = (s / m.where(m > 0)).values
         half = z * np.sqrt(p * (1 - p) / m.where(m > 0).values)
-    return _pack(p - half, p + half, s, prob, "wald")
+    return p - half, p + half
 
 
 def wilson_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
@@ -136,10 +150,9 @@ def wilson_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT
     >>> wilson_interval(9, 10).round(3).values.tolist()
     [0.596, 0.982]
     """
-    z = _z(prob)
-    s, m = _check_counts(successes, n, integer=False)
-    lo, hi = _wilson_bounds(s.values, m.values, z)
-    return _pack(lo, hi, s, prob, "wilson")
+    return _counts_interval(
+        successes, n, prob, "wilson", lambda s, m, p: _wilson_bounds(s.values, m.values, normal_z(p))
+    )
 
 
 def exact_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT_PROB) -> xr.DataArray:
@@ -150,16 +163,19 @@ def exact_interval(successes: ArrayLike, n: ArrayLike, *, prob: float = DEFAULT_
     >>> exact_interval(0, 10).round(4).values.tolist()
     [0.0, 0.3085]
     """
-    prob = check_prob(prob)
-    s, m = _check_counts(successes, n, integer=True)
+    return _counts_interval(
+        successes, n, prob, "exact", _exact_bounds, integer=True,
+        detail="Clopper-Pearson (beta quantiles)",
+    )
+
+
+def _exact_bounds(s: xr.DataArray, m: xr.DataArray, prob: float):
     a = (1 - prob) / 2
     sv, nv = s.values, m.values
     with np.errstate(invalid="ignore", divide="ignore"):
         lo = np.where(sv > 0, stats.beta.ppf(a, sv, nv - sv + 1), 0.0)
         hi = np.where(sv < nv, stats.beta.ppf(1 - a, sv + 1, nv - sv), 1.0)
-    lo = np.where(nv > 0, lo, np.nan)
-    hi = np.where(nv > 0, hi, np.nan)
-    return _pack(lo, hi, s, prob, "exact", "Clopper-Pearson (beta quantiles)")
+    return np.where(nv > 0, lo, np.nan), np.where(nv > 0, hi, np.nan)
 
 
 @dataclass(frozen=True, repr=False)
