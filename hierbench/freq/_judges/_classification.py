@@ -855,8 +855,6 @@ def cohen_kappa(
             exp_ = (tab.sum(2)[:, :, None] * tab.sum(1)[:, None, :] * dis).sum((1, 2)) / tot**2
             return 1.0 - obs / exp_, 1.0 - obs, 1.0 - exp_
 
-    est = kappa(onehot.sum(0)[None])[0][0]
-    _warn_nan(est, "expected disagreement is 0 (one category only): kappa")
     return _agreement(
         "cohen_kappa",
         kappa,
@@ -868,6 +866,7 @@ def cohen_kappa(
         prob,
         n_resamples,
         cats,
+        "expected disagreement is 0 (one category only): kappa",
         attrs={"weights": str(weights)},
     )
 
@@ -945,16 +944,21 @@ def fleiss_kappa(
             pe = (pj**2).sum(1)
             return (pbar - pe) / (1 - pe), pbar, pe
 
-    est = kappa(rows.sum(0)[None])[0][0]
-    _warn_nan(est, "all ratings in one category: Fleiss' kappa")
     return _agreement(
-        "fleiss_kappa", kappa, rows, codes, unit, rng, method, prob, n_resamples, cats
+        "fleiss_kappa", kappa, rows, codes, unit, rng, method, prob, n_resamples, cats,
+        "all ratings in one category: Fleiss' kappa",
     )
 
 
-def _agreement(name, kappa, rows, codes, unit, rng, method, prob, n_resamples, cats, attrs=None):
-    """Kappa on the items' rows with its bootstrap interval (studentized: clipped to [-1, 1])."""
+def _agreement(
+    name, kappa, rows, codes, unit, rng, method, prob, n_resamples, cats, undefined, attrs=None
+):
+    """Kappa on the items' rows with its bootstrap interval (studentized: clipped to [-1, 1]).
+
+    A NaN kappa is named in an :class:`UndefinedMetricWarning` saying why (``undefined``).
+    """
     est, po, pe = (x[0] for x in kappa(rows.sum(0)[None]))
+    _warn_nan(est, undefined)
     _, dist, lo, hi = _bootstrap(
         lambda S: kappa(S)[0][:, None],
         rows,
