@@ -618,6 +618,9 @@ def pr_curve(
 class RecallThresholdResult(ResampledResult):
     """Result of :func:`threshold_for_recall`.
 
+    The threshold is chosen on the data and chosen again in every resample,
+    so both intervals include the uncertainty of choosing it.
+
     Attributes
     ----------
     estimate : DataArray (scalar)

@@ -53,6 +53,9 @@ class JudgeSetupError(HierbenchError):
 class RubricResult(Result):
     """Result of :func:`rubric_summary`.
 
+    Each agent's scores three ways: the mean with its interval, the share at
+    each level of the scale, and the share at the bottom of it.
+
     Attributes
     ----------
     estimate : DataArray (agent)

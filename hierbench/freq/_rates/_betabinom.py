@@ -162,10 +162,11 @@ def _profile_ci_kernel(n, c, m, prob: float | None, iters: int = 32):
 class BetaBinomialResult(Result):
     """Beta-binomial fit per agent.
 
+    ``estimate`` is ``mu`` under the house name of the point estimate, and
+    ``ci`` its profile-likelihood interval.
+
     Attributes
     ----------
-    estimate : xarray.DataArray
-        The same as ``mu`` (the house name of the point estimate).
     mu, kappa, alpha, beta : xarray.DataArray
         ``alpha = mu kappa``, ``beta = (1 - mu) kappa``; ``kappa = inf``
         (and alpha, beta inf) when the likelihood is maximised by the
