@@ -8,7 +8,8 @@ section, and :func:`fill_doc` puts the entry there at import, indented to match.
 An entry belongs here only when the same words describe the parameter in more
 than one place; a parameter whose meaning is particular to one function keeps
 its own words. An entry may run over several parameters or sections (the
-pass@k twins share their Parameters, Returns and Raises).
+pass@k twins share their Parameters, Returns and Raises), or be the set-up
+lines of examples that start from the same fit.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ hierbench.PartialCreditError
     When a score is strictly between 0 and 1 (even if a cell's scores
     sum to a whole number): pass@k and pass^k are defined for binary
     outcomes only.""",
+    "crossed_fit_example": """>>> from hierbench.testing import simulate_eval
+>>> from hierbench.bayes import build_crossed, fit
+>>> data, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=3, rng=0)
+>>> idata = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=0)  # doctest: +SKIP""",
 }
 
 _MARK = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)

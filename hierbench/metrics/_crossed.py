@@ -33,6 +33,7 @@ from .._base import as_rng
 from .._base import check_choice
 from .._base import check_prob
 from .._base import warn_user
+from .._docs import fill_doc
 from .._numerics import NEWTON_STEPS
 from .._numerics import gauss_hermite
 from .._numerics import node_terms
@@ -258,6 +259,7 @@ def _unstack(
     )
 
 
+@fill_doc
 def agent_task_effects(fit: xr.DataTree) -> xr.Dataset:
     """Recover the agent x task effects and cell probabilities of a crossed fit.
 
@@ -275,10 +277,7 @@ def agent_task_effects(fit: xr.DataTree) -> xr.Dataset:
 
     Examples
     --------
-    >>> from hierbench.testing import simulate_eval
-    >>> from hierbench.bayes import build_crossed, fit
-    >>> data, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=3, rng=0)
-    >>> idata = fit(build_crossed(data), draws=100, tune=100, chains=1, rng=0)  # doctest: +SKIP
+    %(crossed_fit_example)s
     >>> agent_task_effects(idata).p.sizes["task"]  # doctest: +SKIP
     8
     """
@@ -345,6 +344,7 @@ def _observed_draws(
     return expected, draws, n_tasks
 
 
+@fill_doc
 def crossed_pass_k(
     fit: xr.DataTree,
     *,
@@ -395,10 +395,7 @@ def crossed_pass_k(
 
     Examples
     --------
-    >>> from hierbench.testing import simulate_eval
-    >>> from hierbench.bayes import build_crossed, fit
-    >>> data, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=3, rng=0)
-    >>> idata = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=0)  # doctest: +SKIP
+    %(crossed_fit_example)s
     >>> crossed_pass_k(idata, k=1, realised=True, rng=1).attrs["draws_of"]  # doctest: +SKIP
     'realised task average'
     """
