@@ -1,27 +1,7 @@
 """The reliability profile of an agent: consistency, robustness, predictability, safety.
 
-Four questions an accuracy score does not answer (after "Towards a Science of
-AI Agent Reliability", Kapoor, Narayanan et al. 2026), each estimated per agent
-with a task-level bootstrap interval, all from one shared resample of tasks
-(whole clusters when the tasks have clusters) so the table is coherent:
-
-========================  ==================================================
-``accuracy``              mean over tasks of the per-task success rate (pass@1)
-``consistency``           mean over tasks of the unbiased pass^k, ``C(c, k) / C(n, k)``
-``robustness_drop``       paired change under a meaning-preserving perturbation:
-                          mean over tasks of the per-task mean of
-                          ``score_perturbed - score`` (negative = a drop)
-``ece``                   expected calibration error of the agent's stated
-                          confidence, ``sum_bins share * |mean conf - success rate|``
-``brier``                 mean of ``(confidence - score)^2``
-``harm_rate``             share of runs with a harmful failure (``severity > 0``)
-``harm_severity``         severity-weighted harm per run
-========================  ==================================================
-
-Every per-run average is a mean over tasks of the task's mean over its runs
-(each task weighs the same however many runs it had); on balanced data this
-is the plain mean over runs. A metric whose input variable is absent is left
-out of the table.
+Each metric's definition is in the docstring of :func:`reliability_profile`, where the
+API reference shows it.
 """
 
 from __future__ import annotations
@@ -148,6 +128,29 @@ def reliability_profile(
     rng: None | int | np.random.Generator = None,
 ) -> ReliabilityResult:
     """Consistency, robustness, predictability and safety per agent, each with a task-bootstrap interval.
+
+    Four questions an accuracy score does not answer (after "Towards a Science of
+    AI Agent Reliability", Kapoor, Narayanan et al. 2026). Every interval comes
+    from one shared resample of tasks (whole clusters when the tasks have
+    clusters), so the table is coherent:
+
+    ========================  ==================================================
+    ``accuracy``              mean over tasks of the per-task success rate (pass@1)
+    ``consistency``           mean over tasks of the unbiased pass^k, ``C(c, k) / C(n, k)``
+    ``robustness_drop``       paired change under a meaning-preserving perturbation:
+                              mean over tasks of the per-task mean of
+                              ``score_perturbed - score`` (negative = a drop)
+    ``ece``                   expected calibration error of the agent's stated
+                              confidence, ``sum_bins share * |mean conf - success rate|``
+    ``brier``                 mean of ``(confidence - score)^2``
+    ``harm_rate``             share of runs with a harmful failure (``severity > 0``)
+    ``harm_severity``         severity-weighted harm per run
+    ========================  ==================================================
+
+    Every per-run average is a mean over tasks of the task's mean over its runs
+    (each task weighs the same however many runs it had); on balanced data this
+    is the plain mean over runs. A metric whose input variable is absent is left
+    out of the table.
 
     Parameters
     ----------
