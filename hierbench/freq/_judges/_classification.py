@@ -563,6 +563,9 @@ def pr_curve(
 ) -> PRCurveResult:
     """Compute the precision-recall curve and its area (average precision) with a bootstrap interval.
 
+    Every distinct score is a threshold of the curve. The interval is a
+    percentile bootstrap over items (whole clusters with ``cluster``).
+
     Parameters
     ----------
     y_true : array-like, 0/1
@@ -574,6 +577,8 @@ def pr_curve(
     Returns
     -------
     PRCurveResult
+        ``estimate`` the average precision with its ``ci``; ``precision`` and
+        ``recall`` at each threshold.
 
     Examples
     --------
@@ -656,6 +661,9 @@ def threshold_for_recall(
 ) -> RecallThresholdResult:
     """Find the threshold that reaches a target recall, with intervals for it and for the precision there.
 
+    Both intervals are percentile bootstrap intervals over items (whole
+    clusters with ``cluster``), the threshold chosen again in each resample.
+
     Parameters
     ----------
     y_true, score : array-like
@@ -667,6 +675,8 @@ def threshold_for_recall(
     Returns
     -------
     RecallThresholdResult
+        ``estimate`` the highest threshold whose recall reaches ``target``,
+        with its ``ci``; ``precision`` and ``recall`` there, and ``precision_ci``.
 
     Examples
     --------
