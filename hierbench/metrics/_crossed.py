@@ -358,6 +358,11 @@ def crossed_pass_k(
 ) -> PosteriorPassKResult:
     """Posterior pass^k (``kind="hat"``) or pass@k (``kind="at"``) per agent, crossed model.
 
+    Given each posterior draw, a cell's ``E[f(p_mt) | data, draw]`` is a ratio
+    of two Gauss-Hermite sums over its agent x task effect: exact given the
+    draw, up to the quadrature error. The normalised node masses are also a
+    discrete law of ``p_mt`` itself, from which ``realised=True`` draws.
+
     Parameters
     ----------
     fit : xarray.DataTree
@@ -373,7 +378,7 @@ def crossed_pass_k(
     realised : bool
         Observed tasks only. True: each draw is the realised average
         ``mean_t f(p_mt)``, one ``p_mt`` per cell drawn from its conditional
-        posterior given the draw (see the module docstring), so the interval is
+        posterior given the draw (the node masses above), so the interval is
         that of these tasks' own ``f(p_mt)``; False: the average of the
         conditional expectations (narrower).
     rng : None, int or numpy.random.Generator
