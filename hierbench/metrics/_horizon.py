@@ -68,9 +68,9 @@ class PosteriorHorizonResult(DrawsResult):
 class PosteriorDoublingTimeResult(DrawsResult):
     """Posterior doubling time of the horizons in days (:func:`doubling_time`).
 
-    Posterior doubling time of the horizons in days (:func:`doubling_time`), as
-    :class:`hierbench.freq.DoublingTimeResult`: ``estimate`` (posterior median), ``ci``, the agents
-    on the line with their release dates and median horizons, and the draws left out.
+    The fields of :class:`hierbench.freq.DoublingTimeResult`: ``estimate`` (posterior median),
+    ``ci``, the agents on the line with their release dates and median horizons, and the draws
+    left out.
     """
 
     estimate: xr.DataArray
