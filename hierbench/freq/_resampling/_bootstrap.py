@@ -385,6 +385,9 @@ def bootstrap_ci(
     Returns
     -------
     BootstrapResult
+        The statistic on the data (``estimate``) with its interval (``ci``),
+        the bootstrap ``distribution`` and ``standard_error``, and the tasks
+        used and left out, per agent (or per pair with ``pairs``).
 
     Examples
     --------

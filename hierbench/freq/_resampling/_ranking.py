@@ -360,6 +360,9 @@ def rank_uncertainty(
     Returns
     -------
     RankResult
+        Observed ranks (``estimate``) with their bootstrap intervals (``ci``),
+        the rank probabilities, ``P(top k)``, pairwise ``P(better)`` and the
+        tiers of agents that cannot be told apart.
 
     Examples
     --------
