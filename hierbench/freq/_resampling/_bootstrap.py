@@ -92,7 +92,11 @@ class UndefinedResampleWarning(UndefinedWarning):
 
 @dataclass(frozen=True, repr=False)
 class BootstrapResult(Result):
-    """Result of :func:`bootstrap_ci`.
+    """A benchmark statistic with its bootstrap interval and distribution.
+
+    Returned by :func:`hierbench.freq.bootstrap_ci` and by the functions built
+    on it (:func:`hierbench.freq.mean_ci`,
+    :func:`hierbench.freq.compare_rubric_means`).
 
     Attributes
     ----------
