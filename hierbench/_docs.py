@@ -32,6 +32,11 @@ SHARED: dict[str, str] = {
     Ordinal fits: the share graded at least ``threshold`` (else the mean grade).""",
     "power_components": """components, sigma2_interaction, sigma2_residual
     Variance components (see :func:`sd_paired_diff`).""",
+    # an Examples opening: the fit that the D-study examples (VarianceComponentsResult's, plot_d_study's) use
+    "vc_example": """>>> import numpy as np, xarray as xr
+>>> from hierbench.freq import variance_components
+>>> y = np.random.default_rng(0).normal(size=(4, 10, 3))  # agent x task x run
+>>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))""",
     "passk": """data : xarray.Dataset or xarray.DataArray
     An eval dataset (binary ``score`` with dims including ``run_dim``), its
     counts (:func:`hierbench.data.to_counts`: ``n_runs``, ``n_success``)

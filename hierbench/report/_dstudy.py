@@ -7,9 +7,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .._docs import fill_doc
+
 __all__ = ["plot_d_study"]
 
 
+@fill_doc
 def plot_d_study(
     d: xr.Dataset,
     *,
@@ -47,13 +50,12 @@ def plot_d_study(
     Returns
     -------
     matplotlib.axes.Axes
+        The axes drawn on (``ax``, or a new figure's): log-scaled planned size
+        on x, ``var`` (or its square root) on y.
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr
-    >>> from hierbench.freq import variance_components
-    >>> y = np.random.default_rng(0).normal(size=(4, 10, 3))
-    >>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+    %(vc_example)s
     >>> ax = plot_d_study(vc.d_study({"task": [10, 20, 40], "run": [1, 3]}), hue="n_run")
     >>> ax.get_xlabel()
     'n_task'

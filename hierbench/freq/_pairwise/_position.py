@@ -85,6 +85,9 @@ def position_consistency(
     Returns
     -------
     PositionConsistencyResult
+        The inconsistency rate with its Wilson interval, the share of the
+        inconsistent matches that favoured the agent shown first, the counts,
+        and the resolved pairwise dataset (``pairs``).
 
     Examples
     --------

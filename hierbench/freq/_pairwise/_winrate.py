@@ -24,6 +24,7 @@ from ..._base import check_int
 from ..._base import check_number
 from ..._base import check_prob
 from ..._base import make_interval
+from ..._docs import fill_doc
 from ...data import check_pairwise
 from .._kernels import percentile_bounds
 from .._kernels import ratio
@@ -191,6 +192,7 @@ class EloResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("by_order",)
 
 
+@fill_doc
 def online_elo(
     pairs: xr.Dataset,
     *,
@@ -220,11 +222,15 @@ def online_elo(
         Random permutations of the battles to replay (0: none).
     prob : float
         Central share of the ratings over orders shown as ``ci``.
-    rng : None, int or Generator
+    %(rng)s
 
     Returns
     -------
     EloResult
+        Ratings after the battles in the order given (``estimate``), their
+        central range over ``n_orders`` random orders of the same battles
+        (``ci``, with ``order_spread``) and the ratings under each order
+        (``by_order``).
 
     Examples
     --------

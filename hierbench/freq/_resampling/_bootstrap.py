@@ -92,7 +92,11 @@ class UndefinedResampleWarning(UndefinedWarning):
 
 @dataclass(frozen=True, repr=False)
 class BootstrapResult(Result):
-    """Result of :func:`bootstrap_ci`.
+    """A benchmark statistic with its bootstrap interval and distribution.
+
+    Returned by :func:`hierbench.freq.bootstrap_ci` and by the functions built
+    on it (:func:`hierbench.freq.mean_ci`,
+    :func:`hierbench.freq.compare_rubric_means`).
 
     Attributes
     ----------
@@ -385,6 +389,9 @@ def bootstrap_ci(
     Returns
     -------
     BootstrapResult
+        The statistic on the data (``estimate``) with its interval (``ci``),
+        the bootstrap ``distribution`` and ``standard_error``, and the tasks
+        used and left out, per agent (or per pair with ``pairs``).
 
     Examples
     --------

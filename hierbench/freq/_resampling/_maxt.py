@@ -170,10 +170,14 @@ def _critical(maxima: np.ndarray, alpha: float, plus: int) -> float:
     return float(np.sort(maxima)[::-1][k - 1])
 
 
-def _finish(adj: dict, obs: np.ndarray, alpha: float, plus: int, n_draws: int) -> dict:
-    """The adjusted p-values with their Monte Carlo errors (0 when exact) and the critical value."""
+def _finish(obs: np.ndarray, chunks: Iterator[np.ndarray], alpha: float, plus: int, n_draws: int) -> dict:
+    """Adjusted p-values, their Monte Carlo errors (0 when exact) and the critical value.
+
+    From the null blocks ``chunks`` of :func:`_adjust`; ``n_patterns`` counts their rows.
+    """
+    adj = _adjust(obs, chunks, plus)
     c = _critical(adj["maxima"], alpha, plus)
-    out = {"t": obs, "p": adj["p"], "p_stepdown": adj["p_stepdown"], "crit": c}
+    out = {"t": obs, "p": adj["p"], "p_stepdown": adj["p_stepdown"], "crit": c, "n_patterns": adj["n_rows"]}
     for key in ("p", "p_stepdown"):
         out[key + "_mcse"] = (
             np.sqrt(out[key] * (1 - out[key]) / n_draws) if n_draws else np.zeros(obs.size)
@@ -283,9 +287,8 @@ def signflip_maxt(
         _studentized(s, sub, parts)
         for s in _sign_blocks(live.size, B, gen, units.shape[1])
     )
-    adj = _adjust(obs, blocks, plus=0)
-    out = _finish(adj, obs, alpha, 0, B)
-    out.update(exact=exact, n_patterns=adj["n_rows"], n_draws=B, n_units=int(live.size))
+    out = _finish(obs, blocks, alpha, 0, B)
+    out.update(exact=exact, n_draws=B, n_units=int(live.size))
     return out
 
 
@@ -384,7 +387,6 @@ def mvt_maxt(
             yield z / scale[:, idx]
             done += b
 
-    adj = _adjust(obs, blocks(), plus=1)
-    out = _finish(adj, obs, alpha, 1, B)
-    out.update(exact=False, n_patterns=B, n_draws=B, n_units=int(scores.shape[0]))
+    out = _finish(obs, blocks(), alpha, 1, B)
+    out.update(exact=False, n_draws=B, n_units=int(scores.shape[0]))
     return out

@@ -166,10 +166,8 @@ class PairedTestResult(Result):
 
     Attributes
     ----------
-    estimate : xarray.DataArray
-        The same as ``mean_diff`` (the house name of the point estimate).
-    mean_diff : xarray.DataArray
-        Mean over tasks of ``d_t`` (A minus B).
+    mean_diff, estimate : xarray.DataArray
+        Mean over tasks of ``d_t`` (A minus B), also under the house name ``estimate``.
     se : xarray.DataArray
         ``sd(d) / sqrt(T)``; with clusters the bias-reduced cluster-robust CR2.
     ci : xarray.DataArray

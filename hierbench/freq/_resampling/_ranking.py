@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -108,21 +109,7 @@ class RankResult(Result):
 
     def to_dataset(self) -> xr.Dataset:
         """Every field in one Dataset (resampled scores and ranks included)."""
-        names = [
-            "score",
-            "observed_rank",
-            "rank_prob",
-            "p_top_k",
-            "p_better",
-            "p_tie",
-            "mean_rank",
-            "rank_ci",
-            "group",
-            "rank_best",
-            "rank_worst",
-            "distribution",
-            "ranks",
-        ]
+        names = [f.name for f in fields(self) if isinstance(getattr(self, f.name), xr.DataArray)]
         ds = xr.Dataset({n: getattr(self, n) for n in names})
         for k, v in self.counts.items():
             ds[k] = v
@@ -373,6 +360,9 @@ def rank_uncertainty(
     Returns
     -------
     RankResult
+        Observed ranks (``estimate``) with their bootstrap intervals (``ci``),
+        the rank probabilities, ``P(top k)``, pairwise ``P(better)`` and the
+        tiers of agents that cannot be told apart.
 
     Examples
     --------

@@ -18,6 +18,7 @@ import xarray as xr
 from ..._base import DEFAULT_PROB
 from ..._base import HierbenchWarning
 from ..._base import Result
+from ..._docs import fill_doc
 from . import _allocation
 from . import _dstudy
 from . import _intervals
@@ -237,6 +238,7 @@ class VarianceComponentsResult(Result):
         """Variance of the difference of two objects' means at the G-study sizes."""
         return _dstudy.var_paired_diff(self)
 
+    @fill_doc
     def d_study(
         self,
         sizes: dict[str, Any] | None = None,
@@ -265,15 +267,13 @@ class VarianceComponentsResult(Result):
 
         Examples
         --------
-        >>> import numpy as np, xarray as xr
-        >>> from hierbench.freq import variance_components
-        >>> y = np.random.default_rng(0).normal(size=(5, 8, 3))
-        >>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+        %(vc_example)s
         >>> vc.d_study({"task": [10, 20], "run": [1, 4]})["e_rho2"].dims
         ('n_task', 'n_run')
         """
         return _dstudy.d_study(self, sizes, n_tasks=n_tasks, n_runs=n_runs)
 
+    @fill_doc
     def optimal_allocation(
         self,
         budget: float,
@@ -315,10 +315,7 @@ class VarianceComponentsResult(Result):
 
         Examples
         --------
-        >>> import numpy as np, xarray as xr
-        >>> from hierbench.freq import variance_components
-        >>> y = np.random.default_rng(1).normal(size=(4, 10, 3))
-        >>> vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+        %(vc_example)s
         >>> opt = vc.optimal_allocation(1000, {"task": 5.0, "run": 1.0})
         >>> sorted(opt.attrs["optimum"])
         ['run', 'task']
