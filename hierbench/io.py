@@ -253,6 +253,7 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     Returns
     -------
     pathlib.Path
+        The file written (``path``), for :func:`load_dataset`.
 
     Examples
     --------
@@ -281,6 +282,8 @@ def load_dataset(path: str | os.PathLike) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
+        The dataset as saved, boolean variables and list or dict attrs
+        restored; a missing text label reads back as NaN, a boolean attr as 0/1.
     """
     path = Path(path)
     if not path.exists():
@@ -342,6 +345,7 @@ def save_fit(
     Returns
     -------
     pathlib.Path
+        The netCDF file or zarr store written (``path``), for :func:`load_fit`.
 
     Examples
     --------
@@ -441,6 +445,9 @@ def load_fit(
     Returns
     -------
     xarray.DataTree
+        The fit as saved, less any groups :func:`save_fit` left out (named in
+        the root attr ``hierbench_groups_dropped``); ArviZ's list attrs and
+        hierbench's JSON attrs restored.
     """
     path = Path(path)
     if not path.exists():

@@ -589,6 +589,11 @@ def build_mixed(
 ) -> pm.Model:
     """Build a formula model: the crossed model with covariates, graded or [0, 1] scores.
 
+    ``eta = X beta + Z b`` on the design rows :func:`hierbench.data.model_design`
+    makes of ``data`` and ``formula``, with a binomial, ordinal or fractional
+    likelihood; the module docstring gives each family's likelihood and how
+    random intercepts are split from the fixed effects.
+
     Parameters
     ----------
     data : xarray.Dataset

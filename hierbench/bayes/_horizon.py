@@ -88,6 +88,11 @@ def build_horizon(
 ) -> pm.Model:
     """The crossed model of binary scores with log2 human minutes and an agent-specific slope.
 
+    The formula ``score ~ 0 + agent + agent:center(log2_minutes) + (1|task)``,
+    plus ``(1|cluster)`` and ``(1|agent:task)`` where the crossed model's
+    rules include them; the module docstring says why it is built so and
+    where it differs from :func:`hierbench.freq.time_horizon`.
+
     Parameters
     ----------
     data : xarray.Dataset

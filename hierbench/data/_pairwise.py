@@ -102,6 +102,11 @@ def _pairwise_dataset(
 def check_pairwise(pairs: xr.Dataset, *, name: str = "pairs") -> xr.Dataset:
     """Validate a pairwise dataset (see the module docstring) and return it.
 
+    The rules: ``agent_a``, ``agent_b`` and ``outcome`` along ``comparison``;
+    each outcome 1 (``agent_a`` won), 0 (``agent_b`` won) or 0.5 (a tie); no
+    agent compared with itself; ``position``, when present, +1 or -1; and,
+    with an ``agent`` coord, every compared agent in it.
+
     Parameters
     ----------
     pairs : xarray.Dataset

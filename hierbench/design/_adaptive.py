@@ -145,6 +145,9 @@ def adaptive(
     Returns
     -------
     AdaptiveResult
+        The predicted full-benchmark score and its interval after the
+        tasks run, those tasks in order with their outcomes, the running
+        estimate after each step (``trace``) and why it stopped.
 
     Examples
     --------

@@ -88,6 +88,8 @@ def anchors(
     Returns
     -------
     AnchorSet
+        ``size`` task labels in the order chosen, each with the share of
+        the bank it stands for (``weights``, summing to 1).
 
     Examples
     --------

@@ -156,6 +156,8 @@ def cohort_posterior(
     Returns
     -------
     CohortPosteriorResult
+        The posterior mean, sd and equal-tailed interval of ``theta`` for
+        each cell of the extra dims of ``labels``, and the labels bought.
 
     Examples
     --------

@@ -231,6 +231,10 @@ def assisted_adaptive(
     Returns
     -------
     AssistedResult
+        Per agent: the Des Raj estimate of the realised full-benchmark
+        score over ``n_tasks`` drawn tasks and its ``t`` interval, the
+        model-based score beside it, the misfit test, and every draw with
+        its recorded probability (``draws``).
 
     Examples
     --------
@@ -345,6 +349,9 @@ def assisted_mean(
     Returns
     -------
     AssistedResult
+        Per agent: the estimate from the plan's tasks (the estimator named
+        in ``ci.attrs["ci_detail"]``) and its interval, the model-based
+        score and the misfit test; ``design`` names the plan's design.
 
     Examples
     --------

@@ -245,6 +245,9 @@ def calibrate_misfit(
     Returns
     -------
     MisfitCalibration
+        ``tau(n)`` for ``n`` = 1..``budget`` with its bootstrap interval,
+        ready to pass to :func:`adaptive` as ``misfit`` (with the same
+        ``criterion`` and ``n_runs``), and the replayed errors behind it.
 
     Examples
     --------

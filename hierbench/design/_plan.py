@@ -178,6 +178,9 @@ def plan_uniform(
     Returns
     -------
     BudgetPlan
+        ``slots`` marks the ``min(M L, B)`` task-run labels to buy; no task
+        is audited and ``first_run`` is -1. :func:`budget_interval` turns
+        the bought labels into the estimate and exact interval.
 
     Examples
     --------
@@ -224,6 +227,9 @@ def plan_joint(
     Returns
     -------
     BudgetPlan
+        One run bought in every task (its position in ``first_run``) and a
+        second in each ``audited`` task, ``budget`` labels in all; for
+        :func:`budget_interval` and its disagreement-certificate intervals.
 
     Examples
     --------
@@ -375,6 +381,9 @@ def budget_interval(
     Returns
     -------
     BudgetIntervalResult
+        The unbiased estimate and its interval for each cell of the extra
+        dims of ``labels``, beside the feasible range, the labels used and
+        the audit's disagreements.
 
     Examples
     --------

@@ -136,6 +136,9 @@ def choose_working_model(
     Returns
     -------
     WorkingModel
+        The chosen name and its bank calibrated on all of ``data`` (the
+        ``working`` argument of :func:`assisted_adaptive` and
+        :func:`assisted_mean`), with the criterion of every candidate.
 
     Examples
     --------
