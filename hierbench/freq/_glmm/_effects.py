@@ -475,6 +475,9 @@ def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVa
     Returns
     -------
     AgentVarianceResult
+        One row per agent-level term (``component``): its variance with a
+        delta-method interval at ``prob``, its share of the total, and whether
+        it is a random term's variance or a fixed term's spread.
 
     Examples
     --------

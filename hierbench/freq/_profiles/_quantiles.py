@@ -163,6 +163,9 @@ def quantile_ci(
     Returns
     -------
     QuantileResult
+        Per agent and quantile level: the sample quantile, its interval at
+        ``prob`` (order-statistic or bootstrap, as ``method`` says), the
+        order-statistic interval's exact coverage, and the number of values used.
 
     Examples
     --------
@@ -347,6 +350,9 @@ def mean_ci(
     Returns
     -------
     BootstrapResult
+        Per agent: the mean over tasks of each task's mean ``var``, with its
+        task-bootstrap interval at ``prob`` (``method``) and the resampling
+        settings in its attrs.
 
     Examples
     --------
