@@ -109,7 +109,7 @@ def demo_fast(tmp_path_factory):
 #: the demo's two tests (one ``demo_fast`` run, 40-55 s, then a browser) counted together and
 #: the coverage studies now in benchmarks/ (their tests halved) left out
 _LONG_FIRST = (
-    "test_bayes_defaults_slow.py::test_same_draws_on_cold_and_warm_caches",
+    "test_bayes_build_cache.py::test_fresh_processes_load_what_they_stored",
     "test_report_browser.py::test_demo_report_renders_in_chromium",  # group demo_fast, with:
     "test_cli.py::test_demo_prints_sections_and_the_truth",
     "test_bayes_adaptive.py::test_fit_replicates_identical_serially_on_a_process_pool_and_on_dask",

@@ -147,27 +147,36 @@ with pytensor.config.change_flags(numba__fastmath=False):
 x = np.linspace(-0.5, 0.5, c.n_dim)
 rc, lp, g = _logp(c, x)
 ref = _logp(_nutpie(model), x) if sys.argv[3] == "ref" else (rc, lp, g)  # nutpie's own build, first run only
+draws = {}
+if sys.argv[3] == "fit":  # a seeded crossed fit: its kernels compiled here or loaded from the cache
+    from hierbench.testing import simulate_eval
+    from hierbench.bayes import build_crossed, fit
+    data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=0)
+    dt = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=3, progress=False, posterior_predictive=False)
+    draws = {f"draw_{v}": dt["posterior"][v].values for v in dt["posterior"].data_vars}
 np.savez(sys.argv[1], hits=[c.compiled_logp_func.cache_hits, c.compiled_expand_func.cache_hits],
-         reason=str(reason), logp=lp, grad=g, expand=_expand(c, x)[1], ref_logp=ref[1], ref_grad=ref[2])
+         reason=str(reason), logp=lp, grad=g, expand=_expand(c, x)[1], ref_logp=ref[1], ref_grad=ref[2], **draws)
 """
 
 
 @pytest.mark.slow
-def test_wrappers_load_from_disk_and_an_unreadable_entry_is_compiled_again(tmp_path):
-    # fresh processes on empty caches: the first compiles and stores the two C wrappers, the
-    # second loads them (numba counts a cache hit), the third finds garbage in their entries,
-    # compiles them again and stores them, the fourth loads those
+def test_fresh_processes_load_what_they_stored_draw_the_same_and_rebuild_an_unreadable_entry(tmp_path):
+    # fresh processes on caches that start empty (numba's and PyTensor's base compile directory):
+    # 0 compiles and stores the two C wrappers of a small model (and builds nutpie's own as the
+    # reference); 1 loads them (numba counts a cache hit) and compiles a seeded crossed fit's
+    # kernels into the cache; 2 loads everything and must draw what 1 drew (issue 24 item 6: a
+    # crossed fit once drew chains about 1e-11 apart when its kernels were compiled rather than
+    # loaded); then the small model's entries are overwritten with garbage and 3 compiles them
+    # again, the same to the bit, and stores them again
     script = tmp_path / "build.py"
     script.write_text(_BUILD)
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"),
                PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pytensor_base'}")  # fmt: skip
     entries = lambda: sorted((tmp_path / "pytensor_base" / "numba").glob("*hierbench_*"))  # noqa: E731
 
-    def run(i):
-        # the first process also builds nutpie's own model as the reference; every later one (a loaded
-        # or recompiled wrapper) must give the first's values bit for bit
+    def run(i, what):
         path = tmp_path / f"out{i}.npz"
-        subprocess.run([sys.executable, str(script), str(path), str(ROOT / "tests"), "ref" if i == 0 else "-"],
+        subprocess.run([sys.executable, str(script), str(path), str(ROOT / "tests"), what],
                        env=env, check=True, timeout=900)  # fmt: skip
         out = np.load(path)
         ref = out if i == 0 else np.load(tmp_path / "out0.npz")
@@ -176,13 +185,20 @@ def test_wrappers_load_from_disk_and_an_unreadable_entry_is_compiled_again(tmp_p
         np.testing.assert_array_equal(out["grad"], ref["ref_grad"])
         return out
 
-    first = run(0)
+    first = run(0, "ref")
     assert list(first["hits"]) == [0, 0]
-    assert len(entries()) == 4  # an index and a data file per wrapper
-    assert list(run(1)["hits"]) == [1, 1]
-    for path in entries():
+    small = entries()
+    assert len(small) == 4  # an index and a data file per wrapper
+    cold = run(1, "fit")
+    assert list(cold["hits"]) == [1, 1]
+    warm = run(2, "fit")
+    drawn = [k for k in cold.files if k.startswith("draw_")]
+    assert drawn and drawn == [k for k in warm.files if k.startswith("draw_")]
+    for k in drawn:
+        np.testing.assert_array_equal(cold[k], warm[k], err_msg=k)
+    for path in small:
         path.write_bytes(b"not a cache entry")
-    again = run(2)
+    again = run(3, "-")
     assert list(again["hits"]) == [0, 0]
-    assert list(run(3)["hits"]) == [1, 1]  # stored again (an entry that is missing is the first run's case)
     np.testing.assert_array_equal(again["expand"], first["expand"])
+    assert all(path.read_bytes() != b"not a cache entry" for path in small)  # stored again

@@ -1,15 +1,14 @@
-"""Slow checks of the defaults: the quick real-data rows, cold/warm cache reproducibility, a small SBC."""
+"""Slow checks of the defaults: the quick real-data rows and a small SBC.
+
+The same draws on cold and warm compile caches: tests/test_bayes_build_cache.py.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
 
 
 @pytest.mark.slow
@@ -20,41 +19,6 @@ def test_quick_real_data_rows_pass_the_package_checks(row, shared_data):
     res = bench_defaults.run_row(row)
     assert res["passed"], res["failures"]
     assert res["divergences"] == 0
-
-
-_FIT = """
-import sys, numpy as np, warnings
-warnings.simplefilter("ignore")
-from hierbench.testing import simulate_eval
-from hierbench.bayes import build_crossed, fit
-data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=0)
-dt = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=3, progress=False, posterior_predictive=False)
-np.savez(sys.argv[1], **{v: dt["posterior"][v].values for v in dt["posterior"].data_vars})
-"""
-
-
-@pytest.mark.slow
-def test_same_draws_on_cold_and_warm_caches(tmp_path):
-    # issue 24 item 6: this seeded crossed fit drew other chains (posterior means apart by
-    # about 1e-11) the first time PyTensor compiled it into an empty base_compiledir than
-    # when the kernels came from that cache. Both the numba cache and PyTensor's base
-    # compile directory start empty here; the first run fills them, the second reads them.
-    script = tmp_path / "fit.py"
-    script.write_text(_FIT)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT)
-    # cache folders not named like packages: the script's folder is first on sys.path
-    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba_cache")
-    env["PYTENSOR_FLAGS"] = f"base_compiledir={tmp_path / 'pytensor_base'}"
-    out = []
-    for i in range(2):
-        path = tmp_path / f"draws{i}.npz"
-        subprocess.run([sys.executable, str(script), str(path)], env=env, check=True, timeout=900)
-        out.append(np.load(path))
-    assert (tmp_path / "pytensor_base" / "numba").is_dir()  # the run compiled into the fresh folder
-    assert out[0].files == out[1].files
-    for k in out[0].files:
-        np.testing.assert_array_equal(out[0][k], out[1][k], err_msg=k)
 
 
 @pytest.mark.slow
