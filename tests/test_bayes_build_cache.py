@@ -135,8 +135,9 @@ def test_compile_model_falls_back_quietly_where_the_cache_is_off(monkeypatch):
         assert "numba__cache=False" in _nutpie_build.unusable()
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            compiled = _sampling.compile_model(model)
+            compiled, how = _sampling.compile_and_say(model)
     assert compiled is marker and calls == [(model, {"backend": "numba"})]
+    assert how == "nutpie's own path (PyTensor's numba cache is off (numba__cache=False))"  # the fit's record
 
 
 _BUILD = """

@@ -67,6 +67,10 @@ def test_reused_build_draws_what_a_fresh_build_draws_with_the_new_labels():
     fresh = fit(build_beta_binomial(d2), rng=5, **kw)
     assert json.loads(reused.attrs["fit_run"])["compile"] == "reused"
     assert json.loads(fresh.attrs["fit_run"])["compile"] == "built"
+    # how the build was made is said; the second build of a design in a process loads its
+    # C entry points from the disk cache the first build (this test's or an earlier one's) stored
+    assert "build" not in json.loads(reused.attrs["fit_run"])
+    assert json.loads(fresh.attrs["fit_run"])["build"] == "hierbench's C entry points, loaded from the disk cache"
     assert list(reused.posterior["agent"].values) == ["alpha", "beta"]
     for name, var in fresh.posterior.data_vars.items():
         np.testing.assert_array_equal(reused.posterior[name].values, var.values, err_msg=name)

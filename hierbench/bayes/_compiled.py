@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from ._sampling import compile_model
+from ._sampling import compile_and_say
 
 __all__ = [
     "KEEP",
@@ -201,10 +201,11 @@ def _with_model_data(compiled: Any, model: pm.Model) -> Any:
     return dataclasses.replace(out, _coords=coords)
 
 
-def compiled_for(model: pm.Model, info: dict[str, Any]) -> tuple[Any, bool]:
-    """``model`` compiled (or a stored build of its design with its data); and whether reused."""
+def compiled_for(model: pm.Model, info: dict[str, Any]) -> tuple[Any, str | None]:
+    """``model`` compiled (or a stored build of its design with its data); how it was built (None: reused)."""
     key = design_key(model, info)
     cached = lookup(key)
     if cached is not None:
-        return _with_model_data(cached, model), True
-    return store(key, compile_model(model)), False
+        return _with_model_data(cached, model), None
+    compiled, how = compile_and_say(model)
+    return store(key, compiled), how

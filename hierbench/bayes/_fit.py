@@ -247,11 +247,13 @@ def _sample(
         from pymc.backends.arviz import patch_nutpie_idata
 
         t0 = time.perf_counter()
-        compiled, reused = _compiled_store.compiled_for(model, info)
+        compiled, how = _compiled_store.compiled_for(model, info)
         times["compile_time"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         dt, record = _run_nutpie(compiled, settings, seed, progress, kwargs)
-        record["compile"] = "reused" if reused else "built"
+        record["compile"] = "reused" if how is None else "built"
+        if how is not None:
+            record["build"] = how
         times["sampling_time"] = time.perf_counter() - t0
         patch_nutpie_idata(dt, model, sampling_time=times["sampling_time"])
         return dt, {**times, "record": record}
@@ -390,7 +392,9 @@ def fit(
         ``sample_stats``, ``diagnostics`` and those asked for; root attrs
         ``hierbench_*`` (model, spec, data hash, version), ``sampler``,
         ``sampler_settings`` (JSON, the draws kept), ``fit_run`` (JSON: start,
-        rule, checkpoints), ``fit_notes`` (the same in words), ``seed``,
+        rule, checkpoints; ``compile``, ``"built"`` or ``"reused"``, and for
+        a build, how: hierbench's C entry points loaded from or stored in the
+        disk cache, or nutpie's own path and why), ``fit_notes`` (the same in words), ``seed``,
         ``compile_time``, ``sampling_time``, the ``diag_*`` summary and
         ``fit_timings`` (JSON, seconds: ``start_s``, the search for the mode,
         part of ``sampling_s``; ``compile_s``; ``groups_s``, the predictive and

@@ -122,6 +122,11 @@ def compile_model(model: Any) -> Any:
     function, compiled in every process). A build that fails for another
     reason than the environment says so in a warning.
     """
+    return compile_and_say(model)[0]
+
+
+def compile_and_say(model: Any) -> tuple[Any, str]:
+    """:func:`compile_model`'s build and how it was made (the fit's ``fit_run`` says it as ``build``)."""
     import nutpie
     import pytensor
 
@@ -130,10 +135,12 @@ def compile_model(model: Any) -> Any:
     with pytensor.config.change_flags(numba__fastmath=False):
         compiled, reason = build(model)
         if compiled is not None:
-            return compiled
+            loaded = min(compiled.compiled_logp_func.cache_hits, compiled.compiled_expand_func.cache_hits) > 0
+            how = "loaded from the disk cache" if loaded else "compiled and stored in the disk cache"
+            return compiled, f"hierbench's C entry points, {how}"
         if reason.startswith(FAILED):
             warn_user(f"{reason}; compiled with nutpie's own path instead", RuntimeWarning)
-        return nutpie.compile_pymc_model(model, backend="numba")
+        return nutpie.compile_pymc_model(model, backend="numba"), f"nutpie's own path ({reason})"
 
 
 class _NegLogDensity:
