@@ -474,3 +474,41 @@ def test_side_by_side_names_a_shift_most_agents_share():
     assert "task population" not in _shared_shift(mixed, population=True)
     assert "task population" not in _shared_shift(d, population=False)  # not the population target
     assert _shared_shift(d[:3], population=True) == ""  # too few agents to speak of a shared shift
+
+
+def _checklist_entry(md: str, item: str) -> str:
+    rows = md.split("## Reporting checklist")[1].split("\n## ")[0].splitlines()
+    cells = next(_md_cells(r) for r in rows if r.startswith(f"| {item} "))
+    return cells[1]
+
+
+def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path):
+    """The checklist once said "yes: each pair compared ... max-T ..., else Holm" whatever ran, and
+    "yes" for tau-bench's one model, which has no pair: it now quotes the comparison's own sentence.
+    """
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_sentence
+
+    one, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=3, rng=2)
+    three, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md1 = build(data=one, path=tmp_path / "one.md", n_resamples=99, progress=False).read_text()
+        md3 = build(data=three, path=tmp_path / "three.md", n_resamples=99, progress=False).read_text()
+        cmp = compare_agents(three, prob=0.95, rng=0)
+    assert _checklist_entry(md1, "paired deltas") == f"none: one agent ({one.agent.values[0]}), no pair to compare"
+    assert _checklist_entry(md3, "paired deltas") == f"yes: {pair_sentence(cmp, 0.05)} See the pairwise section."
+
+
+def test_checklist_seed_is_the_rng_that_reruns_the_fit():
+    """A fit stamps ``seed`` (the sampler's, drawn from ``rng``) and ``rng_seed`` (``rng`` itself);
+    the checklist gave the first as "fit seed", which `hierbench fit --seed` does not reproduce.
+    """
+    from hierbench.report._sections import _fit_seed
+
+    fit = xr.DataTree()
+    fit.attrs = {"seed": 1826701614, "rng_seed": 0}
+    assert _fit_seed(fit) == "; fit rng=0 (sampler seed 1826701614, drawn from it)"
+    fit.attrs = {"seed": 5}
+    assert _fit_seed(fit) == "; fit sampler seed 5 (drawn from the fit's rng, which was not recorded)"
+    assert _fit_seed(None) == ""

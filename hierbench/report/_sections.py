@@ -462,6 +462,29 @@ def _shared_shift(diff: pd.Series, population: bool) -> str:
     return text
 
 
+def _pairs_entry(ctx: _Context) -> str:
+    """The checklist's paired-deltas entry: what the pairwise section computed, in its own sentence."""
+    if (one := ctx.single_agent()) is not None:
+        return f"none: one agent ({one}), no pair to compare"
+    cmp = ctx.cache.get("compare")
+    if cmp is not None:
+        from ._pairs import pair_sentence
+
+        return f"yes: {pair_sentence(cmp, 1.0 - ctx.prob)} See the pairwise section."
+    if ctx.want_freq("compare"):
+        return "not computed: the pairwise section says why"
+    return "not computed (no data)"
+
+
+def _fit_seed(fit: xr.DataTree | None) -> str:
+    """The fit's seeds as the checklist states them: the rng it was run with, then the sampler's seed drawn from it."""
+    if fit is None or "seed" not in fit.attrs:
+        return ""
+    if "rng_seed" in fit.attrs:
+        return f"; fit rng={fit.attrs['rng_seed']} (sampler seed {fit.attrs['seed']}, drawn from it)"
+    return f"; fit sampler seed {fit.attrs['seed']} (drawn from the fit's rng, which was not recorded)"
+
+
 def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
     rows = []
     d = None
@@ -508,16 +531,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             f"{ctx.prob:.0%}; " + "; ".join(kinds) if kinds else f"{ctx.prob:.0%}",
         )
     )
-    rows.append(
-        (
-            "paired deltas",
-            "yes: each pair compared on the tasks both ran (paired tests, max-T over all pairs "
-            "with simultaneous intervals where its joint law is trustworthy, else Holm; see "
-            "the pairwise section)"
-            if ctx.want_freq("compare")
-            else "not computed (no data)",
-        )
-    )
+    rows.append(("paired deltas", _pairs_entry(ctx)))
     if ctx.fit is not None:
         a = ctx.fit.attrs
         rows.append(
@@ -536,17 +550,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             )
         )
         rows.append(("data hash (fit)", str(a.get("hierbench_data_hash", ""))))
-    rows.append(
-        (
-            "seed",
-            f"report resamples rng={ctx.rng!r}"
-            + (
-                f"; fit seed {ctx.fit.attrs.get('seed')}"
-                if ctx.fit is not None and "seed" in ctx.fit.attrs
-                else ""
-            ),
-        )
-    )
+    rows.append(("seed", f"report resamples rng={ctx.rng!r}" + _fit_seed(ctx.fit)))
     rows.append(("versions", ", ".join(f"{k} {v}" for k, v in _versions(ctx.fit).items())))
     table = pd.DataFrame(rows, columns=["item", "value"]).set_index("item")
     rep.section(
