@@ -500,6 +500,23 @@ def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path):
     assert _checklist_entry(md3, "paired deltas") == f"yes: {pair_sentence(cmp, 0.05)} See the pairwise section."
 
 
+def test_variance_section_names_the_design_the_g_study_used():
+    """With one run per cell the G-study's design is ``run:(agent*task) (without run)``; the report
+    said "design nested" (the keyword, not the design estimated).
+    """
+    from hierbench.freq import variance_components
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _gtheory_part
+    from hierbench.report._variance import _rows
+
+    data, _ = simulate_eval(4, 30, 1, rng=3)
+    ctx = _Context(fit=None, data=data, prob=0.95, freq="auto")
+    _, desc = _gtheory_part(ctx, _rows(True))
+    g = variance_components(data)
+    assert desc == f"G-theory ({g.method}), design {g.formula}"
+    assert g.formula == "run:(agent*task) (without run)"
+
+
 def test_checklist_seed_is_the_rng_that_reruns_the_fit():
     """A fit stamps ``seed`` (the sampler's, drawn from ``rng``) and ``rng_seed`` (``rng`` itself);
     the checklist gave the first as "fit seed", which `hierbench fit --seed` does not reproduce.
