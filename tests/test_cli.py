@@ -218,6 +218,23 @@ def test_summary_text(log, capsys):
     assert row_b.split() == ["b", "1", "1", "2", "1", "0.500", "0.500", "0.500"]
 
 
+def test_summary_says_how_many_tasks_the_per_task_mean_averages(tmp_path, capsys):
+    """Under --errors exclude a task with only errored runs was attempted but not scored: on METR the
+    summary said GPT-4 0314 ran 83 tasks, 0 missing, beside a per-task mean over 72. The column
+    `tasks scored` (summarize's n_tasks_scored) says so when the two counts differ.
+    """
+    path = tmp_path / "runs.csv"
+    pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t2", "t1", "t2"],
+                  "score": [1.0, 0.0, 1.0, 0.0], "err": [False, False, False, True]}).to_csv(path, index=False)
+    assert main(["summary", str(path), "--error", "err", "--errors", "exclude"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:5] == ["tasks", "tasks", "scored", "missing", "runs"]
+    assert next(x for x in lines if x.startswith("b ")).split()[:4] == ["b", "2", "1", "0"]
+    assert next(x for x in lines if x.startswith("b ")).split()[-2] == "1.000"  # its one scored task
+    assert main(["summary", str(path), "--error", "err"]) == 0  # errors fail: every task scored
+    assert "scored" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "nc"])
 def test_summary_json_from_every_format(log, tmp_path, fmt, capsys):
     df = pd.read_csv(log)

@@ -58,6 +58,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     s.index = s.index.astype(str)
     rename = {
         "n_tasks_attempted": "tasks run",
+        "n_tasks_scored": "tasks scored",
         "n_missing_cells": "cells never run",
         "n_runs": "runs",
         "n_scored": "scored runs",
