@@ -529,3 +529,24 @@ def test_checklist_seed_is_the_rng_that_reruns_the_fit():
     fit.attrs = {"seed": 5}
     assert _fit_seed(fit) == "; fit sampler seed 5 (drawn from the fit's rng, which was not recorded)"
     assert _fit_seed(None) == ""
+
+
+def test_data_summary_says_every_cell_holds_one_run_when_every_cell_does(tmp_path):
+    """SWE-bench's log has one run per cell; the flag read "some cells hold a single run"."""
+    from hierbench.data import from_records
+    from hierbench.data import read_report
+
+    rows = pd.DataFrame({"agent": np.repeat(["a", "b", "c"], 12), "task": np.tile([f"t{i}" for i in range(12)], 3)})
+    rows["score"] = (np.arange(len(rows)) % 3 == 0).astype(float)
+    one = from_records(rows)
+    extra = rows.iloc[:1].assign(score=1.0 - rows["score"].iloc[0])  # a second run of one cell
+    mixed = from_records(pd.concat([rows, extra]))
+    flags = {}
+    for name, ds in (("one", one), ("mixed", mixed)):
+        assert read_report(ds)["runs_per_cell"]["max"] == (1 if name == "one" else 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            md = build(data=ds, path=tmp_path / f"{name}.md", n_resamples=99, progress=False).read_text()
+        flags[name] = md.split("## Data summary")[1].split("\n## ")[0]
+    assert "every cell holds a single run" in flags["one"] and "some cells" not in flags["one"]
+    assert "some cells hold a single run" in flags["mixed"]

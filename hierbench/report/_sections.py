@@ -82,7 +82,9 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
                 f"agents with infrastructure error rate above 5%: {high} (policy errors={d['errors']!r})"
             )
     rpc = d["runs_per_cell"]
-    if rpc["min"] <= 1:
+    if rpc["max"] <= 1:
+        flags.append("every cell holds a single run: run-to-run variation cannot be separated from agent x task")
+    elif rpc["min"] <= 1:
         flags.append("some cells hold a single run: run-to-run variation cannot be separated there")
     if d["score_kind"] != "binary":
         flags.append(
