@@ -550,3 +550,39 @@ def test_data_summary_says_every_cell_holds_one_run_when_every_cell_does(tmp_pat
         flags[name] = md.split("## Data summary")[1].split("\n## ")[0]
     assert "every cell holds a single run" in flags["one"] and "some cells" not in flags["one"]
     assert "some cells hold a single run" in flags["mixed"]
+
+
+def test_ppc_bars_are_the_reports_level():
+    """The rootogram's bars were arviz-plots' default interval (its rcParam, 0.89), unstated, in a
+    report whose every interval is at `prob`: the bars are now the `prob` equal-tailed interval of
+    each count over the draws (np.percentile by hand), and the section says so.
+    """
+    from hierbench.report._context import _Context
+    from hierbench.report._figures import ppc_rootogram
+    from hierbench.report._sections import _sec_ppc
+
+    rng = np.random.default_rng(0)
+    n_cells, n = 12, 4
+    obs = xr.Dataset({"y": ("cell", rng.binomial(n, 0.4, n_cells))}, coords={"cell_agent": ("cell", ["a"] * n_cells)})
+    pp = rng.binomial(n, 0.4, size=(2, 100, n_cells))
+    fit = xr.DataTree.from_dict({
+        "observed_data": obs,
+        "posterior_predictive": xr.Dataset({"y": (("chain", "draw", "cell"), pp)}),
+        "constant_data": xr.Dataset({"cell_n_runs": ("cell", np.full(n_cells, n))}),
+    })
+    prob = 0.5
+    pc, n_main, _ = ppc_rootogram(fit, prob=prob)
+    assert n_main == n
+    fig = pc.viz["figure"]
+    ax = next(a for a in (fig.item() if hasattr(fig, "item") else fig).axes if a.lines)
+    counts = (pp.reshape(-1, n_cells)[:, :, None] == np.arange(n + 1)).sum(1)  # draws x value
+    want = np.percentile(counts, [25, 75], axis=0)
+    for line in ax.lines:
+        (x, lo), (_, hi) = line.get_xydata()
+        np.testing.assert_allclose([lo, hi], want[:, int(x)])
+    ctx = _Context(fit=fit, data=None, prob=prob)
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_ppc(ctx, rep, "ppc")
+    assert "its mean as a diamond and its 50% equal-tailed interval as a bar" in rep.blocks[0]["text"]

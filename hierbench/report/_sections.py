@@ -313,14 +313,14 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
             "construction, so it cannot show misfit here"
         )
     chk = predictive_check(ctx.fit)
-    pc, n_main, left_out = F.ppc_rootogram(ctx.fit)
+    pc, n_main, left_out = F.ppc_rootogram(ctx.fit, prob=ctx.prob)
     hi, lo = chk["p_value"], chk["p_value_low"]
     seen = hi.notnull()
     extreme = int(((hi < 0.025) | (lo < 0.025)).where(seen, False).sum())
     text = (
         "For each agent, how many tasks had c successes out of its n runs: observed (black dots) "
         "against the posterior predictive distribution of that number (its mean as a diamond and "
-        "its interval as a bar), on a square-root scale (a rootogram, drawn by arviz-plots), at the "
+        f"its {ctx.prob:.0%} equal-tailed interval as a bar), on a square-root scale (a rootogram, drawn by arviz-plots), at the "
         f"most common number of runs, n = {n_main}. Observed dots above the bars at 0 and n mean "
         "more all-fail and all-pass tasks than the model predicts (overdispersion). Over every "
         f"(agent, n, c), {extreme} of {int(seen.sum())} observed counts fall in a 2.5% tail of "
