@@ -469,6 +469,27 @@ def test_a_fit_with_another_log_is_refused_naming_what_differs(tmp_path, capsys)
     check_fit_data(_fake_fit(ds), from_records(same, run="run"))
 
 
+def test_a_cell_whose_scores_differ_by_a_fraction_shows_the_fraction():
+    """METR's continuous `score` beside a fit of `score_binarized`: the message's example read
+    "fit 0/35, data 0/35" for a cell it called different (its scores summed to 0.0004).
+    """
+    from hierbench.data import to_records
+    from hierbench.report import FitDataMismatchError
+    from hierbench.report import check_fit_data
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=2, n_tasks=5, n_runs=2, rng=0)
+    df = to_records(ds)
+    first = df.index[0]
+    df.loc[first, "score"] += 0.0004 if df.loc[first, "score"] == 0 else -0.0004
+    other = from_records(df, run="run")
+    fit_y = float(ds["score"].sel(agent=df.loc[first, "agent"], task=df.loc[first, "task"]).sum())
+    data_y = float(other["score"].sel(agent=df.loc[first, "agent"], task=df.loc[first, "task"]).sum())
+    with pytest.raises(FitDataMismatchError) as err:
+        check_fit_data(_fake_fit(ds), other)
+    assert f"fit {fit_y:g}/2, data {data_y:g}/2" in str(err.value)
+
+
 def test_validate_of_a_saved_fit_says_what_it_is(tmp_path, capsys):
     from hierbench.io import save_fit
     from hierbench.testing import simulate_eval
