@@ -586,3 +586,28 @@ def test_ppc_bars_are_the_reports_level():
         warnings.simplefilter("ignore")
         _sec_ppc(ctx, rep, "ppc")
     assert "its mean as a diamond and its 50% equal-tailed interval as a bar" in rep.blocks[0]["text"]
+
+
+def test_pair_settings_name_the_per_pair_interval_the_result_holds():
+    """With task clusters compare_agents' per-pair interval (`ci`, the table's per-pair columns) is a
+    CR2 t over clusters, yet the settings line said "per-pair intervals from 9,999 bootstrap
+    resamples": it now quotes the interval's own ci_detail, with clusters and without.
+    """
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_frame
+    from hierbench.report import settings_text
+
+    for n_clusters in (0, 6):
+        ds, _ = simulate_eval(n_agents=3, n_tasks=24, n_runs=2, rng=1, **({"n_clusters": n_clusters} if n_clusters else {}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cmp = compare_agents(ds, n_resamples=199, rng=0)
+        ci = cmp.to_dataset()["ci"]
+        text = settings_text(cmp)
+        assert f"per-pair intervals: {ci.attrs['ci_detail']}" in text
+        np.testing.assert_array_equal(
+            pair_frame(cmp)["per-pair lower"].values,
+            [float(ci.sel(agent=a, opponent=b, ci_bound="lower")) for a, b in (p.split(" - ") for p in pair_frame(cmp).index)],
+        )
+        if n_clusters:
+            assert ci.attrs["ci_kind"] == "t" and "bootstrap" not in text.split("per-pair intervals: ")[1].split(",")[0]

@@ -513,8 +513,8 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             rows.append(
                 (
                     "clustering",
-                    f"tasks in {n_cl} clusters (`cluster`); the bootstrap and the paired "
-                    "tests resample whole clusters",
+                    f"tasks in {n_cl} clusters (`cluster`); the bootstrap resamples whole clusters "
+                    "and the paired tests take clusters as their unit",
                 )
             )
         else:
