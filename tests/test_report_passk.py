@@ -99,3 +99,15 @@ def test_a_beta_binomial_fits_columns_are_these_tasks_pass_k():
         assert row["Bayes (same tasks) 90% upper"] == want.loc[(agent, k), "upper"]
     assert "beta_binomial model's posterior mean and 90% equal-tailed interval are of these tasks' own" in sec["text"]
     assert "a new task" not in sec["text"]
+
+
+def test_text_says_where_k_stops():
+    """METR's cells hold up to 96 runs and the section shows k = 1..8; the text said "the figure every k"."""
+    rng = np.random.default_rng(4)
+    data = xr.Dataset(
+        {"score": (("agent", "task", "run"), rng.binomial(1, 0.6, size=(2, 12, 10)).astype(float))},
+        coords={"agent": ["a", "b"], "task": [f"t{i}" for i in range(12)], "run": np.arange(10)},
+    )
+    text = _section(data)["text"]
+    assert "The table shows k = 1, 2, 8; the figure every k from 1 to 8. k stops at 8; the busiest cells hold 10 runs." in text
+    assert "k stops at" not in _section(_data())["text"]  # 4 runs per cell: every k is shown

@@ -197,6 +197,8 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     table = passk_table(unb, bay, what, ctx.prob)
     table = table[table.index.get_level_values("k").isin(show)]
     text = _passk_text(ctx, what, None if unb is None else unb.attrs["ci_detail"], show)
+    if r_max > ks[-1]:  # the figure stops at k = 8: said, not left for the reader to infer
+        text += f" k stops at {ks[-1]}; the busiest cells hold {r_max} runs."
     if "tasks (>= k runs)" in table:
         none = table["tasks (>= k runs)"] == 0
         if none.any():  # nothing to estimate there: said, not shown as empty cells
@@ -244,4 +246,4 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
             f"`flag` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
             "interval clipped to [0, 1] or of zero width."
         )
-    return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k."
+    return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k from 1 to {show[-1]}."
