@@ -231,7 +231,7 @@ def settings_text(cmp: PairwiseComparisonResult) -> str:
         for k, lab, exact in _SETTINGS
         if k in a and np.isfinite(float(a[k])) and not (per_pair and k == "n_resamples")
     ]
-    parts.append(", ".join(([per_pair] if per_pair else []) + nums))
+    parts += [per_pair, ", ".join(nums)]  # the interval's own detail holds commas: a part of its own
     return "; ".join(p for p in parts if p)
 
 
