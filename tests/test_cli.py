@@ -194,6 +194,14 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
             assert row["simultaneous lower"] <= row["per-pair lower"] or row["per-pair lower"] < 0
             assert row["shared tasks"] == len(both)
     assert res["adjust"] == "maxt" and res["unit"] == "tasks"
+    # what the interval columns are: the result's own descriptions (a CR2 t, not a bootstrap, with clusters)
+    from hierbench.freq import compare_agents
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = compare_agents(from_records(path), rng=0).to_dataset()
+    assert res["per_pair_interval"] == ref["ci"].attrs["ci_detail"]
+    assert res["simultaneous_interval"] == ref["ci_simultaneous"].attrs["ci_detail"]
     assert main(["compare", str(path)]) == 0
     out = capsys.readouterr().out
     assert "p Holm" in out and "simultaneous lower" in out and "agent_00 - agent_01" in out
