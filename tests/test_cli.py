@@ -194,6 +194,7 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
             assert row["simultaneous lower"] <= row["per-pair lower"] or row["per-pair lower"] < 0
             assert row["shared tasks"] == len(both)
     assert res["adjust"] == "maxt" and res["unit"] == "tasks"
+    assert res["alpha"] == 0.05  # not 1 - 0.95 = 0.050000000000000044
     # what the interval columns are: the result's own descriptions (a CR2 t, not a bootstrap, with clusters)
     from hierbench.freq import compare_agents
 
