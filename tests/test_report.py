@@ -611,3 +611,31 @@ def test_pair_settings_name_the_per_pair_interval_the_result_holds():
         )
         if n_clusters:
             assert ci.attrs["ci_kind"] == "t" and "bootstrap" not in text.split("per-pair intervals: ")[1].split(",")[0]
+
+
+def test_side_by_side_says_an_undefined_interval_is_not_judged():
+    """METR's davinci-002 never succeeds: its bootstrap interval is undefined and `disagree` read "no"
+    although its bootstrap mean (0) lies outside the Bayesian interval, against the rule the text
+    stated; the text now says the rule needs both intervals.
+    """
+    from hierbench import freq
+    from hierbench.report._context import _Context
+    from hierbench.report._sections import _sec_side
+
+    data, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=5)
+    data["score"] = data["score"].where(data["agent"] != data["agent"][0], 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = freq.bootstrap_ci(data, method="bca", n_resamples=199, rng=0)
+    draws = np.full((1, 50, 3), 0.5)
+    draws[..., 0] = np.linspace(0.02, 0.1, 50)  # the never-succeeding agent: a Bayesian interval above 0
+    post = xr.Dataset({"mean_new_task": (("chain", "draw", "agent"), draws)}, coords={"agent": data["agent"].values})
+    fit = xr.DataTree.from_dict({"posterior": post})
+    ctx = _Context(fit=fit, data=data, prob=0.95, rng=0, n_resamples=199, truth=None, freq={"bootstrap": boot})
+    rep = Report("t")
+    _sec_side(ctx, rep, "side-by-side")
+    sec = rep.blocks[0]
+    first = str(data["agent"].values[0])
+    assert sec["table"].loc[first, f"bootstrap {boot.ci.attrs['ci_kind']} lower"] == "undefined"
+    assert not sec["table"].loc[first, "disagree"]
+    assert "judged only where both intervals are defined" in sec["text"]

@@ -429,7 +429,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         ("Each agent's mean score over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
         + f", both methods at {ctx.prob:.0%}. `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
-        f"intervals do not overlap): {n_dis} of {len(wide)} agents flagged. `tasks run` is the "
+        f"intervals do not overlap), judged only where both intervals are defined: {n_dis} of {len(wide)} "
+        "agents flagged. `tasks run` is the "
         "number of tasks each agent's bootstrap mean averages; `flag` notes an agent that ran only "
         "some tasks (its mean rests on those) and an interval a method could not compute."
         + (
