@@ -35,7 +35,9 @@ def _summary_text(ds) -> str:
         "mean_score": "mean (per task)",
         "micro_mean_score": "mean (per run)",
     }
-    ann = [c for c in df.columns if c not in cols and c != "n_scored"]
+    if (df["n_tasks_scored"] != df["n_tasks_attempted"]).any():  # the tasks the per-task mean averages
+        cols = {"n_tasks_attempted": "tasks", "n_tasks_scored": "tasks scored", **cols}
+    ann = [c for c in df.columns if c not in cols and c not in ("n_scored", "n_tasks_scored")]
     show = df[[*cols, *ann]].rename(columns=cols)
     fmt = {c: "{:.3f}".format for c in ("error rate", "mean (per task)", "mean (per run)")}
     return show.to_string(formatters=fmt)

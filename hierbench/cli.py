@@ -501,9 +501,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     matrix = m > MATRIX_ABOVE and not args.all_pairs
     if args.json:
         rows = [{"pair": k, **v} for k, v in table.to_dict(orient="index").items()]
-        attrs = cmp.to_dataset().attrs
-        head = {k: attrs.get(k) for k in ("test", "adjust", "unit", "maxt_crit", "maxt_method")}
-        print(json.dumps(_jsonable({"prob": args.prob, "alpha": alpha, **head, "pairs": rows}), indent=2))
+        res = cmp.to_dataset()
+        head = {k: res.attrs.get(k) for k in ("test", "adjust", "unit", "maxt_crit", "maxt_method")}
+        # what the rows' per-pair and simultaneous ends are, as the result describes them
+        head |= {f"{k}_interval": res[v].attrs.get("ci_detail") for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous"))}
+        print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))
     else:
         print(_compare_text(cmp, args, matrix))
         if matrix:

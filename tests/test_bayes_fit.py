@@ -58,6 +58,10 @@ def test_groups_and_stamps(tiny, nutpie_fit):
     run = json.loads(a["fit_run"])
     assert run["rule"] == "fixed" and run["init"] in ("map", "support_point")
     assert "300 draws per chain (fixed)" in a["fit_notes"]
+    # the rng that re-runs the fit, beside the sampler's seed drawn from it (the report once gave
+    # only the latter as "fit seed": `hierbench fit --seed` with it draws another fit)
+    assert a["rng_seed"] == 11
+    assert a["seed"] == int(np.random.default_rng(11).integers(2**31 - 1))
     for key in ("diag_max_r_hat", "diag_min_ess_bulk", "diag_n_divergent", "diag_min_bfmi", "diag_converged"):
         assert key in a
     # observed cells only, labelled; the cells never run are counted, not dropped silently

@@ -194,6 +194,15 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
             assert row["simultaneous lower"] <= row["per-pair lower"] or row["per-pair lower"] < 0
             assert row["shared tasks"] == len(both)
     assert res["adjust"] == "maxt" and res["unit"] == "tasks"
+    assert res["alpha"] == 0.05  # not 1 - 0.95 = 0.050000000000000044
+    # what the interval columns are: the result's own descriptions (a CR2 t, not a bootstrap, with clusters)
+    from hierbench.freq import compare_agents
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = compare_agents(from_records(path), rng=0).to_dataset()
+    assert res["per_pair_interval"] == ref["ci"].attrs["ci_detail"]
+    assert res["simultaneous_interval"] == ref["ci_simultaneous"].attrs["ci_detail"]
     assert main(["compare", str(path)]) == 0
     out = capsys.readouterr().out
     assert "p Holm" in out and "simultaneous lower" in out and "agent_00 - agent_01" in out
@@ -216,6 +225,23 @@ def test_summary_text(log, capsys):
     row_b = next(line for line in out.splitlines() if line.startswith("b "))
     # b: error counts as failure: (0 + 1)/2; error rate 1/2; t2 missing
     assert row_b.split() == ["b", "1", "1", "2", "1", "0.500", "0.500", "0.500"]
+
+
+def test_summary_says_how_many_tasks_the_per_task_mean_averages(tmp_path, capsys):
+    """Under --errors exclude a task with only errored runs was attempted but not scored: on METR the
+    summary said GPT-4 0314 ran 83 tasks, 0 missing, beside a per-task mean over 72. The column
+    `tasks scored` (summarize's n_tasks_scored) says so when the two counts differ.
+    """
+    path = tmp_path / "runs.csv"
+    pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t2", "t1", "t2"],
+                  "score": [1.0, 0.0, 1.0, 0.0], "err": [False, False, False, True]}).to_csv(path, index=False)
+    assert main(["summary", str(path), "--error", "err", "--errors", "exclude"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:5] == ["tasks", "tasks", "scored", "missing", "runs"]
+    assert next(x for x in lines if x.startswith("b ")).split()[:4] == ["b", "2", "1", "0"]
+    assert next(x for x in lines if x.startswith("b ")).split()[-2] == "1.000"  # its one scored task
+    assert main(["summary", str(path), "--error", "err"]) == 0  # errors fail: every task scored
+    assert "scored" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "nc"])
@@ -450,6 +476,27 @@ def test_a_fit_with_another_log_is_refused_naming_what_differs(tmp_path, capsys)
     from hierbench.report import check_fit_data
 
     check_fit_data(_fake_fit(ds), from_records(same, run="run"))
+
+
+def test_a_cell_whose_scores_differ_by_a_fraction_shows_the_fraction():
+    """METR's continuous `score` beside a fit of `score_binarized`: the message's example read
+    "fit 0/35, data 0/35" for a cell it called different (its scores summed to 0.0004).
+    """
+    from hierbench.data import to_records
+    from hierbench.report import FitDataMismatchError
+    from hierbench.report import check_fit_data
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=2, n_tasks=5, n_runs=2, rng=0)
+    df = to_records(ds)
+    first = df.index[0]
+    df.loc[first, "score"] += 0.0004 if df.loc[first, "score"] == 0 else -0.0004
+    other = from_records(df, run="run")
+    fit_y = float(ds["score"].sel(agent=df.loc[first, "agent"], task=df.loc[first, "task"]).sum())
+    data_y = float(other["score"].sel(agent=df.loc[first, "agent"], task=df.loc[first, "task"]).sum())
+    with pytest.raises(FitDataMismatchError) as err:
+        check_fit_data(_fake_fit(ds), other)
+    assert f"fit {fit_y:g}/2, data {data_y:g}/2" in str(err.value)
 
 
 def test_validate_of_a_saved_fit_says_what_it_is(tmp_path, capsys):

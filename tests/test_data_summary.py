@@ -34,6 +34,7 @@ def test_summary_fail_policy(df):
     np.testing.assert_allclose(s.mean_score.values, [(2 / 3 + 0.5) / 2, 0.5, 0.0])
     np.testing.assert_allclose(s.micro_mean_score.values, [2.5 / 4, 0.5, 0.0])
     np.testing.assert_array_equal(s.n_lim.values, [2, 0, 0])
+    np.testing.assert_array_equal(s.n_tasks_scored.values, [2, 1, 1])  # errored runs score 0 under "fail"
 
 
 def test_summary_exclude_policy_warns_on_agent_without_scores(df):
@@ -42,6 +43,9 @@ def test_summary_exclude_policy_warns_on_agent_without_scores(df):
         s = summarize(ds)
     np.testing.assert_array_equal(s.n_runs.values, [4, 2, 1])  # errored runs still happened
     np.testing.assert_array_equal(s.n_scored.values, [4, 1, 0])
+    # c ran t1 but every run errored: attempted, not scored, and its per-task mean averages no task
+    np.testing.assert_array_equal(s.n_tasks_attempted.values, [2, 1, 1])
+    np.testing.assert_array_equal(s.n_tasks_scored.values, [2, 1, 0])
     np.testing.assert_allclose(s.mean_score.values, [(2 / 3 + 0.5) / 2, 1.0, np.nan])
     assert np.isnan(s.micro_mean_score.sel(agent="c").item())
 

@@ -474,3 +474,168 @@ def test_side_by_side_names_a_shift_most_agents_share():
     assert "task population" not in _shared_shift(mixed, population=True)
     assert "task population" not in _shared_shift(d, population=False)  # not the population target
     assert _shared_shift(d[:3], population=True) == ""  # too few agents to speak of a shared shift
+
+
+def _checklist_entry(md: str, item: str) -> str:
+    rows = md.split("## Reporting checklist")[1].split("\n## ")[0].splitlines()
+    cells = next(_md_cells(r) for r in rows if r.startswith(f"| {item} "))
+    return cells[1]
+
+
+def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path):
+    """The checklist once said "yes: each pair compared ... max-T ..., else Holm" whatever ran, and
+    "yes" for tau-bench's one model, which has no pair: it now quotes the comparison's own sentence.
+    """
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_sentence
+
+    one, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=3, rng=2)
+    three, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md1 = build(data=one, path=tmp_path / "one.md", n_resamples=99, progress=False).read_text()
+        md3 = build(data=three, path=tmp_path / "three.md", n_resamples=99, progress=False).read_text()
+        cmp = compare_agents(three, prob=0.95, rng=0)
+    assert _checklist_entry(md1, "paired deltas") == f"none: one agent ({one.agent.values[0]}), no pair to compare"
+    assert _checklist_entry(md3, "paired deltas") == f"yes: {pair_sentence(cmp, 0.05)} See the pairwise section."
+
+
+def test_variance_section_names_the_design_the_g_study_used():
+    """With one run per cell the G-study's design is ``run:(agent*task) (without run)``; the report
+    said "design nested" (the keyword, not the design estimated).
+    """
+    from hierbench.freq import variance_components
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _gtheory_part
+    from hierbench.report._variance import _rows
+
+    data, _ = simulate_eval(4, 30, 1, rng=3)
+    ctx = _Context(fit=None, data=data, prob=0.95, freq="auto")
+    _, desc = _gtheory_part(ctx, _rows(True))
+    g = variance_components(data)
+    assert desc == f"G-theory ({g.method}), design {g.formula}"
+    assert g.formula == "run:(agent*task) (without run)"
+
+
+def test_checklist_seed_is_the_rng_that_reruns_the_fit():
+    """A fit stamps ``seed`` (the sampler's, drawn from ``rng``) and ``rng_seed`` (``rng`` itself);
+    the checklist gave the first as "fit seed", which `hierbench fit --seed` does not reproduce.
+    """
+    from hierbench.report._sections import _fit_seed
+
+    fit = xr.DataTree()
+    fit.attrs = {"seed": 1826701614, "rng_seed": 0}
+    assert _fit_seed(fit) == "; fit rng=0 (sampler seed 1826701614, drawn from it)"
+    fit.attrs = {"seed": 5}
+    assert _fit_seed(fit) == "; fit sampler seed 5 (drawn from the fit's rng, which was not recorded)"
+    assert _fit_seed(None) == ""
+
+
+def test_data_summary_says_every_cell_holds_one_run_when_every_cell_does(tmp_path):
+    """SWE-bench's log has one run per cell; the flag read "some cells hold a single run"."""
+    from hierbench.data import from_records
+    from hierbench.data import read_report
+
+    rows = pd.DataFrame({"agent": np.repeat(["a", "b", "c"], 12), "task": np.tile([f"t{i}" for i in range(12)], 3)})
+    rows["score"] = (np.arange(len(rows)) % 3 == 0).astype(float)
+    one = from_records(rows)
+    extra = rows.iloc[:1].assign(score=1.0 - rows["score"].iloc[0])  # a second run of one cell
+    mixed = from_records(pd.concat([rows, extra]))
+    flags = {}
+    for name, ds in (("one", one), ("mixed", mixed)):
+        assert read_report(ds)["runs_per_cell"]["max"] == (1 if name == "one" else 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            md = build(data=ds, path=tmp_path / f"{name}.md", n_resamples=99, progress=False).read_text()
+        flags[name] = md.split("## Data summary")[1].split("\n## ")[0]
+    assert "every cell holds a single run" in flags["one"] and "some cells" not in flags["one"]
+    assert "some cells hold a single run" in flags["mixed"]
+
+
+def test_ppc_bars_are_the_reports_level():
+    """The rootogram's bars were arviz-plots' default interval (its rcParam, 0.89), unstated, in a
+    report whose every interval is at `prob`: the bars are now the `prob` equal-tailed interval of
+    each count over the draws (np.percentile by hand), and the section says so.
+    """
+    from hierbench.report._context import _Context
+    from hierbench.report._figures import ppc_rootogram
+    from hierbench.report._sections import _sec_ppc
+
+    rng = np.random.default_rng(0)
+    n_cells, n = 12, 4
+    obs = xr.Dataset({"y": ("cell", rng.binomial(n, 0.4, n_cells))}, coords={"cell_agent": ("cell", ["a"] * n_cells)})
+    pp = rng.binomial(n, 0.4, size=(2, 100, n_cells))
+    fit = xr.DataTree.from_dict({
+        "observed_data": obs,
+        "posterior_predictive": xr.Dataset({"y": (("chain", "draw", "cell"), pp)}),
+        "constant_data": xr.Dataset({"cell_n_runs": ("cell", np.full(n_cells, n))}),
+    })
+    prob = 0.5
+    pc, n_main, _ = ppc_rootogram(fit, prob=prob)
+    assert n_main == n
+    fig = pc.viz["figure"]
+    ax = next(a for a in (fig.item() if hasattr(fig, "item") else fig).axes if a.lines)
+    counts = (pp.reshape(-1, n_cells)[:, :, None] == np.arange(n + 1)).sum(1)  # draws x value
+    want = np.percentile(counts, [25, 75], axis=0)
+    for line in ax.lines:
+        (x, lo), (_, hi) = line.get_xydata()
+        np.testing.assert_allclose([lo, hi], want[:, int(x)])
+    ctx = _Context(fit=fit, data=None, prob=prob)
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_ppc(ctx, rep, "ppc")
+    assert "its mean as a diamond and its 50% equal-tailed interval as a bar" in rep.blocks[0]["text"]
+
+
+def test_pair_settings_name_the_per_pair_interval_the_result_holds():
+    """With task clusters compare_agents' per-pair interval (`ci`, the table's per-pair columns) is a
+    CR2 t over clusters, yet the settings line said "per-pair intervals from 9,999 bootstrap
+    resamples": it now quotes the interval's own ci_detail, with clusters and without.
+    """
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_frame
+    from hierbench.report import settings_text
+
+    for n_clusters in (0, 6):
+        ds, _ = simulate_eval(n_agents=3, n_tasks=24, n_runs=2, rng=1, **({"n_clusters": n_clusters} if n_clusters else {}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cmp = compare_agents(ds, n_resamples=199, rng=0)
+        ci = cmp.to_dataset()["ci"]
+        text = settings_text(cmp)
+        assert f"per-pair intervals: {ci.attrs['ci_detail']}" in text
+        np.testing.assert_array_equal(
+            pair_frame(cmp)["per-pair lower"].values,
+            [float(ci.sel(agent=a, opponent=b, ci_bound="lower")) for a, b in (p.split(" - ") for p in pair_frame(cmp).index)],
+        )
+        if n_clusters:
+            assert ci.attrs["ci_kind"] == "t" and "bootstrap" not in text.split("per-pair intervals: ")[1].split(",")[0]
+
+
+def test_side_by_side_says_an_undefined_interval_is_not_judged():
+    """METR's davinci-002 never succeeds: its bootstrap interval is undefined and `disagree` read "no"
+    although its bootstrap mean (0) lies outside the Bayesian interval, against the rule the text
+    stated; the text now says the rule needs both intervals.
+    """
+    from hierbench import freq
+    from hierbench.report._context import _Context
+    from hierbench.report._sections import _sec_side
+
+    data, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=5)
+    data["score"] = data["score"].where(data["agent"] != data["agent"][0], 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = freq.bootstrap_ci(data, method="bca", n_resamples=199, rng=0)
+    draws = np.full((1, 50, 3), 0.5)
+    draws[..., 0] = np.linspace(0.02, 0.1, 50)  # the never-succeeding agent: a Bayesian interval above 0
+    post = xr.Dataset({"mean_new_task": (("chain", "draw", "agent"), draws)}, coords={"agent": data["agent"].values})
+    fit = xr.DataTree.from_dict({"posterior": post})
+    ctx = _Context(fit=fit, data=data, prob=0.95, rng=0, n_resamples=199, truth=None, freq={"bootstrap": boot})
+    rep = Report("t")
+    _sec_side(ctx, rep, "side-by-side")
+    sec = rep.blocks[0]
+    first = str(data["agent"].values[0])
+    assert sec["table"].loc[first, f"bootstrap {boot.ci.attrs['ci_kind']} lower"] == "undefined"
+    assert not sec["table"].loc[first, "disagree"]
+    assert "judged only where both intervals are defined" in sec["text"]

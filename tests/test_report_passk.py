@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from hierbench import freq
@@ -66,3 +67,47 @@ def test_text_describes_the_interval_the_estimator_computed():
     text = _section(data)["text"]
     assert detail.split(": ", 1)[1] in text
     assert "logit scale" in text and "shown inside [0, 1]" not in text
+
+
+@pytest.mark.slow  # a small beta-binomial fit
+def test_a_beta_binomial_fits_columns_are_these_tasks_pass_k():
+    """The section called ``pass_hat_k(fit, k)`` (the conditional expectation over the observed tasks)
+    and labelled it "a new task": on tau-bench pass^1 came out 0.42 [0.39, 0.45] beside the fit's
+    own new-task mean 0.43 [0.33, 0.53]. It is now these tasks' own pass^k, as for the crossed model.
+    """
+    from hierbench import metrics
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.bayes import fit
+
+    data = _data().sel(agent=["low", "high"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_beta_binomial(data), draws=150, tune=150, chains=2, rng=1, progress=False)
+    ctx = _Context(fit=dt, data=data, prob=0.9, rng=0, n_resamples=199, truth=None, freq="auto",
+                   subset=[], say=lambda *_: None)  # fmt: skip
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_passk(ctx, rep, "pass-k")
+    sec = rep.blocks[0]
+    ref = metrics.pass_hat_k(dt, k=[1, 2, 4], prob=0.9, min_runs="k", realised=True, rng=0)
+    assert ref.attrs["tasks"] == "observed" and ref.attrs["draws_of"] == "realised task average"
+    want = ref.to_frame()
+    for (agent, k), row in sec["table"].iterrows():
+        assert row["Bayes (same tasks)"] == want.loc[(agent, k), "estimate"]
+        assert row["Bayes (same tasks) 90% lower"] == want.loc[(agent, k), "lower"]
+        assert row["Bayes (same tasks) 90% upper"] == want.loc[(agent, k), "upper"]
+    assert "beta_binomial model's posterior mean and 90% equal-tailed interval are of these tasks' own" in sec["text"]
+    assert "a new task" not in sec["text"]
+
+
+def test_text_says_where_k_stops():
+    """METR's cells hold up to 96 runs and the section shows k = 1..8; the text said "the figure every k"."""
+    rng = np.random.default_rng(4)
+    data = xr.Dataset(
+        {"score": (("agent", "task", "run"), rng.binomial(1, 0.6, size=(2, 12, 10)).astype(float))},
+        coords={"agent": ["a", "b"], "task": [f"t{i}" for i in range(12)], "run": np.arange(10)},
+    )
+    text = _section(data)["text"]
+    assert "The table shows k = 1, 2, 8; the figure every k from 1 to 8. k stops at 8; the busiest cells hold 10 runs." in text
+    assert "k stops at" not in _section(_data())["text"]  # 4 runs per cell: every k is shown

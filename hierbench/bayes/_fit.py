@@ -119,6 +119,13 @@ def _stamp(dt: xr.DataTree, info: dict[str, Any], /, **attrs: Any) -> xr.DataTre
     return dt
 
 
+def _rng_seed(rng: object) -> dict[str, int]:
+    """``{"rng_seed": rng}`` when ``rng`` is an integer (what re-runs the fit), else nothing."""
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return {"rng_seed": int(rng)}
+    return {}
+
+
 def _check_run(
     draws: int | None, tune: int | None, chains: int, target_ess: float, max_draws: int, init: str
 ) -> None:
@@ -394,7 +401,9 @@ def fit(
         ``sampler_settings`` (JSON, the draws kept), ``fit_run`` (JSON: start,
         rule, checkpoints; ``compile``, ``"built"`` or ``"reused"``, and for
         a build, how: hierbench's C entry points loaded from or stored in the
-        disk cache, or nutpie's own path and why), ``fit_notes`` (the same in words), ``seed``,
+        disk cache, or nutpie's own path and why), ``fit_notes`` (the same in
+        words), ``seed`` (the sampler's, drawn from ``rng``), ``rng_seed``
+        (``rng`` when it is an integer: the seed that re-runs the fit),
         ``compile_time``, ``sampling_time``, the ``diag_*`` summary and
         ``fit_timings`` (JSON, seconds: ``start_s``, the search for the mode,
         part of ``sampling_s``; ``compile_s``; ``groups_s``, the predictive and
@@ -433,6 +442,7 @@ def fit(
         dt, info, sampler=sampler, sampler_settings=json.dumps(settings, sort_keys=True), seed=seed,
         compile_time=float(run["compile_time"]), sampling_time=float(run["sampling_time"]),
         fit_run=run_record(run["record"]), fit_notes=describe_run(run["record"], settings["tune"]),
+        **_rng_seed(rng),
     )  # fmt: skip
     t0 = time.perf_counter()
     post = model_hook(info, "postprocess")

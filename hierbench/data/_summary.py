@@ -51,6 +51,10 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
 
         ``n_tasks_attempted``
             tasks with at least one run (errored runs included);
+        ``n_tasks_scored``
+            tasks with at least one scored run: those ``mean_score``
+            averages (fewer than ``n_tasks_attempted`` when the policy
+            ``errors="exclude"`` leaves a task only errored runs);
         ``n_missing_cells``
             tasks of the dataset the agent never ran;
         ``n_runs``
@@ -60,8 +64,8 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
         ``n_error``, ``error_rate``
             infrastructure-error runs and their share of ``n_runs``;
         ``mean_score``
-            mean over attempted tasks of the per-task mean score (each task
-            weighs the same, however many runs it had);
+            mean over the scored tasks (``n_tasks_scored``) of the per-task
+            mean score (each task weighs the same, however many runs it had);
         ``micro_mean_score``
             mean over all scored runs (tasks with more runs weigh more);
         ``n_<annotation>``
@@ -91,6 +95,7 @@ def summarize(ds: xr.Dataset) -> xr.Dataset:
     out = xr.Dataset(
         {
             "n_tasks_attempted": (cell_runs > 0).sum("task").astype(np.int64),
+            "n_tasks_scored": (scored.sum("run") > 0).sum("task").astype(np.int64),
             "n_missing_cells": (cell_runs == 0).sum("task").astype(np.int64),
             "n_runs": happened.sum(("task", "run")).astype(np.int64),
             "n_scored": n_scored.astype(np.int64),

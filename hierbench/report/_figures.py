@@ -262,13 +262,15 @@ def ppc_plot(check: xr.Dataset, *, title: str) -> Figure:
 PPC_MIN_CELLS = 5
 
 
-def ppc_rootogram(fit: xr.DataTree, *, var_name: str | None = None):
+def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None = None):
     """arviz-plots rootogram of the per-cell success counts, one panel per agent.
 
     Cells are taken at their most common number of runs ``n`` (counts out of
     different ``n`` do not share an axis); an agent with fewer than
-    :data:`PPC_MIN_CELLS` such cells gets no panel. Returns the
-    PlotCollection, ``n`` and the agents left out.
+    :data:`PPC_MIN_CELLS` such cells gets no panel. Each count's predictive
+    mean is a marker and its ``prob`` equal-tailed interval a bar (given to
+    arviz-plots, whose own default is its rcParam ``stats.ci_prob``).
+    Returns the PlotCollection, ``n`` and the agents left out.
     """
     import arviz_plots as azp
 
@@ -294,7 +296,9 @@ def ppc_rootogram(fit: xr.DataTree, *, var_name: str | None = None):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "looks binary": n = 1 is binary
-        pc = azp.plot_ppc_rootogram(tree, backend="matplotlib", sample_dims=_SAMPLE_DIMS)
+        pc = azp.plot_ppc_rootogram(
+            tree, backend="matplotlib", sample_dims=_SAMPLE_DIMS, ci_prob=prob, point_estimate="mean"
+        )
     fig = pc.viz["figure"]
     fig = fig.item() if hasattr(fig, "item") else fig
     ncol = min(4, len(o)) or 1

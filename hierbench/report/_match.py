@@ -68,9 +68,9 @@ def _cell_diff(fc: xr.Dataset, dc: xr.Dataset, *, name: str = "fit", observed_on
     bad = np.argwhere(((fn != dn) | (fy != dy)) & ((fn > 0) | (not observed_only)))
     if not len(bad):
         return []
-    ex = ", ".join(
-        f"({agents[i]}, {tasks[j]}): {name} {int(fy[i, j])}/{int(fn[i, j])}, "
-        f"data {int(dy[i, j])}/{int(dn[i, j])}"
+    ex = ", ".join(  # :g, not int(): a sum of fractional scores (0.0004) must not read as the fit's 0
+        f"({agents[i]}, {tasks[j]}): {name} {fy[i, j]:g}/{fn[i, j]:g}, "
+        f"data {dy[i, j]:g}/{dn[i, j]:g}"
         for i, j in bad[:3]
     )
     return [f"{len(bad)} agent x task cells with other success / run counts (e.g. {ex})"]

@@ -225,13 +225,24 @@ def settings_text(cmp: PairwiseComparisonResult) -> str:
     a = _attrs(cmp)
     parts = [f"test: {a['test_reason']}" if "test_reason" in a else ""]
     parts.append(f"adjustment: {a['adjust_reason']}" if "adjust_reason" in a else "")
+    per_pair = _per_pair_words(cmp)
     nums = [
         exact if exact and float(a[k]) == 0 else lab.format(int(a[k]) if "," in lab else a[k])
         for k, lab, exact in _SETTINGS
-        if k in a and np.isfinite(float(a[k]))
+        if k in a and np.isfinite(float(a[k])) and not (per_pair and k == "n_resamples")
     ]
-    parts.append(", ".join(nums))
+    parts += [per_pair, ", ".join(nums)]  # the interval's own detail holds commas: a part of its own
     return "; ".join(p for p in parts if p)
+
+
+def _per_pair_words(cmp) -> str:
+    """The per-pair interval (``ci``) as the result describes it: a bootstrap, or a CR2 t over clusters."""
+    ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
+    ci = ds["ci"].attrs if "ci" in ds else {}
+    if not ci.get("ci_detail"):
+        return ""
+    kind = ci.get("ci_kind", "")
+    return f"per-pair intervals: {ci['ci_detail']}" + (f" ({kind})" if kind and kind not in ci["ci_detail"] else "")
 
 
 def _order(cmp) -> list[str]:

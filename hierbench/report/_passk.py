@@ -2,9 +2,9 @@
 
 For each k both estimates average over the same cells: the tasks each agent
 ran at least k times (the only tasks where ``C(c, k) / C(n, k)`` exists).
-The crossed model's posterior is restricted to those cells
+A crossed or beta-binomial fit's posterior is restricted to those cells
 (``min_runs=k``) and drawn for these tasks' own pass^k (``realised``); a
-beta-binomial fit describes a new task from the population, a different
+formula fit describes a new task from the population, a different
 quantity, so it is shown in its own columns and never paired. Every row
 says how many tasks it used. The unbiased estimator's interval, its
 description and its flags (an exact bound, no width, too few tasks) are the
@@ -70,10 +70,11 @@ def _bayes(ctx: _Context, ks: list[int]) -> tuple[pd.DataFrame | None, str]:
             )
             frames.append(_bayes_frame(res))
         return pd.concat(frames).sort_index(), "same tasks"
-    if model == "beta_binomial":
+    if model == "beta_binomial":  # the same cells and the same realised quantity as the crossed model's
         from .. import metrics
 
-        return _bayes_frame(metrics.pass_hat_k(ctx.fit, k=ks, prob=ctx.prob)), "a new task"
+        res = metrics.pass_hat_k(ctx.fit, k=ks, prob=ctx.prob, min_runs="k", realised=True, rng=ctx.rng)
+        return _bayes_frame(res), "same tasks"
     if ctx.mixed and ctx.mixed_design() is not None:
         from ..metrics import mixed_pass_hat_k
 
@@ -196,6 +197,8 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     table = passk_table(unb, bay, what, ctx.prob)
     table = table[table.index.get_level_values("k").isin(show)]
     text = _passk_text(ctx, what, None if unb is None else unb.attrs["ci_detail"], show)
+    if r_max > ks[-1]:  # the figure stops at k = 8: said, not left for the reader to infer
+        text += f" k stops at {ks[-1]}; the busiest cells hold {r_max} runs."
     if "tasks (>= k runs)" in table:
         none = table["tasks (>= k runs)"] == 0
         if none.any():  # nothing to estimate there: said, not shown as empty cells
@@ -222,7 +225,7 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
     )
     if what == "same tasks":
         text += (
-            f" The crossed model's posterior mean and {ctx.prob:.0%} equal-tailed interval are of "
+            f" The {ctx.fit.attrs.get('hierbench_model')} model's posterior mean and {ctx.prob:.0%} equal-tailed interval are of "
             "these tasks' own pass^k (each task's success probability drawn from its posterior)."
         )
     elif what:
@@ -243,4 +246,4 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
             f"`flag` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
             "interval clipped to [0, 1] or of zero width."
         )
-    return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k."
+    return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k from 1 to {show[-1]}."

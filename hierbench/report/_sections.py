@@ -58,6 +58,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     s.index = s.index.astype(str)
     rename = {
         "n_tasks_attempted": "tasks run",
+        "n_tasks_scored": "tasks scored",
         "n_missing_cells": "cells never run",
         "n_runs": "runs",
         "n_scored": "scored runs",
@@ -81,7 +82,9 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
                 f"agents with infrastructure error rate above 5%: {high} (policy errors={d['errors']!r})"
             )
     rpc = d["runs_per_cell"]
-    if rpc["min"] <= 1:
+    if rpc["max"] <= 1:
+        flags.append("every cell holds a single run: run-to-run variation cannot be separated from agent x task")
+    elif rpc["min"] <= 1:
         flags.append("some cells hold a single run: run-to-run variation cannot be separated there")
     if d["score_kind"] != "binary":
         flags.append(
@@ -310,14 +313,14 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
             "construction, so it cannot show misfit here"
         )
     chk = predictive_check(ctx.fit)
-    pc, n_main, left_out = F.ppc_rootogram(ctx.fit)
+    pc, n_main, left_out = F.ppc_rootogram(ctx.fit, prob=ctx.prob)
     hi, lo = chk["p_value"], chk["p_value_low"]
     seen = hi.notnull()
     extreme = int(((hi < 0.025) | (lo < 0.025)).where(seen, False).sum())
     text = (
         "For each agent, how many tasks had c successes out of its n runs: observed (black dots) "
         "against the posterior predictive distribution of that number (its mean as a diamond and "
-        "its interval as a bar), on a square-root scale (a rootogram, drawn by arviz-plots), at the "
+        f"its {ctx.prob:.0%} equal-tailed interval as a bar), on a square-root scale (a rootogram, drawn by arviz-plots), at the "
         f"most common number of runs, n = {n_main}. Observed dots above the bars at 0 and n mean "
         "more all-fail and all-pass tasks than the model predicts (overdispersion). Over every "
         f"(agent, n, c), {extreme} of {int(seen.sum())} observed counts fall in a 2.5% tail of "
@@ -426,7 +429,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         ("Each agent's mean score over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
         + f", both methods at {ctx.prob:.0%}. `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
-        f"intervals do not overlap): {n_dis} of {len(wide)} agents flagged. `tasks run` is the "
+        f"intervals do not overlap), judged only where both intervals are defined: {n_dis} of {len(wide)} "
+        "agents flagged. `tasks run` is the "
         "number of tasks each agent's bootstrap mean averages; `flag` notes an agent that ran only "
         "some tasks (its mean rests on those) and an interval a method could not compute."
         + (
@@ -462,6 +466,29 @@ def _shared_shift(diff: pd.Series, population: bool) -> str:
     return text
 
 
+def _pairs_entry(ctx: _Context) -> str:
+    """The checklist's paired-deltas entry: what the pairwise section computed, in its own sentence."""
+    if (one := ctx.single_agent()) is not None:
+        return f"none: one agent ({one}), no pair to compare"
+    cmp = ctx.cache.get("compare")
+    if cmp is not None:
+        from ._pairs import pair_sentence
+
+        return f"yes: {pair_sentence(cmp, 1.0 - ctx.prob)} See the pairwise section."
+    if ctx.want_freq("compare"):
+        return "not computed: the pairwise section says why"
+    return "not computed (no data)"
+
+
+def _fit_seed(fit: xr.DataTree | None) -> str:
+    """The fit's seeds as the checklist states them: the rng it was run with, then the sampler's seed drawn from it."""
+    if fit is None or "seed" not in fit.attrs:
+        return ""
+    if "rng_seed" in fit.attrs:
+        return f"; fit rng={fit.attrs['rng_seed']} (sampler seed {fit.attrs['seed']}, drawn from it)"
+    return f"; fit sampler seed {fit.attrs['seed']} (drawn from the fit's rng, which was not recorded)"
+
+
 def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
     rows = []
     d = None
@@ -487,8 +514,8 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             rows.append(
                 (
                     "clustering",
-                    f"tasks in {n_cl} clusters (`cluster`); the bootstrap and the paired "
-                    "tests resample whole clusters",
+                    f"tasks in {n_cl} clusters (`cluster`); the bootstrap resamples whole clusters "
+                    "and the paired tests take clusters as their unit",
                 )
             )
         else:
@@ -508,16 +535,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             f"{ctx.prob:.0%}; " + "; ".join(kinds) if kinds else f"{ctx.prob:.0%}",
         )
     )
-    rows.append(
-        (
-            "paired deltas",
-            "yes: each pair compared on the tasks both ran (paired tests, max-T over all pairs "
-            "with simultaneous intervals where its joint law is trustworthy, else Holm; see "
-            "the pairwise section)"
-            if ctx.want_freq("compare")
-            else "not computed (no data)",
-        )
-    )
+    rows.append(("paired deltas", _pairs_entry(ctx)))
     if ctx.fit is not None:
         a = ctx.fit.attrs
         rows.append(
@@ -536,17 +554,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             )
         )
         rows.append(("data hash (fit)", str(a.get("hierbench_data_hash", ""))))
-    rows.append(
-        (
-            "seed",
-            f"report resamples rng={ctx.rng!r}"
-            + (
-                f"; fit seed {ctx.fit.attrs.get('seed')}"
-                if ctx.fit is not None and "seed" in ctx.fit.attrs
-                else ""
-            ),
-        )
-    )
+    rows.append(("seed", f"report resamples rng={ctx.rng!r}" + _fit_seed(ctx.fit)))
     rows.append(("versions", ", ".join(f"{k} {v}" for k, v in _versions(ctx.fit).items())))
     table = pd.DataFrame(rows, columns=["item", "value"]).set_index("item")
     rep.section(

@@ -116,7 +116,7 @@ def _gtheory_part(ctx: _Context, rows: dict) -> tuple[pd.DataFrame | None, str]:
         have = [n for n in names if n in comp.index]
         if have:
             out[row] = {label: float(comp[have].sum()), "G-theory terms": " + ".join(have)}
-    return pd.DataFrame.from_dict(out, orient="index"), f"{label}, design {getattr(g, 'design', '?')}"
+    return pd.DataFrame.from_dict(out, orient="index"), f"{label}, design {g.formula}"
 
 
 def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
