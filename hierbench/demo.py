@@ -419,6 +419,9 @@ def _rank_section(ctx: DemoContext) -> str:
         rp = rank_probabilities(ctx.extra["fit"], var="mean_new_task")
         first = rp.isel(rank=0) if "rank" in rp.dims else rp
         df["P(top 1) Bayes"] = first.to_series()
+    for col in ("observed rank", f"rank {PROB:.0%} lower", f"rank {PROB:.0%} upper"):
+        if np.all(np.mod(df[col].to_numpy(), 1) == 0):  # ranks, shown as whole numbers where they are
+            df[col] = df[col].astype(int)
     df.index = df.index.astype(str)
     df = df.sort_values("observed rank")
     ctx.extra["rank_table"] = df
