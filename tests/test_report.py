@@ -272,6 +272,10 @@ def test_build_from_a_fit_alone(tmp_path):
     for j in range(3):
         for v in (draws[:, j].mean(), lo[j], hi[j]):
             assert f"{v:.3f}" in abil
+    # no bootstrap is in this report: its text must not speak of one as if it stood beside
+    abil_text = html.split('id="abilities"')[1].split("</section>")[0]
+    assert "the same target as the task bootstrap" not in abil_text
+    assert "give the run log (<code>--data</code>) to put it beside" in abil_text
     # P(c > a) is 1 in every draw here; the ranks follow the levels
     pair = html.split('id="pairwise"')[1].split("</section>")[0]
     assert 'data-name="prob_superiority"' in pair

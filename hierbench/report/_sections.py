@@ -190,9 +190,11 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         + (" " + " ".join(notes) if notes else "")
     )
     if var == "mean_new_task":
-        text += (
-            " The Bayesian target is the expected score on a new task drawn from the task population, "
+        text += " The Bayesian target is the expected score on a new task drawn from the task population, " + (
             "the same target as the task bootstrap of the benchmark mean."
+            if boot is not None and same_scale
+            else "the target the task bootstrap of the benchmark mean also has; give the run log "
+            "(`--data`) to put it beside."
         )
     elif ctx.mixed and var is not None:
         text += _mixed_note(ctx, True)
