@@ -643,3 +643,24 @@ def test_side_by_side_says_an_undefined_interval_is_not_judged():
     assert sec["table"].loc[first, f"bootstrap {boot.ci.attrs['ci_kind']} lower"] == "undefined"
     assert not sec["table"].loc[first, "disagree"]
     assert "judged only where both intervals are defined" in sec["text"]
+
+
+def test_worst_r_hat_list_names_each_parameter_once():
+    # a formula model stores sd[1|agent] and the stack sd(component) with the same draws: the
+    # convergence section listed (and plotted) the one parameter twice; expected by numpy
+    from hierbench.report._convergence import _worst
+
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(2, 50)) + np.array([[0.0], [1.0]])  # chains apart: a high R-hat
+    b = rng.normal(size=(2, 50)) + np.array([[0.0], [0.5]])
+    c = rng.normal(size=(2, 50))
+    post = xr.Dataset({
+        "sd[1|agent]": (("chain", "draw"), a), "sd[1|task]": (("chain", "draw"), b),
+        "sd": (("chain", "draw", "component"), np.stack([a, b], -1)), "mu": (("chain", "draw"), c),
+    }, coords={"component": ["1|agent", "1|task"]})  # fmt: skip
+    dt = xr.DataTree.from_dict({"posterior": post})
+    worst = _worst(dt, post, n=3)
+    picked = [post[v].sel(s).values if s else post[v].values for v, s, _ in worst]
+    assert len(worst) == 3
+    assert not any(np.array_equal(picked[i], picked[j]) for i in range(3) for j in range(i))
+    assert {v for v, _, _ in worst} >= {"mu"}  # the third distinct parameter, not a copy

@@ -34,7 +34,26 @@ def _worst(fit: xr.DataTree, post: xr.Dataset, n: int = 3) -> list[tuple[str, di
             sel = dict(zip(da.dims, key, strict=True)) if da.ndim else {}
             rows.append((str(name), sel, float(v)))
     rows.sort(key=lambda r: -r[2])
-    return rows[:n]
+    return _distinct(rows, post, n)
+
+
+def _distinct(rows: list[tuple[str, dict, float]], post: xr.Dataset, n: int) -> list[tuple[str, dict, float]]:
+    """The first ``n`` rows whose draws differ.
+
+    A model that also stores a stack of its own parameters (a formula model's
+    ``sd`` over ``component`` beside ``sd[1|agent]``) holds the same draws
+    twice, and a reader would see one parameter listed and plotted as two.
+    """
+    out: list[tuple[str, dict, float]] = []
+    seen: list[np.ndarray] = []
+    for name, sel, r in rows:
+        draws = post[name].sel(sel).values if sel else post[name].values
+        if not any(d.shape == draws.shape and np.array_equal(d, draws) for d in seen):
+            out.append((name, sel, r))
+            seen.append(draws)
+        if len(out) == n:
+            break
+    return out
 
 
 _CHECK_LABELS = {
