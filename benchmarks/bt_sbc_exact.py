@@ -101,6 +101,154 @@ def exact_posterior(ia, ib, wa, tt, wb, m, rng, n=60000):
     return th, ab, w, float(1.0 / (w**2).sum())
 
 
+def _cond_grad_hess(x, sd, DV, wa, tt, wb):
+    """Gradient and Hessian of the log density of (z, log nu) given sd_ability, batched over sd's grid."""
+    z, lnu = x[:, :-1], x[:, -1]
+    d = sd[:, None] * (z @ DV.T)
+    eta = np.stack([d / 2, np.broadcast_to(lnu[:, None], d.shape), -d / 2], -1)
+    p = np.exp(eta - eta.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    pa, pt, pb = p[..., 0], p[..., 1], p[..., 2]
+    n = wa + tt + wb
+    gd = (wa - wb) / 2 - n * (pa - pb) / 2
+    # the Davidson outcome's information in (d, log nu): A'(diag p - p p')A with eta = (d/2, log nu, -d/2)
+    hdd = n * (pa + pb - (pa - pb) ** 2) / 4
+    hdl = -n * pt * (pa - pb) / 2
+    hll = n * pt * (1 - pt)
+    k = x.shape[1]
+    grad = np.concatenate([-z + sd[:, None] * (gd @ DV), (-lnu + (tt - n * pt).sum(1))[:, None]], 1)
+    H = np.zeros((x.shape[0], k, k))
+    H[:, :-1, :-1] = -np.eye(k - 1) - sd[:, None, None] ** 2 * np.einsum("gp,pi,pj->gij", hdd, DV, DV)
+    H[:, :-1, -1] = H[:, -1, :-1] = -sd[:, None] * (hdl @ DV)
+    H[:, -1, -1] = -1 - hll.sum(1)
+    return grad, H
+
+
+def _cond_log_integral(lsd, ia, ib, wa, tt, wb, m, nodes=8):
+    """The log of the integral over (z, log nu) of the joint density at each log sd_ability of a grid.
+
+    The conditional density given sd is log-concave (a multinomial logit in a linear predictor, Gaussian
+    priors): Newton finds its mode, and a product Gauss-Hermite rule of ``nodes`` points per dimension,
+    scaled by the Hessian there, integrates it.
+    """
+    from numpy.polynomial.hermite_e import hermegauss
+    from scipy.special import logsumexp
+
+    V = _basis(m)
+    DV = V[ia] - V[ib]
+    sd, k = np.exp(lsd), m
+    x = np.zeros((lsd.size, k))
+
+    def h(xx, ls):
+        return _logpost(np.concatenate([ls[:, None], xx], 1), ia, ib, wa, tt, wb, V)
+
+    for _ in range(100):
+        g, H = _cond_grad_hess(x, sd, DV, wa, tt, wb)
+        step = np.linalg.solve(-H, g[..., None])[..., 0]
+        t, f0 = np.ones(lsd.size), h(x, lsd)
+        for _ in range(30):  # halve the steps that do not climb
+            bad = h(x + t[:, None] * step, lsd) < f0 - 1e-12
+            if not bad.any():
+                break
+            t[bad] /= 2
+        x = x + t[:, None] * step
+        if np.abs(t[:, None] * step).max() < 1e-10:
+            break
+    _, H = _cond_grad_hess(x, sd, DV, wa, tt, wb)
+    L = np.linalg.cholesky(np.linalg.inv(-H))
+    u1, w1 = hermegauss(nodes)
+    U = np.stack(np.meshgrid(*[u1] * k, indexing="ij"), -1).reshape(-1, k)
+    lw = np.log(w1)[np.stack(np.meshgrid(*[np.arange(nodes)] * k, indexing="ij"), -1).reshape(-1, k)].sum(1)
+    lw += 0.5 * (U**2).sum(1)
+    out = np.empty(lsd.size)
+    for i in range(lsd.size):
+        xs = x[i] + U @ L[i].T
+        out[i] = logsumexp(h(xs, np.full(len(xs), lsd[i])) + lw) + np.log(np.diag(L[i])).sum()
+    return out
+
+
+def sd_marginal(ia, ib, wa, tt, wb, m, lo=-10.0, hi=2.5, step=0.1, nodes=8):
+    """The marginal posterior of log sd_ability by quadrature: its grid, CDF and the grid's log density.
+
+    The log joint density integrated over (z, log nu) at each point of a grid of log sd_ability
+    (:func:`_cond_log_integral`), a cubic spline of it on a ten times finer grid, and the trapezoid
+    rule there; below ``lo`` the likelihood no longer depends on sd and the density of log sd is
+    proportional to sd, so the mass below is the density at ``lo``. Unlike the importance sampler
+    this has no proposal: small sd_ability, where z spread out to their prior, is integrated like any
+    other value.
+    """
+    from scipy.interpolate import CubicSpline
+
+    grid = np.arange(lo, hi + step / 2, step)
+    g = _cond_log_integral(grid, ia, ib, wa, tt, wb, m, nodes)
+    fine = np.linspace(lo, grid[-1], 10 * (grid.size - 1) + 1)
+    dens = np.exp(CubicSpline(grid, g)(fine) - g.max())
+    cdf = np.r_[0.0, np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(fine))] + dens[0]
+    return fine, cdf / cdf[-1], g
+
+
+def replicates(seed: int, reps: int):
+    """The small design's pairs and ``reps`` prior-predictive replicates of its model, as ``sbc.py`` draws them.
+
+    Returns the agent indices of each pair's two sides, the number of agents, the outcome counts
+    (replicate x pair x (a wins, tie, b wins)) and the prior draws of ``sd_ability``, ``nu`` and
+    ``ability`` (replicate first).
+    """
+    import pymc as pm
+
+    import hierbench.bayes as hbb
+    from hierbench.data import to_pair_counts
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from sbc import template
+
+    data = template("bradley_terry", "small")
+    prior = pm.sample_prior_predictive(draws=reps, model=hbb.build_bradley_terry(data), random_seed=seed)
+    pri, pp = prior["prior"].to_dataset(), prior["prior_predictive"].to_dataset()
+    cnt = to_pair_counts(data)
+    agents = [str(x) for x in cnt["agent"].values]
+    idx = {x: i for i, x in enumerate(agents)}
+    ia = np.array([idx[str(x)] for x in cnt["agent_a"].values])
+    ib = np.array([idx[str(x)] for x in cnt["agent_b"].values])
+    Y = pp["outcome_counts"].isel(chain=0).values.astype(float)
+    return ia, ib, len(agents), Y, {k: pri[k].isel(chain=0).values for k in ("sd_ability", "nu", "ability")}
+
+
+def quadrature_study(seed, reps, stored, out, tail=0.07, others=0.05, check_every=10) -> list[dict]:
+    """Redo the sd_ability CDF of the truth by quadrature (:func:`sd_marginal`) on a stored study's replicates.
+
+    The replicates whose stored importance CDF is below ``tail`` or above ``1 - tail``, and a random
+    ``others`` fraction of the rest. Each record holds the truth, both CDFs, the quadrature's 50% / 90%
+    verdicts and, every ``check_every``-th, the CDF again on a grid half as wide with 10 nodes a
+    dimension (the numerical error).
+    """
+    ia, ib, m, Y, pri = replicates(seed, reps)
+    old = {r["rep"]: r for r in map(json.loads, open(stored))}
+    gen = np.random.default_rng(seed + 5)
+    pick = [r for r in range(reps) if abs(old[r]["cdf"]["sd_ability"] - 0.5) > 0.5 - tail or gen.random() < others]
+    recs = []
+    with open(out, "w") as fh:
+        for j, r in enumerate(pick):
+            t = float(pri["sd_ability"][r])
+            assert abs(t - old[r]["truth"]["sd_ability"]) < 1e-5, "not the stored study's replicates"
+            fine, cdf, _ = sd_marginal(ia, ib, *Y[r].T, m)
+            q = np.interp([0.25, 0.75, 0.05, 0.95], cdf, fine)
+            rec = {"rep": r, "truth": round(t, 6), "cdf_is": old[r]["cdf"]["sd_ability"],
+                   "cdf_quad": round(float(np.interp(np.log(t), fine, cdf)), 6),
+                   "in50": bool(q[0] <= np.log(t) <= q[1]), "in90": bool(q[2] <= np.log(t) <= q[3]),
+                   "in90_is": old[r]["in90"]["sd_ability"]}  # fmt: skip
+            if j % check_every == 0:
+                f2, c2, _ = sd_marginal(ia, ib, *Y[r].T, m, step=0.05, nodes=10)
+                rec["cdf_check"] = round(float(np.interp(np.log(t), f2, c2)), 6)
+            fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            fh.flush()
+            recs.append(rec)
+    d = np.array([x["cdf_quad"] - x["cdf_is"] for x in recs])
+    print(f"{len(recs)} of {reps} replicates; quadrature - importance CDF: mean {d.mean():.4f}, sd {d.std():.4f}; "
+          f"90% verdicts differ in {sum(x['in90'] != x['in90_is'] for x in recs)}")  # fmt: skip
+    return recs
+
+
 def _wq(x, w, qs):
     o = np.argsort(x)
     return np.interp(qs, np.cumsum(w[o]), x[o])
@@ -217,6 +365,9 @@ def main(argv=None) -> int:
     p.add_argument("--compare", help="an sbc.py result file of the same seed")
     p.add_argument("--draws", type=int, default=60000, help="importance draws per proposal component")
     p.add_argument("--check-model", action="store_true", help="check the simulation and the density (check_model)")
+    p.add_argument("--quadrature", help="this script's result file of the same seed and reps: redo sd_ability by quadrature")
+    p.add_argument("--tail", type=float, default=0.07, help="with --quadrature: redo the CDFs below this or above 1 - it")
+    p.add_argument("--others", type=float, default=0.05, help="with --quadrature: and this fraction of the rest")
     a = p.parse_args(argv)
     if a.check_model:
         warnings.simplefilter("ignore")
@@ -226,29 +377,15 @@ def main(argv=None) -> int:
         pool(a.pool)
         return 0
     warnings.simplefilter("ignore")
-    import pymc as pm
-
-    import hierbench.bayes as hbb
-    from hierbench.data import to_pair_counts
-
+    if a.quadrature:
+        quadrature_study(a.seed, a.reps, a.quadrature, a.out, tail=a.tail, others=a.others)
+        return 0
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from sbc import PARAMS
-    from sbc import template
     from sbc import wilson
 
-    data = template("bradley_terry", "small")
-    prior = pm.sample_prior_predictive(draws=a.reps, model=hbb.build_bradley_terry(data), random_seed=a.seed)
-    pri, pp = prior["prior"].to_dataset(), prior["prior_predictive"].to_dataset()
-    cnt = to_pair_counts(data)
-    agents = [str(x) for x in cnt["agent"].values]
-    idx = {x: i for i, x in enumerate(agents)}
-    ia = np.array([idx[str(x)] for x in cnt["agent_a"].values])
-    ib = np.array([idx[str(x)] for x in cnt["agent_b"].values])
-    m = len(agents)
-    Y = pp["outcome_counts"].isel(chain=0).values.astype(float)
-    AB = pri["ability"].isel(chain=0).values
-    SD = pri["sd_ability"].isel(chain=0).values
-    NU = pri["nu"].isel(chain=0).values
+    ia, ib, m, Y, pri = replicates(a.seed, a.reps)
+    AB, SD, NU = pri["ability"], pri["sd_ability"], pri["nu"]
     gen = np.random.default_rng(a.seed + 3)
     recs = []
     with open(a.out, "w") as fh:
