@@ -457,3 +457,30 @@ def test_davidson_fit_has_pointwise_log_likelihood_for_loo():
     ll = dt["log_likelihood"].to_dataset()
     assert all(np.isfinite(ll[v]).all() for v in ll.data_vars)
     assert "nu" in dt["posterior"]
+
+
+def test_sbc_quadrature_matches_brute_force_grid():
+    """The SBC check's quadrature marginal of sd_ability equals a brute-force grid (2 agents).
+
+    ``bt_sbc_exact.sd_marginal`` (Newton + Gauss-Hermite over (z, log nu) at each grid point of log
+    sd_ability) against a trapezoid rule over the whole 3-D posterior, tails included.
+    """
+    from bt_sbc_exact import _basis
+    from bt_sbc_exact import _logpost
+    from bt_sbc_exact import sd_marginal
+
+    ia, ib = np.array([0, 1]), np.array([1, 0])
+    wa, tt, wb = np.array([12.0, 2.0]), np.array([3.0, 4.0]), np.array([3.0, 10.0])
+    fine, cdf, _ = sd_marginal(ia, ib, wa, tt, wb, 2)
+    # the brute force: a trapezoid rule on a uniform grid over (log sd, z, log nu); below log sd = -10
+    # the density of log sd is proportional to sd, hence a tail mass equal to the density at -10
+    lsd, z, lnu = np.arange(-10, 2.5001, 0.02), np.arange(-7, 7.0001, 0.1), np.arange(-5, 5.0001, 0.1)
+    zz, nn = (g.ravel() for g in np.meshgrid(z, lnu, indexing="ij"))
+    logm = np.array([np.log(np.exp(_logpost(np.c_[np.full(zz.size, s), zz, nn], ia, ib, wa, tt, wb, _basis(2))).sum() * 0.1**2)
+                     for s in lsd])  # fmt: skip
+    dens = np.exp(logm)
+    brute = np.r_[0.0, np.cumsum((dens[1:] + dens[:-1]) / 2 * 0.02)] + dens[0]
+    brute /= brute[-1]
+    at = np.log([0.003, 0.05, 0.2, 0.5, 1.0, 2.0])
+    np.testing.assert_allclose(np.interp(at, fine, cdf), np.interp(at, lsd, brute), rtol=1e-3, atol=1e-4)
+    assert 0.3 < np.interp(np.log(1.0), lsd, brute) < 0.7  # the points span the posterior, tails and middle
