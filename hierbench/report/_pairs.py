@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
+    import xarray as xr
+
     from ..freq import PairwiseComparisonResult
 
 __all__ = [
@@ -63,8 +65,13 @@ def _mark(p: float, alpha: float) -> str:
     return ""
 
 
+def _dataset(cmp) -> xr.Dataset:
+    """A comparison result as its Dataset (a Dataset given is returned as it is)."""
+    return cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
+
+
 def _attrs(cmp) -> dict:
-    return dict((cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp).attrs)
+    return dict(_dataset(cmp).attrs)
 
 
 def marks_legend(alpha: float, adjust: str = "max-T single-step") -> str:
@@ -96,7 +103,7 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     prob = float(a.get("ci_prob", 0.95))
     alpha = 1.0 - prob if alpha is None else alpha
     adjust, name = a.get("adjust", "holm"), a.get("adjust_name", "Holm")
-    ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
+    ds = _dataset(cmp)
     m = int(a.get("n_pairs", 0))
     p = ds["p_adjusted"].values[np.triu_indices(ds.sizes["agent"], 1)]
     n_sig = int(np.sum(p < alpha))
@@ -237,7 +244,7 @@ def settings_text(cmp: PairwiseComparisonResult) -> str:
 
 def _per_pair_words(cmp) -> str:
     """The per-pair interval (``ci``) as the result describes it: a bootstrap, or a CR2 t over clusters."""
-    ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
+    ds = _dataset(cmp)
     ci = ds["ci"].attrs if "ci" in ds else {}
     if not ci.get("ci_detail"):
         return ""
@@ -247,7 +254,7 @@ def _per_pair_words(cmp) -> str:
 
 def _order(cmp) -> list[str]:
     """Agents by their mean paired difference against all others (best first)."""
-    ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
+    ds = _dataset(cmp)
     d = ds["estimate"] if "estimate" in ds else ds["mean_diff"]
     score = np.nanmean(d.transpose("agent", "opponent").values, axis=1)
     agents = [str(a) for a in ds["agent"].values]
@@ -277,7 +284,7 @@ def pair_matrix(cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered:
         Text cells such as ``"+0.64***"``; ``""`` on and below the diagonal.
         The first agent's column (empty) is left out.
     """
-    ds = cmp.to_dataset() if hasattr(cmp, "to_dataset") else cmp
+    ds = _dataset(cmp)
     d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent")
     p = ds["p_adjusted"].transpose("agent", "opponent")
     order = _order(cmp)
