@@ -97,6 +97,33 @@ def test_cached_build_computes_what_nutpies_build_computes():
     assert _logp(_compiled.with_values(ours, {"y": y2, "x": x2}), points[0])[1] != _logp(ours, points[0])[1]
 
 
+def test_a_model_at_another_size_loads_the_same_kernel_and_computes_what_nutpie_does():
+    # the sizes are data (hierbench.bayes._nutpie_build._layout), so the second size's wrappers
+    # are the first's, loaded from the disk cache (numba counts a hit), and still compute what
+    # nutpie's own build (sizes written into its graph) computes at that size
+    _ours(_model(*_data(4, n=12)))
+    model = _model(*_data(5, n=17))
+    ours, theirs = _ours(model), _nutpie(model)
+    assert (ours.compiled_logp_func.cache_hits, ours.compiled_expand_func.cache_hits) == (1, 1)
+    assert (ours.n_dim, ours.n_expanded, ours.shapes) == (theirs.n_dim, theirs.n_expanded, theirs.shapes)
+    _same(ours, theirs, [np.random.default_rng(i).normal(size=ours.n_dim) for i in range(3)])
+
+
+def test_crossed_kernel_holds_no_size():
+    # the crossed model's sizes (tasks, agents, clusters, cells) reach its graph as data only:
+    # PyTensor's cache key of the log density and of the expansion is the same at two sizes
+    from hierbench.bayes import build_crossed
+    from hierbench.testing import simulate_eval
+
+    keys = []
+    for m, t in ((4, 30), (5, 33)):
+        data = simulate_eval(n_agents=m, n_tasks=t, n_runs=3, n_clusters=5, sd_cluster=0.5, rng=1)[0]
+        with pytensor.config.change_flags(numba__fastmath=False):
+            fns = _nutpie_build._functions(build_crossed(data))
+        keys.append((_nutpie_build._kernel_key(fns[2]), _nutpie_build._kernel_key(fns[3])))
+    assert None not in keys[0] and keys[0] == keys[1]
+
+
 @pytest.mark.slow
 def test_cached_build_draws_what_nutpies_build_draws():
     import nutpie

@@ -88,13 +88,24 @@ def _default_priors(use_cluster: bool, agents: str) -> dict[str, dict[str, Any]]
     return {k: dict(v) for k, v in CROSSED_PRIORS.items() if k not in drop}
 
 
-def _cluster_sums(x: Any, cl_idx: np.ndarray, n_cl: int) -> Any:
+def _cluster_data(coords: dict, cl_idx: np.ndarray) -> tuple[Any, Any, Any]:
+    """Each task's cluster, each cluster's size (model data) and the number of clusters (the dim).
+
+    Data rather than constants, so that the compiled kernel holds no size
+    (see :mod:`hierbench.bayes._nutpie_build`).
+    """
+    idx = pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
+    size = np.bincount(cl_idx, minlength=len(coords["cluster"])).astype(float)
+    return idx, pm.Data("cluster_size", size, dims="cluster"), pm.modelcontext(None).dim_lengths["cluster"]
+
+
+def _cluster_sums(x: Any, cl_idx: Any, n_cl: Any) -> Any:
     """Per-cluster sums of a task vector: one scatter-add over the tasks, ``O(T)``."""
     return pt.inc_subtensor(pt.zeros(n_cl)[cl_idx], x)
 
 
 def _clustered_zero_sum_logp(
-    value: Any, sd_task: Any, sd_cluster: Any, cl_idx: np.ndarray, size: np.ndarray
+    value: Any, sd_task: Any, sd_cluster: Any, cl_idx: Any, size: Any
 ) -> Any:
     """Log density of ``r = B - mean(B)`` on the zero-sum subspace, ``B ~ N(0, Sigma)``.
 
@@ -255,26 +266,24 @@ def _task_effects_integrated(
     is normal and drawn exactly afterwards (an extra N(0, 1) per cluster that
     the likelihood does not see).
     """
-    n_task = len(coords["task"])
-    pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
+    idx, size, n_cl_t = _cluster_data(coords, cl_idx)
     sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
     n_cl = len(coords["cluster"])
-    size = np.bincount(cl_idx, minlength=n_cl).astype(float)
     task_dev = pm.CustomDist(
         "task_dev",
         sd_task,
         sd_cluster,
-        cl_idx.astype(np.int64),  # carries the support's length
-        logp=lambda value, st, sc, _idx: _clustered_zero_sum_logp(value, st, sc, cl_idx, size),
-        random=lambda st, sc, idx, rng=None, size=None: _clustered_zero_sum_draw(
-            st, sc, idx, n_cl, rng, size
+        idx,  # carries the support's length
+        logp=lambda value, st, sc, _idx: _clustered_zero_sum_logp(value, st, sc, idx, size),
+        random=lambda st, sc, idx_, rng=None, size=None: _clustered_zero_sum_draw(
+            st, sc, idx_, n_cl, rng, size
         ),
-        support_point=lambda rv, size_, st, sc, idx: pt.zeros(n_task),
+        support_point=lambda rv, size_, st, sc, idx_: pt.zeros(idx_.shape[0]),
         transform=pm.distributions.transforms.ZeroSumTransform([-1]),
         signature="(),(),(t)->(t)",
         dims="task",
     )
-    s_task = _cluster_sums(task_dev, cl_idx, n_cl)  # per-cluster sums of r
+    s_task = _cluster_sums(task_dev, idx, n_cl_t)  # per-cluster sums of r
     denom = sd_task**2 + size * sd_cluster**2
     w_sum = (size / denom).sum()  # 1' Sigma^-1 1
     off_mean = -(s_task / denom).sum() / w_sum  # E[offset | r]
@@ -290,7 +299,7 @@ def _task_effects_integrated(
         dims="cluster",
     )
     sd_total2 = sd_task**2 + sd_at**2 + sd_cluster**2
-    pm.Deterministic("task_effect", offset + task_dev - cl_eff[cl_idx], dims="task")
+    pm.Deterministic("task_effect", offset + task_dev - cl_eff[idx], dims="task")
     return offset, task_dev, sd_total2
 
 
@@ -318,12 +327,10 @@ def _task_effects_nested(
     conditional split of ``u_k`` (an extra N(0, 1) per cluster that the
     likelihood does not see).
     """
-    pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
+    idx, size, n_cl = _cluster_data(coords, cl_idx)
     sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
-    n_cl = len(coords["cluster"])
-    size = np.bincount(cl_idx, minlength=n_cl).astype(float)
     z_task = pm.Normal("z_task", 0.0, 1.0, dims="task")
-    task_dev = sd_task * (z_task - (_cluster_sums(z_task, cl_idx, n_cl) / size)[cl_idx])
+    task_dev = sd_task * (z_task - (_cluster_sums(z_task, idx, n_cl) / size)[idx])
     s2 = sd_cluster**2 + sd_task**2 / size
     prec = 1.0 / s2
     # non-centred: the likelihood never sees the offset (only theta = ability +
@@ -343,9 +350,9 @@ def _task_effects_nested(
         shrink * total + pt.sqrt(shrink * sd_task**2 / size) * z_split,
         dims="cluster",
     )
-    task_total = resid[cl_idx] + task_dev
+    task_total = resid[idx] + task_dev
     sd_total2 = sd_task**2 + sd_at**2 + sd_cluster**2
-    pm.Deterministic("task_effect", (total - cl_eff)[cl_idx] + task_dev, dims="task")
+    pm.Deterministic("task_effect", (total - cl_eff)[idx] + task_dev, dims="task")
     return offset, task_total, sd_total2
 
 
@@ -357,9 +364,11 @@ def _task_effects_plain(coords: dict, sd_task: Any, sd_at: Any, centred: bool) -
     sqrt(T)``; written centred it made a funnel with sd_task (divergences in
     18 of 40 prior-predictive replicates of a 4 x 30 x 5 design).
     """
-    n_task = len(coords["task"])
+    # the number of tasks read from the model's dim (not a constant): the compiled kernel is
+    # then the same at any size, and loads from the disk cache (hierbench.bayes._nutpie_build)
+    n_task = pt.cast(pm.modelcontext(None).dim_lengths["task"], "float64")
     offset = pm.Deterministic(
-        "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) * sd_task / np.sqrt(n_task)
+        "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) * sd_task / pt.sqrt(n_task)
     )
     if centred:
         task_dev = pm.ZeroSumNormal("task_dev", sigma=sd_task, dims="task")
@@ -410,9 +419,9 @@ def _abilities(pri: dict, coords: dict, offset: Any, agents: str, centred: bool)
         mu = pm.Deterministic("mu", ability.mean())
         agent_effect = pm.Deterministic("agent_effect", ability - mu, dims="agent")
         n_ag = len(coords["agent"])
+        dof = pt.maximum(pt.cast(pm.modelcontext(None).dim_lengths["agent"], "float64") - 1.0, 1.0)
         pm.Deterministic(
-            "sd_agent",
-            pt.sqrt((agent_effect**2).sum() / max(n_ag - 1, 1)) if n_ag > 1 else pt.zeros(()),
+            "sd_agent", pt.sqrt((agent_effect**2).sum() / dof) if n_ag > 1 else pt.zeros(())
         )
         return theta, ability
     mu = make_prior("mu", pri["mu"])
@@ -478,7 +487,9 @@ def _likelihood(
 ) -> None:
     """``mean_new_task`` and the cells' likelihood, by the agent x task form."""
     sd_at, _, task_total, sd_total2 = parts
-    ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
+    # the cells' indices as data (not constants), so that the kernel holds no size
+    ai = pm.Data("cell_agent_idx", cells["cell_agent_idx"].astype(np.int64), dims="cell")
+    ti = pm.Data("cell_task_idx", cells["cell_task_idx"].astype(np.int64), dims="cell")
     eta_grid = theta[:, None] + task_total[None, :]
     pu, pw = population_nodes()  # the one population rule (hierbench._numerics.agq)
     p_new = pm.math.invlogit(ability[:, None] + pt.sqrt(sd_total2) * pu[None, :])

@@ -14,7 +14,13 @@ with wrappers generated as source that reads only its arguments (the data
 pointers, sizes and shapes at fixed offsets of the record) and calls
 PyTensor's kernel, so numba can cache them: under PyTensor's numba cache
 directory (``base_compiledir``), keyed by the generated source and PyTensor's
-own cache key of the kernel it calls. The wrapper does what nutpie's does
+own cache key of the kernel it calls. The graph is nutpie's with one
+difference: where nutpie writes the sizes of the free variables into it
+(the flat vector's length and each variable's slice), :func:`_layout` reads
+them from model data, so a model of the same structure at another size (a
+new leaderboard, more tasks) is the same kernel and loads from the cache
+instead of compiling for 12-16 s (the crossed model keeps its own sizes in
+data as well). The wrapper does what nutpie's does
 (same return codes, same arithmetic), so the draws are the same bit for bit
 (a test against nutpie's own build). Where this path cannot be used
 (another nutpie or PyTensor than it was written for, PyTensor's numba cache
@@ -39,12 +45,10 @@ _VERSION = "1"
 
 _LOGP_SRC = """
 def {name}(dim, x_, out_, logp_, user_data_):
-    if dim != {n_dim}:
-        return -1
     try:
 {unpack}
-        x = numba.carray(x_, ({n_dim},))
-        out = numba.carray(out_, ({n_dim},))
+        x = numba.carray(x_, (dim,))
+        out = numba.carray(out_, (dim,))
         logp = numba.carray(logp_, ())
         logp_val, grad = inner(x{args})
         logp[()] = logp_val
@@ -60,14 +64,10 @@ def {name}(dim, x_, out_, logp_, user_data_):
 
 _EXPAND_SRC = """
 def {name}(dim, expanded, x_, out_, user_data_):
-    if dim != {n_dim}:
-        return -1
-    if expanded != {n_expanded}:
-        return -1
     try:
 {unpack}
-        x = numba.carray(x_, ({n_dim},))
-        out = numba.carray(out_, ({n_expanded},))
+        x = numba.carray(x_, (dim,))
+        out = numba.carray(out_, (expanded,))
         (values,) = inner(x{args})
         out[...] = values
     except Exception:
@@ -163,23 +163,92 @@ def unusable() -> str | None:
     return None
 
 
+def _layout(model: Any, shapes: dict[str, tuple[int, ...]]) -> tuple[Any, list[Any]]:
+    """The free variables' place in the flat vector, as data: a shared int vector and each variable's view.
+
+    ``layout`` holds the offsets of the free variables (one more than there
+    are) and then the dimensions of each; a variable's view of the flat
+    vector ``x`` slices and reshapes by those entries. The graph therefore
+    holds no size (only each variable's number of dimensions), so a model of
+    the same structure at another size is the same kernel: PyTensor and the
+    C wrappers load from the disk cache rather than compile again (nutpie's
+    own build writes the sizes into the graph).
+    """
+    import math
+
+    import numpy as np
+    import pytensor
+    import pytensor.tensor as pt
+
+    names = [model.rvs_to_values[v].name for v in model.free_RVs]
+    dims = [tuple(int(d) for d in shapes[n]) for n in names]
+    offsets = np.concatenate([[0], np.cumsum([math.prod(d) for d in dims])]).astype(np.int64)
+    layout = pytensor.shared(np.concatenate([offsets, [d for ds in dims for d in ds]]).astype(np.int64),
+                             name="hierbench_layout")  # fmt: skip
+    x = pt.dvector("_unconstrained_point")
+    views, pos = [], len(dims) + 1
+    for i, (rv, ds) in enumerate(zip(model.free_RVs, dims, strict=True)):
+        shape = tuple(layout[pos + d] for d in range(len(ds)))
+        pos += len(ds)
+        views.append(x[layout[i] : layout[i + 1]].reshape(shape, ndim=len(ds)).astype(rv.dtype))
+    return x, views
+
+
 def _functions(model: Any) -> tuple:
-    """PyTensor's numba functions for ``model``, as nutpie's own numba path makes them."""
+    """PyTensor's numba functions for ``model``: what nutpie's numba path compiles, sizes as data.
+
+    The log density (rewritten and differentiated as nutpie does), its
+    gradient and the expansion to every traced variable, on the flat vector
+    laid out as nutpie lays it out (free variables, then the rest, in model
+    order); only the slicing reads its sizes from :func:`_layout`.
+    """
+    import itertools
+    import math
+
+    import pytensor.tensor as pt
     from nutpie import compile_pymc as cp
     from pymc.initial_point import make_initial_point_fn
+    from pymc.pytensorf import compile as compile_pymc
+    from pytensor.graph import clone_replace
+    from pytensor.graph import rewrite_graph
 
     point_fn = make_initial_point_fn(
         model=model, overrides=None, default_strategy="support_point",
         jitter_rvs=set(model.free_RVs), return_transformed=True,
     )  # fmt: skip
-    return cp._make_functions(
-        model, mode="NUMBA", compute_grad=True, join_expanded=True,
-        pymc_initial_point_fn=cp._wrap_with_lock(point_fn), var_names=None,
-    )  # fmt: skip
+    shapes = cp._compute_shapes(model)
+    values = [model.rvs_to_values[v] for v in model.free_RVs]
+    names = [v.name for v in values]
+    x, views = _layout(model, shapes)
+    replace = dict(zip(values, views, strict=True))
+    rewrites = ["canonicalize", "stabilize"]
+    if not model.check_bounds:
+        rewrites.append("local_remove_check_parameter")
+    logp = rewrite_graph(model.logp(), include=rewrites)
+    grad = pt.concatenate(
+        [pt.as_tensor(g, allow_xtensor_conversion=True).ravel() for g in pt.grad(logp, values)]
+    )
+    logp, grad = clone_replace([logp, grad], replace)
+    rest = [v for v in model.unobserved_value_vars if v.name not in names]
+    flat = pt.concatenate(
+        [*[v.ravel() for v in views], *[pt.as_tensor(v, allow_xtensor_conversion=True).ravel() for v in rest]]
+    )
+    with model:
+        logp_fn = compile_pymc((x,), (logp, grad), mode="NUMBA")
+        expand_fn = compile_pymc((x,), [flat], givens=list(replace.items()), mode="NUMBA")
+    all_names = [*names, *(v.name for v in rest)]
+    all_shapes = [tuple(shapes[n]) for n in all_names]
+    ends = [0, *itertools.accumulate(math.prod(s) for s in all_shapes)]
+    slices = [slice(a, b) for a, b in itertools.pairwise(ends)]
+    n_dim = ends[len(names)]
+    start = cp._rv_dict_to_flat_array_wrapper(
+        cp._wrap_with_lock(point_fn), names=names, shapes=all_shapes[: len(names)]
+    )
+    reparam = [model.rvs_to_values[v].name for v in model.free_RVs if model.rvs_to_transforms.get(v) is not None]
+    return n_dim, ends[-1], logp_fn, expand_fn, start, (all_names, slices, all_shapes), reparam
 
 
-def _wrappers(n_dim: int, n_expanded: int, logp_pt: Any, expand_pt: Any, keys: dict,
-              shared: dict, record: Any) -> tuple[Any, Any] | str:  # fmt: skip
+def _wrappers(logp_pt: Any, expand_pt: Any, keys: dict, shared: dict, record: Any) -> tuple[Any, Any] | str:
     """The two cached C entry points, or why they cannot be made."""
     import numba
     from numba import types as nt
@@ -195,7 +264,7 @@ def _wrappers(n_dim: int, n_expanded: int, logp_pt: Any, expand_pt: Any, keys: d
     ):
         unpack, args = _unpack([keys[v] for v in fn_pt.get_shared()], shared, record)
         name = "hierbench_logp" if src is _LOGP_SRC else "hierbench_expand"
-        text = src.format(name=name, n_dim=n_dim, n_expanded=n_expanded, unpack=unpack, args=args)
+        text = src.format(name=name, unpack=unpack, args=args)
         try:
             out.append(
                 _cached_cfunc(text, name, fn_pt.vm.jit_fn, sig, f"{key}\n{numba.__version__}")
@@ -228,7 +297,7 @@ def build(model: Any) -> tuple[Any, str | None]:
             shared[keys[var]] = np.array(var.get_value(), order="C", copy=True)
             shared[keys[var]].flags.writeable = False
     user_data = cp.make_user_data(keys, shared)
-    made = _wrappers(n_dim, n_expanded, logp_pt, expand_pt, keys, shared, user_data.dtype)
+    made = _wrappers(logp_pt, expand_pt, keys, shared, user_data.dtype)
     if isinstance(made, str):
         return None, made
     dims, coords = cp._prepare_dims_and_coords(model, shape_info, reparam)
