@@ -192,3 +192,24 @@ def test_fit_approx_carries_its_error(tiny, nutpie_fit, monkeypatch):
     with pytest.raises(ValueError, match="`reference` must be a NUTS fit of the same data"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fit_approx(other, n=200, draws=50, rng=0, reference=nuts)
+
+
+def test_a_model_registered_tune_is_the_default_and_the_zoo_spec_says_it():
+    # the crossed model tunes 150 steps by default (its builder's sampler_defaults), as its zoo
+    # spec writes; another model keeps the package's default; an explicit tune wins
+    import tomllib
+
+    from conftest import ROOT
+
+    from hierbench.bayes._fit import _settings
+    from hierbench.bayes._sampling import DEFAULT_TUNE
+
+    data = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, rng=1)[0]
+    spec = tomllib.loads((ROOT / "models" / "crossed" / "spec.toml").read_text())["sampler"]
+
+    def tune(model, given=None):
+        return _settings(model.hierbench, "nutpie", None, given, 4, None, "map", 400, 2000, {})["tune"]
+
+    assert tune(build_crossed(data)) == spec["tune"] == 150
+    assert tune(build_crossed(data), given=300) == 300
+    assert tune(build_beta_binomial(data)) == DEFAULT_TUNE == 300

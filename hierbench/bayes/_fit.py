@@ -166,12 +166,13 @@ def _settings(
     sampler_kwargs: dict[str, Any],
 ) -> dict[str, Any]:  # fmt: skip
     """The run's settings with every default resolved (recorded as the fit's ``sampler_settings``)."""
+    registered = info.get("sampler_defaults") or {}
     if target_accept is None:
-        target_accept = (info.get("sampler_defaults") or {}).get("target_accept")
+        target_accept = registered.get("target_accept")
     own = sampler == "nutpie"
     out: dict[str, Any] = {
         "draws": draws if draws is not None else (None if own else 1000),
-        "tune": tune if tune is not None else (DEFAULT_TUNE if own else 1000),
+        "tune": tune if tune is not None else (registered.get("tune", DEFAULT_TUNE) if own else 1000),
         "chains": int(chains),
         "init": init if own else "sampler_default",
     }
@@ -358,7 +359,7 @@ def fit(
     """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
 
     By default (nutpie) the chains start around the posterior mode, tune for
-    300 steps and draw until every element's bulk and tail ESS reach
+    300 steps (or the model's registered number: 150 for the crossed model) and draw until every element's bulk and tail ESS reach
     ``target_ess`` and its R-hat its limit (the rule of
     :func:`hierbench.bayes.compute_diagnostics`).
 
@@ -368,7 +369,8 @@ def fit(
         A model from a hierbench builder (another is stamped ``"custom"``).
     draws, tune, chains : int
         Draws kept and tuning steps per chain (default: to the target after
-        300 steps with nutpie; 1,000 and 1,000 otherwise); chains.
+        300 steps, or the model's registered number, with nutpie; 1,000 and
+        1,000 otherwise); chains.
     rng : None, int or numpy.random.Generator
         Seeds the start, the sampler and the posterior predictive draws.
     sampler : {"nutpie", "pymc", "numpyro"}
