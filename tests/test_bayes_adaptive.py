@@ -90,6 +90,27 @@ def test_a_failed_checkpoint_jumps_to_its_prediction_but_at_most_one_and_a_half_
     assert all(b <= 1.5 * a for a, b in itertools.pairwise(seen))
 
 
+def test_the_tail_first_check_decides_every_checkpoint_as_the_full_check_does():
+    # assess(enough=saturating_growth) may stop after the tail ESS; its pass/fail and the next
+    # checkpoint it leads to must be those of the full check, on chains from slow to antithetic
+    # at every checkpoint of the plan, and it must have stopped early somewhere (or it saves nothing)
+    from hierbench.bayes._sampling import assess
+    from hierbench.bayes._sampling import saturating_growth
+
+    plan = checkpoints(2000)
+    stopped_early = 0
+    for seed, n in itertools.product((1, 2), plan[:-1]):
+        x = _awkward_draws(np.random.default_rng(seed), draws=n)[4:]  # the AR(1) elements
+        post = xr.Dataset({"a": (("chain", "draw", "k"), np.moveaxis(x, 0, 2))})
+        enough = saturating_growth(plan, n)
+        full, quick = assess(post, 400.0), assess(post, 400.0, enough=enough)
+        assert quick[0] == full[0], n
+        assert next_checkpoint(plan, n, quick[1], 2000) == next_checkpoint(plan, n, full[1], 2000), n
+        stopped_early += quick[1] != full[1]
+    assert stopped_early > 0
+    assert saturating_growth([100, 400], 100) == np.inf  # no checkpoint within 1.5 n
+
+
 def _conjugate_model():
     """Two normal means with a normal prior and known noise: the posterior is known exactly."""
     import pymc as pm

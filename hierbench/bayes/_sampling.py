@@ -52,6 +52,7 @@ from .._base import warn_user
 from ._nutpie_build import FAILED
 from ._rankstats import elements
 from ._rankstats import rank_diagnostics
+from ._rankstats import tail_ess
 
 __all__ = [
     "DEFAULT_TUNE",
@@ -65,6 +66,7 @@ __all__ = [
     "find_start",
     "next_checkpoint",
     "sample_to_target",
+    "saturating_growth",
 ]
 
 #: bulk and tail ESS every posterior element must reach before the default fit stops drawing
@@ -296,7 +298,13 @@ def _head(dt: xr.DataTree, n: int) -> xr.DataTree:
     return out
 
 
-def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
+def _grow_for(ess: np.ndarray, need: float) -> float:
+    """How many times the draws must grow for the smallest finite ``ess`` to reach ``need`` (at least 1)."""
+    v = ess[np.isfinite(ess)]
+    return max(1.0, need / max(v.min(), 1.0)) if v.size else 1.0
+
+
+def assess(post: xr.Dataset, target_ess: float, enough: float = np.inf) -> tuple[bool, float]:
     """Whether ``post`` meets the fit's targets, and how many times its draws would.
 
     The targets: finite draws; every element's rank R-hat within
@@ -306,6 +314,12 @@ def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
     diagnostics' own per-chain threshold). The second value predicts the
     factor by which the draws must grow: ESS grows with the draws, R-hat's
     excess over 1 shrinks with them.
+
+    The tail ESS is computed first (it needs no ranks). If it alone predicts
+    a growth of at least ``enough``, the draws fail and that prediction is
+    returned without the rest: a caller that passes the growth beyond which
+    its next step no longer changes (:func:`saturating_growth`) decides
+    exactly as with every statistic, at a fraction of the cost.
     """
     from ._diagnostics import DEFAULT_THRESHOLDS
     from ._diagnostics import r_hat_limit
@@ -314,13 +328,13 @@ def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
     if not np.isfinite(x).all():
         return False, 1.25
     _, c, n = x.shape
-    d = rank_diagnostics(x)
     need = max(float(target_ess), DEFAULT_THRESHOLDS["ess_bulk_per_chain"] * c)
-    grow = 1.0
-    for key in ("ess_bulk", "ess_tail"):
-        v = d[key][np.isfinite(d[key])]
-        if v.size:
-            grow = max(grow, need / max(v.min(), 1.0))
+    tail = tail_ess(x)
+    grow = _grow_for(tail, need)
+    if grow > 1.0 and grow >= enough:
+        return False, grow
+    d = rank_diagnostics(x, tail=tail)
+    grow = max(grow, _grow_for(d["ess_bulk"], need))
     ok = np.isfinite(d["r_hat"])
     if ok.any():
         ev = np.where(np.isfinite(d["ess_within"]), d["ess_within"], 1.0)[ok]
@@ -333,6 +347,28 @@ def assess(post: xr.Dataset, target_ess: float) -> tuple[bool, float]:
 
 #: the most a failed checkpoint's prediction may multiply the draws by before the next check
 MAX_JUMP = 1.5
+
+
+def saturating_growth(plan: list[int], n: int) -> float:
+    """The predicted growth at ``n`` from which :func:`next_checkpoint` gives the same answer.
+
+    At or beyond it the jump is capped at the last checkpoint within
+    :data:`MAX_JUMP` times ``n``, whatever the prediction; infinite where no
+    checkpoint lies within that cap (the prediction then decides).
+
+    Examples
+    --------
+    >>> saturating_growth(checkpoints(2000), 100)  # the cap at 150: any growth >= 150 / 95
+    1.5789473684210527
+    """
+    cap = _cap(plan, n)
+    return cap / (0.95 * n) if cap is not None else np.inf
+
+
+def _cap(plan: list[int], n: int) -> int | None:
+    """The last checkpoint within :data:`MAX_JUMP` times ``n`` (None: there is none)."""
+    within = [k for k in plan if n < k <= MAX_JUMP * n]
+    return within[-1] if within else None
 
 
 def next_checkpoint(plan: list[int], n: int, grow: float, max_draws: int) -> int:
@@ -352,8 +388,8 @@ def next_checkpoint(plan: list[int], n: int, grow: float, max_draws: int) -> int
     (150, 350)
     """
     predicted = next(k for k in plan if (k > n and k >= 0.95 * grow * n) or k == max_draws)
-    within = [k for k in plan if n < k <= MAX_JUMP * n]
-    return min(predicted, within[-1]) if within else predicted
+    cap = _cap(plan, n)
+    return min(predicted, cap) if cap is not None else predicted
 
 
 def sample_to_target(
@@ -399,7 +435,8 @@ def sample_to_target(
             while track.done < n and not _finished(sampler):
                 time.sleep(0.05)
             checked += 1
-            ok, grow = assess(_head(sampler.inspect(), n)["posterior"].to_dataset(), target_ess)
+            post = _head(sampler.inspect(), n)["posterior"].to_dataset()
+            ok, grow = assess(post, target_ess, enough=saturating_growth(plan, n))
             if ok:
                 return _head(sampler.abort(), n), {"draws": n, "reached": True, "checkpoints": checked}
             n = next_checkpoint(plan, n, grow, max_draws)
