@@ -319,6 +319,13 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_defaults() -> dict:
+    """The package's default run (one owner: hierbench.bayes._sampling.FIT_DEFAULTS)."""
+    from .bayes._sampling import FIT_DEFAULTS
+
+    return FIT_DEFAULTS
+
+
 def _sample(args: argparse.Namespace, model, progress: bool):
     """``bayes.fit`` with the CLI's settings, its stages shown when watched; (fit, warnings, wall)."""
     from . import bayes
@@ -328,7 +335,7 @@ def _sample(args: argparse.Namespace, model, progress: bool):
     if progress:
         kw["progress_callback"] = stages.callback  # nutpie's, passed through by bayes.fit
         draws = f"{args.draws} draws" if args.draws else "draws to the ESS target"
-        tune = f"{args.tune}" if args.tune else "default"
+        tune = f"{args.tune}" if args.tune else str((model.hierbench.get("sampler_defaults") or {}).get("tune", _fit_defaults()["tune"]))
         print(
             f"fitting the {args.model} model: {args.chains} chains x {draws} (+{tune} tuning)",
             file=sys.stderr,
@@ -696,7 +703,7 @@ def _add_fit(sub) -> None:
     )  # fmt: skip
     f.add_argument(
         "--tune", type=int, default=None,
-        help="tuning steps per chain (default: the package's, 300 from the posterior mode)",
+        help="tuning steps per chain (default: the model's, from the posterior mode: 150 crossed, else 300)",
     )  # fmt: skip
     f.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     f.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
