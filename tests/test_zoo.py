@@ -24,14 +24,14 @@ def test_spec_round_trip(name):
     spec = read_spec(path)
     assert spec["model"] == name
     # the file holds the registry's spec (options, priors) and what fit() does by default
-    # (the registry's own draws/tune are the pre-issue-27 fixed 1,000 + 1,000; only its
-    # target_accept still says something fit() reads)
+    # (the registry's own draws are the pre-issue-27 fixed 1,000; what fit() reads from it is
+    # target_accept and, where a model registers one, tune)
     from hierbench.bayes._fit import FIT_DEFAULTS
 
     entry = get_model(name).spec()
     for key in ("builder", "options", "priors"):
         assert spec[key] == entry[key]
-    own = {k: v for k, v in entry["sampler"].items() if k == "target_accept"}
+    own = {k: v for k, v in entry["sampler"].items() if k in ("target_accept", "tune")}
     assert spec["sampler"] == {**FIT_DEFAULTS, **own}
     # ... and writing it back loses nothing
     assert tomllib.loads(spec_to_toml(spec)) == spec
