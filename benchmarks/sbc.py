@@ -23,7 +23,7 @@ by :func:`run`; the formula families ``mixed_covariates``,
 (:func:`hierbench.bayes.build_horizon`; small designs), run by
 :func:`run_mixed`. Every replicate is fitted at the defaults of
 :func:`hierbench.bayes.fit` (4 chains, a start at the mode, 300 tuning
-steps (150 for the crossed model since issue 27), draws until every element's bulk and tail ESS >= 400 and R-hat
+steps, draws until every element's bulk and tail ESS >= 400 and R-hat
 within its limit, cap 2000), through :func:`hierbench.bayes.fit_replicates`,
 which compiles each design once per process; the draws are thinned to
 ``L = 99`` for the ranks. Each record states the rule (``rule``,

@@ -703,7 +703,7 @@ def _add_fit(sub) -> None:
     )  # fmt: skip
     f.add_argument(
         "--tune", type=int, default=None,
-        help="tuning steps per chain (default: the model's, from the posterior mode: 150 crossed, else 300)",
+        help="tuning steps per chain (default: the model's registered number, else the package's 300, from the posterior mode)",
     )  # fmt: skip
     f.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     f.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")

@@ -194,9 +194,10 @@ def test_fit_approx_carries_its_error(tiny, nutpie_fit, monkeypatch):
         fit_approx(other, n=200, draws=50, rng=0, reference=nuts)
 
 
-def test_a_model_registered_tune_is_the_default_and_the_zoo_spec_says_it():
-    # the crossed model tunes 150 steps by default (its builder's sampler_defaults), as its zoo
-    # spec writes; another model keeps the package's default; an explicit tune wins
+def test_a_model_registered_tune_is_the_default_and_the_zoo_spec_says_the_crossed_one():
+    # a builder may register its own tuning steps (sampler_defaults, read as target_accept is);
+    # an explicit tune wins; without one the package's default; the crossed model registers
+    # none, as its zoo spec says (tune 300)
     import tomllib
 
     from conftest import ROOT
@@ -204,12 +205,11 @@ def test_a_model_registered_tune_is_the_default_and_the_zoo_spec_says_it():
     from hierbench.bayes._fit import _settings
     from hierbench.bayes._sampling import DEFAULT_TUNE
 
+    def tune(info, given=None):
+        return _settings(info, "nutpie", None, given, 4, None, "map", 400, 2000, {})["tune"]
+
+    assert tune({"sampler_defaults": {"tune": 123}}) == 123
+    assert tune({"sampler_defaults": {"tune": 123}}, given=77) == 77
     data = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, rng=1)[0]
     spec = tomllib.loads((ROOT / "models" / "crossed" / "spec.toml").read_text())["sampler"]
-
-    def tune(model, given=None):
-        return _settings(model.hierbench, "nutpie", None, given, 4, None, "map", 400, 2000, {})["tune"]
-
-    assert tune(build_crossed(data)) == spec["tune"] == 150
-    assert tune(build_crossed(data), given=300) == 300
-    assert tune(build_beta_binomial(data)) == DEFAULT_TUNE == 300
+    assert tune(build_crossed(data).hierbench) == spec["tune"] == DEFAULT_TUNE == 300

@@ -80,8 +80,6 @@ NOMINAL_SCALE = {"agent": 1.0, "task": 1.0, "cluster": 1.0}
 #: nominal SD of the agent x task effect: caps what repeated runs of one cell
 #: tell about the task (or agent) level
 NOMINAL_AGENT_TASK_SD = 0.5
-#: tuning steps of the crossed model's default fit (see the builder's sampler_defaults)
-CROSSED_TUNE = 150
 
 
 def _default_priors(use_cluster: bool, agents: str) -> dict[str, dict[str, Any]]:
@@ -519,11 +517,8 @@ def _info(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, options: di
         # 0.8 everywhere: 0.65 (half the leapfrog steps on well-conditioned designs)
         # diverged on small and single-agent designs (tau-bench: 114); nested clusters
         # (non-centred) diverged at 0.65 on the default demo data (4 divergences, 0 at
-        # 0.8). See models/crossed/card.md. 150 tuning steps (not the package's 300):
-        # the chains start at draws from the Laplace approximation, so warm-up only
-        # adapts the step size and mass matrix; benchmarks/bench_tuning.py found the
-        # same draws to target at 100-300 steps, and SBC passes at 150 (card.md).
-        sampler_defaults={"target_accept": 0.8, "tune": CROSSED_TUNE},
+        # 0.8). See models/crossed/card.md (also why tuning stays at the package's 300).
+        sampler_defaults={"target_accept": 0.8},
         data={
             "cell_agent_idx": cells["cell_agent_idx"],
             "cell_task_idx": cells["cell_task_idx"],
@@ -658,7 +653,7 @@ register(
             "agents": "fixed",
             "centred": "auto",
         },
-        sampler_settings={"target_accept": 0.8, "tune": CROSSED_TUNE},
+        sampler_settings={"target_accept": 0.8},
         description="Crossed agent x task (x cluster) logistic model on aggregated counts",
         hooks=HOOKS,
     )

@@ -359,7 +359,7 @@ def fit(
     """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
 
     By default (nutpie) the chains start around the posterior mode, tune for
-    300 steps (or the model's registered number: 150 for the crossed model) and draw until every element's bulk and tail ESS reach
+    300 steps (or the number the model's builder registers) and draw until every element's bulk and tail ESS reach
     ``target_ess`` and its R-hat its limit (the rule of
     :func:`hierbench.bayes.compute_diagnostics`).
 
