@@ -36,6 +36,12 @@ per cell. Usage::
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
 
+Measured 2026-12-02 (later; ``results/bench_crossed_stop36.jsonl``), same run, nothing else
+running, seed 1, after the shape-free cached build (kernel loaded: compile 1.0 s) and the
+tail-first checkpoint check: default 21.4 / 41.1 / 89.2 s against old_default 59.3 / 109.9 /
+235.2 s at 12x500x10 / 13x880x10 / 25x1000x8; 300 draws per chain each, min ESS tail
+467 / 437 / 472, R-hat 1.023 / 1.034 / 1.030 (within their limits), 0 divergences.
+
 Measured 2026-12-02 on a fresh 2-core machine (new caches; the first size paid the cold
 compile), nothing else running (load 0.9-2.8), seed 1, default config, code before the cached
 nutpie build and the capped checkpoint jump: 65.9 s at 12x500x10 (compile 35.8 cold, sampling
