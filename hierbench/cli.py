@@ -319,13 +319,6 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fit_defaults() -> dict:
-    """The package's default run (one owner: hierbench.bayes._sampling.FIT_DEFAULTS)."""
-    from .bayes._sampling import FIT_DEFAULTS
-
-    return FIT_DEFAULTS
-
-
 def _sample(args: argparse.Namespace, model, progress: bool):
     """``bayes.fit`` with the CLI's settings, its stages shown when watched; (fit, warnings, wall)."""
     from . import bayes
@@ -335,7 +328,7 @@ def _sample(args: argparse.Namespace, model, progress: bool):
     if progress:
         kw["progress_callback"] = stages.callback  # nutpie's, passed through by bayes.fit
         draws = f"{args.draws} draws" if args.draws else "draws to the ESS target"
-        tune = f"{args.tune}" if args.tune else str((model.hierbench.get("sampler_defaults") or {}).get("tune", _fit_defaults()["tune"]))
+        tune = args.tune or (model.hierbench.get("sampler_defaults") or {}).get("tune", "default")
         print(
             f"fitting the {args.model} model: {args.chains} chains x {draws} (+{tune} tuning)",
             file=sys.stderr,
