@@ -347,6 +347,10 @@ def assess(post: xr.Dataset, target_ess: float, enough: float = np.inf) -> tuple
 
 #: the most a failed checkpoint's prediction may multiply the draws by before the next check
 MAX_JUMP = 1.5
+#: a checkpoint within this share of the predicted draws counts as reaching them (the one rule of
+#: :func:`next_checkpoint` and :func:`saturating_growth`: if they differed, the tail-first check
+#: would no longer decide as the full one does)
+REACH = 0.95
 
 
 def saturating_growth(plan: list[int], n: int) -> float:
@@ -362,7 +366,7 @@ def saturating_growth(plan: list[int], n: int) -> float:
     1.5789473684210527
     """
     cap = _cap(plan, n)
-    return cap / (0.95 * n) if cap is not None else np.inf
+    return cap / (REACH * n) if cap is not None else np.inf
 
 
 def _cap(plan: list[int], n: int) -> int | None:
@@ -387,7 +391,7 @@ def next_checkpoint(plan: list[int], n: int, grow: float, max_draws: int) -> int
     >>> next_checkpoint(plan, 100, 4.0, 2000), next_checkpoint(plan, 300, 1.2, 2000)
     (150, 350)
     """
-    predicted = next(k for k in plan if (k > n and k >= 0.95 * grow * n) or k == max_draws)
+    predicted = next(k for k in plan if (k > n and k >= REACH * grow * n) or k == max_draws)
     cap = _cap(plan, n)
     return min(predicted, cap) if cap is not None else predicted
 
