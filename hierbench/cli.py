@@ -328,7 +328,7 @@ def _sample(args: argparse.Namespace, model, progress: bool):
     if progress:
         kw["progress_callback"] = stages.callback  # nutpie's, passed through by bayes.fit
         draws = f"{args.draws} draws" if args.draws else "draws to the ESS target"
-        tune = args.tune or (model.hierbench.get("sampler_defaults") or {}).get("tune", "default")
+        tune = args.tune or bayes.FIT_DEFAULTS["tune"]
         print(
             f"fitting the {args.model} model: {args.chains} chains x {draws} (+{tune} tuning)",
             file=sys.stderr,
@@ -696,7 +696,7 @@ def _add_fit(sub) -> None:
     )  # fmt: skip
     f.add_argument(
         "--tune", type=int, default=None,
-        help="tuning steps per chain (default: the model's registered number, else the package's 300, from the posterior mode)",
+        help="tuning steps per chain (default: 300, from the posterior mode)",
     )  # fmt: skip
     f.add_argument("--chains", type=int, default=4, help="chains (default 4)")
     f.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")

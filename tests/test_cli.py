@@ -616,7 +616,7 @@ def test_fit_help_states_the_package_defaults():
     text = " ".join(fit_parser.format_help().split())
     assert f"reach {FIT_DEFAULTS['target_ess']}" in text
     assert f"at most {FIT_DEFAULTS['max_draws']}" in text
-    assert f"else the package's {FIT_DEFAULTS['tune']}, from the posterior mode" in text
+    assert f"(default: {FIT_DEFAULTS['tune']}, from the posterior mode)" in text
 
 
 def test_fit_refuses_two_models_and_formula_options_without_a_formula(log, tmp_path, capsys):

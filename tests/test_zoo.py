@@ -25,13 +25,13 @@ def test_spec_round_trip(name):
     assert spec["model"] == name
     # the file holds the registry's spec (options, priors) and what fit() does by default
     # (the registry's own draws are the pre-issue-27 fixed 1,000; what fit() reads from it is
-    # target_accept and, where a model registers one, tune)
+    # target_accept)
     from hierbench.bayes._fit import FIT_DEFAULTS
 
     entry = get_model(name).spec()
     for key in ("builder", "options", "priors"):
         assert spec[key] == entry[key]
-    own = {k: v for k, v in entry["sampler"].items() if k in ("target_accept", "tune")}
+    own = {k: v for k, v in entry["sampler"].items() if k == "target_accept"}
     assert spec["sampler"] == {**FIT_DEFAULTS, **own}
     # ... and writing it back loses nothing
     assert tomllib.loads(spec_to_toml(spec)) == spec

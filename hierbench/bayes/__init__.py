@@ -22,6 +22,7 @@ from ._diagnostics import ConvergenceWarning
 from ._diagnostics import compute_diagnostics
 from ._diagnostics import loo_compare
 from ._diagnostics import predictive_check
+from ._fit import FIT_DEFAULTS
 from ._fit import SAMPLERS
 from ._fit import add_log_likelihood
 from ._fit import fit
@@ -51,6 +52,7 @@ __all__ = [
     "CROSSED_PRIORS",
     "DEFAULT_THRESHOLDS",
     "ELO_PER_LOGIT",
+    "FIT_DEFAULTS",
     "HOOK_KINDS",
     "IRT_PRIORS",
     "MIXED_PRIORS",

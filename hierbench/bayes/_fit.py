@@ -172,7 +172,7 @@ def _settings(
     own = sampler == "nutpie"
     out: dict[str, Any] = {
         "draws": draws if draws is not None else (None if own else 1000),
-        "tune": tune if tune is not None else (registered.get("tune", DEFAULT_TUNE) if own else 1000),
+        "tune": tune if tune is not None else (DEFAULT_TUNE if own else 1000),
         "chains": int(chains),
         "init": init if own else "sampler_default",
     }
@@ -369,8 +369,7 @@ def fit(
         A model from a hierbench builder (another is stamped ``"custom"``).
     draws, tune, chains : int
         Draws kept and tuning steps per chain (default: to the target after
-        300 steps, or the model's registered number, with nutpie; 1,000 and
-        1,000 otherwise); chains.
+        300 steps with nutpie; 1,000 and 1,000 otherwise); chains.
     rng : None, int or numpy.random.Generator
         Seeds the start, the sampler and the posterior predictive draws.
     sampler : {"nutpie", "pymc", "numpyro"}
