@@ -168,27 +168,24 @@ def unusable() -> str | None:
     return None
 
 
-def _layout(model: Any, shapes: dict[str, tuple[int, ...]]) -> tuple[Any, list[Any]]:
+def _layout(model: Any, dims: list[tuple[int, ...]], offsets: list[int]) -> tuple[Any, list[Any]]:
     """The free variables' place in the flat vector, as data: a shared int vector and each variable's view.
 
-    ``layout`` holds the offsets of the free variables (one more than there
-    are) and then the dimensions of each; a variable's view of the flat
+    ``dims`` and ``offsets`` are the free variables' shapes and their
+    places in the flat vector (one more offset than there are variables, as
+    :func:`_functions` works them out for every traced variable).
+    ``layout`` holds the offsets and then the dimensions of each; a variable's view of the flat
     vector ``x`` slices and reshapes by those entries. The graph therefore
     holds no size (only each variable's number of dimensions), so a model of
     the same structure at another size is the same kernel: PyTensor and the
     C wrappers load from the disk cache rather than compile again (nutpie's
     own build writes the sizes into the graph).
     """
-    import math
-
     import numpy as np
     import pytensor
     import pytensor.tensor as pt
 
-    names = [model.rvs_to_values[v].name for v in model.free_RVs]
-    dims = [tuple(int(d) for d in shapes[n]) for n in names]
-    offsets = np.concatenate([[0], np.cumsum([math.prod(d) for d in dims])]).astype(np.int64)
-    layout = pytensor.shared(np.concatenate([offsets, [d for ds in dims for d in ds]]).astype(np.int64),
+    layout = pytensor.shared(np.array([*offsets, *(d for ds in dims for d in ds)], dtype=np.int64),
                              name="hierbench_layout")  # fmt: skip
     x = pt.dvector("_unconstrained_point")
     views, pos = [], len(dims) + 1
@@ -224,7 +221,11 @@ def _functions(model: Any) -> tuple:
     shapes = cp._compute_shapes(model)
     values = [model.rvs_to_values[v] for v in model.free_RVs]
     names = [v.name for v in values]
-    x, views = _layout(model, shapes)
+    rest = [v for v in model.unobserved_value_vars if v.name not in names]
+    all_names = [*names, *(v.name for v in rest)]
+    all_shapes = [tuple(int(d) for d in shapes[n]) for n in all_names]
+    ends = [0, *itertools.accumulate(math.prod(s) for s in all_shapes)]  # free variables, then the rest
+    x, views = _layout(model, all_shapes[: len(names)], ends[: len(names) + 1])
     replace = dict(zip(values, views, strict=True))
     rewrites = ["canonicalize", "stabilize"]
     if not model.check_bounds:
@@ -234,16 +235,12 @@ def _functions(model: Any) -> tuple:
         [pt.as_tensor(g, allow_xtensor_conversion=True).ravel() for g in pt.grad(logp, values)]
     )
     logp, grad = clone_replace([logp, grad], replace)
-    rest = [v for v in model.unobserved_value_vars if v.name not in names]
     flat = pt.concatenate(
         [*[v.ravel() for v in views], *[pt.as_tensor(v, allow_xtensor_conversion=True).ravel() for v in rest]]
     )
     with model:
         logp_fn = compile_pymc((x,), (logp, grad), mode="NUMBA")
         expand_fn = compile_pymc((x,), [flat], givens=list(replace.items()), mode="NUMBA")
-    all_names = [*names, *(v.name for v in rest)]
-    all_shapes = [tuple(shapes[n]) for n in all_names]
-    ends = [0, *itertools.accumulate(math.prod(s) for s in all_shapes)]
     slices = [slice(a, b) for a, b in itertools.pairwise(ends)]
     n_dim = ends[len(names)]
     start = cp._rv_dict_to_flat_array_wrapper(
