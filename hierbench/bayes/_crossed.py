@@ -266,9 +266,11 @@ def _task_effects_integrated(
     is normal and drawn exactly afterwards (an extra N(0, 1) per cluster that
     the likelihood does not see).
     """
-    idx, size, n_cl_t = _cluster_data(coords, cl_idx)
+    # the cluster count twice: in the graph as data (the kernel holds no size), and as a number
+    # for the NumPy prior draws
+    idx, size, n_cl_graph = _cluster_data(coords, cl_idx)
     sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
-    n_cl = len(coords["cluster"])
+    n_cl_draws = len(coords["cluster"])
     task_dev = pm.CustomDist(
         "task_dev",
         sd_task,
@@ -276,14 +278,14 @@ def _task_effects_integrated(
         idx,  # carries the support's length
         logp=lambda value, st, sc, _idx: _clustered_zero_sum_logp(value, st, sc, idx, size),
         random=lambda st, sc, idx_, rng=None, size=None: _clustered_zero_sum_draw(
-            st, sc, idx_, n_cl, rng, size
+            st, sc, idx_, n_cl_draws, rng, size
         ),
         support_point=lambda rv, size_, st, sc, idx_: pt.zeros(idx_.shape[0]),
         transform=pm.distributions.transforms.ZeroSumTransform([-1]),
         signature="(),(),(t)->(t)",
         dims="task",
     )
-    s_task = _cluster_sums(task_dev, idx, n_cl_t)  # per-cluster sums of r
+    s_task = _cluster_sums(task_dev, idx, n_cl_graph)  # per-cluster sums of r
     denom = sd_task**2 + size * sd_cluster**2
     w_sum = (size / denom).sum()  # 1' Sigma^-1 1
     off_mean = -(s_task / denom).sum() / w_sum  # E[offset | r]
