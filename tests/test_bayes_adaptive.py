@@ -166,6 +166,31 @@ def test_default_fit_draws_to_the_target_and_repeats_itself():
     np.testing.assert_array_equal(a["posterior"]["mu"].values, b["posterior"]["mu"].values)
 
 
+@pytest.mark.slow
+def test_a_run_to_the_target_keeps_what_a_fixed_run_of_its_draws_gives():
+    # the stopping checkpoint's own (inspected) trace is returned, not a second conversion of the
+    # aborted sampler: every posterior value and sampler statistic must equal nutpie's blocking
+    # run of that many draws from the same start and seed
+    import nutpie
+
+    from hierbench.bayes._sampling import compile_model
+    from hierbench.bayes._sampling import find_start
+    from hierbench.bayes._sampling import sample_to_target
+    from hierbench.bayes._sampling import with_start
+
+    model, _, _ = _conjugate_model()
+    compiled = with_start(compile_model(model), find_start(compile_model(model), seed=3))
+    kw = {"tune": 300, "chains": 4, "seed": 3}
+    got, rec = sample_to_target(compiled, target_ess=400, max_draws=2000, progress=False, **kw)
+    assert rec["reached"] and rec["draws"] == got["posterior"].sizes["draw"]
+    ref = nutpie.sample(compiled, draws=rec["draws"], cores=2, save_warmup=False, progress_bar=False, **kw)
+    for group in ("posterior", "sample_stats"):
+        a, b = got[group].to_dataset(), ref[group].to_dataset()
+        assert set(a.data_vars) == set(b.data_vars)
+        for v in a.data_vars:
+            np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=f"{group}.{v}")
+
+
 def _replicates():
     from hierbench.bayes import build_beta_binomial
     from hierbench.testing import simulate_eval

@@ -439,10 +439,12 @@ def sample_to_target(
             while track.done < n and not _finished(sampler):
                 time.sleep(0.05)
             checked += 1
-            post = _head(sampler.inspect(), n)["posterior"].to_dataset()
-            ok, grow = assess(post, target_ess, enough=saturating_growth(plan, n))
+            head = _head(sampler.inspect(), n)
+            ok, grow = assess(head["posterior"].to_dataset(), target_ess, enough=saturating_growth(plan, n))
             if ok:
-                return _head(sampler.abort(), n), {"draws": n, "reached": True, "checkpoints": checked}
+                # the checked draws are the kept ones: the trace is not converted a second time
+                sampler.cancel()
+                return head, {"draws": n, "reached": True, "checkpoints": checked}
             n = next_checkpoint(plan, n, grow, max_draws)
         dt = sampler.wait()
     except BaseException:
