@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import multiprocessing
+import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 
@@ -101,9 +102,8 @@ def test_the_tail_first_check_decides_every_checkpoint_as_the_full_check_does():
     stopped_early = 0
     for seed, n in itertools.product((1, 2), plan[:-1]):
         x = _awkward_draws(np.random.default_rng(seed), draws=n)[4:]  # the AR(1) elements
-        post = xr.Dataset({"a": (("chain", "draw", "k"), np.moveaxis(x, 0, 2))})
         enough = saturating_growth(plan, n)
-        full, quick = assess(post, 400.0), assess(post, 400.0, enough=enough)
+        full, quick = assess(x, 400.0), assess(x, 400.0, enough=enough)
         assert quick[0] == full[0], n
         assert next_checkpoint(plan, n, quick[1], 2000) == next_checkpoint(plan, n, full[1], 2000), n
         stopped_early += quick[1] != full[1]
@@ -189,6 +189,39 @@ def test_a_run_to_the_target_keeps_what_a_fixed_run_of_its_draws_gives():
         assert set(a.data_vars) == set(b.data_vars)
         for v in a.data_vars:
             np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=f"{group}.{v}")
+
+
+@pytest.mark.slow
+def test_a_checkpoint_reads_the_draws_the_converted_trace_holds():
+    # the Arrow snapshot gives every numeric posterior element's first n draws, equal to the bit
+    # and in the order of elements() on nutpie's own DataTree (a model with a transformed scalar,
+    # a vector, a deterministic matrix and an integer-free trace); nutpie's object without the
+    # snapshot falls back (None)
+    import nutpie
+    import pymc as pm
+
+    from hierbench.bayes._nutpie_trace import checkpoint_draws
+    from hierbench.bayes._rankstats import elements
+    from hierbench.bayes._sampling import _finished
+    from hierbench.bayes._sampling import _head
+    from hierbench.bayes._sampling import compile_model
+
+    with pm.Model(coords={"k": range(3), "j": range(2)}) as model:
+        sd = pm.HalfNormal("sd", 1.0)
+        mu = pm.Normal("mu", 0.0, sd, dims="k")
+        pm.Deterministic("outer", mu[:, None] * pm.math.stack([sd, 2 * sd])[None, :], dims=("k", "j"))
+        pm.Normal("y", mu, 1.0, observed=[0.3, -1.0, 2.0], dims="k")
+    sampler = nutpie.sample(compile_model(model), draws=400, tune=200, chains=3, seed=2,
+                            progress_bar=False, blocking=False, save_warmup=False)  # fmt: skip
+    while not _finished(sampler):  # all draws in, the trace still the sampler's (wait() takes it)
+        time.sleep(0.05)
+    for n in (50, 400):
+        got = checkpoint_draws(sampler, n)
+        want = elements(_head(sampler.inspect(), n)["posterior"].to_dataset())
+        assert got.shape == want.shape == (1 + 3 + 6, 3, n)
+        np.testing.assert_array_equal(got, want)
+    assert checkpoint_draws(sampler, 401) is None  # more than the chains hold
+    assert checkpoint_draws(object(), 50) is None
 
 
 def _replicates():

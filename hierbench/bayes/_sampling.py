@@ -33,7 +33,9 @@ nutpie through this module in three steps.
    passed, ``benchmarks/bench_tuning.py``); the first checked checkpoint
    that passes ends the run and the draws beyond it are dropped. The
    decision at a checkpoint depends on those draws alone, so the result is
-   the same whatever the machine's speed.
+   the same whatever the machine's speed. A checkpoint reads its draws from
+   nutpie's Arrow snapshot (:mod:`hierbench.bayes._nutpie_trace`); only the
+   kept draws are converted to a DataTree.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ import xarray as xr
 
 from .._base import warn_user
 from ._nutpie_build import FAILED
+from ._nutpie_trace import checkpoint_draws
 from ._rankstats import elements
 from ._rankstats import rank_diagnostics
 from ._rankstats import tail_ess
@@ -286,6 +289,12 @@ def _finished(sampler: Any) -> bool:
         return False
 
 
+def _checkpoint(sampler: Any, n: int) -> np.ndarray:
+    """The draws a checkpoint at ``n`` checks: from nutpie's Arrow snapshot, else its converted trace."""
+    x = checkpoint_draws(sampler, n)
+    return x if x is not None else elements(_head(sampler.inspect(), n)["posterior"].to_dataset())
+
+
 def _head(dt: xr.DataTree, n: int) -> xr.DataTree:
     """The first ``n`` draws of every chain (posterior and sample_stats)."""
     groups = {
@@ -304,8 +313,8 @@ def _grow_for(ess: np.ndarray, need: float) -> float:
     return max(1.0, need / max(v.min(), 1.0)) if v.size else 1.0
 
 
-def assess(post: xr.Dataset, target_ess: float, enough: float = np.inf) -> tuple[bool, float]:
-    """Whether ``post`` meets the fit's targets, and how many times its draws would.
+def assess(x: np.ndarray, target_ess: float, enough: float = np.inf) -> tuple[bool, float]:
+    """Whether draws ``x`` (elements, chains, draws) meet the fit's targets, and how many times more would.
 
     The targets: finite draws; every element's rank R-hat within
     :func:`~hierbench.bayes._diagnostics.r_hat_limit` (of its own per-chain
@@ -324,7 +333,6 @@ def assess(post: xr.Dataset, target_ess: float, enough: float = np.inf) -> tuple
     from ._diagnostics import DEFAULT_THRESHOLDS
     from ._diagnostics import r_hat_limit
 
-    x = elements(post)
     if not np.isfinite(x).all():
         return False, 1.25
     _, c, n = x.shape
@@ -439,19 +447,16 @@ def sample_to_target(
             while track.done < n and not _finished(sampler):
                 time.sleep(0.05)
             checked += 1
-            head = _head(sampler.inspect(), n)
-            ok, grow = assess(head["posterior"].to_dataset(), target_ess, enough=saturating_growth(plan, n))
+            ok, grow = assess(_checkpoint(sampler, n), target_ess, enough=saturating_growth(plan, n))
             if ok:
-                # the checked draws are the kept ones: the trace is not converted a second time
-                sampler.cancel()
-                return head, {"draws": n, "reached": True, "checkpoints": checked}
+                return _head(sampler.abort(), n), {"draws": n, "reached": True, "checkpoints": checked}
             n = next_checkpoint(plan, n, grow, max_draws)
         dt = sampler.wait()
     except BaseException:
         sampler.cancel()
         raise
     dt = _head(dt, max_draws)
-    reached = assess(dt["posterior"].to_dataset(), target_ess)[0]
+    reached = assess(elements(dt["posterior"].to_dataset()), target_ess)[0]
     return dt, {"draws": max_draws, "reached": reached, "checkpoints": checked + 1}
 
 
