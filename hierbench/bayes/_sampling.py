@@ -43,6 +43,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
+import os
 import threading
 import time
 from typing import Any
@@ -289,6 +290,14 @@ def _finished(sampler: Any) -> bool:
         return False
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
 def _checkpoint(sampler: Any, n: int) -> np.ndarray:
     """The draws a checkpoint at ``n`` checks: from nutpie's Arrow snapshot, else its converted trace."""
     x = checkpoint_draws(sampler, n)
@@ -441,15 +450,23 @@ def sample_to_target(
         progress_callback=both, progress_rate=100, **kwargs,
     )  # fmt: skip
     checked, plan = 0, checkpoints(max_draws)
+    # where the chains' threads leave no core free, they wait while their draws are checked:
+    # running on, they would take most of the CPU the check needs, for draws that a passing
+    # check throws away (pausing changes when a draw is made, never the draw)
+    crowded = chains >= _cores()
     n = plan[0]
     try:
         while n < max_draws:
             while track.done < n and not _finished(sampler):
                 time.sleep(0.05)
             checked += 1
+            if crowded:
+                sampler.pause()
             ok, grow = assess(_checkpoint(sampler, n), target_ess, enough=saturating_growth(plan, n))
             if ok:
                 return _head(sampler.abort(), n), {"draws": n, "reached": True, "checkpoints": checked}
+            if crowded:
+                sampler.resume()
             n = next_checkpoint(plan, n, grow, max_draws)
         dt = sampler.wait()
     except BaseException:
