@@ -181,7 +181,7 @@ def test_a_run_to_the_target_keeps_what_a_fixed_run_of_its_draws_gives():
     model, _, _ = _conjugate_model()
     compiled = with_start(compile_model(model), find_start(compile_model(model), seed=3))
     kw = {"tune": 300, "chains": 4, "seed": 3}
-    got, rec = sample_to_target(compiled, target_ess=400, max_draws=2000, progress=False, **kw)
+    got, rec, _ = sample_to_target(compiled, target_ess=400, max_draws=2000, progress=False, **kw)
     assert rec["reached"] and rec["draws"] == got["posterior"].sizes["draw"]
     ref = nutpie.sample(compiled, draws=rec["draws"], cores=2, save_warmup=False, progress_bar=False, **kw)
     for group in ("posterior", "sample_stats"):
@@ -191,6 +191,39 @@ def test_a_run_to_the_target_keeps_what_a_fixed_run_of_its_draws_gives():
             np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=f"{group}.{v}")
 
 
+def _three_variables():
+    """A transformed scalar, a vector and a deterministic matrix (the trace's three shapes)."""
+    import pymc as pm
+
+    with pm.Model(coords={"k": range(3), "j": range(2)}) as model:
+        sd = pm.HalfNormal("sd", 1.0)
+        mu = pm.Normal("mu", 0.0, sd, dims="k")
+        pm.Deterministic("outer", mu[:, None] * pm.math.stack([sd, 2 * sd])[None, :], dims=("k", "j"))
+        pm.Normal("y", mu, 1.0, observed=[0.3, -1.0, 2.0], dims="k")
+    return model
+
+
+@pytest.mark.slow
+def test_the_fit_reuses_its_stopping_checks_statistics_and_they_are_the_diagnostics():
+    # the default fit's diagnostics take the stopping check's per-element statistics of the kept
+    # draws; recomputed from the fit they agree (the FFT's batching moves the last bit, hence
+    # rtol 1e-12), and so do the summary attrs and the verdict
+    from hierbench.bayes import compute_diagnostics
+    from hierbench.bayes import fit
+
+    dt = fit(_three_variables(), rng=7, posterior_predictive=False, progress=False)
+    ref = compute_diagnostics(dt, warn=False)
+    for group in ("r_hat", "ess_bulk", "ess_tail"):
+        a, b = dt["diagnostics"][group].to_dataset(), ref["diagnostics"][group].to_dataset()
+        assert list(a.data_vars) == list(b.data_vars) and set(a.data_vars) == {"sd", "mu", "outer"}
+        for v in a.data_vars:
+            np.testing.assert_allclose(a[v].values, b[v].values, rtol=1e-12, err_msg=f"{group}.{v}")
+    for key in ("diag_converged", "diag_failures", "diag_n_checked", "diag_n_divergent"):
+        assert dt.attrs[key] == ref.attrs[key], key
+    for key in ("diag_max_r_hat", "diag_min_ess_bulk", "diag_min_ess_tail"):
+        assert dt.attrs[key] == pytest.approx(ref.attrs[key], rel=1e-12), key
+
+
 @pytest.mark.slow
 def test_a_checkpoint_reads_the_draws_the_converted_trace_holds():
     # the Arrow snapshot gives every numeric posterior element's first n draws, equal to the bit
@@ -198,7 +231,6 @@ def test_a_checkpoint_reads_the_draws_the_converted_trace_holds():
     # a vector, a deterministic matrix and an integer-free trace); nutpie's object without the
     # snapshot falls back (None)
     import nutpie
-    import pymc as pm
 
     from hierbench.bayes._nutpie_trace import checkpoint_draws
     from hierbench.bayes._rankstats import elements
@@ -206,11 +238,7 @@ def test_a_checkpoint_reads_the_draws_the_converted_trace_holds():
     from hierbench.bayes._sampling import _head
     from hierbench.bayes._sampling import compile_model
 
-    with pm.Model(coords={"k": range(3), "j": range(2)}) as model:
-        sd = pm.HalfNormal("sd", 1.0)
-        mu = pm.Normal("mu", 0.0, sd, dims="k")
-        pm.Deterministic("outer", mu[:, None] * pm.math.stack([sd, 2 * sd])[None, :], dims=("k", "j"))
-        pm.Normal("y", mu, 1.0, observed=[0.3, -1.0, 2.0], dims="k")
+    model = _three_variables()
     sampler = nutpie.sample(compile_model(model), draws=400, tune=200, chains=3, seed=2,
                             progress_bar=False, blocking=False, save_warmup=False)  # fmt: skip
     while not _finished(sampler):  # all draws in, the trace still the sampler's (wait() takes it)

@@ -144,9 +144,26 @@ def compute_diagnostics(
     >>> bool(out.attrs["diag_max_r_hat"] < 1.01)
     True
     """
+    return diagnose(fit, var_names=var_names, thresholds=thresholds, warn=warn)
+
+
+def diagnose(
+    fit: xr.DataTree,
+    *,
+    var_names: Sequence[str] | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    warn: bool = True,
+    known: Mapping[str, xr.Dataset] | None = None,
+) -> xr.DataTree:
+    """:func:`compute_diagnostics`, reusing ``known`` per-element statistics of posterior variables.
+
+    ``known`` (as :func:`per_variable` gives them) must come from these very
+    draws: :func:`hierbench.bayes.fit` passes the statistics its stopping
+    check computed on the kept draws, so they are not computed twice.
+    """
     th = _thresholds(thresholds)
     post = _posterior(fit, var_names)
-    per_element = _per_element(post)
+    per_element = _per_element(post, known)
     checks = [
         _rhat_check(per_element, post, th),
         *_ess_checks(per_element, int(post.sizes["chain"]), th),
@@ -206,7 +223,7 @@ def _posterior(fit: xr.DataTree, var_names: Sequence[str] | None) -> xr.Dataset:
     return post
 
 
-def _per_element(post: xr.Dataset) -> dict[str, xr.Dataset]:
+def _per_element(post: xr.Dataset, known: Mapping[str, xr.Dataset] | None = None) -> dict[str, xr.Dataset]:
     """Rank-normalised R-hat, bulk and tail ESS, and the ESS within chains, per element.
 
     ``ess_within`` is the Monte Carlo noise an element would show if its chains
@@ -215,13 +232,17 @@ def _per_element(post: xr.Dataset) -> dict[str, xr.Dataset]:
     :func:`~hierbench.bayes._rankstats.rank_diagnostics` (the statistics the
     default fit's stopping rule reads); a variable with a non-finite draw, or a
     fit with one chain or under four draws, goes to arviz-stats as it is.
+    Variables in ``known`` take their statistics from there.
     """
+    have = [v for v in post.data_vars if known is not None and v in known["r_hat"]]
     fast = [
         v for v in post.data_vars
-        if np.issubdtype(post[v].dtype, np.number) and bool(np.isfinite(post[v].values).all())
+        if v not in have and np.issubdtype(post[v].dtype, np.number) and bool(np.isfinite(post[v].values).all())
     ] if post.sizes["chain"] > 1 and post.sizes["draw"] >= 4 else []  # fmt: skip
     out = _vectorised(post[fast]) if fast else {k: xr.Dataset() for k in _PER_ELEMENT}
-    rest = [v for v in post.data_vars if v not in fast]
+    if have:
+        out = {k: out[k].merge(known[k][have]) for k in _PER_ELEMENT}
+    rest = [v for v in post.data_vars if v not in fast and v not in have]
     if rest:
         slow = _by_arviz(post[rest])
         out = {k: out[k].merge(slow[k]) for k in _PER_ELEMENT}
@@ -232,7 +253,11 @@ _PER_ELEMENT = ("r_hat", "ess_bulk", "ess_tail", "ess_within")
 
 
 def _vectorised(post: xr.Dataset) -> dict[str, xr.Dataset]:
-    d = rank_diagnostics(elements(post))  # every variable here is numeric, in this order
+    return per_variable(post, rank_diagnostics(elements(post)))  # every variable here is numeric
+
+
+def per_variable(post: xr.Dataset, d: Mapping[str, np.ndarray]) -> dict[str, xr.Dataset]:
+    """Per-element statistics ``d`` of ``elements(post)`` (in its order) as one Dataset per statistic."""
     out: dict[str, dict[str, xr.DataArray]] = {k: {} for k in _PER_ELEMENT}
     at = 0
     for v in post.data_vars:

@@ -29,7 +29,7 @@ from .._base import as_rng
 from .._base import warn_user
 from .._base import watched
 from . import _compiled as _compiled_store
-from ._diagnostics import compute_diagnostics
+from ._diagnostics import diagnose
 from ._registry import model_hook
 from ._sampling import DEFAULT_TUNE
 from ._sampling import FIT_DEFAULTS
@@ -193,8 +193,12 @@ def _settings(
 
 def _run_nutpie(
     compiled: Any, settings: dict[str, Any], seed: int, progress: bool, kwargs: dict[str, Any]
-) -> tuple[xr.DataTree, dict[str, Any]]:
-    """Start (at the mode, by default) and run nutpie; the tree and a record of the run."""
+) -> tuple[xr.DataTree, dict[str, Any], dict[str, xr.Dataset] | None]:
+    """Start (at the mode, by default) and run nutpie: the tree, a record, the check's statistics.
+
+    The last are the stopping check's per-element statistics of the kept
+    draws (None for fixed draws), for the diagnostics to reuse.
+    """
     import nutpie
 
     kw = dict(kwargs)
@@ -206,7 +210,7 @@ def _run_nutpie(
         compiled = with_start(compiled, start)
     common = dict(tune=settings["tune"], chains=settings["chains"], seed=seed, **kw)
     if settings["draws"] is None:
-        dt, run = sample_to_target(
+        dt, run, known = sample_to_target(
             compiled, target_ess=settings["target_ess"], max_draws=settings["max_draws"],
             progress=progress, **common,
         )  # fmt: skip
@@ -216,8 +220,8 @@ def _run_nutpie(
         dt = nutpie.sample(
             compiled, draws=settings["draws"], save_warmup=False, progress_bar=progress, **common
         )
-        run = {"rule": "fixed", "draws": settings["draws"]}
-    return _drop_warmup(dt), {**record, **run}
+        run, known = {"rule": "fixed", "draws": settings["draws"]}, None
+    return _drop_warmup(dt), {**record, **run}, known
 
 
 def _run_pymc(
@@ -258,13 +262,13 @@ def _sample(
         compiled, how = _compiled_store.compiled_for(model, info)
         times["compile_time"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        dt, record = _run_nutpie(compiled, settings, seed, progress, kwargs)
+        dt, record, known = _run_nutpie(compiled, settings, seed, progress, kwargs)
         record["compile"] = "reused" if how is None else "built"
         if how is not None:
             record["build"] = how
         times["sampling_time"] = time.perf_counter() - t0
         patch_nutpie_idata(dt, model, sampling_time=times["sampling_time"])
-        return dt, {**times, "record": record}
+        return dt, {**times, "record": record, "known": known}
     t0 = time.perf_counter()
     dt = _run_pymc(model, sampler, settings, seed, progress, kwargs)
     times["sampling_time"] = time.perf_counter() - t0
@@ -451,7 +455,7 @@ def fit(
         dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
     timings["postprocess_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    dt = compute_diagnostics(dt, warn=True)
+    dt = diagnose(dt, warn=True, known=run.get("known"))  # the stopping check's statistics reused
     timings["diagnostics_s"] = time.perf_counter() - t0
     dt.attrs["fit_timings"] = json.dumps({k: round(float(v), 3) for k, v in timings.items()})
     return dt
@@ -538,11 +542,11 @@ def _fit_one(item: tuple[int, dict[str, np.ndarray]], gen: np.random.Generator, 
     i, updates = item
     c = _compiled_store.with_values(_compiled(job), {**job.data, **updates})
     seed = int(gen.integers(2**31 - 1))
-    dt, record = _run_nutpie(c, job.settings, seed, False, job.kwargs)
+    dt, record, known = _run_nutpie(c, job.settings, seed, False, job.kwargs)
     dt.attrs.update(hierbench_model=job.name, replicate=i, seed=seed, fit_run=run_record(record))
     if job.structure is not None:
         dt.attrs["hierbench_structure"] = job.structure
-    return compute_diagnostics(dt, warn=False)
+    return diagnose(dt, warn=False, known=known)
 
 
 def _replicate_updates(model: pm.Model, info: dict[str, Any], replicates: list[Any]) -> list[dict[str, np.ndarray]]:

@@ -322,7 +322,9 @@ def _grow_for(ess: np.ndarray, need: float) -> float:
     return max(1.0, need / max(v.min(), 1.0)) if v.size else 1.0
 
 
-def assess(x: np.ndarray, target_ess: float, enough: float = np.inf) -> tuple[bool, float]:
+def assess(
+    x: np.ndarray, target_ess: float, enough: float = np.inf
+) -> tuple[bool, float, dict[str, np.ndarray] | None]:
     """Whether draws ``x`` (elements, chains, draws) meet the fit's targets, and how many times more would.
 
     The targets: finite draws; every element's rank R-hat within
@@ -337,19 +339,20 @@ def assess(x: np.ndarray, target_ess: float, enough: float = np.inf) -> tuple[bo
     a growth of at least ``enough``, the draws fail and that prediction is
     returned without the rest: a caller that passes the growth beyond which
     its next step no longer changes (:func:`saturating_growth`) decides
-    exactly as with every statistic, at a fraction of the cost.
+    exactly as with every statistic, at a fraction of the cost. The third
+    value is :func:`rank_diagnostics` of ``x`` where computed (else None).
     """
     from ._diagnostics import DEFAULT_THRESHOLDS
     from ._diagnostics import r_hat_limit
 
     if not np.isfinite(x).all():
-        return False, 1.25
+        return False, 1.25, None
     _, c, n = x.shape
     need = max(float(target_ess), DEFAULT_THRESHOLDS["ess_bulk_per_chain"] * c)
     tail = tail_ess(x)
     grow = _grow_for(tail, need)
     if grow > 1.0 and grow >= enough:
-        return False, grow
+        return False, grow, None
     d = rank_diagnostics(x, tail=tail)
     grow = max(grow, _grow_for(d["ess_bulk"], need))
     ok = np.isfinite(d["r_hat"])
@@ -359,7 +362,7 @@ def assess(x: np.ndarray, target_ess: float, enough: float = np.inf) -> tuple[bo
         over = (d["r_hat"][ok] - 1.0) / np.maximum(lim - 1.0, 1e-9)
         grow = max(grow, float(over.max()))
     passed = grow <= 1.0 and not (ok.any() and np.any(d["r_hat"][ok] > lim))
-    return bool(passed), float(grow)
+    return bool(passed), float(grow), d
 
 
 #: the most a failed checkpoint's prediction may multiply the draws by before the next check
@@ -423,7 +426,7 @@ def sample_to_target(
     max_draws: int,
     progress: bool,
     **kwargs: Any,
-) -> tuple[xr.DataTree, dict[str, Any]]:
+) -> tuple[xr.DataTree, dict[str, Any], dict[str, xr.Dataset] | None]:
     """Run nutpie until the first checkpoint whose draws pass (see the module docstring).
 
     Every chain runs at once (``cores = chains``): a checkpoint needs the same
@@ -431,8 +434,9 @@ def sample_to_target(
     checked is the first where the failing draws predict success (see
     :func:`assess`), but no more than 1.5 times as many draws
     (:func:`next_checkpoint`); the choice depends on the draws alone. Returns the tree
-    (warm-up dropped) and a record of the run: draws kept per chain, whether
-    the targets were reached, checkpoints checked.
+    (warm-up dropped), a record of the run (draws kept per chain, whether
+    the targets were reached, checkpoints checked) and the last check's
+    per-element statistics of the kept draws (:func:`_known`).
     """
     import nutpie
 
@@ -462,9 +466,10 @@ def sample_to_target(
             checked += 1
             if crowded:
                 sampler.pause()
-            ok, grow = assess(_checkpoint(sampler, n), target_ess, enough=saturating_growth(plan, n))
+            ok, grow, stats = assess(_checkpoint(sampler, n), target_ess, enough=saturating_growth(plan, n))
             if ok:
-                return _head(sampler.abort(), n), {"draws": n, "reached": True, "checkpoints": checked}
+                dt = _head(sampler.abort(), n)
+                return dt, {"draws": n, "reached": True, "checkpoints": checked}, _known(dt, stats)
             if crowded:
                 sampler.resume()
             n = next_checkpoint(plan, n, grow, max_draws)
@@ -473,8 +478,18 @@ def sample_to_target(
         sampler.cancel()
         raise
     dt = _head(dt, max_draws)
-    reached = assess(elements(dt["posterior"].to_dataset()), target_ess)[0]
-    return dt, {"draws": max_draws, "reached": reached, "checkpoints": checked + 1}
+    reached, _, stats = assess(elements(dt["posterior"].to_dataset()), target_ess)
+    return dt, {"draws": max_draws, "reached": reached, "checkpoints": checked + 1}, _known(dt, stats)
+
+
+def _known(dt: xr.DataTree, stats: dict[str, np.ndarray] | None) -> dict[str, xr.Dataset] | None:
+    """A check's statistics of ``elements(posterior)`` per variable, for the fit's diagnostics to reuse."""
+    from ._diagnostics import per_variable
+
+    if stats is None:
+        return None
+    post = dt["posterior"].to_dataset()
+    return per_variable(post[[v for v in post.data_vars if np.issubdtype(post[v].dtype, np.number)]], stats)
 
 
 def describe_run(record: dict[str, Any], tune: int) -> str:
