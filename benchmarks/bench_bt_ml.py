@@ -44,6 +44,11 @@ LLMFAO ``read_battles`` + point fit 13.1 ms against evalica 16.1 ms (evalica / o
 arena 55 ms against 179-195 ms (3.3-3.5). Before (2026-11-30 figures below and the issue):
 ours 11.2 ms against evalica's 9.7 ms on LLMFAO, the reader then costing 4-7x the fit.
 
+Again 2026-12-03 (``--quick``, 21 rounds, load 2.4-2.7): LLMFAO from the raw table 9.4 ms
+against evalica's 14.8 ms (evalica / ours median 1.59, range 1.35-1.90) at the 1e-6 tier, 8.1
+against 11.3 ms (1.50) at the tight tier; arena 27 against 100 ms (3.53) and 37 against 135
+ms (3.81).
+
 Measured 2026-11-30 on the shared 2-core machine, two runs (7 and 9 rounds) at load
 average 8-10, ratios = median over rounds of (their time / ours in the same round):
 

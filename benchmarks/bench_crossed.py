@@ -36,6 +36,13 @@ per cell. Usage::
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
 
+Measured 2026-12-03 (``results/bench_crossed_stop37.jsonl``), same run, SBC paused, seed 1,
+after cheaper checkpoints (Arrow snapshot, chains paused while checked, diagnostics reused):
+default 24.3 / 41.3 / 95.1 s against old_default 68.7 / 120.3 / 238.6 s (ratios 0.35 / 0.34 /
+0.40); the same draws as before; the machine ran ~15% slower per gradient than in the run
+below (old_default 0.32 against 0.28 us per cell at 12x500x10). ml_cold: first call 1.73 s,
+second 2.01 s at 12x500x10.
+
 Measured 2026-12-02 (later; ``results/bench_crossed_stop36.jsonl``), same run, nothing else
 running, seed 1, after the shape-free cached build (kernel loaded: compile 1.0 s) and the
 tail-first checkpoint check: default 21.4 / 41.1 / 89.2 s against old_default 59.3 / 109.9 /
