@@ -168,7 +168,7 @@ def test_compile_model_falls_back_quietly_where_the_cache_is_off(monkeypatch):
 
 
 _BUILD = """
-import sys, warnings, numpy as np, pytensor
+import json, sys, warnings, numpy as np, pytensor
 warnings.simplefilter("ignore")
 sys.path.insert(0, sys.argv[2])
 from test_bayes_build_cache import _model, _data, _nutpie, _logp, _expand
@@ -186,6 +186,7 @@ if sys.argv[3] == "fit":  # a seeded crossed fit: its kernels compiled here or l
     data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=0)
     dt = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=3, progress=False, posterior_predictive=False)
     draws = {f"draw_{v}": dt["posterior"][v].values for v in dt["posterior"].data_vars}
+    draws["fit_build"] = np.array(json.loads(dt.attrs["fit_run"])["build"])
 np.savez(sys.argv[1], hits=[c.compiled_logp_func.cache_hits, c.compiled_expand_func.cache_hits],
          reason=str(reason), logp=lp, grad=g, expand=_expand(c, x)[1], ref_logp=ref[1], ref_grad=ref[2], **draws)
 """
@@ -196,10 +197,10 @@ def test_fresh_processes_load_what_they_stored_draw_the_same_and_rebuild_an_unre
     # fresh processes on caches that start empty (numba's and PyTensor's base compile directory):
     # 0 compiles and stores the two C wrappers of a small model (and builds nutpie's own as the
     # reference); 1 loads them (numba counts a cache hit) and compiles a seeded crossed fit's
-    # kernels into the cache; 2 loads everything and must draw what 1 drew (issue 24 item 6: a
-    # crossed fit once drew chains about 1e-11 apart when its kernels were compiled rather than
-    # loaded); then the small model's entries are overwritten with garbage and 3 compiles them
-    # again, the same to the bit, and stores them again
+    # kernels into the cache; then the small model's entries are overwritten with garbage, and 2
+    # loads the crossed kernels and must draw what 1 drew (issue 24 item 6: a crossed fit once
+    # drew chains about 1e-11 apart when its kernels were compiled rather than loaded) while it
+    # compiles the small model's wrappers again, the same to the bit, and stores them again
     script = tmp_path / "build.py"
     script.write_text(_BUILD)
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"),
@@ -223,14 +224,16 @@ def test_fresh_processes_load_what_they_stored_draw_the_same_and_rebuild_an_unre
     assert len(small) == 4  # an index and a data file per wrapper
     cold = run(1, "fit")
     assert list(cold["hits"]) == [1, 1]
+    for path in small:
+        path.write_bytes(b"not a cache entry")
     warm = run(2, "fit")
+    assert list(warm["hits"]) == [0, 0]  # the garbage was not loaded: compiled again ...
+    np.testing.assert_array_equal(warm["expand"], first["expand"])
+    assert all(path.read_bytes() != b"not a cache entry" for path in small)  # ... and stored again
+    # the crossed fit's wrappers: compiled by 1, loaded by 2
+    assert str(cold["fit_build"]).endswith("compiled and stored in the disk cache"), cold["fit_build"]
+    assert str(warm["fit_build"]).endswith("loaded from the disk cache"), warm["fit_build"]
     drawn = [k for k in cold.files if k.startswith("draw_")]
     assert drawn and drawn == [k for k in warm.files if k.startswith("draw_")]
     for k in drawn:
         np.testing.assert_array_equal(cold[k], warm[k], err_msg=k)
-    for path in small:
-        path.write_bytes(b"not a cache entry")
-    again = run(3, "-")
-    assert list(again["hits"]) == [0, 0]
-    np.testing.assert_array_equal(again["expand"], first["expand"])
-    assert all(path.read_bytes() != b"not a cache entry" for path in small)  # stored again
