@@ -36,6 +36,11 @@ per cell. Usage::
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
 
+Measured 2026-12-03, later (``results/bench_crossed_stop38.jsonl``), same run, nothing else
+running, seed 1, the same code: default 25.8 / 47.4 / 104.1 s against old_default 71.4 / 144.1 /
+288.7 s (ratios 0.36 / 0.33 / 0.36); the same draws, ESS and R-hat as below, on a machine slower
+per gradient again (old_default 71.4 s against 59.3 s at stop 36).
+
 Measured 2026-12-03 (``results/bench_crossed_stop37.jsonl``), same run, SBC paused, seed 1,
 after cheaper checkpoints (Arrow snapshot, chains paused while checked, diagnostics reused):
 default 24.3 / 41.3 / 95.1 s against old_default 68.7 / 120.3 / 238.6 s (ratios 0.35 / 0.34 /
