@@ -299,11 +299,12 @@ def quadrature_sbc(seed: int, reps: int, out: str, numpy_draws: bool = True) -> 
     return recs
 
 
-def pool_quadrature(paths: list[str]) -> dict:
+def pool_quadrature(paths: list[str], tail: float = 0.07) -> dict:
     """Pool :func:`quadrature_study` files with their stored studies (``exact_quad_X`` beside ``exact_X``).
 
     The quadrature CDF minus the importance CDF on the lower-tail, upper-tail and random other
-    replicates (count, mean, sd), the largest gap of the numerical check, and the 90% coverage and tail counts of sd_ability
+    replicates (count, mean, sd; a tail replicate is one whose importance CDF lies below ``tail`` or
+    above ``1 - tail``, the split the study's ``--tail`` made), the largest gap of the numerical check, and the 90% coverage and tail counts of sd_ability
     over all the stored replicates with the quadrature's verdicts where it was run (every verdict that
     could change: the tail replicates) and the importance sampler's elsewhere.
     """
@@ -323,7 +324,7 @@ def pool_quadrature(paths: list[str]) -> dict:
             n, cov = n + 1, cov + (q["in90"] if q else old["in90"]["sd_ability"])
             low, high = low + (u < 0.05), high + (u > 0.95)
             if q:
-                side = "others" if abs(q["cdf_is"] - 0.5) <= 0.43 else "lower" if q["cdf_is"] < 0.5 else "upper"
+                side = "others" if abs(q["cdf_is"] - 0.5) <= 0.5 - tail else "lower" if q["cdf_is"] < 0.5 else "upper"
                 diffs[side].append(q["cdf_quad"] - q["cdf_is"])
                 if "cdf_check" in q:
                     checks.append(abs(q["cdf_check"] - q["cdf_quad"]))
@@ -453,7 +454,7 @@ def main(argv=None) -> int:
     p.add_argument("--check-model", action="store_true", help="check the simulation and the density (check_model)")
     p.add_argument("--quadrature", help="this script's result file of the same seed and reps: redo sd_ability by quadrature")
     p.add_argument("--sbc-quadrature", choices=["numpy", "pymc"], help="SBC of sd_ability by quadrature on these draws")
-    p.add_argument("--tail", type=float, default=0.07, help="with --quadrature: redo the CDFs below this or above 1 - it")
+    p.add_argument("--tail", type=float, default=0.07, help="with --quadrature: redo the CDFs below this or above 1 - it (and --pool-quadrature: split there)")
     p.add_argument("--others", type=float, default=0.05, help="with --quadrature: and this fraction of the rest")
     a = p.parse_args(argv)
     if a.check_model:
@@ -464,7 +465,7 @@ def main(argv=None) -> int:
         pool(a.pool)
         return 0
     if a.pool_quadrature:
-        pool_quadrature(a.pool_quadrature)
+        pool_quadrature(a.pool_quadrature, tail=a.tail)
         return 0
     warnings.simplefilter("ignore")
     if a.sbc_quadrature:
