@@ -7,10 +7,34 @@ these, so neither imports the other for them.
 from __future__ import annotations
 
 import json
+import sys
 import warnings
+from collections.abc import Iterable
 from collections.abc import Sequence
 
 __all__ = ["convergence_line", "fit_kwargs"]
+
+
+def warning_lines(caught: Iterable, skip: Sequence[str] = ()) -> list[str]:
+    """The user warnings recorded by ``warnings.catch_warnings(record=True)`` as ``Category: message``.
+
+    ``skip``: category names left out (a warning the command says in its own words).
+    """
+    return [
+        f"{w.category.__name__}: {w.message}"
+        for w in caught
+        if issubclass(w.category, UserWarning) and w.category.__name__ not in skip
+    ]
+
+
+def print_warnings(lines: Iterable[str]) -> None:
+    """Every warning of a command, one ``warning: ...`` line each, on standard error.
+
+    The one channel for them: standard output holds only the command's results, so that
+    piping them (``hierbench compare --json ... | jq``) never carries a warning along.
+    """
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
 def _summary_frame(ds):
@@ -43,7 +67,7 @@ def _summary_text(ds) -> str:
     return show.to_string(formatters=fmt)
 
 
-def _report_text(rep: dict, msgs: Sequence[str]) -> str:
+def _report_text(rep: dict) -> str:
     rpc = rep["runs_per_cell"]
     lines = [
         f"source: {rep['source']}",
@@ -71,7 +95,6 @@ def _report_text(rep: dict, msgs: Sequence[str]) -> str:
         lines.append(f"agent coords: {', '.join(rep['agent_coords'])}")
     for what, n in (rep["inconsistent_attributes"] or {}).items():
         lines.append(f"inconsistent: {what} differs between runs of {n} (first value kept)")
-    lines += [f"warning: {m}" for m in msgs]
     return "\n".join(lines)
 
 

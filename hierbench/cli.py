@@ -5,9 +5,12 @@ A thin layer over the library: every number it prints comes from
 :mod:`hierbench.report`. Only the standard library is imported at start-up
 (``hierbench --help`` is instant); each command imports what it needs.
 
-Errors (bad input, a missing or unreadable file, a refused overwrite) are
-printed as one line naming the file or the flag, and the exit status is 2;
-no Python traceback (set ``HIERBENCH_DEBUG=1`` to see it).
+Results go to standard output; every warning of a command goes to standard
+error, one ``warning: ...`` line each (:func:`hierbench._console.print_warnings`),
+so that piping the results never carries a warning along. Errors (bad input, a
+missing or unreadable file, a refused overwrite) are printed as one line naming
+the file or the flag, and the exit status is 2; no Python traceback (set
+``HIERBENCH_DEBUG=1`` to see it).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from ._console import _summary_text
 from ._console import convergence_line
 from ._console import diagnostics_line
 from ._console import fit_kwargs
+from ._console import print_warnings
+from ._console import warning_lines
 
 __all__ = ["CliError", "build_parser", "convergence_line", "fit_kwargs", "load_any", "main"]
 
@@ -166,10 +171,7 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
             from .data import from_records
 
             ds = from_records(p, **_reader_options(opts))
-    msgs = [
-        f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)
-    ]
-    return ds, msgs
+    return ds, warning_lines(caught)
 
 
 # ---------------------------------------------------------------- formatting
@@ -290,7 +292,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print(json.dumps(_jsonable({**rep, "warnings": list(msgs)}), indent=2))
     else:
         print(f"valid eval dataset ({rep['schema']})")
-        print(_report_text(rep, msgs))
+        print(_report_text(rep))
+    print_warnings(msgs)
     return 0
 
 
@@ -314,8 +317,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
             f"{rep['n_missing_cells']} agent x task cells never run"
         )
         print(_summary_text(ds))
-        for m in msgs:
-            print(f"warning: {m}")
+    print_warnings(msgs)
     return 0
 
 
@@ -381,8 +383,7 @@ def _build(args: argparse.Namespace, ds):
 def _cmd_fit(args: argparse.Namespace) -> int:
     out = _check_out(args.out, args.overwrite, kind="fit")
     ds, msgs = load_any(args.file, args)
-    for m in msgs:
-        print(f"warning: {m}", file=sys.stderr)
+    print_warnings(msgs)
     from . import bayes
     from .io import save_fit
 
@@ -412,12 +413,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         f"{float(a.get('sampling_time', float('nan'))):.0f} s); {diagnostics_line(dt)}"
     )
     print(f"saved to {out} ({size / 1e6:.1f} MB, groups {_saved_groups(out)})")
+    # the convergence checks' verdict in the fit's own words (not the sampler's warning)
     line = convergence_line(dt)
-    if line:
-        print(f"warning: {line}")
-    for w in caught:
-        if issubclass(w.category, UserWarning) and w.category.__name__ != "ConvergenceWarning":
-            print(f"warning: {w.category.__name__}: {w.message}", file=sys.stderr)
+    print_warnings(([line] if line else []) + warning_lines(caught, skip=("ConvergenceWarning",)))
     return 0
 
 
@@ -447,8 +445,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     data = None
     if args.data is not None:
         data, msgs = load_any(args.data, args)
-        for m in msgs:
-            print(f"warning: {m}", file=sys.stderr)
+        print_warnings(msgs)
     from .report import build
     from .report import check_fit_data
 
@@ -470,13 +467,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(
         f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB, {time.perf_counter() - t0:.0f} s)"
     )
-    if fit is not None:
-        line = convergence_line(fit)
-        if line:
-            print(f"warning: {line}")
-    for w in caught:
-        if w.category.__name__ == "ReportSectionWarning":
-            print(f"warning: {w.message}")
+    line = convergence_line(fit) if fit is not None else None
+    # the sections' other warnings are in the report's own "Warnings" section
+    skipped = [str(w.message) for w in caught if w.category.__name__ == "ReportSectionWarning"]
+    print_warnings(([line] if line else []) + skipped)
     return 0
 
 
@@ -514,10 +508,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
         else:
             print(pair_text(table))
-    for w in msgs + [
-        f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, UserWarning)
-    ]:
-        print(f"warning: {w}", file=sys.stderr)
+    print_warnings(msgs + warning_lines(caught))
     return 0
 
 
@@ -543,8 +534,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     data = truth = None
     if args.data:
         data, msgs = load_any(args.data, args)
-        for m in msgs:
-            print(f"warning: {m}", file=sys.stderr)
+        print_warnings(msgs)
     return run_demo(
         data=data,
         truth=truth,

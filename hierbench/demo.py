@@ -28,6 +28,8 @@ from scipy import integrate
 from scipy import stats
 from scipy.special import expit
 
+from ._console import print_warnings
+
 __all__ = [
     "ANALYSIS_SECTIONS",
     "DEMO_SECTIONS",
@@ -570,11 +572,11 @@ def _demo_data(ctx: DemoContext) -> str:
 
     rep = read_report(ctx.data)
     if ctx.truth is None:
-        return _report_text(rep, [])
+        return _report_text(rep)
     return (
         "The embedded default evaluation (hierbench.testing.default_dataset): simulated from\n"
         "the crossed logit model with known parameters, ragged like a real one.\n\n"
-        + _report_text(rep, [])
+        + _report_text(rep)
     )
 
 
@@ -647,8 +649,9 @@ def run_demo(
 ) -> int:
     """Run every demo section, print it, and write the report; return the exit status.
 
-    ``data=None`` runs the embedded default (with its truth). A fit that did
-    not converge is printed as a ``warning:`` line with the reasons.
+    ``data=None`` runs the embedded default (with its truth). The sections go to
+    standard output; their warnings (a fit that did not converge, with the
+    reasons) to standard error, one ``warning:`` line each, after the sections.
     """
     from pathlib import Path
 
@@ -682,6 +685,5 @@ def run_demo(
     if out:
         path = write_report(ctx, out, done, overwrite=overwrite)
         print(f"\nReport (HTML and Markdown), fit and data written to {Path(path).parent}")
-    for w in ctx.extra.get("warnings", []):
-        print(f"warning: {w}", flush=True)
+    print_warnings(ctx.extra.get("warnings", []))
     return 0

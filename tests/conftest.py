@@ -81,7 +81,7 @@ def demo_fast(tmp_path_factory):
 
     Read by ``test_cli.py`` (the printout, the warnings, the files) and
     ``test_report_browser.py`` (the HTML report, the figures' overlapping text).
-    Gives ``code``, ``out`` (stdout), ``warnings`` (all recorded), ``folder`` and
+    Gives ``code``, ``out`` (stdout), ``err`` (stderr: the ``warning:`` lines), ``warnings`` (all recorded), ``folder`` and
     ``overlaps`` (figure name -> overlapping text found while it was drawn).
     """
     import contextlib
@@ -93,11 +93,13 @@ def demo_fast(tmp_path_factory):
 
     from hierbench.cli import main
 
-    folder, out = tmp_path_factory.mktemp("demo") / "report", io.StringIO()
-    with warnings.catch_warnings(record=True) as caught, ReportOverlaps() as ov, contextlib.redirect_stdout(out):
+    folder, out, err = tmp_path_factory.mktemp("demo") / "report", io.StringIO(), io.StringIO()
+    with (warnings.catch_warnings(record=True) as caught, ReportOverlaps() as ov, contextlib.redirect_stdout(out),
+          contextlib.redirect_stderr(err)):  # fmt: skip
         warnings.simplefilter("always")
         code = main(["demo", "--fast", "--out", str(folder)])
-    return SimpleNamespace(code=code, out=out.getvalue(), warnings=caught, folder=folder, overlaps=ov.found)
+    return SimpleNamespace(code=code, out=out.getvalue(), err=err.getvalue(), warnings=caught, folder=folder,
+                           overlaps=ov.found)  # fmt: skip
 
 
 #: the longest tests (15-70 s each on 2 quiet cores: cold compiles, worker pools, notebooks,

@@ -73,12 +73,14 @@ def test_validate_shows_warnings(tmp_path, capsys):
     path = tmp_path / "w.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     assert main(["validate", str(path), *COLS]) == 0
-    out = capsys.readouterr().out
-    assert "inconsistent: task cluster differs between runs of 1 (first value kept)" in out
+    cap = capsys.readouterr()
+    assert "inconsistent: task cluster differs between runs of 1 (first value kept)" in cap.out
+    # the reader's warning on stderr, the one channel of warnings; the report alone on stdout
     assert (
         "warning: InconsistentAttributeWarning: task attribute 'repo' differs between runs of 1 tasks ['t1']"
-        in out
+        in cap.err
     )
+    assert "warning:" not in cap.out
 
 
 def _one_line_error(capsys, *words):
@@ -315,9 +317,11 @@ def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
 
     fit = load_fit(out_dir / "fit_crossed.nc")
     assert fit.attrs["hierbench_model"] == "crossed"
-    # a fit that failed its checks says so, with the reason, on a warning line
+    # a fit that failed its checks says so, with the reason, on a warning line (stderr)
+    assert "warning:" not in out
     if not int(fit.attrs["diag_converged"]):
-        warn = [x for x in out.splitlines() if x.startswith("warning: the fit did not converge: ")]
+        err = demo_fast.err.splitlines()
+        warn = [x for x in err if x.startswith("warning: the fit did not converge: ")]
         assert warn and (
             "R-hat" in warn[0] or "ESS" in warn[0] or "diverg" in warn[0] or "BFMI" in warn[0]
         )
@@ -601,8 +605,8 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
     # the model line names the terms the builder kept (one agent: no agent x task term, no clusters)
     sections = out.split("## 6.")[0].split("## 4.")[1]
     assert "cluster bootstrap" not in sections and "(agent + task; no agent x task effect" in sections
-    notes = [x for x in out.splitlines() if x.startswith("warning: section")]
-    assert len(notes) == len(set(notes))
+    notes = [x for x in cap.err.splitlines() if x.startswith("warning: section")]
+    assert notes and len(notes) == len(set(notes)) and "warning:" not in out
 
 
 def test_fit_help_states_the_package_defaults():
@@ -666,3 +670,62 @@ def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_p
     assert main(["report", str(tmp_path / "fit.nc"), "--data", str(path), "--agent-coord", "scaffold",
                  "--resamples", "199", "-o", str(report)]) == 0  # fmt: skip
     assert report.read_text().splitlines()[0] == f"# hierbench report: mixed model ({formula}, binomial)"
+
+
+# ---------------------------------------------------------------- one channel for warnings
+
+
+def _log_with_a_reading_warning(tmp_path) -> Path:
+    """A binary log whose one task has two cluster labels: reading it warns (InconsistentAttributeWarning)."""
+    from hierbench.data import to_records
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=2, rng=0)
+    df = to_records(ds)
+    df["repo"] = np.where(df["task"] < "task_0004", "r1", "r2")
+    df.loc[df.index[0], "repo"] = "r9"  # task_0000: r9 in one run, r1 in the others
+    path = tmp_path / "runs.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+READ_WARNING = (
+    "warning: InconsistentAttributeWarning: task attribute 'repo' differs between runs of 1 tasks"
+)
+
+
+def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, capsys):
+    """`fit` printed its convergence warning on stdout (and `report`, `summary` theirs) while other
+    warnings went to stderr: piped results carried warnings along. Every command's warnings are
+    `warning:` lines on stderr, the results alone on stdout (--json: stdout is one JSON document).
+    """
+    from hierbench.io import load_fit
+
+    path = _log_with_a_reading_warning(tmp_path)
+    cols = ["--run", "run", "--cluster", "repo"]
+    commands = (["summary"], ["validate"], ["summary", "--json"], ["validate", "--json"])
+    for cmd in (*commands, ["compare", "--json"]):
+        assert main([cmd[0], str(path), *cols, *cmd[1:]]) == 0
+        cap = capsys.readouterr()
+        assert cap.err.startswith(READ_WARNING), (cmd, cap.err)
+        assert "warning:" not in cap.out, (cmd, cap.out)
+        if "--json" in cmd:
+            json.loads(cap.out)  # nothing but the document
+    # a fit too short to converge (30 draws): its verdict, with the reasons, is a warning on stderr
+    fit = tmp_path / "fit.nc"
+    short = ["--draws", "30", "--tune", "30", "--chains", "2", "--quiet"]
+    args = ["fit", str(path), *cols, *short, "-o", str(fit)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(args) == 0
+    cap = capsys.readouterr()
+    assert not int(load_fit(fit).attrs["diag_converged"])  # the premise: it did not converge
+    assert "saved to" in cap.out and "NOT converged" in cap.out  # the result states the verdict
+    assert not [x for x in cap.out.splitlines() if x.startswith("warning")], cap.out
+    err = cap.err.splitlines()
+    assert err[0].startswith(READ_WARNING)
+    assert any(x.startswith("warning: the fit did not converge: ") and "R-hat" in x for x in err), err
+    assert main(["report", str(fit), "--quiet", "-o", str(tmp_path / "r.md")]) == 0
+    cap = capsys.readouterr()
+    assert cap.out.startswith("report written to") and len(cap.out.splitlines()) == 1
+    assert cap.err.startswith("warning: the fit did not converge: ")

@@ -84,7 +84,7 @@ def test_repeats_kept_as_runs_are_warned_named_and_counted(minimal_log, tmp_path
     p = tmp_path / "m.csv"
     minimal_log.to_csv(p, index=False)
     assert main(["validate", str(p)]) == 0
-    assert "RepeatedRecordsWarning: 2 of 5 records" in capsys.readouterr().out
+    assert "RepeatedRecordsWarning: 2 of 5 records" in capsys.readouterr().err  # warnings: stderr
 
 
 def test_duplicates_keep_says_they_are_runs_and_drop_keeps_one(minimal_log):
