@@ -14,7 +14,8 @@ other module imports its shared rules from here:
   ``ci``, a short repr, ``to_frame()``, ``to_dataset()``);
 - data rules: :func:`counts` (the one eval-dataset -> per-cell counts routine,
   which refuses partial credit where binary counts are needed) and
-  :func:`cluster_codes` (the one task -> cluster code routine);
+  :func:`cluster_codes` (the one task -> cluster code routine) and
+  :func:`cluster_label` (the one name clusters are called by in messages and text);
 - the base warning and error classes :class:`HierbenchWarning` and
   :class:`HierbenchError`;
 - deprecations: :func:`renamed_kwargs` (an old keyword) and
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CI_KINDS",
     "DEFAULT_PROB",
+    "SOURCE_COLUMN",
     "DrawsResult",
     "HierbenchError",
     "HierbenchWarning",
@@ -66,6 +68,7 @@ __all__ = [
     "check_number",
     "check_prob",
     "cluster_codes",
+    "cluster_label",
     "counts",
     "field_alias",
     "interval_label",
@@ -780,6 +783,30 @@ def counts(
     return out.drop_vars(drop)
 
 
+#: attr of a per-task label coord (``cluster``, ``tag``): the column of the records it was read from
+SOURCE_COLUMN = "source_column"
+
+
+def cluster_label(data: xr.Dataset | xr.DataArray, cluster: str | None = "auto") -> str:
+    """The name the clusters of ``data`` are called by: the column the user named (the one owner).
+
+    A reader stores ``--cluster task_family`` as the coord ``cluster``, recording the column in
+    the coord's ``source_column`` attr; every message and text that names the clusters says
+    this name, never the internal ``cluster``. A coord without that attr (a dataset built by
+    hand, or ``cluster="difficulty"`` naming a coord of its own) is called by its own name.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> s = xr.DataArray([0, 1], dims="task", coords={"cluster": ("task", ["a", "b"], {"source_column": "repo"})})
+    >>> cluster_label(s), cluster_label(s.drop_vars("cluster").assign_coords(family=("task", ["a", "b"])), "family")
+    ('repo', 'family')
+    """
+    key = "cluster" if cluster in ("auto", None) else str(cluster)
+    coord = data.coords.get(key)
+    return str(coord.attrs.get(SOURCE_COLUMN, key)) if coord is not None else key
+
+
 def cluster_codes(
     data: xr.Dataset | xr.DataArray,
     cluster: str | None = "auto",
@@ -840,18 +867,21 @@ def cluster_codes(
     )
     labels = np.array([str(v) for v in raw], dtype=object)
     if is_missing.any():
+        label = cluster_label(data, key)
         tasks = (
             np.asarray(data[dim].values).astype(str)
             if dim in data.coords
             else np.arange(raw.size).astype(str)
         )
         if missing == "refuse":
+            column = f" (column {label!r})" if label != key else ""
             raise HierbenchError(
-                f"`{name}`: {int(is_missing.sum())} tasks have no cluster label in coord {key!r}, e.g. "
-                f"{tasks[is_missing][:5].tolist()}; label them, or pass missing='singleton'"
+                f"`{name}`: {int(is_missing.sum())} tasks have no cluster label in coord {key!r}"
+                f"{column}, e.g. {tasks[is_missing][:5].tolist()}; label them, or pass "
+                "missing='singleton'"
             )
         warnings.warn(
-            f"{int(is_missing.sum())} of {raw.size} tasks have no {key!r} label (e.g. "
+            f"{int(is_missing.sum())} of {raw.size} tasks have no {label!r} label (e.g. "
             f"{tasks[is_missing][:5].tolist()}); each is treated as a cluster of its own",
             HierbenchWarning,
             stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,

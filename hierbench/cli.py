@@ -496,7 +496,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         rows = [{"pair": k, **v} for k, v in table.to_dict(orient="index").items()]
         res = cmp.to_dataset()
-        head = {k: res.attrs.get(k) for k in ("test", "adjust", "unit", "maxt_crit", "maxt_method")}
+        keys = ("test", "adjust", "unit", "cluster_column", "maxt_crit", "maxt_method")
+        head = {k: res.attrs.get(k) for k in keys}
         # what the rows' per-pair and simultaneous ends are, as the result describes them
         head |= {f"{k}_interval": res[v].attrs.get("ci_detail") for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous"))}
         print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))

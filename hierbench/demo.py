@@ -145,9 +145,9 @@ def _bootstrap_section(ctx: DemoContext) -> str:
     table = side_by_side({_boot_label(boot): boot}, truth=truth)
     ctx.extra["freq_table"] = table
     unit = (
-        "whole task clusters (the cluster coord)"
+        f"whole task clusters (of `{boot.attrs['cluster_column']}`)"
         if boot.attrs.get("resample_unit") == "cluster"
-        else "tasks (no cluster coord)"
+        else "tasks (no clusters)"
     )
     text = (
         f"Benchmark mean per agent (mean over tasks of each task's mean score) with a {PROB:.0%} BCa "

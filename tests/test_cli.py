@@ -724,8 +724,40 @@ def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, ca
     assert not [x for x in cap.out.splitlines() if x.startswith("warning")], cap.out
     err = cap.err.splitlines()
     assert err[0].startswith(READ_WARNING)
-    assert any(x.startswith("warning: the fit did not converge: ") and "R-hat" in x for x in err), err
+    said = [x for x in err if x.startswith("warning: the fit did not converge: ")]
+    assert len(said) == 1 and "R-hat" in said[0], err
     assert main(["report", str(fit), "--quiet", "-o", str(tmp_path / "r.md")]) == 0
     cap = capsys.readouterr()
     assert cap.out.startswith("report written to") and len(cap.out.splitlines()) == 1
     assert cap.err.startswith("warning: the fit did not converge: ")
+
+
+# ---------------------------------------------------------------- clusters by the column the user named
+
+
+def test_clusters_are_called_by_the_column_given_to_cluster(tmp_path, capsys):
+    """`--cluster task_family` is stored as the coord `cluster`; compare and the report said
+    "clusters of `cluster`". They say the column the user named, and so does --json.
+    """
+    from hierbench.data import to_records
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, rng=1)
+    df = to_records(ds)
+    df["task_family"] = "fam_" + (df["task"].str[-2:].astype(int) % 4).astype(str)
+    path = tmp_path / "runs.csv"
+    df.to_csv(path, index=False)
+    args = ["--run", "run", "--cluster", "task_family", "--seed", "1"]
+    assert main(["compare", str(path), *args]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "over the 4 task clusters of `task_family`: fam_0, fam_1, fam_2, fam_3" in text
+    assert "`cluster`" not in text
+    assert main(["compare", str(path), *args, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert (res["unit"], res["cluster_column"]) == ("clusters", "task_family")
+    out = tmp_path / "r.md"
+    args += ["--resamples", "99", "--quiet"]
+    assert main(["report", "--data", str(path), *args, "-o", str(out)]) == 0
+    md = out.read_text()
+    assert "tasks in 4 clusters (`task_family`)" in md
+    assert "task clusters of `task_family`" in md and "`cluster`" not in md

@@ -149,7 +149,8 @@ def test_a_missing_label_is_no_cluster_and_a_nan_text_is_a_label(clustered):
     assert vals[0] == "nan" and isinstance(vals[0], str)  # the file wrote the text "nan"
     assert pd.isna(vals[1]) and pd.isna(vals[3]) and not isinstance(vals[1], str)
     assert clustered.attrs["n_tasks_without_cluster"] == 2 == read_report(clustered)["n_tasks_without_cluster"]
-    with pytest.warns(UserWarning, match=r"2 of 5 tasks have no 'cluster' label"):
+    # named by the column the records were read from (cluster="family"), not the coord `cluster`
+    with pytest.warns(UserWarning, match=r"2 of 5 tasks have no 'family' label"):
         codes, _ = cluster_codes(clustered)
     # clusters: "nan", "x" (t3, t5), and t2, t4 each on its own
     assert len(set(codes.tolist())) == 4 and codes[2] == codes[4]

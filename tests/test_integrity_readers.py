@@ -320,7 +320,7 @@ def test_missing_cluster_labels_stay_missing_and_are_counted(tmp_path):
     assert pd.isna(ds.cluster.values[[1, 3]]).all()  # missing, not "" and not one shared label
     assert ds.attrs["n_tasks_without_cluster"] == 2
     assert read_report(ds)["n_tasks_without_cluster"] == 2
-    with pytest.warns(UserWarning, match=r"2 of 4 tasks have no 'cluster' label"):
+    with pytest.warns(UserWarning, match=r"2 of 4 tasks have no 'repo' label"):  # the column read
         codes, _ = cluster_codes(ds)
     assert len(set(codes.tolist())) == 3  # x, and each unlabelled task on its own
 

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import SOURCE_COLUMN
 from .._base import warn_user
 from ._duplicates import _row_keys
 from ._duplicates import apply_duplicates
@@ -438,11 +439,13 @@ def _coords(recs: _Records, roles: _Roles) -> tuple[dict, dict[str, int], dict[s
         else:
             tframe[col] = _coord_values(df[col])
         first, n_bad = _first_per_group(tframe, "__task", col, "task")
-        vals = first.reindex(task_labels).to_numpy()
+        vals, attrs = first.reindex(task_labels).to_numpy(), {}
         if name in ("tag", "cluster"):
             vals = np.array([None if pd.isna(v) else str(v) for v in vals], dtype=object)
             n_unlabelled[name] = int(sum(v is None for v in vals))
-        coords[name] = ("task", vals)
+            # the column the user named: what messages call the clusters (_base.cluster_label)
+            attrs = {SOURCE_COLUMN: str(col)}
+        coords[name] = ("task", vals, attrs)
         n_inconsistent[f"task {name}"] = n_bad
     aframe = pd.DataFrame({"__agent": recs.agents})
     for col in roles.agent_coords:
@@ -536,7 +539,9 @@ def from_records(
         Column flagging infrastructure failures (error-flag vocabulary).
     tag, cluster : str, optional
         Per-task labels: the first per task is kept (a task whose label differs
-        is counted and warned); a task without one keeps a missing label.
+        is counted and warned); a task without one keeps a missing label. The
+        coord (``tag``, ``cluster``) records the column in its ``source_column``
+        attr: messages and reports call the clusters by that name.
     extra, annotations : mapping or sequence, optional
         Per-run numeric columns (``cost``, ``latency``, ``tokens``, ``steps``)
         and boolean flags, as ``{variable: column}`` or a list of names.

@@ -83,7 +83,9 @@ def marks_legend(alpha: float, adjust: str = "max-T single-step") -> str:
 def _unit_words(a: dict) -> str:
     if a.get("unit") == "clusters":
         ex = f": {a['unit_labels']}" if a.get("unit_labels") else ""
-        return f"the {a.get('n_units_total', '?')} task clusters of `{a.get('cluster_coord', 'cluster')}`{ex}"
+        # the column the user named (results from before it was recorded: the coord's name)
+        name = a.get("cluster_column") or a.get("cluster_coord") or "cluster"
+        return f"the {a.get('n_units_total', '?')} task clusters of `{name}`{ex}"
     return f"the {a.get('n_units_total', '?')} tasks"
 
 

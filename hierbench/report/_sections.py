@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import cluster_label
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
@@ -516,8 +517,8 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             rows.append(
                 (
                     "clustering",
-                    f"tasks in {n_cl} clusters (`cluster`); the bootstrap resamples whole clusters "
-                    "and the paired tests take clusters as their unit",
+                    f"tasks in {n_cl} clusters (`{cluster_label(ctx.data)}`); the bootstrap resamples "
+                    "whole clusters and the paired tests take clusters as their unit",
                 )
             )
         else:

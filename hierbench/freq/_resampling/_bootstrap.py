@@ -48,6 +48,7 @@ from ..._base import as_rng
 from ..._base import check_choice
 from ..._base import check_prob
 from ..._base import cluster_codes
+from ..._base import cluster_label
 from ..._base import counts as cell_counts
 from ..._base import make_interval
 from ..._base import renamed_kwargs
@@ -264,7 +265,7 @@ def _warn_undefined_resamples(dist: np.ndarray) -> None:
 
 def _package(
     plan: _Plan, agent_coord, pair_labels: list[str], theta, dist, limits, *, prob: float,
-    method: str, unit: str, agent_dim: str,
+    method: str, unit: str, agent_dim: str, cluster_column: str = "",
 ) -> BootstrapResult:
     """The arrays as a :class:`BootstrapResult` with the house interval."""
     lims, z0, acc_a = limits
@@ -286,6 +287,7 @@ def _package(
         "method": method,
         "n_resamples": int(n_resamples),
         "resample_unit": unit,
+        "cluster_column": cluster_column,
         "paired_resample": int(plan.paired),
     }
 
@@ -428,4 +430,6 @@ def bootstrap_ci(
     return _package(
         plan, agent_coord, pair_labels, theta, dist, limits,
         prob=prob, method=method, unit=unit, agent_dim=agent_dim,
+        # the clusters by the column the user named (the coord is `cluster` whatever it was read from)
+        cluster_column=cluster_label(src, cluster) if codes is not None else "",
     )

@@ -58,6 +58,7 @@ from ..._base import as_rng
 from ..._base import check_choice
 from ..._base import check_prob
 from ..._base import cluster_codes
+from ..._base import cluster_label
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
@@ -764,7 +765,8 @@ def compare_agents(
     cc = cluster_codes(score, cluster, dim=task_dim)
     rows, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
-            "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster}
+            "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster,
+            "cluster_column": cluster_label(score, cluster)}
     return _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen)
 
 
@@ -800,6 +802,8 @@ def _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen) -> P
         chosen, reason, adjust, adjust_reason, codes, opts["cluster"], flip, fam, opts["prob"],
         opts["n_resamples"], units.shape[0],
     )
+    # the clusters by the column the user named (the coord is `cluster` whatever it was read from)
+    attrs["cluster_column"] = opts["cluster_column"] if cc is not None else ""
     if cc is not None:
         labels = [str(x) for x in cc[1]]
         attrs["unit_labels"] = ", ".join(labels[:4]) + (", ..." if len(labels) > 4 else "")
