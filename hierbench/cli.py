@@ -419,6 +419,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bootstrap_kw(args: argparse.Namespace) -> dict:
+    """``--bootstrap-method`` as the keyword of ``report.build`` and ``run_demo`` (not given: their own default)."""
+    return {"bootstrap_method": args.bootstrap_method} if args.bootstrap_method else {}
+
+
 def _saved_groups(path: Path) -> list[str]:
     """The groups a saved fit holds (read from the file, without loading the values)."""
     import xarray as xr
@@ -463,6 +468,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             rng=args.seed,
             overwrite=args.overwrite,
             progress=_progress_wanted(args),
+            **_bootstrap_kw(args),
         )
     print(
         f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB, {time.perf_counter() - t0:.0f} s)"
@@ -544,6 +550,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         fast=args.fast,
         overwrite=args.overwrite,
         progress=_progress_wanted(args),
+        **_bootstrap_kw(args),
     )
 
 
@@ -654,6 +661,15 @@ def _add_stats_options(p: argparse.ArgumentParser, resamples: int | None = 1999)
     p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default 0)")
 
 
+def _add_bootstrap_method(p: argparse.ArgumentParser) -> None:
+    """``--bootstrap-method``: the agents' bootstrap interval of a command that bootstraps them."""
+    p.add_argument(
+        "--bootstrap-method", choices=["bca", "percentile"], default=None,
+        help="the agents' bootstrap interval: bca (default) or percentile, which is defined where "
+        "BCa is not (every resample on one side of the estimate, e.g. an agent that solved no task)",
+    )  # fmt: skip
+
+
 def _add_fit(sub) -> None:
     """The `fit` command's parser."""
     f = sub.add_parser("fit", help="fit a hierarchical Bayesian model to a run log and save it")
@@ -743,6 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--out", required=True, metavar="REPORT", help="report.html or report.md")
     _add_columns(r)
     _add_stats_options(r)
+    _add_bootstrap_method(r)
     r.add_argument("--overwrite", action="store_true", help="replace REPORT if it exists")
     r.add_argument("--quiet", action="store_true", help="no progress lines")
     r.set_defaults(func=_cmd_report)
@@ -777,6 +794,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--seed", type=int, default=20261130, help="seed of the samplers and resamples")
     d.add_argument("--fast", action="store_true", help="fewer draws and resamples (a smoke run)")
+    _add_bootstrap_method(d)
     d.add_argument(
         "--overwrite", action="store_true", help="replace an earlier demo's files in --out"
     )

@@ -124,9 +124,14 @@ def _covers(table: xr.Dataset) -> str:
     return f"\n\n{int(table['covers'].sum())} of {table.sizes['agent']} intervals cover the truth."
 
 
+#: a bootstrap result's ``method`` in words
+_METHOD_WORDS = {"bca": "BCa", "percentile": "percentile"}
+
+
 def _boot_label(boot) -> str:
-    """``cluster bootstrap (BCa)`` or ``task bootstrap (BCa)``: what the result resampled."""
-    return f"{boot.attrs.get('resample_unit', 'task')} bootstrap (BCa)"
+    """``cluster bootstrap (BCa)`` or ``task bootstrap (percentile)``: what the result resampled, and how."""
+    method = _METHOD_WORDS[boot.attrs.get("method", "bca")]
+    return f"{boot.attrs.get('resample_unit', 'task')} bootstrap ({method})"
 
 
 def _bootstrap_section(ctx: DemoContext) -> str:
@@ -135,7 +140,7 @@ def _bootstrap_section(ctx: DemoContext) -> str:
 
     boot = bootstrap_ci(
         ctx.data,
-        method="bca",
+        method=ctx.extra.get("bootstrap_method", "bca"),
         n_resamples=1999 if _fast(ctx) else 9999,
         prob=PROB,
         rng=ctx.extra.get("seed", 0),
@@ -150,7 +155,8 @@ def _bootstrap_section(ctx: DemoContext) -> str:
         else "tasks (no clusters)"
     )
     text = (
-        f"Benchmark mean per agent (mean over tasks of each task's mean score) with a {PROB:.0%} BCa "
+        f"Benchmark mean per agent (mean over tasks of each task's mean score) with a {PROB:.0%} "
+        f"{_METHOD_WORDS[boot.attrs['method']]} "
         f"interval from the task-level bootstrap, resampling {unit} and sharing each resample across "
         "agents. The target is the agent's expected score on a new task from the same population"
         + ("; the truth column is that value, computed from the simulation's parameters." if truth is not None else ".")
@@ -646,15 +652,21 @@ def run_demo(
     fast: bool = False,
     overwrite: bool = False,
     progress: bool = False,
+    bootstrap_method: str = "bca",
 ) -> int:
     """Run every demo section, print it, and write the report; return the exit status.
 
-    ``data=None`` runs the embedded default (with its truth). The sections go to
+    ``data=None`` runs the embedded default (with its truth). ``bootstrap_method``:
+    the agents' bootstrap interval, ``"bca"`` or ``"percentile"`` (defined where
+    BCa is not: every resample on one side of the estimate). The sections go to
     standard output; their warnings (a fit that did not converge, with the
     reasons) to standard error, one ``warning:`` line each, after the sections.
     """
     from pathlib import Path
 
+    from ._base import check_choice
+
+    check_choice(bootstrap_method, "bootstrap_method", ["bca", "percentile"])
     if data is None:
         from .testing import default_dataset
 
@@ -666,9 +678,8 @@ def run_demo(
                 f"--out {str(out)!r} already holds {there} from an earlier run; pass --overwrite "
                 "or choose another --out"
             )
-    ctx = DemoContext(
-        data=data, truth=truth, extra={"seed": seed, "fast": fast, "progress": progress}
-    )
+    extra = {"seed": seed, "fast": fast, "progress": progress, "bootstrap_method": bootstrap_method}
+    ctx = DemoContext(data=data, truth=truth, extra=extra)
     done: list[tuple[str, str]] = []
     for i, (title, section) in enumerate(DEMO_SECTIONS, start=1):
         print(f"\n## {i}. {title}\n", flush=True)

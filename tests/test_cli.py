@@ -761,3 +761,47 @@ def test_clusters_are_called_by_the_column_given_to_cluster(tmp_path, capsys):
     md = out.read_text()
     assert "tasks in 4 clusters (`task_family`)" in md
     assert "task clusters of `task_family`" in md and "`cluster`" not in md
+
+
+# ---------------------------------------------------------------- the bootstrap interval from the shell
+
+
+def test_a_degenerate_bca_interval_names_the_flag_that_avoids_it(tmp_path, capsys):
+    """An agent that solved no task: every resample mean is 0, BCa is undefined. The warning said
+    "Use method='percentile'", which a CLI user cannot set; it names --bootstrap-method, which
+    `report` (and `demo`) take, and with it the agent's interval is the percentile one, [0, 0].
+    """
+    import inspect
+
+    from html_tables import read_tables
+
+    from hierbench.cli import build_parser
+    from hierbench.data import to_records
+    from hierbench.demo import run_demo
+    from hierbench.report import build
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, rng=2)
+    df = to_records(ds)
+    df.loc[df["agent"] == "agent_02", "score"] = 0.0  # never solved a task
+    path = tmp_path / "runs.csv"
+    df.to_csv(path, index=False)
+    common = ["--data", str(path), "--run", "run", "--resamples", "99", "--quiet"]
+    bca, pct = tmp_path / "bca.html", tmp_path / "pct.html"
+    assert main(["report", *common, "-o", str(bca)]) == 0
+    warned = bca.read_text().split('id="warnings"')[1]
+    assert "DegenerateBootstrapWarning: BCa is undefined for 1 of 3" in warned
+    assert "--bootstrap-method percentile" in warned
+    assert main(["report", *common, "--bootstrap-method", "percentile", "-o", str(pct)]) == 0
+    html = pct.read_text()
+    assert "DegenerateBootstrapWarning" not in html
+    part = html.split('id="abilities"')[1].split("</section>")[0]
+    col = "task bootstrap (percentile, 95%)"
+    table = next(t for t in read_tables(part) if f"{col} lower" in t.columns)
+    row = table.set_index("agent").loc["agent_02"]
+    assert (float(row[f"{col} lower"]), float(row[f"{col} upper"])) == (0.0, 0.0)
+    # the default the help states is the one report.build and run_demo use
+    for cmd, fn in (("report", build), ("demo", run_demo)):
+        sub = build_parser()._subparsers._group_actions[0].choices[cmd]
+        assert "bca (default)" in " ".join(sub.format_help().split())
+        assert inspect.signature(fn).parameters["bootstrap_method"].default == "bca"

@@ -333,7 +333,9 @@ def _bca(
         warn_user(
             f"BCa is undefined for {int(bad.sum())} of {bad.size} statistics (the bootstrap "
             "distribution lies entirely on one side of the estimate, or the jackknife values "
-            "are all equal); their interval is NaN. Use method='percentile' or more tasks.",
+            "are all equal); their interval is NaN. Use the percentile interval, defined there "
+            "(method='percentile'; in hierbench.report.build bootstrap_method='percentile', and "
+            "in the CLI's report and demo --bootstrap-method percentile), or more tasks.",
             DegenerateBootstrapWarning,
         )
     return _column_quantiles(dist, q), z0, acc

@@ -20,8 +20,10 @@ import xarray as xr
 from .._base import DEFAULT_PROB
 from .._base import OUTSIDE_PACKAGE
 from .._base import Progress
+from .._base import check_choice
 from .._base import check_prob
 from ._context import _TITLES
+from ._context import BOOTSTRAP_METHOD
 from ._context import SECTIONS
 from ._context import ReportSectionWarning
 from ._context import _Context
@@ -100,6 +102,7 @@ def build(
     title: str | None = None,
     prob: float = DEFAULT_PROB,
     n_resamples: int = 1999,
+    bootstrap_method: str = BOOTSTRAP_METHOD,
     rng: None | int = 0,
     overwrite: bool = False,
     progress: bool | None = None,
@@ -135,6 +138,11 @@ def build(
         Level of every interval in the report.
     n_resamples : int
         Bootstrap resamples and permutations of the frequentist half.
+    bootstrap_method : {"bca", "percentile"}
+        The agents' bootstrap interval (:func:`hierbench.freq.bootstrap_ci`'s
+        ``method``): BCa (default), or the percentile interval, which is defined
+        where BCa is not (every resample on one side of the estimate, e.g. an
+        agent that solved no task).
     rng : int or None
         Seed of the resamples (stated in the checklist).
     overwrite : bool
@@ -168,6 +176,7 @@ def build(
     True
     """
     prob = check_prob(prob)
+    check_choice(bootstrap_method, "bootstrap_method", ["bca", "percentile"])
     if fit is None and data is None:
         raise ValueError("give `fit`, `data` or both: there is nothing to report")
     fit, data = _load(fit, data)
@@ -177,6 +186,7 @@ def build(
     order = SECTIONS if not subset else _with_subset()
     with Progress(len(order) + 1, "report", enabled=progress, unit="section") as bar:
         ctx = _Context(fit=fit, data=data, prob=prob, rng=rng, n_resamples=n_resamples,
+                       bootstrap_method=bootstrap_method,
                        truth=_as_series(truth), freq=freq, subset=subset, say=bar.stage)
         rep = _assemble(ctx, bar, title, appendix, order)
         bar.stage("writing")

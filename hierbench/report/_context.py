@@ -144,7 +144,13 @@ class _Skip(Exception):
     """A section that does not apply (the note says why)."""
 
 
+#: the agents' bootstrap interval in a report (``build(bootstrap_method=...)``)
+BOOTSTRAP_METHOD = "bca"
+
+
 class _Context:
+    bootstrap_method = BOOTSTRAP_METHOD
+
     def __init__(self, **kw):
         self.__dict__.update(kw)
         self.warnings: list[str] = []
@@ -226,7 +232,7 @@ class _Context:
                 self.say(f"task-level bootstrap, {self.n_resamples} resamples")
                 self.cache["bootstrap"] = freq.bootstrap_ci(
                     self.data,
-                    method="bca",
+                    method=self.bootstrap_method,
                     n_resamples=self.n_resamples,
                     prob=self.prob,
                     rng=self.rng,
