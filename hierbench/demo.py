@@ -664,9 +664,8 @@ def run_demo(
     """
     from pathlib import Path
 
-    from ._base import check_choice
-
-    check_choice(bootstrap_method, "bootstrap_method", ["bca", "percentile"])
+    if bootstrap_method not in _METHOD_WORDS:
+        raise ValueError(f"`bootstrap_method` must be 'bca' or 'percentile'; got {bootstrap_method!r}")
     if data is None:
         from .testing import default_dataset
 
