@@ -67,6 +67,18 @@ def _summary_text(ds) -> str:
     return show.to_string(formatters=fmt)
 
 
+def _grades_text(levels) -> str:
+    """How scores read from ordinal grades came to be (empty for scores read as they are)."""
+    if not levels:
+        return ""
+    import numpy as np
+
+    from .data import grade_rule
+
+    scale = np.asarray(levels, dtype=float)
+    return f", grades {', '.join(f'{v:g}' for v in scale)} read as {grade_rule(scale)}"
+
+
 def _report_text(rep: dict) -> str:
     rpc = rep["runs_per_cell"]
     lines = [
@@ -77,7 +89,7 @@ def _report_text(rep: dict) -> str:
         lines.append(f"  not kept: {n} ({why})")
     lines += [
         f"agents: {rep['n_agents']}    tasks: {rep['n_tasks']}    runs: {rep['n_runs_total']}"
-        f"    scores: {rep['score_kind']}",
+        f"    scores: {rep['score_kind']}{_grades_text(rep.get('score_levels'))}",
         f"runs per cell: min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}"
         f"    ({'balanced' if rep['balanced'] else 'unbalanced'})",
         f"missing cells: {rep['n_missing_cells']} of {rep['n_cells']} (agent x task never run)",

@@ -50,6 +50,8 @@ _FLAG_OF = {
     "n_resamples": "--resamples",
     "rng": "--seed",
     "overwrite": "--overwrite",
+    "score_levels": "--levels",
+    "levels": "--levels",
 }
 
 #: Options whose ``name=value`` in a message is a remedy (not a column's value in a row).
@@ -103,6 +105,18 @@ def _error_values(items: Sequence[str] | None):
     return out
 
 
+def _levels(text: str | None) -> list[float] | None:
+    """``--levels 1,2,3,4,5`` as numbers (None when not given)."""
+    if text is None:
+        return None
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise CliError(
+            f"--levels takes comma-separated numbers (the grade scale, e.g. 1,2,3,4,5); got {text!r}"
+        ) from None
+
+
 def _reader_options(opts: dict) -> dict:
     """The CLI's column and reader flags as ``from_records`` keywords."""
     single = opts.get("single_agent")
@@ -124,6 +138,7 @@ def _reader_options(opts: dict) -> dict:
         "run_index": opts.get("run_index") or "auto",
         "duplicates": opts.get("duplicates") or "refuse",
         "encoding": opts.get("encoding") or "utf-8",
+        "score_levels": _levels(opts.get("levels")),
     }
 
 
@@ -355,16 +370,6 @@ def _sample(args: argparse.Namespace, model, progress: bool):
     return dt, caught, time.perf_counter() - t0
 
 
-def _levels(text: str | None) -> list[float] | None:
-    """``--levels 1,2,3,4,5`` as numbers (None when not given)."""
-    if text is None:
-        return None
-    try:
-        return [float(v) for v in text.split(",")]
-    except ValueError:
-        raise CliError(f"--levels takes comma-separated numbers (the grade scale, e.g. 1,2,3,4,5); got {text!r}") from None
-
-
 def _build(args: argparse.Namespace, ds):
     """The model `fit` samples: a named builder (--model) or a formula model (--formula)."""
     from . import bayes
@@ -377,6 +382,7 @@ def _build(args: argparse.Namespace, ds):
     if args.model is not None:
         raise CliError(f"--model {args.model} and --formula name two models; give one of them")
     args.model = "formula"
+    # with --levels the reader took the --score column as grades of that scale (attrs score_levels)
     return bayes.build_mixed(ds, args.formula, family=args.family, levels=_levels(args.levels))
 
 
@@ -565,8 +571,9 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         "--run", default=None, help="run column (default: number runs per cell in file order)"
     )
     g.add_argument(
-        "--score", default="score", help="score column, values in [0, 1] (default: score)"
-    )
+        "--score", default="score",
+        help="score column, values in [0, 1], or ordinal grades with --levels (default: score)",
+    )  # fmt: skip
     g.add_argument(
         "--error",
         default=None,
@@ -626,6 +633,13 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         default="refuse",
         help="records repeated in every column: refuse (default), drop the copies, keep them as runs",
     )
+    r.add_argument(
+        "--levels", default=None, metavar="G1,G2,...",
+        help="the --score column holds ordinal grades of this scale, e.g. 1,2,3,4,5: each score must "
+        "be one of them (any other is refused, naming the rows); each is read as its place "
+        "(grade - first) / (last - first) in [0, 1], and `fit --formula 'score ~ ...'` fits the "
+        "grades themselves (family ordinal)",
+    )  # fmt: skip
     r.add_argument("--encoding", default="utf-8", help="text encoding of CSV/TSV/JSONL (utf-8)")
     r.add_argument(
         "--errors",
@@ -691,8 +705,6 @@ def _add_fit(sub) -> None:
         help="the formula model's likelihood (default auto: ordinal with --levels, binomial when every "
         "score is 0 or 1, else fractional for scores in [0, 1])",
     )  # fmt: skip
-    f.add_argument("--levels", default=None, metavar="G1,G2,...",
-                   help="the grade scale of an ordinal --formula response, e.g. 1,2,3,4,5")  # fmt: skip
     f.add_argument(
         "-o", "--out", required=True, metavar="FIT", help="where to save the fit (.nc or .zarr)"
     )

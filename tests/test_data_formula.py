@@ -142,6 +142,46 @@ def test_families_and_the_grade_scale():
         model_design("score ~ scaffold + (1|task)", grades, levels=[0.0, 0.25])
 
 
+def test_grades_read_with_their_scale_are_fitted_as_grades():
+    """from_records(score_levels=...) keeps each grade as its place on the scale, (g - 1) / 4 for
+    1..5; an ordinal design of `score` fits the grades themselves, on that scale.
+    """
+    from hierbench.data import EvalDataError
+
+    df = pd.DataFrame({"agent": ["a", "a", "b", "b", "c", "c"], "task": ["t1", "t2"] * 3,
+                       "score": [1, 3, 5, 2, 2, 4]})  # fmt: skip
+    scale = [1, 2, 3, 4, 5]
+    ds = from_records(df, score_levels=scale)
+    assert ds.score.isel(run=0).values.tolist() == [[0.0, 0.5], [1.0, 0.25], [0.25, 0.75]]
+    assert ds.attrs["score_levels"] == "[1.0, 2.0, 3.0, 4.0, 5.0]"
+    f = "score ~ 1 + (1|agent)"
+    d = model_design(f, ds)
+    assert d.family == "ordinal" and d.categories.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert d.grade_counts.sum(0).tolist() == [1.0, 2.0, 1.0, 1.0, 1.0]  # grades 1, 2 2, 3, 4, 5
+    assert model_design(f, ds, levels=scale).grade_counts.tolist() == d.grade_counts.tolist()
+    differ = r"`levels` \[0.0, 1.0, 2.0, 3.0, 4.0\] differ from the grade scale `score` was read on"
+    with pytest.raises(FormulaError, match=differ):
+        model_design(f, ds, levels=[0, 1, 2, 3, 4])
+    # another family fits the places in [0, 1]
+    assert model_design(f, ds, family="fractional").y.tolist() == [0.0, 0.5, 1.0, 0.25, 0.25, 0.75]
+    edited = ds.copy()
+    edited["score"] = edited.score.where(edited.score != 0.25, 0.3)
+    with pytest.raises(FormulaError, match=r"2 scores are no grade's place, e.g. \[0.3\]"):
+        model_design(f, edited)
+    # off the scale: refused naming the column, the rule, the rows and the values; never rounded
+    off = (
+        r"`score` column 'score' in DataFrame holds grades outside `score_levels` "
+        r"\[1.0, 2.0, 3.0, 4.0\] \(each grade must be one of them\); rows \[2\] hold \[5.0\]"
+    )
+    with pytest.raises(EvalDataError, match=off):
+        from_records(df, score_levels=[1, 2, 3, 4])
+    with pytest.raises(EvalDataError, match=r"`score_levels` must list at least 2 increasing"):
+        from_records(df, score_levels=[1, 3, 2])
+    unit = r"must lie in \[0, 1\]; rows \[1, 2, 3, 4, 5\].*give their scale as `score_levels`"
+    with pytest.raises(EvalDataError, match=unit):
+        from_records(df)
+
+
 def test_default_formula_and_bad_syntax():
     ds = _board(["s1", "s2"], ["m1", "m1"])
     d = model_design(None, ds)

@@ -25,8 +25,9 @@ Error flags (``error``, ``annotations``)
 Numbers (scores, ``extra`` columns, coords)
     Real numbers, booleans (0/1) or text that parses as a number; the usual
     missing-value spellings are NaN; complex numbers, dates and durations
-    are refused. Scores lie in [0, 1]; a missing score must be flagged as an
-    error; their kind (binary, continuous or mixed: :func:`score_kind`) is
+    are refused. Scores lie in [0, 1], or are ordinal grades of a declared
+    scale (``score_levels``; any other value refused), kept as their place on
+    it; a missing score must be flagged as an error; their kind (binary, continuous or mixed: :func:`score_kind`) is
     recorded in ``attrs["score_kind"]``. The measures :data:`MEASURES`
     (cost, latency, tokens, steps) are finite and never negative.
 Runs
@@ -94,6 +95,7 @@ from ._summary import summarize
 from ._values import SimilarLabelsWarning
 from ._values import _labels_from_text as _labels_from_text  # for hierbench.io (missing labels)
 from ._values import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)
+from ._values import grade_rule as grade_rule  # for hierbench._console; not in __all__
 
 #: names that were renamed: importing them from here still works, with a
 #: DeprecationWarning, for one release

@@ -47,6 +47,8 @@ from .._base import HierbenchWarning
 from .._base import check_choice
 from .._base import counts
 from .._base import warn_user
+from ._values import grade_scale
+from ._values import grades_at
 
 __all__ = [
     "DEFAULT_FORMULA",
@@ -419,13 +421,11 @@ def _response(
     return out
 
 
-def _grades(vals: np.ndarray, fin: np.ndarray, levels: Any, response: str) -> tuple[np.ndarray, np.ndarray]:
+def _grades(
+    vals: np.ndarray, fin: np.ndarray, levels: Any, response: str
+) -> tuple[np.ndarray, np.ndarray]:
     seen = np.unique(vals[fin])
-    cats = seen if levels is None else np.asarray(levels, dtype=float)
-    if cats.size < 2 or np.any(np.diff(cats) <= 0):
-        raise FormulaError(
-            f"`levels` must list at least 2 increasing grade values; got {cats.tolist()}"
-        )
+    cats = grade_scale(seen if levels is None else levels, "levels", FormulaError)
     outside = sorted(set(seen.tolist()) - set(cats.tolist()))
     if outside:
         raise FormulaError(f"the response {response!r} takes values {outside} outside `levels` {cats.tolist()}")
@@ -439,6 +439,27 @@ def _grades(vals: np.ndarray, fin: np.ndarray, levels: Any, response: str) -> tu
             "thresholds are not identified. Merge them with a neighbour in `levels` (or in the data)"
         )
     return cats, gc
+
+
+def _read_grades(data: xr.Dataset, response: str, levels: Any) -> tuple[Any, np.ndarray | None]:
+    """(levels, grades) of a response: a ``score`` read from ordinal grades is fitted on their scale.
+
+    ``attrs["score_levels"]`` is that scale; the grades are recovered exactly. Any other
+    response: (``levels``, None).
+    """
+    recorded = data.attrs.get("score_levels")
+    if response != "score" or not recorded:
+        return levels, None
+    recorded = json.loads(recorded) if isinstance(recorded, str) else recorded
+    scale = grade_scale(recorded, "score_levels", FormulaError)
+    given = None if levels is None else grade_scale(levels, "levels", FormulaError)
+    if given is not None and not np.array_equal(given, scale):
+        raise FormulaError(
+            f"`levels` {given.tolist()} differ from the grade scale `score` was "
+            f"read on, {scale.tolist()} (attrs['score_levels']): give that scale, or leave `levels` out"
+        )
+    score = data["score"].transpose("agent", "task", "run").values
+    return scale.tolist(), grades_at(score, scale, FormulaError)
 
 
 def _resolve_family(family: str, resp: np.ndarray, levels: Any) -> tuple[str, str]:
@@ -632,6 +653,9 @@ def model_design(
     levels : sequence of float, optional
         The grade scale of an ordinal response, in order (default: the
         distinct values seen). A grade of the scale never seen is refused.
+        A ``score`` read from grades (``from_records(score_levels=...)``) is
+        fitted on the scale it was read on (``levels``, when given, must be
+        that scale), as the grades themselves.
     agent_coords, task_coords : pandas.DataFrame, optional
         Per-agent / per-task covariates indexed by label, added as coords
         (a label with two different values is refused).
@@ -674,7 +698,10 @@ def model_design(
     data = _join_coords(_join_coords(data, agent_coords, "agent", "agent_coords"), task_coords, "task", "task_coords")
     response, avail, used = _parse(formula, data)
     resp = np.asarray(avail[response][1].values, dtype=float)
+    levels, grades = _read_grades(data, response, levels)
     fam, why = _resolve_family(family, resp, levels)
+    if grades is not None and fam == "ordinal":  # `score` read from grades: fit the grades
+        resp = grades
     row_level, idx, cols = _rows(avail, used, response)
     agents = np.asarray(data["agent"].values).astype(str)
     tasks = np.asarray(data["task"].values).astype(str)

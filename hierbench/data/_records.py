@@ -45,6 +45,8 @@ from ._table import _hive_keys as _hive_keys  # for _large
 from ._table import read_table
 from ._values import canonical_ints
 from ._values import error_flags
+from ._values import grade_positions
+from ._values import grade_scale
 from ._values import id_labels
 from ._values import numbers
 from ._values import warn_similar_labels
@@ -201,6 +203,7 @@ class _Records:
     n_read: int
     n_copies: int
     n_repeated: int
+    levels: np.ndarray | None = None
 
 
 def _numeric(df: pd.DataFrame, column: str, role: str, where: str) -> np.ndarray:
@@ -215,11 +218,28 @@ def _numeric(df: pd.DataFrame, column: str, role: str, where: str) -> np.ndarray
     return values
 
 
-def _scores(df: pd.DataFrame, roles: _Roles, source: str, error_values) -> tuple[np.ndarray, np.ndarray]:
-    """(score, error flag) per record, validated: numeric, in [0, 1], NaN only on an error."""
+def _graded(sc: np.ndarray, levels: np.ndarray, score: str, where: str) -> np.ndarray:
+    """Grades of the scale ``levels`` as scores in [0, 1] (:func:`grade_positions`); any other value refused."""
+    off = np.isfinite(sc) & ~np.isin(sc, levels) | np.isinf(sc)
+    if off.any():
+        rows = np.flatnonzero(off)
+        raise EvalDataError(
+            f"`score` column {score!r}{where} holds grades outside `score_levels` {levels.tolist()} "
+            f"(each grade must be one of them); rows {_fmt_list(rows.tolist())} hold "
+            f"{_fmt_list(sc[rows].tolist())}"
+        )
+    return grade_positions(sc, levels)
+
+
+def _scores(
+    df: pd.DataFrame, roles: _Roles, source: str, error_values, levels: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(score, error flag) per record, validated: numeric, in [0, 1] (or grades), NaN only on an error."""
     where = f" in {source}"
     score = roles.score
     sc = _numeric(df, score, "score", where)
+    if levels is not None:
+        sc = _graded(sc, levels, score, where)
     err = (
         error_flags(
             df[roles.error], what="error", column=roles.error, source=source, error_values=error_values
@@ -232,7 +252,8 @@ def _scores(df: pd.DataFrame, roles: _Roles, source: str, error_values) -> tuple
         rows = np.flatnonzero(out_of_range)
         raise EvalDataError(
             f"`score` column {score!r}{where} must lie in [0, 1]; rows {_fmt_list(rows.tolist())} hold "
-            f"{_fmt_list(sc[rows].tolist())}"
+            f"{_fmt_list(sc[rows].tolist())}; ordinal grades (e.g. 1 to 5): give their scale as "
+            "`score_levels`"
         )
     nan_no_err = np.isnan(sc) & ~err
     if nan_no_err.any():
@@ -321,7 +342,7 @@ def _runs(
 
 def _map_records(
     df: pd.DataFrame, source: str, roles: _Roles, *, agent_name: str, errors: str,
-    error_values, run_index: str, duplicates: str,
+    error_values, run_index: str, duplicates: str, levels: np.ndarray | None,
 ) -> _Records:  # fmt: skip
     """Return identifiers, the duplicates policy, scores and error flags, runs: one entry per kept record."""
     n_read = len(df)
@@ -339,11 +360,11 @@ def _map_records(
         df, agents, tasks, duplicates=duplicates, has_run=roles.run is not None, skip=skip,
         where=f" in {source}",
     )  # fmt: skip
-    sc, err = _scores(df, roles, source, error_values)
+    sc, err = _scores(df, roles, source, error_values, levels)
     run_idx, run_ids = _runs(df, agents, tasks, roles.run, source, run_index, duplicates)
     sc = sc.copy()
     sc[err] = 0.0 if errors == "fail" else np.nan
-    return _Records(df, source, agents, tasks, sc, err, run_idx, run_ids, n_read, n_copies, n_repeated)
+    return _Records(df, source, agents, tasks, sc, err, run_idx, run_ids, n_read, n_copies, n_repeated, levels)
 
 
 # --------------------------------------------------------------------------- assembly
@@ -481,6 +502,8 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
     }
     if roles.run is None:
         attrs["n_repeated_records"] = recs.n_repeated
+    if recs.levels is not None:  # the scale the grades were read on, for an ordinal fit of `score`
+        attrs["score_levels"] = json.dumps(recs.levels.tolist())
     for name, k in n_unlabelled.items():
         attrs[f"n_tasks_without_{name}"] = k
     return attrs
@@ -521,6 +544,7 @@ def from_records(
     duplicates: DuplicatePolicy = "refuse",
     encoding: str = "utf-8",
     attrs: Mapping[str, object] | None = None,
+    score_levels: Sequence[float] | None = None,
 ) -> xr.Dataset:
     """Read run records (one per run of one agent on one task) into the canonical eval dataset.
 
@@ -566,6 +590,14 @@ def from_records(
         Text encoding of a CSV / TSV / JSONL file.
     attrs : mapping, optional
         Provenance to add to the dataset attrs.
+    score_levels : sequence of float, optional
+        The ``score`` column holds ordinal grades of this scale, in order (e.g.
+        ``[1, 2, 3, 4, 5]``): each must be one of them (any other value is
+        refused, naming the rows). Each is kept as its place on the scale,
+        ``(grade - first) / (last - first)`` in [0, 1] (an errored run counts as
+        the lowest grade under ``errors="fail"``); the scale is recorded in
+        ``attrs["score_levels"]``, and an ordinal formula fit of ``score``
+        (:func:`model_design`, ``hierbench.bayes.build_mixed``) fits the grades.
 
     Returns
     -------
@@ -591,6 +623,7 @@ def from_records(
     """
     _check_policies(errors, run_index, duplicates)
     _check_extras(agent_name, attrs)
+    levels = None if score_levels is None else grade_scale(score_levels, "score_levels")
     df, source = _read(obj, encoding)
     roles = _roles(
         df, f" in {source}", agent=agent, task=task, run=run, score=score, error=error, tag=tag,
@@ -599,7 +632,7 @@ def from_records(
     )  # fmt: skip
     recs = _map_records(
         df, source, roles, agent_name=agent_name, errors=errors, error_values=error_values,
-        run_index=run_index, duplicates=duplicates,
+        run_index=run_index, duplicates=duplicates, levels=levels,
     )  # fmt: skip
     return check_eval_dataset(_assemble(recs, roles, errors, attrs))
 

@@ -30,7 +30,8 @@ attrs
     0), ``n_tasks_without_cluster`` / ``_tag`` (when read with that column),
     ``n_repeated_records`` (records kept as runs although they repeat an
     earlier record in every column; readers without a run column), and as
-    JSON text: ``not_kept`` (reason -> count), ``inconsistent_attributes``
+    JSON text: ``score_levels`` (the grade scale when ``score`` was read from
+    ordinal grades, each kept as its place ``(grade - first) / (last - first)``), ``not_kept`` (reason -> count), ``inconsistent_attributes``
     (attribute -> number of tasks/agents whose value differed between
     records) and ``annotations`` (names of the boolean per-run annotation
     variables).
@@ -91,7 +92,7 @@ RESERVED = (*DIMS, "score", "error", "run_id", "tag", "cluster")
 REPORT_KEYS = (
     "hierbench_schema", "reader", "errors", "n_records_read", "n_records_kept", "n_error_runs",
     "binary", "score_kind", "not_kept", "inconsistent_attributes", "annotations",
-    "n_repeated_records", "n_tasks_without_cluster", "n_tasks_without_tag",
+    "n_repeated_records", "n_tasks_without_cluster", "n_tasks_without_tag", "score_levels",
 )  # fmt: skip
 
 

@@ -136,8 +136,9 @@ def read_report(ds: xr.Dataset) -> dict:
     their counts, the task and agent coords, inconsistent attributes, the
     tasks without a cluster label, the records kept as runs although they
     repeat an earlier one (``n_repeated_records``, None when the reader did
-    not say) and the scores' kind (:func:`~hierbench.data.score_kind` of the
-    values: binary, continuous or mixed).
+    not say), the scores' kind (:func:`~hierbench.data.score_kind` of the
+    values: binary, continuous or mixed) and the grade scale they were read
+    from (``score_levels``, None unless read from ordinal grades).
 
     Examples
     --------
@@ -190,4 +191,5 @@ def read_report(ds: xr.Dataset) -> dict:
         "n_tasks_without_cluster": _n_unlabelled(ds, "cluster"),
         "n_repeated_records": ds.attrs.get("n_repeated_records"),
         "score_kind": score_kind(ds),
+        "score_levels": _json_attr("score_levels", "null"),
     }

@@ -393,3 +393,58 @@ def numbers(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     num = pd.to_numeric(obj, errors="coerce")
     nonnum = (num.isna() & obj.notna()).to_numpy(dtype=bool) | odd.to_numpy(dtype=bool)
     return num.to_numpy(dtype=float, na_value=np.nan), nonnum
+
+
+# --------------------------------------------------------------------------- grades
+
+
+def grade_scale(levels, argname: str, error: type[Exception] = EvalDataError) -> np.ndarray:
+    """An ordinal grade scale as floats: at least 2 finite values, strictly increasing (the one rule).
+
+    ``error``: the class the caller raises (a reader's :class:`EvalDataError`, a formula's
+    ``FormulaError``).
+    """
+    try:
+        scale = np.asarray(levels, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise error(
+            f"`{argname}` must list the grade values in order (numbers); got {levels!r}"
+        ) from None
+    if scale.size < 2 or not np.isfinite(scale).all() or np.any(np.diff(scale) <= 0):
+        raise error(
+            f"`{argname}` must list at least 2 increasing, finite grade values; got {scale.tolist()}"
+        )
+    return scale
+
+
+def grade_rule(scale: np.ndarray) -> str:
+    """How a grade becomes a score in [0, 1], in words: ``(grade - 1) / 4`` for the scale 1..5."""
+    return f"(grade - {scale[0]:g}) / {scale[-1] - scale[0]:g}"
+
+
+def grade_positions(grades: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Grades of ``scale`` (NaN: none) as scores in [0, 1]: their place between its ends (:func:`grade_rule`)."""
+    return (np.asarray(grades, dtype=float) - scale[0]) / (scale[-1] - scale[0])
+
+
+def grades_at(
+    positions: np.ndarray, scale: np.ndarray, error: type[Exception] = EvalDataError
+) -> np.ndarray:
+    """The grades that :func:`grade_positions` made these scores of (NaN stays NaN), exactly the scale's values.
+
+    A score that is no grade's position (edited after reading) is refused, never rounded to one.
+    """
+    p = np.asarray(positions, dtype=float)
+    g = scale[0] + p * (scale[-1] - scale[0])
+    fin = np.isfinite(g)
+    nearest = scale[np.abs(g[fin][:, None] - scale[None, :]).argmin(1)]
+    off = np.abs(nearest - g[fin]) > 1e-9 * (scale[-1] - scale[0])
+    if off.any():
+        raise error(
+            f"`score` was read as grades of {scale.tolist()} ({grade_rule(scale)}), but "
+            f"{int(off.sum())} scores are no grade's place, e.g. {np.unique(p[fin][off])[:5].tolist()}: "
+            "the scores were changed after reading; read the grades again"
+        )
+    out = np.full(g.shape, np.nan)
+    out[fin] = nearest
+    return out
