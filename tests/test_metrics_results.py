@@ -17,6 +17,7 @@ from scipy.stats import norm
 
 from hierbench import freq
 from hierbench._base import Result
+from hierbench._base import UndefinedWarning
 from hierbench.compare import MismatchedEstimatesError
 from hierbench.compare import side_by_side
 from hierbench.metrics import bayes_variance_components
@@ -213,3 +214,134 @@ def test_bayes_variance_components_with_one_run_keep_the_interaction_in_the_resi
     np.testing.assert_allclose(
         bv["draws"].sum("component").values, cv.draws.sum("component").stack(s=("chain", "draw")).values, rtol=1e-5
     )
+
+
+# --------------------------------------------------------------------------- one agent (review: "0 [0, 0]")
+
+
+def _one_agent_fit(n_runs=3, agent_task="none", sd_agent=None, draws=4, seed=1):
+    """A crossed fit of one agent as the builder now makes it: no ``sd_agent`` unless given.
+
+    ``agent_effect`` is nonzero (a random-agents fit), so the decomposition must be centred on
+    the agent's own logit ``mu + agent_effect``, not on ``mu``.
+    """
+    g = np.random.default_rng(seed)
+    cd, T = ("chain", "draw"), 10
+    post = {
+        "mu": (cd, g.normal(-0.3, 0.3, (2, draws))),
+        "agent_effect": ((*cd, "agent"), g.normal(0.8, 0.2, (2, draws, 1))),
+        "task_effect": ((*cd, "task"), g.normal(0, 1, (2, draws, T))),
+        "sd_task": (cd, g.uniform(0.5, 1.5, (2, draws))),
+    }
+    if sd_agent is not None:  # a fit saved before the builder left sd_agent out, or agents="random"
+        post["sd_agent"] = (cd, np.full((2, draws), sd_agent))
+    if agent_task != "none":
+        post["sd_agent_task"] = (cd, g.uniform(0.2, 0.8, (2, draws)))
+    n = np.full((1, T), n_runs)
+    const = {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), g.binomial(n, 0.5))}
+    coords = {"agent": ["solo"], "task": [f"t{t}" for t in range(T)]}
+    dt = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset(post, coords=coords), "constant_data": xr.Dataset(const, coords=coords)}
+    )
+    dt.attrs["hierbench_model"] = "crossed"
+    dt.attrs["hierbench_spec"] = json.dumps({"options": {"agent_task": agent_task, "n_quad": 7}})
+    return dt
+
+
+def _logit_normal_moments(loc, sd):
+    """E[expit(loc + sd Z)] and E[expit(.)^2] by scipy's adaptive quadrature (independent of the code)."""
+    from scipy.integrate import quad
+
+    f = [quad(lambda z, k=k: expit(loc + sd * z) ** k * norm.pdf(z), -12, 12, epsabs=1e-12)[0] for k in (1, 2)]
+    return f[0], f[1]
+
+
+def _cvc(fit, scale):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = crossed_variance_components(fit, scale=scale)
+    return res, [w for w in seen if issubclass(w.category, UndefinedWarning)]
+
+
+@pytest.mark.parametrize("sd_agent", [None, 0.0, 0.7])
+@pytest.mark.parametrize("scale", ["latent", "probability"])
+def test_one_agent_has_no_agent_component_it_is_undefined_not_zero(sd_agent, scale):
+    # one agent: there is no spread between agents, whatever the posterior holds for sd_agent
+    # (absent, the old fits' exact 0, or agents="random"'s prior): NaN with its reason, warned once
+    res, seen = _cvc(_one_agent_fit(sd_agent=sd_agent), scale)
+    assert np.isnan(res.estimate.sel(component="agent")) and np.isnan(res.ci.sel(component="agent")).all()
+    assert len(seen) == 1 and "agent is undefined: one agent" in str(seen[0].message)
+    assert str(res.note.sel(component="agent").item()).startswith("undefined: one agent")
+    # the task component holds the agent x task interaction (confounded with one agent), and says so
+    assert "holds agent:task too" in str(res.note.sel(component="task").item())
+    assert "agent:task" not in res.estimate["component"].values
+    assert np.isfinite(res.estimate.drop_sel(component="agent")).all()
+    assert "note: agent undefined" in repr(res) and "note" in res.to_frame().columns
+
+
+def test_one_agent_probability_components_are_that_agents_own():
+    # task = Var_b(expit(mu + a + b)), residual = E[p (1 - p)], b ~ N(0, sd_task), per draw, by
+    # scipy quadrature around the agent's own logit (the population rule agrees to ~3e-6)
+    fit = _one_agent_fit(sd_agent=0.7)
+    res, _ = _cvc(fit, "probability")
+    post = fit["posterior"].to_dataset()
+    loc = (post["mu"] + post["agent_effect"].isel(agent=0)).values.ravel()
+    sd = post["sd_task"].values.ravel()
+    m = np.array([_logit_normal_moments(lo, s) for lo, s in zip(loc, sd, strict=True)])
+    draws = res.draws.stack(s=("chain", "draw"))
+    np.testing.assert_allclose(draws.sel(component="task").values, m[:, 1] - m[:, 0] ** 2, atol=1e-5)
+    np.testing.assert_allclose(draws.sel(component="residual").values, m[:, 0] - m[:, 1], atol=1e-5)
+
+
+def test_one_agent_forced_interaction_is_folded_into_the_task():
+    # agent_task="marginal" asked for with one agent: only sd_task^2 + sd_agent_task^2 is identified
+    fit = _one_agent_fit(agent_task="marginal")
+    res, _ = _cvc(fit, "latent")
+    post = fit["posterior"].to_dataset()
+    expect = (post["sd_task"] ** 2 + post["sd_agent_task"] ** 2).values.ravel()
+    draws = res.draws.stack(s=("chain", "draw"))
+    np.testing.assert_allclose(draws.sel(component="task").values, expect, rtol=1e-12)
+    assert np.isnan(draws.sel(component="agent:task")).all()
+    assert str(res.note.sel(component="agent:task").item()).startswith("undefined: one agent")
+
+
+def test_one_agent_one_run_leaves_only_the_score_variance():
+    # one agent, one run per task: the task spread is not identified; what is, is Var(Y) of one
+    # run = E[p] (1 - E[p]), all of it in the residual (as the G-study of these data has it)
+    fit = _one_agent_fit(n_runs=1)
+    lat, _ = _cvc(fit, "latent")
+    prob, seen = _cvc(fit, "probability")
+    for res in (lat, prob):
+        assert np.isnan(res.estimate.sel(component=["agent", "task"])).all()
+        assert "nothing repeats within a task" in str(res.note.sel(component="task").item())
+    assert len(seen) == 1 and "task is undefined" in str(seen[0].message)
+    post = fit["posterior"].to_dataset()
+    loc = (post["mu"] + post["agent_effect"].isel(agent=0)).values.ravel()
+    m = np.array([_logit_normal_moments(lo, s) for lo, s in zip(loc, post["sd_task"].values.ravel(), strict=True)])
+    resid = prob.draws.sel(component="residual").stack(s=("chain", "draw")).values
+    np.testing.assert_allclose(resid, m[:, 0] * (1 - m[:, 0]), atol=1e-5)
+
+
+def test_two_or_more_agents_have_every_component_and_no_note():
+    res, seen = _cvc(_crossed_fit("marginal"), "probability")
+    assert not seen and np.isfinite(res.estimate).all()
+    assert (res.note == "").all() and "note" not in res.attrs
+
+
+@pytest.mark.parametrize("n_runs", [3, 1])
+def test_one_agent_fit_matches_the_g_study_of_that_agent(n_runs):
+    # the G-study drops a facet of one level (agent; with one run, run too): the adapter gives the
+    # same decomposition as crossed_variance_components, row for row (it used to refuse, and
+    # needed an sd_agent a one-agent fit does not have)
+    ds, _ = simulate_eval(n_agents=1, n_tasks=10, n_runs=n_runs, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        like = freq.variance_components(ds)
+    fit = _one_agent_fit(n_runs=n_runs, sd_agent=0.7)
+    bv = bayes_variance_components(fit, like)
+    names = bv["estimate"]["component"].values.tolist()
+    assert names == ([str(c) for c in like.estimate["component"].values])
+    assert names == (["task", "residual"] if n_runs > 1 else ["residual"])
+    cv, _ = _cvc(fit, "probability")
+    ours = cv.draws.sel(component=names).stack(s=("chain", "draw")).transpose("component", "s").values
+    np.testing.assert_allclose(bv["draws"].values, ours, atol=2e-5)

@@ -20,6 +20,7 @@ conditional expectation.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -28,6 +29,7 @@ import xarray as xr
 from scipy.special import expit
 
 from .._base import DEFAULT_PROB
+from .._base import UndefinedMetricWarning
 from .._base import UndefinedWarning
 from .._base import as_rng
 from .._base import check_choice
@@ -113,7 +115,8 @@ def _parts(fit: xr.DataTree) -> dict:
         "mu": mu,
         "a": a,
         "b": b,
-        "sd_agent": stacked["sd_agent"].values,
+        # a fit of one agent has no sd_agent (no spread between agents)
+        "sd_agent": stacked["sd_agent"].values if "sd_agent" in stacked else np.full(mu.size, np.nan),
         "sd_task2": sd_task2,  # the task effect's variance, its cluster's included
         "sd_cluster2": sd_cluster2,
         "has_cluster": has_cluster,
@@ -451,10 +454,17 @@ def _latent_components(parts: dict) -> dict[str, np.ndarray]:
 
 
 def _probability_components(parts: dict) -> dict[str, np.ndarray]:
-    """The G-theory decomposition of ``p_mt`` (and of one run's score) implied by the model."""
+    """The G-theory decomposition of ``p_mt`` (and of one run's score) implied by the model.
+
+    With one agent the decomposition is that agent's: its ability is the
+    location and there is no spread of agents around it (the agent component
+    is left at 0 here and made undefined by :func:`_settle`).
+    """
     u, w = population_nodes()
-    mu = parts["mu"][:, None]
-    va, vt, vat, vc = parts["sd_agent"] ** 2, parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"]
+    one = parts["a"].shape[1] < 2
+    mu = (parts["mu"] + (parts["a"][:, 0] if one else 0.0))[:, None]
+    va = np.zeros(mu.shape[0]) if one else parts["sd_agent"] ** 2
+    vt, vat, vc = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"]
 
     def m1m2(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # E[p], E[p^2] with logit p ~ N(loc, s), loc (S, Q0), s (S,)
@@ -467,10 +477,12 @@ def _probability_components(parts: dict) -> dict[str, np.ndarray]:
 
     ep, ep2 = m1m2(mu, np.sqrt(va + vt + vat))
     total = ep2[:, 0] - ep[:, 0] ** 2
-    if parts["opts"].get("agents") == "fixed":
+    if one:
+        var_a = np.zeros(mu.shape[0])
+    elif parts["opts"].get("agents") == "fixed":
         # finite population of the evaluated agents (sample variance, ddof=1)
         g, _ = m1m2(mu + parts["a"], np.sqrt(vt + vat))
-        var_a = g.var(axis=-1, ddof=1) if g.shape[-1] > 1 else np.zeros(g.shape[0])
+        var_a = g.var(axis=-1, ddof=1)
     else:
         var_a = var_of(va, vt + vat)
     var_t = var_of(vt, va + vat)  # the task, its cluster included
@@ -486,6 +498,66 @@ def _probability_components(parts: dict) -> dict[str, np.ndarray]:
     if parts["no_ab"]:  # no agent x task effect in the model: with one run it is the residual's
         return comps | {"residual": residual + inter}
     return comps | {at_name: inter, "residual": residual}
+
+
+#: why a component of a crossed decomposition cannot be estimated on its own from the design;
+#: each rule said once, here (the builder's structure and the report quote them)
+NO_AGENT_SPREAD = "one agent, so there is no spread between agents to estimate"
+AGENT_TASK_IN_TASK = "one agent, so the agent x task interaction cannot be told apart from the task effect"
+TASK_IN_RUNS = (
+    "one agent with one run per task, so nothing repeats within a task and the task spread "
+    "cannot be told apart from run-to-run noise"
+)
+
+
+def unidentified_components(n_runs: np.ndarray) -> dict[str, tuple[str, str | None]]:
+    """The components an (agent, task) design of run counts cannot identify on their own.
+
+    ``{component: (reason, partner)}``, by the generic names ``agent``,
+    ``task``, ``agent:task``, ``residual``: the component is undefined, and
+    what the data do identify is its sum with ``partner`` (None: nothing).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sorted(unidentified_components(np.full((1, 5), 3)))
+    ['agent', 'agent:task']
+    >>> unidentified_components(np.full((1, 5), 1))["task"][1]
+    'residual'
+    >>> unidentified_components(np.full((2, 5), 1))
+    {}
+    """
+    n = np.asarray(n_runs)
+    if int((n > 0).any(axis=1).sum()) >= 2:
+        return {}
+    out: dict[str, tuple[str, str | None]] = {
+        "agent": (NO_AGENT_SPREAD, None),
+        "agent:task": (AGENT_TASK_IN_TASK, "task"),
+    }
+    if int(n.max()) < 2:
+        out["task"] = (TASK_IN_RUNS, "residual")
+    return out
+
+
+def _settle(comps: dict[str, np.ndarray], parts: dict) -> dict[str, str]:
+    """Apply :func:`unidentified_components` to ``comps`` in place; each component's note.
+
+    An unidentified component becomes NaN and its draws join its partner's
+    (which then holds both, and says so); a component the model leaves out
+    (no agent x task effect) is in its partner already, which says so too.
+    """
+    name = {"task": "task:cluster", "agent:task": "agent:task:cluster"} if parts["has_cluster"] else {}
+    notes: dict[str, list[str]] = {c: [] for c in comps}
+    for generic, (why, partner) in unidentified_components(parts["n"]).items():
+        c, into = name.get(generic, generic), name.get(partner, partner)
+        if into in comps:
+            notes[into] += [f"holds {c} too: {why}", *notes.get(c, [])]
+            if c in comps:
+                comps[into] = comps[into] + comps[c]
+        if c in comps:
+            comps[c] = np.full_like(comps[c], np.nan)
+            notes[c] = [f"undefined: {why}"]
+    return {c: "; ".join(v) for c, v in notes.items()}
 
 
 def crossed_variance_components(
@@ -504,6 +576,16 @@ def crossed_variance_components(
     without an agent x task effect (``agent_task="none"``, one run per cell)
     the probability-scale interaction the logistic link induces goes to
     ``residual``, as the G-study of one run per cell puts it there.
+
+    A component the design cannot estimate is undefined, never 0: NaN, said
+    in ``note`` and warned once (:class:`hierbench.metrics.UndefinedMetricWarning`).
+    With one agent there is no spread between agents (``agent``), and the
+    agent x task interaction cannot be told apart from the task effect, so
+    the task component holds both (its ``note`` says so; the probability
+    scale is that agent's decomposition). With one agent and one run per
+    task, nothing repeats within a task either: ``task`` is undefined and
+    ``residual`` holds it (the rules:
+    ``hierbench.metrics._crossed.unidentified_components``).
 
     Parameters
     ----------
@@ -524,21 +606,31 @@ def crossed_variance_components(
     -------
     VarianceComponentDrawsResult
         ``estimate`` and ``ci`` over ``component``, ``draws(chain, draw,
-        component)``; ``res["task"]`` and ``res.data_vars`` answer as the
-        Dataset of per-component draws this function used to return.
+        component)``, ``note`` over ``component`` (why a component is
+        undefined, or what else it holds; empty otherwise); ``res["task"]``
+        and ``res.data_vars`` answer as the Dataset of per-component draws
+        this function used to return.
     """
     check_choice(scale, "scale", ["latent", "probability"])
     prob = check_prob(prob)
     parts = _parts(fit)
     comps = _latent_components(parts) if scale == "latent" else _probability_components(parts)
+    notes = _settle(comps, parts)
     names = list(comps)
     draws = _unstack(np.stack([np.asarray(comps[c]) for c in names], -1), parts["post"], ("component",), {"component": names})
+    said = "; ".join(f"{c} {v}" for c, v in notes.items() if v)
     attrs = {"scale": scale, "model": "crossed", "agent_task": str(parts["opts"].get("agent_task", ""))}
+    attrs |= {"note": said} if said else {}
     draws.attrs = dict(attrs)
-    est = draws.mean(("chain", "draw"))
-    return VarianceComponentDrawsResult(
-        estimate=est, ci=posterior_interval(draws, prob=prob), draws=draws, attrs=attrs
-    )
+    undefined = [f"{c} is {v}" for c, v in notes.items() if v.startswith("undefined")]
+    if undefined:
+        warn_user("crossed_variance_components: " + "; ".join(undefined) + " (NaN)", UndefinedMetricWarning)
+    with warnings.catch_warnings():  # an undefined component's all-NaN draws: said above
+        warnings.simplefilter("ignore", RuntimeWarning)
+        est = draws.mean(("chain", "draw"))
+        ci = posterior_interval(draws, prob=prob)
+    note = xr.DataArray([notes[c] for c in names], dims="component", coords={"component": names})
+    return VarianceComponentDrawsResult(estimate=est, ci=ci, draws=draws, note=note, attrs=attrs)
 
 
 def _mean_observed_draws(fit: xr.DataTree, rng: None | int | np.random.Generator = None) -> xr.DataArray:

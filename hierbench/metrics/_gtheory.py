@@ -13,7 +13,9 @@ run-to-run binomial variance). Each ``V(S)`` is a two-level Gauss-Hermite
 integral: ``E[p | S]`` is a logistic-normal mean given the latent sum of the
 effects in ``S``. Agents are treated as a normal population with variance
 ``sd_agent^2`` (with ``agents="fixed"`` the model's ``sd_agent`` is the
-sample SD of the evaluated agents' effects).
+sample SD of the evaluated agents' effects). A fit of one agent matches the
+G-study of that agent (the G-study drops a facet of one level): the
+decomposition is the agent's own, its agent x task effect inside the task's.
 """
 
 from __future__ import annotations
@@ -41,13 +43,20 @@ def _latent(fit: xr.DataTree) -> dict[str, np.ndarray]:
         )
     post = fit["posterior"].to_dataset().stack(sample=("chain", "draw"))
     n = post.sizes["sample"]
+    zero = np.zeros(n)
     out = {
         "mu": post["mu"].values,
-        "a": post["sd_agent"].values ** 2,
+        "a": post["sd_agent"].values ** 2 if "sd_agent" in post else zero,
         "t": post["sd_task"].values ** 2,
-        "c": post["sd_cluster"].values ** 2 if "sd_cluster" in post else np.zeros(n),
-        "at": post["sd_agent_task"].values ** 2 if "sd_agent_task" in post else np.zeros(n),
+        "c": post["sd_cluster"].values ** 2 if "sd_cluster" in post else zero,
+        "at": post["sd_agent_task"].values ** 2 if "sd_agent_task" in post else zero,
     }
+    out["one_agent"] = np.array("agent" in post.dims and post.sizes["agent"] < 2)
+    if out["one_agent"]:
+        # that agent's decomposition: its ability is the location, no spread of agents, and
+        # its agent x task effect is part of the task's (hierbench.metrics.unidentified_components)
+        out["mu"] = out["mu"] + post["agent_effect"].isel(agent=0).values
+        out["t"], out["a"], out["at"] = out["t"] + out["at"], zero, zero
     out["has_cluster"] = np.array("sd_cluster" in post)
     return out
 
@@ -76,7 +85,9 @@ def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np
         ),
         None,
     )
-    if agent not in facets or task is None:
+    if task is None and len(d.facets) == 1 and lat["one_agent"]:
+        task = d.facets[0]  # one agent, one run per task: the G-study's one effect is its residual
+    if (agent not in facets and not lat["one_agent"]) or task is None:
         raise ValueError(
             f"the design {like.formula!r} must have an agent and a task facet to match the crossed "
             "model"

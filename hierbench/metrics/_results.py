@@ -298,7 +298,8 @@ class VarianceComponentDrawsResult(_DatasetView, Result):
     the same facets.
 
     ``estimate`` (posterior mean) and ``ci`` (equal-tailed) over ``component``;
-    ``draws(chain, draw, component)``. Item and attribute access answer as the
+    ``draws(chain, draw, component)``; ``note`` over ``component`` says why a
+    component is undefined (NaN) or what else it holds. Item and attribute access answer as the
     Dataset of one variable of draws per component that this function used to
     return (``res["task"]``, ``res.data_vars``); ``res["agent_task"]`` is a
     deprecated alias of the agent x task component.
@@ -307,9 +308,15 @@ class VarianceComponentDrawsResult(_DatasetView, Result):
     estimate: xr.DataArray
     ci: xr.DataArray
     draws: xr.DataArray
+    note: xr.DataArray | None = None
     attrs: dict = field(default_factory=dict)
 
     _aliases: ClassVar[dict[str, str]] = {"agent_task": "agent:task"}
+
+    def _repr_lines(self) -> list[str]:
+        """The components, then what a note says of any (undefined, or holding another too)."""
+        said = {} if self.note is None else self.note.to_series().to_dict()
+        return super()._repr_lines() + [f"  note: {c} {v}" for c, v in said.items() if v]
 
     def _compat(self) -> xr.Dataset:
         ds = self.draws.to_dataset("component")
