@@ -329,3 +329,21 @@ def test_posterior_predictive_in_chunks_draws_the_logit_normal_binomial(monkeypa
         # 4.5 Monte Carlo standard errors of the mean of 6,000 draws
         assert abs(y[:, c].mean() - mean) < 4.5 * np.sqrt(var / 6000)
         assert abs(y[:, c].var() / var - 1) < 0.12
+
+
+def test_one_agent_fit_reports_no_agent_spread_end_to_end():
+    """Review: a fit of one agent reported the agent component as 0 [0, 0]. Build, sample, summarise:
+    no sd_agent in the posterior, the agent component NaN on both scales with its reason.
+    """
+    from hierbench.metrics import UndefinedMetricWarning
+
+    data, _ = simulate_eval(n_agents=1, n_tasks=12, n_runs=3, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a tiny fit: its checks are not the point
+        dt = fit(build_crossed(data), draws=100, tune=100, chains=2, rng=1, progress=False)
+    assert "sd_agent" not in dt["posterior"] and "agent_effect" in dt["posterior"]
+    for scale in ("latent", "probability"):
+        with pytest.warns(UndefinedMetricWarning, match="agent is undefined: one agent"):
+            vc = crossed_variance_components(dt, scale=scale)
+        assert np.isnan(vc.estimate.sel(component="agent")) and np.isnan(vc.ci.sel(component="agent")).all()
+        assert np.isfinite(vc.estimate.sel(component="task"))

@@ -43,8 +43,48 @@ def test_one_agent_turns_off_what_it_cannot_identify():
     cr = build_crossed(data)
     d = decisions(cr)
     assert d["agent_task"]["choice"] == "none"
-    assert "confounded with the task effect" in d["agent_task"]["reason"]
+    assert "cannot be told apart from the task effect" in d["agent_task"]["reason"]
     assert "sd_agent_task" not in {v.name for v in cr.free_RVs}
+
+
+def test_one_agent_has_no_sd_agent_and_says_why():
+    """Review: a one-agent crossed fit showed sd_agent = 0 [0, 0]; one agent has no spread to estimate."""
+    one, _ = simulate_eval(n_agents=1, n_tasks=20, n_runs=3, rng=0)
+    two, _ = simulate_eval(n_agents=2, n_tasks=20, n_runs=3, rng=0)
+    m1, m2 = build_crossed(one), build_crossed(two)
+    assert "sd_agent" not in m1.named_vars and "sd_agent" in m2.named_vars
+    assert decisions(m1)["agents"]["reason"].endswith(
+        "; no sd_agent: one agent, so there is no spread between agents to estimate"
+    )
+    assert "no sd_agent" not in decisions(m2)["agents"]["reason"]
+    assert "no sd_agent: one agent" in describe(m1)
+    # asked for explicitly, the random-effects spread of one agent is fitted on its prior, and said
+    with pytest.warns(UnidentifiedTermWarning, match=r"`agents='random'` was requested, but one agent"):
+        r1 = build_crossed(one, agents="random")
+    assert decisions(r1)["agents"]["source"] == "user" and "sd_agent" in r1.named_vars
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnidentifiedTermWarning)
+        build_crossed(two, agents="random")
+
+
+def test_one_agent_one_run_says_the_task_spread_rests_on_its_prior():
+    one_run, _ = simulate_eval(n_agents=1, n_tasks=30, n_runs=1, rng=0)
+    m = build_crossed(one_run)
+    st = m.hierbench["structure"]
+    assert st["decisions"]["task_spread"]["choice"] == "from its prior"
+    assert "nothing repeats within a task" in st["decisions"]["task_spread"]["reason"]
+    assert "nothing repeats within a task" in st["hints"]["sd_task"][0]
+    # repeated runs, or a second agent, identify it: no such decision
+    for data in (simulate_eval(1, 30, 2, rng=0)[0], simulate_eval(2, 30, 1, rng=0)[0]):
+        assert "task_spread" not in decisions(build_crossed(data))
+
+
+def test_one_task_is_refused_as_by_the_frequentist_half():
+    with pytest.raises(ValueError, match=r"at least 2 tasks with runs for the crossed model; got 1"):
+        build_crossed(counts([[3], [3], [3]], [[1], [2], [3]]))
+    with pytest.raises(ValueError, match=r"at least 2 tasks with runs for the crossed model; got 1"):
+        build_crossed(counts([[3, 0], [3, 0]], [[1, 0], [2, 0]]))  # the second task never run
+    build_crossed(counts([[3, 3], [3, 3]], [[1, 2], [2, 0]]))  # two tasks: built
 
 
 def test_explicit_unidentified_term_is_kept_and_warns():

@@ -40,6 +40,7 @@ from .._base import check_int
 from .._numerics import NEWTON_STEPS
 from .._numerics import gauss_hermite
 from .._numerics import population_nodes
+from ..metrics import unidentified_components
 from ._agq_op import AGQBinomialLogitNormal
 from ._registry import ModelEntry
 from ._registry import PriorError
@@ -245,7 +246,45 @@ def _decide(
     never = ("agent",) if agents == "fixed" else ()
     centred_set = decide_centring(st, centred, scores, n_levels, spread=spread, never=never)
     _record_forms(st, agents, use_cluster, centred_set)
+    _record_unidentified(st, counts, agents)
     return st, use_cluster, agent_task, centred_set
+
+
+def _record_unidentified(st: Structure, counts: xr.Dataset, agents: str) -> None:
+    """What the design leaves undefined (:func:`hierbench.metrics.unidentified_components`), said in the structure.
+
+    One agent: no ``sd_agent`` (with ``agents="random"`` it is fitted as asked,
+    on its prior, with :class:`UnidentifiedTermWarning`). One agent with one
+    run per task: ``sd_task`` rests on its prior, and the sampler's hints say so.
+    """
+    rules = unidentified_components(counts["n_runs"].values)
+    if "agent" in rules and agents == "random":
+        why = rules["agent"][0]
+        st.decide("agents", agents, "fixed", "", unidentified="random", why_unidentified=why)
+    elif "agent" in rules:
+        st.decisions["agents"]["reason"] += f"; no sd_agent: {rules['agent'][0]}"
+    if "task" in rules:
+        why = rules["task"][0]
+        st.decisions["task_spread"] = {
+            "choice": "from its prior",
+            "reason": f"{why}: only the overall success rate is identified (task variance components undefined)",
+            "source": "auto",
+        }
+        for name in ("sd_task", "z_task", "task_dev", "task_effect"):
+            fix = "repeated runs per task, or more agents; the agent's mean score does not rest on it"
+            st.hint(name, why, fix)
+
+
+def _check_tasks(counts: xr.Dataset) -> None:
+    """Refuse a design of one task, as the frequentist counterparts do (nothing to spread over)."""
+    n_tasks = int((counts["n_runs"].values > 0).any(axis=0).sum())
+    if n_tasks < 2:
+        raise ValueError(
+            f"`data` must have at least 2 tasks with runs for the crossed model; got {n_tasks}: with one "
+            "task the task spread (sd_task) cannot be estimated and the agent x task interaction cannot be "
+            "told apart from the agents' abilities. Compare the agents' success rates instead "
+            "(hierbench.freq.success_rate, hierbench.bayes.build_beta_binomial)"
+        )
 
 
 def _task_effects_integrated(
@@ -420,11 +459,10 @@ def _abilities(pri: dict, coords: dict, offset: Any, agents: str, centred: bool)
         ability = pm.Deterministic("ability", theta - offset, dims="agent")
         mu = pm.Deterministic("mu", ability.mean())
         agent_effect = pm.Deterministic("agent_effect", ability - mu, dims="agent")
-        n_ag = len(coords["agent"])
-        dof = pt.maximum(pt.cast(pm.modelcontext(None).dim_lengths["agent"], "float64") - 1.0, 1.0)
-        pm.Deterministic(
-            "sd_agent", pt.sqrt((agent_effect**2).sum() / dof) if n_ag > 1 else pt.zeros(())
-        )
+        # one agent has no spread: no sd_agent (see _record_unidentified)
+        if len(coords["agent"]) > 1:
+            dof = pt.cast(pm.modelcontext(None).dim_lengths["agent"], "float64") - 1.0
+            pm.Deterministic("sd_agent", pt.sqrt((agent_effect**2).sum() / dof))
         return theta, ability
     mu = make_prior("mu", pri["mu"])
     sd_agent = make_prior("sd_agent", pri["sd_agent"])
@@ -589,7 +627,10 @@ def build_crossed(
         then the mean of the abilities, ``agent_effect = ability - mu`` and
         ``sd_agent`` their finite-population standard deviation.
         ``"random"``: ``ability ~ N(mu, sd_agent)`` (the superpopulation
-        model; with few agents ``sd_agent`` is weakly identified).
+        model; with few agents ``sd_agent`` is weakly identified). With one
+        agent there is no spread between agents to estimate: no ``sd_agent``
+        with ``"fixed"``; ``"random"`` fits it as asked, on its prior, with
+        :class:`UnidentifiedTermWarning` (the structure says which).
     centred : "auto" or tuple of {"agent", "task", "cluster"}
         Groups given the centred parameterisation; the others are
         non-centred. "auto" centres a group when its median level is well
@@ -614,6 +655,12 @@ def build_crossed(
         mean; added after sampling with the fit's ``rng``). Likelihood
         ``y(cell)``.
 
+    Raises
+    ------
+    ValueError
+        Fewer than two tasks with runs: the task spread and the agent x task
+        interaction need them, as in the frequentist counterparts.
+
     Examples
     --------
     >>> from hierbench.testing import simulate_eval
@@ -624,6 +671,7 @@ def build_crossed(
     """
     _check_options(clusters, agent_task, n_quad, agents)
     counts, cells = prepare_counts(data, model="build_crossed")
+    _check_tasks(counts)
     st, use_cluster, agent_task, centred_set = _decide(counts, cells, clusters, agent_task, agents, centred)
     default = _default_priors(use_cluster, agents)
     if agent_task == "none":

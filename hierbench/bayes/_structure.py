@@ -40,6 +40,7 @@ import xarray as xr
 
 from .._base import HierbenchWarning
 from .._base import cluster_codes
+from ..metrics import AGENT_TASK_IN_TASK
 
 __all__ = [
     "CENTRE_MIN_INFO",
@@ -371,7 +372,7 @@ def decide_agent_task(st: Structure, requested: Any) -> str:
     if r_max == 1:
         auto, why = "none", "every cell has one run: a Bernoulli cell cannot separate it from run noise"
     elif m == 1:
-        auto, why = "none", "one agent: it is confounded with the task effect"
+        auto, why = "none", AGENT_TASK_IN_TASK
     else:
         auto, why = "marginal", (
             f"{m} agents, up to {r_max} runs per cell: integrated out of each cell by adaptive quadrature"
