@@ -192,3 +192,16 @@ def test_per_element_statistics_equal_arviz_stats_element_by_element():
             assert got[v].dims == want[v].dims
             np.testing.assert_allclose(got[v].values, want[v].values, rtol=1e-10, err_msg=f"{key}/{v}")
     assert list(out["diagnostics"]["r_hat"]["k"].values) == ["x", "y", "z"]
+
+
+def test_advice_says_a_shared_cause_once_naming_every_variable_it_explains():
+    """One agent with one run per task gave the same cause and fix three times (sd_task, z_task,
+    task_effect), one sentence each; a cause is said once, with the failing variables it explains.
+    """
+    from hierbench.bayes._diagnostics import _advice
+
+    shared, other = ["why", "the fix"], ["mu's own cause", "mu's fix"]
+    dt = xr.DataTree()
+    dt.attrs["hierbench_structure"] = json.dumps({"hints": {"sd_task": shared, "z_task": shared, "mu": other}})
+    advice = _advice(dt, ["z_task[3]", "sd_task", "mu", "sd_task"], diverged=False)
+    assert advice == "`z_task`, `sd_task`: likely cause: why; fix: the fix. `mu`: likely cause: mu's own cause; fix: mu's fix."

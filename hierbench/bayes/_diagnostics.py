@@ -424,12 +424,13 @@ def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool) -> str:
         hints = json.loads(fit.attrs.get("hierbench_structure", "{}")).get("hints", {})
     except (TypeError, ValueError):
         hints = {}
-    said = []
-    # a check names the element (`sd_task[3]`); the builder's hints name the variable
+    # a check names the element (`sd_task[3]`); the builder's hints name the variable; one
+    # sentence per hint, naming every failing variable it explains
+    by_hint: dict[tuple[str, str], list[str]] = {}
     for name in dict.fromkeys(at.split("[", 1)[0] for at in failed_at):
         if name in hints:
-            cause, fix = hints[name]
-            said.append(f"`{name}`: likely cause: {cause}; fix: {fix}.")
+            by_hint.setdefault(tuple(hints[name]), []).append(f"`{name}`")
+    said = [f"{', '.join(names)}: likely cause: {cause}; fix: {fix}." for (cause, fix), names in by_hint.items()]
     if diverged:
         said.append(
             "Divergences: the sampler met curvature it cannot follow (a funnel between a group "
