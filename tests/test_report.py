@@ -427,7 +427,7 @@ def test_variance_rows_hold_every_component_of_both_halves():
         warnings.simplefilter("ignore")
         dt = fit(build_crossed(data), draws=150, tune=150, chains=2, rng=1, progress=False)
         ctx = _Context(fit=dt, data=data, prob=0.95, freq="auto")
-        rows = _rows(False)
+        rows = _rows()
         bayes = _bayes_part(ctx, rows)
         gt, _ = _gtheory_part(ctx, rows)
         g = variance_components(data)
@@ -515,7 +515,7 @@ def test_variance_section_names_the_design_the_g_study_used():
 
     data, _ = simulate_eval(4, 30, 1, rng=3)
     ctx = _Context(fit=None, data=data, prob=0.95, freq="auto")
-    _, desc = _gtheory_part(ctx, _rows(True))
+    _, desc = _gtheory_part(ctx, _rows([("agent x task", "run-to-run")]))
     g = variance_components(data)
     assert desc == f"G-theory ({g.method}), design {g.formula}"
     assert g.formula == "run:(agent*task) (without run)"
@@ -664,3 +664,67 @@ def test_worst_r_hat_list_names_each_parameter_once():
     assert len(worst) == 3
     assert not any(np.array_equal(picked[i], picked[j]) for i in range(3) for j in range(i))
     assert {v for v, _, _ in worst} >= {"mu"}  # the third distinct parameter, not a copy
+
+
+# --------------------------------------------------------------------------- one agent (review: "0 [0, 0]")
+
+
+def _variance_rows(md: str) -> dict[str, list[str]]:
+    """The variance section's table, row label -> cells, and its text."""
+    part = md.split("## Variance components")[1].split("\n## ")[0]
+    header = next(line for line in part.splitlines() if line.startswith("| component"))
+    cols = _md_cells(header)
+    rows = {_md_cells(r)[0]: dict(zip(cols, _md_cells(r), strict=True))
+            for r in part.splitlines() if r.startswith("| ") and not r.startswith(("| component", "|:"))}  # fmt: skip
+    return rows
+
+
+def test_variance_rows_fold_what_the_design_cannot_split():
+    from hierbench.report._variance import COMPONENT_ROWS
+    from hierbench.report._variance import _rows
+
+    assert _rows() == COMPONENT_ROWS
+    one_agent = _rows([("agent x task", "task")])
+    assert list(one_agent) == ["agent", "task + agent x task", "run-to-run"]
+    assert one_agent["task + agent x task"] == COMPONENT_ROWS["task"] + COMPONENT_ROWS["agent x task"]
+    both = _rows([("agent x task", "task"), ("task", "run-to-run")])
+    assert list(both) == ["agent", "task + agent x task + run-to-run"]
+
+
+@pytest.mark.parametrize("n_runs", [3, 1])
+def test_one_agent_variance_section_says_undefined_not_zero(tmp_path, n_runs):
+    """Data alone: the G-study drops the agent facet, and its agent row went missing without a word;
+    it is now shown undefined with the reason, and the task row says it holds agent x task.
+    """
+    from hierbench.freq import variance_components
+
+    ds, _ = simulate_eval(n_agents=1, n_tasks=15, n_runs=n_runs, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+        g = variance_components(ds).estimate.to_series()
+    rows = _variance_rows(md)
+    assert rows["agent"]["flag"] == "undefined: one agent, so there is no spread between agents to estimate"
+    assert rows["agent"]["G-theory (anova)"] == "NaN"
+    merged = "task + agent x task" if n_runs > 1 else "task + agent x task + run-to-run"
+    assert set(rows) == {"agent", merged} | ({"run-to-run"} if n_runs > 1 else set())
+    assert float(rows[merged]["G-theory (anova)"]) == pytest.approx(float(g.iloc[0]), abs=5e-5)
+    assert "The agent row is undefined (NaN), not 0" in md
+
+
+@pytest.mark.slow  # a small crossed fit
+def test_one_agent_variance_section_from_a_fit(tmp_path):
+    """The crossed fit of one agent gave its agent row 0.0000 [0.0000, 0.0000] beside G-theory's NaN."""
+    from hierbench.bayes import build_crossed
+    from hierbench.bayes import fit
+
+    ds, _ = simulate_eval(n_agents=1, n_tasks=12, n_runs=3, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_crossed(ds), draws=100, tune=100, chains=2, rng=1, progress=False)
+        md = build(dt, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    rows = _variance_rows(md)
+    assert [rows["agent"][c] for c in ("Bayes estimate", "Bayes lower", "Bayes upper")] == ["NaN"] * 3
+    assert rows["agent"]["flag"].startswith("undefined: one agent")
+    assert rows["task + agent x task"]["Bayes terms"] == "task"
+    assert "UndefinedMetricWarning: crossed_variance_components: agent is undefined" in md

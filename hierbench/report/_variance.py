@@ -8,7 +8,10 @@ place the rows are defined: each row of the table sums the components of
 either half listed for it, and says which it summed. A component the fitted model
 does not have is never shown on its own: with one run per cell, or a fit
 without an agent x task effect, agent x task and run-to-run variation are
-one row.
+one row. With one agent the agent row is undefined (NaN with its reason,
+never 0) and agent x task is inside the task row (one agent with one run per
+task: inside run-to-run too), by the rules of
+:func:`hierbench.metrics.unidentified_components`.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ COMPONENT_ROWS: dict[str, tuple[str, ...]] = {
     "agent x task": ("agent:task", "agent:cluster", "agent:task:cluster"),
     "run-to-run": ("residual",),
 }
-_MERGED = "agent x task + run-to-run"
 
 
 def _merge_reason(ctx: _Context) -> str | None:
@@ -58,12 +60,51 @@ def _runs_per_cell(data: xr.Dataset) -> np.ndarray:
     return to_counts(data)["n_runs"].values
 
 
-def _rows(merge: bool) -> dict[str, tuple[str, ...]]:
-    if not merge:
-        return COMPONENT_ROWS
-    rows = {k: v for k, v in COMPONENT_ROWS.items() if k not in ("agent x task", "run-to-run")}
-    rows[_MERGED] = COMPONENT_ROWS["agent x task"] + COMPONENT_ROWS["run-to-run"]
-    return rows
+def _run_counts(ctx: _Context) -> np.ndarray | None:
+    """Runs per (agent, task) cell: the data's, else the fit's (None when neither holds them)."""
+    if ctx.data is not None:
+        return _runs_per_cell(ctx.data)
+    if ctx.fit is not None and "constant_data" in ctx.fit.children and "n_runs" in ctx.fit["constant_data"]:
+        return ctx.fit["constant_data"]["n_runs"].values
+    return None
+
+
+def _layout(ctx: _Context) -> tuple[dict[str, tuple[str, ...]], list[str], dict[str, str]]:
+    """The rows, a sentence for each pair of rows shown as one, and the undefined rows' reasons.
+
+    The design's rules are :func:`hierbench.metrics.unidentified_components`
+    (one agent: agent x task is inside the task row, the agent row is
+    undefined; one agent with one run per task: the task row is inside
+    run-to-run); otherwise agent x task joins run-to-run when
+    :func:`_merge_reason` says so.
+    """
+    from ..metrics import unidentified_components
+
+    rules = {} if (n := _run_counts(ctx)) is None else unidentified_components(n)
+    why = _merge_reason(ctx)
+    merges = [("agent x task", "task", rules["agent:task"][0])] if "agent:task" in rules else []
+    merges += [("agent x task", "run-to-run", why)] if why and not merges else []
+    merges += [("task", "run-to-run", rules["task"][0])] if "task" in rules else []
+    said = [f"{a[0].upper() + a[1:]} and {b} variation are one row: {w}." for a, b, w in merges]
+    undefined = {"agent": rules["agent"][0]} if "agent" in rules else {}
+    return _rows([(a, b) for a, b, _ in merges]), said, undefined
+
+
+def _rows(merges: list[tuple[str, str]] | tuple = ()) -> dict[str, tuple[str, ...]]:
+    """:data:`COMPONENT_ROWS` with each ``(row, into)`` shown as one row (named by both, in order)."""
+    groups = [[k] for k in COMPONENT_ROWS]
+    for a, b in merges:
+        ga = next(g for g in groups if a in g)
+        gb = next(g for g in groups if b in g)
+        if ga is not gb:
+            gb += ga
+            groups.remove(ga)
+    order = list(COMPONENT_ROWS)
+    out = {}
+    for g in sorted(groups, key=lambda g: min(order.index(k) for k in g)):
+        keys = sorted(g, key=order.index)
+        out[" + ".join(keys)] = tuple(c for k in keys for c in COMPONENT_ROWS[k])
+    return out
 
 
 def _note_unshown(ctx: _Context, half: str, comps: list[str], rows: dict) -> None:
@@ -79,13 +120,16 @@ def _bayes_part(ctx: _Context, rows: dict) -> pd.DataFrame | None:
         return None
     from ..metrics import crossed_variance_components
 
-    vc = crossed_variance_components(ctx.fit, scale="probability").draws
+    res = crossed_variance_components(ctx.fit, scale="probability")
+    vc = res.draws
     comps = [str(c) for c in vc["component"].values]
     _note_unshown(ctx, "Bayes", comps, rows)
+    # an undefined component's identified share is in the component that holds it (its note)
+    undefined = {str(c) for c, v in res.note.to_series().items() if str(v).startswith("undefined")}
     q = [(1 - ctx.prob) / 2, (1 + ctx.prob) / 2]
     out = {}
     for row, names in rows.items():
-        have = [n for n in names if n in comps]
+        have = [n for n in names if n in comps and n not in undefined]
         if not have:
             continue
         draws = vc.sel(component=have).sum("component")
@@ -119,11 +163,22 @@ def _gtheory_part(ctx: _Context, rows: dict) -> tuple[pd.DataFrame | None, str]:
     return pd.DataFrame.from_dict(out, orient="index"), f"{label}, design {g.formula}"
 
 
+def _table(parts: list[pd.DataFrame], rows: dict, undefined: dict[str, str]) -> pd.DataFrame:
+    """Both halves side by side; a row the design leaves undefined is shown as NaN with its reason."""
+    show = [r for r in rows if r in undefined or any(r in p.index for p in parts)]
+    table = pd.concat(parts, axis=1).reindex(show)
+    flag = table["flag"].fillna("") if "flag" in table else pd.Series("", index=table.index)
+    for row, why in undefined.items():
+        flag[row] = f"undefined: {why}"
+    table["flag"] = flag
+    table.index.name = "component"
+    return table
+
+
 def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
-    why = _merge_reason(ctx)
-    rows = _rows(why is not None)
+    rows, merged, undefined = _layout(ctx)
     bay = _bayes_part(ctx, rows)
     try:
         gt, gdesc = _gtheory_part(ctx, rows)
@@ -132,10 +187,7 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     parts = [p for p in (bay, gt) if p is not None and len(p)]
     if not parts:
         raise _Skip("needs a crossed fit or data" + (f" ({gdesc})" if gdesc else ""))
-    table = pd.concat(parts, axis=1).reindex([r for r in rows if any(r in p.index for p in parts)])
-    if "flag" in table:
-        table["flag"] = table["flag"].fillna("")
-    table.index.name = "component"
+    table = _table(parts, rows, undefined)
     text = [
         "Variance of the cell success probability (probability^2), split into agent, task, "
         "agent x task and run-to-run (binomial) parts; each row sums the terms named beside it"
@@ -151,8 +203,7 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
         )
     if gdesc:
         text.append(gdesc + ".")
-    if why:
-        text.append(f"Agent x task and run-to-run variation are one row: {why}.")
+    text += merged + [f"The {r} row is undefined (NaN), not 0: {why}." for r, why in undefined.items()]
     rep.section(_TITLES[sid], " ".join(text), table=table, id=sid, digits=4)
     if bay is not None:
         fig = F.variance_plot(
