@@ -224,15 +224,35 @@ def _level_tables(ctx: DemoContext, post: xr.Dataset) -> tuple[xr.Dataset, xr.Da
     return table, obs
 
 
+def _sd_notes(ctx: DemoContext) -> dict[str, str]:
+    """``{sd: line}`` for the SDs the design cannot estimate (left out of the table) or that hold another.
+
+    From the design rules of :func:`hierbench.metrics.unidentified_components`.
+    """
+    from .data import to_counts
+    from .metrics import unidentified_components
+
+    rules = unidentified_components(to_counts(ctx.data)["n_runs"].values)
+    notes = {}
+    if "agent" in rules:
+        notes["sd_agent"] = f"sd_agent is not shown: {rules['agent'][0]}."
+    if "task" in rules:
+        notes["sd_task"] = f"sd_task is not shown: it rests on its prior, since {rules['task'][0]}."
+    elif "agent:task" in rules:
+        notes["sd_task"] = f"sd_task holds the agent x task spread too: {rules['agent:task'][0]}."
+    return notes
+
+
 def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFrame:
-    """Logit-scale standard deviations beside the truth (when known)."""
+    """Logit-scale standard deviations beside the truth (when known); none the design cannot estimate."""
     import json
 
     opts = json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {})
+    skip = {sd for sd, line in _sd_notes(ctx).items() if " is not shown" in line}
     rows = []
     for name in ("sd_agent", "sd_task", "sd_agent_task", "sd_cluster"):
-        if name not in post or (name == "sd_agent" and post.sizes.get("agent", 2) < 2):
-            continue  # one agent has no spread to show
+        if name not in post or name in skip:
+            continue  # said below the table (_sd_notes)
         d = post[name]
         q = d.quantile([(1 - PROB) / 2, (1 + PROB) / 2], dim=("chain", "draw")).values
         true = float(ctx.truth[name]) if ctx.truth is not None else np.nan
@@ -244,7 +264,8 @@ def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFra
             label = "sd of these agents' effects"
         rows.append({"parameter": label, "truth": true, "posterior mean": float(d.mean()),
                      f"{PROB:.0%} lower": q[0], f"{PROB:.0%} upper": q[1]})  # fmt: skip
-    sds = pd.DataFrame(rows).set_index("parameter")
+    cols = ["parameter", "truth", "posterior mean", f"{PROB:.0%} lower", f"{PROB:.0%} upper"]
+    sds = pd.DataFrame(rows, columns=cols).set_index("parameter")
     if ctx.truth is None:
         sds = sds.drop(columns="truth")
     ctx.extra["sd_table"] = sds
@@ -292,7 +313,8 @@ def _bayes_section(ctx: DemoContext) -> str:
         _frame(obs).to_string(),
         "",
         "Logit-scale standard deviations:",
-        sds.to_string(float_format="{:.3f}".format),
+        sds.to_string(float_format="{:.3f}".format) if len(sds) else "(none the design can estimate)",
+        *_sd_notes(ctx).values(),
     ]
     from ._console import convergence_line
 
@@ -451,9 +473,9 @@ def _plan_section(ctx: DemoContext) -> str:
         return "(needs the Bayesian fit for the variance components)"
     from .metrics import crossed_variance_components
 
-    vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
-    if int(ctx.data.sizes["agent"]) < 2:
+    if int(ctx.data.sizes["agent"]) < 2:  # before the components, whose agent part is then undefined
         raise ValueError("the plan is for comparing two agents on the same tasks; this log has one agent")
+    vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
     # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
     mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)
     s_mt = float(vc[mt].mean()) if mt else 0.0

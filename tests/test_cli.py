@@ -605,8 +605,31 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
     # the model line names the terms the builder kept (one agent: no agent x task term, no clusters)
     sections = out.split("## 6.")[0].split("## 4.")[1]
     assert "cluster bootstrap" not in sections and "(agent + task; no agent x task effect" in sections
+    # the logit-scale SDs: none the design cannot estimate, each said with its reason (the table
+    # left sd_agent out without a word)
+    assert "sd_agent is not shown: one agent, so there is no spread between agents to estimate." in sections
+    assert "sd_task holds the agent x task spread too: one agent" in sections
     notes = [x for x in cap.err.splitlines() if x.startswith("warning: section")]
     assert notes and len(notes) == len(set(notes)) and "warning:" not in out
+
+
+@pytest.mark.slow  # a small fit and a report through the command line
+def test_fit_and_report_of_a_one_agent_log_say_the_agent_spread_is_undefined(tmp_path, capsys, shared_data):
+    """Review: `hierbench fit` + `hierbench report` of tau-bench's one model gave the agent variance
+    component 0.0000 [0.0000, 0.0000]; one agent has no spread to estimate.
+    """
+    log = shared_data / "tau_bench" / "tau_bench_gpt-4o_airline_trials.csv"
+    cols = ["--agent", "model", "--task", "task_id", "--run", "trial", "--score", "success"]
+    fit_path, rep = tmp_path / "fit.nc", tmp_path / "r.md"
+    args = ["fit", str(log), *cols, "-o", str(fit_path), "--draws", "100", "--tune", "100", "--chains", "2", "--quiet"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "no sd_agent: one agent, so there is no spread between agents to estimate" in out
+    assert main(["report", str(fit_path), "--data", str(log), *cols, "-o", str(rep), "--resamples", "99", "--quiet"]) == 0
+    section = rep.read_text().split("## Variance components")[1].split("\n## ")[0]
+    agent_row = next(r for r in section.splitlines() if r.startswith("| agent "))
+    assert "undefined: one agent" in agent_row and "0.0000" not in agent_row
+    assert any(r.startswith("| task + agent x task ") for r in section.splitlines())
 
 
 def test_fit_help_states_the_package_defaults():
