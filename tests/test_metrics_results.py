@@ -130,7 +130,7 @@ def test_side_by_side_pairs_only_pass_k_over_the_same_tasks():
     assert len(repr(bayes_same).splitlines()) <= 10
 
 
-def _crossed_fit(agent_task="marginal", clusters=False, seed=0, draws=40):
+def _crossed_fit(agent_task="marginal", clusters=False, seed=0, draws=40, max_runs=4):
     g = np.random.default_rng(seed)
     C, A, T = 2, 3, 12
     cd = ("chain", "draw")
@@ -143,7 +143,7 @@ def _crossed_fit(agent_task="marginal", clusters=False, seed=0, draws=40):
     }
     if agent_task != "none":
         post["sd_agent_task"] = (cd, g.uniform(0.2, 0.8, (C, draws)))
-    n = g.integers(1, 5, (A, T))
+    n = g.integers(1, max_runs + 1, (A, T))
     const = {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), g.binomial(n, 0.5))}
     coords = {"agent": [f"agent_{i:02d}" for i in range(A)], "task": [f"task_{t:03d}" for t in range(T)]}
     if clusters:
@@ -345,3 +345,23 @@ def test_one_agent_fit_matches_the_g_study_of_that_agent(n_runs):
     cv, _ = _cvc(fit, "probability")
     ours = cv.draws.sel(component=names).stack(s=("chain", "draw")).transpose("component", "s").values
     np.testing.assert_allclose(bv["draws"].values, ours, atol=2e-5)
+
+
+@pytest.mark.parametrize("agent_task", ["marginal", "none"])
+def test_one_run_per_cell_keeps_agent_x_task_inside_the_residual(agent_task):
+    # one run per cell: only agent x task + run-to-run is identified. The same posterior read with
+    # repeated runs splits the two; with one run the residual is their sum, and an agent x task
+    # component fitted anyway (agent_task="marginal", warned at build) is undefined
+    split, _ = _cvc(_crossed_fit(agent_task, max_runs=4), "probability")
+    one, seen = _cvc(_crossed_fit(agent_task, max_runs=1), "probability")
+    assert "one run per agent x task cell" in str(one.note.sel(component="residual").item())
+    if agent_task == "none":  # the model has no such term: the residual held it already
+        np.testing.assert_allclose(one.draws.values, split.draws.values, rtol=1e-12)
+        assert not seen
+        return
+    total = split.draws.sel(component=["agent:task", "residual"]).sum("component")
+    np.testing.assert_allclose(one.draws.sel(component="residual").values, total.values, rtol=1e-12)
+    assert np.isnan(one.estimate.sel(component="agent:task"))
+    assert len(seen) == 1 and "agent:task is undefined: one run per agent x task cell" in str(seen[0].message)
+    lat, _ = _cvc(_crossed_fit(agent_task, max_runs=1), "latent")
+    assert np.isnan(lat.estimate.sel(component="agent:task")) and np.isfinite(lat.estimate.sel(component="task"))

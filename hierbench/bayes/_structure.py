@@ -41,6 +41,7 @@ import xarray as xr
 from .._base import HierbenchWarning
 from .._base import cluster_codes
 from ..metrics import AGENT_TASK_IN_TASK
+from ..metrics import ONE_RUN
 
 __all__ = [
     "CENTRE_MIN_INFO",
@@ -370,7 +371,7 @@ def decide_agent_task(st: Structure, requested: Any) -> str:
     """
     m, r_max = st.design["n_agents"], st.design["max_runs_per_cell"]
     if r_max == 1:
-        auto, why = "none", "every cell has one run: a Bernoulli cell cannot separate it from run noise"
+        auto, why = "none", ONE_RUN
     elif m == 1:
         auto, why = "none", AGENT_TASK_IN_TASK
     else:

@@ -504,6 +504,10 @@ def _probability_components(parts: dict) -> dict[str, np.ndarray]:
 #: each rule said once, here (the builder's structure and the report quote them)
 NO_AGENT_SPREAD = "one agent, so there is no spread between agents to estimate"
 AGENT_TASK_IN_TASK = "one agent, so the agent x task interaction cannot be told apart from the task effect"
+ONE_RUN = (
+    "one run per agent x task cell, so the agent x task interaction cannot be told apart from "
+    "run-to-run noise"
+)
 TASK_IN_RUNS = (
     "one agent with one run per task, so nothing repeats within a task and the task spread "
     "cannot be told apart from run-to-run noise"
@@ -524,12 +528,14 @@ def unidentified_components(n_runs: np.ndarray) -> dict[str, tuple[str, str | No
     ['agent', 'agent:task']
     >>> unidentified_components(np.full((1, 5), 1))["task"][1]
     'residual'
-    >>> unidentified_components(np.full((2, 5), 1))
+    >>> unidentified_components(np.full((2, 5), 1))["agent:task"][1]
+    'residual'
+    >>> unidentified_components(np.full((2, 5), 2))
     {}
     """
     n = np.asarray(n_runs)
     if int((n > 0).any(axis=1).sum()) >= 2:
-        return {}
+        return {"agent:task": (ONE_RUN, "residual")} if int(n.max()) < 2 else {}
     out: dict[str, tuple[str, str | None]] = {
         "agent": (NO_AGENT_SPREAD, None),
         "agent:task": (AGENT_TASK_IN_TASK, "task"),
@@ -579,6 +585,9 @@ def crossed_variance_components(
 
     A component the design cannot estimate is undefined, never 0: NaN, said
     in ``note`` and warned once (:class:`hierbench.metrics.UndefinedMetricWarning`).
+    With one run per cell the agent x task interaction cannot be told apart
+    from run-to-run noise: ``residual`` holds both (and an agent x task
+    component fitted anyway, ``agent_task="marginal"``, is undefined).
     With one agent there is no spread between agents (``agent``), and the
     agent x task interaction cannot be told apart from the task effect, so
     the task component holds both (its ``note`` says so; the probability

@@ -40,9 +40,7 @@ COMPONENT_ROWS: dict[str, tuple[str, ...]] = {
 
 
 def _merge_reason(ctx: _Context) -> str | None:
-    """Why agent x task and run-to-run cannot be shown apart (None when they can)."""
-    if ctx.data is not None and int(np.nanmax(_runs_per_cell(ctx.data))) < 2:
-        return "one run per agent x task cell: the two are not separable in these data"
+    """Why the fitted model shows agent x task inside run-to-run, beyond the design's rules (None: it does not)."""
     if ctx.fit is not None:
         try:
             s = json.loads(ctx.fit.attrs.get("hierbench_structure", "{}"))
@@ -73,17 +71,17 @@ def _layout(ctx: _Context) -> tuple[dict[str, tuple[str, ...]], list[str], dict[
     """The rows, a sentence for each pair of rows shown as one, and the undefined rows' reasons.
 
     The design's rules are :func:`hierbench.metrics.unidentified_components`
-    (one agent: agent x task is inside the task row, the agent row is
-    undefined; one agent with one run per task: the task row is inside
-    run-to-run); otherwise agent x task joins run-to-run when
-    :func:`_merge_reason` says so.
+    (one run per cell: agent x task is inside run-to-run; one agent: inside
+    the task row, and the agent row is undefined; one agent with one run per
+    task: the task row is inside run-to-run too); agent x task also joins
+    run-to-run when the fitted model has none (:func:`_merge_reason`).
     """
     from ..metrics import unidentified_components
 
     rules = {} if (n := _run_counts(ctx)) is None else unidentified_components(n)
-    why = _merge_reason(ctx)
-    merges = [("agent x task", "task", rules["agent:task"][0])] if "agent:task" in rules else []
-    merges += [("agent x task", "run-to-run", why)] if why and not merges else []
+    why, into = rules.get("agent:task", (_merge_reason(ctx), "residual"))
+    row = next(r for r, names in COMPONENT_ROWS.items() if into in names)
+    merges = [("agent x task", row, why)] if why else []
     merges += [("task", "run-to-run", rules["task"][0])] if "task" in rules else []
     said = [f"{a[0].upper() + a[1:]} and {b} variation are one row: {w}." for a, b, w in merges]
     undefined = {"agent": rules["agent"][0]} if "agent" in rules else {}
