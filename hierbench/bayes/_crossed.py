@@ -613,7 +613,8 @@ def build_crossed(
         a Bernoulli cell cannot separate the agent x task effect from run
         noise, so ``sd_agent_task`` is unidentified and only makes a ridge
         with the other scales; 23 divergences and R-hat 1.14 on SWE-bench
-        bash-only), else "marginal".
+        bash-only), or with one agent (it is then the task effect), else
+        "marginal".
     n_quad : int
         Nodes of the adaptive Gauss-Hermite quadrature (marginal only),
         centred at each cell's conditional mode and scaled by its curvature.
