@@ -613,7 +613,7 @@ def main(argv=None) -> int:
     tp.add_argument("--models", nargs="*", default=["beta_binomial"])
     tp.add_argument("--designs", nargs="*", default=["small"])
     tp.add_argument("--seed", type=int, default=2026)
-    tp.add_argument("--out", default=None)
+    tp.add_argument("--out", default=None, help="append the timing row here (not results/sbc_*.jsonl: those are studies)")
     rp = sub.add_parser("report")
     rp.add_argument("path", nargs="+", help="one study, or several independent ones (pooled)")
     a = p.parse_args(argv)
