@@ -343,6 +343,22 @@ def test_truncated_gzip_names_the_file(tmp_path):
         from_records(j)
 
 
+def test_a_gzip_cut_inside_its_header_is_truncated_too(tmp_path):
+    # a property test found it: cut to its first byte (b"\x1f", half of gzip's signature) the file
+    # was called "not a gzipped file"; every cut shorter than the 10-byte header is a truncation
+    whole = gzip.compress(_csv_bytes())
+    for keep in range(1, 12):
+        p = tmp_path / f"cut{keep}.csv.gz"
+        p.write_bytes(whole[:keep])
+        with pytest.raises(EvalDataError, match=rf"`obj` \(.*cut{keep}\.csv\.gz\) is truncated"):
+            from_records(p)
+    other = tmp_path / "other.csv.gz"
+    other.write_bytes(b"x")  # one byte that is not gzip's: not a truncated gzip file
+    with pytest.raises(EvalDataError, match=r"could not be read as \.csv\.gz") as info:
+        from_records(other)
+    assert "truncated" not in str(info.value)
+
+
 def test_latin1_csv_says_encoding_and_reads_with_it(tmp_path):
     p = tmp_path / "l.csv"
     p.write_bytes("agent,task,score\nJosé,t1,1\nJosé,t2,0\n".encode("latin-1"))

@@ -143,6 +143,16 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def _gzip_cut_in_magic(path: Path | str) -> bool:
+    """A ``.gz`` file cut off inside gzip's two-byte signature (zlib calls it "not a gzipped file")."""
+    p = Path(path)
+    if not p.name.lower().endswith(".gz") or not p.is_file() or p.stat().st_size >= 2:
+        return False
+    with open(p, "rb") as fh:
+        head = fh.read(2)
+    return b"\x1f\x8b".startswith(head)
+
+
 def _file_error(path: Path | str, exc: BaseException, encoding: str = "utf-8") -> EvalDataError:
     """Return a reader error that names the file, for an exception raised while decoding it."""
     if isinstance(exc, UnicodeDecodeError):
@@ -152,7 +162,7 @@ def _file_error(path: Path | str, exc: BaseException, encoding: str = "utf-8") -
             "file is written in another encoding, pass it, e.g. `encoding='latin-1'` (or "
             "'cp1252', 'utf-16')"
         )
-    if isinstance(exc, EOFError) or "compressed file ended" in str(exc).lower():
+    if isinstance(exc, EOFError) or "compressed file ended" in str(exc).lower() or _gzip_cut_in_magic(path):
         return EvalDataError(
             f"`obj` ({path}) is truncated: the compressed stream ends before its end marker "
             f"({type(exc).__name__}: {exc}); the file was cut off while being written or copied"
