@@ -706,6 +706,7 @@ def test_one_agent_variance_section_says_undefined_not_zero(tmp_path, n_runs):
     rows = _variance_rows(md)
     assert rows["agent"]["flag"] == "undefined: one agent, so there is no spread between agents to estimate"
     assert rows["agent"]["G-theory (anova)"] == "NaN"
+    assert rows["agent"]["G-theory terms"] == ""  # no terms summed, not "NaN"
     merged = "task + agent x task" if n_runs > 1 else "task + agent x task + run-to-run"
     assert set(rows) == {"agent", merged} | ({"run-to-run"} if n_runs > 1 else set())
     assert float(rows[merged]["G-theory (anova)"]) == pytest.approx(float(g.iloc[0]), abs=5e-5)
@@ -726,5 +727,6 @@ def test_one_agent_variance_section_from_a_fit(tmp_path):
     rows = _variance_rows(md)
     assert [rows["agent"][c] for c in ("Bayes estimate", "Bayes lower", "Bayes upper")] == ["NaN"] * 3
     assert rows["agent"]["flag"].startswith("undefined: one agent")
+    assert rows["agent"]["Bayes terms"] == rows["agent"]["G-theory terms"] == ""
     assert rows["task + agent x task"]["Bayes terms"] == "task"
     assert "UndefinedMetricWarning: crossed_variance_components: agent is undefined" in md

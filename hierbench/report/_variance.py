@@ -169,6 +169,8 @@ def _table(parts: list[pd.DataFrame], rows: dict, undefined: dict[str, str]) -> 
     for row, why in undefined.items():
         flag[row] = f"undefined: {why}"
     table["flag"] = flag
+    for col in [c for c in table.columns if str(c).endswith("terms")]:
+        table.loc[list(undefined), col] = ""  # an undefined row sums no terms (it read "NaN")
     table.index.name = "component"
     return table
 
