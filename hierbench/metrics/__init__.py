@@ -25,6 +25,7 @@ from ._crossed import (
     crossed_pass_k as crossed_pass_k,  # for the demo; metrics.pass_hat_k dispatches to it
 )
 from ._crossed import crossed_variance_components
+from ._crossed import unidentified_by_design as unidentified_by_design  # bayes (design figures)
 from ._crossed import unidentified_components as unidentified_components  # bayes, report
 from ._effects import PosteriorAgentVarianceResult
 from ._effects import PosteriorEffectsResult

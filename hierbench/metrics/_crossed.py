@@ -514,12 +514,47 @@ TASK_IN_RUNS = (
 )
 
 
+def unidentified_by_design(n_agents: int, max_runs_per_cell: int) -> dict[str, tuple[str, str | None]]:
+    """The rule of :func:`unidentified_components`, from the two figures that decide it.
+
+    ``n_agents`` counts the agents with at least one run, ``max_runs_per_cell``
+    the most runs of any agent x task cell. For a consumer that holds these
+    figures rather than the run counts (a builder's design figures); the
+    folding and the reason texts are decided here and nowhere else.
+
+    Examples
+    --------
+    >>> unidentified_by_design(1, 1)["agent:task"]
+    ('one agent, so the agent x task interaction cannot be told apart from the task effect', 'task')
+    >>> unidentified_by_design(3, 1)["agent:task"][1]
+    'residual'
+    """
+    if n_agents >= 2:
+        return {"agent:task": (ONE_RUN, "residual")} if max_runs_per_cell < 2 else {}
+    out: dict[str, tuple[str, str | None]] = {
+        "agent": (NO_AGENT_SPREAD, None),
+        "agent:task": (AGENT_TASK_IN_TASK, "task"),
+    }
+    if max_runs_per_cell < 2:
+        out["task"] = (TASK_IN_RUNS, "residual")
+    return out
+
+
+def agents_with_runs(n_runs: np.ndarray) -> np.ndarray:
+    """Indices of the agents (rows of ``n_runs``) with at least one run: the agents the rule counts."""
+    return np.flatnonzero((np.asarray(n_runs) > 0).any(axis=1))
+
+
 def unidentified_components(n_runs: np.ndarray) -> dict[str, tuple[str, str | None]]:
     """The components an (agent, task) design of run counts cannot identify on their own.
 
     ``{component: (reason, partner)}``, by the generic names ``agent``,
     ``task``, ``agent:task``, ``residual``: the component is undefined, and
     what the data do identify is its sum with ``partner`` (None: nothing).
+    The one owner of these decisions and their reasons: every consumer
+    (the crossed model's builder and structure, its variance components,
+    the G-study adapter, the report) asks here (or
+    :func:`unidentified_by_design`, the same rule from the design figures).
 
     Examples
     --------
@@ -534,15 +569,7 @@ def unidentified_components(n_runs: np.ndarray) -> dict[str, tuple[str, str | No
     {}
     """
     n = np.asarray(n_runs)
-    if int((n > 0).any(axis=1).sum()) >= 2:
-        return {"agent:task": (ONE_RUN, "residual")} if int(n.max()) < 2 else {}
-    out: dict[str, tuple[str, str | None]] = {
-        "agent": (NO_AGENT_SPREAD, None),
-        "agent:task": (AGENT_TASK_IN_TASK, "task"),
-    }
-    if int(n.max()) < 2:
-        out["task"] = (TASK_IN_RUNS, "residual")
-    return out
+    return unidentified_by_design(int(agents_with_runs(n).size), int(n.max()))
 
 
 def _settle(comps: dict[str, np.ndarray], parts: dict) -> dict[str, str]:
