@@ -40,8 +40,7 @@ import xarray as xr
 
 from .._base import HierbenchWarning
 from .._base import cluster_codes
-from ..metrics import AGENT_TASK_IN_TASK
-from ..metrics import ONE_RUN
+from ..metrics import unidentified_by_design
 
 __all__ = [
     "CENTRE_MIN_INFO",
@@ -361,7 +360,10 @@ def cluster_figures(data: xr.Dataset) -> dict[str, Any]:
 
 
 def decide_agent_task(st: Structure, requested: Any) -> str:
-    """The agent x task effect: integrated out ("marginal"), unless one run per cell or one agent.
+    """The agent x task effect: integrated out ("marginal"), unless the design cannot identify it.
+
+    One run per cell or one agent (:func:`hierbench.metrics.unidentified_by_design`, whose reason
+    is recorded: with one agent and one run per cell, the one-agent reason).
 
     Examples
     --------
@@ -370,10 +372,11 @@ def decide_agent_task(st: Structure, requested: Any) -> str:
     'none'
     """
     m, r_max = st.design["n_agents"], st.design["max_runs_per_cell"]
-    if r_max == 1:
-        auto, why = "none", ONE_RUN
-    elif m == 1:
-        auto, why = "none", AGENT_TASK_IN_TASK
+    # the design rule decides whether the effect is identified, and says why not
+    # (hierbench.metrics.unidentified_components)
+    rule = unidentified_by_design(m, r_max).get("agent:task")
+    if rule is not None:
+        auto, why = "none", rule[0]
     else:
         auto, why = "marginal", (
             f"{m} agents, up to {r_max} runs per cell: integrated out of each cell by adaptive quadrature"

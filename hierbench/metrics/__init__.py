@@ -18,8 +18,6 @@ from .._base import ExtrapolatedHorizonWarning  # raised by doubling_time, as by
 from ._common import UndefinedMetricWarning
 from ._common import posterior_interval
 from ._common import posterior_summary
-from ._crossed import AGENT_TASK_IN_TASK as AGENT_TASK_IN_TASK  # for hierbench.bayes's structure
-from ._crossed import ONE_RUN as ONE_RUN  # for hierbench.bayes's structure
 from ._crossed import _mean_observed_draws as _mean_observed_draws  # for hierbench.bayes
 from ._crossed import (
     crossed_pass_k as crossed_pass_k,  # for the demo; metrics.pass_hat_k dispatches to it
