@@ -430,8 +430,10 @@ def crossed_pass_k(
 
 
 def _warn_unidentified(parts: dict, ks: np.ndarray) -> None:
-    # with one agent the task effect is each cell's own effect: nothing is assumed away
-    if parts["no_ab"] and (ks > 1).any() and len(parts["agent"]) > 1:
+    # where the design rule folds the interaction into the task effect (one agent), the task
+    # effect is each cell's own effect: nothing is assumed away
+    into = unidentified_components(parts["n"]).get("agent:task", ("", None))[1]
+    if parts["no_ab"] and (ks > 1).any() and into != "task":
         warn_user(
             "this crossed fit has no agent x task effect (agent_task='none', usually R = 1): "
             "pass^k / pass@k for k > 1 assume runs independent given (agent, task), which "
@@ -453,16 +455,18 @@ def _latent_components(parts: dict) -> dict[str, np.ndarray]:
     return comps
 
 
-def _probability_components(parts: dict) -> dict[str, np.ndarray]:
+def _probability_components(parts: dict, rules: dict[str, tuple[str, str | None]]) -> dict[str, np.ndarray]:
     """The G-theory decomposition of ``p_mt`` (and of one run's score) implied by the model.
 
-    With one agent the decomposition is that agent's: its ability is the
-    location and there is no spread of agents around it (the agent component
-    is left at 0 here and made undefined by :func:`_settle`).
+    Where the design rule ``rules`` (:func:`unidentified_components`) leaves
+    no spread of agents (one agent), the decomposition is that agent's: its
+    ability is the location and there is no spread of agents around it (the
+    agent component is left at 0 here and made undefined by :func:`_settle`).
     """
     u, w = population_nodes()
-    one = parts["a"].shape[1] < 2
-    mu = (parts["mu"] + (parts["a"][:, 0] if one else 0.0))[:, None]
+    one = "agent" in rules
+    loc = parts["a"][:, agents_with_runs(parts["n"])[0]] if one else 0.0
+    mu = (parts["mu"] + loc)[:, None]
     va = np.zeros(mu.shape[0]) if one else parts["sd_agent"] ** 2
     vt, vat, vc = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"]
 
@@ -572,8 +576,8 @@ def unidentified_components(n_runs: np.ndarray) -> dict[str, tuple[str, str | No
     return unidentified_by_design(int(agents_with_runs(n).size), int(n.max()))
 
 
-def _settle(comps: dict[str, np.ndarray], parts: dict) -> dict[str, str]:
-    """Apply :func:`unidentified_components` to ``comps`` in place; each component's note.
+def _settle(comps: dict[str, np.ndarray], parts: dict, rules: dict[str, tuple[str, str | None]]) -> dict[str, str]:
+    """Apply ``rules`` (:func:`unidentified_components`) to ``comps`` in place; each component's note.
 
     An unidentified component becomes NaN and its draws join its partner's
     (which then holds both, and says so); a component the model leaves out
@@ -581,7 +585,7 @@ def _settle(comps: dict[str, np.ndarray], parts: dict) -> dict[str, str]:
     """
     name = {"task": "task:cluster", "agent:task": "agent:task:cluster"} if parts["has_cluster"] else {}
     notes: dict[str, list[str]] = {c: [] for c in comps}
-    for generic, (why, partner) in unidentified_components(parts["n"]).items():
+    for generic, (why, partner) in rules.items():
         c, into = name.get(generic, generic), name.get(partner, partner)
         if into in comps:
             notes[into] += [f"holds {c} too: {why}", *notes.get(c, [])]
@@ -650,8 +654,9 @@ def crossed_variance_components(
     check_choice(scale, "scale", ["latent", "probability"])
     prob = check_prob(prob)
     parts = _parts(fit)
-    comps = _latent_components(parts) if scale == "latent" else _probability_components(parts)
-    notes = _settle(comps, parts)
+    rules = unidentified_components(parts["n"])
+    comps = _latent_components(parts) if scale == "latent" else _probability_components(parts, rules)
+    notes = _settle(comps, parts, rules)
     names = list(comps)
     draws = _unstack(np.stack([np.asarray(comps[c]) for c in names], -1), parts["post"], ("component",), {"component": names})
     said = "; ".join(f"{c} {v}" for c, v in notes.items() if v)

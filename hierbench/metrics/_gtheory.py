@@ -31,6 +31,9 @@ from .._base import DEFAULT_PROB
 from .._base import check_prob
 from .._base import make_interval
 from .._numerics import gauss_hermite
+from ._crossed import agents_with_runs
+from ._crossed import unidentified_by_design
+from ._crossed import unidentified_components
 
 __all__ = ["bayes_d_study", "bayes_variance_components"]
 
@@ -51,14 +54,31 @@ def _latent(fit: xr.DataTree) -> dict[str, np.ndarray]:
         "c": post["sd_cluster"].values ** 2 if "sd_cluster" in post else zero,
         "at": post["sd_agent_task"].values ** 2 if "sd_agent_task" in post else zero,
     }
-    out["one_agent"] = np.array("agent" in post.dims and post.sizes["agent"] < 2)
+    rules, agents = _design_rules(fit, post)
+    out["one_agent"] = np.array("agent" in rules)
     if out["one_agent"]:
-        # that agent's decomposition: its ability is the location, no spread of agents, and
-        # its agent x task effect is part of the task's (hierbench.metrics.unidentified_components)
-        out["mu"] = out["mu"] + post["agent_effect"].isel(agent=0).values
-        out["t"], out["a"], out["at"] = out["t"] + out["at"], zero, zero
+        # no spread of agents: that agent's decomposition, its ability the location
+        out["mu"] = out["mu"] + post["agent_effect"].isel(agent=int(agents[0])).values
+        out["a"] = zero
+    if rules.get("agent:task", ("", None))[1] == "task":
+        # the interaction is identified only with the task effect: part of the task's
+        out["t"], out["at"] = out["t"] + out["at"], zero
     out["has_cluster"] = np.array("sd_cluster" in post)
     return out
+
+
+def _design_rules(fit: xr.DataTree, post: xr.Dataset) -> tuple[dict[str, tuple[str, str | None]], np.ndarray]:
+    """What the fit's design leaves unidentified (:func:`unidentified_components`), and its agents with runs.
+
+    From the fit's run counts (``constant_data``); a fit without them is read by its posterior's
+    agents (every one taken to have run, with repeated runs: the G-study's design says what the
+    runs fold).
+    """
+    if "constant_data" in fit.children and "n_runs" in fit["constant_data"]:
+        n = fit["constant_data"]["n_runs"].transpose("agent", "task").values
+        return unidentified_components(n), agents_with_runs(n)
+    m = int(post.sizes.get("agent", 2))
+    return unidentified_by_design(m, 2), np.arange(m)
 
 
 def _v(mu: np.ndarray, s2_in: np.ndarray, s2_out: np.ndarray, n_quad: int) -> np.ndarray:
