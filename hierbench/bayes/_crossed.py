@@ -270,8 +270,8 @@ def _record_unidentified(st: Structure, counts: xr.Dataset, agents: str) -> None
             "reason": f"{why}: only the overall success rate is identified (task variance components undefined)",
             "source": "auto",
         }
+        fix = "repeated runs per task, or more agents; the agent's mean score does not rest on it"
         for name in ("sd_task", "z_task", "task_dev", "task_effect"):
-            fix = "repeated runs per task, or more agents; the agent's mean score does not rest on it"
             st.hint(name, why, fix)
 
 
