@@ -16,6 +16,7 @@ the file or the flag, and the exit status is 2; no Python traceback (set
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -146,6 +147,79 @@ def _is_inspect(p: Path) -> bool:
     return p.suffix == ".eval" or (p.is_dir() and any(p.rglob("*.eval")))
 
 
+@functools.cache
+def _reader_defaults() -> dict:
+    """Every reader flag's dest and its default, from the parser group that defines them."""
+    p = argparse.ArgumentParser(add_help=False)
+    _add_columns(p)
+    return vars(p.parse_args([]))
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")  # argparse derived each dest from its flag
+
+
+def _given_reader_flags(opts: dict) -> dict:
+    """The reader flags the user gave (dest -> value), in the parser's order.
+
+    A flag counts as given when its value differs from the parser's default: one typed
+    with its default value (``--errors fail``, ``--agent agent``) asks for what the
+    reader does unasked, and counts as not given, for every flag and every input alike.
+    """
+    return {
+        d: opts[d] for d, default in _reader_defaults().items() if d in opts and opts[d] != default
+    }
+
+
+def _flags_text(given: dict) -> str:
+    """The given flags as typed: ``--agent model``, a repeated flag once per value."""
+    parts = []
+    for dest, value in given.items():
+        for v in value if isinstance(value, list) else [value]:
+            parts.append(f"{_flag(dest)} {v}")
+    return ", ".join(parts)
+
+
+#: Inspect logs: the reader flags read_inspect_log takes; every other one reads tables.
+_INSPECT_FLAGS = ("scorer", "errors")
+
+
+def _check_reader_flags(p: Path | list[Path], opts: dict) -> None:
+    """Refuse a reader flag the reader chosen for LOG does not use (rather than ignore it).
+
+    Tables (CSV, TSV, JSONL, Parquet) use every reader flag but ``--scorer``; Inspect
+    logs use ``--scorer`` and ``--errors``; a saved eval dataset (``.nc``) uses none.
+    ``fit --formula`` also reads ``--levels`` as its model's grade scale (``_build``).
+    """
+    given = _given_reader_flags(opts)
+    if "formula" in opts:
+        given.pop("levels", None)  # fit's own: --formula's grade scale (_build refuses it without)
+    if isinstance(p, list) or _is_inspect(p):
+        unused = {d: v for d, v in given.items() if d not in _INSPECT_FLAGS}
+        what = "Inspect logs (samples are the tasks, epochs the runs, the model the agent)"
+        todo = (
+            "those flags read tables (CSV, TSV, JSONL, Parquet); for Inspect logs only --scorer "
+            "(which scorer is the score) and --errors apply: leave the others out"
+        )
+    elif p.suffix == ".nc":
+        unused = given
+        what = "a saved eval dataset (.nc)"
+        todo = (
+            "it already carries the columns, coords, grade levels and error policy it was read "
+            "with; leave the flags out, or give the original log with them to read it anew"
+        )
+    else:
+        unused = {d: v for d, v in given.items() if d == "scorer"}
+        what = "a table (CSV, TSV, JSONL or Parquet)"
+        todo = "--scorer reads Inspect logs; name the table's score column with --score"
+    if unused:
+        log = ", ".join(map(str, p)) if isinstance(p, list) else str(p)
+        raise CliError(
+            f"LOG {log!r} is read as {what}, which does not use {_flags_text(unused)} (a flag "
+            f"its reader would ignore is refused, not dropped): {todo}"
+        )
+
+
 def _one_or_inspect_logs(paths: Sequence[str]) -> Path | list[Path]:
     """The one LOG, or several Inspect logs read together; any other several are refused by name."""
     ps = [Path(x) for x in paths]
@@ -172,6 +246,7 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
     """
     p = _one_or_inspect_logs([path] if isinstance(path, (str, Path)) else list(path))
     opts = vars(args) if args is not None else {}
+    _check_reader_flags(p, opts)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if isinstance(p, list) or _is_inspect(p):

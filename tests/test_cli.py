@@ -900,3 +900,107 @@ def test_fit_of_graded_scores_from_the_shell_is_the_api_fit_of_the_grades(
     assert json.loads(saved.attrs["hierbench_spec"])["options"]["levels"] == [1, 2, 3, 4, 5]
     for name in ("beta", "thresholds"):
         np.testing.assert_array_equal(saved.posterior[name].values, direct.posterior[name].values)
+
+
+# ---------------------------------------------------------------- reader flags the input does not use
+
+# Every reader flag of the parser (_add_columns), with a value other than its default.
+TABLE_FLAGS = [
+    ["--agent", "model"], ["--task", "item"], ["--run", "r"], ["--score", "reward"],
+    ["--error", "crashed"], ["--error-values", "timeout=error"], ["--tag", "kind"],
+    ["--cluster", "repo"], ["--extra", "tokens"], ["--annotate", "hit"], ["--task-coord", "temp"],
+    ["--agent-coord", "org"], ["--single-agent", "solo"], ["--run-index", "label"],
+    ["--duplicates", "drop"], ["--levels", "1,2,3"], ["--encoding", "latin-1"],
+]  # fmt: skip
+
+
+def test_every_reader_flag_is_listed_with_a_value_other_than_its_default():
+    from hierbench.cli import _reader_defaults
+
+    # the lists below stay complete as flags are added: the parser's reader flags are
+    # these table flags, --errors and --scorer
+    flags = {f[0] for f in TABLE_FLAGS} | {"--errors", "--scorer"}
+    assert {"--" + d.replace("_", "-") for d in _reader_defaults()} == flags
+    assert all(_reader_defaults()[f[0][2:].replace("-", "_")] != f[1] for f in TABLE_FLAGS)
+
+
+@pytest.fixture
+def saved(log, tmp_path):
+    """The ROWS log read with COLS and saved as a netCDF eval dataset."""
+    ds = from_records(pd.read_csv(log), agent="model", task="item", score="reward",
+                      error="crashed", cluster="repo")  # fmt: skip
+    return save_dataset(ds, tmp_path / "runs.nc")
+
+
+@pytest.mark.parametrize("flag", [*TABLE_FLAGS, ["--errors", "exclude"], ["--scorer", "match"]],
+                         ids=lambda f: f[0])  # fmt: skip
+def test_a_saved_dataset_refuses_every_reader_flag(saved, flag, capsys):
+    # a .nc carries what it was read with: no reader flag applies, so each is refused by name
+    assert main(["summary", str(saved), *flag]) == 2
+    _one_line_error(capsys, "hierbench summary: error:", f"LOG {str(saved)!r}", "saved eval dataset (.nc)",
+                    f"does not use {flag[0]} {flag[1]}", "give the original log")  # fmt: skip
+
+
+def test_a_saved_dataset_names_every_unused_flag_and_takes_defaults_as_not_given(saved, capsys):
+    assert main(["validate", str(saved), "--extra", "a", "--extra", "b", "--agent", "model"]) == 2
+    _one_line_error(capsys, "does not use --agent model, --extra a, --extra b")
+    # a flag typed with its default value asks for what the reader does unasked: not given
+    assert main(["validate", str(saved), "--errors", "fail", "--agent", "agent"]) == 0
+    assert "error runs: 1 (policy errors='fail')" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", [*TABLE_FLAGS], ids=lambda f: f[0])
+def test_inspect_logs_refuse_the_table_flags(tmp_path, flag, capsys):
+    # refused before the log is read: an empty file named .eval is an Inspect log to the CLI
+    path = tmp_path / "a.eval"
+    path.write_bytes(b"")
+    assert main(["summary", str(path), *flag, "--scorer", "match", "--errors", "exclude"]) == 2
+    line = _one_line_error(capsys, f"LOG {str(path)!r}", "Inspect logs", f"does not use {flag[0]} {flag[1]}",
+                           "only --scorer", "and --errors apply")  # fmt: skip
+    assert "--scorer match" not in line and "--errors exclude" not in line  # both are the reader's
+
+
+def test_several_inspect_logs_and_a_folder_of_them_refuse_the_table_flags(tmp_path, capsys):
+    a, b = tmp_path / "logs" / "a.eval", tmp_path / "b.eval"
+    a.parent.mkdir()
+    a.write_bytes(b"")
+    b.write_bytes(b"")
+    assert main(["compare", str(a), str(b), "--task", "item"]) == 2
+    _one_line_error(capsys, f"LOG '{a}, {b}'", "Inspect logs", "does not use --task item")
+    assert main(["validate", str(a.parent), "--levels", "1,2"]) == 2
+    _one_line_error(capsys, f"LOG {str(a.parent)!r}", "Inspect logs", "does not use --levels 1,2")
+
+
+def test_every_command_reading_a_table_refuses_scorer(log, tmp_path, capsys):
+    out = tmp_path / "out"
+    for cmd in (["validate", str(log)], ["summary", str(log)], ["compare", str(log)],
+                ["fit", str(log), "-o", f"{out}.nc"], ["report", "--data", str(log), "-o", f"{out}.html"],
+                ["demo", "--data", str(log), "--out", str(out)]):  # fmt: skip
+        assert main([*cmd, *COLS, "--scorer", "match"]) == 2, cmd
+        _one_line_error(capsys, f"hierbench {cmd[0]}: error: LOG {str(log)!r}", "a table (CSV, TSV, JSONL or Parquet)",
+                        "does not use --scorer match", "--scorer reads Inspect logs", "--score")  # fmt: skip
+    assert not list(tmp_path.glob("out*"))  # refused before anything was written
+
+
+def test_a_table_reads_the_grade_scale_and_error_policy_it_is_given(tmp_path, capsys):
+    # graded scores 1-3 on the scale --levels gives, errors excluded: the flags the table reader uses
+    path = tmp_path / "graded.csv"
+    pd.DataFrame({"who": ["a", "a", "a", "b"], "item": ["t1", "t2", "t2", "t1"], "grade": [1, 3, 2, 3],
+                  "bad": [0, 0, 1, 0]}).to_csv(path, index=False)  # fmt: skip
+    cols = ["--agent", "who", "--task", "item", "--score", "grade", "--error", "bad"]
+    assert main(["validate", str(path), *cols, "--levels", "1,2,3", "--errors", "exclude", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["n_records_read"] == 4 and rep["n_records_kept"] == 3  # the error run not kept
+    assert rep["score_levels"] == [1, 2, 3]
+
+
+def test_fit_reads_levels_as_its_formula_scale_whatever_the_log(saved):
+    from hierbench.cli import build_parser
+    from hierbench.cli import load_any
+
+    # `fit --formula --levels` gives the model its grade scale (build_mixed): not a reader flag
+    # there, so a .nc is read; without --formula _build refuses --levels (test above)
+    args = build_parser().parse_args(["fit", str(saved), "--formula", "score ~ (1|agent)",
+                                      "--levels", "0,1", "-o", "f.nc"])  # fmt: skip
+    ds, _ = load_any(str(saved), args)
+    assert ds.sizes["agent"] == 2

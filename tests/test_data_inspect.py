@@ -267,6 +267,22 @@ def test_cli_reads_inspect_logs(logs, capsys):
 
 
 @pytest.mark.slow
+def test_cli_uses_scorer_and_errors_on_inspect_logs_and_refuses_table_flags(logs, capsys):
+    from hierbench.cli import main
+
+    log_dir, _ = logs
+    # 4 logs x 3 samples x 3 epochs; s2's epoch 2 errors in each log, not kept under exclude
+    for policy, kept in (("fail", 36), ("exclude", 32)):
+        assert main(["validate", str(log_dir), "--scorer", "match", "--errors", policy, "--json"]) == 0
+        rep = json.loads(capsys.readouterr().out)
+        assert (rep["n_records_read"], rep["n_records_kept"], rep["errors"]) == (36, kept, policy)
+    # a table's column flag names no column of an Inspect log: refused, not ignored
+    assert main(["summary", str(log_dir), "--scorer", "match", "--agent", "model"]) == 2
+    err = capsys.readouterr().err
+    assert f"LOG {str(log_dir)!r} is read as Inspect logs" in err and "does not use --agent model" in err
+
+
+@pytest.mark.slow
 def test_cli_reads_several_inspect_logs_given_one_by_one(logs, capsys):
     """`hierbench summary a.eval b.eval` reads what `read_inspect_log([a, b])` reads."""
     from hierbench.cli import main
