@@ -238,6 +238,16 @@ def _one_or_inspect_logs(paths: Sequence[str]) -> Path | list[Path]:
     return ps
 
 
+def _check_no_log_flags(args: argparse.Namespace, why: str) -> None:
+    """Refuse reader flags given to a command without ``--data LOG``: there is nothing they read."""
+    given = _given_reader_flags(vars(args)) if not args.data else {}
+    if given:
+        raise CliError(
+            f"{_flags_text(given)}: reader flags read the run log given with --data, and no --data "
+            f"was given ({why}); give --data LOG, or leave them out"
+        )
+
+
 def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
     """Read LOG (CSV, TSV, JSONL, Parquet, netCDF ``.nc``, or Inspect ``.eval`` logs) into an eval dataset.
 
@@ -520,6 +530,7 @@ def _saved_groups(path: Path) -> list[str]:
 def _cmd_report(args: argparse.Namespace) -> int:
     if args.fit is None and args.data is None:
         raise CliError("give a saved fit (FIT) and/or --data LOG: there is nothing to report")
+    _check_no_log_flags(args, "a saved fit carries the data it was fitted to")
     out = _check_out(args.out, args.overwrite, kind="report")
     fit = None
     if args.fit is not None:
@@ -620,6 +631,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
     data = truth = None
+    _check_no_log_flags(args, "without it the demo runs on its embedded evaluation")
     if args.data:
         data, msgs = load_any(args.data, args)
         print_warnings(msgs)

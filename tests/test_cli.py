@@ -1004,3 +1004,15 @@ def test_fit_reads_levels_as_its_formula_scale_whatever_the_log(saved):
                                       "--levels", "0,1", "-o", "f.nc"])  # fmt: skip
     ds, _ = load_any(str(saved), args)
     assert ds.sizes["agent"] == 2
+
+
+def test_report_and_demo_without_data_refuse_reader_flags(tmp_path, capsys):
+    # no --data: no log for the flags to read, so they are refused rather than dropped
+    fit = tmp_path / "fit.nc"
+    fit.write_bytes(b"")  # refused before it is read
+    assert main(["report", str(fit), "--agent", "model", "--errors", "exclude", "-o", str(tmp_path / "r.html")]) == 2
+    _one_line_error(capsys, "hierbench report: error: --agent model, --errors exclude:", "no --data was given",
+                    "a saved fit carries the data it was fitted to")  # fmt: skip
+    assert main(["demo", "--levels", "1,2,3", "--out", str(tmp_path / "d")]) == 2
+    _one_line_error(capsys, "hierbench demo: error: --levels 1,2,3:", "no --data was given", "embedded evaluation")
+    assert not (tmp_path / "r.html").exists() and not (tmp_path / "d").exists()
