@@ -787,6 +787,34 @@ def counts(
 SOURCE_COLUMN = "source_column"
 
 
+def refuse_agents_without_runs(n_runs: Any, agents: Any, name: str = "data", what: str = "this model") -> None:
+    """Refuse an (agent, task) design in which some agent has no runs at all.
+
+    Such an agent (every run of it excluded as an error, or a label left over
+    from a selection) would sit in a model on its prior alone: a fixed
+    agent's prior-only ability moves the agents' mean and spread, a pooled
+    one is reported as if it had been evaluated. The one rule of the
+    Bayesian count models and the crossed maximum-likelihood fit.
+
+    Examples
+    --------
+    >>> refuse_agents_without_runs([[1, 0], [0, 0]], ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    hierbench._base.HierbenchError: `data`: agent(s) ['b'] have no runs at all (1 of 2 agents), and this model has no data to estimate them from; drop them first: data.drop_sel(agent=['b'])
+    """
+    n = np.asarray(n_runs)
+    idle = np.asarray(agents).astype(str)[n.reshape(n.shape[0], -1).sum(axis=1) == 0]
+    if idle.size:
+        shown = idle[:10].tolist()
+        more = f" and {idle.size - 10} more" if idle.size > 10 else ""
+        raise HierbenchError(
+            f"`{name}`: agent(s) {shown}{more} have no runs at all ({idle.size} of {n.shape[0]} agents), "
+            f"and {what} has no data to estimate them from; drop them first: "
+            f"{name}.drop_sel(agent={idle.tolist()!r})"
+        )
+
+
 def cluster_label(data: xr.Dataset | xr.DataArray, cluster: str | None = "auto") -> str:
     """The name the clusters of ``data`` are called by: the column the user named (the one owner).
 

@@ -258,3 +258,18 @@ def test_nested_terms_follow_the_crossing_of_the_levels():
     # a random slope is not nested in an intercept's levels (its intercept is)
     d = model_design("score ~ 1 + (1|model) + (tier|scaffold:model) + (1|task)", ds)
     assert [d.random[j].name for j in nested_terms(d, 0)] == ["1|scaffold:model"]
+
+
+@pytest.mark.parametrize("builder", ["build_beta_binomial", "build_crossed", "build_irt_2pl"])
+def test_an_agent_with_no_runs_is_refused_by_name(builder):
+    # every run of agent_02 missing (as after errors="exclude" dropped its runs): a count model
+    # would hold it on its prior alone (a fixed agent's prior ability moves the agents' mean and
+    # spread), so the builder refuses it, naming it and the call that drops it, like fit_crossed_ml
+    import hierbench.bayes as bayes
+
+    data, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=3, rng=0)
+    data["score"] = data["score"].where(data["agent"] != "agent_02")
+    with pytest.raises(ValueError, match=r"agent\(s\) \['agent_02'\] have no runs at all \(1 of 3 agents\)") as err:
+        getattr(bayes, builder)(data)
+    assert "data.drop_sel(agent=['agent_02'])" in str(err.value)
+    getattr(bayes, builder)(data.drop_sel(agent=["agent_02"]))  # the remedy it names works

@@ -405,7 +405,7 @@ def test_bad_input_is_refused_with_named_messages():
         fit_crossed_ml(part)
     n = np.zeros((2, 5), dtype=int)
     n[0] = 3
-    with pytest.raises(ValueError, match=r"agents \['a1'\] have no runs"):
+    with pytest.raises(ValueError, match=r"agent\(s\) \['a1'\] have no runs"):
         fit_crossed_ml(agent_task_counts(n, np.zeros((2, 5))))
     with pytest.raises(ValueError, match="at least 2 tasks"):
         fit_crossed_ml(agent_task_counts(np.array([[3], [2]]), np.array([[1.0], [1.0]])))

@@ -33,6 +33,7 @@ from .._base import HierbenchError
 from .._base import PartialCreditError
 from .._base import cluster_codes
 from .._base import counts
+from .._base import refuse_agents_without_runs
 from ._sampling import FIT_DEFAULTS
 
 __all__ = [
@@ -441,6 +442,7 @@ def prepare_counts(
         raise EvalDataError(f"`{name}` has no observed cells (every n_runs is 0)")
     ai, ti = np.nonzero(obs)
     agents = np.asarray(tally["agent"].values).astype(str)
+    refuse_agents_without_runs(n, agents, name, model)
     tasks = np.asarray(tally["task"].values).astype(str)
     cluster_coord = {}
     if "cluster" in tally.coords:

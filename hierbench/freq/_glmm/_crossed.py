@@ -63,6 +63,7 @@ from ..._base import check_int
 from ..._base import check_prob
 from ..._base import counts
 from ..._base import make_interval
+from ..._base import refuse_agents_without_runs
 from ..._base import warn_user
 from ..._numerics import gauss_hermite
 from ...data import ModelDesign
@@ -498,11 +499,7 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
     tasks = np.asarray(c["task"].values).astype(str) if "task" in c.coords else np.arange(n_all.shape[1]).astype(str)
     if n_all.sum() == 0:
         raise HierbenchError("`data` holds no runs: every cell has n_runs = 0")
-    no_runs = n_all.sum(1) == 0
-    if no_runs.any():
-        raise HierbenchError(
-            f"`data`: agents {agents[no_runs][:5].tolist()} have no runs at all; drop them first"
-        )
+    refuse_agents_without_runs(n_all, agents, "data", "fit_crossed_ml")
     ran_tasks = n_all.sum(0) > 0
     if ran_tasks.sum() < 2:
         raise HierbenchError(
