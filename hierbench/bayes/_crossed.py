@@ -83,9 +83,10 @@ NOMINAL_SCALE = {"agent": 1.0, "task": 1.0, "cluster": 1.0}
 NOMINAL_AGENT_TASK_SD = 0.5
 
 
-def _default_priors(use_cluster: bool, agents: str) -> dict[str, dict[str, Any]]:
+def _default_priors(use_cluster: bool, agents: str, task: bool = True) -> dict[str, dict[str, Any]]:
     drop = {"sd_cluster"} if not use_cluster else set()
     drop |= {"mu", "sd_agent"} if agents == "fixed" else {"ability"}
+    drop |= {"sd_task"} if not task else set()
     return {k: dict(v) for k, v in CROSSED_PRIORS.items() if k not in drop}
 
 
@@ -159,9 +160,13 @@ def _check_options(clusters: Any, agent_task: Any, n_quad: Any, agents: Any) -> 
 
 
 def _centring_scores(
-    counts: xr.Dataset, st: Structure, agent_task: str, use_cluster: bool
+    counts: xr.Dataset, st: Structure, agent_task: str, use_cluster: bool, task: bool = True
 ) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
-    """Median level information x spread^2 per group, the spreads used, the levels per group."""
+    """Median level information x spread^2 per group, the spreads used, the levels per group.
+
+    Without a task effect (``task=False``) a cluster's tasks inform it directly (no task
+    spread between them and their cluster), and there is no task group to centre.
+    """
     d = st.design
     n, y = counts["n_runs"].values, counts["n_success"].values
     within = NOMINAL_AGENT_TASK_SD if agent_task != "none" else 0.0
@@ -179,15 +184,17 @@ def _centring_scores(
     }
     if use_cluster:
         _, cl_idx = np.unique(np.asarray(counts["cluster"].values).astype(str), return_inverse=True)
-        through = info_task / (1.0 + info_task * NOMINAL_SCALE["task"] ** 2)
+        through = info_task / (1.0 + info_task * NOMINAL_SCALE["task"] ** 2) if task else info_task
         scores["cluster"] = float(np.median(np.bincount(cl_idx, weights=through))) * (
             NOMINAL_SCALE["cluster"] ** 2
         )
     n_levels = {"agent": d["n_agents"], "task": d["n_tasks"], "cluster": d.get("n_clusters", 0)}
+    if not task:
+        del scores["task"], spread["task"]
     return scores, spread, n_levels
 
 
-def _record_forms(st: Structure, agents: str, use_cluster: bool, centred_set: set[str]) -> None:
+def _record_forms(st: Structure, agents: str, use_cluster: bool, centred_set: set[str], task: bool = True) -> None:
     """The agents' form, the clusters' form and what to say if a parameter fails."""
     d = st.design
     st.decisions["agents"] = {
@@ -197,7 +204,14 @@ def _record_forms(st: Structure, agents: str, use_cluster: bool, centred_set: se
         else "random effects around mu with spread sd_agent",
         "source": "user" if agents != "fixed" else "auto",
     }
-    if use_cluster:
+    if use_cluster and not task:
+        st.decisions["cluster_form"] = {
+            "choice": "alone",
+            "reason": "no task effect (see task_spread): the cluster effects are split into their "
+            "mean and zero-sum deviations, as the task effects are without clusters",
+            "source": "auto",
+        }
+    elif use_cluster:
         st.decisions["cluster_form"] = (
             {
                 "choice": "integrated",
@@ -226,7 +240,7 @@ def _record_forms(st: Structure, agents: str, use_cluster: bool, centred_set: se
         "clusters=False, or a tighter `priors['sd_cluster']`",
     )
     st.hint("sd_agent", f"the spread of {d['n_agents']} agents is weakly identified", "agents='fixed'")
-    for g in ("task", "cluster", "agent"):
+    for g in ("task", "cluster", "agent") if task else ("cluster", "agent"):
         flip = tuple(sorted(centred_set ^ {g}))
         st.hint(
             f"z_{g}" if g not in centred_set else f"{g}_dev",
@@ -237,17 +251,24 @@ def _record_forms(st: Structure, agents: str, use_cluster: bool, centred_set: se
 
 def _decide(
     counts: xr.Dataset, cells: dict, clusters: Any, agent_task: Any, agents: str, centred: Any
-) -> tuple[Structure, bool, str, set[str]]:
-    """The crossed model's structure from the design (see :mod:`hierbench.bayes._structure`)."""
+) -> tuple[Structure, bool, str, set[str], bool]:
+    """The crossed model's structure from the design (see :mod:`hierbench.bayes._structure`).
+
+    Returns the structure, whether clusters are used, the agent x task form, the centred
+    groups and whether the model has a task effect (not when the design rule leaves the
+    task spread unidentified: one agent with at most one run per cell).
+    """
     st = Structure("crossed", count_design(counts, cells))
     agent_task = decide_agent_task(st, agent_task)
     use_cluster = decide_clusters(st, clusters)
-    scores, spread, n_levels = _centring_scores(counts, st, agent_task, use_cluster)
+    task = "task" not in unidentified_components(counts["n_runs"].values)
+    scores, spread, n_levels = _centring_scores(counts, st, agent_task, use_cluster, task)
     never = ("agent",) if agents == "fixed" else ()
     centred_set = decide_centring(st, centred, scores, n_levels, spread=spread, never=never)
-    _record_forms(st, agents, use_cluster, centred_set)
+    centred_set = centred_set if task else centred_set - {"task"}
+    _record_forms(st, agents, use_cluster, centred_set, task)
     _record_unidentified(st, counts, agents)
-    return st, use_cluster, agent_task, centred_set
+    return st, use_cluster, agent_task, centred_set, task
 
 
 def _record_unidentified(st: Structure, counts: xr.Dataset, agents: str) -> None:
@@ -255,7 +276,7 @@ def _record_unidentified(st: Structure, counts: xr.Dataset, agents: str) -> None
 
     One agent: no ``sd_agent`` (with ``agents="random"`` it is fitted as asked,
     on its prior, with :class:`UnidentifiedTermWarning`). One agent with one
-    run per task: ``sd_task`` rests on its prior, and the sampler's hints say so.
+    run per task: no task effect and no ``sd_task`` (:func:`_decide` leaves them out).
     """
     rules = unidentified_components(counts["n_runs"].values)
     if "agent" in rules and agents == "random":
@@ -266,13 +287,10 @@ def _record_unidentified(st: Structure, counts: xr.Dataset, agents: str) -> None
     if "task" in rules:
         why = rules["task"][0]
         st.decisions["task_spread"] = {
-            "choice": "from its prior",
+            "choice": "none",
             "reason": f"{why}: only the overall success rate is identified (task variance components undefined)",
             "source": "auto",
         }
-        fix = "repeated runs per task, or more agents; the agent's mean score does not rest on it"
-        for name in ("sd_task", "z_task", "task_dev", "task_effect"):
-            st.hint(name, why, fix)
 
 
 def _check_tasks(counts: xr.Dataset) -> None:
@@ -421,8 +439,31 @@ def _task_effects_plain(coords: dict, sd_task: Any, sd_at: Any, centred: bool) -
     return offset, task_dev, sd_total2
 
 
+def _cluster_effects_alone(pri: dict, coords: dict, cl_idx: np.ndarray, sd_at: Any, centred: bool) -> tuple[Any, Any, Any]:
+    """Clusters without task effects: ``(offset, task_total, sd_total2)``.
+
+    As :func:`_task_effects_plain` with clusters for tasks: ``c_k = offset +
+    dev_k``, ``offset ~ N(0, sd_cluster / sqrt(K))`` non-centred (the
+    likelihood sees only ``theta = ability + offset``) and ``dev ~
+    ZeroSumNormal(sd_cluster)``; each task carries its cluster's deviation.
+    """
+    idx, _, n_cl = _cluster_data(coords, cl_idx)
+    sd_cluster = make_prior("sd_cluster", pri["sd_cluster"])
+    offset = pm.Deterministic(
+        "task_offset",
+        pm.Normal("z_task_offset", 0.0, 1.0) * sd_cluster / pt.sqrt(pt.cast(n_cl, "float64")),
+    )
+    if centred:
+        dev = pm.ZeroSumNormal("cluster_dev", sigma=sd_cluster, dims="cluster")
+    else:
+        dev = sd_cluster * pm.ZeroSumNormal("z_cluster", sigma=1.0, dims="cluster")
+    pm.Deterministic("cluster_effect", offset + dev, dims="cluster")
+    return offset, dev[idx], sd_cluster**2 + sd_at**2
+
+
 def _task_effects(
-    pri: dict, coords: dict, cl_idx: Any, use_cluster: bool, centred_set: set[str], agent_task: str
+    pri: dict, coords: dict, cl_idx: Any, use_cluster: bool, centred_set: set[str], agent_task: str,
+    task: bool = True,
 ) -> tuple[Any, Any, Any, Any]:
     """Scales and task (and cluster) effects: ``(sd_at, offset, task_total, sd_total2)``.
 
@@ -433,9 +474,17 @@ def _task_effects(
     ``theta_m = ability_m + offset`` and ``dev_t``, both well identified, which
     removes the ridge along which all abilities rise as all task effects fall
     (the slow direction of the plain parameterisation).
+
+    ``task=False`` (one agent with one run per task): no task effect and no
+    ``sd_task``; the cells' logits are the ability plus their cluster's effect.
     """
-    sd_task = make_prior("sd_task", pri["sd_task"])
     sd_at = make_prior("sd_agent_task", pri["sd_agent_task"]) if agent_task != "none" else pt.zeros(())
+    if not task and use_cluster:
+        return (sd_at, *_cluster_effects_alone(pri, coords, cl_idx, sd_at, "cluster" in centred_set))
+    if not task:
+        n_task = pm.modelcontext(None).dim_lengths["task"]
+        return sd_at, pt.zeros(()), pt.zeros(n_task), sd_at**2
+    sd_task = make_prior("sd_task", pri["sd_task"])
     if use_cluster and "task" in centred_set:
         parts = _task_effects_integrated(pri, coords, cl_idx, sd_task, sd_at)
     elif use_cluster:
@@ -673,15 +722,21 @@ def build_crossed(
     _check_options(clusters, agent_task, n_quad, agents)
     counts, cells = prepare_counts(data, model="build_crossed")
     _check_tasks(counts)
-    st, use_cluster, agent_task, centred_set = _decide(counts, cells, clusters, agent_task, agents, centred)
-    default = _default_priors(use_cluster, agents)
+    st, use_cluster, agent_task, centred_set, task = _decide(counts, cells, clusters, agent_task, agents, centred)
+    default = _default_priors(use_cluster, agents, task)
     if agent_task == "none":
         default.pop("sd_agent_task")
+    if not task and priors is not None and "sd_task" in priors:
+        raise PriorError(
+            f"`priors['sd_task']` was given, but the model has no task effect: "
+            f"{st.decisions['task_spread']['reason']}. A model with a task effect anyway: "
+            "hierbench.bayes.build_mixed with a (1|task) term"
+        )
     pri = merge_priors(default, priors)
     coords, cl_idx = count_coords(counts, cells, clusters=use_cluster)
     with pm.Model(coords=coords) as model:
         _, _, n_cell, y_cell = count_data(counts, cells)
-        parts = _task_effects(pri, coords, cl_idx, use_cluster, centred_set, agent_task)
+        parts = _task_effects(pri, coords, cl_idx, use_cluster, centred_set, agent_task, task)
         theta, ability = _abilities(pri, coords, parts[1], agents, "agent" in centred_set)
         _likelihood(theta, ability, parts, n_cell, y_cell, cells, agent_task, n_quad)
     options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
@@ -733,7 +788,8 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
         return post[name].transpose("chain", "draw", dim).values
 
     ability = arr("ability", "agent").reshape(-1, post.sizes["agent"])
-    task = arr("task_effect", "task").reshape(-1, post.sizes["task"])
+    # no task effect in the model (one agent with one run per task): the cell's logit has none
+    task = arr("task_effect", "task").reshape(-1, post.sizes["task"]) if "task_effect" in post else None
     cluster = arr("cluster_effect", "cluster").reshape(-1, post.sizes["cluster"]) if cl_idx is not None else None
     sd = post["sd_agent_task"].values.reshape(-1) if agent_task == "marginal" else None
     latent = (
@@ -751,7 +807,7 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
     step = max(1, _PREDICTIVE_CHUNK // max(n.size, 1))
     for lo in range(0, y.shape[0], step):
         sl = slice(lo, min(lo + step, y.shape[0]))
-        eta = ability[sl][:, ai] + task[sl][:, ti]
+        eta = ability[sl][:, ai] + (task[sl][:, ti] if task is not None else 0.0)
         if cluster is not None:
             eta += cluster[sl][:, cl_idx[ti]]
         if sd is not None:

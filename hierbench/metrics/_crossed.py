@@ -100,8 +100,12 @@ def _parts(fit: xr.DataTree) -> dict:
     stacked = post.stack(sample=("chain", "draw"))
     mu = stacked["mu"].values
     a = stacked["agent_effect"].transpose("sample", "agent").values
-    b = stacked["task_effect"].transpose("sample", "task").values
-    sd_task = stacked["sd_task"].values
+    # a fit of one agent with one run per task has no task effect (unidentified_components):
+    # its cells' logits are the ability (plus the cluster's effect)
+    no_task = "task_effect" not in stacked
+    n_runs = const["n_runs"].transpose("agent", "task")
+    b = np.zeros((mu.size, n_runs.sizes["task"])) if no_task else stacked["task_effect"].transpose("sample", "task").values
+    sd_task = np.zeros(mu.size) if no_task else stacked["sd_task"].values
     has_cluster = "cluster_effect" in stacked and "task_cluster_idx" in const
     sd_cluster2 = np.zeros(mu.size)
     if has_cluster:
@@ -121,13 +125,14 @@ def _parts(fit: xr.DataTree) -> dict:
         "sd_cluster2": sd_cluster2,
         "has_cluster": has_cluster,
         "sd_at": stacked["sd_agent_task"].values if "sd_agent_task" in stacked else np.zeros(mu.size),
-        "n": const["n_runs"].transpose("agent", "task").values.astype(float),
+        "n": n_runs.values.astype(float),
         "y": const["n_success"].transpose("agent", "task").values.astype(float),
         "agent": post["agent"].values,
-        "task": post["task"].values,
+        "task": n_runs["task"].values,
         "n_quad": int(opts.get("n_quad", 7)),
         "latent": opts.get("agent_task") == "latent",
         "no_ab": opts.get("agent_task") == "none",
+        "no_task": no_task,
     }
 
 

@@ -50,7 +50,8 @@ def _latent(fit: xr.DataTree) -> dict[str, np.ndarray]:
     out = {
         "mu": post["mu"].values,
         "a": post["sd_agent"].values ** 2 if "sd_agent" in post else zero,
-        "t": post["sd_task"].values ** 2,
+        # no sd_task: a fit of one agent with one run per task leaves the task effect out
+        "t": post["sd_task"].values ** 2 if "sd_task" in post else zero,
         "c": post["sd_cluster"].values ** 2 if "sd_cluster" in post else zero,
         "at": post["sd_agent_task"].values ** 2 if "sd_agent_task" in post else zero,
     }
