@@ -237,7 +237,7 @@ def _sd_notes(ctx: DemoContext) -> dict[str, str]:
     if "agent" in rules:
         notes["sd_agent"] = f"sd_agent is not shown: {rules['agent'][0]}."
     if "task" in rules:
-        notes["sd_task"] = f"sd_task is not shown: it rests on its prior, since {rules['task'][0]}."
+        notes["sd_task"] = f"sd_task is not shown: the model leaves it out, since {rules['task'][0]}."
     elif "agent:task" in rules:
         notes["sd_task"] = f"sd_task holds the agent x task spread too: {rules['agent:task'][0]}."
     return notes
@@ -273,12 +273,14 @@ def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFra
 
 
 def _model_terms(dt: xr.DataTree) -> str:
-    """The fitted crossed model's terms in words, as its builder decided them (with why, for agent x task)."""
+    """The fitted crossed model's terms in words, as its builder decided them (with why, for agent x task and task)."""
     import json
 
     decisions = json.loads(dt.attrs.get("hierbench_structure", "{}")).get("decisions", {})
     opts = json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {})
-    terms = ["agent", "task"] + (["cluster"] if opts.get("clusters") else [])
+    # one agent with one run per task: the builder leaves the task effect out (task_spread 'none')
+    no_task = decisions.get("task_spread", {}).get("choice") == "none"
+    terms = ["agent"] + ([] if no_task else ["task"]) + (["cluster"] if opts.get("clusters") else [])
     at = opts.get("agent_task")
     if at == "marginal":
         terms.append("agent x task, integrated out of each cell by adaptive Gauss-Hermite quadrature")
@@ -287,7 +289,8 @@ def _model_terms(dt: xr.DataTree) -> str:
     else:
         why = decisions.get("agent_task", {}).get("reason", "")
         terms.append("no agent x task effect" + (f": {why}" if why else ""))
-    return " + ".join(terms[:-1]) + "; " + terms[-1]
+    out = " + ".join(terms[:-1]) + "; " + terms[-1]
+    return out + (f"; no task effect: {decisions['task_spread']['reason']}" if no_task else "")
 
 
 def _bayes_section(ctx: DemoContext) -> str:

@@ -418,7 +418,7 @@ def crossed_pass_k(
     mins = min_runs_per_k(min_runs, ks)
     observed_only(population, realised, mins, kind == "at")
     parts = _parts(fit)
-    _warn_unidentified(parts, ks)
+    _warn_unidentified(parts, ks, population or bool((mins[ks > 1] <= parts["n"].max()).any()))
     fixed_p = parts["latent"] or parts["no_ab"]  # p_mt is a function of the draw
     if population:
         expected = vals = _population_draws(parts, _crossed_fns(kind, ks))
@@ -434,10 +434,21 @@ def crossed_pass_k(
     )
 
 
-def _warn_unidentified(parts: dict, ks: np.ndarray) -> None:
+def _warn_unidentified(parts: dict, ks: np.ndarray, repeats: bool = True) -> None:
+    """Warn when a k > 1 rests on a spread the fit leaves out (``repeats``: some k > 1 has tasks to average)."""
+    rules = unidentified_components(parts["n"])
+    if parts["no_task"] and "task" in rules and (ks > 1).any() and repeats:
+        warn_user(
+            f"this crossed fit has no task effect ({rules['task'][0]}): pass^k / pass@k for k > 1 "
+            "depend on how success probabilities spread across tasks, which these data cannot tell; "
+            "they are computed as if every task (of a cluster) had the same probability, which "
+            "understates pass^k and overstates pass@k if tasks differ. k = 1 does not rest on it",
+            UnidentifiedWarning,
+        )
+        return
     # where the design rule folds the interaction into the task effect (one agent), the task
     # effect is each cell's own effect: nothing is assumed away
-    into = unidentified_components(parts["n"]).get("agent:task", ("", None))[1]
+    into = rules.get("agent:task", ("", None))[1]
     if parts["no_ab"] and (ks > 1).any() and into != "task":
         warn_user(
             "this crossed fit has no agent x task effect (agent_task='none', usually R = 1): "
