@@ -67,13 +67,14 @@ def test_one_agent_has_no_sd_agent_and_says_why():
         build_crossed(two, agents="random")
 
 
-def test_one_agent_one_run_says_the_task_spread_rests_on_its_prior():
+def test_one_agent_one_run_leaves_the_task_spread_out():
+    # on its prior it never converged (SWE-bench, one model: ESS 68-162, E-BFMI 0.15 at sd_task)
     one_run, _ = simulate_eval(n_agents=1, n_tasks=30, n_runs=1, rng=0)
     m = build_crossed(one_run)
     st = m.hierbench["structure"]
-    assert st["decisions"]["task_spread"]["choice"] == "from its prior"
+    assert st["decisions"]["task_spread"]["choice"] == "none"
     assert "nothing repeats within a task" in st["decisions"]["task_spread"]["reason"]
-    assert "nothing repeats within a task" in st["hints"]["sd_task"][0]
+    assert "sd_task" not in m.named_vars and "task_effect" not in m.named_vars
     # repeated runs, or a second agent, identify it: no such decision
     for data in (simulate_eval(1, 30, 2, rng=0)[0], simulate_eval(2, 30, 1, rng=0)[0]):
         assert "task_spread" not in decisions(build_crossed(data))

@@ -55,7 +55,10 @@ def _fit(
     """A crossed fit (agents="random": ``sd_agent`` whatever the design) of an n_agents x T design.
 
     ``idle`` more agents come first in the fit with no runs at all (in the posterior, on their prior).
+    Where the rule leaves the task spread undefined (one agent, one run) the fit has no task
+    effect and no ``sd_task``, as the builder leaves them out.
     """
+    no_task = "task" in FOLDING[n_agents, n_runs]
     g = np.random.default_rng(seed)
     n = np.vstack([np.zeros((idle, T), int), np.full((n_agents, T), n_runs)])
     n_agents += idle
@@ -67,6 +70,8 @@ def _fit(
         "sd_task": (cd, g.uniform(0.5, 1.5, (2, draws))),
         "sd_agent": (cd, g.uniform(0.3, 1.0, (2, draws))),
     }
+    if no_task:
+        del post["task_effect"], post["sd_task"]
     if agent_task != "none":
         post["sd_agent_task"] = (cd, g.uniform(0.2, 0.8, (2, draws)))
     const = {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), g.binomial(n, 0.5))}
@@ -170,3 +175,7 @@ def test_pass_k_warns_only_where_the_interaction_is_assumed_away(design, idle):
     _, seen = _quiet(crossed_pass_k, _fit(m, r, agent_task="none", idle=idle), k=2)
     warned = any(issubclass(w.category, UndefinedWarning) and "agent_task='none'" in str(w.message) for w in seen)
     assert warned == (rule.get("agent:task", ("", None))[1] != "task")
+    # no task effect (one agent, one run): k > 1 needs the tasks' spread, said with the rule's reason
+    spread = [str(w.message) for w in seen if issubclass(w.category, UndefinedWarning) and "no task effect" in str(w.message)]
+    assert bool(spread) == ("task" in rule)
+    assert all(f"({rule['task'][0]})" in m for m in spread)
