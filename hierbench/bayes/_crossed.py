@@ -641,6 +641,18 @@ def build_crossed(
 ) -> pm.Model:
     """Build the crossed agent x task (x cluster) logistic model.
 
+    What the design cannot identify is left out (the rule:
+    :func:`hierbench.metrics.unidentified_components`; :func:`hierbench.bayes.describe`
+    shows each decision and its reason): ``sd_agent`` with one agent (``agents``),
+    the agent x task effect with one run per cell or one agent (``agent_task``),
+    and, with one agent and one run per task, the task effect and ``sd_task``
+    (nothing repeats within a task, so the task spread cannot be told apart from
+    run-to-run noise; kept on its prior it did not converge: SWE-bench, one
+    model, ESS 68-162 and E-BFMI 0.15 at ``sd_task``). The cells' logit is then
+    the ability (plus its cluster's effect, whose spread the clusters' rates
+    identify); ``priors['sd_task']`` is refused, and a task effect fitted anyway
+    is a ``(1|task)`` term of :func:`hierbench.bayes.build_mixed`.
+
     Parameters
     ----------
     data : xarray.Dataset
@@ -695,7 +707,8 @@ def build_crossed(
     pymc.Model
         Posterior names ``mu``, ``sd_agent``, ``sd_task``, ``sd_agent_task``,
         (``sd_cluster``, ``cluster_effect(cluster)``), ``agent_effect(agent)``,
-        ``task_effect(task)``; deterministics ``ability(agent)`` (logit
+        ``task_effect(task)`` (neither ``sd_task`` nor ``task_effect`` with one
+        agent and one run per task); deterministics ``ability(agent)`` (logit
         scale: ``mu + agent_effect``, the agent's log-odds on a task of
         average difficulty), ``mean_new_task(agent)`` (expected success
         probability on a new task from the population) and
