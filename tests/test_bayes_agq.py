@@ -173,3 +173,35 @@ def test_vectorisable_exp_and_log_are_within_two_ulp_of_numpy():
     want = np.log(v)
     # absolute: log(1 + t) is added to terms of order one in the kernels
     assert np.abs(out - want).max() <= 2 * np.spacing(1.0)
+
+
+@pytest.mark.parametrize("sd", [0.05, 0.5, 2.0, 5.0])
+def test_node_centre_is_the_mode_to_1e_10(sd):
+    # the nodes sit at each cell's mode, found by Newton steps that stop once a step is below
+    # NEWTON_TOL: the mode must agree with scipy's root of the score to 1e-10 (quadratic
+    # convergence leaves about C tol^2), for both placements (NumPy and the numba kernel's)
+    from scipy import optimize
+
+    from hierbench._numerics import agq as shared
+    from hierbench._numerics import agq_numba
+
+    rng = np.random.default_rng(11)
+    cells = [*CELLS] + [(int(rng.binomial(k, 0.4)), k, float(rng.normal(-1, 2))) for k in (1, 2, 3, 5, 20, 100) * 8]
+    y = np.array([c[0] for c in cells], float)
+    n = np.array([c[1] for c in cells], float)
+    eta = np.array([c[2] for c in cells], float)
+    prec = 1.0 / sd**2
+
+    def score(x, yi, ni, ei):
+        return yi - ni * expit(ei + x) - x * prec
+
+    # the score falls from +inf to -inf: its root lies within the bracket where it changes sign
+    want = np.array([optimize.brentq(score, -60.0, 60.0, args=c, xtol=1e-15, rtol=1e-15) for c in zip(y, n, eta)])
+    m_np, _, _ = shared.cell_modes(y, n, eta, np.full_like(y, prec))
+    m_nb, s_nb = np.empty_like(y), np.empty_like(y)
+    agq_numba.centre(y, n, eta, prec, shared.NEWTON_STEPS, m_nb, s_nb)
+    assert np.abs(m_np - want).max() < 1e-10
+    assert np.abs(m_nb - want).max() < 1e-10
+    # and the scale is the curvature's at that mode
+    p = expit(eta + want)
+    np.testing.assert_allclose(s_nb, 1.0 / np.sqrt(n * p * (1 - p) + prec), rtol=1e-9)
