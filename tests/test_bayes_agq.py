@@ -196,7 +196,7 @@ def test_node_centre_is_the_mode_to_1e_10(sd):
         return yi - ni * expit(ei + x) - x * prec
 
     # the score falls from +inf to -inf: its root lies within the bracket where it changes sign
-    want = np.array([optimize.brentq(score, -60.0, 60.0, args=c, xtol=1e-15, rtol=1e-15) for c in zip(y, n, eta)])
+    want = np.array([optimize.brentq(score, -60.0, 60.0, args=c, xtol=1e-15, rtol=1e-15) for c in zip(y, n, eta, strict=True)])
     m_np, _, _ = shared.cell_modes(y, n, eta, np.full_like(y, prec))
     m_nb, s_nb = np.empty_like(y), np.empty_like(y)
     agq_numba.centre(y, n, eta, prec, shared.NEWTON_STEPS, m_nb, s_nb)

@@ -641,8 +641,8 @@ def build_crossed(
 ) -> pm.Model:
     """Build the crossed agent x task (x cluster) logistic model.
 
-    What the design cannot identify is left out (the rule:
-    :func:`hierbench.metrics.unidentified_components`; :func:`hierbench.bayes.describe`
+    What the design cannot identify is left out (the rule of
+    :func:`hierbench.metrics.crossed_variance_components`; :func:`hierbench.bayes.describe`
     shows each decision and its reason): ``sd_agent`` with one agent (``agents``),
     the agent x task effect with one run per cell or one agent (``agent_task``),
     and, with one agent and one run per task, the task effect and ``sd_task``
