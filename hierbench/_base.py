@@ -126,6 +126,10 @@ class UndefinedWarning(HierbenchWarning):
     """Something asked for is undefined on these data: it is NaN there, never a silent 0."""
 
 
+class UnidentifiedWarning(UndefinedWarning):
+    """A quantity is asked for that the data cannot identify (it rests on an assumption)."""
+
+
 class NotConvergedWarning(HierbenchWarning):
     """A fit or an iteration stopped short of its convergence criterion: its numbers may be off."""
 
@@ -813,6 +817,78 @@ def refuse_agents_without_runs(n_runs: Any, agents: Any, name: str = "data", wha
             f"and {what} has no data to estimate them from; drop them first: "
             f"{name}.drop_sel(agent={idle.tolist()!r})"
         )
+
+
+#: why a component of a crossed decomposition cannot be estimated on its own from the design;
+#: each rule said once, here (the builder's structure and the report quote them)
+NO_AGENT_SPREAD = "one agent, so there is no spread between agents to estimate"
+AGENT_TASK_IN_TASK = "one agent, so the agent x task interaction cannot be told apart from the task effect"
+ONE_RUN = (
+    "one run per agent x task cell, so the agent x task interaction cannot be told apart from "
+    "run-to-run noise"
+)
+TASK_IN_RUNS = (
+    "one agent with one run per task, so nothing repeats within a task and the task spread "
+    "cannot be told apart from run-to-run noise"
+)
+
+
+def unidentified_by_design(n_agents: int, max_runs_per_cell: int) -> dict[str, tuple[str, str | None]]:
+    """The rule of :func:`unidentified_components`, from the two figures that decide it.
+
+    ``n_agents`` counts the agents with at least one run, ``max_runs_per_cell``
+    the most runs of any agent x task cell. For a consumer that holds these
+    figures rather than the run counts (a builder's design figures); the
+    folding and the reason texts are decided here and nowhere else.
+
+    Examples
+    --------
+    >>> unidentified_by_design(1, 1)["agent:task"]
+    ('one agent, so the agent x task interaction cannot be told apart from the task effect', 'task')
+    >>> unidentified_by_design(3, 1)["agent:task"][1]
+    'residual'
+    """
+    if n_agents >= 2:
+        return {"agent:task": (ONE_RUN, "residual")} if max_runs_per_cell < 2 else {}
+    out: dict[str, tuple[str, str | None]] = {
+        "agent": (NO_AGENT_SPREAD, None),
+        "agent:task": (AGENT_TASK_IN_TASK, "task"),
+    }
+    if max_runs_per_cell < 2:
+        out["task"] = (TASK_IN_RUNS, "residual")
+    return out
+
+
+def agents_with_runs(n_runs: np.ndarray) -> np.ndarray:
+    """Indices of the agents (rows of ``n_runs``) with at least one run: the agents the rule counts."""
+    return np.flatnonzero((np.asarray(n_runs) > 0).any(axis=1))
+
+
+def unidentified_components(n_runs: np.ndarray) -> dict[str, tuple[str, str | None]]:
+    """The components an (agent, task) design of run counts cannot identify on their own.
+
+    ``{component: (reason, partner)}``, by the generic names ``agent``,
+    ``task``, ``agent:task``, ``residual``: the component is undefined, and
+    what the data do identify is its sum with ``partner`` (None: nothing).
+    The one owner of these decisions and their reasons: every consumer
+    (the crossed model's builder and structure, its variance components,
+    the G-study adapter, the report, the crossed maximum-likelihood fit) asks here (or
+    :func:`unidentified_by_design`, the same rule from the design figures).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sorted(unidentified_components(np.full((1, 5), 3)))
+    ['agent', 'agent:task']
+    >>> unidentified_components(np.full((1, 5), 1))["task"][1]
+    'residual'
+    >>> unidentified_components(np.full((2, 5), 1))["agent:task"][1]
+    'residual'
+    >>> unidentified_components(np.full((2, 5), 2))
+    {}
+    """
+    n = np.asarray(n_runs)
+    return unidentified_by_design(int(agents_with_runs(n).size), int(n.max()))
 
 
 def cluster_label(data: xr.Dataset | xr.DataArray, cluster: str | None = "auto") -> str:

@@ -103,6 +103,19 @@ def test_the_ability_posterior_is_the_exact_one():
     # the posterior predictive: each task's run a Bernoulli at the same rate
     yrep = res["posterior_predictive"]["y"].values
     assert yrep.shape[-1] == t and abs(yrep.mean() - p) < 0.03
+    # the ability is the pooled rate's log-odds here, and its attrs say so (not "average difficulty")
+    meaning = post["ability"].attrs["meaning"]
+    assert "pooled over the benchmark's tasks" in meaning and "is not the log-odds on a task" in meaning
+
+
+def test_the_ability_meaning_follows_the_design():
+    kinds = {}
+    for n_agents, n_runs, clusters in [(2, 1, 0), (1, 2, 0), (1, 1, 0), (1, 1, 4)]:
+        data, _ = simulate_eval(n_agents=n_agents, n_tasks=20, n_runs=n_runs, n_clusters=clusters, rng=0)
+        kinds[n_agents, n_runs, clusters] = build_crossed(data).hierbench["var_attrs"]["ability"]["meaning"]
+    assert kinds[2, 1, 0] == kinds[1, 2, 0] and kinds[2, 1, 0].endswith("on a task of average difficulty")
+    assert "pooled over the benchmark's tasks" in kinds[1, 1, 0]
+    assert "pooled over the tasks of a cluster of average difficulty" in kinds[1, 1, 4]
 
 
 @pytest.fixture(scope="module")

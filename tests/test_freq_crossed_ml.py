@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.api as sm
 import xarray as xr
 from _helpers import agent_task_counts
 from scipy import integrate
@@ -23,6 +24,7 @@ from scipy.special import expit
 from scipy.special import gammaln
 
 from hierbench._base import PartialCreditError
+from hierbench._base import UnidentifiedWarning
 from hierbench.freq import IgnoredClusterWarning
 from hierbench.freq import SeparatedAgentWarning
 from hierbench.freq import fit_crossed_ml
@@ -365,12 +367,35 @@ def test_side_by_side_with_a_posterior():
 # --------------------------------------------------------------------------- awkward shapes and bad input
 
 
-def test_one_agent_ragged_cells_and_one_run():
+@pytest.mark.parametrize("intervals", ["wald", "profile", "bootstrap"])
+def test_one_agent_with_one_run_per_task_leaves_the_task_effect_out(intervals):
+    # nothing repeats within a task: each task's success probability is the same function of
+    # the ability and sd_task (a flat ridge; before, sd_task came out near its start value with
+    # the interval [0, inf) and the ability's interval spanned [-6, 6] at a 46% success rate)
     data, _ = simulate_eval(n_agents=1, n_tasks=80, n_runs=1, p_missing_task=0.1, rng=4)
-    res = fit_crossed_ml(data, intervals="wald")
-    assert res.options["agent_task"] == "none"  # one run per cell: the cell effect is not identified
-    assert np.isfinite(res.estimate.values).all()
-    assert res.task_effect.sizes["task"] == 80
+    with pytest.warns(UnidentifiedWarning, match=r"sd_task is undefined \(one agent with one run per task"):
+        res = fit_crossed_ml(data, intervals=intervals, rng=0)
+    assert res.options["agent_task"] == "none" and res.options["task_effect"] == "none"
+    # the intercept-only logistic regression of the runs (statsmodels), estimate and Wald interval
+    y = data["score"].values.ravel()
+    y = y[np.isfinite(y)]
+    glm = sm.GLM(y, np.ones((y.size, 1)), family=sm.families.Binomial()).fit()
+    assert float(res.estimate[0]) == pytest.approx(float(glm.params[0]), abs=1e-10)
+    assert float(res.standard_error[0]) == pytest.approx(float(glm.bse[0]), rel=1e-8)
+    np.testing.assert_allclose(res.ci.values[0], glm.conf_int(0.05)[0], rtol=1e-8)
+    assert "pooled" in res.estimate.attrs["meaning"]
+    assert np.isnan(res.sd.values).all() and np.isnan(res.sd_ci.values).all()
+    assert res.task_effect.sizes["task"] == 80 and np.isnan(res.task_effect.values).all()
+    assert res.loglik == pytest.approx(float(glm.llf), rel=1e-10)
+
+
+def test_one_agent_with_two_runs_per_task_keeps_the_task_spread():
+    data, _ = simulate_eval(n_agents=1, n_tasks=80, n_runs=2, rng=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnidentifiedWarning)
+        res = fit_crossed_ml(data, intervals="wald")
+    assert res.options["task_effect"] == "random" and np.isfinite(res.sd.values).all()
+    assert "average difficulty" in res.estimate.attrs["meaning"]
 
 
 def test_separated_agent_is_nan_with_a_warning():

@@ -261,24 +261,25 @@ def _decide(
     st = Structure("crossed", count_design(counts, cells))
     agent_task = decide_agent_task(st, agent_task)
     use_cluster = decide_clusters(st, clusters)
-    task = "task" not in unidentified_components(counts["n_runs"].values)
+    rules = unidentified_components(counts["n_runs"].values)
+    task = "task" not in rules
     scores, spread, n_levels = _centring_scores(counts, st, agent_task, use_cluster, task)
     never = ("agent",) if agents == "fixed" else ()
     centred_set = decide_centring(st, centred, scores, n_levels, spread=spread, never=never)
     centred_set = centred_set if task else centred_set - {"task"}
     _record_forms(st, agents, use_cluster, centred_set, task)
-    _record_unidentified(st, counts, agents)
+    _record_unidentified(st, rules, agents)
     return st, use_cluster, agent_task, centred_set, task
 
 
-def _record_unidentified(st: Structure, counts: xr.Dataset, agents: str) -> None:
+def _record_unidentified(st: Structure, rules: dict, agents: str) -> None:
     """What the design leaves undefined (:func:`hierbench.metrics.unidentified_components`), said in the structure.
 
     One agent: no ``sd_agent`` (with ``agents="random"`` it is fitted as asked,
     on its prior, with :class:`UnidentifiedTermWarning`). One agent with one
     run per task: no task effect and no ``sd_task`` (:func:`_decide` leaves them out).
+    ``rules`` is what :func:`~hierbench.metrics.unidentified_components` returned for the design.
     """
-    rules = unidentified_components(counts["n_runs"].values)
     if "agent" in rules and agents == "random":
         why = rules["agent"][0]
         st.decide("agents", agents, "fixed", "", unidentified="random", why_unidentified=why)
@@ -594,7 +595,21 @@ def _likelihood(
         _likelihood_marginal(eta_cell, sd_at, n_cell, y_cell, cells, n_quad)
 
 
-def _info(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, options: dict, cl_idx: Any) -> dict:
+def _ability_meaning(task: bool, use_cluster: bool) -> str:
+    """What the ``ability`` variable is, said for the model actually built."""
+    if task:
+        return "mu + agent_effect: log-odds of success on a task of average difficulty"
+    where = "the tasks of a cluster of average difficulty" if use_cluster else "the benchmark's tasks"
+    return (
+        f"mu + agent_effect: log-odds of success pooled over {where}; one agent with one run per "
+        "task leaves the task spread unidentified, so this is not the log-odds on a task of "
+        "average difficulty (that is further from 0 when tasks differ)"
+    )
+
+
+def _info(
+    st: Structure, counts: xr.Dataset, cells: dict, pri: dict, options: dict, cl_idx: Any, task: bool = True
+) -> dict:
     """The data the model carries for :func:`hierbench.bayes.fit` (no callables: hooks by name)."""
     return count_info(
         "crossed",
@@ -619,7 +634,7 @@ def _info(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, options: di
         var_attrs={
             "ability": {
                 "scale": "logit",
-                "meaning": "mu + agent_effect: log-odds of success on a task of average difficulty",
+                "meaning": _ability_meaning(task, options["clusters"]),
             },
             "mean_new_task": {
                 "scale": "probability",
@@ -754,7 +769,7 @@ def build_crossed(
         _likelihood(theta, ability, parts, n_cell, y_cell, cells, agent_task, n_quad)
     options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
                "agents": agents, "centred": sorted(centred_set)}  # fmt: skip
-    model.hierbench = _info(st, counts, cells, pri, options, cl_idx)
+    model.hierbench = _info(st, counts, cells, pri, options, cl_idx, task)
     return model
 
 

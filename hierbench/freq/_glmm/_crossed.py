@@ -55,8 +55,10 @@ import xarray as xr
 from scipy.special import gammaln
 
 from ..._base import DEFAULT_PROB
+from ..._base import TASK_IN_RUNS
 from ..._base import HierbenchError
 from ..._base import HierbenchWarning
+from ..._base import UnidentifiedWarning
 from ..._base import as_rng
 from ..._base import check_choice
 from ..._base import check_int
@@ -64,6 +66,7 @@ from ..._base import check_prob
 from ..._base import counts
 from ..._base import make_interval
 from ..._base import refuse_agents_without_runs
+from ..._base import unidentified_components
 from ..._base import warn_user
 from ..._numerics import gauss_hermite
 from ...data import ModelDesign
@@ -406,7 +409,10 @@ def fit_crossed_ml(
         n_resamples = check_int(n_resamples, "n_resamples", min=10)
     c = _prepare(data)
     inputs = _crossed_inputs(c, agent_task)
-    fitted = _fit_crossed(inputs, n_agq, n_quad, prob, intervals, n_resamples, rng)
+    if inputs["pooled"]:
+        fitted = _fit_pooled(inputs, n_agq, n_quad, prob, intervals)
+    else:
+        fitted = _fit_crossed(inputs, n_agq, n_quad, prob, intervals, n_resamples, rng)
     res = _crossed_result(inputs, fitted, n_agq, n_quad, prob, intervals)
     return res if design is None else _named_as(res, design)
 
@@ -530,9 +536,50 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
             SeparatedAgentWarning,
         )
     keep = ~sep
+    # the design rule (hierbench._base.unidentified_components): one agent with one run per
+    # task identifies no task spread, so the task effect is left out, as the Bayesian model does
+    pooled = "task" in unidentified_components(n_all)
     return {
         "y": y_all[keep][:, ran_tasks].T, "n": n_all[keep][:, ran_tasks].T, "keep": keep, "sep": sep,
-        "ran_tasks": ran_tasks, "agents": agents, "tasks": tasks, "agent_task": agent_task,
+        "ran_tasks": ran_tasks, "agents": agents, "tasks": tasks,
+        "agent_task": "none" if pooled else agent_task, "pooled": pooled,
+    }  # fmt: skip
+
+
+#: the interval kind each ``intervals`` choice gives the scales
+_SD_KINDS = {"profile": "profile", "wald": "normal", "bootstrap": "percentile"}
+
+
+def _fit_pooled(inp: dict[str, Any], n_agq: int, n_quad: int, prob: float, intervals: str) -> dict[str, Any]:
+    """One agent with one run per task: no task effect, the ability is the pooled rate's log-odds.
+
+    Each task's success probability is then the same function of the ability and
+    ``sd_task`` (the likelihood is flat along a ridge of the two), so ``sd_task``
+    has no estimate; without a task effect the model is one binomial, whose
+    maximum-likelihood ability and observed information are in closed form.
+    """
+    warn_user(
+        f"fit_crossed_ml: sd_task is undefined ({TASK_IN_RUNS}); the task effect is left out, as "
+        "in the Bayesian crossed model, so the ability is the log-odds of the pooled success rate "
+        "and sd_task, its interval and the task effects are NaN. Run each task more than once to "
+        "estimate the task spread",
+        UnidentifiedWarning,
+    )
+    y, n = inp["y"], inp["n"]
+    lik = _Lik(y, n, False, n_agq, n_quad)
+    s, t = float(y.sum()), float(n.sum())
+    p = s / t
+    var = 1.0 / (t * p * (1.0 - p))
+    sd_da = xr.DataArray([np.nan], dims="component", coords={"component": ["sd_task"]}, name="sd")
+    sd_ci = make_interval(
+        np.array([np.nan]), np.array([np.nan]), prob=prob, kind=_SD_KINDS[intervals],
+        detail=f"undefined: {TASK_IN_RUNS}", template=sd_da, warn_zero_width=False,
+    )  # fmt: skip
+    return {
+        "lik": lik, "x": np.array([math.log(p / (1.0 - p)), np.nan]),
+        "ll": s * math.log(p) + (t - s) * math.log1p(-p), "ok": True,
+        "V": np.array([[var, np.nan], [np.nan, np.nan]]), "modes": np.full(lik.T, np.nan),
+        "cond_sd": np.full(lik.T, np.nan), "sd": sd_da, "sd_ci": sd_ci, "resamples": None,
     }  # fmt: skip
 
 
@@ -600,6 +647,13 @@ def _fit_crossed(
     return out
 
 
+_ABILITY_MEANING = {
+    False: "ability: log-odds of success on a task of average difficulty",
+    True: "ability: log-odds of the success rate pooled over the tasks (no task effect: "
+    "one agent with one run per task identifies no task spread)",
+}
+
+
 def _crossed_result(
     inp: dict[str, Any], fit: dict[str, Any], n_agq: int, n_quad: int, prob: float, intervals: str
 ) -> CrossedMLResult:
@@ -613,7 +667,7 @@ def _crossed_result(
     alpha[keep] = x_hat[:A]
     se[keep] = np.sqrt(np.clip(np.diag(V)[:A], 0, None))
     est = xr.DataArray(alpha, dims="agent", coords={"agent": agents}, name="estimate")
-    est.attrs = {"scale": "logit", "meaning": "ability: log-odds of success on a task of average difficulty"}
+    est.attrs = {"scale": "logit", "meaning": _ABILITY_MEANING[inp["pooled"]]}
     ci = make_interval(
         est - z * se, est + z * se, prob=prob, kind="normal",
         detail="Wald: estimate +- z * SE from the inverse observed information", warn_zero_width=False,
@@ -638,7 +692,12 @@ def _crossed_result(
         n_quad=n_quad,
         converged=bool(fit["ok"]),
         n_evaluations=int(lik.n_eval),
-        options={"agent_task": inp["agent_task"], "intervals": intervals, "n_separated_agents": int(inp["sep"].sum())},
+        options={
+            "agent_task": inp["agent_task"],
+            "task_effect": "none" if inp["pooled"] else "random",
+            "intervals": intervals,
+            "n_separated_agents": int(inp["sep"].sum()),
+        },
         sd_resamples=fit["resamples"],
     )
 
