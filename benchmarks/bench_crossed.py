@@ -36,6 +36,12 @@ per cell. Usage::
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
 
+Measured 2026-12-03, later again (``results/bench_crossed_stop40.jsonl``), same run, nothing else
+running (load 0.5-2.4), seed 1, after the Newton tolerance change (1e-10 -> 1e-6): default
+21.4 / 42.7 / 101.5 s against old_default 73.4 / 119.2 / 288.7 s (ratios 0.29 / 0.36 / 0.35);
+250 / 300 / 300 draws per chain, min ESS tail 461 / 471 / 409, R-hat 1.036 / 1.031 / 1.039
+(within their limits), 0 divergences. Still over the 20 / 40 / 90 s targets by 7-13%.
+
 Measured 2026-12-03, later (``results/bench_crossed_stop38.jsonl``), same run, nothing else
 running, seed 1, the same code: default 25.8 / 47.4 / 104.1 s against old_default 71.4 / 144.1 /
 288.7 s (ratios 0.36 / 0.33 / 0.36); the same draws, ESS and R-hat as below, on a machine slower

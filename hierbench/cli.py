@@ -143,8 +143,21 @@ def _reader_options(opts: dict) -> dict:
     }
 
 
+#: a ``.json`` file in a folder is an Inspect log when its name starts with the ISO time
+#: ``inspect eval`` names its logs by (Inspect's own listing skips other JSON, e.g. an index)
+_INSPECT_JSON_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}.*\.json$")
+
+
 def _is_inspect(p: Path) -> bool:
-    return p.suffix == ".eval" or (p.is_dir() and any(p.rglob("*.eval")))
+    """An Inspect log (``.eval`` or ``.json``, ``inspect eval``'s two formats), or a folder of them.
+
+    A folder counts when it holds a ``.eval`` log or a time-named ``.json`` one, the files
+    :func:`~hierbench.data.read_inspect_log` reads from a folder; any other folder is a table
+    (Parquet).
+    """
+    if not p.is_dir():
+        return p.suffix in (".eval", ".json")
+    return any(p.rglob("*.eval")) or any(_INSPECT_JSON_NAME.match(f.name) for f in p.rglob("*.json"))
 
 
 @functools.cache
@@ -231,7 +244,7 @@ def _one_or_inspect_logs(paths: Sequence[str]) -> Path | list[Path]:
     other = [str(x) for x in ps if not _is_inspect(x)]
     if other:
         raise CliError(
-            f"LOG: {len(ps)} files given, but only Inspect logs (.eval, or folders of them) are read "
+            f"LOG: {len(ps)} files given, but only Inspect logs (.eval or .json, or folders of them) are read "
             f"together (one model per log); these are not: {', '.join(other)}. Put every agent's "
             "runs in one table (one row per run, an agent column) and pass that one file"
         )
@@ -249,7 +262,7 @@ def _check_no_log_flags(args: argparse.Namespace, why: str) -> None:
 
 
 def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
-    """Read LOG (CSV, TSV, JSONL, Parquet, netCDF ``.nc``, or Inspect ``.eval`` logs) into an eval dataset.
+    """Read LOG (CSV, TSV, JSONL, Parquet, netCDF ``.nc``, or Inspect ``.eval`` / ``.json`` logs) into an eval dataset.
 
     ``path`` is one path, or several Inspect logs (one per model, as ``inspect eval``
     writes them). Returns the dataset and the warnings raised while reading (as text).
@@ -706,7 +719,7 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         default=None,
         help="the log holds one agent and no agent column: call it NAME",
     )
-    r = p.add_argument_group("reading (tabular logs)")
+    r = p.add_argument_group("reading (tables; --errors also Inspect logs, --scorer Inspect logs only)")
     r.add_argument(
         "--run-index",
         choices=["auto", "label", "within_cell"],
@@ -742,7 +755,7 @@ def _add_file_options(p: argparse.ArgumentParser) -> None:
         "file",
         metavar="LOG",
         nargs="+",
-        help="run records: .csv, .tsv, .jsonl, .parquet, .nc, or Inspect .eval logs (several "
+        help="run records: .csv, .tsv, .jsonl, .parquet, .nc, or Inspect .eval or .json logs (several "
         "Inspect logs, one per model, are read together)",
     )
     _add_columns(p)

@@ -233,6 +233,30 @@ def test_json_log_reads_like_the_eval_log(logs, tmp_path):
 
 
 @pytest.mark.slow
+def test_cli_reads_json_logs_a_file_and_a_folder_as_the_library_does(logs, tmp_path, capsys):
+    # the CLI once took only .eval as Inspect: a .json log was refused as an unknown table type
+    # and a folder of them was read as a Parquet folder
+    from hierbench.cli import main
+
+    _, by = logs
+    folder = tmp_path / "json_logs"
+    folder.mkdir()
+    for name in ("agree", "contrary"):  # named as inspect eval names them (a folder is read by name)
+        path = folder / f"2026-01-02T03-04-05+00-00_toy_{name}.json"
+        write_eval_log(read_eval_log(by[("toy", f"mockllm/{name}")]), str(path))
+    (folder / "logs.json").write_text("{}")  # not a log: Inspect's listing skips it, and so does the CLI
+    one = next(folder.glob("*agree.json"))
+    for target in (one, folder):
+        assert main(["summary", str(target), "--scorer", "match", "--json"]) == 0
+        got = {r["agent"]: r["mean_score"] for r in json.loads(capsys.readouterr().out)["agents"]}
+        lib = read_inspect_log(str(target), scorer="match")
+        want = lib["score"].mean("run").mean("task")  # per-task means, then over tasks
+        assert got == pytest.approx({str(a): float(want.sel(agent=a)) for a in lib["agent"].values})
+    assert main(["summary", str(one), "--agent", "model"]) == 2  # a table flag
+    assert "is read as Inspect logs" in capsys.readouterr().err
+
+
+@pytest.mark.slow
 def test_bool_noanswer_and_partial_values_use_inspects_conversion(logs):
     _, by = logs
     ds = read_inspect_log(by[("toy", "mockllm/agree")], scorer="mixed")
