@@ -88,6 +88,19 @@ def test_one_task_is_refused_as_by_the_frequentist_half():
     build_crossed(counts([[3, 3], [3, 3]], [[1, 2], [2, 0]]))  # two tasks: built
 
 
+def test_tasks_no_agent_ran_are_counted_and_said():
+    # three tasks of five never run (every run errored and was excluded, say): kept, as the
+    # benchmark's tasks, but counted and said, since their effects rest on the prior alone
+    n = [[3, 0, 2, 0, 0], [3, 0, 3, 0, 0]]
+    model = build_crossed(counts(n, [[1, 0, 2, 0, 0], [2, 0, 1, 0, 0]]))
+    design = model.hierbench["structure"]["design"]
+    assert design["n_tasks_not_run"] == 3 and design["n_cells_not_run"] == 6
+    assert "3 tasks no agent ran (their effects rest on the prior)" in describe(model)
+    ran = build_crossed(counts([[3, 1], [3, 2]], [[1, 0], [2, 1]]))
+    assert ran.hierbench["structure"]["design"]["n_tasks_not_run"] == 0
+    assert "no agent ran" not in describe(ran)
+
+
 def test_explicit_unidentified_term_is_kept_and_warns():
     data, _ = simulate_eval(n_agents=1, n_tasks=20, n_runs=4, rng=0)
     with pytest.warns(UnidentifiedTermWarning, match="one agent"):

@@ -321,6 +321,8 @@ def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]
         "n_tasks": int(n.shape[1]),
         "n_cells": int(cell_n.size),
         "n_cells_not_run": int(cells.get("n_cells_excluded", 0)),
+        # tasks no agent ran: their effects (and their cells in `mean_observed`) rest on the prior
+        "n_tasks_not_run": int((n.sum(axis=0) == 0).sum()),
         "n_runs_total": int(n.sum()),
         "min_runs_per_cell": int(cell_n.min()),
         "median_runs_per_cell": float(np.median(cell_n)),
@@ -607,6 +609,8 @@ def describe(model_or_fit: Any) -> Description:
         design += (
             f"; {d['n_clusters']} clusters ({d['share_tasks_in_singletons']:.0%} of tasks alone)"
         )
+    if d.get("n_tasks_not_run"):
+        design += f"; {d['n_tasks_not_run']} tasks no agent ran (their effects rest on the prior)"
     lines.append(f"  design: {design}")
     for term, dec in s.get("decisions", {}).items():
         tag = "" if dec.get("source") == "auto" else " [user]"
