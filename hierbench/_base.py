@@ -791,6 +791,17 @@ def counts(
 SOURCE_COLUMN = "source_column"
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` with its noun, singular for one: ``counted(1, "agent")`` is "1 agent", else "n agents".
+
+    Examples
+    --------
+    >>> counted(1, "agent"), counted(25, "agent"), counted(0, "task")
+    ('1 agent', '25 agents', '0 tasks')
+    """
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def refuse_agents_without_runs(n_runs: Any, agents: Any, name: str = "data", what: str = "this model") -> None:
     """Refuse an (agent, task) design in which some agent has no runs at all.
 

@@ -290,6 +290,11 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
 # ---------------------------------------------------------------- formatting
 
 
+def _counted(n: int, noun: str) -> str:
+    """"1 agent", "3 agents" (hierbench._base.counted; the CLI does not import _base)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _jsonable(obj):
     import numpy as np
 
@@ -425,7 +430,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         )
     else:
         print(
-            f"{rep['n_agents']} agents x {rep['n_tasks']} tasks, {rep['n_runs_total']} runs "
+            f"{_counted(rep['n_agents'], 'agent')} x {_counted(rep['n_tasks'], 'task')}, {_counted(rep['n_runs_total'], 'run')} "
             f"({rep['n_error_runs']} infrastructure errors, errors={rep['errors']!r}); "
             f"{rep['n_missing_cells']} agent x task cells never run"
         )
@@ -512,7 +517,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     )
     a = dt.attrs
     print(
-        f"{args.model} fit of {ds.sizes['agent']} agents x {ds.sizes['task']} tasks: {wall:.0f} s "
+        f"{args.model} fit of {_counted(ds.sizes['agent'], 'agent')} x {_counted(ds.sizes['task'], 'task')}: {wall:.0f} s "
         f"(compile {float(a.get('compile_time', float('nan'))):.0f} s, sampling "
         f"{float(a.get('sampling_time', float('nan'))):.0f} s); {diagnostics_line(dt)}"
     )
@@ -940,7 +945,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> f = pathlib.Path(tempfile.mkdtemp()) / "runs.csv"
     >>> pd.DataFrame({"agent": ["a", "a"], "task": ["t1", "t2"], "score": [1, 0]}).to_csv(f)
     >>> main(["summary", str(f)])  # doctest: +NORMALIZE_WHITESPACE
-    1 agents x 2 tasks, 2 runs (0 infrastructure errors, errors='fail'); 0 agent x task cells never run
+    1 agent x 2 tasks, 2 runs (0 infrastructure errors, errors='fail'); 0 agent x task cells never run
            tasks  missing  runs  errors error rate mean (per task) mean (per run)
     agent
     a          2        0     2       0      0.000           0.500          0.500

@@ -625,7 +625,9 @@ def test_fit_and_report_of_a_one_agent_log_say_the_agent_spread_is_undefined(tmp
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "no sd_agent: one agent, so there is no spread between agents to estimate" in out
+    assert "crossed fit of 1 agent x 50 tasks:" in out  # not "1 agents"
     assert main(["report", str(fit_path), "--data", str(log), *cols, "-o", str(rep), "--resamples", "99", "--quiet"]) == 0
+    assert "1 agent x 50 tasks; 200 runs;" in rep.read_text()
     section = rep.read_text().split("## Variance components")[1].split("\n## ")[0]
     agent_row = next(r for r in section.splitlines() if r.startswith("| agent "))
     assert "undefined: one agent" in agent_row and "0.0000" not in agent_row

@@ -45,6 +45,7 @@ import xarray as xr
 from .._base import HierbenchError
 from .._base import HierbenchWarning
 from .._base import check_choice
+from .._base import counted
 from .._base import counts
 from .._base import warn_user
 from ._values import grade_scale
@@ -255,7 +256,7 @@ class ModelDesign:
         lines = [
             f"ModelDesign: {self.formula}  [{self.family}]",
             f"  {self.X.shape[0]} design rows ({self.row_level}s), {int(self.n.sum())} runs, "
-            f"{self.agents.size} agents x {self.tasks.size} tasks",
+            f"{counted(self.agents.size, 'agent')} x {counted(self.tasks.size, 'task')}",
             f"  fixed: {', '.join(self.coef) if self.coef else '(none)'}",
         ]
         for t in self.random:

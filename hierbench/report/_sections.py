@@ -9,6 +9,7 @@ import pandas as pd
 import xarray as xr
 
 from .._base import cluster_label
+from .._base import counted
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
@@ -43,7 +44,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
             df.index = df.index.astype(str)
             rep.section(
                 _TITLES[sid],
-                f"{n.sizes['agent']} agents x {n.sizes['task']} tasks, {int(n.sum())} runs, "
+                f"{counted(n.sizes['agent'], 'agent')} x {counted(n.sizes['task'], 'task')}, {counted(int(n.sum()), 'run')}, "
                 f"{int((n == 0).sum())} agent x task cells never run (from the fit's constant data; "
                 "give the data for the error rates and the frequentist half).",
                 table=df,
@@ -94,7 +95,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     if d["not_kept"]:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
     text = (
-        f"{d['n_agents']} agents x {d['n_tasks']} tasks; {d['n_runs_total']} runs; runs per cell "
+        f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}; {counted(d['n_runs_total'], 'run')}; runs per cell "
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; "
         f"{d['n_missing_cells']} of {d['n_cells']} agent x task cells never run; "
         f"{d['n_error_runs']} infrastructure-error runs ({d['n_error_runs'] / max(d['n_runs_total'], 1):.1%}, "
@@ -500,7 +501,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
 
         d = read_report(ctx.data)
         rows += [
-            ("n (agents x tasks)", f"{d['n_agents']} agents x {d['n_tasks']} tasks"),
+            ("n (agents x tasks)", f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}"),
             (
                 "runs",
                 f"{d['n_runs_total']} runs; per cell min {d['runs_per_cell']['min']}, "
