@@ -130,6 +130,25 @@ class UnidentifiedWarning(UndefinedWarning):
     """A quantity is asked for that the data cannot identify (it rests on an assumption)."""
 
 
+class UnidentifiedTermWarning(HierbenchWarning):
+    """A term was requested explicitly that the data's design cannot identify.
+
+    One meaning across the builders: a term asked for by name (a builder
+    option such as ``agent_task="marginal"``, or a ``(1|agent:task)`` term
+    written in a formula) that the design cannot separate from the others
+    (one run per cell, one agent); it is fitted as asked and rests on its
+    prior. A formula's own identification rules belong to
+    :func:`hierbench.data.model_design`, shared with the maximum-likelihood
+    half: a random term whose every level holds one run warns with this class
+    (its sd cannot be told apart from run-to-run noise), a term no design could
+    identify is refused
+    (:class:`hierbench.data.FormulaError`), and factor levels seen in one
+    combination only are reported by
+    :class:`hierbench.data.ConfoundedTermWarning` (identified by the others'
+    levels, estimated from that one combination).
+    """
+
+
 class NotConvergedWarning(HierbenchWarning):
     """A fit or an iteration stopped short of its convergence criterion: its numbers may be off."""
 

@@ -189,3 +189,43 @@ def test_default_formula_and_bad_syntax():
     assert [t.level for t in d.random] == ["task", "cell"]
     with pytest.raises(FormulaError, match="could not be parsed"):
         model_design("score ~ 1 + (1|task", ds)
+
+
+@pytest.mark.parametrize("family", ["binomial", "fractional"])
+@pytest.mark.parametrize(("n_agents", "n_runs"), [(1, 1), (1, 2), (3, 1)])
+def test_a_random_term_whose_levels_hold_one_run_each_warns(n_agents, n_runs, family):
+    # the crossed design rule in a formula's words: with one agent and one run per task, each
+    # (1|task) level holds one run and its sd cannot be told apart from run-to-run noise; a second
+    # run, or a second agent, gives every level more than one run
+    from hierbench.bayes import UnidentifiedTermWarning
+    from hierbench.bayes import build_mixed
+    from hierbench.bayes import describe
+    from hierbench.testing import simulate_eval
+
+    data, _ = simulate_eval(n_agents=n_agents, n_tasks=30, n_runs=n_runs, rng=0)
+    if family == "fractional":
+        data["score"] = data["score"] * 0.5 + 0.25  # scores in (0, 1)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        design = model_design("score ~ 1 + (1|task)", data, family=family)
+    said = [w for w in seen if issubclass(w.category, UnidentifiedTermWarning)]
+    if (n_agents, n_runs) == (1, 1):
+        assert len(said) == 1 and "random term (1|task): every task level holds one run" in str(said[0].message)
+        assert "unidentified (1|task)" in design.decisions
+        with pytest.warns(UnidentifiedTermWarning, match=r"\(1\|task\): every task level holds one run"):
+            model = build_mixed(data, "score ~ 1 + (1|task)", family=family)
+        assert "unidentified (1|task): True" in describe(model)
+    else:
+        assert not said and "unidentified (1|task)" not in design.decisions
+
+
+def test_the_agent_task_term_is_left_to_the_builders_rule():
+    # (1|agent:task) with one run per cell has its own decision (agent_task) and its own warning
+    from hierbench.bayes import UnidentifiedTermWarning
+    from hierbench.testing import simulate_eval
+
+    data, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=1, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnidentifiedTermWarning)
+        design = model_design("score ~ 0 + agent + (1|task) + (1|agent:task)", data)
+    assert not any(k.startswith("unidentified") for k in design.decisions)

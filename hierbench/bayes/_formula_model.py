@@ -212,7 +212,7 @@ def _design(
         **st.decisions,
     }  # fmt: skip
     for key, text in design.decisions.items():
-        if key.startswith("confounded") or key == "intercept":
+        if key.startswith(("confounded", "unidentified")) or key == "intercept":
             st.decisions[key] = {"choice": True, "reason": text, "source": "auto"}
     return design, st
 
@@ -645,7 +645,9 @@ def build_mixed(
     hierbench.data.ConfoundedTermWarning
         Factor levels seen in one combination only.
     UnidentifiedTermWarning
-        A ``(1|agent:task)`` term written on a design with one run per cell.
+        A ``(1|agent:task)`` term written on a design with one run per cell, or
+        any random term whose every level holds one run (``(1|task)`` with one
+        agent and one run per task).
 
     Examples
     --------

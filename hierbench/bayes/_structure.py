@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import HierbenchWarning
+from .._base import UnidentifiedTermWarning as UnidentifiedTermWarning
 from .._base import cluster_codes
 from ..metrics import unidentified_by_design
 
@@ -96,23 +96,6 @@ def centre_choice(info: float, levels: int) -> tuple[bool, float]:
 
 #: drop clusters when more than this share of tasks sit in clusters of one task
 SINGLETON_MAX_SHARE = 0.5
-
-
-class UnidentifiedTermWarning(HierbenchWarning):
-    """A term was requested explicitly that the data's design cannot identify.
-
-    One meaning across the builders: a term asked for by name (a builder
-    option such as ``agent_task="marginal"``, or a ``(1|agent:task)`` term
-    written in a formula) that the design cannot separate from the others
-    (one run per cell, one agent); it is fitted as asked and rests on its
-    prior. A formula's other identification rules belong to
-    :func:`hierbench.data.model_design`, shared with the maximum-likelihood
-    half: a term no design could identify is refused
-    (:class:`hierbench.data.FormulaError`), and factor levels seen in one
-    combination only are reported by
-    :class:`hierbench.data.ConfoundedTermWarning` (identified by the others'
-    levels, estimated from that one combination).
-    """
 
 
 @dataclass

@@ -44,6 +44,7 @@ import xarray as xr
 
 from .._base import HierbenchError
 from .._base import HierbenchWarning
+from .._base import UnidentifiedTermWarning
 from .._base import check_choice
 from .._base import counted
 from .._base import counts
@@ -531,7 +532,7 @@ def _aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
 
 
 def _check_identified(
-    X: np.ndarray, coef: list[str], random: list[RandomTerm], frame: pd.DataFrame, family: str
+    X: np.ndarray, coef: list[str], random: list[RandomTerm], frame: pd.DataFrame, family: str, n: np.ndarray
 ) -> dict[str, str]:
     """Refuse what the design cannot identify; warn about levels seen in one combination only."""
     Xc = np.column_stack([np.ones(len(frame)), X]) if family == "ordinal" else X
@@ -563,7 +564,32 @@ def _check_identified(
                     f"random term ({t.name}) is determined by the fixed effects (every level is a "
                     "fixed-effect combination): its sd is not identified; make it fixed or drop it"
                 )
-    return _warn_confounded(random, frame)
+    return _warn_one_run_levels(random, n) | _warn_confounded(random, frame)
+
+
+def _warn_one_run_levels(random: list[RandomTerm], n: np.ndarray) -> dict[str, str]:
+    """Warn about a random intercept whose every level holds at most one run (the crossed rule).
+
+    Nothing repeats within a level, so the term's sd cannot be told apart from run-to-run
+    noise (one agent with one run per task makes ``(1|task)`` such a term). Fitted as asked,
+    it rests on its prior; its maximum-likelihood value is one point of a flat ridge. The
+    agent x task term is left to the builders' own agent_task decision (same rule, its words).
+    """
+    notes: dict[str, str] = {}
+    for t in random:
+        if not t.intercept or set(t.grouping) == {"agent", "task"}:
+            continue
+        runs = np.bincount(t.codes, weights=n, minlength=t.levels.size)
+        if runs.max() <= 1:
+            msg = (
+                f"random term ({t.name}): every {':'.join(t.grouping)} level holds one run, so its sd "
+                "cannot be told apart from run-to-run noise; it is fitted as asked, resting on its "
+                "prior (Bayes) or at an arbitrary point of a flat likelihood (maximum likelihood). "
+                "Run some levels more than once, or leave the term out"
+            )
+            notes[f"unidentified ({t.name})"] = msg
+            warn_user(msg, UnidentifiedTermWarning)
+    return notes
 
 
 def _rank(X: np.ndarray) -> int:
@@ -717,7 +743,7 @@ def model_design(
         decisions["intercept"] = "dropped: the ordinal thresholds carry the location"
     var_level = {v: avail[v][0] for v in used if v != response}
     random = _random_terms(group, frame, var_level)
-    decisions.update(_check_identified(X, coef, random, frame, fam))
+    decisions.update(_check_identified(X, coef, random, frame, fam, np.asarray(r["n"], dtype=float)))
     return ModelDesign(
         formula=formula, family=fam, response=response, row_level=row_level, frame=frame,
         X=X, coef=coef, fixed_terms=terms, random=random, variables=var_level,
