@@ -79,6 +79,18 @@ def _grades_text(levels) -> str:
     return f", grades {', '.join(f'{v:g}' for v in scale)} read as {grade_rule(scale)}"
 
 
+def _scored_lines(rep: dict) -> list[str]:
+    """Runs with a score per cell, where excluded error runs make it differ from runs attempted."""
+    spc = rep.get("scored_runs_per_cell")
+    if spc is None or (spc == rep["runs_per_cell"] and not rep.get("n_cells_without_score")):
+        return []
+    return [
+        f"runs with a score per cell (errored runs excluded; what the models see): min {spc['min']}, "
+        f"median {spc['median']:g}, max {spc['max']}; attempted cells without any score: "
+        f"{rep.get('n_cells_without_score', 0)}"
+    ]
+
+
 def _report_text(rep: dict) -> str:
     rpc = rep["runs_per_cell"]
     lines = [
@@ -92,6 +104,7 @@ def _report_text(rep: dict) -> str:
         f"    scores: {rep['score_kind']}{_grades_text(rep.get('score_levels'))}",
         f"runs per cell: min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}"
         f"    ({'balanced' if rep['balanced'] else 'unbalanced'})",
+        *_scored_lines(rep),
         f"missing cells: {rep['n_missing_cells']} of {rep['n_cells']} (agent x task never run)",
         f"error runs: {rep['n_error_runs']} (policy errors={rep['errors']!r})",
     ]

@@ -156,6 +156,42 @@ def test_one_agent_says_there_is_nothing_to_pair(tmp_path):
     assert "Error" not in pairs
 
 
+def test_data_summary_says_what_runs_the_models_see_when_errors_are_excluded(tmp_path):
+    # METR read with errors='exclude' said "runs per cell ... max 96" and "82 of 913 cells never
+    # run" while the fit saw at most 18 scored runs per cell and 56 more empty cells: the runs
+    # attempted (errored included) and the runs scored are now both said; expected values by
+    # pandas from the records themselves
+    from hierbench.data import from_records
+    from hierbench.data import read_report
+
+    rng = np.random.default_rng(4)
+    rows = [(a, t, r, float(rng.random() < 0.5), bool(rng.random() < p_err))
+            for a, p_err in (("a", 0.0), ("b", 0.4), ("c", 0.9)) for t in range(6) for r in range(1 + t % 3)]
+    df = pd.DataFrame(rows, columns=["agent", "task", "run", "score", "error"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = from_records(df, error="error", errors="exclude")
+    attempted = df.groupby(["agent", "task"]).size()
+    scored = df[~df["error"]].groupby(["agent", "task"]).size()
+    rep = read_report(ds)
+    assert rep["runs_per_cell"] == {"min": attempted.min(), "median": attempted.median(), "max": attempted.max()}
+    assert rep["scored_runs_per_cell"] == {"min": scored.min(), "median": scored.median(), "max": scored.max()}
+    assert rep["n_cells_without_score"] == len(attempted) - len(scored) > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    summary = md.split("## Data summary")[1].split("\n## ")[0]
+    assert (f"the same counting only runs with a score (errored runs excluded; what the models see): "
+            f"min {scored.min()}, median {scored.median():g}, max {scored.max()}, and "
+            f"{len(attempted) - len(scored)} attempted cells left without any score") in summary  # fmt: skip
+    # without errors the sentence is not there
+    clean = df.assign(error=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=from_records(clean, error="error"), path=tmp_path / "c.md", n_resamples=99, progress=False).read_text()
+    assert "only runs with a score" not in md
+
+
 @pytest.mark.slow
 def test_diagnostic_plots_take_labels_with_slashes():
     """METR task ids hold '/' (``blackbox/charm``); DataTree variable names cannot."""

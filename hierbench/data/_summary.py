@@ -130,7 +130,10 @@ def read_report(ds: xr.Dataset) -> dict:
     """Return the schema report of an eval dataset as a plain (JSON-ready) dict.
 
     Holds the records read and kept and why any were not kept, the numbers of
-    agents and tasks, runs per attempted cell (min, median, max), whether the
+    agents and tasks, runs per attempted cell (min, median, max; errored runs
+    included) and scored runs per cell with a score (what a model sees; an
+    error run excluded by ``errors='exclude'`` has no score), the attempted
+    cells left without any score, whether the
     design is balanced (every agent ran every task the same number of times),
     the missing cells, the error runs and policy, the per-run annotations with
     their counts, the task and agent coords, inconsistent attributes, the
@@ -152,6 +155,9 @@ def read_report(ds: xr.Dataset) -> dict:
     happened = _happened(ds)
     cell_runs = happened.sum("run").values
     attempted = cell_runs[cell_runs > 0]
+    # what a model sees: runs with a score (an excluded error run has none)
+    scored_runs = ds["score"].notnull().sum("run").values
+    scored = scored_runs[scored_runs > 0]
 
     def _json_attr(key, default):
         try:
@@ -179,7 +185,13 @@ def read_report(ds: xr.Dataset) -> dict:
         "balanced": bool(attempted.size == cell_runs.size and np.all(attempted == attempted[0]))
         if attempted.size
         else False,
+        "scored_runs_per_cell": {
+            "min": int(scored.min()) if scored.size else 0,
+            "median": float(np.median(scored)) if scored.size else float("nan"),
+            "max": int(scored.max()) if scored.size else 0,
+        },
         "n_missing_cells": int((cell_runs == 0).sum()),
+        "n_cells_without_score": int(((cell_runs > 0) & (scored_runs == 0)).sum()),
         "n_cells": int(cell_runs.size),
         "errors": ds.attrs.get("errors", "fail"),
         "n_error_runs": int(ds["error"].sum()) if "error" in ds else 0,

@@ -96,7 +96,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
     text = (
         f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}; {counted(d['n_runs_total'], 'run')}; runs per cell "
-        f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; "
+        f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; {_scored_text(d)}"
         f"{d['n_missing_cells']} of {d['n_cells']} agent x task cells never run; "
         f"{d['n_error_runs']} infrastructure-error runs ({d['n_error_runs'] / max(d['n_runs_total'], 1):.1%}, "
         f"policy errors={d['errors']!r}); scores {d['score_kind']}; source {_file_name(d['source'])}."
@@ -106,6 +106,18 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     else:
         text += "\n\nNo flags: every agent ran most tasks, error rates are low."
     rep.section(_TITLES[sid], text, table=s, id=sid)
+
+
+def _scored_text(d: dict) -> str:
+    """Where excluded error runs make the runs a model sees differ from the runs attempted, say so."""
+    rpc, spc = d["runs_per_cell"], d.get("scored_runs_per_cell", d["runs_per_cell"])
+    if spc == rpc and not d.get("n_cells_without_score"):
+        return ""
+    return (
+        f"the same counting only runs with a score (errored runs excluded; what the models see): "
+        f"min {spc['min']}, median {spc['median']:g}, max {spc['max']}, and "
+        f"{d.get('n_cells_without_score', 0)} attempted cells left without any score; "
+    )
 
 
 #: what a formula model's agent level is, said wherever the report uses it
