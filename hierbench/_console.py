@@ -81,13 +81,13 @@ def _grades_text(levels) -> str:
 
 def _scored_lines(rep: dict) -> list[str]:
     """Runs with a score per cell, where excluded error runs make it differ from runs attempted."""
-    spc = rep.get("scored_runs_per_cell")
-    if spc is None or (spc == rep["runs_per_cell"] and not rep.get("n_cells_without_score")):
+    spc = rep["scored_runs_per_cell"]
+    if spc == rep["runs_per_cell"] and not rep["n_cells_without_score"]:
         return []
     return [
         f"runs with a score per cell (errored runs excluded; what the models see): min {spc['min']}, "
         f"median {spc['median']:g}, max {spc['max']}; attempted cells without any score: "
-        f"{rep.get('n_cells_without_score', 0)}"
+        f"{rep['n_cells_without_score']}"
     ]
 
 

@@ -110,13 +110,13 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
 
 def _scored_text(d: dict) -> str:
     """Where excluded error runs make the runs a model sees differ from the runs attempted, say so."""
-    rpc, spc = d["runs_per_cell"], d.get("scored_runs_per_cell", d["runs_per_cell"])
-    if spc == rpc and not d.get("n_cells_without_score"):
+    spc = d["scored_runs_per_cell"]
+    if spc == d["runs_per_cell"] and not d["n_cells_without_score"]:
         return ""
     return (
         f"the same counting only runs with a score (errored runs excluded; what the models see): "
         f"min {spc['min']}, median {spc['median']:g}, max {spc['max']}, and "
-        f"{d.get('n_cells_without_score', 0)} attempted cells left without any score; "
+        f"{d['n_cells_without_score']} attempted cells left without any score; "
     )
 
 
