@@ -6,9 +6,11 @@ The same draws on cold and warm compile caches: tests/test_bayes_build_cache.py.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 
 @pytest.mark.slow
@@ -34,7 +36,17 @@ def test_sbc_small_beta_binomial(tmp_path):
         assert r["chi2_p"] > 0.001, r
         assert r["cov90_band"][0] <= 0.9 <= r["cov90_band"][1], r
     recs = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sum(r["n_div"] for r in recs) / sum(r["n_draws"] for r in recs) < 0.001
+    # Divergences, against the 200-replicate study at the same defaults (committed beside the
+    # SBC script): there a replicate had a divergent transition with probability 26/200, and one
+    # replicate held 53 of them. The pooled rate over 20 replicates (a bound of 0.1% of draws
+    # until now) fails whenever such a replicate is drawn, which on another CPU's draws happened
+    # (50 of 49,600: one replicate held 39). The share of replicates with any divergence does not
+    # hinge on one: it must stay within the binomial's upper 0.1% tail of the study's rate.
+    ref = [json.loads(line) for line in (Path(sbc.__file__).parent / "results" / "sbc_defaults_beta_binomial_small.jsonl").open()]
+    p_ref = np.mean([r["n_div"] > 0 for r in ref if r["design"] == "small"])
+    bound = stats.binom.isf(0.001, len(recs), p_ref)
+    assert sum(r["n_div"] > 0 for r in recs) <= bound, ([r["n_div"] for r in recs], p_ref, bound)
+    assert np.median([r["n_div"] for r in recs]) == 0
 
 
 @pytest.mark.slow
