@@ -176,8 +176,10 @@ def _given_reader_flags(opts: dict) -> dict:
     """The reader flags the user gave (dest -> value), in the parser's order.
 
     A flag counts as given when its value differs from the parser's default: one typed
-    with its default value (``--errors fail``, ``--agent agent``) asks for what the
-    reader does unasked, and counts as not given, for every flag and every input alike.
+    with its default value (``--agent agent``) asks for what the reader does unasked, and
+    counts as not given, for every flag and every input alike. ``--errors`` has no parser
+    default, so a typed ``--errors fail`` counts as given: a saved eval dataset carries its
+    own policy, and the two are compared (:func:`_check_reader_flags`).
     """
     return {
         d: opts[d] for d, default in _reader_defaults().items() if d in opts and opts[d] != default
@@ -215,11 +217,14 @@ def _check_reader_flags(p: Path | list[Path], opts: dict) -> None:
             "(which scorer is the score) and --errors apply: leave the others out"
         )
     elif p.suffix == ".nc":
-        unused = given
+        saved = _saved_errors(p) if given else "fail"
+        # an --errors equal to the policy the dataset holds asks for what it has
+        unused = {d: v for d, v in given.items() if not (d == "errors" and v == saved)}
         what = "a saved eval dataset (.nc)"
         todo = (
             "it already carries the columns, coords, grade levels and error policy it was read "
-            "with; leave the flags out, or give the original log with them to read it anew"
+            f"with (errors={saved!r}); leave the flags out, or give the original log with them to "
+            "read it anew"
         )
     else:
         unused = {d: v for d, v in given.items() if d == "scorer"}
@@ -231,6 +236,17 @@ def _check_reader_flags(p: Path | list[Path], opts: dict) -> None:
             f"LOG {log!r} is read as {what}, which does not use {_flags_text(unused)} (a flag "
             f"its reader would ignore is refused, not dropped): {todo}"
         )
+
+
+def _saved_errors(p: Path) -> str:
+    """The error policy a saved eval dataset was read with (its ``errors`` attr)."""
+    import xarray as xr
+
+    try:
+        with xr.open_dataset(p) as ds:
+            return str(ds.attrs.get("errors", "fail"))
+    except (OSError, ValueError) as exc:
+        raise CliError(f"LOG {str(p)!r} cannot be opened as a saved eval dataset (.nc): {exc}") from exc
 
 
 def _one_or_inspect_logs(paths: Sequence[str]) -> Path | list[Path]:
@@ -288,11 +304,6 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
 
 
 # ---------------------------------------------------------------- formatting
-
-
-def _counted(n: int, noun: str) -> str:
-    """"1 agent", "3 agents" (hierbench._base.counted; the CLI does not import _base)."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _jsonable(obj):
@@ -429,8 +440,10 @@ def _cmd_summary(args: argparse.Namespace) -> int:
             )
         )
     else:
+        from ._base import counted
+
         print(
-            f"{_counted(rep['n_agents'], 'agent')} x {_counted(rep['n_tasks'], 'task')}, {_counted(rep['n_runs_total'], 'run')} "
+            f"{counted(rep['n_agents'], 'agent')} x {counted(rep['n_tasks'], 'task')}, {counted(rep['n_runs_total'], 'run')} "
             f"({rep['n_error_runs']} infrastructure errors, errors={rep['errors']!r}); "
             f"{rep['n_missing_cells']} agent x task cells never run"
         )
@@ -516,8 +529,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         else sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     )
     a = dt.attrs
+    from ._base import counted
+
     print(
-        f"{args.model} fit of {_counted(ds.sizes['agent'], 'agent')} x {_counted(ds.sizes['task'], 'task')}: {wall:.0f} s "
+        f"{args.model} fit of {counted(ds.sizes['agent'], 'agent')} x {counted(ds.sizes['task'], 'task')}: {wall:.0f} s "
         f"(compile {float(a.get('compile_time', float('nan'))):.0f} s, sampling "
         f"{float(a.get('sampling_time', float('nan'))):.0f} s); {diagnostics_line(dt)}"
     )
@@ -749,8 +764,9 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
     r.add_argument(
         "--errors",
         choices=["fail", "exclude"],
-        default="fail",
-        help="errored runs count as failures (fail, default) or as not run (exclude)",
+        default=None,  # "fail" when not typed; None tells a typed --errors fail apart (_check_reader_flags)
+        help="errored runs count as failures (fail, default) or as not run (exclude); a saved "
+        "eval dataset (.nc) keeps the policy it was saved with",
     )
     r.add_argument("--scorer", default=None, help="Inspect logs: which scorer is the score")
 

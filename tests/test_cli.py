@@ -946,9 +946,23 @@ def test_a_saved_dataset_refuses_every_reader_flag(saved, flag, capsys):
 def test_a_saved_dataset_names_every_unused_flag_and_takes_defaults_as_not_given(saved, capsys):
     assert main(["validate", str(saved), "--extra", "a", "--extra", "b", "--agent", "model"]) == 2
     _one_line_error(capsys, "does not use --agent model, --extra a, --extra b")
-    # a flag typed with its default value asks for what the reader does unasked: not given
+    # a flag typed with its default value asks for what the reader does unasked: not given;
+    # --errors equal to the policy the dataset was saved with asks for what it holds
     assert main(["validate", str(saved), "--errors", "fail", "--agent", "agent"]) == 0
     assert "error runs: 1 (policy errors='fail')" in capsys.readouterr().out
+
+
+def test_a_saved_dataset_refuses_an_errors_policy_other_than_its_own(log, tmp_path, capsys):
+    # saved with errors='exclude', read with --errors fail: the CLI used to take the typed
+    # default as not given and go on with 'exclude' (the crashed run dropped, not a failure)
+    ds = from_records(pd.read_csv(log), agent="model", task="item", score="reward",
+                      error="crashed", cluster="repo", errors="exclude")  # fmt: skip
+    path = save_dataset(ds, tmp_path / "excluded.nc")
+    assert main(["validate", str(path), "--errors", "fail"]) == 2
+    _one_line_error(capsys, f"LOG {str(path)!r}", "saved eval dataset (.nc)", "does not use --errors fail",
+                    "error policy it was read with (errors='exclude')", "give the original log")  # fmt: skip
+    assert main(["validate", str(path), "--errors", "exclude"]) == 0
+    assert "policy errors='exclude'" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("flag", [*TABLE_FLAGS], ids=lambda f: f[0])
