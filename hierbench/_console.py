@@ -82,7 +82,7 @@ def _grades_text(levels) -> str:
 def _scored_lines(rep: dict) -> list[str]:
     """Runs with a score per cell, where excluded error runs make it differ from runs attempted."""
     spc = rep["scored_runs_per_cell"]
-    if spc == rep["runs_per_cell"] and not rep["n_cells_without_score"]:
+    if not rep["scored_differs"]:
         return []
     return [
         f"runs with a score per cell (errored runs excluded; what the models see): min {spc['min']}, "

@@ -177,6 +177,7 @@ def test_data_summary_says_what_runs_the_models_see_when_errors_are_excluded(tmp
     assert rep["runs_per_cell"] == {"min": attempted.min(), "median": attempted.median(), "max": attempted.max()}
     assert rep["scored_runs_per_cell"] == {"min": scored.min(), "median": scored.median(), "max": scored.max()}
     assert rep["n_cells_without_score"] == len(attempted) - len(scored) > 0
+    assert rep["scored_differs"] and not read_report(from_records(df.assign(error=False), error="error"))["scored_differs"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
@@ -679,6 +680,44 @@ def test_side_by_side_says_an_undefined_interval_is_not_judged():
     assert sec["table"].loc[first, f"bootstrap {boot.ci.attrs['ci_kind']} lower"] == "undefined"
     assert not sec["table"].loc[first, "disagree"]
     assert "judged only where both intervals are defined" in sec["text"]
+
+
+def test_side_by_side_counts_the_tasks_scored_where_errored_runs_are_excluded():
+    """With errors='exclude' a task whose every run errored is run but holds no score: the
+    side-by-side said "ran 15 of 20 tasks" of an agent the data summary said ran all 20. Its
+    column and flag now count the tasks scored, the tasks the bootstrap mean averages (counted
+    here with pandas from the records).
+    """
+    from hierbench import freq
+    from hierbench.data import from_records
+    from hierbench.report._context import _Context
+    from hierbench.report._sections import _sec_side
+
+    g = np.random.default_rng(3)
+    rows = pd.DataFrame(
+        [(f"a{m}", f"t{t:02d}", r) for m in range(3) for t in range(20) for r in range(2)],
+        columns=["agent", "task", "run"],
+    )
+    rows["score"] = g.integers(0, 2, len(rows)).astype(float)
+    rows["error"] = (rows["agent"] == "a0") & (rows["task"] < "t05")  # a0: every run of 5 tasks errors
+    data = from_records(rows, run="run", error="error", errors="exclude")
+    scored = rows[~rows["error"]].groupby("agent")["task"].nunique()
+    run = rows.groupby("agent")["task"].nunique()
+    assert scored["a0"] == 15 and run["a0"] == 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = freq.bootstrap_ci(data, n_resamples=199, rng=0)
+    post = xr.Dataset({"mean_new_task": (("chain", "draw", "agent"), np.full((1, 50, 3), 0.5))},
+                      coords={"agent": data["agent"].values})  # fmt: skip
+    ctx = _Context(fit=xr.DataTree.from_dict({"posterior": post}), data=data, prob=0.95, rng=0,
+                   n_resamples=199, truth=None, freq={"bootstrap": boot})  # fmt: skip
+    rep = Report("t")
+    _sec_side(ctx, rep, "side-by-side")
+    table = rep.blocks[0]["table"]
+    assert "tasks run" not in table.columns
+    assert table["tasks scored"].to_dict() == scored.to_dict()
+    assert table.loc["a0", "flag"] == "scored on 15 of 20 tasks: the bootstrap mean is over those"
+    assert table.loc["a1", "flag"] == ""
 
 
 def test_worst_r_hat_list_names_each_parameter_once():

@@ -133,7 +133,8 @@ def read_report(ds: xr.Dataset) -> dict:
     agents and tasks, runs per attempted cell (min, median, max; errored runs
     included) and scored runs per cell with a score (what a model sees; an
     error run excluded by ``errors='exclude'`` has no score), the attempted
-    cells left without any score, whether the
+    cells left without any score (``scored_differs``: whether any cell's
+    scored runs differ from its attempted ones), whether the
     design is balanced (every agent ran every task the same number of times),
     the missing cells, the error runs and policy, the per-run annotations with
     their counts, the task and agent coords, inconsistent attributes, the
@@ -192,6 +193,8 @@ def read_report(ds: xr.Dataset) -> dict:
         },
         "n_missing_cells": int((cell_runs == 0).sum()),
         "n_cells_without_score": int(((cell_runs > 0) & (scored_runs == 0)).sum()),
+        # the one test of "the models see other runs than were attempted" (report and CLI say it)
+        "scored_differs": bool(np.any(scored_runs != cell_runs)),
         "n_cells": int(cell_runs.size),
         "errors": ds.attrs.get("errors", "fail"),
         "n_error_runs": int(ds["error"].sum()) if "error" in ds else 0,

@@ -111,7 +111,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
 def _scored_text(d: dict) -> str:
     """Where excluded error runs make the runs a model sees differ from the runs attempted, say so."""
     spc = d["scored_runs_per_cell"]
-    if spc == d["runs_per_cell"] and not d["n_cells_without_score"]:
+    if not d["scored_differs"]:
         return ""
     return (
         f"the same counting only runs with a score (errored runs excluded; what the models see): "
@@ -134,9 +134,9 @@ _MIXED_SHORT = "(the formula model's expected mean over each agent's own tasks; 
 def _mixed_note(ctx: _Context, full: bool) -> str:
     """What a formula model's agent level is, and whether the agents' tasks differ."""
     text = " " + (_MIXED_LEVEL.format(what=_label(ctx.var)) if full else _MIXED_SHORT)
-    n = _tasks_run(ctx)
+    n = _tasks_scored(ctx)
     if n is not None and n.nunique() > 1:
-        text += " The agents ran different numbers of tasks, so their levels average over different tasks."
+        text += " The agents were scored on different numbers of tasks, so their levels average over different tasks."
     return text
 
 
@@ -189,9 +189,9 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     wide.index.name = "agent"
     if truth is not None:
         wide.insert(0, "truth", truth.reindex(wide.index))
-    n_tasks = _tasks_run(ctx)
+    n_tasks = _tasks_scored(ctx)
     if n_tasks is not None:
-        wide.insert(0, "tasks run", n_tasks.reindex(wide.index).astype(int))
+        wide.insert(0, "tasks scored", n_tasks.reindex(wide.index).astype(int))
     flags = pd.Series("", index=wide.index, dtype=object)
     for name in intervals:
         wide, f = _defined(wide, name)
@@ -352,8 +352,12 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
     rep.figure("ppc", pc, f"Posterior predictive rootogram of the success counts out of {n_main} runs.")
 
 
-def _tasks_run(ctx: _Context) -> pd.Series | None:
-    """How many tasks each agent ran (the tasks its bootstrap mean averages)."""
+def _tasks_scored(ctx: _Context) -> pd.Series | None:
+    """How many tasks hold a scored run of each agent (the tasks its bootstrap mean averages).
+
+    With ``errors='exclude'`` a task whose every run errored counts as run in the data
+    summary but not here: the means see no score of it.
+    """
     if ctx.data is None:
         return None
     from ..data import to_counts
@@ -422,8 +426,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         axis=1,
     )
     wide.columns = [f"{a} {b}" for a, b in wide.columns]
-    n_tasks, total = _tasks_run(ctx), int(ctx.data.sizes["task"])
-    wide.insert(0, "tasks run", n_tasks.reindex(wide.index).astype(int))
+    n_tasks, total = _tasks_scored(ctx), int(ctx.data.sizes["task"])
+    wide.insert(0, "tasks scored", n_tasks.reindex(wide.index).astype(int))
     wide["difference"] = wide["Bayes ETI estimate"] - wide[f"bootstrap {kind} estimate"]
     wide["disagree"] = _disagree(wide, kind)
     if ctx.truth is not None:
@@ -433,9 +437,11 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             lo, hi = (pd.to_numeric(wide[f"{m} {b}"], errors="coerce") for b in ("lower", "upper"))
             wide[lab] = (lo <= t) & (t <= hi)
     wide, flags = _defined(wide, f"bootstrap {kind}")
-    subset = wide["tasks run"] < total
+    subset = wide["tasks scored"] < total
     flags[subset] = flags[subset].where(flags[subset] == "", flags[subset] + "; ") + (
-        "ran " + wide.loc[subset, "tasks run"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
+        "scored on "
+        + wide.loc[subset, "tasks scored"].astype(str)
+        + f" of {total} tasks: the bootstrap mean is over those"
     )
     wide["flag"] = flags
     n_dis = int(wide["disagree"].sum())
@@ -446,9 +452,10 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         + f", both methods at {ctx.prob:.0%}. `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
         f"intervals do not overlap), judged only where both intervals are defined: {n_dis} of {len(wide)} "
-        "agents flagged. `tasks run` is the "
-        "number of tasks each agent's bootstrap mean averages; `flag` notes an agent that ran only "
-        "some tasks (its mean rests on those) and an interval a method could not compute."
+        "agents flagged. `tasks scored` is the "
+        "number of tasks with a scored run of the agent, the tasks its bootstrap mean averages; `flag` "
+        "notes an agent scored on only some tasks (its mean rests on those) and an interval a method "
+        "could not compute."
         + (
             " The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
             "expected score on a new task, the same target when the tasks run are a sample of the population."
