@@ -389,6 +389,22 @@ def test_one_agent_with_one_run_per_task_leaves_the_task_effect_out(intervals):
     assert res.loglik == pytest.approx(float(glm.llf), rel=1e-10)
 
 
+def test_marginal_asked_on_one_agent_with_one_run_per_task_warns_once_with_the_pooled_rule():
+    # the single-agent "use agent_task='none'" warning came first, then the pooled path ignored
+    # the request: one warning now says what was asked and what was fitted, and the fit is the
+    # same as the default's
+    data, _ = simulate_eval(n_agents=1, n_tasks=60, n_runs=1, rng=5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = fit_crossed_ml(data, agent_task="marginal", intervals="wald")
+    assert [w.category for w in caught] == [UnidentifiedWarning], [str(w.message) for w in caught]
+    assert "agent_task='marginal' is not used" in str(caught[0].message)
+    with pytest.warns(UnidentifiedWarning) as default_warns:
+        ref = fit_crossed_ml(data, intervals="wald")
+    assert "agent_task='marginal'" not in str(default_warns[0].message)
+    assert res.options["agent_task"] == "none" and float(res.estimate[0]) == float(ref.estimate[0])
+
+
 def test_one_agent_with_two_runs_per_task_keeps_the_task_spread():
     data, _ = simulate_eval(n_agents=1, n_tasks=80, n_runs=2, rng=4)
     with warnings.catch_warnings():

@@ -59,6 +59,7 @@ from ..._base import TASK_IN_RUNS
 from ..._base import HierbenchError
 from ..._base import HierbenchWarning
 from ..._base import UnidentifiedWarning
+from ..._base import ability_meaning
 from ..._base import as_rng
 from ..._base import check_choice
 from ..._base import check_int
@@ -499,6 +500,7 @@ def _default_shape(design: ModelDesign) -> str | None:
 
 def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
     """The counts checked and the agent x task effect decided; separated agents set aside."""
+    asked = agent_task
     n_all = np.asarray(c["n_runs"].values, dtype=float)
     y_all = np.asarray(c["n_success"].values, dtype=float)
     agents = np.asarray(c["agent"].values).astype(str) if "agent" in c.coords else np.arange(n_all.shape[0]).astype(str)
@@ -512,7 +514,11 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
             f"`data` must have at least 2 tasks with runs to estimate sd_task; got {int(ran_tasks.sum())}"
         )
     n_fit_agents = int((~((y_all.sum(1) == 0) | (y_all.sum(1) == n_all.sum(1)))).sum())
-    if agent_task == "auto":
+    # the design rule (hierbench._base.unidentified_components): one agent with one run per
+    # task identifies no task spread, so the task effect is left out, as the Bayesian model
+    # does (its warning, in _fit_pooled, also says what becomes of an agent_task asked for)
+    pooled = "task" in unidentified_components(n_all)
+    if agent_task == "auto" or pooled:
         # one run per cell, or one agent: the cell effect cannot be told apart from run
         # noise or from the task effect (only sd_task^2 + sd_agent_task^2 is identified)
         agent_task = "none" if n_all.max() <= 1 or n_fit_agents <= 1 else "marginal"
@@ -536,13 +542,10 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
             SeparatedAgentWarning,
         )
     keep = ~sep
-    # the design rule (hierbench._base.unidentified_components): one agent with one run per
-    # task identifies no task spread, so the task effect is left out, as the Bayesian model does
-    pooled = "task" in unidentified_components(n_all)
     return {
         "y": y_all[keep][:, ran_tasks].T, "n": n_all[keep][:, ran_tasks].T, "keep": keep, "sep": sep,
         "ran_tasks": ran_tasks, "agents": agents, "tasks": tasks,
-        "agent_task": "none" if pooled else agent_task, "pooled": pooled,
+        "agent_task": "none" if pooled else agent_task, "pooled": pooled, "asked": asked,
     }  # fmt: skip
 
 
@@ -561,8 +564,9 @@ def _fit_pooled(inp: dict[str, Any], n_agq: int, n_quad: int, prob: float, inter
     warn_user(
         f"fit_crossed_ml: sd_task is undefined ({TASK_IN_RUNS}); the task effect is left out, as "
         "in the Bayesian crossed model, so the ability is the log-odds of the pooled success rate "
-        "and sd_task, its interval and the task effects are NaN. Run each task more than once to "
-        "estimate the task spread",
+        "and sd_task, its interval and the task effects are NaN"
+        + (", and agent_task='marginal' is not used (no agent x task spread either)" if inp["asked"] == "marginal" else "")
+        + ". Run each task more than once to estimate the task spread",
         UnidentifiedWarning,
     )
     y, n = inp["y"], inp["n"]
@@ -647,13 +651,6 @@ def _fit_crossed(
     return out
 
 
-_ABILITY_MEANING = {
-    False: "ability: log-odds of success on a task of average difficulty",
-    True: "ability: log-odds of the success rate pooled over the tasks (no task effect: "
-    "one agent with one run per task identifies no task spread)",
-}
-
-
 def _crossed_result(
     inp: dict[str, Any], fit: dict[str, Any], n_agq: int, n_quad: int, prob: float, intervals: str
 ) -> CrossedMLResult:
@@ -667,7 +664,7 @@ def _crossed_result(
     alpha[keep] = x_hat[:A]
     se[keep] = np.sqrt(np.clip(np.diag(V)[:A], 0, None))
     est = xr.DataArray(alpha, dims="agent", coords={"agent": agents}, name="estimate")
-    est.attrs = {"scale": "logit", "meaning": _ABILITY_MEANING[inp["pooled"]]}
+    est.attrs = {"scale": "logit", "meaning": "ability: " + ability_meaning(not inp["pooled"])}
     ci = make_interval(
         est - z * se, est + z * se, prob=prob, kind="normal",
         detail="Wald: estimate +- z * SE from the inverse observed information", warn_zero_width=False,
