@@ -725,35 +725,8 @@ def counts(
     >>> int(c.n_runs[0]), float(c.n_success[0])
     (2, 1.0)
     """
-    if (
-        isinstance(data, xr.Dataset)
-        and "n_runs" in data
-        and "n_success" in data
-        and "score" not in data
-    ):
-        n = data["n_runs"]
-        c = data["n_success"]
-        nv = np.asarray(n.values, dtype=float)
-        cv = np.asarray(c.values, dtype=float)
-        bad = (nv < 0) | (nv != np.round(nv)) | (cv < 0) | (cv > nv) | ~np.isfinite(cv)
-        if binary:
-            bad |= cv != np.round(cv)
-        if bad.any():
-            raise HierbenchError(
-                f"`{name}`: counts must satisfy 0 <= n_success <= n_runs"
-                + (" with whole numbers of successes" if binary else "")
-                + f"; {int(bad.sum())} cells do not, e.g. (n_success, n_runs) "
-                f"{list(zip(cv[bad][:5].tolist(), nv[bad][:5].tolist(), strict=True))}"
-            )
-        if binary and not int(data.attrs.get("binary", 1)):
-            raise PartialCreditError(
-                f"`{name}`: {purpose} needs binary scores, and these counts were made from partial-credit "
-                "scores (attrs['binary'] = 0). Binarise the scores first (e.g. score >= threshold)."
-            )
-        out = data.copy()
-        out.attrs = dict(data.attrs)
-        out.attrs.setdefault("binary", 1 if is_binary(cv[nv == 1]) else int(binary))
-        return out
+    if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data and "score" not in data:
+        return _checked_counts(data, binary, name, purpose)
     if isinstance(data, xr.Dataset):
         if "score" not in data:
             raise HierbenchError(
@@ -771,28 +744,13 @@ def counts(
         )
     check_dim(score, dim)
     vals = np.asarray(score.values, dtype=float)
-    finite = np.isfinite(vals)
     if np.isinf(vals).any():
         raise HierbenchError(
             f"`{name}`: scores must be finite or NaN (not run); found infinite values"
         )
     binary_data = is_binary(vals)
     if binary and not binary_data:
-        partial = finite & (vals != 0.0) & (vals != 1.0)
-        idx = np.argwhere(partial)[:5]
-        where = []
-        for ix in idx:
-            cell = [
-                str(score[d].values[i]) if d in score.coords else int(i)
-                for d, i in zip(score.dims, ix, strict=True)
-            ]
-            where.append((*cell, float(vals[tuple(ix)])))
-        raise PartialCreditError(
-            f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {int(partial.sum())} scores "
-            f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}. "
-            "Binarise them first (e.g. `ds['score'] = (ds.score >= 1).where(ds.score.notnull())`) or use "
-            "an estimator for continuous scores (bootstrap_ci, scorecard)."
-        )
+        raise _partial_credit_error(score, vals, name, purpose)
     ran = score.notnull()
     out = xr.Dataset(
         {"n_runs": ran.sum(dim).astype(np.int64), "n_success": score.fillna(0.0).sum(dim)}
@@ -804,6 +762,53 @@ def counts(
     out.attrs["binary"] = int(binary_data)
     drop = [c for c in out.coords if dim in out.coords[c].dims]
     return out.drop_vars(drop)
+
+
+def _checked_counts(data: xr.Dataset, binary: bool, name: str, purpose: str) -> xr.Dataset:
+    """A counts dataset (``n_runs``, ``n_success``) checked and passed through (see :func:`counts`)."""
+    n = data["n_runs"]
+    c = data["n_success"]
+    nv = np.asarray(n.values, dtype=float)
+    cv = np.asarray(c.values, dtype=float)
+    bad = (nv < 0) | (nv != np.round(nv)) | (cv < 0) | (cv > nv) | ~np.isfinite(cv)
+    if binary:
+        bad |= cv != np.round(cv)
+    if bad.any():
+        raise HierbenchError(
+            f"`{name}`: counts must satisfy 0 <= n_success <= n_runs"
+            + (" with whole numbers of successes" if binary else "")
+            + f"; {int(bad.sum())} cells do not, e.g. (n_success, n_runs) "
+            f"{list(zip(cv[bad][:5].tolist(), nv[bad][:5].tolist(), strict=True))}"
+        )
+    if binary and not int(data.attrs.get("binary", 1)):
+        raise PartialCreditError(
+            f"`{name}`: {purpose} needs binary scores, and these counts were made from partial-credit "
+            "scores (attrs['binary'] = 0). Binarise the scores first (e.g. score >= threshold)."
+        )
+    out = data.copy()
+    out.attrs = dict(data.attrs)
+    out.attrs.setdefault("binary", 1 if is_binary(cv[nv == 1]) else int(binary))
+    return out
+
+
+def _partial_credit_error(score: xr.DataArray, vals: np.ndarray, name: str, purpose: str) -> PartialCreditError:
+    """The error naming the first partial-credit scores (``vals`` is ``score``'s values)."""
+    finite = np.isfinite(vals)
+    partial = finite & (vals != 0.0) & (vals != 1.0)
+    idx = np.argwhere(partial)[:5]
+    where = []
+    for ix in idx:
+        cell = [
+            str(score[d].values[i]) if d in score.coords else int(i)
+            for d, i in zip(score.dims, ix, strict=True)
+        ]
+        where.append((*cell, float(vals[tuple(ix)])))
+    return PartialCreditError(
+        f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {int(partial.sum())} scores "
+        f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}. "
+        "Binarise them first (e.g. `ds['score'] = (ds.score >= 1).where(ds.score.notnull())`) or use "
+        "an estimator for continuous scores (bootstrap_ci, scorecard)."
+    )
 
 
 #: attr of a per-task label coord (``cluster``, ``tag``): the column of the records it was read from
@@ -861,6 +866,28 @@ TASK_IN_RUNS = (
     "one agent with one run per task, so nothing repeats within a task and the task spread "
     "cannot be told apart from run-to-run noise"
 )
+
+
+def ability_meaning(task_effect: bool, clusters: bool = False) -> str:
+    """What a crossed model's ability is: the house text for the ML fit and the Bayesian model.
+
+    ``task_effect`` False is the one-agent, one-run design (:data:`TASK_IN_RUNS`),
+    where the task effect is left out and the ability pools the tasks (those
+    of a cluster of average difficulty when ``clusters``).
+
+    Examples
+    --------
+    >>> ability_meaning(True)
+    'log-odds of success on a task of average difficulty'
+    """
+    if task_effect:
+        return "log-odds of success on a task of average difficulty"
+    where = "the tasks of a cluster of average difficulty" if clusters else "the benchmark's tasks"
+    return (
+        f"log-odds of success pooled over {where}; one agent with one run per task leaves the "
+        "task spread unidentified, so this is not the log-odds on a task of average difficulty "
+        "(that is further from 0 when tasks differ)"
+    )
 
 
 def unidentified_by_design(n_agents: int, max_runs_per_cell: int) -> dict[str, tuple[str, str | None]]:

@@ -35,6 +35,7 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy.special import expit
 
+from .._base import ability_meaning
 from .._base import check_choice
 from .._base import check_int
 from .._numerics import NEWTON_STEPS
@@ -595,18 +596,6 @@ def _likelihood(
         _likelihood_marginal(eta_cell, sd_at, n_cell, y_cell, cells, n_quad)
 
 
-def _ability_meaning(task: bool, use_cluster: bool) -> str:
-    """What the ``ability`` variable is, said for the model actually built."""
-    if task:
-        return "mu + agent_effect: log-odds of success on a task of average difficulty"
-    where = "the tasks of a cluster of average difficulty" if use_cluster else "the benchmark's tasks"
-    return (
-        f"mu + agent_effect: log-odds of success pooled over {where}; one agent with one run per "
-        "task leaves the task spread unidentified, so this is not the log-odds on a task of "
-        "average difficulty (that is further from 0 when tasks differ)"
-    )
-
-
 def _info(
     st: Structure, counts: xr.Dataset, cells: dict, pri: dict, options: dict, cl_idx: Any, task: bool = True
 ) -> dict:
@@ -634,7 +623,7 @@ def _info(
         var_attrs={
             "ability": {
                 "scale": "logit",
-                "meaning": _ability_meaning(task, options["clusters"]),
+                "meaning": "mu + agent_effect: " + ability_meaning(task, options["clusters"]),
             },
             "mean_new_task": {
                 "scale": "probability",
