@@ -38,11 +38,11 @@ may be shared, and only ratios from one run are comparable.
 
 Measured 2026-12-03, on another machine of the same kind (AMD EPYC, znver3, AVX2 without
 AVX-512; ``results/bench_crossed_stop41.jsonl``), same run, nothing else running (load 0.6-2.6),
-seed 1, the code of stop 40: default 45.0 / 77.6 / 200.4 s against old_default 113.8 / 225.2 /
+seed 1, the sampler of stop 40: default 45.0 / 77.6 / 200.4 s against old_default 113.8 / 225.2 /
 490.3 s (ratios 0.40 / 0.34 / 0.41); the same draws per chain at every size (300), min ESS tail
 462 / 507 / 454, R-hat within its limit, 0 divergences. A gradient costs about twice what it cost
 on the machine below (the crossed kernel alone: 1.6-1.7 ms at 12x500x10 in one thread), so the
-20 / 40 / 90 s targets are 2.2-2.5 times away here while the ratios hold.
+20 / 40 / 90 s targets are 1.9-2.3 times away here while the ratios hold.
 
 Measured 2026-12-03, later again (``results/bench_crossed_stop40.jsonl``), same run, nothing else
 running (load 0.5-2.4), seed 1, after the Newton tolerance change (1e-10 -> 1e-6): default
