@@ -545,7 +545,7 @@ def _crossed_inputs(c: xr.Dataset, agent_task: str) -> dict[str, Any]:
     return {
         "y": y_all[keep][:, ran_tasks].T, "n": n_all[keep][:, ran_tasks].T, "keep": keep, "sep": sep,
         "ran_tasks": ran_tasks, "agents": agents, "tasks": tasks,
-        "agent_task": "none" if pooled else agent_task, "pooled": pooled, "asked": asked,
+        "agent_task": agent_task, "pooled": pooled, "asked": asked,
     }  # fmt: skip
 
 
