@@ -179,6 +179,22 @@ class _Context:
             return None if draws is None else str(draws.name)
         return _agent_var(self.post)
 
+    def data_summary(self) -> pd.DataFrame | None:
+        """:func:`hierbench.data.summarize` of the data, one row per agent (labels as text); cached.
+
+        The one source of the per-agent counts the sections print (``n_tasks_scored``:
+        the tasks each agent's bootstrap mean averages).
+        """
+        if self.data is None:
+            return None
+        if "summary" not in self.cache:
+            from ..data import summarize
+
+            s = summarize(self.data).to_dataframe()
+            s.index = s.index.astype(str)
+            self.cache["summary"] = s
+        return self.cache["summary"]
+
     def mixed_design(self):
         """The formula fit's design rebuilt from the data (cached; None when it cannot be)."""
         if "mixed_design" not in self.cache:

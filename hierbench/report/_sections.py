@@ -53,11 +53,9 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
             return
         raise _Skip("no data given")
     from ..data import read_report
-    from ..data import summarize
 
     d = read_report(ctx.data)
-    s = summarize(ctx.data).to_dataframe()
-    s.index = s.index.astype(str)
+    s = ctx.data_summary()
     rename = {
         "n_tasks_attempted": "tasks run",
         "n_tasks_scored": "tasks scored",
@@ -356,15 +354,11 @@ def _tasks_scored(ctx: _Context) -> pd.Series | None:
     """How many tasks hold a scored run of each agent (the tasks its bootstrap mean averages).
 
     With ``errors='exclude'`` a task whose every run errored counts as run in the data
-    summary but not here: the means see no score of it.
+    summary but not here: the means see no score of it. Read from the data summary
+    (:meth:`_Context.data_summary`), which the Data summary section prints.
     """
-    if ctx.data is None:
-        return None
-    from ..data import to_counts
-
-    n = (to_counts(ctx.data)["n_runs"] > 0).sum("task").to_series()
-    n.index = n.index.astype(str)
-    return n
+    s = ctx.data_summary()
+    return None if s is None else s["n_tasks_scored"]
 
 
 def _defined(wide: pd.DataFrame, method: str) -> tuple[pd.DataFrame, pd.Series]:
