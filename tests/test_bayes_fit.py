@@ -14,6 +14,7 @@ import xarray as xr
 import hierbench
 from hierbench.bayes import ConvergenceWarning
 from hierbench.bayes import build_beta_binomial
+from hierbench.bayes import build_bradley_terry
 from hierbench.bayes import build_crossed
 from hierbench.bayes import data_hash
 from hierbench.bayes import fit
@@ -213,3 +214,34 @@ def test_the_default_tune_is_the_package_one_and_the_zoo_spec_says_so():
     data = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, rng=1)[0]
     spec = tomllib.loads((ROOT / "models" / "crossed" / "spec.toml").read_text())["sampler"]
     assert tune(build_crossed(data).hierbench) == spec["tune"] == DEFAULT_TUNE == 300
+
+
+def test_the_groups_after_sampling_compile_as_the_model_does(citations_counts, monkeypatch):
+    # the model's log density is compiled with PyTensor's numba fast-math off (bit-identical on
+    # cold and warm caches); the log-likelihood and predictive groups must be compiled with the
+    # same setting, so the kernels they share with the model are built and cached once. PyMC's
+    # three entry points are wrapped to record the flag at the moment each one compiles.
+    import pymc as pm
+    import pytensor
+
+    seen = {}
+
+    def recording(name):
+        original = getattr(pm, name)
+
+        def run(*args, **kwargs):
+            seen[name] = bool(pytensor.config.numba__fastmath)
+            return original(*args, **kwargs)
+
+        return run
+
+    names = ("compute_log_likelihood", "sample_posterior_predictive", "sample_prior_predictive")
+    for name in names:
+        monkeypatch.setattr(pm, name, recording(name))
+    assert pytensor.config.numba__fastmath  # PyTensor's default, which the groups must not use
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        # Bradley-Terry has no hooks of its own for these groups: PyMC computes all three
+        fit(build_bradley_terry(citations_counts), draws=50, tune=50, chains=1, rng=3,
+            log_likelihood=True, posterior_predictive=True, prior_predictive=True)  # fmt: skip
+    assert seen == dict.fromkeys(names, False)

@@ -37,6 +37,7 @@ from ._sampling import MAX_DRAWS
 from ._sampling import TARGET_ESS
 from ._sampling import compile_model
 from ._sampling import describe_run
+from ._sampling import exact_numba
 from ._sampling import find_start
 from ._sampling import run_record
 from ._sampling import sample_to_target
@@ -335,10 +336,11 @@ def _add_groups(
     dt = _observed_cells(dt, info)
     if log_likelihood:
         dt = _with_log_likelihood(dt, model, info)
-    if posterior_predictive:
-        dt = _posterior_predictive(dt, model, info, pp_seed)
-    if prior_predictive:
-        dt = _prior_predictive(dt, model, info, gen, draws)
+    with exact_numba():  # compiled as the model was (shared kernels cached once)
+        if posterior_predictive:
+            dt = _posterior_predictive(dt, model, info, pp_seed)
+        if prior_predictive:
+            dt = _prior_predictive(dt, model, info, gen, draws)
     return dt
 
 
@@ -466,7 +468,8 @@ def _with_log_likelihood(dt: xr.DataTree, model: pm.Model, info: dict[str, Any])
     if callable(own):
         dt["log_likelihood"] = xr.DataTree(own(dt))
         return dt
-    return pm.compute_log_likelihood(dt, model=model, extend_inferencedata=True, progressbar=False)
+    with exact_numba():  # compiled as the model was (shared kernels cached once)
+        return pm.compute_log_likelihood(dt, model=model, extend_inferencedata=True, progressbar=False)
 
 
 def add_log_likelihood(fit: xr.DataTree, model: pm.Model) -> xr.DataTree:

@@ -67,6 +67,7 @@ __all__ = [
     "TARGET_ESS",
     "checkpoints",
     "compile_model",
+    "exact_numba",
     "find_start",
     "next_checkpoint",
     "sample_to_target",
@@ -131,14 +132,31 @@ def compile_model(model: Any) -> Any:
     return compile_and_say(model)[0]
 
 
+def exact_numba() -> Any:
+    """A context in which PyTensor compiles numba functions with fast-math off.
+
+    The model's log density for nutpie (:func:`compile_and_say`; the module
+    docstring says why) and the groups added after sampling (log-likelihood,
+    predictive draws, in :func:`hierbench.bayes.fit` and ``fit_approx``) are
+    compiled in it. With one setting, a kernel the two share (the likelihood's
+    elementwise pieces) is compiled and cached once rather than once per
+    setting (a fresh CI run's cache held 119 kernels built both ways); with
+    fast-math on, the groups compiled on an empty cache could differ in the
+    last bit from the same groups loaded from a warm one, as the log density
+    did. PyMC's own NUTS (``sampler="pymc"``) and ADVI keep PyTensor's defaults.
+    """
+    import pytensor
+
+    return pytensor.config.change_flags(numba__fastmath=False)
+
+
 def compile_and_say(model: Any) -> tuple[Any, str]:
     """:func:`compile_model`'s build and how it was made (the fit's ``fit_run`` says it as ``build``)."""
     import nutpie
-    import pytensor
 
     from ._nutpie_build import build
 
-    with pytensor.config.change_flags(numba__fastmath=False):
+    with exact_numba():
         compiled, reason = build(model)
         if compiled is not None:
             loaded = min(compiled.compiled_logp_func.cache_hits, compiled.compiled_expand_func.cache_hits) > 0
