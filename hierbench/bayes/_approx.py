@@ -29,8 +29,8 @@ from .._base import warn_user
 from .._docs import fill_doc
 from ._fit import _check_model
 from ._fit import _stamp
+from ._fit import pymc_log_likelihood
 from ._registry import model_hook
-from ._sampling import exact_numba
 
 __all__ = ["MEASURED_ERROR", "ApproximationWarning", "approximation_error", "fit_approx"]
 
@@ -180,8 +180,7 @@ def fit_approx(
     dt, final_loss = _run_approx(model, method, n, draws, gen)
     fit_time = time.perf_counter() - t0
     if log_likelihood:
-        with exact_numba():  # compiled as the model was (shared kernels cached once)
-            dt = pm.compute_log_likelihood(dt, model=model, extend_inferencedata=True, progressbar=False)
+        dt = pymc_log_likelihood(dt, model)
     dt = _stamp(
         dt,
         info,

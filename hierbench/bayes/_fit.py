@@ -468,7 +468,12 @@ def _with_log_likelihood(dt: xr.DataTree, model: pm.Model, info: dict[str, Any])
     if callable(own):
         dt["log_likelihood"] = xr.DataTree(own(dt))
         return dt
-    with exact_numba():  # compiled as the model was (shared kernels cached once)
+    return pymc_log_likelihood(dt, model)
+
+
+def pymc_log_likelihood(dt: xr.DataTree, model: pm.Model) -> xr.DataTree:
+    """``dt`` with PyMC's pointwise log-likelihood group, compiled as the model was (:func:`exact_numba`)."""
+    with exact_numba():
         return pm.compute_log_likelihood(dt, model=model, extend_inferencedata=True, progressbar=False)
 
 
