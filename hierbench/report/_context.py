@@ -195,6 +195,16 @@ class _Context:
             self.cache["summary"] = s
         return self.cache["summary"]
 
+    def data_report(self) -> dict | None:
+        """:func:`hierbench.data.read_report` of the data (cached): the Data summary and the checklist both read it."""
+        if self.data is None:
+            return None
+        if "read_report" not in self.cache:
+            from ..data import read_report
+
+            self.cache["read_report"] = read_report(self.data)
+        return self.cache["read_report"]
+
     def mixed_design(self):
         """The formula fit's design rebuilt from the data (cached; None when it cannot be)."""
         if "mixed_design" not in self.cache:

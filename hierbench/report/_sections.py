@@ -52,9 +52,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
             )
             return
         raise _Skip("no data given")
-    from ..data import read_report
-
-    d = read_report(ctx.data)
+    d = ctx.data_report()
     s = ctx.data_summary()
     rename = {
         "n_tasks_attempted": "tasks run",
@@ -353,9 +351,10 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
 def _tasks_scored(ctx: _Context) -> pd.Series | None:
     """How many tasks hold a scored run of each agent (the tasks its bootstrap mean averages).
 
-    With ``errors='exclude'`` a task whose every run errored counts as run in the data
-    summary but not here: the means see no score of it. Read from the data summary
-    (:meth:`_Context.data_summary`), which the Data summary section prints.
+    With ``errors='exclude'`` a task whose every run errored counts among the data
+    summary's tasks run but not its tasks scored: the means see no score of it. Read
+    from the data summary (:meth:`_Context.data_summary`), which the Data summary
+    section prints.
     """
     s = ctx.data_summary()
     return None if s is None else s["n_tasks_scored"]
@@ -510,9 +509,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
     rows = []
     d = None
     if ctx.data is not None:
-        from ..data import read_report
-
-        d = read_report(ctx.data)
+        d = ctx.data_report()
         rows += [
             ("n (agents x tasks)", f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}"),
             (
