@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import warnings
 
 import numpy as np
@@ -83,13 +85,20 @@ def _synthetic_fit(
     return dt, idx
 
 
+@functools.cache
 def _cell_moments(f, y: int, n: int, eta: float, sd: float) -> tuple[float, float]:
     """E[f(p)] and Var(f(p)) for logit p = eta + ab, density of ab proportional to
     N(ab; 0, sd) Binomial(y | n, expit(eta + ab)), by scipy's adaptive quadrature.
+
+    The integrand is written out (binomial pmf and normal density, as in any textbook):
+    scipy.stats' per-call overhead made these quadratures the slowest part of the tests
+    that use them. Cached: a test asks for the same few cells once per draw.
     """
+    norm = 1.0 / (sd * math.sqrt(2.0 * math.pi))
 
     def lik(x: float) -> float:
-        return stats.binom.pmf(y, n, expit(eta + x)) * stats.norm.pdf(x, 0.0, sd)
+        p = 1.0 / (1.0 + math.exp(-(eta + x)))
+        return math.comb(n, y) * p**y * (1.0 - p) ** (n - y) * norm * math.exp(-0.5 * (x / sd) ** 2)
 
     def integral(g) -> float:
         val, _ = integrate.quad(
