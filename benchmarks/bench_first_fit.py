@@ -9,7 +9,10 @@ cold  with numba's and PyTensor's caches empty (a temporary ``NUMBA_CACHE_DIR``
       and PyTensor ``base_compiledir``): the first fit after installing, then a
       second fit in the same process;
 warm  a new process on the caches the cold one filled: a later session's
-      first fit (then its second).
+      first fit (then its second);
+demo  (``--after-demo``) empty caches, then ``hierbench demo`` in a process of its
+      own, as the README's install command runs it, then a new process's fits:
+      the first fit after following the README.
 
 Each fit is ``fit(build_crossed(data), rng=seed)``, the default call; each line
 gives its wall time and the stage times the fit records (``fit_timings``:
@@ -49,6 +52,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 _WORKER = r"""
 import json, os, sys, time, warnings
@@ -81,14 +85,27 @@ print(json.dumps(out))
 """
 
 
-def run_process(src: str, size: str, seed: int, n_fits: int, caches: str) -> dict:
-    """One fresh process on ``src``'s hierbench with the caches under ``caches``."""
-    env = {
+def _env(src: str, caches: str) -> dict:
+    return {
         **os.environ,
         "PYTHONPATH": os.path.abspath(src),
         "NUMBA_CACHE_DIR": os.path.join(caches, "numba"),
         "PYTENSOR_FLAGS": f"base_compiledir={os.path.join(caches, 'pytensor')}",
     }
+
+
+def run_demo(src: str, caches: str) -> float:
+    """``hierbench demo`` (the README's install command's job) on ``src`` with the caches under ``caches``; its wall."""
+    with tempfile.TemporaryDirectory() as cwd:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "hierbench", "demo", "--out", os.path.join(cwd, "report")],
+                       env=_env(src, caches), cwd=cwd, check=True, capture_output=True)  # fmt: skip
+    return round(time.perf_counter() - t0, 1)
+
+
+def run_process(src: str, size: str, seed: int, n_fits: int, caches: str) -> dict:
+    """One fresh process on ``src``'s hierbench with the caches under ``caches``."""
+    env = _env(src, caches)
     with tempfile.TemporaryDirectory() as cwd:  # so that the cwd shadows no tree
         proc = subprocess.run([sys.executable, "-c", _WORKER, size, str(seed), str(n_fits)], env=env,
                               cwd=cwd, capture_output=True, text=True)  # fmt: skip
@@ -103,6 +120,8 @@ def table(rows: list[dict]) -> str:
     head = f"{'src':<10} {'cache':<5} {'fit':>3} " + " ".join(f"{c[:-2]:>11}" for c in cols)
     lines = [head + f" {'draws':>5} {'ms/grad':>8} {'load':>5}"]
     for r in rows:
+        if "demo_s" in r:
+            lines.append(f"{r['src']:<10} {r['cache']:<5} the demo before these fits, on empty caches: {r['demo_s']:.1f} s")
         for i, f in enumerate(r.get("fits", [])):
             vals = " ".join(f"{f.get(c, float('nan')):>11.2f}" for c in cols)
             lines.append(f"{r['src']:<10} {r['cache']:<5} {i + 1:>3} {vals} {f['draws']:>5} "
@@ -119,14 +138,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--fits", type=int, default=2, help="fits per process")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--after-demo", action="store_true", help="also: empty caches, the demo, then the fits")
     args = ap.parse_args()
     srcs = [s.split("=", 1) for s in args.src]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for cache in ("cold", "warm"):
+        for cache in ("cold", "warm") + (("demo",) if args.after_demo else ()):
             for label, path in srcs:
-                row = {"src": label, "cache": cache, "size": args.size,
-                       **run_process(path, args.size, args.seed, args.fits, os.path.join(tmp, label))}  # fmt: skip
+                caches = os.path.join(tmp, label if cache != "demo" else label + "_demo")
+                pre = {"demo_s": run_demo(path, caches)} if cache == "demo" else {}
+                row = {"src": label, "cache": cache, "size": args.size, **pre,
+                       **run_process(path, args.size, args.seed, args.fits, caches)}  # fmt: skip
                 fits = row.get("fits", [])
                 if len(fits) > 1:
                     row["first_extra_s"] = round(fits[0]["wall_s"] - fits[1]["wall_s"], 2)
