@@ -42,6 +42,27 @@ running, so every figure is inflated; compare within the run only): the first fi
 first fit's extra over the second 13.0 s and 8.8 s); on cold caches 133.5 s and 124.3 s
 (the wrappers are compiled once either way, then stored). The second fit of a process
 reuses its build (0.01-0.03 s) in both trees.
+
+Measured 2026-12-03 on a quiet 2-core machine (AMD EPYC, load 0.7-3.3: the fits of one
+process run back to back, so the second fit shares no cores with another job), 12 x 500 x 10,
+seed 1, ``--after-demo`` (``results/first_fit_stop43.jsonl``):
+
+=====  =====  ======  =========  ==========  =====================================
+cache  fit    wall s  compile s  sampling s  first fit's extra over the second, s
+=====  =====  ======  =========  ==========  =====================================
+cold   1      98.8    46.4       44.3        55.9
+cold   2      42.9    0.01       40.6
+warm   1      41.9    3.6        36.0        2.7
+warm   2      39.2    0.01       37.0
+demo   1      73.7    29.7       41.7        34.0
+demo   2      39.8    0.01       37.5
+=====  =====  ======  =========  ==========  =====================================
+
+The demo (103.6 s on empty caches) fits the crossed model to a log with task clusters; a
+log without them builds another model, whose kernels the demo did not compile, so the first
+fit after following the README still pays 30 s of compiling (against 46 s on empty caches
+and 3.6 s on warm ones). Each variant a builder may choose (clusters, the agent x task term
+left out for one run per cell, centred or not) is a graph of its own.
 """
 
 from __future__ import annotations
