@@ -83,7 +83,7 @@ import numpy as np
 from hierbench.bayes import build_crossed, fit
 from hierbench.testing import simulate_eval
 import hierbench
-# the tree's path relative to the working directory's parent: no machine's absolute path in results
+# the tree by its folder's name: no machine's absolute path in the results
 here = os.path.dirname(hierbench.__file__)
 out = {"import_s": round(time.perf_counter() - t0, 2), "hierbench": os.path.basename(os.path.dirname(here)) + "/hierbench"}
 size, seed, n_fits = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
