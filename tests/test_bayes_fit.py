@@ -195,6 +195,31 @@ def test_fit_approx_carries_its_error(tiny, nutpie_fit, monkeypatch):
         fit_approx(other, n=200, draws=50, rng=0, reference=nuts)
 
 
+def test_the_variational_fit_compiles_as_the_model_does(tiny, monkeypatch):
+    # fit_approx's ADVI and its draws are compiled with fast-math off, as nutpie's log density
+    # and the groups after sampling are (the same bits on cold and warm caches); the flag is
+    # recorded at the moment PyMC's entry point runs
+    import pymc as pm
+    import pytensor
+
+    from hierbench.bayes import fit_approx
+
+    seen = {}
+    original = pm.fit
+
+    def recording(*args, **kwargs):
+        seen["fit"] = bool(pytensor.config.numba__fastmath)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(pm, "fit", recording)
+    assert pytensor.config.numba__fastmath  # PyTensor's default, which the fit must not use
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_approx(build_beta_binomial(tiny, pooling="none"), n=200, draws=50, rng=0)
+    assert seen == {"fit": False}
+    assert pytensor.config.numba__fastmath  # restored after
+
+
 def test_the_default_tune_is_the_package_one_and_the_zoo_spec_says_so():
     # nutpie fits tune DEFAULT_TUNE steps whatever the model (no builder sets its own: the crossed
     # model's 150 did not pass SBC, models/crossed/card.md); an explicit tune wins; the other
