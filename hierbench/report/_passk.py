@@ -29,6 +29,8 @@ __all__: list[str] = []
 
 #: fewer tasks than this behind an estimate: flagged
 FEW_TASKS = 10
+#: up to this many values of k the table shows every one; beyond, k = 1, 2 and the largest
+_ALL_K = 4
 
 
 def _run_counts(ctx: _Context) -> xr.DataArray | None:
@@ -193,7 +195,8 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     unb, (bay, what) = _unbiased(ctx, ks), _bayes(ctx, ks)
     if unb is None and bay is None:
         raise _Skip("needs data with binary scores or a crossed / beta-binomial fit")
-    show = sorted({1, 2, ks[-1]})
+    # every k while that is a short table (tau-bench publishes pass^1..4); beyond, the ends and k = 2
+    show = ks if len(ks) <= _ALL_K else sorted({1, 2, ks[-1]})
     table = passk_table(unb, bay, what, ctx.prob)
     table = table[table.index.get_level_values("k").isin(show)]
     text = _passk_text(ctx, what, None if unb is None else unb.attrs["ci_detail"], show)
