@@ -195,31 +195,6 @@ def test_fit_approx_carries_its_error(tiny, nutpie_fit, monkeypatch):
         fit_approx(other, n=200, draws=50, rng=0, reference=nuts)
 
 
-def test_the_variational_fit_compiles_as_the_model_does(tiny, monkeypatch):
-    # fit_approx's ADVI and its draws are compiled with fast-math off, as nutpie's log density
-    # and the groups after sampling are (the same bits on cold and warm caches); the flag is
-    # recorded at the moment PyMC's entry point runs
-    import pymc as pm
-    import pytensor
-
-    from hierbench.bayes import fit_approx
-
-    seen = {}
-    original = pm.fit
-
-    def recording(*args, **kwargs):
-        seen["fit"] = bool(pytensor.config.numba__fastmath)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(pm, "fit", recording)
-    assert pytensor.config.numba__fastmath  # PyTensor's default, which the fit must not use
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit_approx(build_beta_binomial(tiny, pooling="none"), n=200, draws=50, rng=0)
-    assert seen == {"fit": False}
-    assert pytensor.config.numba__fastmath  # restored after
-
-
 def test_the_default_tune_is_the_package_one_and_the_zoo_spec_says_so():
     # nutpie fits tune DEFAULT_TUNE steps whatever the model (no builder sets its own: the crossed
     # model's 150 did not pass SBC, models/crossed/card.md); an explicit tune wins; the other
@@ -241,11 +216,8 @@ def test_the_default_tune_is_the_package_one_and_the_zoo_spec_says_so():
     assert tune(build_crossed(data).hierbench) == spec["tune"] == DEFAULT_TUNE == 300
 
 
-def test_the_groups_after_sampling_compile_as_the_model_does(citations_counts, monkeypatch):
-    # the model's log density is compiled with PyTensor's numba fast-math off (bit-identical on
-    # cold and warm caches); the log-likelihood and predictive groups must be compiled with the
-    # same setting, so the kernels they share with the model are built and cached once. PyMC's
-    # three entry points are wrapped to record the flag at the moment each one compiles.
+def _fastmath_when_called(monkeypatch, names) -> dict:
+    """Wrap PyMC's entry points ``names`` to record PyTensor's numba fast-math flag when each runs."""
     import pymc as pm
     import pytensor
 
@@ -260,13 +232,38 @@ def test_the_groups_after_sampling_compile_as_the_model_does(citations_counts, m
 
         return run
 
-    names = ("compute_log_likelihood", "sample_posterior_predictive", "sample_prior_predictive")
     for name in names:
         monkeypatch.setattr(pm, name, recording(name))
-    assert pytensor.config.numba__fastmath  # PyTensor's default, which the groups must not use
+    assert pytensor.config.numba__fastmath  # PyTensor's default, which the fits must not use
+    return seen
+
+
+def test_the_groups_after_sampling_compile_as_the_model_does(citations_counts, monkeypatch):
+    # the model's log density is compiled with PyTensor's numba fast-math off (bit-identical on
+    # cold and warm caches); the log-likelihood and predictive groups must be compiled with the
+    # same setting, so the kernels they share with the model are built and cached once. PyMC's
+    # three entry points are wrapped to record the flag at the moment each one compiles.
+    names = ("compute_log_likelihood", "sample_posterior_predictive", "sample_prior_predictive")
+    seen = _fastmath_when_called(monkeypatch, names)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         # Bradley-Terry has no hooks of its own for these groups: PyMC computes all three
         fit(build_bradley_terry(citations_counts), draws=50, tune=50, chains=1, rng=3,
             log_likelihood=True, posterior_predictive=True, prior_predictive=True)  # fmt: skip
     assert seen == dict.fromkeys(names, False)
+
+
+def test_the_variational_fit_compiles_as_the_model_does(tiny, monkeypatch):
+    # fit_approx's ADVI and its draws are compiled with fast-math off, as nutpie's log density
+    # and the groups after sampling are (the same bits on cold and warm caches); the flag is
+    # recorded at the moment PyMC's entry point runs
+    import pytensor
+
+    from hierbench.bayes import fit_approx
+
+    seen = _fastmath_when_called(monkeypatch, ("fit",))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_approx(build_beta_binomial(tiny, pooling="none"), n=200, draws=50, rng=0)
+    assert seen == {"fit": False}
+    assert pytensor.config.numba__fastmath  # restored after
