@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pymc as pm
@@ -168,7 +169,7 @@ def test_compile_model_falls_back_quietly_where_the_cache_is_off(monkeypatch):
 
 
 _BUILD = """
-import json, sys, warnings, numpy as np, pytensor
+import glob, json, os, sys, warnings, numpy as np, pytensor
 warnings.simplefilter("ignore")
 sys.path.insert(0, sys.argv[2])
 from test_bayes_build_cache import _model, _data, _nutpie, _logp, _expand
@@ -179,8 +180,10 @@ with pytensor.config.change_flags(numba__fastmath=False):
 x = np.linspace(-0.5, 0.5, c.n_dim)
 rc, lp, g = _logp(c, x)
 ref = _logp(_nutpie(model), x) if sys.argv[3] == "ref" else (rc, lp, g)  # nutpie's own build, first run only
+# the small model's cache entries (before the crossed fit adds its own)
+small = sorted(glob.glob(os.path.join(pytensor.config.base_compiledir, "numba", "*hierbench_*")))
 draws = {}
-if sys.argv[3] == "fit":  # a seeded crossed fit: its kernels compiled here or loaded from the cache
+if sys.argv[3] != "small":  # a seeded crossed fit: its kernels compiled here or loaded from the cache
     from hierbench.testing import simulate_eval
     from hierbench.bayes import build_crossed, fit
     data, _ = simulate_eval(4, 40, 3, n_clusters=5, sd_cluster=0.5, rng=0)
@@ -188,7 +191,8 @@ if sys.argv[3] == "fit":  # a seeded crossed fit: its kernels compiled here or l
     draws = {f"draw_{v}": dt["posterior"][v].values for v in dt["posterior"].data_vars}
     draws["fit_build"] = np.array(json.loads(dt.attrs["fit_run"])["build"])
 np.savez(sys.argv[1], hits=[c.compiled_logp_func.cache_hits, c.compiled_expand_func.cache_hits],
-         reason=str(reason), logp=lp, grad=g, expand=_expand(c, x)[1], ref_logp=ref[1], ref_grad=ref[2], **draws)
+         reason=str(reason), logp=lp, grad=g, expand=_expand(c, x)[1], ref_logp=ref[1], ref_grad=ref[2],
+         small=np.array(small), **draws)
 """
 
 
@@ -196,16 +200,16 @@ np.savez(sys.argv[1], hits=[c.compiled_logp_func.cache_hits, c.compiled_expand_f
 def test_fresh_processes_load_what_they_stored_draw_the_same_and_rebuild_an_unreadable_entry(tmp_path):
     # fresh processes on caches that start empty (numba's and PyTensor's base compile directory):
     # 0 compiles and stores the two C wrappers of a small model (and builds nutpie's own as the
-    # reference); 1 loads them (numba counts a cache hit) and compiles a seeded crossed fit's
-    # kernels into the cache; then the small model's entries are overwritten with garbage, and 2
-    # loads the crossed kernels and must draw what 1 drew (issue 24 item 6: a crossed fit once
-    # drew chains about 1e-11 apart when its kernels were compiled rather than loaded) while it
-    # compiles the small model's wrappers again, the same to the bit, and stores them again
+    # reference), then compiles a seeded crossed fit's kernels into the cache; 1 loads both (numba
+    # counts a cache hit) and must draw what 0 drew (issue 24 item 6: a crossed fit once drew
+    # chains about 1e-11 apart when its kernels were compiled rather than loaded); then the small
+    # model's entries are overwritten with garbage, and 2 compiles its wrappers again, the same to
+    # the bit, and stores them again. (Until stop 43 the cold fit ran in a process of its own and
+    # the warm one beside the garbage: the same checks, one more process and fit.)
     script = tmp_path / "build.py"
     script.write_text(_BUILD)
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path / "numba_cache"),
                PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pytensor_base'}")  # fmt: skip
-    entries = lambda: sorted((tmp_path / "pytensor_base" / "numba").glob("*hierbench_*"))  # noqa: E731
 
     def run(i, what):
         path = tmp_path / f"out{i}.npz"
@@ -218,22 +222,22 @@ def test_fresh_processes_load_what_they_stored_draw_the_same_and_rebuild_an_unre
         np.testing.assert_array_equal(out["grad"], ref["ref_grad"])
         return out
 
-    first = run(0, "ref")
-    assert list(first["hits"]) == [0, 0]
-    small = entries()
+    cold = run(0, "ref")
+    assert list(cold["hits"]) == [0, 0]
+    small = [Path(p) for p in cold["small"]]
     assert len(small) == 4  # an index and a data file per wrapper
-    cold = run(1, "fit")
-    assert list(cold["hits"]) == [1, 1]
-    for path in small:
-        path.write_bytes(b"not a cache entry")
-    warm = run(2, "fit")
-    assert list(warm["hits"]) == [0, 0]  # the garbage was not loaded: compiled again ...
-    np.testing.assert_array_equal(warm["expand"], first["expand"])
-    assert all(path.read_bytes() != b"not a cache entry" for path in small)  # ... and stored again
-    # the crossed fit's wrappers: compiled by 1, loaded by 2
+    warm = run(1, "fit")
+    assert list(warm["hits"]) == [1, 1]
+    # the crossed fit's wrappers: compiled by 0, loaded by 1, and the same draws
     assert str(cold["fit_build"]).endswith("compiled and stored in the disk cache"), cold["fit_build"]
     assert str(warm["fit_build"]).endswith("loaded from the disk cache"), warm["fit_build"]
     drawn = [k for k in cold.files if k.startswith("draw_")]
     assert drawn and drawn == [k for k in warm.files if k.startswith("draw_")]
     for k in drawn:
         np.testing.assert_array_equal(cold[k], warm[k], err_msg=k)
+    for path in small:
+        path.write_bytes(b"not a cache entry")
+    again = run(2, "small")
+    assert list(again["hits"]) == [0, 0]  # the garbage was not loaded: compiled again ...
+    np.testing.assert_array_equal(again["expand"], cold["expand"])
+    assert all(path.read_bytes() != b"not a cache entry" for path in small)  # ... and stored again
