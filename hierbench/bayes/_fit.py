@@ -229,12 +229,16 @@ def _run_pymc(
     model: pm.Model, sampler: str, settings: dict[str, Any], seed: int, progress: bool,
     kwargs: dict[str, Any],
 ) -> xr.DataTree:  # fmt: skip
-    """PyMC's own NUTS or numpyro through PyMC, with fixed draws."""
+    """PyMC's own NUTS or numpyro through PyMC, with fixed draws.
+
+    PyMC's NUTS compiles its log density with fast-math off (:func:`exact_numba`), as
+    nutpie's is: the same draws from a cold or a warm PyTensor cache.
+    """
     kw = dict(kwargs)
     kw.setdefault("cores", min(settings["chains"], os.cpu_count() or 1))
     if "target_accept" in settings:
         kw["target_accept"] = settings["target_accept"]
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), exact_numba():
         warnings.filterwarnings("ignore", message=".*log_likelihood.*", category=FutureWarning)
         dt = pm.sample(
             draws=settings["draws"],

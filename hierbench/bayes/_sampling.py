@@ -138,14 +138,15 @@ def exact_numba() -> Any:
     The model's log density for nutpie (:func:`compile_and_say`; the module
     docstring says why) and the groups added after sampling (log-likelihood,
     predictive draws, in :func:`hierbench.bayes.fit` and ``fit_approx``) are
-    compiled in it, and so is ``fit_approx``'s variational fit and its draws.
+    compiled in it, and so are PyMC's own NUTS (``sampler="pymc"``, whose chains
+    in forked processes inherit the setting) and ``fit_approx``'s variational
+    fit and its draws.
     With one setting, a kernel they share (the likelihood's
     elementwise pieces) is compiled and cached once rather than once per
     setting (a fresh CI run's cache held 119 kernels built both ways); with
     fast-math on, the groups compiled on an empty cache could differ in the
     last bit from the same groups loaded from a warm one, as the log density
-    did. PyMC's own NUTS (``sampler="pymc"``) still compiles with PyTensor's
-    defaults.
+    did.
     """
     import pytensor
 
