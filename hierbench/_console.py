@@ -135,6 +135,18 @@ def fit_kwargs(fit_fn, progress: bool) -> dict:
     return {}
 
 
+def seconds(x) -> str:
+    """A duration for people: one decimal under 10 s (a 0.4 s sampling run is not "0 s").
+
+    Examples
+    --------
+    >>> seconds(0.44), seconds(12.6), seconds(float("nan"))
+    ('0.4 s', '13 s', 'nan s')
+    """
+    x = float(x)
+    return f"{x:.1f} s" if x < 10 else f"{x:.0f} s"
+
+
 def diagnostics_line(dt) -> str:
     """The fit's convergence checks in one sentence: verdict, R-hat against its limit, ESS, divergences."""
     a = dt.attrs

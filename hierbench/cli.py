@@ -33,6 +33,7 @@ from ._console import convergence_line
 from ._console import diagnostics_line
 from ._console import fit_kwargs
 from ._console import print_warnings
+from ._console import seconds
 from ._console import warning_lines
 
 __all__ = ["CliError", "build_parser", "convergence_line", "fit_kwargs", "load_any", "main"]
@@ -532,9 +533,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from ._base import counted
 
     print(
-        f"{args.model} fit of {counted(ds.sizes['agent'], 'agent')} x {counted(ds.sizes['task'], 'task')}: {wall:.0f} s "
-        f"(compile {float(a.get('compile_time', float('nan'))):.0f} s, sampling "
-        f"{float(a.get('sampling_time', float('nan'))):.0f} s); {diagnostics_line(dt)}"
+        f"{args.model} fit of {counted(ds.sizes['agent'], 'agent')} x {counted(ds.sizes['task'], 'task')}: {seconds(wall)} "
+        f"(compile {seconds(a.get('compile_time', float('nan')))}, sampling "
+        f"{seconds(a.get('sampling_time', float('nan')))}); {diagnostics_line(dt)}"
     )
     print(f"saved to {out} ({size / 1e6:.1f} MB, groups {_saved_groups(out)})")
     # the convergence checks' verdict in the fit's own words (not the sampler's warning)

@@ -29,6 +29,7 @@ from scipy import stats
 from scipy.special import expit
 
 from ._console import print_warnings
+from ._console import seconds
 
 __all__ = [
     "ANALYSIS_SECTIONS",
@@ -303,8 +304,8 @@ def _bayes_section(ctx: DemoContext) -> str:
     chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
     lines = [
         f"Crossed logistic model ({_model_terms(dt)}), {chains} chains x {draws} draws with\n"
-        f"{dt.attrs.get('sampler', 'nutpie')}: {wall:.0f} s wall "
-        f"(compile {float(dt.attrs.get('compile_time', np.nan)):.0f} s).",
+        f"{dt.attrs.get('sampler', 'nutpie')}: {seconds(wall)} wall "
+        f"(compile {seconds(dt.attrs.get('compile_time', np.nan))}).",
         f"Diagnostics: {diagnostics_line(dt)}.",
         f"Run: {dt.attrs.get('fit_notes', '')}.",
         "",
