@@ -237,8 +237,8 @@ def _agent_rates(pri: dict, pooling: str, is_centred: bool) -> tuple[Any, Any]:
     return mu, rho
 
 
-def _tally_likelihood(model: pm.Model, mu: Any, rho: Any, cells: dict, n_agents: int) -> int:
-    """The likelihood as weighted sums over (agent, j); returns the largest run count.
+def _tally_likelihood(model: pm.Model, mu: Any, rho: Any, cells: dict, n_agents: int) -> None:
+    """The likelihood as weighted sums over (agent, j).
 
     Each cell's probability is written as the product form of the beta-binomial
     in (mu, rho), ``C(n, y) prod_{j<y} (mu (1 - rho) + j rho) prod_{j<n-y}
@@ -268,7 +268,6 @@ def _tally_likelihood(model: pm.Model, mu: Any, rho: Any, cells: dict, n_agents:
         - data["runs"] * pt.log(1.0 - rho_a + j * rho_a)
     )
     pm.Potential("y_loglik", lb + terms.sum())
-    return j_max
 
 
 def _tallies(ai: np.ndarray, n: np.ndarray, y: np.ndarray, n_agents: int) -> tuple[dict[str, np.ndarray], float]:
