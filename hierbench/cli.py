@@ -597,7 +597,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
             **_bootstrap_kw(args),
         )
     print(
-        f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB, {time.perf_counter() - t0:.0f} s)"
+        f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB, {seconds(time.perf_counter() - t0)})"
     )
     line = convergence_line(fit) if fit is not None else None
     # the sections' other warnings are in the report's own "Warnings" section
