@@ -33,6 +33,7 @@ _COMPILED = frozenset(
         "KERNEL_FLAGS",
         "centre",
         "exp_nonpos",
+        "log_one_two",
         "njit_kernel",
         "node_masses",
         "node_stage",
