@@ -40,6 +40,7 @@ import pytensor.tensor as pt
 from .._base import HierbenchError
 from .._base import check_choice
 from .._priors import IRT_HYPERPRIORS
+from ._crossed import _likelihood_none
 from ._registry import ModelEntry
 from ._registry import count_coords
 from ._registry import count_data
@@ -162,7 +163,8 @@ def build_irt_2pl(
         eta = ability[:, None] * disc_t[None, :] + intercept[None, :]
         pm.Deterministic("mean_task", pm.math.invlogit(eta).mean(axis=1), dims="agent")
         ai, ti = cells["cell_agent_idx"], cells["cell_task_idx"]
-        pm.Binomial("y", n=n_cell, logit_p=eta[ai, ti], observed=y_cell, dims="cell")
+        # the crossed model's binomial cells: the coefficient as data, value and gradient fused
+        _likelihood_none(eta[ai, ti], n_cell, y_cell, cells)
     m.hierbench = _info(st, counts, cells, pri, model, clusters, centre)
     return m
 
