@@ -45,6 +45,28 @@ def test_agq_op_jax_matches_numpy():
     np.testing.assert_allclose(float(got[2]), ref[2].sum(), rtol=1e-10, atol=1e-10)
 
 
+
+def test_binomial_logit_op_jax_matches_scipy():
+    import pytensor
+    import pytensor.tensor as pt
+    from scipy.special import expit
+    from scipy.special import log_expit
+
+    from hierbench.bayes._logit_op import binomial_logit
+
+    rng = np.random.default_rng(1)
+    n = rng.integers(1, 30, 50).astype(float)
+    eta = rng.normal(0, 3.0, 50)
+    y = rng.binomial(n.astype(int), expit(eta)).astype(float)
+    yv, nv, ev = pt.vector("y"), pt.vector("n"), pt.vector("eta")
+    logp = binomial_logit(yv, nv, ev)
+    f = pytensor.function([yv, nv, ev], [logp, pytensor.grad(logp.sum(), ev)], mode="JAX")
+    got = f(y, n, eta)
+    # y log p + (n - y) log(1 - p), from scipy's log-sigmoid
+    ref = y * log_expit(eta) + (n - y) * log_expit(-eta)
+    np.testing.assert_allclose(np.asarray(got[0]), ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got[1]), y - n * expit(eta), rtol=1e-12, atol=1e-12)
+
 @pytest.mark.slow
 def test_fit_with_numpyro_end_to_end():
     from hierbench.bayes import build_crossed
