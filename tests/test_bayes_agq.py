@@ -175,6 +175,29 @@ def test_vectorisable_exp_and_log_are_within_two_ulp_of_numpy():
     assert np.abs(out - want).max() <= 2 * np.spacing(1.0)
 
 
+def test_vectorisable_log_of_any_positive_normal_number_is_within_two_ulp_of_numpy():
+    # the kernels' log of a positive quantity (a cell's odds, a quadrature sum times its scale)
+    import numba
+
+    from hierbench._numerics.agq_numba import log_pos
+
+    @numba.njit
+    def apply(x, out):
+        for i in range(x.size):
+            out[i] = log_pos(x[i])
+
+    g = np.random.default_rng(1)
+    x = np.concatenate([
+        np.exp(g.uniform(-700.0, 700.0, 200_000)), np.linspace(0.5, 4.0, 200_001),
+        [np.finfo(float).tiny, 1.0, 2.0, math.sqrt(2.0), np.nextafter(1.0, 0.0), np.finfo(float).max],
+    ])  # fmt: skip
+    out = np.empty_like(x)
+    apply(x, out)
+    want = np.log(x)
+    # within two ulp of the result, or of one where the result is near zero
+    assert np.all(np.abs(out - want) <= 2 * np.maximum(np.spacing(np.abs(want)), np.spacing(1.0)))
+
+
 @pytest.mark.parametrize("sd", [0.05, 0.5, 2.0, 5.0])
 def test_node_centre_is_the_mode_to_1e_10(sd):
     # the nodes sit at each cell's mode, found by Newton steps that stop once a step is below

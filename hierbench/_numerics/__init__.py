@@ -34,6 +34,7 @@ _COMPILED = frozenset(
         "centre",
         "exp_nonpos",
         "log_one_two",
+        "log_pos",
         "njit_kernel",
         "node_masses",
         "node_stage",

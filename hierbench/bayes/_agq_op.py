@@ -167,6 +167,7 @@ def _register_numba() -> None:
         from .._numerics import KERNEL_FLAGS
         from .._numerics import centre
         from .._numerics import exp_nonpos
+        from .._numerics import log_pos
         from .._numerics import node_stage
 
         u, w = gauss_hermite(op.n_quad)
@@ -222,7 +223,7 @@ def _register_numba() -> None:
                 for j in range(nb):
                     i = b0 + j
                     it = 1.0 / tot[j]
-                    logp[i] = top[j] + math.log(tot[j] * s[j]) - log_sd
+                    logp[i] = top[j] + log_pos(tot[j] * s[j]) - log_sd
                     # the placement's terms (see placement_terms), with p at the converged mode
                     a = eta[i] + m[j]
                     t = exp_nonpos(-abs(a))
