@@ -36,6 +36,12 @@ per cell. Usage::
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
 
+Measured 2026-12-04 (``results/bench_crossed_stop45.jsonl``), the default before (77fb7c5, in a
+worktree) and after the vectorised Newton loop and logs of the crossed kernel, alternating, seed 1,
+load 1.4-3.3: 46.6 -> 30.9 s at 12x500x10, 64.5 -> 58.4 s and (the other order) 66.3 -> 55.7 s
+at 13x880x10, 161.2 -> 132.0 s at 25x1000x8; min ESS tail >= 443, R-hat within its limit,
+0 divergences in every run. The 20 / 40 / 90 s targets are 1.5 / 1.4 / 1.5 times away.
+
 Measured 2026-12-03, on another machine of the same kind (AMD EPYC, znver3, AVX2 without
 AVX-512; ``results/bench_crossed_stop41.jsonl``), same run, nothing else running (load 0.6-2.6),
 seed 1, the sampler of stop 40: default 45.0 / 77.6 / 200.4 s against old_default 113.8 / 225.2 /
