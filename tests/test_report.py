@@ -212,6 +212,30 @@ def test_diagnostic_plots_take_labels_with_slashes():
     assert all(png[:4] == b"\x89PNG" for png in r.figures.values())
 
 
+
+@pytest.mark.slow
+def test_trace_plot_of_long_task_names_keeps_its_labels_apart():
+    """Five long 2PL names (34 characters once shortened): no label runs into the next row's."""
+    from figure_overlap import overlaps
+
+    from hierbench.report._figures import trace_plot
+
+    tasks = ["swe/easy_see=true", "astropy__astropy_cumsum/main", "django__django-11099/long_name_x",
+             "sympy__sympy-20590", "t5"]  # fmt: skip
+    rng = np.random.default_rng(4)
+    post = xr.Dataset(
+        {"z_log_discrimination": (("chain", "draw", "task"), rng.normal(size=(2, 60, 5)))},
+        coords={"chain": [0, 1], "draw": np.arange(60), "task": tasks},
+    )
+    pc = trace_plot(post, [("z_log_discrimination", {"task": t}) for t in tasks])
+    fig = pc.viz["figure"]
+    fig = fig.item() if hasattr(fig, "item") else fig
+    fig.canvas.draw()
+    assert overlaps(fig) == []
+    # each row still names its parameter (on the density panel's x axis)
+    labels = [ax.get_xlabel() for ax in fig.axes]
+    assert sum(lab.startswith("z_log_discrimina") for lab in labels) == 5
+
 def test_ppc_plot_takes_a_mean_outside_its_quantile_band():
     """A skewed count (most draws 0) has its mean above its 95% quantile: still plotted."""
     from hierbench.report import ppc_plot

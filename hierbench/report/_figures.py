@@ -368,6 +368,12 @@ def trace_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
         fig = fig.item() if hasattr(fig, "item") else fig
         fig.set_size_inches(11, 2.4 * n + 0.6)
         fig.set_layout_engine("constrained")
+        # the trace panel's vertical label repeated the row's name (on its density panel's
+        # x axis); a long name ran past the panel's height into the next row's label
+        for ax in fig.axes:
+            spec = ax.get_subplotspec()
+            if spec is not None and spec.colspan.start == 1:
+                ax.set_ylabel("value")
     except Exception:  # pragma: no cover - cosmetic only
         pass
     return pc
