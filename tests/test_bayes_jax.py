@@ -67,6 +67,25 @@ def test_binomial_logit_op_jax_matches_scipy():
     np.testing.assert_allclose(np.asarray(got[0]), ref, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(np.asarray(got[1]), y - n * expit(eta), rtol=1e-12, atol=1e-12)
 
+
+def test_unit_interval_op_jax_matches_numpy():
+    import pytensor
+    import pytensor.tensor as pt
+
+    from hierbench.bayes._unit_interval_op import unit_interval_logp
+    from hierbench.bayes._unit_interval_op import unit_interval_numpy
+
+    rng = np.random.default_rng(2)
+    y = np.where(rng.random(60) < 0.5, rng.random(60), rng.integers(0, 2, 60).astype(float))
+    eta, w = rng.normal(0, 2.0, 60), rng.exponential(2.0, 60)
+    eta[:2] = [1e-3, -0.03]  # inside the series' range
+    yv, ev, wv = pt.vector("y"), pt.vector("eta"), pt.vector("w")
+    logp = unit_interval_logp(yv, ev, wv)
+    f = pytensor.function([yv, ev, wv], [logp, *pytensor.grad(logp.sum(), [ev, wv])], mode="JAX")
+    # the NumPy formulas are checked against the normaliser written out in test_bayes_unit_interval_op
+    for got, want in zip(f(y, eta, w), unit_interval_numpy(y, eta, w), strict=True):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+
 @pytest.mark.slow
 def test_fit_with_numpyro_end_to_end():
     from hierbench.bayes import build_crossed

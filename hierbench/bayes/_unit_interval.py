@@ -46,6 +46,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from ._registry import make_prior
+from ._unit_interval_op import unit_interval_logp
 
 __all__ = ["draw_scores", "kappa", "tilt_logp", "unit_interval_likelihood"]
 
@@ -64,7 +65,12 @@ def kappa(interior: Any) -> Any:
 
 
 def tilt_logp(value: Any, eta: Any, interior: Any) -> Any:
-    """Log density of each score with respect to ``delta_0 + delta_1 + dy`` (``interior`` = ``w``)."""
+    """Log density of each score with respect to ``delta_0 + delta_1 + dy`` (``interior`` = ``w``).
+
+    The PyTensor graph of the density; the model evaluates the same density
+    through the fused Op of :mod:`hierbench.bayes._unit_interval_op`, which is
+    tested against this graph.
+    """
     eta = kappa(interior) * eta
     log_z = pt.softplus(eta) + pt.log1p(interior * _r(eta))
     inside = pt.and_(pt.gt(value, 0.0), pt.lt(value, 1.0))
@@ -102,4 +108,8 @@ def unit_interval_likelihood(eta_obs: Any, obs_task: np.ndarray, scores: np.ndar
     def random(eta: Any, w: Any, rng: np.random.Generator | None = None, size: Any = None) -> np.ndarray:
         return draw_scores(np.broadcast_to(eta, np.shape(eta) if size is None else size), w, rng)
 
-    pm.CustomDist("y", eta_obs, interior[obs_task], logp=tilt_logp, random=random, observed=obs, dims="obs")
+    def logp(value: Any, eta: Any, w: Any) -> Any:
+        # tilt_logp's density, value and gradient in one compiled pass (see _unit_interval_op)
+        return unit_interval_logp(value, eta, w)
+
+    pm.CustomDist("y", eta_obs, interior[obs_task], logp=logp, random=random, observed=obs, dims="obs")
