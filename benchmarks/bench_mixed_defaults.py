@@ -32,6 +32,16 @@ sim_rare_grades      0  1.0076  1.0252   589 / 947   yes          0.67      36
 metr_score           0  1.0099  1.0289   423 / 638   yes          0.46     281
 ================  ====  ======  ======  ===========  =========  ======  ======
 
+Measured 2026-12-04 (``results/mixed_defaults_stop45.jsonl``; load 1.5-2.0), the default at
+77fb7c5 (a worktree) and after the fused binomial-logit and [0, 1]-score likelihoods, same run:
+verbagg 34.4 -> 26.6 s, sim_one_run 16.2 -> 13.4 s, metr_score 135.7 -> 74.6 s (its gradient
+0.66 -> 0.19-0.24 ms). metr_score sits at the edge of the draw cap whatever the code: at seed 0
+the old code reached ESS 411 at 1,600 draws per chain and the new one 385 at the cap of 2,000
+(``dev[1|task]``, not converged); at seed 1 both ran to the cap, 328 (old, 162 s) and 392 (new,
+72 s). Its curvature at the mode is not positive definite (the sd of ``1|agent:task`` heads for
+zero there), so it starts at PyMC's support point, and a task's deviation mixes at about 0.05 ESS
+per draw (35 leapfrog steps, step size 0.17).
+
 ``max z``: the largest ``|posterior mean - ML| / posterior sd``; for ``metr_score`` each agent's
 mean score against the task-level bootstrap (every agent within 0.46 posterior sd, davinci-002
 included, since the levels' prior widened).
