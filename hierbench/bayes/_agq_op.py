@@ -42,6 +42,7 @@ from pytensor.graph.op import Op
 from .._numerics import NEWTON_STEPS
 from .._numerics import gauss_hermite
 from .._numerics import place_nodes
+from ._fused import source_version
 
 __all__ = ["AGQBinomialLogitNormal", "agq_logp_numpy", "gauss_hermite"]
 
@@ -249,14 +250,10 @@ def _register_numba() -> None:
 
 
 def _kernel_version() -> int:
-    import hashlib
-    import inspect
-
     from .._numerics import agq as shared
     from .._numerics import agq_numba as shared_numba
 
-    src = inspect.getsource(_register_numba) + inspect.getsource(shared) + inspect.getsource(shared_numba)
-    return int.from_bytes(hashlib.sha256(src.encode()).digest()[:6], "big")
+    return source_version(_register_numba, shared, shared_numba)
 
 
 _register_numba()

@@ -28,6 +28,9 @@ from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from ._fused import register_jax
+from ._fused import source_version
+
 __all__ = ["BinomialLogit", "binomial_logit"]
 
 
@@ -111,38 +114,17 @@ def _register_numba() -> None:
                 d_eta[i] = y[i] - n[i] * (1.0 if e >= 0 else t) / opt
             return logp, d_eta
 
-        # salted with the kernel's source, as the quadrature Op's is (see _agq_op)
+        # salted with the source it is built from (see _fused.source_version)
         return kernel, _kernel_version()
 
 
 def _kernel_version() -> int:
-    import hashlib
-    import inspect
-
     from .._numerics import agq_numba
 
-    src = inspect.getsource(_register_numba) + inspect.getsource(agq_numba)
-    return int.from_bytes(hashlib.sha256(src.encode()).digest()[:6], "big")
+    return source_version(_register_numba, agq_numba)
 
 
 _register_numba()
 
 
-def _register_jax() -> None:
-    """The JAX implementation (numpyro through PyMC), registered only when jax is installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("jax") is None:
-        return
-    import jax.numpy as jnp
-    from pytensor.link.jax.dispatch import jax_funcify
-
-    @jax_funcify.register(BinomialLogit)
-    def _funcify(op: BinomialLogit, **kwargs: Any) -> Any:
-        def kernel(y, n, eta):
-            return binomial_logit_numpy(y, n, eta, xp=jnp)
-
-        return kernel
-
-
-_register_jax()
+register_jax(BinomialLogit, binomial_logit_numpy)

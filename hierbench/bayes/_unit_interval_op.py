@@ -29,6 +29,9 @@ from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from ._fused import register_jax
+from ._fused import source_version
+
 __all__ = ["UnitIntervalLogp", "unit_interval_logp"]
 
 #: below this |theta|, r and r' from their series in x = |theta| / 2
@@ -165,38 +168,17 @@ def _register_numba() -> None:
                 d_w[i] = eta[i] * 3.0 / (den * den) * resid - r / one_wr + (1.0 / safe_w if inside else 0.0)
             return logp, d_eta, d_w
 
-        # salted with the kernel's source, as the quadrature Op's is (see _agq_op)
+        # salted with the source it is built from (see _fused.source_version)
         return kernel, _kernel_version()
 
 
 def _kernel_version() -> int:
-    import hashlib
-    import inspect
-
     from .._numerics import agq_numba
 
-    src = inspect.getsource(_register_numba) + inspect.getsource(agq_numba) + repr(SERIES_BELOW)
-    return int.from_bytes(hashlib.sha256(src.encode()).digest()[:6], "big")
+    return source_version(_register_numba, agq_numba, SERIES_BELOW)
 
 
 _register_numba()
 
 
-def _register_jax() -> None:
-    """The JAX implementation (numpyro through PyMC), registered only when jax is installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("jax") is None:
-        return
-    import jax.numpy as jnp
-    from pytensor.link.jax.dispatch import jax_funcify
-
-    @jax_funcify.register(UnitIntervalLogp)
-    def _funcify(op: UnitIntervalLogp, **kwargs: Any) -> Any:
-        def kernel(y, eta, w):
-            return unit_interval_numpy(y, eta, w, xp=jnp)
-
-        return kernel
-
-
-_register_jax()
+register_jax(UnitIntervalLogp, unit_interval_numpy)
