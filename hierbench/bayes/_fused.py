@@ -15,8 +15,62 @@ import importlib.util
 import inspect
 from collections.abc import Callable
 from typing import Any
+from typing import ClassVar
 
-__all__ = ["register_jax", "source_version"]
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType
+from pytensor.gradient import disconnected_type
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+
+__all__ = ["FusedVectorOp", "register_jax", "source_version"]
+
+
+class FusedVectorOp(Op):
+    """A per-element log density and its first derivatives, one vector each, from vector inputs.
+
+    A subclass names its inputs (``inputs``: data first, then the
+    ``n_data`` inputs' differentiable followers), what an element is
+    (``unit``, for messages) and its NumPy formulas (``numpy_form``,
+    returning the log density and one derivative per differentiable input).
+    The outputs after the first exist for the gradient and have none of their own.
+    """
+
+    __props__ = ()
+    inputs: ClassVar[tuple[str, ...]] = ()
+    n_data: ClassVar[int] = 0
+    unit: ClassVar[str] = "cell"
+    numpy_form: ClassVar[Callable[..., tuple]]
+
+    def make_node(self, *args: Any) -> Apply:
+        xs = [pt.as_tensor_variable(v).astype("float64") for v in args]
+        if len(xs) != len(self.inputs) or any(x.ndim != 1 for x in xs):
+            raise TypeError(
+                f"{type(self).__name__} needs vectors {', '.join(self.inputs)} (one entry per "
+                f"{self.unit}); got ndim {', '.join(str(x.ndim) for x in xs)}"
+            )
+        n_out = 1 + len(self.inputs) - self.n_data
+        return Apply(self, xs, [pt.vector(dtype="float64", shape=xs[-1].type.shape) for _ in range(n_out)])
+
+    def perform(self, node: Apply, inputs: list, output_storage: list) -> None:
+        for store, val in zip(output_storage, type(self).numpy_form(*inputs), strict=True):
+            store[0] = np.asarray(val, dtype=np.float64)
+
+    def infer_shape(self, node: Apply, shapes: list) -> list:
+        return [shapes[-1]] * len(node.outputs)
+
+    def connection_pattern(self, node: Apply) -> list[list[bool]]:
+        n_out = len(node.outputs)
+        return [[k >= self.n_data] * n_out for k in range(len(self.inputs))]
+
+    def pullback(self, inputs: list, outputs: list, output_grads: list) -> list:
+        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
+            raise NotImplementedError(f"{type(self).__name__}: second derivatives are not implemented")
+        g = output_grads[0]
+        if isinstance(g.type, DisconnectedType):
+            return [disconnected_type()] * len(inputs)
+        return [disconnected_type()] * self.n_data + [g * d for d in outputs[1:]]
 
 
 def source_version(*parts: Any) -> int:

@@ -22,12 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytensor.tensor as pt
-from pytensor.gradient import DisconnectedType
-from pytensor.gradient import disconnected_type
-from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
 
+from ._fused import FusedVectorOp
 from ._fused import register_jax
 from ._fused import source_version
 
@@ -42,7 +38,7 @@ def binomial_logit_numpy(y: Any, n: Any, eta: Any, xp: Any = np) -> tuple[Any, A
     return y * eta - n * softplus, y - n * sig
 
 
-class BinomialLogit(Op):
+class BinomialLogit(FusedVectorOp):
     """``(logp, d logp / d eta)`` per cell of ``Binomial(n, expit(eta))`` without its coefficient.
 
     Inputs: ``y``, ``n`` (successes and runs per cell, data) and ``eta``
@@ -50,36 +46,10 @@ class BinomialLogit(Op):
     exists for the gradient and has no gradient of its own.
     """
 
-    __props__ = ()
-
-    def make_node(self, y: Any, n: Any, eta: Any) -> Apply:
-        y, n, eta = (pt.as_tensor_variable(v).astype("float64") for v in (y, n, eta))
-        if not (y.ndim == n.ndim == eta.ndim == 1):
-            raise TypeError(
-                "BinomialLogit needs vectors y, n, eta (one entry per cell); "
-                f"got ndim {y.ndim}, {n.ndim} and {eta.ndim}"
-            )
-        outs = [pt.vector(dtype="float64", shape=eta.type.shape) for _ in range(2)]
-        return Apply(self, [y, n, eta], outs)
-
-    def perform(self, node: Apply, inputs: list, output_storage: list) -> None:
-        y, n, eta = inputs
-        for store, val in zip(output_storage, binomial_logit_numpy(y, n, eta), strict=True):
-            store[0] = np.asarray(val, dtype=np.float64)
-
-    def infer_shape(self, node: Apply, shapes: list) -> list:
-        return [shapes[2]] * 2
-
-    def connection_pattern(self, node: Apply) -> list[list[bool]]:
-        return [[False] * 2, [False] * 2, [True] * 2]
-
-    def pullback(self, inputs: list, outputs: list, output_grads: list) -> list:
-        if not isinstance(output_grads[1].type, DisconnectedType):
-            raise NotImplementedError("BinomialLogit: second derivatives are not implemented")
-        g = output_grads[0]
-        if isinstance(g.type, DisconnectedType):
-            return [disconnected_type()] * 3
-        return [disconnected_type(), disconnected_type(), g * outputs[1]]
+    inputs = ("y", "n", "eta")
+    n_data = 2
+    unit = "cell"
+    numpy_form = staticmethod(binomial_logit_numpy)
 
 
 _OP = BinomialLogit()

@@ -23,12 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytensor.tensor as pt
-from pytensor.gradient import DisconnectedType
-from pytensor.gradient import disconnected_type
-from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
 
+from ._fused import FusedVectorOp
 from ._fused import register_jax
 from ._fused import source_version
 
@@ -74,7 +70,7 @@ def unit_interval_numpy(y: Any, eta: Any, w: Any, xp: Any = np) -> tuple[Any, An
     return logp, d_eta, d_w
 
 
-class UnitIntervalLogp(Op):
+class UnitIntervalLogp(FusedVectorOp):
     """``(logp, d/d eta, d/d w)`` per run of the [0, 1]-score family.
 
     Inputs: ``y`` (scores, data), ``eta`` (logit-scale predictor per run),
@@ -82,35 +78,10 @@ class UnitIntervalLogp(Op):
     differentiable; the derivative outputs have no gradient of their own.
     """
 
-    __props__ = ()
-
-    def make_node(self, y: Any, eta: Any, w: Any) -> Apply:
-        y, eta, w = (pt.as_tensor_variable(v).astype("float64") for v in (y, eta, w))
-        if not (y.ndim == eta.ndim == w.ndim == 1):
-            raise TypeError(
-                "UnitIntervalLogp needs vectors y, eta, w (one entry per run); "
-                f"got ndim {y.ndim}, {eta.ndim} and {w.ndim}"
-            )
-        outs = [pt.vector(dtype="float64", shape=eta.type.shape) for _ in range(3)]
-        return Apply(self, [y, eta, w], outs)
-
-    def perform(self, node: Apply, inputs: list, output_storage: list) -> None:
-        for store, val in zip(output_storage, unit_interval_numpy(*inputs), strict=True):
-            store[0] = np.asarray(val, dtype=np.float64)
-
-    def infer_shape(self, node: Apply, shapes: list) -> list:
-        return [shapes[1]] * 3
-
-    def connection_pattern(self, node: Apply) -> list[list[bool]]:
-        return [[False] * 3, [True] * 3, [True] * 3]
-
-    def pullback(self, inputs: list, outputs: list, output_grads: list) -> list:
-        if any(not isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
-            raise NotImplementedError("UnitIntervalLogp: second derivatives are not implemented")
-        g = output_grads[0]
-        if isinstance(g.type, DisconnectedType):
-            return [disconnected_type()] * 3
-        return [disconnected_type(), g * outputs[1], g * outputs[2]]
+    inputs = ("y", "eta", "w")
+    n_data = 1
+    unit = "run"
+    numpy_form = staticmethod(unit_interval_numpy)
 
 
 _OP = UnitIntervalLogp()
