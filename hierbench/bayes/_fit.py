@@ -39,6 +39,7 @@ from ._sampling import compile_model
 from ._sampling import describe_run
 from ._sampling import exact_numba
 from ._sampling import find_start
+from ._sampling import report_ms
 from ._sampling import run_record
 from ._sampling import sample_to_target
 from ._sampling import with_start
@@ -213,7 +214,7 @@ def _run_nutpie(
     if settings["draws"] is None:
         dt, run, known = sample_to_target(
             compiled, target_ess=settings["target_ess"], max_draws=settings["max_draws"],
-            progress=progress, **common,
+            progress=progress, every_ms=report_ms(record), **common,
         )  # fmt: skip
         run.update(rule="target_ess", target_ess=settings["target_ess"], max_draws=settings["max_draws"])
     else:
