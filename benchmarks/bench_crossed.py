@@ -36,6 +36,13 @@ per cell. Usage::
 The load average (``os.getloadavg``) is printed with every line: the machine
 may be shared, and only ratios from one run are comparable.
 
+Measured 2026-12-04, a later session on a fresh, quiet machine of the same kind
+(``results/bench_crossed_stop46.jsonl``), same run, load 1.1-2.6, seed 1, the code of stop 45:
+default 16.4 / 26.2 / 64.3 s against old_default 37.5 / 73.1 / 154.2 s (ratios 0.44 / 0.36 /
+0.42); 300 / 300 / 350 draws per chain, min ESS tail 478 / 434 / 586, every fit's checks passed,
+0 divergences. Under the 20 / 40 / 90 s targets here; a gradient cost about half what it did
+on the machine below, so walls from different sessions are not comparable.
+
 Measured 2026-12-04 (``results/bench_crossed_stop45.jsonl``), the default before (77fb7c5, in a
 worktree) and after the vectorised Newton loop and logs of the crossed kernel, alternating, seed 1,
 load 1.4-3.3: 46.6 -> 30.9 s at 12x500x10, 64.5 -> 58.4 s and (the other order) 66.3 -> 55.7 s
