@@ -499,10 +499,11 @@ def sample_to_target(
         if theirs is not None:
             theirs(chains_state)
 
+    rate = REPORT_MS[1] if progress else every_ms
     sampler = nutpie.sample(
         compiled, draws=max_draws, tune=tune, chains=chains, cores=chains, seed=seed,
         save_warmup=False, progress_bar=progress, blocking=False,
-        progress_callback=both, progress_rate=REPORT_MS[1] if progress else every_ms, **kwargs,
+        progress_callback=both, progress_rate=rate, **kwargs,
     )  # fmt: skip
     checked, plan = 0, checkpoints(max_draws)
     # where the chains' threads leave no core free, they wait while their draws are checked:
@@ -513,7 +514,7 @@ def sample_to_target(
     try:
         while n < max_draws:
             while track.done < n and not _finished(sampler):
-                time.sleep((REPORT_MS[1] if progress else every_ms) / 2000.0)
+                time.sleep(rate / 2000.0)
             checked += 1
             if crowded:
                 sampler.pause()
