@@ -106,6 +106,43 @@ def test_write_refuses_to_overwrite_unless_asked(tmp_path, suffix):
     assert "mine" not in path.read_text()
 
 
+def test_contents_number_the_sections_and_list_an_appendix_apart():
+    # the demo appends its printed walk-through, whose headings carry their own numbers
+    # ("1. Data"): in one numbered list they read "11. 1. Data"
+    from html.parser import HTMLParser
+
+    r = Report("t")
+    r.section("Data summary", "x")
+    r.section("Abilities", "y")
+    r.section("1. Data", "z", id="appendix-1", appendix=True)
+    r.section("2. Summary", "w", id="appendix-2", appendix=True)
+
+    class Lists(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.lists, self.inside = [], False
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "nav":
+                self.inside = True
+            elif self.inside and tag in ("ol", "ul"):
+                self.lists.append((tag, []))
+            elif self.inside and tag == "a":
+                self.lists[-1][1].append(dict(attrs)["href"])
+
+        def handle_endtag(self, tag):
+            self.inside = self.inside and tag != "nav"
+
+    parser = Lists()
+    parser.feed(r.to_html())
+    assert parser.lists == [("ol", ["#data-summary", "#abilities"]), ("ul", ["#appendix-1", "#appendix-2"])]
+    r2 = Report("t")
+    r2.section("Only", "x")
+    parser = Lists()
+    parser.feed(r2.to_html())
+    assert parser.lists == [("ol", ["#only"])]
+
+
 def test_html_is_self_contained(tmp_path):
     import matplotlib.pyplot as plt
 

@@ -228,7 +228,7 @@ def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=S
             id="warnings",
         )
     for i, (heading, text) in enumerate(appendix, start=1):
-        rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}")
+        rep.section(str(heading), "```text\n" + str(text) + "\n```", id=f"appendix-{i}", appendix=True)
     return rep
 
 

@@ -252,7 +252,7 @@ details{margin:0.6em 0}summary{cursor:pointer;color:#245}.hb-wide{overflow-x:aut
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:0.9em;color:#444}pre{background:#f7f7f7;padding:0.6em;overflow-x:auto;font-size:0.85em}
 .note{background:#fff8dc;border-left:4px solid #e0b000;padding:0.4em 0.8em}
-nav ol{columns:2}
+nav ol,nav ul{columns:2}nav p{margin:0.6em 0 0.2em;font-weight:bold}
 """
 
 
@@ -294,6 +294,7 @@ class Report:
         id: str | None = None,
         note: str | None = None,
         more: tuple | None = None,
+        appendix: bool = False,
     ) -> None:
         """Add a section (or, with the heading of an existing one, more of it).
 
@@ -318,6 +319,9 @@ class Report:
         more : (summary, table) or (summary, table, flag), optional
             A longer table one click away: folded under ``summary`` in HTML,
             after the main table in Markdown (``flag`` as above).
+        appendix : bool
+            Material after the report proper (the HTML contents list it apart,
+            unnumbered, so that numbered headings of its own stay readable).
         """
         block = {
             "heading": heading,
@@ -330,6 +334,7 @@ class Report:
             "note": note,
             "more": None if more is None else (str(more[0]), as_table(more[1]), *more[2:3]),
             "figures": [],
+            "appendix": bool(appendix),
         }
         self.blocks.append(block)
 
@@ -404,14 +409,23 @@ class Report:
                     out += [f"*{caption}*", ""]
         return "\n".join(out)
 
+    def _contents_html(self) -> str:
+        """The contents: the report's sections numbered, then any appendix unnumbered."""
+        esc = html.escape
+
+        def items(blocks: list[dict]) -> str:
+            return "".join(f'<li><a href="#{esc(b["id"])}">{esc(b["heading"])}</a></li>' for b in blocks)
+
+        main = [b for b in self.blocks if not b.get("appendix")]
+        extra = [b for b in self.blocks if b.get("appendix")]
+        tail = f"<p>Appendix</p><ul>{items(extra)}</ul>" if extra else ""
+        return f"<nav><ol>{items(main)}</ol>{tail}</nav>"
+
     def to_html(self, *, metadata: dict | None = None) -> str:
         """The report as one self-contained HTML page (figures as base64 PNG, no external assets)."""
         esc = html.escape
         body = [f"<h1>{esc(self.title)}</h1>"]
-        toc = "".join(
-            f'<li><a href="#{esc(b["id"])}">{esc(b["heading"])}</a></li>' for b in self.blocks
-        )
-        body.append(f"<nav><ol>{toc}</ol></nav>")
+        body.append(self._contents_html())
         for b in self.blocks:
             part = [
                 f'<section id="{esc(b["id"])}" class="hb-section">',
