@@ -273,6 +273,28 @@ def test_trace_plot_of_long_task_names_keeps_its_labels_apart():
     labels = [ax.get_xlabel() for ax in fig.axes]
     assert sum(lab.startswith("z_log_discrimina") for lab in labels) == 5
 
+
+def test_energy_plot_names_its_axes_and_counts_chains_in_whole_numbers():
+    # arviz-plots drew the E-BFMI panel's chains on a continuous axis (ticks -0.5, 0, 0.5, ...)
+    # and neither horizontal axis said what it measured
+    from figure_overlap import overlaps
+
+    from hierbench.report._figures import energy_plot
+
+    rng = np.random.default_rng(5)
+    energy = np.cumsum(rng.normal(size=(3, 200)), axis=1)
+    fit = xr.DataTree.from_dict({
+        "posterior": xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(3, 200)))}),
+        "sample_stats": xr.Dataset({"energy": (("chain", "draw"), energy)}),
+    })  # fmt: skip
+    fig = energy_plot(fit).viz["figure"].item()
+    fig.canvas.draw()
+    (bfmi,) = [ax for ax in fig.axes if ax.get_title() == "BFMI"]
+    assert [t.get_text() for t in bfmi.get_yticklabels()] == ["0", "1", "2"]
+    assert all(ax.get_xlabel() for ax in fig.axes)
+    assert overlaps(fig) == []
+
+
 def test_ppc_plot_takes_a_mean_outside_its_quantile_band():
     """A skewed count (most draws 0) has its mean above its 95% quantile: still plotted."""
     from hierbench.report import ppc_plot
