@@ -7,12 +7,11 @@ Run from the project root (the shared data folder must be reachable, see
     python models/irt_2pl/make_reference.py fit.nc     # summarise a saved fit made with the same settings
 
 The fit runs nutpie for a fixed 4 chains x 1000 draws after 1000 tuning steps
-(seed 20261130), the settings ``reference.json`` records: a reference is drawn
-longer than the default fit, which stops once every element's bulk and tail
-ESS reach 400 (a refit at the defaults is compared within the combined
-MCSE, so the reference's own MCSE should be the smaller). Each summary keeps its MCSE so a refit can
-be compared within the combined MCSE. The MAP calibration's agreement with
-the posterior means is recorded under ``ml_vs_nuts``.
+(seed 20261130), the settings ``reference.json`` records: longer than the
+default fit, which stops once every element's bulk and tail ESS reach 400, so
+that the reference's own MCSE is the smaller part of the combined MCSE a refit
+is compared within. Each summary keeps its MCSE. The MAP calibration's
+agreement with the posterior means is recorded under ``ml_vs_nuts``.
 """
 
 from __future__ import annotations
