@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,12 +15,12 @@ from .._base import CI_BOUNDS
 from .._base import DEFAULT_PROB
 from .._base import HierbenchError
 from .._base import Result
-from .._base import as_rng
 from .._base import check_int
 from .._base import check_interval
 from .._base import check_prob
 from .._base import field_alias
 from .._docs import fill_doc
+from .._parallel import map_seeded
 from ..freq import wilson_interval
 
 __all__ = [
@@ -308,6 +309,14 @@ class CoverageStudyResult(Result):
         return ds
 
 
+def _coverage_replication(
+    _: int, gen: np.random.Generator, *, simulate: Callable, methods: Mapping[str, Callable]
+) -> tuple[list[xr.Dataset], object]:
+    """One replication of :func:`coverage_study`: simulate, then every method on the same data and stream."""
+    data, truth = simulate(gen)
+    return [as_estimate(methods[m](data, gen), name=f"methods[{m!r}]") for m in methods], truth
+
+
 @fill_doc
 def coverage_study(
     simulate: Callable[[np.random.Generator], tuple[object, xr.DataArray]],
@@ -315,6 +324,8 @@ def coverage_study(
     *,
     n_rep: int,
     prob: float = DEFAULT_PROB,
+    executor: Any = None,
+    progress: bool | None = None,
     rng: None | int | np.random.Generator = None,
 ) -> CoverageStudyResult:
     """Empirical coverage, width, bias and RMSE of interval methods against a known truth.
@@ -330,7 +341,17 @@ def coverage_study(
         Number of replications.
     prob : float
         Level of the Wilson interval reported for each coverage share.
+    executor : concurrent.futures.Executor, optional
+        Runs the replications (a process pool, a Dask ``Client.get_executor()``);
+        None runs them here, one after another. ``simulate`` and the methods
+        must then be picklable (module-level functions).
+    progress : bool or None
+        A bar over the replications (None: only when a person watches).
     %(rng)s
+        Replication ``i`` draws from the ``i``-th generator spawned from it
+        (:func:`hierbench.spawn_generators`): its data, then each method in
+        the order given. The study is therefore bit-identical whatever the
+        executor and the number of workers.
 
     Returns
     -------
@@ -353,13 +374,14 @@ def coverage_study(
     """
     n_rep = check_int(n_rep, "n_rep", min=1)
     prob = check_prob(prob)
-    gen = as_rng(rng)
     names = list(methods)
+    reps = map_seeded(
+        _coverage_replication, range(int(n_rep)), rng=rng, executor=executor, progress=progress,
+        desc="coverage study", kwargs={"simulate": simulate, "methods": methods},
+    )  # fmt: skip
     est_rows, lo_rows, hi_rows, truth_rows = [], [], [], []
     template = None
-    for _ in range(int(n_rep)):
-        data, truth = simulate(gen)
-        norm = [as_estimate(methods[m](data, gen), name=f"methods[{m!r}]") for m in names]
+    for norm, truth in reps:
         if template is None:
             template = side_by_side(dict(zip(names, norm, strict=True)), truth=truth)
         est_rows.append([r["estimate"].values for r in norm])
