@@ -49,6 +49,11 @@ against evalica's 14.8 ms (evalica / ours median 1.59, range 1.35-1.90) at the 1
 against 11.3 ms (1.50) at the tight tier; arena 27 against 100 ms (3.53) and 37 against 135
 ms (3.81).
 
+Again 2026-12-04 (``--quick``, 21 rounds, load 2.0-2.3: an SBC study on the other core): LLMFAO
+from the raw table 6.87 ms against evalica 0.4.2's 9.53 ms (evalica / ours median 1.42, range
+0.46-3.61) at the 1e-6 tier, 6.79 against 9.39 ms (1.42) at the tight tier; arena 27.1 against
+96.9 ms (3.26) and 27.5 against 90.9 ms (3.16).
+
 Measured 2026-11-30 on the shared 2-core machine, two runs (7 and 9 rounds) at load
 average 8-10, ratios = median over rounds of (their time / ours in the same round):
 
