@@ -380,19 +380,34 @@ def _passk_section(ctx: DemoContext) -> str:
     table = pd.concat(frames)
     table.index = table.index.astype(str)
     ctx.extra["passk_table"] = table
-    return (
-        "pass^k, the chance that k independent attempts all succeed (tau-bench's reliability\n"
-        "metric), averaged over the tasks each agent ran at least k times: the truth, the unbiased\n"
-        "estimator and the crossed model's posterior for the same cells (each cell's p drawn\n"
-        "from its posterior, so the interval is for these cells' true pass^k).\n\n"
-        + table.to_string(float_format="{:.3f}".format)
-        + (
-            f"\n\n{short} (agent, task, k) cells had fewer than k runs: the unbiased estimator is"
-            "\nundefined there, so they are left out of its mean (and of the truth beside it)."
-            if short
-            else ""
+    return _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra)
+
+
+def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) -> str:
+    """The pass^k section's words, naming only the columns the table has."""
+    import textwrap
+
+    cols = ["the truth"] * truth + ["the unbiased estimator"]
+    if bayes:
+        cols.append(
+            "the crossed model's posterior for the same cells (each cell's p drawn from its "
+            "posterior, so the interval is for these cells' true pass^k)"
         )
+    head = (
+        "pass^k, the chance that k independent attempts all succeed (tau-bench's reliability "
+        "metric), averaged over the tasks each agent ran at least k times: "
+        + (", ".join(cols[:-1]) + " and " + cols[-1] if len(cols) > 1 else cols[0])
+        + "."
     )
+    tail = ""
+    if short:
+        others = " (and of the columns beside it: the same cells throughout)" if truth or bayes else ""
+        tail = "\n\n" + textwrap.fill(
+            f"{short} (agent, task, k) cells had fewer than k runs: the unbiased estimator is "
+            f"undefined there, so they are left out of its mean{others}.",
+            90,
+        )
+    return textwrap.fill(head, 90) + "\n\n" + table.to_string(float_format="{:.3f}".format) + tail
 
 
 def _compare_section(ctx: DemoContext) -> str:
@@ -422,9 +437,23 @@ def _compare_section(ctx: DemoContext) -> str:
     ctx.extra["compare_table"] = table
     return (
         "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB), 90))
-        + "\nBeside it, the crossed model's posterior probability that a beats b on a new task.\n\n"
+        + ("\n" + _bayes_pair_note(len(pairs)) if "fit" in ctx.extra else "")
+        + "\n\n"
         + pair_text(table)
         + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
+    )
+
+
+def _bayes_pair_note(n_pairs: int) -> str:
+    """What the Bayes column of the pairs table is, and what it is not (no multiplicity adjustment)."""
+    import textwrap
+
+    return textwrap.fill(
+        "Beside it, Bayes P(a > b): the crossed model's posterior probability that a's expected "
+        "score on a new task exceeds b's, pair by pair. It is not adjusted for the "
+        f"{n_pairs} pairs: read it beside each pair's own p-value "
+        "(compare_agents(data).to_frame()), not beside the simultaneous verdict.",
+        90,
     )
 
 

@@ -312,6 +312,12 @@ def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
     # the analysis sections print intervals beside the truth and write a report with the fit
     assert "cluster bootstrap (BCa)" in out and "Bayes crossed (new task)" in out
     assert "p max-T" in out and "simultaneous lower" in out and "tasks needed" in out
+    # pass^k names the columns it has; the pairs' Bayes column says it is per pair, not adjusted
+    passk = " ".join(out.split("## 6.")[1].split("\n## ")[0].split())
+    assert "at least k times: the truth, the unbiased estimator and the crossed model's" in passk
+    n_pairs = data.sizes["agent"] * (data.sizes["agent"] - 1) // 2
+    pairs_text = " ".join(out.split("## 7.")[1].split("\n## ")[0].split())
+    assert f"pair by pair. It is not adjusted for the {n_pairs} pairs" in pairs_text
     from hierbench.io import load_dataset
     from hierbench.io import load_fit
 
@@ -609,6 +615,9 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
     # left sd_agent out without a word)
     assert "sd_agent is not shown: one agent, so there is no spread between agents to estimate." in sections
     assert "sd_task holds the agent x task spread too: one agent" in sections
+    # a user's log has no truth: the pass^k text names only the columns the table has
+    passk = " ".join(out.split("## 6.")[1].split("\n## ")[0].split())
+    assert "truth" not in passk and "at least k times: the unbiased estimator and the crossed" in passk
     notes = [x for x in cap.err.splitlines() if x.startswith("warning: section")]
     assert notes and len(notes) == len(set(notes)) and "warning:" not in out
 
