@@ -244,19 +244,33 @@ def test_results_print_short_and_frame_one_row_per_agent_or_pair():
 def test_pass_hat_k_interval_is_the_t_interval_of_per_task_estimates_and_covers():
     from math import comb
 
-    n_succ = [3, 10, 0, 7, 5]
-    cnt = xr.Dataset({"n_runs": ("task", [10] * 5), "n_success": ("task", n_succ)})
+    n_succ = [6, 7, 5, 8, 6, 4, 7, 5, 6, 9, 5, 7]
+    cnt = xr.Dataset({"n_runs": ("task", [10] * 12), "n_success": ("task", n_succ)})
     res = pass_hat_k(cnt, 3)
     per = np.array([comb(c, 3) / comb(10, 3) for c in n_succ])
-    # the t interval on the logit scale (delta method), written out with scipy: the plain
-    # t interval would start below 0 here (-0.246)
+    # the t interval on the logit scale (delta method), written out with scipy
     m = per.mean()
-    half = stats.t.ppf(0.975, 4) * stats.sem(per) / (m * (1 - m))
+    half = stats.t.ppf(0.975, 11) * stats.sem(per) / (m * (1 - m))
     ref = expit(logit(m) + np.array([-half, half]))
-    assert stats.t.interval(0.95, 4, loc=m, scale=stats.sem(per))[0] < 0
     np.testing.assert_allclose(res.ci.values, ref, rtol=1e-10)
     assert res.ci.attrs["ci_kind"] == "t" and res.ci.attrs["ci_prob"] == 0.95
-    assert res.ci_flag.item() == "" and int(res.n_tasks) == 5
+    assert res.ci_flag.item() == "" and int(res.n_tasks) == 12
+    # one task of five carries the mean (per-task 0.008, 1, 0, 0.29, 0.08; the plain t interval
+    # would start below 0): the distribution-free bound, re-derived here with scipy's brentq over
+    # P(S <= s) <= min_m E[(m - B)_+] / (m - s), B ~ Binomial(5, p), each side at 2.5%
+    skew = pass_hat_k(xr.Dataset({"n_runs": ("task", [10] * 5), "n_success": ("task", [3, 10, 0, 7, 5])}), 3)
+    s = sum(comb(c, 3) / comb(10, 3) for c in [3, 10, 0, 7, 5])
+
+    def tail(p, s, n=5):
+        b = stats.binom(n, p)
+        return min(sum((mm - j) * b.pmf(j) for j in range(mm)) / (mm - s) for mm in range(1, n + 1) if mm > s)
+
+    from scipy.optimize import brentq
+
+    upper = brentq(lambda p: tail(p, s) - 0.025, 1e-12, 1 - 1e-12, xtol=1e-14)
+    lower = 1 - brentq(lambda p: tail(p, 5 - s) - 0.025, 1e-12, 1 - 1e-12, xtol=1e-14)
+    assert skew.ci_flag.item() == "bound: few tasks carry the mean"
+    np.testing.assert_allclose(skew.ci.values, [lower, upper], rtol=1e-9)
     # coverage of the population pass^2 = E[p^2], p ~ Beta(2, 2): B(4, 2) / B(2, 2) = 0.3;
     # 1,000 replications of 50 tasks x 5 runs; tolerance 3 MC SE below 0.93
     rng = np.random.default_rng(11)

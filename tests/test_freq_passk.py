@@ -180,3 +180,57 @@ def test_metr_pass8_counts_its_tasks_and_stays_in_range(metr_eval):
     zero = df["estimate"] == 0
     assert (df.loc[zero, "ci_flag"] == "exact bound").all() and (df.loc[zero, "upper"] > 0).all()
     assert (df.loc[df["n_tasks"] < 2, "ci_flag"] == "too few tasks").all()
+
+
+def test_bounded_mean_bounds_contain_clopper_pearson_and_hold_for_any_law():
+    from statsmodels.stats.proportion import proportion_confint
+
+    from hierbench._numerics import bounded_mean_bounds
+
+    # on 0/1 values Clopper-Pearson is exact, so a bound valid for every [0, 1] law contains it
+    for n in (5, 20):
+        x = np.arange(n + 1.0)
+        lo, hi = bounded_mean_bounds(x, np.full(n + 1, n), 0.95)
+        cp_lo, cp_hi = proportion_confint(x.astype(int), n, alpha=0.05, method="beta")
+        assert np.all(lo <= cp_lo + 1e-12) and np.all(hi >= cp_hi - 1e-12)
+        np.testing.assert_allclose(hi[0], cp_hi[0], rtol=1e-12)  # no success: the two coincide
+    # a sparse law (90% zeros, the rest Beta(1, 20)): each side misses at most 2.5% of the time;
+    # Monte Carlo tolerance 3 binomial SEs over 4,000 draws (seed fixed)
+    rng = np.random.default_rng(20261204)
+    y = (rng.random((4000, 20)) < 0.1) * rng.beta(1.0, 20.0, (4000, 20))
+    mu = 0.1 / 21.0
+    lo, hi = bounded_mean_bounds(y.sum(1), np.full(4000, 20), 0.95)
+    tol = 3 * np.sqrt(0.025 * 0.975 / 4000)
+    assert (hi < mu).mean() <= 0.025 + tol and (lo > mu).mean() <= 0.025 + tol
+
+
+def test_a_mean_carried_by_few_tasks_gets_the_bound_and_covers():
+    """pass^8 with 20 runs per task (per-task rates Beta(0.5, 4), 20 tasks): the logit t interval
+    covered 49% in benchmarks/bench_passk_coverage.py; the few-tasks bound restores coverage.
+
+    Each of 1,000 simulated agents is one replication (true pass^8 = E[p^8], a Beta moment from
+    scipy); Monte Carlo tolerance: 4 binomial SEs below 95%.
+    """
+    rng = np.random.default_rng(8)
+    p = rng.beta(0.5, 4.0, (1000, 20))
+    cnt = xr.Dataset({"n_runs": (("agent", "task"), np.full(p.shape, 20)),
+                      "n_success": (("agent", "task"), rng.binomial(20, p).astype(float))})  # fmt: skip
+    res = pass_hat_k(cnt, 8)
+    truth = stats.beta(0.5, 4.0).moment(8)
+    lo, hi = res.ci.sel(ci_bound="lower").values, res.ci.sel(ci_bound="upper").values
+    cover = (lo <= truth) & (truth <= hi)
+    assert cover.mean() >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / 1000)
+    flags = res.ci_flag.values
+    assert set(flags) <= {"exact bound", "bound: few tasks carry the mean", ""}
+    assert (flags == "bound: few tasks carry the mean").mean() > 0.5
+    # the flagged cells' intervals are not the t interval's: they hold without its normal approximation
+    y = res.per_task.values
+    few = flags == "bound: few tasks carry the mean"
+    with np.errstate(invalid="ignore", divide="ignore"):  # all-zero rows: 0 / 0
+        n_eff = y.sum(1) ** 2 / (y**2).sum(1)
+    assert np.all(n_eff[few] < 10)
+    # a mean spread over many tasks keeps the t interval (pass^1 of Beta(2, 2) rates, 80 tasks)
+    q = rng.beta(2.0, 2.0, (50, 80))
+    many = xr.Dataset({"n_runs": (("agent", "task"), np.full(q.shape, 8)),
+                       "n_success": (("agent", "task"), rng.binomial(8, q).astype(float))})  # fmt: skip
+    assert (pass_hat_k(many, 1).ci_flag.values == "").all()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["cluster_robust_se", "wilson_bounds"]
+__all__ = ["bounded_mean_bounds", "cluster_robust_se", "wilson_bounds"]
 
 
 def wilson_bounds(s: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -56,3 +56,59 @@ def cluster_robust_se(
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.sqrt(c * (csum**2).sum(-1)) / n
     return se, g
+
+
+def _convex_order_upper(s: np.ndarray, n: int, alpha_half: float, iters: int = 52) -> np.ndarray:
+    """Upper bound for the mean of ``n`` independent [0, 1] values summing to ``s`` (one side).
+
+    The largest ``p`` not refuted at level ``alpha_half``: the bound on
+    ``P(S <= s)`` is ``min over m = 1..n of E[(m - B)_+] / (m - s)`` for
+    ``m > s``, with ``B ~ Binomial(n, p)`` (see :func:`bounded_mean_bounds`);
+    it decreases in ``p``, so bisection finds where it crosses ``alpha_half``.
+    The bracket's upper end is returned (never below the bound).
+    """
+    from scipy import stats
+
+    lo, hi = np.zeros(s.shape), np.ones(s.shape)
+    j = np.arange(n + 1.0)
+    m = np.arange(1.0, n + 1.0)
+    for _ in range(iters):
+        p = (lo + hi) / 2
+        pmf = stats.binom.pmf(j, n, p[:, None])
+        below = m * np.cumsum(pmf, axis=1)[:, :-1] - np.cumsum(pmf * j, axis=1)[:, :-1]  # E[(m - B)_+]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(m > s[:, None], below / (m - s[:, None]), np.inf)
+        keep = ratio.min(axis=1) > alpha_half
+        lo, hi = np.where(keep, p, lo), np.where(keep, hi, p)
+    return np.where(s >= n, 1.0, hi)
+
+
+def bounded_mean_bounds(s: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two-sided bounds for the mean of ``n`` independent [0, 1] values whose sum is ``s``, any law.
+
+    A value ``Y`` in [0, 1] with mean ``p`` is the conditional mean of a
+    Bernoulli(``p``) variable given ``Y`` (draw ``B ~ Bernoulli(Y)``), so by
+    Jensen ``E f(Y) <= E f(B)`` for every convex ``f``, and the sum ``S`` of
+    ``n`` independent such values is below ``Binomial(n, p)`` in the convex
+    order (Hoeffding 1963). Markov's inequality on the convex ``(m - S)_+``
+    then gives ``P(S <= s) <= E[(m - B)_+] / (m - s)`` for every ``m > s``:
+    each side holds at ``(1 - prob) / 2`` whatever the values' distribution.
+    With every value 0 the upper bound is ``1 - ((1 - prob) / 2)^(1 / n)``,
+    the Clopper-Pearson bound for no success; for 0/1 values it is a little
+    wider than Clopper-Pearson's. NaN where ``n`` is 0.
+
+    Examples
+    --------
+    >>> lo, hi = bounded_mean_bounds(np.array([0.0, 1.0]), np.array([8, 8]), 0.95)
+    >>> [round(float(x), 4) for x in hi], round(1 - 0.025 ** (1 / 8), 4)
+    ([0.3694, 0.5335], 0.3694)
+    """
+    s = np.asarray(s, dtype=float)
+    n = np.asarray(n, dtype=np.int64)
+    a2 = (1.0 - float(prob)) / 2.0
+    lo, hi = np.full(s.shape, np.nan), np.full(s.shape, np.nan)
+    for size in np.unique(n[n > 0]):
+        at = n == size
+        hi[at] = _convex_order_upper(s[at], int(size), a2)
+        lo[at] = 1.0 - _convex_order_upper(size - s[at], int(size), a2)
+    return lo, hi

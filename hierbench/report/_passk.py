@@ -7,8 +7,9 @@ A crossed or beta-binomial fit's posterior is restricted to those cells
 formula fit describes a new task from the population, a different
 quantity, so it is shown in its own columns and never paired. Every row
 says how many tasks it used. The unbiased estimator's interval, its
-description and its flags (an exact bound, no width, too few tasks) are the
-estimator's own (:func:`hierbench.freq.pass_hat_k`), not re-typed here; a
+description and its flags (an exact bound, a bound where few tasks carry
+the mean, no width, too few tasks) are the estimator's own
+(:func:`hierbench.freq.pass_hat_k`), not re-typed here; a
 posterior interval is shown inside [0, 1] and one that had to be clipped
 there, or that has no width, is flagged.
 """
@@ -161,8 +162,8 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
         parts |= {
             "tasks (>= k runs)": unb["n_tasks"].astype(int),
             "unbiased": unb["estimate"],
-            f"unbiased {level} lower (logit t)": unb["lower"],
-            f"unbiased {level} upper (logit t)": unb["upper"],
+            f"unbiased {level} lower (logit t or bound)": unb["lower"],
+            f"unbiased {level} upper (logit t or bound)": unb["upper"],
         }
         flags.append(fl.where(fl == "", "unbiased: " + fl))
     if bay is not None:

@@ -72,17 +72,25 @@ class PassKResult(Result):
         always inside [0, 1], and skewed like the estimate near 0 or 1
         (measured coverage at 95%: 0.95-0.96 with 8-50 tasks and symmetric
         per-task values, 0.97 for a pass^4 of 0.005 over 20 tasks, where the
-        plain t interval gave 0.73 and went below 0). Trailing dim
+        plain t interval gave 0.73 and went below 0), except in the cells
+        ``ci_flag`` names, where a bound that holds whatever the per-task
+        values' law replaces it. Trailing dim
         ``ci_bound``, attrs ``ci_prob``, ``ci_kind = "t"``. With task clusters
         prefer :func:`hierbench.freq.bootstrap_ci` with ``statistic="pass_hat_k"``.
     ci_flag : xarray.DataArray
         Per cell, when its interval is not that t interval: ``"exact bound"``
         (every per-task estimate is 0, or every one 1, where the logit is
         infinite and a t interval would have zero width: the bound
-        ``1 - (alpha / 2)^(1 / n_tasks)`` holds exactly, see
-        ``_edge_bound``), ``"zero width"`` (every per-task estimate equal
-        strictly inside (0, 1): no uncertainty measured), ``"too few tasks"``
-        (fewer than 2: NaN); ``""`` otherwise.
+        ``1 - (alpha / 2)^(1 / n_tasks)`` holds exactly);
+        ``"bound: few tasks carry the mean"`` (the mean rests on fewer than
+        ``min(10, n_tasks / 2)`` effective tasks, ``(sum y)^2 / sum y^2`` or
+        the same of ``1 - y``: typically pass^k at a large k, a few tasks
+        passing; the t interval undercovers there, so the interval is the
+        distribution-free bound of
+        :func:`hierbench._numerics.bounded_mean_bounds`, of which
+        the exact bound is the all-zero case); ``"zero width"`` (every
+        per-task estimate equal strictly inside (0, 1): no uncertainty
+        measured), ``"too few tasks"`` (fewer than 2: NaN); ``""`` otherwise.
     per_task : xarray.DataArray
         The unbiased (or plug-in) estimate per (agent, task[, k]); NaN where
         the task was not run or had fewer than ``k`` runs.
@@ -126,18 +134,6 @@ def _counts_from(data: xr.Dataset | xr.DataArray, dim: str) -> tuple[xr.DataArra
     return c["n_runs"], c["n_success"]
 
 
-def _edge_bound(n: xr.DataArray, prob: float) -> xr.DataArray:
-    """``1 - (alpha / 2)^(1 / n)``: with every one of ``n`` per-task estimates at 0, the mean is below it.
-
-    A per-task unbiased estimate ``Y`` lies in [0, 1] with mean ``mu``, so
-    ``mu = E[Y] <= P(Y > 0)`` and ``P(Y = 0) <= 1 - mu``; over ``n`` independent
-    tasks ``P(all zero) <= (1 - mu)^n``, below ``alpha / 2`` for any ``mu`` above
-    the bound. It is the Clopper-Pearson bound for 0 successes in ``n`` (and,
-    mirrored, for all ones), valid for any [0, 1] values, not only binary ones.
-    """
-    return 1.0 - ((1.0 - prob) / 2.0) ** (1.0 / n.where(n > 0))
-
-
 def _interval(
     per_task: xr.DataArray, mean: xr.DataArray, se: xr.DataArray, n_tasks: xr.DataArray,
     prob: float, task_dim: str,
@@ -164,14 +160,54 @@ def _interval(
         lo, hi = expit(logit(mean) - half), expit(logit(mean) + half)
     all0 = (mean == 0) & (n_tasks > 0)  # per-task values lie in [0, 1]: every one is 0
     all1 = (mean == 1) & (n_tasks > 0)
-    b = _edge_bound(n_tasks, prob)
-    lo = xr.where(all0, 0.0, xr.where(all1, 1.0 - b, lo))
-    hi = xr.where(all0, b, xr.where(all1, 1.0, hi))
+    few = _few_carry(per_task, n_tasks, task_dim) & ~all0 & ~all1
+    b_lo, b_hi = _bounds_where(all0 | all1 | few, per_task.sum(task_dim, skipna=True), n_tasks, prob)
+    lo, hi = xr.where(all0 | all1 | few, b_lo, lo), xr.where(all0 | all1 | few, b_hi, hi)
     flat = (se == 0) & (n_tasks > 1) & ~all0 & ~all1
     flag = xr.full_like(mean, "", dtype=object)
     flag = xr.where(n_tasks < 2, "too few tasks", xr.where(flat, "zero width", flag))
+    flag = xr.where(few, FEW_CARRY_FLAG, flag)
     flag = xr.where(all0 | all1, "exact bound", flag).astype(object).rename("ci_flag")
     return lo, hi, flag
+
+
+#: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is :func:`bounded_mean_bounds`
+FEW_CARRY_FLAG = "bound: few tasks carry the mean"
+
+
+def _few_carry(per_task: xr.DataArray, n_tasks: xr.DataArray, task_dim: str) -> xr.DataArray:
+    """Cells whose mean rests on few tasks: ``n_eff < min(10, n_tasks / 2)``.
+
+    ``n_eff = (sum y)^2 / sum y^2`` counts the tasks that carry the sum (every
+    one of ``n`` equal values: ``n``; one nonzero value: 1), taken on the
+    values and on their complements ``1 - y`` (a mean near 1), the smaller.
+    There the t interval's standard error rests on those few values and falls
+    short: in ``benchmarks/bench_passk_coverage.py`` (336 designs: 8-300 tasks,
+    8-50 runs, k = 1-8, per-task rates from seven Beta laws) the logit t
+    interval covered less than 93% in 63 of them (as little as 32%); with the
+    bound in these cells, in 5 (the least 89.6%: 300 tasks, a pass^4 of 0.002).
+    """
+    y = per_task
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo_side = y.sum(task_dim) ** 2 / (y**2).sum(task_dim)
+        hi_side = (1 - y).sum(task_dim) ** 2 / ((1 - y) ** 2).sum(task_dim)
+    n_eff = np.fmin(lo_side.fillna(0.0), hi_side.fillna(0.0))
+    return (n_tasks > 1) & (n_eff < np.minimum(10.0, n_tasks / 2.0))
+
+
+def _bounds_where(
+    use: xr.DataArray, total: xr.DataArray, n_tasks: xr.DataArray, prob: float
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """:func:`bounded_mean_bounds` of the cells in ``use`` (NaN elsewhere)."""
+    from ..._numerics import bounded_mean_bounds
+
+    lo, hi = xr.full_like(total, np.nan, dtype=float), xr.full_like(total, np.nan, dtype=float)
+    at = use.values & (n_tasks.values > 0)
+    if at.any():
+        lo.values[at], hi.values[at] = bounded_mean_bounds(
+            total.values[at], n_tasks.values[at].astype(np.int64), prob
+        )
+    return lo, hi
 
 
 def _pass(
@@ -230,8 +266,8 @@ def _pass(
         prob=prob,
         kind="t",
         detail=f"{name}: Student t on the logit scale (delta method, n_tasks - 1 df) over the "
-        "per-task estimates, tasks as the unit; the exact bound where every per-task value is "
-        "0 (or 1) (per cell in `ci_flag`)",
+        "per-task estimates, tasks as the unit; where every per-task value is 0 (or 1), or a "
+        "few tasks carry the mean, a distribution-free bound instead (per cell in `ci_flag`)",
     )
     return PassKResult(
         estimate=mean.rename(name).assign_attrs(attrs),
