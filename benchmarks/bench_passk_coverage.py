@@ -8,7 +8,7 @@ Two rules are compared on the same draws: ``t only`` (the logit t interval
 wherever the per-task values are not all 0 or all 1, the rule before stop 47)
 and ``default`` (where ``n_eff = (sum y)^2 / sum y^2``, or the same of
 ``1 - y``, is below ``min(10, n / 2)``, the distribution-free bound of
-:func:`hierbench._numerics.bounded_mean_bounds`). Printed: the
+``hierbench._numerics.bounded_mean_bounds``). Printed: the
 designs where either covers less than 93%, and a summary (minimum coverage,
 share of designs below 93% and 90%, share of intervals the bound replaced,
 median ratio of mean widths).

@@ -415,6 +415,7 @@ def _compare_section(ctx: DemoContext) -> str:
 
     from .freq import compare_agents
     from .metrics import prob_superiority
+    from .report import bayes_pair_note
     from .report import differ_column
     from .report import pair_frame
     from .report import pair_sentence
@@ -435,25 +436,15 @@ def _compare_section(ctx: DemoContext) -> str:
         ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
         table["Bayes P(a > b)"] = [float(ps.sel(agent=a, opponent=b)) for a, b in pairs]
     ctx.extra["compare_table"] = table
+    note = ""
+    if "fit" in ctx.extra:
+        note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(pairs)), 90)
     return (
         "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB), 90))
-        + ("\n" + _bayes_pair_note(len(pairs)) if "fit" in ctx.extra else "")
+        + note
         + "\n\n"
         + pair_text(table)
         + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
-    )
-
-
-def _bayes_pair_note(n_pairs: int) -> str:
-    """What the Bayes column of the pairs table is, and what it is not (no multiplicity adjustment)."""
-    import textwrap
-
-    return textwrap.fill(
-        "Beside it, Bayes P(a > b): the crossed model's posterior probability that a's expected "
-        "score on a new task exceeds b's, pair by pair. It is not adjusted for the "
-        f"{n_pairs} pairs: read it beside each pair's own p-value "
-        "(compare_agents(data).to_frame()), not beside the simultaneous verdict.",
-        90,
     )
 
 

@@ -400,7 +400,7 @@ def test_build_from_a_fit_alone(tmp_path):
     pair = html.split('id="pairwise"')[1].split("</section>")[0]
     assert 'data-name="prob_superiority"' in pair
     # three agents, three pairs: the probabilities are per pair and say they are not adjusted
-    assert "Pair by pair, not adjusted for the 3 pairs" in pair
+    assert "pair by pair: not adjusted for the 3 pairs" in pair
     ranks = _cells(html, "ranks")
     assert ranks.index("c") < ranks.index("b") < ranks.index("a")
     # sections that need data say so

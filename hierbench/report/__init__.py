@@ -21,6 +21,7 @@ from ._figures import variance_plot
 from ._match import FitDataMismatchError
 from ._match import check_fit_data
 from ._pairs import MATRIX_ABOVE
+from ._pairs import bayes_pair_note
 from ._pairs import differ_column
 from ._pairs import marks_legend
 from ._pairs import pair_frame
@@ -39,6 +40,7 @@ __all__ = [
     "Report",
     "ReportSectionWarning",
     "as_table",
+    "bayes_pair_note",
     "build",
     "check_fit_data",
     "differ_column",

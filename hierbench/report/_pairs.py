@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MATRIX_ABOVE",
+    "bayes_pair_note",
     "differ_column",
     "marks_legend",
     "p_text",
@@ -212,6 +213,46 @@ def pair_text(table: pd.DataFrame) -> str:
     """:func:`pair_frame`'s table as plain text, p-values and their errors as short text."""
     fmt = dict.fromkeys(_p_columns(table), p_text)
     return table.to_string(formatters=fmt, float_format="{:.3f}".format)
+
+
+def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score on a new task") -> str:
+    """What a fit's pairwise posterior probabilities are, and what they are not, in two or three sentences.
+
+    Each is the posterior probability that one agent's ``what`` exceeds the
+    other's, pair by pair: not adjusted for the ``n_pairs`` pairs, so it is
+    read beside each pair's own p-value, not beside a simultaneous verdict. A
+    crossed fit with task clusters adds that its agent x task effects vary
+    task by task with no agent x cluster term: where agents' advantages
+    differ by cluster (G-theory's ``agent:cluster`` component), the
+    probabilities are surer than the data allow.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> fit = xr.DataTree()
+    >>> fit.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": true}}'
+    >>> print(bayes_pair_note(fit, 3))  # doctest: +NORMALIZE_WHITESPACE
+    Bayes P(a > b) is the posterior probability that a's expected score on a new task exceeds b's,
+    pair by pair: not adjusted for the 3 pairs, so read it beside each pair's own p-value, not
+    beside the simultaneous verdict. The crossed model lets an agent's advantage vary task by task
+    but has no agent x cluster term: where advantages differ by task cluster, these probabilities
+    are surer than the data allow (the paired tests take clusters as their unit).
+    """
+    import json
+
+    text = (
+        f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair: not "
+        f"adjusted for the {n_pairs} pairs, so read it beside each pair's own p-value, not beside the "
+        "simultaneous verdict."
+    )
+    spec = json.loads(fit.attrs.get("hierbench_spec", "{}"))
+    if spec.get("model") == "crossed" and spec.get("options", {}).get("clusters"):
+        text += (
+            " The crossed model lets an agent's advantage vary task by task but has no agent x cluster "
+            "term: where advantages differ by task cluster, these probabilities are surer than the data "
+            "allow (the paired tests take clusters as their unit)."
+        )
+    return text
 
 
 def differ_column(table: pd.DataFrame) -> str | None:

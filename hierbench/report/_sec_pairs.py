@@ -89,13 +89,15 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     ps, fig = _bayes_heatmap(ctx)
     text = []
     if ps is not None:
+        from ._pairs import bayes_pair_note
+
         n_pairs = ps.sizes["agent"] * (ps.sizes["agent"] - 1) // 2
         text.append(
             f"The heatmap: posterior probability that the row agent's `{ctx.var}` ({_label(ctx.var)}) exceeds "
             "the column agent's"
             + (_mixed_note(ctx, False) if ctx.mixed else ".")
-            + f" Pair by pair, not adjusted for the {n_pairs} pairs: read it beside each pair's own p-value, "
-            "not beside the simultaneous verdict."
+            + " "
+            + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
         )
     table = full = None
     if ctx.want_freq("compare"):

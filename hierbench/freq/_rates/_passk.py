@@ -87,7 +87,7 @@ class PassKResult(Result):
         the same of ``1 - y``: typically pass^k at a large k, a few tasks
         passing; the t interval undercovers there, so the interval is the
         distribution-free bound of
-        :func:`hierbench._numerics.bounded_mean_bounds`, of which
+        ``hierbench._numerics.bounded_mean_bounds``, of which
         the exact bound is the all-zero case); ``"zero width"`` (every
         per-task estimate equal strictly inside (0, 1): no uncertainty
         measured), ``"too few tasks"`` (fewer than 2: NaN); ``""`` otherwise.
