@@ -254,3 +254,27 @@ def test_errors_are_named():
     counts = xr.Dataset({"n_runs": ("task", [2, 2]), "n_success": ("task", [0.5, 1.5])})
     with pytest.raises(ValueError, match=r"scheme='runs' resamples runs, which needs the runs themselves"):
         bootstrap_ci(counts, scheme="runs")
+
+
+def _sparse_and_dense(rng, T=60, R=4):
+    """Agent ``rare`` succeeds on three tasks once each; ``common`` on about half its runs everywhere."""
+    s = np.zeros((2, T, R))
+    s[0, :3, 0] = 1.0
+    s[1] = rng.random((T, R)) < 0.5
+    return xr.Dataset({"score": (("agent", "task", "run"), s)},
+                      coords={"agent": ["rare", "common"], "task": [f"t{i}" for i in range(T)]})  # fmt: skip
+
+
+def test_bootstrap_flags_a_mean_few_tasks_carry():
+    ds = _sparse_and_dense(np.random.default_rng(5))
+    res = bootstrap_ci(ds, n_resamples=199, rng=0)
+    # n_eff = (sum y)^2 / sum y^2 over the per-task means: 3 for `rare` (three tasks at 0.25), below
+    # min(10, 60 / 2); about 60 / (1 + cv^2) for `common`
+    y = ds.score.mean("run").values
+    n_eff = y.sum(1) ** 2 / (y**2).sum(1)
+    assert n_eff[0] == pytest.approx(3.0) and n_eff[1] > 30
+    assert list(res.ci_flag.values) == ["few tasks carry the mean", ""]
+    assert "ci_flag" in res.to_frame().columns
+    # pairs and the runs scheme carry no flag (differences are not [0, 1] means; runs are another target)
+    assert bootstrap_ci(ds, pairs="all", n_resamples=99, rng=0).ci_flag is None
+    assert bootstrap_ci(ds, scheme="runs", n_resamples=99, rng=0).ci_flag is None

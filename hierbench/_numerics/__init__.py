@@ -18,6 +18,7 @@ from .agq import *  # noqa: F403
 from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
 from .intervals import bounded_mean_bounds
 from .intervals import cluster_robust_se
+from .intervals import few_carry
 from .intervals import wilson_bounds
 from .trend import TrendPoints
 from .trend import beyond_lengths
@@ -54,7 +55,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'hierbench._numerics' has no attribute {name!r}")
 
 
-__all__ = ["NEWTON_STEPS_TRACED", "bounded_mean_bounds", "cluster_robust_se", "wilson_bounds"]
+__all__ = ["NEWTON_STEPS_TRACED", "bounded_mean_bounds", "cluster_robust_se", "few_carry", "wilson_bounds"]
 __all__ += agq.__all__
 __all__ += [
     "TrendPoints", "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents",

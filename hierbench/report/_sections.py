@@ -191,7 +191,9 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     flags = pd.Series("", index=wide.index, dtype=object)
     for name in intervals:
         wide, f = _defined(wide, name)
-        flags = flags.where(f == "", flags.where(flags == "", flags + "; ") + f)
+        flags = _add_flag(flags, f)
+        if "bootstrap" in name:
+            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
     text = (
@@ -371,6 +373,28 @@ def _defined(wide: pd.DataFrame, method: str) -> tuple[pd.DataFrame, pd.Series]:
     return wide, flags
 
 
+def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
+    """Each row's flags joined with ``more`` by "; " (empty entries add nothing)."""
+    more = more.reindex(flags.index).fillna("")
+    return flags.where(more == "", flags.where(flags == "", flags + "; ") + more)
+
+
+def _few_flag(table: pd.DataFrame, method: str, index: pd.Index) -> pd.Series:
+    """A bootstrap's ``ci_flag`` (a mean few tasks carry) as a report flag naming what holds instead."""
+    out = pd.Series("", index=index, dtype=object)
+    if "ci_flag" not in table:
+        return out
+    few = table["ci_flag"].copy()
+    few.index = few.index.astype(str)
+    few = few.reindex(index).fillna("").astype(str)
+    hit = few != ""
+    out[hit] = (
+        method + ": " + few[hit] + " (a resampling interval falls short there; for independent tasks "
+        "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds)"
+    )
+    return out
+
+
 def _disagree(wide: pd.DataFrame, kind: str) -> pd.Series:
     """One method's estimate outside the other's interval, or intervals apart (both defined)."""
     cols = [f"{m} {b}" for m in (f"bootstrap {kind}", "Bayes ETI") for b in ("estimate", "lower", "upper")]
@@ -430,6 +454,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             lo, hi = (pd.to_numeric(wide[f"{m} {b}"], errors="coerce") for b in ("lower", "upper"))
             wide[lab] = (lo <= t) & (t <= hi)
     wide, flags = _defined(wide, f"bootstrap {kind}")
+    flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index))
     subset = wide["tasks scored"] < total
     flags[subset] = flags[subset].where(flags[subset] == "", flags[subset] + "; ") + (
         "scored on "

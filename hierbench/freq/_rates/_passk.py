@@ -176,23 +176,19 @@ FEW_CARRY_FLAG = "bound: few tasks carry the mean"
 
 
 def _few_carry(per_task: xr.DataArray, n_tasks: xr.DataArray, task_dim: str) -> xr.DataArray:
-    """Cells whose mean rests on few tasks: ``n_eff < min(10, n_tasks / 2)``.
+    """Cells whose mean rests on few tasks (``hierbench._numerics.few_carry``, tasks as units).
 
-    ``n_eff = (sum y)^2 / sum y^2`` counts the tasks that carry the sum (every
-    one of ``n`` equal values: ``n``; one nonzero value: 1), taken on the
-    values and on their complements ``1 - y`` (a mean near 1), the smaller.
     There the t interval's standard error rests on those few values and falls
     short: in ``benchmarks/bench_passk_coverage.py`` (336 designs: 8-300 tasks,
     8-50 runs, k = 1-8, per-task rates from seven Beta laws) the logit t
     interval covered less than 93% in 63 of them (as little as 32%); with the
     bound in these cells, in 5 (the least 89.6%: 300 tasks, a pass^4 of 0.002).
     """
-    y = per_task
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo_side = y.sum(task_dim) ** 2 / (y**2).sum(task_dim)
-        hi_side = (1 - y).sum(task_dim) ** 2 / ((1 - y) ** 2).sum(task_dim)
-    n_eff = np.fmin(lo_side.fillna(0.0), hi_side.fillna(0.0))
-    return (n_tasks > 1) & (n_eff < np.minimum(10.0, n_tasks / 2.0))
+    from ..._numerics import few_carry
+
+    y = per_task.transpose(..., task_dim)
+    flag = few_carry(y.values, np.isfinite(y.values).astype(float))
+    return xr.DataArray(flag, dims=y.dims[:-1], coords={d: y.coords[d] for d in y.dims[:-1] if d in y.coords})
 
 
 def _bounds_where(
