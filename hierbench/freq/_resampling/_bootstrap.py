@@ -129,7 +129,7 @@ class BootstrapResult(Result):
         :func:`hierbench.freq.pass_hat_k` replaces its t interval by): there
         a resampling interval falls short (400 agents, 76 tasks x 6 runs,
         per-task rates Beta(0.3, 30), mean 0.0099: percentile 0.882, BCa 0.877
-        at 95%), and ``pass_hat_k(data, 1)`` gives a bound that holds for
+        at 95%; ``benchmarks/bench_passk_coverage.py --bootstrap``), and ``pass_hat_k(data, 1)`` gives a bound that holds for
         independent tasks; ``""`` otherwise. None for pairs, custom statistics
         and ``scheme="runs"``.
     """
