@@ -285,3 +285,31 @@ def test_swebench_bash_only_pairs(shared_data):
     width = dft["upper"] - dft["lower"]
     wide = (dft["lower"] > width) | (dft["upper"] < -width)
     assert wide.sum() > 150 and (dft.loc[wide, "p_maxt"] < 0.05).all()
+
+
+def test_t_intervals_of_unit_scores_stay_in_minus_one_one():
+    """Four clusters, a large difference: the CR2 t interval (scipy's t quantile at the result's own
+    Bell-McCaffrey df) reaches past 1; the reported one stops at 1 and says why. Scores outside
+    [0, 1] are left as they are.
+    """
+    st = stats
+    a = np.array([1, 1, 1, 0, 1, 1, 1, 1.0])
+    b = np.array([0, 0, 0, 0, 1, 0, 0, 0.0])
+    cl = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+
+    def ds(scale):
+        return xr.Dataset({"score": (("agent", "task", "run"), (np.vstack([a, b]) * scale)[..., None])},
+                          coords={"agent": ["a", "b"], "task": [f"t{i}" for i in range(8)], "cluster": ("task", cl)})  # fmt: skip
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = compare_agents(ds(1.0), rng=0)
+        wide = compare_agents(ds(2.0), rng=0)
+    t = res.table.sel(agent="a", opponent="b")
+    raw_hi = float(t.mean_diff + st.t.ppf(0.975, float(t.df)) * t.se)
+    assert raw_hi > 1.0 and float(t.ci.sel(ci_bound="upper")) == 1.0
+    assert float(t.ci.sel(ci_bound="lower")) == pytest.approx(float(t.mean_diff - st.t.ppf(0.975, float(t.df)) * t.se))
+    assert "intersected with [-1, 1]" in res.table.ci.attrs["ci_detail"]
+    w = wide.table.sel(agent="a", opponent="b")
+    assert float(w.ci.sel(ci_bound="upper")) == pytest.approx(2 * raw_hi)  # twice the scores, not clipped
+    assert "intersected" not in wide.table.ci.attrs["ci_detail"]

@@ -544,12 +544,26 @@ def _matrices(rows: list[dict], pairs: list, flip: dict, boot, M: int) -> tuple[
     return mats, ci
 
 
-def _pm_interval(mats: dict, half: np.ndarray, prob: float, detail: str) -> xr.DataArray:
-    """``mean_diff +- half`` over ``(agent, opponent)``, a t-based interval at ``prob``."""
+#: how an interval for a difference of [0, 1] scores is kept to the difference's range
+_IN_RANGE = "; intersected with [-1, 1], the range of a difference of scores in [0, 1] (coverage unchanged)"
+
+
+def _pm_interval(
+    mats: dict, half: np.ndarray, prob: float, detail: str, unit_scores: bool
+) -> xr.DataArray:
+    """``mean_diff +- half`` over ``(agent, opponent)``, a t-based interval at ``prob``.
+
+    With ``unit_scores`` (every score in [0, 1]) the ends are kept to [-1, 1], where
+    the difference lies: a confidence set cut to the parameter's range covers as
+    often, and the detail says so.
+    """
     dims = ("agent", "opponent")
+    lo, hi = mats["mean_diff"] - half, mats["mean_diff"] + half
+    if unit_scores and np.isfinite(half).any():
+        lo, hi, detail = np.maximum(lo, -1.0), np.minimum(hi, 1.0), detail + _IN_RANGE  # NaN stays NaN
     return make_interval(
-        xr.DataArray(mats["mean_diff"] - half, dims=dims),
-        xr.DataArray(mats["mean_diff"] + half, dims=dims),
+        xr.DataArray(lo, dims=dims),
+        xr.DataArray(hi, dims=dims),
         prob=prob,
         kind="t",
         detail=detail,
@@ -557,7 +571,9 @@ def _pm_interval(mats: dict, half: np.ndarray, prob: float, detail: str) -> xr.D
     )
 
 
-def _t_interval(mats: dict[str, np.ndarray], prob: float, clustered: bool) -> xr.DataArray:
+def _t_interval(
+    mats: dict[str, np.ndarray], prob: float, clustered: bool, unit_scores: bool
+) -> xr.DataArray:
     """The paired t interval ``mean +- t_df * se`` of every pair (CR2 / Bell-McCaffrey with clusters)."""
     with np.errstate(invalid="ignore"):
         q = stats.t.ppf(0.5 + prob / 2, np.where(mats["df"] > 0, mats["df"], np.nan))
@@ -565,10 +581,13 @@ def _t_interval(mats: dict[str, np.ndarray], prob: float, clustered: bool) -> xr
         mats, q * mats["se"], prob,
         "paired t interval over "
         + ("clusters: CR2 cluster-robust SE, Bell-McCaffrey df" if clustered else "tasks (T - 1 df)"),
+        unit_scores,
     )
 
 
-def _simultaneous_interval(mats: dict, fam: dict, prob: float, m: int, method: str) -> xr.DataArray:
+def _simultaneous_interval(
+    mats: dict, fam: dict, prob: float, m: int, method: str, unit_scores: bool
+) -> xr.DataArray:
     """``estimate +- c se`` for every pair, ``c`` the max-T critical value (NaN without max-T)."""
     c = float(fam.get("crit", np.nan))
     half = np.where(np.isfinite(mats["p_maxt"]), c * mats["se"], np.nan)
@@ -577,6 +596,7 @@ def _simultaneous_interval(mats: dict, fam: dict, prob: float, m: int, method: s
         f"simultaneous, max-T over {m} comparisons: estimate +- {c:.4g} x SE, {c:.4g} the "
         f"{prob:.0%} quantile of the largest |t| of the family ({method})"
         if np.isfinite(c) else "simultaneous max-T interval not computed (no max-T adjustment)",
+        unit_scores,
     )
 
 
@@ -612,12 +632,13 @@ def _pairwise_result(
         prob=ci_attrs["ci_prob"], kind=ci_attrs["ci_kind"], detail=ci_attrs.get("ci_detail"), warn_zero_width=False,
     )
     prob = float(attrs["ci_prob"])
+    unit_scores = bool(attrs.get("unit_scores", False))
     if test == "t" or attrs["unit"] == "clusters":
-        ds["ci"] = _t_interval(mats, prob, attrs["unit"] == "clusters").assign_coords(coords)
+        ds["ci"] = _t_interval(mats, prob, attrs["unit"] == "clusters", unit_scores).assign_coords(coords)
     else:
         ds["ci"] = ds["ci_bootstrap"].copy()
     ds["ci_simultaneous"] = _simultaneous_interval(
-        mats, fam, prob, len(iu[0]), attrs.get("maxt_method", "")
+        mats, fam, prob, len(iu[0]), attrs.get("maxt_method", ""), unit_scores
     ).assign_coords(coords)
     ds["p_value"] = (dims, mats["p_" + test])
     ds["p_value_mcse"] = (dims, mc)
@@ -764,9 +785,11 @@ def compare_agents(
     )
     cc = cluster_codes(score, cluster, dim=task_dim)
     rows, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
+    v = score.values[np.isfinite(score.values)]
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
             "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster,
-            "cluster_column": cluster_label(score, cluster)}
+            "cluster_column": cluster_label(score, cluster),
+            "unit_scores": bool(v.size and v.min() >= 0.0 and v.max() <= 1.0)}
     return _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen)
 
 
@@ -804,6 +827,7 @@ def _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen) -> P
     )
     # the clusters by the column the user named (the coord is `cluster` whatever it was read from)
     attrs["cluster_column"] = opts["cluster_column"] if cc is not None else ""
+    attrs["unit_scores"] = int(opts["unit_scores"])  # every score in [0, 1]: t intervals kept to [-1, 1]
     if cc is not None:
         labels = [str(x) for x in cc[1]]
         attrs["unit_labels"] = ", ".join(labels[:4]) + (", ..." if len(labels) > 4 else "")
