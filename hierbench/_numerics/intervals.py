@@ -114,27 +114,24 @@ def bounded_mean_bounds(s: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.n
     return lo, hi
 
 
-def few_carry(sums: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Rows whose mean of [0, 1] values rests on few units: ``n_eff < min(10, n / 2)``.
+def few_carry(values: np.ndarray) -> np.ndarray:
+    """Rows whose mean of [0, 1] values rests on few of them: ``n_eff < min(10, n / 2)``.
 
-    ``sums`` and ``sizes`` have units on the last axis: a unit's sum of
-    values and its number of values (a task: its value and 1; a cluster of
-    tasks: their sum and count; size 0 or NaN: the unit is absent). ``n_eff =
-    (sum S)^2 / sum S^2`` counts the units that carry the total (``n`` equal
-    units: ``n``; one nonzero: 1), taken on the sums and on the complements
-    ``size - S`` (a mean near 1), the smaller; ``n`` counts the units present.
-    The rule of the pass^k interval (:func:`bounded_mean_bounds` replaces the t
-    interval there) and of the bootstrap's flag.
+    ``values`` has the units (tasks) on its last axis, NaN where a unit is
+    absent. ``n_eff = (sum y)^2 / sum y^2`` counts the units that carry the
+    total (``n`` equal values: ``n``; one nonzero: 1), taken on the values and
+    on their complements ``1 - y`` (a mean near 1), the smaller; ``n`` counts
+    the units present. The rule of the pass^k interval (:func:`bounded_mean_bounds`
+    replaces the t interval there) and of the bootstrap's flag.
 
     Examples
     --------
-    >>> few_carry(np.array([[0.0, 0.0, 0.0, 0.9] + [0.0] * 16, [0.5] * 20]), np.ones((2, 20)))
+    >>> few_carry(np.array([[0.0, 0.0, 0.0, 0.9] + [0.0] * 16, [0.5] * 20]))
     array([ True, False])
     """
-    sizes = np.nan_to_num(np.asarray(sizes, dtype=float))
-    present = sizes > 0
-    s = np.where(present, np.nan_to_num(np.asarray(sums, dtype=float)), 0.0)
-    c = np.where(present, sizes - s, 0.0)
+    y = np.asarray(values, dtype=float)
+    present = np.isfinite(y)
+    s, c = np.where(present, y, 0.0), np.where(present, 1.0 - y, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         n_eff = np.fmin(np.nan_to_num(s.sum(-1) ** 2 / (s**2).sum(-1)), np.nan_to_num(c.sum(-1) ** 2 / (c**2).sum(-1)))
     n = present.sum(-1)

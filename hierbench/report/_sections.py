@@ -455,13 +455,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             wide[lab] = (lo <= t) & (t <= hi)
     wide, flags = _defined(wide, f"bootstrap {kind}")
     flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index))
-    subset = wide["tasks scored"] < total
-    flags[subset] = flags[subset].where(flags[subset] == "", flags[subset] + "; ") + (
-        "scored on "
-        + wide.loc[subset, "tasks scored"].astype(str)
-        + f" of {total} tasks: the bootstrap mean is over those"
-    )
-    wide["flag"] = flags
+    scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
+    wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     n_dis = int(wide["disagree"].sum())
     shift = _shared_shift(wide["difference"], ctx.var == "mean_new_task")
     rep.section(

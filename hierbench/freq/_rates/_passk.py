@@ -160,9 +160,10 @@ def _interval(
         lo, hi = expit(logit(mean) - half), expit(logit(mean) + half)
     all0 = (mean == 0) & (n_tasks > 0)  # per-task values lie in [0, 1]: every one is 0
     all1 = (mean == 1) & (n_tasks > 0)
-    few = _few_carry(per_task, n_tasks, task_dim) & ~all0 & ~all1
-    b_lo, b_hi = _bounds_where(all0 | all1 | few, per_task.sum(task_dim, skipna=True), n_tasks, prob)
-    lo, hi = xr.where(all0 | all1 | few, b_lo, lo), xr.where(all0 | all1 | few, b_hi, hi)
+    few = _few_carry(per_task, task_dim) & ~all0 & ~all1
+    bound = all0 | all1 | few
+    b_lo, b_hi = _bounds_where(bound, per_task.sum(task_dim, skipna=True), n_tasks, prob)
+    lo, hi = xr.where(bound, b_lo, lo), xr.where(bound, b_hi, hi)
     flat = (se == 0) & (n_tasks > 1) & ~all0 & ~all1
     flag = xr.full_like(mean, "", dtype=object)
     flag = xr.where(n_tasks < 2, "too few tasks", xr.where(flat, "zero width", flag))
@@ -175,7 +176,7 @@ def _interval(
 FEW_CARRY_FLAG = "bound: few tasks carry the mean"
 
 
-def _few_carry(per_task: xr.DataArray, n_tasks: xr.DataArray, task_dim: str) -> xr.DataArray:
+def _few_carry(per_task: xr.DataArray, task_dim: str) -> xr.DataArray:
     """Cells whose mean rests on few tasks (``hierbench._numerics.few_carry``, tasks as units).
 
     There the t interval's standard error rests on those few values and falls
@@ -186,9 +187,7 @@ def _few_carry(per_task: xr.DataArray, n_tasks: xr.DataArray, task_dim: str) -> 
     """
     from ..._numerics import few_carry
 
-    y = per_task.transpose(..., task_dim)
-    flag = few_carry(y.values, np.isfinite(y.values).astype(float))
-    return xr.DataArray(flag, dims=y.dims[:-1], coords={d: y.coords[d] for d in y.dims[:-1] if d in y.coords})
+    return xr.apply_ufunc(few_carry, per_task, input_core_dims=[[task_dim]])
 
 
 def _bounds_where(

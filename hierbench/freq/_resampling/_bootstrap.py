@@ -346,9 +346,7 @@ def _few_units(plan: _Plan, n_out: int) -> np.ndarray | None:
 
     if not plan.builtin or plan.pairs_idx is not None or plan.scheme == "runs" or n_out != plan.U:
         return None
-    v = plan.v_obs[0]  # (agent, task)
-    ok = np.isfinite(v)
-    return np.where(few_carry(np.where(ok, v, 0.0), ok.astype(float)), "few tasks carry the mean", "").astype(object)
+    return np.where(few_carry(plan.v_obs[0]), "few tasks carry the mean", "").astype(object)  # (agent, task)
 
 
 # ---------------------------------------------------------------------------
