@@ -317,6 +317,44 @@ def _coverage_replication(
     return [as_estimate(methods[m](data, gen), name=f"methods[{m!r}]") for m in methods], truth
 
 
+def _coverage_table(reps: list, names: list[str]) -> xr.Dataset:
+    """The replications' estimates, intervals and truths over ``(rep, estimator, ...)``, with hits and errors."""
+    est_rows, lo_rows, hi_rows, truth_rows = [], [], [], []
+    template = None
+    for norm, truth in reps:
+        if template is None:
+            template = side_by_side(dict(zip(names, norm, strict=True)), truth=truth)
+        est_rows.append([r["estimate"].values for r in norm])
+        lo_rows.append([r["ci"].sel(ci_bound="lower").values for r in norm])
+        hi_rows.append([r["ci"].sel(ci_bound="upper").values for r in norm])
+        shape_like = norm[0]["estimate"]
+        t_da = truth if isinstance(truth, xr.DataArray) else xr.DataArray(truth)
+        truth_rows.append(t_da.broadcast_like(shape_like).transpose(*shape_like.dims).values)
+    assert template is not None
+    dims = ("rep", *template["estimate"].dims)
+    coords = {k: v for k, v in template["estimate"].coords.items()}
+    est = xr.DataArray(np.asarray(est_rows, float), dims=dims, coords=coords)
+    lo = xr.DataArray(np.asarray(lo_rows, float), dims=dims, coords=coords)
+    hi = xr.DataArray(np.asarray(hi_rows, float), dims=dims, coords=coords)
+    tru = xr.DataArray(
+        np.broadcast_to(np.asarray(truth_rows, float)[:, None], est.shape), dims=dims, coords=coords
+    )
+    return xr.Dataset(
+        {
+            "estimate": est,
+            "ci": xr.concat([lo, hi], dim="ci_bound")
+            .assign_coords(ci_bound=list(CI_BOUNDS))
+            .transpose(..., "ci_bound"),
+            "width": hi - lo,
+            "truth": tru,
+            "error": est - tru,
+            "covers": (lo <= tru) & (tru <= hi),
+            "ci_prob": template["ci_prob"],
+            "ci_kind": template["ci_kind"],
+        }
+    )
+
+
 @fill_doc
 def coverage_study(
     simulate: Callable[[np.random.Generator], tuple[object, xr.DataArray]],
@@ -379,40 +417,7 @@ def coverage_study(
         _coverage_replication, range(int(n_rep)), rng=rng, executor=executor, progress=progress,
         desc="coverage study", kwargs={"simulate": simulate, "methods": methods},
     )  # fmt: skip
-    est_rows, lo_rows, hi_rows, truth_rows = [], [], [], []
-    template = None
-    for norm, truth in reps:
-        if template is None:
-            template = side_by_side(dict(zip(names, norm, strict=True)), truth=truth)
-        est_rows.append([r["estimate"].values for r in norm])
-        lo_rows.append([r["ci"].sel(ci_bound="lower").values for r in norm])
-        hi_rows.append([r["ci"].sel(ci_bound="upper").values for r in norm])
-        shape_like = norm[0]["estimate"]
-        t_da = truth if isinstance(truth, xr.DataArray) else xr.DataArray(truth)
-        truth_rows.append(t_da.broadcast_like(shape_like).transpose(*shape_like.dims).values)
-    assert template is not None
-    dims = ("rep", *template["estimate"].dims)
-    coords = {k: v for k, v in template["estimate"].coords.items()}
-    est = xr.DataArray(np.asarray(est_rows, float), dims=dims, coords=coords)
-    lo = xr.DataArray(np.asarray(lo_rows, float), dims=dims, coords=coords)
-    hi = xr.DataArray(np.asarray(hi_rows, float), dims=dims, coords=coords)
-    tru = xr.DataArray(
-        np.broadcast_to(np.asarray(truth_rows, float)[:, None], est.shape), dims=dims, coords=coords
-    )
-    table = xr.Dataset(
-        {
-            "estimate": est,
-            "ci": xr.concat([lo, hi], dim="ci_bound")
-            .assign_coords(ci_bound=list(CI_BOUNDS))
-            .transpose(..., "ci_bound"),
-            "width": hi - lo,
-            "truth": tru,
-            "error": est - tru,
-            "covers": (lo <= tru) & (tru <= hi),
-            "ci_prob": template["ci_prob"],
-            "ci_kind": template["ci_kind"],
-        }
-    )
+    table = _coverage_table(reps, names)
     n = int(n_rep)
     hits = table["covers"].sum("rep")
     cov = hits / n
