@@ -93,8 +93,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
 
         n_pairs = ps.sizes["agent"] * (ps.sizes["agent"] - 1) // 2
         text.append(
-            f"The heatmap: posterior probability that the row agent's `{ctx.var}` ({_label(ctx.var)}) exceeds "
-            "the column agent's"
+            f"The heatmap (row agent a, column agent b) and the table's `Bayes P(a > b)` column, by `{ctx.var}`"
             + (_mixed_note(ctx, False) if ctx.mixed else ".")
             + " "
             + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
