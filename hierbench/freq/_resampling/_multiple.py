@@ -785,12 +785,16 @@ def compare_agents(
     )
     cc = cluster_codes(score, cluster, dim=task_dim)
     rows, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
-    v = score.values[np.isfinite(score.values)]
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
             "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster,
-            "cluster_column": cluster_label(score, cluster),
-            "unit_scores": bool(v.size and v.min() >= 0.0 and v.max() <= 1.0)}
+            "cluster_column": cluster_label(score, cluster), "unit_scores": _unit_range(score.values)}
     return _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen)
+
+
+def _unit_range(x: np.ndarray) -> bool:
+    """Whether every finite score lies in [0, 1] (then a difference of their means lies in [-1, 1])."""
+    v = x[np.isfinite(x)]
+    return bool(v.size and v.min() >= 0.0 and v.max() <= 1.0)
 
 
 def _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws) -> float:
