@@ -30,6 +30,7 @@ from scipy.special import expit
 
 from ._console import print_warnings
 from ._console import seconds
+from ._numerics import FEW_CARRY_ADVICE
 
 __all__ = [
     "ANALYSIS_SECTIONS",
@@ -179,9 +180,7 @@ def _few_note(boot) -> str:
     if not few:
         return ""
     return "\n\n" + textwrap.fill(
-        f"Few tasks carry the mean of {', '.join(few)}: a resampling interval falls short there "
-        "(covering 88% at 95% for a mean of 0.01 over 76 tasks); for independent tasks "
-        "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds.",
+        f"Few tasks carry the mean of {', '.join(few)}: {FEW_CARRY_ADVICE}.",
         88,
     )
 

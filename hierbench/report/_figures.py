@@ -374,8 +374,14 @@ def trace_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
             spec = ax.get_subplotspec()
             if spec is not None and spec.colspan.start == 1:
                 ax.set_ylabel("value")
-    except Exception:  # pragma: no cover - cosmetic only
-        pass
+    except (KeyError, AttributeError, ValueError) as err:  # pragma: no cover - another arviz-plots layout
+        import warnings
+
+        warnings.warn(
+            f"energy_plot: the plot is drawn but its axes keep arviz-plots' labels ({type(err).__name__}: {err}); "
+            "the E-BFMI rows are the chains",
+            stacklevel=2,
+        )
     return pc
 
 
@@ -397,6 +403,12 @@ def energy_plot(fit: xr.DataTree):
                 ax.set_xlabel("E-BFMI (dashed line: 0.3)")
             else:
                 ax.set_xlabel("energy (centred)")
-    except Exception:  # pragma: no cover - cosmetic only
-        pass
+    except (KeyError, AttributeError, ValueError) as err:  # pragma: no cover - another arviz-plots layout
+        import warnings
+
+        warnings.warn(
+            f"energy_plot: the plot is drawn but its axes keep arviz-plots' labels ({type(err).__name__}: {err}); "
+            "the E-BFMI rows are the chains",
+            stacklevel=2,
+        )
     return pc

@@ -10,6 +10,7 @@ import xarray as xr
 
 from .._base import cluster_label
 from .._base import counted
+from .._numerics import FEW_CARRY_ADVICE
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
@@ -388,10 +389,7 @@ def _few_flag(table: pd.DataFrame, method: str, index: pd.Index) -> pd.Series:
     few.index = few.index.astype(str)
     few = few.reindex(index).fillna("").astype(str)
     hit = few != ""
-    out[hit] = (
-        method + ": " + few[hit] + " (a resampling interval falls short there; for independent tasks "
-        "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds)"
-    )
+    out[hit] = method + ": " + few[hit] + f" ({FEW_CARRY_ADVICE})"
     return out
 
 
