@@ -28,9 +28,9 @@ from scipy import integrate
 from scipy import stats
 from scipy.special import expit
 
+from ._base import FEW_CARRY_ADVICE
 from ._console import print_warnings
 from ._console import seconds
-from ._numerics import FEW_CARRY_ADVICE
 
 __all__ = [
     "ANALYSIS_SECTIONS",

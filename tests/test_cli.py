@@ -1059,5 +1059,5 @@ def test_demo_names_the_agents_whose_bootstrap_mean_few_tasks_carry():
     ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
                     coords={"agent": ["rare", "common"], "task": [f"t{i}" for i in range(60)]})  # fmt: skip
     note = " ".join(_few_note(bootstrap_ci(ds, n_resamples=99, rng=0)).split())
-    assert note.startswith("Few tasks carry the mean of rare: a resampling interval falls short there")
+    assert note.startswith("Few tasks carry the mean of rare: a resampling interval covers less than its level there")
     assert "common" not in note and "pass_hat_k(data, 1) gives a bound that holds." in note

@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "design": {"_base", "_docs", "_numerics", "_parallel", "freq"},
     "compare": {"_base", "_docs", "_parallel", "freq"},
     "report": {"__init__", "_base", "_docs", "bayes", "data", "freq", "io", "metrics"},
-    "demo": {"_console", "bayes", "compare", "data", "freq", "io", "metrics", "report", "testing"},
+    "demo": {"_base", "_console", "bayes", "compare", "data", "freq", "io", "metrics", "report", "testing"},
     "cli": {"__init__", "_base", "_console", "bayes", "data", "demo", "freq", "io", "report"},
     "__main__": {"cli"},
     "__init__": {"_base", "_docs", "data", "freq", "metrics", "design", "compare", "io", "testing"},

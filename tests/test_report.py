@@ -906,5 +906,5 @@ def test_abilities_flag_a_bootstrap_mean_few_tasks_carry(tmp_path):
     abil = md.split("## Agent abilities")[1].split("\n## ")[0]
     rare = next(r for r in abil.splitlines() if r.startswith("| rare "))
     common = next(r for r in abil.splitlines() if r.startswith("| common "))
-    assert "few tasks carry the mean (a resampling interval falls short there" in rare
+    assert "few tasks carry the mean (a resampling interval covers less than its level there" in rare
     assert "few tasks carry" not in common

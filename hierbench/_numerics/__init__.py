@@ -16,7 +16,6 @@ Nothing here imports xarray, PyMC or another hierbench subpackage.
 from . import agq
 from .agq import *  # noqa: F403
 from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
-from .intervals import FEW_CARRY_ADVICE as FEW_CARRY_ADVICE
 from .intervals import bounded_mean_bounds
 from .intervals import cluster_robust_se
 from .intervals import few_carry

@@ -114,14 +114,6 @@ def bounded_mean_bounds(s: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.n
     return lo, hi
 
 
-#: what a reader is told where :func:`few_carry` flags a resampling interval (the report's flag
-#: and the demo's note; the coverage figure is ``benchmarks/bench_passk_coverage.py --bootstrap``)
-FEW_CARRY_ADVICE = (
-    "a resampling interval falls short there, covering 88% at 95% for a mean of 0.01 over 76 tasks; "
-    "for independent tasks hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
-)
-
-
 def few_carry(values: np.ndarray) -> np.ndarray:
     """Rows whose mean of [0, 1] values rests on few of them: ``n_eff < min(10, n / 2)``.
 

@@ -375,13 +375,7 @@ def trace_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
             if spec is not None and spec.colspan.start == 1:
                 ax.set_ylabel("value")
     except (KeyError, AttributeError, ValueError) as err:  # pragma: no cover - another arviz-plots layout
-        import warnings
-
-        warnings.warn(
-            f"energy_plot: the plot is drawn but its axes keep arviz-plots' labels ({type(err).__name__}: {err}); "
-            "the E-BFMI rows are the chains",
-            stacklevel=2,
-        )
+        _layout_kept("trace_plot", err, "the long names may overlap")
     return pc
 
 
@@ -404,11 +398,16 @@ def energy_plot(fit: xr.DataTree):
             else:
                 ax.set_xlabel("energy (centred)")
     except (KeyError, AttributeError, ValueError) as err:  # pragma: no cover - another arviz-plots layout
-        import warnings
-
-        warnings.warn(
-            f"energy_plot: the plot is drawn but its axes keep arviz-plots' labels ({type(err).__name__}: {err}); "
-            "the E-BFMI rows are the chains",
-            stacklevel=2,
-        )
+        _layout_kept("energy_plot", err, "the E-BFMI rows are the chains")
     return pc
+
+
+def _layout_kept(name: str, err: Exception, hint: str) -> None:
+    """Say that a figure is drawn with arviz-plots' own axes, where our relabelling met a layout it does not know."""
+    from .._base import warn_user
+
+    warn_user(
+        f"{name}: the plot is drawn, but its axes keep arviz-plots' own labels and size "
+        f"({type(err).__name__}: {err}); {hint}",
+        UserWarning,
+    )

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import FEW_CARRY_ADVICE
 from .._base import cluster_label
 from .._base import counted
-from .._numerics import FEW_CARRY_ADVICE
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
