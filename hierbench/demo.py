@@ -163,26 +163,95 @@ def _bootstrap_section(ctx: DemoContext) -> str:
         "agents. The target is the agent's expected score on a new task from the same population"
         + ("; the truth column is that value, computed from the simulation's parameters." if truth is not None else ".")
     )
+    bounds = _pass1_bounds(ctx)
     return (
         textwrap.fill(text, 88)
         + "\n\n"
         + _frame(table).to_string()
         + _covers(table)
-        + _few_note(boot)
+        + _undefined_note(boot, bounds)
+        + _few_note(boot, bounds)
     )
 
 
-def _few_note(boot) -> str:
-    """The agents whose bootstrap mean few tasks carry (``ci_flag``), named under the table."""
+def _pass1_bounds(ctx: DemoContext) -> pd.Series:
+    """:func:`hierbench.report.pass1_bounds` of the data at the demo's level, computed once."""
+    if "pass1_bounds" not in ctx.extra:
+        from .report import pass1_bounds
+
+        ctx.extra["pass1_bounds"] = pass1_bounds(ctx.data, PROB)
+    return ctx.extra["pass1_bounds"]
+
+
+def _few_agents(boot) -> list[str]:
+    """The agents whose bootstrap mean few tasks carry (``ci_flag``)."""
     if boot.ci_flag is None or "agent" not in boot.ci_flag.dims:
-        return ""
-    few = [str(a) for a, f in zip(boot.ci_flag["agent"].values, boot.ci_flag.values, strict=True) if f]
+        return []
+    return [str(a) for a, f in zip(boot.ci_flag["agent"].values, boot.ci_flag.values, strict=True) if f]
+
+
+def _few_note(boot, bounds: pd.Series | None = None) -> str:
+    """The agents whose bootstrap mean few tasks carry, named under the table with the bound that holds.
+
+    ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given.
+    """
+    few = _few_agents(boot)
     if not few:
         return ""
+    bounds = pd.Series(dtype=object) if bounds is None else bounds
+    said = [f"{a} {bounds[a]}" for a in few if bounds.get(a, "")]
     return "\n\n" + textwrap.fill(
-        f"Few tasks carry the mean of {', '.join(few)}: {FEW_CARRY_ADVICE}.",
+        f"Few tasks carry the mean of {', '.join(few)}: {FEW_CARRY_ADVICE}"
+        + (": " + "; ".join(said) if said else "")
+        + ".",
         88,
     )
+
+
+def _why_undefined(boot, agent) -> str:
+    """Why an agent's bootstrap interval is NaN, read from the result (its resamples, z0, acceleration)."""
+    est = float(boot.estimate.sel(agent=agent))
+    if not np.isfinite(est):
+        return "the agent has no scored task"
+    dist = boot.distribution.sel(agent=agent).values
+    dist = dist[np.isfinite(dist)]
+    if not dist.size:
+        return "the statistic is undefined in every resample"
+    n = int(boot.n_tasks.sel(agent=agent))
+    every = f" (every run on its {n} tasks scored {est:g})" if est in (0.0, 1.0) else ""
+    if boot.bias_correction is not None and not np.isfinite(float(boot.bias_correction.sel(agent=agent))):
+        side = (
+            f"every resample gives {est:.3f}, the estimate itself{every}"
+            if np.all(dist == est)
+            else f"every resample lies on one side of the estimate {est:.3f}"
+        )
+        return side + ", so BCa's bias correction (from the share of resamples below the estimate) is infinite"
+    if boot.acceleration is not None and not np.isfinite(float(boot.acceleration.sel(agent=agent))):
+        return "the jackknife values are all equal, so BCa's acceleration is undefined"
+    return "the resampling quantiles are undefined"
+
+
+def _undefined_note(boot, bounds: pd.Series) -> str:
+    """Under the table: each NaN interval, which statistic is undefined and why, and what holds instead."""
+    if "agent" not in boot.estimate.dims:
+        return ""
+    bad = boot.ci.isnull().any("ci_bound")
+    lines = []
+    method = _METHOD_WORDS[boot.attrs.get("method", "bca")]
+    for agent in boot.estimate["agent"].values[bad.values]:
+        name = str(agent)
+        instead = (
+            "what holds instead is its pass^1 bound, below"
+            if bounds.get(name, "")
+            else "the percentile interval (--bootstrap-method percentile) is defined there"
+            if method == "BCa"
+            else "no interval of its mean can be computed from these data"
+        )
+        lines.append(
+            f"{name}: [nan, nan] because the {method} interval is undefined: "
+            f"{_why_undefined(boot, agent)}; {instead}."
+        )
+    return "".join("\n\n" + textwrap.fill(line, 88) for line in lines)
 
 
 def _fit_crossed(ctx: DemoContext) -> tuple[xr.DataTree, list[str], float]:
@@ -309,6 +378,17 @@ def _model_terms(dt: xr.DataTree) -> str:
     return out + (f"; no task effect: {decisions['task_spread']['reason']}" if no_task else "")
 
 
+def _nan_pointer(ctx: DemoContext) -> list[str]:
+    """A line under the Bayes section's table for bootstrap intervals that are NaN: why is said once, above."""
+    boot = ctx.extra.get("bootstrap")
+    if boot is None or "agent" not in boot.ci.dims:
+        return []
+    bad = [str(a) for a in boot.ci["agent"].values[boot.ci.isnull().any("ci_bound").values]]
+    if not bad:
+        return []
+    return [f"({', '.join(bad)}: [nan, nan] is explained under the frequentist table above.)"]
+
+
 def _bayes_section(ctx: DemoContext) -> str:
     from ._console import diagnostics_line
 
@@ -327,6 +407,7 @@ def _bayes_section(ctx: DemoContext) -> str:
         "Expected score on a new task, both methods"
         + (" beside the truth:" if ctx.truth is not None else ":"),
         _frame(table).to_string(),
+        *_nan_pointer(ctx),
         "",
         "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only:",
         _frame(obs).to_string(),
@@ -349,7 +430,9 @@ def _passk_section(ctx: DemoContext) -> str:
     from .freq import pass_hat_k
     from .metrics import crossed_pass_k
 
-    ks = [1, 2, 3, 4, 5]
+    n_runs = _n_runs(ctx)
+    # the unbiased estimator needs k runs in a cell: no k above the most runs any cell holds
+    ks = list(range(1, min(_MAX_K, int(n_runs.max())) + 1))
     import warnings
 
     from .freq import InsufficientRunsWarning
@@ -359,7 +442,6 @@ def _passk_section(ctx: DemoContext) -> str:
         warnings.simplefilter("ignore", InsufficientRunsWarning)
         freq = pass_hat_k(ctx.data, ks)
     short = int(freq.n_insufficient.sum())
-    n_runs = _n_runs(ctx)
     frames = []
     for k in ks:
         # the truth over the cells the unbiased estimator can use (at least k runs)
@@ -394,8 +476,33 @@ def _passk_section(ctx: DemoContext) -> str:
         frames.append(df)
     table = pd.concat(frames)
     table.index = table.index.astype(str)
+    # an agent with no task run at least k times has nothing to average at that k: no row
+    table = table[table["tasks (>= k runs)"] > 0]
     ctx.extra["passk_table"] = table
-    return _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra)
+    text = _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra)
+    return text + _passk_limits(ks, table, [str(a) for a in n_runs["agent"].values])
+
+
+#: the largest k the demo's pass^k table shows (fewer where no cell holds that many runs)
+_MAX_K = 5
+
+
+def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str]) -> str:
+    """Why the table stops below k = 5, and which agents' rows stop early (no task with k runs)."""
+    lines = []
+    if ks[-1] < _MAX_K:
+        lines.append(
+            f"k goes to {ks[-1]} only: no (agent, task) cell holds more than {ks[-1]} runs, and "
+            "the unbiased estimator needs k runs of a task."
+        )
+    last = table.groupby(level=0)["k"].max()
+    early = [f"{a} (to k = {int(last[a])})" if a in last else f"{a} (none)" for a in agents
+             if a not in last or last[a] < ks[-1]]  # fmt: skip
+    if early:
+        lines.append(
+            "Rows stop where an agent ran no task at least k times: " + ", ".join(early) + "."
+        )
+    return "".join("\n\n" + textwrap.fill(line, 90) for line in lines)
 
 
 def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) -> str:
@@ -534,16 +641,16 @@ def _plan_section(ctx: DemoContext) -> str:
         )
         s_mt = 0.0
     T = int(ctx.data.sizes["task"])
-    R = int(ctx.data.sizes["run"])
     kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
-    mde = minimum_detectable_effect(T, n_runs=R, power=0.8, **kw)
+    R, sd_made, runs_text = _runs_made(ctx, kw)
+    mde = minimum_detectable_effect(T, sd_diff=sd_made, power=0.8)
     rows = []
     for effect in (0.03, 0.05, 0.10):
         rows.append(
             {
                 "difference to detect": effect,
                 "tasks needed (R=1)": tasks_for_power(effect, n_runs=1, **kw),
-                f"tasks needed (R={R})": tasks_for_power(effect, n_runs=R, **kw),
+                f"tasks needed (R={R}, as run)": tasks_for_power(effect, sd_diff=sd_made),
             }
         )
     table = pd.DataFrame(rows).set_index("difference to detect")
@@ -565,11 +672,40 @@ def _plan_section(ctx: DemoContext) -> str:
     return (
         "Variance components of the cell success probability on the probability scale, from\n"
         f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
-        f"With these {T} tasks x {R} runs a paired comparison detects a difference of\n"
-        f"{mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n\n"
+        + runs_text
+        + f"\nWith these {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
+        f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n\n"
         + table.to_string()
         + buy
     )
+
+
+def _runs_made(ctx: DemoContext, kw: dict) -> tuple[str, float, str]:
+    """The R the plan uses for the runs made (as text), the SD of a per-task difference there, and why.
+
+    A per-task difference's variance is ``2 s_mt + s_e (1 / R_a + 1 / R_b)``
+    (:func:`hierbench.freq.sd_paired_diff` per cell), so over unequal cells its
+    average is that of ``2 s_mt + 2 s_e / R`` over the cells run: the harmonic
+    mean of their runs gives it, not the busiest cell's count.
+    """
+    from .freq import sd_paired_diff
+
+    n = _n_runs(ctx).values
+    runs = n[n > 0].astype(np.int64)
+    sd = float(np.sqrt(np.mean(sd_paired_diff(runs, **kw) ** 2)))
+    if runs.min() == runs.max():
+        return str(int(runs[0])), sd, f"Every agent x task cell run holds {int(runs[0])} runs."
+    r_h = len(runs) / float(np.sum(1.0 / runs))
+    label = f"{r_h:.1f}"
+    text = textwrap.fill(
+        f"Runs per agent x task cell, over the {len(runs)} cells run: median {np.median(runs):g}, "
+        f"range {runs.min()}-{runs.max()}. The plan takes R = {label}, their harmonic mean: a "
+        "paired difference's run-to-run variance is s_e / R per cell, averaged over the cells, and "
+        f"the harmonic mean is the R with the same average (the busiest cell's {runs.max()} runs "
+        "would overstate what was bought).",
+        88,
+    )
+    return label, sd, text
 
 
 def write_report(

@@ -194,7 +194,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         wide, f = _defined(wide, name)
         flags = _add_flag(flags, f)
         if "bootstrap" in name:
-            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index))
+            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx)))
     if (flags != "").any():
         wide["flag"] = flags
     text = (
@@ -380,8 +380,13 @@ def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
     return flags.where(more == "", flags.where(flags == "", flags + "; ") + more)
 
 
-def _few_flag(table: pd.DataFrame, method: str, index: pd.Index) -> pd.Series:
-    """A bootstrap's ``ci_flag`` (a mean few tasks carry) as a report flag naming what holds instead."""
+def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series) -> pd.Series:
+    """A bootstrap's ``ci_flag`` (a mean few tasks carry) as a report flag naming what holds instead.
+
+    ``bounds`` (:func:`pass1_bounds`) puts the bound that holds beside the advice, so
+    the reader sees a valid interval where the resampling one is undefined, zero-width
+    or short (an agent that failed every task among them).
+    """
     out = pd.Series("", index=index, dtype=object)
     if "ci_flag" not in table:
         return out
@@ -389,8 +394,46 @@ def _few_flag(table: pd.DataFrame, method: str, index: pd.Index) -> pd.Series:
     few.index = few.index.astype(str)
     few = few.reindex(index).fillna("").astype(str)
     hit = few != ""
-    out[hit] = method + ": " + few[hit] + f" ({FEW_CARRY_ADVICE})"
+    said = bounds.reindex(index).fillna("").astype(str)
+    said = said.where(said == "", ": " + said)
+    out[hit] = method + ": " + few[hit] + f" ({FEW_CARRY_ADVICE}" + said[hit] + ")"
     return out
+
+
+def pass1_bounds(data: xr.Dataset | None, prob: float) -> pd.Series:
+    """Each agent's :func:`hierbench.freq.pass_hat_k` ``(data, 1)`` interval where it is the bound.
+
+    Text ``"[lo, hi] at 95% over n tasks"`` per agent (labels as text)
+    where that interval is the distribution-free bound (its ``ci_flag`` names a
+    bound: every task scored 0 or 1, or few tasks carry the mean), ``""`` for the
+    other agents; empty without data or an ``agent`` dim, or for scores
+    that are not 0/1 (pass^k is defined for binary outcomes only).
+    """
+    from .. import freq
+    from .._base import PartialCreditError
+
+    if data is None or "agent" not in data.dims:
+        return pd.Series(dtype=object)
+    try:
+        res = freq.pass_hat_k(data, 1, prob=prob)
+    except PartialCreditError:
+        return pd.Series(dtype=object)
+    lo, hi = (res.ci.sel(ci_bound=b).to_series() for b in ("lower", "upper"))
+    flag, n = res.ci_flag.to_series().astype(str), res.n_tasks.to_series()
+    text = pd.Series(
+        [f"[{a:.3f}, {b:.3f}] at {prob:.0%} over {int(m)} tasks" for a, b, m in zip(lo, hi, n, strict=True)],
+        index=lo.index.astype(str),
+        dtype=object,
+    )
+    flag.index = text.index
+    return text.where(flag.str.contains("bound"), "")
+
+
+def _bounds(ctx: _Context) -> pd.Series:
+    """:func:`pass1_bounds` of the report's data at its level, computed once."""
+    if "pass1_bounds" not in ctx.cache:
+        ctx.cache["pass1_bounds"] = pass1_bounds(ctx.data, ctx.prob)
+    return ctx.cache["pass1_bounds"]
 
 
 def _disagree(wide: pd.DataFrame, kind: str) -> pd.Series:
@@ -452,7 +495,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             lo, hi = (pd.to_numeric(wide[f"{m} {b}"], errors="coerce") for b in ("lower", "upper"))
             wide[lab] = (lo <= t) & (t <= hi)
     wide, flags = _defined(wide, f"bootstrap {kind}")
-    flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index))
+    flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index, _bounds(ctx)))
     scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     n_dis = int(wide["disagree"].sum())

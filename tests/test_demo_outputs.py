@@ -1,0 +1,173 @@
+"""What the demo and the report print where an interval is undefined, pass^k runs short, or runs are unequal.
+
+Expected values come from hand calculations stated in each test or from scipy /
+statsmodels, never from the code under test.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import stats
+from scipy.special import comb
+
+from hierbench.demo import DemoContext
+from hierbench.demo import _bootstrap_section
+from hierbench.demo import _few_note
+from hierbench.demo import _passk_section
+from hierbench.demo import _plan_section
+from hierbench.demo import _runs_made
+from hierbench.demo import _undefined_note
+from hierbench.freq import bootstrap_ci
+from hierbench.report import build
+from hierbench.report import pass1_bounds
+
+
+def _all_fail(n_tasks: int = 40) -> xr.Dataset:
+    """Three agents x ``n_tasks`` (even) tasks, one run each; ``zero`` fails every task.
+
+    ``even`` and ``odd`` solve half the tasks each: n / 2 tasks carry their means, not
+    fewer than min(10, n / 2), so the few-tasks rule flags neither.
+    """
+    i = np.arange(n_tasks)
+    s = np.stack([np.zeros(n_tasks), i % 2 == 0, i % 2 == 1])[..., None]
+    return xr.Dataset(
+        {"score": (("agent", "task", "run"), s.astype(float))},
+        coords={"agent": ["zero", "even", "odd"], "task": [f"t{i}" for i in range(n_tasks)]},
+    )
+
+
+def _cp_upper_no_success(n: int, prob: float = 0.95) -> float:
+    """Clopper-Pearson upper bound for 0 successes in n: the Beta(1, n) quantile at 1 - alpha/2 (scipy)."""
+    return float(stats.beta.ppf(1 - (1 - prob) / 2, 1, n))
+
+
+def test_pass1_bound_of_an_all_zero_agent_is_clopper_pearsons():
+    """bounded_mean_bounds documents 1 - (alpha/2)^(1/n) for all zeros: the Clopper-Pearson bound."""
+    text = pass1_bounds(_all_fail(40), 0.95)
+    hi = _cp_upper_no_success(40)
+    assert abs(hi - (1 - 0.025 ** (1 / 40))) < 1e-12  # the two forms agree (hand: 0.0881)
+    assert text["zero"] == f"[0.000, {hi:.3f}] at 95% over 40 tasks"
+    assert text["zero"] == "[0.000, 0.088] at 95% over 40 tasks"
+    # the others' pass^1 interval is a t interval, not a bound: nothing said for them
+    assert text["even"] == "" and text["odd"] == ""
+
+
+def test_pass1_bounds_say_nothing_for_partial_credit():
+    ds = _all_fail(10)
+    ds["score"][1, 0, 0] = 0.5
+    assert pass1_bounds(ds, 0.95).empty
+
+
+def test_report_flag_gives_the_bound_for_an_agent_that_failed_every_task(tmp_path):
+    """BCa undefined and percentile zero-width: the abilities flag shows the bound that holds."""
+    ds = _all_fail(120)
+    hi = _cp_upper_no_success(120)  # 1 - 0.025^(1/120) = 0.0303
+    for method in ("bca", "percentile"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            md = build(data=ds, path=tmp_path / f"{method}.md", n_resamples=99, progress=False,
+                       bootstrap_method=method).read_text()  # fmt: skip
+        abil = md.split("## Agent abilities")[1].split("\n## ")[0]
+        zero = next(r for r in abil.splitlines() if r.startswith("| zero "))
+        assert f"gives a bound that holds: [0.000, {hi:.3f}] at 95% over 120 tasks)" in zero, zero
+        even = next(r for r in abil.splitlines() if r.startswith("| even "))
+        assert "bound" not in even
+
+
+def test_demo_notes_say_why_the_interval_is_nan_and_give_the_bound():
+    ds = _all_fail(16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = bootstrap_ci(ds, method="bca", n_resamples=199, rng=0)  # NaN for `zero`
+    assert np.isnan(boot.ci.sel(agent="zero").values).all()
+    bounds = pass1_bounds(ds, 0.95)
+    hi = _cp_upper_no_success(16)  # 0.206
+    why = " ".join(_undefined_note(boot, bounds).split())
+    assert why.startswith("zero: [nan, nan] because the BCa interval is undefined: every resample gives 0.000")
+    assert "(every run on its 16 tasks scored 0)" in why and "bias correction" in why
+    assert "pass^1 bound" in why and "even" not in why and "odd" not in why
+    few = " ".join(_few_note(boot, bounds).split())
+    assert few.endswith(f"gives a bound that holds: zero [0.000, {hi:.3f}] at 95% over 16 tasks.")
+
+
+def test_demo_bootstrap_section_explains_nan_on_stdout_text():
+    ds = _all_fail(16)
+    ctx = DemoContext(ds, None, extra={"seed": 0, "fast": True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_bootstrap_section(ctx).split())
+    assert "zero 0.000 [nan, nan]" in text
+    assert "zero: [nan, nan] because the BCa interval is undefined" in text
+    assert f"zero [0.000, {_cp_upper_no_success(16):.3f}] at 95% over 16 tasks" in text
+
+
+def test_demo_passk_stops_at_the_most_runs_a_cell_holds():
+    """tau-bench's design (4 runs per task): k goes to 4, not 5; an agent with 2 runs stops at k = 2."""
+    s = np.array([[1, 1, 1, 0], [1, 1, 1, 1], [0, 1, 0, 0]], dtype=float)  # 3 tasks x 4 runs
+    short = np.full((3, 4), np.nan)
+    short[:, :2] = [[1, 1], [1, 0], [0, 0]]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.stack([s, short]))},
+                    coords={"agent": ["four", "two"], "task": ["a", "b", "c"]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = _passk_section(DemoContext(ds, None))
+    rows = [r.split() for r in text.splitlines() if r.startswith(("four ", "two "))]
+    assert [(r[0], int(r[1])) for r in rows] == [
+        ("four", 1), ("two", 1), ("four", 2), ("two", 2), ("four", 3), ("four", 4)
+    ]
+    assert "nan" not in text.lower()
+    # hand: C(c, k) / C(n, k) per task with c = 3, 4, 1 of n = 4, averaged
+    for k in (1, 2, 3, 4):
+        want = np.mean([comb(c, k) / comb(4, k) for c in (3, 4, 1)])
+        got = next(float(r[3]) for r in rows if r[0] == "four" and int(r[1]) == k)
+        assert got == pytest.approx(want, abs=5e-4)
+    assert "k goes to 4 only" in text and "two (to k = 2)" in text
+
+
+def test_runs_made_takes_the_harmonic_mean_of_the_cells_run():
+    """Cells of 1, 2, 4 and 8 runs (one empty): Var of a paired difference averages 2 s_e / R."""
+    s = np.full((2, 2, 8), np.nan)
+    s[0, 0, :1] = s[0, 1, :2] = s[1, 0, :4] = 1.0
+    s[1, 1, :8] = 0.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
+    kw = {"sigma2_interaction": 0.02, "sigma2_residual": 0.2}
+    label, sd, text = _runs_made(DemoContext(ds, None), kw)
+    r_h = 4 / (1 + 1 / 2 + 1 / 4 + 1 / 8)  # hand: 2.133
+    assert label == f"{r_h:.1f}" == "2.1"
+    assert sd == pytest.approx(np.sqrt(2 * 0.02 + 2 * 0.2 / r_h), rel=1e-12)
+    assert "median 3, range 1-8" in " ".join(text.split())
+
+
+class _Components:
+    """A stand-in for crossed_variance_components' result: the two posterior means the plan reads."""
+
+    def __init__(self, s_mt: float, s_e: float):
+        self.draws = xr.Dataset(coords={"component": ["agent", "task", "agent:task", "residual"]})
+        self._v = {"agent:task": xr.DataArray([s_mt]), "residual": xr.DataArray([s_e])}
+
+    def __getitem__(self, key):
+        return self._v[key]
+
+
+def test_plan_uses_the_runs_made_not_the_busiest_cell(monkeypatch):
+    """One cell of 96 runs among 2-run cells: the plan says R = 2.0, and its power matches statsmodels'."""
+    from statsmodels.stats.power import TTestPower
+
+    import hierbench.metrics
+
+    T = 30
+    s = np.full((2, T, 96), np.nan)
+    s[:, :, :2] = (np.arange(T) % 3 == 0)[None, :, None]
+    s[0, 0, :] = 1.0  # the busiest cell
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
+    monkeypatch.setattr(hierbench.metrics, "crossed_variance_components", lambda fit, scale: _Components(0.03, 0.12))
+    text = _plan_section(DemoContext(ds, None, extra={"fit": object()}))
+    one = " ".join(text.split())
+    r_h = (2 * T) / ((2 * T - 1) / 2 + 1 / 96)  # hand: 59 cells of 2 runs and one of 96
+    assert f"The plan takes R = {r_h:.1f}" in one and "range 2-96" in one
+    assert "R=96" not in text and "x 96 runs" not in text
+    sd = np.sqrt(2 * 0.03 + 2 * 0.12 / r_h)
+    d = TTestPower().solve_power(nobs=T, alpha=0.05, power=0.8, alternative="two-sided") * sd
+    assert f"detects a difference of {d:.3f} with 80% power" in one
