@@ -119,8 +119,32 @@ def _levels(text: str | None) -> list[float] | None:
         ) from None
 
 
+class _Typed(argparse.Action):
+    """Store the value and note that the flag was typed (``typed_<dest>``), its default value or not.
+
+    A typed default counts as not given for the reader-flag checks (:func:`_given_reader_flags`),
+    but ``--agent agent`` beside ``--single-agent`` still says two different things.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"typed_{self.dest}", True)
+
+
+def _check_single_agent(opts: dict) -> None:
+    """Refuse ``--single-agent`` with ``--agent``: one reads the agents from a column, the other has none."""
+    single = opts.get("single_agent")
+    if single and opts.get("typed_agent"):
+        raise CliError(
+            f"--single-agent {single} and --agent {opts.get('agent')}: give one, not both "
+            "(--agent COLUMN reads each run's agent from COLUMN; --single-agent NAME reads a log "
+            "with no agent column as the runs of one agent called NAME)"
+        )
+
+
 def _reader_options(opts: dict) -> dict:
     """The CLI's column and reader flags as ``from_records`` keywords."""
+    _check_single_agent(opts)
     single = opts.get("single_agent")
     return {
         "agent": None if single else (opts.get("agent") or "agent"),
@@ -686,7 +710,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _add_columns(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("columns (tabular logs)")
-    g.add_argument("--agent", default="agent", help="agent column (default: agent)")
+    g.add_argument("--agent", default="agent", action=_Typed, help="agent column (default: agent)")
     g.add_argument("--task", default="task", help="task column (default: task)")
     g.add_argument(
         "--run", default=None, help="run column (default: number runs per cell in file order)"
@@ -738,7 +762,8 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         "--single-agent",
         metavar="NAME",
         default=None,
-        help="the log holds one agent and no agent column: call it NAME",
+        help="the log holds one agent and no agent column: call it NAME (refused with --agent, "
+        "and when an 'agent' column holds several agents)",
     )
     r = p.add_argument_group("reading (tables; --errors also Inspect logs, --scorer Inspect logs only)")
     r.add_argument(

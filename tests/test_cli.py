@@ -104,6 +104,26 @@ def test_invalid_input_exits_2_with_one_line_in_the_users_words(tmp_path, capsys
     _one_line_error(capsys, "missing required columns", "--task", "--score", "--agent")
 
 
+def test_single_agent_is_refused_beside_agent_and_on_a_log_of_several_agents(log, tmp_path, capsys):
+    # the audit: --single-agent X on a log whose agent column held 3 models printed "agents: 1",
+    # the models read as 3 runs per task of X; an --agent beside it was silently ignored
+    multi = tmp_path / "multi.csv"
+    pd.DataFrame(ROWS).rename(columns={"model": "agent"}).to_csv(multi, index=False)
+    cols = ["--task", "item", "--score", "reward"]
+    for agent in (["--agent", "agent"], ["--agent", "model"]):  # typed default or not: both refused
+        assert main(["validate", str(log), *cols, "--single-agent", "X", *agent]) == 2
+        _one_line_error(capsys, "hierbench validate: error:", f"--single-agent X and {' '.join(agent)}",
+                        "give one, not both")  # fmt: skip
+    assert main(["summary", str(multi), *cols, "--single-agent", "X"]) == 2
+    _one_line_error(capsys, "hierbench summary: invalid input:", "--single-agent='X'", "column 'agent'",
+                    "2 distinct values ['a', 'b']", "merged", "(--agent='agent', without --single-agent)")  # fmt: skip
+    # one agent in the agent column: a one-agent log, renamed as asked
+    one = tmp_path / "one.csv"
+    pd.DataFrame(ROWS).assign(model="a").rename(columns={"model": "agent"}).to_csv(one, index=False)
+    assert main(["summary", str(one), *cols, "--error", "crashed", "--single-agent", "X"]) == 0
+    assert re.search(r"^X +2 +0 +6 ", capsys.readouterr().out, flags=re.M)  # 2 tasks, 0 missing, 6 runs
+
+
 def test_unreadable_files_and_refused_overwrites_exit_2(tmp_path, log, capsys):
     bad = tmp_path / "fit.nc"
     bad.write_bytes(b"\x89HDF\r\n\x1a\n truncated")
