@@ -680,7 +680,7 @@ def _compare_text(cmp, args: argparse.Namespace, matrix: bool) -> str:
     if matrix:
         head += "\n".join(textwrap.wrap(
             f"{cmp.to_dataset().sizes['agent']} agents: the pairs as a matrix, {_ORDER_WORDS}; the "
-            "full table: --all-pairs or --json.", 100,
+            "full table: --all-pairs or --json.", 100, break_on_hyphens=False,
         )) + "\n"  # fmt: skip
     return head
 
