@@ -873,7 +873,9 @@ def _add_bootstrap_method(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--bootstrap-method", choices=["bca", "percentile"], default=None,
         help="the agents' bootstrap interval: bca (default) or percentile, which is defined where "
-        "BCa is not (every resample on one side of the estimate, e.g. an agent that solved no task)",
+        "BCa is not (every resample on one side of the estimate). Where an agent scores 0 on every "
+        "task (or 1 on every one) no resampling interval has width (percentile gives [0, 0] for 0 of "
+        "120): hierbench.freq.pass_hat_k(data, 1) gives a distribution-free bound instead",
     )  # fmt: skip
 
 

@@ -288,6 +288,28 @@ def test_compare_matrix_orders_agents_by_mean_score(tmp_path, capsys):
             assert cell[len(cell.rstrip("*")) :] == marks, (a, b, cell, pv)
 
 
+def test_bootstrap_method_help_points_an_all_zero_agent_to_pass_hat_k(capsys):
+    """The help recommended percentile where BCa is undefined; for 0 of 120 that is [0, 0]. It
+    now names pass_hat_k(data, 1), whose bound for 0 of 120 at 95% is 1 - 0.025^(1/120) = 0.0303.
+    """
+    from hierbench._base import ZeroWidthIntervalWarning
+    from hierbench.freq import bootstrap_ci
+    from hierbench.freq import pass_hat_k
+
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "no resampling interval has width (percentile gives [0, 0] for 0 of 120)" in text
+    assert "hierbench.freq.pass_hat_k(data, 1) gives a distribution-free bound instead" in text
+    ds = from_records(pd.DataFrame({"agent": "z", "task": [f"t{i}" for i in range(120)], "score": 0.0}))
+    with pytest.warns(ZeroWidthIntervalWarning, match="percentile interval here has zero width"):
+        pct = bootstrap_ci(ds, method="percentile", n_resamples=99, rng=0).ci.values.ravel()
+    assert pct.tolist() == [0.0, 0.0]
+    res = pass_hat_k(ds, 1)
+    assert res.ci.values.ravel() == pytest.approx([0.0, 1 - 0.025 ** (1 / 120)], abs=1e-12)
+    assert res.ci_flag.values.ravel().tolist() == ["exact bound"]
+
+
 def test_summary_text(log, capsys):
     assert main(["summary", str(log), *COLS]) == 0
     out = capsys.readouterr().out
