@@ -119,8 +119,32 @@ def _levels(text: str | None) -> list[float] | None:
         ) from None
 
 
+class _Typed(argparse.Action):
+    """Store the value and note that the flag was typed (``typed_<dest>``), its default value or not.
+
+    A typed default counts as not given for the reader-flag checks (:func:`_given_reader_flags`),
+    but ``--agent agent`` beside ``--single-agent`` still says two different things.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"typed_{self.dest}", True)
+
+
+def _check_single_agent(opts: dict) -> None:
+    """Refuse ``--single-agent`` with ``--agent``: one reads the agents from a column, the other has none."""
+    single = opts.get("single_agent")
+    if single and opts.get("typed_agent"):
+        raise CliError(
+            f"--single-agent {single} and --agent {opts.get('agent')}: give one, not both "
+            "(--agent COLUMN reads each run's agent from COLUMN; --single-agent NAME reads a log "
+            "with no agent column as the runs of one agent called NAME)"
+        )
+
+
 def _reader_options(opts: dict) -> dict:
     """The CLI's column and reader flags as ``from_records`` keywords."""
+    _check_single_agent(opts)
     single = opts.get("single_agent")
     return {
         "agent": None if single else (opts.get("agent") or "agent"),
@@ -636,7 +660,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(_compare_text(cmp, args, matrix))
         if matrix:
-            print(pair_matrix(cmp, alpha=alpha).to_string())
+            print(_matrix_in_order(pair_matrix(cmp, alpha=alpha, numbered=False), _agent_order(ds)).to_string())
             name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
             print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
         else:
@@ -654,11 +678,57 @@ def _compare_text(cmp, args: argparse.Namespace, matrix: bool) -> str:
         + textwrap.wrap(f"How: {settings_text(cmp)}.", 100)
     ) + "\n"
     if matrix:
-        head += (
-            f"{cmp.to_dataset().sizes['agent']} agents: the pairs as a matrix, agents ordered by "
-            "their mean difference against all others; the full table: --all-pairs or --json.\n"
-        )
+        head += "\n".join(textwrap.wrap(
+            f"{cmp.to_dataset().sizes['agent']} agents: the pairs as a matrix, {_ORDER_WORDS}; the "
+            "full table: --all-pairs or --json.", 100, break_on_hyphens=False,
+        )) + "\n"  # fmt: skip
     return head
+
+
+#: what :func:`_agent_order` orders by, in the words the matrix is printed under
+_ORDER_WORDS = (
+    "agents in order of their mean score per task (over the tasks each ran, `hierbench summary`'s "
+    "'mean (per task)'), highest first, ties by name"
+)
+
+
+def _agent_order(ds) -> list[str]:
+    """The agents by mean score per task (``summarize``'s ``mean_score``), highest first, ties by name.
+
+    An agent with no scored run (NaN) comes last.
+    """
+    mean = _summary_frame(ds)["mean_score"].rename_axis("agent").reset_index(name="mean")
+    by = mean.sort_values(["mean", "agent"], ascending=[False, True], na_position="last", kind="stable")
+    return by["agent"].tolist()
+
+
+def _flip_sign(cell: str) -> str:
+    """A matrix cell (``"+0.30*"``) seen from the other agent's side: the same text, the other sign."""
+    if cell[:1] in "+-" and cell[1:2].isdigit():
+        return ("-" if cell[0] == "+" else "+") + cell[1:]
+    return cell  # NaN, or empty, reads the same either way
+
+
+def _matrix_in_order(cells, order: list[str]):
+    """``pair_matrix(..., numbered=False)``'s cells (value and marks) with the agents in ``order``.
+
+    ``pair_matrix`` puts its agents in an order of its own; each of its cells is row minus
+    column, so the pair seen from the other side is the same cell with the other sign. Rows
+    ``"1. name"``, columns ``"1"``, ``"2"``, ...; the upper triangle filled and the first
+    (empty) column left out, as ``pair_matrix`` lays them out.
+    """
+    import pandas as pd
+
+    text = {}
+    for a, row in cells.iterrows():
+        for b, cell in row.items():
+            if cell:
+                text[a, b], text[b, a] = cell, _flip_sign(cell)
+    rows = [[text.get((a, b), "") if j > i else "" for j, b in enumerate(order)] for i, a in enumerate(order)]
+    index = [f"{i}. {a}" for i, a in enumerate(order, start=1)]
+    out = pd.DataFrame(rows, index=index, columns=[str(i) for i in range(1, len(order) + 1)]).iloc[:, 1:]
+    out.index.name = cells.index.name
+    return out
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -686,7 +756,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _add_columns(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("columns (tabular logs)")
-    g.add_argument("--agent", default="agent", help="agent column (default: agent)")
+    g.add_argument("--agent", default="agent", action=_Typed, help="agent column (default: agent)")
     g.add_argument("--task", default="task", help="task column (default: task)")
     g.add_argument(
         "--run", default=None, help="run column (default: number runs per cell in file order)"
@@ -738,7 +808,8 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         "--single-agent",
         metavar="NAME",
         default=None,
-        help="the log holds one agent and no agent column: call it NAME",
+        help="the log holds one agent and no agent column: call it NAME (refused with --agent, "
+        "and when an 'agent' column holds several agents)",
     )
     r = p.add_argument_group("reading (tables; --errors also Inspect logs, --scorer Inspect logs only)")
     r.add_argument(
@@ -802,7 +873,9 @@ def _add_bootstrap_method(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--bootstrap-method", choices=["bca", "percentile"], default=None,
         help="the agents' bootstrap interval: bca (default) or percentile, which is defined where "
-        "BCa is not (every resample on one side of the estimate, e.g. an agent that solved no task)",
+        "BCa is not (every resample on one side of the estimate). Where an agent scores 0 on every "
+        "task (or 1 on every one) no resampling interval has width (percentile gives [0, 0] for 0 of "
+        "120): hierbench.freq.pass_hat_k(data, 1) gives a distribution-free bound instead",
     )  # fmt: skip
 
 

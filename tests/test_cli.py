@@ -104,6 +104,26 @@ def test_invalid_input_exits_2_with_one_line_in_the_users_words(tmp_path, capsys
     _one_line_error(capsys, "missing required columns", "--task", "--score", "--agent")
 
 
+def test_single_agent_is_refused_beside_agent_and_on_a_log_of_several_agents(log, tmp_path, capsys):
+    # the audit: --single-agent X on a log whose agent column held 3 models printed "agents: 1",
+    # the models read as 3 runs per task of X; an --agent beside it was silently ignored
+    multi = tmp_path / "multi.csv"
+    pd.DataFrame(ROWS).rename(columns={"model": "agent"}).to_csv(multi, index=False)
+    cols = ["--task", "item", "--score", "reward"]
+    for agent in (["--agent", "agent"], ["--agent", "model"]):  # typed default or not: both refused
+        assert main(["validate", str(log), *cols, "--single-agent", "X", *agent]) == 2
+        _one_line_error(capsys, "hierbench validate: error:", f"--single-agent X and {' '.join(agent)}",
+                        "give one, not both")  # fmt: skip
+    assert main(["summary", str(multi), *cols, "--single-agent", "X"]) == 2
+    _one_line_error(capsys, "hierbench summary: invalid input:", "--single-agent='X'", "column 'agent'",
+                    "2 distinct values ['a', 'b']", "merged", "(--agent='agent', without --single-agent)")  # fmt: skip
+    # one agent in the agent column: a one-agent log, renamed as asked
+    one = tmp_path / "one.csv"
+    pd.DataFrame(ROWS).assign(model="a").rename(columns={"model": "agent"}).to_csv(one, index=False)
+    assert main(["summary", str(one), *cols, "--error", "crashed", "--single-agent", "X"]) == 0
+    assert re.search(r"^X +2 +0 +6 ", capsys.readouterr().out, flags=re.M)  # 2 tasks, 0 missing, 6 runs
+
+
 def test_unreadable_files_and_refused_overwrites_exit_2(tmp_path, log, capsys):
     bad = tmp_path / "fit.nc"
     bad.write_bytes(b"\x89HDF\r\n\x1a\n truncated")
@@ -213,6 +233,81 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
     # differences on a lattice (per-task means of 2 runs): every pair's sign-flip law is counted
     # exactly, which the settings line says without claiming 2^30 patterns were listed one by one
     assert "per-pair p-values exact (every sign pattern counted" in " ".join(out.split())
+
+
+def _hard_half_log(path):
+    """8 agents on 24 tasks (12 easy, 12 hard; 2 runs), 'few' on the hard 12 only, 'b2' a copy of 'b'."""
+    rng = np.random.default_rng(0)
+    rates = {"h": (0.95, 0.5), "c": (0.9, 0.3), "g": (0.85, 0.3), "a": (0.8, 0.2), "i": (0.7, 0.2),
+             "b": (0.6, 0.1), "e": (0.5, 0.1), "d": (0.4, 0.05)}  # fmt: skip
+    rows = [
+        {"agent": agent, "task": f"t{t:02d}", "run": r, "score": int(rng.random() < rate[t >= 12])}
+        for agent, rate in rates.items() for t in range(24) for r in range(2)
+    ]
+    rows += [{"agent": "few", "task": f"t{t:02d}", "run": r, "score": int(rng.random() < 0.7)}
+             for t in range(12, 24) for r in range(2)]  # fmt: skip
+    df = pd.DataFrame(rows)
+    df = pd.concat([df, df[df.agent == "b"].assign(agent="b2")])
+    df.to_csv(path, index=False)
+    return df
+
+
+def test_compare_matrix_orders_agents_by_mean_score(tmp_path, capsys):
+    """METR's matrix put davinci-002 (0.000) above gpt-3.5-turbo-instruct (0.008), ordered by the
+    mean paired difference: an agent run on hard tasks only rose. Rows go by mean score per task
+    (highest first, ties by name), each cell the row minus column difference of pandas' own mean
+    over the shared tasks, marked by the pair's max-T p-value of --json.
+    """
+    df = _hard_half_log(tmp_path / "log.csv")
+    per_task = df.groupby(["agent", "task"])["score"].mean().unstack("agent")
+    mean = per_task.mean()  # over the tasks each ran (NaN skipped)
+    order = sorted(mean.index, key=lambda a: (-mean[a], a))
+    assert mean["c"] == mean["i"] == 0.5 and mean["b"] == mean["b2"]  # two ties, broken by name
+    diff = {(a, b): (per_task[a] - per_task[b]).mean() for a in order for b in order}
+    paired = {a: np.mean([diff[a, b] for b in order if b != a]) for a in order}
+    assert max(paired, key=paired.get) == "few" != order[0]  # the old order would put 'few' first
+    args = ["compare", str(tmp_path / "log.csv"), "--run", "run", "--seed", "1"]
+    assert main([*args, "--json"]) == 0
+    p = {r["pair"]: r["p max-T"] for r in json.loads(capsys.readouterr().out)["pairs"]}
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "agents in order of their mean score per task" in " ".join(out.split())
+    lines = out.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("1. "))
+    rows = [re.match(r"(\d+)\. (\S+)\s*(.*)$", line).groups() for line in lines[top : top + len(order)]]
+    assert [r[1] for r in rows] == order
+    for i, (_, a, cells) in enumerate(rows):
+        cells = cells.split()
+        assert len(cells) == len(order) - 1 - i
+        for b, cell in zip(order[i + 1 :], cells, strict=True):
+            assert float(cell.rstrip("*")) == pytest.approx(diff[a, b], abs=0.005 + 1e-9), (a, b)
+            pv = p.get(f"{a} - {b}", p.get(f"{b} - {a}"))
+            if pv is None:  # b and b2 ran the same runs: no difference to test, no mark
+                pv = 1.0
+            marks = "***" if pv < 0.001 else "**" if pv < 0.01 else "*" if pv < 0.05 else ""
+            assert cell[len(cell.rstrip("*")) :] == marks, (a, b, cell, pv)
+
+
+def test_bootstrap_method_help_points_an_all_zero_agent_to_pass_hat_k(capsys):
+    """The help recommended percentile where BCa is undefined; for 0 of 120 that is [0, 0]. It
+    now names pass_hat_k(data, 1), whose bound for 0 of 120 at 95% is 1 - 0.025^(1/120) = 0.0303.
+    """
+    from hierbench._base import ZeroWidthIntervalWarning
+    from hierbench.freq import bootstrap_ci
+    from hierbench.freq import pass_hat_k
+
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "no resampling interval has width (percentile gives [0, 0] for 0 of 120)" in text
+    assert "hierbench.freq.pass_hat_k(data, 1) gives a distribution-free bound instead" in text
+    ds = from_records(pd.DataFrame({"agent": "z", "task": [f"t{i}" for i in range(120)], "score": 0.0}))
+    with pytest.warns(ZeroWidthIntervalWarning, match="percentile interval here has zero width"):
+        pct = bootstrap_ci(ds, method="percentile", n_resamples=99, rng=0).ci.values.ravel()
+    assert pct.tolist() == [0.0, 0.0]
+    res = pass_hat_k(ds, 1)
+    assert res.ci.values.ravel() == pytest.approx([0.0, 1 - 0.025 ** (1 / 120)], abs=1e-12)
+    assert res.ci_flag.values.ravel().tolist() == ["exact bound"]
 
 
 def test_summary_text(log, capsys):

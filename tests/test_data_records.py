@@ -152,6 +152,20 @@ def test_single_agent_log_and_annotations(frame):
     assert json.loads(ds.attrs["annotations"]) == ["hit_limit"]
 
 
+def test_single_agent_refuses_an_agent_column_of_several_agents(frame):
+    # the audit: three models in the `agent` column read with agent=None became one agent with
+    # three "runs" per task; frame's agent column holds 'a' and 'b', two agents
+    with pytest.raises(EvalDataError, match=r"`agent_name`='X' with no agent column .* in DataFrame have an agent column 'agent' holding 2 distinct values \['a', 'b'\]: their runs would be merged .* \(`agent`='agent', without `agent_name`\)"):
+        from_records(frame, agent=None, agent_name="X")
+    # six agents: five named, the count says how many more
+    many = frame.assign(agent=["a", "b", "c", "d", "e", "f"])
+    with pytest.raises(EvalDataError, match=r"holding 6 distinct values \['a', 'b', 'c', 'd', 'e', \.\.\. \(1 more\)\]"):
+        from_records(many, agent=None, agent_name="X")
+    # an agent column of one agent (or none at all) is a one-agent log
+    assert list(from_records(frame.assign(agent="a"), agent=None, agent_name="X").agent.values) == ["X"]
+    assert list(from_records(frame.drop(columns="agent"), agent=None, agent_name="X").agent.values) == ["X"]
+
+
 # ---------------------------------------------------------------- bad input
 
 

@@ -313,3 +313,28 @@ def test_t_intervals_of_unit_scores_stay_in_minus_one_one():
     w = wide.table.sel(agent="a", opponent="b")
     assert float(w.ci.sel(ci_bound="upper")) == pytest.approx(2 * raw_hi)  # twice the scores, not clipped
     assert "intersected" not in wide.table.ci.attrs["ci_detail"]
+
+
+def test_exact_max_t_states_the_number_of_sign_patterns_it_enumerates():
+    # the audit: "all 1024 sign patterns of the 11 clusters", where 11 clusters have 2^11 = 2048;
+    # the enumeration fixes one sign (a pattern and its flip of every sign give the same |t|),
+    # so the text must say 2^(C-1) enumerated and 2^C counting the flips
+    import pandas as pd
+
+    from hierbench.data import from_records
+
+    C, rng = 8, np.random.default_rng(4)
+    rows = []
+    for g in range(C):
+        for t in range(3):
+            for agent, p in (("a", 0.9), ("b", 0.5), ("c", 0.2)):
+                for r in range(2):
+                    # a solves every task, b fails each cluster's first task: a - b differs in all C
+                    s = 1.0 if agent == "a" else 0.0 if (agent == "b" and t == 0) else float(rng.random() < p)
+                    rows.append({"agent": agent, "task": f"g{g}t{t}", "run": r, "score": s, "repo": f"r{g}"})
+    ds = from_records(pd.DataFrame(rows), run="run", cluster="repo")
+    res = compare_agents(ds, test="permutation", adjust="maxt", rng=0)
+    text = res.attrs["maxt_method"]
+    assert res.attrs["maxt_exact"]
+    assert text.startswith(f"all {2 ** (C - 1)} sign patterns of the {C} clusters with a difference "
+                           f"({2 ** C} counting the flip of all signs, which gives the same |t|), exact"), text

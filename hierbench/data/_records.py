@@ -48,6 +48,7 @@ from ._values import error_flags
 from ._values import grade_positions
 from ._values import grade_scale
 from ._values import id_labels
+from ._values import is_missing
 from ._values import numbers
 from ._values import warn_similar_labels
 
@@ -56,6 +57,9 @@ __all__ = ["from_records", "read_table", "to_records"]
 ErrorPolicy = Literal["fail", "exclude"]
 RunIndex = Literal["auto", "label", "within_cell"]
 DuplicatePolicy = Literal["refuse", "drop", "keep"]
+
+#: the column :func:`from_records` reads the agents from unless told otherwise
+AGENT_COLUMN = "agent"
 
 
 # --------------------------------------------------------------------------- reading
@@ -183,6 +187,28 @@ def _roles(df: pd.DataFrame, where: str, **cols) -> _Roles:
     if missing:
         raise missing_columns_error(missing, where, list(map(str, df.columns)))
     return roles
+
+
+def _check_one_agent(df: pd.DataFrame, roles: _Roles, agent_name: str, source: str) -> None:
+    """Refuse ``agent=None`` on records whose agent column names several agents.
+
+    Read as one agent's log, their runs would be merged into runs of one agent
+    (three models of one task set became three "runs" per cell of ``agent_name``).
+    """
+    col = AGENT_COLUMN
+    others = (roles.task, roles.run, roles.score, roles.error, roles.tag, roles.cluster)
+    if roles.agent is not None or col not in df.columns or col in others:
+        return
+    values = df[col][~is_missing(df[col])]
+    distinct = pd.unique(values.to_numpy())
+    if len(distinct) > 1:
+        raise EvalDataError(
+            f"`agent_name`={agent_name!r} with no agent column reads every record as one agent's "
+            f"runs, but the records in {source} have an agent column {col!r} holding "
+            f"{len(distinct)} distinct values {_fmt_list(distinct.tolist(), 5)}: their runs would "
+            f"be merged into one agent's. Read the agents from that column instead (`agent`={col!r}, "
+            "without `agent_name`)"
+        )
 
 
 # --------------------------------------------------------------------------- mapping: values
@@ -526,7 +552,7 @@ def _assemble(recs: _Records, roles: _Roles, errors: str, attrs: Mapping | None)
 def from_records(
     obj: pd.DataFrame | str | os.PathLike,
     *,
-    agent: str | None = "agent",
+    agent: str | None = AGENT_COLUMN,
     task: str = "task",
     run: str | None = None,
     score: str = "score",
@@ -572,7 +598,9 @@ def from_records(
     task_coords, agent_coords : sequence of str
         Columns constant per task / per agent, kept as coords.
     agent_name : str
-        The agent's label when ``agent=None`` (a one-agent log).
+        The agent's label when ``agent=None`` (a one-agent log). Refused when the
+        records have an ``"agent"`` column with more than one value: those are
+        several agents, read with ``agent="agent"``.
     errors : {"fail", "exclude"}
         An errored run scores 0 (``"fail"``) or is not run (``"exclude"``: NaN,
         counted in ``not_kept``); ``attrs["n_error_runs"]`` counts them.
@@ -630,6 +658,7 @@ def from_records(
         cluster=cluster, extra=extra, annotations=annotations, task_coords=task_coords,
         agent_coords=agent_coords,
     )  # fmt: skip
+    _check_one_agent(df, roles, agent_name, source)
     recs = _map_records(
         df, source, roles, agent_name=agent_name, errors=errors, error_values=error_values,
         run_index=run_index, duplicates=duplicates, levels=levels,
