@@ -31,6 +31,7 @@ from ._context import _Skip
 from ._convergence import _sec_convergence
 from ._match import check_fit_data
 from ._match import check_result_data
+from ._match import cluster_note
 from ._passk import _sec_passk
 from ._report import Report
 from ._sec_pairs import _sec_pairwise
@@ -188,6 +189,8 @@ def build(
         ctx = _Context(fit=fit, data=data, prob=prob, rng=rng, n_resamples=n_resamples,
                        bootstrap_method=bootstrap_method,
                        truth=_as_series(truth), freq=freq, subset=subset, say=bar.stage)
+        if fit is not None and data is not None and freq is not None and (note := cluster_note(fit, data)):
+            ctx.warnings.append(note)  # a legitimate pair, said: which half uses the clusters
         rep = _assemble(ctx, bar, title, appendix, order)
         bar.stage("writing")
         out = rep.write(path, format=format, overwrite=overwrite)
