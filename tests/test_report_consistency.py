@@ -7,6 +7,7 @@ one simulated log with four task clusters, fitted once per module.
 import re
 import warnings
 
+import pandas as pd
 import pytest
 
 from hierbench.report import FitDataMismatchError
@@ -79,3 +80,68 @@ def test_clusters_in_the_log_only_are_said_in_the_report(clustered, unclustered_
     assert note is not None
     assert f"{n_clusters} clusters" in note.group(0)
     assert "The frequentist half" in note.group(0) and "the Bayesian half" in note.group(0)
+
+
+def test_variance_rows_flag_other_terms_and_an_estimate_outside_the_interval():
+    """Hand-made rows: G-theory 0.07 lies outside Bayes [0.04, 0.06] over the same terms (disagree);
+    0.05 lies inside (no flag); other terms are named and not judged; an undefined row keeps its reason.
+    """
+    from hierbench.report._variance import _agreement
+
+    nan = float("nan")
+    table = pd.DataFrame(
+        {
+            "Bayes estimate": [0.05, 0.05, 0.02, nan],
+            "Bayes lower": [0.04, 0.04, 0.01, nan],
+            "Bayes upper": [0.06, 0.06, 0.03, nan],
+            "Bayes terms": ["agent", "residual", "task", ""],
+            "flag": ["", "", "", "undefined: one agent"],
+            "G-theory (reml)": [0.07, 0.05, 0.9, nan],
+            "G-theory terms": ["agent", "residual", "cluster + task:cluster", ""],
+        },
+        index=["a", "b", "c", "d"],
+    )
+    out = _agreement(table.copy())
+    assert out["disagree"].tolist() == [True, False, False, False]
+    assert out["flag"].tolist() == [
+        "G-theory estimate outside the Bayes interval",
+        "",
+        "not one component: Bayes sums task, G-theory cluster + task:cluster",
+        "undefined: one agent",
+    ]
+
+
+def _variance_section(md: str) -> tuple[str, dict[str, dict[str, str]]]:
+    part = md.split("## Variance components")[1].split("\n## ")[0]
+    lines = [r for r in part.splitlines() if r.startswith("| ")]
+    cols = [c.strip() for c in lines[0].split("|")[1:-1]]
+    rows = {}
+    for r in lines[1:]:
+        cells = [c.strip() for c in r.split("|")[1:-1]]
+        rows[cells[0]] = dict(zip(cols, cells, strict=True))
+    return part, rows
+
+
+@pytest.mark.parametrize("fit_has_clusters", [True, False])
+def test_variance_section_does_not_call_rows_with_other_terms_one_component(
+    clustered, unclustered_fit, tmp_path, fit_has_clusters
+):
+    """With task clusters G-theory also estimates agent:cluster, which the crossed model folds away; a
+    fit without clusters sums `task` where G-theory sums cluster + task:cluster. The section said
+    "so both methods describe the same component" of every row.
+    """
+    ds, fit = clustered
+    fit = fit if fit_has_clusters else unclustered_fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    text, rows = _variance_section(md)
+    assert "both methods describe the same component" not in text
+    for name, row in rows.items():
+        differ = row["Bayes terms"] != row["G-theory terms"]
+        assert ("not one component" in row["flag"]) == differ, name
+        if differ:
+            assert f"Bayes sums {row['Bayes terms']}, G-theory {row['G-theory terms']}" in row["flag"]
+            assert row["disagree"] == "no"
+    assert "agent:cluster" in rows["agent x task"]["G-theory terms"]  # so that row differs in both fits
+    assert ("not one component" in rows["task"]["flag"]) != fit_has_clusters
