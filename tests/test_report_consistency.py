@@ -145,3 +145,45 @@ def test_variance_section_does_not_call_rows_with_other_terms_one_component(
             assert row["disagree"] == "no"
     assert "agent:cluster" in rows["agent x task"]["G-theory terms"]  # so that row differs in both fits
     assert ("not one component" in rows["task"]["flag"]) != fit_has_clusters
+
+
+def _passk_frames(rows: dict[str, tuple]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    index = pd.MultiIndex.from_tuples([(a, 8) for a in rows], names=["agent", "k"])
+    unb = pd.DataFrame([r[:3] for r in rows.values()], index=index, columns=["estimate", "lower", "upper"])
+    unb["n_tasks"], unb["ci_flag"] = 20, ""
+    bay = pd.DataFrame([r[3:] for r in rows.values()], index=index, columns=["estimate", "lower", "upper"])
+    return unb, bay
+
+
+def test_passk_table_marks_where_the_two_methods_part():
+    """Hand-made rows, each judged by hand: (unbiased estimate, lower, upper, Bayes estimate, lower, upper)."""
+    from hierbench.report._passk import passk_table
+
+    nan = float("nan")
+    rows = {
+        "outside": (0.390, 0.285, 0.505, 0.347, 0.307, 0.380),  # METR o1 k=8: 0.390 > Bayes upper 0.380
+        "inside": (0.300, 0.200, 0.400, 0.310, 0.250, 0.350),  # each estimate in the other's interval
+        "apart": (0.000, 0.000, 0.050, 0.200, 0.100, 0.300),  # intervals [0, 0.05] and [0.1, 0.3] apart
+        "zero": (0.000, 0.000, 0.206, 0.019, 0.001, 0.059),  # an unbiased 0: no posterior interval holds it
+        "bayes_out": (0.800, 0.700, 0.900, 0.650, 0.600, 0.720),  # Bayes 0.65 below the unbiased 0.70
+        "undefined": (nan, nan, nan, 0.100, 0.050, 0.150),  # no unbiased interval: not judged
+    }
+    unb, bay = _passk_frames(rows)
+    table = passk_table(unb, bay, "same tasks", 0.95)
+    want = {"outside": True, "inside": False, "apart": True, "zero": False, "bayes_out": True, "undefined": False}
+    assert table["disagree"].droplevel("k").to_dict() == want
+    assert "disagree" not in passk_table(unb, bay, "a new task", 0.95)  # another quantity: never paired
+
+
+def test_passk_section_counts_and_explains_disagreement(clustered, tmp_path):
+    ds, fit = clustered
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    part = md.split("## Reliability: pass^k")[1].split("\n## ")[0]
+    lines = [r for r in part.splitlines() if r.startswith("| ")]
+    cols = [c.strip() for c in lines[0].split("|")[1:-1]]
+    n_yes = sum(dict(zip(cols, [c.strip() for c in r.split("|")[1:-1]], strict=True))["disagree"] == "yes"
+                for r in lines[1:])  # fmt: skip
+    assert f"(judged where both are defined): {n_yes} of {len(lines) - 1} rows" in part
+    assert "pulls each cell toward the population" in part and "does not say which is right" in part
