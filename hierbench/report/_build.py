@@ -189,8 +189,6 @@ def build(
         ctx = _Context(fit=fit, data=data, prob=prob, rng=rng, n_resamples=n_resamples,
                        bootstrap_method=bootstrap_method,
                        truth=_as_series(truth), freq=freq, subset=subset, say=bar.stage)
-        if fit is not None and data is not None and freq is not None and (note := cluster_note(fit, data)):
-            ctx.warnings.append(note)  # a legitimate pair, said: which half uses the clusters
         rep = _assemble(ctx, bar, title, appendix, order)
         bar.stage("writing")
         out = rep.write(path, format=format, overwrite=overwrite)
@@ -220,6 +218,9 @@ def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=S
     """Every section in order, then the warnings met and the appendix."""
     model = ctx.fit.attrs.get("hierbench_model", "custom") if ctx.fit is not None else None
     rep = Report(title or ("hierbench report" + (f": {model} model{_formula(ctx.fit)}" if model else "")))
+    if ctx.fit is not None and ctx.data is not None and ctx.freq is not None:
+        if note := cluster_note(ctx.fit, ctx.data):  # a legitimate pair, said: which half uses the clusters
+            ctx.warnings.append(note)
     for sid in order:
         bar.stage(_TITLES[sid])
         _run_section(ctx, rep, sid)
