@@ -31,6 +31,7 @@ from ._context import _Skip
 from ._convergence import _sec_convergence
 from ._match import check_fit_data
 from ._match import check_result_data
+from ._match import cluster_note
 from ._passk import _sec_passk
 from ._report import Report
 from ._sec_pairs import _sec_pairwise
@@ -217,6 +218,9 @@ def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=S
     """Every section in order, then the warnings met and the appendix."""
     model = ctx.fit.attrs.get("hierbench_model", "custom") if ctx.fit is not None else None
     rep = Report(title or ("hierbench report" + (f": {model} model{_formula(ctx.fit)}" if model else "")))
+    if ctx.fit is not None and ctx.data is not None and ctx.freq is not None:
+        if note := cluster_note(ctx.fit, ctx.data):  # a legitimate pair, said: which half uses the clusters
+            ctx.warnings.append(note)
     for sid in order:
         bar.stage(_TITLES[sid])
         _run_section(ctx, rep, sid)

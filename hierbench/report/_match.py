@@ -7,16 +7,30 @@ of the log differs, the agents, the tasks and the per-cell counts are
 compared, and the error lists every kind of difference found (with a few
 examples of each). The same labels in another order are the same data.
 
+Task clusters are part of the evaluation a model was fitted to: a fit whose
+model has a cluster effect records each task's cluster (``constant_data``
+``task_cluster_idx`` over ``task`` with the ``cluster`` coord's labels, and
+the structure's ``clusters`` decision), so a log read without the cluster
+column, or with other labels for a task, is refused too. The other way round
+(the log has clusters, the fit's model has none) is a legitimate pair: the
+frequentist half uses the clusters and the Bayesian half does not, and
+:func:`cluster_note` is the sentence the report says so in.
+
 This belongs below ``report`` (in ``data`` or ``bayes``) so that metrics and
 comparisons can apply it too; it lives here until it moves.
 """
 
 from __future__ import annotations
 
+import json
+import warnings
+
 import numpy as np
 import xarray as xr
 
 from .._base import HierbenchError
+from .._base import cluster_codes
+from .._base import cluster_label
 
 __all__ = ["FitDataMismatchError", "check_fit_data", "check_result_data"]
 
@@ -76,6 +90,76 @@ def _cell_diff(fc: xr.Dataset, dc: xr.Dataset, *, name: str = "fit", observed_on
     return [f"{len(bad)} agent x task cells with other success / run counts (e.g. {ex})"]
 
 
+def _fit_decision(fit: xr.DataTree, name: str) -> dict:
+    """One of the fit's recorded structure decisions (empty when the fit records none)."""
+    try:
+        s = json.loads(fit.attrs.get("hierbench_structure", "{}"))
+    except (TypeError, ValueError):
+        return {}
+    d = s.get("decisions", {}).get(name, {}) if isinstance(s, dict) else {}
+    return d if isinstance(d, dict) else {}
+
+
+def _fit_clusters(fit: xr.DataTree) -> tuple[bool, dict[str, str] | None]:
+    """Whether the fit's model has task clusters, and each task's cluster where the fit records it."""
+    cd = fit["constant_data"].to_dataset() if "constant_data" in fit.children else xr.Dataset()
+    if "task_cluster_idx" in cd and "cluster" in cd.coords and "task" in cd.coords:
+        labels = np.asarray(_labels(cd["cluster"].values), dtype=object)
+        idx = np.asarray(cd["task_cluster_idx"].values, dtype=int)
+        return True, dict(zip(_labels(cd["task"].values), labels[idx], strict=True))
+    return _fit_decision(fit, "clusters").get("choice") is True, None
+
+
+def _data_clusters(counts: xr.Dataset) -> dict[str, str] | None:
+    """Each task's cluster by the fit's rule (a task without a label is its own); None without clusters."""
+    if "cluster" not in counts.coords:
+        return None
+    with warnings.catch_warnings():  # tasks without a label: warned where the log is read and fitted
+        warnings.simplefilter("ignore")
+        codes, labels = cluster_codes(counts, "cluster", dim="task")
+    return dict(zip(_labels(counts["task"].values), np.asarray(labels, dtype=object)[codes], strict=True))
+
+
+def _cluster_diff(fit: xr.DataTree, counts: xr.Dataset) -> list[str]:
+    """The fit's model has task clusters the log does not have (none, or other labels for a task)."""
+    uses, in_fit = _fit_clusters(fit)
+    if not uses:
+        return []
+    in_data = _data_clusters(counts)
+    if in_data is None:
+        n = f"{len(set(in_fit.values()))} clusters, e.g. " if in_fit else ""
+        ex = ", ".join(f"{t!r} in {c!r}" for t, c in list(in_fit.items())[:2]) if in_fit else "its `clusters` decision"
+        return [f"the fit's model has task clusters ({n}{ex}) and the data has no cluster labels"]
+    if in_fit is None:
+        return []  # the fit does not record which task sits where: nothing to compare
+    other = [t for t in in_fit if t in in_data and in_fit[t] != in_data[t]]
+    if not other:
+        return []
+    ex = ", ".join(f"{t!r}: fit {in_fit[t]!r}, data {in_data[t]!r}" for t in other[:3])
+    return [f"{len(other)} tasks in another cluster (`{cluster_label(counts)}`) than in the fit (e.g. {ex})"]
+
+
+def cluster_note(fit: xr.DataTree, data: xr.Dataset) -> str | None:
+    """The sentence a report needs when the log's tasks sit in clusters and the fit's model has none.
+
+    None when the fit's model has clusters (:func:`check_fit_data` holds the
+    log to them) or the log has none.
+    """
+    if _fit_clusters(fit)[0] or "cluster" not in data.coords:
+        return None
+    n = len({str(v) for v in np.asarray(data["cluster"].values).ravel()})
+    why = _fit_decision(fit, "clusters").get("reason")
+    model = fit.attrs.get("hierbench_model", "custom")
+    return (
+        f"Clusters in one half only: the data's tasks sit in {n} clusters (`{cluster_label(data)}`) and the "
+        f"fit's {model} model has no cluster effect" + (f" (recorded when it was fitted: {why})" if why else "")
+        + ". The frequentist half (bootstrap, paired tests, G-theory) takes the clusters into account; "
+        "the Bayesian half (every posterior column, P(a > b), the Bayes variance terms) treats the tasks "
+        "as independent of their cluster. For both halves on one footing, fit with the clusters "
+        "(`--cluster` when fitting) or read the log without them."
+    )
+
+
 def check_fit_data(
     fit: xr.DataTree,
     data: xr.Dataset,
@@ -98,8 +182,9 @@ def check_fit_data(
     Raises
     ------
     FitDataMismatchError
-        Naming the agents and tasks only one side has and the cells whose
-        counts differ, with the two fingerprints.
+        Naming the agents and tasks only one side has, the cells whose
+        counts differ and, when the fit's model has task clusters, tasks the
+        data gives no cluster or another one, with the two fingerprints.
 
     Examples
     --------
@@ -129,14 +214,17 @@ def check_fit_data(
             why += _set_diff(what, _labels(src[dim].values), _labels(counts[dim].values))
     if fc is not None:
         why += _cell_diff(fc, counts)
-    if not why:
-        return  # the same agents, tasks and counts (labels in another order, clusters aside)
+    clusters = _cluster_diff(fit, counts)
+    if not why + clusters:
+        return  # the same agents, tasks and counts (labels in another order); clusters the fit does not use
     prints = f" (fingerprints {want[:12]} and {got[:12]})" if want and got else ""
     raise FitDataMismatchError(
         f"{fit_name} and {data_name} are not the same evaluation: "
-        + "; ".join(why)
+        + "; ".join(why + clusters)
         + f"{prints}. Give the log the fit was made from, read with the same options "
-        "(the error policy and the columns change the counts)"
+        "(the error policy and the columns change the counts"
+        + ("; the cluster column, `--cluster` or from_records(cluster=...), gives each task its cluster, "
+           "which the fit's model uses)" if clusters else ")")
     )
 
 

@@ -11,7 +11,10 @@ description and its flags (an exact bound, a bound where few tasks carry
 the mean, no width, too few tasks) are the estimator's own
 (:func:`hierbench.freq.pass_hat_k`), not re-typed here; a
 posterior interval is shown inside [0, 1] and one that had to be clipped
-there, or that has no width, is flagged.
+there, or that has no width, is flagged. Where the two describe the same
+tasks, ``disagree`` marks a row by the abilities table's rule (one estimate
+outside the other's interval, or the intervals apart), without saying
+which is right.
 """
 
 from __future__ import annotations
@@ -173,8 +176,26 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
         flags.append(fl.where(fl == "", "Bayes: " + fl))
     table = pd.DataFrame(parts)
     note = pd.concat(flags, axis=1).reindex(table.index).fillna("") if flags else None
+    if unb is not None and bay is not None and what == "same tasks":  # one quantity: the two can be judged
+        table["disagree"] = _apart(unb, bay.assign(lower=lo, upper=hi)).reindex(table.index).fillna(False)
     table["flag"] = note.apply(lambda r: "; ".join(x for x in r if x), axis=1) if note is not None else ""
     return table
+
+
+def _apart(unb: pd.DataFrame, bay: pd.DataFrame) -> pd.Series:
+    """The abilities table's ``disagree`` rule (its one owner) on the two pass^k estimates of each row.
+
+    An unbiased estimate of exactly 0 or 1 (every task's count at the boundary) is left out of the
+    rule, so that row is judged by the intervals and the posterior mean alone: the model's pass^k is
+    never exactly 0 or 1, so its interval never holds that value, whatever the data.
+    """
+    from ._sections import _disagree
+
+    kind = "unbiased"  # the rule reads the frequentist side as ``bootstrap <kind>``
+    inside = (unb["estimate"] > 0) & (unb["estimate"] < 1)
+    sides = {f"bootstrap {kind}": unb.assign(estimate=unb["estimate"].where(inside)), "Bayes ETI": bay}
+    wide = pd.concat({f"{m} {b}": df[b] for m, df in sides.items() for b in ("estimate", "lower", "upper")}, axis=1)
+    return _disagree(wide, kind).astype(bool)
 
 
 def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
@@ -210,7 +231,9 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
                 f"{a} (k = {k})" for a, k in table.index[none]
             ) + "."
             table = table[~none]
-    rep.section(_TITLES[sid], text, table=table, id=sid)
+    if "disagree" in table:
+        text += _disagree_text(table)
+    rep.section(_TITLES[sid], text, table=table, id=sid, flag="disagree" if "disagree" in table else None)
     fig = F.passk_curves(
         bay if bay is not None and what == "same tasks" else None,
         None if unb is None else unb[["estimate"]],
@@ -218,6 +241,19 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
         title="pass^k: all k attempts succeed, over the tasks run at least k times",
     )
     rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
+
+
+def _disagree_text(table: pd.DataFrame) -> str:
+    """What `disagree` marks, counted, and what a disagreement can mean here (no verdict)."""
+    return (
+        " `disagree` marks a row where one method's estimate lies outside the other's interval, or the "
+        f"two intervals do not overlap (judged where both are defined): {int(table['disagree'].sum())} of "
+        f"{len(table)} rows (an unbiased 0 or 1, which no posterior interval holds, judged by the "
+        "intervals alone). The two can part for known reasons: the model pools the tasks and pulls each "
+        "cell toward the population, most where a cell has few runs; the unbiased estimator is each cell's "
+        "own and noisy where a cell holds few runs beyond k; its interval is a bound where few tasks carry the mean. The flag does not "
+        "say which is right."
+    )
 
 
 def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[int]) -> str:

@@ -5,7 +5,11 @@ Both halves name their components by G-theory's facets (``task:cluster``,
 differently (G-theory also estimates ``agent:cluster``; the crossed model
 folds it into the agent x task effect). :data:`COMPONENT_ROWS` is the one
 place the rows are defined: each row of the table sums the components of
-either half listed for it, and says which it summed. A component the fitted model
+either half listed for it, and says which it summed. Where the two halves'
+terms for a row differ the row is flagged as not one component (never
+called the same); where they agree, a G-theory estimate outside the Bayes
+interval is marked ``disagree``, without saying which is right (the
+abilities table's rule). A component the fitted model
 does not have is never shown on its own: with one run per cell, or a fit
 without an agent x task effect, agent x task and run-to-run variation are
 one row. With one agent the agent row is undefined (NaN with its reason,
@@ -172,7 +176,49 @@ def _table(parts: list[pd.DataFrame], rows: dict, undefined: dict[str, str]) -> 
     for col in [c for c in table.columns if str(c).endswith("terms")]:
         table.loc[list(undefined), col] = ""  # an undefined row sums no terms (it read "NaN")
     table.index.name = "component"
-    return table
+    return _agreement(table)
+
+
+def _agreement(table: pd.DataFrame) -> pd.DataFrame:
+    """Where the halves' rows are not one component (other terms), or G-theory lies outside the Bayes interval.
+
+    Judged only where both halves have the row; ``disagree`` only where both
+    sum the same terms and the G-theory estimate and the Bayes interval are
+    defined (the abilities table's rule; G-theory here has no interval).
+    """
+    g = [c for c in table.columns if str(c).startswith("G-theory (")]
+    if not g or "Bayes terms" not in table:
+        return table
+    bt, gt = (table[c].fillna("").astype(str) for c in ("Bayes terms", "G-theory terms"))
+    other = (bt != "") & (gt != "") & (bt != gt)
+    est, lo, hi = (pd.to_numeric(table[c], errors="coerce") for c in (g[0], "Bayes lower", "Bayes upper"))
+    table["disagree"] = ~other & est.notna() & lo.notna() & hi.notna() & ((est < lo) | (est > hi))
+    notes = pd.Series("", index=table.index, dtype=object)
+    notes[other] = "not one component: Bayes sums " + bt[other] + ", G-theory " + gt[other]
+    notes[table["disagree"]] = "G-theory estimate outside the Bayes interval"
+    flag = table["flag"].astype(str)
+    table["flag"] = [("; ".join(x for x in (f, n) if x)) for f, n in zip(flag, notes, strict=True)]
+    return table[[c for c in table.columns if c not in ("flag", "disagree")] + ["disagree", "flag"]]
+
+
+def _agreement_text(table: pd.DataFrame) -> str:
+    """What the two halves' rows are to each other, counted (the table's ``flag`` and ``disagree``)."""
+    other = table["flag"].str.contains("not one component", regex=False)
+    n_other, n_dis = int(other.sum()), int(table["disagree"].sum())
+    same = [r for r in table.index if not other[r]]
+    text = (
+        "Where both methods sum the same terms the row is one component seen two ways; `disagree` marks "
+        "such a row whose G-theory estimate lies outside the Bayes interval (judged only where both are "
+        f"defined): {n_dis} of the {len(same)} rows summing the same terms. The two reach the probability "
+        "scale differently (the crossed model through logit-scale effects and their priors, G-theory by a "
+        "linear model of the scores) and can differ for either's reasons: the flag does not say which is right."
+    )
+    if n_other:
+        text += (
+            f" In {n_other} row{'s' if n_other > 1 else ''} ({', '.join(map(str, table.index[other]))}) the "
+            "two sum different terms (named in `flag`), so the row need not be the same component on both sides."
+        )
+    return text
 
 
 def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
@@ -190,9 +236,10 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     table = _table(parts, rows, undefined)
     text = [
         "Variance of the cell success probability (probability^2), split into agent, task, "
-        "agent x task and run-to-run (binomial) parts; each row sums the terms named beside it"
-        + (", so both methods describe the same component." if len(parts) == 2 else ".")
+        "agent x task and run-to-run (binomial) parts; each row sums the terms named beside it."
     ]
+    if "disagree" in table:
+        text.append(_agreement_text(table))
     if bay is not None:
         text.append(f"Bayes: the crossed fit's posterior mean and {ctx.prob:.0%} equal-tailed interval.")
     elif ctx.mixed:
@@ -204,7 +251,8 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     if gdesc:
         text.append(gdesc + ".")
     text += merged + [f"The {r} row is undefined (NaN), not 0: {why}." for r, why in undefined.items()]
-    rep.section(_TITLES[sid], " ".join(text), table=table, id=sid, digits=4)
+    rep.section(_TITLES[sid], " ".join(text), table=table, id=sid, digits=4,
+                flag="disagree" if "disagree" in table else None)
     if bay is not None:
         fig = F.variance_plot(
             table[["Bayes estimate", "Bayes lower", "Bayes upper"]]

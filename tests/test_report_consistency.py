@@ -1,0 +1,189 @@
+"""report: a fit and a log that disagree on task clusters, and the two halves' tables that disagree.
+
+The clustered fixtures are tiny crossed fits (draws=100, tune=100, chains=2) of
+one simulated log with four task clusters, fitted once per module.
+"""
+
+import re
+import warnings
+
+import pandas as pd
+import pytest
+
+from hierbench.report import FitDataMismatchError
+from hierbench.report import build
+from hierbench.report import check_fit_data
+from hierbench.report._match import cluster_note
+from hierbench.testing import simulate_eval
+
+pytest.importorskip("pymc")
+
+
+def _fit(ds):
+    from hierbench import bayes
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a tiny fit does not converge; not what is tested here
+        return bayes.fit(bayes.build_crossed(ds), draws=100, tune=100, chains=2, rng=0, progress=False)
+
+
+@pytest.fixture(scope="module")
+def clustered():
+    ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=3, n_clusters=4, rng=0)
+    return ds, _fit(ds)
+
+
+@pytest.fixture(scope="module")
+def unclustered_fit(clustered):
+    return _fit(clustered[0].drop_vars("cluster"))
+
+
+def test_fit_with_clusters_refuses_a_log_read_without_them(clustered):
+    ds, fit = clustered
+    check_fit_data(fit, ds)  # the log it was fitted to passes
+    n_clusters = len(set(map(str, ds["cluster"].values)))  # from the simulated log, not the fit
+    with pytest.raises(FitDataMismatchError) as err:
+        check_fit_data(fit, ds.drop_vars("cluster"))
+    msg = str(err.value)
+    assert f"the fit's model has task clusters ({n_clusters} clusters" in msg
+    assert "the data has no cluster labels" in msg
+    assert "`--cluster`" in msg  # how to fix it
+
+
+def test_fit_with_clusters_refuses_a_task_in_another_cluster(clustered):
+    ds, fit = clustered
+    task = str(ds["task"].values[5])
+    was = str(ds["cluster"].values[5])
+    labels = ds["cluster"].values.copy()
+    labels[5] = "elsewhere"
+    with pytest.raises(FitDataMismatchError, match=rf"1 tasks in another cluster .*'{task}': fit '{was}', data 'elsewhere'"):
+        check_fit_data(fit, ds.assign_coords(cluster=("task", labels)))
+
+
+def test_report_refuses_the_mismatched_pair(clustered, tmp_path):
+    ds, fit = clustered
+    with pytest.raises(FitDataMismatchError, match="has no cluster labels"):
+        build(fit, ds.drop_vars("cluster"), path=tmp_path / "r.md", n_resamples=99, progress=False)
+    assert not (tmp_path / "r.md").exists()
+
+
+def test_clusters_in_the_log_only_are_said_in_the_report(clustered, unclustered_fit, tmp_path):
+    ds, fit = clustered
+    assert cluster_note(fit, ds) is None  # both halves use the clusters
+    assert cluster_note(unclustered_fit, ds.drop_vars("cluster")) is None  # neither does
+    check_fit_data(unclustered_fit, ds)  # a model without clusters is a legitimate fit of this log
+    n_clusters = len(set(map(str, ds["cluster"].values)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = build(unclustered_fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    note = re.search(r"Clusters in one half only: [^\n]*", text)
+    assert note is not None
+    assert f"{n_clusters} clusters" in note.group(0)
+    assert "The frequentist half" in note.group(0) and "the Bayesian half" in note.group(0)
+
+
+def test_variance_rows_flag_other_terms_and_an_estimate_outside_the_interval():
+    """Hand-made rows: G-theory 0.07 lies outside Bayes [0.04, 0.06] over the same terms (disagree);
+    0.05 lies inside (no flag); other terms are named and not judged; an undefined row keeps its reason.
+    """
+    from hierbench.report._variance import _agreement
+
+    nan = float("nan")
+    table = pd.DataFrame(
+        {
+            "Bayes estimate": [0.05, 0.05, 0.02, nan],
+            "Bayes lower": [0.04, 0.04, 0.01, nan],
+            "Bayes upper": [0.06, 0.06, 0.03, nan],
+            "Bayes terms": ["agent", "residual", "task", ""],
+            "flag": ["", "", "", "undefined: one agent"],
+            "G-theory (reml)": [0.07, 0.05, 0.9, nan],
+            "G-theory terms": ["agent", "residual", "cluster + task:cluster", ""],
+        },
+        index=["a", "b", "c", "d"],
+    )
+    out = _agreement(table.copy())
+    assert out["disagree"].tolist() == [True, False, False, False]
+    assert out["flag"].tolist() == [
+        "G-theory estimate outside the Bayes interval",
+        "",
+        "not one component: Bayes sums task, G-theory cluster + task:cluster",
+        "undefined: one agent",
+    ]
+
+
+def _variance_section(md: str) -> tuple[str, dict[str, dict[str, str]]]:
+    part = md.split("## Variance components")[1].split("\n## ")[0]
+    lines = [r for r in part.splitlines() if r.startswith("| ")]
+    cols = [c.strip() for c in lines[0].split("|")[1:-1]]
+    rows = {}
+    for r in lines[1:]:
+        cells = [c.strip() for c in r.split("|")[1:-1]]
+        rows[cells[0]] = dict(zip(cols, cells, strict=True))
+    return part, rows
+
+
+@pytest.mark.parametrize("fit_has_clusters", [True, False])
+def test_variance_section_does_not_call_rows_with_other_terms_one_component(
+    clustered, unclustered_fit, tmp_path, fit_has_clusters
+):
+    """With task clusters G-theory also estimates agent:cluster, which the crossed model folds away; a
+    fit without clusters sums `task` where G-theory sums cluster + task:cluster. The section said
+    "so both methods describe the same component" of every row.
+    """
+    ds, fit = clustered
+    fit = fit if fit_has_clusters else unclustered_fit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    text, rows = _variance_section(md)
+    assert "both methods describe the same component" not in text
+    for name, row in rows.items():
+        differ = row["Bayes terms"] != row["G-theory terms"]
+        assert ("not one component" in row["flag"]) == differ, name
+        if differ:
+            assert f"Bayes sums {row['Bayes terms']}, G-theory {row['G-theory terms']}" in row["flag"]
+            assert row["disagree"] == "no"
+    assert "agent:cluster" in rows["agent x task"]["G-theory terms"]  # so that row differs in both fits
+    assert ("not one component" in rows["task"]["flag"]) != fit_has_clusters
+
+
+def _passk_frames(rows: dict[str, tuple]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    index = pd.MultiIndex.from_tuples([(a, 8) for a in rows], names=["agent", "k"])
+    unb = pd.DataFrame([r[:3] for r in rows.values()], index=index, columns=["estimate", "lower", "upper"])
+    unb["n_tasks"], unb["ci_flag"] = 20, ""
+    bay = pd.DataFrame([r[3:] for r in rows.values()], index=index, columns=["estimate", "lower", "upper"])
+    return unb, bay
+
+
+def test_passk_table_marks_where_the_two_methods_part():
+    """Hand-made rows, each judged by hand: (unbiased estimate, lower, upper, Bayes estimate, lower, upper)."""
+    from hierbench.report._passk import passk_table
+
+    nan = float("nan")
+    rows = {
+        "outside": (0.390, 0.285, 0.505, 0.347, 0.307, 0.380),  # METR o1 k=8: 0.390 > Bayes upper 0.380
+        "inside": (0.300, 0.200, 0.400, 0.310, 0.250, 0.350),  # each estimate in the other's interval
+        "apart": (0.000, 0.000, 0.050, 0.200, 0.100, 0.300),  # intervals [0, 0.05] and [0.1, 0.3] apart
+        "zero": (0.000, 0.000, 0.206, 0.019, 0.001, 0.059),  # an unbiased 0: no posterior interval holds it
+        "bayes_out": (0.800, 0.700, 0.900, 0.650, 0.600, 0.720),  # Bayes 0.65 below the unbiased 0.70
+        "undefined": (nan, nan, nan, 0.100, 0.050, 0.150),  # no unbiased interval: not judged
+    }
+    unb, bay = _passk_frames(rows)
+    table = passk_table(unb, bay, "same tasks", 0.95)
+    want = {"outside": True, "inside": False, "apart": True, "zero": False, "bayes_out": True, "undefined": False}
+    assert table["disagree"].droplevel("k").to_dict() == want
+    assert "disagree" not in passk_table(unb, bay, "a new task", 0.95)  # another quantity: never paired
+
+
+def test_passk_section_counts_and_explains_disagreement(clustered, tmp_path):
+    ds, fit = clustered
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(fit, ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    part = md.split("## Reliability: pass^k")[1].split("\n## ")[0]
+    lines = [r for r in part.splitlines() if r.startswith("| ")]
+    cols = [c.strip() for c in lines[0].split("|")[1:-1]]
+    n_yes = sum(dict(zip(cols, [c.strip() for c in r.split("|")[1:-1]], strict=True))["disagree"] == "yes"
+                for r in lines[1:])  # fmt: skip
+    assert f"(judged where both are defined): {n_yes} of {len(lines) - 1} rows" in part
+    assert "pulls each cell toward the population" in part and "does not say which is right" in part
