@@ -196,9 +196,17 @@ def test_rank_panels_print_p_as_the_verdict_does():
     fig = rank_plot(post, worst).viz["figure"].item()
     printed = sorted(t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("p"))
     plt.close(fig)
-    # two significant figures, as the convergence verdict writes `(p = {v:.2g})`
+    # two significant figures (hand format), never two decimals
     assert printed == sorted(f"p = {v:.2g} (α = 0.01) " for v in p.values())
     assert "p = 0.00 " not in " ".join(printed)
+    # and the convergence verdict, which names the flagged panel, prints the same figures
+    from hierbench.report._convergence import _check_rows
+    from hierbench.report._convergence import _verdict
+
+    checks = [{"check": "r_hat", "value": 1.0, "at": "x", "limit": 1.01, "rule": "<=", "passed": True, "why": "w"}]
+    verdict, note = _verdict([], _check_rows(checks, p, 0.01), p, 0.01)
+    panel_x = next(t for t in printed if f"{p['x']:.2g}" in t)
+    assert verdict == "warning" and f"({panel_x.split(' (α')[0].removeprefix('p = ')}," in note
 
 
 def test_eleven_agents_get_eleven_distinct_lines():

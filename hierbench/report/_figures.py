@@ -25,6 +25,7 @@ __all__ = [
     "passk_curves",
     "ppc_plot",
     "ppc_rootogram",
+    "rank_p_text",
     "rank_plot",
     "rank_tests",
     "trace_plot",
@@ -357,16 +358,24 @@ def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) ->
 RANK_ENVELOPE = 0.99
 
 
+def rank_p_text(p: float) -> str:
+    """A rank-uniformity p-value as the report prints it: two significant figures (``0.0025``, ``5.1e-05``).
+
+    The one format of the panels of :func:`rank_plot` and of the convergence
+    section's text about them (two decimals printed ``p=0.00`` beside the text's
+    ``p = 0.0025``).
+    """
+    return f"{p:.2g}" if np.isfinite(p) else "not computed"
+
+
 def rank_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
     """arviz-plots rank (fractional-rank ECDF) plot of the named parameter slices.
 
     Each panel prints its multi-chain uniformity p-value (:func:`rank_tests`)
-    as the report's text does (two significant figures: ``p = 0.0025``, where
+    by :func:`rank_p_text`, as the report's text does (``p = 0.0025``, where
     arviz-plots' own label reads ``p=0.00``).
     """
     import arviz_plots as azp
-
-    from ._convergence import _shown
 
     pc = azp.plot_rank(
         _flat_selection(posterior, worst),
@@ -379,7 +388,7 @@ def rank_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
             ax = pc.viz["plot"][name].item()
             for t in ax.texts:
                 if t.get_text().startswith("p="):
-                    t.set_text(f"p = {_shown('p', p)} (\u03b1 = {1 - RANK_ENVELOPE:g}) ")
+                    t.set_text(f"p = {rank_p_text(p)} (\u03b1 = {1 - RANK_ENVELOPE:g}) ")
     except (KeyError, AttributeError, ValueError) as err:  # pragma: no cover - another arviz-plots layout
         _layout_kept("rank_plot", err, "its p-values are printed to two decimals")
     return pc
