@@ -25,6 +25,7 @@ __all__ = [
     "passk_curves",
     "ppc_plot",
     "ppc_rootogram",
+    "rank_p_text",
     "rank_plot",
     "rank_tests",
     "trace_plot",
@@ -117,18 +118,17 @@ def passk_curves(
     agents = list(dict.fromkeys(map(str, src.index.get_level_values("agent"))))
     ncol = 1 if len(agents) <= 14 else 2
     fig, ax = plt.subplots(figsize=(8 + 2.6 * ncol, max(4.8, 0.22 * len(agents) / ncol + 1.5)))
-    cmap = plt.get_cmap("tab20" if len(agents) > 10 else "tab10")
-    colors = [cmap(i % cmap.N) for i in range(len(agents))]
+    styles = _agent_styles(len(agents))
     have_points = set() if points is None else set(map(str, points.index.get_level_values("agent")))
-    for a, c in zip(agents, colors, strict=True):
+    for a, (c, ls, mk) in zip(agents, styles, strict=True):
         if bands is not None:
             b = bands.xs(a, level="agent")
             k = b.index.to_numpy(float)
             ax.fill_between(k, b["lower"], b["upper"], color=c, alpha=0.18)
-            ax.plot(k, b["estimate"], "-", color=c, label=a)
+            ax.plot(k, b["estimate"], ls=ls, color=c, label=a)
         if a in have_points:
             p = points.xs(a, level="agent")
-            ax.plot(p.index.to_numpy(float), p["estimate"], "o", color=c, ms=4,
+            ax.plot(p.index.to_numpy(float), p["estimate"], mk, color=c, ms=4,
                     label=None if bands is not None else a)  # fmt: skip
     ks = sorted({int(k) for k in src.index.get_level_values("k")})
     ax.set_xticks(ks)
@@ -143,6 +143,31 @@ def passk_curves(
               frameon=False, title="agent")  # fmt: skip
     fig.tight_layout()
     return fig
+
+
+#: line styles and point markers of the second, third, ... ten agents (the first ten: solid, circles)
+_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))
+
+
+def _agent_styles(n: int) -> list[tuple[tuple, str, str]]:
+    """A colour, a line style and a marker per agent, no two agents alike.
+
+    The first ten take tab10's ten distinct hues, solid, with circles; the next
+    ten the same hues, lighter (tab20's paired shades), dashed, with squares;
+    beyond twenty the hues repeat with further styles. tab20 alone gives
+    neighbours in the list two shades of one hue (a blue and a light blue):
+    with eleven agents two legend entries were told apart by shade only.
+    """
+    import matplotlib as mpl
+
+    tab10 = mpl.colormaps["tab10"].colors
+    light = mpl.colormaps["tab20"].colors[1::2]
+    out = []
+    for i in range(n):
+        group, hue = divmod(i, 10)
+        ls, mk = _STYLES[group % len(_STYLES)]
+        out.append(((light if group % 2 else tab10)[hue], ls, mk))
+    return out
 
 
 def heatmap(
@@ -333,16 +358,40 @@ def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) ->
 RANK_ENVELOPE = 0.99
 
 
+def rank_p_text(p: float) -> str:
+    """A rank-uniformity p-value as the report prints it: two significant figures (``0.0025``, ``5.1e-05``).
+
+    The one format of the panels of :func:`rank_plot` and of the convergence
+    section's text about them (two decimals printed ``p=0.00`` beside the text's
+    ``p = 0.0025``).
+    """
+    return f"{p:.2g}" if np.isfinite(p) else "not computed"
+
+
 def rank_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
-    """arviz-plots rank (fractional-rank ECDF) plot of the named parameter slices."""
+    """arviz-plots rank (fractional-rank ECDF) plot of the named parameter slices.
+
+    Each panel prints its multi-chain uniformity p-value (:func:`rank_tests`)
+    by :func:`rank_p_text`, as the report's text does (``p = 0.0025``, where
+    arviz-plots' own label reads ``p=0.00``).
+    """
     import arviz_plots as azp
 
-    return azp.plot_rank(
+    pc = azp.plot_rank(
         _flat_selection(posterior, worst),
         backend="matplotlib",
         sample_dims=_SAMPLE_DIMS,
         envelope_prob=RANK_ENVELOPE,
     )
+    try:
+        for name, p in rank_tests(posterior, worst).items():
+            ax = pc.viz["plot"][name].item()
+            for t in ax.texts:
+                if t.get_text().startswith("p="):
+                    t.set_text(f"p = {rank_p_text(p)} (\u03b1 = {1 - RANK_ENVELOPE:g}) ")
+    except (KeyError, AttributeError, ValueError) as err:  # pragma: no cover - another arviz-plots layout
+        _layout_kept("rank_plot", err, "its p-values are printed to two decimals")
+    return pc
 
 
 def rank_tests(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> dict[str, float]:

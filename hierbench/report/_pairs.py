@@ -28,6 +28,8 @@ __all__ = [
     "MATRIX_ABOVE",
     "bayes_pair_note",
     "differ_column",
+    "disagree_column",
+    "disagree_note",
     "marks_legend",
     "p_text",
     "pair_display",
@@ -150,8 +152,10 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
         result's adjusted p-value (``p max-T``, ``p Holm``, ...) and its Monte
         Carlo error, ``differ (...)``;
         then the per-pair interval (``per-pair lower`` / ``upper``), ``shared
-        tasks``, the test's own p-value and its Monte Carlo error, ``p Holm``
-        and ``p BH``.
+        tasks``, the test's own p-value and its Monte Carlo error, whether
+        these two disagree at ``alpha`` (``per-pair CI and p disagree``: the
+        interval excludes 0 but p >= alpha, or the other way), ``p Holm`` and
+        ``p BH``.
     """
     df = cmp.to_frame()
     short = _SHORT[_attrs(cmp).get("adjust", "holm")]
@@ -171,6 +175,7 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     test = _test_of(cmp)
     out[f"p ({test})"] = df["p_value"].astype(float)
     out[f"MC error of p ({test})"] = df["p_value_mcse"].astype(float)
+    out[_disagree_label(alpha)] = _disagree(out["per-pair lower"], out["per-pair upper"], out[f"p ({test})"], alpha)
     for key, label in (("p_holm", "p Holm"), ("p_bh", "p BH")):
         if label != p_col:
             out[label] = df[key].astype(float)
@@ -178,23 +183,97 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     return out
 
 
+def _disagree_label(alpha: float) -> str:
+    return f"per-pair CI and p disagree (at {alpha:g})"
+
+
+def _disagree(lower, upper, p, alpha: float) -> np.ndarray:
+    """Whether a pair's per-pair interval and its own p-value reach different verdicts at ``alpha``.
+
+    The interval excludes 0 (``lower > 0`` or ``upper < 0``) exactly when it
+    "separates" the pair; the test separates it when ``p < alpha``. A pair
+    whose interval or p-value is undefined (NaN) is not marked.
+    """
+    lo, hi, pv = (np.asarray(x, float) for x in (lower, upper, p))
+    defined = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(pv)
+    return defined & (((lo > 0) | (hi < 0)) != (pv < alpha))
+
+
+def disagree_column(table: pd.DataFrame) -> str | None:
+    """The name of :func:`pair_frame`'s ``per-pair CI and p disagree (...)`` column (None if absent)."""
+    return next((c for c in table.columns if str(c).startswith("per-pair CI and p disagree")), None)
+
+
+def _disagree_words(table: pd.DataFrame, col: str) -> list[str]:
+    """The disagreement column as text: which way the two disagree, blank where they agree."""
+    alpha = col.rsplit("(at ", 1)[1].rstrip(")")
+    out = []
+    for flag, lo, hi in zip(table[col], table["per-pair lower"], table["per-pair upper"], strict=True):
+        if not flag:
+            out.append("")
+        elif lo > 0 or hi < 0:
+            out.append("CI excludes 0 only")
+        else:
+            out.append(f"p < {alpha} only")
+    return out
+
+
+def disagree_note(cmp: PairwiseComparisonResult, table: pd.DataFrame) -> str:
+    """What the per-pair interval and the per-pair p-value each are, and how many pairs they split.
+
+    ``table`` is :func:`pair_frame`'s for ``cmp`` (its ``alpha`` is the level
+    the sentence states). The two come from different procedures (a bootstrap
+    or a t interval beside an exact sign-flip test, say), so near the level
+    they can reach different verdicts; such pairs are marked in the table.
+    """
+    col = disagree_column(table)
+    if col is None:
+        return ""
+    alpha = col.rsplit("(at ", 1)[1].rstrip(")")
+    ds = _dataset(cmp)
+    ci = ds["ci"].attrs if "ci" in ds else {}
+    # the method's name only (the settings sentence gives its detail)
+    kind = str(ci.get("ci_detail") or "").split(";")[0].split(":")[0].split(",")[0].strip()
+    if ci.get("ci_kind") and ci["ci_kind"] not in kind:
+        kind = f"{ci['ci_kind']} {kind}".strip()
+    kind = kind if not kind or "interval" in kind else f"{kind} interval"
+    test = _attrs(cmp).get("test", "")
+    words = _TEST_WORDS.get(test, f"{test} tests")
+    n = int(table[col].sum())
+    same = test == "t" and ci.get("ci_kind") == "t"
+    return (
+        f"The per-pair interval ({kind or 'as the result gives it'}) and the per-pair p-value "
+        f"(`p ({test})`: {words}) are "
+        + ("the same t statistic, so they agree. " if same else
+           "different procedures: near the level they can disagree (an interval that excludes 0 "
+           f"beside p \u2265 {alpha}, or p < {alpha} beside an interval that covers 0). ")
+        + f"{n} of {len(table)} pairs disagree at {alpha}"
+        + (f", marked in the pair table's column `{col}`." if n else ".")
+    )
+
+
 def p_text(v: float) -> str:
-    """A p-value or Monte Carlo error as text: 3 decimals, 2 significant digits below 0.001.
+    """A p-value or Monte Carlo error as text: 3 decimals, 2 significant digits below 0.001, e-notation below 1e-4.
 
     A positive value never reads ``0.000`` (an exact max-T p over 2,048 sign
-    patterns can be 0.00049) and never switches to e-notation.
+    patterns can be 0.00049); below 1e-4 it is written ``4.2e-29``, not as
+    thirty zeros (an exact sign-flip p over 500 tasks). Only the text: the
+    frames and the JSON keep the values.
 
     Examples
     --------
-    >>> [p_text(v) for v in (0.1174, 0.00048828, 4.7e-05, 0.0, 1.0)]
-    ['0.117', '0.00049', '0.000047', '0', '1.000']
+    >>> [p_text(v) for v in (0.1174, 0.00048828, 4.7e-05, 4.2e-29, 0.0, 1.0)]
+    ['0.117', '0.00049', '4.7e-5', '4.2e-29', '0', '1.000']
     """
     v = float(v)
     if not np.isfinite(v):
         return "NaN"
     if v == 0:
         return "0"
-    return f"{v:.{max(3, 1 - int(np.floor(np.log10(abs(v)))))}f}"
+    if abs(v) < 1e-4:
+        mant, exp = f"{v:.1e}".split("e")
+        return f"{mant}e{int(exp)}"
+    return f"{v:.2g}" if abs(v) < 1e-3 else f"{v:.3f}"
 
 
 def _p_columns(table: pd.DataFrame) -> list:
@@ -202,16 +281,25 @@ def _p_columns(table: pd.DataFrame) -> list:
 
 
 def pair_display(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`pair_frame`'s table with its p-values and their errors as short text."""
+    """:func:`pair_frame`'s table with its p-values and their errors as short text.
+
+    The disagreement column reads which way the per-pair interval and p-value
+    disagree (blank where they agree).
+    """
     out = table.copy()
     for c in _p_columns(table):
         out[c] = [p_text(v) for v in table[c]]
+    if (col := disagree_column(table)) is not None:
+        out[col] = _disagree_words(table, col)
     return out
 
 
 def pair_text(table: pd.DataFrame) -> str:
     """:func:`pair_frame`'s table as plain text, p-values and their errors as short text."""
     fmt = dict.fromkeys(_p_columns(table), p_text)
+    if (col := disagree_column(table)) is not None:
+        table = table.copy()
+        table[col] = _disagree_words(table, col)
     return table.to_string(formatters=fmt, float_format="{:.3f}".format)
 
 
@@ -224,7 +312,11 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     crossed fit with task clusters adds that its agent x task effects vary
     task by task with no agent x cluster term: where agents' advantages
     differ by cluster (G-theory's ``agent:cluster`` component), the
-    probabilities are surer than the data allow.
+    probabilities are surer than the data allow. A fit of per-task data with
+    no task effect shared by the agents (the beta-binomial: no posterior
+    variable over tasks alone) adds that the agents are not paired on tasks
+    and task clusters are ignored, so its probabilities and the paired tests
+    can part widely.
 
     Examples
     --------
@@ -252,7 +344,31 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
             "term: where advantages differ by task cluster, these probabilities are surer than the data "
             "allow (the paired tests take clusters as their unit)."
         )
+    elif _unpaired(fit):
+        name = str(spec.get("model") or fit.attrs.get("hierbench_model") or "this").replace("_", "-")
+        text += (
+            f" The {name} model has no task effect shared by the agents: each agent's level comes from its "
+            "own tasks, so agents are not paired on tasks (the paired tests compare them on the tasks both "
+            "ran), and task clusters are ignored. Its P(a > b) can therefore part widely from the pair's "
+            "p-value, most where two agents ran different tasks, and where tasks cluster it is surer than "
+            "the data allow."
+        )
     return text
+
+
+def _unpaired(fit: xr.DataTree) -> bool:
+    """Whether a fit of per-task data has no task effect shared by the agents.
+
+    Per-task data: some group of the fit has a ``task`` dim. Shared effect: a
+    posterior variable over ``task`` without ``agent`` (the crossed model's
+    ``task_effect``, an IRT difficulty). A fit without tasks (pairwise
+    battles) or without a posterior is not judged.
+    """
+    groups = [fit[g].to_dataset() for g in fit.children]
+    if "posterior" not in fit.children or not any("task" in g.dims for g in groups):
+        return False
+    post = fit["posterior"].to_dataset()
+    return not any("task" in v.dims and "agent" not in v.dims for v in post.data_vars.values())
 
 
 def differ_column(table: pd.DataFrame) -> str | None:

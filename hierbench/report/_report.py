@@ -240,15 +240,19 @@ def _png_bytes(obj: object, name: str) -> bytes:
     return buf.getvalue()
 
 
+#: Wide tables: a text cell wraps (long words too) at a narrower minimum (14em, was 16), and a table's
+#: frame may run into the page's right margin (to 1em from the window's edge) before it
+#: scrolls: at 1400 px the side-by-side table's `flag` column was behind a scrollbar.
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;
 padding:0 1em;color:#222;line-height:1.45}
 h1{border-bottom:2px solid #444}h2{border-bottom:1px solid #ccc;margin-top:2em}
 table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f2f2f2}
-td{white-space:nowrap}td.txt{white-space:normal;text-align:left;min-width:16em}
+td{white-space:nowrap}td.txt{white-space:normal;overflow-wrap:anywhere;text-align:left;min-width:14em}
 td:first-child,th:first-child{text-align:left}td.flag{background:#fff0e0}
-details{margin:0.6em 0}summary{cursor:pointer;color:#245}.hb-wide{overflow-x:auto}
+details{margin:0.6em 0}summary{cursor:pointer;color:#245}
+.hb-wide{overflow-x:auto;margin-right:min(0px,calc(566px - 50vw))}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:0.9em;color:#444}pre{background:#f7f7f7;padding:0.6em;overflow-x:auto;font-size:0.85em}
 .note{background:#fff8dc;border-left:4px solid #e0b000;padding:0.4em 0.8em}

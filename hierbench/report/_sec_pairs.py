@@ -40,11 +40,14 @@ def _bayes_heatmap(ctx: _Context):
         return None, None
     from .. import metrics
 
-    ps = metrics.prob_superiority(ctx.agent_draws())
+    draws = ctx.agent_draws()
+    ps = metrics.prob_superiority(draws)
     ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
     m = ps.transpose("agent", "opponent").to_pandas().astype(float)
     m.index = m.index.astype(str)
     m.columns = [str(c) for c in m.columns]
+    order = _by_posterior_mean(draws)
+    m = m.loc[order, order]
     m = m.where(~np.eye(len(m), dtype=bool))
     fig = F.heatmap(
         m,
@@ -56,9 +59,25 @@ def _bayes_heatmap(ctx: _Context):
     return ps, fig
 
 
+def _by_posterior_mean(draws: xr.DataArray) -> list[str]:
+    """Agents by the posterior mean of the plotted variable, highest first (ties: the fit's order)."""
+    mean = draws.mean([d for d in draws.dims if d != "agent"]).transpose("agent")
+    agents = [str(a) for a in mean["agent"].values]
+    return [agents[i] for i in np.argsort(-mean.values, kind="stable")]
+
+
+#: the heatmap's caption (its order is what the reader needs to know to find a pair)
+_HEATMAP_CAPTION = (
+    "Pairwise posterior probabilities P(row agent > column agent) by {what}; rows and columns "
+    "ordered by each agent's posterior mean of it, highest first (so the upper triangle holds the "
+    "probabilities that a higher-ranked agent beats a lower-ranked one)."
+)
+
+
 def _pair_texts(cmp, alpha: float) -> tuple[list[str], object, object]:
     """The sentence, the full table and (with many agents) the compact matrix of the paired tests."""
     from ._pairs import MATRIX_ABOVE
+    from ._pairs import disagree_note
     from ._pairs import marks_legend
     from ._pairs import pair_frame
     from ._pairs import pair_matrix
@@ -66,7 +85,7 @@ def _pair_texts(cmp, alpha: float) -> tuple[list[str], object, object]:
     from ._pairs import settings_text
 
     full = pair_frame(cmp, alpha=alpha)
-    text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}."]
+    text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}.", disagree_note(cmp, full)]
     matrix = None
     if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
         name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
@@ -93,7 +112,8 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
 
         n_pairs = ps.sizes["agent"] * (ps.sizes["agent"] - 1) // 2
         text.append(
-            f"The heatmap (row agent a, column agent b) and the table's `Bayes P(a > b)` column, by `{ctx.var}`"
+            f"The heatmap (row agent a, column agent b) and the table's `Bayes P(a > b)` column compare "
+            f"the agents by `{ctx.var}`"
             + (_mixed_note(ctx, False) if ctx.mixed else ".")
             + " "
             + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
@@ -122,4 +142,4 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         more=None if table is full else (f"All {len(full)} pairs", full, _differ(full)),
     )
     if fig is not None:
-        rep.figure("prob_superiority", fig, "Pairwise posterior probabilities P(i > j).")
+        rep.figure("prob_superiority", fig, _HEATMAP_CAPTION.format(what=_label(ctx.var)))

@@ -1,0 +1,240 @@
+"""The pairwise section as people read it: p-values, interval-vs-test disagreements, the Bayes caveats, the
+heatmap's order, and the figures' labels and colours (audit of the SWE-bench and METR reports).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+pytest.importorskip("matplotlib")
+
+
+# ---------------------------------------------------------------- p-values as text
+
+
+def test_tiny_p_values_read_in_e_notation_and_the_rest_as_before():
+    """SWE-bench per task: an exact sign-flip p of 4.2e-29 was printed with 28 zeros."""
+    from hierbench.report._pairs import p_text
+
+    # hand-written: 3 decimals; 2 significant figures in [1e-4, 1e-3); e-notation below 1e-4
+    cases = {0.1174: "0.117", 0.052: "0.052", 0.00048828: "0.00049", 0.0001: "0.0001",
+             4.7e-05: "4.7e-5", 4.2e-29: "4.2e-29", 0.0: "0", 1.0: "1.000", np.nan: "NaN"}  # fmt: skip
+    assert {v: p_text(v) for v in cases} == cases
+    # no positive p reads 0 and none is wider than 7 characters (down to 1e-99)
+    for v in np.logspace(-99, 0, 397):
+        assert len(p_text(v)) <= 7 and float(p_text(v)) > 0, v
+
+
+@pytest.fixture(scope="module")
+def cmp3():
+    from hierbench.freq import compare_agents
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=40, n_runs=2, rng=0)
+    return compare_agents(ds, n_resamples=199, rng=1)
+
+
+def test_the_frame_keeps_the_numbers_and_only_the_display_is_text(cmp3):
+    from hierbench.report import pair_frame
+    from hierbench.report._pairs import pair_display
+
+    full = pair_frame(cmp3)
+    raw = cmp3.to_frame()
+    # the machine-readable p-values are the result's own floats, unrounded
+    np.testing.assert_array_equal(full["p (permutation)"].to_numpy(), raw["p_value"].to_numpy(float))
+    np.testing.assert_array_equal(full["p BH"].to_numpy(), raw["p_bh"].to_numpy(float))
+    shown = pair_display(full)
+    for col in ("p max-T", "p (permutation)", "p Holm", "p BH"):
+        assert all(isinstance(v, str) for v in shown[col]), col
+
+
+# ---------------------------------------------------------------- per-pair interval vs per-pair p
+
+
+def test_interval_and_p_disagree_exactly_when_their_verdicts_differ():
+    from hierbench.report._pairs import _disagree
+
+    # SWE-bench DeepSeek V3.2 Reasoner - Qwen3-Coder: [0.002, 0.090] excludes 0, p = 0.052 does not reach 0.05
+    lower = [0.002, -0.010, 0.010, -0.200, -0.100, 0.010]
+    upper = [0.090, 0.100, 0.100, -0.010, 0.100, 0.100]
+    p = [0.052, 0.030, 0.010, 0.200, 0.400, np.nan]
+    assert _disagree(lower, upper, p, 0.05).tolist() == [True, True, False, True, False, False]
+
+
+def test_the_table_marks_which_way_and_the_text_names_both_procedures(cmp3):
+    from hierbench.report import pair_frame
+    from hierbench.report._pairs import disagree_note
+    from hierbench.report._pairs import pair_display
+
+    full = pair_frame(cmp3, alpha=0.05)
+    col = "per-pair CI and p disagree (at 0.05)"
+    raw = cmp3.to_frame()
+    # independently: the interval's verdict against the test's, from the result's own columns
+    excl = (raw["lower"] > 0) | (raw["upper"] < 0)
+    assert full[col].tolist() == (excl != (raw["p_value"] < 0.05)).tolist()
+    # one pair forced each way shows which way in words
+    table = full.copy()
+    table.iloc[0, table.columns.get_loc("per-pair lower")] = 0.001
+    table.iloc[0, table.columns.get_loc("p (permutation)")] = 0.2
+    table.iloc[1, table.columns.get_loc("per-pair lower")] = -0.5
+    table.iloc[1, table.columns.get_loc("per-pair upper")] = 0.5
+    table.iloc[1, table.columns.get_loc("p (permutation)")] = 0.01
+    table.iloc[2, table.columns.get_loc("per-pair lower")] = 0.01
+    table.iloc[2, table.columns.get_loc("p (permutation)")] = 0.01
+    table[col] = [True, True, False]
+    assert pair_display(table)[col].tolist() == ["CI excludes 0 only", "p < 0.05 only", ""]
+    note = disagree_note(cmp3, table)
+    ci = cmp3.to_dataset()["ci"].attrs
+    assert ci["ci_kind"] in note and "sign-flip" in note and "`p (permutation)`" in note
+    assert "2 of 3 pairs disagree at 0.05" in note and f"`{col}`" in note
+
+
+# ---------------------------------------------------------------- the Bayes caveat
+
+
+def _tree(post: dict, const: dict, spec: dict) -> xr.DataTree:
+    fit = xr.DataTree.from_dict({"posterior": xr.Dataset(post), "constant_data": xr.Dataset(const)})
+    fit.attrs["hierbench_spec"] = json.dumps(spec)
+    return fit
+
+
+def test_a_model_without_shared_task_effects_says_agents_are_not_paired():
+    """METR, beta-binomial: P(Claude 3 Opus > davinci-002) = 1.000 beside a paired p of 0.25, unexplained."""
+    from hierbench.report import bayes_pair_note
+
+    d = ("chain", "draw")
+    grid = {"n_runs": (("agent", "task"), np.ones((2, 3)))}
+    bb = _tree({"mu": ((*d, "agent"), np.zeros((1, 2, 2)))}, grid, {"model": "beta_binomial"})
+    crossed = _tree({"mu": ((*d, "agent"), np.zeros((1, 2, 2))), "task_effect": ((*d, "task"), np.zeros((1, 2, 3)))},
+                    grid, {"model": "crossed", "options": {"clusters": False}})  # fmt: skip
+    battles = _tree({"strength": ((*d, "agent"), np.zeros((1, 2, 2)))}, {"n": (("pair",), [1])}, {"model": "bradley_terry"})
+    note = bayes_pair_note(bb, 1)
+    assert "beta-binomial model has no task effect shared by the agents" in note
+    assert "not paired on tasks" in note and "task clusters are ignored" in note
+    assert "not paired" not in bayes_pair_note(crossed, 1)
+    assert "not paired" not in bayes_pair_note(battles, 1)  # no tasks: nothing to pair on
+
+
+# ---------------------------------------------------------------- the section and its heatmap
+
+
+@pytest.fixture(scope="module")
+def bb_report(tmp_path_factory):
+    """A beta-binomial fit of 4 agents and its report, with the heatmap's matrix captured.
+
+    A real fit (not a stub): the section's caveat must follow from the fit's own structure.
+    """
+    import hierbench.report._figures as F
+    from hierbench import bayes
+    from hierbench.report import build
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=4, n_tasks=12, n_runs=2, rng=5)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "fit failed convergence checks")  # 100 draws: the structure is what counts
+        fit = bayes.fit(bayes.build_beta_binomial(ds), draws=100, tune=100, chains=2, rng=0, progress=False)
+    seen = {}
+    original = F.heatmap
+
+    def spy(matrix, **kw):
+        seen["matrix"] = matrix
+        return original(matrix, **kw)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(F, "heatmap", spy)
+    try:
+        path = build(fit, ds, path=tmp_path_factory.mktemp("r") / "r.md", n_resamples=99, progress=False)
+    finally:
+        mp.undo()
+    return fit, path.read_text(), seen["matrix"]
+
+
+def test_heatmap_rows_follow_the_posterior_means_and_the_caption_says_so(bb_report):
+    fit, md, matrix = bb_report
+    post = fit["posterior"].to_dataset()["mean_new_task"]
+    means = pd.Series(post.values.reshape(-1, post.sizes["agent"]).mean(0), index=post["agent"].values.astype(str))
+    expected = means.sort_values(ascending=False).index.tolist()
+    assert list(matrix.index) == list(matrix.columns) == expected
+    assert expected != sorted(expected) and expected != list(post["agent"].values)  # the order is not the file's
+    assert "by expected score on a new task from the task population; rows and columns ordered by each agent's " \
+        "posterior mean of it, highest first" in md
+
+
+def test_the_section_reads_as_sentences_with_its_caveats(bb_report):
+    _, md, _ = bb_report
+    section = md.split("## Does A beat B?")[1].split("\n## ")[0]
+    assert "column compare the agents by `mean_new_task`." in section
+    assert "not paired on tasks" in section
+    assert "are different procedures: near the level they can disagree" in section
+    assert "per-pair CI and p disagree (at 0.05)" in section
+
+
+# ---------------------------------------------------------------- figures
+
+
+def test_rank_panels_print_p_as_the_verdict_does():
+    """The panel read p=0.00 where the text said p = 0.0025."""
+    import matplotlib.pyplot as plt
+
+    from hierbench.report._figures import rank_plot
+    from hierbench.report._figures import rank_tests
+
+    gen = np.random.default_rng(7)
+    x = gen.normal(size=(4, 400))
+    x[0] += 0.35  # one chain off: p of order 1e-3, which two decimals print as 0.00
+    post = xr.Dataset({"x": (("chain", "draw"), x), "y": (("chain", "draw"), gen.normal(size=(4, 400)))},
+                      coords={"chain": np.arange(4), "draw": np.arange(400)})  # fmt: skip
+    worst = [("x", {}), ("y", {})]
+    p = rank_tests(post, worst)
+    assert 0 < p["x"] < 0.005
+    fig = rank_plot(post, worst).viz["figure"].item()
+    printed = sorted(t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("p"))
+    plt.close(fig)
+    # two significant figures (hand format), never two decimals
+    assert printed == sorted(f"p = {v:.2g} (α = 0.01) " for v in p.values())
+    assert "p = 0.00 " not in " ".join(printed)
+    # and the convergence verdict, which names the flagged panel, prints the same figures
+    from hierbench.report._convergence import _check_rows
+    from hierbench.report._convergence import _verdict
+
+    checks = [{"check": "r_hat", "value": 1.0, "at": "x", "limit": 1.01, "rule": "<=", "passed": True, "why": "w"}]
+    verdict, note = _verdict([], _check_rows(checks, p, 0.01), p, 0.01)
+    panel_x = next(t for t in printed if f"{p['x']:.2g}" in t)
+    assert verdict == "warning" and f"({panel_x.split(' (α')[0].removeprefix('p = ')}," in note
+
+
+def test_eleven_agents_get_eleven_distinct_lines():
+    """pass^k legend, METR with 11 agents: two entries were two shades of one hue, solid alike."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_rgb
+
+    from hierbench.report import passk_curves
+
+    agents = [f"agent {i}" for i in range(11)]
+    idx = pd.MultiIndex.from_product([agents, [1, 2, 3]], names=["agent", "k"])
+    band = pd.DataFrame({"estimate": 0.5, "lower": 0.4, "upper": 0.6}, index=idx)
+    fig = passk_curves(band, None, prob=0.95, title="t")
+    lines = fig.axes[0].get_legend().get_lines()
+    styles = [(to_rgb(h.get_color()), h.get_linestyle()) for h in lines]
+    plt.close(fig)
+    assert len(styles) == 11 and len(set(styles)) == 11
+    # lines of one style are told apart by colour alone: no two closer than 0.2 in RGB
+    for ls in {s for _, s in styles}:
+        cols = np.array([c for c, s in styles if s == ls])
+        gaps = [np.linalg.norm(a - b) for i, a in enumerate(cols) for b in cols[i + 1 :]]
+        assert not gaps or min(gaps) > 0.2, ls
+
+
+def test_wide_tables_wrap_their_text_cells():
+    """Side by side at 1400 px: the `flag` column sat behind a horizontal scrollbar."""
+    from hierbench.report._report import _CSS
+
+    rules = dict(r.split("{", 1) for r in _CSS.replace("\n", "").split("}") if "{" in r)
+    assert "overflow-wrap:anywhere" in rules["td.txt"]
+    assert "margin-right:min(0px" in rules[".hb-wide"]
