@@ -429,8 +429,8 @@ def test_rank_test_is_the_p_value_the_rank_plot_prints_and_a_flag_is_a_warning()
     p = rank_tests(post, worst)
     pc = rank_plot(post, worst)
     fig = pc.viz["figure"].item() if hasattr(pc.viz["figure"], "item") else pc.viz["figure"]
-    printed = sorted(t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("p="))
-    assert printed == sorted(f"p={v:.2f}(α={1 - RANK_ENVELOPE:.2f}) " for v in p.values())
+    printed = sorted(t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith("p ="))
+    assert printed == sorted(f"p = {v:.2g} (α = {1 - RANK_ENVELOPE:g}) " for v in p.values())
     plt.close(fig)
     assert p["x"] < 1 - RANK_ENVELOPE < p["y"]
     checks = [{"check": "r_hat", "value": 1.0, "at": "x", "limit": 1.01, "rule": "<=",

@@ -11,6 +11,7 @@ import xarray as xr
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
+from ._figures import rank_p_text
 from ._report import Report
 
 
@@ -86,11 +87,13 @@ def _diag_checks(fit: xr.DataTree) -> tuple[list[dict], list[str]]:
 
 def _shown(check: str, value: float) -> str:
     """A check's value as people read it: counts whole, p-values to two figures, the rest to three decimals."""
+    if check == "p":
+        return rank_p_text(value)
     if not np.isfinite(value):
         return "not computed"
     if check in ("ess_bulk", "ess_tail", "divergences"):
         return f"{value:,.0f}"
-    return f"{value:.2g}" if check == "p" else f"{value:.3f}"
+    return f"{value:.3f}"
 
 
 def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd.DataFrame:
@@ -152,7 +155,7 @@ def _verdict(failures: list, table: pd.DataFrame, marked: dict[str, float] | Non
         )
     low = {k: v for k, v in (marked or {}).items() if v < alpha}
     if low:
-        said = ", ".join(f"`{k}` (p = {v:.2g})" for k, v in low.items())
+        said = ", ".join(f"`{k}` (p = {rank_p_text(v)})" for k, v in low.items())
         return "converged: every check passes, the rank plots included", (
             f"The rank plots mark {said} at the per-panel level {alpha:g}. The plotted parameters "
             "are the most extreme of many, so such marks are expected by chance; the check above "
