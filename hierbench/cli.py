@@ -638,6 +638,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report import pair_frame
     from .report import pair_matrix
     from .report import pair_text
+    from .report import score_order
 
     m = ds.sizes["agent"]
     if _progress_wanted(args):
@@ -660,7 +661,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(_compare_text(cmp, args, matrix))
         if matrix:
-            print(_matrix_in_order(pair_matrix(cmp, alpha=alpha, numbered=False), _agent_order(ds)).to_string())
+            print(pair_matrix(cmp, alpha=alpha, order=score_order(ds)).to_string())
             name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
             print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
         else:
@@ -670,6 +671,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _compare_text(cmp, args: argparse.Namespace, matrix: bool) -> str:
+    from .report import SCORE_ORDER_WORDS
     from .report import pair_sentence
     from .report import settings_text
 
@@ -679,56 +681,10 @@ def _compare_text(cmp, args: argparse.Namespace, matrix: bool) -> str:
     ) + "\n"
     if matrix:
         head += "\n".join(textwrap.wrap(
-            f"{cmp.to_dataset().sizes['agent']} agents: the pairs as a matrix, {_ORDER_WORDS}; the "
+            f"{cmp.to_dataset().sizes['agent']} agents: the pairs as a matrix, {SCORE_ORDER_WORDS}; the "
             "full table: --all-pairs or --json.", 100, break_on_hyphens=False,
         )) + "\n"  # fmt: skip
     return head
-
-
-#: what :func:`_agent_order` orders by, in the words the matrix is printed under
-_ORDER_WORDS = (
-    "agents in order of their mean score per task (over the tasks each ran, `hierbench summary`'s "
-    "'mean (per task)'), highest first, ties by name"
-)
-
-
-def _agent_order(ds) -> list[str]:
-    """The agents by mean score per task (``summarize``'s ``mean_score``), highest first, ties by name.
-
-    An agent with no scored run (NaN) comes last.
-    """
-    mean = _summary_frame(ds)["mean_score"].rename_axis("agent").reset_index(name="mean")
-    by = mean.sort_values(["mean", "agent"], ascending=[False, True], na_position="last", kind="stable")
-    return by["agent"].tolist()
-
-
-def _flip_sign(cell: str) -> str:
-    """A matrix cell (``"+0.30*"``) seen from the other agent's side: the same text, the other sign."""
-    if cell[:1] in "+-" and cell[1:2].isdigit():
-        return ("-" if cell[0] == "+" else "+") + cell[1:]
-    return cell  # NaN, or empty, reads the same either way
-
-
-def _matrix_in_order(cells, order: list[str]):
-    """``pair_matrix(..., numbered=False)``'s cells (value and marks) with the agents in ``order``.
-
-    ``pair_matrix`` puts its agents in an order of its own; each of its cells is row minus
-    column, so the pair seen from the other side is the same cell with the other sign. Rows
-    ``"1. name"``, columns ``"1"``, ``"2"``, ...; the upper triangle filled and the first
-    (empty) column left out, as ``pair_matrix`` lays them out.
-    """
-    import pandas as pd
-
-    text = {}
-    for a, row in cells.iterrows():
-        for b, cell in row.items():
-            if cell:
-                text[a, b], text[b, a] = cell, _flip_sign(cell)
-    rows = [[text.get((a, b), "") if j > i else "" for j, b in enumerate(order)] for i, a in enumerate(order)]
-    index = [f"{i}. {a}" for i, a in enumerate(order, start=1)]
-    out = pd.DataFrame(rows, index=index, columns=[str(i) for i in range(1, len(order) + 1)]).iloc[:, 1:]
-    out.index.name = cells.index.name
-    return out
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

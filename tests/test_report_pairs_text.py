@@ -238,3 +238,29 @@ def test_wide_tables_wrap_their_text_cells():
     rules = dict(r.split("{", 1) for r in _CSS.replace("\n", "").split("}") if "{" in r)
     assert "overflow-wrap:anywhere" in rules["td.txt"]
     assert "margin-right:min(0px" in rules[".hb-wide"]
+
+
+def test_pair_matrix_takes_an_order_and_refuses_one_that_is_not_the_agents():
+    """Rows follow ``order``; each cell is row minus column (the paired mean difference over common tasks, by hand)."""
+    import warnings
+
+    import pytest
+
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_matrix
+    from hierbench.testing import simulate_eval
+
+    data, _ = simulate_eval(n_agents=4, n_tasks=12, n_runs=2, rng=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_agents(data, n_permutations=99, rng=0)
+    agents = [str(a) for a in data["agent"].values]
+    order = agents[::-1]
+    m = pair_matrix(cmp, order=order, numbered=False)
+    assert list(m.index) == order and list(m.columns) == order[1:]
+    per_task = data["score"].mean("run")
+    a, b = order[0], order[2]
+    by_hand = float((per_task.sel(agent=a) - per_task.sel(agent=b)).mean())
+    assert m.loc[a, b].startswith(f"{by_hand:+.2f}")
+    with pytest.raises(ValueError, match=r"missing \['agent_00'\]"):
+        pair_matrix(cmp, order=agents[1:])

@@ -21,6 +21,7 @@ from ._figures import variance_plot
 from ._match import FitDataMismatchError
 from ._match import check_fit_data
 from ._pairs import MATRIX_ABOVE
+from ._pairs import SCORE_ORDER_WORDS as SCORE_ORDER_WORDS  # for the CLI; not in __all__
 from ._pairs import bayes_pair_note
 from ._pairs import differ_column
 from ._pairs import marks_legend
@@ -28,6 +29,7 @@ from ._pairs import pair_frame
 from ._pairs import pair_matrix
 from ._pairs import pair_sentence
 from ._pairs import pair_text
+from ._pairs import score_order as score_order  # for the CLI; not in __all__
 from ._pairs import settings_text
 from ._report import Report
 from ._report import as_table

@@ -411,6 +411,44 @@ def _per_pair_words(cmp) -> str:
     return f"per-pair intervals: {ci['ci_detail']}" + (f" ({kind})" if kind and kind not in ci["ci_detail"] else "")
 
 
+#: what :func:`score_order` orders by, in the words a matrix is printed under
+SCORE_ORDER_WORDS = (
+    "agents in order of their mean score per task (over the tasks each ran, `hierbench summary`'s "
+    "'mean (per task)'), highest first, ties by name"
+)
+
+
+def score_order(data: xr.Dataset) -> list[str]:
+    """The agents by mean score per task (``hierbench.data.summarize``'s ``mean_score``), highest first.
+
+    Ties by name; an agent with no scored run (NaN) comes last.
+    """
+    import warnings
+
+    from ..data import summarize
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # summarize's notices are the summary's business, not the order's
+        mean = summarize(data)["mean_score"].to_series()
+    mean.index = mean.index.astype(str)
+    by = mean.rename_axis("agent").reset_index(name="mean")
+    by = by.sort_values(["mean", "agent"], ascending=[False, True], na_position="last", kind="stable")
+    return by["agent"].tolist()
+
+
+def _check_order(order: list[str], ds: xr.Dataset) -> list[str]:
+    """``order`` as text, if it names each of the result's agents once; else a ValueError naming the difference."""
+    agents = [str(a) for a in ds["agent"].values]
+    order = [str(a) for a in order]
+    if sorted(order) != sorted(agents):
+        raise ValueError(
+            "`order` must name each agent of the comparison once; missing "
+            f"{sorted(set(agents) - set(order))}, not compared {sorted(set(order) - set(agents))}, "
+            f"repeated {sorted({a for a in order if order.count(a) > 1})}"
+        )
+    return order
+
+
 def _order(cmp) -> list[str]:
     """Agents by their mean paired difference against all others (best first)."""
     ds = _dataset(cmp)
@@ -420,12 +458,14 @@ def _order(cmp) -> list[str]:
     return [agents[i] for i in np.argsort(-score, kind="stable")]
 
 
-def pair_matrix(cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered: bool = True) -> pd.DataFrame:
+def pair_matrix(
+    cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered: bool = True, order: list[str] | None = None
+) -> pd.DataFrame:
     """The pairs as one matrix: row agent minus column agent, marked by the result's verdict.
 
-    Agents are ordered by their mean paired difference against all the
-    others (best first), and only the upper triangle is filled (the lower
-    one is its mirror), so most entries read "row beats column by".
+    Agents are in ``order`` (by default their mean paired difference against
+    all the others, best first), and only the upper triangle is filled (the
+    lower one is its mirror), so most entries read "row beats column by".
 
     Parameters
     ----------
@@ -436,6 +476,9 @@ def pair_matrix(cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered:
     numbered : bool
         Rows ``"1. name"`` and columns ``"1"``, ``"2"``, ... (narrow enough
         for 25 agents); else the names on both axes.
+    order : list of str, optional
+        Every agent of ``cmp`` once, in the order of the rows (the report and
+        ``hierbench compare`` order by mean score per task, highest first).
 
     Returns
     -------
@@ -446,7 +489,7 @@ def pair_matrix(cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered:
     ds = _dataset(cmp)
     d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent")
     p = ds["p_adjusted"].transpose("agent", "opponent")
-    order = _order(cmp)
+    order = _order(cmp) if order is None else _check_order(order, ds)
     cells = []
     for i, a in enumerate(order):
         row = []

@@ -74,14 +74,16 @@ _HEATMAP_CAPTION = (
 )
 
 
-def _pair_texts(cmp, alpha: float) -> tuple[list[str], object, object]:
+def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
     """The sentence, the full table and (with many agents) the compact matrix of the paired tests."""
     from ._pairs import MATRIX_ABOVE
+    from ._pairs import SCORE_ORDER_WORDS
     from ._pairs import disagree_note
     from ._pairs import marks_legend
     from ._pairs import pair_frame
     from ._pairs import pair_matrix
     from ._pairs import pair_sentence
+    from ._pairs import score_order
     from ._pairs import settings_text
 
     full = pair_frame(cmp, alpha=alpha)
@@ -89,10 +91,10 @@ def _pair_texts(cmp, alpha: float) -> tuple[list[str], object, object]:
     matrix = None
     if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
         name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
-        matrix = pair_matrix(cmp, alpha=alpha)
+        matrix = pair_matrix(cmp, alpha=alpha, order=score_order(data))
         text.append(
             "With this many agents the pairs are shown as a matrix: row agent minus column agent, "
-            f"agents ordered by their mean difference against all others; {marks_legend(alpha, name)}. "
+            f"{SCORE_ORDER_WORDS}; {marks_legend(alpha, name)}. "
             "The full table (every pair's simultaneous and per-pair intervals and p-values) is "
             "below, and in Python it is `hierbench.freq.compare_agents(data).to_frame()`."
         )
@@ -120,7 +122,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         )
     table = full = None
     if ctx.want_freq("compare"):
-        more, full, matrix = _pair_texts(_compare(ctx), 1.0 - ctx.prob)
+        more, full, matrix = _pair_texts(_compare(ctx), 1.0 - ctx.prob, ctx.data)
         text += more
         if ps is not None:
             full["Bayes P(a > b)"] = [
