@@ -238,7 +238,7 @@ def test_swebench_bash_only_pairs(shared_data):
     # 12 repos: the max-T of the family from all 2^11 shared sign patterns of the repos
     a = clustered.attrs
     assert (a["test"], a["adjust"], a["unit"], a["n_units_total"]) == ("permutation", "maxt", "clusters", 12)
-    assert a["maxt_exact"] and "all 2048 sign patterns" in a["maxt_method"]
+    assert a["maxt_exact"] and "all 4096 sign patterns" in a["maxt_method"] and "(2048 computed" in a["maxt_method"]
     dfc = clustered.to_frame()
     assert (dfc["p_maxt_mcse"] == 0).all()
     # its per-pair interval is the CR2 t interval: it excludes 0 exactly when p_t < 0.05
@@ -336,5 +336,5 @@ def test_exact_max_t_states_the_number_of_sign_patterns_it_enumerates():
     res = compare_agents(ds, test="permutation", adjust="maxt", rng=0)
     text = res.attrs["maxt_method"]
     assert res.attrs["maxt_exact"]
-    assert text.startswith(f"all {2 ** (C - 1)} sign patterns of the {C} clusters with a difference "
-                           f"({2 ** C} counting the flip of all signs, which gives the same |t|), exact"), text
+    assert text.startswith(f"exact over all {2 ** C} sign patterns of the {C} clusters with a difference "
+                           f"({2 ** (C - 1)} computed: flipping every sign leaves |t| as it is)"), text

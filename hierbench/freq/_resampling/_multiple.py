@@ -659,9 +659,9 @@ def _maxt_method(fam: dict, test: str, unit: str) -> str:
     if fam["exact"]:
         # the enumeration fixes the first unit's sign: 2^(n-1) patterns, each standing for
         # itself and its flip of every sign, which leaves every |t| as it is
-        return (f"all {fam['n_patterns']} sign patterns of the {fam['n_units']} {unit} with a "
-                f"difference ({2 * fam['n_patterns']} counting the flip of all signs, which gives "
-                "the same |t|), exact; the CR2 t re-computed under each")
+        return (f"exact over all {2 * fam['n_patterns']} sign patterns of the {fam['n_units']} {unit} "
+                f"with a difference ({fam['n_patterns']} computed: flipping every sign leaves |t| as it is); "
+                "the CR2 t re-computed under each")
     return (f"{fam['n_draws']} random sign patterns of the {fam['n_units']} {unit} with a "
             "difference, Monte Carlo; the CR2 t re-computed under each")
 
