@@ -83,6 +83,20 @@ def metr_eval(shared_data):
     return load_metr(shared_data)
 
 
+@pytest.fixture
+def rare_and_common():
+    """Two agents over 60 tasks x 4 runs: "rare" succeeded once on each of three tasks, "common" about half the time."""
+    import numpy as np
+    import xarray as xr
+
+    rng = np.random.default_rng(5)
+    s = np.zeros((2, 60, 4))
+    s[0, :3, 0] = 1.0
+    s[1] = rng.random((60, 4)) < 0.5
+    return xr.Dataset({"score": (("agent", "task", "run"), s)},
+                      coords={"agent": ["rare", "common"], "task": [f"t{i}" for i in range(60)]})  # fmt: skip
+
+
 @pytest.fixture(scope="session")
 def demo_fast(tmp_path_factory):
     """``hierbench demo --fast`` through the CLI's ``main()``, run once (40-55 s; one worker under -n).

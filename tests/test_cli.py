@@ -1140,19 +1140,12 @@ def test_report_and_demo_without_data_refuse_reader_flags(tmp_path, capsys):
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "d").exists()
 
 
-def test_demo_names_the_agents_whose_bootstrap_mean_few_tasks_carry():
+def test_demo_names_the_agents_whose_bootstrap_mean_few_tasks_carry(rare_and_common):
     """The demo's note under its bootstrap table names the flagged agent, not the other, with the advice."""
-    import xarray as xr
-
     from hierbench.demo import _few_note
     from hierbench.freq import bootstrap_ci
 
-    rng = np.random.default_rng(5)
-    s = np.zeros((2, 60, 4))
-    s[0, :3, 0] = 1.0
-    s[1] = rng.random((60, 4)) < 0.5
-    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
-                    coords={"agent": ["rare", "common"], "task": [f"t{i}" for i in range(60)]})  # fmt: skip
+    ds = rare_and_common
     note = " ".join(_few_note(bootstrap_ci(ds, n_resamples=99, rng=0)).split())
     assert note.startswith("Few tasks carry the mean of rare: a resampling interval covers less than its level there")
     assert "common" not in note and "pass_hat_k(data, 1) gives a bound that holds." in note

@@ -892,14 +892,9 @@ def test_one_agent_variance_section_from_a_fit(tmp_path):
     assert "UndefinedMetricWarning: crossed_variance_components: agent is undefined" in md
 
 
-def test_abilities_flag_a_bootstrap_mean_few_tasks_carry(tmp_path):
+def test_abilities_flag_a_bootstrap_mean_few_tasks_carry(tmp_path, rare_and_common):
     """An agent that succeeded once on each of three of 60 tasks: its bootstrap interval is flagged."""
-    rng = np.random.default_rng(5)
-    s = np.zeros((2, 60, 4))
-    s[0, :3, 0] = 1.0
-    s[1] = rng.random((60, 4)) < 0.5
-    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
-                    coords={"agent": ["rare", "common"], "task": [f"t{i}" for i in range(60)]})  # fmt: skip
+    ds = rare_and_common
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         md = build(data=ds, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
