@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import SOURCE_COLUMN
 from .._base import renamed_kwargs
 from ._records import read_table
 from ._schema import EvalDataError
@@ -447,7 +448,7 @@ def read_battles(
     out = _verdict_outcomes(*ids["winner"], mapping, winner)
     ia, ib, names = _agent_codes(ids["left"], ids["right"], agents)
     ag = np.asarray(names, dtype=object)
-    return _pairwise_dataset(
+    ds = _pairwise_dataset(
         ag[ia],
         ag[ib],
         out,
@@ -456,6 +457,9 @@ def read_battles(
         position=np.ones(len(ia), dtype=np.int8) if position else None,
         attrs={"source": source, "reader": "read_battles", "n_records_read": len(df)},
     )
+    if task is not None:  # the name the tasks are called by (e.g. a bootstrap over 'prompt')
+        ds["task"].attrs[SOURCE_COLUMN] = str(task)
+    return ds
 
 
 def _counts_dataset(
