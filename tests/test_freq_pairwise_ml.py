@@ -165,7 +165,7 @@ def test_davidson_with_home_matches_an_independent_optimiser():
 
 def test_bootstrap_intervals_battles_and_prompts(llmfao):
     _, pw = llmfao
-    r = fit_bradley_terry_ml(pw, n_resamples=200, rng=1)
+    r = fit_bradley_terry_ml(pw, n_resamples=200, rng=1, resample="battles")
     rt = fit_bradley_terry_ml(pw, n_resamples=200, rng=1, resample="task")
     width = (r.ci.sel(ci_bound="upper") - r.ci.sel(ci_bound="lower")).mean()
     width_t = (rt.ci.sel(ci_bound="upper") - rt.ci.sel(ci_bound="lower")).mean()

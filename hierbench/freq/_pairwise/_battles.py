@@ -14,6 +14,7 @@ import pandas as pd
 import xarray as xr
 from scipy import sparse
 
+from ..._base import SOURCE_COLUMN
 from ..._base import HierbenchError
 from ...data import check_pairwise
 from ...data import oriented_cells
@@ -35,6 +36,7 @@ class _Battles:
     first_position: bool
     column: np.ndarray | None  # (C,) index cell * 3 + outcome of each battle, None for counts input
     task: np.ndarray | None  # (C,) task label of each battle
+    task_column: str | None = None  # the column the tasks were read from (read_battles(task=...))
 
 
 def _battles(pairs: xr.Dataset) -> _Battles:
@@ -57,8 +59,10 @@ def _battles(pairs: xr.Dataset) -> _Battles:
         cat = np.where(out == 1.0, 0, np.where(out == 0.5, 1, 2))
         column = inv * 3 + cat
         counts = np.bincount(column, minlength=3 * ca.size).reshape(-1, 3).astype(float)
-        task = pairs.variables["task"].values if "task" in pairs.variables else None
-        return _Battles(agents, ca, cb, counts, first, column, task)
+        tv = pairs.variables.get("task")
+        task = tv.values if tv is not None else None
+        column_name = str(tv.attrs.get(SOURCE_COLUMN, "task")) if tv is not None else None
+        return _Battles(agents, ca, cb, counts, first, column, task, column_name)
     if "pair" in pairs.dims and {"n_win_a", "n_tie", "n_win_b"} <= set(pairs.data_vars):
         agents = [str(x) for x in pairs["agent"].values]
         index = {a: i for i, a in enumerate(agents)}
@@ -123,6 +127,26 @@ def _agent_codes(pairs: xr.Dataset, agents: list[str]) -> tuple[np.ndarray, np.n
     return idx[:n], idx[n:]
 
 
+def _resample_unit(b: _Battles, resample: str) -> str:
+    """``"task"`` or ``"battles"``: the user's choice, or (``"auto"``) tasks when the battles carry them."""
+    if resample != "auto":
+        return resample
+    return "task" if b.task is not None else "battles"
+
+
+def _tasks_text(b: _Battles) -> str:
+    """The battles' tasks counted and named by their column: "13 tasks of column 'prompt'"."""
+    n = int(pd.unique(np.asarray(b.task, dtype=object)).size)
+    return f"{n} tasks of column {b.task_column!r}"
+
+
+def _unit_text(b: _Battles, unit: str) -> str:
+    """The bootstrap unit in words, for an interval's ``ci_detail`` and a repr."""
+    if unit == "task":
+        return f"tasks ({_tasks_text(b)}, each drawn with all its battles)"
+    return f"battles ({round(float(b.counts.sum()))}, taken as independent)"
+
+
 def _resampled_counts(
     b: _Battles,
     n_resamples: int,
@@ -152,13 +176,17 @@ def _resampled_counts(
             raise HierbenchError(
                 "`resample='task'` needs a `task` variable in `pairs` (read_battles(task=...))"
             )
-        labels = _task_labels(np.asarray(b.task), "to resample tasks (resample='task')")
+        labels = _task_labels(
+            np.asarray(b.task),
+            "to resample tasks (resample='task', the default when `pairs` has a task)",
+            ", or pass resample='battles' to take the battles as independent",
+        )
         _, codes = np.unique(labels, return_inverse=True)
     for w in weight_blocks(C, n_resamples, gen, clusters=codes):
         yield np.asarray((S.T @ w.T).T).reshape(w.shape[0], K, 3)
 
 
-def _task_labels(raw: np.ndarray, why: str) -> np.ndarray:
+def _task_labels(raw: np.ndarray, why: str, or_else: str = "") -> np.ndarray:
     """Return the comparisons' task labels as text; refuse missing labels.
 
     As text, missing labels would all read 'nan' and be taken for one task.
@@ -168,6 +196,6 @@ def _task_labels(raw: np.ndarray, why: str) -> np.ndarray:
         raise HierbenchError(
             f"`pairs.task` has {int(miss.sum())} missing labels (comparisons "
             f"{np.flatnonzero(miss)[:5].tolist()}); tasks are needed {why}: label them or "
-            "drop those comparisons"
+            f"drop those comparisons{or_else}"
         )
     return raw.astype(str)

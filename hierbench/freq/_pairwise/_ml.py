@@ -24,9 +24,10 @@ maximum exists exactly when the "beat or tied" graph of the agents is strongly
 connected (Ford 1957; Hunter 2004, Assumption 1); otherwise the abilities are
 NaN with a :class:`NoFiniteMLEWarning` naming the agents concerned.
 
-Intervals come from a bootstrap over battles, or over tasks (prompts) with
-every battle of a drawn task (``resample="task"``): battles on one prompt are
-not independent. Rank intervals come from the same resamples.
+Intervals come from a bootstrap over tasks (prompts), each drawn with all its
+battles, whenever the battles carry a task (battles on one prompt are not
+independent), or over single battles (``resample="battles"``, and pair counts,
+which carry no task). Rank intervals come from the same resamples.
 """
 
 from __future__ import annotations
@@ -49,18 +50,24 @@ from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_number
 from ..._base import check_prob
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
 from .._kernels import percentile_bounds
 from ._battles import _Battles
 from ._battles import _battles
+from ._battles import _resample_unit
 from ._battles import _resampled_counts
+from ._battles import _tasks_text
+from ._battles import _unit_text
 from ._newton import _Fit
 from ._newton import _fit
 from ._newton import _free
 from ._newton import _inverse
 from ._newton import _newton_batch
 from ._newton import _strongly_connected
+from ._text import _number
+from ._text import _ranked_lines
 
 __all__ = [
     "ELO_PER_LOGIT",
@@ -125,6 +132,37 @@ class BradleyTerryMLResult(ResampledResult):
     n_undefined: int = 0
     attrs: dict = field(default_factory=dict)
 
+    def _repr_lines(self) -> list[str]:
+        """A leaderboard: the agents best first with their intervals, then home and ties."""
+        ci, est = self.ci, self.estimate
+        fmt = _number(0 if self.attrs.get("scale") == "elo" else 3)
+        rlo, rhi = (self.rank_ci.sel(ci_bound=b).values for b in ("lower", "upper"))
+        ranks = [f"  rank [{_number(0)(a)}, {_number(0)(b)}]" for a, b in zip(rlo, rhi, strict=True)]
+        lines = [
+            f"BradleyTerryMLResult: {len(est)} agents, {self.n_comparisons} battles; ability in "
+            f"{est.attrs.get('units', '?')}",
+            f"  {interval_label(ci)} interval: {ci.attrs.get('ci_detail', '')}",
+            *_ranked_lines(
+                [str(a) for a in est["agent"].values],
+                est.values,
+                ci.sel(ci_bound="lower").values,
+                ci.sel(ci_bound="upper").values,
+                fmt,
+                ranks,
+            ),
+        ]
+        for name, what in (("home", "first-position (home) advantage, logits"), ("nu", "Davidson tie parameter nu")):
+            v, v_ci = getattr(self, name), getattr(self, f"{name}_ci")
+            if v is not None:
+                lo, hi = (float(x) for x in v_ci.values) if v_ci is not None else (np.nan, np.nan)
+                lines.append(f"  {what}: {_number(3)(float(v))} [{_number(3)(lo)}, {_number(3)(hi)}]")
+        if self.n_undefined:
+            lines.append(
+                f"  {self.n_undefined} of {self.attrs.get('n_resamples')} resamples had no finite MLE "
+                "(left out of the intervals)"
+            )
+        return lines
+
 
 def fit_bradley_terry_ml(
     pairs: xr.Dataset,
@@ -135,7 +173,7 @@ def fit_bradley_terry_ml(
     reference: str | None = None,
     center: float = 1000.0,
     interval: str = "bootstrap",
-    resample: str = "battles",
+    resample: str = "auto",
     n_resamples: int = 1000,
     prob: float = DEFAULT_PROB,
     method: str = "newton",
@@ -164,8 +202,13 @@ def fit_bradley_terry_ml(
         Elo of the reference (or of the mean ability).
     interval : {"bootstrap", "wald"}
         Percentile bootstrap, or ``estimate +- z * standard_error``.
-    resample : {"battles", "task"}
-        Bootstrap unit: battles, or tasks (prompts) with all their battles.
+    resample : {"auto", "task", "battles"}
+        Bootstrap unit: tasks (prompts), each drawn with all its battles, or
+        single battles, taken as independent. ``"auto"`` (the default): tasks
+        when ``pairs`` carries a ``task`` (``read_battles(task=...)``), since
+        battles on one prompt are not independent and a bootstrap over them
+        is too narrow; battles otherwise (pair counts carry no task). The
+        unit is stated in ``attrs["resample"]`` and in ``ci.attrs["ci_detail"]``.
     n_resamples : int
     prob : float
     method : {"newton", "mm"}
@@ -196,9 +239,8 @@ def fit_bradley_terry_ml(
     """
     check_choice(ties, "ties", ["davidson", "half", "none"])
     check_choice(scale, "scale", ["elo", "logit"])
-    check_choice(interval, "interval", ["bootstrap", "wald"])
-    check_choice(resample, "resample", ["battles", "task"])
     check_choice(method, "method", ["newton", "mm"])
+    _check_interval_args(interval, resample)
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     max_iter = check_int(max_iter, "max_iter", min=1)
@@ -208,6 +250,7 @@ def fit_bradley_terry_ml(
     center = check_number(center, "center")
     b = _battles(pairs)
     st = _settings(b, ties, home, scale, reference, center, method, tol, max_iter)
+    unit = _resample_unit(b, resample)
     fit = _fit(b.counts, b.ia, b.ib, st.m, st.ref, st.eff_ties, home, method, st.tol, st.max_iter)
     if fit is None:
         _warn_no_mle(b)
@@ -218,8 +261,20 @@ def fit_bradley_terry_ml(
         )
     boot = _Boot.empty(n_resamples, st.m)
     if fit is not None and interval == "bootstrap":
-        boot = _bootstrap(b, st, fit, n_resamples, resample, as_rng(rng))
-    return _bt_result(b, st, fit, boot, interval, resample, prob)
+        boot = _bootstrap(b, st, fit, n_resamples, unit, as_rng(rng))
+    return _bt_result(b, st, fit, boot, interval, unit, prob)
+
+
+def _check_interval_args(interval: str, resample: str) -> None:
+    """Refuse a bootstrap unit given to the Wald interval, which resamples nothing."""
+    check_choice(interval, "interval", ["bootstrap", "wald"])
+    check_choice(resample, "resample", ["auto", "task", "battles"])
+    if interval == "wald" and resample != "auto":
+        raise ValueError(
+            f"`resample={resample!r}` sets the bootstrap unit; the Wald interval (interval='wald') "
+            "resamples nothing and takes the battles as independent. Use interval='bootstrap', "
+            "or leave `resample` unset"
+        )
 
 
 @dataclass
@@ -406,7 +461,17 @@ def _wald_se(fit: _Fit, st: _Settings):
     return se_v, home_se, cov
 
 
-def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, resample: str, prob: float):
+def _scale_attrs(st: _Settings) -> dict:
+    """What the reported abilities are and in which units: the attrs of ``estimate`` and ``ci``."""
+    anchor = f"agent {st.reference!r}" if st.reference is not None else "the mean ability"
+    if st.scale == "logit":
+        units = f"logits (log-odds of winning; 0 = {anchor})"
+    else:
+        units = f"Elo points (400 per 10x odds; {st.center:g} = {anchor})"
+    return {"quantity": "Bradley-Terry ability", "scale": st.scale, "units": units}
+
+
+def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, unit: str, prob: float):
     nan_m = np.full(st.m, np.nan)
     n_resamples = boot.dist.shape[0]
     if fit is None:
@@ -427,15 +492,26 @@ def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, resample: str,
         coords={"agent": pd.Index(b.agents, dtype=object, name="agent")},
         name="ability",
     )
-    iv = _bt_intervals(est, st, fit, cov, boot, interval, resample, prob, se_v, home_v, home_se)
+    unit_words = _unit_text(b, unit)
+    details = (f"bootstrap over {unit_words}, {n_resamples} resamples", _wald_detail(b))
+    iv = _bt_intervals(est, st, fit, cov, boot, interval, details, prob, se_v, home_v, home_se)
+    on_scale = _scale_attrs(st)
+    iv["ci"].attrs.update(on_scale)
+    logit = {"scale": "logit", "units": "logits (log-odds of winning)"}
     return BradleyTerryMLResult(
-        estimate=est,
-        ability=est.copy(deep=False, data=theta_n).rename("ability_logit"),
-        standard_error=est.copy(deep=False, data=se_v).rename("standard_error"),
+        estimate=est.assign_attrs(on_scale),
+        ability=est.copy(deep=False, data=theta_n).rename("ability_logit").assign_attrs(
+            {**_scale_attrs(st), **logit}
+        ),
+        standard_error=est.copy(deep=False, data=se_v).rename("standard_error").assign_attrs(
+            on_scale
+        ),
         rank=est.copy(deep=False, data=_ranks(est_v[None])[0]).rename("rank"),
-        distribution=xr.DataArray(boot.dist, dims=("resample", "agent"), coords=est.coords),
-        home=xr.DataArray(home_v, name="home") if st.home else None,
-        home_se=xr.DataArray(home_se, name="home_se") if st.home else None,
+        distribution=xr.DataArray(
+            boot.dist, dims=("resample", "agent"), coords=est.coords, attrs=on_scale
+        ),
+        home=xr.DataArray(home_v, name="home", attrs=logit) if st.home else None,
+        home_se=xr.DataArray(home_se, name="home_se", attrs=logit) if st.home else None,
         nu=xr.DataArray(nu_v, name="nu") if st.ties == "davidson" else None,
         n_comparisons=round(float(b.counts.sum())),
         loglik=ll,
@@ -450,14 +526,23 @@ def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, resample: str,
             "iterations": iters,
             "converged": bool(converged),
             "interval": interval,
-            "resample": resample,
+            "resample": unit if interval == "bootstrap" else "none (Wald)",
+            "resample_unit": unit_words if interval == "bootstrap" else details[1],
             "n_resamples": n_resamples,
         },
         **iv,
     )
 
 
-def _bt_intervals(est, st, fit, cov, boot, interval, resample, prob, se_v, home_v, home_se):
+def _wald_detail(b: _Battles) -> str:
+    """The Wald interval's ``ci_detail``: what it assumes of the battles."""
+    text = "Wald: estimate +- z * standard error from the observed information at the MLE"
+    if b.task is None:
+        return text
+    return f"{text}; battles taken as independent, although they share {_tasks_text(b)}"
+
+
+def _bt_intervals(est, st, fit, cov, boot, interval, details, prob, se_v, home_v, home_se):
     """Return ``ci``, ``rank_ci``, ``home_ci`` and ``nu_ci``.
 
     Percentile bootstrap, or Wald (normal) from the observed information; rank intervals
@@ -470,7 +555,7 @@ def _bt_intervals(est, st, fit, cov, boot, interval, resample, prob, se_v, home_
     def like(x: np.ndarray) -> xr.DataArray:  # bounds shaped like est (cheaper than a template)
         return est.copy(deep=False, data=np.asarray(x, dtype=float))
 
-    detail_boot = f"bootstrap over {resample}, {boot.dist.shape[0]} resamples"
+    detail_boot, detail_wald = details
     good = np.isfinite(boot.dist).all(1)
     boot_ok = interval == "bootstrap" and good.any()
     out: dict = {"home_ci": None, "nu_ci": None}
@@ -485,7 +570,7 @@ def _bt_intervals(est, st, fit, cov, boot, interval, resample, prob, se_v, home_
             like(est_v + z * se_v),
             prob=prob,
             kind="normal",
-            detail="Wald: estimate +- z * standard error from the observed information at the MLE",
+            detail=detail_wald,
         )
     if boot_ok:
         rlo, rhi = percentile_bounds(_ranks(boot.dist[good]), prob)

@@ -23,6 +23,7 @@ from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_number
 from ..._base import check_prob
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._docs import fill_doc
 from ...data import check_pairwise
@@ -30,7 +31,11 @@ from .._kernels import percentile_bounds
 from .._kernels import ratio
 from ._battles import _agent_codes
 from ._battles import _battles
+from ._battles import _resample_unit
 from ._battles import _resampled_counts
+from ._battles import _unit_text
+from ._text import _number
+from ._text import _ranked_lines
 
 __all__ = ["EloResult", "WinRateResult", "online_elo", "win_rate"]
 
@@ -52,6 +57,9 @@ class WinRateResult(ResampledResult):
     n_comparisons : DataArray (agent, opponent)
     distribution : DataArray (resample, agent)
         Resampled ``average``.
+
+    The repr summarises (agents by average win rate, best first; counts);
+    ``to_frame()`` holds every (agent, opponent) cell.
     """
 
     estimate: xr.DataArray
@@ -60,6 +68,31 @@ class WinRateResult(ResampledResult):
     average_ci: xr.DataArray
     n_comparisons: xr.DataArray
     attrs: dict = field(default_factory=dict)
+
+    def _repr_lines(self) -> list[str]:
+        """Counts, then the agents by average win rate, best first (no agent x opponent dump)."""
+        n = self.n_comparisons.values
+        m = n.shape[0]
+        met = n > 0
+        n_pairs, n_met = m * (m - 1) // 2, int(np.triu(met, 1).sum())
+        opp = met.sum(1)
+        extra = [f"  vs {int(o)} opponents, {round(float(k))} battles" for o, k in zip(opp, n.sum(1), strict=True)]
+        return [
+            f"WinRateResult: {m} agents, {n_met} of {n_pairs} pairs met, "
+            f"{round(float(np.triu(n, 1).sum()))} battles (ties count half a win)",
+            f"  {interval_label(self.ci)} intervals: {self.ci.attrs.get('ci_detail', '')}",
+            "  average win rate over the opponents met (evalica's average_win_rate), best first:",
+            *_ranked_lines(
+                [str(a) for a in self.average["agent"].values],
+                self.average.values,
+                self.average_ci.sel(ci_bound="lower").values,
+                self.average_ci.sel(ci_bound="upper").values,
+                _number(3),
+                extra,
+            ),
+            f"  every agent's win rate against every opponent: .estimate, .ci, .to_frame() ({m} x {m}, "
+            "NaN where the two never met)",
+        ]
 
 
 def _win_matrix(
@@ -91,7 +124,7 @@ def win_rate(
     *,
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
-    resample: str = "battles",
+    resample: str = "auto",
     rng: None | int | np.random.Generator = None,
 ) -> WinRateResult:
     """Win rate of every agent against every opponent, ties counted as half a win.
@@ -105,8 +138,9 @@ def win_rate(
         Interval level.
     n_resamples : int
         Bootstrap resamples.
-    resample : {"battles", "task"}
-        Resample battles, or tasks (prompts) with all their battles.
+    resample : {"auto", "task", "battles"}
+        Bootstrap unit, as in :func:`fit_bradley_terry_ml`: by default tasks
+        when ``pairs`` carries a ``task``, battles otherwise.
     rng : None, int or Generator
 
     Returns
@@ -126,8 +160,9 @@ def win_rate(
     """
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
-    check_choice(resample, "resample", ["battles", "task"])
+    check_choice(resample, "resample", ["auto", "task", "battles"])
     b = _battles(pairs)
+    unit = _resample_unit(b, resample)
     m = len(b.agents)
     pts, n = _win_matrix(b.counts, b.ia, b.ib, m)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -135,7 +170,7 @@ def win_rate(
     avg = _average_rate(pts, n)
     gen = as_rng(rng)
     dists, dist_avg = [], []
-    for blk in _resampled_counts(b, n_resamples, resample, gen):
+    for blk in _resampled_counts(b, n_resamples, unit, gen):
         p_b, n_b = _win_matrix(blk, b.ia, b.ib, m)
         with np.errstate(invalid="ignore", divide="ignore"):
             dists.append(ratio(p_b, n_b))
@@ -146,9 +181,16 @@ def win_rate(
     alo, ahi = percentile_bounds(davg, prob)
     coords = {"agent": b.agents, "opponent": b.agents}
     est = xr.DataArray(rate, dims=("agent", "opponent"), coords=coords, name="win_rate")
-    detail = f"bootstrap over {resample}, {n_resamples} resamples"
+    est.attrs = {"quantity": "win rate", "scale": "probability", "units": "share of battles won, ties as half"}
+    detail = f"bootstrap over {_unit_text(b, unit)}, {n_resamples} resamples"
     ci = make_interval(lo, hi, prob=prob, kind="percentile", detail=detail, template=est)
-    average = xr.DataArray(avg, dims="agent", coords={"agent": b.agents}, name="average_win_rate")
+    average = xr.DataArray(
+        avg,
+        dims="agent",
+        coords={"agent": b.agents},
+        name="average_win_rate",
+        attrs={**est.attrs, "quantity": "average win rate over the opponents met"},
+    )
     average_ci = make_interval(
         alo, ahi, prob=prob, kind="percentile", detail=detail, template=average
     )
@@ -159,7 +201,7 @@ def win_rate(
         average_ci=average_ci,
         n_comparisons=xr.DataArray(n, dims=("agent", "opponent"), coords=coords),
         distribution=xr.DataArray(davg, dims=("resample", "agent"), coords={"agent": b.agents}),
-        attrs={"resample": resample, "n_resamples": n_resamples},
+        attrs={"resample": unit, "resample_unit": _unit_text(b, unit), "n_resamples": n_resamples},
     )
 
 
@@ -189,7 +231,49 @@ class EloResult(Result):
     ci: xr.DataArray
     by_order: xr.DataArray
     order_spread: xr.DataArray
+    attrs: dict = field(default_factory=dict)
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("by_order",)
+
+    def _repr_lines(self) -> list[str]:
+        """The ratings best first, each with its range over the random orders."""
+        a = self.attrs
+        spread = self.order_spread.values
+        extra = [f"  order spread {_number(0)(x)}" for x in spread] if a.get("n_orders") else None
+        return [
+            f"EloResult: {len(self.estimate)} agents, ratings after {a.get('n_battles')} battles in "
+            f"the order given (k = {a.get('k'):g}), in {self.estimate.attrs.get('units', '?')}",
+            f"  {interval_label(self.ci)} range: {self.ci.attrs.get('ci_detail', '')}",
+            *_ranked_lines(
+                [str(x) for x in self.estimate["agent"].values],
+                self.estimate.values,
+                self.ci.sel(ci_bound="lower").values,
+                self.ci.sel(ci_bound="upper").values,
+                _number(0),
+                extra,
+            ),
+        ]
+
+
+def _replay(A, B, S, m: int, k: float, initial: float, lb: float) -> np.ndarray:
+    """Elo ratings (order, agent) after the battles ``(A, B, S)[order, t]``, ``lb = ln(base) / scale``."""
+    R = np.full((A.shape[0], m), float(initial))
+    rows = np.arange(A.shape[0])
+    for t in range(A.shape[1]):
+        a, b_, s = A[:, t], B[:, t], S[:, t]
+        e = 1.0 / (1.0 + np.exp(lb * (R[rows, b_] - R[rows, a])))
+        delta = k * (s - e)
+        R[rows, a] += delta
+        R[rows, b_] -= delta
+    return R
+
+
+def _elo_attrs(initial: float, scale: float, base: float) -> dict:
+    """What online Elo ratings are, on which scale (``"elo"``: 400 points per 10x odds)."""
+    return {
+        "quantity": "online Elo rating (depends on the battle order)",
+        "scale": "elo" if (scale, base) == (400.0, 10.0) else f"elo ({scale:g} per {base:g}x odds)",
+        "units": f"Elo points ({scale:g} per {base:g}x odds; start {initial:g})",
+    }
 
 
 @fill_doc
@@ -263,17 +347,10 @@ def online_elo(
     orders[0] = np.arange(C)
     for o in range(1, n_orders + 1):
         orders[o] = gen.permutation(C)
-    R = np.full((n_orders + 1, m), float(initial))
-    rows = np.arange(n_orders + 1)
-    lb = np.log(base) / scale
-    A, B, S = ia[orders], ib[orders], out[orders]
-    for t in range(C):
-        a, b_, s = A[:, t], B[:, t], S[:, t]
-        e = 1.0 / (1.0 + np.exp(lb * (R[rows, b_] - R[rows, a])))
-        delta = k * (s - e)
-        R[rows, a] += delta
-        R[rows, b_] -= delta
-    est = xr.DataArray(R[0], dims="agent", coords={"agent": agents}, name="elo")
+    R = _replay(ia[orders], ib[orders], out[orders], m, k, initial, np.log(base) / scale)
+    est = xr.DataArray(
+        R[0], dims="agent", coords={"agent": agents}, name="elo", attrs=_elo_attrs(initial, scale, base)
+    )
     by = xr.DataArray(R[1:], dims=("order", "agent"), coords={"agent": agents})
     if n_orders:
         lo, hi = percentile_bounds(R[1:], prob)
@@ -294,4 +371,6 @@ def online_elo(
         ci=ci,
         by_order=by,
         order_spread=xr.DataArray(spread, dims="agent", coords={"agent": agents}),
+        attrs={"k": float(k), "initial": initial, "scale": float(scale), "base": float(base),
+               "n_orders": n_orders, "n_battles": C},
     )
