@@ -245,6 +245,7 @@ class VarianceComponentsResult(Result):
         *,
         n_tasks: int | np.ndarray | None = None,
         n_runs: int | np.ndarray | None = None,
+        n_clusters: int | np.ndarray | None = None,
     ) -> xr.Dataset:
         """Project error variances and coefficients to planned sample sizes.
 
@@ -252,18 +253,32 @@ class VarianceComponentsResult(Result):
         ----------
         sizes : dict, optional
             Facet -> planned number(s) of levels *per level of the facets it is
-            nested in* (tasks per family, runs per cell); arrays give a grid
+            nested in* (tasks per cluster, runs per cell); arrays give a grid
             with dims ``n_<facet>``. Facets not given keep their G-study size
             (for unbalanced data, the mean number of levels per parent level).
-        n_tasks, n_runs : int or array, optional
-            The three-facet shorthand (second and third facet; dims ``n_tasks``
-            and ``n_runs``).
+        n_tasks : int or array, optional
+            The three-facet shorthand: the *total* number of tasks (dim
+            ``n_tasks``). When tasks are nested in clusters they are spread
+            evenly over the clusters (the G-study's number, or ``n_clusters``),
+            so tasks per cluster = ``n_tasks / n_clusters`` (coord
+            ``<task>_per_cluster``); before this release ``n_tasks`` meant
+            tasks per cluster there, which ``sizes={"task": k}`` still gives.
+        n_runs : int or array, optional
+            Runs per agent x task cell (dim ``n_runs``).
+        n_clusters : int or array, optional
+            Number of task clusters (dim ``n_clusters``), only when tasks are
+            nested in clusters; default the G-study's.
 
         Returns
         -------
         xarray.Dataset
             ``sigma2_tau``, ``sigma2_delta``, ``sigma2_Delta``, ``e_rho2``,
-            ``phi`` and ``var_paired_diff`` over the size grid.
+            ``phi`` and ``var_paired_diff`` over the size grid. Attrs
+            ``dim_<dim>`` say what each dim counts, ``held_at_g_study`` the
+            facets kept at their G-study size, and ``as_observed`` a size not
+            asked for (the shorthand's default: the G-study's own, a
+            non-integer mean for unbalanced data, which reproduces its
+            coefficients). Sizes asked for must be positive integers.
 
         Examples
         --------
@@ -271,7 +286,9 @@ class VarianceComponentsResult(Result):
         >>> vc.d_study({"task": [10, 20], "run": [1, 4]})["e_rho2"].dims
         ('n_task', 'n_run')
         """
-        return _dstudy.d_study(self, sizes, n_tasks=n_tasks, n_runs=n_runs)
+        return _dstudy.d_study(
+            self, sizes, n_tasks=n_tasks, n_runs=n_runs, n_clusters=n_clusters
+        )
 
     @fill_doc
     def optimal_allocation(
