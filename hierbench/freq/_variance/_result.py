@@ -46,7 +46,10 @@ class VarianceComponentsResult(Result):
         Intervals (``ci_bound``) of kind ``ci_method``: profile REML likelihood
         (``ci_kind`` ``"profile"``, computed on first use: milliseconds on small
         designs, seconds on METR) or Wald on the log-variance scale
-        (``"normal"``; an estimate at 0 gets ``[0, z * se]``).
+        (``ci_kind`` ``"normal"``: normal on log(variance), so
+        ``estimate * exp(+-z * se / estimate)``, lopsided on the variance scale;
+        an estimate at 0 gets ``[0, z * se]``). Attr ``ci_flags`` names the
+        intervals that cannot be read at face value (see :attr:`ci_flags`).
     ci_method : {"profile", "wald"}
         The kind behind ``ci`` and :meth:`coefficients`.
     formula : str
@@ -125,9 +128,24 @@ class VarianceComponentsResult(Result):
         Profile-likelihood (``ci_method="profile"``) or Wald on the log-variance scale
         (``"wald"``).
         """
-        if self.ci_method == "profile":
-            return self.profile_ci()
-        return self.wald_ci()
+        ci = self.profile_ci() if self.ci_method == "profile" else self.wald_ci()
+        flags = _intervals.ci_flags(self, ci)
+        if any(flags):
+            ci.attrs["ci_flags"] = "; ".join(
+                f"{n}: {w}" for n, w in zip(self.component_names, flags, strict=True) if w
+            )
+        return ci
+
+    @property
+    def ci_flags(self) -> xr.DataArray:
+        """Why a component's interval in :attr:`ci` cannot be read at face value ("" if fine).
+
+        An upper end above (b - a)^2 / 4 for scores observed in [a, b] (no variance of such
+        scores can be larger), or ends more than three orders of magnitude apart; the
+        reason names the component's degrees of freedom and its facet with fewest levels
+        (e.g. 2 occasions).
+        """
+        return self._comp(np.array(_intervals.ci_flags(self, self.ci), dtype=object))
 
     def wald_ci(self, prob: float | None = None) -> xr.DataArray:
         """Wald intervals on the log-variance scale (``ci_kind`` ``"normal"``)."""
@@ -363,7 +381,9 @@ class VarianceComponentsResult(Result):
         Returns
         -------
         xarray.Dataset
-            ``estimate`` and ``ci`` over ``coefficient = ["e_rho2", "phi"]``.
+            ``estimate`` and ``ci`` over ``coefficient = ["e_rho2", "phi"]``;
+            attrs ``ci_prob``, ``ci_kind``, ``ci_detail`` (also on ``ci``) and
+            ``sizes`` (the facet sizes the coefficients are at).
 
         Examples
         --------
@@ -416,7 +436,24 @@ class VarianceComponentsResult(Result):
         return ds
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per component: estimate, lower, upper, se, ANOVA-type estimate."""
+        """One row per component: estimate, lower, upper, se, ANOVA-type estimate, ci_flag."""
         df = super().to_frame()
         df["anova_estimate"] = self.anova_raw
+        df["ci_flag"] = _intervals.ci_flags(self, self.ci)
         return df
+
+    def _repr_lines(self) -> list[str]:
+        ci = self.ci
+        lines = super()._repr_lines()
+        lines[0] = (
+            f"{type(self).__name__}: {self.formula} ({self.method}), "
+            f"{_intervals.interval_words(ci)}"
+        )
+        flags = _intervals.ci_flags(self, ci)
+        for i, w in enumerate(flags):
+            if w:
+                lines[i + 1] += "  (!)"
+        lines += [
+            f"  (!) {n}: {w}" for n, w in zip(self.component_names, flags, strict=True) if w
+        ]
+        return lines
