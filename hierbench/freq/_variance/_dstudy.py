@@ -354,8 +354,8 @@ def _describe(vc, grid: SizeGrid) -> dict[str, str]:
         )
         out["as_observed"] = (
             f"{shown}: not asked, so the G-study's own size (for unbalanced data the mean "
-            "levels per parent level, which may not be an integer); this row reproduces the "
-            "G-study's coefficients"
+            "levels per parent level, which may not be an integer); with the other sizes also "
+            "the G-study's, this row reproduces its coefficients"
         )
     return out
 
