@@ -164,6 +164,21 @@ def test_bad_input_messages():
         ValueError, match=r"one run per cell: the interaction and run error are confounded"
     ):
         paired_power(0.1, 10, components=one_run)
+    # one agent with 4 runs per task: the agent facet is dropped, the runs are not the cause
+    one_agent = variance_components(
+        xr.DataArray(np.random.default_rng(0).normal(size=(1, 6, 4)), dims=("agent", "task", "run"))
+    )
+    assert one_agent.dropped == ("agent",)
+    calls = (
+        lambda: paired_power(0.1, 10, components=one_agent),
+        lambda: minimum_detectable_effect(100, components=one_agent, n_runs=4),
+    )
+    for call in calls:
+        with pytest.raises(ValueError) as err:
+            call()
+        msg = str(err.value)
+        assert "one level of 'agent'" in msg and "it has 4 per cell" in msg
+        assert "one run per cell" not in msg
     crossed = variance_components(
         xr.DataArray(
             np.random.default_rng(0).normal(size=(3, 5, 2)), dims=("agent", "task", "run")

@@ -12,6 +12,8 @@ adds ``s_e / prod n'_f`` (over its facets outside ``p``) to the absolute error v
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -196,57 +198,182 @@ def planned_sizes(vc, sizes: dict[str, float] | None) -> dict[str, float]:
     return out
 
 
-def _size_request(vc, sizes, n_tasks, n_runs) -> tuple[dict[str, Any], dict[str, str]]:
-    """Facet -> sizes asked and facet -> dim name, from ``sizes`` or the three-facet shorthand."""
+def _cluster_facet(vc, ft: str) -> str | None:
+    """The facet the tasks are nested in (a task cluster), or None when tasks are not nested."""
+    par = [g for g in vc._design.facets if g in vc._design.parents.get(ft, ()) and g != vc.measurement]
+    return par[0] if len(par) == 1 else None
+
+
+def _observed(vc, f: str) -> float:
+    """The G-study's own size of ``f`` (a mean per parent level when unbalanced), as it stands."""
+    return float(vc.sizes.get(f, 1.0))
+
+
+def _observed_total(vc, ft: str, fc: str) -> float:
+    """The observed number of tasks over all clusters (clusters x mean tasks per cluster)."""
+    total = _observed(vc, ft) * _observed(vc, fc)
+    return float(round(total)) if abs(total - round(total)) < 1e-9 * max(total, 1.0) else total
+
+
+@dataclass
+class SizeGrid:
+    """A D-study's size grid, as the user reads it.
+
+    ``axes``: facet -> 1-D sizes; ``dims``: facet -> dim name; ``observed``: facets whose
+    axis is the G-study's own size (not asked; may be a non-integer mean); ``total_over``:
+    the cluster facet when the task axis holds the total number of tasks (``n_tasks``).
+    """
+
+    axes: dict[str, np.ndarray]
+    dims: dict[str, str]
+    observed: set[str] = field(default_factory=set)
+    total_over: str | None = None
+
+
+def _shorthand(vc, sizes: dict, n_tasks, n_runs, n_clusters) -> tuple[dict, dict, set, str | None]:
+    """Sizes, dims and not-asked facets of the three-facet shorthand (``n_tasks`` is the total)."""
+    if vc._legacy is None:
+        raise ValueError(
+            "`n_tasks` / `n_runs` / `n_clusters` are the three-facet shorthand; for the design "
+            f"{vc.formula!r} give `sizes` (facet -> planned levels)"
+        )
+    _, ft, fr = vc._legacy
+    fc = _cluster_facet(vc, ft)
+    if n_clusters is not None and fc is None:
+        raise ValueError(
+            f"`n_clusters`: the tasks of the design {vc.formula!r} are not nested in clusters; "
+            f"got n_clusters={n_clusters!r}"
+        )
+    total_over = fc if ft not in sizes else None
     dims: dict[str, str] = {}
-    if n_tasks is not None or n_runs is not None:
-        if vc._legacy is None:
-            raise ValueError(
-                "`n_tasks` / `n_runs` are the three-facet shorthand; for the design "
-                f"{vc.formula!r} give `sizes` (facet -> planned levels)"
-            )
-        _, ft, fr = vc._legacy
-        sizes = dict(sizes or {})
-        sizes[ft] = vc.sizes.get(ft, 1) if n_tasks is None else n_tasks
-        sizes[fr] = vc.sizes.get(fr, 1) if n_runs is None else n_runs
-        dims = {ft: "n_tasks", fr: "n_runs"}
-    elif sizes is None:
-        sizes = {}
-        if vc._legacy is not None:
-            _, ft, fr = vc._legacy
-            sizes = {ft: vc.sizes.get(ft, 1), fr: vc.sizes.get(fr, 1)}
-            dims = {ft: "n_tasks", fr: "n_runs"}
-    return sizes, dims
+    observed: set[str] = set()
+    asks = (("n_tasks", ft, n_tasks), ("n_runs", fr, n_runs), ("n_clusters", fc, n_clusters))
+    for name, f, v in asks:
+        if f is None or (f in sizes and v is None):
+            continue
+        if f in sizes:
+            raise ValueError(f"give the facet {f!r} either in `sizes` or as `{name}`, not both")
+        if v is None and (name == "n_clusters" or f not in vc._design.facets):
+            continue  # held at the G-study's number (or a facet the G-study dropped)
+        if v is None:
+            v = _observed_total(vc, ft, fc) if f == ft and fc is not None else _observed(vc, f)
+            observed.add(f)
+        sizes[f] = v
+        dims[f] = name
+    return sizes, dims, observed, total_over
 
 
-def size_grid(vc, sizes, n_tasks=None, n_runs=None) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Return the checked grid of planned sizes (facet -> 1-D integers) and its dim names."""
-    sizes, dims = _size_request(vc, sizes, n_tasks, n_runs)
+def size_grid(vc, sizes, n_tasks=None, n_runs=None, n_clusters=None) -> SizeGrid:
+    """Return the checked grid of planned sizes and its dim names.
+
+    Sizes the user asked for must be positive integers; a size not asked for is the
+    G-study's own (for unbalanced data a mean, possibly not an integer).
+    """
+    shorthand = any(v is not None for v in (n_tasks, n_runs, n_clusters))
+    observed: set[str] = set()
+    total_over = None
+    dims: dict[str, str] = {}
+    if shorthand or (sizes is None and vc._legacy is not None):
+        sizes, dims, observed, total_over = _shorthand(
+            vc, dict(sizes or {}), n_tasks, n_runs, n_clusters
+        )
+    sizes = dict(sizes or {})
     allowed = set(vc._design.facets) | set(vc.confounded)
-    grid: dict[str, np.ndarray] = {}
+    axes: dict[str, np.ndarray] = {}
     for f, v in sizes.items():
         if f not in allowed or f == vc.measurement:
             raise _generalization_error(vc, f)
-        name = dims.get(f, f"n_{f}")
+        name = dims.setdefault(f, f"n_{f}")
         raw = np.atleast_1d(np.asarray(v))
         arr = raw.astype(float) if raw.dtype.kind in "iuf" else np.array([np.nan])
-        if arr.ndim != 1 or arr.size == 0 or not np.all(arr >= 1) or np.any(arr != np.round(arr)):
-            label = name if name.startswith("n_") else f
+        whole = f in observed or np.all(arr == np.round(arr))
+        if arr.ndim != 1 or arr.size == 0 or not np.all(arr >= 1) or not whole:
             shown = arr.tolist() if raw.dtype.kind in "iuf" else raw.tolist()
-            raise ValueError(f"`{label}` must be positive integers; got {shown}")
-        grid[f] = arr
-        dims.setdefault(f, f"n_{f}")
-    return grid, dims
+            raise ValueError(f"`{name}` must be positive integers; got {shown}")
+        axes[f] = arr
+    return SizeGrid(axes, dims, observed, total_over)
 
 
-def d_study(vc, sizes=None, *, n_tasks=None, n_runs=None, stacklevel: int = 3) -> xr.Dataset:
+def _fmt_size(x: float) -> str:
+    return f"{x:.0f}" if x == round(x) else f"{x:.4g}"
+
+
+def _per_cluster(vc, grid: SizeGrid, full: dict[str, Any]) -> Any:
+    """Tasks per cluster from the total ``n_tasks`` and the clusters (asked or held); checked."""
+    _, ft, _ = vc._legacy
+    fc = grid.total_over
+    total, clusters = full[ft], full[fc]
+    per = total / clusters
+    bad = np.broadcast_to(per < 1, np.broadcast_shapes(np.shape(total), np.shape(clusters)))
+    if np.any(bad):
+        t = np.broadcast_to(total, bad.shape)[bad]
+        c = np.broadcast_to(clusters, bad.shape)[bad]
+        pairs = sorted({(_fmt_size(a), _fmt_size(b)) for a, b in zip(t, c, strict=True)})
+        raise ValueError(
+            "`n_tasks` is the total number of tasks and must be at least the number of "
+            f"clusters ({fc!r}: one task each at least); got (n_tasks, n_clusters) = "
+            + ", ".join(f"({a}, {b})" for a, b in pairs)
+        )
+    return per
+
+
+def _describe(vc, grid: SizeGrid) -> dict[str, str]:
+    """The attrs that say what each dim varies and what was held (and at which size)."""
+    d = vc._design
+    words = {}
+    for f, name in grid.dims.items():
+        par = [g for g in d.facets if g in d.parents.get(f, ())]
+        per = f" per level of {' x '.join(par)}" if par else ""
+        words[name] = f"levels of {f!r}{per}"
+    if grid.total_over is not None:
+        fc = grid.total_over
+        _, ft, _ = vc._legacy
+        held = (
+            f"varied along {grid.dims[fc]}"
+            if fc in grid.axes
+            else f"held at the G-study's {_fmt_size(_observed(vc, fc))}"
+        )
+        words["n_tasks"] = (
+            f"total number of tasks {ft!r} over all clusters {fc!r} ({held}), spread evenly: "
+            f"{ft!r} per cluster = n_tasks / n_clusters (sizes={{{ft!r}: k}} gives k per "
+            "cluster instead)"
+        )
+    held = [
+        f"{f} = {_fmt_size(_observed(vc, f))}"
+        for f in d.facets
+        if f != vc.measurement and f not in grid.axes and f != grid.total_over
+    ]
+    out = {f"dim_{k}": v for k, v in words.items()}
+    if held:
+        out["held_at_g_study"] = ", ".join(held) + " (levels per parent level)"
+    if grid.observed:
+        shown = ", ".join(
+            f"{grid.dims[f]} = {_fmt_size(float(grid.axes[f][0]))}"
+            for f in grid.axes
+            if f in grid.observed
+        )
+        out["as_observed"] = (
+            f"{shown}: not asked, so the G-study's own size (for unbalanced data the mean "
+            "levels per parent level, which may not be an integer); with the other sizes also "
+            "the G-study's, this row reproduces its coefficients"
+        )
+    return out
+
+
+def _coord(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.int64) if np.all(a == np.round(a)) else a
+
+
+def d_study(
+    vc, sizes=None, *, n_tasks=None, n_runs=None, n_clusters=None, stacklevel: int = 3
+) -> xr.Dataset:
     """Return the D-study of ``vc`` over a grid of planned sizes.
 
     See :meth:`VarianceComponentsResult.d_study`.
     """
     d = vc._design
-    grid, dims = size_grid(vc, sizes, n_tasks, n_runs)
-    confounded_asked = [f for f in vc.confounded if f in grid and np.any(grid[f] != 1)]
+    grid = size_grid(vc, sizes, n_tasks, n_runs, n_clusters)
+    confounded_asked = [f for f in vc.confounded if f in grid.axes and np.any(grid.axes[f] != 1)]
     if confounded_asked:
         warn_user(
             f"the G-study had one level of {confounded_asked} per cell, so its component is "
@@ -254,24 +381,28 @@ def d_study(vc, sizes=None, *, n_tasks=None, n_runs=None, stacklevel: int = 3) -
             ConfoundedComponentWarning,
         )
     full = {f: np.asarray(vc.sizes.get(f, 1.0)) for f in d.facets}
-    b = broadcast_sizes(grid)
-    full.update(b)
-    for f in vc.confounded:
-        if f in b:
-            full[f] = b[f]
+    full.update(broadcast_sizes(grid.axes))
+    if grid.total_over is not None:
+        full[vc._legacy[1]] = _per_cluster(vc, grid, full)
     out = coefficients_at(
         d, vc.measurement, comp_dict(vc), full, vc.confounded, stacklevel=stacklevel + 1
     )
-    shape = tuple(a.size for a in grid.values())
-    dnames = tuple(dims[f] for f in grid)
+    shape = tuple(a.size for a in grid.axes.values())
+    dnames = tuple(grid.dims[f] for f in grid.axes)
     ds = xr.Dataset(
         {k: (dnames, np.broadcast_to(np.asarray(v, dtype=float), shape)) for k, v in out.items()},
-        coords={dims[f]: a.astype(np.int64) for f, a in grid.items()},
+        coords={grid.dims[f]: _coord(a) for f, a in grid.axes.items()},
     )
+    if grid.total_over is not None:
+        ft = vc._legacy[1]
+        per_dims = tuple(grid.dims[f] for f in grid.axes if f in (ft, grid.total_over))
+        per = np.asarray(full[ft], dtype=float).reshape(tuple(ds.sizes[k] for k in per_dims))
+        ds = ds.assign_coords({f"{ft}_per_cluster": (per_dims, per)})
     ds.attrs = {
         "design": vc.formula,
         "measurement": str(vc.measurement),
         "facets": list(vc.facets),
         "method": vc.method,
+        **_describe(vc, grid),
     }
     return ds

@@ -253,5 +253,75 @@ def coefficients(vc, prob=None, ci=None, sizes=None) -> xr.Dataset:
     ci = check_choice(vc.ci_method if ci is None else ci, "ci", ["profile", "wald"])
     sizes = _dstudy.planned_sizes(vc, sizes)
     if ci == "profile":
-        return coefficients_profile(vc, prob, sizes)
-    return coefficients_wald(vc, prob, sizes)
+        ds = coefficients_profile(vc, prob, sizes)
+    else:
+        ds = coefficients_wald(vc, prob, sizes)
+    # the interval's level and kind on the Dataset too, where a reader of the table looks
+    ds.attrs = {k: ds["ci"].attrs[k] for k in ("ci_prob", "ci_kind", "ci_detail")}
+    ds.attrs["sizes"] = ", ".join(
+        f"{f} = {v:.4g}" for f, v in sizes.items() if f != vc.measurement
+    )
+    return ds
+
+
+#: an interval whose ends are this many orders of magnitude apart is flagged
+WIDE_ORDERS = 3.0
+
+
+def interval_words(ci: xr.DataArray) -> str:
+    """What the components' interval is, in a few words (the repr's label)."""
+    pct = f"{100 * float(ci.attrs.get('ci_prob', np.nan)):.4g}%"
+    if ci.attrs.get("ci_kind") == "profile":
+        return f"{pct} profile REML likelihood intervals"
+    return f"{pct} Wald intervals on log(variance): estimate x exp(+-z se/estimate)"
+
+
+def _why_wide(vc, j: int, est: float, se: float) -> str:
+    """Why component ``j``'s interval is wide: its degrees of freedom and fewest-level facet."""
+    eff = vc._design.effects[j]
+    facets = [f for f in vc._design.facets if f in eff and f in vc.sizes]
+    why = f"it rests on {int(vc.df[j])} degree(s) of freedom"
+    if facets:
+        few = min(facets, key=lambda f: vc.sizes[f])
+        why += f" ({few!r} has {vc.sizes[few]:.4g} levels)"
+    if est > 0 and np.isfinite(se):
+        why += f", se/estimate = {se / est:.3g}"
+    return why
+
+
+def score_range(vc) -> tuple[float, float] | None:
+    """The observed scores' range [a, b] (None when the result kept no data)."""
+    if vc._reml_data is None:
+        return None
+    y = np.asarray(vc._reml_data[0], dtype=float)
+    return float(np.min(y)), float(np.max(y))
+
+
+def ci_flags(vc, ci: xr.DataArray) -> list[str]:
+    """One reason per component why its interval cannot be read at face value ("" if none).
+
+    Every component is at most the total variance of one score, and a score in [a, b] has
+    variance at most (b - a)^2 / 4: an upper end above that is outside what the data allow.
+    An interval whose ends are more than :data:`WIDE_ORDERS` orders of magnitude apart says
+    little but "somewhere between tiny and huge".
+    """
+    rng = score_range(vc)
+    bound = None if rng is None else (rng[1] - rng[0]) ** 2 / 4
+    est = np.maximum(vc.estimates_raw, 0.0)
+    se = np.sqrt(np.clip(np.diag(vc.cov), 0, None))
+    out = []
+    for j in range(est.size):
+        lo, hi = (float(v) for v in ci.values[j])
+        said = []
+        if bound is not None and hi > bound:
+            said.append(
+                f"upper end {hi:.4g} exceeds {bound:.4g} = (b - a)^2 / 4, the largest variance "
+                f"scores in [a, b] = [{rng[0]:.4g}, {rng[1]:.4g}] can have"
+            )
+        if lo > 0 and np.isfinite(hi) and hi / lo > 10**WIDE_ORDERS:
+            said.append(f"spans {np.log10(hi / lo):.0f} orders of magnitude")
+        if said:
+            out.append("; ".join(said) + ": " + _why_wide(vc, j, float(est[j]), float(se[j])))
+        else:
+            out.append("")
+    return out

@@ -44,6 +44,28 @@ __all__ = [
 Alternative = Literal["two-sided", "greater"]
 
 
+def _no_interaction(components, fa: str, ft: str, names: list[str]) -> ValueError:
+    """The error for components without the agent x task interaction, naming its cause."""
+    dropped = [f for f in (fa, ft) if f in components.dropped]
+    if dropped:
+        cause = (
+            f"the G-study has one level of {' and '.join(map(repr, dropped))} (dropped from "
+            f"its design {components.formula!r}), so it has no {fa}:{ft} interaction to plan "
+            f"with (not a matter of runs: it has {components.n_runs} per cell); fit the "
+            f"components on data with >= 2 levels of {fa!r} and of {ft!r}"
+        )
+    elif components.n_runs < 2 or components.facets[2] in components.confounded:
+        cause = (
+            "they come from one run per cell: the interaction and run error are confounded, "
+            "so the run allocation cannot be planned"
+        )
+    else:
+        cause = f"they have no {fa}:{ft} interaction component (components {names})"
+    return ValueError(
+        f"`components`: {cause}; or give `sigma2_interaction` and `sigma2_residual` explicitly"
+    )
+
+
 def _sigmas(
     components: VarianceComponentsResult | None,
     sigma2_interaction: float | None,
@@ -73,11 +95,7 @@ def _sigmas(
         c = components.components
         names = list(c.component.values)
         if f"{fa}:{ft}" not in names:
-            raise ValueError(
-                "`components` come from one run per cell: the interaction and run error are "
-                "confounded, so the run allocation cannot be planned; give `sigma2_interaction` "
-                "and `sigma2_residual` explicitly"
-            )
+            raise _no_interaction(components, fa, ft, names)
         if components.design != "nested" and not nested_formula:
             raise ValueError(
                 "`components` must come from design='nested': the planning formulas draw fresh "

@@ -46,7 +46,10 @@ class VarianceComponentsResult(Result):
         Intervals (``ci_bound``) of kind ``ci_method``: profile REML likelihood
         (``ci_kind`` ``"profile"``, computed on first use: milliseconds on small
         designs, seconds on METR) or Wald on the log-variance scale
-        (``"normal"``; an estimate at 0 gets ``[0, z * se]``).
+        (``ci_kind`` ``"normal"``: normal on log(variance), so
+        ``estimate * exp(+-z * se / estimate)``, lopsided on the variance scale;
+        an estimate at 0 gets ``[0, z * se]``). Attr ``ci_flags`` names the
+        intervals that cannot be read at face value (see :attr:`ci_flags`).
     ci_method : {"profile", "wald"}
         The kind behind ``ci`` and :meth:`coefficients`.
     formula : str
@@ -125,9 +128,24 @@ class VarianceComponentsResult(Result):
         Profile-likelihood (``ci_method="profile"``) or Wald on the log-variance scale
         (``"wald"``).
         """
-        if self.ci_method == "profile":
-            return self.profile_ci()
-        return self.wald_ci()
+        ci = self.profile_ci() if self.ci_method == "profile" else self.wald_ci()
+        flags = _intervals.ci_flags(self, ci)
+        if any(flags):
+            ci.attrs["ci_flags"] = "; ".join(
+                f"{n}: {w}" for n, w in zip(self.component_names, flags, strict=True) if w
+            )
+        return ci
+
+    @property
+    def ci_flags(self) -> xr.DataArray:
+        """Why a component's interval in :attr:`ci` cannot be read at face value ("" if fine).
+
+        An upper end above (b - a)^2 / 4 for scores observed in [a, b] (no variance of such
+        scores can be larger), or ends more than three orders of magnitude apart; the
+        reason names the component's degrees of freedom and its facet with fewest levels
+        (e.g. 2 occasions).
+        """
+        return self._comp(np.array(_intervals.ci_flags(self, self.ci), dtype=object))
 
     def wald_ci(self, prob: float | None = None) -> xr.DataArray:
         """Wald intervals on the log-variance scale (``ci_kind`` ``"normal"``)."""
@@ -245,6 +263,7 @@ class VarianceComponentsResult(Result):
         *,
         n_tasks: int | np.ndarray | None = None,
         n_runs: int | np.ndarray | None = None,
+        n_clusters: int | np.ndarray | None = None,
     ) -> xr.Dataset:
         """Project error variances and coefficients to planned sample sizes.
 
@@ -252,18 +271,32 @@ class VarianceComponentsResult(Result):
         ----------
         sizes : dict, optional
             Facet -> planned number(s) of levels *per level of the facets it is
-            nested in* (tasks per family, runs per cell); arrays give a grid
+            nested in* (tasks per cluster, runs per cell); arrays give a grid
             with dims ``n_<facet>``. Facets not given keep their G-study size
             (for unbalanced data, the mean number of levels per parent level).
-        n_tasks, n_runs : int or array, optional
-            The three-facet shorthand (second and third facet; dims ``n_tasks``
-            and ``n_runs``).
+        n_tasks : int or array, optional
+            The three-facet shorthand: the *total* number of tasks (dim
+            ``n_tasks``). When tasks are nested in clusters they are spread
+            evenly over the clusters (the G-study's number, or ``n_clusters``),
+            so tasks per cluster = ``n_tasks / n_clusters`` (coord
+            ``<task>_per_cluster``); before this release ``n_tasks`` meant
+            tasks per cluster there, which ``sizes={"task": k}`` still gives.
+        n_runs : int or array, optional
+            Runs per agent x task cell (dim ``n_runs``).
+        n_clusters : int or array, optional
+            Number of task clusters (dim ``n_clusters``), only when tasks are
+            nested in clusters; default the G-study's.
 
         Returns
         -------
         xarray.Dataset
             ``sigma2_tau``, ``sigma2_delta``, ``sigma2_Delta``, ``e_rho2``,
-            ``phi`` and ``var_paired_diff`` over the size grid.
+            ``phi`` and ``var_paired_diff`` over the size grid. Attrs
+            ``dim_<dim>`` say what each dim counts, ``held_at_g_study`` the
+            facets kept at their G-study size, and ``as_observed`` a size not
+            asked for (the shorthand's default: the G-study's own, a
+            non-integer mean for unbalanced data, which reproduces its
+            coefficients). Sizes asked for must be positive integers.
 
         Examples
         --------
@@ -271,7 +304,9 @@ class VarianceComponentsResult(Result):
         >>> vc.d_study({"task": [10, 20], "run": [1, 4]})["e_rho2"].dims
         ('n_task', 'n_run')
         """
-        return _dstudy.d_study(self, sizes, n_tasks=n_tasks, n_runs=n_runs)
+        return _dstudy.d_study(
+            self, sizes, n_tasks=n_tasks, n_runs=n_runs, n_clusters=n_clusters
+        )
 
     @fill_doc
     def optimal_allocation(
@@ -346,7 +381,9 @@ class VarianceComponentsResult(Result):
         Returns
         -------
         xarray.Dataset
-            ``estimate`` and ``ci`` over ``coefficient = ["e_rho2", "phi"]``.
+            ``estimate`` and ``ci`` over ``coefficient = ["e_rho2", "phi"]``;
+            attrs ``ci_prob``, ``ci_kind``, ``ci_detail`` (also on ``ci``) and
+            ``sizes`` (the facet sizes the coefficients are at).
 
         Examples
         --------
@@ -399,7 +436,24 @@ class VarianceComponentsResult(Result):
         return ds
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per component: estimate, lower, upper, se, ANOVA-type estimate."""
+        """One row per component: estimate, lower, upper, se, ANOVA-type estimate, ci_flag."""
         df = super().to_frame()
         df["anova_estimate"] = self.anova_raw
+        df["ci_flag"] = _intervals.ci_flags(self, self.ci)
         return df
+
+    def _repr_lines(self) -> list[str]:
+        ci = self.ci
+        lines = super()._repr_lines()
+        lines[0] = (
+            f"{type(self).__name__}: {self.formula} ({self.method}), "
+            f"{_intervals.interval_words(ci)}"
+        )
+        flags = _intervals.ci_flags(self, ci)
+        for i, w in enumerate(flags):
+            if w:
+                lines[i + 1] += "  (!)"
+        lines += [
+            f"  (!) {n}: {w}" for n, w in zip(self.component_names, flags, strict=True) if w
+        ]
+        return lines
