@@ -10,11 +10,14 @@ convergence summary (``diag_*``).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import logging
 import os
 import time
 import warnings
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -300,9 +303,35 @@ def _posterior_predictive(dt: xr.DataTree, model: pm.Model, info: dict[str, Any]
         # vectorised over draws (NumPy); PyMC's loop runs a custom likelihood's
         # random function once per draw in object mode
         return predictive(dt, np.random.default_rng(pp_seed))
-    return pm.sample_posterior_predictive(
-        dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
-    )
+    with _quiet_forward_sampling():
+        return pm.sample_posterior_predictive(
+            dt, model=model, random_seed=pp_seed, extend_inferencedata=True, progressbar=False
+        )
+
+
+#: pytensor's notice when its numba backend runs a custom distribution's random method in object mode
+_OBJECT_MODE_NOTICE = r"Numba will use object mode to run CustomDist"
+
+
+@contextlib.contextmanager
+def _quiet_forward_sampling() -> Iterator[None]:
+    """PyMC's forward sampling (predictive draws) without the two lines it prints to no purpose.
+
+    Its ``Sampling: [y]`` line (the ``pymc.sampling.forward`` logger, raised to
+    WARNING for the call) and pytensor's numba notice that a ``CustomDist``'s
+    random method runs in object mode (a UserWarning matching
+    ``_OBJECT_MODE_NOTICE``, the speed of which the fit does not depend on).
+    Every other message and warning passes.
+    """
+    log = logging.getLogger("pymc.sampling.forward")
+    level = log.level
+    log.setLevel(max(level, logging.WARNING))
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_OBJECT_MODE_NOTICE, category=UserWarning)
+            yield
+    finally:
+        log.setLevel(level)
 
 
 def _prior_predictive(
@@ -313,7 +342,8 @@ def _prior_predictive(
         # a likelihood written as a weighted potential: its prior predictive is
         # drawn below with the builder's own predictive
         warnings.filterwarnings("ignore", message=".*Potential.*", category=UserWarning)
-        prior = pm.sample_prior_predictive(draws=draws, model=model, random_seed=prior_seed)
+        with _quiet_forward_sampling():
+            prior = pm.sample_prior_predictive(draws=draws, model=model, random_seed=prior_seed)
     predictive = model_hook(info, "predictive")
     if callable(predictive) and "observed_cells" in info:
         tmp = xr.DataTree(children={"posterior": prior["prior"].copy()})

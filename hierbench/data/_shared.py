@@ -8,12 +8,15 @@ the loaders read them where they lie. The folder is taken from the
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pandas as pd
 import xarray as xr
 
+from .._base import HierbenchWarning
+from .._base import warn_user
 from ._records import from_records
 from ._schema import check_option
 
@@ -70,21 +73,68 @@ def load_swebench_bash_only(root: str | os.PathLike | None = None) -> xr.Dataset
     """SWE-bench Verified bash-only (mini-swe-agent): 25 models x 500 tasks, one run each.
 
     The task's repository (the instance id before ``__``) is the cluster;
-    ``cost`` (USD) and ``steps`` (API calls) are kept per run.
+    ``cost`` (USD) and ``steps`` (API calls) are kept per run. The file's
+    own column ``flag_per_instance_disagrees_with_reported`` (the record
+    disagrees with the leaderboard's reported rate; all of Claude 3.7
+    Sonnet's 500 runs in the published file) is kept as the per-run
+    ``flag_disagrees_with_reported``; the agents it flags are named in a
+    :class:`~hierbench.HierbenchWarning` and in ``attrs["flagged_agents"]``
+    (JSON, agent: flagged runs). Nothing is dropped or changed.
     """
     path = shared_data_dir(root) / "swebench_bash_only" / "swebench_verified_bash_only_per_instance.csv.gz"
     df = pd.read_csv(path, dtype={"model_name": str, "task_id": str, "folder": str})
     df["repo"] = df["task_id"].str.split("__").str[0]
-    return from_records(
+    ds = from_records(
         df,
         agent="model_name",
         task="task_id",
         score="resolved",
         cluster="repo",
         extra={"cost": "cost", "steps": "api_calls"},
-        annotations={"flag_disagrees_with_reported": "flag_per_instance_disagrees_with_reported"},
+        annotations={"flag_disagrees_with_reported": _SWEBENCH_FLAG},
         agent_coords=["folder"],
         attrs={"source": str(path), "dataset": "SWE-bench Verified bash-only"},
+    )
+    _flag_disputed_agents(ds, path.with_name("swebench_leaderboard_reported_resolved.csv"))
+    return ds
+
+
+#: the SWE-bench file's own column marking records that disagree with the leaderboard's reported rate
+_SWEBENCH_FLAG = "flag_per_instance_disagrees_with_reported"
+
+
+def _flag_disputed_agents(ds: xr.Dataset, leaderboard: Path) -> None:
+    """Warn about (and record in attrs) the agents whose records the file itself flags; change nothing.
+
+    ``attrs["flagged_agents"]`` (JSON) maps each flagged agent to its number of
+    flagged runs; ``attrs["flag_column"]`` names the file's column.
+    """
+    flag = ds["flag_disagrees_with_reported"]
+    n_flagged = flag.sum([d for d in flag.dims if d != "agent"])
+    flagged = {str(a): int(n) for a, n in zip(ds["agent"].values, n_flagged.values, strict=True) if n > 0}
+    ds.attrs["flag_column"] = _SWEBENCH_FLAG
+    ds.attrs["flagged_agents"] = json.dumps(flagged)
+    if not flagged:
+        return
+    reported = {}
+    if leaderboard.is_file():
+        lb = pd.read_csv(leaderboard, dtype={"folder": str, "leaderboard": str})
+        lb = lb[lb["leaderboard"] == "bash-only"]
+        reported = dict(zip(lb["folder"], lb["reported_resolved_pct"], strict=True))
+    rate = ds["score"].mean([d for d in ds["score"].dims if d != "agent"])
+    said = []
+    for a, n in flagged.items():
+        folder = str(ds["folder"].sel(agent=a).item())
+        lb_pct = f", the leaderboard reports {reported[folder]:.1f}%" if folder in reported else ""
+        said.append(f"{a!r} on {n} of {int(ds['score'].sel(agent=a).notnull().sum())} runs "
+                    f"(resolved {100 * float(rate.sel(agent=a)):.1f}% here{lb_pct})")
+    warn_user(
+        f"SWE-bench bash-only: the file itself flags the records of {len(flagged)} agent(s) in its column "
+        f"{_SWEBENCH_FLAG!r} (the per-instance record disagrees with the reported result): " + "; ".join(said)
+        + ". Kept as read; the flag is the per-run variable 'flag_disagrees_with_reported' and "
+        "attrs['flagged_agents']; leave such an agent out of rankings (ds.drop_sel(agent=[...])) "
+        "or read its scores as suspect",
+        HierbenchWarning,
     )
 
 

@@ -18,6 +18,7 @@ from .._base import check_choice
 from .._base import check_int
 from ..freq import IRTBank
 from ._posterior import _check_bank
+from ._show import few
 
 __all__ = ["AnchorSet", "anchors"]
 
@@ -25,7 +26,7 @@ __all__ = ["AnchorSet", "anchors"]
 _ICC_POINTS = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class AnchorSet:
     """A fixed subset of a bank's tasks.
 
@@ -45,6 +46,15 @@ class AnchorSet:
 
     def __len__(self) -> int:
         return int(self.tasks.size)
+
+    def __repr__(self) -> str:
+        """How the anchors were chosen, how many, a few of them with their weights; all in the attributes."""
+        w = np.asarray(self.weights, float)
+        shown = few(np.arange(w.size), show=lambda i: f"{str(self.tasks[i])!r} ({w[i]:.3g})")
+        return (
+            f"AnchorSet: {self.tasks.size} anchor tasks ({self.method}), weights {w.min():.3g} to {w.max():.3g} "
+            f"(sum {w.sum():.3g}: each anchor's share of the bank)\n  {shown}"
+        )
 
 
 def _score_curve_terms(a: np.ndarray, d: np.ndarray, grid: np.ndarray):

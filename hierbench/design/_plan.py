@@ -74,6 +74,8 @@ from .._base import make_interval
 from .._base import warn_user
 from .._docs import fill_doc
 from . import _kernels as K
+from ._show import few
+from ._show import typed_few
 
 __all__ = [
     "BudgetIntervalResult",
@@ -106,7 +108,7 @@ def _check_budget(budget: int) -> int:
     return int(budget)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BudgetPlan:
     """The slots a budgeted design buys, fixed before any label is seen.
 
@@ -149,6 +151,22 @@ class BudgetPlan:
     def n_audit(self) -> int:
         """``t``, the number of audited tasks (0 for U)."""
         return int(self.audited.sum())
+
+    def __repr__(self) -> str:
+        """The design, the budget and what it buys; the slots stay in the attributes (``to_dataset()``)."""
+        M, L = self.n_tasks, self.n_runs
+        lines = [
+            f"BudgetPlan: design {'U' if self.design == 'uniform' else 'J'} ({self.design}), budget {self.budget} "
+            f"labels, {self.n_labels} bought of {M} tasks x {L} runs = {M * L} slots",
+            f"  tasks {few(self.slots['task'].values)}; runs {few(self.slots['run'].values)}",
+        ]
+        if self.design == "joint":
+            lines.append(f"  one run in every task, a second in {self.n_audit} audited tasks")
+        else:
+            per_task = self.slots.values.sum(axis=1)
+            lines.append(f"  runs bought per task: {per_task.min()} to {per_task.max()}, "
+                         f"{int((per_task == 0).sum())} tasks with none")
+        return "\n".join(lines)
 
     def to_dataset(self) -> xr.Dataset:
         """The plan as a Dataset (``slots``, ``audited``, ``first_run``; scalars in attrs)."""
@@ -450,7 +468,7 @@ def _planned_labels(plan: BudgetPlan, labels: Any) -> tuple[np.ndarray, list]:
                 f"`labels` dim {d!r} has size {labels.sizes[d]} but the plan has {plan.slots.sizes[d]}"
             )
         if d in labels.coords and not np.array_equal(labels[d].values, plan.slots[d].values):
-            raise ValueError(f"`labels` coord {d!r} differs from the plan's {d!r} coord")
+            raise ValueError(_coord_mismatch(d, labels[d].values, plan.slots[d].values))
     mask = plan.slots.values
     per_task = mask.sum(axis=1)
     if plan.design == "joint" and not np.array_equal(per_task, 1 + plan.audited.values):
@@ -474,6 +492,18 @@ def _planned_labels(plan: BudgetPlan, labels: Any) -> tuple[np.ndarray, list]:
         bad = np.unique(bought[~np.isin(bought, (0.0, 1.0))])[:5]
         raise ValueError(f"`labels` must be binary (0 or 1) at the planned slots; got values {bad.tolist()}")
     return lab, extra
+
+
+def _coord_mismatch(dim: str, have: np.ndarray, plan: np.ndarray) -> str:
+    """The error for labels whose ``dim`` coord is not the plan's: a few of each, their types, the way out."""
+    same_set = set(have.tolist()) == set(plan.tolist())
+    why = "the same labels in another order" if same_set else "other values"
+    fix = f"a plan made with those labels (e.g. plan_uniform(labels[{dim!r}].values, ...)) or " if dim == "task" else ""
+    return (
+        f"`labels` coord {dim!r} must equal the plan's {dim!r} coord, position by position; it holds {why}: "
+        f"labels {typed_few(have)}, plan {typed_few(plan)}. Pass {fix}labels with the plan's coord "
+        f"(labels.assign_coords({dim}=plan.slots[{dim!r}].values), when the positions match)"
+    )
 
 
 def _uniform_estimate(P: np.ndarray, N: int, m: int, prob: float):

@@ -45,6 +45,7 @@ from .._base import check_choice
 from .._base import check_int
 from .._docs import fill_doc
 from ..freq import IRTBank
+from ._show import few
 
 __all__ = ["SubsetPlan", "plan_subset"]
 
@@ -54,7 +55,7 @@ _ABILITY = np.linspace(-4.0, 4.0, 41)
 _ABILITY_W = np.exp(-0.5 * _ABILITY**2) / np.exp(-0.5 * _ABILITY**2).sum()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SubsetPlan:
     """Tasks drawn with known probabilities, in the order they were drawn.
 
@@ -93,6 +94,20 @@ class SubsetPlan:
     def n_tasks(self) -> int:
         """``T``, the number of tasks in the population."""
         return int(self.tasks.size)
+
+    def __repr__(self) -> str:
+        """The design, how many tasks it drew of how many, the first drawn; the rest in the attributes."""
+        n_strata = int(np.unique(self.stratum.values).size)
+        inc = self.inclusion.values
+        lo, hi = (np.nanmin(inc), np.nanmax(inc)) if np.isfinite(inc).any() else (np.nan, np.nan)
+        p = ("draw probabilities per step in `draw_prob` (no closed-form inclusion probability)" if np.isnan(lo)
+             else f"inclusion probability {lo:.3g} each" if np.isclose(lo, hi)
+             else f"inclusion probabilities {lo:.3g} to {hi:.3g}")
+        return (
+            f"SubsetPlan: design {self.design!r}, {len(self)} of {self.n_tasks} tasks drawn"
+            + (f" in {n_strata} strata" if n_strata > 1 else "")
+            + f"; {p}\n  drawn first: {few(self.order.values)}"
+        )
 
     def to_dataset(self) -> xr.Dataset:
         """The plan as a Dataset (per step and per task variables; the design in attrs)."""

@@ -187,6 +187,7 @@ def posterior_interval(
     """
     import arviz_stats as azs
 
+    _check_draws(draws)
     check_choice(kind, "kind", sorted(_POSTERIOR_KINDS))
     prob = check_prob(prob)
     fn = azs.eti if kind == "eti" else azs.hdi
@@ -198,6 +199,37 @@ def posterior_interval(
         kind=kind,
         detail=_POSTERIOR_KINDS[kind] + " over (chain, draw)",
         warn_zero_width=False,  # constant draws (e.g. a fixed quantity) are not a degeneracy here
+    )
+
+
+def _check_draws(draws: object, name: str = "draws") -> None:
+    """Refuse anything but one quantity's draws: a DataArray with dims ``chain`` and ``draw``.
+
+    A whole fit (DataTree) or a posterior Dataset is named, with the variable to pick from it.
+    """
+    if isinstance(draws, xr.DataArray):
+        missing = [d for d in SAMPLE_DIMS if d not in draws.dims]
+        if missing:
+            raise ValueError(
+                f"`{name}` must have the dims {SAMPLE_DIMS} of posterior draws; it lacks {missing} "
+                f"(dims {draws.dims})"
+            )
+        return
+    if isinstance(draws, xr.DataTree):
+        post = draws["posterior"].to_dataset() if "posterior" in draws.children else None
+        var = "ability" if post is None or "ability" in post else next(iter(post.data_vars), "ability")
+        pick = f'fit.posterior["{var}"]'
+        held = f" (its posterior holds {sorted(post.data_vars)[:8]})" if post is not None else ""
+        got = f"a DataTree, a whole fit{held}"
+    elif isinstance(draws, xr.Dataset):
+        var = "ability" if "ability" in draws else next(iter(draws.data_vars), "ability")
+        pick = f'posterior["{var}"]'
+        got = f"a Dataset with variables {sorted(draws.data_vars)[:8]}"
+    else:
+        pick, got = 'fit.posterior["ability"]', type(draws).__name__
+    raise TypeError(
+        f"`{name}` must be the draws of one quantity, an xarray.DataArray with dims ('chain', 'draw', ...); "
+        f"got {got}. Pass one variable, e.g. {pick}"
     )
 
 

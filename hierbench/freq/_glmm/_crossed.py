@@ -65,6 +65,7 @@ from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_prob
 from ..._base import counts
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import refuse_agents_without_runs
 from ..._base import unidentified_components
@@ -270,6 +271,23 @@ class CrossedMLResult(ScalesFit):
     sd_resamples: xr.DataArray | None = None
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov", "sd_resamples")
+
+    def _repr_lines(self) -> list[str]:
+        what = (
+            "ability per agent (logit scale: log-odds of success on a task of average difficulty)"
+            if "agent" in self.estimate.dims
+            else "fixed effects (logit scale)"
+        )
+        quad = "Laplace" if self.n_agq == 1 else f"{self.n_agq}-node adaptive quadrature"
+        lines = [
+            f"CrossedMLResult: crossed logistic model by maximum likelihood ({quad}), "
+            f"{self.task_effect.sizes['task']} tasks",
+            f"  {what}, {interval_label(self.ci)} intervals:",
+            *super()._repr_lines()[1:],
+            *self._sd_lines(),
+            f"  loglik {self.loglik:.2f}" + ("" if self.converged else "  (NOT converged)"),
+        ]
+        return lines
 
     @property
     def task_effects(self) -> xr.Dataset:

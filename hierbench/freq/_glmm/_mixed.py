@@ -31,6 +31,7 @@ from scipy.special import expit
 
 from ..._base import DEFAULT_PROB
 from ..._base import Result
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
 from ...data import ModelDesign
@@ -74,6 +75,14 @@ class ScalesFit(Result):
     def variance_components(self) -> xr.Dataset:
         """``estimate`` and ``ci`` of the sds along ``component`` (for ``side_by_side``)."""
         return xr.Dataset({"estimate": self.sd, "ci": self.sd_ci})
+
+    def _sd_lines(self) -> list[str]:
+        """One repr line per random term: its sd (logit scale) with its interval, the interval's level and kind."""
+        lines = []
+        for c in self.sd.component.values:
+            lo, hi = self.sd_ci.sel(component=c).values
+            lines.append(f"  sd({c}): {float(self.sd.sel(component=c)):.4g} [{lo:.4g}, {hi:.4g}]")
+        return [f"  random terms' sds (logit scale), {interval_label(self.sd_ci)} intervals:", *lines]
 
 
 @dataclass(frozen=True, repr=False)
@@ -133,11 +142,12 @@ class MixedMLResult(ScalesFit):
 
     def _repr_lines(self) -> list[str]:
         d = self.design
-        lines = [f"MixedMLResult: {d.formula}  [{d.family}, Laplace]"]
+        lines = [
+            f"MixedMLResult: {d.formula}  [{d.family}, Laplace]",
+            f"  fixed effects (logit scale), {interval_label(self.ci)} intervals:",
+        ]
         lines += super()._repr_lines()[1:]
-        for c in self.sd.component.values:
-            lo, hi = self.sd_ci.sel(component=c).values
-            lines.append(f"  sd({c}): {float(self.sd.sel(component=c)):.4g} [{lo:.4g}, {hi:.4g}]")
+        lines += self._sd_lines()
         if self.thresholds is not None:
             lines.append("  thresholds: " + ", ".join(f"{v:.4g}" for v in self.thresholds.values))
         lines.append(f"  deviance {self.deviance:.2f}" + ("" if self.converged else "  (NOT converged)"))

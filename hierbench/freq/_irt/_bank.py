@@ -16,7 +16,7 @@ from ..._base import check_int
 __all__ = ["IRTBank"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class IRTBank:
     """A calibrated item bank: draws of each task's item parameters.
 
@@ -68,6 +68,21 @@ class IRTBank:
         d = d.assign_coords(task=a["task"].values)
         object.__setattr__(self, "discrimination", a)
         object.__setattr__(self, "intercept", d)
+
+    def __repr__(self) -> str:
+        """What the bank is, its size and the spread of its items; the draws stay in the attributes."""
+        b = self.difficulty.mean("sample").values
+        a = self.discrimination.mean("sample").values
+        who = f", calibrated on {self.attrs['n_agents']} agents" if "n_agents" in self.attrs else ""
+        lines = [
+            f"IRTBank: {self.model.upper()} item bank, {self.n_tasks} tasks x {self.n_samples} draws "
+            f"of the item parameters ({self.method}{who})",
+            f"  difficulty (posterior mean): median {np.median(b):.3g}, range [{b.min():.3g}, {b.max():.3g}]",
+            f"  discrimination (posterior mean): median {np.median(a):.3g}, range [{a.min():.3g}, {a.max():.3g}]",
+        ]
+        if float(self.attrs.get("run_icc", 0.0)) > 0:
+            lines.append(f"  run_icc {float(self.attrs['run_icc']):.3g} (correlation of an agent's runs on a task)")
+        return "\n".join(lines)
 
     @property
     def tasks(self) -> np.ndarray:

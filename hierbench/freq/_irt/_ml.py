@@ -38,8 +38,10 @@ This module imports numpy, scipy and xarray only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 from typing import Literal
@@ -60,6 +62,7 @@ from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_prob
 from ..._base import counts
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
 from ..._docs import fill_doc
@@ -76,6 +79,9 @@ from ._newton import _split
 from ._newton import _standardise
 from ._newton import _start
 from ._newton import _start_hyper
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "IRTBank",
@@ -116,6 +122,15 @@ class IRTCalibrationResult(Result):
     info: dict[str, Any]
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ()
+
+    def _repr_lines(self) -> list[str]:
+        M = self.ability.sizes["agent"]
+        return [
+            f"IRTCalibrationResult: {self.bank.model.upper()} calibration of {self.estimate.size} tasks on {M} agents",
+            f"  difficulty b_t per task at the mode (ability units: the calibration agents' sd), "
+            f"{interval_label(self.ci)} intervals over {self.bank.n_samples} {self.bank.method} draws:",
+            *super()._repr_lines()[1:],
+        ]
 
 
 _HYPER_NAMES = ("mu_d", "sd_d", "mu_la", "sd_la")
@@ -539,7 +554,9 @@ class IRTScoreResult(Result):
     ``score_draws`` (the target), ``expected_score_draws`` (mean over all
     bank tasks of the success probability), ``ability_draws``;
     ``pass_hat_k`` (dim ``k``) and its interval ``pass_hat_k_ci``;
-    ``ability`` and ``ability_ci``; ``n_tasks_run``.
+    ``ability`` and ``ability_ci``; ``n_tasks_run``; ``agent``, the
+    agent's label when the responses carried one (an ``agent`` dim of size
+    one or coord), which indexes :meth:`to_frame`'s row.
     """
 
     estimate: xr.DataArray
@@ -553,8 +570,28 @@ class IRTScoreResult(Result):
     score_draws: xr.DataArray
     expected_score_draws: xr.DataArray
     ability_draws: xr.DataArray
+    agent: str | None = None
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("score_draws", "expected_score_draws", "ability_draws")
+
+    def _repr_lines(self) -> list[str]:
+        who = "a new agent" if self.agent is None else f"agent {self.agent!r}"
+        lines = [
+            f"IRTScoreResult: {who} scored on {self.n_tasks_run} bank tasks run; {self.target} "
+            f"full-bank score with {interval_label(self.ci)} interval",
+            *super()._repr_lines()[1:],
+        ]
+        lo, hi = self.ability_ci.values.tolist()
+        lines.append(f"  ability: {float(self.ability):.4g} [{lo:.4g}, {hi:.4g}] (calibration agents' sd)")
+        return lines
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row, indexed by the agent's name (``agent``; None when the responses had none)."""
+        import pandas as pd
+
+        df = super().to_frame()
+        df.index = pd.Index([self.agent], name="agent")
+        return df
 
 
 def _eti(draws: np.ndarray, prob: float, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -649,8 +686,17 @@ def irt_score(
     n, y = _agent_responses(bank, responses)
     a = bank.discrimination.values
     d = bank.intercept.values
-    return _score_from_counts(a, d, n, y, bank, prob=prob, target=target, n_runs=n_runs, ks=ks,
-                              n_grid=n_grid, gen=gen)
+    res = _score_from_counts(a, d, n, y, bank, prob=prob, target=target, n_runs=n_runs, ks=ks,
+                             n_grid=n_grid, gen=gen)
+    return dataclasses.replace(res, agent=_agent_name(responses))
+
+
+def _agent_name(responses: Any) -> str | None:
+    """The agent's label when the responses carry one (an ``agent`` dim of size one or a scalar coord)."""
+    if not isinstance(responses, (xr.Dataset, xr.DataArray)) or "agent" not in responses.coords:
+        return None
+    label = np.asarray(responses["agent"].values).ravel()
+    return str(label[0]) if label.size == 1 else None
 
 
 def _score_from_counts(a, d, n, y, bank, *, prob, target, n_runs, ks, n_grid, gen) -> IRTScoreResult:

@@ -32,6 +32,7 @@ from ..._base import Result
 from ..._base import check_prob
 from ..._base import counts
 from ..._base import field_alias
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
@@ -42,6 +43,8 @@ __all__ = ["BetaBinomialResult", "NoOverdispersionWarning", "beta_binomial_profi
 _LOGK = (-7.0, 16.0)  # search range of log kappa; kappa beyond e^16 is treated as binomial
 _LOGIT = (-23.0, 23.0)  # search range of logit mu
 _GOLD = (np.sqrt(5) - 1) / 2
+#: the ``ci_detail`` of the interval fit_beta_binomial_ml leaves empty (its repr reads it back)
+_CI_NOT_COMPUTED = "not computed by fit_beta_binomial_ml (use beta_binomial_profile_ci)"
 
 
 # ---------------------------------------------------------------------------
@@ -195,6 +198,20 @@ class BetaBinomialResult(Result):
 
     estimate = field_alias("mu", "The fitted mean success probability ``mu``, under the house name.")
 
+    def _repr_lines(self) -> list[str]:
+        if self.ci.attrs.get("ci_detail") != _CI_NOT_COMPUTED:
+            return [f"BetaBinomialResult: mean success probability mu, beta-binomial ML fit, "
+                    f"{interval_label(self.ci)} interval", *super()._repr_lines()[1:]]
+        head = f"BetaBinomialResult: mean success probability mu, beta-binomial ML fit; interval {_CI_NOT_COMPUTED}"
+        mu, kappa = self.mu.values.ravel(), self.kappa.values.ravel()
+        if self.mu.ndim == 0:
+            return [head, f"  mu {mu[0]:.4g}, kappa {kappa[0]:.4g}"]
+        labels = [", ".join(map(str, c)) if isinstance(c, tuple) else str(c)
+                  for c in self.mu.stack(_cell=self.mu.dims)["_cell"].values]
+        cells = [f"  {lab}: mu {m:.4g}, kappa {k:.4g}" for lab, m, k in zip(labels, mu, kappa, strict=True)]
+        more = [f"  ... ({mu.size - 8} more; to_frame() lists all)"] if mu.size > 8 else []
+        return [head, *cells[:8], *more]
+
 
 def _counts(data, n, dim: str, task_dim: str) -> tuple[xr.DataArray, xr.DataArray]:
     if n is not None:
@@ -312,7 +329,7 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
         kind="profile",
         detail="beta-binomial profile likelihood for mu"
         if prob is not None
-        else "not computed by fit_beta_binomial_ml (use beta_binomial_profile_ci)",
+        else _CI_NOT_COMPUTED,
         template=tmpl,
     )
     return BetaBinomialResult(
