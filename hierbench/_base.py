@@ -337,6 +337,7 @@ def make_interval(
     template: xr.DataArray | None = None,
     name: str = "ci",
     warn_zero_width: bool = True,
+    zero_width_why: Any = None,
 ) -> xr.DataArray:
     """Build an interval in the house convention.
 
@@ -356,6 +357,13 @@ def make_interval(
     warn_zero_width : bool
         Warn with :class:`ZeroWidthIntervalWarning` when every finite interval
         has zero width although ``prob < 1`` (no uncertainty was measured).
+    zero_width_why : array-like of str or DataArray, optional
+        Per entry (shaped like the bounds), why a zero-width interval there
+        carries no uncertainty (e.g. ``"every task scored 0: no resample can
+        differ"``). Given, the warning fires for *each* zero-width entry, not
+        only when all are, and names the entries with their reasons (``""``:
+        named without one). For estimators whose zero width is a degeneracy
+        wherever it occurs; a rank interval ``[1, 1]`` is not one.
 
     Returns
     -------
@@ -410,17 +418,56 @@ def make_interval(
         out.attrs["ci_detail"] = str(detail)
     out.name = name
     if warn_zero_width and p < 1.0:
-        lv, hv = lo.values, hi.values
-        finite = np.isfinite(lv) & np.isfinite(hv)
-        if finite.any() and np.all(hv[finite] - lv[finite] == 0.0):
-            warnings.warn(
-                f"every {interval_label(out)} interval here has zero width: the data carry no "
-                "measurable uncertainty for it (e.g. one task, one run per cell, or a constant "
-                "statistic). It is not a statement of certainty.",
-                ZeroWidthIntervalWarning,
-                stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
-            )
+        _warn_zero_width(out, np.asarray(lo.values, float), np.asarray(hi.values, float), zero_width_why)
     return out
+
+
+#: zero-width entries a :class:`ZeroWidthIntervalWarning` names before "and N more"
+_ZERO_WIDTH_NAMED = 10
+
+
+def _warn_zero_width(out: xr.DataArray, lv: np.ndarray, hv: np.ndarray, why: Any) -> None:
+    """:func:`make_interval`'s zero-width warning: all entries, or each one with ``why``."""
+    finite = np.isfinite(lv) & np.isfinite(hv)
+    flat = finite & (hv - lv == 0.0)
+    if not flat.any():
+        return
+    if why is None:
+        if flat.sum() < finite.sum():
+            return
+        msg = (
+            f"every {interval_label(out)} interval here has zero width: the data carry no "
+            "measurable uncertainty for it (e.g. one task, one run per cell, or a constant "
+            "statistic). It is not a statement of certainty."
+        )
+    else:
+        reasons = np.broadcast_to(np.asarray(getattr(why, "values", why), dtype=object), flat.shape)
+        items = [
+            f"{name} ({reasons[ix]})" if name and reasons[ix] else (name or str(reasons[ix]) or "its one entry")
+            for name, ix in _entry_names(out, flat)
+        ]
+        more = len(items) - _ZERO_WIDTH_NAMED
+        shown = "; ".join(items[:_ZERO_WIDTH_NAMED]) + (f"; and {more} more" if more > 0 else "")
+        what = f"{out.dims[0]}s" if flat.ndim == 1 else "entries"
+        head = (
+            f"every {interval_label(out)} interval here has zero width" if flat.sum() == finite.sum()
+            else f"the {interval_label(out)} interval has zero width for {len(items)} of {flat.size} {what}"
+        )
+        msg = (
+            f"{head}: {shown}. Zero width at a level below one measures no uncertainty; it is not "
+            "a statement of certainty."
+        )
+    warnings.warn(msg, ZeroWidthIntervalWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
+
+
+def _entry_names(out: xr.DataArray, mask: np.ndarray) -> list[tuple[str, tuple]]:
+    """``(label, index)`` of each entry of ``mask`` (over ``out``'s dims but ``ci_bound``): coord values."""
+    dims = [d for d in out.dims if d != "ci_bound"]
+    named = []
+    for ix in zip(*np.nonzero(mask), strict=True) if mask.ndim else [()]:
+        parts = [str(out[d].values[i]) if d in out.coords else f"{d} {i}" for d, i in zip(dims, ix, strict=True)]
+        named.append((", ".join(parts), tuple(ix)))
+    return named
 
 
 def check_interval(da: Any, name: str = "ci") -> xr.DataArray:

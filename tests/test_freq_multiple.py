@@ -338,3 +338,47 @@ def test_exact_max_t_states_the_number_of_sign_patterns_it_enumerates():
     assert res.attrs["maxt_exact"]
     assert text.startswith(f"exact over all {2 ** C} sign patterns of the {C} clusters with a difference "
                            f"({2 ** (C - 1)} computed: flipping every sign leaves |t| as it is)"), text
+
+
+def test_adjusted_p_below_the_raw_one_is_explained():
+    """Audit: SWE-bench's Gemini vs Claude 4 Opus had p_value 0.0078 and max-T p_adjusted 0.0039,
+    unexplained. The per-pair sign-flip test ranks the patterns by the summed difference, max-T by the
+    CR2 t; with clusters of unequal size they differ. Two agents, 6 clusters of 1-8 tasks: both
+    p-values by enumerating the 2^5 patterns here (the sum by plain numpy).
+    """
+    a = [1, 0, 1, 1, 1, 0, 1, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1]
+    b = [0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0]
+    codes = np.repeat(np.arange(6), [1, 1, 2, 3, 5, 8])
+    ds = xr.Dataset(
+        {"score": (("agent", "task", "run"), np.array([a, b], dtype=float)[..., None])},
+        coords={"agent": ["a", "b"], "task": [f"t{i}" for i in range(20)], "cluster": ("task", codes)},
+    )
+    d = np.array(a, float) - np.array(b, float)
+    sums = np.bincount(codes, d)
+    patterns = [np.r_[1.0, s] for s in itertools.product([1.0, -1.0], repeat=5)]
+    p_sum = np.mean([abs(p @ sums) >= abs(sums.sum()) - 1e-12 for p in patterns])
+    t_obs = abs(d.mean() / cr2_mean_se(d, codes)[0])
+    p_t = np.mean([abs((p[codes] * d).mean() / cr2_mean_se(p[codes] * d, codes)[0]) >= t_obs * (1 - 1e-9)
+                   for p in patterns])
+    assert (p_sum, p_t) == (6 / 32, 3 / 32)  # the two statistics part
+    res = compare_agents(ds, n_resamples=99, rng=0)
+    assert (res.attrs["test"], res.attrs["adjust"], res.attrs["unit"]) == ("permutation", "maxt", "clusters")
+    assert float(res.p_value.sel(agent="a", opponent="b")) == pytest.approx(p_sum, abs=1e-12)
+    assert float(res.p_adjusted.sel(agent="a", opponent="b")) == pytest.approx(p_t, abs=1e-12)
+    note = res.attrs["p_value_note"]
+    assert "CR2-studentized t" in note and "can be below its p_value" in note
+    assert res.to_frame().attrs["p_value_note"] == note
+    text = " ".join(repr(res).split())
+    assert "note: 1 of 1 pairs have p_adjusted below p_value: p_value is each pair's sign-flip test" in text
+    # Holm on the same p-values never goes below them: no note; tasks as units order the patterns
+    # alike (the studentized t is monotone in the mean): over all 2^9 patterns of the 9 tasks with a
+    # difference, one pair's max-T p is its sign-flip p
+    holm = compare_agents(ds, adjust="holm", n_resamples=99, rng=0)
+    assert holm.attrs["p_value_note"] == "" and "note:" not in repr(holm)
+    tasks = compare_agents(ds, cluster=None, n_resamples=99, rng=0)
+    assert "Monte Carlo error" in tasks.attrs["p_value_note"]
+    assert tasks.attrs["maxt_exact"]
+    assert float(tasks.p_adjusted.sel(agent="a", opponent="b")) == pytest.approx(
+        float(tasks.p_value.sel(agent="a", opponent="b")), abs=1e-12
+    )
+    assert "note:" not in repr(tasks)

@@ -43,7 +43,6 @@ This module imports numpy, scipy and xarray only.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,15 +50,16 @@ from typing import Literal
 
 import numpy as np
 import xarray as xr
+from scipy import stats
 
 from .._base import DEFAULT_PROB
 from .._base import HierbenchError
-from .._base import as_rng
 from .._base import check_choice
 from .._base import check_int
 from .._base import check_prob
 from .._base import counts
 from .._base import make_interval
+from .._base import warn_user
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import IRTBank
@@ -74,6 +74,7 @@ from ._assisted import t_bounds
 from ._estimate import _adaptive_agent
 from ._estimate import _Source
 from ._estimate import _Spec
+from ._kernels import wilson
 from ._misfit import _add_misfit
 from ._misfit import calibrate_misfit
 from ._plan import uniform_bounds
@@ -472,26 +473,29 @@ def loo_summary(
     study: xr.Dataset,
     *,
     prob: float = DEFAULT_PROB,
-    n_boot: int = 2000,
+    n_boot: int | None = None,
     rng: None | int | np.random.Generator = None,
 ) -> xr.Dataset:
-    """What a :func:`loo_study` says, with its Monte Carlo error: the held-out agents are resampled.
+    """What a :func:`loo_study` says, with its Monte Carlo error: the held-out agents are the units.
 
     The agents are the units of a leave-one-agent-out study: an agent's
     repeats share its bank and its misfit, so they are averaged within the
-    agent first, and the intervals come from resampling agents (percentile
-    bootstrap). Treating the agents x repeats intervals as independent would
-    overstate the precision of a coverage measured on 25 agents.
+    agent first, and the intervals are over agents. Treating the agents x
+    repeats intervals as independent would overstate the precision of a
+    coverage measured on 25 agents. The intervals are made for few agents:
+    a coverage is a proportion, and a percentile bootstrap of one over 8
+    agents that all covered is ``[1, 1]``; the Wilson interval is about
+    ``[0.68, 1]`` there.
 
     Parameters
     ----------
     study : xarray.Dataset
         A result of :func:`loo_study`.
     prob : float
-        Level of the bootstrap intervals.
-    n_boot : int
-        Agent resamples.
-    %(rng)s
+        Level of the intervals over agents.
+    n_boot, rng : deprecated
+        No longer used (the intervals resample nothing); passing them warns,
+        and they go in the next release.
 
     Returns
     -------
@@ -499,12 +503,18 @@ def loo_summary(
         Over (``selection``, ``n_tasks``), in score units: ``mae`` (mean
         absolute error of the predicted full score) and ``mae_se`` (its
         standard error over agents); ``coverage`` and ``coverage_ci`` (of the
-        study's intervals, at the study's level ``study_ci_prob``);
-        ``width`` (mean interval width); ``n_intervals``. When the study has
+        study's intervals, at the study's level ``study_ci_prob``; the
+        interval is Wilson's over the agents, ``ci_kind = "wilson"``, with each
+        agent's coverage, averaged over its repeats, counted as its share of a
+        success: a mean of 0/1 outcomes varies no more than one of them, so
+        the interval is if anything wide); ``width`` (mean interval width);
+        ``n_intervals``. When the study has
         an ``"adaptive"`` selection: ``half_gap`` and ``half_gap_ci``, the
         MAE of adaptive with ``n`` tasks minus the MAE of each selection with
         ``2 n`` tasks (negative: adaptive with half the tasks is more
-        accurate; NaN where ``2 n`` was not run).
+        accurate; NaN where ``2 n`` was not run), its interval Student t
+        over the agents (``ci_kind = "t"``, ``n_agents - 1`` df: a
+        percentile bootstrap of a mean over 8 agents covers about 88% at 95%).
 
     Examples
     --------
@@ -513,22 +523,20 @@ def loo_summary(
     >>> st = loo_study(data, agents=["agent_000", "agent_001", "agent_002"], n_tasks=(5, 10),
     ...                selections=("random", "adaptive"),
     ...                n_bank_draws=50, misfit=False, rng=0)
-    >>> s = loo_summary(st, rng=0)
-    >>> s.half_gap.sel(selection="random").dims
-    ('n_tasks',)
+    >>> s = loo_summary(st)
+    >>> s.half_gap.sel(selection="random").dims, s.coverage_ci.attrs["ci_kind"]
+    (('n_tasks',), 'wilson')
     """
     prob = check_prob(prob)
-    n_boot = check_int(n_boot, "n_boot", min=1)
+    _warn_unused(n_boot, rng)
     need = {"abs_error", "covered", "lower", "upper"}
     if not isinstance(study, xr.Dataset) or not need <= set(study.data_vars) or "agent" not in study.dims:
         raise HierbenchError(f"`study` must be a result of loo_study (variables {sorted(need)} over agent, ...)")
-    gen = as_rng(rng)
     err = study["abs_error"].mean("repeat").transpose("agent", "selection", "n_tasks")
     cov = study["covered"].mean("repeat").transpose("agent", "selection", "n_tasks")
     M = err.sizes["agent"]
     if M < 2:
         raise HierbenchError(f"`study` must hold at least 2 held-out agents to measure its Monte Carlo error; got {M}")
-    boot = _AgentBootstrap(gen.integers(0, M, (n_boot, M)), prob)
     out = xr.Dataset(
         {
             "mae": err.mean("agent"),
@@ -538,11 +546,11 @@ def loo_summary(
             "n_intervals": study["covered"].notnull().sum(("agent", "repeat")),
         }
     )
-    out["coverage_ci"] = boot.ci(cov.values, out["coverage"])
+    out["coverage_ci"] = _coverage_ci(cov, prob)
     if "adaptive" in study["selection"].values:
         gap = _half_gap(err)
         out["half_gap"] = gap.mean("agent")
-        out["half_gap_ci"] = boot.ci(gap.values, out["half_gap"])
+        out["half_gap_ci"] = _agents_t_ci(gap, prob)
     out.attrs = {
         "study_ci_prob": study.attrs.get("ci_prob", np.nan),
         "n_agents": M,
@@ -552,24 +560,41 @@ def loo_summary(
     return out
 
 
-class _AgentBootstrap:
-    """Percentile intervals of per-agent means from one shared set of agent resamples."""
-
-    def __init__(self, idx: np.ndarray, prob: float):
-        self.idx, self.prob = idx, prob
-        n_boot, M = idx.shape
-        self.detail = (
-            f"percentile bootstrap over the {M} held-out agents ({n_boot} resamples; repeats averaged within agent)"
+def _warn_unused(n_boot: int | None, rng: object) -> None:
+    """:func:`loo_summary`'s ``n_boot`` and ``rng`` resample nothing any more: say so when given."""
+    given = [name for name, v in (("n_boot", n_boot), ("rng", rng)) if v is not None]
+    if given:
+        warn_user(
+            f"{' and '.join(f'`{g}`' for g in given)} of loo_summary() no longer do anything (its "
+            "intervals, Wilson for coverage and Student t for the half gap, resample nothing) and "
+            "will be removed in the next release; leave them out",
+            DeprecationWarning,
         )
 
-    def ci(self, per_agent: np.ndarray, template: xr.DataArray) -> xr.DataArray:
-        q = ((1 - self.prob) / 2, (1 + self.prob) / 2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells (e.g. a size not run)
-            bs = np.nanmean(per_agent[self.idx], axis=1)
-            lo, hi = np.nanquantile(bs, q[0], axis=0), np.nanquantile(bs, q[1], axis=0)
-        return make_interval(lo, hi, prob=self.prob, kind="percentile", detail=self.detail, template=template,
-                             warn_zero_width=False)
+
+def _coverage_ci(cov: xr.DataArray, prob: float) -> xr.DataArray:
+    """Wilson interval over the agents of the per-agent coverage ``cov`` (agent, ...), NaN agents left out."""
+    n = cov.notnull().sum("agent")
+    ci = wilson(cov.sum("agent", skipna=True).values, n.values, prob)
+    n_agents = cov.sizes["agent"]
+    return make_interval(
+        *ci, prob=prob, kind="wilson", template=n.astype(float),
+        detail=f"Wilson interval over the {n_agents} held-out agents, each agent's coverage (averaged "
+        "over its repeats) counted as its share of a success",
+    )
+
+
+def _agents_t_ci(per_agent: xr.DataArray, prob: float) -> xr.DataArray:
+    """Student t interval of the mean over agents (``n - 1`` df, NaN agents left out; NaN below 2)."""
+    n = per_agent.notnull().sum("agent")
+    m = per_agent.mean("agent", skipna=True)
+    se = per_agent.std("agent", ddof=1, skipna=True) / np.sqrt(n.where(n > 1))
+    q = stats.t.ppf(0.5 + prob / 2, n.where(n > 1) - 1)
+    return make_interval(
+        m - q * se, m + q * se, prob=prob, kind="t",
+        detail=f"Student t interval of the mean over the {per_agent.sizes['agent']} held-out agents "
+        "(n_agents - 1 df; repeats averaged within agent)",
+    )
 
 
 def _half_gap(err: xr.DataArray) -> xr.DataArray:

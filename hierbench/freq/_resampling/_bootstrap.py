@@ -124,7 +124,12 @@ class BootstrapResult(Result):
         BCa's ``z0`` and ``a`` (``method="bca"`` only).
     ci_flag : xarray.DataArray or None
         Per agent, for the built-in statistics resampled over tasks (or
-        clusters): ``"few tasks carry the mean"`` where the mean rests on
+        clusters): ``"every task scored 0"`` (or 1, or the one value every
+        task has; ``"every task's pass^2 is 0"`` for pass^k) where that makes
+        the interval zero-width: no resample can differ, so the interval
+        measures nothing (a ``ZeroWidthIntervalWarning``, a
+        :class:`hierbench.SmallSampleWarning`, names those agents; for 0/1
+        scores ``pass_hat_k(data, 1)`` gives the exact bound); else ``"few tasks carry the mean"`` where the mean rests on
         fewer than ``min(10, n / 2)`` effective tasks (the rule
         :func:`hierbench.freq.pass_hat_k` replaces its t interval by): there
         a resampling interval falls short (400 agents, 76 tasks x 6 runs,
@@ -156,6 +161,21 @@ class BootstrapResult(Result):
         """One row per agent (or pair): estimate, interval ends, SE and counts (no resamples)."""
         df = super().to_frame()
         return df.drop(columns=[c for c in ("distribution",) if c in df.columns])
+
+    def _repr_lines(self) -> list[str]:
+        """The base repr, each flagged agent's line ending with its ``ci_flag``."""
+        lines = super()._repr_lines()
+        flag = self.ci_flag
+        if flag is None or flag.ndim != 1:
+            return lines
+        said = {f"  {lab}: ": str(f) for lab, f in zip(flag[flag.dims[0]].values, flag.values, strict=True) if f}
+        out = []
+        for line in lines:
+            key = next((k for k in said if line.startswith(k)), None)
+            out.append(f"{line}  ({said.pop(key)})" if key else line)
+        if said:
+            out.append(f"  ({len(said)} more flagged: see .ci_flag)")
+        return out
 
 
 
@@ -307,12 +327,15 @@ def _package(
         return out.squeeze(odim[0], drop=True) if squeeze else out
 
     lims_da = da(lims, trail=("ci_bound",))
+    same = _same_values(plan, n_out)
+    zero = np.isfinite(lims).all(-1) & (lims[:, 1] - lims[:, 0] == 0.0)
     ci = make_interval(
         lims_da.isel(ci_bound=0, drop=True),
         lims_da.isel(ci_bound=1, drop=True),
         prob=prob,
         kind=method,
         detail=detail,
+        zero_width_why=da(_zero_width_reasons(plan, same)),  # each zero-width agent named
     )
     present = np.isfinite(plan.v_obs[0])
     n_tasks = present.sum(-1)
@@ -329,24 +352,60 @@ def _package(
         n_undefined=da(n_undef.astype(np.int64)),
         bias_correction=None if z0 is None else da(z0),
         acceleration=None if acc_a is None else da(acc_a),
-        ci_flag=None if (flag := _few_units(plan, n_out)) is None else da(flag),
+        ci_flag=None if (flag := _flags(plan, n_out, same, zero)) is None else da(flag),
         attrs={**attrs, "ci_prob": float(prob), "ci_kind": method, "ci_detail": detail},
     )
 
 
-def _few_units(plan: _Plan, n_out: int) -> np.ndarray | None:
-    """Per agent, ``"few tasks carry the mean"`` where few tasks carry it (``_numerics.few_carry``).
+#: ``ci_flag`` of an agent whose mean few tasks carry (``_numerics.few_carry``)
+FEW_TASKS_FLAG = "few tasks carry the mean"
 
-    Judged on the tasks' own values whatever the resampling unit: a mean few
-    tasks carry is one few clusters carry too. (Clusters of unequal size
-    make the effective number of clusters smaller still; that is not
-    flagged here.)
+
+def _same_text(plan: _Plan, value: float) -> str:
+    """``ci_flag`` of an output whose every task has the one value ``value``: ``"every task scored 0"``."""
+    if plan.pairs_idx is not None:
+        return f"every task's difference is {value:g}"
+    if plan.cell_stat == "mean":
+        return f"every task scored {value:g}"
+    return f"every task's pass{'^' if plan.cell_stat == 'pass_hat_k' else '@'}{plan.k} is {value:g}"
+
+
+def _same_values(plan: _Plan, n_out: int) -> np.ndarray:
+    """Per output, the value every task it rests on has (NaN where they differ or for a callable)."""
+    out = np.full(n_out, np.nan)
+    if not plan.builtin or n_out != plan.U:
+        return out
+    v = plan.v_obs[0]  # (U, T), NaN where a task is not in the statistic
+    fin = np.isfinite(v)
+    lo, hi = np.where(fin, v, np.inf).min(-1), np.where(fin, v, -np.inf).max(-1)  # no task: inf > -inf
+    return np.where(lo == hi, lo, np.nan)
+
+
+def _zero_width_reasons(plan: _Plan, same: np.ndarray) -> np.ndarray:
+    """Per output, why a zero-width interval there says nothing (read only where it has zero width)."""
+    return np.array(
+        [f"{_same_text(plan, v)}: no resample can differ" if np.isfinite(v) else "every resample gave the same value"
+         for v in same],
+        dtype=object,
+    )
+
+
+def _flags(plan: _Plan, n_out: int, same: np.ndarray, zero: np.ndarray) -> np.ndarray | None:
+    """Per agent: the one value's text where it makes the interval zero-width, else the few-tasks flag.
+
+    ``""`` where neither. Few tasks carrying the mean is judged on the tasks' own
+    values whatever the resampling unit: a mean few tasks carry is one few
+    clusters carry too. (Clusters of unequal size make the effective number of
+    clusters smaller still; that is not flagged here.)
     """
     from ..._numerics import few_carry
 
     if not plan.builtin or plan.pairs_idx is not None or plan.scheme == "runs" or n_out != plan.U:
         return None
-    return np.where(few_carry(plan.v_obs[0]), "few tasks carry the mean", "").astype(object)  # (agent, task)
+    out = np.where(few_carry(plan.v_obs[0]), FEW_TASKS_FLAG, "").astype(object)  # (agent, task)
+    for u in np.flatnonzero(np.isfinite(same) & zero):
+        out[u] = _same_text(plan, float(same[u]))
+    return out
 
 
 # ---------------------------------------------------------------------------

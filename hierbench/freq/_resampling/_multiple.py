@@ -41,6 +41,7 @@ separates. Holm and Benjamini-Hochberg stay beside it (``p_holm``, ``p_bh``).
 from __future__ import annotations
 
 import itertools
+import textwrap
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -168,6 +169,27 @@ def _bh(p: np.ndarray) -> np.ndarray:
     return out
 
 
+def _p_value_note(attrs: dict) -> str:
+    """Why a pair's ``p_adjusted`` can be below its ``p_value`` (``""`` where it cannot).
+
+    The per-pair sign-flip test ranks the sign patterns by the mean difference, max-T by the
+    CR2-studentized t; with tasks as units the two order the patterns alike.
+    """
+    if attrs.get("test") != "permutation" or attrs.get("adjust") not in _MAXT:
+        return ""
+    if attrs.get("unit") == "clusters":
+        return (
+            "p_value is each pair's sign-flip test of its mean difference, p_adjusted (max-T) ranks "
+            "the same sign flips by the CR2-studentized t, another statistic when the clusters differ "
+            "in size, so a pair's p_adjusted can be below its p_value"
+        )
+    return (
+        "p_value is each pair's sign-flip test of its mean difference and p_adjusted (max-T) ranks "
+        "the same sign flips by the studentized t, which orders them alike with tasks as units, so a "
+        "p_adjusted below its p_value is Monte Carlo error (p_adjusted_mcse)"
+    )
+
+
 # --------------------------------------------------------------------------- result
 
 
@@ -243,6 +265,8 @@ class PairwiseComparisonResult(Result):
         df = pd.DataFrame(rows).set_index("pair")
         df["ci_prob"] = float(self.ci.attrs["ci_prob"])
         df["ci_kind"] = self.ci.attrs["ci_kind"]
+        if self.table.attrs.get("p_value_note"):
+            df.attrs["p_value_note"] = self.table.attrs["p_value_note"]
         return df
 
     def _p_of(self, adjust: str | None) -> xr.DataArray:
@@ -326,6 +350,7 @@ class PairwiseComparisonResult(Result):
             + ("false discovery rate" if adjust == "bh" else "family-wise")
             + f" {1 - float(self.ci.attrs['ci_prob']):.3g})",
         ]
+        lines += self._crossing_lines()
         if self.table.sizes["agent"] <= 8:
             lines += ["  " + s for s in self.matrix().to_string().splitlines()]
         else:
@@ -340,6 +365,18 @@ class PairwiseComparisonResult(Result):
                     f"  {df.index[k]}: {r['estimate']:.4g} [{r[lo]:.4g}, {r[hi]:.4g}]  p_{adjust}={p[k]:.3g}"
                 )
         return lines
+
+
+    def _crossing_lines(self) -> list[str]:
+        """The repr's note where some pair's adjusted p-value is below its raw one (``attrs["p_value_note"]``)."""
+        iu = np.triu_indices(self.table.sizes["agent"], 1)
+        raw, adj = self.table["p_value"].values[iu], self.table["p_adjusted"].values[iu]
+        n = int(np.count_nonzero(np.isfinite(raw) & np.isfinite(adj) & (adj < raw)))
+        note = self.table.attrs.get("p_value_note", "")
+        if not n or not note:
+            return []
+        text = f"note: {n} of {iu[0].size} pairs have p_adjusted below p_value: {note}."
+        return textwrap.wrap(text, 100, initial_indent="  ", subsequent_indent="    ")
 
 
 # --------------------------------------------------------------------------- engine
@@ -750,19 +787,18 @@ def compare_agents(
     Returns
     -------
     PairwiseComparisonResult
-        ``estimate`` / ``ci`` (the mean difference and its per-pair interval),
-        ``ci_simultaneous``, a tidy ``to_frame()``, the compact ``matrix()``,
-        ``significant()``, and matrices over ``(agent, opponent)`` (row agent
-        minus column agent): ``mean_diff``, ``se`` and ``df`` (of the paired
-        t), ``ci`` (the paired t interval when the test is the t or the units
-        are clusters, else the bootstrap one), ``ci_bootstrap``,
-        ``p_permutation`` and ``p_bootstrap`` with their Monte Carlo standard
-        errors (``*_mcse``, 0 when exact), ``p_t``, ``p_mcnemar``, ``p_value`` /
-        ``p_value_mcse`` (of the test), ``p_maxt`` / ``p_maxt_stepdown`` with
-        their ``*_mcse``, ``p_holm``, ``p_bh``, ``prob_superiority``,
-        ``cohens_dz``, ``n_tasks``, ``n_units`` (tasks, or clusters). NaN on
-        the diagonal. ``attrs`` name the test, the adjustment, the unit and the
-        max-T critical value (``maxt_crit``).
+        ``estimate`` / ``ci`` (the mean difference and its per-pair interval), ``ci_simultaneous``,
+        a tidy ``to_frame()``, the compact ``matrix()``, ``significant()``, and matrices over
+        ``(agent, opponent)`` (row agent minus column agent): ``mean_diff``, ``se`` and ``df`` (of
+        the paired t), ``ci`` (the paired t interval when the test is the t or the units are
+        clusters, else the bootstrap one), ``ci_bootstrap``, ``p_permutation`` and ``p_bootstrap``
+        with their Monte Carlo standard errors (``*_mcse``, 0 when exact), ``p_t``, ``p_mcnemar``,
+        ``p_value`` / ``p_value_mcse`` (of the test), ``p_maxt`` / ``p_maxt_stepdown`` with their
+        ``*_mcse``, ``p_holm``, ``p_bh``, ``p_adjusted`` (of the adjustment), ``prob_superiority``,
+        ``cohens_dz``, ``n_tasks``, ``n_units`` (tasks, or clusters). NaN on the diagonal.
+        ``attrs``: the test, adjustment, unit, max-T critical value (``maxt_crit``) and why a pair's
+        ``p_adjusted`` can be below its ``p_value`` (``p_value_note``; the repr says so where one
+        is).
 
     Examples
     --------
@@ -835,6 +871,7 @@ def _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen) -> P
     # the clusters by the column the user named (the coord is `cluster` whatever it was read from)
     attrs["cluster_column"] = opts["cluster_column"] if cc is not None else ""
     attrs["unit_scores"] = int(opts["unit_scores"])  # every score in [0, 1]: t intervals kept to [-1, 1]
+    attrs["p_value_note"] = _p_value_note(attrs)  # where p_adjusted can be below p_value, why
     if cc is not None:
         labels = [str(x) for x in cc[1]]
         attrs["unit_labels"] = ", ".join(labels[:4]) + (", ..." if len(labels) > 4 else "")
