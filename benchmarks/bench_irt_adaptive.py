@@ -276,7 +276,7 @@ def summarise(ds: xr.Dataset) -> dict:
     from hierbench.design import loo_summary
 
     sizes = [int(v) for v in ds.n_tasks.values]
-    summ = loo_summary(ds, rng=0)
+    summ = loo_summary(ds)
     mae = summ.mae
     print("\nmean absolute error of the predicted full score (percentage points)")
     print((100 * mae).to_pandas().round(2).to_string())
@@ -290,7 +290,7 @@ def summarise(ds: xr.Dataset) -> dict:
         model_only = ds.sel(selection=["adaptive"]).assign(
             covered=ds.model_covered, lower=ds.model_lower, upper=ds.model_upper
         ).sel(selection=["adaptive"])
-        rows["adaptive, model only"] = _cov_cells(loo_summary(model_only, rng=0), "adaptive")
+        rows["adaptive, model only"] = _cov_cells(loo_summary(model_only), "adaptive")
     print(pd.DataFrame(rows, index=sizes).T.to_string())
     print("\nmean width of the 90% interval (points)")
     print((100 * summ.width).to_pandas().round(2).to_string())

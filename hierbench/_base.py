@@ -53,6 +53,18 @@ FEW_CARRY_ADVICE = (
     "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
 )
 
+#: the same, where every task scored one value (a bootstrap ``ci_flag`` "every task scored 0"):
+#: no resample can differ from the data, so the interval has no width at all
+ZERO_WIDTH_ADVICE = (
+    "no resample can differ from the data, so the interval has no width; for independent tasks "
+    "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
+)
+
+
+def flag_advice(flag: str) -> str:
+    """What to tell a reader about a bootstrap ``ci_flag``: :data:`ZERO_WIDTH_ADVICE` or :data:`FEW_CARRY_ADVICE`."""
+    return ZERO_WIDTH_ADVICE if str(flag).startswith("every ") else FEW_CARRY_ADVICE
+
 if TYPE_CHECKING:
     import pandas as pd
 

@@ -28,7 +28,8 @@ from scipy import integrate
 from scipy import stats
 from scipy.special import expit
 
-from ._base import FEW_CARRY_ADVICE
+from ._base import ZERO_WIDTH_ADVICE
+from ._base import flag_advice
 from ._console import print_warnings
 from ._console import seconds
 
@@ -183,11 +184,14 @@ def _pass1_bounds(ctx: DemoContext) -> pd.Series:
     return ctx.extra["pass1_bounds"]
 
 
-def _few_agents(boot) -> list[str]:
-    """The agents whose bootstrap mean few tasks carry (``ci_flag``)."""
+def _few_agents(boot) -> dict[str, str]:
+    """The agents whose bootstrap interval is flagged, each with its ``ci_flag``.
+
+    Few tasks carry the mean, or every task scored one value.
+    """
     if boot.ci_flag is None or "agent" not in boot.ci_flag.dims:
-        return []
-    return [str(a) for a, f in zip(boot.ci_flag["agent"].values, boot.ci_flag.values, strict=True) if f]
+        return {}
+    return {str(a): str(f) for a, f in zip(boot.ci_flag["agent"].values, boot.ci_flag.values, strict=True) if f}
 
 
 def _few_note(boot, bounds: pd.Series | None = None) -> str:
@@ -195,17 +199,16 @@ def _few_note(boot, bounds: pd.Series | None = None) -> str:
 
     ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given.
     """
-    few = _few_agents(boot)
-    if not few:
-        return ""
+    flags = _few_agents(boot)
     bounds = pd.Series(dtype=object) if bounds is None else bounds
-    said = [f"{a} {bounds[a]}" for a in few if bounds.get(a, "")]
-    return "\n\n" + textwrap.fill(
-        f"Few tasks carry the mean of {', '.join(few)}: {FEW_CARRY_ADVICE}"
-        + (": " + "; ".join(said) if said else "")
-        + ".",
-        88,
-    )
+    notes = []
+    for head, kind in (("Few tasks carry the mean of", False), ("Every task scored one value for", True)):
+        names = [a for a, f in flags.items() if (flag_advice(f) == ZERO_WIDTH_ADVICE) == kind]
+        if names:
+            said = [f"{a} {bounds[a]}" for a in names if bounds.get(a, "")]
+            text = f"{head} {', '.join(names)}: {flag_advice(flags[names[0]])}" + (": " + "; ".join(said) if said else "")
+            notes.append("\n\n" + textwrap.fill(text + ".", 88))
+    return "".join(notes)
 
 
 def _why_undefined(boot, agent) -> str:

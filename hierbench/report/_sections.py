@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .._base import FEW_CARRY_ADVICE
 from .._base import cluster_label
 from .._base import counted
+from .._base import flag_advice
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
@@ -396,7 +396,8 @@ def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Seri
     hit = few != ""
     said = bounds.reindex(index).fillna("").astype(str)
     said = said.where(said == "", ": " + said)
-    out[hit] = method + ": " + few[hit] + f" ({FEW_CARRY_ADVICE}" + said[hit] + ")"
+    advice = few.map(flag_advice)
+    out[hit] = method + ": " + few[hit] + " (" + advice[hit] + said[hit] + ")"
     return out
 
 

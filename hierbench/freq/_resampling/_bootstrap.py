@@ -126,8 +126,8 @@ class BootstrapResult(Result):
         Per agent, for the built-in statistics resampled over tasks (or
         clusters): ``"every task scored 0"`` (or 1, or the one value every
         task has; ``"every task's pass^2 is 0"`` for pass^k) where that makes
-        the interval zero-width: no resample can differ, so the interval
-        measures nothing (a ``ZeroWidthIntervalWarning``, a
+        the interval zero-width (percentile) or undefined (BCa): no resample
+        can differ, so the interval measures nothing (a ``ZeroWidthIntervalWarning``, a
         :class:`hierbench.SmallSampleWarning`, names those agents; for 0/1
         scores ``pass_hat_k(data, 1)`` gives the exact bound); else ``"few tasks carry the mean"`` where the mean rests on
         fewer than ``min(10, n / 2)`` effective tasks (the rule
@@ -328,7 +328,9 @@ def _package(
 
     lims_da = da(lims, trail=("ci_bound",))
     same = _same_values(plan, n_out)
-    zero = np.isfinite(lims).all(-1) & (lims[:, 1] - lims[:, 0] == 0.0)
+    # the one value on every task leaves no width (percentile) or no interval (BCa's bias correction is
+    # infinite); under two-stage the runs may still give width, and then it is not the reason
+    degenerate = ~np.isfinite(lims).all(-1) | (lims[:, 1] - lims[:, 0] == 0.0)
     ci = make_interval(
         lims_da.isel(ci_bound=0, drop=True),
         lims_da.isel(ci_bound=1, drop=True),
@@ -352,7 +354,7 @@ def _package(
         n_undefined=da(n_undef.astype(np.int64)),
         bias_correction=None if z0 is None else da(z0),
         acceleration=None if acc_a is None else da(acc_a),
-        ci_flag=None if (flag := _flags(plan, n_out, same, zero)) is None else da(flag),
+        ci_flag=None if (flag := _flags(plan, n_out, same, degenerate)) is None else da(flag),
         attrs={**attrs, "ci_prob": float(prob), "ci_kind": method, "ci_detail": detail},
     )
 
@@ -390,8 +392,8 @@ def _zero_width_reasons(plan: _Plan, same: np.ndarray) -> np.ndarray:
     )
 
 
-def _flags(plan: _Plan, n_out: int, same: np.ndarray, zero: np.ndarray) -> np.ndarray | None:
-    """Per agent: the one value's text where it makes the interval zero-width, else the few-tasks flag.
+def _flags(plan: _Plan, n_out: int, same: np.ndarray, degenerate: np.ndarray) -> np.ndarray | None:
+    """Per agent: the one value's text where it leaves the interval zero-width or undefined, else the few-tasks flag.
 
     ``""`` where neither. Few tasks carrying the mean is judged on the tasks' own
     values whatever the resampling unit: a mean few tasks carry is one few
@@ -403,7 +405,7 @@ def _flags(plan: _Plan, n_out: int, same: np.ndarray, zero: np.ndarray) -> np.nd
     if not plan.builtin or plan.pairs_idx is not None or plan.scheme == "runs" or n_out != plan.U:
         return None
     out = np.where(few_carry(plan.v_obs[0]), FEW_TASKS_FLAG, "").astype(object)  # (agent, task)
-    for u in np.flatnonzero(np.isfinite(same) & zero):
+    for u in np.flatnonzero(np.isfinite(same) & degenerate):
         out[u] = _same_text(plan, float(same[u]))
     return out
 
