@@ -26,11 +26,13 @@ import xarray as xr
 from ..._base import DEFAULT_PROB
 from ..._base import Result
 from ..._base import UndefinedWarning
+from ..._base import _fmt
 from ..._base import check_choice
 from ..._base import check_dim
 from ..._base import check_int
 from ..._base import check_prob
 from ..._base import counts
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
@@ -43,6 +45,14 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
 ]
+
+
+#: the repr's closing sentence when the tasks behind the values differ across ``k``
+_K_TASKS_DIFFER = (
+    "n_tasks differs across k: each k averages only the tasks with at least k runs, so values at "
+    "different k rest on different task sets and do not form one curve (compare them on the "
+    "tasks with at least max(k) runs)"
+)
 
 
 class InsufficientRunsWarning(UndefinedWarning):
@@ -126,6 +136,47 @@ class PassKResult(Result):
         ds = super().to_dataset()
         ds.attrs = dict(self.estimate.attrs)
         return ds
+
+    def _repr_lines(self) -> list[str]:
+        """Each cell with the tasks it rests on and its flag; a sentence when those tasks differ across k."""
+        a = self.estimate.attrs
+        per_task = "plug-in" if "plug-in" in str(a.get("estimator", "")) else "unbiased"
+        lines = [
+            f"{type(self).__name__}: {a.get('quantity', '?')}, mean of the {per_task} per-task values, "
+            f"{interval_label(self.ci)} interval for a new draw of tasks from the same population"
+        ]
+        cells = _repr_cells(self.estimate, self.ci, self.n_tasks, self.ci_flag)
+        lines += [f"  {c}" for c in cells]
+        nt = self.n_tasks
+        if "k" in nt.dims and nt.sizes["k"] > 1 and bool((nt != nt.isel(k=0)).any()):
+            lines.append(f"  {_K_TASKS_DIFFER}")
+        return lines
+
+
+def _repr_cells(
+    est: xr.DataArray, ci: xr.DataArray, n_tasks: xr.DataArray, flag: xr.DataArray | None, limit: int = 8
+) -> list[str]:
+    """``label: estimate [lower, upper]  (n tasks[; flag])``, the middle elided past ``limit`` cells."""
+    if est.ndim == 0:
+        labels, vals = [""], [(est, ci, n_tasks, flag)]
+    else:
+        dims = list(est.dims)
+        stacked = [x.stack(_cell=dims) if x is not None else None for x in (est, ci, n_tasks.broadcast_like(est),
+                   flag.broadcast_like(est) if flag is not None else None)]  # fmt: skip
+        idx = stacked[0]["_cell"].values
+        labels = [", ".join(map(str, i)) + ": " if isinstance(i, tuple) else f"{i}: " for i in idx]
+        vals = [tuple(x.isel(_cell=i) if x is not None else None for x in stacked) for i in range(idx.size)]
+    n = len(vals)
+    show = range(n) if n <= limit else [*range(limit - 3), *range(n - 2, n)]
+    out = []
+    for i in show:
+        if n > limit and i == n - 2:
+            out.append(f"... ({n - limit + 1} more)")
+        e, c, m, f = vals[i]
+        lo, hi = float(c.sel(ci_bound="lower")), float(c.sel(ci_bound="upper"))
+        note = f"{int(m)} task{'s' if int(m) != 1 else ''}" + (f"; {f.item()}" if f is not None and f.item() else "")
+        out.append(f"{labels[i]}{_fmt(float(e))} [{_fmt(lo)}, {_fmt(hi)}]  ({note})")
+    return out
 
 
 def _counts_from(data: xr.Dataset | xr.DataArray, dim: str) -> tuple[xr.DataArray, xr.DataArray]:
@@ -232,12 +283,7 @@ def _pass(
     per_task, short = _per_task_values(n, c, ks, kind, plugin, small_n)
     n_short = short.sum(task_dim) if small_n == "nan" else xr.zeros_like(short.sum(task_dim))
     if small_n == "nan" and bool(short.any()):
-        warn_user(
-            f"{int(short.sum())} (agent, task, k) cells have fewer runs than k "
-            f"(n_runs < k; k={ks}); their {name} is NaN and they are excluded from the mean "
-            "(counted in `n_insufficient`). Pass small_n='clip' for k_eff = min(k, n_runs).",
-            InsufficientRunsWarning,
-        )
+        _warn_short(short, ks, name)
     n_not_run = (n == 0).sum(task_dim)
     defined = per_task.notnull()
     n_tasks = defined.sum(task_dim)
@@ -273,6 +319,22 @@ def _pass(
         n_insufficient=n_short.rename("n_insufficient"),
         n_not_run=n_not_run.rename("n_not_run"),
         ci_flag=flag,
+    )
+
+
+def _warn_short(short: xr.DataArray, ks: list, name: str) -> None:
+    """Warn of the cells with ``0 < n_runs < k``, counted per ``k``: each ``k`` then averages other tasks."""
+    per_k = short.sum([d for d in short.dims if d != "k"]).values.tolist()
+    counted = ", ".join(f"k={kk}: {int(c)}" for kk, c in zip(ks, per_k, strict=True) if c)
+    differ = (
+        "; so the values at different k average different task sets (`n_tasks` per k)"
+        if len(set(per_k)) > 1 else ""
+    )
+    warn_user(
+        f"{int(short.sum())} (agent, task, k) cells have fewer runs than k (n_runs < k; {counted}); "
+        f"their {name} is NaN and they are excluded from the mean (counted in `n_insufficient`){differ}. "
+        "Pass small_n='clip' for k_eff = min(k, n_runs).",
+        InsufficientRunsWarning,
     )
 
 
