@@ -25,6 +25,27 @@ def _counts(n, c, agents=("a", "b")):
     )
 
 
+def test_the_t_interval_is_for_a_new_draw_of_tasks_not_these_tasks():
+    # 2,000 replications as agents, each with its own 30 tasks p ~ Beta(2, 2), 8 runs each
+    g = np.random.default_rng(0)
+    A, T, n = 2000, 30, 8
+    p = g.beta(2, 2, (A, T))
+    ds = xr.Dataset({"n_runs": (("agent", "task"), np.full((A, T), n)),
+                     "n_success": (("agent", "task"), g.binomial(n, p))})  # fmt: skip
+    res = pass_hat_k(ds, 2)
+    assert res.estimate.attrs["tasks"] == "population"
+    assert res.estimate.attrs["over"].startswith("a new draw of tasks from the same population")
+    lo, hi = res.ci.sel(ci_bound="lower").values, res.ci.sel(ci_bound="upper").values
+    pop = 0.3  # E[p^2] for Beta(2, 2)
+    these = (p**2).mean(1)
+    cover_pop = ((lo <= pop) & (pop <= hi)).mean()
+    cover_these = ((lo <= these) & (these <= hi)).mean()
+    # the nominal 95% for the population, within 3 Monte Carlo SEs (0.015)
+    assert abs(cover_pop - 0.95) < 3 * np.sqrt(0.95 * 0.05 / A)
+    # for these tasks alone it over-covers: the task spread is in its width (0.9995 seen at this seed)
+    assert cover_these > 0.99
+
+
 def test_repr_shows_the_tasks_and_flag_of_each_value_and_says_when_k_changes_the_tasks():
     # agent a: runs (4, 4, 1), successes (4, 2, 1): pass^1 over 3 tasks = (1 + 1/2 + 1) / 3,
     # pass^2 over the 2 tasks with >= 2 runs = (C(4,2)/C(4,2) + C(2,2)/C(4,2)) / 2 = (1 + 1/6) / 2.

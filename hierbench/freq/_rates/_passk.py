@@ -47,6 +47,11 @@ __all__ = [
 ]
 
 
+#: ``attrs["over"]`` of both estimators: what the interval ``ci`` targets
+POPULATION_OVER = (
+    "a new draw of tasks from the same population (tasks as the sampling unit; the estimate is "
+    "the mean over the n_tasks observed tasks it could use)"
+)
 #: the repr's closing sentence when the tasks behind the values differ across ``k``
 _K_TASKS_DIFFER = (
     "n_tasks differs across k: each k averages only the tasks with at least k runs, so values at "
@@ -75,6 +80,21 @@ class PassKResult(Result):
         defined, per agent (and ``k``). (Formerly ``mean``, still readable as
         a deprecated alias.)
     ci : xarray.DataArray
+        An interval for **a new draw of tasks from the same population**, not
+        for these tasks: its target is the population mean of the per-task
+        pass^k (pass@k), ``E_t[p_t^k]``, the chance that ``k`` attempts at a
+        task drawn afresh all succeed (one succeeds), which is also the
+        expected score of a new task set. Its standard error counts the
+        spread between tasks as well as the run noise within each, as a
+        sample of tasks does (``attrs["tasks"] == "population"``); the
+        average over these tasks alone (``"observed"``) would carry only the
+        run noise and is narrower. Its like is
+        ``hierbench.metrics.pass_hat_k(fit, population=True)``; the posterior
+        over the observed tasks (``population=False``) is another quantity,
+        and :func:`hierbench.compare.side_by_side` refuses that pair. At each
+        ``k`` the mean averages only the tasks with at least ``k`` runs
+        (``n_tasks``): a sample of the population as long as which tasks have
+        enough runs does not depend on how hard they are.
         Student t interval (``n_tasks - 1`` df) on the logit scale,
         ``logit(m) +- t * se / (m (1 - m))`` mapped back, with the task-level
         standard error ``se = sd(per_task) / sqrt(n_tasks)`` (tasks as the
@@ -299,7 +319,8 @@ def _pass(
         "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
         "small_n": small_n,
         "quantity": "pass@k" if kind == "at" else "pass^k",
-        "tasks": "observed",
+        "tasks": "population",
+        "over": POPULATION_OVER,
     }
     ci = make_interval(
         lo,
@@ -307,7 +328,7 @@ def _pass(
         prob=prob,
         kind="t",
         detail=f"{name}: Student t on the logit scale (delta method, n_tasks - 1 df) over the "
-        "per-task estimates, tasks as the unit; where every per-task value is 0 (or 1), or a "
+        "per-task estimates, tasks as the unit (its target: a new draw of tasks from the same population); where every per-task value is 0 (or 1), or a "
         "few tasks carry the mean, a distribution-free bound instead (per cell in `ci_flag`)",
     )
     return PassKResult(
@@ -367,7 +388,8 @@ def pass_hat_k(
     """pass^k: the chance that ``k`` independent attempts at a task all succeed.
 
     Unbiased per task as ``C(c, k) / C(n, k)`` (product form), then averaged
-    over tasks.
+    over tasks. The interval ``ci`` is for a new draw of tasks from the same
+    population, not for these tasks alone (:class:`hierbench.freq.PassKResult`).
 
     Parameters
     ----------
@@ -401,7 +423,8 @@ def pass_at_k(
     """pass@k: the chance that at least one of ``k`` independent attempts succeeds.
 
     Unbiased per task as ``1 - C(n - c, k) / C(n, k)`` (product form), then
-    averaged over tasks.
+    averaged over tasks. The interval ``ci`` is for a new draw of tasks from the same
+    population, not for these tasks alone (:class:`hierbench.freq.PassKResult`).
 
     Parameters
     ----------
