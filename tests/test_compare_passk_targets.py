@@ -3,7 +3,8 @@
 hierbench.freq.pass_hat_k's t interval uses the task-level standard error (tasks as a
 sample): it is for a new draw of tasks from the same population, as is the posterior with
 population=True. The posterior over the observed tasks (population=False) is for these
-tasks, narrower by the task spread, and is refused beside it.
+tasks, narrower by the task spread, and is refused beside it. The posterior headers say
+which interval each is.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from _helpers import fake_fit
 from hierbench import freq
 from hierbench.compare import MismatchedEstimatesError
 from hierbench.compare import side_by_side
+from hierbench.metrics import pass_at_k
 from hierbench.metrics import pass_hat_k
 from hierbench.testing import simulate_eval
 
@@ -28,6 +30,26 @@ def _bb_fake():
     c = rng.binomial(4, 0.5, (2, 12))
     return fake_fit("beta_binomial", ["a0", "a1"], {"n_runs": n, "n_success": c},
                     mu=rng.uniform(0.4, 0.6, (2, 200, 2)), kappa=rng.uniform(2, 6, (2, 200, 2)))  # fmt: skip
+
+
+def test_the_three_posterior_pass_k_headers_say_what_each_interval_is_for():
+    fit = _bb_fake()
+    cond = pass_hat_k(fit, k=2)
+    real = pass_hat_k(fit, k=2, realised=True, rng=0)
+    pop = pass_hat_k(fit, k=2, population=True)
+    heads = [repr(r).splitlines()[0] for r in (cond, real, pop)]
+    assert len(set(heads)) == 3
+    assert "interval for the model's expected pass^k of these tasks given its parameters" in heads[0]
+    assert "realised=True" in heads[0]
+    assert "interval for these tasks' own pass^k" in heads[1]
+    assert "interval for the population's mean pass^k, as for a new draw of tasks" in heads[2]
+    assert [r.attrs["tasks"] for r in (cond, real, pop)] == ["observed", "observed", "population"]
+    # the law of total variance: the realised average adds sum_t Var(p_t^2 | draw) / T^2
+    # to the conditional expectation's spread, so its interval is wider for every agent
+    width = lambda r: (r.ci.sel(ci_bound="upper") - r.ci.sel(ci_bound="lower")).values  # noqa: E731
+    assert (width(real) > width(cond)).all()
+    at = repr(pass_at_k(fit, k=2)).splitlines()[0]
+    assert "expected pass@k of these tasks" in at
 
 
 def test_side_by_side_names_the_argument_for_the_like_pair_without_a_fit():
