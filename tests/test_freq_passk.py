@@ -107,7 +107,7 @@ def test_dataset_counts_and_dataarray_agree():
 
 def test_short_cells_nan_warning_and_clip_option():
     cnt = _counts([2, 10, 0], [1, 4, 0])
-    with pytest.warns(InsufficientRunsWarning, match=r"fewer runs than k \(n_runs < k; k=\[3\]\)"):
+    with pytest.warns(InsufficientRunsWarning, match=r"fewer runs than k \(n_runs < k; k=3: 1\)"):
         res = pass_hat_k(cnt, 3)
     assert np.isnan(res.per_task.values[0]) and np.isnan(res.per_task.values[2])
     assert int(res.n_insufficient) == 1 and int(res.n_not_run) == 1 and int(res.n_tasks) == 1

@@ -114,15 +114,18 @@ def test_side_by_side_pairs_only_pass_k_over_the_same_tasks():
     np.testing.assert_array_equal(bayes_same.n_tasks.sel(k=3).values, (cnt >= 3).sum(1))
     np.testing.assert_array_equal(unbiased.n_tasks.values, (cnt >= 3).sum(1))
     assert bayes_same.attrs["over"] == "the tasks each agent ran at least k times"
+    # two posteriors for these tasks, over different tasks
     with pytest.raises(MismatchedEstimatesError, match="different task sets"):
-        side_by_side({"unbiased": unbiased, "bayes": bayes_all.sel(k=3, drop=True)})
-    t = side_by_side({"unbiased": unbiased, "bayes": bayes_same.sel(k=3, drop=True)})
-    np.testing.assert_array_equal(t["n_tasks"].values[0], t["n_tasks"].values[1])
-    assert set(t["quantity"].values) == {"pass^k (observed tasks)"}
-    # a new task from the population is another quantity
+        side_by_side({"all": bayes_all.sel(k=3, drop=True), "same": bayes_same.sel(k=3, drop=True)})
+    # the unbiased estimator's t interval (task-level SE) is for a new draw of tasks: the
+    # posterior for these tasks is refused beside it, naming the argument that makes the like
+    assert unbiased.estimate.attrs["tasks"] == "population"
+    with pytest.raises(MismatchedEstimatesError, match=r"\['bayes'\] have intervals for these tasks.*"
+                       r"Recompute \['bayes'\] with population=True"):
+        side_by_side({"unbiased": unbiased, "bayes": bayes_same.sel(k=3, drop=True)})
     pop = pass_hat_k(fit, k=3, population=True)
-    with pytest.raises(MismatchedEstimatesError, match="different quantities"):
-        side_by_side({"unbiased": unbiased, "population": pop.sel(k=3, drop=True)})
+    t = side_by_side({"unbiased": unbiased, "population": pop.sel(k=3, drop=True)})
+    assert set(t["quantity"].values) == {"pass^k (a new draw of tasks from the same population)"}
     forced = side_by_side({"unbiased": unbiased, "bayes": bayes_all.sel(k=3, drop=True)}, allow_mismatch=True)
     assert forced.sizes["estimator"] == 2
     # the result itself reads like the frequentist one

@@ -47,20 +47,25 @@ def _check_interval(da: xr.DataArray, name: str) -> xr.DataArray:
     return check_interval(da, name)
 
 
-def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, xr.DataArray | None]:
-    """What a result estimates and over how many tasks, when it says so.
+#: what a result's interval is for, by its ``attrs["tasks"]``: the words of the ``quantity`` label
+TASKS_WORDS = {"observed": "these tasks", "population": "a new draw of tasks from the same population"}
 
-    ``quantity`` (with ``tasks`` "observed" / "population") and ``n_tasks`` per cell.
+
+def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, str | None, xr.DataArray | None]:
+    """What a result estimates, which tasks its interval is for, and over how many tasks, when it says so.
+
+    ``quantity`` (with ``tasks`` "observed": these tasks / "population": a
+    new draw of tasks from the same population) and ``n_tasks`` per cell.
     """
     attrs = dict(getattr(obj, "attrs", None) or {}) if not isinstance(obj, xr.DataArray) else {}
     attrs = {**attrs, **estimate.attrs}
-    quantity = attrs.get("quantity")
-    if quantity is not None and attrs.get("tasks"):
-        quantity = f"{quantity} ({attrs['tasks']} tasks)"
+    quantity, tasks = attrs.get("quantity"), attrs.get("tasks")
+    if quantity is not None and tasks:
+        quantity = f"{quantity} ({TASKS_WORDS.get(str(tasks), f'{tasks} tasks')})"
     n = obj.get("n_tasks") if isinstance(obj, xr.Dataset) else getattr(obj, "n_tasks", None)
     if not isinstance(n, xr.DataArray) or not set(n.dims) <= set(estimate.dims):
         n = None
-    return (None if quantity is None else str(quantity)), n
+    return (None if quantity is None else str(quantity)), (str(tasks) if tasks else None), n
 
 
 def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result") -> xr.Dataset:
@@ -120,12 +125,34 @@ def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result"
 
 
 def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dataset:
-    quantity, n_tasks = _target(obj, estimate)
+    quantity, tasks, n_tasks = _target(obj, estimate)
     if n_tasks is not None:
         out["n_tasks"] = n_tasks.drop_attrs().astype(float)
     if quantity is not None:
         out.attrs["quantity"] = quantity
+    if tasks is not None:
+        out.attrs["tasks"] = tasks
     return out
+
+
+def _mismatch_message(norm: dict[str, xr.Dataset], stated: dict[str, str]) -> str:
+    """Why the stated quantities differ and what to change: the tasks the intervals are for, when only those differ."""
+    tasks = {k: norm[k].attrs.get("tasks") for k in stated}
+    bare = {stated[k].removesuffix(f" ({TASKS_WORDS.get(str(t), '')})") for k, t in tasks.items()}
+    observed = [k for k, t in tasks.items() if t == "observed"]
+    if len(bare) > 1 or not observed or "population" not in tasks.values():
+        return (
+            f"`results` estimate different quantities {stated}: put like with like side by side, "
+            "or pass allow_mismatch=True"
+        )
+    population = [k for k, t in tasks.items() if t == "population"]
+    return (
+        f"`results` {observed} have intervals for {TASKS_WORDS['observed']} (tasks='observed') and "
+        f"{population} for {TASKS_WORDS['population']} (tasks='population'): the second also "
+        "counts how tasks vary, so it is wider for that reason alone and the widths do not compare. "
+        f"Recompute {observed} with population=True (hierbench.metrics.pass_hat_k / pass_at_k / "
+        "crossed_pass_k), the like of the frequentist task-level interval, or pass allow_mismatch=True"
+    )
 
 
 def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
@@ -134,10 +161,7 @@ def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
         return
     stated = {k: v.attrs["quantity"] for k, v in norm.items() if "quantity" in v.attrs}
     if len(set(stated.values())) > 1:
-        raise MismatchedEstimatesError(
-            f"`results` estimate different quantities {stated}: put like with like side by side, "
-            "or pass allow_mismatch=True"
-        )
+        raise MismatchedEstimatesError(_mismatch_message(norm, stated))
     counted = {k: v["n_tasks"] for k, v in norm.items() if "n_tasks" in v}
     names = list(counted)
     for i, a in enumerate(names):
@@ -151,8 +175,9 @@ def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
                     f"`results` {a!r} and {b!r} average over different task sets: "
                     f"{int(bad.sum())} cells differ in n_tasks, e.g. {first}: "
                     f"{float(x.sel(first).item()):g} vs {float(y.sel(first).item()):g} tasks. Estimate "
-                    "both over the same tasks (e.g. metrics.pass_hat_k(..., min_runs='k') beside the "
-                    "unbiased estimator), or pass allow_mismatch=True"
+                    "both over the same tasks (metrics.pass_hat_k(..., min_runs='k') keeps the tasks "
+                    "with at least k runs, those the unbiased estimator averages), or pass "
+                    "allow_mismatch=True"
                 )
 
 
@@ -177,10 +202,15 @@ def side_by_side(
         Intervals of different levels are not comparable; by default a
         :class:`MixedLevelError` is raised.
     allow_mismatch : bool
-        Results that state what they estimate (``quantity``: pass^k over the
-        observed tasks, over a new task, ...) or over how many tasks
-        (``n_tasks``) must agree; by default a :class:`MismatchedEstimatesError`
-        names the difference.
+        Results that state what they estimate (``quantity``, and ``tasks``:
+        an interval for these tasks, ``"observed"``, or for a new draw of
+        tasks from the same population, ``"population"``) or over how many
+        tasks (``n_tasks``) must agree; by default a
+        :class:`MismatchedEstimatesError` names the difference and the
+        argument to change. :func:`hierbench.freq.pass_hat_k`'s interval is
+        for a new draw of tasks, as is
+        ``hierbench.metrics.pass_hat_k(fit, population=True)``: that pair is
+        accepted, the posterior over the observed tasks beside it refused.
 
     Returns
     -------

@@ -102,12 +102,24 @@ def min_runs_per_k(min_runs: int | Literal["k"], ks: np.ndarray) -> np.ndarray:
     return np.full(ks.shape, m, dtype=np.int64)
 
 
+#: ``attrs["interval_of"]`` per ``draws_of`` (``{q}``: the quantity): what the interval is for, as the repr says it
+INTERVAL_OF = {
+    "parameter": "the population's mean {q}, as for a new draw of tasks from the same population",
+    "conditional expectation given the draw": (
+        "the model's expected {q} of these tasks given its parameters, not these tasks' own {q} "
+        "(narrower; realised=True gives that)"
+    ),
+    "realised task average": "these tasks' own {q} (each task's success probability drawn from its posterior)",
+}
+
+
 def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs, realised: bool) -> dict:
     """The attrs every posterior pass^k / pass@k result carries (both models).
 
     ``draws_of`` says what the draws (hence the interval) describe: the
     parameter (``population``), the realised task average (``realised``)
-    or the conditional expectation given the draw.
+    or the conditional expectation given the draw; ``interval_of`` says it
+    in words (:data:`INTERVAL_OF`).
     """
     if population:
         over = "a new task from the population"
@@ -117,15 +129,18 @@ def pass_attrs(at: bool, model: str, population: bool, min_max: int, min_runs, r
         over = f"the tasks each agent ran at least {min_max} times"
     else:
         over = "the tasks each agent ran" if model == "beta_binomial" else "the dataset's tasks"
+    draws_of = "parameter" if population else (
+        "realised task average" if realised else "conditional expectation given the draw"
+    )
+    quantity = "pass@k" if at else "pass^k"
     return {
-        "quantity": "pass@k" if at else "pass^k",
+        "quantity": quantity,
         "model": model,
         "tasks": "population" if population else "observed",
         "over": over,
         "scale": "probability",
-        "draws_of": "parameter" if population else (
-            "realised task average" if realised else "conditional expectation given the draw"
-        ),
+        "draws_of": draws_of,
+        "interval_of": INTERVAL_OF[draws_of].format(q=quantity),
     }
 
 

@@ -204,11 +204,19 @@ def pass_hat_k(
     k : int or sequence of int, optional
         Numbers of attempts; default ``1 .. max(n_runs)``.
     population : bool
-        False: the mean over the dataset's tasks of each task's ``E[p_t^k |
-        data, draw]`` (the counterpart of the unbiased ``C(c, k) / C(n, k)``
-        averaged over tasks): the beta-binomial over the tasks each agent
-        ran, the crossed model over all the dataset's tasks (a never-run cell
-        through its prior given the draw). True: a new task from the population.
+        Which tasks the interval is for. False, **these tasks**: the mean
+        over the dataset's tasks of each task's ``E[p_t^k | data, draw]``
+        (the beta-binomial over the tasks each agent ran, the crossed model
+        over all the dataset's tasks, a never-run cell through its prior
+        given the draw); ``attrs["tasks"] == "observed"``. True, **a new draw
+        of tasks from the same population**: ``E[p^k]`` for a new task, the
+        population mean of ``p_t^k``; ``attrs["tasks"] == "population"``.
+        The interval of :func:`hierbench.freq.pass_hat_k` (task-level
+        standard error, tasks as a sample) is for a new draw of tasks too:
+        put it beside ``population=True``, its like;
+        :func:`hierbench.compare.side_by_side` refuses it beside
+        ``population=False``, whose interval leaves out the spread of a new
+        draw of tasks and is narrower.
     prob : float
         Probability mass of the equal-tailed interval.
     realised : bool
@@ -224,8 +232,9 @@ def pass_hat_k(
     min_runs : int or "k"
         Observed tasks only: average, per agent, over the tasks it ran at
         least ``min_runs`` times; ``"k"`` uses ``k`` itself, the tasks the
-        unbiased estimator can use, so the two describe the same tasks (and
-        :func:`hierbench.compare.side_by_side` accepts the pair).
+        unbiased estimator averages, so the point estimates describe the
+        same tasks; the interval stays one for these tasks (the unbiased
+        estimator's is for a new draw of tasks).
 
     Returns
     -------
@@ -233,7 +242,9 @@ def pass_hat_k(
         ``estimate(agent, k)`` (the posterior mean of the conditional
         expectations), ``ci(agent, k, ci_bound)`` (``eti``),
         ``draws(chain, draw, agent, k)``, ``n_tasks(agent, k)`` and
-        ``attrs`` (``quantity``, ``tasks``, ``over``, ``draws_of``, ...);
+        ``attrs`` (``quantity``, ``tasks``, ``over``, ``draws_of``,
+        ``interval_of``: what the interval is for, which the repr's header
+        says, ...);
         ``res["draws"]`` and Dataset methods answer as the Dataset this
         function used to return (``res["mean"]`` is a deprecated alias of
         ``estimate``).

@@ -164,7 +164,10 @@ class PosteriorPassKResult(_DatasetView, Result):
         the same tasks.
     attrs : dict
         ``quantity`` ("pass^k" / "pass@k"), ``model``, ``tasks``
-        ("observed" / "population"), ``over``, ``scale``, ``draws_of``.
+        ("observed": these tasks / "population": a new draw of tasks from
+        the same population), ``over``, ``scale``, ``draws_of`` and
+        ``interval_of`` (what the interval is for, in words; the repr's
+        header says it).
     """
 
     estimate: xr.DataArray
@@ -188,11 +191,12 @@ class PosteriorPassKResult(_DatasetView, Result):
 
     def _repr_lines(self) -> list[str]:
         a = self.attrs
+        what = f" for {a['interval_of']}" if a.get("interval_of") else ""
         return _lines_of(
             self.estimate,
             self.ci,
             f"{type(self).__name__}: posterior {a.get('quantity', '?')} over {a.get('over', '?')} "
-            f"({a.get('model', '?')} model), mean with {interval_label(self.ci)} interval",
+            f"({a.get('model', '?')} model), mean with {interval_label(self.ci)} interval{what}",
         )
 
 

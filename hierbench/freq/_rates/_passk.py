@@ -26,11 +26,13 @@ import xarray as xr
 from ..._base import DEFAULT_PROB
 from ..._base import Result
 from ..._base import UndefinedWarning
+from ..._base import _fmt
 from ..._base import check_choice
 from ..._base import check_dim
 from ..._base import check_int
 from ..._base import check_prob
 from ..._base import counts
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
@@ -43,6 +45,19 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
 ]
+
+
+#: ``attrs["over"]`` of both estimators: what the interval ``ci`` targets
+POPULATION_OVER = (
+    "a new draw of tasks from the same population (tasks as the sampling unit; the estimate is "
+    "the mean over the n_tasks observed tasks it could use)"
+)
+#: the repr's closing sentence when the tasks behind the values differ across ``k``
+_K_TASKS_DIFFER = (
+    "n_tasks differs across k: each k averages only the tasks with at least k runs, so values at "
+    "different k rest on different task sets and do not form one curve (compare them on the "
+    "tasks with at least max(k) runs)"
+)
 
 
 class InsufficientRunsWarning(UndefinedWarning):
@@ -65,6 +80,21 @@ class PassKResult(Result):
         defined, per agent (and ``k``). (Formerly ``mean``, still readable as
         a deprecated alias.)
     ci : xarray.DataArray
+        An interval for **a new draw of tasks from the same population**, not
+        for these tasks: its target is the population mean of the per-task
+        pass^k (pass@k), ``E_t[p_t^k]``, the chance that ``k`` attempts at a
+        task drawn afresh all succeed (one succeeds), which is also the
+        expected score of a new task set. Its standard error counts the
+        spread between tasks as well as the run noise within each, as a
+        sample of tasks does (``attrs["tasks"] == "population"``); the
+        average over these tasks alone (``"observed"``) would carry only the
+        run noise and is narrower. Its like is
+        ``hierbench.metrics.pass_hat_k(fit, population=True)``; the posterior
+        over the observed tasks (``population=False``) is another quantity,
+        and :func:`hierbench.compare.side_by_side` refuses that pair. At each
+        ``k`` the mean averages only the tasks with at least ``k`` runs
+        (``n_tasks``): a sample of the population as long as which tasks have
+        enough runs does not depend on how hard they are.
         Student t interval (``n_tasks - 1`` df) on the logit scale,
         ``logit(m) +- t * se / (m (1 - m))`` mapped back, with the task-level
         standard error ``se = sd(per_task) / sqrt(n_tasks)`` (tasks as the
@@ -126,6 +156,47 @@ class PassKResult(Result):
         ds = super().to_dataset()
         ds.attrs = dict(self.estimate.attrs)
         return ds
+
+    def _repr_lines(self) -> list[str]:
+        """Each cell with the tasks it rests on and its flag; a sentence when those tasks differ across k."""
+        a = self.estimate.attrs
+        per_task = "plug-in" if "plug-in" in str(a.get("estimator", "")) else "unbiased"
+        lines = [
+            f"{type(self).__name__}: {a.get('quantity', '?')}, mean of the {per_task} per-task values, "
+            f"{interval_label(self.ci)} interval for a new draw of tasks from the same population"
+        ]
+        cells = _repr_cells(self.estimate, self.ci, self.n_tasks, self.ci_flag)
+        lines += [f"  {c}" for c in cells]
+        nt = self.n_tasks
+        if "k" in nt.dims and nt.sizes["k"] > 1 and bool((nt != nt.isel(k=0)).any()):
+            lines.append(f"  {_K_TASKS_DIFFER}")
+        return lines
+
+
+def _repr_cells(
+    est: xr.DataArray, ci: xr.DataArray, n_tasks: xr.DataArray, flag: xr.DataArray | None, limit: int = 8
+) -> list[str]:
+    """``label: estimate [lower, upper]  (n tasks[; flag])``, the middle elided past ``limit`` cells."""
+    if est.ndim == 0:
+        labels, vals = [""], [(est, ci, n_tasks, flag)]
+    else:
+        dims = list(est.dims)
+        stacked = [x.stack(_cell=dims) if x is not None else None for x in (est, ci, n_tasks.broadcast_like(est),
+                   flag.broadcast_like(est) if flag is not None else None)]  # fmt: skip
+        idx = stacked[0]["_cell"].values
+        labels = [", ".join(map(str, i)) + ": " if isinstance(i, tuple) else f"{i}: " for i in idx]
+        vals = [tuple(x.isel(_cell=i) if x is not None else None for x in stacked) for i in range(idx.size)]
+    n = len(vals)
+    show = range(n) if n <= limit else [*range(limit - 3), *range(n - 2, n)]
+    out = []
+    for i in show:
+        if n > limit and i == n - 2:
+            out.append(f"... ({n - limit + 1} more)")
+        e, c, m, f = vals[i]
+        lo, hi = float(c.sel(ci_bound="lower")), float(c.sel(ci_bound="upper"))
+        note = f"{int(m)} task{'s' if int(m) != 1 else ''}" + (f"; {f.item()}" if f is not None and f.item() else "")
+        out.append(f"{labels[i]}{_fmt(float(e))} [{_fmt(lo)}, {_fmt(hi)}]  ({note})")
+    return out
 
 
 def _counts_from(data: xr.Dataset | xr.DataArray, dim: str) -> tuple[xr.DataArray, xr.DataArray]:
@@ -232,12 +303,7 @@ def _pass(
     per_task, short = _per_task_values(n, c, ks, kind, plugin, small_n)
     n_short = short.sum(task_dim) if small_n == "nan" else xr.zeros_like(short.sum(task_dim))
     if small_n == "nan" and bool(short.any()):
-        warn_user(
-            f"{int(short.sum())} (agent, task, k) cells have fewer runs than k "
-            f"(n_runs < k; k={ks}); their {name} is NaN and they are excluded from the mean "
-            "(counted in `n_insufficient`). Pass small_n='clip' for k_eff = min(k, n_runs).",
-            InsufficientRunsWarning,
-        )
+        _warn_short(short, ks, name)
     n_not_run = (n == 0).sum(task_dim)
     defined = per_task.notnull()
     n_tasks = defined.sum(task_dim)
@@ -253,7 +319,8 @@ def _pass(
         "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
         "small_n": small_n,
         "quantity": "pass@k" if kind == "at" else "pass^k",
-        "tasks": "observed",
+        "tasks": "population",
+        "over": POPULATION_OVER,
     }
     ci = make_interval(
         lo,
@@ -261,7 +328,7 @@ def _pass(
         prob=prob,
         kind="t",
         detail=f"{name}: Student t on the logit scale (delta method, n_tasks - 1 df) over the "
-        "per-task estimates, tasks as the unit; where every per-task value is 0 (or 1), or a "
+        "per-task estimates, tasks as the unit (its target: a new draw of tasks from the same population); where every per-task value is 0 (or 1), or a "
         "few tasks carry the mean, a distribution-free bound instead (per cell in `ci_flag`)",
     )
     return PassKResult(
@@ -273,6 +340,22 @@ def _pass(
         n_insufficient=n_short.rename("n_insufficient"),
         n_not_run=n_not_run.rename("n_not_run"),
         ci_flag=flag,
+    )
+
+
+def _warn_short(short: xr.DataArray, ks: list, name: str) -> None:
+    """Warn of the cells with ``0 < n_runs < k``, counted per ``k``: each ``k`` then averages other tasks."""
+    per_k = short.sum([d for d in short.dims if d != "k"]).values.tolist()
+    counted = ", ".join(f"k={kk}: {int(c)}" for kk, c in zip(ks, per_k, strict=True) if c)
+    differ = (
+        "; so the values at different k average different task sets (`n_tasks` per k)"
+        if len(set(per_k)) > 1 else ""
+    )
+    warn_user(
+        f"{int(short.sum())} (agent, task, k) cells have fewer runs than k (n_runs < k; {counted}); "
+        f"their {name} is NaN and they are excluded from the mean (counted in `n_insufficient`){differ}. "
+        "Pass small_n='clip' for k_eff = min(k, n_runs).",
+        InsufficientRunsWarning,
     )
 
 
@@ -305,7 +388,8 @@ def pass_hat_k(
     """pass^k: the chance that ``k`` independent attempts at a task all succeed.
 
     Unbiased per task as ``C(c, k) / C(n, k)`` (product form), then averaged
-    over tasks.
+    over tasks. The interval ``ci`` is for a new draw of tasks from the same
+    population, not for these tasks alone (:class:`hierbench.freq.PassKResult`).
 
     Parameters
     ----------
@@ -339,7 +423,8 @@ def pass_at_k(
     """pass@k: the chance that at least one of ``k`` independent attempts succeeds.
 
     Unbiased per task as ``1 - C(n - c, k) / C(n, k)`` (product form), then
-    averaged over tasks.
+    averaged over tasks. The interval ``ci`` is for a new draw of tasks from the same
+    population, not for these tasks alone (:class:`hierbench.freq.PassKResult`).
 
     Parameters
     ----------
