@@ -52,13 +52,13 @@ def test_unbiased_columns_are_the_estimators_interval_and_flags():
     for (agent, k), row in table.iterrows():
         want = ref.loc[(agent, k)]
         assert row["unbiased"] == want["estimate"]
-        assert row["unbiased 90% lower (logit t or bound)"] == want["lower"]
-        assert row["unbiased 90% upper (logit t or bound)"] == want["upper"]
+        assert row["unbiased 90% lower (new tasks; logit t or bound)"] == want["lower"]
+        assert row["unbiased 90% upper (new tasks; logit t or bound)"] == want["upper"]
         flag = str(want["ci_flag"] or "")
         expected = flag + ("; " if flag else "") + f"fewer than {FEW_TASKS} tasks" if want["n_tasks"] < FEW_TASKS else flag
         assert row["flag"] == (f"unbiased: {expected}" if expected else "")
     assert set(table.loc["never", "flag"]) == {"unbiased: exact bound"}
-    assert (table.loc["never", "unbiased 90% lower (logit t or bound)"] == 0).all()
+    assert (table.loc["never", "unbiased 90% lower (new tasks; logit t or bound)"] == 0).all()
 
 
 def test_text_describes_the_interval_the_estimator_computed():

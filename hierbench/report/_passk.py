@@ -165,8 +165,8 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
         parts |= {
             "tasks (>= k runs)": unb["n_tasks"].astype(int),
             "unbiased": unb["estimate"],
-            f"unbiased {level} lower (logit t or bound)": unb["lower"],
-            f"unbiased {level} upper (logit t or bound)": unb["upper"],
+            f"unbiased {level} lower (new tasks; logit t or bound)": unb["lower"],
+            f"unbiased {level} upper (new tasks; logit t or bound)": unb["upper"],
         }
         flags.append(fl.where(fl == "", "unbiased: " + fl))
     if bay is not None:
@@ -282,7 +282,10 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
         )
     if unbiased_ci is not None:
         text += (
-            f" The unbiased estimator's interval, as it states it: {unbiased_ci.split(': ', 1)[-1]}. "
+            " The unbiased estimate is of these tasks' pass^k too (each cell's C(c,k)/C(n,k) is unbiased for "
+            "its own p^k), but its interval takes the tasks as a sample: it is for a new draw of tasks from the "
+            "same population, so it is wider than an interval for these tasks (the columns say `new tasks`)."
+            f" That interval, as it states it: {unbiased_ci.split(': ', 1)[-1]}. "
             f"`flag` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
             "interval clipped to [0, 1] or of zero width."
         )
