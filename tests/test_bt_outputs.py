@@ -190,3 +190,27 @@ def test_long_reprs_show_the_top_and_the_bottom_and_no_self_pairs():
 def test_read_battles_records_the_task_column():
     pw = read_battles(_battles_on_prompts(), task="prompt")
     assert pw["task"].attrs["source_column"] == "prompt"
+
+
+def test_side_by_side_refuses_elo_beside_logits():
+    """Two fits of the same battles, one in Elo points and one in logits: not comparable numbers."""
+    import pandas as pd
+    import pytest
+
+    from hierbench.compare import MismatchedEstimatesError
+    from hierbench.compare import side_by_side
+    from hierbench.data import read_battles
+    from hierbench.freq import fit_bradley_terry_ml
+
+    rng = np.random.default_rng(0)
+    names = np.array(["a", "b", "c"])
+    i = rng.integers(0, 3, 300)
+    j = (i + rng.integers(1, 3, 300)) % 3
+    winner = np.where(rng.random(300) < 0.5 + 0.15 * (j - i), "left", "right")
+    pw = read_battles(pd.DataFrame({"left": names[i], "right": names[j], "winner": winner}), position=False)
+    elo = fit_bradley_terry_ml(pw, interval="wald")
+    logit = fit_bradley_terry_ml(pw, scale="logit", interval="wald")
+    assert elo.estimate.attrs["scale"] != logit.estimate.attrs["scale"]
+    with pytest.raises(MismatchedEstimatesError, match="different scales"):
+        side_by_side({"elo": elo, "logit": logit})
+    side_by_side({"one": logit, "two": fit_bradley_terry_ml(pw, scale="logit", interval="wald")})

@@ -132,6 +132,9 @@ def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dat
         out.attrs["quantity"] = quantity
     if tasks is not None:
         out.attrs["tasks"] = tasks
+    scale = {**dict(getattr(obj, "attrs", None) or {}), **estimate.attrs}.get("scale")
+    if scale is not None:
+        out.attrs["scale"] = str(scale)
     return out
 
 
@@ -159,6 +162,13 @@ def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
     """Refuse estimates of different quantities, or over different numbers of tasks."""
     if allow:
         return
+    scales = {k: v.attrs["scale"] for k, v in norm.items() if "scale" in v.attrs}
+    if len(set(scales.values())) > 1:
+        raise MismatchedEstimatesError(
+            f"`results` are on different scales {scales}: an Elo point, a logit and a probability do not "
+            "compare; put each on one scale (e.g. fit_bradley_terry_ml(..., scale='logit')), or pass "
+            "allow_mismatch=True"
+        )
     stated = {k: v.attrs["quantity"] for k, v in norm.items() if "quantity" in v.attrs}
     if len(set(stated.values())) > 1:
         raise MismatchedEstimatesError(_mismatch_message(norm, stated))
