@@ -59,6 +59,7 @@ def test_parse_design_effects_follow_brennan():
         ("a*a", r"facet 'a' appears twice"),
         ("a+b", r"unexpected character '\+'"),
         ("a*b*c*d*e*f", r"names 6 facets; at most 5"),
+        ("person x item", r"unexpected 'x' at token 1; the language crosses facets with `\*`.*write `\*` for x"),
     ],
 )
 def test_parse_design_errors(text, match):

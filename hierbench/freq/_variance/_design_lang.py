@@ -180,7 +180,11 @@ def _parse(text: str) -> tuple[list[str], dict[str, set[str]]]:
 
     expr()
     if i != len(toks):
-        raise DesignError(f"`design` {text!r}: unexpected {toks[i]!r} at token {i}")
+        raise DesignError(
+            f"`design` {text!r}: unexpected {toks[i]!r} at token {i}; the language crosses facets with `*` "
+            "and nests with `:` (e.g. 'person*item*occasion', 'run:(agent*task)')"
+            + (": write `*` for x" if str(toks[i]).lower() in ("x", "×") else "")
+        )
     # transitive closure
     changed = True
     while changed:
