@@ -506,3 +506,17 @@ def test_head_to_head_without_ties_is_logistic_and_errors():
         hm.head_to_head(_bt_fit(ab), agent_first="left")
     with pytest.raises(TypeError, match=r"`fit` must be an xarray.DataTree"):
         hm.head_to_head(_bt_fit(ab)["posterior"].to_dataset())
+
+
+def test_head_to_head_repr_ranks_agents_without_self_pairs():
+    """The repr lists each agent's average expected score over its opponents (by hand), best first, no self-pair."""
+    rng = np.random.default_rng(8)
+    ab = rng.normal(0, 1, (2, 40, 3)) + np.array([0.0, 2.0, -1.0])
+    h2h = hm.head_to_head(_bt_fit(ab))
+    text = repr(h2h)
+    assert "nan" not in text and "3 agents, 6 ordered pairs" in text
+    es = h2h.expected_score.transpose("agent", "opponent").values
+    by_hand = {f"m{i}": np.mean([es[i, j] for j in range(3) if j != i]) for i in range(3)}
+    lines = text.splitlines()[2:]
+    assert [ln.split(":")[0].strip() for ln in lines] == sorted(by_hand, key=lambda a: -by_hand[a])
+    assert lines[0].endswith(f"{by_hand['m1']:.3f}")

@@ -288,6 +288,30 @@ class HeadToHeadResult(_DatasetView, Result):
     estimate = field_alias("expected_score", "The expected score (``expected_score``), under the house name.")
     ci = field_alias("expected_score_ci", "Its equal-tailed interval (``expected_score_ci``).")
 
+    def _repr_lines(self) -> list[str]:
+        """The agents by their average expected score against the others (no self-pairs), best first.
+
+        Every pair, with its interval, is in :meth:`to_frame`.
+        """
+        est = self.expected_score.transpose("agent", "opponent")
+        agents = [str(a) for a in est["agent"].values]
+        vals = np.where(np.equal.outer(agents, [str(o) for o in est["opponent"].values]), np.nan, est.values)
+        with np.errstate(invalid="ignore"):
+            mean = np.nanmean(np.where(np.isfinite(vals), vals, np.nan), axis=1)
+        order = np.argsort(-np.nan_to_num(mean, nan=-np.inf), kind="stable")
+        n = len(agents)
+        lines = [
+            f"{type(self).__name__}: expected score of one more battle (p_win + p_tie / 2), "
+            f"{n} agents, {n * (n - 1)} ordered pairs; {interval_label(self.ci)} interval per pair in to_frame()",
+            "  average over the opponents, best first:",
+        ]
+        show = list(order) if n <= 11 else [*order[:8], *order[-3:]]
+        for j, i in enumerate(show):
+            if n > 11 and j == 8:
+                lines.append(f"  ... ({n - 11} more)")
+            lines.append(f"  {agents[i]}: {mean[i]:.3f}")
+        return lines
+
     def to_dataset(self) -> xr.Dataset:
         ds = super().to_dataset()
         ds.attrs = dict(self.attrs)
