@@ -598,9 +598,7 @@ def from_records(
     task_coords, agent_coords : sequence of str
         Columns constant per task / per agent, kept as coords.
     agent_name : str
-        The agent's label when ``agent=None`` (a one-agent log). Refused when the
-        records have an ``"agent"`` column with more than one value: those are
-        several agents, read with ``agent="agent"``.
+        The agent's label when ``agent=None`` (a one-agent log; refused if an ``"agent"`` column holds several).
     errors : {"fail", "exclude"}
         An errored run scores 0 (``"fail"``) or is not run (``"exclude"``: NaN,
         counted in ``not_kept``); ``attrs["n_error_runs"]`` counts them.
