@@ -643,7 +643,7 @@ def _plan_section(ctx: DemoContext) -> str:
             "variances near zero: the plan below takes it as 0.)"
         )
         s_mt = 0.0
-    T = int(ctx.data.sizes["task"])
+    T, tasks_text = _tasks_shared(ctx)
     kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
     R, sd_made, runs_text = _runs_made(ctx, kw)
     mde = minimum_detectable_effect(T, sd_diff=sd_made, power=0.8)
@@ -676,10 +676,30 @@ def _plan_section(ctx: DemoContext) -> str:
         "Variance components of the cell success probability on the probability scale, from\n"
         f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
         + runs_text
-        + f"\nWith these {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
+        + tasks_text
+        + f"\nWith {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
         f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n\n"
         + table.to_string()
         + buy
+    )
+
+
+def _tasks_shared(ctx: DemoContext) -> tuple[int, str]:
+    """The tasks a paired comparison stands on, and why: all of them, or the median a pair shares.
+
+    A pair is compared on the tasks both agents ran; where agents ran different
+    subsets (METR's davinci-002: 16 of 83), the log's task count overstates it.
+    """
+    ran = (_n_runs(ctx) > 0).transpose("agent", "task").values.astype(np.int64)
+    shared = (ran @ ran.T)[np.triu_indices(ran.shape[0], k=1)]
+    n_all = int(ctx.data.sizes["task"])
+    if shared.min() == n_all:
+        return n_all, ""
+    t = int(np.median(shared))
+    return t, "\n" + textwrap.fill(
+        f"A pair is compared on the tasks both agents ran: over the {len(shared)} pairs, median {t} of the "
+        f"{n_all} tasks (range {shared.min()}-{shared.max()}); the plan takes {t}.",
+        88,
     )
 
 

@@ -173,3 +173,22 @@ def test_plan_uses_the_runs_made_not_the_busiest_cell(monkeypatch):
     sd = np.sqrt(2 * 0.03 + 2 * 0.12 / r_h)
     d = TTestPower().solve_power(nobs=T, alpha=0.05, power=0.8, alternative="two-sided") * sd
     assert f"detects a difference of {d:.3f} with 80% power" in one
+
+
+def test_plan_stands_on_the_tasks_pairs_share(monkeypatch):
+    """Agent c ran 10 of 30 tasks: pairs share 30, 10, 10 tasks, so the plan takes the median, 10."""
+    from statsmodels.stats.power import TTestPower
+
+    import hierbench.metrics
+
+    T = 30
+    s = np.zeros((3, T, 2))
+    s[:, ::3, :] = 1.0
+    s[2, 10:, :] = np.nan  # c never ran tasks 10-29
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    monkeypatch.setattr(hierbench.metrics, "crossed_variance_components", lambda fit, scale: _Components(0.03, 0.12))
+    one = " ".join(_plan_section(DemoContext(ds, None, extra={"fit": object()})).split())
+    assert "over the 3 pairs, median 10 of the 30 tasks (range 10-30); the plan takes 10" in one
+    sd = np.sqrt(2 * 0.03 + 2 * 0.12 / 2)
+    d = TTestPower().solve_power(nobs=10, alpha=0.05, power=0.8, alternative="two-sided") * sd
+    assert f"With 10 tasks at R = 2 runs per cell a paired comparison detects a difference of {d:.3f}" in one
