@@ -56,7 +56,8 @@ FEW_CARRY_ADVICE = (
 #: the same, where every task scored one value (a bootstrap ``ci_flag`` "every task scored 0"):
 #: no resample can differ from the data, so the interval has no width at all
 ZERO_WIDTH_ADVICE = (
-    "no resample can differ from the data, so the interval has no width; for independent tasks "
+    "no resample can differ from the data, so a resampling interval has no width (BCa: none at all); "
+    "for independent tasks "
     "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
 )
 

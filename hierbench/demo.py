@@ -202,11 +202,12 @@ def _few_note(boot, bounds: pd.Series | None = None) -> str:
     flags = _few_agents(boot)
     bounds = pd.Series(dtype=object) if bounds is None else bounds
     notes = []
-    for head, kind in (("Few tasks carry the mean of", False), ("Every task scored one value for", True)):
+    for head, kind in (("Few tasks carry the mean of", False), ("One score on every task:", True)):
         names = [a for a, f in flags.items() if (flag_advice(f) == ZERO_WIDTH_ADVICE) == kind]
         if names:
             said = [f"{a} {bounds[a]}" for a in names if bounds.get(a, "")]
-            text = f"{head} {', '.join(names)}: {flag_advice(flags[names[0]])}" + (": " + "; ".join(said) if said else "")
+            who = ", ".join(f"{a} ({flags[a]})" if kind else a for a in names)
+            text = f"{head} {who}: {flag_advice(flags[names[0]])}" + (": " + "; ".join(said) if said else "")
             notes.append("\n\n" + textwrap.fill(text + ".", 88))
     return "".join(notes)
 

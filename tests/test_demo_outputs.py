@@ -89,7 +89,7 @@ def test_demo_notes_say_why_the_interval_is_nan_and_give_the_bound():
     assert "(every run on its 16 tasks scored 0)" in why and "bias correction" in why
     assert "pass^1 bound" in why and "even" not in why and "odd" not in why
     few = " ".join(_few_note(boot, bounds).split())
-    assert few.startswith("Every task scored one value for zero: no resample can differ from the data")
+    assert few.startswith("One score on every task: zero (every task scored 0): no resample can differ from the data")
     assert few.endswith(f"gives a bound that holds: zero [0.000, {hi:.3f}] at 95% over 16 tasks.")
     assert "Few tasks carry" not in few  # its flag is "every task scored 0", not a mean few tasks carry
 
