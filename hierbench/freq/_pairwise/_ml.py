@@ -142,14 +142,7 @@ class BradleyTerryMLResult(ResampledResult):
             f"BradleyTerryMLResult: {len(est)} agents, {self.n_comparisons} battles; ability in "
             f"{est.attrs.get('units', '?')}",
             f"  {interval_label(ci)} interval: {ci.attrs.get('ci_detail', '')}",
-            *_ranked_lines(
-                [str(a) for a in est["agent"].values],
-                est.values,
-                ci.sel(ci_bound="lower").values,
-                ci.sel(ci_bound="upper").values,
-                fmt,
-                ranks,
-            ),
+            *_ranked_lines(est, ci, fmt, ranks),
         ]
         for name, what in (("home", "first-position (home) advantage, logits"), ("nu", "Davidson tie parameter nu")):
             v, v_ci = getattr(self, name), getattr(self, f"{name}_ci")

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from collections.abc import Sequence
 
 import numpy as np
+import xarray as xr
 
 __all__: list[str] = []
 
@@ -33,19 +34,20 @@ def _rows_best_first(est: np.ndarray) -> list[int | None]:
 
 
 def _ranked_lines(
-    agents: Sequence[str],
-    est: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
+    estimate: xr.DataArray,
+    ci: xr.DataArray,
     fmt: Callable[[float], str],
     extra: Sequence[str] | None = None,
 ) -> list[str]:
     """One line per agent, best first: rank (1 = largest, ties share it), name, estimate [lower, upper].
 
-    ``extra`` is text put at the end of each agent's line. With many agents the
-    top :data:`N_TOP` and the bottom :data:`N_BOTTOM` are shown and the rest counted.
+    ``estimate`` is over ``agent`` and ``ci`` its interval (``ci_bound``). ``extra``
+    is text put at the end of each agent's line. With many agents the top
+    :data:`N_TOP` and the bottom :data:`N_BOTTOM` are shown and the rest counted.
     """
-    est = np.asarray(est, dtype=float)
+    agents = [str(a) for a in estimate["agent"].values]
+    est = np.asarray(estimate.values, dtype=float)
+    lo, hi = (ci.sel(ci_bound=b).values for b in ("lower", "upper"))
     rows = _rows_best_first(est)
     shown = [i for i in rows if i is not None]
     cells = {i: (fmt(est[i]), f"[{fmt(lo[i])}, {fmt(hi[i])}]") for i in shown}

@@ -82,14 +82,7 @@ class WinRateResult(ResampledResult):
             f"{round(float(np.triu(n, 1).sum()))} battles (ties count half a win)",
             f"  {interval_label(self.ci)} intervals: {self.ci.attrs.get('ci_detail', '')}",
             "  average win rate over the opponents met (evalica's average_win_rate), best first:",
-            *_ranked_lines(
-                [str(a) for a in self.average["agent"].values],
-                self.average.values,
-                self.average_ci.sel(ci_bound="lower").values,
-                self.average_ci.sel(ci_bound="upper").values,
-                _number(3),
-                extra,
-            ),
+            *_ranked_lines(self.average, self.average_ci, _number(3), extra),
             f"  every agent's win rate against every opponent: .estimate, .ci, .to_frame() ({m} x {m}, "
             "NaN where the two never met)",
         ]
@@ -243,14 +236,7 @@ class EloResult(Result):
             f"EloResult: {len(self.estimate)} agents, ratings after {a.get('n_battles')} battles in "
             f"the order given (k = {a.get('k'):g}), in {self.estimate.attrs.get('units', '?')}",
             f"  {interval_label(self.ci)} range: {self.ci.attrs.get('ci_detail', '')}",
-            *_ranked_lines(
-                [str(x) for x in self.estimate["agent"].values],
-                self.estimate.values,
-                self.ci.sel(ci_bound="lower").values,
-                self.ci.sel(ci_bound="upper").values,
-                _number(0),
-                extra,
-            ),
+            *_ranked_lines(self.estimate, self.ci, _number(0), extra),
         ]
 
 
