@@ -48,17 +48,14 @@ OUTSIDE_PACKAGE = (os.path.dirname(__file__) + os.sep,)
 #: what a reader is told where ``_numerics.few_carry`` flags a resampling interval (the report's
 #: flag and the demo's note). Not a figure of the reader's data: in simulation a 95% percentile
 #: interval covered 88% for a mean of 0.01 over 76 tasks (``bench_passk_coverage.py --bootstrap``)
-FEW_CARRY_ADVICE = (
-    "a resampling interval covers less than its level there; for independent tasks "
-    "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
-)
+_BOUND_INSTEAD = "for independent tasks hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
+FEW_CARRY_ADVICE = f"a resampling interval covers less than its level there; {_BOUND_INSTEAD}"
 
 #: the same, where every task scored one value (a bootstrap ``ci_flag`` "every task scored 0"):
 #: no resample can differ from the data, so the interval has no width at all
 ZERO_WIDTH_ADVICE = (
     "no resample can differ from the data, so a resampling interval has no width (BCa: none at all); "
-    "for independent tasks "
-    "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
+    f"{_BOUND_INSTEAD}"
 )
 
 
