@@ -530,6 +530,11 @@ def _fmt(x: float) -> str:
     return "nan" if not np.isfinite(x) else f"{x:.4g}"
 
 
+def _shown_cells(n: int) -> list[int]:
+    """The cells a result's repr lists: all up to 8, else the first 5 and the last 2."""
+    return list(range(n)) if n <= 8 else [*range(5), *range(n - 2, n)]
+
+
 class Result:
     """Base of every hierbench result: a point ``estimate`` and its interval ``ci``.
 
@@ -607,27 +612,40 @@ class Result:
         return df
 
     def _repr_lines(self) -> list[str]:
-        est = self.estimate
         ci = self.ci
         head = ", ".join(str(getattr(self, f)) for f in self._title_fields)
         label = f"{interval_label(ci)} interval"
         lines = [f"{type(self).__name__}: {head} ({label})" if head else f"{type(self).__name__}: estimate with {label}"]
+        return lines + self._cell_lines()
+
+    def _cell_notes(self) -> xr.DataArray | None:
+        """Text to put after each cell's line (broadcast to ``estimate``; ``""`` adds nothing), or None."""
+        return None
+
+    def _cell_lines(self) -> list[str]:
+        """``label: estimate [lower, upper]`` per cell (and its note), the middle elided past 8 cells."""
+        est, ci, notes = self.estimate, self.ci, self._cell_notes()
+        if notes is not None:
+            notes = notes.broadcast_like(est).transpose(*est.dims)
         if est.ndim == 0:
             lo, hi = ci.values.tolist()
-            lines.append(f"  {_fmt(float(est))} [{_fmt(lo)}, {_fmt(hi)}]")
-            return lines
-        flat_est = est.stack(_cell=est.dims) if est.ndim > 1 else est.rename({est.dims[0]: "_cell"})
-        flat_ci = ci.stack(_cell=est.dims) if est.ndim > 1 else ci.rename({est.dims[0]: "_cell"})
-        n = flat_est.sizes["_cell"]
-        show = range(n) if n <= 8 else [*range(5), *range(n - 2, n)]
-        for i in show:
+            note = "" if notes is None else str(notes.item())
+            return [f"  {_fmt(float(est))} [{_fmt(lo)}, {_fmt(hi)}]" + (f"  ({note})" if note else "")]
+        flat = [x.stack(_cell=est.dims) if est.ndim > 1 else x.rename({est.dims[0]: "_cell"})
+                for x in (est, ci, notes if notes is not None else est)]  # fmt: skip
+        n = flat[0].sizes["_cell"]
+        lines = []
+        for i in _shown_cells(n):
             if n > 8 and i == n - 2:
                 lines.append(f"  ... ({n - 7} more)")
-            lab = flat_est["_cell"].values[i]
+            lab = flat[0]["_cell"].values[i]
             lab = ", ".join(map(str, lab)) if isinstance(lab, tuple) else str(lab)
-            lo = float(flat_ci.isel(_cell=i).sel(ci_bound="lower"))
-            hi = float(flat_ci.isel(_cell=i).sel(ci_bound="upper"))
-            lines.append(f"  {lab}: {_fmt(float(flat_est.isel(_cell=i)))} [{_fmt(lo)}, {_fmt(hi)}]")
+            lo = float(flat[1].isel(_cell=i).sel(ci_bound="lower"))
+            hi = float(flat[1].isel(_cell=i).sel(ci_bound="upper"))
+            note = str(flat[2].isel(_cell=i).item()) if notes is not None else ""
+            lines.append(
+                f"  {lab}: {_fmt(float(flat[0].isel(_cell=i)))} [{_fmt(lo)}, {_fmt(hi)}]" + (f"  ({note})" if note else "")
+            )
         return lines
 
     def __repr__(self) -> str:

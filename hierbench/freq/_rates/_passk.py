@@ -26,7 +26,6 @@ import xarray as xr
 from ..._base import DEFAULT_PROB
 from ..._base import Result
 from ..._base import UndefinedWarning
-from ..._base import _fmt
 from ..._base import check_choice
 from ..._base import check_dim
 from ..._base import check_int
@@ -165,38 +164,22 @@ class PassKResult(Result):
             f"{type(self).__name__}: {a.get('quantity', '?')}, mean of the {per_task} per-task values, "
             f"{interval_label(self.ci)} interval for a new draw of tasks from the same population"
         ]
-        cells = _repr_cells(self.estimate, self.ci, self.n_tasks, self.ci_flag)
-        lines += [f"  {c}" for c in cells]
+        lines += self._cell_lines()
         nt = self.n_tasks
         if "k" in nt.dims and nt.sizes["k"] > 1 and bool((nt != nt.isel(k=0)).any()):
             lines.append(f"  {_K_TASKS_DIFFER}")
         return lines
 
-
-def _repr_cells(
-    est: xr.DataArray, ci: xr.DataArray, n_tasks: xr.DataArray, flag: xr.DataArray | None, limit: int = 8
-) -> list[str]:
-    """``label: estimate [lower, upper]  (n tasks[; flag])``, the middle elided past ``limit`` cells."""
-    if est.ndim == 0:
-        labels, vals = [""], [(est, ci, n_tasks, flag)]
-    else:
-        dims = list(est.dims)
-        stacked = [x.stack(_cell=dims) if x is not None else None for x in (est, ci, n_tasks.broadcast_like(est),
-                   flag.broadcast_like(est) if flag is not None else None)]  # fmt: skip
-        idx = stacked[0]["_cell"].values
-        labels = [", ".join(map(str, i)) + ": " if isinstance(i, tuple) else f"{i}: " for i in idx]
-        vals = [tuple(x.isel(_cell=i) if x is not None else None for x in stacked) for i in range(idx.size)]
-    n = len(vals)
-    show = range(n) if n <= limit else [*range(limit - 3), *range(n - 2, n)]
-    out = []
-    for i in show:
-        if n > limit and i == n - 2:
-            out.append(f"... ({n - limit + 1} more)")
-        e, c, m, f = vals[i]
-        lo, hi = float(c.sel(ci_bound="lower")), float(c.sel(ci_bound="upper"))
-        note = f"{int(m)} task{'s' if int(m) != 1 else ''}" + (f"; {f.item()}" if f is not None and f.item() else "")
-        out.append(f"{labels[i]}{_fmt(float(e))} [{_fmt(lo)}, {_fmt(hi)}]  ({note})")
-    return out
+    def _cell_notes(self) -> xr.DataArray:
+        """``n tasks`` behind each cell, and its ``ci_flag`` where it has one."""
+        m = self.n_tasks.broadcast_like(self.estimate).astype(int)
+        flag = self.ci_flag.broadcast_like(self.estimate) if self.ci_flag is not None else None
+        text = [
+            f"{c} task{'s' if c != 1 else ''}" + (f"; {f}" if f else "")
+            for c, f in zip(m.values.ravel(), (flag.values.ravel() if flag is not None else [""] * m.size),
+                            strict=True)
+        ]  # fmt: skip
+        return m.copy(data=np.array(text, dtype=object).reshape(m.shape))
 
 
 def _counts_from(data: xr.Dataset | xr.DataArray, dim: str) -> tuple[xr.DataArray, xr.DataArray]:

@@ -44,6 +44,7 @@ from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
 from ..._base import Result
 from ..._base import UndefinedWarning
+from ..._base import _shown_cells
 from ..._base import as_rng
 from ..._base import check_choice
 from ..._base import check_prob
@@ -162,20 +163,20 @@ class BootstrapResult(Result):
         df = super().to_frame()
         return df.drop(columns=[c for c in ("distribution",) if c in df.columns])
 
-    def _repr_lines(self) -> list[str]:
-        """The base repr, each flagged agent's line ending with its ``ci_flag``."""
-        lines = super()._repr_lines()
+    def _cell_notes(self) -> xr.DataArray | None:
+        """Each flagged agent's ``ci_flag`` (one dim; the base repr puts it after the agent's line)."""
         flag = self.ci_flag
-        if flag is None or flag.ndim != 1:
-            return lines
-        said = {f"  {lab}: ": str(f) for lab, f in zip(flag[flag.dims[0]].values, flag.values, strict=True) if f}
-        out = []
-        for line in lines:
-            key = next((k for k in said if line.startswith(k)), None)
-            out.append(f"{line}  ({said.pop(key)})" if key else line)
-        if said:
-            out.append(f"  ({len(said)} more flagged: see .ci_flag)")
-        return out
+        return flag if flag is not None and flag.ndim == 1 else None
+
+    def _repr_lines(self) -> list[str]:
+        """The base repr, and a count of the flagged agents its elided middle hides."""
+        lines = super()._repr_lines()
+        notes = self._cell_notes()
+        if notes is not None:
+            hidden = np.delete(notes.values.astype(bool), _shown_cells(notes.size))
+            if hidden.any():
+                lines.append(f"  ({int(hidden.sum())} more flagged: see .ci_flag)")
+        return lines
 
 
 
