@@ -30,11 +30,15 @@ __all__: list[str] = []
 COEFFICIENTS = ("e_rho2", "phi")
 
 
+def _estimates_and_se(vc) -> tuple[np.ndarray, np.ndarray]:
+    """The components truncated at 0 and their standard errors (the Wald interval's inputs)."""
+    return np.maximum(vc.estimates_raw, 0.0), np.sqrt(np.clip(np.diag(vc.cov), 0, None))
+
+
 def wald_ci(vc, prob: float | None = None) -> xr.DataArray:
     """Wald intervals of the components on the log-variance scale (``ci_kind`` ``"normal"``)."""
     prob = vc.prob if prob is None else check_prob(prob)
-    est = np.maximum(vc.estimates_raw, 0.0)
-    se = np.sqrt(np.clip(np.diag(vc.cov), 0, None))
+    est, se = _estimates_and_se(vc)
     z = normal_z(prob)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         slog = se / est
@@ -307,8 +311,7 @@ def ci_flags(vc, ci: xr.DataArray) -> list[str]:
     """
     rng = score_range(vc)
     bound = None if rng is None else (rng[1] - rng[0]) ** 2 / 4
-    est = np.maximum(vc.estimates_raw, 0.0)
-    se = np.sqrt(np.clip(np.diag(vc.cov), 0, None))
+    est, se = _estimates_and_se(vc)
     out = []
     for j in range(est.size):
         lo, hi = (float(v) for v in ci.values[j])
