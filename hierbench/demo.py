@@ -511,8 +511,6 @@ def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str]) -> str:
 
 def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) -> str:
     """The pass^k section's words, naming only the columns the table has."""
-    import textwrap
-
     cols = ["the truth"] * truth + ["the unbiased estimator"]
     if bayes:
         cols.append(

@@ -186,6 +186,8 @@ def _agreement(table: pd.DataFrame) -> pd.DataFrame:
     sum the same terms and the G-theory estimate and the Bayes interval are
     defined (the abilities table's rule; G-theory here has no interval).
     """
+    from ._sections import _add_flag
+
     g = [c for c in table.columns if str(c).startswith("G-theory (")]
     if not g or "Bayes terms" not in table:
         return table
@@ -196,8 +198,7 @@ def _agreement(table: pd.DataFrame) -> pd.DataFrame:
     notes = pd.Series("", index=table.index, dtype=object)
     notes[other] = "not one component: Bayes sums " + bt[other] + ", G-theory " + gt[other]
     notes[table["disagree"]] = "G-theory estimate outside the Bayes interval"
-    flag = table["flag"].astype(str)
-    table["flag"] = [("; ".join(x for x in (f, n) if x)) for f, n in zip(flag, notes, strict=True)]
+    table["flag"] = _add_flag(table["flag"].astype(str), notes)
     return table[[c for c in table.columns if c not in ("flag", "disagree")] + ["disagree", "flag"]]
 
 
