@@ -189,7 +189,7 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     if worst:
         rep.figure(
             "rank_worst",
-            F.rank_plot(ctx.post, sel),
+            F.rank_plot(ctx.post, sel, ranks),
             "Rank plots (fractional-rank ECDF minus uniform, one line per chain) of the parameters "
             "with the highest R-hat, with the multi-chain uniformity p-value on each panel: "
             f"p < {alpha:g} marks the panel (a per-panel level; the check in the table allows for "

@@ -368,12 +368,15 @@ def rank_p_text(p: float) -> str:
     return f"{p:.2g}" if np.isfinite(p) else "not computed"
 
 
-def rank_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
+def rank_plot(
+    posterior: xr.Dataset, worst: Sequence[tuple[str, dict]], p_values: dict[str, float] | None = None
+):
     """arviz-plots rank (fractional-rank ECDF) plot of the named parameter slices.
 
-    Each panel prints its multi-chain uniformity p-value (:func:`rank_tests`)
-    by :func:`rank_p_text`, as the report's text does (``p = 0.0025``, where
-    arviz-plots' own label reads ``p=0.00``).
+    Each panel prints its multi-chain uniformity p-value (:func:`rank_tests`;
+    ``p_values``, when the caller has them already) by :func:`rank_p_text`, as
+    the report's text does (``p = 0.0025``, where arviz-plots' own label reads
+    ``p=0.00``).
     """
     import arviz_plots as azp
 
@@ -384,7 +387,7 @@ def rank_plot(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]):
         envelope_prob=RANK_ENVELOPE,
     )
     try:
-        for name, p in rank_tests(posterior, worst).items():
+        for name, p in (rank_tests(posterior, worst) if p_values is None else p_values).items():
             ax = pc.viz["plot"][name].item()
             for t in ax.texts:
                 if t.get_text().startswith("p="):

@@ -199,6 +199,11 @@ def _disagree(lower, upper, p, alpha: float) -> np.ndarray:
     return defined & (((lo > 0) | (hi < 0)) != (pv < alpha))
 
 
+def _disagree_alpha(col: str) -> str:
+    """The level a :func:`_disagree_label` column states, as it is written there ("0.05")."""
+    return col.rsplit("(at ", 1)[1].rstrip(")")
+
+
 def disagree_column(table: pd.DataFrame) -> str | None:
     """The name of :func:`pair_frame`'s ``per-pair CI and p disagree (...)`` column (None if absent)."""
     return next((c for c in table.columns if str(c).startswith("per-pair CI and p disagree")), None)
@@ -206,7 +211,7 @@ def disagree_column(table: pd.DataFrame) -> str | None:
 
 def _disagree_words(table: pd.DataFrame, col: str) -> list[str]:
     """The disagreement column as text: which way the two disagree, blank where they agree."""
-    alpha = col.rsplit("(at ", 1)[1].rstrip(")")
+    alpha = _disagree_alpha(col)
     out = []
     for flag, lo, hi in zip(table[col], table["per-pair lower"], table["per-pair upper"], strict=True):
         if not flag:
@@ -229,7 +234,7 @@ def disagree_note(cmp: PairwiseComparisonResult, table: pd.DataFrame) -> str:
     col = disagree_column(table)
     if col is None:
         return ""
-    alpha = col.rsplit("(at ", 1)[1].rstrip(")")
+    alpha = _disagree_alpha(col)
     ds = _dataset(cmp)
     ci = ds["ci"].attrs if "ci" in ds else {}
     # the method's name only (the settings sentence gives its detail)
