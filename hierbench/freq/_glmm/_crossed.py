@@ -283,7 +283,7 @@ class CrossedMLResult(ScalesFit):
             f"CrossedMLResult: crossed logistic model by maximum likelihood ({quad}), "
             f"{self.task_effect.sizes['task']} tasks",
             f"  {what}, {interval_label(self.ci)} intervals:",
-            *super()._repr_lines()[1:],
+            *self._cell_lines(),
             *self._sd_lines(),
             f"  loglik {self.loglik:.2f}" + ("" if self.converged else "  (NOT converged)"),
         ]

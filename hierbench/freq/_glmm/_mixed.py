@@ -146,7 +146,7 @@ class MixedMLResult(ScalesFit):
             f"MixedMLResult: {d.formula}  [{d.family}, Laplace]",
             f"  fixed effects (logit scale), {interval_label(self.ci)} intervals:",
         ]
-        lines += super()._repr_lines()[1:]
+        lines += self._cell_lines()
         lines += self._sd_lines()
         if self.thresholds is not None:
             lines.append("  thresholds: " + ", ".join(f"{v:.4g}" for v in self.thresholds.values))

@@ -129,7 +129,7 @@ class IRTCalibrationResult(Result):
             f"IRTCalibrationResult: {self.bank.model.upper()} calibration of {self.estimate.size} tasks on {M} agents",
             f"  difficulty b_t per task at the mode (ability units: the calibration agents' sd), "
             f"{interval_label(self.ci)} intervals over {self.bank.n_samples} {self.bank.method} draws:",
-            *super()._repr_lines()[1:],
+            *self._cell_lines(),
         ]
 
 
@@ -579,7 +579,7 @@ class IRTScoreResult(Result):
         lines = [
             f"IRTScoreResult: {who} scored on {self.n_tasks_run} bank tasks run; {self.target} "
             f"full-bank score with {interval_label(self.ci)} interval",
-            *super()._repr_lines()[1:],
+            *self._cell_lines(),
         ]
         lo, hi = self.ability_ci.values.tolist()
         lines.append(f"  ability: {float(self.ability):.4g} [{lo:.4g}, {hi:.4g}] (calibration agents' sd)")

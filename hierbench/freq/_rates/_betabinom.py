@@ -201,7 +201,7 @@ class BetaBinomialResult(Result):
     def _repr_lines(self) -> list[str]:
         if self.ci.attrs.get("ci_detail") != _CI_NOT_COMPUTED:
             return [f"BetaBinomialResult: mean success probability mu, beta-binomial ML fit, "
-                    f"{interval_label(self.ci)} interval", *super()._repr_lines()[1:]]
+                    f"{interval_label(self.ci)} interval", *self._cell_lines()]
         head = f"BetaBinomialResult: mean success probability mu, beta-binomial ML fit; interval {_CI_NOT_COMPUTED}"
         mu, kappa = self.mu.values.ravel(), self.kappa.values.ravel()
         if self.mu.ndim == 0:
