@@ -369,6 +369,7 @@ def _assemble(plan: _Plan, fit: Fit, use_anova: bool, ci_method: str, prob: floa
         _design=dsg,
         _legacy=plan.legacy,
         _reml_data=reml_data,
+        _cluster_sizes=fit.cluster_sizes,
     )
 
 
