@@ -171,7 +171,10 @@ def spread_words(vc, spread: str | np.ndarray) -> str:
         )
         if isinstance(spread, np.ndarray):
             shown = ", ".join(_fmt_size(x) for x in spread[:12]) + (", ..." if spread.size > 12 else "")
-            head = f"planned {t!r} per {c!r} as given: [{shown}]"
+            head = (
+                f"planned {t!r} per {c!r} as given: [{shown}] ({_fmt_size(spread.sum())} in "
+                f"{spread.size}, effective number {spread.sum() ** 2 / (spread**2).sum():.4g})"
+            )
         elif spread == "even":
             head = (
                 f"{t!r} spread evenly over {c!r} (spread='even'; the best case: uneven "
@@ -185,7 +188,8 @@ def spread_words(vc, spread: str | np.ndarray) -> str:
             )
         out.append(
             f"{head}; {seen}. The mean weighs every {t!r} alike, so an effect of {c!r} without "
-            f"{t!r} enters with sum_k (n_k/N)^2 = 1 / effective_n_{c} (coord), not 1 / n_{c}"
+            f"{t!r} enters with sum_k (n_k/N)^2 = 1 / effective_n_{c} (coord), not 1 / (number of "
+            f"{c!r})"
         )
     return "; ".join(out)
 
@@ -591,4 +595,5 @@ def d_study(
     }
     if eff:
         ds.attrs["spread"] = spread_words(vc, spread)
+        ds.attrs["spread_kind"] = spread if isinstance(spread, str) else "planned"
     return ds

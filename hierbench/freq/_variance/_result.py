@@ -330,7 +330,8 @@ class VarianceComponentsResult(Result):
             facets kept at their G-study size, ``as_observed`` a size not
             asked for (the shorthand's default: the G-study's own, a
             non-integer mean for unbalanced data, which reproduces its
-            coefficients) and ``spread`` (with clusters) the spread assumed.
+            coefficients) and, with clusters, ``spread`` (the spread assumed, in
+            words) and ``spread_kind`` (``"observed"``, ``"even"`` or ``"planned"``).
             Sizes asked for must be positive integers.
 
         Examples
