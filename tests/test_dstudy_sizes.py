@@ -273,6 +273,11 @@ def test_uneven_clusters_match_a_simulation_of_the_design(uneven):
     assert d.effective_n_cluster.item() == pytest.approx(16**2 / 114, rel=1e-12)
     assert "as given: [10, 3, 2, 1]" in d.attrs["spread"]
     assert "held_at_g_study" not in d.attrs
+    # E rho^2 at that plan (2 runs) with its interval: Brennan's formula, w2 = 114 / 256
+    co = vc.coefficients(sizes={"run": 2}, spread=plan, ci="wald")
+    want = _brennan(s, 4, 16, 2, 114 / 256)["e_rho2"]
+    assert float(co.estimate.sel(coefficient="e_rho2")) == pytest.approx(want, rel=1e-10)
+    assert "effective_n_cluster = 2.246" in co.attrs["sizes"]
 
 
 def test_observed_spread_keeps_the_coefficient_of_variation(uneven):
