@@ -2,11 +2,15 @@
 
 Expected values are Brennan's D-study formulas for agents crossed with tasks nested in
 clusters, runs nested in agent x task cells (p x (t:c), r:(p x t)), written out here from
-the components: with n_c clusters, N tasks in all (N / n_c per cluster) and r runs per cell,
+the components: with N tasks in all, r runs per cell and cluster k holding n_k tasks,
 
-    sigma2_delta = s(a:c) / n_c + s(a:t:c) / N + s(res) / (N r)
-    sigma2_Delta = sigma2_delta + s(c) / n_c + s(t:c) / N
+    sigma2_delta = s(a:c) w2 + s(a:t:c) / N + s(res) / (N r)
+    sigma2_Delta = sigma2_delta + s(c) w2 + s(t:c) / N
     E rho^2 = s(a) / (s(a) + sigma2_delta),   Phi = s(a) / (s(a) + sigma2_Delta)
+
+where w2 = sum_k (n_k / N)^2 is the sum of the clusters' squared weights in the mean over
+tasks (1 / n_c when the n_c clusters are even), and by seeded simulation of two agents'
+means from the components over the clusters as they are.
 """
 
 import warnings
@@ -19,10 +23,11 @@ from hierbench.freq import NegativeVarianceComponentWarning
 from hierbench.freq import variance_components
 
 
-def _brennan(s: dict, n_c: float, n_total: float, r: float) -> dict:
-    delta = s["agent:cluster"] / n_c + s["agent:task:cluster"] / n_total
+def _brennan(s: dict, n_c: float, n_total: float, r: float, w2: float | None = None) -> dict:
+    w2 = 1 / n_c if w2 is None else w2  # even clusters unless the squared weights are given
+    delta = s["agent:cluster"] * w2 + s["agent:task:cluster"] / n_total
     delta += s["residual"] / (n_total * r)
-    Delta = delta + s["cluster"] / n_c + s["task:cluster"] / n_total
+    Delta = delta + s["cluster"] * w2 + s["task:cluster"] / n_total
     return {
         "sigma2_delta": delta,
         "sigma2_Delta": Delta,
@@ -120,45 +125,241 @@ def test_sizes_asked_are_checked(nested):
 
 
 def test_metr_default_d_study_is_the_observed_design(metr_eval):
-    # METR is unbalanced: 2.31 tasks per family and 9.16 runs per cell on average. The
-    # default D-study (nothing asked) is the design as observed, its sizes the observed means.
+    # METR is unbalanced: 36 families of 1-7 tasks (83 in all) and 9.16 runs per cell on
+    # average. The default D-study (nothing asked) is the design as observed: its runs the
+    # observed mean, its families as uneven as they are (w2 = sum_k (n_k / 83)^2, 1 / 22.59
+    # where even families would give 1 / 36)
     vc = variance_components(metr_eval)
     score = metr_eval["score"]
     seen = score.notnull()
     cells = seen.any("run")
     tasks = cells.any("agent")
     n_total = int(tasks.sum())
-    n_c = len(set(metr_eval["cluster"].values[tasks.values]))
+    _, n_k = np.unique(metr_eval["cluster"].values[tasks.values], return_counts=True)
+    n_c = n_k.size
+    w2 = float(((n_k / n_total) ** 2).sum())
     r = int(seen.sum()) / int(cells.sum())
     assert (n_total, n_c) == (83, 36) and r == pytest.approx(9.1604, abs=1e-4)
+    assert (n_k.min(), n_k.max()) == (1, 7) and 1 / w2 == pytest.approx(22.587, abs=1e-3)
     s = dict(zip(vc.component_names, vc.estimate.values, strict=True))
     d = vc.d_study()
     assert d.sizes == {"n_tasks": 1, "n_runs": 1}
     assert d.n_tasks.item() == 83 and d.n_runs.item() == pytest.approx(r, rel=1e-12)
-    for k, v in _brennan(s, n_c, n_total, r).items():
+    for k, v in _brennan(s, n_c, n_total, r, w2).items():
         assert d[k].item() == pytest.approx(v, rel=1e-10), k
+    assert d.effective_n_cluster.item() == pytest.approx(1 / w2, rel=1e-12)
+    assert vc.var_paired_diff == pytest.approx(2 * _brennan(s, n_c, n_total, r, w2)["sigma2_delta"])
     assert "not asked, so the G-study's own size" in d.attrs["as_observed"]
+    assert "as unevenly as observed" in d.attrs["spread"] and "hold 1-7 'task'" in d.attrs["spread"]
+    # the best case, asked for: even families, the rule before this release
+    even = vc.d_study(spread="even")
+    for k, v in _brennan(s, n_c, n_total, r).items():
+        assert even[k].item() == pytest.approx(v, rel=1e-10), k
+    assert "spread evenly" in even.attrs["spread"]
+    # uneven families make the SD of a paired difference 14% larger than even ones would
+    ratio = np.sqrt(d.var_paired_diff.item() / even.var_paired_diff.item())
+    assert ratio == pytest.approx(1.144, abs=0.005)
     # runs asked, tasks as observed
     d = vc.d_study(n_runs=[1, 4])
     for r_ in (1, 4):
-        want = _brennan(s, n_c, n_total, r_)["e_rho2"]
+        want = _brennan(s, n_c, n_total, r_, w2)["e_rho2"]
         assert float(d.e_rho2.sel(n_runs=r_).squeeze()) == pytest.approx(want, rel=1e-10)
     assert d.attrs["as_observed"].startswith("n_tasks = 83:")
+    # the interval method reads the same design
+    co = vc.coefficients(ci="wald")
+    want = _brennan(s, n_c, n_total, r, w2)
+    assert float(co.estimate.sel(coefficient="e_rho2")) == pytest.approx(want["e_rho2"], rel=1e-10)
+    assert "effective_n_cluster = 22.59" in co.attrs["sizes"] and "spread" in co.attrs
 
 
 def test_swebench_n_tasks_500_is_the_benchmark_not_6000(shared_data):
-    # SWE-bench Verified: 500 tasks in 12 repositories, one run per cell (the residual
-    # holds agent x task): sigma2_delta = s(a:c) / 12 + s(res) / N
+    # SWE-bench Verified: 500 tasks in 12 repositories of 1-231 tasks (django 231), one run
+    # per cell (the residual holds agent x task): sigma2_delta = s(a:c) w2 + s(res) / N,
+    # with w2 = sum_k (n_k / 500)^2 = 1 / 3.87 (1 / 12 were the repositories even)
     from hierbench.data import load_swebench_bash_only
 
-    vc = variance_components(load_swebench_bash_only(shared_data))
+    ds = load_swebench_bash_only(shared_data)
+    vc = variance_components(ds)
+    _, n_k = np.unique(ds["cluster"].values, return_counts=True)
+    assert n_k.size == 12 and n_k.sum() == 500 and n_k.max() == 231
+    w2 = float(((n_k / 500) ** 2).sum())
+    assert 1 / w2 == pytest.approx(3.870, abs=1e-3)
     s = dict(zip(vc.component_names, vc.estimate.values, strict=True))
     d = vc.d_study(n_tasks=[42, 500], n_runs=1)
     for n_total in (42, 500):
-        want = s["agent:cluster"] / 12 + s["residual"] / n_total
+        # as unevenly as observed: the same effective share of the 12 repositories (42
+        # tasks in 12 clusters of at least one task allow it: 42^2 / (31^2 + 11) = 1.8 < 3.87)
+        want = s["agent:cluster"] * w2 + s["residual"] / n_total
         assert float(d.sigma2_delta.sel(n_tasks=n_total, n_runs=1)) == pytest.approx(want, rel=1e-12)
-    assert float(d.sigma2_delta.sel(n_tasks=500, n_runs=1)) == pytest.approx(2.98e-4, abs=5e-6)
+    even = vc.d_study(n_tasks=500, n_runs=1, spread="even")
+    want = s["agent:cluster"] / 12 + s["residual"] / 500
+    assert float(even.sigma2_delta.squeeze()) == pytest.approx(want, rel=1e-12)
+    # the SD of a paired difference: 21% larger than the even repositories' best case
+    ratio = np.sqrt(float(d.var_paired_diff.sel(n_tasks=500, n_runs=1)) / float(even.var_paired_diff.squeeze()))
+    assert ratio == pytest.approx(1.215, abs=0.005)
     # the G-study itself is the 500-task row
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert float(d.e_rho2.sel(n_tasks=500, n_runs=1)) == pytest.approx(vc.e_rho2, rel=1e-12)
+
+
+#: tasks per cluster of the uneven fixture: 16 tasks in 6 clusters, sum n_k^2 = 72
+UNEVEN = np.array([1, 1, 1, 2, 4, 7])
+
+
+@pytest.fixture(scope="module")
+def uneven():
+    """6 agents x 16 tasks in 6 clusters of 1-7 tasks x 2 runs, normal scores (REML)."""
+    rng = np.random.default_rng(21)
+    k_of_t = np.repeat(np.arange(UNEVEN.size), UNEVEN)
+    n_t = k_of_t.size
+    y = (
+        rng.normal(0, 0.6, (6, 1, 1))
+        + rng.normal(0, 0.5, (1, UNEVEN.size, 1))[:, k_of_t]
+        + rng.normal(0, 0.5, (6, UNEVEN.size, 1))[:, k_of_t]
+        + rng.normal(0, 0.8, (1, n_t, 1))
+        + rng.normal(0, 0.4, (6, n_t, 1))
+        + rng.normal(0, 1.0, (6, n_t, 2))
+    )
+    ds = xr.Dataset(
+        {"score": (("agent", "task", "run"), y)},
+        coords={"task": [f"t{i:02d}" for i in range(n_t)], "cluster": ("task", k_of_t.astype(str))},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(ds)
+    assert vc.formula == "run:(agent*(task:cluster))" and vc.method == "reml"
+    s = dict(zip(vc.component_names, vc.estimate.values, strict=True))
+    assert s["agent:cluster"] > 0.05  # the term the spread moves is there
+    return vc, s
+
+
+def _simulated_var_paired_diff(s, n_k, r, rng, n_sim=200_000):
+    """Variance (and its Monte Carlo SE) of two agents' mean over tasks, fresh effects each draw.
+
+    Cluster k holds n_k tasks; the mean weighs every task alike; runs enter as a cell mean.
+    """
+    k_of_t = np.repeat(np.arange(n_k.size), n_k)
+    diff = np.zeros(n_sim)
+    for sign in (1, -1):
+        ac = rng.normal(0, np.sqrt(s["agent:cluster"]), (n_sim, n_k.size))[:, k_of_t]
+        at = rng.normal(0, np.sqrt(s["agent:task:cluster"]), (n_sim, k_of_t.size))
+        e = rng.normal(0, np.sqrt(s["residual"] / r), (n_sim, k_of_t.size))
+        diff += sign * (ac + at + e).mean(axis=1)
+    v = diff.var(ddof=1)
+    return v, v * np.sqrt(2 / (n_sim - 1))
+
+
+def test_uneven_clusters_match_a_simulation_of_the_design(uneven):
+    # the G-study's own design (clusters of 1-7 tasks): var_paired_diff, the default
+    # D-study and a simulation of two agents' means from the components agree within
+    # 4 Monte Carlo SEs (0.6% of the variance at 200,000 draws); even clusters would give
+    # s(a:c) / 6 in place of s(a:c) * 72 / 256, far outside that band
+    vc, s = uneven
+    w2 = float(((UNEVEN / 16) ** 2).sum())
+    want = 2 * _brennan(s, 6, 16, 2, w2)["sigma2_delta"]
+    assert vc.var_paired_diff == pytest.approx(want, rel=1e-12)
+    assert vc.d_study().var_paired_diff.item() == pytest.approx(want, rel=1e-12)
+    got, se = _simulated_var_paired_diff(s, UNEVEN, 2, np.random.default_rng(5))
+    assert abs(got - vc.var_paired_diff) < 4 * se
+    even = vc.d_study(spread="even").var_paired_diff.item()
+    assert abs(got - even) > 20 * se
+    # a planned list of cluster sizes, 3 runs: the same check at that design
+    plan = np.array([10, 3, 2, 1])
+    d = vc.d_study(n_runs=3, spread=plan)
+    assert d.var_paired_diff.dims == ("n_runs",)
+    got, se = _simulated_var_paired_diff(s, plan, 3, np.random.default_rng(6))
+    assert abs(got - d.var_paired_diff.item()) < 4 * se
+    assert d.effective_n_cluster.item() == pytest.approx(16**2 / 114, rel=1e-12)
+    assert "as given: [10, 3, 2, 1]" in d.attrs["spread"]
+    assert "held_at_g_study" not in d.attrs
+    # E rho^2 at that plan (2 runs) with its interval: Brennan's formula, w2 = 114 / 256
+    co = vc.coefficients(sizes={"run": 2}, spread=plan, ci="wald")
+    want = _brennan(s, 4, 16, 2, 114 / 256)["e_rho2"]
+    assert float(co.estimate.sel(coefficient="e_rho2")) == pytest.approx(want, rel=1e-10)
+    assert "effective_n_cluster = 2.246" in co.attrs["sizes"]
+
+
+def test_observed_spread_keeps_the_coefficient_of_variation(uneven):
+    # "as unevenly as observed" at other sizes means cluster sizes with the G-study's
+    # coefficient of variation: the observed clusters repeated (twice as many clusters) or
+    # scaled (twice the tasks in each); checked against those planned lists
+    vc, s = uneven
+    twice = vc.d_study(n_tasks=32, n_clusters=12, n_runs=2).var_paired_diff.item()
+    w2 = float(((np.tile(UNEVEN, 2) / 32) ** 2).sum())
+    assert twice == pytest.approx(2 * _brennan(s, 12, 32, 2, w2)["sigma2_delta"], rel=1e-12)
+    assert twice == pytest.approx(
+        vc.d_study(n_runs=2, spread=np.tile(UNEVEN, 2)).var_paired_diff.item(), rel=1e-12
+    )
+    scaled = vc.d_study(n_tasks=32, n_runs=2).var_paired_diff.item()
+    w2 = float(((2 * UNEVEN / 32) ** 2).sum())
+    assert scaled == pytest.approx(2 * _brennan(s, 6, 32, 2, w2)["sigma2_delta"], rel=1e-12)
+    # one task per cluster can only be even; 7 tasks in 6 clusters at most [2, 1, 1, 1, 1, 1]
+    # (49 / 9 = 5.44 effective clusters, above the observed share's 6 x 256 / 432 = 3.56)
+    d = vc.d_study(n_tasks=[6, 7], n_runs=2)
+    np.testing.assert_allclose(d.effective_n_cluster.values, [6, 49 / 9], rtol=1e-12)
+    w2 = 9 / 49
+    assert float(d.var_paired_diff.sel(n_tasks=7).squeeze()) == pytest.approx(
+        2 * _brennan(s, 6, 7, 2, w2)["sigma2_delta"], rel=1e-12
+    )
+    # the general form (3 tasks per cluster on average) reads the same rule
+    g = vc.d_study({"cluster": [12], "task": [3]}, n_runs=2)
+    w2 = 1 / (12 * 256 / 432)
+    assert g.var_paired_diff.item() == pytest.approx(
+        2 * _brennan(s, 12, 36, 2, w2)["sigma2_delta"], rel=1e-12
+    )
+
+
+def test_allocation_reads_the_spread(uneven):
+    # the cost-optimal design's variance is the D-study's at its sizes, clusters as unevenly
+    # as observed (C_eff = C x 256 / (6 x 72), never below what the most uneven spread allows)
+    vc, s = uneven
+    cost = {"cluster": 20.0, "task": 5.0, "run": 1.0}
+    opt = vc.optimal_allocation(2000, cost)
+    c, t, r = (opt.attrs["optimum"][f] for f in ("cluster", "task", "run"))
+    n = c * t
+    c_eff = max(c * 256 / 432, n**2 / ((n - c + 1) ** 2 + c - 1))
+    want = 2 * _brennan(s, c, n, r, 1 / c_eff)["sigma2_delta"]
+    assert opt.attrs["optimum_value"] == pytest.approx(want, rel=1e-12)
+    assert opt.attrs["optimum_cost"] == pytest.approx(20 * c + 5 * n + 6 * n * r)
+    assert "as unevenly as observed" in opt.attrs["spread"]
+    even = vc.optimal_allocation(2000, cost, spread="even")
+    assert even.attrs["optimum_value"] < opt.attrs["optimum_value"]
+    with pytest.raises(ValueError, match=r"`spread` must be one of \('observed', 'even'\) for an allocation"):
+        vc.optimal_allocation(2000, cost, spread=[3, 2])
+
+
+def test_spread_is_checked(uneven, nested):
+    vc, _ = uneven
+    with pytest.raises(ValueError, match=r"`spread` must be 'observed', 'even' or .*got 'uneven'"):
+        vc.d_study(spread="uneven")
+    with pytest.raises(ValueError, match=r"`spread` as planned cluster sizes .* got \[3, 0\]"):
+        vc.d_study(spread=[3, 0])
+    with pytest.raises(ValueError, match=r"do not also ask \['n_tasks'\]"):
+        vc.d_study(n_tasks=20, spread=[3, 2])
+    with pytest.raises(ValueError, match=r"do not also ask \[\"sizes\['task'\]\"\]"):
+        vc.coefficients(sizes={"task": 2}, spread=[3, 2], ci="wald")
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=(3, 1, 1)) + rng.normal(size=(1, 5, 1)) + rng.normal(size=(3, 5, 2))
+    flat = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+    with pytest.raises(ValueError, match=r"`spread`: planned cluster sizes need a design with tasks nested"):
+        flat.d_study(spread=[3, 2])
+    assert "spread" not in flat.d_study(n_tasks=10).attrs  # no clusters: nothing to say
+    # balanced clusters: observed is even
+    bal, _ = nested
+    np.testing.assert_allclose(
+        bal.d_study(n_tasks=[12, 40]).var_paired_diff, bal.d_study(n_tasks=[12, 40], spread="even").var_paired_diff
+    )
+
+
+def test_plot_names_the_spread(uneven):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from hierbench.report import plot_d_study
+
+    vc, _ = uneven
+    for spread, words in (("observed", "observed spread"), ("even", "even spread")):
+        ax = plot_d_study(vc.d_study(n_tasks=[16, 32], spread=spread))
+        assert words in ax.get_legend().get_title().get_text()
+        plt.close(ax.figure)

@@ -102,3 +102,25 @@ def test_side_by_side_and_bayes_d_study(like):
     assert bd["var_paired_diff_ci"].attrs["ci_kind"] == "eti"
     with pytest.raises(ValueError, match=r"`fit` must be a crossed-model fit"):
         bayes_variance_components(xr.DataTree(), like)
+
+
+def test_bayes_d_study_reads_uneven_clusters():
+    # clusters of 4, 1 and 1 tasks: the agent x cluster term enters with
+    # sum_k (n_k / 6)^2 = 18 / 36, not 1 / 3 (Brennan's p x (t:c) formula with the
+    # clusters' squared weights, written out here); a point-mass posterior makes the
+    # Bayesian D-study that formula at the probability-scale components
+    rng = np.random.default_rng(4)
+    ds = xr.Dataset(
+        {"score": (("agent", "task", "run"), rng.random((4, 6, 3)))},
+        coords={"cluster": ("task", ["a", "a", "a", "a", "b", "c"])},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        uneven = variance_components(ds)
+    fit = _fake_fit(-0.5, 0.8, 1.0, 0.7, 0.6)
+    s = dict(zip(uneven.component_names, bayes_variance_components(fit, uneven).estimate.values, strict=True))
+    bd = bayes_d_study(fit, uneven, {"run": [1, 8]})
+    for r in (1, 8):
+        want = 2 * (s["agent:cluster"] * 18 / 36 + s["agent:task:cluster"] / 6 + s["residual"] / (6 * r))
+        assert float(bd["var_paired_diff"].sel(n_run=r)) == pytest.approx(want, rel=1e-9)
+    assert "as unevenly as observed" in bd.attrs["spread"]

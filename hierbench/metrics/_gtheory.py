@@ -215,7 +215,9 @@ def bayes_d_study(
     xarray.Dataset
         For each D-study quantity (``var_paired_diff``, ``e_rho2``, ...):
         ``<name>`` (posterior median) and ``<name>_ci`` (``eti``) over the
-        size grid (dims ``n_<facet>``).
+        size grid (dims ``n_<facet>``). Tasks nested in clusters spread as
+        unevenly as in ``like``'s data (``like.d_study``'s default), said in
+        attr ``spread``.
     """
     prob = check_prob(prob)
     _, draws = _component_draws(fit, like, n_quad)
@@ -228,6 +230,7 @@ def bayes_d_study(
         shape[i + 1] = a.size
         full[f] = a.reshape(shape)
     comp = {e: draws[k].reshape((-1,) + (1,) * ndim) for k, e in enumerate(like._design.effects)}
+    full = like._spread_sizes(full)  # tasks over clusters as unevenly as observed, as ``ref``
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = like._coefficients(full, comp, warn=False)
@@ -241,4 +244,6 @@ def bayes_d_study(
             lo, hi, prob=prob, kind="eti", template=ds[k], warn_zero_width=False
         )
     ds.attrs = {"design": like.formula, "scale": "probability"}
+    if "spread" in ref.attrs:
+        ds.attrs["spread"] = ref.attrs["spread"]
     return ds

@@ -51,7 +51,9 @@ def plot_d_study(
     -------
     matplotlib.axes.Axes
         The axes drawn on (``ax``, or a new figure's): log-scaled planned size
-        on x, ``var`` (or its square root) on y.
+        on x, ``var`` (or its square root) on y; with task clusters the
+        legend's title names the spread of tasks over them that ``d``
+        assumed (its attr ``spread_kind``).
 
     Examples
     --------
@@ -98,7 +100,11 @@ def plot_d_study(
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_minor_formatter(NullFormatter())
     # beside the lines, not over them
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # the spread of tasks over clusters the projection assumed (d_study's attr), where it is read
+    kind = d.attrs.get("spread_kind")
+    title = f"tasks over clusters:\n{kind} spread" if kind else None
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title=title,
+              title_fontsize=7)
     return ax
 
 

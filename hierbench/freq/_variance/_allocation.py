@@ -25,6 +25,7 @@ from ..._base import check_int
 from ..._base import check_number
 from ._design_lang import Design
 from ._design_lang import parse_design
+from ._dstudy import SPREADS
 from ._dstudy import broadcast_sizes
 from ._dstudy import coefficients_at
 from ._dstudy import d_study
@@ -111,14 +112,22 @@ def _grid(vc, gen: list[str], max_sizes: dict[str, int] | None) -> dict[str, np.
     return grid
 
 
-def allocate_grid(vc, budget, cost, n_objects, max_sizes, criterion) -> xr.Dataset:
+def allocate_grid(
+    vc, budget, cost, n_objects, max_sizes, criterion, spread="observed"
+) -> xr.Dataset:
     """Return the cost-optimal D-study of ``vc`` on a size grid.
 
-    See :meth:`VarianceComponentsResult.optimal_allocation`.
+    See :meth:`VarianceComponentsResult.optimal_allocation`. Tasks spread over clusters
+    as ``spread`` says (the D-study's rule); the cost counts the tasks bought.
     """
     d = vc._design
     if criterion not in CRITERIA:
         raise ValueError(f"`criterion` must be one of {CRITERIA}; got {criterion!r}")
+    if not isinstance(spread, str) or spread not in SPREADS:
+        raise ValueError(
+            f"`spread` must be one of {SPREADS} for an allocation (its grid varies the number "
+            f"of clusters, so planned cluster sizes do not apply); got {spread!r}"
+        )
     budget = check_number(budget, "budget", low=0, low_open=True)
     gen = generalization_facets(d, vc.measurement)
     check_costs(cost, gen)
@@ -127,7 +136,7 @@ def allocate_grid(vc, budget, cost, n_objects, max_sizes, criterion) -> xr.Datas
     grid = _grid(vc, gen, max_sizes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConfoundedComponentWarning)
-        ds = d_study(vc, grid, stacklevel=4)
+        ds = d_study(vc, grid, spread=spread, stacklevel=4)
     M = float(vc.sizes.get(vc.measurement, 1) if n_objects is None else n_objects)
     b = broadcast_sizes({f: grid[f].astype(float) for f in gen})
     total = design_cost(d, vc.measurement, cost, b, M)

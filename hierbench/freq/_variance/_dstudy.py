@@ -8,6 +8,13 @@ For an object of measurement ``p``: universe-score variance ``tau`` = components
 effects made only of ``p`` and the facets ``p`` is nested in; every other effect ``e``
 adds ``s_e / prod n'_f`` (over its facets outside ``p``) to the absolute error variance
 ``Delta``, and to the relative error variance ``delta`` when ``e`` contains ``p``.
+
+Tasks nested in clusters (``task:cluster``) need not spread evenly. The mean score weighs
+every task ``1/N``, so cluster ``k`` weighs ``n_k/N`` and an effect of the cluster but not
+the task enters with ``sum_k (n_k/N)^2 = 1/C_eff`` (``C_eff = N^2 / sum_k n_k^2``, ``C``
+only for even clusters), while effects of the task keep ``1/N``. :func:`spread_sizes` puts
+this in the sizes (clusters -> ``C_eff``, tasks per cluster -> ``N/C_eff``), so every
+D-study quantity, interval and allocation reads the spread through the one rule.
 """
 
 from __future__ import annotations
@@ -48,6 +55,143 @@ def _universe(design: Design, measurement: str | None) -> frozenset:
         if measurement is None
         else frozenset({measurement}) | design.parents[measurement]
     )
+
+
+#: how tasks spread over clusters in a D-study (``spread``; or the planned tasks per cluster)
+SPREADS = ("observed", "even")
+
+
+def spread_pairs(vc) -> list[tuple[str, str]]:
+    """Return the (task, cluster) facet pairs whose spread moves the error variances.
+
+    A facet nested in exactly one facet that is nested in none, neither in the universe
+    score, with nothing else nested in the cluster (``task:cluster``, runs in the tasks).
+    """
+    d = vc._design
+    M = _universe(d, vc.measurement)
+    out = []
+    for t in d.facets:
+        if len(d.parents[t]) != 1 or t in M:
+            continue
+        (c,) = d.parents[t]
+        below = {g for g in d.facets if c in d.parents[g]}
+        inside_t = {t} | {g for g in d.facets if t in d.parents[g]}
+        if not d.parents[c] and c not in M and below <= inside_t:
+            out.append((t, c))
+    return out
+
+
+def check_spread(vc, spread: Any) -> str | np.ndarray:
+    """``spread`` checked: ``"observed"``, ``"even"``, or planned tasks per cluster (floats)."""
+    if isinstance(spread, str):
+        if spread not in SPREADS:
+            raise ValueError(
+                "`spread` must be 'observed', 'even' or the planned number of tasks in each "
+                f"cluster (positive integers); got {spread!r}"
+            )
+        return spread
+    raw = np.asarray(spread)
+    arr = raw.astype(float) if raw.dtype.kind in "iuf" else np.array([np.nan])
+    if raw.ndim != 1 or arr.size == 0 or not np.all(arr >= 1) or np.any(arr != np.round(arr)):
+        raise ValueError(
+            "`spread` as planned cluster sizes must be a 1-D list of positive integers (tasks "
+            f"in each cluster); got {raw.tolist() if raw.ndim else spread!r}"
+        )
+    pairs = spread_pairs(vc)
+    if len(pairs) != 1:
+        raise ValueError(
+            f"`spread`: planned cluster sizes need a design with tasks nested in one cluster "
+            f"facet; the design {vc.formula!r} has {len(pairs)} such nestings {pairs}"
+        )
+    return arr
+
+
+def observed_ratio(vc, t: str) -> float:
+    """The G-study's effective number of clusters over its number: ``N^2 / (C sum n_k^2)``."""
+    n = np.asarray(vc._cluster_sizes.get(t, [1.0]), dtype=float)
+    return float(n.sum() ** 2 / (n**2).sum() / n.size)
+
+
+def effective_clusters(vc, t: str, n_c: Any, total: Any, spread: str | np.ndarray) -> Any:
+    """Return ``C_eff = N^2 / sum n_k^2`` of ``total`` tasks in ``n_c`` clusters under ``spread``.
+
+    ``"observed"``: ``n_c`` x the G-study's ratio (the same coefficient of variation of
+    cluster sizes), at least ``N^2 / ((N - C + 1)^2 + C - 1)`` (one cluster holding every
+    task beyond one per cluster: the most uneven spread there is).
+    """
+    if isinstance(spread, np.ndarray):
+        return np.asarray(total, dtype=float) ** 2 / float((spread**2).sum())
+    if spread == "even":
+        return n_c
+    most_uneven = total**2 / ((total - n_c + 1) ** 2 + n_c - 1)
+    return np.maximum(n_c * observed_ratio(vc, t), most_uneven)
+
+
+def spread_sizes(vc, sizes: dict[str, Any], spread: str | np.ndarray = "observed"):
+    """Return (sizes with clusters -> ``C_eff`` and tasks -> ``N/C_eff``, cluster -> ``C_eff``).
+
+    ``sizes`` holds clusters and (mean) tasks per cluster, arrays broadcast; the products
+    over the task (``N``) and every deeper facet are kept.
+    """
+    out = dict(sizes)
+    eff = {}
+    for t, c in spread_pairs(vc):
+        n_c = np.asarray(sizes[c], dtype=float)
+        total = n_c * np.asarray(sizes[t], dtype=float)
+        ceff = effective_clusters(vc, t, n_c, total, spread)
+        per = total / ceff
+        out[c] = float(ceff) if np.ndim(ceff) == 0 else ceff
+        out[t] = float(per) if np.ndim(per) == 0 else per
+        eff[c] = ceff
+    return out, eff
+
+
+def planned_clusters(vc, sizes: dict[str, Any], spread: np.ndarray, asked: list[str]) -> None:
+    """Put planned cluster sizes into ``sizes`` (clusters, mean tasks per cluster); refuse both."""
+    ((t, c),) = spread_pairs(vc)
+    if asked:
+        raise ValueError(
+            f"`spread` gives the tasks of each planned cluster ({spread.size} {c!r}, "
+            f"{_fmt_size(float(spread.sum()))} {t!r} in all); do not also ask {asked}"
+        )
+    sizes[c] = float(spread.size)
+    sizes[t] = float(spread.sum()) / spread.size
+
+
+def spread_words(vc, spread: str | np.ndarray) -> str:
+    """What the D-study assumed about the spread of tasks over clusters ("" when nothing)."""
+    out = []
+    for t, c in spread_pairs(vc):
+        n = np.asarray(vc._cluster_sizes.get(t, []), dtype=float)
+        seen = (
+            f"the G-study's {n.size} {c!r} hold {_fmt_size(n.min())}-{_fmt_size(n.max())} "
+            f"{t!r} (effective number {n.sum() ** 2 / (n**2).sum():.4g})"
+            if n.size
+            else f"the G-study's {c!r} sizes were not recorded (ratio 1)"
+        )
+        if isinstance(spread, np.ndarray):
+            shown = ", ".join(_fmt_size(x) for x in spread[:12]) + (", ..." if spread.size > 12 else "")
+            head = (
+                f"planned {t!r} per {c!r} as given: [{shown}] ({_fmt_size(spread.sum())} in "
+                f"{spread.size}, effective number {spread.sum() ** 2 / (spread**2).sum():.4g})"
+            )
+        elif spread == "even":
+            head = (
+                f"{t!r} spread evenly over {c!r} (spread='even'; the best case: uneven "
+                "clusters give a larger error)"
+            )
+        else:
+            head = (
+                f"{t!r} spread over {c!r} as unevenly as observed (spread='observed': "
+                f"effective clusters = clusters x {observed_ratio(vc, t):.4g}, the G-study's "
+                "ratio, at least what the most uneven spread allows)"
+            )
+        out.append(
+            f"{head}; {seen}. The mean weighs every {t!r} alike, so an effect of {c!r} without "
+            f"{t!r} enters with sum_k (n_k/N)^2 = 1 / effective_n_{c} (coord), not 1 / (number of "
+            f"{c!r})"
+        )
+    return "; ".join(out)
 
 
 def _warn_undefined(p, tau, delta, Delta, stacklevel: int) -> None:
@@ -152,12 +296,12 @@ def comp_dict(vc, values: np.ndarray | None = None) -> dict[frozenset, Any]:
 
 
 def at_g_study(vc, key: str, stacklevel: int = 3) -> float:
-    """One D-study quantity at the G-study's own sizes."""
+    """One D-study quantity at the G-study's own sizes, its clusters as observed."""
     out = coefficients_at(
         vc._design,
         vc.measurement,
         comp_dict(vc),
-        dict(vc.sizes),
+        spread_sizes(vc, dict(vc.sizes))[0],
         vc.confounded,
         stacklevel=stacklevel + 1,
     )
@@ -221,13 +365,15 @@ class SizeGrid:
 
     ``axes``: facet -> 1-D sizes; ``dims``: facet -> dim name; ``observed``: facets whose
     axis is the G-study's own size (not asked; may be a non-integer mean); ``total_over``:
-    the cluster facet when the task axis holds the total number of tasks (``n_tasks``).
+    the cluster facet when the task axis holds the total number of tasks (``n_tasks``);
+    ``planned``: facets set by planned cluster sizes (``spread`` a list), on no axis.
     """
 
     axes: dict[str, np.ndarray]
     dims: dict[str, str]
     observed: set[str] = field(default_factory=set)
     total_over: str | None = None
+    planned: set[str] = field(default_factory=set)
 
 
 def _shorthand(vc, sizes: dict, n_tasks, n_runs, n_clusters) -> tuple[dict, dict, set, str | None]:
@@ -334,14 +480,17 @@ def _describe(vc, grid: SizeGrid) -> dict[str, str]:
             else f"held at the G-study's {_fmt_size(_observed(vc, fc))}"
         )
         words["n_tasks"] = (
-            f"total number of tasks {ft!r} over all clusters {fc!r} ({held}), spread evenly: "
-            f"{ft!r} per cluster = n_tasks / n_clusters (sizes={{{ft!r}: k}} gives k per "
-            "cluster instead)"
+            f"total number of tasks {ft!r} over all clusters {fc!r} ({held}); {ft!r} per "
+            "cluster on average = n_tasks / n_clusters, spread over the clusters as attr "
+            f"'spread' says (sizes={{{ft!r}: k}} gives k per cluster on average instead)"
         )
     held = [
         f"{f} = {_fmt_size(_observed(vc, f))}"
         for f in d.facets
-        if f != vc.measurement and f not in grid.axes and f != grid.total_over
+        if f != vc.measurement
+        and f not in grid.axes
+        and f != grid.total_over
+        and f not in grid.planned
     ]
     out = {f"dim_{k}": v for k, v in words.items()}
     if held:
@@ -364,15 +513,55 @@ def _coord(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int64) if np.all(a == np.round(a)) else a
 
 
+def _drop_planned(vc, grid: SizeGrid, spread: np.ndarray) -> None:
+    """Take the task and cluster facets off the grid: planned cluster sizes fix them."""
+    ((t, c),) = spread_pairs(vc)
+    asked = [grid.dims[f] for f in (t, c) if f in grid.axes and f not in grid.observed]
+    planned_clusters(vc, {}, spread, asked)
+    for f in (t, c):
+        grid.axes.pop(f, None)
+        grid.dims.pop(f, None)
+        grid.observed.discard(f)
+    grid.total_over = None
+    grid.planned = {t, c}
+
+
+def _pair_coords(vc, ds, grid, full, eff) -> xr.Dataset:
+    """Coords ``<task>_per_cluster`` (shorthand total) and ``effective_n_<cluster>`` over their dims."""
+    dnames = tuple(grid.dims[f] for f in grid.axes)
+    shape = tuple(ds.sizes[k] for k in dnames)
+
+    def over(arr, facets):
+        da = xr.DataArray(np.broadcast_to(np.asarray(arr, dtype=float), shape), dims=dnames)
+        return da.isel({grid.dims[f]: 0 for f in grid.axes if f not in facets})
+
+    if grid.total_over is not None:
+        ft = vc._legacy[1]
+        ds = ds.assign_coords({f"{ft}_per_cluster": over(full[ft], (ft, grid.total_over))})
+    for t, c in spread_pairs(vc):
+        ds = ds.assign_coords({f"effective_n_{c}": over(eff[c], (t, c))})
+    return ds
+
+
 def d_study(
-    vc, sizes=None, *, n_tasks=None, n_runs=None, n_clusters=None, stacklevel: int = 3
+    vc,
+    sizes=None,
+    *,
+    n_tasks=None,
+    n_runs=None,
+    n_clusters=None,
+    spread="observed",
+    stacklevel: int = 3,
 ) -> xr.Dataset:
     """Return the D-study of ``vc`` over a grid of planned sizes.
 
     See :meth:`VarianceComponentsResult.d_study`.
     """
     d = vc._design
+    spread = check_spread(vc, spread)
     grid = size_grid(vc, sizes, n_tasks, n_runs, n_clusters)
+    if isinstance(spread, np.ndarray):
+        _drop_planned(vc, grid, spread)
     confounded_asked = [f for f in vc.confounded if f in grid.axes and np.any(grid.axes[f] != 1)]
     if confounded_asked:
         warn_user(
@@ -382,10 +571,13 @@ def d_study(
         )
     full = {f: np.asarray(vc.sizes.get(f, 1.0)) for f in d.facets}
     full.update(broadcast_sizes(grid.axes))
+    if grid.planned:
+        planned_clusters(vc, full, spread, [])
     if grid.total_over is not None:
         full[vc._legacy[1]] = _per_cluster(vc, grid, full)
+    eff_sizes, eff = spread_sizes(vc, full, spread)
     out = coefficients_at(
-        d, vc.measurement, comp_dict(vc), full, vc.confounded, stacklevel=stacklevel + 1
+        d, vc.measurement, comp_dict(vc), eff_sizes, vc.confounded, stacklevel=stacklevel + 1
     )
     shape = tuple(a.size for a in grid.axes.values())
     dnames = tuple(grid.dims[f] for f in grid.axes)
@@ -393,11 +585,7 @@ def d_study(
         {k: (dnames, np.broadcast_to(np.asarray(v, dtype=float), shape)) for k, v in out.items()},
         coords={grid.dims[f]: _coord(a) for f, a in grid.axes.items()},
     )
-    if grid.total_over is not None:
-        ft = vc._legacy[1]
-        per_dims = tuple(grid.dims[f] for f in grid.axes if f in (ft, grid.total_over))
-        per = np.asarray(full[ft], dtype=float).reshape(tuple(ds.sizes[k] for k in per_dims))
-        ds = ds.assign_coords({f"{ft}_per_cluster": (per_dims, per)})
+    ds = _pair_coords(vc, ds, grid, full, eff)
     ds.attrs = {
         "design": vc.formula,
         "measurement": str(vc.measurement),
@@ -405,4 +593,7 @@ def d_study(
         "method": vc.method,
         **_describe(vc, grid),
     }
+    if eff:
+        ds.attrs["spread"] = spread_words(vc, spread)
+        ds.attrs["spread_kind"] = spread if isinstance(spread, str) else "planned"
     return ds

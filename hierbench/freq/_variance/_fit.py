@@ -49,6 +49,9 @@ class Fit:
     sizes: dict[str, float]
     ec: dict | None = None  # effect codes (None: a balanced ANOVA fit, built on demand)
     fit_info: dict = field(default_factory=dict)
+    # facet nested in exactly one other facet -> its number of levels in each level of that
+    # facet (tasks per cluster): the D-study's spread of tasks over clusters as observed
+    cluster_sizes: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def dense_codes(shape: tuple[int, ...], dsg: Design) -> dict[frozenset, np.ndarray]:
@@ -70,6 +73,10 @@ def _balanced(dense: np.ndarray, dsg: Design, use_anova: bool) -> Fit:
     ss, df = bal["sum_sq"], bal["df"]
     ms = _mean_squares(ss, df)
     fit = Fit(bal["estimate"], bal["estimate"], np.empty(0), ss, df, ms, dense.ravel(), sizes)
+    for f in dsg.facets:
+        if len(dsg.parents[f]) == 1:  # balanced: every parent level holds the same number
+            (g,) = dsg.parents[f]
+            fit.cluster_sizes[f] = np.full(int(sizes[g]), int(sizes[f]), dtype=np.int64)
     if use_anova:
         fit.cov = _reml.anova_cov(bal["coef"], ms, df)
         if np.any(df <= 0):
@@ -87,14 +94,20 @@ def _unbalanced(long: Long, dsg: Design) -> Fit:
     check_separable(ec, dsg)
     m1 = _reml.anova_method1(long.y, ec, dsg)
     ss, df = m1["sum_sq"], m1["df"]
-    sizes = {}
+    sizes, per_parent = {}, {}
     for f in dsg.facets:
         par = [g for g in dsg.facets if g in dsg.parents[f]]
-        npar = _reml.joint_codes([long.codes[g] for g in par])[1] if par else 1
-        nown = _reml.joint_codes([long.codes[g] for g in [*par, f]])[1]
+        pcode, npar = _reml.joint_codes([long.codes[g] for g in par]) if par else (None, 1)
+        own, nown = _reml.joint_codes([long.codes[g] for g in [*par, f]])
         sizes[f] = nown / npar
+        if len(par) == 1:  # levels of f in each level of its one parent (tasks per cluster)
+            parent_of = np.zeros(nown, dtype=np.int64)
+            parent_of[own] = pcode
+            per_parent[f] = np.bincount(parent_of, minlength=npar)
     ms = _mean_squares(ss, df)
-    return Fit(m1["estimate"], m1["estimate"], np.empty(0), ss, df, ms, long.y, sizes, ec)
+    fit = Fit(m1["estimate"], m1["estimate"], np.empty(0), ss, df, ms, long.y, sizes, ec)
+    fit.cluster_sizes = per_parent
+    return fit
 
 
 def estimate(long: Long, dsg: Design, dense: np.ndarray | None, use_anova: bool) -> Fit:

@@ -63,7 +63,11 @@ variance ``tau`` = components of effects made only of ``p`` and the facets
 facets outside ``p``) to the absolute error variance ``Delta``, and to the
 relative error variance ``delta`` when ``e`` contains ``p``. ``E rho^2 =
 tau / (tau + delta)``, ``Phi = tau / (tau + Delta)``; the variance of the
-difference of two objects' means on the same tasks is ``2 delta``.
+difference of two objects' means on the same tasks is ``2 delta``. Tasks nested in
+clusters of unequal sizes: the mean weighs every task alike, so an effect of the cluster
+but not the task (agent x cluster) is divided by the effective number of clusters
+``N^2 / sum_k n_k^2`` (the observed one at the G-study's own sizes), not by their number;
+``d_study(spread=...)`` plans it (as observed, even, or given cluster sizes).
 """
 
 from __future__ import annotations
@@ -369,6 +373,7 @@ def _assemble(plan: _Plan, fit: Fit, use_anova: bool, ci_method: str, prob: floa
         _design=dsg,
         _legacy=plan.legacy,
         _reml_data=reml_data,
+        _cluster_sizes=fit.cluster_sizes,
     )
 
 

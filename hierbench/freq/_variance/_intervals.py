@@ -251,20 +251,32 @@ def coefficients_profile(vc, prob: float, sizes: dict[str, float]) -> xr.Dataset
     return xr.Dataset({"estimate": est, "ci": ci})
 
 
-def coefficients(vc, prob=None, ci=None, sizes=None) -> xr.Dataset:
+def coefficients(vc, prob=None, ci=None, sizes=None, spread="observed") -> xr.Dataset:
     """E rho^2 and Phi with intervals (see :meth:`VarianceComponentsResult.coefficients`)."""
     prob = vc.prob if prob is None else check_prob(prob)
     ci = check_choice(vc.ci_method if ci is None else ci, "ci", ["profile", "wald"])
+    spread = _dstudy.check_spread(vc, spread)
+    asked = list(sizes or {})
     sizes = _dstudy.planned_sizes(vc, sizes)
+    pairs = _dstudy.spread_pairs(vc)
+    if isinstance(spread, np.ndarray):
+        both = [f"sizes[{f!r}]" for f in pairs[0] if f in asked]
+        _dstudy.planned_clusters(vc, sizes, spread, both)
+    eff_sizes = _dstudy.spread_sizes(vc, sizes, spread)[0]
     if ci == "profile":
-        ds = coefficients_profile(vc, prob, sizes)
+        ds = coefficients_profile(vc, prob, eff_sizes)
     else:
-        ds = coefficients_wald(vc, prob, sizes)
+        ds = coefficients_wald(vc, prob, eff_sizes)
     # the interval's level and kind on the Dataset too, where a reader of the table looks
     ds.attrs = {k: ds["ci"].attrs[k] for k in ("ci_prob", "ci_kind", "ci_detail")}
     ds.attrs["sizes"] = ", ".join(
         f"{f} = {v:.4g}" for f, v in sizes.items() if f != vc.measurement
     )
+    if pairs:
+        ds.attrs["sizes"] += "; " + ", ".join(
+            f"effective_n_{c} = {eff_sizes[c]:.4g}" for _, c in pairs
+        )
+        ds.attrs["spread"] = _dstudy.spread_words(vc, spread).replace(" (coord)", " (in sizes)")
     return ds
 
 

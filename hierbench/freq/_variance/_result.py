@@ -25,6 +25,8 @@ from . import _intervals
 from ._design_lang import Design
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas as pd
 
 __all__ = ["VarianceComponentsResult"]
@@ -87,6 +89,8 @@ class VarianceComponentsResult(Result):
     # the long data (y, effect codes) for profile intervals; a memo of computed intervals
     _reml_data: tuple | None = field(default=None, compare=False)
     _memo: dict = field(default_factory=dict, compare=False)
+    # facet -> its levels in each level of the one facet it is nested in (tasks per cluster)
+    _cluster_sizes: dict = field(default_factory=dict, compare=False)
 
     _dataset_exclude = ()
 
@@ -241,19 +245,33 @@ class VarianceComponentsResult(Result):
             self._design, self.measurement, comp, sizes, self.confounded, warn=warn, stacklevel=3
         )
 
+    def _spread_sizes(self, sizes: dict[str, Any], spread: str = "observed") -> dict[str, Any]:
+        """Return ``sizes`` (clusters, mean tasks per cluster) with the spread put in.
+
+        For :meth:`_coefficients`: clusters -> their effective number (see :meth:`d_study`).
+        """
+        return _dstudy.spread_sizes(self, sizes, _dstudy.check_spread(self, spread))[0]
+
     @property
     def e_rho2(self) -> float:
-        """Generalizability coefficient at the G-study sizes (NaN + warning when undefined)."""
+        """Generalizability coefficient at the G-study sizes (NaN + warning when undefined).
+
+        The G-study's own design: tasks in clusters as observed (see :meth:`d_study`).
+        """
         return _dstudy.at_g_study(self, "e_rho2")
 
     @property
     def phi(self) -> float:
-        """Dependability coefficient at the G-study sizes."""
+        """Dependability coefficient at the G-study sizes, clusters as observed."""
         return _dstudy.at_g_study(self, "phi")
 
     @property
     def var_paired_diff(self) -> float:
-        """Variance of the difference of two objects' means at the G-study sizes."""
+        """Variance of the difference of two objects' means at the G-study sizes.
+
+        The G-study's own design, tasks in clusters as observed: the agent x cluster
+        component enters with ``sum_k (n_k/N)^2``, not ``1 / n_clusters`` (see :meth:`d_study`).
+        """
         return _dstudy.var_paired_diff(self)
 
     @fill_doc
@@ -264,6 +282,7 @@ class VarianceComponentsResult(Result):
         n_tasks: int | np.ndarray | None = None,
         n_runs: int | np.ndarray | None = None,
         n_clusters: int | np.ndarray | None = None,
+        spread: str | Sequence[int] = "observed",
     ) -> xr.Dataset:
         """Project error variances and coefficients to planned sample sizes.
 
@@ -271,21 +290,36 @@ class VarianceComponentsResult(Result):
         ----------
         sizes : dict, optional
             Facet -> planned number(s) of levels *per level of the facets it is
-            nested in* (tasks per cluster, runs per cell); arrays give a grid
-            with dims ``n_<facet>``. Facets not given keep their G-study size
-            (for unbalanced data, the mean number of levels per parent level).
+            nested in* (tasks per cluster on average, runs per cell); arrays
+            give a grid with dims ``n_<facet>``. Facets not given keep their
+            G-study size (for unbalanced data, the mean number of levels per
+            parent level).
         n_tasks : int or array, optional
             The three-facet shorthand: the *total* number of tasks (dim
-            ``n_tasks``). When tasks are nested in clusters they are spread
-            evenly over the clusters (the G-study's number, or ``n_clusters``),
-            so tasks per cluster = ``n_tasks / n_clusters`` (coord
-            ``<task>_per_cluster``); before this release ``n_tasks`` meant
-            tasks per cluster there, which ``sizes={"task": k}`` still gives.
+            ``n_tasks``). When tasks are nested in clusters, the clusters
+            (the G-study's number, or ``n_clusters``) hold ``n_tasks /
+            n_clusters`` on average (coord ``<task>_per_cluster``), spread
+            as ``spread`` says; before this release ``n_tasks`` meant tasks
+            per cluster there, which ``sizes={"task": k}`` still gives.
         n_runs : int or array, optional
             Runs per agent x task cell (dim ``n_runs``).
         n_clusters : int or array, optional
             Number of task clusters (dim ``n_clusters``), only when tasks are
             nested in clusters; default the G-study's.
+        spread : {"observed", "even"} or sequence of int
+            How tasks nested in clusters spread over them. The mean weighs
+            every task alike, so an effect of the cluster but not the task
+            (agent x cluster) enters with ``sum_k (n_k/N)^2 = 1 / C_eff``,
+            ``C_eff = N^2 / sum_k n_k^2`` the effective number of clusters
+            (coord ``effective_n_<cluster>``; ``C_eff = C`` only when even).
+            ``"observed"`` (default): as unevenly as the G-study's clusters
+            (``C_eff / C`` as observed, i.e. the same coefficient of
+            variation of cluster sizes; at least the most uneven spread of
+            ``N`` tasks in ``C`` clusters), so the G-study's own sizes give
+            its design exactly. ``"even"``: every cluster ``N / C`` tasks, the
+            best case (this method's rule before this release). A sequence:
+            the planned number of tasks in each cluster (then the task and
+            cluster facets are not asked otherwise). No effect without clusters.
 
         Returns
         -------
@@ -293,10 +327,12 @@ class VarianceComponentsResult(Result):
             ``sigma2_tau``, ``sigma2_delta``, ``sigma2_Delta``, ``e_rho2``,
             ``phi`` and ``var_paired_diff`` over the size grid. Attrs
             ``dim_<dim>`` say what each dim counts, ``held_at_g_study`` the
-            facets kept at their G-study size, and ``as_observed`` a size not
+            facets kept at their G-study size, ``as_observed`` a size not
             asked for (the shorthand's default: the G-study's own, a
             non-integer mean for unbalanced data, which reproduces its
-            coefficients). Sizes asked for must be positive integers.
+            coefficients) and, with clusters, ``spread`` (the spread assumed, in
+            words) and ``spread_kind`` (``"observed"``, ``"even"`` or ``"planned"``).
+            Sizes asked for must be positive integers.
 
         Examples
         --------
@@ -305,7 +341,7 @@ class VarianceComponentsResult(Result):
         ('n_task', 'n_run')
         """
         return _dstudy.d_study(
-            self, sizes, n_tasks=n_tasks, n_runs=n_runs, n_clusters=n_clusters
+            self, sizes, n_tasks=n_tasks, n_runs=n_runs, n_clusters=n_clusters, spread=spread
         )
 
     @fill_doc
@@ -317,6 +353,7 @@ class VarianceComponentsResult(Result):
         n_objects: int | None = None,
         max_sizes: dict[str, int] | None = None,
         criterion: str = "var_paired_diff",
+        spread: str = "observed",
     ) -> xr.Dataset:
         """Find the cost-optimal D-study under a budget, by enumeration of a size grid.
 
@@ -340,13 +377,17 @@ class VarianceComponentsResult(Result):
             least 16).
         criterion : {"var_paired_diff", "sigma2_Delta", "e_rho2", "phi"}
             Minimised (variances) or maximised (coefficients).
+        spread : {"observed", "even"}
+            How tasks nested in clusters spread over them, as in
+            :meth:`d_study` (default: as unevenly as observed).
 
         Returns
         -------
         xarray.Dataset
             The D-study variables over dims ``n_<facet>`` plus ``cost`` and
             ``feasible``; attrs ``optimum`` (facet -> size), ``optimum_value``,
-            ``optimum_cost``, ``budget``, ``criterion``.
+            ``optimum_cost``, ``budget``, ``criterion`` and (with clusters)
+            ``spread``.
 
         Examples
         --------
@@ -355,7 +396,9 @@ class VarianceComponentsResult(Result):
         >>> sorted(opt.attrs["optimum"])
         ['run', 'task']
         """
-        return _allocation.allocate_grid(self, budget, cost, n_objects, max_sizes, criterion)
+        return _allocation.allocate_grid(
+            self, budget, cost, n_objects, max_sizes, criterion, spread
+        )
 
     def coefficients(
         self,
@@ -363,6 +406,7 @@ class VarianceComponentsResult(Result):
         prob: float | None = None,
         ci: str | None = None,
         sizes: dict[str, float] | None = None,
+        spread: str | Sequence[int] = "observed",
     ) -> xr.Dataset:
         """E rho^2 and Phi with intervals, at the G-study sizes or at planned ones.
 
@@ -377,13 +421,16 @@ class VarianceComponentsResult(Result):
         sizes : dict, optional
             Facet -> planned number of levels (one D-study point, as in
             :meth:`d_study`); facets not given keep their G-study size.
+        spread : {"observed", "even"} or sequence of int
+            How tasks nested in clusters spread over them, as in :meth:`d_study`.
 
         Returns
         -------
         xarray.Dataset
             ``estimate`` and ``ci`` over ``coefficient = ["e_rho2", "phi"]``;
-            attrs ``ci_prob``, ``ci_kind``, ``ci_detail`` (also on ``ci``) and
-            ``sizes`` (the facet sizes the coefficients are at).
+            attrs ``ci_prob``, ``ci_kind``, ``ci_detail`` (also on ``ci``),
+            ``sizes`` (the facet sizes the coefficients are at) and, with
+            clusters, ``spread``.
 
         Examples
         --------
@@ -396,7 +443,7 @@ class VarianceComponentsResult(Result):
         >>> bool(co["estimate"].sel(coefficient="e_rho2") > vc.e_rho2)
         True
         """
-        return _intervals.coefficients(self, prob, ci, sizes)
+        return _intervals.coefficients(self, prob, ci, sizes, spread)
 
     # -- tables -------------------------------------------------------------------
     def to_dataset(self) -> xr.Dataset:
