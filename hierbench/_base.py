@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import json
 import operator
 import os
 import warnings
@@ -681,6 +682,33 @@ class DrawsResult(Result):
     draws: xr.DataArray = dataclasses.field(kw_only=True)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
+
+
+def fit_record(fit: Any, name: str) -> dict[str, Any]:
+    """A JSON record in a fit's root attrs (``hierbench_spec``, ``hierbench_structure``); ``{}`` if absent.
+
+    The one reader of those attrs; a fit made elsewhere has none. A record that
+    is not a JSON object is refused with a :class:`HierbenchError` naming the
+    attr, rather than read as absent: a report or a metric built on it would
+    otherwise describe another model.
+    """
+    attrs = getattr(fit, "attrs", None)
+    raw = attrs.get(name) if isinstance(attrs, Mapping) else None
+    if raw is None:
+        return {}
+    try:
+        out = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        raise HierbenchError(
+            f"the fit's attr {name!r} is not JSON ({exc}): it was not written by hierbench's fit "
+            "or was edited; refit, or drop the attr to read the fit as one made elsewhere"
+        ) from None
+    if not isinstance(out, dict):
+        raise HierbenchError(
+            f"the fit's attr {name!r} holds a JSON {type(out).__name__}, not the object hierbench "
+            "writes; refit, or drop the attr"
+        )
+    return out
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

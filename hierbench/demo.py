@@ -29,6 +29,7 @@ from scipy import stats
 from scipy.special import expit
 
 from ._base import ZERO_WIDTH_ADVICE
+from ._base import fit_record
 from ._base import flag_advice
 from ._console import print_warnings
 from ._console import seconds
@@ -37,6 +38,7 @@ __all__ = [
     "ANALYSIS_SECTIONS",
     "DEMO_SECTIONS",
     "DemoContext",
+    "demo_sections",
     "population_truth",
     "run_demo",
     "write_report",
@@ -334,9 +336,7 @@ def _sd_notes(ctx: DemoContext) -> dict[str, str]:
 
 def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFrame:
     """Logit-scale standard deviations beside the truth (when known); none the design cannot estimate."""
-    import json
-
-    opts = json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {})
+    opts = fit_record(dt, "hierbench_spec").get("options", {})
     skip = {sd for sd, line in _sd_notes(ctx).items() if " is not shown" in line}
     rows = []
     for name in ("sd_agent", "sd_task", "sd_agent_task", "sd_cluster"):
@@ -363,10 +363,8 @@ def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFra
 
 def _model_terms(dt: xr.DataTree) -> str:
     """The fitted crossed model's terms in words, as its builder decided them (with why, for agent x task and task)."""
-    import json
-
-    decisions = json.loads(dt.attrs.get("hierbench_structure", "{}")).get("decisions", {})
-    opts = json.loads(dt.attrs.get("hierbench_spec", "{}")).get("options", {})
+    decisions = fit_record(dt, "hierbench_structure").get("decisions", {})
+    opts = fit_record(dt, "hierbench_spec").get("options", {})
     # one agent with one run per task: the builder leaves the task effect out (task_spread 'none')
     no_task = decisions.get("task_spread", {}).get("choice") == "none"
     terms = ["agent"] + ([] if no_task else ["task"]) + (["cluster"] if opts.get("clusters") else [])
@@ -815,8 +813,8 @@ def _demo_truth(ctx: DemoContext) -> str:
     from ._console import _summary_frame
 
     t = ctx.truth
-    if t is None:
-        return "(a user's log: the truth is unknown, so no truth columns below)"
+    if t is None:  # run_demo leaves this section out on a user's log (demo_sections)
+        return "(a user's log: the truth is unknown)"
     true_mean = t["p"].mean("task")
     obs = _summary_frame(ctx.data)["mean_score"]
     df = pd.DataFrame(
@@ -848,6 +846,11 @@ DEMO_SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
 ]
 
 _OUTPUTS = ("report.html", "report.md", "fit_crossed.nc", "data.nc")
+
+
+def demo_sections(truth: xr.Dataset | None) -> list[tuple[str, Callable[[DemoContext], str]]]:
+    """The sections a run prints, in order: :data:`DEMO_SECTIONS`, less the truth's on a user's log."""
+    return [(t, f) for t, f in DEMO_SECTIONS if truth is not None or f is not _demo_truth]
 
 
 def _note_warnings(ctx: DemoContext, i: int, caught: list) -> None:
@@ -899,7 +902,7 @@ def run_demo(
     extra = {"seed": seed, "fast": fast, "progress": progress, "bootstrap_method": bootstrap_method}
     ctx = DemoContext(data=data, truth=truth, extra=extra)
     done: list[tuple[str, str]] = []
-    for i, (title, section) in enumerate(DEMO_SECTIONS, start=1):
+    for i, (title, section) in enumerate(demo_sections(truth), start=1):
         print(f"\n## {i}. {title}\n", flush=True)
         try:
             with warnings.catch_warnings(record=True) as caught:

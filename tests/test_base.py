@@ -250,3 +250,22 @@ def test_cluster_codes_missing_labels_are_singletons_never_pooled():
     with pytest.warns(HierbenchWarning):
         codes2, _ = cluster_codes(obj)
     assert len(set(codes2.tolist())) == 4
+
+
+def test_fit_record_reads_absent_as_a_fit_made_elsewhere_and_refuses_an_unreadable_one():
+    """The one reader of a fit's JSON records: absent is {}, unreadable or not an object is refused by name."""
+    import xarray as xr
+
+    from hierbench._base import HierbenchError
+    from hierbench._base import fit_record
+
+    fit = xr.DataTree()
+    assert fit_record(fit, "hierbench_spec") == {}
+    fit.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": true}}'
+    assert fit_record(fit, "hierbench_spec") == {"model": "crossed", "options": {"clusters": True}}
+    fit.attrs["hierbench_structure"] = "{not json"
+    with pytest.raises(HierbenchError, match="'hierbench_structure' is not JSON"):
+        fit_record(fit, "hierbench_structure")
+    fit.attrs["hierbench_structure"] = "[1, 2]"
+    with pytest.raises(HierbenchError, match="'hierbench_structure' holds a JSON list"):
+        fit_record(fit, "hierbench_structure")

@@ -35,6 +35,7 @@ import numpy as np
 import xarray as xr
 
 from .._base import NotConvergedWarning
+from .._base import fit_record
 from .._base import warn_user
 from ._rankstats import elements
 from ._rankstats import rank_diagnostics
@@ -420,10 +421,7 @@ def _nonfinite_draws(post: xr.Dataset) -> str | None:
 
 def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool) -> str:
     """The structural cause and the fix for the failing parameters, from the builder's hints."""
-    try:
-        hints = json.loads(fit.attrs.get("hierbench_structure", "{}")).get("hints", {})
-    except (TypeError, ValueError):
-        hints = {}
+    hints = fit_record(fit, "hierbench_structure").get("hints", {})
     # a check names the element (`sd_task[3]`); the builder's hints name the variable; one
     # sentence per hint, naming every failing variable it explains
     by_hint: dict[tuple[str, str], list[str]] = {}

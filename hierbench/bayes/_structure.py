@@ -40,6 +40,7 @@ import xarray as xr
 
 from .._base import UnidentifiedTermWarning as UnidentifiedTermWarning
 from .._base import cluster_codes
+from .._base import fit_record
 from ..metrics import unidentified_by_design
 
 __all__ = [
@@ -546,7 +547,7 @@ def _structure_of(obj: Any) -> dict[str, Any]:
         return info["structure"]
     attrs = getattr(obj, "attrs", None)
     if isinstance(attrs, Mapping) and "hierbench_structure" in attrs:
-        return json.loads(attrs["hierbench_structure"])
+        return fit_record(obj, "hierbench_structure")
     raise ValueError(
         "`model_or_fit` must be a model from a hierbench builder or a fit of one "
         "(it carries no recorded structure)"

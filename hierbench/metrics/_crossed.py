@@ -19,7 +19,6 @@ conditional expectation.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Sequence
 from typing import Literal
@@ -39,6 +38,7 @@ from .._base import agents_with_runs as agents_with_runs
 from .._base import as_rng
 from .._base import check_choice
 from .._base import check_prob
+from .._base import fit_record
 from .._base import unidentified_by_design as unidentified_by_design
 from .._base import unidentified_components as unidentified_components
 from .._base import warn_user
@@ -92,7 +92,7 @@ def _check_crossed(fit: xr.DataTree) -> dict:
     model = fit.attrs.get("hierbench_model")
     if model != "crossed":
         raise ValueError(f"`fit` must be a crossed-model fit; got hierbench_model={model!r}")
-    spec = json.loads(fit.attrs.get("hierbench_spec", "{}"))
+    spec = fit_record(fit, "hierbench_spec")
     return spec.get("options", {})
 
 

@@ -20,7 +20,6 @@ with the random terms integrated out by the package's population rule; only
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 from typing import ClassVar
@@ -33,6 +32,7 @@ from .._base import DEFAULT_PROB
 from .._base import DrawsResult
 from .._base import HierbenchError
 from .._base import check_prob
+from .._base import fit_record
 from .._docs import fill_doc
 from .._numerics import population_nodes
 from ._common import check_k
@@ -270,7 +270,7 @@ def _observed_means(fit: xr.DataTree, design: Any, dr: Any, groups: np.ndarray, 
     W = np.zeros((rows.size, n_groups))
     W[rows, groups] = 1.0
     W /= W.sum(0, keepdims=True)
-    n_quad = int(json.loads(fit.attrs.get("hierbench_spec", "{}")).get("options", {}).get("n_quad", 7))
+    n_quad = int(fit_record(fit, "hierbench_spec").get("options", {}).get("n_quad", 7))
     S = dr.sd.shape[0]
     out = np.empty((S, n_groups))
     step = max(1, _CHUNK // (rows.size * (n_quad if not held.all() else 1)))

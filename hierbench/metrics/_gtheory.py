@@ -20,7 +20,6 @@ decomposition is the agent's own, its agent x task effect inside the task's.
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -29,6 +28,7 @@ from scipy.special import expit
 
 from .._base import DEFAULT_PROB
 from .._base import check_prob
+from .._base import fit_record
 from .._base import make_interval
 from .._numerics import gauss_hermite
 from ._crossed import agents_with_runs
@@ -185,7 +185,7 @@ def bayes_variance_components(
         warn_zero_width=False,
         detail="crossed logistic model, probability-scale G-theory decomposition by quadrature",
     )
-    spec = json.loads(fit.attrs.get("hierbench_spec", "{}"))
+    spec = fit_record(fit, "hierbench_spec")
     return xr.Dataset(
         {
             "estimate": est,

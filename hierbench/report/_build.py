@@ -22,6 +22,7 @@ from .._base import OUTSIDE_PACKAGE
 from .._base import Progress
 from .._base import check_choice
 from .._base import check_prob
+from .._base import fit_record
 from ._context import _TITLES
 from ._context import BOOTSTRAP_METHOD
 from ._context import SECTIONS
@@ -238,9 +239,7 @@ def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=S
 
 def _formula(fit: xr.DataTree) -> str:
     """A formula fit's formula and family, as the title states them (empty for other models)."""
-    import json
-
-    opts = json.loads(fit.attrs.get("hierbench_spec", "{}")).get("options", {})
+    opts = fit_record(fit, "hierbench_spec").get("options", {})
     return f" ({opts['formula']}, {opts.get('family', '?')})" if "formula" in opts else ""
 
 

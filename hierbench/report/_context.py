@@ -9,6 +9,7 @@ import pandas as pd
 import xarray as xr
 
 from .._base import HierbenchWarning
+from .._base import fit_record
 
 __all__ = ["SECTIONS", "ReportSectionWarning"]
 
@@ -100,11 +101,9 @@ MIXED_VARS = {False: "mean_own_tasks", True: "mean_grade_own_tasks"}
 
 def _mixed_design(ctx: _Context):
     """A formula fit's design, rebuilt from its recorded formula and the report's data (None: it cannot be)."""
-    import json
-
     from ..data import model_design
 
-    opts = json.loads(ctx.fit.attrs.get("hierbench_spec", "{}")).get("options", {})
+    opts = fit_record(ctx.fit, "hierbench_spec").get("options", {})
     try:
         return model_design(opts["formula"], ctx.data, family=opts["family"], levels=opts.get("levels"))
     except (KeyError, ValueError) as exc:  # HierbenchError is a ValueError

@@ -22,7 +22,6 @@ comparisons can apply it too; it lives here until it moves.
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
@@ -31,6 +30,7 @@ import xarray as xr
 from .._base import HierbenchError
 from .._base import cluster_codes
 from .._base import cluster_label
+from .._base import fit_record
 
 __all__ = ["FitDataMismatchError", "check_fit_data", "check_result_data"]
 
@@ -92,11 +92,7 @@ def _cell_diff(fc: xr.Dataset, dc: xr.Dataset, *, name: str = "fit", observed_on
 
 def _fit_decision(fit: xr.DataTree, name: str) -> dict:
     """One of the fit's recorded structure decisions (empty when the fit records none)."""
-    try:
-        s = json.loads(fit.attrs.get("hierbench_structure", "{}"))
-    except (TypeError, ValueError):
-        return {}
-    d = s.get("decisions", {}).get(name, {}) if isinstance(s, dict) else {}
+    d = fit_record(fit, "hierbench_structure").get("decisions", {}).get(name, {})
     return d if isinstance(d, dict) else {}
 
 

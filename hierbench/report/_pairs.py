@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .._base import fit_record
+
 if TYPE_CHECKING:
     import xarray as xr
 
@@ -335,14 +337,12 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     but has no agent x cluster term: where advantages differ by task cluster, these probabilities
     are surer than the data allow (the paired tests take clusters as their unit).
     """
-    import json
-
     text = (
         f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair: not "
         f"adjusted for the {n_pairs} pairs, so read it beside each pair's own p-value, not beside the "
         "simultaneous verdict."
     )
-    spec = json.loads(fit.attrs.get("hierbench_spec", "{}"))
+    spec = fit_record(fit, "hierbench_spec")
     if spec.get("model") == "crossed" and spec.get("options", {}).get("clusters"):
         text += (
             " The crossed model lets an agent's advantage vary task by task but has no agent x cluster "

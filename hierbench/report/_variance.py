@@ -20,13 +20,13 @@ task: inside run-to-run too), by the rules of
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import fit_record
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
@@ -46,11 +46,8 @@ COMPONENT_ROWS: dict[str, tuple[str, ...]] = {
 def _merge_reason(ctx: _Context) -> str | None:
     """Why the fitted model shows agent x task inside run-to-run, beyond the design's rules (None: it does not)."""
     if ctx.fit is not None:
-        try:
-            s = json.loads(ctx.fit.attrs.get("hierbench_structure", "{}"))
-            choice = s.get("decisions", {}).get("agent_task", {}).get("choice")
-        except (TypeError, ValueError):
-            choice = None
+        s = fit_record(ctx.fit, "hierbench_structure")
+        choice = s.get("decisions", {}).get("agent_task", {}).get("choice")
         if choice == "none":
             return "the fitted model has no agent x task effect (agent_task='none')"
     return None
