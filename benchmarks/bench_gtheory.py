@@ -189,9 +189,11 @@ def _one_data_set(rng: np.random.Generator, n_family: int, truth: np.ndarray) ->
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         vc = variance_components(df, design="run:task:family", var="y", measurement="family")
-        # E rho^2 for object of measurement = family, at the design's mean sizes (the D-study
-        # uses the G-study's mean sizes per data set)
-        nt, nr = vc.sizes["task"], vc.sizes["run"]
+        # E rho^2 for object of measurement = family, at the design's own sizes as the D-study
+        # reads them: mean tasks per family, and the harmonic mean of runs per task (a
+        # family's mean weighs every task's mean alike)
+        nt = vc.sizes["task"]
+        nr = 1 / float((1 / df.groupby(["family", "task"]).size()).mean())
         true_rho = truth[0] / (truth[0] + truth[1] / nt + truth[2] / (nt * nr))
         out = {"truth": np.r_[truth, true_rho]}
         for kind in KINDS:

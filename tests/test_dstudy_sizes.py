@@ -10,9 +10,14 @@ the components: with N tasks in all, r runs per cell and cluster k holding n_k t
 
 where w2 = sum_k (n_k / N)^2 is the sum of the clusters' squared weights in the mean over
 tasks (1 / n_c when the n_c clusters are even), and by seeded simulation of two agents'
-means from the components over the clusters as they are.
+means from the components over the clusters as they are. With uneven runs per cell an
+agent's mean weighs every cell mean alike, so its run error is s(res) / N^2 sum_t 1 / r_t:
+on average over agents s(res) / (N H), H the harmonic mean of runs per cell (the ``r``
+above at the G-study's own sizes), checked against each pair of agents' exact variance
+with its own run counts and a simulation of the cells.
 """
 
+import itertools
 import warnings
 
 import numpy as np
@@ -125,10 +130,11 @@ def test_sizes_asked_are_checked(nested):
 
 
 def test_metr_default_d_study_is_the_observed_design(metr_eval):
-    # METR is unbalanced: 36 families of 1-7 tasks (83 in all) and 9.16 runs per cell on
-    # average. The default D-study (nothing asked) is the design as observed: its runs the
-    # observed mean, its families as uneven as they are (w2 = sum_k (n_k / 83)^2, 1 / 22.59
-    # where even families would give 1 / 36)
+    # METR is unbalanced: 36 families of 1-7 tasks (83 in all) and 1-96 runs in the 748 agent
+    # x task cells that were run (9.16 on average, harmonic mean 6.851). The default D-study
+    # (nothing asked) is the design as observed: its runs the harmonic mean of the cells'
+    # (the mean 9.16 is the n_runs coord), its families as uneven as they are (w2 = sum_k
+    # (n_k / 83)^2, 1 / 22.59 where even families would give 1 / 36)
     vc = variance_components(metr_eval)
     score = metr_eval["score"]
     seen = score.notnull()
@@ -138,19 +144,26 @@ def test_metr_default_d_study_is_the_observed_design(metr_eval):
     _, n_k = np.unique(metr_eval["cluster"].values[tasks.values], return_counts=True)
     n_c = n_k.size
     w2 = float(((n_k / n_total) ** 2).sum())
-    r = int(seen.sum()) / int(cells.sum())
-    assert (n_total, n_c) == (83, 36) and r == pytest.approx(9.1604, abs=1e-4)
+    n_run = seen.sum("run").values[cells.values]
+    mean_r = int(seen.sum()) / int(cells.sum())
+    r = 1 / float(np.mean(1 / n_run))
+    assert (n_total, n_c) == (83, 36) and mean_r == pytest.approx(9.1604, abs=1e-4)
+    assert (n_run.size, n_run.min(), n_run.max()) == (748, 1, 96) and r == pytest.approx(6.8514, abs=1e-4)
     assert (n_k.min(), n_k.max()) == (1, 7) and 1 / w2 == pytest.approx(22.587, abs=1e-3)
     s = dict(zip(vc.component_names, vc.estimate.values, strict=True))
     d = vc.d_study()
     assert d.sizes == {"n_tasks": 1, "n_runs": 1}
-    assert d.n_tasks.item() == 83 and d.n_runs.item() == pytest.approx(r, rel=1e-12)
+    assert d.n_tasks.item() == 83 and d.n_runs.item() == pytest.approx(mean_r, rel=1e-12)
+    assert d.effective_n_run.item() == pytest.approx(r, rel=1e-12)
     for k, v in _brennan(s, n_c, n_total, r, w2).items():
         assert d[k].item() == pytest.approx(v, rel=1e-10), k
     assert d.effective_n_cluster.item() == pytest.approx(1 / w2, rel=1e-12)
     assert vc.var_paired_diff == pytest.approx(2 * _brennan(s, n_c, n_total, r, w2)["sigma2_delta"])
     assert "not asked, so the G-study's own size" in d.attrs["as_observed"]
     assert "as unevenly as observed" in d.attrs["spread"] and "hold 1-7 'task'" in d.attrs["spread"]
+    assert "'run' per 'agent' x 'task' cell as observed" in d.attrs["run_spread"]
+    assert "748 'agent' x 'task' cells with a 'run' hold 1-96" in d.attrs["run_spread"]
+    assert "82 of 830 'agent' x 'task' cells have none" in d.attrs["run_spread"]
     # the best case, asked for: even families, the rule before this release
     even = vc.d_study(spread="even")
     for k, v in _brennan(s, n_c, n_total, r).items():
@@ -158,18 +171,25 @@ def test_metr_default_d_study_is_the_observed_design(metr_eval):
     assert "spread evenly" in even.attrs["spread"]
     # uneven families make the SD of a paired difference 14% larger than even ones would
     ratio = np.sqrt(d.var_paired_diff.item() / even.var_paired_diff.item())
-    assert ratio == pytest.approx(1.144, abs=0.005)
-    # runs asked, tasks as observed
+    assert ratio == pytest.approx(1.140, abs=0.005)
+    # and the runs as uneven as they are: the mean of runs per cell (this release's rule
+    # before) gave 0.002253 (SD 0.0475), the harmonic mean 0.002305 (SD 0.0480)
+    at_mean = 2 * _brennan(s, n_c, n_total, mean_r, w2)["sigma2_delta"]
+    assert (at_mean, vc.var_paired_diff) == pytest.approx((0.0022526, 0.0023051), abs=1e-7)
+    # runs asked (the same number in every cell), tasks as observed
     d = vc.d_study(n_runs=[1, 4])
     for r_ in (1, 4):
         want = _brennan(s, n_c, n_total, r_, w2)["e_rho2"]
         assert float(d.e_rho2.sel(n_runs=r_).squeeze()) == pytest.approx(want, rel=1e-10)
     assert d.attrs["as_observed"].startswith("n_tasks = 83:")
+    np.testing.assert_array_equal(d.effective_n_run.values, [1, 4])
+    assert "as asked, the same number in every cell" in d.attrs["run_spread"]
     # the interval method reads the same design
     co = vc.coefficients(ci="wald")
     want = _brennan(s, n_c, n_total, r, w2)
     assert float(co.estimate.sel(coefficient="e_rho2")) == pytest.approx(want["e_rho2"], rel=1e-10)
     assert "effective_n_cluster = 22.59" in co.attrs["sizes"] and "spread" in co.attrs
+    assert "effective_n_run = 6.851" in co.attrs["sizes"] and "(in sizes)" in co.attrs["run_spread"]
 
 
 def test_swebench_n_tasks_500_is_the_benchmark_not_6000(shared_data):
@@ -363,3 +383,170 @@ def test_plot_names_the_spread(uneven):
         ax = plot_d_study(vc.d_study(n_tasks=[16, 32], spread=spread))
         assert words in ax.get_legend().get_title().get_text()
         plt.close(ax.figure)
+
+
+def _pairs_exact(s, n, k_of_t):
+    """Each pair of agents' exact variance of the difference of their means on the tasks both ran.
+
+    ``n``: runs per agent x task cell (0: not run); a mean weighs every task's cell mean
+    alike, so with N tasks in common, m_k of them in cluster k: 2 s(a:c) sum_k (m_k/N)^2 +
+    2 s(a:t:c) / N + s(res) / N^2 sum_t (1 / n_at + 1 / n_bt).
+    """
+    out = []
+    for a, b in itertools.combinations(range(n.shape[0]), 2):
+        both = (n[a] > 0) & (n[b] > 0)
+        N = both.sum()
+        _, m_k = np.unique(k_of_t[both], return_counts=True)
+        run = s["residual"] / N**2 * (1 / n[a, both] + 1 / n[b, both]).sum()
+        out.append(2 * (s["agent:cluster"] * ((m_k / N) ** 2).sum() + s["agent:task:cluster"] / N) + run)
+    return np.array(out)
+
+
+def _simulated_pairs(s, n, k_of_t, rng, n_sim=40_000, chunk=5_000):
+    """The pairs' average variance of the difference of means on the tasks both ran, simulated.
+
+    Fresh agent x cluster and agent x task effects and each cell's mean of its n runs
+    (normal, variance s(res) / n) every draw; per draw the mean over pairs of the squared
+    difference, whose expectation is the pairs' average variance. Returns it and its
+    Monte Carlo SE.
+    """
+    M, T = n.shape
+    pairs = list(itertools.combinations(range(M), 2))
+    sd_cell = np.sqrt(s["residual"] / np.where(n > 0, n, 1))
+    stats = []
+    for _ in range(n_sim // chunk):
+        cell = (
+            rng.normal(0, np.sqrt(s["agent:cluster"]), (chunk, M, k_of_t.max() + 1))[:, :, k_of_t]
+            + rng.normal(0, np.sqrt(s["agent:task:cluster"]), (chunk, M, T))
+            + rng.normal(0, 1, (chunk, M, T)) * sd_cell
+        )
+        sq = np.zeros(chunk)
+        for a, b in pairs:
+            both = (n[a] > 0) & (n[b] > 0)
+            sq += (cell[:, a, both].mean(axis=1) - cell[:, b, both].mean(axis=1)) ** 2
+        stats.append(sq / len(pairs))
+    st = np.concatenate(stats)
+    return st.mean(), st.std(ddof=1) / np.sqrt(st.size)
+
+
+def test_metr_runs_as_observed_are_the_pairs_average(metr_eval):
+    # the 7 METR agents that ran all 83 tasks (no empty cell; 1-96 runs per cell): the default
+    # var_paired_diff is the average over their 21 pairs of each pair's exact variance with
+    # its own runs per cell, and a seeded simulation of the cells (40,000 draws) agrees
+    # within 4 Monte Carlo SEs (about 0.4% of the variance); the mean runs per cell (the rule
+    # before this release) is many SEs off
+    n_all = metr_eval["score"].notnull().sum("run")
+    full = n_all.agent.values[(n_all > 0).all("task").values]
+    sub = metr_eval.sel(agent=full)
+    vc = variance_components(sub)
+    s = dict(zip(vc.component_names, vc.estimate.values, strict=True))
+    n = n_all.sel(agent=full).values.astype(float)
+    k_of_t = np.unique(sub["cluster"].values, return_inverse=True)[1]
+    assert n.shape == (7, 83) and (n.min(), n.max()) == (1, 96)
+    want = _pairs_exact(s, n, k_of_t).mean()
+    assert vc.var_paired_diff == pytest.approx(want, rel=1e-10)
+    assert vc.d_study().var_paired_diff.item() == pytest.approx(want, rel=1e-10)
+    got, se = _simulated_pairs(s, n, k_of_t, np.random.default_rng(11))
+    assert abs(got - want) < 4 * se
+    w2 = float(((np.bincount(k_of_t) / 83) ** 2).sum())
+    at_mean = 2 * _brennan(s, 36, 83, n.mean(), w2)["sigma2_delta"]
+    assert abs(got - at_mean) > 6 * se
+
+
+def test_metr_empty_cells_keep_every_agent_on_every_task(metr_eval):
+    # 82 of the 830 METR cells were not run (davinci-002 ran 16 tasks, o1-preview 75,
+    # gpt-3.5-turbo-instruct 76). The default D-study keeps its design, every agent on all 83
+    # tasks with the empty cells run like the others (harmonic mean over the 748 that were),
+    # and says so. Two agents compared on the tasks both ran (the pair formula, checked by
+    # simulation within 4 Monte Carlo SEs) have 0.00407 on average over the 45 pairs (median
+    # 0.00260, up to 0.0110 for a pair with davinci-002): not what the D-study describes
+    vc = variance_components(metr_eval)
+    s = dict(zip(vc.component_names, vc.estimate.values, strict=True))
+    n = metr_eval["score"].notnull().sum("run").values.astype(float)
+    k_of_t = np.unique(metr_eval["cluster"].values, return_inverse=True)[1]
+    assert int((n == 0).sum()) == 82
+    pairs = _pairs_exact(s, n, k_of_t)
+    assert (pairs.mean(), np.median(pairs), pairs.max()) == pytest.approx((0.00407, 0.00260, 0.0110), abs=5e-5)
+    got, se = _simulated_pairs(s, n, k_of_t, np.random.default_rng(12), n_sim=20_000)
+    assert abs(got - pairs.mean()) < 4 * se
+    assert vc.var_paired_diff == pytest.approx(0.002305, abs=1e-6)
+    words = vc.d_study().attrs["run_spread"]
+    assert "the D-study's design still has every 'agent' x 'task' cell" in words
+    assert "not the tasks two agents both ran" in words
+
+
+@pytest.fixture(scope="module")
+def uneven_runs():
+    """5 agents x 12 tasks, 1-6 runs per cell and two cells not run, normal scores (REML)."""
+    rng = np.random.default_rng(31)
+    A, T, R = 5, 12, 6
+    n = rng.integers(1, R + 1, (A, T))
+    n[0, 3] = n[4, 7] = 0
+    y = (
+        rng.normal(0, 0.6, (A, 1, 1))
+        + rng.normal(0, 0.8, (1, T, 1))
+        + rng.normal(0, 0.5, (A, T, 1))
+        + rng.normal(0, 1.0, (A, T, R))
+    )
+    y[np.arange(R)[None, None, :] >= n[:, :, None]] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+    assert vc.formula == "run:(agent*task)" and vc.method == "reml"
+    s = dict(zip(vc.component_names, vc.estimate.values, strict=True))
+    ran = n[n > 0].astype(float)
+    return vc, s, ran.mean(), 1 / float(np.mean(1 / ran))
+
+
+def _crossed(s, n_t, r):
+    """Brennan's run:(p x t): sigma2_delta = s(a:t) / n_t + s(res) / (n_t r), E rho^2."""
+    delta = s["agent:task"] / n_t + s["residual"] / (n_t * r)
+    return {"sigma2_delta": delta, "e_rho2": s["agent"] / (s["agent"] + delta)}
+
+
+def test_runs_held_are_the_harmonic_mean_asked_are_even(uneven_runs):
+    vc, s, mean_r, h = uneven_runs
+    assert h < mean_r - 0.5  # uneven enough for the rule to matter
+    d = vc.d_study()
+    assert d.n_runs.item() == pytest.approx(mean_r) and d.effective_n_run.item() == pytest.approx(h)
+    assert d.sigma2_delta.item() == pytest.approx(_crossed(s, 12, h)["sigma2_delta"], rel=1e-12)
+    assert vc.var_paired_diff == pytest.approx(2 * _crossed(s, 12, h)["sigma2_delta"], rel=1e-12)
+    assert "2 of 60 'agent' x 'task' cells have none" in d.attrs["run_spread"]
+    # runs held while the tasks vary (shorthand and general form) keep the harmonic mean
+    d = vc.d_study(n_tasks=[12, 40])
+    for t in (12, 40):
+        got = float(d.sigma2_delta.sel(n_tasks=t).squeeze())
+        assert got == pytest.approx(_crossed(s, t, h)["sigma2_delta"], rel=1e-12)
+    g = vc.d_study({"task": [40]})
+    assert g.sigma2_delta.item() == pytest.approx(_crossed(s, 40, h)["sigma2_delta"], rel=1e-12)
+    assert "as observed (held at the G-study's)" in g.attrs["run_spread"]
+    # runs asked: the same number in every cell
+    d = vc.d_study(n_runs=[2, 5])
+    for r in (2, 5):
+        got = float(d.sigma2_delta.sel(n_runs=r).squeeze())
+        assert got == pytest.approx(_crossed(s, 12, r)["sigma2_delta"], rel=1e-12)
+    assert "as asked, the same number in every cell" in d.attrs["run_spread"]
+    # the coefficients with intervals read the same rule
+    co = vc.coefficients(sizes={"task": 40}, ci="wald")
+    assert float(co.estimate.sel(coefficient="e_rho2")) == pytest.approx(_crossed(s, 40, h)["e_rho2"])
+    co = vc.coefficients(sizes={"run": 3}, ci="wald")
+    assert float(co.estimate.sel(coefficient="e_rho2")) == pytest.approx(_crossed(s, 12, 3)["e_rho2"])
+    assert "effective_n_run = 3" in co.attrs["sizes"]
+
+
+def test_allocation_plans_even_runs(uneven_runs):
+    # the allocation asks every size, so its runs are even: its optimum's variance is
+    # Brennan's at those sizes, and the D-study's attrs say the runs were asked
+    vc, s, _, _ = uneven_runs
+    opt = vc.optimal_allocation(3000, {"task": 10.0, "run": 1.0})
+    t, r = opt.attrs["optimum"]["task"], opt.attrs["optimum"]["run"]
+    assert opt.attrs["optimum_value"] == pytest.approx(2 * _crossed(s, t, r)["sigma2_delta"], rel=1e-12)
+    assert opt.attrs["optimum_cost"] == pytest.approx(10 * t + 5 * t * r)
+    assert "as asked, the same number in every cell" in opt.attrs["run_spread"]
+
+
+def test_balanced_runs_are_even(nested):
+    vc, _ = nested
+    d = vc.d_study()
+    assert d.effective_n_run.item() == 2 and d.n_runs.item() == 2
+    assert "hold 2 each" in d.attrs["run_spread"] and "have none" not in d.attrs["run_spread"]

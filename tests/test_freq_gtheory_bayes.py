@@ -124,3 +124,30 @@ def test_bayes_d_study_reads_uneven_clusters():
         want = 2 * (s["agent:cluster"] * 18 / 36 + s["agent:task:cluster"] / 6 + s["residual"] / (6 * r))
         assert float(bd["var_paired_diff"].sel(n_run=r)) == pytest.approx(want, rel=1e-9)
     assert "as unevenly as observed" in bd.attrs["spread"]
+
+
+def test_bayes_d_study_reads_uneven_runs():
+    # 1-4 runs per agent x task cell: with the runs held (only tasks asked) the run error
+    # enters with the harmonic mean of the cells' runs H, as in like.d_study: Brennan's
+    # 2 (s(a:c) / 3 + s(a:t:c) / N + s(res) / (N H)) for 3 even clusters of N / 3 tasks
+    rng = np.random.default_rng(6)
+    y = rng.random((4, 6, 4))
+    n = rng.integers(1, 5, (4, 6))
+    y[np.arange(4)[None, None, :] >= n[:, :, None]] = np.nan
+    ds = xr.Dataset(
+        {"score": (("agent", "task", "run"), y)},
+        coords={"cluster": ("task", ["a", "a", "b", "b", "c", "c"])},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        uneven = variance_components(ds)
+    h = 1 / float(np.mean(1 / n))
+    assert h < n.mean() - 0.2
+    fit = _fake_fit(-0.5, 0.8, 1.0, 0.7, 0.6)
+    s = dict(zip(uneven.component_names, bayes_variance_components(fit, uneven).estimate.values, strict=True))
+    bd = bayes_d_study(fit, uneven, {"task": [2, 4]})
+    for per in (2, 4):
+        N = 3 * per
+        want = 2 * (s["agent:cluster"] / 3 + s["agent:task:cluster"] / N + s["residual"] / (N * h))
+        assert float(bd["var_paired_diff"].sel(n_task=per)) == pytest.approx(want, rel=1e-9)
+    assert "as observed" in bd.attrs["run_spread"]

@@ -230,7 +230,8 @@ def bayes_d_study(
         shape[i + 1] = a.size
         full[f] = a.reshape(shape)
     comp = {e: draws[k].reshape((-1,) + (1,) * ndim) for k, e in enumerate(like._design.effects)}
-    full = like._spread_sizes(full)  # tasks over clusters as unevenly as observed, as ``ref``
+    # tasks over clusters as unevenly as observed, runs held as observed: as ``ref``
+    full = like._spread_sizes(full, held=[f for f in full if f not in grid])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = like._coefficients(full, comp, warn=False)
@@ -244,6 +245,7 @@ def bayes_d_study(
             lo, hi, prob=prob, kind="eti", template=ds[k], warn_zero_width=False
         )
     ds.attrs = {"design": like.formula, "scale": "probability"}
-    if "spread" in ref.attrs:
-        ds.attrs["spread"] = ref.attrs["spread"]
+    for k in ("spread", "run_spread"):
+        if k in ref.attrs:
+            ds.attrs[k] = ref.attrs[k]
     return ds

@@ -15,6 +15,15 @@ the task enters with ``sum_k (n_k/N)^2 = 1/C_eff`` (``C_eff = N^2 / sum_k n_k^2`
 only for even clusters), while effects of the task keep ``1/N``. :func:`spread_sizes` puts
 this in the sizes (clusters -> ``C_eff``, tasks per cluster -> ``N/C_eff``), so every
 D-study quantity, interval and allocation reads the spread through the one rule.
+
+Runs need not spread evenly over the agent x task cells either. An agent's mean weighs
+every task (cell mean) alike, so the run error enters with ``(1/N^2) sum_t 1/n_t``: on
+average over agents ``1 / (N H)``, ``H`` the harmonic mean of runs per cell, which is
+smaller than their mean ``n_run`` unless the cells are even. :func:`spread_sizes` puts
+this in the sizes too: a run facet (:func:`run_facets`) held at the G-study's own size
+counts ``H`` over the cells that were run; empty cells (a task an agent did not run) are
+left out, so the D-study keeps its design (every agent on every task, those cells run like
+the others) rather than the pairs' different task sets. Runs asked for are even.
 """
 
 from __future__ import annotations
@@ -127,11 +136,50 @@ def effective_clusters(vc, t: str, n_c: Any, total: Any, spread: str | np.ndarra
     return np.maximum(n_c * observed_ratio(vc, t), most_uneven)
 
 
-def spread_sizes(vc, sizes: dict[str, Any], spread: str | np.ndarray = "observed"):
-    """Return (sizes with clusters -> ``C_eff`` and tasks -> ``N/C_eff``, cluster -> ``C_eff``).
+def run_facets(vc) -> list[str]:
+    """Return the facets counted per cell whose spread moves the error variances (runs).
 
-    ``sizes`` holds clusters and (mean) tasks per cluster, arrays broadcast; the products
-    over the task (``N``) and every deeper facet are kept.
+    Innermost facets (nothing nested in them) nested in others, outside the universe score
+    and not the tasks of a ``task:cluster`` nesting (:func:`spread_pairs`), whose levels per
+    cell the G-study kept: runs in agent x task cells.
+    """
+    d = vc._design
+    M = _universe(d, vc.measurement)
+    tasks = {t for t, _ in spread_pairs(vc)}
+    return [
+        f
+        for f in d.facets
+        if d.parents[f]
+        and f not in M
+        and f not in tasks
+        and not any(f in d.parents[g] for g in d.facets)
+        and f in vc._cluster_sizes
+    ]
+
+
+def run_counts(vc, f: str) -> tuple[np.ndarray, int]:
+    """The G-study's levels of ``f`` in each cell that has any, and how many cells there are."""
+    n = np.asarray(vc._cluster_sizes[f], dtype=float)
+    cells = float(np.prod([vc.sizes.get(g, 1.0) for g in vc._design.parents[f]]))
+    return n, max(round(cells), n.size)
+
+
+def effective_runs(vc, f: str) -> float:
+    """The harmonic mean of the G-study's levels of ``f`` per cell, over the cells that have any."""
+    n, _ = run_counts(vc, f)
+    return float(n.size / (1.0 / n).sum())
+
+
+def spread_sizes(
+    vc, sizes: dict[str, Any], spread: str | np.ndarray = "observed", held: Any = ()
+):
+    """Return (sizes with the spreads put in, facet -> its effective size).
+
+    ``sizes`` holds clusters and (mean) tasks per cluster, arrays broadcast: clusters ->
+    ``C_eff``, tasks -> ``N/C_eff`` (the products over the task, ``N``, and every deeper
+    facet kept). A run facet (:func:`run_facets`) in ``held`` (the facets at the G-study's
+    own size) -> the harmonic mean of its levels per cell (:func:`effective_runs`); asked
+    for, the same in every cell.
     """
     out = dict(sizes)
     eff = {}
@@ -143,6 +191,10 @@ def spread_sizes(vc, sizes: dict[str, Any], spread: str | np.ndarray = "observed
         out[c] = float(ceff) if np.ndim(ceff) == 0 else ceff
         out[t] = float(per) if np.ndim(per) == 0 else per
         eff[c] = ceff
+    for f in run_facets(vc):
+        if f in held:
+            out[f] = effective_runs(vc, f)
+        eff[f] = out[f]
     return out, eff
 
 
@@ -191,6 +243,48 @@ def spread_words(vc, spread: str | np.ndarray) -> str:
             f"{t!r} enters with sum_k (n_k/N)^2 = 1 / effective_n_{c} (coord), not 1 / (number of "
             f"{c!r})"
         )
+    return "; ".join(out)
+
+
+def _cell_words(vc, f: str) -> tuple[str, str]:
+    """The cell a run facet is counted in (``'agent' x 'task'``) and its observed counts."""
+    d = vc._design
+    par = [g for g in d.parents[f] if not any(g in d.parents[h] for h in d.parents[f])]
+    cell = " x ".join(repr(g) for g in d.facets if g in par)
+    n, cells = run_counts(vc, f)
+    lo, hi = _fmt_size(n.min()), _fmt_size(n.max())
+    harmonic = n.size / (1.0 / n).sum()
+    each = f"{lo} each" if lo == hi else f"{lo}-{hi} (mean {n.mean():.4g}, harmonic {harmonic:.4g})"
+    seen = f"the G-study's {n.size} {cell} cells with a {f!r} hold {each}"
+    if cells > n.size:
+        seen += (
+            f"; {cells - n.size} of {cells} {cell} cells have none (e.g. a task an agent did not "
+            f"run): the D-study's design still has every {cell} cell, those run like the others "
+            "(the harmonic mean is over the cells that were run), not the tasks two agents both "
+            "ran (fewer tasks: a larger error)"
+        )
+    return cell, seen
+
+
+def run_words(vc, held: Any) -> str:
+    """What the D-study assumed about the runs per cell ("" when the design has no run facet)."""
+    whose = "the mean" if vc.measurement is None else f"the mean of each {vc.measurement!r}"
+    out = []
+    for f in run_facets(vc):
+        cell, seen = _cell_words(vc, f)
+        if f in held:
+            head = (
+                f"{f!r} per {cell} cell as observed (held at the G-study's): {whose} weighs "
+                f"every cell alike, so the {f!r} error enters with (1/N^2) sum 1/n_cell = 1 / "
+                f"(N x effective_n_{f}), effective_n_{f} = {effective_runs(vc, f):.4g} (coord) "
+                "the harmonic mean of the cells' counts, not their mean"
+            )
+        else:
+            head = (
+                f"{f!r} per {cell} cell as asked, the same number in every cell (even; uneven "
+                "counts of the same mean give a larger error)"
+            )
+        out.append(f"{head}; {seen}")
     return "; ".join(out)
 
 
@@ -296,12 +390,12 @@ def comp_dict(vc, values: np.ndarray | None = None) -> dict[frozenset, Any]:
 
 
 def at_g_study(vc, key: str, stacklevel: int = 3) -> float:
-    """One D-study quantity at the G-study's own sizes, its clusters as observed."""
+    """One D-study quantity at the G-study's own sizes, its clusters and runs as observed."""
     out = coefficients_at(
         vc._design,
         vc.measurement,
         comp_dict(vc),
-        spread_sizes(vc, dict(vc.sizes))[0],
+        spread_sizes(vc, dict(vc.sizes), held=vc._design.facets)[0],
         vc.confounded,
         stacklevel=stacklevel + 1,
     )
@@ -527,7 +621,10 @@ def _drop_planned(vc, grid: SizeGrid, spread: np.ndarray) -> None:
 
 
 def _pair_coords(vc, ds, grid, full, eff) -> xr.Dataset:
-    """Coords ``<task>_per_cluster`` (shorthand total) and ``effective_n_<cluster>`` over their dims."""
+    """Coords ``<task>_per_cluster``, ``effective_n_<cluster>`` and ``effective_n_<run>``.
+
+    The first only for the shorthand's total ``n_tasks``.
+    """
     dnames = tuple(grid.dims[f] for f in grid.axes)
     shape = tuple(ds.sizes[k] for k in dnames)
 
@@ -540,6 +637,8 @@ def _pair_coords(vc, ds, grid, full, eff) -> xr.Dataset:
         ds = ds.assign_coords({f"{ft}_per_cluster": over(full[ft], (ft, grid.total_over))})
     for t, c in spread_pairs(vc):
         ds = ds.assign_coords({f"effective_n_{c}": over(eff[c], (t, c))})
+    for f in run_facets(vc):
+        ds = ds.assign_coords({f"effective_n_{f}": over(eff[f], (f,))})
     return ds
 
 
@@ -575,7 +674,8 @@ def d_study(
         planned_clusters(vc, full, spread, [])
     if grid.total_over is not None:
         full[vc._legacy[1]] = _per_cluster(vc, grid, full)
-    eff_sizes, eff = spread_sizes(vc, full, spread)
+    held = {f for f in d.facets if f not in grid.axes and f not in grid.planned} | grid.observed
+    eff_sizes, eff = spread_sizes(vc, full, spread, held)
     out = coefficients_at(
         d, vc.measurement, comp_dict(vc), eff_sizes, vc.confounded, stacklevel=stacklevel + 1
     )
@@ -593,7 +693,9 @@ def d_study(
         "method": vc.method,
         **_describe(vc, grid),
     }
-    if eff:
+    if spread_pairs(vc):
         ds.attrs["spread"] = spread_words(vc, spread)
         ds.attrs["spread_kind"] = spread if isinstance(spread, str) else "planned"
+    if run_facets(vc):
+        ds.attrs["run_spread"] = run_words(vc, held)
     return ds

@@ -49,8 +49,9 @@ class Fit:
     sizes: dict[str, float]
     ec: dict | None = None  # effect codes (None: a balanced ANOVA fit, built on demand)
     fit_info: dict = field(default_factory=dict)
-    # facet nested in exactly one other facet -> its number of levels in each level of that
-    # facet (tasks per cluster): the D-study's spread of tasks over clusters as observed
+    # nested facet -> its number of levels in each observed level (cell) of the facets it is
+    # nested in: tasks per cluster (the D-study's spread of tasks over clusters as observed)
+    # and runs per agent x task cell (the D-study's runs as observed; empty cells absent)
     cluster_sizes: dict[str, np.ndarray] = field(default_factory=dict)
 
 
@@ -74,9 +75,9 @@ def _balanced(dense: np.ndarray, dsg: Design, use_anova: bool) -> Fit:
     ms = _mean_squares(ss, df)
     fit = Fit(bal["estimate"], bal["estimate"], np.empty(0), ss, df, ms, dense.ravel(), sizes)
     for f in dsg.facets:
-        if len(dsg.parents[f]) == 1:  # balanced: every parent level holds the same number
-            (g,) = dsg.parents[f]
-            fit.cluster_sizes[f] = np.full(int(sizes[g]), int(sizes[f]), dtype=np.int64)
+        if dsg.parents[f]:  # balanced: every parent level (cell) holds the same number
+            cells = int(np.prod([sizes[g] for g in dsg.parents[f]]))
+            fit.cluster_sizes[f] = np.full(cells, int(sizes[f]), dtype=np.int64)
     if use_anova:
         fit.cov = _reml.anova_cov(bal["coef"], ms, df)
         if np.any(df <= 0):
@@ -100,7 +101,7 @@ def _unbalanced(long: Long, dsg: Design) -> Fit:
         pcode, npar = _reml.joint_codes([long.codes[g] for g in par]) if par else (None, 1)
         own, nown = _reml.joint_codes([long.codes[g] for g in [*par, f]])
         sizes[f] = nown / npar
-        if len(par) == 1:  # levels of f in each level of its one parent (tasks per cluster)
+        if par:  # levels of f in each observed parent level (tasks per cluster, runs per cell)
             parent_of = np.zeros(nown, dtype=np.int64)
             parent_of[own] = pcode
             per_parent[f] = np.bincount(parent_of, minlength=npar)

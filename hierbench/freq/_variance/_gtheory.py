@@ -67,7 +67,11 @@ difference of two objects' means on the same tasks is ``2 delta``. Tasks nested 
 clusters of unequal sizes: the mean weighs every task alike, so an effect of the cluster
 but not the task (agent x cluster) is divided by the effective number of clusters
 ``N^2 / sum_k n_k^2`` (the observed one at the G-study's own sizes), not by their number;
-``d_study(spread=...)`` plans it (as observed, even, or given cluster sizes).
+``d_study(spread=...)`` plans it (as observed, even, or given cluster sizes). Runs of
+unequal numbers per agent x task cell: an agent's mean weighs every cell alike, so at the
+G-study's own runs the run error is divided by the harmonic mean of runs per cell (over
+the cells that were run; an empty cell, a task an agent did not run, is taken as run like
+the others), not by their mean; runs asked for are the same in every cell.
 """
 
 from __future__ import annotations

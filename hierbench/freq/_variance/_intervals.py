@@ -262,7 +262,8 @@ def coefficients(vc, prob=None, ci=None, sizes=None, spread="observed") -> xr.Da
     if isinstance(spread, np.ndarray):
         both = [f"sizes[{f!r}]" for f in pairs[0] if f in asked]
         _dstudy.planned_clusters(vc, sizes, spread, both)
-    eff_sizes = _dstudy.spread_sizes(vc, sizes, spread)[0]
+    held = [f for f in vc._design.facets if f not in asked]
+    eff_sizes = _dstudy.spread_sizes(vc, sizes, spread, held)[0]
     if ci == "profile":
         ds = coefficients_profile(vc, prob, eff_sizes)
     else:
@@ -277,6 +278,10 @@ def coefficients(vc, prob=None, ci=None, sizes=None, spread="observed") -> xr.Da
             f"effective_n_{c} = {eff_sizes[c]:.4g}" for _, c in pairs
         )
         ds.attrs["spread"] = _dstudy.spread_words(vc, spread).replace(" (coord)", " (in sizes)")
+    runs = _dstudy.run_facets(vc)
+    if runs:
+        ds.attrs["sizes"] += "; " + ", ".join(f"effective_n_{f} = {eff_sizes[f]:.4g}" for f in runs)
+        ds.attrs["run_spread"] = _dstudy.run_words(vc, held).replace(" (coord)", " (in sizes)")
     return ds
 
 

@@ -245,32 +245,42 @@ class VarianceComponentsResult(Result):
             self._design, self.measurement, comp, sizes, self.confounded, warn=warn, stacklevel=3
         )
 
-    def _spread_sizes(self, sizes: dict[str, Any], spread: str = "observed") -> dict[str, Any]:
-        """Return ``sizes`` (clusters, mean tasks per cluster) with the spread put in.
+    def _spread_sizes(
+        self, sizes: dict[str, Any], spread: str = "observed", held: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """Return ``sizes`` (clusters, mean tasks per cluster) with the spreads put in.
 
-        For :meth:`_coefficients`: clusters -> their effective number (see :meth:`d_study`).
+        For :meth:`_coefficients`: clusters -> their effective number, and runs per cell held
+        at the G-study's own size (facets in ``held``) -> their harmonic mean over the cells
+        that were run (see :meth:`d_study`).
         """
-        return _dstudy.spread_sizes(self, sizes, _dstudy.check_spread(self, spread))[0]
+        spread = _dstudy.check_spread(self, spread)
+        return _dstudy.spread_sizes(self, sizes, spread, held)[0]
 
     @property
     def e_rho2(self) -> float:
         """Generalizability coefficient at the G-study sizes (NaN + warning when undefined).
 
-        The G-study's own design: tasks in clusters as observed (see :meth:`d_study`).
+        The G-study's own design: tasks in clusters and runs in cells as observed (see
+        :meth:`d_study`).
         """
         return _dstudy.at_g_study(self, "e_rho2")
 
     @property
     def phi(self) -> float:
-        """Dependability coefficient at the G-study sizes, clusters as observed."""
+        """Dependability coefficient at the G-study sizes, clusters and runs as observed."""
         return _dstudy.at_g_study(self, "phi")
 
     @property
     def var_paired_diff(self) -> float:
         """Variance of the difference of two objects' means at the G-study sizes.
 
-        The G-study's own design, tasks in clusters as observed: the agent x cluster
-        component enters with ``sum_k (n_k/N)^2``, not ``1 / n_clusters`` (see :meth:`d_study`).
+        The G-study's own design, tasks in clusters and runs in cells as observed: the agent
+        x cluster component enters with ``sum_k (n_k/N)^2``, not ``1 / n_clusters``, and the
+        run error with the harmonic mean of runs per cell, not their mean (see
+        :meth:`d_study`). Two agents on the same tasks: cells no run was made in (a task an
+        agent did not run) are taken as run like the others, not as a comparison on the
+        tasks two agents both ran (fewer tasks, a larger variance).
         """
         return _dstudy.var_paired_diff(self)
 
@@ -302,7 +312,13 @@ class VarianceComponentsResult(Result):
             as ``spread`` says; before this release ``n_tasks`` meant tasks
             per cluster there, which ``sizes={"task": k}`` still gives.
         n_runs : int or array, optional
-            Runs per agent x task cell (dim ``n_runs``).
+            Runs per agent x task cell (dim ``n_runs``), the same number in
+            every cell. Not asked (nor ``sizes["run"]``): the G-study's runs
+            as observed. An agent's mean weighs every cell alike, so the run
+            error enters with the harmonic mean of runs per cell (coord
+            ``effective_n_<run>``), not their mean (the ``n_runs`` coord);
+            cells with no run (a task an agent did not run) are left out, so
+            the design stays every agent on every task (attr ``run_spread``).
         n_clusters : int or array, optional
             Number of task clusters (dim ``n_clusters``), only when tasks are
             nested in clusters; default the G-study's.
@@ -317,7 +333,8 @@ class VarianceComponentsResult(Result):
             variation of cluster sizes; at least the most uneven spread of
             ``N`` tasks in ``C`` clusters), so the G-study's own sizes give
             its design exactly. ``"even"``: every cluster ``N / C`` tasks, the
-            best case (this method's rule before this release). A sequence:
+            best case (this method's rule for clusters before this release;
+            runs per cell as ``n_runs`` says). A sequence:
             the planned number of tasks in each cluster (then the task and
             cluster facets are not asked otherwise). No effect without clusters.
 
@@ -330,8 +347,10 @@ class VarianceComponentsResult(Result):
             facets kept at their G-study size, ``as_observed`` a size not
             asked for (the shorthand's default: the G-study's own, a
             non-integer mean for unbalanced data, which reproduces its
-            coefficients) and, with clusters, ``spread`` (the spread assumed, in
-            words) and ``spread_kind`` (``"observed"``, ``"even"`` or ``"planned"``).
+            coefficients), with clusters ``spread`` (the spread assumed, in
+            words) and ``spread_kind`` (``"observed"``, ``"even"`` or
+            ``"planned"``), and with runs nested in cells ``run_spread`` (runs
+            per cell as observed or even, in words).
             Sizes asked for must be positive integers.
 
         Examples
