@@ -113,6 +113,8 @@ CI_KINDS: dict[str, str] = {
     "basic": "bootstrap basic (reverse percentile) interval",
     "t": "Student t interval",
     "normal": "normal-approximation interval (estimate +- z * standard error)",
+    "log-normal": "normal-approximation interval on the log scale, mapped back (estimate x exp(+- z * se / estimate))",
+    "logit-normal": "normal-approximation interval on the logit scale, mapped back (delta method)",
     "wald": "Wald interval for a proportion",
     "wilson": "Wilson score interval for a proportion",
     "exact": "exact interval (Clopper-Pearson, or by enumeration)",

@@ -88,7 +88,7 @@ def test_unflagged_result_has_no_flag_attr():
     assert "(!)" not in repr(vc)
 
 
-@pytest.mark.parametrize(("ci", "kind"), [("wald", "normal"), ("profile", "profile")])
+@pytest.mark.parametrize(("ci", "kind"), [("wald", "logit-normal"), ("profile", "profile")])
 def test_coefficient_intervals_carry_level_and_kind(brennan, ci, kind):
     _, vc = brennan
     co = vc.coefficients(ci=ci, prob=0.8)

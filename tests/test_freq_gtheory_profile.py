@@ -212,13 +212,14 @@ def test_profile_interval_of_e_rho2_matches_dense_profile():
 def test_ci_argument_and_defaults():
     df = sim_nested(np.random.default_rng(43), n_family=6)
     vw = variance_components(df, design="run:task:family", var="y", ci="wald")
-    assert vw.ci.attrs["ci_kind"] == "normal"
-    assert vw.coefficients()["ci"].attrs["ci_kind"] == "normal"
+    # Wald on log(variance) and the delta method on logit(coefficient): each kind names its scale
+    assert vw.ci.attrs["ci_kind"] == "log-normal"
+    assert vw.coefficients()["ci"].attrs["ci_kind"] == "logit-normal"
     # balanced data: ANOVA with its exact-variance Wald intervals by default; profile on request
     y = np.random.default_rng(44).normal(size=(6, 5, 3))
     da = xr.DataArray(y, dims=("agent", "task", "run"))
     vb = variance_components(da)
-    assert vb.method == "anova" and vb.ci.attrs["ci_kind"] == "normal"
+    assert vb.method == "anova" and vb.ci.attrs["ci_kind"] == "log-normal"
     vp = variance_components(da, ci="profile")
     ci = vp.ci
     assert ci.attrs["ci_kind"] == "profile"
@@ -312,6 +313,6 @@ def test_auto_falls_back_to_wald_above_the_profiled_size(monkeypatch):
     df = sim_nested(np.random.default_rng(49), n_family=6)
     monkeypatch.setattr(_fit, "PROFILE_MAX_CELLS", 5)
     vc = variance_components(df, design="run:task:family", var="y")
-    assert vc.ci_method == "wald" and vc.ci.attrs["ci_kind"] == "normal"
+    assert vc.ci_method == "wald" and vc.ci.attrs["ci_kind"] == "log-normal"
     assert "above the size profiled by default" in vc.note
     assert vc.profile_ci().attrs["ci_kind"] == "profile"  # still there on request

@@ -36,7 +36,7 @@ def _estimates_and_se(vc) -> tuple[np.ndarray, np.ndarray]:
 
 
 def wald_ci(vc, prob: float | None = None) -> xr.DataArray:
-    """Wald intervals of the components on the log-variance scale (``ci_kind`` ``"normal"``)."""
+    """Wald intervals of the components on the log-variance scale (``ci_kind`` ``"log-normal"``)."""
     prob = vc.prob if prob is None else check_prob(prob)
     est, se = _estimates_and_se(vc)
     z = normal_z(prob)
@@ -53,7 +53,7 @@ def wald_ci(vc, prob: float | None = None) -> xr.DataArray:
         lo,
         hi,
         prob=prob,
-        kind="normal",
+        kind="log-normal",
         detail=(
             f"Wald on log(variance) with standard errors from {src}; an estimate at 0 "
             "gets [0, z * se]"
@@ -191,7 +191,7 @@ def coefficients_wald(vc, prob: float, sizes: dict[str, float]) -> xr.Dataset:
         lo,
         hi,
         prob=prob,
-        kind="normal",
+        kind="logit-normal",
         template=est,
         warn_zero_width=False,
         detail=(

@@ -48,7 +48,7 @@ class VarianceComponentsResult(Result):
         Intervals (``ci_bound``) of kind ``ci_method``: profile REML likelihood
         (``ci_kind`` ``"profile"``, computed on first use: milliseconds on small
         designs, seconds on METR) or Wald on the log-variance scale
-        (``ci_kind`` ``"normal"``: normal on log(variance), so
+        (``ci_kind`` ``"log-normal"``: normal on log(variance), so
         ``estimate * exp(+-z * se / estimate)``, lopsided on the variance scale;
         an estimate at 0 gets ``[0, z * se]``). Attr ``ci_flags`` names the
         intervals that cannot be read at face value (see :attr:`ci_flags`).
@@ -152,7 +152,7 @@ class VarianceComponentsResult(Result):
         return self._comp(np.array(_intervals.ci_flags(self, self.ci), dtype=object))
 
     def wald_ci(self, prob: float | None = None) -> xr.DataArray:
-        """Wald intervals on the log-variance scale (``ci_kind`` ``"normal"``)."""
+        """Wald intervals on the log-variance scale (``ci_kind`` ``"log-normal"``)."""
         return _intervals.wald_ci(self, prob)
 
     def profile_ci(self, prob: float | None = None) -> xr.DataArray:
