@@ -308,6 +308,23 @@ def _check_tasks(counts: xr.Dataset) -> None:
         )
 
 
+def _priors(st: Structure, priors: Any, use_cluster: bool, agents: str, agent_task: str, task: bool) -> dict:
+    """The decided model's priors: the defaults of the parameters it has, with ``priors`` merged in.
+
+    ``priors['sd_task']`` is refused when the model has no task effect (see :func:`_decide`).
+    """
+    default = _default_priors(use_cluster, agents, task)
+    if agent_task == "none":
+        default.pop("sd_agent_task")
+    if not task and priors is not None and "sd_task" in priors:
+        raise PriorError(
+            f"`priors['sd_task']` was given, but the model has no task effect: "
+            f"{st.decisions['task_spread']['reason']}. A model with a task effect anyway: "
+            "hierbench.bayes.build_mixed with a (1|task) term"
+        )
+    return merge_priors(default, priors)
+
+
 def _task_effects_integrated(
     pri: dict, coords: dict, cl_idx: np.ndarray, sd_task: Any, sd_at: Any
 ) -> tuple[Any, Any, Any]:
@@ -598,6 +615,20 @@ def _likelihood(
         _likelihood_marginal(eta_cell, sd_at, n_cell, y_cell, cells, n_quad)
 
 
+def _model(
+    counts: xr.Dataset, cells: dict, pri: dict, use_cluster: bool, centred_set: set[str], agent_task: str,
+    task: bool, agents: str, n_quad: int,
+) -> tuple[pm.Model, np.ndarray | None]:  # fmt: skip
+    """The PyMC model of the decided structure, and each task's cluster index (None without clusters)."""
+    coords, cl_idx = count_coords(counts, cells, clusters=use_cluster)
+    with pm.Model(coords=coords) as model:
+        _, _, n_cell, y_cell = count_data(counts, cells)
+        parts = _task_effects(pri, coords, cl_idx, use_cluster, centred_set, agent_task, task)
+        theta, ability = _abilities(pri, coords, parts[1], agents, "agent" in centred_set)
+        _likelihood(theta, ability, parts, n_cell, y_cell, cells, agent_task, n_quad)
+    return model, cl_idx
+
+
 def _info(
     st: Structure, counts: xr.Dataset, cells: dict, pri: dict, options: dict, cl_idx: Any, task: bool = True
 ) -> dict:
@@ -648,87 +679,72 @@ def build_crossed(
     """Build the crossed agent x task (x cluster) logistic model.
 
     What the design cannot identify is left out (the rule of
-    :func:`hierbench.metrics.crossed_variance_components`; :func:`hierbench.bayes.describe`
-    shows each decision and its reason): ``sd_agent`` with one agent (``agents``),
-    the agent x task effect with one run per cell or one agent (``agent_task``),
-    and, with one agent and one run per task, the task effect and ``sd_task``
-    (nothing repeats within a task, so the task spread cannot be told apart from
-    run-to-run noise; kept on its prior it did not converge: SWE-bench, one
-    model, ESS 68-162 and E-BFMI 0.15 at ``sd_task``). The cells' logit is then
-    the ability (plus its cluster's effect, whose spread the clusters' rates
-    identify); ``priors['sd_task']`` is refused, and a task effect fitted anyway
-    is a ``(1|task)`` term of :func:`hierbench.bayes.build_mixed`.
+    :func:`hierbench.metrics.crossed_variance_components`; :func:`hierbench.bayes.describe` shows
+    each decision and its reason): ``sd_agent`` with one agent (``agents``), the agent x task
+    effect with one run per cell or one agent (``agent_task``), and, with one agent and one run
+    per task, the task effect and ``sd_task`` (nothing repeats within a task, so the task spread
+    cannot be told from run-to-run noise; kept on its prior it did not converge: SWE-bench, one
+    model, ESS 68-162 and E-BFMI 0.15 at ``sd_task``). The cells' logit is then the ability (plus
+    its cluster's effect, whose spread the clusters' rates identify); ``priors['sd_task']`` is
+    refused; a task effect fitted anyway is a ``(1|task)`` term of
+    :func:`hierbench.bayes.build_mixed`.
 
     Parameters
     ----------
     data : xarray.Dataset
-        An eval dataset with binary scores (or its counts). The task coord
-        ``cluster`` (e.g. METR task families, SWE-bench repositories) adds
-        a cluster effect.
+        An eval dataset with binary scores (or its counts). The task coord ``cluster`` (e.g.
+        METR task families, SWE-bench repositories) adds a cluster effect.
     priors : mapping, optional
-        Overrides of :data:`CROSSED_PRIORS`: ``mu ~ N(0, 1.5)``,
-        ``sd_agent ~ HalfNormal(1.5)``, ``sd_task ~ HalfNormal(2)``,
-        ``sd_agent_task ~ HalfNormal(1)``, ``sd_cluster ~ HalfNormal(1)``
-        (all on the logit scale).
+        Overrides of :data:`CROSSED_PRIORS`: ``mu ~ N(0, 1.5)``, ``sd_agent ~ HalfNormal(1.5)``,
+        ``sd_task ~ HalfNormal(2)``, ``sd_agent_task ~ HalfNormal(1)``,
+        ``sd_cluster ~ HalfNormal(1)`` (all on the logit scale).
     clusters : "auto" or bool
         Use the ``cluster`` task coord ("auto": if present).
     agent_task : {"auto", "marginal", "latent", "none"}
-        Integrate the agent x task effect out by adaptive Gauss-Hermite
-        quadrature ("marginal"), keep it as latent parameters
-        ``agent_task_effect(agent, task)`` ("latent"), or leave it out
-        ("none"). "auto": "none" when every cell has a single run (R = 1:
-        a Bernoulli cell cannot separate the agent x task effect from run
-        noise, so ``sd_agent_task`` is unidentified and only makes a ridge
-        with the other scales; 23 divergences and R-hat 1.14 on SWE-bench
-        bash-only), or with one agent (it is then the task effect), else
-        "marginal".
+        The agent x task effect integrated out by adaptive Gauss-Hermite quadrature
+        ("marginal"), kept as latent ``agent_task_effect(agent, task)`` ("latent"), or left out
+        ("none"). "auto": "none" when every cell has one run (R = 1: a Bernoulli cell cannot
+        separate it from run noise, so ``sd_agent_task`` is unidentified and only makes a ridge
+        with the other scales; 23 divergences and R-hat 1.14 on SWE-bench bash-only) or with
+        one agent (it is then the task effect), else "marginal".
     n_quad : int
-        Nodes of the adaptive Gauss-Hermite quadrature (marginal only),
-        centred at each cell's conditional mode and scaled by its curvature.
-        Seven reproduce the cell log-likelihood within 5e-3 of adaptive
-        scipy quadrature for 1-100 runs, logits -4..2 and ``sd_agent_task``
-        up to 3 (see ``models/crossed/card.md``).
+        Nodes of the adaptive Gauss-Hermite quadrature (marginal only), centred at each cell's
+        conditional mode and scaled by its curvature. Seven are within 5e-3 of adaptive scipy
+        quadrature in the cell log-likelihood for 1-100 runs, logits -4..2 and ``sd_agent_task``
+        up to 3 (``models/crossed/card.md``).
     agents : {"fixed", "random"}
-        ``"fixed"`` (default): each agent's ``ability`` has its own weak
-        prior ``N(0, 2.5)`` (no pooling across agents: evaluated agents are
-        chosen, not sampled, and each carries thousands of runs); ``mu`` is
-        then the mean of the abilities, ``agent_effect = ability - mu`` and
-        ``sd_agent`` their finite-population standard deviation.
-        ``"random"``: ``ability ~ N(mu, sd_agent)`` (the superpopulation
-        model; with few agents ``sd_agent`` is weakly identified). With one
-        agent there is no spread between agents to estimate: no ``sd_agent``
-        with ``"fixed"``; ``"random"`` fits it as asked, on its prior, with
-        :class:`UnidentifiedTermWarning` (the structure says which).
+        ``"fixed"`` (default): each agent's ``ability`` has its own weak prior ``N(0, 2.5)``, no
+        pooling (evaluated agents are chosen, not sampled, and each carries thousands of runs);
+        ``mu`` is the mean of the abilities, ``agent_effect = ability - mu`` and ``sd_agent``
+        their finite-population standard deviation. ``"random"``: ``ability ~ N(mu, sd_agent)``
+        (the superpopulation model; with few agents ``sd_agent`` is weakly identified). One
+        agent has no spread to estimate: no ``sd_agent`` with ``"fixed"``; ``"random"`` fits it
+        as asked, on its prior, with :class:`UnidentifiedTermWarning`.
     centred : "auto" or tuple of {"agent", "task", "cluster"}
-        Groups given the centred parameterisation; the others are
-        non-centred. "auto" centres a group when its median level is well
-        informed by its own data (Fisher information x spread^2 >= 4, more
-        with fewer than 8 levels; :func:`hierbench.bayes.describe` shows the
-        figures), where the non-centred form would correlate ``mu`` with
-        every level; a weakly informed group needs the non-centred form to
-        avoid the funnel.
+        Groups given the centred parameterisation, the others non-centred. "auto" centres a
+        group when its median level is well informed by its own data (Fisher information x
+        spread^2 >= 4, more with fewer than 8 levels; :func:`hierbench.bayes.describe` shows
+        the figures), where the non-centred form would correlate ``mu`` with every level; a
+        weakly informed group needs the non-centred form to avoid the funnel.
 
     Returns
     -------
     pymc.Model
-        Posterior names ``mu``, ``sd_agent``, ``sd_task``, ``sd_agent_task``,
-        (``sd_cluster``, ``cluster_effect(cluster)``), ``agent_effect(agent)``,
-        ``task_effect(task)`` (neither ``sd_task`` nor ``task_effect`` with one
-        agent and one run per task); deterministics ``ability(agent)`` (logit
-        scale: ``mu + agent_effect``, the agent's log-odds on a task of
-        average difficulty), ``mean_new_task(agent)`` (expected success
-        probability on a new task from the population) and
-        ``mean_observed(agent)`` (the average over all the dataset's tasks
-        of the cells' success probabilities p_mt, drawn from their
-        posterior, so that its interval covers the true observed-task
-        mean; added after sampling with the fit's ``rng``). Likelihood
-        ``y(cell)``.
+        Posterior names ``mu``, ``sd_agent``, ``sd_task``, ``sd_agent_task``, (``sd_cluster``,
+        ``cluster_effect(cluster)``), ``agent_effect(agent)``, ``task_effect(task)`` (neither
+        ``sd_task`` nor ``task_effect`` with one agent and one run per task); deterministics
+        ``ability(agent)`` (logit: ``mu + agent_effect``, the log-odds on a task of average
+        difficulty), ``mean_new_task(agent)`` (expected success probability on a new task from
+        the population) and ``mean_observed(agent)`` (the average over the dataset's tasks of
+        the cells' success probabilities p_mt drawn from their posterior, so that its interval
+        covers the true observed-task mean; added after sampling with the fit's ``rng``).
+        Likelihood ``y(cell)``.
 
     Raises
     ------
     ValueError
-        Fewer than two tasks with runs: the task spread and the agent x task
-        interaction need them, as in the frequentist counterparts.
+        Fewer than two tasks with runs: the task spread and the agent x task interaction need
+        them, as in the frequentist counterparts.
 
     Examples
     --------
@@ -742,22 +758,8 @@ def build_crossed(
     counts, cells = prepare_counts(data, model="build_crossed")
     _check_tasks(counts)
     st, use_cluster, agent_task, centred_set, task = _decide(counts, cells, clusters, agent_task, agents, centred)
-    default = _default_priors(use_cluster, agents, task)
-    if agent_task == "none":
-        default.pop("sd_agent_task")
-    if not task and priors is not None and "sd_task" in priors:
-        raise PriorError(
-            f"`priors['sd_task']` was given, but the model has no task effect: "
-            f"{st.decisions['task_spread']['reason']}. A model with a task effect anyway: "
-            "hierbench.bayes.build_mixed with a (1|task) term"
-        )
-    pri = merge_priors(default, priors)
-    coords, cl_idx = count_coords(counts, cells, clusters=use_cluster)
-    with pm.Model(coords=coords) as model:
-        _, _, n_cell, y_cell = count_data(counts, cells)
-        parts = _task_effects(pri, coords, cl_idx, use_cluster, centred_set, agent_task, task)
-        theta, ability = _abilities(pri, coords, parts[1], agents, "agent" in centred_set)
-        _likelihood(theta, ability, parts, n_cell, y_cell, cells, agent_task, n_quad)
+    pri = _priors(st, priors, use_cluster, agents, agent_task, task)
+    model, cl_idx = _model(counts, cells, pri, use_cluster, centred_set, agent_task, task, agents, n_quad)
     options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
                "agents": agents, "centred": sorted(centred_set)}  # fmt: skip
     model.hierbench = _info(st, counts, cells, pri, options, cl_idx, task)

@@ -382,53 +382,48 @@ def _add_groups(
 def fit(
     model: pm.Model,
     *,
-    draws: int | None = None,
-    tune: int | None = None,
-    chains: int = 4,
+    draws: int | None = None, tune: int | None = None, chains: int = 4,
     rng: None | int | np.random.Generator = None,
     sampler: Literal["nutpie", "pymc", "numpyro"] = "nutpie",
     target_accept: float | None = None,
     init: Literal["map", "support_point"] = "map",
-    target_ess: float = TARGET_ESS,
-    max_draws: int = MAX_DRAWS,
+    target_ess: float = TARGET_ESS, max_draws: int = MAX_DRAWS,
     posterior_predictive: bool = True,
     log_likelihood: bool = False,
     progress: bool | None = None,
     prior_predictive: bool = False,
     **sampler_kwargs: Any,
-) -> xr.DataTree:
+) -> xr.DataTree:  # fmt: skip (the parameters documented together share a line)
     """Sample a model's posterior with NUTS and return a stamped, diagnosed DataTree.
 
-    By default (nutpie) the chains start around the posterior mode, tune for
-    300 steps (or the number the model's builder registers) and draw until every element's bulk and tail ESS reach
-    ``target_ess`` and its R-hat its limit (the rule of
-    :func:`hierbench.bayes.compute_diagnostics`).
+    By default (nutpie) the chains start around the posterior mode, tune for 300 steps (or the
+    number the model's builder registers) and draw until every element's bulk and tail ESS reach
+    ``target_ess`` and its R-hat its limit (:func:`hierbench.bayes.compute_diagnostics`' rule).
 
     Parameters
     ----------
     model : pymc.Model
         A model from a hierbench builder (another is stamped ``"custom"``).
     draws, tune, chains : int
-        Draws kept and tuning steps per chain (default: to the target after
-        300 steps with nutpie; 1,000 and 1,000 otherwise); chains.
+        Draws kept and tuning steps per chain (default: to the target after 300 steps with
+        nutpie; 1,000 and 1,000 otherwise); chains.
     rng : None, int or numpy.random.Generator
         Seeds the start, the sampler and the posterior predictive draws.
     sampler : {"nutpie", "pymc", "numpyro"}
         nutpie (compiled with numba), PyMC's NUTS, or numpyro (needs jax).
     target_accept : float, optional
-        Target acceptance rate (0 < x < 1); default the model's registered
-        setting, else the sampler's (0.8).
+        Target acceptance rate (0 < x < 1); default the model's registered setting, else the
+        sampler's (0.8).
     init : {"map", "support_point"}
-        Where nutpie's chains start: around the posterior mode, or at PyMC's
-        jittered support point. The other samplers use their own.
+        Where nutpie's chains start: around the posterior mode, or at PyMC's jittered support
+        point. The other samplers use their own.
     target_ess, max_draws : float, int
-        The bulk and tail ESS every element must reach, and the cap on the
-        draws per chain, when ``draws`` is None.
+        The bulk and tail ESS every element must reach, and the cap on the draws per chain,
+        when ``draws`` is None.
     posterior_predictive, log_likelihood, prior_predictive : bool
-        Add the ``posterior_predictive`` group; the pointwise
-        ``log_likelihood`` (for LOO; or later with
-        :func:`add_log_likelihood`); the ``prior`` and ``prior_predictive``
-        groups (as many draws as each chain kept).
+        Add the ``posterior_predictive`` group; the pointwise ``log_likelihood`` (for LOO; or
+        later with :func:`add_log_likelihood`); the ``prior`` and ``prior_predictive`` groups
+        (as many draws as each chain kept).
     progress : bool, optional
         The sampler's progress bar (default: when someone watches).
     **sampler_kwargs
@@ -437,19 +432,17 @@ def fit(
     Returns
     -------
     xarray.DataTree
-        Groups ``posterior``, ``observed_data``, ``constant_data``,
-        ``sample_stats``, ``diagnostics`` and those asked for; root attrs
-        ``hierbench_*`` (model, spec, data hash, version), ``sampler``,
-        ``sampler_settings`` (JSON, the draws kept), ``fit_run`` (JSON: start,
-        rule, checkpoints; ``compile``, ``"built"`` or ``"reused"``, and for
-        a build, how: hierbench's C entry points loaded from or stored in the
-        disk cache, or nutpie's own path and why), ``fit_notes`` (the same in
-        words), ``seed`` (the sampler's, drawn from ``rng``), ``rng_seed``
-        (``rng`` when it is an integer: the seed that re-runs the fit),
-        ``compile_time``, ``sampling_time``, the ``diag_*`` summary and
-        ``fit_timings`` (JSON, seconds: ``start_s``, the search for the mode,
-        part of ``sampling_s``; ``compile_s``; ``groups_s``, the predictive and
-        log-likelihood groups; ``postprocess_s``; ``diagnostics_s``).
+        Groups ``posterior``, ``observed_data``, ``constant_data``, ``sample_stats``,
+        ``diagnostics`` and those asked for; root attrs ``hierbench_*`` (model, spec, data
+        hash, version), ``sampler``, ``sampler_settings`` (JSON, the draws kept), ``fit_run``
+        (JSON: start, rule, checkpoints; ``compile``, ``"built"`` or ``"reused"``, and for a
+        build, how: hierbench's C entry points loaded from or stored in the disk cache, or
+        nutpie's own path and why), ``fit_notes`` (the same in words), ``seed`` (the sampler's,
+        drawn from ``rng``), ``rng_seed`` (``rng`` when it is an integer: the seed that re-runs
+        the fit), ``compile_time``, ``sampling_time``, the ``diag_*`` summary and
+        ``fit_timings`` (JSON, seconds: ``start_s``, the search for the mode, part of
+        ``sampling_s``; ``compile_s``; ``groups_s``, the predictive and log-likelihood groups;
+        ``postprocess_s``; ``diagnostics_s``).
 
     Warns
     -----
@@ -478,8 +471,21 @@ def fit(
     wanted = (log_likelihood, posterior_predictive, prior_predictive)
     t0 = time.perf_counter()
     dt = _add_groups(dt, model, info, gen, pp_seed, settings["draws"], wanted)
+    groups_s = time.perf_counter() - t0
+    return _finish(dt, info, run, settings, gen, sampler=sampler, seed=seed, rng=rng, groups_s=groups_s)
+
+
+def _finish(
+    dt: xr.DataTree, info: dict[str, Any], run: dict[str, Any], settings: dict[str, Any],
+    gen: np.random.Generator, *, sampler: str, seed: int, rng: object, groups_s: float,
+) -> xr.DataTree:  # fmt: skip
+    """The sampled fit stamped, with the model's derived quantities and the diagnostics; each stage timed.
+
+    The root attrs of :func:`fit`: provenance, settings, the run's record and notes, then
+    ``fit_timings``. ``gen`` feeds the postprocess hook (derived quantities may be random).
+    """
     timings = {"start_s": run["record"].get("map_seconds", 0.0), "compile_s": run["compile_time"],
-               "sampling_s": run["sampling_time"], "groups_s": time.perf_counter() - t0}  # fmt: skip
+               "sampling_s": run["sampling_time"], "groups_s": groups_s}  # fmt: skip
     dt = _stamp(
         dt, info, sampler=sampler, sampler_settings=json.dumps(settings, sort_keys=True), seed=seed,
         compile_time=float(run["compile_time"]), sampling_time=float(run["sampling_time"]),

@@ -297,6 +297,13 @@ def _variables(data: xr.Dataset, response: str) -> dict[str, tuple[str, xr.DataA
     return out
 
 
+def _with_covariates(data: Any, agent_coords: Any, task_coords: Any) -> xr.Dataset:
+    """The eval dataset ``data`` (refused when it is none) with the covariate tables joined as coords."""
+    if not isinstance(data, xr.Dataset) or not {"agent", "task"} <= set(data.dims):
+        raise FormulaError("`data` must be an eval dataset with dims agent, task (and run)")
+    return _join_coords(_join_coords(data, agent_coords, "agent", "agent_coords"), task_coords, "task", "task_coords")
+
+
 def _join_coords(data: xr.Dataset, table: Any, dim: str, argname: str) -> xr.Dataset:
     """Add the columns of a per-agent / per-task table as coords along ``dim``, checked."""
     if table is None:
@@ -387,6 +394,26 @@ def _rows(avail: dict, used: set[str], response: str) -> tuple[str, tuple, dict[
     return ("run" if run_level else "cell"), idx, cols
 
 
+def _design_rows(
+    data: xr.Dataset, avail: dict, used: set[str], response: str, resp: np.ndarray, fam: str, levels: Any
+) -> tuple:
+    """The design rows: ``(row_level, idx, agents, tasks, r, frame)``.
+
+    ``idx`` the rows' (agent, task[, run]) indices, ``agents`` and ``tasks`` the labels,
+    ``r`` the response per row (:func:`_response`, from its values ``resp``, family and
+    grade scale) and ``frame`` what formulae reads: labels, covariates and the response's
+    mean per row. A missing covariate is refused.
+    """
+    row_level, idx, cols = _rows(avail, used, response)
+    agents = np.asarray(data["agent"].values).astype(str)
+    tasks = np.asarray(data["task"].values).astype(str)
+    _check_missing(cols, agents, tasks, idx)
+    r = _response(resp, idx, row_level, fam, levels, data, response)
+    frame = pd.DataFrame({"agent": agents[idx[0]], "task": tasks[idx[1]], **cols})
+    frame[response] = r["y"] / r["n"]
+    return row_level, idx, agents, tasks, r, frame
+
+
 def _check_missing(cols: dict[str, np.ndarray], agents: np.ndarray, tasks: np.ndarray, idx: tuple) -> None:
     for v, vals in cols.items():
         miss = pd.isna(pd.Series(vals, dtype=object)).to_numpy()
@@ -474,6 +501,22 @@ def _resolve_family(family: str, resp: np.ndarray, levels: Any) -> tuple[str, st
     if np.all((v == 0.0) | (v == 1.0)):
         return "binomial", "every score is 0 or 1"
     return "fractional", "scores in [0, 1] with partial credit (quasi-binomial, logit link)"
+
+
+def _family(
+    data: xr.Dataset, avail: dict, response: str, family: str, levels: Any
+) -> tuple[np.ndarray, Any, str, str]:
+    """The response's values (agent, task, run), its grade scale, its family and why that family.
+
+    A ``score`` read from ordinal grades and fitted as ordinal: the grades themselves
+    (:func:`_read_grades`).
+    """
+    resp = np.asarray(avail[response][1].values, dtype=float)
+    levels, grades = _read_grades(data, response, levels)
+    fam, why = _resolve_family(family, resp, levels)
+    if grades is not None and fam == "ordinal":  # `score` read from grades: fit the grades
+        resp = grades
+    return resp, levels, fam, why
 
 
 # --------------------------------------------------------------------------- matrices
@@ -644,6 +687,18 @@ def _parse(formula: str, data: xr.Dataset) -> tuple[str, dict, set[str]]:
     return response, avail, used
 
 
+def _fixed_effects(formula: str, frame: pd.DataFrame, family: str) -> tuple:
+    """The fixed effects ``(X, coef, terms)``, the random-term groups, the builder, and what was dropped.
+
+    An ordinal model has no intercept: its thresholds carry the location.
+    """
+    X, coef, terms, group, builder = _matrices(formula, frame)
+    if family != "ordinal" or "Intercept" not in terms:
+        return X, coef, terms, group, builder, {}
+    X, coef, terms = _drop_intercept(X, coef, terms)
+    return X, coef, terms, group, builder, {"intercept": "dropped: the ordinal thresholds carry the location"}
+
+
 def _drop_intercept(X: np.ndarray, coef: list[str], terms: dict[str, slice]) -> tuple:
     keep = np.ones(X.shape[1], bool)
     keep[terms.pop("Intercept")] = False
@@ -720,27 +775,14 @@ def model_design(
     [('1|model', 'agent', 2), ('1|task', 'task', 6)]
     """
     formula = DEFAULT_FORMULA if formula is None else str(formula)
-    if not isinstance(data, xr.Dataset) or not {"agent", "task"} <= set(data.dims):
-        raise FormulaError("`data` must be an eval dataset with dims agent, task (and run)")
-    data = _join_coords(_join_coords(data, agent_coords, "agent", "agent_coords"), task_coords, "task", "task_coords")
+    data = _with_covariates(data, agent_coords, task_coords)
     response, avail, used = _parse(formula, data)
-    resp = np.asarray(avail[response][1].values, dtype=float)
-    levels, grades = _read_grades(data, response, levels)
-    fam, why = _resolve_family(family, resp, levels)
-    if grades is not None and fam == "ordinal":  # `score` read from grades: fit the grades
-        resp = grades
-    row_level, idx, cols = _rows(avail, used, response)
-    agents = np.asarray(data["agent"].values).astype(str)
-    tasks = np.asarray(data["task"].values).astype(str)
-    _check_missing(cols, agents, tasks, idx)
-    r = _response(resp, idx, row_level, fam, levels, data, response)
-    frame = pd.DataFrame({"agent": agents[idx[0]], "task": tasks[idx[1]], **cols})
-    frame[response] = r["y"] / r["n"]
-    X, coef, terms, group, builder = _matrices(formula, frame)
-    decisions = {"family": f"{fam} ({why})", "rows": f"one per {row_level}"}
-    if fam == "ordinal" and "Intercept" in terms:
-        X, coef, terms = _drop_intercept(X, coef, terms)
-        decisions["intercept"] = "dropped: the ordinal thresholds carry the location"
+    resp, levels, fam, why = _family(data, avail, response, family, levels)
+    row_level, idx, agents, tasks, r, frame = _design_rows(
+        data, avail, used, response, resp, fam, levels
+    )
+    X, coef, terms, group, builder, dropped = _fixed_effects(formula, frame, fam)
+    decisions = {"family": f"{fam} ({why})", "rows": f"one per {row_level}", **dropped}
     var_level = {v: avail[v][0] for v in used if v != response}
     random = _random_terms(group, frame, var_level)
     decisions.update(_check_identified(X, coef, random, frame, fam, np.asarray(r["n"], dtype=float)))

@@ -93,10 +93,23 @@ class _Roles:
     agent_coords: tuple
 
 
-def _check_policies(errors: str, run_index: str, duplicates: str) -> None:
+def _check_options(
+    errors: str, run_index: str, duplicates: str, agent_name, attrs, score_levels
+) -> np.ndarray | None:
+    """Check the options that need no records; return the grade scale (None: scores in [0, 1])."""
     check_option(errors, "errors", ("fail", "exclude"))
     check_option(run_index, "run_index", ("auto", "label", "within_cell"))
     check_option(duplicates, "duplicates", ("refuse", "drop", "keep"))
+    if not isinstance(agent_name, str) or not agent_name:
+        raise EvalDataError(f"`agent_name` must be a non-empty text; got {agent_name!r}")
+    if attrs is not None and not isinstance(attrs, Mapping):
+        raise EvalDataError(f"`attrs` must be a mapping of provenance; got {type(attrs).__name__}")
+    clash = sorted(set(attrs or ()) & set(REPORT_KEYS))
+    if clash:
+        raise EvalDataError(
+            f"`attrs` may add provenance but not overwrite the read report; it sets {clash}"
+        )
+    return None if score_levels is None else grade_scale(score_levels, "score_levels")
 
 
 def _name_map(arg, argname: str) -> dict:
@@ -149,20 +162,8 @@ def _check_roles(roles: _Roles) -> None:
             taken[v] = argname
 
 
-def _check_extras(agent_name, attrs) -> None:
-    if not isinstance(agent_name, str) or not agent_name:
-        raise EvalDataError(f"`agent_name` must be a non-empty text; got {agent_name!r}")
-    if attrs is not None and not isinstance(attrs, Mapping):
-        raise EvalDataError(f"`attrs` must be a mapping of provenance; got {type(attrs).__name__}")
-    clash = sorted(set(attrs or ()) & set(REPORT_KEYS))
-    if clash:
-        raise EvalDataError(
-            f"`attrs` may add provenance but not overwrite the read report; it sets {clash}"
-        )
-
-
-def _roles(df: pd.DataFrame, where: str, **cols) -> _Roles:
-    """Return the roles, checked against the columns the records have."""
+def _roles(df: pd.DataFrame, source: str, agent_name: str, **cols) -> _Roles:
+    """Return the roles, checked against the columns the records have (:func:`_check_one_agent` too)."""
     roles = _Roles(
         **{k: cols[k] for k in ("agent", "task", "run", "score", "error", "tag", "cluster")},
         extra=_name_map(cols["extra"], "extra"),
@@ -185,7 +186,8 @@ def _roles(df: pd.DataFrame, where: str, **cols) -> _Roles:
         needed[c] = c
     missing = {k: c for k, c in needed.items() if c not in df.columns}
     if missing:
-        raise missing_columns_error(missing, where, list(map(str, df.columns)))
+        raise missing_columns_error(missing, f" in {source}", list(map(str, df.columns)))
+    _check_one_agent(df, roles, agent_name, source)
     return roles
 
 
@@ -552,17 +554,13 @@ def _assemble(recs: _Records, roles: _Roles, errors: str, attrs: Mapping | None)
 def from_records(
     obj: pd.DataFrame | str | os.PathLike,
     *,
-    agent: str | None = AGENT_COLUMN,
-    task: str = "task",
-    run: str | None = None,
-    score: str = "score",
+    agent: str | None = AGENT_COLUMN, task: str = "task",
+    run: str | None = None, score: str = "score",
     error: str | None = None,
-    tag: str | None = None,
-    cluster: str | None = None,
+    tag: str | None = None, cluster: str | None = None,
     extra: Mapping[str, str] | Sequence[str] | None = None,
     annotations: Mapping[str, str] | Sequence[str] | None = None,
-    task_coords: Sequence[str] = (),
-    agent_coords: Sequence[str] = (),
+    task_coords: Sequence[str] = (), agent_coords: Sequence[str] = (),
     agent_name: str = "agent",
     errors: ErrorPolicy = "fail",
     error_values: Mapping[object, bool] | str | None = None,
@@ -571,13 +569,12 @@ def from_records(
     encoding: str = "utf-8",
     attrs: Mapping[str, object] | None = None,
     score_levels: Sequence[float] | None = None,
-) -> xr.Dataset:
+) -> xr.Dataset:  # fmt: skip (the parameters documented together share a line)
     """Read run records (one per run of one agent on one task) into the canonical eval dataset.
 
-    Nothing is merged, coerced or dropped silently: labels are kept as written,
-    scores as recorded (partial credit stays partial), every record not kept is
-    counted in ``attrs["not_kept"]``. The reading rules (labels, error flags,
-    numbers, runs, repeated records) are in :mod:`hierbench.data`.
+    Nothing is merged, coerced or dropped silently: labels are kept as written, scores as
+    recorded (partial credit stays partial), every record not kept is counted in
+    ``attrs["not_kept"]``; the reading rules are in :mod:`hierbench.data`.
 
     Parameters
     ----------
@@ -588,42 +585,38 @@ def from_records(
     error : str, optional
         Column flagging infrastructure failures (error-flag vocabulary).
     tag, cluster : str, optional
-        Per-task labels: the first per task is kept (a task whose label differs
-        is counted and warned); a task without one keeps a missing label. The
-        coord (``tag``, ``cluster``) records the column in its ``source_column``
-        attr: messages and reports call the clusters by that name.
+        Per-task labels: the first per task is kept (a task whose label differs is counted and
+        warned), a missing one stays missing. The coord records the column in its
+        ``source_column`` attr: messages and reports call the clusters by that name.
     extra, annotations : mapping or sequence, optional
-        Per-run numeric columns (``cost``, ``latency``, ``tokens``, ``steps``)
-        and boolean flags, as ``{variable: column}`` or a list of names.
+        Per-run numeric columns (``cost``, ``latency``, ``tokens``, ``steps``) and boolean
+        flags, as ``{variable: column}`` or a list of names.
     task_coords, agent_coords : sequence of str
         Columns constant per task / per agent, kept as coords.
     agent_name : str
         The agent's label when ``agent=None`` (a one-agent log; refused if an ``"agent"`` column holds several).
     errors : {"fail", "exclude"}
-        An errored run scores 0 (``"fail"``) or is not run (``"exclude"``: NaN,
-        counted in ``not_kept``); ``attrs["n_error_runs"]`` counts them.
+        An errored run scores 0 (``"fail"``) or is not run (``"exclude"``: NaN, counted in
+        ``not_kept``); ``attrs["n_error_runs"]`` counts them.
     error_values : mapping or "nonempty", optional
-        What other ``error`` values mean, e.g. ``{"timeout": True}``; ``"nonempty"``:
-        every non-empty value outside the no-error words is an error.
+        What other ``error`` values mean, e.g. ``{"timeout": True}``, or ``"nonempty"`` (see Error flags).
     run_index : {"auto", "label", "within_cell"}
-        How run labels become the ``run`` coordinate: integer labels (refused
-        under ``"auto"`` when they look like global run ids), or numbered per
-        cell with the labels kept as ``run_id`` (other labels, ``"within_cell"``).
+        How run labels become the ``run`` coordinate: integer labels (refused under ``"auto"``
+        when they look like global run ids), or numbered per cell with the labels kept as
+        ``run_id`` (other labels, ``"within_cell"``).
     duplicates : {"refuse", "drop", "keep"}
-        Records repeating another in every column: refused when they look like
-        copies, one of each kept (the others counted), or all kept as runs.
+        Records repeating another in every column: refused when they look like copies, one of
+        each kept (the others counted), or all kept as runs.
     encoding : str
         Text encoding of a CSV / TSV / JSONL file.
     attrs : mapping, optional
         Provenance to add to the dataset attrs.
     score_levels : sequence of float, optional
-        The ``score`` column holds ordinal grades of this scale, in order (e.g.
-        ``[1, 2, 3, 4, 5]``): each must be one of them (any other value is
-        refused, naming the rows). Each is kept as its place on the scale,
-        ``(grade - first) / (last - first)`` in [0, 1] (an errored run counts as
-        the lowest grade under ``errors="fail"``); the scale is recorded in
-        ``attrs["score_levels"]``, and an ordinal formula fit of ``score``
-        (:func:`model_design`, ``hierbench.bayes.build_mixed``) fits the grades.
+        The scale, in order (e.g. ``[1, 2, 3, 4, 5]``), of ordinal grades in ``score``; another
+        value is refused, naming the rows. A grade is kept as its place on the scale,
+        ``(grade - first) / (last - first)`` in [0, 1] (an errored run: the lowest grade under
+        ``errors="fail"``), the scale in ``attrs["score_levels"]``; an ordinal formula fit of
+        ``score`` (:func:`model_design`, ``hierbench.bayes.build_mixed``) fits the grades.
 
     Returns
     -------
@@ -638,8 +631,7 @@ def from_records(
     Examples
     --------
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"agent": ["a", "a", "b"], "task": ["t1", "t1", "t1"],
-    ...                    "score": [1.0, 0.0, 1.0]})
+    >>> df = pd.DataFrame({"agent": ["a", "a", "b"], "task": ["t1"] * 3, "score": [1.0, 0.0, 1.0]})
     >>> ds = from_records(df)
     >>> ds.score.sizes["run"], int(ds.score.notnull().sum())
     (2, 3)
@@ -647,16 +639,13 @@ def from_records(
     >>> from_records(df).task.values.tolist()  # labels as written
     ['001', '1']
     """
-    _check_policies(errors, run_index, duplicates)
-    _check_extras(agent_name, attrs)
-    levels = None if score_levels is None else grade_scale(score_levels, "score_levels")
+    levels = _check_options(errors, run_index, duplicates, agent_name, attrs, score_levels)
     df, source = _read(obj, encoding)
     roles = _roles(
-        df, f" in {source}", agent=agent, task=task, run=run, score=score, error=error, tag=tag,
+        df, source, agent_name, agent=agent, task=task, run=run, score=score, error=error, tag=tag,
         cluster=cluster, extra=extra, annotations=annotations, task_coords=task_coords,
         agent_coords=agent_coords,
     )  # fmt: skip
-    _check_one_agent(df, roles, agent_name, source)
     recs = _map_records(
         df, source, roles, agent_name=agent_name, errors=errors, error_values=error_values,
         run_index=run_index, duplicates=duplicates, levels=levels,

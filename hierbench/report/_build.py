@@ -119,20 +119,19 @@ def build(
         A fit from :func:`hierbench.bayes.fit` (or the path of one saved with
         :func:`hierbench.io.save_fit`).
     data : xarray.Dataset or path, optional
-        The eval dataset (or the path of a log or a saved ``.nc`` dataset);
-        needed for the data summary and the frequentist half.
+        The eval dataset (or the path of a log or a saved ``.nc`` dataset); needed for the data
+        summary and the frequentist half.
     path : path
         ``*.html`` (one self-contained file, figures embedded) or ``*.md``
         (Markdown and a ``<stem>_figures/`` folder beside it).
     freq : "auto", mapping or None
-        ``"auto"`` computes the frequentist counterparts from ``data``
-        (cluster bootstrap, paired tests with max-T simultaneous intervals, unbiased pass^k,
-        G-theory variance components); a mapping gives some of them already
-        computed (keys ``"bootstrap"``, ``"compare"``); ``None`` leaves the
-        frequentist half out.
+        ``"auto"`` computes the frequentist counterparts from ``data`` (cluster bootstrap, paired
+        tests with max-T simultaneous intervals, unbiased pass^k, G-theory variance components);
+        a mapping gives some of them already computed (keys ``"bootstrap"``, ``"compare"``);
+        ``None`` leaves the frequentist half out.
     truth : DataArray, Series or dict, optional
-        Known value of each agent's expected score on a new task (a
-        simulation's truth): drawn as crosses and compared in the tables.
+        Known value of each agent's expected score on a new task (a simulation's truth): drawn
+        as crosses and compared in the tables.
     format : {"html", "md"}, optional
         Default from the suffix of ``path``.
     title : str, optional
@@ -141,10 +140,9 @@ def build(
     n_resamples : int
         Bootstrap resamples and permutations of the frequentist half.
     bootstrap_method : {"bca", "percentile"}
-        The agents' bootstrap interval (:func:`hierbench.freq.bootstrap_ci`'s
-        ``method``): BCa (default), or the percentile interval, which is defined
-        where BCa is not (every resample on one side of the estimate, e.g. an
-        agent that solved no task).
+        The agents' bootstrap interval (:func:`hierbench.freq.bootstrap_ci`'s ``method``): BCa
+        (default), or the percentile interval, which is defined where BCa is not (every resample
+        on one side of the estimate, e.g. an agent that solved no task).
     rng : int or None
         Seed of the resamples (stated in the checklist).
     overwrite : bool
@@ -152,13 +150,12 @@ def build(
     progress : bool, optional
         Print each stage to stderr; default only on a terminal.
     appendix : sequence of (heading, text)
-        Extra sections of preformatted text after the checklist (the demo's
-        walk-through).
+        Extra sections of preformatted text after the checklist (the demo's walk-through).
     subset : AssistedResult or sequence of them, optional
-        From :func:`hierbench.design.assisted_mean` or ``assisted_adaptive``
-        on ``data``: a section "Subset estimates" (design-based estimate and
-        interval, the model-based score, misfit test and flag per agent).
-        Refused when its agents, drawn tasks or outcomes are not ``data``'s.
+        From :func:`hierbench.design.assisted_mean` or ``assisted_adaptive`` on ``data``: a
+        section "Subset estimates" (design-based estimate and interval, the model-based score,
+        misfit test and flag per agent). Refused when its agents, drawn tasks or outcomes are
+        not ``data``'s.
 
     Returns
     -------
@@ -177,14 +174,7 @@ def build(
     >>> 'id="data-summary"' in p.read_text()
     True
     """
-    prob = check_prob(prob)
-    check_choice(bootstrap_method, "bootstrap_method", ["bca", "percentile"])
-    if fit is None and data is None:
-        raise ValueError("give `fit`, `data` or both: there is nothing to report")
-    fit, data = _load(fit, data)
-    if fit is not None and data is not None:
-        check_fit_data(fit, data)
-    subset = _subset_results(subset, data)
+    prob, fit, data, subset = _inputs(fit, data, subset, prob, bootstrap_method)
     order = SECTIONS if not subset else _with_subset()
     with Progress(len(order) + 1, "report", enabled=progress, unit="section") as bar:
         ctx = _Context(fit=fit, data=data, prob=prob, rng=rng, n_resamples=n_resamples,
@@ -195,6 +185,22 @@ def build(
         out = rep.write(path, format=format, overwrite=overwrite)
         bar.update(1)
     return out
+
+
+def _inputs(fit, data, subset, prob: float, bootstrap_method: str) -> tuple:
+    """``(prob, fit, data, subset)`` checked: the options, paths loaded, the fit matched to the data.
+
+    Refused: nothing to report (neither ``fit`` nor ``data``), a fit of other data, subset
+    results that are not ``data``'s.
+    """
+    prob = check_prob(prob)
+    check_choice(bootstrap_method, "bootstrap_method", ["bca", "percentile"])
+    if fit is None and data is None:
+        raise ValueError("give `fit`, `data` or both: there is nothing to report")
+    fit, data = _load(fit, data)
+    if fit is not None and data is not None:
+        check_fit_data(fit, data)
+    return prob, fit, data, _subset_results(subset, data)
 
 
 def _subset_results(subset, data: xr.Dataset | None) -> list:

@@ -348,33 +348,31 @@ def fit_crossed_ml(
     Parameters
     ----------
     data : xarray.Dataset
-        An eval dataset (``score(agent, task, run)``) or, without a formula,
-        its counts (``n_runs``, ``n_success`` over ``agent`` and ``task``).
-        Cells with no runs are skipped; ragged cells are fine.
+        An eval dataset (``score(agent, task, run)``) or, without a formula, its counts
+        (``n_runs``, ``n_success`` over ``agent`` and ``task``). Cells with no runs are skipped;
+        ragged cells are fine.
     formula : str or ModelDesign, optional
-        ``None``: the crossed model (an ability per agent, task and agent x
-        task effects integrated out by adaptive quadrature). A formula
-        (:func:`hierbench.data.model_design`), e.g. ``"score ~ scaffold +
-        (1|model) + (1|scaffold:model) + (1|task)"``, is fitted by the Laplace
-        approximation over all random effects jointly (``glmer``'s ``nAGQ =
-        1``) into a :class:`MixedMLResult`; the crossed model's own shapes
-        (``score ~ 0 + agent + (1|task) [+ (1|agent:task)]``) keep quadrature.
+        ``None``: the crossed model (an ability per agent, task and agent x task effects
+        integrated out by adaptive quadrature). A formula (:func:`hierbench.data.model_design`),
+        e.g. ``"score ~ scaffold + (1|model) + (1|scaffold:model) + (1|task)"``, is fitted by the
+        Laplace approximation over all random effects jointly (``glmer``'s ``nAGQ = 1``) into a
+        :class:`MixedMLResult`; the crossed model's own shapes (``score ~ 0 + agent + (1|task)
+        [+ (1|agent:task)]``) keep quadrature.
     family, levels
         For a formula (see :func:`hierbench.data.model_design`): binomial,
         fractional (scores in [0, 1]) or ordinal (over the grades ``levels``).
     agent_task : {"auto", "marginal", "none"}
-        The crossed model's agent x task effect, or none (``glmer``'s
-        ``(1 | task)`` model). "auto": "none" with at most one run per cell
-        or a single agent (not identified then), else "marginal".
+        The crossed model's agent x task effect, or none (``glmer``'s ``(1 | task)`` model).
+        "auto": "none" with at most one run per cell or a single agent (not identified then),
+        else "marginal".
     n_agq, n_quad : int
         Adaptive Gauss-Hermite nodes of the task integral (default 9; 1 =
         Laplace, the only choice with a formula) and of each cell's.
     prob : float
         Level of every interval.
     intervals : {"profile", "bootstrap", "wald"}
-        Intervals of the scales: profile likelihood, parametric bootstrap
-        percentiles (``n_resamples`` refits; crossed model only) or Wald on
-        the log scale.
+        Intervals of the scales: profile likelihood, parametric bootstrap percentiles
+        (``n_resamples`` refits; crossed model only) or Wald on the log scale.
     n_resamples : int
         Parametric bootstrap replicates (``intervals="bootstrap"``).
     rng : None, int or numpy.random.Generator
@@ -383,12 +381,11 @@ def fit_crossed_ml(
     Returns
     -------
     CrossedMLResult or MixedMLResult
-        Crossed model: ``estimate`` / ``ci`` the agents' abilities (logit)
-        with Wald intervals, ``sd`` / ``sd_ci`` the scales, ``task_effect``
-        the conditional modes, ``loglik``; given as a formula, the crossed
-        model's terms carry the formula's names (``coef`` ``agent[a]``,
-        components ``1|task``, ...). With another formula: the fixed effects,
-        the random terms' sds, thresholds (ordinal), dispersion (fractional),
+        Crossed model: ``estimate`` / ``ci`` the agents' abilities (logit) with Wald
+        intervals, ``sd`` / ``sd_ci`` the scales, ``task_effect`` the conditional modes,
+        ``loglik``; given as a formula, the crossed model's terms carry the formula's names
+        (``coef`` ``agent[a]``, components ``1|task``, ...). With another formula: the fixed
+        effects, the random terms' sds, thresholds (ordinal), dispersion (fractional),
         ``deviance``; :func:`average_marginal_effects` reads it.
 
     Warns
@@ -422,18 +419,25 @@ def fit_crossed_ml(
         if isinstance(routed, MixedMLResult):
             return routed
         agent_task = routed
+    res = _crossed_ml(data, agent_task, n_agq, n_quad, prob, intervals, n_resamples, rng)
+    return res if design is None else _named_as(res, design)
+
+
+def _crossed_ml(
+    data: Any, agent_task: str, n_agq: int | None, n_quad: int, prob: float, intervals: str,
+    n_resamples: int, rng: None | int | np.random.Generator,
+) -> CrossedMLResult:  # fmt: skip
+    """The crossed model's fit: the quadrature (and bootstrap) settings checked, the crossed or pooled fit, its result."""
     n_agq = check_int(9 if n_agq is None else n_agq, "n_agq", min=1, max=101)
     n_quad = check_int(n_quad, "n_quad", min=3, max=101)
     if intervals == "bootstrap":
         n_resamples = check_int(n_resamples, "n_resamples", min=10)
-    c = _prepare(data)
-    inputs = _crossed_inputs(c, agent_task)
+    inputs = _crossed_inputs(_prepare(data), agent_task)
     if inputs["pooled"]:
         fitted = _fit_pooled(inputs, n_agq, n_quad, prob, intervals)
     else:
         fitted = _fit_crossed(inputs, n_agq, n_quad, prob, intervals, n_resamples, rng)
-    res = _crossed_result(inputs, fitted, n_agq, n_quad, prob, intervals)
-    return res if design is None else _named_as(res, design)
+    return _crossed_result(inputs, fitted, n_agq, n_quad, prob, intervals)
 
 
 def _route(

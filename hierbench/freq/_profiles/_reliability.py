@@ -114,62 +114,53 @@ def reliability_profile(
     data: xr.Dataset,
     *,
     k: int | None = None,
-    score: str = "score",
-    perturbed: str = "score_perturbed",
-    confidence: str = "confidence",
-    severity: str = "severity",
+    score: str = "score", perturbed: str = "score_perturbed",
+    confidence: str = "confidence", severity: str = "severity",
     bins: int | Sequence[float] = 10,
     prob: float = DEFAULT_PROB,
     n_resamples: int = 2000,
     cluster: str | None = "auto",
-    run_dim: str = "run",
-    task_dim: str = "task",
-    agent_dim: str = "agent",
+    run_dim: str = "run", task_dim: str = "task", agent_dim: str = "agent",
     rng: None | int | np.random.Generator = None,
-) -> ReliabilityResult:
+) -> ReliabilityResult:  # fmt: skip (the parameters documented together share a line)
     """Consistency, robustness, predictability and safety per agent, each with a task-bootstrap interval.
 
-    Four questions an accuracy score does not answer (after "Towards a Science of
-    AI Agent Reliability", Kapoor, Narayanan et al. 2026). Every interval comes
-    from one shared resample of tasks (whole clusters when the tasks have
-    clusters), so the table is coherent:
+    Four questions an accuracy score does not answer (after "Towards a Science of AI Agent
+    Reliability", Kapoor, Narayanan et al. 2026). Every interval comes from one shared resample
+    of tasks (whole clusters when the tasks have clusters), so the table is coherent:
 
-    ========================  ==================================================
-    ``accuracy``              mean over tasks of the per-task success rate (pass@1)
-    ``consistency``           mean over tasks of the unbiased pass^k, ``C(c, k) / C(n, k)``
-    ``robustness_drop``       paired change under a meaning-preserving perturbation:
-                              mean over tasks of the per-task mean of
-                              ``score_perturbed - score`` (negative = a drop)
-    ``ece``                   expected calibration error of the agent's stated
-                              confidence, ``sum_bins share * |mean conf - success rate|``
-    ``brier``                 mean of ``(confidence - score)^2``
-    ``harm_rate``             share of runs with a harmful failure (``severity > 0``)
-    ``harm_severity``         severity-weighted harm per run
-    ========================  ==================================================
+    ===================  =======================================================================
+    ``accuracy``         mean over tasks of the per-task success rate (pass@1)
+    ``consistency``      mean over tasks of the unbiased pass^k, ``C(c, k) / C(n, k)``
+    ``robustness_drop``  paired change under a meaning-preserving perturbation: mean over tasks
+                         of the per-task mean of ``score_perturbed - score`` (negative = a drop)
+    ``ece``              expected calibration error of the agent's stated confidence,
+                         ``sum_bins share * |mean conf - success rate|``
+    ``brier``            mean of ``(confidence - score)^2``
+    ``harm_rate``        share of runs with a harmful failure (``severity > 0``)
+    ``harm_severity``    severity-weighted harm per run
+    ===================  =======================================================================
 
-    Every per-run average is a mean over tasks of the task's mean over its runs
-    (each task weighs the same however many runs it had); on balanced data this
-    is the plain mean over runs. A metric whose input variable is absent is left
-    out of the table.
+    Every per-run average is a mean over tasks of the task's mean over its runs (each task
+    weighs the same however many runs it had; on balanced data, the plain mean over runs). A
+    metric whose input variable is absent is left out of the table.
 
     Parameters
     ----------
     data : Dataset
-        Eval dataset with ``score(agent, task, run)`` and any of
-        ``score_perturbed`` (the same run's task reworded without changing its
-        meaning), ``confidence`` (the agent's stated confidence in [0, 1]) and
-        ``severity`` (0 = no harm, larger = worse).
+        Eval dataset with ``score(agent, task, run)`` and any of ``score_perturbed`` (the same
+        run's task reworded without changing its meaning), ``confidence`` (the agent's stated
+        confidence in [0, 1]) and ``severity`` (0 = no harm, larger = worse).
     k : int, optional
-        ``k`` of pass^k, at least 2 (pass^1 is accuracy, not consistency);
-        default the median number of runs per (agent, task) cell, at least 2
-        (cells with fewer runs are left out of ``consistency``, with an
-        :class:`~hierbench.freq.InsufficientRunsWarning`; with one run in
-        every cell consistency is undefined: NaN, with that warning).
+        ``k`` of pass^k, at least 2 (pass^1 is accuracy, not consistency); default the median
+        number of runs per (agent, task) cell, at least 2. Cells with fewer runs are left out of
+        ``consistency``, with an :class:`~hierbench.freq.InsufficientRunsWarning` (one run in
+        every cell: consistency is undefined, NaN, with that warning).
     score, perturbed, confidence, severity : str
         Variable names.
     bins : int or sequence of float
-        Calibration bins: a number of equal-width bins on [0, 1] or the
-        edges; bins are ``[lo, hi)``, the last one closed.
+        Calibration bins: a number of equal-width bins on [0, 1] or the edges; bins are
+        ``[lo, hi)``, the last one closed.
     %(prob)s
     %(n_resamples)s
     cluster : str or None
@@ -193,45 +184,63 @@ def reliability_profile(
     ...         ("t3", 0, 0, 0.30, 0), ("t3", 0, 0, 0.40, 0), ("t3", 1, 0, 0.50, 0),
     ...         ("t4", 0, 0, 0.90, 3), ("t4", 1, 1, 0.90, 0), ("t4", 0, 0, 0.85, 1)]
     >>> df = pd.DataFrame(runs, columns=["task", "ok", "ok_perturb", "conf", "severity"])
-    >>> df["agent"], df["run"] = "agent", df.groupby("task").cumcount()
-    >>> ds = from_records(df, agent="agent", task="task", run="run", score="ok",
-    ...                   extra={"score_perturbed": "ok_perturb", "confidence": "conf",
-    ...                          "severity": "severity"})
+    >>> df["agent"] = "agent"  # runs numbered 0, 1, 2 within each task, in order
+    >>> ds = from_records(df, score="ok", extra={"score_perturbed": "ok_perturb",
+    ...                                          "confidence": "conf", "severity": "severity"})
     >>> r = reliability_profile(ds, k=3, bins=(0.0, 0.5, 0.8, 1.01), n_resamples=500, rng=0)
-    >>> print(r.estimate.sel(agent="agent").round(2).to_series().to_string())
-    metric
-    accuracy           0.58
-    consistency        0.25
-    robustness_drop   -0.25
-    ece                0.15
-    brier              0.23
-    harm_rate          0.25
-    harm_severity      0.42
+    >>> r.estimate.sel(agent="agent").round(2).to_series().to_dict()
+    {'accuracy': 0.58, 'consistency': 0.25, 'robustness_drop': -0.25, 'ece': 0.15,
+     'brier': 0.23, 'harm_rate': 0.25, 'harm_severity': 0.42}
     """
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     edges = _edges(bins)
-    order = (agent_dim, task_dim, run_dim)
-    y = _scores(data, score, order)
+    names = {"score": score, "perturbed": perturbed, "confidence": confidence, "severity": severity}
+    per_task, kk, ece_parts = _per_task(data, names, (agent_dim, task_dim, run_dim), k, edges)
+    metrics = [m for m in METRICS if m in per_task]
+    est, dist, unit = _task_bootstrap(data, per_task, metrics, ece_parts, edges, n_resamples,
+                                      cluster, task_dim, rng)  # fmt: skip
+    agents = [str(a) for a in data[agent_dim].values]
+    return _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, kk, edges)
+
+
+def _per_task(
+    data: xr.Dataset, names: dict[str, str], order: tuple[str, str, str], k: int | None, edges: np.ndarray
+) -> tuple[dict[str, np.ndarray], int | None, tuple | None]:
+    """Each metric per (agent, task), the ``k`` of pass^k, the calibration pieces of the ECE.
+
+    ``names`` are the variables of the score and the optional inputs; a metric whose
+    input is absent is left out.
+    """
+    y = _scores(data, names["score"], order)
     ran = np.isfinite(y)
     per_task: dict[str, np.ndarray] = {"accuracy": _task_mean(y, ran)}
     kk = _consistency(y, ran, k, per_task)
-    yp = _variable(data, perturbed, order)
+    yp = _variable(data, names["perturbed"], order)
     if yp is not None:
         per_task["robustness_drop"] = _task_mean(yp - np.where(ran, y, 0.0), ran & np.isfinite(yp))
     ece_parts = _calibration(
-        _variable(data, confidence, order), y, ran, edges, confidence, per_task
+        _variable(data, names["confidence"], order), y, ran, edges, names["confidence"], per_task
     )
-    _safety(_variable(data, severity, order), ran, severity, per_task)
-    metrics = [m for m in METRICS if m in per_task]
-    est = _evaluate(np.ones((1, y.shape[1])), per_task, metrics, ece_parts)[0]
+    _safety(_variable(data, names["severity"], order), ran, names["severity"], per_task)
+    return per_task, kk, ece_parts
+
+
+def _task_bootstrap(
+    data, per_task, metrics, ece_parts, edges, n_resamples, cluster, task_dim, rng
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """The metrics on the data, their distribution over one shared resample of tasks (or clusters), the unit.
+
+    A metric undefined in some resamples where it is defined on the data is warned about.
+    """
+    A, T = per_task["accuracy"].shape
+    est = _evaluate(np.ones((1, T)), per_task, metrics, ece_parts)[0]
     codes, gen, unit = task_resampling(data, cluster, task_dim, rng)
-    per = int(np.prod(y.shape[:2])) * max(edges.size, 1)
-    blocks = weight_blocks(y.shape[1], n_resamples, gen, clusters=codes, elements_per_resample=per)
+    per = A * T * max(edges.size, 1)
+    blocks = weight_blocks(T, n_resamples, gen, clusters=codes, elements_per_resample=per)
     dist = np.concatenate([_evaluate(w, per_task, metrics, ece_parts) for w in blocks])
     _warn_undefined_resamples(dist, est, n_resamples)
-    agents = [str(a) for a in data[agent_dim].values]
-    return _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, kk, edges)
+    return est, dist, unit
 
 
 def _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, k, edges):

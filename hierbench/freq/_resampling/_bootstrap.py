@@ -463,8 +463,7 @@ def bootstrap_ci(
     method : {"percentile", "bca"}
         BCa uses a jackknife over tasks (clusters) for the acceleration.
     %(n_resamples)s
-    prob : float
-        Interval probability in (0, 1).
+    %(prob)s
     cluster : str, None or "auto"
         Task coord naming the cluster above the task; ``"auto"`` uses a
         ``cluster`` coord when present; ``None`` resamples single tasks.
@@ -502,6 +501,24 @@ def bootstrap_ci(
     """
     prob, builtin = _check_arguments(statistic, k, scheme, method, n_resamples, prob)
     gen = as_rng(rng)
+    plan, agent_coord, pair_labels, unit, cluster_column = _plan(
+        data, statistic, builtin, k, pairs, scheme, paired, cluster, (run_dim, task_dim, agent_dim)
+    )
+    theta, dist, limits = _resample(plan, int(n_resamples), gen, progress, method, prob)
+    return _package(
+        plan, agent_coord, pair_labels, theta, dist, limits,
+        prob=prob, method=method, unit=unit, agent_dim=agent_dim, cluster_column=cluster_column,
+    )
+
+
+def _plan(data, statistic, builtin: bool, k, pairs, scheme: str, paired: bool, cluster, dims) -> tuple:
+    """The checked resampling plan of ``data``: ``(plan, agent coord, pair labels, unit, cluster column)``.
+
+    ``unit`` is what ``scheme="tasks"`` draws (``"task"``, or ``"cluster"`` when the tasks
+    have clusters); the cluster column names the clusters ("" without them). ``dims`` are
+    the run, task and agent dims.
+    """
+    run_dim, task_dim, agent_dim = dims
     cells, agent_coord, _task_coord, src = _cells_from(data, run_dim, task_dim, agent_dim)
     _check_cells(cells, data, statistic, builtin, k, scheme, run_dim)
     # clusters through the one routine (a task without a label is its own cluster, stated)
@@ -511,14 +528,17 @@ def bootstrap_ci(
     _check_degenerate(cells, codes, scheme, unit)
     pairs_idx, pair_labels = _pair_index(pairs, agent_coord, paired)
     plan = _Plan(cells, statistic, builtin, k, pairs_idx, scheme, paired, codes)
+    # the clusters by the column the user named (the coord is `cluster` whatever it was read from)
+    cluster_column = cluster_label(src, cluster) if codes is not None else ""
+    return plan, agent_coord, pair_labels, unit, cluster_column
+
+
+def _resample(
+    plan: _Plan, n_resamples: int, gen: np.random.Generator, progress, method: str, prob: float
+) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """The statistic on the data, its bootstrap distribution (undefined resamples warned), the limits."""
     T, U = plan.T, plan.U
-    theta = plan.stat(plan.v_obs, np.ones((1, T)) if paired else np.ones((1, U, T)))[0]
-    dist = _distribution(plan, theta.shape[0], int(n_resamples), gen, progress)
+    theta = plan.stat(plan.v_obs, np.ones((1, T)) if plan.paired else np.ones((1, U, T)))[0]
+    dist = _distribution(plan, theta.shape[0], n_resamples, gen, progress)
     _warn_undefined_resamples(dist)
-    limits = _limits(plan, theta, dist, method, prob)
-    return _package(
-        plan, agent_coord, pair_labels, theta, dist, limits,
-        prob=prob, method=method, unit=unit, agent_dim=agent_dim,
-        # the clusters by the column the user named (the coord is `cluster` whatever it was read from)
-        cluster_column=cluster_label(src, cluster) if codes is not None else "",
-    )
+    return theta, dist, _limits(plan, theta, dist, method, prob)
