@@ -379,9 +379,28 @@ def test_plot_names_the_spread(uneven):
     from hierbench.report import plot_d_study
 
     vc, _ = uneven
-    for spread, words in (("observed", "observed spread"), ("even", "even spread")):
-        ax = plot_d_study(vc.d_study(n_tasks=[16, 32], spread=spread))
-        assert words in ax.get_legend().get_title().get_text()
+    # runs not asked are held as observed; asked, the same number in every cell
+    for spread, runs, want in (
+        ("observed", None, ["tasks over clusters: observed spread", "runs per cell: observed spread"]),
+        ("even", None, ["tasks over clusters: even spread", "runs per cell: observed spread"]),
+        ("observed", [2, 4], ["tasks over clusters: observed spread", "runs per cell: even spread"]),
+    ):
+        ax = plot_d_study(vc.d_study(n_tasks=[16, 32], n_runs=runs, spread=spread))
+        assert ax.get_legend().get_title().get_text().split("\n") == want
+        plt.close(ax.figure)
+
+
+def test_plot_names_the_run_spread_without_clusters(uneven_runs):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from hierbench.report import plot_d_study
+
+    vc = uneven_runs[0]  # run:(agent*task), 1-6 runs per cell: no clusters to name
+    for sizes, want in (({"task": [12, 40]}, "runs per cell: observed spread"),
+                        ({"task": [12, 40], "run": [3]}, "runs per cell: even spread")):
+        ax = plot_d_study(vc.d_study(sizes))
+        assert ax.get_legend().get_title().get_text() == want
         plt.close(ax.figure)
 
 

@@ -51,9 +51,11 @@ def plot_d_study(
     -------
     matplotlib.axes.Axes
         The axes drawn on (``ax``, or a new figure's): log-scaled planned size
-        on x, ``var`` (or its square root) on y; with task clusters the
-        legend's title names the spread of tasks over them that ``d``
-        assumed (its attr ``spread_kind``).
+        on x, ``var`` (or its square root) on y; the legend's title names
+        the spreads ``d`` assumed: of tasks over clusters (its attr
+        ``spread_kind``) and of runs over agent x task cells (its attr
+        ``run_spread``: as observed when held at the G-study's, even when
+        asked for).
 
     Examples
     --------
@@ -100,12 +102,26 @@ def plot_d_study(
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_minor_formatter(NullFormatter())
     # beside the lines, not over them
-    # the spread of tasks over clusters the projection assumed (d_study's attr), where it is read
-    kind = d.attrs.get("spread_kind")
-    title = f"tasks over clusters:\n{kind} spread" if kind else None
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title=title,
-              title_fontsize=7)
+    # the spreads the projection assumed (d_study's attrs), where the figure is read
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              title=_spread_title(d), title_fontsize=7)
     return ax
+
+
+def _spread_title(d: xr.Dataset) -> str | None:
+    """The legend's title: the spread of tasks over clusters and of runs over cells ``d`` assumed.
+
+    From attrs ``spread_kind`` and ``run_spread`` (runs held at the G-study's: as observed,
+    the harmonic mean per cell; asked for: the same number in every cell); None without either.
+    """
+    lines = []
+    if d.attrs.get("spread_kind"):
+        lines.append(f"tasks over clusters: {d.attrs['spread_kind']} spread")
+    words = d.attrs.get("run_spread")
+    if words:
+        held = " as observed (held at the G-study's)" in words
+        lines.append("runs per cell: " + ("observed spread" if held else "even spread"))
+    return "\n".join(lines) or None
 
 
 def _draw_lines(ax, da, x, hue, keep, tf, bayes, var) -> None:
