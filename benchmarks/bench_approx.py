@@ -1,6 +1,6 @@
 """Measure the error of the approximate fits against NUTS.
 
-The numbers in ``MEASURED_ERROR`` of ``hierbench/bayes/_approx.py`` (copy this
+The numbers in ``MEASURED_ERROR`` of ``hierbench/bayes/_sampler/_approx.py`` (copy this
 script's output there).
 
 Run: ``python benchmarks/bench_approx.py`` (about two minutes).

@@ -36,7 +36,7 @@ post-processing 25.3 s against 11.4 s (second fit 1.5 s and 3.1 s), the first fi
 extra over the second 166 s against 58 s. Rerun on a quiet machine for the table.
 
 Measured 2026-12-02 at 12 x 500 x 10, seed 1, the tree before the cached nutpie build
-(``bayes/_nutpie_build.py``) against after it, at load average 13-19 (other sessions
+(``bayes/_sampler/_nutpie_build.py``) against after it, at load average 13-19 (other sessions
 running, so every figure is inflated; compare within the run only): the first fit's
 ``compile_s`` on warm caches 33.7 s before, 6.4 s after (wall 141.2 s and 106.8 s; the
 first fit's extra over the second 13.0 s and 8.8 s); on cold caches 133.5 s and 124.3 s

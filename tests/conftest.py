@@ -144,7 +144,7 @@ _LONG_FIRST = (
     "test_bayes_jax.py::test_fit_with_numpyro_end_to_end",
     "test_docs.py::",
     "test_notebooks.py::test_notebook_runs_in_fast_mode",
-    "test_docstrings.py::test_docstring_examples_run[hierbench.bayes._fit]",
+    "test_docstrings.py::test_docstring_examples_run[hierbench.bayes._sampler._fit]",
     "test_bayes_defaults_slow.py::test_sbc_small_beta_binomial",
     "test_zoo.py::test_reference_refit_within_mcse",
     "test_report_browser.py::test_metr_report_renders_in_chromium",

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench.bayes._rankstats import rank_diagnostics
-from hierbench.bayes._sampling import CHECKPOINTS
-from hierbench.bayes._sampling import checkpoints
-from hierbench.bayes._sampling import next_checkpoint
+from hierbench.bayes._checks._rankstats import rank_diagnostics
+from hierbench.bayes._sampler._sampling import CHECKPOINTS
+from hierbench.bayes._sampler._sampling import checkpoints
+from hierbench.bayes._sampler._sampling import next_checkpoint
 
 
 def _awkward_draws(rng: np.random.Generator, chains: int = 4, draws: int = 301) -> np.ndarray:
@@ -95,8 +95,8 @@ def test_the_tail_first_check_decides_every_checkpoint_as_the_full_check_does():
     # assess(enough=saturating_growth) may stop after the tail ESS; its pass/fail and the next
     # checkpoint it leads to must be those of the full check, on chains from slow to antithetic
     # at every checkpoint of the plan, and it must have stopped early somewhere (or it saves nothing)
-    from hierbench.bayes._sampling import assess
-    from hierbench.bayes._sampling import saturating_growth
+    from hierbench.bayes._sampler._sampling import assess
+    from hierbench.bayes._sampler._sampling import saturating_growth
 
     plan = checkpoints(2000)
     stopped_early = 0
@@ -129,8 +129,8 @@ def _conjugate_model():
 
 @pytest.mark.slow
 def test_start_is_the_mode_and_the_laplace_covariance():
-    from hierbench.bayes._sampling import compile_model
-    from hierbench.bayes._sampling import find_start
+    from hierbench.bayes._sampler._sampling import compile_model
+    from hierbench.bayes._sampler._sampling import find_start
 
     model, mean, sd = _conjugate_model()
     start = find_start(compile_model(model), seed=0)
@@ -176,10 +176,10 @@ def test_a_run_to_the_target_keeps_what_a_fixed_run_of_its_draws_gives(every_ms)
     # 5 ms they are paused near the checkpoint)
     import nutpie
 
-    from hierbench.bayes._sampling import compile_model
-    from hierbench.bayes._sampling import find_start
-    from hierbench.bayes._sampling import sample_to_target
-    from hierbench.bayes._sampling import with_start
+    from hierbench.bayes._sampler._sampling import compile_model
+    from hierbench.bayes._sampler._sampling import find_start
+    from hierbench.bayes._sampler._sampling import sample_to_target
+    from hierbench.bayes._sampler._sampling import with_start
 
     model, _, _ = _conjugate_model()
     compiled = with_start(compile_model(model), find_start(compile_model(model), seed=3))
@@ -235,11 +235,11 @@ def test_a_checkpoint_reads_the_draws_the_converted_trace_holds():
     # snapshot falls back (None)
     import nutpie
 
-    from hierbench.bayes._nutpie_trace import checkpoint_draws
-    from hierbench.bayes._rankstats import elements
-    from hierbench.bayes._sampling import _finished
-    from hierbench.bayes._sampling import _head
-    from hierbench.bayes._sampling import compile_model
+    from hierbench.bayes._checks._rankstats import elements
+    from hierbench.bayes._sampler._nutpie_trace import checkpoint_draws
+    from hierbench.bayes._sampler._sampling import _finished
+    from hierbench.bayes._sampler._sampling import _head
+    from hierbench.bayes._sampler._sampling import compile_model
 
     model = _three_variables()
     sampler = nutpie.sample(compile_model(model), draws=400, tune=200, chains=3, seed=2,
@@ -333,7 +333,7 @@ def test_r_hat_check_false_alarm_rate_on_antithetic_chains():
 def test_ranks_average_ties_as_scipy():
     from scipy import stats
 
-    from hierbench.bayes._rankstats import _ranks
+    from hierbench.bayes._checks._rankstats import _ranks
 
     rng = np.random.default_rng(7)
     v = np.round(rng.normal(size=(40, 101)) * 2) / 2  # many ties

@@ -13,9 +13,9 @@ from scipy import stats
 from scipy.special import expit
 from scipy.special import gammaln
 
-from hierbench.bayes._agq_op import AGQBinomialLogitNormal
-from hierbench.bayes._agq_op import agq_logp_numpy
-from hierbench.bayes._crossed import _log_binom
+from hierbench.bayes._models._crossed import _log_binom
+from hierbench.bayes._ops._agq_op import AGQBinomialLogitNormal
+from hierbench.bayes._ops._agq_op import agq_logp_numpy
 
 # cells spanning few and many runs, all-fail / all-pass / mixed, logits -4..2
 CELLS = [(0, 1, -1.0), (1, 1, 0.5), (3, 10, -0.5), (0, 10, -4.0), (10, 10, 2.0),

@@ -1,7 +1,7 @@
 """The cached nutpie build computes what nutpie's own build computes, and falls back when it cannot.
 
 The reference is ``nutpie.compile_pymc_model`` of the same model (fast-math
-off, as :func:`hierbench.bayes._sampling.compile_model` builds): its log
+off, as :func:`hierbench.bayes._sampler._sampling.compile_model` builds): its log
 density, gradient, expansion and seeded draws must be the same to the bit.
 """
 
@@ -20,9 +20,9 @@ import pytensor
 import pytest
 from conftest import ROOT
 
-from hierbench.bayes import _compiled
-from hierbench.bayes import _nutpie_build
-from hierbench.bayes import _sampling
+from hierbench.bayes._sampler import _compiled
+from hierbench.bayes._sampler import _nutpie_build
+from hierbench.bayes._sampler import _sampling
 
 _PTR = ctypes.POINTER(ctypes.c_double)
 
@@ -99,7 +99,7 @@ def test_cached_build_computes_what_nutpies_build_computes():
 
 
 def test_a_model_at_another_size_loads_the_same_kernel_and_computes_what_nutpie_does():
-    # the sizes are data (hierbench.bayes._nutpie_build._layout), so the second size's wrappers
+    # the sizes are data (hierbench.bayes._sampler._nutpie_build._layout), so the second size's wrappers
     # are the first's, loaded from the disk cache (numba counts a hit), and still compute what
     # nutpie's own build (sizes written into its graph) computes at that size
     _ours(_model(*_data(4, n=12)))
@@ -173,7 +173,7 @@ import glob, json, os, sys, warnings, numpy as np, pytensor
 warnings.simplefilter("ignore")
 sys.path.insert(0, sys.argv[2])
 from test_bayes_build_cache import _model, _data, _nutpie, _logp, _expand
-from hierbench.bayes import _nutpie_build
+from hierbench.bayes._sampler import _nutpie_build
 model = _model(*_data(6))
 with pytensor.config.change_flags(numba__fastmath=False):
     c, reason = _nutpie_build.build(model)

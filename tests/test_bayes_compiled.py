@@ -12,12 +12,12 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from hierbench.bayes import _compiled
 from hierbench.bayes import build_beta_binomial
 from hierbench.bayes import build_crossed
 from hierbench.bayes import clear_compiled
 from hierbench.bayes import fit
 from hierbench.bayes import fit_replicates
+from hierbench.bayes._sampler import _compiled
 from hierbench.testing import simulate_eval
 
 

@@ -11,7 +11,7 @@ import xarray as xr
 
 from hierbench.bayes import ConvergenceWarning
 from hierbench.bayes import compute_diagnostics
-from hierbench.bayes._diagnostics import r_hat_limit
+from hierbench.bayes._checks._diagnostics import r_hat_limit
 
 
 def ar1_chains(rng, chains, draws, p, phi):

@@ -266,7 +266,7 @@ def test_clustered_zero_sum_density_is_the_gaussian_integrated_along_the_ones():
     from scipy import integrate
     from scipy.stats import multivariate_normal
 
-    from hierbench.bayes._crossed import _clustered_zero_sum_logp
+    from hierbench.bayes._models._crossed import _clustered_zero_sum_logp
 
     cl_idx = np.array([0, 0, 0, 1, 2, 2, 1, 0])
     size = np.bincount(cl_idx).astype(float)
@@ -293,7 +293,7 @@ def test_posterior_predictive_in_chunks_draws_the_logit_normal_binomial(monkeypa
     from scipy import stats
     from scipy.special import expit
 
-    import hierbench.bayes._crossed as C
+    import hierbench.bayes._models._crossed as C
 
     monkeypatch.setattr(C, "_PREDICTIVE_CHUNK", 2_400)
     ability, task, cluster, sd = np.array([-1.0, 0.5]), np.array([0.3, -2.0, 1.5]), np.array([0.4, -0.4]), 1.2

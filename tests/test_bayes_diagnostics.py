@@ -198,7 +198,7 @@ def test_advice_says_a_shared_cause_once_naming_every_variable_it_explains():
     """One agent with one run per task gave the same cause and fix three times (sd_task, z_task,
     task_effect), one sentence each; a cause is said once, with the failing variables it explains.
     """
-    from hierbench.bayes._diagnostics import _advice
+    from hierbench.bayes._checks._diagnostics import _advice
 
     shared, other = ["why", "the fix"], ["mu's own cause", "mu's fix"]
     dt = xr.DataTree()

@@ -206,8 +206,8 @@ def test_the_default_tune_is_the_package_one_and_the_zoo_spec_says_so():
 
     from conftest import ROOT
 
-    from hierbench.bayes._fit import _settings
-    from hierbench.bayes._sampling import DEFAULT_TUNE
+    from hierbench.bayes._sampler._fit import _settings
+    from hierbench.bayes._sampler._sampling import DEFAULT_TUNE
 
     def tune(info, given=None, sampler="nutpie"):
         return _settings(info, sampler, None, given, 4, None, "map", 400, 2000, {})["tune"]

@@ -26,8 +26,8 @@ def test_agq_op_jax_matches_numpy():
     import pytensor.tensor as pt
 
     from hierbench._numerics.agq import NEWTON_STEPS
-    from hierbench.bayes._agq_op import AGQBinomialLogitNormal
-    from hierbench.bayes._agq_op import agq_logp_numpy
+    from hierbench.bayes._ops._agq_op import AGQBinomialLogitNormal
+    from hierbench.bayes._ops._agq_op import agq_logp_numpy
 
     rng = np.random.default_rng(0)
     n = rng.integers(1, 30, 50).astype(float)
@@ -52,7 +52,7 @@ def test_binomial_logit_op_jax_matches_scipy():
     from scipy.special import expit
     from scipy.special import log_expit
 
-    from hierbench.bayes._logit_op import binomial_logit
+    from hierbench.bayes._ops._logit_op import binomial_logit
 
     rng = np.random.default_rng(1)
     n = rng.integers(1, 30, 50).astype(float)
@@ -72,8 +72,8 @@ def test_unit_interval_op_jax_matches_numpy():
     import pytensor
     import pytensor.tensor as pt
 
-    from hierbench.bayes._unit_interval_op import unit_interval_logp
-    from hierbench.bayes._unit_interval_op import unit_interval_numpy
+    from hierbench.bayes._ops._unit_interval_op import unit_interval_logp
+    from hierbench.bayes._ops._unit_interval_op import unit_interval_numpy
 
     rng = np.random.default_rng(2)
     y = np.where(rng.random(60) < 0.5, rng.random(60), rng.integers(0, 2, 60).astype(float))

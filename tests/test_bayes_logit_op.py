@@ -10,8 +10,8 @@ from scipy import stats
 from scipy.special import expit
 from scipy.special import gammaln
 
-from hierbench.bayes._logit_op import BinomialLogit
-from hierbench.bayes._logit_op import binomial_logit
+from hierbench.bayes._ops._logit_op import BinomialLogit
+from hierbench.bayes._ops._logit_op import binomial_logit
 
 
 def _compiled(mode: str):

@@ -19,8 +19,8 @@ import pytest
 import xarray as xr
 from scipy import integrate
 
-from hierbench.bayes._unit_interval import draw_scores
-from hierbench.bayes._unit_interval import tilt_logp
+from hierbench.bayes._models._unit_interval import draw_scores
+from hierbench.bayes._models._unit_interval import tilt_logp
 from hierbench.metrics._mixed import unit_interval_mean
 
 bayes = pytest.importorskip("hierbench.bayes")
@@ -158,7 +158,7 @@ def test_separated_binary_data_get_the_smaller_step():
     no direction (not separated). An agent that failed every run has one (its intercept down), and so
     has an agent whose successes all lie on the shorter tasks (a falling line through the gap).
     """
-    from hierbench.bayes._formula_model import separated_coefficients
+    from hierbench.bayes._models._formula_model import separated_coefficients
 
     mixed = np.array([[3, 2, 1, 2, 1, 0], [3, 3, 2, 1, 1, 0]])
     m = bayes.build_horizon(_horizon_board(mixed))

@@ -7,10 +7,10 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from hierbench.bayes._unit_interval import tilt_logp
-from hierbench.bayes._unit_interval_op import SERIES_BELOW
-from hierbench.bayes._unit_interval_op import UnitIntervalLogp
-from hierbench.bayes._unit_interval_op import unit_interval_logp
+from hierbench.bayes._models._unit_interval import tilt_logp
+from hierbench.bayes._ops._unit_interval_op import SERIES_BELOW
+from hierbench.bayes._ops._unit_interval_op import UnitIntervalLogp
+from hierbench.bayes._ops._unit_interval_op import unit_interval_logp
 
 
 def _compiled(mode: str):

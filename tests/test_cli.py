@@ -747,7 +747,7 @@ def test_fit_help_states_the_package_defaults():
     """`hierbench fit --help` writes the default run's numbers out (so that --help imports no
     PyMC); they must be the ones bayes.fit uses.
     """
-    from hierbench.bayes._sampling import FIT_DEFAULTS
+    from hierbench.bayes._sampler._sampling import FIT_DEFAULTS
     from hierbench.cli import build_parser
 
     fit_parser = build_parser()._subparsers._group_actions[0].choices["fit"]

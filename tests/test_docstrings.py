@@ -28,7 +28,7 @@ _OPTIONAL = {
 #: modules whose examples fit a model (tens of seconds): marked slow, still run in CI
 # examples that take over ~2 s (a fit, a design study, a report): the slow lane runs them
 _SLOW = {
-    "hierbench.bayes._fit", "hierbench.compare._compare", "hierbench.design._loo",
+    "hierbench.bayes._sampler._fit", "hierbench.compare._compare", "hierbench.design._loo",
     "hierbench.design._working", "hierbench.freq._glmm._effects", "hierbench.report._build",
 }
 

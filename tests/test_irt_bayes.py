@@ -1,4 +1,4 @@
-"""The PyMC 2PL / 1PL builders (hierbench.bayes._irt) and the irt_2pl zoo entry.
+"""The PyMC 2PL / 1PL builders (hierbench.bayes._models._irt) and the irt_2pl zoo entry.
 
 References: scipy.stats.binom for the likelihood, numpy for the identifying
 constraints, the registry for the spec file, the MAP fit for the tiny NUTS

@@ -199,7 +199,7 @@ def test_swebench_real_file_flags_claude_3_7_sonnet(shared_data):
 
 def test_forward_sampling_drops_only_the_object_mode_notice_and_the_sampling_line(caplog):
     pm = pytest.importorskip("pymc")
-    from hierbench.bayes._fit import _quiet_forward_sampling
+    from hierbench.bayes._sampler._fit import _quiet_forward_sampling
 
     with pm.Model() as model:
         mu = pm.Normal("mu")

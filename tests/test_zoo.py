@@ -26,7 +26,7 @@ def test_spec_round_trip(name):
     # the file holds the registry's spec (options, priors) and what fit() does by default
     # (the registry's own draws are the pre-issue-27 fixed 1,000; what fit() reads from it is
     # target_accept)
-    from hierbench.bayes._fit import FIT_DEFAULTS
+    from hierbench.bayes._sampler._fit import FIT_DEFAULTS
 
     entry = get_model(name).spec()
     for key in ("builder", "options", "priors"):

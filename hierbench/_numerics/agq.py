@@ -5,7 +5,7 @@ effect ``x ~ N(0, sd)`` has the unnormalised posterior
 ``N(x; 0, sd) Binomial(y | n, expit(eta + x))``. Its nodes are placed at the
 mode ``m`` (a normal-approximation start and damped Newton steps) and scaled
 by the curvature ``s``: ``z_q = m + s u_q``. The model's likelihood
-(:mod:`hierbench.bayes._agq_op`) sums the node terms; the posterior summaries
+(:mod:`hierbench.bayes._ops._agq_op`) sums the node terms; the posterior summaries
 (:mod:`hierbench.metrics._crossed`) normalise them into node masses. Both use
 the functions here, so the two can never place nodes differently. No PyMC is
 imported: the metrics work on a saved fit.

@@ -1,7 +1,7 @@
 """Compiled adaptive Gauss-Hermite quadrature (the maths is in :mod:`hierbench._numerics.agq`).
 
 Two kernels use the pieces built here: the model's likelihood Op
-(:mod:`hierbench.bayes._agq_op`, value and derivatives per cell) and the node
+(:mod:`hierbench.bayes._ops._agq_op`, value and derivatives per cell) and the node
 masses of the per-cell posteriors (:func:`node_masses`, for the posterior
 summaries of :mod:`hierbench.metrics._crossed`). They share the node
 centring (``centre``) and the log term of one node (``node_term``), so the
@@ -184,7 +184,7 @@ def node_stage(y, n, eta, m, s, u, c, prec, nb, lq, zz, sg, top):
 
     Fills ``lq[q, j]`` (log term), ``zz[q, j]`` (effect at the node), ``sg[q, j]``
     (``expit`` of the node's logit) and ``top[j]`` (largest log term): the
-    nodes that the likelihood kernel (:mod:`hierbench.bayes._agq_op`) and the
+    nodes that the likelihood kernel (:mod:`hierbench.bayes._ops._agq_op`) and the
     task averages (:func:`task_means`) both place.
     """
     for j in range(nb):

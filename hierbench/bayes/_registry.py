@@ -34,7 +34,7 @@ from .._base import PartialCreditError
 from .._base import cluster_codes
 from .._base import counts
 from .._base import refuse_agents_without_runs
-from ._sampling import FIT_DEFAULTS
+from ._sampler._sampling import FIT_DEFAULTS
 
 __all__ = [
     "HOOK_KINDS",

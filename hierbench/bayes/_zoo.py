@@ -140,7 +140,7 @@ def summarise(fit: xr.DataTree, var_names: tuple[str, ...]) -> dict[str, Any]:
 
 def run_case(case: ZooCase, **overrides: Any) -> tuple[xr.DataTree, dict[str, Any]]:
     """Fit one zoo case with its settings and return the fit and its reference record."""
-    from ._fit import fit
+    from ._sampler._fit import fit
 
     entry = get_model(case.model)
     data = case.loader()

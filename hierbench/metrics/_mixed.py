@@ -154,7 +154,7 @@ def row_predictor(dr: MixedDraws, design: Any, X: np.ndarray, rows: np.ndarray, 
 def unit_interval_mean(eta: np.ndarray, interior: np.ndarray) -> np.ndarray:
     """Mean of the [0, 1]-score family.
 
-    Mean of the [0, 1]-score family (:mod:`hierbench.bayes._unit_interval`):
+    Mean of the [0, 1]-score family (:mod:`hierbench.bayes._models._unit_interval`):
     ``expit(theta) + w r'(theta) / (1 + w r(theta))``, ``r(theta) = tanh(theta / 2) / theta``,
     ``theta = eta (3 + 1.5 w) / (3 + 0.5 w)``.
 

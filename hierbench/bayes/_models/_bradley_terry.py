@@ -35,23 +35,23 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import HierbenchWarning
-from .._base import check_choice
-from .._base import renamed_kwargs
-from .._base import warn_user
-from ..data import PAIR_COUNTS_SCHEMA
-from ..data import EvalDataError
-from ..data import check_pairwise
-from ..data import to_pair_counts
-from ._registry import ModelEntry
-from ._registry import PriorError
-from ._registry import make_prior
-from ._registry import register
-from ._structure import Structure
-from ._structure import centre_choice
-from ._structure import pair_design
-from ._structure import pair_spread
-from ._structure import spread_for_centring
+from ..._base import HierbenchWarning
+from ..._base import check_choice
+from ..._base import renamed_kwargs
+from ..._base import warn_user
+from ...data import PAIR_COUNTS_SCHEMA
+from ...data import EvalDataError
+from ...data import check_pairwise
+from ...data import to_pair_counts
+from .._registry import ModelEntry
+from .._registry import PriorError
+from .._registry import make_prior
+from .._registry import register
+from .._structure import Structure
+from .._structure import centre_choice
+from .._structure import pair_design
+from .._structure import pair_spread
+from .._structure import spread_for_centring
 
 __all__ = [
     "BT_DEFAULT_PRIORS",

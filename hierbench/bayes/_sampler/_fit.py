@@ -28,12 +28,12 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import as_rng
-from .._base import warn_user
-from .._base import watched
+from ..._base import as_rng
+from ..._base import warn_user
+from ..._base import watched
+from .._checks._diagnostics import diagnose
+from .._registry import model_hook
 from . import _compiled as _compiled_store
-from ._diagnostics import diagnose
-from ._registry import model_hook
 from ._sampling import DEFAULT_TUNE
 from ._sampling import FIT_DEFAULTS
 from ._sampling import MAX_DRAWS
@@ -50,12 +50,12 @@ from ._sampling import with_start
 __all__ = ["FIT_DEFAULTS", "INITS", "SAMPLERS", "add_log_likelihood", "fit", "fit_replicates"]
 
 SAMPLERS = ("nutpie", "pymc", "numpyro")
-#: where nutpie's chains start (see :func:`hierbench.bayes._sampling.find_start`)
+#: where nutpie's chains start (see :func:`hierbench.bayes._sampler._sampling.find_start`)
 INITS = ("map", "support_point")
 
 
 def _version() -> str:
-    from .. import __version__
+    from ... import __version__
 
     return __version__
 
@@ -600,8 +600,8 @@ def _fit_one(item: tuple[int, dict[str, np.ndarray]], gen: np.random.Generator, 
 
 def _replicate_updates(model: pm.Model, info: dict[str, Any], replicates: list[Any]) -> list[dict[str, np.ndarray]]:
     """Each replicate's data as the model's shared-variable values (checked against its design)."""
-    from ._crossed import _log_binom
-    from ._registry import prepare_counts
+    from .._models._crossed import _log_binom
+    from .._registry import prepare_counts
 
     out = []
     for i, rep in enumerate(replicates):
@@ -635,7 +635,7 @@ def _warn_failed(fits: list[xr.DataTree]) -> None:
     """One ConvergenceWarning summarising the replicates that failed their checks."""
     from collections import Counter
 
-    from ._diagnostics import ConvergenceWarning
+    from .._checks._diagnostics import ConvergenceWarning
 
     failed = [f for f in fits if not f.attrs["diag_converged"]]
     if not failed:
@@ -732,8 +732,8 @@ def fit_replicates(
     >>> [int(f.attrs["replicate"]) for f in fits]
     [0, 1]
     """
-    from .._parallel import check_executor
-    from .._parallel import map_seeded
+    from ..._parallel import check_executor
+    from ..._parallel import map_seeded
 
     info = _check_model(model)
     _check_run(draws, tune, chains, target_ess, max_draws, init)

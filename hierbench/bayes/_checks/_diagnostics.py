@@ -34,9 +34,9 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from .._base import NotConvergedWarning
-from .._base import fit_record
-from .._base import warn_user
+from ..._base import NotConvergedWarning
+from ..._base import fit_record
+from ..._base import warn_user
 from ._rankstats import elements
 from ._rankstats import rank_diagnostics
 
@@ -230,7 +230,7 @@ def _per_element(post: xr.Dataset, known: Mapping[str, xr.Dataset] | None = None
     ``ess_within`` is the Monte Carlo noise an element would show if its chains
     agreed; the pooled ESS shrinks when they disagree, which would let an
     element excuse its own R-hat. Computed for all elements at once by
-    :func:`~hierbench.bayes._rankstats.rank_diagnostics` (the statistics the
+    :func:`~hierbench.bayes._checks._rankstats.rank_diagnostics` (the statistics the
     default fit's stopping rule reads); a variable with a non-finite draw, or a
     fit with one chain or under four draws, goes to arviz-stats as it is.
     Variables in ``known`` take their statistics from there.

@@ -282,7 +282,7 @@ def build(model: Any) -> tuple[Any, str | None]:
     Returns the :class:`~nutpie.compile_pymc.CompiledPyMCModel` and None, or
     None and the reason the cached path cannot be used (then build with
     ``nutpie.compile_pymc_model``). Call under the caller's PyTensor flags
-    (:func:`hierbench.bayes._sampling.compile_model` turns fast-math off).
+    (:func:`hierbench.bayes._sampler._sampling.compile_model` turns fast-math off).
     """
     import numpy as np
     from nutpie import compile_pymc as cp

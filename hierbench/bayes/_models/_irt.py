@@ -37,27 +37,27 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from .._base import HierbenchError
-from .._base import check_choice
-from .._priors import IRT_HYPERPRIORS
+from ..._base import HierbenchError
+from ..._base import check_choice
+from ..._priors import IRT_HYPERPRIORS
+from .._registry import ModelEntry
+from .._registry import count_coords
+from .._registry import count_data
+from .._registry import count_info
+from .._registry import make_prior
+from .._registry import merge_priors
+from .._registry import normal_group
+from .._registry import prepare_counts
+from .._registry import register
+from .._registry import register_hook
+from .._structure import Structure
+from .._structure import centre_choice
+from .._structure import count_design
+from .._structure import decide_clusters
+from .._structure import level_information
+from .._structure import level_spread
+from .._structure import spread_for_centring
 from ._crossed import _likelihood_none
-from ._registry import ModelEntry
-from ._registry import count_coords
-from ._registry import count_data
-from ._registry import count_info
-from ._registry import make_prior
-from ._registry import merge_priors
-from ._registry import normal_group
-from ._registry import prepare_counts
-from ._registry import register
-from ._registry import register_hook
-from ._structure import Structure
-from ._structure import centre_choice
-from ._structure import count_design
-from ._structure import decide_clusters
-from ._structure import level_information
-from ._structure import level_spread
-from ._structure import spread_for_centring
 
 __all__ = ["IRT_PRIORS", "build_irt_1pl", "build_irt_2pl"]
 

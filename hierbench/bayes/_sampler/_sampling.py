@@ -34,7 +34,7 @@ nutpie through this module in three steps.
    that passes ends the run and the draws beyond it are dropped. The
    decision at a checkpoint depends on those draws alone, so the result is
    the same whatever the machine's speed. A checkpoint reads its draws from
-   nutpie's Arrow snapshot (:mod:`hierbench.bayes._nutpie_trace`); only the
+   nutpie's Arrow snapshot (:mod:`hierbench.bayes._sampler._nutpie_trace`); only the
    kept draws are converted to a DataTree.
 """
 
@@ -51,12 +51,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .._base import warn_user
+from ..._base import warn_user
+from .._checks._rankstats import elements
+from .._checks._rankstats import rank_diagnostics
+from .._checks._rankstats import tail_ess
 from ._nutpie_build import FAILED
 from ._nutpie_trace import checkpoint_draws
-from ._rankstats import elements
-from ._rankstats import rank_diagnostics
-from ._rankstats import tail_ess
 
 __all__ = [
     "DEFAULT_TUNE",
@@ -132,7 +132,7 @@ def checkpoints(max_draws: int) -> list[int]:
 def compile_model(model: Any) -> Any:
     """Nutpie's numba build of ``model``, with fast-math off (see the module docstring).
 
-    Built by :func:`hierbench.bayes._nutpie_build.build`, whose C entry points
+    Built by :func:`hierbench.bayes._sampler._nutpie_build.build`, whose C entry points
     numba caches on disk (a later process loads them instead of compiling);
     where that cannot be used, by ``nutpie.compile_pymc_model`` (the same
     function, compiled in every process). A build that fails for another
@@ -358,7 +358,7 @@ def assess(
     """Whether draws ``x`` (elements, chains, draws) meet the fit's targets, and how many times more would.
 
     The targets: finite draws; every element's rank R-hat within
-    :func:`~hierbench.bayes._diagnostics.r_hat_limit` (of its own per-chain
+    :func:`~hierbench.bayes._checks._diagnostics.r_hat_limit` (of its own per-chain
     ESS and the number of elements: the rule of ``compute_diagnostics``); bulk
     and tail ESS of every element at least ``target_ess`` (and the
     diagnostics' own per-chain threshold). The second value predicts the
@@ -372,8 +372,8 @@ def assess(
     exactly as with every statistic, at a fraction of the cost. The third
     value is :func:`rank_diagnostics` of ``x`` where computed (else None).
     """
-    from ._diagnostics import DEFAULT_THRESHOLDS
-    from ._diagnostics import r_hat_limit
+    from .._checks._diagnostics import DEFAULT_THRESHOLDS
+    from .._checks._diagnostics import r_hat_limit
 
     if not np.isfinite(x).all():
         return False, 1.25, None
@@ -536,7 +536,7 @@ def sample_to_target(
 
 def _known(dt: xr.DataTree, stats: dict[str, np.ndarray] | None) -> dict[str, xr.Dataset] | None:
     """A check's statistics of ``elements(posterior)`` per variable, for the fit's diagnostics to reuse."""
-    from ._diagnostics import per_variable
+    from .._checks._diagnostics import per_variable
 
     if stats is None:
         return None

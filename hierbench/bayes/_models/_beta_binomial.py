@@ -29,28 +29,28 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import DEFAULT_PROB
-from .._base import as_rng
-from .._base import check_choice
-from .._base import check_prob
-from .._base import make_interval
-from ._registry import ModelEntry
-from ._registry import count_coords
-from ._registry import count_data
-from ._registry import count_info
-from ._registry import log_binom
-from ._registry import make_prior
-from ._registry import merge_priors
-from ._registry import normal_group
-from ._registry import prepare_counts
-from ._registry import register
-from ._registry import register_hook
-from ._structure import Structure
-from ._structure import centre_choice
-from ._structure import count_design
-from ._structure import level_information
-from ._structure import level_spread
-from ._structure import spread_for_centring
+from ..._base import DEFAULT_PROB
+from ..._base import as_rng
+from ..._base import check_choice
+from ..._base import check_prob
+from ..._base import make_interval
+from .._registry import ModelEntry
+from .._registry import count_coords
+from .._registry import count_data
+from .._registry import count_info
+from .._registry import log_binom
+from .._registry import make_prior
+from .._registry import merge_priors
+from .._registry import normal_group
+from .._registry import prepare_counts
+from .._registry import register
+from .._registry import register_hook
+from .._structure import Structure
+from .._structure import centre_choice
+from .._structure import count_design
+from .._structure import level_information
+from .._structure import level_spread
+from .._structure import spread_for_centring
 
 __all__ = ["BETA_BINOMIAL_PRIORS", "build_beta_binomial", "task_posteriors"]
 

@@ -23,14 +23,14 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from .._base import HierbenchWarning
-from .._base import as_rng
-from .._base import warn_user
-from .._docs import fill_doc
+from ..._base import HierbenchWarning
+from ..._base import as_rng
+from ..._base import warn_user
+from ..._docs import fill_doc
+from .._registry import model_hook
 from ._fit import _check_model
 from ._fit import _stamp
 from ._fit import pymc_log_likelihood
-from ._registry import model_hook
 from ._sampling import exact_numba
 
 __all__ = ["MEASURED_ERROR", "ApproximationWarning", "approximation_error", "fit_approx"]

@@ -35,35 +35,35 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy.special import expit
 
-from .._base import ability_meaning
-from .._base import check_choice
-from .._base import check_int
-from .._numerics import NEWTON_STEPS
-from .._numerics import gauss_hermite
-from .._numerics import population_nodes
-from ..metrics import unidentified_components
-from ._agq_op import AGQBinomialLogitNormal
-from ._logit_op import binomial_logit
-from ._registry import ModelEntry
-from ._registry import PriorError
-from ._registry import count_coords
-from ._registry import count_data
-from ._registry import count_info
-from ._registry import log_binom
-from ._registry import make_prior
-from ._registry import merge_priors
-from ._registry import normal_group
-from ._registry import prepare_counts
-from ._registry import register
-from ._registry import register_hook
-from ._structure import Structure
-from ._structure import count_design
-from ._structure import decide_agent_task
-from ._structure import decide_centring
-from ._structure import decide_clusters
-from ._structure import level_information
-from ._structure import level_spread
-from ._structure import spread_for_centring
+from ..._base import ability_meaning
+from ..._base import check_choice
+from ..._base import check_int
+from ..._numerics import NEWTON_STEPS
+from ..._numerics import gauss_hermite
+from ..._numerics import population_nodes
+from ...metrics import unidentified_components
+from .._ops._agq_op import AGQBinomialLogitNormal
+from .._ops._logit_op import binomial_logit
+from .._registry import ModelEntry
+from .._registry import PriorError
+from .._registry import count_coords
+from .._registry import count_data
+from .._registry import count_info
+from .._registry import log_binom
+from .._registry import make_prior
+from .._registry import merge_priors
+from .._registry import normal_group
+from .._registry import prepare_counts
+from .._registry import register
+from .._registry import register_hook
+from .._structure import Structure
+from .._structure import count_design
+from .._structure import decide_agent_task
+from .._structure import decide_centring
+from .._structure import decide_clusters
+from .._structure import level_information
+from .._structure import level_spread
+from .._structure import spread_for_centring
 
 __all__ = ["CROSSED_PRIORS", "build_crossed", "gauss_hermite"]
 
@@ -96,7 +96,7 @@ def _cluster_data(coords: dict, cl_idx: np.ndarray) -> tuple[Any, Any, Any]:
     """Each task's cluster, each cluster's size (model data) and the number of clusters (the dim).
 
     Data rather than constants, so that the compiled kernel holds no size
-    (see :mod:`hierbench.bayes._nutpie_build`).
+    (see :mod:`hierbench.bayes._sampler._nutpie_build`).
     """
     idx = pm.Data("task_cluster_idx", cl_idx.astype(np.int64), dims="task")
     size = np.bincount(cl_idx, minlength=len(coords["cluster"])).astype(float)
@@ -444,7 +444,7 @@ def _task_effects_plain(coords: dict, sd_task: Any, sd_at: Any, centred: bool) -
     18 of 40 prior-predictive replicates of a 4 x 30 x 5 design).
     """
     # the number of tasks read from the model's dim (not a constant): the compiled kernel is
-    # then the same at any size, and loads from the disk cache (hierbench.bayes._nutpie_build)
+    # then the same at any size, and loads from the disk cache (hierbench.bayes._sampler._nutpie_build)
     n_task = pt.cast(pm.modelcontext(None).dim_lengths["task"], "float64")
     offset = pm.Deterministic(
         "task_offset", pm.Normal("z_task_offset", 0.0, 1.0) * sd_task / pt.sqrt(n_task)
@@ -547,7 +547,7 @@ def _likelihood_none(eta_cell: Any, n_cell: Any, y_cell: Any, cells: dict) -> No
     The coefficient is precomputed: ``pm.Binomial`` with a data-valued ``n``
     recomputes three gammaln per cell at every gradient (half the gradient
     cost on 25 x 500 Bernoulli cells). The rest is one fused Op
-    (:mod:`hierbench.bayes._logit_op`): value and gradient in one SIMD pass.
+    (:mod:`hierbench.bayes._ops._logit_op`): value and gradient in one SIMD pass.
     """
     log_binom_cell = pm.Data("cell_log_binom", log_binom(cells["cell_y"], cells["cell_n"]), dims="cell")
 
@@ -851,7 +851,7 @@ def _add_mean_observed(
     dt: xr.DataTree, rng: None | int | np.random.Generator = None, *, info: Any = None
 ) -> xr.DataTree:
     """Add ``mean_observed(agent)``: the posterior of the average success probability over the dataset's tasks."""
-    from ..metrics import _mean_observed_draws
+    from ...metrics import _mean_observed_draws
 
     post = dt["posterior"].to_dataset()
     if "mean_observed" in post:

@@ -1,6 +1,6 @@
 """The [0, 1]-score family's log density as one fused Op: value and both derivatives per run.
 
-The family is :mod:`hierbench.bayes._unit_interval`'s: with ``theta = kappa(w) eta``,
+The family is :mod:`hierbench.bayes._models._unit_interval`'s: with ``theta = kappa(w) eta``,
 ``kappa(w) = (3 + 1.5 w) / (3 + 0.5 w)`` and ``r(theta) = tanh(theta / 2) / theta``,
 
     log p(y) = theta y - softplus(theta) - log(1 + w r(theta)) + [0 < y < 1] log w,
@@ -8,7 +8,7 @@ The family is :mod:`hierbench.bayes._unit_interval`'s: with ``theta = kappa(w) e
     d / d w   = eta kappa'(w) (y - E) - r / (1 + w r) + [0 < y < 1] / w,
 
 ``kappa'(w) = 3 / (3 + 0.5 w)^2``. As PyTensor's elementwise graph
-(:func:`~hierbench.bayes._unit_interval.tilt_logp`, kept as the reference the
+(:func:`~hierbench.bayes._models._unit_interval.tilt_logp`, kept as the reference the
 Op is tested against) each run cost scalar ``exp``, ``log1p``, ``tanh`` and
 ``log`` calls in the value and more in the gradient: 0.6 ms per gradient
 over METR's 6,852 scored runs. Here one loop computes all three from one
@@ -98,10 +98,10 @@ def _register_numba() -> None:
 
     @numba_basic.register_funcify_default_op_cache_key(UnitIntervalLogp)
     def _funcify(op: UnitIntervalLogp, node: Any = None, **kwargs: Any) -> Any:
-        from .._numerics import KERNEL_FLAGS
-        from .._numerics import exp_nonpos
-        from .._numerics import log_one_two
-        from .._numerics import log_pos
+        from ..._numerics import KERNEL_FLAGS
+        from ..._numerics import exp_nonpos
+        from ..._numerics import log_one_two
+        from ..._numerics import log_pos
 
         cut = SERIES_BELOW
 
@@ -144,7 +144,7 @@ def _register_numba() -> None:
 
 
 def _kernel_version() -> int:
-    from .._numerics import agq_numba
+    from ..._numerics import agq_numba
 
     return source_version(_register_numba, agq_numba, SERIES_BELOW)
 

@@ -26,8 +26,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy.special import gammaln
 
-from ..metrics import ordinal_probs
-from ._registry import make_prior
+from ...metrics import ordinal_probs
+from .._registry import make_prior
 
 __all__ = ["grade_log_coefficient", "ordinal_likelihood", "ordinal_log_probs", "threshold_prior"]
 
@@ -75,7 +75,7 @@ def threshold_prior(spec: dict[str, Any], n_categories: int, shift: Any) -> tupl
     """
     spec = dict(spec)
     if "mu" not in spec:
-        from ._registry import PriorError
+        from .._registry import PriorError
 
         raise PriorError(f"`priors['thresholds']` must be a location family with a `mu` parameter; got {spec}")
     spec["mu"] = spec["mu"] - shift

@@ -39,9 +39,9 @@ from pytensor.gradient import disconnected_type
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from .._numerics import NEWTON_STEPS
-from .._numerics import gauss_hermite
-from .._numerics import place_nodes
+from ..._numerics import NEWTON_STEPS
+from ..._numerics import gauss_hermite
+from ..._numerics import place_nodes
 from ._fused import source_version
 
 __all__ = ["AGQBinomialLogitNormal", "agq_logp_numpy", "gauss_hermite"]
@@ -165,11 +165,11 @@ def _register_numba() -> None:
 
     @numba_basic.register_funcify_default_op_cache_key(AGQBinomialLogitNormal)
     def _funcify(op: AGQBinomialLogitNormal, node: Any = None, **kwargs: Any) -> Any:
-        from .._numerics import KERNEL_FLAGS
-        from .._numerics import centre
-        from .._numerics import exp_nonpos
-        from .._numerics import log_pos
-        from .._numerics import node_stage
+        from ..._numerics import KERNEL_FLAGS
+        from ..._numerics import centre
+        from ..._numerics import exp_nonpos
+        from ..._numerics import log_pos
+        from ..._numerics import node_stage
 
         u, w = gauss_hermite(op.n_quad)
         c = np.log(w) + 0.5 * u**2
@@ -250,8 +250,8 @@ def _register_numba() -> None:
 
 
 def _kernel_version() -> int:
-    from .._numerics import agq as shared
-    from .._numerics import agq_numba as shared_numba
+    from ..._numerics import agq as shared
+    from ..._numerics import agq_numba as shared_numba
 
     return source_version(_register_numba, shared, shared_numba)
 

@@ -1,6 +1,6 @@
 """The draws a checkpoint checks, read from nutpie's trace without building a DataTree.
 
-A checkpoint of :func:`hierbench.bayes._sampling.sample_to_target` needs the
+A checkpoint of :func:`hierbench.bayes._sampler._sampling.sample_to_target` needs the
 first ``n`` post-warmup draws of every posterior element as one array.
 nutpie's ``inspect()`` converts the whole trace to an ArviZ tree first (every
 variable, the warm-up rows, the sampler statistics): 0.3 s per checkpoint at
@@ -8,7 +8,7 @@ variable, the warm-up rows, the sampler statistics): 0.3 s per checkpoint at
 ~0.1 s each against a few milliseconds of sampling). Here the posterior
 columns of nutpie's Arrow snapshot are copied straight into that array:
 the same numbers in the same order as
-:func:`~hierbench.bayes._rankstats.elements` of the converted tree (tested),
+:func:`~hierbench.bayes._checks._rankstats.elements` of the converted tree (tested),
 so every checkpoint decides as before.
 
 The snapshot is read through nutpie's sampler object (``_sampler``), which is

@@ -60,12 +60,25 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from .._base import HierbenchError
-from .._base import check_choice
-from .._base import check_int
-from ..data import DEFAULT_FORMULA
-from ..data import model_design
-from ..metrics import task_codes
+from ..._base import HierbenchError
+from ..._base import check_choice
+from ..._base import check_int
+from ...data import DEFAULT_FORMULA
+from ...data import model_design
+from ...metrics import task_codes
+from .._registry import ModelEntry
+from .._registry import PriorError
+from .._registry import make_prior
+from .._registry import merge_priors
+from .._registry import normal_group
+from .._registry import register
+from .._structure import Structure
+from .._structure import centre_choice
+from .._structure import decide_agent_task
+from .._structure import decide_centring
+from .._structure import formula_design
+from .._structure import nested_terms
+from .._structure import term_information
 from . import _mixed_predictive  # noqa: F401  (registers the 'mixed.predictive' hook)
 from ._crossed import CROSSED_PRIORS
 from ._crossed import NOMINAL_AGENT_TASK_SD
@@ -74,19 +87,6 @@ from ._crossed import _likelihood_marginal
 from ._crossed import _likelihood_none
 from ._ordinal import ordinal_likelihood
 from ._ordinal import threshold_prior
-from ._registry import ModelEntry
-from ._registry import PriorError
-from ._registry import make_prior
-from ._registry import merge_priors
-from ._registry import normal_group
-from ._registry import register
-from ._structure import Structure
-from ._structure import centre_choice
-from ._structure import decide_agent_task
-from ._structure import decide_centring
-from ._structure import formula_design
-from ._structure import nested_terms
-from ._structure import term_information
 from ._unit_interval import unit_interval_likelihood
 
 __all__ = ["MIXED_PRIORS", "build_mixed"]

@@ -47,15 +47,15 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from ..data import model_design
-from ..data import task_minutes
+from ...data import model_design
+from ...data import task_minutes
+from .._structure import Structure
+from .._structure import cluster_figures
+from .._structure import decide_agent_task
+from .._structure import decide_clusters
+from .._structure import formula_design
 from ._formula_model import MIXED_PRIORS
 from ._formula_model import build_chosen
-from ._structure import Structure
-from ._structure import cluster_figures
-from ._structure import decide_agent_task
-from ._structure import decide_clusters
-from ._structure import formula_design
 
 __all__ = ["build_horizon"]
 

@@ -11,7 +11,7 @@ gradient of the SWE-bench crossed model (25 x 500 Bernoulli cells), most of
 its cost. Here one loop computes both from one exponential, with the
 branch-free ``exp`` and ``log`` of :mod:`hierbench._numerics.agq_numba`, so
 LLVM runs it on SIMD lanes (the likelihood of the quadrature Op,
-:mod:`hierbench.bayes._agq_op`, at a single node with no effect).
+:mod:`hierbench.bayes._ops._agq_op`, at a single node with no effect).
 
 The NumPy ``perform`` (PyMC's own NUTS, predictive and log-likelihood
 groups) and the JAX implementation (numpyro) evaluate the same formulas.
@@ -66,9 +66,9 @@ def _register_numba() -> None:
 
     @numba_basic.register_funcify_default_op_cache_key(BinomialLogit)
     def _funcify(op: BinomialLogit, node: Any = None, **kwargs: Any) -> Any:
-        from .._numerics import KERNEL_FLAGS
-        from .._numerics import exp_nonpos
-        from .._numerics import log_one_two
+        from ..._numerics import KERNEL_FLAGS
+        from ..._numerics import exp_nonpos
+        from ..._numerics import log_one_two
 
         @numba_basic.numba_njit(**KERNEL_FLAGS)
         def kernel(y, n, eta):
@@ -89,7 +89,7 @@ def _register_numba() -> None:
 
 
 def _kernel_version() -> int:
-    from .._numerics import agq_numba
+    from ..._numerics import agq_numba
 
     return source_version(_register_numba, agq_numba)
 

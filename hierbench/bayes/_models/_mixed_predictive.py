@@ -16,11 +16,11 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
-from ..metrics import mixed_draws
-from ..metrics import ordinal_probs
-from ..metrics import row_predictor
-from ..metrics import task_codes
-from ._registry import register_hook
+from ...metrics import mixed_draws
+from ...metrics import ordinal_probs
+from ...metrics import row_predictor
+from ...metrics import task_codes
+from .._registry import register_hook
 from ._unit_interval import draw_scores
 
 __all__: list[str] = []

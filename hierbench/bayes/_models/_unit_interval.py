@@ -45,8 +45,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ._registry import make_prior
-from ._unit_interval_op import unit_interval_logp
+from .._ops._unit_interval_op import unit_interval_logp
+from .._registry import make_prior
 
 __all__ = ["draw_scores", "kappa", "tilt_logp", "unit_interval_likelihood"]
 
@@ -68,7 +68,7 @@ def tilt_logp(value: Any, eta: Any, interior: Any) -> Any:
     """Log density of each score with respect to ``delta_0 + delta_1 + dy`` (``interior`` = ``w``).
 
     The PyTensor graph of the density; the model evaluates the same density
-    through the fused Op of :mod:`hierbench.bayes._unit_interval_op`, which is
+    through the fused Op of :mod:`hierbench.bayes._ops._unit_interval_op`, which is
     tested against this graph.
     """
     eta = kappa(interior) * eta
