@@ -120,6 +120,33 @@ def test_adaptive_replay_stops_by_budget_width_or_exhaustion():
     assert s.tasks.values.tolist()[:2] == ["t010", "t003"]
 
 
+def test_adaptive_interval_says_it_is_model_based_and_whether_misfit_is_in_it():
+    # the adaptive interval rests on the bank for every task not run (chosen by the model): its
+    # repr and its ci_detail say so, and whether the misfit variance widened it
+    import dataclasses
+
+    from hierbench.design import MisfitCalibration
+
+    bank = _bank(T=30, S=20, seed=2)
+    truth = (np.random.default_rng(3).random(30) < 0.5).astype(float)
+    res = adaptive(bank, lambda t: truth[int(t[1:])], budget=8, rng=0, n_draws=20)
+    head = repr(res).splitlines()[0]
+    assert head.startswith("AdaptiveResult: model-based estimate with 95% eti interval after 8 tasks (holds if the "
+                           "bank's IRT model describes this agent on the tasks not run; no misfit variance added")
+    detail = res.ci.attrs["ci_detail"]
+    assert "model-based: trusts the bank's item curves on the 22 tasks not run" in detail
+    assert "no misfit variance added" in detail and "assisted_adaptive" in detail
+    # a misfit calibration of 0.05 at every size (built by hand) widens the interval, and the label says so
+    tau = xr.DataArray(np.full(8, 0.05), dims="n_tasks", coords={"n_tasks": np.arange(1, 9)})
+    fields = {f.name: None for f in dataclasses.fields(MisfitCalibration)}
+    mis = MisfitCalibration(**{**fields, "estimate": tau, "criterion": "variance", "n_runs": 1, "n_tasks_bank": 30,
+                               "folds": 1, "seconds": 0.0})
+    wide = adaptive(bank, lambda t: truth[int(t[1:])], budget=8, rng=0, n_draws=20, misfit=mis)
+    assert "misfit variance added" in repr(wide).splitlines()[0] and "no misfit" not in repr(wide)
+    assert "plus model-misfit sd 0.0500" in wide.ci.attrs["ci_detail"]
+    assert np.diff(wide.ci.values)[0] > np.diff(res.ci.values)[0]
+
+
 def test_adaptive_callback_counts_failed_runs_and_refuses_partial_credit():
     bank = _bank(T=10)
     calls = []
