@@ -243,6 +243,45 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
 
 
 @pytest.mark.slow
+def test_loo_study_with_a_fixed_calibration_set_never_uses_the_held_out_logs():
+    # calibration= fixes the agents that calibrate the bank, the misfit variance and the working
+    # model (a held-back leaderboard: the earlier submissions calibrate, the later ones are
+    # scored). A held-out agent's logs then reach nothing but its own scores: rewriting another
+    # held-out agent's answers leaves them bit for bit (same seed), where the default study,
+    # which calibrates each agent's bank on every other agent, changes.
+    _, data = _complete_log(7, 30, seed=4)
+    calib = ["m0", "m1", "m2", "m3"]
+    kw = dict(n_tasks=(4, 8), n_repeat=2, n_bank_draws=30, rng=9,
+              selections=("random_mean", "random", "adaptive", "assisted_adaptive"))
+    other = data.copy(deep=True)
+    other["score"].loc[{"agent": "m6"}] = 1.0 - other["score"].sel(agent="m6")
+    fixed = [loo_study(d, calibration=calib, **kw) for d in (data, other)]
+    assert list(fixed[0].agent.values) == ["m4", "m5", "m6"]  # the agents not calibrating
+    assert fixed[0].attrs["calibration_agents"] == "m0, m1, m2, m3"
+    for f in fixed:  # calibrated once: one calibration time for all
+        assert np.unique(f.calibration_seconds.values).size == 1
+    keep = ["predicted", "lower", "upper", "model_predicted", "misfit_z"]
+    xr.testing.assert_identical(*(f[keep].sel(agent=["m4", "m5"]) for f in fixed))
+    default = [loo_study(d, agents=["m4"], **kw) for d in (data, other)]
+    assert default[0].attrs["calibration_agents"] == "every agent but the one held out"
+    assert not default[0].predicted.sel(selection="random").equals(default[1].predicted.sel(selection="random"))
+
+
+def test_loo_study_calibration_errors():
+    _, data = _complete_log(5, 20, seed=0)
+    with pytest.raises(ValueError, match=r"`agents` and `calibration` must not share an agent.*\['m1'\]"):
+        loo_study(data, agents=["m0", "m1"], calibration=["m1", "m2", "m3"], selections=("random_mean",))
+    with pytest.raises(ValueError, match=r"`calibration` must be agents of `data`; unknown \['zz'\]"):
+        loo_study(data, calibration=["m1", "zz"], selections=("random_mean",))
+    with pytest.raises(ValueError, match=r"`calibration` must name at least 3 agents .*misfit.*; got 2"):
+        loo_study(data, calibration=["m1", "m2"], selections=("adaptive",))
+    with pytest.raises(ValueError, match=r"leave at least one of the 5 to hold out; got 5"):
+        loo_study(data, calibration=["m0", "m1", "m2", "m3", "m4"], selections=("random_mean",))
+    with pytest.raises(ValueError, match=r"`calibration` must name each agent once"):
+        loo_study(data, calibration=["m1", "m1", "m2"], selections=("random_mean",))
+
+
+@pytest.mark.slow
 def test_loo_study_with_repeated_runs():
     # Repeated (and ragged) runs: every selection runs, each chosen task with all its runs;
     # the plain mean then has a finite-population t interval (checked against scipy).
