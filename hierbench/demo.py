@@ -644,6 +644,7 @@ def _plan_section(ctx: DemoContext) -> str:
     kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
     R, sd_made, runs_text = _runs_made(ctx, kw)
     mde = minimum_detectable_effect(T, sd_diff=sd_made, power=0.8)
+    sd_obs, n_pairs = _observed_paired_sd(ctx)
     rows = []
     for effect in (0.03, 0.05, 0.10):
         rows.append(
@@ -651,6 +652,9 @@ def _plan_section(ctx: DemoContext) -> str:
                 "difference to detect": effect,
                 "tasks needed (R=1)": tasks_for_power(effect, n_runs=1, **kw),
                 f"tasks needed (R={R}, as run)": tasks_for_power(effect, sd_diff=sd_made),
+                f"tasks needed (R={R}, no model: observed SD)": (
+                    tasks_for_power(effect, sd_diff=sd_obs) if sd_obs > 0 else np.nan
+                ),
             }
         )
     table = pd.DataFrame(rows).set_index("difference to detect")
@@ -675,9 +679,44 @@ def _plan_section(ctx: DemoContext) -> str:
         + runs_text
         + tasks_text
         + f"\nWith {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
-        f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n\n"
+        f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
+        + _observed_text(sd_made, sd_obs, n_pairs)
+        + "\n\n"
         + table.to_string()
         + buy
+    )
+
+
+def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:
+    """The SD of a per-task paired difference as the log shows it, with no model: root mean square over pairs.
+
+    Each pair's differences of its cell means over the tasks both agents ran (at least 3), their
+    sample variance; the root of the mean over the pairs. Returns (SD, pairs used).
+    """
+    from .data import to_counts
+
+    c = to_counts(ctx.data)
+    rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
+    var = []
+    for i in range(rate.shape[0]):
+        for j in range(i + 1, rate.shape[0]):
+            d = rate[i] - rate[j]
+            d = d[np.isfinite(d)]
+            if d.size >= 3:
+                var.append(d.var(ddof=1))
+    return (float(np.sqrt(np.mean(var))), len(var)) if var else (np.nan, 0)
+
+
+def _observed_text(sd_made: float, sd_obs: float, n_pairs: int) -> str:
+    """The plan's model-based SD beside the one the log shows, said as the two columns' difference."""
+    if not sd_obs > 0:
+        return "(No pair shares 3 tasks with differing results: no model-free SD to set beside the plan.)"
+    return textwrap.fill(
+        f"That difference and the first two columns rest on the fit's components (model-based: one agent x task "
+        f"variance for every pair, binomial runs around each cell's rate), an SD of a per-task paired difference "
+        f"of {sd_made:.3f}. Beside them, with no model: the per-task paired differences of this log have SD "
+        f"{sd_obs:.3f} (root mean square over {n_pairs} pairs, at the runs made); the last column plans with it.",
+        88,
     )
 
 

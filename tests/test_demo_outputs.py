@@ -192,3 +192,33 @@ def test_plan_stands_on_the_tasks_pairs_share(monkeypatch):
     sd = np.sqrt(2 * 0.03 + 2 * 0.12 / 2)
     d = TTestPower().solve_power(nobs=10, alpha=0.05, power=0.8, alternative="two-sided") * sd
     assert f"With 10 tasks at R = 2 runs per cell a paired comparison detects a difference of {d:.3f}" in one
+
+
+def test_plan_sets_the_logs_own_paired_sd_beside_the_model_based_one(monkeypatch):
+    """The plan's SD rests on the fit's components; beside it, with no model, the log's own per-task
+    paired differences (root mean square over pairs of their sample SDs, by hand) and the tasks that
+    SD needs for 80% power (statsmodels' one-sample t power, rounded up).
+    """
+    import math
+
+    from statsmodels.stats.power import TTestPower
+
+    import hierbench.metrics
+
+    g = np.random.default_rng(11)
+    T = 24
+    s = (g.random((3, T, 2)) < np.linspace(0.2, 0.8, T)[None, :, None]).astype(float)
+    s[2, 20:, :] = np.nan  # c never ran the last 4 tasks: its pairs stand on 20
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    monkeypatch.setattr(hierbench.metrics, "crossed_variance_components", lambda fit, scale: _Components(0.03, 0.12))
+    text = _plan_section(DemoContext(ds, None, extra={"fit": object()}))
+    one = " ".join(text.split())
+    m = s.mean(2)
+    sds = [np.nanvar(m[i] - m[j], ddof=1) for i, j in ((0, 1), (0, 2), (1, 2))]
+    sd_obs = float(np.sqrt(np.mean(sds)))
+    assert f"have SD {sd_obs:.3f} (root mean square over 3 pairs" in one
+    assert "model-based" in one and "tasks needed (R=2, no model: observed SD)" in text
+    row = next(line for line in text.splitlines() if line.startswith("0.05"))
+    want = math.ceil(TTestPower().solve_power(effect_size=0.05 / sd_obs, alpha=0.05, power=0.8,
+                                              alternative="two-sided"))
+    assert int(row.split()[-1]) == want

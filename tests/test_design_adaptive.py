@@ -120,6 +120,33 @@ def test_adaptive_replay_stops_by_budget_width_or_exhaustion():
     assert s.tasks.values.tolist()[:2] == ["t010", "t003"]
 
 
+def test_adaptive_interval_says_it_is_model_based_and_whether_misfit_is_in_it():
+    # the adaptive interval rests on the bank for every task not run (chosen by the model): its
+    # repr and its ci_detail say so, and whether the misfit variance widened it
+    import dataclasses
+
+    from hierbench.design import MisfitCalibration
+
+    bank = _bank(T=30, S=20, seed=2)
+    truth = (np.random.default_rng(3).random(30) < 0.5).astype(float)
+    res = adaptive(bank, lambda t: truth[int(t[1:])], budget=8, rng=0, n_draws=20)
+    head = repr(res).splitlines()[0]
+    assert head.startswith("AdaptiveResult: model-based estimate with 95% eti interval after 8 tasks (holds if the "
+                           "bank's IRT model describes this agent on the tasks not run; no misfit variance added")
+    detail = res.ci.attrs["ci_detail"]
+    assert "model-based: trusts the bank's item curves on the 22 tasks not run" in detail
+    assert "no misfit variance added" in detail and "assisted_adaptive" in detail
+    # a misfit calibration of 0.05 at every size (built by hand) widens the interval, and the label says so
+    tau = xr.DataArray(np.full(8, 0.05), dims="n_tasks", coords={"n_tasks": np.arange(1, 9)})
+    fields = {f.name: None for f in dataclasses.fields(MisfitCalibration)}
+    mis = MisfitCalibration(**{**fields, "estimate": tau, "criterion": "variance", "n_runs": 1, "n_tasks_bank": 30,
+                               "folds": 1, "seconds": 0.0})
+    wide = adaptive(bank, lambda t: truth[int(t[1:])], budget=8, rng=0, n_draws=20, misfit=mis)
+    assert "misfit variance added" in repr(wide).splitlines()[0] and "no misfit" not in repr(wide)
+    assert "plus model-misfit sd 0.0500" in wide.ci.attrs["ci_detail"]
+    assert np.diff(wide.ci.values)[0] > np.diff(res.ci.values)[0]
+
+
 def test_adaptive_callback_counts_failed_runs_and_refuses_partial_credit():
     bank = _bank(T=10)
     calls = []
@@ -213,6 +240,45 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
         # 4 Monte Carlo standard errors of a mean of 400 subsets
         assert abs(err.mean() - exact_mae) < 4 * err.std() / np.sqrt(err.size)
         assert rm.covered.sel(n_tasks=n).mean() >= 0.9 - 4 * np.sqrt(0.09 / 400)
+
+
+@pytest.mark.slow
+def test_loo_study_with_a_fixed_calibration_set_never_uses_the_held_out_logs():
+    # calibration= fixes the agents that calibrate the bank, the misfit variance and the working
+    # model (a held-back leaderboard: the earlier submissions calibrate, the later ones are
+    # scored). A held-out agent's logs then reach nothing but its own scores: rewriting another
+    # held-out agent's answers leaves them bit for bit (same seed), where the default study,
+    # which calibrates each agent's bank on every other agent, changes.
+    _, data = _complete_log(7, 30, seed=4)
+    calib = ["m0", "m1", "m2", "m3"]
+    kw = dict(n_tasks=(4, 8), n_repeat=2, n_bank_draws=30, rng=9,
+              selections=("random_mean", "random", "adaptive", "assisted_adaptive"))
+    other = data.copy(deep=True)
+    other["score"].loc[{"agent": "m6"}] = 1.0 - other["score"].sel(agent="m6")
+    fixed = [loo_study(d, calibration=calib, **kw) for d in (data, other)]
+    assert list(fixed[0].agent.values) == ["m4", "m5", "m6"]  # the agents not calibrating
+    assert fixed[0].attrs["calibration_agents"] == "m0, m1, m2, m3"
+    for f in fixed:  # calibrated once: one calibration time for all
+        assert np.unique(f.calibration_seconds.values).size == 1
+    keep = ["predicted", "lower", "upper", "model_predicted", "misfit_z"]
+    xr.testing.assert_identical(*(f[keep].sel(agent=["m4", "m5"]) for f in fixed))
+    default = [loo_study(d, agents=["m4"], **kw) for d in (data, other)]
+    assert default[0].attrs["calibration_agents"] == "every agent but the one held out"
+    assert not default[0].predicted.sel(selection="random").equals(default[1].predicted.sel(selection="random"))
+
+
+def test_loo_study_calibration_errors():
+    _, data = _complete_log(5, 20, seed=0)
+    with pytest.raises(ValueError, match=r"`agents` and `calibration` must not share an agent.*\['m1'\]"):
+        loo_study(data, agents=["m0", "m1"], calibration=["m1", "m2", "m3"], selections=("random_mean",))
+    with pytest.raises(ValueError, match=r"`calibration` must be agents of `data`; unknown \['zz'\]"):
+        loo_study(data, calibration=["m1", "zz"], selections=("random_mean",))
+    with pytest.raises(ValueError, match=r"`calibration` must name at least 3 agents .*misfit.*; got 2"):
+        loo_study(data, calibration=["m1", "m2"], selections=("adaptive",))
+    with pytest.raises(ValueError, match=r"leave at least one of the 5 to hold out; got 5"):
+        loo_study(data, calibration=["m0", "m1", "m2", "m3", "m4"], selections=("random_mean",))
+    with pytest.raises(ValueError, match=r"`calibration` must name each agent once"):
+        loo_study(data, calibration=["m1", "m1", "m2"], selections=("random_mean",))
 
 
 @pytest.mark.slow

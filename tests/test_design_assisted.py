@@ -452,3 +452,22 @@ def test_the_working_label_says_what_the_estimator_did():
     wm = WorkingModel("none", None, xr.DataArray([0.0]), xr.DataArray([0.0]), "no bank beat the plain mean")
     res = assisted_mean(plan_subset(bank.tasks, n, rng=1), logs, wm, rng=0)
     assert res.working.startswith("none (plain mean)") and "no bank beat the plain mean" in res.working
+
+
+def test_the_repr_names_the_guarantee_and_the_model_based_scores_beside_it():
+    # the design-unbiased estimate is said to hold whatever the working model; the model-based
+    # scores are named as such, with the agents the misfit test flags (those whose p < 1 - prob)
+    T, n = 40, 12
+    bank, a, d = _bank(T, seed=5)
+    g = np.random.default_rng(6)
+    logs = _logs((g.random((3, T)) < expit(0.8 * a + d)).astype(float), bank.tasks)
+    res = assisted_mean(plan_subset(bank, n, rng=0), logs, bank, n_draws=10, n_grid=21, rng=0)
+    text = repr(res)
+    assert text.startswith("AssistedResult: design-unbiased estimate (model-assisted, holds whatever the working "
+                           "model) with 95% t interval")
+    flagged = [str(a) for a, p in zip(res.misfit_p.agent.values, res.misfit_p.values, strict=True) if p < 0.05]
+    assert text.splitlines()[-1].startswith("  model-based scores (trust the working model on every task not run)")
+    assert text.endswith(f"do not use them for: {', '.join(flagged)}" if flagged else "no agent flagged")
+    plain = assisted_mean(plan_subset(bank.tasks, n, rng=1), logs, None, rng=0)
+    assert repr(plain).startswith("AssistedResult: design-unbiased estimate (holds whatever the working model)")
+    assert "model-based" not in repr(plain)

@@ -82,3 +82,34 @@ def test_n_boot_and_rng_no_longer_resample_and_say_so():
     with pytest.warns(DeprecationWarning, match=r"`n_boot` and `rng` of loo_summary\(\) no longer do anything"):
         old = loo_summary(study, n_boot=500, rng=0)
     xr.testing.assert_identical(old, loo_summary(study))
+
+
+def test_every_selection_is_set_against_the_plain_mean_of_a_random_subset():
+    # the baseline every model-based selection must beat: each selection's MAE minus the plain
+    # mean's at the same size, per agent (repeats averaged), with a Student t interval over the
+    # agents (scipy), and the ratio of the two MAEs
+    g = np.random.default_rng(7)
+    M, R = 5, 3
+    covered = np.ones((M, 3, 2, R))
+    err = g.uniform(0, 0.1, (M, 3, 2, R))
+    dims = ("agent", "selection", "n_tasks", "repeat")
+    study = xr.Dataset(
+        {"abs_error": (dims, err), "covered": (dims, covered), "lower": (dims, np.zeros(err.shape)),
+         "upper": (dims, np.full(err.shape, 0.1))},
+        coords={"agent": [f"m{i}" for i in range(M)], "selection": ["random_mean", "random", "assisted_adaptive"],
+                "n_tasks": [5, 10], "repeat": np.arange(R)},
+        attrs={"ci_prob": 0.9},
+    )
+    s = loo_summary(study)
+    e = err.mean(3)
+    for j, sel in enumerate(["random", "assisted_adaptive"], start=1):
+        for k, n in enumerate([5, 10]):
+            d = e[:, j, k] - e[:, 0, k]
+            ref = stats.t.interval(0.95, M - 1, loc=d.mean(), scale=stats.sem(d))
+            np.testing.assert_allclose(s.baseline_gap_ci.sel(selection=sel, n_tasks=n).values, ref, rtol=1e-10)
+            np.testing.assert_allclose(float(s.baseline_gap.sel(selection=sel, n_tasks=n)), d.mean(), rtol=1e-12)
+            np.testing.assert_allclose(float(s.baseline_ratio.sel(selection=sel, n_tasks=n)),
+                                       e[:, j, k].mean() / e[:, 0, k].mean(), rtol=1e-12)
+    np.testing.assert_allclose(s.baseline_gap.sel(selection="random_mean").values, 0.0)
+    # without the baseline in the study there is nothing to set against it
+    assert "baseline_gap" not in loo_summary(study.sel(selection=["random", "assisted_adaptive"]))

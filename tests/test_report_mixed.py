@@ -88,8 +88,11 @@ def test_ranks_and_pairs_of_a_formula_fit_are_the_metrics_of_its_agent_means():
     assert ctx.var == "mean_own_tasks"
     draws = metrics.mean_response(fit, d, tasks="observed").draws.rename(group="agent") / 100
     want = metrics.rank_probabilities(draws).estimate.transpose("agent", "rank").to_pandas()
-    got = _section(_sec_ranks, ctx, "ranks")["table"]
+    sec = _section(_sec_ranks, ctx, "ranks")
+    got = sec["table"]
     np.testing.assert_allclose(got.to_numpy(float), want.loc[got.index].to_numpy(float), atol=1e-12)
+    # the ranks are the model's, and the section names the model-free ranks beside them
+    assert "Model-based" in sec["text"] and "hierbench.freq.rank_uncertainty(data)" in sec["text"]
     by_re = metrics.rank_probabilities(fit, var="re[1|agent]").estimate.to_pandas()
     assert not np.allclose(by_re.loc[got.index].to_numpy(float), got.to_numpy(float))
     ab = _section(_sec_abilities, ctx, "abilities")

@@ -122,7 +122,9 @@ def test_plans_and_anchor_sets_print_a_few_lines():
     # information anchors weigh 1 / size each: 1/3
     anchor_text = repr(anchors(_bank(np.linspace(0.5, 2, 10), np.linspace(-2, 2, 10)), 3, method="information"))
     assert anchor_text.startswith("AnchorSet: 3 anchor tasks (information), weights 0.333 to 0.333")
-    assert len(anchor_text.splitlines()) == 2
+    # a third line says that the anchors are the model's choice: a score from them is model-based
+    assert len(anchor_text.splitlines()) == 3
+    assert anchor_text.splitlines()[2].startswith("  chosen by the bank's model, not drawn at random")
 
     subset = repr(plan_subset(100, 10, rng=0))  # simple random sampling: 10 / 100 each
     assert subset.splitlines()[0] == "SubsetPlan: design 'srs', 10 of 100 tasks drawn; inclusion probability 0.1 each"

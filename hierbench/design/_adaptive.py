@@ -15,6 +15,7 @@ This module imports numpy, scipy and xarray only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from .._base import as_rng
 from .._base import check_choice
 from .._base import check_int
 from .._base import check_prob
+from .._base import interval_label
 from .._docs import fill_doc
 from ..freq import IRTBank
 from ..freq import IRTScoreResult
@@ -75,6 +77,24 @@ class AdaptiveResult(Result):
     seconds: float
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("trace",)
+
+    def _repr_lines(self) -> list[str]:
+        """The base lines, the first saying that the interval is model-based and what it trusts."""
+        detail = str(self.ci.attrs.get("ci_detail", ""))
+        misfit = "misfit variance added" if "model-misfit" in detail else "no misfit variance added"
+        head = (
+            f"AdaptiveResult: model-based estimate with {interval_label(self.ci)} interval after "
+            f"{self.tasks.size} tasks (holds if the bank's IRT model describes this agent on the tasks not run; "
+            f"{misfit}; stopped: {self.stop_reason})"
+        )
+        return [head, *self._cell_lines()]
+
+
+#: what an adaptive interval trusts, said in its ``ci_detail``
+MODEL_BASED = (
+    "model-based: trusts the bank's item curves on the {n} tasks not run, chosen by the model (no "
+    "design-based guarantee; the design-unbiased alternative is assisted_adaptive)"
+)
 
 
 @fill_doc
@@ -310,6 +330,10 @@ def _adaptive_result(bank: IRTBank, path: _Path, spec: _AdaptiveSpec, gen: np.ra
     if misfit is not None:
         known = float((path.y_tot[ran] / path.n_tot[ran]).sum())
         score = _add_misfit(score, misfit.sd_at(len(path.order)), known, int((~ran).sum()), T, prob, gen)
+    detail = f"{score.ci.attrs.get('ci_detail', '')}; {MODEL_BASED.format(n=int((~ran).sum()))}"
+    if misfit is None:
+        detail += "; no misfit variance added (misfit=calibrate_misfit(...) widens it by what the model misses)"
+    score = dataclasses.replace(score, ci=score.ci.assign_attrs(ci_detail=detail))
     step = np.arange(len(path.order))
     tr = np.array(path.trace).reshape(-1, 4)
     trace_ds = xr.Dataset(

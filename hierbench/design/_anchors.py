@@ -53,7 +53,9 @@ class AnchorSet:
         shown = few(np.arange(w.size), show=lambda i: f"{str(self.tasks[i])!r} ({w[i]:.3g})")
         return (
             f"AnchorSet: {self.tasks.size} anchor tasks ({self.method}), weights {w.min():.3g} to {w.max():.3g} "
-            f"(sum {w.sum():.3g}: each anchor's share of the bank)\n  {shown}"
+            f"(sum {w.sum():.3g}: each anchor's share of the bank)\n  {shown}\n  chosen by the bank's model, "
+            "not drawn at random: a score from them (irt_score, or the weighted mean) is model-based; "
+            "plan_subset draws a subset whose plain or assisted mean is design-unbiased"
         )
 
 

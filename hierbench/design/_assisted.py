@@ -90,6 +90,7 @@ from scipy.stats import t as student_t
 
 from .._base import HierbenchError
 from .._base import Result
+from .._base import interval_label
 from .._base import make_interval
 from ..freq import IRTBank
 from ..freq import irt_score
@@ -334,6 +335,23 @@ class AssistedResult(Result):
         """Agents whose observed tasks disagree with the working model beyond chance."""
         f = self.misfit_flag
         return [str(a) for a in f["agent"].values[f.values.astype(bool)]]
+
+    def _repr_lines(self) -> list[str]:
+        """The base lines, the first naming the guarantee; the model-based score and the flags after them."""
+        assisted = not bool(np.isnan(self.model_estimate.values).all())
+        how = "model-assisted, " if assisted else ""
+        lines = [
+            f"AssistedResult: design-unbiased estimate ({how}holds whatever the working model) with "
+            f"{interval_label(self.ci)} interval",
+            *self._cell_lines(),
+        ]
+        if assisted:
+            flagged = self.flagged
+            lines.append(
+                "  model-based scores (trust the working model on every task not run): model_estimate, model_ci; "
+                + (f"misfit flagged, do not use them for: {', '.join(flagged)}" if flagged else "no agent flagged")
+            )
+        return lines
 
 
 @dataclass

@@ -28,6 +28,7 @@ from .._base import DEFAULT_PROB
 from .._base import Result
 from .._base import check_prob
 from .._base import field_alias
+from .._base import interval_label
 from . import _kernels as K
 from ._plan import _Cohorts
 
@@ -126,12 +127,35 @@ class CohortPosteriorResult(Result):
     mean = field_alias("estimate", "The posterior mean (``estimate``).")
     interval = field_alias("ci", "The credible interval (``ci``).")
 
+    def _repr_lines(self) -> list[str]:
+        """The base lines, the first saying that the interval is the model's (no design-based guarantee)."""
+        head = (f"CohortPosteriorResult: model-based estimate (beta-binomial posterior; no design-based guarantee: "
+                f"budget_interval's holds for every cohort) with {interval_label(self.ci)} interval")
+        return [head, *self._cell_lines()]
+
     def to_dataset(self) -> xr.Dataset:
         """All fields as one Dataset (``mean`` and ``interval`` kept as aliases)."""
         ds = super().to_dataset()
         ds["mean"], ds["interval"] = self.estimate, self.ci
         ds.attrs = dict(self.ci.attrs)
         return ds
+
+
+def _detail(n: np.ndarray) -> str:
+    """The interval's ``ci_detail``: model-based, and where no task has two labels, resting on the prior.
+
+    ``n`` (cells, tasks): labels bought per task. With at most one label in every task the labels
+    cannot tell a task's spread from a run's, so the posterior of ``kappa`` is its prior's: measured
+    on tau-bench (gpt-4o airline, 50 tasks x 4 runs, one label per task, 1,000 replays) the 95% interval
+    covered 0.850 of the time, against 1.000 for design J's certificate (``replay``).
+    """
+    text = ("beta-binomial grid posterior of the cohort mean (model-based: the unbought labels are predicted "
+            "as exchangeable draws; no design-based guarantee, for which see budget_interval)")
+    single = int((n.max(axis=-1) <= 1).sum()) if n.size else 0
+    if single:
+        text += (f"; in {single} of {n.shape[0]} cohort(s) no task has two labels, so task and run variation are "
+                 "not told apart and the interval rests on the prior of kappa")
+    return text
 
 
 def cohort_posterior(
@@ -191,5 +215,5 @@ def cohort_posterior(
         counts[r] = np.bincount(code[r].ravel(), minlength=len(types))
     pm, psd, lo, hi = _posterior_kernel(counts, k.sum(1), L, M, float(prob), *grid)
     da = _Cohorts(labels, extra)
-    interval = da.interval(lo, hi, prob=prob, kind="eti", detail="beta-binomial grid posterior of the cohort mean")
+    interval = da.interval(lo, hi, prob=prob, kind="eti", detail=_detail(n))
     return CohortPosteriorResult(da(pm, "mean"), da(psd, "sd"), interval, da(n.sum(1), "n_labels"))

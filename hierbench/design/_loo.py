@@ -1,6 +1,8 @@
 """Leave one agent out on complete logs: every selection of a few tasks against the agent's full score.
 
-For each held-out agent, a bank is calibrated on the other agents
+For each held-out agent, a bank is calibrated on the other agents (or
+once, on a fixed set of calibration agents: ``calibration``, e.g. the
+earlier submissions of a leaderboard, the later ones held out)
 (:func:`hierbench.freq.fit_irt_ml`: MAP with a Laplace bank) and the
 held-out agent's full-benchmark score (its success rate over every task it
 ran: the truth here) is predicted from ``n`` of its tasks chosen by each
@@ -42,6 +44,7 @@ This module imports numpy, scipy and xarray only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,6 +112,7 @@ def loo_study(
     prob: float = 0.9,
     n_repeat: int = 1,
     agents: Sequence[str] | None = None,
+    calibration: Sequence[str] | None = None,
     model: Literal["2pl", "1pl"] = "2pl",
     criterion: Literal["variance", "fisher"] = "variance",
     n_bank_draws: int = 1000,
@@ -149,7 +153,14 @@ def loo_study(
         ``repeat = 0`` only). The misfit calibration and the working-model
         choice are made once per held-out agent.
     agents : sequence of str, optional
-        Agents to hold out (default all).
+        Agents to hold out (default all; with ``calibration``, all the others).
+    calibration : sequence of str, optional
+        The agents whose logs calibrate the bank, misfit variance and
+        working model, made once for every held-out agent (default: every
+        agent but the one held out, calibrated anew for each). A fixed set
+        tests the selections out of the calibration population, as a new
+        leaderboard meets them: e.g. the submissions before a date, the
+        later ones held out (a held-out agent may not be among them).
     model, criterion, n_bank_draws
         Passed on to the calibration and to :func:`adaptive`.
     misfit : bool
@@ -180,8 +191,11 @@ def loo_study(
         (``agent``, ``n_tasks``): ``misfit_sd``; ``ci_kind`` per selection.
     """
     ctx = _LooContext.checked(data, n_tasks=n_tasks, selections=selections, prob=prob, n_repeat=n_repeat,
-                              agents=agents, model=model, criterion=criterion, n_bank_draws=n_bank_draws,
+                              agents=agents, calibration=calibration, model=model, criterion=criterion,
+                              n_bank_draws=n_bank_draws,
                               misfit=misfit, run_icc=run_icc, working=working, defensive=defensive)
+    if ctx.calib is not None:
+        ctx = _calibrate_once(ctx, rng)
     parts = map_seeded(_loo_agent, list(ctx.hold), rng=rng, executor=executor, progress=progress,
                        desc="held-out agents", kwargs={"ctx": ctx})
     return _loo_dataset(parts, ctx)
@@ -207,10 +221,12 @@ class _LooContext:
     run_icc: float | None
     working: tuple[str, ...]
     defensive: float
+    calib: np.ndarray | None = None
+    shared: dict[str, Any] | None = None  # a fixed calibration set's bank, misfit and working model
 
     @classmethod
     def checked(cls, data: xr.Dataset, *, n_tasks, selections, prob, n_repeat, agents, model, criterion,
-                n_bank_draws, misfit, run_icc, working, defensive) -> _LooContext:
+                n_bank_draws, misfit, run_icc, working, defensive, calibration=None) -> _LooContext:
         prob = check_prob(prob)
         n_repeat = check_int(n_repeat, "n_repeat", min=1)
         for s in selections:
@@ -222,13 +238,21 @@ class _LooContext:
         if not (isinstance(defensive, (int, float)) and 0 < defensive <= 1):
             raise HierbenchError(f"`defensive` must be a number with 0 < defensive <= 1; got {defensive!r}")
         c = counts(data, purpose="an IRT study")
-        _check_agents(c, selections, misfit, working)
         _check_complete(c, "for a replay study")
         all_agents = np.asarray(c["agent"].values).astype(str)
-        hold = all_agents if agents is None else np.asarray(agents).astype(str)
+        calib = _calibration_agents(calibration, all_agents)
+        _check_agents(c, selections, misfit, working, calib)
+        rest = all_agents if calib is None else np.array([a for a in all_agents if a not in set(calib)])
+        hold = rest if agents is None else np.asarray(agents).astype(str)
         unknown = sorted(set(hold) - set(all_agents))
         if unknown:
             raise HierbenchError(f"`agents` must be agents of `data`; unknown {unknown[:5]}")
+        both = sorted(map(str, set(hold) & set(calib if calib is not None else ())))
+        if both:
+            raise HierbenchError(
+                f"`agents` and `calibration` must not share an agent (a held-out agent calibrating its own bank "
+                f"is not held out); both hold {both[:5]}"
+            )
         T = c.sizes["task"]
         if sizes[-1] > T:
             raise HierbenchError(f"`n_tasks` must be at most the number of tasks ({T}); got {sizes[-1]}")
@@ -238,27 +262,54 @@ class _LooContext:
         # runs of any cell), as the full score, a mean of each cell's success rate, counts it.
         runs = int(c["n_runs"].max())
         return cls(data, c, all_agents, hold, sizes, list(selections), runs, prob, n_repeat, model, criterion,
-                   n_bank_draws, misfit, run_icc, working, float(defensive))
+                   n_bank_draws, misfit, run_icc, working, float(defensive), calib)
 
     @property
     def T(self) -> int:
         return int(self.c.sizes["task"])
+
+    def train(self, ag: str) -> list[str]:
+        """The agents that calibrate held-out agent ``ag``'s bank: the fixed set, or every other agent."""
+        if self.calib is not None:
+            return list(self.calib)
+        return [a for a in self.all_agents if a != ag]
 
     def n_rep(self, s: str) -> int:
         """Repeats of a selection: information anchors are deterministic."""
         return 1 if s == "information" else self.n_repeat
 
 
-def _check_agents(c: xr.Dataset, selections: Sequence[str], misfit: bool, working: tuple[str, ...]) -> None:
+def _calibration_agents(calibration: Sequence[str] | None, all_agents: np.ndarray) -> np.ndarray | None:
+    """The fixed calibration agents, checked against ``data``'s (None: every agent but the held-out one)."""
+    if calibration is None:
+        return None
+    calib = np.asarray([calibration] if isinstance(calibration, str) else list(calibration)).astype(str)
+    unknown = sorted(map(str, set(calib) - set(all_agents)))
+    if unknown:
+        raise HierbenchError(f"`calibration` must be agents of `data`; unknown {unknown[:5]}")
+    if len(set(calib)) < calib.size:
+        raise HierbenchError(f"`calibration` must name each agent once; got {[str(a) for a in calib]}")
+    return calib
+
+
+def _check_agents(c: xr.Dataset, selections: Sequence[str], misfit: bool, working: tuple[str, ...],
+                  calib: np.ndarray | None = None) -> None:
     """Enough agents for every step, said upfront: 2 to calibrate a bank, 3 to cross-fit on the calibration agents."""
     M = int(c.sizes.get("agent", 1)) if "agent" in c["n_runs"].dims else 1
-    need, why = 3, "a held-out agent and a bank calibrated on at least 2 others"
+    need, why = 2, "a bank calibrated on at least 2 agents"
     if misfit and "adaptive" in selections:
-        need, why = 4, "the misfit calibration cross-fits on at least 3 calibration agents (or pass misfit=False)"
+        need, why = 3, "the misfit calibration cross-fits on at least 3 calibration agents (or pass misfit=False)"
     if len(working) > 1 and any(s.startswith("assisted") for s in selections):
-        need, why = 4, "the working-model choice cross-fits on at least 3 calibration agents (or pass one `working`)"
-    if M < need:
-        raise HierbenchError(f"`data` must hold at least {need} agents for loo_study ({why}); got {M}")
+        need, why = 3, "the working-model choice cross-fits on at least 3 calibration agents (or pass one `working`)"
+    if calib is not None:
+        if calib.size < need or calib.size >= M:
+            raise HierbenchError(
+                f"`calibration` must name at least {need} agents ({why}) and leave at least one of the {M} to hold "
+                f"out; got {calib.size}"
+            )
+    elif M < need + 1:
+        raise HierbenchError(f"`data` must hold at least {need + 1} agents for loo_study (a held-out agent and {why}); "
+                             f"got {M}")
 
 
 class _Fold:
@@ -266,10 +317,13 @@ class _Fold:
 
     def __init__(self, ag: str, ctx: _LooContext, gen: np.random.Generator):
         self.ag, self.ctx, self.gen = ag, ctx, gen
-        train = ctx.c.sel(agent=[a for a in ctx.all_agents if a != ag])
-        t0 = time.perf_counter()
-        self.cal = fit_irt_ml(train, model=ctx.model, n_draws=ctx.n_bank_draws, run_icc=ctx.run_icc, rng=gen)
-        self.seconds = time.perf_counter() - t0
+        shared = ctx.shared or {}
+        if "cal" in shared:  # a fixed calibration set: calibrated once for every held-out agent
+            self.cal, self.seconds = shared["cal"], shared["seconds"]
+        else:
+            t0 = time.perf_counter()
+            self.cal = _calibrate(ctx, ctx.train(ag), gen)
+            self.seconds = time.perf_counter() - t0
         self.bank: IRTBank = self.cal.bank
         self.own = ctx.c.sel(agent=ag)
         # the tasks not run are predicted as rates over the held-out agent's median runs per cell
@@ -279,7 +333,7 @@ class _Fold:
         shape = (len(ctx.sel), len(ctx.sizes), ctx.n_repeat)
         self.out = {k: np.full(shape, np.nan) for k in _KEYS}
         self.tau = np.zeros(len(ctx.sizes))
-        self.working: WorkingModel | None = None
+        self.working: WorkingModel | None = shared.get("working")
 
     def put(self, j: int, kk: int, rep: int, vals: tuple[float, ...]) -> None:
         """Store one interval: (predicted, lower, upper[, model_lower, model_upper])."""
@@ -329,11 +383,7 @@ class _Fold:
         logs = self.agent_logs()
         mis = None
         if ctx.misfit:
-            mis = calibrate_misfit(
-                ctx.data.sel(agent=[a for a in ctx.all_agents if a != self.ag]), budget=ctx.sizes[-1],
-                criterion=ctx.criterion, n_runs=ctx.runs, model=ctx.model, hyper=self.cal.hyper,
-                run_icc=self.cal.info["run_icc"], folds=min(5, ctx.all_agents.size - 1), rng=gen,
-            )
+            mis = ctx.shared["misfit"] if ctx.shared else _misfit(ctx, ctx.train(self.ag), self.cal, gen)
         for rep in range(ctx.n_repeat):
             res = adaptive(self.bank, logs, budget=ctx.sizes[-1] * ctx.runs, criterion=ctx.criterion,
                            n_runs=ctx.runs, prob=ctx.prob, misfit=mis, rng=gen)
@@ -348,13 +398,7 @@ class _Fold:
         """Design-based estimates from uniform (``defensive`` 1) or tilted draws, with the chosen working model."""
         ctx, gen = self.ctx, self.gen
         if self.working is None:  # chosen once per held-out agent, on its calibration agents only
-            train = ctx.c.sel(agent=[a for a in ctx.all_agents if a != self.ag])
-            self.working = (
-                choose_working_model(train, candidates=ctx.working, n_tasks=ctx.sizes[-1], defensive=ctx.defensive,
-                                     folds=min(5, ctx.all_agents.size - 1), n_bank_draws=ctx.n_bank_draws,
-                                     run_icc=ctx.run_icc, rng=gen)
-                if len(ctx.working) > 1 else _forced_working(train, ctx, gen)
-            )
+            self.working = _working(ctx, ctx.train(self.ag), gen)
         bank = self.working.bank
         spec = _Spec(bank, None, self.working.name, self.bank.tasks, ctx.prob, self.target_runs, 50, 41)
         # the model-based score beside each estimate: 200 of the bank's draws suffice for it (the full
@@ -387,6 +431,49 @@ class _Fold:
         lo, hi = t_bounds(est, se, df, ctx.prob, known / T, (known + T - tasks.size) / T)
         z, p = misfit_test(tab)
         return est, lo, hi, model[1], model[2], model[0], z, p
+
+
+def _calibrate(ctx: _LooContext, train: list[str], gen: np.random.Generator):
+    """The bank of the calibration agents ``train`` (fit_irt_ml at the study's settings)."""
+    return fit_irt_ml(ctx.c.sel(agent=train), model=ctx.model, n_draws=ctx.n_bank_draws, run_icc=ctx.run_icc,
+                      rng=gen)
+
+
+def _misfit(ctx: _LooContext, train: list[str], cal, gen: np.random.Generator):
+    """The misfit calibration of adaptive scoring, cross-fitted on the calibration agents ``train``."""
+    return calibrate_misfit(
+        ctx.data.sel(agent=train), budget=ctx.sizes[-1], criterion=ctx.criterion, n_runs=ctx.runs,
+        model=ctx.model, hyper=cal.hyper, run_icc=cal.info["run_icc"], folds=min(5, len(train)), rng=gen,
+    )
+
+
+def _working(ctx: _LooContext, train: list[str], gen: np.random.Generator) -> WorkingModel:
+    """The assisted selections' working model, chosen (or the one given) on the calibration agents ``train``."""
+    c = ctx.c.sel(agent=train)
+    if len(ctx.working) == 1:
+        return _forced_working(c, ctx, gen)
+    return choose_working_model(c, candidates=ctx.working, n_tasks=ctx.sizes[-1], defensive=ctx.defensive,
+                                folds=min(5, len(train)), n_bank_draws=ctx.n_bank_draws, run_icc=ctx.run_icc,
+                                rng=gen)
+
+
+def _calibrate_once(ctx: _LooContext, rng: None | int | np.random.Generator) -> _LooContext:
+    """A fixed calibration set's bank, misfit calibration and working model, made once for every held-out agent.
+
+    From a stream of their own, apart from the held-out agents' (child ``2**31`` of an int seed's
+    :class:`numpy.random.SeedSequence`; a Generator is split once more).
+    """
+    gen = (rng.spawn(1)[0] if isinstance(rng, np.random.Generator)
+           else np.random.default_rng(np.random.SeedSequence(rng, spawn_key=(2**31,))))
+    train = list(ctx.calib)
+    t0 = time.perf_counter()
+    shared: dict[str, Any] = {"cal": _calibrate(ctx, train, gen)}
+    shared["seconds"] = time.perf_counter() - t0
+    if ctx.misfit and "adaptive" in ctx.sel:
+        shared["misfit"] = _misfit(ctx, train, shared["cal"], gen)
+    if any(s.startswith("assisted") for s in ctx.sel):
+        shared["working"] = _working(ctx, train, gen)
+    return dataclasses.replace(ctx, shared=shared)
 
 
 def _forced_working(train: xr.Dataset, ctx: _LooContext, gen: np.random.Generator) -> WorkingModel:
@@ -461,6 +548,7 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
         "model": ctx.model,
         "criterion": ctx.criterion,
         "calibration": "fit_irt_ml (MAP, empirical-Bayes hyperparameters, Laplace bank)",
+        "calibration_agents": "every agent but the one held out" if ctx.calib is None else ", ".join(ctx.calib),
         "target": "the held-out agent's success rate over all tasks (realised full score)",
     }
     if set(kinds) == {"eti"}:
@@ -515,6 +603,12 @@ def loo_summary(
         accurate; NaN where ``2 n`` was not run), its interval Student t
         over the agents (``ci_kind = "t"``, ``n_agents - 1`` df: a
         percentile bootstrap of a mean over 8 agents covers about 88% at 95%).
+        When the study has the plain mean of random subsets
+        (``"random_mean"``, the baseline every model-based selection must
+        beat): ``baseline_gap`` and ``baseline_gap_ci``, each selection's
+        MAE minus the plain mean's at the same ``n`` (negative: better than
+        the baseline), Student t over the agents as ``half_gap``; and
+        ``baseline_ratio``, the ratio of the two MAEs.
 
     Examples
     --------
@@ -551,6 +645,11 @@ def loo_summary(
         gap = _half_gap(err)
         out["half_gap"] = gap.mean("agent")
         out["half_gap_ci"] = _agents_t_ci(gap, prob)
+    if "random_mean" in study["selection"].values:
+        gap = err - err.sel(selection="random_mean", drop=True)
+        out["baseline_gap"] = gap.mean("agent")
+        out["baseline_gap_ci"] = _agents_t_ci(gap, prob)
+        out["baseline_ratio"] = out["mae"] / out["mae"].sel(selection="random_mean", drop=True)
     out.attrs = {
         "study_ci_prob": study.attrs.get("ci_prob", np.nan),
         "n_agents": M,

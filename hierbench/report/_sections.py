@@ -279,7 +279,9 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
     )
     text = (
         f"Posterior probability of each rank by `{ctx.var}` ({_label(ctx.var)}); rows sum to 1, "
-        "agents sorted by expected rank."
+        "agents sorted by expected rank. Model-based: the ranks of the fit's levels, which compare agents "
+        "that ran different tasks through the model's task effects; with no model, "
+        "hierbench.freq.rank_uncertainty(data) gives the ranks under task resampling (`hierbench demo` shows both)."
     )
     if ctx.mixed:
         text = text[:-1] + " " + _mixed_note(ctx, False).lstrip()
