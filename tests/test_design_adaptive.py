@@ -273,6 +273,9 @@ def test_loo_study_calibration_errors():
         loo_study(data, agents=["m0", "m1"], calibration=["m1", "m2", "m3"], selections=("random_mean",))
     with pytest.raises(ValueError, match=r"`calibration` must be agents of `data`; unknown \['zz'\]"):
         loo_study(data, calibration=["m1", "zz"], selections=("random_mean",))
+    # names as the user wrote them, not numpy reprs (np.str_('zz'))
+    with pytest.raises(ValueError, match=r"`agents` must be agents of `data`; unknown \['zz'\]"):
+        loo_study(data, agents=["m1", "zz"], selections=("random_mean",))
     with pytest.raises(ValueError, match=r"`calibration` must name at least 3 agents .*misfit.*; got 2"):
         loo_study(data, calibration=["m1", "m2"], selections=("adaptive",))
     with pytest.raises(ValueError, match=r"leave at least one of the 5 to hold out; got 5"):

@@ -244,7 +244,7 @@ class _LooContext:
         _check_agents(c, selections, misfit, working, calib)
         rest = all_agents if calib is None else np.array([a for a in all_agents if a not in set(calib)])
         hold = rest if agents is None else np.asarray(agents).astype(str)
-        unknown = sorted(set(hold) - set(all_agents))
+        unknown = sorted(map(str, set(hold) - set(all_agents)))
         if unknown:
             raise HierbenchError(f"`agents` must be agents of `data`; unknown {unknown[:5]}")
         both = sorted(map(str, set(hold) & set(calib if calib is not None else ())))
