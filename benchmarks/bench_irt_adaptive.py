@@ -301,7 +301,7 @@ def assisted_report(ds: xr.Dataset) -> dict:
 
 
 def summarise(ds: xr.Dataset) -> dict:
-    """The closing note's tables, Monte Carlo errors from resampling agents (``design.loo_summary``)."""
+    """The closing note's tables, Monte Carlo errors over agents (``design.loo_summary``)."""
     import pandas as pd
 
     from hierbench.design import loo_summary
@@ -313,7 +313,7 @@ def summarise(ds: xr.Dataset) -> dict:
     print((100 * mae).to_pandas().round(2).to_string())
     print("its standard error over agents (points)")
     print((100 * summ.mae_se).to_pandas().round(2).to_string())
-    print("\ncoverage of the 90% interval [95% interval, agents resampled] (n intervals)")
+    print("\ncoverage of the 90% interval [95% Wilson interval over agents] (n intervals)")
     rows = {str(s): _cov_cells(summ, str(s)) for s in ds.selection.values}
     has_model = "model_covered" in ds and bool(ds.model_covered.sel(selection="adaptive").notnull().any()) \
         if "adaptive" in ds.selection.values else False
@@ -343,7 +343,7 @@ def summarise(ds: xr.Dataset) -> dict:
                 band = f"; 95% interval over agents [{lo:.2f}, {hi:.2f}]" if np.isfinite([lo, hi]).all() else ""
                 print(f"  MAE {t}: " + _ratio_text(reach["adaptive"][t], reach[base][t], sizes, base) + band)
             print(f"\nadaptive with n tasks vs {base} with 2n tasks (MAE, points; difference with its "
-                  "95% percentile interval, agents resampled)")
+                  "95% Student t interval over agents)")
             for n in sizes:
                 if 2 * n in sizes:
                     a = 100 * float(mae.sel(selection="adaptive", n_tasks=n))
