@@ -166,7 +166,10 @@ def _e_rho2_check(seed, n_family, sizes=None):
     vc = variance_components(df, design="run:task:family", var="y", measurement="family")
     co = vc.coefficients(sizes=sizes)
     assert co["ci"].attrs["ci_kind"] == "profile"
-    nt, nr = vc.sizes["task"], vc.sizes["run"]
+    # at the G-study's own design the run error of a task's mean goes as 1 / (its runs): the
+    # harmonic mean of runs over the (family, task) cells, counted here from the rows
+    runs = df.groupby(["family", "task"]).size().to_numpy(float)
+    nt, nr = vc.sizes["task"], runs.size / np.sum(1.0 / runs)
     if sizes:
         nt, nr = sizes.get("task", nt), sizes.get("run", nr)
     groups = {"family": ["family"], "task:family": ["task", "family"]}
