@@ -29,7 +29,10 @@ which compiles each design once per process; the draws are thinned to
 ``L = 99`` for the ranks. Each record states the rule (``rule``,
 ``target_ess``, ``max_draws``), the draws per chain the replicate ended
 with, its start (``init``, ``init_fallback``) and the checks it failed
-(``failures``). ``--draws`` / ``--tune`` / ``--chains`` give other settings.
+(``failures``). ``--draws`` / ``--tune`` / ``--chains`` give other settings;
+``--priors '{"name": {"dist": ..., ...}}'`` (count models) studies the model at
+other priors than its builder's defaults: the truths are drawn from them and
+the replicates fitted with them, and each record keeps them (``priors``).
 
 The replicates run on any executor: ``--workers N`` starts a Dask
 ``LocalCluster`` of N one-thread workers, ``--scheduler tcp://host:8786``
@@ -41,6 +44,7 @@ before anything runs, so the records are the same serially and on a cluster
 Usage::
 
     python benchmarks/sbc.py run --reps 200 --out sbc.jsonl [--models crossed ...] [--designs small] [--workers 2]
+    python benchmarks/sbc.py run --models irt_2pl --designs small --out x.jsonl --priors '{"sd_log_discrimination": ...}'
     python benchmarks/sbc.py report sbc.jsonl [sbc_seed2.jsonl ...]
     python benchmarks/sbc.py time --reps 200 --workers 2 [--models beta_binomial] [--designs small]
 
@@ -135,15 +139,15 @@ def _value(ds, spec: str):
     return da
 
 
-def replicate_items(model_name: str, design: str, reps: int, seed: int) -> list[dict]:
-    """Each replicate's truth and data, drawn from the prior predictive of the design's model."""
+def replicate_items(model_name: str, design: str, reps: int, seed: int, priors: dict | None = None) -> list[dict]:
+    """Each replicate's truth and data, drawn from the prior predictive of the design's model (at ``priors``)."""
     import pymc as pm
     import xarray as xr
 
     import hierbench.bayes as hbb
     from hierbench import spawn_generators
 
-    model = getattr(hbb, f"build_{model_name}")(template(model_name, design))
+    model = getattr(hbb, f"build_{model_name}")(template(model_name, design), **_prior_kw(priors))
     info = model.hierbench
     prior = pm.sample_prior_predictive(draws=reps, model=model, random_seed=seed)
     pri = prior["prior"].to_dataset()
@@ -166,7 +170,12 @@ def replicate_items(model_name: str, design: str, reps: int, seed: int) -> list[
     ]  # fmt: skip
 
 
-def _replicate_model(model_name: str, design: str, y: np.ndarray):
+def _prior_kw(priors: dict | None) -> dict:
+    """The builder's keyword for a study at other priors than its defaults (none: the defaults)."""
+    return {"priors": priors} if priors else {}
+
+
+def _replicate_model(model_name: str, design: str, y: np.ndarray, priors: dict | None = None):
     """Build the replicate's model and its data in the form ``fit_replicates`` takes.
 
     The structure is decided from the replicate's own data, as a user's fit would.
@@ -185,29 +194,30 @@ def _replicate_model(model_name: str, design: str, y: np.ndarray):
         else:
             n_pair = (cnt["n_win_a"] + cnt["n_tie"] + cnt["n_win_b"]).values
             upd = {"n_win_a": yy, "n_tie": 0 * yy, "n_win_b": n_pair - yy}
-        model = hbb.build_bradley_terry(cnt.assign({k: ("pair", v) for k, v in upd.items()}))
+        model = hbb.build_bradley_terry(cnt.assign({k: ("pair", v) for k, v in upd.items()}), **_prior_kw(priors))
         return model, {model.hierbench["observed_data_name"]: yy}
     cnt = _counts(data)
-    template_model = getattr(hbb, f"build_{model_name}")(cnt)
+    template_model = getattr(hbb, f"build_{model_name}")(cnt, **_prior_kw(priors))
     ai, ti = (np.asarray(v) for v in template_model.hierbench["cell_index"])
     grid = np.zeros(cnt["n_success"].shape, dtype=np.int64)
     grid[ai, ti] = y
     rep = cnt.assign(n_success=(("agent", "task"), grid))
-    return getattr(hbb, f"build_{model_name}")(rep), rep
+    return getattr(hbb, f"build_{model_name}")(rep, **_prior_kw(priors)), rep
 
 
-def one_replicate(item: dict, gen, *, model_name: str, design: str, settings: dict) -> dict:
+def one_replicate(item: dict, gen, *, model_name: str, design: str, settings: dict, priors: dict | None = None) -> dict:
     """Fit one replicate at the fit's defaults and record its ranks and coverage (worker side)."""
     from hierbench.bayes import fit_replicates
 
-    model, data = _replicate_model(model_name, design, item["y"])
+    model, data = _replicate_model(model_name, design, item["y"], priors)
     dec = model.hierbench["structure"]["decisions"]
     key = json.dumps({k: v["choice"] for k, v in dec.items()}, sort_keys=True, default=str)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         (dt,) = fit_replicates(model, [data], rng=item["seed"], progress=False, **settings)
-    return {"structure": key, **_record(model_name, design, item["rep"], dt, item["truth"], time.perf_counter() - t0)}
+    rec = _record(model_name, design, item["rep"], dt, item["truth"], time.perf_counter() - t0)
+    return {"structure": key, **rec, **({"priors": priors} if priors else {})}
 
 
 def _record(model_name: str, design: str, rep: int, dt, truth: dict, wall: float) -> dict:
@@ -241,14 +251,15 @@ def _record(model_name: str, design: str, rep: int, dt, truth: dict, wall: float
 
 
 def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
-        executor=None, progress=None, chunk=10, init="map") -> list[dict]:  # fmt: skip
+        executor=None, progress=None, chunk=10, init="map", priors=None) -> list[dict]:  # fmt: skip
     """Fit every replicate of every model and design at the fit's defaults; append records to ``out``.
 
     ``executor`` (any concurrent.futures.Executor, e.g. a Dask client's)
     runs the replicates in parallel; each replicate's seed is spawned from
     ``seed`` before anything runs, so the records are the same whatever the
     executor (``wall`` aside). ``start_rep`` resumes an interrupted study;
-    the records are appended ``chunk`` replicates at a time.
+    the records are appended ``chunk`` replicates at a time. ``priors``: overrides of
+    the builder's default priors, for the truths and the fits alike.
     """
     from hierbench import map_seeded
 
@@ -257,8 +268,8 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
     recs = []
     for design in designs:
         for model_name in (m for m in models if design in design_table(m)):
-            items = [i for i in replicate_items(model_name, design, reps, seed) if i["rep"] >= start_rep]
-            kw = {"model_name": model_name, "design": design, "settings": settings}
+            items = [i for i in replicate_items(model_name, design, reps, seed, priors) if i["rep"] >= start_rep]
+            kw = {"model_name": model_name, "design": design, "settings": settings, "priors": priors}
             got = []
             # in chunks, each appended when done: a study stopped early keeps what it fitted (a
             # replicate's seed is its item's, so the chunking does not change the records)
@@ -607,6 +618,8 @@ def main(argv=None) -> int:
         "--start-rep", type=int, default=0,
         help="skip the replicates before this one (resume a study; append to its --out)",
     )
+    pr.add_argument("--priors", type=json.loads, default=None,
+                    help="JSON overrides of the builder's priors (count models): truths and fits alike")
     tp = sub.add_parser("time", help="the same study serially and on a local cluster")
     tp.add_argument("--reps", type=int, default=200)
     tp.add_argument("--workers", type=int, default=2)
@@ -621,11 +634,13 @@ def main(argv=None) -> int:
         # count models on any executor, formula models here; both at the fit's defaults unless given
         kw = {"chains": a.chains, "draws": a.draws, "tune": a.tune, "seed": a.seed, "start_rep": a.start_rep,
               "init": a.init}  # fmt: skip
+        formula = [m for m in a.models if m in MIXED_PARAMS]
+        if formula and a.priors:
+            p.error("--priors applies to the count models only")
         counted = [m for m in a.models if m not in MIXED_PARAMS]
         if counted:
             with _executor(a.workers, a.scheduler) as ex:
-                run(counted, a.designs, a.reps, a.out, executor=ex, **kw)
-        formula = [m for m in a.models if m in MIXED_PARAMS]
+                run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, **kw)
         if formula:
             run_mixed(formula, a.designs, a.reps, a.out, **kw)
     elif a.cmd == "time":
