@@ -539,12 +539,14 @@ def test_runs_held_are_the_harmonic_mean_asked_are_even(uneven_runs):
     g = vc.d_study({"task": [40]})
     assert g.sigma2_delta.item() == pytest.approx(_crossed(s, 40, h)["sigma2_delta"], rel=1e-12)
     assert "as observed (held at the G-study's)" in g.attrs["run_spread"]
+    assert g.attrs["run_spread_kind"] == "observed"
     # runs asked: the same number in every cell
     d = vc.d_study(n_runs=[2, 5])
     for r in (2, 5):
         got = float(d.sigma2_delta.sel(n_runs=r).squeeze())
         assert got == pytest.approx(_crossed(s, 12, r)["sigma2_delta"], rel=1e-12)
     assert "as asked, the same number in every cell" in d.attrs["run_spread"]
+    assert d.attrs["run_spread_kind"] == "even"
     # the coefficients with intervals read the same rule
     co = vc.coefficients(sizes={"task": 40}, ci="wald")
     assert float(co.estimate.sel(coefficient="e_rho2")) == pytest.approx(_crossed(s, 40, h)["e_rho2"])

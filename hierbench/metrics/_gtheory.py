@@ -245,7 +245,7 @@ def bayes_d_study(
             lo, hi, prob=prob, kind="eti", template=ds[k], warn_zero_width=False
         )
     ds.attrs = {"design": like.formula, "scale": "probability"}
-    for k in ("spread", "run_spread"):
+    for k in ("spread", "spread_kind", "run_spread", "run_spread_kind"):
         if k in ref.attrs:
             ds.attrs[k] = ref.attrs[k]
     return ds

@@ -111,16 +111,14 @@ def plot_d_study(
 def _spread_title(d: xr.Dataset) -> str | None:
     """The legend's title: the spread of tasks over clusters and of runs over cells ``d`` assumed.
 
-    From attrs ``spread_kind`` and ``run_spread`` (runs held at the G-study's: as observed,
-    the harmonic mean per cell; asked for: the same number in every cell); None without either.
+    From attrs ``spread_kind`` and ``run_spread_kind`` (runs held at the G-study's: observed,
+    the harmonic mean per cell; asked for: even, the same number in every cell); None without either.
     """
     lines = []
     if d.attrs.get("spread_kind"):
         lines.append(f"tasks over clusters: {d.attrs['spread_kind']} spread")
-    words = d.attrs.get("run_spread")
-    if words:
-        held = " as observed (held at the G-study's)" in words
-        lines.append("runs per cell: " + ("observed spread" if held else "even spread"))
+    if d.attrs.get("run_spread_kind"):
+        lines.append(f"runs per cell: {d.attrs['run_spread_kind']} spread")
     return "\n".join(lines) or None
 
 

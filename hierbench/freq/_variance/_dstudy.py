@@ -698,4 +698,5 @@ def d_study(
         ds.attrs["spread_kind"] = spread if isinstance(spread, str) else "planned"
     if run_facets(vc):
         ds.attrs["run_spread"] = run_words(vc, held)
+        ds.attrs["run_spread_kind"] = "observed" if any(f in held for f in run_facets(vc)) else "even"
     return ds

@@ -350,7 +350,8 @@ class VarianceComponentsResult(Result):
             coefficients), with clusters ``spread`` (the spread assumed, in
             words) and ``spread_kind`` (``"observed"``, ``"even"`` or
             ``"planned"``), and with runs nested in cells ``run_spread`` (runs
-            per cell as observed or even, in words).
+            per cell as observed or even, in words) and ``run_spread_kind``
+            (``"observed"`` or ``"even"``).
             Sizes asked for must be positive integers.
 
         Examples
