@@ -85,8 +85,16 @@ bank, selection            10     20     25     50     100    se 25 / 50    adap
 
 Adaptive with n tasks minus the IRT-scored random subset with 2n (2PL):
 -0.07 [-1.28, +1.14], +0.08 [-0.53, +0.72], +0.14 [-0.42, +0.75] points at
-n = 10, 25, 50 (95% intervals, agents resampled). Tasks to reach an MAE of 3
-points: 35 against 66, ratio 0.53 [0.38, 0.77]. (2PL rows: stop 13's code with
+n = 10, 25, 50 (2026-12-01, OLDER METHOD: 95% percentile bootstrap over the
+agents, what ``loo_summary`` gave until 2026-12-04; it now gives a Student t
+interval over agents, as the bootstrap of a mean over few agents runs narrow;
+these three were not recomputed). Today's method on the same comparison:
+notebooks/07_irt_adaptive.ipynb (executed 2026-12-04, 3 repeats per agent, its
+own seeds): +0.07 [-1.77, +1.91], +0.26 [-1.06, +1.59], +0.51 [-0.27, +1.30]
+at 10 vs 20, 25 vs 50, 50 vs 100; ``summarise`` below prints it for a study.
+Tasks to reach an MAE of 3 points: 35 against 66, ratio 0.53 [0.38, 0.77]
+(this interval is the script's own ``ratio_interval``, still a percentile
+bootstrap over agents; not a ``loo_summary`` figure). (2PL rows: stop 13's code with
 the MAP-II hyperparameters; 1PL rows: measured just before that change.) Adaptive matches a random
 subset twice its size within the study's Monte Carlo error; the point
 estimate is a little above one half. The adaptive error is an agent-level
@@ -112,8 +120,12 @@ adaptive, MAE                1.96 / 1.59 / 1.33   3.59 / 2.45 / 0.86
 
 Counting a cell's 8 runs as 8 independent answers made every interval too
 narrow; with run_icc the random subsets cover at the nominal rate. Adaptive
-with 10 tasks (1.96) beats a random 20 (2.91; difference -0.95 [-1.78,
-+0.00]) and with 20 (1.59) a random 40 (1.94). Seven agents are a small
+with 10 tasks (1.96) has a smaller MAE than a random 20 (2.91; difference -0.95
+[-1.78, +0.00], 2026-12-01, OLDER METHOD: ``loo_summary``'s percentile bootstrap
+over the 7 agents, which runs narrow over so few, and its upper end is already at
+zero; not recomputed, and no Student t figure for it is recorded anywhere: re-run
+``--data metr`` and read ``summarise``'s half-gap lines) and with 20 (1.59) than a
+random 40 (1.94). Seven agents are a small
 sample: each coverage cell holds 35 intervals from 7 agents.
 
 Held out (2026-12-04, the audit of model-leaning defaults; load 5-12 on 2 shared cores): logs

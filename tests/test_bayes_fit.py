@@ -18,6 +18,7 @@ from hierbench.bayes import build_bradley_terry
 from hierbench.bayes import build_crossed
 from hierbench.bayes import data_hash
 from hierbench.bayes import fit
+from hierbench.bayes import fit_replicates
 from hierbench.data import to_counts
 from hierbench.testing import simulate_eval
 
@@ -151,6 +152,13 @@ def test_fit_argument_errors(tiny, monkeypatch):
     for kwargs, message in bad:
         with pytest.raises(ValueError, match=message):
             fit(model, **kwargs)
+    # fit_replicates makes the same checks with the same words (it has no `sampler`: nutpie only)
+    with pytest.raises(TypeError, match=r"`model` must be a pymc\.Model from a hierbench builder; got dict"):
+        fit_replicates({}, [tiny])
+    for kwargs, message in bad:
+        if "sampler" not in kwargs:
+            with pytest.raises(ValueError, match=message):
+                fit_replicates(model, [tiny], **kwargs)
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n in ("jax", "numpyro") else real(n, *a))
     with pytest.raises(ImportError, match=r"`sampler='numpyro'` needs the package\(s\) \['jax', 'numpyro'\]"):

@@ -219,9 +219,33 @@ def test_degenerate_and_undefined_are_named():
     score[0] = 1.0
     score[1, 0] = 0.0  # agent 1 ran a single task
     ds = xr.Dataset({"score": (("agent", "task", "run"), score)}, coords={"agent": ["x", "y"]})
-    with pytest.warns(UndefinedResampleWarning, match="undefined in up to"):
+    # hand count: y's mean is undefined exactly in the resamples that drew no copy of task 0;
+    # a callable statistic sees the same task weights as the built-in mean (same rng)
+    seen = []
+
+    def mean_seen(values, weights):
+        seen.append(weights.copy())
+        v = values[0]  # (U, T): scheme="tasks" holds the data fixed
+        ran = np.isfinite(v)
+        num, den = weights @ np.where(ran, v, 0.0).T, weights @ ran.T
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+    with pytest.warns(UndefinedResampleWarning):
+        bootstrap_ci(ds, mean_seen, n_resamples=300, rng=0)
+    w = np.concatenate(seen[1:])  # the first call is the estimate on the data
+    assert w.shape == (300, 3)
+    hand = int((w[:, 0] == 0).sum())
+    # and the count is what the draw makes likely: 300 (2/3)^3 = 88.9, binomial SD 7.9 (4 SD)
+    assert abs(hand - 300 * (2 / 3) ** 3) < 4 * np.sqrt(300 * (8 / 27) * (19 / 27))
+    with pytest.warns(UndefinedResampleWarning) as rec:
         res = bootstrap_ci(ds, n_resamples=300, rng=0)
-    assert 0 < int(res.n_undefined.sel(agent="y")) < 300
+    msg = str(rec[0].message)
+    assert f"agent 'y' in {hand} of 300 resamples (" in msg  # y only: x ran every task
+    assert "agent 'x'" not in msg and "give the agent more tasks" in msg
+    assert int(res.n_undefined.sel(agent="y")) == hand
+    # a pair is named by its label, and is undefined where y is
+    with pytest.warns(UndefinedResampleWarning, match=f"pair 'x - y' in {hand} of 300 resamples"):
+        bootstrap_ci(ds, pairs="all", n_resamples=300, rng=0)
 
 
 def test_errors_are_named():

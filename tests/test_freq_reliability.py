@@ -139,3 +139,31 @@ def test_one_run_per_cell_has_no_consistency():
     assert float(r.estimate.sel(metric="accuracy").item()) == pytest.approx(0.5)
     with pytest.raises(ValueError, match=r"`k` must be >= 2: .* pass\^1 is accuracy; got k=1"):
         reliability_profile(_seed_ds(), k=1, n_resamples=50)
+
+
+def test_undefined_resamples_are_counted_by_name():
+    # agent a stated a confidence on t1 only, so its ECE and Brier are undefined exactly in the
+    # resamples that drew no copy of t1; agent b solved t1 and nothing else, so b's accuracy is 0
+    # in exactly those resamples too: the hand count, read off another metric. b has no
+    # confidence at all: its ECE is NaN on the data itself, not a resample's doing, and is not
+    # counted (it used to set the message's "up to" to every resample)
+    from hierbench.metrics import UndefinedMetricWarning
+
+    score = np.array([[[1, 0], [0, 1], [1, 1]], [[1, 1], [0, 0], [0, 0]]], dtype=float)
+    conf = np.full((2, 3, 2), np.nan)
+    conf[0, 0] = 0.7
+    dims = ("agent", "task", "run")
+    ds = xr.Dataset(
+        {"score": (dims, score), "confidence": (dims, conf)},
+        coords={"agent": ["a", "b"], "task": ["t1", "t2", "t3"]},
+    )
+    with pytest.warns(UndefinedMetricWarning) as rec:
+        r = reliability_profile(ds, n_resamples=300, rng=0)
+    hand = int((r.distribution.sel(agent="b", metric="accuracy") == 0).sum())
+    # 300 (2/3)^3 = 88.9 resamples miss t1, binomial SD 7.9 (4 SD)
+    assert abs(hand - 300 * (2 / 3) ** 3) < 4 * np.sqrt(300 * (8 / 27) * (19 / 27))
+    msg = str(rec[0].message)
+    assert f"ece of agent 'a' in {hand} of 300 resamples; brier of agent 'a' in {hand} of 300" in msg
+    assert "agent 'b'" not in msg and "300 of 300" not in msg
+    assert "give the agent more tasks (or the missing input on more of them)" in msg
+    assert np.isnan(float(r.estimate.sel(agent="b", metric="ece")))

@@ -22,6 +22,7 @@ from hierbench.bayes import build_crossed
 from hierbench.bayes import build_irt_1pl
 from hierbench.bayes import build_irt_2pl
 from hierbench.bayes import get_model
+from hierbench.bayes import model_hook
 from hierbench.bayes import read_spec
 from hierbench.bayes import spec_to_toml
 
@@ -116,9 +117,12 @@ def test_zoo_spec_round_trips_and_reference_is_recorded():
     folder = ROOT / "models" / "irt_2pl"
     spec = read_spec(folder / "spec.toml")
     entry = get_model("irt_2pl").spec()
-    for key in ("builder", "options", "priors", "sampler"):
+    for key in ("builder", "options", "priors", "sampler", "hooks"):
         assert spec[key] == entry[key]
     assert tomllib.loads(spec_to_toml(spec)) == spec
+    # the hook the file names is one the registry can run (what a saved fit looks up)
+    assert spec["hooks"] == {"postprocess": "irt.set_aside_radius"}
+    assert callable(model_hook(spec, "postprocess"))
     ref = json.loads((folder / "reference.json").read_text())
     d = ref["diagnostics"]
     # the reference fit passed the package's own checks with defaults

@@ -354,6 +354,37 @@ def bootstrap_detail(unit: str, n_resamples: int) -> str:
     return f"bootstrap over {unit}, {n_resamples} resamples"
 
 
+def warn_undefined_resamples(
+    dist: np.ndarray, names: list[str], *, cause: str, category: type[Warning], only: np.ndarray | None = None
+) -> None:
+    """Warn, once, of the outputs a bootstrap left undefined in some resamples: each bootstrap's one rule.
+
+    ``dist`` is (resample, *outputs); ``names`` names the outputs in ``dist``'s order,
+    flattened (``"agent 'y'"``, ``"brier of agent 'a'"``); ``cause`` says why a resample can
+    leave one undefined; ``only`` (the outputs' shape) restricts the count to outputs that
+    are defined on the data (the caller says the rest elsewhere). The percentile and BCa
+    limits leave those resamples out (``percentile_bounds``, ``_bca``).
+    """
+    n = dist.shape[0]
+    n_undef = (~np.isfinite(dist)).reshape(n, -1).sum(0)
+    if only is not None:
+        n_undef = np.where(np.ravel(only), n_undef, 0)
+    hit = np.flatnonzero(n_undef)
+    if hit.size == 0:
+        return
+    hit = hit[np.argsort(-n_undef[hit], kind="stable")]  # the worst first
+    listed = "; ".join(f"{names[i]} in {int(n_undef[i])} of {n} resamples" for i in hit[:3])
+    more = f"; and {hit.size - 3} more outputs" if hit.size > 3 else ""
+    warn_user(
+        f"undefined in some resamples: {listed}{more} ({cause}). Each interval leaves out the "
+        "resamples its output was undefined in (NaN in `distribution`) and rests on the rest. If "
+        "they are a large share, the interval describes only the resamples that drew the agent's "
+        "tasks: give the agent more tasks (or the missing input on more of them); more resamples "
+        "do not lower the share.",
+        category,
+    )
+
+
 def one_blas_thread():
     """Limit BLAS to one thread while fitting, when threadpoolctl is there.
 

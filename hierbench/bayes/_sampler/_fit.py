@@ -165,6 +165,21 @@ def _check_sampler(sampler: str, target_accept: float | None) -> None:
             )
 
 
+def _check_fit_arguments(
+    model: Any, sampler: str, draws: int | None, tune: int | None, chains: int,
+    target_accept: float | None, init: str, target_ess: float, max_draws: int,
+) -> dict[str, Any]:  # fmt: skip
+    """The checks :func:`fit` and :func:`fit_replicates` make of their arguments, in one order; the model's info.
+
+    The model first (a hierbench builder's, else stamped custom), then the run settings, then
+    the sampler and its acceptance target; each refusal names the argument and the value.
+    """
+    info = _check_model(model)
+    _check_run(draws, tune, chains, target_ess, max_draws, init)
+    _check_sampler(sampler, target_accept)
+    return info
+
+
 def _settings(
     info: dict[str, Any], sampler: str, draws: int | None, tune: int | None, chains: int,
     target_accept: float | None, init: str, target_ess: float, max_draws: int,
@@ -458,9 +473,7 @@ def fit(
     >>> idata.attrs["hierbench_model"], idata.posterior.sizes["draw"]
     ('beta_binomial', 200)
     """
-    info = _check_model(model)
-    _check_run(draws, tune, chains, target_ess, max_draws, init)
-    _check_sampler(sampler, target_accept)
+    info = _check_fit_arguments(model, sampler, draws, tune, chains, target_accept, init, target_ess, max_draws)
     settings = _settings(info, sampler, draws, tune, chains, target_accept, init, target_ess,
                          max_draws, sampler_kwargs)  # fmt: skip
     gen = as_rng(rng)
@@ -735,9 +748,7 @@ def fit_replicates(
     from ..._parallel import check_executor
     from ..._parallel import map_seeded
 
-    info = _check_model(model)
-    _check_run(draws, tune, chains, target_ess, max_draws, init)
-    _check_sampler("nutpie", target_accept)
+    info = _check_fit_arguments(model, "nutpie", draws, tune, chains, target_accept, init, target_ess, max_draws)
     executor = check_executor(executor)
     settings = _settings(info, "nutpie", draws, tune, chains, target_accept, init, target_ess,
                          max_draws, sampler_kwargs)  # fmt: skip

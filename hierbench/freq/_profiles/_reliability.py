@@ -30,6 +30,7 @@ from .._kernels import _comb_ratio
 from .._kernels import bootstrap_detail
 from .._kernels import percentile_bounds
 from .._kernels import ratio
+from .._kernels import warn_undefined_resamples
 from .._kernels import weight_blocks
 from .._rates import EmptySampleWarning
 from .._rates import InsufficientRunsWarning
@@ -198,9 +199,9 @@ def reliability_profile(
     names = {"score": score, "perturbed": perturbed, "confidence": confidence, "severity": severity}
     per_task, kk, ece_parts = _per_task(data, names, (agent_dim, task_dim, run_dim), k, edges)
     metrics = [m for m in METRICS if m in per_task]
-    est, dist, unit = _task_bootstrap(data, per_task, metrics, ece_parts, edges, n_resamples,
-                                      cluster, task_dim, rng)  # fmt: skip
     agents = [str(a) for a in data[agent_dim].values]
+    est, dist, unit = _task_bootstrap(data, per_task, metrics, agents, ece_parts, edges, n_resamples,
+                                      cluster, task_dim, rng)  # fmt: skip
     return _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, kk, edges)
 
 
@@ -227,11 +228,13 @@ def _per_task(
 
 
 def _task_bootstrap(
-    data, per_task, metrics, ece_parts, edges, n_resamples, cluster, task_dim, rng
+    data, per_task, metrics, agents, ece_parts, edges, n_resamples, cluster, task_dim, rng
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """The metrics on the data, their distribution over one shared resample of tasks (or clusters), the unit.
 
-    A metric undefined in some resamples where it is defined on the data is warned about.
+    A metric undefined in some resamples where it is defined on the data is warned about
+    (``agents`` name the rows; a metric undefined on the data itself is NaN in the estimate,
+    not counted here).
     """
     A, T = per_task["accuracy"].shape
     est = _evaluate(np.ones((1, T)), per_task, metrics, ece_parts)[0]
@@ -239,7 +242,10 @@ def _task_bootstrap(
     per = A * T * max(edges.size, 1)
     blocks = weight_blocks(T, n_resamples, gen, clusters=codes, elements_per_resample=per)
     dist = np.concatenate([_evaluate(w, per_task, metrics, ece_parts) for w in blocks])
-    _warn_undefined_resamples(dist, est, n_resamples)
+    warn_undefined_resamples(
+        dist, [f"{m} of agent {a!r}" for a in agents for m in metrics], only=np.isfinite(est),
+        cause="an agent drew none of its tasks with that input", category=UndefinedMetricWarning,
+    )
     return est, dist, unit
 
 
@@ -412,14 +418,3 @@ def _evaluate(w: np.ndarray, per_task, metrics, ece_parts) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             out[..., j] = ratio(num, den)
     return out
-
-
-def _warn_undefined_resamples(dist: np.ndarray, est: np.ndarray, n_resamples: int) -> None:
-    n_undef = (~np.isfinite(dist)).sum(0)
-    if (n_undef[np.isfinite(est)] > 0).any():
-        warn_user(
-            f"some metrics were undefined in up to {int(n_undef.max())} of {n_resamples} "
-            "resamples (an agent drew none of its tasks with that input); left out of their "
-            "intervals",
-            UndefinedMetricWarning,
-        )

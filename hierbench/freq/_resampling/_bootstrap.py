@@ -57,6 +57,7 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import score_array
 from .._kernels import DegenerateBootstrapWarning
+from .._kernels import warn_undefined_resamples
 from .._rates import InsufficientRunsWarning
 from ._bootstrap_engine import StatisticFn
 from ._bootstrap_engine import _Cells
@@ -279,15 +280,13 @@ def _pair_index(pairs, agent_coord, paired: bool) -> tuple[np.ndarray | None, li
     return np.asarray(idx, dtype=np.int64), [f"{a} - {b}" for a, b in pairs]
 
 
-def _warn_undefined_resamples(dist: np.ndarray) -> None:
-    n_undef = (~np.isfinite(dist)).sum(0)
-    if n_undef.any():
-        warn_user(
-            f"the statistic was undefined in up to {int(n_undef.max())} of {dist.shape[0]} "
-            "resamples (e.g. an agent drew none of the tasks it ran); they are left out of the "
-            "interval and counted in `n_undefined`.",
-            UndefinedResampleWarning,
-        )
+def _output_names(plan: _Plan, agent_coord, pair_labels: list[str], n_out: int) -> list[str]:
+    """Each output as a warning names it: its pair, its agent, or (a callable's) its position."""
+    if plan.pairs_idx is not None:
+        return [f"pair {p!r}" for p in pair_labels]
+    if agent_coord is not None and n_out == plan.A:
+        return [f"agent {str(a)!r}" for a in agent_coord.values]
+    return ["the statistic"] if n_out == 1 else [f"statistic {i}" for i in range(n_out)]
 
 
 # ---------------------------------------------------------------------------
@@ -504,7 +503,9 @@ def bootstrap_ci(
     plan, agent_coord, pair_labels, unit, cluster_column = _plan(
         data, statistic, builtin, k, pairs, scheme, paired, cluster, (run_dim, task_dim, agent_dim)
     )
-    theta, dist, limits = _resample(plan, int(n_resamples), gen, progress, method, prob)
+    theta, dist, limits = _resample(
+        plan, int(n_resamples), gen, progress, method, prob, (agent_coord, pair_labels)
+    )
     return _package(
         plan, agent_coord, pair_labels, theta, dist, limits,
         prob=prob, method=method, unit=unit, agent_dim=agent_dim, cluster_column=cluster_column,
@@ -534,11 +535,18 @@ def _plan(data, statistic, builtin: bool, k, pairs, scheme: str, paired: bool, c
 
 
 def _resample(
-    plan: _Plan, n_resamples: int, gen: np.random.Generator, progress, method: str, prob: float
+    plan: _Plan, n_resamples: int, gen: np.random.Generator, progress, method: str, prob: float,
+    labels: tuple,
 ) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """The statistic on the data, its bootstrap distribution (undefined resamples warned), the limits."""
+    """The statistic on the data, its bootstrap distribution (undefined resamples warned), the limits.
+
+    ``labels`` (agent coord, pair labels) name the outputs in the warning.
+    """
     T, U = plan.T, plan.U
     theta = plan.stat(plan.v_obs, np.ones((1, T)) if plan.paired else np.ones((1, U, T)))[0]
     dist = _distribution(plan, theta.shape[0], n_resamples, gen, progress)
-    _warn_undefined_resamples(dist)
+    warn_undefined_resamples(
+        dist, _output_names(plan, *labels, theta.shape[0]), category=UndefinedResampleWarning,
+        cause="e.g. an agent drew none of the tasks it ran; counted in `n_undefined`",
+    )
     return theta, dist, _limits(plan, theta, dist, method, prob)
