@@ -1,5 +1,7 @@
 """bootstrap_ci: agreement with scipy and direct resampling, ragged and clustered data, errors."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,6 +10,7 @@ from _helpers import seed003_passages
 from scipy import stats
 
 from hierbench.freq import DegenerateBootstrapWarning
+from hierbench.freq import EmptySampleWarning
 from hierbench.freq import InsufficientRunsWarning
 from hierbench.freq import UndefinedResampleWarning
 from hierbench.freq import bootstrap_ci
@@ -246,6 +249,53 @@ def test_degenerate_and_undefined_are_named():
     # a pair is named by its label, and is undefined where y is
     with pytest.warns(UndefinedResampleWarning, match=f"pair 'x - y' in {hand} of 300 resamples"):
         bootstrap_ci(ds, pairs="all", n_resamples=300, rng=0)
+
+
+def test_an_agent_with_no_runs_is_named_as_empty_not_as_undefined_resamples():
+    # a hand-built log: 'a' ran 4 tasks (one of them once), 'b' has no runs at all, 'c' ran
+    # every task once (so it has no task with the 2 runs pass^2 needs)
+    nan = np.nan
+    score = np.array([
+        [[1, 0], [1, 1], [0, 0], [1, nan]],
+        [[nan, nan]] * 4,
+        [[1, nan], [0, nan], [1, nan], [1, nan]],
+    ])
+    ds = xr.Dataset(
+        {"score": (("agent", "task", "run"), score)},
+        coords={"agent": ["a", "b", "c"], "task": ["w", "x", "y", "z"]},
+    )
+
+    def run(data, **kw):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            res = bootstrap_ci(data, n_resamples=50, rng=0, **kw)
+        return res, [(w.category, str(w.message)) for w in rec]
+
+    for method in ("percentile", "bca"):
+        res, rec = run(ds, method=method)
+        # one warning, naming b and why; not "undefined in 50 of 50 resamples", no numpy noise
+        # (nanstd's "Degrees of freedom", the jackknife's "Mean of empty slice"), no BCa warning
+        assert [c for c, _ in rec] == [EmptySampleWarning], rec
+        assert "1 of 3 outputs: agent 'b' (no runs at all)" in rec[0][1]
+        assert "data.drop_sel(agent=['b'])" in rec[0][1]
+        # by hand: a's task means 0.5, 1, 0, 1 -> 0.625; c's 1, 0, 1, 1 -> 0.75
+        assert res.estimate.values[[0, 2]].tolist() == [0.625, 0.75]
+        assert np.isnan(res.estimate.sel(agent="b")) and np.isnan(res.ci.sel(agent="b")).all()
+        assert np.isnan(res.standard_error.sel(agent="b"))
+        assert res.n_tasks.values.tolist() == [4, 0, 4]
+        # the others do not use b: the same interval as with b left out
+        alone = bootstrap_ci(ds.drop_sel(agent="b"), n_resamples=50, rng=0, method=method)
+        assert np.array_equal(res.ci.sel(agent=["a", "c"]).values, alone.ci.values)
+    # pass^2: c has runs but no task with 2 of them; its cells are counted by InsufficientRunsWarning
+    res, rec = run(ds, statistic="pass_hat_k", k=2)
+    assert [c for c, _ in rec] == [InsufficientRunsWarning, EmptySampleWarning], rec
+    assert "agent 'b' (no runs at all); agent 'c' (no task with k=2 runs)" in rec[1][1]
+    assert res.n_tasks.values.tolist() == [3, 0, 0]  # a's task z has one run
+    # a pair with b has nothing to difference; a - c stands
+    res, rec = run(ds, pairs="all")
+    assert [c for c, _ in rec] == [EmptySampleWarning], rec
+    assert "pair 'a - b' (agent 'b' has no runs at all); pair 'b - c' (agent 'b' has no runs at all)" in rec[0][1]
+    assert float(res.estimate.sel(pair="a - c")) == 0.625 - 0.75
 
 
 def test_errors_are_named():

@@ -167,3 +167,41 @@ def test_undefined_resamples_are_counted_by_name():
     assert "agent 'b'" not in msg and "300 of 300" not in msg
     assert "give the agent more tasks (or the missing input on more of them)" in msg
     assert np.isnan(float(r.estimate.sel(agent="b", metric="ece")))
+
+
+def test_an_agent_without_an_input_is_named_with_the_metrics_it_leaves_nan():
+    # hand-built: a states a confidence of 0.7 on every run and has perturbed scores; b ran the
+    # same tasks with neither; c has no scored run at all (named by its own warning, not again)
+    import warnings
+
+    from hierbench.freq import EmptySampleWarning
+    from hierbench.metrics import UndefinedMetricWarning
+
+    nan = np.nan
+    score = np.array([[[1, 0], [0, 1], [1, 1]], [[1, 1], [0, 0], [0, 0]], [[nan, nan]] * 3])
+    conf = np.full((3, 3, 2), nan)
+    conf[0] = 0.7
+    pert = np.full((3, 3, 2), nan)
+    pert[0] = score[0]
+    sev = np.where(np.isfinite(score), 0.0, nan)
+    dims = ("agent", "task", "run")
+    ds = xr.Dataset(
+        {"score": (dims, score), "confidence": (dims, conf), "score_perturbed": (dims, pert),
+         "severity": (dims, sev)},
+        coords={"agent": ["a", "b", "c"], "task": ["t1", "t2", "t3"]},
+    )
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        r = reliability_profile(ds, n_resamples=50, rng=0)
+    assert [w.category for w in rec] == [EmptySampleWarning, UndefinedMetricWarning], rec
+    msg = str(rec[1].message)
+    assert "robustness_drop of 1 agents ['b'] (no scored run has a `score_perturbed` value)" in msg
+    assert "ece and brier of 1 agents ['b'] (no scored run has a `confidence` value)" in msg
+    assert "'a'" not in msg and "'c'" not in msg and "harm" not in msg
+    e = r.estimate.to_pandas()
+    assert e.loc["b", ["robustness_drop", "ece", "brier"]].isna().all()
+    # a's by hand: task means 1/2, 1/2, 1 -> accuracy 2/3, all in the bin [0.7, 0.8), so
+    # ECE = |0.7 - 2/3|; Brier per task (0.09 + 0.49)/2, the same, 0.09 -> 0.67 / 3
+    assert e.loc["a", "ece"] == pytest.approx(0.7 - 2 / 3)
+    assert e.loc["a", "brier"] == pytest.approx(0.67 / 3)
+    assert e.loc["a", "robustness_drop"] == 0.0 and e.loc["b", "harm_rate"] == 0.0

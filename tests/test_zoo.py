@@ -8,7 +8,9 @@ import tomllib
 import pytest
 from conftest import ROOT
 
+from hierbench.bayes import HOOK_KINDS
 from hierbench.bayes import get_model
+from hierbench.bayes import model_hook
 from hierbench.bayes import read_spec
 from hierbench.bayes import spec_to_toml
 from hierbench.bayes._zoo import ZOO_CASES
@@ -39,6 +41,24 @@ def test_spec_round_trip(name):
     get_model(name).builder.__wrapped__ if False else None
     for f in ("card.md", "reference.json"):
         assert (ROOT / "models" / name / f).is_file()
+
+
+def test_every_zoo_spec_names_the_registry_hooks_and_they_resolve():
+    # every model folder with a spec.toml, not a hand-kept list: a new folder is checked too
+    paths = sorted((ROOT / "models").glob("*/spec.toml"))
+    assert {p.parent.name for p in paths} >= {"beta_binomial", "bradley_terry", "crossed", "irt_2pl"}
+    for path in paths:
+        spec = read_spec(path)
+        name = path.parent.name
+        assert spec["model"] == name
+        # the [hooks] section the writer (spec_to_toml of the registry's spec) emits; an empty
+        # table for a model that names none, so a missing section is a stale file
+        assert "hooks" in spec, f"{name}: spec.toml has no [hooks] section"
+        assert spec["hooks"] == get_model(name).spec()["hooks"], name
+        assert set(spec["hooks"]) <= set(HOOK_KINDS), name
+        # each named hook is one the registry can run (what a saved fit looks up)
+        for kind in spec["hooks"]:
+            assert callable(model_hook(spec, kind)), (name, kind)
 
 
 def test_spec_to_toml_rejects_unsupported():

@@ -144,7 +144,8 @@ def reliability_profile(
 
     Every per-run average is a mean over tasks of the task's mean over its runs (each task
     weighs the same however many runs it had; on balanced data, the plain mean over runs). A
-    metric whose input variable is absent is left out of the table.
+    metric whose input variable is absent is left out of the table; an agent with no value of it
+    on a scored run has NaN there, named by an :class:`hierbench.metrics.UndefinedMetricWarning`.
 
     Parameters
     ----------
@@ -202,6 +203,7 @@ def reliability_profile(
     agents = [str(a) for a in data[agent_dim].values]
     est, dist, unit = _task_bootstrap(data, per_task, metrics, agents, ece_parts, edges, n_resamples,
                                       cluster, task_dim, rng)  # fmt: skip
+    _warn_no_input(est, metrics, agents, names)
     return _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, kk, edges)
 
 
@@ -247,6 +249,46 @@ def _task_bootstrap(
         cause="an agent drew none of its tasks with that input", category=UndefinedMetricWarning,
     )
     return est, dist, unit
+
+
+#: the optional input each metric is computed from (the keys of ``names`` in reliability_profile)
+_INPUT = {
+    "robustness_drop": "perturbed",
+    "ece": "confidence",
+    "brier": "confidence",
+    "harm_rate": "severity",
+    "harm_severity": "severity",
+}
+
+
+def _warn_no_input(est: np.ndarray, metrics: list[str], agents: list[str], names: dict[str, str]) -> None:
+    """Name the agents whose metric is NaN on the data because none of their scored runs has its input.
+
+    The variable is in the data (else the metric is left out of the table), but some agents
+    have no value of it on a scored run: their metric is undefined, NaN, never 0. An agent with
+    no scored run at all is named by ``_scores`` instead. The metrics of one input share its
+    mask (ECE and Brier both rest on the runs with a confidence), so they are named together.
+    """
+    scored = np.isfinite(est[:, metrics.index("accuracy")])
+    parts = []
+    for key in ("perturbed", "confidence", "severity"):
+        ms = [m for m in metrics if _INPUT.get(m) == key]
+        if not ms:
+            continue
+        hit = scored & np.isnan(est[:, [metrics.index(m) for m in ms]]).any(1)
+        if hit.any():
+            who = [a for a, h in zip(agents, hit, strict=True) if h]
+            more = f" and {len(who) - 10} more" if len(who) > 10 else ""
+            parts.append(
+                f"{' and '.join(ms)} of {len(who)} agents {who[:10]}{more} (no scored run has a "
+                f"`{names[key]}` value)"
+            )
+    if parts:
+        warn_user(
+            f"undefined on the data, so NaN (not 0): {'; '.join(parts)}. The other agents' values "
+            "stand; give those agents the input, or read their row without these metrics.",
+            UndefinedMetricWarning,
+        )
 
 
 def _result(est, dist, per_task, metrics, agents, agent_dim, prob, unit, k, edges):

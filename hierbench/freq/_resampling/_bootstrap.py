@@ -31,6 +31,7 @@ that is linear in the task weights.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
@@ -58,6 +59,7 @@ from ..._docs import fill_doc
 from .._inputs import score_array
 from .._kernels import DegenerateBootstrapWarning
 from .._kernels import warn_undefined_resamples
+from .._rates import EmptySampleWarning
 from .._rates import InsufficientRunsWarning
 from ._bootstrap_engine import StatisticFn
 from ._bootstrap_engine import _Cells
@@ -121,7 +123,11 @@ class BootstrapResult(Result):
         with fewer runs than ``k`` for pass^k / pass@k).
     n_undefined : xarray.DataArray
         Resamples where the statistic was undefined (they are left out of the
-        quantiles; a :class:`UndefinedResampleWarning` says so).
+        quantiles; a :class:`UndefinedResampleWarning` says so). An agent or
+        pair with no task in the statistic (no runs at all, say) is undefined
+        in every resample and on the data: its estimate and interval are NaN,
+        ``n_tasks`` is 0, and an :class:`hierbench.freq.EmptySampleWarning`
+        names it instead.
     bias_correction, acceleration : xarray.DataArray or None
         BCa's ``z0`` and ``a`` (``method="bca"`` only).
     ci_flag : xarray.DataArray or None
@@ -344,11 +350,16 @@ def _package(
     n_tasks_o = n_tasks if n_out == U else np.full(n_out, int(present.any(0).sum()))
     n_excl_o = (T - n_tasks) if n_out == U else T - n_tasks_o
     n_undef = (~np.isfinite(dist)).sum(0)
+    with warnings.catch_warnings():
+        # an output with fewer than two defined resamples has no SE (NaN); it is already named
+        # (EmptySampleWarning / UndefinedResampleWarning), numpy's "Degrees of freedom" adds nothing
+        warnings.simplefilter("ignore", RuntimeWarning)
+        se = np.nanstd(dist, axis=0, ddof=1)
     return BootstrapResult(
         estimate=da(theta).assign_attrs(attrs),
         ci=ci,
         distribution=da(dist, ("resample",), {"resample": np.arange(n_resamples)}),
-        standard_error=da(np.nanstd(dist, axis=0, ddof=1)),
+        standard_error=da(se),
         n_tasks=da(n_tasks_o.astype(np.int64)),
         n_excluded=da(np.asarray(n_excl_o).astype(np.int64)),
         n_undefined=da(n_undef.astype(np.int64)),
@@ -545,8 +556,47 @@ def _resample(
     T, U = plan.T, plan.U
     theta = plan.stat(plan.v_obs, np.ones((1, T)) if plan.paired else np.ones((1, U, T)))[0]
     dist = _distribution(plan, theta.shape[0], n_resamples, gen, progress)
+    names = _output_names(plan, *labels, theta.shape[0])
+    empty = _warn_empty_outputs(plan, theta, names, labels[0])
     warn_undefined_resamples(
-        dist, _output_names(plan, *labels, theta.shape[0]), category=UndefinedResampleWarning,
+        dist, names, category=UndefinedResampleWarning, only=~empty,
         cause="e.g. an agent drew none of the tasks it ran; counted in `n_undefined`",
     )
     return theta, dist, _limits(plan, theta, dist, method, prob)
+
+
+def _warn_empty_outputs(plan: _Plan, theta: np.ndarray, names: list[str], agent_coord) -> np.ndarray:
+    """Name the agents (pairs) with no task in the statistic, whose estimate is NaN; returns that mask.
+
+    Such an output is undefined on the data, not by a resample's draw, so it is said here
+    (why: no runs at all, no task with ``k`` runs, no task both agents ran) and left out of the
+    undefined-resample count. The other outputs do not depend on it and stand.
+    """
+    empty = np.zeros(theta.shape[0], dtype=bool)
+    if theta.shape[0] != plan.U:  # a callable's scalar (or other) outputs: no per-agent tasks
+        return empty
+    empty = ~np.isfinite(plan.v_obs[0]).any(-1) & ~np.isfinite(theta)
+    if not empty.any():
+        return empty
+    idle = plan.cells.n.sum(-1) == 0  # (A,) agents with no runs at all
+    with_k = f" with k={plan.k} runs" if plan.builtin and plan.statistic != "mean" else ""
+    why = []
+    for u in np.flatnonzero(empty):
+        if plan.pairs_idx is None:
+            why.append("no runs at all" if idle[u] else f"no task{with_k}")
+            continue
+        gone = [repr(str(agent_coord.values[a])) for a in plan.pairs_idx[u] if idle[a]]
+        who = f"agent {gone[0]} has" if len(gone) == 1 else f"agents {' and '.join(gone)} have"
+        why.append(f"{who} no runs at all" if gone else f"no task both agents ran{with_k}")
+    listed = "; ".join(f"{names[u]} ({w})" for u, w in zip(np.flatnonzero(empty)[:10], why[:10], strict=True))
+    more = f"; and {int(empty.sum()) - 10} more" if empty.sum() > 10 else ""
+    rest = "; the other outputs do not use them" if not empty.all() else ""
+    involved = np.flatnonzero(empty) if plan.pairs_idx is None else np.unique(plan.pairs_idx[empty])
+    drop = [str(agent_coord.values[a]) for a in involved if idle[a]] if agent_coord is not None else []
+    hint = f" Agents with no runs can be dropped first: data.drop_sel(agent={drop!r})." if drop else ""
+    warn_user(
+        f"no task to estimate from for {int(empty.sum())} of {empty.size} outputs: {listed}{more}. "
+        f"Their estimate and interval are NaN (`n_tasks` 0){rest}.{hint}",
+        EmptySampleWarning,
+    )
+    return empty

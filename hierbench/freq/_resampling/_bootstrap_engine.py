@@ -440,4 +440,10 @@ def _limits(plan: _Plan, theta: np.ndarray, dist: np.ndarray, method: str, prob:
     n_out = theta.shape[0]
     if method == "percentile":
         return _column_quantiles(dist, np.tile([alpha / 2, 1 - alpha / 2], (n_out, 1))), None, None
-    return _bca(theta, dist, _jackknife(plan, n_out), alpha)
+    # an output undefined on the data (an agent with no runs; bootstrap_ci names it) has no BCa
+    # interval: NaN, without the one-sided-distribution warning, which is not why
+    ok = np.isfinite(theta)
+    lims, z0, acc = np.full((n_out, 2), np.nan), np.full(n_out, np.nan), np.full(n_out, np.nan)
+    if ok.any():
+        lims[ok], z0[ok], acc[ok] = _bca(theta[ok], dist[:, ok], _jackknife(plan, n_out)[:, ok], alpha)
+    return lims, z0, acc
