@@ -574,21 +574,31 @@ def _executor(workers: int, scheduler: str | None):
     return cluster()
 
 
+def _cpu() -> float:
+    """User + sys CPU seconds of this process (all its threads) and of its children that have exited."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def time_study(reps: int, workers: int, models, designs, seed: int, out: str | None) -> dict:
     """The same study serially and on a local cluster: walls, their ratio, identical records."""
     import tempfile
 
-    walls, recs = {}, {}
+    walls, recs, cpus = {}, {}, {}
     for label, n in (("serial", 0), (f"{workers} workers", workers)):
         path = os.path.join(tempfile.mkdtemp(), "sbc.jsonl")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         with _executor(n, None) as ex:
             recs[label] = run(models, designs, reps, path, seed=seed, executor=ex)
-        walls[label] = time.perf_counter() - t0
+        walls[label], cpus[label] = time.perf_counter() - t0, _cpu() - c0
     strip = [[{k: v for k, v in r.items() if k != "wall"} for r in rs] for rs in recs.values()]
     row = {"reps": reps, "models": list(models), "designs": list(designs),
            "wall_s": {k: round(v, 1) for k, v in walls.items()},
            "ratio": round(walls[f"{workers} workers"] / walls["serial"], 3),
+           # CPU seconds (user + sys, this process's threads and its reaped children: the
+           # cluster's workers); serial_cores is what the serial run already used in parallel
+           "cpu_s": {k: round(v, 1) for k, v in cpus.items()},
+           "serial_cores": round(cpus["serial"] / walls["serial"], 2),
            "identical": strip[0] == strip[1], "load": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
     print(json.dumps(row), flush=True)
     if out:
