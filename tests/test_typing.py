@@ -91,7 +91,7 @@ def _methods(cls: type) -> Iterator[tuple[str, Callable, bool]]:
 def _callables() -> dict[str, tuple[Callable, bool]]:
     """Every public function and public method, once: public name -> (it, takes self/cls).
 
-    A method is named after the class that defines it (``hierbench._base.Result.to_frame``
+    A method is named after the class that defines it (``hierbench._base._results.Result.to_frame``
     when that class is not exported itself).
     """
     exported = _exported()
@@ -140,7 +140,7 @@ def test_the_check_sees_the_whole_public_api():
     for expected in (
         "hierbench.freq.variance_components",
         "hierbench.data.from_records",
-        "hierbench._base.Result.to_frame",
+        "hierbench._base._results.Result.to_frame",
         "hierbench.freq.VarianceComponentsResult.d_study",
         "hierbench.freq.VarianceComponentsResult.e_rho2",
         "hierbench.metrics.bayes_d_study",

@@ -1,0 +1,280 @@
+"""Data rules: scores into per-cell counts, and tasks into clusters (each routine the one that does).
+
+:func:`counts` (refuses partial credit where binary counts are needed), :func:`is_binary`,
+:func:`cluster_codes`, :func:`cluster_label` (the name clusters are called by: the column
+they were read from, :data:`SOURCE_COLUMN`) and :func:`counted` (a count with its noun).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ._checks import check_choice
+from ._checks import check_dim
+from ._warnings import OUTSIDE_PACKAGE
+from ._warnings import HierbenchError
+from ._warnings import HierbenchWarning
+from ._warnings import PartialCreditError
+
+
+def is_binary(values: Any) -> bool:
+    """Whether every finite value is exactly 0 or 1.
+
+    Examples
+    --------
+    >>> is_binary([0.0, 1.0, float("nan")]), is_binary([0.5, 0.5])
+    (True, False)
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(np.all((v == 0.0) | (v == 1.0)))
+
+
+def counts(
+    data: xr.Dataset | xr.DataArray,
+    *,
+    dim: str = "run",
+    binary: bool = True,
+    name: str = "data",
+    purpose: str = "this estimator",
+) -> xr.Dataset:
+    """Turn scores into per-cell counts (the one routine that does).
+
+    Accepts an eval dataset (``score``), a score DataArray, or a counts dataset
+    (``n_runs``, ``n_success``) that is passed through after checking.
+
+    Parameters
+    ----------
+    data : Dataset or DataArray
+    dim : str
+        The run dimension reduced over.
+    binary : bool
+        When True (pass@k, pass^k, binomial models), every score must be 0 or 1:
+        partial credit is refused with :class:`PartialCreditError` naming the
+        cells, even when a cell's scores sum to a whole number.
+    name, purpose : str
+        Used in error messages.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``n_runs`` (int64) and ``n_success`` (float64; the success count when
+        binary), plus ``n_error`` when ``data`` has ``error``; other dims and
+        coords as in ``data``; ``attrs["binary"]`` (0/1).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> s = xr.DataArray([[1.0, 0.0, np.nan]], dims=("task", "run"))
+    >>> c = counts(s)
+    >>> int(c.n_runs[0]), float(c.n_success[0])
+    (2, 1.0)
+    """
+    if isinstance(data, xr.Dataset) and "n_runs" in data and "n_success" in data and "score" not in data:
+        return _checked_counts(data, binary, name, purpose)
+    if isinstance(data, xr.Dataset):
+        if "score" not in data:
+            raise HierbenchError(
+                f"`{name}` must be an eval dataset (with `score`), a counts dataset (with `n_runs` and "
+                f"`n_success`) or a score DataArray; got variables {list(data.data_vars)}"
+            )
+        score = data["score"]
+        error = data.get("error")
+    elif isinstance(data, xr.DataArray):
+        score = data
+        error = None
+    else:
+        raise TypeError(
+            f"`{name}` must be an xarray Dataset or DataArray; got {type(data).__name__}"
+        )
+    check_dim(score, dim)
+    vals = np.asarray(score.values, dtype=float)
+    if np.isinf(vals).any():
+        raise HierbenchError(
+            f"`{name}`: scores must be finite or NaN (not run); found infinite values"
+        )
+    binary_data = is_binary(vals)
+    if binary and not binary_data:
+        raise _partial_credit_error(score, vals, name, purpose)
+    ran = score.notnull()
+    out = xr.Dataset(
+        {"n_runs": ran.sum(dim).astype(np.int64), "n_success": score.fillna(0.0).sum(dim)}
+    )
+    if error is not None:
+        out["n_error"] = error.sum(dim).astype(np.int64)
+    if isinstance(data, xr.Dataset):
+        out.attrs = {k: v for k, v in data.attrs.items() if isinstance(v, (str, int, float))}
+    out.attrs["binary"] = int(binary_data)
+    drop = [c for c in out.coords if dim in out.coords[c].dims]
+    return out.drop_vars(drop)
+
+
+def _checked_counts(data: xr.Dataset, binary: bool, name: str, purpose: str) -> xr.Dataset:
+    """A counts dataset (``n_runs``, ``n_success``) checked and passed through (see :func:`counts`)."""
+    n = data["n_runs"]
+    c = data["n_success"]
+    nv = np.asarray(n.values, dtype=float)
+    cv = np.asarray(c.values, dtype=float)
+    bad = (nv < 0) | (nv != np.round(nv)) | (cv < 0) | (cv > nv) | ~np.isfinite(cv)
+    if binary:
+        bad |= cv != np.round(cv)
+    if bad.any():
+        raise HierbenchError(
+            f"`{name}`: counts must satisfy 0 <= n_success <= n_runs"
+            + (" with whole numbers of successes" if binary else "")
+            + f"; {int(bad.sum())} cells do not, e.g. (n_success, n_runs) "
+            f"{list(zip(cv[bad][:5].tolist(), nv[bad][:5].tolist(), strict=True))}"
+        )
+    if binary and not int(data.attrs.get("binary", 1)):
+        raise PartialCreditError(
+            f"`{name}`: {purpose} needs binary scores, and these counts were made from partial-credit "
+            "scores (attrs['binary'] = 0). Binarise the scores first (e.g. score >= threshold)."
+        )
+    out = data.copy()
+    out.attrs = dict(data.attrs)
+    out.attrs.setdefault("binary", 1 if is_binary(cv[nv == 1]) else int(binary))
+    return out
+
+
+def _partial_credit_error(score: xr.DataArray, vals: np.ndarray, name: str, purpose: str) -> PartialCreditError:
+    """The error naming the first partial-credit scores (``vals`` is ``score``'s values)."""
+    finite = np.isfinite(vals)
+    partial = finite & (vals != 0.0) & (vals != 1.0)
+    idx = np.argwhere(partial)[:5]
+    where = []
+    for ix in idx:
+        cell = [
+            str(score[d].values[i]) if d in score.coords else int(i)
+            for d, i in zip(score.dims, ix, strict=True)
+        ]
+        where.append((*cell, float(vals[tuple(ix)])))
+    return PartialCreditError(
+        f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {int(partial.sum())} scores "
+        f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}. "
+        "Binarise them first (e.g. `ds['score'] = (ds.score >= 1).where(ds.score.notnull())`) or use "
+        "an estimator for continuous scores (bootstrap_ci, scorecard)."
+    )
+
+
+#: attr of a per-task label coord (``cluster``, ``tag``): the column of the records it was read from
+SOURCE_COLUMN = "source_column"
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` with its noun, singular for one: ``counted(1, "agent")`` is "1 agent", else "n agents".
+
+    Examples
+    --------
+    >>> counted(1, "agent"), counted(25, "agent"), counted(0, "task")
+    ('1 agent', '25 agents', '0 tasks')
+    """
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def cluster_label(data: xr.Dataset | xr.DataArray, cluster: str | None = "auto") -> str:
+    """The name the clusters of ``data`` are called by: the column the user named (the one owner).
+
+    A reader stores ``--cluster task_family`` as the coord ``cluster``, recording the column in
+    the coord's ``source_column`` attr; every message and text that names the clusters says
+    this name, never the internal ``cluster``. A coord without that attr (a dataset built by
+    hand, or ``cluster="difficulty"`` naming a coord of its own) is called by its own name.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> s = xr.DataArray([0, 1], dims="task", coords={"cluster": ("task", ["a", "b"], {"source_column": "repo"})})
+    >>> cluster_label(s), cluster_label(s.drop_vars("cluster").assign_coords(family=("task", ["a", "b"])), "family")
+    ('repo', 'family')
+    """
+    key = "cluster" if cluster in ("auto", None) else str(cluster)
+    coord = data.coords.get(key)
+    return str(coord.attrs.get(SOURCE_COLUMN, key)) if coord is not None else key
+
+
+def cluster_codes(
+    data: xr.Dataset | xr.DataArray,
+    cluster: str | None = "auto",
+    *,
+    dim: str = "task",
+    missing: str = "singleton",
+    name: str = "cluster",
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Map tasks to cluster codes (the one routine that does).
+
+    Parameters
+    ----------
+    data : Dataset or DataArray
+        Holds a coord along ``dim`` that names each task's cluster.
+    cluster : str or None
+        ``None``: no clusters (returns None). ``"auto"``: the coord ``cluster``
+        when present, else None. Any other string: that coord, which must exist.
+    missing : {"singleton", "refuse"}
+        A task with no cluster label (``""``, None or NaN) is its own cluster
+        (``"singleton"``, counted in a :class:`HierbenchWarning`) or an error.
+        Missing labels are never pooled into one shared cluster.
+
+    Returns
+    -------
+    (codes, labels) or None
+        ``codes[t]`` in ``0..K-1`` for each task; ``labels[k]`` the cluster
+        label as a string (a singleton's label is ``"<task label> (no cluster)"``).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> s = xr.DataArray([0, 1, 1], dims="task", coords={"cluster": ("task", ["a", "b", "a"])})
+    >>> cluster_codes(s)[0].tolist()
+    [0, 1, 0]
+    """
+    if cluster is None:
+        return None
+    check_choice(missing, "missing", ["singleton", "refuse"])
+    key = "cluster" if cluster == "auto" else cluster
+    if key not in data.coords:
+        if cluster == "auto":
+            return None
+        raise ValueError(
+            f"`{name}` must name a coord along {dim!r}; got {cluster!r} (coords {list(data.coords)})"
+        )
+    coord = data.coords[key]
+    if coord.dims != (dim,):
+        raise ValueError(
+            f"`{name}`: coord {key!r} must lie along {dim!r}; it has dims {coord.dims}"
+        )
+    raw = np.asarray(coord.values, dtype=object)
+    is_missing = np.array(
+        [
+            v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and v == "")
+            for v in raw
+        ],
+        dtype=bool,
+    )
+    labels = np.array([str(v) for v in raw], dtype=object)
+    if is_missing.any():
+        label = cluster_label(data, key)
+        tasks = (
+            np.asarray(data[dim].values).astype(str)
+            if dim in data.coords
+            else np.arange(raw.size).astype(str)
+        )
+        if missing == "refuse":
+            column = f" (column {label!r})" if label != key else ""
+            raise HierbenchError(
+                f"`{name}`: {int(is_missing.sum())} tasks have no cluster label in coord {key!r}"
+                f"{column}, e.g. {tasks[is_missing][:5].tolist()}; label them, or pass "
+                "missing='singleton'"
+            )
+        warnings.warn(
+            f"{int(is_missing.sum())} of {raw.size} tasks have no {label!r} label (e.g. "
+            f"{tasks[is_missing][:5].tolist()}); each is treated as a cluster of its own",
+            HierbenchWarning,
+            stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE,
+        )
+        labels = labels.copy()
+        labels[is_missing] = [f"{t} (no cluster)" for t in tasks[is_missing]]
+    uniq, codes = np.unique(labels.astype(str), return_inverse=True)
+    return codes.astype(np.intp), uniq.astype(object)
