@@ -626,12 +626,7 @@ def _plan_section(ctx: DemoContext) -> str:
     mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)
     s_mt = float(vc[mt].mean()) if mt else 0.0
     s_e = float(vc["residual"].mean())
-    clipped = (
-        ""
-        if mt
-        else "\n(The fit has no agent x task effect (one run per cell): its variation is inside the "
-        "run-to-run part, and the plan below cannot tell tasks from runs.)"
-    )
+    clipped = ""  # with no agent x task term (one run per cell) the first line says why
     if s_mt < 0:
         # a difference of variances: its posterior mean can fall below 0 when the
         # agent x task variation is small; planning then assumes none
@@ -667,6 +662,12 @@ def _plan_section(ctx: DemoContext) -> str:
             f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
             f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
         )
+    elif not mt:
+        buy = (
+            "\n\nWith one run per cell the log cannot tell agent x task variation from run-to-run "
+            "noise, so it cannot say whether a second run of a task is worth more than a new task "
+            "(R* = sqrt(s_e c_task / (s_mt c_run)) needs s_mt): run some tasks at least twice to learn it."
+        )
     else:
         buy = (
             "\n\nWith no agent x task variance the cost-optimal runs per task, "
@@ -674,16 +675,83 @@ def _plan_section(ctx: DemoContext) -> str:
             "so no allocation is recommended; more tasks also widen what the benchmark covers."
         )
     return (
-        "Variance components of the cell success probability on the probability scale, from\n"
-        f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
+        _components_text(s_mt if mt else None, s_e)
         + runs_text
         + tasks_text
         + f"\nWith {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
         f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
         + _observed_text(sd_made, sd_obs, n_pairs)
+        + _cluster_text(ctx, T, mde)
         + "\n\n"
         + table.to_string()
         + buy
+    )
+
+
+def _components_text(s_mt: float | None, s_e: float) -> str:
+    """The plan's first line: the two components it stands on, or why there is one (``s_mt`` None).
+
+    With one run per cell the fit has no agent x task term: its variation is inside the
+    run-to-run part, so printing "agent x task 0.0000" would claim an estimate never made.
+    """
+    head = "Variance components of the cell success probability on the probability scale, from\n"
+    if s_mt is None:
+        return head + (
+            f"the crossed fit (posterior mean): run-to-run {s_e:.4f}, which holds the agent x task\n"
+            "variation too (one run per cell: the fit has no agent x task term to estimate it).\n"
+        )
+    return head + f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
+
+
+def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
+    """How much more a pair's mean difference varies over the task clusters than over independent tasks.
+
+    For each pair, over the tasks both agents ran, with ``e`` the per-task differences of cell
+    means less their mean and ``n`` their number: the cluster-robust variance of the mean
+    ``sum_g (sum_{t in g} e_t)^2 / n^2`` against the independent-task one ``sum_t e_t^2 / n^2``
+    (both without small-sample corrections, so singleton clusters give exactly 1). Returns the
+    ratio of their sums over the pairs, the number of clusters and their column's name; None
+    without clusters (or with every task its own).
+    """
+    from ._base import cluster_codes
+    from ._base import cluster_label
+    from .data import to_counts
+
+    codes = cluster_codes(ctx.data)
+    if codes is None or len(codes[1]) == int(ctx.data.sizes["task"]):
+        return None
+    g = codes[0]
+    c = to_counts(ctx.data)
+    rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
+    v_cl = v_iid = 0.0
+    for i in range(rate.shape[0]):
+        for j in range(i + 1, rate.shape[0]):
+            d = rate[i] - rate[j]
+            ok = np.isfinite(d)
+            if ok.sum() < 2:
+                continue
+            e = d[ok] - d[ok].mean()
+            v_cl += float(np.sum(np.bincount(g[ok], weights=e) ** 2)) / ok.sum() ** 2
+            v_iid += float(np.sum(e**2)) / ok.sum() ** 2
+    if not v_iid > 0:
+        return None
+    return v_cl / v_iid, len(codes[1]), cluster_label(ctx.data)
+
+
+def _cluster_text(ctx: DemoContext, T: int, mde: float) -> str:
+    """Where tasks come in clusters: the plan takes them as independent, the paired tests do not."""
+    deff = _cluster_design_effect(ctx)
+    if deff is None:
+        return ""
+    ratio, k, name = deff
+    return "\n" + textwrap.fill(
+        f"The plan takes tasks as independent; this log's tasks come in {k} clusters of `{name}`, "
+        "the unit of the paired tests (section Does A beat B?). On this log a pair's mean difference "
+        f"varies {ratio:.2f} times as much over the clusters as over independent tasks (cluster-robust "
+        "against independent-task variance, summed over the pairs, no model). If new tasks come in "
+        f"clusters like these, every count of tasks needed below is about {ratio:.2f} times too small, "
+        f"and {T} tasks detect about {mde * np.sqrt(ratio):.3f}, not {mde:.3f}.",
+        88,
     )
 
 
@@ -753,7 +821,8 @@ def _runs_made(ctx: DemoContext, kw: dict) -> tuple[str, float, str]:
     runs = n[n > 0].astype(np.int64)
     sd = float(np.sqrt(np.mean(sd_paired_diff(runs, **kw) ** 2)))
     if runs.min() == runs.max():
-        return str(int(runs[0])), sd, f"Every agent x task cell run holds {int(runs[0])} runs."
+        n1 = int(runs[0])
+        return str(n1), sd, f"Every agent x task cell run holds {n1} run{'' if n1 == 1 else 's'}."
     r_h = len(runs) / float(np.sum(1.0 / runs))
     label = f"{r_h:.1f}"
     text = textwrap.fill(
