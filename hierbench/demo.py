@@ -847,7 +847,9 @@ def write_report(
 
     The report comes from :func:`hierbench.report.build` (HTML and its Markdown
     twin) with the walk-through text as an appendix; the fit (compact) and the
-    data are saved as netCDF.
+    data are saved as netCDF. Without a fit, ``overwrite=True`` removes an earlier
+    run's ``fit_crossed.nc`` from ``out``, which would otherwise sit beside this
+    run's report and data as if it were their fit.
     """
     from pathlib import Path
 
@@ -879,8 +881,22 @@ def write_report(
         save_fit(
             fit, folder / "fit_crossed.nc", groups=["posterior_predictive"], overwrite=overwrite
         )
+    elif overwrite and (folder / "fit_crossed.nc").exists():
+        # an earlier run's fit beside this run's report and data would pass for this log's fit
+        (folder / "fit_crossed.nc").unlink()
+        ctx.extra["removed_fit"] = True
     save_dataset(ctx.data, folder / "data.nc", overwrite=overwrite)
     return str(html)
+
+
+def _written_line(ctx: DemoContext, folder: str) -> str:
+    """The closing line: what was written where, naming the fit only when there was one."""
+    what = "Report (HTML and Markdown), fit and data" if "fit" in ctx.extra else "Report (HTML and Markdown) and data"
+    line = f"\n{what} written to {folder}"
+    if "fit" not in ctx.extra:
+        line += " (no fit: the Bayesian section did not run"
+        line += "; an earlier run's fit_crossed.nc there was removed)" if ctx.extra.get("removed_fit") else ")"
+    return line
 
 
 #: Analysis sections appended to the data sections.
@@ -1024,6 +1040,6 @@ def run_demo(
         done.append((f"{i}. {title}", text))
     if out:
         path = write_report(ctx, out, done, overwrite=overwrite)
-        print(f"\nReport (HTML and Markdown), fit and data written to {Path(path).parent}")
+        print(_written_line(ctx, str(Path(path).parent)))
     print_warnings(ctx.extra.get("warnings", []))
     return 0

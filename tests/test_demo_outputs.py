@@ -312,3 +312,24 @@ def test_plan_says_what_task_clusters_do_to_its_counts(monkeypatch):
     sd = np.sqrt(2 * 0.03 + 2 * 0.12 / 2)
     d = TTestPower().solve_power(nobs=18, alpha=0.05, power=0.8, alternative="two-sided") * sd
     assert f"18 tasks detect about {d * np.sqrt(ratio):.3f}, not {d:.3f}" in one
+
+
+def test_demo_without_a_fit_leaves_no_earlier_fit_beside_its_report(tmp_path, capsys):
+    """Partial-credit scores: the crossed fit is not run. A fit_crossed.nc from an earlier demo in --out
+    (replaced with --overwrite) must not stay beside this run's report and data, and the closing line
+    must not say a fit was written.
+    """
+    from hierbench.demo import run_demo
+
+    g = np.random.default_rng(4)
+    s = g.integers(0, 5, (3, 12, 1)) / 4  # grades 0, 0.25, ..., 1: not binary
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    (tmp_path / "fit_crossed.nc").write_bytes(b"an earlier log's fit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run_demo(ds, out=tmp_path, fast=True, overwrite=True) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "fit_crossed.nc").exists()
+    assert (tmp_path / "report.md").exists() and (tmp_path / "data.nc").exists()
+    last = next(line for line in out.splitlines() if "written to" in line)
+    assert "fit and data" not in last and "no fit" in last and "removed" in last
