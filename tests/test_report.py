@@ -106,6 +106,25 @@ def test_write_refuses_to_overwrite_unless_asked(tmp_path, suffix):
     assert "mine" not in path.read_text()
 
 
+def test_overwriting_a_markdown_report_leaves_no_earlier_figures_beside_it(tmp_path):
+    """An earlier report drew a trace plot; the new one, written over it, draws only `a`: the
+    `<stem>_figures/` folder must then hold `a.png` alone, not the earlier log's trace.
+    """
+    import matplotlib.pyplot as plt
+
+    figs = tmp_path / "r_figures"
+    figs.mkdir()
+    (figs / "trace_worst.png").write_bytes(b"an earlier log's trace")
+    (figs / "notes.txt").write_text("not a figure: kept")
+    r = Report("t")
+    r.section("A", "text")
+    fig = plt.figure()
+    r.figure("a", fig)
+    plt.close(fig)
+    r.write(tmp_path / "r.md", overwrite=True)
+    assert sorted(p.name for p in figs.iterdir()) == ["a.png", "notes.txt"]
+
+
 def test_contents_number_the_sections_and_list_an_appendix_apart():
     # the demo appends its printed walk-through, whose headings carry their own numbers
     # ("1. Data"): in one numbered list they read "11. 1. Data"
