@@ -645,6 +645,21 @@ def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path):
     assert _checklist_entry(md3, "paired deltas") == f"yes: {pair_sentence(cmp, 0.05)} See the pairwise section."
 
 
+def test_checklist_clustering_says_pass_k_intervals_ignore_the_clusters(tmp_path):
+    """The clustering entry said every interval honours the task clusters; pass^k's unbiased
+    interval (logit t over tasks) takes tasks one by one, and the entry now says so for binary scores.
+    """
+    data, _ = simulate_eval(n_agents=2, n_tasks=12, n_runs=3, n_clusters=4, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    n_cl = len(set(data["cluster"].values.tolist()))  # the simulation's own labels
+    assert _checklist_entry(md, "clustering") == (
+        f"tasks in {n_cl} clusters (`cluster`); the bootstrap resamples whole clusters and the paired "
+        "tests take clusters as their unit; pass^k's unbiased intervals take tasks one by one"
+    )
+
+
 def test_variance_section_names_the_design_the_g_study_used():
     """With one run per cell the G-study's design is ``run:(agent*task) (without run)``; the report
     said "design nested" (the keyword, not the design estimated).

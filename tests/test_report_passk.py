@@ -69,6 +69,34 @@ def test_text_describes_the_interval_the_estimator_computed():
     assert "logit scale" in text and "shown inside [0, 1]" not in text
 
 
+def test_text_says_the_unbiased_interval_ignores_the_task_clusters():
+    """Tasks in 4 clusters of 3 where a cluster succeeds or fails together: the text says the unbiased
+    interval takes tasks one by one, and gives the clusters' design effect on an agent's mean (median
+    over agents of statsmodels' cluster-robust, uncorrected, against HC0 variance of the mean).
+    Without clusters it says nothing of them.
+    """
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(8)
+    fam = np.repeat(["a", "b", "c", "d"], 3)
+    p = np.repeat(rng.uniform(0.05, 0.95, (3, 4)), 3, axis=1)  # one rate per agent x cluster
+    score = rng.binomial(1, p[..., None], size=(3, 12, 4)).astype(float)
+    data = _data().assign(score=(("agent", "task", "run"), score)).assign_coords(
+        cluster=("task", fam, {"source_column": "family"})
+    )
+    text = _section(data)["text"]
+    m = score.mean(2)
+    ratios = []
+    for y in m:
+        x = np.ones((12, 1))
+        cl = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": np.repeat(np.arange(4), 3), "use_correction": False})
+        ratios.append(float(cl.bse[0] ** 2 / sm.OLS(y, x).fit(cov_type="HC0").bse[0] ** 2))
+    assert np.median(ratios) > 1.5  # the clusters matter here, so the sentence is tested
+    assert "come in 4 clusters (`family`), which that interval does not resample" in text
+    assert f"varies {np.median(ratios):.2f} times as much over the clusters" in text
+    assert "clusters" not in _section(_data())["text"]
+
+
 @pytest.mark.slow  # a small beta-binomial fit
 def test_a_beta_binomial_fits_columns_are_these_tasks_pass_k():
     """The section called ``pass_hat_k(fit, k)`` (the conditional expectation over the observed tasks)
