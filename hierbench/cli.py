@@ -656,7 +656,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         keys = ("test", "adjust", "unit", "cluster_column", "maxt_crit", "maxt_method")
         head = {k: res.attrs.get(k) for k in keys}
         # what the rows' per-pair and simultaneous ends are, as the result describes them
-        head |= {f"{k}_interval": res[v].attrs.get("ci_detail") for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous"))}
+        for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous")):
+            # the level is "prob"; the kind is said apart, since the detail need not name it
+            head |= {f"{k}_interval": res[v].attrs.get("ci_detail"), f"{k}_interval_kind": res[v].attrs.get("ci_kind")}
         print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))
     else:
         print(_compare_text(cmp, args, matrix))
