@@ -406,15 +406,16 @@ def _bayes_section(ctx: DemoContext) -> str:
         f"Diagnostics: {diagnostics_line(dt)}.",
         f"Run: {dt.attrs.get('fit_notes', '')}.",
         "",
-        "Expected score on a new task, both methods"
+        f"Expected score on a new task, both methods, {PROB:.0%} intervals (Bayes: equal-tailed posterior)"
         + (" beside the truth:" if ctx.truth is not None else ":"),
         _frame(table).to_string(),
         *_nan_pointer(ctx),
         "",
-        "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only:",
+        "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only,\n"
+        f"{PROB:.0%} equal-tailed posterior intervals:",
         _frame(obs).to_string(),
         "",
-        "Logit-scale standard deviations:",
+        f"Logit-scale standard deviations ({PROB:.0%} equal-tailed posterior intervals):",
         sds.to_string(float_format="{:.3f}".format) if len(sds) else "(none the design can estimate)",
         *_sd_notes(ctx).values(),
     ]
@@ -513,7 +514,7 @@ def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) ->
     if bayes:
         cols.append(
             "the crossed model's posterior for the same cells (each cell's p drawn from its "
-            "posterior, so the interval is for these cells' true pass^k)"
+            f"posterior, so the {PROB:.0%} equal-tailed interval is for these cells' true pass^k)"
         )
     head = (
         "pass^k, the chance that k independent attempts all succeed (tau-bench's reliability "

@@ -225,6 +225,9 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
         ref = compare_agents(from_records(path), rng=0).to_dataset()
     assert res["per_pair_interval"] == ref["ci"].attrs["ci_detail"]
     assert res["simultaneous_interval"] == ref["ci_simultaneous"].attrs["ci_detail"]
+    # and their kinds: the per-pair detail ("bootstrap, tasks scheme, ...") does not name percentile
+    assert (res["per_pair_interval_kind"], res["simultaneous_interval_kind"]) == (
+        ref["ci"].attrs["ci_kind"], ref["ci_simultaneous"].attrs["ci_kind"])
     assert main(["compare", str(path)]) == 0
     out = capsys.readouterr().out
     assert "p Holm" in out and "simultaneous lower" in out and "agent_00 - agent_01" in out
@@ -406,6 +409,13 @@ def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
         assert line.split()[1] == f"{eff:.3f}"
     # the analysis sections print intervals beside the truth and write a report with the fit
     assert "cluster bootstrap (BCa)" in out and "Bayes crossed (new task)" in out
+    # every interval of the Bayesian section and of pass^k says its level and kind
+    bayes = " ".join(out.split("## 5.")[1].split("\n## ")[0].split())
+    assert "both methods, 95% intervals (Bayes: equal-tailed posterior)" in bayes
+    assert "Bayes only, 95% equal-tailed posterior intervals" in bayes
+    assert "standard deviations (95% equal-tailed posterior intervals)" in bayes
+    assert "so the 95% equal-tailed interval is for these cells' true pass^k" in " ".join(
+        out.split("## 6.")[1].split("\n## ")[0].split())
     assert "p max-T" in out and "simultaneous lower" in out and "tasks needed" in out
     # pass^k names the columns it has; the pairs' Bayes column says it is per pair, not adjusted
     passk = " ".join(out.split("## 6.")[1].split("\n## ")[0].split())
