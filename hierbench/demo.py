@@ -602,10 +602,20 @@ def _rank_section(ctx: DemoContext) -> str:
     df.index = df.index.astype(str)
     df = df.sort_values("observed rank")
     ctx.extra["rank_table"] = df
+    attrs = rk.to_dataset().attrs
+    unit = "whole task clusters" if attrs.get("resample_unit") == "cluster" else "tasks"
+    alpha = float(attrs.get("alpha", 0.05))
     return (
-        "Ranks under task resampling (one resample shared by every agent, ties broken at\n"
-        "random): the probability of being best, an interval for the rank, and tiers of agents\n"
-        "that cannot be told apart from the tier's leader (per-pair level 0.05).\n\n"
+        textwrap.fill(
+            f"Ranks under resampling of {unit} (one resample shared by every agent, ties broken at "
+            f"random): the probability of being best, a {PROB:.0%} percentile interval for the rank, "
+            "and tiers of agents that cannot be told apart from the tier's leader: the leader is told "
+            f"apart from an agent when it scores higher in more than {1 - alpha / 2:.1%} of the "
+            f"resamples (a per-pair bootstrap test at level {alpha:g}, not adjusted for the pairs and "
+            "not the paired tests of 'Does A beat B?', so near the level the two can part).",
+            90,
+        )
+        + "\n\n"
         + df.to_string(float_format="{:.3f}".format)
     )
 

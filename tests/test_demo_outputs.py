@@ -333,3 +333,21 @@ def test_demo_without_a_fit_leaves_no_earlier_fit_beside_its_report(tmp_path, ca
     assert (tmp_path / "report.md").exists() and (tmp_path / "data.nc").exists()
     last = next(line for line in out.splitlines() if "written to" in line)
     assert "fit and data" not in last and "no fit" in last and "removed" in last
+
+
+def test_rank_text_names_what_was_resampled_and_the_tier_rule():
+    """With task clusters the ranks resample whole clusters (the text said "task resampling"), and the
+    tiers rest on a per-pair bootstrap test at 0.05 (the leader ahead in more than 97.5% of resamples),
+    not on the paired tests: the text says both. Without clusters it says tasks.
+    """
+    from hierbench.demo import _rank_section
+
+    ds = _clustered()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = " ".join(_rank_section(DemoContext(ds, None, extra={"fast": True})).split())
+        plain = " ".join(_rank_section(DemoContext(ds.drop_vars("cluster"), None, extra={"fast": True})).split())
+    assert one.startswith("Ranks under resampling of whole task clusters")
+    assert plain.startswith("Ranks under resampling of tasks (")
+    assert "scores higher in more than 97.5% of the resamples (a per-pair bootstrap test at level 0.05" in one
+    assert "not the paired tests of 'Does A beat B?'" in one
