@@ -69,6 +69,14 @@ def test_text_describes_the_interval_the_estimator_computed():
     assert "logit scale" in text and "shown inside [0, 1]" not in text
 
 
+def test_text_without_a_fit_sets_the_unbiased_estimate_beside_nothing():
+    """With data alone there is no posterior: the text must not say the unbiased estimate is of
+    these tasks' pass^k "too" (beside a model that was not fitted).
+    """
+    text = _section(_data())["text"]
+    assert "The unbiased estimate is of these tasks' pass^k (each cell's" in text and "pass^k too" not in text
+
+
 def test_text_says_the_unbiased_interval_ignores_the_task_clusters():
     """Tasks in 4 clusters of 3 where a cluster succeeds or fails together: the text says the unbiased
     interval takes tasks one by one, and gives the clusters' design effect on an agent's mean (median

@@ -282,7 +282,8 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
         )
     if unbiased_ci is not None:
         text += (
-            " The unbiased estimate is of these tasks' pass^k too (each cell's C(c,k)/C(n,k) is unbiased for "
+            f" The unbiased estimate is of these tasks' pass^k{' too' if what == 'same tasks' else ''} "
+            "(each cell's C(c,k)/C(n,k) is unbiased for "
             "its own p^k), but its interval takes the tasks as a sample: it is for a new draw of tasks from the "
             "same population, so it is wider than an interval for these tasks (the columns say `new tasks`)."
             f" That interval, as it states it: {unbiased_ci.split(': ', 1)[-1]}. "
