@@ -674,10 +674,11 @@ def _plan_section(ctx: DemoContext) -> str:
             f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
         )
     elif not mt:
-        buy = (
-            "\n\nWith one run per cell the log cannot tell agent x task variation from run-to-run "
+        buy = "\n\n" + textwrap.fill(
+            "With one run per cell the log cannot tell agent x task variation from run-to-run "
             "noise, so it cannot say whether a second run of a task is worth more than a new task "
-            "(R* = sqrt(s_e c_task / (s_mt c_run)) needs s_mt): run some tasks at least twice to learn it."
+            "(R* = sqrt(s_e c_task / (s_mt c_run)) needs s_mt): run some tasks at least twice to learn it.",
+            88,
         )
     else:
         buy = (
@@ -691,7 +692,7 @@ def _plan_section(ctx: DemoContext) -> str:
         + tasks_text
         + f"\nWith {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
         f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
-        + _observed_text(sd_made, sd_obs, n_pairs)
+        + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt))
         + _cluster_text(ctx, T, mde)
         + "\n\n"
         + table.to_string()
@@ -786,13 +787,21 @@ def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:
     return (float(np.sqrt(np.mean(var))), len(var)) if var else (np.nan, 0)
 
 
-def _observed_text(sd_made: float, sd_obs: float, n_pairs: int) -> str:
-    """The plan's model-based SD beside the one the log shows, said as the two columns' difference."""
+def _observed_text(sd_made: float, sd_obs: float, n_pairs: int, *, interaction: bool = True) -> str:
+    """The plan's model-based SD beside the one the log shows, said as the two columns' difference.
+
+    ``interaction``: the fit has an agent x task term (else one run-to-run variance holds it).
+    """
     if not sd_obs > 0:
         return "(No pair shares 3 tasks with differing results: no model-free SD to set beside the plan.)"
+    what = (
+        "one agent x task variance for every pair, binomial runs around each cell's rate"
+        if interaction
+        else "one run-to-run variance, holding the agent x task part, for every pair"
+    )
     return textwrap.fill(
-        f"That difference and the first two columns rest on the fit's components (model-based: one agent x task "
-        f"variance for every pair, binomial runs around each cell's rate), an SD of a per-task paired difference "
+        f"That difference and the first two columns rest on the fit's components (model-based: {what}), "
+        "an SD of a per-task paired difference "
         f"of {sd_made:.3f}. Beside them, with no model: the per-task paired differences of this log have SD "
         f"{sd_obs:.3f} (root mean square over {n_pairs} pairs, at the runs made); the last column plans with it.",
         88,

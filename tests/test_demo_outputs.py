@@ -247,6 +247,7 @@ def test_plan_with_one_run_per_cell_claims_no_agent_task_estimate(monkeypatch):
     assert "run-to-run 0.2000, which holds the agent x task variation too" in one
     assert "Every agent x task cell run holds 1 run." in one
     assert "cannot say whether a second run of a task is worth more than a new task" in one
+    assert "one run-to-run variance, holding the agent x task part" in one and "one agent x task variance" not in one
 
 
 def _clustered(n_clusters: int = 6, size: int = 3, seed: int = 3) -> xr.Dataset:
