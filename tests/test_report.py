@@ -660,6 +660,33 @@ def test_checklist_clustering_says_pass_k_intervals_ignore_the_clusters(tmp_path
     )
 
 
+def test_variance_section_of_partial_credit_scores_speaks_of_scores_not_successes():
+    """Wine-judge-like grades (0, 0.25, ..., 1), one per judge x bottle: the section said "variance of
+    the cell success probability ... (binomial) parts". It now speaks of the score, and its G-theory
+    row values are the two-way ANOVA's (by hand: (MS_agent - MS_res) / T, (MS_task - MS_res) / A, MS_res).
+    """
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _sec_variance
+
+    g = np.random.default_rng(6)
+    y = np.clip(np.round((g.normal(0, 0.15, (9, 1)) + g.normal(0.5, 0.2, (1, 8)) + g.normal(0, 0.15, (9, 8))) * 4), 0, 4) / 4
+    data = xr.Dataset({"score": (("agent", "task", "run"), y[..., None])},
+                      coords={"agent": [f"j{i}" for i in range(9)], "task": [f"w{i}" for i in range(8)]})  # fmt: skip
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_variance(_Context(fit=None, data=data, prob=0.95, freq="auto"), rep, "variance")
+    block = rep.blocks[0]
+    assert "success probability" not in block["text"] and "binomial" not in block["text"]
+    assert block["text"].startswith("Variance of the score (partial credit in [0, 1]")
+    A, T = y.shape
+    m, ra, ct = y.mean(), y.mean(1), y.mean(0)
+    ms_a, ms_t = T * ((ra - m) ** 2).sum() / (A - 1), A * ((ct - m) ** 2).sum() / (T - 1)
+    ms_r = ((y - ra[:, None] - ct[None, :] + m) ** 2).sum() / ((A - 1) * (T - 1))
+    got = block["table"].iloc[:, 0].to_numpy(dtype=float)
+    np.testing.assert_allclose(got, [(ms_a - ms_r) / T, (ms_t - ms_r) / A, ms_r], rtol=1e-9)
+
+
 def test_variance_section_names_the_design_the_g_study_used():
     """With one run per cell the G-study's design is ``run:(agent*task) (without run)``; the report
     said "design nested" (the keyword, not the design estimated).
