@@ -174,6 +174,37 @@ def _bootstrap_section(ctx: DemoContext) -> str:
         + _covers(table)
         + _undefined_note(boot, bounds)
         + _few_note(boot, bounds)
+        + _few_units_note(ctx, boot)
+    )
+
+
+def _few_units_note(ctx: DemoContext, boot) -> str:
+    """Agents whose bootstrap resampled fewer than 10 units (clusters, or their tasks), said under the table.
+
+    A resampling interval of a mean over few units is too narrow (a 95% percentile interval
+    over 8 normal values covers about 88%): the report flags the same agents.
+    """
+    from .report import FEW_UNITS
+
+    if boot.attrs.get("resample_unit") == "cluster":
+        from ._base import cluster_codes
+
+        n = len(cluster_codes(ctx.data)[1])
+        units = pd.Series(n, index=[str(a) for a in ctx.data["agent"].values])
+        word = "clusters"
+    else:
+        units = (_n_runs(ctx) > 0).sum("task").to_series()
+        units.index = units.index.astype(str)
+        word = "tasks"
+    few = units[units < FEW_UNITS]
+    if few.empty:
+        return ""
+    who = "every agent" if len(few) == len(units) else ", ".join(few.index)
+    counts = ", ".join(sorted({str(int(v)) for v in few}, key=int))
+    return "\n\n" + textwrap.fill(
+        f"Few {word}: the intervals of {who} rest on {counts} {word} (fewer than {FEW_UNITS}), and a "
+        "resampling interval covers less than its level there.",
+        88,
     )
 
 

@@ -352,3 +352,21 @@ def test_rank_text_names_what_was_resampled_and_the_tier_rule():
     assert plain.startswith("Ranks under resampling of tasks (")
     assert "scores higher in more than 97.5% of the resamples (a per-pair bootstrap test at level 0.05" in one
     assert "not the paired tests of 'Does A beat B?'" in one
+
+
+def test_demo_bootstrap_says_when_few_units_carry_the_intervals():
+    """Eight tasks (the wine bottles' count) behind every agent's interval: said under the table;
+    twelve: nothing said. With 4 clusters of 3 tasks the count is the clusters'.
+    """
+    g = np.random.default_rng(1)
+    s = g.binomial(1, 0.5, (3, 12, 1)).astype(float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        few = " ".join(_bootstrap_section(DemoContext(ds.isel(task=slice(0, 8)), None, {"fast": True})).split())
+        enough = _bootstrap_section(DemoContext(ds, None, {"fast": True}))
+        clus = " ".join(_bootstrap_section(DemoContext(
+            ds.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3))), None, {"fast": True})).split())
+    assert "the intervals of every agent rest on 8 tasks (fewer than 10)" in few
+    assert "fewer than 10" not in enough
+    assert "the intervals of every agent rest on 4 clusters (fewer than 10)" in clus

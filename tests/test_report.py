@@ -687,6 +687,35 @@ def test_variance_section_of_partial_credit_scores_speaks_of_scores_not_successe
     np.testing.assert_allclose(got, [(ms_a - ms_r) / T, (ms_t - ms_r) / A, ms_r], rtol=1e-9)
 
 
+def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path):
+    """A resampling interval over 8 tasks covers less than its level: the 95% percentile bootstrap
+    (999 resamples) of the mean of 8 normal values covered 0.8825 of 400 samples here (seed 0; 0.8825
+    of 4000 too, seed 1), over 5 Monte Carlo SEs below 0.95. The abilities table flags such agents
+    (8 tasks) and not those with 12; with clusters the count is the clusters' (4 here), not the tasks'.
+    """
+    g = np.random.default_rng(0)
+    hits = 0
+    for _ in range(400):  # 400 x 999 keeps the test quick; the SE of a rate near 0.95 is about 0.011
+        x = g.normal(size=8)
+        b = x[g.integers(0, 8, (999, 8))].mean(1)
+        lo, hi = np.quantile(b, [0.025, 0.975])
+        hits += lo <= 0 <= hi
+    assert hits / 400 < 0.95 - 2 * np.sqrt(0.95 * 0.05 / 400)  # the premise the flag rests on
+    s = g.binomial(1, 0.5, (2, 12, 2)).astype(float)
+    s[1, 8:, :] = np.nan  # agent b ran 8 tasks
+    data = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+        part = md.split("## Agent abilities")[1].split("\n## ")[0]
+        rows = {r.split("|")[1].strip(): r for r in part.splitlines() if r.startswith("| a ") or r.startswith("| b ")}
+        assert "over 8 tasks, fewer than 10" in rows["b"] and "fewer than 10" not in rows["a"]
+        clustered = data.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3)))
+        md = build(data=clustered, path=tmp_path / "c.md", n_resamples=99, progress=False).read_text()
+    part = md.split("## Agent abilities")[1].split("\n## ")[0]
+    assert part.count("over 4 clusters, fewer than 10") == 2
+
+
 def test_variance_section_names_the_design_the_g_study_used():
     """With one run per cell the G-study's design is ``run:(agent*task) (without run)``; the report
     said "design nested" (the keyword, not the design estimated).
