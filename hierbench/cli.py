@@ -634,6 +634,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     ds, msgs = load_any(args.file, args)
     from .freq import compare_agents
     from .report import MATRIX_ABOVE
+    from .report import marks_holm_note
     from .report import marks_legend
     from .report import pair_frame
     from .report import pair_matrix
@@ -668,6 +669,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
         else:
             print(pair_text(table))
+        note = marks_holm_note(table, alpha)
+        if note:
+            print("\n" + textwrap.fill(note.replace("`", ""), 100))
     print_warnings(msgs + warning_lines(caught))
     return 0
 

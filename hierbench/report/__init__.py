@@ -24,6 +24,7 @@ from ._pairs import MATRIX_ABOVE
 from ._pairs import SCORE_ORDER_WORDS as SCORE_ORDER_WORDS  # for the CLI; not in __all__
 from ._pairs import bayes_pair_note
 from ._pairs import differ_column
+from ._pairs import marks_holm_note as marks_holm_note  # for the CLI; not in __all__
 from ._pairs import marks_legend
 from ._pairs import pair_frame
 from ._pairs import pair_matrix

@@ -79,6 +79,7 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
     from ._pairs import MATRIX_ABOVE
     from ._pairs import SCORE_ORDER_WORDS
     from ._pairs import disagree_note
+    from ._pairs import marks_holm_note
     from ._pairs import marks_legend
     from ._pairs import pair_frame
     from ._pairs import pair_matrix
@@ -88,6 +89,7 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
 
     full = pair_frame(cmp, alpha=alpha)
     text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}.", disagree_note(cmp, full)]
+    text.append(marks_holm_note(full, alpha))
     matrix = None
     if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
         name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
@@ -137,7 +139,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         text.append(f"No Bayesian column: {_no_level(ctx)}.")
     rep.section(
         _TITLES[sid],
-        "\n\n".join(text),
+        "\n\n".join(t for t in text if t),
         table=table,
         id=sid,
         flag=_differ(full) if full is not None and table is full else None,
