@@ -186,7 +186,7 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
 
 
 def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
-    """Where the stricter marks (``**``, ``***``) of a max-T table understate what Holm separates.
+    """Where the marks (``*``, ``**``, ``***``) of a max-T table understate what Holm separates.
 
     Max-T compares each pair's |t| with the largest |t| of any pair under the same sign flips.
     Where one pair's differences sit in few tasks or clusters, that pair's |t| is large whenever
@@ -202,7 +202,7 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
     if col is None or "p Holm" not in table:
         return ""
     counts, levels = [], []
-    for div, mark in _MARK_STEPS[:-1][::-1]:  # alpha / 5 (**), then alpha / 50 (***)
+    for div, mark in _MARK_STEPS[::-1]:  # alpha (*), alpha / 5 (**), alpha / 50 (***)
         level = alpha / div
         n_max, n_holm = int((table[col] < level).sum()), int((table["p Holm"] < level).sum())
         # a floor, not a near miss: a pair Holm puts ten times below the level, max-T above it
@@ -213,13 +213,12 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
         return ""
     only = (table["p Holm"] < levels[0]) & (table[col] >= levels[0])
     return (
-        "The stricter marks understate here: " + "; ".join(counts) + " (`p Holm`, the same per-pair "
+        "The marks understate here: " + "; ".join(counts) + " (`p Holm`, the same per-pair "
         "tests adjusted by Holm, also controls the family-wise error). Max-T compares each pair's |t| "
         "with the largest |t| of any pair under the same sign flips, and a pair whose differences sit "
         "in few tasks or clusters reaches a large |t| whenever those few flip together: that puts a "
         f"floor under p max-T (the {int(only.sum())} pairs Holm separates at {levels[0]:.3g} and max-T does "
-        f"not have p max-T of {table.loc[only, col].min():.2g} or more). Read the levels beyond "
-        f"{alpha:g} in `p Holm`."
+        f"not have p max-T of {table.loc[only, col].min():.2g} or more). Read `p Holm` beside the marks."
     )
 
 
