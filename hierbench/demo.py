@@ -571,6 +571,7 @@ def _compare_section(ctx: DemoContext) -> str:
     from .metrics import prob_superiority
     from .report import bayes_pair_note
     from .report import differ_column
+    from .report import marks_holm_note
     from .report import pair_frame
     from .report import pair_sentence
     from .report import pair_text
@@ -593,12 +594,18 @@ def _compare_section(ctx: DemoContext) -> str:
     note = ""
     if "fit" in ctx.extra:
         note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(pairs)), 90)
+    floor = (
+        marks_holm_note(full, 1 - PROB)
+        .replace("The marks understate", "p max-T understates")
+        .replace("beside the marks", "beside p max-T")
+    )
     return (
         "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB), 90))
         + note
         + "\n\n"
         + pair_text(table)
         + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
+        + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
     )
 
 

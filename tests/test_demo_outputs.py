@@ -370,3 +370,33 @@ def test_demo_bootstrap_says_when_few_units_carry_the_intervals():
     assert "the intervals of every agent rest on 8 tasks (fewer than 10)" in few
     assert "fewer than 10" not in enough
     assert "the intervals of every agent rest on 4 clusters (fewer than 10)" in clus
+
+
+def test_demo_pairs_say_where_p_max_t_has_a_floor():
+    """An agent that ran 6 of 24 task clusters and failed them: max-T's law gets an atom of 2 / 2^6
+    (its differences flipping together), a floor under p max-T that Holm's adjustment of the same
+    per-pair p-values (statsmodels) does not have; the demo's pair section says so with the counts.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    from hierbench.demo import _compare_section
+
+    g = np.random.default_rng(0)
+    C, S = 24, 3
+    fam = np.repeat([f"f{k:02d}" for k in range(C)], S)
+    rates = np.clip(g.uniform(0.1, 0.9, C)[None, :] + np.array([[0.35], [0.15], [0.0], [-0.15]]), 0.02, 0.98)
+    s = (g.random((4, C * S, 4)) < np.repeat(rates, S, axis=1)[..., None]).astype(float)
+    z = np.full((1, C * S, 4), np.nan)
+    z[0, : 6 * S, :] = 0.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.concatenate([s, z]))},
+                    coords={"agent": ["a", "b", "c", "d", "zero"], "cluster": ("task", fam)})  # fmt: skip
+    ctx = DemoContext(ds, None, {"seed": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = " ".join(_compare_section(ctx).split())
+    full = ctx.extra["compare"].to_frame()
+    holm = multipletests(full["p_value"], method="holm")[1]
+    n_max, n_holm = int((full["p_adjusted"] < 0.01).sum()), int((holm < 0.01).sum())
+    assert n_holm > n_max
+    assert f"p max-T understates here: at 0.01 (**) max-T separates {n_max} pairs and Holm {n_holm}" in one
+    assert one.endswith("Read p Holm beside p max-T.")
