@@ -137,6 +137,40 @@ def test_a_beta_binomial_fits_columns_are_these_tasks_pass_k():
     assert "a new task" not in sec["text"]
 
 
+@pytest.mark.slow  # a small beta-binomial fit
+def test_a_fit_alone_says_how_many_tasks_each_row_used():
+    """With a fit and no data the table had no `tasks (>= k runs)` column, though the text points to it,
+    and an agent with no task run k times showed a row of NaN with no word. The counts now come from
+    the fit's runs per cell (by hand below), and such a row is dropped and named.
+    """
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.bayes import fit
+
+    data = _data().sel(agent=["low", "high"])
+    score = data["score"].values.copy()
+    score[1, 6:, 1:] = np.nan  # `high` ran tasks 6-11 once
+    data = data.assign(score=(("agent", "task", "run"), score))
+    data = xr.concat([data, data.sel(agent=["low"]).assign_coords(agent=["once"])], dim="agent")
+    once = data["score"].values
+    once[2, :, 1:] = np.nan  # `once` ran every task once
+    data = data.assign(score=(("agent", "task", "run"), once))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_beta_binomial(data), draws=150, tune=150, chains=2, rng=1, progress=False)
+    ctx = _Context(fit=dt, data=None, prob=0.9, rng=0, n_resamples=199, truth=None, freq="auto",
+                   subset=[], say=lambda *_: None)  # fmt: skip
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_passk(ctx, rep, "pass-k")
+    table, text = rep.blocks[0]["table"], rep.blocks[0]["text"]
+    runs = np.isfinite(once).sum(2)  # runs per (agent, task), by hand
+    for (agent, k), row in table.iterrows():
+        i = ["low", "high", "once"].index(agent)
+        assert row["tasks (>= k runs)"] == int((runs[i] >= k).sum())
+    assert ("once", 2) not in table.index and "No task was run k times by: once (k = 2)" in text
+
+
 def test_text_says_where_k_stops():
     """METR's cells hold up to 96 runs and the section shows k = 1..8; the text said "the figure every k"."""
     rng = np.random.default_rng(4)

@@ -220,6 +220,8 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     # every k while that is a short table (tau-bench publishes pass^1..4); beyond, the ends and k = 2
     show = ks if len(ks) <= _ALL_K else sorted({1, 2, ks[-1]})
     table = passk_table(unb, bay, what, ctx.prob)
+    if "tasks (>= k runs)" not in table:  # a fit alone: the counts from its constant data, as the text says
+        table.insert(0, "tasks (>= k runs)", _tasks_per_k(n, table.index))
     table = table[table.index.get_level_values("k").isin(show)]
     text = _passk_text(ctx, what, None if unb is None else unb.attrs["ci_detail"], show)
     if r_max > ks[-1]:  # the figure stops at k = 8: said, not left for the reader to infer
@@ -241,6 +243,13 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
         title="pass^k: all k attempts succeed, over the tasks run at least k times",
     )
     rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
+
+
+def _tasks_per_k(n: xr.DataArray, index: pd.MultiIndex) -> list[int]:
+    """Per (agent, k) row: the tasks the agent ran at least k times, from the runs per cell ``n``."""
+    n = n.transpose("agent", "task")
+    per = {str(a): n.sel(agent=a).values for a in n["agent"].values}
+    return [int((per[a] >= k).sum()) for a, k in index]
 
 
 def _disagree_text(table: pd.DataFrame) -> str:
