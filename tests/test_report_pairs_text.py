@@ -306,3 +306,33 @@ def test_marks_note_says_where_max_t_has_a_floor_holm_does_not():
     # no note where max-T separates as many (Holm's column never smaller), nor for a near miss
     assert marks_holm_note(table.assign(**{"p Holm": table["p max-T"]}), 0.05) == ""
     assert marks_holm_note(table.assign(**{"p Holm": table["p max-T"] * 0.9}), 0.05) == ""
+
+
+@pytest.mark.slow  # a small beta-binomial fit
+def test_pairs_section_from_a_fit_alone_points_to_no_table():
+    """`hierbench report FIT` without the log drew the heatmap and said "the table's `Bayes P(a > b)`
+    column", though no table (and no paired test) was there; with the log the table is there.
+    """
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.bayes import fit
+    from hierbench.report._context import _Context
+    from hierbench.report._report import Report
+    from hierbench.report._sec_pairs import _sec_pairwise
+
+    g = np.random.default_rng(2)
+    data = xr.Dataset({"score": (("agent", "task", "run"), g.binomial(1, [[[0.3]], [[0.6]], [[0.5]]], (3, 15, 3)).astype(float))},
+                      coords={"agent": ["a", "b", "c"]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_beta_binomial(data), draws=150, tune=150, chains=2, rng=1, progress=False)
+        texts = {}
+        for name, d in (("alone", None), ("with data", data)):
+            rep = Report("t")
+            ctx = _Context(fit=dt, data=d, prob=0.95, rng=0, n_resamples=199, truth=None, freq="auto",
+                           subset=[], say=lambda *_: None)  # fmt: skip
+            _sec_pairwise(ctx, rep, "pairwise")
+            texts[name] = (rep.blocks[0]["text"], rep.blocks[0].get("table"))
+    text, table = texts["alone"]
+    assert table is None and "the table's" not in text and "No paired tests here" in text
+    text, table = texts["with data"]
+    assert table is not None and "the table's `Bayes P(a > b)` column" in text and "No paired tests" not in text

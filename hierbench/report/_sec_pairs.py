@@ -115,12 +115,15 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         from ._pairs import bayes_pair_note
 
         n_pairs = ps.sizes["agent"] * (ps.sizes["agent"] - 1) // 2
+        tests = ctx.want_freq("compare")  # else no table, no p-values: the heatmap alone
         text.append(
-            f"The heatmap (row agent a, column agent b) and the table's `Bayes P(a > b)` column compare "
-            f"the agents by `{ctx.var}`"
+            "The heatmap (row agent a, column agent b)"
+            + (" and the table's `Bayes P(a > b)` column" if tests else "")
+            + f" compare{'' if tests else 's'} the agents by `{ctx.var}`"
             + (_mixed_note(ctx, False) if ctx.mixed else ".")
             + " "
             + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
+            + ("" if tests else " No paired tests here: they need the run log (`--data`, or `data=`).")
         )
     table = full = None
     if ctx.want_freq("compare"):
