@@ -388,6 +388,28 @@ def test_summary_reports_annotation_counts(shared_data, tmp_path, capsys):
 
 
 @pytest.mark.slow  # a full demo: fit, bootstraps, two reports
+def test_demo_and_its_report_show_the_same_bayes_pass_k(demo_fast):
+    """The demo's pass^k table drew each k's posterior with seed + k and the report with the seed, so
+    the terminal and the report gave two intervals for one quantity (METR Claude 3 Opus pass^1:
+    [0.255, 0.295] and [0.253, 0.296]); both now use the same draws and print the same numbers.
+    """
+    out = demo_fast.out.split("Reliability: pass^k")[1].split("\n## ")[0]
+    md = (demo_fast.folder / "report.md").read_text().split("## Reliability: pass^k")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in r.strip("|").split("|")] for r in md.splitlines() if r.startswith("| ") and "---" not in r]
+    head, body = rows[0], rows[1:]
+    col = {name: head.index(name) for name in ("agent", "k", "Bayes (same tasks)", "Bayes (same tasks) 95% lower")}
+    report = {(r[col["agent"]], int(r[col["k"]])): (r[col["Bayes (same tasks)"]], r[col["Bayes (same tasks) 95% lower"]])
+              for r in body}  # fmt: skip
+    demo = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and parts[1].isdigit():  # agent, k, tasks, [truth,] unbiased, Bayes mean, lower, upper
+            demo[(parts[0], int(parts[1]))] = (parts[-3], parts[-2])
+    shared = set(report) & set(demo)
+    assert len(shared) >= 6
+    assert {key: demo[key] for key in shared} == {key: report[key] for key in shared}
+
+
 def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
     # the run is conftest's demo_fast (shared with the browser check of its report)
     out_dir, out = demo_fast.folder, demo_fast.out
