@@ -100,7 +100,7 @@ def test_text_says_the_unbiased_interval_ignores_the_task_clusters():
         cl = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": np.repeat(np.arange(4), 3), "use_correction": False})
         ratios.append(float(cl.bse[0] ** 2 / sm.OLS(y, x).fit(cov_type="HC0").bse[0] ** 2))
     assert np.median(ratios) > 1.5  # the clusters matter here, so the sentence is tested
-    assert "come in 4 clusters (`family`), which that interval does not resample" in text
+    assert "come in 4 clusters (`family`), which that interval does not take as its unit" in text
     assert f"varies {np.median(ratios):.2f} times as much over the clusters" in text
     assert "clusters" not in _section(_data())["text"]
 

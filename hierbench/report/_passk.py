@@ -341,8 +341,8 @@ def _cluster_note(ctx: _Context) -> str:
         return ""
     ratio, k, name = deff
     return (
-        f" This log's tasks come in {k} clusters (`{name}`), which that interval does not resample (the "
-        "agents' bootstrap and the paired tests do): where a cluster's tasks succeed or fail together it "
+        f" This log's tasks come in {k} clusters (`{name}`), which that interval does not take as its unit "
+        "(the agents' bootstrap resamples them and the paired tests flip their signs): where a cluster's tasks succeed or fail together it "
         f"is narrower than its level allows. At k = 1 an agent's mean varies {ratio:.2f} times as much over "
         "the clusters as over independent tasks (median over agents; cluster-robust against independent-task "
         "variance, no model): Agent abilities holds the cluster bootstrap's interval of that mean."
