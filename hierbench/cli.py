@@ -634,6 +634,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     ds, msgs = load_any(args.file, args)
     from .freq import compare_agents
     from .report import MATRIX_ABOVE
+    from .report import marks_holm_note
     from .report import marks_legend
     from .report import pair_frame
     from .report import pair_matrix
@@ -656,7 +657,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         keys = ("test", "adjust", "unit", "cluster_column", "maxt_crit", "maxt_method")
         head = {k: res.attrs.get(k) for k in keys}
         # what the rows' per-pair and simultaneous ends are, as the result describes them
-        head |= {f"{k}_interval": res[v].attrs.get("ci_detail") for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous"))}
+        for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous")):
+            # the level is "prob"; the kind is said apart, since the detail need not name it
+            head |= {f"{k}_interval": res[v].attrs.get("ci_detail"), f"{k}_interval_kind": res[v].attrs.get("ci_kind")}
         print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))
     else:
         print(_compare_text(cmp, args, matrix))
@@ -666,6 +669,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
         else:
             print(pair_text(table))
+        note = marks_holm_note(table, alpha)
+        if note:
+            print("\n" + textwrap.fill(note.replace("`", ""), 100))
     print_warnings(msgs + warning_lines(caught))
     return 0
 

@@ -174,6 +174,37 @@ def _bootstrap_section(ctx: DemoContext) -> str:
         + _covers(table)
         + _undefined_note(boot, bounds)
         + _few_note(boot, bounds)
+        + _few_units_note(ctx, boot)
+    )
+
+
+def _few_units_note(ctx: DemoContext, boot) -> str:
+    """Agents whose bootstrap resampled fewer than 10 units (clusters, or their tasks), said under the table.
+
+    A resampling interval of a mean over few units is too narrow (a 95% percentile interval
+    over 8 normal values covers about 88%): the report flags the same agents.
+    """
+    from .report import FEW_UNITS
+
+    if boot.attrs.get("resample_unit") == "cluster":
+        from ._base import cluster_codes
+
+        n = len(cluster_codes(ctx.data)[1])
+        units = pd.Series(n, index=[str(a) for a in ctx.data["agent"].values])
+        word = "clusters"
+    else:
+        units = (_n_runs(ctx) > 0).sum("task").to_series()
+        units.index = units.index.astype(str)
+        word = "tasks"
+    few = units[units < FEW_UNITS]
+    if few.empty:
+        return ""
+    who = "every agent" if len(few) == len(units) else ", ".join(few.index)
+    counts = ", ".join(sorted({str(int(v)) for v in few}, key=int))
+    return "\n\n" + textwrap.fill(
+        f"Few {word}: the intervals of {who} rest on {counts} {word} (fewer than {FEW_UNITS}), and a "
+        "resampling interval covers less than its level there.",
+        88,
     )
 
 
@@ -406,15 +437,16 @@ def _bayes_section(ctx: DemoContext) -> str:
         f"Diagnostics: {diagnostics_line(dt)}.",
         f"Run: {dt.attrs.get('fit_notes', '')}.",
         "",
-        "Expected score on a new task, both methods"
+        f"Expected score on a new task, both methods, {PROB:.0%} intervals (Bayes: equal-tailed posterior)"
         + (" beside the truth:" if ctx.truth is not None else ":"),
         _frame(table).to_string(),
         *_nan_pointer(ctx),
         "",
-        "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only:",
+        "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only,\n"
+        f"{PROB:.0%} equal-tailed posterior intervals:",
         _frame(obs).to_string(),
         "",
-        "Logit-scale standard deviations:",
+        f"Logit-scale standard deviations ({PROB:.0%} equal-tailed posterior intervals):",
         sds.to_string(float_format="{:.3f}".format) if len(sds) else "(none the design can estimate)",
         *_sd_notes(ctx).values(),
     ]
@@ -466,7 +498,7 @@ def _passk_section(ctx: DemoContext) -> str:
                 prob=PROB,
                 min_runs=k,
                 realised=True,
-                rng=int(ctx.extra.get("seed", 0)) + k,
+                rng=int(ctx.extra.get("seed", 0)),  # the report's draws, so its table shows these numbers
             )
             df["Bayes posterior mean"] = (
                 bay["estimate" if "estimate" in bay else "mean"].sel(k=k).to_series()
@@ -513,7 +545,7 @@ def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) ->
     if bayes:
         cols.append(
             "the crossed model's posterior for the same cells (each cell's p drawn from its "
-            "posterior, so the interval is for these cells' true pass^k)"
+            f"posterior, so the {PROB:.0%} equal-tailed interval is for these cells' true pass^k)"
         )
     head = (
         "pass^k, the chance that k independent attempts all succeed (tau-bench's reliability "
@@ -539,6 +571,7 @@ def _compare_section(ctx: DemoContext) -> str:
     from .metrics import prob_superiority
     from .report import bayes_pair_note
     from .report import differ_column
+    from .report import marks_holm_note
     from .report import pair_frame
     from .report import pair_sentence
     from .report import pair_text
@@ -561,12 +594,18 @@ def _compare_section(ctx: DemoContext) -> str:
     note = ""
     if "fit" in ctx.extra:
         note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(pairs)), 90)
+    floor = (
+        marks_holm_note(full, 1 - PROB)
+        .replace("The marks understate", "p max-T understates")
+        .replace("beside the marks", "beside p max-T")
+    )
     return (
         "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB), 90))
         + note
         + "\n\n"
         + pair_text(table)
         + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
+        + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
     )
 
 
@@ -601,10 +640,20 @@ def _rank_section(ctx: DemoContext) -> str:
     df.index = df.index.astype(str)
     df = df.sort_values("observed rank")
     ctx.extra["rank_table"] = df
+    attrs = rk.to_dataset().attrs
+    unit = "whole task clusters" if attrs.get("resample_unit") == "cluster" else "tasks"
+    alpha = float(attrs.get("alpha", 0.05))
     return (
-        "Ranks under task resampling (one resample shared by every agent, ties broken at\n"
-        "random): the probability of being best, an interval for the rank, and tiers of agents\n"
-        "that cannot be told apart from the tier's leader (per-pair level 0.05).\n\n"
+        textwrap.fill(
+            f"Ranks under resampling of {unit} (one resample shared by every agent, ties broken at "
+            f"random): the probability of being best, a {PROB:.0%} percentile interval for the rank, "
+            "and tiers of agents that cannot be told apart from the tier's leader: the leader is told "
+            f"apart from an agent when it scores higher in more than {1 - alpha / 2:.1%} of the "
+            f"resamples (a per-pair bootstrap test at level {alpha:g}, not adjusted for the pairs and "
+            "not the paired tests of 'Does A beat B?', so near the level the two can part).",
+            90,
+        )
+        + "\n\n"
         + df.to_string(float_format="{:.3f}".format)
     )
 
@@ -626,12 +675,7 @@ def _plan_section(ctx: DemoContext) -> str:
     mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)
     s_mt = float(vc[mt].mean()) if mt else 0.0
     s_e = float(vc["residual"].mean())
-    clipped = (
-        ""
-        if mt
-        else "\n(The fit has no agent x task effect (one run per cell): its variation is inside the "
-        "run-to-run part, and the plan below cannot tell tasks from runs.)"
-    )
+    clipped = ""  # with no agent x task term (one run per cell) the first line says why
     if s_mt < 0:
         # a difference of variances: its posterior mean can fall below 0 when the
         # agent x task variation is small; planning then assumes none
@@ -667,6 +711,13 @@ def _plan_section(ctx: DemoContext) -> str:
             f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
             f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
         )
+    elif not mt:
+        buy = "\n\n" + textwrap.fill(
+            "With one run per cell the log cannot tell agent x task variation from run-to-run "
+            "noise, so it cannot say whether a second run of a task is worth more than a new task "
+            "(R* = sqrt(s_e c_task / (s_mt c_run)) needs s_mt): run some tasks at least twice to learn it.",
+            88,
+        )
     else:
         buy = (
             "\n\nWith no agent x task variance the cost-optimal runs per task, "
@@ -674,16 +725,83 @@ def _plan_section(ctx: DemoContext) -> str:
             "so no allocation is recommended; more tasks also widen what the benchmark covers."
         )
     return (
-        "Variance components of the cell success probability on the probability scale, from\n"
-        f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
+        _components_text(s_mt if mt else None, s_e)
         + runs_text
         + tasks_text
         + f"\nWith {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
         f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
-        + _observed_text(sd_made, sd_obs, n_pairs)
+        + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt))
+        + _cluster_text(ctx, T, mde)
         + "\n\n"
         + table.to_string()
         + buy
+    )
+
+
+def _components_text(s_mt: float | None, s_e: float) -> str:
+    """The plan's first line: the two components it stands on, or why there is one (``s_mt`` None).
+
+    With one run per cell the fit has no agent x task term: its variation is inside the
+    run-to-run part, so printing "agent x task 0.0000" would claim an estimate never made.
+    """
+    head = "Variance components of the cell success probability on the probability scale, from\n"
+    if s_mt is None:
+        return head + (
+            f"the crossed fit (posterior mean): run-to-run {s_e:.4f}, which holds the agent x task\n"
+            "variation too (one run per cell: the fit has no agent x task term to estimate it).\n"
+        )
+    return head + f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
+
+
+def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
+    """How much more a pair's mean difference varies over the task clusters than over independent tasks.
+
+    For each pair, over the tasks both agents ran, with ``e`` the per-task differences of cell
+    means less their mean and ``n`` their number: the cluster-robust variance of the mean
+    ``sum_g (sum_{t in g} e_t)^2 / n^2`` against the independent-task one ``sum_t e_t^2 / n^2``
+    (both without small-sample corrections, so singleton clusters give exactly 1). Returns the
+    ratio of their sums over the pairs, the number of clusters and their column's name; None
+    without clusters (or with every task its own).
+    """
+    from ._base import cluster_codes
+    from ._base import cluster_label
+    from .data import to_counts
+
+    codes = cluster_codes(ctx.data)
+    if codes is None or len(codes[1]) == int(ctx.data.sizes["task"]):
+        return None
+    g = codes[0]
+    c = to_counts(ctx.data)
+    rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
+    v_cl = v_iid = 0.0
+    for i in range(rate.shape[0]):
+        for j in range(i + 1, rate.shape[0]):
+            d = rate[i] - rate[j]
+            ok = np.isfinite(d)
+            if ok.sum() < 2:
+                continue
+            e = d[ok] - d[ok].mean()
+            v_cl += float(np.sum(np.bincount(g[ok], weights=e) ** 2)) / ok.sum() ** 2
+            v_iid += float(np.sum(e**2)) / ok.sum() ** 2
+    if not v_iid > 0:
+        return None
+    return v_cl / v_iid, len(codes[1]), cluster_label(ctx.data)
+
+
+def _cluster_text(ctx: DemoContext, T: int, mde: float) -> str:
+    """Where tasks come in clusters: the plan takes them as independent, the paired tests do not."""
+    deff = _cluster_design_effect(ctx)
+    if deff is None:
+        return ""
+    ratio, k, name = deff
+    return "\n" + textwrap.fill(
+        f"The plan takes tasks as independent; this log's tasks come in {k} clusters of `{name}`, "
+        "the unit of the paired tests (section Does A beat B?). On this log a pair's mean difference "
+        f"varies {ratio:.2f} times as much over the clusters as over independent tasks (cluster-robust "
+        "against independent-task variance, summed over the pairs, no model). If new tasks come in "
+        f"clusters like these, every count of tasks needed below is about {ratio:.2f} times too small, "
+        f"and {T} tasks detect about {mde * np.sqrt(ratio):.3f}, not {mde:.3f}.",
+        88,
     )
 
 
@@ -707,13 +825,21 @@ def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:
     return (float(np.sqrt(np.mean(var))), len(var)) if var else (np.nan, 0)
 
 
-def _observed_text(sd_made: float, sd_obs: float, n_pairs: int) -> str:
-    """The plan's model-based SD beside the one the log shows, said as the two columns' difference."""
+def _observed_text(sd_made: float, sd_obs: float, n_pairs: int, *, interaction: bool = True) -> str:
+    """The plan's model-based SD beside the one the log shows, said as the two columns' difference.
+
+    ``interaction``: the fit has an agent x task term (else one run-to-run variance holds it).
+    """
     if not sd_obs > 0:
         return "(No pair shares 3 tasks with differing results: no model-free SD to set beside the plan.)"
+    what = (
+        "one agent x task variance for every pair, binomial runs around each cell's rate"
+        if interaction
+        else "one run-to-run variance, holding the agent x task part, for every pair"
+    )
     return textwrap.fill(
-        f"That difference and the first two columns rest on the fit's components (model-based: one agent x task "
-        f"variance for every pair, binomial runs around each cell's rate), an SD of a per-task paired difference "
+        f"That difference and the first two columns rest on the fit's components (model-based: {what}), "
+        "an SD of a per-task paired difference "
         f"of {sd_made:.3f}. Beside them, with no model: the per-task paired differences of this log have SD "
         f"{sd_obs:.3f} (root mean square over {n_pairs} pairs, at the runs made); the last column plans with it.",
         88,
@@ -753,7 +879,8 @@ def _runs_made(ctx: DemoContext, kw: dict) -> tuple[str, float, str]:
     runs = n[n > 0].astype(np.int64)
     sd = float(np.sqrt(np.mean(sd_paired_diff(runs, **kw) ** 2)))
     if runs.min() == runs.max():
-        return str(int(runs[0])), sd, f"Every agent x task cell run holds {int(runs[0])} runs."
+        n1 = int(runs[0])
+        return str(n1), sd, f"Every agent x task cell run holds {n1} run{'' if n1 == 1 else 's'}."
     r_h = len(runs) / float(np.sum(1.0 / runs))
     label = f"{r_h:.1f}"
     text = textwrap.fill(
@@ -778,7 +905,9 @@ def write_report(
 
     The report comes from :func:`hierbench.report.build` (HTML and its Markdown
     twin) with the walk-through text as an appendix; the fit (compact) and the
-    data are saved as netCDF.
+    data are saved as netCDF. Without a fit, ``overwrite=True`` removes an earlier
+    run's ``fit_crossed.nc`` from ``out``, which would otherwise sit beside this
+    run's report and data as if it were their fit.
     """
     from pathlib import Path
 
@@ -810,8 +939,22 @@ def write_report(
         save_fit(
             fit, folder / "fit_crossed.nc", groups=["posterior_predictive"], overwrite=overwrite
         )
+    elif overwrite and (folder / "fit_crossed.nc").exists():
+        # an earlier run's fit beside this run's report and data would pass for this log's fit
+        (folder / "fit_crossed.nc").unlink()
+        ctx.extra["removed_fit"] = True
     save_dataset(ctx.data, folder / "data.nc", overwrite=overwrite)
     return str(html)
+
+
+def _written_line(ctx: DemoContext, folder: str) -> str:
+    """The closing line: what was written where, naming the fit only when there was one."""
+    what = "Report (HTML and Markdown), fit and data" if "fit" in ctx.extra else "Report (HTML and Markdown) and data"
+    line = f"\n{what} written to {folder}"
+    if "fit" not in ctx.extra:
+        line += " (no fit: the Bayesian section did not run"
+        line += "; an earlier run's fit_crossed.nc there was removed)" if ctx.extra.get("removed_fit") else ")"
+    return line
 
 
 #: Analysis sections appended to the data sections.
@@ -955,6 +1098,6 @@ def run_demo(
         done.append((f"{i}. {title}", text))
     if out:
         path = write_report(ctx, out, done, overwrite=overwrite)
-        print(f"\nReport (HTML and Markdown), fit and data written to {Path(path).parent}")
+        print(_written_line(ctx, str(Path(path).parent)))
     print_warnings(ctx.extra.get("warnings", []))
     return 0

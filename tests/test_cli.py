@@ -225,6 +225,9 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
         ref = compare_agents(from_records(path), rng=0).to_dataset()
     assert res["per_pair_interval"] == ref["ci"].attrs["ci_detail"]
     assert res["simultaneous_interval"] == ref["ci_simultaneous"].attrs["ci_detail"]
+    # and their kinds: the per-pair detail ("bootstrap, tasks scheme, ...") does not name percentile
+    assert (res["per_pair_interval_kind"], res["simultaneous_interval_kind"]) == (
+        ref["ci"].attrs["ci_kind"], ref["ci_simultaneous"].attrs["ci_kind"])
     assert main(["compare", str(path)]) == 0
     out = capsys.readouterr().out
     assert "p Holm" in out and "simultaneous lower" in out and "agent_00 - agent_01" in out
@@ -385,6 +388,28 @@ def test_summary_reports_annotation_counts(shared_data, tmp_path, capsys):
 
 
 @pytest.mark.slow  # a full demo: fit, bootstraps, two reports
+def test_demo_and_its_report_show_the_same_bayes_pass_k(demo_fast):
+    """The demo's pass^k table drew each k's posterior with seed + k and the report with the seed, so
+    the terminal and the report gave two intervals for one quantity (METR Claude 3 Opus pass^1:
+    [0.255, 0.295] and [0.253, 0.296]); both now use the same draws and print the same numbers.
+    """
+    out = demo_fast.out.split("Reliability: pass^k")[1].split("\n## ")[0]
+    md = (demo_fast.folder / "report.md").read_text().split("## Reliability: pass^k")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in r.strip("|").split("|")] for r in md.splitlines() if r.startswith("| ") and "---" not in r]
+    head, body = rows[0], rows[1:]
+    col = {name: head.index(name) for name in ("agent", "k", "Bayes (same tasks)", "Bayes (same tasks) 95% lower")}
+    report = {(r[col["agent"]], int(r[col["k"]])): (r[col["Bayes (same tasks)"]], r[col["Bayes (same tasks) 95% lower"]])
+              for r in body}  # fmt: skip
+    demo = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and parts[1].isdigit():  # agent, k, tasks, [truth,] unbiased, Bayes mean, lower, upper
+            demo[(parts[0], int(parts[1]))] = (parts[-3], parts[-2])
+    shared = set(report) & set(demo)
+    assert len(shared) >= 6
+    assert {key: demo[key] for key in shared} == {key: report[key] for key in shared}
+
+
 def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
     # the run is conftest's demo_fast (shared with the browser check of its report)
     out_dir, out = demo_fast.folder, demo_fast.out
@@ -406,6 +431,13 @@ def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
         assert line.split()[1] == f"{eff:.3f}"
     # the analysis sections print intervals beside the truth and write a report with the fit
     assert "cluster bootstrap (BCa)" in out and "Bayes crossed (new task)" in out
+    # every interval of the Bayesian section and of pass^k says its level and kind
+    bayes = " ".join(out.split("## 5.")[1].split("\n## ")[0].split())
+    assert "both methods, 95% intervals (Bayes: equal-tailed posterior)" in bayes
+    assert "Bayes only, 95% equal-tailed posterior intervals" in bayes
+    assert "standard deviations (95% equal-tailed posterior intervals)" in bayes
+    assert "so the 95% equal-tailed interval is for these cells' true pass^k" in " ".join(
+        out.split("## 6.")[1].split("\n## ")[0].split())
     assert "p max-T" in out and "simultaneous lower" in out and "tasks needed" in out
     # pass^k names the columns it has; the pairs' Bayes column says it is per pair, not adjusted
     passk = " ".join(out.split("## 6.")[1].split("\n## ")[0].split())

@@ -222,3 +222,181 @@ def test_plan_sets_the_logs_own_paired_sd_beside_the_model_based_one(monkeypatch
     want = math.ceil(TTestPower().solve_power(effect_size=0.05 / sd_obs, alpha=0.05, power=0.8,
                                               alternative="two-sided"))
     assert int(row.split()[-1]) == want
+
+
+class _NoInteraction(_Components):
+    """crossed_variance_components' stand-in for a fit with no agent x task term (one run per cell)."""
+
+    def __init__(self, s_e: float):
+        self.draws = xr.Dataset(coords={"component": ["agent", "task", "residual"]})
+        self._v = {"residual": xr.DataArray([s_e])}
+
+
+def test_plan_with_one_run_per_cell_claims_no_agent_task_estimate(monkeypatch):
+    """One run per cell: the fit has no agent x task term, so the plan must not print it as 0.0000
+    nor call the unbounded R* a consequence of "an estimate at 0"; it says the run-to-run part holds it.
+    """
+    import hierbench.metrics
+
+    g = np.random.default_rng(5)
+    s = (g.random((3, 40, 1)) < 0.5).astype(float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    monkeypatch.setattr(hierbench.metrics, "crossed_variance_components", lambda fit, scale: _NoInteraction(0.2))
+    one = " ".join(_plan_section(DemoContext(ds, None, extra={"fit": object()})).split())
+    assert "agent x task 0.0000" not in one and "estimate at 0" not in one
+    assert "run-to-run 0.2000, which holds the agent x task variation too" in one
+    assert "Every agent x task cell run holds 1 run." in one
+    assert "cannot say whether a second run of a task is worth more than a new task" in one
+    assert "one run-to-run variance, holding the agent x task part" in one and "one agent x task variance" not in one
+
+
+def _clustered(n_clusters: int = 6, size: int = 3, seed: int = 3) -> xr.Dataset:
+    """Three agents x (n_clusters x size) tasks x 2 runs; a cluster shifts every agent's rate but not equally."""
+    g = np.random.default_rng(seed)
+    T = n_clusters * size
+    shift = np.repeat(g.normal(0, 1.5, (3, n_clusters)), size, axis=1)
+    p = 1 / (1 + np.exp(-(shift + g.normal(0, 0.5, (3, T)))))
+    s = (g.random((3, T, 2)) < p[..., None]).astype(float)
+    fam = np.repeat([f"f{k}" for k in range(n_clusters)], size)
+    return xr.Dataset(
+        {"score": (("agent", "task", "run"), s)},
+        coords={"agent": ["a", "b", "c"], "cluster": ("task", fam, {"source_column": "family"})},
+    )
+
+
+def test_cluster_design_effect_by_hand():
+    """Two clusters of two tasks, per-task differences 0.5, 0.5, 0, 0: residuals +-0.25 add up within
+    each cluster, so the cluster-robust variance of the mean is (0.5^2 + 0.5^2) / 16 against
+    4 x 0.25^2 / 16 for independent tasks: a ratio of exactly 2. Singleton clusters give no note.
+    """
+    from hierbench.demo import _cluster_design_effect
+
+    s = np.zeros((2, 4, 2))
+    s[0, :2, 0] = 1.0  # agent a: 1 of 2 runs on t0 and t1; b fails everything
+    ds = xr.Dataset(
+        {"score": (("agent", "task", "run"), s)},
+        coords={"agent": ["a", "b"], "cluster": ("task", ["x", "x", "y", "y"])},
+    )
+    ratio, k, name = _cluster_design_effect(DemoContext(ds, None))
+    assert (ratio, k, name) == (pytest.approx(2.0, rel=1e-12), 2, "cluster")
+    single = ds.assign_coords(cluster=("task", ["p", "q", "r", "s"]))
+    assert _cluster_design_effect(DemoContext(single, None)) is None
+    assert _cluster_design_effect(DemoContext(ds.drop_vars("cluster"), None)) is None
+
+
+def test_plan_says_what_task_clusters_do_to_its_counts(monkeypatch):
+    """With task clusters the plan states the design effect of the clusters on a pair's mean difference:
+    per pair, statsmodels' cluster-robust (no small-sample correction) against HC0 variance of an
+    intercept-only OLS on the per-task differences, summed over pairs; the detectable difference
+    scales by its square root (statsmodels' t power for the unclustered one).
+    """
+    import statsmodels.api as sm
+    from statsmodels.stats.power import TTestPower
+
+    import hierbench.metrics
+
+    ds = _clustered()
+    monkeypatch.setattr(hierbench.metrics, "crossed_variance_components", lambda fit, scale: _Components(0.03, 0.12))
+    one = " ".join(_plan_section(DemoContext(ds, None, extra={"fit": object()})).split())
+    m = ds["score"].mean("run").values
+    groups = np.repeat(np.arange(6), 3)
+    v_cl = v_iid = 0.0
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        y = m[i] - m[j]
+        x = np.ones((y.size, 1))
+        v_cl += float(sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False}).bse[0] ** 2)
+        v_iid += float(sm.OLS(y, x).fit(cov_type="HC0").bse[0] ** 2)
+    ratio = v_cl / v_iid
+    assert ratio > 1.2  # the clusters matter in this design (else the test would not test)
+    assert "this log's tasks come in 6 clusters of `family`" in one
+    assert f"varies {ratio:.2f} times as much over the clusters" in one
+    sd = np.sqrt(2 * 0.03 + 2 * 0.12 / 2)
+    d = TTestPower().solve_power(nobs=18, alpha=0.05, power=0.8, alternative="two-sided") * sd
+    assert f"18 tasks detect about {d * np.sqrt(ratio):.3f}, not {d:.3f}" in one
+
+
+def test_demo_without_a_fit_leaves_no_earlier_fit_beside_its_report(tmp_path, capsys):
+    """Partial-credit scores: the crossed fit is not run. A fit_crossed.nc from an earlier demo in --out
+    (replaced with --overwrite) must not stay beside this run's report and data, and the closing line
+    must not say a fit was written.
+    """
+    from hierbench.demo import run_demo
+
+    g = np.random.default_rng(4)
+    s = g.integers(0, 5, (3, 12, 1)) / 4  # grades 0, 0.25, ..., 1: not binary
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    (tmp_path / "fit_crossed.nc").write_bytes(b"an earlier log's fit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run_demo(ds, out=tmp_path, fast=True, overwrite=True) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "fit_crossed.nc").exists()
+    assert (tmp_path / "report.md").exists() and (tmp_path / "data.nc").exists()
+    last = next(line for line in out.splitlines() if "written to" in line)
+    assert "fit and data" not in last and "no fit" in last and "removed" in last
+
+
+def test_rank_text_names_what_was_resampled_and_the_tier_rule():
+    """With task clusters the ranks resample whole clusters (the text said "task resampling"), and the
+    tiers rest on a per-pair bootstrap test at 0.05 (the leader ahead in more than 97.5% of resamples),
+    not on the paired tests: the text says both. Without clusters it says tasks.
+    """
+    from hierbench.demo import _rank_section
+
+    ds = _clustered()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = " ".join(_rank_section(DemoContext(ds, None, extra={"fast": True})).split())
+        plain = " ".join(_rank_section(DemoContext(ds.drop_vars("cluster"), None, extra={"fast": True})).split())
+    assert one.startswith("Ranks under resampling of whole task clusters")
+    assert plain.startswith("Ranks under resampling of tasks (")
+    assert "scores higher in more than 97.5% of the resamples (a per-pair bootstrap test at level 0.05" in one
+    assert "not the paired tests of 'Does A beat B?'" in one
+
+
+def test_demo_bootstrap_says_when_few_units_carry_the_intervals():
+    """Eight tasks (the wine bottles' count) behind every agent's interval: said under the table;
+    twelve: nothing said. With 4 clusters of 3 tasks the count is the clusters'.
+    """
+    g = np.random.default_rng(1)
+    s = g.binomial(1, 0.5, (3, 12, 1)).astype(float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        few = " ".join(_bootstrap_section(DemoContext(ds.isel(task=slice(0, 8)), None, {"fast": True})).split())
+        enough = _bootstrap_section(DemoContext(ds, None, {"fast": True}))
+        clus = " ".join(_bootstrap_section(DemoContext(
+            ds.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3))), None, {"fast": True})).split())
+    assert "the intervals of every agent rest on 8 tasks (fewer than 10)" in few
+    assert "fewer than 10" not in enough
+    assert "the intervals of every agent rest on 4 clusters (fewer than 10)" in clus
+
+
+def test_demo_pairs_say_where_p_max_t_has_a_floor():
+    """An agent that ran 6 of 24 task clusters and failed them: max-T's law gets an atom of 2 / 2^6
+    (its differences flipping together), a floor under p max-T that Holm's adjustment of the same
+    per-pair p-values (statsmodels) does not have; the demo's pair section says so with the counts.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    from hierbench.demo import _compare_section
+
+    g = np.random.default_rng(0)
+    C, S = 24, 3
+    fam = np.repeat([f"f{k:02d}" for k in range(C)], S)
+    rates = np.clip(g.uniform(0.1, 0.9, C)[None, :] + np.array([[0.35], [0.15], [0.0], [-0.15]]), 0.02, 0.98)
+    s = (g.random((4, C * S, 4)) < np.repeat(rates, S, axis=1)[..., None]).astype(float)
+    z = np.full((1, C * S, 4), np.nan)
+    z[0, : 6 * S, :] = 0.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.concatenate([s, z]))},
+                    coords={"agent": ["a", "b", "c", "d", "zero"], "cluster": ("task", fam)})  # fmt: skip
+    ctx = DemoContext(ds, None, {"seed": 0})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = " ".join(_compare_section(ctx).split())
+    full = ctx.extra["compare"].to_frame()
+    holm = multipletests(full["p_value"], method="holm")[1]
+    n_max, n_holm = int((full["p_adjusted"] < 0.01).sum()), int((holm < 0.01).sum())
+    assert n_holm > n_max
+    assert f"p max-T understates here: at 0.01 (**) max-T separates {n_max} pairs and Holm {n_holm}" in one
+    assert one.endswith("Read p Holm beside p max-T.")

@@ -106,6 +106,25 @@ def test_write_refuses_to_overwrite_unless_asked(tmp_path, suffix):
     assert "mine" not in path.read_text()
 
 
+def test_overwriting_a_markdown_report_leaves_no_earlier_figures_beside_it(tmp_path):
+    """An earlier report drew a trace plot; the new one, written over it, draws only `a`: the
+    `<stem>_figures/` folder must then hold `a.png` alone, not the earlier log's trace.
+    """
+    import matplotlib.pyplot as plt
+
+    figs = tmp_path / "r_figures"
+    figs.mkdir()
+    (figs / "trace_worst.png").write_bytes(b"an earlier log's trace")
+    (figs / "notes.txt").write_text("not a figure: kept")
+    r = Report("t")
+    r.section("A", "text")
+    fig = plt.figure()
+    r.figure("a", fig)
+    plt.close(fig)
+    r.write(tmp_path / "r.md", overwrite=True)
+    assert sorted(p.name for p in figs.iterdir()) == ["a.png", "notes.txt"]
+
+
 def test_contents_number_the_sections_and_list_an_appendix_apart():
     # the demo appends its printed walk-through, whose headings carry their own numbers
     # ("1. Data"): in one numbered list they read "11. 1. Data"
@@ -624,6 +643,77 @@ def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path):
         cmp = compare_agents(three, prob=0.95, rng=0)
     assert _checklist_entry(md1, "paired deltas") == f"none: one agent ({one.agent.values[0]}), no pair to compare"
     assert _checklist_entry(md3, "paired deltas") == f"yes: {pair_sentence(cmp, 0.05)} See the pairwise section."
+
+
+def test_checklist_clustering_says_pass_k_intervals_ignore_the_clusters(tmp_path):
+    """The clustering entry said every interval honours the task clusters; pass^k's unbiased
+    interval (logit t over tasks) takes tasks one by one, and the entry now says so for binary scores.
+    """
+    data, _ = simulate_eval(n_agents=2, n_tasks=12, n_runs=3, n_clusters=4, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+    n_cl = len(set(data["cluster"].values.tolist()))  # the simulation's own labels
+    assert _checklist_entry(md, "clustering") == (
+        f"tasks in {n_cl} clusters (`cluster`); the bootstrap resamples whole clusters and the paired "
+        "tests take clusters as their unit; pass^k's unbiased intervals take tasks one by one"
+    )
+
+
+def test_variance_section_of_partial_credit_scores_speaks_of_scores_not_successes():
+    """Wine-judge-like grades (0, 0.25, ..., 1), one per judge x bottle: the section said "variance of
+    the cell success probability ... (binomial) parts". It now speaks of the score, and its G-theory
+    row values are the two-way ANOVA's (by hand: (MS_agent - MS_res) / T, (MS_task - MS_res) / A, MS_res).
+    """
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _sec_variance
+
+    g = np.random.default_rng(6)
+    y = np.clip(np.round((g.normal(0, 0.15, (9, 1)) + g.normal(0.5, 0.2, (1, 8)) + g.normal(0, 0.15, (9, 8))) * 4), 0, 4) / 4
+    data = xr.Dataset({"score": (("agent", "task", "run"), y[..., None])},
+                      coords={"agent": [f"j{i}" for i in range(9)], "task": [f"w{i}" for i in range(8)]})  # fmt: skip
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_variance(_Context(fit=None, data=data, prob=0.95, freq="auto"), rep, "variance")
+    block = rep.blocks[0]
+    assert "success probability" not in block["text"] and "binomial" not in block["text"]
+    assert block["text"].startswith("Variance of the score (partial credit in [0, 1]")
+    A, T = y.shape
+    m, ra, ct = y.mean(), y.mean(1), y.mean(0)
+    ms_a, ms_t = T * ((ra - m) ** 2).sum() / (A - 1), A * ((ct - m) ** 2).sum() / (T - 1)
+    ms_r = ((y - ra[:, None] - ct[None, :] + m) ** 2).sum() / ((A - 1) * (T - 1))
+    got = block["table"].iloc[:, 0].to_numpy(dtype=float)
+    np.testing.assert_allclose(got, [(ms_a - ms_r) / T, (ms_t - ms_r) / A, ms_r], rtol=1e-9)
+
+
+def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path):
+    """A resampling interval over 8 tasks covers less than its level: the 95% percentile bootstrap
+    (999 resamples) of the mean of 8 normal values covered 0.8825 of 400 samples here (seed 0; 0.8825
+    of 4000 too, seed 1), over 5 Monte Carlo SEs below 0.95. The abilities table flags such agents
+    (8 tasks) and not those with 12; with clusters the count is the clusters' (4 here), not the tasks'.
+    """
+    g = np.random.default_rng(0)
+    hits = 0
+    for _ in range(400):  # 400 x 999 keeps the test quick; the SE of a rate near 0.95 is about 0.011
+        x = g.normal(size=8)
+        b = x[g.integers(0, 8, (999, 8))].mean(1)
+        lo, hi = np.quantile(b, [0.025, 0.975])
+        hits += lo <= 0 <= hi
+    assert hits / 400 < 0.95 - 2 * np.sqrt(0.95 * 0.05 / 400)  # the premise the flag rests on
+    s = g.binomial(1, 0.5, (2, 12, 2)).astype(float)
+    s[1, 8:, :] = np.nan  # agent b ran 8 tasks
+    data = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
+        part = md.split("## Agent abilities")[1].split("\n## ")[0]
+        rows = {r.split("|")[1].strip(): r for r in part.splitlines() if r.startswith("| a ") or r.startswith("| b ")}
+        assert "over 8 tasks, fewer than 10" in rows["b"] and "fewer than 10" not in rows["a"]
+        clustered = data.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3)))
+        md = build(data=clustered, path=tmp_path / "c.md", n_resamples=99, progress=False).read_text()
+    part = md.split("## Agent abilities")[1].split("\n## ")[0]
+    assert part.count("over 4 clusters, fewer than 10") == 2
 
 
 def test_variance_section_names_the_design_the_g_study_used():

@@ -264,3 +264,75 @@ def test_pair_matrix_takes_an_order_and_refuses_one_that_is_not_the_agents():
     assert m.loc[a, b].startswith(f"{by_hand:+.2f}")
     with pytest.raises(ValueError, match=r"missing \['agent_00'\]"):
         pair_matrix(cmp, order=agents[1:])
+
+
+def test_marks_note_says_where_max_t_has_a_floor_holm_does_not():
+    """Agent `zero` ran only 6 task clusters and failed them all: against an agent that solves some of
+    them, its differences flip together on 2 of the 2^6 sign patterns, so the largest |t| of the
+    family is large with probability at least 2 / 64 and no pair's p max-T can fall below that
+    (METR's davinci-002 - human, 7 clusters, gave 0.0155). Holm's adjustment (statsmodels, on the
+    per-pair p-values) has no such floor: the note gives both counts at 0.01 and 0.001.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    from hierbench.freq import compare_agents
+    from hierbench.report._pairs import marks_holm_note
+    from hierbench.report._pairs import pair_frame
+
+    g = np.random.default_rng(0)
+    C, S = 24, 3
+    fam = np.repeat([f"f{k:02d}" for k in range(C)], S)
+    rates = np.clip(g.uniform(0.1, 0.9, C)[None, :] + np.array([[0.35], [0.15], [0.0], [-0.15]]), 0.02, 0.98)
+    s = (g.random((4, C * S, 4)) < np.repeat(rates, S, axis=1)[..., None]).astype(float)
+    z = np.full((1, C * S, 4), np.nan)
+    z[0, : 6 * S, :] = 0.0
+    data = xr.Dataset({"score": (("agent", "task", "run"), np.concatenate([s, z]))},
+                      coords={"agent": ["a", "b", "c", "d", "zero"], "cluster": ("task", fam)})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = pair_frame(compare_agents(data, rng=0), alpha=0.05)
+    assert table["p max-T"].min() >= 2 / 2**6 - 3 * table["MC error of p max-T"].max()  # the floor
+    holm = multipletests(table["p (permutation)"], method="holm")[1]
+    note = marks_holm_note(table, 0.05)
+    for level, mark in ((0.01, "**"), (0.001, "***")):
+        want = f"at {level:g} ({mark}) max-T separates {int((table['p max-T'] < level).sum())} pairs and Holm {int((holm < level).sum())}"
+        assert want in note
+    assert int((holm < 0.001).sum()) >= 3 and note.endswith("Read `p Holm` beside the marks.")
+    # at 0.05 itself max-T misses no pair Holm puts ten times below it: not said at that level
+    assert not ((holm < 0.005) & (table["p max-T"] >= 0.05).to_numpy()).any() and "at 0.05 (*)" not in note
+    only = (holm < 0.01) & (table["p max-T"] >= 0.01).to_numpy()
+    assert f"the {int(only.sum())} pairs Holm separates at 0.01 and max-T does not have p max-T of " \
+        f"{table['p max-T'][only].min():.2g} or more" in note
+    # no note where max-T separates as many (Holm's column never smaller), nor for a near miss
+    assert marks_holm_note(table.assign(**{"p Holm": table["p max-T"]}), 0.05) == ""
+    assert marks_holm_note(table.assign(**{"p Holm": table["p max-T"] * 0.9}), 0.05) == ""
+
+
+@pytest.mark.slow  # a small beta-binomial fit
+def test_pairs_section_from_a_fit_alone_points_to_no_table():
+    """`hierbench report FIT` without the log drew the heatmap and said "the table's `Bayes P(a > b)`
+    column", though no table (and no paired test) was there; with the log the table is there.
+    """
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.bayes import fit
+    from hierbench.report._context import _Context
+    from hierbench.report._report import Report
+    from hierbench.report._sec_pairs import _sec_pairwise
+
+    g = np.random.default_rng(2)
+    data = xr.Dataset({"score": (("agent", "task", "run"), g.binomial(1, [[[0.3]], [[0.6]], [[0.5]]], (3, 15, 3)).astype(float))},
+                      coords={"agent": ["a", "b", "c"]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_beta_binomial(data), draws=150, tune=150, chains=2, rng=1, progress=False)
+        texts = {}
+        for name, d in (("alone", None), ("with data", data)):
+            rep = Report("t")
+            ctx = _Context(fit=dt, data=d, prob=0.95, rng=0, n_resamples=199, truth=None, freq="auto",
+                           subset=[], say=lambda *_: None)  # fmt: skip
+            _sec_pairwise(ctx, rep, "pairwise")
+            texts[name] = (rep.blocks[0]["text"], rep.blocks[0].get("table"))
+    text, table = texts["alone"]
+    assert table is None and "the table's" not in text and "No paired tests here" in text
+    text, table = texts["with data"]
+    assert table is not None and "the table's `Bayes P(a > b)` column" in text and "No paired tests" not in text

@@ -69,6 +69,42 @@ def test_text_describes_the_interval_the_estimator_computed():
     assert "logit scale" in text and "shown inside [0, 1]" not in text
 
 
+def test_text_without_a_fit_sets_the_unbiased_estimate_beside_nothing():
+    """With data alone there is no posterior: the text must not say the unbiased estimate is of
+    these tasks' pass^k "too" (beside a model that was not fitted).
+    """
+    text = _section(_data())["text"]
+    assert "The unbiased estimate is of these tasks' pass^k (each cell's" in text and "pass^k too" not in text
+
+
+def test_text_says_the_unbiased_interval_ignores_the_task_clusters():
+    """Tasks in 4 clusters of 3 where a cluster succeeds or fails together: the text says the unbiased
+    interval takes tasks one by one, and gives the clusters' design effect on an agent's mean (median
+    over agents of statsmodels' cluster-robust, uncorrected, against HC0 variance of the mean).
+    Without clusters it says nothing of them.
+    """
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(8)
+    fam = np.repeat(["a", "b", "c", "d"], 3)
+    p = np.repeat(rng.uniform(0.05, 0.95, (3, 4)), 3, axis=1)  # one rate per agent x cluster
+    score = rng.binomial(1, p[..., None], size=(3, 12, 4)).astype(float)
+    data = _data().assign(score=(("agent", "task", "run"), score)).assign_coords(
+        cluster=("task", fam, {"source_column": "family"})
+    )
+    text = _section(data)["text"]
+    m = score.mean(2)
+    ratios = []
+    for y in m:
+        x = np.ones((12, 1))
+        cl = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": np.repeat(np.arange(4), 3), "use_correction": False})
+        ratios.append(float(cl.bse[0] ** 2 / sm.OLS(y, x).fit(cov_type="HC0").bse[0] ** 2))
+    assert np.median(ratios) > 1.5  # the clusters matter here, so the sentence is tested
+    assert "come in 4 clusters (`family`), which that interval does not take as its unit" in text
+    assert f"varies {np.median(ratios):.2f} times as much over the clusters" in text
+    assert "clusters" not in _section(_data())["text"]
+
+
 @pytest.mark.slow  # a small beta-binomial fit
 def test_a_beta_binomial_fits_columns_are_these_tasks_pass_k():
     """The section called ``pass_hat_k(fit, k)`` (the conditional expectation over the observed tasks)
@@ -99,6 +135,40 @@ def test_a_beta_binomial_fits_columns_are_these_tasks_pass_k():
         assert row["Bayes (same tasks) 90% upper"] == want.loc[(agent, k), "upper"]
     assert "beta_binomial model's posterior mean and 90% equal-tailed interval are of these tasks' own" in sec["text"]
     assert "a new task" not in sec["text"]
+
+
+@pytest.mark.slow  # a small beta-binomial fit
+def test_a_fit_alone_says_how_many_tasks_each_row_used():
+    """With a fit and no data the table had no `tasks (>= k runs)` column, though the text points to it,
+    and an agent with no task run k times showed a row of NaN with no word. The counts now come from
+    the fit's runs per cell (by hand below), and such a row is dropped and named.
+    """
+    from hierbench.bayes import build_beta_binomial
+    from hierbench.bayes import fit
+
+    data = _data().sel(agent=["low", "high"])
+    score = data["score"].values.copy()
+    score[1, 6:, 1:] = np.nan  # `high` ran tasks 6-11 once
+    data = data.assign(score=(("agent", "task", "run"), score))
+    data = xr.concat([data, data.sel(agent=["low"]).assign_coords(agent=["once"])], dim="agent")
+    once = data["score"].values
+    once[2, :, 1:] = np.nan  # `once` ran every task once
+    data = data.assign(score=(("agent", "task", "run"), once))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(build_beta_binomial(data), draws=150, tune=150, chains=2, rng=1, progress=False)
+    ctx = _Context(fit=dt, data=None, prob=0.9, rng=0, n_resamples=199, truth=None, freq="auto",
+                   subset=[], say=lambda *_: None)  # fmt: skip
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_passk(ctx, rep, "pass-k")
+    table, text = rep.blocks[0]["table"], rep.blocks[0]["text"]
+    runs = np.isfinite(once).sum(2)  # runs per (agent, task), by hand
+    for (agent, k), row in table.iterrows():
+        i = ["low", "high", "once"].index(agent)
+        assert row["tasks (>= k runs)"] == int((runs[i] >= k).sum())
+    assert ("once", 2) not in table.index and "No task was run k times by: once (k = 2)" in text
 
 
 def test_text_says_where_k_stops():

@@ -24,6 +24,7 @@ from ._pairs import MATRIX_ABOVE
 from ._pairs import SCORE_ORDER_WORDS as SCORE_ORDER_WORDS  # for the CLI; not in __all__
 from ._pairs import bayes_pair_note
 from ._pairs import differ_column
+from ._pairs import marks_holm_note as marks_holm_note  # for the CLI; not in __all__
 from ._pairs import marks_legend
 from ._pairs import pair_frame
 from ._pairs import pair_matrix
@@ -34,6 +35,7 @@ from ._pairs import settings_text
 from ._report import Report
 from ._report import as_table
 from ._report import markdown_table
+from ._sections import FEW_UNITS as FEW_UNITS  # for the demo; not in __all__
 from ._sections import pass1_bounds as pass1_bounds  # for the demo; not in __all__
 
 __all__ = [

@@ -185,6 +185,43 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     return out
 
 
+def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
+    """Where the marks (``*``, ``**``, ``***``) of a max-T table understate what Holm separates.
+
+    Max-T compares each pair's |t| with the largest |t| of any pair under the same sign flips.
+    Where one pair's differences sit in few tasks or clusters, that pair's |t| is large whenever
+    those few flip together, which happens with a fixed small probability: p max-T cannot fall
+    below it, whatever a pair's evidence (METR: davinci-002 - human, 7 clusters with a
+    difference, |t| 7.36 on 2 of 2^7 patterns, puts a floor of about 0.0155 under every pair
+    with |t| below that). Holm's adjustment of the per-pair p-values has no such floor. Said
+    (with both counts at the stricter levels) only where it shows: a pair with Holm p ten
+    times below a level has p max-T at or above it (SWE-bench's near misses, 208 against 212
+    pairs at 0.01, are not).
+    """
+    col = next((c for c in table.columns if c.startswith("p max-T")), None)
+    if col is None or "p Holm" not in table:
+        return ""
+    counts, levels = [], []
+    for div, mark in _MARK_STEPS[::-1]:  # alpha (*), alpha / 5 (**), alpha / 50 (***)
+        level = alpha / div
+        n_max, n_holm = int((table[col] < level).sum()), int((table["p Holm"] < level).sum())
+        # a floor, not a near miss: a pair Holm puts ten times below the level, max-T above it
+        if ((table["p Holm"] < level / 10) & (table[col] >= level)).any():
+            counts.append(f"at {level:.3g} ({mark}) max-T separates {n_max} pairs and Holm {n_holm}")
+            levels.append(level)
+    if not counts:
+        return ""
+    only = (table["p Holm"] < levels[0]) & (table[col] >= levels[0])
+    return (
+        "The marks understate here: " + "; ".join(counts) + " (`p Holm`, the same per-pair "
+        "tests adjusted by Holm, also controls the family-wise error). Max-T compares each pair's |t| "
+        "with the largest |t| of any pair under the same sign flips, and a pair whose differences sit "
+        "in few tasks or clusters reaches a large |t| whenever those few flip together: that puts a "
+        f"floor under p max-T (the {int(only.sum())} pairs Holm separates at {levels[0]:.3g} and max-T does "
+        f"not have p max-T of {table.loc[only, col].min():.2g} or more). Read `p Holm` beside the marks."
+    )
+
+
 def _disagree_label(alpha: float) -> str:
     return f"per-pair CI and p disagree (at {alpha:g})"
 

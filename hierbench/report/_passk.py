@@ -220,6 +220,8 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     # every k while that is a short table (tau-bench publishes pass^1..4); beyond, the ends and k = 2
     show = ks if len(ks) <= _ALL_K else sorted({1, 2, ks[-1]})
     table = passk_table(unb, bay, what, ctx.prob)
+    if "tasks (>= k runs)" not in table:  # a fit alone: the counts from its constant data, as the text says
+        table.insert(0, "tasks (>= k runs)", _tasks_per_k(n, table.index))
     table = table[table.index.get_level_values("k").isin(show)]
     text = _passk_text(ctx, what, None if unb is None else unb.attrs["ci_detail"], show)
     if r_max > ks[-1]:  # the figure stops at k = 8: said, not left for the reader to infer
@@ -241,6 +243,13 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
         title="pass^k: all k attempts succeed, over the tasks run at least k times",
     )
     rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
+
+
+def _tasks_per_k(n: xr.DataArray, index: pd.MultiIndex) -> list[int]:
+    """Per (agent, k) row: the tasks the agent ran at least k times, from the runs per cell ``n``."""
+    n = n.transpose("agent", "task")
+    per = {str(a): n.sel(agent=a).values for a in n["agent"].values}
+    return [int((per[a] >= k).sum()) for a, k in index]
 
 
 def _disagree_text(table: pd.DataFrame) -> str:
@@ -282,11 +291,60 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
         )
     if unbiased_ci is not None:
         text += (
-            " The unbiased estimate is of these tasks' pass^k too (each cell's C(c,k)/C(n,k) is unbiased for "
+            f" The unbiased estimate is of these tasks' pass^k{' too' if what == 'same tasks' else ''} "
+            "(each cell's C(c,k)/C(n,k) is unbiased for "
             "its own p^k), but its interval takes the tasks as a sample: it is for a new draw of tasks from the "
             "same population, so it is wider than an interval for these tasks (the columns say `new tasks`)."
             f" That interval, as it states it: {unbiased_ci.split(': ', 1)[-1]}. "
             f"`flag` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
             "interval clipped to [0, 1] or of zero width."
-        )
+        ) + _cluster_note(ctx)
     return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k from 1 to {show[-1]}."
+
+
+def cluster_design_effect_k1(data: xr.Dataset) -> tuple[float, int, str] | None:
+    """How much more an agent's pass^1 (mean per task) varies over the task clusters than over tasks.
+
+    Per agent, over the tasks it ran, with ``e`` the per-task means less their mean and ``n`` their
+    number: the cluster-robust variance of the mean ``sum_g (sum_{t in g} e_t)^2 / n^2`` against
+    ``sum_t e_t^2 / n^2`` (no small-sample corrections: singleton clusters give 1). Returns the
+    median ratio over the agents where both are positive, the number of clusters and their name;
+    None without clusters (or with every task its own).
+    """
+    import numpy as np
+
+    from .._base import cluster_codes
+    from .._base import cluster_label
+    from ..data import to_counts
+
+    codes = cluster_codes(data)
+    if codes is None or len(codes[1]) == int(data.sizes["task"]):
+        return None
+    c = to_counts(data)
+    rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
+    ratios = []
+    for row in rate:
+        ok = np.isfinite(row)
+        e = row[ok] - row[ok].mean()
+        v_iid = float(np.sum(e**2))
+        if ok.sum() >= 2 and v_iid > 0:
+            ratios.append(float(np.sum(np.bincount(codes[0][ok], weights=e) ** 2)) / v_iid)
+    if not ratios:
+        return None
+    return float(np.median(ratios)), len(codes[1]), cluster_label(data)
+
+
+def _cluster_note(ctx: _Context) -> str:
+    """Where tasks come in clusters: the unbiased interval takes them one by one, the rest of the report does not."""
+    deff = None if ctx.data is None else cluster_design_effect_k1(ctx.data)
+    if deff is None:
+        return ""
+    ratio, k, name = deff
+    return (
+        f" This log's tasks come in {k} clusters (`{name}`), which that interval does not take as its unit "
+        "(the agents' bootstrap resamples them and the paired tests flip their signs): where a cluster's tasks succeed or fail together it "
+        f"is narrower than its level allows. At k = 1 an agent's mean varies {ratio:.2f} times as much over "
+        "the clusters as over independent tasks (median over agents; cluster-robust against independent-task "
+        "variance, no model): Agent abilities holds the cluster bootstrap's interval of that mean."
+    )
+

@@ -494,7 +494,9 @@ class Report:
             Overrides the choice made from the suffix.
         overwrite : bool
             Replace existing report and figure files (default: refuse with
-            :class:`FileExistsError`, naming them).
+            :class:`FileExistsError`, naming them). For ``*.md`` it also removes
+            the PNGs in ``<stem>_figures/`` that this report does not draw (an
+            earlier report's), so the folder holds this report's figures only.
         metadata : dict, optional
             Shown as JSON at the top (Markdown) or the bottom (HTML).
         """
@@ -527,6 +529,12 @@ class Report:
                     f"figure path {str(t)!r} falls outside the report folder {str(root)!r}"
                 )
         _refuse_existing(targets, overwrite)
+        if overwrite and not folder_mode and fig_dir.is_dir():
+            # the folder is this report's own: an earlier report's figures that this one does
+            # not draw (another log's trace or PPC) would sit there as if they were its own
+            for old in fig_dir.glob("*.png"):
+                if old.stem not in self.figures:
+                    old.unlink()
         if self.figures:
             fig_dir.mkdir(parents=True, exist_ok=True)
         for n, data in self.figures.items():

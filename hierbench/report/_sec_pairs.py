@@ -79,6 +79,7 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
     from ._pairs import MATRIX_ABOVE
     from ._pairs import SCORE_ORDER_WORDS
     from ._pairs import disagree_note
+    from ._pairs import marks_holm_note
     from ._pairs import marks_legend
     from ._pairs import pair_frame
     from ._pairs import pair_matrix
@@ -88,6 +89,7 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
 
     full = pair_frame(cmp, alpha=alpha)
     text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}.", disagree_note(cmp, full)]
+    text.append(marks_holm_note(full, alpha))
     matrix = None
     if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
         name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
@@ -113,12 +115,15 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         from ._pairs import bayes_pair_note
 
         n_pairs = ps.sizes["agent"] * (ps.sizes["agent"] - 1) // 2
+        tests = ctx.want_freq("compare")  # else no table, no p-values: the heatmap alone
         text.append(
-            f"The heatmap (row agent a, column agent b) and the table's `Bayes P(a > b)` column compare "
-            f"the agents by `{ctx.var}`"
+            "The heatmap (row agent a, column agent b)"
+            + (" and the table's `Bayes P(a > b)` column" if tests else "")
+            + f" compare{'' if tests else 's'} the agents by `{ctx.var}`"
             + (_mixed_note(ctx, False) if ctx.mixed else ".")
             + " "
             + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
+            + ("" if tests else " No paired tests here: they need the run log (`--data`, or `data=`).")
         )
     table = full = None
     if ctx.want_freq("compare"):
@@ -137,7 +142,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         text.append(f"No Bayesian column: {_no_level(ctx)}.")
     rep.section(
         _TITLES[sid],
-        "\n\n".join(text),
+        "\n\n".join(t for t in text if t),
         table=table,
         id=sid,
         flag=_differ(full) if full is not None and table is full else None,

@@ -195,6 +195,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         flags = _add_flag(flags, f)
         if "bootstrap" in name:
             flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx)))
+            flags = _add_flag(flags, _few_units_flag(ctx, boot, name, n_tasks, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
     text = (
@@ -376,6 +377,34 @@ def _defined(wide: pd.DataFrame, method: str) -> tuple[pd.DataFrame, pd.Series]:
     return wide, flags
 
 
+#: fewer resampled units (tasks, or clusters) than this behind a bootstrap interval: flagged
+FEW_UNITS = 10
+
+
+def _few_units_flag(ctx: _Context, boot, name: str, n_tasks: pd.Series | None, index: pd.Index) -> pd.Series:
+    """A bootstrap interval over fewer than :data:`FEW_UNITS` resampled units, flagged per agent.
+
+    A resampling interval of a mean is too narrow for few units (its spread is the plug-in
+    ``sqrt((n - 1) / n)`` of the SD and it has no t-like tails): the eight wine bottles, say.
+    The units are the clusters when the bootstrap resampled clusters, else each agent's tasks.
+    """
+    out = pd.Series("", index=index, dtype=object)
+    if getattr(boot, "attrs", {}).get("resample_unit") == "cluster" and ctx.data is not None:
+        from .._base import cluster_codes
+
+        codes = cluster_codes(ctx.data)
+        units = pd.Series(len(codes[1]) if codes is not None else np.nan, index=index)
+        word = "clusters"
+    elif n_tasks is not None:
+        units, word = n_tasks.reindex(index), "tasks"
+    else:
+        return out
+    few = units < FEW_UNITS
+    out[few] = [f"{name}: over {int(u)} {word}, fewer than {FEW_UNITS}: a resampling interval covers less "
+                "than its level there" for u in units[few]]  # fmt: skip
+    return out
+
+
 def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
     """Each row's flags joined with ``more`` by "; " (empty entries add nothing)."""
     more = more.reindex(flags.index).fillna("")
@@ -499,6 +528,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             wide[lab] = (lo <= t) & (t <= hi)
     wide, flags = _defined(wide, f"bootstrap {kind}")
     flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index, _bounds(ctx)))
+    flags = _add_flag(flags, _few_units_flag(ctx, boot, f"bootstrap {kind}", n_tasks, wide.index))
     scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     n_dis = int(wide["disagree"].sum())
@@ -593,7 +623,8 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
                 (
                     "clustering",
                     f"tasks in {n_cl} clusters (`{cluster_label(ctx.data)}`); the bootstrap resamples "
-                    "whole clusters and the paired tests take clusters as their unit",
+                    "whole clusters and the paired tests take clusters as their unit"
+                    + ("; pass^k's unbiased intervals take tasks one by one" if ctx.binary() else ""),
                 )
             )
         else:

@@ -232,9 +232,13 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     if not parts:
         raise _Skip("needs a crossed fit or data" + (f" ({gdesc})" if gdesc else ""))
     table = _table(parts, rows, undefined)
+    binary = ctx.data is None or ctx.binary()  # a crossed fit alone is binomial by construction
     text = [
         "Variance of the cell success probability (probability^2), split into agent, task, "
         "agent x task and run-to-run (binomial) parts; each row sums the terms named beside it."
+        if binary
+        else "Variance of the score (partial credit in [0, 1], so score units squared), split into agent, "
+        "task, agent x task and run-to-run parts; each row sums the terms named beside it."
     ]
     if "disagree" in table:
         text.append(_agreement_text(table))
