@@ -33,11 +33,12 @@ text, bools, NaN and every coordinate come back as they were.
 
 A loaded fit is the fit in memory for ArviZ: zarr lists groups and variables
 in no fixed order and reads text as numpy's ``StringDType``, so
-:func:`save_fit` records each group's order and which text variables were
-Python objects (PyMC's coordinate labels) in a second JSON root attr
-(``hierbench_layout``), and :func:`load_fit` puts both back: summaries list
-their rows, and plots their panels, in the same order as for the fresh fit.
-Text read as ``StringDType`` comes back as numpy text.
+:func:`save_fit` records each group's order and the dtype of each text
+variable (Python objects for PyMC's coordinate labels, numpy text of a given
+width otherwise) in a second JSON root attr (``hierbench_layout``), and
+:func:`load_fit` puts both back: summaries list their rows, and plots their
+panels, in the same order as for the fresh fit. In a file without that attr,
+text read as ``StringDType`` comes back as numpy text.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ _JSON_MARK = "hierbench_json_attrs"
 #: root attr of a saved fit: per group, which attrs were lists or JSON text (JSON)
 _ATTR_MARK = "hierbench_attr_kinds"
 #: root attr of a saved fit: per group in order, its variables in order, which are coords and
-#: which text variables were Python objects (JSON); zarr lists groups and variables in any order
+#: the dtype of each text variable (JSON); zarr lists groups and variables in any order
 _LAYOUT_MARK = "hierbench_layout"
 #: what reading a corrupt, truncated or foreign file raises (reported as UnreadableFileError)
 _READ_ERRORS = (OSError, ValueError, RuntimeError, KeyError, TypeError)
@@ -429,7 +430,7 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
 
     How each changed attr is restored is one JSON root attr (:data:`_ATTR_MARK`),
     so the groups ArviZ reads carry no hierbench key; the order of the groups and
-    of their variables, and which text variables were Python objects, another
+    of their variables, and the dtype of each text variable, another
     (:data:`_LAYOUT_MARK`).
     """
     nodes, kinds, layout = {}, {}, {}
@@ -438,7 +439,7 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
         layout[node.path] = {
             "vars": [str(v) for v in ds.variables],
             "coords": [str(c) for c in ds.coords],
-            "object_text": [str(v) for v in ds.variables if ds[v].dtype == object],
+            "text": {str(v): ds[v].dtype.str for v in ds.variables if ds[v].dtype.kind in "OU"},
         }
         ds = _encode_vars(ds)
         ds.attrs, k = _encode_attrs(dict(node.attrs), native_lists=True)
@@ -466,22 +467,24 @@ def _decode_tree(tree: xr.DataTree) -> xr.DataTree:
 
 
 def _restore_layout(ds: xr.Dataset, layout: dict | None) -> xr.Dataset:
-    """``ds`` with its variables in the saved order and its Python-object text as objects again.
+    """``ds`` with its variables in the saved order and its text in the dtype it had.
 
-    netCDF and zarr read text back as numpy text; a fit holds PyMC's coordinate
-    labels as Python objects. Files written before the layout was recorded are
-    returned as read.
+    netCDF and zarr read text back as numpy text as wide as its longest label; a
+    fit holds PyMC's coordinate labels as Python objects. Files written before
+    the layout was recorded are returned as read.
     """
     if not layout:
         return ds
-    obj = set(layout.get("object_text", ()))
+    text = layout.get("text", {})
     saved = [v for v in layout.get("vars", ()) if v in ds.variables]
     order = saved + [v for v in ds.variables if v not in saved]
     variables = {}
     for name in order:
         var = ds.variables[name]
-        if name in obj and var.dtype != object:
-            var = var.copy(data=var.values.astype(object))
+        if name in text and var.dtype.str != text[name] and var.dtype.kind in "OUT":
+            # as held: Python objects (PyMC's labels) or numpy text of its width (a label
+            # made with astype(str) from integers is <U21, and reads back as wide as its text)
+            var = var.copy(data=var.values.astype(object).astype(np.dtype(text[name])))
         variables[name] = var
     coords = [c for c in order if c in ds.coords]
     return xr.Dataset(variables, attrs=ds.attrs).set_coords(coords)

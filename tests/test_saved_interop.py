@@ -117,13 +117,17 @@ def test_a_saved_tree_keeps_order_text_kinds_and_missing_labels(tmp_path):
     msg = np.full((2, 5), None, dtype=object)  # nutpie's, when no draw diverged
     stats = xr.Dataset({"energy": (("chain", "draw"), rng.normal(size=(2, 5))),
                         "divergence_message": (("chain", "draw"), msg)})  # fmt: skip
-    obs = xr.Dataset({"y": ("cell", [1, 0, 2])}, coords={"cell": [0, 1, 2], "cell_agent": ("cell", ["b", "a", "b"])})
+    # cell labels as the fit writes them: astype(str), which makes integer task labels <U21
+    obs = xr.Dataset({"y": ("cell", [1, 0, 2])},
+                     coords={"cell": [0, 1, 2], "cell_agent": ("cell", np.array(["b", "a", "b"])),
+                             "cell_task": ("cell", np.array([3, 1, 2]).astype(str))})  # fmt: skip
     tree = xr.DataTree.from_dict({"sample_stats": stats, "posterior": post, "observed_data": obs})
     for ext in ("nc", "zarr"):
         back = load_fit(save_fit(tree, tmp_path / f"t.{ext}", groups="all"))
         assert_same_tree(back, tree)
         assert back["sample_stats"]["divergence_message"].values[0, 0] is None
         assert back["posterior"]["agent"].dtype == object
+        assert back["observed_data"]["cell_task"].dtype == np.dtype("<U21")
         # what hierbench's own code does with the cell labels (zarr reads numpy's StringDType)
         assert np.asarray(back["observed_data"]["cell_agent"].values).astype(str).tolist() == ["b", "a", "b"]
 
