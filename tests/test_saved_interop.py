@@ -130,6 +130,13 @@ def test_a_saved_tree_keeps_order_text_kinds_and_missing_labels(tmp_path):
         assert back["observed_data"]["cell_task"].dtype == np.dtype("<U21")
         # what hierbench's own code does with the cell labels (zarr reads numpy's StringDType)
         assert np.asarray(back["observed_data"]["cell_agent"].values).astype(str).tolist() == ["b", "a", "b"]
+        # a loaded fit saved again is still the fit
+        assert_same_tree(load_fit(save_fit(back, tmp_path / f"again.{ext}", groups="all")), tree)
+    # a store xarray wrote alone (no layout recorded): its text still reads back as numpy text
+    tree.to_zarr(tmp_path / "plain.zarr", consolidated=False)
+    plain = load_fit(tmp_path / "plain.zarr")
+    assert plain["observed_data"]["cell_agent"].dtype.kind == "U"
+    assert plain["observed_data"]["cell_agent"].values.tolist() == ["b", "a", "b"]
 
 
 # ---------------------------------------------------------------- what ArviZ gives
