@@ -25,9 +25,20 @@ so the groups ArviZ reads carry no hierbench key.
 
 What changes on the way: attrs holding a dict (or, in an eval dataset, a
 list) are stored as JSON text (hierbench's own such attrs already are text),
-boolean attrs as 0/1, and a ``None`` inside a text variable becomes ``""``;
-:func:`load_fit` and :func:`load_dataset` undo all but the last two. Numbers,
+boolean attrs as 0/1, and a missing label inside a text variable becomes
+``""``; :func:`load_fit` and :func:`load_dataset` undo all but the boolean
+attrs. A missing label reads back as ``None`` where every missing label of the
+variable was ``None`` (nutpie's ``divergence_message``), else as NaN. Numbers,
 text, bools, NaN and every coordinate come back as they were.
+
+A loaded fit is the fit in memory for ArviZ: zarr lists groups and variables
+in no fixed order and reads text as numpy's ``StringDType``, so
+:func:`save_fit` records each group's order and the dtype of each text
+variable (Python objects for PyMC's coordinate labels, numpy text of a given
+width otherwise) in a second JSON root attr (``hierbench_layout``), and
+:func:`load_fit` puts both back: summaries list their rows, and plots their
+panels, in the same order as for the fresh fit. In a file without that attr,
+text read as ``StringDType`` comes back as numpy text.
 """
 
 from __future__ import annotations
@@ -67,6 +78,9 @@ _MISSING_MARK = "hierbench_missing_text"
 _JSON_MARK = "hierbench_json_attrs"
 #: root attr of a saved fit: per group, which attrs were lists or JSON text (JSON)
 _ATTR_MARK = "hierbench_attr_kinds"
+#: root attr of a saved fit: per group in order, its variables in order, which are coords and
+#: the dtype of each text variable (JSON); zarr lists groups and variables in any order
+_LAYOUT_MARK = "hierbench_layout"
 #: what reading a corrupt, truncated or foreign file raises (reported as UnreadableFileError)
 _READ_ERRORS = (OSError, ValueError, RuntimeError, KeyError, TypeError)
 
@@ -96,7 +110,10 @@ def _encode_vars(ds: xr.Dataset) -> xr.Dataset:
             vals = np.array(["" if m else str(v) for v, m in zip(flat, missing, strict=True)], dtype=object)
             new = var.copy(data=vals.reshape(var.shape))
             if missing.any():
-                new.attrs = {**var.attrs, _MISSING_MARK: 1}
+                # "none": every missing label was None (nutpie's divergence_message), read back as
+                # None; 1: NaN or a mix, read back as NaN
+                kind = "none" if all(flat[i] is None for i in np.flatnonzero(missing)) else 1
+                new.attrs = {**var.attrs, _MISSING_MARK: kind}
             ds = _replace_var(ds, name, new)
     return ds
 
@@ -158,7 +175,8 @@ def _decode_vars(ds: xr.Dataset) -> xr.Dataset:
         var = ds[name]
         if _MISSING_MARK in var.attrs:
             attrs = {k: v for k, v in var.attrs.items() if k != _MISSING_MARK}
-            vals = np.array([np.nan if v == "" else v for v in var.values.ravel()], dtype=object)
+            gap = None if var.attrs[_MISSING_MARK] == "none" else np.nan
+            vals = np.array([gap if v == "" else str(v) for v in var.values.ravel()], dtype=object)
             new = var.copy(data=vals.reshape(var.shape))
             new.attrs = attrs
             ds = _replace_var(ds, name, new)
@@ -168,6 +186,10 @@ def _decode_vars(ds: xr.Dataset) -> xr.Dataset:
             new = var.astype(bool)
             new.attrs = attrs
             ds = _replace_var(ds, name, new)
+        elif var.dtype.kind == "T":
+            # zarr reads text as numpy's StringDType, which code written for fixed-width text
+            # cannot cast (np.asarray(x, dtype=str) raises): read it back as numpy text
+            ds = _replace_var(ds, name, var.copy(data=var.values.astype(object).astype(str)))
     return ds
 
 
@@ -407,11 +429,19 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
     """Every node as plain netCDF/zarr content; ArviZ's list attrs stay lists.
 
     How each changed attr is restored is one JSON root attr (:data:`_ATTR_MARK`),
-    so the groups ArviZ reads carry no hierbench key.
+    so the groups ArviZ reads carry no hierbench key; the order of the groups and
+    of their variables, and the dtype of each text variable, another
+    (:data:`_LAYOUT_MARK`).
     """
-    nodes, kinds = {}, {}
+    nodes, kinds, layout = {}, {}, {}
     for node in tree.subtree:
-        ds = _encode_vars(node.to_dataset(inherit=False))
+        ds = node.to_dataset(inherit=False)
+        layout[node.path] = {
+            "vars": [str(v) for v in ds.variables],
+            "coords": [str(c) for c in ds.coords],
+            "text": {str(v): ds[v].dtype.str for v in ds.variables if ds[v].dtype.kind in "OU"},
+        }
+        ds = _encode_vars(ds)
         ds.attrs, k = _encode_attrs(dict(node.attrs), native_lists=True)
         nodes[node.path] = ds
         if k:
@@ -419,17 +449,45 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
     out = xr.DataTree.from_dict(nodes)
     if kinds:
         out.attrs[_ATTR_MARK] = json.dumps(kinds)
+    out.attrs[_LAYOUT_MARK] = json.dumps(layout)
     return out
 
 
 def _decode_tree(tree: xr.DataTree) -> xr.DataTree:
     kinds = json.loads(tree.attrs.get(_ATTR_MARK, "{}"))
+    layout = json.loads(tree.attrs.get(_LAYOUT_MARK, "{}"))
     nodes = {}
     for node in tree.subtree:
         ds = node.to_dataset(inherit=False)
-        ds.attrs = {k: v for k, v in node.attrs.items() if k != _ATTR_MARK}
-        nodes[node.path] = _decode(ds, kinds.get(node.path))
-    return xr.DataTree.from_dict(nodes)
+        ds.attrs = {k: v for k, v in node.attrs.items() if k not in (_ATTR_MARK, _LAYOUT_MARK)}
+        nodes[node.path] = _restore_layout(_decode(ds, kinds.get(node.path)), layout.get(node.path))
+    # the groups in the order they were saved (zarr lists them in any order)
+    order = [p for p in layout if p in nodes] + [p for p in nodes if p not in layout]
+    return xr.DataTree.from_dict({p: nodes[p] for p in order})
+
+
+def _restore_layout(ds: xr.Dataset, layout: dict | None) -> xr.Dataset:
+    """``ds`` with its variables in the saved order and its text in the dtype it had.
+
+    netCDF and zarr read text back as numpy text as wide as its longest label; a
+    fit holds PyMC's coordinate labels as Python objects. Files written before
+    the layout was recorded are returned as read.
+    """
+    if not layout:
+        return ds
+    text = layout.get("text", {})
+    saved = [v for v in layout.get("vars", ()) if v in ds.variables]
+    order = saved + [v for v in ds.variables if v not in saved]
+    variables = {}
+    for name in order:
+        var = ds.variables[name]
+        if name in text and var.dtype.str != text[name] and var.dtype.kind in "OUT":
+            # as held: Python objects (PyMC's labels) or numpy text of its width (a label
+            # made with astype(str) from integers is <U21, and reads back as wide as its text)
+            var = var.copy(data=var.values.astype(object).astype(np.dtype(text[name])))
+        variables[name] = var
+    coords = [c for c in order if c in ds.coords]
+    return xr.Dataset(variables, attrs=ds.attrs).set_coords(coords)
 
 
 def load_fit(
@@ -447,7 +505,8 @@ def load_fit(
     xarray.DataTree
         The fit as saved, less any groups :func:`save_fit` left out (named in
         the root attr ``hierbench_groups_dropped``); ArviZ's list attrs and
-        hierbench's JSON attrs restored.
+        hierbench's JSON attrs restored, the groups and their variables in
+        the order they were saved, text in the dtype it had.
     """
     path = Path(path)
     if not path.exists():
