@@ -146,9 +146,9 @@ def _log_likelihood(dt: xr.DataTree, *, info: Mapping[str, Any]) -> xr.Dataset:
     PyMC cannot compute it (``pm.compute_log_likelihood`` refuses a model with
     an explicit initial value, which the ordered thresholds need: their
     default start, all equal, is at log(0) in the ordered coordinates). Each
-    draw's linear predictor per design row (:func:`hierbench.metrics._mixed.row_predictor`,
-    every random term at its drawn levels) and its thresholds go through the
-    likelihood's own logp, :func:`grade_logp`, compiled over draws.
+    draw's linear predictor per design row (``row_predictor``, every random
+    term at its drawn levels) and its thresholds go through the likelihood's
+    own logp, ``grade_logp``, compiled over draws.
     """
     design, row_dim = info["design"], info["data"]["row_dim"]
     dr = mixed_draws(dt, design)
