@@ -107,3 +107,17 @@ def test_compare_takes_ordinal_fits_of_the_same_ratings_and_refuses_a_binomial_o
     with pytest.raises(ValueError, match="observed values") as err:
         bayes.loo_compare({"ordinal": full, "binomial": binom})
     assert "['binomial'] differ" in str(err.value) and "{'binomial': ['observed values']}" in str(err.value)
+
+
+@pytest.mark.filterwarnings("ignore::hierbench.bayes.ApproximationWarning")
+def test_add_log_likelihood_and_fit_approx_use_the_hook_too(wine_fit):
+    """The log-likelihood added later to a fit without one, and that of a variational fit, are PyMC's logp too."""
+    ds, fit = wine_fit
+    model = bayes.build_mixed(ds, _WINE, family="ordinal")
+    bare = fit.copy()
+    del bare["log_likelihood"]
+    later = bayes.add_log_likelihood(bare, model)
+    np.testing.assert_array_equal(later["log_likelihood"]["y"].values, fit["log_likelihood"]["y"].values)
+    approx = bayes.fit_approx(model, n=500, draws=20, rng=2, log_likelihood=True)
+    want = _pymc_log_likelihood(ds, _WINE, approx)["y"]
+    np.testing.assert_allclose(approx["log_likelihood"]["y"].values, want.values, rtol=0, atol=1e-10)
