@@ -595,11 +595,13 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
         if "log_likelihood" not in f.children:
             raise ValueError(f"`fits[{name!r}]` has no log_likelihood group")
         cells[name] = _observation_key(f)
-    ref = next(iter(cells.values()))
-    bad = [k for k, v in cells.items() if v != ref]
+    first, ref = next(iter(cells.items()))
+    parts = ("dims", "sizes", "labels", "observed values")
+    bad = {k: [p for p, a, b in zip(parts, v, ref, strict=True) if a != b] for k, v in cells.items() if v != ref}
     if bad:
         raise ValueError(
-            f"`fits` must share the same observations (log-likelihood dims, their labels and the "
-            f"observed values); {bad} differ from the first"
+            f"`fits` must share the same observations (log-likelihood dims, their sizes and labels, and the "
+            f"observed values): LOO compares predictions of the same data. {list(bad)} differ from the first "
+            f"({first!r}), in {bad} (pass/fail counts and grades of one log, e.g., are different data)"
         )
     return azs.compare(dict(fits), round_to="none")

@@ -124,6 +124,9 @@ _FAMILY_PRIORS = {"binomial": (), "fractional": ("interior",), "ordinal": ("thre
 _DEFAULT_WITHOUT_CELL = "score ~ 0 + agent + (1|task)"
 
 HOOKS = {"predictive": "mixed.predictive"}
+#: the family's own hooks on top of :data:`HOOKS`: PyMC cannot convert the ordinal model (its ordered
+#: thresholds need an explicit initial value), so its pointwise log-likelihood is the model's own
+FAMILY_HOOKS = {"ordinal": {"log_likelihood": "mixed.ordinal_log_likelihood"}}
 
 
 def prior_class(term: Any) -> str:
@@ -691,7 +694,7 @@ def _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set) 
         "priors": pri,
         "structure": st.to_dict(),
         "data_hash": design_hash(design),
-        "hooks": dict(HOOKS),
+        "hooks": {**HOOKS, **FAMILY_HOOKS.get(design.family, {})},
         "cell_coords": row_cells if extra["row_dim"] == "cell" else {},
         "sampler_defaults": {"target_accept": st.decisions["target_accept"]["choice"]},
         "options": {"formula": design.formula, "family": design.family, "requested_formula": formula,

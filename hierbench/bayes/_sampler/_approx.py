@@ -30,7 +30,7 @@ from ..._docs import fill_doc
 from .._registry import model_hook
 from ._fit import _check_model
 from ._fit import _stamp
-from ._fit import pymc_log_likelihood
+from ._fit import _with_log_likelihood
 from ._sampling import exact_numba
 
 __all__ = ["MEASURED_ERROR", "ApproximationWarning", "approximation_error", "fit_approx"]
@@ -181,7 +181,7 @@ def fit_approx(
     dt, final_loss = _run_approx(model, method, n, draws, gen)
     fit_time = time.perf_counter() - t0
     if log_likelihood:
-        dt = pymc_log_likelihood(dt, model)
+        dt = _with_log_likelihood(dt, model, info)  # the model's own hook where PyMC cannot convert it
     dt = _stamp(
         dt,
         info,
