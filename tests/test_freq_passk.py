@@ -234,3 +234,27 @@ def test_a_mean_carried_by_few_tasks_gets_the_bound_and_covers():
     many = xr.Dataset({"n_runs": (("agent", "task"), np.full(q.shape, 8)),
                        "n_success": (("agent", "task"), rng.binomial(8, q).astype(float))})  # fmt: skip
     assert (pass_hat_k(many, 1).ci_flag.values == "").all()
+
+
+def test_each_row_names_the_kind_of_interval_it_carries():
+    # by construction: agent "spread" has varied per-task rates over 20 tasks (the logit t
+    # interval), "none" fails every run (every per-task value 0: the bound), "one" passes a
+    # single task (one task carries the mean: the bound); a log holding both kinds
+    T, R = 20, 10
+    rng = np.random.default_rng(3)
+    succ = np.stack([rng.integers(2, 9, T), np.zeros(T), np.r_[R, np.zeros(T - 1)]]).astype(float)
+    d = xr.Dataset(
+        {"n_runs": (("agent", "task"), np.full((3, T), R)), "n_success": (("agent", "task"), succ)},
+        coords={"agent": ["spread", "none", "one"]},
+    )
+    res = pass_hat_k(d, 1)
+    df = res.to_frame()
+    assert df["ci_kind"].tolist() == ["t", "bounded-mean", "bounded-mean"]
+    assert res.ci.attrs["ci_kind"] == "mixed"
+    assert df.loc["spread", "ci_detail"].startswith("pass_hat_k: Student t")
+    assert "distribution-free bound" in df.loc["none", "ci_detail"]
+    # the all-zero row's upper end is Clopper-Pearson's for 0 of 20 (closed form)
+    assert df.loc["none", "upper"] == pytest.approx(1 - 0.025 ** (1 / T), rel=1e-9)
+    # one kind throughout: the attr names it, not "mixed"
+    assert pass_hat_k(d.sel(agent=["spread"]), 1).ci.attrs["ci_kind"] == "t"
+    assert pass_hat_k(d.sel(agent=["none", "one"]), 1).ci.attrs["ci_kind"] == "bounded-mean"

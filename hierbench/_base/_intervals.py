@@ -38,6 +38,9 @@ CI_KINDS: dict[str, str] = {
     "profile": "profile-likelihood interval",
     "betting": "anytime-valid confidence sequence (hedged betting)",
     "order-statistic": "distribution-free order-statistic interval",
+    "bounded-mean": "distribution-free bound for the mean of independent values in [0, 1], whatever their law "
+    "(Hoeffding's convex order)",
+    "mixed": "the kind differs by cell: the result names each cell's kind (its to_frame() ci_kind column)",
     "feasible": "deterministic feasible range (probability one)",
 }
 

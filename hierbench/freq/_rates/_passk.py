@@ -104,8 +104,10 @@ class PassKResult(Result):
         plain t interval gave 0.73 and went below 0), except in the cells
         ``ci_flag`` names, where a bound that holds whatever the per-task
         values' law replaces it. Trailing dim
-        ``ci_bound``, attrs ``ci_prob``, ``ci_kind = "t"``. With task clusters
-        prefer :func:`hierbench.freq.bootstrap_ci` with ``statistic="pass_hat_k"``.
+        ``ci_bound``, attrs ``ci_prob``, ``ci_kind`` (``"t"``, ``"bounded-mean"``
+        where every cell carries the bound, ``"mixed"`` where both occur: the
+        field ``ci_kind`` and ``to_frame()`` name each cell's kind and detail).
+        With task clusters prefer :func:`hierbench.freq.bootstrap_ci` with ``statistic="pass_hat_k"``.
     ci_flag : xarray.DataArray
         Per cell, when its interval is not that t interval: ``"exact bound"``
         (every per-task estimate is 0, or every one 1, where the logit is
@@ -131,6 +133,11 @@ class PassKResult(Result):
         Tasks excluded because ``0 < n_runs < k`` (only under ``small_n="nan"``).
     n_not_run : xarray.DataArray
         Tasks excluded because the agent never ran them.
+    ci_kind : xarray.DataArray
+        The kind of each cell's interval: ``"t"`` (the logit t interval) or
+        ``"bounded-mean"`` (the distribution-free bound, in the cells whose
+        ``ci_flag`` names a bound); its ``ci_detail`` is the interval's
+        ``ci_detail_t`` / ``ci_detail_bounded_mean`` attr.
     """
 
     estimate: xr.DataArray
@@ -141,6 +148,7 @@ class PassKResult(Result):
     n_insufficient: xr.DataArray
     n_not_run: xr.DataArray
     ci_flag: xr.DataArray | None = None
+    ci_kind: xr.DataArray | None = None
 
     @property
     def mean(self) -> xr.DataArray:
@@ -155,6 +163,16 @@ class PassKResult(Result):
         ds = super().to_dataset()
         ds.attrs = dict(self.estimate.attrs)
         return ds
+
+    def to_frame(self):
+        """One row per cell; ``ci_kind`` and ``ci_detail`` name the interval each row carries."""
+        df = super().to_frame()
+        if self.ci_kind is not None:
+            kinds = self.ci_kind.broadcast_like(self.estimate).transpose(*self.estimate.dims)
+            kinds = np.asarray(kinds.values, dtype=object).ravel()
+            df["ci_kind"] = kinds
+            df["ci_detail"] = [self.ci.attrs.get(f"ci_detail_{k.replace('-', '_')}") for k in kinds]
+        return df
 
     def _repr_lines(self) -> list[str]:
         """Each cell with the tasks it rests on and its flag; a sentence when those tasks differ across k."""
@@ -228,6 +246,34 @@ def _interval(
 
 #: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is :func:`bounded_mean_bounds`
 FEW_CARRY_FLAG = "bound: few tasks carry the mean"
+#: the ``ci_flag`` values of the cells whose interval is the bound (``ci_kind = "bounded-mean"``)
+BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG)
+
+
+def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, name: str):
+    """The interval, its kind named per cell: ``(ci, ci_kind)``.
+
+    ``ci.attrs["ci_kind"]`` is the one kind of every cell, or ``"mixed"``; the detail of
+    each kind is in ``ci_detail_t`` / ``ci_detail_bounded_mean`` (and ``ci_detail``).
+    """
+    kind = xr.where(flag.isin(BOUND_FLAGS), "bounded-mean", "t").astype(object).rename("ci_kind")
+    details = {
+        "t": "Student t on the logit scale (delta method, n_tasks - 1 df) over the per-task estimates, "
+        "tasks as the unit (its target: a new draw of tasks from the same population)",
+        "bounded-mean": "distribution-free bound for the mean of the per-task estimates (values in [0, 1], "
+        "tasks independent; bounded_mean_bounds, any law), where every per-task value is 0 (or 1) or few "
+        "tasks carry the mean (the cell's `ci_flag`)",
+    }
+    present = sorted(set(np.asarray(kind.values, dtype=object).ravel()))
+    one = present[0] if len(present) == 1 else "mixed"
+    detail = details[one] if one != "mixed" else (
+        f"per cell (field `ci_kind`): {details['t']}; in the cells `ci_flag` names a bound, a "
+        f"{details['bounded-mean']}"
+    )
+    details = {k: f"{name}: {v}" for k, v in details.items()}
+    ci = make_interval(lo, hi, prob=prob, kind=one, detail=f"{name}: {detail}")
+    ci.attrs.update({f"ci_detail_{k.replace('-', '_')}": v for k, v in details.items()})
+    return ci, kind
 
 
 def _few_carry(per_task: xr.DataArray, task_dim: str) -> xr.DataArray:
@@ -294,9 +340,10 @@ def _pass(
     with np.errstate(invalid="ignore", divide="ignore"):
         se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
     lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
+    ci, ci_kind = _ci(lo, hi, flag, prob, name)
     if np.ndim(k) == 0:
-        per_task, mean, n_tasks, n_short, se, lo, hi, flag = (
-            x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se, lo, hi, flag)
+        per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind = (
+            x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind)
         )
     attrs = {
         "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
@@ -305,15 +352,6 @@ def _pass(
         "tasks": "population",
         "over": POPULATION_OVER,
     }
-    ci = make_interval(
-        lo,
-        hi,
-        prob=prob,
-        kind="t",
-        detail=f"{name}: Student t on the logit scale (delta method, n_tasks - 1 df) over the "
-        "per-task estimates, tasks as the unit (its target: a new draw of tasks from the same population); where every per-task value is 0 (or 1), or a "
-        "few tasks carry the mean, a distribution-free bound instead (per cell in `ci_flag`)",
-    )
     return PassKResult(
         estimate=mean.rename(name).assign_attrs(attrs),
         ci=ci,
@@ -323,6 +361,7 @@ def _pass(
         n_insufficient=n_short.rename("n_insufficient"),
         n_not_run=n_not_run.rename("n_not_run"),
         ci_flag=flag,
+        ci_kind=ci_kind,
     )
 
 
