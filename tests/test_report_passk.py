@@ -77,9 +77,9 @@ def test_text_without_a_fit_sets_the_unbiased_estimate_beside_nothing():
     assert "The unbiased estimate is of these tasks' pass^k (each cell's" in text and "pass^k too" not in text
 
 
-def test_text_says_the_unbiased_interval_ignores_the_task_clusters():
+def test_text_says_the_unbiased_interval_takes_the_task_clusters():
     """Tasks in 4 clusters of 3 where a cluster succeeds or fails together: the text says the unbiased
-    interval takes tasks one by one, and gives the clusters' design effect on an agent's mean (median
+    interval takes the clusters as its unit, and gives the clusters' design effect on an agent's mean (median
     over agents of statsmodels' cluster-robust, uncorrected, against HC0 variance of the mean).
     Without clusters it says nothing of them.
     """
@@ -100,7 +100,8 @@ def test_text_says_the_unbiased_interval_ignores_the_task_clusters():
         cl = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": np.repeat(np.arange(4), 3), "use_correction": False})
         ratios.append(float(cl.bse[0] ** 2 / sm.OLS(y, x).fit(cov_type="HC0").bse[0] ** 2))
     assert np.median(ratios) > 1.5  # the clusters matter here, so the sentence is tested
-    assert "come in 4 clusters (`family`), which that interval does not take as its unit" in text
+    assert "come in 4 clusters (`family`), which that interval takes as its unit" in text
+    assert "4 clusters of `family` as the unit: CR2 cluster-robust" in text  # the estimator's own detail
     assert f"varies {np.median(ratios):.2f} times as much over the clusters" in text
     assert "clusters" not in _section(_data())["text"]
 

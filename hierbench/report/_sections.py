@@ -624,7 +624,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
                     "clustering",
                     f"tasks in {n_cl} clusters (`{cluster_label(ctx.data)}`); the bootstrap resamples "
                     "whole clusters and the paired tests take clusters as their unit"
-                    + ("; pass^k's unbiased intervals take tasks one by one" if ctx.binary() else ""),
+                    + ("; so do pass^k's unbiased intervals" if ctx.binary() else ""),
                 )
             )
         else:

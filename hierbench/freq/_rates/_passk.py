@@ -30,6 +30,8 @@ from ..._base import check_choice
 from ..._base import check_dim
 from ..._base import check_int
 from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import cluster_label
 from ..._base import counts
 from ..._base import interval_label
 from ..._base import make_interval
@@ -50,6 +52,11 @@ __all__ = [
 POPULATION_OVER = (
     "a new draw of tasks from the same population (tasks as the sampling unit; the estimate is "
     "the mean over the n_tasks observed tasks it could use)"
+)
+#: the same with task clusters: the clusters are the sampling unit
+POPULATION_OVER_CLUSTERS = (
+    "a new draw of task clusters from the same population (the {unit} as the sampling unit; the "
+    "estimate is the mean over the n_tasks observed tasks it could use)"
 )
 #: the repr's closing sentence when the tasks behind the values differ across ``k``
 _K_TASKS_DIFFER = (
@@ -107,7 +114,12 @@ class PassKResult(Result):
         ``ci_bound``, attrs ``ci_prob``, ``ci_kind`` (``"t"``, ``"bounded-mean"``
         where every cell carries the bound, ``"mixed"`` where both occur: the
         field ``ci_kind`` and ``to_frame()`` name each cell's kind and detail).
-        With task clusters prefer :func:`hierbench.freq.bootstrap_ci` with ``statistic="pass_hat_k"``.
+        With task clusters (``cluster``, a ``cluster`` coord by default) the
+        clusters are the unit: the same logit t interval with the CR2
+        cluster-robust standard error of the tasks' mean and Bell-McCaffrey
+        df, and the bound taken over the clusters (flag ``"bound: few
+        clusters carry the mean"``, ``"too few clusters"``); ``ci_detail``
+        names the clusters.
     ci_flag : xarray.DataArray
         Per cell, when its interval is not that t interval: ``"exact bound"``
         (every per-task estimate is 0, or every one 1, where the logit is
@@ -126,7 +138,7 @@ class PassKResult(Result):
         The unbiased (or plug-in) estimate per (agent, task[, k]); NaN where
         the task was not run or had fewer than ``k`` runs.
     standard_error : xarray.DataArray
-        The task-level standard error used by ``ci``.
+        The standard error used by ``ci`` (task-level, or cluster-robust with clusters).
     n_tasks : xarray.DataArray
         Tasks that entered ``estimate``.
     n_insufficient : xarray.DataArray
@@ -247,14 +259,27 @@ def _interval(
 #: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is :func:`bounded_mean_bounds`
 FEW_CARRY_FLAG = "bound: few tasks carry the mean"
 #: the ``ci_flag`` values of the cells whose interval is the bound (``ci_kind = "bounded-mean"``)
-BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG)
+BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG, "bound: few clusters carry the mean")
 
 
-def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, name: str):
+def _clusters(data, cluster: str | None, task_dim: str, n_tasks: int) -> tuple[np.ndarray | None, str | None]:
+    """The tasks' cluster codes and the words for the clusters, or ``(None, None)`` (tasks as the unit).
+
+    Through the one rule (``hierbench._base.cluster_codes``); every task its own cluster is
+    no clustering, and gives the task-level interval itself.
+    """
+    cc = cluster_codes(data, cluster, dim=task_dim)
+    if cc is None or len(cc[1]) == n_tasks:
+        return None, None
+    return cc[0], f"{len(cc[1])} clusters of `{cluster_label(data, cluster)}`"
+
+
+def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, name: str, unit: str | None):
     """The interval, its kind named per cell: ``(ci, ci_kind)``.
 
     ``ci.attrs["ci_kind"]`` is the one kind of every cell, or ``"mixed"``; the detail of
     each kind is in ``ci_detail_t`` / ``ci_detail_bounded_mean`` (and ``ci_detail``).
+    ``unit`` names the clusters (None: tasks are the unit).
     """
     kind = xr.where(flag.isin(BOUND_FLAGS), "bounded-mean", "t").astype(object).rename("ci_kind")
     details = {
@@ -263,6 +288,15 @@ def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, nam
         "bounded-mean": "distribution-free bound for the mean of the per-task estimates (values in [0, 1], "
         "tasks independent; bounded_mean_bounds, any law), where every per-task value is 0 (or 1) or few "
         "tasks carry the mean (the cell's `ci_flag`)",
+    } if unit is None else {
+        "t": f"Student t on the logit scale (delta method) over the per-task estimates, the {unit} as the "
+        "unit: CR2 cluster-robust standard error of the tasks' mean, Bell-McCaffrey df (its target: a new "
+        "draw of clusters of tasks from the same population)",
+        "bounded-mean": "distribution-free bound for the mean of the per-task estimates taken over the "
+        f"{unit} (clusters independent, any law within them): where few clusters carry the mean, "
+        "bounded_mean_bounds of the cluster sums scaled into [0, 1] (wide when the clusters differ in "
+        "size); where every per-task value is 0 (or 1), the no-success bound over the clusters (the "
+        "cell's `ci_flag`)",
     }
     present = sorted(set(np.asarray(kind.values, dtype=object).ravel()))
     one = present[0] if len(present) == 1 else "mixed"
@@ -315,6 +349,7 @@ def _pass(
     plugin: bool,
     small_n: Literal["nan", "clip"],
     prob: float,
+    cluster: str | None = "auto",
 ) -> PassKResult:
     ks = [k] if np.ndim(k) == 0 else list(k)  # type: ignore[arg-type]
     for kk in ks:
@@ -337,10 +372,16 @@ def _pass(
     defined = per_task.notnull()
     n_tasks = defined.sum(task_dim)
     mean = per_task.where(defined).sum(task_dim) / n_tasks.where(n_tasks > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
-    lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
-    ci, ci_kind = _ci(lo, hi, flag, prob, name)
+    codes, unit = _clusters(data, cluster, task_dim, n.sizes[task_dim])
+    if codes is None:  # tasks as the unit
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
+        lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
+    else:
+        from ._passk_cluster import cluster_interval
+
+        se, lo, hi, flag, _ = cluster_interval(per_task, mean, codes, prob, task_dim)
+    ci, ci_kind = _ci(lo, hi, flag, prob, name, unit)
     if np.ndim(k) == 0:
         per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind = (
             x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind)
@@ -350,7 +391,7 @@ def _pass(
         "small_n": small_n,
         "quantity": "pass@k" if kind == "at" else "pass^k",
         "tasks": "population",
-        "over": POPULATION_OVER,
+        "over": POPULATION_OVER if codes is None else POPULATION_OVER_CLUSTERS.format(unit=unit),
     }
     return PassKResult(
         estimate=mean.rename(name).assign_attrs(attrs),
@@ -406,6 +447,7 @@ def pass_hat_k(
     plugin: bool = False,
     small_n: Literal["nan", "clip"] = "nan",
     prob: float = DEFAULT_PROB,
+    cluster: str | None = "auto",
 ) -> PassKResult:
     """pass^k: the chance that ``k`` independent attempts at a task all succeed.
 
@@ -426,7 +468,8 @@ def pass_hat_k(
     0.325
     """
     return _pass(
-        data, k, kind="hat", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+        data, k, kind="hat", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob,
+        cluster=cluster,
     )
 
 
@@ -441,6 +484,7 @@ def pass_at_k(
     plugin: bool = False,
     small_n: Literal["nan", "clip"] = "nan",
     prob: float = DEFAULT_PROB,
+    cluster: str | None = "auto",
 ) -> PassKResult:
     """pass@k: the chance that at least one of ``k`` independent attempts succeeds.
 
@@ -461,6 +505,7 @@ def pass_at_k(
     0.675
     """
     return _pass(
-        data, k, kind="at", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+        data, k, kind="at", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob,
+        cluster=cluster,
     )
 
