@@ -39,6 +39,8 @@ from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
 from .._kernels import _pass_kernel
+from ._passk_cluster import FEW_CARRY_FLAG
+from ._passk_cluster import cluster_interval
 
 __all__ = [
     "InsufficientRunsWarning",
@@ -117,8 +119,11 @@ class PassKResult(Result):
         With task clusters (``cluster``, a ``cluster`` coord by default) the
         clusters are the unit: the same logit t interval with the CR2
         cluster-robust standard error of the tasks' mean and Bell-McCaffrey
-        df, and the bound taken over the clusters (flag ``"bound: few
-        clusters carry the mean"``, ``"too few clusters"``); ``ci_detail``
+        df, and the bound taken over the clusters (in the same cells as
+        without clusters); ``ci_flag`` adds ``"too few clusters"`` and, where
+        few clusters though not few tasks carry the mean, ``"few clusters
+        carry the mean: the t interval may fall short"`` (the t interval is
+        kept: the bound over clusters of unequal size is very wide); ``ci_detail``
         names the clusters.
     ci_flag : xarray.DataArray
         Per cell, when its interval is not that t interval: ``"exact bound"``
@@ -256,10 +261,8 @@ def _interval(
     return lo, hi, flag
 
 
-#: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is :func:`bounded_mean_bounds`
-FEW_CARRY_FLAG = "bound: few tasks carry the mean"
 #: the ``ci_flag`` values of the cells whose interval is the bound (``ci_kind = "bounded-mean"``)
-BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG, "bound: few clusters carry the mean")
+BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG)
 
 
 def _clusters(data, cluster: str | None, task_dim: str, n_tasks: int) -> tuple[np.ndarray | None, str | None]:
@@ -293,10 +296,11 @@ def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, nam
         "unit: CR2 cluster-robust standard error of the tasks' mean, Bell-McCaffrey df (its target: a new "
         "draw of clusters of tasks from the same population)",
         "bounded-mean": "distribution-free bound for the mean of the per-task estimates taken over the "
-        f"{unit} (clusters independent, any law within them): where few clusters carry the mean, "
+        f"{unit} (clusters independent, any law within them): where few tasks carry the mean, "
         "bounded_mean_bounds of the cluster sums scaled into [0, 1] (wide when the clusters differ in "
         "size); where every per-task value is 0 (or 1), the no-success bound over the clusters (the "
-        "cell's `ci_flag`)",
+        "cell's `ci_flag`; where few clusters though not few tasks carry the mean it keeps the t "
+        "interval and says it may fall short)",
     }
     present = sorted(set(np.asarray(kind.values, dtype=object).ravel()))
     one = present[0] if len(present) == 1 else "mixed"
@@ -378,8 +382,6 @@ def _pass(
             se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
         lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
     else:
-        from ._passk_cluster import cluster_interval
-
         se, lo, hi, flag, _ = cluster_interval(per_task, mean, codes, prob, task_dim)
     ci, ci_kind = _ci(lo, hi, flag, prob, name, unit)
     if np.ndim(k) == 0:

@@ -13,7 +13,8 @@ interval is the same logit-scale t interval as without clusters,
 gives the task-level interval exactly (``sd / sqrt(N)``, ``N - 1`` df).
 
 Where the logit is infinite (every per-task value 0, or every one 1) or few
-clusters carry the mean, the interval is the distribution-free bound for the
+tasks carry the mean (the task-level rule, :func:`hierbench._numerics.few_carry`,
+calibrated by simulation), the interval is the distribution-free bound for the
 mean of independent values in [0, 1] taken over the **clusters**: with ``S_g``
 the cluster sums and ``n_max`` the largest cluster, ``Y_g = S_g / n_max`` are
 independent values in [0, 1] and the task mean is ``(G n_max / N) mean(Y)``,
@@ -34,8 +35,12 @@ import xarray as xr
 
 __all__: list[str] = []
 
-#: ``ci_flag`` of a cell whose mean rests on few clusters: the bound over clusters replaces the t interval
-FEW_CLUSTERS_FLAG = "bound: few clusters carry the mean"
+#: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is the bound (with or without clusters)
+FEW_CARRY_FLAG = "bound: few tasks carry the mean"
+
+#: ``ci_flag`` of a cell whose mean rests on few clusters though not on few tasks: the t interval is kept
+#: (the bound over unequal clusters would be very wide there) and said to be at risk
+FEW_CLUSTERS_FLAG = "few clusters carry the mean: the t interval may fall short"
 
 
 def cluster_interval(
@@ -46,6 +51,7 @@ def cluster_interval(
     from scipy.special import expit
     from scipy.special import logit
 
+    from ..._numerics import few_carry
     from .._kernels import cr2_mean_se
 
     y = per_task.transpose(..., task_dim)
@@ -54,6 +60,7 @@ def cluster_interval(
     se, df, G = (np.full(len(Y), np.nan) for _ in range(3))
     n = np.isfinite(Y).sum(1)
     b_lo, b_hi, few = np.full(len(Y), np.nan), np.full(len(Y), np.nan), np.zeros(len(Y), bool)
+    few_tasks = few_carry(Y)
     for i, row in enumerate(Y):
         ok = np.isfinite(row)
         if not ok.any():
@@ -65,13 +72,14 @@ def cluster_interval(
         half = stats.t.ppf(0.5 + prob / 2, np.where(G > 1, df, np.nan)) * se / (m * (1 - m))
         lo, hi = expit(logit(m) - half), expit(logit(m) + half)
     all01 = ((m == 0) | (m == 1)) & (G > 0)
-    bound = all01 | (few & ~all01)
+    bound = all01 | few_tasks
     lo, hi = np.where(bound, b_lo, lo), np.where(bound, b_hi, hi)
     flag = np.full(len(Y), "", dtype=object)
     flag[(se == 0) & (G > 1) & ~all01] = "zero width"
     flag[G < 2] = "too few clusters"
     flag[n < 2] = "too few tasks"
-    flag[few & ~all01] = FEW_CLUSTERS_FLAG
+    flag[few & ~bound] = FEW_CLUSTERS_FLAG
+    flag[few_tasks & ~all01] = FEW_CARRY_FLAG
     flag[all01] = "exact bound"
     shape, dims = y.shape[:-1], y.dims[:-1]
     coords = {c: v for c, v in y.coords.items() if task_dim not in v.dims}
