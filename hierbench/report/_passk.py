@@ -345,6 +345,7 @@ def _cluster_note(ctx: _Context) -> str:
         "agents' bootstrap and the paired tests do: where a cluster's tasks succeed or fail together an "
         "interval taking tasks one by one would be narrower than its level allows. At k = 1 an agent's mean "
         f"varies {ratio:.2f} times as much over the clusters as over independent tasks (median over agents; "
-        "cluster-robust against independent-task variance, no model). Where it is the bound (few clusters "
-        "carry the mean), that bound is over the clusters and wide when they differ in size."
+        "cluster-robust against independent-task variance, no model). Where it is the bound (no success, or "
+        "few tasks carry the mean) that bound is over the clusters, wide when they differ in size; where few "
+        "clusters but not few tasks carry the mean it stays the t interval, and `flag` says it may fall short."
     )
