@@ -197,3 +197,22 @@ def test_tau_bench_table_shows_every_k_the_paper_does(shared_data):
     assert list(table.index.get_level_values("k")) == [1, 2, 3, 4]
     assert np.round(table["unbiased"].to_numpy(), 3).tolist() == [0.420, 0.273, 0.220, 0.200]
     assert "The table shows k = 1, 2, 3, 4; the figure every k from 1 to 4." in sec["text"]
+
+
+def test_the_pass1_bound_beside_a_flag_is_over_the_clusters_and_says_so():
+    """An agent that failed all 12 tasks, in 4 clusters of 3: the bound the report puts beside the
+    bootstrap's flag is Clopper-Pearson's no-success bound over the 4 clusters (1 - 0.025^(1/4)),
+    not over 12 independent tasks, and its text counts the clusters.
+    """
+    from hierbench.report import pass1_bounds
+
+    score = np.zeros((2, 12, 3))
+    score[1] = np.random.default_rng(4).integers(0, 2, (12, 3))
+    data = xr.Dataset(
+        {"score": (("agent", "task", "run"), score)},
+        coords={"agent": ["zero", "mixed"], "cluster": ("task", np.repeat(list("abcd"), 3))},
+    )
+    text = pass1_bounds(data, 0.95)
+    assert text["zero"] == f"[0.000, {1 - 0.025 ** 0.25:.3f}] at 95% over 12 tasks in 4 clusters"
+    assert text["mixed"] == ""
+    assert pass1_bounds(data.drop_vars("cluster"), 0.95)["zero"] == f"[0.000, {1 - 0.025 ** (1 / 12):.3f}] at 95% over 12 tasks"
