@@ -57,7 +57,14 @@ small_n : {"nan", "clip"}
     ``k_eff = min(k, n_runs)`` for them (the scorecard convention, which
     mixes estimands across tasks).
 prob : float
-    Level of the task-level t interval ``ci``.
+    Level of the interval ``ci``.
+cluster : str, None or "auto"
+    Task coord naming the cluster above the task (a task family, a
+    repository): the interval then takes the clusters as the sampling unit
+    (CR2 cluster-robust standard error, Bell-McCaffrey df; the bound over
+    clusters where it replaces the t interval). ``"auto"`` (default) uses a
+    ``cluster`` coord when present; ``None`` takes the tasks one by one. The
+    estimate is the same either way.
 
 Returns
 -------

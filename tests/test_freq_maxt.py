@@ -312,3 +312,24 @@ def test_t_path_uses_the_multivariate_t_when_clusters_are_many_against_scipy():
     np.testing.assert_allclose(df_pairs["simultaneous_upper"] - df_pairs["estimate"], half, rtol=1e-10)
     outside = (df_pairs["simultaneous_lower"] > 0) | (df_pairs["simultaneous_upper"] < 0)
     assert (outside == (df_pairs["p_maxt"] < 0.05)).all()
+
+
+def test_the_simultaneous_interval_and_the_max_t_verdict_agree_at_the_boundary():
+    # one pair, 5 tasks, every difference positive: by hand, the all-plus sign pattern (and
+    # its mirror) gives the largest |t| of the 32, so p = 2/32 = 0.0625 >= 0.05 (no
+    # verdict) and the 95% critical value is that |t| itself: the interval's lower end is
+    # exactly 0, not a rounding's 3.2e-15 above it (which said "differs" against the test)
+    d = np.array([0.83, 0.57, 0.67, 0.51, 0.84])
+    signs = np.array(list(itertools.product([1.0, -1.0], repeat=5)))
+    t = np.abs((signs * d).mean(1) / ((signs * d).std(1, ddof=1) / np.sqrt(5)))
+    assert np.mean(t >= t[0] * (1 - 1e-12)) == pytest.approx(1 / 16)  # the brute-force p
+    data = xr.DataArray(
+        np.stack([d, np.zeros(5)])[..., None], dims=("agent", "task", "run"), coords={"agent": ["a", "b"]}
+    )
+    res = compare_agents(data, test="permutation", adjust="maxt", n_resamples=99, rng=0)
+    pair = {"agent": "a", "opponent": "b"}
+    assert float(res.p_maxt.sel(pair)) == pytest.approx(1 / 16)
+    assert not bool(res.significant().sel(pair))
+    lo, hi = res.ci_simultaneous.sel(pair).values
+    assert lo == 0.0 and hi == min(1.0, 2 * d.mean())  # 1.368 cut to 1, a difference's range
+    assert float(res.ci_simultaneous.sel(agent="b", opponent="a", ci_bound="upper")) == 0.0

@@ -645,9 +645,9 @@ def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path):
     assert _checklist_entry(md3, "paired deltas") == f"yes: {pair_sentence(cmp, 0.05)} See the pairwise section."
 
 
-def test_checklist_clustering_says_pass_k_intervals_ignore_the_clusters(tmp_path):
-    """The clustering entry said every interval honours the task clusters; pass^k's unbiased
-    interval (logit t over tasks) takes tasks one by one, and the entry now says so for binary scores.
+def test_checklist_clustering_says_pass_k_intervals_take_the_clusters(tmp_path):
+    """The clustering entry says which intervals take the task clusters as their unit; pass^k's
+    unbiased interval now does too (cluster-robust over the clusters), and the entry says so for binary scores.
     """
     data, _ = simulate_eval(n_agents=2, n_tasks=12, n_runs=3, n_clusters=4, rng=2)
     with warnings.catch_warnings():
@@ -656,7 +656,7 @@ def test_checklist_clustering_says_pass_k_intervals_ignore_the_clusters(tmp_path
     n_cl = len(set(data["cluster"].values.tolist()))  # the simulation's own labels
     assert _checklist_entry(md, "clustering") == (
         f"tasks in {n_cl} clusters (`cluster`); the bootstrap resamples whole clusters and the paired "
-        "tests take clusters as their unit; pass^k's unbiased intervals take tasks one by one"
+        "tests take clusters as their unit; so do pass^k's unbiased intervals"
     )
 
 

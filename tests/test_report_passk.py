@@ -77,9 +77,9 @@ def test_text_without_a_fit_sets_the_unbiased_estimate_beside_nothing():
     assert "The unbiased estimate is of these tasks' pass^k (each cell's" in text and "pass^k too" not in text
 
 
-def test_text_says_the_unbiased_interval_ignores_the_task_clusters():
+def test_text_says_the_unbiased_interval_takes_the_task_clusters():
     """Tasks in 4 clusters of 3 where a cluster succeeds or fails together: the text says the unbiased
-    interval takes tasks one by one, and gives the clusters' design effect on an agent's mean (median
+    interval takes the clusters as its unit, and gives the clusters' design effect on an agent's mean (median
     over agents of statsmodels' cluster-robust, uncorrected, against HC0 variance of the mean).
     Without clusters it says nothing of them.
     """
@@ -100,7 +100,8 @@ def test_text_says_the_unbiased_interval_ignores_the_task_clusters():
         cl = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": np.repeat(np.arange(4), 3), "use_correction": False})
         ratios.append(float(cl.bse[0] ** 2 / sm.OLS(y, x).fit(cov_type="HC0").bse[0] ** 2))
     assert np.median(ratios) > 1.5  # the clusters matter here, so the sentence is tested
-    assert "come in 4 clusters (`family`), which that interval does not take as its unit" in text
+    assert "come in 4 clusters (`family`), which that interval takes as its unit" in text
+    assert "4 clusters of `family` as the unit: CR2 cluster-robust" in text  # the estimator's own detail
     assert f"varies {np.median(ratios):.2f} times as much over the clusters" in text
     assert "clusters" not in _section(_data())["text"]
 
@@ -196,3 +197,22 @@ def test_tau_bench_table_shows_every_k_the_paper_does(shared_data):
     assert list(table.index.get_level_values("k")) == [1, 2, 3, 4]
     assert np.round(table["unbiased"].to_numpy(), 3).tolist() == [0.420, 0.273, 0.220, 0.200]
     assert "The table shows k = 1, 2, 3, 4; the figure every k from 1 to 4." in sec["text"]
+
+
+def test_the_pass1_bound_beside_a_flag_is_over_the_clusters_and_says_so():
+    """An agent that failed all 12 tasks, in 4 clusters of 3: the bound the report puts beside the
+    bootstrap's flag is Clopper-Pearson's no-success bound over the 4 clusters (1 - 0.025^(1/4)),
+    not over 12 independent tasks, and its text counts the clusters.
+    """
+    from hierbench.report import pass1_bounds
+
+    score = np.zeros((2, 12, 3))
+    score[1] = np.random.default_rng(4).integers(0, 2, (12, 3))
+    data = xr.Dataset(
+        {"score": (("agent", "task", "run"), score)},
+        coords={"agent": ["zero", "mixed"], "cluster": ("task", np.repeat(list("abcd"), 3))},
+    )
+    text = pass1_bounds(data, 0.95)
+    assert text["zero"] == f"[0.000, {1 - 0.025 ** 0.25:.3f}] at 95% over 12 tasks in 4 clusters"
+    assert text["mixed"] == ""
+    assert pass1_bounds(data.drop_vars("cluster"), 0.95)["zero"] == f"[0.000, {1 - 0.025 ** (1 / 12):.3f}] at 95% over 12 tasks"

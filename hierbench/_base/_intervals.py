@@ -38,6 +38,9 @@ CI_KINDS: dict[str, str] = {
     "profile": "profile-likelihood interval",
     "betting": "anytime-valid confidence sequence (hedged betting)",
     "order-statistic": "distribution-free order-statistic interval",
+    "bounded-mean": "distribution-free bound for the mean of independent values in [0, 1], whatever their law "
+    "(Hoeffding's convex order)",
+    "mixed": "the kind differs by cell: the result names each cell's kind (its to_frame() ci_kind column)",
     "feasible": "deterministic feasible range (probability one)",
 }
 
@@ -46,7 +49,8 @@ CI_BOUNDS = ("lower", "upper")
 #: what a reader is told where ``_numerics.few_carry`` flags a resampling interval (the report's
 #: flag and the demo's note). Not a figure of the reader's data: in simulation a 95% percentile
 #: interval covered 88% for a mean of 0.01 over 76 tasks (``bench_passk_coverage.py --bootstrap``)
-_BOUND_INSTEAD = "for independent tasks hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
+#: (with task clusters that bound is taken over the clusters, and the report says how many)
+_BOUND_INSTEAD = "hierbench.freq.pass_hat_k(data, 1) gives a bound that holds"
 FEW_CARRY_ADVICE = f"a resampling interval covers less than its level there; {_BOUND_INSTEAD}"
 
 #: the same, where every task scored one value (a bootstrap ``ci_flag`` "every task scored 0"):

@@ -335,16 +335,17 @@ def cluster_design_effect_k1(data: xr.Dataset) -> tuple[float, int, str] | None:
 
 
 def _cluster_note(ctx: _Context) -> str:
-    """Where tasks come in clusters: the unbiased interval takes them one by one, the rest of the report does not."""
+    """Where tasks come in clusters: the unbiased interval takes them as its unit, and how much that widens it."""
     deff = None if ctx.data is None else cluster_design_effect_k1(ctx.data)
     if deff is None:
         return ""
     ratio, k, name = deff
     return (
-        f" This log's tasks come in {k} clusters (`{name}`), which that interval does not take as its unit "
-        "(the agents' bootstrap resamples them and the paired tests flip their signs): where a cluster's tasks succeed or fail together it "
-        f"is narrower than its level allows. At k = 1 an agent's mean varies {ratio:.2f} times as much over "
-        "the clusters as over independent tasks (median over agents; cluster-robust against independent-task "
-        "variance, no model): Agent abilities holds the cluster bootstrap's interval of that mean."
+        f" This log's tasks come in {k} clusters (`{name}`), which that interval takes as its unit, as the "
+        "agents' bootstrap and the paired tests do: where a cluster's tasks succeed or fail together an "
+        "interval taking tasks one by one would be narrower than its level allows. At k = 1 an agent's mean "
+        f"varies {ratio:.2f} times as much over the clusters as over independent tasks (median over agents; "
+        "cluster-robust against independent-task variance, no model). Where it is the bound (no success, or "
+        "few tasks carry the mean) that bound is over the clusters, wide when they differ in size; where few "
+        "clusters but not few tasks carry the mean it stays the t interval, and `flag` says it may fall short."
     )
-

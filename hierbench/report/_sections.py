@@ -435,7 +435,8 @@ def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Seri
 def pass1_bounds(data: xr.Dataset | None, prob: float) -> pd.Series:
     """Each agent's :func:`hierbench.freq.pass_hat_k` ``(data, 1)`` interval where it is the bound.
 
-    Text ``"[lo, hi] at 95% over n tasks"`` per agent (labels as text)
+    Text ``"[lo, hi] at 95% over n tasks"`` per agent (labels as text; ``"... over n
+    tasks in g clusters"`` where the tasks have clusters, over which the bound is taken)
     where that interval is the distribution-free bound (its ``ci_flag`` names a
     bound: every task scored 0 or 1, or few tasks carry the mean), ``""`` for the
     other agents; empty without data or an ``agent`` dim, or for scores
@@ -443,6 +444,7 @@ def pass1_bounds(data: xr.Dataset | None, prob: float) -> pd.Series:
     """
     from .. import freq
     from .._base import PartialCreditError
+    from .._base import cluster_codes
 
     if data is None or "agent" not in data.dims:
         return pd.Series(dtype=object)
@@ -452,8 +454,13 @@ def pass1_bounds(data: xr.Dataset | None, prob: float) -> pd.Series:
         return pd.Series(dtype=object)
     lo, hi = (res.ci.sel(ci_bound=b).to_series() for b in ("lower", "upper"))
     flag, n = res.ci_flag.to_series().astype(str), res.n_tasks.to_series()
+    where = [""] * len(n)
+    cc = cluster_codes(data)
+    if cc is not None and len(cc[1]) < data.sizes["task"]:  # the bound is over the clusters: said
+        used = res.per_task.notnull().transpose("agent", "task").values
+        where = [f" in {np.unique(cc[0][u]).size} clusters" for u in used]
     text = pd.Series(
-        [f"[{a:.3f}, {b:.3f}] at {prob:.0%} over {int(m)} tasks" for a, b, m in zip(lo, hi, n, strict=True)],
+        [f"[{a:.3f}, {b:.3f}] at {prob:.0%} over {int(m)} tasks{w}" for a, b, m, w in zip(lo, hi, n, where, strict=True)],
         index=lo.index.astype(str),
         dtype=object,
     )
@@ -624,7 +631,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
                     "clustering",
                     f"tasks in {n_cl} clusters (`{cluster_label(ctx.data)}`); the bootstrap resamples "
                     "whole clusters and the paired tests take clusters as their unit"
-                    + ("; pass^k's unbiased intervals take tasks one by one" if ctx.binary() else ""),
+                    + ("; so do pass^k's unbiased intervals" if ctx.binary() else ""),
                 )
             )
         else:

@@ -30,6 +30,8 @@ from ..._base import check_choice
 from ..._base import check_dim
 from ..._base import check_int
 from ..._base import check_prob
+from ..._base import cluster_codes
+from ..._base import cluster_label
 from ..._base import counts
 from ..._base import interval_label
 from ..._base import make_interval
@@ -37,6 +39,8 @@ from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
 from .._kernels import _pass_kernel
+from ._passk_cluster import FEW_CARRY_FLAG
+from ._passk_cluster import cluster_interval
 
 __all__ = [
     "InsufficientRunsWarning",
@@ -50,6 +54,11 @@ __all__ = [
 POPULATION_OVER = (
     "a new draw of tasks from the same population (tasks as the sampling unit; the estimate is "
     "the mean over the n_tasks observed tasks it could use)"
+)
+#: the same with task clusters: the clusters are the sampling unit
+POPULATION_OVER_CLUSTERS = (
+    "a new draw of task clusters from the same population (the {unit} as the sampling unit; the "
+    "estimate is the mean over the n_tasks observed tasks it could use)"
 )
 #: the repr's closing sentence when the tasks behind the values differ across ``k``
 _K_TASKS_DIFFER = (
@@ -104,8 +113,18 @@ class PassKResult(Result):
         plain t interval gave 0.73 and went below 0), except in the cells
         ``ci_flag`` names, where a bound that holds whatever the per-task
         values' law replaces it. Trailing dim
-        ``ci_bound``, attrs ``ci_prob``, ``ci_kind = "t"``. With task clusters
-        prefer :func:`hierbench.freq.bootstrap_ci` with ``statistic="pass_hat_k"``.
+        ``ci_bound``, attrs ``ci_prob``, ``ci_kind`` (``"t"``, ``"bounded-mean"``
+        where every cell carries the bound, ``"mixed"`` where both occur: the
+        field ``ci_kind`` and ``to_frame()`` name each cell's kind and detail).
+        With task clusters (``cluster``, a ``cluster`` coord by default) the
+        clusters are the unit: the same logit t interval with the CR2
+        cluster-robust standard error of the tasks' mean and Bell-McCaffrey
+        df, and the bound taken over the clusters (in the same cells as
+        without clusters); ``ci_flag`` adds ``"too few clusters"`` and, where
+        few clusters though not few tasks carry the mean, ``"few clusters
+        carry the mean: the t interval may fall short"`` (the t interval is
+        kept: the bound over clusters of unequal size is very wide); ``ci_detail``
+        names the clusters.
     ci_flag : xarray.DataArray
         Per cell, when its interval is not that t interval: ``"exact bound"``
         (every per-task estimate is 0, or every one 1, where the logit is
@@ -124,13 +143,18 @@ class PassKResult(Result):
         The unbiased (or plug-in) estimate per (agent, task[, k]); NaN where
         the task was not run or had fewer than ``k`` runs.
     standard_error : xarray.DataArray
-        The task-level standard error used by ``ci``.
+        The standard error used by ``ci`` (task-level, or cluster-robust with clusters).
     n_tasks : xarray.DataArray
         Tasks that entered ``estimate``.
     n_insufficient : xarray.DataArray
         Tasks excluded because ``0 < n_runs < k`` (only under ``small_n="nan"``).
     n_not_run : xarray.DataArray
         Tasks excluded because the agent never ran them.
+    ci_kind : xarray.DataArray
+        The kind of each cell's interval: ``"t"`` (the logit t interval) or
+        ``"bounded-mean"`` (the distribution-free bound, in the cells whose
+        ``ci_flag`` names a bound); its ``ci_detail`` is the interval's
+        ``ci_detail_t`` / ``ci_detail_bounded_mean`` attr.
     """
 
     estimate: xr.DataArray
@@ -141,6 +165,7 @@ class PassKResult(Result):
     n_insufficient: xr.DataArray
     n_not_run: xr.DataArray
     ci_flag: xr.DataArray | None = None
+    ci_kind: xr.DataArray | None = None
 
     @property
     def mean(self) -> xr.DataArray:
@@ -155,6 +180,16 @@ class PassKResult(Result):
         ds = super().to_dataset()
         ds.attrs = dict(self.estimate.attrs)
         return ds
+
+    def to_frame(self):
+        """One row per cell; ``ci_kind`` and ``ci_detail`` name the interval each row carries."""
+        df = super().to_frame()
+        if self.ci_kind is not None:
+            kinds = self.ci_kind.broadcast_like(self.estimate).transpose(*self.estimate.dims)
+            kinds = np.asarray(kinds.values, dtype=object).ravel()
+            df["ci_kind"] = kinds
+            df["ci_detail"] = [self.ci.attrs.get(f"ci_detail_{k.replace('-', '_')}") for k in kinds]
+        return df
 
     def _repr_lines(self) -> list[str]:
         """Each cell with the tasks it rests on and its flag; a sentence when those tasks differ across k."""
@@ -226,8 +261,57 @@ def _interval(
     return lo, hi, flag
 
 
-#: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is :func:`bounded_mean_bounds`
-FEW_CARRY_FLAG = "bound: few tasks carry the mean"
+#: the ``ci_flag`` values of the cells whose interval is the bound (``ci_kind = "bounded-mean"``)
+BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG)
+
+
+def _clusters(data, cluster: str | None, task_dim: str, n_tasks: int) -> tuple[np.ndarray | None, str | None]:
+    """The tasks' cluster codes and the words for the clusters, or ``(None, None)`` (tasks as the unit).
+
+    Through the one rule (``hierbench._base.cluster_codes``); every task its own cluster is
+    no clustering, and gives the task-level interval itself.
+    """
+    cc = cluster_codes(data, cluster, dim=task_dim)
+    if cc is None or len(cc[1]) == n_tasks:
+        return None, None
+    return cc[0], f"{len(cc[1])} clusters of `{cluster_label(data, cluster)}`"
+
+
+def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, name: str, unit: str | None):
+    """The interval, its kind named per cell: ``(ci, ci_kind)``.
+
+    ``ci.attrs["ci_kind"]`` is the one kind of every cell, or ``"mixed"``; the detail of
+    each kind is in ``ci_detail_t`` / ``ci_detail_bounded_mean`` (and ``ci_detail``).
+    ``unit`` names the clusters (None: tasks are the unit).
+    """
+    kind = xr.where(flag.isin(BOUND_FLAGS), "bounded-mean", "t").astype(object).rename("ci_kind")
+    details = {
+        "t": "Student t on the logit scale (delta method, n_tasks - 1 df) over the per-task estimates, "
+        "tasks as the unit (its target: a new draw of tasks from the same population)",
+        "bounded-mean": "distribution-free bound for the mean of the per-task estimates (values in [0, 1], "
+        "tasks independent; bounded_mean_bounds, any law), where every per-task value is 0 (or 1) or few "
+        "tasks carry the mean (the cell's `ci_flag`)",
+    } if unit is None else {
+        "t": f"Student t on the logit scale (delta method) over the per-task estimates, the {unit} as the "
+        "unit: CR2 cluster-robust standard error of the tasks' mean, Bell-McCaffrey df (its target: a new "
+        "draw of clusters of tasks from the same population)",
+        "bounded-mean": "distribution-free bound for the mean of the per-task estimates taken over the "
+        f"{unit} (clusters independent, any law within them): where few tasks carry the mean, "
+        "bounded_mean_bounds of the cluster sums scaled into [0, 1] (wide when the clusters differ in "
+        "size); where every per-task value is 0 (or 1), the no-success bound over the clusters (the "
+        "cell's `ci_flag`; where few clusters though not few tasks carry the mean it keeps the t "
+        "interval and says it may fall short)",
+    }
+    present = sorted(set(np.asarray(kind.values, dtype=object).ravel()))
+    one = present[0] if len(present) == 1 else "mixed"
+    detail = details[one] if one != "mixed" else (
+        f"per cell (field `ci_kind`): {details['t']}; in the cells `ci_flag` names a bound, a "
+        f"{details['bounded-mean']}"
+    )
+    details = {k: f"{name}: {v}" for k, v in details.items()}
+    ci = make_interval(lo, hi, prob=prob, kind=one, detail=f"{name}: {detail}")
+    ci.attrs.update({f"ci_detail_{k.replace('-', '_')}": v for k, v in details.items()})
+    return ci, kind
 
 
 def _few_carry(per_task: xr.DataArray, task_dim: str) -> xr.DataArray:
@@ -269,6 +353,7 @@ def _pass(
     plugin: bool,
     small_n: Literal["nan", "clip"],
     prob: float,
+    cluster: str | None = "auto",
 ) -> PassKResult:
     ks = [k] if np.ndim(k) == 0 else list(k)  # type: ignore[arg-type]
     for kk in ks:
@@ -291,29 +376,25 @@ def _pass(
     defined = per_task.notnull()
     n_tasks = defined.sum(task_dim)
     mean = per_task.where(defined).sum(task_dim) / n_tasks.where(n_tasks > 0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
-    lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
+    codes, unit = _clusters(data, cluster, task_dim, n.sizes[task_dim])
+    if codes is None:  # tasks as the unit
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
+        lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
+    else:
+        se, lo, hi, flag, _ = cluster_interval(per_task, mean, codes, prob, task_dim)
+    ci, ci_kind = _ci(lo, hi, flag, prob, name, unit)
     if np.ndim(k) == 0:
-        per_task, mean, n_tasks, n_short, se, lo, hi, flag = (
-            x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se, lo, hi, flag)
+        per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind = (
+            x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind)
         )
     attrs = {
         "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
         "small_n": small_n,
         "quantity": "pass@k" if kind == "at" else "pass^k",
         "tasks": "population",
-        "over": POPULATION_OVER,
+        "over": POPULATION_OVER if codes is None else POPULATION_OVER_CLUSTERS.format(unit=unit),
     }
-    ci = make_interval(
-        lo,
-        hi,
-        prob=prob,
-        kind="t",
-        detail=f"{name}: Student t on the logit scale (delta method, n_tasks - 1 df) over the "
-        "per-task estimates, tasks as the unit (its target: a new draw of tasks from the same population); where every per-task value is 0 (or 1), or a "
-        "few tasks carry the mean, a distribution-free bound instead (per cell in `ci_flag`)",
-    )
     return PassKResult(
         estimate=mean.rename(name).assign_attrs(attrs),
         ci=ci,
@@ -323,6 +404,7 @@ def _pass(
         n_insufficient=n_short.rename("n_insufficient"),
         n_not_run=n_not_run.rename("n_not_run"),
         ci_flag=flag,
+        ci_kind=ci_kind,
     )
 
 
@@ -367,6 +449,7 @@ def pass_hat_k(
     plugin: bool = False,
     small_n: Literal["nan", "clip"] = "nan",
     prob: float = DEFAULT_PROB,
+    cluster: str | None = "auto",
 ) -> PassKResult:
     """pass^k: the chance that ``k`` independent attempts at a task all succeed.
 
@@ -387,7 +470,8 @@ def pass_hat_k(
     0.325
     """
     return _pass(
-        data, k, kind="hat", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+        data, k, kind="hat", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob,
+        cluster=cluster,
     )
 
 
@@ -402,6 +486,7 @@ def pass_at_k(
     plugin: bool = False,
     small_n: Literal["nan", "clip"] = "nan",
     prob: float = DEFAULT_PROB,
+    cluster: str | None = "auto",
 ) -> PassKResult:
     """pass@k: the chance that at least one of ``k`` independent attempts succeeds.
 
@@ -422,6 +507,7 @@ def pass_at_k(
     0.675
     """
     return _pass(
-        data, k, kind="at", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob
+        data, k, kind="at", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob,
+        cluster=cluster,
     )
 

@@ -1,0 +1,146 @@
+"""The pass@k / pass^k interval when the tasks come in clusters (task families, repositories).
+
+The estimate is still the mean of the per-task unbiased values over the ``N``
+tasks a cell can use; only its uncertainty changes unit. Tasks of one cluster
+succeed or fail together, so the clusters, not the tasks, are the independent
+draws: the standard error is the bias-reduced cluster-robust (CR2) one of that
+mean, ``se^2 = sum_g s_g^2 / (1 - n_g / N) / N^2`` with ``s_g`` cluster ``g``'s
+sum of deviations from the mean, and its Bell-McCaffrey degrees of freedom
+(:func:`hierbench.freq._kernels.cr2_mean_se`, the one compare_agents uses).
+With equal cluster sizes that is CR1 (``G / (G - 1)``) with ``G - 1`` df. The
+interval is the same logit-scale t interval as without clusters,
+``logit(m) +- t_df * se / (m (1 - m))`` mapped back; every task its own cluster
+gives the task-level interval exactly (``sd / sqrt(N)``, ``N - 1`` df).
+
+Where the logit is infinite (every per-task value 0, or every one 1) or few
+tasks carry the mean (the task-level rule, :func:`hierbench._numerics.few_carry`,
+calibrated by simulation), the interval is the distribution-free bound for the
+mean of independent values in [0, 1] taken over the **clusters**: with ``S_g``
+the cluster sums and ``n_max`` the largest cluster, ``Y_g = S_g / n_max`` are
+independent values in [0, 1] and the task mean is ``(G n_max / N) mean(Y)``,
+so the upper end of :func:`hierbench._numerics.bounded_mean_bounds` of the
+``Y_g``, scaled by ``G n_max / N`` and cut to [0, 1], holds whatever the law
+inside a cluster; the lower end is the same of the failures ``n_g - S_g``,
+mirrored. With equal clusters it is the task-level bound over ``G`` values;
+with unequal ones wider, by up to ``G n_max / N`` (the task-level bound would
+assume independent tasks). Where every value is 0 (or every one 1) the end
+is instead the exact no-success bound over clusters of :func:`_none_upper`,
+which needs no scaling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+__all__: list[str] = []
+
+#: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is the bound (with or without clusters)
+FEW_CARRY_FLAG = "bound: few tasks carry the mean"
+
+#: ``ci_flag`` of a cell whose mean rests on few clusters though not on few tasks: the t interval is kept
+#: (the bound over unequal clusters would be very wide there) and said to be at risk
+FEW_CLUSTERS_FLAG = "few clusters carry the mean: the t interval may fall short"
+
+
+def cluster_interval(
+    per_task: xr.DataArray, mean: xr.DataArray, codes: np.ndarray, prob: float, task_dim: str
+) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray]:
+    """``(se, lower, upper, ci_flag, n_clusters)`` per cell, clusters as the unit (module notes)."""
+    from scipy import stats
+    from scipy.special import expit
+    from scipy.special import logit
+
+    from ..._numerics import few_carry
+    from .._kernels import cr2_mean_se
+
+    y = per_task.transpose(..., task_dim)
+    Y = np.asarray(y.values, dtype=float).reshape(-1, y.shape[-1])
+    m = np.asarray(mean.transpose(*y.dims[:-1]).values, dtype=float).ravel()
+    se, df, G = (np.full(len(Y), np.nan) for _ in range(3))
+    n = np.isfinite(Y).sum(1)
+    b_lo, b_hi, few = np.full(len(Y), np.nan), np.full(len(Y), np.nan), np.zeros(len(Y), bool)
+    few_tasks = few_carry(Y)
+    for i, row in enumerate(Y):
+        ok = np.isfinite(row)
+        if not ok.any():
+            G[i] = 0
+            continue
+        se[i], df[i], G[i] = cr2_mean_se(row[ok], codes[ok])
+        few[i], b_lo[i], b_hi[i] = _cluster_bound(row[ok], codes[ok], prob)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = stats.t.ppf(0.5 + prob / 2, np.where(G > 1, df, np.nan)) * se / (m * (1 - m))
+        lo, hi = expit(logit(m) - half), expit(logit(m) + half)
+    all01 = ((m == 0) | (m == 1)) & (G > 0)
+    bound = all01 | few_tasks
+    lo, hi = np.where(bound, b_lo, lo), np.where(bound, b_hi, hi)
+    flag = np.full(len(Y), "", dtype=object)
+    flag[(se == 0) & (G > 1) & ~all01] = "zero width"
+    flag[G < 2] = "too few clusters"
+    flag[n < 2] = "too few tasks"
+    flag[few & ~bound] = FEW_CLUSTERS_FLAG
+    flag[few_tasks & ~all01] = FEW_CARRY_FLAG
+    flag[all01] = "exact bound"
+    shape, dims = y.shape[:-1], y.dims[:-1]
+    coords = {c: v for c, v in y.coords.items() if task_dim not in v.dims}
+    out = [xr.DataArray(a.reshape(shape), dims=dims, coords=coords) for a in (se, lo, hi, flag, G)]
+    out[3] = out[3].astype(object).rename("ci_flag")
+    return tuple(x.transpose(*mean.dims) for x in out)
+
+
+def _cluster_bound(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[bool, float, float]:
+    """Whether few clusters carry the mean of ``y``, and the bound over clusters (module notes).
+
+    Few: ``n_eff < min(10, G / 2)`` with ``n_eff = (sum S)^2 / sum S^2`` over the cluster
+    sums ``S_g`` (and the same of their complements ``n_g - S_g``), as
+    :func:`hierbench._numerics.few_carry` counts tasks.
+    """
+    from ..._numerics import bounded_mean_bounds
+
+    _, codes = np.unique(codes, return_inverse=True)
+    n_g = np.bincount(codes).astype(float)
+    S = np.bincount(codes, weights=y, minlength=n_g.size)
+    C = n_g - S
+    G, N, n_max = n_g.size, float(n_g.sum()), float(n_g.max())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_eff = np.fmin(np.nan_to_num(S.sum() ** 2 / (S**2).sum()), np.nan_to_num(C.sum() ** 2 / (C**2).sum()))
+    few = bool(G > 1 and n_eff < min(10.0, G / 2.0))
+    # each end from its own side: the successes' sums for the upper, the failures' for the lower
+    # (their mirror), so an all-1 cell gets the mirror of an all-0 one
+    _, up = bounded_mean_bounds(np.array([S.sum(), C.sum()]) / n_max, np.array([G, G]), prob)
+    scale = G * n_max / N
+    up = np.minimum(1.0, up * scale)
+    w, a2 = n_g / N, (1.0 - prob) / 2.0
+    if S.sum() == 0:  # every value 0: the no-success bound over clusters, tighter than the scaled one
+        up[0] = _none_upper(w, a2)
+    if C.sum() == 0:
+        up[1] = _none_upper(w, a2)
+    return few, float(max(0.0, 1.0 - up[1])), float(up[0])
+
+
+def _none_upper(w: np.ndarray, a2: float) -> float:
+    """The largest task mean ``v = sum_g w_g mu_g`` under which no success at all has chance ``>= a2``.
+
+    Every value 0 means every cluster sum is 0, of chance ``prod_g P(S_g = 0) <= prod_g (1 - mu_g)``
+    (a value in [0, 1] with mean ``mu`` is 0 with chance at most ``1 - mu``). The largest product
+    with ``sum_g w_g mu_g = v`` is at ``mu_g = max(0, 1 - 1 / (lam w_g))`` (the concave
+    ``sum log(1 - mu_g)`` on that plane), decreasing in ``v``; the bound is the ``v`` where it
+    reaches ``a2``. Equal ``w``: ``1 - a2^(1 / G)``, Clopper-Pearson's over the ``G`` clusters.
+    """
+
+    def worst(v: float) -> float:  # the largest chance of no success at task mean v
+        lo, hi = 1.0 / w.max(), 1.0 / w.min() * 1e12
+        for _ in range(200):  # lam with sum w mu = v
+            lam = np.sqrt(lo * hi)
+            if float(np.sum(w * np.maximum(0.0, 1.0 - 1.0 / (lam * w)))) < v:
+                lo = lam
+            else:
+                hi = lam
+        mu = np.maximum(0.0, 1.0 - 1.0 / (hi * w))
+        return float(np.prod(1.0 - mu))
+
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if worst(mid) > a2 else (lo, mid)
+    return hi
