@@ -64,7 +64,7 @@ def test_no_public_docstring_keeps_a_marker_and_numpydoc_reads_the_entries():
     params = {p.name: p for p in docscrape.FunctionDoc(bootstrap_ci)["Parameters"]}
     assert " ".join(params["rng"].desc) == " ".join(SHARED["rng"].splitlines()[1:]).replace("    ", "")
     names = [p.name for p in docscrape.FunctionDoc(pass_at_k)["Parameters"]]
-    assert names == ["data", "k", "run_dim", "task_dim", "plugin", "small_n", "prob"]
+    assert names == ["data", "k", "run_dim", "task_dim", "plugin", "small_n", "prob", "cluster"]
 
 
 def test_field_alias_reads_the_field_and_documents_itself():

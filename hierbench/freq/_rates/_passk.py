@@ -18,10 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Literal
 
 import numpy as np
 import xarray as xr
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from ..._base import DEFAULT_PROB
 from ..._base import Result
@@ -181,7 +185,7 @@ class PassKResult(Result):
         ds.attrs = dict(self.estimate.attrs)
         return ds
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per cell; ``ci_kind`` and ``ci_detail`` name the interval each row carries."""
         df = super().to_frame()
         if self.ci_kind is not None:
