@@ -143,7 +143,8 @@ def build_irt_2pl(
         "marginal" when some cell has more than one run, "none" with one run per cell (a
         Bernoulli cell cannot tell the effect from run noise). Correlated runs counted as
         independent inflate the slopes' spread: METR, ``sd_log_discrimination`` 0.54 without
-        the term, about 0.30 with it (``fit_irt_ml``: 0.31; ``models/irt_2pl/card.md``).
+        the term, about 0.30 with it (``fit_irt_ml``: 0.31). The default stays "none": at
+        "auto" the small design's SBC had more divergent replicates (``models/irt_2pl/card.md``).
 
     Returns
     -------
