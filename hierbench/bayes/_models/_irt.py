@@ -337,7 +337,10 @@ def _info(
                 "scale": "logit per unit discrimination",
                 "meaning": "standardised ability: mean 0, sd 1 over the calibration agents",
             },
-            "difficulty": {"meaning": "-intercept / discrimination: the ability at which p = 1/2"},
+            "difficulty": {
+                "meaning": "-intercept / discrimination: the ability at which p = 1/2"
+                + (" (a cell's median p, with the agent x task effect)" if agent_task != "none" else "")
+            },
             "mean_task": {
                 "scale": "probability",
                 "meaning": "mean success probability over the data's tasks"
