@@ -78,7 +78,7 @@ PARAMS = {
     "beta_binomial": ["logit_mu_mean", "logit_mu_sd", "mu[0]", "rho[0]"],
     "crossed": ["sd_task", "sd_agent_task", "sd_cluster", "ability[0]", "mean_new_task[0]"],
     "bradley_terry": ["sd_ability", "nu", "ability[0]"],
-    "irt_2pl": ["mu_intercept", "sd_intercept", "sd_log_discrimination", "ability[0]", "discrimination[0]"],
+    "irt_2pl": ["mu_intercept", "sd_intercept", "sd_log_discrimination", "ability[0]", "discrimination[0]", "sd_agent_task"],
 }
 MODELS = tuple(PARAMS)
 #: formula models (hierbench.bayes.build_mixed, issue 26): run by run_mixed; summarise/report pool them alike
