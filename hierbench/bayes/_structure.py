@@ -110,7 +110,8 @@ class Structure:
     design : dict
         Figures of the design (agents, tasks, runs per cell, clusters, ...).
     decisions : dict
-        ``{term: {"choice": ..., "reason": str, "source": "auto" | "user"}}``.
+        ``{term: {"choice": ..., "reason": str, "source": "auto" | "user" | "default"}}``
+        ("default": a builder's fixed default, which the record cannot tell from the same request).
     hints : dict
         ``{parameter: (cause, fix)}``: what to say when a parameter fails
         its convergence checks.
@@ -597,7 +598,7 @@ def describe(model_or_fit: Any) -> Description:
         design += f"; {d['n_tasks_not_run']} tasks no agent ran (their effects rest on the prior)"
     lines.append(f"  design: {design}")
     for term, dec in s.get("decisions", {}).items():
-        tag = "" if dec.get("source") == "auto" else " [user]"
+        tag = {"auto": "", "default": " [default]"}.get(dec.get("source"), " [user]")
         lines.append(f"  {term}: {dec['choice']!r}{tag} - {dec['reason']}")
     attrs = getattr(model_or_fit, "attrs", None)
     if isinstance(attrs, Mapping) and "diag_max_r_hat" in attrs:
