@@ -142,12 +142,16 @@ def test_a_saved_tree_keeps_order_text_kinds_and_missing_labels(tmp_path):
 # ---------------------------------------------------------------- what ArviZ gives
 
 
-def _drawn() -> list:
-    """What the open figures show: every line's points, every collection's offsets, every text."""
+def _drawn(before: set[int]) -> list:
+    """What the figures opened since ``before`` show: every line's points, collection, text.
+
+    Only those: another test in the same worker may have left figures open.
+    """
     import matplotlib.pyplot as plt
 
     out = []
-    for num in plt.get_fignums():
+    new = [num for num in plt.get_fignums() if num not in before]
+    for num in new:
         for ax in plt.figure(num).axes:
             out.append(("axis", ax.get_title(), ax.get_xlabel(), ax.get_ylabel()))
             out += [("line", np.asarray(ln.get_xydata(), float)) for ln in ax.get_lines()]
@@ -155,7 +159,8 @@ def _drawn() -> list:
             out += [("path", np.asarray(p.vertices, float)) for c in ax.collections for p in c.get_paths()]
             out += [("text", t.get_text()) for t in ax.texts]
             out += [("tick", t.get_text()) for t in ax.get_xticklabels() + ax.get_yticklabels()]
-    plt.close("all")
+    for num in new:
+        plt.close(num)
     return out
 
 
@@ -185,9 +190,12 @@ def _arviz(dt: xr.DataTree, var_names: list[str]) -> dict:
     plots = {"plot_trace_dist": {"var_names": var_names[:2]}, "plot_forest": {"var_names": var_names},
              "plot_dist": {"var_names": var_names[:2]}, "plot_rank": {"var_names": var_names[:2]},
              "plot_ess": {"var_names": var_names[:2]}, "plot_energy": {}, "plot_ppc_dist": {}}  # fmt: skip
+    import matplotlib.pyplot as plt
+
     for name, kw in plots.items():
+        before = set(plt.get_fignums())
         getattr(azp, name)(dt, backend="matplotlib", **kw)
-        out[name] = _drawn()
+        out[name] = _drawn(before)
     return out
 
 
