@@ -97,6 +97,27 @@ def rare_and_common():
                       coords={"agent": ["rare", "common"], "task": [f"t{i}" for i in range(60)]})  # fmt: skip
 
 
+@pytest.fixture
+def max_t_floor_log():
+    """Four agents over 24 task clusters of 3 tasks x 4 runs, and `zero`, which ran 6 clusters and failed them.
+
+    Against an agent that solves some of those clusters, `zero`'s differences flip together on 2 of
+    the 2^6 sign patterns: an atom of max-T's law, a floor under every pair's p max-T.
+    """
+    import numpy as np
+    import xarray as xr
+
+    g = np.random.default_rng(0)
+    C, S = 24, 3
+    fam = np.repeat([f"f{k:02d}" for k in range(C)], S)
+    rates = np.clip(g.uniform(0.1, 0.9, C)[None, :] + np.array([[0.35], [0.15], [0.0], [-0.15]]), 0.02, 0.98)
+    s = (g.random((4, C * S, 4)) < np.repeat(rates, S, axis=1)[..., None]).astype(float)
+    z = np.full((1, C * S, 4), np.nan)
+    z[0, : 6 * S, :] = 0.0
+    return xr.Dataset({"score": (("agent", "task", "run"), np.concatenate([s, z]))},
+                      coords={"agent": ["a", "b", "c", "d", "zero"], "cluster": ("task", fam)})  # fmt: skip
+
+
 @pytest.fixture(scope="session")
 def demo_fast(tmp_path_factory):
     """``hierbench demo --fast`` through the CLI's ``main()``, run once (40-55 s; one worker under -n).

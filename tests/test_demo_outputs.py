@@ -372,7 +372,7 @@ def test_demo_bootstrap_says_when_few_units_carry_the_intervals():
     assert "the intervals of every agent rest on 4 clusters (fewer than 10)" in clus
 
 
-def test_demo_pairs_say_where_p_max_t_has_a_floor():
+def test_demo_pairs_say_where_p_max_t_has_a_floor(max_t_floor_log):
     """An agent that ran 6 of 24 task clusters and failed them: max-T's law gets an atom of 2 / 2^6
     (its differences flipping together), a floor under p max-T that Holm's adjustment of the same
     per-pair p-values (statsmodels) does not have; the demo's pair section says so with the counts.
@@ -381,15 +381,7 @@ def test_demo_pairs_say_where_p_max_t_has_a_floor():
 
     from hierbench.demo import _compare_section
 
-    g = np.random.default_rng(0)
-    C, S = 24, 3
-    fam = np.repeat([f"f{k:02d}" for k in range(C)], S)
-    rates = np.clip(g.uniform(0.1, 0.9, C)[None, :] + np.array([[0.35], [0.15], [0.0], [-0.15]]), 0.02, 0.98)
-    s = (g.random((4, C * S, 4)) < np.repeat(rates, S, axis=1)[..., None]).astype(float)
-    z = np.full((1, C * S, 4), np.nan)
-    z[0, : 6 * S, :] = 0.0
-    ds = xr.Dataset({"score": (("agent", "task", "run"), np.concatenate([s, z]))},
-                    coords={"agent": ["a", "b", "c", "d", "zero"], "cluster": ("task", fam)})  # fmt: skip
+    ds = max_t_floor_log
     ctx = DemoContext(ds, None, {"seed": 0})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

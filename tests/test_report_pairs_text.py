@@ -266,7 +266,7 @@ def test_pair_matrix_takes_an_order_and_refuses_one_that_is_not_the_agents():
         pair_matrix(cmp, order=agents[1:])
 
 
-def test_marks_note_says_where_max_t_has_a_floor_holm_does_not():
+def test_marks_note_says_where_max_t_has_a_floor_holm_does_not(max_t_floor_log):
     """Agent `zero` ran only 6 task clusters and failed them all: against an agent that solves some of
     them, its differences flip together on 2 of the 2^6 sign patterns, so the largest |t| of the
     family is large with probability at least 2 / 64 and no pair's p max-T can fall below that
@@ -279,15 +279,7 @@ def test_marks_note_says_where_max_t_has_a_floor_holm_does_not():
     from hierbench.report._pairs import marks_holm_note
     from hierbench.report._pairs import pair_frame
 
-    g = np.random.default_rng(0)
-    C, S = 24, 3
-    fam = np.repeat([f"f{k:02d}" for k in range(C)], S)
-    rates = np.clip(g.uniform(0.1, 0.9, C)[None, :] + np.array([[0.35], [0.15], [0.0], [-0.15]]), 0.02, 0.98)
-    s = (g.random((4, C * S, 4)) < np.repeat(rates, S, axis=1)[..., None]).astype(float)
-    z = np.full((1, C * S, 4), np.nan)
-    z[0, : 6 * S, :] = 0.0
-    data = xr.Dataset({"score": (("agent", "task", "run"), np.concatenate([s, z]))},
-                      coords={"agent": ["a", "b", "c", "d", "zero"], "cluster": ("task", fam)})  # fmt: skip
+    data = max_t_floor_log
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         table = pair_frame(compare_agents(data, rng=0), alpha=0.05)
