@@ -31,8 +31,8 @@ def _data() -> xr.Dataset:
     )
 
 
-def _section(data: xr.Dataset) -> dict:
-    ctx = _Context(fit=None, data=data, prob=0.9, rng=0, n_resamples=199, truth=None, freq="auto",
+def _section(data: xr.Dataset | None, fit: xr.DataTree | None = None) -> dict:
+    ctx = _Context(fit=fit, data=data, prob=0.9, rng=0, n_resamples=199, truth=None, freq="auto",
                    subset=[], say=lambda *_: None)  # fmt: skip
     rep = Report("t")
     with warnings.catch_warnings():
@@ -120,13 +120,7 @@ def test_a_beta_binomial_fits_columns_are_these_tasks_pass_k():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dt = fit(build_beta_binomial(data), draws=150, tune=150, chains=2, rng=1, progress=False)
-    ctx = _Context(fit=dt, data=data, prob=0.9, rng=0, n_resamples=199, truth=None, freq="auto",
-                   subset=[], say=lambda *_: None)  # fmt: skip
-    rep = Report("t")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _sec_passk(ctx, rep, "pass-k")
-    sec = rep.blocks[0]
+    sec = _section(data, fit=dt)
     ref = metrics.pass_hat_k(dt, k=[1, 2, 3, 4], prob=0.9, min_runs="k", realised=True, rng=0)
     assert ref.attrs["tasks"] == "observed" and ref.attrs["draws_of"] == "realised task average"
     want = ref.to_frame()
@@ -158,13 +152,8 @@ def test_a_fit_alone_says_how_many_tasks_each_row_used():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dt = fit(build_beta_binomial(data), draws=150, tune=150, chains=2, rng=1, progress=False)
-    ctx = _Context(fit=dt, data=None, prob=0.9, rng=0, n_resamples=199, truth=None, freq="auto",
-                   subset=[], say=lambda *_: None)  # fmt: skip
-    rep = Report("t")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _sec_passk(ctx, rep, "pass-k")
-    table, text = rep.blocks[0]["table"], rep.blocks[0]["text"]
+    block = _section(None, fit=dt)
+    table, text = block["table"], block["text"]
     runs = np.isfinite(once).sum(2)  # runs per (agent, task), by hand
     for (agent, k), row in table.iterrows():
         i = ["low", "high", "once"].index(agent)
