@@ -71,3 +71,27 @@ def test_sbc_horizon_replicate_carries_its_outcome():
         np.testing.assert_allclose(fm["cell_log_binom"].get_value(), np.log(comb(n, y)), rtol=1e-10)
         upd = sbc._mixed_updates(fm, y)
         np.testing.assert_allclose(upd["cell_log_binom"], np.log(comb(n, y)), rtol=1e-10)
+
+
+def test_sbc_familywise_is_holm_over_every_check():
+    # the report's family-wise view: every check's p-value (rank chi-square, exact binomial tests of the
+    # 50% and 90% coverage) Holm-adjusted together; expected values from scipy and statsmodels
+    import glob
+
+    import sbc
+    from statsmodels.stats.multitest import multipletests
+
+    files = sorted(glob.glob(str(Path(sbc.__file__).parent / "results" / "sbc_defaults_irt_2pl_small_seed*.jsonl")))
+    files = [f for f in files if "agent_task" not in f]
+    rows = sbc.summarise(files)
+    recs = [json.loads(line) for f in files for line in open(f)]
+    spec = "sd_log_discrimination"
+    row = next(r for r in rows if r["param"] == spec)
+    hits = sum(r["in50"][spec] for r in recs)
+    assert row["p50"] == pytest.approx(stats.binomtest(hits, len(recs), 0.5).pvalue, rel=1e-12)
+    ps = np.array([[r["chi2_p"], r["p50"], r["p90"]] for r in rows]).ravel()
+    n_fail = sbc.familywise(rows)
+    reject, adj, _, _ = multipletests(ps, alpha=0.05, method="holm")
+    assert n_fail == int(reject.sum())
+    np.testing.assert_allclose([r["holm"] for r in rows], adj.reshape(-1, 3).min(axis=1), rtol=1e-12)
+    assert [r["fw_ok"] for r in rows] == list(~reject.reshape(-1, 3).any(axis=1))
