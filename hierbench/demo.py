@@ -731,7 +731,7 @@ def _plan_section(ctx: DemoContext) -> str:
         + f"\nWith {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
         f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
         + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt))
-        + _cluster_text(ctx, T, mde)
+        + _cluster_text(ctx, T, mde, sd_made)
         + "\n\n"
         + table.to_string()
         + buy
@@ -788,19 +788,33 @@ def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
     return v_cl / v_iid, len(codes[1]), cluster_label(ctx.data)
 
 
-def _cluster_text(ctx: DemoContext, T: int, mde: float) -> str:
-    """Where tasks come in clusters: the plan takes them as independent, the paired tests do not."""
+def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float) -> str:
+    """Where tasks come in clusters: the plan takes them as independent, the paired tests do not.
+
+    The clustered figure is :func:`hierbench.freq.minimum_detectable_effect` with the observed
+    ratio as the design effect (at least 1) and clusters like the log's (``K - 1`` df).
+    """
+    from ._base import cluster_codes
+    from .freq import cluster_design
+    from .freq import minimum_detectable_effect
+
     deff = _cluster_design_effect(ctx)
     if deff is None:
         return ""
     ratio, k, name = deff
+    with warnings.catch_warnings():  # a ratio above m* is still what this log shows
+        warnings.simplefilter("ignore")
+        cd = cluster_design(np.bincount(cluster_codes(ctx.data)[0]), design_effect=max(ratio, 1.0),
+                            template=True, source="observed ratio")
+    mde_c = minimum_detectable_effect(T, sd_diff=sd, clusters=cd)
     return "\n" + textwrap.fill(
         f"The plan takes tasks as independent; this log's tasks come in {k} clusters of `{name}`, "
         "the unit of the paired tests (section Does A beat B?). On this log a pair's mean difference "
         f"varies {ratio:.2f} times as much over the clusters as over independent tasks (cluster-robust "
         "against independent-task variance, summed over the pairs, no model). If new tasks come in "
-        f"clusters like these, every count of tasks needed below is about {ratio:.2f} times too small, "
-        f"and {T} tasks detect about {mde * np.sqrt(ratio):.3f}, not {mde:.3f}.",
+        f"clusters like these, every count of tasks needed below is about {max(ratio, 1.0):.2f} times too "
+        f"small, and {T} tasks detect about {mde_c:.3f}, not {mde:.3f} (design effect "
+        f"{max(ratio, 1.0):.2f}, {T / cd.tasks_per_cluster:.0f} clusters: t with {T / cd.tasks_per_cluster - 1:.0f} df).",
         88,
     )
 

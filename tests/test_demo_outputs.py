@@ -291,6 +291,7 @@ def test_plan_says_what_task_clusters_do_to_its_counts(monkeypatch):
     scales by its square root (statsmodels' t power for the unclustered one).
     """
     import statsmodels.api as sm
+    from scipy import optimize
     from statsmodels.stats.power import TTestPower
 
     import hierbench.metrics
@@ -312,7 +313,16 @@ def test_plan_says_what_task_clusters_do_to_its_counts(monkeypatch):
     assert f"varies {ratio:.2f} times as much over the clusters" in one
     sd = np.sqrt(2 * 0.03 + 2 * 0.12 / 2)
     d = TTestPower().solve_power(nobs=18, alpha=0.05, power=0.8, alternative="two-sided") * sd
-    assert f"18 tasks detect about {d * np.sqrt(ratio):.3f}, not {d:.3f}" in one
+    # the clusters' test: 6 clusters (5 df), 18 / ratio effective tasks; scipy's noncentral t by hand
+    crit = stats.t.ppf(0.975, 5)
+
+    def short(e):
+        nc = e * np.sqrt(18 / ratio) / sd
+        return stats.nct.sf(crit, 5, nc) + stats.nct.cdf(-crit, 5, nc) - 0.8
+
+    d_c = optimize.brentq(short, 1e-6, 1.0)
+    assert d_c > d * np.sqrt(ratio)  # fewer df than the tasks' T - 1: more than the ratio alone
+    assert f"18 tasks detect about {d_c:.3f}, not {d:.3f} (design effect {ratio:.2f}, 6 clusters: t with 5 df)" in one
 
 
 def test_demo_without_a_fit_leaves_no_earlier_fit_beside_its_report(tmp_path, capsys):

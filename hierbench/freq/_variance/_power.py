@@ -15,6 +15,7 @@ at ``R* = sqrt(s_e c_task / (s_t c_run))``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Literal
 
@@ -29,9 +30,13 @@ from ..._base import check_number
 from ..._base import check_prob
 from ..._docs import fill_doc
 from ._allocation import allocate_paired
+from ._clusters import ClusterDesign
+from ._clusters import cluster_design
 from ._result import VarianceComponentsResult
 
 __all__ = [
+    "ClusterDesign",
+    "cluster_design",
     "minimum_detectable_effect",
     "optimal_allocation",
     "optimal_runs",
@@ -172,8 +177,12 @@ def _check_effect(effect: float) -> float:
 
 
 def _power(effect, T, sd, alpha, alternative):
-    df = T - 1
-    nc = effect * np.sqrt(T) / sd
+    return _power_df(effect, T, T - 1, sd, alpha, alternative)
+
+
+def _power_df(effect, n_eff, df, sd, alpha, alternative):
+    """Noncentral t power with ``df`` degrees of freedom and ``n_eff`` effective tasks."""
+    nc = effect * np.sqrt(n_eff) / sd
     if alternative == "two-sided":
         crit = stats.t.ppf(1 - alpha / 2, df)
         nc = np.abs(nc)  # symmetric in the sign of the effect
@@ -195,8 +204,13 @@ def paired_power(
     sd_diff: float | None = None,
     alpha: float = 0.05,
     alternative: Alternative = "two-sided",
+    clusters: ClusterDesign | None = None,
 ) -> np.ndarray:
     """Power of the paired t-test on per-task differences (noncentral t, ``T - 1`` df).
+
+    With ``clusters`` (tasks in clusters, :func:`cluster_design`) it is the power of the
+    cluster-level test: ``K - 1`` df for ``K = T / m`` clusters and ``T / DEFF``
+    effective tasks (see :class:`ClusterDesign`).
 
     Parameters
     ----------
@@ -214,6 +228,8 @@ def paired_power(
         positive when the agents do not differ (a test size, not an interval
         level; intervals elsewhere take ``prob``).
     alternative : {"two-sided", "greater"}
+    clusters : ClusterDesign, optional
+        How the tasks fall into clusters; None (default) takes tasks as independent.
 
     Returns
     -------
@@ -232,9 +248,36 @@ def paired_power(
     eff = np.asarray(effect)
     if eff.dtype.kind not in "iuf" or not np.isfinite(eff).all():
         raise ValueError(f"`effect` must be finite numbers; got {effect!r}")
+    if clusters is not None:
+        n_eff, df, sd = _cluster_units(clusters, T, n_runs, components, sigma2_interaction,
+                                       sigma2_residual, sd_diff)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(_power_df(eff.astype(float), n_eff, df, sd, alpha, alternative))
     sd = _sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(_power(eff.astype(float), T, sd, alpha, alternative))
+
+
+def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
+    """Effective tasks ``T / DEFF``, df ``K - 1`` and per-task SD of a clustered plan."""
+    if not isinstance(cd, ClusterDesign):
+        raise TypeError(
+            f"`clusters` must be a ClusterDesign (from cluster_design); got {type(cd).__name__}"
+        )
+    K = cd.clusters_for(T)
+    if cd.sigma2 is not None:
+        if components is not None or s_mt is not None or s_e is not None or sd_diff is not None:
+            raise ValueError(
+                "`clusters` built from `components` carries the variances it plans with; give no "
+                "`components`, `sigma2_interaction`, `sigma2_residual` or `sd_diff` beside it"
+            )
+        var = cd.var_task(_counts(n_runs, "n_runs", 1))
+        if np.any(var <= 0):
+            raise ValueError("the per-task differences have zero variance: power is undefined")
+        sd = np.sqrt(var)
+    else:
+        sd = _sd(n_runs, components, s_mt, s_e, sd_diff)
+    return T / cd.deff(sd**2), K - 1, sd
 
 
 def _sd(n_runs, components, s_mt, s_e, sd_diff):
@@ -260,6 +303,7 @@ def tasks_for_power(
     alpha: float = 0.05,
     alternative: Alternative = "two-sided",
     max_tasks: int = 10**7,
+    clusters: ClusterDesign | None = None,
 ) -> int:
     """Smallest number of tasks whose paired t-test reaches ``power`` at ``effect``.
 
@@ -268,7 +312,9 @@ def tasks_for_power(
     ``max_tasks`` bounds the search: an effect so small that more tasks than
     that would be needed is refused with the normal-approximation count (the
     search itself is a bisection, so it takes a few dozen power evaluations
-    at most).
+    at most). With ``clusters`` the search counts whole clusters ``K`` like
+    the given ones (their sizes as a template: mean ``m`` and ``m*``) and
+    returns the tasks they hold, ``ceil(K m)``.
 
     Returns
     -------
@@ -284,11 +330,17 @@ def tasks_for_power(
     --------
     >>> tasks_for_power(0.03, sd_diff=0.345)  # the normal approximation says 1,039
     1040
+    >>> tasks_for_power(0.03, sd_diff=0.345, clusters=cluster_design(tasks_per_cluster=4, icc=0.2))
+    1672
     """
     _check_common(alpha, alternative, power)
     _check_effect(effect)
     if alternative == "greater" and effect < 0:
         raise ValueError(f"`effect` must be > 0 for alternative='greater'; got {effect!r}")
+    if clusters is not None:
+        max_tasks = check_int(max_tasks, "max_tasks", min=2)
+        return _clusters_for_power(effect, power, n_runs, components, sigma2_interaction,
+                                   sigma2_residual, sd_diff, alpha, alternative, max_tasks, clusters)
     sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
     za = stats.norm.ppf(1 - alpha / (2 if alternative == "two-sided" else 1))
     t0 = max(2, int(((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2) - 2)
@@ -299,19 +351,28 @@ def tasks_for_power(
     max_tasks = check_int(max_tasks, "max_tasks", min=2)
     if t0 > 4 * max_tasks or pw(max_tasks) < power:
         approx = ((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2
-        raise ValueError(
-            f"`effect`={effect!r} is too small to detect with at most max_tasks={max_tasks:,} tasks "
-            f"(power {power} at SD of a per-task difference {sd:.4g} needs about {approx:,.0f} tasks "
-            "by the normal approximation); raise `max_tasks` if that is meant, or use more runs per "
-            "task to lower the SD"
-        )
-    # power rises with T: bisect on [lo, hi] with pw(lo) < power <= pw(hi)
+        raise _too_small(effect, max_tasks, power, sd, approx, "")
+    return _smallest(pw, power, t0, max_tasks)
+
+
+def _too_small(effect, max_tasks, power, sd, approx, what) -> ValueError:
+    return ValueError(
+        f"`effect`={effect!r} is too small to detect with at most max_tasks={max_tasks:,} tasks "
+        f"(power {power} at SD of a per-task difference {sd:.4g} needs about {approx:,.0f} tasks "
+        f"by the normal approximation{what}); raise `max_tasks` if that is meant, or use more runs "
+        "per task to lower the SD"
+    )
+
+
+def _smallest(pw, power: float, t0: int, n_max: int) -> int:
+    """Smallest ``n`` in [2, n_max] with ``pw(n) >= power`` (``pw`` rising; ``pw(n_max) >= power``)."""
+    # power rises with n: bisect on [lo, hi] with pw(lo) < power <= pw(hi)
     if pw(2) >= power:
         return 2
-    hi = min(max(t0, 3), max_tasks)
+    hi = min(max(t0, 3), n_max)
     lo = 2
-    while pw(hi) < power:  # the normal start undershoots: double (bounded by max_tasks)
-        lo, hi = hi, min(2 * hi, max_tasks)
+    while pw(hi) < power:  # the normal start undershoots: double (bounded by n_max)
+        lo, hi = hi, min(2 * hi, n_max)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if pw(mid) >= power:
@@ -319,6 +380,26 @@ def tasks_for_power(
         else:
             lo = mid
     return hi
+
+
+def _clusters_for_power(effect, power, n_runs, components, s_mt, s_e, sd_diff, alpha, alt, max_tasks, cd):
+    """:func:`tasks_for_power` counting whole clusters of ``cd`` (its sizes as a template)."""
+    m = cd.tasks_per_cluster
+    tmpl = dataclasses.replace(cd, n_tasks=None, n_clusters=None)
+    _, _, sd = _cluster_units(tmpl, np.asarray(2 * m), n_runs, components, s_mt, s_e, sd_diff)
+    sd = float(sd)
+    deff = float(tmpl.deff(sd**2))
+    k_max = int(max_tasks // m)
+    za = stats.norm.ppf(1 - alpha / (2 if alt == "two-sided" else 1))
+    approx = ((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2 * deff
+    k0 = max(2, int(approx / m) - 2)
+
+    def pw(k: int) -> float:
+        return float(_power_df(abs(effect), k * m / deff, k - 1.0, sd, alpha, alt))
+
+    if k_max < 2 or k0 > 4 * k_max or pw(k_max) < power:
+        raise _too_small(effect, max_tasks, power, sd, approx, f" with design effect {deff:.4g}")
+    return math.ceil(_smallest(pw, power, k0, k_max) * m - 1e-9)
 
 
 def minimum_detectable_effect(
@@ -332,10 +413,12 @@ def minimum_detectable_effect(
     sd_diff: float | None = None,
     alpha: float = 0.05,
     alternative: Alternative = "two-sided",
+    clusters: ClusterDesign | None = None,
 ) -> float:
     """Smallest true difference detected with probability ``power`` by ``n_tasks`` tasks.
 
-    Parameters are those of :func:`paired_power` (``alpha`` the size of the test).
+    Parameters are those of :func:`paired_power` (``alpha`` the size of the test;
+    with ``clusters`` the cluster-level test).
 
     Returns
     -------
@@ -349,10 +432,19 @@ def minimum_detectable_effect(
     """
     _check_common(alpha, alternative, power)
     n_tasks = check_int(n_tasks, "n_tasks", min=2)
-    sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
+    if clusters is not None:
+        n_eff, df, sd = map(float, _cluster_units(clusters, np.asarray(float(n_tasks)), n_runs,
+                                                  components, sigma2_interaction, sigma2_residual,
+                                                  sd_diff))
+    else:
+        sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
+        n_eff = float(n_tasks)
+        df = n_eff - 1
     T = float(n_tasks)
 
     def f(e: float) -> float:
+        if clusters is not None:
+            return float(_power_df(e, n_eff, df, sd, alpha, alternative)) - power
         return float(_power(e, T, sd, alpha, alternative)) - power
 
     hi = sd
