@@ -213,6 +213,23 @@ def _layout(dt: xr.DataTree, gen: np.random.Generator | None = None, *, info: Ma
     return dt
 
 
+def _observed_grades(dt: xr.DataTree, design: Any, run_row: np.ndarray, pos: np.ndarray, row_dim: str) -> np.ndarray:
+    """Each run's grade (index on the scale) as the fit observed it: its counts, or its runs once laid out.
+
+    The fit's own ``observed_data`` (a replicate's, when its data were swapped), else the design's.
+    """
+    y = dt["observed_data"]["y"] if "observed_data" in dt.children and "y" in dt["observed_data"].data_vars else None
+    if y is not None and y.dims == (row_dim, "grade"):
+        return run_grades(y.values, run_row, pos)
+    if y is not None and y.dims == ("obs",) and y.size == run_row.size:
+        index = -np.ones(y.size, dtype=np.int64)
+        for k, value in enumerate(_grade_values(design.categories, np.arange(design.categories.size))[0]):
+            index[y.values == value] = k
+        if (index >= 0).all():
+            return index
+    return run_grades(design.grade_counts, run_row, pos)
+
+
 @register_hook("mixed.ordinal_log_likelihood")
 def _log_likelihood(dt: xr.DataTree, *, info: Mapping[str, Any]) -> xr.Dataset:
     """Pointwise log-likelihood ``y(chain, draw, obs)`` of a graded formula fit (for LOO), one run at a time.
@@ -231,7 +248,7 @@ def _log_likelihood(dt: xr.DataTree, *, info: Mapping[str, Any]) -> xr.Dataset:
     design = info["design"]
     dr = mixed_draws(dt, design)
     run_row, pos = grade_runs(design.grade_counts)
-    grade = run_grades(design.grade_counts, run_row, pos)
+    grade = _observed_grades(dt, design, run_row, pos, info["data"]["row_dim"])
     held = np.ones(len(design.random), dtype=bool)
     counts = np.zeros((run_row.size, design.grade_counts.shape[1]))
     counts[np.arange(run_row.size), grade] = 1.0
