@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from scipy.special import gammaln
 
 bayes = pytest.importorskip("hierbench.bayes")
 pm = pytest.importorskip("pymc")
@@ -69,13 +70,18 @@ def test_hook_equals_pymc_logp_at_posterior_draws(case, wine_fit, shared_data):
         fit = bayes.fit(bayes.build_mixed(data, formula, family="ordinal"), rng=5, log_likelihood=True, **_SMALL)
     few = fit.isel(draw=[0, 37, 149])
     want = _pymc_log_likelihood(data, formula, few)["y"]
-    got = few["log_likelihood"]["y"]
-    assert got.dims == want.dims and got.shape == want.shape
+    got = few["log_likelihood"]["y"]  # one run at a time, y(obs), as observed_data
+    assert got.dims == ("chain", "draw", "obs") and got.shape[2] == few["observed_data"]["y"].size
+    if case.startswith("graded"):  # a cell's 3 runs sum to its multinomial log-likelihood less the coefficient
+        model = bayes.build_mixed(data, formula, family="ordinal")
+        counts = np.asarray(model.hierbench["design"].grade_counts)
+        assert want.dims[-1] == "cell" and (counts.sum(1) == 3).all()
+        got = got.coarsen(obs=3).sum().rename(obs="cell").assign_coords(cell=want["cell"].values)
+        got = got + gammaln(counts.sum(1) + 1.0) - gammaln(counts + 1.0).sum(1)  # log(3! / prod c_k!)
     row_dim = got.dims[-1]
+    assert got.dims == want.dims and got.shape == want.shape
     np.testing.assert_array_equal(got[row_dim].values, want[row_dim].values)
     np.testing.assert_allclose(got.values, want.values, rtol=0, atol=1e-10)
-    if case.startswith("graded"):  # the multinomial coefficient of 3 runs is in both
-        assert row_dim == "cell" and (fit["observed_data"]["y"].sum("grade") == 3).all()
 
 
 def test_loo_runs_on_an_ordinal_fit(wine_fit):

@@ -422,10 +422,11 @@ def _nonfinite_draws(post: xr.Dataset) -> str | None:
 def _advice(fit: xr.DataTree, failed_at: Sequence[str], diverged: bool) -> str:
     """The structural cause and the fix for the failing parameters, from the builder's hints."""
     hints = fit_record(fit, "hierbench_structure").get("hints", {})
-    # a check names the element (`sd_task[3]`); the builder's hints name the variable; one
-    # sentence per hint, naming every failing variable it explains
+    # a check names the element (`sd_task[3]`); the builder's hints name the variable, or an
+    # element (a formula model's `sd[1|task]`: `sd` at component '1|task'); one sentence per
+    # hint, naming every failing variable it explains
     by_hint: dict[tuple[str, str], list[str]] = {}
-    for name in dict.fromkeys(at.split("[", 1)[0] for at in failed_at):
+    for name in dict.fromkeys(at if at in hints else at.split("[", 1)[0] for at in failed_at):
         if name in hints:
             by_hint.setdefault(tuple(hints[name]), []).append(f"`{name}`")
     said = [f"{', '.join(names)}: likely cause: {cause}; fix: {fix}." for (cause, fix), names in by_hint.items()]

@@ -125,8 +125,9 @@ _DEFAULT_WITHOUT_CELL = "score ~ 0 + agent + (1|task)"
 
 HOOKS = {"predictive": "mixed.predictive"}
 #: the family's own hooks on top of :data:`HOOKS`: PyMC cannot convert the ordinal model (its ordered
-#: thresholds need an explicit initial value), so its pointwise log-likelihood is the model's own
-FAMILY_HOOKS = {"ordinal": {"log_likelihood": "mixed.ordinal_log_likelihood"}}
+#: thresholds need an explicit initial value), so its pointwise log-likelihood is the model's own; its
+#: groups lay the outcome out one run at a time, ``y(obs)``, as ArviZ reads it (the likelihood counts grades per row)
+FAMILY_HOOKS = {"ordinal": {"log_likelihood": "mixed.ordinal_log_likelihood", "postprocess": "mixed.ordinal_layout"}}
 
 
 def prior_class(term: Any) -> str:
@@ -384,6 +385,16 @@ def _cell_levels(st: Structure, design: Any, k: int) -> dict[int, np.ndarray]:
 # --------------------------------------------------------------------------- model blocks
 
 
+def term_sd_name(term: Any) -> str:
+    """The posterior name of a random term's sd alone, ``sd(1|task)``.
+
+    The same draws are ``sd`` over ``component`` (``sd[1|task]`` to ArviZ, as the prior key and
+    the convergence hints name it). The scalar's name is not ``sd[1|task]``: ArviZ labels the
+    element ``'1|task'`` of ``sd`` so, and two variables with one label break its ``summary``.
+    """
+    return f"sd({term.name})"
+
+
 def term_dim(term: Any) -> str:
     """The dim of a random term's levels: its grouping, e.g. ``"task"``, ``"scaffold:model"``."""
     return ":".join(term.grouping)
@@ -396,7 +407,7 @@ def _term(design: Any, k: int, pri: dict, centred: Any, absorbed: bool) -> tuple
     """
     t = design.random[k]
     dim, name = term_dim(t), t.name
-    sd = make_prior(f"sd[{name}]", pri[f"sd[{name}]"])
+    sd = make_prior(term_sd_name(t), pri[f"sd[{name}]"])
     if isinstance(centred, np.ndarray):
         b = pt.zeros(t.levels.size)
         c, nc = np.flatnonzero(centred), np.flatnonzero(~centred)
@@ -487,7 +498,7 @@ def _linear(design: Any, pri: dict, marginal: int | None, centred_set: set[str],
     parts, sds, shift_b, shift_t = [], [], None, 0.0
     for k, t in enumerate(design.random):
         if k == marginal:
-            sds.append(make_prior(f"sd[{t.name}]", pri[f"sd[{t.name}]"]))
+            sds.append(make_prior(term_sd_name(t), pri[f"sd[{t.name}]"]))
             continue
         sd, b, o = _term(design, k, pri, by_level.get(k, t.name in centred_set), k in absorbed)
         sds.append(sd)
@@ -631,7 +642,8 @@ def build_mixed(
     Returns
     -------
     pymc.Model
-        Posterior ``beta(coef)``, ``sd(component)`` (and ``sd[<term>]``),
+        Posterior ``beta(coef)``, ``sd(component)`` (and each term's alone, ``sd(<term>)``,
+        formerly ``sd[<term>]``, a label ArviZ also gives ``sd``'s element),
         ``re[<term>]`` over each sampled term's levels, ``thresholds``
         (ordinal), ``interior(task)`` (fractional: each task's weight of scores
         strictly inside (0, 1)). ``model.hierbench["design"]``

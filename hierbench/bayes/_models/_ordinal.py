@@ -35,7 +35,10 @@ from ...metrics import row_predictor
 from .._registry import make_prior
 from .._registry import register_hook
 
-__all__ = ["grade_log_coefficient", "grade_logp", "ordinal_likelihood", "ordinal_log_probs", "threshold_prior"]
+__all__ = [
+    "grade_log_coefficient", "grade_logp", "grade_runs", "ordinal_likelihood", "ordinal_log_probs", "run_grades",
+    "threshold_prior",
+]  # fmt: skip
 
 #: draws x rows x grades per chunk of the pointwise log-likelihood
 _CHUNK = 4_000_000
@@ -139,34 +142,128 @@ def _grade_logp_draws() -> Any:
         return pytensor.function([eta_s, cuts_s, value, coef], out)
 
 
+def grade_runs(grade_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's design row and its place among its row's runs: ``(run_row, pos)``, runs in row order.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in grade_runs(np.array([[0, 1, 0], [2, 0, 1]]))]
+    [[0, 1, 1, 1], [0, 0, 1, 2]]
+    """
+    n = np.asarray(grade_counts, dtype=np.int64).sum(1)
+    run_row = np.repeat(np.arange(n.size), n)
+    return run_row, np.arange(run_row.size) - np.repeat(np.cumsum(n) - n, n)
+
+
+def run_grades(counts: np.ndarray, run_row: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Each run's grade (index on the scale) from grade counts ``(..., rows, K)``: ``(..., runs)``.
+
+    A row's runs take its grades in increasing order (the runs of a cell are exchangeable in the
+    model, so an observed cell and a predicted one are compared order statistic by order statistic).
+
+    Examples
+    --------
+    >>> run_grades(np.array([[0, 1, 0], [2, 0, 1]]), *grade_runs(np.array([[0, 1, 0], [2, 0, 1]]))).tolist()
+    [1, 0, 0, 2]
+    """
+    counts = np.asarray(counts)
+    lead = counts.shape[:-2]
+    flat = counts.reshape(-1, *counts.shape[-2:])
+    out = np.empty((flat.shape[0], run_row.size), dtype=np.int64)
+    step = max(1, _CHUNK // max(run_row.size * counts.shape[-1], 1))
+    for lo in range(0, flat.shape[0], step):
+        cum = np.cumsum(flat[lo : lo + step], axis=-1)[:, run_row, :]
+        out[lo : lo + step] = (cum <= pos[:, None]).sum(-1)
+    return out.reshape(*lead, run_row.size)
+
+
+def _grade_values(categories: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    """The grades themselves (integers) when the scale holds integers, else their places 1..K."""
+    cats = np.asarray(categories, dtype=float)
+    if np.array_equal(cats, np.round(cats)):
+        return cats.astype(np.int64)[index], {"grades": "the grade (the scale's own integers)"}
+    places = ", ".join(f"{k + 1} = {c:g}" for k, c in enumerate(cats))
+    return index + 1, {"grades": f"the grade's place on the scale: {places}"}
+
+
+@register_hook("mixed.ordinal_layout")
+def _layout(dt: xr.DataTree, gen: np.random.Generator | None = None, *, info: Mapping[str, Any]) -> xr.DataTree:
+    """Lay a graded fit's outcome out one run at a time, ``y(obs)``, in every group that has it.
+
+    The likelihood counts grades per design row (``y(row, grade)``: a multinomial per row, how
+    the model is sampled and what the predictive hook draws); ArviZ reads one value per
+    observation, the same in ``observed_data``, the predictives and ``log_likelihood`` (which
+    :func:`_log_likelihood` writes per run). Each row's runs are its grades in increasing order
+    (:func:`run_grades`). No draw changes: the posterior is not touched, ``gen`` is not used.
+    """
+    design = info["design"]
+    run_row, pos = grade_runs(design.grade_counts)
+    coords = {"obs": np.arange(run_row.size)}
+    for group in ("observed_data", "posterior_predictive", "prior_predictive"):
+        if group not in dt.children or "y" not in dt[group].data_vars or "grade" not in dt[group]["y"].dims:
+            continue
+        ds = dt[group].to_dataset()
+        da = ds["y"]
+        lead = [d for d in da.dims if d not in (info["data"]["row_dim"], "grade")]
+        da = da.transpose(*lead, info["data"]["row_dim"], "grade")
+        values, attrs = _grade_values(design.categories, run_grades(da.values, run_row, pos))
+        y = xr.DataArray(values, dims=(*lead, "obs"), coords={**{d: da[d] for d in lead if d in da.coords}, **coords},
+                         attrs={**da.attrs, **attrs})  # fmt: skip
+        dt[group] = xr.DataTree(xr.Dataset({"y": y}, attrs=ds.attrs))
+    return dt
+
+
+def _observed_grades(dt: xr.DataTree, design: Any, run_row: np.ndarray, pos: np.ndarray, row_dim: str) -> np.ndarray:
+    """Each run's grade (index on the scale) as the fit observed it: its counts, or its runs once laid out.
+
+    The fit's own ``observed_data`` (a replicate's, when its data were swapped), else the design's.
+    """
+    y = dt["observed_data"]["y"] if "observed_data" in dt.children and "y" in dt["observed_data"].data_vars else None
+    if y is not None and y.dims == (row_dim, "grade"):
+        return run_grades(y.values, run_row, pos)
+    if y is not None and y.dims == ("obs",) and y.size == run_row.size:
+        index = -np.ones(y.size, dtype=np.int64)
+        for k, value in enumerate(_grade_values(design.categories, np.arange(design.categories.size))[0]):
+            index[y.values == value] = k
+        if (index >= 0).all():
+            return index
+    return run_grades(design.grade_counts, run_row, pos)
+
+
 @register_hook("mixed.ordinal_log_likelihood")
 def _log_likelihood(dt: xr.DataTree, *, info: Mapping[str, Any]) -> xr.Dataset:
-    """Pointwise log-likelihood ``y(chain, draw, row)`` of a graded formula fit (for LOO), per draw.
+    """Pointwise log-likelihood ``y(chain, draw, obs)`` of a graded formula fit (for LOO), one run at a time.
 
     PyMC cannot compute it (``pm.compute_log_likelihood`` refuses a model with
     an explicit initial value, which the ordered thresholds need: their
     default start, all equal, is at log(0) in the ordered coordinates). Each
     draw's linear predictor per design row (``row_predictor``, every random
     term at its drawn levels) and its thresholds go through the likelihood's
-    own logp, ``grade_logp``, compiled over draws.
+    own logp, ``grade_logp``, compiled over draws, once per run (its grade
+    alone, ``y(obs)`` as :func:`_layout` lays the outcome out). Where rows are
+    runs this is the row's log-likelihood; where rows are cells, a cell's
+    runs sum to its multinomial log-likelihood less the coefficient
+    ``grade_log_coefficient`` (LOO leaves one run out).
     """
-    design, row_dim = info["design"], info["data"]["row_dim"]
+    design = info["design"]
     dr = mixed_draws(dt, design)
-    rows = np.arange(len(design.y))
+    run_row, pos = grade_runs(design.grade_counts)
+    grade = _observed_grades(dt, design, run_row, pos, info["data"]["row_dim"])
     held = np.ones(len(design.random), dtype=bool)
-    counts = np.asarray(design.grade_counts, dtype=float)
-    coef = grade_log_coefficient(counts)
+    counts = np.zeros((run_row.size, design.grade_counts.shape[1]))
+    counts[np.arange(run_row.size), grade] = 1.0
+    coef = np.zeros(run_row.size)
     fn = _grade_logp_draws()
     S = dr.sd.shape[0]
-    out = np.empty((S, rows.size))
+    out = np.empty((S, run_row.size))
     step = max(1, _CHUNK // max(counts.size, 1))
     for lo in range(0, S, step):
         sl = slice(lo, min(lo + step, S))
-        eta = row_predictor(dr.subset(sl), design, design.X, rows, held)
+        eta = row_predictor(dr.subset(sl), design, design.X, run_row, held)
         out[sl] = fn(eta, dr.thresholds[sl], counts, coef)
     post = dt["posterior"]
-    ll = out.reshape(post.sizes["chain"], post.sizes["draw"], rows.size)
+    ll = out.reshape(post.sizes["chain"], post.sizes["draw"], run_row.size)
     return xr.Dataset(
-        {"y": (("chain", "draw", row_dim), ll)},
-        coords={"chain": post["chain"].values, "draw": post["draw"].values, row_dim: rows},
+        {"y": (("chain", "draw", "obs"), ll)},
+        coords={"chain": post["chain"].values, "draw": post["draw"].values, "obs": np.arange(run_row.size)},
     )

@@ -1,0 +1,169 @@
+"""The ArviZ calls a reader makes run on a formula fit (``build_mixed``) of each family, and give the draws' values.
+
+Before: ``azs.summary`` failed on every formula fit (the scalar ``sd[1|judge]`` and the element
+``'1|judge'`` of ``sd`` had one label), and a graded fit's outcome, grade counts ``y(row, grade)``
+beside a log-likelihood per row, broke ``loo_pit``, ``plot_ppc_pit``, ``plot_ppc_rootogram``,
+``plot_ppc_interval``, ``plot_ppc_pava`` and ``plot_loo_pit``. Independent references: numpy's
+mean of the draws (summary), the counts the model was given (the graded runs), the likelihood's
+own log-probabilities by scipy (a run's log-likelihood), and the PIT's definition computed from
+the same importance weights by numpy (``loo_pit``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib as mpl
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy.special import expit
+
+bayes = pytest.importorskip("hierbench.bayes")
+azs = pytest.importorskip("arviz_stats")
+azp = pytest.importorskip("arviz_plots")
+
+mpl.use("Agg")
+
+#: 150 draws of 2 chains: the layout is checked, not the estimates (the sds' ESS may fall short)
+pytestmark = pytest.mark.filterwarnings("ignore::hierbench.bayes.ConvergenceWarning")
+_SMALL = {"draws": 150, "tune": 150, "chains": 2, "progress": False, "log_likelihood": True}
+FAMILIES = ("ordinal wine", "ordinal cells", "fractional", "binomial")
+
+
+def _board(fractional: bool) -> xr.Dataset:
+    """6 agents (2 scaffolds x 3 models) x 20 tasks x 3 runs, a tier per task, grades 1-4 (benchmarks/sbc.py)."""
+    rng = np.random.default_rng(0)
+    sc, mo = np.repeat(["s1", "s2"], 3), np.tile(["m1", "m2", "m3"], 2)
+    u = rng.random((6, 20, 3))
+    score = np.where(u < 0.3, 0.0, np.where(u > 0.8, 1.0, u)) if fractional else (u < 0.5) * 1.0
+    return xr.Dataset(
+        {"score": (("agent", "task", "run"), score),
+         "grade": (("agent", "task", "run"), rng.integers(1, 5, (6, 20, 3)).astype(float))},
+        coords={"agent": [f"{a}/{b}" for a, b in zip(sc, mo, strict=True)], "task": [f"t{i}" for i in range(20)],
+                "scaffold": ("agent", sc), "tier": ("task", ["easy", "hard"] * 10)},
+    )  # fmt: skip
+
+
+def _wine(shared_data) -> xr.Dataset:
+    from hierbench.data import from_records
+
+    df = pd.read_csv(shared_data / "ordinal" / "wine.csv")
+    df["grade"], df["treatment"] = (df["rating"] - 1) / 4.0, df["temp"] + "/" + df["contact"]
+    return from_records(df, agent="treatment", task="bottle", score="grade", extra={"rating": "rating", "judge": "judge"},
+                        agent_coords=["temp", "contact"])  # fmt: skip
+
+
+def _model(family: str, shared_data):
+    if family == "ordinal wine":
+        return bayes.build_mixed(_wine(shared_data), "rating ~ temp + contact + (1|judge)", family="ordinal")
+    if family == "ordinal cells":  # 3 runs a cell: the likelihood counts each cell's grades
+        return bayes.build_mixed(_board(False), "grade ~ tier + (1|agent) + (1|task)", family="ordinal")
+    if family == "fractional":
+        return bayes.build_mixed(_board(True), "score ~ 0 + agent + (1|task) + (1|agent:task)", family="fractional")
+    return bayes.build_mixed(_board(False), "score ~ scaffold + tier + (1|task) + (1|agent:task)", family="binomial")
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def fitted(request, shared_data):
+    model = _model(request.param, shared_data)
+    return request.param, model, bayes.fit(model, rng=3, **_SMALL)
+
+
+def _plots(dt: xr.DataTree, family: str) -> list[str]:
+    """Run the plots a reader calls on ``dt``; return the names that ran."""
+    import matplotlib.pyplot as plt
+
+    names = ["plot_forest", "plot_trace_dist", "plot_ppc_dist", "plot_ppc_pit", "plot_loo_pit",
+             "plot_ppc_interval", "plot_ppc_pava", "plot_ppc_rootogram"]  # fmt: skip
+    ran = []
+    for name in names:
+        before = set(plt.get_fignums())
+        kw = {"var_names": ["sd", "beta"]} if name in ("plot_forest", "plot_trace_dist") else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # ArviZ's "looks discrete" notes
+            if name == "plot_ppc_rootogram" and family == "fractional":
+                # ArviZ's own refusal: a rootogram counts discrete outcomes, scores in [0, 1] are not
+                with pytest.raises(ValueError, match="continuous"):
+                    getattr(azp, name)(dt, backend="matplotlib")
+            else:
+                getattr(azp, name)(dt, backend="matplotlib", **kw)
+                ran.append(name)
+        for num in set(plt.get_fignums()) - before:
+            plt.close(num)
+    return ran
+
+
+@pytest.mark.slow  # one small fit per family (4 to 12 s each with its compile)
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
+def test_arviz_calls_run_and_give_the_draws_values(fitted):
+    family, _, dt = fitted
+    post = dt["posterior"].to_dataset()
+    # summary: one row per label, and the rows of `sd` and of each term's own sd(<term>) are numpy's means
+    table = azs.summary(dt, kind="stats")
+    assert table.index.is_unique
+    for term in post["component"].values.tolist():
+        draws = post["sd"].sel(component=term).values
+        assert table.loc[f"sd[{term}]", "mean"] == pytest.approx(float(np.mean(draws)), rel=0, abs=1e-12)
+        np.testing.assert_array_equal(post[f"sd({term})"].values, draws)  # one parameter, stored twice
+    ess, rhat = azs.ess(dt), azs.rhat(dt)
+    assert set(ess.data_vars) == set(rhat.data_vars) == set(post.data_vars)
+    # the outcome: one value per observation, alike in every group ArviZ pairs
+    obs, pp, ll = (dt[g]["y"] for g in ("observed_data", "posterior_predictive", "log_likelihood"))
+    assert obs.dims == pp.dims[2:] == ll.dims[2:] == ("obs",) or obs.dims == ("cell",) == pp.dims[2:] == ll.dims[2:]
+    assert obs.shape == pp.shape[2:] == ll.shape[2:]
+    assert obs.dtype == pp.dtype
+    loo = azs.loo(dt, pointwise=True)
+    assert loo.n_data_points == obs.size and np.isfinite(loo.elpd)
+    ran = _plots(dt, family)
+    assert len(ran) == (7 if family == "fractional" else 8)
+
+
+@pytest.mark.slow  # the fits of the test above (module fixture)
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
+def test_loo_pit_is_the_weighted_share_of_predictions_below_each_observation(fitted):
+    """PIT_i lies between P_w(y_rep < y_i) and P_w(y_rep <= y_i), weighted by leaving observation i out.
+
+    The importance weights ``w`` are given to ArviZ and used by numpy alike (the two bounds are
+    equal for a continuous outcome).
+    """
+    family, _, dt = fitted
+    ll = dt["log_likelihood"]["y"]
+    raw = -ll - xr.apply_ufunc(np.logaddexp.reduce, -ll, input_core_dims=[["chain", "draw"]], kwargs={"axis": (-2, -1)})
+    k = xr.zeros_like(ll.isel(chain=0, draw=0))
+    pit = azs.loo_pit(dt, log_weights=xr.Dataset({"y": raw}), pareto_k=xr.Dataset({"y": k}), random_state=0)["y"]
+    assert pit.dims == dt["observed_data"]["y"].dims
+    w = np.exp(raw.transpose(..., "chain", "draw").values.reshape(ll.shape[2], -1))
+    rep = dt["posterior_predictive"]["y"].transpose(..., "chain", "draw").values.reshape(ll.shape[2], -1)
+    y = dt["observed_data"]["y"].values[:, None]
+    below, at_most = (w * (rep < y)).sum(1), (w * (rep <= y)).sum(1)
+    assert (pit.values >= below - 1e-9).all() and (pit.values <= at_most + 1e-9).all()
+    assert ((pit.values >= 0) & (pit.values <= 1)).all()
+    if family != "fractional":  # discrete: ArviZ draws inside the interval; not pinned to one end
+        assert (at_most - below > 1e-3).any()
+
+
+@pytest.mark.slow  # one small graded fit
+def test_graded_runs_are_the_counts_the_model_was_given_and_their_log_likelihood_the_models(fitted):
+    family, model, dt = fitted
+    if not family.startswith("ordinal"):
+        pytest.skip("graded fits only")
+    design = model.hierbench["design"]
+    counts = np.asarray(design.grade_counts).astype(np.int64)
+    cats = np.asarray(design.categories, dtype=float)
+    runs = dt["observed_data"]["y"].values
+    row = np.repeat(np.arange(counts.shape[0]), counts.sum(1))  # a row's runs, in row order
+    assert runs.size == counts.sum() and np.isin(runs, cats).all()
+    back = np.zeros_like(counts)
+    np.add.at(back, (row, np.searchsorted(cats, runs)), 1)
+    np.testing.assert_array_equal(back, counts)
+    # one draw's log-likelihood of each run: log P(grade) of the cumulative logit at the draw's eta
+    post = dt["posterior"].to_dataset().isel(chain=1, draw=17)
+    eta = design.X @ post["beta"].values if design.X.shape[1] else np.zeros(len(design.y))
+    for t in design.random:
+        eta = eta + post[f"re[{t.name}]"].values[t.codes]
+    cdf = np.concatenate([np.zeros((eta.size, 1)), expit(post["thresholds"].values[None, :] - eta[:, None]),
+                          np.ones((eta.size, 1))], axis=1)  # fmt: skip
+    want = np.log(np.diff(cdf, axis=1))[row, np.searchsorted(cats, runs)]
+    np.testing.assert_allclose(dt["log_likelihood"]["y"].isel(chain=1, draw=17).values, want, rtol=1e-9, atol=1e-12)
