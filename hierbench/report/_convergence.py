@@ -42,7 +42,7 @@ def _distinct(rows: list[tuple[str, dict, float]], post: xr.Dataset, n: int) -> 
     """The first ``n`` rows whose draws differ.
 
     A model that also stores a stack of its own parameters (a formula model's
-    ``sd`` over ``component`` beside ``sd[1|agent]``) holds the same draws
+    ``sd`` over ``component`` beside the scalar ``sd(1|agent)``) holds the same draws
     twice, and a reader would see one parameter listed and plotted as two.
     """
     out: list[tuple[str, dict, float]] = []
