@@ -57,16 +57,19 @@ def cluster_interval(
     m = np.asarray(mean.transpose(*y.dims[:-1]).values, dtype=float).ravel()
     se, df, G = (np.full(len(Y), np.nan) for _ in range(3))
     n = np.isfinite(Y).sum(1)
-    b_lo, b_hi, few = np.full(len(Y), np.nan), np.full(len(Y), np.nan), np.zeros(len(Y), bool)
+    b_lo, b_hi, n_eff = np.full(len(Y), np.nan), np.full(len(Y), np.nan), np.full(len(Y), np.nan)
     for i, row in enumerate(Y):
         ok = np.isfinite(row)
         if not ok.any():
             G[i] = 0
             continue
         se[i], df[i], G[i] = cr2_mean_se(row[ok], codes[ok])
-        few[i], b_lo[i], b_hi[i] = _cluster_bound(row[ok], codes[ok], prob)
+        n_eff[i] = cluster_n_eff(row[ok], codes[ok])
     lo, hi = logit_t_bounds(m, se, np.where(G > 1, df, np.nan), prob)
-    flag, bound = flag_ladder(m, se, n, few_carry(Y), n_clusters=G, few_clust=few)
+    flag, bound = flag_ladder(m, se, n, few_carry(Y), n_clusters=G, few_clust=few_clusters(n_eff, G))
+    for i in np.flatnonzero(bound & (G > 0)):  # the bound only where it replaces the t interval
+        ok = np.isfinite(Y[i])
+        b_lo[i], b_hi[i] = _cluster_bound(Y[i][ok], codes[ok], prob)
     lo, hi = np.where(bound, b_lo, lo), np.where(bound, b_hi, hi)
     shape, dims = y.shape[:-1], y.dims[:-1]
     coords = {c: v for c, v in y.coords.items() if task_dim not in v.dims}
@@ -75,23 +78,32 @@ def cluster_interval(
     return tuple(x.transpose(*mean.dims) for x in out)
 
 
-def _cluster_bound(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[bool, float, float]:
-    """Whether few clusters carry the mean of ``y``, and the bound over clusters (module notes).
-
-    Few: ``_logit_t.few_clusters`` of ``n_eff = (sum S)^2 / sum S^2`` over the cluster
-    sums ``S_g`` (and the same of their complements ``n_g - S_g``), as
-    :func:`hierbench._numerics.few_carry` counts tasks.
-    """
-    from ..._numerics import bounded_mean_bounds
-
+def _cluster_sums(y: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cluster: its size ``n_g``, the sum ``S_g`` of its values, and of their complements ``n_g - S_g``."""
     _, codes = np.unique(codes, return_inverse=True)
     n_g = np.bincount(codes).astype(float)
     S = np.bincount(codes, weights=y, minlength=n_g.size)
-    C = n_g - S
-    G, N, n_max = n_g.size, float(n_g.sum()), float(n_g.max())
+    return n_g, S, n_g - S
+
+
+def cluster_n_eff(y: np.ndarray, codes: np.ndarray) -> float:
+    """The clusters that carry the mean of ``y``: ``n_eff = (sum S)^2 / sum S^2`` over the cluster sums.
+
+    The smaller of it and the same of the failures' sums ``n_g - S_g`` (a mean near 1), as
+    :func:`hierbench._numerics.few_carry` counts tasks; 0 where every sum is 0. Few clusters:
+    ``_logit_t.few_clusters``.
+    """
+    _, S, C = _cluster_sums(y, codes)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_eff = np.fmin(np.nan_to_num(S.sum() ** 2 / (S**2).sum()), np.nan_to_num(C.sum() ** 2 / (C**2).sum()))
-    few = bool(few_clusters(n_eff, G))
+        return float(np.fmin(np.nan_to_num(S.sum() ** 2 / (S**2).sum()), np.nan_to_num(C.sum() ** 2 / (C**2).sum())))
+
+
+def _cluster_bound(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[float, float]:
+    """The distribution-free bound for the mean of ``y`` over its clusters (module notes): ``(lower, upper)``."""
+    from ..._numerics import bounded_mean_bounds
+
+    n_g, S, C = _cluster_sums(y, codes)
+    G, N, n_max = n_g.size, float(n_g.sum()), float(n_g.max())
     # each end from its own side: the successes' sums for the upper, the failures' for the lower
     # (their mirror), so an all-1 cell gets the mirror of an all-0 one
     _, up = bounded_mean_bounds(np.array([S.sum(), C.sum()]) / n_max, np.array([G, G]), prob)
@@ -102,7 +114,7 @@ def _cluster_bound(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[bool,
         up[0] = _none_upper(w, a2)
     if C.sum() == 0:
         up[1] = _none_upper(w, a2)
-    return few, float(max(0.0, 1.0 - up[1])), float(up[0])
+    return float(max(0.0, 1.0 - up[1])), float(up[0])
 
 
 def _none_upper(w: np.ndarray, a2: float) -> float:
