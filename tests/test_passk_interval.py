@@ -69,7 +69,7 @@ def test_cluster_path_interval_is_the_logit_t_of_statsmodels_cluster_se():
     res = pass_hat_k(_counts(succ, 8, codes), 2)
     y = np.array([comb(int(c), 2) / comb(8, 2) for c in succ])
     fit = sm.OLS(y, np.ones_like(y)).fit(cov_type="cluster", cov_kwds={"groups": codes})
-    assert res.ci_flag.item() == "" and res.to_frame()["ci_kind"].tolist() == ["t"]
+    assert res.to_frame()["ci_kind"].tolist() == ["t"]  # the t interval (flagged or not)
     np.testing.assert_allclose(res.ci.values.ravel(), _hand_logit_t(y.mean(), float(fit.bse[0]), 9, 0.95), rtol=1e-10)
 
 
@@ -86,3 +86,34 @@ def test_both_paths_share_the_ladder_rungs():
     assert pass_hat_k(one, 1).ci_flag.item() == "too few tasks"
     two = _counts(np.array([[3.0, 5.0, 0.0]]), np.array([8.0, 8.0, 0.0]), [0, 0, 1])
     assert pass_hat_k(two, 1).ci_flag.item() == "too few clusters"
+
+
+def test_even_clusters_flag_matches_the_documented_threshold():
+    from fractions import Fraction
+
+    # 8 clusters of 5 tasks, 4 runs; in cluster g the first a_g tasks pass every run, the rest
+    # fail every one (at least 10 tasks pass and 10 fail: not few tasks, the t interval is kept).
+    # The documented rule: flagged iff n_eff >= 0.75 G = 6, with n_eff the smaller of
+    # (sum S)^2 / sum S^2 over the passing counts S_g = a_g and the same over the failing 5 - a_g
+    patterns = [
+        [1, 2, 2, 2, 3, 3, 2, 2],  # n_eff = min(289/39, 529/69) = 7.41: flagged
+        [1, 1, 4, 4, 1, 1, 4, 4],  # 400/68 = 5.88: not
+        [1, 1, 1, 4, 4, 4, 2, 3],  # 400/64 = 6.25: flagged
+        [1, 1, 1, 1, 4, 4, 4, 4],  # 400/68 = 5.88: not
+        [2, 2, 2, 2, 2, 2, 2, 3],  # 289/37 = 7.81 (S), 529/67 = 7.90 (C): flagged
+        [1, 1, 1, 1, 1, 4, 4, 4],  # 289/53 = 5.45: not
+    ]
+
+    def n_eff(v):
+        return Fraction(sum(v) ** 2, sum(x * x for x in v))
+
+    exact = [min(n_eff(a), n_eff([5 - x for x in a])) >= Fraction(3, 4) * 8 for a in patterns]
+    assert sum(exact) == 3
+    codes = np.repeat(np.arange(8), 5)
+    succ = np.array([np.concatenate([np.r_[np.full(x, 4), np.zeros(5 - x)] for x in a]) for a in patterns])
+    res = pass_hat_k(_counts(succ, 4, codes), 1)
+    flag = "the clusters carry the mean evenly: the t interval may fall short"
+    assert (res.ci_flag.values == flag).tolist() == exact
+    assert set(res.ci_kind.values) == {"t"}
+    # the same tasks one by one: no cluster flag
+    assert set(pass_hat_k(_counts(succ, 4, codes), 1, cluster=None).ci_flag.values) == {""}

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._logit_t import few_clusters
+from ._logit_t import even_clusters
 from ._logit_t import flag_ladder
 from ._logit_t import logit_t_bounds
 
@@ -66,7 +66,7 @@ def cluster_interval(
         se[i], df[i], G[i] = cr2_mean_se(row[ok], codes[ok])
         n_eff[i] = cluster_n_eff(row[ok], codes[ok])
     lo, hi = logit_t_bounds(m, se, np.where(G > 1, df, np.nan), prob)
-    flag, bound = flag_ladder(m, se, n, few_carry(Y), n_clusters=G, few_clust=few_clusters(n_eff, G))
+    flag, bound = flag_ladder(m, se, n, few_carry(Y), n_clusters=G, even_clust=even_clusters(n_eff, G))
     for i in np.flatnonzero(bound & (G > 0)):  # the bound only where it replaces the t interval
         ok = np.isfinite(Y[i])
         b_lo[i], b_hi[i] = _cluster_bound(Y[i][ok], codes[ok], prob)
@@ -90,8 +90,8 @@ def cluster_n_eff(y: np.ndarray, codes: np.ndarray) -> float:
     """The clusters that carry the mean of ``y``: ``n_eff = (sum S)^2 / sum S^2`` over the cluster sums.
 
     The smaller of it and the same of the failures' sums ``n_g - S_g`` (a mean near 1), as
-    :func:`hierbench._numerics.few_carry` counts tasks; 0 where every sum is 0. Few clusters:
-    ``_logit_t.few_clusters``.
+    :func:`hierbench._numerics.few_carry` counts tasks; 0 where every sum is 0. Its flag:
+    ``_logit_t.even_clusters``.
     """
     _, S, C = _cluster_sums(y, codes)
     with np.errstate(invalid="ignore", divide="ignore"):
