@@ -356,12 +356,13 @@ def test_the_bound_over_clusters_of_a_cell_with_no_success():
     assert 0 < v < 1
 
 
-def test_few_clusters_but_not_few_tasks_keep_the_t_interval_and_say_so():
+def test_few_clusters_but_not_few_tasks_keep_the_t_interval_unflagged():
     # 20 clusters of 5 tasks; every run passes in the 15 tasks of 3 clusters and fails elsewhere:
-    # 15 tasks carry the mean (not few: at least min(10, 100 / 2)) but only 3 of 20 clusters do
+    # 15 tasks carry the mean (not few: at least min(10, 100 / 2)) but only 3 of 20 clusters do;
+    # the t interval covers there (bench_passk_coverage.py --clusters), so no flag
     codes = np.repeat(np.arange(20), 5)
     res = pass_hat_k(_clustered_counts(np.where(codes < 3, 4, 0), 4, codes), 1)
-    assert res.ci_flag.item() == "few clusters carry the mean: the t interval may fall short"
+    assert res.ci_flag.item() == ""
     assert res.to_frame()["ci_kind"].tolist() == ["t"]
     # the same tasks one by one: no flag at all
     assert pass_hat_k(_clustered_counts(np.where(codes < 3, 4, 0), 4, codes), 1, cluster=None).ci_flag.item() == ""

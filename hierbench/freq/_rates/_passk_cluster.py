@@ -33,24 +33,22 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ._logit_t import even_clusters
+from ._logit_t import flag_ladder
+from ._logit_t import logit_t_bounds
+
 __all__: list[str] = []
-
-#: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is the bound (with or without clusters)
-FEW_CARRY_FLAG = "bound: few tasks carry the mean"
-
-#: ``ci_flag`` of a cell whose mean rests on few clusters though not on few tasks: the t interval is kept
-#: (the bound over unequal clusters would be very wide there) and said to be at risk
-FEW_CLUSTERS_FLAG = "few clusters carry the mean: the t interval may fall short"
 
 
 def cluster_interval(
     per_task: xr.DataArray, mean: xr.DataArray, codes: np.ndarray, prob: float, task_dim: str
 ) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray]:
-    """``(se, lower, upper, ci_flag, n_clusters)`` per cell, clusters as the unit (module notes)."""
-    from scipy import stats
-    from scipy.special import expit
-    from scipy.special import logit
+    """``(se, lower, upper, ci_flag, n_clusters)`` per cell, clusters as the unit (module notes).
 
+    The interval and the flags are the task path's (``_logit_t.logit_t_bounds``,
+    ``_logit_t.flag_ladder``) with the CR2 standard error, its Bell-McCaffrey df and
+    the bound over clusters.
+    """
     from ..._numerics import few_carry
     from .._kernels import cr2_mean_se
 
@@ -59,28 +57,20 @@ def cluster_interval(
     m = np.asarray(mean.transpose(*y.dims[:-1]).values, dtype=float).ravel()
     se, df, G = (np.full(len(Y), np.nan) for _ in range(3))
     n = np.isfinite(Y).sum(1)
-    b_lo, b_hi, few = np.full(len(Y), np.nan), np.full(len(Y), np.nan), np.zeros(len(Y), bool)
-    few_tasks = few_carry(Y)
+    b_lo, b_hi, n_eff = np.full(len(Y), np.nan), np.full(len(Y), np.nan), np.full(len(Y), np.nan)
     for i, row in enumerate(Y):
         ok = np.isfinite(row)
         if not ok.any():
             G[i] = 0
             continue
         se[i], df[i], G[i] = cr2_mean_se(row[ok], codes[ok])
-        few[i], b_lo[i], b_hi[i] = _cluster_bound(row[ok], codes[ok], prob)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        half = stats.t.ppf(0.5 + prob / 2, np.where(G > 1, df, np.nan)) * se / (m * (1 - m))
-        lo, hi = expit(logit(m) - half), expit(logit(m) + half)
-    all01 = ((m == 0) | (m == 1)) & (G > 0)
-    bound = all01 | few_tasks
+        n_eff[i] = cluster_n_eff(row[ok], codes[ok])
+    lo, hi = logit_t_bounds(m, se, np.where(G > 1, df, np.nan), prob)
+    flag, bound = flag_ladder(m, se, n, few_carry(Y), n_clusters=G, even_clust=even_clusters(n_eff, G))
+    for i in np.flatnonzero(bound & (G > 0)):  # the bound only where it replaces the t interval
+        ok = np.isfinite(Y[i])
+        b_lo[i], b_hi[i] = _cluster_bound(Y[i][ok], codes[ok], prob)
     lo, hi = np.where(bound, b_lo, lo), np.where(bound, b_hi, hi)
-    flag = np.full(len(Y), "", dtype=object)
-    flag[(se == 0) & (G > 1) & ~all01] = "zero width"
-    flag[G < 2] = "too few clusters"
-    flag[n < 2] = "too few tasks"
-    flag[few & ~bound] = FEW_CLUSTERS_FLAG
-    flag[few_tasks & ~all01] = FEW_CARRY_FLAG
-    flag[all01] = "exact bound"
     shape, dims = y.shape[:-1], y.dims[:-1]
     coords = {c: v for c, v in y.coords.items() if task_dim not in v.dims}
     out = [xr.DataArray(a.reshape(shape), dims=dims, coords=coords) for a in (se, lo, hi, flag, G)]
@@ -88,23 +78,32 @@ def cluster_interval(
     return tuple(x.transpose(*mean.dims) for x in out)
 
 
-def _cluster_bound(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[bool, float, float]:
-    """Whether few clusters carry the mean of ``y``, and the bound over clusters (module notes).
-
-    Few: ``n_eff < min(10, G / 2)`` with ``n_eff = (sum S)^2 / sum S^2`` over the cluster
-    sums ``S_g`` (and the same of their complements ``n_g - S_g``), as
-    :func:`hierbench._numerics.few_carry` counts tasks.
-    """
-    from ..._numerics import bounded_mean_bounds
-
+def _cluster_sums(y: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cluster: its size ``n_g``, the sum ``S_g`` of its values, and of their complements ``n_g - S_g``."""
     _, codes = np.unique(codes, return_inverse=True)
     n_g = np.bincount(codes).astype(float)
     S = np.bincount(codes, weights=y, minlength=n_g.size)
-    C = n_g - S
-    G, N, n_max = n_g.size, float(n_g.sum()), float(n_g.max())
+    return n_g, S, n_g - S
+
+
+def cluster_n_eff(y: np.ndarray, codes: np.ndarray) -> float:
+    """The clusters that carry the mean of ``y``: ``n_eff = (sum S)^2 / sum S^2`` over the cluster sums.
+
+    The smaller of it and the same of the failures' sums ``n_g - S_g`` (a mean near 1), as
+    :func:`hierbench._numerics.few_carry` counts tasks; 0 where every sum is 0. Its flag:
+    ``_logit_t.even_clusters``.
+    """
+    _, S, C = _cluster_sums(y, codes)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_eff = np.fmin(np.nan_to_num(S.sum() ** 2 / (S**2).sum()), np.nan_to_num(C.sum() ** 2 / (C**2).sum()))
-    few = bool(G > 1 and n_eff < min(10.0, G / 2.0))
+        return float(np.fmin(np.nan_to_num(S.sum() ** 2 / (S**2).sum()), np.nan_to_num(C.sum() ** 2 / (C**2).sum())))
+
+
+def _cluster_bound(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[float, float]:
+    """The distribution-free bound for the mean of ``y`` over its clusters (module notes): ``(lower, upper)``."""
+    from ..._numerics import bounded_mean_bounds
+
+    n_g, S, C = _cluster_sums(y, codes)
+    G, N, n_max = n_g.size, float(n_g.sum()), float(n_g.max())
     # each end from its own side: the successes' sums for the upper, the failures' for the lower
     # (their mirror), so an all-1 cell gets the mirror of an all-0 one
     _, up = bounded_mean_bounds(np.array([S.sum(), C.sum()]) / n_max, np.array([G, G]), prob)
@@ -115,7 +114,7 @@ def _cluster_bound(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[bool,
         up[0] = _none_upper(w, a2)
     if C.sum() == 0:
         up[1] = _none_upper(w, a2)
-    return few, float(max(0.0, 1.0 - up[1])), float(up[0])
+    return float(max(0.0, 1.0 - up[1])), float(up[0])
 
 
 def _none_upper(w: np.ndarray, a2: float) -> float:
