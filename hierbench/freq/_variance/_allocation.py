@@ -322,9 +322,13 @@ def allocate_clustered(budget, costs, parts, sizes=None) -> dict:
         )
     num, den = s_w * c_cl, s_c * c_task
     m_star = math.sqrt(num / den) if den > 0 else (math.inf if num > 0 else math.nan)
+    r_star = math.sqrt(s_e * c_task / (s_w * c_run)) if s_w > 0 else math.inf
     near = {1, m_max}
     if math.isfinite(m_star):
         near |= {max(1, min(m_max, math.floor(m_star))), max(1, min(m_max, math.ceil(m_star)))}
+    if math.isfinite(r_star):  # and the most tasks two clusters hold at the runs around R*
+        near |= {max(1, min(m_max, int((budget / 2 - c_cl) // (c_task + r * c_run))))
+                 for r in (max(1, math.floor(r_star)), max(1, math.ceil(r_star)))}
     found = {m: _size_best(budget, costs, parts, float(m), float(m)) for m in sorted(near)}
     v = min(f[0] for f in found.values() if f is not None)
     lo, hi = _size_interval(v * (1 + 1e-12), budget, costs, parts, m_max)
@@ -337,6 +341,5 @@ def allocate_clustered(budget, costs, parts, sizes=None) -> dict:
     v, r, k, _, _ = found[m]
     if any(f[3] != "exact" for f in found.values()):
         search += "; runs per task: integers around R*"
-    r_star = math.sqrt(s_e * c_task / (s_w * c_run)) if s_w > 0 else math.inf
     return {"var": v, "n_runs": r, "n_clusters": k, "m": float(m), "search": search,
             "r_star": r_star, "m_star": m_star}

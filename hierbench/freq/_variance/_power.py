@@ -633,7 +633,9 @@ def optimal_allocation(
     clusters of ``m`` tasks are searched too, every ``m`` whose bound
     ``(sqrt((s_c + s_w / m)(c_cluster + m c_task)) + sqrt(s_e c_run))^2 / B`` can win
     (Cauchy-Schwarz; continuous optimum ``m* = sqrt(s_w c_cluster / (s_c c_task))``,
-    ``R* = sqrt(s_e c_task / (s_w c_run))``).
+    ``R* = sqrt(s_e c_task / (s_w c_run))``). The variance is minimised, not the power: the
+    cluster-level test has ``K - 1`` df, so check a plan of few clusters (2 when ``s_c`` is
+    near 0 and sizes are chosen) with :func:`paired_power`.
 
     Parameters
     ----------
