@@ -454,6 +454,13 @@ def minimum_detectable_effect(
     return float(optimize.brentq(f, 0.0, hi, xtol=1e-12))
 
 
+def _clustered(clusters, cost_cluster, choose) -> bool:
+    """Whether an allocation is asked about clusters (a non-bool ``choose`` is, to be refused)."""
+    return clusters is not None or cost_cluster is not None or not (
+        isinstance(choose, (bool, np.bool_)) and not choose
+    )
+
+
 def _cluster_setup(clusters, components, s_mt, s_e, cost_task, cost_run, cost_cluster, choose) -> dict:
     """Check a clustered allocation's inputs; return its costs, variance parts, sizes and design effect.
 
@@ -462,15 +469,15 @@ def _cluster_setup(clusters, components, s_mt, s_e, cost_task, cost_run, cost_cl
     From an ICC or design effect: ``s_c = 0`` and ``DEFF`` times the task plan's
     ``(2 s_mt, 2 s_e)``, the model of :func:`paired_power` (``DEFF`` fixed whatever ``R``).
     """
-    if clusters is None:
+    if not isinstance(choose, (bool, np.bool_)):
+        raise TypeError(f"`choose_cluster_size` must be True or False; got {choose!r}")
+    if clusters is None and (cost_cluster is not None or choose):
         what = "`cost_cluster`" if cost_cluster is not None else "`choose_cluster_size=True`"
         raise ValueError(f"{what} plans clusters: give `clusters` (a ClusterDesign) too")
     if not isinstance(clusters, ClusterDesign):
         raise TypeError(
             f"`clusters` must be a ClusterDesign (from cluster_design); got {type(clusters).__name__}"
         )
-    if not isinstance(choose, (bool, np.bool_)):
-        raise TypeError(f"`choose_cluster_size` must be True or False; got {choose!r}")
     if choose and cost_cluster is None:
         raise ValueError(
             "`choose_cluster_size=True` needs `cost_cluster` (what a new cluster costs beyond its "
@@ -580,7 +587,7 @@ def optimal_runs(
     >>> optimal_runs(cost_task=10.0, cost_run=1.0, clusters=cd)  # sqrt(0.4 x 10 / (0.04 + 4 x 0.02))
     5.773502691896258
     """
-    if clusters is not None or cost_cluster is not None or choose_cluster_size is not False:
+    if _clustered(clusters, cost_cluster, choose_cluster_size):
         return _clustered_r_star(_cluster_setup(clusters, components, sigma2_interaction,
                                                 sigma2_residual, cost_task, cost_run, cost_cluster,
                                                 choose_cluster_size))
@@ -675,7 +682,7 @@ def optimal_allocation(
     (as independent tasks, 0.043 and 0.059 buy 357 tasks x 4 runs, ``R* = 3.7``; the
     clusters bring ``R*`` to 2.6 and the variance up by 1.72 times).
     """
-    if clusters is not None or cost_cluster is not None or choose_cluster_size is not False:
+    if _clustered(clusters, cost_cluster, choose_cluster_size):
         budget = check_number(budget, "budget", low=0, low_open=True)
         setup = _cluster_setup(clusters, components, sigma2_interaction, sigma2_residual,
                                cost_task, cost_run, cost_cluster, choose_cluster_size)
