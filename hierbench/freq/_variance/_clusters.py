@@ -143,6 +143,19 @@ def _from_components(vc) -> tuple[np.ndarray, tuple[float, float, float], str]:
     return sizes, s2, f"components of {vc.formula} ({vc.method}): {names[0]} {s2[0]:.4g}"
 
 
+def _given_sigma2(sigma2) -> tuple[float, float, float]:
+    a = np.asarray(sigma2, dtype=object)
+    if a.shape != (3,) or not all(isinstance(v, (int, float, np.integer, np.floating)) for v in a):
+        raise ValueError(
+            "`sigma2` must be three numbers (agent x cluster, agent x task within a cluster, "
+            f"run-to-run variances); got {sigma2!r}"
+        )
+    s2 = tuple(float(v) for v in a)
+    if not all(np.isfinite(s2)) or min(s2) < 0:
+        raise ValueError(f"`sigma2` must be finite and >= 0; got {s2}")
+    return s2
+
+
 def cluster_design(
     sizes=None,
     *,
@@ -150,6 +163,7 @@ def cluster_design(
     icc: float | None = None,
     design_effect: float | None = None,
     components: VarianceComponentsResult | None = None,
+    sigma2: tuple[float, float, float] | None = None,
     template: bool = False,
     source: str | None = None,
 ) -> ClusterDesign:
@@ -175,6 +189,10 @@ def cluster_design(
         A fit of ``run:(agent*(task:cluster))``: its sizes (unless given) and its agent x
         cluster, agent x task and run variances (then give no other components to the power
         functions; the design effect depends on the runs per task).
+    sigma2 : (float, float, float), optional
+        Those three variances given directly (agent x cluster, agent x task within a
+        cluster, run-to-run; e.g. from a published fit), with ``sizes`` or
+        ``tasks_per_cluster``.
     template : bool
         ``sizes`` describe the spread only (mean size and ``m*``), for any number of tasks.
     source : str, optional
@@ -192,9 +210,11 @@ def cluster_design(
     """
     if (sizes is None) == (tasks_per_cluster is None) and components is None:
         raise ValueError("give exactly one of `sizes` and `tasks_per_cluster`")
-    if sum(x is not None for x in (icc, design_effect, components)) != 1:
-        raise ValueError("give exactly one of `icc`, `design_effect` and `components`")
+    if sum(x is not None for x in (icc, design_effect, components, sigma2)) != 1:
+        raise ValueError("give exactly one of `icc`, `design_effect`, `components` and `sigma2`")
     s2 = None
+    if sigma2 is not None:
+        s2, auto = _given_sigma2(sigma2), "given variances"
     if components is not None:
         obs, s2, auto = _from_components(components)
         sizes = obs if sizes is None and tasks_per_cluster is None else sizes

@@ -29,6 +29,7 @@ from ..._base import check_int
 from ..._base import check_number
 from ..._base import check_prob
 from ..._docs import fill_doc
+from ._allocation import allocate_clustered
 from ._allocation import allocate_paired
 from ._clusters import ClusterDesign
 from ._clusters import cluster_design
@@ -453,6 +454,78 @@ def minimum_detectable_effect(
     return float(optimize.brentq(f, 0.0, hi, xtol=1e-12))
 
 
+def _clustered(clusters, cost_cluster, choose) -> bool:
+    """Whether an allocation is asked about clusters (a non-bool ``choose`` is, to be refused)."""
+    return clusters is not None or cost_cluster is not None or not (
+        isinstance(choose, (bool, np.bool_)) and not choose
+    )
+
+
+def _cluster_setup(clusters, components, s_mt, s_e, cost_task, cost_run, cost_cluster, choose) -> dict:
+    """Check a clustered allocation's inputs; return its costs, variance parts, sizes and design effect.
+
+    ``parts`` = (s_c, s_w, s_e) with ``Var(dbar) = (m* s_c + s_w + s_e / R) / (K m)``. From a
+    fit with a cluster facet: twice the agent x cluster, agent x task and run variances.
+    From an ICC or design effect: ``s_c = 0`` and ``DEFF`` times the task plan's
+    ``(2 s_mt, 2 s_e)``, the model of :func:`paired_power` (``DEFF`` fixed whatever ``R``).
+    """
+    if not isinstance(choose, (bool, np.bool_)):
+        raise TypeError(f"`choose_cluster_size` must be True or False; got {choose!r}")
+    if clusters is None and (cost_cluster is not None or choose):
+        what = "`cost_cluster`" if cost_cluster is not None else "`choose_cluster_size=True`"
+        raise ValueError(f"{what} plans clusters: give `clusters` (a ClusterDesign) too")
+    if not isinstance(clusters, ClusterDesign):
+        raise TypeError(
+            f"`clusters` must be a ClusterDesign (from cluster_design); got {type(clusters).__name__}"
+        )
+    if choose and cost_cluster is None:
+        raise ValueError(
+            "`choose_cluster_size=True` needs `cost_cluster` (what a new cluster costs beyond its "
+            "tasks; 0 allowed): without a price on clusters, clusters of one task always win"
+        )
+    c_cl = 0.0 if cost_cluster is None else check_number(cost_cluster, "cost_cluster", low=0)
+    costs = (c_cl, check_number(cost_task, "cost_task", low=0),
+             check_number(cost_run, "cost_run", low=0, low_open=True))
+    if clusters.sigma2 is not None:
+        if components is not None or s_mt is not None or s_e is not None:
+            raise ValueError(
+                "`clusters` built from `components` carries the variances it plans with; give no "
+                "`components`, `sigma2_interaction` or `sigma2_residual` beside it"
+            )
+        parts, deff = tuple(2 * v for v in clusters.sigma2), None
+        if parts[0] + parts[1] + parts[2] == 0:
+            raise ValueError("`clusters`: its three variances are 0, so every allocation has zero variance")
+    elif choose:
+        raise ValueError(
+            "`choose_cluster_size=True` needs the agent x cluster variance apart from the agent x "
+            "task one, and `clusters` gives only "
+            f"{'an ICC' if clusters.icc is not None else 'a design effect'} ({clusters.source}): "
+            "build it with cluster_design(components=...) from a fit of run:(agent*(task:cluster))"
+        )
+    else:
+        s_mt, s_e = _sigmas(components, s_mt, s_e)
+        if s_mt == 0 and s_e == 0:
+            raise ValueError(
+                "`sigma2_interaction` and `sigma2_residual` are both 0: every allocation has zero "
+                "variance, so there is no optimal allocation"
+            )
+        deff = float(clusters.deff())
+        parts = (0.0, 2 * s_mt * deff, 2 * s_e * deff)
+    sizes = None if choose else (clusters.tasks_per_cluster, clusters.size_factor)
+    return {"costs": costs, "parts": parts, "sizes": sizes, "deff": deff, "source": clusters.source}
+
+
+def _clustered_r_star(setup: dict) -> float:
+    """``R*`` of a clustered plan: ``sqrt(s_e c'_task / (s'_w c_run))`` (see :func:`optimal_runs`)."""
+    (c_cl, c_task, c_run), (s_c, s_w, s_e) = setup["costs"], setup["parts"]
+    if setup["sizes"] is None:  # sizes chosen too: the cluster terms drop out
+        num, den = s_e * c_task, s_w * c_run
+    else:
+        m, m_star = setup["sizes"]
+        num, den = s_e * (c_task + c_cl / m), (s_w + m_star * s_c) * c_run
+    return math.inf if den == 0 else math.sqrt(num / den)
+
+
 @fill_doc
 def optimal_runs(
     *,
@@ -461,8 +534,28 @@ def optimal_runs(
     components: VarianceComponentsResult | None = None,
     sigma2_interaction: float | None = None,
     sigma2_residual: float | None = None,
+    clusters: ClusterDesign | None = None,
+    cost_cluster: float | None = None,
+    choose_cluster_size: bool = False,
 ) -> float:
     """Cost-optimal runs per task ``R* = sqrt(s_e c_task / (s_t c_run))`` (continuous).
+
+    With ``clusters`` (tasks in clusters of mean size ``m``, size-weighted mean ``m*``; a
+    cluster costs ``cost_cluster`` beyond its tasks) the mean difference over ``K`` clusters
+    has ``Var = (m* s_c + s_w + s_e / R) / (K m)`` (``s_c``, ``s_w``, ``s_e``: twice the agent
+    x cluster, agent x task within a cluster and run variances) at cost
+    ``K (c_cluster + m c_task + m R c_run)``: per task, the task plan with ``s_t -> s_w + m* s_c``
+    and ``c_task -> c_task + c_cluster / m``, so at the design's sizes
+
+        R* = sqrt(s_e (c_task + c_cluster / m) / ((s_w + m* s_c) c_run)),
+
+    fewer runs than independent tasks need when the clusters differ (``s_c > 0``) and
+    clusters are free. With ``choose_cluster_size`` the sizes are chosen too and the
+    cluster terms drop out: ``R* = sqrt(s_e c_task / (s_w c_run))`` at
+    ``m* = sqrt(s_w c_cluster / (s_c c_task))`` (see :func:`optimal_allocation`). A
+    ``clusters`` with only an ICC or a design effect plans as :func:`paired_power` does,
+    with the design effect the same whatever ``R``: it multiplies both parts, so ``R*`` is
+    the task plan's (``c_task + c_cluster / m`` its task cost) and the sizes cannot be chosen.
 
     Parameters
     ----------
@@ -471,18 +564,33 @@ def optimal_runs(
     cost_run : float
         Cost of one run of one agent on one task, > 0.
     %(power_components)s
+        None of them with a ``clusters`` that carries variances.
+    clusters : ClusterDesign, optional
+        How the tasks fall into clusters (:func:`cluster_design`); None: independent tasks.
+    cost_cluster : float, optional
+        Cost of a new cluster beyond its tasks (0 when not given), with ``clusters``.
+    choose_cluster_size : bool
+        Choose the tasks per cluster too (needs ``cost_cluster`` and a ``clusters`` with
+        variances); else the design's sizes are kept.
 
     Returns
     -------
     float
-        ``R*``; ``inf`` when there is no interaction variance (repeats are then
+        ``R*``; ``inf`` when there is no variance between tasks (repeats are then
         the only noise to average), 0 when tasks are free.
 
     Examples
     --------
     >>> optimal_runs(cost_task=10.0, cost_run=1.0, sigma2_interaction=0.02, sigma2_residual=0.2)
     10.0
+    >>> cd = cluster_design(tasks_per_cluster=4, sigma2=(0.01, 0.02, 0.2))
+    >>> optimal_runs(cost_task=10.0, cost_run=1.0, clusters=cd)  # sqrt(0.4 x 10 / (0.04 + 4 x 0.02))
+    5.773502691896258
     """
+    if _clustered(clusters, cost_cluster, choose_cluster_size):
+        return _clustered_r_star(_cluster_setup(clusters, components, sigma2_interaction,
+                                                sigma2_residual, cost_task, cost_run, cost_cluster,
+                                                choose_cluster_size))
     s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
     cost_task = check_number(cost_task, "cost_task", low=0)
     cost_run = check_number(cost_run, "cost_run", low=0, low_open=True)
@@ -505,6 +613,9 @@ def optimal_allocation(
     components: VarianceComponentsResult | None = None,
     sigma2_interaction: float | None = None,
     sigma2_residual: float | None = None,
+    clusters: ClusterDesign | None = None,
+    cost_cluster: float | None = None,
+    choose_cluster_size: bool = False,
 ) -> xr.Dataset:
     """Integer (tasks, runs) for a budget ``B = T (c_task + R c_run)`` minimising Var(dbar).
 
@@ -518,17 +629,26 @@ def optimal_allocation(
     runs two tasks allow: ``search="integers around R*"``). The rounding of
     ``T`` makes the best ``R`` differ from the integers around ``R*``; they
     gave up to 20% more variance in a quarter of random cases.
-
     This is the paired case of :meth:`VarianceComponentsResult.optimal_allocation`
-    (the D-study of ``run:(agent*task)`` with criterion ``var_paired_diff``,
-    one agent's runs costed): both use the same cost rule, D-study variance
-    and choice of the optimum.
+    (the D-study of ``run:(agent*task)`` with criterion ``var_paired_diff``, one agent's
+    runs costed): both use the same cost rule, D-study variance and choice of the optimum.
+
+    With ``clusters`` the unit bought is a cluster (``B = K (c_cluster + m c_task +
+    m R c_run)``, at least 2 clusters) and ``Var(dbar) = (m* s_c + s_w + s_e / R) / (K m)``
+    (see :func:`optimal_runs`): the same search with the cluster as the task, at the
+    design's sizes (a template: the budget sets ``K``). With ``choose_cluster_size`` equal
+    clusters of ``m`` tasks are searched too, every ``m`` whose bound
+    ``(sqrt((s_c + s_w / m)(c_cluster + m c_task)) + sqrt(s_e c_run))^2 / B`` can win
+    (Cauchy-Schwarz; continuous optimum ``m* = sqrt(s_w c_cluster / (s_c c_task))``,
+    ``R* = sqrt(s_e c_task / (s_w c_run))``). The variance is minimised, not the power: the
+    cluster-level test has ``K - 1`` df, so check a plan of few clusters (2 when ``s_c`` is
+    near 0 and sizes are chosen) with :func:`paired_power`.
 
     Parameters
     ----------
     budget : float
         Total budget, > 0.
-    cost_task, cost_run
+    cost_task, cost_run, clusters, cost_cluster, choose_cluster_size
         As in :func:`optimal_runs`.
     %(power_components)s
 
@@ -536,7 +656,11 @@ def optimal_allocation(
     -------
     xarray.Dataset
         Scalars ``r_star``, ``n_runs``, ``n_tasks``, ``var_mean_diff``,
-        ``cost``; attrs ``budget``, ``cost_task``, ``cost_run``, ``search``.
+        ``cost``; attrs ``budget``, ``cost_task``, ``cost_run``, ``search``. With
+        ``clusters`` also ``n_clusters``, ``tasks_per_cluster`` (mean), ``design_effect``
+        (at the runs chosen; ``m_star`` when sizes are chosen), ``n_tasks`` the clusters
+        times the mean size (rounded up); attrs ``unit="clusters"``, ``cost_cluster``,
+        ``cluster_sizes`` and ``design_effect_source``.
 
     Examples
     --------
@@ -544,7 +668,25 @@ def optimal_allocation(
     ...                        sigma2_interaction=0.02, sigma2_residual=0.2)
     >>> int(a.n_runs), int(a.n_tasks)
     (10, 50)
+
+    METR-like components (a ``run:(agent*(task:cluster))`` fit of METR's 83 tasks in 36
+    families: agent x family 0.016, agent x task 0.028, run 0.059 on the success scale;
+    without the family facet agent x task is 0.043), families of 1 to 7 tasks as METR's:
+
+    >>> cd = cluster_design([1] * 19 + [2] * 5 + [3] * 5 + [5] * 4 + [6] * 2 + [7],
+    ...                     sigma2=(0.016, 0.028, 0.059))
+    >>> c = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, clusters=cd)
+    >>> int(c.n_clusters), int(c.n_tasks), int(c.n_runs), round(float(c.design_effect), 2)
+    (166, 383, 3, 1.67)
+
+    (as independent tasks, 0.043 and 0.059 buy 357 tasks x 4 runs, ``R* = 3.7``; the
+    clusters bring ``R*`` to 2.6 and the variance up by 1.72 times).
     """
+    if _clustered(clusters, cost_cluster, choose_cluster_size):
+        budget = check_number(budget, "budget", low=0, low_open=True)
+        setup = _cluster_setup(clusters, components, sigma2_interaction, sigma2_residual,
+                               cost_task, cost_run, cost_cluster, choose_cluster_size)
+        return _clustered_allocation(budget, setup)
     r_star = optimal_runs(
         cost_task=cost_task,
         cost_run=cost_run,
@@ -555,6 +697,40 @@ def optimal_allocation(
     s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
     budget = check_number(budget, "budget", low=0, low_open=True)
     return allocate_paired(budget, cost_task, cost_run, s_mt, s_e, r_star)
+
+
+def _clustered_allocation(budget: float, setup: dict) -> xr.Dataset:
+    """The result of :func:`optimal_allocation` with clusters: the unit counted and the design effect."""
+    (c_cl, c_task, c_run), (s_c, s_w, s_e) = setup["costs"], setup["parts"]
+    got = allocate_clustered(budget, setup["costs"], setup["parts"], setup["sizes"])
+    m, K, R = got["m"], got["n_clusters"], got["n_runs"]
+    m_star = m if setup["sizes"] is None else setup["sizes"][1]
+    if setup["deff"] is not None:  # an ICC or design effect: fixed whatever R
+        deff, how = setup["deff"], f"{setup['source']}, the same whatever the runs per task"
+        r_star = _clustered_r_star(setup)
+    else:  # 1 + (m* - 1) ICC(R), ICC(R) = s_c / (s_c + s_w + s_e / R)
+        deff = (m_star * s_c + s_w + s_e / R) / (s_c + s_w + s_e / R)
+        how = f"1 + (m* - 1) ICC at R = {R}, from {setup['source']}"
+        r_star = got["r_star"] if setup["sizes"] is None else _clustered_r_star(setup)
+    data = {
+        "r_star": r_star,
+        "n_runs": R,
+        "n_clusters": K,
+        "tasks_per_cluster": int(m) if setup["sizes"] is None else m,
+        "n_tasks": math.ceil(K * m - 1e-9),
+        "var_mean_diff": got["var"],
+        "design_effect": float(deff),
+        "cost": K * (c_cl + m * (c_task + R * c_run)),
+    }
+    if setup["sizes"] is None:
+        data["m_star"] = got["m_star"]
+        sizes = f"chosen: {int(m)} tasks per cluster"
+    else:
+        sizes = f"fixed by `clusters`: mean {m:.4g} tasks, m* = {m_star:.4g} (a template for any number)"
+    attrs = {"budget": budget, "cost_task": c_task, "cost_run": c_run, "cost_cluster": c_cl,
+             "search": got["search"], "unit": "clusters", "cluster_sizes": sizes,
+             "design_effect_source": how}
+    return xr.Dataset(data, attrs=attrs)
 
 
 def sample_size_normal(
