@@ -185,6 +185,14 @@ def _search_interval(v, budget, cost_task, cost_run, s_mt, s_e, r_max) -> tuple[
     """
     a, c = s_mt * cost_run, s_e * cost_task
     k = v * budget / 2 - s_mt * cost_task - s_e * cost_run
+    return _quadratic_integers(a, k, c, r_max)
+
+
+def _quadratic_integers(a: float, k: float, c: float, x_max: int) -> tuple[int, int]:
+    """The integers ``x`` in ``[1, x_max]`` where ``a x^2 - k x + c <= 0`` may hold, one integer of slack each side.
+
+    ``a >= 0``, ``c >= 0``; no real root (or ``a = 0`` and ``k <= 0``) gives the whole range.
+    """
     if a > 0 and k * k >= 4 * a * c:
         root = math.sqrt(k * k - 4 * a * c)
         lo, hi = (k - root) / (2 * a), (k + root) / (2 * a)
@@ -193,7 +201,7 @@ def _search_interval(v, budget, cost_task, cost_run, s_mt, s_e, r_max) -> tuple[
     else:
         lo, hi = 1.0, math.inf
     lo = max(1, math.floor(lo) - 1)  # one integer of slack each side for rounding
-    hi = r_max if not math.isfinite(hi) else min(r_max, math.ceil(hi) + 1)
+    hi = x_max if not math.isfinite(hi) else min(x_max, math.ceil(hi) + 1)
     return lo, hi
 
 
@@ -283,16 +291,7 @@ def _size_interval(v, budget, costs, parts, m_max) -> tuple[int, int]:
     s_c, s_w, s_e = parts
     h_max = (math.sqrt(v * budget) - math.sqrt(s_e * c_run)) ** 2
     a, k, c = s_c * c_task, h_max - s_c * c_cl - s_w * c_task, s_w * c_cl
-    if a > 0 and k * k >= 4 * a * c:
-        root = math.sqrt(k * k - 4 * a * c)
-        lo, hi = (k - root) / (2 * a), (k + root) / (2 * a)
-    elif a == 0 and k > 0:
-        lo, hi = c / k, math.inf
-    else:
-        lo, hi = 1.0, math.inf
-    lo = max(1, math.floor(lo) - 1)
-    hi = m_max if not math.isfinite(hi) else min(m_max, math.ceil(hi) + 1)
-    return lo, hi
+    return _quadratic_integers(a, k, c, m_max)
 
 
 def allocate_clustered(budget, costs, parts, sizes=None) -> dict:
