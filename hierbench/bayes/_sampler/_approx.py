@@ -24,6 +24,10 @@ weights (``sample_stats.psis_log_weight``), above it q is not to be trusted
 k-hat judges the joint distribution: in hundreds of dimensions even a
 q whose marginals are close to NUTS's gets a large k-hat (Yao et al. sec. 3),
 so a high k-hat means "the joint is not verified", not that every marginal is off.
+Measured (``python benchmarks/bench_approx.py psis``, table in its docstring):
+mean-field ADVI 0.51 on the crossed MEASURED_ERROR case, 1.29 on SWE-bench's
+crossed model, 1.55 on the wine judges' ordinal model (whose ADVI PSIS-LOO elpd
+is -99.4 against NUTS's -85.2); full-rank ADVI 1.55 to 4.14.
 """
 
 from __future__ import annotations
