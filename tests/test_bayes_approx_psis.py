@@ -119,3 +119,24 @@ def test_every_fit_states_its_khat_and_verdict():
         few = fit_approx(model, n=200, draws=20, rng=0)
     assert np.isnan(few.attrs["psis_khat"]) and "psis_log_weight" not in few["sample_stats"]
     assert json.loads(few.attrs["approx_error"])["psis_khat"] is None
+
+
+@pytest.mark.parametrize(
+    ("raised", "said"),
+    [(FloatingPointError("NaN occurred in optimization."), "the optimisation diverged"),
+     (IndexError("tuple index out of range"), "could not build the approximation of this model (2 free parameters)")],
+)
+def test_a_failing_variational_fit_says_what_failed_and_points_to_nuts(monkeypatch, raised, said):
+    # PyMC's own failures (ADVI going to NaN; PyTensor's numba backend failing to compile the step of
+    # a one-agent beta-binomial) come back in words that name the path and point to NUTS
+    data, _ = simulate_eval(n_agents=1, n_tasks=12, n_runs=3, rng=1)
+    model = build_beta_binomial(data)
+
+    def failing_fit(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(pm, "fit", failing_fit)
+    with pytest.raises(RuntimeError, match=r"hierbench\.bayes\.fit") as info:
+        fit_approx(model, rng=1, n=10)
+    assert said in str(info.value)
+    assert info.value.__cause__ is raised

@@ -291,12 +291,34 @@ def _run_approx(
         dt = pmx.fit(method="pathfinder", model=model, random_seed=seed1, num_draws=draws)
         return dt, float("nan"), {**_pareto_check(None, draws, "not computed for pathfinder here"), "time_s": 0.0}
     with exact_numba():  # compiled as nutpie's log density is: the same bits on cold and warm caches
-        approx = pm.fit(n=n, method=method, model=model, random_seed=seed1, progressbar=False)
+        approx = _pymc_fit(model, method, n, seed1)
         final_loss = float(approx.hist[-1]) if len(approx.hist) else float("nan")
         dt = approx.sample(draws, random_seed=seed2)
         t0 = time.perf_counter()
         psis = _pareto_check(_psis_log_ratios(model, approx, draws, seed2), draws)
         return dt, final_loss, {**psis, "time_s": time.perf_counter() - t0}
+
+
+def _pymc_fit(model: pm.Model, method: str, n: int, seed: int) -> Any:
+    """``pm.fit``, with its failures said in words: where the optimisation went to NaN, or PyMC could not build it.
+
+    PyTensor's numba backend cannot compile ADVI's step for some small models (a one-agent
+    beta-binomial raises an IndexError inside numba's typing); NUTS does not use that path.
+    """
+    try:
+        return pm.fit(n=n, method=method, model=model, random_seed=seed, progressbar=False)
+    except FloatingPointError as err:
+        raise RuntimeError(
+            f"fit_approx(method={method!r}): the optimisation diverged ({err}); no approximation to "
+            "return. Fit the model with NUTS (hierbench.bayes.fit), or try another `method`"
+        ) from err
+    except (IndexError, TypeError, ValueError, NotImplementedError) as err:
+        n_free = sum(int(np.prod(model.initial_point()[v.name].shape)) for v in model.value_vars)
+        raise RuntimeError(
+            f"fit_approx(method={method!r}): PyMC could not build the approximation of this model "
+            f"({n_free} free parameters): {type(err).__name__}: {str(err)[:200]}. This is the "
+            "variational path's failure, not the model's: fit it with NUTS (hierbench.bayes.fit)"
+        ) from err
 
 
 def _unconstrained_draws(approx: Any, draws: int, seed: int) -> dict[str, np.ndarray]:
