@@ -17,6 +17,7 @@ N^2 / sum m_k^2``) applied to the paired difference.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -157,7 +158,7 @@ def _given_sigma2(sigma2) -> tuple[float, float, float]:
 
 
 def cluster_design(
-    sizes=None,
+    sizes: Sequence[int] | np.ndarray | None = None,
     *,
     tasks_per_cluster: int | None = None,
     icc: float | None = None,
