@@ -205,3 +205,17 @@ def test_an_agent_without_an_input_is_named_with_the_metrics_it_leaves_nan():
     assert e.loc["a", "ece"] == pytest.approx(0.7 - 2 / 3)
     assert e.loc["a", "brier"] == pytest.approx(0.67 / 3)
     assert e.loc["a", "robustness_drop"] == 0.0 and e.loc["b", "harm_rate"] == 0.0
+
+
+def test_an_agent_with_no_task_run_k_times_is_named_and_its_consistency_is_nan():
+    # agent "b" ran every task once: pass^2 is undefined for it (NaN, named), agent "a" keeps its
+    # value, the unbiased C(c, 2) / C(n, 2) averaged over its tasks, computed here by hand
+    rows = [("a", "t1", r, s) for r, s in enumerate([1, 1, 0])] + [("a", "t2", r, s) for r, s in enumerate([1, 1, 1])]
+    rows += [("b", "t1", 0, 1), ("b", "t2", 0, 0)]
+    df = pd.DataFrame(rows, columns=["agent", "task", "run", "ok"])
+    ds = from_records(df, agent="agent", task="task", run="run", score="ok")
+    with pytest.warns(UserWarning, match=r"consistency of 1 agents \['b'\] \(no task run at least k times\)"):
+        r = reliability_profile(ds, k=2, n_resamples=50, rng=0)
+    want_a = (comb(2, 2) / comb(3, 2) + comb(3, 2) / comb(3, 2)) / 2
+    assert float(r.estimate.sel(agent="a", metric="consistency")) == pytest.approx(want_a)
+    assert np.isnan(float(r.estimate.sel(agent="b", metric="consistency")))

@@ -262,7 +262,7 @@ _INPUT = {
 
 
 def _warn_no_input(est: np.ndarray, metrics: list[str], agents: list[str], names: dict[str, str]) -> None:
-    """Name the agents whose metric is NaN on the data because none of their scored runs has its input.
+    """Name the agents whose metric is NaN on the data: none of their scored runs has its input, or no task has k runs.
 
     The variable is in the data (else the metric is left out of the table), but some agents
     have no value of it on a scored run: their metric is undefined, NaN, never 0. An agent with
@@ -283,6 +283,12 @@ def _warn_no_input(est: np.ndarray, metrics: list[str], agents: list[str], names
                 f"{' and '.join(ms)} of {len(who)} agents {who[:10]}{more} (no scored run has a "
                 f"`{names[key]}` value)"
             )
+    if "consistency" in metrics:
+        hit = scored & np.isnan(est[:, metrics.index("consistency")])
+        who = [a for a, h in zip(agents, hit, strict=True) if h]
+        if who:
+            more = f" and {len(who) - 10} more" if len(who) > 10 else ""
+            parts.append(f"consistency of {len(who)} agents {who[:10]}{more} (no task run at least k times)")
     if parts:
         warn_user(
             f"undefined on the data, so NaN (not 0): {'; '.join(parts)}. The other agents' values "
