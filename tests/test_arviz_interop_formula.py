@@ -7,6 +7,10 @@ beside a log-likelihood per row, broke ``loo_pit``, ``plot_ppc_pit``, ``plot_ppc
 mean of the draws (summary), the counts the model was given (the graded runs), the likelihood's
 own log-probabilities by scipy (a run's log-likelihood), and the PIT's definition computed from
 the same importance weights by numpy (``loo_pit``).
+
+The same for a Bradley-Terry fit with Davidson ties (its ``outcome_counts(pair, result)`` broke the
+same calls): the battles are the input's battles, and their log-likelihoods sum per pair to scipy's
+multinomial log-pmf at numpy's Davidson probabilities.
 """
 
 from __future__ import annotations
