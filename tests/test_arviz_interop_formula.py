@@ -7,6 +7,10 @@ beside a log-likelihood per row, broke ``loo_pit``, ``plot_ppc_pit``, ``plot_ppc
 mean of the draws (summary), the counts the model was given (the graded runs), the likelihood's
 own log-probabilities by scipy (a run's log-likelihood), and the PIT's definition computed from
 the same importance weights by numpy (``loo_pit``).
+
+The same for a Bradley-Terry fit with Davidson ties (its ``outcome_counts(pair, result)`` broke the
+same calls): the battles are the input's battles, and their log-likelihoods sum per pair to scipy's
+multinomial log-pmf at numpy's Davidson probabilities.
 """
 
 from __future__ import annotations
@@ -167,3 +171,132 @@ def test_graded_runs_are_the_counts_the_model_was_given_and_their_log_likelihood
                           np.ones((eta.size, 1))], axis=1)  # fmt: skip
     want = np.log(np.diff(cdf, axis=1))[row, np.searchsorted(cats, runs)]
     np.testing.assert_allclose(dt["log_likelihood"]["y"].isel(chain=1, draw=17).values, want, rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------- Bradley-Terry (Davidson ties)
+# The likelihood counts each ordered pair's results (a multinomial per pair); before, its
+# ``outcome_counts(pair, result)`` broke ``plot_ppc_pit``, ``plot_ppc_rootogram``, ``loo_pit`` and
+# ``plot_loo_pit``. A fit lays it out one battle at a time, ``outcome(battle)`` coded 0 / 1 / 2.
+
+
+def _battles(ties: bool) -> pd.DataFrame:
+    """300 battles of 5 agents, each result equally likely (``tie`` only with ``ties``)."""
+    g = np.random.default_rng(0)
+    a = g.integers(0, 5, 300)
+    b = (a + g.integers(1, 5, 300)) % 5
+    names = np.array([f"m{i}" for i in range(5)])
+    return pd.DataFrame({"left": names[a], "right": names[b],
+                         "winner": g.choice(["left", "tie", "right"] if ties else ["left", "right"], 300)})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bt_fitted():
+    from hierbench.data import read_battles
+
+    df = _battles(True)
+    model = bayes.build_bradley_terry(read_battles(df))
+    return df, model, bayes.fit(model, rng=3, **_SMALL)
+
+
+@pytest.mark.slow  # one small Bradley-Terry fit (2.5 s on a warm compile cache, more when cold)
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
+def test_bradley_terry_outcome_is_one_value_per_battle_and_the_arviz_calls_run(bt_fitted):
+    df, _, dt = bt_fitted
+    obs, pp, ll = (dt[g]["outcome"] for g in ("observed_data", "posterior_predictive", "log_likelihood"))
+    assert obs.dims == pp.dims[2:] == ll.dims[2:] == ("battle",) and obs.size == len(df)
+    assert obs.dtype == pp.dtype == np.int64 and "0 = a wins, 1 = tie, 2 = b wins" in obs.attrs["coding"]
+    for da in (obs, pp, ll):
+        np.testing.assert_array_equal(da["pair"].values, obs["pair"].values)
+    # battles pair by pair, in result order within a pair; the observed ones are the input's battles
+    key = np.stack([obs["pair"].values, obs.values], 1)
+    assert (np.diff(key[:, 0]) >= 0).all() and all((np.diff(obs.values[key[:, 0] == p]) >= 0).all()
+                                                   for p in np.unique(key[:, 0]))  # fmt: skip
+    agents = dt["posterior"]["agent"].values
+    const = dt["constant_data"]
+    a = agents[const["agent_a_idx"].values[obs["pair"].values]]
+    b = agents[const["agent_b_idx"].values[obs["pair"].values]]
+    code = {"left": 0, "tie": 1, "right": 2}
+    got = pd.Series(list(zip(a, b, obs.values.tolist(), strict=True))).value_counts().sort_index()
+    want = pd.Series(list(zip(df.left, df.right, df.winner.map(code), strict=True))).value_counts().sort_index()
+    pd.testing.assert_series_equal(got, want)
+    loo = azs.loo(dt, pointwise=True)
+    assert loo.n_data_points == len(df) and np.isfinite(loo.elpd)
+    assert azs.loo_pit(dt)["outcome"].dims == ("battle",)
+    import matplotlib.pyplot as plt
+
+    for name in ("plot_ppc_dist", "plot_ppc_pit", "plot_ppc_rootogram", "plot_loo_pit"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # ArviZ's "looks discrete" notes
+            getattr(azp, name)(dt, backend="matplotlib")
+        plt.close("all")
+
+
+@pytest.mark.slow  # the fit of the test above (module fixture)
+def test_bradley_terry_loo_pit_is_the_weighted_share_of_predictions_below_each_battle(bt_fitted):
+    """As for the formula fits: PIT_i within [P_w(y_rep < y_i), P_w(y_rep <= y_i)], the same weights in numpy."""
+    _, _, dt = bt_fitted
+    ll = dt["log_likelihood"]["outcome"]
+    raw = -ll - xr.apply_ufunc(np.logaddexp.reduce, -ll, input_core_dims=[["chain", "draw"]], kwargs={"axis": (-2, -1)})
+    k = xr.zeros_like(ll.isel(chain=0, draw=0))
+    pit = azs.loo_pit(dt, log_weights=xr.Dataset({"outcome": raw}), pareto_k=xr.Dataset({"outcome": k}),
+                      random_state=0)["outcome"]  # fmt: skip
+    w = np.exp(raw.transpose(..., "chain", "draw").values.reshape(ll.shape[2], -1))
+    rep = dt["posterior_predictive"]["outcome"].transpose(..., "chain", "draw").values.reshape(ll.shape[2], -1)
+    y = dt["observed_data"]["outcome"].values[:, None]
+    below, at_most = (w * (rep < y)).sum(1), (w * (rep <= y)).sum(1)
+    assert (pit.values >= below - 1e-9).all() and (pit.values <= at_most + 1e-9).all()
+    assert (at_most - below > 1e-3).any()
+
+
+@pytest.mark.slow  # the fit of the test above (module fixture)
+def test_bradley_terry_battles_log_likelihood_sums_to_each_pairs_multinomial(bt_fitted):
+    """Per pair, the battles' log-likelihoods plus the log multinomial coefficient are scipy's multinomial logpmf.
+
+    The Davidson probabilities from the draw's abilities and nu (numpy), the counts from the input battles.
+    """
+    from scipy.special import gammaln
+    from scipy.stats import multinomial
+
+    from hierbench.bayes import add_log_likelihood
+
+    df, model, dt = bt_fitted
+    post = dt["posterior"].to_dataset()
+    const = dt["constant_data"]
+    ia, ib = const["agent_a_idx"].values, const["agent_b_idx"].values
+    agents = post["agent"].values
+    code = {"left": 0, "tie": 1, "right": 2}
+    counts = np.zeros((ia.size, 3), dtype=np.int64)
+    where = {(agents[i], agents[j]): p for p, (i, j) in enumerate(zip(ia, ib, strict=True))}
+    for left, right, winner in df.itertuples(index=False):
+        counts[where[left, right], code[winner]] += 1
+    ll = dt["log_likelihood"]["outcome"]
+    for c, s in [(0, 0), (1, 17), (1, 149)]:
+        ab, nu = post["ability"].values[c, s], float(post["nu"].values[c, s])
+        dd = ab[ia] - ab[ib]
+        p = np.stack([np.exp(dd / 2), np.full(dd.shape, nu), np.exp(-dd / 2)], 1)
+        p /= p.sum(1, keepdims=True)
+        want = multinomial.logpmf(counts, counts.sum(1), p)
+        coef = gammaln(counts.sum(1) + 1.0) - gammaln(counts + 1.0).sum(1)  # log n! / (w! t! l!)
+        got = np.bincount(ll["pair"].values, ll.isel(chain=c, draw=s).values, minlength=ia.size) + coef
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    # computed again on the laid-out fit (add_log_likelihood): the same values
+    again = add_log_likelihood(dt.copy(), model)["log_likelihood"]["outcome"]
+    xr.testing.assert_identical(again, ll)
+
+
+@pytest.mark.slow  # one small fit without ties (1.5 s warm, more when cold)
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
+def test_bradley_terry_without_ties_keeps_one_binomial_count_per_pair_which_arviz_reads():
+    from hierbench.data import read_battles
+
+    dt = bayes.fit(bayes.build_bradley_terry(read_battles(_battles(False)), ties=None), rng=3, **_SMALL)
+    for g in ("observed_data", "posterior_predictive", "log_likelihood"):
+        assert list(dt[g].data_vars) == ["n_win_a"] and dt[g]["n_win_a"].dims[-1] == "pair"
+    assert azs.loo_pit(dt)["n_win_a"].dims == ("pair",)
+    import matplotlib.pyplot as plt
+
+    for name in ("plot_ppc_pit", "plot_ppc_rootogram", "plot_loo_pit"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            getattr(azp, name)(dt, backend="matplotlib")
+        plt.close("all")
