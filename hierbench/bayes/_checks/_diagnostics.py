@@ -546,8 +546,9 @@ def _count_histograms(yv, pv, n, agents_cell, agents) -> dict[str, np.ndarray]:
 def _observation_key(f: xr.DataTree) -> tuple:
     """What a fit's pointwise log-likelihood is over: dims, sizes, labels and observed values.
 
-    Works for any observation dim (``cell`` for the count models, ``pair`` for
-    Bradley-Terry), so fits of different data are never compared by LOO.
+    Works for any observation dim (``cell`` for the count models, ``battle`` for
+    Bradley-Terry with ties, ``pair`` without, ``obs`` for graded formula fits), so fits
+    of different data are never compared by LOO.
     """
     ll = f["log_likelihood"].to_dataset()
     name, da = next(iter(ll.data_vars.items()))
@@ -571,7 +572,8 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
     fits : mapping of str to xarray.DataTree
         Fits with ``log_likelihood`` groups over the same observations: the
         same dims (``cell`` for the count models, which all use the observed
-        agent x task cells; ``pair`` for Bradley-Terry), the same labels and
+        agent x task cells; ``battle`` for Bradley-Terry with ties, ``pair``
+        without), the same labels and
         the same observed values.
 
     Returns
