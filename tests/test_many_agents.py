@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 from hierbench.demo import DemoContext
 from hierbench.demo import _compare_section
@@ -189,3 +190,24 @@ def test_attached_file_same_bytes_is_not_a_replacement(tmp_path):
         other.write(tmp_path / "other.md")
     with pytest.raises(ValueError, match="plain file name"):
         other.attach("../pairs.csv", "")
+
+
+def test_demo_refuses_and_with_overwrite_removes_an_earlier_logs_pairs_csv(tmp_path, capsys):
+    """A pairs.csv from an earlier, larger log beside this run's report would pass for this log's
+    pairs: without --overwrite the demo refuses (naming it); with it, a 3-agent run (3 pairs, no file
+    of its own) removes it. Partial-credit scores: no Bayesian fit, so the run is short.
+    """
+    from hierbench.demo import run_demo
+
+    g = np.random.default_rng(4)
+    s = g.integers(0, 5, (3, 12, 1)) / 4
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    (tmp_path / "pairs.csv").write_text("an earlier log's pairs")
+    with pytest.raises(FileExistsError, match=r"pairs\.csv"):
+        run_demo(ds, out=tmp_path, fast=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run_demo(ds, out=tmp_path, fast=True, overwrite=True) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "pairs.csv").exists() and (tmp_path / "report.md").exists()
+    assert "pairs.csv" not in out
