@@ -572,9 +572,13 @@ def _compare_section(ctx: DemoContext) -> str:
     from .report import bayes_pair_note
     from .report import differ_column
     from .report import marks_holm_note
+    from .report import pair_agents
     from .report import pair_frame
     from .report import pair_sentence
     from .report import pair_text
+    from .report import pair_values
+    from .report import shown_pairs
+    from .report import truth_diffs
 
     # compare_agents' own defaults: the report and `hierbench compare` use the same
     cmp = compare_agents(ctx.data, prob=PROB, rng=ctx.extra.get("seed", 0))
@@ -582,30 +586,51 @@ def _compare_section(ctx: DemoContext) -> str:
     full = pair_frame(cmp, alpha=1 - PROB)
     # what decides first: the difference, its simultaneous interval, the adjusted p and the verdict
     table = full.iloc[:, : full.columns.get_loc(differ_column(full)) + 1].copy()
-    pairs = [p.split(" - ", 1) for p in table.index]
+    agents, opponents = pair_agents(cmp)
     true = _truth_new_task(ctx)
     if true is not None:
-        table.insert(0, "true diff", [float(true.sel(agent=a) - true.sel(agent=b)) for a, b in pairs])
+        table.insert(0, "true diff", truth_diffs(true, agents, opponents))
     if "fit" in ctx.extra:
         ps = prob_superiority(ctx.extra["fit"], var="mean_new_task")
         ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
-        table["Bayes P(a > b)"] = [float(ps.sel(agent=a, opponent=b)) for a, b in pairs]
+        table["Bayes P(a > b)"] = pair_values(ps, agents, opponents)
     ctx.extra["compare_table"] = table
     note = ""
     if "fit" in ctx.extra:
-        note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(pairs)), 90)
+        note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(table)), 90)
     floor = (
         marks_holm_note(full, 1 - PROB)
         .replace("The marks understate", "p max-T understates")
         .replace("beside the marks", "beside p max-T")
     )
+    shown, short = shown_pairs(table, _pairs_where(ctx))
     return (
         "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB), 90))
         + note
         + "\n\n"
-        + pair_text(table)
+        # a path stays whole on its line, to be copied
+        + (textwrap.fill(short.replace("`", ""), 90, break_on_hyphens=False, break_long_words=False) + "\n\n"
+           if short else "")
+        + pair_text(shown)
         + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
         + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
+    )
+
+
+def _pairs_where(ctx: DemoContext) -> str:
+    """Where every pair is when the section shows some: the report's CSV, or the call that gives them."""
+    from .report import PAIRS_CSV
+
+    seed = ctx.extra.get("seed", 0)
+    if ctx.extra.get("out"):
+        ctx.extra["pairs_csv"] = True
+        return (
+            f"{os.path.join(str(ctx.extra['out']), PAIRS_CSV)} (written with the report; every p-value "
+            "and both intervals)"
+        )
+    return (
+        f"no report is written (--out ''), so no file holds them: `hierbench compare LOG --json --seed {seed}` "
+        f"prints them (LOG: this log), or in Python hierbench.freq.compare_agents(data, rng={seed}).to_frame()"
     )
 
 
@@ -927,7 +952,8 @@ def write_report(
 
     from .io import save_dataset
     from .io import save_fit
-    from .report import build
+    from .report import PAIRS_CSV
+    from .report import build_all
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -947,8 +973,12 @@ def write_report(
     fit = ctx.extra.get("fit")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # printed already by the sections
-        html = build(fit, ctx.data, path=folder / "report.html", **kw)
-        build(fit, ctx.data, path=folder / "report.md", **kw)
+        # computed once, written twice: the sections' work (a 316-agent log's pairs) is not done again
+        (html, _), rep = build_all(fit, ctx.data, paths=[folder / "report.html", folder / "report.md"], **kw)
+    ctx.extra["wrote_pairs"] = PAIRS_CSV in rep.files
+    if PAIRS_CSV not in rep.files and overwrite and (folder / PAIRS_CSV).exists():
+        # an earlier, larger log's pairs beside this run's report would pass for this log's
+        (folder / PAIRS_CSV).unlink()
     if fit is not None:
         save_fit(
             fit, folder / "fit_crossed.nc", groups=["posterior_predictive"], overwrite=overwrite
@@ -963,7 +993,8 @@ def write_report(
 
 def _written_line(ctx: DemoContext, folder: str) -> str:
     """The closing line: what was written where, naming the fit only when there was one."""
-    what = "Report (HTML and Markdown), fit and data" if "fit" in ctx.extra else "Report (HTML and Markdown) and data"
+    report = "Report (HTML and Markdown" + (", every pair in pairs.csv)" if ctx.extra.get("wrote_pairs") else ")")
+    what = f"{report}, fit and data" if "fit" in ctx.extra else f"{report} and data"
     line = f"\n{what} written to {folder}"
     if "fit" not in ctx.extra:
         line += " (no fit: the Bayesian section did not run"
@@ -1041,7 +1072,7 @@ DEMO_SECTIONS: list[tuple[str, Callable[[DemoContext], str]]] = [
     *ANALYSIS_SECTIONS,
 ]
 
-_OUTPUTS = ("report.html", "report.md", "fit_crossed.nc", "data.nc")
+_OUTPUTS = ("report.html", "report.md", "fit_crossed.nc", "data.nc", "pairs.csv")
 
 
 def demo_sections(truth: xr.Dataset | None) -> list[tuple[str, Callable[[DemoContext], str]]]:
@@ -1095,7 +1126,7 @@ def run_demo(
                 f"--out {str(out)!r} already holds {there} from an earlier run; pass --overwrite "
                 "or choose another --out"
             )
-    extra = {"seed": seed, "fast": fast, "progress": progress, "bootstrap_method": bootstrap_method}
+    extra = {"seed": seed, "fast": fast, "progress": progress, "bootstrap_method": bootstrap_method, "out": out}
     ctx = DemoContext(data=data, truth=truth, extra=extra)
     done: list[tuple[str, str]] = []
     for i, (title, section) in enumerate(demo_sections(truth), start=1):

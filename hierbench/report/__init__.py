@@ -12,6 +12,7 @@ evaluation.
 from ._build import SECTIONS
 from ._build import ReportSectionWarning
 from ._build import build
+from ._build import build_all as build_all  # for the demo; not in __all__
 from ._dstudy import plot_d_study
 from ._figures import heatmap
 from ._figures import interval_forest
@@ -20,6 +21,11 @@ from ._figures import ppc_plot
 from ._figures import variance_plot
 from ._match import FitDataMismatchError
 from ._match import check_fit_data
+from ._pair_rows import PAIRS_CSV as PAIRS_CSV  # for the demo; not in __all__
+from ._pair_rows import pair_agents as pair_agents  # for the demo; not in __all__
+from ._pair_rows import pair_values as pair_values  # for the demo; not in __all__
+from ._pair_rows import shown_pairs as shown_pairs  # for the demo; not in __all__
+from ._pair_rows import truth_diffs as truth_diffs  # for the demo; not in __all__
 from ._pairs import MATRIX_ABOVE
 from ._pairs import SCORE_ORDER_WORDS as SCORE_ORDER_WORDS  # for the CLI; not in __all__
 from ._pairs import bayes_pair_note

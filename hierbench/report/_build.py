@@ -174,17 +174,32 @@ def build(
     >>> 'id="data-summary"' in p.read_text()
     True
     """
+    paths, _ = build_all(fit, data, paths=[path], format=format, overwrite=overwrite, progress=progress,
+                          title=title, appendix=appendix, subset=subset, prob=prob, bootstrap_method=bootstrap_method,
+                          rng=rng, n_resamples=n_resamples, truth=truth, freq=freq)  # fmt: skip
+    return paths[0]
+
+
+def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progress=None, title=None,
+               appendix=(), subset=None, prob=DEFAULT_PROB, bootstrap_method=BOOTSTRAP_METHOD, truth=None,
+               **kw) -> tuple[list[Path], Report]:  # fmt: skip
+    """:func:`build` computed once and written to each of ``paths`` (the demo's HTML and Markdown twin).
+
+    ``kw``: the rest of :func:`build`'s keywords (``freq``, ``rng``, ``n_resamples``). Returns the
+    paths written and the report (its ``files``: what was attached beside it).
+    """
     prob, fit, data, subset = _inputs(fit, data, subset, prob, bootstrap_method)
     order = SECTIONS if not subset else _with_subset()
-    with Progress(len(order) + 1, "report", enabled=progress, unit="section") as bar:
-        ctx = _Context(fit=fit, data=data, prob=prob, rng=rng, n_resamples=n_resamples,
-                       bootstrap_method=bootstrap_method,
-                       truth=_as_series(truth), freq=freq, subset=subset, say=bar.stage)
+    out = []
+    with Progress(len(order) + len(paths), "report", enabled=progress, unit="section") as bar:
+        ctx = _Context(fit=fit, data=data, prob=prob, bootstrap_method=bootstrap_method,
+                       truth=_as_series(truth), subset=subset, say=bar.stage, **kw)  # fmt: skip
         rep = _assemble(ctx, bar, title, appendix, order)
-        bar.stage("writing")
-        out = rep.write(path, format=format, overwrite=overwrite)
-        bar.update(1)
-    return out
+        for p in paths:
+            bar.stage("writing")
+            out.append(rep.write(p, format=format, overwrite=overwrite))
+            bar.update(1)
+    return out, rep
 
 
 def _inputs(fit, data, subset, prob: float, bootstrap_method: str) -> tuple:

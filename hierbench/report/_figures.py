@@ -18,6 +18,9 @@ import xarray as xr
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+#: above this many rows or columns a heatmap carries no names on that axis (they could not be read)
+LABELS_MAX = 60
+
 __all__ = [
     "energy_plot",
     "heatmap",
@@ -180,16 +183,28 @@ def heatmap(
     vmin: float = 0.0,
     vmax: float = 1.0,
     annotate: bool = True,
+    max_labels: int = LABELS_MAX,
 ) -> Figure:
-    """A labelled heatmap of a probability matrix (NaN cells left blank)."""
+    """A labelled heatmap of a probability matrix (NaN cells left blank).
+
+    With more than ``max_labels`` rows or columns the axes carry no names (316
+    names on an axis are a black bar) and the figure keeps a page's size instead of
+    growing with the cells; the caller's caption says so.
+    """
     plt = _plt()
     n_r, n_c = matrix.shape
-    width = max(5, 0.6 * n_c + 3)
-    fig, ax = plt.subplots(figsize=(width, max(3.5, 0.45 * n_r + 1.8)))
+    named = max(n_r, n_c) <= max_labels
+    width = max(5, 0.6 * n_c + 3) if named else 10.0
+    fig, ax = plt.subplots(figsize=(width, max(3.5, 0.45 * n_r + 1.8) if named else 8.5))
     vals = matrix.to_numpy(float)
     im = ax.imshow(np.ma.masked_invalid(vals), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(n_c), [str(c) for c in matrix.columns], rotation=45, ha="right")
-    ax.set_yticks(range(n_r), [str(i) for i in matrix.index])
+    if named:
+        ax.set_xticks(range(n_c), [str(c) for c in matrix.columns], rotation=45, ha="right")
+        ax.set_yticks(range(n_r), [str(i) for i in matrix.index])
+    else:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        xlabel, ylabel = f"{xlabel} ({n_c}, unnamed)", f"{ylabel} ({n_r}, unnamed)"
     if annotate and n_r * n_c <= 400:
         for i in range(n_r):
             for j in range(n_c):

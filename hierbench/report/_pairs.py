@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from .._base import fit_record
 
 if TYPE_CHECKING:
-    import xarray as xr
-
     from ..freq import PairwiseComparisonResult
 
 __all__ = [
@@ -159,7 +158,7 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
         interval excludes 0 but p >= alpha, or the other way), ``p Holm`` and
         ``p BH``.
     """
-    df = cmp.to_frame()
+    df = _tidy(cmp)
     short = _SHORT[_attrs(cmp).get("adjust", "holm")]
     out = pd.DataFrame(index=df.index.astype(str))
     out["mean difference"] = df["estimate"].astype(float)
@@ -183,6 +182,28 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
             out[label] = df[key].astype(float)
     out.index.name = "pair"
     return out
+
+
+def _tidy(cmp) -> pd.DataFrame:
+    """``cmp.to_frame()``'s columns, read from the matrices in one step instead of one pair at a time.
+
+    The same upper triangle in the same order, the same float values (indexing only): at 316
+    agents ``to_frame`` takes about 25 s over its 49,770 pairs, this well under one. A result
+    without the matrices (``table``) is read through its own ``to_frame()``.
+    """
+    tab = getattr(cmp, "table", None)
+    if not isinstance(tab, xr.Dataset) or not {"mean_diff", "ci", "ci_simultaneous"} <= set(tab.data_vars):
+        return cmp.to_frame()
+    agents = np.asarray([str(a) for a in tab["agent"].values], dtype=object)
+    i, j = np.triu_indices(len(agents), 1)
+    cols = {"estimate": np.asarray(tab["mean_diff"].values, float)[i, j]}
+    ci, sim = (np.asarray(tab[v].values, float)[i, j] for v in ("ci", "ci_simultaneous"))
+    cols |= {"lower": ci[:, 0], "upper": ci[:, 1], "simultaneous_lower": sim[:, 0], "simultaneous_upper": sim[:, 1]}
+    for v in tab.data_vars:
+        if tab[v].dims == ("agent", "opponent") and v not in cols:
+            cols[v] = np.asarray(tab[v].values, float)[i, j]
+    index = pd.Index([f"{a} - {b}" for a, b in zip(agents[i], agents[j], strict=True)], name="pair")
+    return pd.DataFrame(cols, index=index)
 
 
 def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:

@@ -283,6 +283,8 @@ class Report:
     title: str
     blocks: list[dict] = field(default_factory=list)
     figures: dict[str, bytes] = field(default_factory=dict)
+    #: files written beside the report (a table too long to show in full), by plain file name
+    files: dict[str, bytes] = field(default_factory=dict)
 
     # ------------------------------------------------------------ building
 
@@ -360,6 +362,20 @@ class Report:
         if not self.blocks:
             self.section(self.title)
         self.blocks[-1]["figures"].append((name, caption))
+
+    def attach(self, name: str, data: bytes | str) -> None:
+        """Add a file written beside the report, in either format (the complete table a section shortens).
+
+        ``name`` is a plain file name, as for :meth:`figure`; the section's text names it.
+        """
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+            raise ValueError(
+                f"attached file name must be a plain file name inside the report folder "
+                f"(letters, digits, '_', '-', '.'; no '/' or '..'); got {name!r}"
+            )
+        if name in self.files:
+            raise ValueError(f"file name {name!r} is attached twice to this report")
+        self.files[name] = data.encode("utf-8") if isinstance(data, str) else bytes(data)
 
     def forest(
         self,
@@ -489,12 +505,14 @@ class Report:
         path : str or path-like
             ``*.html`` (one self-contained file), ``*.md`` (Markdown plus a
             ``<stem>_figures/`` folder of PNGs beside it), or an existing or new
-            folder (``report.md`` and the PNGs inside it).
+            folder (``report.md`` and the PNGs inside it). Files attached with
+            :meth:`attach` are written beside it, in either format.
         format : {"html", "md"}, optional
             Overrides the choice made from the suffix.
         overwrite : bool
-            Replace existing report and figure files (default: refuse with
-            :class:`FileExistsError`, naming them). For ``*.md`` it also removes
+            Replace existing report, figure and attached files (default: refuse with
+            :class:`FileExistsError`, naming them; an attached file there already
+            with the same bytes is not replaced). For ``*.md`` it also removes
             the PNGs in ``<stem>_figures/`` that this report does not draw (an
             earlier report's), so the folder holds this report's figures only.
         metadata : dict, optional
@@ -514,14 +532,17 @@ class Report:
         if format not in ("html", "md"):
             raise ValueError(f"`format` must be 'html' or 'md'; got {format!r}")
         p.parent.mkdir(parents=True, exist_ok=True)
+        # an attached file already there with the same bytes (the HTML's, beside its Markdown twin) replaces nothing
+        files = [p.parent / n for n, b in self.files.items() if not _same_bytes(p.parent / n, b)]
         if format == "html":
-            _refuse_existing([p], overwrite)
+            _refuse_existing([p, *files], overwrite)
+            self._write_files(p.parent)
             p.write_text(self.to_html(metadata=metadata), encoding="utf-8")
             return p
         fig_dir, rel = (
             (p.parent, "") if folder_mode else (p.parent / f"{p.stem}_figures", f"{p.stem}_figures")
         )
-        targets = [p] + [fig_dir / f"{n}.png" for n in self.figures]
+        targets = [p, *files] + [fig_dir / f"{n}.png" for n in self.figures]
         root = p.parent.resolve()
         for t in targets:
             if not t.resolve().is_relative_to(root):  # pragma: no cover - names are checked
@@ -539,8 +560,19 @@ class Report:
             fig_dir.mkdir(parents=True, exist_ok=True)
         for n, data in self.figures.items():
             (fig_dir / f"{n}.png").write_bytes(data)
+        self._write_files(p.parent)
         p.write_text(self.to_markdown(figure_dir=rel, metadata=metadata), encoding="utf-8")
         return p
+
+
+    def _write_files(self, folder: Path) -> None:
+        for n, data in self.files.items():
+            (folder / n).write_bytes(data)
+
+
+def _same_bytes(path: Path, data: bytes) -> bool:
+    """Whether ``path`` is a file holding exactly ``data``."""
+    return path.is_file() and path.stat().st_size == len(data) and path.read_bytes() == data
 
 
 def _refuse_existing(paths: list[Path], overwrite: bool) -> None:

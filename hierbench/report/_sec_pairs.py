@@ -11,6 +11,9 @@ from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
 from ._context import _Skip
+from ._figures import LABELS_MAX
+from ._pair_rows import PAIR_ROWS
+from ._pair_rows import PAIRS_CSV
 from ._report import Report
 from ._sections import _mixed_note
 from ._sections import _no_level
@@ -75,7 +78,7 @@ _HEATMAP_CAPTION = (
 
 
 def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
-    """The sentence, the full table and (with many agents) the compact matrix of the paired tests."""
+    """The sentence, the full table and (with many agents, up to the row cap) the compact matrix of the paired tests."""
     from ._pairs import MATRIX_ABOVE
     from ._pairs import SCORE_ORDER_WORDS
     from ._pairs import disagree_note
@@ -91,7 +94,8 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
     text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}.", disagree_note(cmp, full)]
     text.append(marks_holm_note(full, alpha))
     matrix = None
-    if cmp.to_dataset().sizes["agent"] > MATRIX_ABOVE:
+    # above the row cap an agent x agent matrix is as unreadable as the table: the pairs that differ instead
+    if MATRIX_ABOVE < cmp.to_dataset().sizes["agent"] and len(full) <= PAIR_ROWS:
         name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
         matrix = pair_matrix(cmp, alpha=alpha, order=score_order(data))
         text.append(
@@ -105,7 +109,6 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
 
 def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     from ._pairs import differ_column as _differ
-    from ._pairs import pair_display
 
     if (one := ctx.single_agent()) is not None:
         raise _Skip(f"one agent ({one}): no pair to compare")
@@ -125,17 +128,9 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
             + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
             + ("" if tests else " No paired tests here: they need the run log (`--data`, or `data=`).")
         )
-    table = full = None
+    table = more = None
     if ctx.want_freq("compare"):
-        more, full, matrix = _pair_texts(_compare(ctx), 1.0 - ctx.prob, ctx.data)
-        text += more
-        if ps is not None:
-            full["Bayes P(a > b)"] = [
-                float(ps.sel(agent=a, opponent=b))
-                for a, b in (p.split(" - ", 1) for p in full.index)
-            ]
-        full = pair_display(full)
-        table = full if matrix is None else matrix
+        table, more = _pair_tables(ctx, rep, ps, text)
     if ps is None and table is None:
         raise _Skip(_no_level(ctx) + "; and no data for the paired tests")
     if ps is None and ctx.fit is not None:
@@ -145,8 +140,63 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
         "\n\n".join(t for t in text if t),
         table=table,
         id=sid,
-        flag=_differ(full) if full is not None and table is full else None,
-        more=None if table is full else (f"All {len(full)} pairs", full, _differ(full)),
+        flag=_differ(table) if table is not None and _differ(table) else None,
+        more=more,
     )
     if fig is not None:
-        rep.figure("prob_superiority", fig, _HEATMAP_CAPTION.format(what=_label(ctx.var)))
+        rep.figure("prob_superiority", fig, _heatmap_caption(ctx, ps))
+
+
+def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
+    """The pair table shown (every pair, the matrix, or the pairs that differ) and the folded full one.
+
+    Appends the section's sentences to ``text``. Above the row cap the table holds the
+    pairs that differ and the complete one is attached as :data:`PAIRS_CSV`, named in
+    the text (no folded copy: 49,770 rows made a 31 MB page).
+    """
+    from ._pair_rows import pair_agents
+    from ._pair_rows import pair_values
+    from ._pair_rows import pairs_csv
+    from ._pair_rows import shown_pairs
+    from ._pair_rows import truth_diffs
+    from ._pairs import differ_column as _differ
+    from ._pairs import pair_display
+
+    cmp = _compare(ctx)
+    more, full, matrix = _pair_texts(cmp, 1.0 - ctx.prob, ctx.data)
+    text += more
+    agents, opponents = pair_agents(cmp)
+    if ps is not None:
+        full["Bayes P(a > b)"] = pair_values(ps, agents, opponents)
+    shown, note = shown_pairs(
+        full, f"`{PAIRS_CSV}` beside this report, and `hierbench.freq.compare_agents(data).to_frame()`"
+    )
+    if note:
+        every = full.copy()
+        if ctx.truth is not None:
+            every.insert(0, "true diff", truth_diffs(ctx.truth, agents, opponents))
+        rep.attach(PAIRS_CSV, pairs_csv(every, agents, opponents))
+        text.append(note)
+        return pair_display(shown), None
+    full = pair_display(full)
+    if matrix is None:
+        return full, None
+    return matrix, (f"All {len(full)} pairs", full, _differ(full))
+
+
+def _heatmap_caption(ctx: _Context, ps) -> str:
+    """The Bayes heatmap's caption: its order and, with too many agents to name, that its axes are unnamed."""
+    caption = _HEATMAP_CAPTION.format(what=_label(ctx.var))
+    n = ps.sizes["agent"]
+    if n > LABELS_MAX:
+        if not ctx.want_freq("compare"):
+            where = "`hierbench.metrics.prob_superiority(fit)`"
+        elif n * (n - 1) // 2 > PAIR_ROWS:
+            where = f"the table's `Bayes P(a > b)` column and `{PAIRS_CSV}`"
+        else:
+            where = "the table's `Bayes P(a > b)` column"
+        caption += (
+            f" With {n} agents (more than {LABELS_MAX}) the axes carry no names, which could not be read: "
+            f"the pattern shows how far apart the agents are; each pair's value is in {where}."
+        )
+    return caption

@@ -296,7 +296,14 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
             "three; the figure shows every probability."
         )
     rep.section(_TITLES[sid], text, table=table, id=sid)
-    rep.figure("rank_probabilities", fig, "Rank probabilities (posterior).")
+    caption = "Rank probabilities (posterior)."
+    if len(df) > F.LABELS_MAX:
+        caption += (
+            f" With {len(df)} agents (more than {F.LABELS_MAX}) the axes carry no names, which could not "
+            "be read: rows are agents by expected rank, best at the top, columns ranks 1 to "
+            f"{df.shape[1]}; each agent's numbers are in the table."
+        )
+    rep.figure("rank_probabilities", fig, caption)
 
 
 def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:

@@ -1,0 +1,213 @@
+"""The demo's and the report's pair tables stay readable with many agents (M (M - 1) / 2 pairs).
+
+A 316-person survey read as agents made 49,770 pairs: the demo printed every one (51,959 lines)
+and the report held them twice (31 MB of HTML). Up to the cap (a 25-agent leaderboard's 300
+pairs) every pair is shown; above it the pairs that differ, with the counts, how many rows are
+left out, and the complete table as ``pairs.csv`` beside the report. Expected values come from
+``compare_agents(...).to_frame()`` called on its own with the same seed, from pandas' own sort, or
+from counts of pairs; never from the code under test.
+"""
+
+import re
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from hierbench.demo import DemoContext
+from hierbench.demo import _compare_section
+from hierbench.freq import compare_agents
+from hierbench.testing import simulate_eval
+
+CAP = 300  # the rule's cap: every pair of 25 agents (300 pairs) is shown
+
+
+def _log(n_agents: int, seed: int = 5):
+    ds, _ = simulate_eval(n_agents=n_agents, n_tasks=30, n_runs=2, rng=seed)
+    return ds
+
+
+def _pair_rows(text: str, agents) -> list[str]:
+    """The printed rows of a pair table: lines that start with ``a - b`` for two agents of the log."""
+    names = "|".join(re.escape(str(a)) for a in agents)
+    pat = re.compile(rf"^({names}) - ({names})\s")
+    return [line for line in text.splitlines() if pat.match(line)]
+
+
+def _section(ds, **extra):
+    ctx = DemoContext(ds, None, {"seed": 3, **extra})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ctx, _compare_section(ctx)
+
+
+def test_every_pair_of_25_agents_is_printed():
+    ds = _log(25)
+    _, text = _section(ds, out="somewhere")
+    rows = _pair_rows(text, ds["agent"].values)
+    assert len(rows) == 25 * 24 // 2 == 300
+    assert len(set(rows)) == 300
+    assert "not shown" not in text and "pairs.csv" not in text
+
+
+@pytest.mark.slow
+def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path, monkeypatch):
+    """780 pairs: at most the cap printed, the counts and the rows left out said, and every pair,
+    with the same numbers as compare_agents' own table for the same seed, in pairs.csv. The report
+    is cut to its pair section (the others are not what this checks, and take the time).
+    """
+    import hierbench.report._build as report_build
+    from hierbench.demo import write_report
+
+    monkeypatch.setattr(report_build, "SECTIONS", ("pairwise",))
+
+    ds = _log(40)
+    ref = compare_agents(ds, prob=0.95, rng=3).to_frame()  # the independent call
+    n_differ = int((ref["p_adjusted"] < 0.05).sum())
+    assert 20 <= n_differ < CAP  # this seed: the pairs that differ are what is shown
+    ctx, text = _section(ds, out=str(tmp_path), fast=True)
+    rows = _pair_rows(text, ds["agent"].values)
+    assert len(rows) == n_differ <= CAP
+    flat = " ".join(text.split())
+    assert f"780 pairs, {n_differ} of which differ (p max-T < 0.05)" in flat
+    assert f"the other {780 - n_differ} pairs are not shown here" in flat
+    assert str(tmp_path / "pairs.csv") in flat
+    # the rows shown are exactly the pairs that differ, by p then |difference| (pandas' sort)
+    want = ref[ref["p_adjusted"] < 0.05].assign(size=lambda d: -d["estimate"].abs())
+    want = want.sort_values(["p_adjusted", "size"], kind="stable").index.tolist()
+    assert [r.split("  ")[0].strip() for r in rows] == want
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        write_report(ctx, tmp_path, [("6. Does A beat B?", text)])
+    csv = pd.read_csv(tmp_path / "pairs.csv", index_col="pair")
+    assert len(csv) == 780 and list(csv.index) == list(ref.index)
+    for ours, theirs in (
+        ("mean difference", "estimate"),
+        ("simultaneous lower", "simultaneous_lower"),
+        ("simultaneous upper", "simultaneous_upper"),
+        ("p max-T", "p_adjusted"),
+        ("MC error of p max-T", "p_adjusted_mcse"),
+        ("per-pair lower", "lower"),
+        ("per-pair upper", "upper"),
+        ("p (permutation)", "p_value"),
+        ("p Holm", "p_holm"),
+        ("p BH", "p_bh"),
+        ("shared tasks", "n_tasks"),
+    ):
+        np.testing.assert_array_equal(csv[ours].to_numpy(float), ref[theirs].to_numpy(float), err_msg=ours)
+    assert (csv["agent"] == ref["agent"]).all() and (csv["opponent"] == ref["opponent"]).all()
+    assert csv["differ (p max-T < 0.05)"].sum() == n_differ
+    # every column the printed table has is in the file
+    printed = list(ctx.extra["compare_table"].columns)
+    assert {"mean difference", "simultaneous lower", "p max-T"} <= set(printed) <= set(csv.columns)
+
+    md = (tmp_path / "report.md").read_text()
+    pairwise = md.split("## Does A beat B? Pairwise probabilities and paired tests")[1].split("\n## ")[0]
+    assert "**All 780 pairs**" not in pairwise and "<details>" not in pairwise  # no folded copy
+    table_rows = [r for r in pairwise.splitlines() if re.match(r"^\| agent_\d+ - agent_\d+ ", r)]
+    assert len(table_rows) == n_differ
+    assert f"the other {780 - n_differ:,} pairs are not shown here" in pairwise and "`pairs.csv`" in pairwise
+
+
+def test_without_a_report_the_text_says_how_to_get_every_pair():
+    ds = _log(40)
+    _, text = _section(ds, out=None)
+    flat = " ".join(text.split())
+    assert "hierbench compare LOG --json --seed 3" in flat
+    assert "compare_agents(data, rng=3).to_frame()" in flat
+    assert "pairs.csv" not in flat
+
+
+def _frame(p, d):
+    return pd.DataFrame(
+        {"mean difference": d, "p max-T": p, "differ (p max-T < 0.05)": np.asarray(p) < 0.05},
+        index=[f"a{i} - b{i}" for i in range(len(p))],
+    )
+
+
+def test_rule_when_few_pairs_differ_shows_the_most_significant_and_counts_the_rest():
+    from hierbench.report._pair_rows import shown_pairs
+
+    g = np.random.default_rng(0)
+    p = np.round(g.uniform(0.02, 1, 400), 2)  # ties on p: |difference| decides
+    d = g.normal(0, 0.3, 400)
+    t = _frame(p, d)
+    n_differ = int((p < 0.05).sum())
+    assert 0 < n_differ < 20
+    shown, note = shown_pairs(t, "in `pairs.csv`")
+    want = t.assign(size=-np.abs(d)).sort_values(["p max-T", "size"], kind="stable").index[:20]
+    assert list(shown.index) == list(want)
+    assert f"400 pairs, {n_differ} of which differ" in note
+    assert "the other 380 pairs are not shown here" in note and note.endswith("in `pairs.csv`.")
+    # at the cap nothing is left out, and nothing is said
+    same, quiet = shown_pairs(t.iloc[:CAP], "x")
+    assert same.equals(t.iloc[:CAP]) and quiet == ""
+
+
+def test_rule_when_more_than_the_cap_differ_shows_the_cap():
+    from hierbench.report._pair_rows import shown_pairs
+
+    p = np.linspace(0, 0.04, 500)
+    shown, note = shown_pairs(_frame(p, np.ones(500)), "x")
+    assert len(shown) == CAP and list(shown.index) == [f"a{i} - b{i}" for i in range(CAP)]
+    assert "the 300 of the 500 that differ" in note and "the other 200 pairs are not shown here" in note
+
+
+@pytest.mark.parametrize(("n", "named"), [(60, True), (61, False)])
+def test_heatmap_names_its_axes_only_where_they_can_be_read(n, named):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from hierbench.report import heatmap
+
+    m = pd.DataFrame(np.full((n, n), 0.5), index=[f"p{i}" for i in range(n)], columns=[f"p{i}" for i in range(n)])
+    fig = heatmap(m, title="t", xlabel="opponent", ylabel="agent", cbar_label="c")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert (labels == list(m.index)) if named else labels == []
+    assert fig.get_size_inches()[0] <= (0.6 * n + 3 if named else 10.0)
+    plt.close(fig)
+
+
+def test_attached_file_same_bytes_is_not_a_replacement(tmp_path):
+    """The HTML and its Markdown twin both write pairs.csv: the second finds its own bytes and goes on;
+    another report's different file is refused without overwrite.
+    """
+    from hierbench.report import Report
+
+    r = Report("x")
+    r.section("s", "text")
+    r.attach("pairs.csv", "a,b\n1,2\n")
+    r.write(tmp_path / "report.html")
+    r.write(tmp_path / "report.md")  # same bytes there: no refusal
+    assert (tmp_path / "pairs.csv").read_text() == "a,b\n1,2\n"
+    other = Report("y")
+    other.attach("pairs.csv", "a,b\n3,4\n")
+    with pytest.raises(FileExistsError, match=r"pairs\.csv"):
+        other.write(tmp_path / "other.md")
+    with pytest.raises(ValueError, match="plain file name"):
+        other.attach("../pairs.csv", "")
+
+
+def test_demo_refuses_and_with_overwrite_removes_an_earlier_logs_pairs_csv(tmp_path, capsys):
+    """A pairs.csv from an earlier, larger log beside this run's report would pass for this log's
+    pairs: without --overwrite the demo refuses (naming it); with it, a 3-agent run (3 pairs, no file
+    of its own) removes it. Partial-credit scores: no Bayesian fit, so the run is short.
+    """
+    from hierbench.demo import run_demo
+
+    g = np.random.default_rng(4)
+    s = g.integers(0, 5, (3, 12, 1)) / 4
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    (tmp_path / "pairs.csv").write_text("an earlier log's pairs")
+    with pytest.raises(FileExistsError, match=r"pairs\.csv"):
+        run_demo(ds, out=tmp_path, fast=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run_demo(ds, out=tmp_path, fast=True, overwrite=True) == 0
+    out = capsys.readouterr().out
+    assert not (tmp_path / "pairs.csv").exists() and (tmp_path / "report.md").exists()
+    assert "pairs.csv" not in out
