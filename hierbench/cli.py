@@ -634,12 +634,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     ds, msgs = load_any(args.file, args)
     from .freq import compare_agents
     from .report import MATRIX_ABOVE
+    from .report import PAIR_ROWS
     from .report import marks_holm_note
     from .report import marks_legend
     from .report import pair_frame
     from .report import pair_matrix
     from .report import pair_text
     from .report import score_order
+    from .report import shown_pairs
 
     m = ds.sizes["agent"]
     if _progress_wanted(args):
@@ -650,7 +652,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         cmp = compare_agents(ds, prob=args.prob, rng=args.seed)
     alpha = 1.0 - args.prob
     table = pair_frame(cmp, alpha=alpha)
-    matrix = m > MATRIX_ABOVE and not args.all_pairs
+    # the numbered matrix reads up to the pair-row cap (25 agents); above it the pair list, shortened
+    matrix = MATRIX_ABOVE < m and m * (m - 1) // 2 <= PAIR_ROWS and not args.all_pairs
     if args.json:
         rows = [{"pair": k, **v} for k, v in table.to_dict(orient="index").items()]
         res = cmp.to_dataset()
@@ -668,7 +671,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
             print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
         else:
-            print(pair_text(table))
+            shown, said = (table, "") if args.all_pairs else shown_pairs(
+                table, "hierbench compare with --all-pairs (one row each) or --json")
+            if said:
+                print(textwrap.fill(said.replace("`", ""), 100) + "\n")
+            print(pair_text(shown))
         note = marks_holm_note(table, alpha)
         if note:
             print("\n" + textwrap.fill(note.replace("`", ""), 100))

@@ -211,3 +211,25 @@ def test_demo_refuses_and_with_overwrite_removes_an_earlier_logs_pairs_csv(tmp_p
     out = capsys.readouterr().out
     assert not (tmp_path / "pairs.csv").exists() and (tmp_path / "report.md").exists()
     assert "pairs.csv" not in out
+
+
+def test_cli_compare_shortens_the_pair_list_above_the_cap_and_all_pairs_prints_every_row(tmp_path, capsys):
+    # 26 agents (325 pairs): past the numbered matrix's 300 pairs; the list shows the pairs that
+    # differ (compare_agents' own verdict, same seed) and says how many are left out
+    from hierbench.cli import main
+    from hierbench.data import to_records
+
+    ds, _ = simulate_eval(n_agents=26, n_tasks=10, n_runs=1, rng=2)
+    path = tmp_path / "log.csv"
+    to_records(ds).to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = compare_agents(ds, rng=0).to_frame()
+    differ = ref["p_adjusted"] < 0.05  # the verdict the table's `differ` column states
+    assert main(["compare", str(path)]) == 0
+    out = capsys.readouterr().out
+    rows = _pair_rows(out, ds["agent"].values)
+    assert len(rows) == max(int(differ.sum()), 20) < 325
+    assert f"the other {325 - len(rows):,} pairs are not shown" in " ".join(out.split())
+    assert main(["compare", str(path), "--all-pairs"]) == 0
+    assert len(_pair_rows(capsys.readouterr().out, ds["agent"].values)) == 325

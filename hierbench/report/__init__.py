@@ -21,6 +21,7 @@ from ._figures import ppc_plot
 from ._figures import variance_plot
 from ._match import FitDataMismatchError
 from ._match import check_fit_data
+from ._pair_rows import PAIR_ROWS as PAIR_ROWS  # for the CLI; not in __all__
 from ._pair_rows import PAIRS_CSV as PAIRS_CSV  # for the demo; not in __all__
 from ._pair_rows import pair_agents as pair_agents  # for the demo; not in __all__
 from ._pair_rows import pair_values as pair_values  # for the demo; not in __all__
