@@ -21,6 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from .._base import fit_record
+from ._pair_rows import PAIR_ROWS
 
 if TYPE_CHECKING:
     from ..freq import PairwiseComparisonResult
@@ -313,7 +314,9 @@ def disagree_note(cmp: PairwiseComparisonResult, table: pd.DataFrame) -> str:
            "different procedures: near the level they can disagree (an interval that excludes 0 "
            f"beside p \u2265 {alpha}, or p < {alpha} beside an interval that covers 0). ")
         + f"{n} of {len(table)} pairs disagree at {alpha}"
-        + (f", marked in the pair table's column `{col}`." if n else ".")
+        + (f", marked in the pair table's column `{col}`" if n else "")
+        + (f" (the table shown holds only some pairs; the complete one holds all {len(table):,})."
+           if n and len(table) > PAIR_ROWS else ".")
     )
 
 
