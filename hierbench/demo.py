@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -735,7 +736,7 @@ def _plan_section(ctx: DemoContext) -> str:
             "\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
             f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
             f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
-        )
+        ) + _clustered_buy(ctx, kw)
     elif not mt:
         buy = "\n\n" + textwrap.fill(
             "With one run per cell the log cannot tell agent x task variation from run-to-run "
@@ -813,24 +814,57 @@ def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
     return v_cl / v_iid, len(codes[1]), cluster_label(ctx.data)
 
 
+def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str] | None:
+    """The log's clusters as a plan's :func:`hierbench.freq.cluster_design` (None without clusters).
+
+    Their sizes as a template and the observed ratio (at least 1) as the design effect, with
+    the ratio, the number of clusters and their column's name; computed once per demo.
+    """
+    if "observed_clusters" not in ctx.extra:
+        from ._base import cluster_codes
+        from .freq import cluster_design
+
+        deff = _cluster_design_effect(ctx)
+        if deff is None:
+            ctx.extra["observed_clusters"] = None
+        else:
+            with warnings.catch_warnings():  # a ratio above m* is still what this log shows
+                warnings.simplefilter("ignore")
+                cd = cluster_design(np.bincount(cluster_codes(ctx.data)[0]), design_effect=max(deff[0], 1.0),
+                                    template=True, source="observed ratio")
+            ctx.extra["observed_clusters"] = (cd, *deff)
+    return ctx.extra["observed_clusters"]
+
+
+def _clustered_buy(ctx: DemoContext, kw: dict[str, float]) -> str:
+    """What the plan's budget buys when new tasks come in clusters like the log's ("" without clusters)."""
+    from .freq import optimal_allocation
+
+    observed = _observed_clusters(ctx)
+    if observed is None:
+        return ""
+    cd, ratio = observed[0], max(observed[1], 1.0)
+    alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, clusters=cd, **kw)
+    return "\n" + textwrap.fill(
+        f"If new tasks come in clusters like these (design effect {ratio:.2f}, the observed ratio, "
+        f"taken as the same whatever R), it buys {int(alloc['n_clusters'])} clusters (about "
+        f"{int(alloc['n_tasks'])} tasks) x {int(alloc['n_runs'])} runs.",
+        88,
+    )
+
+
 def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float) -> str:
     """Where tasks come in clusters: the plan takes them as independent, the paired tests do not.
 
     The clustered figure is :func:`hierbench.freq.minimum_detectable_effect` with the observed
     ratio as the design effect (at least 1) and clusters like the log's (``K - 1`` df).
     """
-    from ._base import cluster_codes
-    from .freq import cluster_design
     from .freq import minimum_detectable_effect
 
-    deff = _cluster_design_effect(ctx)
-    if deff is None:
+    observed = _observed_clusters(ctx)
+    if observed is None:
         return ""
-    ratio, k, name = deff
-    with warnings.catch_warnings():  # a ratio above m* is still what this log shows
-        warnings.simplefilter("ignore")
-        cd = cluster_design(np.bincount(cluster_codes(ctx.data)[0]), design_effect=max(ratio, 1.0),
-                            template=True, source="observed ratio")
+    cd, ratio, k, name = observed
     mde_c = minimum_detectable_effect(T, sd_diff=sd, clusters=cd)
     return "\n" + textwrap.fill(
         f"The plan takes tasks as independent; this log's tasks come in {k} clusters of `{name}`, "

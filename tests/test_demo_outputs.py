@@ -323,6 +323,11 @@ def test_plan_says_what_task_clusters_do_to_its_counts(monkeypatch):
     d_c = optimize.brentq(short, 1e-6, 1.0)
     assert d_c > d * np.sqrt(ratio)  # fewer df than the tasks' T - 1: more than the ratio alone
     assert f"18 tasks detect about {d_c:.3f}, not {d:.3f} (design effect {ratio:.2f}, 6 clusters: t with 5 df)" in one
+    # what the budget buys in whole clusters of 3 tasks: a brute-force search over runs per task R
+    # and clusters K (K * 3 * (10 + R) <= 5000) of Var = ratio * (2 s_mt + 2 s_e / R) / (3 K)
+    best = min(((ratio * (2 * 0.03 + 2 * 0.12 / r)) / (3 * (5000 // (3 * (10 + r)))), r, 5000 // (3 * (10 + r)))
+               for r in range(1, 200))  # fmt: skip
+    assert f"it buys {best[2]} clusters (about {3 * best[2]} tasks) x {best[1]} runs" in one
 
 
 def test_demo_without_a_fit_leaves_no_earlier_fit_beside_its_report(tmp_path, capsys):
