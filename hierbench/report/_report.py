@@ -351,11 +351,7 @@ class Report:
         no folder part): the Markdown twin writes ``<name>.png`` inside its
         figure folder and nowhere else.
         """
-        if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
-            raise ValueError(
-                f"figure name must be a plain file name inside the report folder "
-                f"(letters, digits, '_', '-', '.'; no '/' or '..'); got {name!r}"
-            )
+        _check_plain_name(name, "figure name")
         if name in self.figures:
             raise ValueError(f"figure name {name!r} is used twice in this report")
         self.figures[name] = _png_bytes(plot_collection_or_figure, name)
@@ -368,11 +364,7 @@ class Report:
 
         ``name`` is a plain file name, as for :meth:`figure`; the section's text names it.
         """
-        if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
-            raise ValueError(
-                f"attached file name must be a plain file name inside the report folder "
-                f"(letters, digits, '_', '-', '.'; no '/' or '..'); got {name!r}"
-            )
+        _check_plain_name(name, "attached file name")
         if name in self.files:
             raise ValueError(f"file name {name!r} is attached twice to this report")
         self.files[name] = data.encode("utf-8") if isinstance(data, str) else bytes(data)
@@ -615,3 +607,12 @@ def _inline(s: str) -> str:
         else:
             out.append(re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", html.escape(part)))
     return "".join(out)
+
+
+def _check_plain_name(name: object, what: str) -> None:
+    """Refuse a file name that is not plain (letters, digits, ``_``, ``-``, ``.``; no folder part or ``..``)."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or ".." in name:
+        raise ValueError(
+            f"{what} must be a plain file name inside the report folder "
+            f"(letters, digits, '_', '-', '.'; no '/' or '..'); got {name!r}"
+        )
