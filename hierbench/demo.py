@@ -624,7 +624,6 @@ def _pairs_where(ctx: DemoContext) -> str:
 
     seed = ctx.extra.get("seed", 0)
     if ctx.extra.get("out"):
-        ctx.extra["pairs_csv"] = True
         return (
             f"{os.path.join(str(ctx.extra['out']), PAIRS_CSV)} (written with the report; every p-value "
             "and both intervals)"
@@ -843,10 +842,10 @@ def _clustered_buy(ctx: DemoContext, kw: dict[str, float]) -> str:
     observed = _observed_clusters(ctx)
     if observed is None:
         return ""
-    cd, ratio = observed[0], max(observed[1], 1.0)
+    cd = observed[0]
     alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, clusters=cd, **kw)
     return "\n" + textwrap.fill(
-        f"If new tasks come in clusters like these (design effect {ratio:.2f}, the observed ratio, "
+        f"If new tasks come in clusters like these (design effect {cd.design_effect:.2f}, the observed ratio, "
         f"taken as the same whatever R), it buys {int(alloc['n_clusters'])} clusters (about "
         f"{int(alloc['n_tasks'])} tasks) x {int(alloc['n_runs'])} runs.",
         88,
@@ -865,15 +864,16 @@ def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float) -> str:
     if observed is None:
         return ""
     cd, ratio, k, name = observed
+    deff, n_clusters = cd.design_effect, T / cd.tasks_per_cluster  # the ratio, at least 1
     mde_c = minimum_detectable_effect(T, sd_diff=sd, clusters=cd)
     return "\n" + textwrap.fill(
         f"The plan takes tasks as independent; this log's tasks come in {k} clusters of `{name}`, "
         "the unit of the paired tests (section Does A beat B?). On this log a pair's mean difference "
         f"varies {ratio:.2f} times as much over the clusters as over independent tasks (cluster-robust "
         "against independent-task variance, summed over the pairs, no model). If new tasks come in "
-        f"clusters like these, every count of tasks needed below is about {max(ratio, 1.0):.2f} times too "
+        f"clusters like these, every count of tasks needed below is about {deff:.2f} times too "
         f"small, and {T} tasks detect about {mde_c:.3f}, not {mde:.3f} (design effect "
-        f"{max(ratio, 1.0):.2f}, {T / cd.tasks_per_cluster:.0f} clusters: t with {T / cd.tasks_per_cluster - 1:.0f} df).",
+        f"{deff:.2f}, {n_clusters:.0f} clusters: t with {n_clusters - 1:.0f} df).",
         88,
     )
 
@@ -1010,24 +1010,33 @@ def write_report(
         # computed once, written twice: the sections' work (a 316-agent log's pairs) is not done again
         (html, _), rep = build_all(fit, ctx.data, paths=[folder / "report.html", folder / "report.md"], **kw)
     ctx.extra["wrote_pairs"] = PAIRS_CSV in rep.files
-    if PAIRS_CSV not in rep.files and overwrite and (folder / PAIRS_CSV).exists():
+    if not ctx.extra["wrote_pairs"]:
         # an earlier, larger log's pairs beside this run's report would pass for this log's
-        (folder / PAIRS_CSV).unlink()
+        _drop_stale(folder / PAIRS_CSV, overwrite)
     if fit is not None:
         save_fit(
             fit, folder / "fit_crossed.nc", groups=["posterior_predictive"], overwrite=overwrite
         )
-    elif overwrite and (folder / "fit_crossed.nc").exists():
+    elif _drop_stale(folder / "fit_crossed.nc", overwrite):
         # an earlier run's fit beside this run's report and data would pass for this log's fit
-        (folder / "fit_crossed.nc").unlink()
         ctx.extra["removed_fit"] = True
     save_dataset(ctx.data, folder / "data.nc", overwrite=overwrite)
     return str(html)
 
 
+def _drop_stale(path: Any, overwrite: bool) -> bool:
+    """Remove an earlier run's file this run does not write (only with ``overwrite``); whether one was removed."""
+    if overwrite and path.exists():
+        path.unlink()
+        return True
+    return False
+
+
 def _written_line(ctx: DemoContext, folder: str) -> str:
     """The closing line: what was written where, naming the fit only when there was one."""
-    report = "Report (HTML and Markdown" + (", every pair in pairs.csv)" if ctx.extra.get("wrote_pairs") else ")")
+    from .report import PAIRS_CSV
+
+    report = "Report (HTML and Markdown" + (f", every pair in {PAIRS_CSV})" if ctx.extra.get("wrote_pairs") else ")")
     what = f"{report}, fit and data" if "fit" in ctx.extra else f"{report} and data"
     line = f"\n{what} written to {folder}"
     if "fit" not in ctx.extra:

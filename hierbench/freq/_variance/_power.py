@@ -441,12 +441,9 @@ def minimum_detectable_effect(
         sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
         n_eff = float(n_tasks)
         df = n_eff - 1
-    T = float(n_tasks)
 
     def f(e: float) -> float:
-        if clusters is not None:
-            return float(_power_df(e, n_eff, df, sd, alpha, alternative)) - power
-        return float(_power(e, T, sd, alpha, alternative)) - power
+        return float(_power_df(e, n_eff, df, sd, alpha, alternative)) - power
 
     hi = sd
     while f(hi) < 0:
