@@ -19,9 +19,10 @@ if np.finfo(np.longdouble).eps > 1e-18:  # pragma: no cover - platforms whose lo
     pytest.skip("the reference needs an extended-precision longdouble", allow_module_level=True)
 
 EPS = np.finfo(float).eps
-#: gaps from a tie to 1,500 logits (the double-precision formula overflows past ~1,420), tie parameters
-#: from almost no ties (nu = e^-20) to mostly ties (nu = e^5)
-GAPS = np.concatenate([[0.0, 1e-8, 0.3, 1.0, 2.5, 10.0, 37.0, 200.0, 1500.0], -np.array([1e-8, 1.0, 37.0, 1500.0])])
+#: gaps from a tie to 1,500 logits (the double-precision formula overflows past ~1,420) and a dense
+#: sweep of +-60; tie parameters from almost no ties (nu = e^-20) to mostly ties (nu = e^5)
+GAPS = np.concatenate([[0.0, 1e-8, 0.3, 1.0, 2.5, 10.0, 37.0, 200.0, 1500.0], -np.array([1e-8, 1.0, 37.0, 1500.0]),
+                       np.linspace(-60.0, 60.0, 2001)])  # fmt: skip
 LOG_NUS = np.array([-20.0, -3.0, -0.5, 0.0, 0.7, 5.0])
 
 
@@ -52,7 +53,7 @@ def test_log_probabilities_are_the_definitions_to_a_few_ulps_at_every_gap_and_ti
 def test_symmetry_and_ties_at_equal_abilities():
     """Swapping the agents swaps win and loss; at d = 0, P(tie) = nu / (2 + nu)."""
     d, log_nu = np.meshgrid(GAPS, LOG_NUS, indexing="ij")
-    np.testing.assert_allclose(davidson_log_probs(-d, log_nu), davidson_log_probs(d, log_nu)[..., ::-1], rtol=EPS, atol=0)
+    np.testing.assert_array_equal(davidson_log_probs(-d, log_nu), davidson_log_probs(d, log_nu)[..., ::-1])
     nu = np.exp(np.asarray(LOG_NUS, np.longdouble))
     np.testing.assert_allclose(np.exp(davidson_log_probs(0.0, LOG_NUS))[:, 1], (nu / (2 + nu)).astype(float), rtol=2 * EPS)
 

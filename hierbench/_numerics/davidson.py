@@ -21,12 +21,14 @@ __all__ = ["davidson_log_probs"]
 def davidson_log_probs(d: np.ndarray, log_nu: np.ndarray | float) -> np.ndarray:
     """``log P(a wins, tie, b wins)`` along a new last axis, from the ability gaps and ``log nu``.
 
-    A log-softmax in which the largest logit's term is exactly 0 and the others' sum enters through
-    ``log1p``: ``log P = (logit - top) - log1p(sum of the other two e^(logit - top))``. Every
-    log-probability is then accurate to a few ulps of its own size, a near-certain outcome's
-    (``log P`` near ``-1e-6`` at a gap of 37) too, where subtracting ``top + log Z`` from the logit
-    loses the digits of ``top``; no finite gap overflows; and with ``log_nu = -inf`` the tie's
-    log-probability is ``-inf`` exactly (its probability 0).
+    A log-softmax relative to the largest logit, ``top = max(|d|/2, log nu)`` (``-|d|/2`` never
+    leads): ``log P = (logit - top) - log1p(e^(mid - top) + e^(-|d|/2 - top))``, ``mid`` the other
+    of ``|d|/2`` and ``log nu``. The leading outcome's ``logit - top`` is 0 exactly and the rest
+    enters through ``log1p``, so every log-probability is accurate to a few ulps of its own size, a
+    near-certain outcome's (``log P`` near ``-1e-6`` at a gap of 37) too, where subtracting
+    ``top + log Z`` from the logit loses the digits of ``top``; no finite gap overflows; swapping the
+    agents swaps win and loss bit for bit; and with ``log_nu = -inf`` the tie's log-probability is
+    ``-inf`` exactly (its probability 0). Two exponentials and one ``log1p`` per comparison.
 
     Parameters
     ----------
@@ -48,8 +50,19 @@ def davidson_log_probs(d: np.ndarray, log_nu: np.ndarray | float) -> np.ndarray:
     [0.7311, 0.0, 0.2689]
     """
     d, log_nu = np.broadcast_arrays(np.asarray(d, dtype=float), np.asarray(log_nu, dtype=float))
-    logits = np.stack([d / 2.0, log_nu, -d / 2.0], axis=-1)
-    top = logits.argmax(axis=-1)[..., None]
-    shifted = logits - np.take_along_axis(logits, top, axis=-1)  # the largest is 0 exactly
-    others = np.where(np.arange(3) == top, 0.0, np.exp(shifted)).sum(axis=-1, keepdims=True)
-    return shifted - np.log1p(others)
+    # in place where it can be (a posterior's gaps are draws x agents^2); out= keeps 0-d inputs arrays
+    half = np.multiply(np.abs(d), 0.5, out=np.empty(d.shape))
+    top = np.maximum(half, log_nu, out=np.empty(d.shape))
+    rest = np.minimum(half, log_nu, out=np.empty(d.shape))
+    rest -= top
+    np.exp(rest, out=rest)
+    half += top
+    np.negative(half, out=half)  # -|d|/2 - top
+    rest += np.exp(half, out=half)
+    del half
+    np.log1p(rest, out=rest)
+    out = np.empty((*d.shape, 3))
+    for k, logit in enumerate((d / 2.0, log_nu, -d / 2.0)):
+        np.subtract(logit, top, out=out[..., k])
+        out[..., k] -= rest
+    return out

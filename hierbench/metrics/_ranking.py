@@ -315,8 +315,12 @@ def _battle_probabilities(
     """
     log_nu = np.log(post["nu"]) if "nu" in post else -np.inf
 
+    def exp_in_place(a: np.ndarray) -> np.ndarray:
+        return np.exp(a, out=a)
+
     def probs(dd: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
-        p = xr.apply_ufunc(lambda a, b: np.exp(davidson_log_probs(a, b)), dd, log_nu, output_core_dims=[["result"]])
+        lp = xr.apply_ufunc(davidson_log_probs, dd, log_nu, output_core_dims=[["result"]])
+        p = lp.copy(data=exp_in_place(lp.values))
         return tuple(p.isel(result=k).transpose(*dd.dims) for k in range(3))  # type: ignore[return-value]
 
     if "home" not in post:
