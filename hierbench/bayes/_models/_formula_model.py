@@ -717,6 +717,11 @@ def build_mixed(
         A ``(1|agent:task)`` term written on a design with one run per cell, or
         any random term whose every level holds one run (``(1|task)`` with one
         agent and one run per task).
+    HierbenchWarning
+        A grouping column named as a dim ArviZ or this model already uses (``model``, the dim
+        ArviZ's plots combine fits along; ``column``, ``chain``, ``draw``, ``coef``, ...): its
+        levels, as the column holds them, lie along ``"model (grouping)"``; the structure's
+        decision ``grouping_dims`` records the mapping.
 
     Examples
     --------
