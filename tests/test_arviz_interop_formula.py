@@ -173,6 +173,68 @@ def test_graded_runs_are_the_counts_the_model_was_given_and_their_log_likelihood
     np.testing.assert_allclose(dt["log_likelihood"]["y"].isel(chain=1, draw=17).values, want, rtol=1e-9, atol=1e-12)
 
 
+# ---------------------------------------------------------------- a grouping column named as an ArviZ dim
+# Before: ``(1|model)`` (the agent column of most eval logs, and an Inspect log's agent coord) gave
+# ``re[1|model]`` a dim named ``model``, the dim ArviZ's plots combine several fits along:
+# ``azp.plot_forest(fit)`` raised "x and y must have same first dimension", and ``plot_dist``,
+# ``plot_ridge``, ``plot_ess``, ``plot_mcse`` drew the levels as separate fits. A grouping named
+# ``column``, ``chain``, ``draw`` or as one of the model's own dims (``coef``, ``component``, ...)
+# failed in ArviZ, PyMC or nutpie.
+
+
+@pytest.mark.slow  # two small fits (one compile each)
+def test_a_grouping_named_model_plots_with_arviz_under_the_users_labels_and_the_same_draws():
+    import json
+
+    import matplotlib.pyplot as plt
+
+    from hierbench import HierbenchWarning
+
+    ds = _board(False).assign_coords(model=("agent", ["gpt-4o", "claude", "llama"] * 2))
+    with pytest.warns(HierbenchWarning, match=r"column 'model': in the fit its levels lie along the dim "
+                      r"'model \(grouping\)', not 'model', because 'model' is the dim ArviZ's plots combine"):  # fmt: skip
+        model = bayes.build_mixed(ds, "score ~ scaffold + (1|model) + (1|task)")
+    fit = bayes.fit(model, rng=3, **_SMALL)
+    # the same data with the column renamed by hand: no taken name, plain dims
+    plain = bayes.fit(bayes.build_mixed(ds.rename(model="base_model"), "score ~ scaffold + (1|base_model) + (1|task)"),
+                      rng=3, **_SMALL)  # fmt: skip
+    re = fit.posterior["re[1|model]"]
+    assert re.dims == ("chain", "draw", "model (grouping)")
+    assert re["model (grouping)"].values.tolist() == ["claude", "gpt-4o", "llama"]  # the labels, sorted (model_design)
+    assert re.attrs["grouping"] == "model" and re.attrs["grouping_dim"] == "model (grouping)"
+    decision = json.loads(fit.attrs["hierbench_structure"])["decisions"]["grouping_dims"]
+    assert decision["choice"] == {"model": "model (grouping)"} and "ArviZ" in decision["reason"]
+    # every draw bit for bit the renamed fit's: only the dim's and the variables' names differ
+    post, ref = fit.posterior.to_dataset(), plain.posterior.to_dataset()
+    assert len(post.data_vars) == len(ref.data_vars)
+    for name in ref.data_vars:
+        np.testing.assert_array_equal(post[name.replace("base_model", "model")].values, ref[name].values)
+    plt.close("all")
+    azp.plot_forest(fit, backend="matplotlib")  # every variable, as a reader calls it
+    azp.plot_forest(fit, var_names=["re[1|model]"], backend="matplotlib")
+    texts = {t.get_text() for t in plt.gcf().findobj(mpl.text.Text)}
+    assert {"gpt-4o", "claude", "llama"} <= texts  # one row per model, labelled as the column holds them
+    for name in ("plot_dist", "plot_ess"):  # before: the levels drawn as three fits, coloured by "model"
+        pc = getattr(azp, name)(fit, var_names=["re[1|model]"], backend="matplotlib")
+        assert all("model" not in aes.to_dataset().dims for aes in pc.aes.children.values())
+    plt.close("all")
+
+
+@pytest.mark.parametrize("column", ["column", "chain", "draw", "coef", "component", "obs"])
+def test_a_grouping_named_as_a_taken_dim_keeps_its_labels_on_a_dim_of_its_own(column):
+    from hierbench import HierbenchWarning
+
+    ds = _board(False).assign_coords({column: ("agent", ["m1", "m2", "m3"] * 2)})
+    with pytest.warns(HierbenchWarning, match=rf"column '{column}': in the fit its levels lie along the dim '{column} "):
+        model = bayes.build_mixed(ds, f"score ~ scaffold + (1|{column}) + (1|task)")
+    assert list(model.coords[f"{column} (grouping)"]) == ["m1", "m2", "m3"]
+    assert model.named_vars_to_dims[f"re[1|{column}]"] == (f"{column} (grouping)",)
+    # the model's own dims keep their own labels
+    assert list(model.coords["coef"]) == ["Intercept", "scaffold[s2]"]
+    assert list(model.coords["component"]) == [f"1|{column}", "1|task"]
+    assert model.hierbench["structure"]["decisions"]["grouping_dims"]["choice"] == {column: f"{column} (grouping)"}
+
+
 # ---------------------------------------------------------------- Bradley-Terry (Davidson ties)
 # The likelihood counts each ordered pair's results (a multinomial per pair); before, its
 # ``outcome_counts(pair, result)`` broke ``plot_ppc_pit``, ``plot_ppc_rootogram``, ``loo_pit`` and

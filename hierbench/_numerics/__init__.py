@@ -6,6 +6,8 @@
 - :mod:`.agq_numba`: the compiled kernels of the same maths, imported on
   first use (``from hierbench._numerics import node_masses`` loads numba
   then, not at ``import hierbench``);
+- :mod:`.davidson`: the Davidson (1970) win / tie / loss log-probabilities of a pairwise
+  comparison, used by the Bayesian Bradley-Terry likelihood and the posterior head-to-head table;
 - :mod:`.intervals`: the Wilson bounds, the cluster-robust standard error and the
   distribution-free bounds for a mean of [0, 1] values;
 - :mod:`.trend`: release dates and the frontier of METR's doubling time (pandas reads the dates).
@@ -16,6 +18,7 @@ Nothing here imports xarray, PyMC or another hierbench subpackage.
 from . import agq
 from .agq import *  # noqa: F403
 from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
+from .davidson import davidson_log_probs
 from .intervals import bounded_mean_bounds
 from .intervals import cluster_robust_se
 from .intervals import few_carry
@@ -55,7 +58,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'hierbench._numerics' has no attribute {name!r}")
 
 
-__all__ = ["NEWTON_STEPS_TRACED", "bounded_mean_bounds", "cluster_robust_se", "few_carry", "wilson_bounds"]
+__all__ = ["NEWTON_STEPS_TRACED", "bounded_mean_bounds", "cluster_robust_se", "davidson_log_probs", "few_carry",
+           "wilson_bounds"]
 __all__ += agq.__all__
 __all__ += [
     "TrendPoints", "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents",

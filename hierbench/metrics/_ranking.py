@@ -11,6 +11,7 @@ from .._base import DEFAULT_PROB
 from .._base import check_choice
 from .._base import check_prob
 from .._base import renamed_kwargs
+from .._numerics import davidson_log_probs
 from ._common import get_draws
 from ._common import mc_interval
 from ._common import posterior_interval
@@ -307,20 +308,20 @@ def head_to_head(
 def _battle_probabilities(
     post: xr.Dataset, d: xr.DataArray, agent_first: bool | None
 ) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
-    """Per draw ``P(win, tie, loss) = softmax(d / 2, log nu, -d / 2)``.
+    """Per draw ``P(win, tie, loss)``, Davidson's (``_numerics.davidson_log_probs``; no ``nu``: no ties).
 
     The first-position advantage ``home`` is added to (``agent_first``), taken
     from (False) or averaged over (None) ``d``.
     """
-    log_nu = np.log(post["nu"]) if "nu" in post else None
+    log_nu = np.log(post["nu"]) if "nu" in post else -np.inf
+
+    def exp_in_place(a: np.ndarray) -> np.ndarray:
+        return np.exp(a, out=a)
 
     def probs(dd: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
-        if log_nu is None:
-            win = 1.0 / (1.0 + np.exp(-dd))
-            return win, xr.zeros_like(win), 1.0 - win
-        top = np.maximum(np.maximum(dd / 2, -dd / 2), log_nu)  # stable log-sum-exp
-        z = np.exp(dd / 2 - top) + np.exp(log_nu - top) + np.exp(-dd / 2 - top)
-        return np.exp(dd / 2 - top) / z, np.exp(log_nu - top) / z, np.exp(-dd / 2 - top) / z
+        lp = xr.apply_ufunc(davidson_log_probs, dd, log_nu, output_core_dims=[["result"]])
+        p = lp.copy(data=exp_in_place(lp.values))
+        return tuple(p.isel(result=k).transpose(*dd.dims) for k in range(3))  # type: ignore[return-value]
 
     if "home" not in post:
         return probs(d)

@@ -47,6 +47,7 @@ from ..._base import HierbenchWarning
 from ..._base import check_choice
 from ..._base import renamed_kwargs
 from ..._base import warn_user
+from ..._numerics import davidson_log_probs
 from ...data import PAIR_COUNTS_SCHEMA
 from ...data import EvalDataError
 from ...data import check_pairwise
@@ -566,26 +567,12 @@ def _observed_battles(dt: xr.DataTree, info: Mapping[str, Any]) -> tuple[np.ndar
     return grade_runs(counts)[0], run_grades(counts, *grade_runs(counts))
 
 
-def _davidson_log_probs(d: np.ndarray, log_nu: np.ndarray) -> np.ndarray:
-    """``log P(a wins, tie, b wins)`` (last axis) from the ability gaps ``d`` and ``log nu`` (broadcast alike).
-
-    Examples
-    --------
-    >>> np.round(np.exp(_davidson_log_probs(np.array(0.0), np.array(0.0))), 4).tolist()  # nu = 1: a third each
-    [0.3333, 0.3333, 0.3333]
-    """
-    d, log_nu = np.broadcast_arrays(np.asarray(d, dtype=float), np.asarray(log_nu, dtype=float))
-    logits = np.stack([d / 2.0, log_nu, -d / 2.0], axis=-1)
-    top = logits.max(axis=-1, keepdims=True)
-    return logits - (top + np.log(np.exp(logits - top).sum(axis=-1, keepdims=True)))
-
-
 @register_hook("bradley_terry.log_likelihood")
 def _log_likelihood(dt: xr.DataTree, *, info: Mapping[str, Any]) -> xr.Dataset:
     """Pointwise log-likelihood ``outcome(chain, draw, battle)`` of a Bradley-Terry fit, one battle at a time.
 
     A battle's value is the log of its result's Davidson probability at the draw
-    (``_davidson_log_probs``); a pair's battles sum to its multinomial log-likelihood less the
+    (``_numerics.davidson_log_probs``); a pair's battles sum to its multinomial log-likelihood less the
     log multinomial coefficient. LOO therefore leaves one battle out, not one pair (the elpd
     differs from the count likelihood's by the coefficients and by what is left out). Without
     ties, PyMC's per-pair binomial is kept (no hook).
@@ -603,7 +590,7 @@ def _log_likelihood(dt: xr.DataTree, *, info: Mapping[str, Any]) -> xr.Dataset:
     for lo in range(0, C * D, step):
         sl = slice(lo, lo + step)
         d = ability[sl][:, ia] - ability[sl][:, ib] + home[sl]
-        out[sl] = _davidson_log_probs(d, log_nu[sl])[:, pair, result]
+        out[sl] = davidson_log_probs(d, log_nu[sl])[:, pair, result]
     coords = {"chain": post["chain"].values, "draw": post["draw"].values, "battle": np.arange(pair.size),
               "pair": ("battle", pair)}  # fmt: skip
     return xr.Dataset({"outcome": (("chain", "draw", "battle"), out.reshape(C, D, pair.size), OUTCOME_ATTRS)},

@@ -61,8 +61,10 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from ..._base import HierbenchError
+from ..._base import HierbenchWarning
 from ..._base import check_choice
 from ..._base import check_int
+from ..._base import warn_user
 from ...data import DEFAULT_FORMULA
 from ...data import model_design
 from ...metrics import task_codes
@@ -90,6 +92,20 @@ from ._ordinal import threshold_prior
 from ._unit_interval import unit_interval_likelihood
 
 __all__ = ["MIXED_PRIORS", "build_mixed"]
+
+_PLOTS_COMBINE = ("the dim ArviZ's plots combine several fits along (plot_forest fails on a fit holding it; "
+                  "plot_dist, plot_ridge, plot_ess and plot_mcse draw its levels as separate fits)")  # fmt: skip
+#: dim names a grouping cannot take as they are, and why: ArviZ's sample dims, the dims its plots make
+#: (arviz-plots 1.x: ``model``, along which a dict of fits is combined; ``column``, plot_forest's and
+#: plot_ridge's layout) and this model's own dims. Such a grouping's levels go on ``"<name> (grouping)"``
+#: (:func:`term_dim`), with a warning and the decision ``grouping_dims`` in the structure.
+TAKEN_DIMS: dict[str, str] = {
+    "model": _PLOTS_COMBINE,
+    "column": "the dim plot_forest and plot_ridge lay their columns out along",
+    "chain": "one of ArviZ's sample dims",
+    "draw": "one of ArviZ's sample dims",
+    **{d: "a dim this model uses for its own variables" for d in ("coef", "qr", "component", "cell", "obs", "grade", "threshold")},
+}
 
 #: default priors, logit scale; a random term takes its class's sd prior (:func:`prior_class`),
 #: overridable per term as ``priors={"sd[1|task]": {...}}``. Fixed effects: ``beta_level`` (wide,
@@ -396,8 +412,46 @@ def term_sd_name(term: Any) -> str:
 
 
 def term_dim(term: Any) -> str:
-    """The dim of a random term's levels: its grouping, e.g. ``"task"``, ``"scaffold:model"``."""
-    return ":".join(term.grouping)
+    """The dim of a random term's levels: its grouping, e.g. ``"task"``, ``"scaffold:model"``.
+
+    A grouping named as a dim ArviZ or this model already uses (:data:`TAKEN_DIMS`: ``model``)
+    has its levels along ``"<grouping> (grouping)"`` (``"model (grouping)"``), a name no formula
+    can write; the levels and the variables' names (``re[1|model]``) stay as the user wrote them.
+    """
+    name = ":".join(term.grouping)
+    return f"{name} (grouping)" if name in TAKEN_DIMS else name
+
+
+def _taken_dims(st: Structure, design: Any) -> dict[str, dict[str, str]]:
+    """Record (decision ``grouping_dims``) and say (a warning) where a grouping's dim is not its name.
+
+    Returns the ``var_attrs`` of the variables along such a dim: the grouping and the dim used.
+    """
+    terms: dict[str, list[str]] = {}
+    for t in design.random:
+        if ":".join(t.grouping) in TAKEN_DIMS:
+            terms.setdefault(":".join(t.grouping), []).append(t.name)
+    if not terms:
+        return {}
+    dims = {g: f"{g} (grouping)" for g in terms}
+    st.decisions["grouping_dims"] = {
+        "choice": dims, "source": "auto",
+        "reason": "; ".join(f"'{g}' is {TAKEN_DIMS[g]}" for g in terms) + ": the grouping's levels (its "
+        "column's labels, unchanged) lie along the dim named here; the variables keep the terms' names",
+    }  # fmt: skip
+    for g, names in terms.items():
+        warn_user(
+            f"`formula` groups {', '.join(f'({n})' for n in names)} by the column '{g}': in the fit its levels "
+            f"lie along the dim '{dims[g]}', not '{g}', because '{g}' is {TAKEN_DIMS[g]}. The levels are the "
+            f"column's labels, unchanged, and the variables keep the terms' names "
+            f"(fit.posterior['re[{names[0]}]'].sel({{'{dims[g]}': ...}})); the mapping is the decision "
+            f"'grouping_dims' in fit.attrs['hierbench_structure']. A column renamed (e.g. '{g}' to "
+            f"'base_{g}') keeps a plain dim name",
+            HierbenchWarning,
+        )
+    prefixes = ("re", "z", "dev", "re_centred")
+    return {f"{p}[{n}]": {"grouping": g, "grouping_dim": dims[g]}
+            for g, ns in terms.items() for n in ns for p in prefixes}  # fmt: skip
 
 
 def _term(design: Any, k: int, pri: dict, centred: Any, absorbed: bool) -> tuple[Any, Any, Any]:
@@ -663,6 +717,11 @@ def build_mixed(
         A ``(1|agent:task)`` term written on a design with one run per cell, or
         any random term whose every level holds one run (``(1|task)`` with one
         agent and one run per task).
+    HierbenchWarning
+        A grouping column named as a dim ArviZ or this model already uses (``model``, the dim
+        ArviZ's plots combine fits along; ``column``, ``chain``, ``draw``, ``coef``, ...): its
+        levels, as the column holds them, lie along ``"model (grouping)"``; the structure's
+        decision ``grouping_dims`` records the mapping.
 
     Examples
     --------
@@ -687,6 +746,7 @@ def build_chosen(
     _check_options(formula, n_quad, centred)
     check_choice(family, "family", ["auto", "binomial", "fractional", "ordinal"])
     design, st = _design(data, formula, family, levels, coords, chosen)
+    dim_attrs = _taken_dims(st, design)
     marginal, centred_set, absorbed, by_level = _decide(st, design, centred)
     pri = _priors(design, priors)
     n_obs = _run_scores(design, data)[0].size if design.family == "fractional" else None
@@ -695,6 +755,7 @@ def build_chosen(
         eta, sd_cell, cuts = _linear(design, pri, marginal, centred_set, absorbed, by_level)
         extra = _likelihood(design, data, eta, sd_cell, cuts, pri, n_quad)
     model.hierbench = _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set)
+    model.hierbench["var_attrs"].update(dim_attrs)
     return model
 
 
