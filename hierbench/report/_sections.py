@@ -10,6 +10,7 @@ import xarray as xr
 
 from .._base import cluster_label
 from .._base import counted
+from .._base import fit_record
 from .._base import flag_advice
 from ._context import _TITLES
 from ._context import _Context
@@ -322,12 +323,14 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
                 else ""
             )
         )
+    from ._ppc_graded import is_graded
+    from ._ppc_graded import sec_ppc_graded
+
+    if is_graded(ctx.fit):
+        return sec_ppc_graded(ctx, rep, sid)
     obs = ctx.fit["observed_data"].to_dataset() if "observed_data" in ctx.fit.children else None
     if obs is None or not any("cell" in v.dims for v in obs.data_vars.values()):
-        raise _Skip(
-            "the predictive check of success counts per (agent, task) cell applies to the count "
-            f"models; this {ctx.fit.attrs.get('hierbench_model', 'custom')} fit has no `cell` observations"
-        )
+        raise _Skip(_no_ppc_reason(ctx))
     from ..bayes import predictive_check
 
     n = ctx.fit["constant_data"].to_dataset()["cell_n_runs"].values
@@ -359,6 +362,20 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
         )
     rep.section(_TITLES[sid], text, id=sid)
     rep.figure("ppc", pc, f"Posterior predictive rootogram of the success counts out of {n_main} runs.")
+
+
+def _no_ppc_reason(ctx: _Context) -> str:
+    """Why a fit with a posterior_predictive group gets no check: the two the report draws, and what this one holds."""
+    family = fit_record(ctx.fit, "hierbench_spec").get("options", {}).get("family")
+    what = {
+        "fractional": "one score in [0, 1] per run, a continuous distribution with atoms at 0 and 1 "
+        "that neither check describes (arviz_plots.plot_ppc_dist(fit) draws its score distribution)",
+        "binomial": "one pass or fail per run, not a count per (agent, task) cell",
+    }.get(family, "no `cell` or graded `y(obs)` observations")
+    return (
+        "the report checks success counts per (agent, task) cell (the count models) and grades per agent "
+        f"(graded fits); this {ctx.fit.attrs.get('hierbench_model', 'custom')} fit's outcome is {what}"
+    )
 
 
 def _tasks_scored(ctx: _Context) -> pd.Series | None:
