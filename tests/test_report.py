@@ -480,6 +480,16 @@ def test_rank_check_allows_for_the_number_of_elements_the_plotted_ones_were_pick
     verdict, note = _verdict([], table, ranks, 0.01)
     assert verdict.startswith("converged") and "`task_dev[a]` (p = 0.001)" in note
     assert "task_dev[b]" not in note
+    # the note is printed above the section's table and plots (the wine judges' report said "the
+    # check above" of the table below it): where it points must be where they are
+    rep = Report("t")
+    rep.section("Convergence diagnostics", "text", table=table, note=note)
+    import matplotlib.pyplot as plt
+
+    rep.figure("rank_worst", plt.figure())
+    md = rep.to_markdown()
+    assert md.index(note) < md.index("| check") < md.index("rank_worst.png")
+    assert "above" not in note and "table below" in note and "rank plots below" in note
     # below 0.01 / 1130 it is flagged, and the verdict is a warning
     low = {"task_dev[a]": 1e-6}
     assert _verdict([], _check_rows(checks, low, 0.01), low, 0.01)[0] == "warning"
