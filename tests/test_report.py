@@ -697,6 +697,34 @@ def test_variance_section_of_partial_credit_scores_speaks_of_scores_not_successe
     np.testing.assert_allclose(got, [(ms_a - ms_r) / T, (ms_t - ms_r) / A, ms_r], rtol=1e-9)
 
 
+def test_variance_section_of_graded_scores_says_their_units(shared_data):
+    """The wine judges' 1-5 ratings read with --levels: the section called them "partial credit in
+    [0, 1], so score units squared", beside abilities on the grade scale. It now names the reading
+    ((grade - 1) / 4) and the factor to squared grades, 16; the agent row is statsmodels' two-way
+    ANOVA on the ratings themselves, divided by that factor.
+    """
+    import pandas as pd
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    from hierbench.data import from_records
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _sec_variance
+
+    df = pd.read_csv(shared_data / "ordinal" / "wine.csv")
+    data = from_records(df, agent="judge", task="bottle", score="rating", score_levels=[1, 2, 3, 4, 5])
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_variance(_Context(fit=None, data=data, prob=0.95, freq="auto"), rep, "variance")
+    block = rep.blocks[0]
+    assert "partial credit" not in block["text"]
+    assert "the grades 1, 2, 3, 4, 5 read as (grade - 1) / 4, so in those units squared; times 16 for squared grades" in block["text"]
+    aov = sm.stats.anova_lm(smf.ols("rating ~ C(judge) + C(bottle)", df).fit())
+    ms_a, ms_r = aov.loc["C(judge)", "mean_sq"], aov.loc["Residual", "mean_sq"]
+    np.testing.assert_allclose(block["table"].iloc[0, 0] * 16, (ms_a - ms_r) / 8, rtol=1e-9)
+
+
 def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path):
     """A resampling interval over 8 tasks covers less than its level: the 95% percentile bootstrap
     (999 resamples) of the mean of 8 normal values covered 0.8825 of 400 samples here (seed 0; 0.8825
