@@ -32,6 +32,7 @@ from scipy.special import expit
 from ._base import ZERO_WIDTH_ADVICE
 from ._base import fit_record
 from ._base import flag_advice
+from ._base import is_binary
 from ._console import print_warnings
 from ._console import seconds
 
@@ -174,7 +175,7 @@ def _bootstrap_section(ctx: DemoContext) -> str:
         + _frame(table).to_string()
         + _covers(table)
         + _undefined_note(boot, bounds)
-        + _few_note(boot, bounds)
+        + _few_note(boot, bounds, is_binary(ctx.data["score"].values))
         + _few_units_note(ctx, boot)
     )
 
@@ -228,10 +229,12 @@ def _few_agents(boot) -> dict[str, str]:
     return {str(a): str(f) for a, f in zip(boot.ci_flag["agent"].values, boot.ci_flag.values, strict=True) if f}
 
 
-def _few_note(boot, bounds: pd.Series | None = None) -> str:
+def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True) -> str:
     """The agents whose bootstrap mean few tasks carry, named under the table with the bound that holds.
 
-    ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given.
+    ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given;
+    ``binary=False``: the scores are not all 0 or 1, and the advice does not send the reader to
+    ``pass_hat_k``, which refuses them.
     """
     flags = _few_agents(boot)
     bounds = pd.Series(dtype=object) if bounds is None else bounds
@@ -241,7 +244,7 @@ def _few_note(boot, bounds: pd.Series | None = None) -> str:
         if names:
             said = [f"{a} {bounds[a]}" for a in names if bounds.get(a, "")]
             who = ", ".join(f"{a} ({flags[a]})" if kind else a for a in names)
-            text = f"{head} {who}: {flag_advice(flags[names[0]])}" + (": " + "; ".join(said) if said else "")
+            text = f"{head} {who}: {flag_advice(flags[names[0]], binary)}" + (": " + "; ".join(said) if said else "")
             notes.append("\n\n" + textwrap.fill(text + ".", 88))
     return "".join(notes)
 

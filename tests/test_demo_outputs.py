@@ -446,3 +446,36 @@ def test_demo_on_graded_scores_names_their_model_and_its_commands_run(shared_dat
     assert d.family == "ordinal" and d.grade_counts.sum(0).tolist() == raw["rating"].value_counts().sort_index().tolist()
     passk = " ".join(_passk_section(ctx).split())
     assert "which grades pass" in passk and "graded_pass_hat_k" in passk and "Binarise" not in passk
+
+
+def test_few_tasks_advice_on_graded_scores_does_not_send_the_reader_to_pass_hat_k(tmp_path):
+    """VerbAgg-like grades 0/1/2 read on [0, 1]: the demo and the report told the reader that
+    hierbench.freq.pass_hat_k(data, 1) gives a bound that holds for the agents few tasks carry,
+    yet pass_hat_k refuses any score that is not 0 or 1 (the premise, checked first). The advice
+    now says so; 0/1 scores keep the pointer.
+    """
+    from hierbench._base import PartialCreditError
+    from hierbench.freq import pass_hat_k
+
+    rng = np.random.default_rng(3)
+    g = rng.choice([0.0, 0.5, 1.0], size=(3, 24, 1), p=[0.5, 0.3, 0.2])
+    g[0] = 0.0  # every task graded lowest
+    g[1] = 0.0
+    g[1, :2] = 0.5  # two tasks carry the mean
+    ds = xr.Dataset({"score": (("agent", "task", "run"), g)}, coords={"agent": ["zero", "two", "mid"]})
+    with pytest.raises(PartialCreditError):
+        pass_hat_k(ds, 1)
+    ctx = DemoContext(data=ds, truth=None, extra={"fast": True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_bootstrap_section(ctx).split())
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False).read_text()
+    assert "One score on every task: zero" in text and "Few tasks carry the mean of two" in text
+    assert "gives a bound that holds" not in text and "refuses partial credit" in text
+    abilities = md.split("## Agent abilities")[1].split("\n## ")[0]
+    assert "few tasks carry the mean" in abilities and "gives a bound that holds" not in abilities
+    binary = ds.assign(score=(ds["score"] >= 0.5).astype(float))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_bootstrap_section(DemoContext(data=binary, truth=None, extra={"fast": True})).split())
+    assert "pass_hat_k(data, 1) gives a bound that holds" in text

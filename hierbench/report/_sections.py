@@ -195,7 +195,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         wide, f = _defined(wide, name)
         flags = _add_flag(flags, f)
         if "bootstrap" in name:
-            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx)))
+            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx), ctx.binary()))
             flags = _add_flag(flags, _few_units_flag(ctx, boot, name, n_tasks, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
@@ -435,7 +435,7 @@ def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
     return flags.where(more == "", flags.where(flags == "", flags + "; ") + more)
 
 
-def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series) -> pd.Series:
+def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series, binary: bool = True) -> pd.Series:
     """A bootstrap's ``ci_flag`` (a mean few tasks carry) as a report flag naming what holds instead.
 
     ``bounds`` (:func:`pass1_bounds`) puts the bound that holds beside the advice, so
@@ -451,7 +451,7 @@ def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Seri
     hit = few != ""
     said = bounds.reindex(index).fillna("").astype(str)
     said = said.where(said == "", ": " + said)
-    advice = few.map(flag_advice)
+    advice = few.map(lambda f: flag_advice(f, binary))  # pass_hat_k's bound is for 0/1 scores only
     out[hit] = method + ": " + few[hit] + " (" + advice[hit] + said[hit] + ")"
     return out
 
@@ -558,7 +558,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             lo, hi = (pd.to_numeric(wide[f"{m} {b}"], errors="coerce") for b in ("lower", "upper"))
             wide[lab] = (lo <= t) & (t <= hi)
     wide, flags = _defined(wide, f"bootstrap {kind}")
-    flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index, _bounds(ctx)))
+    flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index, _bounds(ctx), ctx.binary()))
     flags = _add_flag(flags, _few_units_flag(ctx, boot, f"bootstrap {kind}", n_tasks, wide.index))
     scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
