@@ -76,7 +76,7 @@ def test_graded_check_counts_each_agents_runs_per_grade(scale):
             np.testing.assert_allclose(row["P(predicted >= observed)"], (counts >= o).mean())
             np.testing.assert_allclose(row["P(predicted <= observed)"], (counts <= o).mean())
             flagged += (counts >= o).mean() < 0.025 or (counts <= o).mean() < 0.025
-    assert f"{flagged} of 12 observed counts fall in a 2.5% tail" in sec["text"]
+    assert f"{flagged} of 12 observed counts ({flagged / 12:.1%}) fall in a 2.5% tail" in sec["text"]
     # the table sums the agents' runs per grade; its tails are the totals' own
     pooled = pd.Series(y).value_counts().reindex(labels, fill_value=0)
     table = sec["table"]
@@ -87,6 +87,22 @@ def test_graded_check_counts_each_agents_runs_per_grade(scale):
     holds = "the grade (" if labels[0] == scale[0] else "the grade's place on the scale (1 = lowest)"
     assert holds in sec["text"]
     assert "ppc" in rep.figures and sec["figures"][0][0] == "ppc"
+
+
+def test_grade_panels_mark_the_grades_alone():
+    """VerbAgg's three grades 0, 1, 2 were drawn on ticks 0.0, 0.5, ..., 2.0: half grades that do not exist."""
+    from hierbench.report._figures import _rootogram
+
+    rng = np.random.default_rng(7)
+    fit, run_agent, labels = _graded_fit(rng, [0, 1, 2], [24, 24], ["p1", "p2"], n_draws=50)
+    y = fit["observed_data"]["y"].values
+    pp = fit["posterior_predictive"]["y"].values
+    pc = _rootogram({a: y[run_agent == a] for a in ("p1", "p2")}, {a: pp[:, :, run_agent == a] for a in ("p1", "p2")},
+                    0.95, "grade", "runs", xticks=labels)  # fmt: skip
+    fig = pc.viz["figure"]
+    fig = fig.item() if hasattr(fig, "item") else fig
+    panels = [ax for ax in fig.axes if ax.has_data()]
+    assert len(panels) == 2 and all(ax.get_xticks().tolist() == [0, 1, 2] for ax in panels)
 
 
 def test_with_many_agents_the_panels_are_the_most_extreme_and_the_text_says_so():

@@ -329,10 +329,12 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
     return pc, n_main, left_out
 
 
-def _rootogram(obs: Mapping[str, np.ndarray], pred: Mapping[str, np.ndarray], prob: float, xlabel: str, ylabel: str):
+def _rootogram(obs: Mapping[str, np.ndarray], pred: Mapping[str, np.ndarray], prob: float, xlabel: str, ylabel: str,
+               xticks: Sequence[float] | None = None):  # fmt: skip
     """arviz-plots rootogram, one panel per name: ``obs[name]`` (units,) against ``pred[name]`` (chain, draw, units).
 
-    Each value's predictive mean is a marker and its ``prob`` equal-tailed interval a bar.
+    Each value's predictive mean is a marker and its ``prob`` equal-tailed interval a bar;
+    ``xticks``: the values the x axis marks (a grade scale: no tick between two grades).
     """
     import warnings
 
@@ -357,6 +359,8 @@ def _rootogram(obs: Mapping[str, np.ndarray], pred: Mapping[str, np.ndarray], pr
         if ax.get_visible() and ax.has_data():
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
+            if xticks is not None:
+                ax.set_xticks(list(xticks))
             # long agent names wrap instead of running into the next panel's title
             ax.set_title("\n".join(textwrap.wrap(ax.get_title(), 30)), fontsize="small")
     fig.set_layout_engine("constrained")

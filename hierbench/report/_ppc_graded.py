@@ -153,7 +153,7 @@ def sec_ppc_graded(ctx: _Context, rep: Report, sid: str) -> None:
         "square-root scale (a rootogram, drawn by arviz-plots); the x axis is "
         f"{holds} ({', '.join(labels)}). The binomial models' check of success counts per (agent, task) "
         f"cell does not apply: a run here has a grade, not a success. Over every (agent, grade), {n_flag} "
-        f"of {n_all} observed counts fall in a {TAIL:.1%} tail of their predictive distribution "
+        f"of {n_all} observed counts ({n_flag / n_all:.1%}) fall in a {TAIL:.1%} tail of their predictive distribution "
         f"(P(predicted >= observed) or P(predicted <= observed) below {TAIL}); at most about 5% would by "
         "chance (the counts are discrete). A count of 0 is a dot on the x axis. An agent's count at one grade is only part of the test: the "
         "model fits each agent's level, so what the panels can show is a spread of grades the model's "
@@ -171,5 +171,6 @@ def sec_ppc_graded(ctx: _Context, rep: Report, sid: str) -> None:
     # "agent 3", not "3": agents named by numbers would read as grades or counts
     pc = _rootogram({f"agent {a}": observed[agents == a] for a in shown},
                     {f"agent {a}": pp[:, :, agents == a] for a in shown}, ctx.prob,
-                    "grade" if holds == "the grade" else "grade's place (1 = lowest)", "runs (sqrt scale)")  # fmt: skip
+                    "grade" if holds == "the grade" else "grade's place (1 = lowest)", "runs (sqrt scale)",
+                    xticks=grades)  # fmt: skip
     rep.figure("ppc", pc, f"Posterior predictive rootogram of each agent's runs per grade, {ctx.prob:.0%} intervals.")
