@@ -359,3 +359,29 @@ def test_pairs_section_from_a_fit_alone_points_to_no_table():
     assert table is None and "the table's" not in text and "No paired tests here" in text
     text, table = texts["with data"]
     assert table is not None and "the table's `Bayes P(a > b)` column" in text and "No paired tests" not in text
+
+
+def test_pair_sentence_says_how_many_verdicts_monte_carlo_error_could_turn(shared_data):
+    """VerbAgg's first 40 persons (grades no / perhaps / yes read as 0, 0.5, 1): "127 of 780 pairs
+    differ" from a Monte Carlo max-T law, while four pairs sat at p max-T 0.052 (MC error 0.0015)
+    and 100,000 fresh sign patterns put them at 0.0499 (131 differ). The sentence now counts the
+    pairs within two Monte Carlo errors of the level, recounted here from the table with pandas.
+    """
+    from hierbench.data import from_records
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_frame
+    from hierbench.report import pair_sentence
+
+    df = pd.read_csv(shared_data / "lme4" / "verbagg.csv")
+    df = df[df["id"] <= 40].assign(s=lambda d: d["resp"].map({"no": 0.0, "perhaps": 0.5, "yes": 1.0}))
+    ds = from_records(df, agent="id", task="item", score="s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_agents(ds, rng=0)
+    t = pair_frame(cmp)
+    near = (t["p max-T"] - 0.05).abs() <= 2 * t["MC error of p max-T"]
+    on = int((near & (t["p max-T"] < 0.05)).sum())
+    text = pair_sentence(cmp)
+    assert near.sum() > 0  # the premise: some verdicts sit at the level
+    assert f"Monte Carlo estimates: {int(near.sum())} pairs ({on} counted as differing) lie within two" in text
+    assert "n_draws=" in text

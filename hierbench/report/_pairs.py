@@ -128,7 +128,26 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     return (
         f"{n_sig} of {m} pairs differ at {level} {alpha:g} (row agent minus column agent, on the "
         f"tasks both ran): {test} over {_unit_words(a)}, adjusted by {name} over the {m} pairs"
-        f"{how}{tail}."
+        f"{how}{tail}.{_near_level(ds, alpha, adjust)}"
+    )
+
+
+def _near_level(ds: xr.Dataset, alpha: float, adjust: str) -> str:
+    """A sentence on the verdicts Monte Carlo error could turn: adjusted p within two MC errors of ``alpha``."""
+    if "p_adjusted_mcse" not in ds:
+        return ""
+    iu = np.triu_indices(ds.sizes["agent"], 1)
+    p = ds["p_adjusted"].transpose("agent", "opponent").values[iu]
+    se = ds["p_adjusted_mcse"].transpose("agent", "opponent").values[iu]
+    near = np.isfinite(p) & (se > 0) & (np.abs(p - alpha) <= 2 * se)
+    if not near.any():
+        return ""
+    k, on = int(near.sum()), int((near & (p < alpha)).sum())
+    knob = "n_draws" if adjust.startswith("maxt") else "n_permutations"  # the max-T law's draws, else the per-pair p's
+    return (
+        f" The adjusted p-values are Monte Carlo estimates: {k} pair{'s' if k > 1 else ''} ({on} counted as "
+        f"differing) lie within two Monte Carlo errors of {alpha:g}, so more sign patterns could move "
+        f"them across (compare_agents(..., {knob}=...))."
     )
 
 
