@@ -152,6 +152,25 @@ def _other_scale(ctx: _Context) -> str:
     )
 
 
+def _on_grades(bf: pd.DataFrame, gmap: tuple[float, float] | None) -> pd.DataFrame:
+    """A bootstrap table of the mean score on the grades, ``first + span x score`` (as it is without ``gmap``)."""
+    if gmap is None:
+        return bf
+    bf = bf.copy()
+    for col in ("estimate", "lower", "upper"):
+        bf[col] = gmap[0] + gmap[1] * bf[col].astype(float)
+    return bf
+
+
+def _grades_note(gmap: tuple[float, float], kind: str) -> str:
+    """How the bootstrap of the mean score came onto the grades, said where it is drawn there."""
+    return (
+        f"The task bootstrap of the mean score is on the grades as {gmap[0]:g} + {gmap[1]:g} x score (the "
+        f"reading of the grades undone): an increasing linear map, under which the mean and its {kind} "
+        "interval map exactly."
+    )
+
+
 def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
@@ -163,13 +182,15 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     if bay is not None:
         intervals[f"Bayes {ctx.fit.attrs.get('hierbench_model', '')} ({prob:.0%} ETI)"] = bay
     boot = ctx.bootstrap()
-    same_scale = ctx.score_scale()
+    gmap = ctx.grade_map()  # a graded fit of the score: the bootstrap goes onto its grades
+    same_scale = ctx.score_scale() or gmap is not None
     if boot is not None:
-        bf = as_table(boot)
+        bf = _on_grades(as_table(boot), gmap)
         kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
         if same_scale:
             unit = getattr(boot, "attrs", {}).get("resample_unit", "task")
             intervals[f"{unit} bootstrap ({kind}, {prob:.0%})"] = bf
+            notes += [_grades_note(gmap, kind)] if gmap else []
         else:
             notes.append(_other_scale(ctx))
     if not intervals:
@@ -532,9 +553,10 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     bay = ctx.bayes_frame()
     if boot is None or bay is None:
         raise _Skip(_side_missing(ctx, boot is None))
-    bf = as_table(boot)
+    gmap = ctx.grade_map()  # a graded fit of the score: the bootstrap goes onto its grades
+    bf = _on_grades(as_table(boot), gmap)
     kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
-    if not ctx.score_scale():
+    if not ctx.score_scale() and gmap is None:
         if ctx.mixed:
             raise _Skip(_other_scale(ctx))
         raise _Skip(
@@ -563,11 +585,12 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     n_dis = int(wide["disagree"].sum())
+    what = "grade" if gmap else "score"
     shift = _shared_shift(wide["difference"], ctx.var == "mean_new_task")
     rep.section(
         _TITLES[sid],
-        ("Each agent's mean score over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
-        + f", both methods at {ctx.prob:.0%}. `disagree` flags "
+        (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
+        + f", both methods at {ctx.prob:.0%}.{' ' + _grades_note(gmap, kind) if gmap else ''} `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
         f"intervals do not overlap), judged only where both intervals are defined: {n_dis} of {len(wide)} "
         "agents flagged. `tasks scored` is the "
@@ -578,7 +601,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             " The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
             "expected score on a new task, the same target when the tasks run are a sample of the population."
             if ctx.var == "mean_new_task"
-            else " The Bayesian column is the formula model's expected score of each agent averaged over "
+            else f" The Bayesian column is the formula model's expected {what} of each agent averaged over "
             "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's target."
             if ctx.mixed
             else ""
