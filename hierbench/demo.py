@@ -32,6 +32,7 @@ from scipy.special import expit
 from ._base import ZERO_WIDTH_ADVICE
 from ._base import fit_record
 from ._base import flag_advice
+from ._base import is_binary
 from ._console import print_warnings
 from ._console import seconds
 
@@ -174,7 +175,7 @@ def _bootstrap_section(ctx: DemoContext) -> str:
         + _frame(table).to_string()
         + _covers(table)
         + _undefined_note(boot, bounds)
-        + _few_note(boot, bounds)
+        + _few_note(boot, bounds, is_binary(ctx.data["score"].values))
         + _few_units_note(ctx, boot)
     )
 
@@ -228,10 +229,12 @@ def _few_agents(boot) -> dict[str, str]:
     return {str(a): str(f) for a, f in zip(boot.ci_flag["agent"].values, boot.ci_flag.values, strict=True) if f}
 
 
-def _few_note(boot, bounds: pd.Series | None = None) -> str:
+def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True) -> str:
     """The agents whose bootstrap mean few tasks carry, named under the table with the bound that holds.
 
-    ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given.
+    ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given;
+    ``binary=False``: the scores are not all 0 or 1, and the advice does not send the reader to
+    ``pass_hat_k``, which refuses them.
     """
     flags = _few_agents(boot)
     bounds = pd.Series(dtype=object) if bounds is None else bounds
@@ -241,7 +244,7 @@ def _few_note(boot, bounds: pd.Series | None = None) -> str:
         if names:
             said = [f"{a} {bounds[a]}" for a in names if bounds.get(a, "")]
             who = ", ".join(f"{a} ({flags[a]})" if kind else a for a in names)
-            text = f"{head} {who}: {flag_advice(flags[names[0]])}" + (": " + "; ".join(said) if said else "")
+            text = f"{head} {who}: {flag_advice(flags[names[0]], binary)}" + (": " + "; ".join(said) if said else "")
             notes.append("\n\n" + textwrap.fill(text + ".", 88))
     return "".join(notes)
 
@@ -423,9 +426,39 @@ def _nan_pointer(ctx: DemoContext) -> list[str]:
     return [f"({', '.join(bad)}: [nan, nan] is explained under the frequentist table above.)"]
 
 
+def _score_levels(ctx: DemoContext) -> list[float] | None:
+    """The grade scale the log's scores were read on (``--levels``), None for scores read as they are."""
+    import json
+
+    levels = ctx.data.attrs.get("score_levels")
+    return json.loads(levels) if isinstance(levels, str) else levels
+
+
+def _graded_fit_text(levels: list[float]) -> str:
+    """Why a graded log gets no crossed fit, and the commands of the model its grades have."""
+    from .data import grade_rule
+
+    scale = ",".join(f"{v:g}" for v in levels)
+    return "\n".join([
+        "(not run: the crossed model is binomial, a pass or a fail per run, and these scores are",
+        f"grades {scale.replace(',', ', ')} (read as {grade_rule(np.asarray(levels, float))} in the sections above).",
+        "Grades have their own model, the ordinal one (a cumulative logit on the grades themselves):",
+        "",
+        f"  hierbench fit LOG <the same column flags> --levels {scale} \\",
+        "      --formula 'score ~ (1|agent) + (1|task)' --keep-predictive -o fit.nc",
+        "  hierbench report fit.nc --data LOG <the same column flags> --levels " + scale + " -o report.html",
+        "",
+        "Its report adds each agent's expected mean grade, ranks, P(a > b) and a predictive check",
+        "of each agent's grades.)",
+    ])  # fmt: skip
+
+
 def _bayes_section(ctx: DemoContext) -> str:
     from ._console import diagnostics_line
 
+    levels = _score_levels(ctx)
+    if levels:
+        return _graded_fit_text(levels)
     dt, conv, wall = _fit_crossed(ctx)
     post = dt["posterior"].to_dataset()
     table, obs = _level_tables(ctx, post)
@@ -465,6 +498,14 @@ def _passk_section(ctx: DemoContext) -> str:
     from .freq import pass_hat_k
     from .metrics import crossed_pass_k
 
+    if _score_levels(ctx):
+        return textwrap.fill(
+            "(not computed: pass^k counts passes, and a grade is not a pass until you say which grades "
+            "pass, which the demo does not choose for you. With the lowest passing grade g: "
+            "hierbench.metrics.graded_pass_hat_k(fit, model, threshold=g, k=...) on the ordinal fit, or "
+            "pass^k of the log with scores set to 1 at grades >= g and 0 below.)",
+            88,
+        )
     n_runs = _n_runs(ctx)
     # the unbiased estimator needs k runs in a cell: no k above the most runs any cell holds
     ks = list(range(1, min(_MAX_K, int(n_runs.max())) + 1))

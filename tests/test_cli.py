@@ -276,10 +276,11 @@ def test_compare_matrix_orders_agents_by_mean_score(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "agents in order of their mean score per task" in " ".join(out.split())
     lines = out.splitlines()
-    top = next(i for i, line in enumerate(lines) if line.startswith("1. "))
-    rows = [re.match(r"(\d+)\. (\S+)\s*(.*)$", line).groups() for line in lines[top : top + len(order)]]
-    assert [r[1] for r in rows] == order
-    for i, (_, a, cells) in enumerate(rows):
+    top = next(i for i, line in enumerate(lines) if line.startswith("agent (row minus column)")) + 1
+    assert lines[top - 2].split() == order[1:]  # short names head the columns themselves
+    rows = [re.match(r"(\S+)\s*(.*)$", line).groups() for line in lines[top : top + len(order)]]
+    assert [r[0] for r in rows] == order
+    for i, (a, cells) in enumerate(rows):
         cells = cells.split()
         assert len(cells) == len(order) - 1 - i
         for b, cell in zip(order[i + 1 :], cells, strict=True):

@@ -407,3 +407,75 @@ def test_demo_pairs_say_where_p_max_t_has_a_floor(max_t_floor_log):
     assert n_holm > n_max
     assert f"p max-T understates here: at 0.01 (**) max-T separates {n_max} pairs and Holm {n_holm}" in one
     assert one.endswith("Read p Holm beside p max-T.")
+
+
+def test_demo_on_graded_scores_names_their_model_and_its_commands_run(shared_data):
+    """The wine judges' 1-5 ratings (`--levels 1,2,3,4,5`): the demo's Bayesian and pass^k sections
+    printed a PartialCreditError ending "Binarise them first". They now say why the crossed model
+    does not apply and print the ordinal fit's commands; those commands parse, and the fit they
+    describe is the ordinal model of the file's own grades (counted here by pandas).
+    """
+    import shlex
+
+    import pandas as pd
+
+    from hierbench.cli import _levels
+    from hierbench.cli import build_parser
+    from hierbench.cli import load_any
+    from hierbench.data import from_records
+    from hierbench.data import model_design
+    from hierbench.demo import _bayes_section
+
+    wine = shared_data / "ordinal" / "wine.csv"
+    raw = pd.read_csv(wine)
+    ds = from_records(raw, agent="judge", task="bottle", score="rating", score_levels=[1, 2, 3, 4, 5])
+    ctx = DemoContext(data=ds, truth=None)
+    text = _bayes_section(ctx)
+    assert "fit" not in ctx.extra and "Binarise" not in text
+    scale = sorted(raw["rating"].unique().tolist())  # the file's own grades
+    assert f"grades {', '.join(map(str, scale))} (read as (grade - 1) / 4" in text
+    cols = f"{wine} --agent judge --task bottle --score rating"
+    lines = [line.strip().rstrip("\\").strip() for line in text.splitlines()]
+    fit_cmd = " ".join(lines[lines.index(next(x for x in lines if x.startswith("hierbench fit"))):][:2])
+    report_cmd = next(x for x in lines if x.startswith("hierbench report"))
+    fit_args = build_parser().parse_args(shlex.split(fit_cmd.replace("LOG <the same column flags>", cols))[1:])
+    report_args = build_parser().parse_args(shlex.split(report_cmd.replace("LOG <the same column flags>", cols))[1:])
+    assert fit_args.keep_predictive and report_args.data == str(wine) and report_args.levels == fit_args.levels
+    fit_ds, _ = load_any(str(wine), fit_args)
+    d = model_design(fit_args.formula, fit_ds, levels=_levels(fit_args.levels))
+    assert d.family == "ordinal" and d.grade_counts.sum(0).tolist() == raw["rating"].value_counts().sort_index().tolist()
+    passk = " ".join(_passk_section(ctx).split())
+    assert "which grades pass" in passk and "graded_pass_hat_k" in passk and "Binarise" not in passk
+
+
+def test_few_tasks_advice_on_graded_scores_does_not_send_the_reader_to_pass_hat_k(tmp_path):
+    """VerbAgg-like grades 0/1/2 read on [0, 1]: the demo and the report told the reader that
+    hierbench.freq.pass_hat_k(data, 1) gives a bound that holds for the agents few tasks carry,
+    yet pass_hat_k refuses any score that is not 0 or 1 (the premise, checked first). The advice
+    now says so; 0/1 scores keep the pointer.
+    """
+    from hierbench._base import PartialCreditError
+    from hierbench.freq import pass_hat_k
+
+    rng = np.random.default_rng(3)
+    g = rng.choice([0.0, 0.5, 1.0], size=(3, 24, 1), p=[0.5, 0.3, 0.2])
+    g[0] = 0.0  # every task graded lowest
+    g[1] = 0.0
+    g[1, :2] = 0.5  # two tasks carry the mean
+    ds = xr.Dataset({"score": (("agent", "task", "run"), g)}, coords={"agent": ["zero", "two", "mid"]})
+    with pytest.raises(PartialCreditError):
+        pass_hat_k(ds, 1)
+    ctx = DemoContext(data=ds, truth=None, extra={"fast": True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_bootstrap_section(ctx).split())
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False).read_text()
+    assert "One score on every task: zero" in text and "Few tasks carry the mean of two" in text
+    assert "gives a bound that holds" not in text and "refuses partial credit" in text
+    abilities = md.split("## Agent abilities")[1].split("\n## ")[0]
+    assert "few tasks carry the mean" in abilities and "gives a bound that holds" not in abilities
+    binary = ds.assign(score=(ds["score"] >= 0.5).astype(float))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_bootstrap_section(DemoContext(data=binary, truth=None, extra={"fast": True})).split())
+    assert "pass_hat_k(data, 1) gives a bound that holds" in text

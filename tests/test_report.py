@@ -480,6 +480,16 @@ def test_rank_check_allows_for_the_number_of_elements_the_plotted_ones_were_pick
     verdict, note = _verdict([], table, ranks, 0.01)
     assert verdict.startswith("converged") and "`task_dev[a]` (p = 0.001)" in note
     assert "task_dev[b]" not in note
+    # the note is printed above the section's table and plots (the wine judges' report said "the
+    # check above" of the table below it): where it points must be where they are
+    rep = Report("t")
+    rep.section("Convergence diagnostics", "text", table=table, note=note)
+    import matplotlib.pyplot as plt
+
+    rep.figure("rank_worst", plt.figure())
+    md = rep.to_markdown()
+    assert md.index(note) < md.index("| check") < md.index("rank_worst.png")
+    assert "above" not in note and "table below" in note and "rank plots below" in note
     # below 0.01 / 1130 it is flagged, and the verdict is a warning
     low = {"task_dev[a]": 1e-6}
     assert _verdict([], _check_rows(checks, low, 0.01), low, 0.01)[0] == "warning"
@@ -685,6 +695,34 @@ def test_variance_section_of_partial_credit_scores_speaks_of_scores_not_successe
     ms_r = ((y - ra[:, None] - ct[None, :] + m) ** 2).sum() / ((A - 1) * (T - 1))
     got = block["table"].iloc[:, 0].to_numpy(dtype=float)
     np.testing.assert_allclose(got, [(ms_a - ms_r) / T, (ms_t - ms_r) / A, ms_r], rtol=1e-9)
+
+
+def test_variance_section_of_graded_scores_says_their_units(shared_data):
+    """The wine judges' 1-5 ratings read with --levels: the section called them "partial credit in
+    [0, 1], so score units squared", beside abilities on the grade scale. It now names the reading
+    ((grade - 1) / 4) and the factor to squared grades, 16; the agent row is statsmodels' two-way
+    ANOVA on the ratings themselves, divided by that factor.
+    """
+    import pandas as pd
+    import statsmodels.api as sm
+    import statsmodels.formula.api as smf
+
+    from hierbench.data import from_records
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _sec_variance
+
+    df = pd.read_csv(shared_data / "ordinal" / "wine.csv")
+    data = from_records(df, agent="judge", task="bottle", score="rating", score_levels=[1, 2, 3, 4, 5])
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_variance(_Context(fit=None, data=data, prob=0.95, freq="auto"), rep, "variance")
+    block = rep.blocks[0]
+    assert "partial credit" not in block["text"]
+    assert "the grades 1, 2, 3, 4, 5 read as (grade - 1) / 4, so in those units squared; times 16 for squared grades" in block["text"]
+    aov = sm.stats.anova_lm(smf.ols("rating ~ C(judge) + C(bottle)", df).fit())
+    ms_a, ms_r = aov.loc["C(judge)", "mean_sq"], aov.loc["Residual", "mean_sq"]
+    np.testing.assert_allclose(block["table"].iloc[0, 0] * 16, (ms_a - ms_r) / 8, rtol=1e-9)
 
 
 def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path):

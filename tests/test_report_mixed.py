@@ -166,3 +166,36 @@ def test_a_formula_fits_report_shows_its_metrics(tmp_path):
     pairs = sections["Does A beat B? Pairwise probabilities and paired tests"]
     for v in ps.estimate.values[np.triu_indices(4, 1)]:
         assert f"{v:.3f}" in pairs
+
+
+def test_a_graded_fit_of_the_score_puts_the_bootstrap_on_its_grades(shared_data):
+    """The wine judges' 1-5 ratings read with score_levels and fitted as grades: the abilities and
+    side-by-side sections left the bootstrap out ("not drawn on one axis"), though the score is
+    (grade - 1) / 4. The bootstrap now sits on the grades as 1 + 4 x score; its columns equal the
+    bootstrap of the ratings themselves (mean_ci of the per-run `rating`, same resamples), which
+    never passes through [0, 1].
+    """
+    import pandas as pd
+
+    from hierbench.data import from_records
+    from hierbench.freq import mean_ci
+
+    df = pd.read_csv(shared_data / "ordinal" / "wine.csv")
+    ds = from_records(df, agent="judge", task="bottle", score="rating", extra=["rating"], score_levels=[1, 2, 3, 4, 5])
+    d = model_design("score ~ (1|agent)", ds)
+    assert d.family == "ordinal" and d.categories.tolist() == [1, 2, 3, 4, 5]
+    ctx = _ctx(_fake_fit(d, np.random.default_rng(8), "ordinal"), ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ab = _section(_sec_abilities, ctx, "abilities")
+        side = _section(_sec_side, ctx, "side-by-side")
+        want = mean_ci(ds, var="rating", method="bca", n_resamples=199, rng=0).to_frame()
+    want.index = want.index.astype(str)
+    cols = [c for c in ab["table"] if c.startswith("task bootstrap")]
+    assert [c.rsplit(" ", 1)[1] for c in cols] == ["estimate", "lower", "upper"]
+    got = ab["table"][cols].astype(float)
+    np.testing.assert_allclose(got.to_numpy(), want.loc[got.index, ["estimate", "lower", "upper"]].to_numpy(), rtol=1e-12)
+    assert "1 + 4 x score" in ab["text"] and "not drawn on one axis" not in ab["text"]
+    assert "skip" not in side and "mean grade" in side["text"]
+    np.testing.assert_allclose(side["table"]["bootstrap bca estimate"].astype(float).to_numpy(),
+                               df.groupby(df["judge"].astype(str))["rating"].mean().loc[side["table"].index].to_numpy())  # fmt: skip

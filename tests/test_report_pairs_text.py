@@ -266,6 +266,37 @@ def test_pair_matrix_takes_an_order_and_refuses_one_that_is_not_the_agents():
         pair_matrix(cmp, order=agents[1:])
 
 
+def test_pair_matrix_columns_name_agents_whose_names_are_numbers(shared_data):
+    """The wine judges are agents 1 ... 9. The matrix numbered its columns by row position, so the
+    column headed "8" held judge 2's difference and the marked "+0.25*" under "6" was judge 1 minus
+    judge 8: short names now head the columns themselves. Each cell is checked against the judges'
+    paired mean difference by hand (pandas), looked up by the column's header.
+    """
+    from hierbench.data import from_records
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_matrix
+    from hierbench.report import score_order
+
+    df = pd.read_csv(shared_data / "ordinal" / "wine.csv").assign(s=lambda d: (d["rating"] - 1) / 4)
+    ds = from_records(df, agent="judge", task="bottle", score="s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_agents(ds, rng=0)
+    m = pair_matrix(cmp, order=score_order(ds))
+    wide = df.pivot(index="bottle", columns="judge", values="s")
+    wide.columns = wide.columns.astype(str)
+    assert sorted(m.columns) == sorted(set(wide.columns) - {m.index[0]})
+    for row in m.index:
+        for col in m.columns:
+            if m.loc[row, col]:
+                want = (wide[row] - wide[col]).mean()
+                assert float(m.loc[row, col].rstrip("*")) == pytest.approx(want, abs=0.005 + 1e-9), (row, col)
+    assert m.loc["1", "8"] == "+0.25*" and m.loc["1", "6"] == "+0.16"
+    # long names keep the numbered columns, and the index says what the numbers are
+    long = pair_matrix(cmp, order=score_order(ds), numbered=True)
+    assert list(long.columns) == [str(i) for i in range(2, 10)] and "numbered as the rows" in long.index.name
+
+
 def test_marks_note_says_where_max_t_has_a_floor_holm_does_not(max_t_floor_log):
     """Agent `zero` ran only 6 task clusters and failed them all: against an agent that solves some of
     them, its differences flip together on 2 of the 2^6 sign patterns, so the largest |t| of the
@@ -328,3 +359,29 @@ def test_pairs_section_from_a_fit_alone_points_to_no_table():
     assert table is None and "the table's" not in text and "No paired tests here" in text
     text, table = texts["with data"]
     assert table is not None and "the table's `Bayes P(a > b)` column" in text and "No paired tests" not in text
+
+
+def test_pair_sentence_says_how_many_verdicts_monte_carlo_error_could_turn(shared_data):
+    """VerbAgg's first 40 persons (grades no / perhaps / yes read as 0, 0.5, 1): "127 of 780 pairs
+    differ" from a Monte Carlo max-T law, while four pairs sat at p max-T 0.052 (MC error 0.0015)
+    and 100,000 fresh sign patterns put them at 0.0499 (131 differ). The sentence now counts the
+    pairs within two Monte Carlo errors of the level, recounted here from the table with pandas.
+    """
+    from hierbench.data import from_records
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_frame
+    from hierbench.report import pair_sentence
+
+    df = pd.read_csv(shared_data / "lme4" / "verbagg.csv")
+    df = df[df["id"] <= 40].assign(s=lambda d: d["resp"].map({"no": 0.0, "perhaps": 0.5, "yes": 1.0}))
+    ds = from_records(df, agent="id", task="item", score="s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_agents(ds, rng=0)
+    t = pair_frame(cmp)
+    near = (t["p max-T"] - 0.05).abs() <= 2 * t["MC error of p max-T"]
+    on = int((near & (t["p max-T"] < 0.05)).sum())
+    text = pair_sentence(cmp)
+    assert near.sum() > 0  # the premise: some verdicts sit at the level
+    assert f"Monte Carlo estimates: {int(near.sum())} pairs ({on} counted as differing) lie within two" in text
+    assert "n_draws=" in text

@@ -61,9 +61,21 @@ ZERO_WIDTH_ADVICE = (
 )
 
 
-def flag_advice(flag: str) -> str:
-    """What to tell a reader about a bootstrap ``ci_flag``: :data:`ZERO_WIDTH_ADVICE` or :data:`FEW_CARRY_ADVICE`."""
-    return ZERO_WIDTH_ADVICE if str(flag).startswith("every ") else FEW_CARRY_ADVICE
+#: in place of ``_BOUND_INSTEAD`` where the scores are not all 0 or 1: pass_hat_k refuses them
+_NO_BOUND = (
+    "hierbench.freq.pass_hat_k(data, 1), whose bound holds for 0/1 scores, refuses partial credit, so no "
+    "distribution-free bound is given for these scores"
+)
+
+
+def flag_advice(flag: str, binary: bool = True) -> str:
+    """What to tell a reader about a bootstrap ``ci_flag``: :data:`ZERO_WIDTH_ADVICE` or :data:`FEW_CARRY_ADVICE`.
+
+    ``binary=False`` (scores that are not all 0 or 1, such as grades read on [0, 1]): the
+    same, less the pointer to ``pass_hat_k(data, 1)``, which refuses such scores.
+    """
+    advice = ZERO_WIDTH_ADVICE if str(flag).startswith("every ") else FEW_CARRY_ADVICE
+    return advice if binary else advice.replace(_BOUND_INSTEAD, _NO_BOUND)
 
 
 _CI_BOUND_COORDS = xr.Coordinates({"ci_bound": list(CI_BOUNDS)})

@@ -219,6 +219,27 @@ class _Context:
         var = self.var
         return None if var is None else self.post[var]
 
+    def grade_map(self) -> tuple[float, float] | None:
+        """``(first, span)`` where a graded fit grades the data's own ``score``, read from grades of its scale.
+
+        The reader read each grade ``g`` as ``(g - first) / span``; ``first + span x score``
+        undoes it, so the bootstrap of the mean score is the bootstrap of the mean grade.
+        None for any other fit, or without data.
+        """
+        import json
+
+        if not self.mixed or self.data is None or self.agent_draws() is None:
+            return None
+        design = self.mixed_design()
+        levels = self.data.attrs.get("score_levels")
+        levels = json.loads(levels) if isinstance(levels, str) else levels
+        if design is None or design.family != "ordinal" or design.response != "score" or not levels:
+            return None
+        cats = np.asarray(design.categories, dtype=float)
+        if cats.shape != np.shape(levels) or not np.allclose(cats, np.asarray(levels, dtype=float)):
+            return None
+        return float(cats[0]), float(cats[-1] - cats[0])
+
     def single_agent(self) -> str | None:
         """The one agent's name when the fit or the data hold a single agent (nothing to rank or pair)."""
         draws = self.agent_draws() if self.post is not None else None

@@ -157,9 +157,9 @@ def _verdict(failures: list, table: pd.DataFrame, marked: dict[str, float] | Non
     if low:
         said = ", ".join(f"`{k}` (p = {rank_p_text(v)})" for k, v in low.items())
         return "converged: every check passes, the rank plots included", (
-            f"The rank plots mark {said} at the per-panel level {alpha:g}. The plotted parameters "
-            "are the most extreme of many, so such marks are expected by chance; the check above "
-            "allows for the number of elements and passes."
+            f"The rank plots below mark {said} at the per-panel level {alpha:g}. The plotted "
+            "parameters are the most extreme of many, so such marks are expected by chance; the rank "
+            "plots' check in the table below allows for the number of elements and passes."
         )
     return "converged: every check passes, the rank plots included", None
 

@@ -312,8 +312,6 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
     arviz-plots, whose own default is its rcParam ``stats.ci_prob``).
     Returns the PlotCollection, ``n`` and the agents left out.
     """
-    import arviz_plots as azp
-
     obs = fit["observed_data"].to_dataset()
     var_name = var_name or next(iter(obs.data_vars))
     pp = fit["posterior_predictive"].to_dataset()[var_name].transpose("chain", "draw", "cell")
@@ -326,14 +324,28 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
         if sel.size < PPC_MIN_CELLS:
             left_out.append(a)
             continue
-        name = a.replace("/", "\u2215")  # DataTree variable names cannot hold '/'
-        o[name] = xr.DataArray(obs[var_name].values[sel], dims=f"cell_{len(o)}")
-        p[name] = xr.DataArray(pp.values[:, :, sel], dims=("chain", "draw", f"cell_{len(p)}"))
-    tree = xr.DataTree.from_dict(
-        {"observed_data": xr.Dataset(o), "posterior_predictive": xr.Dataset(p)}
-    )
+        o[a], p[a] = obs[var_name].values[sel], pp.values[:, :, sel]
+    pc = _rootogram(o, p, prob, f"successes out of {n_main} runs", "tasks (sqrt scale)")
+    return pc, n_main, left_out
+
+
+def _rootogram(obs: Mapping[str, np.ndarray], pred: Mapping[str, np.ndarray], prob: float, xlabel: str, ylabel: str,
+               xticks: Sequence[float] | None = None):  # fmt: skip
+    """arviz-plots rootogram, one panel per name: ``obs[name]`` (units,) against ``pred[name]`` (chain, draw, units).
+
+    Each value's predictive mean is a marker and its ``prob`` equal-tailed interval a bar;
+    ``xticks``: the values the x axis marks (a grade scale: no tick between two grades).
+    """
     import warnings
 
+    import arviz_plots as azp
+
+    o, p = {}, {}
+    for i, (name, values) in enumerate(obs.items()):
+        key = name.replace("/", "\u2215")  # DataTree variable names cannot hold '/'
+        o[key] = xr.DataArray(np.asarray(values), dims=f"unit_{i}")
+        p[key] = xr.DataArray(np.asarray(pred[name]), dims=("chain", "draw", f"unit_{i}"))
+    tree = xr.DataTree.from_dict({"observed_data": xr.Dataset(o), "posterior_predictive": xr.Dataset(p)})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "looks binary": n = 1 is binary
         pc = azp.plot_ppc_rootogram(
@@ -343,16 +355,16 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
     fig = fig.item() if hasattr(fig, "item") else fig
     ncol = min(4, len(o)) or 1
     fig.set_size_inches(3.4 * ncol, 2.9 * int(np.ceil(len(o) / ncol)) + 0.4)
-    import textwrap
-
     for ax in fig.axes:
         if ax.get_visible() and ax.has_data():
-            ax.set_xlabel(f"successes out of {n_main} runs")
-            ax.set_ylabel("tasks (sqrt scale)")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            if xticks is not None:
+                ax.set_xticks(list(xticks))
             # long agent names wrap instead of running into the next panel's title
             ax.set_title("\n".join(textwrap.wrap(ax.get_title(), 30)), fontsize="small")
     fig.set_layout_engine("constrained")
-    return pc, n_main, left_out
+    return pc
 
 
 def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> xr.DataTree:

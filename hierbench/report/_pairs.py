@@ -128,7 +128,26 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     return (
         f"{n_sig} of {m} pairs differ at {level} {alpha:g} (row agent minus column agent, on the "
         f"tasks both ran): {test} over {_unit_words(a)}, adjusted by {name} over the {m} pairs"
-        f"{how}{tail}."
+        f"{how}{tail}.{_near_level(ds, alpha, adjust)}"
+    )
+
+
+def _near_level(ds: xr.Dataset, alpha: float, adjust: str) -> str:
+    """A sentence on the verdicts Monte Carlo error could turn: adjusted p within two MC errors of ``alpha``."""
+    if "p_adjusted_mcse" not in ds:
+        return ""
+    iu = np.triu_indices(ds.sizes["agent"], 1)
+    p = ds["p_adjusted"].transpose("agent", "opponent").values[iu]
+    se = ds["p_adjusted_mcse"].transpose("agent", "opponent").values[iu]
+    near = np.isfinite(p) & (se > 0) & (np.abs(p - alpha) <= 2 * se)
+    if not near.any():
+        return ""
+    k, on = int(near.sum()), int((near & (p < alpha)).sum())
+    knob = "n_draws" if adjust.startswith("maxt") else "n_permutations"  # the max-T law's draws, else the per-pair p's
+    return (
+        f" The adjusted p-values are Monte Carlo estimates: {k} pair{'s' if k > 1 else ''} ({on} counted as "
+        f"differing) lie within two Monte Carlo errors of {alpha:g}, so more sign patterns could move "
+        f"them across (compare_agents(..., {knob}=...))."
     )
 
 
@@ -524,8 +543,12 @@ def _order(cmp) -> list[str]:
     return [agents[i] for i in np.argsort(-score, kind="stable")]
 
 
+#: the widest agent name a matrix column carries: no wider than a cell such as "+0.64***"
+MATRIX_NAME_WIDTH = 8
+
+
 def pair_matrix(
-    cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered: bool = True, order: list[str] | None = None
+    cmp: PairwiseComparisonResult, *, alpha: float = 0.05, numbered: bool | None = None, order: list[str] | None = None
 ) -> pd.DataFrame:
     """The pairs as one matrix: row agent minus column agent, marked by the result's verdict.
 
@@ -539,9 +562,12 @@ def pair_matrix(
     alpha : float
         Level of the marks, on the result's adjusted p-values (``p_adjusted``;
         see :func:`marks_legend`): the same verdict as :func:`pair_frame`.
-    numbered : bool
+    numbered : bool, optional
         Rows ``"1. name"`` and columns ``"1"``, ``"2"``, ... (narrow enough
-        for 25 agents); else the names on both axes.
+        for 25 agents; the index's name then says the columns are numbered as
+        the rows); else the names on both axes. By default numbered only when
+        a name is wider than 8 characters (a cell such as ``"+0.64***"``): a column
+        numbered ``"6"`` above agents named ``1`` ... ``9`` reads as agent 6.
     order : list of str, optional
         Every agent of ``cmp`` once, in the order of the rows (the report and
         ``hierbench compare`` order by mean score per task, highest first).
@@ -566,6 +592,8 @@ def pair_matrix(
             v = float(d.sel(agent=a, opponent=b))
             row.append(f"{v:+.2f}{_mark(float(p.sel(agent=a, opponent=b)), alpha)}")
         cells.append(row)
+    if numbered is None:
+        numbered = max(map(len, order)) > MATRIX_NAME_WIDTH
     if numbered:
         index = [f"{i}. {a}" for i, a in enumerate(order, start=1)]
         columns = [str(i) for i in range(1, len(order) + 1)]
@@ -574,5 +602,5 @@ def pair_matrix(
     out = pd.DataFrame(cells, index=index, columns=columns)
     # the first column holds only the diagonal (the last row stays: it names the last column)
     out = out.iloc[:, 1:]
-    out.index.name = "agent (row minus column)"
+    out.index.name = "agent (row minus column" + ("; columns numbered as the rows)" if numbered else ")")
     return out

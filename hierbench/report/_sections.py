@@ -10,6 +10,7 @@ import xarray as xr
 
 from .._base import cluster_label
 from .._base import counted
+from .._base import fit_record
 from .._base import flag_advice
 from ._context import _TITLES
 from ._context import _Context
@@ -151,6 +152,25 @@ def _other_scale(ctx: _Context) -> str:
     )
 
 
+def _on_grades(bf: pd.DataFrame, gmap: tuple[float, float] | None) -> pd.DataFrame:
+    """A bootstrap table of the mean score on the grades, ``first + span x score`` (as it is without ``gmap``)."""
+    if gmap is None:
+        return bf
+    bf = bf.copy()
+    for col in ("estimate", "lower", "upper"):
+        bf[col] = gmap[0] + gmap[1] * bf[col].astype(float)
+    return bf
+
+
+def _grades_note(gmap: tuple[float, float], kind: str) -> str:
+    """How the bootstrap of the mean score came onto the grades, said where it is drawn there."""
+    return (
+        f"The task bootstrap of the mean score is on the grades as {gmap[0]:g} + {gmap[1]:g} x score (the "
+        f"reading of the grades undone): an increasing linear map, under which the mean and its {kind} "
+        "interval map exactly."
+    )
+
+
 def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
@@ -162,13 +182,15 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     if bay is not None:
         intervals[f"Bayes {ctx.fit.attrs.get('hierbench_model', '')} ({prob:.0%} ETI)"] = bay
     boot = ctx.bootstrap()
-    same_scale = ctx.score_scale()
+    gmap = ctx.grade_map()  # a graded fit of the score: the bootstrap goes onto its grades
+    same_scale = ctx.score_scale() or gmap is not None
     if boot is not None:
-        bf = as_table(boot)
+        bf = _on_grades(as_table(boot), gmap)
         kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
         if same_scale:
             unit = getattr(boot, "attrs", {}).get("resample_unit", "task")
             intervals[f"{unit} bootstrap ({kind}, {prob:.0%})"] = bf
+            notes += [_grades_note(gmap, kind)] if gmap else []
         else:
             notes.append(_other_scale(ctx))
     if not intervals:
@@ -194,7 +216,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         wide, f = _defined(wide, name)
         flags = _add_flag(flags, f)
         if "bootstrap" in name:
-            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx)))
+            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx), ctx.binary()))
             flags = _add_flag(flags, _few_units_flag(ctx, boot, name, n_tasks, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
@@ -322,12 +344,14 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
                 else ""
             )
         )
+    from ._ppc_graded import is_graded
+    from ._ppc_graded import sec_ppc_graded
+
+    if is_graded(ctx.fit):
+        return sec_ppc_graded(ctx, rep, sid)
     obs = ctx.fit["observed_data"].to_dataset() if "observed_data" in ctx.fit.children else None
     if obs is None or not any("cell" in v.dims for v in obs.data_vars.values()):
-        raise _Skip(
-            "the predictive check of success counts per (agent, task) cell applies to the count "
-            f"models; this {ctx.fit.attrs.get('hierbench_model', 'custom')} fit has no `cell` observations"
-        )
+        raise _Skip(_no_ppc_reason(ctx))
     from ..bayes import predictive_check
 
     n = ctx.fit["constant_data"].to_dataset()["cell_n_runs"].values
@@ -359,6 +383,20 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
         )
     rep.section(_TITLES[sid], text, id=sid)
     rep.figure("ppc", pc, f"Posterior predictive rootogram of the success counts out of {n_main} runs.")
+
+
+def _no_ppc_reason(ctx: _Context) -> str:
+    """Why a fit with a posterior_predictive group gets no check: the two the report draws, and what this one holds."""
+    family = fit_record(ctx.fit, "hierbench_spec").get("options", {}).get("family")
+    what = {
+        "fractional": "one score in [0, 1] per run, a continuous distribution with atoms at 0 and 1 "
+        "that neither check describes (arviz_plots.plot_ppc_dist(fit) draws its score distribution)",
+        "binomial": "one pass or fail per run, not a count per (agent, task) cell",
+    }.get(family, "no `cell` or graded `y(obs)` observations")
+    return (
+        "the report checks success counts per (agent, task) cell (the count models) and grades per agent "
+        f"(graded fits); this {ctx.fit.attrs.get('hierbench_model', 'custom')} fit's outcome is {what}"
+    )
 
 
 def _tasks_scored(ctx: _Context) -> pd.Series | None:
@@ -418,7 +456,7 @@ def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
     return flags.where(more == "", flags.where(flags == "", flags + "; ") + more)
 
 
-def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series) -> pd.Series:
+def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series, binary: bool = True) -> pd.Series:
     """A bootstrap's ``ci_flag`` (a mean few tasks carry) as a report flag naming what holds instead.
 
     ``bounds`` (:func:`pass1_bounds`) puts the bound that holds beside the advice, so
@@ -434,7 +472,7 @@ def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Seri
     hit = few != ""
     said = bounds.reindex(index).fillna("").astype(str)
     said = said.where(said == "", ": " + said)
-    advice = few.map(flag_advice)
+    advice = few.map(lambda f: flag_advice(f, binary))  # pass_hat_k's bound is for 0/1 scores only
     out[hit] = method + ": " + few[hit] + " (" + advice[hit] + said[hit] + ")"
     return out
 
@@ -515,9 +553,10 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     bay = ctx.bayes_frame()
     if boot is None or bay is None:
         raise _Skip(_side_missing(ctx, boot is None))
-    bf = as_table(boot)
+    gmap = ctx.grade_map()  # a graded fit of the score: the bootstrap goes onto its grades
+    bf = _on_grades(as_table(boot), gmap)
     kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
-    if not ctx.score_scale():
+    if not ctx.score_scale() and gmap is None:
         if ctx.mixed:
             raise _Skip(_other_scale(ctx))
         raise _Skip(
@@ -541,16 +580,17 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             lo, hi = (pd.to_numeric(wide[f"{m} {b}"], errors="coerce") for b in ("lower", "upper"))
             wide[lab] = (lo <= t) & (t <= hi)
     wide, flags = _defined(wide, f"bootstrap {kind}")
-    flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index, _bounds(ctx)))
+    flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index, _bounds(ctx), ctx.binary()))
     flags = _add_flag(flags, _few_units_flag(ctx, boot, f"bootstrap {kind}", n_tasks, wide.index))
     scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     n_dis = int(wide["disagree"].sum())
+    what = "grade" if gmap else "score"
     shift = _shared_shift(wide["difference"], ctx.var == "mean_new_task")
     rep.section(
         _TITLES[sid],
-        ("Each agent's mean score over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
-        + f", both methods at {ctx.prob:.0%}. `disagree` flags "
+        (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
+        + f", both methods at {ctx.prob:.0%}.{' ' + _grades_note(gmap, kind) if gmap else ''} `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
         f"intervals do not overlap), judged only where both intervals are defined: {n_dis} of {len(wide)} "
         "agents flagged. `tasks scored` is the "
@@ -561,7 +601,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             " The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
             "expected score on a new task, the same target when the tasks run are a sample of the population."
             if ctx.var == "mean_new_task"
-            else " The Bayesian column is the formula model's expected score of each agent averaged over "
+            else f" The Bayesian column is the formula model's expected {what} of each agent averaged over "
             "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's target."
             if ctx.mixed
             else ""

@@ -219,6 +219,23 @@ def _agreement_text(table: pd.DataFrame) -> str:
     return text
 
 
+def _score_units(ctx: _Context) -> str:
+    """What a variance of the data's (non-binary) score is in: partial credit, or grades read on [0, 1]."""
+    import json
+
+    levels = ctx.data.attrs.get("score_levels") if ctx.data is not None else None
+    levels = json.loads(levels) if isinstance(levels, str) else levels
+    if not levels:
+        return "partial credit in [0, 1], so score units squared"
+    from ..data import grade_rule
+
+    scale = np.asarray(levels, dtype=float)
+    return (
+        f"the grades {', '.join(f'{v:g}' for v in scale)} read as {grade_rule(scale)}, so in those units "
+        f"squared; times {(scale[-1] - scale[0]) ** 2:g} for squared grades"
+    )
+
+
 def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
@@ -237,7 +254,7 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
         "Variance of the cell success probability (probability^2), split into agent, task, "
         "agent x task and run-to-run (binomial) parts; each row sums the terms named beside it."
         if binary
-        else "Variance of the score (partial credit in [0, 1], so score units squared), split into agent, "
+        else f"Variance of the score ({_score_units(ctx)}), split into agent, "
         "task, agent x task and run-to-run parts; each row sums the terms named beside it."
     ]
     if "disagree" in table:
