@@ -339,10 +339,10 @@ def _check_names(used: set[str], avail: dict, data: xr.Dataset) -> None:
     if unknown:
         by = {lev: sorted(k for k, (lv, _) in avail.items() if lv == lev) for lev in _LEVELS}
         raise FormulaError(
-            f"`formula` uses {unknown}, which `data` does not hold. Agent-level: {by['agent']}; "
-            f"task-level: {by['task']}; cell-level: {by['cell']}; per-run: {by['run']} "
-            "(add agent / task covariates as coords, e.g. from_records(agent_coords=[...]) or "
-            "model_design(agent_coords=table))"
+            f"`formula` uses {unknown}, which `data` does not hold{_reader_dims_hint(unknown, data)} "
+            f"Agent-level: {by['agent']}; task-level: {by['task']}; cell-level: {by['cell']}; per-run: "
+            f"{by['run']} (add agent / task covariates as coords, e.g. from_records(agent_coords=[...]) "
+            "or model_design(agent_coords=table))"
         )
     try:
         inconsistent = json.loads(data.attrs.get("inconsistent_attributes", "{}") or "{}")
@@ -356,6 +356,24 @@ def _check_names(used: set[str], avail: dict, data: xr.Dataset) -> None:
                 f"{lev}s when the log was read (the reader kept the first value; see "
                 "attrs['inconsistent_attributes']): fix the records, or drop it from the formula"
             )
+
+
+def _reader_dims_hint(unknown: list[str], data: xr.Dataset) -> str:
+    """What to write for a column the reader put on the dim ``agent`` or ``task`` (named in its attrs)."""
+    named = [
+        f"{col!r} is the column the reader read as the {dim}s (attrs['{dim}_column']): the dataset "
+        f"calls it `{dim}`, so write {dim}, e.g. (1|{dim})"
+        for dim in ("agent", "task")
+        if (col := data.attrs.get(f"{dim}_column")) in unknown and col != dim
+    ]
+    if named:
+        return ": " + "; ".join(named) + "."
+    cols = [repr(data.attrs[f"{d}_column"]) for d in ("agent", "task") if f"{d}_column" in data.attrs]
+    here = f" (here the columns {' and '.join(cols)})" if len(cols) == 2 else ""
+    return (
+        ". A reader puts the log's agent and task columns, whatever they are called, on the dims "
+        f"`agent` and `task`{here}: a formula names them agent and task, e.g. (1|agent)."
+    )
 
 
 def _level_of(levels: list[str]) -> str:
@@ -727,6 +745,9 @@ def model_design(
         lme4's ``||``). Names are the dataset's dims (``agent``, ``task``,
         ``run``), its coords along ``agent`` or ``task``, and its variables
         over ``(agent, task[, run])``. ``None``: :data:`DEFAULT_FORMULA`.
+        The log's agent and task columns are the dims ``agent`` and ``task``
+        whatever they were called (``from_records(agent="model")``: write
+        ``(1|agent)``).
     data : xarray.Dataset
         An eval dataset (``score(agent, task, run)``, NaN = not run).
     family : {"auto", "binomial", "fractional", "ordinal"}
@@ -749,7 +770,8 @@ def model_design(
     Raises
     ------
     FormulaError
-        Unknown names, a covariate not constant within its agent or task, a
+        Unknown names (the message names the dim a reader put a column on),
+        a covariate not constant within its agent or task, a
         missing covariate value, an unparsable formula, aliased fixed
         effects, or a random term the design cannot identify.
 
