@@ -96,6 +96,21 @@ def test_a_column_the_reader_read_as_agent_or_task_is_named_with_its_dim():
         from_records(_log_with_columns("agent", "task"), run="run", attrs={"agent_column": "x"})
 
 
+def test_a_coord_along_agent_groups_by_its_own_values_and_says_so():
+    ds = _board(["s1", "s2", "s3"], ["m1", "m1", "m2"])  # agents s1/m1, s2/m1, s3/m2
+    d = model_design("score ~ 1 + (1|model) + (1|task)", ds)
+    t = d.random[0]
+    assert t.levels.tolist() == ["m1", "m2"]  # by model, not by agent
+    # each design row's level is its agent's model (read off the coord by hand)
+    model_of = dict(zip(ds.agent.values, ds.model.values, strict=True))
+    assert t.levels[t.codes].tolist() == [model_of[a] for a in d.frame.agent]
+    assert "2 levels for 3 agents" in d.decisions["grouping (1|model)"]
+    assert "grouping (1|model): (1|model) groups by the coord model along agent" in repr(d)
+    # one model per agent: the same grouping as (1|agent), nothing to say
+    one = model_design("score ~ 1 + (1|model) + (1|task)", _board(["s1", "s2"], ["m1", "m2"]))
+    assert not any(k.startswith("grouping") for k in one.decisions)
+
+
 def test_covariate_not_constant_within_task_is_refused():
     """The reader keeps the first value and counts the tasks; the formula refuses to use it."""
     df = pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t1", "t1", "t2"],

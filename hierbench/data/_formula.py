@@ -577,6 +577,25 @@ def _random_terms(group: Any, frame: pd.DataFrame, var_level: dict[str, str]) ->
     return out
 
 
+def _coord_groupings(random: list[RandomTerm], frame: pd.DataFrame) -> dict[str, str]:
+    """State a random term grouped by coords along ``agent`` (``task``) with fewer levels than the dim.
+
+    ``(1|model)`` on a dataset with a coord ``model`` along ``agent`` (``read_inspect_log`` adds
+    one) groups by the coord, as the formula says: the agents of one model share its effect.
+    """
+    notes: dict[str, str] = {}
+    for t in random:
+        for dim in ("agent", "task"):
+            n_dim = frame[dim].nunique()
+            if t.level == dim and dim not in t.grouping and t.levels.size < n_dim:
+                notes[f"grouping ({t.name})"] = (
+                    f"({t.name}) groups by the coord {':'.join(t.grouping)} along {dim}: "
+                    f"{t.levels.size} levels for {n_dim} {dim}s, so the {dim}s of one level share "
+                    f"its effect; (1|{dim}) gives each {dim} its own"
+                )
+    return notes
+
+
 def _aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     """Columns of ``X`` that are linear combinations of earlier ones (pivoted QR on unique rows)."""
     from scipy import linalg
@@ -747,7 +766,9 @@ def model_design(
         over ``(agent, task[, run])``. ``None``: :data:`DEFAULT_FORMULA`.
         The log's agent and task columns are the dims ``agent`` and ``task``
         whatever they were called (``from_records(agent="model")``: write
-        ``(1|agent)``).
+        ``(1|agent)``); a coord groups by its own values (``(1|model)`` on
+        ``read_inspect_log``'s ``model`` coord: one effect per model, shared
+        by that model's agents, as ``decisions`` says).
     data : xarray.Dataset
         An eval dataset (``score(agent, task, run)``, NaN = not run).
     family : {"auto", "binomial", "fractional", "ordinal"}
@@ -807,6 +828,7 @@ def model_design(
     decisions = {"family": f"{fam} ({why})", "rows": f"one per {row_level}", **dropped}
     var_level = {v: avail[v][0] for v in used if v != response}
     random = _random_terms(group, frame, var_level)
+    decisions.update(_coord_groupings(random, frame))
     decisions.update(_check_identified(X, coef, random, frame, fam, np.asarray(r["n"], dtype=float)))
     return ModelDesign(
         formula=formula, family=fam, response=response, row_level=row_level, frame=frame,
