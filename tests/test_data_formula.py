@@ -16,6 +16,7 @@ import xarray as xr
 from hierbench._base import PartialCreditError
 from hierbench.data import DEFAULT_FORMULA
 from hierbench.data import ConfoundedTermWarning
+from hierbench.data import EvalDataError
 from hierbench.data import FormulaError
 from hierbench.data import from_records
 from hierbench.data import model_design
@@ -68,6 +69,46 @@ def test_unknown_names_are_refused_with_what_the_data_holds():
         model_design("score ~ cutoff + (1|task)", ds)
     with pytest.raises(FormulaError, match="response 'grade' must be a per-run variable"):
         model_design("grade ~ 1 + (1|task)", ds)
+
+
+def _log_with_columns(agent: str, task: str) -> pd.DataFrame:
+    rng = np.random.default_rng(4)
+    rows = [(f"m{i}", f"q{j}", r, float(rng.integers(0, 2))) for i in range(3) for j in range(5) for r in range(2)]
+    return pd.DataFrame(rows, columns=[agent, task, "run", "score"])
+
+
+def test_a_column_the_reader_read_as_agent_or_task_is_named_with_its_dim():
+    ds = from_records(_log_with_columns("model", "problem"), agent="model", task="problem", run="run")
+    assert (ds.attrs["agent_column"], ds.attrs["task_column"]) == ("model", "problem")
+    with pytest.raises(FormulaError, match=r"'model' is the column the reader read as the agents.*write agent, e\.g\. \(1\|agent\)"):
+        model_design("score ~ 1 + (1|model) + (1|task)", ds)
+    with pytest.raises(FormulaError, match=r"'model' is the column .* agents.*'problem' is the column .* tasks.*write task"):
+        model_design("score ~ 1 + (1|model) + (1|problem)", ds)
+    # another unknown name: the dims and this log's columns are named, whatever the typo
+    with pytest.raises(FormulaError, match=r"uses \['prob'\].*dims `agent` and `task` \(here the columns 'model' and 'problem'\)"):
+        model_design("score ~ 1 + (1|agent) + (1|prob)", ds)
+    # a dataset built by hand records no columns: the rule alone
+    bare = ds.drop_attrs()
+    with pytest.raises(FormulaError, match=r"uses \['model'\].*log's agent and task columns, whatever they are called, on the dims `agent` and `task`: "):
+        model_design("score ~ 1 + (1|model) + (1|task)", bare)
+    # the read report is not for `attrs=` to overwrite
+    with pytest.raises(EvalDataError, match=r"not overwrite the read report; it sets \['agent_column'\]"):
+        from_records(_log_with_columns("agent", "task"), run="run", attrs={"agent_column": "x"})
+
+
+def test_a_coord_along_agent_groups_by_its_own_values_and_says_so():
+    ds = _board(["s1", "s2", "s3"], ["m1", "m1", "m2"])  # agents s1/m1, s2/m1, s3/m2
+    d = model_design("score ~ 1 + (1|model) + (1|task)", ds)
+    t = d.random[0]
+    assert t.levels.tolist() == ["m1", "m2"]  # by model, not by agent
+    # each design row's level is its agent's model (read off the coord by hand)
+    model_of = dict(zip(ds.agent.values, ds.model.values, strict=True))
+    assert t.levels[t.codes].tolist() == [model_of[a] for a in d.frame.agent]
+    assert "2 levels for 3 agents" in d.decisions["grouping (1|model)"]
+    assert "grouping (1|model): (1|model) groups by the coord model along agent" in repr(d)
+    # one model per agent: the same grouping as (1|agent), nothing to say
+    one = model_design("score ~ 1 + (1|model) + (1|task)", _board(["s1", "s2"], ["m1", "m2"]))
+    assert not any(k.startswith("grouping") for k in one.decisions)
 
 
 def test_covariate_not_constant_within_task_is_refused():

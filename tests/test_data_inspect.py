@@ -25,6 +25,7 @@ from inspect_ai.scorer import scorer
 from inspect_ai.solver import solver
 
 from hierbench.data import EvalDataError
+from hierbench.data import model_design
 from hierbench.data import read_inspect_log
 from hierbench.data import to_counts
 
@@ -176,6 +177,12 @@ def test_folder_with_several_tasks_keys_agents_by_model_and_task(logs):
     assert ds.attrs["n_error_runs"] == 4
     assert sorted(json.loads(ds.attrs["inspect_tasks"])) == ["toy", "toy_b"]
     assert set(ds.inspect_task.values) == {"toy", "toy_b"}
+    # the agent is the log's model, not a column of records: no agent_column to point a formula at
+    assert "agent_column" not in ds.attrs and "task_column" not in ds.attrs
+    # (1|model) groups by the coord model: 2 models, each shared by its 2 agents (one per task), as stated
+    d = model_design("score ~ 1 + (1|model) + (1|task)", ds)
+    assert d.random[0].levels.tolist() == ["mockllm/agree", "mockllm/contrary"]
+    assert "2 levels for 4 agents" in d.decisions["grouping (1|model)"]
 
 
 @pytest.mark.slow

@@ -353,3 +353,81 @@ def test_batched_bootstrap_refits_match_one_at_a_time(ties, home):
             assert h[i] == pytest.approx(f.home, abs=1e-9)
         if ties == "davidson":
             assert lam[i] == pytest.approx(f.log_nu, abs=1e-9)
+
+
+def _log_multinomial_coefficient(counts: np.ndarray) -> np.ndarray:
+    from scipy.special import gammaln
+
+    return gammaln(counts.sum(-1) + 1) - gammaln(counts + 1).sum(-1)
+
+
+@pytest.mark.parametrize("ties", ["davidson", "none", "half"])
+def test_loglik_is_scipys_multinomial_logpmf_summed_over_pairs(ties):
+    """The Newton fit's log-likelihood (one fit's and the bootstrap batch's), at given parameters,
+    is scipy's multinomial (binomial for ties='half') log-pmf summed over the pairs, less the
+    coefficients, with Davidson's probabilities written out here from their definition.
+    """
+    from scipy.special import expit
+    from scipy.stats import binom
+    from scipy.stats import multinomial
+
+    from hierbench.freq._pairwise._newton import _loglik_parts
+
+    rng = np.random.default_rng(5)
+    B, K = 3, 15
+    d = rng.normal(0.0, 2.0, size=(B, K))
+    lam = np.log([0.3, 1.0, 2.5])
+    counts = rng.integers(0, 9, size=(B, K, 3)).astype(float)
+    if ties == "none":
+        counts[..., 1] = 0.0
+    want = np.empty(B)
+    for i in range(B):
+        if ties == "davidson":
+            p = np.stack([np.exp(d[i] / 2), np.full(K, np.exp(lam[i])), np.exp(-d[i] / 2)], 1)
+            p /= p.sum(1, keepdims=True)
+        else:
+            p = np.stack([expit(d[i]), np.zeros(K), expit(-d[i])], 1)
+        if ties == "half":  # a tie is half a win each way: a binomial in half-battles
+            k2, n2 = 2 * counts[i, :, 0] + counts[i, :, 1], 2 * counts[i].sum(1)
+            ll2 = binom.logpmf(k2, n2, p[:, 0]) - _log_multinomial_coefficient(
+                np.stack([k2, n2 - k2], 1)
+            )
+            want[i] = ll2.sum() / 2
+        else:
+            want[i] = np.sum(
+                multinomial.logpmf(counts[i], counts[i].sum(1), p)
+                - _log_multinomial_coefficient(counts[i])
+            )
+        one = _loglik_parts(d[i], lam[i], counts[i], ties)[0]
+        assert one == pytest.approx(want[i], rel=1e-12)
+    np.testing.assert_allclose(_loglik_parts(d, lam, counts, ties)[0], want, rtol=1e-12)
+
+
+def test_reported_loglik_is_the_multinomial_logpmf_at_the_fit():
+    """``loglik`` of a Davidson fit with home advantage: scipy's multinomial log-pmf per ordered
+    pair at the reported abilities, home and nu, less the coefficients (pairs counted by pandas).
+    """
+    from scipy.stats import multinomial
+
+    rng = np.random.default_rng(8)
+    agents = list("ABCD")
+    verdicts = rng.choice(["left", "tie", "right"], size=300, p=[0.45, 0.2, 0.35])
+    rows = [(*rng.choice(agents, 2, replace=False), v) for v in verdicts]
+    df = pd.DataFrame(rows, columns=["left", "right", "winner"])
+    r = fit_bradley_terry_ml(
+        read_battles(df), ties="davidson", home=True, scale="logit", reference="A", interval="wald"
+    )
+    counts = (
+        df.groupby(["left", "right"])["winner"].value_counts().unstack(fill_value=0)
+    )[["left", "tie", "right"]]
+    ability = r.estimate.to_series()
+    d = (
+        ability.loc[counts.index.get_level_values(0)].to_numpy()
+        - ability.loc[counts.index.get_level_values(1)].to_numpy()
+        + float(r.home)
+    )
+    p = np.stack([np.exp(d / 2), np.full(d.size, float(r.nu)), np.exp(-d / 2)], 1)
+    p /= p.sum(1, keepdims=True)
+    c = counts.to_numpy(float)
+    want = np.sum(multinomial.logpmf(c, c.sum(1), p) - _log_multinomial_coefficient(c))
+    assert r.loglik == pytest.approx(want, rel=1e-12)

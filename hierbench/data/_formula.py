@@ -339,10 +339,10 @@ def _check_names(used: set[str], avail: dict, data: xr.Dataset) -> None:
     if unknown:
         by = {lev: sorted(k for k, (lv, _) in avail.items() if lv == lev) for lev in _LEVELS}
         raise FormulaError(
-            f"`formula` uses {unknown}, which `data` does not hold. Agent-level: {by['agent']}; "
-            f"task-level: {by['task']}; cell-level: {by['cell']}; per-run: {by['run']} "
-            "(add agent / task covariates as coords, e.g. from_records(agent_coords=[...]) or "
-            "model_design(agent_coords=table))"
+            f"`formula` uses {unknown}, which `data` does not hold{_reader_dims_hint(unknown, data)} "
+            f"Agent-level: {by['agent']}; task-level: {by['task']}; cell-level: {by['cell']}; per-run: "
+            f"{by['run']} (add agent / task covariates as coords, e.g. from_records(agent_coords=[...]) "
+            "or model_design(agent_coords=table))"
         )
     try:
         inconsistent = json.loads(data.attrs.get("inconsistent_attributes", "{}") or "{}")
@@ -356,6 +356,24 @@ def _check_names(used: set[str], avail: dict, data: xr.Dataset) -> None:
                 f"{lev}s when the log was read (the reader kept the first value; see "
                 "attrs['inconsistent_attributes']): fix the records, or drop it from the formula"
             )
+
+
+def _reader_dims_hint(unknown: list[str], data: xr.Dataset) -> str:
+    """What to write for a column the reader put on the dim ``agent`` or ``task`` (named in its attrs)."""
+    named = [
+        f"{col!r} is the column the reader read as the {dim}s (attrs['{dim}_column']): the dataset "
+        f"calls it `{dim}`, so write {dim}, e.g. (1|{dim})"
+        for dim in ("agent", "task")
+        if (col := data.attrs.get(f"{dim}_column")) in unknown and col != dim
+    ]
+    if named:
+        return ": " + "; ".join(named) + "."
+    cols = [repr(data.attrs[f"{d}_column"]) for d in ("agent", "task") if f"{d}_column" in data.attrs]
+    here = f" (here the columns {' and '.join(cols)})" if len(cols) == 2 else ""
+    return (
+        ". A reader puts the log's agent and task columns, whatever they are called, on the dims "
+        f"`agent` and `task`{here}: a formula names them agent and task, e.g. (1|agent)."
+    )
 
 
 def _level_of(levels: list[str]) -> str:
@@ -559,6 +577,25 @@ def _random_terms(group: Any, frame: pd.DataFrame, var_level: dict[str, str]) ->
     return out
 
 
+def _coord_groupings(random: list[RandomTerm], frame: pd.DataFrame) -> dict[str, str]:
+    """State a random term grouped by coords along ``agent`` (``task``) with fewer levels than the dim.
+
+    ``(1|model)`` on a dataset with a coord ``model`` along ``agent`` (``read_inspect_log`` adds
+    one) groups by the coord, as the formula says: the agents of one model share its effect.
+    """
+    notes: dict[str, str] = {}
+    for t in random:
+        for dim in ("agent", "task"):
+            n_dim = frame[dim].nunique()
+            if t.level == dim and dim not in t.grouping and t.levels.size < n_dim:
+                notes[f"grouping ({t.name})"] = (
+                    f"({t.name}) groups by the coord {':'.join(t.grouping)} along {dim}: "
+                    f"{t.levels.size} levels for {n_dim} {dim}s, so the {dim}s of one level share "
+                    f"its effect; (1|{dim}) gives each {dim} its own"
+                )
+    return notes
+
+
 def _aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
     """Columns of ``X`` that are linear combinations of earlier ones (pivoted QR on unique rows)."""
     from scipy import linalg
@@ -727,6 +764,11 @@ def model_design(
         lme4's ``||``). Names are the dataset's dims (``agent``, ``task``,
         ``run``), its coords along ``agent`` or ``task``, and its variables
         over ``(agent, task[, run])``. ``None``: :data:`DEFAULT_FORMULA`.
+        The log's agent and task columns are the dims ``agent`` and ``task``
+        whatever they were called (``from_records(agent="model")``: write
+        ``(1|agent)``); a coord groups by its own values (``(1|model)`` on
+        ``read_inspect_log``'s ``model`` coord: one effect per model, shared
+        by that model's agents, as ``decisions`` says).
     data : xarray.Dataset
         An eval dataset (``score(agent, task, run)``, NaN = not run).
     family : {"auto", "binomial", "fractional", "ordinal"}
@@ -749,7 +791,8 @@ def model_design(
     Raises
     ------
     FormulaError
-        Unknown names, a covariate not constant within its agent or task, a
+        Unknown names (the message names the dim a reader put a column on),
+        a covariate not constant within its agent or task, a
         missing covariate value, an unparsable formula, aliased fixed
         effects, or a random term the design cannot identify.
 
@@ -785,6 +828,7 @@ def model_design(
     decisions = {"family": f"{fam} ({why})", "rows": f"one per {row_level}", **dropped}
     var_level = {v: avail[v][0] for v in used if v != response}
     random = _random_terms(group, frame, var_level)
+    decisions.update(_coord_groupings(random, frame))
     decisions.update(_check_identified(X, coef, random, frame, fam, np.asarray(r["n"], dtype=float)))
     return ModelDesign(
         formula=formula, family=fam, response=response, row_level=row_level, frame=frame,

@@ -408,4 +408,6 @@ def read_inspect_log(
         )
     ds = _samples_dataset(rows, logs, errors)
     ds.attrs.update(_inspect_report(ds, files, logs, scorer, n_unscored, unreadable, incomplete))
+    for key in ("agent_column", "task_column"):  # the agent is the log's model, not a column
+        ds.attrs.pop(key, None)
     return ds

@@ -528,6 +528,10 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
         "inconsistent_attributes": json.dumps({k: v for k, v in n_inconsistent.items() if v}),
         "annotations": json.dumps(sorted(roles.annotations)),
     }
+    # the columns put on the dims `agent` / `task`: a formula naming one is told to write the dim
+    if roles.agent is not None:
+        attrs["agent_column"] = str(roles.agent)
+    attrs["task_column"] = str(roles.task)
     if roles.run is None:
         attrs["n_repeated_records"] = recs.n_repeated
     if recs.levels is not None:  # the scale the grades were read on, for an ordinal fit of `score`
@@ -621,7 +625,7 @@ def from_records(
     Returns
     -------
     xarray.Dataset
-        The eval dataset; its ``attrs`` are the read report.
+        The eval dataset; ``attrs``: the read report (``agent_column``, ``task_column``: the columns read as the dims).
 
     Raises
     ------

@@ -93,6 +93,7 @@ REPORT_KEYS = (
     "hierbench_schema", "reader", "errors", "n_records_read", "n_records_kept", "n_error_runs",
     "binary", "score_kind", "not_kept", "inconsistent_attributes", "annotations",
     "n_repeated_records", "n_tasks_without_cluster", "n_tasks_without_tag", "score_levels",
+    "agent_column", "task_column",
 )  # fmt: skip
 
 

@@ -1,8 +1,9 @@
 """Bradley-Terry maximum likelihood: the log-likelihood, Hunter's MM and Newton's method.
 
 Private to the pairwise wing (see :mod:`._ml` for the model): the scalar Newton
-iteration of one fit and the batched one of the bootstrap's refits share the assembly
-of the gradient and of the information blocks.
+iteration of one fit and the batched one of the bootstrap's refits share the log-likelihood
+(its probabilities from ``_numerics.davidson_log_probs``, as the Bayesian model's) and the
+assembly of the gradient and of the information blocks.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-from scipy.special import expit
-from scipy.special import log_expit
+
+from ..._numerics import davidson_log_probs
 
 __all__: list[str] = []
 
@@ -56,22 +57,25 @@ def _davidson_terms(w, t, l_, n, pa, pt, pb):
 
 
 def _loglik_parts(d, lam, counts, ties):
-    w, t, l_ = counts[:, 0], counts[:, 1], counts[:, 2]
+    """Return the log-likelihood (summed over the cells) and its gradient and information per cell.
+
+    ``d`` (..., K) the ability gaps, ``lam`` (scalar or ``d.shape[:-1]``) log nu, ``counts``
+    (..., K, 3) wins, ties, losses of the first agent. The outcome probabilities come from the one
+    owner, :mod:`hierbench._numerics.davidson`; the logistic model is its ``nu = 0`` case, with a
+    tie counting as half a win each way (``ties="half"``). The log-likelihood leaves out the
+    multinomial coefficients (they do not depend on the parameters).
+    """
+    w, t, l_ = np.moveaxis(counts, -1, 0)
     n = w + t + l_
     if ties == "davidson":
-        # log Z = log(e^{d/2} + e^{lam} + e^{-d/2}), stably
-        stack = np.stack([d / 2, np.full_like(d, lam), -d / 2])
-        mx = stack.max(0)
-        ex = np.exp(stack - mx)
-        z = ex.sum(0)
-        logz = mx + np.log(z)
-        pa, pt, pb = ex[0] / z, ex[1] / z, ex[2] / z
-        ll = np.sum((w - l_) * d / 2 + t * lam - n * logz)
-        return ll, *_davidson_terms(w, t, l_, n, pa, pt, pb)
+        lp = davidson_log_probs(d, np.asarray(lam, dtype=float)[..., None])
+        ll = np.sum(counts * lp, axis=(-2, -1))
+        return ll, *_davidson_terms(w, t, l_, n, *np.moveaxis(np.exp(lp), -1, 0))
+    lp = davidson_log_probs(d, -np.inf)
     s = w + t / 2
-    ll = np.sum(-s * np.logaddexp(0.0, -d) - (n - s) * np.logaddexp(0.0, d))
-    p = 0.5 * (1.0 + np.tanh(d / 2))
-    return ll, s - n * p, None, n * p * (1 - p), None, None
+    ll = np.sum(s * lp[..., 0] + (n - s) * lp[..., 2], axis=-1)
+    pa, pb = np.exp(lp[..., 0]), np.exp(lp[..., 2])
+    return ll, s - n * pa, None, n * pa * pb, None, None
 
 
 def _mm(ia, ib, counts, m, home, theta0, h0, tol, max_iter):
@@ -204,29 +208,6 @@ def _newton(ia, ib, counts, m, ref, ties, home, theta, h, lam, tol, max_iter):
     return _Fit(theta, h, lam if use_lam else -np.inf, float(ll), it, converged, info)
 
 
-def _parts_batch(d, lam, counts, ties):
-    """:func:`_loglik_parts` for a batch: ``d`` (B, K), ``lam`` (B,), ``counts`` (B, K, 3)."""
-    w, t, l_ = counts[..., 0], counts[..., 1], counts[..., 2]
-    n = w + t + l_
-    if ties == "davidson":
-        # relative to the larger of e^{d/2}, e^{-d/2}: terms 1, nu * a, a^2 with a = e^{-|d|/2}
-        # (one exp and one log per cell, where the scalar version takes three exps)
-        a = np.exp(-0.5 * np.abs(d))
-        nu_a = np.exp(lam)[:, None] * a
-        a2 = a * a
-        z = 1.0 + nu_a + a2
-        pos = d >= 0
-        pa = np.where(pos, 1.0, a2) / z
-        pb = np.where(pos, a2, 1.0) / z
-        pt = nu_a / z
-        ll = np.sum((w - l_) * d / 2 + t * lam[:, None] - n * (0.5 * np.abs(d) + np.log(z)), axis=1)
-        return ll, *_davidson_terms(w, t, l_, n, pa, pt, pb)
-    s_ = w + t / 2
-    p = expit(d)
-    ll = np.sum(s_ * log_expit(d) + (n - s_) * log_expit(-d), axis=1)
-    return ll, s_ - n * p, None, n * p * (1 - p), None, None
-
-
 def _pair_operators(ia: np.ndarray, ib: np.ndarray, m: int):
     """Return the sparse maps from per-pair values to per-agent sums.
 
@@ -321,7 +302,7 @@ def _newton_batch(ia, ib, counts, m, ref, ties, home, start, tol, max_iter):
 
     def evaluate(idx, theta, h, lam):
         d = theta[:, ia] - theta[:, ib] + (h[:, None] if home else 0.0)
-        return _parts_batch(d, lam, counts[idx], ties)
+        return _loglik_parts(d, lam, counts[idx], ties)
 
     def signed(x):  # per-agent sums with + for the first agent of a pair, - for the second
         return np.asarray(inc.T @ x.T).T[:, free]
