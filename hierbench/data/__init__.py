@@ -27,7 +27,9 @@ Numbers (scores, ``extra`` columns, coords)
     missing-value spellings are NaN; complex numbers, dates and durations
     are refused. Scores lie in [0, 1], or are ordinal grades of a declared
     scale (``score_levels``; any other value refused), kept as their place on
-    it; a missing score must be flagged as an error; their kind (binary, continuous or mixed: :func:`score_kind`) is
+    it; grades written as words (``score_levels=["no", "perhaps", "yes"]``) are
+    matched exactly as written (never case-folded or stripped) and kept as
+    their place in that order, ``k / (L - 1)``; a missing score must be flagged as an error; their kind (binary, continuous or mixed: :func:`score_kind`) is
     recorded in ``attrs["score_kind"]``. The measures :data:`MEASURES`
     (cost, latency, tokens, steps) are finite and never negative.
 Runs
