@@ -285,10 +285,14 @@ def _labelled(col: pd.Series, labels: tuple[str, ...], score: str, where: str) -
             + ", ".join(f"{v!r} is not {lab!r}" for v, lab in near.items())
             if near else ""
         )  # fmt: skip
+        tally: dict[str, int] = {}
+        for v in bad:
+            tally[repr(v)] = tally.get(repr(v), 0) + 1
+        distinct = ", ".join(f"{v} ({n} row{'s' * (n > 1)})" for v, n in list(tally.items())[:10])
         raise EvalDataError(
             f"`score` column {score!r}{where} holds values that are not labels of `score_levels` "
-            f"{list(labels)!r} (each grade must be one of them, written exactly); rows {_fmt_list(rows.tolist())} "
-            f"hold {_fmt_list(bad)}{hint}"
+            f"{list(labels)!r} (each grade must be one of them, written exactly): rows "
+            f"{_fmt_list(rows.tolist())} hold {distinct}{', ...' if len(tally) > 10 else ''}{hint}"
         )
     return np.array([place.get(v, np.nan) if isinstance(v, str) else np.nan for v in obj], dtype=float)
 

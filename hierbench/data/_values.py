@@ -484,14 +484,9 @@ def grade_reading(scale: np.ndarray, labels: tuple[str, ...] | list[str] | None 
     """The grades and how each became a score in [0, 1], in words.
 
     ``grades 1, 2, 3, 4, 5 read as (grade - 1) / 4``, or for labels ``grades no, perhaps, yes
-    (in that order) read as their places 0, 0.5, 1``.
+    read as 0, 0.5, 1 respectively``.
     """
-    scale = np.asarray(scale, dtype=float)
-    names = grade_names(scale, labels)
-    if labels is None:
-        return f"grades {', '.join(names)} read as {grade_rule(scale)}"
-    places = ", ".join(f"{v:g}" for v in grade_positions(scale, scale))
-    return f"grades {', '.join(names)} (in that order) read as their places {places}"
+    return f"grades {', '.join(grade_names(scale, labels))} read as {grade_rule(scale, labels)}"
 
 
 def labels_attr(attrs: Mapping) -> list[str] | None:
@@ -501,8 +496,14 @@ def labels_attr(attrs: Mapping) -> list[str] | None:
     return [str(v) for v in labels] if labels else None
 
 
-def grade_rule(scale: np.ndarray) -> str:
-    """How a grade becomes a score in [0, 1], in words: ``(grade - 1) / 4`` for the scale 1..5."""
+def grade_rule(scale: np.ndarray, labels: tuple[str, ...] | list[str] | None = None) -> str:
+    """How a grade becomes a score in [0, 1], in words: ``(grade - 1) / 4`` for the scale 1..5.
+
+    Labels (grades written as words): ``0, 0.5, 1 respectively``.
+    """
+    scale = np.asarray(scale, dtype=float)
+    if labels is not None:
+        return f"{', '.join(f'{v:g}' for v in grade_positions(scale, scale))} respectively"
     return f"(grade - {scale[0]:g}) / {scale[-1] - scale[0]:g}"
 
 
