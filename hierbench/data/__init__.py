@@ -29,7 +29,8 @@ Numbers (scores, ``extra`` columns, coords)
     scale (``score_levels``; any other value refused), kept as their place on
     it; grades written as words (``score_levels=["no", "perhaps", "yes"]``) are
     matched exactly as written (never case-folded or stripped) and kept as
-    their place in that order, ``k / (L - 1)``; a missing score must be flagged as an error; their kind (binary, continuous or mixed: :func:`score_kind`) is
+    their place in that order, ``k / (L - 1)`` (a list of texts that all parse
+    as numbers is a numeric scale; one mixing numbers and words is refused); a missing score must be flagged as an error; their kind (binary, continuous or mixed: :func:`score_kind`) is
     recorded in ``attrs["score_kind"]``. The measures :data:`MEASURES`
     (cost, latency, tokens, steps) are finite and never negative.
 Runs

@@ -656,19 +656,12 @@ def from_records(
         Text encoding of a CSV / TSV / JSONL file.
     attrs : mapping, optional
         Provenance to add to the dataset attrs.
-    score_levels : sequence of float or of str, optional
-        The scale, in order (e.g. ``[1, 2, 3, 4, 5]``), of ordinal grades in ``score``; another
-        value is refused, naming the rows. A grade is kept as its place on the scale,
-        ``(grade - first) / (last - first)`` in [0, 1] (an errored run: the lowest grade under
-        ``errors="fail"``), the scale in ``attrs["score_levels"]``; an ordinal formula fit of
-        ``score`` (:func:`model_design`, ``hierbench.bayes.build_mixed``) fits the grades.
-        Grades written as words: their labels in order, lowest first (``["no", "perhaps",
-        "yes"]``), each matched exactly as written (``"Yes"`` and ``" yes"`` are refused, the
-        message naming the near miss); label ``k`` of ``L`` is grade ``k`` of the scale
-        ``0, 1, ..., L - 1``, so its place is ``k / (L - 1)`` (equally spaced), the labels in
-        ``attrs["score_labels"]``; the ordinal fit uses their order only. Texts that all parse
-        as numbers (``["1", "2", "4"]``) are a numeric scale, its spacing kept; a list mixing
-        numbers and words is refused.
+    score_levels : sequence of float or str, optional
+        Ordinal grades in ``score``, in order: numbers (``[1, 2, 3, 4, 5]``), each kept as its place
+        ``(grade - first) / (last - first)`` in [0, 1], or words lowest first (``["no", "yes"]``,
+        matched exactly), label ``k`` of ``L`` kept as ``k / (L - 1)`` (``attrs["score_labels"]``);
+        any other value refused, naming the rows. The scale: ``attrs["score_levels"]``; an errored
+        run under ``errors="fail"``: the lowest grade; an ordinal formula fit of ``score`` fits them.
 
     Returns
     -------
