@@ -143,10 +143,10 @@ def _mixed_agent_draws(ctx: _Context) -> xr.DataArray | None:
         return None
     graded = design.family == "ordinal"
     draws = (res.draws / design.reader_scale(None)[0]).rename({"group": "agent"}).rename(MIXED_VARS[graded])
-    labels = ctx.grade_labels() if design.response == "score" else None
-    scale = grade_key(design.categories, labels) if labels else design.categories.tolist()
+    labels = ctx.grade_labels() if graded and design.response == "score" else None
     draws.attrs = {
-        "scale": f"grades {scale}" if graded else "0-1",
+        "scale": (f"grades {grade_key(design.categories, labels) if labels else design.categories.tolist()}"
+                  if graded else "0-1"),
         "score_scale": not graded and design.response == "score",
         "response": design.response,
     }
