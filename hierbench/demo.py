@@ -504,10 +504,16 @@ def _passk_section(ctx: DemoContext) -> str:
     from .freq import pass_hat_k
     from .metrics import crossed_pass_k
 
-    if _score_levels(ctx):
+    levels = _score_levels(ctx)
+    if levels:
+        from .data import labels_attr
+
+        labels = labels_attr(ctx.data.attrs)
+        named = (f" (the grade's number in the ordinal fit: "
+                 f"{', '.join(f'{v:g} = {lab}' for v, lab in zip(levels, labels, strict=True))})" if labels else "")  # fmt: skip
         return textwrap.fill(
             "(not computed: pass^k counts passes, and a grade is not a pass until you say which grades "
-            "pass, which the demo does not choose for you. With the lowest passing grade g: "
+            f"pass, which the demo does not choose for you. With the lowest passing grade g{named}: "
             "hierbench.metrics.graded_pass_hat_k(fit, model, threshold=g, k=...) on the ordinal fit, or "
             "pass^k of the log with scores set to 1 at grades >= g and 0 below.)",
             88,

@@ -482,6 +482,8 @@ def test_demo_on_grades_written_as_words_prints_commands_with_their_labels(share
     d = model_design(fit_args.formula, fit_ds, levels=_formula_levels(fit_args.levels, fit_ds))
     counts = raw["resp"].value_counts()
     assert d.family == "ordinal" and d.grade_counts.sum(0).tolist() == [counts[g] for g in ("no", "perhaps", "yes")]
+    passk = " ".join(_passk_section(DemoContext(data=ds, truth=None)).split())
+    assert "grade g (the grade's number in the ordinal fit: 0 = no, 1 = perhaps, 2 = yes)" in passk
 
 
 def test_few_tasks_advice_on_graded_scores_does_not_send_the_reader_to_pass_hat_k(tmp_path):

@@ -306,7 +306,7 @@ def _scores(
     if levels is not None and levels[1] is not None:  # grades written as words: their place in order
         sc = grade_positions(_labelled(df[score], levels[1], score, where), levels[0])
     else:
-        words = "" if levels is not None else "; grades written as words: give their labels in order as `score_levels`"
+        words = "; grades written as words: give their labels in order as `score_levels`"
         sc = _numeric(df, score, "score", where, words)
         if levels is not None:
             sc = _graded(sc, levels[0], score, where)
