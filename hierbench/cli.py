@@ -835,7 +835,7 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         "be one of them (any other is refused, naming the rows); each is read as its place "
         "(grade - first) / (last - first) in [0, 1], and `fit --formula 'score ~ ...'` fits the "
         "grades themselves (family ordinal). Grades written as words: their labels in order, lowest "
-        "first, e.g. no,perhaps,yes: label k of L is read as k / (L - 1) (equally spaced; the ordinal "
+        "first, e.g. no,perhaps,yes: label k of L (the first k = 0) is read as k / (L - 1) (equally spaced; the ordinal "
         "fit uses their order only), matched exactly as written (Yes or ' yes' is not yes: refused, "
         "never case-folded or stripped), and the outputs name the grades by them. A list of numbers "
         "keeps its spacing (1,2,4); one mixing numbers and words is refused",
