@@ -67,16 +67,13 @@ def _summary_text(ds) -> str:
     return show.to_string(formatters=fmt)
 
 
-def _grades_text(levels) -> str:
-    """How scores read from ordinal grades came to be (empty for scores read as they are)."""
+def _grades_text(levels, labels=None) -> str:
+    """How scores read from ordinal grades (numbers or labels) came to be (empty for scores read as they are)."""
     if not levels:
         return ""
-    import numpy as np
+    from .data import grade_reading
 
-    from .data import grade_rule
-
-    scale = np.asarray(levels, dtype=float)
-    return f", grades {', '.join(f'{v:g}' for v in scale)} read as {grade_rule(scale)}"
+    return f", {grade_reading(levels, labels)}"
 
 
 def _scored_lines(rep: dict) -> list[str]:
@@ -101,7 +98,7 @@ def _report_text(rep: dict) -> str:
         lines.append(f"  not kept: {n} ({why})")
     lines += [
         f"agents: {rep['n_agents']}    tasks: {rep['n_tasks']}    runs: {rep['n_runs_total']}"
-        f"    scores: {rep['score_kind']}{_grades_text(rep.get('score_levels'))}",
+        f"    scores: {rep['score_kind']}{_grades_text(rep.get('score_levels'), rep.get('score_labels'))}",
         f"runs per cell: min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}"
         f"    ({'balanced' if rep['balanced'] else 'unbalanced'})",
         *_scored_lines(rep),

@@ -107,16 +107,38 @@ def _error_values(items: Sequence[str] | None):
     return out
 
 
-def _levels(text: str | None) -> list[float] | None:
-    """``--levels 1,2,3,4,5`` as numbers (None when not given)."""
+def _levels(text: str | None) -> list[float] | list[str] | None:
+    """``--levels 1,2,3,4,5`` as numbers, ``--levels no,perhaps,yes`` as labels (None when not given).
+
+    Every item a number: a numeric scale. Any other list is passed on as written (never
+    stripped): the reader (:func:`hierbench.data.from_records`, ``score_levels``) takes it
+    as labels, refusing a list that mixes numbers and words, a repeated label or one with spaces.
+    """
     if text is None:
         return None
+    items = text.split(",")
     try:
-        return [float(v) for v in text.split(",")]
+        return [float(v) for v in items]
     except ValueError:
+        return items
+
+
+def _formula_levels(text: str | None, ds) -> list[float] | None:
+    """``--levels`` as ``build_mixed``'s numeric grade scale: labels are the places 0..L-1 the reader gave them.
+
+    Labels must be those the dataset's ``score`` was read with (``attrs["score_labels"]``).
+    """
+    levels = _levels(text)
+    if not levels or not isinstance(levels[0], str):
+        return levels
+    have = ds.attrs.get("score_labels")
+    have = json.loads(have) if isinstance(have, str) else have
+    if have != levels:
         raise CliError(
-            f"--levels takes comma-separated numbers (the grade scale, e.g. 1,2,3,4,5); got {text!r}"
-        ) from None
+            f"--levels {text}: the labels the log's score was read with are {have!r}"
+            if have else f"--levels {text} names labels, but the log's score was not read from labels"
+        )
+    return [float(k) for k in range(len(levels))]
 
 
 class _Typed(argparse.Action):
@@ -524,7 +546,19 @@ def _build(args: argparse.Namespace, ds):
         raise CliError(f"--model {args.model} and --formula name two models; give one of them")
     args.model = "formula"
     # with --levels the reader took the --score column as grades of that scale (attrs score_levels)
-    return bayes.build_mixed(ds, args.formula, family=args.family, levels=_levels(args.levels))
+    return bayes.build_mixed(ds, args.formula, family=args.family, levels=_formula_levels(args.levels, ds))
+
+
+def _carry_labels(dt, model, ds) -> None:
+    """A graded fit of a ``score`` read from labels keeps them (``attrs["score_labels"]``): its report names the grades.
+
+    The fit's grades are the places 0..L-1 the reader gave the labels (its ``grade`` coord);
+    a saved fit reported without ``--data`` has no other way to know their names.
+    """
+    design = getattr(model, "hierbench", {}).get("design")
+    labels = ds.attrs.get("score_labels")
+    if labels and design is not None and design.family == "ordinal" and design.response == "score":
+        dt.attrs["score_labels"] = labels
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
@@ -538,6 +572,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     # the structure the builder chose from the design, and why (before the long part)
     print(bayes.describe(model), flush=True)
     dt, caught, wall = _sample(args, model, _progress_wanted(args))
+    _carry_labels(dt, model, ds)
     groups: str | list[str] = "compact"
     if args.keep_all:
         groups = "all"
@@ -799,7 +834,11 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         help="the --score column holds ordinal grades of this scale, e.g. 1,2,3,4,5: each score must "
         "be one of them (any other is refused, naming the rows); each is read as its place "
         "(grade - first) / (last - first) in [0, 1], and `fit --formula 'score ~ ...'` fits the "
-        "grades themselves (family ordinal)",
+        "grades themselves (family ordinal). Grades written as words: their labels in order, lowest "
+        "first, e.g. no,perhaps,yes: label k of L (the first k = 0) is read as k / (L - 1) (equally spaced; the ordinal "
+        "fit uses their order only), matched exactly as written (Yes or ' yes' is not yes: refused, "
+        "never case-folded or stripped), and the outputs name the grades by them. A list of numbers "
+        "keeps its spacing (1,2,4); one mixing numbers and words is refused",
     )  # fmt: skip
     r.add_argument("--encoding", default="utf-8", help="text encoding of CSV/TSV/JSONL (utf-8)")
     r.add_argument(

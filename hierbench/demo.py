@@ -434,14 +434,18 @@ def _score_levels(ctx: DemoContext) -> list[float] | None:
     return json.loads(levels) if isinstance(levels, str) else levels
 
 
-def _graded_fit_text(levels: list[float]) -> str:
-    """Why a graded log gets no crossed fit, and the commands of the model its grades have."""
+def _graded_fit_text(levels: list[float], labels: list[str] | None = None) -> str:
+    """Why a graded log gets no crossed fit, and the commands of the model its grades have.
+
+    Grades read from labels are named by them, in the text and in the ``--levels`` of the commands.
+    """
+    from .data import grade_names
     from .data import grade_rule
 
-    scale = ",".join(f"{v:g}" for v in levels)
+    scale = ",".join(grade_names(levels, labels))
     return "\n".join([
         "(not run: the crossed model is binomial, a pass or a fail per run, and these scores are",
-        f"grades {scale.replace(',', ', ')} (read as {grade_rule(np.asarray(levels, float))} in the sections above).",
+        f"grades {scale.replace(',', ', ')} (read as {grade_rule(levels, labels)} in the sections above).",
         "Grades have their own model, the ordinal one (a cumulative logit on the grades themselves):",
         "",
         f"  hierbench fit LOG <the same column flags> --levels {scale} \\",
@@ -458,7 +462,9 @@ def _bayes_section(ctx: DemoContext) -> str:
 
     levels = _score_levels(ctx)
     if levels:
-        return _graded_fit_text(levels)
+        from .data import labels_attr
+
+        return _graded_fit_text(levels, labels_attr(ctx.data.attrs))
     dt, conv, wall = _fit_crossed(ctx)
     post = dt["posterior"].to_dataset()
     table, obs = _level_tables(ctx, post)
@@ -498,10 +504,16 @@ def _passk_section(ctx: DemoContext) -> str:
     from .freq import pass_hat_k
     from .metrics import crossed_pass_k
 
-    if _score_levels(ctx):
+    levels = _score_levels(ctx)
+    if levels:
+        from .data import labels_attr
+
+        labels = labels_attr(ctx.data.attrs)
+        named = (f" (the grade's number in the ordinal fit: "
+                 f"{', '.join(f'{v:g} = {lab}' for v, lab in zip(levels, labels, strict=True))})" if labels else "")  # fmt: skip
         return textwrap.fill(
             "(not computed: pass^k counts passes, and a grade is not a pass until you say which grades "
-            "pass, which the demo does not choose for you. With the lowest passing grade g: "
+            f"pass, which the demo does not choose for you. With the lowest passing grade g{named}: "
             "hierbench.metrics.graded_pass_hat_k(fit, model, threshold=g, k=...) on the ordinal fit, or "
             "pass^k of the log with scores set to 1 at grades >= g and 0 below.)",
             88,

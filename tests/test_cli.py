@@ -797,7 +797,7 @@ def test_fit_refuses_two_models_and_formula_options_without_a_formula(log, tmp_p
     assert main(["fit", str(log), *COLS, "-o", out, "--family", "ordinal"]) == 2
     assert "give --formula too" in capsys.readouterr().err
     assert main(["fit", str(log), *COLS, "-o", out, "--formula", "score ~ 1 + (1|task)", "--levels", "1,b"]) == 2
-    assert "--levels takes comma-separated numbers" in capsys.readouterr().err
+    assert "--levels mixes numbers and words: ['1', 'b']" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # two tiny fits
@@ -1044,6 +1044,89 @@ def test_fit_of_graded_scores_from_the_shell_is_the_api_fit_of_the_grades(
     assert json.loads(saved.attrs["hierbench_spec"])["options"]["levels"] == [1, 2, 3, 4, 5]
     for name in ("beta", "thresholds"):
         np.testing.assert_array_equal(saved.posterior[name].values, direct.posterior[name].values)
+
+
+VERBAGG_COLS = ["--agent", "id", "--task", "item", "--score", "resp"]
+
+
+def _verbagg(shared_data, tmp_path, n_persons: int):
+    """VerbAgg's first persons (their 24 items each), as the file writes them, in a temp file."""
+    raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
+    sub = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:n_persons])]
+    path = tmp_path / "verbagg.csv"
+    sub.to_csv(path, index=False)
+    return sub, path
+
+
+def test_grades_written_as_words_are_read_from_the_shell_and_refused_off_their_labels(shared_data, tmp_path, capsys):
+    """VerbAgg's `resp` (no / perhaps / yes): a reader's audit had to recode it to 0/1/2 in a temp
+    file. --levels no,perhaps,yes reads the words as their places 0, 0.5, 1; anything not exactly
+    a label is refused in one line naming the file, the flag, the rule, the rows (pandas') and values.
+    """
+    from hierbench.cli import build_parser
+    from hierbench.cli import load_any
+
+    sub, path = _verbagg(shared_data, tmp_path, 5)
+    assert main(["validate", str(path), *VERBAGG_COLS, "--levels", "no,perhaps,yes"]) == 0
+    assert "scores: mixed, grades no, perhaps, yes read as 0, 0.5, 1 respectively" in capsys.readouterr().out
+    args = build_parser().parse_args(["validate", str(path), *VERBAGG_COLS, "--levels", "no,perhaps,yes"])
+    ds, _ = load_any(str(path), args)
+    got = ds.score.isel(run=0).to_series()
+    want = sub.set_index(["id", "item"])["resp"].map({"no": 0.0, "perhaps": 0.5, "yes": 1.0})
+    np.testing.assert_array_equal(got.values, want.reindex(got.index).values)
+    assert main(["validate", str(path), *VERBAGG_COLS, "--levels", "no,perhaps,Yes"]) == 2
+    line = _one_line_error(capsys, "verbagg.csv", "--score column 'resp'", "not labels of --levels ['no', 'perhaps', 'Yes']",
+                           "'yes' is not 'Yes'")  # fmt: skip
+    yes = np.flatnonzero(sub["resp"].to_numpy() == "yes").tolist()  # pandas, not the reader
+    assert f"rows {yes[:10]}"[:-1] in line and f"hold 'yes' ({len(yes)} rows)" in line
+    assert main(["validate", str(path), *VERBAGG_COLS, "--levels", "no, perhaps, yes"]) == 2
+    _one_line_error(capsys, "--levels labels [' perhaps', ' yes'] are empty or have surrounding spaces",
+                    "e.g. no,perhaps,yes")  # fmt: skip
+    assert main(["validate", str(path), *VERBAGG_COLS, "--levels", "0,perhaps,yes"]) == 2
+    _one_line_error(capsys, "--levels mixes numbers and words")
+    assert main(["validate", str(path), *VERBAGG_COLS]) == 2
+    _one_line_error(capsys, "must be numeric", "grades written as words: give their labels in order as --levels")
+    # a saved dataset keeps its labels: `fit --formula --levels` must name those, in that order
+    save_dataset(ds, tmp_path / "ds.nc")
+    fit = ["fit", str(tmp_path / "ds.nc"), "--formula", "score ~ 1 + (1|task)", "-o", str(tmp_path / "f.nc")]
+    assert main([*fit, "--levels", "yes,perhaps,no"]) == 2
+    _one_line_error(capsys, "--levels yes,perhaps,no: the labels the log's score was read with are ['no', 'perhaps', 'yes']")
+
+
+@pytest.mark.slow  # two small ordinal fits and a report
+def test_a_fit_of_labelled_grades_is_the_fit_of_their_numbers_and_its_report_names_them(shared_data, tmp_path, capsys):
+    """VerbAgg's first 10 persons: `fit --levels no,perhaps,yes` draws bit for bit what the fit of
+    the same log recoded to 0/1/2 by pandas (`--levels 0,1,2`) draws, same seed; the saved fit
+    keeps the labels, so `report FIT` alone names the grades, and its per-grade counts are
+    pandas' crosstab of the raw file.
+    """
+    from hierbench.io import load_fit
+
+    sub, path = _verbagg(shared_data, tmp_path, 10)
+    coded = tmp_path / "coded.csv"
+    sub.assign(resp=sub["resp"].map({"no": 0, "perhaps": 1, "yes": 2})).to_csv(coded, index=False)
+    run = ["--formula", "score ~ (1|agent) + (1|task)", "--draws", "100", "--tune", "100", "--chains", "2",
+           "--seed", "5", "--quiet", "--keep-predictive"]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", str(path), *VERBAGG_COLS, "--levels", "no,perhaps,yes", *run, "-o", str(tmp_path / "w.nc")]) == 0
+        assert main(["fit", str(coded), *VERBAGG_COLS, "--levels", "0,1,2", *run, "-o", str(tmp_path / "n.nc")]) == 0
+        assert main(["report", str(tmp_path / "w.nc"), "-o", str(tmp_path / "r.md"), "--quiet"]) == 0
+    capsys.readouterr()
+    words, nums = load_fit(tmp_path / "w.nc"), load_fit(tmp_path / "n.nc")
+    assert words.attrs["score_labels"] == '["no", "perhaps", "yes"]' and "score_labels" not in nums.attrs
+    for name in words.posterior.data_vars:
+        np.testing.assert_array_equal(words.posterior[name].values, nums.posterior[name].values)
+    md = (tmp_path / "r.md").read_text()
+    sec = md.split("## Posterior predictive checks")[1].split("\n## ")[0]
+    assert "the x axis is the grade (0 = no, 1 = perhaps, 2 = yes)" in sec
+    rows = {}
+    for line in sec.split("runs per grade")[1].splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 3 and cells[1] in ("no", "perhaps", "yes"):
+            rows[(cells[0], cells[1])] = int(cells[2])
+    want = pd.crosstab(sub["id"], sub["resp"])  # by hand from the file
+    assert rows == {(a, g): int(want.loc[a, g]) for a in want.index for g in want.columns}
 
 
 # ---------------------------------------------------------------- reader flags the input does not use

@@ -223,6 +223,68 @@ def test_grades_read_with_their_scale_are_fitted_as_grades():
         from_records(df)
 
 
+def test_grades_written_as_words_are_read_as_their_places_in_order():
+    """score_levels=["no", "perhaps", "yes"]: label k of L is kept as k / (L - 1), the labels in
+    attrs; the ordinal design fits their order (grades 0..L-1). Expected places are written by
+    hand, the grade counts are pandas' own.
+    """
+    df = pd.DataFrame({"agent": list("aaabbbccc"), "task": ["t1", "t2", "t3"] * 3,
+                       "score": ["no", "perhaps", "yes", "no", "no", "perhaps", "yes", "yes", "no"]})  # fmt: skip
+    ds = from_records(df, score_levels=["no", "perhaps", "yes"])
+    by_hand = {"no": 0.0, "perhaps": 0.5, "yes": 1.0}
+    assert ds.score.isel(run=0).values.ravel().tolist() == [by_hand[v] for v in df["score"]]
+    assert ds.attrs["score_levels"] == "[0.0, 1.0, 2.0]"
+    assert ds.attrs["score_labels"] == '["no", "perhaps", "yes"]'
+    d = model_design("score ~ 1 + (1|agent)", ds)
+    assert d.family == "ordinal" and d.categories.tolist() == [0.0, 1.0, 2.0]
+    counts = df["score"].value_counts()
+    assert d.grade_counts.sum(0).tolist() == [counts["no"], counts["perhaps"], counts["yes"]]
+    # four labels: places 0, 1/3, 2/3, 1 (equally spaced); a judge's letter grades
+    four = from_records(df.assign(score=list("ABCDDCBAA")), score_levels=["A", "B", "C", "D"])
+    np.testing.assert_allclose(four.score.values.ravel(), [0, 1 / 3, 2 / 3, 1, 1, 2 / 3, 1 / 3, 0, 0])
+    # texts that all parse as numbers are a numeric scale, its spacing kept: 1, 2, 4 -> 0, 1/3, 1
+    nums = from_records(df.assign(score=["1", "2", "4"] * 3), score_levels=["1", "2", "4"])
+    np.testing.assert_allclose(nums.score.values.ravel(), [0, 1 / 3, 1] * 3)
+    assert "score_labels" not in nums.attrs
+    # an errored run under errors="fail" is the lowest grade, as for numeric grades
+    err = from_records(df.assign(score=[None, *df["score"][1:]], e=[True] + [False] * 8), error="e",
+                       score_levels=["no", "perhaps", "yes"])  # fmt: skip
+    assert err.score.isel(run=0).values.ravel()[0] == 0.0
+
+
+def test_grades_written_as_words_refuse_anything_not_exactly_a_label():
+    from hierbench.data import EvalDataError
+
+    df = pd.DataFrame({"agent": list("aaab"), "task": ["t1", "t2", "t3", "t1"],
+                       "score": ["no", "Yes", "maybe", " no"]})  # fmt: skip
+    labels = ["no", "perhaps", "yes"]
+    with pytest.raises(EvalDataError, match=(
+        r"`score` column 'score' in DataFrame holds values that are not labels of `score_levels` "
+        r"\['no', 'perhaps', 'yes'\] \(each grade must be one of them, written exactly\): rows \[1, 2, 3\] "
+        r"hold 'Yes' \(1 row\), 'maybe' \(1 row\), ' no' \(1 row\); near misses \(labels are matched "
+        r"exactly, never case-folded or stripped\): 'Yes' is not 'yes', ' no' is not 'no'$"
+    )):  # fmt: skip
+        from_records(df, score_levels=labels)
+    ok = df.assign(score=["no", "yes", "perhaps", "no"])
+    with pytest.raises(EvalDataError, match=r"`score_levels` mixes numbers and words: \['0', 'perhaps', 'yes'\]"):
+        from_records(ok, score_levels=["0", "perhaps", "yes"])
+    with pytest.raises(EvalDataError, match=r"labels \[' perhaps'\] are empty or have surrounding spaces.*e\.g\. no,perhaps,yes"):
+        from_records(ok, score_levels=["no", " perhaps", "yes"])
+    with pytest.raises(EvalDataError, match=r"at least 2 distinct labels.*\(repeated: \['no'\]\)"):
+        from_records(ok, score_levels=["no", "no", "perhaps", "yes"])
+    with pytest.raises(EvalDataError, match=r"must be a list of the grades.*write \['no', 'perhaps', 'yes'\]"):
+        from_records(ok, score_levels="no,perhaps,yes")
+    with pytest.raises(EvalDataError, match=r"`score_levels` holds \[None\]"):
+        from_records(ok, score_levels=["no", None, "yes"])
+    # words without score_levels: the numeric rule's message points at the labels
+    with pytest.raises(EvalDataError, match=r"must be numeric.*give their labels in order as `score_levels`"):
+        from_records(ok)
+    # a model is given labels only through the reader: build_mixed records its levels as numbers
+    ds = from_records(ok, score_levels=labels)
+    with pytest.raises(FormulaError, match=r"`levels` \['no', 'perhaps', 'yes'\] are labels.*leave `levels` out"):
+        model_design("score ~ 1 + (1|task)", ds, levels=labels)
+
+
 def test_default_formula_and_bad_syntax():
     ds = _board(["s1", "s2"], ["m1", "m1"])
     d = model_design(None, ds)

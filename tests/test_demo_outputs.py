@@ -448,6 +448,44 @@ def test_demo_on_graded_scores_names_their_model_and_its_commands_run(shared_dat
     assert "which grades pass" in passk and "graded_pass_hat_k" in passk and "Binarise" not in passk
 
 
+def test_demo_on_grades_written_as_words_prints_commands_with_their_labels(shared_data, tmp_path):
+    """VerbAgg's `resp` (no / perhaps / yes) read with --levels no,perhaps,yes: the demo's ordinal-fit
+    commands name the labels (the reader refuses --levels 0,1,2 on these words), they parse, and
+    the design they describe fits the file's own grades in order (counted here by pandas).
+    """
+    import shlex
+
+    import pandas as pd
+
+    from hierbench.cli import _formula_levels
+    from hierbench.cli import build_parser
+    from hierbench.cli import load_any
+    from hierbench.data import from_records
+    from hierbench.data import model_design
+    from hierbench.demo import _bayes_section
+
+    raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
+    raw = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:6])]
+    path = tmp_path / "verbagg.csv"
+    raw.to_csv(path, index=False)
+    ds = from_records(raw, agent="id", task="item", score="resp", score_levels=["no", "perhaps", "yes"])
+    text = _bayes_section(DemoContext(data=ds, truth=None))
+    assert "grades no, perhaps, yes (read as 0, 0.5, 1 respectively in the sections above)" in text
+    cols = f"{path} --agent id --task item --score resp"
+    lines = [line.strip().rstrip("\\").strip() for line in text.splitlines()]
+    fit_cmd = " ".join(lines[lines.index(next(x for x in lines if x.startswith("hierbench fit"))):][:2])
+    report_cmd = next(x for x in lines if x.startswith("hierbench report"))
+    fit_args = build_parser().parse_args(shlex.split(fit_cmd.replace("LOG <the same column flags>", cols))[1:])
+    report_args = build_parser().parse_args(shlex.split(report_cmd.replace("LOG <the same column flags>", cols))[1:])
+    assert fit_args.levels == report_args.levels == "no,perhaps,yes"
+    fit_ds, _ = load_any(str(path), fit_args)
+    d = model_design(fit_args.formula, fit_ds, levels=_formula_levels(fit_args.levels, fit_ds))
+    counts = raw["resp"].value_counts()
+    assert d.family == "ordinal" and d.grade_counts.sum(0).tolist() == [counts[g] for g in ("no", "perhaps", "yes")]
+    passk = " ".join(_passk_section(DemoContext(data=ds, truth=None)).split())
+    assert "grade g (the grade's number in the ordinal fit: 0 = no, 1 = perhaps, 2 = yes)" in passk
+
+
 def test_few_tasks_advice_on_graded_scores_does_not_send_the_reader_to_pass_hat_k(tmp_path):
     """VerbAgg-like grades 0/1/2 read on [0, 1]: the demo and the report told the reader that
     hierbench.freq.pass_hat_k(data, 1) gives a bound that holds for the agents few tasks carry,

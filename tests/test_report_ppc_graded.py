@@ -105,6 +105,52 @@ def test_grade_panels_mark_the_grades_alone():
     assert len(panels) == 2 and all(ax.get_xticks().tolist() == [0, 1, 2] for ax in panels)
 
 
+def test_grades_written_as_words_are_named_by_their_labels(monkeypatch):
+    """A fit of a score read from labels (attrs score_labels, as `hierbench fit` saves it) holds
+    grades 0..L-1: the check names them by the labels, in its rows, its text and its panels'
+    ticks; the counts stay those of the grades (counted here by hand). Labels that do not fit
+    the fit's scale (another count) are not used.
+    """
+    rng = np.random.default_rng(8)
+    fit, run_agent, grades = _graded_fit(rng, [0, 1, 2], [5, 4, 6], ["p1", "p2", "p1"], n_draws=60)
+    fit.attrs["score_labels"] = json.dumps(["no", "perhaps", "yes"])
+    from hierbench.report import _figures
+
+    drawn = []
+    real = _figures._rootogram
+    monkeypatch.setattr(_figures, "_rootogram", lambda *a, **kw: drawn.append(real(*a, **kw)) or drawn[-1])
+    sec, _ = _run(fit)
+    assert "the x axis is the grade (0 = no, 1 = perhaps, 2 = yes)" in sec["text"]
+    y = fit["observed_data"]["y"].values
+    assert sec["table"].index.tolist() == ["no", "perhaps", "yes"]
+    assert sec["table"]["observed runs"].tolist() == [int((y == g).sum()) for g in grades]
+    rows = sec["more"][1].reset_index()
+    for a in ("p1", "p2"):
+        for g, word in zip(grades, ["no", "perhaps", "yes"], strict=True):
+            row = rows[(rows["agent"] == a) & (rows["grade"] == word)].iloc[0]
+            assert row["observed runs"] == int(((y == g) & (run_agent == a)).sum())
+    fig = drawn[0].viz["figure"]
+    fig = fig.item() if hasattr(fig, "item") else fig
+    ticks = [[t.get_text() for t in ax.get_xticklabels()] for ax in fig.axes if ax.has_data()]
+    assert ticks and all(t == ["no", "perhaps", "yes"] for t in ticks)
+    fit.attrs["score_labels"] = json.dumps(["no", "yes"])
+    sec, _ = _run(fit)
+    assert sec["table"].index.tolist() == ["0", "1", "2"] and "(0, 1, 2)" in sec["text"]
+
+
+def test_a_fit_and_data_whose_grades_have_other_labels_are_refused():
+    """The same numbers under other words: the data hash cannot tell them apart, the labels can."""
+    from hierbench.data import from_records
+    from hierbench.report import check_fit_data
+    from hierbench.report._match import FitDataMismatchError
+
+    df = pd.DataFrame({"agent": ["a", "a", "b"], "task": ["t1", "t2", "t1"], "score": ["lo", "hi", "lo"]})
+    data = from_records(df, score_levels=["lo", "hi"])
+    fit = xr.DataTree(xr.Dataset(attrs={"score_labels": json.dumps(["fail", "pass"])}))
+    with pytest.raises(FitDataMismatchError, match=r"the fit's grades are labelled \['fail', 'pass'\] and the data's \['lo', 'hi'\]"):
+        check_fit_data(fit, data, fit_name="FIT", data_name="--data")
+
+
 def test_with_many_agents_the_panels_are_the_most_extreme_and_the_text_says_so():
     from hierbench.report import _ppc_graded
 

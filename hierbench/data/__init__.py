@@ -27,7 +27,10 @@ Numbers (scores, ``extra`` columns, coords)
     missing-value spellings are NaN; complex numbers, dates and durations
     are refused. Scores lie in [0, 1], or are ordinal grades of a declared
     scale (``score_levels``; any other value refused), kept as their place on
-    it; a missing score must be flagged as an error; their kind (binary, continuous or mixed: :func:`score_kind`) is
+    it; grades written as words (``score_levels=["no", "perhaps", "yes"]``) are
+    matched exactly as written (never case-folded or stripped) and kept as
+    their place in that order, ``k / (L - 1)`` (a list of texts that all parse
+    as numbers is a numeric scale; one mixing numbers and words is refused); a missing score must be flagged as an error; their kind (binary, continuous or mixed: :func:`score_kind`) is
     recorded in ``attrs["score_kind"]``. The measures :data:`MEASURES`
     (cost, latency, tokens, steps) are finite and never negative.
 Runs
@@ -95,7 +98,10 @@ from ._summary import summarize
 from ._values import SimilarLabelsWarning
 from ._values import _labels_from_text as _labels_from_text  # for hierbench.io (missing labels)
 from ._values import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)
+from ._values import grade_names as grade_names  # for the report and the demo; not in __all__
+from ._values import grade_reading as grade_reading  # for hierbench._console; not in __all__
 from ._values import grade_rule as grade_rule  # for hierbench._console; not in __all__
+from ._values import labels_attr as labels_attr  # for the report and the demo; not in __all__
 
 #: names that were renamed: importing them from here still works, with a
 #: DeprecationWarning, for one release

@@ -49,6 +49,7 @@ from .._base import check_choice
 from .._base import counted
 from .._base import counts
 from .._base import warn_user
+from ._values import grade_levels
 from ._values import grade_scale
 from ._values import grades_at
 
@@ -494,6 +495,12 @@ def _read_grades(data: xr.Dataset, response: str, levels: Any) -> tuple[Any, np.
     ``attrs["score_levels"]`` is that scale; the grades are recovered exactly. Any other
     response: (``levels``, None).
     """
+    if levels is not None and grade_levels(levels, "levels", FormulaError)[1] is not None:
+        raise FormulaError(
+            f"`levels` {list(levels)!r} are labels: grades written as words are read by the reader "
+            "(from_records(score_levels=[...]) keeps each as its place in order, attrs['score_labels']); "
+            "leave `levels` out and the ordinal fit of `score` uses that order"
+        )
     recorded = data.attrs.get("score_levels")
     if response != "score" or not recorded:
         return levels, None

@@ -43,10 +43,11 @@ from ._schema import missing_columns_error
 from ._schema import score_kind
 from ._table import _hive_keys as _hive_keys  # for _large
 from ._table import read_table
+from ._values import NA_TEXT
 from ._values import canonical_ints
 from ._values import error_flags
+from ._values import grade_levels
 from ._values import grade_positions
-from ._values import grade_scale
 from ._values import id_labels
 from ._values import is_missing
 from ._values import numbers
@@ -57,6 +58,8 @@ __all__ = ["from_records", "read_table", "to_records"]
 ErrorPolicy = Literal["fail", "exclude"]
 RunIndex = Literal["auto", "label", "within_cell"]
 DuplicatePolicy = Literal["refuse", "drop", "keep"]
+#: a grade scale and its labels (None: grades written as numbers), :func:`grade_levels`
+Grades = tuple[np.ndarray, tuple[str, ...] | None]
 
 #: the column :func:`from_records` reads the agents from unless told otherwise
 AGENT_COLUMN = "agent"
@@ -95,8 +98,8 @@ class _Roles:
 
 def _check_options(
     errors: str, run_index: str, duplicates: str, agent_name, attrs, score_levels
-) -> np.ndarray | None:
-    """Check the options that need no records; return the grade scale (None: scores in [0, 1])."""
+) -> Grades | None:
+    """Check the options that need no records; return the grade scale and labels (None: scores in [0, 1])."""
     check_option(errors, "errors", ("fail", "exclude"))
     check_option(run_index, "run_index", ("auto", "label", "within_cell"))
     check_option(duplicates, "duplicates", ("refuse", "drop", "keep"))
@@ -109,7 +112,7 @@ def _check_options(
         raise EvalDataError(
             f"`attrs` may add provenance but not overwrite the read report; it sets {clash}"
         )
-    return None if score_levels is None else grade_scale(score_levels, "score_levels")
+    return None if score_levels is None else grade_levels(score_levels, "score_levels")
 
 
 def _name_map(arg, argname: str) -> dict:
@@ -232,16 +235,17 @@ class _Records:
     n_copies: int
     n_repeated: int
     levels: np.ndarray | None = None
+    labels: tuple[str, ...] | None = None
 
 
-def _numeric(df: pd.DataFrame, column: str, role: str, where: str) -> np.ndarray:
-    """The column's values as floats, or an error naming the rows that are not numbers."""
+def _numeric(df: pd.DataFrame, column: str, role: str, where: str, hint: str = "") -> np.ndarray:
+    """The column's values as floats, or an error naming the rows that are not numbers (then ``hint``)."""
     values, bad = numbers(df[column])
     if bad.any():
         rows = np.flatnonzero(bad)
         raise EvalDataError(
             f"`{role}` column {column!r}{where} must be numeric; rows {_fmt_list(rows.tolist())} hold "
-            f"{_fmt_list(df[column][bad].astype(str).tolist())}"
+            f"{_fmt_list(df[column][bad].astype(str).tolist())}{hint}"
         )
     return values
 
@@ -259,15 +263,53 @@ def _graded(sc: np.ndarray, levels: np.ndarray, score: str, where: str) -> np.nd
     return grade_positions(sc, levels)
 
 
+def _labelled(col: pd.Series, labels: tuple[str, ...], score: str, where: str) -> np.ndarray:
+    """Grades written as words: each label's place ``k`` in ``labels`` (NaN: missing); any other value refused.
+
+    A label is matched exactly as written: ``'Yes'`` and ``' yes'`` are not ``'yes'``
+    (the message names such near misses). Missing: an empty cell or a missing-value
+    spelling (:data:`NA_TEXT`) that is not itself a label.
+    """
+    place = {v: k for k, v in enumerate(labels)}
+    obj = col.astype(object)
+    na_text = obj.map(lambda v: isinstance(v, str) and v not in place and v.strip() in NA_TEXT)
+    known = obj.map(lambda v: isinstance(v, str) and v in place).to_numpy(dtype=bool)
+    off = ~(obj.isna().to_numpy(dtype=bool) | na_text.to_numpy(dtype=bool) | known)
+    if off.any():
+        rows = np.flatnonzero(off)
+        bad = obj.iloc[rows].tolist()
+        folded = {v.strip().casefold(): v for v in labels}
+        near = {str(v): folded[v.strip().casefold()] for v in bad if isinstance(v, str) and v.strip().casefold() in folded}
+        hint = (
+            "; near misses (labels are matched exactly, never case-folded or stripped): "
+            + ", ".join(f"{v!r} is not {lab!r}" for v, lab in near.items())
+            if near else ""
+        )  # fmt: skip
+        tally: dict[str, int] = {}
+        for v in bad:
+            tally[repr(v)] = tally.get(repr(v), 0) + 1
+        distinct = ", ".join(f"{v} ({n} row{'s' * (n > 1)})" for v, n in list(tally.items())[:10])
+        raise EvalDataError(
+            f"`score` column {score!r}{where} holds values that are not labels of `score_levels` "
+            f"{list(labels)!r} (each grade must be one of them, written exactly): rows "
+            f"{_fmt_list(rows.tolist())} hold {distinct}{', ...' if len(tally) > 10 else ''}{hint}"
+        )
+    return np.array([place.get(v, np.nan) if isinstance(v, str) else np.nan for v in obj], dtype=float)
+
+
 def _scores(
-    df: pd.DataFrame, roles: _Roles, source: str, error_values, levels: np.ndarray | None
+    df: pd.DataFrame, roles: _Roles, source: str, error_values, levels: Grades | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(score, error flag) per record, validated: numeric, in [0, 1] (or grades), NaN only on an error."""
     where = f" in {source}"
     score = roles.score
-    sc = _numeric(df, score, "score", where)
-    if levels is not None:
-        sc = _graded(sc, levels, score, where)
+    if levels is not None and levels[1] is not None:  # grades written as words: their place in order
+        sc = grade_positions(_labelled(df[score], levels[1], score, where), levels[0])
+    else:
+        words = "; grades written as words: give their labels in order as `score_levels`"
+        sc = _numeric(df, score, "score", where, words)
+        if levels is not None:
+            sc = _graded(sc, levels[0], score, where)
     err = (
         error_flags(
             df[roles.error], what="error", column=roles.error, source=source, error_values=error_values
@@ -370,7 +412,7 @@ def _runs(
 
 def _map_records(
     df: pd.DataFrame, source: str, roles: _Roles, *, agent_name: str, errors: str,
-    error_values, run_index: str, duplicates: str, levels: np.ndarray | None,
+    error_values, run_index: str, duplicates: str, levels: Grades | None,
 ) -> _Records:  # fmt: skip
     """Return identifiers, the duplicates policy, scores and error flags, runs: one entry per kept record."""
     n_read = len(df)
@@ -392,7 +434,8 @@ def _map_records(
     run_idx, run_ids = _runs(df, agents, tasks, roles.run, source, run_index, duplicates)
     sc = sc.copy()
     sc[err] = 0.0 if errors == "fail" else np.nan
-    return _Records(df, source, agents, tasks, sc, err, run_idx, run_ids, n_read, n_copies, n_repeated, levels)
+    scale, labels = levels or (None, None)
+    return _Records(df, source, agents, tasks, sc, err, run_idx, run_ids, n_read, n_copies, n_repeated, scale, labels)
 
 
 # --------------------------------------------------------------------------- assembly
@@ -536,6 +579,8 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
         attrs["n_repeated_records"] = recs.n_repeated
     if recs.levels is not None:  # the scale the grades were read on, for an ordinal fit of `score`
         attrs["score_levels"] = json.dumps(recs.levels.tolist())
+    if recs.labels is not None:  # grades written as words: the label of each grade of score_levels
+        attrs["score_labels"] = json.dumps(list(recs.labels))
     for name, k in n_unlabelled.items():
         attrs[f"n_tasks_without_{name}"] = k
     return attrs
@@ -572,7 +617,7 @@ def from_records(
     duplicates: DuplicatePolicy = "refuse",
     encoding: str = "utf-8",
     attrs: Mapping[str, object] | None = None,
-    score_levels: Sequence[float] | None = None,
+    score_levels: Sequence[float] | Sequence[str] | None = None,
 ) -> xr.Dataset:  # fmt: skip (the parameters documented together share a line)
     """Read run records (one per run of one agent on one task) into the canonical eval dataset.
 
@@ -615,12 +660,12 @@ def from_records(
         Text encoding of a CSV / TSV / JSONL file.
     attrs : mapping, optional
         Provenance to add to the dataset attrs.
-    score_levels : sequence of float, optional
-        The scale, in order (e.g. ``[1, 2, 3, 4, 5]``), of ordinal grades in ``score``; another
-        value is refused, naming the rows. A grade is kept as its place on the scale,
-        ``(grade - first) / (last - first)`` in [0, 1] (an errored run: the lowest grade under
-        ``errors="fail"``), the scale in ``attrs["score_levels"]``; an ordinal formula fit of
-        ``score`` (:func:`model_design`, ``hierbench.bayes.build_mixed``) fits the grades.
+    score_levels : sequence of float or str, optional
+        Ordinal grades in ``score``, in order: numbers (``[1, 2, 3, 4, 5]``), each kept as its place
+        ``(grade - first) / (last - first)`` in [0, 1], or words lowest first (``["no", "yes"]``,
+        matched exactly), label ``k`` of ``L`` kept as ``k / (L - 1)`` (``attrs["score_labels"]``);
+        any other value refused, naming the rows. The scale: ``attrs["score_levels"]``; an errored
+        run under ``errors="fail"``: the lowest grade; an ordinal formula fit of ``score`` fits them.
 
     Returns
     -------
@@ -643,7 +688,7 @@ def from_records(
     >>> from_records(df).task.values.tolist()  # labels as written
     ['001', '1']
     """
-    levels = _check_options(errors, run_index, duplicates, agent_name, attrs, score_levels)
+    grades = _check_options(errors, run_index, duplicates, agent_name, attrs, score_levels)
     df, source = _read(obj, encoding)
     roles = _roles(
         df, source, agent_name, agent=agent, task=task, run=run, score=score, error=error, tag=tag,
@@ -652,7 +697,7 @@ def from_records(
     )  # fmt: skip
     recs = _map_records(
         df, source, roles, agent_name=agent_name, errors=errors, error_values=error_values,
-        run_index=run_index, duplicates=duplicates, levels=levels,
+        run_index=run_index, duplicates=duplicates, levels=grades,
     )  # fmt: skip
     return check_eval_dataset(_assemble(recs, roles, errors, attrs))
 

@@ -31,7 +31,9 @@ attrs
     ``n_repeated_records`` (records kept as runs although they repeat an
     earlier record in every column; readers without a run column), and as
     JSON text: ``score_levels`` (the grade scale when ``score`` was read from
-    ordinal grades, each kept as its place ``(grade - first) / (last - first)``), ``not_kept`` (reason -> count), ``inconsistent_attributes``
+    ordinal grades, each kept as its place ``(grade - first) / (last - first)``), ``score_labels``
+    (grades written as words: the labels in order, label ``k`` being grade ``k`` of
+    ``score_levels`` ``[0, 1, ..., L - 1]``), ``not_kept`` (reason -> count), ``inconsistent_attributes``
     (attribute -> number of tasks/agents whose value differed between
     records) and ``annotations`` (names of the boolean per-run annotation
     variables).
@@ -93,7 +95,7 @@ REPORT_KEYS = (
     "hierbench_schema", "reader", "errors", "n_records_read", "n_records_kept", "n_error_runs",
     "binary", "score_kind", "not_kept", "inconsistent_attributes", "annotations",
     "n_repeated_records", "n_tasks_without_cluster", "n_tasks_without_tag", "score_levels",
-    "agent_column", "task_column",
+    "agent_column", "task_column", "score_labels",
 )  # fmt: skip
 
 

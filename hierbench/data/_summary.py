@@ -142,7 +142,8 @@ def read_report(ds: xr.Dataset) -> dict:
     repeat an earlier one (``n_repeated_records``, None when the reader did
     not say), the scores' kind (:func:`~hierbench.data.score_kind` of the
     values: binary, continuous or mixed) and the grade scale they were read
-    from (``score_levels``, None unless read from ordinal grades).
+    from (``score_levels``, None unless read from ordinal grades) with their labels
+    (``score_labels``, None unless the grades were written as words).
 
     Examples
     --------
@@ -207,4 +208,5 @@ def read_report(ds: xr.Dataset) -> dict:
         "n_repeated_records": ds.attrs.get("n_repeated_records"),
         "score_kind": score_kind(ds),
         "score_levels": _json_attr("score_levels", "null"),
+        "score_labels": _json_attr("score_labels", "null"),
     }

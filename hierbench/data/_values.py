@@ -36,8 +36,10 @@ Numbers (scores, extra per-run columns, counts)
 from __future__ import annotations
 
 import decimal
+import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from collections.abc import Mapping
 
 import numpy as np
@@ -417,8 +419,91 @@ def grade_scale(levels, argname: str, error: type[Exception] = EvalDataError) ->
     return scale
 
 
-def grade_rule(scale: np.ndarray) -> str:
-    """How a grade becomes a score in [0, 1], in words: ``(grade - 1) / 4`` for the scale 1..5."""
+def _is_number(v) -> bool:
+    """A grade given as a number: a real number, or a text that parses as one (``"2"``, ``"2.5"``)."""
+    if isinstance(v, str):
+        try:
+            float(v)
+        except ValueError:
+            return False
+        return True
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def grade_levels(
+    levels, argname: str, error: type[Exception] = EvalDataError
+) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """A grade scale given as numbers or as words: ``(scale, labels)``.
+
+    Numbers (or texts that all parse as numbers, ``"1,2,4"`` from a command line): the scale
+    itself (:func:`grade_scale`, its spacing kept), ``labels`` None. Words (no item a number):
+    the labels in order, lowest first, each read as its place ``k`` on the scale
+    ``0, 1, ..., L - 1`` (so as ``k / (L - 1)`` in [0, 1], the places of equally spaced grades).
+    Refused: a list mixing numbers and words, a repeated or empty label, and a label with
+    surrounding spaces (labels are matched as written, never stripped or case-folded).
+    """
+    if isinstance(levels, str) or not isinstance(levels, Iterable):
+        split = f": write {levels.split(',')!r}" if isinstance(levels, str) else ""
+        raise error(f"`{argname}` must be a list of the grades in order, lowest first; got {levels!r}{split}")
+    items = list(levels)
+    words = [v for v in items if not _is_number(v)]
+    if not words:
+        return grade_scale([float(v) for v in items], argname, error), None
+    other = [v for v in words if not isinstance(v, str)]
+    if other:
+        raise error(f"`{argname}` holds {other!r}: each grade must be a number or a label (a text)")
+    if len(words) < len(items):
+        raise error(
+            f"`{argname}` mixes numbers and words: {items!r}. Give every grade as a number (a numeric "
+            "scale, its spacing kept) or every grade as a label (words in order, lowest first)"
+        )
+    spaced = [v for v in items if v != v.strip() or not v]
+    if spaced:
+        raise error(
+            f"`{argname}` labels {spaced!r} are empty or have surrounding spaces: a label is matched "
+            "exactly as the score column writes it, never stripped; write the list without spaces "
+            f"around the commas, e.g. {','.join(v.strip() for v in items if v.strip())}"
+        )
+    repeated = sorted({v for v in items if items.count(v) > 1})
+    if repeated or len(items) < 2:
+        raise error(
+            f"`{argname}` must list at least 2 distinct labels in order, lowest first; got {items!r}"
+            + (f" (repeated: {repeated!r})" if repeated else "")
+        )
+    return np.arange(len(items), dtype=float), tuple(items)
+
+
+def grade_names(scale: np.ndarray, labels: tuple[str, ...] | list[str] | None = None) -> list[str]:
+    """How an output names each grade of ``scale``: its label, or the number (``1``, ``2.5``)."""
+    if labels is not None and len(labels) == len(scale):
+        return [str(v) for v in labels]
+    return [f"{v:g}" for v in np.asarray(scale, dtype=float)]
+
+
+def grade_reading(scale: np.ndarray, labels: tuple[str, ...] | list[str] | None = None) -> str:
+    """The grades and how each became a score in [0, 1], in words.
+
+    ``grades 1, 2, 3, 4, 5 read as (grade - 1) / 4``, or for labels ``grades no, perhaps, yes
+    read as 0, 0.5, 1 respectively``.
+    """
+    return f"grades {', '.join(grade_names(scale, labels))} read as {grade_rule(scale, labels)}"
+
+
+def labels_attr(attrs: Mapping) -> list[str] | None:
+    """The labels a score was read from (``attrs["score_labels"]``, JSON text), None for numeric grades."""
+    labels = attrs.get("score_labels")
+    labels = json.loads(labels) if isinstance(labels, str) else labels
+    return [str(v) for v in labels] if labels else None
+
+
+def grade_rule(scale: np.ndarray, labels: tuple[str, ...] | list[str] | None = None) -> str:
+    """How a grade becomes a score in [0, 1], in words: ``(grade - 1) / 4`` for the scale 1..5.
+
+    Labels (grades written as words): ``0, 0.5, 1 respectively``.
+    """
+    scale = np.asarray(scale, dtype=float)
+    if labels is not None:
+        return f"{', '.join(f'{v:g}' for v in grade_positions(scale, scale))} respectively"
     return f"(grade - {scale[0]:g}) / {scale[-1] - scale[0]:g}"
 
 

@@ -95,6 +95,18 @@ def _eti(da: xr.DataArray, prob: float) -> pd.DataFrame:
     )
 
 
+def grade_key(cats, labels: list[str] | None) -> str:
+    """A graded fit's grades as the report names them: ``0 = no, 1 = perhaps, 2 = yes`` for labels.
+
+    Grades written as words are fitted as their places 0..L-1 (the numbers a mean grade
+    is on); without labels, the numbers alone (``1, 2, 3, 4, 5``).
+    """
+    nums = [f"{float(c):g}" for c in cats]
+    if labels is None or len(labels) != len(nums):
+        return ", ".join(nums)
+    return ", ".join(f"{n} = {lab}" for n, lab in zip(nums, labels, strict=True))
+
+
 #: a formula model's agent-level quantity in the report, by whether its family grades
 MIXED_VARS = {False: "mean_own_tasks", True: "mean_grade_own_tasks"}
 
@@ -131,8 +143,10 @@ def _mixed_agent_draws(ctx: _Context) -> xr.DataArray | None:
         return None
     graded = design.family == "ordinal"
     draws = (res.draws / design.reader_scale(None)[0]).rename({"group": "agent"}).rename(MIXED_VARS[graded])
+    labels = ctx.grade_labels() if graded and design.response == "score" else None
     draws.attrs = {
-        "scale": f"grades {design.categories.tolist()}" if graded else "0-1",
+        "scale": (f"grades {grade_key(design.categories, labels) if labels else design.categories.tolist()}"
+                  if graded else "0-1"),
         "score_scale": not graded and design.response == "score",
         "response": design.response,
     }
@@ -218,6 +232,23 @@ class _Context:
             return self.cache["mixed_draws"]
         var = self.var
         return None if var is None else self.post[var]
+
+    def grade_labels(self) -> list[str] | None:
+        """The labels of the grades 0..L-1 a ``score`` written as words was read as; None for numeric grades.
+
+        A fit's own (``attrs["score_labels"]``, which ``hierbench fit`` saves with a graded fit of
+        such a score), else the data's, for a graded formula fit of its ``score`` or no fit at all.
+        """
+        from ..data import labels_attr
+
+        if "grade_labels" not in self.cache:
+            labels = labels_attr(self.fit.attrs) if self.fit is not None else None
+            if labels is None and self.data is not None:
+                design = self.mixed_design() if self.fit is not None else None
+                graded = design is not None and design.family == "ordinal" and design.response == "score"
+                labels = labels_attr(self.data.attrs) if self.fit is None or graded else None
+            self.cache["grade_labels"] = labels
+        return self.cache["grade_labels"]
 
     def grade_map(self) -> tuple[float, float] | None:
         """``(first, span)`` where a graded fit grades the data's own ``score``, read from grades of its scale.

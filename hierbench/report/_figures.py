@@ -330,11 +330,12 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
 
 
 def _rootogram(obs: Mapping[str, np.ndarray], pred: Mapping[str, np.ndarray], prob: float, xlabel: str, ylabel: str,
-               xticks: Sequence[float] | None = None):  # fmt: skip
+               xticks: Sequence[float] | None = None, xticklabels: Sequence[str] | None = None):  # fmt: skip
     """arviz-plots rootogram, one panel per name: ``obs[name]`` (units,) against ``pred[name]`` (chain, draw, units).
 
     Each value's predictive mean is a marker and its ``prob`` equal-tailed interval a bar;
-    ``xticks``: the values the x axis marks (a grade scale: no tick between two grades).
+    ``xticks``: the values the x axis marks (a grade scale: no tick between two grades);
+    ``xticklabels``: their names (grades written as words).
     """
     import warnings
 
@@ -360,7 +361,7 @@ def _rootogram(obs: Mapping[str, np.ndarray], pred: Mapping[str, np.ndarray], pr
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             if xticks is not None:
-                ax.set_xticks(list(xticks))
+                ax.set_xticks(list(xticks), labels=None if xticklabels is None else list(xticklabels))
             # long agent names wrap instead of running into the next panel's title
             ax.set_title("\n".join(textwrap.wrap(ax.get_title(), 30)), fontsize="small")
     fig.set_layout_engine("constrained")

@@ -180,7 +180,9 @@ def check_fit_data(
     FitDataMismatchError
         Naming the agents and tasks only one side has, the cells whose
         counts differ and, when the fit's model has task clusters, tasks the
-        data gives no cluster or another one, with the two fingerprints.
+        data gives no cluster or another one, with the two fingerprints; or
+        grades written as words labelled differently in the two
+        (``attrs["score_labels"]``).
 
     Examples
     --------
@@ -194,8 +196,15 @@ def check_fit_data(
     hierbench.report._match.FitDataMismatchError: `fit` and `data` are not the same evaluation: 2 agents only in the fit (['x', 'y']); 2 agents only in the data (['agent_00', 'agent_01'])...)
     """
     from ..bayes import data_hash
+    from ..data import labels_attr
     from ..data import to_counts
 
+    named = (labels_attr(fit.attrs), labels_attr(data.attrs))
+    if None not in named and named[0] != named[1]:  # the same numbers, other words: hashes cannot tell
+        raise FitDataMismatchError(
+            f"{fit_name} and {data_name} are not the same evaluation: the fit's grades are labelled "
+            f"{named[0]!r} and the data's {named[1]!r} (attrs['score_labels'])"
+        )
     want = str(fit.attrs.get("hierbench_data_hash", ""))
     counts = to_counts(data) if "score" in data else data
     got = data_hash(counts) if {"n_runs", "n_success"} <= set(counts.data_vars) else ""

@@ -27,6 +27,7 @@ import xarray as xr
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
+from ._context import grade_key
 from ._report import Report
 
 __all__: list[str] = []
@@ -102,7 +103,7 @@ def _mixed_skip(ctx: _Context) -> None:
             raise _Skip(f"the formula model is fractional: {exc}") from None
     if design.family == "ordinal":
         raise _Skip(
-            f"the formula model grades `{design.response}` on {design.categories.tolist()}: pass^k needs the "
+            f"the formula model grades `{design.response}` on {_scale_text(ctx, design)}: pass^k needs the "
             "lowest grade that counts as a pass, which the report does not choose for you; "
             "hierbench.metrics.graded_pass_hat_k(fit, model, threshold=g, k=...) gives it (pass-at-threshold at k = 1)"
         )
@@ -196,6 +197,14 @@ def _apart(unb: pd.DataFrame, bay: pd.DataFrame) -> pd.Series:
     sides = {f"bootstrap {kind}": unb.assign(estimate=unb["estimate"].where(inside)), "Bayes ETI": bay}
     wide = pd.concat({f"{m} {b}": df[b] for m, df in sides.items() for b in ("estimate", "lower", "upper")}, axis=1)
     return _disagree(wide, kind).astype(bool)
+
+
+def _scale_text(ctx: _Context, design) -> str:
+    """A graded design's scale as the pass^k note names it: the numbers, with the labels they stand for."""
+    labels = ctx.grade_labels() if design.response == "score" else None
+    if not labels:
+        return str(design.categories.tolist())
+    return f"{grade_key(design.categories, labels)} (the threshold g is the grade's number)"
 
 
 def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:

@@ -16,6 +16,7 @@ import xarray as xr
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
+from ._context import grade_key
 from ._report import Report
 
 #: at most this many agents get a panel of their own (above it: the most extreme ones)
@@ -34,14 +35,17 @@ def is_graded(fit: xr.DataTree) -> bool:
     return y is not None and y.dims == ("obs",) and "grade" in fit["constant_data"].to_dataset().dims
 
 
-def _scale(fit: xr.DataTree) -> tuple[np.ndarray, np.ndarray, str]:
+def _scale(fit: xr.DataTree, names: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, str]:
     """The grades (as the fit's ``y`` holds them, in order), the scale's labels and what ``y`` holds.
 
     ``y`` holds the grade itself when the scale is integers, else its place 1..K
-    (the layout's own rule, stated in ``y``'s ``grades`` attribute).
+    (the layout's own rule, stated in ``y``'s ``grades`` attribute). ``names``: the words a
+    score's grades were written as (:meth:`_Context.grade_labels`), the labels of a scale 0..K-1.
     """
     labels = np.asarray(fit["constant_data"]["grade"].values).astype(str)
     cats = labels.astype(float)
+    if names is not None and len(names) == cats.size and np.array_equal(cats, np.arange(cats.size)):
+        labels = np.asarray(names, dtype=str)
     if np.array_equal(cats, np.round(cats)):
         return cats.astype(np.int64), labels, "the grade"
     return np.arange(1, cats.size + 1), labels, "the grade's place on the scale (1 = lowest)"
@@ -131,7 +135,9 @@ def sec_ppc_graded(ctx: _Context, rep: Report, sid: str) -> None:
     from ._figures import _rootogram
 
     y = ctx.fit["observed_data"]["y"]
-    grades, labels, holds = _scale(ctx.fit)
+    grades, labels, holds = _scale(ctx.fit, ctx.grade_labels())
+    named = not np.array_equal(labels, np.asarray(ctx.fit["constant_data"]["grade"].values).astype(str))
+    key = grade_key(grades, labels.tolist()) if named else ", ".join(labels)
     observed = np.asarray(y.values)
     pp = ctx.fit["posterior_predictive"].to_dataset()["y"].transpose("chain", "draw", "obs").values
     off = sorted(set(np.unique(observed).tolist()) - set(grades.tolist()))
@@ -151,7 +157,7 @@ def sec_ppc_graded(ctx: _Context, rep: Report, sid: str) -> None:
         f"each agent's runs by grade: observed (black dots) against the posterior predictive distribution "
         f"of that count (its mean as a diamond and its {ctx.prob:.0%} equal-tailed interval as a bar), on a "
         "square-root scale (a rootogram, drawn by arviz-plots); the x axis is "
-        f"{holds} ({', '.join(labels)}). The binomial models' check of success counts per (agent, task) "
+        f"{holds} ({key}). The binomial models' check of success counts per (agent, task) "
         f"cell does not apply: a run here has a grade, not a success. Over every (agent, grade), {n_flag} "
         f"of {n_all} observed counts ({n_flag / n_all:.1%}) fall in a {TAIL:.1%} tail of their predictive distribution "
         f"(P(predicted >= observed) or P(predicted <= observed) below {TAIL}); at most about 5% would by "
@@ -172,5 +178,5 @@ def sec_ppc_graded(ctx: _Context, rep: Report, sid: str) -> None:
     pc = _rootogram({f"agent {a}": observed[agents == a] for a in shown},
                     {f"agent {a}": pp[:, :, agents == a] for a in shown}, ctx.prob,
                     "grade" if holds == "the grade" else "grade's place (1 = lowest)", "runs (sqrt scale)",
-                    xticks=grades)  # fmt: skip
+                    xticks=grades, xticklabels=labels if named else None)  # fmt: skip
     rep.figure("ppc", pc, f"Posterior predictive rootogram of each agent's runs per grade, {ctx.prob:.0%} intervals.")

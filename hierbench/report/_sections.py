@@ -16,6 +16,7 @@ from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
 from ._context import _Skip
+from ._context import grade_key
 from ._report import Report
 from ._report import as_table
 
@@ -97,7 +98,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; {_scored_text(d)}"
         f"{d['n_missing_cells']} of {d['n_cells']} agent x task cells never run; "
         f"{d['n_error_runs']} infrastructure-error runs ({d['n_error_runs'] / max(d['n_runs_total'], 1):.1%}, "
-        f"policy errors={d['errors']!r}); scores {d['score_kind']}; source {_file_name(d['source'])}."
+        f"policy errors={d['errors']!r}); scores {d['score_kind']}{_graded_text(d)}; source {_file_name(d['source'])}."
     )
     if flags:
         text += "\n\n**Flags:**\n\n" + "\n".join(f"- {f}" for f in flags)
@@ -152,6 +153,15 @@ def _other_scale(ctx: _Context) -> str:
     )
 
 
+def _graded_text(d: dict) -> str:
+    """How the scores were read from ordinal grades (numbers or labels), for the data summary; empty otherwise."""
+    if not d.get("score_levels"):
+        return ""
+    from ..data import grade_reading
+
+    return f" ({grade_reading(d['score_levels'], d.get('score_labels'))})"
+
+
 def _on_grades(bf: pd.DataFrame, gmap: tuple[float, float] | None) -> pd.DataFrame:
     """A bootstrap table of the mean score on the grades, ``first + span x score`` (as it is without ``gmap``)."""
     if gmap is None:
@@ -162,10 +172,11 @@ def _on_grades(bf: pd.DataFrame, gmap: tuple[float, float] | None) -> pd.DataFra
     return bf
 
 
-def _grades_note(gmap: tuple[float, float], kind: str) -> str:
-    """How the bootstrap of the mean score came onto the grades, said where it is drawn there."""
+def _grades_note(gmap: tuple[float, float], kind: str, labels: list[str] | None = None) -> str:
+    """How the bootstrap of the mean score came onto the grades (named by their labels), said where it is drawn there."""
+    key = f" ({grade_key(gmap[0] + np.arange(len(labels)), labels)})" if labels else ""
     return (
-        f"The task bootstrap of the mean score is on the grades as {gmap[0]:g} + {gmap[1]:g} x score (the "
+        f"The task bootstrap of the mean score is on the grades{key} as {gmap[0]:g} + {gmap[1]:g} x score (the "
         f"reading of the grades undone): an increasing linear map, under which the mean and its {kind} "
         "interval map exactly."
     )
@@ -190,7 +201,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         if same_scale:
             unit = getattr(boot, "attrs", {}).get("resample_unit", "task")
             intervals[f"{unit} bootstrap ({kind}, {prob:.0%})"] = bf
-            notes += [_grades_note(gmap, kind)] if gmap else []
+            notes += [_grades_note(gmap, kind, ctx.grade_labels())] if gmap else []
         else:
             notes.append(_other_scale(ctx))
     if not intervals:
@@ -590,7 +601,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     rep.section(
         _TITLES[sid],
         (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
-        + f", both methods at {ctx.prob:.0%}.{' ' + _grades_note(gmap, kind) if gmap else ''} `disagree` flags "
+        + f", both methods at {ctx.prob:.0%}.{' ' + _grades_note(gmap, kind, ctx.grade_labels()) if gmap else ''} `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
         f"intervals do not overlap), judged only where both intervals are defined: {n_dis} of {len(wide)} "
         "agents flagged. `tasks scored` is the "

@@ -30,6 +30,7 @@ from .._base import fit_record
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
+from ._context import grade_key
 from ._report import Report
 
 __all__ = ["COMPONENT_ROWS"]
@@ -227,12 +228,15 @@ def _score_units(ctx: _Context) -> str:
     levels = json.loads(levels) if isinstance(levels, str) else levels
     if not levels:
         return "partial credit in [0, 1], so score units squared"
-    from ..data import grade_rule
+    from ..data import grade_reading
+    from ..data import labels_attr
 
     scale = np.asarray(levels, dtype=float)
+    labels = labels_attr(ctx.data.attrs)
+    key = f", the grades numbered {grade_key(scale, labels)}" if labels else ""
     return (
-        f"the grades {', '.join(f'{v:g}' for v in scale)} read as {grade_rule(scale)}, so in those units "
-        f"squared; times {(scale[-1] - scale[0]) ** 2:g} for squared grades"
+        f"the {grade_reading(scale, labels)}, so in those units squared; times "
+        f"{(scale[-1] - scale[0]) ** 2:g} for squared grades{key}"
     )
 
 
