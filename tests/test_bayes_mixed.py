@@ -417,3 +417,90 @@ def test_a_term_nested_in_another_gets_the_smaller_step():
         m = bayes.build_mixed(ds.isel(run=[0, 0]) if f is None else ds, f)
         assert m.hierbench["sampler_defaults"]["target_accept"] == 0.8
 
+
+
+def _verbagg(shared_data, n_persons: int = 40):
+    """VerbAgg's first persons (their 24 items each): `resp` as written (no / perhaps / yes) and as pandas' 0/1/2."""
+    from hierbench.data import from_records
+
+    raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
+    sub = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:n_persons])]
+    words = from_records(sub, agent="id", task="item", score="resp", score_levels=["no", "perhaps", "yes"])
+    coded = sub.assign(resp=sub["resp"].map({"no": 0, "perhaps": 1, "yes": 2}))
+    return sub, words, from_records(coded, agent="id", task="item", score="resp", score_levels=[0, 1, 2])
+
+
+def test_grades_written_as_words_name_the_ordinal_models_grades_and_thresholds(shared_data):
+    """`levels` may name the labels `score` was read from (the same words, in order); the model's
+    `grade` and `threshold` coords read them; numeric scales keep their numbers; other words are
+    refused naming both lists.
+    """
+    from hierbench.data import FormulaError
+
+    _, words, coded = _verbagg(shared_data, 6)
+    f = "score ~ (1|agent) + (1|task)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        named = bayes.build_mixed(words, f, levels=["no", "perhaps", "yes"])
+        plain = bayes.build_mixed(words, f)
+        nums = bayes.build_mixed(coded, f)
+    for m in (named, plain):
+        assert list(m.coords["grade"]) == ["no", "perhaps", "yes"]
+        assert list(m.coords["threshold"]) == ["no|perhaps", "perhaps|yes"]
+        assert m.hierbench["root_attrs"] == {"score_labels": '["no", "perhaps", "yes"]'}
+        assert m.hierbench["data_hash"] == nums.hierbench["data_hash"]  # the same numbers are fitted
+    assert list(nums.coords["grade"]) == ["0", "1", "2"] and list(nums.coords["threshold"]) == ["0|1", "1|2"]
+    assert nums.hierbench["root_attrs"] == {}
+    assert named.hierbench["options"]["levels"] == ["no", "perhaps", "yes"] and plain.hierbench["options"]["levels"] is None
+    # a 1-5 scale: the numbers, as before
+    rng = np.random.default_rng(2)
+    five = xr.Dataset({"score": (("agent", "task", "run"), (rng.integers(1, 6, (4, 10, 2)) - 1) / 4.0)},
+                      coords={"agent": list("abcd")}, attrs={"score_levels": "[1.0, 2.0, 3.0, 4.0, 5.0]"})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m5 = bayes.build_mixed(five, "score ~ (1|agent) + (1|task)", family="ordinal")
+    assert list(m5.coords["grade"]) == ["1", "2", "3", "4", "5"]
+    assert list(m5.coords["threshold"]) == ["1|2", "2|3", "3|4", "4|5"] and m5.hierbench["root_attrs"] == {}
+    with pytest.raises(FormulaError, match=r"`levels` \['no', 'yes', 'perhaps'\] are labels, but `score` was read "
+                                           r"from the labels \['no', 'perhaps', 'yes'\]"):  # fmt: skip
+        bayes.build_mixed(words, f, levels=["no", "yes", "perhaps"])
+
+
+@pytest.mark.slow  # two small ordinal fits and a report
+def test_a_python_fit_of_labelled_grades_draws_the_fit_of_their_numbers_and_keeps_the_labels(shared_data, tmp_path):
+    """VerbAgg's first 40 persons: `fit(build_mixed(..., levels=labels))` draws bit for bit what the
+    fit of pandas' 0/1/2 recoding draws (same seed; only the grade / threshold coords differ), keeps
+    the labels in its attrs through a save and load, and `hierbench report FIT` alone names the
+    grades, its per-grade totals pandas' value counts of the raw file.
+    """
+    from hierbench.cli import main
+    from hierbench.io import load_fit
+    from hierbench.io import save_fit
+
+    sub, words, coded = _verbagg(shared_data, 40)
+    f, kw = "score ~ (1|agent) + (1|task)", {"draws": 60, "tune": 60, "chains": 2, "rng": 5, "progress": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fw = bayes.fit(bayes.build_mixed(words, f, levels=["no", "perhaps", "yes"]), **kw)
+        fn = bayes.fit(bayes.build_mixed(coded, f), **kw)
+    assert set(fw.posterior.data_vars) == set(fn.posterior.data_vars)
+    for name in fw.posterior.data_vars:
+        np.testing.assert_array_equal(fw.posterior[name].values, fn.posterior[name].values)
+    assert fw.posterior["thresholds"].coords["threshold"].values.tolist() == ["no|perhaps", "perhaps|yes"]
+    assert fn.posterior["thresholds"].coords["threshold"].values.tolist() == ["0|1", "1|2"]
+    assert fw.attrs["score_labels"] == '["no", "perhaps", "yes"]' and "score_labels" not in fn.attrs
+    back = load_fit(save_fit(fw, tmp_path / "w.nc", groups="all"))
+    assert back.attrs["score_labels"] == '["no", "perhaps", "yes"]'
+    assert back.posterior["thresholds"].coords["threshold"].values.tolist() == ["no|perhaps", "perhaps|yes"]
+    assert back["constant_data"]["grade"].values.tolist() == ["no", "perhaps", "yes"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(tmp_path / "w.nc"), "-o", str(tmp_path / "r.md"), "--quiet"]) == 0
+    sec = (tmp_path / "r.md").read_text().split("## Posterior predictive checks")[1].split("\n## ")[0]
+    assert "the x axis is the grade (0 = no, 1 = perhaps, 2 = yes)" in sec
+    totals = {}
+    for line in sec.split("runs per grade")[0].splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 2 and cells[0] in ("no", "perhaps", "yes"):
+            totals[cells[0]] = int(cells[1])
+    assert totals == sub["resp"].value_counts().to_dict()  # by hand from the file

@@ -279,10 +279,21 @@ def test_grades_written_as_words_refuse_anything_not_exactly_a_label():
     # words without score_levels: the numeric rule's message points at the labels
     with pytest.raises(EvalDataError, match=r"must be numeric.*give their labels in order as `score_levels`"):
         from_records(ok)
-    # a model is given labels only through the reader: build_mixed records its levels as numbers
+    # a model's `levels` as words must be the labels the reader read `score` from, in that order:
+    # the design is then the one without `levels` (and keeps the labels)
     ds = from_records(ok, score_levels=labels)
-    with pytest.raises(FormulaError, match=r"`levels` \['no', 'perhaps', 'yes'\] are labels.*leave `levels` out"):
-        model_design("score ~ 1 + (1|task)", ds, levels=labels)
+    plain, named = model_design("score ~ 1 + (1|task)", ds), model_design("score ~ 1 + (1|task)", ds, levels=labels)
+    assert named.labels == plain.labels == ("no", "perhaps", "yes") and named.categories.tolist() == [0.0, 1.0, 2.0]
+    np.testing.assert_array_equal(named.grade_counts, plain.grade_counts)
+    with pytest.raises(FormulaError, match=(
+        r"^`levels` \['yes', 'perhaps', 'no'\] are labels, but `score` was read from the labels "
+        r"\['no', 'perhaps', 'yes'\] \(attrs\['score_labels'\]\): give those, in that order, or leave `levels` out$"
+    )):  # fmt: skip
+        model_design("score ~ 1 + (1|task)", ds, levels=labels[::-1])
+    coded = from_records(ok.assign(score=ok["score"].map({"no": 0, "perhaps": 1, "yes": 2})), score_levels=[0, 1, 2])
+    assert model_design("score ~ 1 + (1|task)", coded).labels is None
+    with pytest.raises(FormulaError, match=r"are labels, but `score` was not read from labels \(no attrs\['score_labels'\]\)"):
+        model_design("score ~ 1 + (1|task)", coded, levels=labels)
 
 
 def test_default_formula_and_bad_syntax():

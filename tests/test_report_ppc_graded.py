@@ -138,6 +138,28 @@ def test_grades_written_as_words_are_named_by_their_labels(monkeypatch):
     assert sec["table"].index.tolist() == ["0", "1", "2"] and "(0, 1, 2)" in sec["text"]
 
 
+@pytest.mark.parametrize("attrs", [True, False], ids=["with score_labels", "coord alone"])
+def test_a_fit_whose_grade_coord_holds_the_labels_is_named_by_them(attrs):
+    """`build_mixed` on grades written as words names the fit's `grade` coord by the labels (y holds
+    their places 0..L-1): the check reads that scale, with or without the fit's attrs, and counts
+    the grades (by hand here) under their labels.
+    """
+    rng = np.random.default_rng(9)
+    fit, run_agent, _ = _graded_fit(rng, [0, 1, 2], [5, 4, 6], ["p1", "p2", "p1"], n_draws=60)
+    cd = fit["constant_data"].to_dataset().assign_coords(grade=["no", "perhaps", "yes"])
+    fit["constant_data"] = xr.DataTree(cd)
+    if attrs:
+        fit.attrs["score_labels"] = json.dumps(["no", "perhaps", "yes"])
+    sec, _ = _run(fit)
+    assert "the x axis is the grade (0 = no, 1 = perhaps, 2 = yes)" in sec["text"]
+    y = fit["observed_data"]["y"].values
+    assert sec["table"].index.tolist() == ["no", "perhaps", "yes"]
+    assert sec["table"]["observed runs"].tolist() == [int((y == g).sum()) for g in (0, 1, 2)]
+    rows = sec["more"][1].reset_index()
+    row = rows[(rows["agent"] == "p2") & (rows["grade"] == "perhaps")].iloc[0]
+    assert row["observed runs"] == int(((y == 1) & (run_agent == "p2")).sum())
+
+
 def test_a_fit_and_data_whose_grades_have_other_labels_are_refused():
     """The same numbers under other words: the data hash cannot tell them apart, the labels can."""
     from hierbench.data import from_records

@@ -52,6 +52,7 @@ from .._base import warn_user
 from ._values import grade_levels
 from ._values import grade_scale
 from ._values import grades_at
+from ._values import labels_attr
 
 __all__ = [
     "DEFAULT_FORMULA",
@@ -138,6 +139,10 @@ class ModelDesign:
     categories : ndarray or None
         The ordinal scale (the response's values in order); ``grade_counts``
         (rows, K) the runs per category.
+    labels : tuple of str or None
+        The words the grades of a ``score`` read from labels were written as
+        (``attrs["score_labels"]``), one per category (their places ``0..L-1``);
+        None for numeric grades and for other families.
     agents, tasks : ndarray of str
         The dataset's labels; ``agent_index`` / ``task_index`` (rows,) locate
         each design row.
@@ -165,6 +170,7 @@ class ModelDesign:
     categories: np.ndarray | None = None
     grade_counts: np.ndarray | None = None
     decisions: dict[str, str] = field(default_factory=dict)
+    labels: tuple[str, ...] | None = None
     builder: Any = field(default=None, compare=False)
 
     def matrix(self, frame: pd.DataFrame) -> np.ndarray:
@@ -489,21 +495,36 @@ def _grades(
     return cats, gc
 
 
-def _read_grades(data: xr.Dataset, response: str, levels: Any) -> tuple[Any, np.ndarray | None]:
-    """(levels, grades) of a response: a ``score`` read from ordinal grades is fitted on their scale.
+def _label_levels(data: xr.Dataset, response: str, words: tuple[str, ...]) -> None:
+    """Refuse ``levels`` given as words unless they are the labels ``score`` was read from, in that order."""
+    have = labels_attr(data.attrs) if response == "score" else None
+    if have == list(words):
+        return
+    if response != "score":
+        why = f"only `score` can be read from labels, and the response is {response!r}"
+    elif have is None:
+        why = "`score` was not read from labels (no attrs['score_labels']): give its numeric scale"
+    else:
+        why = f"`score` was read from the labels {have!r} (attrs['score_labels']): give those, in that order"
+    raise FormulaError(f"`levels` {list(words)!r} are labels, but {why}, or leave `levels` out")
 
-    ``attrs["score_levels"]`` is that scale; the grades are recovered exactly. Any other
-    response: (``levels``, None).
+
+def _read_grades(data: xr.Dataset, response: str, levels: Any) -> tuple[Any, np.ndarray | None, tuple[str, ...] | None]:
+    """(levels, grades, labels) of a response: a ``score`` read from ordinal grades is fitted on their scale.
+
+    ``attrs["score_levels"]`` is that scale; the grades are recovered exactly; ``labels`` the
+    words they were written as (``attrs["score_labels"]``, None for numeric grades). ``levels``
+    as words must be those labels (their places ``0..L-1`` are the scale). Any other
+    response: (``levels``, None, None).
     """
-    if levels is not None and grade_levels(levels, "levels", FormulaError)[1] is not None:
-        raise FormulaError(
-            f"`levels` {list(levels)!r} are labels: grades written as words are read by the reader "
-            "(from_records(score_levels=[...]) keeps each as its place in order, attrs['score_labels']); "
-            "leave `levels` out and the ordinal fit of `score` uses that order"
-        )
+    if levels is not None:
+        scale, words = grade_levels(levels, "levels", FormulaError)
+        if words is not None:
+            _label_levels(data, response, words)
+            levels = scale.tolist()
     recorded = data.attrs.get("score_levels")
     if response != "score" or not recorded:
-        return levels, None
+        return levels, None, None
     recorded = json.loads(recorded) if isinstance(recorded, str) else recorded
     scale = grade_scale(recorded, "score_levels", FormulaError)
     given = None if levels is None else grade_scale(levels, "levels", FormulaError)
@@ -513,7 +534,8 @@ def _read_grades(data: xr.Dataset, response: str, levels: Any) -> tuple[Any, np.
             f"read on, {scale.tolist()} (attrs['score_levels']): give that scale, or leave `levels` out"
         )
     score = data["score"].transpose("agent", "task", "run").values
-    return scale.tolist(), grades_at(score, scale, FormulaError)
+    labels = labels_attr(data.attrs)
+    return scale.tolist(), grades_at(score, scale, FormulaError), None if labels is None else tuple(labels)
 
 
 def _resolve_family(family: str, resp: np.ndarray, levels: Any) -> tuple[str, str]:
@@ -530,18 +552,18 @@ def _resolve_family(family: str, resp: np.ndarray, levels: Any) -> tuple[str, st
 
 def _family(
     data: xr.Dataset, avail: dict, response: str, family: str, levels: Any
-) -> tuple[np.ndarray, Any, str, str]:
-    """The response's values (agent, task, run), its grade scale, its family and why that family.
+) -> tuple[np.ndarray, Any, str, str, tuple[str, ...] | None]:
+    """The response's values (agent, task, run), its grade scale, its family, why that family, its labels.
 
     A ``score`` read from ordinal grades and fitted as ordinal: the grades themselves
-    (:func:`_read_grades`).
+    (:func:`_read_grades`), and the words they were written as (None for numeric grades).
     """
     resp = np.asarray(avail[response][1].values, dtype=float)
-    levels, grades = _read_grades(data, response, levels)
+    levels, grades, labels = _read_grades(data, response, levels)
     fam, why = _resolve_family(family, resp, levels)
     if grades is not None and fam == "ordinal":  # `score` read from grades: fit the grades
         resp = grades
-    return resp, levels, fam, why
+    return resp, levels, fam, why, labels if fam == "ordinal" else None
 
 
 # --------------------------------------------------------------------------- matrices
@@ -781,12 +803,14 @@ def model_design(
     family : {"auto", "binomial", "fractional", "ordinal"}
         ``"auto"``: ordinal when ``levels`` is given, binomial when every
         response is 0 or 1, else fractional (partial credit in [0, 1]).
-    levels : sequence of float, optional
+    levels : sequence of float or of str, optional
         The grade scale of an ordinal response, in order (default: the
         distinct values seen). A grade of the scale never seen is refused.
         A ``score`` read from grades (``from_records(score_levels=...)``) is
         fitted on the scale it was read on (``levels``, when given, must be
-        that scale), as the grades themselves.
+        that scale), as the grades themselves; read from words, ``levels``
+        may name them (the same labels in the same order as
+        ``attrs["score_labels"]``), which the design keeps as ``labels``.
     agent_coords, task_coords : pandas.DataFrame, optional
         Per-agent / per-task covariates indexed by label, added as coords
         (a label with two different values is refused).
@@ -827,7 +851,7 @@ def model_design(
     formula = DEFAULT_FORMULA if formula is None else str(formula)
     data = _with_covariates(data, agent_coords, task_coords)
     response, avail, used = _parse(formula, data)
-    resp, levels, fam, why = _family(data, avail, response, family, levels)
+    resp, levels, fam, why, labels = _family(data, avail, response, family, levels)
     row_level, idx, agents, tasks, r, frame = _design_rows(
         data, avail, used, response, resp, fam, levels
     )
@@ -843,5 +867,5 @@ def model_design(
         y=r["y"], n=r["n"], ss=r["ss"], agents=agents, tasks=tasks,
         agent_index=idx[0].astype(np.intp), task_index=idx[1].astype(np.intp),
         categories=r["categories"], grade_counts=r["grade_counts"], decisions=decisions,
-        builder=builder,
+        builder=builder, labels=labels,
     )  # fmt: skip

@@ -35,20 +35,25 @@ def is_graded(fit: xr.DataTree) -> bool:
     return y is not None and y.dims == ("obs",) and "grade" in fit["constant_data"].to_dataset().dims
 
 
-def _scale(fit: xr.DataTree, names: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, str]:
-    """The grades (as the fit's ``y`` holds them, in order), the scale's labels and what ``y`` holds.
+def _scale(fit: xr.DataTree, names: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, str, bool]:
+    """The grades (as the fit's ``y`` holds them, in order), the scale's labels, what ``y`` holds, named or not.
 
     ``y`` holds the grade itself when the scale is integers, else its place 1..K
     (the layout's own rule, stated in ``y``'s ``grades`` attribute). ``names``: the words a
     score's grades were written as (:meth:`_Context.grade_labels`), the labels of a scale 0..K-1.
+    A fit of such grades names its ``grade`` coord by them: its grades are their places 0..K-1.
     """
     labels = np.asarray(fit["constant_data"]["grade"].values).astype(str)
-    cats = labels.astype(float)
+    try:
+        cats = labels.astype(float)
+    except ValueError:  # grades written as words (the coord names them): y holds their places
+        cats = np.arange(labels.size, dtype=float)
     if names is not None and len(names) == cats.size and np.array_equal(cats, np.arange(cats.size)):
         labels = np.asarray(names, dtype=str)
+    named = not np.array_equal(labels, np.asarray([f"{c:g}" for c in cats]))
     if np.array_equal(cats, np.round(cats)):
-        return cats.astype(np.int64), labels, "the grade"
-    return np.arange(1, cats.size + 1), labels, "the grade's place on the scale (1 = lowest)"
+        return cats.astype(np.int64), labels, "the grade", named
+    return np.arange(1, cats.size + 1), labels, "the grade's place on the scale (1 = lowest)", named
 
 
 def _run_agents(ctx: _Context, n_obs: int) -> np.ndarray:
@@ -135,8 +140,7 @@ def sec_ppc_graded(ctx: _Context, rep: Report, sid: str) -> None:
     from ._figures import _rootogram
 
     y = ctx.fit["observed_data"]["y"]
-    grades, labels, holds = _scale(ctx.fit, ctx.grade_labels())
-    named = not np.array_equal(labels, np.asarray(ctx.fit["constant_data"]["grade"].values).astype(str))
+    grades, labels, holds, named = _scale(ctx.fit, ctx.grade_labels())
     key = grade_key(grades, labels.tolist()) if named else ", ".join(labels)
     observed = np.asarray(y.values)
     pp = ctx.fit["posterior_predictive"].to_dataset()["y"].transpose("chain", "draw", "obs").values

@@ -614,7 +614,8 @@ def _coords(design: Any, row_dim: str, n_obs: int | None, by_level: dict) -> dic
         coords[f"{term_dim(t)} (centred)"] = t.levels[mask].tolist()
         coords[f"{term_dim(t)} (non-centred)"] = t.levels[~mask].tolist()
     if design.family == "ordinal":
-        cats = [f"{c:g}" for c in design.categories]
+        # grades written as words are named by them (their places 0..L-1 are what y holds)
+        cats = list(design.labels) if design.labels else [f"{c:g}" for c in design.categories]
         coords["grade"] = cats
         coords["threshold"] = [f"{a}|{b}" for a, b in itertools.pairwise(cats)]
     if n_obs is not None:
@@ -677,8 +678,12 @@ def build_mixed(
     family : {"auto", "binomial", "fractional", "ordinal"}
         As ``model_design``: ordinal when ``levels`` is given, binomial when
         every score is 0 or 1, else fractional (scores in [0, 1]).
-    levels : sequence of float, optional
-        The grade scale of an ordinal response.
+    levels : sequence of float or of str, optional
+        The grade scale of an ordinal response; for a ``score`` read from grades
+        written as words, those labels in order (as ``attrs["score_labels"]``;
+        the fit is the one without ``levels``). Such a fit's ``grade`` and
+        ``threshold`` coords name the labels (``"no|perhaps"``) and its attrs
+        keep them (``score_labels``).
     priors : mapping, optional
         Overrides of :data:`MIXED_PRIORS` (``beta`` for differences and slopes, ``beta_level``
         for the intercept and fully coded factors, a class such as
@@ -771,12 +776,24 @@ def _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set) 
         "cell_coords": row_cells if extra["row_dim"] == "cell" else {},
         "sampler_defaults": {"target_accept": st.decisions["target_accept"]["choice"]},
         "options": {"formula": design.formula, "family": design.family, "requested_formula": formula,
-                    "requested_family": family, "levels": None if levels is None else [float(v) for v in levels],
+                    "requested_family": family, "levels": _levels_option(levels),
                     "n_quad": int(n_quad), "centred": sorted(centred_set)},
         "design": design,
         "data": extra,
         "var_attrs": {"beta": {"scale": "logit" if design.family != "ordinal" else "logit (cumulative; up = higher grades)"}},
+        # a saved fit reported without its data names the grades by these (as `hierbench fit` saves them)
+        "root_attrs": {"score_labels": json.dumps(list(design.labels))} if design.labels else {},
     }
+
+
+def _levels_option(levels: Any) -> list[float] | list[str] | None:
+    """``levels`` as the fit records them: numbers as floats, the labels of grades written as words as given."""
+    if levels is None:
+        return None
+    try:
+        return [float(v) for v in levels]
+    except (TypeError, ValueError):  # labels: model_design checked they are the data's
+        return [str(v) for v in levels]
 
 
 register(

@@ -98,6 +98,7 @@ def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
             dt[name] = xr.DataTree(ds)
     if "n_cells_excluded" in info:
         dt.attrs["n_cells_not_run"] = int(info["n_cells_excluded"])
+    dt.attrs.update(info.get("root_attrs") or {})  # e.g. the labels of grades written as words
     return dt
 
 
