@@ -65,13 +65,12 @@ from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
 from .._inputs import agent_task_means
-from ._bootstrap import bootstrap_ci
+from ._bootstrap import _bootstrap_summary
 from ._maxt import cr2_scores
 from ._maxt import mvt_maxt
 from ._maxt import mvt_reliable
 from ._maxt import signflip_maxt
 from ._paired import UndefinedTestWarning
-from ._paired import _bootstrap_p
 from ._paired import _check_counts
 from ._paired import _mcnemar
 from ._paired import _task_stats
@@ -567,7 +566,7 @@ def _matrices(rows: list[dict], pairs: list, flip: dict, boot, M: int) -> tuple[
         if not st:
             continue
         st["p_permutation"], st["p_permutation_mcse"] = flip["p"][k], flip["mcse"][k]
-        st["p_bootstrap"], st["p_bootstrap_mcse"] = _bootstrap_p(boot.distribution.values[:, k])
+        st["p_bootstrap"], st["p_bootstrap_mcse"] = float(boot.p_value[k]), float(boot.p_value_mcse[k])
         for key in _PAIR_KEYS:
             v = st.get(key, np.nan)
             mats[key][i, j] = v
@@ -835,7 +834,9 @@ def compare_agents(
     )
     agents = [str(x) for x in score[agent_dim].values]
     pairs = list(itertools.combinations(range(len(agents)), 2))
-    boot = bootstrap_ci(
+    # the pairs' bootstrap intervals and p-values, the distribution never held whole (316 agents:
+    # 49,770 pairs x 9,999 resamples would be 4 GB)
+    boot = _bootstrap_summary(
         score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples),
         prob=prob, method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim,
         agent_dim=agent_dim, rng=gen,

@@ -31,6 +31,7 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from .._kernels import cr2_mean_se
 from ._bootstrap import bootstrap_ci
+from ._bootstrap_engine import _percentile_p
 from ._signflip import sign_flip_pvalues
 
 if TYPE_CHECKING:
@@ -86,14 +87,11 @@ def _bootstrap_p(dist: np.ndarray) -> tuple[float, float]:
     """Two-sided p-value by inverting the percentile interval, and its Monte Carlo error.
 
     ``p = 2 min(P*(d <= 0), P*(d >= 0))``; its standard error is
-    ``sqrt(p (2 - p) / B)`` (``p = 2 q``, ``q`` a share of B).
+    ``sqrt(p (2 - p) / B)`` (``p = 2 q``, ``q`` a share of B). One column of
+    :func:`~._bootstrap_engine._percentile_p`.
     """
-    dist = dist[np.isfinite(dist)]
-    B = dist.size
-    lo = (1 + np.count_nonzero(dist <= 0)) / (B + 1)
-    hi = (1 + np.count_nonzero(dist >= 0)) / (B + 1)
-    p = float(min(1.0, 2 * min(lo, hi)))
-    return p, float(np.sqrt(p * (2 - p) / B))
+    p, mcse = _percentile_p(np.asarray(dist, dtype=float)[:, None])
+    return float(p[0]), float(mcse[0])
 
 
 def holm(p: np.ndarray) -> np.ndarray:
