@@ -72,7 +72,7 @@ from ._maxt import mvt_reliable
 from ._maxt import signflip_maxt
 from ._paired import UndefinedTestWarning
 from ._paired import _check_counts
-from ._paired import _mcnemar
+from ._paired import _mcnemar_p
 from ._paired import _task_stats
 from ._paired import holm
 from ._signflip import resolvable
@@ -396,6 +396,12 @@ def _pair_units(
     counts = np.zeros((n_rows, len(pairs)))
     rows: list[dict] = []
     undefined = []
+    # McNemar's discordant counts of every pair at once: tasks the row agent wins by majority
+    # (mean above 1/2) and the column agent loses (below 1/2); NaN and 1/2 count for neither
+    win, lose = (means > 0.5).astype(float), (means < 0.5).astype(float)
+    n10 = win @ lose.T
+    pi, pj = np.array(pairs, dtype=np.intp).reshape(-1, 2).T
+    p_mcnemar = _mcnemar_p(n10[pi, pj], n10[pj, pi])
     for k, (i, j) in enumerate(pairs):
         both = np.isfinite(means[i]) & np.isfinite(means[j])
         if both.sum() < 2:
@@ -410,7 +416,7 @@ def _pair_units(
             units[:, k] = np.bincount(codes[both], weights=d, minlength=n_rows)
             counts[:, k] = np.bincount(codes[both], minlength=n_rows)
         st = _task_stats(d, None if codes is None else codes[both])
-        st["p_mcnemar"] = _mcnemar(means[i, both], means[j, both])[0]
+        st["p_mcnemar"] = float(p_mcnemar[k])
         st["n_tasks"] = float(both.sum())
         st["n_units"] = float(both.sum() if codes is None else np.unique(codes[both]).size)
         rows.append(st)
