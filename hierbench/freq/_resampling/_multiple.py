@@ -41,6 +41,7 @@ separates. Holm and Benjamini-Hochberg stay beside it (``p_holm``, ``p_bh``).
 from __future__ import annotations
 
 import itertools
+import math
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -421,8 +422,10 @@ def _pair_units(
         st["n_units"] = float(both.sum() if codes is None else np.unique(codes[both]).size)
         rows.append(st)
     if undefined:
+        more = f" and {len(undefined) - 10:,} more" if len(undefined) > 10 else ""
         warn_user(
-            f"pairs with fewer than 2 shared tasks are NaN: {undefined}",
+            f"{len(undefined):,} of {len(pairs):,} pairs have fewer than 2 shared tasks and are NaN: "
+            f"{undefined[:10]}{more}",
             UndefinedTestWarning,
         )
     return rows, units, counts
@@ -773,7 +776,8 @@ def compare_agents(
     Parameters
     ----------
     data : xarray.Dataset or xarray.DataArray
-        Eval dataset (``score(agent, task, run)``) or a score DataArray.
+        Eval dataset (``score(agent, task, run)``) or a score DataArray. At most 67 million pairs
+        x tasks (316 agents x 24 tasks: 1.2 million); above, a ValueError says how to cut them.
     test : {"auto", "permutation", "bootstrap", "t", "mcnemar"}
         The per-pair test. ``"auto"`` (default): the sign-flip test when every
         pair has enough tasks (clusters) for its smallest p-value to pass the
@@ -839,14 +843,10 @@ def compare_agents(
         data, agent_dim=agent_dim, task_dim=task_dim, run_dim=run_dim, purpose="compare_agents"
     )
     agents = [str(x) for x in score[agent_dim].values]
-    pairs = list(itertools.combinations(range(len(agents)), 2))
-    # the pairs' bootstrap intervals and p-values, the distribution never held whole (316 agents:
-    # 49,770 pairs x 9,999 resamples would be 4 GB)
-    boot = _bootstrap_summary(
-        score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples),
-        prob=prob, method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim,
-        agent_dim=agent_dim, rng=gen,
-    )
+    pairs = _all_pairs(len(agents), score.sizes[task_dim], agent_dim)
+    boot = _bootstrap_summary(  # in bounded memory: the distribution is never held whole
+        score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples), prob=prob,
+        method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim, agent_dim=agent_dim, rng=gen)
     cc = cluster_codes(score, cluster, dim=task_dim)
     rows, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
@@ -859,6 +859,40 @@ def _unit_range(x: np.ndarray) -> bool:
     """Whether every finite score lies in [0, 1] (then a difference of their means lies in [-1, 1])."""
     v = x[np.isfinite(x)]
     return bool(v.size and v.min() >= 0.0 and v.max() <= 1.0)
+
+
+#: pair x task values compare_agents takes on: every pair's per-task differences, its units and
+#: their counts, and their CR2 scores are dense pair x task arrays, ~40 bytes and ~4 us (two
+#: cores) a value in all (measured: InstEval's 180 busiest lecturers, 16,110 pairs x 2,939
+#: students, 2.1 GB and 200 s; all 1,128, 635,628 pairs x 2,972, would be ~76 GB and ~2 hours)
+_MAX_PAIR_TASKS = 2**26
+_BYTES_PER_PAIR_TASK = 40
+_SECONDS_PER_PAIR_TASK = 4e-6
+
+
+def _all_pairs(n_agents: int, n_tasks: int, agent_dim: str) -> list[tuple[int, int]]:
+    """Every pair of agents, after refusing a family too large to compare in memory and minutes."""
+    n_pairs = n_agents * (n_agents - 1) // 2
+    cells = n_pairs * n_tasks
+    if cells <= _MAX_PAIR_TASKS:
+        return list(itertools.combinations(range(n_agents), 2))
+    raise ValueError(
+        f"`data`: {n_agents:,} agents make {n_pairs:,} pairs, and over {n_tasks:,} tasks "
+        f"compare_agents would hold {cells:,} pair x task values (about "
+        f"{cells * _BYTES_PER_PAIR_TASK / 1e9:,.0f} GB, and roughly "
+        f"{cells * _SECONDS_PER_PAIR_TASK / 60:,.0f} minutes on two cores); it takes at most "
+        f"{_MAX_PAIR_TASKS:,} (about {_MAX_PAIR_TASKS * _BYTES_PER_PAIR_TASK / 1e9:.1f} GB and "
+        f"{_MAX_PAIR_TASKS * _SECONDS_PER_PAIR_TASK / 60:.0f} minutes). Compare fewer agents at once (data.sel({agent_dim}=[...]): "
+        f"{_agents_within(n_tasks)} agents fit with {n_tasks:,} tasks), chosen pairs with "
+        f"paired_test (each agent against one reference agent is {n_agents - 1:,} pairs), or rank "
+        "every agent at once with rank_uncertainty."
+    )
+
+
+def _agents_within(n_tasks: int) -> int:
+    """The most agents whose pairs over ``n_tasks`` tasks stay within ``_MAX_PAIR_TASKS``."""
+    max_pairs = _MAX_PAIR_TASKS // max(n_tasks, 1)
+    return int((1 + math.isqrt(1 + 8 * max_pairs)) // 2)
 
 
 def _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws) -> float:
