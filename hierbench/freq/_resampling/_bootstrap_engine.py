@@ -192,6 +192,9 @@ def _weighted_task_mean(v: np.ndarray, w: np.ndarray, row_sum: float | None = No
                 num = w @ v0[0].T
                 den = None if present.all() else w @ pres[0].T
             # every task available to every row: the denominator is the row sum of the weights
+            if den is None and row_sum is not None and row_sum > 0:
+                num /= row_sum  # ratio's division where every denominator is positive, in place
+                return num
             if den is None:
                 rs = w.sum(1, dtype=float)[:, None] if row_sum is None else row_sum
                 den = np.broadcast_to(rs, num.shape)
