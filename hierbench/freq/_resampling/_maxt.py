@@ -154,20 +154,21 @@ def _adjust(obs: np.ndarray, chunks: Iterator[np.ndarray], plus: int) -> dict:
     maxima = []
     n_rows = 0
     for block in chunks:
-        block = np.nan_to_num(block, copy=False, nan=0.0)
-        maxima.append(block.max(1))
+        # a comparison's null |t| a row (free when the block is the transpose of such rows)
+        rows = np.nan_to_num(np.ascontiguousarray(block.T), copy=False, nan=0.0)
+        maxima.append(rows.max(0))
         # successive maxima over the comparisons from the smallest |t| up, strip by strip
         # (a maximum is exact, so carrying the last one over gives the one accumulation)
-        carry = np.full(block.shape[0], -np.inf)
-        width = _strip(block.shape[0])
+        carry = np.full(rows.shape[1], -np.inf)
+        width = _strip(rows.shape[1])
         for c in range(0, P, width):
             idx = rev[c : c + width]
-            succ = block[:, idx]
-            np.maximum.accumulate(succ, axis=1, out=succ)
-            np.maximum(succ, carry[:, None], out=succ)
-            carry = succ[:, -1].copy()
-            hits_sd[idx] += np.count_nonzero(succ >= thr[idx], axis=0)
-        n_rows += block.shape[0]
+            succ = rows[idx]
+            np.maximum.accumulate(succ, axis=0, out=succ)
+            np.maximum(succ, carry, out=succ)
+            carry = succ[-1].copy()
+            hits_sd[idx] += np.count_nonzero(succ >= thr[idx, None], axis=1)
+        n_rows += rows.shape[1]
     mx = np.sort(np.concatenate(maxima))
     hits = mx.size - np.searchsorted(mx, thr, side="left")  # rows whose maximum reaches |t| - tol
     p = (plus + hits) / (plus + n_rows)
@@ -220,6 +221,7 @@ def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict) -> np.ndarra
     m = signs @ units
     # with tasks as units w is one number per comparison and n is 0 or 1: the middle sum is w N m*
     cross_all = signs @ parts["wna"] if parts["wna"] is not None else None
+    out = np.empty(m.shape[::-1])  # (comparisons, patterns): _adjust reads a comparison's row at once
     width = _strip(m.shape[0])
     for c in range(0, m.shape[1], width):
         s = slice(c, c + width)
@@ -240,8 +242,8 @@ def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict) -> np.ndarra
         with np.errstate(divide="ignore", invalid="ignore"):
             t /= np.sqrt(v, out=v)
         t[flat] = np.where(np.abs(ms[flat]) > 0, np.inf, 0.0)
-        ms[...] = t
-    return m
+        out[s] = t.T
+    return out.T
 
 
 def _sign_parts(units: np.ndarray, counts: np.ndarray, live: np.ndarray) -> dict:
