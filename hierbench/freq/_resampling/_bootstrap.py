@@ -274,14 +274,17 @@ def _pair_index(pairs, agent_coord, paired: bool) -> tuple[np.ndarray | None, li
     names = [str(a) for a in agent_coord.values]
     if pairs == "all":
         pairs = [(names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))]
+    position: dict[str, int] = {}
+    for i, name in enumerate(names):
+        position.setdefault(name, i)  # the first, as list.index (49,770 pairs: no scan per pair)
     idx = []
     for p in pairs:
         if len(p) != 2:
             raise ValueError(f"`pairs` entries must be (agent_a, agent_b); got {p!r}")
-        unknown = [x for x in p if str(x) not in names]
+        unknown = [x for x in p if str(x) not in position]
         if unknown:
             raise ValueError(f"`pairs` names agents not in the data: {unknown}; agents are {names}")
-        idx.append((names.index(str(p[0])), names.index(str(p[1]))))
+        idx.append((position[str(p[0])], position[str(p[1])]))
     if not idx:
         raise ValueError("`pairs` is empty")
     if not paired:
@@ -339,6 +342,7 @@ def _interval(plan: _Plan, lims: np.ndarray, da, *, prob: float, method: str, de
 
 
 def _detail(plan: _Plan, unit: str, n_resamples: int) -> str:
+    """The interval's ``ci_detail``: scheme, resampling unit, number of resamples."""
     return f"bootstrap, {plan.scheme} scheme, resampling {unit}s, {int(n_resamples)} resamples"
 
 
@@ -567,6 +571,10 @@ def _plan(data, statistic, builtin: bool, k, pairs, scheme: str, paired: bool, c
     return plan, agent_coord, pair_labels, unit, cluster_column
 
 
+#: why a resample can leave an output undefined, in the undefined-resample warning
+_UNDEFINED_CAUSE = "e.g. an agent drew none of the tasks it ran; counted in `n_undefined`"
+
+
 def _resample(
     plan: _Plan, n_resamples: int, gen: np.random.Generator, progress, method: str, prob: float,
     labels: tuple,
@@ -585,9 +593,6 @@ def _resample(
     lims, z0, acc, bca = _limits(plan, theta, dist, method, prob)
     warn_bca_undefined(*bca)
     return theta, dist, (lims, z0, acc)
-
-
-_UNDEFINED_CAUSE = "e.g. an agent drew none of the tasks it ran; counted in `n_undefined`"
 
 
 def _theta(plan: _Plan) -> np.ndarray:
