@@ -69,6 +69,25 @@ def test_shared_sign_flips_equal_brute_force_enumeration(seed):
     assert ((out["t"] > out["crit"]) == (out["p"] < 0.05)).all()
 
 
+@pytest.mark.parametrize("sizes", [np.array([3, 1, 5, 2, 4, 2, 1]), np.ones(7, dtype=int)], ids=["clusters", "tasks"])
+def test_many_comparisons_in_strips_equal_brute_force_enumeration(sizes):
+    # 300 comparisons: the block's arithmetic and the successive maxima run in strips of 256
+    rng = np.random.default_rng(7)
+    d, codes, units, counts = _cluster_data(rng, 300, sizes)
+    out = signflip_maxt(units, counts, alpha=0.05, gen=np.random.default_rng(0))
+    obs, null = _brute_maxt(d, codes, sizes.size)
+    tol = 1e-9 * obs
+    np.testing.assert_allclose(out["t"], obs, rtol=1e-10)
+    np.testing.assert_allclose(out["p"], np.mean(null.max(1)[:, None] >= obs - tol, axis=0), rtol=1e-12)
+    order = np.argsort(-obs)
+    run = np.maximum.accumulate(null[:, order[::-1]], axis=1)[:, ::-1]  # max over order[j:]
+    succ = np.mean(run >= (obs - tol)[order], axis=0)
+    p_sd = np.empty_like(succ)
+    p_sd[order] = np.maximum.accumulate(succ)
+    np.testing.assert_allclose(out["p_stepdown"], p_sd, rtol=1e-12)
+    assert out["exact"] and ((out["t"] > out["crit"]) == (out["p"] < 0.05)).all()
+
+
 def test_independent_comparisons_give_sidak_exactly_with_sign_flips():
     """Comparisons on disjoint units: P(max >= x) = 1 - prod_l (1 - P(|T_l| >= x)), Sidak's formula."""
     rng = np.random.default_rng(4)

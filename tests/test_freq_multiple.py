@@ -13,6 +13,7 @@ import statsmodels.stats.multitest as smm
 import xarray as xr
 from scipy import stats
 
+from hierbench.freq import UndefinedTestWarning
 from hierbench.freq import compare_agents
 from hierbench.freq import paired_test
 from hierbench.freq._kernels import cr2_mean_se
@@ -382,3 +383,36 @@ def test_adjusted_p_below_the_raw_one_is_explained():
         float(tasks.p_value.sel(agent="a", opponent="b")), abs=1e-12
     )
     assert "note:" not in repr(tasks)
+
+
+def test_compare_agents_refuses_a_family_too_large_before_any_work(monkeypatch):
+    from hierbench.freq._resampling import _multiple
+
+    # InstEval read as agents x tasks: 1,128 lecturers x 2,972 students, 635,628 pairs
+    with pytest.raises(ValueError, match=r"1,128 agents make 635,628 pairs, and over 2,972 tasks") as err:
+        _multiple._all_pairs(1128, 2972, "agent")
+    assert "paired_test" in str(err.value) and "rank_uncertainty" in str(err.value)
+    assert len(_multiple._all_pairs(316, 24, "agent")) == 316 * 315 // 2  # VerbAgg's 49,770 pairs pass
+    # the suggested number of agents is the largest whose pairs fit (brute force)
+    for n_tasks in (24, 500, 2972, 10**6):
+        fit = [a for a in range(2, 5000) if a * (a - 1) // 2 * n_tasks <= _multiple._MAX_PAIR_TASKS]
+        assert _multiple._agents_within(n_tasks) == (max(fit) if fit else 1)
+    # the refusal comes before the resampling, from compare_agents itself
+    monkeypatch.setattr(_multiple, "_MAX_PAIR_TASKS", 100)
+    ds, _ = simulate_eval(n_agents=6, n_tasks=20, n_runs=1, rng=0)
+    with pytest.raises(ValueError, match=r"`data`: 6 agents make 15 pairs, and over 20 tasks .* 300 pair x task"):
+        compare_agents(ds, n_resamples=99, rng=0)
+
+
+def test_pairs_without_shared_tasks_are_counted_and_a_few_named():
+    # 14 agents on disjoint tasks but the first two: 90 of 91 pairs share no task
+    score = np.full((14, 30, 1), np.nan)
+    rng = np.random.default_rng(0)
+    score[:2, :16, 0] = rng.integers(0, 2, (2, 16))
+    for a in range(2, 14):
+        score[a, 16 + a - 2, 0] = 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), score)},
+                    coords={"agent": [f"a{i:02d}" for i in range(14)]})
+    with pytest.warns(UndefinedTestWarning, match=r"90 of 91 pairs have fewer than 2 shared tasks .* and 80 more"):
+        res = compare_agents(ds, n_resamples=99, rng=0)
+    assert np.isfinite(res.mean_diff.values[0, 1]) and np.isnan(res.mean_diff.values[0, 2])

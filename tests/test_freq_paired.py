@@ -1,7 +1,9 @@
 """Paired comparisons: enumeration, scipy, the seed-003 worked example, type-I error by simulation."""
 
 import itertools
+import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from hierbench.freq import bootstrap_ci
 from hierbench.freq import compare_agents
 from hierbench.freq import holm
 from hierbench.freq import paired_test
+from hierbench.freq._resampling._paired import _mcnemar_p
 from hierbench.testing import simulate_eval
 
 
@@ -83,6 +86,42 @@ def test_mcnemar_leaves_out_tasks_without_majority_and_counts_them():
     assert res.counts["n_mcnemar_ties"] == 1
     assert (res.counts["n_a_only"], res.counts["n_b_only"]) == (2, 0)
     assert float(res.p_mcnemar) == pytest.approx(stats.binomtest(2, 2, 0.5).pvalue)
+
+
+def test_vectorised_mcnemar_equals_binomtest_and_exact_enumeration_up_to_200():
+    # every (n10, n01) with 0 < n10 + n01 <= 200, ties included, at once
+    n10, n01 = (g.ravel() for g in np.meshgrid(np.arange(201), np.arange(201), indexing="ij"))
+    keep = (n10 + n01 > 0) & (n10 + n01 <= 200)
+    n10, n01 = n10[keep], n01[keep]
+    p = _mcnemar_p(n10, n01)
+    ref = np.array([stats.binomtest(int(a), int(a + b), 0.5).pvalue for a, b in zip(n10, n01, strict=True)])
+    np.testing.assert_allclose(p, ref, rtol=1e-12, atol=0)
+    # exact: at 1/2 the outcomes no likelier than the one seen are both tails beyond min(n10, n01)
+    # (all of them when n10 = n01), their binomial coefficients summed in integers
+    cum = {n: list(itertools.accumulate(math.comb(n, x) for x in range(n + 1))) for n in range(201)}
+    exact = [
+        1.0 if a == b else float(min(Fraction(1), Fraction(2 * cum[a + b][min(a, b)], 2 ** (a + b))))
+        for a, b in zip(n10.tolist(), n01.tolist(), strict=True)
+    ]
+    np.testing.assert_allclose(p, exact, rtol=1e-13, atol=0)
+    assert np.isnan(_mcnemar_p([0], [0])).all()  # no discordant task: no test
+    assert (p[n10 == n01] == 1.0).all()
+
+
+def test_compare_agents_mcnemar_is_binomtest_per_pair_on_ragged_runs():
+    # 2 runs: per-task means of 1/2 (no majority, left out), tasks one agent never ran
+    ds, _ = simulate_eval(n_agents=6, n_tasks=40, n_runs=2, p_missing_task=0.2, rng=12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = compare_agents(ds, n_resamples=99, rng=0)
+    m = ds.score.mean("run").values
+    for i, j in itertools.combinations(range(6), 2):
+        both = np.isfinite(m[i]) & np.isfinite(m[j])
+        a, b = m[i, both], m[j, both]
+        n10, n01 = int(np.sum((a > 0.5) & (b < 0.5))), int(np.sum((a < 0.5) & (b > 0.5)))
+        ref = stats.binomtest(n10, n10 + n01, 0.5).pvalue if n10 + n01 else np.nan
+        got = res.p_mcnemar.values[i, j]
+        assert got == pytest.approx(ref, rel=1e-12, nan_ok=True) and res.p_mcnemar.values[j, i] == got
 
 
 def test_seed_003_paired_worked_example():

@@ -314,10 +314,14 @@ def _column_quantiles(dist: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out if q.ndim == 2 else out[:, 0]
 
 
-def _bca(
+def _bca_parts(
     theta: np.ndarray, dist: np.ndarray, jack: np.ndarray, alpha: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """BCa limits (U, 2), z0 (U,), a (U,) from the estimate, distribution and jackknife."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`_bca` without its warning: limits, z0, a and how many statistics have no BCa interval.
+
+    Every output is a function of its own column, so a caller that takes the columns in
+    blocks adds the counts up and warns once (:func:`warn_bca_undefined`).
+    """
     defined = np.isfinite(dist)
     m = defined.sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -329,16 +333,29 @@ def _bca(
         qu = ndtr(z0 + (z0 + zu) / (1 - acc * (z0 + zu)))
     q = np.stack([ql, qu], -1)
     bad = ~np.isfinite(q).all(-1)
-    if bad.any():
+    return _column_quantiles(dist, q), z0, acc, int(bad.sum())
+
+
+def warn_bca_undefined(n_bad: int, n: int) -> None:
+    """Warn that ``n_bad`` of ``n`` statistics have no BCa interval (nothing when ``n_bad`` is 0)."""
+    if n_bad:
         warn_user(
-            f"BCa is undefined for {int(bad.sum())} of {bad.size} statistics (the bootstrap "
+            f"BCa is undefined for {n_bad} of {n} statistics (the bootstrap "
             "distribution lies entirely on one side of the estimate, or the jackknife values "
             "are all equal); their interval is NaN. Use the percentile interval, defined there "
             "(method='percentile'; in hierbench.report.build bootstrap_method='percentile', and "
             "in the CLI's report and demo --bootstrap-method percentile), or more tasks.",
             DegenerateBootstrapWarning,
         )
-    return _column_quantiles(dist, q), z0, acc
+
+
+def _bca(
+    theta: np.ndarray, dist: np.ndarray, jack: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """BCa limits (U, 2), z0 (U,), a (U,) from the estimate, distribution and jackknife."""
+    lims, z0, acc, n_bad = _bca_parts(theta, dist, jack, alpha)
+    warn_bca_undefined(n_bad, theta.shape[0])
+    return lims, z0, acc
 
 
 def percentile_bounds(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
@@ -366,7 +383,17 @@ def warn_undefined_resamples(
     limits leave those resamples out (``percentile_bounds``, ``_bca``).
     """
     n = dist.shape[0]
-    n_undef = (~np.isfinite(dist)).reshape(n, -1).sum(0)
+    warn_undefined_counts((~np.isfinite(dist)).reshape(n, -1).sum(0), n, names, cause=cause, category=category, only=only)
+
+
+def warn_undefined_counts(
+    n_undef: np.ndarray, n: int, names: list[str], *, cause: str, category: type[Warning],
+    only: np.ndarray | None = None,
+) -> None:
+    """:func:`warn_undefined_resamples` from the counts: ``n_undef[i]`` of ``n`` resamples undefined.
+
+    For a caller that never holds the whole distribution (it counts block by block).
+    """
     if only is not None:
         n_undef = np.where(np.ravel(only), n_undef, 0)
     hit = np.flatnonzero(n_undef)

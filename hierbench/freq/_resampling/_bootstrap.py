@@ -58,6 +58,8 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import score_array
 from .._kernels import DegenerateBootstrapWarning
+from .._kernels import warn_bca_undefined
+from .._kernels import warn_undefined_counts
 from .._kernels import warn_undefined_resamples
 from .._rates import EmptySampleWarning
 from .._rates import InsufficientRunsWarning
@@ -67,6 +69,7 @@ from ._bootstrap_engine import _cells_from
 from ._bootstrap_engine import _distribution
 from ._bootstrap_engine import _limits
 from ._bootstrap_engine import _Plan
+from ._bootstrap_engine import _summaries
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -271,14 +274,17 @@ def _pair_index(pairs, agent_coord, paired: bool) -> tuple[np.ndarray | None, li
     names = [str(a) for a in agent_coord.values]
     if pairs == "all":
         pairs = [(names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))]
+    position: dict[str, int] = {}
+    for i, name in enumerate(names):
+        position.setdefault(name, i)  # the first, as list.index (49,770 pairs: no scan per pair)
     idx = []
     for p in pairs:
         if len(p) != 2:
             raise ValueError(f"`pairs` entries must be (agent_a, agent_b); got {p!r}")
-        unknown = [x for x in p if str(x) not in names]
+        unknown = [x for x in p if str(x) not in position]
         if unknown:
             raise ValueError(f"`pairs` names agents not in the data: {unknown}; agents are {names}")
-        idx.append((names.index(str(p[0])), names.index(str(p[1]))))
+        idx.append((position[str(p[0])], position[str(p[1])]))
     if not idx:
         raise ValueError("`pairs` is empty")
     if not paired:
@@ -300,13 +306,12 @@ def _output_names(plan: _Plan, agent_coord, pair_labels: list[str], n_out: int) 
 # ---------------------------------------------------------------------------
 
 
-def _package(
-    plan: _Plan, agent_coord, pair_labels: list[str], theta, dist, limits, *, prob: float,
-    method: str, unit: str, agent_dim: str, cluster_column: str = "",
-) -> BootstrapResult:
-    """The arrays as a :class:`BootstrapResult` with the house interval."""
-    lims, z0, acc_a = limits
-    n_out, n_resamples, T, U = theta.shape[0], dist.shape[0], plan.T, plan.U
+def _output_axes(plan: _Plan, agent_coord, pair_labels: list[str], n_out: int, agent_dim: str):
+    """``da(x, lead=(), lead_coords=None, trail=())``: per-output values as a DataArray.
+
+    The output dim is ``pair``, the agent dim, or ``statistic`` (a callable's outputs);
+    squeezed away for a single statistic without agents.
+    """
     if plan.pairs_idx is not None:
         odim: tuple[str, ...] = ("pair",)
         ocoords: dict = {"pair": pair_labels}
@@ -315,9 +320,43 @@ def _package(
     else:
         odim, ocoords = ("statistic",), {}
     squeeze = (agent_coord is None and plan.pairs_idx is None) or (odim == ("statistic",) and n_out == 1)
+
+    def da(x: np.ndarray, lead: tuple[str, ...] = (), lead_coords: dict | None = None, trail=()):
+        out = xr.DataArray(x, dims=(*lead, *odim, *trail), coords={**(lead_coords or {}), **ocoords})
+        return out.squeeze(odim[0], drop=True) if squeeze else out
+
+    return da
+
+
+def _interval(plan: _Plan, lims: np.ndarray, da, *, prob: float, method: str, detail: str) -> xr.DataArray:
+    """The house interval of the limits ``lims`` (n_out, 2), each zero-width output's reason named."""
+    lims_da = da(lims, trail=("ci_bound",))
+    return make_interval(
+        lims_da.isel(ci_bound=0, drop=True),
+        lims_da.isel(ci_bound=1, drop=True),
+        prob=prob,
+        kind=method,
+        detail=detail,
+        zero_width_why=da(_zero_width_reasons(plan, _same_values(plan, lims.shape[0]))),
+    )
+
+
+def _detail(plan: _Plan, unit: str, n_resamples: int) -> str:
+    """The interval's ``ci_detail``: scheme, resampling unit, number of resamples."""
+    return f"bootstrap, {plan.scheme} scheme, resampling {unit}s, {int(n_resamples)} resamples"
+
+
+def _package(
+    plan: _Plan, agent_coord, pair_labels: list[str], theta, dist, limits, *, prob: float,
+    method: str, unit: str, agent_dim: str, cluster_column: str = "",
+) -> BootstrapResult:
+    """The arrays as a :class:`BootstrapResult` with the house interval."""
+    lims, z0, acc_a = limits
+    n_out, n_resamples, T, U = theta.shape[0], dist.shape[0], plan.T, plan.U
+    da = _output_axes(plan, agent_coord, pair_labels, n_out, agent_dim)
     statistic, k = plan.statistic, plan.k
     name = statistic if plan.builtin else getattr(statistic, "__name__", "statistic")
-    detail = f"bootstrap, {plan.scheme} scheme, resampling {unit}s, {int(n_resamples)} resamples"
+    detail = _detail(plan, unit, n_resamples)
     attrs = {
         "statistic": str(name) + (f" (k={k})" if plan.builtin and statistic != "mean" else ""),
         "scheme": plan.scheme,
@@ -327,24 +366,11 @@ def _package(
         "cluster_column": cluster_column,
         "paired_resample": int(plan.paired),
     }
-
-    def da(x: np.ndarray, lead: tuple[str, ...] = (), lead_coords: dict | None = None, trail=()):
-        out = xr.DataArray(x, dims=(*lead, *odim, *trail), coords={**(lead_coords or {}), **ocoords})
-        return out.squeeze(odim[0], drop=True) if squeeze else out
-
-    lims_da = da(lims, trail=("ci_bound",))
     same = _same_values(plan, n_out)
     # the one value on every task leaves no width (percentile) or no interval (BCa's bias correction is
     # infinite); under two-stage the runs may still give width, and then it is not the reason
     degenerate = ~np.isfinite(lims).all(-1) | (lims[:, 1] - lims[:, 0] == 0.0)
-    ci = make_interval(
-        lims_da.isel(ci_bound=0, drop=True),
-        lims_da.isel(ci_bound=1, drop=True),
-        prob=prob,
-        kind=method,
-        detail=detail,
-        zero_width_why=da(_zero_width_reasons(plan, same)),  # each zero-width agent named
-    )
+    ci = _interval(plan, lims, da, prob=prob, method=method, detail=detail)
     present = np.isfinite(plan.v_obs[0])
     n_tasks = present.sum(-1)
     n_tasks_o = n_tasks if n_out == U else np.full(n_out, int(present.any(0).sum()))
@@ -545,6 +571,10 @@ def _plan(data, statistic, builtin: bool, k, pairs, scheme: str, paired: bool, c
     return plan, agent_coord, pair_labels, unit, cluster_column
 
 
+#: why a resample can leave an output undefined, in the undefined-resample warning
+_UNDEFINED_CAUSE = "e.g. an agent drew none of the tasks it ran; counted in `n_undefined`"
+
+
 def _resample(
     plan: _Plan, n_resamples: int, gen: np.random.Generator, progress, method: str, prob: float,
     labels: tuple,
@@ -553,16 +583,65 @@ def _resample(
 
     ``labels`` (agent coord, pair labels) name the outputs in the warning.
     """
-    T, U = plan.T, plan.U
-    theta = plan.stat(plan.v_obs, np.ones((1, T)) if plan.paired else np.ones((1, U, T)))[0]
+    theta = _theta(plan)
     dist = _distribution(plan, theta.shape[0], n_resamples, gen, progress)
     names = _output_names(plan, *labels, theta.shape[0])
     empty = _warn_empty_outputs(plan, theta, names, labels[0])
     warn_undefined_resamples(
-        dist, names, category=UndefinedResampleWarning, only=~empty,
-        cause="e.g. an agent drew none of the tasks it ran; counted in `n_undefined`",
+        dist, names, category=UndefinedResampleWarning, only=~empty, cause=_UNDEFINED_CAUSE,
     )
-    return theta, dist, _limits(plan, theta, dist, method, prob)
+    lims, z0, acc, bca = _limits(plan, theta, dist, method, prob)
+    warn_bca_undefined(*bca)
+    return theta, dist, (lims, z0, acc)
+
+
+def _theta(plan: _Plan) -> np.ndarray:
+    """The statistic on the data, one value per output."""
+    T, U = plan.T, plan.U
+    return plan.stat(plan.v_obs, np.ones((1, T)) if plan.paired else np.ones((1, U, T)))[0]
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """:func:`_bootstrap_summary`: per output the estimate, the interval and the percentile p-value."""
+
+    estimate: np.ndarray
+    ci: xr.DataArray
+    p_value: np.ndarray
+    p_value_mcse: np.ndarray
+    n_undefined: np.ndarray
+
+
+def _bootstrap_summary(
+    data, statistic="mean", *, k=None, pairs=None, scheme: str = "tasks", method: str = "percentile",
+    n_resamples: int = 9999, prob: float = DEFAULT_PROB, cluster="auto", paired: bool = True,
+    run_dim: str = "run", task_dim: str = "task", agent_dim: str = "agent", rng=None, progress=None,
+) -> _Summary:
+    """:func:`bootstrap_ci`'s estimate and interval, and each output's percentile p-value, in bounded memory.
+
+    The same checks, warnings, resamples and numbers as :func:`bootstrap_ci` with the same
+    arguments (its ``ci`` and, from its ``distribution``, ``_percentile_p``), but the
+    distribution is never held whole: above ``_BLOCK_BYTES`` the outputs go in blocks that
+    replay the same resamples (:func:`~._bootstrap_engine._summaries`). For many pairs
+    (:func:`compare_agents`), where the whole distribution is gigabytes.
+    """
+    prob, builtin = _check_arguments(statistic, k, scheme, method, n_resamples, prob)
+    gen = as_rng(rng)
+    plan, agent_coord, pair_labels, unit, _ = _plan(
+        data, statistic, builtin, k, pairs, scheme, paired, cluster, (run_dim, task_dim, agent_dim)
+    )
+    theta = _theta(plan)
+    out = _summaries(plan, theta, int(n_resamples), gen, progress, method, prob)
+    names = _output_names(plan, agent_coord, pair_labels, theta.shape[0])
+    empty = _warn_empty_outputs(plan, theta, names, agent_coord)
+    warn_undefined_counts(
+        out["n_undefined"], int(n_resamples), names, category=UndefinedResampleWarning, only=~empty,
+        cause=_UNDEFINED_CAUSE,
+    )
+    warn_bca_undefined(*out["bca"])
+    da = _output_axes(plan, agent_coord, pair_labels, theta.shape[0], agent_dim)
+    ci = _interval(plan, out["lims"], da, prob=prob, method=method, detail=_detail(plan, unit, n_resamples))
+    return _Summary(theta, ci, out["p"], out["p_mcse"], out["n_undefined"])
 
 
 def _warn_empty_outputs(plan: _Plan, theta: np.ndarray, names: list[str], agent_coord) -> np.ndarray:

@@ -7,6 +7,7 @@ its docstring explains the weights).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from scipy import stats
 from ..._base import Progress
 from ..._base import counts as cell_counts
 from .._inputs import score_array
-from .._kernels import _bca
+from .._kernels import _bca_parts
 from .._kernels import _column_quantiles
 from .._kernels import _index_dtype
 from .._kernels import _pass_kernel
@@ -191,6 +192,9 @@ def _weighted_task_mean(v: np.ndarray, w: np.ndarray, row_sum: float | None = No
                 num = w @ v0[0].T
                 den = None if present.all() else w @ pres[0].T
             # every task available to every row: the denominator is the row sum of the weights
+            if den is None and row_sum is not None and row_sum > 0:
+                num /= row_sum  # ratio's division where every denominator is positive, in place
+                return num
             if den is None:
                 rs = w.sum(1, dtype=float)[:, None] if row_sum is None else row_sum
                 den = np.broadcast_to(rs, num.shape)
@@ -243,13 +247,30 @@ class _Plan:
 
     def __post_init__(self) -> None:
         self.cell_stat = self.statistic if self.builtin else "mean"
+        self.cols: slice | None = None  # a block of the outputs (``block``); None: all of them
         self.A, self.T = self.cells.n.shape
         self.obs_cell = _values(self.cells.n, self.cells.s, self.cell_stat, self.k)  # (A, T)
         self.v_obs = self.values_of(self.cells.n, self.cells.s)[None]  # (1, U, T)
         self.U = self.v_obs.shape[1]
 
     def values_of(self, n: np.ndarray, s: np.ndarray) -> np.ndarray:
-        return _apply_pairs(_values(n, s, self.cell_stat, self.k), self.pairs_idx)
+        return self.outputs(_values(n, s, self.cell_stat, self.k))
+
+    def outputs(self, v: np.ndarray) -> np.ndarray:
+        """Per-cell values ``(..., A, T)`` as the outputs' ``(..., U, T)``: pair differences, or the agents."""
+        if self.pairs_idx is not None:
+            return _apply_pairs(v, self.pairs_idx)
+        return v if self.cols is None else v[..., self.cols, :]
+
+    def block(self, cols: slice) -> _Plan:
+        """The plan of the outputs ``cols`` alone: the same cells, so the same draws make its resamples."""
+        sub = copy.copy(self)
+        sub.cols = cols
+        if self.pairs_idx is not None:
+            sub.pairs_idx = self.pairs_idx[cols]
+        sub.v_obs = self.v_obs[:, cols]
+        sub.U = sub.v_obs.shape[1]
+        return sub
 
     def copies_mean(self, gen: np.random.Generator, drawn: np.ndarray, wa: np.ndarray) -> np.ndarray:
         """Per (resample, agent, task): the mean over ``wa`` independent run resamples.
@@ -342,10 +363,10 @@ def _gather_chunk(gen: np.random.Generator, plan: _Plan, b: int) -> np.ndarray:
 
 def _weights_chunk(gen: np.random.Generator, plan: _Plan, b: int, w_dtype: type) -> np.ndarray:
     """The general path: task (cluster) weights, run resamples where the scheme asks."""
-    T, U, A, pidx = plan.T, plan.U, plan.A, plan.pairs_idx
+    T, U, A = plan.T, plan.U, plan.A
     if plan.scheme == "runs":
         w = np.ones((b, T)) if plan.paired else np.ones((b, U, T))
-        v = _apply_pairs(plan.copies_mean(gen, np.ones((b, A, T), dtype=bool), np.ones((b, A, T))), pidx)
+        v = plan.outputs(plan.copies_mean(gen, np.ones((b, A, T), dtype=bool), np.ones((b, A, T))))
     else:
         if plan.paired:
             w = task_weights(T, b, gen, clusters=plan.codes).astype(w_dtype)
@@ -355,16 +376,31 @@ def _weights_chunk(gen: np.random.Generator, plan: _Plan, b: int, w_dtype: type)
             v = plan.v_obs
         else:  # two-stage: each copy of a task gets its own run resample
             wa = np.broadcast_to(w[:, None, :] if w.ndim == 2 else w, (b, A, T))
-            v = _apply_pairs(plan.copies_mean(gen, wa > 0, wa), pidx)
+            v = plan.outputs(plan.copies_mean(gen, wa > 0, wa))
     # an unclustered task resample draws T tasks: every row of w sums to T
     full = plan.codes is None and plan.scheme != "runs" and w.ndim == 2
     return plan.stat(v, w, T if full else None)
 
 
-def _distribution(
-    plan: _Plan, n_out: int, n_resamples: int, gen: np.random.Generator, progress: bool | None
-) -> np.ndarray:
-    """The bootstrap distribution ``(n_resamples, n_out)``, in chunks (no loop per resample)."""
+@dataclass
+class _Schedule:
+    """How one call's resamples are drawn and turned into statistics, fixed by the whole plan.
+
+    A block of the outputs (:meth:`_Plan.block`) is filled with the same schedule, so from
+    the same generator state it sees the same resamples: the path (multinomial patterns,
+    gathered indices, or weights), the weights' float type and the chunk sizes all come
+    from every output, and numpy's bounded-integer draws of narrow types buffer bits per
+    call, so other chunk sizes would draw other resamples.
+    """
+
+    patterns: tuple | None
+    gather: bool
+    w_dtype: type
+    chunk: int
+
+
+def _schedule(plan: _Plan, n_resamples: int) -> _Schedule:
+    """The drawing path and chunk size of ``plan`` (no loop per resample)."""
     T, U = plan.T, plan.U
     packed = plan.cells.packed
     per = T * (U if (not plan.paired or plan.scheme != "tasks") else 1) * (
@@ -383,20 +419,39 @@ def _distribution(
     w_dtype = np.float32 if (shared_tasks and _float32_exact(plan.v_obs[0], T)) else float
     budget = _GATHER_CHUNK_ELEMS if gather else _CHUNK_ELEMS
     chunk = int(max(1, min(n_resamples, budget // max(per, 1))))
+    return _Schedule(patterns, gather, w_dtype, chunk)
+
+
+def _fill(
+    plan: _Plan, sched: _Schedule, n_out: int, n_resamples: int, gen: np.random.Generator, bar: Progress
+) -> np.ndarray:
+    """The distribution ``(n_resamples, n_out)`` of ``plan``'s outputs under ``sched``, chunk by chunk."""
+    T = plan.T
+    patterns = sched.patterns
+    if patterns is not None and plan.cols is not None:
+        pv, pp, prob_k, all_present_p = patterns
+        patterns = (pv[:, plan.cols], pp[:, plan.cols], prob_k, all_present_p)
     dist = np.empty((n_resamples, n_out))
     done = 0
-    bar = Progress(n_resamples, "bootstrap resamples", enabled=progress)
     while done < n_resamples:
-        bar.update(done - bar.done)
-        b = min(chunk, n_resamples - done)
+        b = min(sched.chunk, n_resamples - done)
         if patterns is not None:
             dist[done : done + b] = _pattern_chunk(gen, T, patterns, b)
-        elif gather:
+        elif sched.gather:
             dist[done : done + b] = _gather_chunk(gen, plan, b)
         else:
-            dist[done : done + b] = _weights_chunk(gen, plan, b, w_dtype)
+            dist[done : done + b] = _weights_chunk(gen, plan, b, sched.w_dtype)
         done += b
-    bar.update(done - bar.done)
+        bar.update(b)
+    return dist
+
+
+def _distribution(
+    plan: _Plan, n_out: int, n_resamples: int, gen: np.random.Generator, progress: bool | None
+) -> np.ndarray:
+    """The bootstrap distribution ``(n_resamples, n_out)``, in chunks (no loop per resample)."""
+    bar = Progress(n_resamples, "bootstrap resamples", enabled=progress)
+    dist = _fill(plan, _schedule(plan, n_resamples), n_out, n_resamples, gen, bar)
     bar.close()
     return dist
 
@@ -435,15 +490,113 @@ def _jackknife(plan: _Plan, n_out: int) -> np.ndarray:
 
 
 def _limits(plan: _Plan, theta: np.ndarray, dist: np.ndarray, method: str, prob: float):
-    """``(lims (n_out, 2), z0, a)``: percentile quantiles, or BCa with its z0 and acceleration."""
+    """``(lims (n_out, 2), z0, a, (n_bad, n_ok))``: percentile quantiles, or BCa with its z0 and acceleration.
+
+    ``n_bad`` of the ``n_ok`` outputs with an estimate have no BCa interval; the caller warns
+    (:func:`~hierbench.freq._kernels.warn_bca_undefined`), once for all its blocks.
+    """
     alpha = 1 - prob
     n_out = theta.shape[0]
     if method == "percentile":
-        return _column_quantiles(dist, np.tile([alpha / 2, 1 - alpha / 2], (n_out, 1))), None, None
+        return _column_quantiles(dist, np.tile([alpha / 2, 1 - alpha / 2], (n_out, 1))), None, None, (0, 0)
     # an output undefined on the data (an agent with no runs; bootstrap_ci names it) has no BCa
     # interval: NaN, without the one-sided-distribution warning, which is not why
     ok = np.isfinite(theta)
     lims, z0, acc = np.full((n_out, 2), np.nan), np.full(n_out, np.nan), np.full(n_out, np.nan)
+    n_bad = 0
     if ok.any():
-        lims[ok], z0[ok], acc[ok] = _bca(theta[ok], dist[:, ok], _jackknife(plan, n_out)[:, ok], alpha)
-    return lims, z0, acc
+        lims[ok], z0[ok], acc[ok], n_bad = _bca_parts(theta[ok], dist[:, ok], _jackknife(plan, n_out)[:, ok], alpha)
+    return lims, z0, acc, (n_bad, int(ok.sum()))
+
+
+# ---------------------------------------------------------------------------
+# per-output summaries without the whole distribution (compare_agents' many pairs)
+# ---------------------------------------------------------------------------
+
+#: the largest bootstrap distribution (bytes) :func:`_summaries` holds at once: 316 agents' 49,770
+#: pairs x 9,999 resamples are 4 GB of float64, and the products and sorts behind the limits
+#: took three times that (12.9 GB measured); in blocks of 256 MB the whole call peaks at 0.8 GB
+_BLOCK_BYTES = 2**28
+#: a block of outputs starts at a multiple of this many: a BLAS product treats its columns in
+#: groups of up to 8 or 16, so a column inside a block sits where it sat in one product (measured
+#: with OpenBLAS: only a product's last ``U mod 8`` columns can round otherwise in a narrower one)
+_BLOCK_ALIGN = 64
+
+
+def _blocks(plan: _Plan, n_out: int, n_resamples: int) -> list[slice]:
+    """The blocks of outputs whose distribution fits ``_BLOCK_BYTES`` (one block when it all fits).
+
+    Only a built-in statistic over one shared task resample splits into its outputs'
+    columns; a callable (it sees every output) and independent resamples per agent (drawn
+    per output) keep one block. No block is a single column where others are wider: a sum
+    down one column of a (B, 1) array is pairwise, down a (B, U) array sequential.
+    """
+    width = _BLOCK_BYTES // (8 * n_resamples)
+    if width >= n_out or not (plan.builtin and plan.paired):
+        return [slice(0, n_out)]
+    width = max(_BLOCK_ALIGN, width // _BLOCK_ALIGN * _BLOCK_ALIGN)
+    starts = list(range(0, n_out, width))
+    if n_out - starts[-1] < 2:
+        starts.pop()  # the last output joins the block before
+    return [slice(a, b) for a, b in zip(starts, [*starts[1:], n_out], strict=True)]
+
+
+def _percentile_p(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column: the two-sided p-value inverting the percentile interval, and its Monte Carlo error.
+
+    ``p = 2 min(P*(d <= 0), P*(d >= 0))`` over the defined resamples, each share
+    ``(1 + count) / (B + 1)``; its standard error is ``sqrt(p (2 - p) / B)``.
+    """
+    B = np.isfinite(dist).sum(0)
+    lo = (1 + np.count_nonzero(dist <= 0, axis=0)) / (B + 1)
+    hi = (1 + np.count_nonzero(dist >= 0, axis=0)) / (B + 1)
+    p = np.minimum(1.0, 2 * np.minimum(lo, hi))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return p, np.sqrt(p * (2 - p) / B)
+
+
+def _summaries(
+    plan: _Plan, theta: np.ndarray, n_resamples: int, gen: np.random.Generator, progress: bool | None,
+    method: str, prob: float,
+) -> dict:
+    """Per output, what a caller needs of the bootstrap distribution, never all of it at once.
+
+    ``lims``, ``z0``, ``acc`` (as :func:`_limits`; the BCa count in ``bca``), ``n_undefined``
+    (resamples where the output is undefined) and ``p`` / ``p_mcse``
+    (:func:`_percentile_p`). The outputs go in blocks whose distribution fits
+    ``_BLOCK_BYTES`` (:func:`_blocks`). Every block replays the same resamples: the
+    generator's state is saved before the draws and restored for each block, and the
+    schedule (path and chunk sizes) is the whole plan's; after the last block the generator
+    is where one pass would have left it. Each summary is a function of its own column, so
+    the result is the one-distribution result, bit for bit where the sums are exact (binary
+    scores or means of 2, 4 or 8 runs: the float32 path) and on the runs and two-stage
+    schemes. For other values the tasks scheme's BLAS product may round a few columns of a
+    narrower product in the last bit (tests: at most 3e-16 on a limit; none of 4,950 pairs'
+    limits at 5 runs), and a limit or count that rests on a tie at the estimate or at 0
+    (BCa's z0, the p-value) can move with it, as it can between BLAS builds and thread counts.
+    """
+    U = theta.shape[0]
+    blocks = _blocks(plan, U, n_resamples)
+    sched = _schedule(plan, n_resamples)
+    state = gen.bit_generator.state
+    out = {"lims": np.empty((U, 2)), "n_undefined": np.empty(U, dtype=np.int64), "p": np.empty(U),
+           "p_mcse": np.empty(U), "z0": None, "acc": None}
+    if method != "percentile":
+        out["z0"], out["acc"] = np.empty(U), np.empty(U)
+    n_bad = n_ok = 0
+    desc = "bootstrap resamples" + (f" ({len(blocks)} blocks of outputs)" if len(blocks) > 1 else "")
+    bar = Progress(n_resamples * len(blocks), desc, enabled=progress)
+    for cols in blocks:
+        gen.bit_generator.state = state
+        sub = plan if len(blocks) == 1 else plan.block(cols)
+        dist = _fill(sub, sched, len(theta[cols]), n_resamples, gen, bar)
+        lims, z0, acc, (bad, ok) = _limits(sub, theta[cols], dist, method, prob)
+        out["lims"][cols], n_bad, n_ok = lims, n_bad + bad, n_ok + ok
+        if z0 is not None:
+            out["z0"][cols], out["acc"][cols] = z0, acc
+        out["n_undefined"][cols] = (~np.isfinite(dist)).sum(0)
+        out["p"][cols], out["p_mcse"][cols] = _percentile_p(dist)
+        del dist
+    bar.close()
+    out["bca"] = (n_bad, n_ok)
+    return out

@@ -41,6 +41,7 @@ separates. Holm and Benjamini-Hochberg stay beside it (``p_holm``, ``p_bh``).
 from __future__ import annotations
 
 import itertools
+import math
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -65,15 +66,14 @@ from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
 from .._inputs import agent_task_means
-from ._bootstrap import bootstrap_ci
+from ._bootstrap import _bootstrap_summary
 from ._maxt import cr2_scores
 from ._maxt import mvt_maxt
 from ._maxt import mvt_reliable
 from ._maxt import signflip_maxt
 from ._paired import UndefinedTestWarning
-from ._paired import _bootstrap_p
 from ._paired import _check_counts
-from ._paired import _mcnemar
+from ._paired import _mcnemar_p
 from ._paired import _task_stats
 from ._paired import holm
 from ._signflip import resolvable
@@ -397,6 +397,12 @@ def _pair_units(
     counts = np.zeros((n_rows, len(pairs)))
     rows: list[dict] = []
     undefined = []
+    # McNemar's discordant counts of every pair at once: tasks the row agent wins by majority
+    # (mean above 1/2) and the column agent loses (below 1/2); NaN and 1/2 count for neither
+    win, lose = (means > 0.5).astype(float), (means < 0.5).astype(float)
+    n10 = win @ lose.T
+    pi, pj = np.array(pairs, dtype=np.intp).reshape(-1, 2).T
+    p_mcnemar = _mcnemar_p(n10[pi, pj], n10[pj, pi])
     for k, (i, j) in enumerate(pairs):
         both = np.isfinite(means[i]) & np.isfinite(means[j])
         if both.sum() < 2:
@@ -411,13 +417,15 @@ def _pair_units(
             units[:, k] = np.bincount(codes[both], weights=d, minlength=n_rows)
             counts[:, k] = np.bincount(codes[both], minlength=n_rows)
         st = _task_stats(d, None if codes is None else codes[both])
-        st["p_mcnemar"] = _mcnemar(means[i, both], means[j, both])[0]
+        st["p_mcnemar"] = float(p_mcnemar[k])
         st["n_tasks"] = float(both.sum())
         st["n_units"] = float(both.sum() if codes is None else np.unique(codes[both]).size)
         rows.append(st)
     if undefined:
+        more = f" and {len(undefined) - 10:,} more" if len(undefined) > 10 else ""
         warn_user(
-            f"pairs with fewer than 2 shared tasks are NaN: {undefined}",
+            f"{len(undefined):,} of {len(pairs):,} pairs have fewer than 2 shared tasks and are NaN: "
+            f"{undefined[:10]}{more}",
             UndefinedTestWarning,
         )
     return rows, units, counts
@@ -567,7 +575,7 @@ def _matrices(rows: list[dict], pairs: list, flip: dict, boot, M: int) -> tuple[
         if not st:
             continue
         st["p_permutation"], st["p_permutation_mcse"] = flip["p"][k], flip["mcse"][k]
-        st["p_bootstrap"], st["p_bootstrap_mcse"] = _bootstrap_p(boot.distribution.values[:, k])
+        st["p_bootstrap"], st["p_bootstrap_mcse"] = float(boot.p_value[k]), float(boot.p_value_mcse[k])
         for key in _PAIR_KEYS:
             v = st.get(key, np.nan)
             mats[key][i, j] = v
@@ -768,7 +776,8 @@ def compare_agents(
     Parameters
     ----------
     data : xarray.Dataset or xarray.DataArray
-        Eval dataset (``score(agent, task, run)``) or a score DataArray.
+        Eval dataset (``score(agent, task, run)``) or a score DataArray. At most 67 million pairs
+        x tasks (316 agents x 24 tasks: 1.2 million); above, a ValueError says how to cut them.
     test : {"auto", "permutation", "bootstrap", "t", "mcnemar"}
         The per-pair test. ``"auto"`` (default): the sign-flip test when every
         pair has enough tasks (clusters) for its smallest p-value to pass the
@@ -834,12 +843,10 @@ def compare_agents(
         data, agent_dim=agent_dim, task_dim=task_dim, run_dim=run_dim, purpose="compare_agents"
     )
     agents = [str(x) for x in score[agent_dim].values]
-    pairs = list(itertools.combinations(range(len(agents)), 2))
-    boot = bootstrap_ci(
-        score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples),
-        prob=prob, method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim,
-        agent_dim=agent_dim, rng=gen,
-    )
+    pairs = _all_pairs(len(agents), score.sizes[task_dim], agent_dim)
+    boot = _bootstrap_summary(  # in bounded memory: the distribution is never held whole
+        score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples), prob=prob,
+        method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim, agent_dim=agent_dim, rng=gen)
     cc = cluster_codes(score, cluster, dim=task_dim)
     rows, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
@@ -852,6 +859,40 @@ def _unit_range(x: np.ndarray) -> bool:
     """Whether every finite score lies in [0, 1] (then a difference of their means lies in [-1, 1])."""
     v = x[np.isfinite(x)]
     return bool(v.size and v.min() >= 0.0 and v.max() <= 1.0)
+
+
+#: pair x task values compare_agents takes on: every pair's per-task differences, its units and
+#: their counts, and their CR2 scores are dense pair x task arrays, ~40 bytes and ~4 us (two
+#: cores) a value in all (measured: InstEval's 180 busiest lecturers, 16,110 pairs x 2,939
+#: students, 2.1 GB and 200 s; all 1,128, 635,628 pairs x 2,972, would be ~76 GB and ~2 hours)
+_MAX_PAIR_TASKS = 2**26
+_BYTES_PER_PAIR_TASK = 40
+_SECONDS_PER_PAIR_TASK = 4e-6
+
+
+def _all_pairs(n_agents: int, n_tasks: int, agent_dim: str) -> list[tuple[int, int]]:
+    """Every pair of agents, after refusing a family too large to compare in memory and minutes."""
+    n_pairs = n_agents * (n_agents - 1) // 2
+    cells = n_pairs * n_tasks
+    if cells <= _MAX_PAIR_TASKS:
+        return list(itertools.combinations(range(n_agents), 2))
+    raise ValueError(
+        f"`data`: {n_agents:,} agents make {n_pairs:,} pairs, and over {n_tasks:,} tasks "
+        f"compare_agents would hold {cells:,} pair x task values (about "
+        f"{cells * _BYTES_PER_PAIR_TASK / 1e9:,.0f} GB, and roughly "
+        f"{cells * _SECONDS_PER_PAIR_TASK / 60:,.0f} minutes on two cores); it takes at most "
+        f"{_MAX_PAIR_TASKS:,} (about {_MAX_PAIR_TASKS * _BYTES_PER_PAIR_TASK / 1e9:.1f} GB and "
+        f"{_MAX_PAIR_TASKS * _SECONDS_PER_PAIR_TASK / 60:.0f} minutes). Compare fewer agents at once (data.sel({agent_dim}=[...]): "
+        f"{_agents_within(n_tasks)} agents fit with {n_tasks:,} tasks), chosen pairs with "
+        f"paired_test (each agent against one reference agent is {n_agents - 1:,} pairs), or rank "
+        "every agent at once with rank_uncertainty."
+    )
+
+
+def _agents_within(n_tasks: int) -> int:
+    """The most agents whose pairs over ``n_tasks`` tasks stay within ``_MAX_PAIR_TASKS``."""
+    max_pairs = _MAX_PAIR_TASKS // max(n_tasks, 1)
+    return int((1 + math.isqrt(1 + 8 * max_pairs)) // 2)
 
 
 def _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws) -> float:

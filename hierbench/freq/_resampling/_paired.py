@@ -31,6 +31,7 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from .._kernels import cr2_mean_se
 from ._bootstrap import bootstrap_ci
+from ._bootstrap_engine import _percentile_p
 from ._signflip import sign_flip_pvalues
 
 if TYPE_CHECKING:
@@ -51,9 +52,25 @@ def _mcnemar(ma: np.ndarray, mb: np.ndarray) -> tuple[float, int, int, int]:
     sa, sb = ma[~tie] > 0.5, mb[~tie] > 0.5
     n10 = int(np.sum(sa & ~sb))
     n01 = int(np.sum(~sa & sb))
-    if n10 + n01 == 0:
-        return np.nan, n10, n01, int(tie.sum())
-    return float(stats.binomtest(n10, n10 + n01, 0.5).pvalue), n10, n01, int(tie.sum())
+    return float(_mcnemar_p(n10, n01)), n10, n01, int(tie.sum())
+
+
+def _mcnemar_p(n10, n01) -> np.ndarray:
+    """Exact two-sided McNemar p-values of many discordant counts at once; NaN where there are none.
+
+    The two-sided binomial test of ``n10`` successes in ``n = n10 + n01`` at 1/2, as
+    :func:`scipy.stats.binomtest` computes it (the outcomes no likelier than the one seen),
+    without its per-call search: at 1/2 the law is symmetric, so those are the two tails
+    as far from ``n / 2`` as ``m = min(n10, n01)``, ``P(X <= m) + P(X >= n - m)``, capped
+    at 1 (and 1 when ``n10 = n01``). The same cdf and sf as binomtest, summed in its order
+    (equal to it bit for bit for every n up to 200).
+    """
+    n10, n01 = np.asarray(n10, dtype=float), np.asarray(n01, dtype=float)
+    n = n10 + n01
+    m = np.minimum(n10, n01)
+    with np.errstate(invalid="ignore"):
+        p = np.minimum(1.0, stats.binom.cdf(m, n, 0.5) + stats.binom.sf(n - m - 1, n, 0.5))
+    return np.where(n > 0, np.where(n10 == n01, 1.0, p), np.nan)
 
 
 def _task_stats(d: np.ndarray, codes: np.ndarray | None = None) -> dict[str, float]:
@@ -86,14 +103,11 @@ def _bootstrap_p(dist: np.ndarray) -> tuple[float, float]:
     """Two-sided p-value by inverting the percentile interval, and its Monte Carlo error.
 
     ``p = 2 min(P*(d <= 0), P*(d >= 0))``; its standard error is
-    ``sqrt(p (2 - p) / B)`` (``p = 2 q``, ``q`` a share of B).
+    ``sqrt(p (2 - p) / B)`` (``p = 2 q``, ``q`` a share of B). One column of
+    :func:`~._bootstrap_engine._percentile_p`.
     """
-    dist = dist[np.isfinite(dist)]
-    B = dist.size
-    lo = (1 + np.count_nonzero(dist <= 0)) / (B + 1)
-    hi = (1 + np.count_nonzero(dist >= 0)) / (B + 1)
-    p = float(min(1.0, 2 * min(lo, hi)))
-    return p, float(np.sqrt(p * (2 - p) / B))
+    p, mcse = _percentile_p(np.asarray(dist, dtype=float)[:, None])
+    return float(p[0]), float(mcse[0])
 
 
 def holm(p: np.ndarray) -> np.ndarray:
