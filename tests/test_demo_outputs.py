@@ -415,12 +415,9 @@ def test_demo_on_graded_scores_names_their_model_and_its_commands_run(shared_dat
     does not apply and print the ordinal fit's commands; those commands parse, and the fit they
     describe is the ordinal model of the file's own grades (counted here by pandas).
     """
-    import shlex
-
     import pandas as pd
 
     from hierbench.cli import _levels
-    from hierbench.cli import build_parser
     from hierbench.cli import load_any
     from hierbench.data import from_records
     from hierbench.data import model_design
@@ -435,11 +432,7 @@ def test_demo_on_graded_scores_names_their_model_and_its_commands_run(shared_dat
     scale = sorted(raw["rating"].unique().tolist())  # the file's own grades
     assert f"grades {', '.join(map(str, scale))} (read as (grade - 1) / 4" in text
     cols = f"{wine} --agent judge --task bottle --score rating"
-    lines = [line.strip().rstrip("\\").strip() for line in text.splitlines()]
-    fit_cmd = " ".join(lines[lines.index(next(x for x in lines if x.startswith("hierbench fit"))):][:2])
-    report_cmd = next(x for x in lines if x.startswith("hierbench report"))
-    fit_args = build_parser().parse_args(shlex.split(fit_cmd.replace("LOG <the same column flags>", cols))[1:])
-    report_args = build_parser().parse_args(shlex.split(report_cmd.replace("LOG <the same column flags>", cols))[1:])
+    fit_args, report_args = _printed_commands(text, cols)
     assert fit_args.keep_predictive and report_args.data == str(wine) and report_args.levels == fit_args.levels
     fit_ds, _ = load_any(str(wine), fit_args)
     d = model_design(fit_args.formula, fit_ds, levels=_levels(fit_args.levels))
@@ -447,18 +440,30 @@ def test_demo_on_graded_scores_names_their_model_and_its_commands_run(shared_dat
     passk = " ".join(_passk_section(ctx).split())
     assert "which grades pass" in passk and "graded_pass_hat_k" in passk and "Binarise" not in passk
 
+def _printed_commands(text: str, cols: str):
+    """The demo's printed `hierbench fit` (two lines) and `hierbench report` commands, parsed by the
+    CLI's own parser with the log's column flags in place of the placeholder.
+    """
+    import shlex
+
+    from hierbench.cli import build_parser
+
+    lines = [line.strip().rstrip("\\").strip() for line in text.splitlines()]
+    fit_cmd = " ".join(lines[lines.index(next(x for x in lines if x.startswith("hierbench fit"))):][:2])
+    report_cmd = next(x for x in lines if x.startswith("hierbench report"))
+    parse = [build_parser().parse_args(shlex.split(c.replace("LOG <the same column flags>", cols))[1:])
+             for c in (fit_cmd, report_cmd)]  # fmt: skip
+    return parse[0], parse[1]
+
 
 def test_demo_on_grades_written_as_words_prints_commands_with_their_labels(shared_data, tmp_path):
     """VerbAgg's `resp` (no / perhaps / yes) read with --levels no,perhaps,yes: the demo's ordinal-fit
     commands name the labels (the reader refuses --levels 0,1,2 on these words), they parse, and
     the design they describe fits the file's own grades in order (counted here by pandas).
     """
-    import shlex
-
     import pandas as pd
 
     from hierbench.cli import _formula_levels
-    from hierbench.cli import build_parser
     from hierbench.cli import load_any
     from hierbench.data import from_records
     from hierbench.data import model_design
@@ -472,11 +477,7 @@ def test_demo_on_grades_written_as_words_prints_commands_with_their_labels(share
     text = _bayes_section(DemoContext(data=ds, truth=None))
     assert "grades no, perhaps, yes (read as 0, 0.5, 1 respectively in the sections above)" in text
     cols = f"{path} --agent id --task item --score resp"
-    lines = [line.strip().rstrip("\\").strip() for line in text.splitlines()]
-    fit_cmd = " ".join(lines[lines.index(next(x for x in lines if x.startswith("hierbench fit"))):][:2])
-    report_cmd = next(x for x in lines if x.startswith("hierbench report"))
-    fit_args = build_parser().parse_args(shlex.split(fit_cmd.replace("LOG <the same column flags>", cols))[1:])
-    report_args = build_parser().parse_args(shlex.split(report_cmd.replace("LOG <the same column flags>", cols))[1:])
+    fit_args, report_args = _printed_commands(text, cols)
     assert fit_args.levels == report_args.levels == "no,perhaps,yes"
     fit_ds, _ = load_any(str(path), fit_args)
     d = model_design(fit_args.formula, fit_ds, levels=_formula_levels(fit_args.levels, fit_ds))
