@@ -257,16 +257,28 @@ def _record(model_name: str, design: str, rep: int, dt, truth: dict, wall: float
     return rec
 
 
+def _append_to(fh):
+    """An ``on_result`` writing each record to ``fh`` as a JSON line, flushed (a stopped study keeps it)."""
+
+    def write(_i: int, rec: dict) -> None:
+        fh.write(json.dumps(rec) + "\n")
+        fh.flush()
+
+    return write
+
+
 def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
-        executor=None, progress=None, chunk=10, init="map", priors=None) -> list[dict]:  # fmt: skip
+        executor=None, progress=None, init="map", priors=None) -> list[dict]:  # fmt: skip
     """Fit every replicate of every model and design at the fit's defaults; append records to ``out``.
 
     ``executor`` (any concurrent.futures.Executor, e.g. a Dask client's)
     runs the replicates in parallel; each replicate's seed is spawned from
     ``seed`` before anything runs, so the records are the same whatever the
     executor (``wall`` aside). ``start_rep`` resumes an interrupted study;
-    the records are appended ``chunk`` replicates at a time. ``priors``: overrides of
-    the builder's default priors, for the truths and the fits alike.
+    each record is appended as soon as it and every one before it are done
+    (a study stopped early keeps what it fitted; no replicate waits for
+    another's). ``priors``: overrides of the builder's default priors, for the
+    truths and the fits alike.
     """
     from hierbench import map_seeded
 
@@ -277,15 +289,12 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
         for model_name in (m for m in models if design in design_table(m)):
             items = [i for i in replicate_items(model_name, design, reps, seed, priors) if i["rep"] >= start_rep]
             kw = {"model_name": model_name, "design": design, "settings": settings, "priors": priors}
-            got = []
-            # in chunks, each appended when done: a study stopped early keeps what it fitted (a
-            # replicate's seed is its item's, so the chunking does not change the records)
-            for lo in range(0, len(items), chunk):
-                part = map_seeded(one_replicate, items[lo : lo + chunk], rng=seed, executor=executor,
-                                  progress=progress, desc=f"SBC {model_name} {design}", kwargs=kw)  # fmt: skip
-                with open(out, "a") as fh:
-                    fh.writelines(json.dumps(rec) + "\n" for rec in part)
-                got += part
+            with open(out, "a") as fh:
+                # every replicate submitted at once, each record written (and flushed) in order as
+                # soon as it and those before it are in (a replicate's seed is its item's: the
+                # order the fits finish in does not change a record)
+                got = map_seeded(one_replicate, items, rng=seed, executor=executor, progress=progress,
+                                 desc=f"SBC {model_name} {design}", kwargs=kw, on_result=_append_to(fh))  # fmt: skip
             recs += got
             walls = [r["wall"] for r in got]
             print(
