@@ -270,6 +270,28 @@ def _record(model_name: str, design: str, rep: int, dt, truth: dict, wall: float
     return rec
 
 
+def _warm(k: int, model_name: str, design: str, priors_json: str, settings: dict) -> int:
+    """A worker's cold start, run while the parent draws the replicates; its process id.
+
+    The imports, the template's cells (:func:`_template_cells`) and the build of
+    the template's model, which every replicate whose structure is the
+    template's reuses (all of the small count designs'); ``k`` only tells the
+    copies apart (a Dask executor runs identical calls once). Changes no record:
+    a reused build gives the draws of a fresh one.
+    """
+    import hierbench.bayes as hbb
+
+    if model_name == "bradley_terry":  # its replicates are built from their own pair counts
+        template(model_name, design)
+        return os.getpid()
+    cnt, _, _ = _template_cells(model_name, design, priors_json)
+    model = getattr(hbb, f"build_{model_name}")(cnt, **_prior_kw(json.loads(priors_json)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hbb.fit_replicates(model, [], progress=False, **settings)  # compiles and keeps the build
+    return os.getpid()
+
+
 def _append_to(fh):
     """An ``on_result`` writing each record to ``fh`` as a JSON line, flushed (a stopped study keeps it)."""
 
@@ -281,7 +303,7 @@ def _append_to(fh):
 
 
 def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
-        executor=None, progress=None, init="map", priors=None) -> list[dict]:  # fmt: skip
+        executor=None, progress=None, init="map", priors=None, warm=0) -> list[dict]:  # fmt: skip
     """Fit every replicate of every model and design at the fit's defaults; append records to ``out``.
 
     ``executor`` (any concurrent.futures.Executor, e.g. a Dask client's)
@@ -291,7 +313,9 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
     each record is appended as soon as it and every one before it are done
     (a study stopped early keeps what it fitted; no replicate waits for
     another's). ``priors``: overrides of the builder's default priors, for the
-    truths and the fits alike.
+    truths and the fits alike. ``warm``: how many workers ``executor`` has; each
+    gets a warm-up task (:func:`_warm`: its imports and the design's build) while
+    this process draws the replicates (serially there is nothing to overlap).
     """
     from hierbench import map_seeded
 
@@ -300,6 +324,10 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
     recs = []
     for design in designs:
         for model_name in (m for m in models if design in design_table(m)):
+            pj = json.dumps(priors, sort_keys=True)
+            # the workers' cold starts while this process draws the replicates
+            warming = [executor.submit(_warm, k, model_name, design, pj, settings)
+                       for k in range(warm if executor is not None else 0)]  # fmt: skip
             items = [i for i in replicate_items(model_name, design, reps, seed, priors) if i["rep"] >= start_rep]
             kw = {"model_name": model_name, "design": design, "settings": settings, "priors": priors}
             with open(out, "a") as fh:
@@ -308,6 +336,8 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
                 # order the fits finish in does not change a record)
                 got = map_seeded(one_replicate, items, rng=seed, executor=executor, progress=progress,
                                  desc=f"SBC {model_name} {design}", kwargs=kw, on_result=_append_to(fh))  # fmt: skip
+            for f in warming:  # done long before the replicates (a failure would show here)
+                f.result()
             recs += got
             walls = [r["wall"] for r in got]
             print(
@@ -642,7 +672,7 @@ def time_study(reps: int, workers: int, models, designs, seed: int, out: str | N
         path = os.path.join(tempfile.mkdtemp(), "sbc.jsonl")
         t0, c0 = time.perf_counter(), _cpu()
         with _executor(n, None) as ex:
-            recs[label] = run(models, designs, reps, path, seed=seed, executor=ex)
+            recs[label] = run(models, designs, reps, path, seed=seed, executor=ex, warm=n)
         walls[label], cpus[label] = time.perf_counter() - t0, _cpu() - c0
     strip = [[{k: v for k, v in r.items() if k != "wall"} for r in rs] for rs in recs.values()]
     row = {"reps": reps, "models": list(models), "designs": list(designs),
@@ -703,7 +733,8 @@ def main(argv=None) -> int:
         counted = [m for m in a.models if m not in MIXED_PARAMS]
         if counted:
             with _executor(a.workers, a.scheduler) as ex:
-                run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, **kw)
+                # a warm-up per local worker (a running cluster's size is not known here)
+                run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, warm=a.workers, **kw)
         if formula:
             run_mixed(formula, a.designs, a.reps, a.out, **kw)
     elif a.cmd == "time":
