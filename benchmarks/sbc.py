@@ -40,6 +40,10 @@ uses a running cluster (count models; the formula families run in this
 process). Each replicate's seed is spawned from ``--seed``
 before anything runs, so the records are the same serially and on a cluster
 (``time`` runs one study both ways, checks that and gives the wall ratio).
+Every replicate is submitted at once and its record appended as soon as it and
+those before it are in; a local worker is warmed up (imports, the design's
+build) while this process draws the replicates, and exits without the
+interpreter's teardown.
 
 Usage::
 
@@ -756,8 +760,9 @@ def main(argv=None) -> int:
         counted = [m for m in a.models if m not in MIXED_PARAMS]
         if counted:
             with _executor(a.workers, a.scheduler) as ex:
-                # a warm-up per local worker (a running cluster's size is not known here)
-                run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, warm=a.workers, **kw)
+                # a warm-up per local worker (not on a running cluster: its workers outlive the study)
+                warm = 0 if a.scheduler else a.workers
+                run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, warm=warm, **kw)
         if formula:
             run_mixed(formula, a.designs, a.reps, a.out, **kw)
     elif a.cmd == "time":
