@@ -40,6 +40,10 @@ uses a running cluster (count models; the formula families run in this
 process). Each replicate's seed is spawned from ``--seed``
 before anything runs, so the records are the same serially and on a cluster
 (``time`` runs one study both ways, checks that and gives the wall ratio).
+Every replicate is submitted at once and its record appended as soon as it and
+those before it are in; a local worker is warmed up (imports, the design's
+build) while this process draws the replicates, and exits without the
+interpreter's teardown.
 
 Usage::
 
@@ -182,13 +186,28 @@ def _prior_kw(priors: dict | None) -> dict:
     return {"priors": priors} if priors else {}
 
 
+@functools.lru_cache(maxsize=8)
+def _template_cells(model_name: str, design: str, priors_json: str):
+    """The template's counts and the (agent, task) index of its model's cells (count models).
+
+    The same for every replicate of the design: built once per process, not
+    once per replicate (a model build is about a tenth of a small replicate's CPU).
+    """
+    import hierbench.bayes as hbb
+    from hierbench.data import to_counts
+
+    cnt = to_counts(template(model_name, design))
+    model = getattr(hbb, f"build_{model_name}")(cnt, **_prior_kw(json.loads(priors_json)))
+    ai, ti = (np.asarray(v) for v in model.hierbench["cell_index"])
+    return cnt, ai, ti
+
+
 def _replicate_model(model_name: str, design: str, y: np.ndarray, priors: dict | None = None):
     """Build the replicate's model and its data in the form ``fit_replicates`` takes.
 
     The structure is decided from the replicate's own data, as a user's fit would.
     """
     import hierbench.bayes as hbb
-    from hierbench.data import to_counts as _counts
 
     data = template(model_name, design)
     if model_name == "bradley_terry":
@@ -203,9 +222,7 @@ def _replicate_model(model_name: str, design: str, y: np.ndarray, priors: dict |
             upd = {"n_win_a": yy, "n_tie": 0 * yy, "n_win_b": n_pair - yy}
         model = hbb.build_bradley_terry(cnt.assign({k: ("pair", v) for k, v in upd.items()}), **_prior_kw(priors))
         return model, {model.hierbench["observed_data_name"]: yy}
-    cnt = _counts(data)
-    template_model = getattr(hbb, f"build_{model_name}")(cnt, **_prior_kw(priors))
-    ai, ti = (np.asarray(v) for v in template_model.hierbench["cell_index"])
+    cnt, ai, ti = _template_cells(model_name, design, json.dumps(priors, sort_keys=True))
     grid = np.zeros(cnt["n_success"].shape, dtype=np.int64)
     grid[ai, ti] = y
     rep = cnt.assign(n_success=(("agent", "task"), grid))
@@ -257,16 +274,75 @@ def _record(model_name: str, design: str, rep: int, dt, truth: dict, wall: float
     return rec
 
 
+def _warm(k: int, model_name: str, design: str, priors_json: str, settings: dict, parent: int) -> int:
+    """A worker's cold start, run while the parent draws the replicates; its process id.
+
+    The imports, the template's cells (:func:`_template_cells`) and the build of
+    the template's model, which every replicate whose structure is the
+    template's reuses (all of the small count designs'); ``k`` only tells the
+    copies apart (a Dask executor runs identical calls once). Changes no record:
+    a reused build gives the draws of a fresh one. In a worker process (not
+    ``parent``, the one running the study) it also arranges :func:`_exit_now`.
+    """
+    import atexit
+
+    import hierbench.bayes as hbb
+
+    if os.getpid() != parent and not getattr(sys, "_sbc_exit_now", False):
+        sys._sbc_exit_now = True
+        atexit.register(_exit_now)
+    if model_name == "bradley_terry":  # its replicates are built from their own pair counts
+        template(model_name, design)
+        return os.getpid()
+    cnt, _, _ = _template_cells(model_name, design, priors_json)
+    model = getattr(hbb, f"build_{model_name}")(cnt, **_prior_kw(json.loads(priors_json)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hbb.fit_replicates(model, [], progress=False, **settings)  # compiles and keeps the build
+    return os.getpid()
+
+
+def _exit_now() -> None:
+    """End a worker process at exit without the interpreter's teardown (registered by :func:`_warm`).
+
+    A spawned worker that has fitted spends seconds freeing its compiled code
+    and modules after it has closed (1-3 s in a plain process, over 4 s in a
+    Dask worker on a busy machine, which its nanny then kills), while the pool or
+    the cluster waits for it; a forked one skips this, as here: logs and output
+    flushed, then ``os._exit``.
+    """
+    import logging
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _append_to(fh):
+    """An ``on_result`` writing each record to ``fh`` as a JSON line, flushed (a stopped study keeps it)."""
+
+    def write(_i: int, rec: dict) -> None:
+        fh.write(json.dumps(rec) + "\n")
+        fh.flush()
+
+    return write
+
+
 def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
-        executor=None, progress=None, chunk=10, init="map", priors=None) -> list[dict]:  # fmt: skip
+        executor=None, progress=None, init="map", priors=None, warm=0) -> list[dict]:  # fmt: skip
     """Fit every replicate of every model and design at the fit's defaults; append records to ``out``.
 
     ``executor`` (any concurrent.futures.Executor, e.g. a Dask client's)
     runs the replicates in parallel; each replicate's seed is spawned from
     ``seed`` before anything runs, so the records are the same whatever the
     executor (``wall`` aside). ``start_rep`` resumes an interrupted study;
-    the records are appended ``chunk`` replicates at a time. ``priors``: overrides of
-    the builder's default priors, for the truths and the fits alike.
+    each record is appended as soon as it and every one before it are done
+    (a study stopped early keeps what it fitted; no replicate waits for
+    another's). ``priors``: overrides of the builder's default priors, for the
+    truths and the fits alike. ``warm``: how many workers ``executor`` has; each
+    gets a warm-up task (:func:`_warm`: its imports and the design's build) while
+    this process draws the replicates (serially there is nothing to overlap).
     """
     from hierbench import map_seeded
 
@@ -275,17 +351,20 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
     recs = []
     for design in designs:
         for model_name in (m for m in models if design in design_table(m)):
+            pj = json.dumps(priors, sort_keys=True)
+            # the workers' cold starts while this process draws the replicates
+            warming = [executor.submit(_warm, k, model_name, design, pj, settings, os.getpid())
+                       for k in range(warm if executor is not None else 0)]  # fmt: skip
             items = [i for i in replicate_items(model_name, design, reps, seed, priors) if i["rep"] >= start_rep]
             kw = {"model_name": model_name, "design": design, "settings": settings, "priors": priors}
-            got = []
-            # in chunks, each appended when done: a study stopped early keeps what it fitted (a
-            # replicate's seed is its item's, so the chunking does not change the records)
-            for lo in range(0, len(items), chunk):
-                part = map_seeded(one_replicate, items[lo : lo + chunk], rng=seed, executor=executor,
-                                  progress=progress, desc=f"SBC {model_name} {design}", kwargs=kw)  # fmt: skip
-                with open(out, "a") as fh:
-                    fh.writelines(json.dumps(rec) + "\n" for rec in part)
-                got += part
+            with open(out, "a") as fh:
+                # every replicate submitted at once, each record written (and flushed) in order as
+                # soon as it and those before it are in (a replicate's seed is its item's: the
+                # order the fits finish in does not change a record)
+                got = map_seeded(one_replicate, items, rng=seed, executor=executor, progress=progress,
+                                 desc=f"SBC {model_name} {design}", kwargs=kw, on_result=_append_to(fh))  # fmt: skip
+            for f in warming:  # done long before the replicates (a failure would show here)
+                f.result()
             recs += got
             walls = [r["wall"] for r in got]
             print(
@@ -598,7 +677,14 @@ def _executor(workers: int, scheduler: str | None):
             with Client(scheduler) as client:
                 yield client.get_executor()
             return
-        with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as lc, \
+        import dask
+
+        # Dask starts its workers with MALLOC_TRIM_THRESHOLD_=65536 (freed memory back to the system
+        # at once): a fit allocates and frees much, and its workers then spent about a fifth of their
+        # fitting CPU in the kernel (0.21-0.28 CPU-s of 1.24-1.53 per crossed-small replicate; 0.06-0.14
+        # without). The study holds little memory: the workers keep malloc's own default
+        with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}), \
+                LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as lc, \
                 Client(lc) as client:  # fmt: skip
             yield client.get_executor()
 
@@ -620,7 +706,7 @@ def time_study(reps: int, workers: int, models, designs, seed: int, out: str | N
         path = os.path.join(tempfile.mkdtemp(), "sbc.jsonl")
         t0, c0 = time.perf_counter(), _cpu()
         with _executor(n, None) as ex:
-            recs[label] = run(models, designs, reps, path, seed=seed, executor=ex)
+            recs[label] = run(models, designs, reps, path, seed=seed, executor=ex, warm=n)
         walls[label], cpus[label] = time.perf_counter() - t0, _cpu() - c0
     strip = [[{k: v for k, v in r.items() if k != "wall"} for r in rs] for rs in recs.values()]
     row = {"reps": reps, "models": list(models), "designs": list(designs),
@@ -681,7 +767,9 @@ def main(argv=None) -> int:
         counted = [m for m in a.models if m not in MIXED_PARAMS]
         if counted:
             with _executor(a.workers, a.scheduler) as ex:
-                run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, **kw)
+                # a warm-up per local worker (not on a running cluster: its workers outlive the study)
+                warm = 0 if a.scheduler else a.workers
+                run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, warm=warm, **kw)
         if formula:
             run_mixed(formula, a.designs, a.reps, a.out, **kw)
     elif a.cmd == "time":

@@ -1,0 +1,72 @@
+"""map_seeded's results as they come: in order, without a barrier, and no work left running after a failure.
+
+References: the serial run of the same pieces (the results and the order of the
+callbacks must match it on a pool whatever order the pieces finish in), and
+counts of the pieces that ran.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from hierbench import map_seeded
+
+
+def _slow_first(delay, gen):
+    # piece i sleeps `delay`: the earlier pieces finish last on a pool
+    time.sleep(delay)
+    return float(gen.standard_normal())
+
+
+def test_on_result_sees_every_piece_in_order_with_the_serial_results():
+    delays = [0.3, 0.2, 0.1, 0.0, 0.0]
+    seen_serial: list = []
+    serial = map_seeded(_slow_first, delays, rng=5, on_result=lambda i, r: seen_serial.append((i, r)))
+    seen_pool: list = []
+    finished: list = []
+
+    def logged(d, g):
+        out = _slow_first(d, g)
+        finished.append(d)
+        return out
+
+    with ThreadPoolExecutor(5) as pool:
+        pooled = map_seeded(logged, delays, rng=5, executor=pool, on_result=lambda i, r: seen_pool.append((i, r)))
+    assert finished[0] == 0.0 and finished[-1] == 0.3  # the pieces finished out of order
+    assert seen_serial == list(enumerate(serial))
+    assert seen_pool == list(enumerate(serial))
+    assert pooled == serial
+
+
+def test_on_result_runs_while_later_pieces_still_run():
+    # piece 1 waits for the callback of piece 0: a map that held the results back until
+    # every piece was done (a barrier) would leave it waiting until its timeout (False)
+    emitted = threading.Event()
+
+    def piece(i, gen):
+        return True if i == 0 else emitted.wait(timeout=20)
+
+    with ThreadPoolExecutor(2) as pool:
+        out = map_seeded(piece, [0, 1], rng=0, executor=pool, on_result=lambda i, r: emitted.set())
+    assert out == [True, True]
+
+
+def test_a_failed_piece_cancels_the_pieces_not_started():
+    # one worker: piece 0 fails at once, the other 9 take 0.5 s each; without the
+    # cancellation all 9 would run before the pool closed; with it at most the one
+    # the worker had already picked up
+    ran = []
+
+    def piece(i, gen):
+        if i == 0:
+            raise ValueError("piece 0 fails")
+        time.sleep(0.5)
+        ran.append(i)
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="piece 0 fails"):
+        map_seeded(piece, range(10), rng=0, executor=pool)
+    assert len(ran) <= 1, ran
