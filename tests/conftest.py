@@ -158,6 +158,7 @@ _LONG_FIRST = (
     "test_report_browser.py::test_demo_report_renders_in_chromium",  # group demo_fast, with:
     "test_cli.py::test_demo_prints_sections_and_the_truth",
     "test_bayes_adaptive.py::test_fit_replicates_identical_serially_on_a_process_pool_and_on_dask",
+    "test_sbc_parallel.py::",
     "test_notebooks.py::test_notebook_runs_in_fast_mode[04",
     "test_notebooks.py::test_notebook_runs_in_fast_mode[08",
     "test_notebooks.py::test_notebook_runs_in_fast_mode[07",
