@@ -89,10 +89,13 @@ def test_mcnemar_leaves_out_tasks_without_majority_and_counts_them():
 
 
 def test_vectorised_mcnemar_equals_binomtest_and_exact_enumeration_up_to_200():
-    # every (n10, n01) with 0 < n10 + n01 <= 200, ties included, at once
-    n10, n01 = (g.ravel() for g in np.meshgrid(np.arange(201), np.arange(201), indexing="ij"))
-    keep = (n10 + n01 > 0) & (n10 + n01 <= 200)
-    n10, n01 = n10[keep], n01[keep]
+    # every (n10, n01) with 0 < n10 + n01 <= 80, ties included, at once; then every split of
+    # a few larger totals up to 200 (binomtest one pair at a time is the cost of this test)
+    n10, n01 = (g.ravel() for g in np.meshgrid(np.arange(81), np.arange(81), indexing="ij"))
+    keep = (n10 + n01 > 0) & (n10 + n01 <= 80)
+    big = np.concatenate([np.arange(n + 1) for n in (99, 128, 157, 200)])
+    tot = np.repeat([99, 128, 157, 200], [100, 129, 158, 201])
+    n10, n01 = np.concatenate([n10[keep], big]), np.concatenate([n01[keep], tot - big])
     p = _mcnemar_p(n10, n01)
     ref = np.array([stats.binomtest(int(a), int(a + b), 0.5).pvalue for a, b in zip(n10, n01, strict=True)])
     np.testing.assert_allclose(p, ref, rtol=1e-12, atol=0)
