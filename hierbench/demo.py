@@ -428,10 +428,9 @@ def _nan_pointer(ctx: DemoContext) -> list[str]:
 
 def _score_levels(ctx: DemoContext) -> list[float] | None:
     """The grade scale the log's scores were read on (``--levels``), None for scores read as they are."""
-    import json
+    from .data import levels_attr
 
-    levels = ctx.data.attrs.get("score_levels")
-    return json.loads(levels) if isinstance(levels, str) else levels
+    return levels_attr(ctx.data.attrs)
 
 
 def _graded_fit_text(levels: list[float], labels: list[str] | None = None) -> str:

@@ -102,6 +102,7 @@ from ._values import grade_names as grade_names  # for the report and the demo; 
 from ._values import grade_reading as grade_reading  # for hierbench._console; not in __all__
 from ._values import grade_rule as grade_rule  # for hierbench._console; not in __all__
 from ._values import labels_attr as labels_attr  # for the report and the demo; not in __all__
+from ._values import levels_attr as levels_attr  # for the report and the demo; not in __all__
 
 #: names that were renamed: importing them from here still works, with a
 #: DeprecationWarning, for one release

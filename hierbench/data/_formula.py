@@ -53,6 +53,7 @@ from ._values import grade_levels
 from ._values import grade_scale
 from ._values import grades_at
 from ._values import labels_attr
+from ._values import levels_attr
 
 __all__ = [
     "DEFAULT_FORMULA",
@@ -522,10 +523,9 @@ def _read_grades(data: xr.Dataset, response: str, levels: Any) -> tuple[Any, np.
         if words is not None:
             _label_levels(data, response, words)
             levels = scale.tolist()
-    recorded = data.attrs.get("score_levels")
+    recorded = levels_attr(data.attrs)
     if response != "score" or not recorded:
         return levels, None, None
-    recorded = json.loads(recorded) if isinstance(recorded, str) else recorded
     scale = grade_scale(recorded, "score_levels", FormulaError)
     given = None if levels is None else grade_scale(levels, "levels", FormulaError)
     if given is not None and not np.array_equal(given, scale):

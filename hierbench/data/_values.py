@@ -489,6 +489,12 @@ def grade_reading(scale: np.ndarray, labels: tuple[str, ...] | list[str] | None 
     return f"grades {', '.join(grade_names(scale, labels))} read as {grade_rule(scale, labels)}"
 
 
+def levels_attr(attrs: Mapping) -> list[float] | None:
+    """The grade scale a score was read on (``attrs["score_levels"]``, JSON text or a list), None if none."""
+    levels = attrs.get("score_levels")
+    return json.loads(levels) if isinstance(levels, str) else levels
+
+
 def labels_attr(attrs: Mapping) -> list[str] | None:
     """The labels a score was read from (``attrs["score_labels"]``, JSON text), None for numeric grades."""
     labels = attrs.get("score_labels")

@@ -257,13 +257,12 @@ class _Context:
         undoes it, so the bootstrap of the mean score is the bootstrap of the mean grade.
         None for any other fit, or without data.
         """
-        import json
+        from ..data import levels_attr
 
         if not self.mixed or self.data is None or self.agent_draws() is None:
             return None
         design = self.mixed_design()
-        levels = self.data.attrs.get("score_levels")
-        levels = json.loads(levels) if isinstance(levels, str) else levels
+        levels = levels_attr(self.data.attrs)
         if design is None or design.family != "ordinal" or design.response != "score" or not levels:
             return None
         cats = np.asarray(design.categories, dtype=float)

@@ -222,14 +222,13 @@ def _agreement_text(table: pd.DataFrame) -> str:
 
 def _score_units(ctx: _Context) -> str:
     """What a variance of the data's (non-binary) score is in: partial credit, or grades read on [0, 1]."""
-    import json
-
-    levels = ctx.data.attrs.get("score_levels") if ctx.data is not None else None
-    levels = json.loads(levels) if isinstance(levels, str) else levels
-    if not levels:
-        return "partial credit in [0, 1], so score units squared"
     from ..data import grade_reading
     from ..data import labels_attr
+    from ..data import levels_attr
+
+    levels = levels_attr(ctx.data.attrs) if ctx.data is not None else None
+    if not levels:
+        return "partial credit in [0, 1], so score units squared"
 
     scale = np.asarray(levels, dtype=float)
     labels = labels_attr(ctx.data.attrs)
