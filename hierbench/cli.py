@@ -131,8 +131,9 @@ def _formula_levels(text: str | None, ds) -> list[float] | None:
     levels = _levels(text)
     if not levels or not isinstance(levels[0], str):
         return levels
-    have = ds.attrs.get("score_labels")
-    have = json.loads(have) if isinstance(have, str) else have
+    from .data import labels_attr
+
+    have = labels_attr(ds.attrs)
     if have != levels:
         raise CliError(
             f"--levels {text}: the labels the log's score was read with are {have!r}"
@@ -549,18 +550,6 @@ def _build(args: argparse.Namespace, ds):
     return bayes.build_mixed(ds, args.formula, family=args.family, levels=_formula_levels(args.levels, ds))
 
 
-def _carry_labels(dt, model, ds) -> None:
-    """A graded fit of a ``score`` read from labels keeps them (``attrs["score_labels"]``): its report names the grades.
-
-    The fit's grades are the places 0..L-1 the reader gave the labels (its ``grade`` coord);
-    a saved fit reported without ``--data`` has no other way to know their names.
-    """
-    design = getattr(model, "hierbench", {}).get("design")
-    labels = ds.attrs.get("score_labels")
-    if labels and design is not None and design.family == "ordinal" and design.response == "score":
-        dt.attrs["score_labels"] = labels
-
-
 def _cmd_fit(args: argparse.Namespace) -> int:
     out = _check_out(args.out, args.overwrite, kind="fit")
     ds, msgs = load_any(args.file, args)
@@ -572,7 +561,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     # the structure the builder chose from the design, and why (before the long part)
     print(bayes.describe(model), flush=True)
     dt, caught, wall = _sample(args, model, _progress_wanted(args))
-    _carry_labels(dt, model, ds)
     groups: str | list[str] = "compact"
     if args.keep_all:
         groups = "all"
