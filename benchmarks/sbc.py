@@ -112,7 +112,27 @@ PARAMS.update(MIXED_PARAMS)
 L_RANK = 99
 
 
-@functools.lru_cache(maxsize=8)
+def _per_process(fn):
+    """``fn`` remembered for the life of this process (the study's, or a worker's).
+
+    Not ``functools.lru_cache``: cloudpickle ships this module's functions by value
+    to the workers (:func:`_executor`), but an ``lru_cache`` wrapper by reference to
+    ``__main__``, which a worker started on its own (``dask worker``) cannot resolve.
+    The memo lives on ``sys``, so each unpickled copy of ``fn`` finds the process's.
+    """
+
+    @functools.wraps(fn)
+    def remembered(*args):
+        memo = sys.__dict__.setdefault("_sbc_memo", {})
+        key = (fn.__name__, *args)
+        if key not in memo:
+            memo[key] = fn(*args)
+        return memo[key]
+
+    return remembered
+
+
+@_per_process
 def template(model: str, design: str, seed: int = 0):
     """A data set of the design (its outcomes are irrelevant: only the design is used)."""
     from hierbench.testing import simulate_eval
@@ -186,7 +206,7 @@ def _prior_kw(priors: dict | None) -> dict:
     return {"priors": priors} if priors else {}
 
 
-@functools.lru_cache(maxsize=8)
+@_per_process
 def _template_cells(model_name: str, design: str, priors_json: str):
     """The template's counts and the (agent, task) index of its model's cells (count models).
 

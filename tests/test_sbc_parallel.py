@@ -31,3 +31,42 @@ def test_sbc_run_on_a_spawned_pool_with_warm_workers_writes_the_serial_records(t
     assert [r["rep"] for r in written] == [0, 1, 2, 3]
     assert strip(pooled) == strip(serial)
     assert strip(written) == strip(serial)
+
+
+def test_the_study_functions_reach_a_worker_that_cannot_import_the_script(tmp_path):
+    """A worker started on its own (``dask worker``) has neither benchmarks/ on its path nor
+    the study as ``__main__``: what the study ships it must load and run there.
+    Reference: the same calls in this process.
+    """
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import cloudpickle
+    import sbc
+
+    cloudpickle.register_pickle_by_value(sbc)  # as the study's executor does
+    try:
+        (tmp_path / "shipped.pkl").write_bytes(cloudpickle.dumps((sbc.template, sbc._template_cells)))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sbc)
+    worker = (
+        "import json, pickle, sys\n"
+        "template, cells = pickle.load(open(sys.argv[1], 'rb'))\n"
+        "first = cells('crossed', 'small', 'null')\n"
+        "print(json.dumps({'same': cells('crossed', 'small', 'null') is first,\n"
+        "                  'n': int(first[0]['n_success'].sum()), 'cells': len(first[1]),\n"
+        "                  'agents': int(template('crossed', 'small').sizes['agent'])}))\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])  # hierbench importable, benchmarks/ not
+    env = {**os.environ, "PYTHONPATH": root}
+    out = subprocess.run(
+        [sys.executable, "-c", worker, str(tmp_path / "shipped.pkl")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    cnt, ai, _ = sbc._template_cells("crossed", "small", "null")
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"same": True, "n": int(cnt["n_success"].sum()), "cells": len(ai),
+                   "agents": int(sbc.template("crossed", "small").sizes["agent"])}  # fmt: skip
