@@ -595,9 +595,9 @@ def _compiled(job: _Job) -> Any:
         return cached
     if job.blob is None:
         raise RuntimeError("a replicate fit reached a process without its model")
-    import cloudpickle
+    from ._shipping import unship
 
-    return _compiled_store.store(job.key, compile_model(cloudpickle.loads(job.blob)))
+    return _compiled_store.store(job.key, compile_model(unship(job.blob)))
 
 
 def _fit_one(item: tuple[int, dict[str, np.ndarray]], gen: np.random.Generator, *, job: _Job) -> xr.DataTree:
@@ -709,7 +709,9 @@ def fit_replicates(
         As in :func:`fit`.
     executor : concurrent.futures.Executor, optional
         Where the replicates run (None: here); each worker process compiles
-        the model once (it travels pickled with cloudpickle). See Notes.
+        the model once (it travels pickled with cloudpickle, with the log
+        densities of its ``pm.CustomDist`` parts, which PyMC registers only
+        in the process that built them). See Notes.
     progress : bool, optional
         A progress bar over the replicates (default: when someone watches).
 
@@ -760,9 +762,9 @@ def fit_replicates(
         if _compiled_store.lookup(key) is None:  # else a stored build of the design serves
             _compiled_store.store(key, compile_model(model))
     else:
-        import cloudpickle
+        from ._shipping import ship
 
-        blob = cloudpickle.dumps(model)
+        blob = ship(model)
     structure = json.dumps(info["structure"], default=str) if "structure" in info else None
     job = _Job(key, blob, data, settings, dict(sampler_kwargs), str(info["model"]), structure)
     out = map_seeded(_fit_one, list(enumerate(updates)), rng=rng, executor=executor,
