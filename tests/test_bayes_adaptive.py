@@ -255,12 +255,12 @@ def test_a_checkpoint_reads_the_draws_the_converted_trace_holds():
     assert checkpoint_draws(object(), 50) is None
 
 
-def _replicates():
-    from hierbench.bayes import build_beta_binomial
+def _replicates(builder: str = "beta_binomial"):
+    import hierbench.bayes as hbb
     from hierbench.testing import simulate_eval
 
     sims = [simulate_eval(n_agents=2, n_tasks=10, n_runs=3, rng=s)[0] for s in range(3)]
-    return build_beta_binomial(sims[0]), sims
+    return getattr(hbb, f"build_{builder}")(sims[0]), sims
 
 
 def _signature(fits):
@@ -279,7 +279,9 @@ def test_fit_replicates_identical_serially_on_a_process_pool_and_on_dask():
 
     from hierbench.bayes import fit_replicates
 
-    model, sims = _replicates()
+    # the crossed model: its likelihood and task effects are pm.CustomDists, whose log
+    # densities a worker must be given (PyMC registers them in the building process only)
+    model, sims = _replicates("crossed")
     kw = {"chains": 2, "max_draws": 400, "rng": 11, "progress": False}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
