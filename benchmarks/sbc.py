@@ -36,9 +36,9 @@ the replicates fitted with them, and each record keeps them (``priors``).
 
 The replicates run on any executor: ``--workers N`` starts a Dask
 ``LocalCluster`` of N one-thread workers, ``--scheduler tcp://host:8786``
-uses a running cluster (count models; the formula families run in this
-process). Each replicate's seed is spawned from ``--seed``
-before anything runs, so the records are the same serially and on a cluster
+uses a running cluster (count models and formula families alike). Each
+replicate's seed is drawn from ``--seed`` before anything runs, so the records
+are the same serially and on a cluster
 (``time`` runs one study both ways, checks that and gives the wall ratio).
 Every replicate is submitted at once and its record appended as soon as it and
 those before it are in; a local worker is warmed up (imports, the design's
@@ -516,41 +516,68 @@ def _mixed_prior(model, reps: int, seed: int):
     return pri, pp
 
 
-def run_mixed(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0, init="map"):
+def mixed_items(name: str, design: str, reps: int, seed: int) -> list[dict]:
+    """Each formula-model replicate's outcome, truth and sampler seed, drawn from the design's prior."""
+    model = _build_formula(name, template_mixed(name, design))
+    pri, pp = _mixed_prior(model, reps, seed)
+    gen = np.random.default_rng(seed + 1)
+    seeds = [int(gen.integers(2**31 - 1)) for _ in range(reps)]
+    return [
+        {"rep": r, "seed": seeds[r], "y": pp.isel(chain=0, draw=r).values,
+         "truth": {k: float(v.isel(chain=0, draw=r)) for k in PARAMS[name] if (v := _value(pri, k)) is not None}}
+        for r in range(reps)
+    ]  # fmt: skip
+
+
+@_per_process
+def _mixed_template_model(name: str, design: str):
+    """The design's leaderboard and its model (once per process)."""
+    tmpl = template_mixed(name, design)
+    return tmpl, _build_formula(name, tmpl)
+
+
+def one_mixed_replicate(item: dict, _gen, *, name: str, design: str, settings: dict) -> dict:
+    """Fit one formula-model replicate at the fit's defaults and record it (worker side)."""
+    from hierbench.bayes import fit_replicates
+
+    tmpl, model = _mixed_template_model(name, design)
+    fm, form = _replicate_form(name, tmpl, model, item["y"])
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (dt,) = fit_replicates(fm, [_mixed_updates(fm, item["y"])], rng=item["seed"], progress=False, **settings)
+    return {**_record(name, design, item["rep"], dt, item["truth"], time.perf_counter() - t0), "form": form}
+
+
+def run_mixed(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
+              init="map", executor=None, progress=None) -> list[dict]:  # fmt: skip
     """Run SBC of the formula models at the fit's defaults, as :func:`run` does the count models.
 
     Each replicate's outcome, drawn by the builder's own predictive from a
     prior draw, is swapped into its model through
-    :func:`hierbench.bayes.fit_replicates` (compiled once per form). Graded
+    :func:`hierbench.bayes.fit_replicates` (compiled once per form and process). Graded
     and horizon replicates are fitted in the centring their builder chooses
     on their own data (:func:`_replicate_form`; binary-cell families too), so their divergences are
-    those of the fit's defaults; the record's ``form`` says which.
+    those of the fit's defaults; the record's ``form`` says which. ``executor`` runs the
+    replicates as :func:`run` does; a replicate's sampler seed is drawn here in replicate
+    order, so the records are the serial run's whatever the executor (``wall`` aside).
     """
-    from hierbench.bayes import fit_replicates
+    from hierbench import map_seeded
 
     warnings.simplefilter("ignore")
     settings = {"chains": chains, "draws": draws, "tune": tune, "init": init}
+    recs = []
     for design in designs:
         for name in (m for m in models if design in design_table(m)):
-            tmpl = template_mixed(name, design)
-            model = _build_formula(name, tmpl)
-            pri, pp = _mixed_prior(model, reps, seed)
-            gen = np.random.default_rng(seed + 1)
-            for r in range(reps):
-                sampler_seed = int(gen.integers(2**31 - 1))
-                if r < start_rep:
-                    continue
-                y = pp.isel(chain=0, draw=r).values
-                fm, form = _replicate_form(name, tmpl, model, y)
-                t0 = time.perf_counter()
-                (dt,) = fit_replicates(fm, [_mixed_updates(fm, y)], rng=sampler_seed, progress=False, **settings)
-                truth = {k: float(v.isel(chain=0, draw=r)) for k in PARAMS[name] if (v := _value(pri, k)) is not None}
-                rec = {**_record(name, design, r, dt, truth, time.perf_counter() - t0), "form": form}
-                with open(out, "a") as fh:
-                    fh.write(json.dumps(rec) + "\n")
-                print(f"{name} {design} rep {r}: div {rec['n_div']} draws/chain {rec['draws_per_chain']} "
-                      f"conv {rec['converged']} wall {rec['wall']:.1f}s load {os.getloadavg()[0]:.1f}",
-                      flush=True)  # fmt: skip
+            items = [i for i in mixed_items(name, design, reps, seed) if i["rep"] >= start_rep]
+            kw = {"name": name, "design": design, "settings": settings}
+            with open(out, "a") as fh:
+                got = map_seeded(one_mixed_replicate, items, rng=seed, executor=executor, progress=progress,
+                                 desc=f"SBC {name} {design}", kwargs=kw, on_result=_append_to(fh))  # fmt: skip
+            recs += got
+            print(f"{name} {design}: {len(got)} replicates, divergent {sum(r['n_div'] for r in got)}, not converged "
+                  f"{sum(1 - r['converged'] for r in got)}, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    return recs
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -778,20 +805,20 @@ def main(argv=None) -> int:
     rp.add_argument("path", nargs="+", help="one study, or several independent ones (pooled)")
     a = p.parse_args(argv)
     if a.cmd == "run":
-        # count models on any executor, formula models here; both at the fit's defaults unless given
+        # count and formula models alike on any executor, at the fit's defaults unless given
         kw = {"chains": a.chains, "draws": a.draws, "tune": a.tune, "seed": a.seed, "start_rep": a.start_rep,
               "init": a.init}  # fmt: skip
         formula = [m for m in a.models if m in MIXED_PARAMS]
         if formula and a.priors:
             p.error("--priors applies to the count models only")
         counted = [m for m in a.models if m not in MIXED_PARAMS]
-        if counted:
-            with _executor(a.workers, a.scheduler) as ex:
+        with _executor(a.workers, a.scheduler) as ex:
+            if counted:
                 # a warm-up per local worker (not on a running cluster: its workers outlive the study)
                 warm = 0 if a.scheduler else a.workers
                 run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, warm=warm, **kw)
-        if formula:
-            run_mixed(formula, a.designs, a.reps, a.out, **kw)
+            if formula:
+                run_mixed(formula, a.designs, a.reps, a.out, executor=ex, **kw)
     elif a.cmd == "time":
         time_study(a.reps, a.workers, a.models, a.designs, a.seed, a.out)
     else:
