@@ -104,3 +104,33 @@ def test_fit_with_numpyro_end_to_end():
     post = dt["posterior"].to_dataset()
     assert post["ability"].sizes == {"chain": 1, "draw": 100, "agent": 2}
     assert np.isfinite(post["sd_task"].values).all()
+
+
+def test_jax_loads_only_with_its_backend_and_the_kernels_are_there_when_it_does():
+    # a fresh process: importing hierbench.bayes leaves jax alone (0.75 s of the import), and
+    # PyTensor's JAX backend imported afterwards finds the fused Ops' kernels registered.
+    # Reference: scipy's log-sigmoid for the binomial cells, as above
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, numpy as np\n"
+        "import hierbench.bayes\n"
+        "before = 'jax' in sys.modules\n"
+        "import pytensor, pytensor.tensor as pt\n"
+        "from hierbench.bayes._ops._logit_op import binomial_logit\n"
+        "y, n, e = pt.vector('y'), pt.vector('n'), pt.vector('e')\n"
+        "f = pytensor.function([y, n, e], binomial_logit(y, n, e), mode='JAX')\n"
+        "print(before, *np.asarray(f([1., 2.], [3., 4.], [0.3, -1.])))\n"
+    )
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": root, "PATH": ""}, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    from scipy.special import log_expit
+
+    before, *vals = out.stdout.split()
+    y, n, e = np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([0.3, -1.0])
+    assert before == "False"
+    np.testing.assert_allclose([float(v) for v in vals], y * log_expit(e) + (n - y) * log_expit(-e), rtol=1e-12)

@@ -42,6 +42,7 @@ from pytensor.graph.op import Op
 from ..._numerics import NEWTON_STEPS
 from ..._numerics import gauss_hermite
 from ..._numerics import place_nodes
+from ._fused import register_jax
 from ._fused import source_version
 
 __all__ = ["AGQBinomialLogitNormal", "agq_logp_numpy", "gauss_hermite"]
@@ -259,26 +260,13 @@ def _kernel_version() -> int:
 _register_numba()
 
 
-def _register_jax() -> None:
-    """The JAX implementation (numpyro through PyMC), registered only when jax is installed.
+def _agq_jax(op: AGQBinomialLogitNormal, jnp: Any) -> Any:
+    """The JAX kernel (numpyro through PyMC): the NumPy formulas in ``jax.numpy``."""
 
-    The forward pass is the NumPy formulas in ``jax.numpy``; the gradient graph
-    comes from the Op's pullback like on every other backend. Not exercised by
-    the test suite on machines without jax.
-    """
-    import importlib.util
+    def agq(y, n, eta, sd):
+        return agq_logp_numpy(y, n, eta, sd, op.n_quad, op.newton_steps, xp=jnp)
 
-    if importlib.util.find_spec("jax") is None:
-        return
-    import jax.numpy as jnp
-    from pytensor.link.jax.dispatch import jax_funcify
-
-    @jax_funcify.register(AGQBinomialLogitNormal)
-    def _funcify(op: AGQBinomialLogitNormal, **kwargs: Any) -> Any:
-        def agq(y, n, eta, sd):
-            return agq_logp_numpy(y, n, eta, sd, op.n_quad, op.newton_steps, xp=jnp)
-
-        return agq
+    return agq
 
 
-_register_jax()
+register_jax(AGQBinomialLogitNormal, kernel=_agq_jax)

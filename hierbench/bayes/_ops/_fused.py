@@ -11,8 +11,10 @@ through PyMC) are the NumPy formulas in ``jax.numpy`` (:func:`register_jax`).
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
 import importlib.util
 import inspect
+import sys
 from collections.abc import Callable
 from typing import Any
 from typing import ClassVar
@@ -81,20 +83,62 @@ def source_version(*parts: Any) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "big")
 
 
-def register_jax(op_type: type, numpy_form: Callable[..., Any]) -> None:
-    """Give ``op_type`` a JAX implementation: ``numpy_form(*inputs, xp=jax.numpy)``.
+#: (Op class, ``kernel(op, jnp) -> callable``) for the JAX backend, registered when it loads
+_JAX_KERNELS: list[tuple[type, Callable[[Any, Any], Callable[..., Any]]]] = []
+_JAX_DISPATCH = "pytensor.link.jax.dispatch.basic"
 
-    Registered only when jax is installed; the gradient graph comes from the
-    Op's pullback, as on every other backend.
+
+def register_jax(op_type: type, numpy_form: Callable[..., Any] | None = None, *,
+                 kernel: Callable[[Any, Any], Callable[..., Any]] | None = None) -> None:  # fmt: skip
+    """Give ``op_type`` a JAX implementation: ``numpy_form(*inputs, xp=jax.numpy)``, or ``kernel(op, jax.numpy)``.
+
+    The gradient graph comes from the Op's pullback, as on every other
+    backend. Nothing of jax is imported here (importing it costs 0.75 s of
+    every ``import hierbench.bayes``): the kernels are registered with
+    PyTensor's ``jax_funcify`` when PyTensor's JAX backend is first imported
+    (by ``mode="JAX"`` or PyMC's numpyro route), or now if it already is.
     """
-    if importlib.util.find_spec("jax") is None:
-        return
-    import jax.numpy as jnp
-    from pytensor.link.jax.dispatch import jax_funcify
+    if kernel is None:
 
-    @jax_funcify.register(op_type)
-    def _funcify(op: Any, **kwargs: Any) -> Any:
-        def kernel(*inputs: Any) -> Any:
-            return numpy_form(*inputs, xp=jnp)
+        def kernel(op: Any, jnp: Any) -> Callable[..., Any]:
+            return lambda *inputs: numpy_form(*inputs, xp=jnp)
 
-        return kernel
+    _JAX_KERNELS.append((op_type, kernel))
+    if _JAX_DISPATCH in sys.modules:
+        _register_jax_kernels(sys.modules[_JAX_DISPATCH])
+    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport())
+
+
+def _register_jax_kernels(dispatch: Any) -> None:
+    """Register every kernel of :data:`_JAX_KERNELS` not yet known to ``dispatch.jax_funcify``."""
+    for op_type, kernel in _JAX_KERNELS:
+        if op_type in dispatch.jax_funcify.registry:
+            continue
+
+        def funcify(op: Any, _kernel: Any = kernel, **kwargs: Any) -> Any:
+            import jax.numpy as jnp
+
+            return _kernel(op, jnp)
+
+        dispatch.jax_funcify.register(op_type, funcify)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs :func:`_register_jax_kernels` right after PyTensor's JAX dispatch module is executed."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != _JAX_DISPATCH:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            _register_jax_kernels(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
