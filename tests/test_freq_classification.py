@@ -199,7 +199,7 @@ def test_linearised_se_matches_statsmodels_kappa_variance():
     """
     from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
 
-    from hierbench.freq._judges._classification import _linearised_se
+    from hierbench.freq._judges._resample import _linearised_se
 
     rng = np.random.default_rng(3)
     n, k = 300, 3
@@ -224,7 +224,7 @@ def test_linearised_se_matches_statsmodels_kappa_variance():
 
 def test_linearised_se_matches_cluster_robust_ratio():
     """For precision = sum tp / sum (tp + fp) over clusters: the closed-form CR1 ratio SE."""
-    from hierbench.freq._judges._classification import _linearised_se
+    from hierbench.freq._judges._resample import _linearised_se
 
     rng = np.random.default_rng(4)
     G = 25

@@ -1,16 +1,16 @@
 """Judges: classification metrics of guardrails and graders, agreement, rubric scores."""
 
-from ._classification import AgreementResult
-from ._classification import ClassificationResult
-from ._classification import PRCurveResult
-from ._classification import RecallThresholdResult
-from ._classification import SmallSampleWarning
-from ._classification import UndefinedMetricWarning
-from ._classification import classification_metrics
-from ._classification import cohen_kappa
-from ._classification import fleiss_kappa
-from ._classification import pr_curve
-from ._classification import threshold_for_recall
+from ._agreement import AgreementResult
+from ._agreement import cohen_kappa
+from ._agreement import fleiss_kappa
+from ._confusion import ClassificationResult
+from ._confusion import UndefinedMetricWarning
+from ._confusion import classification_metrics
+from ._curves import PRCurveResult
+from ._curves import RecallThresholdResult
+from ._curves import pr_curve
+from ._curves import threshold_for_recall
+from ._resample import SmallSampleWarning
 from ._rubric import JudgeSetupError
 from ._rubric import RubricResult
 from ._rubric import check_same_judge

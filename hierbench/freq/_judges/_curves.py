@@ -1,0 +1,298 @@
+"""Scored detectors: the precision-recall curve, its average precision, the threshold that reaches a target recall.
+
+A guardrail or judge that gives a score rather than a verdict is a family of
+classifiers, one per threshold, and every distinct score is a threshold. The
+items are sorted by score once, so a resample's curve is a cumulative sum of
+its weights, and the threshold for a target recall is chosen again in every
+resample. The intervals are percentile bootstrap intervals over items (whole
+clusters with ``cluster``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from typing import ClassVar
+
+import numpy as np
+import xarray as xr
+
+from ..._base import DEFAULT_PROB
+from ..._base import ResampledResult
+from ..._base import UndefinedMetricWarning
+from ..._base import as_rng
+from ..._base import check_number
+from ..._base import make_interval
+from ..._base import renamed_kwargs
+from ..._base import warn_user
+from .._inputs import numeric_values
+from .._kernels import percentile_bounds
+from .._kernels import ratio
+from ._resample import _binary
+from ._resample import _clusters
+from ._resample import _common
+from ._resample import _pair
+from ._resample import _warn_nan
+from ._resample import _weights
+
+__all__ = ["PRCurveResult", "RecallThresholdResult", "pr_curve", "threshold_for_recall"]
+
+
+@dataclass
+class _Curve:
+    """Items sorted by decreasing score, with the resampling units."""
+
+    t: np.ndarray  # truth, item order
+    order: np.ndarray  # items by decreasing score
+    t_sorted: np.ndarray
+    thresholds: np.ndarray  # the distinct scores, decreasing
+    ends: np.ndarray  # last sorted position of each distinct score
+    codes: np.ndarray | None
+    unit: str
+
+    def observed(self, stat):
+        """``stat(tp, fp)`` on the data (a batch of one)."""
+        return stat(*_ap_curves(np.ones((1, self.t.size)), self.t_sorted, self.ends))[0]
+
+    def resampled(self, stat, n_resamples: int, rng) -> np.ndarray:
+        """``stat(tp, fp)`` in each resample of items (clusters)."""
+        gen = as_rng(rng)
+        return np.concatenate(
+            [
+                stat(*_ap_curves(w[:, self.order], self.t_sorted, self.ends))
+                for w in _weights(self.t.size, n_resamples, gen, self.codes)
+            ]
+        )
+
+
+def _sorted_scores(y_true, score, cluster, dim) -> _Curve:
+    yt, sc = _pair(y_true, score, ("y_true", "score"), dim)
+    t = _binary(yt, "y_true")
+    try:
+        s = numeric_values(sc, "score", allow_bool=True)
+    except ValueError:  # infinite scores: named by item below
+        s = np.asarray(sc.values, dtype=float)
+    if not np.isfinite(s).all():
+        bad = np.flatnonzero(~np.isfinite(s))[:5].tolist()
+        raise ValueError(f"`score` must be finite for every item; items {bad} are not")
+    order = np.argsort(-s, kind="stable")
+    s_sorted = s[order]
+    # last position of each distinct score (thresholds: predict positive when score >= s)
+    ends = np.r_[np.flatnonzero(np.diff(s_sorted) != 0), s.size - 1]
+    codes, unit = _clusters(yt, cluster, dim)
+    return _Curve(t, order, t[order], s_sorted[ends], ends, codes, unit)
+
+
+def _ap_curves(w_sorted, t_sorted, ends):
+    """Cumulative tp, fp at each distinct threshold for weight rows (b, n)."""
+    tp = np.cumsum(w_sorted * t_sorted, axis=1)[:, ends]
+    fp = np.cumsum(w_sorted * (1 - t_sorted), axis=1)[:, ends]
+    return tp, fp
+
+
+def _ap(tp, fp):
+    pos = tp[:, -1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prec = ratio(tp, tp + fp, 1.0)
+        rec = tp / pos
+    drec = np.diff(np.concatenate([np.zeros((tp.shape[0], 1)), rec], axis=1), axis=1)
+    ap = np.sum(drec * prec, axis=1)
+    return np.where(pos[:, 0] > 0, ap, np.nan)
+
+
+@dataclass(frozen=True, repr=False)
+class PRCurveResult(ResampledResult):
+    """Result of :func:`pr_curve`.
+
+    Attributes
+    ----------
+    estimate : DataArray (scalar)
+        Average precision ``sum_k (R_k - R_{k-1}) P_k`` over the distinct
+        thresholds (the step-wise area under the precision-recall curve).
+    ci : DataArray (ci_bound)
+    precision, recall : DataArray (threshold)
+        The curve: flag an item when its score is >= ``threshold``.
+    distribution : DataArray (resample)
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    precision: xr.DataArray
+    recall: xr.DataArray
+    n_undefined: int = 0
+    _dataset_exclude: ClassVar[tuple[str, ...]] = ("distribution", "precision", "recall")
+
+
+@renamed_kwargs(dim="item_dim")
+def pr_curve(
+    y_true: Any,
+    score: Any,
+    *,
+    cluster: Any = None,
+    prob: float = DEFAULT_PROB,
+    n_resamples: int = 2000,
+    item_dim: str = "item",
+    rng: None | int | np.random.Generator = None,
+) -> PRCurveResult:
+    """Compute the precision-recall curve and its area (average precision) with a bootstrap interval.
+
+    Every distinct score is a threshold of the curve. The interval is a
+    percentile bootstrap over items (whole clusters with ``cluster``).
+
+    Parameters
+    ----------
+    y_true : array-like, 0/1
+    score : array-like
+        The detector's score; an item is flagged when ``score >= threshold``.
+    cluster, prob, n_resamples, item_dim, rng
+        As in :func:`classification_metrics`.
+
+    Returns
+    -------
+    PRCurveResult
+        ``estimate`` the average precision with its ``ci``; ``precision`` and
+        ``recall`` at each threshold.
+
+    Examples
+    --------
+    >>> r = pr_curve([1, 0, 1, 1, 0], [0.9, 0.8, 0.7, 0.4, 0.2], n_resamples=500, rng=0)
+    >>> round(float(r.estimate), 4)   # (1/3)(1 + 2/3 + 3/4)
+    0.8056
+    """
+    prob, n_resamples = _common(prob, n_resamples)
+    cv = _sorted_scores(y_true, score, cluster, item_dim)
+    tp, fp = _ap_curves(np.ones((1, cv.t.size)), cv.t_sorted, cv.ends)
+    ap = _ap(tp, fp)[0]
+    _warn_nan(ap, "no positive item: the average precision")
+    dist = cv.resampled(_ap, n_resamples, rng)
+    n_undef = int((~np.isfinite(dist)).sum())
+    if n_undef and np.isfinite(ap):
+        warn_user(
+            f"{n_undef} of {n_resamples} resamples drew no positive item; they are left out",
+            UndefinedMetricWarning,
+        )
+    lo, hi = percentile_bounds(dist[:, None], prob)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prec = tp[0] / (tp[0] + fp[0])
+        rec = tp[0] / tp[0, -1]
+    coords = {"threshold": cv.thresholds}
+    return PRCurveResult(
+        estimate=xr.DataArray(ap, name="average_precision"),
+        ci=make_interval(
+            lo[0],
+            hi[0],
+            prob=prob,
+            kind="percentile",
+            detail=f"bootstrap over {cv.unit}s, {n_resamples} resamples",
+        ),
+        precision=xr.DataArray(prec, dims="threshold", coords=coords),
+        recall=xr.DataArray(rec, dims="threshold", coords=coords),
+        distribution=xr.DataArray(dist, dims="resample"),
+        n_undefined=n_undef,
+    )
+
+
+@dataclass(frozen=True, repr=False)
+class RecallThresholdResult(ResampledResult):
+    """Result of :func:`threshold_for_recall`.
+
+    The threshold is chosen on the data and chosen again in every resample,
+    so both intervals include the uncertainty of choosing it.
+
+    Attributes
+    ----------
+    estimate : DataArray (scalar)
+        The highest threshold whose recall reaches ``target``.
+    ci : DataArray (ci_bound)
+        Percentile bootstrap interval of that threshold.
+    precision, recall : DataArray (scalar)
+        Precision and recall at the threshold.
+    precision_ci : DataArray (ci_bound)
+        Bootstrap interval of the precision obtained at the target recall
+        (the threshold re-chosen in each resample).
+    distribution : DataArray (resample, quantity)
+    """
+
+    estimate: xr.DataArray
+    ci: xr.DataArray
+    precision: xr.DataArray
+    recall: xr.DataArray
+    precision_ci: xr.DataArray
+
+
+@renamed_kwargs(dim="item_dim")
+def threshold_for_recall(
+    y_true: Any,
+    score: Any,
+    *,
+    target: float = 0.95,
+    cluster: Any = None,
+    prob: float = DEFAULT_PROB,
+    n_resamples: int = 2000,
+    item_dim: str = "item",
+    rng: None | int | np.random.Generator = None,
+) -> RecallThresholdResult:
+    """Find the threshold that reaches a target recall, with intervals for it and for the precision there.
+
+    Both intervals are percentile bootstrap intervals over items (whole
+    clusters with ``cluster``), the threshold chosen again in each resample.
+
+    Parameters
+    ----------
+    y_true, score : array-like
+    target : float
+        Recall to reach, 0 < target <= 1 ("catch at least 95%").
+    cluster, prob, n_resamples, item_dim, rng
+        As in :func:`classification_metrics`.
+
+    Returns
+    -------
+    RecallThresholdResult
+        ``estimate`` the highest threshold whose recall reaches ``target``,
+        with its ``ci``; ``precision`` and ``recall`` there, and ``precision_ci``.
+
+    Examples
+    --------
+    >>> r = threshold_for_recall([1, 0, 1, 1, 0], [0.9, 0.8, 0.7, 0.4, 0.2], target=0.6,
+    ...                          n_resamples=500, rng=0)
+    >>> float(r.estimate), round(float(r.precision), 3)
+    (0.7, 0.667)
+    """
+    prob, n_resamples = _common(prob, n_resamples)
+    if not (0 < check_number(target, "target") <= 1):
+        raise ValueError(f"`target` must satisfy 0 < target <= 1; got target={target!r}")
+    cv = _sorted_scores(y_true, score, cluster, item_dim)
+
+    def pick(tp, fp):
+        return _at_recall(tp, fp, target, cv.thresholds)
+
+    obs = cv.observed(pick)
+    _warn_nan(obs[0], "no positive item: the threshold")
+    dist = cv.resampled(pick, n_resamples, rng)
+    lo, hi = percentile_bounds(dist, prob)
+    detail = f"bootstrap over {cv.unit}s, {n_resamples} resamples; threshold re-chosen in each"
+    q = ["threshold", "precision", "recall"]
+    return RecallThresholdResult(
+        estimate=xr.DataArray(obs[0], name="threshold", attrs={"target_recall": float(target)}),
+        ci=make_interval(lo[0], hi[0], prob=prob, kind="percentile", detail=detail),
+        precision=xr.DataArray(obs[1]),
+        recall=xr.DataArray(obs[2]),
+        precision_ci=make_interval(lo[1], hi[1], prob=prob, kind="percentile", detail=detail),
+        distribution=xr.DataArray(dist, dims=("resample", "quantity"), coords={"quantity": q}),
+    )
+
+
+def _at_recall(tp, fp, target: float, thr: np.ndarray) -> np.ndarray:
+    """Threshold, precision and recall (b, 3) at the highest threshold reaching ``target``."""
+    pos = tp[:, -1:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reach = tp >= target * pos - 1e-12 * pos
+    k = np.argmax(reach, axis=1)
+    ok = pos[:, 0] > 0
+    rows = np.arange(tp.shape[0])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prec = tp[rows, k] / (tp[rows, k] + fp[rows, k])
+        rec = tp[rows, k] / pos[:, 0]
+    return np.stack(
+        [np.where(ok, thr[k], np.nan), np.where(ok, prec, np.nan), np.where(ok, rec, np.nan)], 1
+    )
