@@ -123,10 +123,11 @@ def _levels(text: str | None) -> list[float] | list[str] | None:
         return items
 
 
-def _formula_levels(text: str | None, ds) -> list[float] | None:
-    """``--levels`` as ``build_mixed``'s numeric grade scale: labels are the places 0..L-1 the reader gave them.
+def _formula_levels(text: str | None, ds) -> list[float] | list[str] | None:
+    """``--levels`` as ``build_mixed``'s ``levels``: a numeric scale, or the labels as written.
 
-    Labels must be those the dataset's ``score`` was read with (``attrs["score_labels"]``).
+    Labels must be those the dataset's ``score`` was read with (``attrs["score_labels"]``); they go
+    on as words, so the saved fit records them as the Python API's fit does (``options.levels``).
     """
     levels = _levels(text)
     if not levels or not isinstance(levels[0], str):
@@ -139,7 +140,7 @@ def _formula_levels(text: str | None, ds) -> list[float] | None:
             f"--levels {text}: the labels the log's score was read with are {have!r}"
             if have else f"--levels {text} names labels, but the log's score was not read from labels"
         )
-    return [float(k) for k in range(len(levels))]
+    return levels
 
 
 class _Typed(argparse.Action):

@@ -1093,6 +1093,26 @@ def test_grades_written_as_words_are_read_from_the_shell_and_refused_off_their_l
     _one_line_error(capsys, "--levels yes,perhaps,no: the labels the log's score was read with are ['no', 'perhaps', 'yes']")
 
 
+def test_fit_levels_as_words_records_the_words_as_the_python_api_does(shared_data, tmp_path):
+    """`fit --levels no,perhaps,yes --formula ...` built its model with levels [0.0, 1.0, 2.0], so the
+    saved fit's options.levels were numbers where `build_mixed(ds, f, levels=[words])` records the
+    words: the model the CLI builds now records the labels as typed (no sampling here).
+    """
+    from hierbench.cli import _build
+    from hierbench.cli import build_parser
+    from hierbench.cli import load_any
+
+    _, path = _verbagg(shared_data, tmp_path, 4)
+    args = build_parser().parse_args(["fit", str(path), *VERBAGG_COLS, "--levels", "no,perhaps,yes",
+                                      "--formula", "score ~ (1|agent) + (1|task)", "-o", "f.nc"])  # fmt: skip
+    ds, _ = load_any(str(path), args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _build(args, ds)
+    assert model.hierbench["options"]["levels"] == ["no", "perhaps", "yes"]  # as typed on the command line
+    assert list(model.coords["threshold"]) == ["no|perhaps", "perhaps|yes"]
+
+
 @pytest.mark.slow  # two small ordinal fits and a report
 def test_a_fit_of_labelled_grades_is_the_fit_of_their_numbers_and_its_report_names_them(shared_data, tmp_path, capsys):
     """VerbAgg's first 10 persons: `fit --levels no,perhaps,yes` draws bit for bit what the fit of
