@@ -568,3 +568,25 @@ def test_laplace_gradient_matches_finite_differences():
     x = np.array([0.2, -0.3, math.log(0.7), math.log(1.2)])
     _, g = lik.value_grad(x)
     np.testing.assert_allclose(g, fd_gradient(lik.value, x, np.ones(4, bool)), atol=1e-5)
+
+
+def test_ordinal_thresholds_of_grades_written_as_words_are_named_by_their_labels(shared_data):
+    """VerbAgg's `resp` (no / perhaps / yes) read as labels: the ML fit named its thresholds "0|1",
+    "1|2" (the places) where the Bayesian fit says "no|perhaps"; now both name the labels, and the
+    repr gives each threshold with its interval's level and kind.
+    """
+    from hierbench.data import from_records
+
+    raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
+    raw = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:6])]
+    ds = from_records(raw, agent="id", task="item", score="resp", score_levels=["no", "perhaps", "yes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_crossed_ml(ds, "score ~ (1|agent) + (1|task)", family="ordinal", intervals="wald")
+    want = ["no|perhaps", "perhaps|yes"]  # the file's labels, lowest first
+    assert fit.thresholds.threshold.values.tolist() == want == fit.thresholds_ci.threshold.values.tolist()
+    text = repr(fit)
+    assert "thresholds (logit scale), 95% normal intervals:" in text
+    lo, hi = fit.thresholds_ci.sel(threshold="no|perhaps").values
+    assert f"no|perhaps: {float(fit.thresholds[0]):.4g} [{lo:.4g}, {hi:.4g}]" in text
+    assert "fixed effects: none" in text  # no covariates: the thresholds hold the intercept
