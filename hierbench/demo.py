@@ -174,8 +174,8 @@ def _bootstrap_section(ctx: DemoContext) -> str:
         + "\n\n"
         + _frame(table).to_string()
         + _covers(table)
-        + _undefined_note(boot, bounds)
-        + _few_note(boot, bounds, is_binary(ctx.data["score"].values))
+        + _undefined_note(boot, bounds, _grade_words(ctx))
+        + _few_note(boot, bounds, is_binary(ctx.data["score"].values), _grade_words(ctx))
         + _few_units_note(ctx, boot)
     )
 
@@ -229,14 +229,43 @@ def _few_agents(boot) -> dict[str, str]:
     return {str(a): str(f) for a, f in zip(boot.ci_flag["agent"].values, boot.ci_flag.values, strict=True) if f}
 
 
-def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True) -> str:
+def _grade_words(ctx: DemoContext) -> list[str] | None:
+    """The names of a graded log's grades (its labels, or the numbers of its scale), None for plain scores."""
+    levels = _score_levels(ctx)
+    if not levels:
+        return None
+    from .data import grade_names
+    from .data import labels_attr
+
+    return grade_names(levels, labels_attr(ctx.data.attrs))
+
+
+def _scored(value: float, grades: list[str] | None) -> str:
+    """``scored 0``; of a graded log, the grade at that end of the scale: ``graded no (score 0)``."""
+    if grades is None or value not in (0.0, 1.0):
+        return f"scored {value:g}"
+    return f"graded {grades[0] if value == 0.0 else grades[-1]} (score {value:g})"
+
+
+def _flag_words(flag: str, grades: list[str] | None) -> str:
+    """A bootstrap ``ci_flag`` in the log's words: ``every task scored 0`` of a graded log says its grade."""
+    head = "every task scored "
+    if grades is None or not flag.startswith(head):
+        return flag
+    try:
+        return f"every task {_scored(float(flag[len(head):]), grades)}"
+    except ValueError:
+        return flag
+
+
+def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True, grades: list[str] | None = None) -> str:
     """The agents whose bootstrap mean few tasks carry, named under the table with the bound that holds.
 
     ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given;
     ``binary=False``: the scores are not all 0 or 1, and the advice does not send the reader to
-    ``pass_hat_k``, which refuses them.
+    ``pass_hat_k``, which refuses them; ``grades``: a graded log's grade names (:func:`_grade_words`).
     """
-    flags = _few_agents(boot)
+    flags = {a: _flag_words(f, grades) for a, f in _few_agents(boot).items()}
     bounds = pd.Series(dtype=object) if bounds is None else bounds
     notes = []
     for head, kind in (("Few tasks carry the mean of", False), ("One score on every task:", True)):
@@ -249,8 +278,11 @@ def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True) -> str
     return "".join(notes)
 
 
-def _why_undefined(boot, agent) -> str:
-    """Why an agent's bootstrap interval is NaN, read from the result (its resamples, z0, acceleration)."""
+def _why_undefined(boot, agent, grades: list[str] | None = None) -> str:
+    """Why an agent's bootstrap interval is NaN, read from the result (its resamples, z0, acceleration).
+
+    ``grades``: a graded log's grade names, to say an agent at an end of the scale in them.
+    """
     est = float(boot.estimate.sel(agent=agent))
     if not np.isfinite(est):
         return "the agent has no scored task"
@@ -259,7 +291,7 @@ def _why_undefined(boot, agent) -> str:
     if not dist.size:
         return "the statistic is undefined in every resample"
     n = int(boot.n_tasks.sel(agent=agent))
-    every = f" (every run on its {n} tasks scored {est:g})" if est in (0.0, 1.0) else ""
+    every = f" (every run on its {n} tasks {_scored(est, grades)})" if est in (0.0, 1.0) else ""
     if boot.bias_correction is not None and not np.isfinite(float(boot.bias_correction.sel(agent=agent))):
         side = (
             f"every resample gives {est:.3f}, the estimate itself{every}"
@@ -272,8 +304,11 @@ def _why_undefined(boot, agent) -> str:
     return "the resampling quantiles are undefined"
 
 
-def _undefined_note(boot, bounds: pd.Series) -> str:
-    """Under the table: each NaN interval, which statistic is undefined and why, and what holds instead."""
+def _undefined_note(boot, bounds: pd.Series, grades: list[str] | None = None) -> str:
+    """Under the table: each NaN interval, which statistic is undefined and why, and what holds instead.
+
+    ``grades``: a graded log's grade names (:func:`_grade_words`).
+    """
     if "agent" not in boot.estimate.dims:
         return ""
     bad = boot.ci.isnull().any("ci_bound")
@@ -290,7 +325,7 @@ def _undefined_note(boot, bounds: pd.Series) -> str:
         )
         lines.append(
             f"{name}: [nan, nan] because the {method} interval is undefined: "
-            f"{_why_undefined(boot, agent)}; {instead}."
+            f"{_why_undefined(boot, agent, grades)}; {instead}."
         )
     return "".join("\n\n" + textwrap.fill(line, 88) for line in lines)
 

@@ -105,6 +105,31 @@ def test_demo_bootstrap_section_explains_nan_on_stdout_text():
     assert f"zero [0.000, {_cp_upper_no_success(16):.3f}] at 95% over 16 tasks" in text
 
 
+def test_demo_says_a_graded_agent_at_an_end_of_the_scale_in_its_grade():
+    """Grades no / perhaps / yes: an agent graded `no` on every task had its NaN interval explained
+    as "every run on its 16 tasks scored 0"; the reader's log never held a 0. Now: "graded no
+    (score 0)", and the flag under the table the same; plain 0/1 scores keep "scored 0".
+    """
+    rng = np.random.default_rng(4)
+    mid = rng.choice([0.0, 0.5, 1.0], size=16)
+    s = np.stack([np.zeros(16), np.ones(16), mid])[..., None]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
+                    coords={"agent": ["never", "always", "mid"], "task": [f"t{i}" for i in range(16)]},
+                    attrs={"score_levels": "[0.0, 1.0, 2.0]", "score_labels": '["no", "perhaps", "yes"]'})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_bootstrap_section(DemoContext(ds, None, extra={"seed": 0, "fast": True})).split())
+    assert "(every run on its 16 tasks graded no (score 0))" in text
+    assert "(every run on its 16 tasks graded yes (score 1))" in text
+    assert "never (every task graded no (score 0)), always (every task graded yes (score 1))" in text
+    assert "scored 0" not in text and "scored 1" not in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = _all_fail(16)
+        why = _undefined_note(bootstrap_ci(plain, method="bca", n_resamples=199, rng=0), pass1_bounds(plain, 0.95))
+    assert "(every run on its 16 tasks scored 0)" in " ".join(why.split())
+
+
 def test_demo_passk_stops_at_the_most_runs_a_cell_holds():
     """tau-bench's design (4 runs per task): k goes to 4, not 5; an agent with 2 runs stops at k = 2."""
     s = np.array([[1, 1, 1, 0], [1, 1, 1, 1], [0, 1, 0, 0]], dtype=float)  # 3 tasks x 4 runs
