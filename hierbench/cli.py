@@ -661,6 +661,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report import PAIR_ROWS
     from .report import marks_holm_note
     from .report import marks_legend
+    from .report import no_p_note
     from .report import pair_frame
     from .report import pair_matrix
     from .report import pair_text
@@ -687,6 +688,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous")):
             # the level is "prob"; the kind is said apart, since the detail need not name it
             head |= {f"{k}_interval": res[v].attrs.get("ci_detail"), f"{k}_interval_kind": res[v].attrs.get("ci_kind")}
+        # the sentences the text prints under its table (a pair without a p-value; max-T's floor)
+        head["notes"] = [n.replace("`", "") for n in (no_p_note(table), marks_holm_note(table, alpha)) if n]
         print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))
     else:
         print(_compare_text(cmp, args, matrix))
@@ -700,9 +703,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if said:
                 print(textwrap.fill(said.replace("`", ""), 100) + "\n")
             print(pair_text(shown))
-        note = marks_holm_note(table, alpha)
-        if note:
-            print("\n" + textwrap.fill(note.replace("`", ""), 100))
+        for note in (no_p_note(table), marks_holm_note(table, alpha)):
+            if note:
+                print("\n" + textwrap.fill(note.replace("`", ""), 100))
     print_warnings(msgs + warning_lines(caught))
     return 0
 

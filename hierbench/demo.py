@@ -660,6 +660,7 @@ def _compare_section(ctx: DemoContext) -> str:
     from .report import bayes_pair_note
     from .report import differ_column
     from .report import marks_holm_note
+    from .report import no_p_note
     from .report import pair_agents
     from .report import pair_frame
     from .report import pair_sentence
@@ -701,6 +702,7 @@ def _compare_section(ctx: DemoContext) -> str:
            if short else "")
         + pair_text(shown)
         + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
+        + ("\n\n" + textwrap.fill(no_p_note(full).replace("`", ""), 90) if no_p_note(full) else "")
         + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
     )
 

@@ -33,6 +33,7 @@ from ._pairs import bayes_pair_note
 from ._pairs import differ_column
 from ._pairs import marks_holm_note as marks_holm_note  # for the CLI; not in __all__
 from ._pairs import marks_legend
+from ._pairs import no_p_note as no_p_note  # for the CLI and the demo; not in __all__
 from ._pairs import pair_frame
 from ._pairs import pair_matrix
 from ._pairs import pair_sentence

@@ -27,6 +27,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _fmt(v: object, digits: int) -> str:
+    if v is pd.NA:  # a nullable column's missing value (a pair table's `differ` without a p-value)
+        return "undefined"
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
     if isinstance(v, (int, np.integer)):

@@ -84,6 +84,7 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
     from ._pairs import disagree_note
     from ._pairs import marks_holm_note
     from ._pairs import marks_legend
+    from ._pairs import no_p_note
     from ._pairs import pair_frame
     from ._pairs import pair_matrix
     from ._pairs import pair_sentence
@@ -92,7 +93,7 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
 
     full = pair_frame(cmp, alpha=alpha)
     text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}.", disagree_note(cmp, full)]
-    text.append(marks_holm_note(full, alpha))
+    text += [no_p_note(full), marks_holm_note(full, alpha)]
     matrix = None
     # above the row cap an agent x agent matrix is as unreadable as the table: the pairs that differ instead
     if MATRIX_ABOVE < cmp.to_dataset().sizes["agent"] and len(full) <= PAIR_ROWS:
