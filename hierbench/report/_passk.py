@@ -245,13 +245,17 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     if "disagree" in table:
         text += _disagree_text(table)
     rep.section(_TITLES[sid], text, table=table, id=sid, flag="disagree" if "disagree" in table else None)
+    bands = bay if bay is not None and what == "same tasks" else None
     fig = F.passk_curves(
-        bay if bay is not None and what == "same tasks" else None,
-        None if unb is None else unb[["estimate"]],
+        bands,
+        None if unb is None else unb[["estimate", "lower", "upper"]],
         prob=ctx.prob,
         title="pass^k: all k attempts succeed, over the tasks run at least k times",
     )
-    rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
+    # what the figure draws (it said "bands" where none were drawn: a log alone, or a new task's pass^k)
+    drawn = (f"posterior {ctx.prob:.0%} bands" + ("; points: the unbiased estimates" if unb is not None else "")
+             if bands is not None else f"the unbiased estimates with their {ctx.prob:.0%} intervals as bars")
+    rep.figure("passk_curves", fig, f"pass^k against k per agent ({drawn}).")
 
 
 def _tasks_per_k(n: xr.DataArray, index: pd.MultiIndex) -> list[int]:
