@@ -1031,3 +1031,43 @@ def test_abilities_flag_a_bootstrap_mean_few_tasks_carry(tmp_path, rare_and_comm
     common = next(r for r in abil.splitlines() if r.startswith("| common "))
     assert "few tasks carry the mean (a resampling interval covers less than its level there" in rare
     assert "few tasks carry" not in common
+
+
+def test_the_abilities_caption_says_which_points_have_no_bar():
+    """An agent at 100% and one at 0%: BCa is undefined for both, the forest drew two bare points
+    under a caption of "95% intervals", which reads as certainty. The caption now names them.
+    """
+    from hierbench.report._sections import _no_bar
+
+    boot = pd.DataFrame({"estimate": [1.0, 0.0, 0.4], "lower": [np.nan, np.nan, 0.2], "upper": [np.nan, np.nan, 0.6]},
+                        index=pd.Index(["top", "zero", "mid"], name="agent"))  # fmt: skip
+    said = _no_bar({"task bootstrap (bca, 95%)": boot})
+    assert said == (" No bar for top, zero (task bootstrap (bca, 95%)): the interval is undefined there, not of "
+                    "zero width (the table's flag says why and what holds instead).")  # fmt: skip
+    assert _no_bar({"task bootstrap (bca, 95%)": boot.loc[["mid"]]}) == ""
+
+
+def test_the_data_summary_flags_agents_the_data_themselves_mark():
+    """SWE-bench bash-only read with --annotate flag_per_instance_disagrees_with_reported: the file
+    marks every run of one model (10.2% here, 52.8% on the leaderboard), and the report showed only a
+    count column with no flag. Now the Flags list names it (here a hand-made 3-agent log).
+    """
+    from hierbench.data import from_records
+
+    rows = [{"agent": a, "task": f"t{t}", "score": float(t % 2), "disputed": a == "bad" or (a == "some" and t == 0)}
+            for a in ("good", "bad", "some") for t in range(6)]  # fmt: skip
+    ds = from_records(pd.DataFrame(rows), annotations=["disputed"])
+    ds.attrs["flagged_agents"] = '{"bad": 6}'
+    from hierbench.report._context import _Context
+    from hierbench.report._sections import _sec_data
+
+    ctx = _Context(fit=None, data=ds, prob=0.95, rng=0, n_resamples=99, truth=None, freq="auto",
+                   subset=[], say=lambda *_: None)  # fmt: skip
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_data(ctx, rep, "data-summary")
+    flags = rep.blocks[0]["text"].split("**Flags:**")[1]
+    assert "the per-run annotation `disputed` marks at least half the runs of: bad (6 of 6 runs):" in flags
+    assert "some" not in flags and "good" not in flags  # 1 of 6 runs: not flagged
+    assert "the data's own source flags the records of: bad (6 runs) (attrs['flagged_agents'])" in flags

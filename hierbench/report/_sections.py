@@ -93,6 +93,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         )
     if d["not_kept"]:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
+    flags += _marked_agents(s, ctx.data)
     text = (
         f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}; {counted(d['n_runs_total'], 'run')}; runs per cell "
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; {_scored_text(d)}"
@@ -105,6 +106,36 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     else:
         text += "\n\nNo flags: every agent ran most tasks, error rates are low."
     rep.section(_TITLES[sid], text, table=s, id=sid)
+
+
+def _marked_agents(s: pd.DataFrame, data: xr.Dataset) -> list[str]:
+    """Flags for the agents the data themselves mark, by an annotation or by their loader.
+
+    A per-run annotation on at least half an agent's runs (``--annotate``: SWE-bench's
+    ``flag_per_instance_disagrees_with_reported`` on every run of one model), and the agents a
+    loader records in ``attrs["flagged_agents"]``.
+
+    ``s``: the summary table as :func:`_sec_data` shows it (``runs``, ``n_<annotation>``).
+    """
+    import json
+
+    out = []
+    names = data.attrs.get("annotations", "[]")
+    for name in json.loads(names) if isinstance(names, str) else list(names or []):
+        if f"n_{name}" not in s or "runs" not in s:
+            continue
+        n, runs = s[f"n_{name}"].astype(float), s["runs"].astype(float)
+        most = [f"{a} ({int(k)} of {int(r)} runs)" for a, k, r in zip(s.index, n, runs, strict=True) if r > 0 and k >= r / 2]
+        if most:
+            out.append(f"the per-run annotation `{name}` marks at least half the runs of: {'; '.join(most)}: "
+                       "what it marks bears on every number of these agents below")
+    flagged = data.attrs.get("flagged_agents")
+    said = json.loads(flagged) if isinstance(flagged, str) else dict(flagged or {})
+    if said:
+        col = data.attrs.get("flag_column")
+        out.append("the data's own source flags the records of: " + "; ".join(f"{a} ({k} runs)" for a, k in said.items())
+                   + (f" (its column `{col}`)" if col else "") + " (attrs['flagged_agents']): read their scores as suspect")
+    return out
 
 
 def _scored_text(d: dict) -> str:
@@ -246,7 +277,17 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     elif ctx.mixed and var is not None:
         text += _mixed_note(ctx, True)
     rep.section(_TITLES[sid], text, table=wide, id=sid)
-    rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.")
+    rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.{_no_bar(intervals)}")
+
+
+def _no_bar(intervals: dict[str, pd.DataFrame]) -> str:
+    """The caption's word on a point drawn without a bar: its interval is undefined, not of zero width."""
+    said = []
+    for name, v in intervals.items():
+        bare = [str(a) for a in v.index[v["estimate"].notna() & (v["lower"].isna() | v["upper"].isna())]]
+        said += [f"{', '.join(bare)} ({name})"] if bare else []
+    return (f" No bar for {'; '.join(said)}: the interval is undefined there, not of zero width "
+            "(the table's flag says why and what holds instead).") if said else ""
 
 
 def _no_level(ctx: _Context) -> str:
