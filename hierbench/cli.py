@@ -692,7 +692,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         head["notes"] = [n.replace("`", "") for n in (no_p_note(table), marks_holm_note(table, alpha)) if n]
         print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))
     else:
-        print(_compare_text(cmp, args, matrix))
+        print(_compare_text(cmp, args, matrix, ds))
         if matrix:
             print(pair_matrix(cmp, alpha=alpha, order=score_order(ds)).to_string())
             name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
@@ -710,13 +710,15 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compare_text(cmp, args: argparse.Namespace, matrix: bool) -> str:
+def _compare_text(cmp, args: argparse.Namespace, matrix: bool, data=None) -> str:
+    """The sentence, the settings and (as a matrix) the matrix's order; ``data``: the log (a graded one's units)."""
     from .report import SCORE_ORDER_WORDS
+    from .report import graded_units
     from .report import pair_sentence
     from .report import settings_text
 
     head = "\n".join(
-        textwrap.wrap(pair_sentence(cmp, 1 - args.prob), 100)
+        textwrap.wrap(pair_sentence(cmp, 1 - args.prob) + graded_units(data, ""), 100)
         + textwrap.wrap(f"How: {settings_text(cmp)}.", 100)
     ) + "\n"
     if matrix:

@@ -659,6 +659,7 @@ def _compare_section(ctx: DemoContext) -> str:
     from .metrics import prob_superiority
     from .report import bayes_pair_note
     from .report import differ_column
+    from .report import graded_units
     from .report import marks_holm_note
     from .report import no_p_note
     from .report import pair_agents
@@ -694,7 +695,7 @@ def _compare_section(ctx: DemoContext) -> str:
     )
     shown, short = shown_pairs(table, _pairs_where(ctx))
     return (
-        "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB), 90))
+        "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB) + graded_units(ctx.data, ""), 90))
         + note
         + "\n\n"
         # a path stays whole on its line, to be copied

@@ -1071,3 +1071,34 @@ def test_the_data_summary_flags_agents_the_data_themselves_mark():
     assert "the per-run annotation `disputed` marks at least half the runs of: bad (6 of 6 runs):" in flags
     assert "some" not in flags and "good" not in flags  # 1 of 6 runs: not flagged
     assert "the data's own source flags the records of: bad (6 runs) (attrs['flagged_agents'])" in flags
+
+
+def test_graded_pairs_say_their_units_and_abilities_keep_the_logs_agent_order():
+    """VerbAgg's no / perhaps / yes (first 12 persons): Agent abilities gave mean grades 1.167 and
+    1.333 (0..2) for persons 10 and 12, the pair table -0.083 (the score on 0..1) with nothing said;
+    and the abilities table listed the persons 1, 10, 11, 12, 2, ... (a formula fit sorts its
+    levels as text) where the log and the summary have 1, 2, ..., 12.
+    """
+    from hierbench.data import from_records
+    from hierbench.report._sec_pairs import graded_units
+    from hierbench.report._sections import _in_data_order
+
+    rows = [{"agent": str(a), "task": f"t{t}", "score": ["no", "perhaps", "yes"][(a + t) % 3]}
+            for a in range(1, 13) for t in range(3)]  # fmt: skip
+    ds = from_records(pd.DataFrame(rows), score_levels=["no", "perhaps", "yes"])
+    said = graded_units(ds)
+    assert said == (" The differences are of the score, the grades no, perhaps, yes read as 0, 0.5, 1 respectively; "
+                    "times 2 for differences of grades (the grades numbered 0 = no, 1 = perhaps, 2 = yes), the scale "
+                    "of Agent abilities.")  # fmt: skip
+    plain = {k: v for k, v in ds.attrs.items() if k not in ("score_levels", "score_labels")}
+    five = ds.copy()
+    five.attrs = {**plain, "score_levels": "[1.0, 2.0, 3.0, 4.0, 5.0]"}
+    assert graded_units(five, "") == (" The differences are of the score, the grades 1, 2, 3, 4, 5 read as "
+                                       "(grade - 1) / 4; times 4 for differences of grades.")  # fmt: skip
+    five.attrs = plain
+    assert graded_units(five) == ""
+    fit_order = sorted(str(a) for a in range(1, 13))  # "1", "10", "11", "12", "2", ...
+    bayes = pd.DataFrame({"estimate": np.arange(12.0)}, index=pd.Index(fit_order, name="agent"))
+    got = _in_data_order({"Bayes": bayes}, ds)["Bayes"]
+    assert got.index.tolist() == [str(a) for a in range(1, 13)]
+    assert got.loc["10", "estimate"] == fit_order.index("10")  # rows moved, not relabelled

@@ -43,6 +43,7 @@ from ._pairs import settings_text
 from ._report import Report
 from ._report import as_table
 from ._report import markdown_table
+from ._sec_pairs import graded_units as graded_units  # for the CLI and the demo; not in __all__
 from ._sections import FEW_UNITS as FEW_UNITS  # for the demo; not in __all__
 from ._sections import pass1_bounds as pass1_bounds  # for the demo; not in __all__
 

@@ -237,6 +237,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
             notes.append(_other_scale(ctx))
     if not intervals:
         raise _Skip("needs a fit with an agent-level variable or data for the bootstrap")
+    intervals = _in_data_order(intervals, ctx.data)
     truth = ctx.truth if same_scale else None
     if var is not None:
         unit = ctx.agent_draws().attrs["scale"] if ctx.mixed else "probability, 0-1" if same_scale else "model scale"
@@ -278,6 +279,15 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         text += _mixed_note(ctx, True)
     rep.section(_TITLES[sid], text, table=wide, id=sid)
     rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.{_no_bar(intervals)}")
+
+
+def _in_data_order(intervals: dict[str, pd.DataFrame], data: xr.Dataset | None) -> dict[str, pd.DataFrame]:
+    """Each method's rows in the log's agent order (a formula fit sorts its levels as text: 1, 10, 11, 2)."""
+    if data is None:
+        return intervals
+    order = {str(a): i for i, a in enumerate(data["agent"].values)}
+    return {k: v.iloc[sorted(range(len(v)), key=lambda i: order.get(str(v.index[i]), len(order)))]
+            for k, v in intervals.items()}  # fmt: skip
 
 
 def _no_bar(intervals: dict[str, pd.DataFrame]) -> str:
