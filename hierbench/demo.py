@@ -231,31 +231,9 @@ def _few_agents(boot) -> dict[str, str]:
 
 def _grade_words(ctx: DemoContext) -> list[str] | None:
     """The names of a graded log's grades (its labels, or the numbers of its scale), None for plain scores."""
-    levels = _score_levels(ctx)
-    if not levels:
-        return None
-    from .data import grade_names
-    from .data import labels_attr
+    from .report import data_grades
 
-    return grade_names(levels, labels_attr(ctx.data.attrs))
-
-
-def _scored(value: float, grades: list[str] | None) -> str:
-    """``scored 0``; of a graded log, the grade at that end of the scale: ``graded no (score 0)``."""
-    if grades is None or value not in (0.0, 1.0):
-        return f"scored {value:g}"
-    return f"graded {grades[0] if value == 0.0 else grades[-1]} (score {value:g})"
-
-
-def _flag_words(flag: str, grades: list[str] | None) -> str:
-    """A bootstrap ``ci_flag`` in the log's words: ``every task scored 0`` of a graded log says its grade."""
-    head = "every task scored "
-    if grades is None or not flag.startswith(head):
-        return flag
-    try:
-        return f"every task {_scored(float(flag[len(head):]), grades)}"
-    except ValueError:
-        return flag
+    return data_grades(ctx.data)
 
 
 def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True, grades: list[str] | None = None) -> str:
@@ -265,7 +243,9 @@ def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True, grades
     ``binary=False``: the scores are not all 0 or 1, and the advice does not send the reader to
     ``pass_hat_k``, which refuses them; ``grades``: a graded log's grade names (:func:`_grade_words`).
     """
-    flags = {a: _flag_words(f, grades) for a, f in _few_agents(boot).items()}
+    from .report import graded_flag
+
+    flags = {a: graded_flag(f, grades) for a, f in _few_agents(boot).items()}
     bounds = pd.Series(dtype=object) if bounds is None else bounds
     notes = []
     for head, kind in (("Few tasks carry the mean of", False), ("One score on every task:", True)):
@@ -291,7 +271,9 @@ def _why_undefined(boot, agent, grades: list[str] | None = None) -> str:
     if not dist.size:
         return "the statistic is undefined in every resample"
     n = int(boot.n_tasks.sel(agent=agent))
-    every = f" (every run on its {n} tasks {_scored(est, grades)})" if est in (0.0, 1.0) else ""
+    from .report import scored_words
+
+    every = f" (every run on its {n} tasks {scored_words(est, grades)})" if est in (0.0, 1.0) else ""
     if boot.bias_correction is not None and not np.isfinite(float(boot.bias_correction.sel(agent=agent))):
         side = (
             f"every resample gives {est:.3f}, the estimate itself{every}"

@@ -1102,3 +1102,28 @@ def test_graded_pairs_say_their_units_and_abilities_keep_the_logs_agent_order():
     got = _in_data_order({"Bayes": bayes}, ds)["Bayes"]
     assert got.index.tolist() == [str(a) for a in range(1, 13)]
     assert got.loc["10", "estimate"] == fit_order.index("10")  # rows moved, not relabelled
+
+
+def test_the_abilities_flag_says_a_graded_agent_at_an_end_of_the_scale_in_its_grade():
+    """The report's abilities flag said "every task scored 0" for an agent graded `no` on every task
+    (its log never held a 0); now "every task graded no (score 0)". 0/1 scores keep "scored 0".
+    """
+    from hierbench.report._sections import _few_flag
+    from hierbench.report._sections import data_grades
+
+    rows = [{"agent": a, "task": f"t{t}", "score": g} for a, g in (("never", "no"), ("always", "yes")) for t in range(4)]
+    ds = from_records_words(rows)
+    grades = data_grades(ds)
+    assert grades == ["no", "perhaps", "yes"]
+    table = pd.DataFrame({"ci_flag": ["every task scored 0", "every task scored 1"]}, index=["never", "always"])
+    got = _few_flag(table, "task bootstrap", pd.Index(["never", "always"]), pd.Series(dtype=object), False, grades)
+    assert got["never"].startswith("task bootstrap: every task graded no (score 0) (")
+    assert got["always"].startswith("task bootstrap: every task graded yes (score 1) (")
+    plain = _few_flag(table, "task bootstrap", pd.Index(["never", "always"]), pd.Series(dtype=object))
+    assert plain["never"].startswith("task bootstrap: every task scored 0 (")
+
+
+def from_records_words(rows):
+    from hierbench.data import from_records
+
+    return from_records(pd.DataFrame(rows), score_levels=["no", "perhaps", "yes"])

@@ -259,7 +259,8 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         wide, f = _defined(wide, name)
         flags = _add_flag(flags, f)
         if "bootstrap" in name:
-            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx), ctx.binary()))
+            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx), ctx.binary(),
+                                               data_grades(ctx.data)))  # fmt: skip
             flags = _add_flag(flags, _few_units_flag(ctx, boot, name, n_tasks, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
@@ -518,19 +519,51 @@ def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
     return flags.where(more == "", flags.where(flags == "", flags + "; ") + more)
 
 
-def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series, binary: bool = True) -> pd.Series:
+def data_grades(data: xr.Dataset | None) -> list[str] | None:
+    """The names of a graded log's grades (its labels, or the numbers of its scale), None for plain scores."""
+    from ..data import grade_names
+    from ..data import labels_attr
+    from ..data import levels_attr
+
+    levels = levels_attr(data.attrs) if data is not None else None
+    return grade_names(levels, labels_attr(data.attrs)) if levels else None
+
+
+def scored_words(value: float, grades: list[str] | None) -> str:
+    """``scored 0``; of a graded log, the grade at that end of the scale: ``graded no (score 0)``."""
+    if grades is None or value not in (0.0, 1.0):
+        return f"scored {value:g}"
+    return f"graded {grades[0] if value == 0.0 else grades[-1]} (score {value:g})"
+
+
+def graded_flag(flag: str, grades: list[str] | None) -> str:
+    """A bootstrap ``ci_flag`` in the log's words: ``every task scored 0`` of a graded log says its grade."""
+    head = "every task scored "
+    if grades is None or not flag.startswith(head):
+        return flag
+    try:
+        return f"every task {scored_words(float(flag[len(head):]), grades)}"
+    except ValueError:
+        return flag
+
+
+def _few_flag(
+    table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series, binary: bool = True,
+    grades: list[str] | None = None,
+) -> pd.Series:
     """A bootstrap's ``ci_flag`` (a mean few tasks carry) as a report flag naming what holds instead.
 
     ``bounds`` (:func:`pass1_bounds`) puts the bound that holds beside the advice, so
     the reader sees a valid interval where the resampling one is undefined, zero-width
-    or short (an agent that failed every task among them).
+    or short (an agent that failed every task among them). ``grades``: a graded log's
+    grade names (:func:`data_grades`), to say an agent at an end of the scale in them.
     """
     out = pd.Series("", index=index, dtype=object)
     if "ci_flag" not in table:
         return out
     few = table["ci_flag"].copy()
     few.index = few.index.astype(str)
-    few = few.reindex(index).fillna("").astype(str)
+    few = few.reindex(index).fillna("").astype(str).map(lambda f: graded_flag(f, grades))
     hit = few != ""
     said = bounds.reindex(index).fillna("").astype(str)
     said = said.where(said == "", ": " + said)
