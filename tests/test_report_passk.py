@@ -229,3 +229,18 @@ def test_the_figure_of_a_log_alone_draws_the_intervals_its_caption_names():
         seg = np.array([s[:, 1] for s in c.lines[2][0].get_segments()])  # (k, [low end, high end])
         np.testing.assert_allclose(seg, ref.loc[agent][["lower", "upper"]].to_numpy())
     plt.close(fig)
+
+
+def test_a_numeric_grade_scale_reads_as_grades_not_a_python_list():
+    """The wine judges' 1-5 ratings: the pass^k note said `score` is graded "on [1.0, 2.0, 3.0, 4.0,
+    5.0]" (a list's repr), and the abilities axis the same; now "1, 2, 3, 4, 5".
+    """
+    from types import SimpleNamespace
+
+    from hierbench.report._passk import _scale_text
+
+    design = SimpleNamespace(categories=np.array([1.0, 2.0, 3.0, 4.0, 5.0]), response="score")
+    assert _scale_text(SimpleNamespace(grade_labels=lambda: None), design) == "1, 2, 3, 4, 5"
+    words = SimpleNamespace(grade_labels=lambda: ["no", "perhaps", "yes"])
+    three = SimpleNamespace(categories=np.array([0.0, 1.0, 2.0]), response="score")
+    assert _scale_text(words, three) == "0 = no, 1 = perhaps, 2 = yes (the threshold g is the grade's number)"

@@ -203,7 +203,7 @@ def _scale_text(ctx: _Context, design) -> str:
     """A graded design's scale as the pass^k note names it: the numbers, with the labels they stand for."""
     labels = ctx.grade_labels() if design.response == "score" else None
     if not labels:
-        return str(design.categories.tolist())
+        return grade_key(design.categories, None)
     return f"{grade_key(design.categories, labels)} (the threshold g is the grade's number)"
 
 
