@@ -535,6 +535,36 @@ def _sample(args: argparse.Namespace, model, progress: bool):
     return dt, caught, time.perf_counter() - t0
 
 
+def _check_binary_model(args: argparse.Namespace, ds) -> None:
+    """Refuse partial credit for the binomial --model in the CLI's words (the builder's names the Python API).
+
+    METR's continuous scores: the refusal said "use hierbench.bayes.build_mixed(data)"; from the
+    shell that model is ``--formula``.
+    """
+    import numpy as np
+
+    from ._base import is_binary
+
+    score = ds["score"].values
+    if is_binary(score):
+        return
+    from .data import grade_names
+    from .data import labels_attr
+    from .data import levels_attr
+
+    levels = levels_attr(ds.attrs)
+    how = (f"Its grades have the ordinal model: --levels {','.join(grade_names(levels, labels_attr(ds.attrs)))} "
+           "--formula 'score ~ (1|agent) + (1|task)'" if levels else
+           "For scores in [0, 1] fit --formula 'score ~ (1|agent) + (1|task)' (family fractional)")
+    vals = score[np.isfinite(score)]
+    part = vals[(vals != 0) & (vals != 1)]
+    raise CliError(
+        f"--model {args.model}{' (the default)' if args.model == 'crossed' else ''} is binomial: every score "
+        f"must be 0 or 1, and {part.size:,} of the {vals.size:,} scores of {', '.join(map(repr, args.file))} are not "
+        f"(e.g. {', '.join(f'{v:g}' for v in part[:3])}). {how}; or binarise the --score column first"
+    )
+
+
 def _build(args: argparse.Namespace, ds):
     """The model `fit` samples: a named builder (--model) or a formula model (--formula)."""
     from . import bayes
@@ -543,6 +573,7 @@ def _build(args: argparse.Namespace, ds):
         if args.family != "auto" or args.levels is not None:
             raise CliError("--family and --levels describe a --formula model; give --formula too")
         args.model = args.model or "crossed"
+        _check_binary_model(args, ds)
         return {"crossed": bayes.build_crossed, "beta_binomial": bayes.build_beta_binomial}[args.model](ds)
     if args.model is not None:
         raise CliError(f"--model {args.model} and --formula name two models; give one of them")

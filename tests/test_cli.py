@@ -1288,3 +1288,22 @@ def test_demo_names_the_agents_whose_bootstrap_mean_few_tasks_carry(rare_and_com
     note = " ".join(_few_note(bootstrap_ci(ds, n_resamples=99, rng=0)).split())
     assert note.startswith("Few tasks carry the mean of rare: a resampling interval covers less than its level there")
     assert "common" not in note and "pass_hat_k(data, 1) gives a bound that holds." in note
+
+
+def test_fit_refuses_partial_credit_for_the_binomial_model_in_the_shells_words(tmp_path, capsys):
+    """METR's continuous scores: `fit` (the crossed model by default) was refused with "use
+    hierbench.bayes.build_mixed(data)", a Python call; the shell's model for them is --formula.
+    A graded log saved as a dataset is pointed to the ordinal model with its own grades.
+    """
+    path = tmp_path / "log.csv"
+    scores = [1.0, 0.0, 0.25, 1.0, 0.0, 0.5, 1.0, 0.0]  # 2 of 8 not 0 or 1
+    pd.DataFrame({"agent": list("aabbccdd"), "task": ["t1", "t2"] * 4, "score": scores}).to_csv(path, index=False)
+    assert main(["fit", str(path), "-o", str(tmp_path / "f.nc"), "--quiet"]) == 2
+    _one_line_error(capsys, "--model crossed (the default) is binomial", "2 of the 8 scores", "e.g. 0.25, 0.5",
+                    "fit --formula 'score ~ (1|agent) + (1|task)' (family fractional)")  # fmt: skip
+    rows = [{"agent": a, "task": f"t{t}", "score": ["no", "perhaps", "yes"][(i + t) % 3]}
+            for i, a in enumerate("abc") for t in range(3)]  # fmt: skip
+    save_dataset(from_records(pd.DataFrame(rows), score_levels=["no", "perhaps", "yes"]), tmp_path / "g.nc")
+    assert main(["fit", str(tmp_path / "g.nc"), "--model", "beta_binomial", "-o", str(tmp_path / "f.nc")]) == 2
+    _one_line_error(capsys, "--model beta_binomial is binomial", "--levels no,perhaps,yes --formula 'score ~ (1|agent) + (1|task)'")
+    assert not (tmp_path / "f.nc").exists()

@@ -151,8 +151,8 @@ def _near_level(ds: xr.Dataset, alpha: float, adjust: str) -> str:
     knob = "n_draws" if adjust.startswith("maxt") else "n_permutations"  # the max-T law's draws, else the per-pair p's
     return (
         f" The adjusted p-values are Monte Carlo estimates: {k} pair{'s' if k > 1 else ''} ({on} counted as "
-        f"differing) lie within two Monte Carlo errors of {alpha:g}, so more sign patterns could move "
-        f"them across (compare_agents(..., {knob}=...))."
+        f"differing) lie{'' if k > 1 else 's'} within two Monte Carlo errors of {alpha:g}, so more sign patterns could move "
+        f"{'them' if k > 1 else 'it'} across (compare_agents(..., {knob}=...))."
     )
 
 
