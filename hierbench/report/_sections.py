@@ -154,8 +154,9 @@ def _scored_text(d: dict) -> str:
 _MIXED_LEVEL = (
     "The formula model's level of each agent is its {what}: the posterior of each design row's "
     "expected outcome, every fitted effect at its drawn value, averaged over the agent's own rows "
-    "(hierbench.metrics.mean_response with tasks='observed'; the estimand of the task bootstrap of "
-    "its mean)."
+    "(hierbench.metrics.mean_response with tasks='observed'; the task bootstrap's point estimate). "
+    "Its interval holds these tasks fixed; the bootstrap's is for a new draw of tasks, so it is wider "
+    "by the tasks' spread, not by less information."
 )
 #: the same, where Agent abilities has said it already
 _MIXED_SHORT = "(the formula model's expected mean over each agent's own tasks; see Agent abilities)."
@@ -697,7 +698,9 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             "expected score on a new task, the same target when the tasks run are a sample of the population."
             if ctx.var == "mean_new_task"
             else f" The Bayesian column is the formula model's expected {what} of each agent averaged over "
-            "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's target."
+            "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's point "
+            "estimate; its interval holds these tasks fixed, the bootstrap's is for a new draw of tasks "
+            "(wider by the tasks' spread, not for want of information)."
             if ctx.mixed
             else ""
         )
