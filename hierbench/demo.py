@@ -634,9 +634,18 @@ def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) ->
     return textwrap.fill(head, 90) + "\n\n" + table.to_string(float_format="{:.3f}".format) + tail
 
 
+def _one_agent(ctx: DemoContext, why: str) -> str | None:
+    """A section's word for a log of one agent (tau-bench's gpt-4o): what does not apply, not an error."""
+    if int(ctx.data.sizes.get("agent", 0)) != 1:
+        return None
+    return f"(not applicable: the log holds one agent, {ctx.data['agent'].values[0]}: {why})"
+
+
 def _compare_section(ctx: DemoContext) -> str:
     import textwrap
 
+    if (one := _one_agent(ctx, "no pair to compare")) is not None:
+        return one
     from .freq import compare_agents
     from .metrics import prob_superiority
     from .report import bayes_pair_note
@@ -707,6 +716,8 @@ def _pairs_where(ctx: DemoContext) -> str:
 
 
 def _rank_section(ctx: DemoContext) -> str:
+    if (one := _one_agent(ctx, "nothing to rank")) is not None:
+        return one
     from .freq import rank_uncertainty
     from .metrics import rank_probabilities
 
@@ -765,8 +776,8 @@ def _plan_section(ctx: DemoContext) -> str:
         return "(needs the Bayesian fit for the variance components)"
     from .metrics import crossed_variance_components
 
-    if int(ctx.data.sizes["agent"]) < 2:  # before the components, whose agent part is then undefined
-        raise ValueError("the plan is for comparing two agents on the same tasks; this log has one agent")
+    if (one := _one_agent(ctx, "the plan is for comparing two agents on the same tasks")) is not None:
+        return one  # before the components, whose agent part is then undefined
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
     # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
     mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)

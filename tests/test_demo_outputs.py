@@ -543,3 +543,19 @@ def test_few_tasks_advice_on_graded_scores_does_not_send_the_reader_to_pass_hat_
         warnings.simplefilter("ignore")
         text = " ".join(_bootstrap_section(DemoContext(data=binary, truth=None, extra={"fast": True})).split())
     assert "pass_hat_k(data, 1) gives a bound that holds" in text
+
+
+def test_a_one_agent_log_says_what_does_not_apply_instead_of_an_error():
+    """tau-bench's gpt-4o alone: sections 6-8 printed "(not computed: HierbenchError: compare_agents
+    needs >= 2 agents ...)" and three end-of-run warnings, as if the run had failed.
+    """
+    from hierbench.demo import _compare_section
+    from hierbench.demo import _rank_section
+
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((1, 5, 2)))},
+                    coords={"agent": ["solo"], "task": [f"t{i}" for i in range(5)]})  # fmt: skip
+    ctx = DemoContext(ds, None, extra={"seed": 0, "fast": True, "fit": object()})
+    assert _compare_section(ctx) == "(not applicable: the log holds one agent, solo: no pair to compare)"
+    assert _rank_section(ctx) == "(not applicable: the log holds one agent, solo: nothing to rank)"
+    assert _plan_section(ctx) == ("(not applicable: the log holds one agent, solo: the plan is for comparing "
+                                  "two agents on the same tasks)")  # fmt: skip
