@@ -584,20 +584,28 @@ def _passk_section(ctx: DemoContext) -> str:
     table = table[table["tasks (>= k runs)"] > 0]
     ctx.extra["passk_table"] = table
     text = _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra)
-    return text + _passk_limits(ks, table, [str(a) for a in n_runs["agent"].values])
+    return text + _passk_limits(ks, table, [str(a) for a in n_runs["agent"].values], int(n_runs.max()))
 
 
 #: the largest k the demo's pass^k table shows (fewer where no cell holds that many runs)
 _MAX_K = 5
 
 
-def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str]) -> str:
-    """Why the table stops below k = 5, and which agents' rows stop early (no task with k runs)."""
+def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: int | None = None) -> str:
+    """Why the table stops where it does (below k = 5, or at 5 with busier cells), and which rows stop early.
+
+    ``most``: the most runs any cell holds (the rat tumour log: 52, where the table stops at 5).
+    """
     lines = []
     if ks[-1] < _MAX_K:
         lines.append(
             f"k goes to {ks[-1]} only: no (agent, task) cell holds more than {ks[-1]} runs, and "
             "the unbiased estimator needs k runs of a task."
+        )
+    elif most is not None and most > ks[-1]:
+        lines.append(
+            f"k stops at {ks[-1]} (the demo's table); the busiest cells hold {most} runs: "
+            f"hierbench.freq.pass_hat_k(data, k) gives any k up to {most}."
         )
     last = table.groupby(level=0)["k"].max()
     early = [f"{a} (to k = {int(last[a])})" if a in last else f"{a} (none)" for a in agents

@@ -559,3 +559,18 @@ def test_a_one_agent_log_says_what_does_not_apply_instead_of_an_error():
     assert _rank_section(ctx) == "(not applicable: the log holds one agent, solo: nothing to rank)"
     assert _plan_section(ctx) == ("(not applicable: the log holds one agent, solo: the plan is for comparing "
                                   "two agents on the same tasks)")  # fmt: skip
+
+
+def test_demo_passk_says_why_k_stops_at_five_when_cells_hold_more_runs():
+    """The rat tumour experiments as one agent's log (10 to 52 runs per task): the table stopped at
+    k = 5 with nothing said, where tau-bench's (4 runs) says why it stops at 4.
+    """
+    s = np.zeros((1, 3, 7))
+    s[0, :, :3] = 1.0  # 3 of 7 runs pass on every task
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a"], "task": ["x", "y", "z"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_passk_section(DemoContext(ds, None)).split())
+    assert "k stops at 5 (the demo's table); the busiest cells hold 7 runs: hierbench.freq.pass_hat_k(data, k) gives any k up to 7." in text
+    row = next(r.split() for r in _passk_section(DemoContext(ds, None)).splitlines() if r.startswith("a ") and r.split()[1] == "3")
+    assert float(row[3]) == pytest.approx(comb(3, 3) / comb(7, 3), abs=5e-4)  # C(c,k)/C(n,k) by hand
