@@ -426,3 +426,18 @@ def test_a_pair_at_100_against_0_percent_is_not_called_not_different():
     row = next(r for r in pair_text(table).splitlines() if r.startswith("top - bottom"))
     assert "undefined" in row.split()
     assert pair_matrix(cmp, order=["top", "mid", "bottom"]).loc["top", "bottom"] == "+1.00?"
+
+
+def test_a_difference_that_rounds_to_zero_reads_plus_zero_in_the_matrix():
+    """VerbAgg persons 11 and 6 (equal means up to rounding): the matrix cell read "-0.00"."""
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_matrix
+
+    s = np.array([[1, 0, 1, 0, 1, 0], [1e-12, 1, 1e-12, 1, 1e-12, 1], [1, 1, 1, 0, 1, 1]])[..., None]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
+                    coords={"agent": ["a", "b", "c"], "task": [f"t{i}" for i in range(6)]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_agents(ds, n_resamples=99, rng=0)
+    assert -1e-11 < float(cmp.to_dataset()["mean_diff"].sel(agent="a", opponent="b")) < 0  # by construction
+    assert pair_matrix(cmp, order=["c", "a", "b"]).loc["a", "b"] == "+0.00"  # was "-0.00"

@@ -641,7 +641,8 @@ def pair_matrix(
             v = float(d.sel(agent=a, opponent=b))
             pv = float(p.sel(agent=a, opponent=b))
             # no adjusted p (no_p_note): "?" rather than a bare difference that reads "not separated"
-            row.append(f"{v:+.2f}{'?' if np.isnan(pv) and np.isfinite(v) and v != 0 else _mark(pv, alpha)}")
+            # round(v, 2) + 0.0: a difference that rounds to zero reads +0.00, not -0.00 (VerbAgg 11 - 6)
+            row.append(f"{round(v, 2) + 0.0:+.2f}{'?' if np.isnan(pv) and np.isfinite(v) and v != 0 else _mark(pv, alpha)}")
         cells.append(row)
     if numbered is None:
         numbered = max(map(len, order)) > MATRIX_NAME_WIDTH
