@@ -606,8 +606,8 @@ def test_a_fit_with_another_log_is_refused_naming_what_differs(tmp_path, capsys)
     out = tmp_path / "r.html"
     assert main(["report", str(fit), "--data", str(bad), "-o", str(out), "--quiet"]) == 2
     line = _one_line_error(capsys, "FIT", "fit.nc", "--data", "other.csv", "not the same evaluation")
-    assert "1 agents only in the fit (['agent_02'])" in line
-    assert "1 tasks only in the data (['new_task'])" in line
+    assert "1 agent only in the fit (['agent_02'])" in line
+    assert "1 task only in the data (['new_task'])" in line
     assert "1 agent x task cells with other success / run counts" in line
     assert "(agent_00, task_0003)" in line and not out.exists()
     # the same log in another row order is the same evaluation
