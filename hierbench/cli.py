@@ -737,8 +737,26 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         for note in (no_p_note(table), marks_holm_note(table, alpha)):
             if note:
                 print("\n" + textwrap.fill(note.replace("`", ""), 100))
-    print_warnings(msgs + warning_lines(caught))
+    print_warnings(msgs + warning_lines(caught) + _marked(ds))
     return 0
+
+
+def _marked(ds) -> list[str]:
+    """The agents the log itself marks (an --annotate column on at least half their runs; a loader's flag).
+
+    SWE-bench bash-only: Claude 3.7 Sonnet's 500 runs are flagged by the file as disagreeing with
+    the leaderboard; its pairs are compared like any other's.
+    """
+    import warnings as _w
+
+    from .data import summarize
+    from .report import marked_agents
+
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")  # summarize's notices are the summary command's business
+        s = summarize(ds).to_dataframe()
+    s.index = s.index.astype(str)
+    return [f"the log marks agents: {m.replace('`', '')}" for m in marked_agents(s, ds)]
 
 
 def _compare_text(cmp, args: argparse.Namespace, matrix: bool, data=None) -> str:

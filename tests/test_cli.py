@@ -1307,3 +1307,18 @@ def test_fit_refuses_partial_credit_for_the_binomial_model_in_the_shells_words(t
     assert main(["fit", str(tmp_path / "g.nc"), "--model", "beta_binomial", "-o", str(tmp_path / "f.nc")]) == 2
     _one_line_error(capsys, "--model beta_binomial is binomial", "--levels no,perhaps,yes --formula 'score ~ (1|agent) + (1|task)'")
     assert not (tmp_path / "f.nc").exists()
+
+
+def test_compare_names_the_agents_the_log_itself_marks(tmp_path, capsys):
+    """SWE-bench bash-only with --annotate flag_per_instance_disagrees_with_reported: the file flags
+    every run of Claude 3.7 Sonnet (10.2% here, 52.8% reported); `compare` ranked its pairs like any
+    other's and said nothing. It now names the agent (an annotation on at least half its runs).
+    """
+    rows = [{"agent": a, "task": f"t{t}", "score": float((t + i) % 2), "disputed": a == "odd one"}
+            for i, a in enumerate(["good", "odd one", "fine"]) for t in range(6)]  # fmt: skip
+    path = tmp_path / "log.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert main(["compare", str(path), "--annotate", "disputed", "--quiet"]) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("warning: the log marks agents"))
+    assert line == ("warning: the log marks agents: the per-run annotation disputed marks at least half the runs of: "
+                    "odd one (6 of 6 runs): what it marks bears on every number of these agents")  # fmt: skip

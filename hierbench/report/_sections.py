@@ -93,7 +93,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         )
     if d["not_kept"]:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
-    flags += _marked_agents(s, ctx.data)
+    flags += marked_agents(s, ctx.data)
     text = (
         f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}; {counted(d['n_runs_total'], 'run')}; runs per cell "
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; {_scored_text(d)}"
@@ -108,27 +108,29 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     rep.section(_TITLES[sid], text, table=s, id=sid)
 
 
-def _marked_agents(s: pd.DataFrame, data: xr.Dataset) -> list[str]:
+def marked_agents(s: pd.DataFrame, data: xr.Dataset) -> list[str]:
     """Flags for the agents the data themselves mark, by an annotation or by their loader.
 
     A per-run annotation on at least half an agent's runs (``--annotate``: SWE-bench's
     ``flag_per_instance_disagrees_with_reported`` on every run of one model), and the agents a
     loader records in ``attrs["flagged_agents"]``.
 
-    ``s``: the summary table as :func:`_sec_data` shows it (``runs``, ``n_<annotation>``).
+    ``s``: the summary table as :func:`_sec_data` shows it (``runs``, ``n_<annotation>``), or
+    :func:`hierbench.data.summarize`'s as a frame (``n_runs``).
     """
     import json
 
     out = []
     names = data.attrs.get("annotations", "[]")
+    col = "runs" if "runs" in s else "n_runs"
     for name in json.loads(names) if isinstance(names, str) else list(names or []):
-        if f"n_{name}" not in s or "runs" not in s:
+        if f"n_{name}" not in s or col not in s:
             continue
-        n, runs = s[f"n_{name}"].astype(float), s["runs"].astype(float)
+        n, runs = s[f"n_{name}"].astype(float), s[col].astype(float)
         most = [f"{a} ({int(k)} of {int(r)} runs)" for a, k, r in zip(s.index, n, runs, strict=True) if r > 0 and k >= r / 2]
         if most:
             out.append(f"the per-run annotation `{name}` marks at least half the runs of: {'; '.join(most)}: "
-                       "what it marks bears on every number of these agents below")
+                       "what it marks bears on every number of these agents")
     flagged = data.attrs.get("flagged_agents")
     said = json.loads(flagged) if isinstance(flagged, str) else dict(flagged or {})
     if said:
