@@ -1322,3 +1322,14 @@ def test_compare_names_the_agents_the_log_itself_marks(tmp_path, capsys):
     line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("warning: the log marks agents"))
     assert line == ("warning: the log marks agents: the per-run annotation disputed marks at least half the runs of: "
                     "odd one (6 of 6 runs): what it marks bears on every number of these agents")  # fmt: skip
+
+
+def test_validate_says_why_a_log_with_equal_runs_per_cell_is_unbalanced(tmp_path, capsys):
+    """Every run cell held 2 runs and the line read "min 2, median 2, max 2 (unbalanced)": the
+    imbalance is the cells never run (here 1 of 4), and the line now says so.
+    """
+    rows = [{"agent": a, "task": t, "run": r, "score": 1.0} for a, t in [("a", "x"), ("a", "y"), ("b", "x")] for r in range(2)]
+    path = tmp_path / "log.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert main(["validate", str(path), "--run", "run"]) == 0
+    assert "runs per cell: min 2, median 2, max 2    (unbalanced: 1 cells never run)" in capsys.readouterr().out
