@@ -98,7 +98,8 @@ def _balance_text(rep: dict) -> str:
         return "balanced"
     rpc = rep["runs_per_cell"]
     if rpc["min"] == rpc["max"] and rep["n_missing_cells"]:
-        return f"unbalanced: {rep['n_missing_cells']} cells never run"
+        n = rep["n_missing_cells"]
+        return f"unbalanced: {n} cell{'s' if n != 1 else ''} never run"
     return "unbalanced"
 
 def _report_text(rep: dict) -> str:

@@ -1332,4 +1332,4 @@ def test_validate_says_why_a_log_with_equal_runs_per_cell_is_unbalanced(tmp_path
     path = tmp_path / "log.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     assert main(["validate", str(path), "--run", "run"]) == 0
-    assert "runs per cell: min 2, median 2, max 2    (unbalanced: 1 cells never run)" in capsys.readouterr().out
+    assert "runs per cell: min 2, median 2, max 2    (unbalanced: 1 cell never run)" in capsys.readouterr().out
