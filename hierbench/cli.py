@@ -700,6 +700,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report import shown_pairs
 
     m = ds.sizes["agent"]
+    if ds.sizes["task"] < 2:  # said here: the library's refusal names its own `scheme`, no flag of this command
+        raise CliError(
+            f"compare needs at least 2 tasks: the paired tests and intervals resample tasks, and "
+            f"{', '.join(map(repr, args.file))} holds 1 ({str(ds['task'].values[0])!r}): every resample would "
+            "be the data. Add tasks (hierbench summary shows each agent's mean and runs)"
+        )
     if _progress_wanted(args):
         print(f"paired tests: {m * (m - 1) // 2} pairs ...", file=sys.stderr, flush=True)
     with warnings.catch_warnings(record=True) as caught:

@@ -1333,3 +1333,14 @@ def test_validate_says_why_a_log_with_equal_runs_per_cell_is_unbalanced(tmp_path
     pd.DataFrame(rows).to_csv(path, index=False)
     assert main(["validate", str(path), "--run", "run"]) == 0
     assert "runs per cell: min 2, median 2, max 2    (unbalanced: 1 cell never run)" in capsys.readouterr().out
+
+
+def test_compare_on_one_task_is_refused_in_the_commands_words(tmp_path, capsys):
+    """Three agents x one task x 5 runs: the refusal named `scheme='tasks'` and `scheme='runs'`,
+    options no flag of `compare` sets; it now says what the command needs, naming the file and task.
+    """
+    path = tmp_path / "one.csv"
+    pd.DataFrame({"agent": list("aabbcc"), "task": "only", "score": [1.0, 0.0] * 3}).to_csv(path, index=False)
+    assert main(["compare", str(path)]) == 2
+    line = _one_line_error(capsys, "compare needs at least 2 tasks", f"{str(path)!r} holds 1 ('only')")
+    assert "scheme" not in line
