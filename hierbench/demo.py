@@ -141,7 +141,17 @@ def _boot_label(boot) -> str:
     return f"{boot.attrs.get('resample_unit', 'task')} bootstrap ({method})"
 
 
+def _one_task(ctx: DemoContext) -> str | None:
+    """A resampling section's word for a log of one task: every resample of tasks would be the data."""
+    if int(ctx.data.sizes.get("task", 0)) != 1:
+        return None
+    return (f"(not applicable: the log holds one task, {ctx.data['task'].values[0]}: every resample of "
+            "tasks would be the data, so no interval, test or rank distribution can come from it; add tasks)")
+
+
 def _bootstrap_section(ctx: DemoContext) -> str:
+    if (one := _one_task(ctx)) is not None:
+        return one
     from .compare import side_by_side
     from .freq import bootstrap_ci
 
@@ -652,7 +662,7 @@ def _one_agent(ctx: DemoContext, why: str) -> str | None:
 def _compare_section(ctx: DemoContext) -> str:
     import textwrap
 
-    if (one := _one_agent(ctx, "no pair to compare")) is not None:
+    if (one := _one_agent(ctx, "no pair to compare") or _one_task(ctx)) is not None:
         return one
     from .freq import compare_agents
     from .metrics import prob_superiority
@@ -724,7 +734,7 @@ def _pairs_where(ctx: DemoContext) -> str:
 
 
 def _rank_section(ctx: DemoContext) -> str:
-    if (one := _one_agent(ctx, "nothing to rank")) is not None:
+    if (one := _one_agent(ctx, "nothing to rank") or _one_task(ctx)) is not None:
         return one
     from .freq import rank_uncertainty
     from .metrics import rank_probabilities

@@ -574,3 +574,18 @@ def test_demo_passk_says_why_k_stops_at_five_when_cells_hold_more_runs():
     assert "k stops at 5 (the demo's table); the busiest cells hold 7 runs: hierbench.freq.pass_hat_k(data, k) gives any k up to 7." in text
     row = next(r.split() for r in _passk_section(DemoContext(ds, None)).splitlines() if r.startswith("a ") and r.split()[1] == "3")
     assert float(row[3]) == pytest.approx(comb(3, 3) / comb(7, 3), abs=5e-4)  # C(c,k)/C(n,k) by hand
+
+
+def test_a_one_task_log_says_the_resampling_sections_do_not_apply():
+    """Three agents x one task x 5 runs: sections 3, 6 and 7 printed the library's refusal naming
+    `scheme='tasks'` / `'two-stage'`, options the demo has no way to set, and three warnings.
+    """
+    from hierbench.demo import _compare_section
+    from hierbench.demo import _rank_section
+
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((3, 1, 5)))},
+                    coords={"agent": ["a", "b", "c"], "task": ["only"]})  # fmt: skip
+    ctx = DemoContext(ds, None, extra={"seed": 0, "fast": True})
+    want = ("(not applicable: the log holds one task, only: every resample of tasks would be the data, so no "
+            "interval, test or rank distribution can come from it; add tasks)")  # fmt: skip
+    assert _bootstrap_section(ctx) == _compare_section(ctx) == _rank_section(ctx) == want
