@@ -1140,3 +1140,14 @@ def test_a_formula_fits_own_task_level_is_not_called_the_bootstraps_target():
     text = _MIXED_LEVEL.format(what="expected mean score over the tasks it ran")
     assert "estimand of the task bootstrap" not in text
     assert "Its interval holds these tasks fixed; the bootstrap's is for a new draw of tasks" in text
+
+
+def test_a_nonzero_value_never_reads_zero_in_a_report_table():
+    """The rat tumours' pass^8: unbiased 1.1e-6, Bayes [3.2e-6, 4.5e-5], printed "0.000 [0.000, 0.000]"
+    and flagged as disagreeing, which nothing on the page showed. Values that round to zero at the
+    table's decimals keep two significant digits; zero and the rest are as before.
+    """
+    df = pd.DataFrame({"v": [1.1e-6, 4.5e-5, 0.0, 0.123, -2e-4, 0.0004]}, index=list("abcdef"))
+    cells = [r.split("|")[2].strip() for r in markdown_table(df).splitlines()[2:]]
+    assert cells == ["1.1e-6", "4.5e-5", "0.000", "0.123", "-0.0002", "0.0004"]
+    assert markdown_table(df, digits=4).splitlines()[2 + 4].split("|")[2].strip() == "-0.0002"
