@@ -590,3 +590,22 @@ def test_ordinal_thresholds_of_grades_written_as_words_are_named_by_their_labels
     lo, hi = fit.thresholds_ci.sel(threshold="no|perhaps").values
     assert f"no|perhaps: {float(fit.thresholds[0]):.4g} [{lo:.4g}, {hi:.4g}]" in text
     assert "fixed effects: none" in text  # no covariates: the thresholds hold the intercept
+
+
+def test_the_readers_scale_names_the_grades_not_a_list_repr():
+    """The wine judges' marginal effect of temp read "mean grade (of score, scale [1.0, 2.0, 3.0, 4.0,
+    5.0])"; the grades are now written as the outputs write them, labels with their numbers.
+    """
+    from hierbench.data import from_records
+    from hierbench.data import model_design
+
+    rows = [{"agent": a, "task": f"t{t}", "g": (i + t) % 5 + 1, "w": ["no", "perhaps", "yes"][(i + t) % 3]}
+            for i, a in enumerate("abcd") for t in range(6)]  # fmt: skip
+    five = from_records(pd.DataFrame(rows), score="g", score_levels=[1, 2, 3, 4, 5])
+    words = from_records(pd.DataFrame(rows), score="w", score_levels=["no", "perhaps", "yes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d5 = model_design("score ~ (1|agent)", five, levels=[1, 2, 3, 4, 5])
+        dw = model_design("score ~ (1|agent)", words, levels=["no", "perhaps", "yes"])
+    assert d5.reader_scale() == (1.0, "mean grade (of score, scale 1, 2, 3, 4, 5)")
+    assert dw.reader_scale() == (1.0, "mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes)")
