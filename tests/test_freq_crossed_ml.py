@@ -609,3 +609,23 @@ def test_the_readers_scale_names_the_grades_not_a_list_repr():
         dw = model_design("score ~ (1|agent)", words, levels=["no", "perhaps", "yes"])
     assert d5.reader_scale() == (1.0, "mean grade (of score, scale 1, 2, 3, 4, 5)")
     assert dw.reader_scale() == (1.0, "mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes)")
+
+
+def test_mean_response_repr_says_what_it_estimates(shared_data):
+    """Its repr read "MeanResponseResult: estimate with 95% normal interval": the quantity (a mean grade
+    on which scale, or a success rate) was left out. VerbAgg's first 6 persons, no / perhaps / yes.
+    """
+    from hierbench.data import from_records
+    from hierbench.freq import mean_response
+
+    raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
+    raw = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:6])]
+    ds = from_records(raw, agent="id", task="item", score="resp", score_levels=["no", "perhaps", "yes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_crossed_ml(ds, "score ~ (1|agent) + (1|task)", family="ordinal", intervals="wald")
+        res = mean_response(fit, by="agent")
+    assert repr(res).splitlines()[0] == (
+        "MeanResponseResult: mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes) (95% normal interval)"
+    )
+
