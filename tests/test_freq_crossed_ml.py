@@ -628,4 +628,3 @@ def test_mean_response_repr_says_what_it_estimates(shared_data):
     assert repr(res).splitlines()[0] == (
         "MeanResponseResult: mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes) (95% normal interval)"
     )
-
