@@ -582,7 +582,15 @@ def _build(args: argparse.Namespace, ds):
     return bayes.build_mixed(ds, args.formula, family=args.family, levels=_formula_levels(args.levels, ds))
 
 
+def _check_sampler_flags(args: argparse.Namespace) -> None:
+    """--draws, --tune and --chains refused before the log is read and the model built (was: after both)."""
+    for flag, v, low in (("--draws", args.draws, 1), ("--tune", args.tune, 0), ("--chains", args.chains, 1)):
+        if v is not None and v < low:
+            raise CliError(f"{flag} must be an integer >= {low}; got {v}")
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
+    _check_sampler_flags(args)
     out = _check_out(args.out, args.overwrite, kind="fit")
     ds, msgs = load_any(args.file, args)
     print_warnings(msgs)

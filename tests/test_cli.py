@@ -1344,3 +1344,14 @@ def test_compare_on_one_task_is_refused_in_the_commands_words(tmp_path, capsys):
     assert main(["compare", str(path)]) == 2
     line = _one_line_error(capsys, "compare needs at least 2 tasks", f"{str(path)!r} holds 1 ('only')")
     assert "scheme" not in line
+
+
+def test_fit_refuses_sampler_flags_before_reading_the_log(tmp_path, capsys):
+    """`fit --draws 0` printed the model's description (the log read, the model built) before the
+    refusal; the flags are checked first now, so a log that does not even exist is not reached.
+    """
+    for flag, value, low in (("--draws", "0", 1), ("--tune", "-1", 0), ("--chains", "0", 1)):
+        assert main(["fit", str(tmp_path / "no such log.csv"), "-o", str(tmp_path / "f.nc"), flag, value]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert f"{flag} must be an integer >= {low}; got {value}" in captured.err
