@@ -570,8 +570,11 @@ def _build(args: argparse.Namespace, ds):
     from . import bayes
 
     if args.formula is None:
-        if args.family != "auto" or args.levels is not None:
-            raise CliError("--family and --levels describe a --formula model; give --formula too")
+        # --levels is also how the reader takes words: N,Y read as 0 and 1 are binary scores the
+        # named models fit (VerbAgg's r2 was refused); more grades than two are the ordinal model's
+        if args.family != "auto" or (args.levels is not None and len(args.levels.split(",")) != 2):
+            raise CliError("--family and --levels (beyond two grades, read as 0 and 1) describe a --formula "
+                           "model; give --formula too, e.g. --formula 'score ~ (1|agent) + (1|task)'")
         args.model = args.model or "crossed"
         _check_binary_model(args, ds)
         return {"crossed": bayes.build_crossed, "beta_binomial": bayes.build_beta_binomial}[args.model](ds)

@@ -1355,3 +1355,31 @@ def test_fit_refuses_sampler_flags_before_reading_the_log(tmp_path, capsys):
         captured = capsys.readouterr()
         assert captured.out == ""
         assert f"{flag} must be an integer >= {low}; got {value}" in captured.err
+
+
+def test_fit_takes_two_word_grades_as_binary_scores_for_the_crossed_model(shared_data, tmp_path, monkeypatch):
+    """VerbAgg's binary `r2` is written N / Y: reading it needs --levels N,Y, and `fit` then refused
+    ("--levels describe a --formula model"), though N, Y are read as 0, 1, the crossed model's scores.
+    Two grades now pass to the named model (its builder stubbed: what reaches it is checked); three
+    still need --formula.
+    """
+    from hierbench import bayes
+    from hierbench.cli import _build
+    from hierbench.cli import build_parser
+    from hierbench.cli import load_any
+
+    monkeypatch.setattr(bayes, "build_crossed", lambda data: {"model": "crossed", "scores": data["score"]})
+
+    sub, path = _verbagg(shared_data, tmp_path, 3)
+    args = build_parser().parse_args(["fit", str(path), "--agent", "id", "--task", "item", "--score", "r2",
+                                      "--levels", "N,Y", "-o", "f.nc"])  # fmt: skip
+    ds, _ = load_any(str(path), args)
+    model = _build(args, ds)
+    assert args.model == "crossed" and model["model"] == "crossed"
+    got = model["scores"].isel(run=0).to_series()
+    want = sub.set_index(["id", "item"])["r2"].map({"N": 0.0, "Y": 1.0})  # pandas, not the reader
+    np.testing.assert_array_equal(got.values, want.reindex(got.index).values)
+    three = build_parser().parse_args(["fit", str(path), *VERBAGG_COLS, "--levels", "no,perhaps,yes", "-o", "f.nc"])
+    ds3, _ = load_any(str(path), three)
+    with pytest.raises(Exception, match=r"--levels \(beyond two grades, read as 0 and 1\) describe a --formula"):
+        _build(three, ds3)
