@@ -454,10 +454,15 @@ def _nan_pointer(ctx: DemoContext) -> list[str]:
 
 
 def _score_levels(ctx: DemoContext) -> list[float] | None:
-    """The grade scale the log's scores were read on (``--levels``), None for scores read as they are."""
+    """The grade scale the log's scores were read on (``--levels``), None for scores read as they are.
+
+    Two grades are read as 0 and 1, a fail and a pass (VerbAgg's N / Y): None too, so the crossed
+    model and pass^k run on them as on any 0/1 log (they said "not run: these scores are grades").
+    """
     from .data import levels_attr
 
-    return levels_attr(ctx.data.attrs)
+    levels = levels_attr(ctx.data.attrs)
+    return levels if levels and len(levels) > 2 else None
 
 
 def _graded_fit_text(levels: list[float], labels: list[str] | None = None) -> str:

@@ -589,3 +589,25 @@ def test_a_one_task_log_says_the_resampling_sections_do_not_apply():
     want = ("(not applicable: the log holds one task, only: every resample of tasks would be the data, so no "
             "interval, test or rank distribution can come from it; add tasks)")  # fmt: skip
     assert _bootstrap_section(ctx) == _compare_section(ctx) == _rank_section(ctx) == want
+
+
+def test_two_word_grades_are_a_pass_and_a_fail_for_the_demo():
+    """VerbAgg's r2 (N / Y, read with --levels N,Y as 0 and 1): the demo said the crossed model and
+    pass^k do not apply, "these scores are grades N, Y", though they are a fail and a pass.
+    """
+    from hierbench.demo import _score_levels
+
+    s = np.array([[[1, 1], [0, 1], [0, 0]], [[1, 0], [1, 1], [1, 1]]], dtype=float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["p", "q"], "task": ["x", "y", "z"]},
+                    attrs={"score_levels": "[0.0, 1.0]", "score_labels": '["N", "Y"]'})  # fmt: skip
+    ctx = DemoContext(ds, None)
+    assert _score_levels(ctx) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = _passk_section(ctx)
+    assert "not computed" not in text
+    rows = {(r.split()[0], int(r.split()[1])): float(r.split()[3]) for r in text.splitlines() if r.startswith(("p ", "q "))}
+    assert rows[("p", 2)] == pytest.approx((1 + 0 + 0) / 3, abs=5e-4)  # C(c,2)/C(2,2) per task, by hand
+    assert rows[("q", 1)] == pytest.approx((0.5 + 1 + 1) / 3, abs=5e-4)
+    three = ds.assign_attrs(score_levels="[0.0, 1.0, 2.0]", score_labels='["no", "perhaps", "yes"]')
+    assert _score_levels(DemoContext(three, None)) == [0.0, 1.0, 2.0]
