@@ -1097,6 +1097,8 @@ def test_graded_pairs_say_their_units_and_abilities_keep_the_logs_agent_order():
                                        "(grade - 1) / 4; times 4 for differences of grades.")  # fmt: skip
     five.attrs = plain
     assert graded_units(five) == ""
+    five.attrs = {**plain, "score_levels": "[0.0, 1.0]", "score_labels": '["N", "Y"]'}  # N / Y: a fail, a pass
+    assert graded_units(five) == ""
     fit_order = sorted(str(a) for a in range(1, 13))  # "1", "10", "11", "12", "2", ...
     bayes = pd.DataFrame({"estimate": np.arange(12.0)}, index=pd.Index(fit_order, name="agent"))
     got = _in_data_order({"Bayes": bayes}, ds)["Bayes"]

@@ -122,7 +122,7 @@ def graded_units(data, tail: str = ", the scale of Agent abilities") -> str:
     from ._context import grade_key
 
     levels = levels_attr(data.attrs) if data is not None else None
-    if not levels:
+    if not levels or len(levels) < 3:  # two grades are read as 0 and 1: the differences are of pass rates
         return ""
     scale = np.asarray(levels, dtype=float)
     labels = labels_attr(data.attrs)
