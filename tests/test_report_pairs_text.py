@@ -441,3 +441,8 @@ def test_a_difference_that_rounds_to_zero_reads_plus_zero_in_the_matrix():
         cmp = compare_agents(ds, n_resamples=99, rng=0)
     assert -1e-11 < float(cmp.to_dataset()["mean_diff"].sel(agent="a", opponent="b")) < 0  # by construction
     assert pair_matrix(cmp, order=["c", "a", "b"]).loc["a", "b"] == "+0.00"  # was "-0.00"
+    from hierbench.report import pair_frame
+    from hierbench.report import pair_text
+
+    row = next(r for r in pair_text(pair_frame(cmp)).splitlines() if r.startswith("a - b"))
+    assert row.split()[3] == "0.000"  # the mean difference in the text table: was "-0.000"

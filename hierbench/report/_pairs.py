@@ -431,7 +431,8 @@ def pair_text(table: pd.DataFrame) -> str:
         table[col] = [_verdict_text(v) for v in table[col]]
     if (col := disagree_column(table)) is not None:
         table[col] = _disagree_words(table, col)
-    return table.to_string(formatters=fmt, float_format="{:.3f}".format)
+    # round(v, 3) + 0.0: a difference that rounds to zero reads 0.000, not -0.000 (the demo's 00 - 05)
+    return table.to_string(formatters=fmt, float_format=lambda v: f"{round(v, 3) + 0.0:.3f}")
 
 
 def _verdict_text(v) -> str:
