@@ -244,3 +244,12 @@ def test_a_numeric_grade_scale_reads_as_grades_not_a_python_list():
     words = SimpleNamespace(grade_labels=lambda: ["no", "perhaps", "yes"])
     three = SimpleNamespace(categories=np.array([0.0, 1.0, 2.0]), response="score")
     assert _scale_text(words, three) == "0 = no, 1 = perhaps, 2 = yes (the threshold g is the grade's number)"
+
+
+def test_the_table_keeps_the_logs_agent_order():
+    """The pass^k table sorted the agents by name ("<b>mid</b> & co" first, '<' sorting before letters)
+    where every other table keeps the log's order; now the log's order, then k.
+    """
+    table = _section(_data())["table"]
+    assert list(dict.fromkeys(table.index.get_level_values("agent"))) == ["low", "high", "never"]
+    assert table.loc["low"].index.tolist() == [1, 2, 3, 4]
