@@ -739,7 +739,7 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
         assert f"## {i}. {title}" in out
     assert "Traceback" not in out + cap.err and "sys.exit" not in cap.err
     plan = out.split("How many more tasks or runs to buy?")[1]
-    assert "(not computed:" in plan and "one agent" in plan
+    assert "(not applicable: the log holds one agent, gpt-4o:" in plan  # not an error: what does not apply
     assert "resampling tasks (no" in out and "task bootstrap (BCa)" in out
     # the model line names the terms the builder kept (one agent: no agent x task term, no clusters)
     sections = out.split("## 5.")[0].split("## 3.")[1]
@@ -752,7 +752,9 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
     passk = " ".join(out.split("## 5.")[1].split("\n## ")[0].split())
     assert "truth" not in passk and "at least k times: the unbiased estimator and the crossed" in passk
     notes = [x for x in cap.err.splitlines() if x.startswith("warning: section")]
-    assert notes and len(notes) == len(set(notes)) and "warning:" not in out
+    assert len(notes) == len(set(notes)) and "warning:" not in out
+    # sections that do not apply to one agent are said so in their text, not warned about as failures
+    assert not any(t in x for x in notes for t in ("Does A beat B", "Ranking", "How many more"))
 
 
 @pytest.mark.slow  # a small fit and a report through the command line
