@@ -88,6 +88,20 @@ def _scored_lines(rep: dict) -> list[str]:
     ]
 
 
+
+def _balance_text(rep: dict) -> str:
+    """``balanced``, or why not: "unbalanced" beside min = max runs per cell read as a contradiction.
+
+    A log with cells never run (the awkward log: 8 of 100) has every run cell at 2 runs.
+    """
+    if rep["balanced"]:
+        return "balanced"
+    rpc = rep["runs_per_cell"]
+    if rpc["min"] == rpc["max"] and rep["n_missing_cells"]:
+        n = rep["n_missing_cells"]
+        return f"unbalanced: {n} cell{'s' if n != 1 else ''} never run"
+    return "unbalanced"
+
 def _report_text(rep: dict) -> str:
     rpc = rep["runs_per_cell"]
     lines = [
@@ -100,7 +114,7 @@ def _report_text(rep: dict) -> str:
         f"agents: {rep['n_agents']}    tasks: {rep['n_tasks']}    runs: {rep['n_runs_total']}"
         f"    scores: {rep['score_kind']}{_grades_text(rep.get('score_levels'), rep.get('score_labels'))}",
         f"runs per cell: min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}"
-        f"    ({'balanced' if rep['balanced'] else 'unbalanced'})",
+        f"    ({_balance_text(rep)})",
         *_scored_lines(rep),
         f"missing cells: {rep['n_missing_cells']} of {rep['n_cells']} (agent x task never run)",
         f"error runs: {rep['n_error_runs']} (policy errors={rep['errors']!r})",

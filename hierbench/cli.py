@@ -123,10 +123,11 @@ def _levels(text: str | None) -> list[float] | list[str] | None:
         return items
 
 
-def _formula_levels(text: str | None, ds) -> list[float] | None:
-    """``--levels`` as ``build_mixed``'s numeric grade scale: labels are the places 0..L-1 the reader gave them.
+def _formula_levels(text: str | None, ds) -> list[float] | list[str] | None:
+    """``--levels`` as ``build_mixed``'s ``levels``: a numeric scale, or the labels as written.
 
-    Labels must be those the dataset's ``score`` was read with (``attrs["score_labels"]``).
+    Labels must be those the dataset's ``score`` was read with (``attrs["score_labels"]``); they go
+    on as words, so the saved fit records them as the Python API's fit does (``options.levels``).
     """
     levels = _levels(text)
     if not levels or not isinstance(levels[0], str):
@@ -139,7 +140,7 @@ def _formula_levels(text: str | None, ds) -> list[float] | None:
             f"--levels {text}: the labels the log's score was read with are {have!r}"
             if have else f"--levels {text} names labels, but the log's score was not read from labels"
         )
-    return [float(k) for k in range(len(levels))]
+    return levels
 
 
 class _Typed(argparse.Action):
@@ -534,14 +535,48 @@ def _sample(args: argparse.Namespace, model, progress: bool):
     return dt, caught, time.perf_counter() - t0
 
 
+def _check_binary_model(args: argparse.Namespace, ds) -> None:
+    """Refuse partial credit for the binomial --model in the CLI's words (the builder's names the Python API).
+
+    METR's continuous scores: the refusal said "use hierbench.bayes.build_mixed(data)"; from the
+    shell that model is ``--formula``.
+    """
+    import numpy as np
+
+    from ._base import is_binary
+
+    score = ds["score"].values
+    if is_binary(score):
+        return
+    from .data import grade_names
+    from .data import labels_attr
+    from .data import levels_attr
+
+    levels = levels_attr(ds.attrs)
+    how = (f"Its grades have the ordinal model: --levels {','.join(grade_names(levels, labels_attr(ds.attrs)))} "
+           "--formula 'score ~ (1|agent) + (1|task)'" if levels else
+           "For scores in [0, 1] fit --formula 'score ~ (1|agent) + (1|task)' (family fractional)")
+    vals = score[np.isfinite(score)]
+    part = vals[(vals != 0) & (vals != 1)]
+    raise CliError(
+        f"--model {args.model}{' (the default)' if args.model == 'crossed' else ''} is binomial: every score "
+        f"must be 0 or 1, and {part.size:,} of the {vals.size:,} scores of {', '.join(map(repr, args.file))} are not "
+        f"(e.g. {', '.join(f'{v:g}' for v in part[:3])}). {how}; or binarise the --score column first"
+    )
+
+
 def _build(args: argparse.Namespace, ds):
     """The model `fit` samples: a named builder (--model) or a formula model (--formula)."""
     from . import bayes
 
     if args.formula is None:
-        if args.family != "auto" or args.levels is not None:
-            raise CliError("--family and --levels describe a --formula model; give --formula too")
+        # --levels is also how the reader takes words: N,Y read as 0 and 1 are binary scores the
+        # named models fit (VerbAgg's r2 was refused); more grades than two are the ordinal model's
+        if args.family != "auto" or (args.levels is not None and len(args.levels.split(",")) != 2):
+            raise CliError("--family and --levels (beyond two grades, read as 0 and 1) describe a --formula "
+                           "model; give --formula too, e.g. --formula 'score ~ (1|agent) + (1|task)'")
         args.model = args.model or "crossed"
+        _check_binary_model(args, ds)
         return {"crossed": bayes.build_crossed, "beta_binomial": bayes.build_beta_binomial}[args.model](ds)
     if args.model is not None:
         raise CliError(f"--model {args.model} and --formula name two models; give one of them")
@@ -550,7 +585,15 @@ def _build(args: argparse.Namespace, ds):
     return bayes.build_mixed(ds, args.formula, family=args.family, levels=_formula_levels(args.levels, ds))
 
 
+def _check_sampler_flags(args: argparse.Namespace) -> None:
+    """--draws, --tune and --chains refused before the log is read and the model built (was: after both)."""
+    for flag, v, low in (("--draws", args.draws, 1), ("--tune", args.tune, 0), ("--chains", args.chains, 1)):
+        if v is not None and v < low:
+            raise CliError(f"{flag} must be an integer >= {low}; got {v}")
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
+    _check_sampler_flags(args)
     out = _check_out(args.out, args.overwrite, kind="fit")
     ds, msgs = load_any(args.file, args)
     print_warnings(msgs)
@@ -660,6 +703,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report import PAIR_ROWS
     from .report import marks_holm_note
     from .report import marks_legend
+    from .report import no_p_note
     from .report import pair_frame
     from .report import pair_matrix
     from .report import pair_text
@@ -667,6 +711,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report import shown_pairs
 
     m = ds.sizes["agent"]
+    if ds.sizes["task"] < 2:  # said here: the library's refusal names its own `scheme`, no flag of this command
+        raise CliError(
+            f"compare needs at least 2 tasks: the paired tests and intervals resample tasks, and "
+            f"{', '.join(map(repr, args.file))} holds 1 ({str(ds['task'].values[0])!r}): every resample would "
+            "be the data. Add tasks (hierbench summary shows each agent's mean and runs)"
+        )
     if _progress_wanted(args):
         print(f"paired tests: {m * (m - 1) // 2} pairs ...", file=sys.stderr, flush=True)
     with warnings.catch_warnings(record=True) as caught:
@@ -686,9 +736,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous")):
             # the level is "prob"; the kind is said apart, since the detail need not name it
             head |= {f"{k}_interval": res[v].attrs.get("ci_detail"), f"{k}_interval_kind": res[v].attrs.get("ci_kind")}
+        # the sentences the text prints under its table (a pair without a p-value; max-T's floor)
+        head["notes"] = [n.replace("`", "") for n in (no_p_note(table), marks_holm_note(table, alpha)) if n]
         print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))
     else:
-        print(_compare_text(cmp, args, matrix))
+        print(_compare_text(cmp, args, matrix, ds))
         if matrix:
             print(pair_matrix(cmp, alpha=alpha, order=score_order(ds)).to_string())
             name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
@@ -699,20 +751,40 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if said:
                 print(textwrap.fill(said.replace("`", ""), 100) + "\n")
             print(pair_text(shown))
-        note = marks_holm_note(table, alpha)
-        if note:
-            print("\n" + textwrap.fill(note.replace("`", ""), 100))
-    print_warnings(msgs + warning_lines(caught))
+        for note in (no_p_note(table), marks_holm_note(table, alpha)):
+            if note:
+                print("\n" + textwrap.fill(note.replace("`", ""), 100))
+    print_warnings(msgs + warning_lines(caught) + _marked(ds))
     return 0
 
 
-def _compare_text(cmp, args: argparse.Namespace, matrix: bool) -> str:
+def _marked(ds) -> list[str]:
+    """The agents the log itself marks (an --annotate column on at least half their runs; a loader's flag).
+
+    SWE-bench bash-only: Claude 3.7 Sonnet's 500 runs are flagged by the file as disagreeing with
+    the leaderboard; its pairs are compared like any other's.
+    """
+    import warnings as _w
+
+    from .data import summarize
+    from .report import marked_agents
+
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")  # summarize's notices are the summary command's business
+        s = summarize(ds).to_dataframe()
+    s.index = s.index.astype(str)
+    return [f"the log marks agents: {m.replace('`', '')}" for m in marked_agents(s, ds)]
+
+
+def _compare_text(cmp, args: argparse.Namespace, matrix: bool, data=None) -> str:
+    """The sentence, the settings and (as a matrix) the matrix's order; ``data``: the log (a graded one's units)."""
     from .report import SCORE_ORDER_WORDS
+    from .report import graded_units
     from .report import pair_sentence
     from .report import settings_text
 
     head = "\n".join(
-        textwrap.wrap(pair_sentence(cmp, 1 - args.prob), 100)
+        textwrap.wrap(pair_sentence(cmp, 1 - args.prob) + graded_units(data, ""), 100)
         + textwrap.wrap(f"How: {settings_text(cmp)}.", 100)
     ) + "\n"
     if matrix:

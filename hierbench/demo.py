@@ -141,7 +141,17 @@ def _boot_label(boot) -> str:
     return f"{boot.attrs.get('resample_unit', 'task')} bootstrap ({method})"
 
 
+def _one_task(ctx: DemoContext) -> str | None:
+    """A resampling section's word for a log of one task: every resample of tasks would be the data."""
+    if int(ctx.data.sizes.get("task", 0)) != 1:
+        return None
+    return (f"(not applicable: the log holds one task, {ctx.data['task'].values[0]}: every resample of "
+            "tasks would be the data, so no interval, test or rank distribution can come from it; add tasks)")
+
+
 def _bootstrap_section(ctx: DemoContext) -> str:
+    if (one := _one_task(ctx)) is not None:
+        return one
     from .compare import side_by_side
     from .freq import bootstrap_ci
 
@@ -174,8 +184,8 @@ def _bootstrap_section(ctx: DemoContext) -> str:
         + "\n\n"
         + _frame(table).to_string()
         + _covers(table)
-        + _undefined_note(boot, bounds)
-        + _few_note(boot, bounds, is_binary(ctx.data["score"].values))
+        + _undefined_note(boot, bounds, _grade_words(ctx))
+        + _few_note(boot, bounds, is_binary(ctx.data["score"].values), _grade_words(ctx))
         + _few_units_note(ctx, boot)
     )
 
@@ -229,14 +239,23 @@ def _few_agents(boot) -> dict[str, str]:
     return {str(a): str(f) for a, f in zip(boot.ci_flag["agent"].values, boot.ci_flag.values, strict=True) if f}
 
 
-def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True) -> str:
+def _grade_words(ctx: DemoContext) -> list[str] | None:
+    """The names of a graded log's grades (its labels, or the numbers of its scale), None for plain scores."""
+    from .report import data_grades
+
+    return data_grades(ctx.data)
+
+
+def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True, grades: list[str] | None = None) -> str:
     """The agents whose bootstrap mean few tasks carry, named under the table with the bound that holds.
 
     ``bounds``: :func:`hierbench.report.pass1_bounds` of the data, each named agent's bound given;
     ``binary=False``: the scores are not all 0 or 1, and the advice does not send the reader to
-    ``pass_hat_k``, which refuses them.
+    ``pass_hat_k``, which refuses them; ``grades``: a graded log's grade names (:func:`_grade_words`).
     """
-    flags = _few_agents(boot)
+    from .report import graded_flag
+
+    flags = {a: graded_flag(f, grades) for a, f in _few_agents(boot).items()}
     bounds = pd.Series(dtype=object) if bounds is None else bounds
     notes = []
     for head, kind in (("Few tasks carry the mean of", False), ("One score on every task:", True)):
@@ -249,8 +268,11 @@ def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True) -> str
     return "".join(notes)
 
 
-def _why_undefined(boot, agent) -> str:
-    """Why an agent's bootstrap interval is NaN, read from the result (its resamples, z0, acceleration)."""
+def _why_undefined(boot, agent, grades: list[str] | None = None) -> str:
+    """Why an agent's bootstrap interval is NaN, read from the result (its resamples, z0, acceleration).
+
+    ``grades``: a graded log's grade names, to say an agent at an end of the scale in them.
+    """
     est = float(boot.estimate.sel(agent=agent))
     if not np.isfinite(est):
         return "the agent has no scored task"
@@ -259,7 +281,9 @@ def _why_undefined(boot, agent) -> str:
     if not dist.size:
         return "the statistic is undefined in every resample"
     n = int(boot.n_tasks.sel(agent=agent))
-    every = f" (every run on its {n} tasks scored {est:g})" if est in (0.0, 1.0) else ""
+    from .report import scored_words
+
+    every = f" (every run on its {n} tasks {scored_words(est, grades)})" if est in (0.0, 1.0) else ""
     if boot.bias_correction is not None and not np.isfinite(float(boot.bias_correction.sel(agent=agent))):
         side = (
             f"every resample gives {est:.3f}, the estimate itself{every}"
@@ -272,8 +296,11 @@ def _why_undefined(boot, agent) -> str:
     return "the resampling quantiles are undefined"
 
 
-def _undefined_note(boot, bounds: pd.Series) -> str:
-    """Under the table: each NaN interval, which statistic is undefined and why, and what holds instead."""
+def _undefined_note(boot, bounds: pd.Series, grades: list[str] | None = None) -> str:
+    """Under the table: each NaN interval, which statistic is undefined and why, and what holds instead.
+
+    ``grades``: a graded log's grade names (:func:`_grade_words`).
+    """
     if "agent" not in boot.estimate.dims:
         return ""
     bad = boot.ci.isnull().any("ci_bound")
@@ -290,7 +317,7 @@ def _undefined_note(boot, bounds: pd.Series) -> str:
         )
         lines.append(
             f"{name}: [nan, nan] because the {method} interval is undefined: "
-            f"{_why_undefined(boot, agent)}; {instead}."
+            f"{_why_undefined(boot, agent, grades)}; {instead}."
         )
     return "".join("\n\n" + textwrap.fill(line, 88) for line in lines)
 
@@ -427,10 +454,15 @@ def _nan_pointer(ctx: DemoContext) -> list[str]:
 
 
 def _score_levels(ctx: DemoContext) -> list[float] | None:
-    """The grade scale the log's scores were read on (``--levels``), None for scores read as they are."""
+    """The grade scale the log's scores were read on (``--levels``), None for scores read as they are.
+
+    Two grades are read as 0 and 1, a fail and a pass (VerbAgg's N / Y): None too, so the crossed
+    model and pass^k run on them as on any 0/1 log (they said "not run: these scores are grades").
+    """
     from .data import levels_attr
 
-    return levels_attr(ctx.data.attrs)
+    levels = levels_attr(ctx.data.attrs)
+    return levels if levels and len(levels) > 2 else None
 
 
 def _graded_fit_text(levels: list[float], labels: list[str] | None = None) -> str:
@@ -567,20 +599,28 @@ def _passk_section(ctx: DemoContext) -> str:
     table = table[table["tasks (>= k runs)"] > 0]
     ctx.extra["passk_table"] = table
     text = _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra)
-    return text + _passk_limits(ks, table, [str(a) for a in n_runs["agent"].values])
+    return text + _passk_limits(ks, table, [str(a) for a in n_runs["agent"].values], int(n_runs.max()))
 
 
 #: the largest k the demo's pass^k table shows (fewer where no cell holds that many runs)
 _MAX_K = 5
 
 
-def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str]) -> str:
-    """Why the table stops below k = 5, and which agents' rows stop early (no task with k runs)."""
+def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: int | None = None) -> str:
+    """Why the table stops where it does (below k = 5, or at 5 with busier cells), and which rows stop early.
+
+    ``most``: the most runs any cell holds (the rat tumour log: 52, where the table stops at 5).
+    """
     lines = []
     if ks[-1] < _MAX_K:
         lines.append(
             f"k goes to {ks[-1]} only: no (agent, task) cell holds more than {ks[-1]} runs, and "
             "the unbiased estimator needs k runs of a task."
+        )
+    elif most is not None and most > ks[-1]:
+        lines.append(
+            f"k stops at {ks[-1]} (the demo's table); the busiest cells hold {most} runs: "
+            f"hierbench.freq.pass_hat_k(data, k) gives any k up to {most}."
         )
     last = table.groupby(level=0)["k"].max()
     early = [f"{a} (to k = {int(last[a])})" if a in last else f"{a} (none)" for a in agents
@@ -617,14 +657,25 @@ def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) ->
     return textwrap.fill(head, 90) + "\n\n" + table.to_string(float_format="{:.3f}".format) + tail
 
 
+def _one_agent(ctx: DemoContext, why: str) -> str | None:
+    """A section's word for a log of one agent (tau-bench's gpt-4o): what does not apply, not an error."""
+    if int(ctx.data.sizes.get("agent", 0)) != 1:
+        return None
+    return f"(not applicable: the log holds one agent, {ctx.data['agent'].values[0]}: {why})"
+
+
 def _compare_section(ctx: DemoContext) -> str:
     import textwrap
 
+    if (one := _one_agent(ctx, "no pair to compare") or _one_task(ctx)) is not None:
+        return one
     from .freq import compare_agents
     from .metrics import prob_superiority
     from .report import bayes_pair_note
     from .report import differ_column
+    from .report import graded_units
     from .report import marks_holm_note
+    from .report import no_p_note
     from .report import pair_agents
     from .report import pair_frame
     from .report import pair_sentence
@@ -658,7 +709,7 @@ def _compare_section(ctx: DemoContext) -> str:
     )
     shown, short = shown_pairs(table, _pairs_where(ctx))
     return (
-        "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB), 90))
+        "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB) + graded_units(ctx.data, ""), 90))
         + note
         + "\n\n"
         # a path stays whole on its line, to be copied
@@ -666,6 +717,7 @@ def _compare_section(ctx: DemoContext) -> str:
            if short else "")
         + pair_text(shown)
         + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
+        + ("\n\n" + textwrap.fill(no_p_note(full).replace("`", ""), 90) if no_p_note(full) else "")
         + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
     )
 
@@ -687,6 +739,8 @@ def _pairs_where(ctx: DemoContext) -> str:
 
 
 def _rank_section(ctx: DemoContext) -> str:
+    if (one := _one_agent(ctx, "nothing to rank") or _one_task(ctx)) is not None:
+        return one
     from .freq import rank_uncertainty
     from .metrics import rank_probabilities
 
@@ -745,8 +799,8 @@ def _plan_section(ctx: DemoContext) -> str:
         return "(needs the Bayesian fit for the variance components)"
     from .metrics import crossed_variance_components
 
-    if int(ctx.data.sizes["agent"]) < 2:  # before the components, whose agent part is then undefined
-        raise ValueError("the plan is for comparing two agents on the same tasks; this log has one agent")
+    if (one := _one_agent(ctx, "the plan is for comparing two agents on the same tasks")) is not None:
+        return one  # before the components, whose agent part is then undefined
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
     # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
     mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)

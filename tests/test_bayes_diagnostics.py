@@ -205,3 +205,18 @@ def test_advice_says_a_shared_cause_once_naming_every_variable_it_explains():
     dt.attrs["hierbench_structure"] = json.dumps({"hints": {"sd_task": shared, "z_task": shared, "mu": other}})
     advice = _advice(dt, ["z_task[3]", "sd_task", "mu", "sd_task"], diverged=False)
     assert advice == "`z_task`, `sd_task`: likely cause: why; fix: the fix. `mu`: likely cause: mu's own cause; fix: mu's fix."
+
+
+def test_a_bracketed_variable_is_named_whole_in_the_failure():
+    """A formula model's `re[1|task]` failed as "(at `re`)": the name was cut at its first bracket,
+    which is also where an element's label starts. The variable's own name is kept whole.
+    """
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(4, 500))
+    x[0] += 3.0  # one chain elsewhere: R-hat and ESS both fail
+    with pytest.warns(ConvergenceWarning) as rec:
+        out = compute_diagnostics(_tree({"re[1|task]": x}))
+    fails = json.loads(out.attrs["diag_failures"])
+    assert any("R-hat" in f and "(at `re[1|task]`;" in f for f in fails), fails
+    assert any("min ESS_bulk" in f and f.endswith("(at `re[1|task]`)") for f in fails), fails
+    assert "(at `re`" not in " ".join(str(w.message) for w in rec)

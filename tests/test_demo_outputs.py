@@ -105,6 +105,31 @@ def test_demo_bootstrap_section_explains_nan_on_stdout_text():
     assert f"zero [0.000, {_cp_upper_no_success(16):.3f}] at 95% over 16 tasks" in text
 
 
+def test_demo_says_a_graded_agent_at_an_end_of_the_scale_in_its_grade():
+    """Grades no / perhaps / yes: an agent graded `no` on every task had its NaN interval explained
+    as "every run on its 16 tasks scored 0"; the reader's log never held a 0. Now: "graded no
+    (score 0)", and the flag under the table the same; plain 0/1 scores keep "scored 0".
+    """
+    rng = np.random.default_rng(4)
+    mid = rng.choice([0.0, 0.5, 1.0], size=16)
+    s = np.stack([np.zeros(16), np.ones(16), mid])[..., None]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
+                    coords={"agent": ["never", "always", "mid"], "task": [f"t{i}" for i in range(16)]},
+                    attrs={"score_levels": "[0.0, 1.0, 2.0]", "score_labels": '["no", "perhaps", "yes"]'})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_bootstrap_section(DemoContext(ds, None, extra={"seed": 0, "fast": True})).split())
+    assert "(every run on its 16 tasks graded no (score 0))" in text
+    assert "(every run on its 16 tasks graded yes (score 1))" in text
+    assert "never (every task graded no (score 0)), always (every task graded yes (score 1))" in text
+    assert "scored 0" not in text and "scored 1" not in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = _all_fail(16)
+        why = _undefined_note(bootstrap_ci(plain, method="bca", n_resamples=199, rng=0), pass1_bounds(plain, 0.95))
+    assert "(every run on its 16 tasks scored 0)" in " ".join(why.split())
+
+
 def test_demo_passk_stops_at_the_most_runs_a_cell_holds():
     """tau-bench's design (4 runs per task): k goes to 4, not 5; an agent with 2 runs stops at k = 2."""
     s = np.array([[1, 1, 1, 0], [1, 1, 1, 1], [0, 1, 0, 0]], dtype=float)  # 3 tasks x 4 runs
@@ -518,3 +543,71 @@ def test_few_tasks_advice_on_graded_scores_does_not_send_the_reader_to_pass_hat_
         warnings.simplefilter("ignore")
         text = " ".join(_bootstrap_section(DemoContext(data=binary, truth=None, extra={"fast": True})).split())
     assert "pass_hat_k(data, 1) gives a bound that holds" in text
+
+
+def test_a_one_agent_log_says_what_does_not_apply_instead_of_an_error():
+    """tau-bench's gpt-4o alone: sections 6-8 printed "(not computed: HierbenchError: compare_agents
+    needs >= 2 agents ...)" and three end-of-run warnings, as if the run had failed.
+    """
+    from hierbench.demo import _compare_section
+    from hierbench.demo import _rank_section
+
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((1, 5, 2)))},
+                    coords={"agent": ["solo"], "task": [f"t{i}" for i in range(5)]})  # fmt: skip
+    ctx = DemoContext(ds, None, extra={"seed": 0, "fast": True, "fit": object()})
+    assert _compare_section(ctx) == "(not applicable: the log holds one agent, solo: no pair to compare)"
+    assert _rank_section(ctx) == "(not applicable: the log holds one agent, solo: nothing to rank)"
+    assert _plan_section(ctx) == ("(not applicable: the log holds one agent, solo: the plan is for comparing "
+                                  "two agents on the same tasks)")  # fmt: skip
+
+
+def test_demo_passk_says_why_k_stops_at_five_when_cells_hold_more_runs():
+    """The rat tumour experiments as one agent's log (10 to 52 runs per task): the table stopped at
+    k = 5 with nothing said, where tau-bench's (4 runs) says why it stops at 4.
+    """
+    s = np.zeros((1, 3, 7))
+    s[0, :, :3] = 1.0  # 3 of 7 runs pass on every task
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a"], "task": ["x", "y", "z"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_passk_section(DemoContext(ds, None)).split())
+    assert "k stops at 5 (the demo's table); the busiest cells hold 7 runs: hierbench.freq.pass_hat_k(data, k) gives any k up to 7." in text
+    row = next(r.split() for r in _passk_section(DemoContext(ds, None)).splitlines() if r.startswith("a ") and r.split()[1] == "3")
+    assert float(row[3]) == pytest.approx(comb(3, 3) / comb(7, 3), abs=5e-4)  # C(c,k)/C(n,k) by hand
+
+
+def test_a_one_task_log_says_the_resampling_sections_do_not_apply():
+    """Three agents x one task x 5 runs: sections 3, 6 and 7 printed the library's refusal naming
+    `scheme='tasks'` / `'two-stage'`, options the demo has no way to set, and three warnings.
+    """
+    from hierbench.demo import _compare_section
+    from hierbench.demo import _rank_section
+
+    ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((3, 1, 5)))},
+                    coords={"agent": ["a", "b", "c"], "task": ["only"]})  # fmt: skip
+    ctx = DemoContext(ds, None, extra={"seed": 0, "fast": True})
+    want = ("(not applicable: the log holds one task, only: every resample of tasks would be the data, so no "
+            "interval, test or rank distribution can come from it; add tasks)")  # fmt: skip
+    assert _bootstrap_section(ctx) == _compare_section(ctx) == _rank_section(ctx) == want
+
+
+def test_two_word_grades_are_a_pass_and_a_fail_for_the_demo():
+    """VerbAgg's r2 (N / Y, read with --levels N,Y as 0 and 1): the demo said the crossed model and
+    pass^k do not apply, "these scores are grades N, Y", though they are a fail and a pass.
+    """
+    from hierbench.demo import _score_levels
+
+    s = np.array([[[1, 1], [0, 1], [0, 0]], [[1, 0], [1, 1], [1, 1]]], dtype=float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["p", "q"], "task": ["x", "y", "z"]},
+                    attrs={"score_levels": "[0.0, 1.0]", "score_labels": '["N", "Y"]'})  # fmt: skip
+    ctx = DemoContext(ds, None)
+    assert _score_levels(ctx) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = _passk_section(ctx)
+    assert "not computed" not in text
+    rows = {(r.split()[0], int(r.split()[1])): float(r.split()[3]) for r in text.splitlines() if r.startswith(("p ", "q "))}
+    assert rows[("p", 2)] == pytest.approx((1 + 0 + 0) / 3, abs=5e-4)  # C(c,2)/C(2,2) per task, by hand
+    assert rows[("q", 1)] == pytest.approx((0.5 + 1 + 1) / 3, abs=5e-4)
+    three = ds.assign_attrs(score_levels="[0.0, 1.0, 2.0]", score_labels='["no", "perhaps", "yes"]')
+    assert _score_levels(DemoContext(three, None)) == [0.0, 1.0, 2.0]

@@ -568,3 +568,63 @@ def test_laplace_gradient_matches_finite_differences():
     x = np.array([0.2, -0.3, math.log(0.7), math.log(1.2)])
     _, g = lik.value_grad(x)
     np.testing.assert_allclose(g, fd_gradient(lik.value, x, np.ones(4, bool)), atol=1e-5)
+
+
+def test_ordinal_thresholds_of_grades_written_as_words_are_named_by_their_labels(shared_data):
+    """VerbAgg's `resp` (no / perhaps / yes) read as labels: the ML fit named its thresholds "0|1",
+    "1|2" (the places) where the Bayesian fit says "no|perhaps"; now both name the labels, and the
+    repr gives each threshold with its interval's level and kind.
+    """
+    from hierbench.data import from_records
+
+    raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
+    raw = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:6])]
+    ds = from_records(raw, agent="id", task="item", score="resp", score_levels=["no", "perhaps", "yes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_crossed_ml(ds, "score ~ (1|agent) + (1|task)", family="ordinal", intervals="wald")
+    want = ["no|perhaps", "perhaps|yes"]  # the file's labels, lowest first
+    assert fit.thresholds.threshold.values.tolist() == want == fit.thresholds_ci.threshold.values.tolist()
+    text = repr(fit)
+    assert "thresholds (logit scale), 95% normal intervals:" in text
+    lo, hi = fit.thresholds_ci.sel(threshold="no|perhaps").values
+    assert f"no|perhaps: {float(fit.thresholds[0]):.4g} [{lo:.4g}, {hi:.4g}]" in text
+    assert "fixed effects: none" in text  # no covariates: the thresholds hold the intercept
+
+
+def test_the_readers_scale_names_the_grades_not_a_list_repr():
+    """The wine judges' marginal effect of temp read "mean grade (of score, scale [1.0, 2.0, 3.0, 4.0,
+    5.0])"; the grades are now written as the outputs write them, labels with their numbers.
+    """
+    from hierbench.data import from_records
+    from hierbench.data import model_design
+
+    rows = [{"agent": a, "task": f"t{t}", "g": (i + t) % 5 + 1, "w": ["no", "perhaps", "yes"][(i + t) % 3]}
+            for i, a in enumerate("abcd") for t in range(6)]  # fmt: skip
+    five = from_records(pd.DataFrame(rows), score="g", score_levels=[1, 2, 3, 4, 5])
+    words = from_records(pd.DataFrame(rows), score="w", score_levels=["no", "perhaps", "yes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        d5 = model_design("score ~ (1|agent)", five, levels=[1, 2, 3, 4, 5])
+        dw = model_design("score ~ (1|agent)", words, levels=["no", "perhaps", "yes"])
+    assert d5.reader_scale() == (1.0, "mean grade (of score, scale 1, 2, 3, 4, 5)")
+    assert dw.reader_scale() == (1.0, "mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes)")
+
+
+def test_mean_response_repr_says_what_it_estimates(shared_data):
+    """Its repr read "MeanResponseResult: estimate with 95% normal interval": the quantity (a mean grade
+    on which scale, or a success rate) was left out. VerbAgg's first 6 persons, no / perhaps / yes.
+    """
+    from hierbench.data import from_records
+    from hierbench.freq import mean_response
+
+    raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
+    raw = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:6])]
+    ds = from_records(raw, agent="id", task="item", score="resp", score_levels=["no", "perhaps", "yes"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = fit_crossed_ml(ds, "score ~ (1|agent) + (1|task)", family="ordinal", intervals="wald")
+        res = mean_response(fit, by="agent")
+    assert repr(res).splitlines()[0] == (
+        "MeanResponseResult: mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes) (95% normal interval)"
+    )

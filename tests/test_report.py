@@ -1031,3 +1031,125 @@ def test_abilities_flag_a_bootstrap_mean_few_tasks_carry(tmp_path, rare_and_comm
     common = next(r for r in abil.splitlines() if r.startswith("| common "))
     assert "few tasks carry the mean (a resampling interval covers less than its level there" in rare
     assert "few tasks carry" not in common
+
+
+def test_the_abilities_caption_says_which_points_have_no_bar():
+    """An agent at 100% and one at 0%: BCa is undefined for both, the forest drew two bare points
+    under a caption of "95% intervals", which reads as certainty. The caption now names them.
+    """
+    from hierbench.report._sections import _no_bar
+
+    boot = pd.DataFrame({"estimate": [1.0, 0.0, 0.4], "lower": [np.nan, np.nan, 0.2], "upper": [np.nan, np.nan, 0.6]},
+                        index=pd.Index(["top", "zero", "mid"], name="agent"))  # fmt: skip
+    said = _no_bar({"task bootstrap (bca, 95%)": boot})
+    assert said == (" No bar for top, zero (task bootstrap (bca, 95%)): the interval is undefined there, not of "
+                    "zero width (the table's flag says why and what holds instead).")  # fmt: skip
+    assert _no_bar({"task bootstrap (bca, 95%)": boot.loc[["mid"]]}) == ""
+
+
+def test_the_data_summary_flags_agents_the_data_themselves_mark():
+    """SWE-bench bash-only read with --annotate flag_per_instance_disagrees_with_reported: the file
+    marks every run of one model (10.2% here, 52.8% on the leaderboard), and the report showed only a
+    count column with no flag. Now the Flags list names it (here a hand-made 3-agent log).
+    """
+    from hierbench.data import from_records
+
+    rows = [{"agent": a, "task": f"t{t}", "score": float(t % 2), "disputed": a == "bad" or (a == "some" and t == 0)}
+            for a in ("good", "bad", "some") for t in range(6)]  # fmt: skip
+    ds = from_records(pd.DataFrame(rows), annotations=["disputed"])
+    ds.attrs["flagged_agents"] = '{"bad": 6}'
+    from hierbench.report._context import _Context
+    from hierbench.report._sections import _sec_data
+
+    ctx = _Context(fit=None, data=ds, prob=0.95, rng=0, n_resamples=99, truth=None, freq="auto",
+                   subset=[], say=lambda *_: None)  # fmt: skip
+    rep = Report("t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _sec_data(ctx, rep, "data-summary")
+    flags = rep.blocks[0]["text"].split("**Flags:**")[1]
+    assert "the per-run annotation `disputed` marks at least half the runs of: bad (6 of 6 runs):" in flags
+    assert "some" not in flags and "good" not in flags  # 1 of 6 runs: not flagged
+    assert "the data's own source flags the records of: bad (6 runs) (attrs['flagged_agents'])" in flags
+
+
+def test_graded_pairs_say_their_units_and_abilities_keep_the_logs_agent_order():
+    """VerbAgg's no / perhaps / yes (first 12 persons): Agent abilities gave mean grades 1.167 and
+    1.333 (0..2) for persons 10 and 12, the pair table -0.083 (the score on 0..1) with nothing said;
+    and the abilities table listed the persons 1, 10, 11, 12, 2, ... (a formula fit sorts its
+    levels as text) where the log and the summary have 1, 2, ..., 12.
+    """
+    from hierbench.data import from_records
+    from hierbench.report._sec_pairs import graded_units
+    from hierbench.report._sections import _in_data_order
+
+    rows = [{"agent": str(a), "task": f"t{t}", "score": ["no", "perhaps", "yes"][(a + t) % 3]}
+            for a in range(1, 13) for t in range(3)]  # fmt: skip
+    ds = from_records(pd.DataFrame(rows), score_levels=["no", "perhaps", "yes"])
+    said = graded_units(ds)
+    assert said == (" The differences are of the score, the grades no, perhaps, yes read as 0, 0.5, 1 respectively; "
+                    "times 2 for differences of grades (the grades numbered 0 = no, 1 = perhaps, 2 = yes), the scale "
+                    "of Agent abilities.")  # fmt: skip
+    plain = {k: v for k, v in ds.attrs.items() if k not in ("score_levels", "score_labels")}
+    five = ds.copy()
+    five.attrs = {**plain, "score_levels": "[1.0, 2.0, 3.0, 4.0, 5.0]"}
+    assert graded_units(five, "") == (" The differences are of the score, the grades 1, 2, 3, 4, 5 read as "
+                                       "(grade - 1) / 4; times 4 for differences of grades.")  # fmt: skip
+    five.attrs = plain
+    assert graded_units(five) == ""
+    five.attrs = {**plain, "score_levels": "[0.0, 1.0]", "score_labels": '["N", "Y"]'}  # N / Y: a fail, a pass
+    assert graded_units(five) == ""
+    fit_order = sorted(str(a) for a in range(1, 13))  # "1", "10", "11", "12", "2", ...
+    bayes = pd.DataFrame({"estimate": np.arange(12.0)}, index=pd.Index(fit_order, name="agent"))
+    got = _in_data_order({"Bayes": bayes}, ds)["Bayes"]
+    assert got.index.tolist() == [str(a) for a in range(1, 13)]
+    assert got.loc["10", "estimate"] == fit_order.index("10")  # rows moved, not relabelled
+
+
+def test_the_abilities_flag_says_a_graded_agent_at_an_end_of_the_scale_in_its_grade():
+    """The report's abilities flag said "every task scored 0" for an agent graded `no` on every task
+    (its log never held a 0); now "every task graded no (score 0)". 0/1 scores keep "scored 0".
+    """
+    from hierbench.report._sections import _few_flag
+    from hierbench.report._sections import data_grades
+
+    rows = [{"agent": a, "task": f"t{t}", "score": g} for a, g in (("never", "no"), ("always", "yes")) for t in range(4)]
+    ds = from_records_words(rows)
+    grades = data_grades(ds)
+    assert grades == ["no", "perhaps", "yes"]
+    table = pd.DataFrame({"ci_flag": ["every task scored 0", "every task scored 1"]}, index=["never", "always"])
+    got = _few_flag(table, "task bootstrap", pd.Index(["never", "always"]), pd.Series(dtype=object), False, grades)
+    assert got["never"].startswith("task bootstrap: every task graded no (score 0) (")
+    assert got["always"].startswith("task bootstrap: every task graded yes (score 1) (")
+    plain = _few_flag(table, "task bootstrap", pd.Index(["never", "always"]), pd.Series(dtype=object))
+    assert plain["never"].startswith("task bootstrap: every task scored 0 (")
+
+
+def from_records_words(rows):
+    from hierbench.data import from_records
+
+    return from_records(pd.DataFrame(rows), score_levels=["no", "perhaps", "yes"])
+
+
+def test_a_formula_fits_own_task_level_is_not_called_the_bootstraps_target():
+    """METR's continuous scores, fractional formula fit: Bayes intervals over the agents' own tasks
+    were about a fifth of the task bootstrap's (Claude 3 Opus [0.289, 0.327] vs [0.202, 0.418]) while
+    the text called the former "the estimand of the task bootstrap"; the intervals have different
+    targets (these tasks fixed, a new draw of tasks), and the text now says which.
+    """
+    from hierbench.report._sections import _MIXED_LEVEL
+
+    text = _MIXED_LEVEL.format(what="expected mean score over the tasks it ran")
+    assert "estimand of the task bootstrap" not in text
+    assert "Its interval holds these tasks fixed; the bootstrap's is for a new draw of tasks" in text
+
+
+def test_a_nonzero_value_never_reads_zero_in_a_report_table():
+    """The rat tumours' pass^8: unbiased 1.1e-6, Bayes [3.2e-6, 4.5e-5], printed "0.000 [0.000, 0.000]"
+    and flagged as disagreeing, which nothing on the page showed. Values that round to zero at the
+    table's decimals keep two significant digits; zero and the rest are as before.
+    """
+    df = pd.DataFrame({"v": [1.1e-6, 4.5e-5, 0.0, 0.123, -2e-4, 0.0004]}, index=list("abcdef"))
+    cells = [r.split("|")[2].strip() for r in markdown_table(df).splitlines()[2:]]
+    assert cells == ["1.1e-6", "4.5e-5", "0.000", "0.123", "-0.0002", "0.0004"]
+    assert markdown_table(df, digits=4).splitlines()[2 + 4].split("|")[2].strip() == "-0.0002"

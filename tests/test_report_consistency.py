@@ -187,3 +187,21 @@ def test_passk_section_counts_and_explains_disagreement(clustered, tmp_path):
                 for r in lines[1:])  # fmt: skip
     assert f"(judged where both are defined): {n_yes} of {len(lines) - 1} rows" in part
     assert "pulls each cell toward the population" in part and "does not say which is right" in part
+
+
+def test_a_g_theory_variance_at_zero_is_not_called_outside_the_bayes_interval():
+    """The awkward log (no task effect): G-theory's REML task variance stopped at 0.0000 and was
+    flagged as outside the Bayes interval [2.5e-6, 0.0106], which no posterior of a variance can
+    help (its draws are positive). A boundary zero is now not judged, and said so.
+    """
+    from hierbench.report._variance import _agreement
+
+    table = pd.DataFrame(
+        {"Bayes estimate": [0.0019, 0.1059], "Bayes lower": [2.5e-6, 0.0794], "Bayes upper": [0.0106, 0.1378],
+         "Bayes terms": ["task", "residual"], "flag": ["", ""], "G-theory (reml)": [0.0, 0.1408],
+         "G-theory terms": ["task", "residual"]},
+        index=["task", "run-to-run"],
+    )  # fmt: skip
+    out = _agreement(table.copy())
+    assert out["disagree"].tolist() == [False, True]  # 0.1408 > 0.1378 is a disagreement; 0 at the boundary is not
+    assert out.loc["task", "flag"].startswith("G-theory at 0, the boundary")

@@ -385,3 +385,64 @@ def test_pair_sentence_says_how_many_verdicts_monte_carlo_error_could_turn(share
     assert near.sum() > 0  # the premise: some verdicts sit at the level
     assert f"Monte Carlo estimates: {int(near.sum())} pairs ({on} counted as differing) lie within two" in text
     assert "n_draws=" in text
+
+
+# ---------------------------------------------------------------- a pair max-T leaves out
+
+
+def test_a_pair_at_100_against_0_percent_is_not_called_not_different():
+    """An agent at 100% and one at 0% over 12 tasks: every task's difference is +1, so the pair has
+    no standard error and max-T left it out with p NaN; the table said `differ` False (a 100-point
+    gap "not different") and the sentence's count skipped it silently. Now: undefined, counted
+    neither way, and a note names the pair with the p-values that do decide it.
+    """
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_frame
+    from hierbench.report import pair_matrix
+    from hierbench.report import pair_sentence
+    from hierbench.report import pair_text
+    from hierbench.report._pairs import no_p_note
+    from hierbench.report._pairs import p_text
+
+    n = 12
+    mid = np.tile([1.0, 0.0, 1.0, 1.0, 0.0, 0.0], 2)
+    s = np.stack([np.ones(n), np.zeros(n), mid])[..., None]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
+                    coords={"agent": ["top", "bottom", "mid"], "task": [f"t{i}" for i in range(n)]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_agents(ds, n_resamples=199, rng=0)
+    table = pair_frame(cmp)
+    col = "differ (p max-T < 0.05)"
+    assert table.loc["top - bottom", col] is pd.NA and table.loc["top - bottom", "mean difference"] == 1.0
+    assert table.loc["top - mid", col] in (True, False)  # the others keep their verdict
+    # the exact sign-flip p of 12 tasks all +1: 2 of the 2^12 patterns reach |t| (hand), Holm x 3 pairs
+    p = 2 / 2**n
+    assert table.loc["top - bottom", "p (permutation)"] == pytest.approx(p)
+    note = no_p_note(table)
+    assert note.startswith("No `p max-T` for 1 pair, so `differ (p max-T < 0.05)` is undefined there, not no: top - bottom")
+    assert f"`p (permutation)` {p_text(p)}" in note and f"`p Holm` {p_text(3 * p)}" in note
+    assert "1 pair with a difference but no adjusted p-value is counted neither way" in pair_sentence(cmp)
+    row = next(r for r in pair_text(table).splitlines() if r.startswith("top - bottom"))
+    assert "undefined" in row.split()
+    assert pair_matrix(cmp, order=["top", "mid", "bottom"]).loc["top", "bottom"] == "+1.00?"
+
+
+def test_a_difference_that_rounds_to_zero_reads_plus_zero_in_the_matrix():
+    """VerbAgg persons 11 and 6 (equal means up to rounding): the matrix cell read "-0.00"."""
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_matrix
+
+    s = np.array([[1, 0, 1, 0, 1, 0], [1e-12, 1, 1e-12, 1, 1e-12, 1], [1, 1, 1, 0, 1, 1]])[..., None]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
+                    coords={"agent": ["a", "b", "c"], "task": [f"t{i}" for i in range(6)]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_agents(ds, n_resamples=99, rng=0)
+    assert -1e-11 < float(cmp.to_dataset()["mean_diff"].sel(agent="a", opponent="b")) < 0  # by construction
+    assert pair_matrix(cmp, order=["c", "a", "b"]).loc["a", "b"] == "+0.00"  # was "-0.00"
+    from hierbench.report import pair_frame
+    from hierbench.report import pair_text
+
+    row = next(r for r in pair_text(pair_frame(cmp)).splitlines() if r.startswith("a - b"))
+    assert row.split()[3] == "0.000"  # the mean difference in the text table: was "-0.000"

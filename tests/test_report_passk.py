@@ -205,3 +205,51 @@ def test_the_pass1_bound_beside_a_flag_is_over_the_clusters_and_says_so():
     assert text["zero"] == f"[0.000, {1 - 0.025 ** 0.25:.3f}] at 95% over 12 tasks in 4 clusters"
     assert text["mixed"] == ""
     assert pass1_bounds(data.drop_vars("cluster"), 0.95)["zero"] == f"[0.000, {1 - 0.025 ** (1 / 12):.3f}] at 95% over 12 tasks"
+
+
+def test_the_figure_of_a_log_alone_draws_the_intervals_its_caption_names():
+    """A log alone (no fit): the caption said "(90% bands)" where the figure drew bare points. Now the
+    unbiased estimates carry their intervals as bars (the table's own ends), and the caption says so.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.container import ErrorbarContainer
+
+    from hierbench.report._figures import passk_curves
+
+    data = _data()
+    sec = _section(data)
+    (name, caption), = sec["figures"]
+    assert name == "passk_curves" and "bands" not in caption
+    assert caption == "pass^k against k per agent (the unbiased estimates with their 90% intervals as bars)."
+    ref = freq.pass_hat_k(data, [1, 2], prob=0.9).to_frame()[["estimate", "lower", "upper"]]
+    fig = passk_curves(None, ref, prob=0.9, title="t")
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 3  # one per agent
+    for c, agent in zip(bars, ["low", "high", "never"], strict=True):
+        seg = np.array([s[:, 1] for s in c.lines[2][0].get_segments()])  # (k, [low end, high end])
+        np.testing.assert_allclose(seg, ref.loc[agent][["lower", "upper"]].to_numpy())
+    plt.close(fig)
+
+
+def test_a_numeric_grade_scale_reads_as_grades_not_a_python_list():
+    """The wine judges' 1-5 ratings: the pass^k note said `score` is graded "on [1.0, 2.0, 3.0, 4.0,
+    5.0]" (a list's repr), and the abilities axis the same; now "1, 2, 3, 4, 5".
+    """
+    from types import SimpleNamespace
+
+    from hierbench.report._passk import _scale_text
+
+    design = SimpleNamespace(categories=np.array([1.0, 2.0, 3.0, 4.0, 5.0]), response="score")
+    assert _scale_text(SimpleNamespace(grade_labels=lambda: None), design) == "1, 2, 3, 4, 5"
+    words = SimpleNamespace(grade_labels=lambda: ["no", "perhaps", "yes"])
+    three = SimpleNamespace(categories=np.array([0.0, 1.0, 2.0]), response="score")
+    assert _scale_text(words, three) == "0 = no, 1 = perhaps, 2 = yes (the threshold g is the grade's number)"
+
+
+def test_the_table_keeps_the_logs_agent_order():
+    """The pass^k table sorted the agents by name ("<b>mid</b> & co" first, '<' sorting before letters)
+    where every other table keeps the log's order; now the log's order, then k.
+    """
+    table = _section(_data())["table"]
+    assert list(dict.fromkeys(table.index.get_level_values("agent"))) == ["low", "high", "never"]
+    assert table.loc["low"].index.tolist() == [1, 2, 3, 4]

@@ -103,7 +103,7 @@ def test_table_numbers_are_the_results_own(tmp_path, log, result):
 
 
 def test_refuses_results_not_from_the_reports_data(tmp_path, log, result):
-    with pytest.raises(FitDataMismatchError, match=rf"agents only in the result \(\['{BAD}'\]\)"):
+    with pytest.raises(FitDataMismatchError, match=rf"agent only in the result \(\['{BAD}'\]\)"):
         _build(tmp_path, log.isel(agent=slice(1, None)), result, ".md")
     # the same agents and tasks, one drawn outcome changed
     step0 = result.draws.isel(agent=1, step=0)

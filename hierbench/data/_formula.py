@@ -190,7 +190,11 @@ class ModelDesign:
         ``threshold`` (ordinal only) the share graded at least that grade.
         """
         if self.family == "ordinal" and threshold is None:
-            return 1.0, f"mean grade (of {self.response}, scale {self.categories.tolist()})"
+            # "scale 1, 2, 3, 4, 5" (or "0 = no, 1 = perhaps, 2 = yes"), not the list repr "[1.0, 2.0, ...]"
+            nums = [f"{c:g}" for c in self.categories]
+            named = zip(nums, self.labels, strict=True) if self.labels and len(self.labels) == len(nums) else None
+            scale = ", ".join(f"{n} = {lab}" for n, lab in named) if named else ", ".join(nums)
+            return 1.0, f"mean grade (of {self.response}, scale {scale})"
         if self.family == "ordinal":
             cats = self.categories
             if threshold not in cats or threshold == cats[0]:

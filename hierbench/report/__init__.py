@@ -33,6 +33,7 @@ from ._pairs import bayes_pair_note
 from ._pairs import differ_column
 from ._pairs import marks_holm_note as marks_holm_note  # for the CLI; not in __all__
 from ._pairs import marks_legend
+from ._pairs import no_p_note as no_p_note  # for the CLI and the demo; not in __all__
 from ._pairs import pair_frame
 from ._pairs import pair_matrix
 from ._pairs import pair_sentence
@@ -42,8 +43,13 @@ from ._pairs import settings_text
 from ._report import Report
 from ._report import as_table
 from ._report import markdown_table
+from ._sec_pairs import graded_units as graded_units  # for the CLI and the demo; not in __all__
 from ._sections import FEW_UNITS as FEW_UNITS  # for the demo; not in __all__
+from ._sections import data_grades as data_grades  # for the demo; not in __all__
+from ._sections import graded_flag as graded_flag  # for the demo; not in __all__
+from ._sections import marked_agents as marked_agents  # for the CLI; not in __all__
 from ._sections import pass1_bounds as pass1_bounds  # for the demo; not in __all__
+from ._sections import scored_words as scored_words  # for the demo; not in __all__
 
 __all__ = [
     "MATRIX_ABOVE",

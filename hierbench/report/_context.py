@@ -145,8 +145,8 @@ def _mixed_agent_draws(ctx: _Context) -> xr.DataArray | None:
     draws = (res.draws / design.reader_scale(None)[0]).rename({"group": "agent"}).rename(MIXED_VARS[graded])
     labels = ctx.grade_labels() if graded and design.response == "score" else None
     draws.attrs = {
-        "scale": (f"grades {grade_key(design.categories, labels) if labels else design.categories.tolist()}"
-                  if graded else "0-1"),
+        # "grades 1, 2, 3, 4, 5" (the list's repr printed "[1.0, 2.0, ...]" on the figure's axis)
+        "scale": f"grades {grade_key(design.categories, labels)}" if graded else "0-1",
         "score_scale": not graded and design.response == "score",
         "response": design.response,
     }

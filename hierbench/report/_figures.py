@@ -114,7 +114,8 @@ def passk_curves(
     bands : DataFrame, optional
         Index (agent, k); columns ``estimate``, ``lower``, ``upper``.
     points : DataFrame, optional
-        Index (agent, k); column ``estimate`` (the unbiased estimator).
+        Index (agent, k); column ``estimate`` (the unbiased estimator), and ``lower`` /
+        ``upper``: drawn as bars (the agents side by side at each k) when there are no bands.
     """
     plt = _plt()
     src = bands if bands is not None else points
@@ -123,6 +124,7 @@ def passk_curves(
     fig, ax = plt.subplots(figsize=(8 + 2.6 * ncol, max(4.8, 0.22 * len(agents) / ncol + 1.5)))
     styles = _agent_styles(len(agents))
     have_points = set() if points is None else set(map(str, points.index.get_level_values("agent")))
+    bars = points is not None and {"lower", "upper"} <= set(points.columns)
     for a, (c, ls, mk) in zip(agents, styles, strict=True):
         if bands is not None:
             b = bands.xs(a, level="agent")
@@ -131,6 +133,11 @@ def passk_curves(
             ax.plot(k, b["estimate"], ls=ls, color=c, label=a)
         if a in have_points:
             p = points.xs(a, level="agent")
+            if bands is None and bars:  # each agent a little aside, so the bars at one k do not overlap
+                x = p.index.to_numpy(float) + 0.3 * (agents.index(a) - (len(agents) - 1) / 2) / max(len(agents), 1)
+                err = np.vstack([p["estimate"] - p["lower"], p["upper"] - p["estimate"]]).clip(0)
+                ax.errorbar(x, p["estimate"], yerr=err, fmt=mk, color=c, ms=4, capsize=2, label=a)
+                continue
             ax.plot(p.index.to_numpy(float), p["estimate"], mk, color=c, ms=4,
                     label=None if bands is not None else a)  # fmt: skip
     ks = sorted({int(k) for k in src.index.get_level_values("k")})
@@ -138,7 +145,8 @@ def passk_curves(
     ax.set_xlabel("k (attempts that must all succeed)")
     ax.set_ylabel("pass^k (probability, 0-1)")
     sub = f"lines: posterior mean, bands: {prob:.0%} equal-tailed interval; " if bands is not None else ""
-    ax.set_title(f"{title}\n{sub}points: unbiased estimator", fontsize="medium")
+    bar = f", bars: its {prob:.0%} interval" if bands is None and bars else ""
+    ax.set_title(f"{title}\n{sub}points: unbiased estimator{bar}", fontsize="medium")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     # outside the axes: a legend over the curves hides them

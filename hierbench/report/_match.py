@@ -30,6 +30,7 @@ import xarray as xr
 from .._base import HierbenchError
 from .._base import cluster_codes
 from .._base import cluster_label
+from .._base import counted
 from .._base import fit_record
 
 __all__ = ["FitDataMismatchError", "check_fit_data", "check_result_data"]
@@ -62,7 +63,7 @@ def _set_diff(
     for side, xs in zip(names, (only_fit, only_data), strict=True):
         if xs:
             more = f" and {len(xs) - 5} more" if len(xs) > 5 else ""
-            out.append(f"{len(xs)} {what} only in {side} ({xs[:5]}{more})")
+            out.append(f"{counted(len(xs), what)} only in {side} ({xs[:5]}{more})")
     return out
 
 
@@ -214,7 +215,7 @@ def check_fit_data(
     post = fit["posterior"].to_dataset() if "posterior" in fit.children else xr.Dataset()
     src = fc if fc is not None else post
     why = []
-    for dim, what in (("agent", "agents"), ("task", "tasks")):
+    for dim, what in (("agent", "agent"), ("task", "task")):
         if dim in src.coords and dim in counts.coords:
             why += _set_diff(what, _labels(src[dim].values), _labels(counts[dim].values))
     if fc is not None:
@@ -285,7 +286,7 @@ def check_result_data(result, data: xr.Dataset, *, name: str = "`subset`", data_
     >>> check_result_data(res, ds.isel(agent=[0, 1]))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    hierbench.report._match.FitDataMismatchError: `subset` and `data` are not the same evaluation: 1 agents only in the result (['agent_002'])...
+    hierbench.report._match.FitDataMismatchError: `subset` and `data` are not the same evaluation: 1 agent only in the result (['agent_002'])...
     """
     from ..data import to_counts
 
@@ -293,7 +294,7 @@ def check_result_data(result, data: xr.Dataset, *, name: str = "`subset`", data_
     rc = _result_counts(result)
     names = ("the result", "the data")
     why = []
-    for dim, what in (("agent", "agents"), ("task", "tasks")):
+    for dim, what in (("agent", "agent"), ("task", "task")):
         why += _set_diff(what, _labels(rc[dim].values), _labels(counts[dim].values), names=names, one_sided=True)
     why += _cell_diff(rc, counts, name="result", observed_only=True)
     if why:

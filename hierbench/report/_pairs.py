@@ -112,8 +112,11 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     adjust, name = a.get("adjust", "holm"), a.get("adjust_name", "Holm")
     ds = _dataset(cmp)
     m = int(a.get("n_pairs", 0))
-    p = ds["p_adjusted"].values[np.triu_indices(ds.sizes["agent"], 1)]
+    p = ds["p_adjusted"].transpose("agent", "opponent").values[np.triu_indices(ds.sizes["agent"], 1)]
     n_sig = int(np.sum(p < alpha))
+    d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent")
+    d = d.values[np.triu_indices(ds.sizes["agent"], 1)]
+    n_none = int(np.sum(np.isnan(p) & np.isfinite(d) & (d != 0)))
     level = "false discovery rate" if adjust == "bh" else "family-wise level"
     test = _TEST_WORDS.get(a.get("test", ""), f"{a.get('test')} tests")
     if a.get("test") == "t":
@@ -129,6 +132,8 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
         f"{n_sig} of {m} pairs differ at {level} {alpha:g} (row agent minus column agent, on the "
         f"tasks both ran): {test} over {_unit_words(a)}, adjusted by {name} over the {m} pairs"
         f"{how}{tail}.{_near_level(ds, alpha, adjust)}"
+        + (f" {n_none} pair{'s' if n_none > 1 else ''} with a difference but no adjusted p-value "
+           f"{'are' if n_none > 1 else 'is'} counted neither way (named under the table)." if n_none else "")
     )
 
 
@@ -146,8 +151,8 @@ def _near_level(ds: xr.Dataset, alpha: float, adjust: str) -> str:
     knob = "n_draws" if adjust.startswith("maxt") else "n_permutations"  # the max-T law's draws, else the per-pair p's
     return (
         f" The adjusted p-values are Monte Carlo estimates: {k} pair{'s' if k > 1 else ''} ({on} counted as "
-        f"differing) lie within two Monte Carlo errors of {alpha:g}, so more sign patterns could move "
-        f"them across (compare_agents(..., {knob}=...))."
+        f"differing) lie{'' if k > 1 else 's'} within two Monte Carlo errors of {alpha:g}, so more sign patterns could move "
+        f"{'them' if k > 1 else 'it'} across (compare_agents(..., {knob}=...))."
     )
 
 
@@ -171,7 +176,8 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
         Indexed by ``"a - b"``: ``mean difference``, the simultaneous interval
         (``simultaneous lower`` / ``upper``, when the result has one), the
         result's adjusted p-value (``p max-T``, ``p Holm``, ...) and its Monte
-        Carlo error, ``differ (...)``;
+        Carlo error, ``differ (...)`` (pandas' nullable boolean: NA, shown as
+        "undefined", where the adjusted p-value is; :func:`no_p_note` says why);
         then the per-pair interval (``per-pair lower`` / ``upper``), ``shared
         tasks``, the test's own p-value and its Monte Carlo error, whether
         these two disagree at ``alpha`` (``per-pair CI and p disagree``: the
@@ -188,7 +194,10 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     p_col = f"p {short}"
     out[p_col] = df["p_adjusted"].astype(float)
     out[f"MC error of p {short}"] = df["p_adjusted_mcse"].astype(float)
-    out[f"differ ({p_col} < {alpha:g})"] = out[p_col] < alpha
+    # no adjusted p-value (max-T leaves out a pair with no standard error): no verdict, not "no"
+    # (a pair with no difference on any task has none either: that is "no")
+    none = out[p_col].isna() & (out["mean difference"] != 0)
+    out[f"differ ({p_col} < {alpha:g})"] = (out[p_col] < alpha).astype("boolean").mask(none)
     out["per-pair lower"] = df["lower"].astype(float)
     out["per-pair upper"] = df["upper"].astype(float)
     if "n_tasks" in df:
@@ -260,6 +269,39 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
         "in few tasks or clusters reaches a large |t| whenever those few flip together: that puts a "
         f"floor under p max-T (the {int(only.sum())} pairs Holm separates at {levels[0]:.3g} and max-T does "
         f"not have p max-T of {table.loc[only, col].min():.2g} or more). Read `p Holm` beside the marks."
+    )
+
+
+def no_p_note(table: pd.DataFrame) -> str:
+    """The pairs with a difference but no adjusted p-value, named with what does decide them.
+
+    ``table`` is :func:`pair_frame`'s. Max-T studentizes each pair's difference and leaves out
+    a pair whose difference has no standard error: every shared task's difference the same
+    (an agent at 100% against one at 0%: +1 on every task). Its ``differ`` is then undefined,
+    not "no"; its own p-value and ``p Holm`` (which also controls the family-wise error) decide.
+    """
+    col = differ_column(table)
+    if col is None:
+        return ""
+    p_col = col[len("differ (") :].rsplit(" < ", 1)[0]
+    level = col.rsplit(" < ", 1)[1].rstrip(")")
+    gone = table[col].isna() & table["mean difference"].notna()  # NaN: fewer than 2 shared tasks
+    if not gone.any():
+        return ""
+    test = next((c for c in table.columns if c.startswith("p (")), None)
+    said = []
+    for name, row in table[gone].iterrows():
+        same = "per-pair lower" in table and row["per-pair lower"] == row["per-pair upper"] == row["mean difference"]
+        ps = [f"`{c}` {p_text(row[c])}" for c in (test, "p Holm") if c in table and c != p_col and np.isfinite(row[c])]
+        said.append(f"{name} (mean difference {row['mean difference']:+.3f}"
+                    + (", the same on every shared task" if same else "") + (f"; {', '.join(ps)}" if ps else "") + ")")
+    k = int(gone.sum())
+    return (
+        f"No `{p_col}` for {k} pair{'s' if k > 1 else ''}, so `{col}` is undefined there, not no: "
+        + "; ".join(said) + ". A pair whose every shared task differs by the same amount has no "
+        "standard error, so no studentized difference, and max-T leaves it out of the family; read its "
+        f"own p-value and `p Holm` (the per-pair tests adjusted for all pairs, also family-wise) at {level}. "
+        "Where the pairs are shown as a matrix, such a cell is marked `?`."
     )
 
 
@@ -384,10 +426,18 @@ def pair_display(table: pd.DataFrame) -> pd.DataFrame:
 def pair_text(table: pd.DataFrame) -> str:
     """:func:`pair_frame`'s table as plain text, p-values and their errors as short text."""
     fmt = dict.fromkeys(_p_columns(table), p_text)
+    table = table.copy()
+    if (col := differ_column(table)) is not None:  # as text: pandas prints a missing verdict "<NA>"
+        table[col] = [_verdict_text(v) for v in table[col]]
     if (col := disagree_column(table)) is not None:
-        table = table.copy()
         table[col] = _disagree_words(table, col)
-    return table.to_string(formatters=fmt, float_format="{:.3f}".format)
+    # round(v, 3) + 0.0: a difference that rounds to zero reads 0.000, not -0.000 (the demo's 00 - 05)
+    return table.to_string(formatters=fmt, float_format=lambda v: f"{round(v, 3) + 0.0:.3f}")
+
+
+def _verdict_text(v) -> str:
+    """A ``differ`` cell as text: True, False, or undefined (no adjusted p-value)."""
+    return "undefined" if v is pd.NA or v is None else str(bool(v))
 
 
 def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score on a new task") -> str:
@@ -590,7 +640,10 @@ def pair_matrix(
                 row.append("")
                 continue
             v = float(d.sel(agent=a, opponent=b))
-            row.append(f"{v:+.2f}{_mark(float(p.sel(agent=a, opponent=b)), alpha)}")
+            pv = float(p.sel(agent=a, opponent=b))
+            # no adjusted p (no_p_note): "?" rather than a bare difference that reads "not separated"
+            # round(v, 2) + 0.0: a difference that rounds to zero reads +0.00, not -0.00 (VerbAgg 11 - 6)
+            row.append(f"{round(v, 2) + 0.0:+.2f}{'?' if np.isnan(pv) and np.isfinite(v) and v != 0 else _mark(pv, alpha)}")
         cells.append(row)
     if numbered is None:
         numbered = max(map(len, order)) > MATRIX_NAME_WIDTH

@@ -203,7 +203,7 @@ def _scale_text(ctx: _Context, design) -> str:
     """A graded design's scale as the pass^k note names it: the numbers, with the labels they stand for."""
     labels = ctx.grade_labels() if design.response == "score" else None
     if not labels:
-        return str(design.categories.tolist())
+        return grade_key(design.categories, None)
     return f"{grade_key(design.categories, labels)} (the threshold g is the grade's number)"
 
 
@@ -228,7 +228,7 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
         raise _Skip("needs data with binary scores or a crossed / beta-binomial fit")
     # every k while that is a short table (tau-bench publishes pass^1..4); beyond, the ends and k = 2
     show = ks if len(ks) <= _ALL_K else sorted({1, 2, ks[-1]})
-    table = passk_table(unb, bay, what, ctx.prob)
+    table = _in_log_order(passk_table(unb, bay, what, ctx.prob), ctx)
     if "tasks (>= k runs)" not in table:  # a fit alone: the counts from its constant data, as the text says
         table.insert(0, "tasks (>= k runs)", _tasks_per_k(n, table.index))
     table = table[table.index.get_level_values("k").isin(show)]
@@ -245,13 +245,26 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     if "disagree" in table:
         text += _disagree_text(table)
     rep.section(_TITLES[sid], text, table=table, id=sid, flag="disagree" if "disagree" in table else None)
+    bands = bay if bay is not None and what == "same tasks" else None
     fig = F.passk_curves(
-        bay if bay is not None and what == "same tasks" else None,
-        None if unb is None else unb[["estimate"]],
+        bands,
+        None if unb is None else unb[["estimate", "lower", "upper"]],
         prob=ctx.prob,
         title="pass^k: all k attempts succeed, over the tasks run at least k times",
     )
-    rep.figure("passk_curves", fig, f"pass^k against k per agent ({ctx.prob:.0%} bands).")
+    # what the figure draws (it said "bands" where none were drawn: a log alone, or a new task's pass^k)
+    drawn = (f"posterior {ctx.prob:.0%} bands" + ("; points: the unbiased estimates" if unb is not None else "")
+             if bands is not None else f"the unbiased estimates with their {ctx.prob:.0%} intervals as bars")
+    rep.figure("passk_curves", fig, f"pass^k against k per agent ({drawn}).")
+
+
+def _in_log_order(table: pd.DataFrame, ctx: _Context) -> pd.DataFrame:
+    """The rows by the log's (or the fit's) agent order, then k: the other tables' order, not sorted names."""
+    if ctx.data is None or "agent" not in ctx.data.coords:
+        return table
+    order = {str(a): i for i, a in enumerate(ctx.data["agent"].values)}
+    keys = [(order.get(str(a), len(order)), k) for a, k in table.index]
+    return table.iloc[sorted(range(len(table)), key=keys.__getitem__)]
 
 
 def _tasks_per_k(n: xr.DataArray, index: pd.MultiIndex) -> list[int]:

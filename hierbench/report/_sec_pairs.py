@@ -84,6 +84,7 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
     from ._pairs import disagree_note
     from ._pairs import marks_holm_note
     from ._pairs import marks_legend
+    from ._pairs import no_p_note
     from ._pairs import pair_frame
     from ._pairs import pair_matrix
     from ._pairs import pair_sentence
@@ -91,8 +92,8 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
     from ._pairs import settings_text
 
     full = pair_frame(cmp, alpha=alpha)
-    text = [pair_sentence(cmp, alpha), f"How: {settings_text(cmp)}.", disagree_note(cmp, full)]
-    text.append(marks_holm_note(full, alpha))
+    text = [pair_sentence(cmp, alpha) + graded_units(data), f"How: {settings_text(cmp)}.", disagree_note(cmp, full)]
+    text += [no_p_note(full), marks_holm_note(full, alpha)]
     matrix = None
     # above the row cap an agent x agent matrix is as unreadable as the table: the pairs that differ instead
     if MATRIX_ABOVE < cmp.to_dataset().sizes["agent"] and len(full) <= PAIR_ROWS:
@@ -105,6 +106,31 @@ def _pair_texts(cmp, alpha: float, data) -> tuple[list[str], object, object]:
             "below, and in Python it is `hierbench.freq.compare_agents(data).to_frame()`."
         )
     return text, full, matrix
+
+
+def graded_units(data, tail: str = ", the scale of Agent abilities") -> str:
+    """What a graded log's paired differences are in: the score the grades were read as, not grades.
+
+    ``tail`` ends the sentence (the report's abilities are mean grades; the CLI has no such section).
+
+    VerbAgg's no / perhaps / yes: Agent abilities gave mean grades 1.167 and 1.333 (0..2), the
+    table their difference -0.083 (the score on 0..1), with nothing said.
+    """
+    from ..data import grade_reading
+    from ..data import labels_attr
+    from ..data import levels_attr
+    from ._context import grade_key
+
+    levels = levels_attr(data.attrs) if data is not None else None
+    if not levels or len(levels) < 3:  # two grades are read as 0 and 1: the differences are of pass rates
+        return ""
+    scale = np.asarray(levels, dtype=float)
+    labels = labels_attr(data.attrs)
+    key = f" (the grades numbered {grade_key(scale, labels)})" if labels else ""
+    return (
+        f" The differences are of the score, the {grade_reading(scale, labels)}; times "
+        f"{scale[-1] - scale[0]:g} for differences of grades{key}{tail}."
+    )
 
 
 def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:

@@ -93,6 +93,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         )
     if d["not_kept"]:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
+    flags += marked_agents(s, ctx.data)
     text = (
         f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}; {counted(d['n_runs_total'], 'run')}; runs per cell "
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; {_scored_text(d)}"
@@ -105,6 +106,38 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     else:
         text += "\n\nNo flags: every agent ran most tasks, error rates are low."
     rep.section(_TITLES[sid], text, table=s, id=sid)
+
+
+def marked_agents(s: pd.DataFrame, data: xr.Dataset) -> list[str]:
+    """Flags for the agents the data themselves mark, by an annotation or by their loader.
+
+    A per-run annotation on at least half an agent's runs (``--annotate``: SWE-bench's
+    ``flag_per_instance_disagrees_with_reported`` on every run of one model), and the agents a
+    loader records in ``attrs["flagged_agents"]``.
+
+    ``s``: the summary table as :func:`_sec_data` shows it (``runs``, ``n_<annotation>``), or
+    :func:`hierbench.data.summarize`'s as a frame (``n_runs``).
+    """
+    import json
+
+    out = []
+    names = data.attrs.get("annotations", "[]")
+    col = "runs" if "runs" in s else "n_runs"
+    for name in json.loads(names) if isinstance(names, str) else list(names or []):
+        if f"n_{name}" not in s or col not in s:
+            continue
+        n, runs = s[f"n_{name}"].astype(float), s[col].astype(float)
+        most = [f"{a} ({int(k)} of {int(r)} runs)" for a, k, r in zip(s.index, n, runs, strict=True) if r > 0 and k >= r / 2]
+        if most:
+            out.append(f"the per-run annotation `{name}` marks at least half the runs of: {'; '.join(most)}: "
+                       "what it marks bears on every number of these agents")
+    flagged = data.attrs.get("flagged_agents")
+    said = json.loads(flagged) if isinstance(flagged, str) else dict(flagged or {})
+    if said:
+        col = data.attrs.get("flag_column")
+        out.append("the data's own source flags the records of: " + "; ".join(f"{a} ({k} runs)" for a, k in said.items())
+                   + (f" (its column `{col}`)" if col else "") + " (attrs['flagged_agents']): read their scores as suspect")
+    return out
 
 
 def _scored_text(d: dict) -> str:
@@ -123,8 +156,9 @@ def _scored_text(d: dict) -> str:
 _MIXED_LEVEL = (
     "The formula model's level of each agent is its {what}: the posterior of each design row's "
     "expected outcome, every fitted effect at its drawn value, averaged over the agent's own rows "
-    "(hierbench.metrics.mean_response with tasks='observed'; the estimand of the task bootstrap of "
-    "its mean)."
+    "(hierbench.metrics.mean_response with tasks='observed'; the task bootstrap's point estimate). "
+    "Its interval holds these tasks fixed; the bootstrap's is for a new draw of tasks, so it is wider "
+    "by the tasks' spread, not by less information."
 )
 #: the same, where Agent abilities has said it already
 _MIXED_SHORT = "(the formula model's expected mean over each agent's own tasks; see Agent abilities)."
@@ -206,6 +240,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
             notes.append(_other_scale(ctx))
     if not intervals:
         raise _Skip("needs a fit with an agent-level variable or data for the bootstrap")
+    intervals = _in_data_order(intervals, ctx.data)
     truth = ctx.truth if same_scale else None
     if var is not None:
         unit = ctx.agent_draws().attrs["scale"] if ctx.mixed else "probability, 0-1" if same_scale else "model scale"
@@ -227,7 +262,8 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         wide, f = _defined(wide, name)
         flags = _add_flag(flags, f)
         if "bootstrap" in name:
-            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx), ctx.binary()))
+            flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx), ctx.binary(),
+                                               data_grades(ctx.data)))  # fmt: skip
             flags = _add_flag(flags, _few_units_flag(ctx, boot, name, n_tasks, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
@@ -246,7 +282,26 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     elif ctx.mixed and var is not None:
         text += _mixed_note(ctx, True)
     rep.section(_TITLES[sid], text, table=wide, id=sid)
-    rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.")
+    rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.{_no_bar(intervals)}")
+
+
+def _in_data_order(intervals: dict[str, pd.DataFrame], data: xr.Dataset | None) -> dict[str, pd.DataFrame]:
+    """Each method's rows in the log's agent order (a formula fit sorts its levels as text: 1, 10, 11, 2)."""
+    if data is None:
+        return intervals
+    order = {str(a): i for i, a in enumerate(data["agent"].values)}
+    return {k: v.iloc[sorted(range(len(v)), key=lambda i: order.get(str(v.index[i]), len(order)))]
+            for k, v in intervals.items()}  # fmt: skip
+
+
+def _no_bar(intervals: dict[str, pd.DataFrame]) -> str:
+    """The caption's word on a point drawn without a bar: its interval is undefined, not of zero width."""
+    said = []
+    for name, v in intervals.items():
+        bare = [str(a) for a in v.index[v["estimate"].notna() & (v["lower"].isna() | v["upper"].isna())]]
+        said += [f"{', '.join(bare)} ({name})"] if bare else []
+    return (f" No bar for {'; '.join(said)}: the interval is undefined there, not of zero width "
+            "(the table's flag says why and what holds instead).") if said else ""
 
 
 def _no_level(ctx: _Context) -> str:
@@ -467,19 +522,51 @@ def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
     return flags.where(more == "", flags.where(flags == "", flags + "; ") + more)
 
 
-def _few_flag(table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series, binary: bool = True) -> pd.Series:
+def data_grades(data: xr.Dataset | None) -> list[str] | None:
+    """The names of a graded log's grades (its labels, or the numbers of its scale), None for plain scores."""
+    from ..data import grade_names
+    from ..data import labels_attr
+    from ..data import levels_attr
+
+    levels = levels_attr(data.attrs) if data is not None else None
+    return grade_names(levels, labels_attr(data.attrs)) if levels else None
+
+
+def scored_words(value: float, grades: list[str] | None) -> str:
+    """``scored 0``; of a graded log, the grade at that end of the scale: ``graded no (score 0)``."""
+    if grades is None or value not in (0.0, 1.0):
+        return f"scored {value:g}"
+    return f"graded {grades[0] if value == 0.0 else grades[-1]} (score {value:g})"
+
+
+def graded_flag(flag: str, grades: list[str] | None) -> str:
+    """A bootstrap ``ci_flag`` in the log's words: ``every task scored 0`` of a graded log says its grade."""
+    head = "every task scored "
+    if grades is None or not flag.startswith(head):
+        return flag
+    try:
+        return f"every task {scored_words(float(flag[len(head):]), grades)}"
+    except ValueError:
+        return flag
+
+
+def _few_flag(
+    table: pd.DataFrame, method: str, index: pd.Index, bounds: pd.Series, binary: bool = True,
+    grades: list[str] | None = None,
+) -> pd.Series:
     """A bootstrap's ``ci_flag`` (a mean few tasks carry) as a report flag naming what holds instead.
 
     ``bounds`` (:func:`pass1_bounds`) puts the bound that holds beside the advice, so
     the reader sees a valid interval where the resampling one is undefined, zero-width
-    or short (an agent that failed every task among them).
+    or short (an agent that failed every task among them). ``grades``: a graded log's
+    grade names (:func:`data_grades`), to say an agent at an end of the scale in them.
     """
     out = pd.Series("", index=index, dtype=object)
     if "ci_flag" not in table:
         return out
     few = table["ci_flag"].copy()
     few.index = few.index.astype(str)
-    few = few.reindex(index).fillna("").astype(str)
+    few = few.reindex(index).fillna("").astype(str).map(lambda f: graded_flag(f, grades))
     hit = few != ""
     said = bounds.reindex(index).fillna("").astype(str)
     said = said.where(said == "", ": " + said)
@@ -613,7 +700,9 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             "expected score on a new task, the same target when the tasks run are a sample of the population."
             if ctx.var == "mean_new_task"
             else f" The Bayesian column is the formula model's expected {what} of each agent averaged over "
-            "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's target."
+            "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's point "
+            "estimate; its interval holds these tasks fixed, the bootstrap's is for a new draw of tasks "
+            "(wider by the tasks' spread, not for want of information)."
             if ctx.mixed
             else ""
         )

@@ -346,14 +346,15 @@ def _rhat_check(pe: dict, post: xr.Dataset, th: dict) -> dict:
         lim = r_hat_limit(np.where(np.isfinite(ev), ev, 1.0), n_elem, chains, draws, th["r_hat"])
         j = int(np.argmax(rv[ok] - lim))
         if rv[ok[j]] - lim[j] > excess:
-            excess, worst = rv[ok[j]] - lim[j], (_where(str(name), da, int(ok[j])), rv[ok[j]], lim[j])
+            excess, worst = rv[ok[j]] - lim[j], (_where(str(name), da, int(ok[j])), rv[ok[j]], lim[j], str(name))
         k = int(np.argmax(rv[ok]))
         if not rv[ok[k]] <= top[0]:
             top = (float(rv[ok[k]]), _where(str(name), da, int(ok[k])), float(lim[k]))
     failure = None
     if worst is not None and excess > 0:
         failure = (
-            f"R-hat {worst[1]:.3f} > its limit {worst[2]:.3f} (at `{worst[0].split('[')[0]}`; the "
+            # the variable's own name: a formula model's `re[1|task]` was cut at its bracket to `re`
+            f"R-hat {worst[1]:.3f} > its limit {worst[2]:.3f} (at `{worst[3]}`; the "
             f"limit allows for {n_elem} elements checked and the element's ESS)"
         )
     out = _check("r_hat", top[0], top[1], top[2], "<=", failure)
@@ -368,15 +369,15 @@ def _ess_checks(pe: dict, chains: int, th: dict) -> list[dict]:
     out = []
     for key, label in (("ess_bulk", "ESS_bulk"), ("ess_tail", "ESS_tail")):
         need = th[f"{key}_per_chain"] * chains
-        best, at = np.inf, ""
+        best, at, var = np.inf, "", ""
         for name, da in pe[key].data_vars.items():
             v = np.asarray(da.values, dtype=float).ravel()
             if np.isfinite(v).any():
                 k = int(np.nanargmin(v))
                 if v[k] < best:
-                    best, at = float(v[k]), _where(str(name), da, k)
+                    best, at, var = float(v[k]), _where(str(name), da, k), str(name)
         best = best if np.isfinite(best) else np.nan
-        fail = f"min {label} {best:.0f} < {need:.0f} (at `{at.split('[')[0]}`)" if best < need else None
+        fail = f"min {label} {best:.0f} < {need:.0f} (at `{var}`)" if best < need else None
         out.append(_check(key, best, at, float(need), ">=", fail))
     return out
 

@@ -121,6 +121,9 @@ class MeanResponseResult(Result):
     standard_error: xr.DataArray
     scale: str
 
+    #: the repr's head names what is estimated ("mean grade (of score, scale 1, ..., 5)"), not "estimate"
+    _title_fields: ClassVar[tuple[str, ...]] = ("scale",)
+
 
 @dataclass(frozen=True, repr=False)
 class AgentVarianceResult(Result):

@@ -35,6 +35,7 @@ from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
 from ...data import ModelDesign
+from ...data import grade_names
 from .._kernels import normal_z
 from .._kernels import one_blas_thread
 from ._families import Binomial
@@ -142,14 +143,17 @@ class MixedMLResult(ScalesFit):
 
     def _repr_lines(self) -> list[str]:
         d = self.design
-        lines = [
-            f"MixedMLResult: {d.formula}  [{d.family}, Laplace]",
-            f"  fixed effects (logit scale), {interval_label(self.ci)} intervals:",
-        ]
-        lines += self._cell_lines()
+        lines = [f"MixedMLResult: {d.formula}  [{d.family}, Laplace]"]
+        if self.estimate.size:
+            lines += [f"  fixed effects (logit scale), {interval_label(self.ci)} intervals:", *self._cell_lines()]
+        else:  # an ordinal formula without covariates: its thresholds hold the intercept
+            lines.append("  fixed effects: none (the thresholds hold the intercept)")
         lines += self._sd_lines()
         if self.thresholds is not None:
-            lines.append("  thresholds: " + ", ".join(f"{v:.4g}" for v in self.thresholds.values))
+            lines.append(f"  thresholds (logit scale), {interval_label(self.thresholds_ci)} intervals:")
+            for k, v in zip(self.thresholds.threshold.values, self.thresholds.values, strict=True):
+                lo, hi = self.thresholds_ci.sel(threshold=k).values
+                lines.append(f"  {k}: {v:.4g} [{lo:.4g}, {hi:.4g}]")
         lines.append(f"  deviance {self.deviance:.2f}" + ("" if self.converged else "  (NOT converged)"))
         return lines
 
@@ -344,14 +348,12 @@ def _thresholds(
     J = np.tril(np.ones((psi.size, psi.size))) * np.concatenate([[1.0], np.exp(psi[1:])])[None, :]
     Vp = V[p + K :, p + K :]
     se = np.sqrt(np.clip(np.diag(J @ Vp @ J.T), 0, None))
-    cats = design.categories
-    lab = [f"{_fmt(cats[i])}|{_fmt(cats[i + 1])}" for i in range(th.size)]
+    # named as the Bayesian fit names them: grades written as words by their labels ("no|perhaps")
+    cats = grade_names(design.categories, design.labels)
+    lab = [f"{cats[i]}|{cats[i + 1]}" for i in range(th.size)]
     da = xr.DataArray(th, dims="threshold", coords={"threshold": lab}, name="thresholds")
     z = normal_z(prob)
     ci = make_interval(da - z * se, da + z * se, prob=prob, kind="normal",
                        detail="Wald, delta method through the threshold gaps", warn_zero_width=False)  # fmt: skip
     return da, ci
 
-
-def _fmt(v: float) -> str:
-    return f"{v:g}" if not float(v).is_integer() else str(int(v))
