@@ -88,7 +88,6 @@ def _scored_lines(rep: dict) -> list[str]:
     ]
 
 
-
 def _balance_text(rep: dict) -> str:
     """``balanced``, or why not: "unbalanced" beside min = max runs per cell read as a contradiction.
 
@@ -101,6 +100,7 @@ def _balance_text(rep: dict) -> str:
         n = rep["n_missing_cells"]
         return f"unbalanced: {n} cell{'s' if n != 1 else ''} never run"
     return "unbalanced"
+
 
 def _report_text(rep: dict) -> str:
     rpc = rep["runs_per_cell"]

@@ -1301,7 +1301,7 @@ def test_fit_refuses_partial_credit_for_the_binomial_model_in_the_shells_words(t
     scores = [1.0, 0.0, 0.25, 1.0, 0.0, 0.5, 1.0, 0.0]  # 2 of 8 not 0 or 1
     pd.DataFrame({"agent": list("aabbccdd"), "task": ["t1", "t2"] * 4, "score": scores}).to_csv(path, index=False)
     assert main(["fit", str(path), "-o", str(tmp_path / "f.nc"), "--quiet"]) == 2
-    _one_line_error(capsys, "--model crossed (the default) is binomial", "2 of the 8 scores", "e.g. 0.25, 0.5",
+    _one_line_error(capsys, "--model crossed (the default) is binomial", "2 of the 8 scores", "partial credit, e.g. (agent, task, run, score) [('b', 't1', '0', 0.25), ('c', 't2', '0', 0.5)]",
                     "fit --formula 'score ~ (1|agent) + (1|task)' (family fractional)")  # fmt: skip
     rows = [{"agent": a, "task": f"t{t}", "score": ["no", "perhaps", "yes"][(i + t) % 3]}
             for i, a in enumerate("abc") for t in range(3)]  # fmt: skip
