@@ -138,37 +138,42 @@ def cr2_scores(units: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
 # --------------------------------------------------------------------------- adjustment
 
 
-def _adjust(obs: np.ndarray, chunks: Iterator[np.ndarray], plus: int) -> dict:
+def _adjust(obs: np.ndarray, chunks: Iterator[np.ndarray], plus: int, ordered: bool = False) -> dict:
     """Single-step and free step-down adjusted p-values of ``obs`` from null draws of ``|T|``.
 
     ``chunks`` yields ``(b, P)`` blocks of null ``|T*|`` (NaN counts as 0; the blocks are
-    changed in place). ``plus`` is 1 for simulated draws (``p = (1 + hits) / (1 + B)``) and 0
+    changed in place), or with ``ordered`` ``(P, b)`` blocks whose rows are already the
+    comparisons from the smallest observed ``|t|`` up, with no NaN (:func:`_studentized`
+    with ``pos``). ``plus`` is 1 for simulated draws (``p = (1 + hits) / (1 + B)``) and 0
     when the rows already hold the observed pattern (sign flips). The single step needs only
-    each row's maximum: its hits are counted once, on the sorted maxima, after the last block.
+    each pattern's maximum, the step-down's last successive maximum: its hits are counted
+    once, on the sorted maxima, after the last block.
     """
     P = obs.size
     order = np.argsort(-obs, kind="stable")
     rev = order[::-1]
     thr = obs - 1e-9 * np.maximum(1.0, np.abs(obs))
-    hits_sd = np.zeros(P, dtype=np.int64)
+    thr_r = thr[rev]
+    hits_r = np.zeros(P, dtype=np.int64)  # step-down hits, comparisons from the smallest |t| up
     maxima = []
     n_rows = 0
     for block in chunks:
-        # a comparison's null |t| a row (free when the block is the transpose of such rows)
-        rows = np.nan_to_num(np.ascontiguousarray(block.T), copy=False, nan=0.0)
-        maxima.append(rows.max(0))
-        # successive maxima over the comparisons from the smallest |t| up, strip by strip
-        # (a maximum is exact, so carrying the last one over gives the one accumulation)
+        # a comparison's null |t| a row, from the smallest observed |t| up
+        rows = block if ordered else np.nan_to_num(np.ascontiguousarray(block.T), copy=False, nan=0.0)[rev]
+        # successive maxima strip by strip, in place (a maximum is exact, so carrying the
+        # last one over gives the one accumulation, and the last one is the pattern's maximum)
         carry = np.full(rows.shape[1], -np.inf)
         width = _strip(rows.shape[1])
         for c in range(0, P, width):
-            idx = rev[c : c + width]
-            succ = rows[idx]
+            succ = rows[c : c + width]
             np.maximum.accumulate(succ, axis=0, out=succ)
             np.maximum(succ, carry, out=succ)
             carry = succ[-1].copy()
-            hits_sd[idx] += np.count_nonzero(succ >= thr[idx, None], axis=1)
+            hits_r[c : c + width] += np.count_nonzero(succ >= thr_r[c : c + width, None], axis=1)
+        maxima.append(carry)
         n_rows += rows.shape[1]
+    hits_sd = np.empty(P, dtype=np.int64)
+    hits_sd[rev] = hits_r
     mx = np.sort(np.concatenate(maxima))
     hits = mx.size - np.searchsorted(mx, thr, side="left")  # rows whose maximum reaches |t| - tol
     p = (plus + hits) / (plus + n_rows)
@@ -190,12 +195,15 @@ def _critical(maxima: np.ndarray, alpha: float, plus: int) -> float:
     return float(np.sort(maxima)[::-1][k - 1])
 
 
-def _finish(obs: np.ndarray, chunks: Iterator[np.ndarray], alpha: float, plus: int, n_draws: int) -> dict:
+def _finish(
+    obs: np.ndarray, chunks: Iterator[np.ndarray], alpha: float, plus: int, n_draws: int, ordered: bool = False
+) -> dict:
     """Adjusted p-values, their Monte Carlo errors (0 when exact) and the critical value.
 
-    From the null blocks ``chunks`` of :func:`_adjust`; ``n_patterns`` counts their rows.
+    From the null blocks ``chunks`` of :func:`_adjust` (``ordered`` as there); ``n_patterns``
+    counts their rows.
     """
-    adj = _adjust(obs, chunks, plus)
+    adj = _adjust(obs, chunks, plus, ordered)
     c = _critical(adj["maxima"], alpha, plus)
     out = {"t": obs, "p": adj["p"], "p_stepdown": adj["p_stepdown"], "crit": c, "n_patterns": adj["n_rows"]}
     for key in ("p", "p_stepdown"):
@@ -208,7 +216,7 @@ def _finish(obs: np.ndarray, chunks: Iterator[np.ndarray], alpha: float, plus: i
 # --------------------------------------------------------------------------- sign flips
 
 
-def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict) -> np.ndarray:
+def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict, pos: np.ndarray | None = None) -> np.ndarray:
     """``|mean* / se*|`` of every comparison under each sign pattern (rows of ``signs``).
 
     With the cluster sums flipped to ``s_g a_g`` the CR2 variance is
@@ -217,6 +225,11 @@ def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict) -> np.ndarra
     The products are one BLAS call per block (patterns x comparisons, 16 MB); the rest runs
     in strips of ``_strip`` comparisons, in place, so a strip's temporaries stay in cache
     (the elementwise steps are the formula's, in its order: each value is rounded as before).
+
+    Returns ``(patterns, comparisons)``; with ``pos`` (each comparison's row, from the
+    smallest observed ``|t|`` up) ``(comparisons, patterns)`` in that order, NaN made 0 and
+    infinity the largest float (``numpy.nan_to_num``), as :func:`_adjust` reads it with
+    ``ordered``: each strip is written to its rows while in cache.
     """
     m = signs @ units
     # with tasks as units w is one number per comparison and n is 0 or 1: the middle sum is w N m*
@@ -225,25 +238,38 @@ def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict) -> np.ndarra
     width = _strip(m.shape[0])
     for c in range(0, m.shape[1], width):
         s = slice(c, c + width)
-        N, wa2, wn2 = parts["N"][s], parts["wa2"][s], parts["wn2"][s]
-        ms = m[:, s]
-        ms /= N
-        cross = np.multiply(parts["w"][s] * N, ms) if cross_all is None else cross_all[:, s]
-        v = np.multiply(2, ms)
-        v *= cross
-        np.subtract(wa2, v, out=v)
-        np.multiply(ms, ms, out=cross)
-        cross *= wn2
-        v += cross
-        v /= N**2
-        flat = v <= 1e-12 * wa2 / N**2
+        t = _t_strip(m[:, s], None if cross_all is None else cross_all[:, s], parts, s)
+        if pos is None:
+            out[s] = t.T
+            continue
+        if not np.isfinite(t.max()):  # |t| >= 0: only a NaN or an infinity makes the maximum so
+            np.nan_to_num(t, copy=False, nan=0.0)
+        out[pos[s]] = t.T
+    return out.T if pos is None else out
+
+
+def _t_strip(ms: np.ndarray, cross: np.ndarray | None, parts: dict, s: slice) -> np.ndarray:
+    """:func:`_studentized` on one strip ``s`` of the comparisons (``ms``, ``cross`` changed in place)."""
+    N, wa2, wn2 = parts["N"][s], parts["wa2"][s], parts["wn2"][s]
+    ms /= N
+    cross = np.multiply(parts["w"][s] * N, ms) if cross is None else cross
+    v = np.multiply(2, ms)
+    v *= cross
+    np.subtract(wa2, v, out=v)
+    np.multiply(ms, ms, out=cross)
+    cross *= wn2
+    v += cross
+    v /= N**2
+    flat = v <= 1e-12 * wa2 / N**2
+    any_flat = bool(flat.any())
+    if any_flat:
         v[flat] = 1.0
-        t = np.abs(ms, out=cross)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t /= np.sqrt(v, out=v)
+    t = np.abs(ms, out=cross)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t /= np.sqrt(v, out=v)
+    if any_flat:
         t[flat] = np.where(np.abs(ms[flat]) > 0, np.inf, 0.0)
-        out[s] = t.T
-    return out.T
+    return t
 
 
 def _sign_parts(units: np.ndarray, counts: np.ndarray, live: np.ndarray) -> dict:
@@ -322,11 +348,13 @@ def signflip_maxt(
     obs = _studentized(np.ones((1, live.size)), sub, parts)[0]
     exact = live.size <= EXACT_UNITS
     B = 0 if exact else int(n_draws if n_draws is not None else maxt_draws(alpha))
+    pos = np.empty(obs.size, dtype=np.intp)  # each comparison's row, from the smallest |t| up
+    pos[np.argsort(-obs, kind="stable")[::-1]] = np.arange(obs.size)
     blocks = (
-        _studentized(s, sub, parts)
+        _studentized(s, sub, parts, pos)
         for s in _sign_blocks(live.size, B, gen, units.shape[1])
     )
-    out = _finish(obs, blocks, alpha, 0, B)
+    out = _finish(obs, blocks, alpha, 0, B, ordered=True)
     out.update(exact=exact, n_draws=B, n_units=int(live.size))
     return out
 
