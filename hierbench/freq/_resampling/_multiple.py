@@ -250,20 +250,17 @@ class PairwiseComparisonResult(Result):
         import pandas as pd
 
         agents = [str(a) for a in self.table["agent"].values]
-        rows = []
-        scalar = [v for v in self.table.data_vars if self.table[v].dims == ("agent", "opponent")]
-        for i, a in enumerate(agents):
-            for j in range(i + 1, len(agents)):
-                b = agents[j]
-                row = {"pair": f"{a} - {b}", "agent": a, "opponent": b}
-                row["estimate"] = float(self.table["mean_diff"].values[i, j])
-                row["lower"], row["upper"] = (float(x) for x in self.table["ci"].values[i, j])
-                sim = self.table["ci_simultaneous"].values[i, j]
-                row["simultaneous_lower"], row["simultaneous_upper"] = (float(x) for x in sim)
-                for v in scalar:
-                    row[v] = float(self.table[v].values[i, j])
-                rows.append(row)
-        df = pd.DataFrame(rows).set_index("pair")
+        iu, ju = np.triu_indices(len(agents), 1)  # row by row: (0, 1), (0, 2), ..., (1, 2), ...
+        a, b = [agents[i] for i in iu.tolist()], [agents[j] for j in ju.tolist()]
+        cols = {"pair": [f"{x} - {y}" for x, y in zip(a, b, strict=True)], "agent": a, "opponent": b}
+        cols["estimate"] = self.table["mean_diff"].values[iu, ju].astype(float)
+        cols["lower"], cols["upper"] = self.table["ci"].values[iu, ju].astype(float).T
+        cols["simultaneous_lower"], cols["simultaneous_upper"] = (
+            self.table["ci_simultaneous"].values[iu, ju].astype(float).T)
+        for v in self.table.data_vars:
+            if self.table[v].dims == ("agent", "opponent"):
+                cols[v] = self.table[v].values[iu, ju].astype(float)
+        df = pd.DataFrame(cols).set_index("pair")
         df["ci_prob"] = float(self.ci.attrs["ci_prob"])
         df["ci_kind"] = self.ci.attrs["ci_kind"]
         if self.table.attrs.get("p_value_note"):
