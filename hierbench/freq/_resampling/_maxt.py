@@ -138,13 +138,13 @@ def cr2_scores(units: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
 # --------------------------------------------------------------------------- adjustment
 
 
-def _adjust(obs: np.ndarray, chunks: Iterator[np.ndarray], plus: int, ordered: bool = False) -> dict:
+def _adjust(obs: np.ndarray, chunks: Iterator, plus: int, ordered: bool = False) -> dict:
     """Single-step and free step-down adjusted p-values of ``obs`` from null draws of ``|T|``.
 
     ``chunks`` yields ``(b, P)`` blocks of null ``|T*|`` (NaN counts as 0; the blocks are
-    changed in place), or with ``ordered`` ``(P, b)`` blocks whose rows are already the
-    comparisons from the smallest observed ``|t|`` up, with no NaN (:func:`_studentized`
-    with ``pos``). ``plus`` is 1 for simulated draws (``p = (1 + hits) / (1 + B)``) and 0
+    changed in place), or with ``ordered`` one iterable a block of ``(w, b)`` strips that
+    run through the comparisons from the smallest observed ``|t|`` up, with no NaN (changed
+    in place too). ``plus`` is 1 for simulated draws (``p = (1 + hits) / (1 + B)``) and 0
     when the rows already hold the observed pattern (sign flips). The single step needs only
     each pattern's maximum, the step-down's last successive maximum: its hits are counted
     once, on the sorted maxima, after the last block.
@@ -158,20 +158,21 @@ def _adjust(obs: np.ndarray, chunks: Iterator[np.ndarray], plus: int, ordered: b
     maxima = []
     n_rows = 0
     for block in chunks:
-        # a comparison's null |t| a row, from the smallest observed |t| up
-        rows = block if ordered else np.nan_to_num(np.ascontiguousarray(block.T), copy=False, nan=0.0)[rev]
+        if not ordered:  # a comparison's null |t| a row, from the smallest observed |t| up
+            block = _row_strips(np.nan_to_num(np.ascontiguousarray(block.T), copy=False, nan=0.0)[rev])
         # successive maxima strip by strip, in place (a maximum is exact, so carrying the
         # last one over gives the one accumulation, and the last one is the pattern's maximum)
-        carry = np.full(rows.shape[1], -np.inf)
-        width = _strip(rows.shape[1])
-        for c in range(0, P, width):
-            succ = rows[c : c + width]
+        carry, c = None, 0
+        for succ in block:
+            carry = np.full(succ.shape[1], -np.inf) if carry is None else carry
+            w = succ.shape[0]
             np.maximum.accumulate(succ, axis=0, out=succ)
             np.maximum(succ, carry, out=succ)
             carry = succ[-1].copy()
-            hits_r[c : c + width] += np.count_nonzero(succ >= thr_r[c : c + width, None], axis=1)
+            hits_r[c : c + w] += np.count_nonzero(succ >= thr_r[c : c + w, None], axis=1)
+            c += w
         maxima.append(carry)
-        n_rows += rows.shape[1]
+        n_rows += carry.size
     hits_sd = np.empty(P, dtype=np.int64)
     hits_sd[rev] = hits_r
     mx = np.sort(np.concatenate(maxima))
@@ -180,6 +181,12 @@ def _adjust(obs: np.ndarray, chunks: Iterator[np.ndarray], plus: int, ordered: b
     p_sd = np.empty(P)
     p_sd[order] = np.maximum.accumulate((plus + hits_sd[order]) / (plus + n_rows))
     return {"p": p, "p_stepdown": p_sd, "maxima": mx, "n_rows": n_rows}
+
+
+def _row_strips(rows: np.ndarray) -> Iterator[np.ndarray]:
+    """``rows`` (comparisons x patterns) in strips of :func:`_strip` comparisons (views)."""
+    width = _strip(rows.shape[1])
+    return (rows[c : c + width] for c in range(0, rows.shape[0], width))
 
 
 def _critical(maxima: np.ndarray, alpha: float, plus: int) -> float:
@@ -196,7 +203,7 @@ def _critical(maxima: np.ndarray, alpha: float, plus: int) -> float:
 
 
 def _finish(
-    obs: np.ndarray, chunks: Iterator[np.ndarray], alpha: float, plus: int, n_draws: int, ordered: bool = False
+    obs: np.ndarray, chunks: Iterator, alpha: float, plus: int, n_draws: int, ordered: bool = False
 ) -> dict:
     """Adjusted p-values, their Monte Carlo errors (0 when exact) and the critical value.
 
@@ -270,6 +277,36 @@ def _t_strip(ms: np.ndarray, cross: np.ndarray | None, parts: dict, s: slice) ->
     if any_flat:
         t[flat] = np.where(np.abs(ms[flat]) > 0, np.inf, 0.0)
     return t
+
+
+def _exact_products(units: np.ndarray) -> bool:
+    """Whether every sum of ``+-`` the values of a column of ``units`` is exact in any order.
+
+    True when each value is a multiple of ``2^-10`` and a column's ``sum |u|`` is below
+    ``2^42`` (binary scores, per-task means of 1, 2, 4 or 8 runs): a sign pattern's sums are
+    then the same numbers whatever the order of the additions, so BLAS may form them strip by
+    strip instead of in one product of the whole block.
+    """
+    scaled = units * 1024.0
+    return bool(np.all(scaled == np.rint(scaled))) and float(np.abs(scaled).sum(0).max(initial=0.0)) < 2.0**52
+
+
+def _ranked_strips(signs: np.ndarray, units_r: np.ndarray, parts_r: dict) -> Iterator[np.ndarray]:
+    """:func:`_studentized` strip by strip with the comparisons already in rank order.
+
+    For units whose signed sums are exact (:func:`_exact_products`; tasks as units, so
+    ``parts_r["wna"]`` is None): each strip's product is formed on its own, in cache, and the
+    strip's ``|t|`` (NaN made 0, infinity the largest float) is yielded as ``(w, b)``, ready
+    for :func:`_adjust` with ``ordered``; no block-sized product, no scatter.
+    """
+    P = units_r.shape[1]
+    width = _strip(signs.shape[0])
+    for c in range(0, P, width):
+        s = slice(c, c + width)
+        t = _t_strip(signs @ units_r[:, s], None, parts_r, s)
+        if not np.isfinite(t.max()):
+            np.nan_to_num(t, copy=False, nan=0.0)
+        yield t.T
 
 
 def _sign_parts(units: np.ndarray, counts: np.ndarray, live: np.ndarray) -> dict:
@@ -348,12 +385,16 @@ def signflip_maxt(
     obs = _studentized(np.ones((1, live.size)), sub, parts)[0]
     exact = live.size <= EXACT_UNITS
     B = 0 if exact else int(n_draws if n_draws is not None else maxt_draws(alpha))
-    pos = np.empty(obs.size, dtype=np.intp)  # each comparison's row, from the smallest |t| up
-    pos[np.argsort(-obs, kind="stable")[::-1]] = np.arange(obs.size)
-    blocks = (
-        _studentized(s, sub, parts, pos)
-        for s in _sign_blocks(live.size, B, gen, units.shape[1])
-    )
+    rev = np.argsort(-obs, kind="stable")[::-1]  # the comparisons from the smallest |t| up
+    signs = _sign_blocks(live.size, B, gen, units.shape[1])
+    if parts["wna"] is None and _exact_products(sub):
+        sub_r = np.ascontiguousarray(sub[:, rev])  # (units, comparisons) C order: BLAS reads a strip
+        parts_r = {k: None if v is None else v[rev] for k, v in parts.items()}
+        blocks = (_ranked_strips(s, sub_r, parts_r) for s in signs)
+    else:
+        pos = np.empty(obs.size, dtype=np.intp)  # each comparison's row in rank order
+        pos[rev] = np.arange(obs.size)
+        blocks = (_row_strips(_studentized(s, sub, parts, pos)) for s in signs)
     out = _finish(obs, blocks, alpha, 0, B, ordered=True)
     out.update(exact=exact, n_draws=B, n_units=int(live.size))
     return out
