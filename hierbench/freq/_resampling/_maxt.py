@@ -59,6 +59,7 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import special
 
+from .._kernels import one_blas_thread
 from .._kernels import ratio
 
 __all__ = ["cr2_scores", "maxt_draws", "mvt_maxt", "mvt_reliable", "signflip_maxt"]
@@ -390,12 +391,13 @@ def signflip_maxt(
     if parts["wna"] is None and _exact_products(sub):
         sub_r = np.ascontiguousarray(sub[:, rev])  # (units, comparisons) C order: BLAS reads a strip
         parts_r = {k: None if v is None else v[rev] for k, v in parts.items()}
-        blocks = (_ranked_strips(s, sub_r, parts_r) for s in signs)
+        # a strip's product is small: BLAS threads only wait on each other (on a busy machine, ms)
+        with one_blas_thread():
+            out = _finish(obs, (_ranked_strips(s, sub_r, parts_r) for s in signs), alpha, 0, B, ordered=True)
     else:
         pos = np.empty(obs.size, dtype=np.intp)  # each comparison's row in rank order
         pos[rev] = np.arange(obs.size)
-        blocks = (_row_strips(_studentized(s, sub, parts, pos)) for s in signs)
-    out = _finish(obs, blocks, alpha, 0, B, ordered=True)
+        out = _finish(obs, (_row_strips(_studentized(s, sub, parts, pos)) for s in signs), alpha, 0, B, ordered=True)
     out.update(exact=exact, n_draws=B, n_units=int(live.size))
     return out
 
