@@ -61,6 +61,7 @@ from scipy import special
 
 from .._kernels import one_blas_thread
 from .._kernels import ratio
+from ._signflip import _dyadic_sums
 
 __all__ = ["cr2_scores", "maxt_draws", "mvt_maxt", "mvt_reliable", "signflip_maxt"]
 
@@ -280,22 +281,10 @@ def _t_strip(ms: np.ndarray, cross: np.ndarray | None, parts: dict, s: slice) ->
     return t
 
 
-def _exact_products(units: np.ndarray) -> bool:
-    """Whether every sum of ``+-`` the values of a column of ``units`` is exact in any order.
-
-    True when each value is a multiple of ``2^-10`` and a column's ``sum |u|`` is below
-    ``2^42`` (binary scores, per-task means of 1, 2, 4 or 8 runs): a sign pattern's sums are
-    then the same numbers whatever the order of the additions, so BLAS may form them strip by
-    strip instead of in one product of the whole block.
-    """
-    scaled = units * 1024.0
-    return bool(np.all(scaled == np.rint(scaled))) and float(np.abs(scaled).sum(0).max(initial=0.0)) < 2.0**52
-
-
 def _ranked_strips(signs: np.ndarray, units_r: np.ndarray, parts_r: dict) -> Iterator[np.ndarray]:
     """:func:`_studentized` strip by strip with the comparisons already in rank order.
 
-    For units whose signed sums are exact (:func:`_exact_products`; tasks as units, so
+    For units whose signed sums are exact (``_dyadic_sums``; tasks as units, so
     ``parts_r["wna"]`` is None): each strip's product is formed on its own, in cache, and the
     strip's ``|t|`` (NaN made 0, infinity the largest float) is yielded as ``(w, b)``, ready
     for :func:`_adjust` with ``ordered``; no block-sized product, no scatter.
@@ -388,12 +377,15 @@ def signflip_maxt(
     B = 0 if exact else int(n_draws if n_draws is not None else maxt_draws(alpha))
     rev = np.argsort(-obs, kind="stable")[::-1]  # the comparisons from the smallest |t| up
     signs = _sign_blocks(live.size, B, gen, units.shape[1])
-    if parts["wna"] is None and _exact_products(sub):
-        sub_r = np.ascontiguousarray(sub[:, rev])  # (units, comparisons) C order: BLAS reads a strip
+    # binary scores, or means of 1, 2, 4, 8 runs: a pattern's sums are exact in any order, so
+    # BLAS may form them strip by strip, on the comparisons already in rank order
+    if parts["wna"] is None and _dyadic_sums(sub, 2.0**52):
+        for row in sub:  # into rank order in place, a row at a time (`sub` is this call's copy)
+            row[:] = row[rev]
         parts_r = {k: None if v is None else v[rev] for k, v in parts.items()}
         # a strip's product is small: BLAS threads only wait on each other (on a busy machine, ms)
         with one_blas_thread():
-            out = _finish(obs, (_ranked_strips(s, sub_r, parts_r) for s in signs), alpha, 0, B, ordered=True)
+            out = _finish(obs, (_ranked_strips(s, sub, parts_r) for s in signs), alpha, 0, B, ordered=True)
     else:
         pos = np.empty(obs.size, dtype=np.intp)  # each comparison's row in rank order
         pos[rev] = np.arange(obs.size)

@@ -382,8 +382,8 @@ class PairwiseComparisonResult(Result):
 
 #: the per-pair statistics :func:`_pair_units` fills (NaN where a pair shares fewer than 2 tasks)
 _STAT_KEYS = ("mean_diff", "se", "df", "p_t", "cohens_dz", "prob_superiority", "p_mcnemar", "n_tasks", "n_units")
-#: pair x task values handled at once by :func:`_pair_units` (32 MB a float block)
-_PAIR_BLOCK = 2**22
+#: pair x task values handled at once by :func:`_pair_units` (8 MB a float block)
+_PAIR_BLOCK = 2**20
 
 
 def _pair_units(
