@@ -13,19 +13,21 @@ hierbench | tar -x -C /tmp/base``) the same calls run on that tree too,
 interleaved with this one, and the digest of every output array (sha256 of
 the result's Dataset, values and attrs) shows whether the two agree bit for bit.
 
-Measured 2026-12-05 09:42-09:47 UTC (load average 1.5-3.0 on the 2 shared cores, other
+Measured 2026-12-05 09:55-10:01 UTC (load average 1.7-3.5 on the 2 shared cores, other
 helpers running), main at b324444 (``--before``, a ``git archive`` of it) against this branch
-at a903077, ``--repeats 2`` (the order alternates); wall / CPU seconds of the call and the
-process's peak resident memory, each pair of calls' digests equal (outputs identical):
+at 2c330f0, ``--repeats 2`` (the order alternates); wall / CPU seconds of the call and the
+process's peak resident memory; every pair of calls' digests equal (outputs identical).
+An earlier run the same morning (09:42, load 1.5-3.0, at a903077) gave the same picture
+(316: 67-74 / 76-77 s -> 30.5 / 33 s). tracemalloc's peak at 316: 658 MB on both.
 
-===========  =====  =====================  =====================  =========  =================
+===========  =====  =====================  =====================  =========  =============
 agents       pairs  main wall / CPU s      branch wall / CPU s    CPU ratio  peak RSS MB
-===========  =====  =====================  =====================  =========  =================
-demo (6)     15     0.05-0.09 / 0.06-0.09  0.08 / 0.08            0.75-1.12  216 / 216
-VerbAgg 100  4950   6.4-8.0 / 7.6-8.0      3.7 / 3.9              1.93-2.05  746 / 746
-VerbAgg 160  12720  13.6-19.5 / 19.1-19.9  8.9-9.0 / 8.9-9.0      2.13-2.24  753-755 / 752-753
-VerbAgg 316  49770  67.4-73.8 / 75.6-77.3  30.5-30.7 / 32.8-32.9  2.31-2.35  795 / 795
-===========  =====  =====================  =====================  =========  =================
+===========  =====  =====================  =====================  =========  =============
+demo (6)     15     0.08-0.12 / 0.08-0.11  0.08 / 0.08            1.00-1.38  216 / 216
+VerbAgg 100  4950   8.2-8.6 / 7.8-8.4      3.6-4.1 / 3.6-3.9      2.13-2.19  746 / 746
+VerbAgg 160  12720  14.0-20.3 / 18.4-20.1  8.9-9.0 / 8.5-8.8      2.17-2.30  752 / 753-756
+VerbAgg 316  49770  57.9-65.8 / 72.0-74.4  30.4-30.7 / 32.1-32.9  2.24-2.26  796-797 / 796
+===========  =====  =====================  =====================  =========  =============
 
 The demo's call takes a tenth of a second either way (15 pairs over 12 clusters: the block
 route below; its differences are noise). Peak memory is the pairs' bootstrap (its 256 MB
