@@ -7,6 +7,7 @@ with clustered binary data of SWE-bench's shape (12 repositories of 1 to 231 tas
 """
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -86,6 +87,34 @@ def test_many_comparisons_in_strips_equal_brute_force_enumeration(sizes):
     p_sd[order] = np.maximum.accumulate(succ)
     np.testing.assert_allclose(out["p_stepdown"], p_sd, rtol=1e-12)
     assert out["exact"] and ((out["t"] > out["crit"]) == (out["p"] < 0.05)).all()
+
+
+def test_binary_tasks_in_rank_ordered_strips_equal_scipy_t_by_enumeration():
+    """Per-task differences on the lattice of halves (binary scores, 2 runs): every signed sum is
+    exact, so each strip forms its own product in rank order. Reference: scipy's one-sample t of
+    every comparison under every sign pattern of the 9 tasks (with tasks as units the CR2 t is the
+    paired t); one comparison has equal |d| everywhere, so one pattern has no spread (|t| infinite).
+    """
+    rng = np.random.default_rng(3)
+    d = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=(9, 300), p=[0.2, 0.15, 0.2, 0.15, 0.3])
+    d[:, 0] = [1, -1, 1, 1, -1, 1, 1, 1, -1]
+    d = d[:, d.std(0) > 0]
+    out = signflip_maxt(d, np.ones_like(d), alpha=0.05, gen=np.random.default_rng(0))
+    obs = np.abs(stats.ttest_1samp(d, 0.0).statistic)
+    signs = np.array(list(itertools.product([1.0, -1.0], repeat=9)))
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # scipy: no spread under two patterns
+        null = np.abs(stats.ttest_1samp(signs[:, :, None] * d[None], 0.0, axis=1).statistic)
+    assert np.isinf(null[:, 0]).sum() == 2  # all +1 and all -1 of the first comparison's signs
+    thr = obs - 1e-9 * np.maximum(1.0, obs)
+    np.testing.assert_allclose(out["t"], obs, rtol=1e-10)
+    np.testing.assert_array_equal(out["p"], np.mean(null.max(1)[:, None] >= thr, axis=0))
+    order = np.argsort(-obs, kind="stable")
+    run = np.maximum.accumulate(null[:, order[::-1]], axis=1)[:, ::-1]  # max over order[j:]
+    p_sd = np.empty(obs.size)
+    p_sd[order] = np.maximum.accumulate(np.mean(run >= thr[order], axis=0))
+    np.testing.assert_array_equal(out["p_stepdown"], p_sd)
+    assert out["exact"] and out["n_patterns"] == 2**8 and ((out["t"] > out["crit"]) == (out["p"] < 0.05)).all()
 
 
 def test_independent_comparisons_give_sidak_exactly_with_sign_flips():
@@ -352,3 +381,40 @@ def test_the_simultaneous_interval_and_the_max_t_verdict_agree_at_the_boundary()
     lo, hi = res.ci_simultaneous.sel(pair).values
     assert lo == 0.0 and hi == min(1.0, 2 * d.mean())  # 1.368 cut to 1, a difference's range
     assert float(res.ci_simultaneous.sel(agent="b", opponent="a", ci_bound="upper")) == 0.0
+
+
+def test_a_pair_with_the_same_difference_on_every_task_is_in_the_sign_flip_family():
+    """An agent right on every task against one wrong on every task: SE 0, |t| infinite.
+
+    It was left out of max-T (p NaN: 'differ' undefined beside a 100-point gap). Reference:
+    the max over the three pairs of the paired |t| (SE s / sqrt(n), infinite where s is 0 and
+    the mean is not) under all 2^7 sign patterns of the tasks, enumerated here.
+    """
+    import itertools
+
+    import xarray as xr
+
+    from hierbench.freq import compare_agents
+
+    T = 7
+    score = np.zeros((3, T, 1))
+    score[0] = 1.0
+    score[2, :, 0] = [1, 0, 1, 1, 0, 1, 0]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), score)},
+                    coords={"agent": ["a", "b", "c"], "task": [f"t{i}" for i in range(T)]})  # fmt: skip
+    d = {"a - b": score[0, :, 0] - score[1, :, 0], "a - c": score[0, :, 0] - score[2, :, 0],
+         "b - c": score[1, :, 0] - score[2, :, 0]}  # fmt: skip
+
+    def abs_t(x):
+        s = x.std(ddof=1) / np.sqrt(x.size)
+        return abs(x.mean() / s) if s > 0 else (np.inf if x.mean() != 0 else 0.0)
+
+    obs = {k: abs_t(v) for k, v in d.items()}
+    mx = np.array([max(abs_t(np.array(s) * v) for v in d.values()) for s in itertools.product([1, -1], repeat=T)])
+    res = compare_agents(ds).to_frame()
+    for k, t in obs.items():
+        want = np.mean(mx == np.inf) if np.isinf(t) else np.mean(mx >= t * (1 - 1e-9))
+        assert res.loc[k, "p_maxt"] == want, k
+    assert obs["a - b"] == np.inf and res.loc["a - b", "p_maxt"] == 2 / 2**T
+    # its simultaneous interval is the difference itself (SE 0), which excludes 0 as the test does
+    assert res.loc["a - b", ["simultaneous_lower", "simultaneous_upper"]].tolist() == [1.0, 1.0]

@@ -288,6 +288,29 @@ def test_swebench_bash_only_pairs(shared_data):
     assert wide.sum() > 150 and (dft.loc[wide, "p_maxt"] < 0.05).all()
 
 
+def test_every_pair_of_a_ragged_log_has_scipys_paired_t_on_its_shared_tasks():
+    """10 agents, 30 tasks, 15% of cells never run: each pair's mean, SE, p_t, d_z and P(superiority)
+    over the tasks both ran, against scipy's paired t-test and numpy on those tasks, pair by pair.
+    """
+    ds, _ = simulate_eval(n_agents=10, n_tasks=30, n_runs=2, p_missing_task=0.15, rng=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = compare_agents(ds, test="t", adjust="holm", n_resamples=9, rng=0).to_frame()
+    y = ds.score.mean("run")
+    assert df["n_tasks"].nunique() > 3  # the pairs share different sets of tasks
+    for pair, row in df.iterrows():
+        a, b = y.sel(agent=row["agent"]).values, y.sel(agent=row["opponent"]).values
+        both = np.isfinite(a) & np.isfinite(b)
+        d = a[both] - b[both]
+        ref = stats.ttest_rel(a[both], b[both])
+        assert row["n_tasks"] == both.sum(), pair
+        assert row["mean_diff"] == pytest.approx(d.mean(), rel=1e-12, abs=1e-15)
+        assert row["se"] == pytest.approx(stats.sem(d), rel=1e-12)
+        assert row["p_t"] == pytest.approx(ref.pvalue, rel=1e-9)
+        assert row["cohens_dz"] == pytest.approx(d.mean() / d.std(ddof=1), rel=1e-12, abs=1e-15)
+        assert row["prob_superiority"] == pytest.approx(np.mean(d > 0) + 0.5 * np.mean(d == 0))
+
+
 def test_t_intervals_of_unit_scores_stay_in_minus_one_one():
     """Four clusters, a large difference: the CR2 t interval (scipy's t quantile at the result's own
     Bell-McCaffrey df) reaches past 1; the reported one stops at 1 and says why. Scores outside

@@ -55,6 +55,34 @@ def test_exact_sign_flip_equals_brute_force_enumeration(d):
     assert float(res.p_permutation_mcse) == 0.0
 
 
+def test_family_sign_flips_of_reordered_columns_equal_brute_force_enumeration(monkeypatch):
+    """60 columns: six multisets of 16 |u| on the lattice of halves (4 to 16 non-zero: enumeration
+    and lattice convolution), each in ten random orders and signs (columns that share a law and
+    columns that do not); each p-value is the share of all 2^16 sign patterns whose |sum| reaches
+    the column's own.
+    """
+    from hierbench.freq._resampling import _signflip
+    from hierbench.freq._resampling._signflip import sign_flip_pvalues
+
+    rng = np.random.default_rng(5)
+    cols = []
+    for n_zero in (0, 2, 5, 8, 11, 12):
+        base = rng.choice([0.5, 1.0, 1.5], size=16)
+        base[:n_zero] = 0.0
+        cols += [rng.permutation(base) * rng.choice([-1.0, 1.0], size=16) for _ in range(10)]
+    u = np.array(cols).T
+    signs = 1.0 - 2.0 * ((np.arange(2**16)[:, None] >> np.arange(16)) & 1)
+    ref = np.mean(np.abs(signs @ u) >= np.abs(u.sum(0)) - 1e-9, axis=0)
+    out = sign_flip_pvalues(u, np.random.default_rng(0), n_permutations=None, n_tests=60, alpha=0.05)
+    assert out["exact"].all() and out["n_permutations"] == 0
+    assert len(set(ref.tolist())) > 12  # laws and observed sums differ between columns
+    np.testing.assert_array_equal(out["p"], ref)
+    # the same with the columns taken 4 at a time (a law met in an earlier block is reused)
+    monkeypatch.setattr(_signflip, "_BLOCK_ELEMS", 64)
+    out = sign_flip_pvalues(u, np.random.default_rng(0), n_permutations=None, n_tests=60, alpha=0.05)
+    np.testing.assert_array_equal(out["p"], ref)
+
+
 def test_cluster_sign_flip_enumerates_cluster_sums():
     d = np.array([0.5, -0.25, 1.0, 0.0, -1.0, 0.75, 0.5])
     cl = np.array(["r1", "r1", "r2", "r2", "r3", "r4", "r4"])

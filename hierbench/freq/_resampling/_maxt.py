@@ -59,9 +59,14 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import special
 
+from .._kernels import one_blas_thread
 from .._kernels import ratio
+from ._signflip import _dyadic_sums
 
 __all__ = ["cr2_scores", "maxt_draws", "mvt_maxt", "mvt_reliable", "signflip_maxt"]
+
+#: an infinite |t| as the null strips hold it (``numpy.nan_to_num``): the largest float
+_BIG = np.finfo(float).max
 
 #: enumerate the sign patterns up to this many units with a difference (2^15 patterns)
 EXACT_UNITS = 16
@@ -138,43 +143,55 @@ def cr2_scores(units: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
 # --------------------------------------------------------------------------- adjustment
 
 
-def _adjust(obs: np.ndarray, chunks: Iterator[np.ndarray], plus: int) -> dict:
+def _adjust(obs: np.ndarray, chunks: Iterator, plus: int, ordered: bool = False) -> dict:
     """Single-step and free step-down adjusted p-values of ``obs`` from null draws of ``|T|``.
 
     ``chunks`` yields ``(b, P)`` blocks of null ``|T*|`` (NaN counts as 0; the blocks are
-    changed in place). ``plus`` is 1 for simulated draws (``p = (1 + hits) / (1 + B)``) and 0
+    changed in place), or with ``ordered`` one iterable a block of ``(w, b)`` strips that
+    run through the comparisons from the smallest observed ``|t|`` up, with no NaN (changed
+    in place too). ``plus`` is 1 for simulated draws (``p = (1 + hits) / (1 + B)``) and 0
     when the rows already hold the observed pattern (sign flips). The single step needs only
-    each row's maximum: its hits are counted once, on the sorted maxima, after the last block.
+    each pattern's maximum, the step-down's last successive maximum: its hits are counted
+    once, on the sorted maxima, after the last block.
     """
     P = obs.size
     order = np.argsort(-obs, kind="stable")
     rev = order[::-1]
     thr = obs - 1e-9 * np.maximum(1.0, np.abs(obs))
-    hits_sd = np.zeros(P, dtype=np.int64)
+    thr_r = thr[rev]
+    hits_r = np.zeros(P, dtype=np.int64)  # step-down hits, comparisons from the smallest |t| up
     maxima = []
     n_rows = 0
     for block in chunks:
-        # a comparison's null |t| a row (free when the block is the transpose of such rows)
-        rows = np.nan_to_num(np.ascontiguousarray(block.T), copy=False, nan=0.0)
-        maxima.append(rows.max(0))
-        # successive maxima over the comparisons from the smallest |t| up, strip by strip
-        # (a maximum is exact, so carrying the last one over gives the one accumulation)
-        carry = np.full(rows.shape[1], -np.inf)
-        width = _strip(rows.shape[1])
-        for c in range(0, P, width):
-            idx = rev[c : c + width]
-            succ = rows[idx]
+        if not ordered:  # a comparison's null |t| a row, from the smallest observed |t| up
+            block = _row_strips(np.nan_to_num(np.ascontiguousarray(block.T), copy=False, nan=0.0)[rev])
+        # successive maxima strip by strip, in place (a maximum is exact, so carrying the
+        # last one over gives the one accumulation, and the last one is the pattern's maximum)
+        carry, c = None, 0
+        for succ in block:
+            carry = np.full(succ.shape[1], -np.inf) if carry is None else carry
+            w = succ.shape[0]
             np.maximum.accumulate(succ, axis=0, out=succ)
             np.maximum(succ, carry, out=succ)
             carry = succ[-1].copy()
-            hits_sd[idx] += np.count_nonzero(succ >= thr[idx, None], axis=1)
-        n_rows += rows.shape[1]
+            hits_r[c : c + w] += np.count_nonzero(succ >= thr_r[c : c + w, None], axis=1)
+            c += w
+        maxima.append(carry)
+        n_rows += carry.size
+    hits_sd = np.empty(P, dtype=np.int64)
+    hits_sd[rev] = hits_r
     mx = np.sort(np.concatenate(maxima))
     hits = mx.size - np.searchsorted(mx, thr, side="left")  # rows whose maximum reaches |t| - tol
     p = (plus + hits) / (plus + n_rows)
     p_sd = np.empty(P)
     p_sd[order] = np.maximum.accumulate((plus + hits_sd[order]) / (plus + n_rows))
     return {"p": p, "p_stepdown": p_sd, "maxima": mx, "n_rows": n_rows}
+
+
+def _row_strips(rows: np.ndarray) -> Iterator[np.ndarray]:
+    """``rows`` (comparisons x patterns) in strips of :func:`_strip` comparisons (views)."""
+    width = _strip(rows.shape[1])
+    return (rows[c : c + width] for c in range(0, rows.shape[0], width))
 
 
 def _critical(maxima: np.ndarray, alpha: float, plus: int) -> float:
@@ -190,12 +207,15 @@ def _critical(maxima: np.ndarray, alpha: float, plus: int) -> float:
     return float(np.sort(maxima)[::-1][k - 1])
 
 
-def _finish(obs: np.ndarray, chunks: Iterator[np.ndarray], alpha: float, plus: int, n_draws: int) -> dict:
+def _finish(
+    obs: np.ndarray, chunks: Iterator, alpha: float, plus: int, n_draws: int, ordered: bool = False
+) -> dict:
     """Adjusted p-values, their Monte Carlo errors (0 when exact) and the critical value.
 
-    From the null blocks ``chunks`` of :func:`_adjust`; ``n_patterns`` counts their rows.
+    From the null blocks ``chunks`` of :func:`_adjust` (``ordered`` as there); ``n_patterns``
+    counts their rows.
     """
-    adj = _adjust(obs, chunks, plus)
+    adj = _adjust(obs, chunks, plus, ordered)
     c = _critical(adj["maxima"], alpha, plus)
     out = {"t": obs, "p": adj["p"], "p_stepdown": adj["p_stepdown"], "crit": c, "n_patterns": adj["n_rows"]}
     for key in ("p", "p_stepdown"):
@@ -208,7 +228,7 @@ def _finish(obs: np.ndarray, chunks: Iterator[np.ndarray], alpha: float, plus: i
 # --------------------------------------------------------------------------- sign flips
 
 
-def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict) -> np.ndarray:
+def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict, pos: np.ndarray | None = None) -> np.ndarray:
     """``|mean* / se*|`` of every comparison under each sign pattern (rows of ``signs``).
 
     With the cluster sums flipped to ``s_g a_g`` the CR2 variance is
@@ -217,6 +237,11 @@ def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict) -> np.ndarra
     The products are one BLAS call per block (patterns x comparisons, 16 MB); the rest runs
     in strips of ``_strip`` comparisons, in place, so a strip's temporaries stay in cache
     (the elementwise steps are the formula's, in its order: each value is rounded as before).
+
+    Returns ``(patterns, comparisons)``; with ``pos`` (each comparison's row, from the
+    smallest observed ``|t|`` up) ``(comparisons, patterns)`` in that order, NaN made 0 and
+    infinity the largest float (``numpy.nan_to_num``), as :func:`_adjust` reads it with
+    ``ordered``: each strip is written to its rows while in cache.
     """
     m = signs @ units
     # with tasks as units w is one number per comparison and n is 0 or 1: the middle sum is w N m*
@@ -225,25 +250,56 @@ def _studentized(signs: np.ndarray, units: np.ndarray, parts: dict) -> np.ndarra
     width = _strip(m.shape[0])
     for c in range(0, m.shape[1], width):
         s = slice(c, c + width)
-        N, wa2, wn2 = parts["N"][s], parts["wa2"][s], parts["wn2"][s]
-        ms = m[:, s]
-        ms /= N
-        cross = np.multiply(parts["w"][s] * N, ms) if cross_all is None else cross_all[:, s]
-        v = np.multiply(2, ms)
-        v *= cross
-        np.subtract(wa2, v, out=v)
-        np.multiply(ms, ms, out=cross)
-        cross *= wn2
-        v += cross
-        v /= N**2
-        flat = v <= 1e-12 * wa2 / N**2
+        t = _t_strip(m[:, s], None if cross_all is None else cross_all[:, s], parts, s)
+        if pos is None:
+            out[s] = t.T
+            continue
+        if not np.isfinite(t.max()):  # |t| >= 0: only a NaN or an infinity makes the maximum so
+            np.nan_to_num(t, copy=False, nan=0.0)
+        out[pos[s]] = t.T
+    return out.T if pos is None else out
+
+
+def _t_strip(ms: np.ndarray, cross: np.ndarray | None, parts: dict, s: slice) -> np.ndarray:
+    """:func:`_studentized` on one strip ``s`` of the comparisons (``ms``, ``cross`` changed in place)."""
+    N, wa2, wn2 = parts["N"][s], parts["wa2"][s], parts["wn2"][s]
+    ms /= N
+    cross = np.multiply(parts["w"][s] * N, ms) if cross is None else cross
+    v = np.multiply(2, ms)
+    v *= cross
+    np.subtract(wa2, v, out=v)
+    np.multiply(ms, ms, out=cross)
+    cross *= wn2
+    v += cross
+    v /= N**2
+    flat = v <= 1e-12 * wa2 / N**2
+    any_flat = bool(flat.any())
+    if any_flat:
         v[flat] = 1.0
-        t = np.abs(ms, out=cross)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t /= np.sqrt(v, out=v)
+    t = np.abs(ms, out=cross)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t /= np.sqrt(v, out=v)
+    if any_flat:
         t[flat] = np.where(np.abs(ms[flat]) > 0, np.inf, 0.0)
-        out[s] = t.T
-    return out.T
+    return t
+
+
+def _ranked_strips(signs: np.ndarray, units_r: np.ndarray, parts_r: dict) -> Iterator[np.ndarray]:
+    """:func:`_studentized` strip by strip with the comparisons already in rank order.
+
+    For units whose signed sums are exact (``_dyadic_sums``; tasks as units, so
+    ``parts_r["wna"]`` is None): each strip's product is formed on its own, in cache, and the
+    strip's ``|t|`` (NaN made 0, infinity the largest float) is yielded as ``(w, b)``, ready
+    for :func:`_adjust` with ``ordered``; no block-sized product, no scatter.
+    """
+    P = units_r.shape[1]
+    width = _strip(signs.shape[0])
+    for c in range(0, P, width):
+        s = slice(c, c + width)
+        t = _t_strip(signs @ units_r[:, s], None, parts_r, s)
+        if not np.isfinite(t.max()):
+            np.nan_to_num(t, copy=False, nan=0.0)
+        yield t.T
 
 
 def _sign_parts(units: np.ndarray, counts: np.ndarray, live: np.ndarray) -> dict:
@@ -319,15 +375,30 @@ def signflip_maxt(
     live = np.flatnonzero(np.any(units != 0, axis=1))
     parts = _sign_parts(units, counts, live)
     sub = units[live]
-    obs = _studentized(np.ones((1, live.size)), sub, parts)[0]
+    t_obs = _studentized(np.ones((1, live.size)), sub, parts)[0]
+    # an infinite |t| (SE 0: the same nonzero difference on every unit) is the largest float,
+    # as the null strips hold it, so the patterns that reach it count as reaching it
+    obs = np.nan_to_num(t_obs, nan=0.0, posinf=_BIG)
     exact = live.size <= EXACT_UNITS
     B = 0 if exact else int(n_draws if n_draws is not None else maxt_draws(alpha))
-    blocks = (
-        _studentized(s, sub, parts)
-        for s in _sign_blocks(live.size, B, gen, units.shape[1])
-    )
-    out = _finish(obs, blocks, alpha, 0, B)
-    out.update(exact=exact, n_draws=B, n_units=int(live.size))
+    rev = np.argsort(-obs, kind="stable")[::-1]  # the comparisons from the smallest |t| up
+    signs = _sign_blocks(live.size, B, gen, units.shape[1])
+    # binary scores, or means of 1, 2, 4, 8 runs: a pattern's sums are exact in any order, so
+    # BLAS may form them strip by strip, on the comparisons already in rank order
+    if parts["wna"] is None and _dyadic_sums(sub, 2.0**52):
+        for row in sub:  # into rank order in place, a row at a time (`sub` is this call's copy)
+            row[:] = row[rev]
+        parts_r = {k: None if v is None else v[rev] for k, v in parts.items()}
+        # a strip's product is small: BLAS threads only wait on each other (on a busy machine, ms)
+        with one_blas_thread():
+            out = _finish(obs, (_ranked_strips(s, sub, parts_r) for s in signs), alpha, 0, B, ordered=True)
+    else:
+        pos = np.empty(obs.size, dtype=np.intp)  # each comparison's row in rank order
+        pos[rev] = np.arange(obs.size)
+        out = _finish(obs, (_row_strips(_studentized(s, sub, parts, pos)) for s in signs), alpha, 0, B, ordered=True)
+    out.update(exact=exact, n_draws=B, n_units=int(live.size), t=t_obs)
+    if out["crit"] >= _BIG:  # as many patterns reach an infinite |t| as the level allows: c is infinite
+        out["crit"] = np.inf
     return out
 
 

@@ -75,6 +75,7 @@ from ._paired import UndefinedTestWarning
 from ._paired import _check_counts
 from ._paired import _mcnemar_p
 from ._paired import _task_stats
+from ._paired import _task_stats_rows
 from ._paired import holm
 from ._signflip import resolvable
 from ._signflip import sign_flip_pvalues
@@ -249,20 +250,17 @@ class PairwiseComparisonResult(Result):
         import pandas as pd
 
         agents = [str(a) for a in self.table["agent"].values]
-        rows = []
-        scalar = [v for v in self.table.data_vars if self.table[v].dims == ("agent", "opponent")]
-        for i, a in enumerate(agents):
-            for j in range(i + 1, len(agents)):
-                b = agents[j]
-                row = {"pair": f"{a} - {b}", "agent": a, "opponent": b}
-                row["estimate"] = float(self.table["mean_diff"].values[i, j])
-                row["lower"], row["upper"] = (float(x) for x in self.table["ci"].values[i, j])
-                sim = self.table["ci_simultaneous"].values[i, j]
-                row["simultaneous_lower"], row["simultaneous_upper"] = (float(x) for x in sim)
-                for v in scalar:
-                    row[v] = float(self.table[v].values[i, j])
-                rows.append(row)
-        df = pd.DataFrame(rows).set_index("pair")
+        iu, ju = np.triu_indices(len(agents), 1)  # row by row: (0, 1), (0, 2), ..., (1, 2), ...
+        a, b = [agents[i] for i in iu.tolist()], [agents[j] for j in ju.tolist()]
+        cols = {"pair": [f"{x} - {y}" for x, y in zip(a, b, strict=True)], "agent": a, "opponent": b}
+        cols["estimate"] = self.table["mean_diff"].values[iu, ju].astype(float)
+        cols["lower"], cols["upper"] = self.table["ci"].values[iu, ju].astype(float).T
+        cols["simultaneous_lower"], cols["simultaneous_upper"] = (
+            self.table["ci_simultaneous"].values[iu, ju].astype(float).T)
+        for v in self.table.data_vars:
+            if self.table[v].dims == ("agent", "opponent"):
+                cols[v] = self.table[v].values[iu, ju].astype(float)
+        df = pd.DataFrame(cols).set_index("pair")
         df["ci_prob"] = float(self.ci.attrs["ci_prob"])
         df["ci_kind"] = self.ci.attrs["ci_kind"]
         if self.table.attrs.get("p_value_note"):
@@ -382,45 +380,56 @@ class PairwiseComparisonResult(Result):
 # --------------------------------------------------------------------------- engine
 
 
+#: the per-pair statistics :func:`_pair_units` fills (NaN where a pair shares fewer than 2 tasks)
+_STAT_KEYS = ("mean_diff", "se", "df", "p_t", "cohens_dz", "prob_superiority", "p_mcnemar", "n_tasks", "n_units")
+#: pair x task values handled at once by :func:`_pair_units` (8 MB a float block)
+_PAIR_BLOCK = 2**20
+
+
 def _pair_units(
     means: np.ndarray, pairs: list, agents: list[str], codes: np.ndarray | None
-) -> tuple[list[dict], np.ndarray, np.ndarray]:
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Per pair: its deterministic statistics; the sign-flip units and their task counts.
 
-    The units are the tasks (or clusters: sums over the pair's shared tasks),
-    ``(n_units, n_pairs)``; a unit the pair does not share is 0 (count 0) and
-    takes no part in its test.
+    The statistics are arrays over the pairs (``_STAT_KEYS``, and ``defined``: the pair
+    shares at least 2 tasks). The units are the tasks (or clusters: sums over the pair's
+    shared tasks), ``(n_units, n_pairs)``; a unit the pair does not share is 0 (count 0)
+    and takes no part in its test.
     """
     T = means.shape[1]
     n_rows = T if codes is None else int(codes.max()) + 1
-    units = np.zeros((n_rows, len(pairs)))
-    counts = np.zeros((n_rows, len(pairs)))
-    rows: list[dict] = []
-    undefined = []
+    P = len(pairs)
+    units = np.zeros((n_rows, P))
+    counts = np.zeros((n_rows, P))
+    st = {k: np.full(P, np.nan) for k in _STAT_KEYS}
+    pi, pj = np.array(pairs, dtype=np.intp).reshape(-1, 2).T
+    fin = np.isfinite(means)
+    n_both = np.zeros(P, dtype=np.intp)
+    step = max(1, _PAIR_BLOCK // max(T, 1))
+    for c in range(0, P, step):
+        n_both[c : c + step] = np.count_nonzero(fin[pi[c : c + step]] & fin[pj[c : c + step]], axis=1)
+    st["defined"] = n_both >= 2
+    if codes is None:
+        _pair_task_stats(means, fin, pi, pj, st, units, counts)
+    else:
+        for k in np.flatnonzero(st["defined"]).tolist():
+            i, j = pi[k], pj[k]
+            both = fin[i] & fin[j]
+            d = means[i, both] - means[j, both]
+            units[:, k] = np.bincount(codes[both], weights=d, minlength=n_rows)
+            counts[:, k] = np.bincount(codes[both], minlength=n_rows)
+            for key, v in _task_stats(d, codes[both]).items():
+                st[key][k] = v
+            st["n_units"][k] = np.unique(codes[both]).size
+    st["n_tasks"] = np.where(st["defined"], n_both.astype(float), np.nan)
+    if codes is None:
+        st["n_units"] = st["n_tasks"].copy()
     # McNemar's discordant counts of every pair at once: tasks the row agent wins by majority
     # (mean above 1/2) and the column agent loses (below 1/2); NaN and 1/2 count for neither
     win, lose = (means > 0.5).astype(float), (means < 0.5).astype(float)
     n10 = win @ lose.T
-    pi, pj = np.array(pairs, dtype=np.intp).reshape(-1, 2).T
-    p_mcnemar = _mcnemar_p(n10[pi, pj], n10[pj, pi])
-    for k, (i, j) in enumerate(pairs):
-        both = np.isfinite(means[i]) & np.isfinite(means[j])
-        if both.sum() < 2:
-            undefined.append(f"{agents[i]} vs {agents[j]}")
-            rows.append({})
-            continue
-        d = means[i, both] - means[j, both]
-        if codes is None:
-            units[both, k] = d
-            counts[both, k] = 1.0
-        else:
-            units[:, k] = np.bincount(codes[both], weights=d, minlength=n_rows)
-            counts[:, k] = np.bincount(codes[both], minlength=n_rows)
-        st = _task_stats(d, None if codes is None else codes[both])
-        st["p_mcnemar"] = float(p_mcnemar[k])
-        st["n_tasks"] = float(both.sum())
-        st["n_units"] = float(both.sum() if codes is None else np.unique(codes[both]).size)
-        rows.append(st)
+    st["p_mcnemar"] = np.where(st["defined"], _mcnemar_p(n10[pi, pj], n10[pj, pi]), np.nan)
+    undefined = [f"{agents[pi[k]]} vs {agents[pj[k]]}" for k in np.flatnonzero(~st["defined"]).tolist()]
     if undefined:
         more = f" and {len(undefined) - 10:,} more" if len(undefined) > 10 else ""
         warn_user(
@@ -428,30 +437,56 @@ def _pair_units(
             f"{undefined[:10]}{more}",
             UndefinedTestWarning,
         )
-    return rows, units, counts
+    return st, units, counts
+
+
+def _pair_task_stats(means, fin, pi, pj, st, units, counts) -> None:
+    """Tasks as units: the defined pairs' differences and statistics, block by block.
+
+    The pairs of a block that share the same tasks are taken together (every pair, on a
+    log without holes), their differences a contiguous pairs x shared-tasks block whose
+    row statistics equal :func:`_task_stats` of each pair bit for bit (:func:`_task_stats_rows`).
+    """
+    T = means.shape[1]
+    live = np.flatnonzero(st["defined"])
+    step = max(1, _PAIR_BLOCK // max(T, 1))
+    for c in range(0, live.size, step):
+        ks = live[c : c + step]
+        mask = fin[pi[ks]] & fin[pj[ks]]
+        _, group = np.unique(np.packbits(mask, axis=1), axis=0, return_inverse=True)
+        order = np.argsort(group.ravel(), kind="stable")
+        ends = np.cumsum(np.bincount(group.ravel()))
+        for lo, hi in zip([0, *ends[:-1].tolist()], ends.tolist(), strict=True):
+            sel = ks[order[lo:hi]]
+            tasks = np.flatnonzero(mask[order[lo]])
+            d = means[np.ix_(pi[sel], tasks)] - means[np.ix_(pj[sel], tasks)]
+            units[np.ix_(tasks, sel)] = d.T
+            counts[np.ix_(tasks, sel)] = 1.0
+            for key, v in _task_stats_rows(d).items():
+                st[key][sel] = v
 
 
 def _choose_test(
-    test: str, adjust: str, rows: list[dict], n_tests: int, alpha: float, unit: str
+    test: str, adjust: str, st: dict, n_tests: int, alpha: float, unit: str
 ) -> tuple[str, str]:
     """The test whose p-values are adjusted, and why (``test="auto"``).
 
     Max-T needs the sign-flip floor ``2^(1 - n)`` below ``alpha``; Holm and BH below
     ``alpha / m``.
     """
-    n_units = [int(r["n_units"]) for r in rows if r]
+    n_units = st["n_units"][st["defined"]].astype(int)
     if test != "auto":
         return test, "chosen by the caller"
     family = adjust in ("auto", *_MAXT)
     need = 1 if family else n_tests
     threshold = f"the level {alpha:g}" if family else f"Holm's first threshold {alpha:g}/{n_tests}"
-    if all(resolvable(n, need, alpha) for n in n_units):
+    if all(resolvable(n, need, alpha) for n in np.unique(n_units).tolist()):
         return "permutation", (
             f"sign-flip test over {unit}: "
             + ("every pattern enumerated, or Monte Carlo with a stated error" if family else
                f"exact where affordable, else Monte Carlo with enough patterns for {threshold}")
         )
-    few = min(n_units) if n_units else 0
+    few = int(n_units.min()) if n_units.size else 0
     return "t", (
         f"{few} {unit} are too few for a sign-flip test to pass {threshold} (its smallest "
         f"p-value is 2^(1 - {few}) = {2.0 ** (1 - few):.2g}); the paired t-test"
@@ -486,49 +521,65 @@ def _choose_adjust(adjust: str, test: str, why_not_mvt: str | None) -> tuple[str
     return adjust, "chosen by the caller"
 
 
+def _tested(st: dict) -> np.ndarray:
+    """The pairs with a defined t-statistic (a finite, positive SE)."""
+    with np.errstate(invalid="ignore"):
+        return np.flatnonzero(st["defined"] & np.isfinite(st["se"]) & (st["se"] > 0))
+
+
 def _family_maxt(
-    test: str, rows: list[dict], units: np.ndarray, counts: np.ndarray,
+    test: str, st: dict, units: np.ndarray, counts: np.ndarray,
     *, alpha: float, gen: np.random.Generator, n_draws: int | None,
 ) -> dict:
-    """Max-T over the pairs with a defined t-statistic; their results go into ``rows``."""
-    ok = [k for k, r in enumerate(rows) if r and np.isfinite(r["se"]) and r["se"] > 0]
-    if not ok:
+    """Max-T over the pairs with a defined t-statistic; their results go into ``st``.
+
+    With sign flips, a pair whose every shared unit differs by the same nonzero amount (an
+    agent at 100% against one at 0%) is in the family too: its SE is 0, so its ``|t|`` is
+    infinite, and so is its flipped ``|t|`` under the patterns that flip all its units
+    alike, which the maximum then counts (:func:`hierbench.freq._resampling._maxt.signflip_maxt`).
+    The multivariate-t route has no law for an infinite ``t``: there such a pair is left out.
+    """
+    ok = _tested(st)
+    if test == "permutation":
+        with np.errstate(invalid="ignore"):
+            ok = np.flatnonzero(st["defined"] & np.isfinite(st["se"]) & ((st["se"] > 0) | (st["mean_diff"] != 0)))
+    if not ok.size:
         return {"crit": np.nan, "exact": True, "n_patterns": 0}
     if test == "permutation":
         out = signflip_maxt(units[:, ok], counts[:, ok], alpha=alpha, gen=gen, n_draws=n_draws)
     else:
         _, _, scores = cr2_scores(units[:, ok], counts[:, ok])
-        t = np.array([rows[k]["mean_diff"] / rows[k]["se"] for k in ok])
-        df = np.array([rows[k]["df"] for k in ok])
+        t = st["mean_diff"][ok] / st["se"][ok]
+        df = st["df"][ok]
         out = mvt_maxt(t, scores, df, alpha=alpha, gen=gen, n_draws=n_draws)
     names = {"p": "p_maxt", "p_mcse": "p_maxt_mcse", "p_stepdown": "p_maxt_stepdown",
              "p_stepdown_mcse": "p_maxt_stepdown_mcse"}
-    for pos, k in enumerate(ok):
-        for key, name in names.items():
-            rows[k][name] = out[key][pos]
+    for key, name in names.items():
+        st[name] = np.full(st["defined"].shape, np.nan)
+        st[name][ok] = out[key]
     return out
 
 
-def _contrast_rank(pairs: list, rows: list[dict], M: int) -> int:
+def _contrast_rank(pairs: list, st: dict, M: int) -> int:
     """Rank of the contrast matrix of the defined pairs (agents joined by pairs, minus components)."""
     C = np.zeros((len(pairs), M))
-    for k, (i, j) in enumerate(pairs):
-        if rows[k]:
-            C[k, i], C[k, j] = 1.0, -1.0
+    k = np.flatnonzero(st["defined"])
+    pi, pj = np.array(pairs, dtype=np.intp).reshape(-1, 2)[k].T
+    C[k, pi], C[k, pj] = 1.0, -1.0
     return int(np.linalg.matrix_rank(C)) if C.any() else 0
 
 
-def _why_not_mvt(rows, units, counts, pairs, M) -> str | None:
+def _why_not_mvt(st, units, counts, pairs, M) -> str | None:
     """Why the multivariate-t max-T would be too optimistic on these pairs (None: it is not)."""
-    ok = [k for k, r in enumerate(rows) if r and np.isfinite(r["se"]) and r["se"] > 0]
-    if len(ok) < 2:
+    ok = _tested(st)
+    if ok.size < 2:
         return None
     _, _, scores = cr2_scores(units[:, ok], counts[:, ok])
-    return mvt_reliable(scores, np.array([rows[k]["df"] for k in ok]), _contrast_rank(pairs, rows, M))
+    return mvt_reliable(scores, st["df"][ok], _contrast_rank(pairs, st, M))
 
 
 def _warn_resolution(
-    chosen: str, adjust: str, rows: list[dict], flip: dict, fam: dict, n_resamples: int,
+    chosen: str, adjust: str, st: dict, flip: dict, fam: dict, n_resamples: int,
     n_tests: int, alpha: float,
 ) -> None:
     """Warn when no p-value of the chosen test could pass the adjustment's first threshold.
@@ -537,8 +588,8 @@ def _warn_resolution(
     sign-flip p-value is ``2^(1 - n_units)``, of a Monte Carlo one ``1 / (B + 1)``, of
     the bootstrap one ``2 / (B + 1)``, of a max-T one ``1 / (number of null draws)``.
     """
-    defined = [k for k, r in enumerate(rows) if r]
-    if not defined or (n_tests < 2 and adjust not in _MAXT):
+    defined = np.flatnonzero(st["defined"])
+    if not defined.size or (n_tests < 2 and adjust not in _MAXT):
         return
     if adjust in _MAXT:
         n = fam.get("n_patterns", 0)
@@ -549,9 +600,7 @@ def _warn_resolution(
             floors = np.full(len(defined), 2 / (n_resamples + 1))
         else:
             mc = 1 / (flip["n_permutations"] + 1) if flip["n_permutations"] else np.nan
-            floors = np.array(
-                [2.0 ** (1 - rows[k]["n_units"]) if flip["exact"][k] else mc for k in defined]
-            )
+            floors = np.where(flip["exact"][defined], 2.0 ** (1 - st["n_units"][defined]), mc)
         threshold = alpha / n_tests
         what = (f"{chosen} p-value here can go below {{:.3g}}, and {n_tests} pairs put "
                 f"{_ADJUST_NAMES[adjust]}'s first threshold at {threshold:.3g}")
@@ -566,26 +615,31 @@ def _warn_resolution(
         )
 
 
-def _matrices(rows: list[dict], pairs: list, flip: dict, boot, M: int) -> tuple[dict, np.ndarray]:
-    """The per-pair values as (M, M) matrices (row minus column) and the (M, M, 2) intervals."""
-    mats = {k: np.full((M, M), np.nan) for k in _PAIR_KEYS}
-    ci = np.full((M, M, 2), np.nan)
-    for k, (i, j) in enumerate(pairs):
-        st = rows[k]
-        if not st:
+def _matrices(st: dict, pairs: list, flip: dict, boot, M: int) -> tuple[dict, np.ndarray]:
+    """The per-pair values as (M, M) matrices (row minus column) and the (M, M, 2) intervals.
+
+    Only the defined pairs are written (the others stay NaN); the lower triangle holds the
+    negated value (``mean_diff``, ``cohens_dz``), ``1 - value`` (``prob_superiority``) or the value.
+    """
+    k = np.flatnonzero(st["defined"])
+    i, j = np.array(pairs, dtype=np.intp).reshape(-1, 2)[k].T
+    st["p_permutation"], st["p_permutation_mcse"] = flip["p"], flip["mcse"]
+    st["p_bootstrap"], st["p_bootstrap_mcse"] = np.asarray(boot.p_value, dtype=float), np.asarray(
+        boot.p_value_mcse, dtype=float)
+    mats = {key: np.full((M, M), np.nan) for key in _PAIR_KEYS}
+    for key in _PAIR_KEYS:
+        if key not in st:
             continue
-        st["p_permutation"], st["p_permutation_mcse"] = flip["p"][k], flip["mcse"][k]
-        st["p_bootstrap"], st["p_bootstrap_mcse"] = float(boot.p_value[k]), float(boot.p_value_mcse[k])
-        for key in _PAIR_KEYS:
-            v = st.get(key, np.nan)
-            mats[key][i, j] = v
-            if key in _ANTISYMMETRIC:
-                mats[key][j, i] = -v
-            else:
-                mats[key][j, i] = 1.0 - v if key == "prob_superiority" else v
-        lo, hi = boot.ci.values[k]
-        ci[i, j] = (lo, hi)
-        ci[j, i] = (-hi, -lo)
+        v = st[key][k]
+        mats[key][i, j] = v
+        if key in _ANTISYMMETRIC:
+            mats[key][j, i] = -v
+        else:
+            mats[key][j, i] = 1.0 - v if key == "prob_superiority" else v
+    ci = np.full((M, M, 2), np.nan)
+    lo, hi = np.asarray(boot.ci.values)[k].T
+    ci[i, j, 0], ci[i, j, 1] = lo, hi
+    ci[j, i, 0], ci[j, i, 1] = -hi, -lo
     return mats, ci
 
 
@@ -646,7 +700,11 @@ def _simultaneous_interval(
     """
     c = float(fam.get("crit", np.nan))
     p = mats["p_maxt"]
-    half = np.where(np.isfinite(p), c * mats["se"], np.nan)
+    # a pair with SE 0 (in the sign-flip family, :func:`_family_maxt`): the interval is its
+    # difference, unless the critical value is infinite (few units: no pair can be separated)
+    zero = np.where(np.isfinite(c), 0.0, np.inf)
+    with np.errstate(invalid="ignore"):
+        half = np.where(np.isfinite(p), np.where(mats["se"] > 0, c * mats["se"], zero), np.nan)
     with np.errstate(invalid="ignore"):
         size = np.abs(mats["mean_diff"])
         # the test's own tolerance (``_maxt._adjust``: 1e-9 max(1, |t|) on |t|), on this scale
@@ -848,11 +906,11 @@ def compare_agents(
         score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples), prob=prob,
         method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim, agent_dim=agent_dim, rng=gen)
     cc = cluster_codes(score, cluster, dim=task_dim)
-    rows, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
+    st, units, counts = _pair_units(means, pairs, agents, None if cc is None else cc[0])
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
             "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster,
             "cluster_column": cluster_label(score, cluster), "unit_scores": _unit_range(score.values)}
-    return _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen)
+    return _family_result(st, units, counts, pairs, agents, boot, cc, opts, gen)
 
 
 def _unit_range(x: np.ndarray) -> bool:
@@ -909,20 +967,20 @@ def _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws) -> flo
     return check_prob(prob)
 
 
-def _family_result(rows, units, counts, pairs, agents, boot, cc, opts, gen) -> PairwiseComparisonResult:
+def _family_result(st, units, counts, pairs, agents, boot, cc, opts, gen) -> PairwiseComparisonResult:
     """Test, adjustment and intervals of the family of pairs (:func:`compare_agents`' engine)."""
     codes = None if cc is None else cc[0]
-    alpha, m = 1 - opts["prob"], max(1, sum(1 for r in rows if r))
+    alpha, m = 1 - opts["prob"], max(1, int(np.count_nonzero(st["defined"])))
     flip = sign_flip_pvalues(units, gen, n_permutations=opts["n_permutations"], n_tests=m, alpha=alpha)
     unit = "clusters" if codes is not None else "tasks"
-    chosen, reason = _choose_test(opts["test"], opts["adjust"], rows, m, alpha, unit)
-    why = _why_not_mvt(rows, units, counts, pairs, len(agents)) if chosen == "t" else None
+    chosen, reason = _choose_test(opts["test"], opts["adjust"], st, m, alpha, unit)
+    why = _why_not_mvt(st, units, counts, pairs, len(agents)) if chosen == "t" else None
     adjust, adjust_reason = _choose_adjust(opts["adjust"], chosen, why)
     fam = {}
     if adjust in _MAXT:
-        fam = _family_maxt(chosen, rows, units, counts, alpha=alpha, gen=gen, n_draws=opts["n_draws"])
-    mats, ci = _matrices(rows, pairs, flip, boot, len(agents))
-    _warn_resolution(chosen, adjust, rows, flip, fam, opts["n_resamples"], m, alpha)
+        fam = _family_maxt(chosen, st, units, counts, alpha=alpha, gen=gen, n_draws=opts["n_draws"])
+    mats, ci = _matrices(st, pairs, flip, boot, len(agents))
+    _warn_resolution(chosen, adjust, st, flip, fam, opts["n_resamples"], m, alpha)
     attrs = _attrs(
         chosen, reason, adjust, adjust_reason, codes, opts["cluster"], flip, fam, opts["prob"],
         opts["n_resamples"], units.shape[0],

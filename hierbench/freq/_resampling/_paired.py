@@ -99,6 +99,28 @@ def _task_stats(d: np.ndarray, codes: np.ndarray | None = None) -> dict[str, flo
     }
 
 
+def _task_stats_rows(d: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`_task_stats` (tasks as units) of every row of ``d`` (rows x tasks, at least 2) at once.
+
+    The same operations as on one row, row-wise: numpy's row reductions of a C-contiguous
+    block sum each row as it sums a 1-D array, so every value equals, bit for bit, what
+    :func:`_task_stats` returns for that row.
+    """
+    d = np.ascontiguousarray(d, dtype=float)
+    T = d.shape[1]
+    mean = d.mean(axis=1)
+    sd = d.std(axis=1, ddof=1)
+    se = sd / np.sqrt(T)
+    p_t = np.full(mean.shape, np.nan)
+    ok = np.isfinite(se) & (se > 0)
+    p_t[ok] = 2 * stats.t.sf(np.abs(mean[ok] / se[ok]), T - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dz = np.where(sd > 0, mean / sd, np.nan)
+    ps = (d > 0).mean(axis=1) + 0.5 * (d == 0).mean(axis=1)
+    return {"mean_diff": mean, "se": se, "df": np.full(mean.shape, float(T - 1)), "p_t": p_t,
+            "cohens_dz": dz, "prob_superiority": ps}
+
+
 def _bootstrap_p(dist: np.ndarray) -> tuple[float, float]:
     """Two-sided p-value by inverting the percentile interval, and its Monte Carlo error.
 

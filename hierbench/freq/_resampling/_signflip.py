@@ -133,6 +133,56 @@ def _exact(u: np.ndarray) -> float | None:
     return None if ints is None else _lattice_p(ints)
 
 
+#: values of a column block handled at once by the checks and keys below (8 MB)
+_BLOCK_ELEMS = 2**20
+
+
+def _dyadic_sums(units: np.ndarray, limit: float) -> bool:
+    """Whether every value is a multiple of ``2^-10`` and every column's ``1024 sum |u|`` is below ``limit``.
+
+    Then any signed sum of a column's values is a multiple of ``2^-10`` below ``limit / 1024``
+    in size, exact in floating point whatever the order of the additions (for ``limit`` up
+    to ``2^53``). Checked a block of columns at a time (no copy of ``units``).
+    """
+    step = max(1, _BLOCK_ELEMS // max(units.shape[0], 1))
+    for c in range(0, units.shape[1], step):
+        scaled = units[:, c : c + step] * 1024.0
+        if not (np.all(scaled == np.rint(scaled)) and float(np.abs(scaled).sum(0).max(initial=0.0)) < limit):
+            return False
+    return True
+
+
+def _exact_all(units: np.ndarray):
+    """``(j, _exact(column j's non-zero units))`` for every column, each distinct law computed once.
+
+    When every value is a multiple of ``2^-10`` of modest size and there are at most 53
+    units, every sum the enumeration and the lattice form is exact, so a column's p-value
+    depends only on the multiset of its ``|u|`` and on ``|sum u|``: columns sharing those
+    (binary scores over 24 tasks: at most 24 x 25 of 49,770 pairs) share one computation,
+    bit for bit the one each would get alone. Otherwise every column is computed on its own.
+    The keys are formed a block of columns at a time.
+    """
+    n, P = units.shape
+    if n > 53 or P < 2 or not _dyadic_sums(units, 2.0**50):
+        for j in range(P):
+            yield j, _exact(units[units[:, j] != 0, j])
+        return
+    seen: dict[bytes, float | None] = {}
+    step = max(1, _BLOCK_ELEMS // max(n, 1))
+    for c in range(0, P, step):
+        blk = units[:, c : c + step]
+        key = np.vstack([np.sort(np.abs(blk), axis=0), np.abs(blk.sum(0))[None, :]]).T
+        _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        shared = []
+        for f in first.tolist():
+            k = key[f].tobytes()
+            if k not in seen:
+                seen[k] = _exact(blk[blk[:, f] != 0, f])
+            shared.append(seen[k])
+        for j, g in enumerate(inverse.ravel().tolist()):
+            yield c + j, shared[g]
+
+
 def _monte_carlo(units: np.ndarray, B: int, gen: np.random.Generator) -> np.ndarray:
     """Hits ``#{b : |sum_i s_bi u_ip| >= |sum_i u_ip|}`` per column, one sign matrix for all."""
     n, P = units.shape
@@ -194,8 +244,7 @@ def sign_flip_pvalues(
     mcse = np.zeros(P)
     exact = np.zeros(P, dtype=bool)
     n_nonzero = np.count_nonzero(units, axis=0)
-    for j in range(P):
-        pj = _exact(units[units[:, j] != 0, j])
+    for j, pj in _exact_all(units):
         if pj is not None:
             p[j], exact[j] = pj, True
     B = 0
