@@ -381,3 +381,40 @@ def test_the_simultaneous_interval_and_the_max_t_verdict_agree_at_the_boundary()
     lo, hi = res.ci_simultaneous.sel(pair).values
     assert lo == 0.0 and hi == min(1.0, 2 * d.mean())  # 1.368 cut to 1, a difference's range
     assert float(res.ci_simultaneous.sel(agent="b", opponent="a", ci_bound="upper")) == 0.0
+
+
+def test_a_pair_with_the_same_difference_on_every_task_is_in_the_sign_flip_family():
+    """An agent right on every task against one wrong on every task: SE 0, |t| infinite.
+
+    It was left out of max-T (p NaN: 'differ' undefined beside a 100-point gap). Reference:
+    the max over the three pairs of the paired |t| (SE s / sqrt(n), infinite where s is 0 and
+    the mean is not) under all 2^7 sign patterns of the tasks, enumerated here.
+    """
+    import itertools
+
+    import xarray as xr
+
+    from hierbench.freq import compare_agents
+
+    T = 7
+    score = np.zeros((3, T, 1))
+    score[0] = 1.0
+    score[2, :, 0] = [1, 0, 1, 1, 0, 1, 0]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), score)},
+                    coords={"agent": ["a", "b", "c"], "task": [f"t{i}" for i in range(T)]})  # fmt: skip
+    d = {"a - b": score[0, :, 0] - score[1, :, 0], "a - c": score[0, :, 0] - score[2, :, 0],
+         "b - c": score[1, :, 0] - score[2, :, 0]}  # fmt: skip
+
+    def abs_t(x):
+        s = x.std(ddof=1) / np.sqrt(x.size)
+        return abs(x.mean() / s) if s > 0 else (np.inf if x.mean() != 0 else 0.0)
+
+    obs = {k: abs_t(v) for k, v in d.items()}
+    mx = np.array([max(abs_t(np.array(s) * v) for v in d.values()) for s in itertools.product([1, -1], repeat=T)])
+    res = compare_agents(ds).to_frame()
+    for k, t in obs.items():
+        want = np.mean(mx == np.inf) if np.isinf(t) else np.mean(mx >= t * (1 - 1e-9))
+        assert res.loc[k, "p_maxt"] == want, k
+    assert obs["a - b"] == np.inf and res.loc["a - b", "p_maxt"] == 2 / 2**T
+    # its simultaneous interval is the difference itself (SE 0), which excludes 0 as the test does
+    assert res.loc["a - b", ["simultaneous_lower", "simultaneous_upper"]].tolist() == [1.0, 1.0]

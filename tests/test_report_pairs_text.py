@@ -390,11 +390,40 @@ def test_pair_sentence_says_how_many_verdicts_monte_carlo_error_could_turn(share
 # ---------------------------------------------------------------- a pair max-T leaves out
 
 
-def test_a_pair_at_100_against_0_percent_is_not_called_not_different():
+def _top_bottom_mid(n: int = 12) -> xr.Dataset:
+    """An agent at 100%, one at 0% and one between, over ``n`` tasks."""
+    mid = np.tile([1.0, 0.0, 1.0, 1.0, 0.0, 0.0], n // 6)
+    s = np.stack([np.ones(n), np.zeros(n), mid])[..., None]
+    return xr.Dataset({"score": (("agent", "task", "run"), s)},
+                      coords={"agent": ["top", "bottom", "mid"], "task": [f"t{i}" for i in range(n)]})  # fmt: skip
+
+
+def test_a_pair_at_100_against_0_percent_differs_under_sign_flip_max_t():
     """An agent at 100% and one at 0% over 12 tasks: every task's difference is +1, so the pair has
-    no standard error and max-T left it out with p NaN; the table said `differ` False (a 100-point
-    gap "not different") and the sentence's count skipped it silently. Now: undefined, counted
-    neither way, and a note names the pair with the p-values that do decide it.
+    no standard error; max-T used to leave it out (p NaN: a 100-point gap read "not different").
+    Under sign flips its |t| is infinite exactly under the 2 patterns that flip all 12 tasks alike
+    (the other pairs have zero and nonzero differences, so a finite |t| under every pattern): its
+    p max-T is 2 / 2^12, by hand, and it is counted as differing; no note is needed.
+    """
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_frame
+    from hierbench.report import pair_sentence
+    from hierbench.report._pairs import no_p_note
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare_agents(_top_bottom_mid(), n_resamples=199, rng=0)
+    table = pair_frame(cmp)
+    assert table.loc["top - bottom", "p max-T"] == 2 / 2**12
+    assert bool(table.loc["top - bottom", "differ (p max-T < 0.05)"]) is True
+    assert no_p_note(table) == "" and "counted neither way" not in pair_sentence(cmp)
+
+
+def test_a_pair_without_an_adjusted_p_value_is_not_called_not_different():
+    """The multivariate-t max-T (``test="t"``) has no law for the infinite t of the 100%-0% pair and
+    leaves it out (p NaN). The table said `differ` False and the sentence's count skipped it
+    silently. Now: undefined, counted neither way, and a note names the pair with the p-values
+    that do decide it.
     """
     from hierbench.freq import compare_agents
     from hierbench.report import pair_frame
@@ -402,26 +431,17 @@ def test_a_pair_at_100_against_0_percent_is_not_called_not_different():
     from hierbench.report import pair_sentence
     from hierbench.report import pair_text
     from hierbench.report._pairs import no_p_note
-    from hierbench.report._pairs import p_text
 
-    n = 12
-    mid = np.tile([1.0, 0.0, 1.0, 1.0, 0.0, 0.0], 2)
-    s = np.stack([np.ones(n), np.zeros(n), mid])[..., None]
-    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
-                    coords={"agent": ["top", "bottom", "mid"], "task": [f"t{i}" for i in range(n)]})  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cmp = compare_agents(ds, n_resamples=199, rng=0)
+        cmp = compare_agents(_top_bottom_mid(), test="t", adjust="maxt", rng=0)
     table = pair_frame(cmp)
     col = "differ (p max-T < 0.05)"
     assert table.loc["top - bottom", col] is pd.NA and table.loc["top - bottom", "mean difference"] == 1.0
     assert table.loc["top - mid", col] in (True, False)  # the others keep their verdict
-    # the exact sign-flip p of 12 tasks all +1: 2 of the 2^12 patterns reach |t| (hand), Holm x 3 pairs
-    p = 2 / 2**n
-    assert table.loc["top - bottom", "p (permutation)"] == pytest.approx(p)
     note = no_p_note(table)
     assert note.startswith("No `p max-T` for 1 pair, so `differ (p max-T < 0.05)` is undefined there, not no: top - bottom")
-    assert f"`p (permutation)` {p_text(p)}" in note and f"`p Holm` {p_text(3 * p)}" in note
+    assert "`p Holm`" in note
     assert "1 pair with a difference but no adjusted p-value is counted neither way" in pair_sentence(cmp)
     row = next(r for r in pair_text(table).splitlines() if r.startswith("top - bottom"))
     assert "undefined" in row.split()

@@ -65,6 +65,9 @@ from ._signflip import _dyadic_sums
 
 __all__ = ["cr2_scores", "maxt_draws", "mvt_maxt", "mvt_reliable", "signflip_maxt"]
 
+#: an infinite |t| as the null strips hold it (``numpy.nan_to_num``): the largest float
+_BIG = np.finfo(float).max
+
 #: enumerate the sign patterns up to this many units with a difference (2^15 patterns)
 EXACT_UNITS = 16
 #: the Monte Carlo standard error of an adjusted p-value at p = alpha is at most this
@@ -372,7 +375,10 @@ def signflip_maxt(
     live = np.flatnonzero(np.any(units != 0, axis=1))
     parts = _sign_parts(units, counts, live)
     sub = units[live]
-    obs = _studentized(np.ones((1, live.size)), sub, parts)[0]
+    t_obs = _studentized(np.ones((1, live.size)), sub, parts)[0]
+    # an infinite |t| (SE 0: the same nonzero difference on every unit) is the largest float,
+    # as the null strips hold it, so the patterns that reach it count as reaching it
+    obs = np.nan_to_num(t_obs, nan=0.0, posinf=_BIG)
     exact = live.size <= EXACT_UNITS
     B = 0 if exact else int(n_draws if n_draws is not None else maxt_draws(alpha))
     rev = np.argsort(-obs, kind="stable")[::-1]  # the comparisons from the smallest |t| up
@@ -390,7 +396,9 @@ def signflip_maxt(
         pos = np.empty(obs.size, dtype=np.intp)  # each comparison's row in rank order
         pos[rev] = np.arange(obs.size)
         out = _finish(obs, (_row_strips(_studentized(s, sub, parts, pos)) for s in signs), alpha, 0, B, ordered=True)
-    out.update(exact=exact, n_draws=B, n_units=int(live.size))
+    out.update(exact=exact, n_draws=B, n_units=int(live.size), t=t_obs)
+    if out["crit"] >= _BIG:  # as many patterns reach an infinite |t| as the level allows: c is infinite
+        out["crit"] = np.inf
     return out
 
 

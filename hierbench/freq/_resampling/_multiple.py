@@ -531,8 +531,18 @@ def _family_maxt(
     test: str, st: dict, units: np.ndarray, counts: np.ndarray,
     *, alpha: float, gen: np.random.Generator, n_draws: int | None,
 ) -> dict:
-    """Max-T over the pairs with a defined t-statistic; their results go into ``st``."""
+    """Max-T over the pairs with a defined t-statistic; their results go into ``st``.
+
+    With sign flips, a pair whose every shared unit differs by the same nonzero amount (an
+    agent at 100% against one at 0%) is in the family too: its SE is 0, so its ``|t|`` is
+    infinite, and so is its flipped ``|t|`` under the patterns that flip all its units
+    alike, which the maximum then counts (:func:`hierbench.freq._resampling._maxt.signflip_maxt`).
+    The multivariate-t route has no law for an infinite ``t``: there such a pair is left out.
+    """
     ok = _tested(st)
+    if test == "permutation":
+        with np.errstate(invalid="ignore"):
+            ok = np.flatnonzero(st["defined"] & np.isfinite(st["se"]) & ((st["se"] > 0) | (st["mean_diff"] != 0)))
     if not ok.size:
         return {"crit": np.nan, "exact": True, "n_patterns": 0}
     if test == "permutation":
@@ -690,7 +700,11 @@ def _simultaneous_interval(
     """
     c = float(fam.get("crit", np.nan))
     p = mats["p_maxt"]
-    half = np.where(np.isfinite(p), c * mats["se"], np.nan)
+    # a pair with SE 0 (in the sign-flip family, :func:`_family_maxt`): the interval is its
+    # difference, unless the critical value is infinite (few units: no pair can be separated)
+    zero = np.where(np.isfinite(c), 0.0, np.inf)
+    with np.errstate(invalid="ignore"):
+        half = np.where(np.isfinite(p), np.where(mats["se"] > 0, c * mats["se"], zero), np.nan)
     with np.errstate(invalid="ignore"):
         size = np.abs(mats["mean_diff"])
         # the test's own tolerance (``_maxt._adjust``: 1e-9 max(1, |t|) on |t|), on this scale
