@@ -178,7 +178,7 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
     table = pd.DataFrame(parts)
     note = pd.concat(flags, axis=1).reindex(table.index).fillna("") if flags else None
     if unb is not None and bay is not None and what == "same tasks":  # one quantity: the two can be judged
-        table["disagree"] = _apart(unb, bay.assign(lower=lo, upper=hi)).reindex(table.index).fillna(False)
+        table["disagree"] = _apart(unb, bay.assign(lower=lo, upper=hi)).reindex(table.index)  # NA: not judged
     table["flag"] = note.apply(lambda r: "; ".join(x for x in r if x), axis=1) if note is not None else ""
     return table
 
@@ -196,7 +196,7 @@ def _apart(unb: pd.DataFrame, bay: pd.DataFrame) -> pd.Series:
     inside = (unb["estimate"] > 0) & (unb["estimate"] < 1)
     sides = {f"bootstrap {kind}": unb.assign(estimate=unb["estimate"].where(inside)), "Bayes ETI": bay}
     wide = pd.concat({f"{m} {b}": df[b] for m, df in sides.items() for b in ("estimate", "lower", "upper")}, axis=1)
-    return _disagree(wide, kind).astype(bool)
+    return _disagree(wide, kind)
 
 
 def _scale_text(ctx: _Context, design) -> str:
@@ -278,7 +278,8 @@ def _disagree_text(table: pd.DataFrame) -> str:
     """What `disagree` marks, counted, and what a disagreement can mean here (no verdict)."""
     return (
         " `disagree` marks a row where one method's estimate lies outside the other's interval, or the "
-        f"two intervals do not overlap (judged where both are defined): {int(table['disagree'].sum())} of "
+        f"two intervals do not overlap (judged where both are defined, `undefined` elsewhere): "
+        f"{int(table['disagree'].sum())} of "
         f"{len(table)} rows (an unbiased 0 or 1, which no posterior interval holds, judged by the "
         "intervals alone). The two can part for known reasons: the model pools the tasks and pulls each "
         "cell toward the population, most where a cell has few runs; the unbiased estimator is each cell's "
