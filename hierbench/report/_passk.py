@@ -156,6 +156,23 @@ def _interval_flags(lo: pd.Series, hi: pd.Series) -> tuple:
     return lo.clip(0, 1), hi.clip(0, 1), flags
 
 
+def unbiased_label(prob: float, bound: str) -> str:
+    """The column name of the unbiased estimator's interval end: its level and kind (the report's and the demo's)."""
+    return f"unbiased {prob:.0%} {bound} (new tasks; logit t or bound)"
+
+
+def unbiased_interval(res) -> pd.DataFrame:
+    """:func:`hierbench.freq.pass_hat_k`'s interval per (agent, k), its columns named by :func:`unbiased_label`.
+
+    The level is the result's own (``ci_prob``); the interval is the
+    estimator's (a logit t interval, or a distribution-free bound where
+    every per-task value is 0 or 1 or few tasks carry the mean), not recomputed.
+    """
+    prob = float(res.ci.attrs["ci_prob"])
+    df = _str_agents(res.to_frame()[["lower", "upper"]])
+    return df.set_axis([unbiased_label(prob, b) for b in ("lower", "upper")], axis=1)
+
+
 def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, prob: float):
     """One row per (agent, k): tasks used, each estimate with its interval, and the flags."""
     level = f"{prob:.0%}"
@@ -166,8 +183,8 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
         parts |= {
             "tasks (>= k runs)": unb["n_tasks"].astype(int),
             "unbiased": unb["estimate"],
-            f"unbiased {level} lower (new tasks; logit t or bound)": unb["lower"],
-            f"unbiased {level} upper (new tasks; logit t or bound)": unb["upper"],
+            unbiased_label(prob, "lower"): unb["lower"],
+            unbiased_label(prob, "upper"): unb["upper"],
         }
         flags.append(fl.where(fl == "", "unbiased: " + fl))
     if bay is not None:
