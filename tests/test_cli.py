@@ -999,9 +999,9 @@ def test_graded_scores_are_read_on_their_levels_and_refused_off_them(shared_data
                     "give their scale as --levels")  # fmt: skip
     assert main(["validate", str(wine), *WINE_COLS, "--levels", "1,2,3,4"]) == 2
     line = _one_line_error(capsys, "wine.csv", "--score column 'rating'",
-                           "grades outside --levels [1.0, 2.0, 3.0, 4.0] (each grade must be one of them)")  # fmt: skip
+                           "grades outside --levels 1, 2, 3, 4 (each grade must be one of them)")  # fmt: skip
     fives = raw.index[raw["rating"] == 5].tolist()  # pandas, not the reader
-    assert f"rows {fives} hold {[5.0] * len(fives)}" in line
+    assert f"rows {fives} hold {[5] * len(fives)}" in line
     assert main(["validate", str(wine), *WINE_COLS, "--levels", "5,4,3,2,1"]) == 2
     _one_line_error(capsys, "--levels must list at least 2 increasing, finite grade values")
     assert main(["validate", str(wine), *WINE_COLS, "--levels", "1,2,3,4,5"]) == 0
