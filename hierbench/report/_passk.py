@@ -162,7 +162,7 @@ def unbiased_label(prob: float, bound: str) -> str:
 
 
 def unbiased_interval(res) -> pd.DataFrame:
-    """:func:`hierbench.freq.pass_hat_k`'s interval per (agent, k), its columns named by :func:`unbiased_label`.
+    """:func:`hierbench.freq.pass_hat_k`'s interval per (agent, k), its columns named by ``unbiased_label``.
 
     The level is the result's own (``ci_prob``); the interval is the
     estimator's (a logit t interval, or a distribution-free bound where

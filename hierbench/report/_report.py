@@ -51,7 +51,7 @@ def _fmt(v: object, digits: int) -> str:
 def judged(verdict, defined) -> pd.Series:
     """A yes/no column judged only where ``defined``: pandas' nullable boolean, NA elsewhere.
 
-    The tables write NA as "undefined" (:func:`_fmt`), so a row that was not
+    The tables write NA as "undefined" (``_fmt``), so a row that was not
     judged (an interval missing, a value at a boundary no interval reaches,
     two rows that are not one quantity) never reads "no". Every ``disagree``
     column of the report goes through here.
