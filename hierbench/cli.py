@@ -479,13 +479,14 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     from .data import read_report
 
     ds, msgs = load_any(args.file, args)
+    msgs = list(msgs) + _marked(ds)  # a saved log's flagged agents (attrs["flagged_agents"]), as compare says them
     rep = read_report(ds)
     df = _summary_frame(ds)
     if args.json:
         agents = [{"agent": a, **row} for a, row in df.to_dict(orient="index").items()]
         print(
             json.dumps(
-                _jsonable({"dataset": rep, "agents": agents, "warnings": list(msgs)}), indent=2
+                _jsonable({"dataset": rep, "agents": agents, "warnings": msgs}), indent=2
             )
         )
     else:

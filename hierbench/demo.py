@@ -534,6 +534,7 @@ def _bayes_section(ctx: DemoContext) -> str:
 def _passk_section(ctx: DemoContext) -> str:
     from .freq import pass_hat_k
     from .metrics import crossed_pass_k
+    from .report import unbiased_interval
 
     levels = _score_levels(ctx)
     if levels:
@@ -559,8 +560,12 @@ def _passk_section(ctx: DemoContext) -> str:
     with warnings.catch_warnings():
         # reported in the text below, from the result's own count
         warnings.simplefilter("ignore", InsufficientRunsWarning)
-        freq = pass_hat_k(ctx.data, ks)
+        freq = pass_hat_k(ctx.data, ks, prob=PROB)
     short = int(freq.n_insufficient.sum())
+    interval = unbiased_interval(freq)  # the report's columns: the estimator's own interval, level and kind
+    # the estimator's per-cell note (a bound where few tasks carry the mean), as the report's `flag` gives it
+    note = freq.to_frame()["ci_flag"].fillna("").astype(str)
+    interval["flag"] = note.where(note == "", "unbiased: " + note).to_numpy()
     frames = []
     for k in ks:
         # the truth over the cells the unbiased estimator can use (at least k runs)
@@ -571,6 +576,9 @@ def _passk_section(ctx: DemoContext) -> str:
                 "unbiased C(c,k)/C(n,k)": est.sel(k=k).to_series(),
             }
         )
+        ends = interval.xs(k, level="k").reindex(df.index.astype(str))
+        for c in ends:
+            df[c] = ends[c].to_numpy()
         if ctx.truth is not None:
             p = ctx.truth["p"].where(n_runs >= k)
             df.insert(0, "truth", (p**k).mean("task").to_series())
@@ -597,8 +605,11 @@ def _passk_section(ctx: DemoContext) -> str:
     table.index = table.index.astype(str)
     # an agent with no task run at least k times has nothing to average at that k: no row
     table = table[table["tasks (>= k runs)"] > 0]
+    if not (table["flag"] != "").any():
+        table = table.drop(columns="flag")
     ctx.extra["passk_table"] = table
-    text = _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra)
+    text = _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra,
+                       interval=_interval_words(freq, "flag" in table))
     return text + _passk_limits(ks, table, [str(a) for a in n_runs["agent"].values], int(n_runs.max()))
 
 
@@ -632,7 +643,16 @@ def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: i
     return "".join("\n\n" + textwrap.fill(line, 90) for line in lines)
 
 
-def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) -> str:
+def _interval_words(freq, flagged: bool) -> str:
+    """What the unbiased estimator's interval is, as the result states it (the report's words)."""
+    return (
+        f"The unbiased estimator's {PROB:.0%} interval (columns `unbiased ... (new tasks; ...)`) takes the "
+        f"tasks as a sample, so it is for a new draw of tasks: {freq.ci.attrs['ci_detail'].split(': ', 1)[-1]}."
+        + (" `flag` repeats that per-cell note." if flagged else "")
+    )
+
+
+def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool, interval: str = "") -> str:
     """The pass^k section's words, naming only the columns the table has."""
     cols = ["the truth"] * truth + ["the unbiased estimator"]
     if bayes:
@@ -654,7 +674,8 @@ def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool) ->
             f"undefined there, so they are left out of its mean{others}.",
             90,
         )
-    return textwrap.fill(head, 90) + "\n\n" + table.to_string(float_format="{:.3f}".format) + tail
+    head = textwrap.fill(head, 90) + ("\n\n" + textwrap.fill(interval, 90) if interval else "")
+    return head + "\n\n" + table.to_string(float_format="{:.3f}".format) + tail
 
 
 def _one_agent(ctx: DemoContext, why: str) -> str | None:

@@ -211,6 +211,21 @@ def test_prior_predictive_thresholds_are_ordered_order_statistics():
     np.testing.assert_allclose(th.mean(0), want, atol=0.3)
 
 
+def test_describe_says_the_ordinal_thresholds_hold_the_intercept():
+    """The audit: describe() printed "intercept: True - dropped" for an ordinal fit, which reads as a
+    contradiction. The model has no intercept coefficient (its design's columns are temp's alone: the
+    data's one contrast), and describe says where the intercept went.
+    """
+    grades = np.array([1, 2, 3, 4, 5, 3, 2, 4] * 3, dtype=float).reshape(4, 6, 1)
+    ds = xr.Dataset({"rating": (("agent", "task", "run"), grades)},
+                    coords={"agent": list("abcd"), "temp": ("agent", ["cold", "warm"] * 2)})  # fmt: skip
+    m = bayes.build_mixed(ds, "rating ~ temp + (1|task)", family="ordinal")
+    assert m.hierbench["design"].X.shape[1] == 1  # temp[warm] only: no intercept column
+    line = next(r for r in bayes.describe(m).splitlines() if r.strip().startswith("intercept:"))
+    assert line.strip().startswith("intercept: 'held by the thresholds'") and "True" not in line
+    assert "thresholds (cutpoints) are the intercept" in line
+
+
 def test_levels_get_the_wide_prior_and_differences_the_narrow_one():
     """``0 + agent + tier``: each agent's coefficient is a level (the columns code the factor in full)
     and gets ``beta_level``'s Normal(0, 10); the tier's contrast gets ``beta``'s Normal(0, 2.5); with an

@@ -999,9 +999,9 @@ def test_graded_scores_are_read_on_their_levels_and_refused_off_them(shared_data
                     "give their scale as --levels")  # fmt: skip
     assert main(["validate", str(wine), *WINE_COLS, "--levels", "1,2,3,4"]) == 2
     line = _one_line_error(capsys, "wine.csv", "--score column 'rating'",
-                           "grades outside --levels [1.0, 2.0, 3.0, 4.0] (each grade must be one of them)")  # fmt: skip
+                           "grades outside --levels 1, 2, 3, 4 (each grade must be one of them)")  # fmt: skip
     fives = raw.index[raw["rating"] == 5].tolist()  # pandas, not the reader
-    assert f"rows {fives} hold {[5.0] * len(fives)}" in line
+    assert f"rows {fives} hold {[5] * len(fives)}" in line
     assert main(["validate", str(wine), *WINE_COLS, "--levels", "5,4,3,2,1"]) == 2
     _one_line_error(capsys, "--levels must list at least 2 increasing, finite grade values")
     assert main(["validate", str(wine), *WINE_COLS, "--levels", "1,2,3,4,5"]) == 0
@@ -1324,6 +1324,26 @@ def test_compare_names_the_agents_the_log_itself_marks(tmp_path, capsys):
     line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("warning: the log marks agents"))
     assert line == ("warning: the log marks agents: the per-run annotation disputed marks at least half the runs of: "
                     "odd one (6 of 6 runs): what it marks bears on every number of these agents")  # fmt: skip
+
+
+def test_summary_of_a_saved_log_names_the_agents_its_loader_flagged(tmp_path, capsys):
+    """A saved SWE-bench bash-only dataset carries the loader's attrs["flagged_agents"] (Claude 3.7
+    Sonnet's 500 runs disagree with the leaderboard); `summary LOG.nc` said nothing of it (the report
+    and `compare` did). The agent and count below are the ones written into the attrs by hand.
+    """
+    rows = [{"agent": a, "task": f"t{t}", "score": float((t + i) % 2)} for i, a in enumerate("abc") for t in range(4)]
+    ds = from_records(pd.DataFrame(rows))
+    ds.attrs["flagged_agents"] = json.dumps({"b": 4})
+    path = save_dataset(ds, tmp_path / "flagged.nc")
+    assert main(["summary", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the log marks agents: the data's own source flags the records of: b (4 runs)" in err
+    assert main(["summary", str(path), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)["warnings"]
+    assert [w for w in said if "flags the records of: b (4 runs)" in w]
+    plain = save_dataset(from_records(pd.DataFrame(rows)), tmp_path / "plain.nc")
+    assert main(["summary", str(plain)]) == 0
+    assert "marks agents" not in capsys.readouterr().err  # nothing flagged: nothing said
 
 
 def test_validate_says_why_a_log_with_equal_runs_per_cell_is_unbalanced(tmp_path, capsys):

@@ -212,7 +212,7 @@ def test_grades_read_with_their_scale_are_fitted_as_grades():
     # off the scale: refused naming the column, the rule, the rows and the values; never rounded
     off = (
         r"`score` column 'score' in DataFrame holds grades outside `score_levels` "
-        r"\[1.0, 2.0, 3.0, 4.0\] \(each grade must be one of them\); rows \[2\] hold \[5.0\]"
+        r"1, 2, 3, 4 \(each grade must be one of them\); rows \[2\] hold \[5\]"
     )
     with pytest.raises(EvalDataError, match=off):
         from_records(df, score_levels=[1, 2, 3, 4])

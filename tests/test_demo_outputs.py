@@ -153,6 +153,31 @@ def test_demo_passk_stops_at_the_most_runs_a_cell_holds():
     assert "k goes to 4 only" in text and "two (to k = 2)" in text
 
 
+def test_demo_passk_gives_the_unbiased_estimators_interval_with_its_level_and_kind():
+    """The audit: the demo's pass^k table had no interval for the unbiased estimator (the report's had).
+    Hand: at k = 1 the per-task values are c/2; a Student t interval on the logit scale by the delta
+    method, n - 1 df (the estimator's stated kind), from scipy.
+    """
+    from scipy.special import expit
+    from scipy.special import logit
+
+    c = np.array([2, 1, 0, 2, 2, 1, 0, 0, 1, 2, 2, 0, 1, 1, 2, 0, 2, 1, 0, 2])  # successes of 2 runs, 20 tasks
+    s = np.stack([(c >= 1), (c == 2)], axis=-1).astype(float)[None]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a"], "task": np.arange(20)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = _passk_section(DemoContext(ds, None))
+    head = next(r for r in text.splitlines() if r.lstrip().startswith("k "))
+    assert "unbiased 95% lower (new tasks; logit t or bound)" in head
+    assert "unbiased 95% upper (new tasks; logit t or bound)" in head
+    assert "Student t on the logit scale" in " ".join(text.split())  # the estimator's kind, as it states it
+    v = c / 2
+    m, se = v.mean(), v.std(ddof=1) / np.sqrt(v.size)
+    half = stats.t.ppf(0.975, v.size - 1) * se / (m * (1 - m))
+    row = next(r.split() for r in text.splitlines() if r.startswith("a ") and r.split()[1] == "1")
+    assert [float(x) for x in row[4:6]] == pytest.approx([expit(logit(m) - half), expit(logit(m) + half)], abs=5e-4)
+
+
 def test_runs_made_takes_the_harmonic_mean_of_the_cells_run():
     """Cells of 1, 2, 4 and 8 runs (one empty): Var of a paired difference averages 2 s_e / R."""
     s = np.full((2, 2, 8), np.nan)

@@ -891,8 +891,8 @@ def test_side_by_side_says_an_undefined_interval_is_not_judged():
     sec = rep.blocks[0]
     first = str(data["agent"].values[0])
     assert sec["table"].loc[first, f"bootstrap {boot.ci.attrs['ci_kind']} lower"] == "undefined"
-    assert not sec["table"].loc[first, "disagree"]
-    assert "judged only where both intervals are defined" in sec["text"]
+    assert sec["table"].loc[first, "disagree"] is pd.NA  # not judged: "undefined", not "no"
+    assert "judged only where both intervals are defined (`undefined` elsewhere)" in sec["text"]
 
 
 def test_side_by_side_counts_the_tasks_scored_where_errored_runs_are_excluded():

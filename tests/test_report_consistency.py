@@ -102,11 +102,12 @@ def test_variance_rows_flag_other_terms_and_an_estimate_outside_the_interval():
         index=["a", "b", "c", "d"],
     )
     out = _agreement(table.copy())
-    assert out["disagree"].tolist() == [True, False, False, False]
+    # other terms (c) and an undefined row (d) are not judged: NA, shown as "undefined", not "no"
+    assert out["disagree"].tolist() == [True, False, pd.NA, pd.NA]
     assert out["flag"].tolist() == [
         "G-theory estimate outside the Bayes interval",
         "",
-        "not one component: Bayes sums task, G-theory cluster + task:cluster",
+        "not one component: Bayes sums task, G-theory cluster + task:cluster: not judged",
         "undefined: one agent",
     ]
 
@@ -142,7 +143,7 @@ def test_variance_section_does_not_call_rows_with_other_terms_one_component(
         assert ("not one component" in row["flag"]) == differ, name
         if differ:
             assert f"Bayes sums {row['Bayes terms']}, G-theory {row['G-theory terms']}" in row["flag"]
-            assert row["disagree"] == "no"
+            assert row["disagree"] == "undefined"
     assert "agent:cluster" in rows["agent x task"]["G-theory terms"]  # so that row differs in both fits
     assert ("not one component" in rows["task"]["flag"]) != fit_has_clusters
 
@@ -170,8 +171,8 @@ def test_passk_table_marks_where_the_two_methods_part():
     }
     unb, bay = _passk_frames(rows)
     table = passk_table(unb, bay, "same tasks", 0.95)
-    want = {"outside": True, "inside": False, "apart": True, "zero": False, "bayes_out": True, "undefined": False}
-    assert table["disagree"].droplevel("k").to_dict() == want
+    want = {"outside": True, "inside": False, "apart": True, "zero": False, "bayes_out": True, "undefined": pd.NA}
+    assert dict(zip(table.index.get_level_values("agent"), table["disagree"].tolist(), strict=True)) == want
     assert "disagree" not in passk_table(unb, bay, "a new task", 0.95)  # another quantity: never paired
 
 
@@ -185,7 +186,7 @@ def test_passk_section_counts_and_explains_disagreement(clustered, tmp_path):
     cols = [c.strip() for c in lines[0].split("|")[1:-1]]
     n_yes = sum(dict(zip(cols, [c.strip() for c in r.split("|")[1:-1]], strict=True))["disagree"] == "yes"
                 for r in lines[1:])  # fmt: skip
-    assert f"(judged where both are defined): {n_yes} of {len(lines) - 1} rows" in part
+    assert f"(judged where both are defined, `undefined` elsewhere): {n_yes} of {len(lines) - 1} rows" in part
     assert "pulls each cell toward the population" in part and "does not say which is right" in part
 
 
@@ -203,5 +204,33 @@ def test_a_g_theory_variance_at_zero_is_not_called_outside_the_bayes_interval():
         index=["task", "run-to-run"],
     )  # fmt: skip
     out = _agreement(table.copy())
-    assert out["disagree"].tolist() == [False, True]  # 0.1408 > 0.1378 is a disagreement; 0 at the boundary is not
+    # 0.1408 > 0.1378 is a disagreement; 0 at the boundary is not judged (undefined, not "no")
+    assert out["disagree"].tolist() == [pd.NA, True]
     assert out.loc["task", "flag"].startswith("G-theory at 0, the boundary")
+
+
+def test_every_disagree_column_reads_undefined_where_it_did_not_judge():
+    """The audit: variance rows at the boundary, rows with other terms and pairs without a p-value read
+    `disagree: no`. Each table's rendered cell is now "yes", "no" or "undefined", judged by hand here.
+    """
+    from hierbench.report import markdown_table
+    from hierbench.report._pairs import _disagree_label
+    from hierbench.report._pairs import _disagree_words
+    from hierbench.report._variance import _agreement
+
+    nan = float("nan")
+    table = pd.DataFrame(
+        {"Bayes estimate": [0.0019, 0.1059, 0.05, 0.02], "Bayes lower": [2.5e-6, 0.0794, 0.04, nan],
+         "Bayes upper": [0.0106, 0.1378, 0.06, nan], "Bayes terms": ["task", "residual", "agent", "x"],
+         "flag": ["", "", "", ""], "G-theory (reml)": [0.0, 0.1408, 0.05, 0.03],
+         "G-theory terms": ["task", "residual", "agent", "x"]},
+        index=["task", "run-to-run", "agent", "agent x task"],
+    )  # fmt: skip
+    # boundary 0: not judged; 0.1408 > 0.1378: yes; 0.05 in [0.04, 0.06]: no; no Bayes interval: not judged
+    cells = [r.split("|")[-3].strip() for r in markdown_table(_agreement(table)).splitlines()[2:]]
+    assert cells == ["undefined", "yes", "no", "undefined"]
+    # a pair's interval and p: [0.002, 0.09] excludes 0 beside p = 0.052 (yes), no p-value (undefined)
+    col = _disagree_label(0.05)
+    pairs = pd.DataFrame({"per-pair lower": [0.002, 0.01], "per-pair upper": [0.09, 0.1],
+                          col: pd.array([True, pd.NA], dtype="boolean")})  # fmt: skip
+    assert _disagree_words(pairs, col) == ["CI excludes 0 only", "undefined"]

@@ -47,6 +47,7 @@ from ._values import NA_TEXT
 from ._values import canonical_ints
 from ._values import error_flags
 from ._values import grade_levels
+from ._values import grade_names
 from ._values import grade_positions
 from ._values import id_labels
 from ._values import is_missing
@@ -255,10 +256,11 @@ def _graded(sc: np.ndarray, levels: np.ndarray, score: str, where: str) -> np.nd
     off = np.isfinite(sc) & ~np.isin(sc, levels) | np.isinf(sc)
     if off.any():
         rows = np.flatnonzero(off)
+        # as the reader gave them (--levels 1,2,3,4 read "[1.0, 2.0, 3.0, 4.0]"); a value exactly, never rounded
+        held = [int(v) if float(v).is_integer() else float(v) for v in sc[rows]]
         raise EvalDataError(
-            f"`score` column {score!r}{where} holds grades outside `score_levels` {levels.tolist()} "
-            f"(each grade must be one of them); rows {_fmt_list(rows.tolist())} hold "
-            f"{_fmt_list(sc[rows].tolist())}"
+            f"`score` column {score!r}{where} holds grades outside `score_levels` {', '.join(grade_names(levels))} "
+            f"(each grade must be one of them); rows {_fmt_list(rows.tolist())} hold {_fmt_list(held)}"
         )
     return grade_positions(sc, levels)
 

@@ -22,6 +22,7 @@ import xarray as xr
 
 from .._base import fit_record
 from ._pair_rows import PAIR_ROWS
+from ._report import judged
 
 if TYPE_CHECKING:
     from ..freq import PairwiseComparisonResult
@@ -181,7 +182,8 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
         then the per-pair interval (``per-pair lower`` / ``upper``), ``shared
         tasks``, the test's own p-value and its Monte Carlo error, whether
         these two disagree at ``alpha`` (``per-pair CI and p disagree``: the
-        interval excludes 0 but p >= alpha, or the other way), ``p Holm`` and
+        interval excludes 0 but p >= alpha, or the other way; NA where either
+        is undefined), ``p Holm`` and
         ``p BH``.
     """
     df = _tidy(cmp)
@@ -197,7 +199,7 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     # no adjusted p-value (max-T leaves out a pair with no standard error): no verdict, not "no"
     # (a pair with no difference on any task has none either: that is "no")
     none = out[p_col].isna() & (out["mean difference"] != 0)
-    out[f"differ ({p_col} < {alpha:g})"] = (out[p_col] < alpha).astype("boolean").mask(none)
+    out[f"differ ({p_col} < {alpha:g})"] = judged(out[p_col] < alpha, ~none)
     out["per-pair lower"] = df["lower"].astype(float)
     out["per-pair upper"] = df["upper"].astype(float)
     if "n_tasks" in df:
@@ -205,7 +207,8 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     test = _test_of(cmp)
     out[f"p ({test})"] = df["p_value"].astype(float)
     out[f"MC error of p ({test})"] = df["p_value_mcse"].astype(float)
-    out[_disagree_label(alpha)] = _disagree(out["per-pair lower"], out["per-pair upper"], out[f"p ({test})"], alpha)
+    lo, hi, pv = out["per-pair lower"], out["per-pair upper"], out[f"p ({test})"]
+    out[_disagree_label(alpha)] = judged(_disagree(lo, hi, pv, alpha), lo.notna() & hi.notna() & pv.notna())
     for key, label in (("p_holm", "p Holm"), ("p_bh", "p BH")):
         if label != p_col:
             out[label] = df[key].astype(float)
@@ -332,11 +335,13 @@ def disagree_column(table: pd.DataFrame) -> str | None:
 
 
 def _disagree_words(table: pd.DataFrame, col: str) -> list[str]:
-    """The disagreement column as text: which way the two disagree, blank where they agree."""
+    """The disagreement column as text: which way the two disagree, blank where they agree, "undefined" where not judged."""
     alpha = _disagree_alpha(col)
     out = []
     for flag, lo, hi in zip(table[col], table["per-pair lower"], table["per-pair upper"], strict=True):
-        if not flag:
+        if flag is pd.NA or flag is None:  # the interval or the p-value is undefined: no verdict
+            out.append("undefined")
+        elif not flag:
             out.append("")
         elif lo > 0 or hi < 0:
             out.append("CI excludes 0 only")

@@ -156,6 +156,23 @@ def _interval_flags(lo: pd.Series, hi: pd.Series) -> tuple:
     return lo.clip(0, 1), hi.clip(0, 1), flags
 
 
+def unbiased_label(prob: float, bound: str) -> str:
+    """The column name of the unbiased estimator's interval end: its level and kind (the report's and the demo's)."""
+    return f"unbiased {prob:.0%} {bound} (new tasks; logit t or bound)"
+
+
+def unbiased_interval(res) -> pd.DataFrame:
+    """:func:`hierbench.freq.pass_hat_k`'s interval per (agent, k), its columns named by ``unbiased_label``.
+
+    The level is the result's own (``ci_prob``); the interval is the
+    estimator's (a logit t interval, or a distribution-free bound where
+    every per-task value is 0 or 1 or few tasks carry the mean), not recomputed.
+    """
+    prob = float(res.ci.attrs["ci_prob"])
+    df = _str_agents(res.to_frame()[["lower", "upper"]])
+    return df.set_axis([unbiased_label(prob, b) for b in ("lower", "upper")], axis=1)
+
+
 def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, prob: float):
     """One row per (agent, k): tasks used, each estimate with its interval, and the flags."""
     level = f"{prob:.0%}"
@@ -166,8 +183,8 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
         parts |= {
             "tasks (>= k runs)": unb["n_tasks"].astype(int),
             "unbiased": unb["estimate"],
-            f"unbiased {level} lower (new tasks; logit t or bound)": unb["lower"],
-            f"unbiased {level} upper (new tasks; logit t or bound)": unb["upper"],
+            unbiased_label(prob, "lower"): unb["lower"],
+            unbiased_label(prob, "upper"): unb["upper"],
         }
         flags.append(fl.where(fl == "", "unbiased: " + fl))
     if bay is not None:
@@ -178,7 +195,7 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
     table = pd.DataFrame(parts)
     note = pd.concat(flags, axis=1).reindex(table.index).fillna("") if flags else None
     if unb is not None and bay is not None and what == "same tasks":  # one quantity: the two can be judged
-        table["disagree"] = _apart(unb, bay.assign(lower=lo, upper=hi)).reindex(table.index).fillna(False)
+        table["disagree"] = _apart(unb, bay.assign(lower=lo, upper=hi)).reindex(table.index)  # NA: not judged
     table["flag"] = note.apply(lambda r: "; ".join(x for x in r if x), axis=1) if note is not None else ""
     return table
 
@@ -196,7 +213,7 @@ def _apart(unb: pd.DataFrame, bay: pd.DataFrame) -> pd.Series:
     inside = (unb["estimate"] > 0) & (unb["estimate"] < 1)
     sides = {f"bootstrap {kind}": unb.assign(estimate=unb["estimate"].where(inside)), "Bayes ETI": bay}
     wide = pd.concat({f"{m} {b}": df[b] for m, df in sides.items() for b in ("estimate", "lower", "upper")}, axis=1)
-    return _disagree(wide, kind).astype(bool)
+    return _disagree(wide, kind)
 
 
 def _scale_text(ctx: _Context, design) -> str:
@@ -278,7 +295,8 @@ def _disagree_text(table: pd.DataFrame) -> str:
     """What `disagree` marks, counted, and what a disagreement can mean here (no verdict)."""
     return (
         " `disagree` marks a row where one method's estimate lies outside the other's interval, or the "
-        f"two intervals do not overlap (judged where both are defined): {int(table['disagree'].sum())} of "
+        f"two intervals do not overlap (judged where both are defined, `undefined` elsewhere): "
+        f"{int(table['disagree'].sum())} of "
         f"{len(table)} rows (an unbiased 0 or 1, which no posterior interval holds, judged by the "
         "intervals alone). The two can part for known reasons: the model pools the tasks and pulls each "
         "cell toward the population, most where a cell has few runs; the unbiased estimator is each cell's "

@@ -48,6 +48,19 @@ def _fmt(v: object, digits: int) -> str:
     return str(v)
 
 
+def judged(verdict, defined) -> pd.Series:
+    """A yes/no column judged only where ``defined``: pandas' nullable boolean, NA elsewhere.
+
+    The tables write NA as "undefined" (``_fmt``), so a row that was not
+    judged (an interval missing, a value at a boundary no interval reaches,
+    two rows that are not one quantity) never reads "no". Every ``disagree``
+    column of the report goes through here.
+    """
+    index = next((x.index for x in (verdict, defined) if isinstance(x, pd.Series)), None)
+    v = pd.Series(np.asarray(pd.Series(verdict).fillna(False), dtype=bool), index=index, dtype="boolean")
+    return v.mask(~np.asarray(defined, dtype=bool))
+
+
 def _bounds_to_columns(df: pd.DataFrame, prefix: str = "") -> pd.DataFrame:
     """Move a ``ci_bound`` index level into ``lower`` / ``upper`` columns."""
     if "ci_bound" not in (df.index.names or []):

@@ -19,6 +19,7 @@ from ._context import _Skip
 from ._context import grade_key
 from ._report import Report
 from ._report import as_table
+from ._report import judged
 
 
 def _file_name(source: object) -> str:
@@ -619,11 +620,11 @@ def _bounds(ctx: _Context) -> pd.Series:
 
 
 def _disagree(wide: pd.DataFrame, kind: str) -> pd.Series:
-    """One method's estimate outside the other's interval, or intervals apart (both defined)."""
+    """One method's estimate outside the other's interval, or intervals apart; NA where either interval is not defined."""
     cols = [f"{m} {b}" for m in (f"bootstrap {kind}", "Bayes ETI") for b in ("estimate", "lower", "upper")]
     be, bl, bh, ye, yl, yh = (pd.to_numeric(wide[c], errors="coerce") for c in cols)
     apart = (yl > bh) | (bl > yh) | (ye < bl) | (ye > bh) | (be < yl) | (be > yh)
-    return apart & bl.notna() & bh.notna() & yl.notna() & yh.notna()
+    return judged(apart, bl.notna() & bh.notna() & yl.notna() & yh.notna())
 
 
 def _side_missing(ctx: _Context, no_boot: bool) -> str:
@@ -690,8 +691,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
         + f", both methods at {ctx.prob:.0%}.{' ' + _grades_note(gmap, kind, ctx.grade_labels()) if gmap else ''} `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
-        f"intervals do not overlap), judged only where both intervals are defined: {n_dis} of {len(wide)} "
-        "agents flagged. `tasks scored` is the "
+        f"intervals do not overlap), judged only where both intervals are defined (`undefined` elsewhere): "
+        f"{n_dis} of {len(wide)} agents flagged. `tasks scored` is the "
         "number of tasks with a scored run of the agent, the tasks its bootstrap mean averages; `flag` "
         "notes an agent scored on only some tasks (its mean rests on those) and an interval a method "
         "could not compute."

@@ -32,6 +32,7 @@ from ._context import _Context
 from ._context import _Skip
 from ._context import grade_key
 from ._report import Report
+from ._report import judged
 
 __all__ = ["COMPONENT_ROWS"]
 
@@ -195,11 +196,12 @@ def _agreement(table: pd.DataFrame) -> pd.DataFrame:
     # a G-theory estimate at 0 (REML stops at the boundary) lies below every Bayes interval of a
     # variance, whose draws are positive: not judged (awkward log: task 0.0000 vs [2.5e-6, 0.0106])
     boundary = ~other & (est == 0) & lo.notna() & (lo > 0)
-    table["disagree"] = ~other & ~boundary & est.notna() & lo.notna() & hi.notna() & ((est < lo) | (est > hi))
+    # a row not judged (other terms, the boundary, a half or the interval missing) is undefined, not "no"
+    table["disagree"] = judged((est < lo) | (est > hi), ~other & ~boundary & est.notna() & lo.notna() & hi.notna())
     notes = pd.Series("", index=table.index, dtype=object)
     notes[boundary] = "G-theory at 0, the boundary, which no Bayes interval of a variance reaches: not judged"
-    notes[other] = "not one component: Bayes sums " + bt[other] + ", G-theory " + gt[other]
-    notes[table["disagree"]] = "G-theory estimate outside the Bayes interval"
+    notes[other] = "not one component: Bayes sums " + bt[other] + ", G-theory " + gt[other] + ": not judged"
+    notes[table["disagree"].fillna(False).astype(bool)] = "G-theory estimate outside the Bayes interval"
     table["flag"] = _add_flag(table["flag"].astype(str), notes)
     return table[[c for c in table.columns if c not in ("flag", "disagree")] + ["disagree", "flag"]]
 
@@ -212,7 +214,7 @@ def _agreement_text(table: pd.DataFrame) -> str:
     text = (
         "Where both methods sum the same terms the row is one component seen two ways; `disagree` marks "
         "such a row whose G-theory estimate lies outside the Bayes interval (judged only where both are "
-        f"defined): {n_dis} of the {len(same)} rows summing the same terms. The two reach the probability "
+        f"defined, `undefined` elsewhere): {n_dis} of the {len(same)} rows summing the same terms. The two reach the probability "
         "scale differently (the crossed model through logit-scale effects and their priors, G-theory by a "
         "linear model of the scores) and can differ for either's reasons: the flag does not say which is right."
     )

@@ -232,8 +232,12 @@ def _design(
         **st.decisions,
     }  # fmt: skip
     for key, text in design.decisions.items():
-        if key.startswith(("confounded", "unidentified")) or key == "intercept":
+        if key.startswith(("confounded", "unidentified")):
             st.decisions[key] = {"choice": True, "reason": text, "source": "auto"}
+    if "intercept" in design.decisions:  # what happens to it, not "True - dropped" (read as a contradiction)
+        st.decisions["intercept"] = {"choice": "held by the thresholds", "source": "auto", "reason": (
+            "the ordinal thresholds (cutpoints) are the intercept, so the formula's intercept column is "
+            "left out of the fixed effects: one location, not two")}  # fmt: skip
     return design, st
 
 
