@@ -479,7 +479,7 @@ def test_demo_warning_filter_reads_the_category():
     import inspect
     import warnings
 
-    from hierbench import demo
+    from hierbench.demo import _bayes as demo
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -1283,7 +1283,7 @@ def test_report_and_demo_without_data_refuse_reader_flags(tmp_path, capsys):
 
 def test_demo_names_the_agents_whose_bootstrap_mean_few_tasks_carry(rare_and_common):
     """The demo's note under its bootstrap table names the flagged agent, not the other, with the advice."""
-    from hierbench.demo import _few_note
+    from hierbench.demo._bootstrap import _few_note
     from hierbench.freq import bootstrap_ci
 
     ds = rare_and_common

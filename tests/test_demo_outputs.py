@@ -13,12 +13,12 @@ from scipy import stats
 from scipy.special import comb
 
 from hierbench.demo import DemoContext
-from hierbench.demo import _bootstrap_section
-from hierbench.demo import _few_note
-from hierbench.demo import _passk_section
-from hierbench.demo import _plan_section
-from hierbench.demo import _runs_made
-from hierbench.demo import _undefined_note
+from hierbench.demo._bootstrap import _bootstrap_section
+from hierbench.demo._bootstrap import _few_note
+from hierbench.demo._bootstrap import _undefined_note
+from hierbench.demo._passk import _passk_section
+from hierbench.demo._plan import _plan_section
+from hierbench.demo._plan import _runs_made
 from hierbench.freq import bootstrap_ci
 from hierbench.report import build
 from hierbench.report import pass1_bounds
@@ -319,7 +319,7 @@ def test_cluster_design_effect_by_hand():
     each cluster, so the cluster-robust variance of the mean is (0.5^2 + 0.5^2) / 16 against
     4 x 0.25^2 / 16 for independent tasks: a ratio of exactly 2. Singleton clusters give no note.
     """
-    from hierbench.demo import _cluster_design_effect
+    from hierbench.demo._plan import _cluster_design_effect
 
     s = np.zeros((2, 4, 2))
     s[0, :2, 0] = 1.0  # agent a: 1 of 2 runs on t0 and t1; b fails everything
@@ -406,7 +406,7 @@ def test_rank_text_names_what_was_resampled_and_the_tier_rule():
     tiers rest on a per-pair bootstrap test at 0.05 (the leader ahead in more than 97.5% of resamples),
     not on the paired tests: the text says both. Without clusters it says tasks.
     """
-    from hierbench.demo import _rank_section
+    from hierbench.demo._pairs import _rank_section
 
     ds = _clustered()
     with warnings.catch_warnings():
@@ -444,7 +444,7 @@ def test_demo_pairs_say_where_p_max_t_has_a_floor(max_t_floor_log):
     """
     from statsmodels.stats.multitest import multipletests
 
-    from hierbench.demo import _compare_section
+    from hierbench.demo._pairs import _compare_section
 
     ds = max_t_floor_log
     ctx = DemoContext(ds, None, {"seed": 0})
@@ -471,7 +471,7 @@ def test_demo_on_graded_scores_names_their_model_and_its_commands_run(shared_dat
     from hierbench.cli import load_any
     from hierbench.data import from_records
     from hierbench.data import model_design
-    from hierbench.demo import _bayes_section
+    from hierbench.demo._bayes import _bayes_section
 
     wine = shared_data / "ordinal" / "wine.csv"
     raw = pd.read_csv(wine)
@@ -517,7 +517,7 @@ def test_demo_on_grades_written_as_words_prints_commands_with_their_labels(share
     from hierbench.cli import load_any
     from hierbench.data import from_records
     from hierbench.data import model_design
-    from hierbench.demo import _bayes_section
+    from hierbench.demo._bayes import _bayes_section
 
     raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
     raw = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:6])]
@@ -574,8 +574,8 @@ def test_a_one_agent_log_says_what_does_not_apply_instead_of_an_error():
     """tau-bench's gpt-4o alone: sections 6-8 printed "(not computed: HierbenchError: compare_agents
     needs >= 2 agents ...)" and three end-of-run warnings, as if the run had failed.
     """
-    from hierbench.demo import _compare_section
-    from hierbench.demo import _rank_section
+    from hierbench.demo._pairs import _compare_section
+    from hierbench.demo._pairs import _rank_section
 
     ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((1, 5, 2)))},
                     coords={"agent": ["solo"], "task": [f"t{i}" for i in range(5)]})  # fmt: skip
@@ -605,8 +605,8 @@ def test_a_one_task_log_says_the_resampling_sections_do_not_apply():
     """Three agents x one task x 5 runs: sections 3, 6 and 7 printed the library's refusal naming
     `scheme='tasks'` / `'two-stage'`, options the demo has no way to set, and three warnings.
     """
-    from hierbench.demo import _compare_section
-    from hierbench.demo import _rank_section
+    from hierbench.demo._pairs import _compare_section
+    from hierbench.demo._pairs import _rank_section
 
     ds = xr.Dataset({"score": (("agent", "task", "run"), np.ones((3, 1, 5)))},
                     coords={"agent": ["a", "b", "c"], "task": ["only"]})  # fmt: skip
@@ -620,7 +620,7 @@ def test_two_word_grades_are_a_pass_and_a_fail_for_the_demo():
     """VerbAgg's r2 (N / Y, read with --levels N,Y as 0 and 1): the demo said the crossed model and
     pass^k do not apply, "these scores are grades N, Y", though they are a fail and a pass.
     """
-    from hierbench.demo import _score_levels
+    from hierbench.demo._context import _score_levels
 
     s = np.array([[[1, 1], [0, 1], [0, 0]], [[1, 0], [1, 1], [1, 1]]], dtype=float)
     ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["p", "q"], "task": ["x", "y", "z"]},

@@ -17,7 +17,7 @@ import pytest
 import xarray as xr
 
 from hierbench.demo import DemoContext
-from hierbench.demo import _compare_section
+from hierbench.demo._pairs import _compare_section
 from hierbench.freq import compare_agents
 from hierbench.testing import simulate_eval
 

@@ -1,0 +1,135 @@
+"""What every section of the demo reads.
+
+The evaluation and its truth (:class:`DemoContext`), the one level of every interval, and
+the small helpers that turn results into the printed tables.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from dataclasses import field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import integrate
+from scipy.special import expit
+
+
+@dataclass
+class DemoContext:
+    """State shared by the demo sections; sections may add results to ``extra``.
+
+    ``truth`` is the simulation's true parameters (None on a user's log).
+    """
+
+    data: xr.Dataset
+    truth: xr.Dataset | None
+    extra: dict = field(default_factory=dict)
+
+
+PROB = 0.95  # one level for every interval in the demo, so they can sit side by side
+
+
+def _fast(ctx: DemoContext) -> bool:
+    """Smoke-run sizes: ``hierbench demo --fast`` (``ctx.extra["fast"]``) or ``HIERBENCH_FAST=1``."""
+    return bool(ctx.extra.get("fast")) or os.environ.get("HIERBENCH_FAST", "") not in ("", "0")
+
+
+def _truth_new_task(ctx: DemoContext) -> xr.DataArray | None:
+    """:func:`population_truth` of the context, computed once (None without a truth)."""
+    if ctx.truth is None:
+        return None
+    if "population_truth" not in ctx.extra:
+        ctx.extra["population_truth"] = population_truth(ctx.truth)
+    return ctx.extra["population_truth"]
+
+
+def _n_runs(ctx: DemoContext) -> xr.DataArray:
+    """Runs per (agent, task) cell, from :func:`hierbench.data.to_counts`, computed once."""
+    if "n_runs" not in ctx.extra:
+        from ..data import to_counts
+
+        ctx.extra["n_runs"] = to_counts(ctx.data)["n_runs"]
+    return ctx.extra["n_runs"]
+
+
+def population_truth(truth: xr.Dataset) -> xr.DataArray:
+    """True expected score of each agent on a new task drawn from the task population.
+
+    ``E[expit(mu + a_m + c + b + ab)]`` with the cluster, task and agent x task
+    effects normal with the true standard deviations, integrated with
+    adaptive quadrature (scipy), independently of the model code.
+    """
+    s = float(
+        np.sqrt(truth["sd_task"] ** 2 + truth["sd_cluster"] ** 2 + truth["sd_agent_task"] ** 2)
+    )
+    mu = float(truth["mu"])
+    vals = []
+    for a in truth["agent_effect"].values:
+        f = lambda z, a=a: expit(mu + a + s * z) * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)  # noqa: E731
+        vals.append(integrate.quad(f, -12, 12)[0])
+    return xr.DataArray(vals, dims="agent", coords={"agent": truth["agent"].values})
+
+
+def _frame(table: xr.Dataset, value_fmt: str = "{:.3f}") -> pd.DataFrame:
+    est = table["estimate"]
+    iv = table["ci"]
+    lo = iv.sel(ci_bound="lower", drop=True)
+    hi = iv.sel(ci_bound="upper", drop=True)
+    cols = {}
+    for m in table["estimator"].values:
+        cols[f"{m}"] = [
+            f"{value_fmt.format(e)} [{value_fmt.format(a)}, {value_fmt.format(b)}]"
+            for e, a, b in zip(
+                est.sel(estimator=m).values,
+                lo.sel(estimator=m).values,
+                hi.sel(estimator=m).values,
+                strict=True,
+            )
+        ]
+    df = pd.DataFrame(cols, index=[str(a) for a in table["agent"].values])
+    if "truth" in table:
+        df.insert(0, "truth", [value_fmt.format(v) for v in table["truth"].values])
+    return df
+
+
+def _covers(table: xr.Dataset) -> str:
+    if "covers" not in table:
+        return ""
+    return f"\n\n{int(table['covers'].sum())} of {table.sizes['agent']} intervals cover the truth."
+
+
+def _one_task(ctx: DemoContext) -> str | None:
+    """A resampling section's word for a log of one task: every resample of tasks would be the data."""
+    if int(ctx.data.sizes.get("task", 0)) != 1:
+        return None
+    return (f"(not applicable: the log holds one task, {ctx.data['task'].values[0]}: every resample of "
+            "tasks would be the data, so no interval, test or rank distribution can come from it; add tasks)")
+
+
+def _grade_words(ctx: DemoContext) -> list[str] | None:
+    """The names of a graded log's grades (its labels, or the numbers of its scale), None for plain scores."""
+    from ..report import data_grades
+
+    return data_grades(ctx.data)
+
+
+def _score_levels(ctx: DemoContext) -> list[float] | None:
+    """The grade scale the log's scores were read on (``--levels``), None for scores read as they are.
+
+    Two grades are read as 0 and 1, a fail and a pass (VerbAgg's N / Y): None too, so the crossed
+    model and pass^k run on them as on any 0/1 log (they said "not run: these scores are grades").
+    """
+    from ..data import levels_attr
+
+    levels = levels_attr(ctx.data.attrs)
+    return levels if levels and len(levels) > 2 else None
+
+
+def _one_agent(ctx: DemoContext, why: str) -> str | None:
+    """A section's word for a log of one agent (tau-bench's gpt-4o): what does not apply, not an error."""
+    if int(ctx.data.sizes.get("agent", 0)) != 1:
+        return None
+    return f"(not applicable: the log holds one agent, {ctx.data['agent'].values[0]}: {why})"

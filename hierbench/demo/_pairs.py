@@ -1,0 +1,147 @@
+"""Sections 7 and 8 of the demo: which agents differ, and the ranking.
+
+The paired tests and their family-wise verdict with Bayes beside them, then the ranks with
+their uncertainty.
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats
+
+from ._context import PROB
+from ._context import DemoContext
+from ._context import _fast
+from ._context import _one_agent
+from ._context import _one_task
+from ._context import _truth_new_task
+
+
+def _compare_section(ctx: DemoContext) -> str:
+    import textwrap
+
+    if (one := _one_agent(ctx, "no pair to compare") or _one_task(ctx)) is not None:
+        return one
+    from ..freq import compare_agents
+    from ..metrics import prob_superiority
+    from ..report import bayes_pair_note
+    from ..report import differ_column
+    from ..report import graded_units
+    from ..report import marks_holm_note
+    from ..report import no_p_note
+    from ..report import pair_agents
+    from ..report import pair_frame
+    from ..report import pair_sentence
+    from ..report import pair_text
+    from ..report import pair_values
+    from ..report import shown_pairs
+    from ..report import truth_diffs
+
+    # compare_agents' own defaults: the report and `hierbench compare` use the same
+    cmp = compare_agents(ctx.data, prob=PROB, rng=ctx.extra.get("seed", 0))
+    ctx.extra["compare"] = cmp
+    full = pair_frame(cmp, alpha=1 - PROB)
+    # what decides first: the difference, its simultaneous interval, the adjusted p and the verdict
+    table = full.iloc[:, : full.columns.get_loc(differ_column(full)) + 1].copy()
+    agents, opponents = pair_agents(cmp)
+    true = _truth_new_task(ctx)
+    if true is not None:
+        table.insert(0, "true diff", truth_diffs(true, agents, opponents))
+    if "fit" in ctx.extra:
+        ps = prob_superiority(ctx.extra["fit"], var="mean_new_task")
+        ps = ps if isinstance(ps, xr.DataArray) else ps.to_dataset()["estimate"]
+        table["Bayes P(a > b)"] = pair_values(ps, agents, opponents)
+    ctx.extra["compare_table"] = table
+    note = ""
+    if "fit" in ctx.extra:
+        note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(table)), 90)
+    floor = (
+        marks_holm_note(full, 1 - PROB)
+        .replace("The marks understate", "p max-T understates")
+        .replace("beside the marks", "beside p max-T")
+    )
+    shown, short = shown_pairs(table, _pairs_where(ctx))
+    return (
+        "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB) + graded_units(ctx.data, ""), 90))
+        + note
+        + "\n\n"
+        # a path stays whole on its line, to be copied
+        + (textwrap.fill(short.replace("`", ""), 90, break_on_hyphens=False, break_long_words=False) + "\n\n"
+           if short else "")
+        + pair_text(shown)
+        + "\n\nThe per-pair intervals, every p-value and Holm / BH: compare_agents(data).to_frame()."
+        + ("\n\n" + textwrap.fill(no_p_note(full).replace("`", ""), 90) if no_p_note(full) else "")
+        + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
+    )
+
+
+def _pairs_where(ctx: DemoContext) -> str:
+    """Where every pair is when the section shows some: the report's CSV, or the call that gives them."""
+    from ..report import PAIRS_CSV
+
+    seed = ctx.extra.get("seed", 0)
+    if ctx.extra.get("out"):
+        return (
+            f"{os.path.join(str(ctx.extra['out']), PAIRS_CSV)} (written with the report; every p-value "
+            "and both intervals)"
+        )
+    return (
+        f"no report is written (--out ''), so no file holds them: `hierbench compare LOG --json --seed {seed}` "
+        f"prints them (LOG: this log), or in Python hierbench.freq.compare_agents(data, rng={seed}).to_frame()"
+    )
+
+
+def _rank_section(ctx: DemoContext) -> str:
+    if (one := _one_agent(ctx, "nothing to rank") or _one_task(ctx)) is not None:
+        return one
+    from ..freq import rank_uncertainty
+    from ..metrics import rank_probabilities
+
+    rk = rank_uncertainty(
+        ctx.data, n_resamples=1000 if _fast(ctx) else 4000, prob=PROB, rng=ctx.extra.get("seed", 0)
+    )
+    ctx.extra["ranks"] = rk
+    truth = _truth_new_task(ctx)
+    df = pd.DataFrame(
+        {
+            "observed rank": rk.estimate.to_series(),
+            "P(top 1) bootstrap": rk.p_top_k.sel(k=1).to_series(),
+            f"rank {PROB:.0%} lower": rk.ci.sel(ci_bound="lower").to_series(),
+            f"rank {PROB:.0%} upper": rk.ci.sel(ci_bound="upper").to_series(),
+            "tier": rk.group.to_series(),
+        }
+    )
+    if truth is not None:
+        true_rank = truth.copy(data=stats.rankdata(-truth.values, method="min"))
+        df.insert(0, "true rank", true_rank.to_series().astype(int))
+    if "fit" in ctx.extra:
+        rp = rank_probabilities(ctx.extra["fit"], var="mean_new_task")
+        first = rp.isel(rank=0) if "rank" in rp.dims else rp
+        df["P(top 1) Bayes"] = first.to_series()
+    for col in ("observed rank", f"rank {PROB:.0%} lower", f"rank {PROB:.0%} upper"):
+        if np.all(np.mod(df[col].to_numpy(), 1) == 0):  # ranks, shown as whole numbers where they are
+            df[col] = df[col].astype(int)
+    df.index = df.index.astype(str)
+    df = df.sort_values("observed rank")
+    ctx.extra["rank_table"] = df
+    attrs = rk.to_dataset().attrs
+    unit = "whole task clusters" if attrs.get("resample_unit") == "cluster" else "tasks"
+    alpha = float(attrs.get("alpha", 0.05))
+    return (
+        textwrap.fill(
+            f"Ranks under resampling of {unit} (one resample shared by every agent, ties broken at "
+            f"random): the probability of being best, a {PROB:.0%} percentile interval for the rank, "
+            "and tiers of agents that cannot be told apart from the tier's leader: the leader is told "
+            f"apart from an agent when it scores higher in more than {1 - alpha / 2:.1%} of the "
+            f"resamples (a per-pair bootstrap test at level {alpha:g}, not adjusted for the pairs and "
+            "not the paired tests of 'Does A beat B?', so near the level the two can part).",
+            90,
+        )
+        + "\n\n"
+        + df.to_string(float_format="{:.3f}".format)
+    )

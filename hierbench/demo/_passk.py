@@ -1,0 +1,163 @@
+"""Section 6 of the demo: pass^k.
+
+The unbiased estimator with its interval beside the crossed model's posterior for the same
+cells, and why k stops where it does.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+
+import pandas as pd
+
+from ._context import PROB
+from ._context import DemoContext
+from ._context import _n_runs
+from ._context import _score_levels
+
+
+def _passk_section(ctx: DemoContext) -> str:
+    from ..freq import pass_hat_k
+    from ..metrics import crossed_pass_k
+    from ..report import unbiased_interval
+
+    levels = _score_levels(ctx)
+    if levels:
+        from ..data import labels_attr
+
+        labels = labels_attr(ctx.data.attrs)
+        named = (f" (the grade's number in the ordinal fit: "
+                 f"{', '.join(f'{v:g} = {lab}' for v, lab in zip(levels, labels, strict=True))})" if labels else "")  # fmt: skip
+        return textwrap.fill(
+            "(not computed: pass^k counts passes, and a grade is not a pass until you say which grades "
+            f"pass, which the demo does not choose for you. With the lowest passing grade g{named}: "
+            "hierbench.metrics.graded_pass_hat_k(fit, model, threshold=g, k=...) on the ordinal fit, or "
+            "pass^k of the log with scores set to 1 at grades >= g and 0 below.)",
+            88,
+        )
+    n_runs = _n_runs(ctx)
+    # the unbiased estimator needs k runs in a cell: no k above the most runs any cell holds
+    ks = list(range(1, min(_MAX_K, int(n_runs.max())) + 1))
+
+    from ..freq import InsufficientRunsWarning
+
+    with warnings.catch_warnings():
+        # reported in the text below, from the result's own count
+        warnings.simplefilter("ignore", InsufficientRunsWarning)
+        freq = pass_hat_k(ctx.data, ks, prob=PROB)
+    short = int(freq.n_insufficient.sum())
+    interval = unbiased_interval(freq)  # the report's columns: the estimator's own interval, level and kind
+    # the estimator's per-cell note (a bound where few tasks carry the mean), as the report's `flag` gives it
+    note = freq.to_frame()["ci_flag"].fillna("").astype(str)
+    interval["flag"] = note.where(note == "", "unbiased: " + note).to_numpy()
+    frames = []
+    for k in ks:
+        # the truth over the cells the unbiased estimator can use (at least k runs)
+        est = freq.estimate
+        df = pd.DataFrame(
+            {
+                "tasks (>= k runs)": freq.to_dataset()["n_tasks"].sel(k=k).to_series(),
+                "unbiased C(c,k)/C(n,k)": est.sel(k=k).to_series(),
+            }
+        )
+        ends = interval.xs(k, level="k").reindex(df.index.astype(str))
+        for c in ends:
+            df[c] = ends[c].to_numpy()
+        if ctx.truth is not None:
+            p = ctx.truth["p"].where(n_runs >= k)
+            df.insert(0, "truth", (p**k).mean("task").to_series())
+        if "fit" in ctx.extra:
+            # the same cells as the truth and the unbiased estimator (at least k runs), and
+            # the realised average of their p^k, so the interval is for these cells' truth
+            bay = crossed_pass_k(
+                ctx.extra["fit"],
+                k=k,
+                prob=PROB,
+                min_runs=k,
+                realised=True,
+                rng=int(ctx.extra.get("seed", 0)),  # the report's draws, so its table shows these numbers
+            )
+            df["Bayes posterior mean"] = (
+                bay["estimate" if "estimate" in bay else "mean"].sel(k=k).to_series()
+            )
+            ci = bay["ci"].sel(k=k)
+            df[f"Bayes {PROB:.0%} lower"] = ci.sel(ci_bound="lower").to_series()
+            df[f"Bayes {PROB:.0%} upper"] = ci.sel(ci_bound="upper").to_series()
+        df.insert(0, "k", k)
+        frames.append(df)
+    table = pd.concat(frames)
+    table.index = table.index.astype(str)
+    # an agent with no task run at least k times has nothing to average at that k: no row
+    table = table[table["tasks (>= k runs)"] > 0]
+    if not (table["flag"] != "").any():
+        table = table.drop(columns="flag")
+    ctx.extra["passk_table"] = table
+    text = _passk_text(table, short, truth=ctx.truth is not None, bayes="fit" in ctx.extra,
+                       interval=_interval_words(freq, "flag" in table))
+    return text + _passk_limits(ks, table, [str(a) for a in n_runs["agent"].values], int(n_runs.max()))
+
+
+#: the largest k the demo's pass^k table shows (fewer where no cell holds that many runs)
+_MAX_K = 5
+
+
+def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: int | None = None) -> str:
+    """Why the table stops where it does (below k = 5, or at 5 with busier cells), and which rows stop early.
+
+    ``most``: the most runs any cell holds (the rat tumour log: 52, where the table stops at 5).
+    """
+    lines = []
+    if ks[-1] < _MAX_K:
+        lines.append(
+            f"k goes to {ks[-1]} only: no (agent, task) cell holds more than {ks[-1]} runs, and "
+            "the unbiased estimator needs k runs of a task."
+        )
+    elif most is not None and most > ks[-1]:
+        lines.append(
+            f"k stops at {ks[-1]} (the demo's table); the busiest cells hold {most} runs: "
+            f"hierbench.freq.pass_hat_k(data, k) gives any k up to {most}."
+        )
+    last = table.groupby(level=0)["k"].max()
+    early = [f"{a} (to k = {int(last[a])})" if a in last else f"{a} (none)" for a in agents
+             if a not in last or last[a] < ks[-1]]  # fmt: skip
+    if early:
+        lines.append(
+            "Rows stop where an agent ran no task at least k times: " + ", ".join(early) + "."
+        )
+    return "".join("\n\n" + textwrap.fill(line, 90) for line in lines)
+
+
+def _interval_words(freq, flagged: bool) -> str:
+    """What the unbiased estimator's interval is, as the result states it (the report's words)."""
+    return (
+        f"The unbiased estimator's {PROB:.0%} interval (columns `unbiased ... (new tasks; ...)`) takes the "
+        f"tasks as a sample, so it is for a new draw of tasks: {freq.ci.attrs['ci_detail'].split(': ', 1)[-1]}."
+        + (" `flag` repeats that per-cell note." if flagged else "")
+    )
+
+
+def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool, interval: str = "") -> str:
+    """The pass^k section's words, naming only the columns the table has."""
+    cols = ["the truth"] * truth + ["the unbiased estimator"]
+    if bayes:
+        cols.append(
+            "the crossed model's posterior for the same cells (each cell's p drawn from its "
+            f"posterior, so the {PROB:.0%} equal-tailed interval is for these cells' true pass^k)"
+        )
+    head = (
+        "pass^k, the chance that k independent attempts all succeed (tau-bench's reliability "
+        "metric), averaged over the tasks each agent ran at least k times: "
+        + (", ".join(cols[:-1]) + " and " + cols[-1] if len(cols) > 1 else cols[0])
+        + "."
+    )
+    tail = ""
+    if short:
+        others = " (and of the columns beside it: the same cells throughout)" if truth or bayes else ""
+        tail = "\n\n" + textwrap.fill(
+            f"{short} (agent, task, k) cells had fewer than k runs: the unbiased estimator is "
+            f"undefined there, so they are left out of its mean{others}.",
+            90,
+        )
+    head = textwrap.fill(head, 90) + ("\n\n" + textwrap.fill(interval, 90) if interval else "")
+    return head + "\n\n" + table.to_string(float_format="{:.3f}".format) + tail

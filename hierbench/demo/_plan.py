@@ -1,0 +1,302 @@
+"""Section 9 of the demo: how many more tasks or runs to buy.
+
+Power from the fit's variance components and, beside it, from the log's own paired
+differences, with the task clusters' design effect.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._context import DemoContext
+from ._context import _n_runs
+from ._context import _one_agent
+
+
+def _plan_section(ctx: DemoContext) -> str:
+    from ..freq import minimum_detectable_effect
+    from ..freq import optimal_allocation
+    from ..freq import optimal_runs
+    from ..freq import tasks_for_power
+
+    if "fit" not in ctx.extra:
+        return "(needs the Bayesian fit for the variance components)"
+    from ..metrics import crossed_variance_components
+
+    if (one := _one_agent(ctx, "the plan is for comparing two agents on the same tasks")) is not None:
+        return one  # before the components, whose agent part is then undefined
+    vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
+    # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
+    mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)
+    s_mt = float(vc[mt].mean()) if mt else 0.0
+    s_e = float(vc["residual"].mean())
+    clipped = ""  # with no agent x task term (one run per cell) the first line says why
+    if s_mt < 0:
+        # a difference of variances: its posterior mean can fall below 0 when the
+        # agent x task variation is small; planning then assumes none
+        clipped = (
+            f"\n(The agent x task component's posterior mean is {s_mt:.4f} < 0, a difference of "
+            "variances near zero: the plan below takes it as 0.)"
+        )
+        s_mt = 0.0
+    T, tasks_text = _tasks_shared(ctx)
+    kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
+    R, sd_made, runs_text = _runs_made(ctx, kw)
+    mde = minimum_detectable_effect(T, sd_diff=sd_made, power=0.8)
+    sd_obs, n_pairs = _observed_paired_sd(ctx)
+    rows = []
+    for effect in (0.03, 0.05, 0.10):
+        rows.append(
+            {
+                "difference to detect": effect,
+                "tasks needed (R=1)": tasks_for_power(effect, n_runs=1, **kw),
+                f"tasks needed (R={R}, as run)": tasks_for_power(effect, sd_diff=sd_made),
+                f"tasks needed (R={R}, no model: observed SD)": (
+                    tasks_for_power(effect, sd_diff=sd_obs) if sd_obs > 0 else np.nan
+                ),
+            }
+        )
+    table = pd.DataFrame(rows).set_index("difference to detect")
+    ctx.extra["plan_table"] = table
+    if s_mt > 0:
+        r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
+        alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, **kw)
+        buy = (
+            "\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
+            f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
+            f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
+        ) + _clustered_buy(ctx, kw)
+    elif not mt:
+        buy = "\n\n" + textwrap.fill(
+            "With one run per cell the log cannot tell agent x task variation from run-to-run "
+            "noise, so it cannot say whether a second run of a task is worth more than a new task "
+            "(R* = sqrt(s_e c_task / (s_mt c_run)) needs s_mt): run some tasks at least twice to learn it.",
+            88,
+        )
+    else:
+        buy = (
+            "\n\nWith no agent x task variance the cost-optimal runs per task, "
+            "R* = sqrt(s_e c_task / (s_mt c_run)), is unbounded: that rests on an estimate at 0, "
+            "so no allocation is recommended; more tasks also widen what the benchmark covers."
+        )
+    return (
+        _components_text(s_mt if mt else None, s_e)
+        + runs_text
+        + tasks_text
+        + f"\nWith {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
+        f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
+        + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt))
+        + _cluster_text(ctx, T, mde, sd_made)
+        + "\n\n"
+        + table.to_string()
+        + buy
+    )
+
+
+def _components_text(s_mt: float | None, s_e: float) -> str:
+    """The plan's first line: the two components it stands on, or why there is one (``s_mt`` None).
+
+    With one run per cell the fit has no agent x task term: its variation is inside the
+    run-to-run part, so printing "agent x task 0.0000" would claim an estimate never made.
+    """
+    head = "Variance components of the cell success probability on the probability scale, from\n"
+    if s_mt is None:
+        return head + (
+            f"the crossed fit (posterior mean): run-to-run {s_e:.4f}, which holds the agent x task\n"
+            "variation too (one run per cell: the fit has no agent x task term to estimate it).\n"
+        )
+    return head + f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
+
+
+def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
+    """How much more a pair's mean difference varies over the task clusters than over independent tasks.
+
+    For each pair, over the tasks both agents ran, with ``e`` the per-task differences of cell
+    means less their mean and ``n`` their number: the cluster-robust variance of the mean
+    ``sum_g (sum_{t in g} e_t)^2 / n^2`` against the independent-task one ``sum_t e_t^2 / n^2``
+    (both without small-sample corrections, so singleton clusters give exactly 1). Returns the
+    ratio of their sums over the pairs, the number of clusters and their column's name; None
+    without clusters (or with every task its own).
+    """
+    from .._base import cluster_codes
+    from .._base import cluster_label
+    from ..data import to_counts
+
+    codes = cluster_codes(ctx.data)
+    if codes is None or len(codes[1]) == int(ctx.data.sizes["task"]):
+        return None
+    g = codes[0]
+    c = to_counts(ctx.data)
+    rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
+    v_cl = v_iid = 0.0
+    for i in range(rate.shape[0]):
+        for j in range(i + 1, rate.shape[0]):
+            d = rate[i] - rate[j]
+            ok = np.isfinite(d)
+            if ok.sum() < 2:
+                continue
+            e = d[ok] - d[ok].mean()
+            v_cl += float(np.sum(np.bincount(g[ok], weights=e) ** 2)) / ok.sum() ** 2
+            v_iid += float(np.sum(e**2)) / ok.sum() ** 2
+    if not v_iid > 0:
+        return None
+    return v_cl / v_iid, len(codes[1]), cluster_label(ctx.data)
+
+
+def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str] | None:
+    """The log's clusters as a plan's :func:`hierbench.freq.cluster_design` (None without clusters).
+
+    Their sizes as a template and the observed ratio (at least 1) as the design effect, with
+    the ratio, the number of clusters and their column's name; computed once per demo.
+    """
+    if "observed_clusters" not in ctx.extra:
+        from .._base import cluster_codes
+        from ..freq import cluster_design
+
+        deff = _cluster_design_effect(ctx)
+        if deff is None:
+            ctx.extra["observed_clusters"] = None
+        else:
+            with warnings.catch_warnings():  # a ratio above m* is still what this log shows
+                warnings.simplefilter("ignore")
+                cd = cluster_design(np.bincount(cluster_codes(ctx.data)[0]), design_effect=max(deff[0], 1.0),
+                                    template=True, source="observed ratio")
+            ctx.extra["observed_clusters"] = (cd, *deff)
+    return ctx.extra["observed_clusters"]
+
+
+def _clustered_buy(ctx: DemoContext, kw: dict[str, float]) -> str:
+    """What the plan's budget buys when new tasks come in clusters like the log's ("" without clusters)."""
+    from ..freq import optimal_allocation
+
+    observed = _observed_clusters(ctx)
+    if observed is None:
+        return ""
+    cd = observed[0]
+    alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, clusters=cd, **kw)
+    return "\n" + textwrap.fill(
+        f"If new tasks come in clusters like these (design effect {cd.design_effect:.2f}, the observed ratio, "
+        f"taken as the same whatever R), it buys {int(alloc['n_clusters'])} clusters (about "
+        f"{int(alloc['n_tasks'])} tasks) x {int(alloc['n_runs'])} runs.",
+        88,
+    )
+
+
+def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float) -> str:
+    """Where tasks come in clusters: the plan takes them as independent, the paired tests do not.
+
+    The clustered figure is :func:`hierbench.freq.minimum_detectable_effect` with the observed
+    ratio as the design effect (at least 1) and clusters like the log's (``K - 1`` df).
+    """
+    from ..freq import minimum_detectable_effect
+
+    observed = _observed_clusters(ctx)
+    if observed is None:
+        return ""
+    cd, ratio, k, name = observed
+    deff, n_clusters = cd.design_effect, T / cd.tasks_per_cluster  # the ratio, at least 1
+    mde_c = minimum_detectable_effect(T, sd_diff=sd, clusters=cd)
+    return "\n" + textwrap.fill(
+        f"The plan takes tasks as independent; this log's tasks come in {k} clusters of `{name}`, "
+        "the unit of the paired tests (section Does A beat B?). On this log a pair's mean difference "
+        f"varies {ratio:.2f} times as much over the clusters as over independent tasks (cluster-robust "
+        "against independent-task variance, summed over the pairs, no model). If new tasks come in "
+        f"clusters like these, every count of tasks needed below is about {deff:.2f} times too "
+        f"small, and {T} tasks detect about {mde_c:.3f}, not {mde:.3f} (design effect "
+        f"{deff:.2f}, {n_clusters:.0f} clusters: t with {n_clusters - 1:.0f} df).",
+        88,
+    )
+
+
+def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:
+    """The SD of a per-task paired difference as the log shows it, with no model: root mean square over pairs.
+
+    Each pair's differences of its cell means over the tasks both agents ran (at least 3), their
+    sample variance; the root of the mean over the pairs. Returns (SD, pairs used).
+    """
+    from ..data import to_counts
+
+    c = to_counts(ctx.data)
+    rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
+    var = []
+    for i in range(rate.shape[0]):
+        for j in range(i + 1, rate.shape[0]):
+            d = rate[i] - rate[j]
+            d = d[np.isfinite(d)]
+            if d.size >= 3:
+                var.append(d.var(ddof=1))
+    return (float(np.sqrt(np.mean(var))), len(var)) if var else (np.nan, 0)
+
+
+def _observed_text(sd_made: float, sd_obs: float, n_pairs: int, *, interaction: bool = True) -> str:
+    """The plan's model-based SD beside the one the log shows, said as the two columns' difference.
+
+    ``interaction``: the fit has an agent x task term (else one run-to-run variance holds it).
+    """
+    if not sd_obs > 0:
+        return "(No pair shares 3 tasks with differing results: no model-free SD to set beside the plan.)"
+    what = (
+        "one agent x task variance for every pair, binomial runs around each cell's rate"
+        if interaction
+        else "one run-to-run variance, holding the agent x task part, for every pair"
+    )
+    return textwrap.fill(
+        f"That difference and the first two columns rest on the fit's components (model-based: {what}), "
+        "an SD of a per-task paired difference "
+        f"of {sd_made:.3f}. Beside them, with no model: the per-task paired differences of this log have SD "
+        f"{sd_obs:.3f} (root mean square over {n_pairs} pairs, at the runs made); the last column plans with it.",
+        88,
+    )
+
+
+def _tasks_shared(ctx: DemoContext) -> tuple[int, str]:
+    """The tasks a paired comparison stands on, and why: all of them, or the median a pair shares.
+
+    A pair is compared on the tasks both agents ran; where agents ran different
+    subsets (METR's davinci-002: 16 of 83), the log's task count overstates it.
+    """
+    ran = (_n_runs(ctx) > 0).transpose("agent", "task").values.astype(np.int64)
+    shared = (ran @ ran.T)[np.triu_indices(ran.shape[0], k=1)]
+    n_all = int(ctx.data.sizes["task"])
+    if shared.min() == n_all:
+        return n_all, ""
+    t = int(np.median(shared))
+    return t, "\n" + textwrap.fill(
+        f"A pair is compared on the tasks both agents ran: over the {len(shared)} pairs, median {t} of the "
+        f"{n_all} tasks (range {shared.min()}-{shared.max()}); the plan takes {t}.",
+        88,
+    )
+
+
+def _runs_made(ctx: DemoContext, kw: dict) -> tuple[str, float, str]:
+    """The R the plan uses for the runs made (as text), the SD of a per-task difference there, and why.
+
+    A per-task difference's variance is ``2 s_mt + s_e (1 / R_a + 1 / R_b)``
+    (:func:`hierbench.freq.sd_paired_diff` per cell), so over unequal cells its
+    average is that of ``2 s_mt + 2 s_e / R`` over the cells run: the harmonic
+    mean of their runs gives it, not the busiest cell's count.
+    """
+    from ..freq import sd_paired_diff
+
+    n = _n_runs(ctx).values
+    runs = n[n > 0].astype(np.int64)
+    sd = float(np.sqrt(np.mean(sd_paired_diff(runs, **kw) ** 2)))
+    if runs.min() == runs.max():
+        n1 = int(runs[0])
+        return str(n1), sd, f"Every agent x task cell run holds {n1} run{'' if n1 == 1 else 's'}."
+    r_h = len(runs) / float(np.sum(1.0 / runs))
+    label = f"{r_h:.1f}"
+    text = textwrap.fill(
+        f"Runs per agent x task cell, over the {len(runs)} cells run: median {np.median(runs):g}, "
+        f"range {runs.min()}-{runs.max()}. The plan takes R = {label}, their harmonic mean: a "
+        "paired difference's run-to-run variance is s_e / R per cell, averaged over the cells, and "
+        f"the harmonic mean is the R with the same average (the busiest cell's {runs.max()} runs "
+        "would overstate what was bought).",
+        88,
+    )
+    return label, sd, text
