@@ -700,7 +700,7 @@ def test_cli_and_report_agree_on_every_pair_and_many_agents_get_a_matrix(tmp_pat
 def test_fit_stages_name_compiling_and_what_follows_sampling(capsys):
     from types import SimpleNamespace
 
-    from hierbench.cli import _FitStages
+    from hierbench.cli._fit import _FitStages
 
     st = _FitStages(True)
     st.start("compiling the model")
@@ -1100,9 +1100,9 @@ def test_fit_levels_as_words_records_the_words_as_the_python_api_does(shared_dat
     saved fit's options.levels were numbers where `build_mixed(ds, f, levels=[words])` records the
     words: the model the CLI builds now records the labels as typed (no sampling here).
     """
-    from hierbench.cli import _build
     from hierbench.cli import build_parser
     from hierbench.cli import load_any
+    from hierbench.cli._fit import _build
 
     _, path = _verbagg(shared_data, tmp_path, 4)
     args = build_parser().parse_args(["fit", str(path), *VERBAGG_COLS, "--levels", "no,perhaps,yes",
@@ -1164,7 +1164,7 @@ TABLE_FLAGS = [
 
 
 def test_every_reader_flag_is_listed_with_a_value_other_than_its_default():
-    from hierbench.cli import _reader_defaults
+    from hierbench.cli._reading import _reader_defaults
 
     # the lists below stay complete as flags are added: the parser's reader flags are
     # these table flags, --errors and --scorer
@@ -1386,9 +1386,9 @@ def test_fit_takes_two_word_grades_as_binary_scores_for_the_crossed_model(shared
     still need --formula.
     """
     from hierbench import bayes
-    from hierbench.cli import _build
     from hierbench.cli import build_parser
     from hierbench.cli import load_any
+    from hierbench.cli._fit import _build
 
     monkeypatch.setattr(bayes, "build_crossed", lambda data: {"model": "crossed", "scores": data["score"]})
 

@@ -467,8 +467,8 @@ def test_demo_on_graded_scores_names_their_model_and_its_commands_run(shared_dat
     """
     import pandas as pd
 
-    from hierbench.cli import _levels
     from hierbench.cli import load_any
+    from hierbench.cli._reading import _levels
     from hierbench.data import from_records
     from hierbench.data import model_design
     from hierbench.demo._bayes import _bayes_section
@@ -513,8 +513,8 @@ def test_demo_on_grades_written_as_words_prints_commands_with_their_labels(share
     """
     import pandas as pd
 
-    from hierbench.cli import _formula_levels
     from hierbench.cli import load_any
+    from hierbench.cli._fit import _formula_levels
     from hierbench.data import from_records
     from hierbench.data import model_design
     from hierbench.demo._bayes import _bayes_section

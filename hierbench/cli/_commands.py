@@ -1,0 +1,250 @@
+"""The commands that read a log or a fit and print: validate, summary, report, compare, demo.
+
+Each imports what it needs when it runs, so that ``hierbench --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+from .._console import _report_text
+from .._console import _summary_frame
+from .._console import _summary_text
+from .._console import convergence_line
+from .._console import print_warnings
+from .._console import seconds
+from .._console import warning_lines
+from ._common import CliError
+from ._common import _check_out
+from ._common import _jsonable
+from ._common import _progress_wanted
+from ._reading import _check_no_log_flags
+from ._reading import load_any
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from ..data import read_report
+
+    ds, msgs = load_any(args.file, args)
+    rep = read_report(ds)
+    if args.json:
+        print(json.dumps(_jsonable({**rep, "warnings": list(msgs)}), indent=2))
+    else:
+        print(f"valid eval dataset ({rep['schema']})")
+        print(_report_text(rep))
+    print_warnings(msgs)
+    return 0
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    from ..data import read_report
+
+    ds, msgs = load_any(args.file, args)
+    msgs = list(msgs) + _marked(ds)  # a saved log's flagged agents (attrs["flagged_agents"]), as compare says them
+    rep = read_report(ds)
+    df = _summary_frame(ds)
+    if args.json:
+        agents = [{"agent": a, **row} for a, row in df.to_dict(orient="index").items()]
+        print(
+            json.dumps(
+                _jsonable({"dataset": rep, "agents": agents, "warnings": msgs}), indent=2
+            )
+        )
+    else:
+        from .._base import counted
+
+        print(
+            f"{counted(rep['n_agents'], 'agent')} x {counted(rep['n_tasks'], 'task')}, {counted(rep['n_runs_total'], 'run')} "
+            f"({rep['n_error_runs']} infrastructure errors, errors={rep['errors']!r}); "
+            f"{rep['n_missing_cells']} agent x task cells never run"
+        )
+        print(_summary_text(ds))
+    print_warnings(msgs)
+    return 0
+
+
+def _bootstrap_kw(args: argparse.Namespace) -> dict:
+    """``--bootstrap-method`` as the keyword of ``report.build`` and ``run_demo`` (not given: their own default)."""
+    return {"bootstrap_method": args.bootstrap_method} if args.bootstrap_method else {}
+
+
+def _saved_groups(path: Path) -> list[str]:
+    """The groups a saved fit holds (read from the file, without loading the values)."""
+    import xarray as xr
+
+    kw = {"engine": "zarr", "consolidated": False} if path.suffix == ".zarr" else {}
+    tree = xr.open_datatree(path, **kw)
+    try:
+        return sorted(tree.children)
+    finally:
+        tree.close()
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    if args.fit is None and args.data is None:
+        raise CliError("give a saved fit (FIT) and/or --data LOG: there is nothing to report")
+    _check_no_log_flags(args, "a saved fit carries the data it was fitted to")
+    out = _check_out(args.out, args.overwrite, kind="report")
+    fit = None
+    if args.fit is not None:
+        if not Path(args.fit).exists():
+            raise CliError(f"no such file or folder: {args.fit!r} (FIT)")
+        from ..io import load_fit
+
+        fit = load_fit(args.fit)
+    data = None
+    if args.data is not None:
+        data, msgs = load_any(args.data, args)
+        print_warnings(msgs)
+    from ..report import build
+    from ..report import check_fit_data
+
+    if fit is not None and data is not None:
+        check_fit_data(fit, data, fit_name=f"FIT {args.fit!r}", data_name=f"--data {args.data!r}")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = build(
+            fit,
+            data,
+            path=out,
+            prob=args.prob,
+            n_resamples=args.resamples,
+            rng=args.seed,
+            overwrite=args.overwrite,
+            progress=_progress_wanted(args),
+            **_bootstrap_kw(args),
+        )
+    print(
+        f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB, {seconds(time.perf_counter() - t0)})"
+    )
+    line = convergence_line(fit) if fit is not None else None
+    # the sections' other warnings are in the report's own "Warnings" section
+    skipped = [str(w.message) for w in caught if w.category.__name__ == "ReportSectionWarning"]
+    print_warnings(([line] if line else []) + skipped)
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    ds, msgs = load_any(args.file, args)
+    from ..freq import compare_agents
+    from ..report import MATRIX_ABOVE
+    from ..report import PAIR_ROWS
+    from ..report import marks_holm_note
+    from ..report import marks_legend
+    from ..report import no_p_note
+    from ..report import pair_frame
+    from ..report import pair_matrix
+    from ..report import pair_text
+    from ..report import score_order
+    from ..report import shown_pairs
+
+    m = ds.sizes["agent"]
+    if ds.sizes["task"] < 2:  # said here: the library's refusal names its own `scheme`, no flag of this command
+        raise CliError(
+            f"compare needs at least 2 tasks: the paired tests and intervals resample tasks, and "
+            f"{', '.join(map(repr, args.file))} holds 1 ({str(ds['task'].values[0])!r}): every resample would "
+            "be the data. Add tasks (hierbench summary shows each agent's mean and runs)"
+        )
+    if _progress_wanted(args):
+        print(f"paired tests: {m * (m - 1) // 2} pairs ...", file=sys.stderr, flush=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # compare_agents' own defaults: the report uses the same, so both agree
+        cmp = compare_agents(ds, prob=args.prob, rng=args.seed)
+    alpha = 1.0 - args.prob
+    table = pair_frame(cmp, alpha=alpha)
+    # the numbered matrix reads up to the pair-row cap (25 agents); above it the pair list, shortened
+    matrix = MATRIX_ABOVE < m and m * (m - 1) // 2 <= PAIR_ROWS and not args.all_pairs
+    if args.json:
+        rows = [{"pair": k, **v} for k, v in table.to_dict(orient="index").items()]
+        res = cmp.to_dataset()
+        keys = ("test", "adjust", "unit", "cluster_column", "maxt_crit", "maxt_method")
+        head = {k: res.attrs.get(k) for k in keys}
+        # what the rows' per-pair and simultaneous ends are, as the result describes them
+        for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous")):
+            # the level is "prob"; the kind is said apart, since the detail need not name it
+            head |= {f"{k}_interval": res[v].attrs.get("ci_detail"), f"{k}_interval_kind": res[v].attrs.get("ci_kind")}
+        # the sentences the text prints under its table (a pair without a p-value; max-T's floor)
+        head["notes"] = [n.replace("`", "") for n in (no_p_note(table), marks_holm_note(table, alpha)) if n]
+        print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))
+    else:
+        print(_compare_text(cmp, args, matrix, ds))
+        if matrix:
+            print(pair_matrix(cmp, alpha=alpha, order=score_order(ds)).to_string())
+            name = cmp.to_dataset().attrs.get("adjust_name", "Holm")
+            print(f"\n{marks_legend(alpha, name).replace('`', '')}.")
+        else:
+            shown, said = (table, "") if args.all_pairs else shown_pairs(
+                table, "hierbench compare with --all-pairs (one row each) or --json")
+            if said:
+                print(textwrap.fill(said.replace("`", ""), 100) + "\n")
+            print(pair_text(shown))
+        for note in (no_p_note(table), marks_holm_note(table, alpha)):
+            if note:
+                print("\n" + textwrap.fill(note.replace("`", ""), 100))
+    print_warnings(msgs + warning_lines(caught) + _marked(ds))
+    return 0
+
+
+def _marked(ds) -> list[str]:
+    """The agents the log itself marks (an --annotate column on at least half their runs; a loader's flag).
+
+    SWE-bench bash-only: Claude 3.7 Sonnet's 500 runs are flagged by the file as disagreeing with
+    the leaderboard; its pairs are compared like any other's.
+    """
+    import warnings as _w
+
+    from ..data import summarize
+    from ..report import marked_agents
+
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")  # summarize's notices are the summary command's business
+        s = summarize(ds).to_dataframe()
+    s.index = s.index.astype(str)
+    return [f"the log marks agents: {m.replace('`', '')}" for m in marked_agents(s, ds)]
+
+
+def _compare_text(cmp, args: argparse.Namespace, matrix: bool, data=None) -> str:
+    """The sentence, the settings and (as a matrix) the matrix's order; ``data``: the log (a graded one's units)."""
+    from ..report import SCORE_ORDER_WORDS
+    from ..report import graded_units
+    from ..report import pair_sentence
+    from ..report import settings_text
+
+    head = "\n".join(
+        textwrap.wrap(pair_sentence(cmp, 1 - args.prob) + graded_units(data, ""), 100)
+        + textwrap.wrap(f"How: {settings_text(cmp)}.", 100)
+    ) + "\n"
+    if matrix:
+        head += "\n".join(textwrap.wrap(
+            f"{cmp.to_dataset().sizes['agent']} agents: the pairs as a matrix, {SCORE_ORDER_WORDS}; the "
+            "full table: --all-pairs or --json.", 100, break_on_hyphens=False,
+        )) + "\n"  # fmt: skip
+    return head
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ..demo import run_demo
+
+    data = truth = None
+    _check_no_log_flags(args, "without it the demo runs on its embedded evaluation")
+    if args.data:
+        data, msgs = load_any(args.data, args)
+        print_warnings(msgs)
+    return run_demo(
+        data=data,
+        truth=truth,
+        out=args.out,
+        seed=args.seed,
+        fast=args.fast,
+        overwrite=args.overwrite,
+        progress=_progress_wanted(args),
+        **_bootstrap_kw(args),
+    )

@@ -1,0 +1,242 @@
+"""``hierbench fit``: the model a log asks for, sampled, checked and saved.
+
+The named builders (crossed, beta-binomial) or a formula model, with refusals said in the
+shell's words and the fit's stages timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+
+from .._console import convergence_line
+from .._console import diagnostics_line
+from .._console import fit_kwargs
+from .._console import print_warnings
+from .._console import seconds
+from .._console import warning_lines
+from ._commands import _saved_groups
+from ._common import CliError
+from ._common import _check_out
+from ._common import _progress_wanted
+from ._reading import _levels
+from ._reading import load_any
+
+
+def _formula_levels(text: str | None, ds) -> list[float] | list[str] | None:
+    """``--levels`` as ``build_mixed``'s ``levels``: a numeric scale, or the labels as written.
+
+    Labels must be those the dataset's ``score`` was read with (``attrs["score_labels"]``); they go
+    on as words, so the saved fit records them as the Python API's fit does (``options.levels``).
+    """
+    levels = _levels(text)
+    if not levels or not isinstance(levels[0], str):
+        return levels
+    from ..data import labels_attr
+
+    have = labels_attr(ds.attrs)
+    if have != levels:
+        raise CliError(
+            f"--levels {text}: the labels the log's score was read with are {have!r}"
+            if have else f"--levels {text} names labels, but the log's score was not read from labels"
+        )
+    return levels
+
+
+class _FitStages:
+    """Progress of ``hierbench fit`` between the sampler's own bar: compiling, then after sampling.
+
+    An adapter until :func:`hierbench.bayes.fit` reports its stages itself:
+    nutpie's ``progress_callback`` says when the first draw starts (compiling
+    is over) and when the last one is in (what follows is the posterior
+    predictive draws, the observed-task means and the convergence
+    diagnostics, silent otherwise). Each stage is an endless tqdm line whose
+    elapsed time ticks once a second.
+    """
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.bar = None
+        self.stage = ""
+        self.sampled_at: float | None = None
+        self._stop = None
+
+    def start(self, stage: str) -> None:
+        if not self.enabled:
+            return
+        import threading
+
+        from tqdm import tqdm
+
+        self.close()
+        self.stage = stage
+        import shutil
+
+        # a terminal that reports no size (some pseudo-terminals) would hide the line
+        size = shutil.get_terminal_size((100, 20))
+        self.bar = tqdm(total=None, desc=stage, bar_format="{desc}: {elapsed}", file=sys.stderr,
+                        ncols=size.columns, nrows=size.lines)  # fmt: skip
+        stop = self._stop = threading.Event()
+        bar = self.bar
+
+        def tick():
+            while not stop.wait(1.0):
+                bar.refresh()
+
+        threading.Thread(target=tick, daemon=True).start()
+
+    def callback(self, chains) -> None:
+        """Nutpie's progress callback: one ``ChainProgress`` per chain."""
+        if self.stage == "compiling the model":
+            self.close()
+            self.stage = "sampling"
+        if self.sampled_at is None and chains and all(
+            c.finished_draws >= c.total_draws for c in chains
+        ):
+            self.sampled_at = time.perf_counter()
+            self.start("after sampling: posterior predictive draws, task means, diagnostics")
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _sample(args: argparse.Namespace, model, progress: bool):
+    """``bayes.fit`` with the CLI's settings, its stages shown when watched; (fit, warnings, wall)."""
+    from .. import bayes
+
+    stages = _FitStages(progress)
+    kw = fit_kwargs(bayes.fit, progress)
+    if progress:
+        kw["progress_callback"] = stages.callback  # nutpie's, passed through by bayes.fit
+        draws = f"{args.draws} draws" if args.draws else "draws to the ESS target"
+        tune = args.tune or bayes.FIT_DEFAULTS["tune"]
+        print(
+            f"fitting the {args.model} model: {args.chains} chains x {draws} (+{tune} tuning)",
+            file=sys.stderr,
+            flush=True,
+        )
+        stages.start("compiling the model")
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dt = bayes.fit(
+                model,
+                draws=args.draws,
+                tune=args.tune,
+                chains=args.chains,
+                rng=args.seed,
+                log_likelihood=bool(args.log_likelihood),
+                **kw,
+            )
+    finally:
+        stages.close()
+    return dt, caught, time.perf_counter() - t0
+
+
+def _check_binary_model(args: argparse.Namespace, ds) -> None:
+    """Refuse partial credit for the binomial --model in the CLI's words (the builder's names the Python API).
+
+    METR's continuous scores: the refusal said "use hierbench.bayes.build_mixed(data)"; from the
+    shell that model is ``--formula``.
+    """
+    import numpy as np
+
+    from .._base import is_binary
+
+    score = ds["score"].values
+    if is_binary(score):
+        return
+    from ..data import grade_names
+    from ..data import labels_attr
+    from ..data import levels_attr
+
+    levels = levels_attr(ds.attrs)
+    how = (f"Its grades have the ordinal model: --levels {','.join(grade_names(levels, labels_attr(ds.attrs)))} "
+           "--formula 'score ~ (1|agent) + (1|task)'" if levels else
+           "For scores in [0, 1] fit --formula 'score ~ (1|agent) + (1|task)' (family fractional)")
+    sc = ds["score"].transpose("agent", "task", "run")
+    part = np.argwhere(np.isfinite(sc.values) & (sc.values != 0) & (sc.values != 1))
+    cells = [(str(sc["agent"].values[i]), str(sc["task"].values[j]), str(sc["run"].values[k]), float(sc.values[i, j, k]))
+             for i, j, k in part[:5]]  # fmt: skip
+    raise CliError(
+        f"--model {args.model}{' (the default)' if args.model == 'crossed' else ''} is binomial: every score "
+        f"must be 0 or 1, and {len(part):,} of the {int(np.isfinite(score).sum()):,} scores of "
+        f"{', '.join(map(repr, args.file))} are partial credit, e.g. (agent, task, run, score) {cells}. "
+        f"{how}; or binarise the --score column first"
+    )
+
+
+def _build(args: argparse.Namespace, ds):
+    """The model `fit` samples: a named builder (--model) or a formula model (--formula)."""
+    from .. import bayes
+
+    if args.formula is None:
+        # --levels is also how the reader takes words: N,Y read as 0 and 1 are binary scores the
+        # named models fit (VerbAgg's r2 was refused); more grades than two are the ordinal model's
+        if args.family != "auto" or (args.levels is not None and len(args.levels.split(",")) != 2):
+            raise CliError("--family and --levels (beyond two grades, read as 0 and 1) describe a --formula "
+                           "model; give --formula too, e.g. --formula 'score ~ (1|agent) + (1|task)'")
+        args.model = args.model or "crossed"
+        _check_binary_model(args, ds)
+        return {"crossed": bayes.build_crossed, "beta_binomial": bayes.build_beta_binomial}[args.model](ds)
+    if args.model is not None:
+        raise CliError(f"--model {args.model} and --formula name two models; give one of them")
+    args.model = "formula"
+    # with --levels the reader took the --score column as grades of that scale (attrs score_levels)
+    return bayes.build_mixed(ds, args.formula, family=args.family, levels=_formula_levels(args.levels, ds))
+
+
+def _check_sampler_flags(args: argparse.Namespace) -> None:
+    """--draws, --tune and --chains refused before the log is read and the model built (was: after both)."""
+    for flag, v, low in (("--draws", args.draws, 1), ("--tune", args.tune, 0), ("--chains", args.chains, 1)):
+        if v is not None and v < low:
+            raise CliError(f"{flag} must be an integer >= {low}; got {v}")
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    _check_sampler_flags(args)
+    out = _check_out(args.out, args.overwrite, kind="fit")
+    ds, msgs = load_any(args.file, args)
+    print_warnings(msgs)
+    from .. import bayes
+    from ..io import save_fit
+
+    model = _build(args, ds)
+    # the structure the builder chose from the design, and why (before the long part)
+    print(bayes.describe(model), flush=True)
+    dt, caught, wall = _sample(args, model, _progress_wanted(args))
+    groups: str | list[str] = "compact"
+    if args.keep_all:
+        groups = "all"
+    else:
+        wanted = ["posterior_predictive"] if args.keep_predictive else []
+        wanted += ["log_likelihood"] if args.log_likelihood else []
+        groups = [g for g in wanted if g in dt.children] or "compact"
+    if _progress_wanted(args):
+        print(f"saving the fit to {out}", file=sys.stderr, flush=True)
+    save_fit(dt, out, groups=groups, overwrite=args.overwrite)
+    size = (
+        out.stat().st_size
+        if out.is_file()
+        else sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    )
+    a = dt.attrs
+    from .._base import counted
+
+    print(
+        f"{args.model} fit of {counted(ds.sizes['agent'], 'agent')} x {counted(ds.sizes['task'], 'task')}: {seconds(wall)} "
+        f"(compile {seconds(a.get('compile_time', float('nan')))}, sampling "
+        f"{seconds(a.get('sampling_time', float('nan')))}); {diagnostics_line(dt)}"
+    )
+    print(f"saved to {out} ({size / 1e6:.1f} MB, groups {_saved_groups(out)})")
+    # the convergence checks' verdict in the fit's own words (not the sampler's warning)
+    line = convergence_line(dt)
+    print_warnings(([line] if line else []) + warning_lines(caught, skip=("ConvergenceWarning",)))
+    return 0

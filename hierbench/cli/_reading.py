@@ -1,0 +1,380 @@
+"""Reading a log from the command line: the reader's flags, their checks, and ``load_any``.
+
+The reader's column flags (``_add_columns``) and their checks against the file they apply to
+(tabular, Inspect, a saved dataset), made before anything is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import re
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from .._console import warning_lines
+from ._common import CliError
+
+#: Python argument names in library messages -> the flag (or argument) the user typed.
+_FLAG_OF = {
+    **{n: f"--{n}" for n in ("agent", "task", "run", "score", "error", "tag", "cluster")},
+    **{n: f"--{n}" for n in ("prob", "draws", "tune", "chains", "seed", "errors", "scorer")},
+    **{n: f"--{n}" for n in ("extra", "encoding", "duplicates")},
+    "annotations": "--annotate",
+    "error_values": "--error-values",
+    "run_index": "--run-index",
+    "task_coords": "--task-coord",
+    "agent_coords": "--agent-coord",
+    "agent_name": "--single-agent",
+    "n_resamples": "--resamples",
+    "rng": "--seed",
+    "overwrite": "--overwrite",
+    "score_levels": "--levels",
+    "levels": "--levels",
+}
+
+
+#: Options whose ``name=value`` in a message is a remedy (not a column's value in a row).
+_ASSIGNABLE = frozenset({"errors", "run_index", "duplicates", "encoding", "prob", "draws", "tune"})
+
+
+def _error_values(items: Sequence[str] | None):
+    """``--error-values`` into ``from_records``' ``error_values``: 'nonempty' or VALUE=error|ok pairs."""
+    if not items:
+        return None
+    if "nonempty" in items:
+        if len(items) > 1:
+            raise CliError(
+                "--error-values: give either 'nonempty' or VALUE=error / VALUE=ok pairs, not both; "
+                f"got {list(items)}"
+            )
+        return "nonempty"
+    out = {}
+    for item in items:
+        value, sep, meaning = item.rpartition("=")
+        if not sep or meaning.strip().lower() not in ("error", "ok") or not value:
+            raise CliError(
+                f"--error-values must be 'nonempty' or VALUE=error / VALUE=ok (e.g. "
+                f"usageLimits=ok); got {item!r}"
+            )
+        out[value] = meaning.strip().lower() == "error"
+    return out
+
+
+def _levels(text: str | None) -> list[float] | list[str] | None:
+    """``--levels 1,2,3,4,5`` as numbers, ``--levels no,perhaps,yes`` as labels (None when not given).
+
+    Every item a number: a numeric scale. Any other list is passed on as written (never
+    stripped): the reader (:func:`hierbench.data.from_records`, ``score_levels``) takes it
+    as labels, refusing a list that mixes numbers and words, a repeated label or one with spaces.
+    """
+    if text is None:
+        return None
+    items = text.split(",")
+    try:
+        return [float(v) for v in items]
+    except ValueError:
+        return items
+
+
+class _Typed(argparse.Action):
+    """Store the value and note that the flag was typed (``typed_<dest>``), its default value or not.
+
+    A typed default counts as not given for the reader-flag checks (:func:`_given_reader_flags`),
+    but ``--agent agent`` beside ``--single-agent`` still says two different things.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, f"typed_{self.dest}", True)
+
+
+def _check_single_agent(opts: dict) -> None:
+    """Refuse ``--single-agent`` with ``--agent``: one reads the agents from a column, the other has none."""
+    single = opts.get("single_agent")
+    if single and opts.get("typed_agent"):
+        raise CliError(
+            f"--single-agent {single} and --agent {opts.get('agent')}: give one, not both "
+            "(--agent COLUMN reads each run's agent from COLUMN; --single-agent NAME reads a log "
+            "with no agent column as the runs of one agent called NAME)"
+        )
+
+
+def _reader_options(opts: dict) -> dict:
+    """The CLI's column and reader flags as ``from_records`` keywords."""
+    _check_single_agent(opts)
+    single = opts.get("single_agent")
+    return {
+        "agent": None if single else (opts.get("agent") or "agent"),
+        "agent_name": single or "agent",
+        "task": opts.get("task") or "task",
+        "run": opts.get("run"),
+        "score": opts.get("score") or "score",
+        "error": opts.get("error"),
+        "error_values": _error_values(opts.get("error_values")),
+        "tag": opts.get("tag"),
+        "cluster": opts.get("cluster"),
+        "extra": opts.get("extra") or None,
+        "annotations": opts.get("annotate") or None,
+        "task_coords": opts.get("task_coord") or (),
+        "agent_coords": opts.get("agent_coord") or (),
+        "errors": opts.get("errors") or "fail",
+        "run_index": opts.get("run_index") or "auto",
+        "duplicates": opts.get("duplicates") or "refuse",
+        "encoding": opts.get("encoding") or "utf-8",
+        "score_levels": _levels(opts.get("levels")),
+    }
+
+
+#: a ``.json`` file in a folder is an Inspect log when its name starts with the ISO time
+#: ``inspect eval`` names its logs by (Inspect's own listing skips other JSON, e.g. an index)
+_INSPECT_JSON_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}.*\.json$")
+
+
+def _is_inspect(p: Path) -> bool:
+    """An Inspect log (``.eval`` or ``.json``, ``inspect eval``'s two formats), or a folder of them.
+
+    A folder counts when it holds a ``.eval`` log or a time-named ``.json`` one, the files
+    :func:`~hierbench.data.read_inspect_log` reads from a folder; any other folder is a table
+    (Parquet).
+    """
+    if not p.is_dir():
+        return p.suffix in (".eval", ".json")
+    return any(p.rglob("*.eval")) or any(_INSPECT_JSON_NAME.match(f.name) for f in p.rglob("*.json"))
+
+
+@functools.cache
+def _reader_defaults() -> dict:
+    """Every reader flag's dest and its default, from the parser group that defines them."""
+    p = argparse.ArgumentParser(add_help=False)
+    _add_columns(p)
+    return vars(p.parse_args([]))
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")  # argparse derived each dest from its flag
+
+
+def _given_reader_flags(opts: dict) -> dict:
+    """The reader flags the user gave (dest -> value), in the parser's order.
+
+    A flag counts as given when its value differs from the parser's default: one typed
+    with its default value (``--agent agent``) asks for what the reader does unasked, and
+    counts as not given, for every flag and every input alike. ``--errors`` has no parser
+    default, so a typed ``--errors fail`` counts as given: a saved eval dataset carries its
+    own policy, and the two are compared (:func:`_check_reader_flags`).
+    """
+    return {
+        d: opts[d] for d, default in _reader_defaults().items() if d in opts and opts[d] != default
+    }
+
+
+def _flags_text(given: dict) -> str:
+    """The given flags as typed: ``--agent model``, a repeated flag once per value."""
+    parts = []
+    for dest, value in given.items():
+        for v in value if isinstance(value, list) else [value]:
+            parts.append(f"{_flag(dest)} {v}")
+    return ", ".join(parts)
+
+
+#: Inspect logs: the reader flags read_inspect_log takes; every other one reads tables.
+_INSPECT_FLAGS = ("scorer", "errors")
+
+
+def _check_reader_flags(p: Path | list[Path], opts: dict) -> None:
+    """Refuse a reader flag the reader chosen for LOG does not use (rather than ignore it).
+
+    Tables (CSV, TSV, JSONL, Parquet) use every reader flag but ``--scorer``; Inspect
+    logs use ``--scorer`` and ``--errors``; a saved eval dataset (``.nc``) uses none.
+    ``fit --formula`` also reads ``--levels`` as its model's grade scale (``_build``).
+    """
+    given = _given_reader_flags(opts)
+    if "formula" in opts:
+        given.pop("levels", None)  # fit's own: --formula's grade scale (_build refuses it without)
+    if isinstance(p, list) or _is_inspect(p):
+        unused = {d: v for d, v in given.items() if d not in _INSPECT_FLAGS}
+        what = "Inspect logs (samples are the tasks, epochs the runs, the model the agent)"
+        todo = (
+            "those flags read tables (CSV, TSV, JSONL, Parquet); for Inspect logs only --scorer "
+            "(which scorer is the score) and --errors apply: leave the others out"
+        )
+    elif p.suffix == ".nc":
+        saved = _saved_errors(p) if given else "fail"
+        # an --errors equal to the policy the dataset holds asks for what it has
+        unused = {d: v for d, v in given.items() if not (d == "errors" and v == saved)}
+        what = "a saved eval dataset (.nc)"
+        todo = (
+            "it already carries the columns, coords, grade levels and error policy it was read "
+            f"with (errors={saved!r}); leave the flags out, or give the original log with them to "
+            "read it anew"
+        )
+    else:
+        unused = {d: v for d, v in given.items() if d == "scorer"}
+        what = "a table (CSV, TSV, JSONL or Parquet)"
+        todo = "--scorer reads Inspect logs; name the table's score column with --score"
+    if unused:
+        log = ", ".join(map(str, p)) if isinstance(p, list) else str(p)
+        raise CliError(
+            f"LOG {log!r} is read as {what}, which does not use {_flags_text(unused)} (a flag "
+            f"its reader would ignore is refused, not dropped): {todo}"
+        )
+
+
+def _saved_errors(p: Path) -> str:
+    """The error policy a saved eval dataset was read with (its ``errors`` attr)."""
+    import xarray as xr
+
+    try:
+        with xr.open_dataset(p) as ds:
+            return str(ds.attrs.get("errors", "fail"))
+    except (OSError, ValueError) as exc:
+        raise CliError(f"LOG {str(p)!r} cannot be opened as a saved eval dataset (.nc): {exc}") from exc
+
+
+def _one_or_inspect_logs(paths: Sequence[str]) -> Path | list[Path]:
+    """The one LOG, or several Inspect logs read together; any other several are refused by name."""
+    ps = [Path(x) for x in paths]
+    missing = [str(x) for x in ps if not x.exists()]
+    if missing:
+        raise CliError(f"no such file or folder: {', '.join(map(repr, missing))}")
+    if len(ps) == 1:
+        return ps[0]
+    other = [str(x) for x in ps if not _is_inspect(x)]
+    if other:
+        raise CliError(
+            f"LOG: {len(ps)} files given, but only Inspect logs (.eval or .json, or folders of them) are read "
+            f"together (one model per log); these are not: {', '.join(other)}. Put every agent's "
+            "runs in one table (one row per run, an agent column) and pass that one file"
+        )
+    return ps
+
+
+def _check_no_log_flags(args: argparse.Namespace, why: str) -> None:
+    """Refuse reader flags given to a command without ``--data LOG``: there is nothing they read."""
+    given = _given_reader_flags(vars(args)) if not args.data else {}
+    if given:
+        raise CliError(
+            f"{_flags_text(given)}: reader flags read the run log given with --data, and no --data "
+            f"was given ({why}); give --data LOG, or leave them out"
+        )
+
+
+def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
+    """Read LOG (CSV, TSV, JSONL, Parquet, netCDF ``.nc``, or Inspect ``.eval`` / ``.json`` logs) into an eval dataset.
+
+    ``path`` is one path, or several Inspect logs (one per model, as ``inspect eval``
+    writes them). Returns the dataset and the warnings raised while reading (as text).
+    """
+    p = _one_or_inspect_logs([path] if isinstance(path, (str, Path)) else list(path))
+    opts = vars(args) if args is not None else {}
+    _check_reader_flags(p, opts)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if isinstance(p, list) or _is_inspect(p):
+            from ..data import read_inspect_log
+
+            ds = read_inspect_log(p, scorer=opts.get("scorer"), errors=opts.get("errors") or "fail")
+        elif p.suffix == ".nc":
+            from ..io import load_dataset
+
+            ds = load_dataset(p)  # a saved fit is refused, naming `hierbench report`
+        else:
+            from ..data import from_records
+
+            ds = from_records(p, **_reader_options(opts))
+    return ds, warning_lines(caught)
+
+
+def _add_columns(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("columns (tabular logs)")
+    g.add_argument("--agent", default="agent", action=_Typed, help="agent column (default: agent)")
+    g.add_argument("--task", default="task", help="task column (default: task)")
+    g.add_argument(
+        "--run", default=None, help="run column (default: number runs per cell in file order)"
+    )
+    g.add_argument(
+        "--score", default="score",
+        help="score column, values in [0, 1], or ordinal grades with --levels (default: score)",
+    )  # fmt: skip
+    g.add_argument(
+        "--error",
+        default=None,
+        help="infrastructure-error column: booleans, 0/1, true/false/yes/no/error/ok; "
+        "other values need --error-values",
+    )
+    g.add_argument(
+        "--error-values",
+        action="append",
+        metavar="VALUE=error|ok",
+        help="what another value of the --error column means, e.g. usageLimits=ok or "
+        "timeout=error (repeatable); or 'nonempty': every non-empty value is an error",
+    )
+    g.add_argument("--tag", default=None, help="per-task tag column")
+    g.add_argument("--cluster", default=None, help="per-task cluster column (repository, family)")
+    g.add_argument(
+        "--extra",
+        action="append",
+        metavar="COL",
+        help="numeric per-run column to keep (repeatable)",
+    )
+    g.add_argument(
+        "--annotate",
+        action="append",
+        metavar="COL",
+        help="boolean per-run annotation to keep and count, e.g. a budget-hit flag (repeatable)",
+    )
+    g.add_argument(
+        "--task-coord",
+        action="append",
+        metavar="COL",
+        help="column constant per task to keep as a task coord (repeatable)",
+    )
+    g.add_argument(
+        "--agent-coord",
+        action="append",
+        metavar="COL",
+        help="column constant per agent to keep as an agent coord (repeatable)",
+    )
+    g.add_argument(
+        "--single-agent",
+        metavar="NAME",
+        default=None,
+        help="the log holds one agent and no agent column: call it NAME (refused with --agent, "
+        "and when an 'agent' column holds several agents)",
+    )
+    r = p.add_argument_group("reading (tables; --errors also Inspect logs, --scorer Inspect logs only)")
+    r.add_argument(
+        "--run-index",
+        choices=["auto", "label", "within_cell"],
+        default="auto",
+        help="how --run labels become runs: integer labels as occasions shared by cells (auto), "
+        "always the labels (label), or numbered within each cell (within_cell)",
+    )
+    r.add_argument(
+        "--duplicates",
+        choices=["refuse", "drop", "keep"],
+        default="refuse",
+        help="records repeated in every column: refuse (default), drop the copies, keep them as runs",
+    )
+    r.add_argument(
+        "--levels", default=None, metavar="G1,G2,...",
+        help="the --score column holds ordinal grades of this scale, e.g. 1,2,3,4,5: each score must "
+        "be one of them (any other is refused, naming the rows); each is read as its place "
+        "(grade - first) / (last - first) in [0, 1], and `fit --formula 'score ~ ...'` fits the "
+        "grades themselves (family ordinal). Grades written as words: their labels in order, lowest "
+        "first, e.g. no,perhaps,yes: label k of L (the first k = 0) is read as k / (L - 1) (equally spaced; the ordinal "
+        "fit uses their order only), matched exactly as written (Yes or ' yes' is not yes: refused, "
+        "never case-folded or stripped), and the outputs name the grades by them. A list of numbers "
+        "keeps its spacing (1,2,4); one mixing numbers and words is refused",
+    )  # fmt: skip
+    r.add_argument("--encoding", default="utf-8", help="text encoding of CSV/TSV/JSONL (utf-8)")
+    r.add_argument(
+        "--errors",
+        choices=["fail", "exclude"],
+        default=None,  # "fail" when not typed; None tells a typed --errors fail apart (_check_reader_flags)
+        help="errored runs count as failures (fail, default) or as not run (exclude); a saved "
+        "eval dataset (.nc) keeps the policy it was saved with",
+    )
+    r.add_argument("--scorer", default=None, help="Inspect logs: which scorer is the score")
