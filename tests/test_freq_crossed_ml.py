@@ -570,11 +570,9 @@ def test_laplace_gradient_matches_finite_differences():
     np.testing.assert_allclose(g, fd_gradient(lik.value, x, np.ones(4, bool)), atol=1e-5)
 
 
-def test_ordinal_thresholds_of_grades_written_as_words_are_named_by_their_labels(shared_data):
-    """VerbAgg's `resp` (no / perhaps / yes) read as labels: the ML fit named its thresholds "0|1",
-    "1|2" (the places) where the Bayesian fit says "no|perhaps"; now both name the labels, and the
-    repr gives each threshold with its interval's level and kind.
-    """
+
+def _verbagg_six_ordinal(shared_data):
+    """The ordinal GLMM of VerbAgg's first 6 persons, grades read from the file's no / perhaps / yes."""
     from hierbench.data import from_records
 
     raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
@@ -582,7 +580,14 @@ def test_ordinal_thresholds_of_grades_written_as_words_are_named_by_their_labels
     ds = from_records(raw, agent="id", task="item", score="resp", score_levels=["no", "perhaps", "yes"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fit_crossed_ml(ds, "score ~ (1|agent) + (1|task)", family="ordinal", intervals="wald")
+        return fit_crossed_ml(ds, "score ~ (1|agent) + (1|task)", family="ordinal", intervals="wald")
+
+def test_ordinal_thresholds_of_grades_written_as_words_are_named_by_their_labels(shared_data):
+    """VerbAgg's `resp` (no / perhaps / yes) read as labels: the ML fit named its thresholds "0|1",
+    "1|2" (the places) where the Bayesian fit says "no|perhaps"; now both name the labels, and the
+    repr gives each threshold with its interval's level and kind.
+    """
+    fit = _verbagg_six_ordinal(shared_data)
     want = ["no|perhaps", "perhaps|yes"]  # the file's labels, lowest first
     assert fit.thresholds.threshold.values.tolist() == want == fit.thresholds_ci.threshold.values.tolist()
     text = repr(fit)
@@ -615,15 +620,11 @@ def test_mean_response_repr_says_what_it_estimates(shared_data):
     """Its repr read "MeanResponseResult: estimate with 95% normal interval": the quantity (a mean grade
     on which scale, or a success rate) was left out. VerbAgg's first 6 persons, no / perhaps / yes.
     """
-    from hierbench.data import from_records
     from hierbench.freq import mean_response
 
-    raw = pd.read_csv(shared_data / "lme4" / "verbagg.csv", dtype=str, keep_default_na=False)
-    raw = raw[raw["id"].isin(list(dict.fromkeys(raw["id"]))[:6])]
-    ds = from_records(raw, agent="id", task="item", score="resp", score_levels=["no", "perhaps", "yes"])
+    fit = _verbagg_six_ordinal(shared_data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit = fit_crossed_ml(ds, "score ~ (1|agent) + (1|task)", family="ordinal", intervals="wald")
         res = mean_response(fit, by="agent")
     assert repr(res).splitlines()[0] == (
         "MeanResponseResult: mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes) (95% normal interval)"
