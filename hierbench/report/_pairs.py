@@ -178,7 +178,7 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
         (``simultaneous lower`` / ``upper``, when the result has one), the
         result's adjusted p-value (``p max-T``, ``p Holm``, ...) and its Monte
         Carlo error, ``differ (...)`` (pandas' nullable boolean: NA, shown as
-        "undefined", where the adjusted p-value is; :func:`no_p_note` says why);
+        "undefined", where the adjusted p-value is; the note under the table says why);
         then the per-pair interval (``per-pair lower`` / ``upper``), ``shared
         tasks``, the test's own p-value and its Monte Carlo error, whether
         these two disagree at ``alpha`` (``per-pair CI and p disagree``: the
