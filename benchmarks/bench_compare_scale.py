@@ -8,8 +8,8 @@ in 12 clusters). Each call is ``compare_agents(data, rng=0)`` (the defaults:
 sign-flip test, max-T over 21,112 random sign patterns, 9,999 bootstrap
 resamples) in a fresh process, so its peak resident memory is its own
 (``ru_maxrss``; ``rss0`` is the process before the call, data loaded). With
-``--before PATH`` (a source tree of another commit, e.g. ``git archive main
-hierbench | tar -x -C /tmp/base``) the same calls run on that tree too,
+``--before PATH`` (a source tree of another commit, e.g. ``mkdir base && git
+archive main hierbench | tar -x -C base``) the same calls run on that tree too,
 interleaved with this one, and the digest of every output array (sha256 of
 the result's Dataset, values and attrs) shows whether the two agree bit for bit.
 
