@@ -343,3 +343,17 @@ def test_the_agent_task_term_is_left_to_the_builders_rule():
         warnings.simplefilter("error", UnidentifiedTermWarning)
         design = model_design("score ~ 0 + agent + (1|task) + (1|agent:task)", data)
     assert not any(k.startswith("unidentified") for k in design.decisions)
+
+
+def test_an_ordinal_designs_repr_writes_its_scale_as_a_reader_does():
+    """The repr printed the grade scale as the list repr "[1.0, 2.0, 3.0, 4.0, 5.0]"; the grades
+    written here are 1 to 5, so the scale reads "1, 2, 3, 4, 5" (as the mean response's head does).
+    """
+    from hierbench.data import model_design
+
+    grades = np.tile([1.0, 2.0, 3.0, 4.0, 5.0, 3.0], 4).reshape(3, 4, 2)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), grades)},
+                    coords={"agent": list("abc"), "task": list("wxyz"), "run": [0, 1]})  # fmt: skip
+    d = model_design("score ~ (1|agent) + (1|task)", ds, family="ordinal")
+    assert "  scale: 1, 2, 3, 4, 5" in repr(d).splitlines()
+    assert d.reader_scale(None)[1] == "mean grade (of score, scale 1, 2, 3, 4, 5)"

@@ -190,11 +190,7 @@ class ModelDesign:
         ``threshold`` (ordinal only) the share graded at least that grade.
         """
         if self.family == "ordinal" and threshold is None:
-            # "scale 1, 2, 3, 4, 5" (or "0 = no, 1 = perhaps, 2 = yes"), not the list repr "[1.0, 2.0, ...]"
-            nums = [f"{c:g}" for c in self.categories]
-            named = zip(nums, self.labels, strict=True) if self.labels and len(self.labels) == len(nums) else None
-            scale = ", ".join(f"{n} = {lab}" for n, lab in named) if named else ", ".join(nums)
-            return 1.0, f"mean grade (of {self.response}, scale {scale})"
+            return 1.0, f"mean grade (of {self.response}, scale {self._scale_text()})"
         if self.family == "ordinal":
             cats = self.categories
             if threshold not in cats or threshold == cats[0]:
@@ -265,6 +261,15 @@ class ModelDesign:
             raise HierbenchError(f"the formula {self.formula!r} has no agent-level term to split the agents' variance into")
         return fixed, rand, names
 
+    def _scale_text(self) -> str:
+        """The grade scale as a reader writes it: "1, 2, 3, 4, 5" or "0 = no, 1 = perhaps, 2 = yes".
+
+        Not the list repr "[1.0, 2.0, ...]" (the mean response's head and this design's repr).
+        """
+        nums = [f"{c:g}" for c in self.categories]
+        named = zip(nums, self.labels, strict=True) if self.labels and len(self.labels) == len(nums) else None
+        return ", ".join(f"{n} = {lab}" for n, lab in named) if named else ", ".join(nums)
+
     def __repr__(self) -> str:
         lines = [
             f"ModelDesign: {self.formula}  [{self.family}]",
@@ -275,7 +280,7 @@ class ModelDesign:
         for t in self.random:
             lines.append(f"  random: ({t.name})  {t.levels.size} levels, {t.level}-level")
         if self.categories is not None:
-            lines.append(f"  scale: {self.categories.tolist()}")
+            lines.append(f"  scale: {self._scale_text()}")
         lines += [f"  {k}: {v}" for k, v in self.decisions.items()]
         return "\n".join(lines)
 
