@@ -98,6 +98,7 @@ from ._summary import summarize
 from ._values import SimilarLabelsWarning
 from ._values import _labels_from_text as _labels_from_text  # for hierbench.io (missing labels)
 from ._values import _labels_to_text as _labels_to_text  # for hierbench.io (missing labels)
+from ._values import grade_key as grade_key  # for the report and ModelDesign; not in __all__
 from ._values import grade_names as grade_names  # for the report and the demo; not in __all__
 from ._values import grade_reading as grade_reading  # for hierbench._console; not in __all__
 from ._values import grade_rule as grade_rule  # for hierbench._console; not in __all__

@@ -49,6 +49,7 @@ from .._base import check_choice
 from .._base import counted
 from .._base import counts
 from .._base import warn_user
+from ._values import grade_key
 from ._values import grade_levels
 from ._values import grade_scale
 from ._values import grades_at
@@ -190,7 +191,7 @@ class ModelDesign:
         ``threshold`` (ordinal only) the share graded at least that grade.
         """
         if self.family == "ordinal" and threshold is None:
-            return 1.0, f"mean grade (of {self.response}, scale {self._scale_text()})"
+            return 1.0, f"mean grade (of {self.response}, scale {grade_key(self.categories, self.labels)})"
         if self.family == "ordinal":
             cats = self.categories
             if threshold not in cats or threshold == cats[0]:
@@ -261,15 +262,6 @@ class ModelDesign:
             raise HierbenchError(f"the formula {self.formula!r} has no agent-level term to split the agents' variance into")
         return fixed, rand, names
 
-    def _scale_text(self) -> str:
-        """The grade scale as a reader writes it: "1, 2, 3, 4, 5" or "0 = no, 1 = perhaps, 2 = yes".
-
-        Not the list repr "[1.0, 2.0, ...]" (the mean response's head and this design's repr).
-        """
-        nums = [f"{c:g}" for c in self.categories]
-        named = zip(nums, self.labels, strict=True) if self.labels and len(self.labels) == len(nums) else None
-        return ", ".join(f"{n} = {lab}" for n, lab in named) if named else ", ".join(nums)
-
     def __repr__(self) -> str:
         lines = [
             f"ModelDesign: {self.formula}  [{self.family}]",
@@ -280,7 +272,7 @@ class ModelDesign:
         for t in self.random:
             lines.append(f"  random: ({t.name})  {t.levels.size} levels, {t.level}-level")
         if self.categories is not None:
-            lines.append(f"  scale: {self._scale_text()}")
+            lines.append(f"  scale: {grade_key(self.categories, self.labels)}")
         lines += [f"  {k}: {v}" for k, v in self.decisions.items()]
         return "\n".join(lines)
 

@@ -480,6 +480,18 @@ def grade_names(scale: np.ndarray, labels: tuple[str, ...] | list[str] | None = 
     return [f"{v:g}" for v in np.asarray(scale, dtype=float)]
 
 
+def grade_key(scale, labels: tuple[str, ...] | list[str] | None = None) -> str:
+    """A grade scale as outputs write it: ``0 = no, 1 = perhaps, 2 = yes`` for labels, else ``1, 2, 3, 4, 5``.
+
+    Grades written as words are fitted as their places 0..L-1 (the numbers a mean grade
+    is on); without labels (or with labels that do not match the scale), the numbers alone.
+    """
+    nums = [f"{float(c):g}" for c in scale]
+    if labels is None or len(labels) != len(nums):
+        return ", ".join(nums)
+    return ", ".join(f"{n} = {lab}" for n, lab in zip(nums, labels, strict=True))
+
+
 def grade_reading(scale: np.ndarray, labels: tuple[str, ...] | list[str] | None = None) -> str:
     """The grades and how each became a score in [0, 1], in words.
 

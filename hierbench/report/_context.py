@@ -10,6 +10,7 @@ import xarray as xr
 
 from .._base import HierbenchWarning
 from .._base import fit_record
+from ..data import grade_key
 
 __all__ = ["SECTIONS", "ReportSectionWarning"]
 
@@ -95,16 +96,18 @@ def _eti(da: xr.DataArray, prob: float) -> pd.DataFrame:
     )
 
 
-def grade_key(cats, labels: list[str] | None) -> str:
-    """A graded fit's grades as the report names them: ``0 = no, 1 = perhaps, 2 = yes`` for labels.
+def in_log_order(table: pd.DataFrame, data: xr.Dataset | None) -> pd.DataFrame:
+    """``table``'s rows in the log's agent order (a formula fit sorts its levels as text: 1, 10, 11, 2).
 
-    Grades written as words are fitted as their places 0..L-1 (the numbers a mean grade
-    is on); without labels, the numbers alone (``1, 2, 3, 4, 5``).
+    The agent is the index (or its first level); rows of one agent keep the order of the
+    index's other levels (pass^k's k). Agents the log does not hold go last.
     """
-    nums = [f"{float(c):g}" for c in cats]
-    if labels is None or len(labels) != len(nums):
-        return ", ".join(nums)
-    return ", ".join(f"{n} = {lab}" for n, lab in zip(nums, labels, strict=True))
+    if data is None or "agent" not in data.coords:
+        return table
+    order = {str(a): i for i, a in enumerate(data["agent"].values)}
+    keys = [(order.get(str(i[0] if isinstance(i, tuple) else i), len(order)), *(i[1:] if isinstance(i, tuple) else ()))
+            for i in table.index]  # fmt: skip
+    return table.iloc[sorted(range(len(table)), key=keys.__getitem__)]
 
 
 #: a formula model's agent-level quantity in the report, by whether its family grades

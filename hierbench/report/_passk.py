@@ -24,10 +24,11 @@ import warnings
 import pandas as pd
 import xarray as xr
 
+from ..data import grade_key
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
-from ._context import grade_key
+from ._context import in_log_order
 from ._report import Report
 
 __all__: list[str] = []
@@ -245,7 +246,7 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
         raise _Skip("needs data with binary scores or a crossed / beta-binomial fit")
     # every k while that is a short table (tau-bench publishes pass^1..4); beyond, the ends and k = 2
     show = ks if len(ks) <= _ALL_K else sorted({1, 2, ks[-1]})
-    table = _in_log_order(passk_table(unb, bay, what, ctx.prob), ctx)
+    table = in_log_order(passk_table(unb, bay, what, ctx.prob), ctx.data)
     if "tasks (>= k runs)" not in table:  # a fit alone: the counts from its constant data, as the text says
         table.insert(0, "tasks (>= k runs)", _tasks_per_k(n, table.index))
     table = table[table.index.get_level_values("k").isin(show)]
@@ -273,15 +274,6 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     drawn = (f"posterior {ctx.prob:.0%} bands" + ("; points: the unbiased estimates" if unb is not None else "")
              if bands is not None else f"the unbiased estimates with their {ctx.prob:.0%} intervals as bars")
     rep.figure("passk_curves", fig, f"pass^k against k per agent ({drawn}).")
-
-
-def _in_log_order(table: pd.DataFrame, ctx: _Context) -> pd.DataFrame:
-    """The rows by the log's (or the fit's) agent order, then k: the other tables' order, not sorted names."""
-    if ctx.data is None or "agent" not in ctx.data.coords:
-        return table
-    order = {str(a): i for i, a in enumerate(ctx.data["agent"].values)}
-    keys = [(order.get(str(a), len(order)), k) for a, k in table.index]
-    return table.iloc[sorted(range(len(table)), key=keys.__getitem__)]
 
 
 def _tasks_per_k(n: xr.DataArray, index: pd.MultiIndex) -> list[int]:

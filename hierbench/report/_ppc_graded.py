@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..data import grade_key
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
-from ._context import grade_key
 from ._report import Report
 
 #: at most this many agents get a panel of their own (above it: the most extreme ones)

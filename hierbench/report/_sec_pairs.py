@@ -116,10 +116,10 @@ def graded_units(data, tail: str = ", the scale of Agent abilities") -> str:
     VerbAgg's no / perhaps / yes: Agent abilities gave mean grades 1.167 and 1.333 (0..2), the
     table their difference -0.083 (the score on 0..1), with nothing said.
     """
+    from ..data import grade_key
     from ..data import grade_reading
     from ..data import labels_attr
     from ..data import levels_attr
-    from ._context import grade_key
 
     levels = levels_attr(data.attrs) if data is not None else None
     if not levels or len(levels) < 3:  # two grades are read as 0 and 1: the differences are of pass rates

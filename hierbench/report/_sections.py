@@ -12,11 +12,12 @@ from .._base import cluster_label
 from .._base import counted
 from .._base import fit_record
 from .._base import flag_advice
+from ..data import grade_key
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
 from ._context import _Skip
-from ._context import grade_key
+from ._context import in_log_order
 from ._report import Report
 from ._report import as_table
 from ._report import judged
@@ -290,11 +291,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
 
 def _in_data_order(intervals: dict[str, pd.DataFrame], data: xr.Dataset | None) -> dict[str, pd.DataFrame]:
     """Each method's rows in the log's agent order (a formula fit sorts its levels as text: 1, 10, 11, 2)."""
-    if data is None:
-        return intervals
-    order = {str(a): i for i, a in enumerate(data["agent"].values)}
-    return {k: v.iloc[sorted(range(len(v)), key=lambda i: order.get(str(v.index[i]), len(order)))]
-            for k, v in intervals.items()}  # fmt: skip
+    return {k: in_log_order(v, data) for k, v in intervals.items()}
 
 
 def _no_bar(intervals: dict[str, pd.DataFrame]) -> str:

@@ -27,10 +27,10 @@ import pandas as pd
 import xarray as xr
 
 from .._base import fit_record
+from ..data import grade_key
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
-from ._context import grade_key
 from ._report import Report
 from ._report import judged
 
