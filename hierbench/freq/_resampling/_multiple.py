@@ -521,10 +521,15 @@ def _choose_adjust(adjust: str, test: str, why_not_mvt: str | None) -> tuple[str
     return adjust, "chosen by the caller"
 
 
-def _tested(st: dict) -> np.ndarray:
-    """The pairs with a defined t-statistic (a finite, positive SE)."""
+def _tested(st: dict, *, infinite: bool = False) -> np.ndarray:
+    """The pairs with a defined t-statistic (a finite, positive SE).
+
+    With ``infinite``, also those whose t is infinite (SE 0 beside a nonzero difference): the
+    sign flips' max-T family (:func:`_family_maxt`).
+    """
     with np.errstate(invalid="ignore"):
-        return np.flatnonzero(st["defined"] & np.isfinite(st["se"]) & (st["se"] > 0))
+        se_ok = (st["se"] > 0) | (st["mean_diff"] != 0) if infinite else st["se"] > 0
+        return np.flatnonzero(st["defined"] & np.isfinite(st["se"]) & se_ok)
 
 
 def _family_maxt(
@@ -539,10 +544,7 @@ def _family_maxt(
     alike, which the maximum then counts (:func:`hierbench.freq._resampling._maxt.signflip_maxt`).
     The multivariate-t route has no law for an infinite ``t``: there such a pair is left out.
     """
-    ok = _tested(st)
-    if test == "permutation":
-        with np.errstate(invalid="ignore"):
-            ok = np.flatnonzero(st["defined"] & np.isfinite(st["se"]) & ((st["se"] > 0) | (st["mean_diff"] != 0)))
+    ok = _tested(st, infinite=test == "permutation")
     if not ok.size:
         return {"crit": np.nan, "exact": True, "n_patterns": 0}
     if test == "permutation":
