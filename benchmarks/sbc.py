@@ -518,7 +518,7 @@ def _mixed_prior(model, reps: int, seed: int):
 
 def mixed_items(name: str, design: str, reps: int, seed: int) -> list[dict]:
     """Each formula-model replicate's outcome, truth and sampler seed, drawn from the design's prior."""
-    model = _build_formula(name, template_mixed(name, design))
+    _, model = _mixed_template_model(name, design)  # the one a serial run's replicates then reuse
     pri, pp = _mixed_prior(model, reps, seed)
     gen = np.random.default_rng(seed + 1)
     seeds = [int(gen.integers(2**31 - 1)) for _ in range(reps)]
