@@ -405,7 +405,7 @@ def test_demo_and_its_report_show_the_same_bayes_pass_k(demo_fast):
     for line in out.splitlines():
         parts = line.split()
         if len(parts) >= 6 and parts[1].isdigit():  # agent, k, tasks, [truth,] unbiased, Bayes mean, lower, upper
-            demo[(parts[0], int(parts[1]))] = (parts[-3], parts[-2])
+            demo[(parts[0], int(parts[1]))] = (parts[-3], parts[-2].strip("[,"))  # mean, [lower, upper]
     shared = set(report) & set(demo)
     assert len(shared) >= 6
     assert {key: demo[key] for key in shared} == {key: report[key] for key in shared}
@@ -442,7 +442,7 @@ def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
     assert "p max-T" in out and "simultaneous lower" in out and "tasks needed" in out
     # pass^k names the columns it has; the pairs' Bayes column says it is per pair, not adjusted
     passk = " ".join(out.split("## 6.")[1].split("\n## ")[0].split())
-    assert "at least k times: the truth, the unbiased estimator and the crossed model's" in passk
+    assert "at least k times (`tasks`): the truth, the unbiased estimator and the crossed model's" in passk
     n_pairs = data.sizes["agent"] * (data.sizes["agent"] - 1) // 2
     pairs_text = " ".join(out.split("## 7.")[1].split("\n## ")[0].split())
     assert f"pair by pair: not adjusted for the {n_pairs} pairs" in pairs_text
@@ -750,7 +750,7 @@ def test_demo_on_a_one_agent_log_says_what_it_cannot_compute(capsys, tmp_path, s
     assert "sd_task holds the agent x task spread too: one agent" in sections
     # a user's log has no truth: the pass^k text names only the columns the table has
     passk = " ".join(out.split("## 5.")[1].split("\n## ")[0].split())
-    assert "truth" not in passk and "at least k times: the unbiased estimator and the crossed" in passk
+    assert "truth" not in passk and "at least k times (`tasks`): the unbiased estimator and the crossed" in passk
     notes = [x for x in cap.err.splitlines() if x.startswith("warning: section")]
     assert len(notes) == len(set(notes)) and "warning:" not in out
     # sections that do not apply to one agent are said so in their text, not warned about as failures

@@ -4,6 +4,7 @@ Expected values come from hand calculations stated in each test or from scipy /
 statsmodels, never from the code under test.
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -168,14 +169,65 @@ def test_demo_passk_gives_the_unbiased_estimators_interval_with_its_level_and_ki
         warnings.simplefilter("ignore")
         text = _passk_section(DemoContext(ds, None))
     head = next(r for r in text.splitlines() if r.lstrip().startswith("k "))
-    assert "unbiased 95% lower (new tasks; logit t or bound)" in head
-    assert "unbiased 95% upper (new tasks; logit t or bound)" in head
+    assert "unbiased 95%" in head  # the level in the column's name
     assert "Student t on the logit scale" in " ".join(text.split())  # the estimator's kind, as it states it
     v = c / 2
     m, se = v.mean(), v.std(ddof=1) / np.sqrt(v.size)
     half = stats.t.ppf(0.975, v.size - 1) * se / (m * (1 - m))
     row = next(r.split() for r in text.splitlines() if r.startswith("a ") and r.split()[1] == "1")
-    assert [float(x) for x in row[4:6]] == pytest.approx([expit(logit(m) - half), expit(logit(m) + half)], abs=5e-4)
+    assert [float(x.strip("[],")) for x in row[4:6]] == pytest.approx([expit(logit(m) - half), expit(logit(m) + half)], abs=5e-4)
+
+
+def test_demo_passk_table_fits_a_terminal_and_letters_name_the_estimators_flags():
+    """The embedded default's pass^k table ran to 300 characters, one 75-character flag repeated in
+    most rows. Now each interval is one column and each flag a letter: every row's letter must
+    stand for that cell's own ``ci_flag`` from ``pass_hat_k`` (computed here apart from the demo).
+    """
+    from hierbench.freq import pass_hat_k
+    from hierbench.testing import default_dataset
+
+    ds = default_dataset()
+    ds = ds[0] if isinstance(ds, tuple) else ds
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = _passk_section(DemoContext(ds, None))
+        flags = pass_hat_k(ds, [1, 2, 3, 4, 5]).to_frame()["ci_flag"].fillna("")
+    lines = text.splitlines()
+    start = next(i for i, r in enumerate(lines) if r.lstrip().startswith("k "))
+    rows = [r for r in lines[start + 2:] if r.startswith("agent_")]
+    assert len(rows) == 30 and max(len(r) for r in lines[start:start + 32]) <= 100
+    block = "\n".join(lines[start + 33:]).split("\n\n")[0]  # the letters' words, under the table
+    entries = [" ".join(e.split()) for e in re.split(r"\n(?=[a-j] \()", block)]
+    legend = {e[0]: e.split("): ", 1)[1].removesuffix(".") for e in entries}
+    assert set(legend) == {"a", "b"}
+    for r in rows:
+        agent, k, *_, last = r.split()
+        want = flags.loc[(agent, int(k))]
+        assert (legend[last] if last in legend else "") == want, (agent, k)
+
+
+def test_demo_pair_table_drops_the_mc_error_column_only_when_the_p_values_are_exact():
+    """The embedded default's max-T is exact (4,096 sign patterns of 12 clusters): its "MC error of
+    p max-T" column was 0 in every row. 40 tasks without clusters (2^40 patterns) are Monte Carlo:
+    the column stays, and its values are the result's own standard errors.
+    """
+    from hierbench.demo._pairs import _compare_section
+    from hierbench.freq import compare_agents
+    from hierbench.testing import default_dataset
+    from hierbench.testing import simulate_eval
+
+    ds = default_dataset()
+    ds = ds[0] if isinstance(ds, tuple) else ds
+    mc, _ = simulate_eval(n_agents=3, n_tasks=40, n_runs=2, rng=3)
+    mc = mc.drop_vars("cluster", errors="ignore")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = _compare_section(DemoContext(ds, None, extra={"seed": 0}))
+        drawn = _compare_section(DemoContext(mc, None, extra={"seed": 0}))
+        se = compare_agents(mc, rng=0).to_frame()["p_adjusted_mcse"]
+    assert "all 4096 sign patterns" in " ".join(exact.split()) and "MC error" not in exact
+    assert "random sign patterns" in " ".join(drawn.split()) and "MC error of p max-T" in drawn
+    assert (se > 0).any()
 
 
 def test_runs_made_takes_the_harmonic_mean_of_the_cells_run():

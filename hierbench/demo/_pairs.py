@@ -65,7 +65,7 @@ def _compare_section(ctx: DemoContext) -> str:
         .replace("The marks understate", "p max-T understates")
         .replace("beside the marks", "beside p max-T")
     )
-    shown, short = shown_pairs(table, _pairs_where(ctx))
+    shown, short = shown_pairs(_without_zero_error(table, cmp.to_dataset().attrs), _pairs_where(ctx))
     return (
         "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB) + graded_units(ctx.data, ""), 90))
         + note
@@ -78,6 +78,21 @@ def _compare_section(ctx: DemoContext) -> str:
         + ("\n\n" + textwrap.fill(no_p_note(full).replace("`", ""), 90) if no_p_note(full) else "")
         + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
     )
+
+
+def _without_zero_error(table: pd.DataFrame, attrs: dict) -> pd.DataFrame:
+    """The printed table without its Monte Carlo error column when the result says its p-values are exact.
+
+    An exact p-value (the sentence above the table says "exact over all ... sign patterns") has no
+    Monte Carlo error: a column of zeros widened the table by 20 characters and told nothing. A
+    Monte Carlo p-value keeps the column, zeros included (p = 1 has none either).
+    """
+    if attrs.get("adjust") in ("maxt", "maxt-stepdown"):
+        exact = str(attrs.get("maxt_exact")) == "True"
+    else:  # Holm / BH of the pairs' own p-values: analytic (t, McNemar) or enumerated sign flips
+        exact = attrs.get("test") in ("t", "mcnemar") or ": exact" in str(attrs.get("p_permutation_method", ""))
+    zero = [c for c in table if c.startswith("MC error of p") and exact and bool((table[c] == 0).all())]
+    return table.drop(columns=zero)
 
 
 def _pairs_where(ctx: DemoContext) -> str:

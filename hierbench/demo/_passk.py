@@ -131,10 +131,46 @@ def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: i
 def _interval_words(freq, flagged: bool) -> str:
     """What the unbiased estimator's interval is, as the result states it (the report's words)."""
     return (
-        f"The unbiased estimator's {PROB:.0%} interval (columns `unbiased ... (new tasks; ...)`) takes the "
+        f"The unbiased estimator's {PROB:.0%} interval (column `unbiased {PROB:.0%}`) takes the "
         f"tasks as a sample, so it is for a new draw of tasks: {freq.ci.attrs['ci_detail'].split(': ', 1)[-1]}."
-        + (" `flag` repeats that per-cell note." if flagged else "")
+        + (" `note` marks by a letter the cells whose interval carries one of those notes; the letters' words "
+           "are under the table." if flagged else "")
     )
+
+
+def _ends(lo: pd.Series, hi: pd.Series) -> pd.Series:
+    """``[lower, upper]`` to 3 decimals, ``undefined`` where an end is not a number (fewer than 2 tasks)."""
+    return pd.Series([f"[{a:.3f}, {b:.3f}]" if pd.notna(a) and pd.notna(b) else "undefined"
+                      for a, b in zip(lo, hi, strict=True)], index=lo.index)  # fmt: skip
+
+
+def _whose(flag: str) -> str:
+    """Which interval a flag is about: the words before its first colon ("unbiased: ..." is the estimator's)."""
+    return "the unbiased estimator's interval" if flag.startswith("unbiased: ") else flag.split(": ", 1)[0]
+
+
+def _printed(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The table as printed: each interval as one ``[lower, upper]`` column, each flag as a letter.
+
+    The full table (one column per end, the flag's words in every row) ran to 300 characters on the
+    embedded default, with one 75-character note repeated in most rows; the letters' words follow it.
+    """
+    out = table[[c for c in ("k", "truth") if c in table]].copy()
+    out["tasks"] = table["tasks (>= k runs)"]
+    out["unbiased"] = table["unbiased C(c,k)/C(n,k)"]
+    lo, hi = (next(c for c in table if c.startswith("unbiased ") and end in c) for end in (" lower", " upper"))
+    out[f"unbiased {PROB:.0%}"] = _ends(table[lo], table[hi])
+    legend = ""
+    if "flag" in table:
+        words = [f for f in dict.fromkeys(table["flag"]) if f]
+        letter = {f: "abcdefghij"[i] for i, f in enumerate(words)}
+        out["note"] = table["flag"].map(lambda f: letter.get(f, ""))
+        legend = "\n".join(textwrap.fill(f"{letter[f]} ({_whose(f)}): {f.split(': ', 1)[-1]}.", 90, subsequent_indent="   ")
+                           for f in words)  # fmt: skip
+    if "Bayes posterior mean" in table:
+        out["Bayes (these cells)"] = table["Bayes posterior mean"]
+        out[f"Bayes {PROB:.0%} ETI"] = _ends(table[f"Bayes {PROB:.0%} lower"], table[f"Bayes {PROB:.0%} upper"])
+    return out, legend
 
 
 def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool, interval: str = "") -> str:
@@ -147,7 +183,7 @@ def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool, in
         )
     head = (
         "pass^k, the chance that k independent attempts all succeed (tau-bench's reliability "
-        "metric), averaged over the tasks each agent ran at least k times: "
+        "metric), averaged over the tasks each agent ran at least k times (`tasks`): "
         + (", ".join(cols[:-1]) + " and " + cols[-1] if len(cols) > 1 else cols[0])
         + "."
     )
@@ -160,4 +196,6 @@ def _passk_text(table: pd.DataFrame, short: int, *, truth: bool, bayes: bool, in
             90,
         )
     head = textwrap.fill(head, 90) + ("\n\n" + textwrap.fill(interval, 90) if interval else "")
-    return head + "\n\n" + table.to_string(float_format="{:.3f}".format) + tail
+    shown, legend = _printed(table)
+    legend = "\n\n" + legend if legend else ""
+    return head + "\n\n" + shown.to_string(float_format="{:.3f}".format) + legend + tail
