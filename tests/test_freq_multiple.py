@@ -409,19 +409,19 @@ def test_adjusted_p_below_the_raw_one_is_explained():
 
 
 def test_compare_agents_refuses_a_family_too_large_before_any_work(monkeypatch):
-    from hierbench.freq._resampling import _multiple
+    from hierbench.freq._resampling import _pair_stats
 
     # InstEval read as agents x tasks: 1,128 lecturers x 2,972 students, 635,628 pairs
     with pytest.raises(ValueError, match=r"1,128 agents make 635,628 pairs, and over 2,972 tasks") as err:
-        _multiple._all_pairs(1128, 2972, "agent")
+        _pair_stats._all_pairs(1128, 2972, "agent")
     assert "paired_test" in str(err.value) and "rank_uncertainty" in str(err.value)
-    assert len(_multiple._all_pairs(316, 24, "agent")) == 316 * 315 // 2  # VerbAgg's 49,770 pairs pass
+    assert len(_pair_stats._all_pairs(316, 24, "agent")) == 316 * 315 // 2  # VerbAgg's 49,770 pairs pass
     # the suggested number of agents is the largest whose pairs fit (brute force)
     for n_tasks in (24, 500, 2972, 10**6):
-        fit = [a for a in range(2, 5000) if a * (a - 1) // 2 * n_tasks <= _multiple._MAX_PAIR_TASKS]
-        assert _multiple._agents_within(n_tasks) == (max(fit) if fit else 1)
+        fit = [a for a in range(2, 5000) if a * (a - 1) // 2 * n_tasks <= _pair_stats._MAX_PAIR_TASKS]
+        assert _pair_stats._agents_within(n_tasks) == (max(fit) if fit else 1)
     # the refusal comes before the resampling, from compare_agents itself
-    monkeypatch.setattr(_multiple, "_MAX_PAIR_TASKS", 100)
+    monkeypatch.setattr(_pair_stats, "_MAX_PAIR_TASKS", 100)
     ds, _ = simulate_eval(n_agents=6, n_tasks=20, n_runs=1, rng=0)
     with pytest.raises(ValueError, match=r"`data`: 6 agents make 15 pairs, and over 20 tasks .* 300 pair x task"):
         compare_agents(ds, n_resamples=99, rng=0)

@@ -6,13 +6,13 @@ from ._bootstrap import DegenerateBootstrapWarning
 from ._bootstrap import UndefinedResampleWarning
 from ._bootstrap import bootstrap_ci
 from ._multiple import MaxTApproximationWarning
-from ._multiple import PairwiseComparisonResult
 from ._multiple import PValueResolutionWarning
 from ._multiple import compare_agents
 from ._paired import PairedTestResult
 from ._paired import UndefinedTestWarning
 from ._paired import holm
 from ._paired import paired_test
+from ._pairwise_result import PairwiseComparisonResult
 from ._ranking import RankResult
 from ._ranking import UndefinedScoreWarning
 from ._ranking import UnequalTaskSetsWarning

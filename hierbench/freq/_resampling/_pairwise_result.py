@@ -1,0 +1,465 @@
+"""What ``compare_agents`` hands back, and how it is put together from the per-pair values.
+
+The pairs' statistics become agent x opponent matrices (the lower triangle by each
+statistic's sign rule); Holm's and Benjamini-Hochberg's adjusted p-values join them with
+the Monte Carlo error carried from the raw p-value that sets each; the per-pair and the
+simultaneous (max-T) intervals are drawn around the mean differences; and
+:class:`PairwiseComparisonResult` wraps the whole and reads it back as a tidy table, a
+compact matrix, a verdict and a repr. Nothing here chooses the test or the adjustment:
+the choices arrive, with their reasons, in ``attrs``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import xarray as xr
+from scipy import stats
+
+from ..._base import CI_BOUNDS
+from ..._base import Result
+from ..._base import check_choice
+from ..._base import check_prob
+from ..._base import interval_label
+from ..._base import make_interval
+from ._paired import holm
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["PairwiseComparisonResult"]
+
+_MAXT = ("maxt", "maxt-stepdown")
+#: the adjusted p-value matrix of each adjustment, and its name in prose
+_P_OF = {"maxt": "p_maxt", "maxt-stepdown": "p_maxt_stepdown", "holm": "p_holm", "bh": "p_bh"}
+_ADJUST_NAMES = {
+    "maxt": "max-T single-step",
+    "maxt-stepdown": "max-T step-down",
+    "holm": "Holm",
+    "bh": "Benjamini-Hochberg",
+}
+
+#: per-pair statistics, as (agent, opponent) matrices; the sign rule fills the lower triangle
+_PAIR_KEYS = (
+    "mean_diff",
+    "se",
+    "df",
+    "p_permutation",
+    "p_permutation_mcse",
+    "p_bootstrap",
+    "p_bootstrap_mcse",
+    "p_t",
+    "p_mcnemar",
+    "p_maxt",
+    "p_maxt_mcse",
+    "p_maxt_stepdown",
+    "p_maxt_stepdown_mcse",
+    "prob_superiority",
+    "cohens_dz",
+    "n_tasks",
+    "n_units",
+)
+_ANTISYMMETRIC = ("mean_diff", "cohens_dz")
+
+
+def _adjusted_mcse(p: np.ndarray, mcse: np.ndarray, method: str) -> np.ndarray:
+    """The Monte Carlo error of Holm / BH adjusted p-values, carried from the raw p that sets each.
+
+    Holm's adjusted ``p_(i)`` is ``(m - j + 1) p_(j)`` for the ``j <= i`` that attains the
+    running maximum, BH's ``m p_(j) / j`` for the ``j >= i`` attaining the running
+    minimum; the adjusted value's error is that multiple of ``p_(j)``'s (0 when capped at 1).
+    """
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = ok.size
+    if m == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    r = np.arange(1, m + 1)
+    if method == "holm":
+        val = (m - r + 1) * p[order]
+        arg = np.maximum.accumulate(np.where(val == np.maximum.accumulate(val), r - 1, 0))
+        factor = (m - r + 1)[arg]
+    else:
+        val = m * p[order] / r
+        run = np.minimum.accumulate(val[::-1])[::-1]
+        arg = np.array([i + int(np.argmax(val[i:] == run[i])) for i in range(m)])
+        factor = m / r[arg]
+    err = factor * mcse[order][arg]
+    out[order] = np.where(factor * p[order][arg] >= 1.0, 0.0, err)
+    return out
+
+
+def _bh(p: np.ndarray) -> np.ndarray:
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = stats.false_discovery_control(p[ok], method="bh")
+    return out
+
+
+def _p_value_note(attrs: dict) -> str:
+    """Why a pair's ``p_adjusted`` can be below its ``p_value`` (``""`` where it cannot).
+
+    The per-pair sign-flip test ranks the sign patterns by the mean difference, max-T by the
+    CR2-studentized t; with tasks as units the two order the patterns alike.
+    """
+    if attrs.get("test") != "permutation" or attrs.get("adjust") not in _MAXT:
+        return ""
+    if attrs.get("unit") == "clusters":
+        return (
+            "p_value is each pair's sign-flip test of its mean difference, p_adjusted (max-T) ranks "
+            "the same sign flips by the CR2-studentized t, another statistic when the clusters differ "
+            "in size, so a pair's p_adjusted can be below its p_value"
+        )
+    return (
+        "p_value is each pair's sign-flip test of its mean difference and p_adjusted (max-T) ranks "
+        "the same sign flips by the studentized t, which orders them alike with tasks as units, so a "
+        "p_adjusted below its p_value is Monte Carlo error (p_adjusted_mcse)"
+    )
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass(frozen=True, repr=False)
+class PairwiseComparisonResult(Result):
+    """Result of :func:`compare_agents`: every pair of agents, as a matrix and as a table.
+
+    ``estimate`` is the mean paired difference over ``(agent, opponent)``
+    (row minus column, NaN on the diagonal), ``ci`` its per-pair interval and
+    ``ci_simultaneous`` the max-T interval of the whole family. The full
+    matrix Dataset is ``table`` (also :meth:`to_dataset`); attribute and item
+    access fall through to it, so ``res.p_maxt``, ``res["ci"]`` and
+    ``res.sel(agent=..., opponent=...)`` work as on a Dataset.
+    :meth:`to_frame` is the tidy per-pair table (one row per unordered pair),
+    :meth:`matrix` the compact agents x agents view for many agents and
+    :meth:`significant` the family-wise verdict (``attrs["adjust"]``).
+    """
+
+    table: xr.Dataset
+
+    @property
+    def estimate(self) -> xr.DataArray:
+        return self.table["mean_diff"]
+
+    @property
+    def ci(self) -> xr.DataArray:
+        return self.table["ci"]
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name == "table":
+            raise AttributeError(name)
+        try:
+            return getattr(self.table, name)
+        except AttributeError:
+            raise AttributeError(
+                f"{type(self).__name__} has no attribute {name!r}; variables {list(self.table.data_vars)}"
+            ) from None
+
+    def __getitem__(self, key):
+        return self.table[key]
+
+    def __contains__(self, key) -> bool:
+        return key in self.table
+
+    def to_dataset(self) -> xr.Dataset:
+        """The agent x opponent matrices (``estimate`` added beside ``mean_diff``)."""
+        ds = self.table.copy()
+        ds["estimate"] = ds["mean_diff"]
+        return ds
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table, one row per unordered pair ``agent - opponent`` (the upper triangle).
+
+        ``lower`` / ``upper`` are the per-pair interval (``ci``), ``simultaneous_lower``
+        / ``simultaneous_upper`` the max-T one (``ci_simultaneous``).
+        """
+        import pandas as pd
+
+        agents = [str(a) for a in self.table["agent"].values]
+        iu, ju = np.triu_indices(len(agents), 1)  # row by row: (0, 1), (0, 2), ..., (1, 2), ...
+        a, b = [agents[i] for i in iu.tolist()], [agents[j] for j in ju.tolist()]
+        cols = {"pair": [f"{x} - {y}" for x, y in zip(a, b, strict=True)], "agent": a, "opponent": b}
+        cols["estimate"] = self.table["mean_diff"].values[iu, ju].astype(float)
+        cols["lower"], cols["upper"] = self.table["ci"].values[iu, ju].astype(float).T
+        cols["simultaneous_lower"], cols["simultaneous_upper"] = (
+            self.table["ci_simultaneous"].values[iu, ju].astype(float).T)
+        for v in self.table.data_vars:
+            if self.table[v].dims == ("agent", "opponent"):
+                cols[v] = self.table[v].values[iu, ju].astype(float)
+        df = pd.DataFrame(cols).set_index("pair")
+        df["ci_prob"] = float(self.ci.attrs["ci_prob"])
+        df["ci_kind"] = self.ci.attrs["ci_kind"]
+        if self.table.attrs.get("p_value_note"):
+            df.attrs["p_value_note"] = self.table.attrs["p_value_note"]
+        return df
+
+    def _p_of(self, adjust: str | None) -> xr.DataArray:
+        """The adjusted p-values of ``adjust`` (None: the result's own)."""
+        if adjust is None:
+            return self.table["p_adjusted"]
+        check_choice(adjust, "adjust", list(_P_OF))
+        p = self.table[_P_OF[adjust]]
+        if adjust in _MAXT and not bool(p.notnull().any()):
+            raise ValueError(
+                f"`adjust`: no max-T p-values here (this result used adjust="
+                f"{self.table.attrs['adjust']!r} with the {self.table.attrs['test']} test); "
+                "call compare_agents(..., adjust='maxt')"
+            )
+        return p
+
+    def significant(self, alpha: float | None = None, *, adjust: str | None = None) -> xr.DataArray:
+        """Whether each pair differs: the adjusted p-value below ``alpha`` (default ``1 - ci_prob``).
+
+        ``adjust``: ``"maxt"`` / ``"maxt-stepdown"`` (max-T single-step / step-down,
+        family-wise error), ``"holm"`` (family-wise) or ``"bh"`` (false discovery rate);
+        None (default): the result's own (``attrs["adjust"]``, ``p_adjusted``), whose
+        verdict ``ci_simultaneous`` matches when it is ``"maxt"``.
+        """
+        a = 1 - float(self.ci.attrs["ci_prob"]) if alpha is None else check_prob(alpha, "alpha")
+        p = self._p_of(adjust)
+        return (p < a).where(p.notnull(), False).rename("significant")
+
+    def matrix(
+        self,
+        alpha: float | None = None,
+        *,
+        adjust: str | None = None,
+        digits: int = 2,
+        names: bool = False,
+    ) -> pd.DataFrame:
+        """The compact agents x agents view: difference (row minus column), ``*`` where it differs.
+
+        Agents are ordered by their average difference to the others (best first), so
+        the upper triangle reads as "row beats column by". Rows are ``"1 name"``,
+        columns the numbers (``names=True``: the names) to keep 25 agents narrow.
+        The marks are :meth:`significant`'s verdict (``adjust`` as there).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Strings such as ``"+0.64*"``; the diagonal is empty.
+        """
+        import pandas as pd
+
+        est = self.table["mean_diff"].values
+        sig = self.significant(alpha, adjust=adjust).values
+        agents = [str(a) for a in self.table["agent"].values]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            order = np.argsort(-np.nanmean(est, axis=1), kind="stable")
+        cells = [
+            [
+                "" if i == j or not np.isfinite(est[i, j])
+                else f"{est[i, j]:+.{digits}f}" + ("*" if sig[i, j] else "")
+                for j in order
+            ]
+            for i in order
+        ]
+        rows = [f"{r + 1} {agents[i]}" for r, i in enumerate(order)]
+        cols = [agents[i] for i in order] if names else [str(r + 1) for r in range(len(order))]
+        return pd.DataFrame(cells, index=rows, columns=cols)
+
+    def _repr_lines(self) -> list[str]:
+        df = self.to_frame()
+        attrs = self.table.attrs
+        adjust = attrs["adjust"]
+        n_sig = int(self.significant().values[np.triu_indices(len(self.table["agent"]), 1)].sum())
+        sim = adjust == "maxt"
+        lines = [
+            f"{type(self).__name__}: {len(df)} pairs, mean paired difference (row - column) with "
+            + (f"{interval_label(self.table['ci_simultaneous'])} simultaneous" if sim
+               else f"{interval_label(self.ci)}")
+            + f" interval; {attrs.get('test', '?')} test",
+            f"  {n_sig} of {len(df)} pairs differ ({_ADJUST_NAMES[adjust]}, "
+            + ("false discovery rate" if adjust == "bh" else "family-wise")
+            + f" {1 - float(self.ci.attrs['ci_prob']):.3g})",
+        ]
+        lines += self._crossing_lines()
+        if self.table.sizes["agent"] <= 8:
+            lines += ["  " + s for s in self.matrix().to_string().splitlines()]
+        else:
+            lo, hi = ("simultaneous_lower", "simultaneous_upper") if sim else ("lower", "upper")
+            p = self.table["p_adjusted"].values[np.triu_indices(len(self.table["agent"]), 1)]
+            show = [*range(5), *range(len(df) - 2, len(df))]
+            for k in show:
+                if k == len(df) - 2:
+                    lines.append(f"  ... ({len(df) - 7} more; .matrix() shows every pair)")
+                r = df.iloc[k]
+                lines.append(
+                    f"  {df.index[k]}: {r['estimate']:.4g} [{r[lo]:.4g}, {r[hi]:.4g}]  p_{adjust}={p[k]:.3g}"
+                )
+        return lines
+
+
+    def _crossing_lines(self) -> list[str]:
+        """The repr's note where some pair's adjusted p-value is below its raw one (``attrs["p_value_note"]``)."""
+        iu = np.triu_indices(self.table.sizes["agent"], 1)
+        raw, adj = self.table["p_value"].values[iu], self.table["p_adjusted"].values[iu]
+        n = int(np.count_nonzero(np.isfinite(raw) & np.isfinite(adj) & (adj < raw)))
+        note = self.table.attrs.get("p_value_note", "")
+        if not n or not note:
+            return []
+        text = f"note: {n} of {iu[0].size} pairs have p_adjusted below p_value: {note}."
+        return textwrap.wrap(text, 100, initial_indent="  ", subsequent_indent="    ")
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def _matrices(st: dict, pairs: list, flip: dict, boot, M: int) -> tuple[dict, np.ndarray]:
+    """The per-pair values as (M, M) matrices (row minus column) and the (M, M, 2) intervals.
+
+    Only the defined pairs are written (the others stay NaN); the lower triangle holds the
+    negated value (``mean_diff``, ``cohens_dz``), ``1 - value`` (``prob_superiority``) or the value.
+    """
+    k = np.flatnonzero(st["defined"])
+    i, j = np.array(pairs, dtype=np.intp).reshape(-1, 2)[k].T
+    st["p_permutation"], st["p_permutation_mcse"] = flip["p"], flip["mcse"]
+    st["p_bootstrap"], st["p_bootstrap_mcse"] = np.asarray(boot.p_value, dtype=float), np.asarray(
+        boot.p_value_mcse, dtype=float)
+    mats = {key: np.full((M, M), np.nan) for key in _PAIR_KEYS}
+    for key in _PAIR_KEYS:
+        if key not in st:
+            continue
+        v = st[key][k]
+        mats[key][i, j] = v
+        if key in _ANTISYMMETRIC:
+            mats[key][j, i] = -v
+        else:
+            mats[key][j, i] = 1.0 - v if key == "prob_superiority" else v
+    ci = np.full((M, M, 2), np.nan)
+    lo, hi = np.asarray(boot.ci.values)[k].T
+    ci[i, j, 0], ci[i, j, 1] = lo, hi
+    ci[j, i, 0], ci[j, i, 1] = -hi, -lo
+    return mats, ci
+
+
+#: how an interval for a difference of [0, 1] scores is kept to the difference's range
+_IN_RANGE = "; intersected with [-1, 1], the range of a difference of scores in [0, 1] (coverage unchanged)"
+
+
+def _pm_interval(
+    mats: dict, half: np.ndarray, prob: float, detail: str, unit_scores: bool
+) -> xr.DataArray:
+    """``mean_diff +- half`` over ``(agent, opponent)``, a t-based interval at ``prob``.
+
+    With ``unit_scores`` (every score in [0, 1]) the ends are kept to [-1, 1], where
+    the difference lies: a confidence set cut to the parameter's range covers as
+    often, and the detail says so.
+    """
+    dims = ("agent", "opponent")
+    lo, hi = mats["mean_diff"] - half, mats["mean_diff"] + half
+    if unit_scores and np.isfinite(half).any():
+        lo, hi, detail = np.maximum(lo, -1.0), np.minimum(hi, 1.0), detail + _IN_RANGE  # NaN stays NaN
+    return make_interval(
+        xr.DataArray(lo, dims=dims),
+        xr.DataArray(hi, dims=dims),
+        prob=prob,
+        kind="t",
+        detail=detail,
+        warn_zero_width=False,
+    )
+
+
+def _t_interval(
+    mats: dict[str, np.ndarray], prob: float, clustered: bool, unit_scores: bool
+) -> xr.DataArray:
+    """The paired t interval ``mean +- t_df * se`` of every pair (CR2 / Bell-McCaffrey with clusters)."""
+    with np.errstate(invalid="ignore"):
+        q = stats.t.ppf(0.5 + prob / 2, np.where(mats["df"] > 0, mats["df"], np.nan))
+    return _pm_interval(
+        mats, q * mats["se"], prob,
+        "paired t interval over "
+        + ("clusters: CR2 cluster-robust SE, Bell-McCaffrey df" if clustered else "tasks (T - 1 df)"),
+        unit_scores,
+    )
+
+
+def _simultaneous_interval(
+    mats: dict, fam: dict, prob: float, m: int, method: str, unit_scores: bool
+) -> xr.DataArray:
+    """``estimate +- c se`` for every pair, ``c`` the max-T critical value (NaN without max-T).
+
+    The interval excludes 0 exactly where the single-step ``p_maxt < 1 - prob``: the two
+    rest on one comparison, ``|t| > c``, but the test makes it on the null draws'
+    ``|t|`` (with a relative tolerance of 1e-9) while ``c * se`` is rounded again, so
+    where ``|t|`` meets ``c`` (the observed sign pattern is one of the null draws: an
+    exact enumeration puts ``c`` on an observed ``|t|``) rounding can leave an end a few
+    ulps beyond 0 (the wine judges' pair 1-2: lower end 1.1e-16 at p = 0.0547). Within
+    that tolerance the test decides: the half-width is widened to ``|estimate|`` (the end
+    at exactly 0) where ``p >= alpha`` and narrowed just below it where ``p < alpha``.
+    """
+    c = float(fam.get("crit", np.nan))
+    p = mats["p_maxt"]
+    # a pair with SE 0 (in the sign-flip family, :func:`_family_maxt`): the interval is its
+    # difference, unless the critical value is infinite (few units: no pair can be separated)
+    zero = np.where(np.isfinite(c), 0.0, np.inf)
+    with np.errstate(invalid="ignore"):
+        half = np.where(np.isfinite(p), np.where(mats["se"] > 0, c * mats["se"], zero), np.nan)
+    with np.errstate(invalid="ignore"):
+        size = np.abs(mats["mean_diff"])
+        # the test's own tolerance (``_maxt._adjust``: 1e-9 max(1, |t|) on |t|), on this scale
+        tie = np.isfinite(p) & (np.abs(half - size) <= 1e-9 * max(1.0, c) * mats["se"])
+        keep = tie & (p >= 1.0 - prob) & (half < size)
+        drop = tie & (p < 1.0 - prob) & (half >= size)
+    half = np.where(keep, size, np.where(drop, np.nextafter(size, 0.0), half))
+    return _pm_interval(
+        mats, half, prob,
+        f"simultaneous, max-T over {m} comparisons: estimate +- {c:.4g} x SE, {c:.4g} the "
+        f"{prob:.0%} quantile of the largest |t| of the family ({method})"
+        if np.isfinite(c) else "simultaneous max-T interval not computed (no max-T adjustment)",
+        unit_scores,
+    )
+
+
+def _pairwise_result(
+    mats: dict[str, np.ndarray], boot_ci: np.ndarray, agents: list[str], ci_attrs: dict,
+    attrs: dict, fam: dict,
+) -> PairwiseComparisonResult:
+    """The matrices with the adjustments of the chosen test's p-values, as the result.
+
+    ``ci`` is the per-pair interval that goes with the test: the paired t interval when
+    the t-test was chosen or the units are clusters (the bootstrap over few clusters
+    undercovers), the bootstrap interval otherwise (``ci_bootstrap``, always).
+    ``ci_simultaneous`` is the max-T interval.
+    """
+    M = len(agents)
+    iu = np.triu_indices(M, 1)
+    test = attrs["test"]
+    p_raw = mats["p_" + test][iu]
+    mc = mats.get(f"p_{test}_mcse", np.where(np.isfinite(mats["p_" + test]), 0.0, np.nan))
+    for key, fn in (("p_holm", holm), ("p_bh", _bh)):
+        for name, vals in ((key, fn(p_raw)), (key + "_mcse", _adjusted_mcse(p_raw, mc[iu], key[2:]))):
+            mats[name] = np.full((M, M), np.nan)
+            mats[name][iu] = vals
+            mats[name].T[iu] = vals
+    adjust = attrs["adjust"]
+    mats["p_adjusted"] = mats[_P_OF[adjust]]
+    mats["p_adjusted_mcse"] = mats[_P_OF[adjust] + "_mcse"]
+    coords = {"agent": agents, "opponent": agents, "ci_bound": list(CI_BOUNDS)}
+    dims = ("agent", "opponent")
+    ds = xr.Dataset({k: (dims, v) for k, v in mats.items()}, coords=coords)
+    ds["ci_bootstrap"] = make_interval(  # the pairs' bootstrap interval (its level, kind and detail) as a matrix
+        xr.DataArray(boot_ci[..., 0], dims=dims), xr.DataArray(boot_ci[..., 1], dims=dims),
+        prob=ci_attrs["ci_prob"], kind=ci_attrs["ci_kind"], detail=ci_attrs.get("ci_detail"), warn_zero_width=False,
+    )
+    prob = float(attrs["ci_prob"])
+    unit_scores = bool(attrs.get("unit_scores", False))
+    if test == "t" or attrs["unit"] == "clusters":
+        ds["ci"] = _t_interval(mats, prob, attrs["unit"] == "clusters", unit_scores).assign_coords(coords)
+    else:
+        ds["ci"] = ds["ci_bootstrap"].copy()
+    ds["ci_simultaneous"] = _simultaneous_interval(
+        mats, fam, prob, len(iu[0]), attrs.get("maxt_method", ""), unit_scores
+    ).assign_coords(coords)
+    ds["p_value"] = (dims, mats["p_" + test])
+    ds["p_value_mcse"] = (dims, mc)
+    ds.attrs = {**attrs, "adjust_name": _ADJUST_NAMES[adjust], "n_pairs": len(iu[0])}
+    return PairwiseComparisonResult(table=ds)
