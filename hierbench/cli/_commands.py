@@ -46,9 +46,9 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     from ..data import read_report
 
     ds, msgs = load_any(args.file, args)
-    msgs = list(msgs) + _marked(ds)  # a saved log's flagged agents (attrs["flagged_agents"]), as compare says them
-    rep = read_report(ds)
     df = _summary_frame(ds)
+    msgs = list(msgs) + _marked(ds, df)  # a saved log's flagged agents (attrs["flagged_agents"]), as compare says them
+    rep = read_report(ds)
     if args.json:
         agents = [{"agent": a, **row} for a, row in df.to_dict(orient="index").items()]
         print(
@@ -193,21 +193,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _marked(ds) -> list[str]:
+def _marked(ds, summary=None) -> list[str]:
     """The agents the log itself marks (an --annotate column on at least half their runs; a loader's flag).
 
     SWE-bench bash-only: Claude 3.7 Sonnet's 500 runs are flagged by the file as disagreeing with
-    the leaderboard; its pairs are compared like any other's.
+    the leaderboard; its pairs are compared like any other's. ``summary``: the log's per-agent
+    summary frame when the caller has it (``summary`` computed it twice).
     """
-    import warnings as _w
-
-    from ..data import summarize
     from ..report import marked_agents
 
-    with _w.catch_warnings():
-        _w.simplefilter("ignore")  # summarize's notices are the summary command's business
-        s = summarize(ds).to_dataframe()
-    s.index = s.index.astype(str)
+    s = _summary_frame(ds) if summary is None else summary  # summarize's notices are the summary command's
     return [f"the log marks agents: {m.replace('`', '')}" for m in marked_agents(s, ds)]
 
 
