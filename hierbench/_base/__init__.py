@@ -40,6 +40,7 @@ from ._data import cluster_label
 from ._data import counted as counted
 from ._data import counts
 from ._data import is_binary
+from ._data import partial_credit
 from ._deprecations import moved_names
 from ._deprecations import renamed_kwargs
 from ._identification import AGENT_TASK_IN_TASK as AGENT_TASK_IN_TASK
@@ -111,6 +112,7 @@ __all__ = [
     "is_binary",
     "make_interval",
     "moved_names",
+    "partial_credit",
     "renamed_kwargs",
     "settle_trend",
     "warn_user",

@@ -140,20 +140,29 @@ def _checked_counts(data: xr.Dataset, binary: bool, name: str, purpose: str) -> 
     return out
 
 
-def _partial_credit_error(score: xr.DataArray, vals: np.ndarray, name: str, purpose: str) -> PartialCreditError:
-    """The error naming the first partial-credit scores (``vals`` is ``score``'s values)."""
-    finite = np.isfinite(vals)
-    partial = finite & (vals != 0.0) & (vals != 1.0)
-    idx = np.argwhere(partial)[:5]
+def partial_credit(score: xr.DataArray, first: int = 5) -> tuple[int, list[tuple]]:
+    """How many scores are partial credit (finite and neither 0 nor 1), and the first ``first`` of them.
+
+    Each is ``(*its coordinate labels in score's dim order, score)``; a dim without a coord gives the
+    position. The one rule of what a binomial model refuses, for the library's error and the CLI's.
+    """
+    vals = np.asarray(score.values, dtype=float)
+    partial = np.isfinite(vals) & (vals != 0.0) & (vals != 1.0)
     where = []
-    for ix in idx:
+    for ix in np.argwhere(partial)[:first]:
         cell = [
             str(score[d].values[i]) if d in score.coords else int(i)
             for d, i in zip(score.dims, ix, strict=True)
         ]
         where.append((*cell, float(vals[tuple(ix)])))
+    return int(partial.sum()), where
+
+
+def _partial_credit_error(score: xr.DataArray, vals: np.ndarray, name: str, purpose: str) -> PartialCreditError:
+    """The error naming the first partial-credit scores (``vals`` is ``score``'s values)."""
+    n, where = partial_credit(score)
     return PartialCreditError(
-        f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {int(partial.sum())} scores "
+        f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {n} scores "
         f"are partial credit, e.g. ({', '.join(map(str, score.dims))}, score) {where}. "
         "Binarise them first (e.g. `ds['score'] = (ds.score >= 1).where(ds.score.notnull())`) or use "
         "an estimator for continuous scores (bootstrap_ci, scorecard)."

@@ -149,6 +149,7 @@ def _check_binary_model(args: argparse.Namespace, ds) -> None:
     import numpy as np
 
     from .._base import is_binary
+    from .._base import partial_credit
 
     score = ds["score"].values
     if is_binary(score):
@@ -161,13 +162,10 @@ def _check_binary_model(args: argparse.Namespace, ds) -> None:
     how = (f"Its grades have the ordinal model: --levels {','.join(grade_names(levels, labels_attr(ds.attrs)))} "
            "--formula 'score ~ (1|agent) + (1|task)'" if levels else
            "For scores in [0, 1] fit --formula 'score ~ (1|agent) + (1|task)' (family fractional)")
-    sc = ds["score"].transpose("agent", "task", "run")
-    part = np.argwhere(np.isfinite(sc.values) & (sc.values != 0) & (sc.values != 1))
-    cells = [(str(sc["agent"].values[i]), str(sc["task"].values[j]), str(sc["run"].values[k]), float(sc.values[i, j, k]))
-             for i, j, k in part[:5]]  # fmt: skip
+    n_part, cells = partial_credit(ds["score"].transpose("agent", "task", "run"))
     raise CliError(
         f"--model {args.model}{' (the default)' if args.model == 'crossed' else ''} is binomial: every score "
-        f"must be 0 or 1, and {len(part):,} of the {int(np.isfinite(score).sum()):,} scores of "
+        f"must be 0 or 1, and {n_part:,} of the {int(np.isfinite(score).sum()):,} scores of "
         f"{', '.join(map(repr, args.file))} are partial credit, e.g. (agent, task, run, score) {cells}. "
         f"{how}; or binarise the --score column first"
     )
