@@ -767,7 +767,7 @@ def test_variance_section_names_the_design_the_g_study_used():
     ctx = _Context(fit=None, data=data, prob=0.95, freq="auto")
     _, desc = _gtheory_part(ctx, _rows([("agent x task", "run-to-run")]))
     g = variance_components(data)
-    assert desc == f"G-theory ({g.method}), design {g.formula}"
+    assert desc.startswith(f"G-theory ({g.method}), design {g.formula}; its 95% intervals ({g.ci.attrs['ci_detail']})")
     assert g.formula == "run:(agent*task) (without run)"
 
 

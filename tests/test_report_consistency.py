@@ -209,6 +209,59 @@ def test_a_g_theory_variance_at_zero_is_not_called_outside_the_bayes_interval():
     assert out.loc["task", "flag"].startswith("G-theory at 0, the boundary")
 
 
+def test_variance_rows_with_a_g_theory_interval_are_judged_by_both_intervals():
+    """Rows of one component now carry G-theory's own interval (profile REML or Wald), judged by the
+    abilities table's rule. By hand:
+    - agent: G 0.045 [0.010, 0.090], Bayes 0.050 [0.040, 0.060]: each estimate inside the other's
+      interval, the intervals overlap: no;
+    - residual: G 0.100 [0.090, 0.110], Bayes 0.150 [0.130, 0.170]: apart: yes;
+    - task at the boundary: G 0 [0, 0.004], Bayes 0.002 [2.5e-6, 0.0106]: the zero is left out, the
+      Bayes estimate lies inside [0, 0.004], the intervals overlap: no (it was "undefined");
+    - cluster at the boundary: G 0 [0, 0.01], Bayes 0.08 [0.05, 0.12]: apart: yes (it was "undefined");
+    - a sum of components has no G-theory interval: G 0.07 against Bayes [0.04, 0.06]: yes, as before.
+    """
+    from hierbench.report._variance import _agreement
+
+    nan = float("nan")
+    table = pd.DataFrame(
+        {"Bayes estimate": [0.05, 0.15, 0.002, 0.08, 0.05], "Bayes lower": [0.04, 0.13, 2.5e-6, 0.05, 0.04],
+         "Bayes upper": [0.06, 0.17, 0.0106, 0.12, 0.06], "Bayes terms": ["agent", "residual", "task", "cluster", "t"],
+         "flag": [""] * 5, "G-theory (reml)": [0.045, 0.10, 0.0, 0.0, 0.07],
+         "G-theory lower": [0.01, 0.09, 0.0, 0.0, nan], "G-theory upper": [0.09, 0.11, 0.004, 0.01, nan],
+         "G-theory terms": ["agent", "residual", "task", "cluster", "t"]},
+        index=["agent", "run-to-run", "task", "cluster", "sum"],
+    )  # fmt: skip
+    out = _agreement(table.copy())
+    assert out["disagree"].tolist() == [False, True, False, True, True]
+    assert out.loc["task", "flag"].endswith("judged by the intervals and the Bayes estimate")
+    assert out.loc["sum", "flag"] == "G-theory estimate outside the Bayes interval"
+    assert out.loc["run-to-run", "flag"] == "an estimate outside the other method's interval, or the intervals apart"
+
+
+def test_report_variance_table_shows_g_theory_intervals_of_one_component(tmp_path):
+    """The report's G-theory column had no interval. Rows of one component now show the
+    result's own interval (``variance_components(data, prob=...).ci``, read here apart from the
+    report); a row summing components shows none and its flag says why.
+    """
+    from hierbench.freq import variance_components
+    from hierbench.report import build
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=4, n_tasks=30, n_runs=3, rng=5, n_clusters=6, sd_cluster=0.5)
+    out = build(data=ds, path=tmp_path / "r.md", progress=False, prob=0.9)
+    part = out.read_text().split("## Variance components")[1].split("\n## ")[0]
+    lines = [r for r in part.splitlines() if r.startswith("| ")]
+    cols = [c.strip() for c in lines[0].split("|")[1:-1]]
+    rows = {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[1:-1]] for r in lines[1:]}
+    ci = variance_components(ds, prob=0.9).ci
+    for row, comp in (("agent", "agent"), ("run-to-run", "residual")):
+        got = [float(rows[row][cols.index(f"G-theory {b}")]) for b in ("lower", "upper")]
+        assert got == pytest.approx(ci.sel(component=comp).values, abs=6e-5)  # 4 digits shown
+    assert rows["task"][cols.index("G-theory lower")] in ("NaN", "nan", "")
+    assert "a sum of components" in rows["task"][cols.index("flag")]
+    assert "90% intervals" in part
+
+
 def test_every_disagree_column_reads_undefined_where_it_did_not_judge():
     """The audit: variance rows at the boundary, rows with other terms and pairs without a p-value read
     `disagree: no`. Each table's rendered cell is now "yes", "no" or "undefined", judged by hand here.

@@ -150,18 +150,27 @@ def _gtheory_part(ctx: _Context, rows: dict) -> tuple[pd.DataFrame | None, str]:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        g = freq.variance_components(ctx.data)  # design read from the data
+        g = freq.variance_components(ctx.data, prob=ctx.prob)  # design read from the data
     ctx.warnings += [f"G-theory: {w.message}" for w in caught]
     comp = (g.components if hasattr(g, "components") else g.estimate).to_series()
     comp.index = comp.index.astype(str)
     label = f"G-theory ({getattr(g, 'method', 'ANOVA')})"
     _note_unshown(ctx, "G-theory", list(comp.index), rows)
+    ci = getattr(g, "ci", None)
     out = {}
     for row, names in rows.items():
         have = [n for n in names if n in comp.index]
         if have:
-            out[row] = {label: float(comp[have].sum()), "G-theory terms": " + ".join(have)}
-    return pd.DataFrame.from_dict(out, orient="index"), f"{label}, design {g.formula}"
+            out[row] = {label: float(comp[have].sum())}
+            if ci is not None and len(have) == 1:  # a component's own interval; a sum of several has none
+                lo, hi = (float(ci.sel(component=have[0], ci_bound=b)) for b in ("lower", "upper"))
+                out[row] |= {"G-theory lower": lo, "G-theory upper": hi}
+            out[row]["G-theory terms"] = " + ".join(have)
+    said = f"{label}, design {g.formula}"
+    if ci is not None:
+        said += (f"; its {float(ci.attrs['ci_prob']):.0%} intervals ({ci.attrs['ci_detail']}) are per component, "
+                 "so a row summing several components has none")  # fmt: skip
+    return pd.DataFrame.from_dict(out, orient="index"), said
 
 
 def _table(parts: list[pd.DataFrame], rows: dict, undefined: dict[str, str]) -> pd.DataFrame:
@@ -174,16 +183,25 @@ def _table(parts: list[pd.DataFrame], rows: dict, undefined: dict[str, str]) -> 
     table["flag"] = flag
     for col in [c for c in table.columns if str(c).endswith("terms")]:
         table.loc[list(undefined), col] = ""  # an undefined row sums no terms (it read "NaN")
+    if "G-theory lower" in table:  # a shown NaN end says why
+        from ._sections import _add_flag
+
+        summed = table["G-theory terms"].fillna("").str.contains(" + ", regex=False) & table["G-theory lower"].isna()
+        table["flag"] = _add_flag(table["flag"].astype(str), pd.Series(
+            np.where(summed, "G-theory interval: none for a sum of components (its intervals are per component)", ""),
+            index=table.index))  # fmt: skip
     table.index.name = "component"
     return _agreement(table)
 
 
 def _agreement(table: pd.DataFrame) -> pd.DataFrame:
-    """Where the halves' rows are not one component (other terms), or G-theory lies outside the Bayes interval.
+    """Where the halves' rows are not one component (other terms), or the two methods part.
 
-    Judged only where both halves have the row; ``disagree`` only where both
-    sum the same terms and the G-theory estimate and the Bayes interval are
-    defined (the abilities table's rule; G-theory here has no interval).
+    Judged only where both halves sum the same terms. With a G-theory interval the abilities
+    table's rule (one estimate outside the other's interval, or the intervals apart); a G-theory
+    estimate at 0 (REML stops at the boundary, which no Bayes interval of a variance reaches) is
+    left out of that rule, so its row is judged by the intervals and the Bayes estimate. Without
+    one (a sum of components) the G-theory estimate against the Bayes interval, the boundary not judged.
     """
     from ._sections import _add_flag
 
@@ -193,17 +211,33 @@ def _agreement(table: pd.DataFrame) -> pd.DataFrame:
     bt, gt = (table[c].fillna("").astype(str) for c in ("Bayes terms", "G-theory terms"))
     other = (bt != "") & (gt != "") & (bt != gt)
     est, lo, hi = (pd.to_numeric(table[c], errors="coerce") for c in (g[0], "Bayes lower", "Bayes upper"))
-    # a G-theory estimate at 0 (REML stops at the boundary) lies below every Bayes interval of a
-    # variance, whose draws are positive: not judged (awkward log: task 0.0000 vs [2.5e-6, 0.0106])
-    boundary = ~other & (est == 0) & lo.notna() & (lo > 0)
+    glo, ghi = (pd.to_numeric(table.get(f"G-theory {b}"), errors="coerce") if f"G-theory {b}" in table
+                else pd.Series(np.nan, index=table.index) for b in ("lower", "upper"))  # fmt: skip
+    at0 = ~other & (est == 0) & lo.notna() & (lo > 0)
+    boundary = at0 & ~(glo.notna() & ghi.notna())  # nothing to judge it by
     # a row not judged (other terms, the boundary, a half or the interval missing) is undefined, not "no"
-    table["disagree"] = judged((est < lo) | (est > hi), ~other & ~boundary & est.notna() & lo.notna() & hi.notna())
+    alone = judged((est < lo) | (est > hi), ~other & ~boundary & est.notna() & lo.notna() & hi.notna())
+    table["disagree"] = alone.where(glo.isna() | ghi.isna() | other, _apart(table, est.where(~at0), glo, ghi))
     notes = pd.Series("", index=table.index, dtype=object)
     notes[boundary] = "G-theory at 0, the boundary, which no Bayes interval of a variance reaches: not judged"
+    notes[at0 & ~boundary] = ("G-theory at 0, the boundary, which no Bayes interval of a variance reaches: "
+                              "judged by the intervals and the Bayes estimate")  # fmt: skip
     notes[other] = "not one component: Bayes sums " + bt[other] + ", G-theory " + gt[other] + ": not judged"
-    notes[table["disagree"].fillna(False).astype(bool)] = "G-theory estimate outside the Bayes interval"
+    dis = table["disagree"].fillna(False).astype(bool)
+    notes[dis & (glo.isna() | ghi.isna())] = "G-theory estimate outside the Bayes interval"
+    notes[dis & glo.notna() & ghi.notna()] = "an estimate outside the other method's interval, or the intervals apart"
     table["flag"] = _add_flag(table["flag"].astype(str), notes)
     return table[[c for c in table.columns if c not in ("flag", "disagree")] + ["disagree", "flag"]]
+
+
+def _apart(table: pd.DataFrame, est: pd.Series, glo: pd.Series, ghi: pd.Series) -> pd.Series:
+    """The abilities table's ``disagree`` rule (its one owner) on a row's G-theory and Bayes intervals."""
+    from ._sections import _disagree
+
+    sides = {"bootstrap g": (est, glo, ghi), "Bayes ETI": (table["Bayes estimate"], table["Bayes lower"], table["Bayes upper"])}
+    wide = pd.concat({f"{m} {b}": v for m, vs in sides.items() for b, v in zip(("estimate", "lower", "upper"), vs, strict=True)},
+                     axis=1)  # fmt: skip
+    return _disagree(wide, "g")
 
 
 def _agreement_text(table: pd.DataFrame) -> str:
@@ -213,8 +247,10 @@ def _agreement_text(table: pd.DataFrame) -> str:
     same = [r for r in table.index if not other[r]]
     text = (
         "Where both methods sum the same terms the row is one component seen two ways; `disagree` marks "
-        "such a row whose G-theory estimate lies outside the Bayes interval (judged only where both are "
-        f"defined, `undefined` elsewhere): {n_dis} of the {len(same)} rows summing the same terms. The two reach the probability "
+        "such a row where one method's estimate lies outside the other's interval or the two intervals do not "
+        "overlap, or, where G-theory has no interval (a sum of components), whose G-theory estimate lies outside "
+        "the Bayes interval (judged only where both are defined, `undefined` elsewhere): "
+        f"{n_dis} of the {len(same)} rows summing the same terms. The two reach the probability "
         "scale differently (the crossed model through logit-scale effects and their priors, G-theory by a "
         "linear model of the scores) and can differ for either's reasons: the flag does not say which is right."
     )
