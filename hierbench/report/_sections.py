@@ -684,7 +684,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     n_dis = int(wide["disagree"].sum())
     what = "grade" if gmap else "score"
-    shift = _shared_shift(wide["difference"], ctx.var == "mean_new_task")
+    shift = _shared_shift(wide["difference"], ctx.var == "mean_new_task", _cluster_weights(ctx))
     rep.section(
         _TITLES[sid],
         (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
@@ -713,8 +713,11 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     )
 
 
-def _shared_shift(diff: pd.Series, population: bool) -> str:
-    """Bayes minus bootstrap over agents, said once; a shift most agents share is named as the model's."""
+def _shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
+    """Bayes minus bootstrap over agents, said once; a shift most agents share is named as the model's.
+
+    ``clusters``: the sentence on how the two weigh task clusters (``_cluster_weights``), when the fit has them.
+    """
     d = pd.to_numeric(diff, errors="coerce").dropna()
     if len(d) < 4:
         return ""
@@ -723,11 +726,36 @@ def _shared_shift(diff: pd.Series, population: bool) -> str:
     if population and max(below, len(d) - below) >= 0.75 * len(d):
         text += (
             " A shift most agents share is not chance between two estimates of one quantity: it is "
-            "where the model's task population (normal on the logit scale) differs from the tasks "
-            "run, which the bootstrap does not assume. The model's mean over the tasks run, "
+            "where the model's task population (normal on the logit scale" + (", clusters weighing alike"
+            if clusters else "") + ") differs from the tasks run, which the bootstrap does not assume."
+            + clusters + " The model's mean over the tasks run, "
             "hierbench.metrics.pass_hat_k(fit, k=1), has the bootstrap's point target."
         )
     return text
+
+
+def _cluster_weights(ctx: _Context) -> str:
+    """How the model's new task and the tasks run weigh the task clusters, with this log's two means.
+
+    The crossed model's new task comes from a new cluster (``sd_cluster`` in its spread), so every
+    cluster weighs alike; the tasks run, and the cluster bootstrap's mean over them, weigh each by its
+    tasks. SWE-bench by repository: 0.523 over the 500 tasks, 0.472 over the 12 repositories' means
+    (django, 231 tasks, is easier than most), about 0.02 of the median shift of -0.054.
+    """
+    from ._match import _fit_clusters
+
+    if ctx.fit is None or ctx.data is None or "cluster" not in ctx.data.coords or not _fit_clusters(ctx.fit)[0]:
+        return ""
+    score = ctx.data["score"]
+    per_task = score.mean([d for d in score.dims if d != "task"]).to_series()
+    cl = pd.Series(np.asarray(ctx.data["cluster"].values).astype(str), index=per_task.index)
+    per_cluster = per_task.groupby(cl).mean()
+    return (
+        f" With task clusters the model's new task comes from a new cluster, so each of the {len(per_cluster)} "
+        "clusters weighs alike, where the tasks run (and the bootstrap's mean) weigh each cluster by its number "
+        f"of tasks; over all agents the mean score is {per_task.mean():.3f} per task and {per_cluster.mean():.3f} "
+        "per cluster."
+    )
 
 
 def _pairs_entry(ctx: _Context) -> str:
