@@ -648,6 +648,31 @@ def _shared_shift_of(d, clusters):
     return _shared_shift(d, population=True, clusters=clusters)
 
 
+def test_pair_note_sizes_the_agent_x_cluster_spread_the_crossed_model_leaves_out():
+    """The note said the crossed model "has no agent x cluster term" and left the reader to guess
+    whether it matters (SWE-bench: G-theory 0.0008; METR's task families: 0.016). It now gives
+    G-theory's estimate and the SD it adds to a pair's mean difference, sqrt(2 v sum_c w_c^2):
+    by hand, 3 clusters holding 20, 10 and 10 of 40 tasks give sum w^2 = 1/4 + 1/16 + 1/16 = 3/8.
+    """
+    from hierbench.freq import variance_components
+    from hierbench.report._pairs import agent_cluster_note
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=4, n_tasks=40, n_runs=3, rng=2)
+    ds = ds.assign_coords(cluster=("task", ["a"] * 20 + ["b"] * 10 + ["c"] * 10))
+    g = variance_components(ds)
+    v = float(g.components.sel(component="agent:cluster"))
+    assert v > 0.001  # a spread to size (the simulation's clusters were drawn apart from its agents)
+    fit = xr.DataTree()
+    fit.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": true}}'
+    text = agent_cluster_note(fit, g, ds)
+    assert f"variance at {v:.4f}" in text and "over these tasks' 3 clusters" in text
+    assert f"an SD of about {np.sqrt(2 * v * 3 / 8):.3f} to a pair's mean difference" in text
+    fit.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": false}}'
+    assert agent_cluster_note(fit, g, ds) == ""  # the model has no clusters: the caveat is not made
+    assert agent_cluster_note(fit, None, ds) == ""
+
+
 def test_side_by_side_names_a_shift_most_agents_share():
     """Differences of one sign for most agents are said to be the model's, with the count and median."""
     from hierbench.report._sections import _shared_shift

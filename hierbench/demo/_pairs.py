@@ -59,7 +59,8 @@ def _compare_section(ctx: DemoContext) -> str:
     ctx.extra["compare_table"] = table
     note = ""
     if "fit" in ctx.extra:
-        note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(table)), 90)
+        note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(table))
+                                     + _agent_cluster(ctx), 90)
     floor = (
         marks_holm_note(full, 1 - PROB)
         .replace("The marks understate", "p max-T understates")
@@ -78,6 +79,25 @@ def _compare_section(ctx: DemoContext) -> str:
         + ("\n\n" + textwrap.fill(no_p_note(full).replace("`", ""), 90) if no_p_note(full) else "")
         + ("\n\n" + textwrap.fill(floor.replace("`", ""), 90) if floor else "")
     )
+
+
+def _agent_cluster(ctx: DemoContext) -> str:
+    """How much the crossed model's missing agent x cluster term matters on this log (the report's note)."""
+    import warnings
+
+    from .._base import HierbenchError
+    from ..freq import variance_components
+    from ..report import agent_cluster_note
+
+    if "cluster" not in ctx.data.coords:
+        return ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # G-theory's own notices belong to its own call, not this sentence
+        try:
+            g = variance_components(ctx.data, prob=PROB)
+        except (HierbenchError, ValueError):  # a design G-theory refuses: no sentence, nothing claimed
+            return ""
+    return agent_cluster_note(ctx.extra["fit"], g, ctx.data)
 
 
 def _without_zero_error(table: pd.DataFrame, attrs: dict) -> pd.DataFrame:

@@ -301,6 +301,27 @@ class _Context:
 
         return is_binary(self.data["score"].values)
 
+    def gtheory(self):
+        """G-theory's variance components of the data at the report's level, once (its warnings kept).
+
+        Raises what :func:`hierbench.freq.variance_components` raised, every time it is asked.
+        """
+        if "gtheory" not in self.cache:
+            import warnings
+
+            from .. import freq
+
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    self.cache["gtheory"] = freq.variance_components(self.data, prob=self.prob)  # design from the data
+                except Exception as exc:  # said where it is used (the variance section names it)
+                    self.cache["gtheory"] = exc
+            self.warnings += [f"G-theory: {w.message}" for w in caught]
+        if isinstance(self.cache["gtheory"], Exception):
+            raise self.cache["gtheory"]
+        return self.cache["gtheory"]
+
     def bootstrap(self):
         if "bootstrap" not in self.cache:
             if isinstance(self.freq, Mapping) and "bootstrap" in self.freq:

@@ -152,6 +152,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
             + (_mixed_note(ctx, False) if ctx.mixed else ".")
             + " "
             + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
+            + _agent_cluster(ctx)
             + ("" if tests else " No paired tests here: they need the run log (`--data`, or `data=`).")
         )
     table = more = None
@@ -226,3 +227,16 @@ def _heatmap_caption(ctx: _Context, ps) -> str:
             f"the pattern shows how far apart the agents are; each pair's value is in {where}."
         )
     return caption
+
+
+def _agent_cluster(ctx: _Context) -> str:
+    """The size of the agent x cluster spread the crossed model leaves out, on this log (G-theory)."""
+    from ._pairs import agent_cluster_note
+
+    if ctx.data is None or "cluster" not in ctx.data.coords:
+        return ""
+    try:
+        g = ctx.gtheory()
+    except Exception:  # the variance section says why G-theory was not computed
+        return ""
+    return agent_cluster_note(ctx.fit, g, ctx.data)

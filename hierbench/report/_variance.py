@@ -20,8 +20,6 @@ task: inside run-to-run too), by the rules of
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -146,12 +144,7 @@ def _bayes_part(ctx: _Context, rows: dict) -> pd.DataFrame | None:
 def _gtheory_part(ctx: _Context, rows: dict) -> tuple[pd.DataFrame | None, str]:
     if ctx.data is None:
         return None, ""
-    from .. import freq
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        g = freq.variance_components(ctx.data, prob=ctx.prob)  # design read from the data
-    ctx.warnings += [f"G-theory: {w.message}" for w in caught]
+    g = ctx.gtheory()
     comp = (g.components if hasattr(g, "components") else g.estimate).to_series()
     comp.index = comp.index.astype(str)
     label = f"G-theory ({getattr(g, 'method', 'ANOVA')})"
