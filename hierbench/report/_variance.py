@@ -176,7 +176,8 @@ def _table(parts: list[pd.DataFrame], rows: dict, undefined: dict[str, str]) -> 
     table["flag"] = flag
     for col in [c for c in table.columns if str(c).endswith("terms")]:
         table.loc[list(undefined), col] = ""  # an undefined row sums no terms (it read "NaN")
-    if "G-theory lower" in table:  # a shown NaN end says why
+    summed = pd.Series(False, index=table.index)
+    if "G-theory lower" in table:  # an end a sum of components has not: said in words, and why
         from ._sections import _add_flag
 
         summed = table["G-theory terms"].fillna("").str.contains(" + ", regex=False) & table["G-theory lower"].isna()
@@ -184,7 +185,18 @@ def _table(parts: list[pd.DataFrame], rows: dict, undefined: dict[str, str]) -> 
             np.where(summed, "G-theory interval: none for a sum of components (its intervals are per component)", ""),
             index=table.index))  # fmt: skip
     table.index.name = "component"
-    return _agreement(table)
+    table = _agreement(table)
+    for end in ("G-theory lower", "G-theory upper"):
+        if end in table:  # judged above as numbers; shown in words where not a finite number, never NaN
+            v = pd.to_numeric(table[end], errors="coerce")
+            words = np.where(summed, "none", np.where(v == np.inf, "unbounded", "undefined"))
+            table[end] = table[end].astype(object).where(np.isfinite(v) | table[_g_col(table)].isna(), words)
+    return table
+
+
+def _g_col(table: pd.DataFrame) -> str:
+    """The G-theory estimate's column (its name carries the method: ``G-theory (reml)``)."""
+    return next(c for c in table.columns if str(c).startswith("G-theory ("))
 
 
 def _agreement(table: pd.DataFrame) -> pd.DataFrame:
