@@ -161,6 +161,30 @@ def test_profile_bounds_are_where_the_dense_profile_crosses_chi2():
             assert d == pytest.approx(CRIT, abs=2e-3), (name, b, d)
 
 
+def test_profile_of_named_components_only_is_where_the_dense_profile_crosses_chi2():
+    """``profile_ci(components=...)`` profiles those only (the report reads three of six): each bound
+    is where the brute-force dense REML profile crosses chi2_1(0.95), as for the whole set; asked
+    first for one component and then for all, the kept one is reused and the others computed.
+    """
+    df = sim_nested(np.random.default_rng(41), n_family=10)
+    vc = variance_components(df, design="run:task:family", var="y", measurement="family")
+    one = vc.profile_ci(components="task:family")
+    assert list(one["component"].values) == ["task:family"] and one.attrs["ci_kind"] == "profile"
+    groups = {"family": ["family"], "task:family": ["task", "family"]}
+    ZZ = _indicators(df, groups)
+    y = df.y.to_numpy(float)
+    est = vc.estimate.values
+    j = list(vc.component_names).index("task:family")
+    d_min = _dense_dev(y, ZZ, est)
+    for b in one.sel(component="task:family").values:
+        d = _dense_profile(y, ZZ, j, b, [np.sqrt(np.delete(est, j)), np.full(2, 0.7)]) - d_min
+        assert d == pytest.approx(CRIT, abs=2e-3), b
+    whole = vc.profile_ci()
+    np.testing.assert_array_equal(whole.sel(component="task:family").values, one.sel(component="task:family").values)
+    with pytest.raises(ValueError, match="`components`: \\['batch'\\] are not components"):
+        vc.profile_ci(components=["batch"])
+
+
 def _e_rho2_check(seed, n_family, sizes=None):
     df = sim_nested(np.random.default_rng(seed), n_family=n_family)
     vc = variance_components(df, design="run:task:family", var="y", measurement="family")

@@ -164,6 +164,17 @@ class _Skip(Exception):
 BOOTSTRAP_METHOD = "bca"
 
 
+def g_interval(g, prob: float, names: list[str]) -> xr.DataArray:
+    """G-theory's interval of the named components only, of the kind its ``ci`` gives (profile or Wald).
+
+    Profiling every component of METR's six took 2.6 s, and the report reads three at most.
+    """
+    if g.ci_method == "profile":
+        return g.profile_ci(prob, components=names)
+    return g.wald_ci(prob).sel(component=names)
+
+
+
 class _Context:
     bootstrap_method = BOOTSTRAP_METHOD
 

@@ -512,14 +512,17 @@ def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:
     names = [str(c) for c in g.components["component"].values]
     if "agent:cluster" not in names or "cluster" not in data.coords:
         return ""
+    from ._context import g_interval
+
     v = float(g.components.sel(component="agent:cluster"))
-    ci = g.ci.sel(component="agent:cluster").values
+    interval = g_interval(g, float(g.prob), ["agent:cluster"])
+    ci = interval.sel(component="agent:cluster").values
     sizes = pd.Series(np.asarray(data["cluster"].values).astype(str)).value_counts()
     w2 = float(((sizes / sizes.sum()) ** 2).sum())
     own = f"; the agents' own: {float(g.components.sel(component='agent')):.4f}" if "agent" in names else ""
     return (
         f" On this log G-theory puts that agent x cluster variance at {v:.4f} (probability^2, "
-        f"{float(g.ci.attrs['ci_prob']):.0%} {g.ci.attrs['ci_kind']} interval [{ci[0]:.4f}, {ci[1]:.4f}]{own}): over "
+        f"{float(interval.attrs['ci_prob']):.0%} {interval.attrs['ci_kind']} interval [{ci[0]:.4f}, {ci[1]:.4f}]{own}): over "
         f"these tasks' {len(sizes)} clusters it adds an SD of about {np.sqrt(2 * v * w2):.3f} to a pair's mean "
         "difference, which these probabilities leave out."
     )

@@ -29,6 +29,7 @@ from ..data import grade_key
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
+from ._context import g_interval
 from ._report import Report
 from ._report import judged
 
@@ -149,7 +150,8 @@ def _gtheory_part(ctx: _Context, rows: dict) -> tuple[pd.DataFrame | None, str]:
     comp.index = comp.index.astype(str)
     label = f"G-theory ({getattr(g, 'method', 'ANOVA')})"
     _note_unshown(ctx, "G-theory", list(comp.index), rows)
-    ci = getattr(g, "ci", None)
+    single = [names[0] for names in ([n for n in v if n in comp.index] for v in rows.values()) if len(names) == 1]
+    ci = g_interval(g, ctx.prob, single) if hasattr(g, "ci_method") else None
     out = {}
     for row, names in rows.items():
         have = [n for n in names if n in comp.index]

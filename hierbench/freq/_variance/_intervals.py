@@ -96,38 +96,49 @@ def _quiet_wald(fn, *args):
         return fn(*args)
 
 
-def _profile_bounds(vc, prob: float) -> tuple[np.ndarray, np.ndarray]:
+def _profile_bounds(vc, prob: float, want: set[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The profile interval of each component in ``want`` (design order), NaN elsewhere; each kept once computed."""
     m = vc.estimates_raw.size
     lo = np.full(m, np.nan)
     hi = np.full(m, np.nan)
     if vc._reml_data is not None and float(np.ptp(vc._reml_data[0])) == 0.0:
         return np.zeros(m), np.zeros(m)
-    prof, order = profiler(vc)
-    k = prof.p.n_theta
-    s2_hat = np.r_[prof.theta_hat**2 * prof.s2e_hat, prof.s2e_hat]
-    scale = float(np.var(vc._reml_data[0]))
-    wald = _quiet_wald(wald_ci, vc, prob).values
-    with one_blas_thread():
-        for jp, jd in enumerate(order):
-            lo[jd], hi[jd] = _profile.component_interval(
-                lambda jp=jp: prof.component_profile(jp),
-                float(s2_hat[jp]),
-                scale,
-                prob,
-                residual=jp == k,
-                guess=tuple(wald[jd]),
-            )
+    todo = [j for j in sorted(want) if ("profile_one", prob, j) not in vc._memo]
+    if todo:
+        prof, order = profiler(vc)
+        k = prof.p.n_theta
+        s2_hat = np.r_[prof.theta_hat**2 * prof.s2e_hat, prof.s2e_hat]
+        scale = float(np.var(vc._reml_data[0]))
+        wald = _quiet_wald(wald_ci, vc, prob).values
+        with one_blas_thread():
+            for jp, jd in enumerate(order):
+                if jd in todo:
+                    vc._memo[("profile_one", prob, jd)] = _profile.component_interval(
+                        lambda jp=jp: prof.component_profile(jp),
+                        float(s2_hat[jp]),
+                        scale,
+                        prob,
+                        residual=jp == k,
+                        guess=tuple(wald[jd]),
+                    )
+    for j in want:
+        lo[j], hi[j] = vc._memo[("profile_one", prob, j)]
     return lo, hi
 
 
-def profile_ci(vc, prob: float | None = None) -> xr.DataArray:
-    """Profile-likelihood intervals of the components from the REML likelihood (memoised)."""
+def profile_ci(vc, prob: float | None = None, components=None) -> xr.DataArray:
+    """Profile-likelihood intervals of the components from the REML likelihood (memoised per component).
+
+    ``components``: the names to profile (default every one); the result then holds those only.
+    """
     prob = vc.prob if prob is None else check_prob(prob)
-    key = ("profile_ci", prob)
-    if key not in vc._memo:
-        vc._memo[key] = _profile_bounds(vc, prob)
-    lo, hi = vc._memo[key]
-    return make_interval(
+    names = list(vc.component_names)
+    asked = names if components is None else [components] if isinstance(components, str) else list(components)
+    unknown = [c for c in asked if c not in names]
+    if unknown:
+        raise ValueError(f"`components`: {unknown} are not components of this design; it has {names}")
+    lo, hi = _profile_bounds(vc, prob, {names.index(c) for c in asked})
+    out = make_interval(
         lo.copy(),
         hi.copy(),
         prob=prob,
@@ -139,6 +150,7 @@ def profile_ci(vc, prob: float | None = None) -> xr.DataArray:
         template=vc._comp(np.maximum(vc.estimates_raw, 0.0)),
         warn_zero_width=False,
     )
+    return out if components is None else out.sel(component=asked)
 
 
 def _coefs(vc, sizes, comp=None) -> np.ndarray:
