@@ -673,6 +673,30 @@ def test_pair_note_sizes_the_agent_x_cluster_spread_the_crossed_model_leaves_out
     assert agent_cluster_note(fit, None, ds) == ""
 
 
+def test_characters_the_plotting_font_lacks_are_one_warning_line_not_one_per_glyph(tmp_path):
+    """Two Chinese model names gave 16 "Glyph N missing from font(s) DejaVu Sans" lines (one per glyph
+    and section). Now one line names the characters: those the font matplotlib picks has no glyph
+    for (asked of the font file itself here), or no line where it has them all.
+    """
+    from matplotlib import font_manager
+    from matplotlib import rcParams
+    from matplotlib.ft2font import FT2Font
+
+    from hierbench.report import build
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=1)
+    ds = ds.assign_coords(agent=["通义千问", "文心一言", "GPT-4o"])
+    text = build(data=ds, path=tmp_path / "r.md", progress=False).read_text()
+    font = FT2Font(font_manager.findfont(font_manager.FontProperties(family=rcParams["font.family"])))
+    lacking = sorted({c for c in "通义千问文心一言" if font.get_char_index(ord(c)) == 0})
+    assert "Glyph" not in text
+    if lacking:
+        assert f"Figures: {len(lacking)} characters of the labels are not in the plotting font" in text
+        assert f"drawn as boxes: {', '.join(lacking)}." in text
+    else:
+        assert "drawn as boxes" not in text
+
+
 def test_side_by_side_names_a_shift_most_agents_share():
     """Differences of one sign for most agents are said to be the model's, with the count and median."""
     from hierbench.report._sections import _shared_shift

@@ -9,6 +9,7 @@ out of a compact saved fit) is still written, with a note saying why, and a
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -247,6 +248,8 @@ def _assemble(ctx: _Context, bar: Progress, title: str | None, appendix, order=S
         bar.stage(_TITLES[sid])
         _run_section(ctx, rep, sid)
         bar.update(1)
+    if note := _glyphs_note(ctx):
+        ctx.warnings.append(note)
     if ctx.warnings:
         rep.section(
             "Warnings raised while computing the report",
@@ -264,6 +267,35 @@ def _formula(fit: xr.DataTree) -> str:
     return f" ({opts['formula']}, {opts.get('family', '?')})" if "formula" in opts else ""
 
 
+#: matplotlib's warning for a character its font lacks (drawn as a box): "Glyph 36890 (\N{...}) missing
+#: from font(s) DejaVu Sans."
+_GLYPH = re.compile(r"^Glyph (\d+) \(.*\) missing from font\(s\) (.+?)\.?$")
+
+
+def _missing_glyph(ctx: _Context, message: str) -> bool:
+    """Keep a missing-glyph warning's character and font for one note; whether it was one."""
+    m = _GLYPH.match(message)
+    if m is None:
+        return False
+    ctx.cache.setdefault("glyphs", {}).setdefault(m.group(2), set()).add(chr(int(m.group(1))))
+    return True
+
+
+def _glyphs_note(ctx: _Context) -> str:
+    """One line for every character the figures could not draw (Chinese model names: 16 lines before)."""
+    fonts = ctx.cache.get("glyphs")
+    if not fonts:
+        return ""
+    chars = sorted(set().union(*fonts.values()))
+    shown = ", ".join(chars[:12]) + (f" and {len(chars) - 12} more" if len(chars) > 12 else "")
+    return (
+        f"Figures: {len(chars)} characters of the labels are not in the plotting font ({', '.join(sorted(fonts))}) "
+        f"and are drawn as boxes: {shown}. The tables show them. To draw them, put a font that has them "
+        "first in matplotlib's rcParams['font.sans-serif'] (e.g. Noto Sans CJK, Debian's fonts-noto-cjk) "
+        "before building the report."
+    )
+
+
 def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
     """One section: its warnings collected, a section that cannot be computed says why."""
     try:
@@ -271,6 +303,8 @@ def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
             warnings.simplefilter("always")
             _SECTION_FUNCS[sid](ctx, rep, sid)
         for w in caught:
+            if _missing_glyph(ctx, str(w.message)):
+                continue  # said once for the whole report (_glyphs_note)
             if not issubclass(
                 w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
             ):
