@@ -697,6 +697,27 @@ def test_characters_the_plotting_font_lacks_are_one_warning_line_not_one_per_gly
         assert "drawn as boxes" not in text
 
 
+def test_variance_figure_draws_g_theory_beside_the_bayes_bars():
+    """The variance figure drew the crossed fit alone beside a table of both methods. G-theory's
+    estimates are now diamonds on the same rows (whiskers where it has an interval), with a legend.
+    """
+    import matplotlib.pyplot as plt
+
+    from hierbench.report import variance_plot
+
+    bars = pd.DataFrame({"estimate": [0.004, 0.08, 0.15], "lower": [0.002, 0.06, 0.14], "upper": [0.007, 0.09, 0.16]},
+                        index=["agent", "task", "run-to-run"])  # fmt: skip
+    g = pd.DataFrame({"estimate": [0.0036, 0.076, 0.155], "lower": [0.001, "none", 0.147], "upper": [0.019, "none", 0.164]},
+                     index=["agent", "task", "run-to-run"])  # fmt: skip
+    fig = variance_plot(bars, title="t", xlabel="x", beside=g, labels=("Bayes", "G-theory"))
+    ax = fig.axes[0]
+    diamonds = next(line for line in ax.lines if line.get_marker() == "D")
+    assert diamonds.get_xdata().tolist() == [0.0036, 0.076, 0.155]
+    assert diamonds.get_ydata().tolist() == [2, 1, 0]  # the rows of the bars, top to bottom
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["G-theory", "Bayes"]
+    plt.close(fig)
+
+
 def test_side_by_side_names_a_shift_most_agents_share():
     """Differences of one sign for most agents are said to be the model's, with the count and median."""
     from hierbench.report._sections import _shared_shift

@@ -237,13 +237,26 @@ def heatmap(
     return fig
 
 
-def variance_plot(table: pd.DataFrame, *, title: str, xlabel: str) -> Figure:
-    """Horizontal bars of variance components, with interval whiskers where given."""
+def variance_plot(
+    table: pd.DataFrame,
+    *,
+    title: str,
+    xlabel: str,
+    beside: pd.DataFrame | None = None,
+    labels: tuple[str, str] = ("", ""),
+) -> Figure:
+    """Horizontal bars of variance components, with interval whiskers where given.
+
+    ``beside``: a second method's ``estimate`` (and ``lower`` / ``upper``) on the same rows, drawn as
+    points with their whiskers over the bars; ``labels`` name the bars and the points in a legend.
+    """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 0.6 + 0.45 * len(table) + 0.8))
     y = np.arange(len(table))[::-1]
     est = table["estimate"].to_numpy(float)
-    ax.barh(y, est, color="#4c72b0", alpha=0.8)
+    ax.barh(y, est, color="#4c72b0", alpha=0.8, label=labels[0] or None)
+    if beside is not None:
+        _points_beside(ax, beside.reindex(table.index), y, labels[1])
     if {"lower", "upper"} <= set(table.columns):
         lo = table["lower"].to_numpy(float)
         hi = table["upper"].to_numpy(float)
@@ -262,6 +275,19 @@ def variance_plot(table: pd.DataFrame, *, title: str, xlabel: str) -> Figure:
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def _points_beside(ax, other: pd.DataFrame, y: np.ndarray, label: str) -> None:
+    """A second method's estimates as points on the bars' rows, whiskers where its interval is finite."""
+    est = pd.to_numeric(other["estimate"], errors="coerce").to_numpy(float)
+    ok = np.isfinite(est)
+    ax.plot(est[ok], y[ok], "D", color="#dd8452", label=label or None, zorder=3)
+    if {"lower", "upper"} <= set(other.columns):
+        lo, hi = (pd.to_numeric(other[c], errors="coerce").to_numpy(float) for c in ("lower", "upper"))
+        w = ok & np.isfinite(lo) & np.isfinite(hi)
+        ax.errorbar(est[w], y[w] - 0.2, xerr=[est[w] - lo[w], hi[w] - est[w]], fmt="none", ecolor="#dd8452", capsize=3)
+    if label:  # below the axis label: inside the axes it hid the longest bar's end
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, fontsize=8, frameon=False)
 
 
 def ppc_plot(check: xr.Dataset, *, title: str) -> Figure:

@@ -325,11 +325,16 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     rep.section(_TITLES[sid], " ".join(text), table=table, id=sid, digits=4,
                 flag="disagree" if "disagree" in table else None)
     if bay is not None:
+        bars = table[["Bayes estimate", "Bayes lower", "Bayes upper"]].dropna(how="all")
+        gcols = [c for c in (_g_col(table) if gt is not None and len(gt) else None, "G-theory lower", "G-theory upper")
+                 if c in table]  # fmt: skip
+        beside = table[gcols].set_axis(["estimate", "lower", "upper"][: len(gcols)], axis=1) if gcols else None
         fig = F.variance_plot(
-            table[["Bayes estimate", "Bayes lower", "Bayes upper"]]
-            .dropna(how="all")
-            .set_axis(["estimate", "lower", "upper"], axis=1),
-            title="Variance components (crossed model)",
+            bars.set_axis(["estimate", "lower", "upper"], axis=1),
+            title="Variance components: crossed model" + (" and G-theory" if beside is not None else ""),
             xlabel=f"variance of the success probability (probability^2); {ctx.prob:.0%} intervals",
+            beside=beside,
+            labels=("Bayes (crossed fit)", "G-theory") if beside is not None else ("", ""),
         )
-        rep.figure("variance_components", fig, "Variance components of the success probability.")
+        rep.figure("variance_components", fig, "Variance components of the success probability"
+                   + (": bars Bayes, diamonds G-theory (whiskers where it has an interval)." if beside is not None else "."))  # fmt: skip
