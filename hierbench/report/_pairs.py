@@ -478,7 +478,7 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
         "simultaneous verdict."
     )
     spec = fit_record(fit, "hierbench_spec")
-    if spec.get("model") == "crossed" and spec.get("options", {}).get("clusters"):
+    if clustered_crossed(fit):
         text += (
             " The crossed model lets an agent's advantage vary task by task but has no agent x cluster "
             "term: where advantages differ by task cluster, these probabilities are surer than the data "
@@ -496,6 +496,12 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     return text
 
 
+def clustered_crossed(fit: xr.DataTree) -> bool:
+    """Whether the fit is a crossed model with task clusters (its P(a > b) lacks an agent x cluster term)."""
+    spec = fit_record(fit, "hierbench_spec")
+    return spec.get("model") == "crossed" and bool(spec.get("options", {}).get("clusters"))
+
+
 def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:
     """How much the crossed model's missing agent x cluster term matters on this log, from G-theory.
 
@@ -506,8 +512,7 @@ def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:
     difference of abilities. SWE-bench by repository: ``v`` 0.0008, SD 0.020; METR by task
     family: ``v`` 0.016. Empty for a fit without clusters or a design without the component.
     """
-    spec = fit_record(fit, "hierbench_spec")
-    if g is None or not (spec.get("model") == "crossed" and spec.get("options", {}).get("clusters")):
+    if g is None or not clustered_crossed(fit):
         return ""
     names = [str(c) for c in g.components["component"].values]
     if "agent:cluster" not in names or "cluster" not in data.coords:
