@@ -259,12 +259,17 @@ def paired_power(
         return np.asarray(_power(eff.astype(float), T, sd, alpha, alternative))
 
 
-def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
-    """Effective tasks ``T / DEFF``, df ``K - 1`` and per-task SD of a clustered plan."""
+def _check_clusters(cd) -> None:
+    """``clusters`` of the power and allocation functions must be a ``ClusterDesign``."""
     if not isinstance(cd, ClusterDesign):
         raise TypeError(
             f"`clusters` must be a ClusterDesign (from cluster_design); got {type(cd).__name__}"
         )
+
+
+def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
+    """Effective tasks ``T / DEFF``, df ``K - 1`` and per-task SD of a clustered plan."""
+    _check_clusters(cd)
     K = cd.clusters_for(T)
     if cd.sigma2 is not None:
         if components is not None or s_mt is not None or s_e is not None or sd_diff is not None:
@@ -475,10 +480,7 @@ def _cluster_setup(clusters, components, s_mt, s_e, cost_task, cost_run, cost_cl
     if clusters is None and (cost_cluster is not None or choose):
         what = "`cost_cluster`" if cost_cluster is not None else "`choose_cluster_size=True`"
         raise ValueError(f"{what} plans clusters: give `clusters` (a ClusterDesign) too")
-    if not isinstance(clusters, ClusterDesign):
-        raise TypeError(
-            f"`clusters` must be a ClusterDesign (from cluster_design); got {type(clusters).__name__}"
-        )
+    _check_clusters(clusters)
     if choose and cost_cluster is None:
         raise ValueError(
             "`choose_cluster_size=True` needs `cost_cluster` (what a new cluster costs beyond its "
