@@ -259,12 +259,17 @@ def paired_power(
         return np.asarray(_power(eff.astype(float), T, sd, alpha, alternative))
 
 
-def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
-    """Effective tasks ``T / DEFF``, df ``K - 1`` and per-task SD of a clustered plan."""
+def _check_clusters(cd) -> None:
+    """``clusters`` of the power and allocation functions must be a ``ClusterDesign``."""
     if not isinstance(cd, ClusterDesign):
         raise TypeError(
             f"`clusters` must be a ClusterDesign (from cluster_design); got {type(cd).__name__}"
         )
+
+
+def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
+    """Effective tasks ``T / DEFF``, df ``K - 1`` and per-task SD of a clustered plan."""
+    _check_clusters(cd)
     K = cd.clusters_for(T)
     if cd.sigma2 is not None:
         if components is not None or s_mt is not None or s_e is not None or sd_diff is not None:
@@ -343,17 +348,22 @@ def tasks_for_power(
         return _clusters_for_power(effect, power, n_runs, components, sigma2_interaction,
                                    sigma2_residual, sd_diff, alpha, alternative, max_tasks, clusters)
     sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
-    za = stats.norm.ppf(1 - alpha / (2 if alternative == "two-sided" else 1))
-    t0 = max(2, int(((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2) - 2)
+    approx = _normal_tasks(effect, sd, alpha, power, alternative)
+    t0 = max(2, int(approx) - 2)
 
     def pw(T: int) -> float:
         return float(_power(abs(effect), float(T), sd, alpha, alternative))
 
     max_tasks = check_int(max_tasks, "max_tasks", min=2)
     if t0 > 4 * max_tasks or pw(max_tasks) < power:
-        approx = ((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2
         raise _too_small(effect, max_tasks, power, sd, approx, "")
     return _smallest(pw, power, t0, max_tasks)
+
+
+def _normal_tasks(effect, sd, alpha, power, alternative) -> float:
+    """Tasks the normal approximation needs: ``((z_{1-alpha(/2)} + z_power) sd / |effect|)^2`` (unrounded)."""
+    za = stats.norm.ppf(1 - alpha / (2 if alternative == "two-sided" else 1))
+    return ((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2
 
 
 def _too_small(effect, max_tasks, power, sd, approx, what) -> ValueError:
@@ -391,8 +401,7 @@ def _clusters_for_power(effect, power, n_runs, components, s_mt, s_e, sd_diff, a
     sd = float(sd)
     deff = float(tmpl.deff(sd**2))
     k_max = int(max_tasks // m)
-    za = stats.norm.ppf(1 - alpha / (2 if alt == "two-sided" else 1))
-    approx = ((za + stats.norm.ppf(power)) * sd / abs(effect)) ** 2 * deff
+    approx = _normal_tasks(effect, sd, alpha, power, alt) * deff
     k0 = max(2, int(approx / m) - 2)
 
     def pw(k: int) -> float:
@@ -471,10 +480,7 @@ def _cluster_setup(clusters, components, s_mt, s_e, cost_task, cost_run, cost_cl
     if clusters is None and (cost_cluster is not None or choose):
         what = "`cost_cluster`" if cost_cluster is not None else "`choose_cluster_size=True`"
         raise ValueError(f"{what} plans clusters: give `clusters` (a ClusterDesign) too")
-    if not isinstance(clusters, ClusterDesign):
-        raise TypeError(
-            f"`clusters` must be a ClusterDesign (from cluster_design); got {type(clusters).__name__}"
-        )
+    _check_clusters(clusters)
     if choose and cost_cluster is None:
         raise ValueError(
             "`choose_cluster_size=True` needs `cost_cluster` (what a new cluster costs beyond its "
@@ -782,8 +788,7 @@ def sample_size_normal(
         sd_diff = check_number(sd_diff, "sd_diff", low=0, low_open=True)
     else:
         sd_diff = _sd_normal(effect, paired, p_a, p_b, discordance)
-    z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
-    return math.ceil((z * sd_diff / abs(effect)) ** 2)
+    return math.ceil(_normal_tasks(effect, sd_diff, alpha, power, "two-sided"))
 
 
 def _sd_normal(effect: float, paired: bool, p_a, p_b, discordance) -> float:
