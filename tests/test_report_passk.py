@@ -48,6 +48,13 @@ def test_unbiased_columns_are_the_estimators_interval_and_flags():
     data = _data()
     sec = _section(data)
     table = sec["table"]
+    # each note once in the text, a letter per row: read the rows' flags back from the letters
+    legend = sec["text"].split("`note` marks a row's interval notes by letter: ")[1].rstrip(".")
+    words = {}
+    for entry in legend.split("; "):
+        key, what = entry.split(": ", 1)
+        words[key[0]] = ("unbiased: " if "(the unbiased estimator's interval)" in key else "") + what
+    table = table.assign(flag=["; ".join(words[x] for x in str(n).split(",") if x) for n in table["note"]])
     ref = freq.pass_hat_k(data, [1, 2, 3, 4], prob=0.9).to_frame()
     for (agent, k), row in table.iterrows():
         want = ref.loc[(agent, k)]

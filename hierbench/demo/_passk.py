@@ -144,11 +144,6 @@ def _ends(lo: pd.Series, hi: pd.Series) -> pd.Series:
                       for a, b in zip(lo, hi, strict=True)], index=lo.index)  # fmt: skip
 
 
-def _whose(flag: str) -> str:
-    """Which interval a flag is about: the words before its first colon ("unbiased: ..." is the estimator's)."""
-    return "the unbiased estimator's interval" if flag.startswith("unbiased: ") else flag.split(": ", 1)[0]
-
-
 def _printed(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """The table as printed: each interval as one ``[lower, upper]`` column, each flag as a letter.
 
@@ -162,11 +157,10 @@ def _printed(table: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     out[f"unbiased {PROB:.0%}"] = _ends(table[lo], table[hi])
     legend = ""
     if "flag" in table:
-        words = [f for f in dict.fromkeys(table["flag"]) if f]
-        letter = {f: "abcdefghij"[i] for i, f in enumerate(words)}
-        out["note"] = table["flag"].map(lambda f: letter.get(f, ""))
-        legend = "\n".join(textwrap.fill(f"{letter[f]} ({_whose(f)}): {f.split(': ', 1)[-1]}.", 90, subsequent_indent="   ")
-                           for f in words)  # fmt: skip
+        from ..report import note_letters
+
+        out["note"], words = note_letters(table["flag"])
+        legend = "\n".join(textwrap.fill(w + ".", 90, subsequent_indent="   ") for w in words)
     if "Bayes posterior mean" in table:
         out["Bayes (these cells)"] = table["Bayes posterior mean"]
         out[f"Bayes {PROB:.0%} ETI"] = _ends(table[f"Bayes {PROB:.0%} lower"], table[f"Bayes {PROB:.0%} upper"])

@@ -201,6 +201,27 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
     return table
 
 
+#: whose interval a pass^k flag is about, by the words before its first colon
+_WHOSE = {"unbiased": "the unbiased estimator's interval", "Bayes": "the posterior interval"}
+
+
+def note_letters(flags: pd.Series) -> tuple[pd.Series, list[str]]:
+    """Each row's flags (``"; "``-joined) as letters, and each letter's words, in order of first use.
+
+    The pass^k table's flags repeated a 75-character note in most rows (the demo's table ran to 300
+    characters); a letter per note, its words once, says the same. ``"unbiased: x"`` reads
+    ``"a (the unbiased estimator's interval): x"``.
+    """
+    parts = [[p for p in str(f).split("; ") if p] for f in flags.fillna("")]
+    notes = list(dict.fromkeys(p for row in parts for p in row))
+    letter = {n: "abcdefghijklmnopqrstuvwxyz"[i] if i < 26 else str(i + 1) for i, n in enumerate(notes)}
+    words = []
+    for n in notes:
+        who, _, what = n.partition(": ")
+        words.append(f"{letter[n]} ({_WHOSE[who]}): {what}" if who in _WHOSE and what else f"{letter[n]}: {n}")
+    return pd.Series([",".join(letter[p] for p in row) for row in parts], index=flags.index), words
+
+
 def _apart(unb: pd.DataFrame, bay: pd.DataFrame) -> pd.Series:
     """The abilities table's ``disagree`` rule (its one owner) on the two pass^k estimates of each row.
 
@@ -262,6 +283,10 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
             table = table[~none]
     if "disagree" in table:
         text += _disagree_text(table)
+    if "flag" in table and (table["flag"] != "").any():  # a letter per note, its words in the text
+        letters, words = note_letters(table["flag"])
+        table = table.drop(columns="flag").assign(note=letters)
+        text += " `note` marks a row's interval notes by letter: " + "; ".join(words) + "."
     rep.section(_TITLES[sid], text, table=table, id=sid, flag="disagree" if "disagree" in table else None)
     bands = bay if bay is not None and what == "same tasks" else None
     fig = F.passk_curves(
@@ -328,8 +353,8 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
             "its own p^k), but its interval takes the tasks as a sample: it is for a new draw of tasks from the "
             "same population, so it is wider than an interval for these tasks (the columns say `new tasks`)."
             f" That interval, as it states it: {unbiased_ci.split(': ', 1)[-1]}. "
-            f"`flag` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
-            "interval clipped to [0, 1] or of zero width."
+            f"`note` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
+            "interval clipped to [0, 1] or of zero width, each by a letter."
         ) + _cluster_note(ctx)
     return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k from 1 to {show[-1]}."
 
@@ -379,5 +404,5 @@ def _cluster_note(ctx: _Context) -> str:
         f"varies {ratio:.2f} times as much over the clusters as over independent tasks (median over agents; "
         "cluster-robust against independent-task variance, no model). Where it is the bound (no success, or "
         "few tasks carry the mean) that bound is over the clusters, wide when they differ in size; where few "
-        "clusters but not few tasks carry the mean it stays the t interval, and `flag` says it may fall short."
+        "clusters but not few tasks carry the mean it stays the t interval, and `note` says it may fall short."
     )
