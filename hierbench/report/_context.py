@@ -174,7 +174,6 @@ def g_interval(g, prob: float, names: list[str]) -> xr.DataArray:
     return g.wald_ci(prob).sel(component=names)
 
 
-
 class _Context:
     bootstrap_method = BOOTSTRAP_METHOD
 
