@@ -271,7 +271,7 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     if "tasks (>= k runs)" not in table:  # a fit alone: the counts from its constant data, as the text says
         table.insert(0, "tasks (>= k runs)", _tasks_per_k(n, table.index))
     table = table[table.index.get_level_values("k").isin(show)]
-    text = _passk_text(ctx, what, None if unb is None else unb.attrs["ci_detail"], show)
+    text, sep, rest = _passk_text(ctx, what, None if unb is None else unb.attrs["ci_detail"], show).partition("\n\n")
     if r_max > ks[-1]:  # the figure stops at k = 8: said, not left for the reader to infer
         text += f" k stops at {ks[-1]}; the busiest cells hold {r_max} runs."
     if "tasks (>= k runs)" in table:
@@ -281,12 +281,13 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
                 f"{a} (k = {k})" for a, k in table.index[none]
             ) + "."
             table = table[~none]
+    text += sep + rest  # the first paragraph says which rows and k the table shows; then the intervals
     if "disagree" in table:
-        text += _disagree_text(table)
+        text += "\n\n" + _disagree_text(table).lstrip()
     if "flag" in table and (table["flag"] != "").any():  # a letter per note, its words in the text
         letters, words = note_letters(table["flag"])
         table = table.drop(columns="flag").assign(note=letters)
-        text += " `note` marks a row's interval notes by letter: " + "; ".join(words) + "."
+        text += "\n\n`note` marks a row's interval notes by letter: " + "; ".join(words) + "."
     rep.section(_TITLES[sid], text, table=table, id=sid, flag="disagree" if "disagree" in table else None)
     bands = bay if bay is not None and what == "same tasks" else None
     fig = F.passk_curves(
@@ -346,17 +347,18 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
             "their draws and the task effects its k attempts share are integrated out once, averaged over "
             "the covariates of the agent's own rows."
         )
+    text += f" The table shows k = {', '.join(map(str, show))}; the figure every k from 1 to {show[-1]}."
     if unbiased_ci is not None:
         text += (
-            f" The unbiased estimate is of these tasks' pass^k{' too' if what == 'same tasks' else ''} "
+            f"\n\nThe unbiased estimate is of these tasks' pass^k{' too' if what == 'same tasks' else ''} "
             "(each cell's C(c,k)/C(n,k) is unbiased for "
             "its own p^k), but its interval takes the tasks as a sample: it is for a new draw of tasks from the "
             "same population, so it is wider than an interval for these tasks (the columns say `new tasks`)."
             f" That interval, as it states it: {unbiased_ci.split(': ', 1)[-1]}. "
             f"`note` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
             "interval clipped to [0, 1] or of zero width, each by a letter."
-        ) + _cluster_note(ctx)
-    return text + f" The table shows k = {', '.join(map(str, show))}; the figure every k from 1 to {show[-1]}."
+        ) + (("\n\n" + cl.lstrip()) if (cl := _cluster_note(ctx)) else "")
+    return text
 
 
 def cluster_design_effect_k1(data: xr.Dataset) -> tuple[float, int, str] | None:
