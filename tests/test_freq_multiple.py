@@ -439,3 +439,29 @@ def test_pairs_without_shared_tasks_are_counted_and_a_few_named():
     with pytest.warns(UndefinedTestWarning, match=r"90 of 91 pairs have fewer than 2 shared tasks .* and 80 more"):
         res = compare_agents(ds, n_resamples=99, rng=0)
     assert np.isfinite(res.mean_diff.values[0, 1]) and np.isnan(res.mean_diff.values[0, 2])
+
+
+def test_two_clusters_with_a_pair_that_agrees_in_both_give_a_result_not_an_svd_failure():
+    """A pair whose mean differences agree in both of two clusters has a CR2 SE of exactly 0; it was
+    computed as 6.9e-18 (t = 4e16) beside CR2 scores of exactly 0, and the multivariate-t check
+    failed with `LinAlgError: SVD did not converge` (a report's pair section: "not computed").
+    By hand (numpy): each pair's difference per cluster; where the two agree the SE is 0 and the
+    pair has no p-value; the others keep theirs.
+    """
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=16, n_runs=3, rng=4)
+    ds = ds.drop_vars("cluster", errors="ignore").assign_coords(cluster=("task", ["a"] * 8 + ["b"] * 8))
+    means = ds["score"].mean("run").values  # agent x task, every task run
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = compare_agents(ds, rng=0)
+    fr = res.to_frame()
+    agents = [str(a) for a in ds["agent"].values]
+    for (i, j), row in zip(itertools.combinations(range(3), 2), fr.itertuples(), strict=True):
+        d = means[i] - means[j]
+        agree = np.isclose(d[:8].mean(), d[8:].mean(), rtol=0, atol=1e-12)
+        assert row.Index == f"{agents[i]} - {agents[j]}"
+        assert (row.se == 0) == agree and np.isnan(row.p_value) == agree
+    assert (fr["se"] == 0).sum() == 1  # the design has one such pair (checked above by hand)
+    assert res.to_dataset().attrs["test"] == "t"

@@ -329,3 +329,24 @@ def test_type_one_error_with_clustered_tasks():
     assert rate["t_cluster"] <= alpha + tol, rate
     assert rate["perm_task"] > alpha + tol, rate
     assert rate["t_task"] > alpha + tol, rate
+
+
+def test_identical_differences_have_no_spread_whatever_the_rounding():
+    """Three tasks each with difference 0.1: numpy's SD is 1.7e-17, not 0, so the paired t-test gave
+    p ~ 0 and d_z ~ 6e15 from rounding alone. Identical differences have SE 0 (no p-value, no d_z),
+    in the row-wise path too (bit for bit the one-row values), and 1/3 stays exact as before.
+    """
+    from hierbench.freq._resampling._paired import _task_stats
+    from hierbench.freq._resampling._paired import _task_stats_rows
+
+    d = np.full(3, 0.1)
+    assert np.std(d, ddof=1) > 0  # the rounding this is about
+    one = _task_stats(d)
+    assert one["se"] == 0 and np.isnan(one["p_t"]) and np.isnan(one["cohens_dz"]) and one["mean_diff"] == pytest.approx(0.1)
+    rows = np.array([[0.1, 0.1, 0.1], [0.1, 0.2, 0.4], [1 / 3, 1 / 3, 1 / 3]])
+    many = _task_stats_rows(rows)
+    for r, row in enumerate(rows):
+        single = _task_stats(row)
+        for key, v in many.items():
+            np.testing.assert_array_equal(v[r], single[key], err_msg=key)
+    assert many["se"][1] == pytest.approx(np.std([0.1, 0.2, 0.4], ddof=1) / np.sqrt(3), rel=1e-15)

@@ -30,7 +30,7 @@ from .._base import as_rng
 from .._base import warn_user
 from .._docs import fill_doc
 
-__all__ = ["cr2_mean_se", "normal_z", "ratio", "task_weights", "weight_blocks"]
+__all__ = ["cr2_mean_se", "exact_zero_spread", "normal_z", "ratio", "task_weights", "weight_blocks"]
 
 #: elements of the largest weight block :func:`weight_blocks` yields at once (16 MiB of float64)
 BLOCK_ELEMENTS = 2**21
@@ -247,6 +247,23 @@ def _pass_kernel(
 # the clustered t-test of a mean
 
 
+#: a spread (SD or SE) at most this share of the largest |value| it came from is the rounding of 0
+ZERO_SPREAD = 1e-12
+
+
+def exact_zero_spread(spread, scale):
+    """``spread`` with the rounding residue of an exact 0 set to 0: values <= ``ZERO_SPREAD * scale``.
+
+    Identical differences have no spread, but summing them can leave one: a pair of agents whose
+    differences agree in both of two clusters got a CR2 SE of 6.9e-18 beside a difference of 0.29
+    (a t of 4e16), where its CR2 scores were exactly 0, and the multivariate-t max-T then failed
+    (``SVD did not converge``). ``scale``: the largest |value| the spread was computed from.
+    """
+    spread = np.asarray(spread, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(spread <= ZERO_SPREAD * np.asarray(scale, dtype=float), 0.0, spread)
+
+
 def cr2_mean_se(d: np.ndarray, codes: np.ndarray) -> tuple[float, float, int]:
     """Bias-reduced (CR2) cluster-robust SE of ``mean(d)`` and its Bell-McCaffrey df.
 
@@ -280,7 +297,7 @@ def cr2_mean_se(d: np.ndarray, codes: np.ndarray) -> tuple[float, float, int]:
         return np.nan, np.nan, G
     s = np.bincount(codes, weights=d - d.mean(), minlength=G)
     w = 1.0 / (1.0 - n_g / N)
-    se = float(np.sqrt((s**2 * w).sum()) / N)
+    se = float(exact_zero_spread(np.sqrt((s**2 * w).sum()) / N, np.abs(d).max()))
     r = np.sqrt(w)
     B = np.outer(r, r) * (np.diag(n_g) - np.outer(n_g, n_g) / N) / N**2
     df = float(np.trace(B) ** 2 / (B * B).sum())

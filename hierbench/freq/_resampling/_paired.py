@@ -30,6 +30,7 @@ from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
 from .._kernels import cr2_mean_se
+from .._kernels import exact_zero_spread
 from ._bootstrap import bootstrap_ci
 from ._bootstrap_engine import _percentile_p
 from ._signflip import sign_flip_pvalues
@@ -82,7 +83,7 @@ def _task_stats(d: np.ndarray, codes: np.ndarray | None = None) -> dict[str, flo
     """
     T = d.size
     mean = float(d.mean())
-    sd = float(d.std(ddof=1)) if T > 1 else np.nan
+    sd = float(exact_zero_spread(d.std(ddof=1), np.abs(d).max())) if T > 1 else np.nan
     if codes is None:
         se = sd / np.sqrt(T) if T > 1 else np.nan
         df = T - 1
@@ -109,7 +110,7 @@ def _task_stats_rows(d: np.ndarray) -> dict[str, np.ndarray]:
     d = np.ascontiguousarray(d, dtype=float)
     T = d.shape[1]
     mean = d.mean(axis=1)
-    sd = d.std(axis=1, ddof=1)
+    sd = exact_zero_spread(d.std(axis=1, ddof=1), np.abs(d).max(axis=1))
     se = sd / np.sqrt(T)
     p_t = np.full(mean.shape, np.nan)
     ok = np.isfinite(se) & (se > 0)
