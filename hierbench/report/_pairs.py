@@ -21,6 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from .._base import fit_record
+from ._context import g_interval
 from ._pair_rows import PAIR_ROWS
 from ._report import judged
 
@@ -517,8 +518,6 @@ def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:
     names = [str(c) for c in g.components["component"].values]
     if "agent:cluster" not in names or "cluster" not in data.coords:
         return ""
-    from ._context import g_interval
-
     v = float(g.components.sel(component="agent:cluster"))
     interval = g_interval(g, float(g.prob), ["agent:cluster"])
     ci = interval.sel(component="agent:cluster").values

@@ -742,9 +742,9 @@ def _cluster_weights(ctx: _Context) -> str:
     tasks. SWE-bench by repository: 0.523 over the 500 tasks, 0.472 over the 12 repositories' means
     (django, 231 tasks, is easier than most), about 0.02 of the median shift of -0.054.
     """
-    from ._match import _fit_clusters
+    from ._pairs import clustered_crossed
 
-    if ctx.fit is None or ctx.data is None or "cluster" not in ctx.data.coords or not _fit_clusters(ctx.fit)[0]:
+    if ctx.fit is None or ctx.data is None or "cluster" not in ctx.data.coords or not clustered_crossed(ctx.fit):
         return ""
     score = ctx.data["score"]
     per_task = score.mean([d for d in score.dims if d != "task"]).to_series()

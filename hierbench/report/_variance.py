@@ -150,21 +150,18 @@ def _gtheory_part(ctx: _Context, rows: dict) -> tuple[pd.DataFrame | None, str]:
     comp.index = comp.index.astype(str)
     label = f"G-theory ({getattr(g, 'method', 'ANOVA')})"
     _note_unshown(ctx, "G-theory", list(comp.index), rows)
-    single = [names[0] for names in ([n for n in v if n in comp.index] for v in rows.values()) if len(names) == 1]
-    ci = g_interval(g, ctx.prob, single) if hasattr(g, "ci_method") else None
+    terms = {row: [n for n in names if n in comp.index] for row, names in rows.items()}
+    ci = g_interval(g, ctx.prob, [have[0] for have in terms.values() if len(have) == 1])
     out = {}
-    for row, names in rows.items():
-        have = [n for n in names if n in comp.index]
+    for row, have in terms.items():
         if have:
             out[row] = {label: float(comp[have].sum())}
-            if ci is not None and len(have) == 1:  # a component's own interval; a sum of several has none
+            if len(have) == 1:  # a component's own interval; a sum of several has none
                 lo, hi = (float(ci.sel(component=have[0], ci_bound=b)) for b in ("lower", "upper"))
                 out[row] |= {"G-theory lower": lo, "G-theory upper": hi}
             out[row]["G-theory terms"] = " + ".join(have)
-    said = f"{label}, design {g.formula}"
-    if ci is not None:
-        said += (f"; its {float(ci.attrs['ci_prob']):.0%} intervals ({ci.attrs['ci_detail']}) are per component, "
-                 "so a row summing several components has none")  # fmt: skip
+    said = (f"{label}, design {g.formula}; its {float(ci.attrs['ci_prob']):.0%} intervals ({ci.attrs['ci_detail']}) "
+            "are per component, so a row summing several components has none")  # fmt: skip
     return pd.DataFrame.from_dict(out, orient="index"), said
 
 
@@ -218,7 +215,7 @@ def _agreement(table: pd.DataFrame) -> pd.DataFrame:
     bt, gt = (table[c].fillna("").astype(str) for c in ("Bayes terms", "G-theory terms"))
     other = (bt != "") & (gt != "") & (bt != gt)
     est, lo, hi = (pd.to_numeric(table[c], errors="coerce") for c in (g[0], "Bayes lower", "Bayes upper"))
-    glo, ghi = (pd.to_numeric(table.get(f"G-theory {b}"), errors="coerce") if f"G-theory {b}" in table
+    glo, ghi = (pd.to_numeric(table[f"G-theory {b}"], errors="coerce") if f"G-theory {b}" in table
                 else pd.Series(np.nan, index=table.index) for b in ("lower", "upper"))  # fmt: skip
     at0 = ~other & (est == 0) & lo.notna() & (lo > 0)
     boundary = at0 & ~(glo.notna() & ghi.notna())  # nothing to judge it by
@@ -326,9 +323,10 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
                 flag="disagree" if "disagree" in table else None)
     if bay is not None:
         bars = table[["Bayes estimate", "Bayes lower", "Bayes upper"]].dropna(how="all")
-        gcols = [c for c in (_g_col(table) if gt is not None and len(gt) else None, "G-theory lower", "G-theory upper")
-                 if c in table]  # fmt: skip
-        beside = table[gcols].set_axis(["estimate", "lower", "upper"][: len(gcols)], axis=1) if gcols else None
+        beside = None
+        if gt is not None and len(gt):  # G-theory's estimate, and its interval where it has one
+            ends = [c for c in ("G-theory lower", "G-theory upper") if c in table]
+            beside = table[[_g_col(table), *ends]].set_axis(["estimate", "lower", "upper"][: 1 + len(ends)], axis=1)
         fig = F.variance_plot(
             bars.set_axis(["estimate", "lower", "upper"], axis=1),
             title="Variance components: crossed model" + (" and G-theory" if beside is not None else ""),
