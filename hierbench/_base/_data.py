@@ -99,7 +99,7 @@ def counts(
         )
     binary_data = is_binary(vals)
     if binary and not binary_data:
-        raise _partial_credit_error(score, vals, name, purpose)
+        raise _partial_credit_error(score, name, purpose)
     ran = score.notnull()
     out = xr.Dataset(
         {"n_runs": ran.sum(dim).astype(np.int64), "n_success": score.fillna(0.0).sum(dim)}
@@ -158,8 +158,8 @@ def partial_credit(score: xr.DataArray, first: int = 5) -> tuple[int, list[tuple
     return int(partial.sum()), where
 
 
-def _partial_credit_error(score: xr.DataArray, vals: np.ndarray, name: str, purpose: str) -> PartialCreditError:
-    """The error naming the first partial-credit scores (``vals`` is ``score``'s values)."""
+def _partial_credit_error(score: xr.DataArray, name: str, purpose: str) -> PartialCreditError:
+    """The error naming the first partial-credit scores (:func:`partial_credit`'s count and cells)."""
     n, where = partial_credit(score)
     return PartialCreditError(
         f"`{name}`: {purpose} needs binary scores (every score 0 or 1); {n} scores "
