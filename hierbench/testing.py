@@ -31,6 +31,7 @@ def simulate_eval(
     sd_agent_task: float = 0.7,
     n_clusters: int = 0,
     sd_cluster: float = 0.0,
+    sd_agent_cluster: float = 0.0,
     sd_run: float = 0.0,
     score_kind: Literal["binary", "continuous"] = "binary",
     p_missing_task: float = 0.0,
@@ -41,9 +42,9 @@ def simulate_eval(
 ) -> tuple[xr.Dataset, xr.Dataset]:
     """Simulate an agents x tasks x runs evaluation from the crossed model.
 
-    ``logit p_mt = mu + a_m + c_cluster(t) + b_t + (ab)_mt``, with
-    ``a ~ N(0, sd_agent)``, ``c ~ N(0, sd_cluster)``, ``b ~ N(0, sd_task)``,
-    ``(ab) ~ N(0, sd_agent_task)``. Each run then draws
+    ``logit p_mt = mu + a_m + c_k + (ac)_mk + b_t + (ab)_mt`` (``k`` the cluster of ``t``), with
+    ``a ~ N(0, sd_agent)``, ``c ~ N(0, sd_cluster)``, ``(ac) ~ N(0, sd_agent_cluster)``,
+    ``b ~ N(0, sd_task)``, ``(ab) ~ N(0, sd_agent_task)``. Each run then draws
     ``eta_mtr = logit p_mt + N(0, sd_run)``; a binary score is
     ``Bernoulli(expit(eta_mtr))``, a continuous (partial-credit) score is
     ``expit(eta_mtr)`` itself.
@@ -52,8 +53,10 @@ def simulate_eval(
     ----------
     n_agents, n_tasks, n_runs : int
         Sizes of the full design.
-    mu, sd_agent, sd_task, sd_agent_task, sd_cluster, sd_run : float
-        Logit-scale mean and standard deviations.
+    mu, sd_agent, sd_task, sd_agent_task, sd_cluster, sd_agent_cluster, sd_run : float
+        Logit-scale mean and standard deviations. ``sd_agent_cluster`` needs clusters; at 0
+        (the default) nothing is drawn for it, so a seed simulates what it did before the
+        term existed.
     n_clusters : int
         Number of task clusters (0: none). Tasks are assigned to clusters
         uniformly at random, each cluster getting at least one task.
@@ -74,7 +77,8 @@ def simulate_eval(
         The eval dataset.
     truth : xarray.Dataset
         True parameters: ``agent_effect(agent)``, ``task_effect(task)``,
-        ``cluster_effect(cluster)`` (if clusters), ``agent_task(agent, task)``,
+        ``cluster_effect(cluster)`` (if clusters), ``agent_cluster(agent, cluster_id)`` (if
+        ``sd_agent_cluster`` > 0), ``agent_task(agent, task)``,
         ``p(agent, task)`` (success probability of a run, or expected score),
         and the scalars as attrs and variables.
 
@@ -87,14 +91,19 @@ def simulate_eval(
     M, T, R, K = _check_design(
         n_agents, n_tasks, n_runs, n_clusters, score_kind, errors,
         sd_agent=sd_agent, sd_task=sd_task, sd_agent_task=sd_agent_task, sd_cluster=sd_cluster,
-        sd_run=sd_run, p_missing_task=p_missing_task, p_missing_run=p_missing_run, p_error=p_error,
+        sd_agent_cluster=sd_agent_cluster, sd_run=sd_run, p_missing_task=p_missing_task, p_missing_run=p_missing_run, p_error=p_error,
     )  # fmt: skip
     gen = as_rng(rng)
     a = gen.normal(0.0, sd_agent, M)
     b = gen.normal(0.0, sd_task, T)
     ab = gen.normal(0.0, sd_agent_task, (M, T))
     cl, c = _draw_clusters(gen, T, K, sd_cluster)
+    if sd_agent_cluster > 0 and not K:
+        raise ValueError(f"`sd_agent_cluster` ({sd_agent_cluster!r}) needs clusters: `n_clusters` >= 1; got 0")
+    ac = gen.normal(0.0, sd_agent_cluster, (M, K)) if sd_agent_cluster > 0 else None
     eta = mu + a[:, None] + (c[cl] if K else np.zeros(T))[None, :] + b[None, :] + ab
+    if ac is not None:
+        eta = eta + ac[:, cl]
     score, p_cell = _draw_scores(gen, eta, R, sd_run, score_kind)
     err, missing = _draw_gaps(gen, (M, T, R), p_missing_task, p_missing_run, p_error)
     score[err] = 0.0 if errors == "fail" else np.nan
@@ -104,6 +113,9 @@ def simulate_eval(
     data = _sim_dataset(score, err, missing, errors, agents, tasks, cl if K else None)
     truth = _truth(a, b, ab, p_cell, c, data, agents, tasks, score_kind, mu=mu, sd_agent=sd_agent,
                    sd_task=sd_task, sd_agent_task=sd_agent_task, sd_cluster=sd_cluster, sd_run=sd_run)  # fmt: skip
+    if ac is not None:
+        truth["agent_cluster"] = (("agent", "cluster_id"), ac)
+        truth["sd_agent_cluster"] = sd_agent_cluster
     return data, truth
 
 
