@@ -87,7 +87,7 @@ BT_DESIGNS = {"small": {"n_agents": 4, "n_battles": 120}, "medium": {"n_agents":
 IRT_DESIGNS = {"small": {"n_agents": 6, "n_tasks": 30, "n_runs": 3, "n_clusters": 0}}
 PARAMS = {
     "beta_binomial": ["logit_mu_mean", "logit_mu_sd", "mu[0]", "rho[0]"],
-    "crossed": ["sd_task", "sd_agent_task", "sd_cluster", "ability[0]", "mean_new_task[0]"],
+    "crossed": ["sd_task", "sd_agent_task", "sd_cluster", "sd_agent_cluster", "ability[0]", "mean_new_task[0]"],
     "bradley_terry": ["sd_ability", "nu", "ability[0]"],
     "irt_2pl": ["mu_intercept", "sd_intercept", "sd_log_discrimination", "ability[0]", "discrimination[0]", "sd_agent_task"],
 }

@@ -53,6 +53,7 @@ __all__ = [
     "centre_choice",
     "cluster_figures",
     "count_design",
+    "decide_agent_cluster",
     "decide_agent_task",
     "decide_centring",
     "decide_clusters",
@@ -422,6 +423,40 @@ def decide_clusters(st: Structure, requested: Any) -> bool:
             why_unidentified=why if bad else "",
         )
     )
+
+
+def decide_agent_cluster(st: Structure, requested: Any, use_cluster: bool) -> bool:
+    """An agent x cluster effect: with a cluster effect and at least two agents.
+
+    An agent can be better at one cluster's tasks than its ability says (a
+    repository, a task family): the tasks of a cluster then move together
+    for that agent, and a model without the term counts them as independent
+    evidence (intervals of agent differences too narrow where the clusters
+    differ by agent). With one agent the term is the cluster effect itself.
+
+    Examples
+    --------
+    >>> decide_agent_cluster(Structure("m", {"n_agents": 3, "n_clusters": 4}), "auto", True)
+    True
+    """
+    if requested is True and not use_cluster:
+        raise ValueError(
+            "`agent_cluster=True` needs the cluster effect: a `cluster` task coord in `data` and "
+            "`clusters` not False (see the decision 'clusters' of hierbench.bayes.describe)"
+        )
+    m = st.design["n_agents"]
+    bad = use_cluster and m < 2
+    if not use_cluster:
+        auto, why = False, "no cluster effect in the model"
+    elif bad:
+        auto, why = False, "one agent, so its agent x cluster effect is the cluster effect"
+    else:
+        auto, why = True, (
+            f"{m} agents x {st.design['n_clusters']} clusters: an agent's tasks of one cluster share "
+            "its departure from its ability there"
+        )
+    unidentified, why_not = (True, why) if bad else (None, "")
+    return bool(st.decide("agent_cluster", requested, auto, why, unidentified=unidentified, why_unidentified=why_not))
 
 
 def decide_centring(

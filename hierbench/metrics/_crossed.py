@@ -20,6 +20,7 @@ conditional expectation.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Literal
 
@@ -116,6 +117,10 @@ def _parts(fit: xr.DataTree) -> dict:
         b = b + stacked["cluster_effect"].transpose("sample", "cluster").values[:, cidx]
         sd_cluster2 = stacked["sd_cluster"].values ** 2
     sd_task2 = sd_task**2 + sd_cluster2
+    # the agent x cluster effect (agent_cluster=True): (sample, agent, cluster), and each task's cluster
+    ac = None
+    if has_cluster and "agent_cluster_effect" in stacked:
+        ac = (stacked["agent_cluster_effect"].transpose("sample", "agent", "cluster").values, cidx)
     return {
         "opts": opts,
         "post": post,
@@ -127,6 +132,8 @@ def _parts(fit: xr.DataTree) -> dict:
         "sd_task2": sd_task2,  # the task effect's variance, its cluster's included
         "sd_cluster2": sd_cluster2,
         "has_cluster": has_cluster,
+        "ac": ac,
+        "sd_ac2": stacked["sd_agent_cluster"].values ** 2 if ac is not None else np.zeros(mu.size),
         "sd_at": stacked["sd_agent_task"].values if "sd_agent_task" in stacked else np.zeros(mu.size),
         "n": n_runs.values.astype(float),
         "y": const["n_success"].transpose("agent", "task").values.astype(float),
@@ -139,23 +146,35 @@ def _parts(fit: xr.DataTree) -> dict:
     }
 
 
+def _eta(parts: dict, sl: slice = slice(None)) -> np.ndarray:
+    """The cells' logits without the agent x task effect, draws ``sl``: (sample, agent, task).
+
+    ``mu + a_m + b_t`` (the task's cluster included), plus the agent's effect on the
+    task's cluster when the fit has one.
+    """
+    eta = parts["mu"][sl, None, None] + parts["a"][sl, :, None] + parts["b"][sl, None, :]
+    if parts.get("ac") is not None:
+        ac, cidx = parts["ac"]
+        eta = eta + ac[sl][:, :, cidx]
+    return eta
+
+
 def _cell_expectations(parts: dict, fns: Sequence, chunk: int = 64) -> list[np.ndarray]:
     """E[f(p_mt) | data, draw] for each f in fns: arrays (sample, agent, task)."""
-    mu, a, b, sd = parts["mu"], parts["a"], parts["b"], parts["sd_at"]
-    n, y = parts["n"], parts["y"]
-    S = mu.size
+    sd, n, y = parts["sd_at"], parts["n"], parts["y"]
+    S = sd.size
     outs = [np.empty((S, n.shape[0], n.shape[1])) for _ in fns]
     if parts["no_ab"]:
-        p = expit(mu[:, None, None] + a[:, :, None] + b[:, None, :])
+        p = expit(_eta(parts))
         return [f(p) for f in fns]
     if parts["latent"]:
         post = parts["post"].stack(sample=("chain", "draw"))
         at = post["agent_task_effect"].transpose("sample", "agent", "task").values
-        p = expit(mu[:, None, None] + a[:, :, None] + b[:, None, :] + at)
+        p = expit(_eta(parts) + at)
         return [f(p) for f in fns]
     for s0 in range(0, S, chunk):
         sl = slice(s0, min(S, s0 + chunk))
-        eta = mu[sl, None, None] + a[sl, :, None] + b[sl, None, :]
+        eta = _eta(parts, sl)
         sdb = np.broadcast_to(sd[sl, None, None], eta.shape)
         e, wt = _agq_weights(y[None], n[None], eta, sdb, parts["n_quad"])
         p = expit(e)
@@ -200,9 +219,8 @@ def _task_means(
     per chunk of draws (:func:`hierbench._numerics.agq_numba.task_means`: the same
     nodes, masses and uniforms, about 8x faster than the NumPy arrays).
     """
-    mu, a, b, sd = parts["mu"], parts["a"], parts["b"], parts["sd_at"]
-    n, y = parts["n"], parts["y"]
-    S = mu.size
+    sd, n, y = parts["sd_at"], parts["n"], parts["y"]
+    S = sd.size
     if mask is None:
 
         def avg(v: np.ndarray) -> np.ndarray:
@@ -231,7 +249,7 @@ def _task_means(
         at = post["agent_task_effect"].transpose("sample", "agent", "task").values
     for s0 in range(0, S, chunk):
         sl = slice(s0, min(S, s0 + chunk))
-        eta = mu[sl, None, None] + a[sl, :, None] + b[sl, None, :]
+        eta = _eta(parts, sl)
         if parts["no_ab"] or at is not None:
             p = expit(eta if at is None else eta + at[sl])
             for i, f in enumerate(fns):
@@ -293,7 +311,7 @@ def agent_task_effects(fit: xr.DataTree) -> xr.Dataset:
     8
     """
     parts = _parts(fit)
-    eta = parts["mu"][:, None, None] + parts["a"][:, :, None] + parts["b"][:, None, :]
+    eta = _eta(parts)
     (p,) = _cell_expectations(parts, [lambda p: p])
     if parts["latent"]:
         ab = (
@@ -323,9 +341,12 @@ def _crossed_fns(kind: str, ks: np.ndarray) -> list:
 
 
 def _population_draws(parts: dict, fns: list) -> np.ndarray:
-    """``E[f(p)]`` for a new task, ``logit p ~ N(mu + a_m, sqrt(sd_task^2 + sd_cluster^2 + sd_at^2))``."""
+    """``E[f(p)]`` for a new task, ``logit p ~ N(mu + a_m, sqrt(sd_task^2 + sd_cluster^2 + sd_ac^2 + sd_at^2))``.
+
+    The new task comes from a new cluster, so the agent's effect there is a fresh draw too.
+    """
     u, w = population_nodes()
-    s = np.sqrt(parts["sd_task2"] + parts["sd_at"] ** 2)
+    s = np.sqrt(parts["sd_task2"] + parts["sd_ac2"] + parts["sd_at"] ** 2)
     e = parts["mu"][:, None, None] + parts["a"][:, :, None] + s[:, None, None] * u
     p = expit(e)
     return np.stack([(f(p) * w).sum(-1) for f in fns], axis=-1)
@@ -466,7 +487,9 @@ def _latent_components(parts: dict) -> dict[str, np.ndarray]:
     vt = parts["sd_task2"] - vc  # the task effect within its cluster
     comps = {"agent": va}
     if parts["has_cluster"]:
-        comps |= {"cluster": vc, "task:cluster": vt, "agent:task:cluster": vat}
+        comps |= {"cluster": vc, "task:cluster": vt}
+        comps |= {"agent:cluster": parts["sd_ac2"]} if parts["ac"] is not None else {}
+        comps |= {"agent:task:cluster": vat}
     else:
         comps |= {"task": vt, "agent:task": vat}
     if parts["no_ab"]:
@@ -481,13 +504,19 @@ def _probability_components(parts: dict, rules: dict[str, tuple[str, str | None]
     no spread of agents (one agent), the decomposition is that agent's: its
     ability is the location and there is no spread of agents around it (the
     agent component is left at 0 here and made undefined by :func:`_settle`).
+    With an agent x cluster effect, ``agent:cluster = Var(E[p | agent,
+    cluster]) - agent - cluster`` (the part the link adds between agents and
+    clusters included, as ``agent:task`` holds the link's part between agents
+    and tasks).
     """
     u, w = population_nodes()
     one = "agent" in rules
     loc = parts["a"][:, agents_with_runs(parts["n"])[0]] if one else 0.0
     mu = (parts["mu"] + loc)[:, None]
     va = np.zeros(mu.shape[0]) if one else parts["sd_agent"] ** 2
-    vt, vat, vc = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"]
+    # the agent x cluster effect's variance joins every spread around a new cell
+    vt, vat, vc, vac = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"], parts["sd_ac2"]
+    fixed = parts["opts"].get("agents") == "fixed"
 
     def m1m2(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         # E[p], E[p^2] with logit p ~ N(loc, s), loc (S, Q0), s (S,)
@@ -498,29 +527,52 @@ def _probability_components(parts: dict, rules: dict[str, tuple[str, str | None]
         g, _ = m1m2(mu + np.sqrt(s_in)[:, None] * u, np.sqrt(s_out))
         return (g**2 * w).sum(-1) - (g * w).sum(-1) ** 2
 
-    ep, ep2 = m1m2(mu, np.sqrt(va + vt + vat))
+    ep, ep2 = m1m2(mu, np.sqrt(va + vt + vac + vat))
     total = ep2[:, 0] - ep[:, 0] ** 2
     if one:
         var_a = np.zeros(mu.shape[0])
-    elif parts["opts"].get("agents") == "fixed":
+    elif fixed:
         # finite population of the evaluated agents (sample variance, ddof=1)
-        g, _ = m1m2(mu + parts["a"], np.sqrt(vt + vat))
+        g, _ = m1m2(mu + parts["a"], np.sqrt(vt + vac + vat))
         var_a = g.var(axis=-1, ddof=1)
     else:
-        var_a = var_of(va, vt + vat)
-    var_t = var_of(vt, va + vat)  # the task, its cluster included
+        var_a = var_of(va, vt + vac + vat)
+    var_t = var_of(vt, va + vac + vat)  # the task, its cluster included
     inter = total - var_a - var_t
     residual = ep[:, 0] - ep2[:, 0]
     at_name = "agent:task:cluster" if parts["has_cluster"] else "agent:task"
     comps = {"agent": var_a}
     if parts["has_cluster"]:
-        var_c = var_of(vc, va + (vt - vc) + vat)
+        var_c = var_of(vc, va + (vt - vc) + vac + vat)
         comps |= {"cluster": var_c, "task:cluster": var_t - var_c}
     else:
         comps["task"] = var_t
+    if parts["ac"] is not None:
+        var_ac = _agent_cluster_part(parts, mu, var_of, fixed and not one) - var_a - var_c
+        comps["agent:cluster"] = var_ac
+        inter = inter - var_ac
     if parts["no_ab"]:  # no agent x task effect in the model: with one run it is the residual's
         return comps | {"residual": residual + inter}
     return comps | {at_name: inter, "residual": residual}
+
+
+def _agent_cluster_part(parts: dict, mu: np.ndarray, var_of: Callable, fixed: bool) -> np.ndarray:
+    """``Var(E[p | agent, cluster])``: over the agents (the evaluated ones when ``fixed``), clusters and their effects.
+
+    For fixed agents, by the law of total variance: the agents' sample variance (ddof=1, as
+    the agent component) of ``E[p | agent]`` plus the mean over agents of the variance of
+    ``E[p | agent, cluster]`` over the cluster and the agent's effect on it.
+    """
+    u, w = population_nodes()
+    vc, vac = parts["sd_cluster2"], parts["sd_ac2"]
+    inner = np.sqrt(parts["sd_task2"] - vc + parts["sd_at"] ** 2)  # the task within its cluster, the cell
+    if not fixed:
+        return var_of(parts["sd_agent"] ** 2 + vc + vac, inner**2)
+    # (S, agents, nodes): E[p | agent, cluster and its effect at node x], the task and cell integrated
+    loc = mu[:, :, None] + parts["a"][:, :, None] + np.sqrt(vc + vac)[:, None, None] * u
+    g = (expit(loc[..., None] + inner[:, None, None, None] * u) * w).sum(-1)
+    mean_g = (g * w).sum(-1)
+    return mean_g.var(axis=-1, ddof=1) + ((g**2 * w).sum(-1) - mean_g**2).mean(-1)
 
 
 def _settle(comps: dict[str, np.ndarray], parts: dict, rules: dict[str, tuple[str, str | None]]) -> dict[str, str]:

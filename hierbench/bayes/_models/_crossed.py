@@ -58,6 +58,7 @@ from .._registry import register
 from .._registry import register_hook
 from .._structure import Structure
 from .._structure import count_design
+from .._structure import decide_agent_cluster
 from .._structure import decide_agent_task
 from .._structure import decide_centring
 from .._structure import decide_clusters
@@ -74,6 +75,7 @@ CROSSED_PRIORS: dict[str, dict[str, Any]] = {
     "sd_task": {"dist": "HalfNormal", "sigma": 2.0},
     "sd_agent_task": {"dist": "HalfNormal", "sigma": 1.0},
     "sd_cluster": {"dist": "HalfNormal", "sigma": 1.0},
+    "sd_agent_cluster": {"dist": "HalfNormal", "sigma": 1.0},
 }
 
 
@@ -85,8 +87,11 @@ NOMINAL_SCALE = {"agent": 1.0, "task": 1.0, "cluster": 1.0}
 NOMINAL_AGENT_TASK_SD = 0.5
 
 
-def _default_priors(use_cluster: bool, agents: str, task: bool = True) -> dict[str, dict[str, Any]]:
+def _default_priors(
+    use_cluster: bool, agents: str, task: bool = True, agent_cluster: bool = False
+) -> dict[str, dict[str, Any]]:
     drop = {"sd_cluster"} if not use_cluster else set()
+    drop |= {"sd_agent_cluster"} if not (use_cluster and agent_cluster) else set()
     drop |= {"mu", "sd_agent"} if agents == "fixed" else {"ability"}
     drop |= {"sd_task"} if not task else set()
     return {k: dict(v) for k, v in CROSSED_PRIORS.items() if k not in drop}
@@ -154,8 +159,9 @@ HOOKS = {
 _log_binom = log_binom  # the name ``fit_replicates`` imports
 
 
-def _check_options(clusters: Any, agent_task: Any, n_quad: Any, agents: Any) -> None:
+def _check_options(clusters: Any, agent_task: Any, n_quad: Any, agents: Any, agent_cluster: Any) -> None:
     check_choice(agents, "agents", ("fixed", "random"))
+    check_choice(agent_cluster, "agent_cluster", ("auto", True, False))
     check_choice(agent_task, "agent_task", ("auto", "marginal", "latent", "none"))
     check_int(n_quad, "n_quad", min=5, max=200)
     check_choice(clusters, "clusters", ("auto", True, False))
@@ -308,12 +314,14 @@ def _check_tasks(counts: xr.Dataset) -> None:
         )
 
 
-def _priors(st: Structure, priors: Any, use_cluster: bool, agents: str, agent_task: str, task: bool) -> dict:
+def _priors(
+    st: Structure, priors: Any, use_cluster: bool, agents: str, agent_task: str, task: bool, use_ac: bool
+) -> dict:
     """The decided model's priors: the defaults of the parameters it has, with ``priors`` merged in.
 
     ``priors['sd_task']`` is refused when the model has no task effect (see :func:`_decide`).
     """
-    default = _default_priors(use_cluster, agents, task)
+    default = _default_priors(use_cluster, agents, task, use_ac)
     if agent_task == "none":
         default.pop("sd_agent_task")
     if not task and priors is not None and "sd_task" in priors:
@@ -592,15 +600,30 @@ def _likelihood_marginal(eta_cell: Any, sd_at: Any, n_cell: Any, y_cell: Any, ce
     )  # fmt: skip
 
 
+def _agent_cluster_effect(pri: dict) -> tuple[Any, Any]:
+    """The agent x cluster effect ``(ac)_mk ~ N(0, sd_agent_cluster)``, non-centred: ``(effect, its variance)``.
+
+    Each agent's tasks of one cluster share its ``(ac)_mk`` beyond its ability and the
+    cluster's difficulty; a new task from a new cluster brings a fresh one (``mean_new_task``).
+    """
+    sd = make_prior("sd_agent_cluster", pri["sd_agent_cluster"])
+    z = pm.Normal("z_agent_cluster", 0.0, 1.0, dims=("agent", "cluster"))
+    return pm.Deterministic("agent_cluster_effect", sd * z, dims=("agent", "cluster")), sd**2
+
+
 def _likelihood(
-    theta: Any, ability: Any, parts: tuple, n_cell: Any, y_cell: Any, cells: dict, agent_task: str, n_quad: int
-) -> None:
-    """``mean_new_task`` and the cells' likelihood, by the agent x task form."""
+    theta: Any, ability: Any, parts: tuple, n_cell: Any, y_cell: Any, cells: dict, agent_task: str, n_quad: int,
+    ac: tuple[Any, Any] | None = None,
+) -> None:  # fmt: skip
+    """``mean_new_task`` and the cells' likelihood, by the agent x task form (``ac``: the agent x cluster effect)."""
     sd_at, _, task_total, sd_total2 = parts
     # the cells' indices as data (not constants), so that the kernel holds no size
     ai = pm.Data("cell_agent_idx", cells["cell_agent_idx"].astype(np.int64), dims="cell")
     ti = pm.Data("cell_task_idx", cells["cell_task_idx"].astype(np.int64), dims="cell")
     eta_grid = theta[:, None] + task_total[None, :]
+    if ac is not None:
+        eta_grid = eta_grid + ac[0][:, pm.modelcontext(None)["task_cluster_idx"]]
+        sd_total2 = sd_total2 + ac[1]
     pu, pw = population_nodes()  # the one population rule (hierbench._numerics.agq)
     p_new = pm.math.invlogit(ability[:, None] + pt.sqrt(sd_total2) * pu[None, :])
     pm.Deterministic("mean_new_task", (p_new * pw[None, :]).sum(axis=1), dims="agent")
@@ -617,7 +640,7 @@ def _likelihood(
 
 def _model(
     counts: xr.Dataset, cells: dict, pri: dict, use_cluster: bool, centred_set: set[str], agent_task: str,
-    task: bool, agents: str, n_quad: int,
+    task: bool, agents: str, n_quad: int, use_ac: bool = False,
 ) -> tuple[pm.Model, np.ndarray | None]:  # fmt: skip
     """The PyMC model of the decided structure, and each task's cluster index (None without clusters)."""
     coords, cl_idx = count_coords(counts, cells, clusters=use_cluster)
@@ -625,7 +648,8 @@ def _model(
         _, _, n_cell, y_cell = count_data(counts, cells)
         parts = _task_effects(pri, coords, cl_idx, use_cluster, centred_set, agent_task, task)
         theta, ability = _abilities(pri, coords, parts[1], agents, "agent" in centred_set)
-        _likelihood(theta, ability, parts, n_cell, y_cell, cells, agent_task, n_quad)
+        ac = _agent_cluster_effect(pri) if use_ac else None
+        _likelihood(theta, ability, parts, n_cell, y_cell, cells, agent_task, n_quad, ac)
     return model, cl_idx
 
 
@@ -675,6 +699,7 @@ def build_crossed(
     n_quad: int = 7,
     agents: Literal["fixed", "random"] = "fixed",
     centred: Literal["auto"] | tuple[str, ...] = "auto",
+    agent_cluster: Literal["auto"] | bool = "auto",
 ) -> pm.Model:
     """Build the crossed agent x task (x cluster) logistic model.
 
@@ -754,14 +779,15 @@ def build_crossed(
     >>> sorted(v.name for v in model.free_RVs)
     ['ability_theta', 'sd_agent_task', 'sd_task', 'z_task', 'z_task_offset']
     """
-    _check_options(clusters, agent_task, n_quad, agents)
+    _check_options(clusters, agent_task, n_quad, agents, agent_cluster)
     counts, cells = prepare_counts(data, model="build_crossed")
     _check_tasks(counts)
     st, use_cluster, agent_task, centred_set, task = _decide(counts, cells, clusters, agent_task, agents, centred)
-    pri = _priors(st, priors, use_cluster, agents, agent_task, task)
-    model, cl_idx = _model(counts, cells, pri, use_cluster, centred_set, agent_task, task, agents, n_quad)
+    use_ac = decide_agent_cluster(st, agent_cluster, use_cluster)
+    pri = _priors(st, priors, use_cluster, agents, agent_task, task, use_ac)
+    model, cl_idx = _model(counts, cells, pri, use_cluster, centred_set, agent_task, task, agents, n_quad, use_ac)
     options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
-               "agents": agents, "centred": sorted(centred_set)}  # fmt: skip
+               "agents": agents, "centred": sorted(centred_set), "agent_cluster": bool(use_ac)}  # fmt: skip
     model.hierbench = _info(st, counts, cells, pri, options, cl_idx, task)
     return model
 
@@ -771,7 +797,8 @@ register(
         name="crossed",
         builder=build_crossed,
         default_priors=lambda opts: _default_priors(
-            opts.get("clusters", True) is not False, opts.get("agents", "fixed")
+            opts.get("clusters", True) is not False, opts.get("agents", "fixed"), True,
+            opts.get("agent_cluster", "auto") is not False,
         ),
         default_options={
             "clusters": "auto",
@@ -779,6 +806,7 @@ register(
             "n_quad": 7,
             "agents": "fixed",
             "centred": "auto",
+            "agent_cluster": "auto",
         },
         sampler_settings={"target_accept": 0.8},
         description="Crossed agent x task (x cluster) logistic model on aggregated counts",
@@ -812,6 +840,13 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
     # no task effect in the model (one agent with one run per task): the cell's logit has none
     task = arr("task_effect", "task").reshape(-1, post.sizes["task"]) if "task_effect" in post else None
     cluster = arr("cluster_effect", "cluster").reshape(-1, post.sizes["cluster"]) if cl_idx is not None else None
+    ac = (
+        post["agent_cluster_effect"].transpose("chain", "draw", "agent", "cluster").values.reshape(
+            -1, post.sizes["agent"], post.sizes["cluster"]
+        )
+        if "agent_cluster_effect" in post
+        else None
+    )
     sd = post["sd_agent_task"].values.reshape(-1) if agent_task == "marginal" else None
     latent = (
         post["agent_task_effect"].transpose("chain", "draw", "agent", "task").values.reshape(
@@ -831,6 +866,8 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
         eta = ability[sl][:, ai] + (task[sl][:, ti] if task is not None else 0.0)
         if cluster is not None:
             eta += cluster[sl][:, cl_idx[ti]]
+        if ac is not None:
+            eta += ac[sl][:, ai, cl_idx[ti]]
         if sd is not None:
             eta += sd[sl, None] * gen.standard_normal(eta.shape)
         elif latent is not None:
