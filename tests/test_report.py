@@ -1076,10 +1076,14 @@ def test_variance_rows_fold_what_the_design_cannot_split():
 
     assert _rows() == COMPONENT_ROWS
     one_agent = _rows([("agent x task", "task")])
-    assert list(one_agent) == ["agent", "task + agent x task", "run-to-run"]
+    assert list(one_agent) == ["agent", "task + agent x task", "agent x cluster", "run-to-run"]
     assert one_agent["task + agent x task"] == COMPONENT_ROWS["task"] + COMPONENT_ROWS["agent x task"]
     both = _rows([("agent x task", "task"), ("task", "run-to-run")])
-    assert list(both) == ["agent", "task + agent x task + run-to-run"]
+    assert list(both) == ["agent", "task + agent x task + run-to-run", "agent x cluster"]
+    # a crossed fit without an agent x cluster effect: its agent x task effect holds that spread
+    folded = _rows([("agent x cluster", "agent x task")])
+    assert list(folded) == ["agent", "task", "agent x cluster + agent x task", "run-to-run"]
+    assert folded["agent x cluster + agent x task"] == ("agent:cluster", "agent:task", "agent:task:cluster")
 
 
 @pytest.mark.parametrize("n_runs", [3, 1])

@@ -127,8 +127,9 @@ def _variance_section(md: str) -> tuple[str, dict[str, dict[str, str]]]:
 def test_variance_section_does_not_call_rows_with_other_terms_one_component(
     clustered, unclustered_fit, tmp_path, fit_has_clusters
 ):
-    """With task clusters G-theory also estimates agent:cluster, which the crossed model folds away; a
-    fit without clusters sums `task` where G-theory sums cluster + task:cluster. The section said
+    """With task clusters G-theory also estimates agent:cluster, which a crossed fit without clusters
+    folds into its agent x task effect (a fit with clusters has its own agent x cluster effect); a
+    fit without clusters also sums `task` where G-theory sums cluster + task:cluster. The section said
     "so both methods describe the same component" of every row.
     """
     ds, fit = clustered
@@ -144,7 +145,12 @@ def test_variance_section_does_not_call_rows_with_other_terms_one_component(
         if differ:
             assert f"Bayes sums {row['Bayes terms']}, G-theory {row['G-theory terms']}" in row["flag"]
             assert row["disagree"] == "undefined"
-    assert "agent:cluster" in rows["agent x task"]["G-theory terms"]  # so that row differs in both fits
+    if fit_has_clusters:  # agent x cluster is a row of its own, one component on both sides
+        assert rows["agent x cluster"]["Bayes terms"] == rows["agent x cluster"]["G-theory terms"] == "agent:cluster"
+        assert rows["agent x task"]["Bayes terms"] == rows["agent x task"]["G-theory terms"]
+    else:  # in the fit's agent x task effect: one row, whose terms differ
+        assert "agent x cluster" not in rows and "agent x task" not in rows
+        assert "not one component" in rows["agent x cluster + agent x task"]["flag"]
     assert ("not one component" in rows["task"]["flag"]) != fit_has_clusters
 
 

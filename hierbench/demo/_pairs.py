@@ -88,9 +88,9 @@ def _agent_cluster(ctx: DemoContext) -> str:
     from .._base import HierbenchError
     from ..freq import variance_components
     from ..report import agent_cluster_note
-    from ..report import clustered_crossed
+    from ..report import lacks_agent_cluster
 
-    if "cluster" not in ctx.data.coords or not clustered_crossed(ctx.extra["fit"]):
+    if "cluster" not in ctx.data.coords or not lacks_agent_cluster(ctx.extra["fit"]):
         return ""  # nothing to size: G-theory is not run for it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # G-theory's own notices belong to its own call, not this sentence

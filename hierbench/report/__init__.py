@@ -31,8 +31,8 @@ from ._pairs import MATRIX_ABOVE
 from ._pairs import SCORE_ORDER_WORDS as SCORE_ORDER_WORDS  # for the CLI; not in __all__
 from ._pairs import agent_cluster_note as agent_cluster_note  # for the demo; not in __all__
 from ._pairs import bayes_pair_note
-from ._pairs import clustered_crossed as clustered_crossed  # for the demo; not in __all__
 from ._pairs import differ_column
+from ._pairs import lacks_agent_cluster as lacks_agent_cluster  # for the demo; not in __all__
 from ._pairs import marks_holm_note as marks_holm_note  # for the CLI; not in __all__
 from ._pairs import marks_legend
 from ._pairs import no_p_note as no_p_note  # for the CLI and the demo; not in __all__

@@ -479,11 +479,17 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
         "simultaneous verdict."
     )
     spec = fit_record(fit, "hierbench_spec")
-    if clustered_crossed(fit):
+    if lacks_agent_cluster(fit):
         text += (
             " The crossed model lets an agent's advantage vary task by task but has no agent x cluster "
             "term: where advantages differ by task cluster, these probabilities are surer than the data "
             "allow (the paired tests take clusters as their unit)."
+        )
+    elif clustered_crossed(fit):
+        text += (
+            " The crossed model lets an agent's advantage vary by task cluster (its agent x cluster "
+            "effect) and task by task within a cluster, so a cluster's tasks count as one source of "
+            "evidence about a pair, as in the paired tests, which take clusters as their unit."
         )
     elif _unpaired(fit):
         name = str(spec.get("model") or fit.attrs.get("hierbench_model") or "this").replace("_", "-")
@@ -498,9 +504,18 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
 
 
 def clustered_crossed(fit: xr.DataTree) -> bool:
-    """Whether the fit is a crossed model with task clusters (its P(a > b) lacks an agent x cluster term)."""
+    """Whether the fit is a crossed model with task clusters (a new task comes from a new cluster)."""
     spec = fit_record(fit, "hierbench_spec")
     return spec.get("model") == "crossed" and bool(spec.get("options", {}).get("clusters"))
+
+
+def lacks_agent_cluster(fit: xr.DataTree) -> bool:
+    """Whether the fit is a crossed model with task clusters and no agent x cluster effect.
+
+    ``agent_cluster=False``, or a fit saved before the option existed (its options do not name it).
+    """
+    spec = fit_record(fit, "hierbench_spec")
+    return clustered_crossed(fit) and not spec.get("options", {}).get("agent_cluster", False)
 
 
 def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:
@@ -511,9 +526,10 @@ def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:
     agent-specific effects add ``2 v sum_c w_c^2`` to the variance of a pair's mean difference
     over these tasks (both agents on every task), which a model without the term reads as a
     difference of abilities. SWE-bench by repository: ``v`` 0.0008, SD 0.020; METR by task
-    family: ``v`` 0.016. Empty for a fit without clusters or a design without the component.
+    family: ``v`` 0.016. Empty for a fit without clusters, a fit that has the term
+    (``agent_cluster``), or a design without the component.
     """
-    if g is None or not clustered_crossed(fit):
+    if g is None or not lacks_agent_cluster(fit):
         return ""
     names = [str(c) for c in g.components["component"].values]
     if "agent:cluster" not in names or "cluster" not in data.coords:

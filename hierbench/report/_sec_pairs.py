@@ -232,9 +232,9 @@ def _heatmap_caption(ctx: _Context, ps) -> str:
 def _agent_cluster(ctx: _Context) -> str:
     """The size of the agent x cluster spread the crossed model leaves out, on this log (G-theory)."""
     from ._pairs import agent_cluster_note
-    from ._pairs import clustered_crossed
+    from ._pairs import lacks_agent_cluster
 
-    if ctx.data is None or "cluster" not in ctx.data.coords or not clustered_crossed(ctx.fit):
+    if ctx.data is None or "cluster" not in ctx.data.coords or not lacks_agent_cluster(ctx.fit):
         return ""
     try:
         g = ctx.gtheory()

@@ -1,9 +1,10 @@
 """The variance-components section: the crossed fit's and G-theory's components, row for row.
 
 Both halves name their components by G-theory's facets (``task:cluster``,
-``agent:task:cluster`` when tasks sit in clusters), but split them
-differently (G-theory also estimates ``agent:cluster``; the crossed model
-folds it into the agent x task effect). :data:`COMPONENT_ROWS` is the one
+``agent:cluster``, ``agent:task:cluster`` when tasks sit in clusters); a
+crossed fit without an agent x cluster effect (``agent_cluster=False``, or
+saved before it existed) folds it into its agent x task effect, and the two
+rows are then one. :data:`COMPONENT_ROWS` is the one
 place the rows are defined: each row of the table sums the components of
 either half listed for it, and says which it summed. Where the two halves'
 terms for a row differ the row is flagged as not one component (never
@@ -39,7 +40,8 @@ __all__ = ["COMPONENT_ROWS"]
 COMPONENT_ROWS: dict[str, tuple[str, ...]] = {
     "agent": ("agent",),
     "task": ("task", "cluster", "task:cluster"),
-    "agent x task": ("agent:task", "agent:cluster", "agent:task:cluster"),
+    "agent x cluster": ("agent:cluster",),
+    "agent x task": ("agent:task", "agent:task:cluster"),
     "run-to-run": ("residual",),
 }
 
@@ -52,6 +54,19 @@ def _merge_reason(ctx: _Context) -> str | None:
         if choice == "none":
             return "the fitted model has no agent x task effect (agent_task='none')"
     return None
+
+
+def _cluster_merge_reason(ctx: _Context) -> str | None:
+    """Why agent x cluster is inside the agent x task row: the crossed fit has no such effect (None: it has)."""
+    if ctx.fit is None or ctx.fit.attrs.get("hierbench_model") != "crossed":
+        return None
+    if ctx.data is None or "cluster" not in ctx.data.coords or ctx.data.sizes.get("agent", 0) < 2:
+        return None  # no G-theory agent:cluster to set beside it
+    options = fit_record(ctx.fit, "hierbench_spec").get("options", {})
+    if options.get("agent_cluster", False):
+        return None
+    why = "agent_cluster=False" if options.get("clusters") else "it was fitted without clusters"
+    return f"the fitted crossed model has no agent x cluster effect ({why}), so its agent x task effect holds that variation"
 
 
 def _runs_per_cell(data: xr.Dataset) -> np.ndarray:
@@ -83,7 +98,8 @@ def _layout(ctx: _Context) -> tuple[dict[str, tuple[str, ...]], list[str], dict[
     rules = {} if (n := _run_counts(ctx)) is None else unidentified_components(n)
     why, into = rules.get("agent:task", (_merge_reason(ctx), "residual"))
     row = next(r for r, names in COMPONENT_ROWS.items() if into in names)
-    merges = [("agent x task", row, why)] if why else []
+    merges = [("agent x cluster", "agent x task", w)] if (w := _cluster_merge_reason(ctx)) else []
+    merges += [("agent x task", row, why)] if why else []
     merges += [("task", "run-to-run", rules["task"][0])] if "task" in rules else []
     said = [f"{a[0].upper() + a[1:]} and {b} variation are one row: {w}." for a, b, w in merges]
     undefined = {"agent": rules["agent"][0]} if "agent" in rules else {}
