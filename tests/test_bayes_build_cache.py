@@ -81,9 +81,15 @@ def _same(ours, theirs, points):
         np.testing.assert_array_equal(_expand(ours, x)[1], _expand(theirs, x)[1])
 
 
-def test_cached_build_computes_what_nutpies_build_computes():
+@pytest.fixture(scope="module")
+def both_builds():
+    """Our cached build and nutpie's own of one small model, built once for the two tests that compare them."""
     model = _model(*_data(1))
-    ours, theirs = _ours(model), _nutpie(model)
+    return _ours(model), _nutpie(model)
+
+
+def test_cached_build_computes_what_nutpies_build_computes(both_builds):
+    ours, theirs = both_builds
     assert (ours.n_dim, ours.n_expanded, ours.shapes) == (theirs.n_dim, theirs.n_expanded, theirs.shapes)
     assert ours.dims == theirs.dims
     assert {k: list(v) for k, v in ours.coords.items()} == {k: list(v) for k, v in theirs.coords.items()}
@@ -126,13 +132,13 @@ def test_crossed_kernel_holds_no_size():
 
 
 @pytest.mark.slow
-def test_cached_build_draws_what_nutpies_build_draws():
+def test_cached_build_draws_what_nutpies_build_draws(both_builds):
     import nutpie
 
-    model = _model(*_data(3))
+    ours, theirs = both_builds  # the builds the test above compares point by point
     kw = dict(chains=2, draws=60, tune=60, seed=11, progress_bar=False)
-    a = nutpie.sample(_ours(model), **kw)
-    b = nutpie.sample(_nutpie(model), **kw)
+    a = nutpie.sample(ours, **kw)
+    b = nutpie.sample(theirs, **kw)
     for name in ("b", "s", "b2"):
         np.testing.assert_array_equal(a.posterior[name].values, b.posterior[name].values, err_msg=name)
 

@@ -386,14 +386,23 @@ def _cells(html: str, sid: str) -> list[str]:
             for v in t.to_numpy().ravel()]  # fmt: skip
 
 
-@pytest.mark.slow  # recomputes the synthetic fit's diagnostics
-def test_build_from_a_fit_alone(tmp_path):
-    """The Bayesian sections from a fit without data; the numbers are the draws' own summaries."""
+@pytest.fixture(scope="module")
+def fit_alone_report(tmp_path_factory):
+    """The report of the synthetic fit without data, built once: the fit, its HTML, and the
+    overlapping text of each figure as it was rendered (``_collect_overlaps``).
+    """
     dt, _ = _synthetic_fit()
-    with warnings.catch_warnings():
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        found = _collect_overlaps(mp)
         warnings.simplefilter("ignore")
-        out = build(dt, path=tmp_path / "fit.html", progress=False)
-    html = out.read_text()
+        out = build(dt, path=tmp_path_factory.mktemp("fit_alone") / "fit.html", progress=False)
+    return dt, out.read_text(), found
+
+
+@pytest.mark.slow  # recomputes the synthetic fit's diagnostics (the report is shared with the overlap test)
+def test_build_from_a_fit_alone(fit_alone_report):
+    """The Bayesian sections from a fit without data; the numbers are the draws' own summaries."""
+    dt, html, _ = fit_alone_report
     for sid in SECTIONS:
         assert f'id="{sid}"' in html, sid
     summary = html.split('id="data-summary"')[1].split("</section>")[0]
@@ -544,16 +553,15 @@ def _collect_overlaps(monkeypatch) -> dict:
     return found
 
 
-@pytest.mark.slow  # renders two full reports
-def test_report_figures_have_no_overlapping_text(tmp_path, monkeypatch):
+@pytest.mark.slow  # renders a full report (and reads the fit's, built once for the test above)
+def test_report_figures_have_no_overlapping_text(fit_alone_report, tmp_path, monkeypatch):
     found = _collect_overlaps(monkeypatch)
-    dt, _ = _synthetic_fit()
     ds, _ = simulate_eval(n_agents=12, n_tasks=30, n_runs=3, n_clusters=5, rng=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        build(dt, path=tmp_path / "fit.html", progress=False)
         build(data=ds, path=tmp_path / "data.html", n_resamples=199, progress=False)
-    assert {"rank_worst", "trace_worst", "energy", "abilities_forest", "passk_curves"} <= set(found)
+    assert {"rank_worst", "trace_worst", "energy", "abilities_forest", "passk_curves"} <= set(found) | set(fit_alone_report[2])
+    found = {**{f"fit report: {k}": v for k, v in fit_alone_report[2].items()}, **found}
     assert not {k: v for k, v in found.items() if v}
 
 
