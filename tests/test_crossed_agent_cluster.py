@@ -1,0 +1,157 @@
+"""The crossed model's agent x cluster effect: when it is used, and what every consumer makes of it.
+
+An agent can be better at one cluster's tasks (a repository, a task family) than its ability
+says. The effect ``(ac)_mk ~ N(0, sd_agent_cluster)`` enters each cell's logit by the task's
+cluster, the posterior predictive and the task averages by the same index, and a new task
+(from a new cluster) by its variance. The expected values here come from scipy's adaptive
+quadrature, from G-theory's REML fit of the same log, or from the rule's own statement.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import integrate
+from scipy.special import expit
+
+from hierbench.bayes import UnidentifiedTermWarning
+from hierbench.bayes import build_crossed
+from hierbench.bayes import describe
+from hierbench.bayes import fit
+from hierbench.metrics import crossed_pass_k
+from hierbench.metrics import crossed_variance_components
+from hierbench.testing import simulate_eval
+
+#: 5 agents x 48 tasks in 8 clusters, 3 runs per cell, a strong agent x cluster spread
+DESIGN = dict(n_agents=5, n_tasks=48, n_runs=3, n_clusters=8, sd_cluster=0.5, sd_agent_cluster=0.8)
+
+
+@pytest.fixture(scope="module")
+def clustered_fit():
+    data, truth = simulate_eval(**DESIGN, rng=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a short fit: its checks may fail, the quantities below do not rest on them
+        dt = fit(build_crossed(data), draws=250, tune=250, chains=2, rng=2, progress=False)
+    return data, truth, dt
+
+
+def test_the_effect_is_used_with_clusters_and_two_agents_and_said_why():
+    data, _ = simulate_eval(**DESIGN, rng=3)
+    names = {v.name for v in build_crossed(data).free_RVs}
+    assert {"sd_agent_cluster", "z_agent_cluster"} <= names
+    text = describe(build_crossed(data))
+    assert "agent_cluster: True - 5 agents x 8 clusters" in text
+    off = build_crossed(data, agent_cluster=False)
+    assert "sd_agent_cluster" not in {v.name for v in off.free_RVs}
+    assert "requested by the user (auto would choose True" in describe(off)
+    # no clusters: nothing to vary by, and asking for it is an error that says what is missing
+    plain = data.drop_vars("cluster")
+    assert "sd_agent_cluster" not in {v.name for v in build_crossed(plain).free_RVs}
+    with pytest.raises(ValueError, match=r"`agent_cluster=True` needs the cluster effect"):
+        build_crossed(plain, agent_cluster=True)
+    with pytest.raises(ValueError, match=r"`agent_cluster=True` needs the cluster effect"):
+        build_crossed(data, clusters=False, agent_cluster=True)
+    # one agent: the agent x cluster effect is the cluster effect
+    one = data.isel(agent=[0])
+    assert "sd_agent_cluster" not in {v.name for v in build_crossed(one).free_RVs}
+    with pytest.warns(UnidentifiedTermWarning, match="its agent x cluster effect is the cluster effect"):
+        build_crossed(one, agent_cluster=True)
+
+
+def test_simulate_eval_draws_the_effect_only_when_asked():
+    base, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, n_clusters=4, rng=5)
+    same, truth = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, n_clusters=4, sd_agent_cluster=0.0, rng=5)
+    xr.testing.assert_identical(base, same)  # a seed simulates what it did before the term existed
+    assert "agent_cluster" not in truth
+    _, truth = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, n_clusters=4, sd_agent_cluster=0.5, rng=5)
+    assert truth["agent_cluster"].sizes == {"agent": 3, "cluster_id": 4}
+    with pytest.raises(ValueError, match=r"`sd_agent_cluster` \(0.5\) needs clusters"):
+        simulate_eval(n_agents=3, n_tasks=20, n_runs=2, sd_agent_cluster=0.5, rng=5)
+
+
+def _new_task_mean(ability: float, sd: float) -> float:
+    """E[expit(ability + sd z)], z ~ N(0, 1), by scipy's adaptive quadrature."""
+    f = lambda z: expit(ability + sd * z) * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)  # noqa: E731
+    return integrate.quad(f, -12, 12, epsabs=1e-11)[0]
+
+
+def test_a_new_task_draws_a_fresh_agent_x_cluster_effect(clustered_fit):
+    """mean_new_task (the PyMC graph) and population pass^1 (NumPy) against scipy, draw by draw."""
+    _, _, dt = clustered_fit
+    post = dt["posterior"].isel(chain=0, draw=slice(0, 3))
+    pop = crossed_pass_k(dt, k=1, population=True)["draws"].sel(k=1).isel(chain=0, draw=slice(0, 3))
+    for d in range(3):
+        p = post.isel(draw=d)
+        sd = float(np.sqrt(p.sd_task**2 + p.sd_cluster**2 + p.sd_agent_cluster**2 + p.sd_agent_task**2))
+        without = float(np.sqrt(p.sd_task**2 + p.sd_cluster**2 + p.sd_agent_task**2))
+        for m in range(2):
+            expected = _new_task_mean(float(p.ability[m]), sd)
+            assert float(p.mean_new_task[m]) == pytest.approx(expected, abs=2e-4)
+            assert float(pop.isel(draw=d, agent=m)) == pytest.approx(expected, abs=2e-4)
+            # the check can tell: leaving the effect's variance out moves the mean by more
+            assert abs(_new_task_mean(float(p.ability[m]), without) - expected) > 1e-3
+
+
+def test_the_posterior_predictive_adds_each_agents_effect_on_the_tasks_cluster(clustered_fit):
+    """Per (agent, cluster): the predictive successes' mean over draws against the expectation
+    computed from the posterior's reported effects by scipy (a fresh agent x task effect per
+    cell), within 4 Monte Carlo standard errors. Indexing the effect by task, or leaving it
+    out, misses by several (its SD is 0.8 on the logit scale)."""
+    data, _, dt = clustered_fit
+    post = dt["posterior"].isel(chain=0)
+    const = dt["constant_data"]
+    y = dt["posterior_predictive"]["y"].isel(chain=0).values  # (draw, cell)
+    ai, ti = const["cell_agent_idx"].values, const["cell_task_idx"].values
+    n, cl = const["cell_n_runs"].values, const["task_cluster_idx"].values
+    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    weights = weights / weights.sum()
+    expected = np.zeros_like(y, dtype=float)
+    for d in range(y.shape[0]):
+        p = post.isel(draw=d)
+        eta = (p.ability.values[ai] + p.task_effect.values[ti] + p.cluster_effect.values[cl[ti]]
+               + p.agent_cluster_effect.values[ai, cl[ti]])  # fmt: skip
+        expected[d] = n * (expit(eta[:, None] + float(p.sd_agent_task) * nodes) * weights).sum(-1)
+    groups = ai * 100 + cl[ti]
+    for g in np.unique(groups):
+        sel = groups == g
+        obs, exp_ = y[:, sel].sum(1), expected[:, sel].sum(1)
+        se = (obs - exp_).std(ddof=1) / np.sqrt(obs.size)
+        assert abs((obs - exp_).mean()) < 4 * se + 1e-9, g
+
+
+def test_variance_components_name_the_agent_x_cluster_part_as_g_theory_does(clustered_fit):
+    """Both scales carry agent:cluster; on the probability scale the Bayes 95% interval of each
+    component holds G-theory's REML estimate of the same log."""
+    from hierbench.freq import variance_components
+
+    data, _, dt = clustered_fit
+    lat = crossed_variance_components(dt)
+    assert list(lat.estimate["component"].values) == [
+        "agent", "cluster", "task:cluster", "agent:cluster", "agent:task:cluster"
+    ]  # fmt: skip
+    np.testing.assert_allclose(
+        lat.draws.sel(component="agent:cluster").values, dt["posterior"]["sd_agent_cluster"].values ** 2
+    )
+    prob = crossed_variance_components(dt, scale="probability")
+    g = variance_components(data).components
+    for c in ("agent", "cluster", "task:cluster", "agent:cluster", "agent:task:cluster"):
+        lo, hi = prob.ci.sel(component=c).values
+        assert lo <= float(g.sel(component=c)) <= hi, c
+
+
+def test_pair_notes_follow_the_fit(clustered_fit):
+    from hierbench.freq import variance_components
+    from hierbench.report import agent_cluster_note
+    from hierbench.report import bayes_pair_note
+
+    data, _, dt = clustered_fit
+    note = bayes_pair_note(dt, 10)
+    assert "varies by task cluster" not in note and "no agent x cluster term" not in note
+    assert "(its agent x cluster effect)" in note
+    assert agent_cluster_note(dt, variance_components(data), data) == ""  # nothing left out to size
+    old = xr.DataTree()
+    old.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": true}}'  # saved before the term
+    assert "no agent x cluster term" in bayes_pair_note(old, 10)
