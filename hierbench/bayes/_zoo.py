@@ -95,7 +95,9 @@ _CASES = (
         dataset="METR task runs (Feb 2025), binarised, 10 models x 83 tasks, task families as clusters",
         data_file="metr/metr_all_runs_2025-02-27_19b0311.csv.gz",
         loader=_metr,
-        var_names=("sd_task", "sd_agent_task", "sd_cluster", "ability", "mean_observed", "mean_new_task"),
+        var_names=(
+            "sd_task", "sd_agent_task", "sd_cluster", "sd_agent_cluster", "ability", "mean_observed", "mean_new_task"
+        ),
     ),
     ZooCase(
         name="swebench_bash_only",
@@ -103,12 +105,13 @@ _CASES = (
         dataset="SWE-bench Verified bash-only, 25 models x 500 tasks, R = 1, repositories as clusters",
         data_file="swebench_bash_only/swebench_verified_bash_only_per_instance.csv.gz",
         loader=_swebench,
-        var_names=("sd_task", "sd_cluster", "ability", "mean_observed"),
+        var_names=("sd_task", "sd_cluster", "sd_agent_cluster", "ability", "mean_observed"),
         notes=(
             "R = 1: agent_task='auto' leaves the agent x task effect out (a single "
             "Bernoulli run per cell cannot separate it from run noise). The 12 "
             "repositories (1 to 231 tasks) are clusters, integrated out of the "
-            "centred task effects (cluster_form='integrated'); see models/crossed/card.md."
+            "centred task effects (cluster_form='integrated'), with an agent x "
+            "repository effect (agent_cluster='auto'); see models/crossed/card.md."
         ),
     ),
 )
