@@ -103,12 +103,13 @@ def _sd_table(ctx: DemoContext, post: xr.Dataset, dt: xr.DataTree) -> pd.DataFra
     opts = fit_record(dt, "hierbench_spec").get("options", {})
     skip = {sd for sd, line in _sd_notes(ctx).items() if " is not shown" in line}
     rows = []
-    for name in ("sd_agent", "sd_task", "sd_agent_task", "sd_cluster"):
+    for name in ("sd_agent", "sd_task", "sd_agent_task", "sd_cluster", "sd_agent_cluster"):
         if name not in post or name in skip:
             continue  # said below the table (_sd_notes)
         d = post[name]
         q = d.quantile([(1 - PROB) / 2, (1 + PROB) / 2], dim=("chain", "draw")).values
-        true = float(ctx.truth[name]) if ctx.truth is not None else np.nan
+        # a simulation without an agent x cluster effect (the embedded default) has none: its truth is 0
+        true = float(ctx.truth.get(name, 0.0)) if ctx.truth is not None else np.nan
         label = name
         if name == "sd_agent" and opts.get("agents") == "fixed" and ctx.truth is not None:
             # agents are fixed effects: sd_agent is the spread of these agents' effects,

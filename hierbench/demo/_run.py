@@ -152,10 +152,9 @@ def _demo_truth(ctx: DemoContext) -> str:
         }
     )
     df.index = df.index.astype(str)
-    scal = ", ".join(
-        f"{k} = {float(t[k]):g}"
-        for k in ("mu", "sd_agent", "sd_task", "sd_agent_task", "sd_cluster", "sd_run")
-    )
+    names = ("mu", "sd_agent", "sd_task", "sd_agent_task", "sd_cluster", "sd_agent_cluster", "sd_run")
+    # a simulation without an agent x cluster effect has none (0); without clusters it is not said
+    scal = ", ".join(f"{k} = {float(t.get(k, 0.0)):g}" for k in names if k in t or "cluster" in ctx.data.coords)
     return (
         f"True parameters: {scal}\n\n"
         + df.to_string(float_format="{:.3f}".format)

@@ -315,13 +315,10 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
         raise _Skip("needs a crossed fit or data" + (f" ({gdesc})" if gdesc else ""))
     table = _table(parts, rows, undefined)
     binary = ctx.data is None or ctx.binary()  # a crossed fit alone is binomial by construction
-    text = [
-        "Variance of the cell success probability (probability^2), split into agent, task, "
-        "agent x task and run-to-run (binomial) parts; each row sums the terms named beside it."
-        if binary
-        else f"Variance of the score ({_score_units(ctx)}), split into agent, "
-        "task, agent x task and run-to-run parts; each row sums the terms named beside it."
-    ]
+    names = [str(r).replace("run-to-run", "run-to-run (binomial)" if binary else "run-to-run") for r in table.index]
+    split = f"split into {', '.join(names[:-1])} and {names[-1]} parts" if len(names) > 1 else f"as {names[0]}"
+    what = "the cell success probability (probability^2)" if binary else f"the score ({_score_units(ctx)})"
+    text = [f"Variance of {what}, {split}; each row sums the terms named beside it."]
     if "disagree" in table:
         text.append(_agreement_text(table))
     if bay is not None:
