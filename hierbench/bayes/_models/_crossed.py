@@ -281,6 +281,20 @@ def _decide(
     return st, use_cluster, agent_task, centred_set, task
 
 
+def _decide_agent_cluster(st: Structure, requested: Any, use_cluster: bool) -> bool:
+    """The agent x cluster effect (the rule of :func:`decide_agent_cluster`), and what to say if it mixes slowly."""
+    use = decide_agent_cluster(st, requested, use_cluster)
+    if use:
+        st.hint(
+            "sd_agent_cluster",
+            "the agent x cluster spread is near 0 or few tasks per agent and cluster inform it, so its "
+            "draws move slowly",
+            "more draws (draws=2000 or more), or agent_cluster=False where G-theory's agent:cluster "
+            "component (hierbench.freq.variance_components) is near 0",
+        )
+    return use
+
+
 def _record_unidentified(st: Structure, rules: dict, agents: str) -> None:
     """What the design leaves undefined (:func:`hierbench.metrics.unidentified_components`), said in the structure.
 
@@ -708,12 +722,10 @@ def build_crossed(
     :func:`hierbench.metrics.crossed_variance_components`; :func:`hierbench.bayes.describe` shows
     each decision and its reason): ``sd_agent`` with one agent (``agents``), the agent x task
     effect with one run per cell or one agent (``agent_task``), and, with one agent and one run
-    per task, the task effect and ``sd_task`` (nothing repeats within a task, so the task spread
-    cannot be told from run-to-run noise; kept on its prior it did not converge: SWE-bench, one
-    model, ESS 68-162 and E-BFMI 0.15 at ``sd_task``). The cells' logit is then the ability (plus
-    its cluster's effect, whose spread the clusters' rates identify); ``priors['sd_task']`` is
-    refused; a task effect fitted anyway is a ``(1|task)`` term of
-    :func:`hierbench.bayes.build_mixed`.
+    per task, the task effect and ``sd_task`` (nothing repeats within a task: on its prior it
+    did not converge, SWE-bench one model). The cells' logit is then the ability (plus its
+    cluster's effect); ``priors['sd_task']`` is refused; a task effect fitted anyway is a
+    ``(1|task)`` term of :func:`hierbench.bayes.build_mixed`.
 
     Parameters
     ----------
@@ -723,37 +735,30 @@ def build_crossed(
     priors : mapping, optional
         Overrides of :data:`CROSSED_PRIORS`: ``mu ~ N(0, 1.5)``, ``sd_agent ~ HalfNormal(1.5)``,
         ``sd_task ~ HalfNormal(2)``, ``sd_agent_task ~ HalfNormal(1)``,
-        ``sd_cluster ~ HalfNormal(1)`` (all on the logit scale).
+        ``sd_cluster ~ HalfNormal(1)``, ``sd_agent_cluster ~ HalfNormal(1)`` (logit scale).
     clusters : "auto" or bool
         Use the ``cluster`` task coord ("auto": if present).
     agent_task : {"auto", "marginal", "latent", "none"}
         The agent x task effect integrated out by adaptive Gauss-Hermite quadrature
         ("marginal"), kept as latent ``agent_task_effect(agent, task)`` ("latent"), or left out
-        ("none"). "auto": "none" when every cell has one run (R = 1: a Bernoulli cell cannot
-        separate it from run noise, so ``sd_agent_task`` is unidentified and only makes a ridge
-        with the other scales; 23 divergences and R-hat 1.14 on SWE-bench bash-only) or with
-        one agent (it is then the task effect), else "marginal".
+        ("none"). "auto": "none" when every cell has one run (a Bernoulli cell cannot separate
+        it from run noise: 23 divergences on SWE-bench bash-only) or with one agent (it is then
+        the task effect), else "marginal".
     n_quad : int
-        Nodes of the adaptive Gauss-Hermite quadrature (marginal only), centred at each cell's
-        conditional mode and scaled by its curvature. Seven are within 5e-3 of adaptive scipy
-        quadrature in the cell log-likelihood for 1-100 runs, logits -4..2 and ``sd_agent_task``
-        up to 3 (``models/crossed/card.md``).
+        Nodes of the adaptive Gauss-Hermite quadrature (marginal only): seven are within 5e-3 of
+        scipy in the cell log-likelihood for 1-100 runs (``models/crossed/card.md``).
     agents : {"fixed", "random"}
         ``"fixed"`` (default): each agent's ``ability`` has its own weak prior ``N(0, 2.5)``, no
         pooling (evaluated agents are chosen, not sampled, and each carries thousands of runs);
         ``mu`` is the mean of the abilities, ``agent_effect = ability - mu`` and ``sd_agent``
         their finite-population standard deviation. ``"random"``: ``ability ~ N(mu, sd_agent)``
-        (the superpopulation model; with few agents ``sd_agent`` is weakly identified). One
-        agent has no spread to estimate: no ``sd_agent`` with ``"fixed"``; ``"random"`` fits it
-        as asked, on its prior, with :class:`UnidentifiedTermWarning`.
+        (weakly identified with few agents). One agent: no ``sd_agent`` with ``"fixed"``;
+        ``"random"`` fits it on its prior, with :class:`UnidentifiedTermWarning`.
     agent_cluster : "auto" or bool
-        An agent x cluster effect ``agent_cluster_effect(agent, cluster) ~ N(0,
-        sd_agent_cluster)`` (non-centred; ``sd_agent_cluster ~ HalfNormal(1)``): an agent's tasks
-        of one cluster share its departure from its ability there, so they are not independent
-        evidence about it. "auto": with the cluster effect and at least two agents (with one
-        agent it is the cluster effect). Without it, agents whose advantage differs by cluster
-        get intervals of their differences too narrow (METR's task families: the term's SD is
-        1.2 on the logit scale, and pair intervals of ``mean_observed`` widen by a median 36%).
+        ``agent_cluster_effect(agent, cluster) ~ N(0, sd_agent_cluster)``, non-centred: an
+        agent's tasks of one cluster share its departure from its ability there. "auto": with
+        the cluster effect and two or more agents (one agent: it is the cluster effect). Left
+        out, pair intervals are too narrow where advantages differ by cluster (METR: 36%).
     centred : "auto" or tuple of {"agent", "task", "cluster"}
         Groups given the centred parameterisation, the others non-centred. "auto" centres a
         group when its median level is well informed by its own data (Fisher information x
@@ -770,8 +775,8 @@ def build_crossed(
         ``sd_task`` nor ``task_effect`` with one agent and one run per task); deterministics
         ``ability(agent)`` (logit: ``mu + agent_effect``, the log-odds on a task of average
         difficulty), ``mean_new_task(agent)`` (expected success probability on a new task from
-        the population: from a new cluster, with a fresh agent x cluster effect) and ``mean_observed(agent)`` (the average over the dataset's tasks of
-        the cells' success probabilities p_mt drawn from their posterior, so that its interval
+        the population, in a new cluster) and ``mean_observed(agent)`` (the average over the
+        dataset's tasks of the cells' success probabilities p_mt drawn from their posterior, so that its interval
         covers the true observed-task mean; added after sampling with the fit's ``rng``).
         Likelihood ``y(cell)``.
 
@@ -793,7 +798,7 @@ def build_crossed(
     counts, cells = prepare_counts(data, model="build_crossed")
     _check_tasks(counts)
     st, use_cluster, agent_task, centred_set, task = _decide(counts, cells, clusters, agent_task, agents, centred)
-    use_ac = decide_agent_cluster(st, agent_cluster, use_cluster)
+    use_ac = _decide_agent_cluster(st, agent_cluster, use_cluster)
     pri = _priors(st, priors, use_cluster, agents, agent_task, task, use_ac)
     model, cl_idx = _model(counts, cells, pri, use_cluster, centred_set, agent_task, task, agents, n_quad, use_ac)
     options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
