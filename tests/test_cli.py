@@ -446,8 +446,8 @@ def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
     n_pairs = data.sizes["agent"] * (data.sizes["agent"] - 1) // 2
     pairs_text = " ".join(out.split("## 7.")[1].split("\n## ")[0].split())
     assert f"pair by pair: not adjusted for the {n_pairs} pairs" in pairs_text
-    # the embedded default has task clusters: the crossed model's missing agent x cluster term is said
-    assert "has no agent x cluster term" in pairs_text
+    # the embedded default has task clusters: the crossed fit carries an agent x cluster effect, and says so
+    assert "(its agent x cluster effect)" in pairs_text and "has no agent x cluster term" not in pairs_text
     from hierbench.io import load_dataset
     from hierbench.io import load_fit
 

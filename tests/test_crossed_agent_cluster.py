@@ -97,10 +97,11 @@ def test_a_new_task_draws_a_fresh_agent_x_cluster_effect(clustered_fit):
 
 def test_the_posterior_predictive_adds_each_agents_effect_on_the_tasks_cluster(clustered_fit):
     """Per (agent, cluster): the predictive successes' mean over draws against the expectation
-    computed from the posterior's reported effects by scipy (a fresh agent x task effect per
-    cell), within 4 Monte Carlo standard errors. Indexing the effect by task, or leaving it
-    out, misses by several (its SD is 0.8 on the logit scale)."""
-    data, _, dt = clustered_fit
+    computed from the posterior's reported effects by quadrature (a fresh agent x task effect
+    per cell), within 4 Monte Carlo standard errors. Indexing the effect by task, or leaving it
+    out, misses by several (its SD is 0.8 on the logit scale).
+    """
+    _, _, dt = clustered_fit
     post = dt["posterior"].isel(chain=0)
     const = dt["constant_data"]
     y = dt["posterior_predictive"]["y"].isel(chain=0).values  # (draw, cell)
@@ -124,7 +125,8 @@ def test_the_posterior_predictive_adds_each_agents_effect_on_the_tasks_cluster(c
 
 def test_variance_components_name_the_agent_x_cluster_part_as_g_theory_does(clustered_fit):
     """Both scales carry agent:cluster; on the probability scale the Bayes 95% interval of each
-    component holds G-theory's REML estimate of the same log."""
+    component holds G-theory's REML estimate of the same log.
+    """
     from hierbench.freq import variance_components
 
     data, _, dt = clustered_fit
@@ -155,3 +157,52 @@ def test_pair_notes_follow_the_fit(clustered_fit):
     old = xr.DataTree()
     old.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": true}}'  # saved before the term
     assert "no agent x cluster term" in bayes_pair_note(old, 10)
+
+
+def _cond_mean(loc: float, s: float) -> float:
+    """E[expit(loc + s z)], z ~ N(0, 1), by scipy."""
+    return _new_task_mean(loc, s)
+
+
+def _var_over_normal(f, sd: float) -> float:
+    """Var of f(x) for x ~ N(0, sd^2), by scipy."""
+    dens = lambda x: np.exp(-0.5 * (x / sd) ** 2) / (sd * np.sqrt(2 * np.pi))  # noqa: E731
+    m1 = integrate.quad(lambda x: f(x) * dens(x), -10 * sd, 10 * sd, epsabs=1e-12)[0]
+    m2 = integrate.quad(lambda x: f(x) ** 2 * dens(x), -10 * sd, 10 * sd, epsabs=1e-12)[0]
+    return m2 - m1**2
+
+
+@pytest.mark.parametrize("agents", ["random", "fixed"])
+def test_the_agent_x_cluster_probability_part_is_the_variance_of_the_agent_cluster_means(agents):
+    """``Var(E[p | agent, cluster])`` for one draw, against scipy's nested quadrature: over
+    agents ~ N(0, sd_agent) (random), or over the evaluated agents' effects with the agents'
+    sample variance (ddof=1) plus the mean variance over cluster and agent x cluster effects
+    (fixed); the task within its cluster and the cell's agent x task effect integrated inside.
+    """
+    from hierbench.metrics._crossed import _agent_cluster_part
+    from hierbench.metrics._crossed import _probability_components
+
+    mu, va, vc, vac, vt_in, vat = -0.3, 0.8**2, 0.5**2, 0.7**2, 1.1**2, 0.6**2
+    a = np.array([[-0.9, 0.1, 0.8]])
+    parts = {"mu": np.array([mu]), "a": a, "sd_agent": np.sqrt([va]), "sd_cluster2": np.array([vc]),
+             "sd_ac2": np.array([vac]), "sd_task2": np.array([vt_in + vc]), "sd_at": np.sqrt([vat]),
+             "opts": {"agents": agents}, "has_cluster": True, "ac": (np.zeros((1, 3, 2)), np.array([0, 1])),
+             "no_ab": False, "n": np.ones((3, 4))}  # fmt: skip
+    inner = np.sqrt(vt_in + vat)
+    if agents == "random":
+        expected = _var_over_normal(lambda x: _cond_mean(mu + x, inner), np.sqrt(va + vc + vac))
+    else:
+        s = np.sqrt(vc + vac)
+        means = [integrate.quad(lambda x, m=m: _cond_mean(mu + m + x, inner) * np.exp(-0.5 * (x / s) ** 2)
+                                / (s * np.sqrt(2 * np.pi)), -10 * s, 10 * s)[0] for m in a[0]]  # fmt: skip
+        within = [_var_over_normal(lambda x, m=m: _cond_mean(mu + m + x, inner), s) for m in a[0]]
+        expected = np.var(means, ddof=1) + np.mean(within)
+
+    def var_of(s_in, s_out):  # the caller's rule, for the random path (checked against scipy here too)
+        return np.array([_var_over_normal(lambda x: _cond_mean(mu + x, np.sqrt(s_out[0])), np.sqrt(s_in[0]))])
+
+    got = _agent_cluster_part(parts, np.array([[mu]]), var_of, agents == "fixed")
+    assert float(got[0]) == pytest.approx(expected, abs=2e-5)
+    # and the component the decomposition reports is that part less the agent and cluster parts
+    comps = _probability_components(parts, {})
+    assert float(comps["agent:cluster"][0]) > 0
