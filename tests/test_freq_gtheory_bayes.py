@@ -13,15 +13,12 @@ from hierbench.metrics import bayes_d_study
 from hierbench.metrics import bayes_variance_components
 
 
-def _fake_fit(mu, sd_agent, sd_task, sd_cluster, sd_at, n_draw=3):
+def _fake_fit(mu, sd_agent, sd_task, sd_cluster, sd_at, n_draw=3, sd_ac=None):
+    scalars = {"mu": mu, "sd_agent": sd_agent, "sd_task": sd_task, "sd_cluster": sd_cluster, "sd_agent_task": sd_at}
+    if sd_ac is not None:  # a fit with the agent x cluster effect
+        scalars["sd_agent_cluster"] = sd_ac
     post = xr.Dataset(
-        {
-            "mu": (("chain", "draw"), np.full((1, n_draw), mu)),
-            "sd_agent": (("chain", "draw"), np.full((1, n_draw), sd_agent)),
-            "sd_task": (("chain", "draw"), np.full((1, n_draw), sd_task)),
-            "sd_cluster": (("chain", "draw"), np.full((1, n_draw), sd_cluster)),
-            "sd_agent_task": (("chain", "draw"), np.full((1, n_draw), sd_at)),
-        },
+        {k: (("chain", "draw"), np.full((1, n_draw), v)) for k, v in scalars.items()},
         coords={"chain": [0], "draw": np.arange(n_draw)},
     )
     dt = xr.DataTree.from_dict({"posterior": post})
@@ -42,12 +39,14 @@ def like():
         return variance_components(ds)
 
 
-def test_probability_scale_components_match_simulation(like):
-    # population G-theory components of p = expit(mu + a + c + b + ab), estimated by the
+@pytest.mark.parametrize("sac", [None, 0.5])
+def test_probability_scale_components_match_simulation(like, sac):
+    # population G-theory components of p = expit(mu + a + c + ac + b + ab), estimated by the
     # balanced ANOVA of simulated p cubes (agents x clusters x tasks per cluster), averaged
-    # over replicates; residual = E[p (1 - p)]; tolerance 4 Monte Carlo SEs
+    # over replicates; residual = E[p (1 - p)]; tolerance 4 Monte Carlo SEs. sac: the fit's
+    # agent x cluster SD (None: a fit without the effect, and none simulated)
     mu, sa, st, sc, sat = -0.5, 0.8, 1.0, 0.7, 0.6
-    fit = _fake_fit(mu, sa, st, sc, sat)
+    fit = _fake_fit(mu, sa, st, sc, sat, sd_ac=sac)
     bv = bayes_variance_components(fit, like)
     assert list(bv.component.values) == list(like.component_names)
     rng = np.random.default_rng(1)
@@ -58,6 +57,7 @@ def test_probability_scale_components_match_simulation(like):
             mu
             + rng.normal(0, sa, (A, 1, 1))
             + rng.normal(0, sc, (1, K, 1))
+            + rng.normal(0, sac or 0.0, (A, K, 1))
             + rng.normal(0, st, (1, K, T))
             + rng.normal(0, sat, (A, K, T))
         )

@@ -2,8 +2,8 @@
 
 An adapter: it reads a crossed-model fit (``hierbench_model == "crossed"``;
 pure xarray, no PyMC) and decomposes the implied cell success probability
-``p = expit(mu + a + c + b + ab)`` (agent, cluster, task, agent:task latent
-normal effects) into the components of a frequentist design, so that
+``p = expit(mu + a + c + ac + b + ab)`` (agent, cluster, agent:cluster, task,
+agent:task latent normal effects) into the components of a frequentist design, so that
 :func:`hierbench.compare.side_by_side` lines the two up component by
 component. With ``V(S) = Var(E[p | effects of the facets in S])``,
 ``V(S) = sum of the components of the effects inside S`` (the G-theory
@@ -54,6 +54,7 @@ def _latent(fit: xr.DataTree) -> dict[str, np.ndarray]:
         "t": post["sd_task"].values ** 2 if "sd_task" in post else zero,
         "c": post["sd_cluster"].values ** 2 if "sd_cluster" in post else zero,
         "at": post["sd_agent_task"].values ** 2 if "sd_agent_task" in post else zero,
+        "ac": post["sd_agent_cluster"].values ** 2 if "sd_agent_cluster" in post else zero,
     }
     rules, agents = _design_rules(fit, post)
     out["one_agent"] = np.array("agent" in rules)
@@ -113,7 +114,7 @@ def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np
             f"the design {like.formula!r} must have an agent and a task facet to match the crossed "
             "model"
         )
-    total = lat["a"] + lat["t"] + lat["c"] + lat["at"]
+    total = lat["a"] + lat["t"] + lat["c"] + lat["at"] + lat["ac"]
 
     def latent_var(S: frozenset) -> np.ndarray:
         v = np.zeros_like(total)
@@ -127,6 +128,10 @@ def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np
             v = v + lat["c"]
         if agent in S and task in S:
             v = v + lat["at"]
+        # the agent x cluster effect: known given the agent and its cluster (or its task, which
+        # names the cluster; a design without a cluster facet holds it in agent:task)
+        if agent in S and ((cluster is not None and cluster in S) or task in S):
+            v = v + lat["ac"]
         return v
 
     full = frozenset(d.facets)
