@@ -488,8 +488,8 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     elif clustered_crossed(fit):
         text += (
             " The crossed model lets an agent's advantage vary by task cluster (its agent x cluster "
-            "effect) and task by task within a cluster, so a cluster's tasks count as one source of "
-            "evidence about a pair, as in the paired tests, which take clusters as their unit."
+            "effect) and task by task within a cluster, so a cluster's tasks are not independent "
+            "evidence about a pair (the paired tests take clusters as their unit)."
         )
     elif _unpaired(fit):
         name = str(spec.get("model") or fit.attrs.get("hierbench_model") or "this").replace("_", "-")
