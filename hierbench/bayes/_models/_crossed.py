@@ -848,28 +848,17 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
     agent_task = info["options"]["agent_task"]
     post = dt["posterior"].to_dataset()
 
-    def arr(name: str, dim: str) -> np.ndarray:
-        return post[name].transpose("chain", "draw", dim).values
+    def arr(name: str, *dims: str) -> np.ndarray:
+        """The variable's draws, chains stacked: (chain x draw, *dims)."""
+        return post[name].transpose("chain", "draw", *dims).values.reshape(-1, *(post.sizes[d] for d in dims))
 
-    ability = arr("ability", "agent").reshape(-1, post.sizes["agent"])
+    ability = arr("ability", "agent")
     # no task effect in the model (one agent with one run per task): the cell's logit has none
-    task = arr("task_effect", "task").reshape(-1, post.sizes["task"]) if "task_effect" in post else None
-    cluster = arr("cluster_effect", "cluster").reshape(-1, post.sizes["cluster"]) if cl_idx is not None else None
-    ac = (
-        post["agent_cluster_effect"].transpose("chain", "draw", "agent", "cluster").values.reshape(
-            -1, post.sizes["agent"], post.sizes["cluster"]
-        )
-        if "agent_cluster_effect" in post
-        else None
-    )
-    sd = post["sd_agent_task"].values.reshape(-1) if agent_task == "marginal" else None
-    latent = (
-        post["agent_task_effect"].transpose("chain", "draw", "agent", "task").values.reshape(
-            -1, post.sizes["agent"], post.sizes["task"]
-        )
-        if agent_task == "latent"
-        else None
-    )
+    task = arr("task_effect", "task") if "task_effect" in post else None
+    cluster = arr("cluster_effect", "cluster") if cl_idx is not None else None
+    ac = arr("agent_cluster_effect", "agent", "cluster") if "agent_cluster_effect" in post else None
+    sd = arr("sd_agent_task") if agent_task == "marginal" else None
+    latent = arr("agent_task_effect", "agent", "task") if agent_task == "latent" else None
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     # int32 halves the array (1.6 GB at 50 x 2,000 cells x 4,000 draws) and holds any count of runs
     y = np.empty((n_chain * n_draw, n.size), dtype=np.int32)
