@@ -206,3 +206,26 @@ def test_the_agent_x_cluster_probability_part_is_the_variance_of_the_agent_clust
     # and the component the decomposition reports is that part less the agent and cluster parts
     comps = _probability_components(parts, {})
     assert float(comps["agent:cluster"][0]) > 0
+
+
+def test_the_variance_table_says_why_a_fit_folds_agent_x_cluster_into_agent_x_task():
+    """The merged row's reason names the fit's own case: asked off, fitted without clusters, or saved
+    before the term existed (its options do not name it); a fit with the term merges nothing.
+    """
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _cluster_merge_reason
+
+    data, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=2, n_clusters=3, rng=0)
+
+    def reason(options: str) -> str | None:
+        fit = xr.DataTree()
+        fit.attrs = {"hierbench_model": "crossed", "hierbench_spec": '{"model": "crossed", "options": ' + options + "}"}
+        return _cluster_merge_reason(_Context(fit=fit, data=data))
+
+    assert reason('{"clusters": true, "agent_cluster": true}') is None
+    assert "(agent_cluster=False)" in reason('{"clusters": true, "agent_cluster": false}')
+    assert "(it was saved before the term existed)" in reason('{"clusters": true}')
+    assert "(it was fitted without clusters)" in reason('{"clusters": false, "agent_cluster": false}')
+    fit = xr.DataTree()
+    fit.attrs = {"hierbench_model": "crossed", "hierbench_spec": '{"model": "crossed", "options": {"clusters": true}}'}
+    assert _cluster_merge_reason(_Context(fit=fit, data=data.drop_vars("cluster"))) is None  # no G-theory row

@@ -65,7 +65,10 @@ def _cluster_merge_reason(ctx: _Context) -> str | None:
     options = fit_record(ctx.fit, "hierbench_spec").get("options", {})
     if options.get("agent_cluster", False):
         return None
-    why = "agent_cluster=False" if options.get("clusters") else "it was fitted without clusters"
+    if not options.get("clusters"):
+        why = "it was fitted without clusters"
+    else:  # a fit saved before the option existed does not name it
+        why = "agent_cluster=False" if "agent_cluster" in options else "it was saved before the term existed"
     return f"the fitted crossed model has no agent x cluster effect ({why}), so its agent x task effect holds that variation"
 
 
