@@ -318,11 +318,16 @@ def test_marks_note_says_where_max_t_has_a_floor_holm_does_not(max_t_floor_log):
     holm = multipletests(table["p (permutation)"], method="holm")[1]
     note = marks_holm_note(table, 0.05)
     for level, mark in ((0.01, "**"), (0.001, "***")):
-        want = f"at {level:g} ({mark}) max-T separates {int((table['p max-T'] < level).sum())} pairs and Holm {int((holm < level).sum())}"
+        want = f"at {level:g} (`{mark}`) max-T separates {int((table['p max-T'] < level).sum())} pairs and Holm {int((holm < level).sum())}"
         assert want in note
     assert int((holm < 0.001).sum()) >= 3 and note.endswith("Read `p Holm` beside the marks.")
+    # in the HTML report the marks read as marks: bare, "(**) ... (***)" became bold text
+    from hierbench.report._report import _inline
+
+    shown = _inline(note)
+    assert "<b>" not in shown and "(<code>**</code>)" in shown and "(<code>***</code>)" in shown
     # at 0.05 itself max-T misses no pair Holm puts ten times below it: not said at that level
-    assert not ((holm < 0.005) & (table["p max-T"] >= 0.05).to_numpy()).any() and "at 0.05 (*)" not in note
+    assert not ((holm < 0.005) & (table["p max-T"] >= 0.05).to_numpy()).any() and "at 0.05 (`*`)" not in note
     only = (holm < 0.01) & (table["p max-T"] >= 0.01).to_numpy()
     assert f"the {int(only.sum())} pairs Holm separates at 0.01 and max-T does not have p max-T of " \
         f"{table['p max-T'][only].min():.2g} or more" in note

@@ -261,7 +261,8 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
         n_max, n_holm = int((table[col] < level).sum()), int((table["p Holm"] < level).sum())
         # a floor, not a near miss: a pair Holm puts ten times below the level, max-T above it
         if ((table["p Holm"] < level / 10) & (table[col] >= level)).any():
-            counts.append(f"at {level:.3g} ({mark}) max-T separates {n_max} pairs and Holm {n_holm}")
+            # the marks as code: bare, the report's Markdown read "(**) ... (***)" as bold text
+            counts.append(f"at {level:.3g} (`{mark}`) max-T separates {n_max} pairs and Holm {n_holm}")
             levels.append(level)
     if not counts:
         return ""
