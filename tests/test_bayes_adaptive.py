@@ -59,6 +59,26 @@ def test_rank_diagnostics_equal_arviz_stats():
         np.testing.assert_allclose(got[key], want, rtol=1e-12, err_msg=key)
 
 
+@pytest.mark.parametrize("block_values", [1, 3 * 4 * 301, 7 * 4 * 301])
+def test_rank_diagnostics_in_blocks_on_threads(monkeypatch, block_values):
+    """Blocks of 1, 3 or 7 elements (the last one short): the whole array's numbers to
+    rounding, and bit-identical on one thread and on three (the blocks decide, not the threads).
+    """
+    import hierbench.bayes._checks._rankstats as rs
+
+    x = _awkward_draws(np.random.default_rng(20261205))
+    monkeypatch.setattr(rs, "BLOCK_VALUES", x.size)
+    whole = rank_diagnostics(x)
+    monkeypatch.setattr(rs, "BLOCK_VALUES", block_values)
+    one, three = rank_diagnostics(x), rank_diagnostics(x, workers=3)
+    for key, want in whole.items():
+        np.testing.assert_allclose(one[key], want, rtol=1e-12, err_msg=key)
+        np.testing.assert_array_equal(three[key], one[key], err_msg=key)
+    tail = rs.tail_ess(x, workers=3)
+    np.testing.assert_array_equal(tail, rs.tail_ess(x))
+    np.testing.assert_array_equal(rank_diagnostics(x, tail=tail, workers=2)["ess_tail"], tail)
+
+
 def test_rank_diagnostics_of_one_chain_have_no_r_hat():
     x = _awkward_draws(np.random.default_rng(3), chains=1, draws=200)
     got = rank_diagnostics(x)

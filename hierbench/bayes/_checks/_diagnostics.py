@@ -37,6 +37,7 @@ import xarray as xr
 from ..._base import NotConvergedWarning
 from ..._base import fit_record
 from ..._base import warn_user
+from ._rankstats import available_cores
 from ._rankstats import elements
 from ._rankstats import rank_diagnostics
 
@@ -254,7 +255,8 @@ _PER_ELEMENT = ("r_hat", "ess_bulk", "ess_tail", "ess_within")
 
 
 def _vectorised(post: xr.Dataset) -> dict[str, xr.Dataset]:
-    return per_variable(post, rank_diagnostics(elements(post)))  # every variable here is numeric
+    # every variable here is numeric; no sampler runs now, so the statistics may use every core
+    return per_variable(post, rank_diagnostics(elements(post), workers=available_cores()))
 
 
 def per_variable(post: xr.Dataset, d: Mapping[str, np.ndarray]) -> dict[str, xr.Dataset]:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import json
-import os
 import threading
 import time
 from typing import Any
@@ -52,6 +51,7 @@ import numpy as np
 import xarray as xr
 
 from ..._base import warn_user
+from .._checks._rankstats import available_cores
 from .._checks._rankstats import elements
 from .._checks._rankstats import rank_diagnostics
 from .._checks._rankstats import tail_ess
@@ -320,14 +320,6 @@ def _finished(sampler: Any) -> bool:
         return False
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
-
-
 def _checkpoint(sampler: Any, n: int) -> np.ndarray:
     """The draws a checkpoint at ``n`` checks: from nutpie's Arrow snapshot, else its converted trace."""
     x = checkpoint_draws(sampler, n)
@@ -353,7 +345,7 @@ def _grow_for(ess: np.ndarray, need: float) -> float:
 
 
 def assess(
-    x: np.ndarray, target_ess: float, enough: float = np.inf
+    x: np.ndarray, target_ess: float, enough: float = np.inf, workers: int = 1
 ) -> tuple[bool, float, dict[str, np.ndarray] | None]:
     """Whether draws ``x`` (elements, chains, draws) meet the fit's targets, and how many times more would.
 
@@ -370,7 +362,8 @@ def assess(
     returned without the rest: a caller that passes the growth beyond which
     its next step no longer changes (:func:`saturating_growth`) decides
     exactly as with every statistic, at a fraction of the cost. The third
-    value is :func:`rank_diagnostics` of ``x`` where computed (else None).
+    value is :func:`rank_diagnostics` of ``x`` where computed (else None). ``workers``: the
+    threads the statistics may use (the same numbers whatever their count).
     """
     from .._checks._diagnostics import DEFAULT_THRESHOLDS
     from .._checks._diagnostics import r_hat_limit
@@ -379,11 +372,11 @@ def assess(
         return False, 1.25, None
     _, c, n = x.shape
     need = max(float(target_ess), DEFAULT_THRESHOLDS["ess_bulk_per_chain"] * c)
-    tail = tail_ess(x)
+    tail = tail_ess(x, workers=workers)
     grow = _grow_for(tail, need)
     if grow > 1.0 and grow >= enough:
         return False, grow, None
-    d = rank_diagnostics(x, tail=tail)
+    d = rank_diagnostics(x, tail=tail, workers=workers)
     grow = max(grow, _grow_for(d["ess_bulk"], need))
     ok = np.isfinite(d["r_hat"])
     if ok.any():
@@ -509,7 +502,9 @@ def sample_to_target(
     # where the chains' threads leave no core free, they wait while their draws are checked:
     # running on, they would take most of the CPU the check needs, for draws that a passing
     # check throws away (pausing changes when a draw is made, never the draw)
-    crowded = chains >= _cores()
+    crowded = chains >= available_cores()
+    # the check's threads: every core while the chains wait, else those the chains leave free
+    workers = available_cores() if crowded else max(1, available_cores() - chains)
     n = plan[0]
     try:
         while n < max_draws:
@@ -518,7 +513,9 @@ def sample_to_target(
             checked += 1
             if crowded:
                 sampler.pause()
-            ok, grow, stats = assess(_checkpoint(sampler, n), target_ess, enough=saturating_growth(plan, n))
+            ok, grow, stats = assess(
+                _checkpoint(sampler, n), target_ess, enough=saturating_growth(plan, n), workers=workers
+            )
             if ok:
                 dt = _head(sampler.abort(), n)
                 return dt, {"draws": n, "reached": True, "checkpoints": checked}, _known(dt, stats)
