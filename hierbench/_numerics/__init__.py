@@ -8,6 +8,8 @@
   then, not at ``import hierbench``);
 - :mod:`.davidson`: the Davidson (1970) win / tie / loss log-probabilities of a pairwise
   comparison, used by the Bayesian Bradley-Terry likelihood and the posterior head-to-head table;
+- :mod:`.draws`: binomial draws, one-trial cells drawn as uniforms (a posterior
+  predictive of one run per cell is 4x faster);
 - :mod:`.intervals`: the Wilson bounds, the cluster-robust standard error and the
   distribution-free bounds for a mean of [0, 1] values;
 - :mod:`.trend`: release dates and the frontier of METR's doubling time (pandas reads the dates).
@@ -19,6 +21,7 @@ from . import agq
 from .agq import *  # noqa: F403
 from .agq import NEWTON_STEPS_TRACED as NEWTON_STEPS_TRACED
 from .davidson import davidson_log_probs
+from .draws import binomial_draws
 from .intervals import bounded_mean_bounds
 from .intervals import cluster_robust_se
 from .intervals import few_carry
@@ -58,8 +61,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'hierbench._numerics' has no attribute {name!r}")
 
 
-__all__ = ["NEWTON_STEPS_TRACED", "bounded_mean_bounds", "cluster_robust_se", "davidson_log_probs", "few_carry",
-           "wilson_bounds"]
+__all__ = ["NEWTON_STEPS_TRACED", "binomial_draws", "bounded_mean_bounds", "cluster_robust_se", "davidson_log_probs",
+           "few_carry", "wilson_bounds"]
 __all__ += agq.__all__
 __all__ += [
     "TrendPoints", "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents",

@@ -40,6 +40,7 @@ from ..._base import ability_meaning
 from ..._base import check_choice
 from ..._base import check_int
 from ..._numerics import NEWTON_STEPS
+from ..._numerics import binomial_draws
 from ..._numerics import gauss_hermite
 from ..._numerics import population_nodes
 from ...metrics import unidentified_components
@@ -876,7 +877,7 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
             eta += sd[sl, None] * gen.standard_normal(eta.shape)
         elif latent is not None:
             eta += latent[sl][:, ai, ti]
-        y[sl] = gen.binomial(np.broadcast_to(n, eta.shape), expit(eta))
+        y[sl] = binomial_draws(gen, n, expit(eta))
     y = y.reshape(n_chain, n_draw, n.size)
     dt["posterior_predictive"] = xr.DataTree(
         xr.Dataset(

@@ -16,6 +16,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import expit
 
+from ..._numerics import binomial_draws
 from ...metrics import mixed_draws
 from ...metrics import ordinal_probs
 from ...metrics import row_predictor
@@ -31,7 +32,7 @@ _CHUNK = 4_000_000
 
 def _outcome(design: Any, extra: Mapping[str, Any], dr: Any, eta: np.ndarray, sl: slice, gen: np.random.Generator) -> np.ndarray:
     if design.family == "binomial":
-        return gen.binomial(np.broadcast_to(design.n.astype(np.int64), eta.shape), expit(eta))
+        return binomial_draws(gen, design.n, expit(eta))
     if design.family == "ordinal":
         p = ordinal_probs(eta, dr.thresholds[sl][:, None, :])
         return gen.multinomial(np.broadcast_to(design.grade_counts.sum(1).astype(np.int64), eta.shape), p)
