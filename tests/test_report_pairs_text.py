@@ -121,6 +121,31 @@ def test_a_model_without_shared_task_effects_says_agents_are_not_paired():
     assert "not paired" not in bayes_pair_note(battles, 1)  # no tasks: nothing to pair on
 
 
+def test_an_irt_fit_with_clusters_says_they_move_the_difficulties_alone():
+    """IRT clusters shift every agent's difficulty alike: the pair note says there is no agent x
+    cluster term and G-theory's agent:cluster variance is put beside it, as for a crossed fit
+    without the term; an IRT fit without clusters says nothing of them."""
+    from hierbench.freq import variance_components
+    from hierbench.report import agent_cluster_note
+    from hierbench.report import bayes_pair_note
+    from hierbench.testing import simulate_eval
+
+    d = ("chain", "draw")
+    grid = {"n_runs": (("agent", "task"), np.ones((2, 3)))}
+    post = {"ability": ((*d, "agent"), np.zeros((1, 2, 2))), "difficulty": ((*d, "task"), np.zeros((1, 2, 3)))}
+    with_cl = _tree(post, grid, {"model": "irt_2pl", "options": {"clusters": True}})
+    without = _tree(post, grid, {"model": "irt_1pl", "options": {"clusters": False}})
+    assert "IRT model puts task clusters in the difficulties alone but has no agent x cluster term" in (
+        bayes_pair_note(with_cl, 1)
+    )
+    assert "cluster" not in bayes_pair_note(without, 1)
+    data, _ = simulate_eval(n_agents=4, n_tasks=40, n_runs=2, n_clusters=5, sd_agent_cluster=0.8, rng=3)
+    g = variance_components(data)
+    v = float(g.components.sel(component="agent:cluster"))
+    assert f"agent x cluster variance at {v:.4f}" in agent_cluster_note(with_cl, g, data)
+    assert agent_cluster_note(without, g, data) == ""
+
+
 # ---------------------------------------------------------------- the section and its heatmap
 
 

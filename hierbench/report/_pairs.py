@@ -453,8 +453,9 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     Each is the posterior probability that one agent's ``what`` exceeds the
     other's, pair by pair: not adjusted for the ``n_pairs`` pairs, so it is
     read beside each pair's own p-value, not beside a simultaneous verdict. A
-    crossed fit with task clusters adds that its agent x task effects vary
-    task by task with no agent x cluster term: where agents' advantages
+    crossed fit with task clusters but without its agent x cluster effect adds
+    that its agent x task effects vary task by task with no agent x cluster
+    term (an IRT fit with clusters, that they move the difficulties alone): where agents' advantages
     differ by cluster (G-theory's ``agent:cluster`` component), the
     probabilities are surer than the data allow. A fit of per-task data with
     no task effect shared by the agents (the beta-binomial: no posterior
@@ -482,9 +483,12 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     spec = fit_record(fit, "hierbench_spec")
     if lacks_agent_cluster(fit):
         text += (
-            " The crossed model lets an agent's advantage vary task by task but has no agent x cluster "
-            "term: where advantages differ by task cluster, these probabilities are surer than the data "
-            "allow (the paired tests take clusters as their unit)."
+            " The IRT model puts task clusters in the difficulties alone"
+            if clustered_irt(fit)
+            else " The crossed model lets an agent's advantage vary task by task"
+        ) + (
+            " but has no agent x cluster term: where advantages differ by task cluster, these probabilities "
+            "are surer than the data allow (the paired tests take clusters as their unit)."
         )
     elif clustered_crossed(fit):
         text += (
@@ -510,17 +514,25 @@ def clustered_crossed(fit: xr.DataTree) -> bool:
     return spec.get("model") == "crossed" and bool(spec.get("options", {}).get("clusters"))
 
 
-def lacks_agent_cluster(fit: xr.DataTree) -> bool:
-    """Whether the fit is a crossed model with task clusters and no agent x cluster effect.
+def clustered_irt(fit: xr.DataTree) -> bool:
+    """Whether the fit is an IRT model with task clusters (in its difficulties only)."""
+    spec = fit_record(fit, "hierbench_spec")
+    return str(spec.get("model", "")).startswith("irt") and bool(spec.get("options", {}).get("clusters"))
 
-    ``agent_cluster=False``, or a fit saved before the option existed (its options do not name it).
+
+def lacks_agent_cluster(fit: xr.DataTree) -> bool:
+    """Whether the fit has task clusters but no agent x cluster effect.
+
+    A crossed model with ``agent_cluster=False`` or saved before the option existed (its options do
+    not name it), or an IRT model with clusters (they move the difficulties, alike for every agent).
     """
     spec = fit_record(fit, "hierbench_spec")
-    return clustered_crossed(fit) and not spec.get("options", {}).get("agent_cluster", False)
+    crossed = clustered_crossed(fit) and not spec.get("options", {}).get("agent_cluster", False)
+    return crossed or clustered_irt(fit)
 
 
 def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:
-    """How much the crossed model's missing agent x cluster term matters on this log, from G-theory.
+    """How much a fit's missing agent x cluster term (:func:`lacks_agent_cluster`) matters on this log, from G-theory.
 
     ``g``: :func:`hierbench.freq.variance_components` of ``data`` (None: not computed). With
     agent x cluster variance ``v`` and each cluster's share ``w_c`` of the tasks, the clusters'
