@@ -19,6 +19,7 @@ from ._common import UndefinedMetricWarning
 from ._common import posterior_interval
 from ._common import posterior_summary
 from ._crossed import _mean_observed_draws as _mean_observed_draws  # for hierbench.bayes
+from ._crossed import cell_logits as cell_logits  # for hierbench.bayes (the predictive)
 from ._crossed import (
     crossed_pass_k as crossed_pass_k,  # for the demo; metrics.pass_hat_k dispatches to it
 )

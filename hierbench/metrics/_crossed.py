@@ -146,17 +146,40 @@ def _parts(fit: xr.DataTree) -> dict:
     }
 
 
-def _eta(parts: dict, sl: slice = slice(None)) -> np.ndarray:
-    """The cells' logits without the agent x task effect, draws ``sl``: (sample, agent, task).
+def cell_logits(
+    ability: np.ndarray, task_total: np.ndarray, ac: tuple | None, ai: np.ndarray, ti: np.ndarray
+) -> np.ndarray:
+    """The crossed model's cell logits without the agent x task effect: the one statement of the sum.
 
-    ``mu + a_m + b_t`` (the task's cluster included), plus the agent's effect on the
-    task's cluster when the fit has one.
+    ``ability_m + b_t`` (the task's effect, its cluster's included) plus, where the fit has
+    it, the agent's effect on the task's cluster. ``ability`` is (draws, agent),
+    ``task_total`` (draws, task), ``ac`` None or ``(effects (draws, agent, cluster), each
+    task's cluster index)``; ``ai`` and ``ti`` index the cells: 1-d arrays for a list of
+    cells (the posterior predictive), or ``(M, 1)`` and ``(1, T)`` for the whole grid.
+    Returns (draws, *cells).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ab, tt = np.array([[0.0, 1.0]]), np.array([[0.5, -0.5, 2.0]])
+    >>> ac = (np.array([[[0.0, 0.1], [0.2, 0.3]]]), np.array([0, 0, 1]))
+    >>> cell_logits(ab, tt, ac, np.array([1, 0]), np.array([2, 0]))   # cells (1, 2) and (0, 0)
+    array([[3.3, 0.5]])
     """
-    eta = parts["mu"][sl, None, None] + parts["a"][sl, :, None] + parts["b"][sl, None, :]
-    if parts.get("ac") is not None:
-        ac, cidx = parts["ac"]
-        eta = eta + ac[sl][:, :, cidx]
+    eta = ability[:, ai] + task_total[:, ti]
+    if ac is not None:
+        effects, cidx = ac
+        eta = eta + effects[:, ai, cidx[ti]]
     return eta
+
+
+def _eta(parts: dict, sl: slice = slice(None)) -> np.ndarray:
+    """The grid's logits without the agent x task effect, draws ``sl``: (sample, agent, task)."""
+    ac = parts.get("ac")
+    ac = None if ac is None else (ac[0][sl], ac[1])
+    m, t = parts["a"].shape[1], parts["b"].shape[1]
+    ability = parts["mu"][sl, None] + parts["a"][sl]
+    return cell_logits(ability, parts["b"][sl], ac, np.arange(m)[:, None], np.arange(t)[None, :])
 
 
 def _cell_expectations(parts: dict, fns: Sequence, chunk: int = 64) -> list[np.ndarray]:

@@ -43,6 +43,7 @@ from ..._numerics import NEWTON_STEPS
 from ..._numerics import binomial_draws
 from ..._numerics import gauss_hermite
 from ..._numerics import population_nodes
+from ...metrics import cell_logits
 from ...metrics import unidentified_components
 from .._ops._agq_op import AGQBinomialLogitNormal
 from .._ops._logit_op import binomial_logit
@@ -855,8 +856,10 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
 
     ability = arr("ability", "agent")
     # no task effect in the model (one agent with one run per task): the cell's logit has none
-    task = arr("task_effect", "task") if "task_effect" in post else None
-    cluster = arr("cluster_effect", "cluster") if cl_idx is not None else None
+    n_tasks = len(cl_idx) if cl_idx is not None else int(ti.max(initial=-1)) + 1  # the cells index no more
+    task_total = arr("task_effect", "task") if "task_effect" in post else np.zeros((ability.shape[0], n_tasks))
+    if cl_idx is not None:
+        task_total = task_total + arr("cluster_effect", "cluster")[:, cl_idx]
     ac = arr("agent_cluster_effect", "agent", "cluster") if "agent_cluster_effect" in post else None
     sd = arr("sd_agent_task") if agent_task == "marginal" else None
     latent = arr("agent_task_effect", "agent", "task") if agent_task == "latent" else None
@@ -868,11 +871,7 @@ def _predictive(dt: xr.DataTree, gen: np.random.Generator, *, info: Mapping[str,
     step = max(1, _PREDICTIVE_CHUNK // max(n.size, 1))
     for lo in range(0, y.shape[0], step):
         sl = slice(lo, min(lo + step, y.shape[0]))
-        eta = ability[sl][:, ai] + (task[sl][:, ti] if task is not None else 0.0)
-        if cluster is not None:
-            eta += cluster[sl][:, cl_idx[ti]]
-        if ac is not None:
-            eta += ac[sl][:, ai, cl_idx[ti]]
+        eta = cell_logits(ability[sl], task_total[sl], None if ac is None else (ac[sl], cl_idx), ai, ti)
         if sd is not None:
             eta += sd[sl, None] * gen.standard_normal(eta.shape)
         elif latent is not None:
