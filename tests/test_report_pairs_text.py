@@ -124,7 +124,8 @@ def test_a_model_without_shared_task_effects_says_agents_are_not_paired():
 def test_an_irt_fit_with_clusters_says_they_move_the_difficulties_alone():
     """IRT clusters shift every agent's difficulty alike: the pair note says there is no agent x
     cluster term and G-theory's agent:cluster variance is put beside it, as for a crossed fit
-    without the term; an IRT fit without clusters says nothing of them."""
+    without the term; an IRT fit without clusters says nothing of them.
+    """
     from hierbench.freq import variance_components
     from hierbench.report import agent_cluster_note
     from hierbench.report import bayes_pair_note
