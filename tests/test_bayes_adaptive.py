@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from hierbench.bayes._checks._rankstats import available_cores
 from hierbench.bayes._checks._rankstats import rank_diagnostics
 from hierbench.bayes._sampler._sampling import CHECKPOINTS
 from hierbench.bayes._sampler._sampling import checkpoints
@@ -148,6 +149,36 @@ def _conjugate_model():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(available_cores() < 2, reason="BLAS runs on one thread here whatever is asked")
+def test_the_start_is_the_same_on_one_blas_thread_and_on_two():
+    """A 300-d Gaussian's mode and Laplace factor, and a Laplace draw in 900-d, found under one
+    BLAS thread (a Dask worker's) and under two: the same to the bit, and right (the mode solves
+    ``A x = b``, the factor's square is ``A^-1``). On two threads a 300 x 300 eigendecomposition
+    ends in other last bits, and the chains started elsewhere drew other draws.
+    """
+    from threadpoolctl import threadpool_limits
+
+    from hierbench.bayes._sampler._sampling import Start
+    from hierbench.bayes._sampler._sampling import mode_and_factor
+
+    g = np.random.default_rng(20261205)
+    root = g.normal(size=(300, 300))
+    a = root @ root.T / 300 + np.eye(300)
+    b = g.normal(size=300)
+    factor_900 = g.normal(size=(900, 900))
+    got = []
+    for threads in (1, 2):
+        with threadpool_limits(threads, user_api="blas"):
+            res, factor, kind = mode_and_factor(lambda x: (0.5 * x @ a @ x - b @ x, a @ x - b), np.zeros(300))
+            draw = Start(np.zeros(900), factor_900, {})(11)
+        got.append((res.x, factor, draw))
+        assert kind == "hessian"
+    for one, two in zip(*got, strict=True):
+        np.testing.assert_array_equal(one, two)
+    np.testing.assert_allclose(got[0][0], np.linalg.solve(a, b), atol=1e-3)
+    np.testing.assert_allclose(got[0][1] @ got[0][1].T, np.linalg.inv(a), atol=1e-6)
+
+
 def test_start_is_the_mode_and_the_laplace_covariance():
     from hierbench.bayes._sampler._sampling import compile_model
     from hierbench.bayes._sampler._sampling import find_start

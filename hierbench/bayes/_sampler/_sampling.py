@@ -203,6 +203,25 @@ class _NegLogDensity:
         return -float(logp), -grad
 
 
+#: held while the start's linear algebra runs on one BLAS thread (the limit is the process's)
+_ONE_BLAS_THREAD = threading.Lock()
+
+
+def one_blas_thread() -> Any:
+    """A context in which BLAS and LAPACK run on one thread.
+
+    The start's L-BFGS, Hessian eigendecomposition and Laplace draws give different
+    last bits on different numbers of BLAS threads (a multi-threaded product sums in
+    another order), and the chains then draw differently: a Dask worker (one BLAS
+    thread, from its ``OPENBLAS_NUM_THREADS=1``) and this process (as many as cores)
+    gave one replicate of the crossed medium SBC design 900 and 700 draws per chain.
+    On one thread a seed gives the same start in any process.
+    """
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(1, user_api="blas")
+
+
 def _hessian(f: _NegLogDensity, x: np.ndarray) -> np.ndarray:
     """Forward-difference Hessian of ``f`` from its gradient (``n`` gradient calls), symmetrised."""
     g0 = f(x)[1]
@@ -241,9 +260,31 @@ class Start:
     info: dict[str, Any]
 
     def __call__(self, seed: Any) -> np.ndarray:
-        """Nutpie's per-chain initial point: a draw from the Laplace approximation."""
+        """Nutpie's per-chain initial point: a draw from the Laplace approximation (BLAS on one thread)."""
         z = np.random.default_rng(seed).standard_normal(self.mode.size)
-        return self.mode + self.factor @ z
+        with _ONE_BLAS_THREAD, one_blas_thread():
+            return self.mode + self.factor @ z
+
+
+def mode_and_factor(f: Any, x0: np.ndarray) -> tuple[Any, np.ndarray | None, str | None]:
+    """L-BFGS from ``x0`` on ``f`` (value and gradient) and the Laplace factor there, on one BLAS thread.
+
+    Returns scipy's result, the factor (None without a usable mode) and why there is none, or
+    the factor's kind (``"hessian"`` or ``"lbfgs_diagonal"``) when there is one. See
+    :func:`one_blas_thread` for why one thread.
+    """
+    from scipy import optimize
+
+    with np.errstate(all="ignore"), _ONE_BLAS_THREAD, one_blas_thread():
+        # a start needs no more: a gradient under 1e-3 puts it within 1e-3 sd of the mode
+        # along any direction whose posterior sd is at most 1
+        res = optimize.minimize(f, x0, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-3})
+        if not (res.success and np.all(np.isfinite(res.x)) and np.isfinite(res.fun)):
+            return res, None, f"the optimiser did not converge ({res.message})"
+        if np.abs(res.x).max() > 25:
+            return res, None, "the optimum lies at a boundary of the unconstrained space (an improper mode)"
+        factor, kind = _laplace_factor(f, res)
+    return res, factor, kind
 
 
 def find_start(compiled: Any, seed: int) -> Start:
@@ -262,33 +303,20 @@ def find_start(compiled: Any, seed: int) -> Start:
         ``mode``, ``factor`` and an ``info`` dict for the fit's attrs
         (``init`` is ``"map"`` or ``"support_point"`` with the reason).
     """
-    from scipy import optimize
-
     t0 = time.perf_counter()
     f = _NegLogDensity(compiled)
     x0 = np.asarray(compiled.initial_point_func(int(seed)), dtype=np.float64)
-    with np.errstate(all="ignore"):
-        # a start needs no more: a gradient under 1e-3 puts it within 1e-3 sd of the mode
-        # along any direction whose posterior sd is at most 1
-        res = optimize.minimize(f, x0, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "gtol": 1e-3})
-    why = None
-    if not (res.success and np.all(np.isfinite(res.x)) and np.isfinite(res.fun)):
-        why = f"the optimiser did not converge ({res.message})"
-    elif np.abs(res.x).max() > 25:
-        why = "the optimum lies at a boundary of the unconstrained space (an improper mode)"
-    factor, kind = (None, "") if why else _laplace_factor(f, res)
-    if why is None and factor is None:
-        why = kind
+    res, factor, said = mode_and_factor(f, x0)
     info: dict[str, Any] = {
-        "init": "map" if why is None else "support_point",
+        "init": "map" if factor is not None else "support_point",
         "map_iterations": int(res.nit),
         "map_evaluations": int(f.calls),
         "map_seconds": round(time.perf_counter() - t0, 3),
     }
-    if why is not None:
-        info["init_fallback"] = why
+    if factor is None:
+        info["init_fallback"] = said
         return Start(None, None, info)
-    info["curvature"] = kind
+    info["curvature"] = said
     return Start(res.x, factor, info)
 
 
