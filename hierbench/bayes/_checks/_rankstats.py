@@ -26,8 +26,8 @@ __all__ = ["available_cores", "elements", "rank_diagnostics", "tail_ess"]
 #: the values (elements x chains x draws) per block the statistics are computed in. Over all
 #: elements at once the temporaries (ranks, FFTs) spill out of the CPU's caches: SWE-bench by
 #: repository's crossed fit (1,756 elements x 4 x 1,000 draws) took 5.1 s in one piece and 2.3 s
-#: in blocks of 32-64 elements, 1.2 s on two threads. Each element's numbers are the same
-#: whatever the blocks and threads (a test holds them equal).
+#: in blocks of 32-64 elements, 1.2 s on two threads. The blocks follow the array's shape alone:
+#: the numbers are the same whatever the threads, and those of one block to rounding (a test).
 BLOCK_VALUES = 2**17
 
 
@@ -43,7 +43,7 @@ def _in_blocks(fn: Callable[[np.ndarray, Any], Any], x: np.ndarray, extra: np.nd
     """``fn(block, extra's block)`` over blocks of ``x``'s elements (first axis), on up to ``workers`` threads."""
     k, c, n = x.shape
     size = max(1, BLOCK_VALUES // max(c * n, 1))
-    starts = range(0, k, size)
+    starts = range(0, max(k, 1), size)  # no elements: one empty block
     pieces = [(x[i : i + size], None if extra is None else extra[i : i + size]) for i in starts]
     if workers <= 1 or len(pieces) == 1:
         return [fn(*p) for p in pieces]
