@@ -21,7 +21,9 @@ nutpie through this module in three steps.
    so the curvature shapes the starting points only; its adaptation starts
    from there. A mode that is not found (no convergence, a boundary, a
    curvature that is not positive) falls back to PyMC's jittered support
-   point, and the fit says so.
+   point, and the fit says so. The search and the draws run on one BLAS
+   thread (:func:`one_blas_thread`), so a seed gives the same start in a
+   plain process and in a Dask worker, whose BLAS has one thread.
 3. **Draw to a target** (:func:`sample_to_target`): the chains run with a
    cap of ``max_draws`` each; at fixed checkpoints the first ``n`` draws of
    every chain are checked with :func:`~hierbench.bayes.compute_diagnostics`
