@@ -508,16 +508,20 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     return text
 
 
+def _clustered_model(fit: xr.DataTree) -> str:
+    """The fit's model name if it was fitted with task clusters, else ``""``."""
+    spec = fit_record(fit, "hierbench_spec")
+    return str(spec.get("model", "")) if spec.get("options", {}).get("clusters") else ""
+
+
 def clustered_crossed(fit: xr.DataTree) -> bool:
     """Whether the fit is a crossed model with task clusters (a new task comes from a new cluster)."""
-    spec = fit_record(fit, "hierbench_spec")
-    return spec.get("model") == "crossed" and bool(spec.get("options", {}).get("clusters"))
+    return _clustered_model(fit) == "crossed"
 
 
 def clustered_irt(fit: xr.DataTree) -> bool:
     """Whether the fit is an IRT model with task clusters (in its difficulties only)."""
-    spec = fit_record(fit, "hierbench_spec")
-    return str(spec.get("model", "")).startswith("irt") and bool(spec.get("options", {}).get("clusters"))
+    return _clustered_model(fit).startswith("irt")
 
 
 def lacks_agent_cluster(fit: xr.DataTree) -> bool:
@@ -526,9 +530,8 @@ def lacks_agent_cluster(fit: xr.DataTree) -> bool:
     A crossed model with ``agent_cluster=False`` or saved before the option existed (its options do
     not name it), or an IRT model with clusters (they move the difficulties, alike for every agent).
     """
-    spec = fit_record(fit, "hierbench_spec")
-    crossed = clustered_crossed(fit) and not spec.get("options", {}).get("agent_cluster", False)
-    return crossed or clustered_irt(fit)
+    options = fit_record(fit, "hierbench_spec").get("options", {})
+    return clustered_irt(fit) or (clustered_crossed(fit) and not options.get("agent_cluster", False))
 
 
 def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:

@@ -532,9 +532,10 @@ def sample_to_target(
     # where the chains' threads leave no core free, they wait while their draws are checked:
     # running on, they would take most of the CPU the check needs, for draws that a passing
     # check throws away (pausing changes when a draw is made, never the draw)
-    crowded = chains >= available_cores()
+    cores = available_cores()
+    crowded = chains >= cores
     # the check's threads: every core while the chains wait, else those the chains leave free
-    workers = available_cores() if crowded else max(1, available_cores() - chains)
+    workers = cores if crowded else max(1, cores - chains)
     n = plan[0]
     try:
         while n < max_draws:
