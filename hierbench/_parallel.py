@@ -42,6 +42,7 @@ the parent's running threads, such as a sampler's).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from collections.abc import Iterable
 from typing import Any
@@ -50,7 +51,20 @@ import numpy as np
 
 from ._base import Progress
 
-__all__ = ["check_executor", "map_seeded", "spawn_generators"]
+__all__ = ["available_cores", "check_executor", "map_seeded", "spawn_generators"]
+
+
+def available_cores() -> int:
+    """The cores this process may run on: its CPU affinity (a ``taskset`` or a container's CPU set).
+
+    ``os.cpu_count()`` counts the machine's; a process confined to fewer that starts
+    a thread per machine core runs them crowded. Every thread count in the package
+    is taken from here.
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
 
 
 def spawn_generators(rng: None | int | np.random.Generator, n: int) -> list[np.random.Generator]:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hierbench.bayes._checks._rankstats import available_cores
+from hierbench._parallel import available_cores
 from hierbench.bayes._checks._rankstats import rank_diagnostics
 from hierbench.bayes._sampler._sampling import CHECKPOINTS
 from hierbench.bayes._sampler._sampling import checkpoints

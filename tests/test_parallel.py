@@ -7,6 +7,9 @@ counts of the pieces that ran.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -70,3 +73,20 @@ def test_a_failed_piece_cancels_the_pieces_not_started():
     with ThreadPoolExecutor(1) as pool, pytest.raises(ValueError, match="piece 0 fails"):
         map_seeded(piece, range(10), rng=0, executor=pool)
     assert len(ran) <= 1, ran
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux CPU affinity and two cores")  # fmt: skip
+def test_thread_counts_follow_the_process_cpu_set_not_the_machine():
+    # a child confined to one core (as under `taskset -c 0` or a one-CPU container) must
+    # size its thread pools for that core, although the machine has more
+    code = (
+        "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))});"
+        "from hierbench._parallel import available_cores;"
+        "from hierbench.freq._glmm import _quadrature as q;"
+        "print(available_cores(), q._pool()._max_workers, os.cpu_count())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    cores, pool, machine = map(int, out.stdout.split())
+    assert (cores, pool) == (1, 1)
+    assert machine >= 2  # the machine count the old code used would have said otherwise

@@ -37,7 +37,7 @@ import xarray as xr
 from ..._base import NotConvergedWarning
 from ..._base import fit_record
 from ..._base import warn_user
-from ._rankstats import available_cores
+from ..._parallel import available_cores
 from ._rankstats import elements
 from ._rankstats import rank_diagnostics
 

@@ -13,7 +13,6 @@ tests/test_bayes_adaptive.py holds them to arviz-stats' values.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["available_cores", "elements", "rank_diagnostics", "tail_ess"]
+__all__ = ["elements", "rank_diagnostics", "tail_ess"]
 
 #: the values (elements x chains x draws) per block the statistics are computed in. Over all
 #: elements at once the temporaries (ranks, FFTs) spill out of the CPU's caches: SWE-bench by
@@ -29,14 +28,6 @@ __all__ = ["available_cores", "elements", "rank_diagnostics", "tail_ess"]
 #: in blocks of 32-64 elements, 1.2 s on two threads. The blocks follow the array's shape alone:
 #: the numbers are the same whatever the threads, and those of one block to rounding (a test).
 BLOCK_VALUES = 2**17
-
-
-def available_cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 def _in_blocks(fn: Callable[[np.ndarray, Any], Any], x: np.ndarray, extra: np.ndarray | None, workers: int) -> list:

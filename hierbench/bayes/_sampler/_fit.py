@@ -14,7 +14,6 @@ import contextlib
 import importlib.util
 import json
 import logging
-import os
 import time
 import warnings
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ import xarray as xr
 from ..._base import as_rng
 from ..._base import warn_user
 from ..._base import watched
+from ..._parallel import available_cores
 from .._checks._diagnostics import diagnose
 from .._registry import model_hook
 from . import _compiled as _compiled_store
@@ -237,7 +237,7 @@ def _run_nutpie(
         )  # fmt: skip
         run.update(rule="target_ess", target_ess=settings["target_ess"], max_draws=settings["max_draws"])
     else:
-        common.setdefault("cores", min(settings["chains"], os.cpu_count() or 1))
+        common.setdefault("cores", min(settings["chains"], available_cores()))
         dt = nutpie.sample(
             compiled, draws=settings["draws"], save_warmup=False, progress_bar=progress, **common
         )
@@ -255,7 +255,7 @@ def _run_pymc(
     nutpie's is: the same draws from a cold or a warm PyTensor cache.
     """
     kw = dict(kwargs)
-    kw.setdefault("cores", min(settings["chains"], os.cpu_count() or 1))
+    kw.setdefault("cores", min(settings["chains"], available_cores()))
     if "target_accept" in settings:
         kw["target_accept"] = settings["target_accept"]
     with warnings.catch_warnings(), exact_numba():

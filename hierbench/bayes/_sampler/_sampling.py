@@ -53,7 +53,7 @@ import numpy as np
 import xarray as xr
 
 from ..._base import warn_user
-from .._checks._rankstats import available_cores
+from ..._parallel import available_cores
 from .._checks._rankstats import elements
 from .._checks._rankstats import rank_diagnostics
 from .._checks._rankstats import tail_ess

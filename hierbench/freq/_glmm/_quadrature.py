@@ -36,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..._numerics import cell_modes
+from ..._parallel import available_cores
 
 __all__ = ["task_pass"]
 
@@ -58,7 +59,7 @@ def _pool() -> ThreadPoolExecutor:
     """The block threads of this process (a forked worker gets its own: it inherits no threads)."""
     global _POOL, _POOL_PID
     if _POOL is None or _POOL_PID != os.getpid():
-        _POOL = ThreadPoolExecutor(max(1, min(os.cpu_count() or 1, 8)), thread_name_prefix="hb-ml")
+        _POOL = ThreadPoolExecutor(max(1, min(available_cores(), 8)), thread_name_prefix="hb-ml")
         _POOL_PID = os.getpid()
     return _POOL
 
