@@ -51,6 +51,14 @@ Usage::
     python benchmarks/sbc.py run --models irt_2pl --designs small --out x.jsonl --priors '{"sd_log_discrimination": ...}'
     python benchmarks/sbc.py report sbc.jsonl [sbc_seed2.jsonl ...]
     python benchmarks/sbc.py time --reps 200 --workers 2 [--models beta_binomial] [--designs small]
+    python benchmarks/sbc.py stale results/sbc_defaults_*.jsonl [--first 2]
+
+A stored study replays bit for bit only on the code that made it. Each record
+carries its study (``study``: seed, replicate count, fit settings, and the
+commit it ran at); ``stale`` draws and fits a study's first replicates again
+on today's code and says, per file, model and design, whether they come out
+the same (:data:`REPLAYED`: ranks, coverage, divergences, draws, start). A
+study whose replicates differ ran on another default; its verdict is not today's.
 
 Many checks are made at once (three per parameter: 138 for the eleven
 model-design pairs), so a calibrated sampler flags a few of them in a typical
@@ -339,14 +347,39 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def _append_to(fh):
-    """An ``on_result`` writing each record to ``fh`` as a JSON line, flushed (a stopped study keeps it)."""
+def _append_to(fh, study: dict):
+    """An ``on_result`` writing each record, with its ``study``, to ``fh`` as a JSON line, flushed.
+
+    A stopped study keeps what it wrote.
+    """
 
     def write(_i: int, rec: dict) -> None:
+        rec["study"] = study
         fh.write(json.dumps(rec) + "\n")
         fh.flush()
 
     return write
+
+
+def _code_id() -> str:
+    """The commit this script runs at (``+dirty`` with uncommitted changes), else hierbench's version."""
+    import subprocess
+
+    git = ["git", "-C", os.path.dirname(os.path.abspath(__file__))]
+    try:
+        sha = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, check=True)  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        import hierbench
+
+        return f"hierbench {hierbench.__version__}"
+    return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _study(seed: int, reps: int, settings: dict) -> dict:
+    """What a record needs for its replicate to be drawn and fitted again (:func:`stale`), and the code."""
+    return {"seed": seed, "reps": reps, "settings": settings, "code": _code_id()}
 
 
 def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
@@ -382,7 +415,8 @@ def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=202
                 # soon as it and those before it are in (a replicate's seed is its item's: the
                 # order the fits finish in does not change a record)
                 got = map_seeded(one_replicate, items, rng=seed, executor=executor, progress=progress,
-                                 desc=f"SBC {model_name} {design}", kwargs=kw, on_result=_append_to(fh))  # fmt: skip
+                                 desc=f"SBC {model_name} {design}", kwargs=kw,
+                                 on_result=_append_to(fh, _study(seed, reps, settings)))  # fmt: skip
             for f in warming:  # done long before the replicates (a failure would show here)
                 f.result()
             recs += got
@@ -573,7 +607,8 @@ def run_mixed(models, designs, reps, out, *, chains=4, draws=None, tune=None, se
             kw = {"name": name, "design": design, "settings": settings}
             with open(out, "a") as fh:
                 got = map_seeded(one_mixed_replicate, items, rng=seed, executor=executor, progress=progress,
-                                 desc=f"SBC {name} {design}", kwargs=kw, on_result=_append_to(fh))  # fmt: skip
+                                 desc=f"SBC {name} {design}", kwargs=kw,
+                                 on_result=_append_to(fh, _study(seed, reps, settings)))  # fmt: skip
             recs += got
             print(f"{name} {design}: {len(got)} replicates, divergent {sum(r['n_div'] for r in got)}, not converged "
                   f"{sum(1 - r['converged'] for r in got)}, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
@@ -773,6 +808,88 @@ def time_study(reps: int, workers: int, models, designs, seed: int, out: str | N
     return row
 
 
+#: what a replayed replicate must give again for its stored record to be today's (wall and wording aside)
+REPLAYED = ("ranks", "in50", "in90", "n_div", "draws_per_chain", "init")
+
+
+def _stored_study(path: str, rec: dict, n_recs: int, seed: int | None, reps: int | None) -> dict:
+    """The seed, replicate count and fit settings a stored record's study ran with.
+
+    Records written by :func:`run` and :func:`run_mixed` carry them (``study``). For older
+    ones: the seed is ``seed``, else the file name's ``_seed<N>``, else 2026; the count
+    ``reps``, else the study's records in the file (a study stopped early needs ``reps``:
+    the prior draws depend on it); the settings are read off the record (its chains, a
+    fixed rule's draws, a support-point start that was asked for) at the default tuning.
+    """
+    import re
+
+    if "study" in rec:
+        st = dict(rec["study"])
+        return {**st, "seed": seed if seed is not None else st["seed"], "reps": reps or st["reps"]}
+    named = re.search(r"_seed(\d+)", os.path.basename(path))
+    fixed = rec.get("rule") != "target_ess"
+    asked_sp = rec.get("init") == "support_point" and not rec.get("init_fallback")
+    settings = {"chains": rec["chains"], "draws": rec["draws_per_chain"] if fixed else None, "tune": None,
+                "init": "support_point" if asked_sp else "map"}  # fmt: skip
+    return {"seed": seed if seed is not None else int(named.group(1)) if named else 2026,
+            "reps": reps or n_recs, "settings": settings, "code": "unrecorded"}  # fmt: skip
+
+
+def replay(model: str, design: str, study: dict, first: int, priors: dict | None = None) -> list[dict]:
+    """The first ``first`` replicates of a stored study, drawn and fitted again on today's code, serially."""
+    st = study["settings"]
+    if model in MIXED_PARAMS:
+        items = mixed_items(model, design, study["reps"], study["seed"])[:first]
+        return [one_mixed_replicate(i, None, name=model, design=design, settings=st) for i in items]
+    items = replicate_items(model, design, study["reps"], study["seed"], priors)[:first]
+    return [one_replicate(i, None, model_name=model, design=design, settings=st, priors=priors) for i in items]
+
+
+def first_difference(stored: dict, now: dict) -> str | None:
+    """The first of :data:`REPLAYED` where a replayed record differs from the stored one, or None.
+
+    A dict field is compared on the stored record's keys (a study that checked fewer
+    parameters than today's is not stale for that).
+    """
+    for k in REPLAYED:
+        old, new = stored.get(k), now.get(k)
+        if isinstance(old, dict) and isinstance(new, dict):
+            new = {p: new.get(p) for p in old}
+        if old != new:
+            return f"{k}: stored {old!r}, now {new!r}"
+    return None
+
+
+def _studies(recs: list[dict]) -> dict[tuple, list[dict]]:
+    """A file's records by (model, design, priors as JSON), each study's in replicate order."""
+    out: dict[tuple, list[dict]] = {}
+    for r in recs:
+        out.setdefault((r["model"], r["design"], json.dumps(r.get("priors"), sort_keys=True)), []).append(r)
+    return {k: sorted(v, key=lambda r: r["rep"]) for k, v in out.items()}
+
+
+def stale(paths: list[str], first: int = 2, seed: int | None = None, reps: int | None = None) -> list[dict]:
+    """Whether each stored study's first ``first`` replicates come out the same on today's code.
+
+    A study replays bit for bit only on the code that made it: one whose replicates
+    differ ran on an older default (or other settings than its records say) and its
+    verdict is not today's. One row per file, model, design and priors.
+    """
+    warnings.simplefilter("ignore")
+    rows = []
+    for path in paths:
+        for key, group in _studies([json.loads(line) for line in open(path)]).items():
+            study = _stored_study(path, group[0], len(group), seed, reps)
+            now = replay(key[0], key[1], study, min(first, len(group)), json.loads(key[2]))
+            diffs = [first_difference(s, n) for s, n in zip(group, now, strict=False)]
+            row = {"file": os.path.basename(path), "model": key[0], "design": key[1], "seed": study["seed"],
+                   "reps": study["reps"], "code": study.get("code"), "replayed": len(now),
+                   "same": sum(d is None for d in diffs), "first_difference": next((d for d in diffs if d), None)}  # fmt: skip
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -801,6 +918,11 @@ def main(argv=None) -> int:
     tp.add_argument("--designs", nargs="*", default=["small"])
     tp.add_argument("--seed", type=int, default=2026)
     tp.add_argument("--out", default=None, help="append the timing row here (not results/sbc_*.jsonl: those are studies)")
+    sp = sub.add_parser("stale", help="replay the first replicates of stored studies on today's code")
+    sp.add_argument("path", nargs="+")
+    sp.add_argument("--first", type=int, default=2, help="replicates replayed per study")
+    sp.add_argument("--seed", type=int, default=None, help="for records that do not carry their study")
+    sp.add_argument("--reps", type=int, default=None, help="the study's replicate count, if stopped early")
     rp = sub.add_parser("report")
     rp.add_argument("path", nargs="+", help="one study, or several independent ones (pooled)")
     a = p.parse_args(argv)
@@ -819,6 +941,8 @@ def main(argv=None) -> int:
                 run(counted, a.designs, a.reps, a.out, executor=ex, priors=a.priors, warm=warm, **kw)
             if formula:
                 run_mixed(formula, a.designs, a.reps, a.out, executor=ex, **kw)
+    elif a.cmd == "stale":
+        stale(a.path, a.first, a.seed, a.reps)
     elif a.cmd == "time":
         time_study(a.reps, a.workers, a.models, a.designs, a.seed, a.out)
     else:

@@ -31,6 +31,30 @@ def test_sbc_run_on_a_spawned_pool_with_warm_workers_writes_the_serial_records(t
     assert [r["rep"] for r in written] == [0, 1, 2, 3]
     assert strip(pooled) == strip(serial)
     assert strip(written) == strip(serial)
+    assert {r["study"]["seed"] for r in written} == {5} and {r["study"]["reps"] for r in written} == {4}
+
+
+@pytest.mark.slow
+def test_stale_replays_a_study_and_names_what_changed_in_one_that_other_code_made(tmp_path):
+    """Reference: a study just written by this code replays (every replayed record the same);
+    the same study with one rank moved and its ``study`` removed (as in the records of older
+    code: seed, count and settings then read off the file and its records) is stale at that
+    replicate and field.
+    """
+    import sbc
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        recs = sbc.run(["beta_binomial"], ["small"], 4, str(tmp_path / "now.jsonl"), seed=5, chains=2)
+        rows = sbc.stale([str(tmp_path / "now.jsonl")], first=2)
+        assert [(r["replayed"], r["same"], r["first_difference"]) for r in rows] == [(2, 2, None)]
+        param = next(iter(recs[1]["ranks"]))
+        recs[1]["ranks"][param] += 1
+        old = tmp_path / "old_seed5.jsonl"
+        old.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "study"}) + "\n" for r in recs))
+        (row,) = sbc.stale([str(old)], first=2)
+    assert (row["seed"], row["reps"], row["replayed"], row["same"]) == (5, 4, 2, 1)
+    assert row["first_difference"].startswith("ranks: stored")
 
 
 def test_the_study_functions_reach_a_worker_that_cannot_import_the_script(tmp_path):
