@@ -198,10 +198,7 @@ def test_the_agent_x_cluster_probability_part_is_the_variance_of_the_agent_clust
         within = [_var_over_normal(lambda x, m=m: _cond_mean(mu + m + x, inner), s) for m in a[0]]
         expected = np.var(means, ddof=1) + np.mean(within)
 
-    def var_of(s_in, s_out):  # the caller's rule, for the random path (checked against scipy here too)
-        return np.array([_var_over_normal(lambda x: _cond_mean(mu + x, np.sqrt(s_out[0])), np.sqrt(s_in[0]))])
-
-    got = _agent_cluster_part(parts, np.array([[mu]]), var_of, agents == "fixed")
+    got = _agent_cluster_part(parts, agents == "fixed")
     assert float(got[0]) == pytest.approx(expected, abs=2e-5)
     # and the component the decomposition reports is that part less the agent and cluster parts
     comps = _probability_components(parts, {})
@@ -229,3 +226,34 @@ def test_the_variance_table_says_why_a_fit_folds_agent_x_cluster_into_agent_x_ta
     fit = xr.DataTree()
     fit.attrs = {"hierbench_model": "crossed", "hierbench_spec": '{"model": "crossed", "options": {"clusters": true}}'}
     assert _cluster_merge_reason(_Context(fit=fit, data=data.drop_vars("cluster"))) is None  # no G-theory row
+
+
+@pytest.mark.parametrize("effects", [[-0.9, 0.1, 0.8], [-8.0, 0.3, 0.6, 8.0], [-2.0, -1.5, 0.1, 1.8, 2.2]])
+def test_fixed_agents_decompose_over_the_evaluated_agents_as_scipy_does(effects):
+    """With fixed agents (the builder's default) the evaluated agents are the population: every
+    spread is over them, each weighted alike. Reference, by scipy's quadrature for one draw:
+    agent = the sample variance (ddof=1) of E[p | agent]; task = the variance over the task
+    effect of the agents' mean E[p | agent, task] (the cell's effect integrated inside);
+    agent:task = the mean over agents of Var(p | agent) less task; residual = the mean over
+    agents of E[p (1 - p) | agent]. The agents far from normal (two near 0 and 1) are where a
+    normal population in their place had given a negative agent x task part.
+    """
+    from hierbench.metrics._crossed import _probability_components
+
+    mu, vt, vat = 0.2, 1.3**2, 0.4**2
+    a = np.array([effects]) - np.mean(effects)
+    parts = {"mu": np.array([mu]), "a": a, "sd_agent": a.std(ddof=1, axis=1), "sd_cluster2": np.zeros(1),
+             "sd_ac2": np.zeros(1), "sd_task2": np.array([vt]), "sd_at": np.sqrt([vat]),
+             "opts": {"agents": "fixed"}, "has_cluster": False, "ac": None, "no_ab": False,
+             "n": np.ones((a.shape[1], 4))}  # fmt: skip
+    s_all, s_t, s_at = np.sqrt(vt + vat), np.sqrt(vt), np.sqrt(vat)
+    dens = lambda x, s: np.exp(-0.5 * (x / s) ** 2) / (s * np.sqrt(2 * np.pi))  # noqa: E731
+    m1 = np.array([_cond_mean(mu + m, s_all) for m in a[0]])
+    m2 = np.array([integrate.quad(lambda x, m=m: expit(mu + m + x) ** 2 * dens(x, s_all), -10 * s_all, 10 * s_all,
+                                  epsabs=1e-12)[0] for m in a[0]])  # fmt: skip
+    task = _var_over_normal(lambda t: np.mean([_cond_mean(mu + m + t, s_at) for m in a[0]]), s_t)
+    expected = {"agent": np.var(m1, ddof=1), "task": task, "agent:task": np.mean(m2 - m1**2) - task,
+                "residual": np.mean(m1 - m2)}  # fmt: skip
+    got = {k: float(v[0]) for k, v in _probability_components(parts, {}).items()}
+    assert got == pytest.approx(expected, abs=2e-5)
+    assert got["agent:task"] > 0

@@ -20,7 +20,6 @@ conditional expectation.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Literal
 
@@ -523,6 +522,86 @@ def _latent_components(parts: dict) -> dict[str, np.ndarray]:
     return comps
 
 
+def _moments(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``E[p]``, ``E[p^2]`` with ``logit p ~ N(loc, s^2)``: ``loc`` (S, K), ``s`` (S,), by the population rule."""
+    u, w = population_nodes()
+    p = expit(loc[..., None] + s[:, None, None] * u)
+    return (p * w).sum(-1), (p**2 * w).sum(-1)
+
+
+def _var_of(mu: np.ndarray, v_in: np.ndarray, v_out: np.ndarray) -> np.ndarray:
+    """``Var(E[p | x])``, ``logit p = mu + x + e``, ``x ~ N(0, v_in)``, ``e ~ N(0, v_out)``: (S,)."""
+    u, w = population_nodes()
+    g, _ = _moments(mu + np.sqrt(v_in)[:, None] * u, np.sqrt(v_out))
+    return (g**2 * w).sum(-1) - (g * w).sum(-1) ** 2
+
+
+def _agent_means(loc: np.ndarray, v_out: np.ndarray, v_in: np.ndarray) -> np.ndarray:
+    """``E[p | agent, x]`` at each population node of ``x ~ N(0, v_out)``, ``e ~ N(0, v_in)`` inside.
+
+    ``logit p = loc + x + e``, ``loc`` (S, agents): (S, agents, nodes), in blocks of draws (the
+    nodes squared per agent and draw stay in a few MB).
+    """
+    u, w = population_nodes()
+    s_out, s_in = np.sqrt(v_out), np.sqrt(v_in)
+    out = np.empty((*loc.shape, u.size))
+    step = max(1, 2**19 // (loc.shape[1] * u.size**2))
+    for i in range(0, loc.shape[0], step):
+        at = loc[i : i + step, :, None] + s_out[i : i + step, None, None] * u
+        out[i : i + step] = (expit(at[..., None] + s_in[i : i + step, None, None, None] * u) * w).sum(-1)
+    return out
+
+
+def _spread_of_agent_mean(loc: np.ndarray, v_out: np.ndarray, v_in: np.ndarray) -> np.ndarray:
+    """``Var_x(mean over agents of E[p | agent, x])`` (:func:`_agent_means`): (S,)."""
+    _, w = population_nodes()
+    h = _agent_means(loc, v_out, v_in).mean(1)
+    return (h**2 * w).sum(-1) - (h * w).sum(-1) ** 2
+
+
+def _spreads(parts: dict, one: bool) -> dict[str, np.ndarray]:
+    """The spreads of ``p`` the decomposition subtracts: total, agent, task, cluster, run-to-run.
+
+    Random agents (and one agent, whose own logit is the location): over ``N(mu, sd_agent)``.
+    Fixed agents: over the evaluated agents, the population they are (:func:`_evaluated_spreads`).
+    """
+    vt, vat, vc, vac = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"], parts["sd_ac2"]
+    if parts["opts"].get("agents") == "fixed" and not one:
+        return _evaluated_spreads(parts)
+    loc = parts["a"][:, agents_with_runs(parts["n"])[0]] if one else 0.0
+    mu = (parts["mu"] + loc)[:, None]
+    va = np.zeros(mu.shape[0]) if one else parts["sd_agent"] ** 2
+    ep, ep2 = _moments(mu, np.sqrt(va + vt + vac + vat))
+    return {
+        "total": ep2[:, 0] - ep[:, 0] ** 2,
+        "agent": np.zeros(mu.shape[0]) if one else _var_of(mu, va, vt + vac + vat),
+        "task": _var_of(mu, vt, va + vac + vat),  # the task, its cluster included
+        "cluster": _var_of(mu, vc, va + (vt - vc) + vac + vat),
+        "residual": ep[:, 0] - ep2[:, 0],
+    }
+
+
+def _evaluated_spreads(parts: dict) -> dict[str, np.ndarray]:
+    """:func:`_spreads` for fixed agents: the evaluated agents are the population, each weighted alike.
+
+    The agent part is their sample variance (ddof=1) of ``E[p | agent]``, as the G-study's
+    agent component; the total adds the mean over agents of ``Var(p | agent)``. The task
+    (cluster) part is the variance over the task (cluster) effect of the agents' mean
+    ``E[p | agent, task]``, the run-to-run part the mean over agents of ``E[p (1 - p) | agent]``.
+    """
+    vt, vat, vc, vac = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"], parts["sd_ac2"]
+    loc = parts["mu"][:, None] + parts["a"]
+    ep, ep2 = _moments(loc, np.sqrt(vt + vac + vat))
+    var_a = ep.var(axis=-1, ddof=1)
+    return {
+        "total": var_a + (ep2 - ep**2).mean(-1),
+        "agent": var_a,
+        "task": _spread_of_agent_mean(loc, vt, vac + vat),
+        "cluster": _spread_of_agent_mean(loc, vc, (vt - vc) + vac + vat) if parts["has_cluster"] else 0.0 * var_a,
+        "residual": (ep - ep2).mean(-1),
+    }
+
+
 def _probability_components(parts: dict, rules: dict[str, tuple[str, str | None]]) -> dict[str, np.ndarray]:
     """The G-theory decomposition of ``p_mt`` (and of one run's score) implied by the model.
 
@@ -530,73 +609,45 @@ def _probability_components(parts: dict, rules: dict[str, tuple[str, str | None]
     no spread of agents (one agent), the decomposition is that agent's: its
     ability is the location and there is no spread of agents around it (the
     agent component is left at 0 here and made undefined by :func:`_settle`).
-    With an agent x cluster effect, ``agent:cluster = Var(E[p | agent,
-    cluster]) - agent - cluster`` (the part the link adds between agents and
-    clusters included, as ``agent:task`` holds the link's part between agents
-    and tasks).
+    With fixed agents (the builder's default) every spread is taken over the
+    evaluated agents (:func:`_evaluated_spreads`), so the agent x task part,
+    the total less the agent and task parts, is never negative. With an agent
+    x cluster effect, ``agent:cluster = Var(E[p | agent, cluster]) - agent -
+    cluster`` (the part the link adds between agents and clusters included, as
+    ``agent:task`` holds the link's part between agents and tasks).
     """
-    u, w = population_nodes()
     one = "agent" in rules
-    loc = parts["a"][:, agents_with_runs(parts["n"])[0]] if one else 0.0
-    mu = (parts["mu"] + loc)[:, None]
-    va = np.zeros(mu.shape[0]) if one else parts["sd_agent"] ** 2
-    # the agent x cluster effect's variance joins every spread around a new cell
-    vt, vat, vc, vac = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"], parts["sd_ac2"]
-    fixed = parts["opts"].get("agents") == "fixed"
-
-    def m1m2(loc: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # E[p], E[p^2] with logit p ~ N(loc, s), loc (S, Q0), s (S,)
-        p = expit(loc[..., None] + s[:, None, None] * u)
-        return (p * w).sum(-1), (p**2 * w).sum(-1)
-
-    def var_of(s_in: np.ndarray, s_out: np.ndarray) -> np.ndarray:
-        g, _ = m1m2(mu + np.sqrt(s_in)[:, None] * u, np.sqrt(s_out))
-        return (g**2 * w).sum(-1) - (g * w).sum(-1) ** 2
-
-    ep, ep2 = m1m2(mu, np.sqrt(va + vt + vac + vat))
-    total = ep2[:, 0] - ep[:, 0] ** 2
-    if one:
-        var_a = np.zeros(mu.shape[0])
-    elif fixed:
-        # finite population of the evaluated agents (sample variance, ddof=1)
-        g, _ = m1m2(mu + parts["a"], np.sqrt(vt + vac + vat))
-        var_a = g.var(axis=-1, ddof=1)
-    else:
-        var_a = var_of(va, vt + vac + vat)
-    var_t = var_of(vt, va + vac + vat)  # the task, its cluster included
-    inter = total - var_a - var_t
-    residual = ep[:, 0] - ep2[:, 0]
-    at_name = "agent:task:cluster" if parts["has_cluster"] else "agent:task"
-    comps = {"agent": var_a}
+    s = _spreads(parts, one)
+    inter = s["total"] - s["agent"] - s["task"]
+    comps = {"agent": s["agent"]}
     if parts["has_cluster"]:
-        var_c = var_of(vc, va + (vt - vc) + vac + vat)
-        comps |= {"cluster": var_c, "task:cluster": var_t - var_c}
+        comps |= {"cluster": s["cluster"], "task:cluster": s["task"] - s["cluster"]}
     else:
-        comps["task"] = var_t
+        comps["task"] = s["task"]
     if parts["ac"] is not None:
-        var_ac = _agent_cluster_part(parts, mu, var_of, fixed and not one) - var_a - var_c
-        comps["agent:cluster"] = var_ac
-        inter = inter - var_ac
+        fixed = parts["opts"].get("agents") == "fixed" and not one
+        comps["agent:cluster"] = _agent_cluster_part(parts, fixed) - s["agent"] - s["cluster"]
+        inter = inter - comps["agent:cluster"]
     if parts["no_ab"]:  # no agent x task effect in the model: with one run it is the residual's
-        return comps | {"residual": residual + inter}
-    return comps | {at_name: inter, "residual": residual}
+        return comps | {"residual": s["residual"] + inter}
+    at_name = "agent:task:cluster" if parts["has_cluster"] else "agent:task"
+    return comps | {at_name: inter, "residual": s["residual"]}
 
 
-def _agent_cluster_part(parts: dict, mu: np.ndarray, var_of: Callable, fixed: bool) -> np.ndarray:
+def _agent_cluster_part(parts: dict, fixed: bool) -> np.ndarray:
     """``Var(E[p | agent, cluster])``: over the agents (the evaluated ones when ``fixed``), clusters and their effects.
 
     For fixed agents, by the law of total variance: the agents' sample variance (ddof=1, as
     the agent component) of ``E[p | agent]`` plus the mean over agents of the variance of
     ``E[p | agent, cluster]`` over the cluster and the agent's effect on it.
     """
-    u, w = population_nodes()
+    _, w = population_nodes()
     vc, vac = parts["sd_cluster2"], parts["sd_ac2"]
-    inner = np.sqrt(parts["sd_task2"] - vc + parts["sd_at"] ** 2)  # the task within its cluster, the cell
+    inner = parts["sd_task2"] - vc + parts["sd_at"] ** 2  # the task within its cluster, the cell
     if not fixed:
-        return var_of(parts["sd_agent"] ** 2 + vc + vac, inner**2)
+        return _var_of(parts["mu"][:, None], parts["sd_agent"] ** 2 + vc + vac, inner)
     # (S, agents, nodes): E[p | agent, cluster and its effect at node x], the task and cell integrated
-    loc = mu[:, :, None] + parts["a"][:, :, None] + np.sqrt(vc + vac)[:, None, None] * u
-    g = (expit(loc[..., None] + inner[:, None, None, None] * u) * w).sum(-1)
+    g = _agent_means(parts["mu"][:, None] + parts["a"], vc + vac, inner)
     mean_g = (g * w).sum(-1)
     return mean_g.var(axis=-1, ddof=1) + ((g**2 * w).sum(-1) - mean_g**2).mean(-1)
 
