@@ -59,6 +59,8 @@ commit it ran at); ``stale`` draws and fits a study's first replicates again
 on today's code and says, per file, model and design, whether they come out
 the same (:data:`REPLAYED`: ranks, coverage, divergences, draws, start). A
 study whose replicates differ ran on another default; its verdict is not today's.
+For the larger models (crossed medium) a replay is exact on the same BLAS
+kernels only; records carry them (``blas``) and ``stale`` prints both.
 
 Many checks are made at once (three per parameter: 138 for the eleven
 model-design pairs), so a calibrated sampler flags a few of them in a typical
@@ -377,9 +379,23 @@ def _code_id() -> str:
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def _blas_id() -> str:
+    """The BLAS this process runs, its version and the CPU kernels it chose.
+
+    A start at the mode of a model with some hundreds of parameters or more runs dense
+    linear algebra (the Hessian's eigendecomposition) whose last bits follow the kernels:
+    crossed medium's replicate 1 replays exactly on one CPU and not on another (the chains
+    then part). A replay is a check of the code only where this is the same.
+    """
+    from threadpoolctl import threadpool_info
+
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return "; ".join(f"{i['internal_api']} {i['version']} {i.get('architecture')}" for i in blas) or "none"
+
+
 def _study(seed: int, reps: int, settings: dict) -> dict:
-    """What a record needs for its replicate to be drawn and fitted again (:func:`stale`), and the code."""
-    return {"seed": seed, "reps": reps, "settings": settings, "code": _code_id()}
+    """What a record needs for its replicate to be drawn and fitted again (:func:`stale`): code, BLAS."""
+    return {"seed": seed, "reps": reps, "settings": settings, "code": _code_id(), "blas": _blas_id()}
 
 
 def run(models, designs, reps, out, *, chains=4, draws=None, tune=None, seed=2026, start_rep=0,
@@ -873,7 +889,10 @@ def stale(paths: list[str], first: int = 2, seed: int | None = None, reps: int |
 
     A study replays bit for bit only on the code that made it: one whose replicates
     differ ran on an older default (or other settings than its records say) and its
-    verdict is not today's. One row per file, model, design and priors.
+    verdict is not today's. For models whose start does dense linear algebra (a few
+    hundred parameters and more) that holds on the same BLAS kernels only (``blas``,
+    ``blas_here``: :func:`_blas_id`): where they differ, a difference may be the CPU's.
+    One row per file, model, design and priors.
     """
     warnings.simplefilter("ignore")
     rows = []
@@ -883,7 +902,8 @@ def stale(paths: list[str], first: int = 2, seed: int | None = None, reps: int |
             now = replay(key[0], key[1], study, min(first, len(group)), json.loads(key[2]))
             diffs = [first_difference(s, n) for s, n in zip(group, now, strict=False)]
             row = {"file": os.path.basename(path), "model": key[0], "design": key[1], "seed": study["seed"],
-                   "reps": study["reps"], "code": study.get("code"), "replayed": len(now),
+                   "reps": study["reps"], "code": study.get("code"), "blas": study.get("blas", "unrecorded"),
+                   "blas_here": _blas_id(), "replayed": len(now),
                    "same": sum(d is None for d in diffs), "first_difference": next((d for d in diffs if d), None)}  # fmt: skip
             print(json.dumps(row), flush=True)
             rows.append(row)
