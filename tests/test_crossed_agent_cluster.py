@@ -257,3 +257,21 @@ def test_fixed_agents_decompose_over_the_evaluated_agents_as_scipy_does(effects)
     got = {k: float(v[0]) for k, v in _probability_components(parts, {}).items()}
     assert got == pytest.approx(expected, abs=2e-5)
     assert got["agent:task"] > 0
+
+
+@pytest.mark.parametrize(("n_agents", "sd_out", "sd_in", "spread"),
+                         [(25, 0.6, 1.0, 2.0), (25, 3.0, 0.01, 6.0), (3, 0.1, 3.0, 10.0), (10, 5.0, 5.0, 1.0)])  # fmt: skip
+def test_the_tabulated_inner_means_are_the_population_rule_at_every_node(n_agents, sd_out, sd_in, spread):
+    """Reference: the population rule applied directly at each (agent, outer node) point,
+    ``sum_k w_k expit(loc + sd_out u_q + sd_in u_k)``; the interpolated table agrees within 1e-5
+    (spacing^4 error) over narrow and wide outer spreads and a near-degenerate inner one.
+    """
+    from hierbench._numerics import population_nodes
+    from hierbench.metrics._crossed import _agent_means
+
+    u, w = population_nodes()
+    loc = np.random.default_rng(1).normal(0.0, spread, (5, n_agents))
+    got = _agent_means(loc, np.full(5, sd_out**2), np.full(5, sd_in**2))
+    x = loc[:, :, None] + sd_out * u
+    direct = (expit(x[..., None] + sd_in * u) * w).sum(-1)
+    np.testing.assert_allclose(got, direct, atol=1e-5, rtol=0)

@@ -536,20 +536,46 @@ def _var_of(mu: np.ndarray, v_in: np.ndarray, v_out: np.ndarray) -> np.ndarray:
     return (g**2 * w).sum(-1) - (g * w).sum(-1) ** 2
 
 
+#: points per draw at which :func:`_agent_means` tabulates the inner expectation (cubic Hermite
+#: between them: its error grows as the spacing^4; against the direct rule 5e-9 on SWE-bench's
+#: scales, 4e-6 at the widest tried, an outer SD of 3 logits over agents 24 logits apart)
+GRID = 257
+
+
 def _agent_means(loc: np.ndarray, v_out: np.ndarray, v_in: np.ndarray) -> np.ndarray:
     """``E[p | agent, x]`` at each population node of ``x ~ N(0, v_out)``, ``e ~ N(0, v_in)`` inside.
 
-    ``logit p = loc + x + e``, ``loc`` (S, agents): (S, agents, nodes), in blocks of draws (the
-    nodes squared per agent and draw stay in a few MB).
+    ``logit p = loc + x + e``, ``loc`` (S, agents): (S, agents, nodes). Per draw the inner
+    expectation ``g(m) = E[expit(m + e)]`` is one smooth function of ``m``: it is computed
+    by the population rule with its derivative on :data:`GRID` points spanning every agent's
+    nodes, and read between them by cubic Hermite interpolation, instead of at each of the
+    agents x nodes points (25 agents: a ninth of the work). In blocks of draws.
     """
-    u, w = population_nodes()
-    s_out, s_in = np.sqrt(v_out), np.sqrt(v_in)
-    out = np.empty((*loc.shape, u.size))
-    step = max(1, 2**19 // (loc.shape[1] * u.size**2))
-    for i in range(0, loc.shape[0], step):
-        at = loc[i : i + step, :, None] + s_out[i : i + step, None, None] * u
-        out[i : i + step] = (expit(at[..., None] + s_in[i : i + step, None, None, None] * u) * w).sum(-1)
+    u, _ = population_nodes()
+    x = loc[:, :, None] + np.sqrt(v_out)[:, None, None] * u
+    out = np.empty_like(x)
+    step = max(1, 2**19 // (GRID * u.size))
+    for i in range(0, x.shape[0], step):
+        out[i : i + step] = _hermite_means(x[i : i + step], np.sqrt(v_in[i : i + step]))
     return out
+
+
+def _hermite_means(x: np.ndarray, s_in: np.ndarray) -> np.ndarray:
+    """``E[expit(x + s_in z)]`` at every ``x`` (S, ...) of each draw, from a grid (:func:`_agent_means`)."""
+    u, w = population_nodes()
+    flat = x.reshape(x.shape[0], -1)
+    lo, hi = flat.min(1), flat.max(1)
+    h = np.maximum(hi - lo, 1e-9) / (GRID - 1)
+    p = expit((lo[:, None] + h[:, None] * np.arange(GRID))[..., None] + s_in[:, None, None] * u)
+    g, dg = (p * w).sum(-1), (p * (1.0 - p) * w).sum(-1) * h[:, None]
+    q = (flat - lo[:, None]) / h[:, None]
+    j = np.clip(np.floor(q).astype(np.intp), 0, GRID - 2)
+    t = q - j
+    at = lambda a, k: np.take_along_axis(a, k, axis=1)  # noqa: E731
+    t2, t3 = t * t, t * t * t
+    val = (2 * t3 - 3 * t2 + 1) * at(g, j) + (t3 - 2 * t2 + t) * at(dg, j)
+    val += (3 * t2 - 2 * t3) * at(g, j + 1) + (t3 - t2) * at(dg, j + 1)
+    return val.reshape(x.shape)
 
 
 def _spread_of_agent_mean(loc: np.ndarray, v_out: np.ndarray, v_in: np.ndarray) -> np.ndarray:
