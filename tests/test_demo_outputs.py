@@ -352,6 +352,34 @@ def test_plan_with_one_run_per_cell_claims_no_agent_task_estimate(monkeypatch):
     assert "one run-to-run variance, holding the agent x task part" in one and "one agent x task variance" not in one
 
 
+def test_two_agents_read_as_one_pair_and_one_run_as_one_column(monkeypatch):
+    """Two agents make one pair: no "1 pairs", no adjustment claimed over them, no simultaneous
+    verdict to set Bayes beside; one run per cell makes the one-run plan the runs made, so the
+    table has one model column, not two equal ones.
+    """
+    import hierbench.metrics
+    from hierbench.freq import compare_agents
+    from hierbench.report import bayes_pair_note
+    from hierbench.report._pairs import pair_sentence
+
+    g = np.random.default_rng(2)
+    s = (g.random((2, 30, 1)) < [[[0.8]], [[0.4]]]).astype(float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sentence = pair_sentence(compare_agents(ds, rng=0))
+    assert sentence.startswith("The one pair ") and "one pair, so no adjustment" in sentence
+    assert "1 pairs" not in sentence and "simultaneous" not in sentence
+    fit = xr.DataTree()
+    fit.attrs["hierbench_spec"] = '{"model": "crossed", "options": {}}'
+    assert "1 pairs" not in bayes_pair_note(fit, 1) and "simultaneous" not in bayes_pair_note(fit, 1)
+    monkeypatch.setattr(hierbench.metrics, "crossed_variance_components", lambda fit, scale: _NoInteraction(0.2))
+    plan = _plan_section(DemoContext(ds, None, extra={"fit": object()}))
+    one = " ".join(plan.split())
+    assert "at R = 1 run per cell" in one and "the first column rest" in one and "over the one pair" in one
+    assert "tasks needed (R=1, as run)" in plan and "tasks needed (R=1) " not in plan
+
+
 def _clustered(n_clusters: int = 6, size: int = 3, seed: int = 3) -> xr.Dataset:
     """Three agents x (n_clusters x size) tasks x 2 runs; a cluster shifts every agent's rate but not equally."""
     g = np.random.default_rng(seed)

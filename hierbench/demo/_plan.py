@@ -62,6 +62,8 @@ def _plan_section(ctx: DemoContext) -> str:
             }
         )
     table = pd.DataFrame(rows).set_index("difference to detect")
+    if R == "1":  # the runs made are the one-run plan: one column says it
+        table = table.drop(columns="tasks needed (R=1)")
     ctx.extra["plan_table"] = table
     if s_mt > 0:
         r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
@@ -88,9 +90,9 @@ def _plan_section(ctx: DemoContext) -> str:
         _components_text(s_mt if mt else None, s_e)
         + runs_text
         + tasks_text
-        + f"\nWith {T} tasks at R = {R} runs per cell a paired comparison detects a difference\n"
+        + f"\nWith {T} tasks at R = {R} run{'' if R == '1' else 's'} per cell a paired comparison detects a difference\n"
         f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
-        + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt))
+        + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt), model_columns=1 if R == "1" else 2)
         + _cluster_text(ctx, T, mde, sd_made)
         + "\n\n"
         + table.to_string()
@@ -233,24 +235,30 @@ def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:
     return (float(np.sqrt(np.mean(var))), len(var)) if var else (np.nan, 0)
 
 
-def _observed_text(sd_made: float, sd_obs: float, n_pairs: int, *, interaction: bool = True) -> str:
-    """The plan's model-based SD beside the one the log shows, said as the two columns' difference.
+def _observed_text(
+    sd_made: float, sd_obs: float, n_pairs: int, *, interaction: bool = True, model_columns: int = 2
+) -> str:
+    """The plan's model-based SD beside the one the log shows, said as the columns' difference.
 
-    ``interaction``: the fit has an agent x task term (else one run-to-run variance holds it).
+    ``interaction``: the fit has an agent x task term (else one run-to-run variance holds it);
+    ``model_columns``: how many of the table's first columns rest on the fit.
     """
     if not sd_obs > 0:
         return "(No pair shares 3 tasks with differing results: no model-free SD to set beside the plan.)"
+    over = "over the one pair" if n_pairs == 1 else f"root mean square over {n_pairs} pairs"
     what = (
         "one agent x task variance for every pair, binomial runs around each cell's rate"
         if interaction
         else "one run-to-run variance, holding the agent x task part, for every pair"
     )
     return textwrap.fill(
-        f"That difference and the first two columns rest on the fit's components (model-based: {what}), "
+        f"That difference and the first {'two columns' if model_columns == 2 else 'column'} rest on the "
+        f"fit's components (model-based: {what}), "
         "an SD of a per-task paired difference "
         f"of {sd_made:.3f}. Beside them, with no model: the per-task paired differences of this log have SD "
-        f"{sd_obs:.3f} (root mean square over {n_pairs} pairs, at the runs made); the last column plans with it.",
+        f"{sd_obs:.3f} ({over}, at the runs made); the last column plans with it.",
         88,
+        break_on_hyphens=False,  # "run-to-run" stays on one line
     )
 
 

@@ -124,16 +124,22 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     if a.get("test") == "t":
         test += " (CR2 cluster-robust SE, Bell-McCaffrey df)" if a.get("unit") == "clusters" else ""
     how = f" ({a['maxt_method']})" if adjust.startswith("maxt") and a.get("maxt_method") else ""
-    if adjust == "maxt":
-        tail = f"; their {prob:.0%} simultaneous intervals exclude 0 exactly for those pairs"
-    elif adjust == "maxt-stepdown":
-        tail = f"; the {prob:.0%} simultaneous intervals are the single-step ones, which separate fewer"
+    if m == 1:  # two agents: nothing to adjust for, and one interval
+        head = f"The one pair {'differs' if n_sig else 'does not differ'} at level {alpha:g}"
+        adj = f"; one pair, so no adjustment{how}"
+        tail = (f"; its {prob:.0%} interval excludes 0 exactly when it differs" if adjust == "maxt"
+                else f"; its interval is the pair's own ({prob:.0%})")  # fmt: skip
     else:
-        tail = f"; the intervals are per pair ({prob:.0%}), not simultaneous"
+        head, adj = f"{n_sig} of {m} pairs differ at {level} {alpha:g}", f", adjusted by {name} over the {m} pairs{how}"
+        if adjust == "maxt":
+            tail = f"; their {prob:.0%} simultaneous intervals exclude 0 exactly for those pairs"
+        elif adjust == "maxt-stepdown":
+            tail = f"; the {prob:.0%} simultaneous intervals are the single-step ones, which separate fewer"
+        else:
+            tail = f"; the intervals are per pair ({prob:.0%}), not simultaneous"
     return (
-        f"{n_sig} of {m} pairs differ at {level} {alpha:g} (row agent minus column agent, on the "
-        f"tasks both ran): {test} over {_unit_words(a)}, adjusted by {name} over the {m} pairs"
-        f"{how}{tail}.{_near_level(ds, alpha, adjust)}"
+        f"{head} (row agent minus column agent, on the tasks both ran): {test} over {_unit_words(a)}"
+        f"{adj}{tail}.{_near_level(ds, alpha, adjust)}"
         + (f" {n_none} pair{'s' if n_none > 1 else ''} with a difference but no adjusted p-value "
            f"{'are' if n_none > 1 else 'is'} counted neither way (named under the table)." if n_none else "")
     )
@@ -479,6 +485,9 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
         f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair: not "
         f"adjusted for the {n_pairs} pairs, so read it beside each pair's own p-value, not beside the "
         "simultaneous verdict."
+        if n_pairs != 1
+        else f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's; read it beside "
+        "the pair's p-value."
     )
     spec = fit_record(fit, "hierbench_spec")
     if lacks_agent_cluster(fit):
