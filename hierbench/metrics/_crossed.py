@@ -737,7 +737,9 @@ def crossed_variance_components(
         ...). ``"probability"``: the decomposition of the cell success
         probability implied by the model, comparable with the ANOVA estimates
         on binary scores: ``agent = Var(E[p | agent])`` (with
-        ``agents="fixed"``: the sample variance over the evaluated agents),
+        ``agents="fixed"``, the default: the sample variance over the
+        evaluated agents, and every other part is taken over those agents
+        too, each weighted alike),
         ``task = Var(E[p | task])``, ``cluster = Var(E[p | cluster])``, the
         agent x task part ``Var(p) - agent - task`` and ``residual = E[p (1 -
         p)]`` (the run-to-run binomial variance), by quadrature.
