@@ -380,6 +380,30 @@ def test_two_agents_read_as_one_pair_and_one_run_as_one_column(monkeypatch):
     assert "tasks needed (R=1, as run)" in plan and "tasks needed (R=1) " not in plan
 
 
+def test_plan_without_a_fit_stands_on_the_logs_g_study():
+    """Partial credit (no crossed fit) or a fit that failed: the plan takes its two components
+    from hierbench.freq.variance_components of the log, says so, and plans with them: its
+    detectable difference is minimum_detectable_effect at the SD those components give.
+    """
+    from hierbench.freq import minimum_detectable_effect
+    from hierbench.freq import sd_paired_diff
+    from hierbench.freq import variance_components
+
+    g = np.random.default_rng(4)
+    skill = g.normal(0, 0.15, (3, 1, 1))
+    s = np.clip(0.5 + skill + g.normal(0, 0.2, (1, 40, 1)) + g.normal(0, 0.15, (3, 40, 3)), 0, 1)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = variance_components(ds).estimate
+        plan = " ".join(_plan_section(DemoContext(ds, None, extra={})).split())
+    s_mt, s_e = float(est.sel(component="agent:task")), float(est.sel(component="residual"))
+    assert "from the log's G-study" in plan and f"agent x task {s_mt:.4f}, run-to-run {s_e:.4f}" in plan
+    sd = float(sd_paired_diff(3, sigma2_interaction=s_mt, sigma2_residual=s_e))
+    assert f"detects a difference of {minimum_detectable_effect(40, sd_diff=sd, power=0.8):.3f}" in plan
+    assert "rest on the G-study's components" in plan and "binomial" not in plan
+
+
 def _clustered(n_clusters: int = 6, size: int = 3, seed: int = 3) -> xr.Dataset:
     """Three agents x (n_clusters x size) tasks x 2 runs; a cluster shifts every agent's rate but not equally."""
     g = np.random.default_rng(seed)

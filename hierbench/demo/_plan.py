@@ -1,7 +1,7 @@
 """Section 9 of the demo: how many more tasks or runs to buy.
 
-Power from the fit's variance components and, beside it, from the log's own paired
-differences, with the task clusters' design effect.
+Power from the fit's variance components (the log's G-study where no fit ran) and,
+beside it, from the log's own paired differences, with the task clusters' design effect.
 """
 
 from __future__ import annotations
@@ -24,24 +24,16 @@ def _plan_section(ctx: DemoContext) -> str:
     from ..freq import optimal_runs
     from ..freq import tasks_for_power
 
-    if "fit" not in ctx.extra:
-        return "(needs the Bayesian fit for the variance components)"
-    from ..metrics import crossed_variance_components
-
     if (one := _one_agent(ctx, "the plan is for comparing two agents on the same tasks")) is not None:
         return one  # before the components, whose agent part is then undefined
-    vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
-    # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
-    mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)
-    s_mt = float(vc[mt].mean()) if mt else 0.0
-    s_e = float(vc["residual"].mean())
+    mt, s_mt, s_e, source = _fit_components(ctx) if "fit" in ctx.extra else _gstudy_components(ctx)
     clipped = ""  # with no agent x task term (one run per cell) the first line says why
     if s_mt < 0:
         # a difference of variances: its posterior mean can fall below 0 when the
         # agent x task variation is small; planning then assumes none
         clipped = (
-            f"\n(The agent x task component's posterior mean is {s_mt:.4f} < 0, a difference of "
-            "variances near zero: the plan below takes it as 0.)"
+            f"\n(The agent x task component's {'posterior mean' if source == 'fit' else 'estimate'} is "
+            f"{s_mt:.4f} < 0, a difference of variances near zero: the plan below takes it as 0.)"
         )
         s_mt = 0.0
     T, tasks_text = _tasks_shared(ctx)
@@ -81,18 +73,20 @@ def _plan_section(ctx: DemoContext) -> str:
             88,
         )
     else:
-        buy = (
-            "\n\nWith no agent x task variance the cost-optimal runs per task, "
+        buy = "\n\n" + textwrap.fill(
+            "With no agent x task variance the cost-optimal runs per task, "
             "R* = sqrt(s_e c_task / (s_mt c_run)), is unbounded: that rests on an estimate at 0, "
-            "so no allocation is recommended; more tasks also widen what the benchmark covers."
+            "so no allocation is recommended; more tasks also widen what the benchmark covers.",
+            88,
         )
     return (
-        _components_text(s_mt if mt else None, s_e)
+        _components_text(s_mt if mt else None, s_e, source)
         + runs_text
         + tasks_text
         + f"\nWith {T} tasks at R = {R} run{'' if R == '1' else 's'} per cell a paired comparison detects a difference\n"
         f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
-        + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt), model_columns=1 if R == "1" else 2)
+        + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt), model_columns=1 if R == "1" else 2,
+                         source=source)
         + _cluster_text(ctx, T, mde, sd_made)
         + "\n\n"
         + table.to_string()
@@ -100,12 +94,44 @@ def _plan_section(ctx: DemoContext) -> str:
     )
 
 
-def _components_text(s_mt: float | None, s_e: float) -> str:
+def _fit_components(ctx: DemoContext) -> tuple[str | None, float, float, str]:
+    """The crossed fit's agent x task component (its name, None without one), its and the run-to-run mean."""
+    from ..metrics import crossed_variance_components
+
+    vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
+    # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
+    mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)
+    return mt, float(vc[mt].mean()) if mt else 0.0, float(vc["residual"].mean()), "fit"
+
+
+def _gstudy_components(ctx: DemoContext) -> tuple[str | None, float, float, str]:
+    """:func:`_fit_components` from the log's G-study, where no Bayesian fit ran (partial credit, a failed fit).
+
+    :func:`hierbench.freq.variance_components` of the scores: with one run per cell its
+    residual holds the agent x task part, as the fit's does.
+    """
+    from ..freq import variance_components
+
+    est = variance_components(ctx.data).estimate
+    names = list(map(str, est["component"].values))
+    mt = next((c for c in names if c.startswith("agent:task")), None)
+    s_mt = float(est.sel(component=mt)) if mt else 0.0
+    return mt, s_mt if np.isfinite(s_mt) else 0.0, float(est.sel(component="residual")), "gstudy"
+
+
+def _components_text(s_mt: float | None, s_e: float, source: str = "fit") -> str:
     """The plan's first line: the two components it stands on, or why there is one (``s_mt`` None).
 
     With one run per cell the fit has no agent x task term: its variation is inside the
     run-to-run part, so printing "agent x task 0.0000" would claim an estimate never made.
     """
+    if source != "fit":
+        head = "Variance components of one run's score, from the log's G-study (hierbench.freq.\n"
+        head += "variance_components; the Bayesian section did not run, see its note):"
+        if s_mt is None:
+            return head + (f" run-to-run {s_e:.4f},\nwhich holds the agent x task variation too "
+                           "(one run per cell: nothing tells them apart).\n")  # fmt: skip
+        return head + f"\nagent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
     head = "Variance components of the cell success probability on the probability scale, from\n"
     if s_mt is None:
         return head + (
@@ -236,7 +262,8 @@ def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:
 
 
 def _observed_text(
-    sd_made: float, sd_obs: float, n_pairs: int, *, interaction: bool = True, model_columns: int = 2
+    sd_made: float, sd_obs: float, n_pairs: int, *, interaction: bool = True, model_columns: int = 2,
+    source: str = "fit",
 ) -> str:
     """The plan's model-based SD beside the one the log shows, said as the columns' difference.
 
@@ -251,9 +278,11 @@ def _observed_text(
         if interaction
         else "one run-to-run variance, holding the agent x task part, for every pair"
     )
+    if source != "fit":
+        what = what.replace("binomial runs around each cell's rate", "one run-to-run variance")
     return textwrap.fill(
         f"That difference and the first {'two columns' if model_columns == 2 else 'column'} rest on the "
-        f"fit's components (model-based: {what}), "
+        f"{'fit' if source == 'fit' else 'G-study'}'s components (model-based: {what}), "
         "an SD of a per-task paired difference "
         f"of {sd_made:.3f}. Beside them, with no model: the per-task paired differences of this log have SD "
         f"{sd_obs:.3f} ({over}, at the runs made); the last column plans with it.",
