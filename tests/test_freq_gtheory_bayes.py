@@ -151,3 +151,46 @@ def test_bayes_d_study_reads_uneven_runs():
         want = 2 * (s["agent:cluster"] / 3 + s["agent:task:cluster"] / N + s["residual"] / (N * h))
         assert float(bd["var_paired_diff"].sel(n_task=per)) == pytest.approx(want, rel=1e-9)
     assert "as observed" in bd.attrs["run_spread"]
+
+
+@pytest.mark.parametrize("sac", [None, 0.5])
+def test_fixed_agents_components_match_a_simulation_of_those_agents(like, sac):
+    # with agents="fixed" (the builder's default) the evaluated agents are the population:
+    # reference, the balanced ANOVA of simulated p cubes of these four agents (far from a normal
+    # sample: two near 0 and 1) over clusters and tasks, averaged over replicates; residual =
+    # E[p (1 - p)]; tolerance 4 Monte Carlo SEs. A normal population in their place had put the
+    # residual 0.02 low on such agents
+    mu, st, sc, sat = 0.2, 1.0, 0.7, 0.6
+    effects = np.array([-6.0, 0.3, 0.6, 5.1])
+    effects = effects - effects.mean()
+    fit = _fake_fit(mu, float(np.std(effects, ddof=1)), st, sc, sat, sd_ac=sac)
+    post = fit["posterior"].to_dataset()
+    post["agent_effect"] = (("chain", "draw", "agent"), np.broadcast_to(effects, (1, 3, 4)).copy())
+    dt = xr.DataTree.from_dict({"posterior": post})
+    dt.attrs = {"hierbench_model": "crossed", "hierbench_spec": '{"options": {"agents": "fixed"}}'}
+    bv = bayes_variance_components(dt, like)
+    rng = np.random.default_rng(2)
+    K, T = 60, 4
+    reps = []
+    for _ in range(12):
+        eta = (
+            mu
+            + effects[:, None, None]
+            + rng.normal(0, sc, (1, K, 1))
+            + rng.normal(0, sac or 0.0, (4, K, 1))
+            + rng.normal(0, st, (1, K, T))
+            + rng.normal(0, sat, (4, K, T))
+        )
+        p = expit(eta)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = variance_components(xr.DataArray(p, dims=("agent", "cluster", "task")), design="agent*(task:cluster)")
+        comp = dict(zip(g.component_names, g.components_raw.values, strict=True))
+        comp["agent:task:cluster"] = comp.pop("residual")
+        comp["residual"] = float((p * (1 - p)).mean())
+        reps.append(comp)
+    for k in like.component_names:
+        vals = np.array([r[k] for r in reps])
+        se = vals.std(ddof=1) / np.sqrt(len(vals))
+        got = float(bv.estimate.sel(component=k))
+        assert abs(got - vals.mean()) < 4 * se + 1e-4, (k, got, vals.mean(), se)

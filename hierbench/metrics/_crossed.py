@@ -578,22 +578,19 @@ def _hermite_means(x: np.ndarray, s_in: np.ndarray) -> np.ndarray:
     return val.reshape(x.shape)
 
 
-def _spread_of_agent_mean(loc: np.ndarray, v_out: np.ndarray, v_in: np.ndarray) -> np.ndarray:
-    """``Var_x(mean over agents of E[p | agent, x])`` (:func:`_agent_means`): (S,)."""
+def _node_var(g: np.ndarray) -> np.ndarray:
+    """Variance over the population rule's nodes (last axis) of ``g``."""
     _, w = population_nodes()
-    h = _agent_means(loc, v_out, v_in).mean(1)
-    return (h**2 * w).sum(-1) - (h * w).sum(-1) ** 2
+    return (g * g * w).sum(-1) - (g * w).sum(-1) ** 2
 
 
-def _spreads(parts: dict, one: bool) -> dict[str, np.ndarray]:
-    """The spreads of ``p`` the decomposition subtracts: total, agent, task, cluster, run-to-run.
+def _population_spreads(parts: dict, one: bool) -> dict[str, np.ndarray]:
+    """Random agents (or one agent, its own logit the location): the spreads of ``p`` over ``N(mu, sd_agent)``.
 
-    Random agents (and one agent, whose own logit is the location): over ``N(mu, sd_agent)``.
-    Fixed agents: over the evaluated agents, the population they are (:func:`_evaluated_spreads`).
+    Total, agent, task (its cluster included), cluster and run-to-run; the decomposition
+    subtracts them (:func:`_probability_components`).
     """
     vt, vat, vc, vac = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"], parts["sd_ac2"]
-    if parts["opts"].get("agents") == "fixed" and not one:
-        return _evaluated_spreads(parts)
     loc = parts["a"][:, agents_with_runs(parts["n"])[0]] if one else 0.0
     mu = (parts["mu"] + loc)[:, None]
     va = np.zeros(mu.shape[0]) if one else parts["sd_agent"] ** 2
@@ -601,31 +598,46 @@ def _spreads(parts: dict, one: bool) -> dict[str, np.ndarray]:
     return {
         "total": ep2[:, 0] - ep[:, 0] ** 2,
         "agent": np.zeros(mu.shape[0]) if one else _var_of(mu, va, vt + vac + vat),
-        "task": _var_of(mu, vt, va + vac + vat),  # the task, its cluster included
+        "task": _var_of(mu, vt, va + vac + vat),
         "cluster": _var_of(mu, vc, va + (vt - vc) + vac + vat),
         "residual": ep[:, 0] - ep2[:, 0],
     }
 
 
-def _evaluated_spreads(parts: dict) -> dict[str, np.ndarray]:
-    """:func:`_spreads` for fixed agents: the evaluated agents are the population, each weighted alike.
+def _evaluated_components(parts: dict) -> dict[str, np.ndarray]:
+    """Fixed agents: the components a G-study of these agents estimates, over the task population.
 
-    The agent part is their sample variance (ddof=1) of ``E[p | agent]``, as the G-study's
-    agent component; the total adds the mean over agents of ``Var(p | agent)``. The task
-    (cluster) part is the variance over the task (cluster) effect of the agents' mean
-    ``E[p | agent, task]``, the run-to-run part the mean over agents of ``E[p (1 - p) | agent]``.
+    The evaluated agents are the population (``A`` of them, logits ``mu + a``); a G-study
+    (ANOVA / REML) takes them as a sample all the same, so its components are, level by
+    level of the task side (the cluster, then the task within it): with ``P`` the agents'
+    mean variance of ``E[p | agent, the level's effects]`` and ``Q`` the variance of their
+    average ``E[mean over agents of p | the level's effects]`` (cumulative over levels),
+    ``agent:level = A / (A - 1) (P - Q)`` (the deviations from additivity) and ``level = Q -
+    agent:level / A`` (the task means carry ``1 / A`` of the interaction, which the G-study
+    removes). ``agent`` is the agents' sample variance (ddof=1) of ``E[p | agent]``,
+    ``residual`` their mean ``E[p (1 - p)]``. Names as :func:`_probability_components`' (every
+    agent x level part, the link's included; :func:`_probability_components` folds those the
+    model has no term for).
     """
     vt, vat, vc, vac = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"], parts["sd_ac2"]
     loc = parts["mu"][:, None] + parts["a"]
-    ep, ep2 = _moments(loc, np.sqrt(vt + vac + vat))
-    var_a = ep.var(axis=-1, ddof=1)
-    return {
-        "total": var_a + (ep2 - ep**2).mean(-1),
-        "agent": var_a,
-        "task": _spread_of_agent_mean(loc, vt, vac + vat),
-        "cluster": _spread_of_agent_mean(loc, vc, (vt - vc) + vac + vat) if parts["has_cluster"] else 0.0 * var_a,
-        "residual": (ep - ep2).mean(-1),
-    }
+    n_agents = loc.shape[1]
+    total = vt + vac + vat
+    ep, ep2 = _moments(loc, np.sqrt(total))
+    comps = {"agent": ep.var(axis=-1, ddof=1)}
+    levels = [("cluster", vc, vac), ("task:cluster", vt, vac + vat)] if parts["has_cluster"] else [("task", vt, vat)]
+    prev = (0.0, 0.0)
+    for name, shared, own in levels:
+        rest = np.maximum(total - shared - own, 0.0)  # what is left inside (0 up to rounding)
+        p_lev = _node_var(_agent_means(loc, shared + own, rest)).mean(-1)
+        h = _agent_means(loc, shared, own + rest)  # the level's agent-specific effects integrated
+        q_lev = _node_var(h.mean(1)) + (p_lev - _node_var(h).mean(-1)) / n_agents
+        inter = n_agents / (n_agents - 1) * ((p_lev - prev[0]) - (q_lev - prev[1]))
+        comps[name] = q_lev - prev[1] - inter / n_agents
+        comps["agent:" + name] = inter  # agent:cluster, agent:task:cluster, or agent:task
+        prev = (p_lev, q_lev)
+    comps["residual"] = (ep - ep2).mean(-1)
+    return comps
 
 
 def _probability_components(parts: dict, rules: dict[str, tuple[str, str | None]]) -> dict[str, np.ndarray]:
@@ -635,15 +647,29 @@ def _probability_components(parts: dict, rules: dict[str, tuple[str, str | None]
     no spread of agents (one agent), the decomposition is that agent's: its
     ability is the location and there is no spread of agents around it (the
     agent component is left at 0 here and made undefined by :func:`_settle`).
-    With fixed agents (the builder's default) every spread is taken over the
-    evaluated agents (:func:`_evaluated_spreads`), so the agent x task part,
-    the total less the agent and task parts, is never negative. With an agent
-    x cluster effect, ``agent:cluster = Var(E[p | agent, cluster]) - agent -
-    cluster`` (the part the link adds between agents and clusters included, as
-    ``agent:task`` holds the link's part between agents and tasks).
+    With fixed agents (the builder's default) the components are those a
+    G-study of the evaluated agents estimates (:func:`_evaluated_components`).
+    With an agent x cluster effect, ``agent:cluster = Var(E[p | agent,
+    cluster]) - agent - cluster`` (the part the link adds between agents and
+    clusters included, as ``agent:task`` holds the link's part between agents
+    and tasks); without one, that part stays in ``agent:task:cluster``.
     """
     one = "agent" in rules
-    s = _spreads(parts, one)
+    at_name = "agent:task:cluster" if parts["has_cluster"] else "agent:task"
+    if parts["opts"].get("agents") == "fixed" and not one:
+        comps = _evaluated_components(parts)
+        if parts["ac"] is None and parts["has_cluster"]:
+            comps[at_name] = comps[at_name] + comps.pop("agent:cluster")
+    else:
+        comps = _random_components(parts, one)
+    if parts["no_ab"]:  # no agent x task effect in the model: with one run it is the residual's
+        comps["residual"] = comps["residual"] + comps.pop(at_name)
+    return comps
+
+
+def _random_components(parts: dict, one: bool) -> dict[str, np.ndarray]:
+    """:func:`_probability_components` over a normal population of agents (or one agent's own)."""
+    s = _population_spreads(parts, one)
     inter = s["total"] - s["agent"] - s["task"]
     comps = {"agent": s["agent"]}
     if parts["has_cluster"]:
@@ -651,31 +677,17 @@ def _probability_components(parts: dict, rules: dict[str, tuple[str, str | None]
     else:
         comps["task"] = s["task"]
     if parts["ac"] is not None:
-        fixed = parts["opts"].get("agents") == "fixed" and not one
-        comps["agent:cluster"] = _agent_cluster_part(parts, fixed) - s["agent"] - s["cluster"]
+        comps["agent:cluster"] = _agent_cluster_part(parts) - s["agent"] - s["cluster"]
         inter = inter - comps["agent:cluster"]
-    if parts["no_ab"]:  # no agent x task effect in the model: with one run it is the residual's
-        return comps | {"residual": s["residual"] + inter}
     at_name = "agent:task:cluster" if parts["has_cluster"] else "agent:task"
     return comps | {at_name: inter, "residual": s["residual"]}
 
 
-def _agent_cluster_part(parts: dict, fixed: bool) -> np.ndarray:
-    """``Var(E[p | agent, cluster])``: over the agents (the evaluated ones when ``fixed``), clusters and their effects.
-
-    For fixed agents, by the law of total variance: the agents' sample variance (ddof=1, as
-    the agent component) of ``E[p | agent]`` plus the mean over agents of the variance of
-    ``E[p | agent, cluster]`` over the cluster and the agent's effect on it.
-    """
-    _, w = population_nodes()
+def _agent_cluster_part(parts: dict) -> np.ndarray:
+    """``Var(E[p | agent, cluster])`` over the normal population of agents, the clusters and their effects."""
     vc, vac = parts["sd_cluster2"], parts["sd_ac2"]
     inner = parts["sd_task2"] - vc + parts["sd_at"] ** 2  # the task within its cluster, the cell
-    if not fixed:
-        return _var_of(parts["mu"][:, None], parts["sd_agent"] ** 2 + vc + vac, inner)
-    # (S, agents, nodes): E[p | agent, cluster and its effect at node x], the task and cell integrated
-    g = _agent_means(parts["mu"][:, None] + parts["a"], vc + vac, inner)
-    mean_g = (g * w).sum(-1)
-    return mean_g.var(axis=-1, ddof=1) + ((g**2 * w).sum(-1) - mean_g**2).mean(-1)
+    return _var_of(parts["mu"][:, None], parts["sd_agent"] ** 2 + vc + vac, inner)
 
 
 def _settle(comps: dict[str, np.ndarray], parts: dict, rules: dict[str, tuple[str, str | None]]) -> dict[str, str]:

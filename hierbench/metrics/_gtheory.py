@@ -11,9 +11,11 @@ decomposition of a linear model), so the components follow by Moebius
 inversion over the design's effects; the residual is ``E[p (1 - p)]`` (the
 run-to-run binomial variance). Each ``V(S)`` is a two-level Gauss-Hermite
 integral: ``E[p | S]`` is a logistic-normal mean given the latent sum of the
-effects in ``S``. Agents are treated as a normal population with variance
-``sd_agent^2`` (with ``agents="fixed"`` the model's ``sd_agent`` is the
-sample SD of the evaluated agents' effects). A fit of one agent matches the
+effects in ``S``. Random agents are a normal population with variance
+``sd_agent^2``. Fixed agents (``agents="fixed"``, the builder's default) are
+the evaluated agents: their components are those a G-study of these agents
+estimates, by the rule :func:`hierbench.metrics.crossed_variance_components`
+follows (one owner: ``hierbench.metrics._crossed._evaluated_components``). A fit of one agent matches the
 G-study of that agent (the G-study drops a facet of one level): the
 decomposition is the agent's own, its agent x task effect inside the task's.
 """
@@ -58,6 +60,11 @@ def _latent(fit: xr.DataTree) -> dict[str, np.ndarray]:
     }
     rules, agents = _design_rules(fit, post)
     out["one_agent"] = np.array("agent" in rules)
+    out["fixed_loc"] = None
+    if not out["one_agent"] and fit_record(fit, "hierbench_spec").get("options", {}).get("agents") == "fixed":
+        # the evaluated agents are the population: their logits, no normal spread of agents
+        out["fixed_loc"] = out["mu"][:, None] + post["agent_effect"].transpose("sample", "agent").values
+        out["a"] = zero
     if out["one_agent"]:
         # no spread of agents: that agent's decomposition, its ability the location
         out["mu"] = out["mu"] + post["agent_effect"].isel(agent=int(agents[0])).values
@@ -93,6 +100,35 @@ def _v(mu: np.ndarray, s2_in: np.ndarray, s2_out: np.ndarray, n_quad: int) -> np
     return m2 - m1 * m1
 
 
+def _fixed_component_draws(lat: dict, d, facets: dict[str, str | None]) -> tuple[list[str], np.ndarray]:
+    """Fixed agents: :func:`hierbench.metrics._crossed._evaluated_components` in the design's effects.
+
+    The one rule for what a G-study of the evaluated agents estimates; a design without a
+    cluster facet takes the clusters' parts into the task's, one without an agent x task
+    effect (one run per cell) its part into the residual.
+    """
+    from ._crossed import _evaluated_components
+
+    parts = {"mu": lat["mu"], "a": lat["fixed_loc"] - lat["mu"][:, None], "sd_task2": lat["t"] + lat["c"],
+             "sd_cluster2": lat["c"], "sd_at": np.sqrt(lat["at"]), "sd_ac2": lat["ac"],
+             "has_cluster": bool(lat["has_cluster"])}  # fmt: skip
+    agent, task, cluster = facets["agent"], facets["task"], facets["cluster"]
+    cl = [cluster] if cluster is not None else []
+    # a component's effect: its facets (clusters go with the task where the design has none)
+    where = {"agent": {agent}, "task": {task, *cl}, "agent:task": {agent, task, *cl},
+             "cluster": {task, *cl} if not cl else {cluster},
+             "agent:cluster": {agent, task} if not cl else {agent, cluster}, "task:cluster": {task, *cl},
+             "agent:task:cluster": {agent, task, *cl}}  # fmt: skip
+    full = frozenset(d.facets)
+    acc: dict[frozenset, np.ndarray] = {}
+    for name, v in _evaluated_components(parts).items():
+        e = full if name == "residual" else frozenset(where[name])
+        e = e if e in d.effects else full  # an effect the design folds into its residual
+        acc[e] = acc.get(e, 0.0) + v
+    none = np.zeros_like(lat["mu"])  # a design's cluster facet where the fit has no clusters
+    return [d.name(e) for e in d.effects], np.stack([acc.get(e, none) for e in d.effects])
+
+
 def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np.ndarray]:
     lat = _latent(fit)
     d = like._design
@@ -114,6 +150,8 @@ def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np
             f"the design {like.formula!r} must have an agent and a task facet to match the crossed "
             "model"
         )
+    if lat["fixed_loc"] is not None:
+        return _fixed_component_draws(lat, d, {"agent": agent, "task": task, "cluster": cluster})
     total = lat["a"] + lat["t"] + lat["c"] + lat["at"] + lat["ac"]
 
     def latent_var(S: frozenset) -> np.ndarray:
@@ -143,12 +181,12 @@ def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np
         V[e] = _v(lat["mu"], s_in, total - s_in, n_quad)
     for e in d.effects:
         comps[e] = V[e] - sum((comps[b] for b in d.effects if b < e and b in comps), 0.0)
-    x, w = gauss_hermite(n_quad)
-    p = expit(lat["mu"][:, None] + np.sqrt(total)[:, None] * x[None, :])
     # the residual (the full effect) adds the run-to-run binomial variance E[p (1 - p)] to what
     # the effects below it leave of Var(p): nothing with repeated runs (the agent x task
     # effect took it), the agent x task part with one run per cell, where the G-study
     # confounds the two in its residual
+    x, w = gauss_hermite(n_quad)
+    p = expit(lat["mu"][:, None] + np.sqrt(total)[:, None] * x[None, :])
     comps[full] = comps[full] + (p * (1 - p) * w).sum(-1)
     names = [d.name(e) for e in d.effects]
     return names, np.stack([comps[e] for e in d.effects])
