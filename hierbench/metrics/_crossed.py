@@ -587,8 +587,8 @@ def _node_var(g: np.ndarray) -> np.ndarray:
 def _population_spreads(parts: dict, one: bool) -> dict[str, np.ndarray]:
     """Random agents (or one agent, its own logit the location): the spreads of ``p`` over ``N(mu, sd_agent)``.
 
-    Total, agent, task (its cluster included), cluster and run-to-run; the decomposition
-    subtracts them (:func:`_probability_components`).
+    Total, agent, task (its cluster included), cluster (None without clusters) and
+    run-to-run; the decomposition subtracts them (:func:`_random_components`).
     """
     vt, vat, vc, vac = parts["sd_task2"], parts["sd_at"] ** 2, parts["sd_cluster2"], parts["sd_ac2"]
     loc = parts["a"][:, agents_with_runs(parts["n"])[0]] if one else 0.0
@@ -599,7 +599,7 @@ def _population_spreads(parts: dict, one: bool) -> dict[str, np.ndarray]:
         "total": ep2[:, 0] - ep[:, 0] ** 2,
         "agent": np.zeros(mu.shape[0]) if one else _var_of(mu, va, vt + vac + vat),
         "task": _var_of(mu, vt, va + vac + vat),
-        "cluster": _var_of(mu, vc, va + (vt - vc) + vac + vat),
+        "cluster": _var_of(mu, vc, va + (vt - vc) + vac + vat) if parts["has_cluster"] else None,
         "residual": ep[:, 0] - ep2[:, 0],
     }
 
@@ -748,13 +748,16 @@ def crossed_variance_components(
         ``"latent"``: the model's variances on the logit scale (``sd_agent^2``,
         ...). ``"probability"``: the decomposition of the cell success
         probability implied by the model, comparable with the ANOVA estimates
-        on binary scores: ``agent = Var(E[p | agent])`` (with
-        ``agents="fixed"``, the default: the sample variance over the
-        evaluated agents, and every other part is taken over those agents
-        too, each weighted alike),
+        on binary scores. Random agents: ``agent = Var(E[p | agent])``,
         ``task = Var(E[p | task])``, ``cluster = Var(E[p | cluster])``, the
         agent x task part ``Var(p) - agent - task`` and ``residual = E[p (1 -
-        p)]`` (the run-to-run binomial variance), by quadrature.
+        p)]`` (the run-to-run binomial variance), by quadrature. Fixed agents
+        (``agents="fixed"``, the default): what a G-study of the evaluated
+        agents estimates, which differs from that where agents are few: the
+        agent part is their sample variance of ``E[p | agent]``, the task and
+        cluster parts leave out the ``1 / A`` share of the interaction their
+        means over ``A`` agents carry, and the interactions are ``A / (A - 1)``
+        times the agents' mean squared departure from additivity.
     prob : float
         Level of the equal-tailed intervals.
 
