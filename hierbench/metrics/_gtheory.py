@@ -15,9 +15,11 @@ effects in ``S``. Random agents are a normal population with variance
 ``sd_agent^2``. Fixed agents (``agents="fixed"``, the builder's default) are
 the evaluated agents: their components are those a G-study of these agents
 estimates, by the rule :func:`hierbench.metrics.crossed_variance_components`
-follows (one owner: ``hierbench.metrics._crossed._evaluated_components``). A fit of one agent matches the
-G-study of that agent (the G-study drops a facet of one level): the
-decomposition is the agent's own, its agent x task effect inside the task's.
+follows (one owner: ``hierbench.metrics._crossed._evaluated_components``, by
+the population rule rather than ``n_quad`` Gauss-Hermite nodes). A fit of one
+agent matches the G-study of that agent (the G-study drops a facet of one
+level): the decomposition is the agent's own, its agent x task effect inside
+the task's.
 """
 
 from __future__ import annotations
@@ -207,7 +209,8 @@ def bayes_variance_components(
     prob : float
         Level of the equal-tailed posterior intervals.
     n_quad : int
-        Gauss-Hermite nodes per level.
+        Gauss-Hermite nodes per level, for random agents (a fit of fixed agents, the
+        default, uses the population rule of :func:`hierbench.metrics.crossed_variance_components`).
 
     Returns
     -------
