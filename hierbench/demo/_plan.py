@@ -126,12 +126,12 @@ def _components_text(s_mt: float | None, s_e: float, source: str = "fit") -> str
     run-to-run part, so printing "agent x task 0.0000" would claim an estimate never made.
     """
     if source != "fit":
-        head = "Variance components of one run's score, from the log's G-study (hierbench.freq.\n"
-        head += "variance_components; the Bayesian section did not run, see its note):"
+        head = ("Variance components of one run's score, from the log's G-study\n"
+                "(hierbench.freq.variance_components; the Bayesian section did not run, see its note):\n")  # fmt: skip
         if s_mt is None:
-            return head + (f" run-to-run {s_e:.4f},\nwhich holds the agent x task variation too "
-                           "(one run per cell: nothing tells them apart).\n")  # fmt: skip
-        return head + f"\nagent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
+            return head + (f"run-to-run {s_e:.4f}, which holds the agent x task variation too (one run\n"
+                           "per cell: nothing tells them apart).\n")  # fmt: skip
+        return head + f"agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
     head = "Variance components of the cell success probability on the probability scale, from\n"
     if s_mt is None:
         return head + (
