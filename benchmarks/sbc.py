@@ -851,14 +851,14 @@ def _stored_study(path: str, rec: dict, n_recs: int, seed: int | None, reps: int
             "reps": reps or n_recs, "settings": settings, "code": "unrecorded"}  # fmt: skip
 
 
-def replay(model: str, design: str, study: dict, first: int, priors: dict | None = None) -> list[dict]:
-    """The first ``first`` replicates of a stored study, drawn and fitted again on today's code, serially."""
+def replay(model: str, design: str, study: dict, reps: list[int], priors: dict | None = None) -> list[dict]:
+    """Replicates ``reps`` of a stored study, drawn and fitted again on today's code, serially."""
     st = study["settings"]
     if model in MIXED_PARAMS:
-        items = mixed_items(model, design, study["reps"], study["seed"])[:first]
-        return [one_mixed_replicate(i, None, name=model, design=design, settings=st) for i in items]
-    items = replicate_items(model, design, study["reps"], study["seed"], priors)[:first]
-    return [one_replicate(i, None, model_name=model, design=design, settings=st, priors=priors) for i in items]
+        items = mixed_items(model, design, study["reps"], study["seed"])
+        return [one_mixed_replicate(items[r], None, name=model, design=design, settings=st) for r in reps]
+    items = replicate_items(model, design, study["reps"], study["seed"], priors)
+    return [one_replicate(items[r], None, model_name=model, design=design, settings=st, priors=priors) for r in reps]
 
 
 def first_difference(stored: dict, now: dict) -> str | None:
@@ -899,7 +899,8 @@ def stale(paths: list[str], first: int = 2, seed: int | None = None, reps: int |
     for path in paths:
         for key, group in _studies([json.loads(line) for line in open(path)]).items():
             study = _stored_study(path, group[0], len(group), seed, reps)
-            now = replay(key[0], key[1], study, min(first, len(group)), json.loads(key[2]))
+            # a resumed study's file may start past replicate 0: its own first records are replayed
+            now = replay(key[0], key[1], study, [r["rep"] for r in group[:first]], json.loads(key[2]))
             diffs = [first_difference(s, n) for s, n in zip(group, now, strict=False)]
             row = {"file": os.path.basename(path), "model": key[0], "design": key[1], "seed": study["seed"],
                    "reps": study["reps"], "code": study.get("code"), "blas": study.get("blas", "unrecorded"),

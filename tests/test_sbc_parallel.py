@@ -48,6 +48,10 @@ def test_stale_replays_a_study_and_names_what_changed_in_one_that_other_code_mad
         recs = sbc.run(["beta_binomial"], ["small"], 4, str(tmp_path / "now.jsonl"), seed=5, chains=2)
         rows = sbc.stale([str(tmp_path / "now.jsonl")], first=2)
         assert [(r["replayed"], r["same"], r["first_difference"]) for r in rows] == [(2, 2, None)]
+        # a resumed study's file (--start-rep 2) replays its own first records, not replicates 0-1
+        resumed = tmp_path / "resumed.jsonl"
+        resumed.write_text("".join(json.dumps(r) + "\n" for r in recs[2:]))
+        assert [(r["replayed"], r["same"]) for r in sbc.stale([str(resumed)], first=2)] == [(2, 2)]
         param = next(iter(recs[1]["ranks"]))
         recs[1]["ranks"][param] += 1
         old = tmp_path / "old_seed5.jsonl"
