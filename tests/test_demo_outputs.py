@@ -365,11 +365,18 @@ def test_two_agents_read_as_one_pair_and_one_run_as_one_column(monkeypatch):
     g = np.random.default_rng(2)
     s = (g.random((2, 30, 1)) < [[[0.8]], [[0.4]]]).astype(float)
     ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
+    from hierbench.report._pairs import disagree_note
+    from hierbench.report._pairs import pair_frame
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sentence = pair_sentence(compare_agents(ds, rng=0))
+        cmp = compare_agents(ds, rng=0)
+        sentence = pair_sentence(cmp)
+        note = disagree_note(cmp, pair_frame(cmp))
     assert sentence.startswith("The one pair ") and "one pair, so no adjustment" in sentence
     assert "1 pairs" not in sentence and "simultaneous" not in sentence
+    assert "For the one pair they " in note and "1 pairs" not in note
+    assert repr(cmp).startswith("PairwiseComparisonResult: 1 pair, ") and "1 pairs" not in repr(cmp)
     fit = xr.DataTree()
     fit.attrs["hierbench_spec"] = '{"model": "crossed", "options": {}}'
     assert "1 pairs" not in bayes_pair_note(fit, 1) and "simultaneous" not in bayes_pair_note(fit, 1)

@@ -387,7 +387,8 @@ def disagree_note(cmp: PairwiseComparisonResult, table: pd.DataFrame) -> str:
         + ("the same t statistic, so they agree. " if same else
            "different procedures: near the level they can disagree (an interval that excludes 0 "
            f"beside p \u2265 {alpha}, or p < {alpha} beside an interval that covers 0). ")
-        + f"{n} of {len(table)} pairs disagree at {alpha}"
+        + (f"{n} of {len(table)} pairs disagree at {alpha}" if len(table) != 1
+           else f"For the one pair they {'disagree' if n else 'agree'} at {alpha}")
         + (f", marked in the pair table's column `{col}`" if n else "")
         + (f" (the table shown holds only some pairs; the complete one holds all {len(table):,})."
            if n and len(table) > PAIR_ROWS else ".")

@@ -273,11 +273,13 @@ class PairwiseComparisonResult(Result):
         n_sig = int(self.significant().values[np.triu_indices(len(self.table["agent"]), 1)].sum())
         sim = adjust == "maxt"
         lines = [
-            f"{type(self).__name__}: {len(df)} pairs, mean paired difference (row - column) with "
+            f"{type(self).__name__}: {len(df)} pair{'' if len(df) == 1 else 's'}, mean paired difference "
+            "(row - column) with "
             + (f"{interval_label(self.table['ci_simultaneous'])} simultaneous" if sim
                else f"{interval_label(self.ci)}")
             + f" interval; {attrs.get('test', '?')} test",
-            f"  {n_sig} of {len(df)} pairs differ ({_ADJUST_NAMES[adjust]}, "
+            (f"  {n_sig} of {len(df)} pairs differ (" if len(df) != 1
+             else f"  the pair {'differs' if n_sig else 'does not differ'} (") + f"{_ADJUST_NAMES[adjust]}, "
             + ("false discovery rate" if adjust == "bh" else "family-wise")
             + f" {1 - float(self.ci.attrs['ci_prob']):.3g})",
         ]
