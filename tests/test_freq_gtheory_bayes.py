@@ -26,6 +26,43 @@ def _fake_fit(mu, sd_agent, sd_task, sd_cluster, sd_at, n_draw=3, sd_ac=None):
     return dt
 
 
+def _simulated_g_study(agents, mu, sc, sac, st, sat, rng, n_clusters=40, n_tasks=4, reps=12):
+    """G-theory components of p = expit(mu + a + c + ac + b + ab) by the balanced ANOVA of simulated
+    p cubes (agents x clusters x tasks per cluster), one dict per replicate; residual = E[p (1 - p)].
+    ``agents``: the agents' effects (A, 1, 1), drawn anew per replicate when callable.
+    """
+    out = []
+    for _ in range(reps):
+        a = agents() if callable(agents) else agents
+        m = a.shape[0]
+        eta = (
+            mu
+            + a
+            + rng.normal(0, sc, (1, n_clusters, 1))
+            + rng.normal(0, sac or 0.0, (m, n_clusters, 1))
+            + rng.normal(0, st, (1, n_clusters, n_tasks))
+            + rng.normal(0, sat, (m, n_clusters, n_tasks))
+        )
+        p = expit(eta)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            g = variance_components(xr.DataArray(p, dims=("agent", "cluster", "task")), design="agent*(task:cluster)")
+        comp = dict(zip(g.component_names, g.components_raw.values, strict=True))
+        comp["agent:task:cluster"] = comp.pop("residual")
+        comp["residual"] = float((p * (1 - p)).mean())
+        out.append(comp)
+    return out
+
+
+def _assert_within_mc(bv, reps, names):
+    """Each component of ``bv`` within 4 Monte Carlo SEs (+1e-4) of the replicates' mean."""
+    for k in names:
+        vals = np.array([r[k] for r in reps])
+        se = vals.std(ddof=1) / np.sqrt(len(vals))
+        got = float(bv.estimate.sel(component=k))
+        assert abs(got - vals.mean()) < 4 * se + 1e-4, (k, got, vals.mean(), se)
+
+
 @pytest.fixture(scope="module")
 def like():
     rng = np.random.default_rng(0)
@@ -50,31 +87,8 @@ def test_probability_scale_components_match_simulation(like, sac):
     bv = bayes_variance_components(fit, like)
     assert list(bv.component.values) == list(like.component_names)
     rng = np.random.default_rng(1)
-    A, K, T = 40, 40, 4
-    reps = []
-    for _ in range(12):
-        eta = (
-            mu
-            + rng.normal(0, sa, (A, 1, 1))
-            + rng.normal(0, sc, (1, K, 1))
-            + rng.normal(0, sac or 0.0, (A, K, 1))
-            + rng.normal(0, st, (1, K, T))
-            + rng.normal(0, sat, (A, K, T))
-        )
-        p = expit(eta)
-        da = xr.DataArray(p, dims=("agent", "cluster", "task"))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            g = variance_components(da, design="agent*(task:cluster)")
-        comp = dict(zip(g.component_names, g.components_raw.values, strict=True))
-        comp["agent:task:cluster"] = comp.pop("residual")
-        comp["residual"] = float((p * (1 - p)).mean())
-        reps.append(comp)
-    for k in like.component_names:
-        vals = np.array([r[k] for r in reps])
-        se = vals.std(ddof=1) / np.sqrt(len(vals))
-        got = float(bv.estimate.sel(component=k))
-        assert abs(got - vals.mean()) < 4 * se + 1e-4, (k, got, vals.mean(), se)
+    reps = _simulated_g_study(lambda: rng.normal(0, sa, (40, 1, 1)), mu, sc, sac, st, sat, rng)
+    _assert_within_mc(bv, reps, like.component_names)
 
 
 def test_side_by_side_and_bayes_d_study(like):
@@ -170,27 +184,5 @@ def test_fixed_agents_components_match_a_simulation_of_those_agents(like, sac):
     dt.attrs = {"hierbench_model": "crossed", "hierbench_spec": '{"options": {"agents": "fixed"}}'}
     bv = bayes_variance_components(dt, like)
     rng = np.random.default_rng(2)
-    K, T = 60, 4
-    reps = []
-    for _ in range(12):
-        eta = (
-            mu
-            + effects[:, None, None]
-            + rng.normal(0, sc, (1, K, 1))
-            + rng.normal(0, sac or 0.0, (4, K, 1))
-            + rng.normal(0, st, (1, K, T))
-            + rng.normal(0, sat, (4, K, T))
-        )
-        p = expit(eta)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            g = variance_components(xr.DataArray(p, dims=("agent", "cluster", "task")), design="agent*(task:cluster)")
-        comp = dict(zip(g.component_names, g.components_raw.values, strict=True))
-        comp["agent:task:cluster"] = comp.pop("residual")
-        comp["residual"] = float((p * (1 - p)).mean())
-        reps.append(comp)
-    for k in like.component_names:
-        vals = np.array([r[k] for r in reps])
-        se = vals.std(ddof=1) / np.sqrt(len(vals))
-        got = float(bv.estimate.sel(component=k))
-        assert abs(got - vals.mean()) < 4 * se + 1e-4, (k, got, vals.mean(), se)
+    reps = _simulated_g_study(effects[:, None, None], mu, sc, sac, st, sat, rng, n_clusters=60)
+    _assert_within_mc(bv, reps, like.component_names)
