@@ -1277,3 +1277,21 @@ def test_a_nonzero_value_never_reads_zero_in_a_report_table():
     cells = [r.split("|")[2].strip() for r in markdown_table(df).splitlines()[2:]]
     assert cells == ["1.1e-6", "4.5e-5", "0.000", "0.123", "-0.0002", "0.0004"]
     assert markdown_table(df, digits=4).splitlines()[2 + 4].split("|")[2].strip() == "-0.0002"
+
+
+def test_variance_text_says_why_run_to_run_can_part_on_uneven_runs():
+    """Cells of 1 to 4 runs: G-theory's residual pools the runs (a busy cell weighs more), the Bayes
+    run-to-run part averages over agents and the task population alike; the section says so, with
+    the range. Balanced runs (or a spread under twofold): nothing said.
+    """
+    from hierbench.report._context import _Context
+    from hierbench.report._variance import _uneven_runs_text
+
+    g = np.random.default_rng(3)
+    y = (g.random((3, 10, 4)) < 0.5).astype(float)
+    even = xr.Dataset({"score": (("agent", "task", "run"), y)}, coords={"agent": ["a", "b", "c"]})
+    assert _uneven_runs_text(_Context(fit=None, data=even, prob=0.95, freq="auto")) == ""
+    y[0, :5, 1:] = np.nan  # agent a ran its first five tasks once
+    ragged = even.assign(score=(("agent", "task", "run"), y))
+    text = _uneven_runs_text(_Context(fit=None, data=ragged, prob=0.95, freq="auto"))
+    assert text.startswith("Runs per cell range 1-4 here: G-theory's run-to-run row pools the runs")

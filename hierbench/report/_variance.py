@@ -263,6 +263,24 @@ def _apart(table: pd.DataFrame, est: pd.Series, glo: pd.Series, ghi: pd.Series) 
     return _disagree(wide, "g")
 
 
+def _uneven_runs_text(ctx: _Context) -> str:
+    """Why the run-to-run rows can part on uneven runs ("" where every cell run holds about as many).
+
+    G-theory's residual pools the runs' within-cell variation, so a cell of many runs weighs
+    more; the Bayes part averages ``E[p (1 - p)]`` over the agents and the task population
+    alike. METR (1 to 96 runs a cell) puts them at 0.062 and 0.071.
+    """
+    n = _run_counts(ctx)
+    runs = n[n > 0] if n is not None else np.array([])
+    if runs.size == 0 or runs.max() < 2 * runs.min():
+        return ""
+    return (
+        f"Runs per cell range {int(runs.min())}-{int(runs.max())} here: G-theory's run-to-run row pools the "
+        "runs, so a cell of many runs weighs more, where the Bayes row averages over the agents and the task "
+        "population alike; on uneven runs the two can part for that alone."
+    )
+
+
 def _agreement_text(table: pd.DataFrame) -> str:
     """What the two halves' rows are to each other, counted (the table's ``flag`` and ``disagree``)."""
     other = table["flag"].str.contains("not one component", regex=False)
@@ -326,6 +344,8 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
         text.append(_agreement_text(table))
     if bay is not None:
         text.append(f"Bayes: the crossed fit's posterior mean and {ctx.prob:.0%} equal-tailed interval.")
+        if gt is not None and len(gt) and (uneven := _uneven_runs_text(ctx)):
+            text.append(uneven)
     elif ctx.mixed:
         text.append(
             "No Bayesian column: a formula model's terms are its own (agent factors, task features), not "
