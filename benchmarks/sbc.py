@@ -895,7 +895,7 @@ def stale(paths: list[str], first: int = 2, seed: int | None = None, reps: int |
     One row per file, model, design and priors.
     """
     warnings.simplefilter("ignore")
-    rows = []
+    rows, here = [], _blas_id()
     for path in paths:
         for key, group in _studies([json.loads(line) for line in open(path)]).items():
             study = _stored_study(path, group[0], len(group), seed, reps)
@@ -904,7 +904,7 @@ def stale(paths: list[str], first: int = 2, seed: int | None = None, reps: int |
             diffs = [first_difference(s, n) for s, n in zip(group, now, strict=False)]
             row = {"file": os.path.basename(path), "model": key[0], "design": key[1], "seed": study["seed"],
                    "reps": study["reps"], "code": study.get("code"), "blas": study.get("blas", "unrecorded"),
-                   "blas_here": _blas_id(), "replayed": len(now),
+                   "blas_here": here, "replayed": len(now),
                    "same": sum(d is None for d in diffs), "first_difference": next((d for d in diffs if d), None)}  # fmt: skip
             print(json.dumps(row), flush=True)
             rows.append(row)
