@@ -214,3 +214,11 @@ def test_side_by_side_refuses_elo_beside_logits():
     with pytest.raises(MismatchedEstimatesError, match="different scales"):
         side_by_side({"elo": elo, "logit": logit})
     side_by_side({"one": logit, "two": fit_bradley_terry_ml(pw, scale="logit", interval="wald")})
+
+
+def test_win_rate_repr_reads_right_for_two_agents():
+    # two agents make one pair: no "of 1 pairs", no "1 opponents"
+    df = pd.DataFrame({"left": ["x", "x", "y"], "right": ["y", "y", "x"], "winner": ["left", "tie", "left"]})
+    text = repr(win_rate(read_battles(df), n_resamples=30, rng=0))
+    assert "2 agents, the one pair met, 3 battles" in text
+    assert "vs 1 opponent, 3 battles" in text and "1 pairs" not in text and "1 opponents" not in text

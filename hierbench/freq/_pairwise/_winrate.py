@@ -23,6 +23,7 @@ from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_number
 from ..._base import check_prob
+from ..._base import counted
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._docs import fill_doc
@@ -76,9 +77,13 @@ class WinRateResult(ResampledResult):
         met = n > 0
         n_pairs, n_met = m * (m - 1) // 2, int(np.triu(met, 1).sum())
         opp = met.sum(1)
-        extra = [f"  vs {int(o)} opponents, {round(float(k))} battles" for o, k in zip(opp, n.sum(1), strict=True)]
+        extra = [f"  vs {counted(int(o), 'opponent')}, {counted(round(float(k)), 'battle')}" for o, k in zip(opp, n.sum(1), strict=True)]
+        if n_pairs == 1:
+            met_text = "the one pair met" if n_met else "the one pair never met"
+        else:
+            met_text = f"{n_met} of {n_pairs} pairs met"
         return [
-            f"WinRateResult: {m} agents, {n_met} of {n_pairs} pairs met, "
+            f"WinRateResult: {m} agents, {met_text}, "
             f"{round(float(np.triu(n, 1).sum()))} battles (ties count half a win)",
             f"  {interval_label(self.ci)} intervals: {self.ci.attrs.get('ci_detail', '')}",
             "  average win rate over the opponents met (evalica's average_win_rate), best first:",
