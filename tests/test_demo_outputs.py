@@ -747,3 +747,39 @@ def test_two_word_grades_are_a_pass_and_a_fail_for_the_demo():
     assert rows[("q", 1)] == pytest.approx((0.5 + 1 + 1) / 3, abs=5e-4)
     three = ds.assign_attrs(score_levels="[0.0, 1.0, 2.0]", score_labels='["no", "perhaps", "yes"]')
     assert _score_levels(DemoContext(three, None)) == [0.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("runs", [3, 1])
+def test_demo_on_partial_credit_points_to_the_fractional_model_instead_of_an_error(tmp_path, runs):
+    """METR's continuous scores: sections 4 and 5 printed "(not computed: PartialCreditError: ...)" with
+    five tuples of one cell, and two end-of-run warnings, as if the run had failed. They now say why
+    neither applies, count the partial scores, and print fit / report commands that parse and describe
+    the [0, 1]-score model (one run per cell: without the agent x task term).
+    """
+    import pandas as pd
+
+    from hierbench.cli import load_any
+    from hierbench.data import from_records
+    from hierbench.data import model_design
+    from hierbench.demo._bayes import _bayes_section
+
+    rng = np.random.default_rng(5)
+    s = rng.choice([0.0, 0.25, 0.5, 1.0], size=(3, 8, runs), p=[0.4, 0.1, 0.1, 0.4])
+    raw = pd.DataFrame([{"agent": f"a{i}", "task": f"t{j}", "run": r, "score": s[i, j, r]}
+                        for i in range(3) for j in range(8) for r in range(runs)])  # fmt: skip
+    path = tmp_path / "frac.csv"
+    raw.to_csv(path, index=False)
+    ds = from_records(raw, run="run")
+    n_part = int(((raw.score > 0) & (raw.score < 1)).sum())  # counted by pandas
+    ctx = DemoContext(data=ds, truth=None)
+    text, passk = _bayes_section(ctx), " ".join(_passk_section(ctx).split())
+    assert "not computed" not in text and "PartialCreditError" not in text + passk
+    want = f"{n_part:,} of the {len(raw):,} scores are partial credit, strictly between 0 and 1"
+    assert want in " ".join(text.split()) and want in passk
+    first = raw[(raw.score > 0) & (raw.score < 1)].iloc[0]
+    assert f"(e.g. {first.agent} on {first.task}: {first.score:.3g};" in " ".join(text.split())
+    fit_args, report_args = _printed_commands(text, f"{path} --run run")
+    assert fit_args.keep_predictive and report_args.fit == "fit.nc"
+    d = model_design(fit_args.formula, load_any(str(path), fit_args)[0])
+    assert d.family == "fractional"
+    assert ("agent:task" in fit_args.formula) == (runs > 1)

@@ -6,6 +6,7 @@ the model holds.
 
 from __future__ import annotations
 
+import textwrap
 import time
 import warnings
 
@@ -20,6 +21,8 @@ from ._context import PROB
 from ._context import DemoContext
 from ._context import _fast
 from ._context import _frame
+from ._context import _partial_credit
+from ._context import _partial_credit_words
 from ._context import _score_levels
 from ._context import _truth_new_task
 
@@ -179,6 +182,30 @@ def _graded_fit_text(levels: list[float], labels: list[str] | None = None) -> st
     ])  # fmt: skip
 
 
+def _fractional_fit_text(ctx: DemoContext, found: tuple[int, int, list[tuple]]) -> str:
+    """Why a log of partial credit gets no crossed fit, and the commands of the [0, 1]-score model."""
+    from ..data import DEFAULT_FORMULA
+
+    # one run in every cell: no agent x task term to tell from the run-to-run spread
+    one_run = int(ctx.data["score"].notnull().sum("run").max()) <= 1
+    formula = "score ~ 0 + agent + (1|task)" if one_run else DEFAULT_FORMULA
+    return "\n".join([
+        *textwrap.wrap(
+            f"(not run: the crossed model is binomial, a pass or a fail per run, and {_partial_credit_words(found)}. "
+            "Scores in [0, 1] have their own model: the crossed model's terms with a likelihood for scores "
+            "in [0, 1], with atoms at 0 and 1 (the formula model, family fractional):", 90),
+        "",
+        "  hierbench fit LOG <the same column flags> \\",
+        f"      --formula '{formula}' --keep-predictive -o fit.nc",
+        "  hierbench report fit.nc --data LOG <the same column flags> -o report.html",
+        "",
+        *textwrap.wrap(
+            "Its report adds each agent's expected mean score, ranks and P(a > b). For the binomial model, "
+            "binarise the scores first (the pass threshold is yours to choose) and read that column with "
+            "--score.)", 90),
+    ])  # fmt: skip
+
+
 def _bayes_section(ctx: DemoContext) -> str:
     from .._console import diagnostics_line
 
@@ -187,6 +214,9 @@ def _bayes_section(ctx: DemoContext) -> str:
         from ..data import labels_attr
 
         return _graded_fit_text(levels, labels_attr(ctx.data.attrs))
+    found = _partial_credit(ctx)
+    if found:
+        return _fractional_fit_text(ctx, found)
     dt, conv, wall = _fit_crossed(ctx)
     post = dt["posterior"].to_dataset()
     table, obs = _level_tables(ctx, post)

@@ -128,6 +128,29 @@ def _score_levels(ctx: DemoContext) -> list[float] | None:
     return levels if levels and len(levels) > 2 else None
 
 
+def _partial_credit(ctx: DemoContext) -> tuple[int, int, list[tuple]] | None:
+    """A log of partial credit: how many scores lie strictly between 0 and 1, of how many, two examples.
+
+    The examples are the first two partial scores of different cells. None when every score is 0
+    or 1 (a graded log: :func:`_score_levels` says so first).
+    """
+    from .._base import partial_credit
+
+    score = ctx.data["score"].transpose("agent", "task", "run")
+    n, first = partial_credit(score, first=200)
+    cells: dict[tuple, float] = {}
+    for a, t, _, v in first:
+        cells.setdefault((a, t), v)  # each cell's first partial score
+    return (n, int(np.isfinite(score.values).sum()), list(cells.items())[:2]) if n else None
+
+
+def _partial_credit_words(found: tuple[int, int, list[tuple]]) -> str:
+    """"1,442 of the 6,852 scores are partial credit, strictly between 0 and 1 (e.g. ...)"."""
+    n, total, first = found
+    eg = "; ".join(f"{a} on {t}: {v:.3g}" for (a, t), v in first)
+    return f"{n:,} of the {total:,} scores are partial credit, strictly between 0 and 1 (e.g. {eg})"
+
+
 def _one_agent(ctx: DemoContext, why: str) -> str | None:
     """A section's word for a log of one agent (tau-bench's gpt-4o): what does not apply, not an error."""
     if int(ctx.data.sizes.get("agent", 0)) != 1:

@@ -14,6 +14,8 @@ import pandas as pd
 from ._context import PROB
 from ._context import DemoContext
 from ._context import _n_runs
+from ._context import _partial_credit
+from ._context import _partial_credit_words
 from ._context import _score_levels
 
 
@@ -34,6 +36,15 @@ def _passk_section(ctx: DemoContext) -> str:
             f"pass, which the demo does not choose for you. With the lowest passing grade g{named}: "
             "hierbench.metrics.graded_pass_hat_k(fit, model, threshold=g, k=...) on the ordinal fit, or "
             "pass^k of the log with scores set to 1 at grades >= g and 0 below.)",
+            88,
+        )
+    found = _partial_credit(ctx)
+    if found:
+        return textwrap.fill(
+            f"(not computed: pass^k counts passes, and {_partial_credit_words(found)}: a score is not a pass "
+            "until you say which scores pass, which the demo does not choose for you. With a pass threshold s: "
+            "hierbench.freq.pass_hat_k on the log with scores set to 1 at s and above and 0 below, or that "
+            "column read with --score.)",
             88,
         )
     n_runs = _n_runs(ctx)
