@@ -488,7 +488,9 @@ def test_plan_says_what_task_clusters_do_to_its_counts(monkeypatch):
     # and clusters K (K * 3 * (10 + R) <= 5000) of Var = ratio * (2 s_mt + 2 s_e / R) / (3 K)
     best = min(((ratio * (2 * 0.03 + 2 * 0.12 / r)) / (3 * (5000 // (3 * (10 + r)))), r, 5000 // (3 * (10 + r)))
                for r in range(1, 200))  # fmt: skip
-    assert f"it buys {best[2]} clusters (about {3 * best[2]} tasks) x {best[1]} runs" in one
+    # the design effect taken as the same whatever R: clusters change neither R nor the tasks bought
+    assert (f"buys {3 * best[2]} tasks x {best[1]} runs (in clusters like these, of 3.0 tasks on average: "
+            f"about {best[2]} clusters)") in one  # fmt: skip
 
 
 def test_demo_without_a_fit_leaves_no_earlier_fit_beside_its_report(tmp_path, capsys):
@@ -783,3 +785,46 @@ def test_demo_on_partial_credit_points_to_the_fractional_model_instead_of_an_err
     d = model_design(fit_args.formula, load_any(str(path), fit_args)[0])
     assert d.family == "fractional"
     assert ("agent:task" in fit_args.formula) == (runs > 1)
+
+
+def test_plan_counts_the_agent_x_cluster_variance_a_paired_difference_carries(monkeypatch):
+    """METR with --cluster task_family: the plan used agent x task 0.0281 and run-to-run 0.0646 and left
+    out the G-study's agent x cluster 0.0159, which a paired difference on a new task carries too and
+    runs do not average away; its SD 0.288 sat beside an observed 0.335 (0.338 with the part).
+
+    Fit path: the stand-in's parts by hand (statsmodels' t power, R* = sqrt(s_e c_task / (s_mt c_run))).
+    G-study path: a simulation with known parts.
+    """
+    from statsmodels.stats.power import TTestPower
+
+    import hierbench.metrics
+    ds = _clustered()
+    stand_in = _Components(0.03, 0.12)
+    stand_in.draws = xr.Dataset(coords={"component": ["agent", "cluster", "agent:cluster", "task:cluster",
+                                                      "agent:task:cluster", "residual"]})  # fmt: skip
+    stand_in._v = {"agent:cluster": xr.DataArray([0.02]), "agent:task:cluster": xr.DataArray([0.03]),
+                   "residual": xr.DataArray([0.12])}  # fmt: skip
+    monkeypatch.setattr(hierbench.metrics, "crossed_variance_components", lambda fit, scale: stand_in)
+    text = " ".join(_plan_section(DemoContext(ds, None, extra={"fit": object()})).split())
+    sd = np.sqrt(2 * (0.03 + 0.02) + 2 * 0.12 / 2)
+    mde = TTestPower().solve_power(nobs=18, alpha=0.05, power=0.8, alternative="two-sided") * sd
+    assert "agent x task 0.0300, agent x cluster 0.0200, run-to-run 0.1200" in text
+    assert f"an SD of a per-task paired difference of {sd:.3f}" in text and f"detects a difference of {mde:.3f}" in text
+    assert f"R* = sqrt(s_e c_task / (s_mt c_run)) = {np.sqrt(0.12 * 10 / 0.05):.1f} (s_mt = agent x task + agent x cluster)" in text
+
+    # G-study path, a simulation: scores = agent + cluster + agent x cluster + task + agent x task +
+    # run noise (sds 0.1, 0.1, 0.08, 0.1, 0.08, 0.12 around 0.5), 4 agents x 150 clusters of 3 tasks x 2
+    # runs, 3% of scores clipped to [0, 1]. The per-task paired difference's SD is
+    # sqrt(2 (0.08^2 + 0.08^2) + 2 0.12^2 / 2) = 0.200; without the agent x cluster part it would be
+    # 0.165. Over seeds 0-11 the plan gave 0.194 (SD 0.006; the clipping pulls it down by about
+    # 0.006): tolerance 0.015, 2.5 SDs beyond that bias, still short of 0.165 (seed 11)
+    g = np.random.default_rng(11)
+    A, C, m, R = 4, 150, 3, 2
+    cl = np.repeat(np.arange(C), m)
+    mu = (0.5 + g.normal(0, 0.1, (A, 1)) + g.normal(0, 0.1, C)[cl] + g.normal(0, 0.08, (A, C))[:, cl]
+          + g.normal(0, 0.1, C * m) + g.normal(0, 0.08, (A, C * m)))  # fmt: skip
+    sim = xr.Dataset({"score": (("agent", "task", "run"), np.clip(mu[..., None] + g.normal(0, 0.12, (A, C * m, R)), 0, 1))},
+                     coords={"agent": list("abcd"), "cluster": ("task", cl.astype(str))})  # fmt: skip
+    plan = " ".join(_plan_section(DemoContext(sim, None)).split())
+    said = float(re.search(r"SD of a per-task paired difference of ([0-9]+\.[0-9]+)", plan)[1])
+    assert said == pytest.approx(np.sqrt(2 * (0.08**2 + 0.08**2) + 2 * 0.12**2 / 2), abs=0.015)

@@ -26,16 +26,9 @@ def _plan_section(ctx: DemoContext) -> str:
 
     if (one := _one_agent(ctx, "the plan is for comparing two agents on the same tasks")) is not None:
         return one  # before the components, whose agent part is then undefined
-    mt, s_mt, s_e, source = _fit_components(ctx) if "fit" in ctx.extra else _gstudy_components(ctx)
-    clipped = ""  # with no agent x task term (one run per cell) the first line says why
-    if s_mt < 0:
-        # a difference of variances: its posterior mean can fall below 0 when the
-        # agent x task variation is small; planning then assumes none
-        clipped = (
-            f"\n(The agent x task component's {'posterior mean' if source == 'fit' else 'estimate'} is "
-            f"{s_mt:.4f} < 0, a difference of variances near zero: the plan below takes it as 0.)"
-        )
-        s_mt = 0.0
+    parts, s_e, source = _fit_components(ctx) if "fit" in ctx.extra else _gstudy_components(ctx)
+    mt = "agent x task" in parts  # with one run per cell the run-to-run part holds it
+    s_mt, clipped = _summed_parts(parts, source)
     T, tasks_text = _tasks_shared(ctx)
     kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
     R, sd_made, runs_text = _runs_made(ctx, kw)
@@ -57,19 +50,21 @@ def _plan_section(ctx: DemoContext) -> str:
     if R == "1":  # the runs made are the one-run plan: one column says it
         table = table.drop(columns="tasks needed (R=1)")
     ctx.extra["plan_table"] = table
-    if s_mt > 0:
-        r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
-        alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, **kw)
-        buy = (
-            "\n\nIf a new task costs 10 runs' worth, the cost-optimal number of runs per task is\n"
-            f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}; a budget of 5,000 run-units buys "
-            f"{int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs."
-        ) + _clustered_buy(ctx, kw)
-    elif not mt:
+    if not mt:
         buy = "\n\n" + textwrap.fill(
             "With one run per cell the log cannot tell agent x task variation from run-to-run "
             "noise, so it cannot say whether a second run of a task is worth more than a new task "
             "(R* = sqrt(s_e c_task / (s_mt c_run)) needs s_mt): run some tasks at least twice to learn it.",
+            88,
+        )
+    elif s_mt > 0:
+        r_star = optimal_runs(cost_task=10.0, cost_run=1.0, **kw)
+        alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, **kw)
+        buy = "\n\n" + textwrap.fill(
+            "If a new task costs 10 runs' worth, the cost-optimal number of runs per task is "
+            f"R* = sqrt(s_e c_task / (s_mt c_run)) = {r_star:.1f}{_s_mt_words(parts)}; a budget of 5,000 "
+            f"run-units buys {int(alloc['n_tasks'])} tasks x {int(alloc['n_runs'])} runs"
+            f"{_in_clusters(ctx, int(alloc['n_tasks']))}.",
             88,
         )
     else:
@@ -80,12 +75,12 @@ def _plan_section(ctx: DemoContext) -> str:
             88,
         )
     return (
-        _components_text(s_mt if mt else None, s_e, source)
+        _components_text(parts, s_e, source)
         + runs_text
         + tasks_text
         + f"\nWith {T} tasks at R = {R} run{'' if R == '1' else 's'} per cell a paired comparison detects a difference\n"
         f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
-        + _observed_text(sd_made, sd_obs, n_pairs, interaction=bool(mt), model_columns=1 if R == "1" else 2,
+        + _observed_text(sd_made, sd_obs, n_pairs, parts=list(parts), model_columns=1 if R == "1" else 2,
                          source=source)
         + _cluster_text(ctx, T, mde, sd_made)
         + "\n\n"
@@ -94,51 +89,85 @@ def _plan_section(ctx: DemoContext) -> str:
     )
 
 
-def _fit_components(ctx: DemoContext) -> tuple[str | None, float, float, str]:
-    """The crossed fit's agent x task component (its name, None without one), its and the run-to-run mean."""
+#: the agent's interactions with the task side, in the words the plan prints them: a paired difference
+#: carries each, and runs do not average them away
+_INTERACTIONS = {"agent:task": "agent x task", "agent:task:cluster": "agent x task", "agent:cluster": "agent x cluster"}
+
+
+def _interactions(values: dict[str, float]) -> tuple[dict[str, float], float]:
+    """The agent x task-side parts of ``values`` (by component name) as the plan prints them, and s_e."""
+    parts = {word: values[c] for c, word in _INTERACTIONS.items() if c in values}
+    return parts, values["residual"]
+
+
+def _fit_components(ctx: DemoContext) -> tuple[dict[str, float], float, str]:
+    """The crossed fit's agent x task-side components (posterior means, by printed name) and run-to-run.
+
+    An agent x cluster part is one: a paired difference on a new task of a new cluster carries it
+    as it carries the agent x task part, and more runs shrink neither (without clusters the agent
+    x task part holds it). With one run per cell there is no agent x task part (the run-to-run one
+    holds it).
+    """
     from ..metrics import crossed_variance_components
 
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
-    # the agent x task component by its name ("agent:task", or "agent:task:cluster" with clusters)
-    mt = next((c for c in map(str, vc.draws["component"].values) if c.startswith("agent:task")), None)
-    return mt, float(vc[mt].mean()) if mt else 0.0, float(vc["residual"].mean()), "fit"
+    names = set(map(str, vc.draws["component"].values)) & {*_INTERACTIONS, "residual"}
+    means = {c: float(vc[c].mean()) for c in names}
+    return (*_interactions(means), "fit")
 
 
-def _gstudy_components(ctx: DemoContext) -> tuple[str | None, float, float, str]:
+def _gstudy_components(ctx: DemoContext) -> tuple[dict[str, float], float, str]:
     """:func:`_fit_components` from the log's G-study, where no Bayesian fit ran (partial credit, a failed fit).
 
     :func:`hierbench.freq.variance_components` of the scores: with one run per cell its
-    residual holds the agent x task part, as the fit's does.
+    residual holds the agent x task part, as the fit's does. A component the G-study leaves
+    NaN counts as 0.
     """
     from ..freq import variance_components
 
     est = variance_components(ctx.data).estimate
-    names = list(map(str, est["component"].values))
-    mt = next((c for c in names if c.startswith("agent:task")), None)
-    s_mt = float(est.sel(component=mt)) if mt else 0.0
-    return mt, s_mt if np.isfinite(s_mt) else 0.0, float(est.sel(component="residual")), "gstudy"
+    values = {str(c): float(v) for c, v in zip(est["component"].values, est.values, strict=True)}
+    parts, s_e = _interactions(values)
+    return {k: v if np.isfinite(v) else 0.0 for k, v in parts.items()}, s_e, "gstudy"
 
 
-def _components_text(s_mt: float | None, s_e: float, source: str = "fit") -> str:
-    """The plan's first line: the two components it stands on, or why there is one (``s_mt`` None).
+def _summed_parts(parts: dict[str, float], source: str) -> tuple[float, str]:
+    """s_mt, the sum of the agent x task-side parts, each below 0 taken as 0, and the note saying so.
 
-    With one run per cell the fit has no agent x task term: its variation is inside the
+    A variance estimated as a difference (a posterior mean of one, a G-study's ANOVA) can fall
+    below 0 where it is small: planning then assumes none of it.
+    """
+    below = {k: v for k, v in parts.items() if v < 0}
+    note = "".join(
+        f"\n(The {k} component's {'posterior mean' if source == 'fit' else 'estimate'} is {v:.4f} < 0, "
+        "a difference of variances near zero: the plan below takes it as 0.)"
+        for k, v in below.items()
+    )
+    return float(sum(max(v, 0.0) for v in parts.values())), note
+
+
+def _s_mt_words(parts: dict[str, float]) -> str:
+    """How s_mt is made, where it sums more than one part ("" for the agent x task part alone)."""
+    return f" (s_mt = {' + '.join(parts)})" if len(parts) > 1 else ""
+
+
+def _components_text(parts: dict[str, float], s_e: float, source: str = "fit") -> str:
+    """The plan's first line: the components it stands on, and why the agent x task one is missing.
+
+    With one run per cell there is no agent x task part: its variation is inside the
     run-to-run part, so printing "agent x task 0.0000" would claim an estimate never made.
     """
+    listed = "".join(f"{k} {v:.4f}, " for k, v in parts.items())
+    held = ("agent x task" not in parts) and (
+        ", which holds the agent x task\nvariation too (one run per cell: "
+        + ("nothing tells them apart).\n" if source != "fit" else "the fit has no agent x task term to estimate it).\n")
+    )
+    tail = f"{listed}run-to-run {s_e:.4f}" + (held or ".\n")
     if source != "fit":
-        head = ("Variance components of one run's score, from the log's G-study\n"
-                "(hierbench.freq.variance_components; the Bayesian section did not run, see its note):\n")  # fmt: skip
-        if s_mt is None:
-            return head + (f"run-to-run {s_e:.4f}, which holds the agent x task variation too (one run\n"
-                           "per cell: nothing tells them apart).\n")  # fmt: skip
-        return head + f"agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
-    head = "Variance components of the cell success probability on the probability scale, from\n"
-    if s_mt is None:
-        return head + (
-            f"the crossed fit (posterior mean): run-to-run {s_e:.4f}, which holds the agent x task\n"
-            "variation too (one run per cell: the fit has no agent x task term to estimate it).\n"
-        )
-    return head + f"the crossed fit (posterior means): agent x task {s_mt:.4f}, run-to-run {s_e:.4f}.\n"
+        return ("Variance components of one run's score, from the log's G-study\n"
+                "(hierbench.freq.variance_components; the Bayesian section did not run, see its note):\n" + tail)  # fmt: skip
+    return ("Variance components of the cell success probability on the probability scale, from\n"
+            f"the crossed fit (posterior mean{'s' if parts else ''}): " + tail)
 
 
 def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
@@ -198,21 +227,17 @@ def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str] | None:
     return ctx.extra["observed_clusters"]
 
 
-def _clustered_buy(ctx: DemoContext, kw: dict[str, float]) -> str:
-    """What the plan's budget buys when new tasks come in clusters like the log's ("" without clusters)."""
-    from ..freq import optimal_allocation
+def _in_clusters(ctx: DemoContext, n_tasks: int) -> str:
+    """How many clusters like the log's ``n_tasks`` new tasks make ("" without clusters).
 
+    The plan's design effect is taken as the same whatever R, so clusters change neither R* nor
+    the tasks a budget buys: only how many clusters those tasks fill.
+    """
     observed = _observed_clusters(ctx)
     if observed is None:
         return ""
-    cd = observed[0]
-    alloc = optimal_allocation(5000.0, cost_task=10.0, cost_run=1.0, clusters=cd, **kw)
-    return "\n" + textwrap.fill(
-        f"If new tasks come in clusters like these (design effect {cd.design_effect:.2f}, the observed ratio, "
-        f"taken as the same whatever R), it buys {int(alloc['n_clusters'])} clusters (about "
-        f"{int(alloc['n_tasks'])} tasks) x {int(alloc['n_runs'])} runs.",
-        88,
-    )
+    per = observed[0].tasks_per_cluster
+    return f" (in clusters like these, of {per:.1f} tasks on average: about {max(1, round(n_tasks / per))} clusters)"
 
 
 def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float) -> str:
@@ -262,21 +287,23 @@ def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:
 
 
 def _observed_text(
-    sd_made: float, sd_obs: float, n_pairs: int, *, interaction: bool = True, model_columns: int = 2,
-    source: str = "fit",
+    sd_made: float, sd_obs: float, n_pairs: int, *, parts: list[str], model_columns: int = 2, source: str = "fit",
 ) -> str:
     """The plan's model-based SD beside the one the log shows, said as the columns' difference.
 
-    ``interaction``: the fit has an agent x task term (else one run-to-run variance holds it);
-    ``model_columns``: how many of the table's first columns rest on the fit.
+    ``parts``: the agent x task-side parts the plan holds (``"agent x task"``, ``"agent x
+    cluster"``; without the first, run-to-run variance holds it); ``model_columns``: how many of
+    the table's first columns rest on the fit.
     """
     if not sd_obs > 0:
         return "(No pair shares 3 tasks with differing results: no model-free SD to set beside the plan.)"
     over = "over the one pair" if n_pairs == 1 else f"root mean square over {n_pairs} pairs"
+    others = [p for p in parts if p != "agent x task"]
+    extra = "".join(f", one {p} variance" for p in others)
     what = (
-        "one agent x task variance for every pair, binomial runs around each cell's rate"
-        if interaction
-        else "one run-to-run variance, holding the agent x task part, for every pair"
+        f"one agent x task variance{extra} for every pair, binomial runs around each cell's rate"
+        if "agent x task" in parts
+        else f"one run-to-run variance, holding the agent x task part{extra}, for every pair"
     )
     if source != "fit":
         what = what.replace("binomial runs around each cell's rate", "one run-to-run variance")
