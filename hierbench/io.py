@@ -3,8 +3,12 @@
 An eval dataset holds string coords (agent and task names, tags, clusters)
 and JSON attrs (``not_kept``, ``annotations``, ...). netCDF stores strings as
 variable-length text and attrs as text, so both survive as they are. Boolean
-variables (``error`` and the per-run annotations) are stored as int8 with a
-marker attr and restored to bool on load.
+variables (``error``, the per-run annotations, a fit's ``diverging``) are left
+to xarray, which stores them as int8 with its own ``dtype: bool`` attr and
+opens them as bool: ``xr.open_datatree`` alone gives arviz-plots the bool
+``diverging`` it masks draws with. (Files written before stored them with a
+marker of hierbench's own, which :func:`load_fit` and :func:`load_dataset` still
+read.)
 
 A fit is an :class:`xarray.DataTree` (the ArviZ 1.x groups); it is written
 with ``DataTree.to_netcdf`` (one netCDF group per node) or ``to_zarr`` (needs
@@ -94,15 +98,11 @@ def _replace_var(ds: xr.Dataset, name: str, new: xr.DataArray) -> xr.Dataset:
 
 
 def _encode_vars(ds: xr.Dataset) -> xr.Dataset:
-    """Bool variables as int8 with a marker attr; ``None`` in text variables as ``""``."""
+    """``None`` in text variables as ``""`` (bools are xarray's to encode: it opens them as bool)."""
     ds = ds.copy()
     for name in list(ds.variables):
         var = ds[name]
-        if var.dtype == bool:
-            new = var.astype(np.int8)
-            new.attrs = {**var.attrs, _BOOL_MARK: "bool"}
-            ds[name] = new
-        elif var.dtype.kind in "OUT":
+        if var.dtype.kind in "OUT":
             # variable-length text; a missing label (None or NaN in an object array) is stored
             # as "" and marked, so that it reads back missing, not as the text 'nan'
             flat = var.values.ravel()

@@ -292,3 +292,34 @@ def test_report_of_a_saved_zarr_fit_is_the_report_of_the_fit_in_memory(tmp_path,
     err = capsys.readouterr().err
     assert "not the same evaluation" in err and "'" + str(saved) + "'" in err and "'" + str(other) + "'" in err
     assert not (tmp_path / "r2.html").exists()
+
+
+@pytest.mark.parametrize("ext", ["nc", "zarr"])
+def test_plain_open_datatree_gives_arviz_a_bool_diverging(tmp_path, ext):
+    """A saved fit opened as the README says, ``xr.open_datatree`` alone: ``diverging`` came back int8
+    (hierbench's own bool marker, undone only by load_fit), and arviz-plots' plot_trace_dist, which
+    masks the draws with it, raised IndexError on any fit with a divergence.
+    """
+    import arviz_plots as azp
+
+    g = np.random.default_rng(0)
+    div = np.zeros((2, 60), dtype=bool)
+    div[0, [5, 17]] = True
+    dt = xr.DataTree.from_dict({
+        "/posterior": xr.Dataset({"mu": (("chain", "draw"), g.normal(size=(2, 60)))},
+                                 coords={"chain": [0, 1], "draw": np.arange(60)}),
+        "/sample_stats": xr.Dataset({"diverging": (("chain", "draw"), div)},
+                                    coords={"chain": [0, 1], "draw": np.arange(60)}),
+    })  # fmt: skip
+    path = save_fit(dt, tmp_path / f"fit.{ext}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's note on consolidated metadata
+        plain = xr.open_datatree(path, engine="zarr" if ext == "zarr" else None)
+    assert plain["sample_stats"]["diverging"].dtype == bool
+    np.testing.assert_array_equal(plain["sample_stats"]["diverging"].values, div)
+    assert load_fit(path)["sample_stats"]["diverging"].dtype == bool
+    with mpl.rc_context({"backend": "Agg"}):
+        azp.plot_trace_dist(plain, backend="matplotlib")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
