@@ -293,3 +293,56 @@ def test_every_disagree_column_reads_undefined_where_it_did_not_judge():
     pairs = pd.DataFrame({"per-pair lower": [0.002, 0.01], "per-pair upper": [0.09, 0.1],
                           col: pd.array([True, pd.NA], dtype="boolean")})  # fmt: skip
     assert _disagree_words(pairs, col) == ["CI excludes 0 only", "undefined"]
+
+
+def _stamped(model):
+    """A fit's provenance as hierbench.bayes.fit stamps it from a built model (no draws needed here)."""
+    import json
+
+    import xarray as xr
+
+    info = model.hierbench
+    spec = json.dumps({"model": info["model"], "options": info.get("options", {}), "priors": {}}, default=str)
+    return xr.DataTree(xr.Dataset(attrs={"hierbench_model": info["model"], "hierbench_spec": spec,
+                                         "hierbench_data_hash": info["data_hash"]}))  # fmt: skip
+
+
+def test_formula_fit_is_held_to_its_own_log_and_a_binomial_fit_to_binary_scores():
+    """An audit paired a formula fit with another log of the same agents and tasks (other scores):
+    the report put one log's Bayes level beside the other's bootstrap (alpha 0.275 vs 0.833), exit 0,
+    no warning. A formula fit's fingerprint is its design's, which never equalled the log's count
+    hash, so only the labels were compared. And a binary crossed fit passed beside a log whose runs
+    were replaced by their cell means: the per-cell sums agree.
+    """
+    import numpy as np
+
+    from hierbench.bayes import build_crossed
+    from hierbench.bayes import build_mixed
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=3, rng=4)
+    fit = _stamped(build_mixed(ds, "score ~ (1|agent) + (1|task)"))
+    check_fit_data(fit, ds)  # its own log
+    g = np.random.default_rng(0)
+    shuffled = ds.isel(agent=g.permutation(3), task=g.permutation(12))
+    check_fit_data(fit, shuffled)  # the same records in another order are the same log
+    flipped = ds.copy(deep=True)
+    flipped["score"][0, :4] = 1 - flipped["score"][0, :4]
+    with pytest.raises(FitDataMismatchError, match=r"formula model's design built from the data .* is not the fit's"):
+        check_fit_data(fit, flipped)
+    means = ds.assign(score=ds["score"].mean("run").broadcast_like(ds["score"]).where(ds["score"].notnull()))
+    assert not np.isin(means["score"].values[np.isfinite(means["score"].values)], [0, 1]).all()
+    crossed = _stamped(build_crossed(ds))
+    crossed["constant_data"] = _xr_counts(ds)
+    check_fit_data(crossed, ds)
+    with pytest.raises(FitDataMismatchError, match=r"binomial \(every score 0 or 1\) and \d+ of the data's scores are partial credit"):
+        check_fit_data(crossed, means)
+
+
+def _xr_counts(ds):
+    """The per-cell counts a count model's constant_data keeps."""
+    import xarray as xr
+
+    from hierbench.data import to_counts
+
+    return xr.DataTree(to_counts(ds)[["n_runs", "n_success"]])
+

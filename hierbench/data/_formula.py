@@ -262,6 +262,30 @@ class ModelDesign:
             raise HierbenchError(f"the formula {self.formula!r} has no agent-level term to split the agents' variance into")
         return fixed, rand, names
 
+    def fingerprint(self) -> str:
+        """sha256 of what a formula model sees, whatever the order of the log's records.
+
+        The formula, the family and every design row (its agent and task, fixed-effect row,
+        response, runs, grade counts and each random term's level and slope), the rows sorted:
+        a fit records it (``hierbench_data_hash``), and the same log read the same way, or with
+        its records in another order, gives the same fingerprint, so a report can tell the log
+        the fit was made from.
+        """
+        import hashlib
+
+        cols: dict[str, Any] = {"agent": self.agents[self.agent_index].astype(str),
+                                "task": self.tasks[self.task_index].astype(str), "y": self.y, "n": self.n, "ss": self.ss}  # fmt: skip
+        cols |= {f"x:{c}": self.X[:, j] for j, c in enumerate(self.coef)}
+        if self.grade_counts is not None:
+            cols |= {f"g:{k}": self.grade_counts[:, k] for k in range(self.grade_counts.shape[1])}
+        for t in self.random:
+            cols |= {f"r:{t.name}": np.asarray(t.levels, dtype=str)[t.codes], f"s:{t.name}": t.slope}
+        rows = pd.DataFrame(cols)
+        rows = rows.sort_values(list(rows.columns), kind="mergesort", ignore_index=True)
+        h = hashlib.sha256(f"{self.formula}|{self.family}|{self.row_level}|{list(rows.columns)}".encode())
+        h.update(pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes())
+        return h.hexdigest()
+
     def __repr__(self) -> str:
         lines = [
             f"ModelDesign: {self.formula}  [{self.family}]",

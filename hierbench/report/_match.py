@@ -136,6 +136,49 @@ def _cluster_diff(fit: xr.DataTree, counts: xr.Dataset) -> list[str]:
     return [f"{len(other)} tasks in another cluster (`{cluster_label(counts)}`) than in the fit (e.g. {ex})"]
 
 
+def _binary_fit(fit: xr.DataTree) -> bool:
+    """Whether the fit's model reads 0/1 scores only: a count model's, or a formula model's binomial family."""
+    opts = fit_record(fit, "hierbench_spec").get("options", {})
+    return opts.get("family") == "binomial" if "formula" in opts else _fit_counts(fit) is not None
+
+
+def _score_kind_diff(fit: xr.DataTree, data: xr.Dataset) -> list[str]:
+    """A binomial fit beside a log of partial credit: the sums per cell can agree, the evaluations do not."""
+    from .._base import is_binary
+    from .._base import partial_credit
+
+    if "score" not in data or not _binary_fit(fit) or is_binary(data["score"].values):
+        return []
+    n, first = partial_credit(data["score"].transpose("agent", "task", "run"), first=2)
+    return [f"the fit's model is binomial (every score 0 or 1) and {n:,} of the data's scores are partial "
+            f"credit (e.g. (agent, task, run, score) {first})"]  # fmt: skip
+
+
+def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, list[str]]:
+    """A formula fit against the design its formula makes of ``data``: (the same, why not).
+
+    A formula fit's fingerprint is its design's (:meth:`hierbench.data.ModelDesign.fingerprint`),
+    not the counts': the design is rebuilt from the log with the fit's formula, family and levels.
+    A design that cannot be rebuilt from the log (covariates given apart from it) is not compared
+    here; the report says it cannot compute the formula model's levels from this log.
+    """
+    from ..data import model_design
+
+    opts = fit_record(fit, "hierbench_spec").get("options", {})
+    if "formula" not in opts or not want:
+        return False, []
+    try:
+        with warnings.catch_warnings():  # the design's own notices were given when it was fitted
+            warnings.simplefilter("ignore")
+            design = model_design(opts["formula"], data, family=opts["family"], levels=opts.get("levels"))
+    except (HierbenchError, ValueError, KeyError):
+        return False, []
+    if design.fingerprint() == want:
+        return True, []
+    return False, [f"the formula model's design built from the data ({opts['formula']!r}, family "
+                   f"{opts['family']}) is not the fit's: other scores, runs or covariates"]  # fmt: skip
+
+
 def cluster_note(fit: xr.DataTree, data: xr.Dataset) -> str | None:
     """The sentence a report needs when the log's tasks sit in clusters and the fit's model has none.
 
@@ -209,7 +252,9 @@ def check_fit_data(
     want = str(fit.attrs.get("hierbench_data_hash", ""))
     counts = to_counts(data) if "score" in data else data
     got = data_hash(counts) if {"n_runs", "n_success"} <= set(counts.data_vars) else ""
-    if want and got and want == got:
+    kind = _score_kind_diff(fit, data)
+    same, formula = _formula_diff(fit, data, want) if not kind else (False, [])
+    if not kind and (same or (want and got and want == got)):
         return
     fc = _fit_counts(fit)
     post = fit["posterior"].to_dataset() if "posterior" in fit.children else xr.Dataset()
@@ -221,6 +266,7 @@ def check_fit_data(
     if fc is not None:
         why += _cell_diff(fc, counts)
     clusters = _cluster_diff(fit, counts)
+    why = kind + why + (formula if not why else [])  # other agents or tasks: a design differs anyway
     if not why + clusters:
         return  # the same agents, tasks and counts (labels in another order); clusters the fit does not use
     prints = f" (fingerprints {want[:12]} and {got[:12]})" if want and got else ""

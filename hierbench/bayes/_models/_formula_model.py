@@ -49,7 +49,6 @@ still (0.95), recorded in the structure with its reason.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 from collections.abc import Mapping
@@ -628,18 +627,6 @@ def _coords(design: Any, row_dim: str, n_obs: int | None, by_level: dict) -> dic
     return coords
 
 
-def design_hash(design: Any) -> str:
-    """sha256 of what a formula model sees: formula, family, the matrices and the responses."""
-    h = hashlib.sha256(f"{design.formula}|{design.family}|{design.row_level}".encode())
-    for arr in (design.X, design.y, design.n, design.grade_counts, *(t.codes for t in design.random),
-                *(t.slope for t in design.random)):  # fmt: skip
-        if arr is not None:
-            h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
-    for labels in (design.agents, design.tasks, design.coef):
-        h.update(json.dumps([str(v) for v in labels]).encode())
-    return h.hexdigest()
-
-
 def _check_options(formula: Any, n_quad: Any, centred: Any) -> None:
     if formula is not None and not isinstance(formula, str):
         raise TypeError(f"`formula` must be a str (lme4 / Bambi syntax) or None; got {type(formula).__name__}")
@@ -775,7 +762,7 @@ def _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set) 
         "model": "mixed",
         "priors": pri,
         "structure": st.to_dict(),
-        "data_hash": design_hash(design),
+        "data_hash": design.fingerprint(),
         "hooks": {**HOOKS, **FAMILY_HOOKS.get(design.family, {})},
         "cell_coords": row_cells if extra["row_dim"] == "cell" else {},
         "sampler_defaults": {"target_accept": st.decisions["target_accept"]["choice"]},
