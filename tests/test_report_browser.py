@@ -236,7 +236,7 @@ def test_metr_report_renders_in_chromium(metr_html, tmp_path):
     # davinci-002 ran few of METR's tasks: the data summary flags it
     summary = text.split('id="data-summary"')[1].split("</section>")[0]
     assert (
-        "fewer than half the tasks" in summary
+        "fewer than half of the 83 tasks" in summary
         and "davinci-002" in summary.split("fewer than half")[1]
     )
 

@@ -346,3 +346,63 @@ def _xr_counts(ds):
 
     return xr.DataTree(to_counts(ds)[["n_runs", "n_success"]])
 
+
+def test_pairs_that_share_no_task_are_not_called_alike(tmp_path):
+    """An audit's log where A ran t0-t3 and B t4-t7: the report and `hierbench compare` said "The one pair
+    does not differ ... over the 8 tasks", the disagreement note "For the one pair they agree", and the
+    data summary "No flags: every agent ran most tasks". With a third agent on other tasks, "adjusted by
+    max-T single-step over the 3 pairs" where one pair was tested.
+    """
+    import numpy as np
+    import xarray as xr
+
+    from hierbench.freq import compare_agents
+    from hierbench.report import pair_sentence
+
+    g = np.random.default_rng(2)
+    s = np.full((2, 8, 3), np.nan)
+    s[0, :4], s[1, 4:] = g.integers(0, 2, (4, 3)), g.integers(0, 2, (4, 3))
+    two = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["A", "B"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert pair_sentence(compare_agents(two, rng=0)).startswith("The one pair cannot be compared")
+        md = build(data=two, path=tmp_path / "two.md", n_resamples=199, progress=False).read_text()
+    assert "does not differ" not in md and "they agree" not in md and "No flags" not in md
+    assert "the two agents share 0 tasks: they cannot be compared by a paired difference" in md
+
+    s = np.full((3, 20, 3), np.nan)
+    s[0, :12] = g.integers(0, 2, (12, 3))
+    s[1, :12] = np.minimum(1, s[0, :12] + (g.random((12, 3)) < 0.5))  # B solves what A solves, and more
+    s[2, 12:] = g.integers(0, 2, (8, 3))
+    three = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["A", "B", "C"]})
+    ran = ~np.isnan(s[..., 0])
+    shared = (ran[:, None, :] & ran[None, :, :]).sum(-1)[np.triu_indices(3, 1)]  # by hand: 12, 0, 0
+    assert shared.tolist() == [12, 0, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(pair_sentence(compare_agents(three, rng=0)).split())
+    assert "over the 3 pairs" not in text and "one pair tested, so no adjustment" in text
+    assert text.endswith("2 of the 3 pairs share fewer than 2 tasks: not tested (NaN in the table).")
+
+
+def test_predictive_check_is_skipped_with_its_reason_when_no_agent_has_a_panel():
+    """3 agents x 4 tasks x 3 runs: every agent was left out of the rootogram (fewer than 5 cells), and
+    arviz-plots, handed an empty tree, failed the section with "Invalid value for sample_dims".
+    """
+    import numpy as np
+    import xarray as xr
+
+    from hierbench.report._figures import PPC_MIN_CELLS
+    from hierbench.report._figures import ppc_rootogram
+
+    g = np.random.default_rng(1)
+    agents = np.repeat(["a", "b", "c"], 4)
+    cell = {"cell_agent": ("cell", agents)}
+    fit = xr.DataTree.from_dict({
+        "observed_data": xr.Dataset({"y": ("cell", g.integers(0, 4, 12))}, coords=cell),
+        "posterior_predictive": xr.Dataset({"y": (("chain", "draw", "cell"), g.integers(0, 4, (2, 20, 12)))}),
+        "constant_data": xr.Dataset({"cell_n_runs": ("cell", np.full(12, 3))}),
+    })  # fmt: skip
+    assert 4 < PPC_MIN_CELLS
+    pc, n_main, left_out = ppc_rootogram(fit)
+    assert pc is None and n_main == 3 and left_out == ["a", "b", "c"]

@@ -344,7 +344,7 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
     :data:`PPC_MIN_CELLS` such cells gets no panel. Each count's predictive
     mean is a marker and its ``prob`` equal-tailed interval a bar (given to
     arviz-plots, whose own default is its rcParam ``stats.ci_prob``).
-    Returns the PlotCollection, ``n`` and the agents left out.
+    Returns the PlotCollection (None when every agent is left out), ``n`` and the agents left out.
     """
     obs = fit["observed_data"].to_dataset()
     var_name = var_name or next(iter(obs.data_vars))
@@ -359,6 +359,8 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
             left_out.append(a)
             continue
         o[a], p[a] = obs[var_name].values[sel], pp.values[:, :, sel]
+    if not o:  # no agent has a panel: nothing to draw (arviz-plots refuses an empty tree)
+        return None, n_main, left_out
     pc = _rootogram(o, p, prob, f"successes out of {n_main} runs", "tasks (sqrt scale)")
     return pc, n_main, left_out
 

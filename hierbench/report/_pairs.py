@@ -119,6 +119,13 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent")
     d = d.values[np.triu_indices(ds.sizes["agent"], 1)]
     n_none = int(np.sum(np.isnan(p) & np.isfinite(d) & (d != 0)))
+    # pairs that share fewer than 2 tasks have no difference: not tested, never "does not differ"
+    n_undef = int(np.sum(np.isnan(d)))
+    if n_undef == m:
+        who = "the two agents share" if m == 1 else f"each of the {m} pairs shares"
+        return (f"{'The one pair cannot' if m == 1 else 'No pair can'} be compared: {who} fewer than 2 tasks, so "
+                "there is no paired difference to test (every column of the table is NaN).")  # fmt: skip
+    m_test = m - n_undef
     level = "false discovery rate" if adjust == "bh" else "family-wise level"
     test = _TEST_WORDS.get(a.get("test", ""), f"{a.get('test')} tests")
     if a.get("test") == "t":
@@ -130,7 +137,11 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
         tail = (f"; its {prob:.0%} interval excludes 0 exactly when it differs" if adjust == "maxt"
                 else f"; its interval is the pair's own ({prob:.0%})")  # fmt: skip
     else:
-        head, adj = f"{n_sig} of {m} pairs differ at {level} {alpha:g}", f", adjusted by {name} over the {m} pairs{how}"
+        head = f"{n_sig} of {m} pairs differ at {level} {alpha:g}"
+        adj = f", adjusted by {name} over the {m_test} pairs{how}"
+        if n_undef:
+            adj = (f", adjusted by {name} over the {m_test} pairs tested{how}" if m_test > 1
+                   else f"; one pair tested, so no adjustment{how}")  # fmt: skip
         if adjust == "maxt":
             tail = f"; their {prob:.0%} simultaneous intervals exclude 0 exactly for those pairs"
         elif adjust == "maxt-stepdown":
@@ -140,6 +151,7 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     return (
         f"{head} (row agent minus column agent, on the tasks both ran): {test} over {_unit_words(a)}"
         f"{adj}{tail}.{_near_level(ds, alpha, adjust)}"
+        + (f" {n_undef} of the {m} pairs share fewer than 2 tasks: not tested (NaN in the table)." if n_undef else "")
         + (f" {n_none} pair{'s' if n_none > 1 else ''} with a difference but no adjusted p-value "
            f"{'are' if n_none > 1 else 'is'} counted neither way (named under the table)." if n_none else "")
     )
@@ -367,7 +379,9 @@ def disagree_note(cmp: PairwiseComparisonResult, table: pd.DataFrame) -> str:
     they can reach different verdicts; such pairs are marked in the table.
     """
     col = disagree_column(table)
-    if col is None:
+    # pairs without a verdict (fewer than 2 shared tasks) neither agree nor disagree
+    judged = 0 if col is None else int(table[col].notna().sum())
+    if not judged:
         return ""
     alpha = _disagree_alpha(col)
     ds = _dataset(cmp)
@@ -379,7 +393,7 @@ def disagree_note(cmp: PairwiseComparisonResult, table: pd.DataFrame) -> str:
     kind = kind if not kind or "interval" in kind else f"{kind} interval"
     test = _attrs(cmp).get("test", "")
     words = _TEST_WORDS.get(test, f"{test} tests")
-    n = int(table[col].sum())
+    n = int(table[col].fillna(False).astype(bool).sum())
     same = test == "t" and ci.get("ci_kind") == "t"
     return (
         f"The per-pair interval ({kind or 'as the result gives it'}) and the per-pair p-value "
@@ -387,7 +401,7 @@ def disagree_note(cmp: PairwiseComparisonResult, table: pd.DataFrame) -> str:
         + ("the same t statistic, so they agree. " if same else
            "different procedures: near the level they can disagree (an interval that excludes 0 "
            f"beside p \u2265 {alpha}, or p < {alpha} beside an interval that covers 0). ")
-        + (f"{n} of {len(table)} pairs disagree at {alpha}" if len(table) != 1
+        + (f"{n} of {judged} pairs {'judged ' if judged < len(table) else ''}disagree at {alpha}" if len(table) != 1
            else f"For the one pair they {'disagree' if n else 'agree'} at {alpha}")
         + (f", marked in the pair table's column `{col}`" if n else "")
         + (f" (the table shown holds only some pairs; the complete one holds all {len(table):,})."

@@ -73,11 +73,13 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     s = s.rename(columns=rename)
     flags = []
     tasks = s["tasks run"].astype(float)
-    few = s.index[tasks < 0.5 * tasks.max()].tolist()
+    few = s.index[tasks < 0.5 * d["n_tasks"]].tolist()
     if few:
         flags.append(
-            f"agents with fewer than half the tasks of the best-covered agent: {few} (their means and ranks rest on other tasks)"
+            f"agents that ran fewer than half of the {d['n_tasks']} tasks: {few} (their means and ranks rest on "
+            "other tasks than the rest's)"
         )
+    flags += _unshared_pairs(ctx.data)
     if "error rate" in s:
         high = s.index[s["error rate"] > 0.05].tolist()
         if high:
@@ -106,8 +108,27 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     if flags:
         text += "\n\n**Flags:**\n\n" + "\n".join(f"- {f}" for f in flags)
     else:
-        text += "\n\nNo flags: every agent ran most tasks, error rates are low."
+        text += "\n\nNo flags: every agent ran at least half the tasks, every pair shares 2 or more, error rates are low."
     rep.section(_TITLES[sid], text, table=s, id=sid)
+
+
+def _unshared_pairs(data: xr.Dataset) -> list[str]:
+    """A flag for the pairs of agents that share fewer than 2 tasks: no paired difference compares them."""
+    from ..data import to_counts
+
+    ran = (to_counts(data)["n_runs"].transpose("agent", "task").values > 0).astype(np.int64)
+    i, j = np.triu_indices(ran.shape[0], 1)
+    shared = (ran @ ran.T)[i, j]
+    bad = np.flatnonzero(shared < 2)
+    if not bad.size:
+        return []
+    names = [str(a) for a in data["agent"].values]
+    ex = ", ".join(f"{names[i[k]]} and {names[j[k]]}: {shared[k]}" for k in bad[:3])
+    if len(shared) == 1:
+        return [f"the two agents share {shared[0]} task{'' if shared[0] == 1 else 's'}: they cannot be "
+                "compared by a paired difference"]  # fmt: skip
+    return [f"{len(bad)} of {len(shared)} pairs of agents share fewer than 2 tasks (e.g. {ex}): they cannot "
+            "be compared by a paired difference"]  # fmt: skip
 
 
 def marked_agents(s: pd.DataFrame, data: xr.Dataset) -> list[str]:
@@ -429,6 +450,11 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
         )
     chk = predictive_check(ctx.fit)
     pc, n_main, left_out = F.ppc_rootogram(ctx.fit, prob=ctx.prob)
+    if pc is None:
+        raise _Skip(
+            f"every agent has fewer than {F.PPC_MIN_CELLS} tasks run {n_main} times (the most common number of "
+            "runs per cell): too few counts per agent to set against their predictive distribution"
+        )
     hi, lo = chk["p_value"], chk["p_value_low"]
     seen = hi.notnull()
     extreme = int(((hi < 0.025) | (lo < 0.025)).where(seen, False).sum())
