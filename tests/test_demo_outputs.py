@@ -828,3 +828,28 @@ def test_plan_counts_the_agent_x_cluster_variance_a_paired_difference_carries(mo
     plan = " ".join(_plan_section(DemoContext(sim, None)).split())
     said = float(re.search(r"SD of a per-task paired difference of ([0-9]+\.[0-9]+)", plan)[1])
     assert said == pytest.approx(np.sqrt(2 * (0.08**2 + 0.08**2) + 2 * 0.12**2 / 2), abs=0.015)
+
+
+def test_passk_says_when_its_rows_average_over_fewer_tasks_as_k_grows():
+    """METR binarised: the human's pass^k fell from 0.825 (83 tasks) to 0.129 (k = 4, 8 tasks), and
+    GPT-4 0314's rose from k = 4 to 5, with nothing said but the tasks column: the rows of an agent at
+    different k average over different tasks. The note names the agents whose count falls (numpy, by
+    hand) and not one whose every task holds enough runs.
+    """
+    g = np.random.default_rng(4)
+    s = (g.random((2, 10, 5)) < 0.6).astype(float)
+    s[1, :6, 2:] = np.nan  # agent "ragged": 6 of its 10 tasks hold 2 runs
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["full", "ragged"]})
+    runs = (~np.isnan(s)).sum(-1)
+    falls = [a for a, r in zip(["full", "ragged"], runs, strict=True) if len({int((r >= k).sum()) for k in range(1, 6)}) > 1]
+    assert falls == ["ragged"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_passk_section(DemoContext(ds, None)).split())
+    assert "fewer as k grows for ragged: their pass^k at different k are over different tasks" in text
+    assert "cell holds more than" not in text
+    one = ds.isel(run=[0])  # SWE-bench's shape: "no (agent, task) cell holds more than 1 runs"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_passk_section(DemoContext(one, None)).split())
+    assert "no (agent, task) cell holds more than 1 run, and" in text

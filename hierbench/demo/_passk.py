@@ -11,6 +11,7 @@ import warnings
 
 import pandas as pd
 
+from .._base import counted
 from ._context import PROB
 from ._context import DemoContext
 from ._context import _n_runs
@@ -121,7 +122,7 @@ def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: i
     lines = []
     if ks[-1] < _MAX_K:
         lines.append(
-            f"k goes to {ks[-1]} only: no (agent, task) cell holds more than {ks[-1]} runs, and "
+            f"k goes to {ks[-1]} only: no (agent, task) cell holds more than {counted(ks[-1], 'run')}, and "
             "the unbiased estimator needs k runs of a task."
         )
     elif most is not None and most > ks[-1]:
@@ -136,7 +137,23 @@ def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: i
         lines.append(
             "Rows stop where an agent ran no task at least k times: " + ", ".join(early) + "."
         )
+    n_tasks = table.groupby(level=0)["tasks (>= k runs)"]
+    shrink = [a for a in agents if a in last and n_tasks.get_group(a).nunique() > 1]
+    if shrink:
+        lines.append(
+            "Each row averages over the tasks the agent ran at least k times, fewer as k grows for "
+            f"{_listed(shrink)}: their pass^k at different k are over different tasks, so a value that rises "
+            "with k, or falls steeply, can come from which tasks remain rather than from reliability. To "
+            "compare k on one task set, keep the tasks each agent ran at least K times (the largest k wanted) "
+            "before hierbench.freq.pass_hat_k."
+        )
     return "".join("\n\n" + textwrap.fill(line, 90) for line in lines)
+
+
+def _listed(names: list[str], most: int = 4) -> str:
+    """The first ``most`` names, then how many more."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def _interval_words(freq, flagged: bool) -> str:
