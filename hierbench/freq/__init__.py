@@ -10,7 +10,7 @@ One private wing per job, each owning its ``__all__``:
 - ``_glmm``: the crossed agent x task GLMM by maximum likelihood, models given by a
   formula (binomial, fractional, ordinal) and their reader's-scale answers;
 - ``_horizon``: METR's time horizon and the doubling time of horizons;
-- ``_irt``: item calibration and scoring without a sampler;
+- ``_irt``: item calibration and scoring without a sampler, person fit;
 - ``_pairwise``: Bradley-Terry by maximum likelihood, Elo, win rates;
 - ``_judges``: classification metrics, agreement, rubric scores;
 - ``_profiles``: reliability over runs, quantiles, Pareto frontiers.
