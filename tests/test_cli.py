@@ -604,7 +604,9 @@ def test_a_fit_with_another_log_is_refused_naming_what_differs(tmp_path, capsys)
     bad = tmp_path / "other.csv"
     other.to_csv(bad, index=False)
     out = tmp_path / "r.html"
-    assert main(["report", str(fit), "--data", str(bad), "-o", str(out), "--quiet"]) == 2
+    # to_records writes `run` and `error`: read as such (unread, they are a warning on stderr)
+    cols = ["--run", "run", "--error", "error"]
+    assert main(["report", str(fit), "--data", str(bad), *cols, "-o", str(out), "--quiet"]) == 2
     line = _one_line_error(capsys, "FIT", "fit.nc", "--data", "other.csv", "not the same evaluation")
     assert "1 agent only in the fit (['agent_02'])" in line
     assert "1 task only in the data (['new_task'])" in line
@@ -871,7 +873,7 @@ def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, ca
     from hierbench.io import load_fit
 
     path = _log_with_a_reading_warning(tmp_path)
-    cols = ["--run", "run", "--cluster", "repo"]
+    cols = ["--run", "run", "--error", "error", "--cluster", "repo"]
     commands = (["summary"], ["validate"], ["summary", "--json"], ["validate", "--json"])
     for cmd in (*commands, ["compare", "--json"]):
         assert main([cmd[0], str(path), *cols, *cmd[1:]]) == 0

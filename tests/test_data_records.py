@@ -318,3 +318,26 @@ def test_round_trip_without_run_column_keeps_file_order(df):
     expected["run"] = expected.groupby(["agent", "task"], sort=False).cumcount()
     pd.testing.assert_frame_equal(_canonical(back), _canonical(expected), check_dtype=False)
     assert ds.sizes["run"] == int(expected.groupby(["agent", "task"]).size().max())
+
+
+def test_columns_named_like_roles_are_said_when_not_read():
+    """An audit's log with `run`, `error` and `cluster` columns, read with the defaults: the summary said
+    "0 infrastructure errors" where pandas counts 107, a repeated (agent, task, run 0) with opposite
+    scores became an extra run, and nothing said the columns were not read.
+    """
+    import warnings
+
+    from hierbench.data import UnreadColumnWarning
+
+    df = pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t1", "t1", "t2"], "run": [0, 0, 0, 0],
+                       "score": [1.0, 0.0, 1.0, 0.0], "error": [0, 1, 0, 0], "cluster": ["x", "x", "x", "y"]})  # fmt: skip
+    with pytest.warns(UnreadColumnWarning, match=r"not read as them: 'run', 'error', 'cluster'") as rec:
+        ds = from_records(df)
+    text = str(rec[0].message)
+    assert "--run run --error error --cluster cluster" in text and "no run counts as an infrastructure error" in text
+    assert int(ds["score"].notnull().sum()) == 4 and "cluster" not in ds.coords  # read as they were told
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnreadColumnWarning)
+        from_records(df.iloc[2:], run="run", error="error", cluster="cluster")  # named: nothing to say
+        from_records(df.drop(columns=["run", "error", "cluster"]))  # none there
+        from_records(df.iloc[2:], run="run", error="error", tag="cluster")  # read as another role

@@ -194,7 +194,8 @@ def test_demo_passk_table_fits_a_terminal_and_letters_name_the_estimators_flags(
         flags = pass_hat_k(ds, [1, 2, 3, 4, 5]).to_frame()["ci_flag"].fillna("")
     lines = text.splitlines()
     start = next(i for i, r in enumerate(lines) if r.lstrip().startswith("k "))
-    rows = [r for r in lines[start + 2:] if r.startswith("agent_")]
+    end = lines.index("", start)  # the table ends at the first blank line
+    rows = [r for r in lines[start + 2:end] if r.startswith("agent_")]
     assert len(rows) == 30 and max(len(r) for r in lines[start:start + 32]) <= 100
     block = "\n".join(lines[start + 33:]).split("\n\n")[0]  # the letters' words, under the table
     entries = [" ".join(e.split()) for e in re.split(r"\n(?=[a-j] \()", block)]

@@ -83,6 +83,7 @@ from ._schema import MEASURES
 from ._schema import SCHEMA_VERSION
 from ._schema import EvalDataError
 from ._schema import InconsistentAttributeWarning
+from ._schema import UnreadColumnWarning
 from ._schema import _not_kept_attr as _not_kept_attr  # for hierbench.testing
 from ._schema import check_eval_dataset
 from ._schema import score_kind
@@ -124,6 +125,7 @@ __all__ = [
     "RandomTerm",
     "RepeatedRecordsWarning",
     "SimilarLabelsWarning",
+    "UnreadColumnWarning",
     "check_eval_dataset",
     "check_pairwise",
     "counts_from_dask",

@@ -34,6 +34,7 @@ from ._schema import RESERVED
 from ._schema import SCHEMA_VERSION
 from ._schema import EvalDataError
 from ._schema import InconsistentAttributeWarning
+from ._schema import UnreadColumnWarning
 from ._schema import _bad_measure
 from ._schema import _fmt_list
 from ._schema import _not_kept_attr
@@ -192,7 +193,36 @@ def _roles(df: pd.DataFrame, source: str, agent_name: str, **cols) -> _Roles:
     if missing:
         raise missing_columns_error(missing, f" in {source}", list(map(str, df.columns)))
     _check_one_agent(df, roles, agent_name, source)
+    _say_unread(df, source, roles, set(needed.values()))
     return roles
+
+
+#: what reading leaves out when a column named like a role is not given it
+_UNREAD = {
+    "run": "runs are numbered per cell in file order, and a repeated (agent, task, run) is not caught",
+    "error": "no run counts as an infrastructure error",
+    "cluster": "tasks are taken as independent (no clusters)",
+}
+
+
+def _say_unread(df: pd.DataFrame, source: str, roles: _Roles, used: set) -> None:
+    """Warn where the records have a column named ``run``, ``error`` or ``cluster`` not read as that role.
+
+    agent, task and score are read by their names by default; these three are read only when
+    named, so a file written with them (``to_records`` writes ``run`` and ``error``) would
+    otherwise lose them without a word.
+    """
+    unread = [c for c in _UNREAD if getattr(roles, c) is None and c in df.columns and c not in used]
+    if not unread:
+        return
+    names = ", ".join(f"'{c}'" for c in unread)
+    kw, flags = ", ".join(f"{c}='{c}'" for c in unread), " ".join(f"--{c} {c}" for c in unread)
+    warn_user(
+        f"{source} has columns named like roles but not read as them: {names}. So "
+        + "; ".join(_UNREAD[c] for c in unread)
+        + f". To read them, name them: {kw} ({flags})",
+        UnreadColumnWarning,
+    )
 
 
 def _check_one_agent(df: pd.DataFrame, roles: _Roles, agent_name: str, source: str) -> None:

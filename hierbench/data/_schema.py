@@ -107,6 +107,10 @@ class InconsistentAttributeWarning(HierbenchWarning):
     """A per-task or per-agent attribute differs between the records of one task/agent."""
 
 
+class UnreadColumnWarning(HierbenchWarning):
+    """The records have a column named like a role (``run``, ``error``, ``cluster``) that was not given that role."""
+
+
 def check_option(value, name: str, choices: tuple) -> str:
     """Return ``value`` if it is one of ``choices``, else raise an :class:`EvalDataError`.
 
