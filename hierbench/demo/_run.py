@@ -52,6 +52,8 @@ def write_report(
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     freq = {k: ctx.extra[k] for k in ("bootstrap", "compare") if k in ctx.extra} or "auto"
+    if freq != "auto" and "person_fit" in ctx.extra:
+        freq["person_fit"] = ctx.extra["person_fit"]  # computed once, for section 2
     kw = dict(
         freq=freq,
         truth=_truth_new_task(ctx),
@@ -133,7 +135,25 @@ def _demo_data(ctx: DemoContext) -> str:
 def _demo_summary(ctx: DemoContext) -> str:
     from .._console import _summary_text
 
-    return _summary_text(ctx.data)
+    return _summary_text(ctx.data) + _misfit_text(ctx)
+
+
+def _misfit_text(ctx: DemoContext) -> str:
+    """The report's person-fit flag under the summary ("" where none is flagged or it does not apply)."""
+    import textwrap
+
+    from .._base import HierbenchError
+    from ..freq import person_fit
+    from ..report import misfit_agents
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its notices are its own; the flag is what the demo says
+            ctx.extra["person_fit"] = person_fit(ctx.data, rng=ctx.extra.get("seed", 0))
+    except HierbenchError:  # partial credit, fewer than 3 agents: not applicable
+        ctx.extra["person_fit"] = None
+        return ""
+    return "".join("\n\n" + textwrap.fill("Flag: " + f, 90) for f in misfit_agents(ctx.extra["person_fit"]))
 
 
 def _demo_truth(ctx: DemoContext) -> str:

@@ -52,6 +52,7 @@ from ._sections import FEW_UNITS as FEW_UNITS  # for the demo; not in __all__
 from ._sections import data_grades as data_grades  # for the demo; not in __all__
 from ._sections import graded_flag as graded_flag  # for the demo; not in __all__
 from ._sections import marked_agents as marked_agents  # for the CLI; not in __all__
+from ._sections import misfit_agents as misfit_agents  # for the demo; not in __all__
 from ._sections import pass1_bounds as pass1_bounds  # for the demo; not in __all__
 from ._sections import scored_words as scored_words  # for the demo; not in __all__
 

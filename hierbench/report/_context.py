@@ -332,6 +332,26 @@ class _Context:
             raise self.cache["gtheory"]
         return self.cache["gtheory"]
 
+    def person_fit(self):
+        """:func:`hierbench.freq.person_fit` of the data (cached); None where it does not apply."""
+        if "person_fit" not in self.cache:
+            from .. import freq
+            from .._base import HierbenchError
+
+            self.cache["person_fit"] = None
+            if isinstance(self.freq, Mapping) and "person_fit" in self.freq:  # the demo's, computed once
+                self.cache["person_fit"] = self.freq["person_fit"]
+            elif self.data is not None and self.freq is not None and self.binary():
+                import warnings
+
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # its notices (too few replicates) are its own
+                        self.cache["person_fit"] = freq.person_fit(self.data, prob=self.prob, rng=self.rng)
+                except HierbenchError:  # partial credit, fewer than 3 agents: not applicable
+                    pass
+        return self.cache["person_fit"]
+
     def bootstrap(self):
         if "bootstrap" not in self.cache:
             if isinstance(self.freq, Mapping) and "bootstrap" in self.freq:

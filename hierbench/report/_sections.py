@@ -98,6 +98,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     if d["not_kept"]:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
     flags += marked_agents(s, ctx.data)
+    flags += misfit_agents(ctx.person_fit())
     text = (
         f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}; {counted(d['n_runs_total'], 'run')}; runs per cell "
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; {_scored_text(d)}"
@@ -163,6 +164,22 @@ def marked_agents(s: pd.DataFrame, data: xr.Dataset) -> list[str]:
         out.append("the data's own source flags the records of: " + "; ".join(f"{a} ({k} runs)" for a, k in said.items())
                    + (f" (its column `{col}`)" if col else "") + " (attrs['flagged_agents']): read their scores as suspect")
     return out
+
+
+def misfit_agents(fit) -> list[str]:
+    """A flag for the agents :func:`hierbench.freq.person_fit` finds do not follow the tasks' difficulty.
+
+    ``fit``: its result, or None where it does not apply (partial credit, fewer than 3 agents).
+    A per-task record whose successes fall on hard and easy tasks alike is most often a broken
+    log (SWE-bench's Claude 3.7 Sonnet entry): the flag says to check it before reading its numbers.
+    """
+    if fit is None or not bool(fit.flagged.any()):
+        return []
+    who = [str(a) for a, f in zip(fit.estimate[fit.estimate.dims[0]].values, fit.flagged.values, strict=True) if f]
+    lines = "; ".join(fit._agent_line(a) for a in who)
+    return [f"results that do not follow the tasks' difficulty as the other agents' do (person fit: the slope "
+            f"on the other agents' task logit, bootstrap test, Holm over the agents at {fit.alpha:g}): {lines}. "
+            "A record like this is most often a broken log: check it before reading these agents' numbers"]  # fmt: skip
 
 
 def _scored_text(d: dict) -> str:
