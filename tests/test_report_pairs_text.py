@@ -497,3 +497,23 @@ def test_a_difference_that_rounds_to_zero_reads_plus_zero_in_the_matrix():
 
     row = next(r for r in pair_text(pair_frame(cmp)).splitlines() if r.startswith("a - b"))
     assert row.split()[3] == "0.000"  # the mean difference in the text table: was "-0.000"
+
+
+def test_marks_note_says_when_max_t_and_holm_part_both_ways():
+    """METR's continuous scores: at 0.05 max-T and Holm each separated 33 pairs, 3 of them different.
+    The note said "p max-T understates here" and gave only the pairs Holm separates alone; the 3
+    davinci-002 pairs max-T separates alone (9 clusters: a per-pair sign-flip p at least 2 / 2^9,
+    which Holm multiplies) went unsaid. The counts here are by hand from the table.
+    """
+    import pandas as pd
+
+    from hierbench.report._pairs import marks_holm_note
+
+    table = pd.DataFrame({"p max-T": [0.0001, 0.06, 0.07, 0.004, 0.3],
+                          "p Holm": [0.0002, 0.001, 0.002, 0.082, 0.4]})  # fmt: skip
+    note = " ".join(marks_holm_note(table, 0.05).split())
+    assert note.startswith("Max-T and Holm part here: at 0.05 (`*`) max-T separates 2 pairs and Holm 3")
+    assert "(the 2 pairs Holm separates at 0.05 and max-T does not have p max-T of 0.06 or more)" in note
+    assert "The one pair max-T separates at 0.05 and Holm does not (p Holm of 0.082 or more) is the other side" in note
+    one_way = marks_holm_note(table.iloc[:3], 0.05)
+    assert one_way.startswith("The marks understate here") and "other side" not in one_way

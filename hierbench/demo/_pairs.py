@@ -7,6 +7,7 @@ their uncertainty.
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 
 import numpy as np
@@ -61,11 +62,11 @@ def _compare_section(ctx: DemoContext) -> str:
     if "fit" in ctx.extra:
         note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(table))
                                      + _agent_cluster(ctx), 90)
-    floor = (
-        marks_holm_note(full, 1 - PROB)
-        .replace("The marks understate", "p max-T understates")
-        .replace("beside the marks", "beside p max-T")
-    )
+    # the report's marks (*, **, ***) are not printed here: the note reads on p max-T and p Holm
+    floor = re.sub(r" \(`\*+`\)", "", marks_holm_note(full, 1 - PROB)
+                   .replace("The marks understate", "p max-T understates").replace("beside the marks", "beside p max-T"))
+    if floor and "p Holm" in full:
+        table["p Holm"] = full["p Holm"]  # the note sends the reader to it
     shown, short = shown_pairs(_without_zero_error(table, cmp.to_dataset().attrs), _pairs_where(ctx))
     return (
         "\n".join(textwrap.wrap(pair_sentence(cmp, 1 - PROB) + graded_units(ctx.data, ""), 90))

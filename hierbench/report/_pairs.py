@@ -285,14 +285,30 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
     if not counts:
         return ""
     only = (table["p Holm"] < levels[0]) & (table[col] >= levels[0])
-    return (
-        "The marks understate here: " + "; ".join(counts) + " (`p Holm`, the same per-pair "
+    rev = (table[col] < levels[0]) & (table["p Holm"] >= levels[0])  # the other way: max-T alone
+    head = "The marks understate here: " if not rev.any() else "Max-T and Holm part here: "
+    text = (
+        head + "; ".join(counts) + " (`p Holm`, the same per-pair "
         "tests adjusted by Holm, also controls the family-wise error). Max-T compares each pair's |t| "
         "with the largest |t| of any pair under the same sign flips, and a pair whose differences sit "
         "in few tasks or clusters reaches a large |t| whenever those few flip together: that puts a "
-        f"floor under p max-T (the {int(only.sum())} pairs Holm separates at {levels[0]:.3g} and max-T does "
-        f"not have p max-T of {table.loc[only, col].min():.2g} or more). Read `p Holm` beside the marks."
+        f"floor under p max-T ({_the_pairs(int(only.sum()))} Holm separates at {levels[0]:.3g} and max-T does "
+        f"not {'has' if only.sum() == 1 else 'have'} p max-T of {table.loc[only, col].min():.2g} or more)."
     )
+    if rev.any():
+        text += (
+            f" {_the_pairs(int(rev.sum())).capitalize()} max-T separates at {levels[0]:.3g} and Holm does not "
+            f"(p Holm of {table.loc[rev, 'p Holm'].min():.2g} or more) {'is' if rev.sum() == 1 else 'are'} "
+            "the other side of it: a pair with few tasks or "
+            "clusters has a per-pair p that cannot be small (a sign-flip p over K units is at least "
+            "2 / 2^K), and Holm multiplies it by up to the number of pairs."
+        )
+    return text + " Read `p Holm` beside the marks."
+
+
+def _the_pairs(n: int) -> str:
+    """"the one pair" or "the n pairs"."""
+    return "the one pair" if n == 1 else f"the {n} pairs"
 
 
 def no_p_note(table: pd.DataFrame) -> str:
