@@ -179,3 +179,30 @@ def test_pass_k_warns_only_where_the_interaction_is_assumed_away(design, idle):
     spread = [str(w.message) for w in seen if issubclass(w.category, UndefinedWarning) and "no task effect" in str(w.message)]
     assert bool(spread) == ("task" in rule)
     assert all(f"({rule['task'][0]})" in m for m in spread)
+
+
+@pytest.mark.parametrize("runs", [3, 1])
+def test_agents_on_disjoint_tasks_fold_agent_x_task_into_the_task_effect(runs):
+    """An audit's log of agents on disjoint tasks (A ran t0-t3, B t4-t7): the crossed fit modelled an agent
+    x task effect and the report printed it as an estimated component (0.0188 [0.0002, 0.0713]),
+    though with one agent per task it cannot be told from the task effect, as with one agent (G-theory
+    refused the design for that reason). The rule's definition: every task holds one agent, so
+    agent x task folds into task; with one run per cell the task spread folds into run-to-run too.
+    """
+    n = np.zeros((3, 12), int)
+    for a in range(3):
+        n[a, 4 * a : 4 * a + 4] = runs
+    rule = unidentified_components(n)
+    want = {"agent:task": "task"} | ({"task": "residual"} if runs == 1 else {})
+    assert {c: p for c, (_, p) in rule.items()} == want
+    assert rule["agent:task"][0].startswith("no task was run by two agents")
+    shared = n.copy()
+    shared[0, 4] = runs  # one task run by two agents: identified (weakly)
+    assert "agent:task" not in unidentified_components(shared) or runs == 1
+    g = np.random.default_rng(0)
+    counts = xr.Dataset({"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), g.binomial(n, 0.5))},
+                        coords={"agent": ["A", "B", "C"], "task": [f"t{t}" for t in range(12)]})  # fmt: skip
+    model, _ = _quiet(build_crossed, counts)
+    d = model.hierbench["structure"]["decisions"]
+    assert d["agent_task"]["choice"] == "none" and d["agent_task"]["reason"] == rule["agent:task"][0]
+    assert ("task_spread" in d) == (runs == 1)

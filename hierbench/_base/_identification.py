@@ -3,7 +3,8 @@
 :func:`refuse_agents_without_runs` (an agent with no runs would rest on its prior),
 :func:`unidentified_components` and :func:`unidentified_by_design` (which components
 of a crossed decomposition fold into which, with the reason texts :data:`NO_AGENT_SPREAD`,
-:data:`AGENT_TASK_IN_TASK`, :data:`ONE_RUN`, :data:`TASK_IN_RUNS`), and
+:data:`AGENT_TASK_IN_TASK`, :data:`ONE_RUN`, :data:`TASK_IN_RUNS`, :data:`NO_SHARED_TASK`,
+:data:`NO_SHARED_ONE_RUN`), and
 :func:`ability_meaning` (what a crossed model's ability is on that design).
 """
 
@@ -56,6 +57,14 @@ TASK_IN_RUNS = (
     "one agent with one run per task, so nothing repeats within a task and the task spread "
     "cannot be told apart from run-to-run noise"
 )
+NO_SHARED_TASK = (
+    "no task was run by two agents, so the agent x task interaction cannot be told apart from "
+    "the task effect"
+)
+NO_SHARED_ONE_RUN = (
+    "no task was run by two agents and every cell holds one run, so nothing repeats within a task "
+    "and the task spread cannot be told apart from run-to-run noise"
+)
 
 
 def ability_meaning(task_effect: bool, clusters: bool = False) -> str:
@@ -80,13 +89,18 @@ def ability_meaning(task_effect: bool, clusters: bool = False) -> str:
     )
 
 
-def unidentified_by_design(n_agents: int, max_runs_per_cell: int) -> dict[str, tuple[str, str | None]]:
-    """The rule of :func:`unidentified_components`, from the two figures that decide it.
+def unidentified_by_design(
+    n_agents: int, max_runs_per_cell: int, max_agents_per_task: int | None = None
+) -> dict[str, tuple[str, str | None]]:
+    """The rule of :func:`unidentified_components`, from the figures that decide it.
 
     ``n_agents`` counts the agents with at least one run, ``max_runs_per_cell``
-    the most runs of any agent x task cell. For a consumer that holds these
-    figures rather than the run counts (a builder's design figures); the
-    folding and the reason texts are decided here and nowhere else.
+    the most runs of any agent x task cell and ``max_agents_per_task`` the most
+    agents that ran one task (None: not known, taken as shared). For a consumer that
+    holds these figures rather than the run counts (a builder's design figures); the
+    folding and the reason texts are decided here and nowhere else. Agents on disjoint
+    tasks are one agent per task: the agent x task interaction folds into the task
+    effect, as with one agent.
 
     Examples
     --------
@@ -94,9 +108,14 @@ def unidentified_by_design(n_agents: int, max_runs_per_cell: int) -> dict[str, t
     ('one agent, so the agent x task interaction cannot be told apart from the task effect', 'task')
     >>> unidentified_by_design(3, 1)["agent:task"][1]
     'residual'
+    >>> unidentified_by_design(2, 3, max_agents_per_task=1)["agent:task"][1]
+    'task'
     """
-    if n_agents >= 2:
+    if n_agents >= 2 and (max_agents_per_task is None or max_agents_per_task >= 2):
         return {"agent:task": (ONE_RUN, "residual")} if max_runs_per_cell < 2 else {}
+    if n_agents >= 2:  # every task run by one agent
+        out = {"agent:task": (NO_SHARED_TASK, "task")}
+        return out | ({"task": (NO_SHARED_ONE_RUN, "residual")} if max_runs_per_cell < 2 else {})
     out: dict[str, tuple[str, str | None]] = {
         "agent": (NO_AGENT_SPREAD, None),
         "agent:task": (AGENT_TASK_IN_TASK, "task"),
@@ -135,4 +154,5 @@ def unidentified_components(n_runs: np.ndarray) -> dict[str, tuple[str, str | No
     {}
     """
     n = np.asarray(n_runs)
-    return unidentified_by_design(int(agents_with_runs(n).size), int(n.max()))
+    shared = int((n.reshape(n.shape[0], -1) > 0).sum(axis=0).max()) if n.size else 0
+    return unidentified_by_design(int(agents_with_runs(n).size), int(n.max()), shared)

@@ -313,6 +313,7 @@ def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]
         "min_runs_per_cell": int(cell_n.min()),
         "median_runs_per_cell": float(np.median(cell_n)),
         "max_runs_per_cell": int(cell_n.max()),
+        "max_agents_per_task": int((n > 0).sum(axis=0).max()),
         "share_cells_one_run": round(float(np.mean(cell_n == 1)), 3),
         "success_rate": round(float(y.sum() / max(n.sum(), 1)), 4),
         "score_kind": "binary counts",
@@ -350,8 +351,9 @@ def cluster_figures(data: xr.Dataset) -> dict[str, Any]:
 def decide_agent_task(st: Structure, requested: Any) -> str:
     """The agent x task effect: integrated out ("marginal"), unless the design cannot identify it.
 
-    One run per cell or one agent (:func:`hierbench.metrics.unidentified_by_design`, whose reason
-    is recorded: with one agent and one run per cell, the one-agent reason).
+    One run per cell, one agent or no task run by two agents
+    (:func:`hierbench.metrics.unidentified_by_design`, whose reason is recorded: with one agent
+    and one run per cell, the one-agent reason).
 
     Examples
     --------
@@ -362,7 +364,7 @@ def decide_agent_task(st: Structure, requested: Any) -> str:
     m, r_max = st.design["n_agents"], st.design["max_runs_per_cell"]
     # the design rule decides whether the effect is identified, and says why not
     # (hierbench.metrics.unidentified_components)
-    rule = unidentified_by_design(m, r_max).get("agent:task")
+    rule = unidentified_by_design(m, r_max, st.design.get("max_agents_per_task")).get("agent:task")
     if rule is not None:
         auto, why = "none", rule[0]
     else:
