@@ -149,7 +149,7 @@ def test_many_agents_clear_gaps_are_significant_after_holm_with_mc_error_stated(
     assert clear.sum() > 40
     assert (df.loc[clear, "p_holm"] < 0.05).all()
     # the old fixed resolution could not: 1,999 sign flips for 120 pairs
-    with pytest.warns(PValueResolutionWarning, match="no pair can be called different"):
+    with pytest.warns(PValueResolutionWarning, match=r"no pair can be called different.*raise `n_permutations`"):
         old = compare_agents(
             data, test="permutation", adjust="holm", n_resamples=99, n_permutations=1999, rng=1
         )
@@ -465,3 +465,19 @@ def test_two_clusters_with_a_pair_that_agrees_in_both_give_a_result_not_an_svd_f
         assert (row.se == 0) == agree and np.isnan(row.p_value) == agree
     assert (fr["se"] == 0).sum() == 1  # the design has one such pair (checked above by hand)
     assert res.to_dataset().attrs["test"] == "t"
+
+
+def test_a_p_value_floor_from_few_tasks_says_no_setting_lowers_it():
+    """Two agents differing on 5 tasks: max-T's exact sign flips give 2^5 / 2 = 16 distinct patterns,
+    so no p goes below 1/16 = 0.0625 > 0.05. The warning said "Leave `test`, `adjust`,
+    `n_permutations` and `n_draws` at their defaults", which they were, and named no cause.
+    """
+    s = np.zeros((2, 9, 1))
+    s[0, :5] = 1.0  # a passes 5 tasks b fails; the other 4 tie
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
+    with pytest.warns(PValueResolutionWarning) as rec:
+        compare_agents(ds, rng=0)
+    text = next(str(w.message) for w in rec if w.category is PValueResolutionWarning)
+    assert f"can go below {1 / 2 ** (5 - 1):.3g}" in text
+    assert "the 5 tasks (or clusters) with a difference give 16 distinct sign patterns" in text
+    assert "no setting does" in text and "Leave `test`" not in text

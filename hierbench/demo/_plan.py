@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._base import counted
 from ._context import DemoContext
 from ._context import _n_runs
 from ._context import _one_agent
@@ -30,6 +31,10 @@ def _plan_section(ctx: DemoContext) -> str:
     mt = "agent x task" in parts  # with one run per cell the run-to-run part holds it
     s_mt, clipped = _summed_parts(parts, source)
     T, tasks_text = _tasks_shared(ctx)
+    if T < 2:
+        return textwrap.fill(
+            f"(not applicable: a pair of agents shares a median of {counted(T, 'task')}, and a paired "
+            "comparison stands on the tasks both agents ran: run the agents on common tasks)", 90)
     kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
     R, sd_made, runs_text = _runs_made(ctx, kw)
     mde = minimum_detectable_effect(T, sd_diff=sd_made, power=0.8)

@@ -220,16 +220,22 @@ def _warn_resolution(
     defined = np.flatnonzero(st["defined"])
     if not defined.size or (n_tests < 2 and adjust not in _MAXT):
         return
+    few = "more tasks (or clusters) with a difference lower it; no setting does"
     if adjust in _MAXT:
         n = fam.get("n_patterns", 0)
         floors = np.array([1.0 / (n + (0 if fam.get("exact") else 1))]) if n else np.array([])
         threshold, what = alpha, f"max-T p-value here can go below {{:.3g}}, and the level is {alpha:g}"
+        why = (f"the {fam.get('n_units', '?')} tasks (or clusters) with a difference give {n} distinct sign "
+               f"patterns: {few}" if fam.get("exact") else "raise `n_draws`, the null draws")  # fmt: skip
     elif chosen in ("permutation", "bootstrap"):
         if chosen == "bootstrap":
             floors = np.full(len(defined), 2 / (n_resamples + 1))
+            why = "raise `n_resamples`"
         else:
             mc = 1 / (flip["n_permutations"] + 1) if flip["n_permutations"] else np.nan
             floors = np.where(flip["exact"][defined], 2.0 ** (1 - st["n_units"][defined]), mc)
+            why = (f"an exact sign-flip p over K tasks (or clusters) with a difference is at least 2^(1 - K): {few}"
+                   if np.all(flip["exact"][defined]) else "raise `n_permutations`")  # fmt: skip
         threshold = alpha / n_tests
         what = (f"{chosen} p-value here can go below {{:.3g}}, and {n_tests} pairs put "
                 f"{_ADJUST_NAMES[adjust]}'s first threshold at {threshold:.3g}")
@@ -237,9 +243,7 @@ def _warn_resolution(
         return
     if floors.size and np.all(floors >= threshold):
         warn_user(
-            "no " + what.format(floors.min()) + ": no pair can be called different at this "
-            "resolution. Leave `test`, `adjust`, `n_permutations` and `n_draws` at their "
-            "defaults, or raise `n_resamples` for the bootstrap.",
+            "no " + what.format(floors.min()) + f": no pair can be called different at this resolution ({why}).",
             PValueResolutionWarning,
         )
 
