@@ -858,3 +858,19 @@ def test_passk_says_when_its_rows_average_over_fewer_tasks_as_k_grows():
         warnings.simplefilter("ignore")
         text = " ".join(_passk_section(DemoContext(one, None)).split())
     assert "no (agent, task) cell holds more than 1 run, and" in text
+
+
+def test_the_crossed_models_terms_name_its_agent_x_cluster_effect():
+    """METR with --cluster: section 4 read 'Crossed logistic model (agent + task + cluster; agent x task
+    ...)' while its SD table held sd_agent_cluster, the second-largest term behind the pair results.
+    """
+    import json
+
+    from hierbench.demo._bayes import _model_terms
+
+    spec = {"options": {"clusters": True, "agent_cluster": True, "agent_task": "marginal"}}
+    dt = xr.DataTree(xr.Dataset(attrs={"hierbench_spec": json.dumps(spec), "hierbench_structure": "{}"}))
+    assert _model_terms(dt).startswith("agent + task + cluster + agent x cluster; agent x task, integrated out")
+    spec["options"]["agent_cluster"] = False
+    dt.attrs["hierbench_spec"] = json.dumps(spec)
+    assert "agent x cluster" not in _model_terms(dt)

@@ -136,6 +136,7 @@ def _model_terms(dt: xr.DataTree) -> str:
     # one agent with one run per task: the builder leaves the task effect out (task_spread 'none')
     no_task = decisions.get("task_spread", {}).get("choice") == "none"
     terms = ["agent"] + ([] if no_task else ["task"]) + (["cluster"] if opts.get("clusters") else [])
+    terms += ["agent x cluster"] if opts.get("agent_cluster") else []
     at = opts.get("agent_task")
     if at == "marginal":
         terms.append("agent x task, integrated out of each cell by adaptive Gauss-Hermite quadrature")

@@ -433,10 +433,15 @@ def p_text(v: float) -> str:
     thirty zeros (an exact sign-flip p over 500 tasks). Only the text: the
     frames and the JSON keep the values.
 
+    A value that would read as a conventional level (0.050, 0.010) without being it gets a
+    fourth decimal, so the text never shows ``0.050`` beside a verdict of ``p < 0.05``.
+
     Examples
     --------
     >>> [p_text(v) for v in (0.1174, 0.00048828, 4.7e-05, 4.2e-29, 0.0, 1.0)]
     ['0.117', '0.00049', '4.7e-5', '4.2e-29', '0', '1.000']
+    >>> [p_text(v) for v in (0.0496, 0.0504, 0.05, 0.0101)]
+    ['0.0496', '0.0504', '0.050', '0.0101']
     """
     v = float(v)
     if not np.isfinite(v):
@@ -446,7 +451,10 @@ def p_text(v: float) -> str:
     if abs(v) < 1e-4:
         mant, exp = f"{v:.1e}".split("e")
         return f"{mant}e{int(exp)}"
-    return f"{v:.2g}" if abs(v) < 1e-3 else f"{v:.3f}"
+    if abs(v) < 1e-3:
+        return f"{v:.2g}"
+    text = f"{v:.3f}"
+    return f"{v:.4f}" if text in ("0.050", "0.010") and v not in (0.05, 0.01) else text
 
 
 def _p_columns(table: pd.DataFrame) -> list:
