@@ -260,3 +260,24 @@ def test_the_table_keeps_the_logs_agent_order():
     table = _section(_data())["table"]
     assert list(dict.fromkeys(table.index.get_level_values("agent"))) == ["low", "high", "never"]
     assert table.loc["low"].index.tolist() == [1, 2, 3, 4]
+
+
+def test_a_posterior_mean_outside_its_interval_is_said():
+    """METR binarised, GPT-4 0314 at k = 8: the report's Bayes column read 3e-9 beside [1.5e-23, 5e-10]
+    with no note. Draws in (0, 1) where 2% sit at 0.5 and the rest below 1e-9 (a product of small
+    probabilities, now and then not small), summarised by numpy, must be flagged; a symmetric
+    posterior must not.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from hierbench.report._passk import _interval_flags
+
+    g = np.random.default_rng(0)
+    d = np.where(g.random(40_000) < 0.02, 0.5, 1e-9 * g.random(40_000))
+    skewed = (d.mean(), *np.quantile(d, [0.025, 0.975]))
+    assert skewed[0] > skewed[2]  # the premise, from numpy alone
+    mean, lo, hi = (pd.Series([skewed[i], 0.2]) for i in range(3))
+    lo[1], hi[1] = 0.1, 0.3
+    _, _, flags = _interval_flags(lo, hi, mean)
+    assert flags[0].startswith("mean outside the interval: a skewed posterior") and flags[1] == ""

@@ -147,13 +147,22 @@ def _unbiased_flags(unb: pd.DataFrame) -> pd.Series:
     return flags
 
 
-def _interval_flags(lo: pd.Series, hi: pd.Series) -> tuple:
-    """Clip to [0, 1]; flag clipped and zero-width intervals."""
+def _interval_flags(lo: pd.Series, hi: pd.Series, mean: pd.Series | None = None) -> tuple:
+    """Clip to [0, 1]; flag clipped and zero-width intervals, and a posterior mean outside its interval.
+
+    A pass^k at large k is a product of small probabilities: a few draws far above the rest can
+    carry the mean past the upper end of the equal-tailed interval (METR's GPT-4 0314 at k = 8:
+    mean 3e-9, interval [1.5e-23, 5e-10]), which reads as an error unless said.
+    """
     flags = pd.Series("", index=lo.index, dtype=object)
     clipped = (lo < 0) | (hi > 1)
     flags[clipped] = "interval clipped to [0, 1]"
     flat = (hi - lo).abs() < 1e-12
     flags[flat] = "interval of zero width"
+    if mean is not None:
+        out = ((mean > hi) | (mean < lo)) & ~flat
+        flags[out] = flags[out].where(flags[out] == "", flags[out] + "; ") + (
+            "mean outside the interval: a skewed posterior, a few draws carry the mean")
     return lo.clip(0, 1), hi.clip(0, 1), flags
 
 
@@ -190,7 +199,7 @@ def passk_table(unb: pd.DataFrame | None, bay: pd.DataFrame | None, what: str, p
         flags.append(fl.where(fl == "", "unbiased: " + fl))
     if bay is not None:
         label = "Bayes (same tasks)" if what == "same tasks" else "Bayes (a new task)"
-        lo, hi, fl = _interval_flags(bay["lower"], bay["upper"])
+        lo, hi, fl = _interval_flags(bay["lower"], bay["upper"], bay["estimate"])
         parts |= {label: bay["estimate"], f"{label} {level} lower": lo, f"{label} {level} upper": hi}
         flags.append(fl.where(fl == "", "Bayes: " + fl))
     table = pd.DataFrame(parts)
