@@ -874,3 +874,27 @@ def test_the_crossed_models_terms_name_its_agent_x_cluster_effect():
     spec["options"]["agent_cluster"] = False
     dt.attrs["hierbench_spec"] = json.dumps(spec)
     assert "agent x cluster" not in _model_terms(dt)
+
+
+def test_rank_section_names_the_pairs_its_tiers_split_and_the_paired_tests_do_not():
+    """METR: GPT-4o alone in tier 4 (rank 6-7) beside "Claude 3.5 Sonnet (Old) - GPT-4o ... p max-T 0.262
+    False" in section 6, with nothing said. The count is rebuilt here from the tiers and the
+    comparison's own table (p_adjusted >= 0.05 where both agents ran common tasks).
+    """
+    from hierbench.demo._pairs import _compare_section
+    from hierbench.demo._pairs import _rank_section
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=8, n_tasks=40, n_runs=2, sd_agent=0.6, rng=5)
+    ctx = DemoContext(ds, None, {"seed": 0, "fast": True})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _compare_section(ctx)
+        text = " ".join(_rank_section(ctx).split())
+    tier = ctx.extra["rank_table"]["tier"]
+    f = ctx.extra["compare"].to_frame()
+    p = {frozenset((a, b)): v for a, b, v in zip(f["agent"], f["opponent"], f["p_adjusted"], strict=True)}
+    leaders = {t: tier.index[tier == t][0] for t in sorted(tier.unique())}
+    n = sum(p[frozenset((leaders[t], a))] >= 0.05 for t in leaders for a in tier.index[tier > t])
+    assert n > 0  # the premise: this log has such pairs
+    assert f"The tiers tell apart {n} pair{'s' if n > 1 else ''} of a tier's leader and an agent of a later tier" in text

@@ -15,6 +15,7 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
+from .._base import counted
 from ._context import PROB
 from ._context import DemoContext
 from ._context import _fast
@@ -181,4 +182,46 @@ def _rank_section(ctx: DemoContext) -> str:
         )
         + "\n\n"
         + df.to_string(float_format="{:.3f}".format)
+        + _tiers_beside_pairs(ctx, df)
     )
+
+
+def _tiers_beside_pairs(ctx: DemoContext, df: pd.DataFrame) -> str:
+    """The pairs the tiers tell apart and the paired tests of section 6 do not, named ("" where none).
+
+    A tier's leader is told apart from every agent of a later tier (the rule of the tiers); the
+    paired tests adjust for the pairs and the tiers do not, so near the level a reader meets
+    "its own tier" beside "does not differ" (METR: GPT-4o alone in its tier, no different from
+    Claude 3.5 Sonnet (Old) at p max-T 0.26).
+    """
+    from ..report import differ_column
+    from ..report import p_text
+    from ..report import pair_agents
+    from ..report import pair_frame
+
+    if "compare" not in ctx.extra:
+        return ""
+    full = pair_frame(ctx.extra["compare"], alpha=1 - PROB)
+    col = differ_column(full)
+    if col is None:
+        return ""
+    p_col = col[len("differ (") :].rsplit(" < ", 1)[0]
+    verdict = {}
+    for (a, b), (same, p) in zip(zip(*pair_agents(ctx.extra["compare"]), strict=True),
+                                 zip(full[col], full[p_col], strict=True), strict=True):  # fmt: skip
+        verdict[a, b] = verdict[b, a] = (same, p)
+    tier = df["tier"]
+    leaders = {t: df.index[tier == t][0] for t in sorted(tier.unique())}  # df is sorted by observed rank
+    apart = [(leaders[t], a) for t in leaders for a in df.index[tier > t]]
+    def alike(lead: str, a: str) -> bool:  # the paired tests' verdict is "not different" (not undefined)
+        v = verdict.get((lead, a), (pd.NA,))[0]
+        return not pd.isna(v) and not bool(v)
+
+    split = [(lead, a, verdict[lead, a][1]) for lead, a in apart if alike(lead, a)]
+    if not split:
+        return ""
+    eg = "; ".join(f"{lead} and {a} ({p_col} {p_text(p)})" for lead, a, p in split[:3])
+    return "\n\n" + textwrap.fill(
+        f"The tiers tell apart {counted(len(split), 'pair')} of a tier's leader and an agent of a later tier "
+        f"that the paired tests of 'Does A beat B?' do not call different, e.g. {eg}: the tiers are not "
+        "adjusted for the pairs; read those pairs' verdicts from section 6.", 90)

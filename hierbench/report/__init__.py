@@ -36,6 +36,7 @@ from ._pairs import lacks_agent_cluster as lacks_agent_cluster  # for the demo; 
 from ._pairs import marks_holm_note as marks_holm_note  # for the CLI; not in __all__
 from ._pairs import marks_legend
 from ._pairs import no_p_note as no_p_note  # for the CLI and the demo; not in __all__
+from ._pairs import p_text as p_text  # for the demo; not in __all__
 from ._pairs import pair_frame
 from ._pairs import pair_matrix
 from ._pairs import pair_sentence
