@@ -323,3 +323,34 @@ def test_plain_open_datatree_gives_arviz_a_bool_diverging(tmp_path, ext):
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_a_formula_fit_names_each_observations_agent_task_and_run():
+    """An audit: a formula fit's observed_data and log_likelihood had only obs = 0..179 and its
+    posterior_predictive an obs dim without labels, so loo's Pareto k or a PPC by agent could not be
+    traced to runs without the data. Each observation now carries obs_agent, obs_task and obs_run,
+    checked here against the data: the score at those labels is the observation's own.
+    """
+    from hierbench.bayes import build_mixed
+    from hierbench.bayes._models._formula_model import _run_scores
+    from hierbench.bayes._sampler._fit import _decorate
+
+    g = np.random.default_rng(2)
+    s = g.choice([0.0, 0.3, 0.7, 1.0], size=(3, 6, 3))
+    s[0, 0, 1] = np.nan  # a gap inside a cell: its runs are 0 and 2
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
+                    coords={"agent": ["a", "b", "c"], "task": [f"t{i}" for i in range(6)], "run": [0, 1, 2]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = build_mixed(ds, "score ~ (1|agent) + (1|task)")
+    info = model.hierbench
+    obs = info["obs_coords"]
+    scores = _run_scores(info["design"], ds)[0]
+    assert len(scores) == int(np.isfinite(s).sum()) == len(obs["obs_agent"])
+    for i in range(len(scores)):
+        at = {"agent": obs["obs_agent"][i], "task": obs["obs_task"][i], "run": int(obs["obs_run"][i])}
+        assert float(ds["score"].sel(at)) == scores[i], at
+    assert "1" not in obs["obs_run"][(obs["obs_agent"] == "a") & (obs["obs_task"] == "t0")]
+    tree = xr.DataTree.from_dict({"log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), np.zeros((1, 2, len(scores))))})})
+    got = _decorate(tree, info)["log_likelihood"].to_dataset()
+    assert list(got["obs_task"].values) == list(obs["obs_task"])

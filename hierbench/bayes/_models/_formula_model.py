@@ -574,14 +574,15 @@ def _linear(design: Any, pri: dict, marginal: int | None, centred_set: set[str],
     return eta, (sds[marginal] if marginal is not None else None), cuts
 
 
-def _run_scores(design: Any, data: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
-    """Every run's score and its design row (fractional family)."""
+def _run_scores(design: Any, data: xr.Dataset) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Every run's score, its design row and its run label (fractional family; None: the design's own)."""
     if design.row_level == "run":
-        return np.asarray(design.y, dtype=float), np.arange(len(design.y))
+        return np.asarray(design.y, dtype=float), np.arange(len(design.y)), None
     vals = np.asarray(data[design.response].transpose("agent", "task", ...).values, dtype=float)
     vals = vals[design.agent_index, design.task_index].reshape(len(design.y), -1)
     row, run = np.nonzero(np.isfinite(vals))
-    return vals[row, run], row
+    labels = np.asarray(data["run"].values)[run] if "run" in data.coords else run
+    return vals[row, run], row, labels
 
 
 def _likelihood(design: Any, data: xr.Dataset, eta: Any, sd_cell: Any, cuts: Any, pri: dict, n_quad: int) -> dict:
@@ -591,9 +592,9 @@ def _likelihood(design: Any, data: xr.Dataset, eta: Any, sd_cell: Any, cuts: Any
         ordinal_likelihood(eta, cuts, design.grade_counts, row_dim)
         return {"row_dim": row_dim}
     if design.family == "fractional":
-        scores, obs_row = _run_scores(design, data)
+        scores, obs_row, obs_run = _run_scores(design, data)
         unit_interval_likelihood(eta[obs_row], task_codes(design)[1][obs_row], scores, pri)
-        return {"row_dim": row_dim, "obs_row": obs_row}
+        return {"row_dim": row_dim, "obs_row": obs_row, "obs_run": obs_run}
     y, n = design.y.astype(np.int64), design.n.astype(np.int64)
     if row_dim == "obs":
         pm.Bernoulli("y", logit_p=eta, observed=pm.Data("run_success", y, dims="obs"), dims="obs")
@@ -759,6 +760,7 @@ def _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set) 
     """The data the model carries for :func:`hierbench.bayes.fit` (hooks by name)."""
     row_cells = {"cell_agent": design.agents[design.agent_index], "cell_task": design.tasks[design.task_index]}
     return {
+        "obs_coords": _obs_coords(design, extra) if extra["row_dim"] == "obs" or "obs_row" in extra else {},
         "model": "mixed",
         "priors": pri,
         "structure": st.to_dict(),
@@ -775,6 +777,24 @@ def _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set) 
         # a saved fit reported without its data names the grades by these (as `hierbench fit` saves them)
         "root_attrs": {"score_labels": json.dumps(list(design.labels))} if design.labels else {},
     }
+
+
+def _obs_coords(design: Any, extra: dict) -> dict[str, np.ndarray]:
+    """Each observation's agent, task and run (``obs_agent``, ``obs_task``, ``obs_run``).
+
+    An observation is a run: a design row of a run-level design, or (fractional family on
+    cell rows) one run's score of its cell, in :func:`_run_scores`'s order. With them a saved
+    fit's pointwise ``log_likelihood``, ``observed_data`` and ``posterior_predictive`` (loo's
+    Pareto k, a PPC by agent) can be traced to the runs without the data.
+    """
+    row = extra.get("obs_row")
+    rows = np.arange(len(design.y)) if row is None else np.asarray(row)
+    out = {"obs_agent": design.agents[design.agent_index[rows]], "obs_task": design.tasks[design.task_index[rows]]}
+    if extra.get("obs_run") is not None:  # a cell row's runs (fractional): each score's own run
+        out["obs_run"] = extra["obs_run"]
+    elif "run" in design.frame.columns:
+        out["obs_run"] = design.frame["run"].to_numpy()[rows]
+    return {k: np.asarray(v).astype(str) for k, v in out.items()}
 
 
 def _levels_option(levels: Any) -> list[float] | list[str] | None:

@@ -79,17 +79,16 @@ def _drop_warmup(dt: xr.DataTree) -> xr.DataTree:
 
 
 def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
-    """Attach the non-index cell coords and the variable attrs recorded by the builder."""
-    cell_coords = info.get("cell_coords") or {}
+    """Attach the non-index cell and observation coords and the variable attrs recorded by the builder."""
+    by_dim = {"cell": info.get("cell_coords") or {}, "obs": info.get("obs_coords") or {}}
     var_attrs = info.get("var_attrs") or {}
     for name, node in dt.children.items():
         ds = node.to_dataset()
         changed = False
-        if cell_coords and "cell" in ds.dims:
-            ds = ds.assign_coords(
-                {k: ("cell", np.asarray(v).astype(str)) for k, v in cell_coords.items()}
-            )
-            changed = True
+        for dim, coords in by_dim.items():
+            if coords and dim in ds.dims and all(len(v) == ds.sizes[dim] for v in coords.values()):
+                ds = ds.assign_coords({k: (dim, np.asarray(v).astype(str)) for k, v in coords.items()})
+                changed = True
         for var, attrs in var_attrs.items():
             if var in ds.data_vars:
                 ds[var].attrs.update(attrs)
