@@ -281,3 +281,28 @@ def test_a_posterior_mean_outside_its_interval_is_said():
     lo[1], hi[1] = 0.1, 0.3
     _, _, flags = _interval_flags(lo, hi, mean)
     assert flags[0].startswith("mean outside the interval: a skewed posterior") and flags[1] == ""
+
+
+def test_the_report_says_when_pass_k_rows_stand_on_fewer_tasks_as_k_grows(tmp_path):
+    """METR binarised in the report too: the human's pass^k curve fell from 0.825 to 0.129, largely because
+    k = 4 kept 8 of its 83 tasks. The agents named are those whose count of tasks with >= k runs
+    changes with k (numpy, by hand); an agent with every task at 5 runs is not named.
+    """
+    import warnings
+
+    import numpy as np
+    import xarray as xr
+
+    from hierbench.report import build
+
+    g = np.random.default_rng(4)
+    s = (g.random((2, 12, 5)) < 0.6).astype(float)
+    s[1, :7, 2:] = np.nan  # "ragged": 7 of its 12 tasks hold 2 runs
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["full", "ragged"]})
+    runs = (~np.isnan(s)).sum(-1)
+    assert [len({int((r >= k).sum()) for k in range(1, 6)}) > 1 for r in runs] == [False, True]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        md = build(data=ds, path=tmp_path / "r.md", n_resamples=199, progress=False).read_text()
+    section = " ".join(md.split("## Reliability")[1].split("\n## ")[0].split())
+    assert "fewer as k grows for ragged: their pass^k at different k are over different tasks" in section

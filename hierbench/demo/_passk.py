@@ -137,23 +137,11 @@ def _passk_limits(ks: list[int], table: pd.DataFrame, agents: list[str], most: i
         lines.append(
             "Rows stop where an agent ran no task at least k times: " + ", ".join(early) + "."
         )
-    n_tasks = table.groupby(level=0)["tasks (>= k runs)"]
-    shrink = [a for a in agents if a in last and n_tasks.get_group(a).nunique() > 1]
-    if shrink:
-        lines.append(
-            "Each row averages over the tasks the agent ran at least k times, fewer as k grows for "
-            f"{_listed(shrink)}: their pass^k at different k are over different tasks, so a value that rises "
-            "with k, or falls steeply, can come from which tasks remain rather than from reliability. To "
-            "compare k on one task set, keep the tasks each agent ran at least K times (the largest k wanted) "
-            "before hierbench.freq.pass_hat_k."
-        )
+    from ..report import shrinking_tasks_note
+
+    if shrinking := shrinking_tasks_note(table):
+        lines.append(shrinking)
     return "".join("\n\n" + textwrap.fill(line, 90) for line in lines)
-
-
-def _listed(names: list[str], most: int = 4) -> str:
-    """The first ``most`` names, then how many more."""
-    more = f" and {len(names) - most} more" if len(names) > most else ""
-    return ", ".join(names[:most]) + more
 
 
 def _interval_words(freq, flagged: bool) -> str:

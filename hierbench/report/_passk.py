@@ -291,6 +291,8 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
             ) + "."
             table = table[~none]
     text += sep + rest  # the first paragraph says which rows and k the table shows; then the intervals
+    if shrinking := shrinking_tasks_note(table):
+        text += "\n\n" + shrinking
     if "disagree" in table:
         text += "\n\n" + _disagree_text(table).lstrip()
     if "flag" in table and (table["flag"] != "").any():  # a letter per note, its words in the text
@@ -309,6 +311,30 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
     drawn = (f"posterior {ctx.prob:.0%} bands" + ("; points: the unbiased estimates" if unb is not None else "")
              if bands is not None else f"the unbiased estimates with their {ctx.prob:.0%} intervals as bars")
     rep.figure("passk_curves", fig, f"pass^k against k per agent ({drawn}).")
+
+
+def shrinking_tasks_note(table: pd.DataFrame, most: int = 4) -> str:
+    """Where an agent's pass^k rows average over fewer tasks as k grows, say what that does ("" where none).
+
+    ``table`` has a ``tasks (>= k runs)`` column and the agent first in its index (the report's
+    rows by (agent, k), the demo's by agent). METR binarised: the human's pass^k fell from 0.825
+    over 83 tasks to 0.129 over 8 at k = 4, and GPT-4 0314's rose from k = 4 to 5; only the tasks
+    column hinted that the rows stand on different tasks.
+    """
+    if "tasks (>= k runs)" not in table:
+        return ""
+    counts = table["tasks (>= k runs)"].groupby(level=0, sort=False)
+    shrink = [str(a) for a, c in counts if c.nunique() > 1]
+    if not shrink:
+        return ""
+    more = f" and {len(shrink) - most} more" if len(shrink) > most else ""
+    return (
+        "Each row averages over the tasks the agent ran at least k times, fewer as k grows for "
+        f"{', '.join(shrink[:most])}{more}: their pass^k at different k are over different tasks, so a value "
+        "that rises with k, or falls steeply, can come from which tasks remain rather than from reliability. "
+        "To compare k on one task set, keep the tasks each agent ran at least K times (the largest k wanted) "
+        "before hierbench.freq.pass_hat_k."
+    )
 
 
 def _tasks_per_k(n: xr.DataArray, index: pd.MultiIndex) -> list[int]:
