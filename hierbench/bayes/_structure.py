@@ -504,7 +504,7 @@ def decide_centring(
         )
     spread = spread or {}
     reason = ", ".join(
-        f"{g} {v:.1f}{f' (spread {spread[g]:.2g})' if g in spread else ''} vs {need[g]:g} needed "
+        f"{g} {v:.1f}{f' (spread {spread[g]:.2g})' if g in spread else ''} vs {need[g]:.3g} needed "
         f"over {n_levels[g]} levels ({'centred' if g in auto else 'non-centred'})"
         for g, v in scores.items()
         if g not in never
