@@ -341,3 +341,17 @@ def test_columns_named_like_roles_are_said_when_not_read():
         from_records(df.iloc[2:], run="run", error="error", cluster="cluster")  # named: nothing to say
         from_records(df.drop(columns=["run", "error", "cluster"]))  # none there
         from_records(df.iloc[2:], run="run", error="error", tag="cluster")  # read as another role
+
+
+def test_labels_apart_only_by_a_run_of_spaces_are_warned():
+    """An audit: agents 'gpt 4o', 'gpt  4o' (two spaces) and ' gpt 4o' read apart (right), but the warning
+    named only the leading-space pair, and an HTML report shows all three as 'gpt 4o'.
+    """
+    from hierbench.data import SimilarLabelsWarning
+
+    df = pd.DataFrame({"agent": ["gpt 4o", "gpt  4o", " gpt 4o", "other"], "task": ["t"] * 4, "score": [1.0, 0, 1, 0]})
+    with pytest.warns(SimilarLabelsWarning, match=r"1 groups of labels differ only by spaces") as rec:
+        ds = from_records(df)
+    assert ds.sizes["agent"] == 4  # kept apart, as written
+    text = str(next(w.message for w in rec if w.category is SimilarLabelsWarning))
+    assert "'gpt  4o'" in text and "' gpt 4o'" in text and "'gpt 4o'" in text

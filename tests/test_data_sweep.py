@@ -204,7 +204,7 @@ for nm, (sc, expect) in SCORES.items():
 NOT_EMPTY = r"`task` column 'task' in DataFrame must not be empty; 1 rows are, rows \[1\]"
 ODD_ID = r"`task` column 'task' in DataFrame must hold text, numbers or booleans; 4 rows hold other values, e.g. "
 MIX = r"`task` column 'task' in DataFrame mixes numbers and text that read the same.*"
-SIMILAR = r"`task` column 'task' in DataFrame: 1 groups of labels differ only by surrounding spaces or Unicode normalisation"
+SIMILAR = r"`task` column 'task' in DataFrame: 1 groups of labels differ only by spaces or Unicode normalisation"
 NFC, NFD = unicodedata.normalize("NFC", "é"), unicodedata.normalize("NFD", "é")
 IDS: dict[str, tuple[Any, Err | Ok]] = {
     "NaN": (["t1", np.nan, "t1", "t2"], Err(NOT_EMPTY)),

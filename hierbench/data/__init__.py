@@ -13,7 +13,7 @@ Labels (agent, task, run, tag, cluster)
     number or bool (a list, a dict, bytes, a date). An empty agent, task or
     run is refused; a task without a tag or cluster keeps a missing label
     (never a label called ``"nan"``; see :func:`check_eval_dataset`).
-    Labels that differ only by surrounding spaces or Unicode normalisation
+    Labels that differ only by spaces (around them or a run of them) or Unicode normalisation
     are kept apart, with a :class:`SimilarLabelsWarning`.
 Error flags (``error``, ``annotations``)
     Booleans, 0/1, or the words true/t/yes/y/1/error (an error) and

@@ -13,8 +13,8 @@ Identifiers (agent, task, run, cluster, battle agents)
     column, or across the files of a Parquet folder) are refused, never
     merged. A value with no single written form (a list, a dict, bytes, a
     date) is refused. Missing (``None``, NaN, ``""``) is refused for agents
-    and tasks. Labels that differ only by surrounding spaces or Unicode
-    normalisation are kept apart with a :class:`SimilarLabelsWarning`.
+    and tasks. Labels that differ only by spaces (around them or a run of
+    them) or Unicode normalisation are kept apart with a :class:`SimilarLabelsWarning`.
 
 Error flags (the ``error`` column and boolean annotations)
     booleans, the numbers 0 and 1, or text from :data:`ERROR_TRUE` /
@@ -54,7 +54,7 @@ __all__ = ["ERROR_FALSE", "ERROR_MISSING", "ERROR_TRUE", "NA_TEXT", "SimilarLabe
 
 
 class SimilarLabelsWarning(HierbenchWarning):
-    """Distinct labels that differ only by surrounding spaces or Unicode normalisation (kept apart)."""
+    """Distinct labels that differ only by spaces or Unicode normalisation (kept apart)."""
 
 #: Text (lower-cased, stripped) read as "an infrastructure error happened".
 ERROR_TRUE = frozenset({"true", "t", "yes", "y", "1", "error"})
@@ -208,20 +208,20 @@ def _refuse_odd_kinds(col, kinds, keep, *, what: str, column: str, source: str |
 
 
 def warn_similar_labels(labels: np.ndarray, *, what: str, column: str, source: str | None) -> None:
-    """Warn when distinct labels differ only by surrounding spaces or Unicode normalisation.
+    """Warn when distinct labels differ only by spaces (around them or a run of them) or Unicode normalisation.
 
-    They are kept apart (labels are kept as written), but they print the same,
-    so a reader of the results could not tell them apart.
+    They are kept apart (labels are kept as written), but they print the same (an HTML page
+    shows 'gpt  4o' as 'gpt 4o'), so a reader of the results could not tell them apart.
     """
     uniq = pd.unique(pd.Series(labels, dtype=object).dropna())
     keys: dict[str, list[str]] = {}
     for lab in uniq:
-        keys.setdefault(unicodedata.normalize("NFC", str(lab)).strip(), []).append(str(lab))
+        keys.setdefault(" ".join(unicodedata.normalize("NFC", str(lab)).split()), []).append(str(lab))
     groups = [g for g in keys.values() if len(g) > 1]
     if groups:
         warn_user(
             f"`{what}` column {column!r}{_where(source)}: {len(groups)} groups of labels differ only "
-            f"by surrounding spaces or Unicode normalisation, e.g. {_fmt_list(groups, 3)}; they are "
+            f"by spaces or Unicode normalisation, e.g. {_fmt_list(groups, 3)}; they are "
             "kept as different labels (labels are kept as written): normalise them before reading "
             "if they name the same thing",
             SimilarLabelsWarning,
