@@ -521,3 +521,9 @@ def test_marks_note_says_when_max_t_and_holm_part_both_ways():
     assert "The one pair max-T separates at 0.05 and Holm does not (p Holm of 0.082 or more) is the other side" in note
     one_way = marks_holm_note(table.iloc[:3], 0.05)
     assert one_way.startswith("The marks understate here") and "other side" not in one_way
+    # METR binarised: the floor shows at 0.01 only and max-T alone separates a pair at 0.05
+    # (davinci-002 - human: p max-T 0.014, p Holm 0.328): said at the level where it happens
+    table = pd.DataFrame({"p max-T": [0.02, 0.014, 0.3], "p Holm": [0.0005, 0.328, 0.5]})
+    note = " ".join(marks_holm_note(table, 0.05).split())
+    assert note.startswith("Max-T and Holm part here: at 0.01 (`**`) max-T separates 0 pairs and Holm 1")
+    assert "The one pair max-T separates at 0.05 and Holm does not (p Holm of 0.33 or more) is the other side" in note

@@ -52,7 +52,8 @@ _MARK_STEPS = ((50.0, "***"), (5.0, "**"), (1.0, "*"))
 
 #: the per-pair test, in words
 _TEST_WORDS = {
-    "permutation": "sign-flip tests of each pair's studentized (CR2) mean difference",
+    # the per-pair p: the sign-flip law of the summed difference over the units, not studentized
+    "permutation": "sign-flip tests of each pair's mean difference",
     "t": "paired t-tests",
     "bootstrap": "paired bootstrap tests",
     "mcnemar": "exact McNemar tests",
@@ -128,6 +129,8 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     m_test = m - n_undef
     level = "false discovery rate" if adjust == "bh" else "family-wise level"
     test = _TEST_WORDS.get(a.get("test", ""), f"{a.get('test')} tests")
+    if a.get("test") == "permutation" and adjust.startswith("maxt"):  # the verdict's statistic is max-T's
+        test = "sign-flip tests of each pair's studentized (CR2) mean difference"
     if a.get("test") == "t":
         test += " (CR2 cluster-robust SE, Bell-McCaffrey df)" if a.get("unit") == "clusters" else ""
     how = f" ({a['maxt_method']})" if adjust.startswith("maxt") and a.get("maxt_method") else ""
@@ -285,19 +288,23 @@ def marks_holm_note(table: pd.DataFrame, alpha: float) -> str:
     if not counts:
         return ""
     only = (table["p Holm"] < levels[0]) & (table[col] >= levels[0])
-    rev = (table[col] < levels[0]) & (table["p Holm"] >= levels[0])  # the other way: max-T alone
-    head = "The marks understate here: " if not rev.any() else "Max-T and Holm part here: "
+    # the other way, max-T alone, at the first level of the three where it happens
+    lev_rev = next((alpha / d for d, _ in _MARK_STEPS[::-1]
+                    if ((table[col] < alpha / d) & (table["p Holm"] >= alpha / d)).any()), None)  # fmt: skip
+    head = "The marks understate here: " if lev_rev is None else "Max-T and Holm part here: "
+    per_pair = next((f" (`{c}`)" for c in table.columns if str(c).startswith("p (")), "")
     text = (
-        head + "; ".join(counts) + " (`p Holm`, the same per-pair "
-        "tests adjusted by Holm, also controls the family-wise error). Max-T compares each pair's |t| "
+        head + "; ".join(counts) + f" (`p Holm`: the per-pair p-values{per_pair} adjusted by Holm, which "
+        "also controls the family-wise error). Max-T compares each pair's |t| "
         "with the largest |t| of any pair under the same sign flips, and a pair whose differences sit "
         "in few tasks or clusters reaches a large |t| whenever those few flip together: that puts a "
         f"floor under p max-T ({_the_pairs(int(only.sum()))} Holm separates at {levels[0]:.3g} and max-T does "
         f"not {'has' if only.sum() == 1 else 'have'} p max-T of {table.loc[only, col].min():.2g} or more)."
     )
-    if rev.any():
+    if lev_rev is not None:
+        rev = (table[col] < lev_rev) & (table["p Holm"] >= lev_rev)
         text += (
-            f" {_the_pairs(int(rev.sum())).capitalize()} max-T separates at {levels[0]:.3g} and Holm does not "
+            f" {_the_pairs(int(rev.sum())).capitalize()} max-T separates at {lev_rev:.3g} and Holm does not "
             f"(p Holm of {table.loc[rev, 'p Holm'].min():.2g} or more) {'is' if rev.sum() == 1 else 'are'} "
             "the other side of it: a pair with few tasks or "
             "clusters has a per-pair p that cannot be small (a sign-flip p over K units is at least "
