@@ -901,3 +901,41 @@ def test_rank_section_names_the_pairs_its_tiers_split_and_the_paired_tests_do_no
     n = sum(p[frozenset((leaders[t], a))] >= 0.05 for t in leaders for a in tier.index[tier > t])
     assert n > 0  # the premise: this log has such pairs
     assert f"The tiers tell apart {n} pair{'s' if n > 1 else ''} of a tier's leader and an agent of a later tier" in text
+
+
+def test_plan_with_clusters_that_add_no_variance_does_not_call_its_counts_too_small():
+    """An audit: 'varies 0.73 times as much over the clusters ... every count of tasks needed below is
+    about 1.00 times too small, and 15 tasks detect about 0.399, not 0.320 (design effect 1.00 ...)':
+    the rise came from the clusters' fewer df alone. Here each cluster's two tasks differ in
+    opposite directions, so the cluster totals (and the ratio) are near 0.
+    """
+    s = np.zeros((2, 20, 2))
+    s[0, 0::2] = 1.0  # a wins the first task of every cluster, b the second
+    s[1, 1::2] = 1.0
+    fam = np.repeat([f"f{i}" for i in range(10)], 2)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)},
+                    coords={"agent": ["a", "b"], "cluster": ("task", fam, {"source_column": "family"})})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_plan_section(DemoContext(ds, None)).split())
+    assert "varies 0.00 times as much over the clusters" in text
+    assert "The clusters add no variance here, so the counts below stand as computed; a test over 10 clusters has 9 df, not 19" in text
+    assert "times too small" not in text
+
+
+def test_demo_summary_carries_the_reports_coverage_flags():
+    """A second audit: the report's data summary flagged agents on few tasks and pairs sharing none,
+    while the demo's section 2 printed the table alone. Here c ran 3 of 10 tasks, none of them b's.
+    """
+    from hierbench.demo._run import _demo_summary
+
+    s = np.full((3, 10, 2), np.nan)
+    s[0] = 1.0
+    s[1, :7] = 0.0
+    s[2, 7:] = 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b", "c"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = " ".join(_demo_summary(DemoContext(ds, None, extra={"seed": 0})).split())
+    assert "Flag: agents that ran fewer than half of the 10 tasks: ['c']" in text
+    assert "Flag: 1 of 3 pairs of agents share fewer than 2 tasks (e.g. b and c: 0)" in text

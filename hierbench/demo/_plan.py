@@ -259,16 +259,25 @@ def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float) -> str:
     cd, ratio, k, name = observed
     deff, n_clusters = cd.design_effect, T / cd.tasks_per_cluster  # the ratio, at least 1
     mde_c = minimum_detectable_effect(T, sd_diff=sd, clusters=cd)
-    return "\n" + textwrap.fill(
+    head = (
         f"The plan takes tasks as independent; this log's tasks come in {k} clusters of `{name}`, "
         "the unit of the paired tests (section Does A beat B?). On this log a pair's mean difference "
         f"varies {ratio:.2f} times as much over the clusters as over independent tasks (cluster-robust "
-        "against independent-task variance, summed over the pairs, no model). If new tasks come in "
-        f"clusters like these, every count of tasks needed below is about {deff:.2f} times too "
-        f"small, and {T} tasks detect about {mde_c:.3f}, not {mde:.3f} (design effect "
-        f"{deff:.2f}, {n_clusters:.0f} clusters: t with {n_clusters - 1:.0f} df).",
-        88,
+        "against independent-task variance, summed over the pairs, no model)."
     )
+    if ratio <= 1:  # no more than over independent tasks: only the clusters' fewer df cost power
+        tail = (
+            " The clusters add no variance here, so the counts below stand as computed; a test over "
+            f"{n_clusters:.0f} clusters has {n_clusters - 1:.0f} df, not {T - 1}, and {T} tasks detect about "
+            f"{mde_c:.3f}, not {mde:.3f}."
+        )
+    else:
+        tail = (
+            f" If new tasks come in clusters like these, every count of tasks needed below is about {deff:.2f} "
+            f"times too small, and {T} tasks detect about {mde_c:.3f}, not {mde:.3f} (design effect "
+            f"{deff:.2f}, {n_clusters:.0f} clusters: t with {n_clusters - 1:.0f} df)."
+        )
+    return "\n" + textwrap.fill(head + tail, 88)
 
 
 def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:

@@ -6,6 +6,7 @@ The report (HTML and Markdown), the fit and the data go to one folder.
 from __future__ import annotations
 
 import os
+import textwrap
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -134,14 +135,14 @@ def _demo_data(ctx: DemoContext) -> str:
 
 def _demo_summary(ctx: DemoContext) -> str:
     from .._console import _summary_text
+    from ..report import coverage_flags
 
-    return _summary_text(ctx.data) + _misfit_text(ctx)
+    flags = "".join("\n\n" + textwrap.fill("Flag: " + f, 90) for f in coverage_flags(ctx.data))
+    return _summary_text(ctx.data) + flags + _misfit_text(ctx)
 
 
 def _misfit_text(ctx: DemoContext) -> str:
     """The report's person-fit flag under the summary ("" where none is flagged or it does not apply)."""
-    import textwrap
-
     from .._base import HierbenchError
     from ..freq import person_fit
     from ..report import misfit_agents

@@ -324,7 +324,9 @@ def shrinking_tasks_note(table: pd.DataFrame, most: int = 4) -> str:
     if "tasks (>= k runs)" not in table:
         return ""
     counts = table["tasks (>= k runs)"].groupby(level=0, sort=False)
-    shrink = [str(a) for a, c in counts if c.nunique() > 1]
+    # the largest share lost first: METR's human (83 tasks to 8) before an agent that loses one
+    lost = {str(a): 1 - c.min() / c.max() for a, c in counts if c.nunique() > 1}
+    shrink = sorted(lost, key=lambda a: -lost[a])
     if not shrink:
         return ""
     more = f" and {len(shrink) - most} more" if len(shrink) > most else ""
