@@ -365,7 +365,9 @@ def test_pairs_that_share_no_task_are_not_called_alike(tmp_path):
     two = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["A", "B"]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert pair_sentence(compare_agents(two, rng=0)).startswith("The one pair cannot be compared")
+        cmp_two = compare_agents(two, rng=0)
+        assert pair_sentence(cmp_two).startswith("The one pair cannot be compared")
+        assert cmp_two.to_frame()["n_tasks"].tolist() == [0]  # a count, not "undefined"
         md = build(data=two, path=tmp_path / "two.md", n_resamples=199, progress=False).read_text()
     assert "does not differ" not in md and "they agree" not in md and "No flags" not in md
     assert "the two agents share 0 tasks: they cannot be compared by a paired difference" in md

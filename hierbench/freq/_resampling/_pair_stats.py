@@ -63,7 +63,7 @@ def _pair_units(
             for key, v in _task_stats(d, codes[both]).items():
                 st[key][k] = v
             st["n_units"][k] = np.unique(codes[both]).size
-    st["n_tasks"] = np.where(st["defined"], n_both.astype(float), np.nan)
+    st["n_tasks"] = n_both.astype(float)  # a count, known for every pair (0 or 1 where undefined)
     if codes is None:
         st["n_units"] = st["n_tasks"].copy()
     # McNemar's discordant counts of every pair at once: tasks the row agent wins by majority
