@@ -318,7 +318,8 @@ class PairwiseComparisonResult(Result):
 def _matrices(st: dict, pairs: list, flip: dict, boot, M: int) -> tuple[dict, np.ndarray]:
     """The per-pair values as (M, M) matrices (row minus column) and the (M, M, 2) intervals.
 
-    Only the defined pairs are written (the others stay NaN); the lower triangle holds the
+    Only the defined pairs are written (the others stay NaN; their shared-task count is
+    written too); the lower triangle holds the
     negated value (``mean_diff``, ``cohens_dz``), ``1 - value`` (``prob_superiority``) or the value.
     """
     k = np.flatnonzero(st["defined"])
@@ -336,6 +337,9 @@ def _matrices(st: dict, pairs: list, flip: dict, boot, M: int) -> tuple[dict, np
             mats[key][j, i] = -v
         else:
             mats[key][j, i] = 1.0 - v if key == "prob_superiority" else v
+    if "n_tasks" in mats:  # a count, known for every pair: 0 or 1 where the pair is undefined
+        ai, aj = np.array(pairs, dtype=np.intp).reshape(-1, 2).T
+        mats["n_tasks"][ai, aj] = mats["n_tasks"][aj, ai] = st["n_tasks"]
     ci = np.full((M, M, 2), np.nan)
     lo, hi = np.asarray(boot.ci.values)[k].T
     ci[i, j, 0], ci[i, j, 1] = lo, hi
