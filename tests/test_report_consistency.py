@@ -437,3 +437,26 @@ def test_report_and_demo_flag_a_record_that_does_not_follow_the_tasks_difficulty
     line = next(f for f in flags.splitlines() if "do not follow the tasks' difficulty" in f)
     assert "a0: slope" in line and not any(f"a{i}: slope" in line for i in range(1, 8))
     assert "Flag: results that do not follow the tasks' difficulty" in demo and "a0: slope" in " ".join(demo.split())
+
+
+def test_the_readers_warnings_reach_the_report(tmp_path, capsys):
+    """A second audit: `hierbench demo --data` on a log with unread `run`, `error` and `cluster`
+    columns warned on stderr only; the saved report said '0 infrastructure-error runs' with nothing
+    beside it. The command line's reading notes travel in the data's attrs to the data summary,
+    the log named by its file name.
+    """
+    import pandas as pd
+
+    from hierbench.cli import main
+
+    df = pd.DataFrame({"agent": list("aabbcc") * 2, "task": ["t1", "t2"] * 6, "run": [0] * 6 + [1] * 6,
+                       "score": [1, 0, 1, 1, 0, 0] * 2, "error": [0, 1] + [0] * 10})  # fmt: skip
+    log = tmp_path / "runs.csv"
+    df.to_csv(log, index=False)
+    out = tmp_path / "r.md"
+    assert main(["report", "--data", str(log), "-o", str(out), "--resamples", "199", "--quiet"]) == 0
+    assert "UnreadColumnWarning" in capsys.readouterr().err
+    summary = out.read_text().split("## Data summary")[1].split("\n## ")[0]
+    line = next(x for x in summary.splitlines() if "the reader said" in x)
+    assert "UnreadColumnWarning: runs.csv has columns named like roles but not read as them: 'run', 'error'" in line
+    assert str(tmp_path) not in summary

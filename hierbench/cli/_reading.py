@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import re
 import warnings
 from collections.abc import Sequence
@@ -284,7 +285,11 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
             from ..data import from_records
 
             ds = from_records(p, **_reader_options(opts))
-    return ds, warning_lines(caught)
+    msgs = warning_lines(caught)
+    if msgs:
+        # the reader's words travel with the data: the report (and the demo's data.nc) say them too
+        ds.attrs["reading_notes"] = json.dumps(msgs)
+    return ds, msgs
 
 
 def _add_columns(p: argparse.ArgumentParser) -> None:

@@ -92,6 +92,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
     flags += marked_agents(s, ctx.data)
     flags += misfit_agents(ctx.person_fit())
+    flags += reading_notes(ctx.data)
     text = (
         f"{counted(d['n_agents'], 'agent')} x {counted(d['n_tasks'], 'task')}; {counted(d['n_runs_total'], 'run')}; runs per cell "
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; {_scored_text(d)}"
@@ -168,6 +169,21 @@ def marked_agents(s: pd.DataFrame, data: xr.Dataset) -> list[str]:
         out.append("the data's own source flags the records of: " + "; ".join(f"{a} ({k} runs)" for a, k in said.items())
                    + (f" (its column `{col}`)" if col else "") + " (attrs['flagged_agents']): read their scores as suspect")
     return out
+
+
+def reading_notes(data: xr.Dataset) -> list[str]:
+    """What the reader said while reading the log (``attrs["reading_notes"]``, set by the command line).
+
+    A column named like a role and not read, labels apart only by spaces, repeated records: said
+    on the terminal when the log was read, and here so that the report carries them.
+    """
+    import json
+
+    raw = data.attrs.get("reading_notes")
+    notes = json.loads(raw) if isinstance(raw, str) else list(raw or [])
+    src = str(data.attrs.get("source", ""))
+    # the log by its file name, as the summary names it: a report travels, its folder does not
+    return [f"the reader said: {n.replace(src, _file_name(src)) if src else n}" for n in notes]
 
 
 def misfit_agents(fit) -> list[str]:
