@@ -900,7 +900,10 @@ def test_rank_section_names_the_pairs_its_tiers_split_and_the_paired_tests_do_no
     leaders = {t: tier.index[tier == t][0] for t in sorted(tier.unique())}
     n = sum(p[frozenset((leaders[t], a))] >= 0.05 for t in leaders for a in tier.index[tier > t])
     assert n > 0  # the premise: this log has such pairs
-    assert f"The tiers tell apart {n} pair{'s' if n > 1 else ''} of a tier's leader and an agent of a later tier" in text
+    if n == 1:
+        assert "The tiers tell apart one pair, a tier's leader and an agent of a later tier" in text
+    else:
+        assert f"The tiers tell apart {n} pairs of a tier's leader and an agent of a later tier" in text
 
 
 def test_plan_with_clusters_that_add_no_variance_does_not_call_its_counts_too_small():

@@ -15,7 +15,6 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from .._base import counted
 from ._context import PROB
 from ._context import DemoContext
 from ._context import _fast
@@ -221,7 +220,10 @@ def _tiers_beside_pairs(ctx: DemoContext, df: pd.DataFrame) -> str:
     if not split:
         return ""
     eg = "; ".join(f"{lead} and {a} ({p_col} {p_text(p)})" for lead, a, p in split[:3])
-    return "\n\n" + textwrap.fill(
-        f"The tiers tell apart {counted(len(split), 'pair')} of a tier's leader and an agent of a later tier "
-        f"that the paired tests of 'Does A beat B?' do not call different, e.g. {eg}: the tiers are not "
-        "adjusted for the pairs; read those pairs' verdicts from section 6.", 90)
+    which = (f"one pair, a tier's leader and an agent of a later tier, that the paired tests of 'Does A beat "
+             f"B?' do not call different: {eg}. The tiers are not adjusted for the pairs; read that pair's "
+             "verdict from section 6." if len(split) == 1 else
+             f"{len(split)} pairs of a tier's leader and an agent of a later tier that the paired tests of "
+             f"'Does A beat B?' do not call different, e.g. {eg}: the tiers are not adjusted for the pairs; "
+             "read those pairs' verdicts from section 6.")  # fmt: skip
+    return "\n\n" + textwrap.fill("The tiers tell apart " + which, 90)

@@ -164,15 +164,17 @@ def _components_text(parts: dict[str, float], s_e: float, source: str = "fit") -
     """
     listed = "".join(f"{k} {v:.4f}, " for k, v in parts.items())
     held = ("agent x task" not in parts) and (
-        ", which holds the agent x task\nvariation too (one run per cell: "
-        + ("nothing tells them apart).\n" if source != "fit" else "the fit has no agent x task term to estimate it).\n")
+        ", which holds the agent x task variation too (one run per cell: "
+        + ("nothing tells them apart)." if source != "fit" else "the fit has no agent x task term to estimate it).")
     )
-    tail = f"{listed}run-to-run {s_e:.4f}" + (held or ".\n")
+    tail = f"{listed}run-to-run {s_e:.4f}" + (held or ".")
     if source != "fit":
         return ("Variance components of one run's score, from the log's G-study\n"
-                "(hierbench.freq.variance_components; the Bayesian section did not run, see its note):\n" + tail)  # fmt: skip
-    return ("Variance components of the cell success probability on the probability scale, from\n"
-            f"the crossed fit (posterior mean{'s' if parts else ''}): " + tail)
+                "(hierbench.freq.variance_components; the Bayesian section did not run, see its note):\n"
+                + textwrap.fill(tail, 88) + "\n")  # fmt: skip
+    return textwrap.fill(
+        "Variance components of the cell success probability on the probability scale, from the crossed "
+        f"fit (posterior mean{'s' if parts else ''}): " + tail, 88) + "\n"
 
 
 def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
