@@ -201,7 +201,7 @@ def misfit_agents(fit) -> list[str]:
     return [f"results that do not follow the tasks' difficulty as the other agents' do (person fit: the slope "
             f"on the other agents' task logit, bootstrap test, Holm over the agents at {fit.alpha:g}): {lines}. "
             "A record like this is a broken log, or an agent unlike the others (a human baseline, another kind "
-            "of system): check which before reading these agents' numbers"]  # fmt: skip
+            f"of system): check which before reading {'its' if len(who) == 1 else 'their'} numbers"]  # fmt: skip
 
 
 def _scored_text(d: dict) -> str:
