@@ -945,6 +945,8 @@ def test_ppc_bars_are_the_reports_level():
     for line in ax.lines:
         (x, lo), (_, hi) = line.get_xydata()
         np.testing.assert_allclose([lo, hi], want[:, int(x)])
+    # every count 0..n is on the axis, one with no task at n too (METR's panel stopped at 7 of 8)
+    assert list(ax.get_xticks()) == list(range(n + 1)) and ax.get_xlim()[1] >= n
     ctx = _Context(fit=fit, data=None, prob=prob)
     rep = Report("t")
     with warnings.catch_warnings():

@@ -361,7 +361,9 @@ def ppc_rootogram(fit: xr.DataTree, *, prob: float = 0.95, var_name: str | None 
         o[a], p[a] = obs[var_name].values[sel], pp.values[:, :, sel]
     if not o:  # no agent has a panel: nothing to draw (arviz-plots refuses an empty tree)
         return None, n_main, left_out
-    pc = _rootogram(o, p, prob, f"successes out of {n_main} runs", "tasks (sqrt scale)")
+    # every count 0..n on the axis (one with no task at n read as a missing bar: METR's 7 of 8)
+    ticks = list(range(n_main + 1)) if n_main <= 10 else None  # more would crowd a 3.4-inch panel
+    pc = _rootogram(o, p, prob, f"successes out of {n_main} runs", "tasks (sqrt scale)", xticks=ticks)
     return pc, n_main, left_out
 
 
