@@ -59,7 +59,8 @@ def _compare_section(ctx: DemoContext) -> str:
         table["Bayes P(a > b)"] = pair_values(ps, agents, opponents)
     ctx.extra["compare_table"] = table
     note = ""
-    if "fit" in ctx.extra:
+    # no pair with a difference (every pair shares fewer than 2 tasks): no p to read P(a > b) beside
+    if "fit" in ctx.extra and full["mean difference"].notna().any():
         note = "\n" + textwrap.fill("Beside it, " + bayes_pair_note(ctx.extra["fit"], len(table))
                                      + _agent_cluster(ctx), 90)
     # the report's marks (*, **, ***) are not printed here: the note reads on p max-T and p Holm
