@@ -175,7 +175,7 @@ def _near_level(ds: xr.Dataset, alpha: float, adjust: str) -> str:
     return (
         f" The adjusted p-values are Monte Carlo estimates: {k} pair{'s' if k > 1 else ''} ({on} counted as "
         f"differing) lie{'' if k > 1 else 's'} within two Monte Carlo errors of {alpha:g}, so more sign patterns could move "
-        f"{'them' if k > 1 else 'it'} across (compare_agents(..., {knob}=...))."
+        f"{'them' if k > 1 else 'it'} across (a setting of the Python call: compare_agents(..., {knob}=...))."
     )
 
 
