@@ -440,15 +440,16 @@ def p_text(v: float) -> str:
     thirty zeros (an exact sign-flip p over 500 tasks). Only the text: the
     frames and the JSON keep the values.
 
-    A value that would read as a conventional level (0.050, 0.010) without being it gets a
-    fourth decimal, so the text never shows ``0.050`` beside a verdict of ``p < 0.05``.
+    A value that would read as a conventional level (0.050, 0.010) without being it gets as
+    many decimals as tell it from the level, so the text never shows ``0.050`` (or ``0.0500``)
+    beside a verdict of ``p < 0.05``.
 
     Examples
     --------
     >>> [p_text(v) for v in (0.1174, 0.00048828, 4.7e-05, 4.2e-29, 0.0, 1.0)]
     ['0.117', '0.00049', '4.7e-5', '4.2e-29', '0', '1.000']
-    >>> [p_text(v) for v in (0.0496, 0.0504, 0.05, 0.0101)]
-    ['0.0496', '0.0504', '0.050', '0.0101']
+    >>> [p_text(v) for v in (0.0496, 0.0504, 0.05, 0.0101, 0.049976)]
+    ['0.0496', '0.0504', '0.050', '0.0101', '0.04998']
     """
     v = float(v)
     if not np.isfinite(v):
@@ -461,7 +462,11 @@ def p_text(v: float) -> str:
     if abs(v) < 1e-3:
         return f"{v:.2g}"
     text = f"{v:.3f}"
-    return f"{v:.4f}" if text in ("0.050", "0.010") and v not in (0.05, 0.01) else text
+    if text in ("0.050", "0.010") and v not in (0.05, 0.01):
+        level = float(text)
+        # as many decimals as tell it from the level (0.0496; 0.04998 where 0.0500 would not)
+        return next((t for d in range(4, 10) if float(t := f"{v:.{d}f}") != level), repr(v))
+    return text
 
 
 def _p_columns(table: pd.DataFrame) -> list:
