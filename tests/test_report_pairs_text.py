@@ -528,3 +528,16 @@ def test_marks_note_says_when_max_t_and_holm_part_both_ways():
     note = " ".join(marks_holm_note(table, 0.05).split())
     assert note.startswith("Max-T and Holm part here: at 0.01 (`**`) max-T separates 0 pairs and Holm 1")
     assert "The one pair max-T separates at 0.05 and Holm does not (p Holm of 0.33 or more) is the other side" in note
+
+
+def test_an_interval_end_that_rounds_to_zero_keeps_its_sign():
+    """SWE-bench, GPT-5 - o3: 'simultaneous lower 0.000 ... differ True' read as an interval touching 0;
+    its end was 0.00024. An end that rounds to 0.000 without being 0 keeps two significant digits."""
+    import pandas as pd
+
+    from hierbench.report import pair_text
+
+    table = pd.DataFrame({"mean difference": [0.066, 0.0], "simultaneous lower": [0.00024, -0.00031],
+                          "simultaneous upper": [0.132, 0.0]}, index=["a - b", "c - d"])  # fmt: skip
+    rows = {r.split()[0]: r.split()[3:] for r in pair_text(table).splitlines()[1:] if r[:1] in "ac"}
+    assert rows["a"] == ["0.066", "0.00024", "0.132"] and rows["c"] == ["0.000", "-0.00031", "0.000"]

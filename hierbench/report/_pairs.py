@@ -495,8 +495,19 @@ def pair_text(table: pd.DataFrame) -> str:
         table[col] = [_verdict_text(v) for v in table[col]]
     if (col := disagree_column(table)) is not None:
         table[col] = _disagree_words(table, col)
+    # an interval end that rounds to 0.000 without being 0 keeps its sign and two digits: beside
+    # "differ True" a lower end of 0.000 read as touching 0 (SWE-bench's GPT-5 - o3: 0.00024)
+    fmt |= {c: _end_text for c in table.columns if str(c).endswith((" lower", " upper"))}
     # round(v, 3) + 0.0: a difference that rounds to zero reads 0.000, not -0.000 (the demo's 00 - 05)
     return table.to_string(formatters=fmt, float_format=lambda v: f"{round(v, 3) + 0.0:.3f}")
+
+
+def _end_text(v: float) -> str:
+    """An interval end as text: 3 decimals, or 2 significant digits where those would read 0.000."""
+    v = float(v)
+    if not np.isfinite(v):
+        return "NaN"
+    return f"{v:.2g}" if v != 0 and abs(v) < 5e-4 else f"{round(v, 3) + 0.0:.3f}"
 
 
 def _verdict_text(v) -> str:
