@@ -532,7 +532,8 @@ def test_marks_note_says_when_max_t_and_holm_part_both_ways():
 
 def test_an_interval_end_that_rounds_to_zero_keeps_its_sign():
     """SWE-bench, GPT-5 - o3: 'simultaneous lower 0.000 ... differ True' read as an interval touching 0;
-    its end was 0.00024. An end that rounds to 0.000 without being 0 keeps two significant digits."""
+    its end was 0.00024. An end that rounds to 0.000 without being 0 keeps two significant digits.
+    """
     import pandas as pd
 
     from hierbench.report import pair_text
