@@ -262,7 +262,8 @@ def test_grades_written_as_words_refuse_anything_not_exactly_a_label():
         r"`score` column 'score' in DataFrame holds values that are not labels of `score_levels` "
         r"\['no', 'perhaps', 'yes'\] \(each grade must be one of them, written exactly\): rows \[1, 2, 3\] "
         r"hold 'Yes' \(1 row\), 'maybe' \(1 row\), ' no' \(1 row\); near misses \(labels are matched "
-        r"exactly, never case-folded or stripped\): 'Yes' is not 'yes', ' no' is not 'no'$"
+        r"exactly, never case-folded or stripped\): 'Yes' is not 'yes', ' no' is not 'no' \(Rows are the records "
+        r"read, counted from 0: a CSV's header and a JSONL file's blank lines are not among them\.\)$"
     )):  # fmt: skip
         from_records(df, score_levels=labels)
     ok = df.assign(score=["no", "yes", "perhaps", "no"])

@@ -355,3 +355,19 @@ def test_labels_apart_only_by_a_run_of_spaces_are_warned():
     assert ds.sizes["agent"] == 4  # kept apart, as written
     text = str(next(w.message for w in rec if w.category is SimilarLabelsWarning))
     assert "'gpt  4o'" in text and "' gpt 4o'" in text and "'gpt 4o'" in text
+
+
+def test_row_numbers_in_errors_say_how_they_are_counted(tmp_path):
+    """An audit: 'rows [2] hold [1.7]' for a value on line 4 of a CSV (header, then records 0, 1, 2) and
+    of a JSONL file with a blank line, while the JSONL reader's own malformed-line message gives file
+    lines. The count is now said: records read, from 0, header and blank lines not among them.
+    """
+    csv = tmp_path / "r.csv"
+    csv.write_text("agent,task,score\na,t1,1\na,t2,0\na,t3,1.7\n")
+    jsonl = tmp_path / "r.jsonl"
+    jsonl.write_text('{"agent":"a","task":"t1","score":1}\n{"agent":"a","task":"t2","score":0}\n\n'
+                     '{"agent":"a","task":"t3","score":1.7}\n')  # fmt: skip
+    for path, line in ((csv, 4), (jsonl, 4)):
+        assert path.read_text().splitlines()[line - 1].count("1.7") == 1  # the value's file line, by hand
+        with pytest.raises(EvalDataError, match=r"rows \[2\] hold \[1\.7\].*\(Rows are the records read, counted from 0"):
+            from_records(path)

@@ -99,8 +99,21 @@ REPORT_KEYS = (
 )  # fmt: skip
 
 
+#: how a reader's messages count the records they name (said once, after the message)
+ROWS_COUNTED = "(Rows are the records read, counted from 0: a CSV's header and a JSONL file's blank lines are not among them.)"
+
+
 class EvalDataError(HierbenchError):
-    """Raised when evaluation records or an eval dataset break the schema."""
+    """Raised when evaluation records or an eval dataset break the schema.
+
+    A message that names ``rows [...]`` ends with :data:`ROWS_COUNTED`: the rows are positions
+    among the records read, not a file's line numbers.
+    """
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        if "rows [" in message and ROWS_COUNTED not in message:
+            message = f"{message} {ROWS_COUNTED}"
+        super().__init__(message, *args)
 
 
 class InconsistentAttributeWarning(HierbenchWarning):
