@@ -106,8 +106,8 @@ ROWS_COUNTED = "(Rows are the records read, counted from 0: a CSV's header and a
 class EvalDataError(HierbenchError):
     """Raised when evaluation records or an eval dataset break the schema.
 
-    A message that names ``rows [...]`` ends with :data:`ROWS_COUNTED`: the rows are positions
-    among the records read, not a file's line numbers.
+    A message that names ``rows [...]`` ends by saying how they are counted: the rows are
+    positions among the records read, from 0, not a file's line numbers.
     """
 
     def __init__(self, message: str = "", *args: object) -> None:
