@@ -46,7 +46,7 @@ def _compare_section(ctx: DemoContext) -> str:
     # compare_agents' own defaults: the report and `hierbench compare` use the same
     cmp = compare_agents(ctx.data, prob=PROB, rng=ctx.extra.get("seed", 0))
     ctx.extra["compare"] = cmp
-    full = pair_frame(cmp, alpha=1 - PROB)
+    full = ctx.extra["pair_frame"] = pair_frame(cmp, alpha=1 - PROB)  # the rank section reads it too
     # what decides first: the difference, its simultaneous interval, the adjusted p and the verdict
     table = full.iloc[:, : full.columns.get_loc(differ_column(full)) + 1].copy()
     agents, opponents = pair_agents(cmp)
@@ -195,29 +195,25 @@ def _tiers_beside_pairs(ctx: DemoContext, df: pd.DataFrame) -> str:
     Claude 3.5 Sonnet (Old) at p max-T 0.26).
     """
     from ..report import differ_column
+    from ..report import differ_parts
     from ..report import p_text
     from ..report import pair_agents
-    from ..report import pair_frame
 
-    if "compare" not in ctx.extra:
+    if "pair_frame" not in ctx.extra:  # section 6 did not run (one agent, one task)
         return ""
-    full = pair_frame(ctx.extra["compare"], alpha=1 - PROB)
+    full = ctx.extra["pair_frame"]
     col = differ_column(full)
     if col is None:
         return ""
-    p_col = col[len("differ (") :].rsplit(" < ", 1)[0]
-    verdict = {}
+    p_col = differ_parts(col)[0]
+    alike = {}  # the paired tests' verdict is "not different" (an undefined one is not), with its p
     for (a, b), (same, p) in zip(zip(*pair_agents(ctx.extra["compare"]), strict=True),
                                  zip(full[col], full[p_col], strict=True), strict=True):  # fmt: skip
-        verdict[a, b] = verdict[b, a] = (same, p)
+        alike[a, b] = alike[b, a] = (not pd.isna(same) and not bool(same), p)
     tier = df["tier"]
     leaders = {t: df.index[tier == t][0] for t in sorted(tier.unique())}  # df is sorted by observed rank
     apart = [(leaders[t], a) for t in leaders for a in df.index[tier > t]]
-    def alike(lead: str, a: str) -> bool:  # the paired tests' verdict is "not different" (not undefined)
-        v = verdict.get((lead, a), (pd.NA,))[0]
-        return not pd.isna(v) and not bool(v)
-
-    split = [(lead, a, verdict[lead, a][1]) for lead, a in apart if alike(lead, a)]
+    split = [(lead, a, alike[lead, a][1]) for lead, a in apart if alike.get((lead, a), (False,))[0]]
     if not split:
         return ""
     eg = "; ".join(f"{lead} and {a} ({p_col} {p_text(p)})" for lead, a, p in split[:3])

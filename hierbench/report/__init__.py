@@ -23,6 +23,7 @@ from ._match import FitDataMismatchError
 from ._match import check_fit_data
 from ._pair_rows import PAIR_ROWS as PAIR_ROWS  # for the CLI; not in __all__
 from ._pair_rows import PAIRS_CSV as PAIRS_CSV  # for the demo; not in __all__
+from ._pair_rows import differ_parts as differ_parts  # for the demo; not in __all__
 from ._pair_rows import pair_agents as pair_agents  # for the demo; not in __all__
 from ._pair_rows import pair_values as pair_values  # for the demo; not in __all__
 from ._pair_rows import shown_pairs as shown_pairs  # for the demo; not in __all__

@@ -25,13 +25,18 @@ PAIR_ROWS_FEW = 20
 PAIRS_CSV = "pairs.csv"
 
 
+def differ_parts(col: str) -> tuple[str, str]:
+    """The p-value column and the level a verdict column names: ``differ (p max-T < 0.05)``."""
+    p_col, level = col[len("differ (") : -1].rsplit(" < ", 1)
+    return p_col, level
+
+
 def _differ(table: pd.DataFrame) -> tuple[str, str, str]:
     """The verdict column (``differ (p max-T < 0.05)``), its p-value column and its level, as written."""
     col = next((c for c in table.columns if str(c).startswith("differ (")), None)
     if col is None:
         raise ValueError(f"a pair table needs its `differ (...)` column; got columns {list(table.columns)}")
-    p_col, level = col[len("differ (") : -1].rsplit(" < ", 1)
-    return col, p_col, level
+    return col, *differ_parts(col)
 
 
 def pair_order(table: pd.DataFrame) -> np.ndarray:

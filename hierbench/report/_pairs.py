@@ -23,6 +23,7 @@ import xarray as xr
 from .._base import fit_record
 from ._context import g_interval
 from ._pair_rows import PAIR_ROWS
+from ._pair_rows import differ_parts
 from ._report import judged
 
 if TYPE_CHECKING:
@@ -329,8 +330,7 @@ def no_p_note(table: pd.DataFrame) -> str:
     col = differ_column(table)
     if col is None:
         return ""
-    p_col = col[len("differ (") :].rsplit(" < ", 1)[0]
-    level = col.rsplit(" < ", 1)[1].rstrip(")")
+    p_col, level = differ_parts(col)
     gone = table[col].isna() & table["mean difference"].notna()  # NaN: fewer than 2 shared tasks
     if not gone.any():
         return ""
