@@ -137,8 +137,12 @@ def _demo_summary(ctx: DemoContext) -> str:
     from .._console import _summary_text
     from ..report import coverage_flags
 
-    flags = "".join("\n\n" + textwrap.fill("Flag: " + f, 90) for f in coverage_flags(ctx.data))
-    return _summary_text(ctx.data) + flags + _misfit_text(ctx)
+    return _summary_text(ctx.data) + _flag_lines(coverage_flags(ctx.data)) + _misfit_text(ctx)
+
+
+def _flag_lines(flags: list[str]) -> str:
+    """The report's data-summary flags as the demo prints them: a paragraph each."""
+    return "".join("\n\n" + textwrap.fill("Flag: " + f, 90) for f in flags)
 
 
 def _misfit_text(ctx: DemoContext) -> str:
@@ -154,7 +158,7 @@ def _misfit_text(ctx: DemoContext) -> str:
     except HierbenchError:  # partial credit, fewer than 3 agents: not applicable
         ctx.extra["person_fit"] = None
         return ""
-    return "".join("\n\n" + textwrap.fill("Flag: " + f, 90) for f in misfit_agents(ctx.extra["person_fit"]))
+    return _flag_lines(misfit_agents(ctx.extra["person_fit"]))
 
 
 def _demo_truth(ctx: DemoContext) -> str:
