@@ -49,6 +49,7 @@ from ._identification import ONE_RUN as ONE_RUN
 from ._identification import TASK_IN_RUNS as TASK_IN_RUNS
 from ._identification import ability_meaning as ability_meaning
 from ._identification import agents_with_runs as agents_with_runs
+from ._identification import most_agents_per_task as most_agents_per_task
 from ._identification import refuse_agents_without_runs as refuse_agents_without_runs
 from ._identification import unidentified_by_design as unidentified_by_design
 from ._identification import unidentified_components as unidentified_components

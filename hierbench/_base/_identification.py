@@ -125,6 +125,12 @@ def unidentified_by_design(
     return out
 
 
+def most_agents_per_task(n_runs: np.ndarray) -> int:
+    """The most agents that ran any one task (rows of ``n_runs`` are agents): the figure the rule reads."""
+    n = np.asarray(n_runs)
+    return int((n.reshape(n.shape[0], -1) > 0).sum(axis=0).max()) if n.size else 0
+
+
 def agents_with_runs(n_runs: np.ndarray) -> np.ndarray:
     """Indices of the agents (rows of ``n_runs``) with at least one run: the agents the rule counts."""
     return np.flatnonzero((np.asarray(n_runs) > 0).any(axis=1))
@@ -154,5 +160,4 @@ def unidentified_components(n_runs: np.ndarray) -> dict[str, tuple[str, str | No
     {}
     """
     n = np.asarray(n_runs)
-    shared = int((n.reshape(n.shape[0], -1) > 0).sum(axis=0).max()) if n.size else 0
-    return unidentified_by_design(int(agents_with_runs(n).size), int(n.max()), shared)
+    return unidentified_by_design(int(agents_with_runs(n).size), int(n.max()), most_agents_per_task(n))

@@ -41,6 +41,7 @@ import xarray as xr
 from .._base import UnidentifiedTermWarning as UnidentifiedTermWarning
 from .._base import cluster_codes
 from .._base import fit_record
+from .._base import most_agents_per_task
 from ..metrics import unidentified_by_design
 
 __all__ = [
@@ -313,7 +314,7 @@ def count_design(counts: xr.Dataset, cells: Mapping[str, Any]) -> dict[str, Any]
         "min_runs_per_cell": int(cell_n.min()),
         "median_runs_per_cell": float(np.median(cell_n)),
         "max_runs_per_cell": int(cell_n.max()),
-        "max_agents_per_task": int((n > 0).sum(axis=0).max()),
+        "max_agents_per_task": most_agents_per_task(n),
         "share_cells_one_run": round(float(np.mean(cell_n == 1)), 3),
         "success_rate": round(float(y.sum() / max(n.sum(), 1)), 4),
         "score_kind": "binary counts",
