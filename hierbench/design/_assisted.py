@@ -93,6 +93,7 @@ from .._base import Result
 from .._base import interval_label
 from .._base import make_interval
 from ..freq import IRTBank
+from ..freq import holm
 from ..freq import irt_score
 from ._posterior import _Posterior
 
@@ -279,17 +280,6 @@ def misfit_test(tab: np.ndarray) -> tuple[float, float]:
         return np.nan, np.nan
     z = float((tab[ok, 8] - tab[ok, 9]).sum()) / np.sqrt(v)
     return z, float(norm.cdf(z))
-
-
-def holm(p: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjustment of p-values (NaN kept)."""
-    p = np.asarray(p, float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    order = ok[np.argsort(p[ok], kind="stable")]
-    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * (order.size - np.arange(order.size))))
-    out[order] = adj
-    return out
 
 
 @dataclass(frozen=True, repr=False)
