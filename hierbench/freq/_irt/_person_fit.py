@@ -251,7 +251,7 @@ def _reference(b: np.ndarray, se: np.ndarray, m: int) -> tuple[float, float, flo
 
 
 def _null_p(
-    x: np.ndarray, n: np.ndarray, c: np.ndarray, b_obs: float, ref: tuple[float, float, int],
+    x: np.ndarray, n: np.ndarray, c: np.ndarray, b_obs: float, ref: tuple[float, float, float, int],
     n_sim: int, gen: np.random.Generator,
 ) -> tuple[float, int]:
     """The one-sided parametric-bootstrap p-value of ``b_obs`` under the reference slope distribution.
