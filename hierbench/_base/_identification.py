@@ -131,6 +131,23 @@ def most_agents_per_task(n_runs: np.ndarray) -> int:
     return int((n.reshape(n.shape[0], -1) > 0).sum(axis=0).max()) if n.size else 0
 
 
+def shared_tasks_per_pair(n_runs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per pair of agents (rows of ``n_runs``, agent x task run counts): ``(i, j, shared)``.
+
+    ``i < j`` index the pair, ``shared`` counts the tasks both ran: what a
+    paired comparison stands on (the report's coverage flag and the demo's plan read it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shared_tasks_per_pair(np.array([[1, 2, 0], [3, 0, 0], [1, 1, 1]]))[2].tolist()
+    [1, 2, 1]
+    """
+    ran = (np.asarray(n_runs) > 0).astype(np.int64)
+    i, j = np.triu_indices(ran.shape[0], 1)
+    return i, j, (ran @ ran.T)[i, j]
+
+
 def agents_with_runs(n_runs: np.ndarray) -> np.ndarray:
     """Indices of the agents (rows of ``n_runs``) with at least one run: the agents the rule counts."""
     return np.flatnonzero((np.asarray(n_runs) > 0).any(axis=1))

@@ -340,8 +340,9 @@ def _tasks_shared(ctx: DemoContext) -> tuple[int, str]:
     A pair is compared on the tasks both agents ran; where agents ran different
     subsets (METR's davinci-002: 16 of 83), the log's task count overstates it.
     """
-    ran = (_n_runs(ctx) > 0).transpose("agent", "task").values.astype(np.int64)
-    shared = (ran @ ran.T)[np.triu_indices(ran.shape[0], k=1)]
+    from .._base import shared_tasks_per_pair
+
+    shared = shared_tasks_per_pair(_n_runs(ctx).transpose("agent", "task").values)[2]
     n_all = int(ctx.data.sizes["task"])
     if shared.min() == n_all:
         return n_all, ""

@@ -124,8 +124,9 @@ def coverage_flags(data: xr.Dataset) -> list[str]:
 
 def _unshared_pairs(ran: np.ndarray, names: list[str]) -> list[str]:
     """A flag for the pairs of agents that share fewer than 2 tasks (``ran``: agent x task, 1 where run)."""
-    i, j = np.triu_indices(ran.shape[0], 1)
-    shared = (ran @ ran.T)[i, j]
+    from .._base import shared_tasks_per_pair
+
+    i, j, shared = shared_tasks_per_pair(ran)
     bad = np.flatnonzero(shared < 2)
     if not bad.size:
         return []
