@@ -74,12 +74,22 @@ def test_swebench_flags_the_claude_37_record_and_no_other_agent(shared_data):
 def test_metr_flags_no_agent(metr_eval):
     r = person_fit(metr_eval, rng=0)
     assert not r.flagged.any()
-    assert np.isfinite(r.p_value).all()  # every agent tested, davinci-002 (16 tasks, no success) too
+    # davinci-002 never succeeds (counted here from the scores): its penalised slope would be
+    # the penalty alone, so it is not tested; every other agent is
+    runs = metr_eval["score"].sel(agent="davinci-002")
+    assert float(runs.sum()) == 0 and int(runs.notnull().any("run").sum()) == 16
+    untested = r.p_value.isnull().to_series()
+    assert untested[untested].index.tolist() == ["davinci-002"]
+    assert np.isnan(float(r.estimate.sel(agent="davinci-002")))
+    assert str(r.note.sel(agent="davinci-002").item()).startswith("no successes in its ")
     # the lowest p: gpt-3.5-turbo-instruct (about 3 successes in 530 runs), whose slope is
     # low but measured too loosely to set it apart
     assert str(r.p_value.idxmin().item()) == "gpt-3.5-turbo-instruct"
     assert float(r.p_value.min()) > 0.01
-    assert "every agent tested follows the tasks' difficulty" in repr(r)
+    text = repr(r)
+    assert "no agent flagged at Holm alpha 0.05 (not being flagged is not evidence" in text
+    assert "not tested: davinci-002 (no successes in its" in text and "on 16 tasks" in text
+    assert "follows the tasks' difficulty;" not in text
 
 
 def test_tau_bench_one_agent_is_refused_as_not_applicable(shared_data):

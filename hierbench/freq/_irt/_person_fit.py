@@ -9,8 +9,10 @@ regression on that logit with its own intercept,
 
     c_mt ~ Binomial(n_mt, expit(alpha_m + beta_m x_t)),
 
-by Firth's penalised likelihood (Jeffreys prior; finite where the plain MLE is not, as for an
-agent with no success). The slope ``beta_m`` is the statistic: a genuine agent's record climbs
+by Firth's penalised likelihood (Jeffreys prior; finite where the plain MLE is not, as for a
+record separated by the logit). An agent with no success, or no failure, in its runs is not
+tested: its penalised slope would be the penalty alone, and it is left out of the others'
+reference too. The slope ``beta_m`` is the statistic: a genuine agent's record climbs
 with the others' solve rates about as steeply as theirs do, a record that does not follow the
 tasks' difficulty (a corrupted or shuffled per-task log) has a slope near 0.
 
@@ -116,14 +118,17 @@ class PersonFitResult(Result):
             f"{interval_label(self.ci)} interval; bootstrap p, Holm, alpha {self.alpha:g})"
         )
         who = [str(a) for a, f in zip(self.estimate[dim].values, self.flagged.values, strict=True) if f]
+        if tested == 0:
+            return [head, "  no agent could be tested: " + "; ".join(sorted(set(self.note.values.tolist())))]
+        untested = [f"  not tested: {a} ({w})" for a, w in zip(self.estimate[dim].values, self.note.values,
+                                                              strict=True) if w]  # fmt: skip
         if not who:
             lo = self.p_value.fillna(np.inf).argmin(dim).item()
-            if tested == 0:
-                return [head, "  no agent could be tested: " + "; ".join(sorted(set(self.note.values.tolist())))]
-            return [head, "  every agent tested follows the tasks' difficulty; the lowest p:",
-                    "  " + self._agent_line(str(self.estimate[dim].values[lo]))]
+            return [head, f"  no agent flagged at Holm alpha {self.alpha:g} (not being flagged is not evidence "
+                    "that a record follows the tasks' difficulty: read each slope's interval); the lowest p:",
+                    "  " + self._agent_line(str(self.estimate[dim].values[lo])), *untested]  # fmt: skip
         return [head, f"  {counted(len(who), 'agent')} do{'es' if len(who) == 1 else ''} not follow "
-                "the tasks' difficulty:", *("  " + self._agent_line(a) for a in who)]
+                "the tasks' difficulty:", *("  " + self._agent_line(a) for a in who), *untested]
 
     def _agent_line(self, agent: str) -> str:
         dim = self.estimate.dims[0]
@@ -221,7 +226,9 @@ def _slopes(n: np.ndarray, c: np.ndarray, share: float) -> dict[str, np.ndarray]
         common = use & (others >= share)
         out["n_common"][m] = common.sum()
         out["common"][m] = np.mean(r[m, common]) if common.any() else np.nan
-        if use.sum() >= MIN_TASKS and np.ptp(x[use]) > 0:
+        wins = c[m, use].sum()
+        # no success (or no failure): the Firth slope would be its penalty alone, so no slope
+        if use.sum() >= MIN_TASKS and np.ptp(x[use]) > 0 and 0 < wins < n[m, use].sum():
             _, b, se = firth_logistic(x[use], n[m, use], c[m, use][None])
             out["b"][m], out["se"][m] = b[0], se[0]
     return out
@@ -416,7 +423,7 @@ def _test_agents(fit: dict, n: np.ndarray, c: np.ndarray, n_sim: int, gen: np.ra
     for m in range(M):
         ref[m] = _reference(fit["b"], fit["se"], m)
         if not np.isfinite(fit["b"][m]):
-            note[m] = f"fewer than {MIN_TASKS} tasks with a reference (or no spread in them)"
+            note[m] = _untested_why(n[m], c[m], np.isfinite(fit["x"][m]))
         elif not np.isfinite(ref[m, 0]):
             note[m] = f"fewer than {MIN_AGENTS - 1} other agents with a positive slope"
         else:
@@ -425,6 +432,16 @@ def _test_agents(fit: dict, n: np.ndarray, c: np.ndarray, n_sim: int, gen: np.ra
                                     n_sim, gen)
     fit["n_sim"] = sims
     return ref, p, note
+
+
+def _untested_why(n: np.ndarray, c: np.ndarray, use: np.ndarray) -> str:
+    """Why an agent's slope was not fitted: too few tasks with a reference, or a record of one outcome."""
+    if use.sum() >= MIN_TASKS:
+        runs, wins = int(n[use].sum()), int(c[use].sum())
+        if wins in (0, runs):
+            return (f"{'no successes' if wins == 0 else 'no failures'} in its {counted(runs, 'run')} on "
+                    f"{counted(int(use.sum()), 'task')}: no slope to estimate")
+    return f"fewer than {MIN_TASKS} tasks with a reference (or no spread in them)"
 
 
 def _result(cts, fit, ref, p, note, *, agent_dim, prob, alpha, n_sim, common_share) -> PersonFitResult:
