@@ -128,6 +128,12 @@ def test_all_short_gives_nan_mean_not_zero():
 def test_errors_are_named():
     with pytest.raises(ValueError, match=r"`k` must be a positive integer .* got k=0"):
         pass_at_k(_counts([3], [1]), 0)
+    with pytest.raises(ValueError, match=r"`k` must be .*non-empty sequence.*got an empty sequence"):
+        pass_hat_k(_counts([3], [1]), [])
+    with pytest.raises(ValueError, match=r"`k` must not repeat a value .*got k=\[2, 1, 2\], repeating \[2\]"):
+        pass_hat_k(_counts([3], [1]), [2, 1, 2])
+    # a whole float is the integer it names, in the result's coordinate too
+    assert pass_hat_k(_counts([3], [1]), [2.0]).estimate["k"].values.tolist() == [2]
     with pytest.raises(ValueError, match=r"counts must satisfy 0 <= n_success <= n_runs with whole numbers"):
         pass_at_k(_counts([3], [1.5]), 2)
     with pytest.raises(ValueError, match=r"`small_n` must be one of \['nan', 'clip'\]; got 'drop'"):
@@ -293,6 +299,9 @@ def test_clustered_interval_is_the_cluster_robust_mean_on_the_logit_scale():
     # the tasks one by one: narrower here, where the clusters' tasks move together
     alone = pass_hat_k(_clustered_counts(succ, R, codes), 1, cluster=None)
     assert float(alone.standard_error.item()) < se
+    # the header names the unit the interval is for: clusters here, tasks without them
+    assert "interval for a new draw of task clusters from the same population" in repr(res)
+    assert "interval for a new draw of tasks from the same population" in repr(alone)
 
 
 def test_without_clusters_the_interval_is_unchanged_bit_for_bit():

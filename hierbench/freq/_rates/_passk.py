@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from typing import Any
 from typing import Literal
 
 import numpy as np
@@ -204,7 +205,7 @@ class PassKResult(Result):
         per_task = "plug-in" if "plug-in" in str(a.get("estimator", "")) else "unbiased"
         lines = [
             f"{type(self).__name__}: {a.get('quantity', '?')}, mean of the {per_task} per-task values, "
-            f"{interval_label(self.ci)} interval for a new draw of tasks from the same population"
+            f"{interval_label(self.ci)} interval for {str(a.get('over', POPULATION_OVER)).split(' (')[0]}"
         ]
         lines += self._cell_lines()
         nt = self.n_tasks
@@ -329,6 +330,25 @@ def _bounds_where(use: np.ndarray, total: np.ndarray, n: np.ndarray, prob: float
     return lo, hi
 
 
+def _check_ks(k: Any) -> list[int]:
+    """``k`` as a list of distinct positive ints; an empty or repeated ``k`` is refused by name."""
+    ks = [k] if np.ndim(k) == 0 else list(k)
+    if not ks:
+        raise ValueError("`k` must be a positive integer or a non-empty sequence of them; got an empty sequence")
+    out = []
+    for kk in ks:
+        try:
+            out.append(check_int(kk, "k", min=1))
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"`k` must be a positive integer (or a sequence of them); got k={kk!r}"
+            ) from None
+    if len(set(out)) < len(out):
+        again = sorted({v for v in out if out.count(v) > 1})
+        raise ValueError(f"`k` must not repeat a value (each k is one row); got k={ks!r}, repeating {again}")
+    return out
+
+
 def _pass(
     data: xr.Dataset | xr.DataArray,
     k: int | Sequence[int],
@@ -341,14 +361,7 @@ def _pass(
     prob: float,
     cluster: str | None = "auto",
 ) -> PassKResult:
-    ks = [k] if np.ndim(k) == 0 else list(k)  # type: ignore[arg-type]
-    for kk in ks:
-        try:
-            check_int(kk, "k", min=1)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"`k` must be a positive integer (or a sequence of them); got k={kk!r}"
-            ) from None
+    ks = _check_ks(k)
     check_choice(small_n, "small_n", ["nan", "clip"])
     prob = check_prob(prob)
     n, c = _counts_from(data, dim)
