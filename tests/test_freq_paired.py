@@ -95,6 +95,20 @@ def test_cluster_sign_flip_enumerates_cluster_sums():
     assert float(res_none.p_permutation) == pytest.approx(_brute_force_sign_flip(d))
 
 
+def test_counts_name_tasks_and_clusters_that_differ_apart():
+    # notebook 01 printed 'n_nonzero 7' under 'n_tasks 500': 7 repositories, where 57 tasks
+    # differ. Here r1's two tasks cancel: 5 tasks differ, in 3 of the 4 clusters (by hand)
+    d = np.array([0.5, -0.5, 1.0, 0.0, -1.0, 0.75, 0.5])
+    cl = np.array(["r1", "r1", "r2", "r2", "r3", "r4", "r4"])
+    a = xr.DataArray(np.clip(d, 0, 1), dims="task", coords={"cluster": ("task", cl)})
+    b = xr.DataArray(np.clip(-d, 0, 1), dims="task", coords={"cluster": ("task", cl)})
+    res = paired_test(a, b, n_resamples=10, rng=0)
+    assert res.counts["n_tasks_nonzero"] == int(np.count_nonzero(d)) == 6
+    assert res.counts["n_clusters_nonzero"] == 3 and "n_nonzero" not in res.counts
+    plain = paired_test(a, b, cluster=None, n_resamples=10, rng=0)
+    assert plain.counts["n_tasks_nonzero"] == 6 and "n_clusters_nonzero" not in plain.counts
+
+
 def test_mcnemar_equals_scipy_binomtest_on_discordant_counts():
     rng = np.random.default_rng(4)
     a = (rng.random((80, 3)) < 0.6).astype(float)  # 3 runs: the majority is always defined

@@ -226,7 +226,9 @@ class PairedTestResult(Result):
         Bootstrap distribution of the mean difference (dim ``resample``).
     counts : dict
         ``n_tasks`` used, ``n_excluded`` (a task one agent never ran),
-        ``n_nonzero`` permutation units, ``n_a_only`` / ``n_b_only``
+        ``n_tasks_nonzero`` (tasks whose difference is not 0), with clusters
+        ``n_clusters_nonzero`` (clusters whose summed difference is not 0: the
+        units the sign flips permute), ``n_a_only`` / ``n_b_only``
         (McNemar discordant tasks), ``n_mcnemar_ties`` (a per-task mean of
         exactly 1/2: no majority, left out of McNemar), ``exact`` (the
         sign-flip p-value is exact) and ``n_permutations`` (the Monte Carlo
@@ -456,7 +458,8 @@ def paired_test(
     counts = {
         "n_tasks": int(both.sum()),
         "n_excluded": int((~both).sum()),
-        "n_nonzero": int(flip["n_nonzero"][0]),
+        "n_tasks_nonzero": int(np.count_nonzero(d)),
+        **({} if codes is None else {"n_clusters_nonzero": int(flip["n_nonzero"][0])}),
         "exact": bool(flip["exact"][0]),
         "n_permutations": int(flip["n_permutations"]),
         "n_a_only": n10,
