@@ -316,3 +316,32 @@ def test_read_battles_same_result_from_text_object_and_number_columns():
         frame.loc[5, "right"] = ""
         with pytest.raises(EvalDataError, match=r"`right` column 'right'.*must not be empty; 1 rows are, rows \[5\]"):
             read_battles(frame)
+
+
+def test_pairwise_readers_warn_of_agents_that_differ_only_by_spaces():
+    """Audit D finding 7: names that print alike get the SimilarLabelsWarning the data docs promise.
+
+    The groups are written by hand: 'gpt4' (left column) and 'gpt4 ' (right column) print
+    alike; 'GPT4' differs by case, which is a different name under the documented rule.
+    """
+    import warnings
+
+    from hierbench.data import SimilarLabelsWarning
+
+    df = pd.DataFrame(
+        {"left": ["gpt4", "x", "GPT4"], "right": ["x", "gpt4 ", "x"], "winner": ["left", "right", "tie"],
+         "q": ["p1", "p1  ", "p2"]}
+    )
+    with pytest.warns(SimilarLabelsWarning) as rec:
+        pw = read_battles(df, task="q")
+    texts = [str(w.message) for w in rec if w.category is SimilarLabelsWarning]
+    assert any("`agent` column 'left/right'" in t and "[['gpt4', 'gpt4 ']]" in t for t in texts)
+    assert any("`task` column 'q'" in t and "[['p1', 'p1  ']]" in t for t in texts)
+    assert sorted(pw.agent.values.tolist()) == ["GPT4", "gpt4", "gpt4 ", "x"]  # kept apart, as written
+    counts = pd.DataFrame({"a": ["B", "B ", "A"], "b": ["A", "C", "C"], "wa": [1, 2, 3], "wb": [2, 1, 1]})
+    with pytest.warns(SimilarLabelsWarning, match=r"`agent` column 'a/b'.*\[\['B', 'B '\]\]"):
+        pc = from_pair_counts(counts, agent_a="a", agent_b="b", wins_a="wa", wins_b="wb")
+    assert pc.agent.values.tolist() == ["A", "B", "B ", "C"]
+    with warnings.catch_warnings():  # case alone is no warning (the documented rule)
+        warnings.simplefilter("error", SimilarLabelsWarning)
+        read_battles(pd.DataFrame({"left": ["gpt4"], "right": ["GPT4"], "winner": ["left"]}))

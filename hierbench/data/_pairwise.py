@@ -41,6 +41,7 @@ from ._schema import check_eval_dataset
 from ._values import _label
 from ._values import id_labels
 from ._values import label_kinds
+from ._values import warn_similar_labels
 
 __all__ = [
     "check_pairwise",
@@ -433,6 +434,12 @@ def read_battles(
     xarray.Dataset
         Pairwise dataset with ``agent_a`` = left and ``agent_b`` = right.
 
+    Warns
+    -----
+    SimilarLabelsWarning
+        Agent names (over both columns) or tasks that differ only by spaces
+        or Unicode normalisation: they are kept as different agents (tasks).
+
     Examples
     --------
     >>> import pandas as pd
@@ -445,6 +452,11 @@ def read_battles(
     mapping = _outcome_map(outcomes)
     ids = {arg: _coded_labels(df[col], what=arg, column=col, source=source) for arg, col in cols.items()}
     _refuse_kind_clash(df, source, ("left", left), ("right", right))
+    # one agent list across both columns: 'gpt4' on the left and 'gpt4 ' on the right are two agents
+    both = np.concatenate([ids["left"][1], ids["right"][1]])
+    warn_similar_labels(both, what="agent", column=f"{left}/{right}", source=source)
+    if task is not None:
+        warn_similar_labels(ids["task"][1], what="task", column=task, source=source)
     out = _verdict_outcomes(*ids["winner"], mapping, winner)
     ia, ib, names = _agent_codes(ids["left"], ids["right"], agents)
     ag = np.asarray(names, dtype=object)
@@ -601,6 +613,7 @@ def _pair_agents(
     a = id_labels(df[agent_a], what="agent_a", column=agent_a, source=source)
     b = id_labels(df[agent_b], what="agent_b", column=agent_b, source=source)
     _refuse_kind_clash(df, source, ("agent_a", agent_a), ("agent_b", agent_b))
+    warn_similar_labels(np.concatenate([a, b]), what="agent", column=f"{agent_a}/{agent_b}", source=source)
     same = np.flatnonzero(a == b)
     if same.size:
         raise EvalDataError(
@@ -651,6 +664,12 @@ def from_pair_counts(
     xarray.Dataset
         Pair counts, as from :func:`to_pair_counts` (rows for the same
         ordered pair are summed).
+
+    Warns
+    -----
+    SimilarLabelsWarning
+        Agent names (over both columns) that differ only by spaces or
+        Unicode normalisation: they are kept as different agents.
 
     Examples
     --------
