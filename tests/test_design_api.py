@@ -274,6 +274,12 @@ def test_planner_errors():
         plan_joint(10, 1, 12)
     with pytest.raises(ValueError, match=r"`budget` must be a non-negative integer number of labels; got -1"):
         plan_uniform(10, 3, -1)
+    # audit E 6: NaN, inf and text named as `budget` (were: int(NaN) "cannot convert float NaN")
+    for bad in (float("nan"), float("inf"), "12"):
+        with pytest.raises(ValueError, match=r"`budget` must be a non-negative integer number of labels; got"):
+            plan_uniform(10, 3, bad)
+        with pytest.raises(ValueError, match=r"`budget` must be a non-negative integer number of labels; got"):
+            plan_joint(10, 3, bad)
     with pytest.raises(ValueError, match=r"`tasks` must be a positive integer .*got 0"):
         plan_uniform(0, 3, 5)
     with pytest.raises(ValueError, match=r"`runs` labels must be unique"):

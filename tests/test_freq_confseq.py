@@ -156,6 +156,9 @@ def test_bad_input_messages():
         confidence_sequence(x.expand_dims(run=[0, 1], axis=1))
     with pytest.raises(TypeError, match=r"`y` must be an xarray.DataArray; got list"):
         confidence_sequence(x, [0.5] * 5)
+    # audit E 6: no task at all (was: numpy's "cannot reshape array of size 0")
+    with pytest.raises(ValueError, match=r"`x` has no tasks along 'task' \(size 0\)"):
+        confidence_sequence(x.isel(task=slice(0, 0)))
     with pytest.raises(ValueError, match=r"`x` and `y` must have the same 'task' labels"):
         confidence_sequence(
             x.assign_coords(task=list("vwxyz")), x.assign_coords(task=list("abcde"))

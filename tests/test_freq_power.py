@@ -189,6 +189,35 @@ def test_bad_input_messages():
         paired_power(0.1, 10, components=crossed)
 
 
+def test_audit_e6_refusals_and_the_size_warning():
+    """Audit E 6: each call that was answered (or failed inside scipy) is refused or warned, by name."""
+    from statsmodels.stats.power import TTestPower
+
+    from hierbench._base import HierbenchWarning
+
+    # statsmodels: the paired t-test's power at effect 0 is alpha, so no effect has power 0.01
+    assert TTestPower().power(effect_size=0.0, nobs=100, alpha=0.05) == pytest.approx(0.05)
+    with pytest.raises(ValueError, match=r"`power` must exceed `alpha`.*got power=0.01, alpha=0.05"):
+        minimum_detectable_effect(100, sd_diff=0.3, power=0.01)  # was scipy's "f(a) and f(b)"
+    with pytest.raises(ValueError, match=r"`power` must exceed `alpha`.*got power=0.05, alpha=0.05"):
+        minimum_detectable_effect(100, sd_diff=0.3, power=0.05, alternative="greater")
+    # 65% vs 68% is a difference of 0.03; 0.3 was answered with 39 tasks (0.03 gives 3,882)
+    with pytest.raises(ValueError, match=r"`effect` must be the difference of `p_a` and `p_b` "
+                                         r"\(p_b - p_a = 0.03, .*got effect=0.3, p_a=0.65, p_b=0.68"):
+        sample_size_normal(0.3, paired=False, p_a=0.65, p_b=0.68)
+    assert sample_size_normal(-0.03, paired=False, p_a=0.65, p_b=0.68) == 3882  # either sign
+    # a difference of two mean scores on [0, 1] lies in [-1, 1] (2.0 was answered with 3 tasks)
+    for eff in (2.0, -1.5):
+        with pytest.raises(ValueError, match=r"`effect` must satisfy \|effect\| <= 1.*got " + str(eff)):
+            tasks_for_power(eff, sd_diff=0.3)
+    need = TTestPower().solve_power(effect_size=1.0 / 0.3, alpha=0.05, power=0.8)  # 2.8: 3 tasks
+    assert tasks_for_power(1.0, sd_diff=0.3) == math.ceil(need)  # |effect| = 1 is still allowed
+    # alpha = 0.95 reads like a level: computed as given (statsmodels' power at that size), with a warning
+    with pytest.warns(HierbenchWarning, match=r"`alpha`=0.95 is the size of the test .* pass alpha=0.05"):
+        p = float(paired_power(0.05, 100, sd_diff=0.3, alpha=0.95))
+    assert p == pytest.approx(TTestPower().power(effect_size=0.05 / 0.3, nobs=100, alpha=0.95), abs=1e-6)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     effect=st.floats(0.005, 0.5),

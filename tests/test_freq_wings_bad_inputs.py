@@ -242,7 +242,7 @@ CASES = [
     ),
     (
         "n normal no variance (was: 0 tasks)",
-        lambda: F.sample_size_normal(0.1, paired=False, p_a=0.0, p_b=0.0),
+        lambda: F.sample_size_normal(1.0, paired=False, p_a=0.0, p_b=1.0),
         ValueError,
         r"zero variance",
     ),

@@ -103,7 +103,9 @@ def _coord(arg: int | Sequence, name: str) -> np.ndarray:
 
 
 def _check_budget(budget: int) -> int:
-    if isinstance(budget, bool) or int(budget) != budget or budget < 0:
+    """``budget`` as an int: a whole, finite, non-negative number (NaN, inf and text refused by name)."""
+    number = isinstance(budget, (int, float, np.integer, np.floating)) and not isinstance(budget, (bool, np.bool_))
+    if not number or not np.isfinite(budget) or int(budget) != budget or budget < 0:
         raise ValueError(f"`budget` must be a non-negative integer number of labels; got {budget!r}")
     return int(budget)
 

@@ -230,6 +230,10 @@ def _stream(
             raise TypeError(f"`{name}` must be an xarray.DataArray; got {type(v).__name__}")
         if task_dim not in v.dims:
             raise ValueError(f"`task_dim` must be a dimension of `{name}` {v.dims}; got {task_dim!r}")
+        if v.sizes[task_dim] == 0:
+            raise ValueError(
+                f"`{name}` has no tasks along {task_dim!r} (size 0): a sequence needs at least one task"
+            )
         if "run" in v.dims and task_dim != "run":
             raise ValueError(
                 f"`{name}` has a 'run' dim: the sequence is over per-task values, so average "

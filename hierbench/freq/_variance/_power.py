@@ -24,10 +24,12 @@ import xarray as xr
 from scipy import optimize
 from scipy import stats
 
+from ..._base import HierbenchWarning
 from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_number
 from ..._base import check_prob
+from ..._base import warn_user
 from ..._docs import fill_doc
 from ._allocation import allocate_clustered
 from ._allocation import allocate_paired
@@ -164,16 +166,34 @@ def sd_paired_diff(
 
 
 def _check_common(alpha: float, alternative: str, power: float | None = None) -> None:
-    """``alpha`` is the size of the test (its significance level), not an interval level."""
+    """``alpha`` is the size of the test (its significance level), not an interval level.
+
+    An ``alpha`` of 0.5 or more is computed as given, with a warning: it reads like a
+    level (``prob``) passed as the size.
+    """
     check_prob(alpha, "alpha")
     if power is not None:
         check_prob(power, "power")
     check_choice(alternative, "alternative", ["two-sided", "greater"])
+    if alpha >= 0.5:
+        warn_user(
+            f"`alpha`={alpha!r} is the size of the test (the chance of a false positive when the "
+            f"agents do not differ), not an interval level: this test rejects {alpha:.0%} of "
+            f"comparisons of agents that do not differ. Computed as given; if {alpha!r} was meant "
+            f"as a confidence level, pass alpha={1 - alpha:.3g}",
+            HierbenchWarning,
+        )
 
 
 def _check_effect(effect: float) -> float:
+    """A non-zero difference of two mean scores on [0, 1]: ``0 < |effect| <= 1``."""
     if check_number(effect, "effect") == 0:
         raise ValueError(f"`effect` must be finite and non-zero; got {effect!r}")
+    if abs(effect) > 1:
+        raise ValueError(
+            f"`effect` must satisfy |effect| <= 1: it is a difference of two mean scores on "
+            f"[0, 1]; got {effect!r}"
+        )
     return float(effect)
 
 
@@ -227,7 +247,8 @@ def paired_power(
     alpha : float
         Size of the test: its significance level, the chance of a false
         positive when the agents do not differ (a test size, not an interval
-        level; intervals elsewhere take ``prob``).
+        level; intervals elsewhere take ``prob``). An ``alpha`` of 0.5 or more
+        is computed as given, with a warning (it reads like a level).
     alternative : {"two-sided", "greater"}
     clusters : ClusterDesign, optional
         How the tasks fall into clusters; None (default) takes tasks as independent.
@@ -314,7 +335,8 @@ def tasks_for_power(
     """Smallest number of tasks whose paired t-test reaches ``power`` at ``effect``.
 
     Parameters are those of :func:`paired_power` (``alpha`` the size of the
-    test); ``effect`` must be non-zero.
+    test); ``effect`` must be non-zero and at most 1 in size (a difference of
+    two mean scores on [0, 1]).
     ``max_tasks`` bounds the search: an effect so small that more tasks than
     that would be needed is refused with the normal-approximation count (the
     search itself is a bisection, so it takes a few dozen power evaluations
@@ -428,7 +450,8 @@ def minimum_detectable_effect(
     """Smallest true difference detected with probability ``power`` by ``n_tasks`` tasks.
 
     Parameters are those of :func:`paired_power` (``alpha`` the size of the test;
-    with ``clusters`` the cluster-level test).
+    with ``clusters`` the cluster-level test). ``power`` must exceed ``alpha``,
+    the power at effect 0.
 
     Returns
     -------
@@ -441,6 +464,11 @@ def minimum_detectable_effect(
     0.0976
     """
     _check_common(alpha, alternative, power)
+    if power <= alpha:
+        raise ValueError(
+            f"`power` must exceed `alpha`: the power at effect 0 is the test's size alpha, so no "
+            f"positive effect has power {power!r}; got power={power!r}, alpha={alpha!r}"
+        )
     n_tasks = check_int(n_tasks, "n_tasks", min=2)
     if clusters is not None:
         n_eff, df, sd = map(float, _cluster_units(clusters, np.asarray(float(n_tasks)), n_runs,
@@ -752,7 +780,9 @@ def sample_size_normal(
     Parameters
     ----------
     effect : float
-        Difference to detect (e.g. 0.03 for 65% vs 68%).
+        Difference to detect (e.g. 0.03 for 65% vs 68%), ``0 < |effect| <= 1``.
+        With ``p_a`` and ``p_b`` it must be their difference ``p_b - p_a`` (either
+        sign: the count depends on ``|effect|``); one that is not is refused.
     paired : bool
         Unpaired: ``sd = sqrt(p_a (1 - p_a) + p_b (1 - p_b))`` (tasks per
         agent). Paired: ``sd = sqrt(discordance - effect^2)`` where
@@ -784,11 +814,27 @@ def sample_size_normal(
     effect = _check_effect(effect)
     if not isinstance(paired, (bool, np.bool_)):
         raise TypeError(f"`paired` must be True or False; got {paired!r}")
+    if p_a is not None and p_b is not None:
+        _check_shares_effect(effect, p_a, p_b)
     if sd_diff is not None:
         sd_diff = check_number(sd_diff, "sd_diff", low=0, low_open=True)
     else:
         sd_diff = _sd_normal(effect, paired, p_a, p_b, discordance)
     return math.ceil(_normal_tasks(effect, sd_diff, alpha, power, "two-sided"))
+
+
+def _check_shares_effect(effect: float, p_a, p_b) -> None:
+    """``effect`` must be ``p_b - p_a`` (up to sign): the shares and the difference describe one comparison."""
+    for name, v in (("p_a", p_a), ("p_b", p_b)):
+        if not 0 <= check_number(v, name) <= 1:
+            raise ValueError(f"`{name}` must lie in [0, 1]; got {v!r}")
+    diff = float(p_b) - float(p_a)
+    if not math.isclose(abs(effect), abs(diff), rel_tol=1e-9, abs_tol=1e-12):
+        raise ValueError(
+            f"`effect` must be the difference of `p_a` and `p_b` (p_b - p_a = {diff:.6g}, either "
+            f"sign) when both are given; got effect={effect!r}, p_a={p_a!r}, p_b={p_b!r}: give "
+            f"p_b = p_a + effect for the rates under the alternative, or `sd_diff` alone"
+        )
 
 
 def _sd_normal(effect: float, paired: bool, p_a, p_b, discordance) -> float:
