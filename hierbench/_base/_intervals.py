@@ -35,6 +35,8 @@ CI_KINDS: dict[str, str] = {
     "wald": "Wald interval for a proportion",
     "wilson": "Wilson score interval for a proportion",
     "exact": "exact interval (Clopper-Pearson, or by enumeration)",
+    "conservative": "finite-sample valid bound: coverage at least the level for every fixed population, "
+    "usually above it (a certificate, not an exact inversion)",
     "profile": "profile-likelihood interval",
     "betting": "anytime-valid confidence sequence (hedged betting)",
     "order-statistic": "distribution-free order-statistic interval",

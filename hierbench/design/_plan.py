@@ -9,7 +9,8 @@ design U (``"uniform"``)
 design J (``"joint"``)
     one uniform run in every task, plus a second distinct run in a uniform
     subset of ``t = B - M`` audited tasks; the disagreement-certificate
-    interval.
+    interval, finite-sample valid and conservative (coverage at least the
+    level, usually above it: ``ci_kind = "conservative"``).
 
 The target is the cohort mean ``theta`` of all ``M L`` planned labels; the
 only randomness is the design's, so coverage holds for every fixed cohort.
@@ -297,8 +298,13 @@ class BudgetIntervalResult(Result):
         The unbiased point estimate (extra dims of ``labels`` kept).
     ci : xarray.DataArray
         Trailing dim ``ci_bound = ["lower", "upper"]``; attrs ``ci_prob``,
-        ``ci_kind = "exact"`` (a finite-sample guarantee), ``ci_detail``
-        (which design and method). Also readable as ``interval``.
+        ``ci_kind``, ``ci_detail`` (which design and method). Also readable
+        as ``interval``. Both kinds are finite-sample valid, coverage at least
+        ``ci_prob`` for every fixed cohort: ``"exact"`` for design U (the
+        hypergeometric inversion, discreteness its only slack) and
+        ``"conservative"`` for design J (the disagreement certificate: a
+        bound whose coverage is at least the level and usually well above
+        it, not an exact-coverage interval).
     feasible : xarray.DataArray
         The deterministic range ``[P / N, 1 - Z / N]`` implied by the bought
         labels (``ci_bound``, ``ci_kind = "feasible"``, level 1).
@@ -385,7 +391,9 @@ def budget_interval(
     labels of task ``i``), unbiased because every run of a task is equally
     likely to be bought, and a disagreement certificate (``"split"`` or
     ``"mixture"``, constructions in this module's docstring), intersected
-    with the feasible range ``[P / N, 1 - Z / N]``.
+    with the feasible range ``[P / N, 1 - Z / N]``. Its coverage is at least
+    ``prob`` and usually well above it (``ci_kind = "conservative"``; design
+    U's is ``"exact"``).
 
     Parameters
     ----------
@@ -430,16 +438,18 @@ def budget_interval(
     P = lab[:, mask].sum(axis=1)
     Z = m - P
     if plan.design == "uniform":
-        est, lo, hi, X, kind = _uniform_estimate(P, M * L, m, prob)
+        est, lo, hi, X, detail = _uniform_estimate(P, M * L, m, prob)
     else:
-        est, lo, hi, X, kind = _joint_estimate(plan, lab, P, Z, prob, "mixture" if method == "auto" else method)
+        est, lo, hi, X, detail = _joint_estimate(plan, lab, P, Z, prob, "mixture" if method == "auto" else method)
     da = _Cohorts(labels, extra)
     interval = da.interval(
         lo,
         hi,
         prob=prob,
-        kind="exact",
-        detail=kind,
+        # U inverts the hypergeometric test exactly; J's certificate is valid (coverage >= prob) but
+        # conservative: not an exact-coverage interval, so not named "exact"
+        kind="exact" if plan.design == "uniform" else "conservative",
+        detail=detail,
         warn_zero_width=False,  # a fully bought cohort is known exactly: zero width is right
     )
     interval.attrs.update({"design": plan.design, "budget": plan.budget, "n_labels_outside_plan_ignored": n_ignored})
@@ -531,7 +541,10 @@ def _joint_estimate(plan: BudgetPlan, lab: np.ndarray, P: np.ndarray, Z: np.ndar
     t = int(aud.sum())
     X = (tot[:, aud] == 1).sum(axis=1)
     lo, hi = joint_bounds(est, X, P, Z, M, L, t, prob, meth)
-    return est, lo, hi, X, f"disagreement certificate, {meth} (design J); finite-sample guarantee"
+    return est, lo, hi, X, (
+        f"disagreement certificate, {meth} (design J); finite-sample valid: coverage at least the level "
+        "for every fixed cohort, usually above it (conservative, not exact)"
+    )
 
 
 class BudgetWarning(HierbenchWarning):
