@@ -171,7 +171,7 @@ def _many_agents(m: int = 15) -> pd.DataFrame:
 
 def test_long_reprs_show_the_top_and_the_bottom_and_no_self_pairs():
     pw = read_battles(_many_agents())
-    r = fit_bradley_terry_ml(pw, interval="wald")
+    r = fit_bradley_terry_ml(pw, ties="none", interval="wald")
     text = repr(r)
     assert "(4 more agents)" in text  # 15 agents: 8 at the top, 3 at the bottom
     named = [ln.split()[1] for ln in text.splitlines()[3:] if ln.split()[0].isdigit()]
@@ -208,12 +208,12 @@ def test_side_by_side_refuses_elo_beside_logits():
     j = (i + rng.integers(1, 3, 300)) % 3
     winner = np.where(rng.random(300) < 0.5 + 0.15 * (j - i), "left", "right")
     pw = read_battles(pd.DataFrame({"left": names[i], "right": names[j], "winner": winner}), position=False)
-    elo = fit_bradley_terry_ml(pw, interval="wald")
-    logit = fit_bradley_terry_ml(pw, scale="logit", interval="wald")
+    elo = fit_bradley_terry_ml(pw, ties="none", interval="wald")
+    logit = fit_bradley_terry_ml(pw, ties="none", scale="logit", interval="wald")
     assert elo.estimate.attrs["scale"] != logit.estimate.attrs["scale"]
     with pytest.raises(MismatchedEstimatesError, match="different scales"):
         side_by_side({"elo": elo, "logit": logit})
-    side_by_side({"one": logit, "two": fit_bradley_terry_ml(pw, scale="logit", interval="wald")})
+    side_by_side({"one": logit, "two": fit_bradley_terry_ml(pw, ties="none", scale="logit", interval="wald")})
 
 
 def test_win_rate_repr_reads_right_for_two_agents():

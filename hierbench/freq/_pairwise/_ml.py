@@ -53,7 +53,6 @@ from ..._base import check_prob
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
-from .._kernels import percentile_bounds
 from ._battles import _Battles
 from ._battles import _battles
 from ._battles import _resample_unit
@@ -68,6 +67,9 @@ from ._newton import _newton_batch
 from ._newton import _strongly_connected
 from ._text import _number
 from ._text import _ranked_lines
+from ._undefined import CAUSES
+from ._undefined import _bounds_with_undefined
+from ._undefined import _no_mle_limit
 
 __all__ = [
     "ELO_PER_LOGIT",
@@ -75,6 +77,9 @@ __all__ = [
     "NoFiniteMLEWarning",
     "fit_bradley_terry_ml",
 ]
+
+#: why a bootstrap bound is NaN where the resamples without a finite MLE decide it
+_DECIDED = "resamples without a finite MLE decide it"
 
 #: Elo points per logit: 400 points are 10x odds.
 ELO_PER_LOGIT = 400.0 / np.log(10.0)
@@ -94,7 +99,12 @@ class BradleyTerryMLResult(ResampledResult):
         Abilities on ``scale`` (Elo points or logits), sum-zero or relative
         to ``reference``.
     ci : DataArray (agent, ci_bound)
-        Bootstrap percentile interval (or Wald, ``interval="wald"``).
+        Bootstrap percentile interval (or Wald, ``interval="wald"``). A
+        resample with no finite MLE is not left out: where it sends an
+        agent above (below) every other its ability enters at +inf (-inf),
+        where it leaves the ability undefined it counts at the unfavourable
+        end of each bound, and a bound such resamples decide is NaN (with a
+        :class:`NoFiniteMLEWarning` that counts them by cause).
     ability : DataArray (agent)
         Logit abilities (the Bayesian model's ``ability`` scale).
     standard_error : DataArray (agent)
@@ -106,13 +116,17 @@ class BradleyTerryMLResult(ResampledResult):
     rank : DataArray (agent)
         Rank of the estimate (1 = best).
     rank_ci : DataArray (agent, ci_bound)
-        Percentile interval of the rank over the resamples.
+        Percentile interval of the rank over the resamples (where a resample
+        has no finite MLE, the best and the worst rank it allows).
     distribution : DataArray (resample, agent)
-        Resampled abilities on ``scale`` (NaN where the resample had no finite MLE).
+        Resampled abilities on ``scale``; where the resample had no finite
+        MLE, +inf / -inf where the direction is known, NaN where undefined.
     n_comparisons : int
     loglik : float
     n_undefined : int
-        Resamples with no finite MLE (left out of the intervals).
+        Resamples with no finite MLE; ``attrs["undefined_causes"]`` counts
+        them by cause (an agent absent from the resample, a group that won or
+        lost every resampled battle, no decisive battle).
     attrs : dict
     """
 
@@ -132,6 +146,22 @@ class BradleyTerryMLResult(ResampledResult):
     n_undefined: int = 0
     attrs: dict = field(default_factory=dict)
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per agent: ability and interval, rank interval, and home and nu with theirs.
+
+        ``home`` and ``nu`` are one value each, repeated on every row with their
+        bounds (``home_lower``, ``nu_upper``, ...) and kinds (``home_ci_kind``,
+        ``nu_ci_kind``); ``ci_prob`` and ``ci_kind`` are the abilities'.
+        """
+        df = super().to_frame()
+        for name, iv in (("rank", self.rank_ci), ("home", self.home_ci), ("nu", self.nu_ci)):
+            if iv is None:
+                continue
+            for bound in ("lower", "upper"):
+                df[f"{name}_{bound}"] = np.broadcast_to(iv.sel(ci_bound=bound).values, len(df))
+            df[f"{name}_ci_kind"] = iv.attrs.get("ci_kind")
+        return df
+
     def _repr_lines(self) -> list[str]:
         """A leaderboard: the agents best first with their intervals, then home and ties."""
         ci, est = self.ci, self.estimate
@@ -148,11 +178,17 @@ class BradleyTerryMLResult(ResampledResult):
             v, v_ci = getattr(self, name), getattr(self, f"{name}_ci")
             if v is not None:
                 lo, hi = (float(x) for x in v_ci.values) if v_ci is not None else (np.nan, np.nan)
-                lines.append(f"  {what}: {_number(3)(float(v))} [{_number(3)(lo)}, {_number(3)(hi)}]")
+                why = v_ci.attrs.get("why_undefined") if v_ci is not None else None
+                lines.append(
+                    f"  {what}: {_number(3)(float(v))} [{_number(3)(lo)}, {_number(3)(hi)}]"
+                    + (f" (no interval: {why})" if why else "")
+                )
         if self.n_undefined:
+            causes = "; ".join(f"{k} with {c}" for c, k in self.attrs.get("undefined_causes", {}).items())
             lines.append(
                 f"  {self.n_undefined} of {self.attrs.get('n_resamples')} resamples had no finite MLE "
-                "(left out of the intervals)"
+                f"({causes}): +-inf in the intervals where the direction is known, NaN bounds where "
+                "they decide them"
             )
         return lines
 
@@ -244,18 +280,32 @@ def fit_bradley_terry_ml(
     b = _battles(pairs)
     st = _settings(b, ties, home, scale, reference, center, method, tol, max_iter)
     unit = _resample_unit(b, resample)
-    fit = _fit(b.counts, b.ia, b.ib, st.m, st.ref, st.eff_ties, home, method, st.tol, st.max_iter)
-    if fit is None:
-        _warn_no_mle(b)
-    elif not fit.converged and method == "newton":
-        warn_user(
-            f"Bradley-Terry ML did not reach tol={tol} in {max_iter} iterations",
-            NotConvergedWarning,
-        )
+    fit = _main_fit(b, st)
     boot = _Boot.empty(n_resamples, st.m)
     if fit is not None and interval == "bootstrap":
         boot = _bootstrap(b, st, fit, n_resamples, unit, as_rng(rng))
-    return _bt_result(b, st, fit, boot, interval, unit, prob)
+    res = _bt_result(b, st, fit, boot, interval, unit, prob)
+    if boot.n_undefined:
+        _warn_undefined(res, boot)
+    return res
+
+
+def _main_fit(b: _Battles, st: _Settings) -> _Fit | None:
+    """Fit the battles; warn where the MLE is not finite, nu sits on a boundary, or Newton stopped short."""
+    if st.no_mle_nu:
+        _warn_nu_boundary(st)
+        return None
+    fit = _fit(b.counts, b.ia, b.ib, st.m, st.ref, st.eff_ties, st.home, st.method, st.tol, st.max_iter)
+    if st.nu_at_zero:
+        _warn_nu_boundary(st)
+    if fit is None:
+        _warn_no_mle(b)
+    elif not fit.converged and st.method == "newton":
+        warn_user(
+            f"Bradley-Terry ML did not reach tol={st.tol} in {st.max_iter} iterations",
+            NotConvergedWarning,
+        )
+    return fit
 
 
 def _check_interval_args(interval: str, resample: str) -> None:
@@ -286,6 +336,17 @@ class _Settings:
     max_iter: int
     m: int
     n_ties: float
+    n_decisive: float
+
+    @property
+    def no_mle_nu(self) -> bool:
+        """Davidson ties on battles that are all ties: nu's MLE is infinite, the abilities unidentified."""
+        return self.ties == "davidson" and self.n_decisive == 0
+
+    @property
+    def nu_at_zero(self) -> bool:
+        """Davidson ties on battles without a tie: nu's MLE is 0, its boundary."""
+        return self.ties == "davidson" and self.n_ties == 0
 
     def normalise(self, theta: np.ndarray) -> np.ndarray:
         """Abilities on the reported scale (sum-zero or relative to the reference)."""
@@ -331,8 +392,30 @@ def _settings(b, ties, home, scale, reference, center, method, tol, max_iter) ->
         )
     eff_ties = ties if (ties != "davidson" or n_ties > 0) else "half"
     ref = b.agents.index(reference) if reference is not None else 0
+    n_decisive = float((b.counts[:, 0] + b.counts[:, 2]).sum())
     return _Settings(
-        ties, eff_ties, bool(home), scale, reference, ref, center, method, tol, max_iter, m, n_ties
+        ties, eff_ties, bool(home), scale, reference, ref, center, method, tol, max_iter, m, n_ties, n_decisive
+    )
+
+
+def _warn_nu_boundary(st: _Settings) -> None:
+    """Warn that Davidson's nu sits on a boundary: no tie in the battles (0), or no decisive battle (infinity)."""
+    if st.no_mle_nu:
+        warn_user(
+            f"every one of the {round(st.n_ties)} battles in `pairs` is a tie: under Davidson's model "
+            "(ties='davidson') the likelihood rises towards its supremum as nu grows, whatever the "
+            "abilities, so nu's MLE is infinite and the abilities are not identified (NaN, intervals "
+            "undefined). ties='half' counts each tie as half a win each way (the agents then come out "
+            "equal); hierbench.bayes.build_bradley_terry keeps nu finite through its prior",
+            NoFiniteMLEWarning,
+        )
+        return
+    warn_user(
+        f"`pairs` holds no tie in {round(st.n_decisive)} battles: under ties='davidson' the tie "
+        "parameter's MLE is nu = 0, the boundary of its range, and no resample can move it (every "
+        "resample is tie-free too), so nu has no interval (NaN); the abilities are those of the "
+        "model without ties. For battles that cannot end in a tie pass ties='none'",
+        BoundaryWarning,
     )
 
 
@@ -352,20 +435,60 @@ def _warn_no_mle(b: _Battles) -> None:
 
 @dataclass
 class _Boot:
-    """Resampled abilities (on the reported scale), home advantage and nu (NaN: no MLE)."""
+    """Resampled abilities (on the reported scale), home advantage and nu, and rank ranges.
+
+    Where a resample has no finite MLE (``cause`` >= 0, an index into ``CAUSES``), an
+    ability is +-inf where its direction is known and NaN where it is undefined, as are
+    home and nu (nu is +inf where no battle was decisive); ``rmin`` / ``rmax`` bound the
+    ranks there (equal elsewhere). ``absent`` counts the resamples each agent was absent from.
+    """
 
     dist: np.ndarray
     home: np.ndarray
     nu: np.ndarray
-    n_undefined: int = 0
+    rmin: np.ndarray
+    rmax: np.ndarray
+    cause: np.ndarray
+    absent: np.ndarray
 
     @classmethod
     def empty(cls, n_resamples: int, m: int) -> _Boot:
+        nan = np.full((n_resamples, m), np.nan)
         return cls(
-            np.full((n_resamples, m), np.nan),
+            nan,
             np.full(n_resamples, np.nan),
             np.full(n_resamples, np.nan),
+            nan.copy(),
+            nan.copy(),
+            np.full(n_resamples, -1, dtype=np.int8),
+            np.zeros(m, dtype=np.int64),
         )
+
+    @property
+    def n_undefined(self) -> int:
+        """Resamples with no finite MLE."""
+        return int((self.cause >= 0).sum())
+
+    def by_cause(self) -> dict[str, int]:
+        """Resamples with no finite MLE, counted by cause (the causes that occur)."""
+        n = np.bincount(self.cause[self.cause >= 0], minlength=len(CAUSES))
+        return {c: int(k) for c, k in zip(CAUSES, n, strict=True) if k}
+
+
+def _store_limit(b: _Battles, st: _Settings, cnt: np.ndarray, row: int, boot: _Boot) -> None:
+    """Record what a resample without a finite MLE says (``_no_mle_limit``) in row ``row``."""
+    direction, rmin, rmax, cause, absent = _no_mle_limit(
+        b.ia, b.ib, cnt, st.m, st.ref if st.reference is not None else None
+    )
+    vals = np.full(st.m, np.nan)
+    vals[direction == 1.0] = np.inf
+    vals[direction == -1.0] = -np.inf
+    vals[direction == 0.0] = 0.0 if st.scale == "logit" else st.center
+    boot.dist[row], boot.rmin[row], boot.rmax[row] = vals, rmin, rmax
+    boot.home[row] = np.nan
+    boot.nu[row] = np.inf if (cause == 2 and st.ties == "davidson") else np.nan
+    boot.cause[row] = cause
+    boot.absent += absent
 
 
 def _refit_mm(b: _Battles, st: _Settings, blk: np.ndarray, r: int, boot: _Boot) -> None:
@@ -388,18 +511,23 @@ def _refit_mm(b: _Battles, st: _Settings, blk: np.ndarray, r: int, boot: _Boot) 
             boot.dist[r] = st.normalise(f.theta)
             boot.home[r] = f.home
             boot.nu[r] = np.exp(f.log_nu) if st.ties == "davidson" else np.nan
+        else:
+            _store_limit(b, st, cnt, r, boot)
         r += 1
 
 
 def _refit_newton(b, st: _Settings, blk: np.ndarray, r: int, start, boot: _Boot) -> None:
     """Refit one block of resampled counts by batched Newton into ``boot`` from row ``r``.
 
-    A resample has a finite MLE when its "beat or tied" graph is strongly connected.
+    A resample has a finite MLE when its "beat or tied" graph is strongly connected and,
+    with Davidson ties, some battle in it was decisive (else nu is infinite).
     """
     ok = np.array([_strongly_connected(b.ia, b.ib, c, st.m)[0] for c in blk])
     has_ties = blk[:, :, 1].sum(1) > 0
+    decisive = (blk[:, :, 0] + blk[:, :, 2]).sum(1) > 0
+    done = np.zeros(blk.shape[0], dtype=bool)
     for model in ("davidson", "half") if st.eff_ties == "davidson" else (st.eff_ties,):
-        sel = ok & (has_ties if model == "davidson" else ~has_ties)
+        sel = ok & (has_ties & decisive if model == "davidson" else ~has_ties)
         if st.eff_ties != "davidson":
             sel = ok
         if not sel.any():
@@ -408,11 +536,15 @@ def _refit_newton(b, st: _Settings, blk: np.ndarray, r: int, start, boot: _Boot)
             b.ia, b.ib, blk[sel], st.m, st.ref, model, st.home, start, st.tol, st.max_iter
         )
         good_rows = np.all(np.isfinite(th), axis=1)
-        idx = r + np.flatnonzero(sel)[good_rows]
+        local = np.flatnonzero(sel)[good_rows]
+        done[local] = True
+        idx = r + local
         boot.dist[idx] = st.normalise_rows(th[good_rows])
         boot.home[idx] = hh[good_rows] if st.home else 0.0
         if st.ties == "davidson":
             boot.nu[idx] = np.exp(lm[good_rows]) if model == "davidson" else 0.0
+    for i in np.flatnonzero(~done):
+        _store_limit(b, st, blk[i], r + i, boot)
 
 
 def _bootstrap(b, st: _Settings, fit: _Fit, n_resamples: int, resample: str, gen) -> _Boot:
@@ -425,14 +557,44 @@ def _bootstrap(b, st: _Settings, fit: _Fit, n_resamples: int, resample: str, gen
         else:
             _refit_newton(b, st, blk, r, start, boot)
         r += blk.shape[0]
-    boot.n_undefined = int((~np.isfinite(boot.dist).all(1)).sum())
-    if boot.n_undefined:
-        warn_user(
-            f"{boot.n_undefined} of {n_resamples} resamples had no finite Bradley-Terry MLE (some "
-            "agent won or lost every resampled battle); they are left out of the intervals",
-            NoFiniteMLEWarning,
-        )
+    fin = boot.cause < 0
+    boot.rmin[fin] = boot.rmax[fin] = _ranks(boot.dist[fin])
     return boot
+
+
+def _undefined_text(boot: _Boot, agents: list[str]) -> str:
+    """The resamples without a finite MLE, counted by cause (absent agents named), and how they enter."""
+    parts = []
+    for cause, k in boot.by_cause().items():
+        text = f"{k} with {cause}"
+        if cause == CAUSES[0]:
+            order = np.argsort(-boot.absent, kind="stable")
+            named = [f"{agents[i]!r} in {boot.absent[i]}" for i in order[:5] if boot.absent[i]]
+            more = int((boot.absent > 0).sum()) - len(named)
+            text += f" ({', '.join(named)}{f', and {more} more agents' if more > 0 else ''})"
+        parts.append(text)
+    return (
+        f"{boot.n_undefined} of {boot.dist.shape[0]} resamples had no finite Bradley-Terry MLE: "
+        f"{'; '.join(parts)}. They are not dropped: an agent above (below) every other there enters "
+        "the percentile at +inf (-inf); an ability they leave undefined counts at the unfavourable "
+        "end of each bound, and a bound they decide is NaN"
+    )
+
+
+def _warn_undefined(res: BradleyTerryMLResult, boot: _Boot) -> None:
+    """Warn of the resamples without a finite MLE, and of the bounds they left undefined."""
+    text = _undefined_text(boot, [str(a) for a in res.estimate["agent"].values])
+    nan_ci = np.isnan(res.ci.values).any(-1) & np.isfinite(res.estimate.values)
+    extra = [n for n in ("home", "nu") if getattr(res, f"{n}_ci") is not None
+             and getattr(res, f"{n}_ci").attrs.get("why_undefined") == _DECIDED]
+    if nan_ci.any() or extra:
+        what = [f"{int(nan_ci.sum())} of {nan_ci.size} agents"] if nan_ci.any() else []
+        text += (
+            f" ({', '.join(what + extra)} here: undefined, NaN). Battles that carry tasks can be "
+            "resampled one by one (resample='battles', taken as independent); "
+            "hierbench.bayes.build_bradley_terry keeps every ability finite through its prior"
+        )
+    warn_user(text, NoFiniteMLEWarning)
 
 
 def _wald_se(fit: _Fit, st: _Settings):
@@ -469,7 +631,8 @@ def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, unit: str, pro
     n_resamples = boot.dist.shape[0]
     if fit is None:
         est_v = se_v = theta_n = nan_m
-        home_v = home_se = nu_v = ll = np.nan
+        home_v = home_se = ll = np.nan
+        nu_v = np.inf if st.no_mle_nu else np.nan
         cov, converged, iters = None, False, 0
     else:
         theta_n = fit.theta - (fit.theta[st.ref] if st.reference is not None else fit.theta.mean())
@@ -522,6 +685,7 @@ def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, unit: str, pro
             "resample": unit if interval == "bootstrap" else "none (Wald)",
             "resample_unit": unit_words if interval == "bootstrap" else details[1],
             "n_resamples": n_resamples,
+            "undefined_causes": boot.by_cause(),
         },
         **iv,
     )
@@ -538,68 +702,127 @@ def _wald_detail(b: _Battles) -> str:
 def _bt_intervals(est, st, fit, cov, boot, interval, details, prob, se_v, home_v, home_se):
     """Return ``ci``, ``rank_ci``, ``home_ci`` and ``nu_ci``.
 
-    Percentile bootstrap, or Wald (normal) from the observed information; rank intervals
-    from the same resamples (Wald: the agents a two-sided test at ``1 - prob`` does not
-    separate).
+    Percentile bootstrap (:func:`_boot_intervals`), or Wald (normal) from the observed
+    information, whose rank intervals hold the agents a two-sided test at ``1 - prob``
+    does not separate.
     """
+    if interval == "bootstrap":
+        return _boot_intervals(est, st, fit, boot, details[0], prob)
     est_v, nan_m = est.values, np.full(st.m, np.nan)
     z = float(ndtri(0.5 + prob / 2))  # scipy.special: no distribution-object overhead
 
     def like(x: np.ndarray) -> xr.DataArray:  # bounds shaped like est (cheaper than a template)
         return est.copy(deep=False, data=np.asarray(x, dtype=float))
 
-    detail_boot, detail_wald = details
-    good = np.isfinite(boot.dist).all(1)
-    boot_ok = interval == "bootstrap" and good.any()
     out: dict = {"home_ci": None, "nu_ci": None}
-    if interval == "bootstrap":
-        lo, hi = percentile_bounds(boot.dist[good], prob) if good.any() else (nan_m, nan_m)
-        out["ci"] = make_interval(
-            like(lo), like(hi), prob=prob, kind="percentile", detail=detail_boot
-        )
-    else:
-        out["ci"] = make_interval(
-            like(est_v - z * se_v),
-            like(est_v + z * se_v),
-            prob=prob,
-            kind="normal",
-            detail=detail_wald,
-        )
-    if boot_ok:
-        rlo, rhi = percentile_bounds(_ranks(boot.dist[good]), prob)
-        rlo, rhi, rank_kind, rank_detail = np.floor(rlo), np.ceil(rhi), "percentile", detail_boot
-    else:
-        sc = 1.0 if st.scale == "logit" else ELO_PER_LOGIT
-        rlo, rhi = _wald_rank_interval(cov, est_v / sc, st.m, st.ref, z) if fit else (nan_m, nan_m)
-        rank_kind = "normal"
-        rank_detail = "Wald: the agents not separated by a two-sided Wald test at 1 - prob"
+    out["ci"] = make_interval(
+        like(est_v - z * se_v), like(est_v + z * se_v), prob=prob, kind="normal", detail=details[1]
+    )
+    sc = 1.0 if st.scale == "logit" else ELO_PER_LOGIT
+    rlo, rhi = _wald_rank_interval(cov, est_v / sc, st.m, st.ref, z) if fit else (nan_m, nan_m)
     out["rank_ci"] = make_interval(
-        like(rlo), like(rhi), prob=prob, kind=rank_kind, detail=rank_detail, warn_zero_width=False
+        like(rlo),
+        like(rhi),
+        prob=prob,
+        kind="normal",
+        detail="Wald: the agents not separated by a two-sided Wald test at 1 - prob",
+        warn_zero_width=False,
     )
     if st.home:
-        if boot_ok:
-            hl, hh = percentile_bounds(boot.home[good], prob)
-            out["home_ci"] = make_interval(hl, hh, prob=prob, kind="percentile", detail=detail_boot)
-        else:
-            out["home_ci"] = make_interval(
-                home_v - z * home_se, home_v + z * home_se, prob=prob, kind="normal"
-            )
+        out["home_ci"] = make_interval(
+            home_v - z * home_se, home_v + z * home_se, prob=prob, kind="normal"
+        )
     if st.ties == "davidson":
-        if boot_ok:
-            nl, nh = percentile_bounds(boot.nu[good], prob)
-            out["nu_ci"] = make_interval(
-                nl,
-                nh,
-                prob=prob,
-                kind="percentile",
-                detail=detail_boot,
-                warn_zero_width=st.n_ties > 0,
-            )
-        else:
-            out["nu_ci"] = make_interval(
-                np.nan, np.nan, prob=prob, kind="normal", detail="no Wald interval for nu"
-            )
+        out["nu_ci"] = _wald_nu(st, fit, cov, z, prob)
     return out
+
+
+def _nu_undefined(st: _Settings, fit) -> str | None:
+    """Why nu has no interval (its MLE on a boundary, or no fit), or None."""
+    if st.no_mle_nu:
+        return "every battle is a tie: nu's MLE is infinite"
+    if st.nu_at_zero:
+        return "no tie in the data: nu's MLE is 0, its boundary, and no resample can move it"
+    if fit is None:
+        return "no finite MLE"
+    return None
+
+
+def _undefined_interval(why: str, prob: float, kind: str) -> xr.DataArray:
+    """A NaN interval that says why (``ci_detail`` and ``why_undefined``, which the repr prints)."""
+    iv = make_interval(np.nan, np.nan, prob=prob, kind=kind, detail=f"undefined: {why}")
+    iv.attrs["why_undefined"] = why
+    return iv
+
+
+def _wald_nu(st: _Settings, fit, cov, z: float, prob: float) -> xr.DataArray:
+    """Wald interval of nu on the log scale, ``nu x exp(+- z se(log nu))``, from the observed information."""
+    why = _nu_undefined(st, fit)
+    if why is None and cov is None:
+        why = "the observed information is not available"
+    if why is not None:
+        return _undefined_interval(why, prob, "log-normal")
+    nu, se = float(np.exp(fit.log_nu)), float(np.sqrt(max(cov[-1, -1], 0.0)))
+    return make_interval(
+        nu * np.exp(-z * se),
+        nu * np.exp(z * se),
+        prob=prob,
+        kind="log-normal",
+        detail="Wald on log nu: nu x exp(+- z * se(log nu)), se from the observed information at the MLE",
+    )
+
+
+def _boot_intervals(est, st, fit, boot: _Boot, detail: str, prob: float) -> dict:
+    """Percentile intervals of the abilities, ranks, home and nu over the bootstrap resamples.
+
+    Resamples with no finite MLE are not dropped (``_bounds_with_undefined``): an ability
+    known to be +-inf there enters at +-inf, an undefined one at the unfavourable end of
+    each bound (NaN where that decides the bound); a rank at the end of its range
+    (``rmin`` for the lower bound, ``rmax`` for the upper).
+    """
+    nan_m = np.full(st.m, np.nan)
+    a = (1.0 - prob) / 2.0
+
+    def like(x: np.ndarray) -> xr.DataArray:  # bounds shaped like est (cheaper than a template)
+        return est.copy(deep=False, data=np.asarray(x, dtype=float))
+
+    if boot.n_undefined:
+        detail = (
+            f"{detail}; {boot.n_undefined} resamples without a finite MLE enter at +-inf where the "
+            "direction is known, at the unfavourable end of each bound where the ability is "
+            "undefined (NaN where they decide the bound)"
+        )
+    have = fit is not None
+    lo, hi = _bounds_with_undefined(boot.dist, prob) if have else (nan_m, nan_m)
+    out: dict = {"home_ci": None, "nu_ci": None}
+    out["ci"] = _interval(like(lo), like(hi), prob, detail)
+    if have:
+        rlo = np.floor(np.quantile(boot.rmin, a, axis=0))
+        rhi = np.ceil(np.quantile(boot.rmax, 1.0 - a, axis=0))
+    else:
+        rlo, rhi = nan_m, nan_m
+    out["rank_ci"] = make_interval(
+        like(rlo), like(rhi), prob=prob, kind="percentile", detail=detail, warn_zero_width=False
+    )
+    if st.home:
+        hl, hh = _bounds_with_undefined(boot.home[:, None], prob) if have else ([np.nan], [np.nan])
+        out["home_ci"] = _interval(hl[0], hh[0], prob, detail)
+    if st.ties == "davidson" and _nu_undefined(st, fit) is not None:
+        out["nu_ci"] = _undefined_interval(_nu_undefined(st, fit), prob, "percentile")
+    elif st.ties == "davidson":
+        nl, nh = _bounds_with_undefined(boot.nu[:, None], prob)
+        out["nu_ci"] = _interval(nl[0], nh[0], prob, detail)
+    for name in ("home_ci", "nu_ci"):
+        iv = out[name]
+        if iv is not None and np.isnan(iv.values).any() and "why_undefined" not in iv.attrs:
+            iv.attrs["why_undefined"] = _DECIDED
+    return out
+
+
+def _interval(lo, hi, prob: float, detail: str) -> xr.DataArray:
+    """A percentile interval whose ends may be infinite (no floating-point warning on inf - inf)."""
+    with np.errstate(invalid="ignore"):
+        return make_interval(lo, hi, prob=prob, kind="percentile", detail=detail)
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:

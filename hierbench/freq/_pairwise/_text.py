@@ -21,8 +21,8 @@ N_TOP, N_BOTTOM = 8, 3
 
 
 def _number(digits: int) -> Callable[[float], str]:
-    """A formatter with ``digits`` decimals that writes NaN as "nan"."""
-    return lambda x: f"{x:.{digits}f}" if np.isfinite(x) else "nan"
+    """A formatter with ``digits`` decimals that writes NaN as "nan" and an infinite bound as "inf" / "-inf"."""
+    return lambda x: f"{x:.{digits}f}" if np.isfinite(x) else "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
 
 
 def _rows_best_first(est: np.ndarray) -> list[int | None]:

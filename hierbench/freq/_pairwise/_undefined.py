@@ -1,0 +1,137 @@
+"""Bootstrap resamples without a finite estimate: what they still say, and percentile bounds that count them.
+
+Private to the pairwise wing. A Bradley-Terry resample has no finite maximum
+likelihood estimate when an agent is absent from it, when a group of agents
+won (or lost) every resampled battle against the rest, or (Davidson ties) when
+no battle in it was decisive; a pair's win rate is undefined in a resample
+where the pair did not meet. Such resamples are never dropped (the percentile
+of the rest would be conditional on the resample looking like the data, too
+narrow, the estimate often on an end). Where the direction is known they
+enter the percentile at ``+inf`` / ``-inf`` (an agent above every other);
+elsewhere the value is undefined (NaN) and counts at the unfavourable end of
+each bound, so the bound holds whatever it was, and a bound those resamples
+decide is NaN (:func:`_bounds_with_undefined`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._newton import _strongly_connected
+
+__all__: list[str] = []
+
+#: why a Bradley-Terry resample has no finite MLE, by the code :func:`_no_mle_limit` returns
+CAUSES = (
+    "an agent absent from the resample",
+    "a group of agents that won or lost every resampled battle against the rest",
+    "no decisive battle (every one a tie)",
+    "a refit that reached no finite maximum",
+)
+
+
+def _reach(adj: np.ndarray) -> np.ndarray:
+    """Strict reachability (transitive closure) of a small boolean digraph ``adj`` (k, k)."""
+    r = adj.copy()
+    while True:
+        a = r.astype(np.int64)
+        nxt = r | ((a @ a) > 0)
+        if (nxt == r).all():
+            return r
+        r = nxt
+
+
+def _no_mle_limit(ia, ib, cnt, m: int, ref: int | None):
+    """What a resample with no finite Bradley-Terry MLE still says about each agent.
+
+    The likelihood's supremum is approached by sending apart, to infinity, the
+    strongly connected groups of the "beat or tied" graph in the order of its
+    condensation (Ford 1957); the gaps between groups that no path orders are
+    left free. So an agent's ability relative to ``ref`` (or to the mean of
+    all, ``ref`` None) goes to ``+inf`` when its group is above the reference's
+    (above every other group, for the mean), to ``-inf`` when below, and is
+    undefined otherwise (an absent agent is a group of its own, ordered
+    against none). Its rank lies between 1 + the agents of the groups above its
+    own and ``m`` - those below.
+
+    Returns
+    -------
+    direction : ndarray (m,)
+        +1 / -1 where the ability goes to +inf / -inf, 0 for the reference
+        agent itself (its value is the anchor), NaN where undefined.
+    rmin, rmax : ndarray (m,)
+        The range of each agent's rank.
+    cause : int
+        Index into :data:`CAUSES`.
+    absent : ndarray (m,) of bool
+    """
+    n = cnt.sum(1)
+    absent = (np.bincount(ia, n, m) + np.bincount(ib, n, m)) == 0
+    _, lab = _strongly_connected(ia, ib, cnt, m)
+    k = int(lab.max()) + 1
+    win_a = cnt[:, 0] + cnt[:, 1] > 0
+    win_b = cnt[:, 2] + cnt[:, 1] > 0
+    adj = np.zeros((k, k), dtype=bool)
+    adj[np.r_[lab[ia[win_a]], lab[ib[win_b]]], np.r_[lab[ib[win_a]], lab[ia[win_b]]]] = True
+    np.fill_diagonal(adj, False)
+    reach = _reach(adj)
+    size = np.bincount(lab, minlength=k).astype(float)
+    above = (reach * size[:, None]).sum(0)[lab]  # agents in the groups above each agent's own
+    below = (reach * size[None, :]).sum(1)[lab]
+    direction = np.full(m, np.nan)
+    if k > 1 and ref is None:
+        rest = m - size[lab]
+        direction[below == rest] = 1.0
+        direction[above == rest] = -1.0
+    elif k > 1:
+        direction[reach[lab, lab[ref]]] = 1.0
+        direction[reach[lab[ref], lab]] = -1.0
+    if ref is not None:
+        direction[ref] = 0.0
+    decisive = (cnt[:, 0] + cnt[:, 2]).sum() > 0
+    cause = 0 if absent.any() else 1 if k > 1 else 2 if not decisive else 3
+    return direction, 1.0 + above, m - below, cause, absent
+
+
+def _quantile_ext(x: np.ndarray, q: float) -> np.ndarray:
+    """``np.quantile(x, q, axis=0)`` (linear) of values that may be +-inf (no NaN).
+
+    An interpolation that puts weight on an infinite neighbour is that infinity
+    (numpy's own would give NaN for ``-inf`` beside ``+inf``, and round near
+    huge sentinels).
+    """
+    s = np.sort(x, axis=0)
+    h = q * (s.shape[0] - 1)
+    j = int(np.floor(h))
+    t = h - j
+    lo = s[j]
+    if t == 0.0:
+        return lo
+    hi = s[min(j + 1, s.shape[0] - 1)]
+    with np.errstate(invalid="ignore"):
+        v = np.where(t >= 0.5, hi - (hi - lo) * (1.0 - t), lo + (hi - lo) * t)
+    return np.where(np.isneginf(lo), -np.inf, np.where(np.isposinf(hi), np.inf, v))
+
+
+def _bounds_with_undefined(x: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bounds along axis 0 of resamples that may be +-inf (direction known) or NaN (undefined).
+
+    A NaN counts at the unfavourable end of each bound (``-inf`` for the
+    lower, ``+inf`` for the upper), so the bound holds whatever the undefined
+    value was. A bound that this makes infinite, but that is finite with the
+    NaN at the other end, is decided by the undefined resamples: NaN. A bound
+    infinite either way is decided by known infinities and stays infinite.
+    Without NaN or infinities: ``np.quantile`` (linear), as a percentile
+    interval always was.
+    """
+    a = (1.0 - prob) / 2.0
+    nan = np.isnan(x)
+    lo_c = _quantile_ext(np.where(nan, -np.inf, x), a)
+    hi_c = _quantile_ext(np.where(nan, np.inf, x), 1.0 - a)
+    if not nan.any():
+        return lo_c, hi_c
+    lo_f = _quantile_ext(np.where(nan, np.inf, x), a)
+    hi_f = _quantile_ext(np.where(nan, -np.inf, x), 1.0 - a)
+    lo = np.where(np.isneginf(lo_c) & ~np.isneginf(lo_f), np.nan, lo_c)
+    hi = np.where(np.isposinf(hi_c) & ~np.isposinf(hi_f), np.nan, hi_c)
+    return lo, hi
