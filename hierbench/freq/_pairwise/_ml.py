@@ -112,7 +112,10 @@ class BradleyTerryMLResult(ResampledResult):
     home, home_ci, home_se : DataArray or None
         First-position (home) advantage in logits, with ``home=True``.
     nu, nu_ci : DataArray or None
-        Davidson tie parameter (0 when the data hold no ties).
+        Davidson tie parameter: 0, its boundary, when the data hold no ties,
+        and infinite when every battle is a tie (each with a warning, and no
+        interval: ``nu_ci.attrs["why_undefined"]`` says why). Its Wald
+        interval is log-normal, ``nu x exp(+- z se(log nu))``.
     rank : DataArray (agent)
         Rank of the estimate (1 = best).
     rank_ci : DataArray (agent, ci_bound)
@@ -218,8 +221,11 @@ def fit_bradley_terry_ml(
         A pairwise dataset (dim ``comparison``) or pair counts (dim ``pair``).
     ties : {"davidson", "half", "none"}
         Davidson ties (the default, as in the Bayesian model; with no ties in
-        the data ``nu`` is 0, its maximum), ties as half a win each way, or
-        no ties (refused if present).
+        the data ``nu`` is 0, the boundary of its range, with a
+        ``BoundaryWarning`` and no interval; with no decisive battle its MLE
+        is infinite and the abilities are not identified: NaN, with a
+        :class:`NoFiniteMLEWarning`), ties as half a win each way, or no ties
+        (refused if present).
     home : bool
         Estimate a first-position (home) advantage; needs positions
         (``read_battles`` records them, ``from_pair_counts(first_position=True)``).
@@ -230,7 +236,10 @@ def fit_bradley_terry_ml(
     center : float
         Elo of the reference (or of the mean ability).
     interval : {"bootstrap", "wald"}
-        Percentile bootstrap, or ``estimate +- z * standard_error``.
+        Percentile bootstrap, or ``estimate +- z * standard_error`` (nu:
+        on the log scale). A bootstrap resample without a finite MLE (an
+        agent absent, a group that won or lost every battle) is not dropped:
+        see ``BradleyTerryMLResult.ci``.
     resample : {"auto", "task", "battles"}
         Bootstrap unit: tasks (prompts), each drawn with all its battles, or
         single battles, taken as independent. ``"auto"`` (the default): tasks
