@@ -275,16 +275,12 @@ def fit_bradley_terry_ml(
     >>> r.estimate.round().astype(int).to_series().to_dict()
     {'A': 1100, 'B': 1000, 'C': 900}
     """
-    check_choice(ties, "ties", ["davidson", "half", "none"])
-    check_choice(scale, "scale", ["elo", "logit"])
-    check_choice(method, "method", ["newton", "mm"])
+    _check_choices(ties, scale, method, home)
     _check_interval_args(interval, resample)
     prob = check_prob(prob)
     n_resamples = check_int(n_resamples, "n_resamples", min=2)
     max_iter = check_int(max_iter, "max_iter", min=1)
     tol = check_number(tol, "tol", low=0, low_open=True)
-    if not isinstance(home, (bool, np.bool_)):
-        raise TypeError(f"`home` must be True or False; got {home!r}")
     center = check_number(center, "center")
     b = _battles(pairs)
     st = _settings(b, ties, home, scale, reference, center, method, tol, max_iter)
@@ -315,6 +311,15 @@ def _main_fit(b: _Battles, st: _Settings) -> _Fit | None:
             NotConvergedWarning,
         )
     return fit
+
+
+def _check_choices(ties: str, scale: str, method: str, home: bool) -> None:
+    """Refuse a model option outside its choices."""
+    check_choice(ties, "ties", ["davidson", "half", "none"])
+    check_choice(scale, "scale", ["elo", "logit"])
+    check_choice(method, "method", ["newton", "mm"])
+    if not isinstance(home, (bool, np.bool_)):
+        raise TypeError(f"`home` must be True or False; got {home!r}")
 
 
 def _check_interval_args(interval: str, resample: str) -> None:
