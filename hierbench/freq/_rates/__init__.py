@@ -6,6 +6,7 @@ from ._betabinom import beta_binomial_profile_ci
 from ._betabinom import fit_beta_binomial_ml
 from ._confseq import ConfidenceSequenceResult
 from ._confseq import EmptyConfidenceSequenceWarning
+from ._confseq import TaskOrderWarning
 from ._confseq import confidence_sequence
 from ._intervals import EmptySampleWarning
 from ._intervals import IntervalResult
@@ -36,6 +37,7 @@ __all__ = [
     "NoOverdispersionWarning",
     "PassKResult",
     "SuccessRateResult",
+    "TaskOrderWarning",
     "beta_binomial_profile_ci",
     "clustered_se",
     "confidence_sequence",
