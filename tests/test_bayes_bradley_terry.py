@@ -414,7 +414,7 @@ def test_disconnected_comparison_graph_warns():
     with pytest.warns(
         DisconnectedComparisonWarning, match=r"agents outside the largest one \['v'\]"
     ):
-        build_bradley_terry(read_battles(df.iloc[:1].assign(right="y"), agents=["v", "x", "y"]))
+        build_bradley_terry(read_battles(df.iloc[:1].assign(right="y"), agents=["v", "x", "y"]), ties=None)
 
 
 def test_elo_anchor_agent():
@@ -488,3 +488,21 @@ def test_sbc_quadrature_matches_brute_force_grid():
     at = np.log([0.003, 0.05, 0.2, 0.5, 1.0, 2.0])
     np.testing.assert_allclose(np.interp(at, fine, cdf), np.interp(at, lsd, brute), rtol=1e-3, atol=1e-4)
     assert 0.3 < np.interp(np.log(1.0), lsd, brute) < 0.7  # the points span the posterior, tails and middle
+
+
+def test_davidson_ties_on_tie_free_battles_warn_that_nu_is_prior_driven():
+    """Audit D finding 6 (Bayesian side): no tie in the battles (counted by hand: 3), so Davidson's
+    likelihood decreases in nu (P(tie) = nu / Z is 0 in the data) and nu's posterior is its prior's
+    lower tail; ties=None is the model for such data. One tie: no warning.
+    """
+    import warnings
+
+    from hierbench._base import BoundaryWarning
+
+    df = pd.DataFrame({"left": ["x", "y", "z"], "right": ["y", "z", "x"], "winner": ["left", "left", "left"]})
+    with pytest.warns(BoundaryWarning, match=r"no tie in 3 battles.*nu.*prior-driven.*ties=None"):
+        build_bradley_terry(read_battles(df))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BoundaryWarning)
+        build_bradley_terry(read_battles(df), ties=None)
+        build_bradley_terry(read_battles(df.assign(winner=["left", "tie", "left"])))

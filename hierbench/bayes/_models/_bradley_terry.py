@@ -43,6 +43,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
+from ..._base import BoundaryWarning
 from ..._base import HierbenchWarning
 from ..._base import check_choice
 from ..._base import renamed_kwargs
@@ -223,6 +224,14 @@ def _check_args(counts: xr.Dataset, ties: Any, home_advantage: bool, elo_anchor:
         raise EvalDataError(
             f"`ties=None` needs data without ties; `pairs` holds {int(n_tie.sum())} ties in "
             f"{int((n_tie > 0).sum())} pairs. Use ties='davidson', or recode the ties explicitly"
+        )
+    if ties == "davidson" and n_tie.sum() == 0:
+        n = int(sum(counts[k].values.astype(np.int64).sum() for k in ("n_win_a", "n_win_b")))
+        warn_user(
+            f"`pairs` holds no tie in {n} battles: with ties='davidson' the data push the tie "
+            "parameter nu towards 0, the boundary of its range, so its posterior is its prior's lower "
+            "tail (prior-driven, not measured). For battles that cannot end in a tie pass ties=None",
+            BoundaryWarning,
         )
     if home_advantage and not int(counts.attrs.get("first_position", 0)):
         raise EvalDataError(
@@ -419,6 +428,9 @@ def build_bradley_terry(
     DisconnectedComparisonWarning
         When some agents (including agents never compared) are not linked
         to the others by any chain of comparisons.
+    BoundaryWarning
+        With ``ties="davidson"`` on battles without a tie: ``nu``'s
+        posterior is then its prior's lower tail (use ``ties=None``).
 
     Returns
     -------
