@@ -390,6 +390,24 @@ def test_plot_names_the_spread(uneven):
         plt.close(ax.figure)
 
 
+def test_plot_saves_its_legend_whole(uneven, tmp_path):
+    """Audit E 7: the legend (with the spreads in its title) sits outside the axes; a plain savefig
+    cut it off. Matplotlib's own extents of the saved figure must hold the whole legend.
+    """
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from hierbench.report import plot_d_study
+
+    ax = plot_d_study(uneven[0].d_study(n_tasks=[16, 32], n_runs=[1, 2, 4]), hue="n_runs")
+    fig = ax.figure
+    fig.savefig(tmp_path / "d.png", dpi=80)  # plain: no bbox_inches
+    box = ax.get_legend().get_window_extent(fig.canvas.get_renderer())
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width and 0 <= box.y0 and box.y1 <= fig.bbox.height, (box, fig.bbox)
+    assert box.x0 >= ax.get_window_extent().x1  # still beside the lines, not over them
+    plt.close(fig)
+
+
 def test_plot_names_the_run_spread_without_clusters(uneven_runs):
     pytest.importorskip("matplotlib")
     import matplotlib.pyplot as plt

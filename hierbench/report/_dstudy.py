@@ -44,6 +44,11 @@ def plot_d_study(
     optimum : dict, optional
         ``optimal_allocation(...).attrs["optimum"]``: marked with a star.
     ax : matplotlib Axes, optional
+        Draw on these axes; the legend sits outside them, on the right, so
+        give their figure room (``layout="constrained"``, ``tight_layout()``
+        or ``savefig(bbox_inches="tight")``). Without ``ax`` a new figure is
+        made with constrained layout, and a plain ``savefig`` keeps the
+        legend whole.
     sd : bool
         Plot the square root of a variance.
 
@@ -78,7 +83,8 @@ def plot_d_study(
     is_var = var.startswith("sigma2") or var.startswith("var_")
     tf = np.sqrt if (sd and is_var) else (lambda a: a)
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4))
+        # constrained layout makes room for the legend outside the axes: a plain savefig keeps it whole
+        _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     keep = {x} | ({hue} if hue else set())
     sel = {k: 0 for k in da.dims if k not in keep}
     da = da.isel(sel)
