@@ -386,3 +386,37 @@ def test_a_runaway_empirical_bayes_search_falls_back_to_its_start_and_warns(monk
         got = fit_irt_ml(data, n_draws=50, rng=4)
     xr.testing.assert_equal(got.bank.discrimination, ref.bank.discrimination)
     xr.testing.assert_equal(got.bank.intercept, ref.bank.intercept)
+
+
+def test_the_fit_is_said_to_be_penalised_map_not_maximum_likelihood():
+    """Audit F 5: fit_irt_ml is the posterior mode under empirical-Bayes priors, not ML, and says so.
+
+    Independent check: with a free intercept per task, maximum likelihood makes each task's
+    expected successes equal its observed ones (the score equation of a logistic intercept),
+    and a task no agent solved has no finite ML intercept. Counted by hand at the fitted mode,
+    the penalised fit leaves residuals and a finite expected count on those tasks.
+    """
+    import importlib
+
+    cnt, *_ = _simulate(8, 12, 1, rng=3)
+    cnt["n_success"][{"task": 0}] = 0  # a task no agent solved
+    cal = fit_irt_ml(cnt, n_draws=50, rng=0)
+    p = expit(cal.discrimination * cal.ability + cal.intercept).transpose("agent", "task").values
+    n = cnt["n_runs"].transpose("agent", "task").values
+    y = cnt["n_success"].transpose("agent", "task").values
+    resid = (y - n * p).sum(0)  # observed - expected successes per task
+    assert np.abs(resid).max() > 0.1, resid
+    never = y.sum(0) == 0
+    assert never.any() and ((n * p).sum(0)[never] > 0.01).all()
+    want = "penalised (MAP, empirical-Bayes priors), not maximum likelihood"
+    assert cal.info["fit"] == want and cal.bank.attrs["fit"] == want
+    assert "penalised (MAP, empirical-Bayes priors) calibration" in repr(cal).splitlines()[0]
+    assert f"fit: {want}" in repr(cal.bank)
+    assert fit_irt_ml.__doc__.splitlines()[0].startswith("Calibrate an item bank by a penalised fit (MAP, empirical-Bayes")
+    fixed = fit_irt_ml(cnt, n_draws=20, rng=0, hyper={"mu_d": 0.0, "sd_d": 2.0, "mu_la": 0.0, "sd_la": 0.5})
+    assert fixed.info["fit"] == "penalised (MAP, priors fixed by `hyper`), not maximum likelihood"
+    # the old name's message no longer says maximum likelihood of it
+    freq = importlib.import_module("hierbench.freq")
+    with pytest.warns(DeprecationWarning, match=r"fit_irt_ml \(.*penalised \(MAP, empirical-Bayes priors\), "
+                                                r"not maximum likelihood\)"):
+        freq.calibrate_irt  # noqa: B018

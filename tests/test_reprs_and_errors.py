@@ -65,7 +65,7 @@ def test_irt_calibration_repr_says_difficulty_and_score_keeps_the_agent():
     log, _ = simulate_irt_log(8, 12, rng=0)
     cal = fit_irt_ml(log, n_draws=50, rng=0)
     head = repr(cal).splitlines()[:2]
-    assert head[0] == "IRTCalibrationResult: 2PL calibration of 12 tasks on 8 agents"
+    assert head[0] == "IRTCalibrationResult: 2PL penalised (MAP, empirical-Bayes priors) calibration of 12 tasks on 8 agents"
     assert "difficulty b_t per task" in head[1] and "95% eti intervals over 50 laplace draws" in head[1]
     # what the repr calls difficulty is the ability where success is 1/2: b = -d / a at the mode
     np.testing.assert_allclose(cal.estimate, -cal.intercept / cal.discrimination, rtol=1e-10)

@@ -45,6 +45,9 @@ from ._variance import *  # noqa: F403
 
 _BAYES = "it summarises a Bayesian fit"
 _ML = "maximum-likelihood fits are named fit_<model>_ml"
+#: fit_irt_ml keeps the suffix but is not maximum likelihood: said where the old name is met
+_IRT = ("fits without a sampler are named fit_<model>_ml; this one is penalised (MAP, empirical-Bayes priors), "
+        "not maximum likelihood")
 #: names that moved or were renamed: importing them from here still works, with a
 #: DeprecationWarning, for one release
 _MOVED = {
@@ -52,7 +55,7 @@ _MOVED = {
     "bayes_variance_components": ("hierbench.metrics", "bayes_variance_components", _BAYES),
     "beta_binomial_mle": ("hierbench.freq", "fit_beta_binomial_ml", _ML),
     "bradley_terry_ml": ("hierbench.freq", "fit_bradley_terry_ml", _ML),
-    "calibrate_irt": ("hierbench.freq", "fit_irt_ml", _ML),
+    "calibrate_irt": ("hierbench.freq", "fit_irt_ml", _IRT),
 }
 __getattr__ = _moved_names(__name__, _MOVED)
 

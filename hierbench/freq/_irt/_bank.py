@@ -80,6 +80,8 @@ class IRTBank:
             f"  difficulty (posterior mean): median {np.median(b):.3g}, range [{b.min():.3g}, {b.max():.3g}]",
             f"  discrimination (posterior mean): median {np.median(a):.3g}, range [{a.min():.3g}, {a.max():.3g}]",
         ]
+        if self.attrs.get("fit"):  # what the draws are around (fit_irt_ml: a penalised mode, not ML)
+            lines.append(f"  fit: {self.attrs['fit']}")
         if float(self.attrs.get("run_icc", 0.0)) > 0:
             lines.append(f"  run_icc {float(self.attrs['run_icc']):.3g} (correlation of an agent's runs on a task)")
         return "\n".join(lines)

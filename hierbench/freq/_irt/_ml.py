@@ -103,13 +103,14 @@ class IRTConvergenceWarning(NotConvergedWarning):
 
 @dataclass(frozen=True, repr=False)
 class IRTCalibrationResult(Result):
-    """MAP item calibration with a Laplace bank.
+    """Penalised (MAP, empirical-Bayes priors) item calibration with a Laplace bank: not maximum likelihood.
 
     ``estimate`` is the difficulty ``b_t`` at the mode (standardised
     abilities) and ``ci`` its equal-tailed interval over the Laplace draws.
     ``discrimination``, ``intercept`` (task) and ``ability`` (agent) are
     the mode, standardised; ``bank`` holds the draws; ``hyper`` the
-    empirical-Bayes hyperparameters; ``info`` the optimiser's record.
+    empirical-Bayes hyperparameters; ``info`` the optimiser's record, its
+    ``"fit"`` what was fitted (also ``bank.attrs["fit"]``).
     """
 
     estimate: xr.DataArray
@@ -125,8 +126,10 @@ class IRTCalibrationResult(Result):
 
     def _repr_lines(self) -> list[str]:
         M = self.ability.sizes["agent"]
+        fit = self.info.get("fit", FIT_EMPIRICAL_BAYES).split(", not ")[0]  # "penalised (MAP, ...)"
         return [
-            f"IRTCalibrationResult: {self.bank.model.upper()} calibration of {self.estimate.size} tasks on {M} agents",
+            f"IRTCalibrationResult: {self.bank.model.upper()} {fit} calibration of {self.estimate.size} tasks "
+            f"on {M} agents",
             f"  difficulty b_t per task at the mode (ability units: the calibration agents' sd), "
             f"{interval_label(self.ci)} intervals over {self.bank.n_samples} {self.bank.method} draws:",
             *self._cell_lines(),
@@ -134,6 +137,11 @@ class IRTCalibrationResult(Result):
 
 
 _HYPER_NAMES = ("mu_d", "sd_d", "mu_la", "sd_la")
+
+#: what :func:`fit_irt_ml` fits (its ``info["fit"]`` and ``bank.attrs["fit"]``): the ``_ml`` of the name is the
+#: package's word for a fit without a sampler; this one is the posterior mode under priors
+FIT_EMPIRICAL_BAYES = "penalised (MAP, empirical-Bayes priors), not maximum likelihood"
+FIT_FIXED_PRIORS = "penalised (MAP, priors fixed by `hyper`), not maximum likelihood"
 
 
 @dataclass
@@ -315,7 +323,8 @@ def _calibration_result(x, draws, inp: _CalibrationInputs, *, model: str, two_pl
         xr.DataArray(d_draw, dims=("sample", "task"), coords=task_c),
         "laplace",
         model,
-        {"n_agents": M, "hessian": hess_kind, "max_runs_per_cell": int(inp.n.max()), "run_icc": inp.icc},
+        {"n_agents": M, "hessian": hess_kind, "max_runs_per_cell": int(inp.n.max()), "run_icc": inp.icc,
+         "fit": FIT_FIXED_PRIORS if inp.fixed else FIT_EMPIRICAL_BAYES},
     )
     b_mode = xr.DataArray(-d_s[0] / a_s[0], dims="task", coords=task_c, name="difficulty")
     b_draw = -d_draw / a_draw
@@ -325,7 +334,7 @@ def _calibration_result(x, draws, inp: _CalibrationInputs, *, model: str, two_pl
         np.quantile(b_draw, 1 - q, axis=0),
         prob=prob,
         kind="eti",
-        detail=f"Laplace approximation at the {model.upper()} posterior mode ({hess_kind} information), "
+        detail=f"Laplace approximation at the {model.upper()} posterior mode (penalised MAP; {hess_kind} information), "
         f"{d_draw.shape[0]} draws",
         template=b_mode,
     )
@@ -338,7 +347,7 @@ def _calibration_result(x, draws, inp: _CalibrationInputs, *, model: str, two_pl
         bank=bank,
         hyper=dict(zip(_HYPER_NAMES, h, strict=True)),
         info={**info, "hessian": hess_kind, "n_agents": M, "n_tasks": T, "run_icc": inp.icc,
-              "run_icc_source": inp.icc_source},
+              "run_icc_source": inp.icc_source, "fit": FIT_FIXED_PRIORS if inp.fixed else FIT_EMPIRICAL_BAYES},
     )
 
 
@@ -382,7 +391,14 @@ def fit_irt_ml(
     run_icc: float | None = None,
     rng: None | int | np.random.Generator = None,
 ) -> IRTCalibrationResult:
-    """Calibrate an item bank by maximum a posteriori with a Laplace approximation.
+    """Calibrate an item bank by a penalised fit (MAP, empirical-Bayes priors), with a Laplace approximation.
+
+    Not maximum likelihood, despite the name (``_ml`` names the package's
+    fits without a sampler): the joint posterior mode under priors on the
+    abilities (``N(0, 1)``), intercepts and log discriminations, their means
+    and sds set by empirical Bayes (or fixed by ``hyper``). The priors shrink
+    the item parameters toward their common means, the more so the fewer the
+    agents. Recorded as ``info["fit"]`` and ``bank.attrs["fit"]``.
 
     Parameters
     ----------
