@@ -420,3 +420,49 @@ def test_the_fit_is_said_to_be_penalised_map_not_maximum_likelihood():
     with pytest.warns(DeprecationWarning, match=r"fit_irt_ml \(.*penalised \(MAP, empirical-Bayes priors\), "
                                                 r"not maximum likelihood\)"):
         freq.calibrate_irt  # noqa: B018
+
+
+def _nuts_like(shift: float) -> xr.DataTree:
+    """A 2PL posterior layout, 4 chains x 500 i.i.d. draws; chain 0's intercepts moved by ``shift``."""
+    g = np.random.default_rng(11)
+    d = g.normal(size=(4, 500, 3))
+    d[0] += shift
+    post = xr.Dataset(
+        {"discrimination": (("chain", "draw", "task"), np.exp(0.1 * g.normal(size=(4, 500, 3)))),
+         "intercept": (("chain", "draw", "task"), d)},
+        coords={"task": ["a", "b", "c"]},
+    )
+    stats_ = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 500), bool)),
+                         "energy": (("chain", "draw"), g.normal(size=(4, 500)))})
+    return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats_})
+
+
+def test_bank_from_a_fit_that_failed_its_convergence_checks_warns_and_records_it():
+    """Audit F 6: from_posterior built a bank from a fit hierbench had flagged, silently.
+
+    Independent: the chains of the failing layout disagree by construction; the classic
+    Gelman-Rubin R-hat, by hand, is far above 1.01. hierbench's own checks
+    (compute_diagnostics) then flag it, and the bank must say so.
+    """
+    from hierbench.bayes import ConvergenceWarning
+    from hierbench.bayes import compute_diagnostics
+
+    bad = _nuts_like(3.0)
+    x = bad["posterior"]["intercept"].values[..., 0]  # (chain, draw)
+    n = x.shape[1]
+    W, B = x.var(axis=1, ddof=1).mean(), n * x.mean(axis=1).var(ddof=1)
+    assert np.sqrt(((n - 1) / n * W + B / n) / W) > 1.2
+    fit = compute_diagnostics(bad, warn=False)
+    assert fit.attrs["diag_converged"] == 0
+    with pytest.warns(ConvergenceWarning, match=r"from_posterior: the fit failed hierbench's convergence "
+                                                 r"checks \(.*R-hat"):
+        bank = IRTBank.from_posterior(fit)
+    assert bank.attrs["convergence"].startswith("failed: ") and "R-hat" in bank.attrs["convergence"]
+    assert "convergence of the fit: failed: " in repr(bank)
+    # a fit that passed: no warning, recorded; a posterior without diagnostics: not checked, said
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        good = IRTBank.from_posterior(compute_diagnostics(_nuts_like(0.0), warn=False))
+    assert good.attrs["convergence"] == "passed" and "convergence" not in repr(good)
+    bare = IRTBank.from_posterior(_nuts_like(0.0)["posterior"].to_dataset())
+    assert bare.attrs["convergence"].startswith("not checked") and "not checked" in repr(bare)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -12,6 +13,7 @@ import xarray as xr
 from ..._base import HierbenchError
 from ..._base import as_rng
 from ..._base import check_int
+from ..._base import warn_user
 
 __all__ = ["IRTBank"]
 
@@ -82,6 +84,8 @@ class IRTBank:
         ]
         if self.attrs.get("fit"):  # what the draws are around (fit_irt_ml: a penalised mode, not ML)
             lines.append(f"  fit: {self.attrs['fit']}")
+        if self.attrs.get("convergence", "passed") != "passed":  # a NUTS fit that failed or was not checked
+            lines.append(f"  convergence of the fit: {self.attrs['convergence']}")
         if float(self.attrs.get("run_icc", 0.0)) > 0:
             lines.append(f"  run_icc {float(self.attrs['run_icc']):.3g} (correlation of an agent's runs on a task)")
         return "\n".join(lines)
@@ -137,7 +141,14 @@ class IRTBank:
 
     @classmethod
     def from_posterior(cls, fit: xr.DataTree | xr.Dataset, *, model: str | None = None) -> IRTBank:
-        """A bank from a NUTS fit of :func:`hierbench.bayes.build_irt_2pl` (chains x draws become ``sample``)."""
+        """A bank from a NUTS fit of :func:`hierbench.bayes.build_irt_2pl` (chains x draws become ``sample``).
+
+        A fit that failed hierbench's convergence checks (root attr ``diag_converged`` 0, as
+        :func:`hierbench.bayes.fit` records them) is accepted with a
+        :class:`hierbench.bayes.ConvergenceWarning` naming the failed checks. The bank's
+        ``attrs["convergence"]`` records the verdict (``"passed"``, ``"failed: ..."``, or
+        ``"not checked: ..."`` for a fit without diagnostics), and its repr shows any but a pass.
+        """
         post = fit["posterior"].to_dataset() if isinstance(fit, xr.DataTree) else fit
         for v in ("discrimination", "intercept"):
             if v not in post:
@@ -153,5 +164,30 @@ class IRTBank:
 
         attrs = dict(getattr(fit, "attrs", {}))
         mdl = model or ("1pl" if post["discrimination"].ndim == 2 else "2pl")
-        return cls(flat(post["discrimination"]), flat(post["intercept"]), "nuts", mdl,
-                   {k: v for k, v in attrs.items() if isinstance(v, (str, int, float))})
+        kept = {k: v for k, v in attrs.items() if isinstance(v, (str, int, float))}
+        kept["convergence"] = _convergence(attrs)
+        return cls(flat(post["discrimination"]), flat(post["intercept"]), "nuts", mdl, kept)
+
+
+def _convergence(attrs: dict[str, Any]) -> str:
+    """The fit's convergence verdict for the bank's attrs; a failed fit warns, naming its failed checks."""
+    if "diag_converged" not in attrs:
+        return ("not checked: the fit carries no convergence diagnostics (diag_converged); "
+                "hierbench.bayes.compute_diagnostics computes them")
+    if int(attrs["diag_converged"]):
+        return "passed"
+    try:
+        failures = [str(f) for f in json.loads(attrs.get("diag_failures", "[]"))]
+    except (TypeError, ValueError):
+        failures = [str(attrs.get("diag_failures"))]
+    failed = "; ".join(failures) or "diag_converged is 0"
+    # only a Bayesian fit gets here, so the Bayesian half is installed
+    from ...bayes import ConvergenceWarning
+
+    warn_user(
+        f"IRTBank.from_posterior: the fit failed hierbench's convergence checks ({failed}). The bank is "
+        "built from its draws as asked, but they may not represent the posterior: refit (more tuning or "
+        "draws) before scoring agents with it; the verdict is kept in bank.attrs['convergence']",
+        ConvergenceWarning,
+    )
+    return f"failed: {failed}"
