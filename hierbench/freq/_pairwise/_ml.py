@@ -716,7 +716,7 @@ def _wald_detail(b: _Battles) -> str:
 def _bt_intervals(est, st, fit, cov, boot, interval, details, prob, se_v, home_v, home_se):
     """Return ``ci``, ``rank_ci``, ``home_ci`` and ``nu_ci``.
 
-    Percentile bootstrap (:func:`_boot_intervals`), or Wald (normal) from the observed
+    Percentile bootstrap (``_boot_intervals``), or Wald (normal) from the observed
     information, whose rank intervals hold the agents a two-sided test at ``1 - prob``
     does not separate.
     """

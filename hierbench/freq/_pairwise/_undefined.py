@@ -10,7 +10,7 @@ narrow, the estimate often on an end). Where the direction is known they
 enter the percentile at ``+inf`` / ``-inf`` (an agent above every other);
 elsewhere the value is undefined (NaN) and counts at the unfavourable end of
 each bound, so the bound holds whatever it was, and a bound those resamples
-decide is NaN (:func:`_bounds_with_undefined`).
+decide is NaN (``_bounds_with_undefined``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ._newton import _strongly_connected
 
 __all__: list[str] = []
 
-#: why a Bradley-Terry resample has no finite MLE, by the code :func:`_no_mle_limit` returns
+#: why a Bradley-Terry resample has no finite MLE, by the code ``_no_mle_limit`` returns
 CAUSES = (
     "an agent absent from the resample",
     "a group of agents that won or lost every resampled battle against the rest",
@@ -62,7 +62,7 @@ def _no_mle_limit(ia, ib, cnt, m: int, ref: int | None):
     rmin, rmax : ndarray (m,)
         The range of each agent's rank.
     cause : int
-        Index into :data:`CAUSES`.
+        Index into ``CAUSES``.
     absent : ndarray (m,) of bool
     """
     n = cnt.sum(1)

@@ -11,6 +11,7 @@ from dataclasses import field
 from typing import ClassVar
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 from scipy import sparse
 
@@ -18,6 +19,8 @@ from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
 from ..._base import ResampledResult
 from ..._base import Result
+from ..._base import UndefinedWarning
+from ..._base import ZeroWidthIntervalWarning
 from ..._base import as_rng
 from ..._base import check_choice
 from ..._base import check_int
@@ -26,7 +29,9 @@ from ..._base import check_prob
 from ..._base import counted
 from ..._base import interval_label
 from ..._base import make_interval
+from ..._base import warn_user
 from ..._docs import fill_doc
+from ..._numerics import bounded_mean_bounds
 from ...data import check_pairwise
 from .._kernels import percentile_bounds
 from .._kernels import ratio
@@ -37,6 +42,7 @@ from ._battles import _resampled_counts
 from ._battles import _unit_text
 from ._text import _number
 from ._text import _ranked_lines
+from ._undefined import _bounds_with_undefined
 
 __all__ = ["EloResult", "WinRateResult", "online_elo", "win_rate"]
 
@@ -51,13 +57,25 @@ class WinRateResult(ResampledResult):
         ``(wins + 0.5 * ties) / comparisons`` of ``agent`` against ``opponent``;
         NaN where the two never met.
     ci : DataArray (agent, opponent, ci_bound)
+        Percentile bootstrap interval, NaN where the bootstrap cannot give
+        one (a pair judged on one task, or with one win rate on every task;
+        a pair absent from so many resamples that they decide a bound), and,
+        resampling battles, a distribution-free bound where every battle of
+        the pair ended alike (``ci_kind`` per cell; ``"mixed"`` then).
+    ci_kind : DataArray (agent, opponent)
+        The kind of each cell's interval (``"percentile"``, ``"bounded-mean"``).
     average : DataArray (agent)
         Mean of the agent's win rates over the opponents it met (evalica's
         ``average_win_rate``).
     average_ci : DataArray (agent, ci_bound)
+        Percentile bootstrap interval, NaN where the resamples cannot move it
+        or the agent's absences decide it.
     n_comparisons : DataArray (agent, opponent)
+    n_undefined : DataArray (agent, opponent)
+        Resamples in which the pair did not meet (its win rate undefined
+        there): they count at the unfavourable end of each bound.
     distribution : DataArray (resample, agent)
-        Resampled ``average``.
+        Resampled ``average`` (NaN where the agent met no one).
 
     The repr summarises (agents by average win rate, best first; counts);
     ``to_frame()`` holds every (agent, opponent) cell.
@@ -68,7 +86,17 @@ class WinRateResult(ResampledResult):
     average: xr.DataArray
     average_ci: xr.DataArray
     n_comparisons: xr.DataArray
+    n_undefined: xr.DataArray | None = None
+    ci_kind: xr.DataArray | None = None
     attrs: dict = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (agent, opponent) cell; ``ci_kind`` names each row's interval."""
+        df = super().to_frame()
+        if self.ci_kind is not None:
+            df = df.drop(columns="ci_kind")
+            df["ci_kind"] = self.ci_kind.transpose(*self.estimate.dims).values.ravel()
+        return df
 
     def _repr_lines(self) -> list[str]:
         """Counts, then the agents by average win rate, best first (no agent x opponent dump)."""
@@ -82,10 +110,12 @@ class WinRateResult(ResampledResult):
             met_text = "the one pair met" if n_met else "the one pair never met"
         else:
             met_text = f"{n_met} of {n_pairs} pairs met"
+        undefined = np.triu(met & np.isnan(self.ci.values).any(-1), 1).sum()
         return [
             f"WinRateResult: {m} agents, {met_text}, "
             f"{round(float(np.triu(n, 1).sum()))} battles (ties count half a win)",
             f"  {interval_label(self.ci)} intervals: {self.ci.attrs.get('ci_detail', '')}",
+            *([f"  no interval (NaN) for {undefined} of the {n_met} pairs met: see the warning"] if undefined else []),
             "  average win rate over the opponents met (evalica's average_win_rate), best first:",
             *_ranked_lines(self.average, self.average_ci, _number(3), extra),
             f"  every agent's win rate against every opponent: .estimate, .ci, .to_frame() ({m} x {m}, "
@@ -117,6 +147,40 @@ def _average_rate(pts: np.ndarray, n: np.ndarray) -> np.ndarray:
         return ratio(np.nansum(rate, -1), met)
 
 
+def _pair_units(b, unit: str, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per pair (symmetric m x m): the resampling units that carry it, and whether they all give one value.
+
+    The units are the tasks the pair met on (``unit="task"``) or its battles; a unit's
+    value is the pair's win rate on it. Where every unit gives one value (or there is one
+    unit) no resample can move the pair's win rate.
+    """
+    if b.column is None:  # pair counts: the battles are the unit
+        c = np.zeros((m * m, 3))
+        lo, hi = np.minimum(b.ia, b.ib), np.maximum(b.ia, b.ib)
+        oriented = np.where((b.ia < b.ib)[:, None], b.counts, b.counts[:, ::-1])
+        np.add.at(c, lo * m + hi, oriented)
+        n_units, same = c.sum(1), (c > 0).sum(1) == 1
+    else:
+        cell, cat = b.column // 3, b.column % 3
+        a, o = b.ia[cell], b.ib[cell]
+        score = np.where(a < o, 1.0 - 0.5 * cat, 0.5 * cat)  # the lower-index agent's score
+        pair = np.minimum(a, o) * m + np.maximum(a, o)
+        if unit == "task":
+            _, u = np.unique(np.asarray(b.task).astype(str), return_inverse=True)
+        else:
+            u = np.arange(cell.size)
+        keys, inv = np.unique(pair * (int(u.max()) + 1) + u, return_inverse=True)
+        value = np.bincount(inv, score) / np.bincount(inv)
+        key_pair = keys // (int(u.max()) + 1)
+        n_units = np.bincount(key_pair, minlength=m * m).astype(float)
+        vmin, vmax = np.full(m * m, np.inf), np.full(m * m, -np.inf)
+        np.minimum.at(vmin, key_pair, value)
+        np.maximum.at(vmax, key_pair, value)
+        same = vmin == vmax
+    n_units, same = n_units.reshape(m, m), same.reshape(m, m)
+    return n_units + n_units.T, same | same.T
+
+
 def win_rate(
     pairs: xr.Dataset,
     *,
@@ -144,7 +208,21 @@ def win_rate(
     Returns
     -------
     WinRateResult
-        Percentile-bootstrap intervals.
+        Percentile-bootstrap intervals, where the bootstrap can give one.
+        A resample in which a pair did not meet (its win rate undefined
+        there) counts at the unfavourable end of each bound, and a bound
+        such resamples decide is NaN. Where no resample can move a pair's
+        win rate (a pair judged on one task, or with one win rate on every
+        task) its interval is NaN; resampling battles, a pair whose battles
+        all ended alike gets the distribution-free bound for the mean of
+        independent [0, 1] scores instead (``ci_kind`` per cell). Each case
+        is counted in a warning.
+
+    Warns
+    -----
+    UndefinedWarning
+        When some pairs (or averages) have no interval, with the count and
+        the cause.
 
     Examples
     --------
@@ -166,22 +244,16 @@ def win_rate(
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = ratio(pts, n)
     avg = _average_rate(pts, n)
-    gen = as_rng(rng)
-    dists, dist_avg = [], []
-    for blk in _resampled_counts(b, n_resamples, unit, gen):
-        p_b, n_b = _win_matrix(blk, b.ia, b.ib, m)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            dists.append(ratio(p_b, n_b))
-        dist_avg.append(_average_rate(p_b, n_b))
-    dist = np.concatenate(dists)
-    davg = np.concatenate(dist_avg)
-    lo, hi = percentile_bounds(dist, prob)
-    alo, ahi = percentile_bounds(davg, prob)
+    dist, davg = _resampled_rates(b, unit, n_resamples, as_rng(rng))
+    lo, hi, kind, why = _pair_intervals(b, unit, dist, pts, n, prob)
+    alo, ahi, awhy = _average_intervals(davg, prob)
     coords = {"agent": b.agents, "opponent": b.agents}
     est = xr.DataArray(rate, dims=("agent", "opponent"), coords=coords, name="win_rate")
     est.attrs = {"quantity": "win rate", "scale": "probability", "units": "share of battles won, ties as half"}
     detail = f"bootstrap over {_unit_text(b, unit)}, {n_resamples} resamples"
-    ci = make_interval(lo, hi, prob=prob, kind="percentile", detail=detail, template=est)
+    kinds = sorted(set(kind[n > 0])) or ["percentile"]
+    ci = make_interval(lo, hi, prob=prob, kind=kinds[0] if len(kinds) == 1 else "mixed",
+                       detail=detail + _PAIR_DETAIL[unit], template=est)  # fmt: skip
     average = xr.DataArray(
         avg,
         dims="agent",
@@ -190,17 +262,129 @@ def win_rate(
         attrs={**est.attrs, "quantity": "average win rate over the opponents met"},
     )
     average_ci = make_interval(
-        alo, ahi, prob=prob, kind="percentile", detail=detail, template=average
+        alo, ahi, prob=prob, kind="percentile", detail=detail + _AVERAGE_DETAIL, template=average
     )
+    _warn_win_rate(b, unit, why, awhy, n > 0, ci)
     return WinRateResult(
         estimate=est,
         ci=ci,
         average=average,
         average_ci=average_ci,
         n_comparisons=xr.DataArray(n, dims=("agent", "opponent"), coords=coords),
+        n_undefined=xr.DataArray(np.isnan(dist).sum(0), dims=("agent", "opponent"), coords=coords),
+        ci_kind=xr.DataArray(kind, dims=("agent", "opponent"), coords=coords, name="ci_kind"),
         distribution=xr.DataArray(davg, dims=("resample", "agent"), coords={"agent": b.agents}),
         attrs={"resample": unit, "resample_unit": _unit_text(b, unit), "n_resamples": n_resamples},
     )
+
+
+def _resampled_rates(b, unit: str, n_resamples: int, gen) -> tuple[np.ndarray, np.ndarray]:
+    """Win rates (resample, agent, opponent) and average win rates (resample, agent) over the resamples.
+
+    NaN where the pair did not meet (the agent met no one) in the resample.
+    """
+    m = len(b.agents)
+    dists, dist_avg = [], []
+    for blk in _resampled_counts(b, n_resamples, unit, gen):
+        p_b, n_b = _win_matrix(blk, b.ia, b.ib, m)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dists.append(ratio(p_b, n_b))
+        dist_avg.append(_average_rate(p_b, n_b))
+    return np.concatenate(dists), np.concatenate(dist_avg)
+
+
+#: how a pair's interval is made, after the bootstrap's ``ci_detail``, by bootstrap unit
+_PAIR_DETAIL = {
+    "task": "; a resample in which the pair did not meet counts at the unfavourable end of each bound "
+    "(NaN where such resamples decide it); NaN where no resample can move the win rate (a pair judged "
+    "on one task, or with one win rate on every task)",
+    "battles": "; a resample in which the pair did not meet counts at the unfavourable end of each bound; "
+    "where such resamples decide a bound, or every battle of a pair ended alike, the distribution-free "
+    "bound for the mean of independent [0, 1] scores instead (ci_kind 'bounded-mean')",
+}
+_AVERAGE_DETAIL = (
+    "; a resample in which the agent met no one counts at the unfavourable end of each bound (NaN "
+    "where such resamples decide it); NaN where no resample moves the average"
+)
+
+
+def _pair_intervals(b, unit: str, dist: np.ndarray, pts: np.ndarray, n: np.ndarray, prob: float):
+    """Each cell's bounds and kind, and why a pair met has no percentile interval (``""``: it has one).
+
+    Reasons: ``"one task"``, ``"same"`` (one win rate on every task, or one outcome of
+    every battle), ``"absent"`` (the resamples without the pair decide a bound), ``"flat"``
+    (no resample moved it). Resampling tasks, these pairs have no interval (NaN);
+    resampling battles, taken as independent, they get the distribution-free bound for
+    the mean of independent [0, 1] scores (``kind`` ``"bounded-mean"``), which holds there.
+    """
+    m = n.shape[0]
+    met = n > 0
+    lo, hi = _bounds_with_undefined(dist, prob)
+    decided = met & (np.isnan(lo) | np.isnan(hi))
+    n_units, same = _pair_units(b, unit, m)
+    same &= met
+    why = np.full((m, m), "", dtype=object)
+    why[same] = np.where((n_units[same] == 1) & (unit == "task"), "one task", "same")
+    why[decided & ~same] = "absent"
+    why[met & (why == "") & (lo == hi)] = "flat"
+    kind = np.full((m, m), "percentile", dtype=object)
+    off = why != ""
+    if unit == "task":
+        lo[off] = hi[off] = np.nan
+    else:
+        lo[off], hi[off] = bounded_mean_bounds(pts[off], np.rint(n[off]).astype(np.int64), prob)
+        kind[off] = "bounded-mean"
+    return lo, hi, kind, why
+
+
+def _average_intervals(davg: np.ndarray, prob: float):
+    """The average win rates' bounds, and why an agent has none (``"absent"``, ``"flat"``, or ``""``)."""
+    alo, ahi = _bounds_with_undefined(davg, prob)
+    why = np.where(np.isnan(alo) | np.isnan(ahi), "absent", "").astype(object)
+    flat = alo == ahi
+    why[flat], alo[flat], ahi[flat] = "flat", np.nan, np.nan
+    return alo, ahi, why
+
+
+def _warn_win_rate(b, unit: str, why: np.ndarray, awhy: np.ndarray, met: np.ndarray, ci) -> None:
+    """Count the pairs (and averages) without a percentile interval, by cause, in one warning."""
+    upper = np.triu(met, 1)
+    count = {k: int((why[upper] == k).sum()) for k in ("one task", "same", "absent", "flat")}
+    units = "tasks" if unit == "task" else "battles"
+    a = (1.0 - float(ci.attrs["ci_prob"])) / 2.0
+    texts = {
+        "one task": "judged on one task (a task bootstrap cannot move their win rate)",
+        "same": "with one win rate on every task they met on (no resample can move it)" if unit == "task"
+        else "that ended every battle alike (no resample can move their win rate)",
+        "absent": f"that met in so few {units} that they are absent from more than {a:.1%} of the "
+        "resamples, which then decide a bound",
+        "flat": "that no resample moved",
+    }
+    parts = [f"{count[k]} {t}" for k, t in texts.items() if count[k]]
+    n_off = sum(count.values())
+    msg = []
+    if n_off and unit == "task":
+        msg.append(f"the {ci.attrs['ci_prob']:.0%} percentile interval of the win rate is undefined (NaN) "
+                   f"for {n_off} of the {int(upper.sum())} pairs met: {'; '.join(parts)}")  # fmt: skip
+    elif n_off:
+        msg.append(f"the {ci.attrs['ci_prob']:.0%} percentile interval of the win rate would be undefined or "
+                   f"of no width for {n_off} of the {int(upper.sum())} pairs met ({'; '.join(parts)}): they "
+                   "carry instead the distribution-free bound for the mean of independent [0, 1] scores, "
+                   "which holds for battles taken as independent (ci_kind 'bounded-mean')")  # fmt: skip
+    bad = [b.agents[i] for i in np.flatnonzero(awhy != "")]
+    if bad:
+        msg.append(f"The average win rate has no interval for {len(bad)} agents ({', '.join(map(repr, bad[:5]))}"
+                   f"{', ...' if len(bad) > 5 else ''}): every resample gives one value, or the resamples "
+                   "in which the agent met no one decide a bound")  # fmt: skip
+    if not msg:
+        return
+    n_nan = n_off if unit == "task" else 0
+    if unit == "task" and (n_nan or bad):
+        msg.append("Passing resample='battles' takes the battles as independent (an interval for each pair from its "
+                   "own battles); hierbench.freq.fit_bradley_terry_ml pools the pairs through one ability "
+                   "per agent")  # fmt: skip
+    category = UndefinedWarning if (n_nan or bad) else ZeroWidthIntervalWarning
+    warn_user("win_rate: " + ". ".join(msg), category)
 
 
 # --------------------------------------------------------------------------- online Elo
