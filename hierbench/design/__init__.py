@@ -25,6 +25,7 @@ This subpackage imports numpy, scipy and xarray only.
 """
 
 from ._adaptive import AdaptiveResult
+from ._adaptive import ModelMisfitWarning
 from ._adaptive import adaptive
 from ._anchors import AnchorSet
 from ._anchors import anchors
@@ -61,6 +62,7 @@ __all__ = [
     "BudgetWarning",
     "CohortPosteriorResult",
     "MisfitCalibration",
+    "ModelMisfitWarning",
     "SubsetPlan",
     "WorkingModel",
     "adaptive",

@@ -31,16 +31,20 @@ from threadpoolctl import threadpool_limits
 
 from .._base import DEFAULT_PROB
 from .._base import HierbenchError
+from .._base import HierbenchWarning
 from .._base import Result
 from .._base import as_rng
 from .._base import check_choice
 from .._base import check_int
 from .._base import check_prob
 from .._base import interval_label
+from .._base import warn_user
 from .._docs import fill_doc
 from ..freq import IRTBank
 from ..freq import IRTScoreResult
 from ..freq import irt_score
+from ._assisted import _logscore
+from ._assisted import prequential_z
 from ._misfit import MisfitCalibration
 from ._misfit import _add_misfit
 from ._misfit import _check_misfit
@@ -48,7 +52,7 @@ from ._posterior import _check_bank
 from ._posterior import _Posterior
 from ._posterior import _Replay
 
-__all__ = ["AdaptiveResult", "adaptive"]
+__all__ = ["AdaptiveResult", "ModelMisfitWarning", "adaptive"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -62,7 +66,14 @@ class AdaptiveResult(Result):
     order. ``trace`` (dim ``step``): the running estimate, interval and
     predictive sd after each step (mixture approximation on the thinned
     bank used for selection; with the misfit variance when given). ``stop_reason``: ``"width"``, ``"budget"`` or
-    ``"exhausted"``.
+    ``"exhausted"``; ``"width"`` means the interval returned is narrower than asked.
+    ``misfit_z`` and ``misfit_p``: the prequential person-fit test of the
+    outcomes, each predicted before it was seen (standard normal under the
+    bank's model; low: misfit; the statistic of
+    :func:`hierbench.design.assisted_adaptive`). ``flags``: why the
+    model-based interval is not to be trusted for this agent (misfit at
+    ``1 - prob``, or an ability beyond the calibration agents'), each also
+    warned as :class:`ModelMisfitWarning`.
     """
 
     estimate: xr.DataArray
@@ -75,6 +86,9 @@ class AdaptiveResult(Result):
     stop_reason: str
     criterion: str
     seconds: float
+    misfit_z: float = np.nan
+    misfit_p: float = np.nan
+    flags: tuple[str, ...] = ()
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("trace",)
 
@@ -87,7 +101,13 @@ class AdaptiveResult(Result):
             f"{self.tasks.size} tasks (holds if the bank's IRT model describes this agent on the tasks not run; "
             f"{misfit}; stopped: {self.stop_reason})"
         )
-        return [head, *self._cell_lines()]
+        checks = (f"  prequential misfit z {self.misfit_z:.2f}, p {self.misfit_p:.2g}"
+                  if np.isfinite(self.misfit_p) else "  prequential misfit: not computed")  # fmt: skip
+        return [head, *self._cell_lines(), checks, *(f"  FLAG: {f}" for f in self.flags)]
+
+
+class ModelMisfitWarning(HierbenchWarning):
+    """A model-based score whose model does not describe the agent (misfit, or extrapolated abilities)."""
 
 
 #: what an adaptive interval trusts, said in its ``ci_detail``
@@ -195,8 +215,22 @@ def adaptive(
     # ten times slower (and a sum's rounding then depends on the thread count)
     with threadpool_limits(1, user_api="blas"):
         post = _Posterior(bank, n_draws, n_grid, gen, n_runs)
-        path = _adaptive_path(post, bank, call, replay, start_idx, spec)
-        return _adaptive_result(bank, path, spec, gen, t0, n_draws=min(n_draws, bank.n_samples), n_grid=n_grid)
+        path, score = _scored_path(post, bank, call, replay, start_idx, spec, gen)
+        return _adaptive_result(bank, path, spec, score, t0, n_draws=min(n_draws, bank.n_samples), n_grid=n_grid)
+
+
+def _scored_path(post: _Posterior, bank: IRTBank, call, replay, start_idx: np.ndarray, spec: _AdaptiveSpec,
+                 gen: np.random.Generator) -> tuple[_Path, IRTScoreResult]:
+    """The path and the score it returns; a width stop is confirmed on that score (kept, not recomputed)."""
+    last: dict[str, Any] = {}
+
+    def confirm(path: _Path) -> bool:
+        last["score"], last["n"] = _final_score(bank, path, spec, gen), len(path.order)
+        lo, hi = (float(v) for v in last["score"].ci.values.reshape(-1))
+        return hi - lo < spec.width
+
+    path = _adaptive_path(post, bank, call, replay, start_idx, spec, confirm)
+    return path, last["score"] if last.get("n") == len(path.order) else _final_score(bank, path, spec, gen)
 
 
 @dataclass(frozen=True)
@@ -266,13 +300,20 @@ class _Path:
     runs: list[int] = field(default_factory=list)
     succ: list[int] = field(default_factory=list)
     trace: list[tuple[float, float, float, float]] = field(default_factory=list)
+    #: per task run: log predictive probability of its outcome, made before it was seen, with
+    #: its mean and variance under that prediction (the prequential misfit test's terms)
+    scores: list[tuple[float, float, float]] = field(default_factory=list)
     n_failed: int = 0
     reason: str = "exhausted"
 
 
 def _adaptive_path(post: _Posterior, bank: IRTBank, call, replay, start_idx: np.ndarray,
-                   spec: _AdaptiveSpec) -> _Path:
-    """Choose, run and observe tasks until the width rule, the budget or the bank stops it."""
+                   spec: _AdaptiveSpec, confirm: Callable[[_Path], bool]) -> _Path:
+    """Choose, run and observe tasks until the width rule, the budget or the bank stops it.
+
+    The width rule is checked on the running interval; where it passes, ``confirm(path)``
+    says whether the interval the result will carry passes too (else the path goes on).
+    """
     T, tasks = bank.n_tasks, bank.tasks
     asked = np.zeros(T, bool)
     if replay is not None:
@@ -301,6 +342,7 @@ def _adaptive_path(post: _Posterior, bank: IRTBank, call, replay, start_idx: np.
         path.n_failed += failed
         if n == 0:
             continue
+        path.scores.append(_logscore(post.outcome_pmf(j, n), k))
         post.observe(j, k, n)
         path.n_tot[j] += n
         path.y_tot[j] += k
@@ -313,13 +355,14 @@ def _adaptive_path(post: _Posterior, bank: IRTBank, call, replay, start_idx: np.
         m, lo, hi, sd = post.interval(post.known, spec.prob, tau)
         path.trace.append((m, lo, hi, sd))
         if spec.width is not None and len(path.order) >= spec.min_tasks and hi - lo < spec.width:
-            path.reason = "width"
-            return path
+            # the running interval (thinned bank) passed; the one returned (whole bank) must too
+            if confirm(path):
+                path.reason = "width"
+                return path
 
 
-def _adaptive_result(bank: IRTBank, path: _Path, spec: _AdaptiveSpec, gen: np.random.Generator, t0: float, *,
-                     n_draws: int, n_grid: int) -> AdaptiveResult:
-    """Score the agent on the tasks run (the whole bank, plus the misfit variance) and record the path."""
+def _final_score(bank: IRTBank, path: _Path, spec: _AdaptiveSpec, gen: np.random.Generator) -> IRTScoreResult:
+    """The score the result carries: the tasks run scored on the whole bank, plus the misfit variance."""
     T, tasks, prob, misfit = bank.n_tasks, bank.tasks, spec.prob, spec.misfit
     ran = path.n_tot > 0
     resp = xr.Dataset(
@@ -333,7 +376,17 @@ def _adaptive_result(bank: IRTBank, path: _Path, spec: _AdaptiveSpec, gen: np.ra
     detail = f"{score.ci.attrs.get('ci_detail', '')}; {MODEL_BASED.format(n=int((~ran).sum()))}"
     if misfit is None:
         detail += "; no misfit variance added (misfit=calibrate_misfit(...) widens it by what the model misses)"
-    score = dataclasses.replace(score, ci=score.ci.assign_attrs(ci_detail=detail))
+    return dataclasses.replace(score, ci=score.ci.assign_attrs(ci_detail=detail))
+
+
+def _adaptive_result(bank: IRTBank, path: _Path, spec: _AdaptiveSpec, score: IRTScoreResult, t0: float, *,
+                     n_draws: int, n_grid: int) -> AdaptiveResult:
+    """The result: the score of the tasks run (:func:`_final_score`), the path, and the checks on the model."""
+    prob, misfit = spec.prob, spec.misfit
+    z, p = prequential_z(np.array(path.scores, float).reshape(-1, 3))
+    flags = _model_flags(bank, score, z, p, prob)
+    for f in flags:
+        warn_user(f"adaptive: {f}", ModelMisfitWarning)
     step = np.arange(len(path.order))
     tr = np.array(path.trace).reshape(-1, 4)
     trace_ds = xr.Dataset(
@@ -359,4 +412,34 @@ def _adaptive_result(bank: IRTBank, path: _Path, spec: _AdaptiveSpec, gen: np.ra
         stop_reason=path.reason,
         criterion=spec.criterion,
         seconds=time.perf_counter() - t0,
+        misfit_z=z,
+        misfit_p=p,
+        flags=tuple(flags),
     )
+
+
+def _model_flags(bank: IRTBank, score: IRTScoreResult, z: float, p: float, prob: float) -> list[str]:
+    """What says the model-based interval should not be trusted for this agent ([] where nothing does).
+
+    The prequential misfit test (as :func:`hierbench.design.assisted_adaptive` runs it), and
+    an ability beyond the calibration agents' (the bank's ``attrs["ability_range"]``, where
+    the bank records it): there the item curves are extrapolated, and on SWE-bench the
+    agents beyond the calibration range were scored 3 to 16 points off with intervals that
+    covered 0.2 to 0.3 of the time (held-out check, the model card).
+    """
+    out = []
+    if np.isfinite(p) and p < 1 - prob:
+        out.append(
+            f"this agent's answers are less likely under the bank than the bank expects (prequential misfit "
+            f"z {z:.2f}, one-sided p {p:.2g} < {1 - prob:.2g}): its model-based interval is not to be trusted"
+        )
+    rng_ = bank.attrs.get("ability_range")
+    theta = float(np.asarray(score.ability).reshape(-1)[0]) if score.ability is not None else np.nan
+    if rng_ is not None and np.isfinite(theta) and not rng_[0] <= theta <= rng_[1]:
+        out.append(
+            f"the agent's ability ({theta:.2f}) lies beyond the calibration agents' ({rng_[0]:.2f} to "
+            f"{rng_[1]:.2f}): the bank's item curves are extrapolated there, and its interval is not to be trusted"
+        )
+    if out:
+        out[-1] += "; assisted_adaptive's design-based interval holds whatever the model"
+    return out

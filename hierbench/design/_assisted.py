@@ -274,11 +274,23 @@ def t_bounds(est: float, se: float, df: int, prob: float, lo: float, hi: float) 
 
 def misfit_test(tab: np.ndarray) -> tuple[float, float]:
     """Prequential person-fit ``z`` (standard normal under the model) and its one-sided p-value (low: misfit)."""
-    ok = np.isfinite(tab[:, 8])
-    v = float(tab[ok, 10].sum())
+    return prequential_z(tab[:, 8:11])
+
+
+def prequential_z(scores: np.ndarray) -> tuple[float, float]:
+    """``z = sum (l - E l) / sqrt(sum Var l)`` of rows ``(l, E l, Var l)`` and its one-sided p-value (NaN: none).
+
+    Examples
+    --------
+    >>> z, p = prequential_z(np.array([[-1.0, -0.5, 0.25], [-0.2, -0.5, 0.25]]))  # (-0.5 + 0.3) / sqrt(0.5)
+    >>> round(z, 6), round(p, 4)
+    (-0.282843, 0.3886)
+    """
+    ok = np.isfinite(scores[:, 0])
+    v = float(scores[ok, 2].sum())
     if not ok.any() or v <= 0:
         return np.nan, np.nan
-    z = float((tab[ok, 8] - tab[ok, 9]).sum()) / np.sqrt(v)
+    z = float((scores[ok, 0] - scores[ok, 1]).sum() / np.sqrt(v))
     return z, float(norm.cdf(z))
 
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,7 @@ from .._parallel import map_seeded
 from ..freq import IRTBank
 from ..freq import fit_irt_ml
 from ..freq import irt_score
+from ._adaptive import ModelMisfitWarning
 from ._adaptive import adaptive
 from ._anchors import anchors
 from ._assisted import classical
@@ -385,8 +387,10 @@ class _Fold:
         if ctx.misfit:
             mis = ctx.shared["misfit"] if ctx.shared else _misfit(ctx, ctx.train(self.ag), self.cal, gen)
         for rep in range(ctx.n_repeat):
-            res = adaptive(self.bank, logs, budget=ctx.sizes[-1] * ctx.runs, criterion=ctx.criterion,
-                           n_runs=ctx.runs, prob=ctx.prob, misfit=mis, rng=gen)
+            with warnings.catch_warnings():  # the study reads the order only: its flags are not the study's
+                warnings.simplefilter("ignore", ModelMisfitWarning)
+                res = adaptive(self.bank, logs, budget=ctx.sizes[-1] * ctx.runs, criterion=ctx.criterion,
+                               n_runs=ctx.runs, prob=ctx.prob, misfit=mis, rng=gen)
             order = np.asarray(res.tasks.values).astype(str)
             for kk, n in enumerate(ctx.sizes):
                 tau = mis.sd_at(min(n, order.size)) if mis is not None else 0.0

@@ -324,7 +324,9 @@ def _calibration_result(x, draws, inp: _CalibrationInputs, *, model: str, two_pl
         "laplace",
         model,
         {"n_agents": M, "hessian": hess_kind, "max_runs_per_cell": int(inp.n.max()), "run_icc": inp.icc,
-         "fit": FIT_FIXED_PRIORS if inp.fixed else FIT_EMPIRICAL_BAYES},
+         "fit": FIT_FIXED_PRIORS if inp.fixed else FIT_EMPIRICAL_BAYES,
+         # the calibration agents' abilities at the mode: beyond them a new agent's score extrapolates
+         "ability_range": [float(th_s.min()), float(th_s.max())]},
     )
     b_mode = xr.DataArray(-d_s[0] / a_s[0], dims="task", coords=task_c, name="difficulty")
     b_draw = -d_draw / a_draw
