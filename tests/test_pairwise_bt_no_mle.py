@@ -106,8 +106,8 @@ def test_an_agent_absent_from_task_resamples_makes_the_centred_intervals_undefin
     """C plays on one task of four; a task resample leaves it out with probability (3/4)^4 = 0.316.
 
     Its ability, and so the mean every ability is centred on, is undefined there: far more than
-    2.5% of the resamples, so every bound is NaN (the old code kept the 68% of resamples that hold
-    C and printed a 95% interval). Monte Carlo: 400 resamples, 5 sd binomial tolerance.
+    2.5% of the resamples, so every ability's bound is NaN (the old code kept the 68% of resamples
+    that hold C and printed a 95% interval). Monte Carlo: 400 resamples, 5 sd binomial tolerance.
     """
     rows = []
     for t in range(4):
@@ -119,8 +119,31 @@ def test_an_agent_absent_from_task_resamples_makes_the_centred_intervals_undefin
     p = 0.75**4
     assert abs(r.n_undefined - 400 * p) < 5 * np.sqrt(400 * p * (1 - p))
     assert np.isnan(r.ci.values).all() and np.isfinite(r.estimate.values).all()
-    assert r.rank_ci.values.tolist() == [[1, 3]] * 3  # C could be anywhere in those resamples
-    assert "no interval: resamples without a finite MLE decide it" in repr(r)
+    # C could stand anywhere in those resamples; A and B tie there (see the next test), rank 1
+    assert r.rank_ci.sel(agent="C").values.tolist() == [1, 3]
+    assert r.rank_ci.sel(ci_bound="lower").values.tolist() == [1, 1, 1]
+    assert np.isfinite(r.nu_ci.values).all()  # nu needs no absent agent: refitted on A and B
+    assert "with an agent absent from the resample" in repr(r)
+
+
+def test_a_resample_without_an_agent_is_refitted_on_the_agents_present():
+    """The design above, relative to A. Without C, every resampled task holds one A win, one B win
+    and one tie: by symmetry B - A = 0, and P(tie) = nu / (2 + nu) = 1/3 gives nu = 1 (hand
+    derivation). Those resamples enter B's interval and nu's at those values, C's as undefined.
+    """
+    rows = []
+    for t in range(4):
+        rows += [("A", "B", "left", t), ("B", "A", "left", t), ("A", "B", "tie", t)]
+    rows += [("C", "A", "left", 0), ("A", "C", "left", 0), ("C", "B", "left", 0), ("B", "C", "left", 0)]
+    pw = read_battles(pd.DataFrame(rows, columns=["left", "right", "winner", "t"]), task="t")
+    with pytest.warns(NoFiniteMLEWarning, match=r"with an agent absent"):
+        r = fit_bradley_terry_ml(pw, reference="A", n_resamples=300, rng=3)
+    without_c = np.isnan(r.distribution.sel(agent="C").values)
+    assert without_c.sum() == r.n_undefined > 0
+    np.testing.assert_allclose(r.distribution.sel(agent="B").values[without_c], 1000.0, atol=1e-6)
+    assert (r.distribution.sel(agent="A").values == 1000.0).all()
+    assert np.isfinite(r.ci.sel(agent="B").values).all() and np.isnan(r.ci.sel(agent="C").values).all()
+    assert np.isfinite(r.nu_ci.values).all()
 
 
 def _davidson_loglik(ability, log_nu, ia, ib, y):

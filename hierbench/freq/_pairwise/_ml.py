@@ -104,7 +104,10 @@ class BradleyTerryMLResult(ResampledResult):
         agent above (below) every other its ability enters at +inf (-inf),
         where it leaves the ability undefined it counts at the unfavourable
         end of each bound, and a bound such resamples decide is NaN (with a
-        :class:`NoFiniteMLEWarning` that counts them by cause).
+        :class:`NoFiniteMLEWarning` that counts them by cause). A resample
+        that leaves agents out is refitted on the agents present: home, nu
+        and the abilities relative to a ``reference`` present are defined
+        there; abilities centred on the mean of all agents are not.
     ability : DataArray (agent)
         Logit abilities (the Bayesian model's ``ability`` scale).
     standard_error : DataArray (agent)
@@ -503,6 +506,40 @@ def _store_limit(b: _Battles, st: _Settings, cnt: np.ndarray, row: int, boot: _B
     boot.nu[row] = np.inf if (cause == 2 and st.ties == "davidson") else np.nan
     boot.cause[row] = cause
     boot.absent += absent
+    if cause == 0:
+        _refit_present(b, st, cnt, absent, row, boot)
+
+
+def _refit_present(b: _Battles, st: _Settings, cnt: np.ndarray, absent: np.ndarray, row: int, boot: _Boot) -> None:
+    """Refit a resample that left agents out on the agents present, where their MLE is finite.
+
+    Home and nu are then defined (they need no absent agent), as are the abilities
+    relative to a ``reference`` that is present, and the ranks up to the absent agents
+    (each could stand anywhere: the rank range widens by their number). Abilities
+    centred on the mean of all agents stay undefined.
+    """
+    keep = np.flatnonzero(~absent)
+    cells = cnt.sum(1) > 0
+    if keep.size < 2:
+        return
+    ties = st.eff_ties if cnt[cells, 1].sum() > 0 else "half" if st.eff_ties == "davidson" else st.eff_ties
+    if ties == "davidson" and (cnt[cells, 0] + cnt[cells, 2]).sum() == 0:
+        return
+    code = np.full(st.m, -1)
+    code[keep] = np.arange(keep.size)
+    ref = int(code[st.ref]) if st.reference is not None else -1
+    f = _fit(cnt[cells], code[b.ia[cells]], code[b.ib[cells]], keep.size, max(ref, 0), ties, st.home,
+             st.method, st.tol, st.max_iter)  # fmt: skip
+    if f is None or not np.all(np.isfinite(f.theta)):
+        return
+    boot.home[row] = f.home if st.home else 0.0
+    if st.ties == "davidson":
+        boot.nu[row] = np.exp(f.log_nu) if ties == "davidson" else 0.0
+    if ref >= 0:
+        th = f.theta - f.theta[ref]
+        boot.dist[row, keep] = th if st.scale == "logit" else st.center + ELO_PER_LOGIT * th
+    rank = _ranks(f.theta[None])[0]
+    boot.rmin[row, keep], boot.rmax[row, keep] = rank, rank + absent.sum()
 
 
 def _refit_mm(b: _Battles, st: _Settings, blk: np.ndarray, r: int, boot: _Boot) -> None:
@@ -592,6 +629,8 @@ def _undefined_text(boot: _Boot, agents: list[str]) -> str:
         f"{'; '.join(parts)}. They are not dropped: an agent above (below) every other there enters "
         "the percentile at +inf (-inf); an ability they leave undefined counts at the unfavourable "
         "end of each bound, and a bound they decide is NaN"
+        + ("; where agents are absent, home, nu and the abilities relative to a reference present come "
+           "from a refit on the agents present" if CAUSES[0] in boot.by_cause() else "")
     )
 
 
@@ -804,7 +843,8 @@ def _boot_intervals(est, st, fit, boot: _Boot, detail: str, prob: float) -> dict
         detail = (
             f"{detail}; {boot.n_undefined} resamples without a finite MLE enter at +-inf where the "
             "direction is known, at the unfavourable end of each bound where the ability is "
-            "undefined (NaN where they decide the bound)"
+            "undefined (NaN where they decide the bound); one that left agents out is refitted on "
+            "the agents present for home, nu and abilities relative to a reference present"
         )
     have = fit is not None
     lo, hi = _bounds_with_undefined(boot.dist, prob) if have else (nan_m, nan_m)
