@@ -373,7 +373,7 @@ def _warn_win_rate(b, unit: str, why: np.ndarray, awhy: np.ndarray, met: np.ndar
                    "which holds for battles taken as independent (ci_kind 'bounded-mean')")  # fmt: skip
     bad = [b.agents[i] for i in np.flatnonzero(awhy != "")]
     if bad:
-        msg.append(f"The average win rate has no interval for {len(bad)} agents ({', '.join(map(repr, bad[:5]))}"
+        msg.append(f"The average win rate has no interval for {counted(len(bad), 'agent')} ({', '.join(map(repr, bad[:5]))}"
                    f"{', ...' if len(bad) > 5 else ''}): every resample gives one value, or the resamples "
                    "in which the agent met no one decide a bound")  # fmt: skip
     if not msg:
