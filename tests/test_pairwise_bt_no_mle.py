@@ -55,6 +55,15 @@ def test_a_resample_where_one_agent_wins_everything_enters_at_infinity():
     assert int(np.isposinf(r.distribution.sel(agent="A")).sum()) > 0
     assert not np.isnan(r.distribution.values).any()
     assert "inf]" in repr(r)
+    # relative to B, A sits at 1000 + ELO log(k / (5 - k)); B's own interval is its anchor, which
+    # is no zero-width warning while A's interval has width
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        rb = fit_bradley_terry_ml(pw, ties="none", reference="B", n_resamples=2000, rng=0)
+    assert not [w for w in seen if "zero width" in str(w.message)]
+    lo, hi = rb.ci.sel(agent="A").values
+    assert lo == pytest.approx(1000 + ELO * np.log(1 / 4), abs=1e-6) and hi == np.inf
+    assert rb.ci.sel(agent="B").values.tolist() == [1000.0, 1000.0]
 
 
 def test_no_mle_limit_reads_the_direction_and_rank_range_off_the_graph():

@@ -849,7 +849,12 @@ def _boot_intervals(est, st, fit, boot: _Boot, detail: str, prob: float) -> dict
     have = fit is not None
     lo, hi = _bounds_with_undefined(boot.dist, prob) if have else (nan_m, nan_m)
     out: dict = {"home_ci": None, "nu_ci": None}
-    out["ci"] = _interval(like(lo), like(hi), prob, detail)
+    # the reference's interval is its anchor by definition; another agent's with width (if
+    # infinite) measures something, so the zero-width warning is for when none has any
+    others = np.arange(st.m) != (st.ref if st.reference is not None else -1)
+    with np.errstate(invalid="ignore"):
+        some_width = bool(np.any((hi - lo)[others] > 0) | np.any(np.isinf(lo[others]) | np.isinf(hi[others])))
+    out["ci"] = _interval(like(lo), like(hi), prob, detail, warn_zero_width=not some_width)
     if have:
         rlo = np.floor(np.quantile(boot.rmin, a, axis=0))
         rhi = np.ceil(np.quantile(boot.rmax, 1.0 - a, axis=0))
@@ -873,10 +878,10 @@ def _boot_intervals(est, st, fit, boot: _Boot, detail: str, prob: float) -> dict
     return out
 
 
-def _interval(lo, hi, prob: float, detail: str) -> xr.DataArray:
+def _interval(lo, hi, prob: float, detail: str, warn_zero_width: bool = True) -> xr.DataArray:
     """A percentile interval whose ends may be infinite (no floating-point warning on inf - inf)."""
     with np.errstate(invalid="ignore"):
-        return make_interval(lo, hi, prob=prob, kind="percentile", detail=detail)
+        return make_interval(lo, hi, prob=prob, kind="percentile", detail=detail, warn_zero_width=warn_zero_width)
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
