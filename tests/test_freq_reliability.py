@@ -64,6 +64,11 @@ def test_seed_003_reliability_report_to_the_printed_digits():
         ((lo <= r.estimate.sel(agent="agent")) & (r.estimate.sel(agent="agent") <= hi)).all()
     )
     assert "robustness   drop" in r.table() and r.ci.attrs["ci_kind"] == "percentile"
+    # audit F 8.1: the table names its intervals' level and kind (it printed bare [lo, hi])
+    head = r.table().splitlines()[0]
+    assert head == "estimate  [95% percentile interval]: bootstrap over tasks, 500 resamples (shared by all metrics)"
+    r90 = reliability_profile(_seed_ds(), k=3, bins=(0.0, 0.5, 0.8, 1.01), n_resamples=200, prob=0.9, rng=0)
+    assert r90.table().startswith("estimate  [90% percentile interval]")
 
 
 def _ece_brute(conf, ok, edges):

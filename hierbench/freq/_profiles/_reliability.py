@@ -19,6 +19,7 @@ from ..._base import ResampledResult
 from ..._base import UndefinedMetricWarning
 from ..._base import check_int
 from ..._base import check_prob
+from ..._base import interval_label
 from ..._base import is_binary
 from ..._base import make_interval
 from ..._base import renamed_kwargs
@@ -70,8 +71,12 @@ class ReliabilityResult(ResampledResult):
     attrs: dict = field(default_factory=dict)
 
     def table(self) -> str:
-        """Return the profile as text, one line per agent and metric (rates in %, ECE/Brier/severity as numbers)."""
-        lines = []
+        """Return the profile as text, one line per agent and metric (rates in %, ECE/Brier/severity as numbers).
+
+        The first line names the intervals' level and kind (and how they were made).
+        """
+        detail = self.ci.attrs.get("ci_detail")
+        lines = [f"estimate  [{interval_label(self.ci)} interval]" + (f": {detail}" if detail else "")]
         lbl = {
             "accuracy": "accuracy (pass@1)",
             "consistency": f"consistency  pass^{self.attrs.get('k')}",
