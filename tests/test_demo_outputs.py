@@ -77,6 +77,22 @@ def test_report_flag_gives_the_bound_for_an_agent_that_failed_every_task(tmp_pat
         assert "bound" not in even
 
 
+def test_demo_note_names_the_side_few_tasks_carry():
+    """Audit F 8.2: an agent that passed 38 of 40 tasks rests on its 2 failures, not on few
+    successes; the demo's note says so, beside an agent that passed 2 of 40 (hand counts).
+    """
+    g = np.zeros((2, 40, 1))
+    g[0, :38] = 1.0
+    g[1, :2] = 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), g)}, coords={"agent": ["high", "low"]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = bootstrap_ci(ds, n_resamples=99, rng=0)
+    note = " ".join(_few_note(boot).split())
+    assert "Few tasks carry the mean of low:" in note
+    assert "Few tasks carry the failures (1 - mean) of high:" in note
+
+
 def test_demo_notes_say_why_the_interval_is_nan_and_give_the_bound():
     ds = _all_fail(16)
     with warnings.catch_warnings():

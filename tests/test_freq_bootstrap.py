@@ -349,6 +349,9 @@ def test_bootstrap_flags_a_mean_few_tasks_carry():
     assert n_eff[0] == pytest.approx(3.0) and n_eff[1] > 30
     assert list(res.ci_flag.values) == ["few tasks carry the mean", ""]
     assert "ci_flag" in res.to_frame().columns
+    # audit F 8.2: the mirror image (1 - y) rests on few *failing* tasks, and the flag says so
+    flipped = bootstrap_ci(ds.assign(score=1 - ds.score), n_resamples=199, rng=0)
+    assert list(flipped.ci_flag.values) == ["few tasks carry the failures (1 - mean)", ""]
     # pairs and the runs scheme carry no flag (differences are not [0, 1] means; runs are another target)
     assert bootstrap_ci(ds, pairs="all", n_resamples=99, rng=0).ci_flag is None
     assert bootstrap_ci(ds, scheme="runs", n_resamples=99, rng=0).ci_flag is None

@@ -375,3 +375,23 @@ def test_few_clusters_but_not_few_tasks_keep_the_t_interval_unflagged():
     assert res.to_frame()["ci_kind"].tolist() == ["t"]
     # the same tasks one by one: no flag at all
     assert pass_hat_k(_clustered_counts(np.where(codes < 3, 4, 0), 4, codes), 1, cluster=None).ci_flag.item() == ""
+
+
+def test_the_bound_flag_says_which_side_few_tasks_carry():
+    """Audit F 8.2: "few tasks carry the mean" was also printed where few tasks *fail* (tau2
+    qwen3-max telecom, pass^1 98.25%). Hand counts, 40 tasks x 4 runs: 38 all-pass and 2
+    all-fail tasks give per-task pass^1 of 1 and 0, mean 0.95; the failures' n_eff is
+    2^2 / 2 = 2 < min(10, 40 / 2), the successes' 38. The mirror (2 all-pass) flags the mean.
+    """
+    hi = np.r_[np.full(38, 4), np.zeros(2)]
+    cnt = xr.Dataset({"n_runs": (("agent", "task"), np.full((2, 40), 4)),
+                      "n_success": (("agent", "task"), np.stack([hi, 4 - hi]))},
+                     coords={"agent": ["mostly pass", "mostly fail"]})
+    res = pass_hat_k(cnt, 1)
+    assert res.estimate.values.ravel().tolist() == [0.95, 0.05]
+    assert res.ci_flag.values.ravel().tolist() == ["bound: few tasks carry the failures (1 - mean)",
+                                                   "bound: few tasks carry the mean"]
+    assert res.to_frame()["ci_kind"].tolist() == ["bounded-mean", "bounded-mean"]  # both are the bound
+    # the bound of the one mirrors the other's (1 - y): the side changes the words only
+    lo, hi_ = res.ci.values.reshape(2, 2)
+    np.testing.assert_allclose(lo, 1 - hi_[::-1], atol=1e-12)

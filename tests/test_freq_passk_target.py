@@ -50,14 +50,14 @@ def test_repr_shows_the_tasks_and_flag_of_each_value_and_says_when_k_changes_the
     # agent a: runs (4, 4, 1), successes (4, 2, 1): pass^1 over 3 tasks = (1 + 1/2 + 1) / 3,
     # pass^2 over the 2 tasks with >= 2 runs = (C(4,2)/C(4,2) + C(2,2)/C(4,2)) / 2 = (1 + 1/6) / 2.
     # pass^1 of a rests on few tasks: n_eff of 1 - y = (0, 1/2, 0) is 1 < min(10, 3 / 2), so its
-    # flag is the few-tasks bound; pass^2's 1 - y = (0, 5/6) has n_eff 1, not < min(10, 1): no flag.
+    # flag is the few-tasks bound, on the failures' side (audit F 8.2); pass^2's 1 - y = (0, 5/6) has n_eff 1, not < min(10, 1): no flag.
     # agent b: no success: every per-task value 0, the exact bound 1 - 0.025^(1/n_tasks)
     cnt = _counts([[4, 4, 1], [4, 4, 1]], [[4, 2, 1], [0, 0, 0]])
     with pytest.warns(InsufficientRunsWarning, match=r"k=2: 2\); .*different task sets"):
         res = pass_hat_k(cnt, [1, 2])
     lines = repr(res).splitlines()
     assert "interval for a new draw of tasks from the same population" in lines[0]
-    assert lines[1] == f"  a, 1: {2.5 / 3:.4g} [{res.ci.values[0, 0, 0]:.4g}, {res.ci.values[0, 0, 1]:.4g}]  (3 tasks; bound: few tasks carry the mean)"
+    assert lines[1] == f"  a, 1: {2.5 / 3:.4g} [{res.ci.values[0, 0, 0]:.4g}, {res.ci.values[0, 0, 1]:.4g}]  (3 tasks; bound: few tasks carry the failures (1 - mean))"
     assert lines[2].startswith(f"  a, 2: {7 / 12:.4g} [") and lines[2].endswith("(2 tasks)")
     assert lines[3].endswith(f", {1 - 0.025 ** (1 / 3):.4g}]  (3 tasks; exact bound)")
     assert lines[4].endswith(f", {1 - 0.025 ** (1 / 2):.4g}]  (2 tasks; exact bound)")

@@ -135,8 +135,16 @@ def _few_note(boot, bounds: pd.Series | None = None, binary: bool = True, grades
     flags = {a: graded_flag(f, grades) for a, f in _few_agents(boot).items()}
     bounds = pd.Series(dtype=object) if bounds is None else bounds
     notes = []
-    for head, kind in (("Few tasks carry the mean of", False), ("One score on every task:", True)):
-        names = [a for a, f in flags.items() if (flag_advice(f) == ZERO_WIDTH_ADVICE) == kind]
+
+    def group(f: str) -> str:  # the flag's side: the mean (few successes), the failures, or one score
+        if flag_advice(f) == ZERO_WIDTH_ADVICE:
+            return "one"
+        return "fails" if f.startswith("few tasks carry the failures") else "mean"
+
+    for head, key in (("Few tasks carry the mean of", "mean"), ("Few tasks carry the failures (1 - mean) of", "fails"),
+                      ("One score on every task:", "one")):
+        kind = key == "one"
+        names = [a for a, f in flags.items() if group(f) == key]
         if names:
             said = [f"{a} {bounds[a]}" for a in names if bounds.get(a, "")]
             who = ", ".join(f"{a} ({flags[a]})" if kind else a for a in names)

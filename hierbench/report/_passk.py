@@ -355,7 +355,7 @@ def _disagree_text(table: pd.DataFrame) -> str:
         f"{len(table)} rows (an unbiased 0 or 1, which no posterior interval holds, judged by the "
         "intervals alone). The two can part for known reasons: the model pools the tasks and pulls each "
         "cell toward the population, most where a cell has few runs; the unbiased estimator is each cell's "
-        "own and noisy where a cell holds few runs beyond k; its interval is a bound where few tasks carry the mean. The flag does not "
+        "own and noisy where a cell holds few runs beyond k; its interval is a bound where few tasks carry the mean (or, near 1, the failures). The flag does not "
         "say which is right."
     )
 
@@ -442,6 +442,6 @@ def _cluster_note(ctx: _Context) -> str:
         "interval taking tasks one by one would be narrower than its level allows. At k = 1 an agent's mean "
         f"varies {ratio:.2f} times as much over the clusters as over independent tasks (median over agents; "
         "cluster-robust against independent-task variance, no model). Where it is the bound (no success, or "
-        "few tasks carry the mean) that bound is over the clusters, wide when they differ in size; where few "
+        "few tasks carry the mean or its failures) that bound is over the clusters, wide when they differ in size; where few "
         "clusters but not few tasks carry the mean it stays the t interval, and `note` says it may fall short."
     )

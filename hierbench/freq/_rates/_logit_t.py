@@ -18,12 +18,15 @@ __all__: list[str] = []
 #: ``ci_flag`` of a cell whose mean rests on a few tasks: its interval is the bound (with or without clusters)
 FEW_CARRY_FLAG = "bound: few tasks carry the mean"
 
+#: the same where the failures rest on a few tasks (a mean near 1, the rule taken on ``1 - y``)
+FEW_FAIL_FLAG = "bound: few tasks carry the failures (1 - mean)"
+
 #: ``ci_flag`` of a cell whose clusters carry the mean evenly (``even_clusters``): the t interval is kept
 #: and said to be at risk (its coverage there, simulated, is 0.90 rather than 0.95)
 EVEN_CLUSTERS_FLAG = "the clusters carry the mean evenly: the t interval may fall short"
 
 #: the ``ci_flag`` values of the cells whose interval is the bound (``ci_kind = "bounded-mean"``)
-BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG)
+BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG, FEW_FAIL_FLAG)
 
 #: the flag's rule: ``n_eff >= EVEN_CLUSTERS_SHARE * G`` over the cluster sums (``even_clusters``)
 EVEN_CLUSTERS_SHARE = 0.75
@@ -75,8 +78,15 @@ def flag_ladder(
     From the lowest rung to the highest (a later rung overrides): ``EVEN_CLUSTERS_FLAG``
     (``even_clust`` and the t interval kept), ``"zero width"`` (``se`` 0 with at least 2
     units), ``"too few clusters"`` (fewer than 2; clusters only), ``"too few tasks"`` (fewer than 2),
-    ``FEW_CARRY_FLAG`` (``few_tasks``: the bound), ``"exact bound"`` (mean 0 or 1: every
-    per-task value 0 or 1, the bound). ``n_clusters`` None: tasks are the unit.
+    ``FEW_CARRY_FLAG`` or ``FEW_FAIL_FLAG`` (``few_tasks``: the bound; which side, below),
+    ``"exact bound"`` (mean 0 or 1: every per-task value 0 or 1, the bound). ``n_clusters``
+    None: tasks are the unit.
+
+    ``few_tasks`` (:func:`hierbench._numerics.few_carry`) takes ``n_eff < min(10, n / 2)`` on
+    the values or on their complements; the mean tells which. For ``y`` in [0, 1],
+    ``n_eff = (sum y)^2 / sum y^2 >= sum y = n m``, so a flag on the values needs ``m < 1/2``
+    and one on the complements ``m > 1/2``: few tasks carry the mean below 1/2, the failures
+    above it.
     """
     n_tasks = np.asarray(n_tasks)
     units = n_tasks if n_clusters is None else np.asarray(n_clusters)
@@ -91,5 +101,6 @@ def flag_ladder(
         flag[units < 2] = "too few clusters"
     flag[n_tasks < 2] = "too few tasks"
     flag[few_tasks & ~all01] = FEW_CARRY_FLAG
+    flag[few_tasks & ~all01 & (np.asarray(mean) > 0.5)] = FEW_FAIL_FLAG
     flag[all01] = "exact bound"
     return flag, bound

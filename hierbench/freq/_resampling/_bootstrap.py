@@ -141,7 +141,8 @@ class BootstrapResult(Result):
         can differ, so the interval measures nothing (a ``ZeroWidthIntervalWarning``, a
         :class:`hierbench.SmallSampleWarning`, names those agents; for 0/1
         scores ``pass_hat_k(data, 1)`` gives the exact bound); else ``"few tasks carry the mean"`` where the mean rests on
-        fewer than ``min(10, n / 2)`` effective tasks (the rule
+        fewer than ``min(10, n / 2)`` effective tasks (``"few tasks carry the failures (1 - mean)"``
+        where the failures do, a mean near 1) (the rule
         :func:`hierbench.freq.pass_hat_k` replaces its t interval by): there
         a resampling interval falls short (400 agents, 76 tasks x 6 runs,
         per-task rates Beta(0.3, 30), mean 0.0099: percentile 0.882, BCa 0.877
@@ -398,6 +399,8 @@ def _package(
 
 #: ``ci_flag`` of an agent whose mean few tasks carry (``_numerics.few_carry``)
 FEW_TASKS_FLAG = "few tasks carry the mean"
+#: the same where few tasks carry the failures (a mean above 1/2: the rule held on ``1 - y``)
+FEW_FAILS_FLAG = "few tasks carry the failures (1 - mean)"
 
 
 def _same_text(plan: _Plan, value: float) -> str:
@@ -441,7 +444,13 @@ def _flags(plan: _Plan, n_out: int, same: np.ndarray, degenerate: np.ndarray) ->
 
     if not plan.builtin or plan.pairs_idx is not None or plan.scheme == "runs" or n_out != plan.U:
         return None
-    out = np.where(few_carry(plan.v_obs[0]), FEW_TASKS_FLAG, "").astype(object)  # (agent, task)
+    v = plan.v_obs[0]
+    fin = np.isfinite(v)
+    with np.errstate(invalid="ignore", divide="ignore"):  # an agent with no task: NaN mean, never flagged
+        mean = np.where(fin, v, 0.0).sum(-1) / fin.sum(-1)
+    # which side few tasks carry: below a mean of 1/2 the successes, above it the failures
+    # (n_eff >= n m on the values, n (1 - m) on the complements: _logit_t.flag_ladder)
+    out = np.where(few_carry(v), np.where(mean > 0.5, FEW_FAILS_FLAG, FEW_TASKS_FLAG), "").astype(object)
     for u in np.flatnonzero(np.isfinite(same) & degenerate):
         out[u] = _same_text(plan, float(same[u]))
     return out
