@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._base import counted
 from .._base import fit_record
 from ._context import g_interval
 from ._pair_rows import PAIR_ROWS
@@ -543,6 +544,12 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
     but has no agent x cluster term: where advantages differ by task cluster, these probabilities
     are surer than the data allow (the paired tests take clusters as their unit).
     """
+    if battles_fit(fit):
+        return (
+            f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair "
+            f"(not adjusted for the {counted(n_pairs, 'pair')}). "
+            + BATTLES_INDEPENDENT.format(what="these probabilities", extra="")
+        )
     text = (
         f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair: not "
         f"adjusted for the {n_pairs} pairs, so read it beside each pair's own p-value, not beside the "
@@ -588,6 +595,19 @@ def _clustered_model(fit: xr.DataTree) -> str:
 def clustered_crossed(fit: xr.DataTree) -> bool:
     """Whether the fit is a crossed model with task clusters (a new task comes from a new cluster)."""
     return _clustered_model(fit) == "crossed"
+
+
+def battles_fit(fit: xr.DataTree | None) -> bool:
+    """Whether the fit is of pairwise battles (Bradley-Terry): no tasks to pair on, no run log behind it."""
+    return fit is not None and fit_record(fit, "hierbench_spec").get("model") == "bradley_terry"
+
+
+#: what a Bradley-Terry fit's probabilities and ranks assume of the battles, and the counterpart without it
+BATTLES_INDEPENDENT = (
+    "The Bradley-Terry model counts every battle as an independent judgment; battles that share a prompt "
+    "are not, so {what} can be surer than the battles allow (hierbench.freq.fit_bradley_terry_ml resamples "
+    "the prompts{extra})."
+)
 
 
 def clustered_irt(fit: xr.DataTree) -> bool:

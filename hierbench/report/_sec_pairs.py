@@ -133,6 +133,15 @@ def graded_units(data, tail: str = ", the scale of Agent abilities") -> str:
     )
 
 
+def _no_tests(ctx: _Context) -> str:
+    """Why the section has no paired tests: battles have no scores to pair, else the run log is missing."""
+    from ._pairs import battles_fit
+
+    if battles_fit(ctx.fit):
+        return " No paired tests: battles carry no per-task scores to pair."
+    return " No paired tests here: they need the run log (`--data`, or `data=`)."
+
+
 def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     from ._pairs import differ_column as _differ
 
@@ -153,7 +162,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
             + " "
             + bayes_pair_note(ctx.fit, n_pairs, _label(ctx.var))
             + _agent_cluster(ctx)
-            + ("" if tests else " No paired tests here: they need the run log (`--data`, or `data=`).")
+            + ("" if tests else _no_tests(ctx))
         )
     table = more = None
     if ctx.want_freq("compare"):

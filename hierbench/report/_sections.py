@@ -107,6 +107,22 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     rep.section(_TITLES[sid], text, table=s, id=sid)
 
 
+def _rank_basis(ctx: _Context) -> str:
+    """What the ranks rest on, and their counterpart without the model (battles or per-task data)."""
+    from ._pairs import BATTLES_INDEPENDENT
+    from ._pairs import battles_fit
+
+    if battles_fit(ctx.fit):
+        return "Model-based: the ranks of the fit's abilities. " + BATTLES_INDEPENDENT.format(
+            what="these ranks", extra="; its rank_ci is the rank interval under that resampling"
+        )
+    return (
+        "Model-based: the ranks of the fit's levels, which compare agents that ran different tasks through "
+        "the model's task effects; with no model, hierbench.freq.rank_uncertainty(data) gives the ranks "
+        "under task resampling (`hierbench demo` shows both)."
+    )
+
+
 def coverage_flags(data: xr.Dataset) -> list[str]:
     """Flags for agents that ran fewer than half the log's tasks, and for pairs that share fewer than 2.
 
@@ -308,8 +324,10 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     intervals = _in_data_order(intervals, ctx.data)
     truth = ctx.truth if same_scale else None
     if var is not None:
-        unit = ctx.agent_draws().attrs["scale"] if ctx.mixed else "probability, 0-1" if same_scale else "model scale"
-        xlabel = f"{_label(var)} ({unit}); {prob:.0%} intervals"
+        scale = ctx.agent_draws().attrs.get("scale")
+        unit = scale if ctx.mixed else "probability, 0-1" if same_scale else f"{scale} scale" if scale else "model scale"
+        # the label's own "(model scale)" gives way to the unit the draws name (a Bradley-Terry fit: logit)
+        xlabel = f"{_label(var).removesuffix(' (model scale)')} ({unit}); {prob:.0%} intervals"
     else:
         xlabel = f"mean score per task (0-1); {prob:.0%} intervals"
     fig = F.interval_forest(intervals, truth=truth, xlabel=xlabel, title="Agent abilities")
@@ -429,9 +447,7 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
     )
     text = (
         f"Posterior probability of each rank by `{ctx.var}` ({_label(ctx.var)}); rows sum to 1, "
-        "agents sorted by expected rank. Model-based: the ranks of the fit's levels, which compare agents "
-        "that ran different tasks through the model's task effects; with no model, "
-        "hierbench.freq.rank_uncertainty(data) gives the ranks under task resampling (`hierbench demo` shows both)."
+        "agents sorted by expected rank. " + _rank_basis(ctx)
     )
     if ctx.mixed:
         text = text[:-1] + " " + _mixed_note(ctx, False).lstrip()

@@ -1,0 +1,68 @@
+"""The report of a Bradley-Terry fit reads as one of battles (audit D, 2026-12-06).
+
+The report once told the reader of a battles fit to read P(a > b) "beside each pair's own
+p-value" (there is none), that its ranks compare agents "through the model's task effects"
+(the model has none) with a counterpart, rank_uncertainty(data), that refuses battles, and
+labelled the forest's axis "ability (model scale) (model scale)". The expected texts are the
+model's own assumptions (docs/models/bradley_terry.md: battles are independent judgments) and
+the counterpart that does take battles (fit_bradley_terry_ml's prompt bootstrap, checked here
+to accept the same battles and give rank intervals).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+
+@pytest.fixture(scope="module")
+def battles_report(tmp_path_factory):
+    import hierbench.bayes as hbb
+    from hierbench import report
+    from hierbench.bayes import ConvergenceWarning
+    from hierbench.data import read_battles
+
+    g = np.random.default_rng(0)
+    skill = {"a": 1.0, "b": 0.3, "c": -0.2, "d": -1.0}
+    names = list(skill)
+    rows = []
+    for k in range(120):
+        left, right = g.choice(names, 2, replace=False)
+        p = 1 / (1 + np.exp(skill[right] - skill[left]))
+        rows.append({"left": left, "right": right, "winner": "left" if g.random() < p else "right",
+                     "prompt": f"p{k % 30}"})
+    battles = read_battles(pd.DataFrame(rows), task="prompt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit = hbb.fit(hbb.build_bradley_terry(battles, ties=None), draws=200, tune=200, chains=2, rng=1,
+                      progress=False)
+    path = tmp_path_factory.mktemp("bt") / "report.md"
+    report.build(fit, freq=None, path=path, rng=0)
+    return battles, path.read_text()
+
+
+def test_pairwise_text_names_the_independence_the_model_assumes(battles_report):
+    _, text = battles_report
+    assert "beside each pair's own p-value" not in text
+    assert "The Bradley-Terry model counts every battle as an independent judgment" in text
+    assert "No paired tests: battles carry no per-task scores to pair." in text
+    assert "they need the run log" not in text
+
+
+def test_rank_text_points_to_a_counterpart_that_takes_battles(battles_report):
+    from hierbench.freq import fit_bradley_terry_ml
+
+    battles, text = battles_report
+    assert "through the model's task effects" not in text and "rank_uncertainty(data)" not in text
+    assert "fit_bradley_terry_ml resamples the prompts; its rank_ci is the rank interval" in text
+    ml = fit_bradley_terry_ml(battles, n_resamples=50, rng=0)  # the counterpart named: it takes battles
+    assert ml.rank_ci.sizes["agent"] == 4
+
+
+def test_forest_axis_names_the_logit_scale_once(battles_report):
+    _, text = battles_report
+    assert "ability (logit scale); 95% intervals" in text
+    assert "(model scale) (model scale)" not in text
