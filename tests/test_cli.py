@@ -102,6 +102,12 @@ def test_invalid_input_exits_2_with_one_line_in_the_users_words(tmp_path, capsys
     _one_line_error(capsys, "hierbench summary: error: no such file or folder:", "none.csv")
     assert main(["validate", str(path)]) == 2
     _one_line_error(capsys, "missing required columns", "--task", "--score", "--agent")
+    # a battle log (LLMFAO's columns) is told where battles are read: not silently a run log
+    battles = tmp_path / "battles.csv"
+    pd.DataFrame({"prompt": ["p1"], "left": ["a"], "right": ["b"], "winner": ["left"]}).to_csv(battles, index=False)
+    assert main(["fit", str(battles), "-o", str(tmp_path / "f.nc")]) == 2
+    line = _one_line_error(capsys, "missing required columns", "look like pairwise battles (left, right, winner)")
+    assert "hierbench.data.read_battles" in line and "fit_bradley_terry_ml" in line
 
 
 def test_single_agent_is_refused_beside_agent_and_on_a_log_of_several_agents(log, tmp_path, capsys):

@@ -144,13 +144,38 @@ def _fmt_list(values: Iterable, limit: int = 10) -> str:
     return f"[{shown}{more}]"
 
 
+#: column pairs that name the two sides of a battle, and the verdict columns beside them
+_BATTLE_SIDES = (("left", "right"), ("model_a", "model_b"), ("agent_a", "agent_b"), ("player_a", "player_b"))
+_BATTLE_VERDICTS = ("winner", "verdict", "outcome", "result")
+
+
 def missing_columns_error(missing: dict, where: str, columns: list) -> EvalDataError:
-    """The error for required columns a source lacks: each role with the column it names, and what is there."""
-    return EvalDataError(
+    """The error for required columns a source lacks: each role with the column it names, and what is there.
+
+    Records that look like pairwise battles (two sides and a verdict, as LLMFAO's ``left, right,
+    winner``) are told where battles are read, since a run log's roles cannot fit them.
+
+    Examples
+    --------
+    >>> print(missing_columns_error({"task": "task"}, "", ["left", "right", "winner"]))  # doctest: +ELLIPSIS
+    missing required columns: `task`='task'; ...: these look like pairwise battles (left, right, winner), ...
+    """
+    text = (
         f"missing required columns{where}: "
         + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
         + f"; the records have columns {_fmt_list(columns, 30)}"
     )
+    low = {str(c).lower(): str(c) for c in columns}
+    side = next((pair for pair in _BATTLE_SIDES if all(p in low for p in pair)), None)
+    verdict = next((v for v in _BATTLE_VERDICTS if v in low), None)
+    if side and verdict:
+        text += (
+            f": these look like pairwise battles ({low[side[0]]}, {low[side[1]]}, {low[verdict]}), which are not "
+            "a run log of scores: read them with hierbench.data.read_battles and fit them with "
+            "hierbench.freq.fit_bradley_terry_ml or hierbench.bayes.build_bradley_terry (the command "
+            "line reads run logs only)"
+        )
+    return EvalDataError(text)
 
 
 def check_eval_dataset(ds: xr.Dataset, *, name: str = "data") -> xr.Dataset:
