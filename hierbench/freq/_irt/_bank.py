@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from ..._base import HierbenchError
+from ..._base import NotConvergedWarning
 from ..._base import as_rng
 from ..._base import check_int
 from ..._base import warn_user
@@ -145,7 +146,8 @@ class IRTBank:
 
         A fit that failed hierbench's convergence checks (root attr ``diag_converged`` 0, as
         :func:`hierbench.bayes.fit` records them) is accepted with a
-        :class:`hierbench.bayes.ConvergenceWarning` naming the failed checks. The bank's
+        :class:`hierbench.NotConvergedWarning` naming the failed checks (the class
+        :class:`hierbench.bayes.ConvergenceWarning` derives from). The bank's
         ``attrs["convergence"]`` records the verdict (``"passed"``, ``"failed: ..."``, or
         ``"not checked: ..."`` for a fit without diagnostics), and its repr shows any but a pass.
         """
@@ -181,13 +183,12 @@ def _convergence(attrs: dict[str, Any]) -> str:
     except (TypeError, ValueError):
         failures = [str(attrs.get("diag_failures"))]
     failed = "; ".join(failures) or "diag_converged is 0"
-    # only a Bayesian fit gets here, so the Bayesian half is installed
-    from ...bayes import ConvergenceWarning
-
+    # NotConvergedWarning, the package's class for convergence: hierbench.bayes.ConvergenceWarning (which the
+    # fit itself warned with) derives from it, and freq may not import bayes (ARCHITECTURE.md)
     warn_user(
         f"IRTBank.from_posterior: the fit failed hierbench's convergence checks ({failed}). The bank is "
         "built from its draws as asked, but they may not represent the posterior: refit (more tuning or "
         "draws) before scoring agents with it; the verdict is kept in bank.attrs['convergence']",
-        ConvergenceWarning,
+        NotConvergedWarning,
     )
     return f"failed: {failed}"
