@@ -100,6 +100,8 @@ def test_calibration_recovers_simulated_items():
     assert float(((lo <= cal.estimate) & (cal.estimate <= hi)).mean()) > 0.9
     assert cal.ci.attrs["ci_kind"] == "eti"
     assert cal.bank.n_samples == 300 and cal.bank.n_tasks == 60
+    # the bank keeps the calibration agents' ability range (what adaptive's extrapolation flag reads)
+    assert cal.bank.attrs["ability_range"] == [float(cal.ability.min()), float(cal.ability.max())]
 
 
 def test_calibration_1pl_shares_one_discrimination():
