@@ -139,9 +139,10 @@ class PassKResult(Result):
         infinite and a t interval would have zero width: the bound
         ``1 - (alpha / 2)^(1 / n_tasks)`` holds exactly);
         ``"bound: few tasks carry the mean"`` (the mean rests on fewer than
-        ``min(10, n_tasks / 2)`` effective tasks, ``(sum y)^2 / sum y^2`` or
-        the same of ``1 - y``: typically pass^k at a large k, a few tasks
-        passing; the t interval undercovers there, so the interval is the
+        ``min(10, n_tasks / 2)`` effective tasks, ``(sum y)^2 / sum y^2``:
+        typically pass^k at a large k, a few tasks passing) or ``"bound: few
+        tasks carry the failures (1 - mean)"`` (the same of ``1 - y``: a mean
+        near 1, a few tasks failing); the t interval undercovers there, so the interval is the
         distribution-free bound of
         ``hierbench._numerics.bounded_mean_bounds``, of which
         the exact bound is the all-zero case); ``"zero width"`` (every
