@@ -203,6 +203,12 @@ def test_bank_from_posterior_reads_a_fit_layout():
     post1 = post.assign(discrimination=(("chain", "draw"), np.ones((2, 3))))
     bank1 = IRTBank.from_posterior(xr.DataTree.from_dict({"posterior": post1}))
     assert bank1.model == "1pl" and bank1.discrimination.shape == (6, 4)
+    assert "ability_range" not in bank1.attrs  # no abilities in the fit: no range
+    # with abilities: the range of the agents' posterior means (by hand: -1.5 and 2.0 over 3 agents)
+    draws = np.array([[0.0, -1.0, 2.0], [1.0, -2.0, 2.0], [0.5, -1.5, 2.0]])  # 3 draws: means 0.5, -1.5, 2.0
+    withab = post.assign(ability=(("chain", "draw", "agent"), np.stack([draws, draws])))
+    bank2 = IRTBank.from_posterior(xr.DataTree.from_dict({"posterior": withab}))
+    assert bank2.attrs["ability_range"] == [-1.5, 2.0]
 
 
 def test_pass_k_beyond_one_run_warns_on_a_single_run_bank():

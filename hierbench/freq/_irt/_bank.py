@@ -149,7 +149,9 @@ class IRTBank:
         :class:`hierbench.NotConvergedWarning` naming the failed checks (the class
         :class:`hierbench.bayes.ConvergenceWarning` derives from). The bank's
         ``attrs["convergence"]`` records the verdict (``"passed"``, ``"failed: ..."``, or
-        ``"not checked: ..."`` for a fit without diagnostics), and its repr shows any but a pass.
+        ``"not checked: ..."`` for a fit without diagnostics), and its repr shows any but a pass;
+        ``attrs["ability_range"]`` the calibration agents' posterior-mean abilities' range
+        (where the fit has ``ability``).
         """
         post = fit["posterior"].to_dataset() if isinstance(fit, xr.DataTree) else fit
         for v in ("discrimination", "intercept"):
@@ -168,6 +170,9 @@ class IRTBank:
         mdl = model or ("1pl" if post["discrimination"].ndim == 2 else "2pl")
         kept = {k: v for k, v in attrs.items() if isinstance(v, (str, int, float))}
         kept["convergence"] = _convergence(attrs)
+        if "ability" in post:  # the calibration agents' (posterior mean) abilities: adaptive's extrapolation flag
+            mean = post["ability"].mean([d for d in ("chain", "draw") if d in post["ability"].dims])
+            kept["ability_range"] = [float(mean.min()), float(mean.max())]
         return cls(flat(post["discrimination"]), flat(post["intercept"]), "nuts", mdl, kept)
 
 
