@@ -37,6 +37,18 @@ def test_match_statsmodels(prob):
         assert got.dims[-1] == "ci_bound" and got.attrs["ci_prob"] == prob
 
 
+def test_wilson_ends_are_exact_at_zero_and_all_successes():
+    # at s = 0 the Wilson lower bound is 0 exactly (centre and half-width are equal: z^2 / 2n
+    # over 1 + z^2 / n), at s = n the upper 1; the formula left rounding (4.3e-19 printed in
+    # prob_superiority's repr as the lower bound of a 0; statsmodels gives 2.8e-17 here)
+    got = wilson_interval(np.array([0, 7, 0]), np.array([7, 7, 40]), prob=0.95)
+    lo, hi = proportion_confint(np.array([0, 7, 0]), np.array([7, 7, 40]), alpha=0.05, method="wilson")
+    assert got.sel(ci_bound="lower").values[[0, 2]].tolist() == [0.0, 0.0]
+    assert got.sel(ci_bound="upper").values[1] == 1.0
+    np.testing.assert_allclose(got.sel(ci_bound="lower").values, lo, atol=1e-12)
+    np.testing.assert_allclose(got.sel(ci_bound="upper").values, hi, atol=1e-12)
+
+
 def test_seed003_printed_intervals():
     pct = lambda da: [f"{100 * x:.1f}" for x in da.values]  # noqa: E731
     assert pct(wald_interval(312, 500)) == ["58.2", "66.6"]

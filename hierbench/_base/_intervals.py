@@ -185,7 +185,7 @@ _ZERO_WIDTH_NAMED = 10
 def _warn_zero_width(out: xr.DataArray, lv: np.ndarray, hv: np.ndarray, why: Any) -> None:
     """:func:`make_interval`'s zero-width warning: all entries, or each one with ``why``."""
     finite = np.isfinite(lv) & np.isfinite(hv)
-    flat = finite & (hv - lv == 0.0)
+    flat = finite & (lv == hv)  # compared, not subtracted: an infinite end gives no inf - inf warning
     if not flat.any():
         return
     if why is None:
