@@ -221,3 +221,15 @@ def test_three_agents_is_the_fewest():
     with pytest.raises(HierbenchError, match=r"at least 3 agents .*got 2 agents"):
         person_fit(cts.isel(agent=[0, 1]))
     assert isinstance(pd.DataFrame(r.to_frame()), pd.DataFrame)
+
+
+def test_three_agents_give_p_values_not_an_overflow():
+    # with 2 other agents the null's t has 1 df: a draw overflowed exp() and the intercept's
+    # solve gave NaN probabilities (numpy: 'p < 0, p > 1 or p contains NaNs'), which the report's
+    # data summary caught and dropped. A p-value is a share of replicates: in (0, 1]
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=20, n_runs=2, rng=1)
+    r = person_fit(ds, rng=0)
+    p = r.p_value.values
+    assert np.isfinite(p).all() and ((p > 0) & (p <= 1)).all()

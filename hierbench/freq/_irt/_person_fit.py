@@ -272,7 +272,10 @@ def _null_p(
     hits = done = 0
     while done < n_sim and hits < HITS:
         size = min(BATCH, n_sim - done)
-        b = np.exp(centre + pred_sd * gen.standard_t(k - 1, size))
+        # with few other agents the t is heavy-tailed (1 df with 2 others) and a draw can overflow
+        # exp: a slope over 1e6 already makes every cell a step at the task logit (its refit is
+        # then no hit), so the cap changes no p-value and keeps the intercept's solve finite
+        b = np.exp(np.minimum(centre + pred_sd * gen.standard_t(k - 1, size), np.log(1e6)))
         a = np.zeros(size)
         for _ in range(60):  # the intercept whose expected successes are the observed ones, per slope
             p = expit(a[:, None] + b[:, None] * x)
