@@ -83,11 +83,21 @@ def test_family_sign_flips_of_reordered_columns_equal_brute_force_enumeration(mo
     np.testing.assert_array_equal(out["p"], ref)
 
 
+#: seven tasks in four clusters, for the cluster tests below
+_CL = np.array(["r1", "r1", "r2", "r2", "r3", "r4", "r4"])
+
+
+def _clustered_pair(d: np.ndarray) -> tuple[xr.DataArray, xr.DataArray]:
+    """Two agents' scores on the tasks of ``_CL`` whose differences are ``d``."""
+    coords = {"cluster": ("task", _CL)}
+    return (xr.DataArray(np.clip(d, 0, 1), dims="task", coords=coords),
+            xr.DataArray(np.clip(-d, 0, 1), dims="task", coords=coords))
+
+
 def test_cluster_sign_flip_enumerates_cluster_sums():
     d = np.array([0.5, -0.25, 1.0, 0.0, -1.0, 0.75, 0.5])
-    cl = np.array(["r1", "r1", "r2", "r2", "r3", "r4", "r4"])
-    a = xr.DataArray(np.clip(d, 0, 1), dims="task", coords={"cluster": ("task", cl)})
-    b = xr.DataArray(np.clip(-d, 0, 1), dims="task", coords={"cluster": ("task", cl)})
+    cl = _CL
+    a, b = _clustered_pair(d)
     res = paired_test(a, b, n_resamples=10, rng=0)
     sums = [d[cl == c].sum() for c in ["r1", "r2", "r3", "r4"]]
     assert float(res.p_permutation) == pytest.approx(_brute_force_sign_flip(sums))
@@ -97,11 +107,9 @@ def test_cluster_sign_flip_enumerates_cluster_sums():
 
 def test_counts_name_tasks_and_clusters_that_differ_apart():
     # notebook 01 printed 'n_nonzero 7' under 'n_tasks 500': 7 repositories, where 57 tasks
-    # differ. Here r1's two tasks cancel: 5 tasks differ, in 3 of the 4 clusters (by hand)
+    # differ. Here 6 tasks differ, and r1's two cancel: 3 of the 4 clusters differ (by hand)
     d = np.array([0.5, -0.5, 1.0, 0.0, -1.0, 0.75, 0.5])
-    cl = np.array(["r1", "r1", "r2", "r2", "r3", "r4", "r4"])
-    a = xr.DataArray(np.clip(d, 0, 1), dims="task", coords={"cluster": ("task", cl)})
-    b = xr.DataArray(np.clip(-d, 0, 1), dims="task", coords={"cluster": ("task", cl)})
+    a, b = _clustered_pair(d)
     res = paired_test(a, b, n_resamples=10, rng=0)
     assert res.counts["n_tasks_nonzero"] == int(np.count_nonzero(d)) == 6
     assert res.counts["n_clusters_nonzero"] == 3 and "n_nonzero" not in res.counts
