@@ -82,6 +82,22 @@ def _level_tables(ctx: DemoContext, post: xr.Dataset) -> tuple[xr.Dataset, xr.Da
     return table, obs
 
 
+def _shift_note(ctx: DemoContext, table: xr.Dataset) -> list[str]:
+    """The report's sentence on a Bayes-minus-bootstrap shift most agents share (none without the bootstrap)."""
+    from ..report import shared_shift
+
+    bayes = "Bayes crossed (new task)"
+    others = [str(m) for m in table["estimator"].values if str(m) != bayes]
+    if "bootstrap" not in ctx.extra or not others:
+        return []
+    est = table["estimate"]
+    diff = (est.sel(estimator=bayes) - est.sel(estimator=others[0])).to_series()
+    clusters = (" The model's new task comes from a new task cluster, so every cluster weighs alike; the "
+                "bootstrap weighs each by its tasks." if "cluster" in ctx.data.coords else "")  # fmt: skip
+    text = shared_shift(diff, True, clusters).strip()
+    return ["", *textwrap.wrap(text, 90)] if text else []
+
+
 def _sd_notes(ctx: DemoContext) -> dict[str, str]:
     """``{sd: line}`` for the SDs the design cannot estimate (left out of the table) or that hold another.
 
@@ -234,6 +250,7 @@ def _bayes_section(ctx: DemoContext) -> str:
         + (" beside the truth:" if ctx.truth is not None else ":"),
         _frame(table).to_string(),
         *_nan_pointer(ctx),
+        *_shift_note(ctx, table),
         "",
         "Mean over this benchmark's tasks (cells an agent did not run are predicted), Bayes only,\n"
         f"{PROB:.0%} equal-tailed posterior intervals:",

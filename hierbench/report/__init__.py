@@ -59,6 +59,7 @@ from ._sections import marked_agents as marked_agents  # for the CLI; not in __a
 from ._sections import misfit_agents as misfit_agents  # for the demo; not in __all__
 from ._sections import pass1_bounds as pass1_bounds  # for the demo; not in __all__
 from ._sections import scored_words as scored_words  # for the demo; not in __all__
+from ._sections import shared_shift as shared_shift  # for the demo; not in __all__
 
 __all__ = [
     "MATRIX_ABOVE",

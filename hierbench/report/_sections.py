@@ -766,7 +766,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     n_dis = int(wide["disagree"].sum())
     what = "grade" if gmap else "score"
-    shift = _shared_shift(wide["difference"], ctx.var == "mean_new_task", _cluster_weights(ctx))
+    shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", _cluster_weights(ctx))
     rep.section(
         _TITLES[sid],
         (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
@@ -795,7 +795,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     )
 
 
-def _shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
+def shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
     """Bayes minus bootstrap over agents, said once; a shift most agents share is named as the model's.
 
     ``clusters``: the sentence on how the two weigh task clusters (``_cluster_weights``), when the fit has them.
