@@ -798,14 +798,21 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
 def shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
     """Bayes minus bootstrap over agents, said once; a shift most agents share is named as the model's.
 
+    "Most": at least 3 in 4 agents on one side, and a two-sided sign test of the sides below 0.05.
+
     ``clusters``: the sentence on how the two weigh task clusters (``_cluster_weights``), when the fit has them.
     """
     d = pd.to_numeric(diff, errors="coerce").dropna()
     if len(d) < 4:
         return ""
+    from scipy.stats import binomtest
+
     below, med = int((d < 0).sum()), float(d.median())
     text = f" Bayes minus bootstrap: median {med:+.3f}, Bayes lower for {below} of {len(d)} agents."
-    if population and max(below, len(d) - below) >= 0.75 * len(d):
+    # "most" is a sign no coin would give: 3 in 4 on one side and a two-sided sign test below 0.05
+    # (METR binarised: 9 of 11 higher, median +0.008, sign test 0.065: no claim; SWE-bench: 23 of 25)
+    shared = max(below, len(d) - below) >= 0.75 * len(d) and binomtest(below, len(d)).pvalue < 0.05
+    if population and shared:
         text += (
             " A shift most agents share is not chance between two estimates of one quantity: it is "
             "where the model's task population (normal on the logit scale" + (", clusters weighing alike"
