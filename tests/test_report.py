@@ -648,14 +648,14 @@ def test_side_by_side_says_how_the_model_and_the_tasks_run_weigh_clusters():
     bare = xr.DataTree.from_dict({"constant_data": cd.drop_vars("task_cluster_idx")})
     bare.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": false}}'
     assert _cluster_weights(_Context(fit=bare, data=ds, prob=0.95, freq=None)) == ""
-    d = pd.Series([-0.04, -0.03, -0.03, -0.02, 0.01, -0.01, -0.04, -0.03])
+    d = pd.Series([-0.04, -0.03, -0.03, -0.02, 0.01, -0.01, -0.04, -0.03, -0.02, -0.05])
     assert text in _shared_shift_of(d, text) and "clusters weighing alike" in _shared_shift_of(d, text)
 
 
 def _shared_shift_of(d, clusters):
-    from hierbench.report._sections import _shared_shift
+    from hierbench.report._sections import shared_shift
 
-    return _shared_shift(d, population=True, clusters=clusters)
+    return shared_shift(d, population=True, clusters=clusters)
 
 
 def test_pair_note_sizes_the_agent_x_cluster_spread_the_crossed_model_leaves_out():
@@ -729,17 +729,24 @@ def test_variance_figure_draws_g_theory_beside_the_bayes_bars():
 
 
 def test_side_by_side_names_a_shift_most_agents_share():
-    """Differences of one sign for most agents are said to be the model's, with the count and median."""
-    from hierbench.report._sections import _shared_shift
+    """Differences of one sign for most agents are said to be the model's, with the count and median.
 
-    d = pd.Series([-0.04, -0.03, -0.03, -0.02, 0.01, -0.01, -0.04, -0.03])
-    text = _shared_shift(d, population=True)
-    assert f"median {d.median():+.3f}" in text and "lower for 7 of 8 agents" in text
+    "Most": 3 in 4 and a two-sided sign test below 0.05 (scipy: 9 of 10 gives 0.021, 7 of 8 0.070).
+    """
+    from scipy.stats import binomtest
+
+    from hierbench.report._sections import shared_shift
+
+    d = pd.Series([-0.04, -0.03, -0.03, -0.02, 0.01, -0.01, -0.04, -0.03, -0.02, -0.05])
+    assert binomtest(9, 10).pvalue < 0.05 < binomtest(7, 8).pvalue
+    text = shared_shift(d, population=True)
+    assert f"median {d.median():+.3f}" in text and "lower for 9 of 10 agents" in text
     assert "task population" in text
+    assert "task population" not in shared_shift(d[:8], population=True)  # 7 of 8: a coin gives it
     mixed = pd.Series([-0.02, 0.01, 0.02, -0.01, 0.03, -0.02])
-    assert "task population" not in _shared_shift(mixed, population=True)
-    assert "task population" not in _shared_shift(d, population=False)  # not the population target
-    assert _shared_shift(d[:3], population=True) == ""  # too few agents to speak of a shared shift
+    assert "task population" not in shared_shift(mixed, population=True)
+    assert "task population" not in shared_shift(d, population=False)  # not the population target
+    assert shared_shift(d[:3], population=True) == ""  # too few agents to speak of a shared shift
 
 
 def _checklist_entry(md: str, item: str) -> str:
