@@ -990,3 +990,25 @@ def test_demo_says_when_the_bayes_new_task_level_sits_below_the_bootstrap_for_mo
     assert "the model's task population (normal on the logit scale) differs from the tasks run" in text
     ctx.extra.pop("bootstrap")
     assert note(ten) == ""  # no bootstrap column: nothing to compare
+
+
+def test_demo_with_many_pairs_prints_the_neighbours_in_the_ranking():
+    # 25 agents printed all 300 pairs on stdout. Over 45 pairs (11 agents: 55) the demo prints the
+    # pairs of agents next to each other by mean score per task, best first: 10 pairs here, found
+    # by hand from the scores with pandas, and names where every pair is
+    from hierbench.demo._pairs import _compare_section
+
+    g = np.random.default_rng(3)
+    p = np.linspace(0.15, 0.85, 11)[g.permutation(11)]
+    s = (g.random((11, 30, 2)) < p[:, None, None]).astype(float)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": [f"m{i:02d}" for i in range(11)]})
+    order = ds["score"].mean(["run", "task"]).to_series().sort_values(ascending=False, kind="stable").index
+    want = [tuple(sorted((order[k], order[k + 1]))) for k in range(10)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = _compare_section(DemoContext(ds, None, {"seed": 0, "out": "o"}))
+    one = " ".join(text.split())
+    assert "55 pairs," in one and "shown here are the 10 pairs of agents next to each other" in one
+    assert "All 55 pairs: o/report.md (its pair table)." in one
+    rows = [r.split()[:3] for r in text.splitlines() if re.match(r"m\d\d - m\d\d ", r)]
+    assert [tuple(sorted((r[0], r[2]))) for r in rows] == want

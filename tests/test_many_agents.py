@@ -1,9 +1,11 @@
 """The demo's and the report's pair tables stay readable with many agents (M (M - 1) / 2 pairs).
 
 A 316-person survey read as agents made 49,770 pairs: the demo printed every one (51,959 lines)
-and the report held them twice (31 MB of HTML). Up to the cap (a 25-agent leaderboard's 300
-pairs) every pair is shown; above it the pairs that differ, with the counts, how many rows are
-left out, and the complete table as ``pairs.csv`` beside the report. Expected values come from
+and the report held them twice (31 MB of HTML). The report shows every pair up to the cap (a
+25-agent leaderboard's 300 pairs); above it the pairs that differ, with the counts, how many
+rows are left out, and the complete table as ``pairs.csv`` beside the report. The demo's
+stdout shows every pair up to 45 (10 agents); above that the pairs of agents next to each other
+in the ranking by mean score, and where every pair is. Expected values come from
 ``compare_agents(...).to_frame()`` called on its own with the same seed, from pandas' own sort, or
 from counts of pairs; never from the code under test.
 """
@@ -43,13 +45,30 @@ def _section(ds, **extra):
         return ctx, _compare_section(ctx)
 
 
-def test_every_pair_of_25_agents_is_printed():
+def _neighbours(ds) -> list[tuple[str, str]]:
+    """The pairs of agents next to each other by mean score per task (pandas' stable sort), best first."""
+    order = ds["score"].mean(["run", "task"]).to_series().sort_values(ascending=False, kind="stable").index
+    return [tuple(sorted((str(order[k]), str(order[k + 1])))) for k in range(len(order) - 1)]
+
+
+def _row_pairs(rows: list[str]) -> list[tuple[str, str]]:
+    return [tuple(sorted(r.split("  ")[0].strip().split(" - "))) for r in rows]
+
+
+def test_25_agents_print_their_24_neighbour_pairs_and_say_where_the_300_are():
     ds = _log(25)
     _, text = _section(ds, out="somewhere")
     rows = _pair_rows(text, ds["agent"].values)
-    assert len(rows) == 25 * 24 // 2 == 300
-    assert len(set(rows)) == 300
-    assert "not shown" not in text and "pairs.csv" not in text
+    assert _row_pairs(rows) == _neighbours(ds) and len(rows) == 24
+    flat = " ".join(text.split())
+    assert "300 pairs," in flat and "All 300 pairs: somewhere/report.md (its pair table)." in flat
+    assert "pairs.csv" not in flat  # the report shows all 300: no file beside it
+
+
+def test_ten_agents_print_every_pair():
+    ds = _log(10)
+    _, text = _section(ds, out="somewhere")
+    assert len(set(_pair_rows(text, ds["agent"].values))) == 45 and "shown here" not in text
 
 
 @pytest.mark.slow
@@ -69,15 +88,10 @@ def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path
     assert 20 <= n_differ < CAP  # this seed: the pairs that differ are what is shown
     ctx, text = _section(ds, out=str(tmp_path), fast=True)
     rows = _pair_rows(text, ds["agent"].values)
-    assert len(rows) == n_differ <= CAP
+    assert _row_pairs(rows) == _neighbours(ds)  # the demo's stdout: the 39 neighbours
     flat = " ".join(text.split())
-    assert f"780 pairs, {n_differ} of which differ (p max-T < 0.05)" in flat
-    assert f"the other {780 - n_differ} pairs are not shown here" in flat
-    assert str(tmp_path / "pairs.csv") in flat
-    # the rows shown are exactly the pairs that differ, by p then |difference| (pandas' sort)
-    want = ref[ref["p_adjusted"] < 0.05].assign(size=lambda d: -d["estimate"].abs())
-    want = want.sort_values(["p_adjusted", "size"], kind="stable").index.tolist()
-    assert [r.split("  ")[0].strip() for r in rows] == want
+    assert f"780 pairs, {n_differ} of which differ: shown here are the 39 pairs" in flat
+    assert f"All 780 pairs: {tmp_path / 'pairs.csv'}." in flat
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -109,6 +123,10 @@ def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path
     assert "**All 780 pairs**" not in pairwise and "<details>" not in pairwise  # no folded copy
     table_rows = [r for r in pairwise.splitlines() if re.match(r"^\| agent_\d+ - agent_\d+ ", r)]
     assert len(table_rows) == n_differ
+    # the report's rows are exactly the pairs that differ, by p then |difference| (pandas' sort)
+    want = ref[ref["p_adjusted"] < 0.05].assign(size=lambda d: -d["estimate"].abs())
+    want = want.sort_values(["p_adjusted", "size"], kind="stable").index.tolist()
+    assert [r.split("|")[1].strip() for r in table_rows] == want
     assert f"the other {780 - n_differ:,} pairs are not shown here" in pairwise and "`pairs.csv`" in pairwise
 
 
