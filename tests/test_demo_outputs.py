@@ -920,6 +920,8 @@ def test_rank_section_names_the_pairs_its_tiers_split_and_the_paired_tests_do_no
         assert "The tiers tell apart one pair, a tier's leader and an agent of a later tier" in text
     else:
         assert f"The tiers tell apart {n} pairs of a tier's leader and an agent of a later tier" in text
+    # the p-values are in the sentence: it does not send the reader to rows section 6 may not print
+    assert "from section 6" not in text and "go by" in text
 
 
 def test_plan_with_clusters_that_add_no_variance_does_not_call_its_counts_too_small():

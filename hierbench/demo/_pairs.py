@@ -254,9 +254,9 @@ def _tiers_beside_pairs(ctx: DemoContext, df: pd.DataFrame) -> str:
         return ""
     eg = "; ".join(f"{lead} and {a} ({p_col} {p_text(p)})" for lead, a, p in split[:3])
     which = (f"one pair, a tier's leader and an agent of a later tier, that the paired tests of 'Does A beat "
-             f"B?' do not call different: {eg}. The tiers are not adjusted for the pairs; read that pair's "
-             "verdict from section 6." if len(split) == 1 else
+             f"B?' do not call different: {eg}. The tiers are not adjusted for the pairs, the paired tests "
+             "are: go by the p-value given here." if len(split) == 1 else
              f"{len(split)} pairs of a tier's leader and an agent of a later tier that the paired tests of "
-             f"'Does A beat B?' do not call different, e.g. {eg}: the tiers are not adjusted for the pairs; "
-             "read those pairs' verdicts from section 6.")  # fmt: skip
+             f"'Does A beat B?' do not call different, e.g. {eg}: the tiers are not adjusted for the pairs, "
+             "the paired tests are: go by their p-values, given here.")  # fmt: skip
     return "\n\n" + textwrap.fill("The tiers tell apart " + which, 90)
