@@ -207,6 +207,23 @@ def test_advice_says_a_shared_cause_once_naming_every_variable_it_explains():
     assert advice == "`z_task`, `sd_task`: likely cause: why; fix: the fix. `mu`: likely cause: mu's own cause; fix: mu's fix."
 
 
+def test_advice_for_a_run_that_hit_its_draw_cap_raises_the_cap():
+    """METR's continuous scores under the formula model stopped at the 2,000-draw cap with ESS 385
+    and were told to refit with draws=2000: the draws it had already made. A run to a target that
+    did not reach it is told to double its cap; a fixed run keeps the old advice.
+    """
+    from hierbench.bayes._checks._diagnostics import _advice
+
+    capped = xr.DataTree()
+    capped.attrs["fit_run"] = json.dumps({"rule": "target_ess", "reached": False, "draws": 2000, "max_draws": 2000})
+    text = _advice(capped, ["dev[1|task][t1]"], diverged=False)
+    assert "stopped at its cap of 2000 draws per chain" in text and "max_draws=4000" in text
+    assert "draws=2000," not in text
+    fixed = xr.DataTree()
+    fixed.attrs["fit_run"] = json.dumps({"rule": "fixed", "draws": 500})
+    assert "draws=2000, tune=2000" in _advice(fixed, ["mu"], diverged=False)
+
+
 def test_a_bracketed_variable_is_named_whole_in_the_failure():
     """A formula model's `re[1|task]` failed as "(at `re`)": the name was cut at its first bracket,
     which is also where an element's label starts. The variable's own name is kept whole.
