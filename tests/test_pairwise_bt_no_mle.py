@@ -242,3 +242,21 @@ def test_wald_nu_interval_is_log_normal_from_the_observed_information():
     np.testing.assert_allclose(frame[["nu_lower", "nu_upper"]].to_numpy(), np.tile(want, (5, 1)), rtol=1e-4)
     assert (frame["nu_ci_kind"] == "log-normal").all()
     assert frame[["rank_lower", "rank_upper"]].to_numpy().tolist() == r.rank_ci.values.tolist()
+
+
+def test_without_a_finite_mle_no_bootstrap_runs_and_the_home_interval_says_so():
+    """A beat B in all four battles, two at home each way (hand count): the "beat or tied" graph has
+    no edge B -> A, so no finite MLE (Ford 1957) and no bootstrap. The home interval is NaN for that
+    reason, not because resamples decided it; nu's MLE is 0 on tie-free battles, as printed.
+    """
+    from hierbench._base import BoundaryWarning
+
+    pw = read_battles(_df([("A", "B", "left"), ("B", "A", "right")] * 2))
+    with pytest.warns(BoundaryWarning) as rec:  # NoFiniteMLEWarning is one too
+        r = fit_bradley_terry_ml(pw, home=True, n_resamples=50, rng=0)
+    assert any(w.category is NoFiniteMLEWarning and "no finite maximum" in str(w.message) for w in rec)
+    assert any("holds no tie in 4 battles" in str(w.message) for w in rec)
+    assert r.n_undefined == 0 and np.isnan(r.home_ci.values).all()
+    assert r.home_ci.attrs["why_undefined"] == "no finite MLE"
+    assert "home) advantage, logits: nan [nan, nan] (no interval: no finite MLE)" in repr(r)
+    assert float(r.nu) == 0.0 and "nu: 0.000 [nan, nan] (no interval: no tie in the data" in repr(r)

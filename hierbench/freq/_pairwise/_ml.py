@@ -81,6 +81,14 @@ __all__ = [
 #: why a bootstrap bound is NaN where the resamples without a finite MLE decide it
 _DECIDED = "resamples without a finite MLE decide it"
 
+#: how the bootstrap resamples without a finite MLE enter the intervals (ci_detail and warning)
+_HOW_UNDEFINED_ENTER = (
+    "an ability they send to +inf (-inf) enters the percentile there, one they leave undefined "
+    "counts at the unfavourable end of each bound, and a bound they decide is NaN; a resample that "
+    "left agents out is refitted on the agents present for home, nu and the abilities relative to "
+    "a reference present"
+)
+
 #: Elo points per logit: 400 points are 10x odds.
 ELO_PER_LOGIT = 400.0 / np.log(10.0)
 
@@ -101,13 +109,15 @@ class BradleyTerryMLResult(ResampledResult):
     ci : DataArray (agent, ci_bound)
         Bootstrap percentile interval (or Wald, ``interval="wald"``). A
         resample with no finite MLE is not left out: where it sends an
-        agent above (below) every other its ability enters at +inf (-inf),
-        where it leaves the ability undefined it counts at the unfavourable
-        end of each bound, and a bound such resamples decide is NaN (with a
-        :class:`NoFiniteMLEWarning` that counts them by cause). A resample
-        that leaves agents out is refitted on the agents present: home, nu
-        and the abilities relative to a ``reference`` present are defined
-        there; abilities centred on the mean of all agents are not.
+        ability to +inf (-inf), the agent's group above (below) the
+        reference's (every other group, for abilities centred on the mean),
+        it enters at +inf (-inf); where it leaves the ability undefined it
+        counts at the unfavourable end of each bound, and a bound such
+        resamples decide is NaN (with a :class:`NoFiniteMLEWarning` that
+        counts them by cause). A resample that leaves agents out is refitted
+        on the agents present: home, nu and the abilities relative to a
+        ``reference`` present are defined there; abilities centred on the
+        mean of all agents are not.
     ability : DataArray (agent)
         Logit abilities (the Bayesian model's ``ability`` scale).
     standard_error : DataArray (agent)
@@ -193,8 +203,7 @@ class BradleyTerryMLResult(ResampledResult):
             causes = "; ".join(f"{k} with {c}" for c, k in self.attrs.get("undefined_causes", {}).items())
             lines.append(
                 f"  {self.n_undefined} of {self.attrs.get('n_resamples')} resamples had no finite MLE "
-                f"({causes}): +-inf in the intervals where the direction is known, NaN bounds where "
-                "they decide them"
+                f"({causes}); how they enter: the interval's line above"
             )
         return lines
 
@@ -342,7 +351,7 @@ class _Settings:
     """The model and scale of a Bradley-Terry fit, checked against the battles."""
 
     ties: str
-    eff_ties: str  # "half" for Davidson ties on data without ties (nu at 0, its maximum)
+    eff_ties: str  # "half" for Davidson ties on data without ties (nu's MLE 0, its boundary)
     home: bool
     scale: str
     reference: str | None
@@ -522,7 +531,7 @@ def _refit_present(b: _Battles, st: _Settings, cnt: np.ndarray, absent: np.ndarr
     cells = cnt.sum(1) > 0
     if keep.size < 2:
         return
-    ties = st.eff_ties if cnt[cells, 1].sum() > 0 else "half" if st.eff_ties == "davidson" else st.eff_ties
+    ties = "half" if st.eff_ties == "davidson" and cnt[cells, 1].sum() == 0 else st.eff_ties
     if ties == "davidson" and (cnt[cells, 0] + cnt[cells, 2]).sum() == 0:
         return
     code = np.full(st.m, -1)
@@ -578,9 +587,7 @@ def _refit_newton(b, st: _Settings, blk: np.ndarray, r: int, start, boot: _Boot)
     decisive = (blk[:, :, 0] + blk[:, :, 2]).sum(1) > 0
     done = np.zeros(blk.shape[0], dtype=bool)
     for model in ("davidson", "half") if st.eff_ties == "davidson" else (st.eff_ties,):
-        sel = ok & (has_ties & decisive if model == "davidson" else ~has_ties)
-        if st.eff_ties != "davidson":
-            sel = ok
+        sel = ok if st.eff_ties != "davidson" else ok & (has_ties & decisive if model == "davidson" else ~has_ties)
         if not sel.any():
             continue
         th, hh, lm = _newton_batch(
@@ -613,8 +620,9 @@ def _bootstrap(b, st: _Settings, fit: _Fit, n_resamples: int, resample: str, gen
     return boot
 
 
-def _undefined_text(boot: _Boot, agents: list[str]) -> str:
-    """The resamples without a finite MLE, counted by cause (absent agents named), and how they enter."""
+def _warn_undefined(res: BradleyTerryMLResult, boot: _Boot) -> None:
+    """Warn of the resamples without a finite MLE, counted by cause (absent agents named), and how they enter."""
+    agents = [str(a) for a in res.estimate["agent"].values]
     parts = []
     for cause, k in boot.by_cause().items():
         text = f"{k} with {cause}"
@@ -624,27 +632,18 @@ def _undefined_text(boot: _Boot, agents: list[str]) -> str:
             more = int((boot.absent > 0).sum()) - len(named)
             text += f" ({', '.join(named)}{f', and {more} more agents' if more > 0 else ''})"
         parts.append(text)
-    return (
+    text = (
         f"{boot.n_undefined} of {boot.dist.shape[0]} resamples had no finite Bradley-Terry MLE: "
-        f"{'; '.join(parts)}. They are not dropped: an agent above (below) every other there enters "
-        "the percentile at +inf (-inf); an ability they leave undefined counts at the unfavourable "
-        "end of each bound, and a bound they decide is NaN"
-        + ("; where agents are absent, home, nu and the abilities relative to a reference present come "
-           "from a refit on the agents present" if CAUSES[0] in boot.by_cause() else "")
+        f"{'; '.join(parts)}. They are not dropped: {_HOW_UNDEFINED_ENTER}"
     )
-
-
-def _warn_undefined(res: BradleyTerryMLResult, boot: _Boot) -> None:
-    """Warn of the resamples without a finite MLE, and of the bounds they left undefined."""
-    text = _undefined_text(boot, [str(a) for a in res.estimate["agent"].values])
     nan_ci = np.isnan(res.ci.values).any(-1) & np.isfinite(res.estimate.values)
     extra = [n for n in ("home", "nu") if getattr(res, f"{n}_ci") is not None
              and getattr(res, f"{n}_ci").attrs.get("why_undefined") == _DECIDED]
     if nan_ci.any() or extra:
         what = [f"{int(nan_ci.sum())} of {nan_ci.size} agents"] if nan_ci.any() else []
         text += (
-            f" ({', '.join(what + extra)} here: undefined, NaN). Battles that carry tasks can be "
-            "resampled one by one (resample='battles', taken as independent); "
+            f". Here they leave {', '.join(what + extra)} without an interval (NaN). Battles that carry "
+            "tasks can be resampled one by one (resample='battles', taken as independent); "
             "hierbench.bayes.build_bradley_terry keeps every ability finite through its prior"
         )
     warn_user(text, NoFiniteMLEWarning)
@@ -685,7 +684,7 @@ def _bt_result(b, st: _Settings, fit, boot: _Boot, interval: str, unit: str, pro
     if fit is None:
         est_v = se_v = theta_n = nan_m
         home_v = home_se = ll = np.nan
-        nu_v = np.inf if st.no_mle_nu else np.nan
+        nu_v = np.inf if st.no_mle_nu else 0.0 if st.nu_at_zero else np.nan  # the boundary MLEs
         cov, converged, iters = None, False, 0
     else:
         theta_n = fit.theta - (fit.theta[st.ref] if st.reference is not None else fit.theta.mean())
@@ -763,19 +762,15 @@ def _bt_intervals(est, st, fit, cov, boot, interval, details, prob, se_v, home_v
         return _boot_intervals(est, st, fit, boot, details[0], prob)
     est_v, nan_m = est.values, np.full(st.m, np.nan)
     z = float(ndtri(0.5 + prob / 2))  # scipy.special: no distribution-object overhead
-
-    def like(x: np.ndarray) -> xr.DataArray:  # bounds shaped like est (cheaper than a template)
-        return est.copy(deep=False, data=np.asarray(x, dtype=float))
-
     out: dict = {"home_ci": None, "nu_ci": None}
     out["ci"] = make_interval(
-        like(est_v - z * se_v), like(est_v + z * se_v), prob=prob, kind="normal", detail=details[1]
+        _like(est, est_v - z * se_v), _like(est, est_v + z * se_v), prob=prob, kind="normal", detail=details[1]
     )
     sc = 1.0 if st.scale == "logit" else ELO_PER_LOGIT
     rlo, rhi = _wald_rank_interval(cov, est_v / sc, st.m, st.ref, z) if fit else (nan_m, nan_m)
     out["rank_ci"] = make_interval(
-        like(rlo),
-        like(rhi),
+        _like(est, rlo),
+        _like(est, rhi),
         prob=prob,
         kind="normal",
         detail="Wald: the agents not separated by a two-sided Wald test at 1 - prob",
@@ -831,57 +826,50 @@ def _boot_intervals(est, st, fit, boot: _Boot, detail: str, prob: float) -> dict
     Resamples with no finite MLE are not dropped (``_bounds_with_undefined``): an ability
     known to be +-inf there enters at +-inf, an undefined one at the unfavourable end of
     each bound (NaN where that decides the bound); a rank at the end of its range
-    (``rmin`` for the lower bound, ``rmax`` for the upper).
+    (``rmin`` for the lower bound, ``rmax`` for the upper). Without a fit (no bootstrap
+    ran) every interval is NaN.
     """
-    nan_m = np.full(st.m, np.nan)
     a = (1.0 - prob) / 2.0
-
-    def like(x: np.ndarray) -> xr.DataArray:  # bounds shaped like est (cheaper than a template)
-        return est.copy(deep=False, data=np.asarray(x, dtype=float))
-
     if boot.n_undefined:
-        detail = (
-            f"{detail}; {boot.n_undefined} resamples without a finite MLE enter at +-inf where the "
-            "direction is known, at the unfavourable end of each bound where the ability is "
-            "undefined (NaN where they decide the bound); one that left agents out is refitted on "
-            "the agents present for home, nu and abilities relative to a reference present"
-        )
-    have = fit is not None
-    lo, hi = _bounds_with_undefined(boot.dist, prob) if have else (nan_m, nan_m)
-    out: dict = {"home_ci": None, "nu_ci": None}
-    # the reference's interval is its anchor by definition; another agent's with width (if
-    # infinite) measures something, so the zero-width warning is for when none has any
-    others = np.arange(st.m) != (st.ref if st.reference is not None else -1)
-    with np.errstate(invalid="ignore"):
-        some_width = bool(np.any((hi - lo)[others] > 0) | np.any(np.isinf(lo[others]) | np.isinf(hi[others])))
-    out["ci"] = _interval(like(lo), like(hi), prob, detail, warn_zero_width=not some_width)
-    if have:
+        detail = f"{detail}; {boot.n_undefined} resamples without a finite MLE, not dropped: {_HOW_UNDEFINED_ENTER}"
+    if fit is None:
+        lo = hi = rlo = rhi = np.full(st.m, np.nan)
+    else:
+        lo, hi = _bounds_with_undefined(boot.dist, prob)
         rlo = np.floor(np.quantile(boot.rmin, a, axis=0))
         rhi = np.ceil(np.quantile(boot.rmax, 1.0 - a, axis=0))
-    else:
-        rlo, rhi = nan_m, nan_m
-    out["rank_ci"] = make_interval(
-        like(rlo), like(rhi), prob=prob, kind="percentile", detail=detail, warn_zero_width=False
-    )
+    # an infinite end is width: the zero-width check (make_interval's, over the finite
+    # intervals, the reference's anchor among them) is for when no interval has one
+    some_inf = bool(np.isinf(lo).any() or np.isinf(hi).any())
+    out: dict = {
+        "ci": make_interval(_like(est, lo), _like(est, hi), prob=prob, kind="percentile", detail=detail,
+                            warn_zero_width=not some_inf),
+        "rank_ci": make_interval(_like(est, rlo), _like(est, rhi), prob=prob, kind="percentile",
+                                 detail=detail, warn_zero_width=False),
+        "home_ci": None,
+        "nu_ci": None,
+    }  # fmt: skip
     if st.home:
-        hl, hh = _bounds_with_undefined(boot.home[:, None], prob) if have else ([np.nan], [np.nan])
-        out["home_ci"] = _interval(hl[0], hh[0], prob, detail)
-    if st.ties == "davidson" and _nu_undefined(st, fit) is not None:
-        out["nu_ci"] = _undefined_interval(_nu_undefined(st, fit), prob, "percentile")
-    elif st.ties == "davidson":
-        nl, nh = _bounds_with_undefined(boot.nu[:, None], prob)
-        out["nu_ci"] = _interval(nl[0], nh[0], prob, detail)
-    for name in ("home_ci", "nu_ci"):
-        iv = out[name]
-        if iv is not None and np.isnan(iv.values).any() and "why_undefined" not in iv.attrs:
-            iv.attrs["why_undefined"] = _DECIDED
+        out["home_ci"] = _boot_scalar(boot.home, prob, detail, None if fit is not None else "no finite MLE")
+    if st.ties == "davidson":
+        out["nu_ci"] = _boot_scalar(boot.nu, prob, detail, _nu_undefined(st, fit))
     return out
 
 
-def _interval(lo, hi, prob: float, detail: str, warn_zero_width: bool = True) -> xr.DataArray:
-    """A percentile interval whose ends may be infinite (no floating-point warning on inf - inf)."""
-    with np.errstate(invalid="ignore"):
-        return make_interval(lo, hi, prob=prob, kind="percentile", detail=detail, warn_zero_width=warn_zero_width)
+def _boot_scalar(draws: np.ndarray, prob: float, detail: str, why: str | None) -> xr.DataArray:
+    """Percentile interval of home or nu; NaN with ``why``, or where resamples without a finite MLE decide it."""
+    if why is not None:
+        return _undefined_interval(why, prob, "percentile")
+    lo, hi = _bounds_with_undefined(draws[:, None], prob)
+    iv = make_interval(lo[0], hi[0], prob=prob, kind="percentile", detail=detail)
+    if np.isnan(iv.values).any():
+        iv.attrs["why_undefined"] = _DECIDED
+    return iv
+
+
+def _like(est: xr.DataArray, x: np.ndarray) -> xr.DataArray:
+    """Bounds shaped like ``est`` (cheaper than a ``make_interval`` template)."""
+    return est.copy(deep=False, data=np.asarray(x, dtype=float))
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:

@@ -30,14 +30,18 @@ class _Fit:
     info: np.ndarray | None = None  # observed information in the free parameters
 
 
+def _beat_edges(ia: np.ndarray, ib: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 'beat or tied' digraph's edges ``(src, dst)``: an edge a -> b where a beat or tied b."""
+    win_a = counts[:, 0] + counts[:, 1] > 0
+    win_b = counts[:, 2] + counts[:, 1] > 0
+    return np.concatenate([ia[win_a], ib[win_b]]), np.concatenate([ib[win_a], ia[win_b]])
+
+
 def _strongly_connected(
     ia: np.ndarray, ib: np.ndarray, counts: np.ndarray, m: int
 ) -> tuple[bool, np.ndarray]:
     """Whether the 'beat or tied' digraph is strongly connected; component labels."""
-    win_a = counts[:, 0] + counts[:, 1] > 0  # a beat (or tied) b: edge a -> b
-    win_b = counts[:, 2] + counts[:, 1] > 0
-    src = np.concatenate([ia[win_a], ib[win_b]])
-    dst = np.concatenate([ib[win_a], ia[win_b]])
+    src, dst = _beat_edges(ia, ib, counts)
     g = sparse.csr_matrix((np.ones(src.size), (src, dst)), shape=(m, m))
     n, lab = connected_components(g, directed=True, connection="strong")
     return n == 1, lab

@@ -16,7 +16,10 @@ decide is NaN (``_bounds_with_undefined``).
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import shortest_path
 
+from ._newton import _beat_edges
 from ._newton import _strongly_connected
 
 __all__: list[str] = []
@@ -30,17 +33,6 @@ CAUSES = (
 )
 
 
-def _reach(adj: np.ndarray) -> np.ndarray:
-    """Strict reachability (transitive closure) of a small boolean digraph ``adj`` (k, k)."""
-    r = adj.copy()
-    while True:
-        a = r.astype(np.int64)
-        nxt = r | ((a @ a) > 0)
-        if (nxt == r).all():
-            return r
-        r = nxt
-
-
 def _no_mle_limit(ia, ib, cnt, m: int, ref: int | None):
     """What a resample with no finite Bradley-Terry MLE still says about each agent.
 
@@ -51,8 +43,10 @@ def _no_mle_limit(ia, ib, cnt, m: int, ref: int | None):
     all, ``ref`` None) goes to ``+inf`` when its group is above the reference's
     (above every other group, for the mean), to ``-inf`` when below, and is
     undefined otherwise (an absent agent is a group of its own, ordered
-    against none). Its rank lies between 1 + the agents of the groups above its
-    own and ``m`` - those below.
+    against none). The other agents of the reference's own group have a finite
+    limit, which is not computed: they count as undefined too. An agent's rank
+    lies between 1 + the agents of the groups above its own and ``m`` - those
+    below.
 
     Returns
     -------
@@ -69,12 +63,10 @@ def _no_mle_limit(ia, ib, cnt, m: int, ref: int | None):
     absent = (np.bincount(ia, n, m) + np.bincount(ib, n, m)) == 0
     _, lab = _strongly_connected(ia, ib, cnt, m)
     k = int(lab.max()) + 1
-    win_a = cnt[:, 0] + cnt[:, 1] > 0
-    win_b = cnt[:, 2] + cnt[:, 1] > 0
-    adj = np.zeros((k, k), dtype=bool)
-    adj[np.r_[lab[ia[win_a]], lab[ib[win_b]]], np.r_[lab[ib[win_a]], lab[ia[win_b]]]] = True
-    np.fill_diagonal(adj, False)
-    reach = _reach(adj)
+    src, dst = _beat_edges(ia, ib, cnt)
+    groups = sparse.csr_matrix((np.ones(src.size), (lab[src], lab[dst])), shape=(k, k))
+    reach = np.isfinite(shortest_path(groups, unweighted=True))  # group i is above group j
+    np.fill_diagonal(reach, False)  # the condensation is acyclic: no group above itself
     size = np.bincount(lab, minlength=k).astype(float)
     above = (reach * size[:, None]).sum(0)[lab]  # agents in the groups above each agent's own
     below = (reach * size[None, :]).sum(1)[lab]
