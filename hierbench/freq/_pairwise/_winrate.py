@@ -154,7 +154,7 @@ def _pair_units(b, unit: str, m: int) -> tuple[np.ndarray, np.ndarray]:
     value is the pair's win rate on it. Where every unit gives one value (or there is one
     unit) no resample can move the pair's win rate.
     """
-    if b.column is None:  # pair counts: the battles are the unit
+    if unit == "battles":  # a battle's value is its outcome: read off the cell counts
         c = np.zeros((m * m, 3))
         lo, hi = np.minimum(b.ia, b.ib), np.maximum(b.ia, b.ib)
         oriented = np.where((b.ia < b.ib)[:, None], b.counts, b.counts[:, ::-1])
@@ -165,10 +165,7 @@ def _pair_units(b, unit: str, m: int) -> tuple[np.ndarray, np.ndarray]:
         a, o = b.ia[cell], b.ib[cell]
         score = np.where(a < o, 1.0 - 0.5 * cat, 0.5 * cat)  # the lower-index agent's score
         pair = np.minimum(a, o) * m + np.maximum(a, o)
-        if unit == "task":
-            _, u = np.unique(np.asarray(b.task).astype(str), return_inverse=True)
-        else:
-            u = np.arange(cell.size)
+        _, u = np.unique(np.asarray(b.task).astype(str), return_inverse=True)
         keys, inv = np.unique(pair * (int(u.max()) + 1) + u, return_inverse=True)
         value = np.bincount(inv, score) / np.bincount(inv)
         key_pair = keys // (int(u.max()) + 1)
@@ -351,7 +348,8 @@ def _warn_win_rate(b, unit: str, why: np.ndarray, awhy: np.ndarray, met: np.ndar
     upper = np.triu(met, 1)
     count = {k: int((why[upper] == k).sum()) for k in ("one task", "same", "absent", "flat")}
     units = "tasks" if unit == "task" else "battles"
-    a = (1.0 - float(ci.attrs["ci_prob"])) / 2.0
+    p = float(ci.attrs["ci_prob"])
+    level, a = f"{100 * p:.4g}%", (1.0 - p) / 2.0
     texts = {
         "one task": "judged on one task (a task bootstrap cannot move their win rate)",
         "same": "with one win rate on every task they met on (no resample can move it)" if unit == "task"
@@ -364,11 +362,11 @@ def _warn_win_rate(b, unit: str, why: np.ndarray, awhy: np.ndarray, met: np.ndar
     n_off = sum(count.values())
     msg = []
     if n_off and unit == "task":
-        msg.append(f"the {ci.attrs['ci_prob']:.0%} percentile interval of the win rate is undefined (NaN) "
+        msg.append(f"the {level} percentile interval of the win rate is undefined (NaN) "
                    f"for {n_off} of the {int(upper.sum())} pairs met: {'; '.join(parts)}")  # fmt: skip
     elif n_off:
-        msg.append(f"the {ci.attrs['ci_prob']:.0%} percentile interval of the win rate would be undefined or "
-                   f"of no width for {n_off} of the {int(upper.sum())} pairs met ({'; '.join(parts)}): they "
+        msg.append(f"the {level} percentile interval of the win rate would be undefined or "
+                   f"of no width for {n_off} of the {int(upper.sum())} pairs met: {'; '.join(parts)}. They "
                    "carry instead the distribution-free bound for the mean of independent [0, 1] scores, "
                    "which holds for battles taken as independent (ci_kind 'bounded-mean')")  # fmt: skip
     bad = [b.agents[i] for i in np.flatnonzero(awhy != "")]
@@ -378,12 +376,11 @@ def _warn_win_rate(b, unit: str, why: np.ndarray, awhy: np.ndarray, met: np.ndar
                    "in which the agent met no one decide a bound")  # fmt: skip
     if not msg:
         return
-    n_nan = n_off if unit == "task" else 0
-    if unit == "task" and (n_nan or bad):
+    if unit == "task":  # every interval named above is NaN
         msg.append("Passing resample='battles' takes the battles as independent (an interval for each pair from its "
                    "own battles); hierbench.freq.fit_bradley_terry_ml pools the pairs through one ability "
                    "per agent")  # fmt: skip
-    category = UndefinedWarning if (n_nan or bad) else ZeroWidthIntervalWarning
+    category = UndefinedWarning if (unit == "task" or bad) else ZeroWidthIntervalWarning
     warn_user("win_rate: " + ". ".join(msg), category)
 
 
