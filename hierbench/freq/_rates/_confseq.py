@@ -324,8 +324,7 @@ def _order(values: xr.DataArray, z: xr.DataArray, task_dim: str, shuffle, rng) -
 def _warn_outside(est: np.ndarray, b: np.ndarray, z: xr.DataArray, label: str, prob: float) -> None:
     """:class:`TaskOrderWarning` where a stream's final running mean lies outside its final set (data order)."""
     lo, hi = b[..., -1, 0], b[..., -1, 1]
-    with np.errstate(invalid="ignore"):
-        out = (est < lo - 1e-12) | (est > hi + 1e-12)  # NaN bounds (an empty set) are warned apart
+    out = (est < lo - 1e-12) | (est > hi + 1e-12)  # NaN bounds (an empty set) are warned apart
     if not out.any():
         return
     lead = z.dims[:-1]
@@ -342,7 +341,8 @@ def _warn_outside(est: np.ndarray, b: np.ndarray, z: xr.DataArray, label: str, p
         f"stream(s) ({'; '.join(named)}{more}). The sequence's guarantee assumes the tasks come in a "
         "uniformly random order; in the data's order (e.g. tasks grouped by repository, as benchmark "
         "files often are) the mean drifts and the guarantee does not hold, and this is its usual sign "
-        f"(else a miss of probability at most {1 - prob:.3g}). Pass shuffle=True (with `rng`) to draw a "
+        "(with `x` the whole benchmark that mean is the target itself, which a random order misses "
+        f"with probability at most about {1 - prob:.3g}). Pass shuffle=True (with `rng`) to draw a "
         "random order, or evaluate the tasks in one",
         TaskOrderWarning,
     )
