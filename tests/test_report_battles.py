@@ -58,7 +58,7 @@ def test_rank_text_points_to_a_counterpart_that_takes_battles(battles_report):
     battles, text = battles_report
     assert "through the model's task effects" not in text and "rank_uncertainty(data)" not in text
     assert "fit_bradley_terry_ml resamples the prompts; its rank_ci is the rank interval" in text
-    ml = fit_bradley_terry_ml(battles, n_resamples=50, rng=0)  # the counterpart named: it takes battles
+    ml = fit_bradley_terry_ml(battles, ties="none", n_resamples=50, rng=0)  # the counterpart named: it takes battles
     assert ml.rank_ci.sizes["agent"] == 4
 
 
