@@ -373,8 +373,6 @@ def test_a_width_stop_holds_for_the_interval_returned():
 
 
 def test_adaptive_flags_an_agent_the_bank_does_not_describe():
-    import warnings
-
     from hierbench.design import ModelMisfitWarning
 
     bank = _bank(T=60, S=40, seed=7)
@@ -385,6 +383,15 @@ def test_adaptive_flags_an_agent_the_bank_does_not_describe():
     with pytest.warns(ModelMisfitWarning, match="less likely under the bank than the bank expects"):
         r = adaptive(bank, logs, budget=20, prob=0.9, rng=0, n_draws=20)
     assert r.misfit_p < 0.1 and "FLAG: this agent's answers" in repr(r)
+
+
+@pytest.mark.slow  # 40 adaptive paths
+def test_agents_drawn_from_the_bank_are_flagged_at_about_the_level():
+    import warnings
+
+    from hierbench.design import ModelMisfitWarning
+
+    bank = _bank(T=60, S=40, seed=7)
     # agents drawn from the bank's own curves: the prequential z is standard normal under the
     # model, so about 10% are flagged at prob 0.9 (40 agents; 3 binomial sd of 0.1 at 40: 0.14)
     g = np.random.default_rng(8)
