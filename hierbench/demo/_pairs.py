@@ -101,11 +101,9 @@ def _neighbour_pairs(ctx: DemoContext, table: pd.DataFrame, agents: list[str], o
     from ..report import PAIR_ROWS
     from ..report import PAIRS_CSV
     from ..report import differ_column
+    from ..report import score_order
 
-    score = ctx.data["score"]
-    mean = score.mean([d for d in score.dims if d not in ("agent", "task")]).mean("task")
-    order = mean.to_series().sort_values(ascending=False, kind="stable").index.astype(str).tolist()
-    pos = {a: i for i, a in enumerate(order)}
+    pos = {a: i for i, a in enumerate(score_order(ctx.data))}
     near = [k for k, (a, b) in enumerate(zip(agents, opponents, strict=True)) if abs(pos[a] - pos[b]) == 1]
     shown = table.iloc[sorted(near, key=lambda k: min(pos[agents[k]], pos[opponents[k]]))]
     col = differ_column(table)
