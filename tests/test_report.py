@@ -632,8 +632,7 @@ def test_side_by_side_says_how_the_model_and_the_tasks_run_weigh_clusters():
     hand: cluster A's three tasks score 1, 1, 0.5 and B's one task 0 (mean over two agents, one run):
     0.625 per task, (5/6 + 0) / 2 = 0.417 per cluster. A fit without clusters says nothing of it.
     """
-    from hierbench.report._context import _Context
-    from hierbench.report._sections import _cluster_weights
+    from hierbench.report._sections import cluster_weights
 
     s = np.array([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0]])[:, :, None]
     tasks = ["t1", "t2", "t3", "t4"]
@@ -642,12 +641,12 @@ def test_side_by_side_says_how_the_model_and_the_tasks_run_weigh_clusters():
     cd = xr.Dataset({"task_cluster_idx": ("task", [0, 0, 0, 1])}, coords={"task": tasks, "cluster": ["A", "B"]})
     fit = xr.DataTree.from_dict({"constant_data": cd})
     fit.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": true}}'  # as fit() records it
-    text = _cluster_weights(_Context(fit=fit, data=ds, prob=0.95, freq=None))
+    text = cluster_weights(fit, ds)
     assert "each of the 2 clusters weighs alike" in text
     assert "the mean score is 0.625 per task and 0.417 per cluster" in text
     bare = xr.DataTree.from_dict({"constant_data": cd.drop_vars("task_cluster_idx")})
     bare.attrs["hierbench_spec"] = '{"model": "crossed", "options": {"clusters": false}}'
-    assert _cluster_weights(_Context(fit=bare, data=ds, prob=0.95, freq=None)) == ""
+    assert cluster_weights(bare, ds) == ""
     d = pd.Series([-0.04, -0.03, -0.03, -0.02, 0.01, -0.01, -0.04, -0.03, -0.02, -0.05])
     assert text in _shared_shift_of(d, text) and "clusters weighing alike" in _shared_shift_of(d, text)
 

@@ -84,6 +84,7 @@ def _level_tables(ctx: DemoContext, post: xr.Dataset) -> tuple[xr.Dataset, xr.Da
 
 def _shift_note(ctx: DemoContext, table: xr.Dataset) -> list[str]:
     """The report's sentence on a Bayes-minus-bootstrap shift most agents share (none without the bootstrap)."""
+    from ..report import cluster_weights
     from ..report import shared_shift
 
     bayes = "Bayes crossed (new task)"
@@ -92,9 +93,7 @@ def _shift_note(ctx: DemoContext, table: xr.Dataset) -> list[str]:
         return []
     est = table["estimate"]
     diff = (est.sel(estimator=bayes) - est.sel(estimator=others[0])).to_series()
-    clusters = (" The model's new task comes from a new task cluster, so every cluster weighs alike; the "
-                "bootstrap weighs each by its tasks." if "cluster" in ctx.data.coords else "")  # fmt: skip
-    text = shared_shift(diff, True, clusters).strip()
+    text = shared_shift(diff, True, cluster_weights(ctx.extra.get("fit"), ctx.data)).strip()
     return ["", *textwrap.wrap(text, 90)] if text else []
 
 

@@ -52,6 +52,7 @@ from ._report import as_table
 from ._report import markdown_table
 from ._sec_pairs import graded_units as graded_units  # for the CLI and the demo; not in __all__
 from ._sections import FEW_UNITS as FEW_UNITS  # for the demo; not in __all__
+from ._sections import cluster_weights as cluster_weights  # for the demo; not in __all__
 from ._sections import coverage_flags as coverage_flags  # for the demo; not in __all__
 from ._sections import data_grades as data_grades  # for the demo; not in __all__
 from ._sections import graded_flag as graded_flag  # for the demo; not in __all__

@@ -766,7 +766,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     n_dis = int(wide["disagree"].sum())
     what = "grade" if gmap else "score"
-    shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", _cluster_weights(ctx))
+    shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", cluster_weights(ctx.fit, ctx.data))
     rep.section(
         _TITLES[sid],
         (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
@@ -800,7 +800,7 @@ def shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
 
     "Most": at least 3 in 4 agents on one side, and a two-sided sign test of the sides below 0.05.
 
-    ``clusters``: the sentence on how the two weigh task clusters (``_cluster_weights``), when the fit has them.
+    ``clusters``: the sentence on how the two weigh task clusters (``cluster_weights``), when the fit has them.
     """
     d = pd.to_numeric(diff, errors="coerce").dropna()
     if len(d) < 4:
@@ -823,8 +823,11 @@ def shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
     return text
 
 
-def _cluster_weights(ctx: _Context) -> str:
+def cluster_weights(fit: xr.DataTree | None, data: xr.Dataset | None) -> str:
     """How the model's new task and the tasks run weigh the task clusters, with this log's two means.
+
+    ``""`` unless ``fit`` is a crossed fit with clusters and ``data`` has a ``cluster`` coord (the
+    report's side-by-side section and the demo's section 4 say it under the same shift).
 
     The crossed model's new task comes from a new cluster (``sd_cluster`` in its spread), so every
     cluster weighs alike; the tasks run, and the cluster bootstrap's mean over them, weigh each by its
@@ -833,11 +836,11 @@ def _cluster_weights(ctx: _Context) -> str:
     """
     from ._pairs import clustered_crossed
 
-    if ctx.fit is None or ctx.data is None or "cluster" not in ctx.data.coords or not clustered_crossed(ctx.fit):
+    if fit is None or data is None or "cluster" not in data.coords or not clustered_crossed(fit):
         return ""
-    score = ctx.data["score"]
+    score = data["score"]
     per_task = score.mean([d for d in score.dims if d != "task"]).to_series()
-    cl = pd.Series(np.asarray(ctx.data["cluster"].values).astype(str), index=per_task.index)
+    cl = pd.Series(np.asarray(data["cluster"].values).astype(str), index=per_task.index)
     per_cluster = per_task.groupby(cl).mean()
     return (
         f" With task clusters the model's new task comes from a new cluster, so each of the {len(per_cluster)} "
