@@ -69,6 +69,7 @@ from .._base import DEFAULT_PROB
 from .._base import HierbenchWarning
 from .._base import Result
 from .._base import as_rng
+from .._base import check_int
 from .._base import check_prob
 from .._base import field_alias
 from .._base import make_interval
@@ -105,10 +106,10 @@ def _coord(arg: int | Sequence, name: str) -> np.ndarray:
 
 def _check_budget(budget: int) -> int:
     """``budget`` as an int: a whole, finite, non-negative number (NaN, inf and text refused by name)."""
-    number = isinstance(budget, (int, float, np.integer, np.floating)) and not isinstance(budget, (bool, np.bool_))
-    if not number or not np.isfinite(budget) or int(budget) != budget or budget < 0:
-        raise ValueError(f"`budget` must be a non-negative integer number of labels; got {budget!r}")
-    return int(budget)
+    try:  # the package's integer rule, in the planner's words
+        return check_int(budget, "budget", min=0)
+    except (TypeError, ValueError):
+        raise ValueError(f"`budget` must be a non-negative integer number of labels; got {budget!r}") from None
 
 
 @dataclass(frozen=True, repr=False)
