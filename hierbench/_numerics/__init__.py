@@ -25,6 +25,7 @@ from .draws import binomial_draws
 from .intervals import bounded_mean_bounds
 from .intervals import cluster_robust_se
 from .intervals import few_carry
+from .intervals import few_carry_side
 from .intervals import wilson_bounds
 from .trend import TrendPoints
 from .trend import beyond_lengths
@@ -62,7 +63,7 @@ def __getattr__(name: str):
 
 
 __all__ = ["NEWTON_STEPS_TRACED", "binomial_draws", "bounded_mean_bounds", "cluster_robust_se", "davidson_log_probs",
-           "few_carry", "wilson_bounds"]
+           "few_carry", "few_carry_side", "wilson_bounds"]
 __all__ += agq.__all__
 __all__ += [
     "TrendPoints", "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents",

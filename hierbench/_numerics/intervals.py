@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bounded_mean_bounds", "cluster_robust_se", "few_carry", "wilson_bounds"]
+__all__ = ["bounded_mean_bounds", "cluster_robust_se", "few_carry", "few_carry_side", "wilson_bounds"]
 
 
 def wilson_bounds(s: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -138,10 +138,28 @@ def few_carry(values: np.ndarray) -> np.ndarray:
     >>> few_carry(np.array([[0.0, 0.0, 0.0, 0.9] + [0.0] * 16, [0.5] * 20]))
     array([ True, False])
     """
+    return few_carry_side(values) != 0
+
+
+def few_carry_side(values: np.ndarray) -> np.ndarray:
+    """:func:`few_carry` with its side: 1 where few units carry the mean, -1 where few carry the failures.
+
+    1 where the rule holds on the values (their total rests on few), -1 where it holds on the
+    complements ``1 - y`` (a mean near 1: few units fail), 0 where neither. The two exclude each
+    other: ``n_eff >= sum y = n m`` on the values and ``>= n (1 - m)`` on the complements, so the
+    first needs ``m < 1/2`` and the second ``m > 1/2``.
+
+    Examples
+    --------
+    >>> few_carry_side(np.array([[0.0] * 19 + [0.9], [1.0] * 19 + [0.1], [0.5] * 20])).tolist()
+    [1, -1, 0]
+    """
     y = np.asarray(values, dtype=float)
     present = np.isfinite(y)
     s, c = np.where(present, y, 0.0), np.where(present, 1.0 - y, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        n_eff = np.fmin(np.nan_to_num(s.sum(-1) ** 2 / (s**2).sum(-1)), np.nan_to_num(c.sum(-1) ** 2 / (c**2).sum(-1)))
+        n_s = np.nan_to_num(s.sum(-1) ** 2 / (s**2).sum(-1))
+        n_c = np.nan_to_num(c.sum(-1) ** 2 / (c**2).sum(-1))
     n = present.sum(-1)
-    return (n > 1) & (n_eff < np.minimum(10.0, n / 2.0))
+    limit = np.where(n > 1, np.minimum(10.0, n / 2.0), -np.inf)  # fewer than 2 units: never flagged
+    return np.where(n_s < limit, 1, np.where(n_c < limit, -1, 0))

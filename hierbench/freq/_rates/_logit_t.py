@@ -78,21 +78,16 @@ def flag_ladder(
     From the lowest rung to the highest (a later rung overrides): ``EVEN_CLUSTERS_FLAG``
     (``even_clust`` and the t interval kept), ``"zero width"`` (``se`` 0 with at least 2
     units), ``"too few clusters"`` (fewer than 2; clusters only), ``"too few tasks"`` (fewer than 2),
-    ``FEW_CARRY_FLAG`` or ``FEW_FAIL_FLAG`` (``few_tasks``: the bound; which side, below),
-    ``"exact bound"`` (mean 0 or 1: every per-task value 0 or 1, the bound). ``n_clusters``
-    None: tasks are the unit.
-
-    ``few_tasks`` (:func:`hierbench._numerics.few_carry`) takes ``n_eff < min(10, n / 2)`` on
-    the values or on their complements; the mean tells which. For ``y`` in [0, 1],
-    ``n_eff = (sum y)^2 / sum y^2 >= sum y = n m``, so a flag on the values needs ``m < 1/2``
-    and one on the complements ``m > 1/2``: few tasks carry the mean below 1/2, the failures
-    above it.
+    ``FEW_CARRY_FLAG`` or ``FEW_FAIL_FLAG`` (``few_tasks``: the bound), ``"exact bound"``
+    (mean 0 or 1: every per-task value 0 or 1, the bound). ``n_clusters`` None: tasks are
+    the unit. ``few_tasks`` is :func:`hierbench._numerics.few_carry_side` per cell: 1 where
+    few tasks carry the mean, -1 where few carry the failures, 0 where neither.
     """
     n_tasks = np.asarray(n_tasks)
     units = n_tasks if n_clusters is None else np.asarray(n_clusters)
     all01 = ((mean == 0) | (mean == 1)) & (units > 0)
-    few_tasks = np.asarray(few_tasks, dtype=bool)
-    bound = all01 | few_tasks
+    side = np.asarray(few_tasks)
+    bound = all01 | (side != 0)
     flag = np.full(np.shape(mean), "", dtype=object)
     if even_clust is not None:
         flag[np.asarray(even_clust, dtype=bool) & ~bound] = EVEN_CLUSTERS_FLAG
@@ -100,7 +95,7 @@ def flag_ladder(
     if n_clusters is not None:
         flag[units < 2] = "too few clusters"
     flag[n_tasks < 2] = "too few tasks"
-    flag[few_tasks & ~all01] = FEW_CARRY_FLAG
-    flag[few_tasks & ~all01 & (np.asarray(mean) > 0.5)] = FEW_FAIL_FLAG
+    flag[(side == 1) & ~all01] = FEW_CARRY_FLAG
+    flag[(side == -1) & ~all01] = FEW_FAIL_FLAG
     flag[all01] = "exact bound"
     return flag, bound

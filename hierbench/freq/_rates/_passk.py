@@ -307,7 +307,7 @@ def _ci(lo: xr.DataArray, hi: xr.DataArray, flag: xr.DataArray, prob: float, nam
 
 
 def _few_carry(per_task: xr.DataArray, task_dim: str) -> xr.DataArray:
-    """Cells whose mean rests on few tasks (``hierbench._numerics.few_carry``, tasks as units).
+    """Cells whose mean (1) or failures (-1) rest on few tasks (``hierbench._numerics.few_carry_side``, tasks as units).
 
     There the t interval's standard error rests on those few values and falls
     short: in ``benchmarks/bench_passk_coverage.py`` (336 designs: 8-300 tasks,
@@ -315,9 +315,9 @@ def _few_carry(per_task: xr.DataArray, task_dim: str) -> xr.DataArray:
     interval covered less than 93% in 63 of them (as little as 32%); with the
     bound in these cells, in 5 (the least 89.6%: 300 tasks, a pass^4 of 0.002).
     """
-    from ..._numerics import few_carry
+    from ..._numerics import few_carry_side
 
-    return xr.apply_ufunc(few_carry, per_task, input_core_dims=[[task_dim]])
+    return xr.apply_ufunc(few_carry_side, per_task, input_core_dims=[[task_dim]])
 
 
 def _bounds_where(use: np.ndarray, total: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:

@@ -49,7 +49,7 @@ def cluster_interval(
     ``_logit_t.flag_ladder``) with the CR2 standard error, its Bell-McCaffrey df and
     the bound over clusters.
     """
-    from ..._numerics import few_carry
+    from ..._numerics import few_carry_side
     from .._kernels import cr2_mean_se
 
     y = per_task.transpose(..., task_dim)
@@ -66,7 +66,7 @@ def cluster_interval(
         se[i], df[i], G[i] = cr2_mean_se(row[ok], codes[ok])
         n_eff[i] = cluster_n_eff(row[ok], codes[ok])
     lo, hi = logit_t_bounds(m, se, np.where(G > 1, df, np.nan), prob)
-    flag, bound = flag_ladder(m, se, n, few_carry(Y), n_clusters=G, even_clust=even_clusters(n_eff, G))
+    flag, bound = flag_ladder(m, se, n, few_carry_side(Y), n_clusters=G, even_clust=even_clusters(n_eff, G))
     for i in np.flatnonzero(bound & (G > 0)):  # the bound only where it replaces the t interval
         ok = np.isfinite(Y[i])
         b_lo[i], b_hi[i] = _cluster_bound(Y[i][ok], codes[ok], prob)

@@ -440,17 +440,12 @@ def _flags(plan: _Plan, n_out: int, same: np.ndarray, degenerate: np.ndarray) ->
     clusters carry too. (Clusters of unequal size make the effective number of
     clusters smaller still; that is not flagged here.)
     """
-    from ..._numerics import few_carry
+    from ..._numerics import few_carry_side
 
     if not plan.builtin or plan.pairs_idx is not None or plan.scheme == "runs" or n_out != plan.U:
         return None
-    v = plan.v_obs[0]
-    fin = np.isfinite(v)
-    with np.errstate(invalid="ignore", divide="ignore"):  # an agent with no task: NaN mean, never flagged
-        mean = np.where(fin, v, 0.0).sum(-1) / fin.sum(-1)
-    # which side few tasks carry: below a mean of 1/2 the successes, above it the failures
-    # (n_eff >= n m on the values, n (1 - m) on the complements: _logit_t.flag_ladder)
-    out = np.where(few_carry(v), np.where(mean > 0.5, FEW_FAILS_FLAG, FEW_TASKS_FLAG), "").astype(object)
+    side = few_carry_side(plan.v_obs[0])  # 1: few tasks carry the mean, -1: the failures
+    out = np.select([side == 1, side == -1], [FEW_TASKS_FLAG, FEW_FAILS_FLAG], "").astype(object)
     for u in np.flatnonzero(np.isfinite(same) & degenerate):
         out[u] = _same_text(plan, float(same[u]))
     return out
