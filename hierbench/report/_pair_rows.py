@@ -31,9 +31,14 @@ def differ_parts(col: str) -> tuple[str, str]:
     return p_col, level
 
 
+def differ_column(table: pd.DataFrame) -> str | None:
+    """The name of :func:`hierbench.report.pair_frame`'s boolean ``differ (...)`` column (None if absent)."""
+    return next((c for c in table.columns if str(c).startswith("differ (")), None)
+
+
 def _differ(table: pd.DataFrame) -> tuple[str, str, str]:
     """The verdict column (``differ (p max-T < 0.05)``), its p-value column and its level, as written."""
-    col = next((c for c in table.columns if str(c).startswith("differ (")), None)
+    col = differ_column(table)
     if col is None:
         raise ValueError(f"a pair table needs its `differ (...)` column; got columns {list(table.columns)}")
     return col, *differ_parts(col)

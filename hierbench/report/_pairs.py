@@ -24,6 +24,7 @@ from .._base import counted
 from .._base import fit_record
 from ._context import g_interval
 from ._pair_rows import PAIR_ROWS
+from ._pair_rows import differ_column as differ_column
 from ._pair_rows import differ_parts
 from ._report import judged
 
@@ -668,11 +669,6 @@ def _unpaired(fit: xr.DataTree) -> bool:
         return False
     post = fit["posterior"].to_dataset()
     return not any("task" in v.dims and "agent" not in v.dims for v in post.data_vars.values())
-
-
-def differ_column(table: pd.DataFrame) -> str | None:
-    """The name of :func:`pair_frame`'s boolean ``differ (...)`` column (None if absent)."""
-    return next((c for c in table.columns if str(c).startswith("differ (")), None)
 
 
 #: the settings worth printing, and their labels (a count of 0 means the law was enumerated)
