@@ -385,6 +385,23 @@ def test_adaptive_flags_an_agent_the_bank_does_not_describe():
     assert r.misfit_p < 0.1 and "FLAG: this agent's answers" in repr(r)
 
 
+def test_a_saved_adaptive_result_keeps_its_flags_test_and_stop_reason(tmp_path):
+    # to_dataset dropped every plain field: a saved flagged result read as an unflagged one
+    from hierbench.design import ModelMisfitWarning
+
+    bank = _bank(T=60, S=40, seed=7)
+    y = (expit(bank.point()[1]) < 0.5).astype(float)
+    logs = xr.DataArray(y[:, None], dims=("task", "run"), coords={"task": bank.tasks})
+    with pytest.warns(ModelMisfitWarning):
+        r = adaptive(bank, logs, budget=20, prob=0.9, rng=0, n_draws=20)
+    r.to_dataset().to_netcdf(tmp_path / "r.nc")
+    back = xr.open_dataset(tmp_path / "r.nc")
+    assert r.flags and back.attrs["flags"].split("\n") == list(r.flags)
+    assert back.attrs["stop_reason"] == r.stop_reason and back.attrs["criterion"] == "variance"
+    assert back.attrs["misfit_p"] == r.misfit_p and back.attrs["misfit_z"] == r.misfit_z
+    np.testing.assert_array_equal(back["tasks"].values, r.tasks.values)
+
+
 @pytest.mark.slow  # 40 adaptive paths
 def test_agents_drawn_from_the_bank_are_flagged_at_about_the_level():
     import warnings

@@ -70,7 +70,11 @@ class Result:
         return [n for n in names if not n.startswith("_")]
 
     def to_dataset(self) -> xr.Dataset:
-        """Every DataArray field as one :class:`xarray.Dataset` (``estimate`` and ``ci`` first)."""
+        """Every DataArray field as one :class:`xarray.Dataset` (``estimate`` and ``ci`` first).
+
+        The plain fields (a stop reason, flags, a p-value, a count) go into its
+        attrs (:meth:`_plain_attrs`), so a saved result keeps them.
+        """
         out: dict[str, xr.DataArray] = {}
         for f in self._fields():
             if f in self._dataset_exclude:
@@ -78,7 +82,25 @@ class Result:
             v = getattr(self, f)
             if isinstance(v, xr.DataArray):
                 out[f] = v
-        return xr.Dataset(out)
+        return xr.Dataset(out, attrs=self._plain_attrs())
+
+    def _plain_attrs(self) -> dict[str, Any]:
+        """The fields that are a str, a number, a bool (as 0 / 1) or a tuple of str, as attrs.
+
+        Those are the types a netCDF attribute holds; a tuple of str becomes one
+        string, an item per line (netCDF reads a one-item list back as its item);
+        dicts, arrays and objects stay out.
+        """
+        out: dict[str, Any] = {}
+        for f in self._fields():
+            v = getattr(self, f)
+            if isinstance(v, bool | np.bool_):
+                out[f] = int(v)
+            elif isinstance(v, str | int | float | np.integer | np.floating):
+                out[f] = v
+            elif isinstance(v, tuple) and all(isinstance(x, str) for x in v):
+                out[f] = "\n".join(v)
+        return out
 
     def to_frame(self) -> pd.DataFrame:
         """Return a tidy pandas table: one row per cell of ``estimate`` (agent, pair, ...).
