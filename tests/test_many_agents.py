@@ -65,6 +65,30 @@ def test_25_agents_print_their_24_neighbour_pairs_and_say_where_the_300_are():
     assert "pairs.csv" not in flat  # the report shows all 300: no file beside it
 
 
+def test_neighbour_rows_read_higher_minus_lower_with_compare_agents_numbers():
+    # a neighbour row kept compare_agents' orientation, so a ranked list read down with some
+    # differences negative; each row now reads (higher ranked) - (lower ranked), its numbers those
+    # of compare_agents' own table for the same seed, turned round where it named the pair the other way
+    ds = _log(25)
+    _, text = _section(ds, out="somewhere")
+    ref = compare_agents(ds, prob=0.95, rng=3).to_frame()
+    order = list(ds["score"].mean(["run", "task"]).to_series().sort_values(ascending=False, kind="stable").index)
+    turned = 0
+    for row in _pair_rows(text, ds["agent"].values):
+        label, nums = row.split("  ")[0].strip(), row.split()[3:6]
+        a, b = label.split(" - ")
+        assert order.index(a) < order.index(b), row
+        diff, lo, hi = map(float, nums)
+        if label in ref.index:
+            want = ref.loc[label, ["estimate", "simultaneous_lower", "simultaneous_upper"]].to_numpy(float)
+        else:
+            turned += 1
+            r = ref.loc[f"{b} - {a}"]
+            want = -np.array([r["estimate"], r["simultaneous_upper"], r["simultaneous_lower"]], float)
+        np.testing.assert_allclose([diff, lo, hi], want, atol=5e-4)
+    assert turned > 0  # this seed has pairs that compare_agents names the other way round
+
+
 def test_ten_agents_print_every_pair():
     ds = _log(10)
     _, text = _section(ds, out="somewhere")

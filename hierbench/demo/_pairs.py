@@ -105,7 +105,8 @@ def _neighbour_pairs(ctx: DemoContext, table: pd.DataFrame, agents: list[str], o
 
     pos = {a: i for i, a in enumerate(score_order(ctx.data))}
     near = [k for k, (a, b) in enumerate(zip(agents, opponents, strict=True)) if abs(pos[a] - pos[b]) == 1]
-    shown = table.iloc[sorted(near, key=lambda k: min(pos[agents[k]], pos[opponents[k]]))]
+    near = sorted(near, key=lambda k: min(pos[agents[k]], pos[opponents[k]]))
+    shown = _higher_first(table.iloc[near], [(agents[k], opponents[k]) for k in near], pos)
     col = differ_column(table)
     out = str(ctx.extra.get("out") or "")
     where = (os.path.join(out, PAIRS_CSV) if len(table) > PAIR_ROWS else os.path.join(out, "report.md")
@@ -115,6 +116,33 @@ def _neighbour_pairs(ctx: DemoContext, table: pd.DataFrame, agents: list[str], o
         f"pairs of agents next to each other when ranked by mean score per task ({int(shown[col].sum())} of "
         f"them differ), best first. All {len(table):,} pairs: {where}."
     )
+
+
+#: the columns that change sign when a pair is read the other way round (the p-values and verdict do not)
+_SIGNED = ("true diff", "mean difference")
+
+
+def _higher_first(rows: pd.DataFrame, pairs: list[tuple[str, str]], pos: dict[str, int]) -> pd.DataFrame:
+    """The neighbour rows read as ``higher - lower`` in the ranking, so a ranked list reads down without signs.
+
+    compare_agents orients a pair by its own order of agents; a row whose first agent ranks below
+    the second is turned round: its differences negated, its interval ends swapped and negated, its
+    Bayesian P(a > b) taken from 1. Nothing else in the row depends on the orientation.
+    """
+    out = rows.copy()
+    flip = np.array([pos[a] > pos[b] for a, b in pairs])
+    if not flip.any():
+        return out
+    for col in (c for c in _SIGNED if c in out):
+        out.loc[flip, col] = -rows.loc[flip, col]
+    if "simultaneous lower" in out:
+        out.loc[flip, ["simultaneous lower", "simultaneous upper"]] = -rows.loc[
+            flip, ["simultaneous upper", "simultaneous lower"]].to_numpy()  # fmt: skip
+    if "Bayes P(a > b)" in out:
+        out.loc[flip, "Bayes P(a > b)"] = 1.0 - rows.loc[flip, "Bayes P(a > b)"]
+    out.index = pd.Index([f"{b} - {a}" if f else f"{a} - {b}" for (a, b), f in zip(pairs, flip, strict=True)],
+                         name=rows.index.name)  # fmt: skip
+    return out
 
 
 def _agent_cluster(ctx: DemoContext) -> str:
