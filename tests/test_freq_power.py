@@ -201,6 +201,9 @@ def test_audit_e6_refusals_and_the_size_warning():
         minimum_detectable_effect(100, sd_diff=0.3, power=0.01)  # was scipy's "f(a) and f(b)"
     with pytest.raises(ValueError, match=r"`power` must exceed `alpha`.*got power=0.05, alpha=0.05"):
         minimum_detectable_effect(100, sd_diff=0.3, power=0.05, alternative="greater")
+    # the same target at or below the size: tasks_for_power answered its floor, 2 tasks
+    with pytest.raises(ValueError, match=r"`power` must exceed `alpha`.*got power=0.04, alpha=0.05"):
+        tasks_for_power(0.05, sd_diff=0.3, power=0.04)
     # 65% vs 68% is a difference of 0.03; 0.3 was answered with 39 tasks (0.03 gives 3,882)
     with pytest.raises(ValueError, match=r"`effect` must be the difference of `p_a` and `p_b` "
                                          r"\(p_b - p_a = 0.03, .*got effect=0.3, p_a=0.65, p_b=0.68"):

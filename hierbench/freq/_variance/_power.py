@@ -174,6 +174,13 @@ def _check_common(alpha: float, alternative: str, power: float | None = None) ->
     check_prob(alpha, "alpha")
     if power is not None:
         check_prob(power, "power")
+        if power <= alpha:
+            # the power at effect 0 is the size alpha, and it grows with the tasks: a target at or
+            # below it asks for nothing (tasks_for_power answered its own floor, 2 tasks)
+            raise ValueError(
+                f"`power` must exceed `alpha`: a test of size alpha rejects at least that often "
+                f"whatever the effect and the number of tasks; got power={power!r}, alpha={alpha!r}"
+            )
     check_choice(alternative, "alternative", ["two-sided", "greater"])
     if alpha >= 0.5:
         warn_user(
@@ -464,11 +471,6 @@ def minimum_detectable_effect(
     0.0976
     """
     _check_common(alpha, alternative, power)
-    if power <= alpha:
-        raise ValueError(
-            f"`power` must exceed `alpha`: the power at effect 0 is the test's size alpha, so no "
-            f"positive effect has power {power!r}; got power={power!r}, alpha={alpha!r}"
-        )
     n_tasks = check_int(n_tasks, "n_tasks", min=2)
     if clusters is not None:
         n_eff, df, sd = map(float, _cluster_units(clusters, np.asarray(float(n_tasks)), n_runs,
