@@ -13,6 +13,7 @@ import pytest
 from scipy.stats import beta
 
 from hierbench import UndefinedWarning
+from hierbench._base import ZeroWidthIntervalWarning
 from hierbench.data import read_battles
 from hierbench.freq import win_rate
 
@@ -34,12 +35,16 @@ def test_task_bootstrap_gives_no_interval_where_it_cannot_move():
     with pytest.warns(UndefinedWarning) as rec:
         w = win_rate(_tasks_design(), n_resamples=400, rng=0)
     text = str(rec[0].message)
-    assert "undefined (NaN) for 3 of the 4 pairs met" in text
+    assert "undefined (NaN) for 2 of the 4 pairs met" in text
     assert "1 judged on one task" in text and "1 with one win rate on every task" in text
-    assert "1 that met in so few tasks" in text
     ci = w.ci
-    for a, o in (("A", "C"), ("C", "A"), ("A", "D"), ("D", "A"), ("B", "C"), ("C", "B")):
+    for a, o in (("A", "C"), ("C", "A"), ("A", "D"), ("D", "A")):
         assert np.isnan(ci.sel(agent=a, opponent=o).values).all(), (a, o)
+    # B-C is absent from more than 2.5% of the resamples (P = 0.112, so about 45 of 400; 3 sd
+    # above 10): entered at 0 for the lower bound and 1 for the upper, they put the bounds at
+    # 0 and 1, a valid interval (it was NaN, no interval at all)
+    assert int(w.n_undefined.sel(agent="B", opponent="C")) > 0.025 * 400 + 1
+    np.testing.assert_array_equal(ci.sel(agent="B", opponent="C").values, [0.0, 1.0])
     lo, hi = ci.sel(agent="A", opponent="B").values
     assert lo < 0.5 < hi  # A-B: 1, 0.5, 0 on the tasks in turn, estimate 0.5
     # the old code printed A-D as 1 [1, 1] and A-C as 0.75 [0.75, 0.75]
@@ -51,9 +56,10 @@ def test_task_bootstrap_gives_no_interval_where_it_cannot_move():
     n_out = int(w.n_undefined.sel(agent="A", opponent="C"))
     assert abs(n_out - 400 * p) < 5 * np.sqrt(400 * p * (1 - p))
     assert int(w.n_undefined.sel(agent="A", opponent="B")) == 0
-    # D lost every battle on every task: its average cannot move either; C's resamples without it decide
+    # D lost every battle on every task: its average cannot move either; C met no one in the
+    # resamples without tasks 0 and 1 (P = 0.112 again): [0, 1]
     assert np.isnan(w.average_ci.sel(agent="D").values).all()
-    assert np.isnan(w.average_ci.sel(agent="C").values).all()
+    np.testing.assert_array_equal(w.average_ci.sel(agent="C").values, [0.0, 1.0])
     assert np.isfinite(w.average_ci.sel(agent="A").values).all()
 
 
@@ -94,12 +100,14 @@ def test_battle_bootstrap_names_each_cells_kind():
     base = [("A", "B", "left"), ("B", "A", "left"), ("A", "B", "tie"), ("B", "C", "left"), ("C", "B", "left"),
             ("B", "C", "right")] * 5  # fmt: skip
     rows = [*base, ("D", "A", "left"), ("B", "D", "right"), ("D", "C", "left")]
-    with pytest.warns(UndefinedWarning, match=r"3 that ended every battle alike"):  # and D's average: none
+    # D's average: a resample without its 3 battles (P = (30/33)^33 = 0.043 > 0.025) enters at 0
+    with pytest.warns(ZeroWidthIntervalWarning, match=r"3 that ended every battle alike"):
         w = win_rate(read_battles(pd.DataFrame(rows, columns=["left", "right", "winner"])), n_resamples=300, rng=1)
     assert w.ci.attrs["ci_kind"] == "mixed"
     for o in ("A", "B", "C"):
         np.testing.assert_allclose(w.ci.sel(agent="D", opponent=o).values, [beta.ppf(0.025, 1, 1), 1.0], rtol=1e-6)
         assert w.ci_kind.sel(agent="D", opponent=o).item() == "bounded-mean"
     assert w.ci_kind.sel(agent="A", opponent="B").item() == "percentile"
+    np.testing.assert_array_equal(w.average_ci.sel(agent="D").values, [0.0, 1.0])
     frame = w.to_frame().dropna(subset=["estimate"])
     assert frame.loc[("D", "A"), "ci_kind"] == "bounded-mean" and frame.loc[("A", "B"), "ci_kind"] == "percentile"

@@ -42,7 +42,6 @@ from ._battles import _resampled_counts
 from ._battles import _unit_text
 from ._text import _number
 from ._text import _ranked_lines
-from ._undefined import _bounds_with_undefined
 
 __all__ = ["EloResult", "WinRateResult", "online_elo", "win_rate"]
 
@@ -57,23 +56,26 @@ class WinRateResult(ResampledResult):
         ``(wins + 0.5 * ties) / comparisons`` of ``agent`` against ``opponent``;
         NaN where the two never met.
     ci : DataArray (agent, opponent, ci_bound)
-        Percentile bootstrap interval, NaN where the bootstrap cannot give
-        one (a pair judged on one task, or with one win rate on every task;
-        a pair absent from so many resamples that they decide a bound), and,
-        resampling battles, a distribution-free bound where every battle of
-        the pair ended alike (``ci_kind`` per cell; ``"mixed"`` then).
+        Percentile bootstrap interval, a resample in which the pair did not
+        meet entering at 0 for the lower bound and 1 for the upper; NaN where
+        the bootstrap cannot give one (a pair judged on one task, or with one
+        win rate on every task) and, resampling battles, a distribution-free
+        bound where every battle of the pair ended alike (``ci_kind`` per
+        cell; ``"mixed"`` then).
     ci_kind : DataArray (agent, opponent)
         The kind of each cell's interval (``"percentile"``, ``"bounded-mean"``).
     average : DataArray (agent)
         Mean of the agent's win rates over the opponents it met (evalica's
         ``average_win_rate``).
     average_ci : DataArray (agent, ci_bound)
-        Percentile bootstrap interval, NaN where the resamples cannot move it
-        or the agent's absences decide it.
+        Percentile bootstrap interval (a resample in which the agent met no
+        one enters at 0, then 1), NaN where the resamples cannot move it.
     n_comparisons : DataArray (agent, opponent)
     n_undefined : DataArray (agent, opponent)
         Resamples in which the pair did not meet (its win rate undefined
-        there): they count at the unfavourable end of each bound.
+        there): they count at the unfavourable end of each bound (0 for the
+        lower, 1 for the upper), so the bound holds whatever the win rate
+        there; more than ``(1 - prob) / 2`` of the resamples put it at 0 or 1.
     distribution : DataArray (resample, agent)
         Resampled ``average`` (NaN where the agent met no one).
 
@@ -207,8 +209,9 @@ def win_rate(
     WinRateResult
         Percentile-bootstrap intervals, where the bootstrap can give one.
         A resample in which a pair did not meet (its win rate undefined
-        there) counts at the unfavourable end of each bound, and a bound
-        such resamples decide is NaN. Where no resample can move a pair's
+        there) counts at the unfavourable end of each bound (0 for the lower,
+        1 for the upper): a bound such resamples decide is 0 or 1, wide but
+        valid. Where no resample can move a pair's
         win rate (a pair judged on one task, or with one win rate on every
         task) its interval is NaN; resampling battles, a pair whose battles
         all ended alike gets the distribution-free bound for the mean of
@@ -290,18 +293,40 @@ def _resampled_rates(b, unit: str, n_resamples: int, gen) -> tuple[np.ndarray, n
     return np.concatenate(dists), np.concatenate(dist_avg)
 
 
+#: how a resample without the pair (the agent) enters its bounds
+_ABSENT = (
+    "a resample in which {who} counts at the unfavourable end of each bound (0 for the lower, 1 for "
+    "the upper), so the bound holds whatever the value there (n_undefined counts them; a bound they "
+    "decide is 0 or 1)"
+)
+
+
+def _range_bounds(x: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bounds along axis 0 of resampled win rates, NaN (undefined) at 0 for the lower, 1 for the upper.
+
+    A win rate lies in [0, 1], so those are its unfavourable ends: each bound holds
+    whatever the undefined values were, and one they decide is 0 or 1, not NaN. A
+    cell undefined in every resample (never met) has no bounds.
+    """
+    a = (1.0 - prob) / 2.0
+    nan = np.isnan(x)
+    lo = np.quantile(np.where(nan, 0.0, x), a, axis=0)
+    hi = np.quantile(np.where(nan, 1.0, x), 1.0 - a, axis=0)
+    never = nan.all(0)
+    lo[never] = hi[never] = np.nan
+    return lo, hi
+
+
 #: how a pair's interval is made, after the bootstrap's ``ci_detail``, by bootstrap unit
 _PAIR_DETAIL = {
-    "task": "; a resample in which the pair did not meet counts at the unfavourable end of each bound "
-    "(NaN where such resamples decide it); NaN where no resample can move the win rate (a pair judged "
-    "on one task, or with one win rate on every task)",
-    "battles": "; a resample in which the pair did not meet counts at the unfavourable end of each bound; "
-    "where such resamples decide a bound, or every battle of a pair ended alike, the distribution-free "
-    "bound for the mean of independent [0, 1] scores instead (ci_kind 'bounded-mean')",
+    "task": f"; {_ABSENT.format(who='the pair did not meet')}; NaN where no resample can move the win "
+    "rate (a pair judged on one task, or with one win rate on every task)",
+    "battles": f"; {_ABSENT.format(who='the pair did not meet')}; where every battle of a pair ended "
+    "alike, the distribution-free bound for the mean of independent [0, 1] scores instead (ci_kind "
+    "'bounded-mean')",
 }
 _AVERAGE_DETAIL = (
-    "; a resample in which the agent met no one counts at the unfavourable end of each bound (NaN "
-    "where such resamples decide it); NaN where no resample moves the average"
+    f"; {_ABSENT.format(who='the agent met no one')}; NaN where no resample moves the average"
 )
 
 
@@ -309,20 +334,17 @@ def _pair_intervals(b, unit: str, dist: np.ndarray, pts: np.ndarray, n: np.ndarr
     """Each cell's bounds and kind, and why a pair met has no percentile interval (``""``: it has one).
 
     Reasons: ``"one task"``, ``"same"`` (one win rate on every task, or one outcome of
-    every battle), ``"absent"`` (the resamples without the pair decide a bound), ``"flat"``
-    (no resample moved it). Resampling tasks, these pairs have no interval (NaN);
+    every battle), ``"flat"`` (no resample moved it). Resampling tasks, these pairs have no interval (NaN);
     resampling battles, taken as independent, they get the distribution-free bound for
     the mean of independent [0, 1] scores (``kind`` ``"bounded-mean"``), which holds there.
     """
     m = n.shape[0]
     met = n > 0
-    lo, hi = _bounds_with_undefined(dist, prob)
-    decided = met & (np.isnan(lo) | np.isnan(hi))
+    lo, hi = _range_bounds(dist, prob)
     n_units, same = _pair_units(b, unit, m)
     same &= met
     why = np.full((m, m), "", dtype=object)
     why[same] = np.where((n_units[same] == 1) & (unit == "task"), "one task", "same")
-    why[decided & ~same] = "absent"
     why[met & (why == "") & (lo == hi)] = "flat"
     kind = np.full((m, m), "percentile", dtype=object)
     off = why != ""
@@ -335,9 +357,9 @@ def _pair_intervals(b, unit: str, dist: np.ndarray, pts: np.ndarray, n: np.ndarr
 
 
 def _average_intervals(davg: np.ndarray, prob: float):
-    """The average win rates' bounds, and why an agent has none (``"absent"``, ``"flat"``, or ``""``)."""
-    alo, ahi = _bounds_with_undefined(davg, prob)
-    why = np.where(np.isnan(alo) | np.isnan(ahi), "absent", "").astype(object)
+    """The average win rates' bounds, and why an agent has none (``"flat"``, or ``""``)."""
+    alo, ahi = _range_bounds(davg, prob)
+    why = np.full(alo.shape, "", dtype=object)
     flat = alo == ahi
     why[flat], alo[flat], ahi[flat] = "flat", np.nan, np.nan
     return alo, ahi, why
@@ -346,16 +368,12 @@ def _average_intervals(davg: np.ndarray, prob: float):
 def _warn_win_rate(b, unit: str, why: np.ndarray, awhy: np.ndarray, met: np.ndarray, ci) -> None:
     """Count the pairs (and averages) without a percentile interval, by cause, in one warning."""
     upper = np.triu(met, 1)
-    count = {k: int((why[upper] == k).sum()) for k in ("one task", "same", "absent", "flat")}
-    units = "tasks" if unit == "task" else "battles"
-    p = float(ci.attrs["ci_prob"])
-    level, a = f"{100 * p:.4g}%", (1.0 - p) / 2.0
+    count = {k: int((why[upper] == k).sum()) for k in ("one task", "same", "flat")}
+    level = f"{100 * float(ci.attrs['ci_prob']):.4g}%"
     texts = {
         "one task": "judged on one task (a task bootstrap cannot move their win rate)",
         "same": "with one win rate on every task they met on (no resample can move it)" if unit == "task"
         else "that ended every battle alike (no resample can move their win rate)",
-        "absent": f"that met in so few {units} that they are absent from more than {a:.1%} of the "
-        "resamples, which then decide a bound",
         "flat": "that no resample moved",
     }
     parts = [f"{count[k]} {t}" for k, t in texts.items() if count[k]]
@@ -372,8 +390,7 @@ def _warn_win_rate(b, unit: str, why: np.ndarray, awhy: np.ndarray, met: np.ndar
     bad = [b.agents[i] for i in np.flatnonzero(awhy != "")]
     if bad:
         msg.append(f"The average win rate has no interval for {counted(len(bad), 'agent')} ({', '.join(map(repr, bad[:5]))}"
-                   f"{', ...' if len(bad) > 5 else ''}): every resample gives one value, or the resamples "
-                   "in which the agent met no one decide a bound")  # fmt: skip
+                   f"{', ...' if len(bad) > 5 else ''}): every resample gives one value")  # fmt: skip
     if not msg:
         return
     if unit == "task":  # every interval named above is NaN
