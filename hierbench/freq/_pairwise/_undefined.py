@@ -3,14 +3,15 @@
 Private to the pairwise wing. A Bradley-Terry resample has no finite maximum
 likelihood estimate when an agent is absent from it, when a group of agents
 won (or lost) every resampled battle against the rest, or (Davidson ties) when
-no battle in it was decisive; a pair's win rate is undefined in a resample
-where the pair did not meet. Such resamples are never dropped (the percentile
+no battle in it was decisive. Such resamples are never dropped (the percentile
 of the rest would be conditional on the resample looking like the data, too
 narrow, the estimate often on an end). Where the direction is known they
 enter the percentile at ``+inf`` / ``-inf`` (an agent above every other);
 elsewhere the value is undefined (NaN) and counts at the unfavourable end of
 each bound, so the bound holds whatever it was, and a bound those resamples
-decide is NaN (``_bounds_with_undefined``).
+decide is NaN (``_bounds_with_undefined``). A win rate, undefined in a
+resample where the pair did not meet, has finite ends (0 and 1): ``_winrate``
+enters it there instead.
 """
 
 from __future__ import annotations
