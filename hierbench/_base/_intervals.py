@@ -200,7 +200,7 @@ def _warn_zero_width(out: xr.DataArray, lv: np.ndarray, hv: np.ndarray, why: Any
         reasons = np.broadcast_to(np.asarray(getattr(why, "values", why), dtype=object), flat.shape)
         items = [
             f"{name} ({reasons[ix]})" if name and reasons[ix] else (name or str(reasons[ix]) or "its one entry")
-            for name, ix in _entry_names(out, flat)
+            for name, ix in entry_names(out, flat)
         ]
         more = len(items) - _ZERO_WIDTH_NAMED
         shown = "; ".join(items[:_ZERO_WIDTH_NAMED]) + (f"; and {more} more" if more > 0 else "")
@@ -216,7 +216,7 @@ def _warn_zero_width(out: xr.DataArray, lv: np.ndarray, hv: np.ndarray, why: Any
     warnings.warn(msg, ZeroWidthIntervalWarning, stacklevel=2, skip_file_prefixes=OUTSIDE_PACKAGE)
 
 
-def _entry_names(out: xr.DataArray, mask: np.ndarray) -> list[tuple[str, tuple]]:
+def entry_names(out: xr.DataArray, mask: np.ndarray) -> list[tuple[str, tuple]]:
     """``(label, index)`` of each entry of ``mask`` (over ``out``'s dims but ``ci_bound``): coord values."""
     dims = [d for d in out.dims if d != "ci_bound"]
     named = []

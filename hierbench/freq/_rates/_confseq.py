@@ -54,6 +54,7 @@ from ..._base import Result
 from ..._base import UndefinedWarning
 from ..._base import as_rng
 from ..._base import check_prob
+from ..._base import entry_names
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
@@ -327,14 +328,8 @@ def _warn_outside(est: np.ndarray, b: np.ndarray, z: xr.DataArray, label: str, p
     out = (est < lo - 1e-12) | (est > hi + 1e-12)  # NaN bounds (an empty set) are warned apart
     if not out.any():
         return
-    lead = z.dims[:-1]
-    named = []
-    for ix in np.argwhere(out)[:5]:
-        who = ", ".join(
-            str(z[d].values[i]) if d in z.coords else f"{d} {i}" for d, i in zip(lead, ix, strict=True)
-        )
-        t = tuple(ix)
-        named.append(f"{who + ': ' if who else ''}{est[t]:.4g} outside [{lo[t]:.4g}, {hi[t]:.4g}]")
+    named = [f"{who + ': ' if who else ''}{est[t]:.4g} outside [{lo[t]:.4g}, {hi[t]:.4g}]"
+             for who, t in entry_names(z.isel({z.dims[-1]: 0}, drop=True), out)[:5]]  # fmt: skip
     more = f"; and {int(out.sum()) - len(named)} more" if out.sum() > len(named) else ""
     warn_user(
         f"the final running mean lies outside the final {label} set for {int(out.sum())} of {out.size} "
