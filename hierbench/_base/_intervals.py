@@ -192,9 +192,9 @@ def _warn_zero_width(out: xr.DataArray, lv: np.ndarray, hv: np.ndarray, why: Any
         if flat.sum() < finite.sum():
             return
         msg = (
-            f"every {interval_label(out)} interval here has zero width: the data carry no "
-            "measurable uncertainty for it (e.g. one task, one run per cell, or a constant "
-            "statistic). It is not a statement of certainty."
+            f"every {interval_label(out)} interval here has zero width. It is not a statement "
+            "of certainty: the method found no variation to measure, as with too few items or "
+            "tasks (one task, one run per cell) or a statistic that is constant by construction"
         )
     else:
         reasons = np.broadcast_to(np.asarray(getattr(why, "values", why), dtype=object), flat.shape)

@@ -2,7 +2,10 @@
 
 Before a judge stands in for humans, or one judge for another, their labels
 should agree beyond chance. Labels are categories: a missing label is
-refused, and numbers are never mixed with text (1 and '1' are not merged).
+refused, numbers are never mixed with text (1 and '1' are not merged), and
+numbers are keyed by value and ordered by it (2 and 2.0 are one label; 10
+comes after 9). Text has no order, so weighted kappa on text needs the
+categories in order. Kappa needs at least three items (clusters).
 Each kappa is a smooth function of per-item totals, so it is bootstrapped
 like the classification metrics, whole clusters at a time, with a
 studentized interval clipped to [-1, 1] by default.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -19,15 +23,19 @@ import xarray as xr
 from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
 from ..._base import ResampledResult
+from ..._base import UndefinedMetricWarning
 from ..._base import as_rng
 from ..._base import make_interval
 from ..._base import renamed_kwargs
+from ..._base import warn_user
 from ._resample import _bootstrap
+from ._resample import _check_units
 from ._resample import _clusters
 from ._resample import _common
 from ._resample import _detail
 from ._resample import _pair
 from ._resample import _warn_nan
+from ._resample import _warn_undefined_resamples
 
 __all__ = ["AgreementResult", "cohen_kappa", "fleiss_kappa"]
 
@@ -44,7 +52,17 @@ class AgreementResult(ResampledResult):
         Bootstrap interval over items (clusters): studentized by default
         (``ci_kind = "t"``), or percentile or BCa.
     observed_agreement, expected_agreement : float
+        Cohen: 1 - the observed and the chance (weighted) disagreement; Fleiss:
+        the mean agreement per item and the chance agreement.
     categories : list
+        The categories in the order used; ``estimate.attrs["category_order"]``
+        says how that order was taken (numeric for number labels, as given in
+        ``categories``, or text sorted when the order is not used).
+    n_items : int
+        Items rated.
+    n_undefined : int
+        Resamples where kappa was 0/0 (all drawn items in one category), left
+        out of the interval, with an :class:`UndefinedMetricWarning`.
     distribution : DataArray (resample)
     """
 
@@ -53,27 +71,96 @@ class AgreementResult(ResampledResult):
     observed_agreement: float
     expected_agreement: float
     categories: list
+    n_items: int = 0
+    n_undefined: int = 0
+    _title_fields: ClassVar[tuple[str, ...]] = ("statistic",)
+
+    @property
+    def statistic(self) -> str:
+        """What the estimate is: ``"Cohen's kappa, quadratic weights, 200 items"`` and the like."""
+        weights = self.estimate.attrs.get("weights")
+        if self.estimate.name == "cohen_kappa":
+            what = "Cohen's kappa, " + ("unweighted" if weights in (None, "None") else f"{weights} weights")
+        else:
+            what = "Fleiss' kappa"
+        return f"{what}, {self.n_items} items"
+
+    def to_frame(self):
+        """One row: the kappa (``statistic``), its interval, the observed and expected agreement."""
+        df = super().to_frame()
+        df.insert(0, "statistic", self.statistic)
+        df["observed_agreement"] = self.observed_agreement
+        df["expected_agreement"] = self.expected_agreement
+        return df
 
 
-def _labels(values: np.ndarray, categories, name: str) -> tuple[np.ndarray, list]:
+def _labels(
+    values: np.ndarray, categories, name: str, *, ordered: bool = False
+) -> tuple[np.ndarray, list, str]:
+    """Category codes of ``values``, the categories in order, and how that order was taken.
+
+    Number labels are keyed by value (2 and 2.0 are one category) and ordered
+    numerically (10 after 9, not after 1). Text has no order of its own: sorted
+    as text when the order does not matter, refused when it does (``ordered``,
+    weighted kappa) unless ``categories`` gives it.
+    """
     vals = np.asarray(values, dtype=object)
     missing = np.array([_missing(v) for v in vals.ravel()], dtype=bool).reshape(vals.shape)
     if missing.any():
         raise ValueError(
             f"`{name}` must have a label for every item (and rater); {int(missing.sum())} are missing"
         )
+    flat = vals.ravel().tolist()
+    if flat and all(_label_kind(v) == "number" for v in flat):
+        return _number_labels(vals, categories, name)
     strs = vals.astype(str)
+    seen = set(strs.ravel().tolist())
     if categories is None:
-        cats = sorted(set(strs.ravel().tolist()))
-    else:
-        cats = [str(c) for c in categories]
-        if len(set(cats)) != len(cats):
-            raise ValueError(f"`categories` must not repeat a label; got {list(categories)}")
-        unknown = sorted(set(strs.ravel().tolist()) - set(cats))
-        if unknown:
-            raise ValueError(f"`{name}` holds labels not in `categories` {cats}: {unknown[:5]}")
+        booleans = flat and all(_label_kind(v) == "boolean" for v in flat)
+        if ordered and not booleans:
+            raise HierbenchError(
+                f"`{name}` holds text labels {sorted(seen)[:5]}, which have no order, and weighted "
+                "kappa measures how far apart two labels are in that order: give the categories "
+                "in order with `categories=[...]` (or the labels as numbers)"
+            )
+        cats = sorted(seen)
+        how = "False < True" if booleans else "labels sorted as text (unweighted: the order is not used)"
+        return np.vectorize({c: i for i, c in enumerate(cats)}.__getitem__, otypes=[np.int64])(strs), cats, how
+    cats = [str(c) for c in categories]
+    if len(set(cats)) != len(cats):
+        raise ValueError(f"`categories` must not repeat a label; got {list(categories)}")
+    unknown = sorted(seen - set(cats))
+    if unknown:
+        raise ValueError(f"`{name}` holds labels not in `categories` {cats}: {unknown[:5]}")
     index = {c: i for i, c in enumerate(cats)}
-    return np.vectorize(index.__getitem__, otypes=[np.int64])(strs), cats
+    return np.vectorize(index.__getitem__, otypes=[np.int64])(strs), cats, "as given in `categories`"
+
+
+def _number_labels(vals: np.ndarray, categories, name: str) -> tuple[np.ndarray, list, str]:
+    """``_labels`` for number labels: keyed by value, in numeric order unless ``categories`` gives one."""
+    keys = np.array([float(v) for v in vals.ravel().tolist()]).reshape(vals.shape)
+    if categories is None:
+        order = np.unique(keys)
+        cats = [int(c) if float(c).is_integer() else float(c) for c in order]
+        how = "numeric order of the labels"
+    else:
+        cats = list(categories)
+        if not all(_label_kind(c) == "number" for c in cats):
+            raise ValueError(
+                f"`{name}` holds numbers, so `categories` must be numbers too; got {cats}"
+            )
+        order = np.array([float(c) for c in cats])
+        if np.unique(order).size != order.size:
+            raise ValueError(f"`categories` must not repeat a label; got {cats}")
+        unknown = np.setdiff1d(keys.ravel(), order)
+        if unknown.size:
+            raise ValueError(
+                f"`{name}` holds labels not in `categories` {cats}: {unknown[:5].tolist()}"
+            )
+        how = "as given in `categories`"
+    pos = np.argsort(order)
+    codes = pos[np.searchsorted(order[pos], keys)]
+    return codes.astype(np.int64), cats, how
 
 
 def _label_kind(v: Any) -> str:
@@ -130,7 +217,10 @@ def cohen_kappa(
         Unweighted kappa, or weighted kappa for ordered categories (the
         order of ``categories``).
     categories : list, optional
-        All categories, in order (default: sorted labels seen).
+        All categories, in order. Default: the labels seen; numbers in numeric
+        order (2 and 2.0 are one label). Text has no order, so weighted kappa
+        on text labels needs ``categories``. ``estimate.attrs["category_order"]``
+        says which order was used.
     cluster, prob, n_resamples, method, item_dim, rng
         As in :func:`classification_metrics` (the studentized interval is
         clipped to [-1, 1]).
@@ -150,9 +240,13 @@ def cohen_kappa(
         raise ValueError(f"`weights` must be None, 'linear' or 'quadratic'; got {weights!r}")
     va, vb = _pair(rater_a, rater_b, ("rater_a", "rater_b"), item_dim)
     _same_kind([np.asarray(va.values), np.asarray(vb.values)], "rater_a/rater_b")
-    both, cats = _labels(np.stack([va.values, vb.values], 1), categories, "rater_a/rater_b")
+    both, cats, how = _labels(
+        np.stack([va.values, vb.values], 1), categories, "rater_a/rater_b", ordered=weights is not None
+    )
     k = len(cats)
     codes, unit = _clusters(va, cluster, item_dim)
+    _check_units(codes, both.shape[0], unit, "Cohen's kappa")
+    _warn_one_category(both, cats)
     i, j = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
     if weights is None:
         dis = (i != j).astype(float)
@@ -184,7 +278,28 @@ def cohen_kappa(
         n_resamples,
         cats,
         "expected disagreement is 0 (one category only): kappa",
-        attrs={"weights": str(weights)},
+        attrs={"weights": str(weights), "category_order": how},
+    )
+
+
+def _warn_one_category(both: np.ndarray, cats: list) -> None:
+    """Warn when one rater gives every item the same category (and the other does not).
+
+    Then the chance agreement equals the observed agreement whatever the other rater
+    says, so kappa is 0 by construction (weighted or not): it says nothing about how
+    well the raters agree. Both raters constant is a 0/0 named elsewhere.
+    """
+    constant = [np.unique(both[:, r]).size == 1 for r in (0, 1)]
+    if constant[0] == constant[1]:
+        return
+    r = 0 if constant[0] else 1
+    p_o = float(np.mean(both[:, 0] == both[:, 1]))
+    warn_user(
+        f"{('rater_a', 'rater_b')[r]} gives every item the same category "
+        f"({cats[int(both[0, r])]!r}): kappa is 0 by construction there (its chance agreement "
+        f"equals the observed agreement, {p_o:.3g} of items, whatever the other rater says), "
+        "so it does not measure agreement; report the observed agreement instead",
+        UndefinedMetricWarning,
     )
 
 
@@ -238,10 +353,10 @@ def fleiss_kappa(
             raise ValueError(f"`ratings` must be 2-D (item, rater); got shape {arr.shape}")
         da = xr.DataArray(arr, dims=(item_dim, rater_dim))
     _same_kind([np.asarray(da.values)], "ratings")
-    codes_lab, cats = _labels(da.values, categories, "ratings")
-    n, r = codes_lab.shape
-    if n == 0 or not cats:
+    if da.size == 0:
         raise HierbenchError("`ratings` is empty: it needs at least one item")
+    codes_lab, cats, how = _labels(da.values, categories, "ratings")
+    n, r = codes_lab.shape
     if r < 2:
         raise ValueError(f"`ratings` needs at least 2 raters per item; got {r}")
     k = len(cats)
@@ -250,6 +365,7 @@ def fleiss_kappa(
         table[:, c] = (codes_lab == c).sum(1)
     p_item = ((table**2).sum(1) - r) / (r * (r - 1))
     codes, unit = _clusters(da.isel({rater_dim: 0}, drop=True), cluster, item_dim)
+    _check_units(codes, n, unit, "Fleiss' kappa")
 
     rows = np.column_stack([p_item, table, np.ones(n)])  # per item: P_i, counts per category, 1
 
@@ -264,6 +380,7 @@ def fleiss_kappa(
     return _agreement(
         "fleiss_kappa", kappa, rows, codes, unit, rng, method, prob, n_resamples, cats,
         "all ratings in one category: Fleiss' kappa",
+        attrs={"category_order": how},
     )
 
 
@@ -286,12 +403,19 @@ def _agreement(
         prob,
         (-1.0, 1.0),
     )
+    n_undef = _warn_undefined_resamples(
+        dist[:, 0], est, n_resamples, "drew items that all carry one category, where kappa is undefined"
+    )
     kind, detail = _detail(method, unit, n_resamples)
+    if n_undef:
+        detail += f"; {n_undef} resamples with kappa undefined (0/0) left out"
     return AgreementResult(
         estimate=xr.DataArray(est, name=name, attrs=attrs or {}),
         ci=make_interval(lo[0], hi[0], prob=prob, kind=kind, detail=detail),
         observed_agreement=float(po),
         expected_agreement=float(pe),
         categories=cats,
+        n_items=int(rows.shape[0]),
+        n_undefined=n_undef,
         distribution=xr.DataArray(dist[:, 0], dims="resample"),
     )

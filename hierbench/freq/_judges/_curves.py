@@ -19,20 +19,21 @@ import xarray as xr
 
 from ..._base import DEFAULT_PROB
 from ..._base import ResampledResult
-from ..._base import UndefinedMetricWarning
 from ..._base import as_rng
 from ..._base import check_number
 from ..._base import make_interval
 from ..._base import renamed_kwargs
-from ..._base import warn_user
 from .._inputs import numeric_values
 from .._kernels import percentile_bounds
 from .._kernels import ratio
 from ._resample import _binary
+from ._resample import _check_units
 from ._resample import _clusters
 from ._resample import _common
+from ._resample import _frame_interval
 from ._resample import _pair
 from ._resample import _warn_nan
+from ._resample import _warn_undefined_resamples
 from ._resample import _weights
 
 __all__ = ["PRCurveResult", "RecallThresholdResult", "pr_curve", "threshold_for_recall"]
@@ -161,16 +162,12 @@ def pr_curve(
     """
     prob, n_resamples = _common(prob, n_resamples)
     cv = _sorted_scores(y_true, score, cluster, item_dim)
+    _check_units(cv.codes, cv.t.size, cv.unit, "the average precision")
     tp, fp = _ap_curves(np.ones((1, cv.t.size)), cv.t_sorted, cv.ends)
     ap = _ap(tp, fp)[0]
     _warn_nan(ap, "no positive item: the average precision")
     dist = cv.resampled(_ap, n_resamples, rng)
-    n_undef = int((~np.isfinite(dist)).sum())
-    if n_undef and np.isfinite(ap):
-        warn_user(
-            f"{n_undef} of {n_resamples} resamples drew no positive item; they are left out",
-            UndefinedMetricWarning,
-        )
+    n_undef = _warn_undefined_resamples(dist, ap, n_resamples, "drew no positive item")
     lo, hi = percentile_bounds(dist[:, None], prob)
     with np.errstate(invalid="ignore", divide="ignore"):
         prec = tp[0] / (tp[0] + fp[0])
@@ -218,6 +215,14 @@ class RecallThresholdResult(ResampledResult):
     precision: xr.DataArray
     recall: xr.DataArray
     precision_ci: xr.DataArray
+
+    def _cell_notes(self) -> xr.DataArray:
+        lo, hi = (float(x) for x in self.precision_ci.values)
+        return xr.DataArray(f"precision {float(self.precision):.4g} [{lo:.4g}, {hi:.4g}]")
+
+    def to_frame(self):
+        """The table of ``Result.to_frame``, with the precision's interval (``precision_lower`` / ``_upper``)."""
+        return _frame_interval(super().to_frame(), self.precision_ci, "precision")
 
 
 @renamed_kwargs(dim="item_dim")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..._base import HierbenchError
 from ..._base import SmallSampleWarning
 from ..._base import UndefinedMetricWarning
 from ..._base import check_choice
@@ -129,6 +130,46 @@ def _pair(a: Any, b: Any, names: tuple[str, str], dim: str) -> tuple[xr.DataArra
             )
         vb = vb.reindex({dim: ia})
     return va, vb
+
+
+#: fewest resampling units (items, or clusters with ``cluster``) a kappa or an average
+#: precision is computed on: with 1 the statistic is meaningless (kappa's chance agreement
+#: comes from that one item), with 2 half the resamples draw one item twice
+MIN_UNITS = 3
+
+
+def _check_units(codes: np.ndarray | None, n_items: int, unit: str, what: str) -> None:
+    """Refuse ``what`` on fewer than :data:`MIN_UNITS` items (clusters), naming the count."""
+    n = n_items if codes is None else int(np.unique(codes).size)
+    if n < MIN_UNITS:
+        raise HierbenchError(
+            f"{what} needs at least {MIN_UNITS} {unit}s; got {n}. On so few the statistic "
+            f"carries almost no information and a bootstrap over {unit}s cannot measure its "
+            "uncertainty (many resamples draw one item again and again)"
+        )
+
+
+def _warn_undefined_resamples(dist: np.ndarray, est: float, n_resamples: int, why: str) -> int:
+    """Count the resamples where the statistic is undefined (0/0) and say so; return the count.
+
+    They are left out of the interval, which then rests on the other resamples only.
+    """
+    n_undef = int((~np.isfinite(dist)).sum())
+    if n_undef and np.isfinite(est):
+        warn_user(
+            f"{n_undef} of {n_resamples} resamples {why} (0/0); they are left out of the "
+            f"interval, which rests on the other {n_resamples - n_undef}",
+            UndefinedMetricWarning,
+        )
+    return n_undef
+
+
+def _frame_interval(df, ci: xr.DataArray, name: str):
+    """``df`` with the ends of a second interval ``ci`` as columns ``<name>_lower`` / ``<name>_upper``."""
+    for end in ("lower", "upper"):
+        v = ci.sel(ci_bound=end, drop=True)
+        df[f"{name}_{end}"] = float(v) if v.ndim == 0 else v.to_series().reindex(df.index).values
+    return df
 
 
 def _units(rows: np.ndarray, codes: np.ndarray | None):

@@ -33,6 +33,7 @@ from .._inputs import data_variable
 from .._inputs import numeric_values
 from .._resampling import BootstrapResult
 from .._resampling import bootstrap_ci
+from ._resample import _frame_interval
 
 __all__ = [
     "JudgeSetupError",
@@ -65,8 +66,12 @@ class RubricResult(Result):
     distribution : DataArray (agent, level)
         Share of runs at each scale level (each task weighs the same).
     bottom_share : DataArray (agent)
-        Share of runs scored at or below ``bottom``.
+        Share scored at or below ``bottom``: the mean over tasks of each
+        task's share of runs there (each task weighs the same, as in
+        ``distribution``). Where tasks have different numbers of runs this is
+        not the share of all runs.
     bottom_share_ci : DataArray (agent, ci_bound)
+        Task-bootstrap interval of ``bottom_share``.
     judge : dict
         The judge setup recorded in the data.
     """
@@ -77,6 +82,10 @@ class RubricResult(Result):
     bottom_share: xr.DataArray
     bottom_share_ci: xr.DataArray
     judge: dict = field(default_factory=dict)
+
+    def to_frame(self):
+        """The table of ``Result.to_frame``, with ``bottom_share_lower`` / ``bottom_share_upper``."""
+        return _frame_interval(super().to_frame(), self.bottom_share_ci, "bottom_share")
 
 
 def judge_setup(
