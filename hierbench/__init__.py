@@ -7,12 +7,17 @@ The frequentist half (:mod:`hierbench.data`, :mod:`hierbench.freq`,
 explicitly.
 
 The subpackages are imported on first use (``hierbench.freq`` works as
-always), so ``import hierbench`` and ``hierbench --help`` stay fast.
+always), so ``import hierbench`` and ``hierbench --help`` stay fast. That holds
+for the heavy ones too: ``hb.bayes`` and ``hb.report`` import PyMC and
+matplotlib when first touched, not before (they stay out of ``__all__``, so
+``from hierbench import *`` does not load them).
 """
 
 import importlib
 
-_SUBMODULES = ("compare", "data", "design", "freq", "metrics", "testing")
+_SUBMODULES = ("compare", "data", "design", "freq", "io", "metrics", "testing")
+# imported on first use like the others, but left out of __all__: they load PyMC / matplotlib
+_HEAVY_SUBMODULES = ("bayes", "report")
 _FROM_BASE = (
     "DEFAULT_PROB",
     "BoundaryWarning",
@@ -37,7 +42,7 @@ def __getattr__(name: str):
             return version("hierbench")
         except PackageNotFoundError:  # pragma: no cover - running from a source tree
             return "0.0.0+unknown"
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or name in _HEAVY_SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
     if name in _FROM_BASE:
         return getattr(importlib.import_module("._base", __name__), name)
@@ -47,4 +52,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | set(_HEAVY_SUBMODULES))
