@@ -2,7 +2,9 @@
 
 Independent references: the ``invsqrt_task_weight`` column METR ships in its
 run file, scikit-learn's ``LogisticRegression(C = 1 / 0.1)`` (the fit METR
-describes) and statsmodels' GLM on the raw CSV, numpy's polyfit for the trend.
+describes) and statsmodels' GLM on the raw CSV, numpy's polyfit for the trend,
+METR's per-replicate doubling-time rule (``compute_bootstrap_confidence_region``)
+re-written here as a loop of polyfits, and hand counts on the raw file.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import pytest
 import xarray as xr
 
 from hierbench._base import HierbenchError
+from hierbench._base import HierbenchWarning
+from hierbench._base import UndefinedWarning
 from hierbench.data import load_metr
 from hierbench.freq import ExtrapolatedHorizonWarning
 from hierbench.freq import ExtremeHorizonWarning
@@ -71,6 +75,7 @@ def test_unpenalised_horizons_match_statsmodels_glm(metr):
     ds, csv = metr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        warnings.simplefilter("ignore", ExtrapolatedHorizonWarning)
         res = time_horizon(ds, regularization=0.0, n_resamples=0, success=[0.5])
     for a in ["GPT-4o", "o1", "Claude 3.5 Sonnet (Old)"]:
         g = csv[csv["alias"] == a]
@@ -85,6 +90,7 @@ def test_bootstrap_is_seeded_and_its_intervals_hold_the_estimates(metr):
     ds, _ = metr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        warnings.simplefilter("ignore", ExtrapolatedHorizonWarning)
         r1 = time_horizon(ds, n_resamples=60, rng=5)
         r2 = time_horizon(ds, n_resamples=60, rng=5)
     np.testing.assert_array_equal(r1.resamples.values, r2.resamples.values)
@@ -122,12 +128,14 @@ def test_doubling_time_matches_a_least_squares_line_through_the_frontier(metr, s
     ds, _ = metr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        warnings.simplefilter("ignore", ExtrapolatedHorizonWarning)
         res = time_horizon(ds, n_resamples=50, rng=2)
     dates = yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
     with pytest.raises(HierbenchError, match=r"no date for agents \['davinci-002'\]"):
         doubling_time(res, dates)
     with pytest.warns(ExtrapolatedHorizonWarning, match="gpt-3.5-turbo-instruct"):
-        dt = doubling_time(res, dates, missing="skip")
+        with pytest.warns(HierbenchWarning, match="lies outside its interval"):
+            dt = doubling_time(res, dates, missing="skip")
     # frontier by hand: running maximum of the 50% horizon over release dates
     h = res.estimate.sel(success=0.5).to_series().drop("davinci-002")
     d = pd.to_datetime(pd.Series({a: dates["date"][a] for a in h.index}))
@@ -143,8 +151,51 @@ def test_doubling_time_matches_a_least_squares_line_through_the_frontier(metr, s
     slope = np.polyfit(days, np.log(h[front].to_numpy()), 1)[0]
     assert abs(float(dt.estimate) - np.log(2) / slope) < 1e-6
     assert dt.ci.attrs["ci_kind"] == "percentile"
-    lo, hi = dt.ci.values
-    assert lo < float(dt.estimate) < hi
+
+
+def _metr_rule(days, boot):
+    """METR's compute_bootstrap_confidence_region, re-written: per replicate drop NaN / inf / < 1e-3 minute
+    horizons, fit ln h on days through the rest if at least 2 remain, keep ln 2 / slope if positive.
+    """
+    kept, few, nonpos = [], 0, 0
+    for r in boot:
+        ok = np.isfinite(r) & (r >= 1e-3)
+        if ok.sum() < 2:
+            few += 1
+            continue
+        d = np.log(2) / np.polyfit(days[ok], np.log(r[ok]), 1)[0]
+        if d > 0:
+            kept.append(d)
+        else:
+            nonpos += 1
+    return np.array(kept), few, nonpos
+
+
+def test_doubling_interval_is_metr_bootstrap_rule_and_the_estimate_outside_it_is_explained(metr, shared_data):
+    """The 2019+ line goes through gpt-3.5-turbo-instruct's 1.8e-6 minute horizon; the replicates mostly drop it."""
+    import yaml
+
+    ds, _ = metr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        warnings.simplefilter("ignore", ExtrapolatedHorizonWarning)
+        res = time_horizon(ds, n_resamples=200, rng=21)
+    dates = yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        dt = doubling_time(res, dates, missing="skip")
+    days = np.array([(pd.Timestamp(dates["date"][a]) - pd.Timestamp("1970-01-01")).days for a in dt.agents], float)
+    boot = res.resamples.sel(agent=dt.agents, success=0.5).values
+    kept, few, nonpos = _metr_rule(days, boot)
+    np.testing.assert_allclose(dt.ci.values, np.percentile(kept, [2.5, 97.5]), rtol=1e-9)
+    assert (dt.n_kept, dt.n_too_few, dt.n_nonpositive) == (kept.size, few, nonpos)
+    dropped = (~(np.isfinite(boot) & (boot >= 1e-3))).sum(0)
+    assert dt.n_agent_dropped == dropped.tolist()
+    i = dt.agents.index("gpt-3.5-turbo-instruct")
+    assert float(dt.estimate) < float(dt.ci[0]) and dropped[i] == dropped.max()
+    msg = [str(w.message) for w in seen if w.category is HierbenchWarning]
+    assert len(msg) == 1 and f"gpt-3.5-turbo-instruct was left out of {dropped[i] / 200:.0%} of the 200" in msg[0]
+    assert "METR's bootstrap rule" in dt.ci.attrs["ci_detail"] and f"{kept.size} kept" in dt.ci.attrs["ci_detail"]
 
 
 def test_bad_inputs_are_named():
@@ -168,6 +219,7 @@ def test_a_trend_through_horizons_beyond_the_task_lengths_is_flagged(metr, share
     ds, csv = metr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtremeHorizonWarning)
+        warnings.simplefilter("ignore", ExtrapolatedHorizonWarning)
         res = time_horizon(ds, n_resamples=0)
     shortest, longest = csv["human_minutes"].min(), csv["human_minutes"].max()
     assert res.options["minutes_range"] == pytest.approx([shortest, longest])
@@ -196,3 +248,106 @@ def test_a_trend_through_fewer_than_two_agents_is_refused_after_naming_the_unusa
             doubling_time(res, dates)
     with pytest.warns(UndefinedWarning, match=r"\['b'\]"):
         assert doubling_time(res, dates, frontier=False).agents == ["a", "c"]  # c back on the line, b still out
+
+
+def _one_agent(scores, mins, agents=("a",)):
+    T = len(mins)
+    return xr.Dataset({"score": (("agent", "task", "run"), np.asarray(scores, float))},
+                      coords={"agent": list(agents), "task": [f"t{i}" for i in range(T)],
+                              "human_minutes": ("task", np.asarray(mins, float)),
+                              "cluster": ("task", [f"f{i}" for i in range(T)])})  # fmt: skip
+
+
+def test_a_replicate_whose_slope_is_not_negative_enters_at_the_limit_horizon():
+    """levels=() resamples nothing: every replicate is the data. Agent r's success rises with length (sklearn's
+    slope > 0) and its fitted success at the shortest task is 0.08 (sklearn), so its replicates sit at inf for
+    p = 0.05 and at 0 for p = 0.5; z failed every run (0), w succeeded on every run (inf). Hand counts: all 30.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    mins = np.geomspace(1, 480, 12)
+    k = np.array([0, 1, 0, 1, 1, 2, 1, 2, 3, 2, 3, 4])
+    rise = (np.arange(4)[None, :] < k[:, None]) * 1.0
+    ds = _one_agent(np.stack([rise, np.zeros((12, 4)), np.ones((12, 4))]), mins, agents=("r", "z", "w"))
+    x = np.repeat(np.log2(mins), 4)
+    m = LogisticRegression(C=10, tol=1e-12, max_iter=10_000).fit(x[:, None], rise.ravel(), sample_weight=np.full(48, 1 / 48))
+    at_shortest = 1 / (1 + np.exp(-(m.intercept_[0] + m.coef_[0, 0] * x.min())))
+    assert m.coef_[0, 0] > 0 and 0.05 < at_shortest < 0.5
+    with pytest.warns(UndefinedWarning, match=r"agents \['r'\] succeed more often on longer tasks .*not a horizon"):
+        res = time_horizon(ds, success=(0.05, 0.5), levels=(), n_resamples=30, rng=0)
+    np.testing.assert_array_equal(res.resamples.sel(agent="r").values, np.tile([np.inf, 0.0], (30, 1)))
+    assert np.isnan(res.estimate.sel(agent="r")).all() and np.isnan(res.ci.sel(agent="r")).all()
+    assert res.n_undefined.values.tolist() == [30, 30, 30] and res.n_skipped.values.tolist() == [0, 0, 0]
+    assert res.ci.sel(agent="z").values.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert np.isposinf(res.ci.sel(agent="w").values).all() and np.isposinf(res.estimate.sel(agent="w")).all()
+    text = repr(res)
+    assert "horizon in human minutes" in text
+    assert "r: one outcome or a slope not negative in 30 of 30 resamples; horizon 0 or infinite there" in text
+    assert "z: one outcome or a slope not negative in 30 of 30 resamples; horizon 0 there" in text
+    assert "r 30, z 30, w 30 of 30" in res.ci.attrs["ci_detail"]
+
+
+def test_davinci_002_failed_every_run_so_every_replicate_is_0_and_flagged(metr):
+    ds, csv = metr
+    runs = csv[csv["alias"] == "davinci-002"]["score_binarized"]
+    assert len(runs) == 68 and runs.sum() == 0  # hand count on the raw file
+    with pytest.warns(ExtremeHorizonWarning), pytest.warns(ExtrapolatedHorizonWarning, match=r"\['o1'\]"):
+        res = time_horizon(ds.sel(agent=["davinci-002", "o1"]), n_resamples=40, rng=3)
+    assert res.ci.sel(agent="davinci-002").values.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert int(res.n_undefined.sel(agent="davinci-002")) == 40
+    assert "davinci-002: one outcome or a slope not negative in 40 of 40 resamples; horizon 0 there" in repr(res)
+
+
+def test_tasks_of_one_length_give_no_horizon_rather_than_0_or_infinity(metr):
+    """Finding 3: every task 30 minutes (1 distinct length, by np.unique), so the slope is not identified."""
+    ds, _ = metr
+    same = ds.sel(agent=["GPT-4o", "o1", "Claude 3 Opus"]).assign_coords(human_minutes=("task", np.full(83, 30.0)))
+    assert np.unique(same["human_minutes"].values).size == 1
+    with pytest.warns(UndefinedWarning, match=r"\['GPT-4o', 'o1', 'Claude 3 Opus'\] ran tasks of fewer than 2 distinct"):
+        res = time_horizon(same, n_resamples=20, rng=0)
+    assert np.isnan(res.estimate.values).all() and np.isnan(res.ci.values).all()
+    assert res.n_skipped.values.tolist() == [20, 20, 20]
+
+
+def test_separated_outcomes_without_a_penalty_have_no_horizon_and_leak_no_numpy_warning():
+    """Finding 4: successes only below 30 minutes (hand: the longest success 25.8 < the shortest failure 35.7),
+    so the unpenalised likelihood has no maximum. METR's penalty gives scikit-learn's C = 10 fit.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    mins = np.geomspace(1, 480, 20)
+    y = np.repeat((mins < 30)[:, None] * 1.0, 3, axis=1)
+    assert mins[mins < 30].max() < mins[mins >= 30].min()
+    ds = _one_agent(y[None], mins)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.warns(UndefinedWarning, match=r"did not converge \(regularization=0\).*regularization > 0"):
+            res = time_horizon(ds, regularization=0.0, n_resamples=50, rng=0)
+        assert np.isnan(res.estimate.values).all() and np.isnan(res.ci.values).all()
+        pen = time_horizon(ds, n_resamples=0)
+    x = np.repeat(np.log2(mins), 3)
+    m = LogisticRegression(C=10, tol=1e-12, max_iter=10_000).fit(x[:, None], y.ravel(), sample_weight=np.full(60, 1 / 60))
+    np.testing.assert_allclose(float(pen.estimate.sel(agent="a", success=0.5)), 2 ** (-m.intercept_[0] / m.coef_[0, 0]), rtol=1e-6)
+
+
+def test_time_horizon_flags_horizons_outside_the_task_lengths(metr):
+    """Finding 6: scikit-learn's horizons against the raw file's shortest and longest task."""
+    ds, csv = metr
+    ref = _sklearn_horizons(csv, 0.1)
+    lo, hi = csv["human_minutes"].min(), csv["human_minutes"].max()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = time_horizon(ds, n_resamples=0)
+    msg = [str(w.message) for w in seen if w.category is ExtrapolatedHorizonWarning]
+    assert len(msg) == 1 and "gpt-3.5-turbo-instruct 1.84e-06 at 0.5" in msg[0]
+    for a, (h50, h80) in ref.items():
+        want = [not (lo <= h <= hi) for h in (h50, h80)]
+        assert res.extrapolated.sel(agent=a).values.tolist() == want, a
+    frame = res.to_frame()
+    assert bool(frame.loc[("gpt-3.5-turbo-instruct", 0.5), "extrapolated"])
+
+
+def test_a_missing_family_coord_is_refused_under_its_own_name(metr):
+    ds, _ = metr
+    with pytest.raises(ValueError, match="`family` must name a coord along 'task'; got 'task_family'"):
+        time_horizon(ds, family="task_family", n_resamples=0)

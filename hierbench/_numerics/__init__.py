@@ -12,7 +12,10 @@
   predictive of one run per cell is 4x faster);
 - :mod:`.intervals`: the Wilson bounds, the cluster-robust standard error and the
   distribution-free bounds for a mean of [0, 1] values;
-- :mod:`.trend`: release dates and the frontier of METR's doubling time (pandas reads the dates).
+- :mod:`.quantiles`: quantiles of samples holding limits (0, +-inf), the one routine of the
+  pairwise wing's undefined resamples and of the horizons;
+- :mod:`.trend`: release dates and the frontier of METR's doubling time (pandas reads the dates),
+  the limit rule of a horizon without a negative slope, and METR's per-replicate doubling-time rule.
 
 Nothing here imports xarray, PyMC or another hierbench subpackage.
 """
@@ -27,11 +30,21 @@ from .intervals import cluster_robust_se
 from .intervals import few_carry
 from .intervals import few_carry_side
 from .intervals import wilson_bounds
+from .quantiles import limit_quantiles
+from .quantiles import quantile_ext
+from .trend import MIN_TREND_HORIZON
+from .trend import BootstrapTrend
 from .trend import TrendPoints
 from .trend import beyond_lengths
+from .trend import bootstrap_doubling_times
+from .trend import extrapolated_note
 from .trend import frontier
+from .trend import horizon_or_limit
+from .trend import limit_flags
 from .trend import missing_dates
 from .trend import ols_slopes
+from .trend import outside_interval_note
+from .trend import outside_lengths
 from .trend import release_days
 from .trend import trend_agents
 from .trend import trend_inputs
@@ -65,7 +78,9 @@ def __getattr__(name: str):
 __all__ = ["NEWTON_STEPS_TRACED", "binomial_draws", "bounded_mean_bounds", "cluster_robust_se", "davidson_log_probs",
            "few_carry", "few_carry_side", "wilson_bounds"]
 __all__ += agq.__all__
+__all__ += ["limit_quantiles", "quantile_ext"]
 __all__ += [
-    "TrendPoints", "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents",
-    "trend_inputs", "trend_points",
+    "MIN_TREND_HORIZON", "BootstrapTrend", "TrendPoints", "beyond_lengths", "bootstrap_doubling_times",
+    "extrapolated_note", "frontier", "horizon_or_limit", "limit_flags", "missing_dates", "ols_slopes", "outside_interval_note",
+    "outside_lengths", "release_days", "trend_agents", "trend_inputs", "trend_points",
 ]

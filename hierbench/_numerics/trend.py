@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
-    "TrendPoints", "beyond_lengths", "frontier", "missing_dates", "ols_slopes", "release_days", "trend_agents",
-    "trend_inputs", "trend_points",
+    "MIN_TREND_HORIZON", "BootstrapTrend", "TrendPoints", "beyond_lengths", "bootstrap_doubling_times",
+    "extrapolated_note", "frontier", "horizon_or_limit", "limit_flags", "missing_dates", "ols_slopes", "outside_interval_note",
+    "outside_lengths", "release_days", "trend_agents", "trend_inputs", "trend_points",
 ]
 
 
@@ -215,3 +216,169 @@ def trend_points(
         refusal = f"the trend needs at least 2 agents with a date and a positive horizon; got {names[use].tolist()}"
         return TrendPoints(j, days, h, use, absent, unusable, refusal, "")
     return TrendPoints(j, days, h, use, absent, unusable, "", beyond_lengths(names[use], h[use], lengths))
+
+
+#: METR's floor on a horizon a bootstrap trend goes through (minutes): below it the agent is left out of that replicate
+MIN_TREND_HORIZON = 1e-3
+
+
+def horizon_or_limit(x: np.ndarray, slope: np.ndarray, reaches: np.ndarray) -> np.ndarray:
+    """Minutes ``2 ** x`` where the slope is negative; elsewhere the limit horizon (the one convention of both halves).
+
+    ``x`` is the ``log2`` length at which the line crosses success p,
+    ``slope`` the line's slope per doubling and ``reaches`` whether the
+    agent's fitted success at the shortest task length of the design is at
+    least p. Where the slope is not negative success never falls to p as
+    tasks get longer: the horizon is ``+inf`` where it is at least p at the
+    shortest length (so at every length), else 0 (it does not reach p even
+    there). A NaN slope stays NaN. All broadcast together.
+
+    Examples
+    --------
+    >>> horizon_or_limit(np.array([3.0, 3.0, 3.0, 3.0]), np.array([-1.0, 0.5, 0.5, np.nan]),
+    ...                  np.array([False, True, False, True])).tolist()
+    [8.0, inf, 0.0, nan]
+    """
+    neg = slope < 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = 2.0 ** np.where(neg, x, 0.0)
+    return np.where(np.isnan(slope), np.nan, np.where(neg, h, np.where(reaches, np.inf, 0.0)))
+
+
+def outside_lengths(h: np.ndarray, lengths: Sequence[float] | None) -> np.ndarray:
+    """Which finite, positive horizons lie outside the task lengths ``(shortest, longest)`` (0 and inf are limits, not extrapolations).
+
+    Examples
+    --------
+    >>> outside_lengths(np.array([0.5, 2.0, 0.0, np.inf, 9.0]), (1.0, 8.0)).tolist()
+    [True, False, False, False, True]
+    """
+    h = np.asarray(h, dtype=float)
+    if lengths is None or len(lengths) != 2:
+        return np.zeros(h.shape, bool)
+    fin = np.isfinite(h) & (h > 0)
+    return fin & ((h < float(lengths[0])) | (h > float(lengths[1])))
+
+
+def extrapolated_note(agents: Sequence[Any], success: Sequence[float], h: np.ndarray,
+                      lengths: Sequence[float] | None) -> str:  # fmt: skip
+    """The notice both ``time_horizon`` functions give for horizons ``(agent, success)`` outside the task lengths.
+
+    Empty when none is (:func:`outside_lengths`).
+
+    Examples
+    --------
+    >>> print(extrapolated_note(["a", "b"], [0.5], np.array([[0.01], [3.0]]), (1.0, 960.0))[:82])
+    agents ['a'] have horizons outside the 1-960 minutes of the tasks measured (a 0.01
+    """
+    out = outside_lengths(h, lengths)
+    if not out.any():
+        return ""
+    names = np.asarray([str(a) for a in agents])
+    which = "; ".join(f"{names[i]} {h[i, j]:.3g} at {float(success[j]):g}" for i, j in zip(*np.nonzero(out), strict=True))
+    lo, hi = float(lengths[0]), float(lengths[1])
+    return (f"agents {names[out.any(1)].tolist()} have horizons outside the {lo:g}-{hi:g} minutes of the tasks measured "
+            f"({which}): each is read off the agent's fitted line beyond its data, so it rests on the slope (and on any "
+            "penalty or prior on it) rather than on runs at that length")
+
+
+class BootstrapTrend(NamedTuple):
+    """Doubling times of bootstrap replicates or posterior draws by METR's rule (:func:`bootstrap_doubling_times`)."""
+
+    doubling: np.ndarray  #: days per replicate, NaN where not kept
+    kept: np.ndarray  #: which replicates are kept
+    n_too_few: int  #: replicates with fewer than 2 agents left (or all left on one date)
+    n_nonpositive: int  #: replicates whose doubling time is not positive
+    agent_dropped: np.ndarray  #: per agent on the trend, the replicates that left it out
+
+    @property
+    def detail(self) -> str:
+        """The rule in a sentence, with the counts (an interval's ``ci_detail``)."""
+        n = self.kept.size
+        return (f"METR's bootstrap rule: in each of {n} samples the agents whose horizon is NaN, infinite or below "
+                f"{MIN_TREND_HORIZON:g} minutes are left out, the line is fitted through the rest if at least 2 remain "
+                f"and its doubling time kept if positive; {int(self.kept.sum())} kept, {self.n_too_few} with fewer "
+                f"than 2 agents, {self.n_nonpositive} with a doubling time <= 0")
+
+
+def bootstrap_doubling_times(days: np.ndarray, samples: np.ndarray) -> BootstrapTrend:
+    """METR's doubling time in every sample of the trend agents' horizons (the one owner of the rule).
+
+    ``samples`` is ``(n, k)`` horizons in minutes of the ``k`` agents on the
+    trend, released on ``days``. In each row (a bootstrap replicate or a
+    posterior draw) the agents whose horizon is NaN, infinite or below
+    ``MIN_TREND_HORIZON`` are dropped; with at least 2 left (on at least 2
+    dates) the least-squares line of ``ln`` horizon on day is fitted through
+    them and ``ln 2 / slope`` kept if positive (METR's
+    ``compute_bootstrap_confidence_region``).
+
+    Examples
+    --------
+    >>> r = bootstrap_doubling_times(np.array([0.0, 10.0, 20.0]),
+    ...                              np.array([[1.0, 2.0, 4.0], [1e-6, 1.0, 2.0], [1.0, np.inf, 0.0], [4.0, 2.0, 1.0]]))
+    >>> r.doubling.round(6).tolist(), r.n_too_few, r.n_nonpositive, r.agent_dropped.tolist()
+    ([10.0, 10.0, nan, nan], 1, 1, [1, 1, 1])
+    """
+    days = np.asarray(days, dtype=float)
+    x = np.asarray(samples, dtype=float)
+    ok = np.isfinite(x) & (x >= MIN_TREND_HORIZON)
+    m = ok.astype(float)
+    cnt = m.sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(np.where(ok, x, 1.0))
+        tc = (days[None, :] - (m * days).sum(1, keepdims=True) / cnt[:, None]) * m
+        yc = (y - (m * y).sum(1, keepdims=True) / cnt[:, None]) * m
+        sxx = (tc**2).sum(1)
+        dt = np.log(2.0) / ((tc * yc).sum(1) / sxx)
+    few = (cnt < 2) | ~(sxx > 0)
+    kept = ~few & (dt > 0)
+    return BootstrapTrend(np.where(kept, dt, np.nan), kept, int(few.sum()), int((~few & ~kept).sum()),
+                          (~ok).sum(0))  # fmt: skip
+
+
+def outside_interval_note(estimate: float, lo: float, hi: float, agents: Sequence[Any], trend: BootstrapTrend,
+                          sample: str = "replicates") -> str:  # fmt: skip
+    """The notice when a doubling time's point estimate lies outside its own interval (empty otherwise).
+
+    It names the trend agent that the samples dropped most often: the point
+    line goes through every agent, each sample's line only through those kept.
+
+    Examples
+    --------
+    >>> t = bootstrap_doubling_times(np.array([0.0, 10.0, 20.0]), np.array([[1.0, 2.0, 4.0], [1e-6, 1.0, 2.0]]))
+    >>> outside_interval_note(5.0, 10.0, 10.0, ["a", "b", "c"], t)[:60]
+    'the doubling time 5 days lies outside its interval [10, 10]:'
+    """
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= estimate <= hi:
+        return ""
+    n = trend.kept.size
+    i = int(np.argmax(trend.agent_dropped))
+    share = trend.agent_dropped[i] / n if n else 0.0
+    return (f"the doubling time {estimate:.3g} days lies outside its interval [{lo:.3g}, {hi:.3g}]: the point line goes "
+            f"through every trend agent, each sample's line only through the agents with a horizon of at least "
+            f"{MIN_TREND_HORIZON:g} minutes there, and {agents[i]} was left out of {share:.0%} of the {n} {sample}")
+
+
+def limit_flags(agents: Sequence[Any], n_limit: np.ndarray, values: np.ndarray, prob: float, reason: str,
+                sample: str) -> list[str]:  # fmt: skip
+    """A horizon result's repr lines for the agents at a limit (0 or inf) in more than ``(1 - prob) / 2`` of the samples.
+
+    ``values`` is ``(n, agent, ...)``: the samples (to say which limit).
+    Past that share a limit decides a bound of the interval.
+
+    Examples
+    --------
+    >>> v = np.array([[0.0, 1.0], [0.0, 2.0], [3.0, 2.0]])
+    >>> limit_flags(["a", "b"], np.array([2, 0]), v, 0.95, "slope not negative", "draws")
+    ['  a: slope not negative in 2 of 3 draws; horizon 0 there']
+    """
+    out = []
+    total = int(values.shape[0])
+    for i, a in enumerate(agents):
+        c = int(n_limit[i])
+        if total and c > (1.0 - prob) / 2.0 * total:
+            v = values[:, i]
+            zero, inf = bool((v == 0).any()), bool(np.isposinf(v).any())
+            side = "0 or infinite" if zero and inf else "infinite" if inf else "0"
+            out.append(f"  {a}: {reason} in {c:,} of {total:,} {sample}; horizon {side} there")
+    return out

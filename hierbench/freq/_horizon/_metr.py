@@ -18,20 +18,31 @@ agent's run outcomes on ``log2(human minutes)``. The facts of their method
   failed every run has horizon 0 (and one that succeeded on every run an
   infinite one);
 - intervals from a hierarchical bootstrap: task families resampled with
-  replacement, then tasks within each drawn family, then runs within each
-  (agent, task); duplicates count twice and the weights are not
-  renormalised;
+  replacement, then tasks within each drawn family, then runs; duplicates
+  count twice and the weights are not renormalised. Here each drawn copy of
+  a task resamples its own runs; METR pools a task's runs across its
+  duplicate draws before resampling them, a small difference;
 - the trend: an ordinary least-squares line of ``ln`` horizon on release
   date through the agents that were state of the art when released (a
   horizon at least the largest of every agent released on or before that
   date), released on or after 2019-01-01; the doubling time is
-  ``ln 2 / slope`` and its interval the percentiles of the same line
-  refitted to each bootstrap replicate's horizons.
+  ``ln 2 / slope``. Its interval is METR's bootstrap rule: in each replicate
+  the agents whose horizon is NaN, infinite or below 0.001 minutes are left
+  out, the line is fitted through the rest (at least 2) and its doubling
+  time kept if positive; the interval is the percentiles of those kept.
+
+Where METR's code has no answer this module says so. A point estimate
+whose slope is not negative is not a horizon (NaN, warned), nor is one
+from tasks of a single length or from a fit that did not converge
+(separated outcomes without a penalty). A bootstrap replicate in which an
+agent had one outcome or a slope not negative enters at the limit horizon
+(0, or infinite where its fitted success at the shortest task is at least
+p), counted per agent, so the interval is not conditioned on the sign of the
+slope.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +58,7 @@ from ..._base import DEFAULT_PROB
 from ..._base import BoundaryWarning
 from ..._base import ExtrapolatedHorizonWarning
 from ..._base import HierbenchError
+from ..._base import HierbenchWarning
 from ..._base import Result
 from ..._base import UndefinedWarning
 from ..._base import as_rng
@@ -57,7 +69,15 @@ from ..._base import make_interval
 from ..._base import settle_trend
 from ..._base import warn_user
 from ..._docs import fill_doc
+from ..._numerics import BootstrapTrend
+from ..._numerics import bootstrap_doubling_times
+from ..._numerics import extrapolated_note
+from ..._numerics import horizon_or_limit
+from ..._numerics import limit_flags
+from ..._numerics import limit_quantiles
 from ..._numerics import ols_slopes
+from ..._numerics import outside_interval_note
+from ..._numerics import outside_lengths
 from ..._numerics import trend_points
 from ...data import task_minutes
 from .._kernels import ratio
@@ -74,6 +94,8 @@ __all__ = [
 
 #: METR's L2 penalty on the slope (their ``regularization``; scikit-learn ``C = 1 / 0.1``)
 METR_REGULARIZATION = 0.1
+#: Newton steps before a logistic fit that has not settled is declared not converged
+_NEWTON_STEPS = 100
 
 
 class ExtremeHorizonWarning(BoundaryWarning):
@@ -93,10 +115,20 @@ class TimeHorizonResult(Result):
     coef : DataArray (agent, param)
         ``intercept`` and ``slope`` (per doubling of the task length).
     resamples : DataArray (resample, agent, success)
-        Bootstrap horizons (NaN where a replicate left an agent with one outcome).
+        Bootstrap horizons: 0 or ``inf`` where a replicate left the agent
+        with one outcome or a slope not negative (the limit horizon), NaN
+        where it was left out (see ``n_skipped``).
     options : dict
         The settings, and ``minutes_range``: the shortest and longest task
         run (minutes), beyond which a horizon is an extrapolation.
+    n_undefined : DataArray (agent)
+        Replicates in which the agent took a limit horizon (0 or infinite).
+    n_skipped : DataArray (agent)
+        Replicates left out for the agent: its drawn tasks had fewer than 2
+        lengths, or its fit did not converge with a negative slope.
+    extrapolated : DataArray (agent, success)
+        Whether the estimate lies outside ``minutes_range`` (a finite,
+        positive horizon read off the line beyond the data).
     """
 
     estimate: xr.DataArray
@@ -104,8 +136,20 @@ class TimeHorizonResult(Result):
     coef: xr.DataArray
     resamples: xr.DataArray
     options: dict = field(default_factory=dict)
+    n_undefined: xr.DataArray | None = None
+    n_skipped: xr.DataArray | None = None
+    extrapolated: xr.DataArray | None = None
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("resamples",)
+
+    def _repr_lines(self) -> list[str]:
+        lines = super()._repr_lines()
+        lines[0] = lines[0].replace("estimate with", "horizon in human minutes with", 1)
+        if self.n_undefined is None:
+            return lines
+        return lines + limit_flags(self.n_undefined["agent"].values.tolist(), self.n_undefined.values,
+                                   self.resamples.values, float(self.ci.attrs.get("ci_prob", DEFAULT_PROB)),
+                                   "one outcome or a slope not negative", "resamples")  # fmt: skip
 
 
 @dataclass(frozen=True, repr=False)
@@ -123,10 +167,21 @@ class DoublingTimeResult(Result):
     agents : list of str
         The agents the line goes through, with ``release_date`` and ``horizon``.
     resamples : DataArray (resample)
+        Each replicate's doubling time by METR's rule (NaN where not kept).
     n_resamples_dropped : int
-        Replicates with an agent's horizon 0, infinite or undefined (left out).
+        Replicates not kept: ``n_too_few + n_nonpositive``.
     agents_without_date : list of str
         Agents left out for want of a release date (``missing="skip"``).
+    n_kept : int
+        Replicates whose doubling time the interval is made of.
+    n_too_few : int
+        Replicates with fewer than 2 trend agents at a horizon of at least
+        0.001 minutes (or all on one date).
+    n_nonpositive : int
+        Replicates whose line gave a doubling time that is not positive.
+    n_agent_dropped : list of int
+        Per agent in ``agents``, the replicates that left it out (horizon
+        NaN, infinite or below 0.001 minutes).
     """
 
     estimate: xr.DataArray
@@ -138,8 +193,17 @@ class DoublingTimeResult(Result):
     resamples: xr.DataArray
     n_resamples_dropped: int
     agents_without_date: list = field(default_factory=list)
+    n_kept: int = 0
+    n_too_few: int = 0
+    n_nonpositive: int = 0
+    n_agent_dropped: list = field(default_factory=list)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("resamples",)
+
+    def _repr_lines(self) -> list[str]:
+        lines = super()._repr_lines()
+        lines[0] = lines[0].replace("estimate with", "doubling time in days with", 1)
+        return lines
 
 
 # --------------------------------------------------------------------------- inputs
@@ -185,7 +249,7 @@ def metr_run_weights(data: xr.Dataset, *, family: str = "cluster") -> xr.DataArr
     [[0.1464, 0.1464], [0.2929, nan], [0.4142, nan]]
     """
     _, n = _packed(data)
-    codes, _ = cluster_codes(data, family, missing="singleton")
+    codes, _ = cluster_codes(data, family, missing="singleton", name="family")
     ran = n > 0
     fam_size = np.stack([np.bincount(codes, ran[a].astype(float), minlength=codes.max() + 1)[codes]
                          for a in range(ran.shape[0])])  # fmt: skip
@@ -218,44 +282,76 @@ def _weights(data: xr.Dataset, weights: Any, family: str, n: np.ndarray) -> np.n
     raise HierbenchError(f"`weights` must be 'invsqrt', 'equal', None or a DataArray of run weights; got {weights!r}")
 
 
-def _fit_logistic(x: np.ndarray, W1: np.ndarray, W0: np.ndarray, lam: float) -> np.ndarray:
-    """``(intercept, slope)`` per row of ``W1`` / ``W0`` (weights of successes / failures at ``x``).
+def _fit_logistic(x: np.ndarray, W1: np.ndarray, W0: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(intercept, slope)`` per row of ``W1`` / ``W0`` (weights of successes / failures at ``x``), and which converged.
 
     Weighted log-loss plus ``lam / 2 x slope^2``, by Newton steps (vectorised
-    over agents). Rows with no success or no failure weight: NaN.
+    over agents), a row settling once its step is below 1e-9. Rows with no
+    success or no failure weight: NaN. Without a penalty, a row whose
+    outcomes are separated by length has no maximum: its slope is ``-inf``
+    (every success on shorter tasks than every failure) or ``+inf`` (the
+    reverse), not converged. A row whose Hessian turns singular or whose
+    steps do not settle keeps where it stopped, marked not converged.
     """
     A = W1.shape[0]
     ok = (W1.sum(1) > 0) & (W0.sum(1) > 0)
-    out = np.full((A, 2), np.nan)
+    out, conv = np.full((A, 2), np.nan), np.zeros(A, bool)
+    if lam == 0:
+        sep = _separation(x, W1, W0)
+        out[ok & (sep != 0), 1] = sep[ok & (sep != 0)] * np.inf
+        ok &= sep == 0
     if not ok.any():
-        return out
+        return out, conv
     W1, W0 = W1[ok], W0[ok]
     Wn = W1 + W0
     m = W1.sum(1) / Wn.sum(1)
     th = np.column_stack([np.log(m / (1 - m)), np.zeros(ok.sum())])
-    for _ in range(100):
+    done, stuck = np.zeros(th.shape[0], bool), np.zeros(th.shape[0], bool)
+    for _ in range(_NEWTON_STEPS):
         p = expit(th[:, :1] + th[:, 1:] * x[None, :])
         r = W1 - Wn * p
         w = Wn * p * (1 - p)
         g = np.column_stack([r.sum(1), (r * x).sum(1) - lam * th[:, 1]])
         h00, h01, h11 = w.sum(1), (w * x).sum(1), (w * x * x).sum(1) + lam
         det = h00 * h11 - h01**2
-        step = np.column_stack([(h11 * g[:, 0] - h01 * g[:, 1]) / det, (h00 * g[:, 1] - h01 * g[:, 0]) / det])
-        step = np.clip(step, -5.0, 5.0)
+        stuck |= ~done & ~(det > 1e-12 * h00 * h11)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.column_stack([h11 * g[:, 0] - h01 * g[:, 1], h00 * g[:, 1] - h01 * g[:, 0]]) / det[:, None]
+        step = np.where((done | stuck)[:, None], 0.0, np.clip(step, -5.0, 5.0))
         th = th + step
-        if np.max(np.abs(step)) < 1e-11:
+        done |= ~stuck & (np.max(np.abs(step), axis=1) < 1e-9)
+        if np.all(done | stuck):
             break
-    out[ok] = th
-    return out
+    out[ok], conv[ok] = th, done & ~stuck
+    return out, conv
 
 
-def _horizons(coef: np.ndarray, success: np.ndarray, extreme: np.ndarray) -> np.ndarray:
-    """Minutes at each success probability; ``extreme`` +1 / -1 marks all-success / all-failure rows."""
+def _separation(x: np.ndarray, W1: np.ndarray, W0: np.ndarray) -> np.ndarray:
+    """Per row: -1 where every success is at a length at most every failure's, +1 the reverse, else 0.
+
+    Such outcomes (complete or quasi-complete separation) have no
+    unpenalised maximum-likelihood fit: the slope runs to ``-inf`` / ``+inf``.
+    """
+    s_lo, s_hi = np.where(W1 > 0, x, np.inf).min(1), np.where(W1 > 0, x, -np.inf).max(1)
+    f_lo, f_hi = np.where(W0 > 0, x, np.inf).min(1), np.where(W0 > 0, x, -np.inf).max(1)
+    return np.where(s_hi <= f_lo, -1, np.where(f_hi <= s_lo, 1, 0))
+
+
+def _horizons(coef: np.ndarray, success: np.ndarray, x_short: float) -> np.ndarray:
+    """Minutes at each success probability, the limit (0 / inf) where the slope is not negative.
+
+    The limit is ``inf`` where the line's success at ``x_short`` (the
+    shortest task's ``log2`` minutes) is at least p, else 0.
+    """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        h = 2.0 ** ((np.log(success / (1 - success))[None, :] - coef[:, :1]) / coef[:, 1:])
-    h[extreme < 0] = 0.0
-    h[extreme > 0] = np.inf
-    return h
+        x = (np.log(success / (1 - success))[None, :] - coef[:, :1]) / coef[:, 1:]
+        reaches = expit(coef[:, :1] + coef[:, 1:] * x_short) >= success[None, :]
+    return horizon_or_limit(x, coef[:, 1:], reaches)
+
+
+def _spread(x: np.ndarray, ran: np.ndarray) -> np.ndarray:
+    """Per row of ``ran`` (agent, task): whether the tasks it ran have at least 2 distinct lengths."""
+    return np.where(ran, x, np.inf).min(1) < np.where(ran, x, -np.inf).max(1)
 
 
 def _resample(
@@ -339,12 +435,24 @@ def time_horizon(
     Returns
     -------
     TimeHorizonResult
-        ``estimate`` (agent, success) in minutes, ``ci`` percentile intervals.
+        ``estimate`` (agent, success) in minutes, ``ci`` percentile intervals,
+        ``n_undefined`` / ``n_skipped`` per agent, ``extrapolated``.
 
     Warns
     -----
     ExtremeHorizonWarning
         An agent that failed (succeeded on) every run: horizon 0 (infinite).
+    UndefinedWarning
+        A fitted slope not negative, tasks of fewer than 2 lengths, or a fit
+        that did not converge (separated outcomes without a penalty): NaN.
+    ExtrapolatedHorizonWarning
+        A horizon outside the task lengths run (marked in ``extrapolated``).
+
+    Notes
+    -----
+    A replicate in which an agent had one outcome or a slope not negative
+    enters at the limit horizon (0, or infinite where success at the
+    shortest task is at least p), counted in ``n_undefined`` and ``ci_detail``.
 
     Examples
     --------
@@ -370,52 +478,96 @@ def time_horizon(
     w_cell = _weights(data, weights, family, n)
     y = np.where(np.isfinite(s), s, 0.0).sum(-1)
     agents = np.asarray(data["agent"].values).astype(str)
-    coef = _fit_logistic(x, w_cell * y, w_cell * (n - y), regularization)
-    extreme = np.where((w_cell * y).sum(1) == 0, -1, np.where((w_cell * (n - y)).sum(1) == 0, 1, 0))
-    for sign, what in ((-1, "failed every run (horizon 0)"), (1, "succeeded on every run (horizon infinite)")):
-        if np.any(extreme == sign):
-            warn_user(f"agents {agents[extreme == sign].tolist()} {what}", ExtremeHorizonWarning)
-    if np.any(coef[:, 1] >= 0):
-        warn_user(
-            f"agents {agents[coef[:, 1] >= 0].tolist()} succeed more often on longer tasks (slope >= 0): "
-            "their horizon is not where success falls to p", UndefinedWarning,
-        )  # fmt: skip
-    est = _horizons(coef, succ, extreme)
-    boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng))
-    res = _horizon_result(agents, succ, est, coef, boot, prob, n_resamples, lv, weights, regularization)
     ran = (n > 0).any(0)
-    res.options["minutes_range"] = [float(2 ** x[ran].min()), float(2 ** x[ran].max())] if ran.any() else []
-    return res
+    x_short = float(x[ran].min()) if ran.any() else np.nan
+    coef, conv = _fit_logistic(x, w_cell * y, w_cell * (n - y), regularization)
+    extreme = np.where((w_cell * y).sum(1) == 0, -1, np.where((w_cell * (n - y)).sum(1) == 0, 1, 0))
+    est = _horizons(coef, succ, x_short)
+    est[extreme < 0], est[extreme > 0] = 0.0, np.inf
+    est[_undefined_agents(agents, coef, conv, extreme, _spread(x, n > 0), regularization)] = np.nan
+    lengths = [float(2**x_short), float(2 ** x[ran].max())] if ran.any() else []
+    note = extrapolated_note(agents, succ, est, lengths)
+    if note:
+        warn_user(note, ExtrapolatedHorizonWarning)
+    boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng), x_short)
+    return _horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths))
 
 
-def _bootstrap(data, family, s, n, x, w_cell, succ, lam, n_resamples, lv, gen) -> np.ndarray:
-    codes, _ = cluster_codes(data, family, missing="singleton")
-    out = np.full((n_resamples, s.shape[0], succ.size), np.nan)
+def _undefined_agents(agents, coef, conv, extreme, spread, lam) -> np.ndarray:
+    """The agents without a horizon (estimate and interval NaN), each cause warned; extreme agents keep 0 / inf."""
+    for sign, what in ((-1, "failed every run (horizon 0)"), (1, "succeeded on every run (horizon infinite)")):
+        if np.any((extreme == sign) & spread):
+            warn_user(f"agents {agents[(extreme == sign) & spread].tolist()} {what}", ExtremeHorizonWarning)
+    causes = [
+        (~spread, "ran tasks of fewer than 2 distinct lengths: the slope, and so the horizon, is not identified "
+                  "(estimate and interval NaN)"),
+        (spread & (extreme == 0) & ~conv,
+         f"have a fit that did not converge (regularization={lam:g}): where their successes and failures are "
+         "separated by task length the likelihood has no maximum and the slope runs off to infinity; estimate and "
+         "interval NaN. regularization > 0 (METR: 0.1) gives a horizon"),
+        (spread & (extreme == 0) & conv & (coef[:, 1] >= 0),
+         "succeed more often on longer tasks (slope >= 0): success never falls to p as tasks get longer, so this is "
+         "not a horizon (estimate and interval NaN)"),
+    ]  # fmt: skip
+    for mask, why in causes:
+        if mask.any():
+            warn_user(f"agents {agents[mask].tolist()} {why}", UndefinedWarning)
+    return np.logical_or.reduce([m for m, _ in causes])
+
+
+def _bootstrap(data, family, s, n, x, w_cell, succ, lam, n_resamples, lv, gen, x_short) -> tuple:
+    """Replicate horizons ``(resample, agent, success)``, with per agent the limit and the skipped counts."""
+    codes, _ = cluster_codes(data, family, missing="singleton", name="family")
+    A = s.shape[0]
+    out = np.full((n_resamples, A, succ.size), np.nan)
+    n_limit, n_skip = np.zeros(A, int), np.zeros(A, int)
     for b in range(n_resamples):
         idx, sums = _resample(codes, s, n, lv, gen)
         nn, ww = n[:, idx], w_cell[:, idx]
         W1, W0 = ww * sums, ww * (nn - sums)
-        out[b] = _horizons(_fit_logistic(x[idx], W1, W0, lam), succ, np.zeros(s.shape[0]))
-    return out
+        coef, conv = _fit_logistic(x[idx], W1, W0, lam)
+        h = _horizons(coef, succ, x_short)
+        fail, win = (W1.sum(1) == 0) & (W0.sum(1) > 0), (W0.sum(1) == 0) & (W1.sum(1) > 0)
+        h[fail], h[win] = 0.0, np.inf
+        skip = ~_spread(x[idx], ww * nn > 0) | (~fail & ~win & ~conv & (coef[:, 1] < 0)) | ((W1 + W0).sum(1) == 0)
+        h[skip] = np.nan
+        n_limit += ~skip & (fail | win | (coef[:, 1] >= 0))
+        n_skip += skip
+        out[b] = h
+    return out, n_limit, n_skip
 
 
-def _horizon_result(agents, succ, est, coef, boot, prob, n_resamples, lv, weights, lam) -> TimeHorizonResult:
+def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings) -> TimeHorizonResult:
+    boot, n_limit, n_skip = boot
+    weights, lam, lengths = settings
+    n_resamples = boot.shape[0]
     coords = {"agent": agents, "success": succ}
     da = xr.DataArray(est, dims=("agent", "success"), coords=coords, name="estimate")
     da.attrs = {"units": "human minutes"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        q = np.nanquantile(boot, [0.5 - prob / 2, 0.5 + prob / 2], axis=0) if n_resamples else np.full((2, *est.shape), np.nan)
+    q = limit_quantiles(boot, [0.5 - prob / 2, 0.5 + prob / 2]) if n_resamples else np.full((2, *est.shape), np.nan)
+    q[:, np.isnan(est)] = np.nan
     order = [lvl for lvl in ("family", "task", "run") if lvl in lv]
+
+    def per_agent(c: np.ndarray) -> str:
+        return ", ".join(f"{a} {int(k)}" for a, k in zip(agents, c, strict=True) if k) or "none"
+
     ci = make_interval(q[0], q[1], prob=prob, kind="percentile", template=da, warn_zero_width=False,
-                       detail=f"hierarchical bootstrap over {' > '.join(order)}, {n_resamples} resamples "
-                       "(METR's method; an agent left with one outcome in a resample is skipped there)")  # fmt: skip
+                       detail=f"hierarchical bootstrap over {' > '.join(order)}, {n_resamples} resamples (METR's "
+                       "method); an agent with one outcome or a slope not negative in a resample enters it at the "
+                       "limit horizon (0, or infinite where its fitted success at the shortest task is at least p): "
+                       f"{per_agent(n_limit)} of {n_resamples}; left out (fewer than 2 task lengths, or a fit that did "
+                       f"not converge with a negative slope): {per_agent(n_skip)}")  # fmt: skip
+    by_agent = {"dims": "agent", "coords": {"agent": agents}}
     return TimeHorizonResult(
         estimate=da, ci=ci,
         coef=xr.DataArray(coef, dims=("agent", "param"), coords={"agent": agents, "param": ["intercept", "slope"]}),
         resamples=xr.DataArray(boot, dims=("resample", "agent", "success"), coords=coords, name="resamples"),
         options={"weights": weights if isinstance(weights, str | None) else "given", "regularization": lam,
-                 "levels": order, "n_resamples": n_resamples},
+                 "levels": order, "n_resamples": n_resamples, "minutes_range": lengths},
+        n_undefined=xr.DataArray(n_limit, name="n_undefined", **by_agent),
+        n_skipped=xr.DataArray(n_skip, name="n_skipped", **by_agent),
+        extrapolated=xr.DataArray(outside_lengths(est, lengths), dims=("agent", "success"), coords=coords,
+                                  name="extrapolated"),
     )  # fmt: skip
 
 
@@ -456,14 +608,29 @@ def doubling_time(
     Returns
     -------
     DoublingTimeResult
-        ``estimate`` in days with a bootstrap percentile ``ci``.
+        ``estimate`` in days (the line through the point horizons) with a
+        bootstrap percentile ``ci`` by METR's rule, and its counts.
 
     Warns
     -----
     ExtrapolatedHorizonWarning
         A horizon on the line lies beyond the task lengths run (METR's runs:
-        gpt-3.5-turbo-instruct's, far below the shortest task, set by the
-        slope penalty, halves the doubling time from 2019).
+        gpt-3.5-turbo-instruct's, far below the shortest task and set by the
+        slope penalty; the 2019+ line through it gives 44 days, the 2023+
+        line without it 152).
+    HierbenchWarning
+        The estimate lies outside its own interval: the point line goes
+        through an agent the replicates mostly drop (METR's runs, 2019+:
+        gpt-3.5-turbo-instruct, below 0.001 minutes in most replicates).
+
+    Notes
+    -----
+    The interval is METR's bootstrap rule (``compute_bootstrap_confidence_region``
+    in METR's analysis code): in each replicate, each trend agent whose
+    horizon is NaN, infinite or below 0.001 minutes is left out, the line is
+    fitted through the rest if at least 2 remain, and the doubling time is
+    kept if positive; the interval is the percentiles of the kept ones. The
+    point estimate goes through every trend agent, so it can fall outside.
 
     Examples
     --------
@@ -476,8 +643,8 @@ def doubling_time(
     >>> ci = h.expand_dims(ci_bound=["lower", "upper"], axis=-1)
     >>> res = TimeHorizonResult(estimate=h, ci=ci, coef=h, resamples=boot)
     >>> dt = doubling_time(res, {"a": "2024-01-01", "b": "2024-07-01", "c": "2024-12-30"})
-    >>> round(float(dt.estimate))
-    182
+    >>> round(float(dt.estimate)), dt.n_kept
+    (182, 10)
     """
     prob = check_prob(prob)
     hz = horizons.estimate
@@ -487,25 +654,22 @@ def doubling_time(
     settle_trend(pts)
     j, days, h, use, absent = pts.column, pts.days, pts.horizons, pts.use, pts.absent
     slope = float(ols_slopes(days[use], np.log(h[use])))
-    boot = horizons.resamples.values[:, use, j]
-    good = np.all(np.isfinite(boot) & (boot > 0), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bd = np.log(2.0) / ols_slopes(days[use], np.log(np.where(good[:, None], boot, 1.0))[good])
-    return _doubling_result(slope, bd, good, agents[use], days[use], h[use], prob, absent)
+    trend = bootstrap_doubling_times(days[use], horizons.resamples.values[:, use, j])
+    return _doubling_result(slope, trend, agents[use], days[use], h[use], prob, absent)
 
 
-def _doubling_result(slope, bd, good, agents, days, h, prob, absent) -> DoublingTimeResult:
+def _doubling_result(slope, trend: BootstrapTrend, agents, days, h, prob, absent) -> DoublingTimeResult:
     est = xr.DataArray(np.log(2.0) / slope, name="estimate", attrs={"units": "days"})
-    if bd.size:
-        q = np.quantile(bd, [0.5 - prob / 2, 0.5 + prob / 2])
-    else:
-        q = np.array([np.nan, np.nan])
-    ci = make_interval(q[0], q[1], prob=prob, kind="percentile", warn_zero_width=False,
-                       detail=f"the trend refitted to each of {int(good.sum())} bootstrap replicates of the horizons")  # fmt: skip
+    q = limit_quantiles(trend.doubling, [0.5 - prob / 2, 0.5 + prob / 2])
+    ci = make_interval(q[0], q[1], prob=prob, kind="percentile", warn_zero_width=False, detail=trend.detail)
     ci = ci.rename({"dim_0": "ci_bound"}) if "dim_0" in ci.dims else ci
+    note = outside_interval_note(float(est), float(q[0]), float(q[1]), agents.tolist(), trend)
+    if note:
+        warn_user(note, HierbenchWarning)
     dates = [str(np.datetime64(int(d), "D")) for d in days]
     return DoublingTimeResult(
         estimate=est, ci=ci, slope=slope, agents=agents.tolist(), release_date=dates, horizon=h.tolist(),
-        resamples=xr.DataArray(bd, dims="resample", name="resamples"),
-        n_resamples_dropped=int((~good).sum()), agents_without_date=list(absent),
+        resamples=xr.DataArray(trend.doubling, dims="resample", name="resamples"),
+        n_resamples_dropped=int((~trend.kept).sum()), agents_without_date=list(absent), n_kept=int(trend.kept.sum()),
+        n_too_few=trend.n_too_few, n_nonpositive=trend.n_nonpositive, n_agent_dropped=trend.agent_dropped.tolist(),
     )  # fmt: skip

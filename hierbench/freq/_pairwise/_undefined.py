@@ -20,6 +20,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import shortest_path
 
+from ..._numerics import quantile_ext as _quantile_ext
 from ._newton import _beat_edges
 from ._newton import _strongly_connected
 
@@ -84,26 +85,6 @@ def _no_mle_limit(ia, ib, cnt, m: int, ref: int | None):
     decisive = (cnt[:, 0] + cnt[:, 2]).sum() > 0
     cause = 0 if absent.any() else 1 if k > 1 else 2 if not decisive else 3
     return direction, 1.0 + above, m - below, cause, absent
-
-
-def _quantile_ext(x: np.ndarray, q: float) -> np.ndarray:
-    """``np.quantile(x, q, axis=0)`` (linear) of values that may be +-inf (no NaN).
-
-    An interpolation that puts weight on an infinite neighbour is that infinity
-    (numpy's own would give NaN for ``-inf`` beside ``+inf``, and round near
-    huge sentinels).
-    """
-    s = np.sort(x, axis=0)
-    h = q * (s.shape[0] - 1)
-    j = int(np.floor(h))
-    t = h - j
-    lo = s[j]
-    if t == 0.0:
-        return lo
-    hi = s[min(j + 1, s.shape[0] - 1)]
-    with np.errstate(invalid="ignore"):
-        v = np.where(t >= 0.5, hi - (hi - lo) * (1.0 - t), lo + (hi - lo) * t)
-    return np.where(np.isneginf(lo), -np.inf, np.where(np.isposinf(hi), np.inf, v))
 
 
 def _bounds_with_undefined(x: np.ndarray, prob: float) -> tuple[np.ndarray, np.ndarray]:
