@@ -8,17 +8,21 @@ its success at ``log2`` length ``x`` is ``E[expit(a + b x + tau Z)]``
 (the population rule), the counterpart of the marginal curve METR's
 per-agent regression fits; so the horizon is ``2 ** ((eta_p - a) / b)``
 minutes, with ``eta_p`` solving ``E[expit(eta_p + tau Z)] = p``. Each draw
-gives one; a draw whose slope is not negative has no horizon (NaN, counted).
+gives one. In a draw whose slope is not negative success never falls to p
+as tasks get longer: the draw enters at the limit horizon, infinite where
+the agent's success at the shortest task of the design is at least p (so at
+every length), else 0, and is counted (``n_undefined``); it is never dropped,
+which would condition the posterior on the slope's sign.
 
 The trend is METR's (:func:`hierbench.freq.doubling_time`): a least-squares
 line of ``ln`` horizon on release date through the agents that were state of
 the art when released (chosen with the posterior medians), refitted in every
-draw; the doubling time is ``ln 2 / slope``.
+draw by METR's bootstrap rule (agents below 0.001 minutes, at 0 or infinite
+left out of that draw); the doubling time is ``ln 2 / slope``.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +34,7 @@ import xarray as xr
 
 from .._base import DEFAULT_PROB
 from .._base import DrawsResult
+from .._base import ExtrapolatedHorizonWarning
 from .._base import HierbenchError
 from .._base import UndefinedWarning
 from .._base import check_prob
@@ -37,7 +42,12 @@ from .._base import make_interval
 from .._base import settle_trend
 from .._base import warn_user
 from .._docs import fill_doc
-from .._numerics import ols_slopes
+from .._numerics import bootstrap_doubling_times
+from .._numerics import extrapolated_note
+from .._numerics import horizon_or_limit
+from .._numerics import limit_flags
+from .._numerics import limit_quantiles
+from .._numerics import outside_lengths
 from .._numerics import trend_points
 from ._mixed import as_design
 from ._mixed import integrated_sd
@@ -54,23 +64,35 @@ class PosteriorHorizonResult(DrawsResult):
 
     Posterior time horizons (:func:`time_horizon`): ``estimate`` (posterior median, minutes) and
     ``ci`` (equal-tailed) over ``(agent, success)``, as :class:`hierbench.freq.TimeHorizonResult`;
-    ``draws(chain, draw, agent, success)``; ``n_undefined(agent)``: draws without a horizon;
-    ``minutes_range``: the shortest and longest task in the design (minutes).
+    ``draws(chain, draw, agent, success)``; ``n_undefined(agent)``: draws whose slope is not
+    negative (at the limit horizon, 0 or infinite); ``minutes_range``: the shortest and longest
+    task in the design (minutes); ``extrapolated(agent, success)``: the estimate lies outside it.
     """
 
     estimate: xr.DataArray
     ci: xr.DataArray
     n_undefined: xr.DataArray
     minutes_range: list = field(default_factory=list)
+    extrapolated: xr.DataArray | None = None
+
+    def _repr_lines(self) -> list[str]:
+        lines = super()._repr_lines()
+        lines[0] = lines[0].replace("estimate with", "horizon in human minutes with", 1)
+        d = self.draws.transpose("chain", "draw", "agent", ...).values
+        return lines + limit_flags(self.n_undefined["agent"].values.tolist(), self.n_undefined.values,
+                                   d.reshape(-1, *d.shape[2:]), float(self.ci.attrs.get("ci_prob", DEFAULT_PROB)),
+                                   "slope not negative", "draws")  # fmt: skip
 
 
 @dataclass(frozen=True, repr=False)
 class PosteriorDoublingTimeResult(DrawsResult):
     """Posterior doubling time of the horizons in days (:func:`doubling_time`).
 
-    The fields of :class:`hierbench.freq.DoublingTimeResult`: ``estimate`` (posterior median),
-    ``ci``, the agents on the line with their release dates and median horizons, and the draws
-    left out.
+    The fields of :class:`hierbench.freq.DoublingTimeResult`: ``estimate`` (the posterior median
+    of the doubling times the draws keep by METR's rule), ``ci``, the agents on the line with their
+    release dates and median horizons, ``n_draws_dropped`` (draws not kept), ``n_kept``,
+    ``n_too_few``, ``n_nonpositive`` and ``n_agent_dropped`` (per agent on the line, the draws
+    that left it out); ``draws`` holds each draw's doubling time (NaN where not kept).
     """
 
     estimate: xr.DataArray
@@ -81,6 +103,15 @@ class PosteriorDoublingTimeResult(DrawsResult):
     horizon: list
     n_draws_dropped: int
     agents_without_date: list = field(default_factory=list)
+    n_kept: int = 0
+    n_too_few: int = 0
+    n_nonpositive: int = 0
+    n_agent_dropped: list = field(default_factory=list)
+
+    def _repr_lines(self) -> list[str]:
+        lines = super()._repr_lines()
+        lines[0] = lines[0].replace("estimate with", "doubling time in days with", 1)
+        return lines
 
 
 def _eta_at(tau: np.ndarray, p: float) -> np.ndarray:
@@ -139,13 +170,18 @@ def time_horizon(
     -------
     PosteriorHorizonResult
         ``estimate(agent, success)``: the posterior median (a horizon's
-        posterior is skewed on the minutes scale; the median is the draw-wise
-        horizon of the median line); ``ci``; ``draws``.
+        posterior is skewed on the minutes scale); ``ci``; ``draws``;
+        ``n_undefined``; ``extrapolated``.
 
     Warns
     -----
     UndefinedWarning
-        Draws whose slope is not negative (no horizon there).
+        Draws whose slope is not negative: they enter at the limit horizon
+        (0, or infinite where the agent's success at the shortest task is at
+        least p), counted per agent; the repr flags an agent past
+        ``(1 - prob) / 2`` of the draws (the limit then decides a bound).
+    ExtrapolatedHorizonWarning
+        A posterior median outside the design's task lengths.
     """
     design, prob = as_design(design), check_prob(prob)
     succ = np.atleast_1d(np.asarray(success, dtype=float))
@@ -154,28 +190,35 @@ def time_horizon(
     dr = mixed_draws(fit, design)
     minutes = "log2_minutes"
     a, b, tau = _agent_lines(dr, design, minutes)
+    logs = design.frame[minutes].to_numpy(dtype=float)
+    eta = np.stack([_eta_at(tau, p) for p in succ], axis=-1)[:, None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
-        x = np.stack([(_eta_at(tau, p)[:, None] - a) / b for p in succ], axis=-1)
-    with np.errstate(over="ignore"):  # a nearly flat slope: a horizon beyond any length (inf)
-        h = np.where((b < 0)[..., None], 2.0**x, np.nan)
+        x = (eta - a[..., None]) / b[..., None]
+    h = horizon_or_limit(x, b[..., None], a[..., None] + b[..., None] * logs.min() >= eta)
     agents = [str(v) for v in np.asarray(design.agents)[np.unique(design.agent_index)]]
-    undefined = (b >= 0).sum(0)
-    if undefined.any():
-        warn_user(f"agents {[g for g, u in zip(agents, undefined, strict=True) if u]} have draws whose slope is "
-                      "not negative (no horizon there; left out of their intervals)", UndefinedWarning)  # fmt: skip
+    limit = (b >= 0).sum(0)
+    which = ", ".join(f"{g} {u}" for g, u in zip(agents, limit, strict=True) if u)
+    if limit.any():
+        warn_user(f"draws whose slope is not negative ({which} of {b.shape[0]}): success never falls to p there, so "
+                  "they enter at the limit horizon (0, or infinite where the agent's success at the shortest task is "
+                  "at least p), counted in n_undefined", UndefinedWarning)  # fmt: skip
     draws = dr.as_draws(h, ("agent", "success"), {"agent": agents, "success": succ}).rename("draws")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        est = draws.median(("chain", "draw"), skipna=True).rename("estimate")
-        q = draws.quantile([0.5 - prob / 2, 0.5 + prob / 2], dim=("chain", "draw"), skipna=True)
-    est.attrs = {"units": "human minutes", "estimate": "posterior median"}
-    ci = make_interval(q.isel(quantile=0, drop=True), q.isel(quantile=1, drop=True), prob=prob, kind="eti",
-                       detail="equal-tailed posterior interval over (chain, draw); draws without a horizon left out",
-                       warn_zero_width=False)  # fmt: skip
-    nu = xr.DataArray(undefined, dims="agent", coords={"agent": agents}, name="n_undefined")
-    lengths = 2.0 ** design.frame[minutes].to_numpy(dtype=float)
-    return PosteriorHorizonResult(estimate=est, ci=ci, draws=draws, n_undefined=nu,
-                                  minutes_range=[float(lengths.min()), float(lengths.max())])  # fmt: skip
+    q = limit_quantiles(h, [0.5, 0.5 - prob / 2, 0.5 + prob / 2])
+    coords = {"agent": agents, "success": succ}
+    est = xr.DataArray(q[0], dims=("agent", "success"), coords=coords, name="estimate",
+                       attrs={"units": "human minutes", "estimate": "posterior median"})  # fmt: skip
+    ci = make_interval(q[1], q[2], prob=prob, kind="eti", template=est, warn_zero_width=False,
+                       detail="equal-tailed posterior interval over (chain, draw); a draw whose slope is not negative "
+                       "enters at the limit horizon (0, or infinite where the agent's success at the shortest task is "
+                       f"at least p): {which or 'none'} of {b.shape[0]}")  # fmt: skip
+    lengths = [float(2.0 ** logs.min()), float(2.0 ** logs.max())]
+    note = extrapolated_note(agents, succ, q[0], lengths)
+    if note:
+        warn_user(note, ExtrapolatedHorizonWarning)
+    nu = xr.DataArray(limit, dims="agent", coords={"agent": agents}, name="n_undefined")
+    out = xr.DataArray(outside_lengths(q[0], lengths), dims=("agent", "success"), coords=coords, name="extrapolated")
+    return PosteriorHorizonResult(estimate=est, ci=ci, draws=draws, n_undefined=nu, minutes_range=lengths,
+                                  extrapolated=out)  # fmt: skip
 
 
 def doubling_time(
@@ -192,12 +235,16 @@ def doubling_time(
 
     Parameters are those of :func:`hierbench.freq.doubling_time`; the agents on
     the line are chosen with the posterior medians (as METR chooses them with
-    its point estimates), and the line is refitted in every draw.
+    its point estimates), and the line is refitted in every draw by METR's
+    bootstrap rule: in each draw the agents whose horizon is NaN, infinite or
+    below 0.001 minutes are left out, the line goes through the rest if at
+    least 2 remain, and the doubling time is kept if positive.
 
     Returns
     -------
     PosteriorDoublingTimeResult
-        ``estimate`` in days (the posterior median) with an equal-tailed ``ci``.
+        ``estimate`` in days (the posterior median of the kept doubling
+        times) with an equal-tailed ``ci`` of them, and the counts.
 
     Warns
     -----
@@ -205,31 +252,38 @@ def doubling_time(
         A median horizon on the line lies beyond the design's task lengths.
     UndefinedWarning
         Dated agents whose posterior median horizon is 0, infinite or
-        undefined: left out of the trend.
+        undefined, or whose horizon takes a limit value (0 or infinite: slope
+        not negative) in more than ``(1 - prob) / 2`` of the draws: left out
+        of the trend (METR's runs: davinci-002, which failed every run and
+        whose slope the prior sets).
     """
     prob = check_prob(prob)
     hz = horizons.estimate
     agents = [str(a) for a in hz["agent"].values]
-    pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
+    n_draws = int(horizons.draws.sizes["chain"] * horizons.draws.sizes["draw"])
+    limited = horizons.n_undefined.sel(agent=agents).values > (1.0 - prob) / 2.0 * n_draws
+    h_all = np.where(limited[:, None], np.nan, hz.values)
+    pts = trend_points(release_dates, agents, hz["success"].values.tolist(), h_all, success=success,
                        missing=missing, after=after, only_frontier=frontier, lengths=horizons.minutes_range)  # fmt: skip
+    out = [a for a, lim in zip(agents, limited, strict=True) if lim and a in pts.unusable]
+    if out:
+        counts = ", ".join(f"{a} {int(horizons.n_undefined.sel(agent=a))}" for a in out)
+        warn_user(f"agents {out} take a limit horizon (0 or infinite: slope not negative) in more than (1 - prob) / 2 "
+                  f"of the draws ({counts} of {n_draws}): left out of the trend", UndefinedWarning)  # fmt: skip
+        pts = pts._replace(unusable=[a for a in pts.unusable if a not in out])
     settle_trend(pts, by=" (by the posterior median)")
     j, days, h, use, absent = pts.column, pts.days, pts.horizons, pts.use, pts.absent
     d = horizons.draws.isel(success=j).transpose("chain", "draw", "agent").values[..., use]
-    with np.errstate(divide="ignore", invalid="ignore"):  # a horizon of 0 or none: the draw is left out
-        flat = np.log(d.reshape(-1, use.sum()))
-    good = np.all(np.isfinite(flat), axis=1)
-    slope = ols_slopes(days[use], flat[good])
-    lo, hi = np.quantile(slope, [0.5 - prob / 2, 0.5 + prob / 2])
-    est = xr.DataArray(np.log(2.0) / float(np.median(slope)), name="estimate", attrs={"units": "days", "estimate": "posterior median"})
-    ci = make_interval(np.log(2.0) / hi, np.log(2.0) / lo if lo > 0 else np.inf, prob=prob, kind="eti", warn_zero_width=False,
-                       detail=f"equal-tailed interval of ln 2 / slope over {int(good.sum())} of {good.size} draws (the slope's "
-                       "quantiles mapped; a draw in which an agent on the trend has no positive horizon is left out)")  # fmt: skip
+    trend = bootstrap_doubling_times(days[use], d.reshape(-1, use.sum()))
+    q = limit_quantiles(trend.doubling, [0.5, 0.5 - prob / 2, 0.5 + prob / 2])
+    est = xr.DataArray(q[0], name="estimate", attrs={"units": "days", "estimate": "posterior median"})
+    ci = make_interval(q[1], q[2], prob=prob, kind="eti", warn_zero_width=False,
+                       detail="equal-tailed posterior interval of the kept doubling times; " + trend.detail)  # fmt: skip
     ci = ci.rename({"dim_0": "ci_bound"}) if "dim_0" in ci.dims else ci
-    full = np.full(good.size, np.nan)
-    full[good] = np.log(2.0) / slope
     return PosteriorDoublingTimeResult(
-        estimate=est, ci=ci, slope=float(np.median(slope)), agents=np.asarray(agents)[use].tolist(),
+        estimate=est, ci=ci, slope=float(np.log(2.0) / q[0]), agents=np.asarray(agents)[use].tolist(),
         release_date=[str(np.datetime64(int(x), "D")) for x in days[use]], horizon=h[use].tolist(),
-        draws=xr.DataArray(full, dims="draws_flat", name="draws"), n_draws_dropped=int((~good).sum()),
-        agents_without_date=absent,
+        draws=xr.DataArray(trend.doubling, dims="draws_flat", name="draws"), n_draws_dropped=int((~trend.kept).sum()),
+        agents_without_date=absent, n_kept=int(trend.kept.sum()), n_too_few=trend.n_too_few,
+        n_nonpositive=trend.n_nonpositive, n_agent_dropped=trend.agent_dropped.tolist(),
     )  # fmt: skip
