@@ -22,6 +22,7 @@ from scipy.special import logit
 from hierbench._base import HierbenchError
 from hierbench._base import PartialCreditError
 from hierbench._base import ZeroWidthIntervalWarning
+from hierbench.compare import MismatchedEstimatesError
 from hierbench.compare import side_by_side
 from hierbench.compare import to_frame
 from hierbench.freq import DegenerateBootstrapError
@@ -195,7 +196,12 @@ def test_side_by_side_bayes_bootstrap_and_wilson_at_defaults_without_nan():
     s = ds.score.sum(("task", "run"))
     n = ds.score.count(("task", "run"))
     wil = proportion_interval(s, n)
-    t = side_by_side({"bayes": bayes, "bootstrap": boot, "wilson": wil})
+    # pass^1 and the mean score are one number for 0/1 scores, but once k is dropped the
+    # table cannot see k = 1: it refuses the pair by its stated quantities, and allow_mismatch
+    # is the caller's word that they agree
+    with pytest.raises(MismatchedEstimatesError, match=r"pass\^k .*mean score"):
+        side_by_side({"bayes": bayes, "bootstrap": boot, "wilson": wil})
+    t = side_by_side({"bayes": bayes, "bootstrap": boot, "wilson": wil}, allow_mismatch=True)
     assert not t["estimate"].isnull().any() and not t["ci"].isnull().any()
     assert t["ci_prob"].values.tolist() == [0.95, 0.95, 0.95]
     assert t["ci_kind"].values.tolist() == ["eti", "percentile", "wilson"]

@@ -7,6 +7,7 @@ import pytest
 import xarray as xr
 from scipy.special import expit
 
+from hierbench.compare import MismatchedEstimatesError
 from hierbench.compare import side_by_side
 from hierbench.freq import variance_components
 from hierbench.metrics import bayes_d_study
@@ -94,7 +95,11 @@ def test_probability_scale_components_match_simulation(like, sac):
 def test_side_by_side_and_bayes_d_study(like):
     fit = _fake_fit(-0.5, 0.8, 1.0, 0.7, 0.6)
     bv = bayes_variance_components(fit, like)
-    sbs = side_by_side({"G-theory": like, "Bayes crossed": bv}, allow_mixed_prob=False)
+    # the G-theory result states no scale and the Bayes one does (probability): the table asks
+    # the caller's word that the two are on one scale
+    with pytest.raises(MismatchedEstimatesError, match="state no scale"):
+        side_by_side({"G-theory": like, "Bayes crossed": bv})
+    sbs = side_by_side({"G-theory": like, "Bayes crossed": bv}, allow_mixed_prob=False, allow_mismatch=True)
     assert list(sbs.estimator.values) == ["G-theory", "Bayes crossed"]
     assert list(sbs.component.values) == list(like.component_names)
     assert list(sbs.ci_kind.values) == ["log-normal", "eti"]

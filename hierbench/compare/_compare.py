@@ -50,6 +50,15 @@ def _check_interval(da: xr.DataArray, name: str) -> xr.DataArray:
 #: what a result's interval is for, by its ``attrs["tasks"]``: the words of the ``quantity`` label
 TASKS_WORDS = {"observed": "these tasks", "population": "a new draw of tasks from the same population"}
 
+#: the scale a quantity is on by its definition, for a result that names the quantity and not its scale
+QUANTITY_SCALES = {"pass^k": "probability", "pass@k": "probability", "win rate": "probability"}
+
+#: the scale an interval kind implies: a Wald or Wilson interval is one of a proportion
+KIND_SCALES = {"wald": "probability", "wilson": "probability"}
+
+#: the root attr of a fit, and the attr of a result, that holds the fingerprint of the data it came from
+DATA_HASH = "hierbench_data_hash"
+
 
 def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, str | None, xr.DataArray | None]:
     """What a result estimates, which tasks its interval is for, and over how many tasks, when it says so.
@@ -57,8 +66,7 @@ def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, str | None
     ``quantity`` (with ``tasks`` "observed": these tasks / "population": a
     new draw of tasks from the same population) and ``n_tasks`` per cell.
     """
-    attrs = dict(getattr(obj, "attrs", None) or {}) if not isinstance(obj, xr.DataArray) else {}
-    attrs = {**attrs, **estimate.attrs}
+    attrs = _stated(obj, estimate)
     quantity, tasks = attrs.get("quantity"), attrs.get("tasks")
     if quantity is not None and tasks:
         quantity = f"{quantity} ({TASKS_WORDS.get(str(tasks), f'{tasks} tasks')})"
@@ -66,6 +74,25 @@ def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, str | None
     if not isinstance(n, xr.DataArray) or not set(n.dims) <= set(estimate.dims):
         n = None
     return (None if quantity is None else str(quantity)), (str(tasks) if tasks else None), n
+
+
+def _stated(obj: object, estimate: xr.DataArray) -> dict:
+    """The attrs a result states about itself: its own (a ``Result``'s or a Dataset's), then its estimate's."""
+    attrs = dict(getattr(obj, "attrs", None) or {}) if not isinstance(obj, xr.DataArray) else {}
+    return {**attrs, **estimate.attrs}
+
+
+def _scale(attrs: dict, ci: xr.DataArray) -> tuple[str | None, str]:
+    """The result's scale and where it comes from: stated, implied by its quantity, or by its interval's kind."""
+    if attrs.get("scale") is not None:
+        return str(attrs["scale"]), "stated"
+    bare = str(attrs.get("quantity", ""))
+    if bare in QUANTITY_SCALES:
+        return QUANTITY_SCALES[bare], f"a {bare} is a probability"
+    kind = str(ci.attrs.get("ci_kind", ""))
+    if kind in KIND_SCALES:
+        return KIND_SCALES[kind], f"a {kind} interval is one of a proportion"
+    return None, ""
 
 
 def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result") -> xr.Dataset:
@@ -104,7 +131,7 @@ def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result"
     if isinstance(obj, xr.DataArray):
         interval = _check_interval(obj, name)
         estimate = xr.full_like(interval.isel(ci_bound=0, drop=True), np.nan, dtype=float)
-        return xr.Dataset({"estimate": estimate, "ci": interval})
+        return _with_target(xr.Dataset({"estimate": estimate, "ci": interval}), obj, estimate)
     if isinstance(obj, xr.Dataset):
         key = "ci" if "ci" in obj else "interval" if "interval" in obj else None
         if key is None:
@@ -125,6 +152,7 @@ def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result"
 
 
 def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dataset:
+    """``out`` with what the result states: quantity, tasks, n_tasks, scale and the data's fingerprint."""
     quantity, tasks, n_tasks = _target(obj, estimate)
     if n_tasks is not None:
         out["n_tasks"] = n_tasks.drop_attrs().astype(float)
@@ -132,10 +160,28 @@ def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dat
         out.attrs["quantity"] = quantity
     if tasks is not None:
         out.attrs["tasks"] = tasks
-    scale = {**dict(getattr(obj, "attrs", None) or {}), **estimate.attrs}.get("scale")
+    attrs = _stated(obj, estimate)
+    scale, why = _scale(attrs, out["ci"])
     if scale is not None:
-        out.attrs["scale"] = str(scale)
+        out.attrs["scale"] = scale
+        out.attrs["scale_from"] = why
+    if attrs.get(DATA_HASH):
+        out.attrs[DATA_HASH] = str(attrs[DATA_HASH])
     return out
+
+
+#: what to recompute, by the quantity whose interval is for these tasks beside one for a new draw of tasks
+_POPULATION_ADVICE = {
+    "mean score": (
+        "Summarise `mean_new_task` for {observed} instead of `mean_observed` "
+        "(hierbench.metrics.posterior_summary(fit, var='mean_new_task')), the like of a task bootstrap's "
+        "interval, or pass allow_mismatch=True"
+    ),
+}
+_PASS_ADVICE = (
+    "Recompute {observed} with population=True (hierbench.metrics.pass_hat_k / pass_at_k / "
+    "crossed_pass_k), the like of the frequentist task-level interval, or pass allow_mismatch=True"
+)
 
 
 def _mismatch_message(norm: dict[str, xr.Dataset], stated: dict[str, str]) -> str:
@@ -149,19 +195,17 @@ def _mismatch_message(norm: dict[str, xr.Dataset], stated: dict[str, str]) -> st
             "or pass allow_mismatch=True"
         )
     population = [k for k, t in tasks.items() if t == "population"]
+    advice = _POPULATION_ADVICE.get(next(iter(bare)), _PASS_ADVICE)
     return (
         f"`results` {observed} have intervals for {TASKS_WORDS['observed']} (tasks='observed') and "
         f"{population} for {TASKS_WORDS['population']} (tasks='population'): the second also "
         "counts how tasks vary, so it is wider for that reason alone and the widths do not compare. "
-        f"Recompute {observed} with population=True (hierbench.metrics.pass_hat_k / pass_at_k / "
-        "crossed_pass_k), the like of the frequentist task-level interval, or pass allow_mismatch=True"
+        + advice.format(observed=observed)
     )
 
 
-def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
-    """Refuse estimates of different quantities, or over different numbers of tasks."""
-    if allow:
-        return
+def _check_scales(norm: dict[str, xr.Dataset]) -> None:
+    """Refuse results on different scales, or a result that states no scale beside one that does."""
     scales = {k: v.attrs["scale"] for k, v in norm.items() if "scale" in v.attrs}
     if len(set(scales.values())) > 1:
         raise MismatchedEstimatesError(
@@ -169,6 +213,25 @@ def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
             "compare; put each on one scale (e.g. fit_bradley_terry_ml(..., scale='logit')), or pass "
             "allow_mismatch=True"
         )
+    silent = [k for k in norm if k not in scales]
+    stated = [k for k in scales if norm[k].attrs["scale_from"] == "stated"]
+    if stated and silent:  # a scale only implied (a Wilson interval's) does not ask the others for one
+        implied = {k: norm[k].attrs["scale_from"] for k in scales if k not in stated}
+        how = f" ({', '.join(f'{k!r}: {w}' for k, w in implied.items())})" if implied else ""
+        raise MismatchedEstimatesError(
+            f"`results` {silent} state no scale and {list(scales)} are on the {scales[stated[0]]!r} "
+            f"scale{how}: nothing says the first are on it too (a logit beside a probability would read as "
+            "a method's disagreement). State it (attrs['scale'] on the estimate, e.g. the posterior "
+            "variable's own, which hierbench.metrics.posterior_summary keeps), or pass allow_mismatch=True "
+            "if you know they are on one scale"
+        )
+
+
+def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
+    """Refuse estimates on different scales, of different quantities, or over different numbers of tasks."""
+    if allow:
+        return
+    _check_scales(norm)
     stated = {k: v.attrs["quantity"] for k, v in norm.items() if "quantity" in v.attrs}
     if len(set(stated.values())) > 1:
         raise MismatchedEstimatesError(_mismatch_message(norm, stated))
@@ -189,6 +252,87 @@ def _check_targets(norm: dict[str, xr.Dataset], allow: bool) -> None:
                     "with at least k runs, those the unbiased estimator averages), or pass "
                     "allow_mismatch=True"
                 )
+
+
+def _only_in(what: str, labels: dict[str, list], everywhere: list) -> list[str]:
+    """``"1 agent only in 'Bayes' (['x'])"``, per result that has labels the others lack."""
+    out = []
+    for k, xs in labels.items():
+        extra = [x for x in xs if x not in set(everywhere)]
+        if extra:
+            more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+            noun = what if len(extra) == 1 else f"{what}s"
+            out.append(f"{len(extra)} {noun} only in {k!r} ({[str(x) for x in extra[:5]]}{more})")
+    return out
+
+
+def _align_labels(norm: dict[str, xr.Dataset]) -> tuple[dict[str, xr.Dataset], dict[str, list[str]]]:
+    """Every result on the union of the labels, per labelled dim, in the order first seen.
+
+    Returns the reindexed results (NaN where a result has no such label) and, per
+    dim, the labels some results lack (empty when every result has the same ones).
+    """
+    dims = {d for v in norm.values() for d in v["estimate"].dims if d in v["estimate"].coords}
+    order, why = {}, {}
+    for d in sorted(dims):
+        labels = {k: list(v[d].values) for k, v in norm.items() if d in v["estimate"].coords}
+        union = list(dict.fromkeys(x for xs in labels.values() for x in xs))
+        common = [x for x in union if all(x in set(xs) for xs in labels.values())]
+        if differ := _only_in(d, labels, common):
+            why[d] = differ
+        order[d] = union
+    aligned = {k: v.reindex({d: order[d] for d in order if d in v["estimate"].coords}) for k, v in norm.items()}
+    return aligned, why
+
+
+def _refuse_labels(why: dict[str, list[str]]) -> None:
+    """Refuse results over different labels (agents, pairs, k) instead of joining them with NaN rows."""
+    if not why:
+        return
+    d = next(iter(why))
+    raise MismatchedEstimatesError(
+        "`results` cover different " + "; ".join(f"{dim}s: " + "; ".join(w) for dim, w in why.items())
+        + f". Side by side they would show NaN rows where a result has no such {d}; compute every "
+        f"result on the same {d}s (e.g. data.sel({d}=[...]) before estimating), or pass "
+        "allow_mismatch=True (the rows are then joined and the table's attrs['joined'] says which)"
+    )
+
+
+def _data_check(norm: dict[str, xr.Dataset], allow: bool, labels: dict[str, list[str]]) -> str:
+    """Refuse results whose data fingerprints differ; the words for the table's ``attrs["data_check"]``.
+
+    A result from a fit carries the fit's ``hierbench_data_hash``; where a
+    result carries none, only what the results state (their labels, ``n_tasks``)
+    was compared, and the text says so. The refusal reads as
+    ``hierbench.report.check_fit_data``'s: what differs, the two fingerprints.
+    """
+    prints = {k: str(v.attrs[DATA_HASH]) for k, v in norm.items() if v.attrs.get(DATA_HASH)}
+    names = list(prints)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if prints[a] != prints[b] and not allow:
+                why = "; ".join(w for ws in labels.values() for w in ws) or "their counts differ"
+                raise MismatchedEstimatesError(
+                    f"results[{a!r}] and results[{b!r}] are not the same evaluation: {why} "
+                    f"(fingerprints {prints[a][:12]} and {prints[b][:12]}). Give results computed from "
+                    "one log, read with the same options (the error policy and the columns change the "
+                    "counts), or pass allow_mismatch=True"
+                )
+    if len(norm) < 2:
+        return "one result: nothing to compare"
+    silent = [k for k in norm if k not in prints]
+    if silent:
+        return (
+            f"not checked: {silent} carry no data fingerprint ({DATA_HASH}), so whether every result "
+            "comes from the same log could not be checked; only their labels and n_tasks (where "
+            "stated) were compared"
+        )
+    if len(set(prints.values())) == 1:
+        return f"every result comes from the same data (fingerprint {prints[names[0]][:12]})"
+    return (
+        f"the results' data differ (fingerprints {sorted({p[:12] for p in prints.values()})}): "
+        "accepted with allow_mismatch=True"
+    )
 
 
 def side_by_side(
@@ -212,23 +356,41 @@ def side_by_side(
         Intervals of different levels are not comparable; by default a
         :class:`MixedLevelError` is raised.
     allow_mismatch : bool
-        Results that state what they estimate (``quantity``, and ``tasks``:
-        an interval for these tasks, ``"observed"``, or for a new draw of
-        tasks from the same population, ``"population"``) or over how many
-        tasks (``n_tasks``) must agree; by default a
-        :class:`MismatchedEstimatesError` names the difference and the
-        argument to change. :func:`hierbench.freq.pass_hat_k`'s interval is
-        for a new draw of tasks, as is
-        ``hierbench.metrics.pass_hat_k(fit, population=True)``: that pair is
-        accepted, the posterior over the observed tasks beside it refused.
+        By default a :class:`MismatchedEstimatesError` names what differs and
+        the argument to change, for results
+
+        * on different scales (``attrs["scale"]``: a logit beside a
+          probability), or with no scale beside one that states one (a scale
+          only implied, as a Wilson interval's, asks nothing of the others);
+        * of different estimands (``quantity``, and ``tasks``: an interval for
+          these tasks, ``"observed"``, or for a new draw of tasks from the same
+          population, ``"population"``) or over different numbers of tasks
+          (``n_tasks``). :func:`hierbench.freq.pass_hat_k`'s interval is for a
+          new draw of tasks, as is ``hierbench.metrics.pass_hat_k(fit,
+          population=True)``: that pair is accepted, the posterior over the
+          observed tasks beside it refused; so is a task bootstrap beside
+          ``mean_observed`` (``mean_new_task`` is its like);
+        * over different agents (or other labels): they would be joined with
+          NaN rows;
+        * from different logs: where two results carry the fingerprint of
+          their data (``hierbench_data_hash``: a fit's, which
+          ``hierbench.metrics.posterior_summary(fit, var=...)`` keeps), it must
+          be one.
+
+        With ``allow_mismatch=True`` the rows are set side by side anyway and
+        the labels joined (``attrs["joined"]`` says which).
 
     Returns
     -------
     xarray.Dataset
         ``estimate(estimator, ...)``, ``ci(estimator, ..., ci_bound)``,
         ``width(estimator, ...)``, ``ci_prob(estimator)``, ``ci_kind(estimator)``,
-        ``ci_detail(estimator)``, ``quantity(estimator)`` and ``n_tasks``
-        (when the results state them); ``interval`` is a deprecated alias of ``ci``.
+        ``ci_detail(estimator)``, ``scale(estimator)``, ``quantity(estimator)`` and
+        ``n_tasks`` (when the results state them); ``interval`` is a deprecated
+        alias of ``ci``. ``attrs["data_check"]`` says whether the results were
+        shown to come from one log (every one carries the same fingerprint) or
+        could not be (some carry none: then only their labels and ``n_tasks``
+        were compared).
 
     Examples
     --------
@@ -251,9 +413,14 @@ def side_by_side(
             "or pass allow_mixed_prob=True"
         )
     _check_targets(norm, allow_mismatch)
+    norm, differ = _align_labels(norm)
+    data_check = _data_check(norm, allow_mismatch, differ)
+    if not allow_mismatch:
+        _refuse_labels(differ)
     kinds = {k: str(v["ci"].attrs["ci_kind"]) for k, v in norm.items()}
     details = {k: str(v["ci"].attrs.get("ci_detail", "")) for k, v in norm.items()}
     quantities = {k: str(v.attrs.get("quantity", "")) for k, v in norm.items()}
+    scales = {k: str(v.attrs.get("scale", "")) for k, v in norm.items()}
     methods = list(norm)
     parts = [v.drop_attrs() if hasattr(v, "drop_attrs") else v for v in norm.values()]
     out = xr.concat(parts, dim="estimator", join="outer")
@@ -261,9 +428,13 @@ def side_by_side(
     out["width"] = out["ci"].sel(ci_bound="upper") - out["ci"].sel(ci_bound="lower")
     out = out.assign_coords(estimator=np.array(methods, dtype=object))
     out["ci_prob"] = ("estimator", [probs[m] for m in methods])
-    out["ci_kind"] = ("estimator", np.array([kinds[m] for m in methods], dtype=object))
-    out["ci_detail"] = ("estimator", np.array([details[m] for m in methods], dtype=object))
-    out["quantity"] = ("estimator", np.array([quantities[m] for m in methods], dtype=object))
+    for name, values in (("ci_kind", kinds), ("ci_detail", details), ("quantity", quantities), ("scale", scales)):
+        out[name] = ("estimator", np.array([values[m] for m in methods], dtype=object))
+    out.attrs["data_check"] = data_check
+    if differ:
+        out.attrs["joined"] = (
+            "; ".join(w for ws in differ.values() for w in ws) + " (NaN rows for the results without them)"
+        )
     if truth is not None:
         out["truth"] = truth
         out["error"] = out["estimate"] - truth
@@ -278,6 +449,13 @@ def side_by_side(
 def to_frame(table: xr.Dataset) -> pd.DataFrame:
     """A tidy pandas table of a :func:`side_by_side` result (one row per method and cell).
 
+    Columns ``estimate``, ``lower``, ``upper``, ``width`` (``truth`` and
+    ``covers`` with a truth), then what each row is: ``n_tasks`` where the
+    results state it, ``ci_kind``, ``ci_prob``, ``ci_detail``, ``scale`` and
+    ``quantity`` (what the row estimates and which tasks its interval is for),
+    so two rows that estimate different things cannot read as two methods for
+    one.
+
     Examples
     --------
     >>> from hierbench.freq import wilson_interval
@@ -291,17 +469,16 @@ def to_frame(table: xr.Dataset) -> pd.DataFrame:
         "upper": table["ci"].sel(ci_bound="upper", drop=True),
         "width": table["width"],
     }
-    for extra in ("truth", "covers"):
+    for extra in ("truth", "covers", "n_tasks"):
         if extra in table:
             cols[extra] = table[extra]
     df = xr.Dataset(cols).to_dataframe()
     keep = [c for c in df.columns if c in cols]
     df = df[keep]
-    kinds = table["ci_kind"].to_series()
-    probs = table["ci_prob"].to_series()
     methods = df.index.get_level_values("estimator")
-    df["ci_kind"] = kinds.reindex(methods).to_numpy()
-    df["ci_prob"] = probs.reindex(methods).to_numpy()
+    for name in ("ci_kind", "ci_prob", "ci_detail", "scale", "quantity"):
+        if name in table:
+            df[name] = table[name].to_series().reindex(methods).to_numpy()
     return df
 
 

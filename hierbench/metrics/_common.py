@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "UndefinedMetricWarning",
     "check_k",
+    "draws_target",
     "get_draws",
     "mc_interval",
     "min_runs_per_k",
@@ -287,17 +288,76 @@ def mc_interval(per_draw: xr.DataArray, *, prob: float, what: str) -> tuple[xr.D
     return est, ci, ess.copy(data=n).rename("ess")
 
 
+#: what a fit's posterior variable estimates, by its name: its quantity and the tasks its interval is for
+VARIABLE_TARGETS = {
+    "mean_new_task": ("mean score", "population"),
+    "mean_observed": ("mean score", "observed"),
+}
+#: words of a variable's ``meaning`` that say which tasks it is for, when its name is not in the table above
+_MEANING_TASKS = (("new task", "population"), ("dataset's tasks", "observed"), ("these tasks", "observed"))
+
+
+def draws_target(draws: xr.DataArray) -> dict[str, str]:
+    """What a posterior variable estimates, from its attrs (``scale``, ``meaning``) and its name.
+
+    ``scale`` as the variable states it; ``quantity`` and ``tasks`` (``"population"``:
+    a new task from the population, ``"observed"``: these tasks) from the name
+    (``mean_new_task``, ``mean_observed``) or, for another variable, the name and
+    the words of its ``meaning``. Empty for draws that state nothing.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> d = xr.DataArray(np.zeros((1, 4)), dims=("chain", "draw"), name="mean_observed",
+    ...                  attrs={"scale": "probability"})
+    >>> draws_target(d)
+    {'scale': 'probability', 'quantity': 'mean score', 'tasks': 'observed'}
+    """
+    out = {}
+    if draws.attrs.get("scale") is not None:
+        out["scale"] = str(draws.attrs["scale"])
+    name = None if draws.name is None else str(draws.name)
+    if name in VARIABLE_TARGETS:
+        out["quantity"], out["tasks"] = VARIABLE_TARGETS[name]
+        return out
+    meaning = str(draws.attrs.get("meaning", ""))
+    tasks = next((t for words, t in _MEANING_TASKS if words in meaning), None)
+    if name is not None and meaning:
+        out["quantity"] = name
+        if tasks is not None:
+            out["tasks"] = tasks
+    return out
+
+
 def posterior_summary(
-    draws: xr.DataArray, *, prob: float = DEFAULT_PROB, kind: Literal["eti", "hdi"] = "eti"
+    draws: xr.DataArray | xr.DataTree,
+    *,
+    var: str | None = None,
+    prob: float = DEFAULT_PROB,
+    kind: Literal["eti", "hdi"] = "eti",
 ) -> PosteriorSummaryResult:
     """Posterior mean and credible interval of a quantity, as a result object.
 
     The Bayesian counterpart of a frequentist result: ``estimate`` (the posterior
     mean over ``chain`` and ``draw``) and ``ci`` (as :func:`posterior_interval`),
     so it lines up with bootstrap and Wilson results in
-    :func:`hierbench.compare.side_by_side`.
+    :func:`hierbench.compare.side_by_side`. The estimate's attrs say what it is,
+    which that function reads: the variable's ``scale`` and ``meaning``, its
+    ``quantity`` and ``tasks`` (``mean_new_task``: a new task from the
+    population; ``mean_observed``: these tasks) and, given the fit, the
+    fingerprint of the data the fit came from (``hierbench_data_hash``).
 
-    Parameters are those of :func:`posterior_interval`.
+    Parameters
+    ----------
+    draws : xarray.DataArray or xarray.DataTree
+        The draws of one quantity (dims ``chain``, ``draw``, ...), e.g.
+        ``fit["posterior"]["mean_new_task"]``; or the fit itself, with ``var``.
+        Given the fit, the result carries its data fingerprint, so
+        ``side_by_side`` can refuse results from another log.
+    var : str, optional
+        The posterior variable to summarise when ``draws`` is a fit.
+    prob, kind
+        As for :func:`posterior_interval`.
 
     Returns
     -------
@@ -315,7 +375,15 @@ def posterior_summary(
     """
     from ._results import PosteriorSummaryResult
 
+    data_hash = ""
+    if isinstance(draws, xr.DataTree) and var is not None:
+        data_hash = str(draws.attrs.get("hierbench_data_hash", ""))
+        draws = get_draws(draws, var)
+    elif var is not None:
+        raise ValueError(f"`var` names a variable of a fit (an xarray.DataTree); `draws` is {type(draws).__name__}")
     ci = posterior_interval(draws, prob=prob, kind=kind)
     est = draws.mean(list(SAMPLE_DIMS))
-    est.attrs = {}
+    est.attrs = {k: draws.attrs[k] for k in ("meaning",) if k in draws.attrs} | draws_target(draws)
+    if data_hash:
+        est.attrs["hierbench_data_hash"] = data_hash
     return PosteriorSummaryResult(estimate=est, ci=ci)

@@ -149,6 +149,14 @@ class BootstrapResult(Result):
         at 95%; ``benchmarks/bench_passk_coverage.py --bootstrap``), and ``pass_hat_k(data, 1)`` gives a bound that holds for
         independent tasks; ``""`` otherwise. None for pairs, custom statistics
         and ``scheme="runs"``.
+    attrs : dict
+        The settings (statistic, scheme, method, resamples, unit) and, for the
+        built-in statistics, what the estimate is: ``scale`` (``"probability"``
+        for 0/1 scores and pass^k / pass@k, ``"score"`` otherwise),
+        ``quantity`` (``"mean score"``, ``"pass^k"``, ``"pass@k"``, or the
+        difference of one for pairs) and ``tasks`` (``"population"``: the
+        interval is for a new draw of tasks from the same population, as
+        resampling tasks makes it; ``"observed"`` for ``scheme="runs"``).
     """
 
     estimate: xr.DataArray
@@ -366,6 +374,7 @@ def _package(
         "resample_unit": unit,
         "cluster_column": cluster_column,
         "paired_resample": int(plan.paired),
+        **_target_attrs(plan),
     }
     same = _same_values(plan, n_out)
     # the one value on every task leaves no width (percentile) or no interval (BCa's bias correction is
@@ -395,6 +404,32 @@ def _package(
         ci_flag=None if (flag := _flags(plan, n_out, same, degenerate)) is None else da(flag),
         attrs={**attrs, "ci_prob": float(prob), "ci_kind": method, "ci_detail": detail},
     )
+
+
+#: what a built-in statistic estimates, as ``hierbench.compare.side_by_side`` reads it (``quantity``)
+_QUANTITIES = {"mean": "mean score", "pass_hat_k": "pass^k", "pass_at_k": "pass@k"}
+
+
+def _target_attrs(plan: _Plan) -> dict[str, str]:
+    """``scale``, ``quantity`` and ``tasks`` of a built-in statistic (nothing for a callable's).
+
+    0/1 scores make the mean a success probability (``"probability"``), other
+    scores a mean ``"score"``; pass^k and pass@k are probabilities. Resampling
+    tasks (or clusters, or both stages) makes the interval one for a new draw of
+    tasks from the same population (``tasks="population"``); resampling runs
+    only holds the tasks fixed (``"observed"``: these tasks).
+    """
+    if not plan.builtin:
+        return {}
+    binary = plan.cells.binary or plan.statistic != "mean"
+    quantity = _QUANTITIES[str(plan.statistic)]
+    if plan.pairs_idx is not None:
+        quantity = f"difference in {quantity} (first agent minus second)"
+    return {
+        "scale": "probability" if binary else "score",
+        "quantity": quantity,
+        "tasks": "observed" if plan.scheme == "runs" else "population",
+    }
 
 
 #: ``ci_flag`` of an agent whose mean few tasks carry (``_numerics.few_carry``)
