@@ -627,5 +627,5 @@ def test_mean_response_repr_says_what_it_estimates(shared_data):
         warnings.simplefilter("ignore")
         res = mean_response(fit, by="agent")
     assert repr(res).splitlines()[0] == (
-        "MeanResponseResult: mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes) (95% normal interval)"
+        "MeanResponseResult: mean grade (of score, scale 0 = no, 1 = perhaps, 2 = yes) (95% logit-normal interval)"
     )

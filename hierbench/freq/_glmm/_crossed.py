@@ -43,6 +43,7 @@ random effects jointly).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
@@ -58,6 +59,7 @@ from ..._base import DEFAULT_PROB
 from ..._base import TASK_IN_RUNS
 from ..._base import HierbenchError
 from ..._base import HierbenchWarning
+from ..._base import SmallSampleWarning
 from ..._base import UnidentifiedWarning
 from ..._base import ability_meaning
 from ..._base import as_rng
@@ -374,7 +376,10 @@ def fit_crossed_ml(
         Intervals of the scales: profile likelihood, parametric bootstrap percentiles
         (``n_resamples`` refits; crossed model only) or Wald on the log scale.
     n_resamples : int
-        Parametric bootstrap replicates (``intervals="bootstrap"``).
+        Parametric bootstrap replicates (``intervals="bootstrap"``). Each refit
+        starts where a fresh fit starts, so a scale estimated at zero can come
+        out positive in a replicate. Replicates with a separated agent or a
+        refit that fails are left out, counted in ``ci_detail`` and a warning.
     rng : None, int or numpy.random.Generator
         Seeds the parametric bootstrap (the fit itself is deterministic).
 
@@ -617,8 +622,7 @@ def _fit_crossed(
     y, n = inp["y"], inp["n"]
     lik = _Lik(y, n, marg, n_agq, n_quad)
     A = lik.A
-    rate = (y.sum(0) + 0.5) / (n.sum(0) + 1.0)
-    x0 = np.concatenate([np.log(rate / (1 - rate)), [0.0], [math.log(0.5)] if marg else []])
+    x0 = _fresh_start(y, n, marg)
     bounds = [(-_ALPHA_BOUND, _ALPHA_BOUND)] * A + [_LOG_SD_BOUNDS] * (1 + int(marg))
     free = np.ones(lik.P, bool)
     # Newton from the start (one pass per step with its Louis Hessian); L-BFGS-B only if it fails
@@ -659,13 +663,15 @@ def _fit_crossed(
             hi = sd_hat * np.exp(z * se_log)
         kind, detail = "normal", "Wald on the log scale"
     else:
-        draws = _parametric_bootstrap(lik, x_hat, bounds, n_resamples, as_rng(rng))
+        draws, n_sep, n_fail = _parametric_bootstrap(lik, x_hat, bounds, n_resamples, as_rng(rng))
         resamples = xr.DataArray(
             draws, dims=("resample", "component"), coords={"component": comp}, name="sd_resamples"
         )
-        q = np.nanquantile(draws, [0.5 - prob / 2, 0.5 + prob / 2], axis=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all refits lost: NaN bounds
+            q = np.nanquantile(draws, [0.5 - prob / 2, 0.5 + prob / 2], axis=0)
         lo, hi = q[0], q[1]
-        kind, detail = "percentile", f"parametric bootstrap, {n_resamples} refits"
+        kind, detail = "percentile", _bootstrap_detail(n_resamples, n_sep, n_fail)
     sd_da = xr.DataArray(sd_hat, dims="component", coords={"component": comp}, name="sd")
     out["sd"] = sd_da
     out["sd_ci"] = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)
@@ -731,23 +737,65 @@ def _simulate(lik: _Lik, x: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     return gen.binomial(lik.n.astype(np.int64), p).astype(float)
 
 
+def _fresh_start(y: np.ndarray, n: np.ndarray, marg: bool) -> np.ndarray:
+    """Where a fit starts: each agent's smoothed log-odds, sd_task 1, sd_agent_task 0.5."""
+    rate = (y.sum(0) + 0.5) / (n.sum(0) + 1.0)
+    return np.concatenate([np.log(rate / (1 - rate)), [0.0], [math.log(0.5)] if marg else []])
+
+
 def _parametric_bootstrap(
     lik: _Lik, x_hat: np.ndarray, bounds: list, n_resamples: int, gen: np.random.Generator
-) -> np.ndarray:
-    """Scales refitted on data simulated from the fit (NaN for a replicate with a separated agent)."""
+) -> tuple[np.ndarray, int, int]:
+    """Scales refitted on data simulated from the fit, and how many replicates were lost.
+
+    Each refit starts where a fit of those data would start (``_fresh_start``), not
+    at the estimate: a scale estimated at its lower bound would otherwise never leave
+    it, and the bootstrap distribution of a zero estimate would be a point mass at 0.
+    A replicate with a separated agent (all or none of its runs succeed), or whose
+    refit does not converge, is NaN; the two counts are returned.
+    """
     K = lik.P - lik.A
     draws = np.full((n_resamples, K), np.nan)
+    n_sep = n_fail = 0
     for i in range(n_resamples):
         y_sim = _simulate(lik, x_hat, gen)
         tot = y_sim.sum(0)
         if np.any((tot == 0) | (tot == lik.n.sum(0))):
+            n_sep += 1
             continue
         sim = _Lik.__new__(_Lik)
         sim.__dict__.update(lik.__dict__)
         sim.y = np.ascontiguousarray(y_sim)
-        sim.b_mode = lik.b_mode.copy()
+        sim.b_mode = np.zeros(lik.T)
         sim.n_eval = 0
-        x, _, _, _ = maximise(sim, x_hat, np.ones(lik.P, bool), bounds)
-        draws[i] = np.exp(x[lik.A :])
+        x, _, ok, _ = maximise(sim, _fresh_start(y_sim, lik.n, lik.marg), np.ones(lik.P, bool), bounds, lbfgs=False)
         lik.n_eval += sim.n_eval
-    return draws
+        if not ok:
+            n_fail += 1
+            continue
+        draws[i] = np.exp(x[lik.A :])
+    return draws, n_sep, n_fail
+
+
+def _bootstrap_detail(n_resamples: int, n_sep: int, n_fail: int) -> str:
+    """The bootstrap interval's ``ci_detail``, with the replicates lost; a warning when any were."""
+    used = n_resamples - n_sep - n_fail
+    if not used < n_resamples:
+        return f"parametric bootstrap, {n_resamples} refits (each started where a fresh fit starts)"
+    why = "; ".join(
+        t for t in (
+            f"{n_sep} with a separated agent (all or none of its runs succeed)" if n_sep else "",
+            f"{n_fail} whose refit did not converge" if n_fail else "",
+        ) if t
+    )  # fmt: skip
+    warn_user(
+        f"fit_crossed_ml: {n_resamples - used} of {n_resamples} parametric-bootstrap replicates "
+        f"have no refit ({why}); the percentile interval rests on the other {used}. The lost "
+        "replicates are not a random subset (a separated agent is one whose ability came out "
+        "extreme), so the interval may be too narrow",
+        SmallSampleWarning,
+    )
+    return (
+        f"parametric bootstrap, {used} refits used of {n_resamples} replicates ({why}: left out); "
+        "each refit started where a fresh fit starts"
+    )

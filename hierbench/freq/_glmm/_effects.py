@@ -27,7 +27,9 @@ population rule).
 Intervals are by the delta method on ``(beta, log sd, thresholds)``,
 derivatives by central differences of the prediction. For
 :func:`mean_response` and :func:`agent_variance` the covariance is the ML
-fit's inverse observed information (kind ``normal``). The marginal effects
+fit's inverse observed information (kind ``normal``; ``logit-normal`` for
+:func:`mean_response`, whose interval is normal on the logit of the mean,
+mapped back). The marginal effects
 by default take the small-sample route of :mod:`._smallsample`: the
 parameters and their covariance of the REML fit of the same model, and
 Student t quantiles with the containment degrees of freedom of the
@@ -430,7 +432,7 @@ def mean_response(
     half = z * se / ((hi_b - lo_b) * u * (1 - u))
     lo = lo_b + (hi_b - lo_b) * expit(np.log(u / (1 - u)) - half)
     hi = lo_b + (hi_b - lo_b) * expit(np.log(u / (1 - u)) + half)
-    ci = make_interval(lo, hi, prob=prob, kind="normal", template=da, warn_zero_width=False,
+    ci = make_interval(lo, hi, prob=prob, kind="logit-normal", template=da, warn_zero_width=False,
                        detail="delta method on the logit of the mean (parameters plus the modes' conditional "
                        "variance), mapped back: it stays inside the scale")  # fmt: skip
     return MeanResponseResult(estimate=da, ci=ci, standard_error=da.copy(data=se).rename("standard_error"), scale=scale)

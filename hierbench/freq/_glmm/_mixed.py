@@ -82,7 +82,8 @@ class ScalesFit(Result):
         lines = []
         for c in self.sd.component.values:
             lo, hi = self.sd_ci.sel(component=c).values
-            lines.append(f"  sd({c}): {float(self.sd.sel(component=c)):.4g} [{lo:.4g}, {hi:.4g}]")
+            name = str(c)[3:] if str(c).startswith("sd_") else c  # sd(task), not sd(sd_task)
+            lines.append(f"  sd({name}): {float(self.sd.sel(component=c)):.4g} [{lo:.4g}, {hi:.4g}]")
         return [f"  random terms' sds (logit scale), {interval_label(self.sd_ci)} intervals:", *lines]
 
 
