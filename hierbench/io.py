@@ -507,6 +507,13 @@ def load_fit(
         the root attr ``hierbench_groups_dropped``); ArviZ's list attrs and
         hierbench's JSON attrs restored, the groups and their variables in
         the order they were saved, text in the dtype it had.
+
+    Raises
+    ------
+    UnreadableFileError
+        When the file cannot be read, or holds no ``posterior`` group (a
+        saved eval dataset is named as one, with :func:`load_dataset` to read
+        it).
     """
     path = Path(path)
     if not path.exists():
@@ -526,4 +533,30 @@ def load_fit(
         raise UnreadableFileError(
             f"{str(path)!r} cannot be read as a {what} holding a fit ({type(exc).__name__}: {exc})"
         ) from exc
+    if "posterior" not in tree.children:
+        raise UnreadableFileError(_not_a_fit(path, tree))
     return _decode_tree(tree)
+
+
+def _not_a_fit(path: Path, tree: xr.DataTree) -> str:
+    """Why a file with no ``posterior`` group is not a fit: a saved eval dataset, or something else."""
+    root = tree.to_dataset(inherit=False)
+    looks_like_data = bool(root.data_vars) and (
+        "hierbench_schema" in root.attrs or {"score"} <= set(root.data_vars)
+        or {"n_runs", "n_success"} <= set(root.data_vars)
+    )
+    if looks_like_data:
+        held = ", ".join(f"{v}{tuple(root[v].dims)}" for v in list(root.data_vars)[:4])
+        source = ""
+        if "source" in root.attrs and "reader" in root.attrs:
+            source = f", read by {root.attrs['reader']} from {root.attrs['source']!r}"
+        return (
+            f"{str(path)!r} looks like a saved eval dataset ({held}{source}), not a fit: it has no "
+            "`posterior` group. Read it with hierbench.io.load_dataset; to report it beside a fit, "
+            f"give it as the data (`hierbench report FIT --data {path}`)"
+        )
+    groups = sorted(tree.children)
+    return (
+        f"{str(path)!r} holds no `posterior` group (groups {groups}), so it is not a fit; a fit is what "
+        "hierbench.bayes.fit returns and hierbench.io.save_fit writes"
+    )

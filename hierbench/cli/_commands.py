@@ -12,6 +12,7 @@ import textwrap
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .._console import _report_text
 from .._console import _summary_frame
@@ -26,6 +27,9 @@ from ._common import _jsonable
 from ._common import _progress_wanted
 from ._reading import _check_no_log_flags
 from ._reading import load_any
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -86,6 +90,26 @@ def _saved_groups(path: Path) -> list[str]:
         tree.close()
 
 
+def _load_fit_arg(path: str) -> xr.DataTree:
+    """The saved fit FIT; a saved eval dataset given as FIT is refused in the shell's words."""
+    from ..io import UnreadableFileError
+    from ..io import load_dataset
+    from ..io import load_fit
+
+    try:
+        return load_fit(path)
+    except UnreadableFileError as exc:
+        try:
+            load_dataset(path)  # the arbiter of what a saved eval dataset is
+        except (OSError, ValueError):
+            raise exc from None
+        raise CliError(
+            f"FIT {path!r} looks like a saved eval dataset, not a fit (it has no posterior group): "
+            f"report the data alone with `hierbench report --data {path}`, or beside the fit made "
+            f"from it with `hierbench report FIT --data {path}`"
+        ) from exc
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     if args.fit is None and args.data is None:
         raise CliError("give a saved fit (FIT) and/or --data LOG: there is nothing to report")
@@ -95,9 +119,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.fit is not None:
         if not Path(args.fit).exists():
             raise CliError(f"no such file or folder: {args.fit!r} (FIT)")
-        from ..io import load_fit
-
-        fit = load_fit(args.fit)
+        fit = _load_fit_arg(args.fit)
     data = None
     if args.data is not None:
         data, msgs = load_any(args.data, args)
