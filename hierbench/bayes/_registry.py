@@ -175,6 +175,24 @@ def list_models() -> list[str]:
     return sorted(_REGISTRY)
 
 
+#: what a fit keeps of its data's reading record (the reader's attrs), as root attrs ``hierbench_data_<name>``
+PROVENANCE = ("source", "reader", "errors", "agent_column", "task_column", "score_kind")
+
+
+def data_provenance(attrs: Mapping[str, Any]) -> dict[str, str]:
+    """``hierbench_data_<name>`` for each of ``PROVENANCE`` the data's attrs hold: where a fit's data came from.
+
+    A saved fit then says which file and reader its data came from, besides
+    the hash of what the model saw.
+
+    Examples
+    --------
+    >>> data_provenance({"source": "runs.csv", "reader": "from_records", "n_records_read": 9})
+    {'hierbench_data_source': 'runs.csv', 'hierbench_data_reader': 'from_records'}
+    """
+    return {f"hierbench_data_{k}": str(attrs[k]) for k in PROVENANCE if attrs.get(k) is not None}
+
+
 def data_hash(counts: xr.Dataset) -> str:
     """sha256 of the count grids and their labels (what a count model sees)."""
     h = hashlib.sha256()
@@ -338,6 +356,7 @@ def count_info(
         "cell_index": (cells["cell_agent_idx"], cells["cell_task_idx"]),
         "n_cells_excluded": cells["n_cells_excluded"],
         "hooks": dict(hooks),
+        "root_attrs": dict(counts.attrs),  # the data's reading record (prepare_counts)
         **extra,
     }
 
@@ -453,6 +472,7 @@ def prepare_counts(
     out = xr.Dataset(
         {"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), y)},
         coords={"agent": agents, "task": tasks} | cluster_coord,
+        attrs=data_provenance(data.attrs),
     )
     cells = {
         "cell_agent_idx": ai,

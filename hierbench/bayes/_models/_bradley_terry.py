@@ -55,6 +55,7 @@ from ...data import check_pairwise
 from ...data import to_pair_counts
 from .._registry import ModelEntry
 from .._registry import PriorError
+from .._registry import data_provenance
 from .._registry import make_prior
 from .._registry import register
 from .._registry import register_hook
@@ -471,6 +472,7 @@ def build_bradley_terry(
                "centred": bool(centred), "elo_anchor": elo_anchor or "mean", "elo_center": float(elo_center)}  # fmt: skip
     model = _model(agents, arrays, pri, options, elo_anchor)
     model.hierbench = _info(st, counts, pri, options, arrays)
+    model.hierbench["root_attrs"] = data_provenance(pairs.attrs)
     return model
 
 

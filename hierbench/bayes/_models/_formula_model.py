@@ -69,6 +69,7 @@ from ...data import model_design
 from ...metrics import task_codes
 from .._registry import ModelEntry
 from .._registry import PriorError
+from .._registry import data_provenance
 from .._registry import make_prior
 from .._registry import merge_priors
 from .._registry import normal_group
@@ -753,6 +754,7 @@ def build_chosen(
         extra = _likelihood(design, data, eta, sd_cell, cuts, pri, n_quad)
     model.hierbench = _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set)
     model.hierbench["var_attrs"].update(dim_attrs)
+    model.hierbench["root_attrs"].update(data_provenance(data.attrs))
     return model
 
 
