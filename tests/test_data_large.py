@@ -130,8 +130,10 @@ def test_dask_validation_counts_offending_rows(bad):
     df, _ = bad
     with pytest.raises(
         EvalDataError,
-        match=r"invalid run records in dask DataFrame: `agent` column 'agent' must not be empty: 1 rows; "
-        r"`score` column 'score' must lie in \[0, 1\]: 2 rows; .*missing \(NaN\).*: 1 rows; "
+        # with examples, as the DuckDB reader gives them (audit I finding 16): the fixture's rows
+        match=r"invalid run records in dask DataFrame: `agent` column 'agent' must not be empty: 1 rows, e\.g\. \[.*/t: .*\]; "
+        r"`score` column 'score' must lie in \[0, 1\]: 2 rows, e\.g\. \['a/t: 1\.5', 'b/u: -1\.0'\]; "
+        r".*missing \(NaN\).*: 1 rows, e\.g\. \['a/u: nan'\]; "
         r"`error` column 'err' must hold booleans.*: 1 rows hold other values \['2' \(1 row\)\]",
     ):
         counts_from_dask(dd.from_pandas(df, npartitions=2), error="err")

@@ -322,7 +322,7 @@ def test_pairwise_readers_warn_of_agents_that_differ_only_by_spaces():
     """Audit D finding 7: names that print alike get the SimilarLabelsWarning the data docs promise.
 
     The groups are written by hand: 'gpt4' (left column) and 'gpt4 ' (right column) print
-    alike; 'GPT4' differs by case, which is a different name under the documented rule.
+    alike; 'GPT4' differs by case, kept apart but warned too (audit I finding 13).
     """
     import warnings
 
@@ -335,13 +335,16 @@ def test_pairwise_readers_warn_of_agents_that_differ_only_by_spaces():
     with pytest.warns(SimilarLabelsWarning) as rec:
         pw = read_battles(df, task="q")
     texts = [str(w.message) for w in rec if w.category is SimilarLabelsWarning]
-    assert any("`agent` column 'left/right'" in t and "[['gpt4', 'gpt4 ']]" in t for t in texts)
+    assert any("`agent` column 'left/right'" in t and "[['gpt4', 'GPT4', 'gpt4 ']]" in t and "case" in t for t in texts)
     assert any("`task` column 'q'" in t and "[['p1', 'p1  ']]" in t for t in texts)
     assert sorted(pw.agent.values.tolist()) == ["GPT4", "gpt4", "gpt4 ", "x"]  # kept apart, as written
     counts = pd.DataFrame({"a": ["B", "B ", "A"], "b": ["A", "C", "C"], "wa": [1, 2, 3], "wb": [2, 1, 1]})
     with pytest.warns(SimilarLabelsWarning, match=r"`agent` column 'a/b'.*\[\['B', 'B '\]\]"):
         pc = from_pair_counts(counts, agent_a="a", agent_b="b", wins_a="wa", wins_b="wb")
     assert pc.agent.values.tolist() == ["A", "B", "B ", "C"]
-    with warnings.catch_warnings():  # case alone is no warning (the documented rule)
+    with pytest.warns(SimilarLabelsWarning, match=r"differ only by case, e\.g\. \[\['gpt4', 'GPT4'\]\]"):
+        pw = read_battles(pd.DataFrame({"left": ["gpt4"], "right": ["GPT4"], "winner": ["left"]}))
+    assert pw.agent.values.tolist() == ["GPT4", "gpt4"]  # kept apart
+    with warnings.catch_warnings():  # different names: no warning
         warnings.simplefilter("error", SimilarLabelsWarning)
-        read_battles(pd.DataFrame({"left": ["gpt4"], "right": ["GPT4"], "winner": ["left"]}))
+        read_battles(pd.DataFrame({"left": ["gpt4"], "right": ["gpt5"], "winner": ["left"]}))

@@ -213,7 +213,8 @@ IDS: dict[str, tuple[Any, Err | Ok]] = {
     "float NaN among floats": ([1.0, np.nan, 1.0, 2.0], Err(NOT_EMPTY)),
     "1 and '1'": (pd.Series([1, "1", 1, 2], dtype=object), Err(MIX + r": \[\"'1' as number and text\"\], rows \[0, 1, 2\]")),
     "True and 'True'": (pd.Series([True, "True", True, False], dtype=object), Err(MIX + r": \[\"'True' as bool and text\"\]")),
-    "1 and 1.0 (written differently)": (pd.Series([1, 1.0, 2, 2.0], dtype=object), Ok(tasks("1", "1.0", "2", "2.0"))),
+    # audit I finding 4: an int and an equal float would be two labels ("1", "1.0"): refused, never rewritten
+    "1 and 1.0 (written differently)": (pd.Series([1, 1.0, 2, 2.0], dtype=object), Err(r"`task` column 'task' in DataFrame mixes ints and floats that are equal.*'1' \(int\) and '1\.0' \(float\)")),
     "bytes": (pd.Series([b"x", b"y", b"x", b"y"], dtype=object), Err(ODD_ID + r"b'x' \(bytes\)")),
     "tuples": (pd.Series([(1, 2), (3,), (1, 2), (3,)], dtype=object), Err(ODD_ID + r"\(1, 2\) \(tuple\)")),
     "dicts": (pd.Series([{"a": 1}, {"b": 2}, {"a": 1}, {"b": 2}], dtype=object), Err(ODD_ID + r"\{'a': 1\} \(dict\)")),

@@ -95,7 +95,7 @@ def test_parquet_folder_number_in_one_file_text_in_another(tmp_path):
     d = _folder_int_and_text(tmp_path, "1")
     with pytest.raises(EvalDataError, match=r"`task` column 'task' in .*log is stored as numbers in some files and as text in others.*'1' as number and text"):
         counts_from_parquet(d)
-    with pytest.raises(EvalDataError, match=r"`task` column 'task' in .*log mixes numbers and text.*'1' as number and text"):
+    with pytest.raises(EvalDataError, match=r"`task` column 'task' in .*log \(stored as int64 in \['p1\.parquet'\]; .* in \['p2\.parquet'\]\) mixes numbers and text.*'1' as number and text"):
         from_records(d)
 
 

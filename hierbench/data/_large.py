@@ -15,6 +15,7 @@ the log with :func:`hierbench.data.from_records` for those.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,9 +41,11 @@ from ._values import ERROR_MISSING
 from ._values import ERROR_TRUE
 from ._values import NA_TEXT
 from ._values import _label
+from ._values import clash_message
 from ._values import error_codes
 from ._values import error_mapping
 from ._values import is_missing
+from ._values import label_clashes
 from ._values import label_kinds
 from ._values import numbers
 
@@ -169,15 +172,19 @@ def _in(values) -> str:
     return "(" + ", ".join(_lit(v) for v in sorted(values)) + ")" if values else "(NULL)"
 
 
-_NUMERIC_SQL = ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL", "HUGEINT", "NUMERIC")
+_INT_SQL = re.compile(r"U?(TINY|SMALL|BIG|HUGE)?INT(EGER|\d+)?")
+_FLOAT_SQL = ("DOUBLE", "FLOAT", "DECIMAL", "REAL", "NUMERIC")
 
 
 def _sql_kind(t: str) -> str:
+    """A column type's kind of label (``hierbench.data._values.LABEL_KINDS``)."""
     t = t.upper()
     if t == "BOOLEAN":
         return "bool"
-    if any(k in t for k in _NUMERIC_SQL):
-        return "number"
+    if _INT_SQL.fullmatch(t):
+        return "int"
+    if t.startswith(_FLOAT_SQL):
+        return "float"
     return "text"
 
 
@@ -192,7 +199,7 @@ def _id_sql(col: str, t: str) -> str:
 def _score_sql(col: str, t: str) -> tuple[str, str]:
     """(numeric score or NULL, raw value is missing)."""
     c = _q(col)
-    if _sql_kind(t) in ("number", "bool"):
+    if _sql_kind(t) in ("int", "float", "bool"):
         return f"{c}::DOUBLE", f"({c} IS NULL)"
     na = _in(NA_TEXT)
     return (
@@ -214,7 +221,7 @@ def _error_sql(col: str, t: str, mapping: dict[str, bool], nonempty: bool) -> st
     kind = _sql_kind(t)
     if kind == "bool":
         return f"CASE {head}WHEN {c} THEN 1 ELSE 0 END"
-    if kind == "number":
+    if kind in ("int", "float"):
         x = f"{c}::DOUBLE"
         return (
             f"CASE {head}WHEN {c} IS NULL OR isnan({x}) THEN 0 WHEN {x} = 1 THEN 1 "
@@ -301,24 +308,29 @@ def _file_select(f: Path, types: dict[str, str], hive: dict[str, str], cols: dic
 
 
 def _check_kinds_sql(con, schemas: list, cols: dict[str, str | None], source: str) -> None:
-    """Labels that read the same but were stored as a number in one file and as text in another."""
+    """Labels stored as numbers in one file and text in another, or as int and float (``label_clashes``)."""
     ids = [("a", cols["agent"]), ("t", cols["task"])] + ([("r", cols["run"])] if cols["run"] else [])
     for key, col in ids:
-        kinds = {_sql_kind(types[col]) for _, types, _ in schemas if col in types}
-        if len(kinds) <= 1:
+        by_kind: dict[str, list[str]] = {}
+        for f, types, _ in schemas:
+            if col in types:
+                by_kind.setdefault(_sql_kind(types[col]), []).append(Path(f).name)
+        if len(by_kind) <= 1:
             continue
-        clash = con.execute(
-            f"SELECT {key}, list(DISTINCT {key}_kind) FROM src0 WHERE {key} IS NOT NULL "
-            f"GROUP BY {key} HAVING count(DISTINCT {key}_kind) > 1 LIMIT 6"
+        x = f"TRY_CAST({key} AS DOUBLE)"
+        candidates = con.execute(
+            f"SELECT DISTINCT {key}, {key}_kind FROM src0 WHERE {key} IN (SELECT {key} FROM src0 "
+            f"WHERE {key} IS NOT NULL GROUP BY {key} HAVING count(DISTINCT {key}_kind) > 1) "
+            f"OR ({key}_kind IN ('int', 'float') AND {x} IN (SELECT {x} FROM src0 WHERE {key}_kind = 'int' "
+            f"INTERSECT SELECT {x} FROM src0 WHERE {key}_kind = 'float')) LIMIT 200"
         ).fetchall()
-        if clash:
-            ex = [f"{lab!r} as {' and '.join(sorted(k))}" for lab, k in clash[:5]]
-            raise EvalDataError(
-                f"`{dict(a='agent', t='task', r='run')[key]}` column {col!r} in {source} is "
-                f"stored as numbers in some files and as text in others, and labels read the "
-                f"same in both, so two different identifiers would merge: {_fmt_list(ex, 5)}. "
-                "Identifiers are kept exactly as written; store the column with one type"
-            )
+        ex, _ = label_clashes([c[0] for c in candidates], [c[1] for c in candidates])
+        if ex:
+            files = "; ".join(f"{k} in {_fmt_list(v, 3)}" for k, v in by_kind.items())
+            fams = {"text" if k == "text" else "numbers" for k in by_kind}
+            how = "as numbers in some files and as text in others" if len(fams) > 1 else "with different types"
+            where = f" in {source} is stored {how} ({files}): it"
+            raise EvalDataError(clash_message(dict(a="agent", t="task", r="run")[key], col, where, ex, len(ex)))
 
 
 #: the schema rules as SQL conditions over the common form (see :func:`_raise_on_bad`)
@@ -553,21 +565,27 @@ def counts_from_parquet(
 # ---------------------------------------------------------------- Dask
 
 
-def _fast_labels(col: pd.Series) -> tuple[pd.Series, pd.Series | None]:
-    """Labels (pandas string dtype) and, for an object column only, each label's kind."""
+def _fast_labels(col: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Labels (pandas string dtype) and each label's kind (``hierbench.data._values.LABEL_KINDS``).
+
+    Every partition says its kinds, whatever the meta says: a column of ints in one partition
+    and of text (or floats) in another is checked by the one rule (``label_clashes``).
+    """
+    idx = col.index
+
+    def kind(k):
+        return pd.Series(np.where(is_missing(col), None, k), index=idx, dtype="string")
+
     if col.dtype == object:
         labels, kinds = label_kinds(col)
-        return (
-            pd.Series(labels, index=col.index, dtype="string"),
-            pd.Series(kinds, index=col.index, dtype="string"),
-        )
+        return pd.Series(labels, index=idx, dtype="string"), pd.Series(kinds, index=idx, dtype="string")
     if pd.api.types.is_bool_dtype(col.dtype):
-        return col.map({True: "True", False: "False"}).astype("string"), None
+        return col.map({True: "True", False: "False"}).astype("string"), kind("bool")
     if pd.api.types.is_integer_dtype(col.dtype):
-        return col.astype("Int64").astype("string"), None
+        return col.astype("Int64").astype("string"), kind("int")
     if pd.api.types.is_float_dtype(col.dtype):
-        return pd.Series(label_kinds(col)[0], index=col.index, dtype="string"), None
-    return col, None  # text already: kept as written (empty labels are flagged by *_null)
+        return pd.Series(label_kinds(col)[0], index=idx, dtype="string"), kind("float")
+    return col, kind("text")  # text already: kept as written (empty labels are flagged by *_null)
 
 
 def _derive(
@@ -597,8 +615,7 @@ def _derive(
             continue
         labels, kinds = _fast_labels(part[col])
         out[name] = labels
-        if kinds is not None:
-            out[f"{name}_kind"] = kinds
+        out[f"{name}_kind"] = kinds
         out[f"{name}_null"] = pd.Series(is_missing(part[col]), index=part.index)
     if "run_null" not in out:
         out["run_null"] = pd.Series(False, index=part.index)
@@ -631,27 +648,46 @@ def _derive(
     return pd.DataFrame(out, index=part.index)
 
 
-def _check_dask_kinds(der: dd.DataFrame, meta: pd.DataFrame, cols: dict, source: str) -> None:
-    """Identifiers that read the same but are numbers in some rows and text in others."""
+def _check_dask_kinds(der: dd.DataFrame, cols: dict, source: str) -> None:
+    """Identifiers whose values are of different kinds across rows or partitions (``label_clashes``)."""
     import dask
 
     ids = [(name, col) for name, col in (("agent", cols["agent"]), ("task", cols["task"]), ("run", cols["run"]))
-           if col is not None and f"{name}_kind" in meta.columns]  # fmt: skip
-    kinds = dask.compute(*[der[[c, f"{c}_kind"]].dropna().drop_duplicates() for c, _ in ids])
-    for (c, col), table in zip(ids, kinds, strict=True):
-        k = f"{c}_kind"
-        nk = table.groupby(c)[k].nunique()
-        clash = nk[nk > 1].index.tolist()
-        if clash:
-            ex = [
-                f"{lab!r} as " + " and ".join(sorted(set(table.loc[table[c] == lab, k])))
-                for lab in clash[:5]
-            ]
-            raise EvalDataError(
-                f"`{c}` column {col!r} in {source} mixes numbers and text that read the same, so "
-                f"two different identifiers would merge: {_fmt_list(ex, 5)}. Identifiers are kept "
-                "exactly as written; write them all as text or all as numbers"
-            )
+           if col is not None]  # fmt: skip
+    kinds = dask.compute(*[der[f"{c}_kind"].dropna().unique() for c, _ in ids])
+    mixed = [(c, col) for (c, col), k in zip(ids, kinds, strict=True) if len(k) > 1]
+    tables = dask.compute(*[der[[c, f"{c}_kind"]].dropna().drop_duplicates() for c, _ in mixed])
+    for (c, col), table in zip(mixed, tables, strict=True):
+        ex, _ = label_clashes(table[c].to_numpy(dtype=object), table[f"{c}_kind"].to_numpy(dtype=object))
+        if ex:
+            raise EvalDataError(clash_message(c, col, f" in {source}", ex, len(ex)))
+
+
+def _flagged(part: pd.DataFrame, args: tuple, flag: str, cols: list) -> pd.DataFrame:
+    """The records of a partition that break the rule ``flag`` (``_derive``), as text."""
+    bad = _derive(part, *args)[flag].to_numpy(dtype=bool)
+    return part.loc[bad, cols].astype(str)
+
+
+def _dask_examples(ddf: dd.DataFrame, der: dd.DataFrame, args: tuple, totals, cols: dict) -> dict[str, list]:
+    """Up to 5 offending records per broken rule, ``agent/task: value`` as DuckDB's reader says them.
+
+    Computed only on the error path (the rules are evaluated again on the partitions).
+    """
+    examples: dict[str, list] = {}
+    if int(totals["bad_error"]):
+        vc = der[der["bad_error"]]["e_raw"].value_counts().compute().head(10)
+        examples["bad_error"] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in vc.items()]
+    which = {"agent_null": "agent", "task_null": "task", "run_null": "run", "nonnumeric": "score",
+             "out_of_range": "score", "missing": "score"}  # fmt: skip
+    for flag, role in which.items():
+        if not int(totals[flag]) or cols[role] is None:
+            continue
+        show = list(dict.fromkeys([cols["agent"], cols["task"], cols[role]]))
+        meta = pd.DataFrame({c: pd.Series(dtype=object) for c in show})
+        rows = ddf.map_partitions(_flagged, args, flag, show, meta=meta).head(5, npartitions=-1)
+        examples[flag] = [f"{r[cols['agent']]}/{r[cols['task']]}: {r[cols[role]]}" for _, r in rows.iterrows()]
+    return examples
 
 
 def _shuffle_method() -> str | None:
@@ -796,18 +832,16 @@ def counts_from_dask(
     args = (agent, task, score, run, error, mapping, nonempty, need_hash)
     meta = _derive(ddf._meta, *args)
     full = ddf.map_partitions(_derive, *args, meta=meta)
-    _check_dask_kinds(full, meta, cols, source)
+    _check_dask_kinds(full, cols, source)
     der = full.drop_duplicates(subset=["h"], shuffle_method=_shuffle_method()) if duplicates == "drop" else full
     totals, table, n_kept, extra = _dask_totals(der, full, duplicates, run)
     n_kept = int(n_kept)
     n_read = int(extra) if duplicates == "drop" else n_kept
     if n_read == 0:
         raise EvalDataError("`ddf` holds no records")
-    examples = {}
-    if int(totals["bad_error"]):
-        vc = der[der["bad_error"]]["e_raw"].value_counts().compute().head(10)
-        examples["bad_error"] = [f"{v!r} ({n} row{'s' if n > 1 else ''})" for v, n in vc.items()]
-    _raise_on_bad({k: int(totals[k]) for k in _FLAGS}, examples, source=source, cols=cols)
+    if any(int(totals[k]) for k in _FLAGS):
+        _raise_on_bad({k: int(totals[k]) for k in _FLAGS}, _dask_examples(ddf, der, args, totals, cols),
+                      source=source, cols=cols)  # fmt: skip
     if run is not None:
         _check_dask_run_dups(der, source, duplicates)
     if duplicates == "refuse" and run is None:

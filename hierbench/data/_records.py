@@ -42,6 +42,7 @@ from ._schema import check_eval_dataset
 from ._schema import check_option
 from ._schema import missing_columns_error
 from ._schema import score_kind
+from ._table import TYPES_BY_FILE
 from ._table import _hive_keys as _hive_keys  # for _large
 from ._table import read_table
 from ._values import NA_TEXT
@@ -442,15 +443,23 @@ def _runs(
     return ints, None
 
 
+def _id_source(df: pd.DataFrame, col, source: str) -> str:
+    """``source``, naming the files of a Parquet folder that stored ``col`` with different types."""
+    by_type = df.attrs.get(TYPES_BY_FILE, {}).get(col)
+    if not by_type:
+        return source
+    return f"{source} (stored as " + "; ".join(f"{t} in {_fmt_list(fs, 3)}" for t, fs in by_type.items()) + ")"
+
+
 def _map_records(
     df: pd.DataFrame, source: str, roles: _Roles, *, agent_name: str, errors: str,
     error_values, run_index: str, duplicates: str, levels: Grades | None,
 ) -> _Records:  # fmt: skip
     """Return identifiers, the duplicates policy, scores and error flags, runs: one entry per kept record."""
     n_read = len(df)
-    tasks = id_labels(df[roles.task], what="task", column=roles.task, source=source)
+    tasks = id_labels(df[roles.task], what="task", column=roles.task, source=_id_source(df, roles.task, source))
     agents = (
-        id_labels(df[roles.agent], what="agent", column=roles.agent, source=source)
+        id_labels(df[roles.agent], what="agent", column=roles.agent, source=_id_source(df, roles.agent, source))
         if roles.agent is not None
         else np.full(n_read, agent_name, dtype=object)
     )

@@ -110,6 +110,11 @@ def _hive_keys(path: Path, root: Path) -> dict[str, str]:
     return keys
 
 
+#: ``DataFrame.attrs`` key: per column stored with different types in a Parquet folder's files,
+#: ``{type: [file names]}``
+TYPES_BY_FILE = "hierbench_types_by_file"
+
+
 def _read_parquet(path: Path) -> pd.DataFrame:
     """Read a Parquet file, or every ``*.parquet`` under a folder (hive keys ``k=v`` kept as text).
 
@@ -124,7 +129,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     files = sorted(path.rglob("*.parquet"))
     if not files:
         raise EvalDataError(f"`obj`: folder {str(path)!r} holds no .parquet files")
-    frames, types = [], {}
+    frames, types, frames0 = [], {}, []
     for f in files:
         try:
             tab = pq.read_table(f, partitioning=None)
@@ -137,10 +142,18 @@ def _read_parquet(path: Path) -> pd.DataFrame:
         for c in df.columns:
             types.setdefault(c, set()).add(str(df[c].dtype))
         frames.append(df)
+        frames0.append(df)
     mixed = [c for c, t in types.items() if len(t) > 1]
     if mixed:
         frames = [df.astype({c: object for c in mixed if c in df.columns}) for df in frames]
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    if mixed:  # which file stored which type: a refusal of the column names them
+        out.attrs[TYPES_BY_FILE] = {
+            c: {t: [f.name for f, df in zip(files, frames0, strict=True) if c in df.columns and str(df[c].dtype) == t]
+                for t in sorted(types[c])}
+            for c in mixed
+        }  # fmt: skip
+    return out
 
 
 def _gzip_cut_in_magic(path: Path | str) -> bool:

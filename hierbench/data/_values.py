@@ -14,7 +14,9 @@ Identifiers (agent, task, run, cluster, battle agents)
     merged. A value with no single written form (a list, a dict, bytes, a
     date) is refused. Missing (``None``, NaN, ``""``) is refused for agents
     and tasks. Labels that differ only by spaces (around them or a run of
-    them) or Unicode normalisation are kept apart with a :class:`SimilarLabelsWarning`.
+    them), Unicode normalisation, case or invisible (format) characters are
+    kept apart with a :class:`SimilarLabelsWarning`. An int and a float that
+    are equal (``1`` and ``1.0``) are refused too (they would be two labels).
 
 Error flags (the ``error`` column and boolean annotations)
     booleans, the numbers 0 and 1, or text from :data:`ERROR_TRUE` /
@@ -54,7 +56,7 @@ __all__ = ["ERROR_FALSE", "ERROR_MISSING", "ERROR_TRUE", "NA_TEXT", "SimilarLabe
 
 
 class SimilarLabelsWarning(HierbenchWarning):
-    """Distinct labels that differ only by spaces or Unicode normalisation (kept apart)."""
+    """Distinct labels that differ only by spaces, Unicode normalisation, case or invisible characters (kept apart)."""
 
 #: Text (lower-cased, stripped) read as "an infrastructure error happened".
 ERROR_TRUE = frozenset({"true", "t", "yes", "y", "1", "error"})
@@ -77,14 +79,25 @@ def _where(source: str | None) -> str:
     return f" in {source}" if source else ""
 
 
+#: the kinds of an identifier's value (``label_kinds``); ``int`` and ``float`` are both numbers
+LABEL_KINDS = ("text", "int", "float", "bool")
+
+
 def _kind(v: object) -> str:
     if isinstance(v, (bool, np.bool_)):
         return "bool"
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return "number"
+    if isinstance(v, (int, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float"
     if isinstance(v, str):
         return "text"
     return type(v).__name__
+
+
+def _family(kind: str) -> str:
+    """A label's kind as the messages say it: ``int`` and ``float`` are both a number."""
+    return "number" if kind in ("int", "float") else kind
 
 
 def _label(v: object) -> str:
@@ -131,7 +144,7 @@ def label_kinds(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if pd.api.types.is_bool_dtype(dt) and not miss.any():
         return np.where(col.to_numpy(dtype=bool), "True", "False").astype(object), np.full(n, "bool", object)
     if pd.api.types.is_integer_dtype(dt) and not miss.any():  # via text: uint64 stays exact
-        return col.astype(str).to_numpy(dtype=object), np.full(n, "number", object)
+        return col.astype(str).to_numpy(dtype=object), np.full(n, "int", object)
     if pd.api.types.is_string_dtype(dt) and dt is not np.dtype(object):
         labels = col.to_numpy(dtype=object, na_value=None)
         kinds = np.full(n, "text", object)
@@ -174,28 +187,71 @@ def id_labels(
     keep = ~miss
     _refuse_odd_kinds(col, kinds, keep, what=what, column=column, source=source)
     if len(set(kinds[keep].tolist())) > 1:
-        frame = pd.DataFrame({"label": labels[keep], "kind": kinds[keep]})
-        nk = frame.groupby("label", sort=False)["kind"].nunique()
-        clash = nk[nk > 1].index.tolist()
-        if clash:
-            rows = np.flatnonzero(keep)[frame["label"].isin(clash).to_numpy()]
-            ex = [
-                f"{lab!r} as " + " and ".join(sorted(set(frame.loc[frame.label == lab, "kind"])))
-                for lab in clash[:5]
-            ]
-            raise EvalDataError(
-                f"`{what}` column {column!r}{_where(source)} mixes numbers and text that read "
-                f"the same, so two different identifiers would merge: {_fmt_list(ex, 5)}"
-                f"{'' if len(clash) <= 5 else f' ({len(clash)} labels in all)'}, rows "
-                f"{_fmt_list(rows.tolist())}. Identifiers are kept exactly as written; "
-                "write them all as text (quoted) or all as numbers"
-            )
+        ex, clash = label_clashes(labels[keep], kinds[keep])
+        if ex:
+            rows = np.flatnonzero(keep)[np.isin(labels[keep].astype(str), list(clash))]
+            raise EvalDataError(clash_message(what, column, _where(source), ex, len(ex), rows))
     return labels
+
+
+def label_clashes(labels, kinds) -> tuple[list[str], set[str]]:
+    """The one rule for identifiers whose values are of different kinds: (examples, labels involved).
+
+    Refused, never merged or split: a number and a text that read the same (``7`` and ``"7"``:
+    two identifiers would merge into one label), and an int and a float that compare equal
+    (``1`` and ``1.0``: one identifier would become the two labels ``"1"`` and ``"1.0"``).
+    ``labels`` and ``kinds`` (``LABEL_KINDS``) are per value, or the distinct pairs of a
+    large log; every reader passes what it has here (``clash_message`` says it).
+    """
+    frame = pd.DataFrame({"label": np.asarray(labels, dtype=object), "kind": np.asarray(kinds, dtype=object)})
+    frame = frame.dropna().drop_duplicates()
+    frame["family"] = frame["kind"].map(_family)
+    nf = frame.groupby("label", sort=False)["family"].nunique()
+    same = nf[nf > 1].index.tolist()
+    ex = [
+        f"{lab!r} as " + " and ".join(sorted(set(frame.loc[frame.label == lab, "family"])))
+        for lab in same
+    ]
+    clash = set(map(str, same))
+    ints: dict[int, str] = {}
+    for lab in frame.loc[frame.kind == "int", "label"]:
+        try:
+            ints[int(lab)] = str(lab)
+        except ValueError:
+            continue
+    for lab in frame.loc[frame.kind == "float", "label"]:
+        try:
+            x = float(lab)
+        except ValueError:
+            continue
+        if np.isfinite(x) and x.is_integer() and int(x) in ints:
+            ex.append(f"{ints[int(x)]!r} (int) and {str(lab)!r} (float)")
+            clash |= {ints[int(x)], str(lab)}
+    return ex, clash
+
+
+def clash_message(what: str, column: str, where: str, ex: list[str], n_labels: int, rows=None) -> str:
+    """The refusal of ``label_clashes``' examples ``ex``; ``where``: " in <file>" (or "")."""
+    kinds = []
+    if any(" as " in e for e in ex):
+        kinds.append("numbers and text that read the same, so two different identifiers would merge")
+    if any("(float)" in e for e in ex):
+        kinds.append(
+            "ints and floats that are equal, so one identifier would read as two labels "
+            "(an int's text has no '.0')"
+        )
+    shown = _fmt_list(ex, 5) + (f" ({n_labels} labels in all)" if n_labels > 5 else "")
+    return (
+        f"`{what}` column {column!r}{where} mixes {'; and '.join(kinds)}: {shown}"
+        + (f", rows {_fmt_list(np.asarray(rows).tolist())}" if rows is not None else "")
+        + ". Identifiers are kept exactly as written, never rewritten; write them all as text "
+        "(quoted) or all as numbers of one type (all int, or all float)"
+    )
 
 
 def _refuse_odd_kinds(col, kinds, keep, *, what: str, column: str, source: str | None) -> None:
     """Refuse identifiers that are not one text, number or bool (lists, dicts, bytes, dates, ...) by row."""
-    odd = keep & ~np.isin(kinds.astype(str), ["text", "number", "bool"])
+    odd = keep & ~np.isin(kinds.astype(str), list(LABEL_KINDS))
     if odd.any():
         rows = np.flatnonzero(odd)
         ex = [f"{v!r} ({kinds[i]})" for i, v in zip(rows[:3], col.to_numpy(dtype=object)[rows[:3]], strict=True)]
@@ -207,21 +263,52 @@ def _refuse_odd_kinds(col, kinds, keep, *, what: str, column: str, source: str |
         )
 
 
-def warn_similar_labels(labels: np.ndarray, *, what: str, column: str, source: str | None) -> None:
-    """Warn when distinct labels differ only by spaces (around them or a run of them) or Unicode normalisation.
+def _print_key(lab: str) -> str:
+    """What a reader sees of a label: spaces collapsed, Unicode-normalised (NFC)."""
+    return " ".join(unicodedata.normalize("NFC", lab).split())
 
-    They are kept apart (labels are kept as written), but they print the same (an HTML page
-    shows 'gpt  4o' as 'gpt 4o'), so a reader of the results could not tell them apart.
+
+def _loose_key(lab: str) -> str:
+    """A label with everything a reader could miss removed.
+
+    Format characters (Unicode Cf, e.g. a zero-width space), compatibility forms (NFKC: a
+    non-breaking hyphen), case and spaces.
+    """
+    text = "".join(ch for ch in unicodedata.normalize("NFKC", lab) if unicodedata.category(ch) != "Cf")
+    text = text.replace("\u2011", "-").replace("\u2010", "-")  # NFKC keeps the hyphens U+2010, U+2011
+    return " ".join(text.casefold().split())
+
+
+def _how_they_differ(group: list[str]) -> list[str]:
+    """How the labels of one group differ: spaces or Unicode normalisation, case, invisible characters."""
+    printed = {_print_key(v) for v in group}
+    folded = {v.casefold() for v in printed}
+    ways = ["spaces or Unicode normalisation"] if len(printed) < len(group) else []
+    if len(folded) < len(printed):
+        ways.append("case")
+    if len(folded) > 1:
+        ways.append("invisible (format) or look-alike characters")
+    return ways
+
+
+def warn_similar_labels(labels: np.ndarray, *, what: str, column: str, source: str | None) -> None:
+    """Warn when distinct labels differ only by spaces, Unicode normalisation, case or invisible characters.
+
+    They are kept apart (labels are kept as written, never merged), but they print the same or
+    nearly so (an HTML page shows 'gpt  4o' as 'gpt 4o'; a zero-width space does not print;
+    'GPT-4o' and 'gpt-4o' are one model name in two exports), so a reader of the results could
+    not tell them apart. The groups are named; the message says how each kind differs.
     """
     uniq = pd.unique(pd.Series(labels, dtype=object).dropna())
     keys: dict[str, list[str]] = {}
     for lab in uniq:
-        keys.setdefault(" ".join(unicodedata.normalize("NFC", str(lab)).split()), []).append(str(lab))
+        keys.setdefault(_loose_key(str(lab)), []).append(str(lab))
     groups = [g for g in keys.values() if len(g) > 1]
     if groups:
+        ways = list(dict.fromkeys(w for g in groups for w in _how_they_differ(g)))
         warn_user(
             f"`{what}` column {column!r}{_where(source)}: {len(groups)} groups of labels differ only "
-            f"by spaces or Unicode normalisation, e.g. {_fmt_list(groups, 3)}; they are "
+            f"by {', or by '.join(ways)}, e.g. {_fmt_list(groups, 3)}; they are "
             "kept as different labels (labels are kept as written): normalise them before reading "
             "if they name the same thing",
             SimilarLabelsWarning,
