@@ -38,6 +38,7 @@ from hierbench.data import InconsistentAttributeWarning
 from hierbench.data import NoScoredRunsWarning
 from hierbench.data import RepeatedRecordsWarning
 from hierbench.data import SimilarLabelsWarning
+from hierbench.data._schema import ErroredRunsWarning
 from hierbench.data import check_eval_dataset
 from hierbench.data import from_records
 from hierbench.data import read_report
@@ -234,6 +235,7 @@ for nm, (t, expect) in IDS.items():
 
 # ---------------------------------------------------------------- error column
 
+OVERWRITTEN = r"{0} of {0} runs flagged as infrastructure errors in `error` column 'err' in DataFrame recorded a score > 0"
 ERR = r"`error` column 'err' in DataFrame must hold booleans, 0/1 or one of .*rows hold other values "
 ERRS: dict[str, tuple[Any, Err | Ok]] = {
     "unmapped text": (["ok", "timeout", "ok", "crash"], Err(ERR + r"\['timeout' \(1 row\), 'crash' \(1 row\)\], rows \[1, 3\].*error_values=")),
@@ -241,9 +243,10 @@ ERRS: dict[str, tuple[Any, Err | Ok]] = {
     "-1": ([0, -1, 0, 0], Err(ERR + r"\['-1' \(1 row\)\], rows \[1\]")),
     "0.5": ([0, 0.5, 0, 0], Err(ERR + r"\['0\.5' \(1 row\)\], rows \[1\]")),
     "a list": (pd.Series([[1], 0, 0, 0], dtype=object), Err(ERR + r"\['\[1\]' \(1 row\)\], rows \[0\]")),
-    "float NaN (no error)": ([0.0, np.nan, 1.0, 0.0], Ok(lambda ds: ds.error.values.ravel().tolist() == [False, False, True, False])),
-    "boolean with NA": (pd.array([True, None, False, False], dtype="boolean"), Ok(lambda ds: int(ds.error.sum()) == 1)),
-    "words": (["yes", "No", " TRUE ", "ok"], Ok(lambda ds: ds.error.values.ravel().tolist() == [True, False, True, False])),
+    # F's flagged runs recorded 1.0 (b/t1; a/t1; a/t1 and b/t1): errors='fail' reads them as 0, and says so
+    "float NaN (no error)": ([0.0, np.nan, 1.0, 0.0], Warns(ErroredRunsWarning, OVERWRITTEN.format(1), lambda ds: ds.error.values.ravel().tolist() == [False, False, True, False])),
+    "boolean with NA": (pd.array([True, None, False, False], dtype="boolean"), Warns(ErroredRunsWarning, OVERWRITTEN.format(1), lambda ds: int(ds.error.sum()) == 1)),
+    "words": (["yes", "No", " TRUE ", "ok"], Warns(ErroredRunsWarning, OVERWRITTEN.format(2), lambda ds: ds.error.values.ravel().tolist() == [True, False, True, False])),
 }  # fmt: skip
 for nm, (e, expect) in ERRS.items():
     case(f"from_records error {nm}", lambda tmp, e=e: from_records(F(err=e), error="err"), expect)

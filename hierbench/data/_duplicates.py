@@ -1,7 +1,7 @@
 """Records that repeat another in every column: the one rule for when they look like copies.
 
 A run log without a run column cannot tell two identical runs from one run
-recorded twice. :func:`copies_reason` says when the repeats look like copies
+recorded twice. ``copies_reason`` says when the repeats look like copies
 of one log (and so are refused under ``duplicates="refuse"``); it works on
 counts alone, so the in-memory reader and the out-of-core readers
 (:mod:`hierbench.data._large`) can apply the same rule. Repeats that do not
@@ -23,11 +23,15 @@ from .._base import warn_user
 from ._schema import EvalDataError
 from ._schema import _fmt_list
 
-__all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason"]
+__all__ = ["RepeatedRecordsWarning", "apply_duplicates", "copies_reason", "warn_split_cells"]
 
 
 class RepeatedRecordsWarning(HierbenchWarning):
-    """Records that repeat an earlier one in every column were kept as separate runs (and counted)."""
+    """Records that repeat an earlier one were kept as separate runs (and counted).
+
+    In every column, or, in a log of one run per cell, in their (agent, task) cell: a second,
+    different record of a cell most of whose neighbours hold one (a merged or re-run log?).
+    """
 
 
 def _hashable(df: pd.DataFrame) -> pd.DataFrame:
@@ -142,10 +146,42 @@ def _repeats_warning(keys: pd.Series, dup: np.ndarray, where: str) -> None:
     warn_user(
         f"{rows.size} of {len(keys)} records{where} repeat an earlier record in every column "
         f"(rows {_fmt_list(rows.tolist())}); with no run column they are kept as separate runs "
-        "(counted in attrs['n_repeated_records']). Give the run column (run=...), say they are "
+        "(counted in attrs['n_repeated_records']). Give the run column (`run`), say they are "
         "runs with duplicates='keep', or keep one of each with duplicates='drop'",
         RepeatedRecordsWarning,
     )
+
+
+def warn_split_cells(df: pd.DataFrame, agents: np.ndarray, tasks: np.ndarray, where: str) -> int:
+    """Warn about cells holding several different records in a log of one run per cell; return their count.
+
+    Without a run column, a log where most (agent, task) cells hold a single record is a log of
+    one run per cell (SWE-bench's): a cell with a second, *different* record (a merged or re-run
+    log, a result recorded twice) is as suspect as an exact copy, which ``copies_reason``
+    refuses. Such records are kept as runs (nothing is dropped) but named here.
+    """
+    cells = pd.DataFrame({"a": agents, "t": tasks})
+    size = cells.value_counts(sort=False)
+    n_single = int((size == 1).sum())
+    if n_single * 2 <= len(size) or n_single == len(size):
+        return 0
+    multi = cells.set_index(["a", "t"]).index.isin(size[size > 1].index)
+    distinct = pd.DataFrame({"a": agents[multi], "t": tasks[multi], "k": _row_keys(df[multi]).to_numpy()})
+    n_diff = distinct.drop_duplicates().groupby(["a", "t"], sort=False).size()
+    split = n_diff[n_diff > 1]
+    if not len(split):
+        return 0
+    ex = [f"{a}/{t} ({int(size[(a, t)])} records)" for a, t in split.index[:5]]
+    warn_user(
+        f"{len(split)} (agent, task) cells{where} hold several different records, while {n_single} of "
+        f"{len(size)} cells hold one, as in a log of one run per cell: {_fmt_list(ex, 5)}"
+        + (f" ({len(split)} in all)" if len(split) > 5 else "")
+        + ". With no run column they are kept as separate runs; if they are one run recorded twice "
+        "(a merged or re-run log), keep one record per cell before reading; if they are runs, give "
+        "the run column (`run`)",
+        RepeatedRecordsWarning,
+    )
+    return len(split)
 
 
 def apply_duplicates(
@@ -162,7 +198,7 @@ def apply_duplicates(
 
     ``"drop"`` keeps the first of each set of identical records; ``"refuse"``
     without a run column refuses repeats that look like copies
-    (:func:`copies_reason`) and keeps the others with a warning; ``"keep"``
+    (``copies_reason``) and keeps the others with a warning; ``"keep"``
     keeps every record. With a run column a repeat is a repeated (agent,
     task, run), refused later.
     """

@@ -25,13 +25,16 @@ import pandas as pd
 import xarray as xr
 
 from .._base import SOURCE_COLUMN
+from .._base import counted
 from .._base import warn_user
 from ._duplicates import _row_keys
 from ._duplicates import apply_duplicates
+from ._duplicates import warn_split_cells
 from ._schema import MEASURES
 from ._schema import REPORT_KEYS
 from ._schema import RESERVED
 from ._schema import SCHEMA_VERSION
+from ._schema import ErroredRunsWarning
 from ._schema import EvalDataError
 from ._schema import InconsistentAttributeWarning
 from ._schema import UnreadColumnWarning
@@ -66,6 +69,8 @@ Grades = tuple[np.ndarray, tuple[str, ...] | None]
 
 #: the column :func:`from_records` reads the agents from unless told otherwise
 AGENT_COLUMN = "agent"
+#: column names that usually hold a run's agent (model): read as the agent only when named
+AGENT_LIKE = ("agent", "model", "model_name", "alias", "agent_name")
 
 
 # --------------------------------------------------------------------------- reading
@@ -193,7 +198,7 @@ def _roles(df: pd.DataFrame, source: str, agent_name: str, **cols) -> _Roles:
     missing = {k: c for k, c in needed.items() if c not in df.columns}
     if missing:
         raise missing_columns_error(missing, f" in {source}", list(map(str, df.columns)))
-    _check_one_agent(df, roles, agent_name, source)
+    _check_one_agent(df, roles, agent_name, source, set(needed.values()))
     _say_unread(df, source, roles, set(needed.values()))
     return roles
 
@@ -207,44 +212,109 @@ _UNREAD = {
 
 
 def _say_unread(df: pd.DataFrame, source: str, roles: _Roles, used: set) -> None:
-    """Warn where the records have a column named ``run``, ``error`` or ``cluster`` not read as that role.
+    """Warn where the records have a column named like a role (``run``, ``error``, ``cluster``) not read as it.
 
     agent, task and score are read by their names by default; these three are read only when
     named, so a file written with them (``to_records`` writes ``run`` and ``error``) would
-    otherwise lose them without a word.
+    otherwise lose them without a word. With ``agent=None``, a column named like an agent
+    column (``AGENT_LIKE``) holding several values is listed too: its runs are read as
+    one agent's.
     """
-    unread = [c for c in _UNREAD if getattr(roles, c) is None and c in df.columns and c not in used]
+    unread = {c: c for c in _UNREAD if getattr(roles, c) is None and c in df.columns and c not in used}
+    if roles.agent is None:
+        for c in AGENT_LIKE:
+            if c in df.columns and c not in used and _n_distinct(df[c]) > 1:
+                unread[c] = "agent"
     if not unread:
         return
     names = ", ".join(f"'{c}'" for c in unread)
-    kw, flags = ", ".join(f"{c}='{c}'" for c in unread), " ".join(f"--{c} {c}" for c in unread)
+    kw = ", ".join(f"{r}='{c}'" for c, r in unread.items())
+    flags = " ".join(f"--{r} {c}" for c, r in unread.items())
+    why = [_UNREAD[c] for c, r in unread.items() if r != "agent"]
+    agents = [c for c, r in unread.items() if r == "agent"]
+    if agents:
+        why.append(
+            f"every record is read as a run of the one agent `agent_name`, although {_fmt_list(agents)} "
+            "hold several values"
+        )
     warn_user(
         f"{source} has columns named like roles but not read as them: {names}. So "
-        + "; ".join(_UNREAD[c] for c in unread)
+        + "; ".join(why)
         + f". To read them, name them: {kw} ({flags})",
         UnreadColumnWarning,
     )
 
 
-def _check_one_agent(df: pd.DataFrame, roles: _Roles, agent_name: str, source: str) -> None:
-    """Refuse ``agent=None`` on records whose agent column names several agents.
+def _n_distinct(col: pd.Series) -> int:
+    try:
+        return int(col[~is_missing(col)].nunique())
+    except TypeError:  # lists or dicts from JSON
+        return int(col[~is_missing(col)].map(repr).nunique())
+
+
+def _agent_like_split(df: pd.DataFrame, roles: _Roles, used: set) -> tuple[str, int, list] | None:
+    """A column outside the roles that splits every (task[, run]) cell into the same k > 1 groups.
+
+    Read with ``agent=None``, its groups (models) would become runs of one agent. Candidates:
+    the agent-like names, and every other text column that is not all numbers (a trial number
+    splits the cells too) nor one value per record (a run id, a time). Returns (column, k, values).
+    """
+    cell = [roles.task] + ([roles.run] if roles.run is not None else [])
+    keys = df[cell].astype(str)
+    for c in df.columns:
+        if c in used:
+            continue
+        col = df[c]
+        if c not in AGENT_LIKE:
+            if not (col.dtype == object or pd.api.types.is_string_dtype(col.dtype)):
+                continue
+            _, bad = numbers(col)
+            if not bad.any():  # numbers (or missing) only: a trial, a count
+                continue
+        text = col.astype(str) if col.dtype != object else col.map(repr)
+        n = _n_distinct(col)
+        if n <= 1 or n == len(df):
+            continue
+        per_cell = text.groupby([keys[k] for k in cell], sort=False).nunique()
+        if per_cell.min() == per_cell.max() > 1:
+            return str(c), int(per_cell.iloc[0]), pd.unique(col[~is_missing(col)].to_numpy()).tolist()
+    return None
+
+
+def _check_one_agent(df: pd.DataFrame, roles: _Roles, agent_name: str, source: str, used: set) -> None:
+    """Refuse ``agent=None`` on records whose agent column, or a column like it, names several agents.
 
     Read as one agent's log, their runs would be merged into runs of one agent
-    (three models of one task set became three "runs" per cell of ``agent_name``).
+    (three models of one task set became three "runs" per cell of ``agent_name``): a column
+    ``agent`` holding several values is refused, and so is any column that splits every
+    (task, run) cell into the same number of groups (``_agent_like_split``; tau-bench
+    names it ``model``, SWE-bench ``model_name``, METR ``alias``).
     """
     col = AGENT_COLUMN
-    others = (roles.task, roles.run, roles.score, roles.error, roles.tag, roles.cluster)
-    if roles.agent is not None or col not in df.columns or col in others:
+    if roles.agent is not None:
         return
-    values = df[col][~is_missing(df[col])]
-    distinct = pd.unique(values.to_numpy())
-    if len(distinct) > 1:
+    if col in df.columns and col not in used:
+        values = df[col][~is_missing(df[col])]
+        distinct = pd.unique(values.to_numpy())
+        if len(distinct) > 1:
+            raise EvalDataError(
+                f"`agent_name`={agent_name!r} with no agent column reads every record as one agent's "
+                f"runs, but the records in {source} have an agent column {col!r} holding "
+                f"{len(distinct)} distinct values {_fmt_list(distinct.tolist(), 5)}: their runs would "
+                f"be merged into one agent's. Read the agents from that column instead (`agent`={col!r}, "
+                "without `agent_name`)"
+            )
+    split = _agent_like_split(df, roles, used)
+    if split is not None:
+        c, k, values = split
+        cell = "(task, run)" if roles.run is not None else "task"
         raise EvalDataError(
             f"`agent_name`={agent_name!r} with no agent column reads every record as one agent's "
-            f"runs, but the records in {source} have an agent column {col!r} holding "
-            f"{len(distinct)} distinct values {_fmt_list(distinct.tolist(), 5)}: their runs would "
-            f"be merged into one agent's. Read the agents from that column instead (`agent`={col!r}, "
-            "without `agent_name`)"
+            f"runs, but column {c!r} in {source} splits the records of every {cell} cell into the "
+            f"same {k} groups ({len(values)} distinct values {_fmt_list(values, 5)}), as an agent "
+            f"(model) column does: their runs would be merged into one agent's ({k} times as many "
+            f"runs per cell). Read the agents from it (`agent`={c!r}, without `agent_name`), or "
+            "keep one agent's records before reading"
         )
 
 
@@ -268,6 +338,7 @@ class _Records:
     n_repeated: int
     levels: np.ndarray | None = None
     labels: tuple[str, ...] | None = None
+    n_overwritten: int = 0
 
 
 def _numeric(df: pd.DataFrame, column: str, role: str, where: str, hint: str = "") -> np.ndarray:
@@ -471,12 +542,45 @@ def _map_records(
         df, agents, tasks, duplicates=duplicates, has_run=roles.run is not None, skip=skip,
         where=f" in {source}",
     )  # fmt: skip
+    if roles.run is None:
+        warn_split_cells(df, agents, tasks, f" in {source}")
     sc, err = _scores(df, roles, source, error_values, levels)
     run_idx, run_ids = _runs(df, agents, tasks, roles.run, source, run_index, duplicates)
     sc = sc.copy()
+    # a recorded score > 0 on an errored run: read as 0 under "fail" (the documented rule), counted and said
+    n_over = int((err & (np.nan_to_num(sc) > 0)).sum()) if errors == "fail" else 0
     sc[err] = 0.0 if errors == "fail" else np.nan
     scale, labels = levels or (None, None)
-    return _Records(df, source, agents, tasks, sc, err, run_idx, run_ids, n_read, n_copies, n_repeated, scale, labels)
+    recs = _Records(df, source, agents, tasks, sc, err, run_idx, run_ids, n_read, n_copies, n_repeated, scale, labels)
+    recs.n_overwritten = n_over
+    if errors == "fail":
+        _warn_errored_runs(recs, roles)
+    return recs
+
+
+def _warn_errored_runs(recs: _Records, roles: _Roles) -> None:
+    """Say what ``errors="fail"`` does beyond counting failures: scores > 0 overwritten, all-error agents."""
+    where = f" in {recs.source}"
+    if recs.n_overwritten:
+        warn_user(
+            f"{recs.n_overwritten} of {int(recs.error.sum())} runs flagged as infrastructure errors in "
+            f"`error` column {roles.error!r}{where} recorded a score > 0; under errors='fail' an errored "
+            "run scores 0, so those scores were read as 0 (counted in "
+            "attrs['n_error_scores_overwritten']). If they are the agent's results, the flag is not an "
+            "infrastructure error: map it with `error_values`, or pass errors='exclude'",
+            ErroredRunsWarning,
+        )
+    frame = pd.DataFrame({"a": recs.agents, "e": recs.error})
+    per = frame.groupby("a", sort=False)["e"].agg(["sum", "size"])
+    all_err = per[(per["sum"] == per["size"]) & (per["size"] > 0)]
+    if len(all_err):
+        ex = [f"{a} ({n} runs)" for a, n in all_err["size"].items()]
+        warn_user(
+            f"{counted(len(all_err), 'agent')}{where} with every run flagged as an infrastructure error: "
+            f"{_fmt_list(ex, 5)}; under errors='fail' each scores 0, which measures the "
+            "infrastructure, not the agent. Leave them out, or pass errors='exclude' (they are then not run)",
+            ErroredRunsWarning,
+        )
 
 
 # --------------------------------------------------------------------------- assembly
@@ -616,6 +720,8 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
     if roles.agent is not None:
         attrs["agent_column"] = str(roles.agent)
     attrs["task_column"] = str(roles.task)
+    if errors == "fail" and roles.error is not None:
+        attrs["n_error_scores_overwritten"] = recs.n_overwritten
     if roles.run is None:
         attrs["n_repeated_records"] = recs.n_repeated
     if recs.levels is not None:  # the scale the grades were read on, for an ordinal fit of `score`

@@ -95,7 +95,7 @@ REPORT_KEYS = (
     "hierbench_schema", "reader", "errors", "n_records_read", "n_records_kept", "n_error_runs",
     "binary", "score_kind", "not_kept", "inconsistent_attributes", "annotations",
     "n_repeated_records", "n_tasks_without_cluster", "n_tasks_without_tag", "score_levels",
-    "agent_column", "task_column", "score_labels",
+    "agent_column", "task_column", "score_labels", "n_error_scores_overwritten", "sample_key",
 )  # fmt: skip
 
 
@@ -121,7 +121,15 @@ class InconsistentAttributeWarning(HierbenchWarning):
 
 
 class UnreadColumnWarning(HierbenchWarning):
-    """The records have a column named like a role (``run``, ``error``, ``cluster``) that was not given that role."""
+    """The records have a column named like a role (``run``, ``error``, ``cluster``, an agent column) that was not given that role."""
+
+
+class ErroredRunsWarning(HierbenchWarning):
+    """Under ``errors="fail"``, error-flagged runs that say more than a failure would.
+
+    Recorded scores > 0 read as 0 (counted in ``attrs["n_error_scores_overwritten"]``), or an
+    agent whose every run errored (its 0 measures the infrastructure, not the agent).
+    """
 
 
 def check_option(value, name: str, choices: tuple) -> str:

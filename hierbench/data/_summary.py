@@ -140,7 +140,9 @@ def read_report(ds: xr.Dataset) -> dict:
     their counts, the task and agent coords, inconsistent attributes, the
     tasks without a cluster label, the records kept as runs although they
     repeat an earlier one (``n_repeated_records``, None when the reader did
-    not say), the scores' kind (:func:`~hierbench.data.score_kind` of the
+    not say), the error runs whose recorded score > 0 was read as 0
+    (``n_error_scores_overwritten``, None when the reader did not say), how
+    Inspect samples were keyed as tasks (``sample_key``), the scores' kind (:func:`~hierbench.data.score_kind` of the
     values: binary, continuous or mixed) and the grade scale they were read
     from (``score_levels``, None unless read from ordinal grades) with their labels
     (``score_labels``, None unless the grades were written as words).
@@ -206,6 +208,8 @@ def read_report(ds: xr.Dataset) -> dict:
         "inconsistent_attributes": _json_attr("inconsistent_attributes", "{}"),
         "n_tasks_without_cluster": _n_unlabelled(ds, "cluster"),
         "n_repeated_records": ds.attrs.get("n_repeated_records"),
+        "n_error_scores_overwritten": ds.attrs.get("n_error_scores_overwritten"),
+        "sample_key": ds.attrs.get("sample_key"),
         "score_kind": score_kind(ds),
         "score_levels": _json_attr("score_levels", "null"),
         "score_labels": _json_attr("score_labels", "null"),
