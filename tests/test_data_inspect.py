@@ -195,7 +195,7 @@ def test_value_map_overrides_inspect_conversion(logs):
 @pytest.mark.slow
 def test_several_scorers_require_a_choice(logs):
     _, by = logs
-    with pytest.raises(EvalDataError, match=r"several scorers \['answer_length', 'match', 'mixed'\]; choose one with `scorer=`"):
+    with pytest.raises(EvalDataError, match=r"several scorers \['answer_length', 'match', 'mixed'\]; choose one, e\.g\. scorer='answer_length'"):
         read_inspect_log(by[("toy", "mockllm/agree")])
     with pytest.raises(EvalDataError, match=r"`scorer` 'accuracy' is not in the Inspect logs; available scorers \['answer_length', 'match', 'mixed'\]"):
         read_inspect_log(by[("toy", "mockllm/agree")], scorer="accuracy")
@@ -391,7 +391,7 @@ INSPECT_SWEEP = {
     "value_map to 2": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": 2.0}), r"scorer 'match' value 'C' of sample 's1' epoch 1 in .*\.eval maps to 2\.0: a score must lie in \[0, 1\]"),
     "value_map to -1": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"I": -1}), r"value 'I' of sample 's2' epoch 1 in .* maps to -1\.0: a score must lie in \[0, 1\]"),
     "value_map to NaN": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": float("nan")}), r"value 'C' of sample 's1' epoch 1 in .* maps to nan: a score must lie in \[0, 1\]"),
-    "value_map to text": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": "x"}), r"value 'C' of sample 's1' epoch 1 in .* cannot be mapped to a score \(could not convert string to float: 'x'\); pass `value_map=`"),
+    "value_map to text": (lambda f, tmp: read_inspect_log(f, scorer="match", value_map={"C": "x"}), r"value 'C' of sample 's1' epoch 1 in .* cannot be mapped to a score \(could not convert string to float: 'x'\); map such values with `value_map`"),
     "scorer a number": (lambda f, tmp: read_inspect_log(f, scorer=5), r"`scorer` 5 is not in the Inspect logs; available scorers \['answer_length', 'match', 'mixed'\]"),
     "agent unknown": (lambda f, tmp: read_inspect_log(f, scorer="match", agent="x"), r"`agent` must be 'auto', 'model' or 'model\+task'; got 'x'"),
     "errors None": (lambda f, tmp: read_inspect_log(f, scorer="match", errors=None), r"`errors` must be 'fail' or 'exclude'; got None"),

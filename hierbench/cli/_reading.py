@@ -37,7 +37,24 @@ _FLAG_OF = {
 
 
 #: Options whose ``name=value`` in a message is a remedy (not a column's value in a row).
-_ASSIGNABLE = frozenset({"errors", "run_index", "duplicates", "encoding", "prob", "draws", "tune"})
+_ASSIGNABLE = frozenset({"errors", "run_index", "duplicates", "encoding", "prob", "draws", "tune", "scorer"})
+
+
+def _inspect_words(msg: str) -> str:
+    """An Inspect reader's message with its Python remedies as the command line's.
+
+    ``scorer='s1:acc'`` is ``--scorer s1:acc`` (a name with any character); ``value_map``
+    has no flag, so the message says where it is.
+    """
+    from ..data._inspect import VALUE_MAP_HINT
+
+    msg = re.sub(r"`?\bscorer=(['\"])(.*?)\1`?", r"--scorer \2", msg)
+    msg = re.sub(r", e\.g\. value_map=\{.*?\}$", "", msg)
+    return msg.replace(
+        VALUE_MAP_HINT,
+        "read the log in Python with hierbench.data.read_inspect_log(..., value_map={value: score}) "
+        "(the command line cannot map values)",
+    )
 
 
 def _error_values(items: Sequence[str] | None):
@@ -274,9 +291,13 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if isinstance(p, list) or _is_inspect(p):
+            from ..data import EvalDataError
             from ..data import read_inspect_log
 
-            ds = read_inspect_log(p, scorer=opts.get("scorer"), errors=opts.get("errors") or "fail")
+            try:
+                ds = read_inspect_log(p, scorer=opts.get("scorer"), errors=opts.get("errors") or "fail")
+            except EvalDataError as exc:
+                raise EvalDataError(_inspect_words(str(exc))) from exc
         elif p.suffix == ".nc":
             from ..io import load_dataset
 
@@ -286,6 +307,10 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
 
             ds = from_records(p, **_reader_options(opts))
     msgs = warning_lines(caught)
+    if args is not None:  # the warnings in the user's words, as the errors are (flags, not arguments)
+        from . import _user_words
+
+        msgs = [_user_words(_inspect_words(m), args) for m in msgs]
     if msgs:
         # the reader's words travel with the data: the report (and the demo's data.nc) say them too
         ds.attrs["reading_notes"] = json.dumps(msgs)

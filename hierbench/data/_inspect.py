@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -28,6 +29,9 @@ from ._schema import _not_kept_attr
 from ._schema import check_option
 
 __all__ = ["InspectLogWarning", "read_inspect_log"]
+
+#: what a value Inspect cannot convert needs (the command line has no such option: it says so)
+VALUE_MAP_HINT = "map such values with `value_map` (read_inspect_log in Python)"
 
 AgentKey = Literal["auto", "model", "model+task"]
 
@@ -177,35 +181,86 @@ def _incomplete_logs(logs: list) -> dict[str, str]:
     return incomplete
 
 
-def _choose_scorer(logs: list, files: list[str], scorer: str | None) -> str:
-    """Return the scorer whose value is the score: the one given, or the only one in the logs."""
+def _choose_scorer(logs: list, files: list[str], scorer: str | None) -> tuple[str, str | None]:
+    """Return (scorer, key): the scorer whose value is the score, and the key of a dict value.
+
+    The scorer given, or the only one in the logs; for a scorer giving dict values, the key
+    read (``scorer="s1:acc"``; None: none).
+    """
     scorers_seen: dict[str, int] = {}
+    n_samples = n_errored = 0
+    first_error = None
     for _, _, summaries in logs:
         for s in summaries:
+            n_samples += 1
+            if s.error:
+                n_errored += 1
+                first_error = first_error or str(getattr(s.error, "message", s.error))
             for name in s.scores or {}:
                 scorers_seen[name] = scorers_seen.get(name, 0) + 1
+    where = f"in {len(files)} logs {_fmt_list(files, 5)}"
+    if not scorers_seen and n_samples and n_errored == n_samples:
+        raise EvalDataError(
+            f"all {n_samples} samples {where} errored (infrastructure errors, e.g. "
+            f"{(first_error or '?')[:200]!r}); nothing to score: fix the cause and run the eval again"
+        )
     if not scorers_seen:
         raise EvalDataError(
-            f"the Inspect logs hold no scores ({sum(len(s) for *_, s in logs)} samples in "
-            f"{len(files)} logs {_fmt_list(files, 5)}): score them first (`inspect score`)"
+            f"the Inspect logs hold no scores ({n_samples} samples {where}"
+            + (f", {n_errored} of them errored" if n_errored else "")
+            + "): score them first (`inspect score`)"
         )
     if scorer is None:
         if len(scorers_seen) > 1:
             raise EvalDataError(
                 f"the Inspect logs hold several scorers {_fmt_list(sorted(scorers_seen))}; "
-                "choose one with `scorer=`"
+                f"choose one, e.g. scorer={sorted(scorers_seen)[0]!r}"
             )
-        return next(iter(scorers_seen))
+        return next(iter(scorers_seen)), None
+    if scorer not in scorers_seen and isinstance(scorer, str) and ":" in scorer:
+        name, key = scorer.rsplit(":", 1)
+        if name in scorers_seen and key:
+            return name, key
     if scorer not in scorers_seen:
         raise EvalDataError(
             f"`scorer` {scorer!r} is not in the Inspect logs; available scorers "
-            f"{_fmt_list(sorted(scorers_seen))}"
+            f"{_fmt_list(sorted(scorers_seen))} (a scorer giving dict values: 'name:key')"
         )
-    return scorer
+    return scorer, None
 
 
-def _sample_row(s, f: str, key: str, scorer: str, convert, model: str, task_name: str) -> dict | None:
-    """One record per sample (None: no score and no error)."""
+def _score_value(sc, scorer: str, key: str | None, what: str):
+    """The value of a sample's score: the whole value, or its ``key`` for a dict-valued scorer."""
+    value = sc.value
+    if isinstance(value, dict):
+        keys = sorted(map(str, value))
+        if key is None:
+            raise EvalDataError(
+                f"scorer {scorer!r} gives dict values ({value!r} {what}): a score is one number, so "
+                f"choose the key to read, e.g. scorer={f'{scorer}:{keys[0]}' if keys else scorer!r} "
+                f"(keys {_fmt_list(keys)})"
+            )
+        if key not in value:
+            raise EvalDataError(
+                f"scorer {scorer!r} value {value!r} {what} has no key {key!r}; its keys are {_fmt_list(keys)}"
+            )
+        return value[key]
+    if key is not None:
+        raise EvalDataError(
+            f"`scorer` {scorer + ':' + key!r} reads the key {key!r} of dict values, but scorer "
+            f"{scorer!r} gives {value!r} {what}, not a dict; give the scorer alone, scorer={scorer!r}"
+        )
+    if isinstance(value, (list, tuple)):
+        raise EvalDataError(
+            f"scorer {scorer!r} gives list values ({value!r} {what}): a score is one number, and "
+            "list-valued scores are not read; score the log with a scorer that gives one value"
+        )
+    return value
+
+
+def _sample_row(s, f: str, key: str, read: tuple, convert, model: str, task: str) -> dict | None:
+    """One record per sample (None: no score and no error); ``read``: (scorer, dict key or None, task key)."""
+    scorer, score_key, sample_key = read
     err = bool(s.error)
     sc = (s.scores or {}).get(scorer)
     if sc is None and not err:
@@ -213,24 +268,26 @@ def _sample_row(s, f: str, key: str, scorer: str, convert, model: str, task_name
     if err:
         value = np.nan
     else:
+        what = f"of sample {s.id!r} epoch {s.epoch} in {f}"
+        raw = _score_value(sc, scorer, score_key, what)
         try:
-            value = convert(sc.value)
+            value = convert(raw)
         except (TypeError, ValueError) as exc:
             raise EvalDataError(
-                f"scorer {scorer!r} value {sc.value!r} of sample {s.id!r} epoch {s.epoch} "
-                f"in {f} cannot be mapped to a score ({exc}); pass `value_map=`"
+                f"scorer {scorer!r} value {raw!r} {what} cannot be mapped to a score ({exc}); "
+                f"{VALUE_MAP_HINT}, e.g. value_map={{{raw!r}: 0.5}}"
             ) from exc
         if not 0.0 <= value <= 1.0:  # NaN too: a sample with a score object but no score
             raise EvalDataError(
-                f"scorer {scorer!r} value {sc.value!r} of sample {s.id!r} epoch {s.epoch} in {f} "
-                f"maps to {value!r}: a score must lie in [0, 1]; rescale it or pass `value_map=`"
+                f"scorer {scorer!r} value {raw!r} {what} maps to {value!r}: a score must lie in "
+                f"[0, 1]; rescale the scores, or {VALUE_MAP_HINT}"
             )
     usage = s.model_usage or {}
     tokens = sum(u.total_tokens or 0 for u in usage.values()) if usage else np.nan
     costs = [u.total_cost for u in usage.values() if u.total_cost is not None]
     return {
         "agent": key,
-        "task": s.id,
+        "task": f"{task}/{s.id}" if sample_key else s.id,
         "run": int(s.epoch),
         "score": value,
         "error": err,
@@ -240,25 +297,74 @@ def _sample_row(s, f: str, key: str, scorer: str, convert, model: str, task_name
         "working_time": np.nan if s.working_time is None else float(s.working_time),
         "cost": float(sum(costs)) if costs else np.nan,
         "model": model,
-        "inspect_task": task_name,
+        "inspect_task": task,
         "file": f,
     }
 
 
-def _sample_rows(logs: list, scorer: str, convert, use_task: bool) -> tuple[list[dict], int]:
-    """(one record per scored or errored sample, samples with neither)."""
+def _sample_rows(logs: list, read: tuple, convert, use_task: bool) -> tuple[list[dict], int]:
+    """(one record per scored or errored sample, samples with neither); ``read`` as ``_sample_row``'s."""
     rows, n_unscored = [], 0
     for f, header, summaries in logs:
         model = header.eval.model
         task_name = header.eval.task
         key = f"{model} [{task_name}]" if use_task else model
         for s in summaries:
-            row = _sample_row(s, f, key, scorer, convert, model, task_name)
+            row = _sample_row(s, f, key, read, convert, model, task_name)
             if row is None:
                 n_unscored += 1
             else:
                 rows.append(row)
     return rows, n_unscored
+
+
+def _datasets(logs: list) -> dict[str, tuple]:
+    """Per Inspect task: (its dataset's name, its sample ids as text), from the log headers.
+
+    The ids are the header's ``eval.dataset.sample_ids`` (the samples the eval set out to
+    run), or those of the samples read when the header does not list them.
+    """
+    out: dict[str, tuple] = {}
+    for _, header, summaries in logs:
+        ds = getattr(header.eval, "dataset", None)
+        ids = getattr(ds, "sample_ids", None) or [s.id for s in summaries]
+        name, known = out.get(header.eval.task, (getattr(ds, "name", None), frozenset()))
+        out[header.eval.task] = (name, known | {(type(i).__name__, str(i)) for i in ids})
+    return out
+
+
+def _keys_samples_by_task(logs: list) -> str | None:
+    """Why samples are keyed ``"<task>/<sample id>"`` (None: by their ids, one dataset).
+
+    Logs of several Inspect tasks share sample ids only when the tasks run one dataset (task
+    variants: same dataset name, same sample ids); otherwise sample 1 of one task and sample
+    1 of another are different items. A key that two (task, id) pairs would share (a task
+    name holding '/') is refused.
+    """
+    per_task = _datasets(logs)
+    if len(per_task) < 2 or len(set(per_task.values())) == 1:
+        return None
+    keys: dict[str, set] = {}
+    for task, (_, ids) in per_task.items():
+        for kind, i in ids:
+            keys.setdefault(f"{task}/{i}", set()).add((task, kind, i))
+    shared = {k: v for k, v in keys.items() if len(v) > 1}
+    if shared:
+        ex = [f"{k!r} from " + " and ".join(f"task {t!r} sample {i!r} ({kd})" for t, kd, i in sorted(v))
+              for k, v in list(shared.items())[:3]]  # fmt: skip
+        raise EvalDataError(
+            f"the Inspect logs hold {len(per_task)} tasks whose datasets differ, so their samples are "
+            f"keyed '<task>/<sample id>', but {len(shared)} keys would stand for two samples: {'; '.join(ex)}. "
+            "Read each task's logs separately"
+        )
+    what = "; ".join(
+        f"{t}: {'an unnamed dataset' if name is None else f'dataset {name!r}'}, {len(ids)} samples"
+        for t, (name, ids) in sorted(per_task.items())
+    )
+    return (
+        f"<inspect task>/<sample id>: the logs hold {len(per_task)} Inspect tasks whose datasets differ "
+        f"({what}), so a sample id names different items in different tasks"
+    )
 
 
 def _inspect_report(ds, files, logs, scorer, n_unscored, unreadable, incomplete) -> dict:
@@ -281,8 +387,22 @@ def _inspect_report(ds, files, logs, scorer, n_unscored, unreadable, incomplete)
     }
 
 
-def _samples_dataset(rows: list[dict], logs: list, errors: str) -> xr.Dataset:
-    """Return the eval dataset of the sample records (epochs are the runs), errors naming the logs."""
+def _in_log_words(text: str, logs: list) -> str:
+    """A record reader's message about the sample records, in the words of the Inspect logs."""
+    names = _fmt_list([f for f, *_ in logs], 5)
+    return (
+        text.replace("in DataFrame", f"in the Inspect logs {names}")
+        .replace("`task` column 'task'", "sample id")
+        .replace("`agent` column 'agent'", "agent (model)")
+        .replace("`error` column 'error'", "the samples' `error`")
+    )
+
+
+def _samples_dataset(rows: list[dict], logs: list, errors: str, by_task: bool = False) -> xr.Dataset:
+    """Return the eval dataset of the sample records (epochs are the runs), errors naming the logs.
+
+    ``by_task``: samples keyed ``"<task>/<id>"``, so ``inspect_task`` is a task coord (else an agent coord).
+    """
     df = pd.DataFrame(rows)
     dup = df.duplicated(["agent", "task", "run"], keep=False)
     if dup.any():
@@ -298,26 +418,19 @@ def _samples_dataset(rows: list[dict], logs: list, errors: str) -> xr.Dataset:
     if df["cost"].notna().any():
         extra.append("cost")
     try:
-        return from_records(
-            df,
-            agent="agent",
-            task="task",
-            run="run",
-            score="score",
-            error="error",
-            extra=extra,
-            annotations=["hit_limit"],
-            agent_coords=["model", "inspect_task"],
-            errors=errors,
-            run_index="label",  # epochs are shared occasions, however few samples a log holds
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ds = from_records(
+                df, agent="agent", task="task", run="run", score="score", error="error", extra=extra,
+                annotations=["hit_limit"], agent_coords=["model"] if by_task else ["model", "inspect_task"],
+                task_coords=["inspect_task"] if by_task else [], errors=errors,
+                run_index="label",  # epochs are shared occasions, however few samples a log holds
+            )
     except EvalDataError as exc:
-        names = _fmt_list([f for f, *_ in logs], 5)
-        raise EvalDataError(
-            str(exc).replace("in DataFrame", f"in the Inspect logs {names}")
-            .replace("`task` column 'task'", "sample id")
-            .replace("`agent` column 'agent'", "agent (model)")
-        ) from exc
+        raise EvalDataError(_in_log_words(str(exc), logs)) from exc
+    for w in caught:  # said again in the logs' words
+        warn_user(_in_log_words(str(w.message), logs), w.category)
+    return ds
 
 
 def read_inspect_log(
@@ -339,7 +452,10 @@ def read_inspect_log(
         searched recursively.
     scorer : str, optional
         Which scorer's value is the score. Required when the logs hold more
-        than one scorer; the error lists those available.
+        than one scorer; the error lists those available. A scorer giving
+        dict values (``Score(value={"acc": 1.0, "fmt": 0.0})``) is read
+        through one key, written ``"name:key"`` (``scorer="s1:acc"``); without
+        a key such a scorer is refused, naming its keys.
     value_map : mapping, optional
         Values to map before Inspect's own conversion, e.g.
         ``{"P": 0.0}`` to count partial credit as failure. Otherwise Inspect's
@@ -351,8 +467,12 @@ def read_inspect_log(
         flagged in ``error`` and counted.
     agent : {"auto", "model", "model+task"}
         The agent key. ``"auto"`` uses the model when every log runs the same
-        task and ``"<model> [<task>]"`` when the logs hold several tasks (task
-        variants such as different solvers on one dataset).
+        task and ``"<model> [<task>]"`` when the logs hold several tasks on one
+        dataset (task variants such as different solvers: the same dataset
+        name and sample ids). Tasks whose datasets differ are different items
+        under the same sample ids: their samples are keyed
+        ``"<task>/<sample id>"`` (``attrs["sample_key"]`` says so and why) and
+        ``"auto"`` uses the model.
 
     Returns
     -------
@@ -363,7 +483,8 @@ def read_inspect_log(
         (the sample stopped at a token/message/time limit: the agent's own
         failure, so its score stands). Agent coords ``model`` and
         ``inspect_task``. ``attrs`` record the scorer, the files, records read
-        and kept, and why any were not kept (e.g. samples without a score).
+        and kept, why any were not kept (e.g. samples without a score), and
+        how samples were keyed as tasks (``sample_key``).
 
     Warns
     -----
@@ -378,8 +499,9 @@ def read_inspect_log(
     ------
     EvalDataError
         A single log file that cannot be read (named), no readable logs, no
-        logs, a log with no scores, several scorers and no ``scorer``, an
-        unknown scorer, or a value that cannot be mapped to a number.
+        logs, a log with no scores (or whose every sample errored: nothing
+        to score), several scorers and no ``scorer``, an unknown scorer, a
+        dict value without a key, or a value that cannot be mapped to a number.
 
     Examples
     --------
@@ -394,20 +516,20 @@ def read_inspect_log(
     ilog, to_float = _inspect()
     convert = _score_mapper(value_map, to_float)
     files = _log_files(path_or_paths, ilog)
-    single = isinstance(path_or_paths, (str, os.PathLike)) and Path(path_or_paths).is_file()
-    logs, unreadable = _read_logs(files, ilog, single)
+    logs, unreadable = _read_logs(files, ilog, isinstance(path_or_paths, (str, os.PathLike)) and Path(path_or_paths).is_file())
     incomplete = _incomplete_logs(logs)
-    tasks = sorted({h.eval.task for _, h, _ in logs})
-    use_task = agent == "model+task" or (agent == "auto" and len(tasks) > 1)
-    scorer = _choose_scorer(logs, files, scorer)
-    rows, n_unscored = _sample_rows(logs, scorer, convert, use_task)
-    n_read = sum(len(s) for *_, s in logs)
+    by_task = _keys_samples_by_task(logs)
+    several = len({h.eval.task for _, h, _ in logs}) > 1
+    use_task = agent == "model+task" or (agent == "auto" and several and by_task is None)
+    scorer, score_key = _choose_scorer(logs, files, scorer)
+    rows, n_unscored = _sample_rows(logs, (scorer, score_key, by_task is not None), convert, use_task)
     if not rows:
-        raise EvalDataError(
-            f"no sample in the Inspect logs has a score for scorer {scorer!r} ({n_read} samples read)"
-        )
-    ds = _samples_dataset(rows, logs, errors)
-    ds.attrs.update(_inspect_report(ds, files, logs, scorer, n_unscored, unreadable, incomplete))
+        n_read = sum(len(s) for *_, s in logs)
+        raise EvalDataError(f"no sample in the Inspect logs has a score for scorer {scorer!r} ({n_read} samples read)")
+    ds = _samples_dataset(rows, logs, errors, by_task is not None)
+    scorer_read = scorer if score_key is None else f"{scorer}:{score_key}"
+    ds.attrs.update(_inspect_report(ds, files, logs, scorer_read, n_unscored, unreadable, incomplete))
+    ds.attrs["sample_key"] = by_task or "<sample id>: the samples of one dataset"
     for key in ("agent_column", "task_column"):  # the agent is the log's model, not a column
         ds.attrs.pop(key, None)
     return ds

@@ -126,6 +126,17 @@ def _n_unlabelled(ds: xr.Dataset, coord: str) -> int | None:
     return int(is_missing(ds.coords[coord].to_series()).sum())
 
 
+def _source(source):
+    """A source as read: a JSON list of files (``read_inspect_log``) as that list, anything else as is."""
+    if isinstance(source, str) and source.startswith("["):
+        try:
+            files = json.loads(source)
+        except json.JSONDecodeError:
+            return source
+        return files if isinstance(files, list) else source
+    return source
+
+
 def read_report(ds: xr.Dataset) -> dict:
     """Return the schema report of an eval dataset as a plain (JSON-ready) dict.
 
@@ -172,7 +183,8 @@ def read_report(ds: xr.Dataset) -> dict:
     per_run = sorted(v for v in ds.data_vars if ds[v].dims == ("agent", "task", "run"))
     return {
         "schema": ds.attrs.get("hierbench_schema"),
-        "source": ds.attrs.get("source"),
+        # several files (Inspect logs) are kept as a JSON list in attrs: a list here, never JSON text
+        "source": _source(ds.attrs.get("source")),
         "reader": ds.attrs.get("reader"),
         "n_records_read": ds.attrs.get("n_records_read"),
         "n_records_kept": ds.attrs.get("n_records_kept"),

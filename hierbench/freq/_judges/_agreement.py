@@ -14,6 +14,7 @@ studentized interval clipped to [-1, 1] by default.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 
@@ -36,6 +37,9 @@ from ._resample import _detail
 from ._resample import _pair
 from ._resample import _warn_nan
 from ._resample import _warn_undefined_resamples
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["AgreementResult", "cohen_kappa", "fleiss_kappa"]
 
@@ -85,7 +89,7 @@ class AgreementResult(ResampledResult):
             what = "Fleiss' kappa"
         return f"{what}, {self.n_items} items"
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row: the kappa (``statistic``), its interval, the observed and expected agreement."""
         df = super().to_frame()
         df.insert(0, "statistic", self.statistic)

@@ -11,6 +11,7 @@ clusters with ``cluster``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 
@@ -35,6 +36,9 @@ from ._resample import _pair
 from ._resample import _warn_nan
 from ._resample import _warn_undefined_resamples
 from ._resample import _weights
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["PRCurveResult", "RecallThresholdResult", "pr_curve", "threshold_for_recall"]
 
@@ -220,7 +224,7 @@ class RecallThresholdResult(ResampledResult):
         lo, hi = (float(x) for x in self.precision_ci.values)
         return xr.DataArray(f"precision {float(self.precision):.4g} [{lo:.4g}, {hi:.4g}]")
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The table of ``Result.to_frame``, with the precision's interval (``precision_lower`` / ``_upper``)."""
         return _frame_interval(super().to_frame(), self.precision_ci, "precision")
 
