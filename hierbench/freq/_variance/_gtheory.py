@@ -87,6 +87,7 @@ import pandas as pd
 import xarray as xr
 
 from ..._base import DEFAULT_PROB
+from ..._base import HierbenchWarning
 from ..._base import check_choice
 from ..._base import check_prob
 from ..._base import warn_user
@@ -261,7 +262,7 @@ def _plan(long, dsg, legacy, confounded, measurement) -> _Plan:
             f"({list(dsg.facets)}) or None; got {measurement!r}"
         )
     keep = _auto_measurement(dsg, legacy) if measurement in ("auto", None) else measurement
-    notes = [f"{long.n_missing} rows with no score (NaN) were left out"] if long.n_missing else []
+    notes = [f"{long.n_missing} {long.missing_what} with no score (NaN) were left out"] if long.n_missing else []
     dsg, dropped = _single_levels(long, dsg, keep, confounded, notes)
     if measurement == "auto":
         measurement = keep
@@ -394,6 +395,43 @@ def _warn_truncated(est: np.ndarray, names: tuple[str, ...]) -> None:
         )
 
 
+def _warn_zero(fit: Fit, names: tuple[str, ...], use_anova: bool) -> None:
+    """Say when every score is equal, or (REML) when components are estimated at 0.
+
+    ANOVA's zeros are named by ``_warn_truncated``; a REML estimate on the boundary is
+    the same finding (no variance for the component beyond the others), so it is named
+    with the same warning.
+    """
+    y = np.asarray(fit.y, dtype=float)
+    if y.size and float(np.ptp(y)) == 0.0:
+        warn_user(
+            f"every score equals {y[0]:.4g}: every variance component is 0 and the data show "
+            "no variation to split (the coefficients E rho^2 and Phi are 0 / 0)",
+            NegativeVarianceComponentWarning,
+        )
+        return
+    est = np.asarray(fit.est, dtype=float)
+    zero = est <= 1e-8 * float(np.var(y))
+    if not use_anova and zero.any():
+        warn_user(
+            "REML estimates of variance components at the boundary 0: "
+            + ", ".join(n for n, z in zip(names, zero, strict=True) if z)
+            + " (the likelihood is largest at 0: the data show no variance for them beyond the "
+            "other components); their intervals are one-sided",
+            NegativeVarianceComponentWarning,
+        )
+
+
+def _warn_missing(long: Long, n_used: int) -> None:
+    """Count the scores left out for being NaN (a ragged eval's padding, or missing runs)."""
+    if long.n_missing:
+        warn_user(
+            f"variance_components: {long.n_missing} {long.missing_what} with no score (NaN) were "
+            f"left out; the fit uses the other {n_used} (also said in `note`)",
+            HierbenchWarning,
+        )
+
+
 def _check_args(design: Any, method: str, prob: float, ci: str) -> float:
     if design is not None and not isinstance(design, str):
         raise TypeError(f"`design` must be a string; got {type(design).__name__}")
@@ -422,9 +460,9 @@ def variance_components(
         An eval dataset (``data[var]`` with dims agent, task, run; a task
         ``cluster`` coord nests tasks in clusters), any score array whose
         dims (and 1-D coords) are the facets, or a long table with one column
-        per facet and the score column ``var`` (numbers; a row with a missing
-        score is left out and counted in ``note``, text that is not a number
-        is refused).
+        per facet and the score column ``var`` (numbers; a row or array cell
+        with a missing score is left out, counted in ``note`` and a warning;
+        text that is not a number is refused).
     design : str, optional
         A design description such as ``"run:(agent*task)"``,
         ``"run:(agent*(task:cluster))"``, ``"person*item*occasion"``,
@@ -449,7 +487,7 @@ def variance_components(
     method : {"auto", "anova", "reml"}
         ``"auto"``: the closed-form ANOVA estimators for balanced data (negative
         estimates truncated at 0 with :class:`NegativeVarianceComponentWarning`),
-        REML otherwise. ``"anova"`` refuses unbalanced data with
+        REML otherwise (an estimate at the boundary 0 gets the same warning). ``"anova"`` refuses unbalanced data with
         :class:`UnbalancedDesignError`.
     %(prob)s
     ci : {"auto", "profile", "wald"}
@@ -497,5 +535,7 @@ def variance_components(
     use_anova = plan.dense is not None and method in ("auto", "anova")
     fit = _fit.estimate(plan.long, plan.dsg, plan.dense, use_anova)
     ci_method = _choose_ci(ci, use_anova, fit, plan.notes)
+    _warn_missing(long, int(np.asarray(fit.y).size))
     _warn_truncated(fit.est, plan.dsg.names)
+    _warn_zero(fit, plan.dsg.names, use_anova)
     return _assemble(plan, fit, use_anova, ci_method, prob)

@@ -323,18 +323,25 @@ def _why_wide(vc, j: int, est: float, se: float) -> str:
 
 
 def score_range(vc) -> tuple[float, float] | None:
-    """The observed scores' range [a, b] (None when the result kept no data)."""
+    """The bounds [a, b] of the score's scale where the data declare one, else None.
+
+    Only 0/1 scores (pass / fail, read as binary as everywhere in the package) have a
+    scale known from the data: [0, 1]. The smallest and largest observed scores are not
+    bounds of the scale (a yield of 1440 to 1635 can be 1700; a 1-5 rubric with no 1
+    observed still reaches 1), so no other scores get a bound.
+    """
     if vc._reml_data is None:
         return None
     y = np.asarray(vc._reml_data[0], dtype=float)
-    return float(np.min(y)), float(np.max(y))
+    return (0.0, 1.0) if y.size and bool(np.isin(y, (0.0, 1.0)).all()) else None
 
 
 def ci_flags(vc, ci: xr.DataArray) -> list[str]:
     """One reason per component why its interval cannot be read at face value ("" if none).
 
-    Every component is at most the total variance of one score, and a score in [a, b] has
-    variance at most (b - a)^2 / 4: an upper end above that is outside what the data allow.
+    Every component is at most the total variance of one score, and a score on a scale
+    [a, b] has variance at most (b - a)^2 / 4: for 0/1 scores (the only scale the data
+    declare, see ``score_range``) an upper end above 1/4 is outside what the scale allows.
     An interval whose ends are more than :data:`WIDE_ORDERS` orders of magnitude apart says
     little but "somewhere between tiny and huge".
     """
@@ -348,7 +355,7 @@ def ci_flags(vc, ci: xr.DataArray) -> list[str]:
         if bound is not None and hi > bound:
             said.append(
                 f"upper end {hi:.4g} exceeds {bound:.4g} = (b - a)^2 / 4, the largest variance "
-                f"scores in [a, b] = [{rng[0]:.4g}, {rng[1]:.4g}] can have"
+                f"a 0/1 score (scale [a, b] = [{rng[0]:.4g}, {rng[1]:.4g}]) can have"
             )
         if lo > 0 and np.isfinite(hi) and hi / lo > 10**WIDE_ORDERS:
             said.append(f"spans {np.log10(hi / lo):.0f} orders of magnitude")

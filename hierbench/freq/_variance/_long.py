@@ -25,7 +25,8 @@ class Long:
     codes: dict[str, np.ndarray]
     labels: dict[str, np.ndarray]
     dense: np.ndarray | None = None  # balanced fast path: axes in design.facets order
-    n_missing: int = 0  # rows of a table left out for a missing score
+    n_missing: int = 0  # rows of a table (cells of an array) left out for a missing score
+    missing_what: str = "rows"
 
 
 def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -176,7 +177,9 @@ def from_array(da: xr.DataArray, design: Design) -> Long:
         used, dense_c = np.unique(c[pos[d]], return_inverse=True)
         codes[f] = dense_c.astype(np.int64)
         labels[f] = u[used]
-    return Long(y=vals[obs], codes=codes, labels=labels)
+    return Long(
+        y=vals[obs], codes=codes, labels=labels, n_missing=int((~obs).sum()), missing_what="score cells"
+    )
 
 
 def balanced_dense(long: Long, design: Design) -> np.ndarray | None:

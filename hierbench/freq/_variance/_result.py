@@ -145,8 +145,9 @@ class VarianceComponentsResult(Result):
     def ci_flags(self) -> xr.DataArray:
         """Why a component's interval in :attr:`ci` cannot be read at face value ("" if fine).
 
-        An upper end above (b - a)^2 / 4 for scores observed in [a, b] (no variance of such
-        scores can be larger), or ends more than three orders of magnitude apart; the
+        An upper end above 1/4 for 0/1 scores (no variance of a score on the scale [0, 1]
+        can be larger; the observed range of other scores is not a bound of their scale, so
+        they get no such flag), or ends more than three orders of magnitude apart; the
         reason names the component's degrees of freedom and its facet with fewest levels
         (e.g. 2 occasions).
         """

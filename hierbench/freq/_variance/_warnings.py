@@ -22,7 +22,11 @@ class UnbalancedDesignError(HierbenchError):
 
 
 class NegativeVarianceComponentWarning(BoundaryWarning):
-    """An ANOVA estimate of a variance component was negative and was truncated at 0."""
+    """A variance component was estimated at 0.
+
+    An ANOVA estimate was negative and was truncated at 0, a REML estimate is on the
+    boundary 0, or every score is equal.
+    """
 
 
 class ConfoundedComponentWarning(UndefinedWarning):
