@@ -209,10 +209,11 @@ def test_audit_e6_refusals_and_the_size_warning():
                                          r"\(p_b - p_a = 0.03, .*got effect=0.3, p_a=0.65, p_b=0.68"):
         sample_size_normal(0.3, paired=False, p_a=0.65, p_b=0.68)
     assert sample_size_normal(-0.03, paired=False, p_a=0.65, p_b=0.68) == 3882  # either sign
-    # a difference of two mean scores on [0, 1] lies in [-1, 1] (2.0 was answered with 3 tasks)
+    # a difference of two mean 0/1 scores lies in [-1, 1] (2.0 was answered with 3 tasks); with
+    # sd_diff alone the scale is the scores' own (test_freq_power_effect_scale.py)
     for eff in (2.0, -1.5):
         with pytest.raises(ValueError, match=r"`effect` must satisfy \|effect\| <= 1.*got " + str(eff)):
-            tasks_for_power(eff, sd_diff=0.3)
+            sample_size_normal(eff, paired=True, discordance=0.5)
     need = TTestPower().solve_power(effect_size=1.0 / 0.3, alpha=0.05, power=0.8)  # 2.8: 3 tasks
     assert tasks_for_power(1.0, sd_diff=0.3) == math.ceil(need)  # |effect| = 1 is still allowed
     # alpha = 0.95 reads like a level: computed as given (statsmodels' power at that size), with a warning

@@ -31,6 +31,7 @@ from ..._base import check_number
 from ..._base import check_prob
 from ..._base import warn_user
 from ..._docs import fill_doc
+from . import _intervals
 from ._allocation import allocate_clustered
 from ._allocation import allocate_paired
 from ._clusters import ClusterDesign
@@ -192,16 +193,42 @@ def _check_common(alpha: float, alternative: str, power: float | None = None) ->
         )
 
 
-def _check_effect(effect: float) -> float:
-    """A non-zero difference of two mean scores on [0, 1]: ``0 < |effect| <= 1``."""
-    if check_number(effect, "effect") == 0:
+def _effect_scale(components=None, sd_diff=None, shares: bool = False) -> tuple[float, str] | None:
+    """The width ``b - a`` of the score scale an effect is on, and what says so (None: not known).
+
+    The sd of a difference given directly (``sd_diff``, or ``sigma2_*``) is on whatever scale
+    the scores are (a 1-5 rubric, 0-9 ratings, yields), so it bounds no effect; shares (``p_a``,
+    ``p_b``, ``discordance``) and components fitted to 0/1 scores put it on [0, 1].
+    """
+    if sd_diff is not None:
+        return None
+    if shares:
+        return 1.0, "shares of 0/1 outcomes (p_a, p_b, discordance)"
+    if isinstance(components, VarianceComponentsResult):  # anything else is refused by ``_sd``
+        rng = _intervals.score_range(components)
+        if rng is not None:
+            return rng[1] - rng[0], "components fitted to 0/1 scores"
+    return None
+
+
+def _check_effect(effect, scale: tuple[float, str] | None, *, nonzero: bool = True):
+    """The one rule for an effect's range, for every planner here.
+
+    Finite; one non-zero number where a number of tasks is planned for it; and a
+    difference of two mean scores on a scale [a, b], so at most ``b - a`` in size, where
+    the scale is known (``_effect_scale``). Returns the effect as a float (array).
+    """
+    eff = np.asarray(check_number(effect, "effect") if nonzero else effect)  # a planner's: one number
+    if eff.dtype.kind not in "iuf" or not np.isfinite(eff).all():
+        raise ValueError(f"`effect` must be finite numbers; got {effect!r}")
+    if nonzero and (eff == 0).any():
         raise ValueError(f"`effect` must be finite and non-zero; got {effect!r}")
-    if abs(effect) > 1:
+    if scale is not None and (np.abs(eff) > scale[0]).any():
         raise ValueError(
-            f"`effect` must satisfy |effect| <= 1: it is a difference of two mean scores on "
-            f"[0, 1]; got {effect!r}"
+            f"`effect` must satisfy |effect| <= {scale[0]:.4g}: it is a difference of two mean "
+            f"scores on a scale {scale[0]:.4g} wide ({scale[1]}); got {effect!r}"
         )
-    return float(effect)
+    return eff.astype(float) if eff.ndim else float(eff)
 
 
 def _power(effect, T, sd, alpha, alternative):
@@ -243,7 +270,8 @@ def paired_power(
     Parameters
     ----------
     effect : float or array
-        True mean difference between the two agents (score scale).
+        True mean difference between the two agents (score scale; at most 1 in
+        size when ``components`` come from 0/1 scores).
     n_tasks : int or array
         Number of tasks ``T`` (>= 2).
     n_runs : int or array
@@ -274,9 +302,7 @@ def paired_power(
     """
     _check_common(alpha, alternative)
     T = _counts(n_tasks, "n_tasks", 2)
-    eff = np.asarray(effect)
-    if eff.dtype.kind not in "iuf" or not np.isfinite(eff).all():
-        raise ValueError(f"`effect` must be finite numbers; got {effect!r}")
+    eff = np.asarray(_check_effect(effect, _effect_scale(components, sd_diff), nonzero=False))
     if clusters is not None:
         n_eff, df, sd = _cluster_units(clusters, T, n_runs, components, sigma2_interaction,
                                        sigma2_residual, sd_diff)
@@ -342,8 +368,10 @@ def tasks_for_power(
     """Smallest number of tasks whose paired t-test reaches ``power`` at ``effect``.
 
     Parameters are those of :func:`paired_power` (``alpha`` the size of the
-    test); ``effect`` must be non-zero and at most 1 in size (a difference of
-    two mean scores on [0, 1]).
+    test); ``effect`` must be non-zero, and at most 1 in size when the
+    components come from 0/1 scores (a difference of two mean scores on [0, 1]);
+    with ``sd_diff`` or ``sigma2_*`` the scale is the scores' own and not bounded
+    here (one rule for every planner of this module).
     ``max_tasks`` bounds the search: an effect so small that more tasks than
     that would be needed is refused with the normal-approximation count (the
     search itself is a bisection, so it takes a few dozen power evaluations
@@ -369,7 +397,7 @@ def tasks_for_power(
     1672
     """
     _check_common(alpha, alternative, power)
-    _check_effect(effect)
+    effect = _check_effect(effect, _effect_scale(components, sd_diff))
     if alternative == "greater" and effect < 0:
         raise ValueError(f"`effect` must be > 0 for alternative='greater'; got {effect!r}")
     if clusters is not None:
@@ -458,7 +486,8 @@ def minimum_detectable_effect(
 
     Parameters are those of :func:`paired_power` (``alpha`` the size of the test;
     with ``clusters`` the cluster-level test). ``power`` must exceed ``alpha``,
-    the power at effect 0.
+    the power at effect 0. With components fitted to 0/1 scores an answer above
+    1 (no difference of mean 0/1 scores is that large) is refused.
 
     Returns
     -------
@@ -487,7 +516,14 @@ def minimum_detectable_effect(
     hi = sd
     while f(hi) < 0:
         hi *= 2
-    return float(optimize.brentq(f, 0.0, hi, xtol=1e-12))
+    mde = float(optimize.brentq(f, 0.0, hi, xtol=1e-12))
+    scale = _effect_scale(components, sd_diff)
+    if scale is not None and mde > scale[0]:
+        raise ValueError(
+            f"no effect on a scale {scale[0]:.4g} wide ({scale[1]}) is detected with power "
+            f"{power!r} by {n_tasks} tasks: it would take {mde:.4g}; plan more tasks or runs"
+        )
+    return mde
 
 
 def _clustered(clusters, cost_cluster, choose) -> bool:
@@ -782,7 +818,9 @@ def sample_size_normal(
     Parameters
     ----------
     effect : float
-        Difference to detect (e.g. 0.03 for 65% vs 68%), ``0 < |effect| <= 1``.
+        Difference to detect (e.g. 0.03 for 65% vs 68%), non-zero; with shares
+        (``p_a``, ``p_b``, ``discordance``) ``|effect| <= 1``, with ``sd_diff``
+        on the scale of the scores that sd is on.
         With ``p_a`` and ``p_b`` it must be their difference ``p_b - p_a`` (either
         sign: the count depends on ``|effect|``); one that is not is refused.
     paired : bool
@@ -813,7 +851,7 @@ def sample_size_normal(
     """
     check_prob(alpha, "alpha")
     check_prob(power, "power")
-    effect = _check_effect(effect)
+    effect = _check_effect(effect, _effect_scale(sd_diff=sd_diff, shares=True))
     if not isinstance(paired, (bool, np.bool_)):
         raise TypeError(f"`paired` must be True or False; got {paired!r}")
     if p_a is not None and p_b is not None:
