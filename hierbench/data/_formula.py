@@ -48,6 +48,7 @@ from .._base import UnidentifiedTermWarning
 from .._base import check_choice
 from .._base import counted
 from .._base import counts
+from .._base import unidentified_by_design
 from .._base import warn_user
 from ._values import grade_key
 from ._values import grade_levels
@@ -666,9 +667,13 @@ def _aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
 
 
 def _check_identified(
-    X: np.ndarray, coef: list[str], random: list[RandomTerm], frame: pd.DataFrame, family: str, n: np.ndarray
+    X: np.ndarray, coef: list[str], random: list[RandomTerm], frame: pd.DataFrame, family: str, n: np.ndarray,
+    default: bool = False,
 ) -> dict[str, str]:
-    """Refuse what the design cannot identify; warn about levels seen in one combination only."""
+    """Refuse what the design cannot identify; warn about levels seen in one combination only.
+
+    ``default``: the formula is :data:`DEFAULT_FORMULA` (its agent x task term is the builders' to decide).
+    """
     Xc = np.column_stack([np.ones(len(frame)), X]) if family == "ordinal" else X
     names = (["(thresholds)"] if family == "ordinal" else []) + coef
     bad = _aliased(Xc)
@@ -698,22 +703,49 @@ def _check_identified(
                     f"random term ({t.name}) is determined by the fixed effects (every level is a "
                     "fixed-effect combination): its sd is not identified; make it fixed or drop it"
                 )
-    return _warn_one_run_levels(random, n) | _warn_confounded(random, frame)
+    return _warn_one_run_levels(random, n, frame, default) | _warn_confounded(random, frame)
 
 
-def _warn_one_run_levels(random: list[RandomTerm], n: np.ndarray) -> dict[str, str]:
+def _warn_agent_task(t: RandomTerm, runs: np.ndarray, frame: pd.DataFrame) -> dict[str, str]:
+    """The crossed builder's rule for ``(1|agent:task)`` (``hierbench.metrics.unidentified_by_design``).
+
+    Said for a formula the user wrote; the default formula's term is left to the builders,
+    which drop it where the rule says so (their ``agent_task`` decision).
+    """
+    per_task = frame.groupby("task")["agent"].nunique()
+    rule = unidentified_by_design(
+        int(frame["agent"].nunique()), int(runs.max()), int(per_task.max()) if len(per_task) else None
+    ).get("agent:task")
+    if rule is None:
+        return {}
+    msg = (
+        f"random term ({t.name}): {rule[0]}; it is fitted as asked, resting on its prior (Bayes) or "
+        "at an arbitrary point of a flat likelihood (maximum likelihood). Run some cells more than "
+        "once, or leave the term out (the default formula's builders drop it here)"
+    )
+    warn_user(msg, UnidentifiedTermWarning)
+    return {f"unidentified ({t.name})": msg}
+
+
+def _warn_one_run_levels(
+    random: list[RandomTerm], n: np.ndarray, frame: pd.DataFrame, default: bool = False
+) -> dict[str, str]:
     """Warn about a random intercept whose every level holds at most one run (the crossed rule).
 
     Nothing repeats within a level, so the term's sd cannot be told apart from run-to-run
     noise (one agent with one run per task makes ``(1|task)`` such a term). Fitted as asked,
     it rests on its prior; its maximum-likelihood value is one point of a flat ridge. The
-    agent x task term is left to the builders' own agent_task decision (same rule, its words).
+    agent x task term gets the crossed builder's own rule (``_warn_agent_task``), unless it
+    is the default formula's (the builders decide it).
     """
     notes: dict[str, str] = {}
     for t in random:
-        if not t.intercept or set(t.grouping) == {"agent", "task"}:
+        if not t.intercept:
             continue
         runs = np.bincount(t.codes, weights=n, minlength=t.levels.size)
+        if set(t.grouping) == {"agent", "task"}:
+            notes |= {} if default else _warn_agent_task(t, runs, frame)
+            continue
         if runs.max() <= 1:
             msg = (
                 f"random term ({t.name}): every {':'.join(t.grouping)} level holds one run, so its sd "
@@ -885,7 +917,8 @@ def model_design(
     var_level = {v: avail[v][0] for v in used if v != response}
     random = _random_terms(group, frame, var_level)
     decisions.update(_coord_groupings(random, frame))
-    decisions.update(_check_identified(X, coef, random, frame, fam, np.asarray(r["n"], dtype=float)))
+    default = " ".join(formula.split()) == DEFAULT_FORMULA
+    decisions.update(_check_identified(X, coef, random, frame, fam, np.asarray(r["n"], dtype=float), default))
     return ModelDesign(
         formula=formula, family=fam, response=response, row_level=row_level, frame=frame,
         X=X, coef=coef, fixed_terms=terms, random=random, variables=var_level,
