@@ -73,7 +73,7 @@ class Result:
         """Every DataArray field as one :class:`xarray.Dataset` (``estimate`` and ``ci`` first).
 
         The plain fields (a stop reason, flags, a p-value, a count) go into its
-        attrs (:meth:`_plain_attrs`), so a saved result keeps them.
+        attrs (``_plain_attrs``), so a saved result keeps them.
         """
         out: dict[str, xr.DataArray] = {}
         for f in self._fields():

@@ -85,7 +85,7 @@ class ZeroWidthIntervalWarning(SmallSampleWarning):
 
 
 class ExtrapolatedHorizonWarning(BoundaryWarning):
-    """A time horizon on a trend lies beyond the task lengths measured: an extrapolation along a slope."""
+    """A time horizon lies beyond the task lengths measured: an extrapolation along the fitted slope."""
 
 
 # the classes are caught and printed as hierbench._base.<name> (a traceback's last line, the
