@@ -202,7 +202,7 @@ def test_read_battles_bad_input():
     df = pd.DataFrame({"left": ["x", "y"], "right": ["y", "x"], "winner": ["left", "draw"]})
     with pytest.raises(
         EvalDataError,
-        match=r"`winner` column 'winner' holds values not in `outcomes`.*'draw'.*rows \[1\]",
+        match=r"`winner` column 'winner' in DataFrame holds values not in `outcomes`.*'draw'.*rows \[1\]",
     ):
         read_battles(df)
     with pytest.raises(EvalDataError, match=r"columns \{'left': 'model_a'\} not found"):
@@ -212,7 +212,7 @@ def test_read_battles_bad_input():
     ):
         read_battles(df, outcomes={"left": 1, "right": 0, "draw": 0.3})
     same = pd.DataFrame({"left": ["x", "y"], "right": ["y", "y"], "winner": ["left", "tie"]})
-    with pytest.raises(EvalDataError, match=r"`left` and `right` must differ.*rows \[1\]"):
+    with pytest.raises(EvalDataError, match=r"`left` and `right` in DataFrame must differ.*rows \[1\]"):
         read_battles(same)
     empty = pd.DataFrame({"left": ["x", None], "right": ["y", "x"], "winner": ["left", "tie"]})
     with pytest.raises(

@@ -38,13 +38,13 @@ from hierbench.data import InconsistentAttributeWarning
 from hierbench.data import NoScoredRunsWarning
 from hierbench.data import RepeatedRecordsWarning
 from hierbench.data import SimilarLabelsWarning
-from hierbench.data._schema import ErroredRunsWarning
 from hierbench.data import check_eval_dataset
 from hierbench.data import from_records
 from hierbench.data import read_report
 from hierbench.data import read_table
 from hierbench.data import summarize
 from hierbench.data import to_counts
+from hierbench.data._schema import ErroredRunsWarning
 
 
 @dataclass

@@ -9,12 +9,17 @@ Labels (agent, task, run, tag, cluster)
     Strings exactly as written: ``"001"`` and ``"1"`` are two tasks, ``" a"``
     keeps its space; a number a file or DataFrame holds as a number gives its
     decimal text. A column mixing a number and a text that read the same
-    (JSON ``7`` and ``"7"``) is refused, and so is a value that is no text,
-    number or bool (a list, a dict, bytes, a date). An empty agent, task or
-    run is refused; a task without a tag or cluster keeps a missing label
-    (never a label called ``"nan"``; see :func:`check_eval_dataset`).
-    Labels that differ only by spaces (around them or a run of them) or Unicode normalisation
-    are kept apart, with a :class:`SimilarLabelsWarning`.
+    (JSON ``7`` and ``"7"``) is refused, and so is one holding an int and an
+    equal float (``1`` and ``1.0``, which would be two labels; also across the
+    files of a Parquet folder or the partitions of a Dask frame), and a value
+    that is no text, number or bool (a list, a dict, bytes, a date). An empty
+    agent, task or run is refused; a task without a tag or cluster keeps a
+    missing label (never a label called ``"nan"``; see :func:`check_eval_dataset`).
+    Labels that differ only by spaces (around them or a run of them), Unicode
+    normalisation, case or invisible (format) characters are kept apart, with
+    a :class:`SimilarLabelsWarning` naming them. Read as one agent's log
+    (``agent=None``), records that a column splits into the same groups in every
+    cell (a model column) are refused.
 Error flags (``error``, ``annotations``)
     Booleans, 0/1, or the words true/t/yes/y/1/error (an error) and
     false/f/no/n/0/ok (no error), case-insensitive and stripped; missing

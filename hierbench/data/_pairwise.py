@@ -339,7 +339,7 @@ def _outcome_map(outcomes: Mapping[str, float] | None) -> dict[str, float]:
 
 
 def _verdict_outcomes(
-    codes: np.ndarray, uniq: np.ndarray, mapping: dict[str, float], winner: str
+    codes: np.ndarray, uniq: np.ndarray, mapping: dict[str, float], winner: str, where: str = ""
 ) -> np.ndarray:
     """Each verdict's outcome for the left agent; a verdict outside ``mapping`` is refused."""
     known = np.array([str(v) in mapping for v in uniq], dtype=bool)
@@ -347,7 +347,7 @@ def _verdict_outcomes(
         bad = ~known[codes]
         rows = np.flatnonzero(bad)
         raise EvalDataError(
-            f"`winner` column {winner!r} holds values not in `outcomes` {sorted(mapping)}: "
+            f"`winner` column {winner!r}{where} holds values not in `outcomes` {sorted(mapping)}: "
             f"{_fmt_list(sorted({str(v) for v in uniq[~known]}))} in {rows.size} rows, "
             f"rows {_fmt_list(rows.tolist())}"
         )
@@ -355,7 +355,8 @@ def _verdict_outcomes(
 
 
 def _agent_codes(
-    left: tuple[np.ndarray, np.ndarray], right: tuple[np.ndarray, np.ndarray], agents: list[str] | None
+    left: tuple[np.ndarray, np.ndarray], right: tuple[np.ndarray, np.ndarray], agents: list[str] | None,
+    where: str = "",
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Codes of the left and right agents into the agent list (sorted names by default)."""
     # the distinct names of the two columns, first seen first (plain dicts: a pandas Index
@@ -369,7 +370,7 @@ def _agent_codes(
     same = np.flatnonzero(ia == ib)
     if same.size:
         raise EvalDataError(
-            f"`left` and `right` must differ (an agent cannot battle itself); {same.size} rows "
+            f"`left` and `right`{where} must differ (an agent cannot battle itself); {same.size} rows "
             f"have the same agent on both sides, rows {_fmt_list(same.tolist())}"
         )
     if agents is None:
@@ -457,8 +458,8 @@ def read_battles(
     warn_similar_labels(both, what="agent", column=f"{left}/{right}", source=source)
     if task is not None:
         warn_similar_labels(ids["task"][1], what="task", column=task, source=source)
-    out = _verdict_outcomes(*ids["winner"], mapping, winner)
-    ia, ib, names = _agent_codes(ids["left"], ids["right"], agents)
+    out = _verdict_outcomes(*ids["winner"], mapping, winner, f" in {source}")
+    ia, ib, names = _agent_codes(ids["left"], ids["right"], agents, f" in {source}")
     ag = np.asarray(names, dtype=object)
     ds = _pairwise_dataset(
         ag[ia],
@@ -581,7 +582,9 @@ def to_pair_counts(pairs: xr.Dataset) -> xr.Dataset:
     win_a = np.bincount(inv, weights=out == 1.0, minlength=ca.size)
     tie = np.bincount(inv, weights=out == 0.5, minlength=ca.size)
     win_b = np.bincount(inv, weights=out == 0.0, minlength=ca.size)
-    return _counts_dataset(ca, cb, win_a, tie, win_b, agents, first, {"source": "to_pair_counts"})
+    # the battles' own source (their file), and what made the counts of them
+    source = {"source": pairs.attrs.get("source", "to_pair_counts"), "reader": "to_pair_counts"}
+    return _counts_dataset(ca, cb, win_a, tie, win_b, agents, first, source)
 
 
 def _count_columns(df: pd.DataFrame, source: str, cols: dict[str, str]) -> dict[str, np.ndarray]:

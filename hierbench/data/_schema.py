@@ -183,6 +183,13 @@ def missing_columns_error(missing: dict, where: str, columns: list) -> EvalDataE
             "hierbench.freq.fit_bradley_terry_ml or hierbench.bayes.build_bradley_terry (the command "
             "line reads run logs only)"
         )
+    seps = [sep for sep in (";", "|", "\t") if len(columns) == 1 and sep in str(columns[0])]
+    if seps:
+        text += (
+            f": the records were read as one column whose name holds {seps[0]!r}, as when a file "
+            f"separated by {seps[0]!r} is read as a CSV; a .csv file is read as comma-separated and a "
+            ".tsv file as tab-separated: write the file with one of those separators"
+        )
     return EvalDataError(text)
 
 

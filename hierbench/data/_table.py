@@ -97,7 +97,9 @@ def _read_csv(path: Path, sep: str, encoding: str) -> pd.DataFrame:
         except pd.errors.ParserWarning as exc:
             raise EvalDataError(
                 f"`obj` ({path}): rows hold more fields than the header names ({exc}); nothing "
-                "was read: a field holding the separator must be quoted"
+                f"was read: a field holding the separator {sep!r} must be quoted (a file separated "
+                "by another character, e.g. ';' with decimal commas, must be written with "
+                f"{'tabs' if sep == chr(9) else 'commas'} first)"
             ) from exc
 
 
