@@ -372,7 +372,8 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         default=None,
         help="the log holds one agent and no agent column: call it NAME (refused with --agent, "
-        "and when an 'agent' column holds several agents)",
+        "when an 'agent' column holds several agents, and when a column such as 'model' splits "
+        "every task's runs into the same groups)",
     )
     r = p.add_argument_group("reading (tables; --errors also Inspect logs, --scorer Inspect logs only)")
     r.add_argument(

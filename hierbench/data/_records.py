@@ -790,7 +790,8 @@ def from_records(
     task_coords, agent_coords : sequence of str
         Columns constant per task / per agent, kept as coords.
     agent_name : str
-        The agent's label when ``agent=None`` (a one-agent log; refused if an ``"agent"`` column holds several).
+        The agent's label when ``agent=None`` (a one-agent log; refused if an ``"agent"`` column holds
+        several, or a column such as ``model`` splits every task's runs into the same groups).
     errors : {"fail", "exclude"}
         An errored run scores 0 (``"fail"``) or is not run (``"exclude"``: NaN, counted in
         ``not_kept``); ``attrs["n_error_runs"]`` counts them.
