@@ -139,7 +139,7 @@ MIN_UNITS = 3
 
 
 def _check_units(codes: np.ndarray | None, n_items: int, unit: str, what: str) -> None:
-    """Refuse ``what`` on fewer than :data:`MIN_UNITS` items (clusters), naming the count."""
+    """Refuse ``what`` on fewer than ``MIN_UNITS`` items (clusters), naming the count."""
     n = n_items if codes is None else int(np.unique(codes).size)
     if n < MIN_UNITS:
         raise HierbenchError(
