@@ -120,7 +120,12 @@ def _mixed_design(ctx: _Context):
 
     opts = fit_record(ctx.fit, "hierbench_spec").get("options", {})
     try:
-        return model_design(opts["formula"], ctx.data, family=opts["family"], levels=opts.get("levels"))
+        data = ctx.data
+        if opts.get("minutes"):  # a horizon fit: its formula reads log2_minutes, made from the data's minutes
+            from ..bayes._models._horizon import with_log2_minutes
+
+            data = with_log2_minutes(data, opts["minutes"])
+        return model_design(opts["formula"], data, family=opts["family"], levels=opts.get("levels"))
     except (KeyError, ValueError) as exc:  # HierbenchError is a ValueError
         ctx.warnings.append(f"the formula model's design could not be rebuilt from the data: {exc}")
         return None

@@ -392,8 +392,8 @@ def _no_level(ctx: _Context) -> str:
         )
     if ctx.mixed:
         return (
-            "the formula model's agent means could not be rebuilt from the data alone (a horizon model adds "
-            "a covariate of its own; see the report's warnings): rank the draws of "
+            "the formula model's agent means could not be rebuilt from the data (see the report's "
+            "warnings): rank the draws of "
             "hierbench.metrics.mean_response(fit, model) with hierbench.metrics.rank_probabilities"
         )
     return "needs a fit with an agent-level variable"
@@ -717,8 +717,8 @@ def _side_missing(ctx: _Context, no_boot: bool) -> str:
     model = ctx.fit.attrs.get("hierbench_model", "custom")
     if model == "mixed":
         return (
-            "the formula model's agent means could not be rebuilt from the data alone (a horizon "
-            "model adds a covariate of its own; see the report's notes): put "
+            "the formula model's agent means could not be rebuilt from the data (see the report's "
+            "warnings): put "
             "hierbench.metrics.mean_response(fit, model) beside the bootstrap with hierbench.compare.side_by_side"
         )
     return (

@@ -77,6 +77,15 @@ def _terms(data: xr.Dataset, base: str, clusters: Any) -> tuple[str, dict]:
     return formula, st.decisions
 
 
+def with_log2_minutes(data: xr.Dataset, minutes: str) -> xr.Dataset:
+    """``data`` with the task coord ``log2_minutes`` the horizon formula reads, made from ``minutes``.
+
+    The one place it is made: :func:`build_horizon`, and the report when it
+    rebuilds a horizon fit's design from the data.
+    """
+    return data.assign_coords(log2_minutes=("task", np.log2(task_minutes(data, minutes))))
+
+
 def build_horizon(
     data: xr.Dataset,
     *,
@@ -130,8 +139,7 @@ def build_horizon(
     >>> build_horizon(ds).hierbench["options"]["formula"]
     'score ~ 0 + agent + agent:center(log2_minutes) + (1|task) + (1|agent:task)'
     """
-    x = task_minutes(data, minutes)
-    data = data.assign_coords(log2_minutes=("task", np.log2(x)))
+    data = with_log2_minutes(data, minutes)
     formula, decisions = _terms(data, "score ~ 0 + agent + agent:center(log2_minutes) + (1|task)", clusters)
     priors = {"beta": HORIZON_BETA_PRIOR, **(priors or {})}
     chosen = {"reason": "build_horizon's formula: each agent's intercept and slope per doubling of the human "
