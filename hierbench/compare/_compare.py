@@ -417,19 +417,7 @@ def side_by_side(
     data_check = _data_check(norm, allow_mismatch, differ)
     if not allow_mismatch:
         _refuse_labels(differ)
-    kinds = {k: str(v["ci"].attrs["ci_kind"]) for k, v in norm.items()}
-    details = {k: str(v["ci"].attrs.get("ci_detail", "")) for k, v in norm.items()}
-    quantities = {k: str(v.attrs.get("quantity", "")) for k, v in norm.items()}
-    scales = {k: str(v.attrs.get("scale", "")) for k, v in norm.items()}
-    methods = list(norm)
-    parts = [v.drop_attrs() if hasattr(v, "drop_attrs") else v for v in norm.values()]
-    out = xr.concat(parts, dim="estimator", join="outer")
-    out["ci"] = out["ci"].transpose(..., "ci_bound")
-    out["width"] = out["ci"].sel(ci_bound="upper") - out["ci"].sel(ci_bound="lower")
-    out = out.assign_coords(estimator=np.array(methods, dtype=object))
-    out["ci_prob"] = ("estimator", [probs[m] for m in methods])
-    for name, values in (("ci_kind", kinds), ("ci_detail", details), ("quantity", quantities), ("scale", scales)):
-        out[name] = ("estimator", np.array([values[m] for m in methods], dtype=object))
+    out = _stacked(norm, probs)
     out.attrs["data_check"] = data_check
     if differ:
         out.attrs["joined"] = (
@@ -443,6 +431,26 @@ def side_by_side(
         out["covers"] = (lo <= truth) & (truth <= hi)
     # deprecated alias for callers written before the house name `ci` (e.g. the demo)
     out["interval"] = out["ci"].assign_attrs(deprecated="alias of `ci`")
+    return out
+
+
+def _stacked(norm: dict[str, xr.Dataset], probs: dict[str, float]) -> xr.Dataset:
+    """The results along ``estimator``, with each one's width, level, kind, detail, quantity and scale."""
+    methods = list(norm)
+    parts = [v.drop_attrs() if hasattr(v, "drop_attrs") else v for v in norm.values()]
+    out = xr.concat(parts, dim="estimator", join="outer")
+    out["ci"] = out["ci"].transpose(..., "ci_bound")
+    out["width"] = out["ci"].sel(ci_bound="upper") - out["ci"].sel(ci_bound="lower")
+    out = out.assign_coords(estimator=np.array(methods, dtype=object))
+    out["ci_prob"] = ("estimator", [probs[m] for m in methods])
+    per = {
+        "ci_kind": lambda v: v["ci"].attrs["ci_kind"],
+        "ci_detail": lambda v: v["ci"].attrs.get("ci_detail", ""),
+        "quantity": lambda v: v.attrs.get("quantity", ""),
+        "scale": lambda v: v.attrs.get("scale", ""),
+    }
+    for name, get in per.items():
+        out[name] = ("estimator", np.array([str(get(norm[m])) for m in methods], dtype=object))
     return out
 
 
