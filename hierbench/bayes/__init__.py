@@ -21,6 +21,7 @@ from ._models._crossed import gauss_hermite
 from ._models._formula_model import MIXED_PRIORS
 from ._models._formula_model import build_mixed
 from ._models._horizon import build_horizon
+from ._models._horizon import with_log2_minutes as with_log2_minutes  # for the report
 from ._models._irt import IRT_PRIORS
 from ._models._irt import build_irt_1pl
 from ._models._irt import build_irt_2pl

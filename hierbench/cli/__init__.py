@@ -15,8 +15,6 @@ the file or the flag, and the exit status is 2; no Python traceback (set
 
 from __future__ import annotations
 
-import argparse
-import re
 import sys
 from collections.abc import Sequence
 
@@ -24,19 +22,10 @@ from .._console import convergence_line
 from .._console import fit_kwargs
 from ._common import CliError
 from ._parser import build_parser
-from ._reading import _ASSIGNABLE
-from ._reading import _FLAG_OF
+from ._reading import _user_words
 from ._reading import load_any
 
 __all__ = ["CliError", "build_parser", "convergence_line", "fit_kwargs", "load_any", "main"]
-
-
-#: Python remedies in library messages, said as the flags that do the same.
-_REMEDIES = (
-    (r"`?error_values=\{[^}`]*\}`?", "--error-values VALUE=error or VALUE=ok (repeatable)"),
-    (r"`?error_values='nonempty'`?", "--error-values nonempty"),
-    (r"`?overwrite=True`?(?: \(CLI: --overwrite\))?", "--overwrite"),
-)
 
 
 def __getattr__(name: str):
@@ -47,22 +36,6 @@ def __getattr__(name: str):
 
         return getattr(demo, name)
     raise AttributeError(f"module 'hierbench.cli' has no attribute {name!r}")
-
-
-def _user_words(msg: str, args: argparse.Namespace) -> str:
-    """Say a library message in the user's words: flags for Python arguments, files for objects."""
-    log = getattr(args, "file", None) or getattr(args, "data", None) or "LOG"
-    if isinstance(log, list):
-        log = ", ".join(log)
-    for name in ("obj", "ds", "data"):
-        msg = msg.replace(f"`{name}`", repr(log))
-    for pattern, flag in _REMEDIES:
-        msg = re.sub(pattern, flag, msg)
-    for name, flag in _FLAG_OF.items():
-        if name in _ASSIGNABLE:  # a remedy `name='value'` -> "--flag value"
-            msg = re.sub(rf"`?\b{name}=(['\"]?)([\w.-]+)\1`?", rf"{flag} \2", msg)
-        msg = re.sub(rf"`{name}`", flag, msg)
-    return msg
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -46,7 +46,7 @@ def _inspect_words(msg: str) -> str:
     ``scorer='s1:acc'`` is ``--scorer s1:acc`` (a name with any character); ``value_map``
     has no flag, so the message says where it is.
     """
-    from ..data._inspect import VALUE_MAP_HINT
+    from ..data import VALUE_MAP_HINT
 
     msg = re.sub(r"`?\bscorer=(['\"])(.*?)\1`?", r"--scorer \2", msg)
     msg = re.sub(r", e\.g\. value_map=\{.*?\}$", "", msg)
@@ -308,8 +308,6 @@ def load_any(path: str | Sequence[str], args: argparse.Namespace | None = None):
             ds = from_records(p, **_reader_options(opts))
     msgs = warning_lines(caught)
     if args is not None:  # the warnings in the user's words, as the errors are (flags, not arguments)
-        from . import _user_words
-
         msgs = [_user_words(_inspect_words(m), args) for m in msgs]
     if msgs:
         # the reader's words travel with the data: the report (and the demo's data.nc) say them too
@@ -409,3 +407,27 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         "eval dataset (.nc) keeps the policy it was saved with",
     )
     r.add_argument("--scorer", default=None, help="Inspect logs: which scorer is the score")
+
+
+#: Python remedies in library messages, said as the flags that do the same.
+_REMEDIES = (
+    (r"`?error_values=\{[^}`]*\}`?", "--error-values VALUE=error or VALUE=ok (repeatable)"),
+    (r"`?error_values='nonempty'`?", "--error-values nonempty"),
+    (r"`?overwrite=True`?(?: \(CLI: --overwrite\))?", "--overwrite"),
+)
+
+
+def _user_words(msg: str, args: argparse.Namespace) -> str:
+    """Say a library message in the user's words: flags for Python arguments, files for objects."""
+    log = getattr(args, "file", None) or getattr(args, "data", None) or "LOG"
+    if isinstance(log, list):
+        log = ", ".join(log)
+    for name in ("obj", "ds", "data"):
+        msg = msg.replace(f"`{name}`", repr(log))
+    for pattern, flag in _REMEDIES:
+        msg = re.sub(pattern, flag, msg)
+    for name, flag in _FLAG_OF.items():
+        if name in _ASSIGNABLE:  # a remedy `name='value'` -> "--flag value"
+            msg = re.sub(rf"`?\b{name}=(['\"]?)([\w.-]+)\1`?", rf"{flag} \2", msg)
+        msg = re.sub(rf"`{name}`", flag, msg)
+    return msg

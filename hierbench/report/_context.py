@@ -122,7 +122,7 @@ def _mixed_design(ctx: _Context):
     try:
         data = ctx.data
         if opts.get("minutes"):  # a horizon fit: its formula reads log2_minutes, made from the data's minutes
-            from ..bayes._models._horizon import with_log2_minutes
+            from ..bayes import with_log2_minutes
 
             data = with_log2_minutes(data, opts["minutes"])
         return model_design(opts["formula"], data, family=opts["family"], levels=opts.get("levels"))
