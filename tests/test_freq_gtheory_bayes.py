@@ -95,9 +95,9 @@ def test_probability_scale_components_match_simulation(like, sac):
 def test_side_by_side_and_bayes_d_study(like):
     fit = _fake_fit(-0.5, 0.8, 1.0, 0.7, 0.6)
     bv = bayes_variance_components(fit, like)
-    # the G-theory result states no scale and the Bayes one does (probability): the table asks
-    # the caller's word that the two are on one scale
-    with pytest.raises(MismatchedEstimatesError, match="state no scale"):
+    # `like` splits the variance of continuous scores (scale "score"), the Bayes components are
+    # on the probability scale: the table asks the caller's word that the two compare
+    with pytest.raises(MismatchedEstimatesError, match=r"different scales \{'G-theory': 'score', 'Bayes crossed': 'probability'\}"):
         side_by_side({"G-theory": like, "Bayes crossed": bv})
     sbs = side_by_side({"G-theory": like, "Bayes crossed": bv}, allow_mixed_prob=False, allow_mismatch=True)
     assert list(sbs.estimator.values) == ["G-theory", "Bayes crossed"]

@@ -596,7 +596,8 @@ def test_variance_rows_hold_every_component_of_both_halves():
     assert "task:cluster" in bayes.loc["task", "Bayes terms"]
     comp = (g.components if hasattr(g, "components") else g.estimate).to_series()
     np.testing.assert_allclose(gt.filter(like="G-theory (").iloc[:, 0].sum(), float(comp.sum()), rtol=1e-9)
-    assert not ctx.warnings
+    # nothing failed; G-theory's own notice of a REML component at 0 is the one note it may add
+    assert not [w for w in ctx.warnings if "at the boundary 0" not in w]
 
 
 @pytest.mark.slow  # a small formula-model fit

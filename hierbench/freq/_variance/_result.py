@@ -103,6 +103,10 @@ class VarianceComponentsResult(Result):
             "method": self.method,
             "measurement": str(self.measurement),
         }
+        # the scale of the score whose variance is split (a variance of 0/1 scores is on the
+        # probability scale, as crossed_variance_components(scale="probability")'s), for side_by_side
+        if self._reml_data is not None:
+            attrs["scale"] = "probability" if _intervals.score_range(self) == (0.0, 1.0) else "score"
         if self.note:
             attrs["note"] = self.note
         return attrs
