@@ -122,15 +122,19 @@ def test_bootstrap_spread_matches_the_spread_of_refits_on_new_tasks():
     assert abs(sd_boot / np.std(refits) - 1) < 0.35
 
 
-def test_doubling_time_matches_a_least_squares_line_through_the_frontier(metr, shared_data):
+def _metr_horizons(metr, shared_data, n_resamples: int, rng: int):
+    """METR's horizons (its extreme and extrapolated ones not warned) and its release dates."""
     import yaml
 
-    ds, _ = metr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ExtremeHorizonWarning)
         warnings.simplefilter("ignore", ExtrapolatedHorizonWarning)
-        res = time_horizon(ds, n_resamples=50, rng=2)
-    dates = yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
+        res = time_horizon(metr[0], n_resamples=n_resamples, rng=rng)
+    return res, yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
+
+
+def test_doubling_time_matches_a_least_squares_line_through_the_frontier(metr, shared_data):
+    res, dates = _metr_horizons(metr, shared_data, 50, 2)
     with pytest.raises(HierbenchError, match=r"no date for agents \['davinci-002'\]"):
         doubling_time(res, dates)
     with pytest.warns(ExtrapolatedHorizonWarning, match="gpt-3.5-turbo-instruct"):
@@ -173,14 +177,7 @@ def _metr_rule(days, boot):
 
 def test_doubling_interval_is_metr_bootstrap_rule_and_the_estimate_outside_it_is_explained(metr, shared_data):
     """The 2019+ line goes through gpt-3.5-turbo-instruct's 1.8e-6 minute horizon; the replicates mostly drop it."""
-    import yaml
-
-    ds, _ = metr
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ExtremeHorizonWarning)
-        warnings.simplefilter("ignore", ExtrapolatedHorizonWarning)
-        res = time_horizon(ds, n_resamples=200, rng=21)
-    dates = yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
+    res, dates = _metr_horizons(metr, shared_data, 200, 21)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         dt = doubling_time(res, dates, missing="skip")
