@@ -62,3 +62,20 @@ def test_guard_refuses_different_or_unrecorded_judges():
     mixed = _rubric([[3, 4], [2, 5]], ["x", "y"], judge_model=("agent", ["gpt-4o", "claude"]))
     with pytest.raises(JudgeSetupError, match="mixes judge setups across agents"):
         compare_rubric_means(mixed)
+
+
+def test_compare_rubric_means_pairs_tasks_by_label_and_refuses_unlabelled_ones_of_other_sizes():
+    # audit H: datasets without task labels, 8 tasks against 5, reached xarray's alignment error;
+    # with labels the paired difference is over the 5 shared tasks (numpy by hand)
+    from hierbench._base import HierbenchError
+
+    g = np.random.default_rng(4)
+    s = g.integers(1, 6, (2, 8, 3)).astype(float)
+    a = xr.Dataset({"score": (("agent", "task", "run"), s[:1])}, coords={"agent": ["A"]}, attrs={"judge_model": "x"})
+    b = xr.Dataset({"score": (("agent", "task", "run"), s[1:, :5])}, coords={"agent": ["B"]}, attrs={"judge_model": "x"})
+    with pytest.raises(HierbenchError, match=r"\[8, 5\] entries along 'task'.*no 'task' labels"):
+        compare_rubric_means([a, b], n_resamples=50, rng=0)
+    tasks = [f"t{i}" for i in range(8)]
+    r = compare_rubric_means([a.assign_coords(task=tasks), b.assign_coords(task=tasks[:5])], n_resamples=50, rng=0)
+    want = s[0, :5].mean(1).mean() - s[1, :5].mean(1).mean()
+    assert float(r.estimate.squeeze()) == pytest.approx(want)

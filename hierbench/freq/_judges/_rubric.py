@@ -277,6 +277,24 @@ def rubric_summary(
     )
 
 
+def _check_task_labels(arrays: list[xr.DataArray], agent_dim: str) -> None:
+    """Datasets joined along ``agent_dim`` pair their tasks by label: refuse unlabelled dims of different sizes.
+
+    Without labels the join could only pair tasks by position, which pairs unrelated tasks
+    once the datasets hold different ones.
+    """
+    if len(arrays) < 2:
+        return
+    for dim in {d for a in arrays for d in a.dims if d != agent_dim}:
+        sizes = [a.sizes.get(dim) for a in arrays]
+        if len(set(sizes)) > 1 and any(dim not in a.indexes for a in arrays):
+            raise HierbenchError(
+                f"`data`: the datasets hold {sizes} entries along {dim!r} and at least one has no {dim!r} "
+                f"labels, so their {dim}s cannot be paired; give each dataset its {dim} labels (a coord "
+                f"{dim!r}) and they are paired by label"
+            )
+
+
 def compare_rubric_means(
     data: xr.Dataset | xr.DataArray | Sequence[xr.Dataset | xr.DataArray],
     pairs: Sequence[tuple[str, str]] | str = "all",
@@ -316,6 +334,7 @@ def compare_rubric_means(
     items = list(data) if isinstance(data, (list, tuple)) else [data]
     check_same_judge(*items, keys=keys, allow_unrecorded=allow_unrecorded)
     arrays = [data_variable(d, var) for d in items]
+    _check_task_labels(arrays, agent_dim)
     da = arrays[0] if len(arrays) == 1 else xr.concat(arrays, dim=agent_dim, join="outer")
     return bootstrap_ci(
         da,
