@@ -262,7 +262,7 @@ def _plan(long, dsg, legacy, confounded, measurement) -> _Plan:
             f"({list(dsg.facets)}) or None; got {measurement!r}"
         )
     keep = _auto_measurement(dsg, legacy) if measurement in ("auto", None) else measurement
-    notes = [f"{long.n_missing} {long.missing_what} with no score (NaN) were left out"] if long.n_missing else []
+    notes = [_missing_note(long)] if long.n_missing else []
     dsg, dropped = _single_levels(long, dsg, keep, confounded, notes)
     if measurement == "auto":
         measurement = keep
@@ -422,9 +422,17 @@ def _warn_zero(fit: Fit, names: tuple[str, ...], use_anova: bool) -> None:
         )
 
 
+def _missing_note(long: Long) -> str:
+    """The ``note`` on NaN scores: rows of a table are missing scores; cells of an eval dataset are runs not made."""
+    if long.missing_what == "rows":
+        return f"{long.n_missing} rows with no score (NaN) were left out"
+    return (f"{long.n_missing} {long.missing_what} hold no run (NaN, as the eval layout pads runs not made, "
+            "e.g. ragged runs per cell)")  # fmt: skip
+
+
 def _warn_missing(long: Long, n_used: int) -> None:
-    """Count the scores left out for being NaN (a ragged eval's padding, or missing runs)."""
-    if long.n_missing:
+    """Warn of table rows left out for a NaN score; an eval dataset's NaN cells are runs not made (``note`` only)."""
+    if long.n_missing and long.missing_what == "rows":
         warn_user(
             f"variance_components: {long.n_missing} {long.missing_what} with no score (NaN) were "
             f"left out; the fit uses the other {n_used} (also said in `note`)",
