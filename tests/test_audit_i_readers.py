@@ -263,6 +263,20 @@ def test_formula_agent_task_term_with_one_run_per_cell_is_warned():
         model_design("score ~ 1 + (1|agent) + (1|task) + (1|agent:task)", two)  # two runs per cell: identified
 
 
+def test_the_bayes_formula_route_warns_of_the_term_once():
+    # model_design warned in the formula's words and build_mixed's own agent_task decision again,
+    # as if the user had passed agent_task='marginal': one warning, with the same rule's reason
+    import hierbench.bayes as hbb
+
+    ds = from_records(_one_per_cell(3, 6))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        m = hbb.build_mixed(ds, "score ~ 1 + (1|agent) + (1|task) + (1|agent:task)")
+    said = [str(w.message) for w in seen if issubclass(w.category, UnidentifiedTermWarning)]
+    assert len(said) == 1 and said[0].startswith("random term (1|agent:task): one run per agent x task cell")
+    assert "one run per agent x task cell" in m.hierbench["structure"]["decisions"]["agent_task"]["reason"]
+
+
 # ---------------------------------------------------------------- finding 16: cosmetics
 
 

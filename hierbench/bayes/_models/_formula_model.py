@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,6 +62,7 @@ import xarray as xr
 
 from ..._base import HierbenchError
 from ..._base import HierbenchWarning
+from ..._base import UnidentifiedTermWarning
 from ..._base import check_choice
 from ..._base import check_int
 from ..._base import warn_user
@@ -211,7 +213,11 @@ def _design(
     st = Structure("mixed", formula_design(design))
     cell = _cell_term(design)
     if cell is not None:
-        choice = decide_agent_task(st, "auto" if formula is None or chosen else "marginal")
+        requested = "auto" if formula is None or chosen else "marginal"
+        with warnings.catch_warnings():
+            if requested == "marginal":  # the user's formula: model_design warned already, in its words
+                warnings.simplefilter("ignore", UnidentifiedTermWarning)
+            choice = decide_agent_task(st, requested)
         if choice == "none":
             design = model_design(_DEFAULT_WITHOUT_CELL, data, family=family, levels=levels, **coords)
             st.design = formula_design(design)
