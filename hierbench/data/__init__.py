@@ -87,6 +87,7 @@ from ._records import read_table
 from ._records import to_records
 from ._schema import MEASURES
 from ._schema import SCHEMA_VERSION
+from ._schema import ErroredRunsWarning
 from ._schema import EvalDataError
 from ._schema import InconsistentAttributeWarning
 from ._schema import UnreadColumnWarning
@@ -122,6 +123,7 @@ __all__ = [
     "MEASURES",
     "SCHEMA_VERSION",
     "ConfoundedTermWarning",
+    "ErroredRunsWarning",
     "EvalDataError",
     "FormulaError",
     "InconsistentAttributeWarning",
