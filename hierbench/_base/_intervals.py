@@ -48,7 +48,7 @@ CI_KINDS: dict[str, str] = {
 
 CI_BOUNDS = ("lower", "upper")
 
-#: what a reader is told where ``_numerics.few_carry`` flags a resampling interval (the report's
+#: what a reader is told where ``_numerics.few_carry_side`` flags a resampling interval (the report's
 #: flag and the demo's note). Not a figure of the reader's data: in simulation a 95% percentile
 #: interval covered 88% for a mean of 0.01 over 76 tasks (``bench_passk_coverage.py --bootstrap``)
 #: (with task clusters that bound is taken over the clusters, and the report says how many)

@@ -27,7 +27,6 @@ from .davidson import davidson_log_probs
 from .draws import binomial_draws
 from .intervals import bounded_mean_bounds
 from .intervals import cluster_robust_se
-from .intervals import few_carry
 from .intervals import few_carry_side
 from .intervals import wilson_bounds
 from .quantiles import limit_quantiles
@@ -76,7 +75,7 @@ def __getattr__(name: str):
 
 
 __all__ = ["NEWTON_STEPS_TRACED", "binomial_draws", "bounded_mean_bounds", "cluster_robust_se", "davidson_log_probs",
-           "few_carry", "few_carry_side", "wilson_bounds"]
+           "few_carry_side", "wilson_bounds"]
 __all__ += agq.__all__
 __all__ += ["limit_quantiles", "quantile_ext"]
 __all__ += [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bounded_mean_bounds", "cluster_robust_se", "few_carry", "few_carry_side", "wilson_bounds"]
+__all__ = ["bounded_mean_bounds", "cluster_robust_se", "few_carry_side", "wilson_bounds"]
 
 
 def wilson_bounds(s: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
@@ -123,26 +123,14 @@ def bounded_mean_bounds(s: np.ndarray, n: np.ndarray, prob: float) -> tuple[np.n
     return lo, hi
 
 
-def few_carry(values: np.ndarray) -> np.ndarray:
-    """Rows whose mean of [0, 1] values rests on few of them: ``n_eff < min(10, n / 2)``.
-
-    ``values`` has the units (tasks) on its last axis, NaN where a unit is
-    absent. ``n_eff = (sum y)^2 / sum y^2`` counts the units that carry the
-    total (``n`` equal values: ``n``; one nonzero: 1), taken on the values and
-    on their complements ``1 - y`` (a mean near 1), the smaller; ``n`` counts
-    the units present. The rule of the pass^k interval (:func:`bounded_mean_bounds`
-    replaces the t interval there) and of the bootstrap's flag.
-
-    Examples
-    --------
-    >>> few_carry(np.array([[0.0, 0.0, 0.0, 0.9] + [0.0] * 16, [0.5] * 20]))
-    array([ True, False])
-    """
-    return few_carry_side(values) != 0
-
-
 def few_carry_side(values: np.ndarray) -> np.ndarray:
-    """:func:`few_carry` with its side: 1 where few units carry the mean, -1 where few carry the failures.
+    """Rows whose mean of [0, 1] values rests on few of them, and on which side: 1 the mean, -1 the failures.
+
+    The rule: ``n_eff < min(10, n / 2)``. ``values`` has the units (tasks) on its last
+    axis, NaN where a unit is absent. ``n_eff = (sum y)^2 / sum y^2`` counts the units
+    that carry the total (``n`` equal values: ``n``; one nonzero: 1); ``n`` counts the
+    units present. The rule of the pass^k interval (:func:`bounded_mean_bounds` replaces
+    the t interval there) and of the bootstrap's flag.
 
     1 where the rule holds on the values (their total rests on few), -1 where it holds on the
     complements ``1 - y`` (a mean near 1: few units fail), 0 where neither. The two exclude each

@@ -13,7 +13,7 @@ interval is the same logit-scale t interval as without clusters,
 gives the task-level interval exactly (``sd / sqrt(N)``, ``N - 1`` df).
 
 Where the logit is infinite (every per-task value 0, or every one 1) or few
-tasks carry the mean (the task-level rule, :func:`hierbench._numerics.few_carry`,
+tasks carry the mean (the task-level rule, ``hierbench._numerics.few_carry_side``,
 calibrated by simulation), the interval is the distribution-free bound for the
 mean of independent values in [0, 1] taken over the **clusters**: with ``S_g``
 the cluster sums and ``n_max`` the largest cluster, ``Y_g = S_g / n_max`` are
@@ -90,7 +90,7 @@ def cluster_n_eff(y: np.ndarray, codes: np.ndarray) -> float:
     """The clusters that carry the mean of ``y``: ``n_eff = (sum S)^2 / sum S^2`` over the cluster sums.
 
     The smaller of it and the same of the failures' sums ``n_g - S_g`` (a mean near 1), as
-    :func:`hierbench._numerics.few_carry` counts tasks; 0 where every sum is 0. Its flag:
+    ``hierbench._numerics.few_carry_side`` counts tasks; 0 where every sum is 0. Its flag:
     ``_logit_t.even_clusters``.
     """
     _, S, C = _cluster_sums(y, codes)

@@ -432,7 +432,7 @@ def _target_attrs(plan: _Plan) -> dict[str, str]:
     }
 
 
-#: ``ci_flag`` of an agent whose mean few tasks carry (``_numerics.few_carry``)
+#: ``ci_flag`` of an agent whose mean few tasks carry (``_numerics.few_carry_side``)
 FEW_TASKS_FLAG = "few tasks carry the mean"
 #: the same where few tasks carry the failures (a mean above 1/2: the rule held on ``1 - y``)
 FEW_FAILS_FLAG = "few tasks carry the failures (1 - mean)"

@@ -14,6 +14,7 @@ import xarray as xr
 
 from ..._base import check_choice
 from ..._base import check_prob
+from ..._base import is_binary
 from ..._base import make_interval
 from .._kernels import normal_z
 from .._kernels import one_blas_thread
@@ -332,8 +333,8 @@ def score_range(vc) -> tuple[float, float] | None:
     """
     if vc._reml_data is None:
         return None
-    y = np.asarray(vc._reml_data[0], dtype=float)
-    return (0.0, 1.0) if y.size and bool(np.isin(y, (0.0, 1.0)).all()) else None
+    y = np.asarray(vc._reml_data[0], dtype=float)  # the scores fitted: no NaN
+    return (0.0, 1.0) if y.size and is_binary(y) else None
 
 
 def ci_flags(vc, ci: xr.DataArray) -> list[str]:
