@@ -56,6 +56,8 @@ class Result:
     _dataset_exclude: ClassVar[tuple[str, ...]] = ()
     #: plain fields the repr's first line names (e.g. an effect's variable and scale)
     _title_fields: ClassVar[tuple[str, ...]] = ()
+    #: what the repr's first line calls the estimate when no title field names it (e.g. its unit)
+    _estimate_label: ClassVar[str] = "estimate"
 
     def __getitem__(self, key: str) -> Any:
         if key in self._fields() or key in ("estimate", "ci"):
@@ -140,7 +142,7 @@ class Result:
         ci = self.ci
         head = ", ".join(str(getattr(self, f)) for f in self._title_fields)
         label = f"{interval_label(ci)} interval"
-        lines = [f"{type(self).__name__}: {head} ({label})" if head else f"{type(self).__name__}: estimate with {label}"]
+        lines = [f"{type(self).__name__}: {head} ({label})" if head else f"{type(self).__name__}: {self._estimate_label} with {label}"]
         return lines + self._cell_lines()
 
     def _cell_notes(self) -> xr.DataArray | None:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
+from typing import ClassVar
 
 import numpy as np
 import xarray as xr
@@ -75,9 +76,10 @@ class PosteriorHorizonResult(DrawsResult):
     minutes_range: list = field(default_factory=list)
     extrapolated: xr.DataArray | None = None
 
+    _estimate_label: ClassVar[str] = "horizon in human minutes"
+
     def _repr_lines(self) -> list[str]:
         lines = super()._repr_lines()
-        lines[0] = lines[0].replace("estimate with", "horizon in human minutes with", 1)
         d = self.draws.transpose("chain", "draw", "agent", ...).values
         return lines + limit_flags(self.n_undefined["agent"].values.tolist(), self.n_undefined.values,
                                    d.reshape(-1, *d.shape[2:]), float(self.ci.attrs.get("ci_prob", DEFAULT_PROB)),
@@ -108,10 +110,7 @@ class PosteriorDoublingTimeResult(DrawsResult):
     n_nonpositive: int = 0
     n_agent_dropped: list = field(default_factory=list)
 
-    def _repr_lines(self) -> list[str]:
-        lines = super()._repr_lines()
-        lines[0] = lines[0].replace("estimate with", "doubling time in days with", 1)
-        return lines
+    _estimate_label: ClassVar[str] = "doubling time in days"
 
 
 def _eta_at(tau: np.ndarray, p: float) -> np.ndarray:

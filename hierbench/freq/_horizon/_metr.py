@@ -141,10 +141,10 @@ class TimeHorizonResult(Result):
     extrapolated: xr.DataArray | None = None
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("resamples",)
+    _estimate_label: ClassVar[str] = "horizon in human minutes"
 
     def _repr_lines(self) -> list[str]:
         lines = super()._repr_lines()
-        lines[0] = lines[0].replace("estimate with", "horizon in human minutes with", 1)
         if self.n_undefined is None:
             return lines
         return lines + limit_flags(self.n_undefined["agent"].values.tolist(), self.n_undefined.values,
@@ -199,11 +199,7 @@ class DoublingTimeResult(Result):
     n_agent_dropped: list = field(default_factory=list)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("resamples",)
-
-    def _repr_lines(self) -> list[str]:
-        lines = super()._repr_lines()
-        lines[0] = lines[0].replace("estimate with", "doubling time in days with", 1)
-        return lines
+    _estimate_label: ClassVar[str] = "doubling time in days"
 
 
 # --------------------------------------------------------------------------- inputs
