@@ -275,6 +275,15 @@ def test_the_bayes_formula_route_warns_of_the_term_once():
     said = [str(w.message) for w in seen if issubclass(w.category, UnidentifiedTermWarning)]
     assert len(said) == 1 and said[0].startswith("random term (1|agent:task): one run per agent x task cell")
     assert "one run per agent x task cell" in m.hierbench["structure"]["decisions"]["agent_task"]["reason"]
+    # the default formula written out is the user's formula too: model_design leaves its term to the
+    # builder, whose decision warns (it did not, when the mute keyed on the formula being given)
+    from hierbench.data import DEFAULT_FORMULA
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        hbb.build_mixed(ds, DEFAULT_FORMULA)
+    said = [str(w.message) for w in seen if issubclass(w.category, UnidentifiedTermWarning)]
+    assert len(said) == 1 and "one run per agent x task cell" in said[0]
 
 
 # ---------------------------------------------------------------- finding 16: cosmetics

@@ -215,7 +215,7 @@ def _design(
     if cell is not None:
         requested = "auto" if formula is None or chosen else "marginal"
         with warnings.catch_warnings():
-            if requested == "marginal":  # the user's formula: model_design warned already, in its words
+            if "unidentified (1|agent:task)" in design.decisions:  # model_design warned already, in its words
                 warnings.simplefilter("ignore", UnidentifiedTermWarning)
             choice = decide_agent_task(st, requested)
         if choice == "none":
