@@ -9,7 +9,6 @@ import pandas as pd
 import xarray as xr
 
 from .._base import HierbenchWarning
-from .._base import fit_record
 from ..data import grade_key
 
 __all__ = ["SECTIONS", "ReportSectionWarning"]
@@ -116,16 +115,10 @@ MIXED_VARS = {False: "mean_own_tasks", True: "mean_grade_own_tasks"}
 
 def _mixed_design(ctx: _Context):
     """A formula fit's design, rebuilt from its recorded formula and the report's data (None: it cannot be)."""
-    from ..data import model_design
+    from ._match import rebuilt_design
 
-    opts = fit_record(ctx.fit, "hierbench_spec").get("options", {})
     try:
-        data = ctx.data
-        if opts.get("minutes"):  # a horizon fit: its formula reads log2_minutes, made from the data's minutes
-            from ..bayes import with_log2_minutes
-
-            data = with_log2_minutes(data, opts["minutes"])
-        return model_design(opts["formula"], data, family=opts["family"], levels=opts.get("levels"))
+        return rebuilt_design(ctx.fit, ctx.data)
     except (KeyError, ValueError) as exc:  # HierbenchError is a ValueError
         ctx.warnings.append(f"the formula model's design could not be rebuilt from the data: {exc}")
         return None

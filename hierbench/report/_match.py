@@ -154,6 +154,23 @@ def _score_kind_diff(fit: xr.DataTree, data: xr.Dataset) -> list[str]:
             f"credit (e.g. (agent, task, run, score) {first})"]  # fmt: skip
 
 
+def rebuilt_design(fit: xr.DataTree, data: xr.Dataset):
+    """A formula fit's design, rebuilt from ``data`` with its recorded formula, family and levels.
+
+    A horizon fit's formula reads ``log2_minutes``, which its builder makes from the data's
+    minutes (``with_log2_minutes``): made here the same way. Raises what ``model_design`` raises
+    (a ``KeyError`` where the fit records no formula).
+    """
+    from ..data import model_design
+
+    opts = fit_record(fit, "hierbench_spec").get("options", {})
+    if opts.get("minutes"):
+        from ..bayes import with_log2_minutes
+
+        data = with_log2_minutes(data, opts["minutes"])
+    return model_design(opts["formula"], data, family=opts["family"], levels=opts.get("levels"))
+
+
 def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, list[str]]:
     """A formula fit against the design its formula makes of ``data``: (the same, why not).
 
@@ -162,15 +179,13 @@ def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, 
     A design that cannot be rebuilt from the log (covariates given apart from it) is not compared
     here; the report says it cannot compute the formula model's levels from this log.
     """
-    from ..data import model_design
-
     opts = fit_record(fit, "hierbench_spec").get("options", {})
     if "formula" not in opts or not want:
         return False, []
     try:
         with warnings.catch_warnings():  # the design's own notices were given when it was fitted
             warnings.simplefilter("ignore")
-            design = model_design(opts["formula"], data, family=opts["family"], levels=opts.get("levels"))
+            design = rebuilt_design(fit, data)
     except (HierbenchError, ValueError, KeyError):
         return False, []
     if design.fingerprint() == want:
