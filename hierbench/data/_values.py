@@ -208,10 +208,9 @@ def label_clashes(labels, kinds) -> tuple[list[str], set[str]]:
     frame["family"] = frame["kind"].map(_family)
     nf = frame.groupby("label", sort=False)["family"].nunique()
     same = nf[nf > 1].index.tolist()
-    ex = [
-        f"{lab!r} as " + " and ".join(sorted(set(frame.loc[frame.label == lab, "family"])))
-        for lab in same
-    ]
+    # one pass over the clashing rows (a scan per label took seconds on 20,000 clashing ids)
+    families = frame[frame.label.isin(same)].groupby("label", sort=False)["family"].agg(lambda f: sorted(set(f)))
+    ex = [f"{lab!r} as " + " and ".join(families[lab]) for lab in same]
     clash = set(map(str, same))
     ints: dict[int, str] = {}
     for lab in frame.loc[frame.kind == "int", "label"]:
