@@ -406,10 +406,13 @@ def warn_undefined_resamples(
 def warn_undefined_counts(
     n_undef: np.ndarray, n: int, names: list[str], *, cause: str, category: type[Warning],
     only: np.ndarray | None = None,
+    drew: str = "the agent's tasks", more: str = "give the agent more tasks",
 ) -> None:
     """:func:`warn_undefined_resamples` from the counts: ``n_undef[i]`` of ``n`` resamples undefined.
 
     For a caller that never holds the whole distribution (it counts block by block).
+    ``drew`` and ``more`` name the units and what would lower the share (a judge's items,
+    not an agent's tasks).
     """
     if only is not None:
         n_undef = np.where(np.ravel(only), n_undef, 0)
@@ -418,13 +421,12 @@ def warn_undefined_counts(
         return
     hit = hit[np.argsort(-n_undef[hit], kind="stable")]  # the worst first
     listed = "; ".join(f"{names[i]} in {int(n_undef[i])} of {n} resamples" for i in hit[:3])
-    more = f"; and {hit.size - 3} more outputs" if hit.size > 3 else ""
+    rest = f"; and {hit.size - 3} more outputs" if hit.size > 3 else ""
     warn_user(
-        f"undefined in some resamples: {listed}{more} ({cause}). Each interval leaves out the "
+        f"undefined in some resamples: {listed}{rest} ({cause}). Each interval leaves out the "
         "resamples its output was undefined in (NaN in `distribution`) and rests on the rest. If "
-        "they are a large share, the interval describes only the resamples that drew the agent's "
-        "tasks: give the agent more tasks (or the missing input on more of them); more resamples "
-        "do not lower the share.",
+        f"they are a large share, the interval describes only the resamples that drew {drew}: "
+        f"{more} (or the missing input on more of them); more resamples do not lower the share.",
         category,
     )
 

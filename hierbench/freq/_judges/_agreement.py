@@ -408,7 +408,8 @@ def _agreement(
         (-1.0, 1.0),
     )
     n_undef = _warn_undefined_resamples(
-        dist[:, 0], est, n_resamples, "drew items that all carry one category, where kappa is undefined"
+        dist[:, 0], est, n_resamples, "kappa",
+        "a resample whose items all carry one category and the raters agree on it has none, 0/0",
     )
     kind, detail = _detail(method, unit, n_resamples)
     if n_undef:

@@ -171,7 +171,7 @@ def pr_curve(
     ap = _ap(tp, fp)[0]
     _warn_nan(ap, "no positive item: the average precision")
     dist = cv.resampled(_ap, n_resamples, rng)
-    n_undef = _warn_undefined_resamples(dist, ap, n_resamples, "drew no positive item")
+    n_undef = _warn_undefined_resamples(dist, ap, n_resamples, "the average precision", "a resample that draws no positive item has none, 0/0")
     lo, hi = percentile_bounds(dist[:, None], prob)
     with np.errstate(invalid="ignore", divide="ignore"):
         prec = tp[0] / (tp[0] + fp[0])

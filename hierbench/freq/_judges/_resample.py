@@ -28,6 +28,7 @@ from ..._base import warn_user
 from .._kernels import BLOCK_ELEMENTS
 from .._kernels import _bca
 from .._kernels import percentile_bounds
+from .._kernels import warn_undefined_counts
 from .._kernels import weight_blocks
 
 # the warning this module's bootstrap raises, handed on by the package
@@ -149,18 +150,17 @@ def _check_units(codes: np.ndarray | None, n_items: int, unit: str, what: str) -
         )
 
 
-def _warn_undefined_resamples(dist: np.ndarray, est: float, n_resamples: int, why: str) -> int:
-    """Count the resamples where the statistic is undefined (0/0) and say so; return the count.
+def _warn_undefined_resamples(dist: np.ndarray, est: float, n_resamples: int, what: str, why: str) -> int:
+    """Count the resamples where ``what`` is undefined (0/0), warn by the bootstraps' one rule; return the count.
 
-    They are left out of the interval, which then rests on the other resamples only.
+    They are left out of the interval, which then rests on the other resamples
+    only. Nothing is said when ``est`` itself is undefined (its own warning says so).
     """
     n_undef = int((~np.isfinite(dist)).sum())
-    if n_undef and np.isfinite(est):
-        warn_user(
-            f"{n_undef} of {n_resamples} resamples {why} (0/0); they are left out of the "
-            f"interval, which rests on the other {n_resamples - n_undef}",
-            UndefinedMetricWarning,
-        )
+    warn_undefined_counts(
+        np.array([n_undef]), n_resamples, [what], cause=why, category=UndefinedMetricWarning,
+        only=np.array([np.isfinite(est)]), drew="items where it is defined", more="give more items",
+    )
     return n_undef
 
 
