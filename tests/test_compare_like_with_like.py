@@ -175,13 +175,72 @@ def test_results_from_two_logs_are_refused_by_their_fingerprints_in_check_fit_da
 
 
 def test_without_a_fingerprint_on_one_side_the_table_says_the_data_were_not_checked():
-    pytest.importorskip("pymc")
     log_a, _ = simulate_eval(n_agents=2, n_tasks=20, n_runs=2, rng=10)
+    fit = _fit_of(log_a, 0)
+    bare = fit["posterior"]["mean_new_task"].copy()
+    bare.attrs = {"scale": "probability", "meaning": "a new task"}  # draws from a fit made elsewhere
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         boot = bootstrap_ci(log_a, n_resamples=199, rng=0)
-    t = side_by_side({"boot": boot, "Bayes": posterior_summary(_fit_of(log_a, 0), var="mean_new_task")})
-    assert t.attrs["data_check"].startswith("not checked: ['boot']")
+    t = side_by_side({"boot": boot, "Bayes": posterior_summary(bare)})
+    assert t.attrs["data_check"].startswith("not checked: ['Bayes']")
+
+
+def _stamped_fit(ds: xr.Dataset, seed: int) -> xr.DataTree:
+    """``_fit_of`` with both fingerprints, as ``fit`` stamps them (root attrs and the variable's)."""
+    from hierbench.bayes._sampler._fit import _decorate
+    from hierbench.bayes._sampler._fit import _fingerprints
+
+    fit = _fit_of(ds, seed)
+    info = {"data_hash": fit.attrs["hierbench_data_hash"], "counts_hash": fit.attrs["hierbench_data_hash"],
+            "var_attrs": {"mean_new_task": {"scale": "probability", "meaning": "a new task"}}}  # fmt: skip
+    fit = _decorate(fit, info)
+    fit.attrs.update(_fingerprints(info))
+    return fit
+
+
+def test_a_frequentist_result_of_another_log_is_refused_beside_a_fit():
+    log_a, _ = simulate_eval(n_agents=2, n_tasks=20, n_runs=2, rng=10)
+    log_b, _ = simulate_eval(n_agents=2, n_tasks=20, n_runs=2, rng=11)  # same labels, other outcomes
+    fit_a = _stamped_fit(log_a, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot_a, boot_b = (bootstrap_ci(d, n_resamples=199, rng=0) for d in (log_a, log_b))
+    # the README's form: the draws taken out of the fit still carry the log's fingerprint
+    bayes = posterior_summary(fit_a["posterior"]["mean_new_task"])
+    same = side_by_side({"boot": boot_a, "Bayes": bayes})
+    assert same.attrs["data_check"].startswith("every result comes from the same data")
+    with pytest.raises(MismatchedEstimatesError, match="are not the same evaluation"):
+        side_by_side({"boot": boot_b, "Bayes": bayes})
+
+
+def test_the_log_fingerprint_is_one_for_every_estimator_and_model_of_a_log():
+    pytest.importorskip("pymc")
+    from hierbench._base import counts_fingerprint
+    from hierbench.bayes import build_crossed
+    from hierbench.bayes import build_mixed
+    from hierbench.freq import pass_hat_k
+    from hierbench.freq import success_rate
+
+    log, _ = simulate_eval(n_agents=2, n_tasks=12, n_runs=3, rng=3)
+    log["score"] = log["score"].where(log["score"].run < 2)  # one cell short of runs is still the log
+    fp = counts_fingerprint(log)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stamped = {
+            "bootstrap": bootstrap_ci(log, n_resamples=99, rng=0).estimate.attrs,
+            "pass^k": pass_hat_k(log, 2).estimate.attrs,
+            "success rate": success_rate(log).estimate.attrs,
+            "counts": pass_hat_k(to_counts(log), 2).estimate.attrs,
+        }
+        models = {"crossed": build_crossed(log).hierbench, "mixed": build_mixed(log).hierbench}
+    assert {k: a["hierbench_counts_hash"] for k, a in stamped.items()} == dict.fromkeys(stamped, fp)
+    assert {k: m["counts_hash"] for k, m in models.items()} == dict.fromkeys(models, fp)
+    # the crossed model saw the counts (its data hash is theirs); the formula model saw a design
+    assert models["crossed"]["data_hash"] == fp != models["mixed"]["data_hash"]
+    other = log.copy(deep=True)
+    other["score"][0, 0, 0] = 1 - other["score"][0, 0, 0]  # one run's outcome flipped
+    assert counts_fingerprint(other) != fp
 
 
 # ------------------------------------------------------------------ finding 10: to_frame

@@ -225,7 +225,7 @@ def test_crossed_fit_dispatches_to_crossed_module(hand_fit, monkeypatch):
 
     def fake(fit, *, k, kind, population, prob, realised, rng, min_runs):
         calls.append((tuple(k), kind, population, prob, realised, rng))
-        return xr.Dataset()
+        return types.SimpleNamespace(estimate=xr.DataArray(0.0))  # a result: its estimate gets the fingerprints
 
     # a stand-in module: this checks the dispatch, not the crossed maths
     monkeypatch.setitem(

@@ -34,11 +34,15 @@ from ._checks import check_dim
 from ._checks import check_int
 from ._checks import check_number
 from ._checks import check_prob
+from ._data import COUNTS_HASH
+from ._data import DATA_HASH
 from ._data import SOURCE_COLUMN
 from ._data import cluster_codes
 from ._data import cluster_label
 from ._data import counted as counted
 from ._data import counts
+from ._data import counts_fingerprint
+from ._data import data_hash
 from ._data import is_binary
 from ._data import partial_credit
 from ._deprecations import moved_names
@@ -90,6 +94,8 @@ from ._warnings import warn_user
 
 __all__ = [
     "CI_KINDS",
+    "COUNTS_HASH",
+    "DATA_HASH",
     "DEFAULT_PROB",
     "SOURCE_COLUMN",
     "DrawsResult",
@@ -110,6 +116,8 @@ __all__ = [
     "cluster_codes",
     "cluster_label",
     "counts",
+    "counts_fingerprint",
+    "data_hash",
     "field_alias",
     "interval_label",
     "is_binary",

@@ -2,11 +2,14 @@
 
 :func:`counts` (refuses partial credit where binary counts are needed), :func:`is_binary`,
 :func:`cluster_codes`, :func:`cluster_label` (the name clusters are called by: the column
-they were read from, :data:`SOURCE_COLUMN`) and :func:`counted` (a count with its noun).
+they were read from, :data:`SOURCE_COLUMN`), :func:`counted` (a count with its noun) and
+``data_hash`` / ``counts_fingerprint`` (which counts a result or a fit came from).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
 from typing import Any
 
@@ -287,3 +290,72 @@ def cluster_codes(
         labels[is_missing] = [f"{t} (no cluster)" for t in tasks[is_missing]]
     uniq, codes = np.unique(labels.astype(str), return_inverse=True)
     return codes.astype(np.intp), uniq.astype(object)
+
+
+#: the attr that holds the fingerprint of the data a fit saw (a count model's counts, a formula model's design)
+DATA_HASH = "hierbench_data_hash"
+#: the attr that holds the fingerprint of the log's score cells a result or a fit came from (``counts_fingerprint``)
+COUNTS_HASH = "hierbench_counts_hash"
+
+
+def data_hash(counts: xr.Dataset) -> str:
+    """sha256 of the count grids and their labels (what a count model sees).
+
+    ``counts`` holds ``n_runs`` and ``n_success`` over (agent, task), cells not
+    run at 0, and string labels, as a count model's builder prepares them;
+    ``hierbench._base.counts_fingerprint`` makes that form from an eval dataset.
+    """
+    h = hashlib.sha256()
+    for name in ("n_runs", "n_success"):
+        da = counts[name].transpose("agent", "task")
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(da.values, dtype=np.float64).tobytes())
+    for dim in ("agent", "task"):
+        h.update(json.dumps([str(v) for v in counts[dim].values]).encode())
+    if "cluster" in counts.coords:
+        h.update(json.dumps([str(v) for v in counts["cluster"].values]).encode())
+    return h.hexdigest()
+
+
+def counts_fingerprint(data: Any) -> str:
+    """The fingerprint of a log's score cells (runs and score sums per agent and task), or "".
+
+    ``data`` is an eval dataset (``score`` over agent, task, run) or a counts
+    dataset (``n_runs``, ``n_success``). The cells are put in the form a count
+    model's builder gives them (cells not run at 0, labels as text, a task
+    without a cluster its own cluster), so for 0/1 scores this is the
+    ``data_hash`` a count model records; a formula model records it too. A
+    frequentist result and any fit of the same log then carry the same
+    fingerprint (``hierbench_counts_hash``), whatever the model, and
+    ``hierbench.compare.side_by_side`` can tell logs apart. Data without agent
+    and task dims have none ("").
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> s = xr.DataArray(np.array([[[1.0, 0.0], [1.0, np.nan]]]), dims=("agent", "task", "run"),
+    ...                  coords={"agent": ["a"], "task": ["t1", "t2"]})
+    >>> fp = counts_fingerprint(xr.Dataset({"score": s}))
+    >>> len(fp), fp == counts_fingerprint(xr.Dataset({"score": s.fillna(0)}))
+    (64, False)
+    """
+    if not isinstance(data, xr.Dataset):
+        return ""
+    if "score" in data:
+        score = data["score"]
+        if set(score.dims) != {"agent", "task", "run"}:
+            return ""
+        tally = xr.Dataset({"n_runs": score.notnull().sum("run"), "n_success": score.fillna(0).sum("run")})
+    elif {"n_runs", "n_success"} <= set(data.data_vars) and set(data["n_runs"].dims) == {"agent", "task"}:
+        tally = data[["n_runs", "n_success"]]
+    else:
+        return ""
+    n = tally["n_runs"].transpose("agent", "task").fillna(0).values.astype(np.int64)
+    y = tally["n_success"].transpose("agent", "task").fillna(0).values.astype(np.float64)
+    coords = {"agent": np.asarray(tally["agent"].values).astype(str), "task": np.asarray(tally["task"].values).astype(str)}
+    if "cluster" in tally.coords and tally.coords["cluster"].dims == ("task",):
+        with warnings.catch_warnings():  # the estimator that reads the clusters says so itself
+            warnings.simplefilter("ignore")
+            codes, labels = cluster_codes(tally, "cluster", dim="task")
+        coords["cluster"] = ("task", np.asarray(labels, dtype=str)[codes])
+    return data_hash(xr.Dataset({"n_runs": (("agent", "task"), n), "n_success": (("agent", "task"), y)}, coords=coords))

@@ -16,7 +16,6 @@ data.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import tomllib
 from collections.abc import Callable
@@ -33,6 +32,7 @@ from .._base import HierbenchError
 from .._base import PartialCreditError
 from .._base import cluster_codes
 from .._base import counts
+from .._base import data_hash as data_hash  # public as hierbench.bayes.data_hash
 from .._base import refuse_agents_without_runs
 from ._sampler._sampling import FIT_DEFAULTS
 
@@ -193,20 +193,6 @@ def data_provenance(attrs: Mapping[str, Any]) -> dict[str, str]:
     return {f"hierbench_data_{k}": str(attrs[k]) for k in PROVENANCE if attrs.get(k) is not None}
 
 
-def data_hash(counts: xr.Dataset) -> str:
-    """sha256 of the count grids and their labels (what a count model sees)."""
-    h = hashlib.sha256()
-    for name in ("n_runs", "n_success"):
-        da = counts[name].transpose("agent", "task")
-        h.update(name.encode())
-        h.update(np.ascontiguousarray(da.values, dtype=np.float64).tobytes())
-    for dim in ("agent", "task"):
-        h.update(json.dumps([str(v) for v in counts[dim].values]).encode())
-    if "cluster" in counts.coords:
-        h.update(json.dumps([str(v) for v in counts["cluster"].values]).encode())
-    return h.hexdigest()
-
-
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -347,11 +333,13 @@ def count_info(
     the hook names (:data:`HOOK_KINDS`), and ``extra`` (options, the data the
     hooks read, sampler defaults, variable attrs).
     """
+    fingerprint = data_hash(counts)
     return {
         "model": name,
         "priors": priors,
         "structure": structure.to_dict(),
-        "data_hash": data_hash(counts),
+        "data_hash": fingerprint,
+        "counts_hash": fingerprint,  # the counts are what the model saw
         "cell_coords": {"cell_agent": cells["cell_agent"], "cell_task": cells["cell_task"]},
         "cell_index": (cells["cell_agent_idx"], cells["cell_task_idx"]),
         "n_cells_excluded": cells["n_cells_excluded"],

@@ -12,6 +12,8 @@ import pandas as pd
 import xarray as xr
 
 from .._base import CI_BOUNDS
+from .._base import COUNTS_HASH
+from .._base import DATA_HASH
 from .._base import DEFAULT_PROB
 from .._base import HierbenchError
 from .._base import Result
@@ -56,8 +58,9 @@ QUANTITY_SCALES = {"pass^k": "probability", "pass@k": "probability", "win rate":
 #: the scale an interval kind implies: a Wald or Wilson interval is one of a proportion
 KIND_SCALES = {"wald": "probability", "wilson": "probability"}
 
-#: the root attr of a fit, and the attr of a result, that holds the fingerprint of the data it came from
-DATA_HASH = "hierbench_data_hash"
+#: the fingerprints a result may carry, the log's first: its score cells (``hierbench_counts_hash``:
+#: a frequentist result's and any fit's of the same log), then what a fit's model saw (``hierbench_data_hash``)
+FINGERPRINTS = (COUNTS_HASH, DATA_HASH)
 
 
 def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, str | None, xr.DataArray | None]:
@@ -165,8 +168,7 @@ def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dat
     if scale is not None:
         out.attrs["scale"] = scale
         out.attrs["scale_from"] = why
-    if attrs.get(DATA_HASH):
-        out.attrs[DATA_HASH] = str(attrs[DATA_HASH])
+    out.attrs |= {k: str(attrs[k]) for k in FINGERPRINTS if attrs.get(k)}
     return out
 
 
@@ -301,38 +303,44 @@ def _refuse_labels(why: dict[str, list[str]]) -> None:
 def _data_check(norm: dict[str, xr.Dataset], allow: bool, labels: dict[str, list[str]]) -> str:
     """Refuse results whose data fingerprints differ; the words for the table's ``attrs["data_check"]``.
 
-    A result from a fit carries the fit's ``hierbench_data_hash``; where a
-    result carries none, only what the results state (their labels, ``n_tasks``)
-    was compared, and the text says so. The refusal reads as
+    Two results are compared by the first fingerprint both carry
+    (:data:`FINGERPRINTS`): the log's score cells (a frequentist result's, and
+    any fit's, so two models of one log agree), else what the fits' models saw.
+    Where a pair shares none, only what the results state (their labels,
+    ``n_tasks``) was compared, and the text says so. The refusal reads as
     ``hierbench.report.check_fit_data``'s: what differs, the two fingerprints.
     """
-    prints = {k: str(v.attrs[DATA_HASH]) for k, v in norm.items() if v.attrs.get(DATA_HASH)}
-    names = list(prints)
+    if len(norm) < 2:
+        return "one result: nothing to compare"
+    names, unchecked, differ, shared = list(norm), [], [], []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            if prints[a] != prints[b] and not allow:
-                why = "; ".join(w for ws in labels.values() for w in ws) or "their counts differ"
+            key = next((k for k in FINGERPRINTS if norm[a].attrs.get(k) and norm[b].attrs.get(k)), None)
+            if key is None:
+                unchecked.append((a, b))
+                continue
+            pa, pb = str(norm[a].attrs[key]), str(norm[b].attrs[key])
+            shared.append(pa)
+            if pa != pb and not allow:
+                why = "; ".join(w for ws in labels.values() for w in ws) or "their data differ"
                 raise MismatchedEstimatesError(
                     f"results[{a!r}] and results[{b!r}] are not the same evaluation: {why} "
-                    f"(fingerprints {prints[a][:12]} and {prints[b][:12]}). Give results computed from "
+                    f"(fingerprints {pa[:12]} and {pb[:12]}). Give results computed from "
                     "one log, read with the same options (the error policy and the columns change the "
                     "counts), or pass allow_mismatch=True"
                 )
-    if len(norm) < 2:
-        return "one result: nothing to compare"
-    silent = [k for k in norm if k not in prints]
-    if silent:
+            if pa != pb:
+                differ.append((a, b))
+    if unchecked:
+        silent = sorted({k for pair in unchecked for k in pair if not any(norm[k].attrs.get(f) for f in FINGERPRINTS)})
+        who = f"{silent} carry no data fingerprint" if silent else f"the pairs {unchecked} share no kind of fingerprint"
         return (
-            f"not checked: {silent} carry no data fingerprint ({DATA_HASH}), so whether every result "
-            "comes from the same log could not be checked; only their labels and n_tasks (where "
-            "stated) were compared"
+            f"not checked: {who} ({' / '.join(FINGERPRINTS)}), so whether every result comes from the "
+            "same log could not be checked; only their labels and n_tasks (where stated) were compared"
         )
-    if len(set(prints.values())) == 1:
-        return f"every result comes from the same data (fingerprint {prints[names[0]][:12]})"
-    return (
-        f"the results' data differ (fingerprints {sorted({p[:12] for p in prints.values()})}): "
-        "accepted with allow_mismatch=True"
-    )
+    if not differ:
+        return f"every result comes from the same data (fingerprint {shared[0][:12]})"
+    return f"the results' data differ (pairs {differ}): accepted with allow_mismatch=True"
 
 
 def side_by_side(
@@ -373,9 +381,11 @@ def side_by_side(
         * over different agents (or other labels): they would be joined with
           NaN rows;
         * from different logs: where two results carry the fingerprint of
-          their data (``hierbench_data_hash``: a fit's, which
-          ``hierbench.metrics.posterior_summary(fit, var=...)`` keeps), it must
-          be one.
+          their log (``hierbench_counts_hash``: the score cells per agent and
+          task, which the task bootstrap, ``success_rate``, pass^k / pass@k
+          and every fit record, and a fit's variables and posterior summaries
+          keep; else a fit's ``hierbench_data_hash``), it must be one. Two
+          models of one log share it.
 
         With ``allow_mismatch=True`` the rows are set side by side anyway and
         the labels joined (``attrs["joined"]`` says which).

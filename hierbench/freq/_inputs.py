@@ -8,11 +8,15 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .._base import COUNTS_HASH
 from .._base import HierbenchError
 from .._base import as_rng
 from .._base import cluster_codes
+from .._base import counts_fingerprint
 
-__all__ = ["agent_task_means", "data_variable", "numeric_values", "score_array", "task_resampling"]
+__all__ = [
+    "agent_task_means", "data_variable", "numeric_values", "score_array", "task_resampling", "with_counts_hash",
+]
 
 
 def data_variable(
@@ -134,3 +138,18 @@ def task_resampling(
     res = cluster_codes(data, cluster, dim=task_dim)
     codes = None if res is None else res[0]
     return codes, as_rng(rng), "clusters" if codes is not None else "tasks"
+
+
+def with_counts_hash(result: Any, data: Any) -> Any:
+    """``result`` with the fingerprint of ``data``'s score cells in its estimate's attrs (and its own).
+
+    The fingerprint (``hierbench_counts_hash``) is the one a fit of the same log
+    records, so ``hierbench.compare.side_by_side`` can refuse a result from
+    another log beside it. Data without agent and task dims leave ``result`` as it is.
+    """
+    fp = counts_fingerprint(data)
+    if fp:
+        result.estimate.attrs[COUNTS_HASH] = fp
+        if isinstance(getattr(result, "attrs", None), dict):
+            result.attrs[COUNTS_HASH] = fp
+    return result

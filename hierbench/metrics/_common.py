@@ -9,6 +9,8 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from .._base import COUNTS_HASH
+from .._base import DATA_HASH
 from .._base import DEFAULT_PROB
 from .._base import UndefinedMetricWarning
 from .._base import check_choice
@@ -25,6 +27,7 @@ __all__ = [
     "UndefinedMetricWarning",
     "check_k",
     "draws_target",
+    "fingerprints",
     "get_draws",
     "mc_interval",
     "min_runs_per_k",
@@ -375,15 +378,23 @@ def posterior_summary(
     """
     from ._results import PosteriorSummaryResult
 
-    data_hash = ""
+    prints = {}
     if isinstance(draws, xr.DataTree) and var is not None:
-        data_hash = str(draws.attrs.get("hierbench_data_hash", ""))
+        prints = fingerprints(draws)
         draws = get_draws(draws, var)
     elif var is not None:
         raise ValueError(f"`var` names a variable of a fit (an xarray.DataTree); `draws` is {type(draws).__name__}")
     ci = posterior_interval(draws, prob=prob, kind=kind)
     est = draws.mean(list(SAMPLE_DIMS))
     est.attrs = {k: draws.attrs[k] for k in ("meaning",) if k in draws.attrs} | draws_target(draws)
-    if data_hash:
-        est.attrs["hierbench_data_hash"] = data_hash
+    est.attrs |= fingerprints(draws) | prints
     return PosteriorSummaryResult(estimate=est, ci=ci)
+
+
+def fingerprints(obj: xr.DataTree | xr.DataArray) -> dict[str, str]:
+    """The data fingerprints a fit (root attrs) or a variable of one (its attrs) carries.
+
+    ``hierbench_data_hash`` and ``hierbench_counts_hash`` where present, for
+    ``hierbench.compare.side_by_side`` to tell results of other logs apart.
+    """
+    return {k: str(obj.attrs[k]) for k in (DATA_HASH, COUNTS_HASH) if obj.attrs.get(k)}

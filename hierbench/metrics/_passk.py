@@ -29,6 +29,7 @@ from .._base import check_prob
 from .._base import warn_user
 from ._common import UndefinedMetricWarning
 from ._common import check_k
+from ._common import fingerprints
 from ._common import min_runs_per_k
 from ._common import observed_only
 from ._common import pass_attrs
@@ -174,14 +175,17 @@ def _pass(
     if model == "crossed":
         from ._crossed import crossed_pass_k
 
-        return crossed_pass_k(
+        res = crossed_pass_k(
             fit, k=ks.tolist(), kind="at" if at else "hat", population=population, prob=prob,
             realised=realised, rng=rng, min_runs=min_runs,
         )
-    gen = as_rng(rng) if realised else None
-    expected, real, n_tasks = _beta_binomial_pass(fit, ks, mins, population, at, gen)
-    attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs, realised)
-    return pass_result(expected, real if real is not None else expected, n_tasks, attrs, prob)
+    else:
+        gen = as_rng(rng) if realised else None
+        expected, real, n_tasks = _beta_binomial_pass(fit, ks, mins, population, at, gen)
+        attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs, realised)
+        res = pass_result(expected, real if real is not None else expected, n_tasks, attrs, prob)
+    res.estimate.attrs |= fingerprints(fit)  # which log: for side_by_side beside a frequentist pass^k
+    return res
 
 
 def pass_hat_k(

@@ -65,6 +65,7 @@ from ..._base import HierbenchWarning
 from ..._base import UnidentifiedTermWarning
 from ..._base import check_choice
 from ..._base import check_int
+from ..._base import counts_fingerprint
 from ..._base import warn_user
 from ...data import DEFAULT_FORMULA
 from ...data import model_design
@@ -761,6 +762,7 @@ def build_chosen(
     model.hierbench = _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set)
     model.hierbench["var_attrs"].update(dim_attrs)
     model.hierbench["root_attrs"].update(data_provenance(data.attrs))
+    model.hierbench["counts_hash"] = counts_fingerprint(data)  # the log's; a frequentist result carries it too
     return model
 
 

@@ -27,6 +27,8 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from ..._base import COUNTS_HASH
+from ..._base import DATA_HASH
 from ..._base import as_rng
 from ..._base import warn_user
 from ..._base import watched
@@ -79,9 +81,14 @@ def _drop_warmup(dt: xr.DataTree) -> xr.DataTree:
 
 
 def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
-    """Attach the non-index cell and observation coords and the variable attrs recorded by the builder."""
+    """Attach the non-index cell and observation coords and the variable attrs recorded by the builder.
+
+    A variable with attrs also gets the data's fingerprints (:func:`_fingerprints`), so its
+    draws, taken out of the fit, still say which log they came from.
+    """
     by_dim = {"cell": info.get("cell_coords") or {}, "obs": info.get("obs_coords") or {}}
-    var_attrs = info.get("var_attrs") or {}
+    prints = _fingerprints(info)
+    var_attrs = {var: {**attrs, **prints} for var, attrs in (info.get("var_attrs") or {}).items()}
     for name, node in dt.children.items():
         ds = node.to_dataset()
         changed = False
@@ -101,6 +108,17 @@ def _decorate(dt: xr.DataTree, info: dict[str, Any]) -> xr.DataTree:
     return dt
 
 
+def _fingerprints(info: dict[str, Any]) -> dict[str, str]:
+    """The data's fingerprints, as attrs.
+
+    ``hierbench_data_hash`` (what the model saw) and ``hierbench_counts_hash``
+    (the log's score cells, which a frequentist result of the same log carries
+    and two models of one log share). A count model's data hash is its counts' fingerprint; a formula model records both.
+    """
+    counts_hash = str(info.get("counts_hash", ""))
+    return {DATA_HASH: str(info.get("data_hash", ""))} | ({COUNTS_HASH: counts_hash} if counts_hash else {})
+
+
 def _stamp(dt: xr.DataTree, info: dict[str, Any], /, **attrs: Any) -> xr.DataTree:
     """Decorate a fit and stamp its provenance: the model, its spec, the data hash, the version."""
     dt = _decorate(dt, info)
@@ -117,7 +135,7 @@ def _stamp(dt: xr.DataTree, info: dict[str, Any], /, **attrs: Any) -> xr.DataTre
             sort_keys=True,
             default=str,
         ),
-        hierbench_data_hash=str(info.get("data_hash", "")),
+        **_fingerprints(info),
         hierbench_version=_version(),
         **attrs,
     )

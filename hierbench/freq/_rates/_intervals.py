@@ -28,6 +28,7 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from ..._numerics import cluster_robust_se as _cluster_robust_se
 from ..._numerics import wilson_bounds as _wilson_bounds
+from .._inputs import with_counts_hash
 from .._kernels import normal_z
 
 __all__ = [
@@ -600,7 +601,7 @@ def success_rate(
     else:
         n_err = xr.full_like(n_runs, 0)
         err_rate = xr.full_like(micro, np.nan)
-    return SuccessRateResult(
+    res = SuccessRateResult(
         micro=micro.rename("micro"),
         macro=macro.rename("macro"),
         by_tag=None if by_tag is None else by_tag.rename("by_tag"),
@@ -618,3 +619,4 @@ def success_rate(
         n_errors=n_err.rename("n_errors"),
         n_tasks_not_run=(~ran).sum(task_dim).rename("n_tasks_not_run"),
     )
+    return with_counts_hash(res, data)

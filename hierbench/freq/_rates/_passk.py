@@ -43,6 +43,7 @@ from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
+from .._inputs import with_counts_hash
 from .._kernels import _pass_kernel
 from ._logit_t import BOUND_FLAGS
 from ._logit_t import flag_ladder
@@ -469,10 +470,11 @@ def pass_hat_k(
     >>> round(float(pass_hat_k(counts, 3).estimate), 3)
     0.325
     """
-    return _pass(
+    res = _pass(
         data, k, kind="hat", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob,
         cluster=cluster,
     )
+    return with_counts_hash(res, data)
 
 
 @renamed_kwargs(dim="run_dim")
@@ -506,8 +508,9 @@ def pass_at_k(
     >>> round(float(pass_at_k(counts, 3).estimate), 3)
     0.675
     """
-    return _pass(
+    res = _pass(
         data, k, kind="at", dim=run_dim, task_dim=task_dim, plugin=plugin, small_n=small_n, prob=prob,
         cluster=cluster,
     )
+    return with_counts_hash(res, data)
 

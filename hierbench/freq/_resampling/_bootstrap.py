@@ -57,6 +57,7 @@ from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import score_array
+from .._inputs import with_counts_hash
 from .._kernels import DegenerateBootstrapWarning
 from .._kernels import warn_bca_undefined
 from .._kernels import warn_undefined_counts
@@ -582,10 +583,11 @@ def bootstrap_ci(
     theta, dist, limits = _resample(
         plan, int(n_resamples), gen, progress, method, prob, (agent_coord, pair_labels)
     )
-    return _package(
+    res = _package(
         plan, agent_coord, pair_labels, theta, dist, limits,
         prob=prob, method=method, unit=unit, agent_dim=agent_dim, cluster_column=cluster_column,
     )
+    return with_counts_hash(res, data)
 
 
 def _plan(data, statistic, builtin: bool, k, pairs, scheme: str, paired: bool, cluster, dims) -> tuple:
