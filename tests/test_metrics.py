@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -520,3 +522,21 @@ def test_head_to_head_repr_ranks_agents_without_self_pairs():
     lines = text.splitlines()[2:]
     assert [ln.split(":")[0].strip() for ln in lines] == sorted(by_hand, key=lambda a: -by_hand[a])
     assert lines[0].endswith(f"{by_hand['m1']:.3f}")
+
+
+def test_beta_binomial_k_above_one_on_single_run_agents_says_it_rests_on_rhos_prior():
+    from hierbench._base import UnidentifiedWarning
+
+    rng = np.random.default_rng(5)
+    mu = rng.uniform(0.3, 0.5, (2, 200, 2))
+    kappa = rng.uniform(0.5, 5.0, (2, 200, 2))
+    n = np.array([[1, 1, 1, 1], [2, 1, 2, 1]])  # a0 ran every task once; a1 ran two tasks twice
+    dt = _bb_fit(mu, kappa, n, np.array([[1, 0, 1, 0], [2, 0, 1, 1]]))
+    with pytest.warns(UnidentifiedWarning, match=r"k > 1 of 1 of 2 agents \(a0\) rests on the prior of rho"):
+        pass_hat_k(dt, k=[1, 2])
+    with pytest.warns(UnidentifiedWarning, match=r"pass@k for k > 1"):
+        pass_at_k(dt, k=[3], population=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnidentifiedWarning)
+        pass_hat_k(dt, k=1)  # k = 1 is the success rate: identified
+        pass_hat_k(dt.sel(agent=["a1"]), k=2)

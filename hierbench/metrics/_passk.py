@@ -24,6 +24,7 @@ import xarray as xr
 from scipy.special import betaln
 
 from .._base import DEFAULT_PROB
+from .._base import UnidentifiedWarning
 from .._base import as_rng
 from .._base import check_prob
 from .._base import warn_user
@@ -155,6 +156,30 @@ def _check_request(fit, prob) -> tuple[float, str]:
     return prob, model
 
 
+def _warn_rho_from_prior(fit: xr.DataTree, ks: np.ndarray, at: bool) -> None:
+    """Warn when a k > 1 of the beta-binomial rests on rho's prior: agents with one run per task.
+
+    A single Bernoulli run has the same law for every rho (the correlation of two runs of a
+    task), so an agent whose cells hold at most one run leaves rho, and with it every k > 1,
+    where its prior put it (the builder's ``describe`` says the same).
+    """
+    if not (ks > 1).any() or "constant_data" not in fit.children or "n_runs" not in fit["constant_data"]:
+        return
+    n = fit["constant_data"]["n_runs"].transpose("agent", "task")
+    single = np.asarray(n.max("task").values) <= 1
+    if single.any():
+        names = [str(a) for a in n["agent"].values[single]]
+        shown = names[:5] + ([f"and {len(names) - 5} more"] if len(names) > 5 else [])
+        warn_user(
+            f"pass{'@' if at else '^'}k for k > 1 of {len(names)} of {single.size} agents ({', '.join(shown)}) "
+            "rests on the prior of rho: every task ran once for them, and one run has the same law "
+            "for every rho. The data fix the success rate; where pass^k / pass@k lie between their "
+            "values at rho = 0 and rho = 1 is the prior's choice, and so is much of the interval. "
+            "k = 1 does not rest on it; run some tasks at least twice to measure rho",
+            UnidentifiedWarning,
+        )
+
+
 def _pass(
     fit: xr.DataTree,
     k: int | Sequence[int] | None,
@@ -180,6 +205,7 @@ def _pass(
             realised=realised, rng=rng, min_runs=min_runs,
         )
     else:
+        _warn_rho_from_prior(fit, ks, at)
         gen = as_rng(rng) if realised else None
         expected, real, n_tasks = _beta_binomial_pass(fit, ks, mins, population, at, gen)
         attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs, realised)
