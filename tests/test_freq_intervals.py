@@ -161,7 +161,7 @@ def test_success_rate_micro_macro_error():
     err = df.groupby("agent").error.mean()
     np.testing.assert_allclose(res.error_rate.values, err.values)
     assert (res.n_runs.values == df.groupby("agent").size().values).all()
-    assert res.ci.attrs["ci_kind"] == "normal" and "cluster-robust" in res.ci.attrs["ci_detail"]
+    assert res.ci.attrs["ci_kind"] == "t" and "CR2 (bias-reduced cluster-robust)" in res.ci.attrs["ci_detail"]
     strict = success_rate(ds.assign(score=ds.score * 0.5 + 0.5 * (ds.score == 1)), strict=True)
     np.testing.assert_allclose(strict.micro.values, micro.values)
 
