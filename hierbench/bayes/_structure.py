@@ -39,15 +39,18 @@ import numpy as np
 import xarray as xr
 
 from .._base import UnidentifiedTermWarning as UnidentifiedTermWarning
+from .._base import UnidentifiedWarning
 from .._base import cluster_codes
 from .._base import fit_record
 from .._base import most_agents_per_task
+from .._base import warn_user
 from ..metrics import unidentified_by_design
 
 __all__ = [
     "CENTRE_MIN_INFO",
     "CENTRE_MIN_LEVELS",
     "SINGLETON_MAX_SHARE",
+    "BuilderDefault",
     "Description",
     "Structure",
     "UnidentifiedTermWarning",
@@ -63,8 +66,10 @@ __all__ = [
     "level_information",
     "level_spread",
     "nested_terms",
+    "no_shared_task",
     "pair_design",
     "pair_spread",
+    "separated_coefficients",
     "spread_for_centring",
     "term_information",
 ]
@@ -101,6 +106,22 @@ def centre_choice(info: float, levels: int) -> tuple[bool, float]:
 SINGLETON_MAX_SHARE = 0.5
 
 
+class BuilderDefault(str):
+    """A builder's signature default that is not "auto", told apart from the same value passed.
+
+    A ``str`` equal to the value (the signature shows ``'none'``), whose type says the
+    user did not pass it: :meth:`Structure.decide` records it as ``"default"``, not ``"user"``.
+
+    Examples
+    --------
+    >>> d = BuilderDefault("none")
+    >>> d == "none", repr(d), isinstance("none", BuilderDefault)
+    (True, "'none'", False)
+    """
+
+    __slots__ = ()
+
+
 @dataclass
 class Structure:
     """The design of a data set and the terms a model fitted to it includes.
@@ -117,12 +138,17 @@ class Structure:
     hints : dict
         ``{parameter: (cause, fix)}``: what to say when a parameter fails
         its convergence checks.
+    notes : list of str
+        What the data leave to the priors or to an assumption, beside the terms (agents the
+        binary data separate, agents that share no task): :func:`describe` prints them and
+        the fit's ``fit_notes`` repeats them.
     """
 
     model: str
     design: dict[str, Any]
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
     hints: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def decide(
         self,
@@ -138,10 +164,20 @@ class Structure:
         """Record the choice for ``term``: the user's ``requested`` unless it is ``auto``.
 
         When the user explicitly asks for ``unidentified`` (the choice the
-        design cannot support) a :class:`UnidentifiedTermWarning` says why.
+        design cannot support) a :class:`UnidentifiedTermWarning` says why. A
+        :class:`BuilderDefault` (the builder's own default, not passed) is recorded as
+        ``"default"`` with the automatic choice beside it, and warns of nothing.
         """
         if isinstance(requested, str) and requested == auto:
             choice, source = auto_choice, "auto"
+        elif isinstance(requested, BuilderDefault):
+            choice, source = str(requested), "default"
+            if _same(choice, auto_choice):
+                reason = f"the builder's default, which auto would choose too: {reason}"
+            else:
+                reason = f"the builder's default (auto would choose {_fmt(auto_choice)}: {reason})"
+            if unidentified is not None and why_unidentified and _same(choice, unidentified):
+                reason = f"the builder's default, although {why_unidentified}"
         else:
             choice, source = requested, "user"
             if unidentified is not None and why_unidentified and _same(choice, unidentified):
@@ -162,13 +198,19 @@ class Structure:
         """What to say if ``parameter`` fails a convergence check."""
         self.hints[parameter] = [cause, fix]
 
+    def note(self, text: str) -> None:
+        """Record what the data leave to a prior or an assumption (shown by :func:`describe`, in the fit's notes)."""
+        if text not in self.notes:
+            self.notes.append(text)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "model": self.model,
             "design": _jsonable(self.design),
             "decisions": self.decisions,
             "hints": self.hints,
         }
+        return out | ({"notes": list(self.notes)} if self.notes else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
@@ -380,6 +422,88 @@ def decide_agent_task(st: Structure, requested: Any) -> str:
         unidentified=("marginal", "latent") if auto == "none" else None,
         why_unidentified=why if auto == "none" else "",
     )
+
+
+def _listed(items: list[str], most: int = 10) -> str:
+    """``a, b, c`` with at most ``most`` items shown and the rest counted."""
+    more = f" and {len(items) - most} more" if len(items) > most else ""
+    return ", ".join(items[:most]) + more
+
+
+def no_shared_task(st: Structure, counts: xr.Dataset) -> bool:
+    """Warn once, and note in ``st``, when agents ran tasks but no task was run by two of them.
+
+    The builders' agent x task rule already folds the interaction into the task effect on
+    such a design (:func:`decide_agent_task`); what it also means for the user is said here: the
+    agents are never compared on a common task, so any comparison between them (differences of
+    ability, ``prob_superiority``, ranks) rests on their task sets being exchangeable draws from
+    one task population, which the data cannot check. Returns whether it warned.
+
+    Examples
+    --------
+    >>> import warnings, xarray as xr
+    >>> c = xr.Dataset({"n_runs": (("agent", "task"), [[2, 2, 0, 0], [0, 0, 2, 2]])},
+    ...                coords={"agent": ["a", "b"], "task": list("wxyz")})
+    >>> st = Structure("m", {"max_agents_per_task": 1})
+    >>> with warnings.catch_warnings(record=True):
+    ...     warnings.simplefilter("ignore")
+    ...     no_shared_task(st, c)
+    True
+    >>> st.notes[0][:56]
+    'the 2 agents share no task (a: 2 tasks, b: 2 tasks): any'
+    """
+    ran = np.asarray(counts["n_runs"].values)
+    ran = ran.reshape(ran.shape[0], -1) > 0
+    active = np.flatnonzero(ran.any(axis=1))
+    if active.size < 2 or st.design.get("max_agents_per_task", most_agents_per_task(ran)) >= 2:
+        return False
+    names = np.asarray(counts["agent"].values).astype(str)
+    each = [f"{names[i]}: {int(ran[i].sum())} tasks" for i in active]
+    text = (
+        f"the {active.size} agents share no task ({_listed(each)}): any comparison between them "
+        "rests on their task sets being exchangeable draws from one task population"
+    )
+    st.note(text)
+    warn_user(
+        f"{text}, which these data cannot check (no task of the {int(ran.any(axis=0).sum())} run "
+        "was run by two agents, so no agent is ever compared with another on a common task). "
+        "Run some tasks with two or more agents to compare them on common ground",
+        UnidentifiedWarning,
+    )
+    return True
+
+
+def separated_coefficients(design: Any) -> list[str]:
+    """The fixed effects along which binary data separate: the likelihood keeps rising to infinity.
+
+    (Quasi-)complete separation (Albert and Anderson 1984): a direction ``b != 0`` with
+    ``x_r b >= 0`` on every row whose runs all succeeded, ``<= 0`` on every row whose runs all
+    failed, and ``= 0`` on rows with both, so the likelihood increases without bound along
+    ``b``: an agent that failed every run, or whose successes all lie on the short tasks. Found
+    by a linear programme (HiGHS): maximise the summed margins over the one-sided rows, ``b`` in
+    the unit box. Returns the names of the coefficients the direction moves (empty: the maximum
+    likelihood estimate exists; always empty for the ordinal and [0, 1]-score families). The random
+    effects are left out: their sd prior bounds them, while the fixed effects' wide prior is all
+    that bounds a separated coefficient.
+
+    The one rule of the formula builders and ``build_crossed`` (which applies it to its
+    abilities), kept here, under both, so that neither imports the other for it.
+    """
+    from scipy.optimize import linprog
+
+    if design.family != "binomial" or design.X.shape[1] == 0:
+        return []
+    X = np.asarray(design.X, dtype=float)
+    y, n = np.asarray(design.y, dtype=float), np.asarray(design.n, dtype=float)
+    succ, fail = y >= n, y <= 0
+    mid = ~(succ | fail)
+    one = X[~mid] * np.where(succ, 1.0, -1.0)[~mid, None]  # separation: one @ b >= 0 everywhere
+    eq = {"A_eq": X[mid], "b_eq": np.zeros(int(mid.sum()))} if mid.any() else {}
+    res = linprog(-one.sum(0), A_ub=-one, b_ub=np.zeros(len(one)), bounds=[(-1.0, 1.0)] * X.shape[1],
+                  method="highs", **eq)  # fmt: skip
+    if res.status != 0 or -res.fun <= 1e-7 * max(1.0, float(np.abs(one).sum())):
+        return []
+    return [str(c) for c, b in zip(design.coef, res.x, strict=True) if abs(b) > 1e-7]
 
 
 def _cluster_rule(d: Mapping[str, Any]) -> tuple[bool, str, bool]:
@@ -638,6 +762,7 @@ def describe(model_or_fit: Any) -> Description:
     for term, dec in s.get("decisions", {}).items():
         tag = {"auto": "", "default": " [default]"}.get(dec.get("source"), " [user]")
         lines.append(f"  {term}: {dec['choice']!r}{tag} - {dec['reason']}")
+    lines += [f"  note: {text}" for text in s.get("notes", [])]
     attrs = getattr(model_or_fit, "attrs", None)
     if isinstance(attrs, Mapping) and "diag_max_r_hat" in attrs:
         lines.append(

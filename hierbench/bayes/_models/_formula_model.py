@@ -83,6 +83,7 @@ from .._structure import decide_agent_task
 from .._structure import decide_centring
 from .._structure import formula_design
 from .._structure import nested_terms
+from .._structure import separated_coefficients
 from .._structure import term_information
 from . import _mixed_predictive  # noqa: F401  (registers the 'mixed.predictive' hook)
 from ._crossed import CROSSED_PRIORS
@@ -308,36 +309,6 @@ def _decide(st: Structure, design: Any, centred: Any) -> tuple[int | None, set[s
 #: NUTS's target acceptance of a formula fit: the usual 0.8; 0.9 when a random term is nested in
 #: another; 0.95 when binary data separate the fixed effects (:func:`separated_coefficients`)
 TARGET_ACCEPT = {"default": 0.8, "nested": 0.9, "separated": 0.95}
-
-
-def separated_coefficients(design: Any) -> list[str]:
-    """The fixed effects along which binary data separate: the likelihood keeps rising to infinity.
-
-    (Quasi-)complete separation (Albert and Anderson 1984): a direction ``b != 0`` with
-    ``x_r b >= 0`` on every row whose runs all succeeded, ``<= 0`` on every row whose runs all
-    failed, and ``= 0`` on rows with both, so the likelihood increases without bound along
-    ``b``: an agent that failed every run, or whose successes all lie on the short tasks. Found
-    by a linear programme (HiGHS): maximise the summed margins over the one-sided rows, ``b`` in
-    the unit box. Returns the names of the coefficients the direction moves (empty: the maximum
-    likelihood estimate exists; always empty for the ordinal and [0, 1]-score families). The random
-    effects are left out: their sd prior bounds them, while the fixed effects' wide prior is all
-    that bounds a separated coefficient.
-    """
-    from scipy.optimize import linprog
-
-    if design.family != "binomial" or design.X.shape[1] == 0:
-        return []
-    X = np.asarray(design.X, dtype=float)
-    y, n = np.asarray(design.y, dtype=float), np.asarray(design.n, dtype=float)
-    succ, fail = y >= n, y <= 0
-    mid = ~(succ | fail)
-    one = X[~mid] * np.where(succ, 1.0, -1.0)[~mid, None]  # separation: one @ b >= 0 everywhere
-    eq = {"A_eq": X[mid], "b_eq": np.zeros(int(mid.sum()))} if mid.any() else {}
-    res = linprog(-one.sum(0), A_ub=-one, b_ub=np.zeros(len(one)), bounds=[(-1.0, 1.0)] * X.shape[1],
-                  method="highs", **eq)  # fmt: skip
-    if res.status != 0 or -res.fun <= 1e-7 * max(1.0, float(np.abs(one).sum())):
-        return []
-    return [str(c) for c, b in zip(design.coef, res.x, strict=True) if abs(b) > 1e-7]
 
 
 def _decide_step(st: Structure, design: Any, sampled: list[int], cell: int | None) -> None:
