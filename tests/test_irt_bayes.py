@@ -231,5 +231,6 @@ def test_agent_task_decision_follows_the_runs_per_cell():
     dec = build_irt_2pl(several).hierbench["structure"]["decisions"]["agent_task"]
     assert dec["choice"] == "none" and dec["source"] == "default"
     assert "up to 3 runs" in dec["reason"] and "agent_task='marginal'" in dec["reason"]
-    # ... and on one run per cell "none" is what auto would choose, so the user's record stands
-    assert build_irt_2pl(one).hierbench["structure"]["decisions"]["agent_task"]["source"] == "user"
+    # ... and on one run per cell too: "none" is what auto would choose, but the user did not ask
+    assert build_irt_2pl(one).hierbench["structure"]["decisions"]["agent_task"]["source"] == "default"
+    assert build_irt_2pl(one, agent_task="none").hierbench["structure"]["decisions"]["agent_task"]["source"] == "user"

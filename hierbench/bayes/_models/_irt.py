@@ -56,6 +56,7 @@ from .._registry import normal_group
 from .._registry import prepare_counts
 from .._registry import register
 from .._registry import register_hook
+from .._structure import BuilderDefault
 from .._structure import Structure
 from .._structure import centre_choice
 from .._structure import count_design
@@ -63,6 +64,7 @@ from .._structure import decide_agent_task
 from .._structure import decide_clusters
 from .._structure import level_information
 from .._structure import level_spread
+from .._structure import no_shared_task
 from .._structure import spread_for_centring
 from ._crossed import CROSSED_PRIORS
 from ._crossed import _likelihood_marginal
@@ -108,7 +110,7 @@ def build_irt_2pl(
     model: Literal["2pl", "1pl"] = "2pl",
     clusters: bool = False,
     centred: Literal["auto"] | bool = "auto",
-    agent_task: Literal["auto", "marginal", "none"] = "none",
+    agent_task: Literal["auto", "marginal", "none"] = BuilderDefault("none"),
 ) -> pm.Model:
     """Build the two-parameter logistic IRT model (or the 1PL) on per-cell binomial counts.
 
@@ -178,7 +180,8 @@ def build_irt_2pl(
             f"over the agents); got {counts.sizes['agent']}"
         )
     st, centre = _decide(counts, cells, model, clusters, centred)
-    agent_task = _independent_runs_said(st, decide_agent_task(st, agent_task))
+    agent_task = _independent_runs_said(st, str(decide_agent_task(st, agent_task)))
+    no_shared_task(st, counts)
     pri = merge_priors(_default_priors(model, clusters, agent_task), priors)
     m = _model(counts, cells, pri, model, clusters, centre, agent_task)
     m.hierbench = _info(st, counts, cells, pri, model, clusters, centre, agent_task)
@@ -217,15 +220,16 @@ def _model(
 def _independent_runs_said(st: Structure, agent_task: str) -> str:
     """``agent_task``; where it is "none" on repeated runs, the record says what that costs.
 
-    "none" is the builder's default as well as a request (the record cannot tell them apart), so
-    its reason names both, and says that correlated runs counted as independent narrow the
-    slopes' intervals (the card's figures), with the option that accounts for them.
+    "none" is the builder's default (a ``BuilderDefault``, recorded
+    as ``"default"``) or a request (``"user"``); the reason says which, and that correlated runs
+    counted as independent narrow the slopes' intervals (the card's figures), with the option that
+    accounts for them.
     """
     rec = st.decisions["agent_task"]
-    if agent_task == "none" and rec["source"] == "user" and st.design["max_runs_per_cell"] > 1:
-        rec["source"] = "default"
+    if agent_task == "none" and rec["source"] != "auto" and st.design["max_runs_per_cell"] > 1:
+        said = "the builder's default" if rec["source"] == "default" else "as asked"
         rec["reason"] = (
-            f"the builder's default (or as asked): runs independent given agent and task, although "
+            f"{said}: runs independent given agent and task, although "
             f"cells hold up to {st.design['max_runs_per_cell']} runs. Correlated runs counted as "
             "independent narrow the slopes' intervals and can inflate their spread (METR: "
             "sd_log_discrimination 0.54, against 0.30 with the effect and fit_irt_ml's 0.31); "
