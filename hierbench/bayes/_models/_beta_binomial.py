@@ -50,6 +50,7 @@ from .._structure import centre_choice
 from .._structure import count_design
 from .._structure import level_information
 from .._structure import level_spread
+from .._structure import no_shared_task
 from .._structure import spread_for_centring
 
 __all__ = ["BETA_BINOMIAL_PRIORS", "build_beta_binomial", "task_posteriors"]
@@ -208,6 +209,7 @@ def build_beta_binomial(
     check_choice(centred, "centred", ("auto", True, False))
     counts, cells = prepare_counts(data, model="build_beta_binomial")
     st, pooling, is_centred = _decide(counts, cells, pooling, centred)
+    no_shared_task(st, counts)
     pri = merge_priors(BETA_BINOMIAL_PRIORS[pooling], priors)
     coords, _ = count_coords(counts, cells)
     with pm.Model(coords=coords) as model:
