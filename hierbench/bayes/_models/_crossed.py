@@ -27,6 +27,7 @@ them as non-centred parameters (the plain version, for comparison).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 from typing import Literal
 
@@ -36,9 +37,11 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy.special import expit
 
+from ..._base import BoundaryWarning
 from ..._base import ability_meaning
 from ..._base import check_choice
 from ..._base import check_int
+from ..._base import warn_user
 from ..._numerics import NEWTON_STEPS
 from ..._numerics import binomial_draws
 from ..._numerics import gauss_hermite
@@ -67,6 +70,8 @@ from .._structure import decide_centring
 from .._structure import decide_clusters
 from .._structure import level_information
 from .._structure import level_spread
+from .._structure import no_shared_task
+from .._structure import separated_coefficients
 from .._structure import spread_for_centring
 
 __all__ = ["CROSSED_PRIORS", "build_crossed", "gauss_hermite"]
@@ -317,6 +322,74 @@ def _record_unidentified(st: Structure, rules: dict, agents: str) -> None:
             "reason": f"{why}: only the overall success rate is identified (task variance components undefined)",
             "source": "auto",
         }
+
+
+def separated_agents(counts: xr.Dataset, cells: dict) -> list[str]:
+    """The agents whose abilities the binary data separate: every run failed, or every run succeeded.
+
+    The package's one separation rule (``separated_coefficients``, the formula builders' linear
+    programme) applied to the abilities as the fixed effects, the task effects left out as there
+    (their sd prior bounds them): the design is one indicator per agent, its cells collapsed to
+    one row per agent and kind (all runs failed, all succeeded, mixed), which has
+    the same separating directions. Named as the formula builders name them, ``agent[a]``.
+    """
+    names = np.asarray(counts["agent"].values).astype(str)
+    ai, y, n = (np.asarray(cells[k]) for k in ("cell_agent_idx", "cell_y", "cell_n"))
+    kind = np.where(y >= n, 1, np.where(y <= 0, 0, 2))  # all succeeded, all failed, mixed
+    rows = np.unique(np.stack([ai, kind], axis=1), axis=0)
+    X = np.zeros((len(rows), names.size))
+    X[np.arange(len(rows)), rows[:, 0]] = 1.0
+    design = SimpleNamespace(
+        family="binomial", X=X, y=np.choose(rows[:, 1], [0.0, 1.0, 1.0]), n=np.where(rows[:, 1] == 2, 2.0, 1.0),
+        coef=[f"agent[{a}]" for a in names],
+    )  # fmt: skip
+    return separated_coefficients(design)
+
+
+def _note_separated(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, agents: str) -> list[str]:
+    """Name the separated fixed abilities (:func:`separated_agents`): noted in ``st``, warned once.
+
+    An agent that failed (or passed) every run has a likelihood that keeps rising as its ability
+    goes to minus (plus) infinity: its posterior is a plateau held by its prior on that side, so
+    its estimate and the far end of its interval move with the prior's sd (3 agents x 20 tasks
+    x 3 runs: -5.30 [-8.05, -3.28] at the default sd 2.5, -7.71 [-13.36, -4.05] at sd 5). With
+    ``agents="random"`` the abilities are a random effect, which the rule leaves out.
+    """
+    if agents != "fixed":
+        return []
+    sep = separated_agents(counts, cells)
+    if not sep:
+        return []
+    idx = np.asarray(cells["cell_agent_idx"])
+    ys = np.bincount(idx, weights=cells["cell_y"], minlength=counts.sizes["agent"])
+    ns = np.bincount(idx, weights=cells["cell_n"], minlength=counts.sizes["agent"])
+    pos = {f"agent[{a}]": i for i, a in enumerate(np.asarray(counts["agent"].values).astype(str))}
+    each = [f"{c} ({int(ys[pos[c]])} of {int(ns[pos[c]])} runs succeeded)" for c in sep]
+    args = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
+                     for k, v in pri["ability"].items() if k != "dist")  # fmt: skip
+    prior = f"{pri['ability'].get('dist', '?')}({args})"
+    st.design["separated_agents"] = [c[len("agent["):-1] for c in sep]
+    text = (
+        f"the binary data separate {', '.join(each)}: the likelihood keeps rising as such an ability "
+        f"goes to minus (all failed) or plus (all succeeded) infinity, so its posterior is a plateau "
+        f"held by the prior ({prior}) on that side; its estimate and interval are set by that prior, "
+        "not by the data (below, or above, every other agent is all they show)"
+    )
+    st.note(text)
+    warn_user(
+        f"{text}. A wider prior moves them further out; compare such an agent by its success rate "
+        "(hierbench.freq.success_rate) or on tasks it both passed and failed",
+        BoundaryWarning,
+    )
+    return sep
+
+
+def _separated_said(st: Structure) -> str:
+    """The ability's attrs on the agents the data separate (``_note_separated``): their values are the prior's."""
+    sep = st.design.get("separated_agents")
+    if not sep:
+        return ""
+    return f"; separated by the data, so set by the prior on one side: {', '.join(sep)}"
 
 
 def _check_tasks(counts: xr.Dataset) -> None:
@@ -697,7 +770,7 @@ def _info(
         var_attrs={
             "ability": {
                 "scale": "logit",
-                "meaning": "mu + agent_effect: " + ability_meaning(task, options["clusters"]),
+                "meaning": "mu + agent_effect: " + ability_meaning(task, options["clusters"]) + _separated_said(st),
             },
             "mean_new_task": {
                 "scale": "probability",
@@ -802,6 +875,8 @@ def build_crossed(
     st, use_cluster, agent_task, centred_set, task = _decide(counts, cells, clusters, agent_task, agents, centred)
     use_ac = _decide_agent_cluster(st, agent_cluster, use_cluster)
     pri = _priors(st, priors, use_cluster, agents, agent_task, task, use_ac)
+    no_shared_task(st, counts)
+    _note_separated(st, counts, cells, pri, agents)
     model, cl_idx = _model(counts, cells, pri, use_cluster, centred_set, agent_task, task, agents, n_quad, use_ac)
     options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
                "agents": agents, "centred": sorted(centred_set), "agent_cluster": bool(use_ac)}  # fmt: skip
