@@ -41,6 +41,7 @@ from ._sampling import FIT_DEFAULTS
 from ._sampling import MAX_DRAWS
 from ._sampling import TARGET_ESS
 from ._sampling import compile_model
+from ._sampling import describe_r_hat
 from ._sampling import describe_run
 from ._sampling import exact_numba
 from ._sampling import find_start
@@ -467,10 +468,13 @@ def fit(
     xarray.DataTree
         Groups ``posterior``, ``observed_data``, ``constant_data``, ``sample_stats``,
         ``diagnostics`` and those asked for; root attrs ``hierbench_*`` (model, spec, data
-        hash, version), ``sampler``, ``sampler_settings`` (JSON, the draws kept), ``fit_run``
-        (JSON: start, rule, checkpoints; ``compile``, ``"built"`` or ``"reused"``, and for a
-        build, how: hierbench's C entry points loaded from or stored in the disk cache, or
-        nutpie's own path and why), ``fit_notes`` (the same in words), ``seed`` (the sampler's,
+        hash, version), ``sampler``, ``sampler_settings`` (JSON, as run: the draws kept, and
+        ``init`` where the chains started, with ``init_requested`` when a start at the mode fell
+        back), ``fit_run`` (JSON: start, rule, checkpoints; ``compile``, ``"built"`` or
+        ``"reused"``, and for a build, how: hierbench's C entry points loaded from or stored in
+        the disk cache, or nutpie's own path and why), ``fit_notes`` (the same in words, the
+        largest R-hat against the limit it was held to, and the structure's notes of what rests
+        on the priors), ``seed`` (the sampler's,
         drawn from ``rng``), ``rng_seed`` (``rng`` when it is an integer: the seed that re-runs
         the fit), ``compile_time``, ``sampling_time``, the ``diag_*`` summary and
         ``fit_timings`` (JSON, seconds: ``start_s``, the search for the mode, part of
@@ -517,6 +521,7 @@ def _finish(
     """
     timings = {"start_s": run["record"].get("map_seconds", 0.0), "compile_s": run["compile_time"],
                "sampling_s": run["sampling_time"], "groups_s": groups_s}  # fmt: skip
+    settings = _as_run(settings, run["record"])
     dt = _stamp(
         dt, info, sampler=sampler, sampler_settings=json.dumps(settings, sort_keys=True), seed=seed,
         compile_time=float(run["compile_time"]), sampling_time=float(run["sampling_time"]),
@@ -531,8 +536,35 @@ def _finish(
     t0 = time.perf_counter()
     dt = diagnose(dt, warn=True, known=run.get("known"))  # the stopping check's statistics reused
     timings["diagnostics_s"] = time.perf_counter() - t0
+    dt.attrs["fit_notes"] = _notes(dt, info)
     dt.attrs["fit_timings"] = json.dumps({k: round(float(v), 3) for k, v in timings.items()})
     return dt
+
+
+def _as_run(settings: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """The settings as run: ``init`` where the chains started, ``init_requested`` when that differs.
+
+    A start at the mode falls back to PyMC's support point when the mode is not found (the
+    reason in ``fit_run``'s ``init_fallback``); ``sampler_settings`` then says so too, rather
+    than the ``"map"`` that was asked for.
+    """
+    done = record.get("init")
+    if done is None or done == settings.get("init"):
+        return settings
+    return {**settings, "init": done, "init_requested": settings.get("init")}
+
+
+def _notes(dt: xr.DataTree, info: dict[str, Any]) -> str:
+    """``fit_notes``: how the run went, the largest R-hat and its limit, and what rests on the priors.
+
+    The last are the notes of the model's structure (agents the data separate, agents that share
+    no task: :func:`hierbench.bayes.describe` shows the same).
+    """
+    a = dt.attrs
+    post = dt["posterior"]
+    r_hat = describe_r_hat({**a, "draws": post.sizes["draw"], "chains": post.sizes["chain"]})
+    notes = info.get("structure", {}).get("notes", [])
+    return "; ".join([str(a.get("fit_notes", "")), r_hat, *notes])
 
 
 def _with_log_likelihood(dt: xr.DataTree, model: pm.Model, info: dict[str, Any]) -> xr.DataTree:

@@ -69,6 +69,7 @@ __all__ = [
     "TARGET_ESS",
     "checkpoints",
     "compile_model",
+    "describe_r_hat",
     "exact_numba",
     "find_start",
     "next_checkpoint",
@@ -593,6 +594,42 @@ def describe_run(record: dict[str, Any], tune: int) -> str:
     else:
         tail = f"{record['draws']} draws per chain (fixed)"
     return f"{head}; {tune} tuning steps; {tail}"
+
+
+def describe_r_hat(attrs: dict[str, Any]) -> str:
+    """One sentence for ``fit_notes``: the largest R-hat against the limit it was held to, and why.
+
+    Read from a diagnosed fit's attrs (``diag_checks``, ``diag_thresholds``): the limit is the
+    conventional one (``diag_thresholds['r_hat']``, 1.01) unless the number of elements checked
+    and the element's ESS raise it (at most 1.05; ``diag_checks``' ``why``), and a raised limit
+    is said with its figures, so that a converged fit's 1.033 does not read as contradicting 1.01.
+
+    Examples
+    --------
+    >>> import json
+    >>> attrs = {"diag_thresholds": json.dumps({"r_hat": 1.01}), "diag_checks": json.dumps([
+    ...     {"check": "r_hat", "value": 1.0327, "at": "ability[x]", "limit": 1.0461,
+    ...      "n_elements": 121, "passed": True}])}
+    >>> print(describe_r_hat(attrs | {"draws": 200, "chains": 4}))  # doctest: +NORMALIZE_WHITESPACE
+    R-hat 1.033 (at ability[x]) <= 1.046, the limit at 200 draws per chain and 121 elements
+    checked (the conventional 1.01, raised for the number of elements: at most 1.05, the rule in
+    diag_checks)
+    """
+    checks = json.loads(attrs.get("diag_checks", "[]"))
+    c = next((c for c in checks if c.get("check") == "r_hat"), None)
+    if c is None or not np.isfinite(c.get("value", np.nan)):
+        return "R-hat not computed (no element varies over draws)"
+    floor = float(json.loads(attrs.get("diag_thresholds", "{}")).get("r_hat", 1.01))
+    value, lim, where = c.get("over_limit_value", c["value"]), c.get("over_limit_limit", c["limit"]), c.get(
+        "over_limit_at", c["at"])  # fmt: skip
+    head = f"R-hat {value:.3f} (at {where}) {'<=' if c['passed'] else '>'} {lim:.3f}"
+    if lim <= floor + 5e-4:
+        return f"{head}, the conventional limit"
+    return (
+        f"{head}, the limit at {attrs['draws']} draws per chain and {c['n_elements']} elements "
+        f"checked (the conventional {floor:g}, raised for the number of elements: at most 1.05, "
+        "the rule in diag_checks)"
+    )
 
 
 def run_record(record: dict[str, Any]) -> str:
