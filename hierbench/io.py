@@ -57,6 +57,8 @@ import numpy as np
 import xarray as xr
 
 from ._base import HierbenchError
+from ._base import HierbenchWarning
+from ._base import warn_user
 from .data import EvalDataError
 
 __all__ = [
@@ -358,7 +360,8 @@ def save_fit(
         and predictive checks need: keep them with ``"all"``); ``"all"``
         keeps every group; a sequence keeps the compact groups plus those
         named. The groups left out are listed in the root attr
-        ``hierbench_groups_dropped``.
+        ``hierbench_groups_dropped``; leaving out a ``log_likelihood`` group
+        (which a fit has only when it was asked for) is warned.
     overwrite : bool
         Replace an existing file or zarr store (default: refuse with
         :class:`FileExistsError`). A folder that is not a zarr store is
@@ -384,6 +387,14 @@ def save_fit(
     path = Path(path)
     kind = _engine_for(path, engine)
     dropped = _groups_dropped(fit, groups)
+    if "log_likelihood" in dropped:  # a fit has one only when it was asked for
+        warn_user(
+            f"the fit's log_likelihood group is not saved to {str(path)!r} (groups={groups!r} leaves out "
+            f"{dropped}): LOO, hierbench.bayes.loo_compare and arviz_stats.loo on the saved fit need it. "
+            "Keep it with groups='all' or groups=['log_likelihood'], or add it back after loading with "
+            "hierbench.bayes.add_log_likelihood",
+            HierbenchWarning,
+        )
     tree = fit.copy()
     for g in dropped:
         del tree[g]

@@ -3,6 +3,7 @@
 import json
 import pickle
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -337,3 +338,19 @@ def test_missing_cluster_labels_survive_a_saved_file(tmp_path, ext):
     mem = bootstrap_ci(ds, n_resamples=200, rng=0)
     disk = bootstrap_ci(back, n_resamples=200, rng=0)
     np.testing.assert_array_equal(disk.ci.values, mem.ci.values)
+
+
+def test_saving_compact_says_a_log_likelihood_group_is_left_out(tmp_path):
+    from hierbench._base import HierbenchWarning
+
+    post = xr.Dataset({"mu": (("chain", "draw"), np.zeros((2, 5)))})
+    ll = xr.Dataset({"y": (("chain", "draw", "cell"), np.zeros((2, 5, 3)))})
+    fit = xr.DataTree.from_dict({"posterior": post, "log_likelihood": ll})
+    with pytest.warns(HierbenchWarning, match=r"log_likelihood group is not saved.*groups='all'"):
+        save_fit(fit, tmp_path / "compact.nc")
+    assert "log_likelihood" not in load_fit(tmp_path / "compact.nc").children
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HierbenchWarning)
+        save_fit(fit, tmp_path / "all.nc", groups="all")
+        save_fit(fit.drop_nodes("log_likelihood"), tmp_path / "none.nc")
+    assert "log_likelihood" in load_fit(tmp_path / "all.nc").children
