@@ -612,8 +612,8 @@ def describe_r_hat(attrs: dict[str, Any]) -> str:
     ...      "n_elements": 121, "passed": True}])}
     >>> print(describe_r_hat(attrs | {"draws": 200, "chains": 4}))  # doctest: +NORMALIZE_WHITESPACE
     R-hat 1.033 (at ability[x]) <= 1.046, the limit at 200 draws per chain and 121 elements
-    checked (the conventional 1.01, raised for the number of elements: at most 1.05, the rule in
-    diag_checks)
+    checked (the conventional 1.01, raised for the number of elements and that element's ESS
+    within chains: at most 1.05, the rule in diag_checks)
     """
     checks = json.loads(attrs.get("diag_checks", "[]"))
     c = next((c for c in checks if c.get("check") == "r_hat"), None)
@@ -627,8 +627,8 @@ def describe_r_hat(attrs: dict[str, Any]) -> str:
         return f"{head}, the conventional limit"
     return (
         f"{head}, the limit at {attrs['draws']} draws per chain and {c['n_elements']} elements "
-        f"checked (the conventional {floor:g}, raised for the number of elements: at most 1.05, "
-        "the rule in diag_checks)"
+        f"checked (the conventional {floor:g}, raised for the number of elements and that element's "
+        "ESS within chains: at most 1.05, the rule in diag_checks)"
     )
 
 
