@@ -46,6 +46,7 @@ import numpy as np
 import xarray as xr
 
 from ..._base import DEFAULT_PROB
+from ..._base import HierbenchWarning
 from ..._base import SmallSampleWarning
 from ..._base import as_rng
 from ..._base import check_choice
@@ -63,13 +64,14 @@ from ._maxt import signflip_maxt
 from ._pair_stats import _all_pairs
 from ._pair_stats import _pair_units
 from ._paired import _check_counts
-from ._pairwise_result import _ADJUST_NAMES
 from ._pairwise_result import _MAXT
 from ._pairwise_result import PairwiseComparisonResult
 from ._pairwise_result import _matrices
 from ._pairwise_result import _p_value_note
 from ._pairwise_result import _pairwise_result
-from ._signflip import resolvable
+from ._pairwise_result import _resolution
+from ._signflip import PValueResolutionWarning
+from ._signflip import auto_test
 from ._signflip import sign_flip_pvalues
 
 __all__ = [
@@ -80,10 +82,6 @@ __all__ = [
 
 _TESTS = ("auto", "permutation", "bootstrap", "t", "mcnemar")
 _ADJUSTS = ("auto", "maxt", "maxt-stepdown", "holm", "bh")
-
-
-class PValueResolutionWarning(SmallSampleWarning):
-    """The chosen p-values cannot go below the adjustment's first threshold: no pair can differ."""
 
 
 class MaxTApproximationWarning(SmallSampleWarning):
@@ -101,25 +99,10 @@ def _choose_test(
     Max-T needs the sign-flip floor ``2^(1 - n)`` below ``alpha``; Holm and BH below
     ``alpha / m``.
     """
-    n_units = st["n_units"][st["defined"]].astype(int)
     if test != "auto":
         return test, "chosen by the caller"
     family = adjust in ("auto", *_MAXT)
-    need = 1 if family else n_tests
-    threshold = f"the level {alpha:g}" if family else f"Holm's first threshold {alpha:g}/{n_tests}"
-    if all(resolvable(n, need, alpha) for n in np.unique(n_units).tolist()):
-        return "permutation", (
-            f"sign-flip test over {unit}: "
-            + ("every pattern enumerated, or Monte Carlo with a stated error" if family else
-               f"exact where affordable, else Monte Carlo with enough patterns for {threshold}")
-        )
-    few = int(n_units.min()) if n_units.size else 0
-    return "t", (
-        f"{few} {unit} are too few for a sign-flip test to pass {threshold} (its smallest "
-        f"p-value is 2^(1 - {few}) = {2.0 ** (1 - few):.2g}); the paired t-test"
-        + (" (CR2 cluster-robust, Bell-McCaffrey df)" if unit == "clusters" else "")
-        + " takes over"
-    )
+    return auto_test(st["n_units"][st["defined"]], need=1 if family else n_tests, alpha=alpha, unit=unit)
 
 
 def _choose_adjust(adjust: str, test: str, why_not_mvt: str | None) -> tuple[str, str]:
@@ -207,46 +190,36 @@ def _why_not_mvt(st, units, counts, pairs, M) -> str | None:
     return mvt_reliable(scores, st["df"][ok], _contrast_rank(pairs, st, M))
 
 
-def _warn_resolution(
-    chosen: str, adjust: str, st: dict, flip: dict, fam: dict, n_resamples: int,
-    n_tests: int, alpha: float,
-) -> None:
-    """Warn when no p-value of the chosen test could pass the adjustment's first threshold.
+def _p_floors(test: str, st: dict, flip: dict, n_resamples: int) -> None:
+    """Each pair's smallest attainable p-value of the chosen test, into ``st["p_value_floor"]``.
 
-    Holm and BH need ``alpha / m``; max-T needs ``alpha``. The floor of an exact
-    sign-flip p-value is ``2^(1 - n_units)``, of a Monte Carlo one ``1 / (B + 1)``, of
-    the bootstrap one ``2 / (B + 1)``, of a max-T one ``1 / (number of null draws)``.
+    An exact sign-flip p-value over ``n`` units is at least ``2^(1 - n)``, a Monte Carlo one
+    ``1 / (B + 1)``, the bootstrap one ``2 / (B + 1)``; the t-test and McNemar have none
+    here (0). ``st["p_permutation_exact"]`` marks the exact sign-flip p-values (1, else 0):
+    the result reads both when it says what the floors leave an adjustment unable to call.
     """
-    defined = np.flatnonzero(st["defined"])
-    if not defined.size or (n_tests < 2 and adjust not in _MAXT):
-        return
-    few = "more tasks (or clusters) with a difference lower it; no setting does"
-    if adjust in _MAXT:
-        n = fam.get("n_patterns", 0)
-        floors = np.array([1.0 / (n + (0 if fam.get("exact") else 1))]) if n else np.array([])
-        threshold, what = alpha, f"max-T p-value here can go below {{:.3g}}, and the level is {alpha:g}"
-        why = (f"the {fam.get('n_units', '?')} tasks (or clusters) with a difference give {n} distinct sign "
-               f"patterns: {few}" if fam.get("exact") else "raise `n_draws`, the null draws")  # fmt: skip
-    elif chosen in ("permutation", "bootstrap"):
-        if chosen == "bootstrap":
-            floors = np.full(len(defined), 2 / (n_resamples + 1))
-            why = "raise `n_resamples`"
-        else:
-            mc = 1 / (flip["n_permutations"] + 1) if flip["n_permutations"] else np.nan
-            floors = np.where(flip["exact"][defined], 2.0 ** (1 - st["n_units"][defined]), mc)
-            why = (f"an exact sign-flip p over K tasks (or clusters) with a difference is at least 2^(1 - K): {few}"
-                   if np.all(flip["exact"][defined]) else "raise `n_permutations`")  # fmt: skip
-        threshold = alpha / n_tests
-        what = (f"{chosen} p-value here can go below {{:.3g}}, and {n_tests} pairs put "
-                f"{_ADJUST_NAMES[adjust]}'s first threshold at {threshold:.3g}")
+    defined = st["defined"]
+    st["p_permutation_exact"] = np.where(defined, flip["exact"].astype(float), np.nan)
+    if test == "bootstrap":
+        floors = np.full(defined.shape, 2 / (n_resamples + 1))
+    elif test == "permutation":
+        mc = 1 / (flip["n_permutations"] + 1) if flip["n_permutations"] else np.nan
+        with np.errstate(invalid="ignore"):
+            floors = np.where(flip["exact"], 2.0 ** (1 - st["n_units"]), mc)
     else:
-        return
-    if floors.size and np.all(floors >= threshold):
-        warn_user(
-            "no " + what.format(floors.min()) + f": no pair can be called different at this resolution ({why}).",
-            PValueResolutionWarning,
-        )
+        floors = np.zeros(defined.shape)
+    st["p_value_floor"] = np.where(defined, floors, np.nan)
 
+
+def _warn_resolution(res: PairwiseComparisonResult) -> None:
+    """Warn what the p-values' floors leave the result's own adjustment unable to call.
+
+    The words are the result's (``_resolution``, through the one rule ``resolution_note``):
+    ``significant(adjust=...)`` says the same for another adjustment.
+    """
+    note = _resolution(res.table, res.table.attrs["adjust"], 1 - float(res.table.attrs["ci_prob"]))
+    if note:
+        warn_user(note, PValueResolutionWarning)
 
 
 # --------------------------------------------------------------------------- public
@@ -291,6 +264,11 @@ def _attrs(test, reason, adjust, adjust_reason, codes, cluster, flip, fam, prob,
         "maxt_crit": float(fam.get("crit", np.nan)),
         "maxt_exact": bool(fam.get("exact", False)),
         "maxt_draws": int(fam.get("n_draws", 0)),
+        # the smallest max-T p-value, and what sets it (the result says what it leaves uncalled)
+        "maxt_floor": (1.0 / (fam["n_patterns"] + (0 if fam.get("exact") else 1))
+                       if fam.get("n_patterns") else np.nan),
+        "maxt_patterns": int(fam.get("n_patterns", 0)),
+        "maxt_units": int(fam.get("n_units", 0)),
     }
 
 
@@ -345,6 +323,9 @@ def compare_agents(
     n_permutations : int or None
         Monte Carlo sign patterns for the per-pair p-values that are not exact;
         None (default) chooses them from the family: ``B + 1 >= 20 m / (1 - prob)``.
+        A smaller ``B`` floors those p-values at ``1 / (B + 1)``: where that is not below
+        Holm's (or BH's) first threshold ``(1 - prob) / m`` for any pair, a
+        :class:`PValueResolutionWarning` says how many pairs and the ``B`` that reaches it.
     n_draws : int or None
         Null draws of the max-T law when it is not enumerated (Monte Carlo sign
         patterns, or multivariate-t draws); None (default): enough for a Monte
@@ -362,10 +343,16 @@ def compare_agents(
         with their Monte Carlo standard errors (``*_mcse``, 0 when exact), ``p_t``, ``p_mcnemar``,
         ``p_value`` / ``p_value_mcse`` (of the test), ``p_maxt`` / ``p_maxt_stepdown`` with their
         ``*_mcse``, ``p_holm``, ``p_bh``, ``p_adjusted`` (of the adjustment), ``prob_superiority``,
-        ``cohens_dz``, ``n_tasks``, ``n_units`` (tasks, or clusters). NaN on the diagonal.
-        ``attrs``: the test, adjustment, unit, max-T critical value (``maxt_crit``) and why a pair's
-        ``p_adjusted`` can be below its ``p_value`` (``p_value_note``; the repr says so where one
-        is).
+        ``cohens_dz``, ``n_tasks``, ``n_units`` (tasks, or clusters), ``p_value_floor`` (the
+        smallest p-value the pair's test can give: ``2^(1 - units)`` exact, ``1 / (B + 1)`` Monte
+        Carlo, ``2 / (B + 1)`` bootstrap, 0 for the t and McNemar) and ``p_permutation_exact``
+        (1 where the sign-flip p-value is exact). NaN on the diagonal.
+        ``attrs``: the test, adjustment, unit (``test_unit``: McNemar's is the tasks), max-T
+        critical value (``maxt_crit``), why a pair's ``p_adjusted`` can be below its ``p_value``
+        (``p_value_note``; the repr says so where one is), and ``p_holm_note`` / ``p_bh_note`` /
+        ``p_maxt_note``: what the floors leave that adjustment unable to call at ``1 - prob``
+        (``""``: nothing). For the adjustment used, a :class:`PValueResolutionWarning` says it;
+        ``significant`` and ``matrix`` say it for another.
 
     Examples
     --------
@@ -426,12 +413,13 @@ def _family_result(st, units, counts, pairs, agents, boot, cc, opts, gen) -> Pai
     fam = {}
     if adjust in _MAXT:
         fam = _family_maxt(chosen, st, units, counts, alpha=alpha, gen=gen, n_draws=opts["n_draws"])
+    _p_floors(chosen, st, flip, opts["n_resamples"])
     mats, ci = _matrices(st, pairs, flip, boot, len(agents))
-    _warn_resolution(chosen, adjust, st, flip, fam, opts["n_resamples"], m, alpha)
     attrs = _attrs(
         chosen, reason, adjust, adjust_reason, codes, opts["cluster"], flip, fam, opts["prob"],
         opts["n_resamples"], units.shape[0],
     )
+    attrs.update(_mcnemar_notes(chosen, unit, units.shape[0]))
     # the clusters by the column the user named (the coord is `cluster` whatever it was read from)
     attrs["cluster_column"] = opts["cluster_column"] if cc is not None else ""
     attrs["unit_scores"] = int(opts["unit_scores"])  # every score in [0, 1]: t intervals kept to [-1, 1]
@@ -439,4 +427,26 @@ def _family_result(st, units, counts, pairs, agents, boot, cc, opts, gen) -> Pai
     if cc is not None:
         labels = [str(x) for x in cc[1]]
         attrs["unit_labels"] = ", ".join(labels[:4]) + (", ..." if len(labels) > 4 else "")
-    return _pairwise_result(mats, ci, agents, boot.ci.attrs, attrs, fam)
+    res = _pairwise_result(mats, ci, agents, boot.ci.attrs, attrs, fam)
+    _warn_resolution(res)
+    if attrs["test_note"]:
+        warn_user(attrs["test_note"], HierbenchWarning)
+    return res
+
+
+def _mcnemar_notes(test: str, unit: str, n_units: int) -> dict[str, str]:
+    """What McNemar's unit is, where the result's unit is clusters: the tasks (attrs notes).
+
+    McNemar counts discordant tasks as independent; with clusters the per-pair ``ci``, the
+    sign flips and the t-test honour them, McNemar does not, and its verdict must not be
+    read as over clusters.
+    """
+    test_unit = "tasks" if test == "mcnemar" else unit
+    if unit != "clusters":
+        return {"test_unit": test_unit, "test_note": "", "p_mcnemar_note": ""}
+    how = "treats the tasks as independent (each task's majority outcome)"
+    test_note = "" if test != "mcnemar" else (
+        f"test='mcnemar' {how}: its verdict (p_value, p_holm, p_bh) ignores the {n_units} clusters, "
+        "while ci is over them (CR2); test='auto' gives a verdict over the clusters")
+    return {"test_unit": test_unit, "test_note": test_note,
+            "p_mcnemar_note": f"p_mcnemar {how}: the {n_units} clusters are ignored by it"}

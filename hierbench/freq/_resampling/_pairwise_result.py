@@ -26,7 +26,10 @@ from ..._base import check_choice
 from ..._base import check_prob
 from ..._base import interval_label
 from ..._base import make_interval
+from ..._base import warn_user
 from ._paired import holm
+from ._signflip import PValueResolutionWarning
+from ._signflip import resolution_note
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,6 +53,7 @@ _PAIR_KEYS = (
     "df",
     "p_permutation",
     "p_permutation_mcse",
+    "p_permutation_exact",
     "p_bootstrap",
     "p_bootstrap_mcse",
     "p_t",
@@ -58,12 +62,15 @@ _PAIR_KEYS = (
     "p_maxt_mcse",
     "p_maxt_stepdown",
     "p_maxt_stepdown_mcse",
+    "p_value_floor",
     "prob_superiority",
     "cohens_dz",
     "n_tasks",
     "n_units",
 )
 _ANTISYMMETRIC = ("mean_diff", "cohens_dz")
+#: the notes :meth:`PairwiseComparisonResult.to_frame` carries in the frame's attrs
+_FRAME_NOTES = ("p_value_note", "p_holm_note", "p_bh_note", "p_maxt_note", "test_note", "p_mcnemar_note")
 
 
 def _adjusted_mcse(p: np.ndarray, mcse: np.ndarray, method: str) -> np.ndarray:
@@ -124,6 +131,45 @@ def _p_value_note(attrs: dict) -> str:
     )
 
 
+#: why an exact sign-flip floor is where it is
+_FEW = "more tasks (or clusters) with a difference lower it; no setting does"
+
+
+def _resolution(table: xr.Dataset, adjust: str, alpha: float) -> str:
+    """What the p-values' floors leave ``adjust`` unable to call at ``alpha``, in words (``""``: nothing).
+
+    Read from the result's own record (``p_value_floor``, ``p_permutation_exact`` and the
+    max-T floor in ``attrs``) through the one rule, ``resolution_note``: what
+    ``compare_agents`` warns for its adjustment, and ``significant`` / ``matrix`` for another.
+    """
+    a = table.attrs
+    if adjust in _MAXT:
+        floor = float(a.get("maxt_floor", np.nan))
+        return resolution_note(
+            np.array([floor]), np.array([not a.get("maxt_exact", False)]), adjust="maxt", alpha=alpha,
+            test="max-T", knob=("n_draws", 1.0, "`n_draws=None` (the default) chooses enough"),
+            exact_why=f"the {a.get('maxt_units', '?')} tasks (or clusters) with a difference give "
+            f"{a.get('maxt_patterns', '?')} distinct sign patterns: {_FEW}",
+        )
+    test = a.get("test")
+    if test not in ("permutation", "bootstrap") or "p_value_floor" not in table:
+        return ""
+    iu = np.triu_indices(table.sizes["agent"], 1)
+    floors = np.where(np.isfinite(table["p_value"].values[iu]), table["p_value_floor"].values[iu], np.nan)
+    mc = np.full(floors.shape, True) if test == "bootstrap" else table["p_permutation_exact"].values[iu] == 0
+    note = resolution_note(
+        floors, mc, adjust=adjust, alpha=alpha, test=test,
+        knob=("n_resamples", 2.0, "") if test == "bootstrap" else
+        ("n_permutations", 1.0, "`n_permutations=None` (the default) chooses at least 20 times as many"),
+        exact_why=f"an exact sign-flip p over K tasks (or clusters) with a difference is at least 2^(1 - K): {_FEW}",
+    )
+    m = int(np.isfinite(floors).sum())
+    if note and a.get("test_reason") != "chosen by the caller" and np.any(~mc & (floors >= alpha / max(m, 1))):
+        note += (f" compare_agents(..., adjust={adjust!r}) chooses its test for {_ADJUST_NAMES[adjust]}'s "
+                 "thresholds: the paired t-test where sign flips cannot reach them.")
+    return note
+
+
 # --------------------------------------------------------------------------- result
 
 
@@ -178,7 +224,13 @@ class PairwiseComparisonResult(Result):
         """Tidy table, one row per unordered pair ``agent - opponent`` (the upper triangle).
 
         ``lower`` / ``upper`` are the per-pair interval (``ci``), ``simultaneous_lower``
-        / ``simultaneous_upper`` the max-T one (``ci_simultaneous``).
+        / ``simultaneous_upper`` the max-T one (``ci_simultaneous``). ``p_value_floor``
+        is the smallest p-value each pair's test can give (``2^(1 - units)`` exact,
+        ``1 / (B + 1)`` Monte Carlo, 0 where none applies). The frame's ``attrs`` carry
+        the notes that qualify a column: ``p_holm_note`` / ``p_bh_note`` / ``p_maxt_note``
+        where those floors leave the adjustment unable to call some pairs (or any) at
+        ``1 - ci_prob``, ``test_note`` / ``p_mcnemar_note`` where McNemar ignores the
+        clusters, ``p_value_note``.
         """
         import pandas as pd
 
@@ -196,8 +248,9 @@ class PairwiseComparisonResult(Result):
         df = pd.DataFrame(cols).set_index("pair")
         df["ci_prob"] = float(self.ci.attrs["ci_prob"])
         df["ci_kind"] = self.ci.attrs["ci_kind"]
-        if self.table.attrs.get("p_value_note"):
-            df.attrs["p_value_note"] = self.table.attrs["p_value_note"]
+        for key in _FRAME_NOTES:  # why a column cannot say what it seems to (where that is so)
+            if self.table.attrs.get(key):
+                df.attrs[key] = self.table.attrs[key]
         return df
 
     def _p_of(self, adjust: str | None) -> xr.DataArray:
@@ -221,10 +274,28 @@ class PairwiseComparisonResult(Result):
         family-wise error), ``"holm"`` (family-wise) or ``"bh"`` (false discovery rate);
         None (default): the result's own (``attrs["adjust"]``, ``p_adjusted``), whose
         verdict ``ci_simultaneous`` matches when it is ``"maxt"``.
+
+        For another adjustment or level than the result's own, a
+        :class:`PValueResolutionWarning` says what the p-values' floors leave it unable
+        to call, in the words ``compare_agents`` would use with that ``adjust`` (its
+        own one it said already).
+
+        The matrix is symmetric (``agent`` x ``opponent``, both orders of each pair), so
+        ``.sum()`` counts every pair twice: count the upper triangle, or half the sum.
         """
         a = 1 - float(self.ci.attrs["ci_prob"]) if alpha is None else check_prob(alpha, "alpha")
         p = self._p_of(adjust)
+        self._warn_resolution(adjust, a)
         return (p < a).where(p.notnull(), False).rename("significant")
+
+    def _warn_resolution(self, adjust: str | None, alpha: float) -> None:
+        """:func:`_resolution`'s words for ``adjust`` at ``alpha``, unless they are compare_agents' own."""
+        own = self.table.attrs["adjust"]
+        if adjust in (None, own) and np.isclose(alpha, 1 - float(self.ci.attrs["ci_prob"])):
+            return
+        note = _resolution(self.table, own if adjust is None else adjust, alpha)
+        if note:
+            warn_user(note, PValueResolutionWarning)
 
     def matrix(
         self,
@@ -284,6 +355,8 @@ class PairwiseComparisonResult(Result):
             + f" {1 - float(self.ci.attrs['ci_prob']):.3g})",
         ]
         lines += self._crossing_lines()
+        if attrs.get("test_note"):
+            lines += textwrap.wrap(f"note: {attrs['test_note']}.", 100, initial_indent="  ", subsequent_indent="    ")
         if self.table.sizes["agent"] <= 8:
             lines += ["  " + s for s in self.matrix().to_string().splitlines()]
         else:
@@ -468,4 +541,8 @@ def _pairwise_result(
     ds["p_value"] = (dims, mats["p_" + test])
     ds["p_value_mcse"] = (dims, mc)
     ds.attrs = {**attrs, "adjust_name": _ADJUST_NAMES[adjust], "n_pairs": len(iu[0])}
+    # what the floors leave each adjustment unable to call at the result's level, recorded
+    # for the columns a reader may use whatever the result's own adjustment ("" : nothing)
+    for key, name in (("holm", "p_holm"), ("bh", "p_bh"), ("maxt", "p_maxt")):
+        ds.attrs[name + "_note"] = _resolution(ds, key, 1 - prob)
     return PairwiseComparisonResult(table=ds)

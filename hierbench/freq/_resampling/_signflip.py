@@ -25,6 +25,13 @@ No test based on sign flips of ``n`` units can give a p-value below
 ``2^(1 - n)``; :func:`resolvable` says whether that floor clears Holm's first
 threshold, which is how :func:`compare_agents` decides between this test and
 the asymptotic paired t-test.
+
+Every p-value of a resampling test has such a floor: ``2^(1 - n)`` exact,
+``1 / (B + 1)`` from ``B`` Monte Carlo patterns, ``2 / (B + 1)`` from a
+two-sided bootstrap. :func:`resolution_note` is the one rule that says what
+the floors leave an adjustment unable to call (:class:`PValueResolutionWarning`):
+``compare_agents``, its result's ``significant`` / ``matrix`` / ``to_frame``
+and ``paired_test`` all say it through it.
 """
 
 from __future__ import annotations
@@ -34,7 +41,20 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["family_permutations", "resolvable", "sign_flip_pvalues"]
+from ..._base import SmallSampleWarning
+
+__all__ = [
+    "PValueResolutionWarning",
+    "auto_test",
+    "family_permutations",
+    "resolution_note",
+    "resolvable",
+    "sign_flip_pvalues",
+]
+
+
+class PValueResolutionWarning(SmallSampleWarning):
+    """Some p-values cannot go below the adjustment's threshold: those pairs (or all) cannot be called different."""
 
 #: enumerate every sign pattern up to this many non-zero units
 EXACT_MAX = 14
@@ -75,6 +95,148 @@ def resolvable(n_units: int, n_tests: int, alpha: float) -> bool:
     (False, True)
     """
     return n_units >= 1 and (1 - n_units) * math.log(2) <= math.log(alpha / n_tests)
+
+
+def auto_test(n_units: np.ndarray, *, need: int, alpha: float, unit: str) -> tuple[str, str]:
+    """The test ``test="auto"`` takes, and why: sign flips when every unit count can pass, else the t.
+
+    ``need``: 1 for a test at the level ``alpha`` (one pair, or max-T), ``m`` for Holm
+    and BH's first threshold ``alpha / m`` (:func:`resolvable`). ``compare_agents`` and
+    ``paired_test`` (the p-value it recommends) choose by this one rule.
+
+    Examples
+    --------
+    >>> auto_test(np.array([4]), need=1, alpha=0.05, unit="clusters")[0]
+    't'
+    """
+    n_units = np.asarray(n_units, dtype=float)
+    n_units = n_units[np.isfinite(n_units)].astype(int)
+    threshold = f"the level {alpha:g}" if need == 1 else f"Holm's first threshold {alpha:g}/{need}"
+    if all(resolvable(n, need, alpha) for n in np.unique(n_units).tolist()):
+        return "permutation", (
+            f"sign-flip test over {unit}: "
+            + ("every pattern enumerated, or Monte Carlo with a stated error" if need == 1 else
+               f"exact where affordable, else Monte Carlo with enough patterns for {threshold}")
+        )
+    few = int(n_units.min()) if n_units.size else 0
+    return "t", (
+        f"{few} {unit} are too few for a sign-flip test to pass {threshold} (its smallest "
+        f"p-value is 2^(1 - {few}) = {2.0 ** (1 - few):.2g}); the paired t-test"
+        + (" (CR2 cluster-robust, Bell-McCaffrey df)" if unit == "clusters" else "")
+        + " takes over"
+    )
+
+
+#: the adjustments :func:`resolution_note` knows, in prose
+_ADJUSTED = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
+def _draws_needed(numerator: float, threshold: float) -> int:
+    """The smallest ``B`` with ``numerator / (B + 1)`` below ``threshold`` (a Monte Carlo floor)."""
+    need = max(1, math.floor(numerator / threshold) - 1)
+    while numerator / (need + 1) >= threshold:
+        need += 1
+    return need
+
+
+def _first_step(adjust: str, floor: float, m: int, alpha: float) -> str:
+    """What a p-value floored at ``floor`` leaves Holm or BH (``m`` tests at ``alpha``) able to do.
+
+    Holm calls the pair of rank ``i`` different only if it called the ``i - 1`` before it
+    and ``(m - i + 1) p < alpha``; BH calls it only with the ``k >= i`` smallest, where
+    ``m p_(k) / k < alpha``. Either needs the fewest other calls ``K`` printed here.
+    """
+    if floor >= alpha:
+        return f"{_ADJUSTED[adjust]} can never call such a pair different"
+    if adjust == "holm":
+        k = next(i for i in range(1, m + 1) if (m - i + 1) * floor < alpha) - 1
+        return f"Holm calls such a pair different only after at least {k} other pairs, however large its gap"
+    k = next(i for i in range(1, m + 1) if m * floor / i < alpha)
+    return (f"Benjamini-Hochberg calls such a pair different only when it calls at least {k} pairs "
+            "different, so the floor can make its verdict conservative")
+
+
+def resolution_note(
+    floors: np.ndarray,
+    monte_carlo: np.ndarray,
+    *,
+    adjust: str,
+    alpha: float,
+    test: str,
+    knob: tuple[str, float, str],
+    exact_why: str,
+) -> str:
+    """What the p-values' floors leave an adjustment unable to call, in words (``""``: nothing).
+
+    Parameters
+    ----------
+    floors : numpy.ndarray
+        Per test, the smallest p-value it can give (NaN: no p-value, not counted).
+    monte_carlo : numpy.ndarray
+        Per test, whether that floor is a Monte Carlo one, ``numerator / (B + 1)``,
+        which a setting lowers (else exact: only more units lower it).
+    adjust : {"holm", "bh", "maxt", "none"}
+        Holm and Benjamini-Hochberg: ``m`` tests, first threshold ``alpha / m``
+        (BH's largest is ``alpha``); ``"maxt"``: the family's one floor against
+        ``alpha``; ``"none"``: one test at ``alpha``.
+    alpha : float
+        The level.
+    test : str
+        The p-values' name in prose (``"permutation"``, ``"bootstrap"``, ``"max-T"``).
+    knob : tuple
+        The setting ``B`` of a Monte Carlo floor, the floor's numerator, and what its
+        default does (``""``: nothing to add).
+    exact_why : str
+        Why an exact floor is where it is, and that no setting lowers it.
+
+    Examples
+    --------
+    Two Monte Carlo p-values from 199 patterns (floor 1 / 200) and one exact one, Holm at 0.01:
+
+    >>> note = resolution_note(np.array([0.005, 0.005, 1e-6]), np.array([True, True, False]),
+    ...                        adjust="holm", alpha=0.01, test="permutation",
+    ...                        knob=("n_permutations", 1.0, ""), exact_why="")
+    >>> for part in note.split(": "):
+    ...     print(part)
+    2 of 3 pairs have Monte Carlo permutation p-values that cannot go below 0.005, above Holm's first threshold 0.01/3 = 0.00333
+    Holm calls such a pair different only after at least 2 other pairs, however large its gap (raise `n_permutations` to at least 300).
+    """
+    ok = np.isfinite(np.asarray(floors, dtype=float))
+    floors = np.asarray(floors, dtype=float)[ok]
+    mc = np.asarray(monte_carlo, dtype=bool)[ok]
+    m = floors.size
+    family = adjust in _ADJUSTED and m > 1
+    threshold = alpha / m if family else alpha
+    blocked = floors >= threshold
+    if not m or not blocked.any():
+        return ""
+    name, numerator, default = knob
+    raise_it = (f"raise `{name}` to at least {_draws_needed(numerator, threshold):,}"
+                + (f"; {default}" if default else ""))
+    why = (raise_it if mc.all() else exact_why if not mc.any()
+           else f"{raise_it} for the {int(mc.sum())} Monte Carlo ones; for the exact ones, {exact_why}")
+    if not family:  # one floor against the level: max-T's, or a single test's
+        lowest = float(floors.min())
+        what = (f"no {test} p-value here can go below {lowest:.3g}" if adjust != "none"
+                else f"the {test} p-value cannot go below {lowest:.3g}")
+        who = "no pair can be called different" if adjust != "none" else "it cannot call the two different"
+        return f"{what}, and the level is {alpha:g}: {who} at this resolution ({why})."
+    first = f"{_ADJUSTED[adjust]}'s first threshold"
+    if (adjust == "holm" and blocked.all()) or (adjust == "bh" and np.all(floors >= alpha)):
+        where = (f"{m} pairs put {first} at {threshold:.3g}" if adjust == "holm"
+                 else f"{alpha:g} is Benjamini-Hochberg's largest threshold")
+        return (f"no {test} p-value here can go below {floors.min():.3g}, and {where}: no pair can be "
+                f"called different at this resolution ({why}).")
+    parts = []
+    for group, kind in ((blocked & mc, "Monte Carlo "), (blocked & ~mc, "exact ")):
+        if group.any():
+            low = float(floors[group].min())
+            parts.append(
+                f"{int(group.sum())} of {m} pairs have {kind}{test} p-values that cannot go below {low:.3g}, above "
+                f"{first} {alpha:g}/{m} = {threshold:.3g}: {_first_step(adjust, low, m, alpha)} "
+                f"({raise_it if kind == 'Monte Carlo ' else exact_why})"
+            )
+    return "; ".join(parts) + "."
 
 
 def _enumerate(u: np.ndarray, obs: float, tol: float) -> float:
