@@ -33,6 +33,9 @@ from .._kernels import cr2_mean_se
 from .._kernels import exact_zero_spread
 from ._bootstrap import bootstrap_ci
 from ._bootstrap_engine import _percentile_p
+from ._signflip import PValueResolutionWarning
+from ._signflip import auto_test
+from ._signflip import resolution_note
 from ._signflip import sign_flip_pvalues
 
 if TYPE_CHECKING:
@@ -224,6 +227,12 @@ class PairedTestResult(Result):
         ``P(d > 0) + P(d = 0) / 2`` and ``mean(d) / sd(d)``.
     distribution : xarray.DataArray
         Bootstrap distribution of the mean difference (dim ``resample``).
+    p_value, test, test_reason : xarray.DataArray, str, str
+        The p-value the package recommends for this design, the one
+        :func:`compare_agents` would use for this pair: ``p_permutation`` when
+        the units (tasks, or clusters) are enough for the sign flips to pass
+        ``1 - prob``, else ``p_t`` (``test`` says which, ``test_reason`` why;
+        the repr names it).
     counts : dict
         ``n_tasks`` used, ``n_excluded`` (a task one agent never ran),
         ``n_tasks_nonzero`` (tasks whose difference is not 0), with clusters
@@ -248,6 +257,9 @@ class PairedTestResult(Result):
     distribution: xr.DataArray
     counts: dict = field(default_factory=dict)
     p_bootstrap_mcse: xr.DataArray = field(default_factory=lambda: xr.DataArray(np.nan))
+    p_value: xr.DataArray = field(default_factory=lambda: xr.DataArray(np.nan))
+    test: str = ""
+    test_reason: str = ""
 
     _dataset_exclude = ("distribution",)
 
@@ -267,6 +279,7 @@ class PairedTestResult(Result):
             "p_mcnemar",
             "prob_superiority",
             "cohens_dz",
+            "p_value",
             "distribution",
         ]
         ds = xr.Dataset({n: getattr(self, n) for n in names})
@@ -274,6 +287,7 @@ class PairedTestResult(Result):
         for k, v in self.counts.items():
             ds[k] = v
         ds.attrs = {k: self.ci.attrs[k] for k in ("ci_prob", "ci_kind", "ci_detail") if k in self.ci.attrs}
+        ds.attrs.update(test=self.test, test_reason=self.test_reason)
         return ds
 
     def to_frame(self) -> pd.DataFrame:
@@ -281,7 +295,15 @@ class PairedTestResult(Result):
         df = super().to_frame()
         for k, v in self.counts.items():
             df[k] = v
+        df["test"] = self.test
         return df
+
+    def _repr_lines(self) -> list[str]:
+        lines = super()._repr_lines()
+        if self.test:
+            lines.append(f"  p_value {float(self.p_value):.3g} (p_{self.test}, as compare_agents would choose: "
+                         f"{self.test_reason})")
+        return lines
 
 
 def _warn_undefined(out: dict[str, float], label: str) -> None:
@@ -348,9 +370,33 @@ def _paired_bootstrap(
     return boot.ci.isel(pair=0, drop=True), boot.distribution.isel(pair=0, drop=True)
 
 
-def _paired_result(out: dict, flip: dict, ci, dist, counts: dict) -> PairedTestResult:
+def _recommended(flip: dict, n_units: int, unit: str, alpha: float) -> tuple[str, str]:
+    """The test ``compare_agents`` would use for this one pair, and why; warn if the sign flips cannot pass.
+
+    The sign-flip p-value cannot go below ``2^(1 - n)`` over ``n`` units (exact) or
+    ``1 / (B + 1)`` (Monte Carlo): at or above ``alpha`` it cannot call the two
+    different, and :class:`PValueResolutionWarning` says so, naming the p-value to read.
+    """
+    test, reason = auto_test(np.array([n_units]), need=1, alpha=alpha, unit=unit)
+    exact = bool(flip["exact"][0])
+    floor = 2.0 ** (1 - n_units) if exact else 1 / (flip["n_permutations"] + 1)
+    note = resolution_note(
+        np.array([floor]), np.array([not exact]), adjust="none", alpha=alpha, test="sign-flip",
+        knob=("n_permutations", 1.0, ""),
+        exact_why=f"an exact sign-flip p over {n_units} {unit} is at least 2^(1 - {n_units}); more {unit} "
+        "lower it, no setting does",
+    )
+    if note:
+        advice = "p_permutation" if test == "permutation" else "p_t, the paired t-test" + (
+            " (CR2 cluster-robust, Bell-McCaffrey df)" if unit == "clusters" else "")
+        warn_user(f"{note} The p-value compare_agents would use here is {advice}.", PValueResolutionWarning)
+    return test, reason
+
+
+def _paired_result(out: dict, flip: dict, ci, dist, counts: dict, choice: tuple[str, str]) -> PairedTestResult:
     scalar = {k: xr.DataArray(v) for k, v in out.items() if k != "df"}
     p_boot, p_boot_mcse = _bootstrap_p(dist.values)
+    p_perm = float(flip["p"][0])
     return PairedTestResult(
         mean_diff=scalar["mean_diff"],
         se=scalar["se"],
@@ -365,6 +411,9 @@ def _paired_result(out: dict, flip: dict, ci, dist, counts: dict) -> PairedTestR
         cohens_dz=scalar["cohens_dz"],
         distribution=dist,
         counts=counts,
+        p_value=xr.DataArray(p_perm if choice[0] == "permutation" else float(out["p_t"])),
+        test=choice[0],
+        test_reason=choice[1],
     )
 
 
@@ -466,4 +515,6 @@ def paired_test(
         "n_b_only": n01,
         "n_mcnemar_ties": n_tie,
     }
-    return _paired_result(out, flip, ci, dist, counts)
+    n_units = int(both.sum()) if codes is None else int(np.unique(codes[both]).size)
+    choice = _recommended(flip, n_units, "tasks" if codes is None else "clusters", 1 - prob)
+    return _paired_result(out, flip, ci, dist, counts, choice)
