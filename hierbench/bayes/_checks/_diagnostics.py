@@ -30,16 +30,26 @@ import json
 import warnings
 from collections.abc import Mapping
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 
 from ..._base import NotConvergedWarning
+from ..._base import check_choice
 from ..._base import fit_record
 from ..._base import warn_user
 from ..._parallel import available_cores
+from ._loo import UnreliableLOOWarning
+from ._loo import count_cells
+from ._loo import missing_group_advice
+from ._loo import task_log_likelihood
 from ._rankstats import elements
 from ._rankstats import rank_diagnostics
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -509,7 +519,10 @@ def predictive_check(
     1
     """
     if group not in fit.children:
-        raise ValueError(f"`group` must be a group of `fit`; {group!r} not in {list(fit.children)}")
+        raise ValueError(
+            f"`group` must be a group of `fit`; {group!r} not in {list(fit.children)}"
+            + missing_group_advice(fit, group, f"refit with hierbench.bayes.fit(model, ..., {group}=True)")
+        )
     obs = fit["observed_data"].to_dataset()
     if var_name is None:
         if len(obs.data_vars) != 1:
@@ -580,40 +593,80 @@ def _observation_key(f: xr.DataTree) -> tuple:
     return (dims, tuple(da.sizes[d] for d in dims), labels, observed)
 
 
-def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
-    """Compare fits on the same cells by PSIS-LOO (arviz-stats ``compare``).
+def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["task", "cell"] = "task") -> pd.DataFrame:
+    """Compare fits on the same observations by PSIS-LOO (arviz-stats ``compare``), with its Pareto k checked.
+
+    Fits of counts (observations over ``cell``, with ``cell_task``) are compared
+    by default on their tasks: each model predicts all of a left-out task's cells.
+    A crossed fit's task log-likelihood integrates out the effects only that
+    task's cells inform (its task effect, its agent x task effects, and its
+    cluster's when it is alone in it), computed from the posterior, so a fit saved
+    without its ``log_likelihood`` group works; the beta-binomial's cells, which
+    are independent given its parameters, are summed per task. The crossed
+    model's stored cell log-likelihood conditions on the task's effect, which
+    PSIS cannot leave out when few cells inform it (one agent: each task is one
+    cell), and then ranks it far too high (tau-bench: +9.9 elpd where exact
+    leave-one-out gives +0.1).
+
+    Each fit's Pareto k are checked against arviz-stats' ``good_k``,
+    ``min(1 - 1 / log10(S), 0.7)`` for ``S`` draws (Vehtari et al. 2024): an
+    observation above it has an unreliable PSIS estimate, and so has the elpd
+    that sums it. Such a fit is warned (:class:`UnreliableLOOWarning`) and
+    marked in the table, and the comparison's ``weight`` and ``p_worse`` are
+    NaN: no ranking is presented as a verdict on unreliable elpds.
 
     Parameters
     ----------
     fits : mapping of str to xarray.DataTree
-        Fits with ``log_likelihood`` groups over the same observations: the
-        same dims (``cell`` for the count models, which all use the observed
-        agent x task cells; ``battle`` for Bradley-Terry with ties, ``pair``
-        without), the same labels and
-        the same observed values.
+        Fits over the same observations: the same dims (``cell`` for the count
+        models, which all use the observed agent x task cells; ``battle`` for
+        Bradley-Terry with ties, ``pair`` without), the same labels and the same
+        observed values. Fits other than crossed ones need a ``log_likelihood`` group.
+    unit : {"task", "cell"}
+        What is left out for fits of counts: a task (all its cells; the default)
+        or one cell (the stored cell log-likelihoods, conditional on the task's
+        effect in the crossed model). Other fits always leave out one observation.
 
     Returns
     -------
     pandas.DataFrame
-        The arviz-stats comparison table (elpd, p, elpd_diff, se, dse,
-        weight, ...), best model first, at full precision (arviz-stats
-        rounds its table for display by default; numbers here are for
-        computing with).
+        The arviz-stats comparison table (elpd, p, elpd_diff, se, dse, weight,
+        ...), best model first, at full precision (arviz-stats rounds its table
+        for display by default; numbers here are for computing with), plus
+        ``n_high_k`` (observations with Pareto k above ``good_k``) and
+        ``elpd_reliable``. ``attrs``: ``unit`` (``"task"``, ``"cell"`` or the
+        observation dim) and ``unreliable`` (the names of the flagged fits).
 
     Raises
     ------
     ValueError
-        If fewer than two fits are given or their observations differ.
+        If fewer than two fits are given, their observations differ, or a fit
+        lacks the log-likelihood it needs (saying so when a compact save dropped it).
     """
     import arviz_stats as azs
 
     if len(fits) < 2:
         raise ValueError(f"`fits` must hold at least two fits; got {len(fits)}")
-    cells = {}
+    unit = check_choice(unit, "unit", ("task", "cell"))
+    by_task = unit == "task" and all(count_cells(f) is not None for f in fits.values())
+    cells, points = {}, {}
     for name, f in fits.items():
+        if by_task:
+            cells[name] = _task_key(f)
+            continue
         if "log_likelihood" not in f.children:
-            raise ValueError(f"`fits[{name!r}]` has no log_likelihood group")
+            raise ValueError(f"`fits[{name!r}]` has no log_likelihood group" + missing_group_advice(
+                f, "log_likelihood", "add it with hierbench.bayes.add_log_likelihood(fit, model)"))
         cells[name] = _observation_key(f)
+    _check_same_observations(cells)
+    for name, f in fits.items():
+        points[name] = _elpd(f, task_log_likelihood(f) if by_task else None)
+    table = azs.compare(points, round_to="none")
+    return _mark_unreliable(table, points, "task" if by_task else ", ".join(next(iter(cells.values()))[0]))
+
+
+def _check_same_observations(cells: dict) -> None:
+    """Refuse fits whose observations (dims, sizes, labels, observed values) differ from the first's."""
     first, ref = next(iter(cells.items()))
     parts = ("dims", "sizes", "labels", "observed values")
     bad = {k: [p for p, a, b in zip(parts, v, ref, strict=True) if a != b] for k, v in cells.items() if v != ref}
@@ -623,4 +676,47 @@ def loo_compare(fits: Mapping[str, xr.DataTree]) -> object:
             f"observed values): LOO compares predictions of the same data. {list(bad)} differ from the first "
             f"({first!r}), in {bad} (pass/fail counts and grades of one log, e.g., are different data)"
         )
-    return azs.compare(dict(fits), round_to="none")
+
+
+def _task_key(f: xr.DataTree) -> tuple:
+    """What a fit of counts predicts task by task: its cells' agents and tasks, and their counts."""
+    y = count_cells(f)
+    labels = tuple((c, tuple(np.asarray(y[c].values).astype(str).tolist())) for c in ("cell_agent", "cell_task"))
+    tasks = dict.fromkeys(labels[1][1])
+    return (("task",), (len(tasks),), labels, tuple(np.asarray(y.values).ravel().tolist()))
+
+
+def _elpd(f: xr.DataTree, ll: xr.DataArray | None) -> object:
+    """PSIS-LOO of one fit, pointwise (for its Pareto k): on ``ll`` when given, else its log_likelihood group."""
+    import arviz_stats as azs
+
+    if ll is None:
+        return azs.loo(f, pointwise=True)
+    tree = {"log_likelihood": ll.to_dataset()}
+    if "posterior" in f.children:
+        tree["posterior"] = f["posterior"].to_dataset()
+    return azs.loo(xr.DataTree.from_dict(tree), pointwise=True)
+
+
+def _mark_unreliable(table: pd.DataFrame, points: dict, unit: str) -> pd.DataFrame:
+    """Add ``n_high_k`` and ``elpd_reliable``; warn for each fit with high Pareto k and void the weights."""
+    high = {name: int((np.asarray(e.pareto_k) > e.good_k).sum()) for name, e in points.items()}
+    table["n_high_k"] = [high[name] for name in table.index]
+    table["elpd_reliable"] = [high[name] == 0 for name in table.index]
+    bad = [name for name in table.index if high[name]]
+    for name in bad:
+        e = points[name]
+        warn_user(
+            f"PSIS-LOO of `fits[{name!r}]` is unreliable: {high[name]} of its {e.n_data_points} "
+            f"observations ({unit}s) have Pareto k above {e.good_k:.2f} (Vehtari et al. 2024), so its elpd "
+            f"({e.elpd:.1f}) and the ranking are void: the table's weight and p_worse are NaN. Leave out "
+            "whole tasks (unit='task', the default for fits of counts), check for influential observations, "
+            "or use exact or K-fold cross-validation (arviz_stats.loo_kfold) for this model",
+            UnreliableLOOWarning,
+        )
+    if bad:
+        table["weight"] = np.nan
+        if "p_worse" in table:
+            table["p_worse"] = np.nan
+    table.attrs.update(unit=unit, unreliable=bad)
+    return table
