@@ -373,18 +373,18 @@ def _paired_bootstrap(
 def _recommended(flip: dict, n_units: int, unit: str, alpha: float) -> tuple[str, str]:
     """The test ``compare_agents`` would use for this one pair, and why; warn if the sign flips cannot pass.
 
-    The sign-flip p-value cannot go below ``2^(1 - n)`` over ``n`` units (exact) or
-    ``1 / (B + 1)`` (Monte Carlo): at or above ``alpha`` it cannot call the two
+    The sign-flip p-value cannot go below ``2^(1 - k)`` over the ``k`` units with a
+    difference (exact) or ``1 / (B + 1)`` (Monte Carlo): at or above ``alpha`` it cannot call the two
     different, and :class:`PValueResolutionWarning` says so, naming the p-value to read.
     """
     test, reason = auto_test(np.array([n_units]), need=1, alpha=alpha, unit=unit)
-    exact = bool(flip["exact"][0])
-    floor = 2.0 ** (1 - n_units) if exact else 1 / (flip["n_permutations"] + 1)
+    exact, k = bool(flip["exact"][0]), int(flip["n_nonzero"][0])
+    floor = 2.0 ** (1 - k) if exact else 1 / (flip["n_permutations"] + 1)
     note = resolution_note(
         np.array([floor]), np.array([not exact]), adjust="none", alpha=alpha, test="sign-flip",
         knob=("n_permutations", 1.0, ""),
-        exact_why=f"an exact sign-flip p over {n_units} {unit} is at least 2^(1 - {n_units}); more {unit} "
-        "lower it, no setting does",
+        exact_why=f"an exact sign-flip p over the {k} {unit} with a difference is at least 2^(1 - {k}); "
+        f"more {unit} with a difference lower it, no setting does",
     )
     if note:
         advice = "p_permutation" if test == "permutation" else "p_t, the paired t-test" + (
