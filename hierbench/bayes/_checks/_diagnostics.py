@@ -611,7 +611,7 @@ def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["task", "cell"
     Each fit's Pareto k are checked against arviz-stats' ``good_k``,
     ``min(1 - 1 / log10(S), 0.7)`` for ``S`` draws (Vehtari et al. 2024): an
     observation above it has an unreliable PSIS estimate, and so has the elpd
-    that sums it. Such a fit is warned (:class:`UnreliableLOOWarning`) and
+    that sums it. Such a fit is warned (``UnreliableLOOWarning``, a ``NotConvergedWarning``) and
     marked in the table, and the comparison's ``weight`` and ``p_worse`` are
     NaN: no ranking is presented as a verdict on unreliable elpds.
 

@@ -18,7 +18,7 @@ its cells inform out of its likelihood, per posterior draw of the rest:
 with ``eta_mt`` the cell's logit without ``b_t`` and, where the model has an
 agent x task effect, each cell's ``p(y_mt | .)`` its logit-normal-binomial (the
 effect integrated as the model's own likelihood does, by adaptive Gauss-Hermite,
-:mod:`hierbench._numerics.agq`). A task alone in its cluster takes its cluster's
+``hierbench._numerics.agq``). A task alone in its cluster takes its cluster's
 effect (and the agent x cluster effects) with it: ``v_t`` then adds
 ``sd_cluster^2`` and each cell's spread ``sd_agent_cluster^2``. The importance
 ratio ``1 / p(y_t | theta)`` then compares two posteriors of parameters that
@@ -238,7 +238,7 @@ def _task_mode(p: dict, starts: np.ndarray, var_t: np.ndarray) -> tuple[np.ndarr
 
 
 def _task_ll_block(p: dict, starts: np.ndarray, n_nodes: int, n_quad: int) -> np.ndarray:
-    """:func:`_crossed_task_ll` on a block of draws: adaptive Gauss-Hermite over each task's effect."""
+    """``_crossed_task_ll`` on a block of draws: adaptive Gauss-Hermite over each task's effect."""
     var_t = p["var_b"][:, starts]  # one value per task (the cells of a task share it)
     m, s = _task_mode(p, starts, var_t)
     u, w = gauss_hermite(n_nodes)
