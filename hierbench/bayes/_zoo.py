@@ -106,6 +106,8 @@ _CASES = (
         data_file="swebench_bash_only/swebench_verified_bash_only_per_instance.csv.gz",
         loader=_swebench,
         var_names=("sd_task", "sd_cluster", "sd_agent_cluster", "ability", "mean_observed"),
+        # at 1,000 draws per chain sd_agent_cluster (near its boundary at 0) had bulk ESS 331 < 400
+        sampler={**ZOO_SAMPLER, "draws": 2000},
         notes=(
             "R = 1: agent_task='auto' leaves the agent x task effect out (a single "
             "Bernoulli run per cell cannot separate it from run noise). The 12 "
@@ -149,8 +151,11 @@ def run_case(case: ZooCase, **overrides: Any) -> tuple[xr.DataTree, dict[str, An
     data = case.loader()
     model = entry.builder(data, **case.options)
     settings = {**case.sampler, **overrides}
+    from ._checks._diagnostics import ConvergenceWarning
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("always", ConvergenceWarning)  # a reference that fails its checks says so
         idata = fit(model, rng=case.seed, **settings)
     record = {
         "case": case.name,
@@ -166,6 +171,8 @@ def run_case(case: ZooCase, **overrides: Any) -> tuple[xr.DataTree, dict[str, An
             "min_ess_bulk": idata.attrs["diag_min_ess_bulk"],
             "n_divergent": idata.attrs["diag_n_divergent"],
             "min_bfmi": idata.attrs["diag_min_bfmi"],
+            "converged": int(idata.attrs["diag_converged"]),
+            "failures": json.loads(idata.attrs.get("diag_failures", "[]")),
         },
         "hierbench_version": idata.attrs["hierbench_version"],
         "summary": summarise(idata, case.var_names),
