@@ -8,6 +8,7 @@ from ._checks._diagnostics import ConvergenceWarning
 from ._checks._diagnostics import compute_diagnostics
 from ._checks._diagnostics import loo_compare
 from ._checks._diagnostics import predictive_check
+from ._checks._loo import UnreliableLOOWarning
 from ._models._beta_binomial import BETA_BINOMIAL_PRIORS
 from ._models._beta_binomial import build_beta_binomial
 from ._models._beta_binomial import task_posteriors
@@ -64,6 +65,7 @@ __all__ = [
     "ModelEntry",
     "PriorError",
     "UnidentifiedTermWarning",
+    "UnreliableLOOWarning",
     "add_log_likelihood",
     "approximation_error",
     "build_beta_binomial",
