@@ -636,6 +636,10 @@ def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["task", "cell"
         ``n_high_k`` (observations with Pareto k above ``good_k``) and
         ``elpd_reliable``. ``attrs``: ``unit`` (``"task"``, ``"cell"`` or the
         observation dim) and ``unreliable`` (the names of the flagged fits).
+        ``weight`` is the stacking weight, which puts nearly all weight on one
+        of two models that predict alike (tau-bench: 1.0 against 2e-16 for an
+        ``elpd_diff`` of 0.06 with ``dse`` 0.14): read ``elpd_diff`` against
+        ``dse`` for whether the models differ.
 
     Raises
     ------
