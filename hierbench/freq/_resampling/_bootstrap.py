@@ -526,9 +526,9 @@ def effective_clusters(codes: np.ndarray) -> float:
 def _few_clusters(plan: _Plan, cluster_column: str, prob: float) -> dict:
     """Count the clusters a cluster bootstrap resamples; warn once where they are few. Returns the attrs.
 
-    ``n_clusters``, ``n_clusters_effective`` (:func:`effective_clusters`, over every task of
+    ``n_clusters``, ``n_clusters_effective`` (``effective_clusters``, over every task of
     the data) and ``few_clusters``: the warning's text where the effective number is below
-    :data:`FEW_CLUSTERS`, else ``""``. Nothing without clusters or for ``scheme="runs"``.
+    ``FEW_CLUSTERS``, else ``""``. Nothing without clusters or for ``scheme="runs"``.
     """
     if plan.codes is None or plan.scheme == "runs":
         return {}
