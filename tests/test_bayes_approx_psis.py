@@ -140,3 +140,18 @@ def test_a_failing_variational_fit_says_what_failed_and_points_to_nuts(monkeypat
         fit_approx(model, rng=1, n=10)
     assert said in str(info.value)
     assert info.value.__cause__ is raised
+
+
+def test_a_one_agent_beta_binomial_is_approximated_and_its_summaries_say_so():
+    # PyTensor's numba backend cannot compile this model's ADVI step; the Python linker can
+    data, _ = simulate_eval(n_agents=1, n_tasks=12, n_runs=3, rng=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ap = fit_approx(build_beta_binomial(data), n=300, draws=50, rng=1)
+    assert ap["posterior"]["mu"].shape == (1, 50, 1)
+    from hierbench.metrics import pass_hat_k
+    from hierbench.metrics import posterior_summary
+
+    detail = posterior_summary(ap, var="mu").ci.attrs["ci_detail"]
+    assert "approximate posterior (advi, not NUTS)" in detail
+    assert "approximate posterior: advi, not NUTS" in pass_hat_k(ap, k=1).ci.attrs["ci_detail"]

@@ -216,7 +216,9 @@ def posterior_interval(
         ci.sel(ci_bound="upper", drop=True),
         prob=prob,
         kind=kind,
-        detail=_POSTERIOR_KINDS[kind] + " over (chain, draw)",
+        detail=_POSTERIOR_KINDS[kind] + " over (chain, draw)" + (
+            f" of an approximate posterior ({draws.attrs['approximation']})" if draws.attrs.get("approximation") else ""
+        ),
         warn_zero_width=False,  # constant draws (e.g. a fixed quantity) are not a degeneracy here
     )
 

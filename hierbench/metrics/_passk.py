@@ -211,6 +211,8 @@ def _pass(
         attrs = pass_attrs(at, "beta_binomial", population, int(mins.max()) if mins.size else 0, min_runs, realised)
         res = pass_result(expected, real if real is not None else expected, n_tasks, attrs, prob)
     res.estimate.attrs |= fingerprints(fit)  # which log: for side_by_side beside a frequentist pass^k
+    if fit.attrs.get("approximate"):
+        res.ci.attrs["ci_detail"] += f" (draws of an approximate posterior: {fit.attrs.get('method', '?')}, not NUTS)"
     return res
 
 

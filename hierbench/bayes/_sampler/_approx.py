@@ -225,6 +225,7 @@ def fit_approx(
     post = model_hook(info, "postprocess")
     if callable(post):
         dt = post(dt, gen)  # derived quantities may be random (e.g. realised task averages)
+    dt = _marked(dt, method)
     record = _error_record(dt, reference, info, method)
     khat = psis["khat"]
     record |= {"psis_khat": None if np.isnan(khat) else khat, "psis_khat_threshold": psis["threshold"],
@@ -299,14 +300,35 @@ def _run_approx(
         return dt, final_loss, {**psis, "time_s": time.perf_counter() - t0}
 
 
+def _marked(dt: xr.DataTree, method: str) -> xr.DataTree:
+    """``dt`` with every posterior variable's attrs saying its draws are an approximation's.
+
+    ``hierbench.metrics.posterior_interval`` puts it into each interval's ``ci_detail``, so a
+    summary of an approximate fit does not read as one of NUTS draws.
+    """
+    post = dt["posterior"].to_dataset()
+    for v in post.data_vars:
+        post[v].attrs["approximation"] = f"{method}, not NUTS"
+    dt["posterior"] = xr.DataTree(post)
+    return dt
+
+
 def _pymc_fit(model: pm.Model, method: str, n: int, seed: int) -> Any:
     """``pm.fit``, with its failures said in words: where the optimisation went to NaN, or PyMC could not build it.
 
     PyTensor's numba backend cannot compile ADVI's step for some small models (a one-agent
     beta-binomial raises an IndexError inside numba's typing); NUTS does not use that path.
+    Such a step is compiled again by PyTensor's Python linker (``mode="FAST_COMPILE"``):
+    the same optimisation from the same seed, slower per step, which only small models meet.
     """
     try:
-        return pm.fit(n=n, method=method, model=model, random_seed=seed, progressbar=False)
+        try:
+            return pm.fit(n=n, method=method, model=model, random_seed=seed, progressbar=False)
+        except (IndexError, TypeError, NotImplementedError):
+            return pm.fit(
+                n=n, method=method, model=model, random_seed=seed, progressbar=False,
+                fn_kwargs={"mode": "FAST_COMPILE"},
+            )
     except FloatingPointError as err:
         raise RuntimeError(
             f"fit_approx(method={method!r}): the optimisation diverged ({err}); no approximation to "
