@@ -139,6 +139,14 @@ def _draws_needed(numerator: float, threshold: float) -> int:
     return need
 
 
+def _digits(floor: float, threshold: float) -> int:
+    """Significant digits that show a floor and a threshold apart (3, more where they round alike)."""
+    d = 3
+    while d < 9 and f"{floor:.{d}g}" == f"{threshold:.{d}g}":
+        d += 1
+    return d
+
+
 def _first_step(adjust: str, floor: float, m: int, alpha: float) -> str:
     """What a p-value floored at ``floor`` leaves Holm or BH (``m`` tests at ``alpha``) able to do.
 
@@ -150,7 +158,8 @@ def _first_step(adjust: str, floor: float, m: int, alpha: float) -> str:
         return f"{_ADJUSTED[adjust]} can never call such a pair different"
     if adjust == "holm":
         k = next(i for i in range(1, m + 1) if (m - i + 1) * floor < alpha) - 1
-        return f"Holm calls such a pair different only after at least {k} other pairs, however large its gap"
+        return (f"Holm calls such a pair different only after at least {k} other pair{'' if k == 1 else 's'}, "
+                "however large its gap")
     k = next(i for i in range(1, m + 1) if m * floor / i < alpha)
     return (f"Benjamini-Hochberg calls such a pair different only when it calls at least {k} pairs "
             "different, so the floor can make its verdict conservative")
@@ -223,17 +232,19 @@ def resolution_note(
         return f"{what}, and the level is {alpha:g}: {who} at this resolution ({why})."
     first = f"{_ADJUSTED[adjust]}'s first threshold"
     if (adjust == "holm" and blocked.all()) or (adjust == "bh" and np.all(floors >= alpha)):
-        where = (f"{m} pairs put {first} at {threshold:.3g}" if adjust == "holm"
+        d = _digits(floors.min(), threshold if adjust == "holm" else alpha)
+        where = (f"{m} pairs put {first} at {threshold:.{d}g}" if adjust == "holm"
                  else f"{alpha:g} is Benjamini-Hochberg's largest threshold")
-        return (f"no {test} p-value here can go below {floors.min():.3g}, and {where}: no pair can be "
+        return (f"no {test} p-value here can go below {floors.min():.{d}g}, and {where}: no pair can be "
                 f"called different at this resolution ({why}).")
     parts = []
     for group, kind in ((blocked & mc, "Monte Carlo "), (blocked & ~mc, "exact ")):
         if group.any():
             low = float(floors[group].min())
+            d = _digits(low, threshold)
             parts.append(
-                f"{int(group.sum())} of {m} pairs have {kind}{test} p-values that cannot go below {low:.3g}, above "
-                f"{first} {alpha:g}/{m} = {threshold:.3g}: {_first_step(adjust, low, m, alpha)} "
+                f"{int(group.sum())} of {m} pairs have {kind}{test} p-values that cannot go below {low:.{d}g}, above "
+                f"{first} {alpha:g}/{m} = {threshold:.{d}g}: {_first_step(adjust, low, m, alpha)} "
                 f"({raise_it if kind == 'Monte Carlo ' else exact_why})"
             )
     return "; ".join(parts) + "."
