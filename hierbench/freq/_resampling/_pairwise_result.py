@@ -289,7 +289,7 @@ class PairwiseComparisonResult(Result):
         return (p < a).where(p.notnull(), False).rename("significant")
 
     def _warn_resolution(self, adjust: str | None, alpha: float) -> None:
-        """:func:`_resolution`'s words for ``adjust`` at ``alpha``, unless they are compare_agents' own."""
+        """``_resolution``'s words for ``adjust`` at ``alpha``, unless they are compare_agents' own."""
         own = self.table.attrs["adjust"]
         if adjust in (None, own) and np.isclose(alpha, 1 - float(self.ci.attrs["ci_prob"])):
             return
