@@ -551,7 +551,7 @@ def test_rank_text_names_what_was_resampled_and_the_tier_rule():
 
 def test_demo_bootstrap_says_when_few_units_carry_the_intervals():
     """Eight tasks (the wine bottles' count) behind every agent's interval: said under the table;
-    twelve: nothing said. With 4 clusters of 3 tasks the count is the clusters'.
+    twelve: nothing said. With 4 clusters of 3 tasks the bootstrap's few-clusters rule speaks.
     """
     g = np.random.default_rng(1)
     s = g.binomial(1, 0.5, (3, 12, 1)).astype(float)
@@ -564,7 +564,7 @@ def test_demo_bootstrap_says_when_few_units_carry_the_intervals():
             ds.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3))), None, {"fast": True})).split())
     assert "the intervals of every agent rest on 8 tasks (fewer than 10)" in few
     assert "fewer than 10" not in enough
-    assert "the intervals of every agent rest on 4 clusters (fewer than 10)" in clus
+    assert "Few clusters: the 4 clusters of `cluster` (3 to 3 tasks) are worth 4.0 equal clusters" in clus
 
 
 def test_demo_pairs_say_where_p_max_t_has_a_floor(max_t_floor_log):

@@ -75,23 +75,20 @@ def _bootstrap_section(ctx: DemoContext) -> str:
 
 
 def _few_units_note(ctx: DemoContext, boot) -> str:
-    """Agents whose bootstrap resampled fewer than 10 units (clusters, or their tasks), said under the table.
+    """Agents whose bootstrap resampled few units (their tasks, or few clusters), said under the table.
 
     A resampling interval of a mean over few units is too narrow (a 95% percentile interval
-    over 8 normal values covers about 88%): the report flags the same agents.
+    over 8 normal values covers about 88%): the report flags the same agents. Whether clusters
+    are few is the bootstrap's own rule (its ``attrs["few_clusters"]``).
     """
     from ..report import FEW_UNITS
 
     if boot.attrs.get("resample_unit") == "cluster":
-        from .._base import cluster_codes
-
-        n = len(cluster_codes(ctx.data)[1])
-        units = pd.Series(n, index=[str(a) for a in ctx.data["agent"].values])
-        word = "clusters"
-    else:
-        units = (_n_runs(ctx) > 0).sum("task").to_series()
-        units.index = units.index.astype(str)
-        word = "tasks"
+        text = boot.attrs.get("few_clusters", "")
+        return "\n\n" + textwrap.fill(f"Few clusters: {text}.", 88) if text else ""
+    units = (_n_runs(ctx) > 0).sum("task").to_series()
+    units.index = units.index.astype(str)
+    word = "tasks"
     few = units[units < FEW_UNITS]
     if few.empty:
         return ""

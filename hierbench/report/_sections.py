@@ -579,16 +579,17 @@ def _few_units_flag(ctx: _Context, boot, name: str, n_tasks: pd.Series | None, i
 
     A resampling interval of a mean is too narrow for few units (its spread is the plug-in
     ``sqrt((n - 1) / n)`` of the SD and it has no t-like tails): the eight wine bottles, say.
-    The units are the clusters when the bootstrap resampled clusters, else each agent's tasks.
+    The units are each agent's tasks; where the bootstrap resampled clusters, the bootstrap's
+    own rule says whether they are few (its ``attrs["few_clusters"]``, by their effective number).
     """
     out = pd.Series("", index=index, dtype=object)
-    if getattr(boot, "attrs", {}).get("resample_unit") == "cluster" and ctx.data is not None:
-        from .._base import cluster_codes
-
-        codes = cluster_codes(ctx.data)
-        units = pd.Series(len(codes[1]) if codes is not None else np.nan, index=index)
-        word = "clusters"
-    elif n_tasks is not None:
+    attrs = getattr(boot, "attrs", {})
+    if attrs.get("resample_unit") == "cluster":
+        if attrs.get("few_clusters"):
+            out[:] = (f"{name}: over {attrs['n_clusters']} clusters worth {attrs['n_clusters_effective']:.1f} "
+                      "equal ones: a cluster bootstrap covers less than its level there")  # fmt: skip
+        return out
+    if n_tasks is not None:
         units, word = n_tasks.reindex(index), "tasks"
     else:
         return out
