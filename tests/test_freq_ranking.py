@@ -177,3 +177,27 @@ def test_bad_input_messages():
             ValueError, match=r"every agent needs at least one task it ran; none for \['agent_01'\]"
         ):
             rank_uncertainty(bad)
+
+
+def test_few_tasks_or_clusters_are_warned_and_the_tiers_say_they_are_unadjusted():
+    from hierbench._base import SmallSampleWarning
+
+    # audit K's case: per-task means (1, 1, .5) against (0, 0, .5). Of the 27 task resamples one
+    # ties the two (both draw only task 2): P(a0 > a1) = 26/27 < 0.975, so the tier keeps them
+    # together, while P(rank 1) (the tie broken at random) = 26/27 + 1/54 > 0.975
+    s = np.array([[1.0, 1.0, 0.5], [0.0, 0.0, 0.5]])[..., None]
+    ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a0", "a1"]})
+    with pytest.warns(SmallSampleWarning, match=r"draw from 3 tasks \(fewer than 10\).*look surer"):
+        r = rank_uncertainty(ds, n_resamples=4000, rng=0)
+    assert abs(float(r.p_better.sel(agent="a0", opponent="a1")) - 26 / 27) < 4 * np.sqrt(26 / 27 / 27 / 4000)
+    assert int(r.group.sel(agent="a0")) == int(r.group.sel(agent="a1")) == 1
+    assert "unadjusted" in repr(r).splitlines()[0] and "unadjusted" in r.to_frame().attrs["tier"]
+    g = np.random.default_rng(3)
+    many = xr.Dataset({"score": (("agent", "task", "run"), g.binomial(1, 0.5, (2, 40, 1)).astype(float))},
+                      coords={"agent": ["a0", "a1"]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallSampleWarning)
+        rank_uncertainty(many, n_resamples=99, rng=0)
+    four = many.assign_coords(cluster=("task", np.repeat(list("wxyz"), 10)))
+    with pytest.warns(SmallSampleWarning, match=r"4 clusters worth 4\.0 equal ones \(fewer than 20\)"):
+        rank_uncertainty(four, n_resamples=99, rng=0)

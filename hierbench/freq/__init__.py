@@ -36,6 +36,7 @@ from ._horizon import *  # noqa: F403
 from ._irt import *  # noqa: F403
 from ._irt._ml import cell_loglik as cell_loglik  # for hierbench.design; not in __all__
 from ._judges import *  # noqa: F403
+from ._kernels import FEW_UNITS as FEW_UNITS  # for hierbench.report and demo; not in __all__
 from ._kernels import task_weights as task_weights
 from ._pairwise import *  # noqa: F403
 from ._profiles import *  # noqa: F403

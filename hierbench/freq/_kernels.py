@@ -383,6 +383,11 @@ def percentile_bounds(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.nda
         return np.nanquantile(dist, a, axis=0), np.nanquantile(dist, 1.0 - a, axis=0)
 
 
+#: fewer resampled units (tasks, or clusters) than this behind a resampling interval: it covers less
+#: than its level (its spread is the plug-in sqrt((n - 1) / n) of the SD, with no t-like tails)
+FEW_UNITS = 10
+
+
 def bootstrap_detail(unit: str, n_resamples: int) -> str:
     """Return the ``ci_detail`` of a task-bootstrap interval."""
     return f"bootstrap over {unit}, {n_resamples} resamples"

@@ -13,6 +13,7 @@ from .._base import counted
 from .._base import fit_record
 from .._base import flag_advice
 from ..data import grade_key
+from ..freq import FEW_UNITS  # the one count of few resampled units, owned by freq
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
@@ -570,8 +571,6 @@ def _defined(wide: pd.DataFrame, method: str) -> tuple[pd.DataFrame, pd.Series]:
     return wide, flags
 
 
-#: fewer resampled units (tasks, or clusters) than this behind a bootstrap interval: flagged
-FEW_UNITS = 10
 
 
 def _few_units_flag(ctx: _Context, boot, name: str, n_tasks: pd.Series | None, index: pd.Index) -> pd.Series:

@@ -15,6 +15,7 @@ from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
 from ..._base import HierbenchWarning
 from ..._base import Result
+from ..._base import SmallSampleWarning
 from ..._base import UndefinedWarning
 from ..._base import as_rng
 from ..._base import check_prob
@@ -26,7 +27,10 @@ from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import agent_task_means
+from .._kernels import FEW_UNITS
 from .._kernels import task_weights
+from ._bootstrap import FEW_CLUSTERS
+from ._bootstrap import effective_clusters
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,14 +140,17 @@ class RankResult(Result):
         )
         df["ci_prob"] = float(self.rank_ci.attrs["ci_prob"])
         df["ci_kind"] = self.rank_ci.attrs["ci_kind"]
-        return df.sort_values(["rank", "score"], ascending=[True, False], kind="stable")
+        df = df.sort_values(["rank", "score"], ascending=[True, False], kind="stable")
+        df.attrs["tier"] = TIER_WORDS.format(alpha=self.attrs.get("alpha", 0.05))
+        return df
 
     def _repr_lines(self) -> list[str]:
         df = self.to_frame()
         lines = [
             f"RankResult: {len(df)} agents, observed rank with {interval_label(self.rank_ci)} "
             f"rank interval ({self.attrs.get('n_resamples', '?')} resamples of "
-            f"{self.attrs.get('resample_unit', 'task')}s)"
+            f"{self.attrs.get('resample_unit', 'task')}s); tiers by per-pair bootstrap tests at "
+            f"{self.attrs.get('alpha', 0.05):g}, unadjusted (compare_agents: family-wise)"
         ]
         n = len(df)
         show = list(range(n)) if n <= 12 else [*range(8), *range(n - 2, n)]
@@ -164,6 +171,14 @@ class RankResult(Result):
         agents = self.score.agent.values[order]
         g = self.group.values[order]
         return [[str(a) for a in agents[g == k]] for k in np.unique(g)]
+
+
+#: what a tier is, for the repr and the frame (``alpha``: the per-pair level)
+TIER_WORDS = (
+    "agents a per-pair percentile bootstrap test at {alpha:g} (unadjusted for the number of pairs; "
+    "resample ties count against a pair) cannot tell from the tier's leader; "
+    "compare_agents gives the family-wise verdict"
+)
 
 
 def _random_tiebreak_ranks(s: np.ndarray, gen: np.random.Generator) -> np.ndarray:
@@ -212,6 +227,31 @@ def _warn_unequal_task_sets(obs: np.ndarray, names: list[str]) -> None:
             "Rank on the shared tasks (drop the others), or read `counts['n_tasks_missing']`.",
             UnequalTaskSetsWarning,
         )
+
+
+def _warn_few_units(y: np.ndarray, codes: np.ndarray | None) -> None:
+    """Warn when few units carry the resamples; the ranks then look surer than they are.
+
+    Fewer than ``FEW_UNITS`` tasks, or clusters worth fewer than ``FEW_CLUSTERS`` equal
+    ones: the bootstraps' own rules.
+    """
+    if codes is None:
+        n = int(np.isfinite(y).any(0).sum())
+        if n >= FEW_UNITS:
+            return
+        what = f"{n} tasks (fewer than {FEW_UNITS})"
+    else:
+        g_eff = effective_clusters(codes)
+        if g_eff >= FEW_CLUSTERS:
+            return
+        what = f"{int(codes.max()) + 1} clusters worth {g_eff:.1f} equal ones (fewer than {FEW_CLUSTERS})"
+    warn_user(
+        f"the resamples draw from {what}: a bootstrap over so few units is too narrow, so the rank "
+        "intervals, P(top k) and the tiers look surer than the data allow (with 3 tasks an agent can "
+        "get rank [1, 1] and P(top 1) 0.98 where compare_agents' paired test gives p = 0.18). Read "
+        "compare_agents for whether two agents differ",
+        SmallSampleWarning,
+    )
 
 
 def _resampled_scores(
@@ -392,6 +432,7 @@ def rank_uncertainty(
         )
     ranks = _random_tiebreak_ranks(s, gen)
     unit = "cluster" if codes is not None else "task"
+    _warn_few_units(y, codes)
     return _rank_result(
         score[agent_dim].values, y, s, ranks, n_undef,
         prob=prob, alpha=alpha, unit=unit, n_resamples=int(n_resamples),
