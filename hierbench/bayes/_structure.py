@@ -323,6 +323,21 @@ def level_spread(
     return float(np.sqrt(max(0.0, float(np.var(lg, ddof=1)) - noise)))
 
 
+def spread_words(estimate: float) -> str:
+    """The data's spread estimate (``level_spread``) in words: none with fewer than 3 levels, 0 when noise covers it.
+
+    Examples
+    --------
+    >>> spread_words(float("nan")), spread_words(0.0), spread_words(0.512)
+    ('none (fewer than 3 levels)', "0 (the levels' rates differ no more than their noise)", '0.51')
+    """
+    if not np.isfinite(estimate):
+        return "none (fewer than 3 levels)"
+    if estimate == 0.0:
+        return "0 (the levels' rates differ no more than their noise)"
+    return f"{estimate:.2g}"
+
+
 def spread_for_centring(nominal: float, estimate: float) -> float:
     """The group spread the centring rules use: the nominal one, or less when the data show less."""
     return float(nominal) if not np.isfinite(estimate) else float(min(nominal, estimate))

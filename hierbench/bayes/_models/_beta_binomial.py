@@ -52,6 +52,7 @@ from .._structure import level_information
 from .._structure import level_spread
 from .._structure import no_shared_task
 from .._structure import spread_for_centring
+from .._structure import spread_words
 
 __all__ = ["BETA_BINOMIAL_PRIORS", "build_beta_binomial", "task_posteriors"]
 
@@ -122,7 +123,7 @@ def _decide(counts: xr.Dataset, cells: dict, pooling: Any, centred: Any) -> tupl
                 auto,
                 f"median agent information {info:.1f} x spread {scale:.2g}^2 = {score:.1f} "
                 f"{'>=' if auto else '<'} {need:g} needed with {m} agents (spread: nominal "
-                f"{AGENT_SCALE:g} logit, or the data's estimate {est:.2g} when smaller)",
+                f"{AGENT_SCALE:g} logit, or the data's estimate when smaller: {spread_words(est)})",
             )
         )
         st.hint(

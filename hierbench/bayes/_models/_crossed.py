@@ -776,8 +776,16 @@ def _info(
                 "scale": "probability",
                 "meaning": "expected success probability on a new task",
             },
+            **{v: {"scale": "logit", "meaning": f"SD of the {what} effects, on the logit scale"}
+               for v, what in _SD_WORDS.items()},
+            "task_effect": {"scale": "logit", "meaning": "each task's effect, added to the ability on the logit scale (higher: easier)"},
         },
     )
+
+
+#: the crossed model's SDs, and whose effects they spread
+_SD_WORDS = {"sd_agent": "agent", "sd_task": "task", "sd_cluster": "cluster",
+             "sd_agent_cluster": "agent x cluster", "sd_agent_task": "agent x task"}
 
 
 def build_crossed(
