@@ -179,6 +179,7 @@ def test_the_start_is_the_same_on_one_blas_thread_and_on_two():
     np.testing.assert_allclose(got[0][1] @ got[0][1].T, np.linalg.inv(a), atol=1e-6)
 
 
+@pytest.mark.slow  # a compile or a fresh process: the fast lane stays under 2 minutes
 def test_start_is_the_mode_and_the_laplace_covariance():
     from hierbench.bayes._sampler._sampling import compile_model
     from hierbench.bayes._sampler._sampling import find_start

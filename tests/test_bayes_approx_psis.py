@@ -142,6 +142,7 @@ def test_a_failing_variational_fit_says_what_failed_and_points_to_nuts(monkeypat
     assert info.value.__cause__ is raised
 
 
+@pytest.mark.slow  # a compile or a fresh process: the fast lane stays under 2 minutes
 def test_a_one_agent_beta_binomial_is_approximated_and_its_summaries_say_so():
     # PyTensor's numba backend cannot compile this model's ADVI step; the Python linker can
     data, _ = simulate_eval(n_agents=1, n_tasks=12, n_runs=3, rng=1)

@@ -106,6 +106,7 @@ def test_fit_with_numpyro_end_to_end():
     assert np.isfinite(post["sd_task"].values).all()
 
 
+@pytest.mark.slow  # a compile or a fresh process: the fast lane stays under 2 minutes
 def test_jax_loads_only_with_its_backend_and_the_kernels_are_there_when_it_does():
     # a fresh process: importing hierbench.bayes leaves jax alone (0.75 s of the import), and
     # PyTensor's JAX backend imported afterwards finds the fused Ops' kernels registered.

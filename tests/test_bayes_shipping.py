@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import xarray as xr
 
 from hierbench import bayes
@@ -41,6 +42,7 @@ def _graded(fractional: bool) -> xr.Dataset:
                       coords={"agent": list("abcd"), "task": [f"t{i}" for i in range(10)]})  # fmt: skip
 
 
+@pytest.mark.slow  # a compile or a fresh process: the fast lane stays under 2 minutes
 def test_a_fresh_process_gets_the_models_log_density(tmp_path):
     data, _ = simulate_eval(n_agents=3, n_tasks=12, n_runs=3, rng=1)
     models = [

@@ -116,6 +116,7 @@ def test_compare_takes_ordinal_fits_of_the_same_ratings_and_refuses_a_binomial_o
 
 
 @pytest.mark.filterwarnings("ignore::hierbench.bayes.ApproximationWarning")
+@pytest.mark.slow  # a compile or a fresh process: the fast lane stays under 2 minutes
 def test_add_log_likelihood_and_fit_approx_use_the_hook_too(wine_fit):
     """The log-likelihood added later to a fit without one, and that of a variational fit, are PyMC's logp too."""
     ds, fit = wine_fit
