@@ -355,6 +355,7 @@ def _note_separated(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, a
     x 3 runs: -5.30 [-8.05, -3.28] at the default sd 2.5, -7.71 [-13.36, -4.05] at sd 5). With
     ``agents="random"`` the abilities are a random effect, which the rule leaves out.
     """
+    no_shared_task(st, counts)
     if agents != "fixed":
         return []
     sep = separated_agents(counts, cells)
@@ -854,14 +855,13 @@ def build_crossed(
     pymc.Model
         Posterior names ``mu``, ``sd_agent``, ``sd_task``, ``sd_agent_task``, (``sd_cluster``,
         ``cluster_effect(cluster)``, ``sd_agent_cluster``, ``agent_cluster_effect(agent,
-        cluster)``), ``agent_effect(agent)``, ``task_effect(task)`` (neither
-        ``sd_task`` nor ``task_effect`` with one agent and one run per task); deterministics
+        cluster)``), ``agent_effect(agent)``, ``task_effect(task)`` (neither ``sd_task`` nor
+        ``task_effect`` with one agent and one run per task); deterministics
         ``ability(agent)`` (logit: ``mu + agent_effect``, the log-odds on a task of average
         difficulty), ``mean_new_task(agent)`` (expected success probability on a new task from
         the population, in a new cluster) and ``mean_observed(agent)`` (the average over the
-        dataset's tasks of the cells' success probabilities p_mt drawn from their posterior, so that its interval
-        covers the true observed-task mean; added after sampling with the fit's ``rng``).
-        Likelihood ``y(cell)``.
+        dataset's tasks of the cells' p_mt drawn from their posterior, whose interval covers the
+        true observed-task mean; added after sampling with the fit's ``rng``). Likelihood ``y(cell)``.
 
     Raises
     ------
@@ -883,8 +883,7 @@ def build_crossed(
     st, use_cluster, agent_task, centred_set, task = _decide(counts, cells, clusters, agent_task, agents, centred)
     use_ac = _decide_agent_cluster(st, agent_cluster, use_cluster)
     pri = _priors(st, priors, use_cluster, agents, agent_task, task, use_ac)
-    no_shared_task(st, counts)
-    _note_separated(st, counts, cells, pri, agents)
+    _note_separated(st, counts, cells, pri, agents)  # and agents that share no task
     model, cl_idx = _model(counts, cells, pri, use_cluster, centred_set, agent_task, task, agents, n_quad, use_ac)
     options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
                "agents": agents, "centred": sorted(centred_set), "agent_cluster": bool(use_ac)}  # fmt: skip

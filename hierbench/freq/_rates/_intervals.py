@@ -647,29 +647,16 @@ def success_rate(
     (fraction of checks passed); ``strict=True`` counts a run as a success
     only when its score is 1 (all checks passed).
 
-    The interval is ``micro +- t_df * SE``, a Student t interval (``ci_kind``
-    ``"t"``). With task clusters the SE is the bias-reduced cluster-robust
-    (CR2) one and ``df`` are Bell-McCaffrey's (Bell and McCaffrey 2002;
-    Pustejovsky and Tipton 2018): the rule :func:`hierbench.freq.compare_agents`
-    uses for pairs (``_kernels.cr2_mean_se``), because with few or unequal
-    clusters the CR1 SE on a normal quantile falls short. In a simulation at
-    SWE-bench's 12 repositories (one holding 231 of 500 tasks; logit-normal
-    repository and task effects, 1,000 data sets per design) a nominal 95%
-    normal interval on the CR1 SE covered 0.78-0.82, this t interval (about
-    3.3 df there) 0.94-0.96.
-    Without clusters every task is its own cluster: CR2 is then exactly the
-    task-level ``sd / sqrt(n)`` and Bell-McCaffrey's df exactly ``n - 1``, so
-    the interval is the one-sample t interval over tasks, the same construction
-    with the task as the unit (and a little wider than the normal one with few
-    tasks, where a normal quantile undercovers). ``ci_detail`` names the SE and
-    the df; ``df`` holds them per agent.
-
-    An agent whose every task scored the same (all solved, or none) has an SE
-    of 0 and a zero-width interval that measures nothing: a
-    ``ZeroWidthIntervalWarning`` names it, ``ci_flag`` says so, and for 0/1
-    scores ``hierbench.freq.pass_hat_k(data, 1)`` gives the exact bound (over
-    the clusters when there are some; ``hierbench.freq.exact_interval`` for
-    independent tasks).
+    The interval is ``micro +- t_df * SE`` (``ci_kind`` ``"t"``): with task
+    clusters the CR2 SE on Bell-McCaffrey df, the rule ``compare_agents`` uses
+    for pairs (at SWE-bench's 12 repositories a 95% normal interval on the CR1
+    SE covered 0.78-0.82 in simulation, this one 0.94-0.96); without them each
+    task is its own cluster, which makes it the one-sample t over tasks
+    (``sd / sqrt(n)``, ``n - 1`` df). ``ci_detail`` names the SE and df; ``df``
+    holds them per agent. An agent whose every task scored the same has a
+    zero-width interval that measures nothing: warned
+    (``ZeroWidthIntervalWarning``) and flagged (``ci_flag``); for 0/1 scores
+    ``hierbench.freq.pass_hat_k(data, 1)`` gives an exact bound.
 
     Parameters
     ----------

@@ -612,19 +612,11 @@ def bootstrap_ci(
     cluster : str, None or "auto"
         Task coord naming the cluster above the task; ``"auto"`` uses a
         ``cluster`` coord when present; ``None`` resamples single tasks.
-        Resampling few clusters, or clusters of very unequal size, gives an
-        interval that covers less than its level (at SWE-bench's 12
-        repositories, one holding 231 of 500 tasks, a 95% interval covered
-        0.84-0.905 in simulation). Where the clusters are worth fewer than 20
-        equal ones by their sizes (``(sum n_g)^2 / sum n_g^2``, the effective
-        number of Carter, Schnepel and Steigerwald 2017 without correlation
-        inside a cluster; 20 is the lower end of what Cameron and Miller 2015
-        call few), a :class:`hierbench.SmallSampleWarning` says so, names the
-        CR2 t interval on Bell-McCaffrey df that holds its level better
-        (:func:`hierbench.freq.success_rate` for a mean,
-        :func:`hierbench.freq.compare_agents` for pairs), and the result's
-        ``attrs["few_clusters"]`` keeps the text. The interval itself is not
-        changed.
+        Clusters worth fewer than 20 equal ones by their sizes (``(sum n_g)^2 /
+        sum n_g^2``; Cameron and Miller 2015) are warned (``SmallSampleWarning``,
+        text in ``attrs["few_clusters"]``): the interval then covers less than its
+        level (95%: 0.84-0.905 at SWE-bench's 12 repositories), where the CR2 t of
+        ``success_rate`` / ``compare_agents`` holds it better. It is not changed.
     paired : bool
         ``True``: one task resample shared by every agent (paired comparisons,
         rankings). ``False``: independent resamples per agent.

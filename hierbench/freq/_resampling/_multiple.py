@@ -322,10 +322,9 @@ def compare_agents(
         every pair. ``1 - prob`` is also the family's level.
     n_permutations : int or None
         Monte Carlo sign patterns for the per-pair p-values that are not exact;
-        None (default) chooses them from the family: ``B + 1 >= 20 m / (1 - prob)``.
-        A smaller ``B`` floors those p-values at ``1 / (B + 1)``: where that is not below
-        Holm's (or BH's) first threshold ``(1 - prob) / m`` for any pair, a
-        :class:`PValueResolutionWarning` says how many pairs and the ``B`` that reaches it.
+        None (default) chooses them from the family: ``B + 1 >= 20 m / (1 - prob)``. Where a
+        smaller ``B``'s floor ``1 / (B + 1)`` keeps a pair from Holm's (BH's) first threshold,
+        a ``PValueResolutionWarning`` says how many pairs and the ``B`` that reaches it.
     n_draws : int or None
         Null draws of the max-T law when it is not enumerated (Monte Carlo sign
         patterns, or multivariate-t draws); None (default): enough for a Monte
@@ -344,15 +343,11 @@ def compare_agents(
         ``p_value`` / ``p_value_mcse`` (of the test), ``p_maxt`` / ``p_maxt_stepdown`` with their
         ``*_mcse``, ``p_holm``, ``p_bh``, ``p_adjusted`` (of the adjustment), ``prob_superiority``,
         ``cohens_dz``, ``n_tasks``, ``n_units`` (tasks, or clusters), ``p_value_floor`` (the
-        smallest p-value the pair's test can give: ``2^(1 - units)`` exact, ``1 / (B + 1)`` Monte
-        Carlo, ``2 / (B + 1)`` bootstrap, 0 for the t and McNemar) and ``p_permutation_exact``
-        (1 where the sign-flip p-value is exact). NaN on the diagonal.
-        ``attrs``: the test, adjustment, unit (``test_unit``: McNemar's is the tasks), max-T
-        critical value (``maxt_crit``), why a pair's ``p_adjusted`` can be below its ``p_value``
-        (``p_value_note``; the repr says so where one is), and ``p_holm_note`` / ``p_bh_note`` /
-        ``p_maxt_note``: what the floors leave that adjustment unable to call at ``1 - prob``
-        (``""``: nothing). For the adjustment used, a :class:`PValueResolutionWarning` says it;
-        ``significant`` and ``matrix`` say it for another.
+        smallest p-value the pair's test can give) and ``p_permutation_exact``. NaN on the
+        diagonal. ``attrs``: the test, adjustment, unit (``test_unit``: McNemar's is the tasks),
+        ``maxt_crit``, ``p_value_note`` (why ``p_adjusted`` can be below ``p_value``) and
+        ``p_holm_note`` / ``p_bh_note`` / ``p_maxt_note``: what the floors leave each adjustment
+        unable to call (warned for the one used, by ``significant`` / ``matrix`` for another).
 
     Examples
     --------
@@ -361,8 +356,6 @@ def compare_agents(
     >>> res = compare_agents(ds, n_resamples=499, rng=1)
     >>> res.attrs["test"], res.attrs["adjust"], res.ci_simultaneous.attrs["ci_detail"][:40]
     ('permutation', 'maxt', 'simultaneous, max-T over 3 comparisons: ')
-    >>> res.to_frame().index.tolist()
-    ['agent_00 - agent_01', 'agent_00 - agent_02', 'agent_01 - agent_02']
     """
     prob = _check_args(test, adjust, prob, n_resamples, n_permutations, n_draws)
     gen = as_rng(rng)
