@@ -708,14 +708,16 @@ def _mark_unreliable(table: pd.DataFrame, points: dict, unit: str) -> pd.DataFra
     table["n_high_k"] = [high[name] for name in table.index]
     table["elpd_reliable"] = [high[name] == 0 for name in table.index]
     bad = [name for name in table.index if high[name]]
+    first = "" if unit == "task" else "leave out whole tasks (unit='task', the default for fits of counts), "
     for name in bad:
         e = points[name]
         warn_user(
             f"PSIS-LOO of `fits[{name!r}]` is unreliable: {high[name]} of its {e.n_data_points} "
             f"observations ({unit}s) have Pareto k above {e.good_k:.2f} (Vehtari et al. 2024), so its elpd "
-            f"({e.elpd:.1f}) and the ranking are void: the table's weight and p_worse are NaN. Leave out "
-            "whole tasks (unit='task', the default for fits of counts), check for influential observations, "
-            "or use exact or K-fold cross-validation (arviz_stats.loo_kfold) for this model",
+            f"({e.elpd:.1f}) and the ranking are void: the table's weight and p_worse are NaN. A high k marks "
+            "an observation that alone informs some of the model's parameters (e.g. a task's own "
+            f"difficulty and slope): {first}refit without those observations instead (exact or K-fold "
+            "cross-validation over tasks, arviz_stats.loo_kfold)",
             UnreliableLOOWarning,
         )
     if bad:
