@@ -200,3 +200,21 @@ def test_after_a_compact_save_the_errors_say_the_group_was_dropped_and_how_to_ke
     with pytest.raises(ValueError) as err:
         predictive_check(bb)
     assert "save_fit" not in str(err.value)
+
+
+def test_auto_leaves_out_tasks_only_where_every_model_integrates_its_task_parameters():
+    """A beta-binomial beside a crossed fit: tasks; beside an IRT fit, whose tasks keep parameters of their
+    own (a difficulty and a slope only their cells inform), cells, the stored log-likelihoods as they are.
+    """
+    cells = [("a0", "t0", 2, 1), ("a1", "t0", 2, 0), ("a0", "t1", 2, 2), ("a1", "t1", 2, 1)]
+    ll = np.random.default_rng(1).normal(-1.0, 0.05, (1, 200, 4))
+    bb = _count_fit("beta_binomial", cells, {"mu": ((), np.full((1, 200), 0.5))}, log_lik=ll)
+    irt = _count_fit("irt_2pl", cells, {"mu": ((), np.full((1, 200), 0.5))}, log_lik=ll + 0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 2-4 observations: arviz-stats says so
+        assert loo_compare({"bb": bb, "bb2": bb.copy()}).attrs["unit"] == "task"
+        by_cell = loo_compare({"bb": bb, "irt": irt})
+        assert by_cell.attrs["unit"] == "cell"
+        # the cells' own log-likelihoods: elpd_loo of cells with near-constant log-likelihood is their sum
+        assert by_cell.loc["irt", "elpd"] == pytest.approx(ll.mean(axis=(0, 1)).sum() + 0.04, abs=0.02)
+        assert loo_compare({"bb": bb, "irt": irt}, unit="task").attrs["unit"] == "task"

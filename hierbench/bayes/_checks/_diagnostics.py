@@ -41,6 +41,7 @@ from ..._base import check_choice
 from ..._base import fit_record
 from ..._base import warn_user
 from ..._parallel import available_cores
+from ._loo import TASK_LEVEL_MODELS
 from ._loo import UnreliableLOOWarning
 from ._loo import count_cells
 from ._loo import missing_group_advice
@@ -593,11 +594,12 @@ def _observation_key(f: xr.DataTree) -> tuple:
     return (dims, tuple(da.sizes[d] for d in dims), labels, observed)
 
 
-def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["task", "cell"] = "task") -> pd.DataFrame:
+def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["auto", "task", "cell"] = "auto") -> pd.DataFrame:
     """Compare fits on the same observations by PSIS-LOO (arviz-stats ``compare``), with its Pareto k checked.
 
-    Fits of counts (observations over ``cell``, with ``cell_task``) are compared
-    by default on their tasks: each model predicts all of a left-out task's cells.
+    Fits of counts (observations over ``cell``, with ``cell_task``) of the crossed
+    and beta-binomial models are compared by default on their tasks: each model
+    predicts all of a left-out task's cells.
     A crossed fit's task log-likelihood integrates out the effects only that
     task's cells inform (its task effect, its agent x task effects, and its
     cluster's when it is alone in it), computed from the posterior, so a fit saved
@@ -622,10 +624,15 @@ def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["task", "cell"
         models, which all use the observed agent x task cells; ``battle`` for
         Bradley-Terry with ties, ``pair`` without), the same labels and the same
         observed values. Fits other than crossed ones need a ``log_likelihood`` group.
-    unit : {"task", "cell"}
-        What is left out for fits of counts: a task (all its cells; the default)
-        or one cell (the stored cell log-likelihoods, conditional on the task's
-        effect in the crossed model). Other fits always leave out one observation.
+    unit : {"auto", "task", "cell"}
+        What is left out for fits of counts: a task (all its cells) or one cell
+        (the stored cell log-likelihoods, conditional on the task's effect in the
+        crossed model). ``"auto"`` (default): tasks when every fit is a crossed or
+        beta-binomial one, else cells: an IRT task keeps its own difficulty and
+        slope, which only its cells inform, so leaving out a task voids PSIS
+        (METR's 2PL: 77 of 83 tasks with high k), while with several agents a
+        cell is one of many informing them. Other fits always leave out one
+        observation.
 
     Returns
     -------
@@ -651,7 +658,9 @@ def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["task", "cell"
 
     if len(fits) < 2:
         raise ValueError(f"`fits` must hold at least two fits; got {len(fits)}")
-    unit = check_choice(unit, "unit", ("task", "cell"))
+    unit = check_choice(unit, "unit", ("auto", "task", "cell"))
+    if unit == "auto":
+        unit = "task" if all(f.attrs.get("hierbench_model") in TASK_LEVEL_MODELS for f in fits.values()) else "cell"
     by_task = unit == "task" and all(count_cells(f) is not None for f in fits.values())
     cells, points = {}, {}
     for name, f in fits.items():

@@ -49,11 +49,17 @@ from ..._numerics import gauss_hermite
 from ..._numerics import place_nodes
 
 __all__ = [
+    "TASK_LEVEL_MODELS",
     "TASK_NODES",
     "UnreliableLOOWarning",
     "missing_group_advice",
     "task_log_likelihood",
 ]
+
+#: models whose task log-likelihood leaves out what only the task's cells inform: the crossed
+#: model's integrates its task effects out; the beta-binomial has no parameter of its own per task.
+#: A task of the IRT models keeps its own difficulty and slope, which PSIS cannot leave out.
+TASK_LEVEL_MODELS = ("crossed", "beta_binomial")
 
 #: Gauss-Hermite nodes over a task's effect, placed at the mode of its integrand and scaled by its
 #: curvature (adaptive): within 1e-8 of scipy's quad on the tests' cases
