@@ -212,7 +212,8 @@ def test_predictive_check_and_loo(large_r):
             build_beta_binomial(data, pooling="none"), draws=300, tune=300, chains=2, rng=2,
             log_likelihood=True,
         )
-    table = loo_compare({"crossed": idata, "beta_binomial": bb})
+    # every 4th draw (1,000): leaving out a task integrates its effects per draw (about 4.5 ms a draw here)
+    table = loo_compare({"crossed": idata.isel(draw=slice(None, None, 4)), "beta_binomial": bb})
     assert table.index[0] == "crossed"
 
 
