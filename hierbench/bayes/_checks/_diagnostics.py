@@ -602,8 +602,9 @@ def loo_compare(fits: Mapping[str, xr.DataTree], *, unit: Literal["auto", "task"
     predicts all of a left-out task's cells.
     A crossed fit's task log-likelihood integrates out the effects only that
     task's cells inform (its task effect, its agent x task effects, and its
-    cluster's when it is alone in it), computed from the posterior, so a fit saved
-    without its ``log_likelihood`` group works; the beta-binomial's cells, which
+    cluster's when it is alone in it), computed from the posterior (per draw: about
+    90 s for SWE-bench's 12,500 cells at 6,400 draws, 24 s for METR at 1,800), so a
+    fit saved without its ``log_likelihood`` group works; the beta-binomial's cells, which
     are independent given its parameters, are summed per task. The crossed
     model's stored cell log-likelihood conditions on the task's effect, which
     PSIS cannot leave out when few cells inform it (one agent: each task is one
