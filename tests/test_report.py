@@ -869,7 +869,7 @@ def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path):
         clustered = data.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3)))
         md = build(data=clustered, path=tmp_path / "c.md", n_resamples=99, progress=False).read_text()
     part = md.split("## Agent abilities")[1].split("\n## ")[0]
-    assert part.count("over 4 clusters worth 4.0 equal ones") == 2
+    assert part.count("resamples 4 clusters worth 4.0 equal ones") == 1 and "over 4 clusters" not in part
 
 
 def test_variance_section_names_the_design_the_g_study_used():

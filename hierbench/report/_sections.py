@@ -355,6 +355,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         "Each agent's level with its interval from each method on one axis"
         + ("; crosses mark the truth." if truth is not None else ".")
         + (" " + " ".join(notes) if notes else "")
+        + few_clusters_note(boot)
     )
     if var == "mean_new_task":
         text += " The Bayesian target is the expected score on a new task drawn from the task population, " + (
@@ -578,15 +579,11 @@ def _few_units_flag(ctx: _Context, boot, name: str, n_tasks: pd.Series | None, i
 
     A resampling interval of a mean is too narrow for few units (its spread is the plug-in
     ``sqrt((n - 1) / n)`` of the SD and it has no t-like tails): the eight wine bottles, say.
-    The units are each agent's tasks; where the bootstrap resampled clusters, the bootstrap's
-    own rule says whether they are few (its ``attrs["few_clusters"]``, by their effective number).
+    The units are each agent's tasks; where the bootstrap resampled clusters, every agent
+    shares them, and ``few_clusters_note`` says once, under the table, whether they are few.
     """
     out = pd.Series("", index=index, dtype=object)
-    attrs = getattr(boot, "attrs", {})
-    if attrs.get("resample_unit") == "cluster":
-        if attrs.get("few_clusters"):
-            out[:] = (f"{name}: over {attrs['n_clusters']} clusters worth {attrs['n_clusters_effective']:.1f} "
-                      "equal ones: a cluster bootstrap covers less than its level there")  # fmt: skip
+    if getattr(boot, "attrs", {}).get("resample_unit") == "cluster":
         return out
     if n_tasks is not None:
         units, word = n_tasks.reindex(index), "tasks"
@@ -596,6 +593,16 @@ def _few_units_flag(ctx: _Context, boot, name: str, n_tasks: pd.Series | None, i
     out[few] = [f"{name}: over {int(u)} {word}, fewer than {FEW_UNITS}: a resampling interval covers less "
                 "than its level there" for u in units[few]]  # fmt: skip
     return out
+
+
+def few_clusters_note(boot) -> str:
+    """One sentence where a cluster bootstrap's clusters are few (its own rule, ``attrs["few_clusters"]``), else ""."""
+    attrs = getattr(boot, "attrs", {}) if boot is not None else {}
+    if attrs.get("resample_unit") != "cluster" or not attrs.get("few_clusters"):
+        return ""
+    return (f" The cluster bootstrap resamples {attrs['n_clusters']} clusters worth "
+            f"{attrs['n_clusters_effective']:.1f} equal ones by their sizes: so few cover less than the "
+            "interval's level (hierbench.freq.success_rate's CR2 t interval holds it better).")  # fmt: skip
 
 
 def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
@@ -776,7 +783,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         f"{n_dis} of {len(wide)} agents flagged. `tasks scored` is the "
         "number of tasks with a scored run of the agent, the tasks its bootstrap mean averages; `flag` "
         "notes an agent scored on only some tasks (its mean rests on those) and an interval a method "
-        "could not compute."
+        "could not compute." + few_clusters_note(boot)
         + (
             " The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
             "expected score on a new task, the same target when the tasks run are a sample of the population."
