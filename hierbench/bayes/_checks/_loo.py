@@ -47,6 +47,7 @@ from ..._numerics import NEWTON_STEPS
 from ..._numerics import expit_pair
 from ..._numerics import gauss_hermite
 from ..._numerics import place_nodes
+from ...metrics import cell_logits
 
 __all__ = [
     "TASK_LEVEL_MODELS",
@@ -169,14 +170,17 @@ def _draws(post: xr.Dataset, name: str, *dims: str) -> np.ndarray | None:
     return v.reshape(-1, *v.shape[2:])
 
 
+def _positions(labels: np.ndarray, cells: np.ndarray) -> np.ndarray:
+    """Each cell's position among ``labels`` (a posterior coord), matched as text."""
+    pos = {str(v): i for i, v in enumerate(labels)}
+    return np.array([pos[str(v)] for v in cells])
+
+
 def _crossed_parts(fit: xr.DataTree, y: xr.DataArray, tasks: list[str]) -> dict:
     """Per draw: each cell's logit without its task's own effects, their spreads, and the cells' data."""
     post = fit["posterior"].to_dataset()
     const = fit["constant_data"].to_dataset()
-    agents = [str(a) for a in post["agent"].values]
-    ai = np.array([agents.index(a) for a in np.asarray(y["cell_agent"].values).astype(str)])
-    post_tasks = [str(t) for t in post["task"].values]
-    ti = np.array([post_tasks.index(t) for t in np.asarray(y["cell_task"].values).astype(str)])
+    ai, ti = (_positions(post[d].values, y[f"cell_{d}"].values) for d in ("agent", "task"))
     ability = _draws(post, "ability", "agent")
     eta = ability[:, ai]
     zero = np.zeros(ability.shape[0])
@@ -185,10 +189,10 @@ def _crossed_parts(fit: xr.DataTree, y: xr.DataArray, tasks: list[str]) -> dict:
     var_ab = np.broadcast_to((zero if sd_at is None else sd_at**2)[:, None], var_b.shape).copy()
     cluster = _draws(post, "cluster_effect", "cluster")
     if cluster is not None and "task_cluster_idx" in const:
-        cl = np.asarray(const["task_cluster_idx"].values).astype(int)[ti]
-        alone = np.bincount(np.asarray(const["task_cluster_idx"].values).astype(int))[cl] == 1
+        tci = np.asarray(const["task_cluster_idx"].values).astype(int)
+        alone = np.bincount(tci)[tci[ti]] == 1
         ac = _draws(post, "agent_cluster_effect", "agent", "cluster")
-        shared = eta + cluster[:, cl] + (0.0 if ac is None else ac[:, ai, cl])
+        shared = cell_logits(ability, cluster[:, tci], None if ac is None else (ac, tci), ai, ti)
         eta = np.where(alone, eta, shared)
         var_b = var_b + np.where(alone, _draws(post, "sd_cluster")[:, None] ** 2, 0.0)
         if ac is not None:
