@@ -131,7 +131,7 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     files = sorted(path.rglob("*.parquet"))
     if not files:
         raise EvalDataError(f"`obj`: folder {str(path)!r} holds no .parquet files")
-    frames, types, frames0 = [], {}, []
+    frames, by_type = [], {}  # by_type: per column, {dtype: [the files that stored it so]}
     for f in files:
         try:
             tab = pq.read_table(f, partitioning=None)
@@ -142,19 +142,14 @@ def _read_parquet(path: Path) -> pd.DataFrame:
             if k not in df.columns:
                 df[k] = pd.Series([v] * len(df), dtype=object)
         for c in df.columns:
-            types.setdefault(c, set()).add(str(df[c].dtype))
+            by_type.setdefault(c, {}).setdefault(str(df[c].dtype), []).append(f.name)
         frames.append(df)
-        frames0.append(df)
-    mixed = [c for c, t in types.items() if len(t) > 1]
+    mixed = [c for c, t in by_type.items() if len(t) > 1]
     if mixed:
         frames = [df.astype({c: object for c in mixed if c in df.columns}) for df in frames]
     out = pd.concat(frames, ignore_index=True)
     if mixed:  # which file stored which type: a refusal of the column names them
-        out.attrs[TYPES_BY_FILE] = {
-            c: {t: [f.name for f, df in zip(files, frames0, strict=True) if c in df.columns and str(df[c].dtype) == t]
-                for t in sorted(types[c])}
-            for c in mixed
-        }  # fmt: skip
+        out.attrs[TYPES_BY_FILE] = {c: dict(sorted(by_type[c].items())) for c in mixed}
     return out
 
 
