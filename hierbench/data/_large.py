@@ -648,13 +648,19 @@ def _derive(
     return pd.DataFrame(out, index=part.index)
 
 
-def _check_dask_kinds(der: dd.DataFrame, cols: dict, source: str) -> None:
-    """Identifiers whose values are of different kinds across rows or partitions (``label_clashes``)."""
+def _kind_ids(cols: dict) -> list[tuple[str, str]]:
+    """The identifier roles read, with their columns: whose value kinds ``_check_dask_kinds`` checks."""
+    return [(name, cols[name]) for name in ("agent", "task", "run") if cols[name] is not None]
+
+
+def _check_dask_kinds(der: dd.DataFrame, ids: list[tuple[str, str]], kinds: tuple, source: str) -> None:
+    """Identifiers whose values are of different kinds across rows or partitions (``label_clashes``).
+
+    ``kinds`` holds each identifier's distinct kinds, computed with the totals (``_dask_totals``):
+    only a column of several kinds is read again, for its values.
+    """
     import dask
 
-    ids = [(name, col) for name, col in (("agent", cols["agent"]), ("task", cols["task"]), ("run", cols["run"]))
-           if col is not None]  # fmt: skip
-    kinds = dask.compute(*[der[f"{c}_kind"].dropna().unique() for c, _ in ids])
     mixed = [(c, col) for (c, col), k in zip(ids, kinds, strict=True) if len(k) > 1]
     tables = dask.compute(*[der[[c, f"{c}_kind"]].dropna().drop_duplicates() for c, _ in mixed])
     for (c, col), table in zip(mixed, tables, strict=True):
@@ -704,22 +710,27 @@ def _shuffle_method() -> str | None:
 _FLAGS = ["agent_null", "task_null", "run_null", "nonnumeric", "out_of_range", "missing", "bad_error"]
 
 
-def _dask_totals(der: dd.DataFrame, full: dd.DataFrame, duplicates: str, run: str | None) -> tuple:
-    """One compute: rule totals, the agent x task table, records kept, and the duplicate summary."""
+def _dask_totals(der: dd.DataFrame, full: dd.DataFrame, duplicates: str, run: str | None, ids: list) -> tuple:
+    """One compute: rule totals, the agent x task table, records kept, the duplicate summary, kinds.
+
+    The kinds are the distinct value kinds of each identifier in ``ids``, for
+    ``_check_dask_kinds``: read in the same pass over the partitions as the totals.
+    """
     import dask
 
     totals = der[[*_FLAGS, "e", "nonbinary"]].sum()
     keyed = der[["agent", "task", "ran", "succ", "e"]]
     grouped = keyed.groupby(["agent", "task"]).agg({"ran": "sum", "succ": "sum", "e": "sum"})
-    jobs = [totals, grouped, der.shape[0]]
+    extra = None
     if duplicates == "drop":
-        jobs.append(full.shape[0])
+        extra = full.shape[0]
     elif duplicates == "refuse" and run is None:
-        jobs.append(_by_key(der, "h").map_partitions(_multiplicities, meta=("n", "int64")))
-    out = (*dask.compute(*jobs), None)[:4]
+        extra = _by_key(der, "h").map_partitions(_multiplicities, meta=("n", "int64"))
+    kinds = [full[f"{c}_kind"].dropna().unique() for c, _ in ids]
+    totals, grouped, n_kept, extra, *kinds = dask.compute(totals, grouped, der.shape[0], extra, *kinds)
     if duplicates == "refuse" and run is None:  # per-shard counts of multiplicities, summed
-        out = (*out[:3], out[3].groupby(level=0).sum())
-    return out
+        extra = extra.groupby(level=0).sum()
+    return totals, grouped, n_kept, extra, tuple(kinds)
 
 
 def _by_key(der: dd.DataFrame, key: str) -> dd.DataFrame:
@@ -832,9 +843,10 @@ def counts_from_dask(
     args = (agent, task, score, run, error, mapping, nonempty, need_hash)
     meta = _derive(ddf._meta, *args)
     full = ddf.map_partitions(_derive, *args, meta=meta)
-    _check_dask_kinds(full, cols, source)
     der = full.drop_duplicates(subset=["h"], shuffle_method=_shuffle_method()) if duplicates == "drop" else full
-    totals, table, n_kept, extra = _dask_totals(der, full, duplicates, run)
+    ids = _kind_ids(cols)
+    totals, table, n_kept, extra, kinds = _dask_totals(der, full, duplicates, run, ids)
+    _check_dask_kinds(full, ids, kinds, source)
     n_kept = int(n_kept)
     n_read = int(extra) if duplicates == "drop" else n_kept
     if n_read == 0:
