@@ -32,7 +32,11 @@ def quantile_ext(x: np.ndarray, q: float) -> np.ndarray:
     >>> quantile_ext(np.array([[0.0], [np.inf]]), 0.5).tolist()  # numpy's: nan
     [inf]
     """
-    s = np.sort(x, axis=0)
+    return _sorted_quantile(np.sort(x, axis=0), q)
+
+
+def _sorted_quantile(s: np.ndarray, q: float) -> np.ndarray:
+    """:func:`quantile_ext` of ``s`` already sorted along axis 0 (one sort serves every ``q``)."""
     h = q * (s.shape[0] - 1)
     j = int(np.floor(h))
     t = h - j
@@ -61,7 +65,7 @@ def limit_quantiles(x: np.ndarray, qs: Sequence[float]) -> np.ndarray:
     flat = x.reshape(x.shape[0], int(np.prod(x.shape[1:], dtype=int)))
     out = np.full((len(qs), flat.shape[1]), np.nan)
     for j in range(flat.shape[1]):
-        col = flat[~np.isnan(flat[:, j]), j]
+        col = np.sort(flat[~np.isnan(flat[:, j]), j])
         if col.size:
-            out[:, j] = [float(quantile_ext(col, q)) for q in qs]
+            out[:, j] = [float(_sorted_quantile(col, q)) for q in qs]
     return out.reshape(len(qs), *x.shape[1:])
