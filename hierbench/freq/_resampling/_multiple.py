@@ -69,7 +69,7 @@ from ._pairwise_result import PairwiseComparisonResult
 from ._pairwise_result import _matrices
 from ._pairwise_result import _p_value_note
 from ._pairwise_result import _pairwise_result
-from ._pairwise_result import _resolution
+from ._pairwise_result import recorded_note
 from ._signflip import PValueResolutionWarning
 from ._signflip import auto_test
 from ._signflip import sign_flip_pvalues
@@ -214,10 +214,10 @@ def _p_floors(test: str, st: dict, flip: dict, n_resamples: int) -> None:
 def _warn_resolution(res: PairwiseComparisonResult) -> None:
     """Warn what the p-values' floors leave the result's own adjustment unable to call.
 
-    The words are the result's (``_resolution``, through the one rule ``resolution_note``):
-    ``significant(adjust=...)`` says the same for another adjustment.
+    The words are the ones the result recorded for it (``recorded_note``, made by the one rule
+    ``resolution_note``): ``significant(adjust=...)`` says the same for another adjustment.
     """
-    note = _resolution(res.table, res.table.attrs["adjust"], 1 - float(res.table.attrs["ci_prob"]))
+    note = recorded_note(res.table.attrs, res.table.attrs["adjust"])
     if note:
         warn_user(note, PValueResolutionWarning)
 

@@ -170,6 +170,11 @@ def _resolution(table: xr.Dataset, adjust: str, alpha: float) -> str:
     return note
 
 
+def recorded_note(attrs: dict, adjust: str) -> str:
+    """The ``_resolution`` note a result recorded for ``adjust`` at its own level (``p_<adjust>_note``)."""
+    return str(attrs.get("p_maxt_note" if adjust in _MAXT else f"p_{adjust}_note", ""))
+
+
 # --------------------------------------------------------------------------- result
 
 
@@ -289,11 +294,16 @@ class PairwiseComparisonResult(Result):
         return (p < a).where(p.notnull(), False).rename("significant")
 
     def _warn_resolution(self, adjust: str | None, alpha: float) -> None:
-        """``_resolution``'s words for ``adjust`` at ``alpha``, unless they are compare_agents' own."""
+        """``_resolution``'s words for ``adjust`` at ``alpha``, unless they are compare_agents' own.
+
+        At the result's own level they are the ones recorded in its attrs (``recorded_note``).
+        """
         own = self.table.attrs["adjust"]
-        if adjust in (None, own) and np.isclose(alpha, 1 - float(self.ci.attrs["ci_prob"])):
+        at_level = np.isclose(alpha, 1 - float(self.ci.attrs["ci_prob"]))
+        if adjust in (None, own) and at_level:
             return
-        note = _resolution(self.table, own if adjust is None else adjust, alpha)
+        adjust = own if adjust is None else adjust
+        note = recorded_note(self.table.attrs, adjust) if at_level else _resolution(self.table, adjust, alpha)
         if note:
             warn_user(note, PValueResolutionWarning)
 
