@@ -63,13 +63,15 @@ KIND_SCALES = {"wald": "probability", "wilson": "probability"}
 FINGERPRINTS = (COUNTS_HASH, DATA_HASH)
 
 
-def _target(obj: object, estimate: xr.DataArray) -> tuple[str | None, str | None, xr.DataArray | None]:
+def _target(
+    obj: object, estimate: xr.DataArray, attrs: dict
+) -> tuple[str | None, str | None, xr.DataArray | None]:
     """What a result estimates, which tasks its interval is for, and over how many tasks, when it says so.
 
     ``quantity`` (with ``tasks`` "observed": these tasks / "population": a
-    new draw of tasks from the same population) and ``n_tasks`` per cell.
+    new draw of tasks from the same population) and ``n_tasks`` per cell;
+    ``attrs`` are what the result states (``_stated``).
     """
-    attrs = _stated(obj, estimate)
     quantity, tasks = attrs.get("quantity"), attrs.get("tasks")
     if quantity is not None and tasks:
         quantity = f"{quantity} ({TASKS_WORDS.get(str(tasks), f'{tasks} tasks')})"
@@ -156,14 +158,14 @@ def as_estimate(obj: xr.Dataset | xr.DataArray | object, *, name: str = "result"
 
 def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dataset:
     """``out`` with what the result states: quantity, tasks, n_tasks, scale and the data's fingerprint."""
-    quantity, tasks, n_tasks = _target(obj, estimate)
+    attrs = _stated(obj, estimate)
+    quantity, tasks, n_tasks = _target(obj, estimate, attrs)
     if n_tasks is not None:
         out["n_tasks"] = n_tasks.drop_attrs().astype(float)
     if quantity is not None:
         out.attrs["quantity"] = quantity
     if tasks is not None:
         out.attrs["tasks"] = tasks
-    attrs = _stated(obj, estimate)
     scale, why = _scale(attrs, out["ci"])
     if scale is not None:
         out.attrs["scale"] = scale
