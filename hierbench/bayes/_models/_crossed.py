@@ -346,8 +346,11 @@ def separated_agents(counts: xr.Dataset, cells: dict) -> list[str]:
     return separated_coefficients(design)
 
 
-def _note_separated(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, agents: str) -> list[str]:
-    """Name the separated fixed abilities (:func:`separated_agents`): noted in ``st``, warned once.
+def _design_notes(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, agents: str) -> list[str]:
+    """What the data leave to a prior or an assumption, noted in ``st`` and warned once; the separated agents.
+
+    Agents that share no task (``no_shared_task``), and the separated fixed abilities
+    (:func:`separated_agents`), which are returned.
 
     An agent that failed (or passed) every run has a likelihood that keeps rising as its ability
     goes to minus (plus) infinity: its posterior is a plateau held by its prior on that side, so
@@ -386,7 +389,7 @@ def _note_separated(st: Structure, counts: xr.Dataset, cells: dict, pri: dict, a
 
 
 def _separated_said(st: Structure) -> str:
-    """The ability's attrs on the agents the data separate (``_note_separated``): their values are the prior's."""
+    """The ability's attrs on the agents the data separate (``_design_notes``): their values are the prior's."""
     sep = st.design.get("separated_agents")
     if not sep:
         return ""
@@ -883,7 +886,7 @@ def build_crossed(
     st, use_cluster, agent_task, centred_set, task = _decide(counts, cells, clusters, agent_task, agents, centred)
     use_ac = _decide_agent_cluster(st, agent_cluster, use_cluster)
     pri = _priors(st, priors, use_cluster, agents, agent_task, task, use_ac)
-    _note_separated(st, counts, cells, pri, agents)  # and agents that share no task
+    _design_notes(st, counts, cells, pri, agents)
     model, cl_idx = _model(counts, cells, pri, use_cluster, centred_set, agent_task, task, agents, n_quad, use_ac)
     options = {"clusters": bool(use_cluster), "agent_task": agent_task, "n_quad": int(n_quad),
                "agents": agents, "centred": sorted(centred_set), "agent_cluster": bool(use_ac)}  # fmt: skip
