@@ -248,7 +248,7 @@ def test_swebench_bash_only_pairs(shared_data):
     assert (excludes == (dfc["p_t"] < 0.05)).all()
     # the simultaneous interval excludes 0 exactly for the pairs the max-T separates
     sim = clustered.ci_simultaneous
-    assert sim.attrs["ci_kind"] == "t" and "simultaneous, max-T over 300 comparisons" in sim.attrs["ci_detail"]
+    assert sim.attrs["ci_kind"] == "max-t" and "simultaneous, max-T over 300 comparisons" in sim.attrs["ci_detail"]
     separated = dfc["p_maxt"] < 0.05
     assert (((dfc["simultaneous_lower"] > 0) | (dfc["simultaneous_upper"] < 0)) == separated).all()
     assert (clustered.significant().values[np.triu_indices(25, 1)] == separated.to_numpy()).all()

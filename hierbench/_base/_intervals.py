@@ -29,6 +29,8 @@ CI_KINDS: dict[str, str] = {
     "bca": "bootstrap bias-corrected and accelerated interval",
     "basic": "bootstrap basic (reverse percentile) interval",
     "t": "Student t interval",
+    "max-t": "simultaneous interval of a family: estimate +- c x SE with c the quantile of the family's "
+    "largest |t| (max-T), so every interval of the family covers at once at the level",
     "normal": "normal-approximation interval (estimate +- z * standard error)",
     "log-normal": "normal-approximation interval on the log scale, mapped back (estimate x exp(+- z * se / estimate))",
     "logit-normal": "normal-approximation interval on the logit scale, mapped back (delta method)",

@@ -435,9 +435,9 @@ _IN_RANGE = "; intersected with [-1, 1], the range of a difference of scores in 
 
 
 def _pm_interval(
-    mats: dict, half: np.ndarray, prob: float, detail: str, unit_scores: bool
+    mats: dict, half: np.ndarray, prob: float, detail: str, unit_scores: bool, kind: str = "t"
 ) -> xr.DataArray:
-    """``mean_diff +- half`` over ``(agent, opponent)``, a t-based interval at ``prob``.
+    """``mean_diff +- half`` over ``(agent, opponent)``, a t-based interval (``kind``) at ``prob``.
 
     With ``unit_scores`` (every score in [0, 1]) the ends are kept to [-1, 1], where
     the difference lies: a confidence set cut to the parameter's range covers as
@@ -451,7 +451,7 @@ def _pm_interval(
         xr.DataArray(lo, dims=dims),
         xr.DataArray(hi, dims=dims),
         prob=prob,
-        kind="t",
+        kind=kind,
         detail=detail,
         warn_zero_width=False,
     )
@@ -504,7 +504,7 @@ def _simultaneous_interval(
         f"simultaneous, max-T over {m} comparisons: estimate +- {c:.4g} x SE, {c:.4g} the "
         f"{prob:.0%} quantile of the largest |t| of the family ({method})"
         if np.isfinite(c) else "simultaneous max-T interval not computed (no max-T adjustment)",
-        unit_scores,
+        unit_scores, kind="max-t",
     )
 
 
