@@ -348,3 +348,42 @@ def test_a_missing_family_coord_is_refused_under_its_own_name(metr):
     ds, _ = metr
     with pytest.raises(ValueError, match="`family` must name a coord along 'task'; got 'task_family'"):
         time_horizon(ds, family="task_family", n_resamples=0)
+
+
+def test_a_bootstrap_over_few_families_or_tasks_is_warned_and_stated_in_the_interval(metr):
+    """Families' worth by the raw file's task counts ((sum n)^2 / sum n^2, by pandas): METR's 36 are worth
+    22.6, at least the cluster bootstrap's 20, so silent; 6 of them, or 8 tasks resampled alone, are not.
+    """
+    from hierbench._base import SmallSampleWarning
+
+    ds, csv = metr
+    sizes = csv.groupby("task_family")["task_id"].nunique()
+    assert len(sizes) == 36 and sizes.sum() ** 2 / (sizes**2).sum() == pytest.approx(22.587, abs=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallSampleWarning)
+        warnings.simplefilter("ignore", HierbenchWarning)
+        time_horizon(ds, n_resamples=5, rng=0)
+    six = sorted(sizes.index)[:6]
+    worth = sizes[six].sum() ** 2 / (sizes[six] ** 2).sum()
+    sub = ds.isel(task=np.flatnonzero(np.isin(ds["cluster"].values, six)))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = time_horizon(sub, n_resamples=5, rng=0)
+    few = [str(w.message) for w in seen if w.category is SmallSampleWarning]
+    assert len(few) == 1 and f"6 task families (`cluster`), worth {worth:.1f} equal ones" in few[0]
+    assert few[0].rstrip(".") in res.ci.attrs["ci_detail"]
+    with pytest.warns(SmallSampleWarning, match=r"resamples 8 tasks, fewer than 10"):
+        time_horizon(ds.isel(task=slice(0, 8)), n_resamples=5, levels=("task", "run"), rng=0)
+
+
+def test_an_agent_that_ran_no_task_is_named_as_such_and_leaks_no_numpy_warning(metr):
+    ds, _ = metr
+    two = ds.sel(agent=["GPT-4o", "o1"]).copy(deep=True)
+    two["score"].loc[{"agent": "o1"}] = np.nan
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        warnings.simplefilter("error", RuntimeWarning)
+        res = time_horizon(two, n_resamples=5, rng=0)
+    undefined = [str(w.message) for w in seen if w.category is UndefinedWarning]
+    assert undefined == ["agents ['o1'] ran no task of this data (estimate and interval NaN)"]
+    assert np.isnan(res.estimate.sel(agent="o1").values).all() and np.isfinite(res.estimate.sel(agent="GPT-4o").values).all()

@@ -388,6 +388,31 @@ def percentile_bounds(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.nda
 FEW_UNITS = 10
 
 
+#: below this effective number of clusters a cluster bootstrap is flagged (the cluster bootstrap, ``rank_uncertainty``,
+#: ``time_horizon``): the
+#: lower end of Cameron and Miller's (2015, section VI) "fewer than 20 to fewer than 50 clusters"
+#: for "few" in the balanced case (more in the unbalanced one), not a figure tuned to a data set
+FEW_CLUSTERS = 20
+
+
+def effective_clusters(codes: np.ndarray) -> float:
+    """The clusters' worth in equal clusters, by their sizes: ``(sum n_g)^2 / sum n_g^2``.
+
+    ``G`` for equal sizes, toward 1 as one cluster holds most tasks. It is Carter,
+    Schnepel and Steigerwald's (2017) effective number of clusters ``G*`` of a mean
+    with no correlation within a cluster; a positive correlation lowers ``G*`` further
+    where the sizes differ, so this count is the more favourable one.
+
+    Examples
+    --------
+    >>> effective_clusters(np.repeat(np.arange(4), 5)), round(effective_clusters(np.repeat([0, 1], [9, 1])), 3)
+    (4.0, 1.22)
+    """
+    n_g = np.bincount(np.asarray(codes, dtype=np.intp)).astype(float)
+    n_g = n_g[n_g > 0]
+    return float(n_g.sum() ** 2 / (n_g**2).sum())
+
+
 def bootstrap_detail(unit: str, n_resamples: int) -> str:
     """Return the ``ci_detail`` of a task-bootstrap interval."""
     return f"bootstrap over {unit}, {n_resamples} resamples"

@@ -60,6 +60,7 @@ from ..._base import ExtrapolatedHorizonWarning
 from ..._base import HierbenchError
 from ..._base import HierbenchWarning
 from ..._base import Result
+from ..._base import SmallSampleWarning
 from ..._base import UndefinedWarning
 from ..._base import as_rng
 from ..._base import check_int
@@ -80,6 +81,9 @@ from ..._numerics import outside_interval_note
 from ..._numerics import outside_lengths
 from ..._numerics import trend_points
 from ...data import task_minutes
+from .._kernels import FEW_CLUSTERS
+from .._kernels import FEW_UNITS
+from .._kernels import effective_clusters
 from .._kernels import ratio
 
 __all__ = [
@@ -251,7 +255,7 @@ def metr_run_weights(data: xr.Dataset, *, family: str = "cluster") -> xr.DataArr
                          for a in range(ran.shape[0])])  # fmt: skip
     with np.errstate(divide="ignore", invalid="ignore"):
         cell = np.where(ran, 1.0 / (n * np.sqrt(fam_size)), 0.0)
-    cell = cell / (cell * n).sum(1, keepdims=True)
+    cell = ratio(cell, (cell * n).sum(1, keepdims=True))  # an agent with no run: NaN weights
     raw = np.asarray(data["score"].transpose("agent", "task", "run").values, dtype=float)
     w = np.where(np.isfinite(raw), cell[..., None], np.nan)
     return xr.DataArray(w, dims=("agent", "task", "run"), coords=data["score"].transpose("agent", "task", "run").coords,
@@ -443,6 +447,10 @@ def time_horizon(
         that did not converge (separated outcomes without a penalty): NaN.
     ExtrapolatedHorizonWarning
         A horizon outside the task lengths run (marked in ``extrapolated``).
+    SmallSampleWarning
+        The bootstrap's outer units are few: task families worth fewer than 20
+        equal ones, or (without the family level) fewer than 10 tasks; the
+        interval's ``ci_detail`` says so too.
 
     Notes
     -----
@@ -480,23 +488,56 @@ def time_horizon(
     extreme = np.where((w_cell * y).sum(1) == 0, -1, np.where((w_cell * (n - y)).sum(1) == 0, 1, 0))
     est = _horizons(coef, succ, x_short)
     est[extreme < 0], est[extreme > 0] = 0.0, np.inf
-    est[_undefined_agents(agents, coef, conv, extreme, _spread(x, n > 0), regularization)] = np.nan
+    est[_undefined_agents(agents, coef, conv, extreme, _spread(x, n > 0), regularization, (n > 0).any(1))] = np.nan
     lengths = [float(2**x_short), float(2 ** x[ran].max())] if ran.any() else []
     note = extrapolated_note(agents, succ, est, lengths)
     if note:
         warn_user(note, ExtrapolatedHorizonWarning)
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng), x_short)
-    return _horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths))
+    few = _few_units(data, family, n, lv, prob) if n_resamples else ""
+    return _horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths, few))
 
 
-def _undefined_agents(agents, coef, conv, extreme, spread, lam) -> np.ndarray:
-    """The agents without a horizon (estimate and interval NaN), each cause warned; extreme agents keep 0 / inf."""
+def _few_units(data: xr.Dataset, family: str, n: np.ndarray, lv: set, prob: float) -> str:
+    """The warning (given here) where the bootstrap's outer units are few, else ``""``.
+
+    The outer unit is the task family when families are resampled (judged by their worth in
+    equal families, ``effective_clusters``, against ``FEW_CLUSTERS``, as the cluster bootstrap
+    is), else the task (against ``FEW_UNITS``); only tasks some agent ran count.
+    """
+    ran = (n > 0).any(0)
+    if not ran.any():
+        return ""
+    if "family" in lv:
+        codes, _ = cluster_codes(data, family, missing="singleton", name="family")
+        codes = np.unique(codes[ran], return_inverse=True)[1]
+        worth, n_units, rule = effective_clusters(codes), int(codes.max(initial=-1)) + 1, FEW_CLUSTERS
+        what = f"{n_units} task families (`{family}`), worth {worth:.1f} equal ones by their sizes"
+    elif "task" in lv:
+        worth = n_units = int(ran.sum())
+        rule, what = FEW_UNITS, f"{n_units} tasks"
+    else:
+        return ""
+    if worth >= rule:
+        return ""
+    text = (f"the bootstrap resamples {what}, fewer than {rule}: a percentile interval over so few units "
+            f"covers less than its {prob:.0%}")
+    warn_user(text + ".", SmallSampleWarning)
+    return text
+
+
+def _undefined_agents(agents, coef, conv, extreme, spread, lam, ran) -> np.ndarray:
+    """The agents without a horizon (estimate and interval NaN), each cause warned; extreme agents keep 0 / inf.
+
+    ``ran`` (agent): whether the agent ran any task of the data.
+    """
     for sign, what in ((-1, "failed every run (horizon 0)"), (1, "succeeded on every run (horizon infinite)")):
         if np.any((extreme == sign) & spread):
             warn_user(f"agents {agents[(extreme == sign) & spread].tolist()} {what}", ExtremeHorizonWarning)
     causes = [
-        (~spread, "ran tasks of fewer than 2 distinct lengths: the slope, and so the horizon, is not identified "
-                  "(estimate and interval NaN)"),
+        (~ran, "ran no task of this data (estimate and interval NaN)"),
+        (~spread & ran, "ran tasks of fewer than 2 distinct lengths: the slope, and so the horizon, is not "
+                        "identified (estimate and interval NaN)"),
         (spread & (extreme == 0) & ~conv,
          f"have a fit that did not converge (regularization={lam:g}): where their successes and failures are "
          "separated by task length the likelihood has no maximum and the slope runs off to infinity; estimate and "
@@ -535,7 +576,7 @@ def _bootstrap(data, family, s, n, x, w_cell, succ, lam, n_resamples, lv, gen, x
 
 def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings) -> TimeHorizonResult:
     boot, n_limit, n_skip = boot
-    weights, lam, lengths = settings
+    weights, lam, lengths, few = settings
     n_resamples = boot.shape[0]
     coords = {"agent": agents, "success": succ}
     da = xr.DataArray(est, dims=("agent", "success"), coords=coords, name="estimate")
@@ -552,7 +593,7 @@ def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings) -> TimeHo
                        "method); an agent with one outcome or a slope not negative in a resample enters it at the "
                        "limit horizon (0, or infinite where its fitted success at the shortest task is at least p): "
                        f"{per_agent(n_limit)} of {n_resamples}; left out (fewer than 2 task lengths, or a fit that did "
-                       f"not converge with a negative slope): {per_agent(n_skip)}")  # fmt: skip
+                       f"not converge with a negative slope): {per_agent(n_skip)}" + (f"; {few}" if few else ""))  # fmt: skip
     by_agent = {"dims": "agent", "coords": {"agent": agents}}
     return TimeHorizonResult(
         estimate=da, ci=ci,

@@ -59,7 +59,9 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import score_array
 from .._inputs import with_counts_hash
+from .._kernels import FEW_CLUSTERS
 from .._kernels import DegenerateBootstrapWarning
+from .._kernels import effective_clusters
 from .._kernels import warn_bca_undefined
 from .._kernels import warn_undefined_counts
 from .._kernels import warn_undefined_resamples
@@ -492,10 +494,6 @@ def _flags(plan: _Plan, n_out: int, same: np.ndarray, degenerate: np.ndarray) ->
     return out
 
 
-#: below this effective number of clusters a cluster bootstrap is flagged (``_few_clusters``): the
-#: lower end of Cameron and Miller's (2015, section VI) "fewer than 20 to fewer than 50 clusters"
-#: for "few" in the balanced case (more in the unbalanced one), not a figure tuned to a data set
-FEW_CLUSTERS = 20
 
 #: what gives an interval that holds better with few clusters: the CR2 t on Bell-McCaffrey df, per statistic
 _CR2_ROUTE = {
@@ -503,24 +501,6 @@ _CR2_ROUTE = {
     "pairs": "hierbench.freq.compare_agents(data).ci (and paired_test's p_t) is the pairs' CR2 t on Bell-McCaffrey df",
     "pass": "hierbench.freq.{stat}(data, k)'s interval takes the CR2 SE on Bell-McCaffrey df over the clusters",
 }
-
-
-def effective_clusters(codes: np.ndarray) -> float:
-    """The clusters' worth in equal clusters, by their sizes: ``(sum n_g)^2 / sum n_g^2``.
-
-    ``G`` for equal sizes, toward 1 as one cluster holds most tasks. It is Carter,
-    Schnepel and Steigerwald's (2017) effective number of clusters ``G*`` of a mean
-    with no correlation within a cluster; a positive correlation lowers ``G*`` further
-    where the sizes differ, so this count is the more favourable one.
-
-    Examples
-    --------
-    >>> effective_clusters(np.repeat(np.arange(4), 5)), round(effective_clusters(np.repeat([0, 1], [9, 1])), 3)
-    (4.0, 1.22)
-    """
-    n_g = np.bincount(np.asarray(codes, dtype=np.intp)).astype(float)
-    n_g = n_g[n_g > 0]
-    return float(n_g.sum() ** 2 / (n_g**2).sum())
 
 
 def _few_clusters(plan: _Plan, cluster_column: str, prob: float) -> dict:

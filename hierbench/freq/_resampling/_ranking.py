@@ -27,10 +27,10 @@ from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import agent_task_means
+from .._kernels import FEW_CLUSTERS
 from .._kernels import FEW_UNITS
+from .._kernels import effective_clusters
 from .._kernels import task_weights
-from ._bootstrap import FEW_CLUSTERS
-from ._bootstrap import effective_clusters
 
 if TYPE_CHECKING:
     import pandas as pd
