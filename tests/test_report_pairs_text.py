@@ -542,3 +542,34 @@ def test_an_interval_end_that_rounds_to_zero_keeps_its_sign():
                           "simultaneous upper": [0.132, 0.0]}, index=["a - b", "c - d"])  # fmt: skip
     rows = {r.split()[0]: r.split()[3:] for r in pair_text(table).splitlines()[1:] if r[:1] in "ac"}
     assert rows["a"] == ["0.066", "0.00024", "0.132"] and rows["c"] == ["0.000", "-0.00031", "0.000"]
+
+
+def test_two_chains_get_no_rank_uniformity_p_value_rather_than_a_false_pass():
+    """Audit N: with 2 chains arviz-stats' multi-chain test printed p = 1 for chains scipy's KS test separates."""
+    import arviz_stats as azs  # noqa: F401
+    import matplotlib.pyplot as plt
+    from scipy import stats
+
+    from hierbench.report._convergence import _check_rows
+    from hierbench.report._convergence import _verdict
+    from hierbench.report._figures import rank_plot
+    from hierbench.report._figures import rank_tests
+
+    gen = np.random.default_rng(1)  # a seed where the test's p comes out at 1 (it does for about half)
+    x = gen.normal(size=(2, 500))
+    x[0] += 0.4
+    assert stats.ks_2samp(x[0], x[1]).pvalue < 1e-3  # the chains disagree
+    post = xr.Dataset({"x": (("chain", "draw"), x)}, coords={"chain": [0, 1], "draw": np.arange(500)})
+    raw = post.azstats.compute_ranks(dim=("chain", "draw"), relative=True)
+    assert float(raw.azstats.mchain_uniformity_test(dim=("chain", "draw"))[0]["x"]) > 0.5  # the degenerate p
+    p = rank_tests(post, [("x", {})])
+    assert np.isnan(p["x"])
+    checks = [{"check": "r_hat", "value": 1.0, "at": "x", "limit": 1.01, "rule": "<=", "passed": True, "why": "w"}]
+    table = _check_rows(checks, p, 0.01)
+    assert not any("uniform" in c for c in table.index)
+    verdict, _ = _verdict([], table, p, 0.01)
+    assert verdict == "converged: every check passes (the rank plots' uniformity test was not run)"
+    fig = rank_plot(post, [("x", {})], p).viz["figure"].item()
+    printed = [t.get_text() for ax in fig.axes for t in ax.texts]
+    plt.close(fig)
+    assert "not tested: 2 chains " in printed

@@ -112,8 +112,9 @@ def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd
             "passes": bool(c["passed"]),
             "why this limit": c["why"],
         })  # fmt: skip
-    if ranks:
-        at, p = min(ranks.items(), key=lambda kv: kv[1])
+    tested = {k: v for k, v in ranks.items() if np.isfinite(v)}  # none with too few chains
+    if tested:
+        at, p = min(tested.items(), key=lambda kv: kv[1])
         n = _n_elements(checks, len(ranks))
         rows.append({
             "check": "rank plots below: chains' ranks uniform, smallest p",
@@ -153,6 +154,8 @@ def _verdict(failures: list, table: pd.DataFrame, marked: dict[str, float] | Non
             f"Every convergence threshold passes, but {said} is flagged: look at its plot before "
             "trusting the tails of that parameter."
         )
+    if marked and not any(np.isfinite(v) for v in marked.values()):
+        return "converged: every check passes (the rank plots' uniformity test was not run)", None
     low = {k: v for k, v in (marked or {}).items() if v < alpha}
     if low:
         said = ", ".join(f"`{k}` (p = {rank_p_text(v)})" for k, v in low.items())
@@ -185,6 +188,12 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
         text += "\n\nThe parameters with the highest R-hat are plotted below: " + ", ".join(
             f"`{v}{list(s.values()) if s else ''}` {r:.3f}" for v, s, r in worst
         ) + "."
+    if ranks and not any(np.isfinite(v) for v in ranks.values()):
+        text += (
+            f" Their chains' rank uniformity is not tested: the multi-chain test needs at least "
+            f"{F.RANK_TEST_MIN_CHAINS} chains and this fit has {ctx.post.sizes['chain']} (with 2 its p is 1 "
+            "whether or not the chains agree); R-hat and ESS above still compare the chains."
+        )
     rep.section(_TITLES[sid], text, table=table, id=sid, note=note)
     if worst:
         rep.figure(

@@ -422,6 +422,11 @@ def _flat_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) ->
 #: arviz-plots' rank plot marks a panel whose multi-chain uniformity p-value is below
 #: 1 - RANK_ENVELOPE; the report states the same level and tests the same way.
 RANK_ENVELOPE = 0.99
+#: fewest chains the multi-chain uniformity test is run on. With 2 chains arviz-stats' test
+#: is degenerate: in a simulation of 30 pairs of 500 iid normal draws its p was 1.0 in every
+#: pair, and 1.0 in half of the pairs one of which was shifted by 0.3 SD; with 3 chains the
+#: p of agreeing chains spread over (0, 1] (median 0.67) and every 0.3-SD shift had p < 0.01.
+RANK_TEST_MIN_CHAINS = 3
 
 
 def rank_p_text(p: float) -> str:
@@ -442,7 +447,7 @@ def rank_plot(
     Each panel prints its multi-chain uniformity p-value (:func:`rank_tests`;
     ``p_values``, when the caller has them already) by :func:`rank_p_text`, as
     the report's text does (``p = 0.0025``, where arviz-plots' own label reads
-    ``p=0.00``).
+    ``p=0.00``), or that it was not tested (fewer than ``RANK_TEST_MIN_CHAINS`` chains).
     """
     import arviz_plots as azp
 
@@ -457,17 +462,24 @@ def rank_plot(
             ax = pc.viz["plot"][name].item()
             for t in ax.texts:
                 if t.get_text().startswith("p="):
-                    t.set_text(f"p = {rank_p_text(p)} (\u03b1 = {1 - RANK_ENVELOPE:g}) ")
+                    t.set_text(f"p = {rank_p_text(p)} (\u03b1 = {1 - RANK_ENVELOPE:g}) " if np.isfinite(p)
+                               else f"not tested: {posterior.sizes['chain']} chains ")
     except (KeyError, AttributeError, ValueError) as err:  # pragma: no cover - another arviz-plots layout
         _layout_kept("rank_plot", err, "its p-values are printed to two decimals")
     return pc
 
 
 def rank_tests(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> dict[str, float]:
-    """The p-value :func:`rank_plot` prints on each panel (arviz-stats' multi-chain uniformity test)."""
+    """The p-value :func:`rank_plot` prints on each panel (arviz-stats' multi-chain uniformity test).
+
+    NaN for every panel where the fit has fewer than ``RANK_TEST_MIN_CHAINS`` chains: the test
+    is not run there (with 2 chains its p is 1 whether or not the chains agree).
+    """
     import arviz_stats as azs  # noqa: F401  - registers the .azstats accessor
 
     sel = _flat_selection(posterior, worst)["posterior"].to_dataset()
+    if posterior.sizes.get("chain", 1) < RANK_TEST_MIN_CHAINS:
+        return {str(k): float("nan") for k in sel.data_vars}
     ranks = sel.azstats.compute_ranks(dim=_SAMPLE_DIMS, relative=True)
     p_values = ranks.azstats.mchain_uniformity_test(dim=_SAMPLE_DIMS)[0]
     return {str(k): float(v) for k, v in p_values.data_vars.items()}
