@@ -109,3 +109,21 @@ def test_the_interval_says_it_is_model_based_and_when_it_rests_on_the_prior():
     assert "in 1 of 2 cohort(s) no task has two labels" in both.ci.attrs["ci_detail"]
     audited = cohort_posterior(xr.DataArray(y2, dims=("task", "run")))
     assert "no task has two labels" not in audited.ci.attrs["ci_detail"]
+
+
+@pytest.mark.parametrize(("n", "s"), [(10, 5), (10, 0), (25, 2), (50, 25)])
+def test_single_run_interval_matches_the_closed_form_posterior(n, s):
+    # with L = 1 kappa drops out: theta = (s + BetaBinomial(T - n, s + 1, n - s + 1)) / T exactly
+    # under the uniform prior on mu (scipy.stats.betabinom); the grid keeps every point that carries
+    # posterior mass, so only the grid's discretisation and the per-point normal remain (tolerance
+    # 0.006 of theta, i.e. 3 tasks in 500; the old 150-point pruning was off by up to 0.07)
+    from scipy.stats import betabinom
+
+    T = 500
+    y = np.full((T, 1), np.nan)
+    y[:n, 0] = np.r_[np.ones(s), np.zeros(n - s)]
+    res = cohort_posterior(xr.DataArray(y, dims=("task", "run")), prob=0.9)
+    exact = betabinom(T - n, s + 1, n - s + 1)
+    lo, hi = (s + exact.ppf([0.05, 0.95])) / T
+    np.testing.assert_allclose(res.interval.values, [lo, hi], atol=0.006)
+    np.testing.assert_allclose(float(res.mean), (s + exact.mean()) / T, atol=1e-3)

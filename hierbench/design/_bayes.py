@@ -10,7 +10,8 @@ only through their type ``(n_i, k_i)``: labels bought and positives); given
 a grid point the unbought count of a task is beta-binomial, so the total is
 a sum of independent beta-binomials, summarised by its exact mean and
 variance. The credible interval is the equal-tailed interval of the
-resulting mixture of normals over the grid, clipped to the feasible range.
+resulting mixture of normals over the grid points holding all but 1e-6 of the
+posterior mass, clipped to the feasible range.
 No design enters: the model treats the unbought labels as exchangeable
 draws, which is what can fail for a fixed cohort (see ``replay``).
 """
@@ -66,6 +67,20 @@ def _type_tables(L: int, n_mu: int, n_logk: int):
     return types, loglik, mean, var, lw
 
 
+def _heaviest(w: np.ndarray, mass: float = 1 - 1e-6) -> np.ndarray:
+    """Indices of the heaviest grid points holding at least ``mass`` of every row's weight.
+
+    The count kept is the largest any row needs, so no row loses more than ``1 - mass`` of its
+    posterior. A fixed count (it was 150 of 1,980) cut the tails where ``kappa`` is weakly
+    identified and the mass spreads over every ``kappa`` value: at L = 1, T = 500, 5 of 10 the
+    90% interval was [0.347, 0.653] against the exact [0.274, 0.726].
+    """
+    srt = -np.sort(-w, axis=1)
+    need = (np.cumsum(srt, axis=1) < mass * w.sum(1, keepdims=True)).sum(1) + 1
+    keep = int(min(w.shape[1], need.max(initial=1)))
+    return np.argpartition(-w, keep - 1, axis=1)[:, :keep]
+
+
 def _posterior_kernel(
     counts: np.ndarray, obs_pos: np.ndarray, L: int, M: int, prob: float, n_mu: int = 60, n_logk: int = 33
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -85,9 +100,7 @@ def _posterior_kernel(
     P = np.asarray(obs_pos, float)
     Z = n_bought - P
     a = (1 - prob) / 2
-    # prune negligible grid points before the quantile search
-    keep = min(w.shape[1], 150)
-    idx = np.argpartition(-w, keep - 1, axis=1)[:, :keep]
+    idx = _heaviest(w)
     wk = np.take_along_axis(w, idx, 1)
     wk /= wk.sum(1, keepdims=True)
     q = K.normal_mixture_quantiles(
