@@ -551,6 +551,8 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
             f"(not adjusted for the {counted(n_pairs, 'pair')}). "
             + BATTLES_INDEPENDENT.format(what="these probabilities", extra="")
         )
+    if fit.attrs.get("hierbench_model") == "mixed":
+        return own_tasks_pair_note(what, n_pairs)
     text = (
         f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair: not "
         f"adjusted for the {n_pairs} pairs, so read it beside each pair's own p-value, not beside the "
@@ -575,7 +577,7 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
             "effect) and task by task within a cluster, so a cluster's tasks are not independent "
             "evidence about a pair (the paired tests take clusters as their unit)."
         )
-    elif _unpaired(fit):
+    elif unpaired_fit(fit):
         name = str(spec.get("model") or fit.attrs.get("hierbench_model") or "this").replace("_", "-")
         text += (
             f" The {name} model has no task effect shared by the agents: each agent's level comes from its "
@@ -585,6 +587,23 @@ def bayes_pair_note(fit: xr.DataTree, n_pairs: int, what: str = "expected score 
             "the data allow."
         )
     return text
+
+
+def own_tasks_pair_note(what: str, n_pairs: int) -> str:
+    """A formula fit's P(a > b): these tasks held fixed, each agent's own; not the paired p-value's counterpart.
+
+    METR (audit N): o1-preview skipped 8 AI R&D tasks; P(Claude 3.5 Sonnet (Old) > o1-preview) was 0.000
+    beside a paired p of 0.361 on the 75 tasks both ran, and the section told the reader to read the two
+    side by side.
+    """
+    return (
+        f"Bayes P(a > b) is the posterior probability that a's {what} exceeds b's, pair by pair (not "
+        f"adjusted for the {counted(n_pairs, 'pair')}). It holds these tasks fixed (no uncertainty from "
+        "which tasks were drawn) and compares each agent over its own tasks, so where two agents ran "
+        "different tasks it compares different task sets. It is therefore not the counterpart of the "
+        "pair's paired p-value, which compares the two on the tasks both ran and allows for a new draw of "
+        "tasks: a P(a > b) near 0 or 1 beside a large p-value is no contradiction."
+    )
 
 
 def _clustered_model(fit: xr.DataTree) -> str:
@@ -656,14 +675,17 @@ def agent_cluster_note(fit: xr.DataTree, g, data: xr.Dataset) -> str:
     )
 
 
-def _unpaired(fit: xr.DataTree) -> bool:
+def unpaired_fit(fit: xr.DataTree | None) -> bool:
     """Whether a fit of per-task data has no task effect shared by the agents.
 
     Per-task data: some group of the fit has a ``task`` dim. Shared effect: a
     posterior variable over ``task`` without ``agent`` (the crossed model's
     ``task_effect``, an IRT difficulty). A fit without tasks (pairwise
-    battles) or without a posterior is not judged.
+    battles) or without a posterior is not judged; nor is a formula fit (its agent level,
+    ``mean_own_tasks``, holds each agent's own tasks fixed whatever its terms).
     """
+    if fit is None or fit.attrs.get("hierbench_model") == "mixed":
+        return False
     groups = [fit[g].to_dataset() for g in fit.children]
     if "posterior" not in fit.children or not any("task" in g.dims for g in groups):
         return False

@@ -109,18 +109,41 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
 
 
 def _rank_basis(ctx: _Context) -> str:
-    """What the ranks rest on, and their counterpart without the model (battles or per-task data)."""
+    """What the ranks rest on, by the model fitted, and their counterpart without the model (battles or per-task data).
+
+    Only a model with task effects shared by the agents (crossed, IRT) adjusts for which tasks an
+    agent ran; the beta-binomial has none, and a formula model's ``mean_own_tasks`` holds each
+    agent's own tasks fixed (audit N: METR's o1-preview skipped 8 hard tasks and ranked above
+    Claude 3.5 Sonnet (Old) with rank interval [4, 4], while the paired test on shared tasks gave p 0.36).
+    """
     from ._pairs import BATTLES_INDEPENDENT
     from ._pairs import battles_fit
+    from ._pairs import unpaired_fit
 
     if battles_fit(ctx.fit):
         return "Model-based: the ranks of the fit's abilities. " + BATTLES_INDEPENDENT.format(
             what="these ranks", extra="; its rank_ci is the rank interval under that resampling"
         )
-    return (
-        "Model-based: the ranks of the fit's levels, which compare agents that ran different tasks through "
-        "the model's task effects; with no model, hierbench.freq.rank_uncertainty(data) gives the ranks "
-        "under task resampling (`hierbench demo` shows both)."
+    if ctx.mixed:
+        basis = (
+            "Model-based: the ranks of the formula model's expected mean of each agent over its own tasks, "
+            "those tasks held fixed: they are not adjusted for which tasks an agent ran, so agents that ran "
+            "different tasks are ranked on different tasks"
+        )
+    elif unpaired_fit(ctx.fit):
+        model = str(ctx.fit.attrs.get("hierbench_model", "this")).replace("_", "-")
+        basis = (
+            f"Model-based: the ranks of the fit's levels, each from the agent's own tasks: the {model} "
+            "model has no task effects, so they are not adjusted for which tasks an agent ran"
+        )
+    else:
+        basis = (
+            "Model-based: the ranks of the fit's levels, which compare agents that ran different tasks "
+            "through the model's task effects"
+        )
+    return basis + (
+        "; with no model, hierbench.freq.rank_uncertainty(data) gives the ranks under task resampling "
+        "(`hierbench demo` shows both)."
     )
 
 
