@@ -24,6 +24,7 @@ from .._base import field_alias
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import wilson_interval
+from ..metrics import FRACTIONAL_LINEAR
 
 __all__ = [
     "CoverageStudyResult",
@@ -208,13 +209,40 @@ def _mismatch_message(norm: dict[str, xr.Dataset], stated: dict[str, str]) -> st
     )
 
 
+def _scale_advice(scales: set[str]) -> str:
+    """What puts results on these scales on one: the rescaling that fits them, or what to compare instead."""
+    if any(FRACTIONAL_LINEAR in s for s in scales):
+        return (
+            "the Bayesian [0, 1]-score family's linear predictor is not the quasi-binomial logit of the "
+            "maximum-likelihood half (its slope matches the logit's at mean 1/2 only and it is stretched 1.5 to "
+            "3.5-fold in the tails), so its coefficients, sds and agents' variance are not the frequentist "
+            "values' counterparts; compare the two halves on the points scale instead: "
+            "hierbench.metrics.mean_response(fit, design) beside hierbench.freq.mean_response(ml_fit) (or "
+            "average_marginal_effects of both)"
+        )
+    bare = {s.split(" (")[0] for s in scales}
+    if bare == {"elo", "logit"}:
+        return (
+            "an Elo point is 400 / ln 10 = 173.7 logits' worth; put both on one scale: "
+            "fit_bradley_terry_ml(..., scale='logit') beside the posterior `ability`, or the default "
+            "scale='elo' beside the posterior `elo`"
+        )
+    points = sorted(s for s in scales if s.startswith("points of"))
+    if points and len(points) < len(scales) and all(s.startswith("points of") or s in ("probability", "score") for s in scales):
+        return (
+            f"{points} are 100 x a probability or a [0, 1] score: divide those results' estimate and ci by "
+            "100 (as a Dataset of `estimate` and `ci`, the ci's attrs kept and attrs['scale'] set to the "
+            "others'), or multiply the others' by 100"
+        )
+    return "an Elo point, a logit, points and a probability do not compare; put each on one scale"
+
+
 def _check_scales(norm: dict[str, xr.Dataset]) -> None:
     """Refuse results on different scales, or a result that states no scale beside one that does."""
     scales = {k: v.attrs["scale"] for k, v in norm.items() if "scale" in v.attrs}
     if len(set(scales.values())) > 1:
         raise MismatchedEstimatesError(
-            f"`results` are on different scales {scales}: an Elo point, a logit and a probability do not "
-            "compare; put each on one scale (e.g. fit_bradley_terry_ml(..., scale='logit')), or pass "
+            f"`results` are on different scales {scales}: {_scale_advice(set(scales.values()))}, or pass "
             "allow_mismatch=True"
         )
     silent = [k for k in norm if k not in scales]

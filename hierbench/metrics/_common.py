@@ -39,6 +39,23 @@ __all__ = [
 ]
 
 SAMPLE_DIMS = ("chain", "draw")
+
+#: the scale of a Bayesian [0, 1]-score (fractional) fit's linear predictor: its coefficients, random-term
+#: sds and agents' variance. Not the maximum-likelihood half's quasi-binomial logit: the family's slope
+#: matches the logit's at mean 1/2 only (``hierbench.bayes._models._unit_interval``), so the two halves
+#: compare on the points scale, not on this one
+FRACTIONAL_LINEAR = "linear predictor of the [0, 1] family (the logit only at mean 1/2 and on pass/fail tasks)"
+
+
+def linear_scale(family: str) -> str:
+    """The scale of a Bayesian formula fit's linear predictor (``beta``, ``sd``), by its family.
+
+    Examples
+    --------
+    >>> linear_scale("binomial")
+    'logit'
+    """
+    return {"binomial": "logit", "ordinal": "logit (cumulative; up = higher grades)"}.get(family, FRACTIONAL_LINEAR)
 _POSTERIOR_KINDS = {"eti": "equal-tailed posterior interval", "hdi": "highest-density posterior interval"}
 
 

@@ -35,6 +35,7 @@ from .._base import check_prob
 from .._base import fit_record
 from .._docs import fill_doc
 from .._numerics import population_nodes
+from ._common import FRACTIONAL_LINEAR
 from ._common import check_k
 from ._common import posterior_interval
 from ._mixed import as_design
@@ -90,7 +91,7 @@ class PosteriorMeanResponseResult(DrawsResult):
 
 @dataclass(frozen=True, repr=False)
 class PosteriorAgentVarianceResult(DrawsResult):
-    """Logit-scale variance among agents by term (:func:`agent_variance`), over ``component``.
+    """Variance among agents by term on the linear predictor's scale (:func:`agent_variance`), over ``component``.
 
     ``share`` is the posterior mean of each term's share of the total;
     ``kind`` says whether a component is a random term's variance or the
@@ -289,12 +290,20 @@ def _observed_means(fit: xr.DataTree, design: Any, dr: Any, groups: np.ndarray, 
 
 
 def agent_variance(fit: xr.DataTree, design: Any, *, prob: float = DEFAULT_PROB) -> PosteriorAgentVarianceResult:
-    """Split the logit-scale variance among agents into the formula's agent-level terms, per draw.
+    """Split the variance among agents on the linear predictor's scale into the formula's agent-level terms, per draw.
 
     As :func:`hierbench.freq.agent_variance`: a random agent-level term
     (``(1|model)``, ``(1|scaffold:model)``) contributes ``sd^2``; a fixed
     agent-level term (``scaffold``) the variance, across the agents in the
     data, of its contribution ``x_a beta`` (divisor ``n_agents``).
+
+    The scale is the logit for binary and graded scores, as the
+    maximum-likelihood half's. For scores in [0, 1] it is the Bayesian
+    family's own linear predictor, the logit only at mean 1/2 and on
+    pass/fail tasks and stretched against it in the tails (METR: 45.6
+    against the quasi-binomial fit's 11.0): not the frequentist value's
+    counterpart; :func:`hierbench.compare.side_by_side` refuses the pair, and
+    :func:`mean_response` compares the halves in points.
 
     Returns
     -------
@@ -310,11 +319,18 @@ def agent_variance(fit: xr.DataTree, design: Any, *, prob: float = DEFAULT_PROB)
     vals += [dr.sd[:, k] ** 2 for k in rand]
     v = np.stack(vals, axis=-1)
     est, ci, sd, draws = _summarise(dr, v, ("component",), {"component": names}, prob)
-    est.attrs = {"scale": "logit (variance among agents)"}
+    est.attrs = {"scale": _variance_scale(design.family)}
     share = est.copy(data=(v / v.sum(-1, keepdims=True)).mean(0)).rename("share")
     kind = xr.DataArray(["fixed"] * len(fixed) + ["random"] * len(rand), dims="component",
                         coords={"component": names}, name="kind")  # fmt: skip
     return PosteriorAgentVarianceResult(estimate=est, ci=ci, posterior_sd=sd, share=share, kind=kind, draws=draws)
+
+
+def _variance_scale(family: str) -> str:
+    """The scale of the agents' variance: logit^2 as the maximum-likelihood half's, or the [0, 1] family's own."""
+    if family == "fractional":
+        return f"{FRACTIONAL_LINEAR}, squared (variance among agents)"
+    return "logit (variance among agents)"
 
 
 def mixed_pass_hat_k(

@@ -69,6 +69,7 @@ from ..._base import counts_fingerprint
 from ..._base import warn_user
 from ...data import DEFAULT_FORMULA
 from ...data import model_design
+from ...metrics import linear_scale
 from ...metrics import task_codes
 from .._registry import ModelEntry
 from .._registry import PriorError
@@ -754,10 +755,19 @@ def _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set) 
                     "n_quad": int(n_quad), "centred": sorted(centred_set)},
         "design": design,
         "data": extra,
-        "var_attrs": {"beta": {"scale": "logit" if design.family != "ordinal" else "logit (cumulative; up = higher grades)"}},
+        "var_attrs": _scale_attrs(design),
         # a saved fit reported without its data names the grades by these (as `hierbench fit` saves them)
         "root_attrs": {"score_labels": json.dumps(list(design.labels))} if design.labels else {},
     }
+
+
+def _scale_attrs(design: Any) -> dict[str, dict[str, str]]:
+    """The scale of the fixed effects and random-term sds (``sd`` and each ``sd(<term>)``): the linear predictor's.
+
+    A [0, 1]-score fit's is its family's own, the logit only at mean 1/2 (``hierbench.metrics.linear_scale``).
+    """
+    scale = {"scale": linear_scale(design.family)}
+    return {"beta": dict(scale), "sd": dict(scale), **{term_sd_name(t): dict(scale) for t in design.random}}
 
 
 def _obs_coords(design: Any, extra: dict) -> dict[str, np.ndarray]:

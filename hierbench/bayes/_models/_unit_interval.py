@@ -17,12 +17,22 @@ atoms at the bounds). Its normaliser is ``Z = 1 + e^theta + w (e^theta - 1) / th
 and its mean ``E[y] = d log Z / d theta = expit(theta) + w r'(theta) / (1 + w r(theta))``,
 whose slope at ``theta = 0`` is ``1/4 - w / (12 + 6 w)``. The scale
 ``kappa(w) = (3 + 1.5 w) / (3 + 0.5 w)`` (1 for ``w = 0``, at most 3) makes
-the slope in ``eta`` the logit's 1/4 on every task, so ``eta`` is on the
-logit scale whatever a task's mix of bound and interior scores, and one
+the slope in ``eta`` the logit's 1/4 at mean 1/2 on every task, so one
 normal distribution of task effects fits pass/fail and graded tasks alike
-(without it, METR's graded tasks needed effects three times as large and
-``sd[1|task]`` came out at 7.9). A pass/fail task has ``w_t = 0``: the
-Bernoulli with ``logit p = eta``.
+near the middle (without it, METR's graded tasks needed effects three times
+as large and ``sd[1|task]`` came out at 7.9). A pass/fail task has ``w_t =
+0``: the Bernoulli with ``logit p = eta``.
+
+``eta`` is **not** the logit away from mean 1/2 on a task with ``w_t > 0``:
+kappa matches only the slope at the middle. Inverting the mean exactly, a
+mean of 0.01 (logit -4.6) needs ``eta`` -5.2 at ``w`` = 0.2, -7.4 at 1 and
+-9.5 at 3; a mean of 0.002 (logit -6.2) needs -9.4, -17.0 and -22.4. So the
+fit's coefficients, random-term sds and agents' variance are on this
+family's own linear-predictor scale, stretched against the logit in the
+tails (METR's continuous scores: agents' variance 45.6 here against the
+quasi-binomial fit's 11.0 logit^2, while both halves' mean scores agree
+within about 2 points). Compare the two halves on the points scale
+(``mean_response``, ``average_marginal_effects``), not on ``eta``.
 
 Why this family: the fractional logit of the maximum-likelihood half assumes
 nothing but a mean model, and its estimating equation ``sum x (y - mean) =
