@@ -72,10 +72,10 @@ from ..freq import irt_score
 from ._adaptive import ModelMisfitWarning
 from ._adaptive import adaptive
 from ._anchors import anchors
+from ._assisted import bounded
 from ._assisted import classical
 from ._assisted import des_raj
 from ._assisted import misfit_test
-from ._assisted import t_bounds
 from ._estimate import _adaptive_agent
 from ._estimate import _Source
 from ._estimate import _Spec
@@ -431,8 +431,7 @@ class _Fold:
             r = irt_score(bank, self.own.sel(task=bank.tasks[tasks]), prob=ctx.prob, n_runs=self.target_runs,
                           rng=self.gen)
             model = (float(r.estimate), *map(float, r.ci.values))
-        known = float(tab[:, 5].sum())
-        lo, hi = t_bounds(est, se, df, ctx.prob, known / T, (known + T - tasks.size) / T)
+        est, lo, hi = bounded(tab, T, est, se, df, ctx.prob)
         z, p = misfit_test(tab)
         return est, lo, hi, model[1], model[2], model[0], z, p
 
