@@ -175,9 +175,12 @@ def test_separated_binary_data_get_the_smaller_step():
     step = np.array([[3, 2, 1, 2, 1, 0], [3, 3, 3, 0, 0, 0]])  # agent b: short tasks solved, long ones not
     got = separated_coefficients(bayes.build_horizon(_horizon_board(step)).hierbench["design"])
     assert {"agent[b]", "agent[b]:center(log2_minutes)"} <= set(got)
-    # the rule reads binary outcomes only: a graded family never counts as separated
+    # graded scores are read at the ends of their scale (audit L, finding 2): agent b gave the lowest
+    # grade on every run, so it is separated as its failures were; with both grades it is not
     graded = _horizon_board(failed).assign(grade=lambda d: d["score"] + 1.0)
-    assert separated_coefficients(bayes.build_mixed(graded, "grade ~ agent + (1|task)", levels=[1.0, 2.0]).hierbench["design"]) == []
+    assert separated_coefficients(bayes.build_mixed(graded, "grade ~ agent + (1|task)", levels=[1.0, 2.0]).hierbench["design"]) == ["agent[b]"]
+    both = _horizon_board(mixed).assign(grade=lambda d: d["score"] + 1.0)
+    assert separated_coefficients(bayes.build_mixed(both, "grade ~ agent + (1|task)", levels=[1.0, 2.0]).hierbench["design"]) == []
 
 
 @pytest.mark.slow

@@ -44,6 +44,7 @@ from .._base import cluster_codes
 from .._base import fit_record
 from .._base import most_agents_per_task
 from .._base import warn_user
+from ..data import separation
 from ..metrics import unidentified_by_design
 
 __all__ = [
@@ -489,36 +490,18 @@ def no_shared_task(st: Structure, counts: xr.Dataset) -> bool:
 
 
 def separated_coefficients(design: Any) -> list[str]:
-    """The fixed effects along which binary data separate: the likelihood keeps rising to infinity.
+    """The fixed effects along which the data separate: the likelihood keeps rising to infinity.
 
-    (Quasi-)complete separation (Albert and Anderson 1984): a direction ``b != 0`` with
-    ``x_r b >= 0`` on every row whose runs all succeeded, ``<= 0`` on every row whose runs all
-    failed, and ``= 0`` on rows with both, so the likelihood increases without bound along
-    ``b``: an agent that failed every run, or whose successes all lie on the short tasks. Found
-    by a linear programme (HiGHS): maximise the summed margins over the one-sided rows, ``b`` in
-    the unit box. Returns the names of the coefficients the direction moves (empty: the maximum
-    likelihood estimate exists; always empty for the ordinal and [0, 1]-score families). The random
-    effects are left out: their sd prior bounds them, while the fixed effects' wide prior is all
-    that bounds a separated coefficient.
-
-    The one rule of the formula builders and ``build_crossed`` (which applies it to its
-    abilities), kept here, under both, so that neither imports the other for it.
+    The package's one separation rule, ``hierbench.data``'s ``separation`` (a linear programme
+    over the design rows whose runs all sit at one end of the scale: all successes or all
+    failures, all scores 1 or all 0, all at the highest or all at the lowest grade), read here
+    by the formula builders and ``build_crossed`` (which applies it to its abilities); the ML
+    formula fits read it there too. Returns the names of the coefficients the separating
+    direction moves (empty: the maximum likelihood estimate exists). The random effects are
+    left out: their sd prior bounds them, while the fixed effects' wide prior is all that bounds
+    a separated coefficient.
     """
-    from scipy.optimize import linprog
-
-    if design.family != "binomial" or design.X.shape[1] == 0:
-        return []
-    X = np.asarray(design.X, dtype=float)
-    y, n = np.asarray(design.y, dtype=float), np.asarray(design.n, dtype=float)
-    succ, fail = y >= n, y <= 0
-    mid = ~(succ | fail)
-    one = X[~mid] * np.where(succ, 1.0, -1.0)[~mid, None]  # separation: one @ b >= 0 everywhere
-    eq = {"A_eq": X[mid], "b_eq": np.zeros(int(mid.sum()))} if mid.any() else {}
-    res = linprog(-one.sum(0), A_ub=-one, b_ub=np.zeros(len(one)), bounds=[(-1.0, 1.0)] * X.shape[1],
-                  method="highs", **eq)  # fmt: skip
-    if res.status != 0 or -res.fun <= 1e-7 * max(1.0, float(np.abs(one).sum())):
-        return []
-    return [str(c) for c, b in zip(design.coef, res.x, strict=True) if abs(b) > 1e-7]
+    return separation(design)[0]
 
 
 def _cluster_rule(d: Mapping[str, Any]) -> tuple[bool, str, bool]:

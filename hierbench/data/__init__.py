@@ -69,6 +69,9 @@ from ._formula import FormulaError
 from ._formula import ModelDesign
 from ._formula import RandomTerm
 from ._formula import model_design
+from ._formula import (
+    separation as separation,  # for bayes._structure and freq._glmm; not in __all__
+)
 from ._inspect import VALUE_MAP_HINT as VALUE_MAP_HINT  # the CLI's rewording of it; not in __all__
 from ._inspect import InspectLogWarning
 from ._inspect import read_inspect_log

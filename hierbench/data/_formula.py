@@ -927,3 +927,60 @@ def model_design(
         categories=r["categories"], grade_counts=r["grade_counts"], decisions=decisions,
         builder=builder, labels=labels,
     )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- separation
+
+
+def _one_sided(design: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per design row: whether every run sits at the top of the scale, and whether every one sits at the bottom.
+
+    Binomial and [0, 1] scores: all successes (all scores 1) / all failures (all scores 0);
+    ordinal: every grade the highest / every grade the lowest.
+    """
+    if design.family == "ordinal":
+        gc = np.asarray(design.grade_counts, dtype=float)
+        runs = gc.sum(1)
+        return gc[:, -1] >= runs, gc[:, 0] >= runs
+    y, n = np.asarray(design.y, dtype=float), np.asarray(design.n, dtype=float)
+    return y >= n, y <= 0
+
+
+def separation(design: Any) -> tuple[list[str], np.ndarray]:
+    """The fixed effects along which the data separate, and the design rows that direction moves.
+
+    (Quasi-)complete separation (Albert and Anderson 1984): a direction ``b != 0`` with
+    ``x_r b >= 0`` on every row whose runs all sit at the top of the scale, ``<= 0`` on every row
+    whose runs all sit at its bottom, and ``= 0`` on the other rows, so the likelihood increases
+    without bound along ``b``: an agent that failed every run (scored 0 on every run, or gave the
+    lowest grade every time), or whose successes all lie on the short tasks. The top and bottom
+    are success and failure (binomial), scores 1 and 0 ([0, 1] scores: the fractional likelihood's
+    ``y log mu + (n - y) log(1 - mu)`` is monotone there just as the binomial one), and the
+    highest and lowest grade (ordinal: ``P(lowest) = expit(theta_1 - eta)`` rises to 1 as ``eta``
+    falls, whatever the thresholds). Found by a linear programme (HiGHS): maximise the summed
+    margins over the one-sided rows, ``b`` in the unit box. Returns the names of the coefficients
+    the direction moves (empty: the maximum likelihood estimate exists), and a mask of the rows
+    with ``x_r b != 0``, whose likelihood goes to 1 in that limit. Only the fixed effects count
+    (the random effects are bounded by their distribution), and only the separation of rows at
+    an end of the scale: an ordinal design whose grades split cleanly between two middle grades
+    is not looked for.
+
+    The one rule of the formula builders and ``build_crossed`` (Bayes: the separated coefficient
+    rests on its prior) and of the ML formula fits (reported as NaN): kept here, under both.
+    """
+    from scipy.optimize import linprog
+
+    none = ([], np.zeros(np.asarray(design.X).shape[0], bool))
+    if np.asarray(design.X).shape[1] == 0:
+        return none
+    X = np.asarray(design.X, dtype=float)
+    top, bottom = _one_sided(design)
+    mid = ~(top | bottom)
+    one = X[~mid] * np.where(top, 1.0, -1.0)[~mid, None]  # separation: one @ b >= 0 everywhere
+    eq = {"A_eq": X[mid], "b_eq": np.zeros(int(mid.sum()))} if mid.any() else {}
+    res = linprog(-one.sum(0), A_ub=-one, b_ub=np.zeros(len(one)), bounds=[(-1.0, 1.0)] * X.shape[1],
+                  method="highs", **eq)  # fmt: skip
+    if res.status != 0 or -res.fun <= 1e-7 * max(1.0, float(np.abs(one).sum())):
+        return none
+    moved = np.abs(X @ res.x) > 1e-7
+    return [str(c) for c, b in zip(design.coef, res.x, strict=True) if abs(b) > 1e-7], moved

@@ -396,7 +396,9 @@ def fit_crossed_ml(
     Warns
     -----
     SeparatedAgentWarning
-        An agent with all successes or all failures (its ability is NaN).
+        An agent with all successes or all failures (its ability is NaN); with a formula, fixed
+        effects the data separate in any family (all scores 0 or 1, every grade the lowest or the
+        highest): NaN, the rows they pin left out, the rest the fit in that limit.
     BoundaryEstimateWarning, MLConvergenceWarning
         A scale estimated at zero; the optimiser did not converge.
     IgnoredClusterWarning

@@ -158,6 +158,14 @@ def _parts(fit: MixedMLResult, params: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return params[:p], np.exp(params[p : p + K]), params[p + K :]
 
 
+def _linear(X: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """``X beta``, NaN only on the rows a NaN coefficient (separated by the data: infinite) enters."""
+    bad = ~np.isfinite(beta)
+    if not bad.any():
+        return X @ beta
+    return np.where((X[:, bad] != 0).any(axis=1), np.nan, X[:, ~bad] @ beta[~bad])
+
+
 def predict_rows(
     fit: MixedMLResult, params: np.ndarray, X: np.ndarray, marginal: np.ndarray,
     offset: np.ndarray | None = None, threshold: float | None = None,
@@ -165,7 +173,7 @@ def predict_rows(
     """Per design row: the expected outcome, the ``marginal`` random terms integrated out."""
     d = fit.design
     beta, sd, psi = _parts(fit, params)
-    eta = X @ beta + (0.0 if offset is None else offset)
+    eta = _linear(X, beta) + (0.0 if offset is None else offset)
     tau2 = np.zeros(X.shape[0])
     for k, t in enumerate(d.random):
         if marginal[k]:

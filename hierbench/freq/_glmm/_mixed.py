@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 from typing import ClassVar
 
@@ -30,12 +31,14 @@ import xarray as xr
 from scipy.special import expit
 
 from ..._base import DEFAULT_PROB
+from ..._base import HierbenchError
 from ..._base import Result
 from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
 from ...data import ModelDesign
 from ...data import grade_names
+from ...data import separation
 from .._kernels import normal_z
 from .._kernels import one_blas_thread
 from ._families import Binomial
@@ -49,6 +52,7 @@ from ._optim import maximise
 from ._optim import profile_interval
 from ._warnings import BoundaryEstimateWarning
 from ._warnings import MLConvergenceWarning
+from ._warnings import SeparatedAgentWarning
 
 __all__ = ["MixedMLResult", "ScalesFit", "fit_design"]
 
@@ -298,41 +302,114 @@ def _dispersion(design: ModelDesign) -> tuple[float, Any, str]:
     return _pearson_dispersion(fit1[0], fit1[1], design), fit1, "Pearson chi-square at phi = 1 (one run per row)"
 
 
+#: what "at one end of the scale" is in each family's words (the separation warning)
+_ENDS = {"binomial": "every run failed, or every run succeeded,", "fractional": "every score 0, or every score 1,",
+         "ordinal": "every grade the lowest, or every grade the highest,"}
+
+
+def _without_separated(design: ModelDesign, warn: bool = True) -> tuple[ModelDesign, np.ndarray, list[str]]:
+    """The design fitted in the limit along a separating direction (``hierbench.data``'s ``separation``).
+
+    The rows the direction moves have likelihood 1 in that limit (all at one end of the scale):
+    they are left out, as the crossed fit leaves out a separated agent's cells, and so are the
+    separated coefficients' columns, whose estimates are infinite (reported as NaN). Where those
+    columns are not zero on the rows left, their combinations the rows still identify are kept
+    as nuisance columns, so that the other estimates are those of the limit. Returns the reduced
+    design, the position of each of the full design's parameters in the reduced fit's (-1: a
+    separated coefficient) and the separated coefficients' names.
+    """
+    names, moved = separation(design)
+    P = design.X.shape[1] + len(design.random) + (design.categories.size - 1 if design.family == "ordinal" else 0)
+    if not names:
+        return design, np.arange(P), []
+    rows, sep = ~moved, np.isin(design.coef, names)
+    if not rows.any():
+        raise HierbenchError(
+            f"`data`: the data separate {', '.join(names)} along a direction that moves every design row: "
+            "no maximum likelihood fit exists"
+        )
+    S = design.X[rows][:, sep]
+    u, sv, _ = np.linalg.svd(S, full_matrices=False) if S.size else (S, np.zeros(0), None)
+    nuisance = u[:, : int((sv > 1e-9 * max(1.0, sv.max(initial=0.0))).sum())]
+    X = np.hstack([design.X[rows][:, ~sep], nuisance])
+    gc = None if design.grade_counts is None else design.grade_counts[rows]
+    reduced = replace(
+        design, X=X, coef=[*np.asarray(design.coef)[~sep].tolist(), *(f"nuisance[{j}]" for j in range(nuisance.shape[1]))],
+        y=design.y[rows], n=design.n[rows], ss=design.ss[rows], frame=design.frame[rows].reset_index(drop=True),
+        agent_index=design.agent_index[rows], task_index=design.task_index[rows], grade_counts=gc,
+        random=[replace(t, codes=t.codes[rows], slope=t.slope[rows]) for t in design.random],
+    )  # fmt: skip
+    beta_at = np.full(sep.size, -1)
+    beta_at[~sep] = np.arange(int((~sep).sum()))
+    back = np.concatenate([beta_at, X.shape[1] + np.arange(P - sep.size)])
+    if warn:
+        warn_user(
+            f"fit_crossed_ml: the data separate {', '.join(names)} ({_ENDS[design.family]} on the design rows "
+            "of a direction of these coefficients, so the likelihood keeps rising along it): their maximum "
+            f"likelihood estimates are infinite, reported as NaN with NaN intervals, and the {int(moved.sum())} "
+            "design rows that direction moves, which add nothing to the likelihood in that limit, are left out "
+            "of the fit (the other estimates are the fit in that limit)",
+            SeparatedAgentWarning,
+        )
+    return reduced, back, names
+
+
+def _expanded(x: np.ndarray, V: np.ndarray, back: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The reduced fit's parameters and covariance on the full design's layout, NaN where separated."""
+    if np.array_equal(back, np.arange(x.size)):
+        return x, V
+    ok = back >= 0
+    xf = np.full(back.size, np.nan)
+    xf[ok] = x[back[ok]]
+    Vf = np.full((back.size, back.size), np.nan)
+    Vf[np.ix_(ok, ok)] = V[np.ix_(back[ok], back[ok])]
+    return xf, Vf
+
+
 def fit_design(
     design: ModelDesign, *, prob: float = DEFAULT_PROB, intervals: str = "profile"
 ) -> MixedMLResult:
-    """Fit a resolved design by the Laplace approximation (see :func:`hierbench.freq.fit_crossed_ml`)."""
+    """Fit a resolved design by the Laplace approximation (see :func:`hierbench.freq.fit_crossed_ml`).
+
+    Fixed effects along which the data separate (``hierbench.data``'s ``separation``) are NaN,
+    with a :class:`SeparatedAgentWarning`; the rest is the fit in that limit.
+    """
+    full = design
+    design, back, separated = _without_separated(full)
     with one_blas_thread():
         phi, _, how = _dispersion(design)
-        lik, x, ll, ok, msg, bounds = _maximise_design(design, phi)
-        V = _covariance(lik, x, bounds)
-        lo, hi, kind, detail = _sd_intervals(lik, x, ll, V, bounds, design, prob, intervals)
-        modes = _modes(lik, x, design)
+        lik, xr_, ll, ok, msg, bounds = _maximise_design(design, phi)
+        Vr = _covariance(lik, xr_, bounds)
+        lo, hi, kind, detail = _sd_intervals(lik, xr_, ll, Vr, bounds, design, prob, intervals)
+        modes = _modes(lik, xr_, design)
     if not ok:
         warn_user(f"fit_crossed_ml: the optimiser did not converge ({msg})", MLConvergenceWarning)
-    p, K = design.X.shape[1], len(design.random)
-    comp = [t.name for t in design.random]
+    x, V = _expanded(xr_, Vr, back)
+    p, K = full.X.shape[1], len(full.random)
+    comp = [t.name for t in full.random]
     for k in np.flatnonzero(x[p : p + K] <= LOG_SD_BOUNDS[0] + 1e-3):
         warn_user(f"sd of ({comp[k]}) is estimated at zero; its interval is one-sided",
                       BoundaryEstimateWarning)  # fmt: skip
     z = normal_z(prob)
     se = np.sqrt(np.clip(np.diag(V), 0, None))
-    beta = xr.DataArray(x[:p], dims="coef", coords={"coef": design.coef}, name="estimate")
-    beta.attrs = {"scale": "logit", "family": design.family}
+    beta = xr.DataArray(x[:p], dims="coef", coords={"coef": full.coef}, name="estimate")
+    beta.attrs = {"scale": "logit", "family": full.family}
     ci = make_interval(beta - z * se[:p], beta + z * se[:p], prob=prob, kind="normal",
-                       detail="Wald: estimate +- z * SE (inverse observed information)", warn_zero_width=False)  # fmt: skip
+                       detail="Wald: estimate +- z * SE (inverse observed information)"
+                       + ("; NaN: separated by the data (infinite estimate)" if separated else ""),
+                       warn_zero_width=False)  # fmt: skip
     sd_da = xr.DataArray(np.exp(x[p : p + K]), dims="component", coords={"component": comp}, name="sd")
     sd_ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=sd_da, warn_zero_width=False)
-    th, th_ci = _thresholds(lik, x, V, design, prob)
-    names = [*design.coef, *(f"log_sd[{c}]" for c in comp), *(f"threshold_param[{i}]" for i in range(lik.family.n_extra))]
+    th, th_ci = _thresholds(lik, xr_, Vr, design, prob)
+    names = [*full.coef, *(f"log_sd[{c}]" for c in comp), *(f"threshold_param[{i}]" for i in range(lik.family.n_extra))]
     return MixedMLResult(
         estimate=beta, ci=ci,
-        standard_error=xr.DataArray(se[:p], dims="coef", coords={"coef": design.coef}, name="standard_error"),
+        standard_error=xr.DataArray(se[:p], dims="coef", coords={"coef": full.coef}, name="standard_error"),
         sd=sd_da, sd_ci=sd_ci, thresholds=th, thresholds_ci=th_ci, dispersion=float(phi),
         random_effects=modes, loglik=float(ll), deviance=float(-2 * ll), converged=bool(ok),
         n_evaluations=int(lik.n_eval), params=x.copy(),
         vcov=xr.DataArray(V, dims=("param", "param_b"), coords={"param": names, "param_b": names}),
-        design=design, options={"intervals": intervals, "likelihood": "Laplace", "dispersion": how},
+        design=full, options={"intervals": intervals, "likelihood": "Laplace", "dispersion": how, "separated": separated},
     )  # fmt: skip
 
 

@@ -50,6 +50,8 @@ from ._laplace import Laplace
 from ._mixed import MixedMLResult
 from ._mixed import _bounds
 from ._mixed import _covariance
+from ._mixed import _expanded
+from ._mixed import _without_separated
 from ._mixed import family_of
 from ._mixed import random_matrix
 from ._optim import maximise
@@ -77,17 +79,28 @@ def restricted_fit(fit: MixedMLResult) -> Restricted:
 
 
 def _restricted(fit: MixedMLResult) -> Restricted:
-    d = fit.design
+    """REML of the ML fit's model; with separated fixed effects, of the design the ML fit reduced (NaN for those)."""
+    if not fit.options.get("separated"):
+        return _restricted_design(fit.design, fit.params, fit.dispersion)
+    d, back, _ = _without_separated(fit.design, warn=False)
+    ok = back >= 0
+    x = np.zeros(d.X.shape[1] + back.size - fit.design.X.shape[1])  # nuisance columns start at 0
+    x[back[ok]] = fit.params[ok]
+    red = _restricted_design(d, x, fit.dispersion)
+    params, vcov = _expanded(red.params, red.vcov, back)
+    return Restricted(params=params, vcov=vcov, converged=red.converged, message=red.message)
+
+
+def _restricted_design(d: ModelDesign, x: np.ndarray, dispersion: float) -> Restricted:
     X = d.X
     R, p = X.shape
     K = len(d.random)
-    fam = family_of(d, fit.dispersion)
+    fam = family_of(d, dispersion)
     Z, term = random_matrix(d)
     q = Z.shape[1]
     rms = np.sqrt((X**2).mean(0)) if p else np.zeros(0)
     rms = np.where(rms > 0, rms, 1.0)
     lik = Laplace(np.zeros((R, 0)), sp.hstack([Z, sp.csr_matrix(X / rms)]).tocsr(), np.r_[term, np.full(p, K)], fam)
-    x = fit.params
     log_flat = math.log(_FLAT_SD)
     start_sd = np.maximum(x[p : p + K], math.log(0.05))  # off the boundary, where the ML may sit
     x0 = np.concatenate([start_sd, [log_flat] if p else [], x[p + K :]])

@@ -17,7 +17,12 @@ __all__ = [
 
 
 class SeparatedAgentWarning(BoundaryWarning):
-    """An agent succeeded (or failed) on every run: its ability's MLE is infinite (reported as NaN)."""
+    """The data separate an ability or a fixed effect: its MLE is infinite (reported as NaN).
+
+    An agent that succeeded (or failed) on every run; in a formula fit, any fixed effect along a
+    direction whose design rows all sit at one end of the scale (all scores 0 or 1, every grade
+    the lowest or the highest).
+    """
 
 
 class BoundaryEstimateWarning(BoundaryWarning):
