@@ -94,3 +94,33 @@ def test_the_builder_labels_beta_and_the_sds_with_the_family_scale():
     for var in ("beta", "sd", "sd(1|task)"):
         assert frac[var]["scale"].startswith("linear predictor of the [0, 1] family")
         assert binary[var]["scale"] == "logit"
+
+
+def test_the_default_formula_on_a_single_agent_log_drops_the_agent_x_task_effect_before_the_design():
+    """Audit L finding 5: with one agent the task and agent x task terms group the runs identically.
+
+    The default is then the documented reduced formula, recorded; the model is the one the user gets by
+    writing that formula (same variables, same design rows, counts and task codes).
+    """
+    from hierbench.bayes import build_mixed
+    from hierbench.bayes import describe
+
+    rng = np.random.default_rng(3)
+    ds = xr.Dataset({"score": (("agent", "task", "run"), (rng.random((1, 10, 4)) < 0.5) * 1.0)},
+                    coords={"agent": ["solo"], "task": [f"t{i}" for i in range(10)]})  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing to warn of: the user wrote no agent x task term
+        m = build_mixed(ds)
+    written = build_mixed(ds, "score ~ 0 + agent + (1|task)")
+    decisions = m.hierbench["structure"]["decisions"]
+    assert m.hierbench["options"]["formula"] == "score ~ 0 + agent + (1|task)"
+    assert decisions["agent_task"]["choice"] == "none" and "one agent" in decisions["agent_task"]["reason"]
+    assert "without its agent x task effect" in decisions["formula"]["reason"] and "one agent" in describe(m)
+    a, b = m.hierbench["design"], written.hierbench["design"]
+    assert sorted(v.name for v in m.free_RVs) == sorted(v.name for v in written.free_RVs)
+    np.testing.assert_array_equal(a.X, b.X)
+    np.testing.assert_array_equal(a.random[0].codes, b.random[0].codes)
+    assert (a.y.tolist(), a.n.tolist()) == (b.y.tolist(), b.n.tolist())
+    two = xr.concat([ds, ds.assign_coords(agent=["other"])], "agent")  # two agents, 4 runs per cell: identified
+    assert build_mixed(two).hierbench["options"]["formula"] == "score ~ 0 + agent + (1|task) + (1|agent:task)"
+

@@ -24,7 +24,7 @@ with the family's likelihood on ``eta``:
 
 The default formula, :data:`hierbench.data.DEFAULT_FORMULA`, is today's
 crossed model (an ability per agent, random task and agent x task effects);
-with one run per cell it leaves the agent x task effect out, by the rule
+with one run per cell or one agent it leaves the agent x task effect out, by the rule
 :func:`hierbench.bayes._structure.decide_agent_task` applies to every count
 model. Which terms a design can identify is decided by ``model_design``
 (refused: :class:`hierbench.data.FormulaError`; levels seen in one
@@ -206,7 +206,7 @@ def _design(
     ``{"reason": ..., "family": ..., "decisions": {...}}``; the formula, its family and its terms are then
     recorded as decided ("auto"), with that builder's decisions, not as the user's.
     """
-    text = DEFAULT_FORMULA if formula is None else formula
+    text = _default_formula(data) if formula is None else formula
     design = model_design(text, data, family=family, levels=levels, **coords)
     if not design.random:
         raise HierbenchError(
@@ -215,6 +215,8 @@ def _design(
         )
     st = Structure("mixed", formula_design(design))
     cell = _cell_term(design)
+    if formula is None and text == _DEFAULT_WITHOUT_CELL:
+        decide_agent_task(st, "auto")  # "none", with the rule's reason (one agent, one run per cell)
     if cell is not None:
         requested = "auto" if formula is None or chosen else "marginal"
         with warnings.catch_warnings():
@@ -232,7 +234,9 @@ def _design(
                 f"{design.family} likelihood on {design.row_level} rows has no quadrature form: the "
                 "effects are sampled (their centring below)",
             )  # fmt: skip
-    why = chosen["reason"] if chosen else "as given" if formula is not None else "the default formula (today's crossed model)"
+    why = chosen["reason"] if chosen else "as given" if formula is not None else (
+        "the default formula (today's crossed model)" if text == DEFAULT_FORMULA else "the default formula (today's "
+        "crossed model) without its agent x task effect, which these data cannot identify (see agent_task)")  # fmt: skip
     st.decisions = {
         "formula": {"choice": design.formula, "reason": why, "source": "user" if formula and not chosen else "auto"},
         "family": {"choice": design.family, "reason": (chosen or {}).get("family", design.decisions["family"]),
@@ -248,6 +252,24 @@ def _design(
             "the ordinal thresholds (cutpoints) are the intercept, so the formula's intercept column is "
             "left out of the fixed effects: one location, not two")}  # fmt: skip
     return design, st
+
+
+def _default_formula(data: xr.Dataset) -> str:
+    """:data:`DEFAULT_FORMULA`, or without its agent x task effect where the data cannot identify it.
+
+    Chosen before the design is built, by the agent x task rule every count model applies
+    (``decide_agent_task``), on the data's runs: with one agent the task and agent x task
+    terms group the runs identically, which ``model_design`` refuses in terms of a formula the
+    user never wrote (tau-bench's single-agent log).
+    """
+    if "score" not in data.data_vars or not {"agent", "task"} <= set(data["score"].dims):
+        return DEFAULT_FORMULA  # model_design says what is missing
+    ran = np.isfinite(np.asarray(data["score"].transpose("agent", "task", ...).values, dtype=float))
+    runs = ran.reshape(ran.shape[0], ran.shape[1], -1).sum(-1)
+    if not runs.any():
+        return DEFAULT_FORMULA
+    probe = Structure("mixed", {"n_agents": int((runs.sum(1) > 0).sum()), "max_runs_per_cell": int(runs.max())})
+    return _DEFAULT_WITHOUT_CELL if decide_agent_task(probe, "auto") == "none" else DEFAULT_FORMULA
 
 
 def _absorbers(design: Any, sampled: list[int]) -> dict[int, tuple[np.ndarray, float]]:
@@ -646,7 +668,9 @@ def build_mixed(
         lme4 / Bambi syntax (:func:`hierbench.data.model_design`), e.g.
         ``"score ~ scaffold + (1|model) + (1|scaffold:model) + (1|task)"``.
         Default :data:`hierbench.data.DEFAULT_FORMULA`, the crossed model
-        (without its agent x task effect when every cell has one run).
+        (without its agent x task effect when every cell has one run or the
+        log has one agent: chosen before the design is built, and recorded as
+        the decisions ``formula`` and ``agent_task``).
     family : {"auto", "binomial", "fractional", "ordinal"}
         As ``model_design``: ordinal when ``levels`` is given, binomial when
         every score is 0 or 1, else fractional (scores in [0, 1]).
