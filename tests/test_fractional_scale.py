@@ -124,3 +124,13 @@ def test_the_default_formula_on_a_single_agent_log_drops_the_agent_x_task_effect
     two = xr.concat([ds, ds.assign_coords(agent=["other"])], "agent")  # two agents, 4 runs per cell: identified
     assert build_mixed(two).hierbench["options"]["formula"] == "score ~ 0 + agent + (1|task) + (1|agent:task)"
 
+
+def test_a_fractional_fit_states_its_own_likelihood_not_the_quasi_binomial():
+    """Audit L finding 8: the family reason names the Bayesian likelihood (atoms at 0 and 1) and the ML half's apart."""
+    from hierbench.bayes import build_mixed
+
+    for family in ("auto", "fractional"):
+        why = build_mixed(_graded_log(), FORMULA, family=family).hierbench["structure"]["decisions"]["family"]["reason"]
+        assert "atoms at 0 and 1" in why
+        head, _, tail = why.partition("likelihood:")
+        assert "quasi-binomial" not in head and "maximum-likelihood half fits the quasi-binomial" in tail

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -239,7 +240,7 @@ def _design(
         "crossed model) without its agent x task effect, which these data cannot identify (see agent_task)")  # fmt: skip
     st.decisions = {
         "formula": {"choice": design.formula, "reason": why, "source": "user" if formula and not chosen else "auto"},
-        "family": {"choice": design.family, "reason": (chosen or {}).get("family", design.decisions["family"]),
+        "family": {"choice": design.family, "reason": _family_reason(design, chosen),
                    "source": "auto" if family == "auto" or chosen else "user"},
         **(chosen or {}).get("decisions", {}),
         **st.decisions,
@@ -252,6 +253,22 @@ def _design(
             "the ordinal thresholds (cutpoints) are the intercept, so the formula's intercept column is "
             "left out of the fixed effects: one location, not two")}  # fmt: skip
     return design, st
+
+
+#: the likelihood of a [0, 1]-score (fractional) fit here, which ``model_design``'s family reason (shared with
+#: the maximum-likelihood half, whose family is the quasi-binomial) does not state
+_FRACTIONAL_LIKELIHOOD = (
+    "likelihood: the [0, 1] exponential family with atoms at 0 and 1 and a per-task weight of interior scores "
+    "(the maximum-likelihood half fits the quasi-binomial, logit link)"
+)
+
+
+def _family_reason(design: Any, chosen: dict | None) -> str:
+    """Why this family, in this model's words: a fractional fit states its own likelihood, not the ML half's."""
+    why = (chosen or {}).get("family", design.decisions["family"])
+    if design.family != "fractional":
+        return why
+    return f"{re.sub(r' *[(]quasi-binomial[^)]*[)]', '', why)}; {_FRACTIONAL_LIKELIHOOD}"
 
 
 def _default_formula(data: xr.Dataset) -> str:
