@@ -134,3 +134,20 @@ def test_a_fractional_fit_states_its_own_likelihood_not_the_quasi_binomial():
         assert "atoms at 0 and 1" in why
         head, _, tail = why.partition("likelihood:")
         assert "quasi-binomial" not in head and "maximum-likelihood half fits the quasi-binomial" in tail
+
+
+def test_posterior_mean_response_and_agent_variance_say_their_scale_and_tasks_in_repr_and_frame():
+    """Audit L finding 9: the population and observed-task means no longer print alike, nor a variance as points."""
+    ds = _graded_log()
+    design = model_design(FORMULA, ds, family="fractional")
+    post = _posterior(design)
+    for tasks, words in (("population", "a new task like the group's own"), ("observed", "own tasks, held fixed")):
+        res = mean_response(post, design, tasks=tasks)
+        head = repr(res).splitlines()[0]
+        assert "points of mean score" in head and f"tasks='{tasks}'" in head and words in head
+        frame = res.to_frame()
+        assert set(frame["tasks"]) == {tasks} and set(frame["scale"]) == {"points of mean score"}
+        assert len(frame) == 4
+    var = agent_variance(post, design)
+    assert "linear predictor of the [0, 1] family" in repr(var).splitlines()[0]
+    assert set(var.to_frame()["scale"]) == {var.estimate.attrs["scale"]}

@@ -21,6 +21,7 @@ with the random terms integrated out by the package's population rule; only
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 
@@ -45,6 +46,9 @@ from ._mixed import mixed_draws
 from ._mixed import population_mean
 from ._mixed import row_predictor
 from ._results import PosteriorPassKResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: draws x rows (x nodes) per chunk of the observed-task means
 _CHUNK = 4_000_000
@@ -79,14 +83,37 @@ class PosteriorEffectsResult(DrawsResult):
     _title_fields: ClassVar[tuple[str, ...]] = ("variable", "scale")
 
 
+#: what each ``tasks`` setting of :func:`mean_response` averages over, as the repr says it
+_MEAN_TASKS = {
+    "population": "tasks='population': a new task like the group's own",
+    "observed": "tasks='observed': the group's own tasks, held fixed",
+}
+
+
 @dataclass(frozen=True, repr=False)
 class PosteriorMeanResponseResult(DrawsResult):
-    """Posterior expected score per group (:func:`mean_response`): ``estimate`` / ``ci`` over ``group``."""
+    """Posterior expected score per group (:func:`mean_response`): ``estimate`` / ``ci`` over ``group``.
+
+    ``scale`` (points, grades) and ``tasks`` (``"population"`` or ``"observed"``) head the repr
+    and are columns of :meth:`to_frame`: the two settings' intervals differ in width by design.
+    """
 
     estimate: xr.DataArray
     ci: xr.DataArray
     posterior_sd: xr.DataArray
     scale: str
+    tasks: str = "population"
+
+    _title_fields: ClassVar[tuple[str, ...]] = ("scale", "tasks_words")
+
+    @property
+    def tasks_words(self) -> str:
+        """The ``tasks`` setting in words."""
+        return _MEAN_TASKS.get(self.tasks, f"tasks={self.tasks!r}")
+
+    def to_frame(self) -> pd.DataFrame:
+        """As ``Result.to_frame``, with the ``scale`` and ``tasks`` columns."""
+        return _stated_frame(super().to_frame(), scale=self.scale, tasks=self.tasks)
 
 
 @dataclass(frozen=True, repr=False)
@@ -103,6 +130,20 @@ class PosteriorAgentVarianceResult(DrawsResult):
     posterior_sd: xr.DataArray
     share: xr.DataArray
     kind: xr.DataArray
+    scale: str = "logit (variance among agents)"
+
+    _title_fields: ClassVar[tuple[str, ...]] = ("scale",)
+
+    def to_frame(self) -> pd.DataFrame:
+        """As ``Result.to_frame``, with the ``scale`` column."""
+        return _stated_frame(super().to_frame(), scale=self.scale)
+
+
+def _stated_frame(df: pd.DataFrame, **stated: str) -> pd.DataFrame:
+    """``df`` with a column per stated setting (the scale, the tasks), so a table taken out still says them."""
+    for key, value in stated.items():
+        df[key] = value
+    return df
 
 
 # --------------------------------------------------------------------------- shared pieces
@@ -259,7 +300,7 @@ def mean_response(
         vals = factor * _group_means(design, dr, design.X, groups, len(glab), held, threshold)
     est, ci, sd, draws = _summarise(dr, vals, ("group",), {"group": glab}, prob)
     est.attrs = {"scale": scale, "by": by, "tasks": tasks}
-    return PosteriorMeanResponseResult(estimate=est, ci=ci, posterior_sd=sd, draws=draws, scale=scale)
+    return PosteriorMeanResponseResult(estimate=est, ci=ci, posterior_sd=sd, draws=draws, scale=scale, tasks=tasks)
 
 
 def _observed_means(fit: xr.DataTree, design: Any, dr: Any, groups: np.ndarray, n_groups: int, threshold: Any) -> np.ndarray:
@@ -323,7 +364,8 @@ def agent_variance(fit: xr.DataTree, design: Any, *, prob: float = DEFAULT_PROB)
     share = est.copy(data=(v / v.sum(-1, keepdims=True)).mean(0)).rename("share")
     kind = xr.DataArray(["fixed"] * len(fixed) + ["random"] * len(rand), dims="component",
                         coords={"component": names}, name="kind")  # fmt: skip
-    return PosteriorAgentVarianceResult(estimate=est, ci=ci, posterior_sd=sd, share=share, kind=kind, draws=draws)
+    return PosteriorAgentVarianceResult(estimate=est, ci=ci, posterior_sd=sd, share=share, kind=kind, draws=draws,
+                                        scale=est.attrs["scale"])  # fmt: skip
 
 
 def _variance_scale(family: str) -> str:
