@@ -430,10 +430,13 @@ def test_assisted_mean_refuses_what_it_cannot_estimate():
         assisted_mean(srs, y, other)
     with pytest.raises(TypeError, match="`plan` must be a SubsetPlan"):
         assisted_mean("plan", y)
-    # no working model on a simple random plan: the plain mean, with the finite-population t interval
-    res = assisted_mean(srs, y, prob=0.9)
+    # no working model on a simple random plan of two-run rates (not 0/1): the plain mean, with the
+    # finite-population t interval (0/1 outcomes get the exact hypergeometric one, tested below)
+    y2 = xr.DataArray((g.random((2, 30, 2)) < 0.5).astype(float), dims=("agent", "task", "run"),
+                      coords={"agent": ["a", "b"], "task": tasks})
+    res = assisted_mean(srs, y2, prob=0.9)
     s = srs.order.values.astype(str)
-    v = y.sel(task=list(s)).values
+    v = y2.sel(task=list(s)).mean("run").values
     np.testing.assert_allclose(res.estimate.values, v.mean(1))
     half = stats.t.ppf(0.95, 5) * v.std(1, ddof=1) / np.sqrt(6) * np.sqrt(1 - 6 / 30)
     np.testing.assert_allclose(res.ci.values[:, 1], np.minimum(v.mean(1) + half, (v.sum(1) + 24) / 30))
@@ -493,7 +496,7 @@ def test_a_census_with_a_bank_returns_the_known_score(design):
 
 
 def test_intervals_are_never_inverted_and_hold_the_printed_estimate():
-    # near a census with a bank (22 of 24 tasks) over 20 seeds: the range the tasks run allow,
+    # near a census with a bank (22 of 24 tasks) over 12 seeds: the range the tasks run allow,
     # computed here with numpy from the recorded draws, holds the interval, the interval holds the
     # printed estimate, and the repr says where the unclipped value lies outside
     T, n = 24, 22
@@ -502,7 +505,7 @@ def test_intervals_are_never_inverted_and_hold_the_printed_estimate():
     y = (g.random((4, T)) < expit(1.5 * a + d)).astype(float)
     logs = _logs(y, bank.tasks)
     clipped = 0
-    for r in range(20):
+    for r in range(12):
         res = assisted_mean(plan_subset(bank, n, rng=r), logs, bank, n_draws=10, n_grid=21, rng=r)
         drawn = res.draws["outcome"].values
         lo_f, hi_f = drawn.sum(1) / T, (drawn.sum(1) + T - n) / T
@@ -529,3 +532,65 @@ def test_t_bounds_never_inverts():
     half = stats.t.ppf(0.95, 5) * se
     inside = (est - half >= lo_f) & (est + half <= hi_f)
     np.testing.assert_allclose(b[inside], np.c_[est - half, est + half][inside])
+
+
+def _hypergeom_interval(s: int, n: int, T: int, prob: float) -> tuple[float, float]:
+    """Every population count H not rejected by either hypergeometric tail at (1 - prob) / 2 (scipy)."""
+    H = np.arange(T + 1)
+    a = (1 - prob) / 2
+    ok = (stats.hypergeom.sf(s - 1, T, H, n) > a) & (stats.hypergeom.cdf(s, T, H, n) > a)
+    return H[ok].min() / T, H[ok].max() / T
+
+
+def test_no_model_binary_interval_is_the_exact_hypergeometric_one():
+    T, n = 60, 12
+    tasks = [f"t{i}" for i in range(T)]
+    g = np.random.default_rng(21)
+    y = xr.DataArray((g.random((3, T)) < [[0.05], [0.5], [0.9]]).astype(float), dims=("agent", "task"),
+                     coords={"agent": ["a", "b", "c"], "task": tasks})
+    plan = plan_subset(tasks, n, rng=3)
+    res = assisted_mean(plan, y, prob=0.9)
+    s = y.sel(task=list(plan.order.values.astype(str))).sum("task").values.astype(int)
+    want = np.array([_hypergeom_interval(k, n, T, 0.9) for k in s])
+    np.testing.assert_allclose(res.ci.values, want)
+    np.testing.assert_allclose(res.estimate.values, s / n)
+    assert res.ci.attrs["ci_kind"] == "exact" and "hypergeometric" in res.ci.attrs["ci_detail"]
+    # partial credit (two runs per task): not a 0/1 population, so the t interval stays
+    two = xr.concat([y, (g.random((3, T)) < 0.5) + 0.0 * y], "run").transpose("agent", "task", "run")
+    assert assisted_mean(plan, two, prob=0.9).ci.attrs["ci_kind"] == "t"
+
+
+def test_no_model_binary_coverage_for_a_weak_agent():
+    # the audit's case: 45 successes in 500 tasks, 10 drawn, 90%. The t interval was [0, 0]
+    # whenever all 10 failed (probability 0.386) and covered 0.60. 300 agents with the same
+    # outcomes, each with its own uniform draws (seeded): coverage equals the exact coverage of the
+    # hypergeometric interval (scipy, summed over s) within 3 binomial sds, and is >= 0.90 - 3 sds
+    T, n, K = 500, 10, 45
+    y = np.zeros((300, T))
+    y[:, :K] = 1.0
+    logs = _logs(y, [f"t{i:03d}" for i in range(T)])
+    res = assisted_adaptive(None, logs, n_tasks=n, prob=0.9, rng=5)
+    cov = float(((res.ci.values[:, 0] <= K / T) & (K / T <= res.ci.values[:, 1])).mean())
+    pmf = stats.hypergeom.pmf(np.arange(n + 1), T, K, n)
+    hit = [lo <= K / T <= hi for lo, hi in (_hypergeom_interval(s, n, T, 0.9) for s in range(n + 1))]
+    exact_cov = float(pmf @ np.array(hit))
+    sd = np.sqrt(exact_cov * (1 - exact_cov) / 300)
+    assert exact_cov >= 0.9 and abs(cov - exact_cov) < 3 * sd and cov >= 0.9 - 3 * np.sqrt(0.09 / 300), (cov, exact_cov)
+    assert (res.ci.values[:, 1] > res.ci.values[:, 0]).all()  # never degenerate short of a census
+
+
+def test_a_degenerate_interval_is_warned_and_a_census_is_not():
+    from hierbench._base import ZeroWidthIntervalWarning
+
+    T = 40
+    tasks = [f"t{i}" for i in range(T)]
+    y = xr.DataArray(np.zeros((1, T)), dims=("agent", "task"), coords={"agent": ["a"], "task": tasks})
+    strat = plan_subset(tasks, 8, design="stratified", strata=np.arange(T) % 2, rng=0)
+    with pytest.warns(ZeroWidthIntervalWarning, match="drawn tasks' terms did not vary"):
+        assisted_mean(strat, y, prob=0.9)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ZeroWidthIntervalWarning)
+        census = assisted_mean(plan_subset(tasks, T, rng=0), y.assign_coords(agent=["b"]) + 1, prob=0.9)
+    np.testing.assert_array_equal(census.ci.values, [[1.0, 1.0]])

@@ -142,9 +142,18 @@ def _sources(run: Any, tasks: np.ndarray, n_runs: int) -> tuple[list[str], list[
     return agents, [_Source(tasks, n_runs, k=k[i], n=n[i]) for i in range(len(agents))]
 
 
+def _single_run(sources: list[_Source], spec: _Spec) -> bool:
+    """Every task's outcome is one run (0 or 1), for every agent: what the exact hypergeometric interval needs."""
+    return all(bool((s.n == 1).all()) if s.n is not None else spec.n_runs == 1 for s in sources)
+
+
 def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n_tasks: int,
-                    defensive: float, score_model: bool = True) -> _AgentOut:
-    """One agent: draw ``n_tasks`` tasks with tilted, recorded probabilities, and estimate its score."""
+                    defensive: float, score_model: bool = True, exact: bool = False) -> _AgentOut:
+    """One agent: draw ``n_tasks`` tasks with tilted, recorded probabilities, and estimate its score.
+
+    ``exact``: no model and 0/1 outcomes, so the draws are a simple random sample of a 0/1
+    population and the interval is the exact hypergeometric one.
+    """
     T = spec.T
     work = spec.make_working(gen)
     rec = _Record(np.zeros(T, np.intp))
@@ -166,7 +175,7 @@ def _adaptive_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, n
         y = np.zeros(T)
         y[tab[:, 0].astype(int)] = tab[:, 5]
         fixed = classical(y, np.zeros(T), tab[:, 0].astype(int), np.zeros(T, np.intp), np.ones(T), False)
-    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed)
+    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact and work is None)
 
 
 @fill_doc
@@ -254,20 +263,24 @@ def assisted_adaptive(
     if not (isinstance(defensive, (int, float)) and 0 < defensive <= 1):
         raise HierbenchError(f"`defensive` must be a number with 0 < defensive <= 1; got {defensive!r}")
     agents, sources = _sources(run, spec.tasks, spec.n_runs)
+    exact = spec.working.startswith("none") and _single_run(sources, spec)
     outs = map_seeded(_adaptive_agent, sources, rng=rng, executor=executor, progress=progress, desc="agents",
-                      kwargs={"spec": spec, "n_tasks": n_tasks, "defensive": float(defensive)})
+                      kwargs={"spec": spec, "n_tasks": n_tasks, "defensive": float(defensive), "exact": exact})
     how = "uniform draws" if defensive == 1 or spec.working.startswith("none") else (
         f"draws tilted to the working model's predictive sd, defensive uniform weight {defensive:g}")
     return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working,
-                    design=f"adaptive: {how}, probabilities recorded",
-                    detail=_detail(spec, "Des Raj martingale-difference estimator"))
+                    design=f"adaptive: {how}, probabilities recorded", kind="exact" if exact else "t",
+                    detail=_detail(spec, "Des Raj martingale-difference estimator", exact=exact))
 
 
 def _log_tasks(run: xr.DataArray | xr.Dataset) -> np.ndarray:
     return np.asarray(run["task"].values).astype(str)
 
 
-def _detail(spec: _Spec, estimator: str) -> str:
+def _detail(spec: _Spec, estimator: str, exact: bool = False) -> str:
+    if exact:
+        return ("plain mean of a simple random sample of 0/1 outcomes; exact hypergeometric interval (the "
+                "successes drawn inverted for the population's count, as design U), valid for every population")
     if spec.working.startswith("none"):
         return "plain mean of a simple random sample, Student t with the finite-population correction"
     return (f"{estimator} with the working model's predictions ({spec.working}); design-based variance, "
@@ -275,7 +288,8 @@ def _detail(spec: _Spec, estimator: str) -> str:
             "the range the tasks run allow")
 
 
-def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan: SubsetPlan) -> _AgentOut:
+def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan: SubsetPlan,
+                exact: bool = False) -> _AgentOut:
     """One agent on a fixed plan: sequential with an IRT bank, the classical difference estimator otherwise."""
     T = spec.T
     pos = {t: i for i, t in enumerate(spec.tasks)}
@@ -308,7 +322,7 @@ def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan:
                               plan.inclusion.values, poisson)
         elif work is None:
             raise HierbenchError("a PPS plan needs a working model (`working`): with none, use design='srs'")
-    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed)
+    return agent_out(rec, T=T, prob=spec.prob, model=model, fixed=fixed, exact=exact)
 
 
 def assisted_mean(
@@ -382,10 +396,11 @@ def assisted_mean(
             "ability updated from the tasks drawn before", "its population-average predictions (a Poisson "
             "plan has no draw order to update along)"))
     agents, sources = _sources(_plan_logs(outcomes, plan), spec.tasks, spec.n_runs)
+    exact = spec.working.startswith("none") and plan.design == "srs" and _single_run(sources, spec)
     outs = map_seeded(_plan_agent, sources, rng=rng, executor=executor,
-                      desc="agents", kwargs={"spec": spec, "plan": plan})
+                      desc="agents", kwargs={"spec": spec, "plan": plan, "exact": exact})
     return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working, design=f"plan: {plan.design}",
-                    detail=_detail(spec, "difference / Des Raj estimator"))
+                    detail=_detail(spec, "difference / Des Raj estimator", exact=exact), kind="exact" if exact else "t")
 
 
 def _plan_logs(outcomes: Any, plan: SubsetPlan) -> Any:
