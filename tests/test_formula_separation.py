@@ -145,3 +145,4 @@ def test_the_bayesian_builder_reads_the_same_rule_for_grades(shared_data):
     dec = m.hierbench["structure"]["decisions"]["target_accept"]
     assert (dec["choice"], m.hierbench["sampler_defaults"]["target_accept"]) == (0.95, 0.95)
     assert "agent[7]" in dec["reason"] and "prior" in dec["reason"]
+

@@ -26,10 +26,11 @@ population rule).
 
 Intervals are by the delta method on ``(beta, log sd, thresholds)``,
 derivatives by central differences of the prediction. For
-:func:`mean_response` and :func:`agent_variance` the covariance is the ML
-fit's inverse observed information (kind ``normal``; ``logit-normal`` for
-:func:`mean_response`, whose interval is normal on the logit of the mean,
-mapped back). The marginal effects
+:func:`mean_response` and :func:`agent_variance`'s fixed terms the covariance
+is the ML fit's inverse observed information (kind ``normal``;
+``logit-normal`` for :func:`mean_response`, whose interval is normal on the
+logit of the mean, mapped back); a random term's variance takes the fit's own
+sd interval, squared (profile or Wald on the log scale). The marginal effects
 by default take the small-sample route of :mod:`._smallsample`: the
 parameters and their covariance of the REML fit of the same model, and
 Student t quantiles with the containment degrees of freedom of the
@@ -41,6 +42,7 @@ the effect rests on a random term with few levels (``FewLevelsWarning``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 from typing import Literal
@@ -66,6 +68,9 @@ from ._smallsample import containment_df
 from ._smallsample import restricted_fit
 from ._warnings import FewLevelsWarning
 from ._warnings import MLConvergenceWarning
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: An agent-level random term with fewer levels than this makes an ML delta-method interval of
 #: an agent-level effect run short: it treats the term's variance as known, and maximum
@@ -133,13 +138,24 @@ class AgentVarianceResult(Result):
 
     ``estimate`` / ``ci`` over ``component``; ``share`` the fraction of the
     total; ``kind`` says whether a component is a random term's variance or
-    the spread of a fixed term's contributions.
+    the spread of a fixed term's contributions. The intervals differ by kind
+    (``ci.attrs["ci_kind"]`` is ``"mixed"`` when they do): ``ci_kinds`` and
+    ``ci_detail`` say how each component's was made, and :meth:`to_frame`
+    gives each row its own ``ci_kind``.
     """
 
     estimate: xr.DataArray
     ci: xr.DataArray
     share: xr.DataArray
     kind: xr.DataArray
+    ci_kinds: xr.DataArray
+    ci_detail: xr.DataArray
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per component; ``ci_kind`` and ``ci_detail`` are each row's own."""
+        df = super().to_frame()
+        df["ci_kind"] = df.pop("ci_kinds")
+        return df
 
 
 # --------------------------------------------------------------------------- prediction
@@ -470,6 +486,26 @@ def _mode_variance(fit, f, held, offset, keys, groups, threshold, factor) -> np.
 # --------------------------------------------------------------------------- agents' variance
 
 
+def _sd_intervals_at(fit: MixedMLResult, rand: list[int], prob: float) -> tuple[np.ndarray, tuple, str, str]:
+    """The random terms' sds ``rand``, their intervals at ``prob``, the kind and how they were made.
+
+    The fit's own intervals (profile or Wald on the log scale) when they are at ``prob``; else Wald
+    on the log scale at ``prob`` from the fit's covariance (a profile is not recomputed here).
+    """
+    sd = fit.sd.values[rand]
+    names = {"profile": "the fit's profile-likelihood interval", "normal": "the fit's Wald interval on the log scale"}
+    if abs(float(fit.sd_ci.attrs["ci_prob"]) - prob) < 1e-12:
+        kind = str(fit.sd_ci.attrs["ci_kind"])
+        return sd, (fit.sd_ci.values[rand, 0], fit.sd_ci.values[rand, 1]), kind, names.get(kind, f"the fit's {kind} interval")
+    p = fit.design.X.shape[1]
+    se_log = np.sqrt(np.clip(np.diag(np.asarray(fit.vcov.values))[p + np.asarray(rand, dtype=int)], 0, None))
+    z = normal_z(prob)
+    how = f"Wald on the log scale at {prob:g} (the fit's own intervals are at {float(fit.sd_ci.attrs['ci_prob']):g})"
+    with np.errstate(over="ignore", invalid="ignore"):
+        return sd, (sd * np.exp(-z * se_log), sd * np.exp(z * se_log)), "normal", how
+
+
+
 @fill_doc
 def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVarianceResult:
     """Split the logit-scale variance among agents into the formula's agent-level terms.
@@ -478,7 +514,10 @@ def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVa
     ``(1|agent)``) contributes its variance ``sigma^2``; a fixed agent-level
     term (``scaffold``) the variance, across the agents in the data, of its
     contribution ``x_a beta`` (population form, divisor ``n_agents``).
-    Intervals by the delta method, truncated at zero.
+    A random term's interval is the fit's own interval of its sd, squared
+    (profile likelihood, or Wald on the log scale, as the fit made them; at
+    another ``prob`` than the fit's, Wald on the log scale); a fixed term's is
+    the delta method, truncated at zero. ``ci_detail`` says which, per component.
 
     Parameters
     ----------
@@ -488,9 +527,11 @@ def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVa
     Returns
     -------
     AgentVarianceResult
-        One row per agent-level term (``component``): its variance with a
-        delta-method interval at ``prob``, its share of the total, and whether
-        it is a random term's variance or a fixed term's spread.
+        One row per agent-level term (``component``): its variance with its
+        interval at ``prob``, its share of the total, whether it is a random
+        term's variance or a fixed term's spread, and each interval's kind and
+        detail (``ci_kinds``, ``ci_detail``; ``ci.attrs["ci_kind"]`` is
+        ``"mixed"`` when random and fixed terms' kinds differ).
 
     Examples
     --------
@@ -510,20 +551,28 @@ def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVa
     fit = _check_fit(fit)
     prob = check_prob(prob)
     d = fit.design
-    p = d.X.shape[1]
     first = d.agent_rows()
     fixed, rand, names = d.agent_terms()
 
     def f(params: np.ndarray) -> np.ndarray:
-        vals = [np.var(d.X[first][:, d.fixed_terms[t]] @ params[d.fixed_terms[t]]) for t in fixed]
-        return np.array(vals + [np.exp(2 * params[p + k]) for k in rand])
+        return np.array([np.var(d.X[first][:, d.fixed_terms[t]] @ params[d.fixed_terms[t]]) for t in fixed])
 
-    est, se = _delta(fit, f)
-    da = xr.DataArray(est, dims="component", coords={"component": names}, name="estimate")
+    est, se = _delta(fit, f) if fixed else (np.zeros(0), np.zeros(0))
+    z = normal_z(prob)
+    sd, (sd_lo, sd_hi), rkind, how = _sd_intervals_at(fit, rand, prob)
+    lo = np.r_[np.clip(est - z * se, 0.0, None), sd_lo**2]
+    hi = np.r_[est + z * se, sd_hi**2]
+    da = xr.DataArray(np.r_[est, sd**2], dims="component", coords={"component": names}, name="estimate")
     da.attrs = {"scale": "logit (variance among agents)"}
-    ci = _interval(da, se, prob, "delta method, truncated at 0; a fixed term: the variance of its contributions across these agents")
-    ci = ci.clip(min=0.0)
-    kind = xr.DataArray(["fixed"] * len(fixed) + ["random"] * len(rand), dims="component",
-                        coords={"component": names}, name="kind")  # fmt: skip
+    kinds = ["normal"] * len(fixed) + [rkind] * len(rand)
+    details = ["delta method, truncated at 0: the variance of this fixed term's contributions across these agents"] * len(fixed)
+    details += [f"{how} of sd({names[len(fixed) + j]}), squared" for j in range(len(rand))]
+    ci = make_interval(lo, hi, prob=prob, kind=kinds[0] if len(set(kinds)) == 1 else "mixed", template=da,
+                       detail="; ".join(f"{n}: {t}" for n, t in zip(names, details, strict=True)), warn_zero_width=False)  # fmt: skip
+    per = {"dims": "component", "coords": {"component": names}}
+    kind = xr.DataArray(["fixed"] * len(fixed) + ["random"] * len(rand), name="kind", **per)
     share = (da / da.sum()).rename("share")
-    return AgentVarianceResult(estimate=da, ci=ci, share=share, kind=kind)
+    return AgentVarianceResult(estimate=da, ci=ci, share=share, kind=kind,
+                               ci_kinds=xr.DataArray(kinds, name="ci_kinds", **per),
+                               ci_detail=xr.DataArray(details, name="ci_detail", **per))  # fmt: skip
+
