@@ -41,11 +41,11 @@ def battles_report(tmp_path_factory):
                       progress=False)
     path = tmp_path_factory.mktemp("bt") / "report.md"
     report.build(fit, freq=None, path=path, rng=0)
-    return battles, path.read_text()
+    return battles, path.read_text(), fit
 
 
 def test_pairwise_text_names_the_independence_the_model_assumes(battles_report):
-    _, text = battles_report
+    _, text, _ = battles_report
     assert "beside each pair's own p-value" not in text
     assert "The Bradley-Terry model counts every battle as an independent judgment" in text
     assert "No paired tests: battles carry no per-task scores to pair." in text
@@ -55,7 +55,7 @@ def test_pairwise_text_names_the_independence_the_model_assumes(battles_report):
 def test_rank_text_points_to_a_counterpart_that_takes_battles(battles_report):
     from hierbench.freq import fit_bradley_terry_ml
 
-    battles, text = battles_report
+    battles, text, _ = battles_report
     assert "through the model's task effects" not in text and "rank_uncertainty(data)" not in text
     assert "fit_bradley_terry_ml resamples the prompts; its rank_ci is the rank interval" in text
     ml = fit_bradley_terry_ml(battles, ties="none", n_resamples=50, rng=0)  # the counterpart named: it takes battles
@@ -63,6 +63,19 @@ def test_rank_text_points_to_a_counterpart_that_takes_battles(battles_report):
 
 
 def test_forest_axis_names_the_logit_scale_once(battles_report):
-    _, text = battles_report
+    _, text, _ = battles_report
     assert "ability (logit scale); 95% intervals" in text
     assert "(model scale) (model scale)" not in text
+
+
+def test_a_report_with_its_battle_log_has_no_section_that_failed(battles_report, tmp_path):
+    """Audit N: with the battle log beside the fit, 7 sections printed raw exceptions (`score` missing)."""
+    from hierbench import report
+
+    battles, _, fit = battles_report
+    text = report.build(fit, battles, path=tmp_path / "r.md", progress=False, rng=0).read_text()
+    assert "not computed" not in text and "Error" not in text
+    outcome = battles["outcome"].to_series()  # 1 a wins, 0.5 tie, 0 b wins (read_battles)
+    assert f"{len(outcome)} battles between 4 agents" in text and "no ties" not in text
+    assert f"{int((outcome == 0.5).sum())} ties (0.0%)" in text  # the simulation has none
+    assert text.count("not to battles") == 3

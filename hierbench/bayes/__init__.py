@@ -16,6 +16,7 @@ from ._models._bradley_terry import BT_DEFAULT_PRIORS
 from ._models._bradley_terry import ELO_PER_LOGIT
 from ._models._bradley_terry import DisconnectedComparisonWarning
 from ._models._bradley_terry import build_bradley_terry
+from ._models._bradley_terry import pair_counts_hash as pair_counts_hash  # for the report
 from ._models._crossed import CROSSED_PRIORS
 from ._models._crossed import build_crossed
 from ._models._crossed import gauss_hermite

@@ -34,6 +34,7 @@ from ._convergence import _sec_convergence
 from ._match import check_fit_data
 from ._match import check_result_data
 from ._match import cluster_note
+from ._match import is_battles
 from ._passk import _sec_passk
 from ._report import Report
 from ._sec_pairs import _sec_pairwise
@@ -43,6 +44,7 @@ from ._sections import _sec_data
 from ._sections import _sec_ppc
 from ._sections import _sec_ranks
 from ._sections import _sec_side
+from ._sections import of_battles
 from ._subset import _sec_subset
 from ._subset import check_subset
 from ._variance import _sec_variance
@@ -190,10 +192,11 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     paths written and the report (its ``files``: what was attached beside it).
     """
     prob, fit, data, subset = _inputs(fit, data, subset, prob, bootstrap_method)
+    battles, data = (data, None) if is_battles(data) else (None, data)  # the run-log sections see no data
     order = SECTIONS if not subset else _with_subset()
     out = []
     with Progress(len(order) + len(paths), "report", enabled=progress, unit="section") as bar:
-        ctx = _Context(fit=fit, data=data, prob=prob, bootstrap_method=bootstrap_method,
+        ctx = _Context(fit=fit, data=data, battles=battles, prob=prob, bootstrap_method=bootstrap_method,
                        truth=_as_series(truth), subset=subset, say=bar.stage, **kw)  # fmt: skip
         rep = _assemble(ctx, bar, title, appendix, order)
         for p in paths:
@@ -224,8 +227,9 @@ def _subset_results(subset, data: xr.Dataset | None) -> list:
     if subset is None:
         return []
     items = check_subset(subset)
-    if data is None:
-        raise ValueError("`subset` needs `data`: the report checks the subset results against the log they came from")
+    if data is None or is_battles(data):
+        raise ValueError("`subset` needs `data`, a run log: the report checks the subset results against the log "
+                         "they came from")
     for i, r in enumerate(items):
         check_result_data(r, data, name="`subset`" if len(items) == 1 else f"`subset[{i}]`")
     return items
@@ -296,8 +300,30 @@ def _glyphs_note(ctx: _Context) -> str:
     )
 
 
+#: the abilities, ranks and pairs of a battle log given without a fit
+BATTLES_NO_FIT = (
+    "A battle log alone: the abilities, ranks and pairwise probabilities need a Bradley-Terry fit of it "
+    "(`hierbench fit`, hierbench.bayes.build_bradley_terry); hierbench.freq.fit_bradley_terry_ml gives the "
+    "abilities and rank intervals under resampling of the prompts."
+)
+#: the sections that read a run log's scores (agent x task x run): a report of battles says so in each
+RUN_LOG_ONLY = {
+    "pass-k": "pass^k applies to run logs (a 0/1 score per agent, task and run), not to battles.",
+    "variance": "Variance components apply to run logs (scores per agent, task and run), not to battles.",
+    "side-by-side": "This section applies to run logs, not to battles: it puts the task bootstrap of each agent's "
+    "mean score beside the fit (for battles, hierbench.freq.fit_bradley_terry_ml is the Bradley-Terry fit's "
+    "frequentist counterpart).",
+}
+
+
 def _run_section(ctx: _Context, rep: Report, sid: str) -> None:
     """One section: its warnings collected, a section that cannot be computed says why."""
+    if sid in RUN_LOG_ONLY and of_battles(ctx):
+        rep.section(_TITLES[sid], id=sid, note=RUN_LOG_ONLY[sid])
+        return
+    if sid in ("abilities", "ranks", "pairwise") and ctx.battles is not None and ctx.fit is None:
+        rep.section(_TITLES[sid], id=sid, note=BATTLES_NO_FIT)
+        return
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -174,6 +174,8 @@ def g_interval(g, prob: float, names: list[str]) -> xr.DataArray:
 
 class _Context:
     bootstrap_method = BOOTSTRAP_METHOD
+    #: a battle log given as the report's data (``data`` is then None: the sections read run logs)
+    battles: xr.Dataset | None = None
 
     def __init__(self, **kw):
         self.__dict__.update(kw)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .._base import HierbenchError
@@ -34,6 +35,9 @@ from .._base import counted
 from .._base import fit_record
 
 __all__ = ["FitDataMismatchError", "check_fit_data", "check_result_data"]
+
+#: the columns of a table of battles per ordered pair (wins of agent_a, ties, wins of agent_b)
+PAIR_COLUMNS = ["agent_a", "agent_b", "n_win_a", "n_tie", "n_win_b"]
 
 
 class FitDataMismatchError(HierbenchError):
@@ -215,6 +219,104 @@ def cluster_note(fit: xr.DataTree, data: xr.Dataset) -> str | None:
     )
 
 
+def is_battles(data: xr.Dataset | None) -> bool:
+    """Whether ``data`` is a battle log (``hierbench.data.read_battles``: dim ``comparison``) or its pair counts (``pair``)."""
+    return isinstance(data, xr.Dataset) and bool({"comparison", "pair"} & set(data.dims))
+
+
+def data_pair_counts(data: xr.Dataset) -> xr.Dataset:
+    """A battle log's win / tie / loss counts per ordered pair (pair counts are returned as they are)."""
+    from ..data import check_pairwise
+    from ..data import to_pair_counts
+
+    return to_pair_counts(check_pairwise(data)) if "comparison" in data.dims else data
+
+
+def pair_table(counts: xr.Dataset) -> pd.DataFrame:
+    """Pair counts as a table of :data:`PAIR_COLUMNS`, agents as text."""
+    return pd.DataFrame({c: np.asarray(counts[c].values).astype(str if c.startswith("agent") else float)
+                         for c in PAIR_COLUMNS})  # fmt: skip
+
+
+def fit_pair_table(fit: xr.DataTree) -> pd.DataFrame | None:
+    """The battles a Bradley-Terry fit saw, per ordered pair (:data:`PAIR_COLUMNS`), from its constant data.
+
+    None for a fit whose constant data are not a Bradley-Terry model's.
+    """
+    if not {"constant_data", "posterior"} <= set(fit.children):
+        return None
+    cd = fit["constant_data"].to_dataset()
+    if not {"agent_a_idx", "agent_b_idx", "n_comparisons"} <= set(cd.data_vars):
+        return None
+    agents = np.asarray(_labels(fit["posterior"]["agent"].values), dtype=object)
+    n = cd["n_comparisons"].values.astype(float)
+    if "outcome_obs" in cd:
+        win_a, tie, win_b = cd["outcome_obs"].transpose("pair", "result").values.astype(float).T
+    elif "n_win_a_obs" in cd:  # a fit with ties=None, which refuses battles with ties
+        win_a = cd["n_win_a_obs"].values.astype(float)
+        tie, win_b = np.zeros_like(n), n - win_a
+    else:
+        return None
+    a, b = agents[cd["agent_a_idx"].values], agents[cd["agent_b_idx"].values]
+    return pd.DataFrame(dict(zip(PAIR_COLUMNS, (a, b, win_a, tie, win_b), strict=True)))
+
+
+def _pair_diff(fp: pd.DataFrame, dp: pd.DataFrame) -> list[str]:
+    """The battles two pair tables hold, and the ordered pairs whose win / tie / loss counts differ."""
+    why = []
+    n_fit, n_data = (int(t[PAIR_COLUMNS[2:]].sum().sum()) for t in (fp, dp))
+    if n_fit != n_data:
+        why.append(f"the fit saw {n_fit:,} battles and the data holds {n_data:,}")
+    both = fp.merge(dp, on=["agent_a", "agent_b"], how="outer", suffixes=(" fit", " data")).fillna(0)
+    bad = both[np.any([both[f"{c} fit"] != both[f"{c} data"] for c in PAIR_COLUMNS[2:]], axis=0)]
+    if len(bad):
+        ex = ", ".join(f"({r['agent_a']} vs {r['agent_b']}): fit " + "/".join(f"{r[f'{c} fit']:g}" for c in PAIR_COLUMNS[2:])
+                       + ", data " + "/".join(f"{r[f'{c} data']:g}" for c in PAIR_COLUMNS[2:])
+                       for _, r in bad.head(3).iterrows())  # fmt: skip
+        why.append(f"{len(bad)} of {len(both)} ordered pairs with other counts of wins of the first / ties / "
+                   f"wins of the second (e.g. {ex})")  # fmt: skip
+    return why
+
+
+def _check_battles(fit: xr.DataTree, data: xr.Dataset, fit_name: str, data_name: str) -> None:
+    """A Bradley-Terry fit against a battle log: the same battles, by the fingerprint the fit records.
+
+    Refused: a battle log beside a fit of run logs, a run log beside a Bradley-Terry fit, and other
+    battles (audit N: the first 4,000 of LLMFAO's 8,931 battles were accepted because only the
+    agents, the same 59, were compared).
+    """
+    from ..bayes import pair_counts_hash
+    from ._pairs import battles_fit
+
+    if not battles_fit(fit):
+        model = fit.attrs.get("hierbench_model", "custom")
+        raise FitDataMismatchError(
+            f"{data_name} is a battle log (pairwise comparisons) and {fit_name} is a {model} fit of a run log: "
+            "a battle log goes with a Bradley-Terry fit (hierbench.bayes.build_bradley_terry); give the run log "
+            "the fit was made from"
+        )
+    if not is_battles(data):
+        raise FitDataMismatchError(
+            f"{fit_name} is a Bradley-Terry fit of battles and {data_name} is a run log (scores per agent, task "
+            "and run): give the battle log the fit was made from (hierbench.data.read_battles)"
+        )
+    counts = data_pair_counts(data)
+    want, got = str(fit.attrs.get("hierbench_data_hash", "")), pair_counts_hash(counts)
+    if want == got:
+        return
+    fp = fit_pair_table(fit)
+    why = _set_diff("agent", _labels(fit["posterior"]["agent"].values), _labels(counts["agent"].values))
+    why += _pair_diff(fp, pair_table(counts)) if fp is not None else []
+    if not want and not why:
+        return  # the fit records no fingerprint and its battles are the data's
+    why = why or ["the same counts per pair, labelled or oriented otherwise (which agent is first)"]
+    raise FitDataMismatchError(
+        f"{fit_name} and {data_name} are not the same battles: " + "; ".join(why)
+        + f" (fingerprints {want[:12] or 'none'} and {got[:12]}). Give the battle log the fit was made from, "
+        "read with the same options (read_battles' task, position and outcomes change the counts)"
+    )
+
+
 def check_fit_data(
     fit: xr.DataTree,
     data: xr.Dataset,
@@ -264,6 +366,10 @@ def check_fit_data(
             f"{fit_name} and {data_name} are not the same evaluation: the fit's grades are labelled "
             f"{named[0]!r} and the data's {named[1]!r} (attrs['score_labels'])"
         )
+    from ._pairs import battles_fit
+
+    if battles_fit(fit) or is_battles(data):
+        return _check_battles(fit, data, fit_name, data_name)
     want = str(fit.attrs.get("hierbench_data_hash", ""))
     counts = to_counts(data) if "score" in data else data
     got = data_hash(counts) if {"n_runs", "n_success"} <= set(counts.data_vars) else ""

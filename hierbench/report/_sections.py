@@ -32,7 +32,89 @@ def _file_name(source: object) -> str:
     return PurePath(text).name if ("/" in text or "\\" in text) else text
 
 
+def of_battles(ctx: _Context) -> bool:
+    """Whether the report is of battles: a battle log given, or a Bradley-Terry fit."""
+    from ._pairs import battles_fit
+
+    return ctx.battles is not None or battles_fit(ctx.fit)
+
+
+def _battle_pairs(ctx: _Context) -> tuple[pd.DataFrame, str] | None:
+    """The report's battles per ordered pair and where they come from (the log, else the fit); None: neither."""
+    from ._match import data_pair_counts
+    from ._match import fit_pair_table
+    from ._match import pair_table
+
+    if ctx.battles is not None:
+        return pair_table(data_pair_counts(ctx.battles)), f"source {_file_name(ctx.battles.attrs.get('source', 'the battle log'))}"
+    table = fit_pair_table(ctx.fit) if ctx.fit is not None else None
+    if table is None:
+        return None
+    return table, "from the fit's constant data, the battles it saw; give the battle log for its prompts and judges"
+
+
+def battle_summary(pairs: pd.DataFrame, battles: xr.Dataset | None) -> tuple[pd.DataFrame, str, dict]:
+    """Per agent: battles, wins, ties, losses, opponents; the sentence that counts them; the counts.
+
+    ``pairs``: win / tie / loss counts per ordered pair (``_match.PAIR_COLUMNS``). ``battles``: the log, for its prompts (``task``), judges (a ``worker``,
+    ``judge`` or ``annotator`` variable) and which side is the first position.
+    """
+    rows = []
+    for side, win, lose in (("agent_a", "n_win_a", "n_win_b"), ("agent_b", "n_win_b", "n_win_a")):
+        other = "agent_b" if side == "agent_a" else "agent_a"
+        rows.append(pairs.rename(columns={side: "agent", other: "opponent", win: "wins", lose: "losses", "n_tie": "ties"}))
+    long = pd.concat(rows)[["agent", "opponent", "wins", "ties", "losses"]]
+    long["battles"] = long[["wins", "ties", "losses"]].sum(1)
+    table = long.groupby("agent").agg(battles=("battles", "sum"), wins=("wins", "sum"), ties=("ties", "sum"),
+                                      losses=("losses", "sum"))  # fmt: skip
+    table["opponents"] = long[long["battles"] > 0].groupby("agent")["opponent"].nunique()
+    n, ties = int(long["battles"].sum()) // 2, int(pairs["n_tie"].sum())
+    table = table.astype(int).sort_values("battles", ascending=False)
+    per = table["battles"]
+    k = len(table)
+    met = len({frozenset(p) for p in zip(pairs["agent_a"], pairs["agent_b"], strict=True)})
+    text = (f"{n:,} battles between {counted(k, 'agent')}; {met} of the {k * (k - 1) // 2:,} pairs of agents met; "
+            + f"{ties:,} ties ({ties / max(n, 1):.1%})"
+            + f"; battles per agent min {per.min():,}, median {per.median():,g}, max {per.max():,}")  # fmt: skip
+    text += _battle_log_text(pairs, battles)
+    counts = {"battles": n, "ties": ties, "agents": k}
+    return table, text, counts
+
+
+def _battle_log_text(pairs: pd.DataFrame, battles: xr.Dataset | None) -> str:
+    """What only the log says: the first position's wins, the prompts and the judges."""
+    if battles is None or "comparison" not in battles.dims:
+        return ""
+    out = ""
+    if battles.attrs.get("first_position") or "position" in battles:
+        a, b = int(pairs["n_win_a"].sum()), int(pairs["n_win_b"].sum())
+        out += f"; the agent in the first position won {a:,}, the second {b:,}"
+    if "task" in battles:
+        per = pd.Series(np.asarray(battles["task"].values).astype(str)).value_counts()
+        out += f"; {counted(len(per), 'prompt')} (battles per prompt min {per.min()}, median {per.median():g}, max {per.max()})"
+    for name in ("worker", "judge", "annotator"):
+        if name in battles:
+            out += f"; {counted(pd.Series(np.asarray(battles[name].values).astype(str)).nunique(), name)}"
+    return out
+
+
+def _sec_battles(ctx: _Context, rep: Report, sid: str) -> None:
+    """The data summary of battles: counts of battles, ties, prompts and judges, and each agent's record."""
+    got = _battle_pairs(ctx)
+    if got is None:
+        raise _Skip("no battle log given, and the fit records no battles")
+    table, text, counts = battle_summary(got[0], ctx.battles)
+    ctx.cache["battles"] = counts
+    few = table.index[table["battles"] < FEW_UNITS].tolist()
+    text += f" ({got[1]})."
+    text += (f"\n\n**Flags:**\n\n- agents in fewer than {FEW_UNITS} battles: {few} (their abilities rest on "
+             "those few judgments and the prior)") if few else f" No agent is in fewer than {FEW_UNITS} battles."  # fmt: skip
+    rep.section(_TITLES[sid], text, table=table, id=sid)
+
+
 def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
+    if of_battles(ctx):
+        return _sec_battles(ctx, rep, sid)
     if ctx.data is None:
         if (
             ctx.fit is not None
@@ -882,6 +964,8 @@ def cluster_weights(fit: xr.DataTree | None, data: xr.Dataset | None) -> str:
 
 def _pairs_entry(ctx: _Context) -> str:
     """The checklist's paired-deltas entry: what the pairwise section computed, in its own sentence."""
+    if of_battles(ctx):
+        return "none: battles carry no per-task scores to pair"
     if (one := ctx.single_agent()) is not None:
         return f"none: one agent ({one}), no pair to compare"
     cmp = ctx.cache.get("compare")
@@ -933,6 +1017,10 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             )
         else:
             rows.append(("clustering", "no cluster labels: tasks are resampled one by one"))
+    if "battles" in ctx.cache:
+        b = ctx.cache["battles"]
+        rows.append(("n (agents, battles)", f"{counted(b['agents'], 'agent')}, {b['battles']:,} battles, "
+                     f"{b['ties']:,} ties ({b['ties'] / max(b['battles'], 1):.1%})"))
     boot = ctx.cache.get("bootstrap")
     kinds = []
     if boot is not None:
