@@ -119,12 +119,18 @@ def test_plans_and_anchor_sets_print_a_few_lines():
     joint = repr(plan_joint(50, 4, 70, rng=0))
     assert "a second in 20 audited tasks" in joint  # t = budget - M = 70 - 50
 
-    # information anchors weigh 1 / size each: 1/3
-    anchor_text = repr(anchors(_bank(np.linspace(0.5, 2, 10), np.linspace(-2, 2, 10)), 3, method="information"))
-    assert anchor_text.startswith("AnchorSet: 3 anchor tasks (information), weights 0.333 to 0.333")
-    # a third line says that the anchors are the model's choice: a score from them is model-based
+    # information anchors have no weights: their mean is biased (SWE-bench: 1.4-3.9x a random subset's RMSE)
+    info = anchors(_bank(np.linspace(0.5, 2, 10), np.linspace(-2, 2, 10)), 3, method="information")
+    anchor_text = repr(info)
+    assert np.isnan(info.weights).all()
+    assert anchor_text.startswith("AnchorSet: 3 anchor tasks (information), no weights: chosen for their information")
+    assert "weighted mean is biased" in anchor_text
+    # a third line says that the anchors are the model's choice: only irt_score uses them, model-based
     assert len(anchor_text.splitlines()) == 3
-    assert anchor_text.splitlines()[2].startswith("  chosen by the bank's model, not drawn at random")
+    assert anchor_text.splitlines()[2].startswith("  chosen by the bank's model, not drawn at random: only irt_score "
+                                                  "uses them, and its interval is model-based, with no model-free")
+    cluster_text = repr(anchors(_bank(np.linspace(0.5, 2, 10), np.linspace(-2, 2, 10)), 3, rng=0))
+    assert "(irt_score, or the weighted mean) is model-based, with no model-free guarantee" in cluster_text
 
     subset = repr(plan_subset(100, 10, rng=0))  # simple random sampling: 10 / 100 each
     assert subset.splitlines()[0] == "SubsetPlan: design 'srs', 10 of 100 tasks drawn; inclusion probability 0.1 each"

@@ -36,7 +36,12 @@ class AnchorSet:
         Task labels, in the order chosen.
     weights : numpy.ndarray
         Share of the bank each anchor stands for (``"cluster"``: its
-        cluster's size / T; ``"information"``: 1 / size).
+        cluster's size / T). ``"information"``: NaN, no weights. Those
+        anchors are the most informative tasks (mid difficulty, high
+        discrimination), not a picture of the bank, so no weighted mean of
+        them estimates the full score: on SWE-bench their mean had 1.4 to
+        3.9 times the RMSE of a random subset of the same size, worse as the
+        size grew. Only ``irt_score`` uses them.
     method : str
     """
 
@@ -50,12 +55,21 @@ class AnchorSet:
     def __repr__(self) -> str:
         """How the anchors were chosen, how many, a few of them with their weights; all in the attributes."""
         w = np.asarray(self.weights, float)
+        tail = ("plan_subset draws a subset whose plain or assisted mean is design-unbiased")
+        if np.isnan(w).all():
+            shown = few(np.arange(w.size), show=lambda i: f"{str(self.tasks[i])!r}")
+            return (
+                f"AnchorSet: {self.tasks.size} anchor tasks ({self.method}), no weights: chosen for their "
+                "information, not to stand for the bank, so their plain or weighted mean is biased\n"
+                f"  {shown}\n  chosen by the bank's model, not drawn at random: only irt_score uses them, and its "
+                f"interval is model-based, with no model-free guarantee; {tail}"
+            )
         shown = few(np.arange(w.size), show=lambda i: f"{str(self.tasks[i])!r} ({w[i]:.3g})")
         return (
             f"AnchorSet: {self.tasks.size} anchor tasks ({self.method}), weights {w.min():.3g} to {w.max():.3g} "
             f"(sum {w.sum():.3g}: each anchor's share of the bank)\n  {shown}\n  chosen by the bank's model, "
-            "not drawn at random: a score from them (irt_score, or the weighted mean) is model-based; "
-            "plan_subset draws a subset whose plain or assisted mean is design-unbiased"
+            "not drawn at random: a score from them (irt_score, or the weighted mean) is model-based, with no "
+            f"model-free guarantee; {tail}"
         )
 
 
@@ -100,8 +114,10 @@ def anchors(
     Returns
     -------
     AnchorSet
-        ``size`` task labels in the order chosen, each with the share of
-        the bank it stands for (``weights``, summing to 1).
+        ``size`` task labels in the order chosen; for ``"cluster"`` each
+        with the share of the bank it stands for (``weights``, summing to
+        1), for ``"information"`` no weights (NaN: only ``irt_score`` uses
+        those anchors).
 
     Examples
     --------
@@ -121,7 +137,8 @@ def anchors(
         idx, w = _cluster_anchors(a, d, size, rng)
         return AnchorSet(bank.tasks[idx], w, "cluster")
     chosen = _information_anchors(a, d, size)
-    return AnchorSet(bank.tasks[chosen], np.full(size, 1.0 / size), "information")
+    # no weights: the most informative tasks are not a picture of the bank (their mean is biased)
+    return AnchorSet(bank.tasks[chosen], np.full(size, np.nan), "information")
 
 
 def _cluster_anchors(a: np.ndarray, d: np.ndarray, size: int, rng) -> tuple[np.ndarray, np.ndarray]:
