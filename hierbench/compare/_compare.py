@@ -180,7 +180,10 @@ _POPULATION_ADVICE = {
     "mean score": (
         "Summarise `mean_new_task` for {observed} instead of `mean_observed` "
         "(hierbench.metrics.posterior_summary(fit, var='mean_new_task')), the like of a task bootstrap's "
-        "interval, or pass allow_mismatch=True"
+        "interval. An IRT fit has no such variable: its `mean_task` averages all the data's tasks (those an "
+        "agent did not run too) with the tasks held fixed; its like is a bootstrap over runs "
+        "(hierbench.freq.bootstrap_ci(data, scheme='runs'), over each agent's own tasks). Or pass "
+        "allow_mismatch=True"
     ),
 }
 _PASS_ADVICE = (
@@ -223,7 +226,7 @@ def _scale_advice(scales: set[str]) -> str:
     bare = {s.split(" (")[0] for s in scales}
     if bare == {"elo", "logit"}:
         return (
-            "an Elo point is 400 / ln 10 = 173.7 logits' worth; put both on one scale: "
+            "one logit is 400 / ln 10 = 173.7 Elo points; put both on one scale: "
             "fit_bradley_terry_ml(..., scale='logit') beside the posterior `ability`, or the default "
             "scale='elo' beside the posterior `elo`"
         )

@@ -310,22 +310,31 @@ def mc_interval(per_draw: xr.DataArray, *, prob: float, what: str) -> tuple[xr.D
     return est, ci, ess.copy(data=n).rename("ess")
 
 
-#: what a fit's posterior variable estimates, by its name: its quantity and the tasks its interval is for
-VARIABLE_TARGETS = {
-    "mean_new_task": ("mean score", "population"),
-    "mean_observed": ("mean score", "observed"),
+#: what a fit's posterior variable estimates, by its name and words of its ``meaning`` ("": any): its quantity
+#: (the frequentist counterpart's label) and the tasks its interval is for (None: no task set). The IRT's
+#: ``mean_task`` averages all the data's tasks (those an agent did not run too), held fixed; the
+#: Bradley-Terry abilities, on either scale, are the quantity of ``hierbench.freq.fit_bradley_terry_ml``
+VARIABLE_TARGETS: dict[tuple[str, str], tuple[str, str | None]] = {
+    ("mean_new_task", ""): ("mean score", "population"),
+    ("mean_observed", ""): ("mean score", "observed"),
+    ("mean_task", "data's tasks"): ("mean score", "observed"),
+    ("ability", "Bradley-Terry"): ("Bradley-Terry ability", None),
+    ("elo", "10x odds"): ("Bradley-Terry ability", None),
 }
 #: words of a variable's ``meaning`` that say which tasks it is for, when its name is not in the table above
-_MEANING_TASKS = (("new task", "population"), ("dataset's tasks", "observed"), ("these tasks", "observed"))
+_MEANING_TASKS = (("new task", "population"), ("dataset's tasks", "observed"), ("data's tasks", "observed"),
+                  ("these tasks", "observed"))  # fmt: skip
 
 
 def draws_target(draws: xr.DataArray) -> dict[str, str]:
     """What a posterior variable estimates, from its attrs (``scale``, ``meaning``) and its name.
 
     ``scale`` as the variable states it; ``quantity`` and ``tasks`` (``"population"``:
-    a new task from the population, ``"observed"``: these tasks) from the name
-    (``mean_new_task``, ``mean_observed``) or, for another variable, the name and
-    the words of its ``meaning``. Empty for draws that state nothing.
+    a new task from the population, ``"observed"``: these tasks) from the name and
+    the words of its ``meaning`` (``VARIABLE_TARGETS``: ``mean_new_task``,
+    ``mean_observed``, the IRT's ``mean_task``, the Bradley-Terry ``ability`` and
+    ``elo``) or, for another variable, the name and the words of its ``meaning``.
+    Empty for draws that state nothing.
 
     Examples
     --------
@@ -339,10 +348,13 @@ def draws_target(draws: xr.DataArray) -> dict[str, str]:
     if draws.attrs.get("scale") is not None:
         out["scale"] = str(draws.attrs["scale"])
     name = None if draws.name is None else str(draws.name)
-    if name in VARIABLE_TARGETS:
-        out["quantity"], out["tasks"] = VARIABLE_TARGETS[name]
-        return out
     meaning = str(draws.attrs.get("meaning", ""))
+    known = next((v for (n, words), v in VARIABLE_TARGETS.items() if n == name and words in meaning), None)
+    if known is not None:
+        out["quantity"] = known[0]
+        if known[1] is not None:
+            out["tasks"] = known[1]
+        return out
     tasks = next((t for words, t in _MEANING_TASKS if words in meaning), None)
     if name is not None and meaning:
         out["quantity"] = name
