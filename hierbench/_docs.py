@@ -28,8 +28,10 @@ SHARED: dict[str, str] = {
     Level of the interval(s): the probability mass inside, 0 < prob < 1.""",
     "n_resamples": """n_resamples : int
     Bootstrap resamples.""",
-    "ordinal_threshold": """threshold : float, optional
-    Ordinal fits: the share graded at least ``threshold`` (else the mean grade).""",
+    "ordinal_threshold": """threshold : float or str, optional
+    Ordinal fits: the share graded at least ``threshold`` (else the mean grade): a grade
+    of the scale, its label (grades written as words: ``"yes"``) or the score the dataset
+    holds for it (``0.5`` for the middle of three grades read with ``score_levels``).""",
     "power_components": """components, sigma2_interaction, sigma2_residual
     Variance components (see :func:`sd_paired_diff`).""",
     # an Examples opening: the fit that the D-study examples (VarianceComponentsResult's, plot_d_study's) use

@@ -52,6 +52,8 @@ from .._base import unidentified_by_design
 from .._base import warn_user
 from ._values import grade_key
 from ._values import grade_levels
+from ._values import grade_names
+from ._values import grade_rule
 from ._values import grade_scale
 from ._values import grades_at
 from ._values import labels_attr
@@ -146,6 +148,10 @@ class ModelDesign:
         The words the grades of a ``score`` read from labels were written as
         (``attrs["score_labels"]``), one per category (their places ``0..L-1``);
         None for numeric grades and for other families.
+    scored_grades : bool
+        Whether the dataset's response holds each grade's place in [0, 1] (a ``score``
+        read with ``from_records(score_levels=...)``): a ``threshold`` may then be given
+        as that score too (:meth:`threshold_grade`).
     agents, tasks : ndarray of str
         The dataset's labels; ``agent_index`` / ``task_index`` (rows,) locate
         each design row.
@@ -175,6 +181,7 @@ class ModelDesign:
     decisions: dict[str, str] = field(default_factory=dict)
     labels: tuple[str, ...] | None = None
     builder: Any = field(default=None, compare=False)
+    scored_grades: bool = False
 
     def matrix(self, frame: pd.DataFrame) -> np.ndarray:
         """The fixed-effect matrix of other rows (a counterfactual frame: same columns, known levels)."""
@@ -185,25 +192,63 @@ class ModelDesign:
             X = np.delete(X, self.builder.slices["Intercept"], axis=1)
         return X
 
-    def reader_scale(self, threshold: float | None = None) -> tuple[float, str]:
+    def reader_scale(self, threshold: float | str | None = None) -> tuple[float, str]:
         """The factor to the reader's scale and its label, the one rule of both halves' effects.
 
         Points (100 x a probability or a mean score), or grades for an ordinal fit; with
-        ``threshold`` (ordinal only) the share graded at least that grade.
+        ``threshold`` (ordinal only; :meth:`threshold_grade`) the share graded at least that
+        grade, named by its label when the grades were written as words.
         """
         if self.family == "ordinal" and threshold is None:
             return 1.0, f"mean grade (of {self.response}, scale {grade_key(self.categories, self.labels)})"
         if self.family == "ordinal":
-            cats = self.categories
-            if threshold not in cats or threshold == cats[0]:
-                raise HierbenchError(
-                    f"`threshold` must be a grade of the scale above the lowest, {cats[1:].tolist()}; got {threshold!r}"
-                )
-            return 100.0, f"points of the share graded >= {threshold:g}"
+            return 100.0, f"points of the share graded >= {self.grade_name(threshold)}"
         if threshold is not None:
-            raise HierbenchError("`threshold` applies to an ordinal fit only")
+            raise HierbenchError(f"`threshold` applies to an ordinal fit only; this fit's family is {self.family!r}")
         what = "success rate" if self.family == "binomial" else f"mean {self.response}"
         return 100.0, f"points of {what}"
+
+    def threshold_grade(self, threshold: float | str) -> float:
+        """The grade of the scale (``categories``) a ``threshold`` names: the one reading of it.
+
+        A grade of the scale; a label, when the grades were written as words (``labels``);
+        or the score the dataset holds for a grade (its place in [0, 1], ``scored_grades``).
+        It must name a grade above the lowest, and only one: a number that is one grade
+        and the score of another (1 on the places 0, 1, 2 of no / perhaps / yes) is refused.
+        """
+        cats = np.asarray(self.categories, dtype=float)
+        key = grade_key(cats, self.labels)
+        words = list(self.labels or ())
+        if isinstance(threshold, str):
+            if threshold not in words:
+                raise HierbenchError(f"`threshold` {threshold!r} is no grade label of the scale ({key})"
+                                     if words else f"`threshold` must be a number: the grades {cats.tolist()} have no labels")  # fmt: skip
+            found = {float(cats[words.index(threshold)]): "by its label"}
+        elif isinstance(threshold, bool) or not isinstance(threshold, int | float | np.integer | np.floating):
+            raise HierbenchError(f"`threshold` must be a grade, a grade's label or its score; got {threshold!r}")
+        else:
+            found = {float(threshold): "as a grade"} if float(threshold) in cats else {}
+            g = cats[0] + float(threshold) * (cats[-1] - cats[0])
+            near = np.abs(cats - g) <= 1e-9 * (cats[-1] - cats[0])
+            if self.scored_grades and 0.0 <= float(threshold) <= 1.0 and near.any():
+                found.setdefault(float(cats[near.argmax()]), f"as the score the data hold for it, {float(threshold):g}")
+        if len(found) > 1:
+            each = " or ".join(f"{self.grade_name(g, check=False)} ({why})" for g, why in found.items())
+            meant = "label" if words else "grade"
+            raise HierbenchError(f"`threshold` {threshold!r} names two grades of the scale {key}: {each}; give the {meant} of the one meant")
+        if not found or next(iter(found)) == cats[0]:
+            raise HierbenchError(
+                f"`threshold` must name a grade above the lowest of the scale {key}: the grade, its label"
+                + (f", or its score in [0, 1] ({grade_rule(cats, self.labels)})" if self.scored_grades else "")
+                + f"; got {threshold!r}" + (" (the lowest grade: every answer passes)" if found else "")
+            )
+        return next(iter(found))
+
+    def grade_name(self, threshold: float | str, check: bool = True) -> str:
+        """A threshold's grade as outputs write it: its label (``yes``), else the grade (``4``)."""
+        g = self.threshold_grade(threshold) if check else float(threshold)
+        cats = np.asarray(self.categories, dtype=float)
+        return grade_names(cats, self.labels)[int(np.flatnonzero(cats == g)[0])]
 
     def counterfactuals(self, variable: str) -> tuple[list[str], list[np.ndarray], float]:
         """Fixed-effect matrices with ``variable`` set to each level, or nudged by +-h.
@@ -926,6 +971,7 @@ def model_design(
         agent_index=idx[0].astype(np.intp), task_index=idx[1].astype(np.intp),
         categories=r["categories"], grade_counts=r["grade_counts"], decisions=decisions,
         builder=builder, labels=labels,
+        scored_grades=fam == "ordinal" and response == "score" and bool(levels_attr(data.attrs)),
     )  # fmt: skip
 
 

@@ -247,7 +247,7 @@ def average_marginal_effects(
     variable: str,
     *,
     by: str | None = None,
-    threshold: float | None = None,
+    threshold: float | str | None = None,
     method: Literal["reml", "ml"] = "reml",
     prob: float = DEFAULT_PROB,
 ) -> MarginalEffectsResult:
@@ -266,9 +266,10 @@ def average_marginal_effects(
     by : str, optional
         Average within each level of this variable (a task feature), giving
         how the effect changes across its levels.
-    threshold : float, optional
+    threshold : float or str, optional
         Ordinal fits: the effect on the share graded at least ``threshold``
-        (else on the mean grade).
+        (else on the mean grade): a grade of the scale, its label (grades
+        written as words) or the score the dataset holds for it.
     method : {"reml", "ml"}
         ``"reml"`` (default): the model refitted by restricted maximum
         likelihood (fixed effects integrated out with the random ones by
@@ -338,6 +339,7 @@ def _effects_of(fit: MixedMLResult, variable: str, by: str | None, threshold: fl
     """``f(params)`` -> the effects (groups x contrasts) on the reader's scale; the labels, ``2 h``, the groups."""
     d = fit.design
     factor = d.reader_scale(threshold)[0]
+    threshold = None if threshold is None else d.threshold_grade(threshold)  # a label or a score: its grade
     labels, mats, numeric = d.counterfactuals(variable)
     codes, labels_by = d.groups(by)
     groups = [(g, codes == i) for i, g in enumerate(labels_by)]
@@ -435,8 +437,9 @@ def mean_response(
     prob = check_prob(prob)
     factor, scale = fit.design.reader_scale(threshold)
     d = fit.design
+    threshold = None if threshold is None else d.threshold_grade(threshold)  # a label or a score: its grade
     keys, groups = d.groups(by)
-    held = np.array([t.level == "agent" for t in d.random])
+    held = np.array([t.level == "agent" for t in d.random], dtype=bool)
     offset = np.zeros(len(keys))
     for k, t in enumerate(d.random):
         if held[k]:
