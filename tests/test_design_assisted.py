@@ -468,14 +468,47 @@ def test_the_repr_names_the_guarantee_and_the_model_based_scores_beside_it():
     logs = _logs((g.random((3, T)) < expit(0.8 * a + d)).astype(float), bank.tasks)
     res = assisted_mean(plan_subset(bank, n, rng=0), logs, bank, n_draws=10, n_grid=21, rng=0)
     text = repr(res)
-    assert text.startswith("AssistedResult: design-unbiased estimate (model-assisted, holds whatever the working "
-                           "model) with 95% t interval")
+    assert text.startswith("AssistedResult: design-unbiased estimate (model-assisted; whatever the working model); "
+                           "approximate 95% t interval (martingale CLT, no finite-sample guarantee)")
     flagged = [str(a) for a, p in zip(res.misfit_p.agent.values, res.misfit_p.values, strict=True) if p < 0.05]
     assert text.splitlines()[-1].startswith("  model-based scores (trust the working model on every task not run)")
     assert text.endswith(f"do not use them for: {', '.join(flagged)}" if flagged else "no agent flagged")
     plain = assisted_mean(plan_subset(bank.tasks, n, rng=1), logs, None, rng=0)
-    assert repr(plain).startswith("AssistedResult: design-unbiased estimate (holds whatever the working model)")
+    assert repr(plain).startswith("AssistedResult: design-unbiased estimate (whatever the working model); 95% "
+                                  "exact interval (hypergeometric inversion: holds for every population)")
     assert "model-based" not in repr(plain)
+    two = logs.expand_dims(r2=2).stack(runs=("run", "r2")).drop_vars(["runs", "run", "r2"]).rename(runs="run")
+    two = two.transpose("agent", "task", "run")
+    fixed = assisted_mean(plan_subset(bank.tasks, n, rng=1), two, logs.mean(("agent", "run")), rng=0)
+    assert repr(fixed).startswith("AssistedResult: design-unbiased estimate (model-assisted; whatever the working "
+                                  "model); approximate 95% t interval (CLT, no finite-sample guarantee)")
+
+
+def test_ci_detail_names_the_branch_taken():
+    # the estimator and variance named are the ones run: Des Raj pooled (srs plan with a bank), Des
+    # Raj not pooled (PPS), the classical difference estimator (Poisson with a bank: fixed
+    # population-average predictions), and without a model the stratified mean, whose value is
+    # checked against numpy (each stratum's plain mean weighted by its share of the tasks)
+    T, n = 40, 12
+    bank, a, d = _bank(T, seed=5)
+    g = np.random.default_rng(6)
+    logs = _logs((g.random((2, T)) < expit(0.8 * a + d)).astype(float), bank.tasks)
+    kw = {"n_draws": 10, "n_grid": 21, "rng": 0}
+    detail = {design: assisted_mean(plan_subset(bank, n, design=design, rng=0), logs, bank, **kw).ci.attrs["ci_detail"]
+              for design in ("srs", "pps", "poisson")}
+    assert detail["srs"].startswith("Des Raj") and "pooled with the working model's prediction" in detail["srs"]
+    assert detail["pps"].startswith("Des Raj") and "not pooled" in detail["pps"]
+    assert detail["poisson"].startswith("classical difference estimator") and "pooled" not in detail["poisson"]
+    assert all("approximate: no finite-sample guarantee" in t for t in detail.values())
+    strata = np.arange(T) % 3
+    y2 = xr.concat([logs, logs.roll(task=1)], "run").transpose("agent", "task", "run")  # two runs: rates
+    plan = plan_subset(bank.tasks, n, design="stratified", strata=strata, rng=1)
+    res = assisted_mean(plan, y2, None)
+    assert res.ci.attrs["ci_detail"].startswith("stratified mean") and res.estimator == "classical"
+    rate = y2.mean("run").values
+    drawn = np.isin(bank.tasks, plan.order.values.astype(str))
+    want = sum((strata == h).mean() * rate[:, drawn & (strata == h)].mean(1) for h in range(3))
+    np.testing.assert_allclose(res.estimate.values, want)
 
 
 @pytest.mark.parametrize("design", ["srs", "stratified", "pps"])

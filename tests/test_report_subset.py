@@ -74,6 +74,8 @@ def test_section_in_html_and_markdown(tmp_path, log, result):
     assert "40 of 80 tasks per agent" in sentence and "probability is recorded" in sentence
     assert "design-unbiased, model-assisted" in sentence and "1PL IRT bank" in sentence
     assert "Interval: 99% t" in sentence
+    # the bank's adaptive draws: Des Raj divides by each draw's probability, and the interval is a CLT's
+    assert "and used by the estimator" in sentence and "martingale central limit theorem, approximate" in sentence
 
 
 def test_flag_marks_the_misfit_agent_only(tmp_path, log, result):
@@ -126,7 +128,11 @@ def test_several_results_and_no_working_model(tmp_path, log):
     md = _build(tmp_path, log, [plain, fixed], ".md")
     first = _md_rows(md)
     assert "flag" not in first[""] and MODEL_COLUMN not in first[""]
-    assert "no working model" in md.split("## Subset estimates (2)", 1)[0]
+    head = md.split("## Subset estimates (2)", 1)[0]
+    assert "no working model" in head
+    # a plain mean uses no draw probability: the sentence must not say it does
+    plain_sentence = next(ln for ln in head.split("## Subset estimates\n", 1)[1].splitlines() if ln.startswith("Design:"))
+    assert "used by the estimator" not in plain_sentence and "uses only each stratum's share drawn" in plain_sentence
     second = _md_rows(md, "## Subset estimates (2)")
     assert "a simple random sample drawn in advance" in md and "30 of 80 tasks" in md
     np.testing.assert_allclose([float(second[a][0]) for a in fixed.to_frame().index],

@@ -7,8 +7,9 @@ draws x an ability grid); it stops when the interval is narrower than asked
 or the budget is spent. ``run`` is a callback that runs one (agent, task),
 or complete logs to replay. Its interval is model-based (the 2PL posterior,
 plus the misfit variance of :func:`calibrate_misfit` when given); the
-design-based alternative, whose interval holds whatever the model's
-quality, is :func:`hierbench.design.assisted_adaptive`.
+design-based alternative, whose estimate is unbiased whatever the
+model's quality (its interval approximate, by the martingale central limit
+theorem), is :func:`hierbench.design.assisted_adaptive`.
 
 This module imports numpy, scipy and xarray only.
 """
@@ -441,5 +442,5 @@ def _model_flags(bank: IRTBank, score: IRTScoreResult, z: float, p: float, prob:
             f"{rng_[1]:.2f}): the bank's item curves are extrapolated there, and its interval is not to be trusted"
         )
     if out:
-        out[-1] += "; assisted_adaptive's design-based interval holds whatever the model"
+        out[-1] += "; assisted_adaptive's design-based estimate is unbiased whatever the model"
     return out

@@ -342,7 +342,9 @@ class AssistedResult(Result):
     the prequential person-fit test of the module docstring. ``draws``
     (``agent``, ``step``): each draw's task, stratum, probability, pool
     size, prediction, outcome, runs and term. ``working``: the working
-    model and why; ``design``: how the tasks were drawn.
+    model and why; ``design``: how the tasks were drawn; ``estimator``:
+    the branch taken (``"Des Raj"``, ``"classical"`` or ``"plain mean"``,
+    the last with the exact hypergeometric interval).
     """
 
     estimate: xr.DataArray
@@ -361,6 +363,7 @@ class AssistedResult(Result):
     draws: xr.Dataset
     working: str
     design: str
+    estimator: str = ""
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("draws",)
 
@@ -381,10 +384,15 @@ class AssistedResult(Result):
     def _repr_lines(self) -> list[str]:
         """The base lines, the first naming the guarantee; the model-based score and the flags after them."""
         assisted = not bool(np.isnan(self.model_estimate.values).all())
-        how = "model-assisted, " if assisted else ""
+        label = interval_label(self.ci)
+        if self.ci.attrs.get("ci_kind") == "exact":
+            how = f"{label} interval (hypergeometric inversion: holds for every population)"
+        else:
+            clt = "martingale CLT" if self.estimator == "Des Raj" else "CLT"
+            how = f"approximate {label} interval ({clt}, no finite-sample guarantee)"
         lines = [
-            f"AssistedResult: design-unbiased estimate ({how}holds whatever the working model) with "
-            f"{interval_label(self.ci)} interval",
+            f"AssistedResult: design-unbiased estimate ({'model-assisted; ' if assisted else ''}whatever the "
+            f"working model); {how}",
             *self._cell_lines(),
         ]
         if assisted:
@@ -481,8 +489,12 @@ def _warn_degenerate(ci: xr.DataArray, n: Sequence[int], T: int) -> None:
 
 
 def assemble(outs: Sequence[_AgentOut], agents: Sequence[str], tasks: np.ndarray, *, prob: float,
-             detail: str, working: str, design: str, kind: str = "t") -> AssistedResult:
-    """Stack the agents' estimates into an :class:`AssistedResult` (``kind``: the interval's, ``t`` or ``exact``)."""
+             detail: str, working: str, design: str, kind: str = "t", estimator: str = "") -> AssistedResult:
+    """Stack the agents' estimates into an :class:`AssistedResult`.
+
+    ``kind``: the interval's (``t`` or ``exact``); ``estimator``: the branch taken (``"Des Raj"``,
+    ``"classical"``, ``"plain mean"``), which the repr's wording follows.
+    """
     ac = {"agent": np.asarray(agents).astype(str)}
 
     def da(vals, name, dtype=float):
@@ -516,7 +528,7 @@ def assemble(outs: Sequence[_AgentOut], agents: Sequence[str], tasks: np.ndarray
                                name="model_ci", warn_zero_width=False),
         misfit_z=da([o.z for o in outs], "misfit_z"), misfit_p=da(p, "misfit_p"),
         misfit_p_holm=da(holm(p), "misfit_p_holm"), misfit_flag=da(p < 1 - prob, "misfit_flag", bool),
-        draws=draws, working=working, design=design,
+        draws=draws, working=working, design=design, estimator=estimator,
     )
 
 

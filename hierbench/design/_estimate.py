@@ -268,24 +268,51 @@ def assisted_adaptive(
                       kwargs={"spec": spec, "n_tasks": n_tasks, "defensive": float(defensive), "exact": exact})
     how = "uniform draws" if defensive == 1 or spec.working.startswith("none") else (
         f"draws tilted to the working model's predictive sd, defensive uniform weight {defensive:g}")
+    estimator, detail = _branch(spec, "adaptive", exact)
     return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working,
                     design=f"adaptive: {how}, probabilities recorded", kind="exact" if exact else "t",
-                    detail=_detail(spec, "Des Raj martingale-difference estimator", exact=exact))
+                    detail=detail, estimator=estimator)
 
 
 def _log_tasks(run: xr.DataArray | xr.Dataset) -> np.ndarray:
     return np.asarray(run["task"].values).astype(str)
 
 
-def _detail(spec: _Spec, estimator: str, exact: bool = False) -> str:
+def _branch(spec: _Spec, design: str, exact: bool = False) -> tuple[str, str]:
+    """The estimator actually used, and the interval's ``ci_detail``, for a design and working model.
+
+    ``design``: ``"adaptive"`` or the plan's design. Des Raj's estimator runs with an IRT bank on
+    an ordered plan, with fixed predictions on a PPS plan, and with any model when adaptive; its
+    variance is pooled with the model's prediction of it only where every pool's draw
+    probabilities are known before the draw (adaptive, srs, stratified). Everything else is a
+    classical estimator with its exact design variance: the difference estimator with fixed
+    predictions (a bank's population averages on a Poisson plan), and without a model the plain,
+    stratified or Horvitz-Thompson mean, which use no draw probability beyond the design's.
+    """
+    clip = ", intersected with the range the tasks run allow"
     if exact:
-        return ("plain mean of a simple random sample of 0/1 outcomes; exact hypergeometric interval (the "
-                "successes drawn inverted for the population's count, as design U), valid for every population")
-    if spec.working.startswith("none"):
-        return "plain mean of a simple random sample, Student t with the finite-population correction"
-    return (f"{estimator} with the working model's predictions ({spec.working}); design-based variance, "
-            "pooled with the working model's prediction of it where larger, Student t, intersected with "
-            "the range the tasks run allow")
+        return "plain mean", ("plain mean of a simple random sample of 0/1 outcomes; exact hypergeometric interval "
+                              "(the successes drawn inverted for the population's count, as design U), valid for "
+                              "every population")
+    none = spec.working.startswith("none")
+    des_raj = not none and (design == "adaptive" or design == "pps" or (spec.bank is not None and design != "poisson"))
+    if des_raj:
+        pooled = design in ("adaptive", "srs", "stratified")
+        var = ("design-based variance, pooled with the working model's prediction of it where larger" if pooled
+               else "design-based variance alone (not pooled: the pool's draw probabilities are not predicted)")
+        return "Des Raj", (f"Des Raj martingale-difference estimator with the working model's predictions "
+                           f"({spec.working}), unbiased whatever the model; {var}; Student t (martingale central "
+                           f"limit theorem, approximate: no finite-sample guarantee){clip}")
+    if none:
+        est = {"srs": "plain mean of a simple random sample", "adaptive": "plain mean of uniform draws",
+               "stratified": "stratified mean (each stratum's plain mean, weighted by its share of the tasks)",
+               "poisson": "Horvitz-Thompson mean (each drawn task weighted by 1 / its inclusion probability)"}[design]
+    else:
+        est = (f"classical difference estimator with fixed predictions ({spec.working}): their mean plus the "
+               "design-weighted mean of the drawn residuals")
+    fpc = "finite-population correction" if design != "poisson" else "Poisson design variance"
+    return "classical", (f"{est}, unbiased whatever the predictions; its exact design variance estimate ({fpc}), "
+                         f"Student t (central limit theorem, approximate: no finite-sample guarantee){clip}")
 
 
 def _plan_agent(source: _Source, gen: np.random.Generator, *, spec: _Spec, plan: SubsetPlan,
@@ -399,8 +426,9 @@ def assisted_mean(
     exact = spec.working.startswith("none") and plan.design == "srs" and _single_run(sources, spec)
     outs = map_seeded(_plan_agent, sources, rng=rng, executor=executor,
                       desc="agents", kwargs={"spec": spec, "plan": plan, "exact": exact})
+    estimator, detail = _branch(spec, plan.design, exact)
     return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working, design=f"plan: {plan.design}",
-                    detail=_detail(spec, "difference / Des Raj estimator", exact=exact), kind="exact" if exact else "t")
+                    detail=detail, kind="exact" if exact else "t", estimator=estimator)
 
 
 def _plan_logs(outcomes: Any, plan: SubsetPlan) -> Any:

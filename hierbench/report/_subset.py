@@ -110,11 +110,16 @@ def subset_sentence(result, report_prob: float) -> str:
     ci = result.ci
     detail = str(ci.attrs.get("ci_detail", ""))
     assisted = not bool(np.isnan(result.model_estimate.values).all())
+    poisson = str(result.design) == "plan: poisson"
+    # Des Raj divides by each draw's probability and Horvitz-Thompson by each inclusion probability;
+    # the plain, stratified and classical difference estimators use only n_h / T_h per stratum
+    uses = str(getattr(result, "estimator", "Des Raj")) == "Des Raj" or poisson
     text = (
         f"Design: {n_text} of {_n_benchmark(result)} tasks per agent, {_design_words(str(result.design))}; "
-        f"{'each task' if str(result.design) == 'plan: poisson' else 'each draw'}'s probability is recorded "
-        f"({np.nanmin(q):.3g} to {np.nanmax(q):.3g}) and used by the "
-        f"estimator. Estimator: design-unbiased, {'model-assisted' if assisted else 'no working model'}: "
+        f"{'each task' if poisson else 'each draw'}'s probability is recorded "
+        f"({np.nanmin(q):.3g} to {np.nanmax(q):.3g})"
+        + (" and used by the estimator" if uses else "; the estimator uses only each stratum's share drawn")
+        + f". Estimator: design-unbiased, {'model-assisted' if assisted else 'no working model'}: "
         f"{detail}" + ("" if str(result.working) in detail else f"; working model: {result.working}")
         + f". Interval: {interval_label(ci)}."
     )
@@ -132,7 +137,8 @@ def _flag_text(result, table: pd.DataFrame) -> str:
     if not flagged:
         return f"No agent flagged for misfit ({rule})."
     return (f"Flagged for misfit: {', '.join(flagged)} ({rule}). For them the model-based score is not to be used; "
-            "their design-based estimate and interval stay valid whatever the model's fit.")
+            "their design-based estimate stays unbiased whatever the model's fit (its interval is the one "
+            "described above).")
 
 
 def _sec_subset(ctx: _Context, rep: Report, sid: str) -> None:
