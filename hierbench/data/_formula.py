@@ -646,6 +646,7 @@ def _matrices(formula: str, frame: pd.DataFrame) -> tuple[np.ndarray, list[str],
     try:
         dm = formulae.design_matrices(formula, frame, na_action="error", extra_namespace={"np": np})
     except Exception as exc:  # formulae raises many kinds; say which formula and why
+        _refuse_single_levels(formula, frame, exc)
         raise FormulaError(f"`formula` {formula!r} could not be built: {type(exc).__name__}: {exc}") from exc
     if dm.common is None:
         return np.zeros((len(frame), 0)), [], {}, dm.group, None
@@ -654,10 +655,41 @@ def _matrices(formula: str, frame: pd.DataFrame) -> tuple[np.ndarray, list[str],
     terms: dict[str, slice] = {}
     for name, term in dm.common.terms.items():
         sl = dm.common.slices[name]
+        if sl.stop <= sl.start:
+            _refuse_empty_term(formula, name, frame)
         terms[name] = sl
         labels = getattr(term, "labels", None) or [name]
         coef += list(labels)
     return X, coef, terms, dm.group, dm.common
+
+
+def _single_levels(names: list[str], frame: pd.DataFrame) -> str:
+    """``factor 'lab' has a single level in the data, 'only'`` for each such non-numeric column of ``names``."""
+    cols = [v for v in dict.fromkeys(names) if v in frame.columns and frame[v].nunique() < 2
+            and not pd.api.types.is_numeric_dtype(frame[v])]  # fmt: skip
+    return "; ".join(f"factor {v!r} has a single level in the data, {pd.unique(frame[v])[0]!r}" for v in cols)
+
+
+def _refuse_single_levels(formula: str, frame: pd.DataFrame, exc: Exception) -> None:
+    """A fixed part that formulae could not build, naming a one-level factor: say so (an interaction with it)."""
+    import re
+
+    fixed = re.sub(r"\([^()]*\|[^()]*\)", "", formula.split("~", 1)[-1])
+    what = _single_levels(re.findall(r"[A-Za-z_][A-Za-z_0-9.]*", fixed), frame)
+    if what:
+        raise FormulaError(
+            f"`formula` {formula!r} could not be built ({type(exc).__name__}: {exc}); {what}: a single level has "
+            "no effect to tell from the intercept's. Drop it from the formula's fixed terms"
+        ) from exc
+
+
+def _refuse_empty_term(formula: str, name: str, frame: pd.DataFrame) -> None:
+    """A fixed term that builds no column: a factor with one level (its effect is the intercept's)."""
+    what = _single_levels(name.split(":"), frame)
+    raise FormulaError(
+        f"`formula` {formula!r}: the fixed term {name!r} builds no column ({what or 'it has a single level'}): "
+        f"its effect cannot be told from the intercept's. Drop {name!r} from the formula"
+    )
 
 
 def _random_terms(group: Any, frame: pd.DataFrame, var_level: dict[str, str]) -> list[RandomTerm]:
@@ -927,7 +959,8 @@ def model_design(
         Unknown names (the message names the dim a reader put a column on),
         a covariate not constant within its agent or task, a
         missing covariate value, an unparsable formula, aliased fixed
-        effects, or a random term the design cannot identify.
+        effects, a fixed factor with a single level (drop it), or a random
+        term the design cannot identify.
 
     Warns
     -----
