@@ -143,7 +143,7 @@ def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path
     assert {"mean difference", "simultaneous lower", "p max-T"} <= set(printed) <= set(csv.columns)
 
     md = (tmp_path / "report.md").read_text()
-    pairwise = md.split("## Does A beat B? Pairwise probabilities and paired tests")[1].split("\n## ")[0]
+    pairwise = md.split("## Does A beat B? ")[1].split("\n## ")[0]
     assert "**All 780 pairs**" not in pairwise and "<details>" not in pairwise  # no folded copy
     table_rows = [r for r in pairwise.splitlines() if re.match(r"^\| agent_\d+ - agent_\d+ ", r)]
     assert len(table_rows) == n_differ

@@ -172,7 +172,7 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     if ps is None and ctx.fit is not None:
         text.append(f"No Bayesian column: {_no_level(ctx)}.")
     rep.section(
-        _TITLES[sid],
+        pairs_title(ps is not None, table is not None),
         "\n\n".join(t for t in text if t),
         table=table,
         id=sid,
@@ -181,6 +181,13 @@ def _sec_pairwise(ctx: _Context, rep: Report, sid: str) -> None:
     )
     if fig is not None:
         rep.figure("prob_superiority", fig, _heatmap_caption(ctx, ps))
+
+
+def pairs_title(probabilities: bool, tests: bool) -> str:
+    """The pairwise section's heading, naming what it holds: a log alone has no probabilities, battles no tests."""
+    if probabilities and tests:
+        return _TITLES["pairwise"]
+    return "Does A beat B? " + ("Pairwise probabilities" if probabilities else "Paired tests")
 
 
 def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:

@@ -134,7 +134,8 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
                 _TITLES[sid],
                 f"{counted(n.sizes['agent'], 'agent')} x {counted(n.sizes['task'], 'task')}, {counted(int(n.sum()), 'run')}, "
                 f"{int((n == 0).sum())} agent x task cells never run (from the fit's constant data; "
-                "give the data for the error rates and the frequentist half).",
+                "give the data for the error rates and the frequentist half)."
+                + "".join(f"\n\n- {f}" for f in prior_decisions(ctx.fit)),
                 table=df,
                 id=sid,
             )
@@ -174,6 +175,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
     if d["not_kept"]:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
     flags += marked_agents(s, ctx.data)
+    flags += prior_decisions(ctx.fit)
     flags += misfit_agents(ctx.person_fit())
     flags += reading_notes(ctx.data)
     text = (
@@ -227,6 +229,20 @@ def _rank_basis(ctx: _Context) -> str:
         "; with no model, hierbench.freq.rank_uncertainty(data) gives the ranks under task resampling "
         "(`hierbench demo` shows both)."
     )
+
+
+def prior_decisions(fit: xr.DataTree | None) -> list[str]:
+    """The fit's recorded structure decisions that leave a parameter to its prior, as the data summary flags them.
+
+    The beta-binomial of a log with one run per cell records ``overdispersion``: "rho from its prior"
+    (one Bernoulli run has the same law for every rho); the report said so nowhere (audit N).
+    """
+    if fit is None:
+        return []
+    decisions = fit_record(fit, "hierbench_structure").get("decisions", {})
+    return [f"the fit's model, {name}: {d['choice']} ({d.get('reason', 'no reason recorded')}): read those "
+            "numbers as the prior's, not the data's" for name, d in decisions.items()
+            if isinstance(d, dict) and "prior" in str(d.get("choice", ""))]  # fmt: skip
 
 
 def coverage_flags(data: xr.Dataset) -> list[str]:
@@ -456,8 +472,9 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
             flags = _add_flag(flags, _few_units_flag(ctx, boot, name, n_tasks, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
+    one = f"Each agent's level with its interval ({next(iter(intervals))})"
     text = (
-        "Each agent's level with its interval from each method on one axis"
+        ("Each agent's level with its interval from each method on one axis" if len(intervals) > 1 else one)
         + ("; crosses mark the truth." if truth is not None else ".")
         + (" " + " ".join(notes) if notes else "")
         + few_clusters_note(boot)
