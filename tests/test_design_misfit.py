@@ -140,3 +140,52 @@ def test_misfit_is_small_when_the_2pl_holds_and_mismatch_is_refused():
     ragged["score"][0, 0, 0] = np.nan
     with pytest.raises(ValueError, match="complete logs"):
         calibrate_misfit(ragged, budget=3)
+
+
+def _calibration(err, sds, T=40):
+    from hierbench.design._misfit import _misfit_result
+
+    return _misfit_result(err, sds, np.array([f"m{i}" for i in range(err.shape[0])]), n_boot=400, prob=0.9,
+                          gen=np.random.default_rng(0), criterion="variance", n_runs=1, n_tasks_bank=T, folds=3,
+                          t0=0.0)
+
+
+def test_a_zero_misfit_with_a_wide_bootstrap_is_warned():
+    # 12 agents whose errors have exactly the model's sd on average (numpy: the moment estimate is
+    # mean(e^2 - s^2), negative here, so tau is clipped to 0) but scatter widely: the bootstrap
+    # upper bound is large next to the model sd, and "no misfit detected" is said not to be "no misfit"
+    from hierbench._base import SmallSampleWarning
+
+    g = np.random.default_rng(4)
+    s = np.full((12, 6), 0.05)
+    e = g.normal(0, 0.05, (12, 6))
+    e *= 0.9 * 0.05 / np.sqrt((e**2).mean(0))  # mean(e^2) = 0.81 s^2 in every column: tau^2 < 0
+    assert ((e**2 - s**2).mean(0) < 0).all()
+    with pytest.warns(SmallSampleWarning, match="no misfit detected is not no misfit"):
+        mis = _calibration(e, s)
+    assert (mis.estimate.values == 0).all() and "underpowered" in mis.ci.attrs["ci_detail"]
+    # the same errors shrunk far below the model's sd: the upper bound is small, nothing to say
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallSampleWarning)
+        quiet = _calibration(e * 0.1, s)
+    assert float(quiet.ci.sel(ci_bound="upper").max()) < 0.5 * 0.05
+
+
+def test_adaptive_beyond_the_calibrated_budget_is_warned():
+    from hierbench._base import BoundaryWarning
+    from hierbench.freq import IRTBank
+
+    g = np.random.default_rng(5)
+    T = 40
+    tasks = [f"t{j:03d}" for j in range(T)]
+    bank = IRTBank(xr.DataArray(np.exp(g.normal(0, 0.1, (50, T))), dims=("sample", "task"), coords={"task": tasks}),
+                   xr.DataArray(np.tile(g.normal(0, 1, T), (50, 1)), dims=("sample", "task"), coords={"task": tasks}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mis = _calibration(g.normal(0, 0.06, (12, 5)), np.full((12, 5), 0.05), T=T)
+    logs = xr.DataArray((g.random((T, 1)) < 0.5).astype(float), dims=("task", "run"), coords={"task": tasks})
+    with pytest.warns(BoundaryWarning, match=r"`budget` 8 \(up to 8 tasks at n_runs=1\) exceeds the 5 tasks"):
+        adaptive(bank, logs, budget=8, misfit=mis, n_draws=20, n_grid=21, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BoundaryWarning)
+        adaptive(bank, logs, budget=5, misfit=mis, n_draws=20, n_grid=21, rng=0)

@@ -256,7 +256,7 @@ class _AdaptiveSpec:
         if width is not None and not (isinstance(width, (int, float)) and 0 < width <= 1):
             raise ValueError(f"`width` must be a number with 0 < width <= 1 (score units); got {width!r}")
         if misfit is not None:
-            _check_misfit(misfit, bank, criterion, n_runs)
+            _check_misfit(misfit, bank, criterion, n_runs, budget)
         return cls(budget, width, prob, criterion, n_runs, min_tasks, misfit)
 
 

@@ -52,8 +52,10 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from .._base import DEFAULT_PROB
+from .._base import BoundaryWarning
 from .._base import HierbenchError
 from .._base import Result
+from .._base import SmallSampleWarning
 from .._base import ZeroWidthIntervalWarning
 from .._base import as_rng
 from .._base import check_choice
@@ -61,6 +63,7 @@ from .._base import check_int
 from .._base import check_prob
 from .._base import counts
 from .._base import make_interval
+from .._base import warn_user
 from .._docs import fill_doc
 from ..freq import IRTBank
 from ..freq import IRTScoreResult
@@ -103,7 +106,12 @@ class MisfitCalibration(Result):
         return float(v[min(max(int(n), 1), v.size) - 1])
 
 
-def _check_misfit(misfit: Any, bank: IRTBank, criterion: str, n_runs: int) -> None:
+def _check_misfit(misfit: Any, bank: IRTBank, criterion: str, n_runs: int, budget: int | None = None) -> None:
+    """Refuse a calibration of another procedure; warn when ``budget`` (runs) reaches past the tasks replayed.
+
+    Past its budget ``sd_at`` carries the last replayed ``tau`` over, unmeasured (a calibration at
+    25 tasks gave ``tau = 0`` and was used at 100 without a word).
+    """
     if not isinstance(misfit, MisfitCalibration):
         raise TypeError(f"`misfit` must be a MisfitCalibration (design.calibrate_misfit); got {type(misfit).__name__}")
     bad = {
@@ -119,6 +127,15 @@ def _check_misfit(misfit: Any, bank: IRTBank, criterion: str, n_runs: int) -> No
         raise HierbenchError(
             "`misfit` was measured for another procedure; (misfit's, this call's) values differ for "
             + ", ".join(f"{k} {v}" for k, v in bad.items())
+        )
+    replayed = misfit.estimate.sizes["n_tasks"]
+    if budget is not None and -(-budget // n_runs) > replayed:
+        warn_user(
+            f"adaptive: `budget` {budget} (up to {-(-budget // n_runs)} tasks at n_runs={n_runs}) exceeds the "
+            f"{replayed} tasks calibrate_misfit replayed (its `budget`); past {replayed} tasks its misfit sd "
+            f"{misfit.sd_at(replayed):.3g} is carried over, not measured. Calibrate with budget >= "
+            f"{-(-budget // n_runs)}",
+            BoundaryWarning,
         )
 
 
@@ -306,6 +323,31 @@ def _misfit_counts(data: Any) -> tuple[xr.Dataset, np.ndarray]:
     return c, agents
 
 
+#: a bootstrap upper bound of tau at least this share of the model's sd makes a tau of 0 uninformative
+_UNDETECTED_SHARE = 0.5
+
+
+def _undetected(tau: np.ndarray, upper: np.ndarray, sds: np.ndarray, M: int) -> str:
+    """Where ``tau`` is 0 but its bootstrap upper bound is large next to the model's sd: what to say (or "").
+
+    The moment estimate clipped at 0 is underpowered with few agents (12 calibration agents on
+    SWE-bench: ``tau = 0 [0, 0.13]``), and a ``tau`` of 0 then adds nothing to adaptive's interval.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column (no agent got that far)
+        msd = np.nanmedian(sds, axis=0)
+    bad = (tau == 0) & np.isfinite(upper) & (upper >= _UNDETECTED_SHARE * msd)
+    if not bad.any():
+        return ""
+    n = np.flatnonzero(bad) + 1
+    where = f"n = {n[0]}" if n.size == 1 else f"{n.size} of {tau.size} task counts (n = {n[0]} to {n[-1]})"
+    worst = int(np.argmax(np.where(bad, upper / msd, -np.inf)))
+    return (f"the misfit sd is 0 at {where}, but its bootstrap upper bound is large next to the model's sd "
+            f"(at n = {worst + 1}: up to {upper[worst]:.3g} against {msd[worst]:.3g}): no misfit detected is not no "
+            f"misfit, with {M} agents the moment estimate is underpowered and adds nothing to adaptive's interval "
+            "there")
+
+
 def _misfit_result(err: np.ndarray, sds: np.ndarray, agents: np.ndarray, *, n_boot: int, prob: float,
                    gen: np.random.Generator, criterion: str, n_runs: int, n_tasks_bank: int, folds: int,
                    t0: float) -> MisfitCalibration:
@@ -319,9 +361,15 @@ def _misfit_result(err: np.ndarray, sds: np.ndarray, agents: np.ndarray, *, n_bo
     nt = {"n_tasks": np.arange(1, budget + 1)}
     est = xr.DataArray(np.sqrt(tau2), dims="n_tasks", coords=nt, name="misfit_sd")
     q = (1 - prob) / 2
+    upper = np.nanquantile(boot, 1 - q, axis=0)
+    detail = f"bootstrap over the {M} replayed agents ({n_boot} resamples)"
+    note = _undetected(np.sqrt(tau2), upper, sds, M)
+    if note:
+        warn_user(f"calibrate_misfit: {note}", SmallSampleWarning)
+        detail += f"; {note}"
     ci = make_interval(
-        np.nanquantile(boot, q, axis=0), np.nanquantile(boot, 1 - q, axis=0), prob=prob, kind="percentile",
-        detail=f"bootstrap over the {M} replayed agents ({n_boot} resamples)", template=est, warn_zero_width=False,
+        np.nanquantile(boot, q, axis=0), upper, prob=prob, kind="percentile",
+        detail=detail, template=est, warn_zero_width=False,
     )
     ac = {"agent": agents, **nt}
     return MisfitCalibration(
