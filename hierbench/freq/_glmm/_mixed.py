@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
+from typing import TYPE_CHECKING
 from typing import Any
 from typing import ClassVar
 
@@ -53,6 +54,9 @@ from ._optim import profile_interval
 from ._warnings import BoundaryEstimateWarning
 from ._warnings import MLConvergenceWarning
 from ._warnings import SeparatedAgentWarning
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["MixedMLResult", "ScalesFit", "fit_design"]
 
@@ -145,6 +149,34 @@ class MixedMLResult(ScalesFit):
     options: dict = field(default_factory=dict)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("vcov",)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every estimate of the fit, one row each, indexed by ``(part, term)``.
+
+        ``part`` is ``"fixed"`` (the fixed effects, ``term`` their ``coef``), ``"sd"`` (the
+        random terms' sds, ``term`` the term, e.g. ``"1|task"``) or ``"threshold"`` (an
+        ordinal fit's cut-points, ``"1|2"``); all on the logit scale. Columns ``estimate``,
+        ``lower``, ``upper``, ``standard_error`` (fixed effects only), and each row's own
+        ``ci_prob``, ``ci_kind`` and ``ci_detail`` (the parts' intervals are made differently).
+        ``attrs`` hold the family, the deviance and the fractional dispersion.
+        """
+        import pandas as pd
+
+        parts = [("fixed", self.estimate, self.ci, self.standard_error), ("sd", self.sd, self.sd_ci, None)]
+        if self.thresholds is not None:
+            parts.append(("threshold", self.thresholds, self.thresholds_ci, None))
+        frames = []
+        for part, est, ci, se in parts:
+            terms = [str(t) for t in est[est.dims[0]].values]
+            frames.append(pd.DataFrame({
+                "part": part, "term": terms, "estimate": est.values,
+                "lower": ci.sel(ci_bound="lower").values, "upper": ci.sel(ci_bound="upper").values,
+                "standard_error": np.nan if se is None else se.values,
+                "ci_prob": float(ci.attrs["ci_prob"]), "ci_kind": ci.attrs["ci_kind"], "ci_detail": ci.attrs.get("ci_detail", ""),
+            }))  # fmt: skip
+        df = pd.concat(frames, ignore_index=True).set_index(["part", "term"])
+        df.attrs = {"family": self.design.family, "scale": "logit", "deviance": self.deviance, "dispersion": self.dispersion}
+        return df
 
     def _repr_lines(self) -> list[str]:
         d = self.design
