@@ -627,3 +627,22 @@ def test_a_degenerate_interval_is_warned_and_a_census_is_not():
         warnings.simplefilter("error", ZeroWidthIntervalWarning)
         census = assisted_mean(plan_subset(tasks, T, rng=0), y.assign_coords(agent=["b"]) + 1, prob=0.9)
     np.testing.assert_array_equal(census.ci.values, [[1.0, 1.0]])
+
+
+def test_working_model_choice_says_when_candidates_tie():
+    # (agent, candidate) criteria: 2pl and 1pl differ by a small fraction of the paired se, none is
+    # far larger. The paired se in the text is scipy's: mean difference / ttest_rel's t statistic.
+    from hierbench.design._working import _choice_words
+
+    g = np.random.default_rng(30)
+    base = g.uniform(0.08, 0.14, 25)
+    crit = np.c_[base + g.normal(0, 0.004, 25), base + g.normal(0, 0.004, 25) + 0.0003, base + 0.09]
+    text = _choice_words(crit, ["2pl", "1pl", "none"])
+    d = crit[:, 1] - crit[:, 0]
+    se = d.mean() / stats.ttest_rel(crit[:, 1], crit[:, 0]).statistic
+    assert abs(d.mean()) < 2 * se  # the case: a tie
+    best = "2pl" if crit[:, 0].mean() < crit[:, 1].mean() else "1pl"
+    assert f"{best} and " in text and "tie within 2 paired se" in text and f"paired se {se:.2g}" in text
+    assert "larger beyond 2 paired se: none" in text
+    clear = _choice_words(np.c_[crit[:, 0], crit[:, 0] + 0.02 + g.normal(0, 0.001, 25)], ["2pl", "1pl"])
+    assert "tie" not in clear and clear.startswith("2pl: smallest") and "larger beyond 2 paired se: 1pl" in clear

@@ -163,15 +163,47 @@ def choose_working_model(
                       n_bank_draws=n_bank_draws, n_draws=n_draws, n_grid=n_grid, run_icc=run_icc)
     mean, se = crit.mean(0), crit.std(0, ddof=1) / np.sqrt(M)
     best = cands[int(np.argmin(mean))]
-    others = ", ".join(f"{k} {mean[i]:.4g} (se {se[i]:.2g})" for i, k in enumerate(cands))
-    reason = (f"{best}: smallest cross-fitted design variance per draw ({others}; {min(folds, M)} folds over {M} "
-              f"agents, ability from {n_fit} random tasks, defensive weight {defensive:g})")
+    reason = (f"{_choice_words(crit, cands)} ({min(folds, M)} folds over {M} agents, ability from {n_fit} random "
+              f"tasks, defensive weight {defensive:g})")
     bank = None
     if best != "none":
         bank = fit_irt_ml(c, model=best, n_draws=n_bank_draws, run_icc=run_icc, rng=gen).bank
     cc = {"candidate": cands}
     return WorkingModel(best, bank, xr.DataArray(mean, dims="candidate", coords=cc, name="criterion"),
                         xr.DataArray(se, dims="candidate", coords=cc, name="criterion_se"), reason)
+
+
+#: a candidate within this many paired standard errors of the smallest criterion ties with it
+TIE_SE = 2.0
+
+
+def _choice_words(crit: np.ndarray, cands: list[str]) -> str:
+    """The choice in words: the smallest mean criterion, and which candidates tie with it.
+
+    ``crit`` (agent, candidate). A runner-up ties when its mean excess over the chosen one is under
+    :data:`TIE_SE` standard errors of the paired differences over agents (the candidates are scored
+    on the same agents, so the paired se, not each criterion's own, measures the gap): on SWE-bench
+    2pl 0.1079 against 1pl 0.1085 was a tenth of its se, yet read as a win.
+    """
+    mean, se = crit.mean(0), crit.std(0, ddof=1) / np.sqrt(crit.shape[0])
+    b = int(np.argmin(mean))
+    each = ", ".join(f"{k} {mean[i]:.4g} (se {se[i]:.2g})" for i, k in enumerate(cands))
+    gaps = []
+    for i, k in enumerate(cands):
+        if i != b:
+            d = crit[:, i] - crit[:, b]
+            gaps.append((k, float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size))))
+    tied = [g for g in gaps if not g[1] >= TIE_SE * g[2]]
+    text = f"{cands[b]}: smallest cross-fitted design variance per draw ({each})"
+    if tied:
+        names = " and ".join([cands[b], *(g[0] for g in tied)])
+        text += (f"; {names} tie within {TIE_SE:g} paired se ("
+                 + ", ".join(f"{k} - {cands[b]} = {m:.2g}, paired se {s:.2g}" for k, m, s in tied)
+                 + f"), {cands[b]} kept as the smallest")
+    clear = [g for g in gaps if g not in tied]
+    if clear:
+        text += f"; larger beyond {TIE_SE:g} paired se: " + ", ".join(f"{k} (+{m:.2g}, paired se {s:.2g})" for k, m, s in clear)
+    return text
 
 
 def _cross_fit(c: xr.Dataset, cands: list[str], *, folds: int, n_fit: int, defensive: float,
