@@ -432,3 +432,35 @@ def test_adaptive_flags_an_ability_beyond_the_calibration_agents():
     assert float(r.score.ability) > 1.0 and any("extrapolated" in f for f in r.flags)
     inside = adaptive(bank, _logs(bank, 0.0, 3)[0], budget=10, rng=0, n_draws=20)
     assert -1.0 <= float(inside.score.ability) <= 1.0 and not any("beyond" in f for f in inside.flags)
+
+
+def test_cluster_anchors_state_empty_clusters_and_their_seed():
+    # a bank of identical items: k-means finds one cluster, so 4 of 5 anchors carry weight 0; scipy's
+    # empty-cluster warning stays inside, the repr states the zero weights, and the recorded seed
+    # reproduces the set from a fresh call
+    import warnings
+
+    from hierbench.freq import IRTBank
+
+    T = 20
+    c = {"task": [f"t{j}" for j in range(T)]}
+    bank = IRTBank(xr.DataArray(np.ones((10, T)), dims=("sample", "task"), coords=c),
+                   xr.DataArray(np.zeros((10, T)), dims=("sample", "task"), coords=c))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        an = anchors(bank, 5, method="cluster", rng=np.random.default_rng(3))
+    w = np.sort(an.weights)[::-1]
+    np.testing.assert_allclose(w, [1, 0, 0, 0, 0])
+    assert "4 anchor(s) carry no weight (empty clusters" in repr(an) and f"k-means seed {an.seed}" in repr(an)
+    again = anchors(_bank(T=30, S=10, seed=4), 6, method="cluster")
+    same = anchors(_bank(T=30, S=10, seed=4), 6, method="cluster", rng=again.seed)
+    assert same.tasks.tolist() == again.tasks.tolist() and same.seed == again.seed
+
+
+def test_a_one_stratum_stratified_plan_says_so():
+    from hierbench.design import plan_subset
+
+    bank = _bank(T=60, S=10, seed=5)
+    plan = plan_subset(bank, 12, design="stratified", rng=0)  # 12 // 10 = 1 stratum by default
+    assert "in 1 stratum (the same as a simple random sample" in repr(plan)
+    assert "1 stratum" not in repr(plan_subset(bank, 40, design="stratified", rng=0))

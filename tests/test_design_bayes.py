@@ -127,3 +127,10 @@ def test_single_run_interval_matches_the_closed_form_posterior(n, s):
     lo, hi = (s + exact.ppf([0.05, 0.95])) / T
     np.testing.assert_allclose(res.interval.values, [lo, hi], atol=0.006)
     np.testing.assert_allclose(float(res.mean), (s + exact.mean()) / T, atol=1e-3)
+
+
+def test_repeated_task_labels_are_refused():
+    y = xr.DataArray(np.array([[1.0, np.nan], [0.0, np.nan], [1.0, 1.0]]), dims=("task", "run"),
+                     coords={"task": ["a", "a", "b"]})
+    with pytest.raises(ValueError, match=r"`labels` coord 'task' must be unique .*repeated: \['a'\]"):
+        cohort_posterior(y)

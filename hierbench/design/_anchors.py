@@ -5,6 +5,7 @@ This module imports numpy, scipy and xarray only.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,11 +44,16 @@ class AnchorSet:
         3.9 times the RMSE of a random subset of the same size, worse as the
         size grew. Only ``irt_score`` uses them.
     method : str
+    seed : int or None
+        The seed that reproduces the set (``anchors(bank, size, method=..., rng=seed)``): the
+        ``rng`` given as an int, else one drawn from it (k-means starts are random). None for
+        ``"information"``, which draws nothing.
     """
 
     tasks: np.ndarray
     weights: np.ndarray
     method: str
+    seed: int | None = None
 
     def __len__(self) -> int:
         return int(self.tasks.size)
@@ -65,9 +71,13 @@ class AnchorSet:
                 f"interval is model-based, with no model-free guarantee; {tail}"
             )
         shown = few(np.arange(w.size), show=lambda i: f"{str(self.tasks[i])!r} ({w[i]:.3g})")
+        empty = int((w == 0).sum())
+        zero = (f"; {empty} anchor(s) carry no weight (empty clusters: they are run but count for nothing)"
+                if empty else "")
+        seed = f"; k-means seed {self.seed} (rng={self.seed} reproduces the set)" if self.seed is not None else ""
         return (
             f"AnchorSet: {self.tasks.size} anchor tasks ({self.method}), weights {w.min():.3g} to {w.max():.3g} "
-            f"(sum {w.sum():.3g}: each anchor's share of the bank)\n  {shown}\n  chosen by the bank's model, "
+            f"(sum {w.sum():.3g}: each anchor's share of the bank){zero}{seed}\n  {shown}\n  chosen by the bank's model, "
             "not drawn at random: a score from them (irt_score, or the weighted mean) is model-based, with no "
             f"model-free guarantee; {tail}"
         )
@@ -109,7 +119,8 @@ def anchors(
         expected full-benchmark score ``S``, averaged over the agent
         population.
     rng : None, int or numpy.random.Generator
-        k-means initialisation.
+        k-means initialisation; the set records an int that reproduces it
+        (``AnchorSet.seed``).
 
     Returns
     -------
@@ -134,8 +145,11 @@ def anchors(
     check_choice(method, "method", ["cluster", "information"])
     a, d = bank.point()
     if method == "cluster":
-        idx, w = _cluster_anchors(a, d, size, rng)
-        return AnchorSet(bank.tasks[idx], w, "cluster")
+        # an int that reproduces the set: the one given, else drawn from the rng given (or fresh entropy)
+        seed = int(rng) if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) else int(
+            as_rng(rng).integers(2**31 - 1))
+        idx, w = _cluster_anchors(a, d, size, seed)
+        return AnchorSet(bank.tasks[idx], w, "cluster", seed)
     chosen = _information_anchors(a, d, size)
     # no weights: the most informative tasks are not a picture of the bank (their mean is biased)
     return AnchorSet(bank.tasks[chosen], np.full(size, np.nan), "information")
@@ -152,7 +166,10 @@ def _cluster_anchors(a: np.ndarray, d: np.ndarray, size: int, rng) -> tuple[np.n
     # the best of a few k-means++ starts (lowest within-cluster sum of squares)
     best = None
     for r in range(5):
-        cent, lab = kmeans2(emb, size, minit="++", seed=seed + r)
+        with warnings.catch_warnings():  # empty clusters are handled below (zero-weight anchors, stated)
+            warnings.filterwarnings("ignore", message="One of the clusters is empty", category=UserWarning)
+            warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
+            cent, lab = kmeans2(emb, size, minit="++", seed=seed + r)
         sse = float(((emb - cent[lab]) ** 2).sum())
         if best is None or sse < best[0]:
             best = (sse, cent, lab)

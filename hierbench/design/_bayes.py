@@ -209,6 +209,13 @@ def cohort_posterior(
         raise ValueError("`labels` must be an xarray.DataArray with dims 'task' and 'run'")
     if len(grid) != 2 or min(grid) < 2:
         raise ValueError(f"`grid` must be two integers >= 2 (n_mu, n_logkappa); got {grid!r}")
+    for dim in ("task", "run"):
+        if dim in labels.coords:
+            vals = labels[dim].values.astype(str)
+            uniq, n_seen = np.unique(vals, return_counts=True)
+            if (n_seen > 1).any():
+                raise ValueError(f"`labels` coord {dim!r} must be unique (each {dim} once in the cohort); "
+                                 f"repeated: {uniq[n_seen > 1][:5].tolist()}")
     extra = [d for d in labels.dims if d not in ("task", "run")]
     lab = labels.transpose(*extra, "task", "run").values.astype(float)
     lab = lab.reshape(-1, *lab.shape[-2:])

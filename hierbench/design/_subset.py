@@ -106,6 +106,8 @@ class SubsetPlan:
         return (
             f"SubsetPlan: design {self.design!r}, {len(self)} of {self.n_tasks} tasks drawn"
             + (f" in {n_strata} strata" if n_strata > 1 else "")
+            + (" in 1 stratum (the same as a simple random sample; a bank's default is min(5, n // 10) strata)"
+               if n_strata == 1 and self.design == "stratified" else "")
             + f"; {p}\n  drawn first: {few(self.order.values)}"
         )
 
