@@ -440,7 +440,7 @@ def agent_out(rec: _Record, *, T: int, prob: float, model: tuple[float, float, f
     """Estimate (Des Raj, or the classical ``fixed`` one), interval, misfit test of one agent's record.
 
     ``exact``: 0/1 outcomes, uniform draws and no model: the exact hypergeometric interval
-    (:func:`srs_exact`) in place of the t interval.
+    (``srs_exact``) in place of the t interval.
     """
     tab = rec.table()
     raw, se, df = fixed if fixed is not None else des_raj(tab, T, floor=True)

@@ -181,7 +181,7 @@ def _choice_words(crit: np.ndarray, cands: list[str]) -> str:
     """The choice in words: the smallest mean criterion, and which candidates tie with it.
 
     ``crit`` (agent, candidate). A runner-up ties when its mean excess over the chosen one is under
-    :data:`TIE_SE` standard errors of the paired differences over agents (the candidates are scored
+    ``TIE_SE`` standard errors of the paired differences over agents (the candidates are scored
     on the same agents, so the paired se, not each criterion's own, measures the gap): on SWE-bench
     2pl 0.1079 against 1pl 0.1085 was a tenth of its se, yet read as a win.
     """
