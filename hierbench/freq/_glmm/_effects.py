@@ -140,7 +140,7 @@ class AgentVarianceResult(Result):
     total; ``kind`` says whether a component is a random term's variance or
     the spread of a fixed term's contributions. The intervals differ by kind
     (``ci.attrs["ci_kind"]`` is ``"mixed"`` when they do): ``ci_kinds`` and
-    ``ci_detail`` say how each component's was made, and :meth:`to_frame`
+    ``ci_detail`` say how each component's was made, and ``to_frame()``
     gives each row its own ``ci_kind``.
     """
 

@@ -404,7 +404,7 @@ def fit_design(
     """Fit a resolved design by the Laplace approximation (see :func:`hierbench.freq.fit_crossed_ml`).
 
     Fixed effects along which the data separate (``hierbench.data``'s ``separation``) are NaN,
-    with a :class:`SeparatedAgentWarning`; the rest is the fit in that limit.
+    with a ``SeparatedAgentWarning``; the rest is the fit in that limit.
     """
     full = design
     design, back, separated = _without_separated(full)
