@@ -68,6 +68,7 @@ def test_forest_axis_names_the_logit_scale_once(battles_report):
     assert "(model scale) (model scale)" not in text
 
 
+@pytest.mark.slow  # a whole report (2.4 s) on the module's fit
 def test_a_report_with_its_battle_log_has_no_section_that_failed(battles_report, tmp_path):
     """Audit N: with the battle log beside the fit, 7 sections printed raw exceptions (`score` missing)."""
     from hierbench import report
