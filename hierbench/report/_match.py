@@ -233,13 +233,13 @@ def data_pair_counts(data: xr.Dataset) -> xr.Dataset:
 
 
 def pair_table(counts: xr.Dataset) -> pd.DataFrame:
-    """Pair counts as a table of :data:`PAIR_COLUMNS`, agents as text."""
+    """Pair counts as a table of ``PAIR_COLUMNS``, agents as text."""
     return pd.DataFrame({c: np.asarray(counts[c].values).astype(str if c.startswith("agent") else float)
                          for c in PAIR_COLUMNS})  # fmt: skip
 
 
 def fit_pair_table(fit: xr.DataTree) -> pd.DataFrame | None:
-    """The battles a Bradley-Terry fit saw, per ordered pair (:data:`PAIR_COLUMNS`), from its constant data.
+    """The battles a Bradley-Terry fit saw, per ordered pair (``PAIR_COLUMNS``), from its constant data.
 
     None for a fit whose constant data are not a Bradley-Terry model's.
     """
