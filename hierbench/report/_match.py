@@ -332,7 +332,8 @@ def check_fit_data(
         A hierbench fit (root attr ``hierbench_data_hash``; count models also
         keep ``constant_data`` ``n_runs`` / ``n_success``).
     data : xarray.Dataset
-        An eval dataset (``score(agent, task, run)``).
+        An eval dataset (``score(agent, task, run)``), or beside a Bradley-Terry fit the battle
+        log (``hierbench.data.read_battles``) or its pair counts.
     fit_name, data_name : str
         How the message names the two (a file, a flag).
 
@@ -344,6 +345,9 @@ def check_fit_data(
         data gives no cluster or another one, with the two fingerprints; or
         grades written as words labelled differently in the two
         (``attrs["score_labels"]``).
+        For battles: a battle log beside a fit of a run log (or the other way
+        round), or battles whose pair counts are not the ones the Bradley-Terry
+        fit records (its fingerprint, with the battles and pairs that differ).
 
     Examples
     --------
