@@ -410,16 +410,14 @@ def time_horizon(
     Parameters
     ----------
     data : xarray.Dataset
-        An eval dataset (binary or partial-credit scores) with a task coord
-        of human minutes and one of task families.
+        An eval dataset (binary or partial-credit scores), task coords of human minutes and families.
     minutes : str
         The task coord of human completion time in minutes.
     success : sequence of float
         Success probabilities of the horizons (METR: 0.5 and 0.8).
     weights : {"invsqrt", "equal", None} or DataArray
-        Run weights: METR's ``invsqrt_task_weight`` (:func:`metr_run_weights`),
-        each task equal (``1 / n_at``), each run equal, or given per run
-        (normalised per agent as given).
+        Run weights: METR's ``invsqrt_task_weight`` (:func:`metr_run_weights`), each task
+        equal (``1 / n_at``), each run equal, or given per run (normalised per agent as given).
     family : str
         The task coord naming task families (for the weights and the bootstrap).
     regularization : float
@@ -448,9 +446,7 @@ def time_horizon(
     ExtrapolatedHorizonWarning
         A horizon outside the task lengths run (marked in ``extrapolated``).
     SmallSampleWarning
-        The bootstrap's outer units are few: task families worth fewer than 20
-        equal ones, or (without the family level) fewer than 10 tasks; the
-        interval's ``ci_detail`` says so too.
+        Few outer units: families worth < 20 equal ones, or < 10 tasks (also in ``ci_detail``).
 
     Notes
     -----
