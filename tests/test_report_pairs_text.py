@@ -573,3 +573,19 @@ def test_two_chains_get_no_rank_uniformity_p_value_rather_than_a_false_pass():
     printed = [t.get_text() for ax in fig.axes for t in ax.texts]
     plt.close(fig)
     assert "not tested: 2 chains " in printed
+
+
+def test_a_rescaled_parameter_is_not_plotted_twice_among_the_highest_r_hats():
+    """Audit N: a BT report's worst-R-hat panels showed elo[X] and ability[X], one parameter (elo an affine map)."""
+    from hierbench.report._convergence import _distinct
+
+    gen = np.random.default_rng(0)
+    ab = gen.normal(size=(4, 200, 2))
+    post = xr.Dataset(
+        {"ability": (("chain", "draw", "agent"), ab), "elo": (("chain", "draw", "agent"), 1000 + 400 / np.log(10) * ab),
+         "x": (("chain", "draw"), gen.normal(size=(4, 200)))},
+        coords={"agent": ["a", "b"]},
+    )
+    rows = [("elo", {"agent": "a"}, 1.05), ("ability", {"agent": "a"}, 1.05), ("ability", {"agent": "b"}, 1.04),
+            ("x", {}, 1.01)]
+    assert [(n, s) for n, s, _ in _distinct(rows, post, 3)] == [("elo", {"agent": "a"}), ("ability", {"agent": "b"}), ("x", {})]

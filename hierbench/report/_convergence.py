@@ -38,18 +38,27 @@ def _worst(fit: xr.DataTree, post: xr.Dataset, n: int = 3) -> list[tuple[str, di
     return _distinct(rows, post, n)
 
 
+def _standardised(draws: np.ndarray) -> np.ndarray:
+    """Draws minus their mean over their sd (a constant stays as it is)."""
+    draws = np.asarray(draws, dtype=float)
+    sd = float(np.std(draws))
+    return (draws - float(np.mean(draws))) / sd if sd > 0 and np.isfinite(sd) else draws
+
+
 def _distinct(rows: list[tuple[str, dict, float]], post: xr.Dataset, n: int) -> list[tuple[str, dict, float]]:
     """The first ``n`` rows whose draws differ.
 
     A model that also stores a stack of its own parameters (a formula model's
-    ``sd`` over ``component`` beside the scalar ``sd(1|agent)``) holds the same draws
-    twice, and a reader would see one parameter listed and plotted as two.
+    ``sd`` over ``component`` beside the scalar ``sd(1|agent)``) or a rescaling of one
+    (a Bradley-Terry fit's ``elo``, an affine map of ``ability``) holds the same draws
+    twice, up to location and scale, and a reader would see one parameter listed and
+    plotted as two: draws that standardise to the same values (1e-9) are one.
     """
     out: list[tuple[str, dict, float]] = []
     seen: list[np.ndarray] = []
     for name, sel, r in rows:
-        draws = post[name].sel(sel).values if sel else post[name].values
-        if not any(d.shape == draws.shape and np.array_equal(d, draws) for d in seen):
+        draws = _standardised(post[name].sel(sel).values if sel else post[name].values)
+        if not any(d.shape == draws.shape and np.allclose(d, draws, rtol=0, atol=1e-9) for d in seen):
             out.append((name, sel, r))
             seen.append(draws)
         if len(out) == n:
