@@ -76,3 +76,20 @@ def test_centring_the_covariates_changes_the_parameterisation_only(monkeypatch):
         diffs.append(float(lp_new - lp_old))
     assert np.ptp(diffs) == pytest.approx(0.0, abs=1e-8)
 
+
+def test_an_ordinal_fits_runs_carry_their_agent_and_task():
+    """Audit L finding 11: the laid-out ``y(obs)`` names each run's agent and task, as the raw log has them."""
+    from collections import Counter
+
+    from hierbench.bayes._registry import model_hook
+
+    data = _graded()
+    info = build_mixed(data, FORMULA, levels=[1, 2, 3, 4]).hierbench
+    design = info["design"]
+    observed = xr.Dataset({"y": (("cell", "grade"), design.grade_counts)})
+    dt = model_hook(info, "postprocess")(xr.DataTree.from_dict({"observed_data": observed}), None)
+    y = dt["observed_data"]["y"]
+    got = Counter(zip(y.obs_agent.values.tolist(), y.obs_task.values.tolist(), y.values.tolist(), strict=True))
+    raw = data["score"].to_dataframe().dropna().reset_index()
+    want = Counter(zip(raw.agent, raw.task, raw.score.astype(int), strict=True))
+    assert got == want and sum(got.values()) == 8 * 6 * 2

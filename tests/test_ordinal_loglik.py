@@ -76,7 +76,8 @@ def test_hook_equals_pymc_logp_at_posterior_draws(case, wine_fit, shared_data):
         model = bayes.build_mixed(data, formula, family="ordinal")
         counts = np.asarray(model.hierbench["design"].grade_counts)
         assert want.dims[-1] == "cell" and (counts.sum(1) == 3).all()
-        got = got.coarsen(obs=3).sum().rename(obs="cell").assign_coords(cell=want["cell"].values)
+        assert {"obs_agent", "obs_task"} <= set(got.coords)  # each run traced to its cell (audit L, finding 11)
+        got = got.reset_coords(drop=True).coarsen(obs=3).sum().rename(obs="cell").assign_coords(cell=want["cell"].values)
         got = got + gammaln(counts.sum(1) + 1.0) - gammaln(counts + 1.0).sum(1)  # log(3! / prod c_k!)
     row_dim = got.dims[-1]
     assert got.dims == want.dims and got.shape == want.shape

@@ -79,6 +79,7 @@ from .._registry import make_prior
 from .._registry import merge_priors
 from .._registry import normal_group
 from .._registry import register
+from .._registry import register_hook
 from .._structure import Structure
 from .._structure import centre_choice
 from .._structure import decide_agent_task
@@ -93,6 +94,8 @@ from ._crossed import NOMINAL_AGENT_TASK_SD
 from ._crossed import NOMINAL_SCALE
 from ._crossed import _likelihood_marginal
 from ._crossed import _likelihood_none
+from ._ordinal import _layout as ordinal_layout
+from ._ordinal import grade_runs
 from ._ordinal import ordinal_likelihood
 from ._ordinal import threshold_prior
 from ._unit_interval import unit_interval_likelihood
@@ -149,7 +152,7 @@ HOOKS = {"predictive": "mixed.predictive"}
 #: the family's own hooks on top of :data:`HOOKS`: PyMC cannot convert the ordinal model (its ordered
 #: thresholds need an explicit initial value), so its pointwise log-likelihood is the model's own; its
 #: groups lay the outcome out one run at a time, ``y(obs)``, as ArviZ reads it (the likelihood counts grades per row)
-FAMILY_HOOKS = {"ordinal": {"log_likelihood": "mixed.ordinal_log_likelihood", "postprocess": "mixed.ordinal_layout"}}
+FAMILY_HOOKS = {"ordinal": {"log_likelihood": "mixed.ordinal_log_likelihood", "postprocess": "mixed.ordinal_runs"}}
 
 
 def prior_class(term: Any) -> str:
@@ -819,7 +822,8 @@ def _info(design, st, pri, extra, formula, family, levels, n_quad, centred_set) 
     """The data the model carries for :func:`hierbench.bayes.fit` (hooks by name)."""
     row_cells = {"cell_agent": design.agents[design.agent_index], "cell_task": design.tasks[design.task_index]}
     return {
-        "obs_coords": _obs_coords(design, extra) if extra["row_dim"] == "obs" or "obs_row" in extra else {},
+        "obs_coords": _obs_coords(design, extra) if extra["row_dim"] == "obs" or "obs_row" in extra else (
+            _obs_coords(design, {"obs_row": grade_runs(design.grade_counts)[0]}) if design.family == "ordinal" else {}),
         "model": "mixed",
         "priors": pri,
         "structure": st.to_dict(),
@@ -863,6 +867,23 @@ def _obs_coords(design: Any, extra: dict) -> dict[str, np.ndarray]:
     elif "run" in design.frame.columns:
         out["obs_run"] = design.frame["run"].to_numpy()[rows]
     return {k: np.asarray(v).astype(str) for k, v in out.items()}
+
+
+@register_hook("mixed.ordinal_runs")
+def _ordinal_runs(dt: xr.DataTree, gen: np.random.Generator | None = None, *, info: Mapping[str, Any]) -> xr.DataTree:
+    """A graded fit's outcome one run at a time (``mixed.ordinal_layout``), each run's agent and task as coords.
+
+    The layout makes ``y(obs)`` after the fit's coords are attached; the runs' ``obs_agent`` /
+    ``obs_task`` (:func:`_obs_coords`, in the layout's order) go on every group along ``obs``
+    that lacks them, so a saved fit's Pareto k or PPC traces to its judge and item without the data.
+    """
+    dt = ordinal_layout(dt, gen, info=info)
+    coords = info.get("obs_coords") or {}
+    for name, node in dt.children.items():
+        ds = node.to_dataset()
+        if coords and "obs" in ds.dims and "obs_agent" not in ds.coords and all(len(v) == ds.sizes["obs"] for v in coords.values()):
+            dt[name] = xr.DataTree(ds.assign_coords({k: ("obs", np.asarray(v)) for k, v in coords.items()}))
+    return dt
 
 
 def _levels_option(levels: Any) -> list[float] | list[str] | None:
