@@ -95,7 +95,7 @@ class PosteriorMeanResponseResult(DrawsResult):
     """Posterior expected score per group (:func:`mean_response`): ``estimate`` / ``ci`` over ``group``.
 
     ``scale`` (points, grades) and ``tasks`` (``"population"`` or ``"observed"``) head the repr
-    and are columns of :meth:`to_frame`: the two settings' intervals differ in width by design.
+    and are columns of ``to_frame()``: the two settings' intervals differ in width by design.
     """
 
     estimate: xr.DataArray

@@ -512,7 +512,7 @@ def _rotation(design: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rotate the fixed effects by a thin QR decomposition.
 
     ``(R, R^-1)`` of the thin QR decomposition of the fixed-effect matrix ``X`` the likelihood
-    sees (``design.X``, or its centred columns: :func:`centred_columns`), rows weighted by their
+    sees (``design.X``, or its centred columns: ``centred_columns``), rows weighted by their
     runs (``sqrt(n) X = Q R``, ``diag(R) > 0``).
     """
     Xw = X * np.sqrt(np.asarray(design.n, dtype=float))[:, None]
@@ -604,7 +604,7 @@ def _linear(design: Any, pri: dict, marginal: int | None, centred_set: set[str],
             means: np.ndarray | None = None) -> tuple:  # fmt: skip
     """``(eta per row, sd of the marginal term or None, thresholds seen or None)``.
 
-    ``means``: the column means an ordinal fit's likelihood takes off ``X`` (:func:`centred_columns`);
+    ``means``: the column means an ordinal fit's likelihood takes off ``X`` (``centred_columns``);
     their contribution ``means . beta`` moves to the thresholds seen.
     """
     parts, sds, shift_b, shift_t = [], [], None, 0.0
@@ -874,7 +874,7 @@ def _ordinal_runs(dt: xr.DataTree, gen: np.random.Generator | None = None, *, in
     """A graded fit's outcome one run at a time (``mixed.ordinal_layout``), each run's agent and task as coords.
 
     The layout makes ``y(obs)`` after the fit's coords are attached; the runs' ``obs_agent`` /
-    ``obs_task`` (:func:`_obs_coords`, in the layout's order) go on every group along ``obs``
+    ``obs_task`` (``_obs_coords``, in the layout's order) go on every group along ``obs``
     that lacks them, so a saved fit's Pareto k or PPC traces to its judge and item without the data.
     """
     dt = ordinal_layout(dt, gen, info=info)
