@@ -70,6 +70,7 @@ from ._intervals import interval_label
 from ._intervals import make_interval
 from ._progress import Progress
 from ._progress import watched
+from ._results import FRACTIONAL_LINEAR as FRACTIONAL_LINEAR  # for metrics and compare
 from ._results import DrawsResult
 from ._results import ResampledResult
 from ._results import Result

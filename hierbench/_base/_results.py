@@ -29,6 +29,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+#: the scale of a Bayesian [0, 1]-score (fractional) fit's linear predictor: its coefficients, random-term
+#: sds and agents' variance. Not the maximum-likelihood half's quasi-binomial logit: the family's slope
+#: matches the logit's at mean 1/2 only (``hierbench.bayes._models._unit_interval``), so the two halves
+#: (``hierbench.compare.side_by_side``) compare on the points scale, not on this one
+FRACTIONAL_LINEAR = "linear predictor of the [0, 1] family (the logit only at mean 1/2 and on pass/fail tasks)"
+
+
 def _fmt(x: float) -> str:
     return "nan" if not np.isfinite(x) else f"{x:.4g}"
 

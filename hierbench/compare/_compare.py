@@ -15,6 +15,7 @@ from .._base import CI_BOUNDS
 from .._base import COUNTS_HASH
 from .._base import DATA_HASH
 from .._base import DEFAULT_PROB
+from .._base import FRACTIONAL_LINEAR
 from .._base import HierbenchError
 from .._base import Result
 from .._base import check_int
@@ -24,7 +25,6 @@ from .._base import field_alias
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from ..freq import wilson_interval
-from ..metrics import FRACTIONAL_LINEAR
 
 __all__ = [
     "CoverageStudyResult",

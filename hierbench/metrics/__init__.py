@@ -15,7 +15,6 @@ short repr, ``to_frame()`` and ``to_dataset()``, like the frequentist half.
 """
 
 from .._base import ExtrapolatedHorizonWarning  # raised by doubling_time, as by hierbench.freq's
-from ._common import FRACTIONAL_LINEAR as FRACTIONAL_LINEAR  # for hierbench.compare
 from ._common import UndefinedMetricWarning
 from ._common import linear_scale as linear_scale  # for hierbench.bayes (formula models' scales)
 from ._common import posterior_interval

@@ -12,6 +12,7 @@ import xarray as xr
 from .._base import COUNTS_HASH
 from .._base import DATA_HASH
 from .._base import DEFAULT_PROB
+from .._base import FRACTIONAL_LINEAR
 from .._base import UndefinedMetricWarning
 from .._base import check_choice
 from .._base import check_int
@@ -40,11 +41,6 @@ __all__ = [
 
 SAMPLE_DIMS = ("chain", "draw")
 
-#: the scale of a Bayesian [0, 1]-score (fractional) fit's linear predictor: its coefficients, random-term
-#: sds and agents' variance. Not the maximum-likelihood half's quasi-binomial logit: the family's slope
-#: matches the logit's at mean 1/2 only (``hierbench.bayes._models._unit_interval``), so the two halves
-#: compare on the points scale, not on this one
-FRACTIONAL_LINEAR = "linear predictor of the [0, 1] family (the logit only at mean 1/2 and on pass/fail tasks)"
 
 
 def linear_scale(family: str) -> str:

@@ -30,13 +30,13 @@ import xarray as xr
 from scipy.special import expit
 
 from .._base import DEFAULT_PROB
+from .._base import FRACTIONAL_LINEAR
 from .._base import DrawsResult
 from .._base import HierbenchError
 from .._base import check_prob
 from .._base import fit_record
 from .._docs import fill_doc
 from .._numerics import population_nodes
-from ._common import FRACTIONAL_LINEAR
 from ._common import check_k
 from ._common import posterior_interval
 from ._mixed import as_design

@@ -44,6 +44,11 @@ class FitDataMismatchError(HierbenchError):
     """A fit and a log that are not the same evaluation (agents, tasks or counts differ)."""
 
 
+
+def battles_fit(fit: xr.DataTree | None) -> bool:
+    """Whether the fit is of pairwise battles (Bradley-Terry): no tasks to pair on, no run log behind it."""
+    return fit is not None and fit_record(fit, "hierbench_spec").get("model") == "bradley_terry"
+
 def _labels(values) -> list[str]:
     return [str(v) for v in np.asarray(values).ravel()]
 
@@ -286,7 +291,6 @@ def _check_battles(fit: xr.DataTree, data: xr.Dataset, fit_name: str, data_name:
     agents, the same 59, were compared).
     """
     from ..bayes import pair_counts_hash
-    from ._pairs import battles_fit
 
     if not battles_fit(fit):
         model = fit.attrs.get("hierbench_model", "custom")
@@ -370,7 +374,6 @@ def check_fit_data(
             f"{fit_name} and {data_name} are not the same evaluation: the fit's grades are labelled "
             f"{named[0]!r} and the data's {named[1]!r} (attrs['score_labels'])"
         )
-    from ._pairs import battles_fit
 
     if battles_fit(fit) or is_battles(data):
         return _check_battles(fit, data, fit_name, data_name)

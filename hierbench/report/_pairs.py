@@ -23,6 +23,7 @@ import xarray as xr
 from .._base import counted
 from .._base import fit_record
 from ._context import g_interval
+from ._match import battles_fit as battles_fit  # for the sections
 from ._pair_rows import PAIR_ROWS
 from ._pair_rows import differ_column as differ_column
 from ._pair_rows import differ_parts
@@ -615,11 +616,6 @@ def _clustered_model(fit: xr.DataTree) -> str:
 def clustered_crossed(fit: xr.DataTree) -> bool:
     """Whether the fit is a crossed model with task clusters (a new task comes from a new cluster)."""
     return _clustered_model(fit) == "crossed"
-
-
-def battles_fit(fit: xr.DataTree | None) -> bool:
-    """Whether the fit is of pairwise battles (Bradley-Terry): no tasks to pair on, no run log behind it."""
-    return fit is not None and fit_record(fit, "hierbench_spec").get("model") == "bradley_terry"
 
 
 #: what a Bradley-Terry fit's probabilities and ranks assume of the battles, and the counterpart without it
