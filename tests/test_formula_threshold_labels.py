@@ -73,3 +73,32 @@ def test_numeric_grades_take_the_grade_or_its_score_and_effects_name_the_label()
     same = average_marginal_effects(fit, "hard", threshold=2, method="ml")
     assert ame.scale == "points of the share graded >= yes" == same.scale
     np.testing.assert_allclose(ame.estimate.values, same.estimate.values)
+
+
+def test_bayes_pass_k_takes_a_label_and_names_it():
+    """mixed_pass_hat_k with threshold "yes" on a fit of no / perhaps / yes: with every effect 0 and sd 0,
+    P(yes) = expit(-theta_2) by the cumulative logit (scipy), and pass^2 its square; "yes" and its place 2
+    agree, and 1 (the place of perhaps, the score of yes) is refused; the label once crashed a :g format.
+    """
+    import xarray as xr
+    from scipy.special import expit
+
+    from hierbench.metrics import mixed_pass_hat_k
+
+    ds = from_records(_answers(), agent="agent", task="task", run="run", score="resp",
+                      score_levels=["no", "perhaps", "yes"])  # fmt: skip
+    d = model_design("score ~ agent + (1|task)", ds, family="ordinal")
+    th = np.array([-0.5, 1.0])
+    post = xr.Dataset(
+        {"beta": (("chain", "draw", "coef"), np.zeros((1, 2, len(d.coef)))),
+         "sd": (("chain", "draw", "component"), np.zeros((1, 2, 1))),
+         "thresholds": (("chain", "draw", "threshold"), np.tile(th, (1, 2, 1)))},
+        coords={"coef": list(d.coef), "component": ["1|task"]},
+    )
+    fit = xr.DataTree.from_dict({"posterior": post})
+    res = mixed_pass_hat_k(fit, d, k=[1, 2], threshold="yes")
+    np.testing.assert_allclose(res.estimate.sel(agent="a0").values, [expit(-1.0), expit(-1.0) ** 2], rtol=1e-9)
+    assert res.attrs["over"] == "attempts, each an answer graded >= yes"
+    np.testing.assert_allclose(mixed_pass_hat_k(fit, d, k=[1, 2], threshold=2.0).estimate.values, res.estimate.values)
+    with pytest.raises(HierbenchError, match="names two grades"):
+        mixed_pass_hat_k(fit, d, k=[1], threshold=1.0)

@@ -448,7 +448,7 @@ def mixed_pass_hat_k(
             out.append(_group_means(design, dr, design.X, groups, len(agents), held, threshold, p_k))
     est, ci, _, draws = _summarise(dr, np.stack(out, -1), ("agent", "k"), {"agent": agents, "k": ks}, prob)
     n_tasks = xr.full_like(est, np.nan).rename("n_tasks")
-    event = "a success" if threshold is None else f"an answer graded >= {threshold:g}"
+    event = "a success" if threshold is None else f"an answer graded >= {design.grade_name(threshold)}"
     attrs = {"quantity": "pass^k", "model": "mixed", "tasks": "population", "over": f"attempts, each {event}",
              "scale": "probability", "draws_of": "E[q^k] given the draw, q = P(pass | agent, task)"}  # fmt: skip
     return PosteriorPassKResult(estimate=est, ci=ci, draws=draws, n_tasks=n_tasks, attrs=attrs)
@@ -488,7 +488,7 @@ def _pass_event(design: Any, threshold: float | None) -> Any:
     design.reader_scale(threshold)  # the one threshold rule: a grade above the lowest, ordinal fits only
     if threshold is None:
         return lambda dr: np.zeros((dr.sd.shape[0], 1))
-    c = int(np.searchsorted(design.categories, threshold))
+    c = int(np.searchsorted(design.categories, design.threshold_grade(threshold)))  # a label or a score: its grade
     return lambda dr: dr.thresholds[:, c - 1 : c]
 
 

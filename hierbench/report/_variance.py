@@ -349,8 +349,8 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     elif ctx.mixed:
         text.append(
             "No Bayesian column: a formula model's terms are its own (agent factors, task features), not "
-            "these rows; hierbench.metrics.agent_variance(fit, model) splits the agents' logit-scale variance "
-            "by its terms."
+            "these rows; hierbench.metrics.agent_variance(fit, model) splits the agents' variance on the "
+            "model's linear-predictor scale (the logit for pass/fail scores) by its terms."
         )
     if gdesc:
         text.append(gdesc + ".")

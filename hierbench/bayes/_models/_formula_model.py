@@ -350,7 +350,7 @@ def _decide(st: Structure, design: Any, centred: Any) -> tuple[int | None, set[s
 
 
 #: NUTS's target acceptance of a formula fit: the usual 0.8; 0.9 when a random term is nested in
-#: another; 0.95 when binary data separate the fixed effects (:func:`separated_coefficients`)
+#: another; 0.95 when the data separate the fixed effects (:func:`separated_coefficients`)
 TARGET_ACCEPT = {"default": 0.8, "nested": 0.9, "separated": 0.95}
 
 
@@ -385,8 +385,9 @@ def _decide_step(st: Structure, design: Any, sampled: list[int], cell: int | Non
     why = []
     if separated:
         why.append(
-            f"the binary data separate {', '.join(separated)} (a direction along which the likelihood rises "
-            "without bound: an agent at 0% or 100%, or successes only on one side of a covariate): that "
+            f"the data separate {', '.join(separated)} (a direction along which the likelihood rises without "
+            "bound: an agent at 0% or 100%, all scores 0 or 1, every grade the lowest or the highest, or "
+            "successes only on one side of a covariate): that "
             "posterior is a plateau held by the prior on one side and a steep likelihood wall on the other, "
             "where the default step diverges"
         )
