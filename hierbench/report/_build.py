@@ -31,6 +31,8 @@ from ._context import ReportSectionWarning
 from ._context import _Context
 from ._context import _Skip
 from ._convergence import _sec_convergence
+from ._horizons import _sec_horizons
+from ._horizons import with_horizons
 from ._match import check_fit_data
 from ._match import check_result_data
 from ._match import cluster_note
@@ -190,7 +192,7 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     paths written and the report (its ``files``: what was attached beside it).
     """
     prob, fit, data, subset = _inputs(fit, data, subset, prob, bootstrap_method)
-    order = SECTIONS if not subset else _with_subset()
+    order = with_horizons(SECTIONS if not subset else _with_subset(), fit, data)
     out = []
     with Progress(len(order) + len(paths), "report", enabled=progress, unit="section") as bar:
         ctx = _Context(fit=fit, data=data, prob=prob, bootstrap_method=bootstrap_method,
@@ -321,6 +323,7 @@ _SECTION_FUNCS = {
     "data-summary": _sec_data,
     "convergence": _sec_convergence,
     "abilities": _sec_abilities,
+    "horizons": _sec_horizons,
     "pass-k": _sec_passk,
     "ranks": _sec_ranks,
     "pairwise": _sec_pairwise,

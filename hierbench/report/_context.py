@@ -32,6 +32,7 @@ _TITLES = {
     "data-summary": "Data summary",
     "convergence": "Convergence diagnostics",
     "abilities": "Agent abilities",
+    "horizons": "Time horizons",  # only for a horizon fit or a log with human minutes, after the abilities
     "pass-k": "Reliability: pass^k",
     "ranks": "Rank probabilities",
     "pairwise": "Does A beat B? Pairwise probabilities and paired tests",
