@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from scipy import integrate
 from scipy import optimize
 from scipy.special import expit
 
@@ -44,7 +43,7 @@ def _log(clusters: bool = True) -> xr.Dataset:
 
 
 def _fake_fit(ds: xr.Dataset) -> tuple[xr.DataTree, dict]:
-    """A horizon fit's posterior with draws set here: 2 chains x 60 draws of ``beta`` and ``sd``.
+    """A horizon fit's posterior with draws set here: 2 chains x 40 draws of ``beta`` and ``sd``.
 
     Agent c's slope sits near 0, so some of its draws are not negative (the limit rule).
     """
@@ -56,7 +55,7 @@ def _fake_fit(ds: xr.Dataset) -> tuple[xr.DataTree, dict]:
                            "agent[b]:center(log2_minutes)", "agent[c]:center(log2_minutes)"]  # fmt: skip
     assert [t.name for t in design.random] == ["1|task", "1|agent:task"]
     rng = np.random.default_rng(5)
-    C, D = 2, 60
+    C, D = 2, 40
     level = rng.normal([0.5, 1.0, -1.0], 0.3, (C, D, 3))
     slope = rng.normal([-0.6, -0.4, -0.12], [0.1, 0.1, 0.08], (C, D, 3))
     sd = np.abs(rng.normal([1.0, 0.5], 0.2, (C, D, 2)))
@@ -80,13 +79,13 @@ def _section(fit, ds, freq_arg="auto"):
     return rep.blocks[-1], rep
 
 
-def _eta_p(tau: float, p: float) -> float:
-    """The eta with E[expit(eta + tau Z)] = p, by quadrature (scipy) and root finding."""
-    def mean(eta):
-        f = lambda z: expit(eta + tau * z) * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)  # noqa: E731
-        return integrate.quad(f, -np.inf, np.inf, epsabs=1e-12)[0]
+#: Gauss-Hermite (probabilists') nodes and weights from numpy: E[f(Z)] = sum(w f(z)) / sqrt(2 pi)
+_Z, _W = np.polynomial.hermite_e.hermegauss(120)
 
-    return optimize.brentq(lambda e: mean(e) - p, -60, 60, xtol=1e-12)
+
+def _eta_p(tau: float, p: float) -> float:
+    """The eta with E[expit(eta + tau Z)] = p: numpy's Gauss-Hermite rule and scipy's root finder."""
+    return optimize.brentq(lambda e: (_W * expit(e + tau * _Z)).sum() / np.sqrt(2 * np.pi) - p, -60, 60, xtol=1e-13)
 
 
 def _quantile(v: np.ndarray, q: float) -> float:
@@ -195,3 +194,23 @@ def test_a_horizon_fit_report_gives_the_horizons_of_metrics_time_horizon(tmp_pat
     assert cells[1] == "50%" and float(cells[2]) == pytest.approx(float(ref.estimate.sel(agent="a", success=0.5)), abs=6e-4)
     assert md.index("## Agent abilities") < md.index("## Time horizons") < md.index("## Reliability: pass^k")
     assert pd.notna(ref.estimate.values).all()
+
+
+def test_the_horizon_figure_has_no_overlapping_text_and_draws_limits_at_the_axis_edge():
+    from figure_overlap import overlaps
+
+    from hierbench.metrics import time_horizon
+    from hierbench.report._horizons import horizon_figure
+
+    ds = _log()
+    fit, _ = _fake_fit(ds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        design = bayes.build_horizon(ds, clusters=False).hierbench["design"]
+        b = time_horizon(fit, design, prob=PROB)
+        m = freq.time_horizon(ds, n_resamples=N_RES, prob=PROB, rng=RNG)
+    fig, caption = horizon_figure({"Bayes": b, "METR": m}, ds)
+    assert overlaps(fig) == []
+    lo, hi = fig.axes[0].get_xlim()
+    assert fig.axes[0].get_xscale() == "log" and lo > 0 and np.isfinite(hi)
+    assert "95% eti" in caption and "95% percentile" in caption and "arrow at its edge" in caption

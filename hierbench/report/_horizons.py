@@ -258,7 +258,7 @@ def horizon_figure(results: dict, data: xr.Dataset | None):
     axes[0].set_yticks(np.arange(len(agents))[::-1], agents)
     axes[0].set_ylabel("agent")
     axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)
-    fig.tight_layout()
+    fig.tight_layout(w_pad=3.0)  # the end ticks of neighbouring panels (10^6, 10^-4) collided without it
     names = "; ".join(f"{k}: {_kind(v)} interval" for k, v in results.items())
     caption = (
         f"Time horizons in human minutes (log axis) at {' and '.join(f'{p:.0%}' for p in HORIZON_SUCCESS)} "
