@@ -48,6 +48,7 @@ _TITLES = {
 LABELS: dict[str, str] = {
     "mean_new_task": "expected score on a new task from the task population",
     "mean_observed": "mean score over this benchmark's tasks",
+    "mean_task": "mean success probability over the data's tasks",
     "ability": "ability (model scale)",
     "agent_effect": "agent effect (logit scale)",
     "theta": "success probability",
