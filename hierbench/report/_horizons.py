@@ -155,7 +155,9 @@ def _flags(res, name: str, n_of: int, sample: str, prob: float) -> pd.Series:
 
 def _text(ctx: _Context, bayes, metr, why: list[str]) -> str:
     parts = ["Each agent's time horizon: the human task length (minutes) at which its chance of success "
-             "is 50% or 80%."]  # fmt: skip
+             "is 50% or 80%. Each interval's columns name its level and kind; `flag` names, per method, an "
+             "estimate outside the tasks' lengths (extrapolated), at a limit (0 or infinite) or missing, and "
+             f"limit draws (resamples) past (1 - {ctx.prob:g}) / 2 of them, where the limit decides a bound."]  # fmt: skip
     if bayes is not None:
         n = int(bayes.draws.sizes["chain"] * bayes.draws.sizes["draw"])
         parts.append(
@@ -164,16 +166,17 @@ def _text(ctx: _Context, bayes, metr, why: list[str]) -> str:
             f"(the task effects integrated out), {n} draws: {bayes.ci.attrs['ci_detail']}. "
             + _extrapolated_text(bayes))
     if metr is not None:
+        seed = "" if isinstance(ctx.freq, Mapping) and "horizon" in ctx.freq else f" (seed {ctx.rng})"
         parts.append(
             "METR: hierbench.freq.time_horizon of the data, METR's weighted logistic regression per agent with "
-            f"its hierarchical bootstrap (seed {ctx.rng}): {metr.ci.attrs['ci_detail']}. "
+            f"its hierarchical bootstrap{seed}: {metr.ci.attrs['ci_detail']}. "
             + _extrapolated_text(metr))
     if bayes is not None and metr is not None:
         parts.append("The two differ by design (hierbench.bayes.build_horizon): task families are random "
                      "effects rather than run weights, and the 80% horizon is read off the marginal curve, "
                      "flatter at its ends than METR's logistic one; so the 80% horizons differ more.")  # fmt: skip
-    parts += [f"Not computed: {w}." for w in why]
-    return " ".join(parts)
+    parts += [" ".join(f"Not computed: {w}." for w in why)] if why else []
+    return "\n\n".join(parts)  # a paragraph per method
 
 
 def _sec_horizons(ctx: _Context, rep: Report, sid: str) -> None:

@@ -375,7 +375,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     elif ctx.mixed and var is not None:
         text += _mixed_note(ctx, True)
     elif twin:
-        text += twin_note(ctx, twin) + f" Its `{ctx.var}` columns are on the model's scale (not drawn)."
+        text += twin_note(ctx, twin) + f" The `{ctx.var}` columns (model scale) are in the table only; the figure draws `{twin}`."
     rep.section(_TITLES[sid], text, table=wide, id=sid)
     rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.{_no_bar(intervals)}")
 

@@ -24,7 +24,7 @@ SCORE_TWINS = ("mean_task",)
 def score_twin(ctx: _Context) -> str | None:
     """The score-scale twin of the fit's agent level (``mean_task``), or None where the level is on the score scale.
 
-    Only for a fit whose level (:attr:`_Context.var`) is off the score scale, and only a variable over
+    Only for a fit whose level (``_Context.var``) is off the score scale, and only a variable over
     ``(chain, draw, agent)`` whose ``scale`` attr says probability; a compact saved fit without it has none.
     """
     post = ctx.post
@@ -38,7 +38,7 @@ def score_twin(ctx: _Context) -> str | None:
 
 
 def twin_frame(ctx: _Context, twin: str) -> pd.DataFrame:
-    """The twin's posterior mean and equal-tailed interval per agent (as :meth:`_Context.bayes_frame`)."""
+    """The twin's posterior mean and equal-tailed interval per agent (as ``_Context.bayes_frame``)."""
     return _eti(ctx.post[twin], ctx.prob)
 
 
