@@ -59,9 +59,8 @@ def twin_note(ctx: _Context, twin: str) -> str:
         f"spread. The ranks and pairwise sections use `{ctx.var}` ({ctx.post[ctx.var].attrs.get('scale', 'model scale')}), "
         f"which orders the agents as `{twin}` does in every draw."
     )
-    from ._sections import _tasks_scored
-
-    n = _tasks_scored(ctx)
+    summary = ctx.data_summary()  # the tasks each agent's bootstrap mean averages, as the sections read them
+    n = None if summary is None else summary["n_tasks_scored"]
     if n is not None and total:
         short = n[n < total]
         if len(short):
