@@ -214,3 +214,10 @@ def test_the_horizon_figure_has_no_overlapping_text_and_draws_limits_at_the_axis
     lo, hi = fig.axes[0].get_xlim()
     assert fig.axes[0].get_xscale() == "log" and lo > 0 and np.isfinite(hi)
     assert "95% eti" in caption and "95% percentile" in caption and "arrow at its edge" in caption
+
+
+def test_a_log_whose_minutes_are_not_valid_is_said_in_the_section_not_raised():
+    ds = _log()
+    bad = ds.assign_coords(human_minutes=("task", np.r_[np.nan, ds["human_minutes"].values[1:]]))
+    with pytest.raises(_Skip, match=r"METR's method: `human_minutes` must be positive and finite; tasks \['t0'\]"):
+        _section(None, bad)

@@ -81,6 +81,18 @@ def _freq_half(ctx: _Context, minutes: str, why: list[str]):
                              prob=ctx.prob, rng=ctx.rng)  # fmt: skip
 
 
+def _refused(half, name: str, ctx: _Context, why: list[str], *args):
+    """One half, or None where its function refuses the data (tasks without valid minutes, say): said, not raised."""
+    from .._base import HierbenchError
+
+    try:
+        return half(ctx, *args, why) if args else half(ctx, why)
+    except HierbenchError as exc:
+        why.append(f"{name}: {exc}")
+        ctx.warnings.append(f"Time horizons, {name}: {exc}")
+        return None
+
+
 def _kind(res) -> str:
     """A result's interval as the table names it: ``"95% eti"``."""
     return f"{float(res.ci.attrs['ci_prob']):.0%} {res.ci.attrs['ci_kind']}"
@@ -185,7 +197,8 @@ def _sec_horizons(ctx: _Context, rep: Report, sid: str) -> None:
         raise _Skip(f"the horizons need the tasks' human minutes (`{minutes}`), which a saved fit does not keep: "
                     "give the data the fit was made from (`--data`)")  # fmt: skip
     why: list[str] = []
-    bayes, metr = _bayes_half(ctx, why), _freq_half(ctx, minutes, why)
+    bayes = _refused(_bayes_half, "Bayesian half", ctx, why)
+    metr = _refused(_freq_half, "METR's method", ctx, why, minutes)
     if bayes is None and metr is None:
         raise _Skip("; ".join(why))
     wide = in_log_order(horizon_table(bayes, metr), ctx.data)
