@@ -31,6 +31,8 @@ from ._context import ReportSectionWarning
 from ._context import _Context
 from ._context import _Skip
 from ._convergence import _sec_convergence
+from ._horizons import _sec_horizons
+from ._horizons import with_horizons
 from ._match import check_fit_data
 from ._match import check_result_data
 from ._match import cluster_note
@@ -120,7 +122,10 @@ def build(
     ----------
     fit : xarray.DataTree or path, optional
         A fit from :func:`hierbench.bayes.fit` (or the path of one saved with
-        :func:`hierbench.io.save_fit`).
+        :func:`hierbench.io.save_fit`). A fit of :func:`hierbench.bayes.build_horizon`
+        (or, without a fit, a log with a ``human_minutes`` task coord) adds a section "Time
+        horizons" after the abilities: :func:`hierbench.metrics.time_horizon` beside
+        :func:`hierbench.freq.time_horizon` at 50% and 80% success.
     data : xarray.Dataset or path, optional
         The eval dataset (or the path of a log or a saved ``.nc`` dataset); needed for the data
         summary and the frequentist half.
@@ -193,7 +198,7 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     """
     prob, fit, data, subset = _inputs(fit, data, subset, prob, bootstrap_method)
     battles, data = (data, None) if is_battles(data) else (None, data)  # the run-log sections see no data
-    order = SECTIONS if not subset else _with_subset()
+    order = with_horizons(SECTIONS if not subset else _with_subset(), fit, data)
     out = []
     with Progress(len(order) + len(paths), "report", enabled=progress, unit="section") as bar:
         ctx = _Context(fit=fit, data=data, battles=battles, prob=prob, bootstrap_method=bootstrap_method,
@@ -347,6 +352,7 @@ _SECTION_FUNCS = {
     "data-summary": _sec_data,
     "convergence": _sec_convergence,
     "abilities": _sec_abilities,
+    "horizons": _sec_horizons,
     "pass-k": _sec_passk,
     "ranks": _sec_ranks,
     "pairwise": _sec_pairwise,

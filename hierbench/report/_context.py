@@ -32,6 +32,7 @@ _TITLES = {
     "data-summary": "Data summary",
     "convergence": "Convergence diagnostics",
     "abilities": "Agent abilities",
+    "horizons": "Time horizons",  # only for a horizon fit or a log with human minutes, after the abilities
     "pass-k": "Reliability: pass^k",
     "ranks": "Rank probabilities",
     "pairwise": "Does A beat B? Pairwise probabilities and paired tests",
@@ -47,6 +48,7 @@ _TITLES = {
 LABELS: dict[str, str] = {
     "mean_new_task": "expected score on a new task from the task population",
     "mean_observed": "mean score over this benchmark's tasks",
+    "mean_task": "mean success probability over the data's tasks",
     "ability": "ability (model scale)",
     "agent_effect": "agent effect (logit scale)",
     "theta": "success probability",

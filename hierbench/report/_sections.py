@@ -22,6 +22,10 @@ from ._context import in_log_order
 from ._report import Report
 from ._report import as_table
 from ._report import judged
+from ._twin import ability_columns
+from ._twin import score_twin
+from ._twin import twin_frame
+from ._twin import twin_note
 
 
 def _file_name(source: object) -> str:
@@ -427,11 +431,14 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     notes = []
     bay = ctx.bayes_frame()
     var = ctx.var
-    if bay is not None:
-        intervals[f"Bayes {ctx.fit.attrs.get('hierbench_model', '')} ({prob:.0%} ETI)"] = bay
     boot = ctx.bootstrap()
+    twin = score_twin(ctx) if boot is not None else None  # IRT: mean_task beside the bootstrap, ability ranks
+    if twin:
+        bay, var = twin_frame(ctx, twin), twin
+    if bay is not None:
+        intervals[f"Bayes {ctx.fit.attrs.get('hierbench_model', '')}{' ' + twin if twin else ''} ({prob:.0%} ETI)"] = bay
     gmap = ctx.grade_map()  # a graded fit of the score: the bootstrap goes onto its grades
-    same_scale = ctx.score_scale() or gmap is not None
+    same_scale = ctx.score_scale() or gmap is not None or twin is not None
     if boot is not None:
         bf = _on_grades(as_table(boot), gmap)
         kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
@@ -444,7 +451,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     if not intervals:
         raise _Skip("needs a fit with an agent-level variable or data for the bootstrap")
     intervals = _in_data_order(intervals, ctx.data)
-    truth = ctx.truth if same_scale else None
+    truth = ctx.truth if same_scale and not twin else None  # the truth is of a new task, not the data's tasks
     if var is not None:
         scale = ctx.agent_draws().attrs.get("scale")
         unit = scale if ctx.mixed else "probability, 0-1" if same_scale else f"{scale} scale" if scale else "model scale"
@@ -472,6 +479,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
             flags = _add_flag(flags, _few_units_flag(ctx, boot, name, n_tasks, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
+    wide = ability_columns(ctx, wide) if twin else wide
     one = f"Each agent's level with its interval ({next(iter(intervals))})"
     text = (
         ("Each agent's level with its interval from each method on one axis" if len(intervals) > 1 else one)
@@ -488,6 +496,8 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         )
     elif ctx.mixed and var is not None:
         text += _mixed_note(ctx, True)
+    elif twin:
+        text += twin_note(ctx, twin) + f" The `{ctx.var}` columns (model scale) are in the table only; the figure draws `{twin}`."
     rep.section(_TITLES[sid], text, table=wide, id=sid)
     rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.{_no_bar(intervals)}")
 
@@ -859,13 +869,14 @@ def _side_missing(ctx: _Context, no_boot: bool) -> str:
 
 def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     boot = ctx.bootstrap()
-    bay = ctx.bayes_frame()
+    twin = score_twin(ctx) if boot is not None else None  # IRT: mean_task on the score scale, not ability
+    bay = twin_frame(ctx, twin) if twin else ctx.bayes_frame()
     if boot is None or bay is None:
         raise _Skip(_side_missing(ctx, boot is None))
     gmap = ctx.grade_map()  # a graded fit of the score: the bootstrap goes onto its grades
     bf = _on_grades(as_table(boot), gmap)
     kind = bf["ci_kind"].iloc[0] if "ci_kind" in bf else "bootstrap"
-    if not ctx.score_scale() and gmap is None:
+    if not ctx.score_scale() and gmap is None and not twin:
         if ctx.mixed:
             raise _Skip(_other_scale(ctx))
         raise _Skip(
@@ -898,7 +909,9 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", cluster_weights(ctx.fit, ctx.data))
     rep.section(
         _TITLES[sid],
-        (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed else "The agent's expected score on a new task")
+        (f"Each agent's mean {what} over the tasks it ran" if ctx.mixed
+         else "Each agent's mean success probability (Bayes) and mean score (bootstrap)" if twin
+         else "The agent's expected score on a new task")
         + f", both methods at {ctx.prob:.0%}.{' ' + _grades_note(gmap, kind, ctx.grade_labels()) if gmap else ''} `disagree` flags "
         "an agent whose point estimate from one method lies outside the other's interval (or whose "
         f"intervals do not overlap), judged only where both intervals are defined (`undefined` elsewhere): "
@@ -915,6 +928,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             "estimate; its interval holds these tasks fixed, the bootstrap's is for a new draw of tasks "
             "(wider by the tasks' spread, not for want of information)."
             if ctx.mixed
+            else twin_note(ctx, twin)
+            if twin
             else ""
         )
         + shift,
