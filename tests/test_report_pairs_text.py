@@ -589,3 +589,26 @@ def test_a_rescaled_parameter_is_not_plotted_twice_among_the_highest_r_hats():
     rows = [("elo", {"agent": "a"}, 1.05), ("ability", {"agent": "a"}, 1.05), ("ability", {"agent": "b"}, 1.04),
             ("x", {}, 1.01)]
     assert [(n, s) for n, s, _ in _distinct(rows, post, 3)] == [("elo", {"agent": "a"}), ("ability", {"agent": "b"}), ("x", {})]
+
+
+def test_the_rank_test_reads_draws_thinned_to_their_ess_so_agreeing_autocorrelated_chains_pass():
+    """The test takes draws as independent: 4 agreeing AR(1) chains (lag-1 correlation 0.8, same law)
+    get p < 1e-4 from arviz-stats on every draw, a false flag past the report's Bonferroni limit;
+    thinned to about their ESS (draws per chain over the chains' mean own ESS, by arviz-stats) they do not.
+    """
+    import arviz_stats as azs
+
+    from hierbench.report._figures import rank_tests
+    from hierbench.report._figures import rank_thinning
+
+    gen = np.random.default_rng(2)
+    x = np.zeros((4, 800))
+    x[:, 0] = gen.normal(size=4)
+    for t in range(1, 800):
+        x[:, t] = 0.8 * x[:, t - 1] + gen.normal(size=4) * 0.6
+    post = xr.Dataset({"x": (("chain", "draw"), x)}, coords={"chain": np.arange(4), "draw": np.arange(800)})
+    raw = post.azstats.compute_ranks(dim=("chain", "draw"), relative=True)
+    assert float(raw.azstats.mchain_uniformity_test(dim=("chain", "draw"))[0]["x"]) < 1e-4
+    ess = np.mean([float(azs.ess(post.isel(chain=[c]), sample_dims=["chain", "draw"])["x"]) for c in range(4)])
+    assert rank_thinning(post, [("x", {})]) == round(800 / ess) > 4
+    assert rank_tests(post, [("x", {})])["x"] > 0.01

@@ -105,7 +105,7 @@ def _shown(check: str, value: float) -> str:
     return f"{value:.3f}"
 
 
-def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd.DataFrame:
+def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float, thin: int = 1) -> pd.DataFrame:
     rows = []
     for c in checks:
         limit = f"{'≤' if c['rule'] == '<=' else '≥'} {c['limit']:.4g}"
@@ -134,7 +134,9 @@ def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float) -> pd
             "why this limit": "the multi-chain rank uniformity test arviz-plots prints on each "
             f"rank plot; the plotted parameters are the highest R-hats of {n:,} elements, so the "
             f"limit is {alpha:g} / {n:,} (Bonferroni): a converged fit is flagged with probability "
-            f"at most {alpha:g}, as for the R-hat limit",
+            f"at most {alpha:g}, as for the R-hat limit. The test takes draws as independent, so it "
+            + (f"reads every {thin}th draw (about the effective sample size)" if thin > 1 else
+               "reads every draw (their effective sample size is about their number)"),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("check")
 
@@ -187,7 +189,8 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     alpha = 1 - F.RANK_ENVELOPE
     checks, failures = _diag_checks(ctx.fit)
     ranks = F.rank_tests(ctx.post, sel) if sel else {}
-    table = _check_rows(checks, ranks, alpha)
+    thin = F.rank_thinning(ctx.post, sel) if sel else 1
+    table = _check_rows(checks, ranks, alpha, thin)
     verdict, note = _verdict(failures, table, ranks, alpha)
     text = (
         f"Sampler {a.get('sampler', '?')} with settings {a.get('sampler_settings', '')}. "
@@ -209,7 +212,10 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
             "rank_worst",
             F.rank_plot(ctx.post, sel, ranks),
             "Rank plots (fractional-rank ECDF minus uniform, one line per chain) of the parameters "
-            "with the highest R-hat, with the multi-chain uniformity p-value on each panel: "
+            "with the highest R-hat"
+            + (f", every {thin}th draw (about their effective sample size: the envelope and the test "
+               "take draws as independent)" if thin > 1 else "")
+            + ", with the multi-chain uniformity p-value on each panel: "
             f"p < {alpha:g} marks the panel (a per-panel level; the check in the table allows for "
             "the number of elements these were picked from).",
         )

