@@ -32,7 +32,6 @@ from threadpoolctl import threadpool_limits
 
 from .._base import DEFAULT_PROB
 from .._base import HierbenchError
-from .._base import HierbenchWarning
 from .._base import Result
 from .._base import as_rng
 from .._base import check_choice
@@ -43,6 +42,7 @@ from .._base import warn_user
 from .._docs import fill_doc
 from ..freq import IRTBank
 from ..freq import IRTScoreResult
+from ..freq import ModelMisfitWarning as ModelMisfitWarning  # shared with irt_score (one class)
 from ..freq import irt_score
 from ._assisted import _logscore
 from ._assisted import prequential_z
@@ -105,10 +105,6 @@ class AdaptiveResult(Result):
         checks = (f"  prequential misfit z {self.misfit_z:.2f}, p {self.misfit_p:.2g}"
                   if np.isfinite(self.misfit_p) else "  prequential misfit: not computed")  # fmt: skip
         return [head, *self._cell_lines(), checks, *(f"  FLAG: {f}" for f in self.flags)]
-
-
-class ModelMisfitWarning(HierbenchWarning):
-    """A model-based score whose model does not describe the agent (misfit, or extrapolated abilities)."""
 
 
 #: what an adaptive interval trusts, said in its ``ci_detail``
@@ -370,7 +366,7 @@ def _final_score(bank: IRTBank, path: _Path, spec: _AdaptiveSpec, gen: np.random
         {"n_runs": ("task", path.n_tot[ran]), "n_success": ("task", path.y_tot[ran].astype(float))},
         coords={"task": tasks[ran]},
     )
-    score = irt_score(bank, resp, prob=prob, n_runs=spec.n_runs, rng=gen)
+    score = irt_score(bank, resp, prob=prob, n_runs=spec.n_runs, misfit_level=None, rng=gen)  # own test: tasks chosen from answers
     if misfit is not None:
         known = float((path.y_tot[ran] / path.n_tot[ran]).sum())
         score = _add_misfit(score, misfit.sd_at(len(path.order)), known, int((~ran).sum()), T, prob, gen)

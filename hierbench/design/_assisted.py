@@ -95,6 +95,8 @@ from .._base import make_interval
 from ..freq import IRTBank
 from ..freq import holm
 from ..freq import irt_score
+from ..freq import log_score_terms as _logscore  # the rule's owner is freq's prequential person fit
+from ..freq import prequential_z as prequential_z  # for ._adaptive
 from ._plan import uniform_bounds
 from ._posterior import _Posterior
 
@@ -157,15 +159,6 @@ def draw_probs(rem: np.ndarray, v: np.ndarray, defensive: float) -> np.ndarray:
     if defensive < 1 and sd.sum() > 0:
         q = q + (1 - defensive) * sd / sd.sum()
     return q / q.sum()
-
-
-def _logscore(pmf: np.ndarray, k: int) -> tuple[float, float, float]:
-    """Log predictive probability of ``k`` and its mean and variance under the predictive ``pmf``."""
-    pmf = np.maximum(np.asarray(pmf, float), 1e-300)
-    pmf = pmf / pmf.sum()
-    lp = np.log(pmf)
-    el = float(pmf @ lp)
-    return float(lp[k]), el, float(max(pmf @ lp**2 - el**2, 0.0))
 
 
 @dataclass
@@ -305,23 +298,6 @@ def misfit_test(tab: np.ndarray) -> tuple[float, float]:
     return prequential_z(tab[:, 8:11])
 
 
-def prequential_z(scores: np.ndarray) -> tuple[float, float]:
-    """``z = sum (l - E l) / sqrt(sum Var l)`` of rows ``(l, E l, Var l)`` and its one-sided p-value (NaN: none).
-
-    Examples
-    --------
-    >>> z, p = prequential_z(np.array([[-1.0, -0.5, 0.25], [-0.2, -0.5, 0.25]]))  # (-0.5 + 0.3) / sqrt(0.5)
-    >>> round(z, 6), round(p, 4)
-    (-0.282843, 0.3886)
-    """
-    ok = np.isfinite(scores[:, 0])
-    v = float(scores[ok, 2].sum())
-    if not ok.any() or v <= 0:
-        return np.nan, np.nan
-    z = float((scores[ok, 0] - scores[ok, 1]).sum() / np.sqrt(v))
-    return z, float(norm.cdf(z))
-
-
 @dataclass(frozen=True, repr=False)
 class AssistedResult(Result):
     """Design-based estimates of full-benchmark scores from subsets, with the model-based ones beside them.
@@ -458,7 +434,7 @@ def model_score(working: Any, rec: _Record, *, bank: IRTBank | None, prob: float
         runs = tab[:, 6].astype(np.int64)
         resp = xr.Dataset({"n_runs": ("task", runs), "n_success": ("task", np.round(tab[:, 5] * runs))},
                           coords={"task": bank.tasks[tasks]})
-        r = irt_score(bank, resp, prob=prob, n_runs=n_runs, rng=gen)
+        r = irt_score(bank, resp, prob=prob, n_runs=n_runs, misfit_level=None, rng=gen)  # flagged by misfit_test
         lo, hi = r.ci.values
         return float(r.estimate), float(lo), float(hi)
     m, v = working.predict()

@@ -346,7 +346,7 @@ class _Fold:
         """IRT score from the chosen tasks: estimate, interval (with the misfit sd ``tau``), model-only interval."""
         ctx, gen = self.ctx, self.gen
         sub = self.own.sel(task=chosen)
-        r = irt_score(self.bank, sub, prob=ctx.prob, n_runs=self.target_runs, rng=gen)
+        r = irt_score(self.bank, sub, prob=ctx.prob, n_runs=self.target_runs, misfit_level=None, rng=gen)
         lo, hi = r.ci.values
         if tau > 0:
             known = float((sub["n_success"] / sub["n_runs"]).sum())
@@ -429,7 +429,7 @@ class _Fold:
         else:
             est, se, df = des_raj(tab, T, floor=True)
             r = irt_score(bank, self.own.sel(task=bank.tasks[tasks]), prob=ctx.prob, n_runs=self.target_runs,
-                          rng=self.gen)
+                          misfit_level=None, rng=self.gen)
             model = (float(r.estimate), *map(float, r.ci.values))
         est, lo, hi = bounded(tab, T, est, se, df, ctx.prob)
         z, p = misfit_test(tab)

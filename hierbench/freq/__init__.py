@@ -35,6 +35,9 @@ from ._glmm import *  # noqa: F403
 from ._horizon import *  # noqa: F403
 from ._irt import *  # noqa: F403
 from ._irt._ml import cell_loglik as cell_loglik  # for hierbench.design; not in __all__
+from ._irt._prequential import ModelMisfitWarning as ModelMisfitWarning  # design's public class
+from ._irt._prequential import log_score_terms as log_score_terms  # for hierbench.design
+from ._irt._prequential import prequential_z as prequential_z  # for hierbench.design
 from ._judges import *  # noqa: F403
 from ._kernels import FEW_UNITS as FEW_UNITS  # for hierbench.report and demo; not in __all__
 from ._kernels import task_weights as task_weights
