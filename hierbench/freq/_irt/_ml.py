@@ -45,10 +45,17 @@ the log predictive probability of the observed count and ``E l``, ``Var l``
 its mean and variance under that predictive, ``misfit_z = sum (l - E l) /
 sqrt(sum Var l)`` is standard normal under the model (martingale central limit
 theorem) and ``misfit_p = Phi(misfit_z)``; a low value means the answers are
-less likely under the bank than the bank itself expects. On SWE-bench, a
-corrupt record's information-anchor interval covered its true score 1 time in
-24 with no warning before this test. A model-free route is a random subset of
-tasks with :func:`hierbench.design.assisted_mean`, or running more tasks.
+less likely under the bank than the bank itself expects. A model-free route
+is a random subset of tasks with :func:`hierbench.design.assisted_mean`, or
+running more tasks. The test sees only what the tasks run can show. On
+SWE-bench bash-only (banks on 12 agents, 13 held out, 8 random splits), on
+uniform random subsets of 25 tasks the 3% of agents flagged at 0.01 had 90%
+intervals covering 0.23 (mean abs error 0.144) against 0.86 (0.056) for the
+rest; on 25 to 100 information anchors (tasks of like difficulty) it flagged
+0 to 1%, and the unflagged intervals still covered 0.71 to 0.77: within one
+band of difficulty a record with a flat curve (Claude 3.7 Sonnet, 10% solved,
+scored 0.23 to 0.30 on average) looks like a weaker agent's. A pass is no check of
+anchors.
 
 This module imports numpy, scipy and xarray only.
 """
