@@ -42,7 +42,13 @@ class AnchorSet:
         discrimination), not a picture of the bank, so no weighted mean of
         them estimates the full score: on SWE-bench their mean had 1.4 to
         3.9 times the RMSE of a random subset of the same size, worse as the
-        size grew. Only ``irt_score`` uses them.
+        size grew. Only ``irt_score`` uses them, and its interval rests on the
+        bank's model alone: on SWE-bench (12 calibration agents, 13 held out,
+        8 random splits) its 90% interval covered 0.71-0.78 at 25-100 anchors
+        (0.38-0.54 at 100 on the 13 latest agents), and its prequential
+        person-fit test, which catches misses on random subsets, flagged 0-1%
+        of them. For an interval that holds whatever the model, draw the
+        tasks (``plan_subset``) and score them with ``assisted_mean``.
     method : str
     seed : int or None
         The seed that reproduces the set (``anchors(bank, size, method=..., rng=seed)``): the
@@ -68,7 +74,9 @@ class AnchorSet:
                 f"AnchorSet: {self.tasks.size} anchor tasks ({self.method}), no weights: chosen for their "
                 "information, not to stand for the bank, so their plain or weighted mean is biased\n"
                 f"  {shown}\n  chosen by the bank's model, not drawn at random: only irt_score uses them, and its "
-                f"interval is model-based, with no model-free guarantee; {tail}"
+                "interval is model-based, with no model-free guarantee (on SWE-bench's held-out agents its 90% "
+                "interval covered 0.71-0.78, and its person-fit test flagged none of the misses); "
+                f"{tail}"
             )
         shown = few(np.arange(w.size), show=lambda i: f"{str(self.tasks[i])!r} ({w[i]:.3g})")
         empty = int((w == 0).sum())
