@@ -20,9 +20,9 @@ This module imports numpy and scipy only.
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import betaln
 from scipy.special import comb
 from scipy.special import expit
-from scipy.stats import betabinom
 from scipy.stats import norm
 
 from ..._base import HierbenchWarning
@@ -96,9 +96,10 @@ def _cell_pmf(p: np.ndarray, n: int, icc: float) -> np.ndarray:
         return np.stack([1 - p, p], axis=1)
     k = np.arange(n + 1)[None, :]
     p = p[:, None]
-    if icc > 0:
+    if icc > 0:  # the beta-binomial pmf from its definition (scipy.stats' is many times slower here)
         c = 1.0 / icc - 1.0
-        return betabinom.pmf(k, n, np.maximum(p * c, 1e-12), np.maximum((1 - p) * c, 1e-12))
+        al, be = np.maximum(p * c, 1e-12), np.maximum((1 - p) * c, 1e-12)
+        return comb(n, k) * np.exp(betaln(k + al, n - k + be) - betaln(al, be))
     return comb(n, k) * p**k * (1 - p) ** (n - k)
 
 
@@ -115,11 +116,15 @@ def prequential_scores(a: np.ndarray, d: np.ndarray, n: np.ndarray, y: np.ndarra
     """
     S = a.shape[0]
     keep = np.unique(np.linspace(0, S - 1, min(S, PREQUENTIAL_DRAWS)).round().astype(int))
+    # draws repeated exactly (a bank of point estimates tiled over its samples) enter once, weighted
+    # by how often they occur: the same mixture, without recomputing one draw's pmf many times
+    ad, times = np.unique(np.concatenate([a[keep], d[keep]], axis=1), axis=0, return_counts=True)
+    a, d = ad[:, : a.shape[1]], ad[:, a.shape[1] :]
     g = PREQUENTIAL_GRID
-    logw = np.tile(-0.5 * g**2, keep.size)  # (draw x grid) rows, draw-major
+    logw = (np.log(times)[:, None] - 0.5 * g[None, :] ** 2).ravel()  # (draw x grid) rows, draw-major
     out = []
     for t in np.flatnonzero(n > 0):
-        p = expit(a[keep, t][:, None] * g[None, :] + d[keep, t][:, None]).ravel()
+        p = expit(a[:, t][:, None] * g[None, :] + d[:, t][:, None]).ravel()
         w = np.exp(logw - logw.max())
         w /= w.sum()
         f = _cell_pmf(p, int(n[t]), icc)
