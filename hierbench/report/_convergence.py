@@ -135,7 +135,7 @@ def _check_rows(checks: list[dict], ranks: dict[str, float], alpha: float, thin:
             f"rank plot; the plotted parameters are the highest R-hats of {n:,} elements, so the "
             f"limit is {alpha:g} / {n:,} (Bonferroni): a converged fit is flagged with probability "
             f"at most {alpha:g}, as for the R-hat limit. The test takes draws as independent, so it "
-            + (f"reads every {thin}th draw (about the effective sample size)" if thin > 1 else
+            + (f"reads one draw in {thin} (about the effective sample size)" if thin > 1 else
                "reads every draw (their effective sample size is about their number)"),
         })  # fmt: skip
     return pd.DataFrame(rows).set_index("check")
@@ -213,7 +213,7 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
             F.rank_plot(ctx.post, sel, ranks),
             "Rank plots (fractional-rank ECDF minus uniform, one line per chain) of the parameters "
             "with the highest R-hat"
-            + (f", every {thin}th draw (about their effective sample size: the envelope and the test "
+            + (f", one draw in {thin} (about their effective sample size: the envelope and the test "
                "take draws as independent)" if thin > 1 else "")
             + ", with the multi-chain uniformity p-value on each panel: "
             f"p < {alpha:g} marks the panel (a per-panel level; the check in the table allows for "
