@@ -16,6 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from .._base import fit_record
+from .._base import interval_label
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
@@ -86,21 +87,16 @@ def _refused(half, name: str, ctx: _Context, why: list[str], *args):
     from .._base import HierbenchError
 
     try:
-        return half(ctx, *args, why) if args else half(ctx, why)
+        return half(ctx, *args, why)
     except HierbenchError as exc:
         why.append(f"{name}: {exc}")
         ctx.warnings.append(f"Time horizons, {name}: {exc}")
         return None
 
 
-def _kind(res) -> str:
-    """A result's interval as the table names it: ``"95% eti"``."""
-    return f"{float(res.ci.attrs['ci_prob']):.0%} {res.ci.attrs['ci_kind']}"
-
-
 def _half(res, name: str, est: str, n_of: int, limit: str) -> pd.DataFrame:
     """One method's columns, rows ``(agent, success)``: estimate, interval, draws (resamples) at a limit."""
-    k = _kind(res)
+    k = interval_label(res.ci)
     frame = pd.DataFrame({
         f"{name} {est}": res.estimate.to_series(),
         f"{name} {k} lower": res.ci.sel(ci_bound="lower", drop=True).to_series(),
@@ -212,8 +208,11 @@ AXIS_REACH = 1000.0
 
 
 def _clipped(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """Values for a log axis: those below it (0, a limit horizon, included) at its left edge, above it at its right."""
-    return np.clip(np.where(np.isnan(v), np.nan, v), lo, hi)
+    """Values for a log axis: those below it (0, a limit horizon, included) at its left edge, above it at its right.
+
+    NaN stays NaN (no estimate: nothing drawn).
+    """
+    return np.clip(v, lo, hi)
 
 
 def _axis_range(results: dict, lengths: list) -> tuple[float, float]:
@@ -242,7 +241,7 @@ def _draw_panel(ax, results: dict, p: float, agents: list[str], ends: tuple[floa
         lo = np.asarray(r.ci.sel(ci_bound="lower", **sel).values, float)
         hi = np.asarray(r.ci.sel(ci_bound="upper", **sel).values, float)
         out = np.asarray(r.extrapolated.sel(sel).values, bool) | (est < ends[0]) | (est > ends[1])
-        ax.hlines(pos, _clipped(lo, *ends), _clipped(hi, *ends), color=c, lw=2.2, label=f"{name} ({_kind(r)})")
+        ax.hlines(pos, _clipped(lo, *ends), _clipped(hi, *ends), color=c, lw=2.2, label=f"{name} ({interval_label(r.ci)})")
         for v, mask, marker in ((lo, lo < ends[0], "<"), (hi, hi > ends[1], ">")):
             ax.plot(_clipped(v, *ends)[mask], pos[mask], marker, color=c, ms=7)
         inside = (est >= ends[0]) & (est <= ends[1])
@@ -275,7 +274,7 @@ def horizon_figure(results: dict, data: xr.Dataset | None):
     axes[0].set_ylabel("agent")
     axes[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)
     fig.tight_layout(w_pad=3.0)  # the end ticks of neighbouring panels (10^6, 10^-4) collided without it
-    names = "; ".join(f"{k}: {_kind(v)} interval" for k, v in results.items())
+    names = "; ".join(f"{k}: {interval_label(v.ci)} interval" for k, v in results.items())
     caption = (
         f"Time horizons in human minutes (log axis) at {' and '.join(f'{p:.0%}' for p in HORIZON_SUCCESS)} "
         f"success. Dots: the estimates (Bayes: posterior median); bars: the intervals ({names}). An open dot "
