@@ -42,7 +42,6 @@ __all__ = [
 SAMPLE_DIMS = ("chain", "draw")
 
 
-
 def linear_scale(family: str) -> str:
     """The scale of a Bayesian formula fit's linear predictor (``beta``, ``sd``), by its family.
 
@@ -52,6 +51,8 @@ def linear_scale(family: str) -> str:
     'logit'
     """
     return {"binomial": "logit", "ordinal": "logit (cumulative; up = higher grades)"}.get(family, FRACTIONAL_LINEAR)
+
+
 _POSTERIOR_KINDS = {"eti": "equal-tailed posterior interval", "hdi": "highest-density posterior interval"}
 
 

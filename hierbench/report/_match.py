@@ -44,10 +44,10 @@ class FitDataMismatchError(HierbenchError):
     """A fit and a log that are not the same evaluation (agents, tasks or counts differ)."""
 
 
-
 def battles_fit(fit: xr.DataTree | None) -> bool:
     """Whether the fit is of pairwise battles (Bradley-Terry): no tasks to pair on, no run log behind it."""
     return fit is not None and fit_record(fit, "hierbench_spec").get("model") == "bradley_terry"
+
 
 def _labels(values) -> list[str]:
     return [str(v) for v in np.asarray(values).ravel()]

@@ -23,7 +23,7 @@ import xarray as xr
 from .._base import counted
 from .._base import fit_record
 from ._context import g_interval
-from ._match import battles_fit as battles_fit  # for the sections
+from ._match import battles_fit
 from ._pair_rows import PAIR_ROWS
 from ._pair_rows import differ_column as differ_column
 from ._pair_rows import differ_parts

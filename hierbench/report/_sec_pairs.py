@@ -135,7 +135,7 @@ def graded_units(data, tail: str = ", the scale of Agent abilities") -> str:
 
 def _no_tests(ctx: _Context) -> str:
     """Why the section has no paired tests: battles have no scores to pair, else the run log is missing."""
-    from ._pairs import battles_fit
+    from ._match import battles_fit
 
     if battles_fit(ctx.fit):
         return " No paired tests: battles carry no per-task scores to pair."

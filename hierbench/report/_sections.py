@@ -38,7 +38,7 @@ def _file_name(source: object) -> str:
 
 def of_battles(ctx: _Context) -> bool:
     """Whether the report is of battles: a battle log given, or a Bradley-Terry fit."""
-    from ._pairs import battles_fit
+    from ._match import battles_fit
 
     return ctx.battles is not None or battles_fit(ctx.fit)
 
@@ -204,8 +204,8 @@ def _rank_basis(ctx: _Context) -> str:
     agent's own tasks fixed (audit N: METR's o1-preview skipped 8 hard tasks and ranked above
     Claude 3.5 Sonnet (Old) with rank interval [4, 4], while the paired test on shared tasks gave p 0.36).
     """
+    from ._match import battles_fit
     from ._pairs import BATTLES_INDEPENDENT
-    from ._pairs import battles_fit
     from ._pairs import unpaired_fit
 
     if battles_fit(ctx.fit):
@@ -702,8 +702,6 @@ def _defined(wide: pd.DataFrame, method: str) -> tuple[pd.DataFrame, pd.Series]:
     wide = wide.astype({f"{method} lower": object, f"{method} upper": object})
     wide.loc[bad, [f"{method} lower", f"{method} upper"]] = "undefined"
     return wide, flags
-
-
 
 
 def _few_units_flag(ctx: _Context, boot, name: str, n_tasks: pd.Series | None, index: pd.Index) -> pd.Series:

@@ -508,7 +508,6 @@ def _sd_intervals_at(fit: MixedMLResult, rand: list[int], prob: float) -> tuple[
         return sd, (sd * np.exp(-z * se_log), sd * np.exp(z * se_log)), "normal", how
 
 
-
 @fill_doc
 def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVarianceResult:
     """Split the logit-scale variance among agents into the formula's agent-level terms.
@@ -578,4 +577,3 @@ def agent_variance(fit: MixedMLResult, *, prob: float = DEFAULT_PROB) -> AgentVa
     return AgentVarianceResult(estimate=da, ci=ci, share=share, kind=kind,
                                ci_kinds=xr.DataArray(kinds, name="ci_kinds", **per),
                                ci_detail=xr.DataArray(details, name="ci_detail", **per))  # fmt: skip
-
