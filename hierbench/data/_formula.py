@@ -618,7 +618,7 @@ def _resolve_family(family: str, resp: np.ndarray, levels: Any) -> tuple[str, st
     v = resp[np.isfinite(resp)]
     if np.all((v == 0.0) | (v == 1.0)):
         return "binomial", "every score is 0 or 1"
-    return "fractional", "scores in [0, 1] with partial credit (quasi-binomial, logit link)"
+    return "fractional", "scores in [0, 1] with partial credit"  # each half states its own likelihood
 
 
 def _family(

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -259,7 +258,7 @@ def _design(
 
 
 #: the likelihood of a [0, 1]-score (fractional) fit here, which ``model_design``'s family reason (shared with
-#: the maximum-likelihood half, whose family is the quasi-binomial) does not state
+#: the maximum-likelihood half, whose likelihood is the quasi-binomial) leaves to each half
 _FRACTIONAL_LIKELIHOOD = (
     "likelihood: the [0, 1] exponential family with atoms at 0 and 1 and a per-task weight of interior scores "
     "(the maximum-likelihood half fits the quasi-binomial, logit link)"
@@ -267,11 +266,9 @@ _FRACTIONAL_LIKELIHOOD = (
 
 
 def _family_reason(design: Any, chosen: dict | None) -> str:
-    """Why this family, in this model's words: a fractional fit states its own likelihood, not the ML half's."""
+    """Why this family, in this model's words: a fractional fit adds its own likelihood to the shared reason."""
     why = (chosen or {}).get("family", design.decisions["family"])
-    if design.family != "fractional":
-        return why
-    return f"{re.sub(r' *[(]quasi-binomial[^)]*[)]', '', why)}; {_FRACTIONAL_LIKELIHOOD}"
+    return f"{why}; {_FRACTIONAL_LIKELIHOOD}" if design.family == "fractional" else why
 
 
 def _default_formula(data: xr.Dataset) -> str:
