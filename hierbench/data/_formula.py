@@ -244,6 +244,14 @@ class ModelDesign:
             )
         return next(iter(found))
 
+    def threshold_cut(self, threshold: float | str) -> int:
+        """The place ``c`` of the grade a ``threshold`` names (:meth:`threshold_grade`).
+
+        The share graded at least it is ``P(y >= c) = expit(eta - theta[c - 1])``, ``theta`` the
+        ordered cut-points: the one index of the Bayesian metrics' pass event and shares.
+        """
+        return int(np.searchsorted(np.asarray(self.categories, dtype=float), self.threshold_grade(threshold)))
+
     def grade_name(self, threshold: float | str, check: bool = True) -> str:
         """A threshold's grade as outputs write it: its label (``yes``), else the grade (``4``)."""
         g = self.threshold_grade(threshold) if check else float(threshold)

@@ -488,7 +488,7 @@ def _pass_event(design: Any, threshold: float | None) -> Any:
     design.reader_scale(threshold)  # the one threshold rule: a grade above the lowest, ordinal fits only
     if threshold is None:
         return lambda dr: np.zeros((dr.sd.shape[0], 1))
-    c = int(np.searchsorted(design.categories, design.threshold_grade(threshold)))  # a label or a score: its grade
+    c = design.threshold_cut(threshold)  # a grade, its label or its score
     return lambda dr: dr.thresholds[:, c - 1 : c]
 
 

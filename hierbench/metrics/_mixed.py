@@ -212,7 +212,7 @@ def expected_outcome(
         return population_mean(eta, tau, f)
     cats, th = np.asarray(design.categories, dtype=float), dr.thresholds
     if threshold is not None:
-        c = int(np.searchsorted(cats, design.threshold_grade(threshold)))  # a label or a score: its grade
+        c = design.threshold_cut(threshold)  # a grade, its label or its score
         return population_mean(eta - th[:, c - 1 : c], tau, f)
     out = np.full(eta.shape, cats[0])
     for c in range(1, cats.size):
