@@ -44,7 +44,8 @@ as a binomial count, beta-binomial with the bank's ``run_icc``). With ``l``
 the log predictive probability of the observed count and ``E l``, ``Var l``
 its mean and variance under that predictive, ``misfit_z = sum (l - E l) /
 sqrt(sum Var l)`` is standard normal under the model (martingale central limit
-theorem) and ``misfit_p = Phi(misfit_z)``; a low value means the answers are
+theorem) and ``misfit_p`` its one-sided p-value (``Phi(misfit_z)`` with a one-term
+Edgeworth correction for the skew of ``l``: ``prequential_z``); a low value means the answers are
 less likely under the bank than the bank itself expects. A model-free route
 is a random subset of tasks with :func:`hierbench.design.assisted_mean`, or
 running more tasks. The test sees only what the tasks run can show. On
@@ -696,7 +697,8 @@ def irt_score(
     misfit_level : float or None
         Level of the prequential person-fit test (module docstring, "Person fit"): a one-sided p
         below it warns ``ModelMisfitWarning`` (the interval is model-based), except at a census.
-        None: computed, not warned (callers with their own test, as adaptive runs).
+        None: the test is not run (``misfit_z`` / ``misfit_p`` NaN), for callers with their own
+        test (the design room's adaptive and assisted evaluations), which then pay nothing for it.
     %(rng)s
 
     When the bank was calibrated on repeated runs, its ``run_icc`` (see
@@ -749,12 +751,24 @@ def irt_score(
     d = bank.intercept.values
     res = _score_from_counts(a, d, n, y, bank, prob=prob, target=target, n_runs=n_runs, ks=ks,
                              n_grid=n_grid, gen=gen)
-    z, p = prequential_z(prequential_scores(a, d, n, y, float(bank.attrs.get("run_icc", 0.0))))
     name = _agent_name(responses)
-    census = target == "realised" and res.n_tasks_run == bank.n_tasks  # the score is known: nothing to distrust
-    if misfit_level is not None and np.isfinite(p) and p < misfit_level and not census:
-        warn_misfit(z, p, misfit_level, name, interval_label(res.ci), bank.n_tasks - res.n_tasks_run)
+    z, p = _person_fit(bank, n, y, res, misfit_level, name, census=target == "realised")
     return dataclasses.replace(res, agent=name, misfit_z=z, misfit_p=p)
+
+
+def _person_fit(bank: IRTBank, n: np.ndarray, y: np.ndarray, res: IRTScoreResult, level: float | None,
+                name: str | None, census: bool) -> tuple[float, float]:
+    """The prequential person-fit ``(z, p)`` of the responses (NaN without a ``level``), warned below it.
+
+    Not warned where every bank task was run and ``census`` (the realised target): the score is known.
+    """
+    if level is None:
+        return np.nan, np.nan
+    a, d = bank.discrimination.values, bank.intercept.values
+    z, p = prequential_z(prequential_scores(a, d, n, y, float(bank.attrs.get("run_icc", 0.0))))
+    if np.isfinite(p) and p < level and not (census and res.n_tasks_run == bank.n_tasks):
+        warn_misfit(z, p, level, name, interval_label(res.ci), bank.n_tasks - res.n_tasks_run)
+    return z, p
 
 
 def _agent_name(responses: Any) -> str | None:

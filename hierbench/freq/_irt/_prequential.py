@@ -8,7 +8,8 @@ and ``Var l_k`` its mean and variance under that same predictive. The statistic
 
 is a sum of martingale differences under the model, so it is standard normal by the martingale
 central limit theorem (the ``l_z`` of Drasgow, Levine and Williams 1985, made honest by predicting
-each outcome before it is used). A low ``z`` (one-sided p-value ``Phi(z)``) says the agent's
+each outcome before it is used). A low ``z`` (one-sided p-value ``Phi(z)``, with a one-term
+Edgeworth correction where the terms' third moments are given) says the agent's
 answers are less likely under the bank than the bank itself expects: a model-based score of it
 should not be trusted. One owner for the rule: :func:`hierbench.freq.irt_score` and the design
 room's assisted and adaptive evaluations all read :func:`prequential_z` and
