@@ -413,6 +413,25 @@ def effective_clusters(codes: np.ndarray) -> float:
     return float(n_g.sum() ** 2 / (n_g**2).sum())
 
 
+def few_units(codes: np.ndarray | None, n_tasks: int) -> tuple[float, int, int] | None:
+    """The resampling rule for few outer units: ``(worth, count, limit)`` where they are few, else None.
+
+    With clusters (``codes``, one per task resampled) their worth in equal clusters
+    (:func:`effective_clusters`) against ``FEW_CLUSTERS``; without, the ``n_tasks`` against
+    ``FEW_UNITS``. The one rule of ``rank_uncertainty``'s and ``time_horizon``'s warnings.
+
+    Examples
+    --------
+    >>> few_units(None, 8), few_units(np.repeat(np.arange(4), 5), 20), few_units(None, 12)
+    ((8.0, 8, 10), (4.0, 4, 20), None)
+    """
+    if codes is None:
+        return None if n_tasks >= FEW_UNITS else (float(n_tasks), int(n_tasks), FEW_UNITS)
+    worth = effective_clusters(codes)
+    n = int(np.unique(np.asarray(codes)).size)
+    return None if worth >= FEW_CLUSTERS else (worth, n, FEW_CLUSTERS)
+
+
 def bootstrap_detail(unit: str, n_resamples: int) -> str:
     """Return the ``ci_detail`` of a task-bootstrap interval."""
     return f"bootstrap over {unit}, {n_resamples} resamples"

@@ -81,9 +81,7 @@ from ..._numerics import outside_interval_note
 from ..._numerics import outside_lengths
 from ..._numerics import trend_points
 from ...data import task_minutes
-from .._kernels import FEW_CLUSTERS
-from .._kernels import FEW_UNITS
-from .._kernels import effective_clusters
+from .._kernels import few_units
 from .._kernels import ratio
 
 __all__ = [
@@ -502,20 +500,15 @@ def _few_units(data: xr.Dataset, family: str, n: np.ndarray, lv: set, prob: floa
     is), else the task (against ``FEW_UNITS``); only tasks some agent ran count.
     """
     ran = (n > 0).any(0)
-    if not ran.any():
+    if not ran.any() or not {"family", "task"} & lv:
         return ""
-    if "family" in lv:
-        codes, _ = cluster_codes(data, family, missing="singleton", name="family")
-        codes = np.unique(codes[ran], return_inverse=True)[1]
-        worth, n_units, rule = effective_clusters(codes), int(codes.max(initial=-1)) + 1, FEW_CLUSTERS
-        what = f"{n_units} task families (`{family}`), worth {worth:.1f} equal ones by their sizes"
-    elif "task" in lv:
-        worth = n_units = int(ran.sum())
-        rule, what = FEW_UNITS, f"{n_units} tasks"
-    else:
+    codes = cluster_codes(data, family, missing="singleton", name="family")[0][ran] if "family" in lv else None
+    few = few_units(codes, int(ran.sum()))
+    if few is None:
         return ""
-    if worth >= rule:
-        return ""
+    worth, n_units, rule = few
+    what = (f"{n_units} task families (`{family}`), worth {worth:.1f} equal ones by their sizes" if codes is not None
+            else f"{n_units} tasks")
     text = (f"the bootstrap resamples {what}, fewer than {rule}: a percentile interval over so few units "
             f"covers less than its {prob:.0%}")
     warn_user(text + ".", SmallSampleWarning)

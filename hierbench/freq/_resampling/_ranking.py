@@ -27,9 +27,7 @@ from ..._base import renamed_kwargs
 from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import agent_task_means
-from .._kernels import FEW_CLUSTERS
-from .._kernels import FEW_UNITS
-from .._kernels import effective_clusters
+from .._kernels import few_units
 from .._kernels import task_weights
 
 if TYPE_CHECKING:
@@ -235,16 +233,12 @@ def _warn_few_units(y: np.ndarray, codes: np.ndarray | None) -> None:
     Fewer than ``FEW_UNITS`` tasks, or clusters worth fewer than ``FEW_CLUSTERS`` equal
     ones: the bootstraps' own rules.
     """
-    if codes is None:
-        n = int(np.isfinite(y).any(0).sum())
-        if n >= FEW_UNITS:
-            return
-        what = f"{n} tasks (fewer than {FEW_UNITS})"
-    else:
-        g_eff = effective_clusters(codes)
-        if g_eff >= FEW_CLUSTERS:
-            return
-        what = f"{int(codes.max()) + 1} clusters worth {g_eff:.1f} equal ones (fewer than {FEW_CLUSTERS})"
+    few = few_units(codes, int(np.isfinite(y).any(0).sum()))
+    if few is None:
+        return
+    worth, n, limit = few
+    what = (f"{n} tasks (fewer than {limit})" if codes is None
+            else f"{n} clusters worth {worth:.1f} equal ones (fewer than {limit})")
     warn_user(
         f"the resamples draw from {what}: a bootstrap over so few units is too narrow, so the rank "
         "intervals, P(top k) and the tiers look surer than the data allow (with 3 tasks an agent can "
