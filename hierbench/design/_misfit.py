@@ -129,12 +129,12 @@ def _check_misfit(misfit: Any, bank: IRTBank, criterion: str, n_runs: int, budge
             + ", ".join(f"{k} {v}" for k, v in bad.items())
         )
     replayed = misfit.estimate.sizes["n_tasks"]
-    if budget is not None and -(-budget // n_runs) > replayed:
+    tasks = None if budget is None else -(-budget // n_runs)  # the most tasks the budget can run
+    if tasks is not None and tasks > replayed:
         warn_user(
-            f"adaptive: `budget` {budget} (up to {-(-budget // n_runs)} tasks at n_runs={n_runs}) exceeds the "
+            f"adaptive: `budget` {budget} (up to {tasks} tasks at n_runs={n_runs}) exceeds the "
             f"{replayed} tasks calibrate_misfit replayed (its `budget`); past {replayed} tasks its misfit sd "
-            f"{misfit.sd_at(replayed):.3g} is carried over, not measured. Calibrate with budget >= "
-            f"{-(-budget // n_runs)}",
+            f"{misfit.sd_at(replayed):.3g} is carried over, not measured. Calibrate with budget >= {tasks}",
             BoundaryWarning,
         )
 
