@@ -163,7 +163,7 @@ def choose_working_model(
                       n_bank_draws=n_bank_draws, n_draws=n_draws, n_grid=n_grid, run_icc=run_icc)
     mean, se = crit.mean(0), crit.std(0, ddof=1) / np.sqrt(M)
     best = cands[int(np.argmin(mean))]
-    reason = (f"{_choice_words(crit, cands, mean, se)} ({min(folds, M)} folds over {M} agents, ability from {n_fit} random "
+    reason = (f"{_choice_words(crit, cands)} ({min(folds, M)} folds over {M} agents, ability from {n_fit} random "
               f"tasks, defensive weight {defensive:g})")
     bank = None
     if best != "none":
@@ -177,14 +177,15 @@ def choose_working_model(
 TIE_SE = 2.0
 
 
-def _choice_words(crit: np.ndarray, cands: list[str], mean: np.ndarray, se: np.ndarray) -> str:
+def _choice_words(crit: np.ndarray, cands: list[str]) -> str:
     """The choice in words: the smallest mean criterion, and which candidates tie with it.
 
-    ``crit`` (agent, candidate), ``mean`` and ``se`` its per-candidate mean and standard error. A runner-up ties when its mean excess over the chosen one is under
+    ``crit`` (agent, candidate). A runner-up ties when its mean excess over the chosen one is under
     ``TIE_SE`` standard errors of the paired differences over agents (the candidates are scored
     on the same agents, so the paired se, not each criterion's own, measures the gap): on SWE-bench
     2pl 0.1079 against 1pl 0.1085 was a tenth of its se, yet read as a win.
     """
+    mean, se = crit.mean(0), crit.std(0, ddof=1) / np.sqrt(crit.shape[0])
     b = int(np.argmin(mean))
     each = ", ".join(f"{k} {mean[i]:.4g} (se {se[i]:.2g})" for i, k in enumerate(cands))
     gaps = []
