@@ -128,6 +128,42 @@ def test_z_by_enumeration(icc):
     assert r.misfit_p == pytest.approx(p, abs=1e-10)
 
 
+def _quad_ability(bank, y, idx):
+    """Posterior mean ability under the draws' mean item parameters and the N(0, 1) prior (scipy quad)."""
+    a, d = bank.discrimination.values.mean(0)[idx], bank.intercept.values.mean(0)[idx]
+
+    def post(th):
+        p = expit(a * th + d)
+        return np.prod(np.where(y == 1, p, 1 - p)) * stats.norm.pdf(th)
+
+    z = integrate.quad(post, -8, 8)[0]
+    return integrate.quad(lambda th: th * post(th), -8, 8)[0] / z
+
+
+def test_ability_beyond_the_calibration_range_is_flagged_and_warned():
+    """Range [-0.5, 0.5]: the 6 easier of 12 middle tasks solved (ability ~0.01 by quadrature) is not flagged;
+    the 12 hardest all solved (~2.75) is, with a warning naming the range; a census of the realised score is not.
+    """
+    bank = _bank()
+    bank.attrs["ability_range"] = [-0.5, 0.5]
+    mid, hard = np.arange(9, 21), np.arange(0, 12)  # intercepts rise with the index: the first 12 are hard
+    guttman = np.r_[np.zeros(6), np.ones(6)]  # the 6 easier of the middle tasks solved
+    inside, beyond = _quad_ability(bank, guttman, mid), _quad_ability(bank, np.ones(12), hard)
+    assert -0.5 < inside < 0.5 < beyond  # the independent check of what each record's ability is
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelMisfitWarning)
+        ok = irt_score(bank, _resp(bank, guttman, idx=mid), target="expected", rng=0)
+    assert ok.flags == () and "not to be trusted" not in repr(ok)
+    with pytest.warns(ModelMisfitWarning, match=r"beyond the calibration agents' \(-0\.50 to 0\.50\)"):
+        out = irt_score(bank, _resp(bank, np.ones(12), idx=hard), target="expected", rng=0)
+    assert len(out.flags) == 1 and "extrapolated" in out.flags[0] and "not to be trusted: the agent's" in repr(out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelMisfitWarning)
+        census = irt_score(bank, _resp(bank, np.ones(30)), rng=0)
+        silent = irt_score(bank, _resp(bank, np.ones(12), idx=hard), misfit_level=None, rng=0)
+    assert census.flags == () and silent.flags == () and float(census.estimate) == 1.0
+
+
 def test_z_matches_quadrature_one_draw():
     """One draw, 3 tasks: z from scipy quad over the continuous N(0, 1) prior agrees to 1e-6 (the grid is fine enough)."""
     a, d = np.array([1.4, 0.8, 2.0]), np.array([1.0, -0.5, 0.2])

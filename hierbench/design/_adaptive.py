@@ -43,6 +43,7 @@ from .._docs import fill_doc
 from ..freq import IRTBank
 from ..freq import IRTScoreResult
 from ..freq import ModelMisfitWarning as ModelMisfitWarning  # shared with irt_score (one class)
+from ..freq import beyond_calibration
 from ..freq import irt_score
 from ._assisted import _logscore
 from ._assisted import prequential_z
@@ -430,13 +431,10 @@ def _model_flags(bank: IRTBank, score: IRTScoreResult, z: float, p: float, prob:
             f"this agent's answers are less likely under the bank than the bank expects (prequential misfit "
             f"z {z:.2f}, one-sided p {p:.2g} < {1 - prob:.2g}): its model-based interval is not to be trusted"
         )
-    rng_ = bank.attrs.get("ability_range")
     theta = float(np.asarray(score.ability).reshape(-1)[0]) if score.ability is not None else np.nan
-    if rng_ is not None and np.isfinite(theta) and not rng_[0] <= theta <= rng_[1]:
-        out.append(
-            f"the agent's ability ({theta:.2f}) lies beyond the calibration agents' ({rng_[0]:.2f} to "
-            f"{rng_[1]:.2f}): the bank's item curves are extrapolated there, and its interval is not to be trusted"
-        )
+    extrapolated = beyond_calibration(bank.attrs.get("ability_range"), theta)
+    if extrapolated is not None:
+        out.append(extrapolated)
     if out:
         out[-1] += "; assisted_adaptive's design-based estimate is unbiased whatever the model"
     return out

@@ -134,6 +134,24 @@ def prequential_scores(a: np.ndarray, d: np.ndarray, n: np.ndarray, y: np.ndarra
     return np.array(out, float).reshape(-1, 4)
 
 
+def beyond_calibration(ability_range: list[float] | None, theta: float) -> str | None:
+    """Why a score is extrapolated: the ability ``theta`` lies beyond the bank's calibration agents'.
+
+    ``ability_range``: the bank's ``attrs["ability_range"]`` (None where the bank records none:
+    then None). There the item curves are extrapolated. Held out on SWE-bench (12 calibration
+    agents, 13 scored, 9 splits), the 90% interval of the realised score covered 0.44 to 0.68 of
+    the agents beyond the range against 0.75 to 0.83 inside (information anchors), and 0.69
+    against 0.87 to 0.93 (uniform random subsets of 25 or 50 tasks).
+    """
+    if ability_range is None or not np.isfinite(theta) or ability_range[0] <= theta <= ability_range[1]:
+        return None
+    lo, hi = ability_range
+    return (
+        f"the agent's ability ({theta:.2f}) lies beyond the calibration agents' ({lo:.2f} to {hi:.2f}): the "
+        "bank's item curves are extrapolated there, and its interval is not to be trusted"
+    )
+
+
 def warn_misfit(z: float, p: float, level: float, agent: str | None, label: str, n_unrun: int) -> None:
     """Warn :class:`ModelMisfitWarning` for a scored agent whose prequential p-value is below ``level``."""
     who = "the agent" if agent is None else f"agent {agent!r}"
