@@ -111,8 +111,10 @@ def test_to_pairwise_bad_input():
 def test_read_battles_llmfao_counts_match_pandas(shared_data):
     path = shared_data / "evalica" / "llmfao_pairwise.csv"
     df = pd.read_csv(path)
-    pairs = read_battles(path, task="prompt")
+    pairs = read_battles(path, task="prompt", judge="worker")
     assert pairs.sizes["comparison"] == len(df) == 8931  # PROVENANCE.md: 8,931 judgments
+    assert pairs["judge"].values.tolist() == df["worker"].astype(str).tolist()  # kept row by row, as text
+    assert pairs["judge"].attrs["source_column"] == "worker"
     assert pairs.sizes["agent"] == 59
     assert (pairs.position == 1).all()
     counts = to_pair_counts(pairs)
@@ -207,6 +209,11 @@ def test_read_battles_bad_input():
         read_battles(df)
     with pytest.raises(EvalDataError, match=r"columns \{'left': 'model_a'\} not found"):
         read_battles(df, left="model_a")
+    with pytest.raises(EvalDataError, match=r"columns \{'judge': 'worker'\} not found"):
+        read_battles(df, judge="worker")
+    nojudge = df.assign(worker=["w1", None], winner=["left", "tie"])
+    with pytest.raises(EvalDataError, match=r"`judge` column 'worker' in DataFrame must not be empty.*rows \[1\]"):
+        read_battles(nojudge, judge="worker")
     with pytest.raises(
         EvalDataError, match=r"`outcomes` values must be 1, 0 or 0.5; got \{'draw': 0.3\}"
     ):

@@ -27,8 +27,7 @@ def llmfao(shared_data):
     from hierbench.data import read_battles
 
     df = pd.read_csv(shared_data / "evalica" / "llmfao_pairwise.csv")
-    battles = read_battles(df, task="prompt")
-    return df, battles.assign(worker=("comparison", df["worker"].astype(str).to_numpy()))
+    return df, read_battles(df, task="prompt", judge="worker")
 
 
 def _pandas_pairs(df: pd.DataFrame) -> pd.DataFrame:
@@ -83,7 +82,7 @@ def test_data_summary_counts_the_battles_as_pandas_does(llmfao):
         wins = pd.concat([df.loc[df["winner"] == "left", "left"], df.loc[df["winner"] == "right", "right"]]).value_counts()
         assert table["wins"].to_dict() == wins.reindex(table.index, fill_value=0).to_dict()
         if battles_given is not None:
-            assert "13 prompts" in sec["text"] and "124 workers" in sec["text"]
+            assert "13 prompts" in sec["text"] and "124 judges" in sec["text"]
             left, right = int((df["winner"] == "left").sum()), int((df["winner"] == "right").sum())
             assert f"first position won {left:,}, the second {right:,}" in sec["text"]
         else:

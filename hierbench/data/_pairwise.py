@@ -8,6 +8,8 @@ A *pairwise dataset* is an :class:`xarray.Dataset` with one dim ``comparison``:
     float64: 1 if ``agent_a`` won, 0 if ``agent_b`` won, 0.5 for a tie.
 ``task(comparison)`` (optional)
     str, the task / prompt the comparison was made on.
+``judge(comparison)`` (optional)
+    str, who judged the comparison (a crowd worker, a judge model).
 ``position(comparison)`` (optional)
     int8, +1 if ``agent_a`` held the first position (left, home, shown
     first), -1 if ``agent_b`` did. Needed for a first-position (home)
@@ -316,11 +318,10 @@ def _coded_labels(col: pd.Series, *, what: str, column: str, source: str) -> tup
 
 
 def _battle_columns(
-    df: pd.DataFrame, source: str, left: str, right: str, winner: str, task: str | None
+    df: pd.DataFrame, source: str, left: str, right: str, winner: str, task: str | None, judge: str | None
 ) -> dict[str, str]:
     cols = {"left": left, "right": right, "winner": winner}
-    if task is not None:
-        cols["task"] = task
+    cols |= {k: v for k, v in (("task", task), ("judge", judge)) if v is not None}
     missing = {k: v for k, v in cols.items() if v not in df.columns}
     if missing:
         raise EvalDataError(
@@ -398,6 +399,7 @@ def read_battles(
     winner: str = "winner",
     outcomes: Mapping[str, float] | None = None,
     task: str | None = None,
+    judge: str | None = None,
     position: bool = True,
     agents: list[str] | None = None,
     encoding: str = "utf-8",
@@ -421,6 +423,9 @@ def read_battles(
         A verdict not in the mapping is an error, never dropped.
     task : str, optional
         Column holding the task / prompt.
+    judge : str, optional
+        Column naming who judged each battle (LLMFAO's ``worker``), kept as
+        the text variable ``judge`` (the report counts the judges).
     position : bool
         Record ``position = +1`` (the left agent was shown first), enabling a
         first-position advantage in :func:`hierbench.bayes.build_bradley_terry`.
@@ -449,7 +454,7 @@ def read_battles(
     [1.0, 0.5]
     """
     df, source = read_table(obj, encoding=encoding)
-    cols = _battle_columns(df, source, left, right, winner, task)
+    cols = _battle_columns(df, source, left, right, winner, task, judge)
     mapping = _outcome_map(outcomes)
     ids = {arg: _coded_labels(df[col], what=arg, column=col, source=source) for arg, col in cols.items()}
     _refuse_kind_clash(df, source, ("left", left), ("right", right))
@@ -472,6 +477,9 @@ def read_battles(
     )
     if task is not None:  # the name the tasks are called by (e.g. a bootstrap over 'prompt')
         ds["task"].attrs[SOURCE_COLUMN] = str(task)
+    if judge is not None:
+        ds["judge"] = xr.Variable(("comparison",), _as_text(ids["judge"][1][ids["judge"][0]]),
+                                  attrs={SOURCE_COLUMN: str(judge)})
     return ds
 
 
