@@ -230,7 +230,7 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
         data, agents=["m1"], n_tasks=(10, 30), selections=("random", "random_mean"), n_repeat=400,
         n_bank_draws=20, prob=0.9, rng=3,
     )
-    assert list(ds.ci_kind.values) == ["eti", "exact"] and "ci_kind" not in ds.attrs
+    assert ds.ci_kind.sel(agent="m1").values.tolist() == ["eti", "exact"] and "ci_kind" not in ds.attrs
     K = int(y[1].sum())
     rm = ds.sel(agent="m1", selection="random_mean")
     for n in (10, 30):
@@ -240,6 +240,31 @@ def test_loo_study_random_mean_is_the_plain_mean_with_an_exact_interval():
         # 4 Monte Carlo standard errors of a mean of 400 subsets
         assert abs(err.mean() - exact_mae) < 4 * err.std() / np.sqrt(err.size)
         assert rm.covered.sel(n_tasks=n).mean() >= 0.9 - 4 * np.sqrt(0.09 / 400)
+
+
+def test_loo_study_without_a_working_model_gives_assisted_mean_s_exact_interval():
+    """Working model "none", 0/1 outcomes: the assisted cells are the plain mean of uniform draws with the exact
+    hypergeometric interval, as assisted_mean gives (the t interval was [0, 0] whenever every drawn task failed).
+
+    A 6-of-60 agent, 10 tasks: scipy's hypergeometric law puts 0.32 on drawing no success, so the t interval
+    would have been zero-width in about a third of the 200 repeats; the exact one never is, and its coverage
+    is at least 0.9 (Monte Carlo tolerance 4 sd of a share over 200).
+    """
+    from scipy.stats import hypergeom
+
+    T, n = 60, 10
+    y, data = _complete_log(6, T, seed=1)
+    y[0] = 0.0
+    y[0, :6] = 1.0
+    data["score"][0, :, 0] = y[0]
+    ds = loo_study(data, agents=["m0"], n_tasks=(n,), selections=("assisted_random",), n_repeat=200,
+                   working=("none",), calibration=["m1", "m2", "m3", "m4", "m5"], n_bank_draws=20, prob=0.9, rng=4)
+    cell = ds.sel(agent="m0", selection="assisted_random", n_tasks=n)
+    assert ds.working_model.sel(agent="m0").item() == "none" and cell.ci_kind.item() == "exact"
+    assert hypergeom(T, 6, n).pmf(0) == pytest.approx(0.32, abs=0.01)
+    assert (cell.predicted == 0).mean() > 0.2  # the all-failed draws happened ...
+    assert ((cell.upper - cell.lower) > 0).all()  # ... and none has a zero-width interval
+    assert cell.covered.mean() >= 0.9 - 4 * np.sqrt(0.09 / 200)
 
 
 @pytest.mark.slow
@@ -306,7 +331,7 @@ def test_loo_study_with_repeated_runs():
     )
     ds = loo_study(data, agents=["m0"], n_tasks=(5, 10), n_bank_draws=40, rng=1)
     assert ds.attrs["max_runs_per_cell"] == R
-    assert dict(zip(ds.selection.values, ds.ci_kind.values, strict=True))["random_mean"] == "t"
+    assert ds.ci_kind.sel(agent="m0", selection="random_mean").item() == "t"
     assert ds.predicted.sel(repeat=0).notnull().all()
     rates = np.nanmean(y[0], axis=1)
     np.testing.assert_allclose(ds.actual.values, [rates.mean()])

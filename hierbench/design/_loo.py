@@ -76,6 +76,7 @@ from ._assisted import bounded
 from ._assisted import classical
 from ._assisted import des_raj
 from ._assisted import misfit_test
+from ._assisted import srs_exact
 from ._estimate import _adaptive_agent
 from ._estimate import _Source
 from ._estimate import _Spec
@@ -190,7 +191,7 @@ def loo_study(
         ``model_lower``, ``model_upper``, ``model_covered``,
         ``model_predicted``, ``misfit_z``, ``misfit_p``; over ``agent``:
         ``actual``, ``calibration_seconds``, ``working_model``; over
-        (``agent``, ``n_tasks``): ``misfit_sd``; ``ci_kind`` per selection.
+        (``agent``, ``n_tasks``): ``misfit_sd``; over (``agent``, ``selection``): ``ci_kind``.
     """
     ctx = _LooContext.checked(data, n_tasks=n_tasks, selections=selections, prob=prob, n_repeat=n_repeat,
                               agents=agents, calibration=calibration, model=model, criterion=criterion,
@@ -421,6 +422,9 @@ class _Fold:
         """Estimate, interval, model-based score and misfit test from the first draws of a path."""
         ctx, T = self.ctx, self.ctx.T
         tasks = tab[:, 0].astype(int)
+        if bank is None and ctx.runs == 1:  # no model, 0/1 outcomes: assisted_mean's exact interval
+            z, p = misfit_test(tab)
+            return *srs_exact(tab, T, ctx.prob), np.nan, np.nan, np.nan, z, p
         if bank is None:  # no model: the plain mean of uniform draws
             y = np.zeros(T)
             y[tasks] = tab[:, 5]
@@ -528,11 +532,13 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
         ds["model_lower"].notnull()
     )
     ds["misfit_sd"] = (("agent", "n_tasks"), np.stack([p["tau"] for p in parts]))
-    # the interval's kind per selection (CI_KINDS keys): posterior equal-tailed from the
-    # IRT model, or the design-based exact hypergeometric one of the plain mean
+    # the interval's kind per agent and selection (CI_KINDS keys): posterior equal-tailed from the IRT
+    # model, the design-based exact hypergeometric one of a plain mean of 0/1 outcomes (random_mean, and
+    # assisted_* where the agent's working model is "none", as assisted_mean), else Student t
     mean_kind = "exact" if ctx.runs == 1 else "t"
-    kinds = [mean_kind if s == "random_mean" else ("t" if s.startswith("assisted") else "eti") for s in sel]
-    ds["ci_kind"] = ("selection", np.array(kinds, dtype=object))
+    kinds = [[mean_kind if s == "random_mean" or (s.startswith("assisted") and p["working"] == "none")
+              else "t" if s.startswith("assisted") else "eti" for s in sel] for p in parts]  # fmt: skip
+    ds["ci_kind"] = (("agent", "selection"), np.array(kinds, dtype=object))
     ds["working_model"] = ("agent", np.array([p["working"] for p in parts], dtype=object))
     mean_detail = (
         "exact hypergeometric interval for the mean over all tasks (design U of hierbench.design)"
@@ -544,7 +550,9 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
         "ci_prob": ctx.prob,
         "ci_detail": f"random_mean: {mean_detail}; assisted_*: Des Raj's model-assisted estimator, Student t "
         "interval from its design-based variance pooled with the working model's prediction of it where "
-        "larger (the model-based score's equal-tailed interval as model_lower / model_upper); the other selections: equal-tailed posterior interval of the realised score",
+        "larger (the model-based score's equal-tailed interval as model_lower / model_upper), or with the "
+        "working model 'none' the plain mean and random_mean's interval; the other selections: equal-tailed "
+        "posterior interval of the realised score",
         "working_candidates": ", ".join(ctx.working),
         "defensive": ctx.defensive,
         "max_runs_per_cell": ctx.runs,
@@ -554,7 +562,7 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
         "calibration_agents": "every agent but the one held out" if ctx.calib is None else ", ".join(ctx.calib),
         "target": "the held-out agent's success rate over all tasks (realised full score)",
     }
-    if set(kinds) == {"eti"}:
+    if {k for row in kinds for k in row} == {"eti"}:
         ds.attrs["ci_kind"] = "eti"  # one kind for every selection; else see the ci_kind variable
     return ds
 
