@@ -167,6 +167,8 @@ def _with_target(out: xr.Dataset, obj: object, estimate: xr.DataArray) -> xr.Dat
         out.attrs["quantity"] = quantity
     if tasks is not None:
         out.attrs["tasks"] = tasks
+    if isinstance(estimate.name, str):  # the posterior variable summarised, which picks the advice on a mismatch
+        out.attrs["variable"] = estimate.name
     scale, why = _scale(attrs, out["ci"])
     if scale is not None:
         out.attrs["scale"] = scale
@@ -180,12 +182,16 @@ _POPULATION_ADVICE = {
     "mean score": (
         "Summarise `mean_new_task` for {observed} instead of `mean_observed` "
         "(hierbench.metrics.posterior_summary(fit, var='mean_new_task')), the like of a task bootstrap's "
-        "interval. An IRT fit has no such variable: its `mean_task` averages all the data's tasks (those an "
-        "agent did not run too) with the tasks held fixed; its like is a bootstrap over runs "
-        "(hierbench.freq.bootstrap_ci(data, scheme='runs'), over each agent's own tasks). Or pass "
-        "allow_mismatch=True"
+        "interval, or pass allow_mismatch=True"
     ),
 }
+#: the same, when the result for these tasks is an IRT fit's ``mean_task`` (an IRT fit has no ``mean_new_task``)
+_IRT_ADVICE = (
+    "{observed} summarise an IRT fit's `mean_task`, which has no population counterpart: it averages all the "
+    "data's tasks (those an agent did not run too) with the tasks held fixed, and its like is a bootstrap over "
+    "runs (hierbench.freq.bootstrap_ci(data, scheme='runs'), over each agent's own tasks); or pass "
+    "allow_mismatch=True"
+)
 _PASS_ADVICE = (
     "Recompute {observed} with population=True (hierbench.metrics.pass_hat_k / pass_at_k / "
     "crossed_pass_k), the like of the frequentist task-level interval, or pass allow_mismatch=True"
@@ -203,7 +209,8 @@ def _mismatch_message(norm: dict[str, xr.Dataset], stated: dict[str, str]) -> st
             "or pass allow_mismatch=True"
         )
     population = [k for k, t in tasks.items() if t == "population"]
-    advice = _POPULATION_ADVICE.get(next(iter(bare)), _PASS_ADVICE)
+    irt = any(norm[k].attrs.get("variable") == "mean_task" for k in observed)
+    advice = _IRT_ADVICE if irt else _POPULATION_ADVICE.get(next(iter(bare)), _PASS_ADVICE)
     return (
         f"`results` {observed} have intervals for {TASKS_WORDS['observed']} (tasks='observed') and "
         f"{population} for {TASKS_WORDS['population']} (tasks='population'): the second also "
