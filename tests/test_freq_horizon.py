@@ -387,3 +387,18 @@ def test_an_agent_that_ran_no_task_is_named_as_such_and_leaks_no_numpy_warning(m
     undefined = [str(w.message) for w in seen if w.category is UndefinedWarning]
     assert undefined == ["agents ['o1'] ran no task of this data (estimate and interval NaN)"]
     assert np.isnan(res.estimate.sel(agent="o1").values).all() and np.isfinite(res.estimate.sel(agent="GPT-4o").values).all()
+
+
+def test_a_horizon_below_a_hundredth_of_a_minute_reads_as_such_in_the_repr(metr):
+    """gpt-3.5-turbo-instruct's 80% horizon is about 1e-8 minutes (its fitted line barely falls): printed "<0.01",
+    not in e-notation; a horizon of minutes keeps its 4 significant digits."""
+    ds, _ = metr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = time_horizon(ds.sel(agent=["gpt-3.5-turbo-instruct", "o1-preview"]), n_resamples=20, rng=0)
+    tiny = float(res.estimate.sel(agent="gpt-3.5-turbo-instruct", success=0.8))
+    assert 0 < tiny < 0.01
+    text = repr(res)
+    assert "gpt-3.5-turbo-instruct, 0.8: <0.01 [" in text and "e-" not in text
+    big = float(res.estimate.sel(agent="o1-preview", success=0.5))
+    assert f"o1-preview, 0.5: {big:.4g} [" in text

@@ -36,8 +36,11 @@ if TYPE_CHECKING:
 FRACTIONAL_LINEAR = "linear predictor of the [0, 1] family (the logit only at mean 1/2 and on pass/fail tasks)"
 
 
-def _fmt(x: float) -> str:
-    return "nan" if not np.isfinite(x) else f"{x:.4g}"
+def _fmt(x: float, floor: float | None = None) -> str:
+    """``x`` to 4 significant digits; below a positive ``floor`` (and above 0) as ``<floor``."""
+    if not np.isfinite(x):
+        return "nan"
+    return f"<{floor:g}" if floor is not None and 0 < x < floor else f"{x:.4g}"
 
 
 def _shown_cells(n: int) -> list[int]:
@@ -65,6 +68,8 @@ class Result:
     _title_fields: ClassVar[tuple[str, ...]] = ()
     #: what the repr's first line calls the estimate when no title field names it (e.g. its unit)
     _estimate_label: ClassVar[str] = "estimate"
+    #: the repr prints a positive value below it as ``<floor`` (None: every value as it is)
+    _repr_floor: ClassVar[float | None] = None
 
     def __getitem__(self, key: str) -> Any:
         if key in self._fields() or key in ("estimate", "ci"):
@@ -164,7 +169,8 @@ class Result:
         if est.ndim == 0:
             lo, hi = ci.values.tolist()
             note = "" if notes is None else str(notes.item())
-            return [f"  {_fmt(float(est))} [{_fmt(lo)}, {_fmt(hi)}]" + (f"  ({note})" if note else "")]
+            f = self._repr_floor
+            return [f"  {_fmt(float(est), f)} [{_fmt(lo, f)}, {_fmt(hi, f)}]" + (f"  ({note})" if note else "")]
         flat = [x.stack(_cell=est.dims) if est.ndim > 1 else x.rename({est.dims[0]: "_cell"})
                 for x in (est, ci, notes if notes is not None else est)]  # fmt: skip
         n = flat[0].sizes["_cell"]
@@ -178,7 +184,8 @@ class Result:
             hi = float(flat[1].isel(_cell=i).sel(ci_bound="upper"))
             note = str(flat[2].isel(_cell=i).item()) if notes is not None else ""
             lines.append(
-                f"  {lab}: {_fmt(float(flat[0].isel(_cell=i)))} [{_fmt(lo)}, {_fmt(hi)}]" + (f"  ({note})" if note else "")
+                f"  {lab}: {_fmt(float(flat[0].isel(_cell=i)), self._repr_floor)} [{_fmt(lo, self._repr_floor)}, "
+                f"{_fmt(hi, self._repr_floor)}]" + (f"  ({note})" if note else "")
             )
         return lines
 

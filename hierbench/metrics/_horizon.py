@@ -77,6 +77,7 @@ class PosteriorHorizonResult(DrawsResult):
     extrapolated: xr.DataArray | None = None
 
     _estimate_label: ClassVar[str] = "horizon in human minutes"
+    _repr_floor: ClassVar[float | None] = 0.01  # a limit horizon (3.9e-110 minutes) reads "<0.01"
 
     def _repr_lines(self) -> list[str]:
         lines = super()._repr_lines()
