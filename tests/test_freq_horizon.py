@@ -391,7 +391,8 @@ def test_an_agent_that_ran_no_task_is_named_as_such_and_leaks_no_numpy_warning(m
 
 def test_a_horizon_below_a_hundredth_of_a_minute_reads_as_such_in_the_repr(metr):
     """gpt-3.5-turbo-instruct's 80% horizon is about 1e-8 minutes (its fitted line barely falls): printed "<0.01",
-    not in e-notation; a horizon of minutes keeps its 4 significant digits."""
+    not in e-notation; a horizon of minutes keeps its 4 significant digits.
+    """
     ds, _ = metr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
