@@ -205,8 +205,9 @@ def test_balanced_four_facet_anova_is_unbiased_and_equals_reml():
 def test_interval_coverage_unbalanced_nested():
     # coverage of the default (profile REML) 95% intervals of each component and of E rho^2,
     # 75 simulated unbalanced nested designs with only 10 families of 1-5 tasks (1-6 runs per
-    # task), where Wald intervals undercover (0.885 / 0.795 in benchmarks/bench_gtheory.py,
-    # whose part 3 is the full study, Wald beside profile); fixed seed; each coverage must
+    # task), where the family component's Wald interval undercovers (0.887, profile 0.943; E rho^2:
+    # Wald 0.940, profile 0.932; the table in hierbench/freq/_variance/_gtheory.py's notes, from
+    # benchmarks/bench_gtheory.py, whose part 3 is the full study); fixed seed; each coverage must
     # hold inside its 99% Wilson band, which at n = 75 excludes 0.95 for a coverage of 0.88
     # or less (at n = 150: 0.90)
     rng = np.random.default_rng(2026)
