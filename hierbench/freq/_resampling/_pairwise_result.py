@@ -356,9 +356,10 @@ class PairwiseComparisonResult(Result):
         lines = [
             f"{type(self).__name__}: {len(df)} pair{'' if len(df) == 1 else 's'}, mean paired difference "
             "(row - column) with "
-            + (f"{interval_label(self.table['ci_simultaneous'])} simultaneous" if sim
-               else f"{interval_label(self.ci)}")
-            + f" interval; {attrs.get('test', '?')} test",
+            + (f"{interval_label(self.table['ci_simultaneous'])} simultaneous interval (.ci_simultaneous; "
+               f".ci is each pair's own {interval_label(self.ci)})" if sim
+               else f"{interval_label(self.ci)} interval")
+            + f"; {attrs.get('test', '?')} test",
             (f"  {n_sig} of {len(df)} pairs differ (" if len(df) != 1
              else f"  the pair {'differs' if n_sig else 'does not differ'} (") + f"{_ADJUST_NAMES[adjust]}, "
             + ("false discovery rate" if adjust == "bh" else "family-wise")
