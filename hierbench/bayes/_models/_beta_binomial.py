@@ -160,8 +160,9 @@ def build_beta_binomial(
     priors : mapping, optional
         Overrides of the defaults in ``BETA_BINOMIAL_PRIORS[pooling]``, as
         ``{name: {"dist": "Normal", "mu": 0.0, "sigma": 1.0}}``. Defaults:
-        partial pooling ``logit_mu_mean ~ N(0, 1.5)`` (95% of agents' mean
-        rates between 5% and 95%), ``logit_mu_sd ~ HalfNormal(1)``; no
+        partial pooling ``logit_mu_mean ~ N(0, 1.5)`` and
+        ``logit_mu_sd ~ HalfNormal(1)`` (95% of prior agents' mean rates
+        between 3% and 97%); no
         pooling ``mu ~ Beta(1, 1)``; both ``rho ~ Beta(1, 1)`` per agent
         (uniform on the intraclass correlation, the same prior as
         :mod:`hierbench.design`; see ``models/beta_binomial/card.md``).
