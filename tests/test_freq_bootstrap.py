@@ -39,6 +39,23 @@ def test_bca_matches_scipy_on_per_task_means():
     assert abs(sd - ref.standard_error) < 0.05 * ref.standard_error
 
 
+def test_bca_counts_resamples_tied_with_the_estimate_as_half_below():
+    """0/1 scores, 372 of 500 solved (SWE-bench's best agent): about 4% of task-bootstrap means equal the
+    estimate. z0 is scipy's mid-rank one (percentileofscore kind='mean'), not the share strictly below.
+    """
+    T, c = 500, 372
+    score = np.zeros((1, T, 1))
+    score[0, :c, 0] = 1.0
+    ds = xr.Dataset({"score": (("agent", "task", "run"), score)}, coords={"agent": ["a"]})
+    res = bootstrap_ci(ds, method="bca", n_resamples=20_000, rng=0)
+    dist, theta = res.distribution.values[:, 0], c / T
+    tied = np.isclose(dist, theta, rtol=0, atol=1e-12).mean()
+    assert 0.03 < tied < 0.05
+    want = stats.norm.ppf(stats.percentileofscore(dist, theta, kind="mean") / 100)
+    assert float(res.bias_correction[0]) == pytest.approx(want, abs=1e-9)
+    assert abs(want) < 0.03  # the strict share gave -0.05: a whole grid step off at the upper end
+
+
 def test_percentile_equals_direct_resampling_with_same_weights():
     # 6 agents: the weights path (up to 4 statistics are computed by indexing the drawn tasks)
     ds, _ = simulate_eval(n_agents=6, n_tasks=25, n_runs=3, rng=5)

@@ -166,13 +166,11 @@ def _why_undefined(boot, agent, grades: list[str] | None = None) -> str:
     from ..report import scored_words
 
     every = f" (every run on its {n} tasks {scored_words(est, grades)})" if est in (0.0, 1.0) else ""
+    if np.all(dist == est):
+        return f"every resample gives {est:.3f}, the estimate itself{every}: the bootstrap has no spread"
     if boot.bias_correction is not None and not np.isfinite(float(boot.bias_correction.sel(agent=agent))):
-        side = (
-            f"every resample gives {est:.3f}, the estimate itself{every}"
-            if np.all(dist == est)
-            else f"every resample lies on one side of the estimate {est:.3f}"
-        )
-        return side + ", so BCa's bias correction (from the share of resamples below the estimate) is infinite"
+        return (f"every resample lies on one side of the estimate {est:.3f}, so BCa's bias correction (from the "
+                "share of resamples below the estimate) is infinite")
     if boot.acceleration is not None and not np.isfinite(float(boot.acceleration.sel(agent=agent))):
         return "the jackknife values are all equal, so BCa's acceleration is undefined"
     return "the resampling quantiles are undefined"

@@ -342,7 +342,11 @@ def _bca_parts(
     defined = np.isfinite(dist)
     m = defined.sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        z0 = ndtri(np.where(defined, dist < theta, False).sum(0) / m)
+        # resamples equal to the estimate count half (mid-rank, as scipy.stats.bootstrap does): on 0/1
+        # scores about 4% of them tie, and counting none of them put z0 at -0.054 instead of -0.010 on
+        # SWE-bench and the 30-task simulated interval's upper end too low 4.2% of the time (2.5% nominal)
+        below = np.where(defined, dist < theta, False).sum(0) + 0.5 * np.where(defined, dist == theta, False).sum(0)
+        z0 = ndtri(below / m)
         d = np.nanmean(jack, axis=0) - jack
         acc = (d**3).sum(0) / (6.0 * ((d**2).sum(0)) ** 1.5)
         zl, zu = ndtri(alpha / 2), ndtri(1 - alpha / 2)
