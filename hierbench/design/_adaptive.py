@@ -381,7 +381,7 @@ def _adaptive_result(bank: IRTBank, path: _Path, spec: _AdaptiveSpec, score: IRT
                      n_draws: int, n_grid: int) -> AdaptiveResult:
     """The result: the score of the tasks run (:func:`_final_score`), the path, and the checks on the model."""
     prob, misfit = spec.prob, spec.misfit
-    z, p = prequential_z(np.array(path.scores, float).reshape(-1, 3))
+    z, p = prequential_z(np.array(path.scores, float).reshape(-1, 4))
     flags = _model_flags(bank, score, z, p, prob)
     for f in flags:
         warn_user(f"adaptive: {f}", ModelMisfitWarning)

@@ -66,7 +66,8 @@ prequential person-fit statistic ``sum (l_k - E l_k) / sqrt(sum Var l_k)``,
 predictions made before it was seen, standard normal under the model by the
 martingale central limit theorem (the ``l_z`` statistic of Drasgow et al.
 1985, made honest by predicting each outcome before it is used). An agent
-is flagged when its one-sided p-value is below ``1 - prob``: its answers
+is flagged when its one-sided p-value (with the Edgeworth correction for the
+terms' skew, as :func:`hierbench.freq.irt_score` takes it) is below ``1 - prob``: its answers
 are less likely under the bank than the bank itself expects, so its
 model-based score should not be trusted.
 
@@ -95,7 +96,7 @@ from .._base import make_interval
 from ..freq import IRTBank
 from ..freq import holm
 from ..freq import irt_score
-from ..freq import log_score_terms as _logscore  # the rule's owner is freq's prequential person fit
+from ..freq import log_score_moments as _logscore  # owned by freq's prequential person fit
 from ..freq import prequential_z as prequential_z  # for ._adaptive
 from ._plan import uniform_bounds
 from ._posterior import _Posterior
@@ -189,15 +190,15 @@ class _Record:
         h = int(self.stratum[t])
         pool = self.pool(h)
         term = self.known[h] + float(m[pool].sum()) + (y - m[t]) / q
-        ls = _logscore(pmf, round(y * n)) if pmf is not None else (np.nan, np.nan, np.nan)
-        self.steps.append((t, h, q, int(pool.sum()), float(m[t]), y, n, term, *ls, omega))
+        ls = _logscore(pmf, round(y * n)) if pmf is not None else (np.nan,) * 4
+        self.steps.append((t, h, q, int(pool.sum()), float(m[t]), y, n, term, *ls[:3], omega, ls[3]))
         self.rem[t] = False
         self.known[h] += y
 
     def table(self, n: int | None = None) -> np.ndarray:
-        """The first ``n`` steps as rows (task, stratum, q, pool, prediction, outcome, runs, term, l, El, Vl, omega)."""
+        """The first ``n`` steps as rows (task, stratum, q, pool, prediction, outcome, runs, term, l, El, Vl, omega, K3 l)."""
         rows = self.steps if n is None else self.steps[:n]
-        return np.array(rows, float).reshape(-1, 12)
+        return np.array(rows, float).reshape(-1, 13)
 
 
 def term_variance(working: Any, pool: np.ndarray, q: np.ndarray, v: np.ndarray) -> float:
@@ -295,7 +296,7 @@ def bounded(tab: np.ndarray, T: int, est: float, se: float, df: int, prob: float
 
 def misfit_test(tab: np.ndarray) -> tuple[float, float]:
     """Prequential person-fit ``z`` (standard normal under the model) and its one-sided p-value (low: misfit)."""
-    return prequential_z(tab[:, 8:11])
+    return prequential_z(tab[:, [8, 9, 10, 12]])
 
 
 @dataclass(frozen=True, repr=False)

@@ -37,6 +37,7 @@ from ._irt import *  # noqa: F403
 from ._irt._ml import cell_loglik as cell_loglik  # for hierbench.design; not in __all__
 from ._irt._prequential import ModelMisfitWarning as ModelMisfitWarning  # design's public class
 from ._irt._prequential import beyond_calibration as beyond_calibration  # for hierbench.design
+from ._irt._prequential import log_score_moments as log_score_moments  # for hierbench.design
 from ._irt._prequential import log_score_terms as log_score_terms  # for hierbench.design
 from ._irt._prequential import prequential_z as prequential_z  # for hierbench.design
 from ._judges import *  # noqa: F403

@@ -53,6 +53,17 @@ def log_score_terms(pmf: np.ndarray, k: int) -> tuple[float, float, float]:
     return _terms(pmf, k)[:3]
 
 
+def log_score_moments(pmf: np.ndarray, k: int) -> tuple[float, float, float, float]:
+    """:func:`log_score_terms` and the third central moment of ``l``: a row of :func:`prequential_z`'s Edgeworth form.
+
+    Examples
+    --------
+    >>> [round(v, 4) for v in log_score_moments(np.array([0.25, 0.75]), 1)]  # K3 = pq(p - q) log(3)^3
+    [-0.2877, -0.5623, 0.2263, -0.1243]
+    """
+    return _terms(pmf, k)
+
+
 def _terms(pmf: np.ndarray, k: int) -> tuple[float, float, float, float]:
     """``l``, ``E l``, ``Var l`` and the third central moment of ``l`` under ``pmf``."""
     pmf = np.maximum(np.asarray(pmf, float), 1e-300)
