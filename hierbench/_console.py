@@ -130,7 +130,10 @@ def _report_text(rep: dict) -> str:
     if rep["agent_coords"]:
         lines.append(f"agent coords: {', '.join(rep['agent_coords'])}")
     for what, n in (rep["inconsistent_attributes"] or {}).items():
-        lines.append(f"inconsistent: {what} differs between runs of {n} (first value kept)")
+        # two values in one task or agent are refused by the reader: only empty records remain
+        lev = str(what).split(" ")[0]  # "task cluster": per task
+        lines.append(f"{what}: empty in some records of {n} {lev}{'s' * (n != 1)} (each took the one value "
+                     "its other records hold)")
     return "\n".join(lines)
 
 

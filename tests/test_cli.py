@@ -69,18 +69,36 @@ def test_validate_json_and_exclude_policy(log, capsys):
 
 
 def test_validate_shows_warnings(tmp_path, capsys):
-    rows = dict(ROWS, repo=["r1", "r9", "r2", "r1", "r1", "r1"])
+    rows = dict(ROWS, repo=["r1", None, "r2", "r1", "r1", "r1"])  # t1's second record: no repo
     path = tmp_path / "w.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     assert main(["validate", str(path), *COLS]) == 0
     cap = capsys.readouterr()
-    assert "inconsistent: task cluster differs between runs of 1 (first value kept)" in cap.out
+    assert "task cluster: empty in some records of 1 task (each took the one value its other records hold)" in cap.out
     # the reader's warning on stderr, the one channel of warnings; the report alone on stdout
     assert (
-        "warning: InconsistentAttributeWarning: task attribute 'repo' differs between runs of 1 tasks ['t1']"
-        in cap.err
+        f"warning: InconsistentAttributeWarning: --cluster column 'repo' in {path} is empty in some records "
+        "of 1 task ['t1'] and holds one value in the others" in cap.err
     )
     assert "warning:" not in cap.out
+
+
+def test_a_cluster_column_that_varies_within_a_task_is_refused(tmp_path, capsys):
+    """`compare --cluster started_at` (a time per run) took each task's first time as its cluster
+    and tested on those, with only a stderr warning; it is refused, exit 2, in the flags' words.
+    The counts are the file's: 3 tasks, each run at two different times.
+    """
+    df = pd.DataFrame({"agent": ["a", "b"] * 6, "task": ["t1", "t1", "t2", "t2", "t3", "t3"] * 2,
+                       "score": [1, 0] * 6, "started_at": range(100, 112)})
+    path = tmp_path / "runs.csv"
+    df.to_csv(path, index=False)
+    assert main(["compare", str(path), "--cluster", "started_at"]) == 2
+    line = _one_line_error(capsys, "hierbench compare: invalid input: --cluster column 'started_at' in")
+    assert "must hold one value per task" in line
+    assert "3 of 3 tasks hold two or more, e.g. 't1': '100' and '101'; 't2': '102' and '103'; " in line
+    assert "per-run variable, not a task attribute: leave it out of --cluster (a numeric one can be kept per run with --extra)" in line
+    assert main(["validate", str(path), "--agent-coord", "started_at"]) == 2
+    line = _one_line_error(capsys, "--agent-coord column 'started_at'", "2 of 2 agents hold two or more")
 
 
 def _one_line_error(capsys, *words):
@@ -853,22 +871,20 @@ def test_fit_with_a_formula_reads_agent_coords_and_saves_what_the_api_fits(tmp_p
 
 
 def _log_with_a_reading_warning(tmp_path) -> Path:
-    """A binary log whose one task has two cluster labels: reading it warns (InconsistentAttributeWarning)."""
+    """A binary log whose one task has no cluster label in one record: reading it warns (InconsistentAttributeWarning)."""
     from hierbench.data import to_records
     from hierbench.testing import simulate_eval
 
     ds, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=2, rng=0)
     df = to_records(ds)
     df["repo"] = np.where(df["task"] < "task_0004", "r1", "r2")
-    df.loc[df.index[0], "repo"] = "r9"  # task_0000: r9 in one run, r1 in the others
+    df.loc[df.index[0], "repo"] = None  # task_0000: no repo in one record, r1 in the others
     path = tmp_path / "runs.csv"
     df.to_csv(path, index=False)
     return path
 
 
-READ_WARNING = (
-    "warning: InconsistentAttributeWarning: task attribute 'repo' differs between runs of 1 tasks"
-)
+READ_WARNING = "warning: InconsistentAttributeWarning: --cluster column 'repo' in "
 
 
 def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, capsys):

@@ -6,6 +6,7 @@ designs whose (non-)identifiability is known by construction.
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -112,12 +113,16 @@ def test_a_coord_along_agent_groups_by_its_own_values_and_says_so():
 
 
 def test_covariate_not_constant_within_task_is_refused():
-    """The reader keeps the first value and counts the tasks; the formula refuses to use it."""
+    """The reader refuses a task coord with two values in one task (it kept the first and counted
+    the tasks); a dataset whose read report counts such tasks (read before) is refused by the formula.
+    """
     df = pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t1", "t1", "t2"],
                        "score": [1.0, 0.0, 1.0, 0.0], "tier": ["easy", "hard", "easy", "hard"]})  # fmt: skip
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds = from_records(df, task_coords=["tier"])
+    with pytest.raises(EvalDataError, match="`task_coords` column 'tier' in DataFrame must hold one value per "
+                       r"task .*; 1 of 2 tasks hold two or more, e.g. 't1': 'easy' and 'hard'\."):
+        from_records(df, task_coords=["tier"])
+    ds = from_records(df.assign(tier=["easy", "easy", "easy", "hard"]), task_coords=["tier"])
+    ds.attrs["inconsistent_attributes"] = json.dumps({"task tier": 1})
     with pytest.raises(FormulaError, match="'tier', which was not constant within its task for 1 tasks"):
         model_design("score ~ tier + (1|agent)", ds)
     table = pd.DataFrame({"family": ["x", "y", "z"]}, index=["a", "a", "b"])

@@ -127,20 +127,48 @@ def test_nan_score_allowed_on_errored_run(frame):
     assert ds.error.sel(agent="b", task="t1", run=0).item()
 
 
-def test_inconsistent_tag_warns_keeps_first_and_counts(frame):
-    df = frame.assign(tag=["x", "z", "y", "x", "x", "x"])  # t1 has x then z
-    with pytest.warns(InconsistentAttributeWarning, match=r"task attribute 'tag' differs between runs of 1 tasks \['t1'\]; kept the first"):
+def test_a_tag_with_two_values_in_one_task_is_refused(frame):
+    """A per-task column holding two labels in one task was read as its first label with only a
+    warning; it is refused, naming the column, the rule, the count of such tasks and their values.
+    """
+    df = frame.assign(tag=["x", "z", "y", "x", "x", "x"])  # t1 holds x and z; t2 only y
+    with pytest.raises(EvalDataError) as e:
+        from_records(df, tag="tag")
+    msg = str(e.value)
+    assert "`tag` column 'tag' in DataFrame must hold one value per task" in msg
+    assert "1 of 2 tasks hold two or more, e.g. 't1': 'x' and 'z'." in msg
+    assert "a per-run variable, not a task attribute" in msg
+
+
+def test_an_agent_coord_with_two_values_in_one_agent_is_refused(frame):
+    df = frame.assign(scaffold=["react", "react", "react", "plain", "cot", "cot"])  # a: react, plain
+    with pytest.raises(EvalDataError, match=r"`agent_coords` column 'scaffold' in DataFrame must hold one "
+                       r"value per agent .*; 1 of 2 agents hold two or more, e.g. 'a': 'react' and 'plain'\."):
+        from_records(df, agent_coords=["scaffold"])
+
+
+def test_a_task_coord_of_per_run_numbers_is_refused_with_three_examples():
+    """METR's `started_at` (a time per run) as a task attribute: every task holds several values.
+    Counts and examples written from the frame: 4 tasks, each with two runs of different times.
+    """
+    df = pd.DataFrame({"agent": ["a"] * 8, "task": [f"t{i}" for i in range(4)] * 2,
+                       "score": [1.0, 0.0] * 4, "t0": [10, 11, 12, 13, 20, 21, 22, 23]})
+    with pytest.raises(EvalDataError) as e:
+        from_records(df, task_coords=["t0"])
+    msg = str(e.value)
+    assert "4 of 4 tasks hold two or more, e.g. 't0': 10 and 20; 't1': 11 and 21; 't2': 12 and 22 (1 more)." in msg
+    assert "leave it out of `task_coords` (a numeric one can be kept per run with `extra`)" in msg
+    ds = from_records(df, extra=["t0"])  # the remedy it names reads
+    assert ds["t0"].sel(agent="a", task="t3").values.tolist() == [13.0, 23.0]
+
+
+def test_a_tag_given_in_some_records_of_a_task_is_the_tasks_counted_and_warned(frame):
+    df = frame.assign(tag=["x", None, "y", "x", None, "x"])  # t1: x in 3 records, empty in 2
+    with pytest.warns(InconsistentAttributeWarning, match=r"`tag` column 'tag' in DataFrame is empty in some "
+                      r"records of 1 task \['t1'\] and holds one value in the others"):
         ds = from_records(df, tag="tag")
-    assert ds.tag.sel(task="t1").item() == "x"
+    assert ds.tag.values.tolist() == ["x", "y"]
     assert json.loads(ds.attrs["inconsistent_attributes"]) == {"task tag": 1}
-
-
-def test_inconsistent_agent_coord_warns_keeps_first_and_counts(frame):
-    df = frame.assign(scaffold=["react", "react", "react", "plain", "cot", "cot"])
-    with pytest.warns(InconsistentAttributeWarning, match=r"agent attribute 'scaffold' differs between runs of 1 agents \['a'\]"):
-        ds = from_records(df, agent_coords=["scaffold"])
-    assert list(ds.scaffold.values) == ["react", "cot"]
-    assert json.loads(ds.attrs["inconsistent_attributes"]) == {"agent scaffold": 1}
 
 
 def test_single_agent_log_and_annotations(frame):

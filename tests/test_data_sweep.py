@@ -317,12 +317,18 @@ def _clusters(*expected, missing=0):
     return check
 
 
-INCONSISTENT = r"task attribute 'cl' differs between runs of 1 tasks \['t1'\]; kept the first value seen"
+INCONSISTENT = (r"`cluster` column 'cl' in DataFrame is empty in some records of 1 task \['t1'\] and holds one "
+                r"value in the others \(a task attribute: one value per task\): each of these tasks takes that value")
 case("cluster missing beside a text 'nan'", lambda tmp: from_records(F(cl=["x", None, "nan", np.nan]), cluster="cl"),
+     Err(r"`cluster` column 'cl' in DataFrame must hold one value per task .*; 1 of 2 tasks hold two or more, "
+         r"e\.g\. 't1': 'x' and 'nan'\."))  # fmt: skip (the text 'nan' is a label, not a missing value)
+case("cluster missing in one record", lambda tmp: from_records(F(cl=["x", None, None, np.nan]), cluster="cl"),
      Warns(InconsistentAttributeWarning, INCONSISTENT, _clusters("x", None, missing=1)))  # fmt: skip
 case("cluster labelled in one run only", lambda tmp: from_records(F(cl=[None, "x", "y", "x"]), cluster="cl"),
-     Warns(InconsistentAttributeWarning, INCONSISTENT + r" for each \(a missing value only where no record has one\)",
-           _clusters("y", "x")))  # fmt: skip
+     Warns(InconsistentAttributeWarning, INCONSISTENT, _clusters("y", "x")))  # fmt: skip
+case("cluster two labels in one task", lambda tmp: from_records(F(cl=["x", "y", "z", "y"]), cluster="cl"),
+     Err(r"`cluster` column 'cl' in DataFrame must hold one value per task .*; 1 of 2 tasks hold two or more, "
+         r"e\.g\. 't1': 'x' and 'z'\."))  # fmt: skip
 case("cluster CSV 'NA' is a label, empty is missing",
      lambda tmp: from_records(write(tmp, "c.csv", "agent,task,score,cl\na,t1,1,NA\na,t2,0,\na,t3,1,x\n"), cluster="cl"),
      Ok(_clusters("NA", None, "x", missing=1)))  # fmt: skip

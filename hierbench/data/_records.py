@@ -586,22 +586,58 @@ def _warn_errored_runs(recs: _Records, roles: _Roles) -> None:
 # --------------------------------------------------------------------------- assembly
 
 
-def _first_per_group(
-    df: pd.DataFrame, key: str, col: str, what: str
+def _one_per_group(
+    df: pd.DataFrame, key: str, col: str, what: str, arg: str, source: str
 ) -> tuple[pd.Series, int]:
-    """Return the first value of ``col`` per ``key``; warn and count keys whose values differ."""
+    """Return the one value of ``col`` per ``key`` (a task's or an agent's attribute), and how many were filled.
+
+    The rule for per-task and per-agent columns (``tag``, ``cluster``, ``task_coords``,
+    ``agent_coords``): one value per task (agent). Two differing values in one task are
+    refused (the first seen would be an arbitrary label: METR's per-run ``started_at`` read as
+    clusters gave every task the time of its first run); a value given in some of a task's
+    records and missing in the others is that value, warned and counted; a task with no
+    value stays missing.
+    """
     sub = df[[key, col]]
+    given = sub[sub[col].notna()]
+    n_values = given.groupby(key, sort=False)[col].nunique()
+    bad = n_values[n_values > 1]
+    if len(bad):
+        raise _differing_error(given, key, col, bad, (what, sub[key].nunique()), arg, source)
     first = sub.groupby(key, sort=False)[col].first()
-    nunique = sub.groupby(key, sort=False)[col].nunique(dropna=False)
-    inconsistent = nunique[nunique > 1]
-    if len(inconsistent):
+    filled = sub[col].isna().groupby(sub[key], sort=False).any() & first.notna()
+    n_filled = int(filled.sum())
+    if n_filled:
         warn_user(
-            f"{what} attribute {col!r} differs between runs of {len(inconsistent)} {what}s "
-            f"{_fmt_list(inconsistent.index.tolist())}; kept the first value seen for each "
-            "(a missing value only where no record has one)",
+            f"`{arg}` column {col!r} in {source} is empty in some records of {counted(n_filled, what)} "
+            f"{_fmt_list(filled.index[filled].tolist())} and holds one value in the others (a {what} "
+            f"attribute: one value per {what}): each of these {what}s takes that value",
             InconsistentAttributeWarning,
         )
-    return first, len(inconsistent)
+    return first, n_filled
+
+
+def _differing_error(given: pd.DataFrame, key: str, col: str, bad: pd.Series, of: tuple[str, int], arg: str,
+                     source: str) -> EvalDataError:  # fmt: skip
+    """The refusal of a per-task (per-agent) column holding two values in one task: how many, and examples.
+
+    ``of``: ("task" or "agent", how many of them the records hold).
+    """
+    what, n_all = of
+    ex = []
+    for k in bad.index[:3]:
+        two = pd.unique(given.loc[given[key] == k, col])[:2]
+        ex.append(f"{k!r}: " + " and ".join(repr(v) if isinstance(v, str) else str(v) for v in two))
+    per_run = (
+        f"A quantity measured in each run (a time, a count) is a per-run variable, not a {what} "
+        f"attribute: leave it out of `{arg}` (a numeric one can be kept per run with `extra`)"
+    )
+    return EvalDataError(
+        f"`{arg}` column {col!r} in {source} must hold one value per {what} (a {what} attribute, the "
+        f"same in every record of the {what}); {len(bad)} of {n_all} {what}s hold two or more, e.g. "
+        f"{'; '.join(ex)}{f' ({len(bad) - 3} more)' if len(bad) > 3 else ''}. {per_run}; if it is a {what} attribute, "
+        f"fix the records so that each {what} has one value"
+    )
 
 
 def _coord_values(col: pd.Series) -> np.ndarray:
@@ -675,7 +711,8 @@ def _coords(recs: _Records, roles: _Roles) -> tuple[dict, dict[str, int], dict[s
             warn_similar_labels(tframe[col].to_numpy(), what=name, column=col, source=source)
         else:
             tframe[col] = _coord_values(df[col])
-        first, n_bad = _first_per_group(tframe, "__task", col, "task")
+        arg = name if name in ("tag", "cluster") else "task_coords"
+        first, n_bad = _one_per_group(tframe, "__task", col, "task", arg, source)
         vals, attrs = first.reindex(task_labels).to_numpy(), {}
         if name in ("tag", "cluster"):
             vals = np.array([None if pd.isna(v) else str(v) for v in vals], dtype=object)
@@ -687,7 +724,7 @@ def _coords(recs: _Records, roles: _Roles) -> tuple[dict, dict[str, int], dict[s
     aframe = pd.DataFrame({"__agent": recs.agents})
     for col in roles.agent_coords:
         aframe[col] = _coord_values(df[col])
-        first, n_bad = _first_per_group(aframe, "__agent", col, "agent")
+        first, n_bad = _one_per_group(aframe, "__agent", col, "agent", "agent_coords", source)
         coords[col] = ("agent", first.reindex(agent_labels).to_numpy())
         n_inconsistent[f"agent {col}"] = n_bad
     return coords, n_inconsistent, n_unlabelled
@@ -778,14 +815,16 @@ def from_records(
     error : str, optional
         Column flagging infrastructure failures (error-flag vocabulary).
     tag, cluster : str, optional
-        Per-task labels: the first per task is kept (a task whose label differs is counted and
-        warned), a missing one stays missing. The coord records the column in its
+        Per-task labels: one per task (a task whose records hold two different labels is
+        refused; one given in some records and empty in others is the task's, counted and
+        warned), a task with none stays missing. The coord records the column in its
         ``source_column`` attr: messages and reports call the clusters by that name.
     extra, annotations : mapping or sequence, optional
         Per-run numeric columns (``cost``, ``latency``, ``tokens``, ``steps``) and boolean
         flags, as ``{variable: column}`` or a list of names.
     task_coords, agent_coords : sequence of str
-        Columns constant per task / per agent, kept as coords.
+        Columns constant per task / per agent, kept as coords (two values in one task or agent
+        are refused, as for ``cluster``).
     agent_name : str
         The agent's label when ``agent=None`` (a one-agent log; refused if an ``"agent"`` column holds
         several, or a column such as ``model`` splits every task's runs into the same groups).

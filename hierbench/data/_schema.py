@@ -34,8 +34,8 @@ attrs
     ordinal grades, each kept as its place ``(grade - first) / (last - first)``), ``score_labels``
     (grades written as words: the labels in order, label ``k`` being grade ``k`` of
     ``score_levels`` ``[0, 1, ..., L - 1]``), ``not_kept`` (reason -> count), ``inconsistent_attributes``
-    (attribute -> number of tasks/agents whose value differed between
-    records) and ``annotations`` (names of the boolean per-run annotation
+    (attribute -> number of tasks/agents whose value was given in some records and
+    empty in others; two different values are refused) and ``annotations`` (names of the boolean per-run annotation
     variables).
 
 Missing labels
@@ -117,7 +117,11 @@ class EvalDataError(HierbenchError):
 
 
 class InconsistentAttributeWarning(HierbenchWarning):
-    """A per-task or per-agent attribute differs between the records of one task/agent."""
+    """A per-task or per-agent attribute is given in some records of a task/agent and empty in others.
+
+    Two different values in one task (agent) are refused (:class:`EvalDataError`); this
+    warning says the task took the one value given.
+    """
 
 
 class UnreadColumnWarning(HierbenchWarning):
