@@ -163,7 +163,7 @@ def test_bad_input_messages():
     with pytest.raises(
         ValueError, match=r"one run per cell: the interaction and run error are confounded"
     ):
-        paired_power(0.1, 10, components=one_run)
+        paired_power(0.1, 10, n_runs=2, components=one_run)  # n_runs=1 is planned (2 x residual)
     # one agent with 4 runs per task: the agent facet is dropped, the runs are not the cause
     one_agent = variance_components(
         xr.DataArray(np.random.default_rng(0).normal(size=(1, 6, 4)), dims=("agent", "task", "run"))

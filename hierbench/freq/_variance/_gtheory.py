@@ -142,7 +142,8 @@ def _resolve_design(
     if design is not None and design not in LEGACY:
         if facets is not None:
             raise ValueError("give either `design` (a description) or `facets`, not both")
-        return da, parse_design(design), None, []
+        dsg = parse_design(design)
+        return da, dsg, _legacy_of(dsg), []
     if facets is None:
         facets = tuple(str(d) for d in da.dims)
     facets = tuple(facets)
@@ -184,6 +185,28 @@ def _resolve_design(
     ):
         return da, parse_design(f"{r}:({a}*({t}:cluster))"), legacy, confounded
     return da, parse_design(LEGACY[kind].format(a=a, t=t, r=r)), legacy, confounded
+
+
+def _legacy_of(dsg: Design) -> tuple[str, str, str] | None:
+    """The (agent, task, run) triple of a design given in words that is the eval shape, else None.
+
+    ``r:(a*t)`` with ``a`` the facet ``measurement="auto"`` picks (so the
+    object of measurement stays what it was): the D-study's ``n_tasks`` / ``n_runs`` shorthand
+    and the power functions then read it as they read the same design from the dims.
+    """
+    a = "agent" if "agent" in dsg.facets else dsg.facets[0]
+    for t in dsg.facets:
+        for r in dsg.facets:
+            if len({a, t, r}) < 3:
+                continue
+            if _same(dsg, parse_design(LEGACY["nested"].format(a=a, t=t, r=r))):
+                return a, t, r
+    return None
+
+
+def _same(d1: Design, d2: Design) -> bool:
+    """Two parsed designs with the same facets nested alike (however the words ordered them)."""
+    return set(d1.facets) == set(d2.facets) and d1.parents == d2.parents
 
 
 def _auto_measurement(dsg: Design, legacy: tuple[str, str, str] | None) -> str:

@@ -66,7 +66,8 @@ def _no_interaction(components, fa: str, ft: str, names: list[str]) -> ValueErro
     elif components.n_runs < 2 or components.facets[2] in components.confounded:
         cause = (
             "they come from one run per cell: the interaction and run error are confounded, "
-            "so the run allocation cannot be planned"
+            "so no plan at more than one run per cell can be made from them (n_runs=1 can: "
+            "its per-task difference has variance 2 x residual)"
         )
     else:
         cause = f"they have no {fa}:{ft} interaction component (components {names})"
@@ -75,11 +76,25 @@ def _no_interaction(components, fa: str, ft: str, names: list[str]) -> ValueErro
     )
 
 
+def _one_run(components, fa: str, ft: str, names: list[str]) -> bool:
+    """Whether ``components`` come from one run per cell (the interaction inside the residual)."""
+    return f"{fa}:{ft}" not in names and not [f for f in (fa, ft) if f in components.dropped] and (
+        components.n_runs < 2 or components.facets[2] in components.confounded
+    )
+
+
 def _sigmas(
     components: VarianceComponentsResult | None,
     sigma2_interaction: float | None,
     sigma2_residual: float | None,
+    one_run_only: bool = False,
 ) -> tuple[float, float]:
+    """``(sigma2_interaction, sigma2_residual)`` of the plan.
+
+    ``one_run_only``: the caller plans at one run per cell only, so components from one run
+    per cell serve (``(0, residual)``: the residual holds the interaction, ``2 x residual``
+    the per-task difference's variance at ``R = 1``).
+    """
     if components is not None:
         if sigma2_interaction is not None or sigma2_residual is not None:
             raise ValueError(
@@ -103,6 +118,8 @@ def _sigmas(
         fa, ft, _ = components.facets
         c = components.components
         names = list(c.component.values)
+        if one_run_only and _one_run(components, fa, ft, names):
+            return 0.0, float(c.sel(component="residual"))
         if f"{fa}:{ft}" not in names:
             raise _no_interaction(components, fa, ft, names)
         if components.design != "nested" and not nested_formula:
@@ -148,6 +165,8 @@ def sd_paired_diff(
         Runs per task and agent, ``R``.
     components : VarianceComponentsResult, optional
         Source of ``sigma2_interaction`` (agent:task) and ``sigma2_residual``.
+        Components from one run per cell (the interaction inside the residual)
+        serve for ``n_runs=1`` only: ``sqrt(2 residual)``.
     sigma2_interaction, sigma2_residual : float, optional
         The two variances, when not taken from ``components``.
 
@@ -161,8 +180,8 @@ def sd_paired_diff(
     >>> round(float(sd_paired_diff(4, sigma2_interaction=0.02, sigma2_residual=0.16)), 4)
     0.3464
     """
-    s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
     R = _counts(n_runs, "n_runs", 1)
+    s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual, one_run_only=bool(np.all(R == 1)))
     return np.sqrt(2 * s_mt + 2 * s_e / R)
 
 
