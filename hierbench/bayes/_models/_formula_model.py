@@ -900,7 +900,8 @@ register(
         builder=build_mixed,
         default_priors=lambda opts: {k: dict(v) for k, v in MIXED_PRIORS.items()},
         default_options={"formula": DEFAULT_FORMULA, "family": "auto", "n_quad": 7, "centred": "auto"},
-        sampler_settings={"sampler": "nutpie", "draws": 1000, "tune": 1000, "chains": 4, "target_accept": 0.8},
+        # what fit() takes from a model: target_accept (a fit's own is its structure's decision)
+        sampler_settings={"target_accept": TARGET_ACCEPT["default"]},
         description="Formula model: crossed agent x task effects, agent factors, task features; "
         "binary, graded or [0, 1] scores",
         hooks=HOOKS,
