@@ -362,7 +362,7 @@ def test_summary_says_how_many_tasks_the_per_task_mean_averages(tmp_path, capsys
                   "score": [1.0, 0.0, 1.0, 0.0], "err": [False, False, False, True]}).to_csv(path, index=False)
     assert main(["summary", str(path), "--error", "err", "--errors", "exclude"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split()[:5] == ["tasks", "tasks", "scored", "missing", "runs"]
+    assert lines[2].split()[:5] == ["tasks", "tasks", "scored", "missing", "runs"]
     assert next(x for x in lines if x.startswith("b ")).split()[:4] == ["b", "2", "1", "0"]
     assert next(x for x in lines if x.startswith("b ")).split()[-2] == "1.000"  # its one scored task
     assert main(["summary", str(path), "--error", "err"]) == 0  # errors fail: every task scored

@@ -48,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> pd.DataFrame({"agent": ["a", "a"], "task": ["t1", "t2"], "score": [1, 0]}).to_csv(f)
     >>> main(["summary", str(f)])  # doctest: +NORMALIZE_WHITESPACE
     1 agent x 2 tasks, 2 runs (0 infrastructure errors, errors='fail'); 0 agent x task cells never run
+    rows: agents by mean (per task), highest first, ties by name (the order of compare's matrix and the report)
            tasks  missing  runs  errors error rate mean (per task) mean (per run)
     agent
     a          2        0     2       0      0.000           0.500          0.500

@@ -48,18 +48,21 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_summary(args: argparse.Namespace) -> int:
     from ..data import read_report
+    from ..report import score_order
 
     ds, msgs = load_any(args.file, args)
+    misfit = _misfit(ds, args)  # on the log as read, as the report and compare test it (same draws)
+    # the agents in the order compare's matrix and the report use (was: file order, 0.102 between 0.536 and 0.450)
+    ds = ds.sel(agent=score_order(ds))
     df = _summary_frame(ds)
-    msgs = list(msgs) + _marked(ds, df)  # a saved log's flagged agents (attrs["flagged_agents"]), as compare says them
+    # a saved log's flagged agents (attrs["flagged_agents"]) and the records person fit flags, as compare says them
+    msgs = list(msgs) + _marked(ds, df) + misfit
     rep = read_report(ds)
+    order = "agents by mean (per task), highest first, ties by name (the order of compare's matrix and the report)"
     if args.json:
         agents = [{"agent": a, **row} for a, row in df.to_dict(orient="index").items()]
-        print(
-            json.dumps(
-                _jsonable({"dataset": rep, "agents": agents, "warnings": msgs}), indent=2
-            )
-        )
+        doc = {"dataset": rep, "agent_order": order, "agents": agents, "warnings": msgs}
+        print(json.dumps(_jsonable(doc), indent=2))
     else:
         from .._base import counted
 
@@ -68,9 +71,36 @@ def _cmd_summary(args: argparse.Namespace) -> int:
             f"({rep['n_error_runs']} infrastructure errors, errors={rep['errors']!r}); "
             f"{rep['n_missing_cells']} agent x task cells never run"
         )
+        print(f"rows: {order}")
         print(_summary_text(ds))
     print_warnings(msgs)
     return 0
+
+
+def _misfit(ds, args: argparse.Namespace) -> list[str]:
+    """The report's person-fit flag (its Data summary; the demo's too), as warning lines of summary and compare.
+
+    :func:`hierbench.freq.person_fit` as the report runs it (at --prob and --seed, the report's
+    defaults 0.95 and 0 where the command has none, so the line is the report's), said by the
+    report's own ``misfit_agents``; nothing where it does not apply (partial credit, fewer than
+    3 agents) or with --no-person-fit. SWE-bench bash-only: Claude 3.7 Sonnet (20250219) "solves
+    15% of the 60 tasks that >= 90% of the others solve", ranked like any other agent before.
+    """
+    if getattr(args, "no_person_fit", False):
+        return []
+    from .._base import HierbenchError
+    from ..freq import person_fit
+    from ..report import misfit_agents
+
+    if _progress_wanted(args):
+        print(f"person fit: {ds.sizes['agent']} agents' records ...", file=sys.stderr, flush=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # its notices are its own; the flag is what is said
+            fit = person_fit(ds, prob=getattr(args, "prob", 0.95), rng=getattr(args, "seed", 0))
+    except HierbenchError:  # partial credit, fewer than 3 agents: not applicable
+        return []
+    return [m.replace("`", "") for m in misfit_agents(fit)]
 
 
 def _bootstrap_kw(args: argparse.Namespace) -> dict:
@@ -211,7 +241,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         for note in (no_p_note(table), marks_holm_note(table, alpha)):
             if note:
                 print("\n" + textwrap.fill(note.replace("`", ""), 100))
-    print_warnings(msgs + warning_lines(caught) + _marked(ds))
+    print_warnings(msgs + warning_lines(caught) + _marked(ds) + _misfit(ds, args))
     return 0
 
 

@@ -1,0 +1,102 @@
+"""The CLI findings of audit Q: the summary's order and data-fault flag, validate's unread columns,
+remedies in flags, ordinal without levels, and fit --strict.
+
+Expected values come from the logs built here (pandas on the written CSV, the construction of each
+shape), never from the code under test.
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from hierbench.cli import main
+from hierbench.data import to_records
+from hierbench.testing import simulate_eval
+
+# ---------------------------------------------------------------- finding 5: summary order, person-fit flag
+
+
+def _log_with_a_broken_record(tmp_path):
+    """5 agents x 100 tasks, one run each; agent_02's 100 results shuffled over the tasks (seeded).
+
+    The shuffle keeps its mean and breaks any link to the tasks' difficulty: the data fault person fit
+    is for (SWE-bench's Claude 3.7 Sonnet record). Rows of agent_01 put first, so file order is not
+    the order of the means.
+    """
+    ds, _ = simulate_eval(n_agents=5, n_tasks=100, n_runs=1, rng=3)
+    df = to_records(ds).drop(columns="error")
+    broken = df["agent"] == "agent_02"
+    df.loc[broken, "score"] = np.random.default_rng(0).permutation(df.loc[broken, "score"].to_numpy())
+    df = pd.concat([df[df.agent == "agent_01"], df[df.agent != "agent_01"]])
+    path = tmp_path / "runs.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def _pandas_order(path) -> list[str]:
+    """Agents by the mean over tasks of each task's mean score, highest first, ties by name."""
+    df = pd.read_csv(path)
+    mean = df.groupby(["agent", "task"]).score.mean().groupby("agent").mean()
+    return sorted(mean.index, key=lambda a: (-mean[a], a))
+
+
+def test_summary_lists_agents_by_mean_per_task_and_says_so(tmp_path, capsys):
+    path = _log_with_a_broken_record(tmp_path)
+    want = _pandas_order(path)
+    assert pd.read_csv(path).agent.unique().tolist() != want  # the premise: file order differs
+    assert main(["summary", str(path), "--run", "run", "--no-person-fit"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == ("rows: agents by mean (per task), highest first, ties by name (the order of "
+                      "compare's matrix and the report)")
+    assert [x.split()[0] for x in out[4:]] == want
+    assert main(["summary", str(path), "--run", "run", "--json", "--no-person-fit"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [a["agent"] for a in doc["agents"]] == want
+    assert doc["agent_order"].startswith("agents by mean (per task), highest first")
+
+
+def _flag_lines(err: str) -> list[str]:
+    return [x for x in err.splitlines() if "do not follow the tasks' difficulty" in x]
+
+
+def _named(line: str) -> list[str]:
+    return [a for a in ("agent_00", "agent_01", "agent_02", "agent_03", "agent_04") if f"{a}: slope" in line]
+
+
+def test_summary_warns_of_a_record_that_ignores_task_difficulty(tmp_path, capsys):
+    """The report's and demo's person-fit flag, from summary too: on stderr, naming the shuffled
+    agent (the construction's) and no other; --no-person-fit leaves it out.
+    """
+    path = _log_with_a_broken_record(tmp_path)
+    assert main(["summary", str(path), "--run", "run"]) == 0
+    cap = capsys.readouterr()
+    lines = _flag_lines(cap.err)
+    assert len(lines) == 1 and lines[0].startswith("warning: results that do not follow the tasks' difficulty")
+    assert _named(lines[0]) == ["agent_02"]
+    assert "solves" in lines[0] and "difficulty" not in cap.out
+    assert main(["summary", str(path), "--run", "run", "--no-person-fit"]) == 0
+    assert "difficulty" not in capsys.readouterr().err
+
+
+def test_compare_warns_of_a_record_that_ignores_task_difficulty(tmp_path, capsys):
+    path = _log_with_a_broken_record(tmp_path)
+    assert main(["compare", str(path), "--run", "run", "--json"]) == 0
+    cap = capsys.readouterr()
+    lines = _flag_lines(cap.err)
+    assert len(lines) == 1 and _named(lines[0]) == ["agent_02"]
+    json.loads(cap.out)  # the document alone on stdout
+
+
+def test_no_person_fit_flag_where_it_does_not_apply(tmp_path, capsys):
+    """Two agents (person fit needs 3) and partial credit: no flag, no error."""
+    df = pd.DataFrame({"agent": ["a"] * 6 + ["b"] * 6, "task": [f"t{i}" for i in range(6)] * 2,
+                       "score": [1, 0, 1, 1, 0, 1, 0, 0, 1, 0, 0, 1]})
+    path = tmp_path / "two.csv"
+    df.to_csv(path, index=False)
+    assert main(["summary", str(path)]) == 0
+    assert "difficulty" not in capsys.readouterr().err
+    path = tmp_path / "partial.csv"
+    pd.concat([df, df[df.agent == "a"].assign(agent="c", score=0.5)]).to_csv(path, index=False)
+    assert main(["summary", str(path)]) == 0
+    assert "difficulty" not in capsys.readouterr().err
