@@ -190,11 +190,13 @@ def _warn_zero_width(out: xr.DataArray, lv: np.ndarray, hv: np.ndarray, why: Any
     flat = finite & (lv == hv)  # compared, not subtracted: an infinite end gives no inf - inf warning
     if not flat.any():
         return
+    # a max-T interval is the family's simultaneous one: said, beside the per-pair one of the same result
+    label = interval_label(out) + (" simultaneous" if out.attrs.get("ci_kind") == "max-t" else "")
     if why is None:
         if flat.sum() < finite.sum():
             return
         msg = (
-            f"every {interval_label(out)} interval here has zero width. It is not a statement "
+            f"every {label} interval here has zero width. It is not a statement "
             "of certainty: the method found no variation to measure, as with too few items or "
             "tasks (one task, one run per cell) or a statistic that is constant by construction"
         )
@@ -208,8 +210,8 @@ def _warn_zero_width(out: xr.DataArray, lv: np.ndarray, hv: np.ndarray, why: Any
         shown = "; ".join(items[:_ZERO_WIDTH_NAMED]) + (f"; and {more} more" if more > 0 else "")
         what = f"{out.dims[0]}s" if flat.ndim == 1 else "entries"
         head = (
-            f"every {interval_label(out)} interval here has zero width" if flat.sum() == finite.sum()
-            else f"the {interval_label(out)} interval has zero width for {len(items)} of {flat.size} {what}"
+            f"every {label} interval here has zero width" if flat.sum() == finite.sum()
+            else f"the {label} interval has zero width for {len(items)} of {flat.size} {what}"
         )
         msg = (
             f"{head}: {shown}. Zero width at a level below one measures no uncertainty; it is not "

@@ -40,6 +40,7 @@ separates. Holm and Benjamini-Hochberg stay beside it (``p_holm``, ``p_bh``).
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
 import numpy as np
@@ -48,6 +49,7 @@ import xarray as xr
 from ..._base import DEFAULT_PROB
 from ..._base import HierbenchWarning
 from ..._base import SmallSampleWarning
+from ..._base import ZeroWidthIntervalWarning
 from ..._base import as_rng
 from ..._base import check_choice
 from ..._base import check_prob
@@ -364,7 +366,7 @@ def compare_agents(
     )
     agents = [str(x) for x in score[agent_dim].values]
     pairs = _all_pairs(len(agents), score.sizes[task_dim], agent_dim)
-    boot = _bootstrap_summary(  # in bounded memory: the distribution is never held whole
+    boot = _pair_bootstrap(  # in bounded memory: the distribution is never held whole
         score, pairs=[(agents[i], agents[j]) for i, j in pairs], n_resamples=int(n_resamples), prob=prob,
         method=method, cluster=cluster, run_dim=run_dim, task_dim=task_dim, agent_dim=agent_dim, rng=gen)
     cc = cluster_codes(score, cluster, dim=task_dim)
@@ -373,6 +375,17 @@ def compare_agents(
             "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster,
             "cluster_column": cluster_label(score, cluster), "unit_scores": _unit_range(score.values)}
     return _family_result(st, units, counts, pairs, agents, boot, cc, opts, gen)
+
+
+def _pair_bootstrap(score, **kw):
+    """The pairs' bootstrap summary, its zero-width warning left to the intervals the result reports.
+
+    With the t-test or clusters the per-pair interval is a t interval, not this one, and the
+    simultaneous interval can have zero width too (``_pairwise_result`` warns of both).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ZeroWidthIntervalWarning)
+        return _bootstrap_summary(score, **kw)
 
 
 def _unit_range(x: np.ndarray) -> bool:

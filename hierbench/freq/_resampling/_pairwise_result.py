@@ -509,6 +509,35 @@ def _simultaneous_interval(
     )
 
 
+def _warn_zero_width(ds: xr.Dataset, unit: str) -> None:
+    """A :class:`ZeroWidthIntervalWarning` for each reported interval (``ci``, ``ci_simultaneous``) of zero width.
+
+    Named by the interval that was computed (the per-pair interval is a t interval with the
+    t-test or clusters, else the bootstrap's), pair by pair, with the reason where the pair's
+    difference is the same on every unit: a bootstrap resample cannot differ from it, and its
+    standard error is 0, so the t and max-T intervals are the difference itself.
+    """
+    iu = np.triu_indices(ds.sizes["agent"], 1)
+    agents = [str(a) for a in ds["agent"].values]
+    labels = [f"{agents[i]} - {agents[j]}" for i, j in zip(*iu, strict=True)]
+    d, se = ds["mean_diff"].values[iu], ds["se"].values[iu]
+    with np.errstate(invalid="ignore"):
+        flat = np.isfinite(d) & (se == 0)
+    where = "every task's difference is {:g}" if unit != "clusters" else "every cluster's mean difference is {:g}"
+    for name in ("ci", "ci_simultaneous"):
+        iv = ds[name]
+        lo, hi = np.asarray(iv.values, float)[iu].T
+        why = ": no resample can differ" if iv.attrs["ci_kind"] in ("percentile", "bca", "basic") else (
+            ": its standard error is 0")
+        reasons = [where.format(v + 0.0) + why if f else "" for v, f in zip(d, flat, strict=True)]
+        coords = {"pair": labels}
+        make_interval(
+            xr.DataArray(lo, dims="pair", coords=coords), xr.DataArray(hi, dims="pair", coords=coords),
+            prob=iv.attrs["ci_prob"], kind=iv.attrs["ci_kind"], detail=iv.attrs.get("ci_detail"),
+            zero_width_why=xr.DataArray(np.array(reasons, dtype=object), dims="pair", coords=coords),
+        )
+
+
 def _pairwise_result(
     mats: dict[str, np.ndarray], boot_ci: np.ndarray, agents: list[str], ci_attrs: dict,
     attrs: dict, fam: dict,
@@ -549,6 +578,7 @@ def _pairwise_result(
     ds["ci_simultaneous"] = _simultaneous_interval(
         mats, fam, prob, len(iu[0]), attrs.get("maxt_method", ""), unit_scores
     ).assign_coords(coords)
+    _warn_zero_width(ds, attrs["unit"])
     ds["p_value"] = (dims, mats["p_" + test])
     ds["p_value_mcse"] = (dims, mc)
     ds.attrs = {**attrs, "adjust_name": _ADJUST_NAMES[adjust], "n_pairs": len(iu[0])}
