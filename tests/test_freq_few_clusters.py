@@ -3,8 +3,8 @@
 Expected values come from formulas written out here (the CR2 variance and the
 Bell-McCaffrey df from the explicit n x n matrices of Imbens and Kolesar 2016),
 from statsmodels (the one-sample t interval) and from exact arithmetic, never from
-the code under test. Coverage is checked by simulation outside the suite
-(``/work/exp/s61/fixL/cov_success_rate.py``).
+the code under test. Coverage was checked by a simulation outside the suite (its
+figures are in the message of the commit that added this file).
 """
 
 from __future__ import annotations
