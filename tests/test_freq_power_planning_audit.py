@@ -50,3 +50,89 @@ def test_explicit_design_keeps_the_shorthand():
     np.testing.assert_allclose(b, 2 * ms_res / np.array([60, 300]), rtol=1e-10)
     np.testing.assert_allclose(a, b, rtol=1e-12)
     assert by_words.measurement == "agent"
+
+
+def _clustered(C, n=4, A=3, R=2, seed=0, s_ac=0.3):
+    """Balanced run:(agent*(task:cluster)) scores: C clusters of n tasks, agent x cluster sd sqrt(s_ac)."""
+    rng = np.random.default_rng(seed)
+    ac = rng.normal(0, np.sqrt(s_ac), (A, C, 1, 1))
+    y = rng.normal(size=(A, 1, 1, 1)) + ac + rng.normal(size=(A, C, n, 1)) + rng.normal(size=(A, C, n, R))
+    y = y.reshape(A, C * n, R)
+    return xr.Dataset(
+        {"score": (("agent", "task", "run"), y)}, coords={"cluster": ("task", np.repeat(np.arange(C), n))}
+    )
+
+
+def test_universe_new_vs_these_clusters_exact_algebra():
+    from hierbench import SmallSampleWarning
+
+    ds = _clustered(C=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(ds)
+    est = {str(k): float(v) for k, v in zip(vc.estimate.component.values, vc.estimate.values, strict=True)}
+    T = np.array([20, 80])
+    with pytest.warns(SmallSampleWarning, match=r"worth 5.0 equal clusters \(fewer than 20\)"):
+        new = vc.d_study(n_tasks=T)
+    these = vc.d_study(n_tasks=T, universe="these_clusters")
+    within = est["agent:task:cluster"] + est["residual"] / 2  # per task, 2 runs per cell
+    # Brennan: p x (i:h), h random: delta = s_ph / n_h + s_pi:h / (n_i n_h); h fixed: s_ph joins tau
+    np.testing.assert_allclose(new["var_paired_diff"].values.ravel(), 2 * (est["agent:cluster"] / 5 + within / T), rtol=1e-10)
+    np.testing.assert_allclose(these["var_paired_diff"].values.ravel(), 2 * within / T, rtol=1e-10)
+    np.testing.assert_allclose(these["sigma2_tau"].values.ravel(), est["agent"] + est["agent:cluster"] / 5, rtol=1e-10)
+    assert "new clusters" in new.attrs["universe"] and "these clusters" in these.attrs["universe"]
+    with pytest.raises(ValueError, match="keeps the G-study's 5 'cluster'"):
+        vc.d_study(n_tasks=40, n_clusters=10, universe="these_clusters")
+
+
+def test_few_clusters_rule_is_the_kernels_and_many_clusters_are_quiet():
+    from hierbench import SmallSampleWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(_clustered(C=25, n=2, seed=3))
+    assert vc.estimate.sel(component="agent:cluster") > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmallSampleWarning)
+        vc.d_study(n_tasks=[50, 200])  # 25 equal clusters >= 20: no warning
+
+
+def test_observed_cluster_inflation_matches_pandas():
+    ds = _clustered(C=6, seed=5, s_ac=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(ds)
+        attrs = vc.d_study(n_tasks=24).attrs
+    # by hand with pandas: per pair, per-task differences of cell means less their mean
+    df = ds.score.mean("run").to_dataframe().reset_index()
+    wide = df.pivot(index="task", columns="agent", values="score")
+    cl = ds.cluster.to_series()
+    v_cl = v_iid = 0.0
+    for i in range(3):
+        for j in range(i + 1, 3):
+            e = wide[i] - wide[j]
+            e = e - e.mean()
+            v_cl += (e.groupby(cl).sum() ** 2).sum()
+            v_iid += (e**2).sum()
+    assert vc._observed_cluster_ratio == pytest.approx(v_cl / v_iid, rel=1e-10)
+    assert f"observed {v_cl / v_iid:.2f}x" in attrs["cluster_inflation"]
+
+
+def test_extrapolation_warning_beyond_ten_times():
+    from hierbench.freq import ExtrapolationWarning
+
+    rng = np.random.default_rng(7)
+    y = rng.normal(size=(4, 1, 1)) + rng.normal(size=(4, 20, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExtrapolationWarning)
+        vc.d_study(n_tasks=[20, 200])  # 10x: the checked range
+        paired_power(0.3, 200, components=vc)
+    with pytest.warns(ExtrapolationWarning, match="201 tasks planned, 10x the 20 fitted"):
+        paired_power(0.3, 201, components=vc)
+    with pytest.warns(ExtrapolationWarning, match="levels of 'task' planned, 250x"):
+        vc.d_study(n_tasks=5000)
+    with pytest.warns(ExtrapolationWarning, match="tasks planned"):
+        tasks_for_power(0.01, components=vc)

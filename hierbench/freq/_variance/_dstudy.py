@@ -35,9 +35,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..._base import SmallSampleWarning
 from ..._base import warn_user
+from .._kernels import few_units
 from ._design_lang import Design
 from ._warnings import ConfoundedComponentWarning
+from ._warnings import ExtrapolationWarning
 from ._warnings import UndefinedCoefficientWarning
 
 __all__: list[str] = []
@@ -76,8 +79,12 @@ def spread_pairs(vc) -> list[tuple[str, str]]:
     A facet nested in exactly one facet that is nested in none, neither in the universe
     score, with nothing else nested in the cluster (``task:cluster``, runs in the tasks).
     """
-    d = vc._design
-    M = _universe(d, vc.measurement)
+    return pairs_of(vc._design, vc.measurement)
+
+
+def pairs_of(d: Design, measurement: str | None) -> list[tuple[str, str]]:
+    """:func:`spread_pairs` of a design and its object of measurement (before a result exists)."""
+    M = _universe(d, measurement)
     out = []
     for t in d.facets:
         if len(d.parents[t]) != 1 or t in M:
@@ -313,17 +320,21 @@ def coefficients_at(
     *,
     warn: bool = True,
     stacklevel: int = 2,
+    fixed: frozenset = frozenset(),
 ) -> dict[str, Any]:
     """Return the D-study quantities of components ``comp`` at facet sizes ``sizes``.
 
     ``comp`` maps effect -> variance, arrays broadcast; NaN where a confounded facet is asked
-    at a size other than 1.
+    at a size other than 1. ``fixed``: facets whose levels are the G-study's own (these
+    clusters): an effect of the object and fixed facets only joins the universe score
+    (divided by the fixed sizes), one of fixed facets only is a constant, not error
+    (Brennan 2001, section 4.4).
     """
     p = measurement
     M = _universe(design, p)
-    tau: Any = 0.0
-    delta: Any = 0.0
-    Delta: Any = 0.0
+    tau: Any = np.float64(0.0)  # numpy zeros: 0/0 is NaN, not ZeroDivisionError
+    delta: Any = np.float64(0.0)
+    Delta: Any = np.float64(0.0)
     for e, s in comp.items():
         if p is not None and e <= M:
             tau = tau + s
@@ -331,6 +342,10 @@ def coefficients_at(
         div: Any = 1.0
         for f in e - M:
             div = div * sizes[f]
+        if fixed and e <= M | fixed:
+            if p is not None and p in e:
+                tau = tau + s / div
+            continue
         Delta = Delta + s / div
         if p is not None and p in e:
             delta = delta + s / div
@@ -642,6 +657,186 @@ def _pair_coords(vc, ds, grid, full, eff) -> xr.Dataset:
     return ds
 
 
+#: how the clusters of a ``task:cluster`` nesting are generalised over (``universe``)
+UNIVERSES = ("new_clusters", "these_clusters")
+
+#: planned levels beyond this multiple of the G-study's own: an :class:`ExtrapolationWarning`. The
+#: held-out audit (R) checked the D-study up to 10x in tasks (SWE-bench 50 -> 500, METR 20 -> 83:
+#: SE ratios 0.98-1.00 without clusters) and 4x in runs; nothing beyond was checked
+EXTRAPOLATION_FACTOR = 10
+
+
+def check_universe(vc, universe: Any, grid: SizeGrid, spread: Any) -> frozenset:
+    """The fixed facets ``universe`` means (``"these_clusters"``: the clusters), checked."""
+    if universe not in UNIVERSES:
+        raise ValueError(f"`universe` must be one of {list(UNIVERSES)}; got {universe!r}")
+    if universe == "new_clusters":
+        return frozenset()
+    pairs = spread_pairs(vc)
+    if not pairs:
+        raise ValueError(
+            f"`universe`='these_clusters' needs tasks nested in clusters; the design {vc.formula!r} "
+            "has none (its tasks are independent draws already)"
+        )
+    for t, c in pairs:
+        n_seen = len(vc._cluster_sizes.get(t, [])) or _observed(vc, c)
+        asked = grid.axes.get(c) if c in grid.axes and c not in grid.observed else None
+        planned = spread.size if isinstance(spread, np.ndarray) else None
+        if (asked is not None and np.any(asked != n_seen)) or planned not in (None, n_seen):
+            got = asked.tolist() if asked is not None else planned
+            raise ValueError(
+                f"`universe`='these_clusters' keeps the G-study's {_fmt_size(n_seen)} {c!r}: "
+                f"other numbers of clusters ({got}) are new clusters (universe='new_clusters')"
+            )
+    return frozenset(c for _, c in pairs)
+
+
+def universe_words(vc, fixed: frozenset) -> str:
+    """Which universe the D-study predicts for, in words (attr ``universe``)."""
+    pairs = spread_pairs(vc)
+    if not pairs:
+        return "new tasks drawn independently (the design has no task clusters)"
+    out = []
+    for t, c in pairs:
+        n = len(vc._cluster_sizes.get(t, [])) or _observed(vc, c)
+        terms = [vc._design.name(e) for e in vc._design.effects if c in e and t not in e]
+        if c in fixed:
+            out.append(
+                f"these clusters, more tasks in each (universe='these_clusters'): the G-study's "
+                f"{_fmt_size(n)} {c!r} kept, new {t!r} drawn within them; the {c!r} terms {terms} "
+                "are part of what is measured, not error, so the prediction generalises to new "
+                f"{t!r} of these {c!r} only"
+            )
+        else:
+            out.append(
+                f"new clusters (universe='new_clusters'): a benchmark of newly drawn {c!r}, as many as "
+                f"dim n_clusters says or else the G-study's {_fmt_size(n)}, holding the planned {t!r}; "
+                f"the {c!r} terms {terms} are error over the effective number of {c!r} and do not "
+                f"shrink with more {t!r} per {c!r} (for more {t!r} in these {c!r}: "
+                "universe='these_clusters')"
+            )
+    return "; ".join(out)
+
+
+def cluster_inflation(vc) -> tuple[float, float | None, float] | None:
+    """The model's and the data's inflation of a paired difference by the clusters, and ``C_eff``.
+
+    Model: ``var_paired_diff`` at the G-study's sizes with the cluster terms over its
+    effective clusters, against the same components with every task its own cluster.
+    Data: the cluster-robust / independent-task variance of the pairs' mean differences
+    (``_observed``; None when not recorded). None without one ``task:cluster`` nesting.
+    """
+    pairs = spread_pairs(vc)
+    if vc.measurement is None or len(pairs) != 1:
+        return None
+    ((t, c),) = pairs
+    g = spread_sizes(vc, dict(vc.sizes), held=vc._design.facets)[0]
+    alone = {**g, c: float(g[c] * g[t]), t: 1.0}
+    args = (vc._design, vc.measurement, comp_dict(vc))
+    num = coefficients_at(*args, g, vc.confounded, warn=False)["var_paired_diff"]
+    den = coefficients_at(*args, alone, vc.confounded, warn=False)["var_paired_diff"]
+    model = float(num / den) if den > 0 else float("nan")
+    return model, vc._observed_cluster_ratio, float(g[c])
+
+
+def inflation_words(vc) -> str:
+    """Attr ``cluster_inflation``: the model's ratio beside the data's, and whether they disagree."""
+    got = cluster_inflation(vc)
+    if got is None:
+        return ""
+    model, seen, ceff = got
+    ((t, c),) = spread_pairs(vc)
+    out = (
+        f"model {model:.2f}x (var_paired_diff at the G-study's sizes, its {c!r} terms over "
+        f"{ceff:.3g} effective {c!r}, against every {t!r} its own {c!r})"
+    )
+    if seen is None:
+        return out + "; the data's own ratio was not recorded"
+    out += (
+        f"; observed {seen:.2f}x (the fitted data's cluster-robust / independent-{t} variance of the "
+        "pairs' mean differences, summed over pairs, no model)"
+    )
+    if max(model / seen, seen / model) > 1.25:
+        out += f": they disagree by {max(model / seen, seen / model):.2f} times"
+    return out
+
+
+def _error_parts(vc, sizes: dict[str, Any], fixed: frozenset) -> dict[str, float]:
+    """Each effect's share of the pair-difference (else absolute) error at the largest ``sizes``."""
+    top = {f: float(np.max(v)) for f, v in sizes.items()}
+    key = "var_paired_diff" if vc.measurement is not None else "sigma2_Delta"
+    parts = {}
+    for e, v in comp_dict(vc).items():
+        one = coefficients_at(vc._design, vc.measurement, {e: v}, top, (), warn=False, fixed=fixed)
+        parts[vc._design.name(e)] = float(np.nan_to_num(one[key]))
+    total = sum(parts.values())
+    return {k: v / total for k, v in parts.items()} if total > 0 else {}
+
+
+def _dominant(shares: dict[str, float]) -> str:
+    top = sorted(shares.items(), key=lambda kv: -kv[1])[:3]
+    return ", ".join(f"{k} {v:.0%}" for k, v in top if v > 0)
+
+
+def warn_extrapolation(items: list[tuple[str, float, float]], dominant: str) -> None:
+    """Warn of planned levels beyond ``EXTRAPOLATION_FACTOR`` x the fitted ones: the one rule.
+
+    ``items``: (what, fitted, planned); ``dominant``: the error's main parts at that size.
+    """
+    far = [(w, a, b) for w, a, b in items if a > 0 and b > EXTRAPOLATION_FACTOR * a]
+    if not far:
+        return
+    said = "; ".join(f"{_fmt_size(b)} {w} planned, {b / a:.0f}x the {_fmt_size(a)} fitted" for w, a, b in far)
+    warn_user(
+        f"{said}: more than {EXTRAPOLATION_FACTOR}x, beyond what was checked on held-out data (the "
+        "D-study up to 10x in tasks: SWE-bench 50 -> 500, METR 20 -> 83, standard errors within 2% "
+        "without clusters); there the prediction rests on the components' model alone"
+        + (f"; the error's main parts there: {dominant}" if dominant else ""),
+        ExtrapolationWarning,
+    )
+
+
+def _warn_few_clusters(vc, shares: dict[str, float], fixed: frozenset) -> None:
+    """Warn when cluster terms enter the error from fewer than ``FEW_CLUSTERS`` effective clusters."""
+    for t, c in spread_pairs(vc):
+        n = np.asarray(vc._cluster_sizes.get(t, []), dtype=int)
+        few = few_units(np.repeat(np.arange(n.size), n), int(n.sum())) if n.size else None
+        names = [vc._design.name(e) for e in vc._design.effects if c in e and t not in e]
+        share = sum(shares.get(k, 0.0) for k in names)
+        if c in fixed or few is None or share <= 0:
+            continue
+        est = dict(zip(vc.component_names, np.maximum(vc.estimates_raw, 0.0), strict=True))
+        warn_user(
+            f"the D-study's {c!r} terms ({', '.join(f'{k} {est[k]:.3g}' for k in names)}) rest on "
+            f"the G-study's {few[1]} {c!r}, worth {few[0]:.1f} equal clusters (fewer than {few[2]}); "
+            f"they are error over that effective number whatever the {t!r} planned (new clusters), "
+            f"and make {share:.0%} of the error at the largest size planned. Cluster inflation of a "
+            f"paired difference: {inflation_words(vc) or 'not computed'}. For more {t!r} in these "
+            f"{c!r}: universe='these_clusters'",
+            SmallSampleWarning,
+        )
+
+
+def _plan_notes(vc, full: dict[str, Any], eff_sizes: dict[str, Any], fixed: frozenset) -> dict[str, str]:
+    """The D-study's warnings (few clusters, extrapolation) and attr ``cluster_inflation``."""
+    shares = _error_parts(vc, eff_sizes, fixed)
+    _warn_few_clusters(vc, shares, fixed)
+    d, M = vc._design, _universe(vc._design, vc.measurement)
+    items = []
+    for f in d.facets:
+        if f in M:
+            continue
+        inner = [f, *(g for g in d.parents[f] if g not in M)]
+        if any(f in d.parents[g] for g in d.facets if g not in M) and f in dict(spread_pairs(vc)).values():
+            continue  # clusters: counted with their tasks
+        fitted = float(np.prod([_observed(vc, g) for g in inner]))
+        planned = float(np.max(np.prod(np.broadcast_arrays(*[np.asarray(full[g], float) for g in inner]), axis=0)))
+        items.append((f"levels of {f!r}" + (" (over all clusters)" if len(inner) > 1 else ""), fitted, planned))
+    warn_extrapolation(items, _dominant(shares))
+    words = inflation_words(vc)
+    return {"cluster_inflation": words} if words else {}
+
+
 def d_study(
     vc,
     sizes=None,
@@ -650,6 +845,7 @@ def d_study(
     n_runs=None,
     n_clusters=None,
     spread="observed",
+    universe="new_clusters",
     stacklevel: int = 3,
 ) -> xr.Dataset:
     """Return the D-study of ``vc`` over a grid of planned sizes.
@@ -659,6 +855,7 @@ def d_study(
     d = vc._design
     spread = check_spread(vc, spread)
     grid = size_grid(vc, sizes, n_tasks, n_runs, n_clusters)
+    fixed = check_universe(vc, universe, grid, spread)
     if isinstance(spread, np.ndarray):
         _drop_planned(vc, grid, spread)
     confounded_asked = [f for f in vc.confounded if f in grid.axes and np.any(grid.axes[f] != 1)]
@@ -677,8 +874,10 @@ def d_study(
     held = {f for f in d.facets if f not in grid.axes and f not in grid.planned} | grid.observed
     eff_sizes, eff = spread_sizes(vc, full, spread, held)
     out = coefficients_at(
-        d, vc.measurement, comp_dict(vc), eff_sizes, vc.confounded, stacklevel=stacklevel + 1
+        d, vc.measurement, comp_dict(vc), eff_sizes, vc.confounded, stacklevel=stacklevel + 1,
+        fixed=fixed,
     )
+    notes = _plan_notes(vc, full, eff_sizes, fixed)
     shape = tuple(a.size for a in grid.axes.values())
     dnames = tuple(grid.dims[f] for f in grid.axes)
     ds = xr.Dataset(
@@ -699,4 +898,6 @@ def d_study(
     if run_facets(vc):
         ds.attrs["run_spread"] = run_words(vc, held)
         ds.attrs["run_spread_kind"] = "observed" if any(f in held for f in run_facets(vc)) else "even"
+    ds.attrs["universe"] = universe_words(vc, fixed)
+    ds.attrs.update(notes)
     return ds

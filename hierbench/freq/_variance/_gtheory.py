@@ -96,12 +96,14 @@ from . import _fit
 from ._design_lang import Design
 from ._design_lang import DesignError
 from ._design_lang import parse_design
+from ._dstudy import pairs_of
 from ._fit import LEGACY
 from ._fit import Fit
 from ._long import Long
 from ._long import balanced_dense
 from ._long import from_array
 from ._long import from_frame
+from ._observed import long_cluster_ratio
 from ._result import VarianceComponentsResult
 from ._warnings import NegativeVarianceComponentWarning
 from ._warnings import NoIntervalWarning
@@ -379,6 +381,7 @@ def _assemble(plan: _Plan, fit: Fit, use_anova: bool, ci_method: str, prob: floa
     else:
         reml_data = (fit.y, plan.dense.shape)
     return VarianceComponentsResult(
+        _observed_cluster_ratio=_observed_ratio(plan),
         formula=dsg.formula,
         facets=fac,
         measurement=plan.measurement,
@@ -406,6 +409,24 @@ def _assemble(plan: _Plan, fit: Fit, use_anova: bool, ci_method: str, prob: floa
         _reml_data=reml_data,
         _cluster_sizes=fit.cluster_sizes,
     )
+
+
+def _observed_ratio(plan: _Plan) -> float | None:
+    """The data's model-free cluster inflation of a paired difference (``_observed``), or None.
+
+    Only for one ``task:cluster`` nesting under an object of measurement; read by the
+    D-study's ``cluster_inflation`` beside the model's.
+    """
+    pairs = pairs_of(plan.dsg, plan.measurement)
+    if plan.measurement is None or len(pairs) != 1:
+        return None
+    (t, c), long = pairs[0], plan.long
+    if long.codes:
+        codes, y = long.codes, long.y
+    else:  # the balanced fast path keeps the scores dense, axes in the design's facet order
+        idx = np.indices(long.dense.shape).reshape(long.dense.ndim, -1)
+        codes, y = dict(zip(plan.dsg.facets, idx, strict=True)), long.dense.ravel()
+    return long_cluster_ratio(np.asarray(y, dtype=float), codes, plan.measurement, t, c)
 
 
 def _warn_truncated(est: np.ndarray, names: tuple[str, ...]) -> None:

@@ -36,6 +36,7 @@ from ._allocation import allocate_clustered
 from ._allocation import allocate_paired
 from ._clusters import ClusterDesign
 from ._clusters import cluster_design
+from ._dstudy import warn_extrapolation
 from ._result import VarianceComponentsResult
 
 __all__ = [
@@ -328,6 +329,7 @@ def paired_power(
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(_power_df(eff.astype(float), n_eff, df, sd, alpha, alternative))
     sd = _sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff)
+    _warn_far(components, T, n_runs)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.asarray(_power(eff.astype(float), T, sd, alpha, alternative))
 
@@ -357,6 +359,18 @@ def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
     else:
         sd = _sd(n_runs, components, s_mt, s_e, sd_diff)
     return T / cd.deff(sd**2), K - 1, sd
+
+
+def _warn_far(components, n_tasks, n_runs) -> None:
+    """Planned tasks beyond 10x those the components were fitted on: ``warn_extrapolation``'s rule."""
+    if not isinstance(components, VarianceComponentsResult) or len(components.facets) < 2:
+        return
+    fitted = float(components.sizes.get(components.facets[1], 0.0))
+    R = float(np.min(_counts(n_runs, "n_runs", 1)))
+    s_mt, s_e = _sigmas(components, None, None, one_run_only=R == 1)
+    tot = 2 * s_mt + 2 * s_e / R
+    parts = f"agent x task {2 * s_mt / tot:.0%}, run-to-run {2 * s_e / R / tot:.0%}" if tot > 0 else ""
+    warn_extrapolation([("tasks", fitted, float(np.max(n_tasks)))], parts)
 
 
 def _sd(n_runs, components, s_mt, s_e, sd_diff):
@@ -433,7 +447,9 @@ def tasks_for_power(
     max_tasks = check_int(max_tasks, "max_tasks", min=2)
     if t0 > 4 * max_tasks or pw(max_tasks) < power:
         raise _too_small(effect, max_tasks, power, sd, approx, "")
-    return _smallest(pw, power, t0, max_tasks)
+    out = _smallest(pw, power, t0, max_tasks)
+    _warn_far(components, out, n_runs)
+    return out
 
 
 def _normal_tasks(effect, sd, alpha, power, alternative) -> float:
@@ -528,6 +544,7 @@ def minimum_detectable_effect(
         sd = float(_sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff))
         n_eff = float(n_tasks)
         df = n_eff - 1
+        _warn_far(components, n_tasks, n_runs)
 
     def f(e: float) -> float:
         return float(_power_df(e, n_eff, df, sd, alpha, alternative)) - power

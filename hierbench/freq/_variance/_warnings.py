@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from ..._base import BoundaryWarning
 from ..._base import HierbenchError
+from ..._base import HierbenchWarning
 from ..._base import NotConvergedWarning
 from ..._base import UndefinedWarning
 
 __all__ = [
     "ConfoundedComponentWarning",
+    "ExtrapolationWarning",
     "NegativeVarianceComponentWarning",
     "NoIntervalWarning",
     "RemlConvergenceWarning",
@@ -52,4 +54,12 @@ class NoIntervalWarning(UndefinedWarning):
     """A variance-components result has no (finite) intervals by default.
 
     The message names the cause and the remedy.
+    """
+
+
+class ExtrapolationWarning(HierbenchWarning):
+    """A plan asks for far more tasks (or other levels) than the components were fitted on.
+
+    More than ``EXTRAPOLATION_FACTOR`` (10) times: the held-out audit of the D-study checked
+    up to 10x in tasks; beyond, the prediction rests on the components' model alone.
     """
