@@ -385,8 +385,12 @@ def test_adjusted_p_below_the_raw_one_is_explained():
     p_t = np.mean([abs((p[codes] * d).mean() / cr2_mean_se(p[codes] * d, codes)[0]) >= t_obs * (1 - 1e-9)
                    for p in patterns])
     assert (p_sum, p_t) == (6 / 32, 3 / 32)  # the two statistics part
-    res = compare_agents(ds, n_resamples=99, rng=0)
+    res = compare_agents(ds, adjust="maxt", n_resamples=99, rng=0)
     assert (res.attrs["test"], res.attrs["adjust"], res.attrs["unit"]) == ("permutation", "maxt", "clusters")
+    # by default one pair is not adjusted: its verdict is its own sign-flip p, the enumerated 6/32
+    own = compare_agents(ds, n_resamples=99, rng=0)
+    assert own.attrs["adjust"] == "holm" and own.attrs["adjust_reason"].startswith("none: one pair")
+    assert float(own.p_adjusted.sel(agent="a", opponent="b")) == pytest.approx(p_sum, abs=1e-12)
     assert float(res.p_value.sel(agent="a", opponent="b")) == pytest.approx(p_sum, abs=1e-12)
     assert float(res.p_adjusted.sel(agent="a", opponent="b")) == pytest.approx(p_t, abs=1e-12)
     note = res.attrs["p_value_note"]
@@ -399,7 +403,7 @@ def test_adjusted_p_below_the_raw_one_is_explained():
     # difference, one pair's max-T p is its sign-flip p
     holm = compare_agents(ds, adjust="holm", n_resamples=99, rng=0)
     assert holm.attrs["p_value_note"] == "" and "note:" not in repr(holm)
-    tasks = compare_agents(ds, cluster=None, n_resamples=99, rng=0)
+    tasks = compare_agents(ds, cluster=None, adjust="maxt", n_resamples=99, rng=0)
     assert "Monte Carlo error" in tasks.attrs["p_value_note"]
     assert tasks.attrs["maxt_exact"]
     assert float(tasks.p_adjusted.sel(agent="a", opponent="b")) == pytest.approx(
@@ -476,8 +480,16 @@ def test_a_p_value_floor_from_few_tasks_says_no_setting_lowers_it():
     s[0, :5] = 1.0  # a passes 5 tasks b fails; the other 4 tie
     ds = xr.Dataset({"score": (("agent", "task", "run"), s)}, coords={"agent": ["a", "b"]})
     with pytest.warns(PValueResolutionWarning) as rec:
-        compare_agents(ds, rng=0)
+        compare_agents(ds, adjust="maxt", rng=0)
     text = next(str(w.message) for w in rec if w.category is PValueResolutionWarning)
     assert f"can go below {1 / 2 ** (5 - 1):.3g}" in text
     assert "the 5 tasks (or clusters) with a difference give 16 distinct sign patterns" in text
     assert "no setting does" in text and "Leave `test`" not in text
+    # by default (one pair: its own sign-flip p) the same floor, over the 5 tasks with a difference,
+    # not the 9 tasks (2^(1 - 9) = 0.0039 said nothing); 2 of the 2^5 patterns reach |sum| 5
+    with pytest.warns(PValueResolutionWarning) as rec:
+        res = compare_agents(ds, rng=0)
+    text = next(str(w.message) for w in rec if w.category is PValueResolutionWarning)
+    assert res.attrs["adjust"] == "holm" and float(res.p_value_floor.sel(agent="a", opponent="b")) == 2 / 2**5
+    assert f"can go below {2 / 2**5:.3g}" in text and "no setting does" in text
+    assert "chooses its test" not in text  # the test was chosen for this one pair already

@@ -458,8 +458,8 @@ def test_a_pair_at_100_against_0_percent_differs_under_sign_flip_max_t():
 def test_a_pair_without_an_adjusted_p_value_is_not_called_not_different():
     """The multivariate-t max-T (``test="t"``) has no law for the infinite t of the 100%-0% pair and
     leaves it out (p NaN). The table said `differ` False and the sentence's count skipped it
-    silently. Now: undefined, counted neither way, and a note names the pair with the p-values
-    that do decide it.
+    silently. Then: "counted neither way", and a note sent the reader to `p (t)` and `p Holm`, both NaN.
+    Now the pair is counted apart as untested (the family is the 2 others), with its sign-flip p.
     """
     from hierbench.freq import compare_agents
     from hierbench.report import pair_frame
@@ -477,8 +477,14 @@ def test_a_pair_without_an_adjusted_p_value_is_not_called_not_different():
     assert table.loc["top - mid", col] in (True, False)  # the others keep their verdict
     note = no_p_note(table)
     assert note.startswith("No `p max-T` for 1 pair, so `differ (p max-T < 0.05)` is undefined there, not no: top - bottom")
-    assert "`p Holm`" in note
-    assert "1 pair with a difference but no adjusted p-value is counted neither way" in pair_sentence(cmp)
+    # its own p (t) and p Holm are NaN too (no spread): the note no longer sends the reader to them
+    assert np.isnan(table.loc["top - bottom", "p (t)"]) and np.isnan(table.loc["top - bottom", "p Holm"])
+    assert "read its own p-value" not in note and "no p-value at all" in note
+    # +1 on each of 12 tasks: 2 of the 2^12 sign patterns reach |sum| 12, by enumeration 2 / 4096
+    assert "sign-flip p-value over the 12 tasks is 0.00049" in note and round(2 / 2**12, 5) == 0.00049
+    sentence = " ".join(pair_sentence(cmp).split())
+    assert sentence.startswith("2 of the 2 pairs tested differ") and "max-T single-step over the 2 pairs" in sentence
+    assert "1 of the 3 pairs cannot be tested: top - bottom differs by +1.000 on every one of its 12" in sentence
     row = next(r for r in pair_text(table).splitlines() if r.startswith("top - bottom"))
     assert "undefined" in row.split()
     assert pair_matrix(cmp, order=["top", "mid", "bottom"]).loc["top", "bottom"] == "+1.00?"

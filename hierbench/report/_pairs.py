@@ -104,6 +104,12 @@ def _unit_words(a: dict) -> str:
 def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> str:
     """The one sentence above every pair table: how many differ, the unit, the test, the adjustment.
 
+    Pairs that cannot be tested are counted apart, never as "does not differ": those sharing
+    fewer than 2 tasks, and those with a difference but no p-value (the same difference on
+    every shared task has no standard error, so no t statistic), named with the smallest
+    p-value a sign-flip test over their units could give. The adjustment is said over the
+    pairs it ran over (those with a p-value).
+
     Examples
     --------
     >>> import warnings
@@ -119,36 +125,39 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
     adjust, name = a.get("adjust", "holm"), a.get("adjust_name", "Holm")
     ds = _dataset(cmp)
     m = int(a.get("n_pairs", 0))
-    p = ds["p_adjusted"].transpose("agent", "opponent").values[np.triu_indices(ds.sizes["agent"], 1)]
+    iu = np.triu_indices(ds.sizes["agent"], 1)
+    p = ds["p_adjusted"].transpose("agent", "opponent").values[iu]
     n_sig = int(np.sum(p < alpha))
-    d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent")
-    d = d.values[np.triu_indices(ds.sizes["agent"], 1)]
-    n_none = int(np.sum(np.isnan(p) & np.isfinite(d) & (d != 0)))
+    d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent").values[iu]
+    untested = np.isnan(p) & np.isfinite(d) & (d != 0)  # a difference, no p-value: not tested either
+    n_none = int(untested.sum())
     # pairs that share fewer than 2 tasks have no difference: not tested, never "does not differ"
     n_undef = int(np.sum(np.isnan(d)))
     if n_undef == m:
         who = "the two agents share" if m == 1 else f"each of the {m} pairs shares"
         return (f"{'The one pair cannot' if m == 1 else 'No pair can'} be compared: {who} fewer than 2 tasks, so "
                 "there is no paired difference to test (every column of the table is NaN).")  # fmt: skip
-    m_test = m - n_undef
-    level = "false discovery rate" if adjust == "bh" else "family-wise level"
-    test = _TEST_WORDS.get(a.get("test", ""), f"{a.get('test')} tests")
-    if a.get("test") == "permutation" and adjust.startswith("maxt"):  # the verdict's statistic is max-T's
-        test = "sign-flip tests of each pair's studentized (CR2) mean difference"
-    if a.get("test") == "t":
-        test += " (CR2 cluster-robust SE, Bell-McCaffrey df)" if a.get("unit") == "clusters" else ""
+    n_judged, n_fam = m - n_undef - n_none, int(np.isfinite(p).sum())
+    test = _test_words(a)
     how = f" ({a['maxt_method']})" if adjust.startswith("maxt") and a.get("maxt_method") else ""
-    if m == 1:  # two agents: nothing to adjust for, and one interval
-        head = f"The one pair {'differs' if n_sig else 'does not differ'} at level {alpha:g}"
-        adj = f"; one pair, so no adjustment{how}"
+    rows = (f" (row agent minus column agent, on the tasks both ran): {test} over {_unit_words(a)}")
+    why_none = _untested_text(ds, untested, a, alpha, m)
+    if not n_judged:  # every pair with a difference is untested: nothing to count as differing or not
+        head = (f"{'The one pair cannot' if m == 1 else 'No pair can'} be tested at level {alpha:g}"
+                if n_undef == 0 else f"None of the {m} pairs can be tested at level {alpha:g}")
+        return (f"{head}{rows}. {why_none}"
+                + (f" {n_undef} of the {m} pairs share fewer than 2 tasks (NaN in the table)." if n_undef else ""))
+    if n_judged == 1:  # two agents (or one pair tested): nothing to adjust for, and one interval
+        one = "one pair" if m == 1 else "one pair tested"
+        head = f"The {one} {'differs' if n_sig else 'does not differ'} at level {alpha:g}"
+        adj = f"; {one}, so no adjustment{how if adjust.startswith('maxt') else ''}"
         tail = (f"; its {prob:.0%} interval excludes 0 exactly when it differs" if adjust == "maxt"
                 else f"; its interval is the pair's own ({prob:.0%})")  # fmt: skip
     else:
-        head = f"{n_sig} of {m} pairs differ at {level} {alpha:g}"
-        adj = f", adjusted by {name} over the {m_test} pairs{how}"
-        if n_undef:
-            adj = (f", adjusted by {name} over the {m_test} pairs tested{how}" if m_test > 1
-                   else f"; one pair tested, so no adjustment{how}")  # fmt: skip
+        level = "false discovery rate" if adjust == "bh" else "family-wise level"
+        of = f"of {m} pairs" if n_judged == m else f"of the {n_judged} pairs tested"
+        head = f"{n_sig} {of} differ at {level} {alpha:g}"
+        adj = _family_words(name, n_fam, n_judged, how)
         if adjust == "maxt":
             tail = f"; their {prob:.0%} simultaneous intervals exclude 0 exactly for those pairs"
         elif adjust == "maxt-stepdown":
@@ -156,11 +165,84 @@ def pair_sentence(cmp: PairwiseComparisonResult, alpha: float | None = None) -> 
         else:
             tail = f"; the intervals are per pair ({prob:.0%}), not simultaneous"
     return (
-        f"{head} (row agent minus column agent, on the tasks both ran): {test} over {_unit_words(a)}"
-        f"{adj}{tail}.{_near_level(ds, alpha, adjust)}"
+        f"{head}{rows}{adj}{tail}.{_near_level(ds, alpha, adjust)}"
+        + (f" {why_none}" if n_none else "")
         + (f" {n_undef} of the {m} pairs share fewer than 2 tasks: not tested (NaN in the table)." if n_undef else "")
-        + (f" {n_none} pair{'s' if n_none > 1 else ''} with a difference but no adjusted p-value "
-           f"{'are' if n_none > 1 else 'is'} counted neither way (named under the table)." if n_none else "")
+    )
+
+
+def _test_words(a: dict) -> str:
+    """The per-pair test of a result's attrs, in words (the verdict's statistic under max-T)."""
+    test = _TEST_WORDS.get(a.get("test", ""), f"{a.get('test')} tests")
+    if a.get("test") == "permutation" and str(a.get("adjust", "")).startswith("maxt"):
+        test = "sign-flip tests of each pair's studentized (CR2) mean difference"
+    if a.get("test") == "t":
+        test += " (CR2 cluster-robust SE, Bell-McCaffrey df)" if a.get("unit") == "clusters" else ""
+    return test
+
+
+def _family_words(name: str, n_fam: int, n_judged: int, how: str) -> str:
+    """", adjusted by Holm over the 3 pairs": the pairs the adjustment ran over (those with a p-value)."""
+    if n_fam == 0:
+        return "; no pair has a p-value to adjust"
+    if n_fam == 1:
+        return f"; one pair with a p-value, so no adjustment{how}"
+    rest = n_judged - n_fam  # with a p-value of its own: those with no difference on any shared task have none
+    return (f", adjusted by {name} over the {n_fam} pairs{how}" if not rest
+            else f", adjusted by {name} over the {n_fam} pairs with a p-value{how} (the other {rest} differ "
+            "on no shared task)")
+
+
+def sign_flip_floor(n: float, word: str, p_flip: float, alpha: float) -> str:
+    """What a sign-flip test could say of a pair with the same difference on each of its ``n`` units.
+
+    Its p-value is ``2^(1 - n)``, the smallest any sign-flip test over ``n`` units gives: at or above
+    ``alpha`` no test here can separate the pair (5 tasks: 0.0625); below it, the exact sign-flip
+    p-value ``p_flip`` (``p_permutation``, not adjusted for the family) is where the pair stands.
+    """
+    f = 2.0 ** (1 - n)
+    if f >= alpha:
+        return (f"a sign-flip test over {n:.0f} {word} cannot give a p-value below 2^(1 - {n:.0f}) = "
+                f"{f:.3g}, above the level {alpha:g}")
+    got = f" is {p_text(p_flip)}" if np.isfinite(p_flip) else f" is at least 2^(1 - {n:.0f}) = {p_text(f)}"
+    return (f"its sign-flip p-value over the {n:.0f} {word}{got}, below the level {alpha:g} (not adjusted for the "
+            "family; `p_permutation` of `hierbench.freq.compare_agents`' result)")
+
+
+def _untested_text(ds: xr.Dataset, mask: np.ndarray, a: dict, alpha: float, m: int) -> str:
+    """Why the pairs of ``mask`` (a difference, no p-value) are not tested, with the smallest sign-flip p.
+
+    The same difference on every shared unit has no spread: no standard error, so no t statistic
+    (the paired t-test and the multivariate-t max-T leave it out). A sign-flip test has a p-value
+    for it, but over ``K`` units none below ``2^(1 - K)`` (0.0625 over 5 tasks).
+    """
+    k = int(mask.sum())
+    if not k:
+        return ""
+    iu = np.triu_indices(ds.sizes["agent"], 1)
+    agents = [str(x) for x in ds["agent"].values]
+    d = (ds["estimate"] if "estimate" in ds else ds["mean_diff"]).transpose("agent", "opponent").values[iu]
+    units = ds["n_units"].transpose("agent", "opponent").values[iu] if "n_units" in ds else np.full(d.shape, np.nan)
+    word = "clusters" if a.get("unit") == "clusters" else "tasks"
+    said = []
+    for i in np.flatnonzero(mask)[:3]:
+        pair, n = f"{agents[iu[0][i]]} - {agents[iu[1][i]]}", units[i]
+        where = (f"on every one of its {n:.0f} shared tasks" if word == "tasks"
+                 else f"in every one of its {n:.0f} clusters (their mean differences)")  # fmt: skip
+        said.append(f"{pair} differs by {d[i]:+.3f} {where}" if np.isfinite(n) else f"{pair} ({d[i]:+.3f})")
+    more = f"; and {k - 3} more" if k > 3 else ""
+    one = k == 1
+    head = "" if m == 1 else f"{k} of the {m} pairs cannot be tested: "
+    first = np.flatnonzero(mask & np.isfinite(units))
+    floor = ""
+    if first.size:
+        i = first[np.argmin(units[first])]
+        pp = ds["p_permutation"].transpose("agent", "opponent").values[iu][i] if "p_permutation" in ds else np.nan
+        floor = "; " + sign_flip_floor(units[i], word, pp, alpha)
+    test = "paired t-test" if a.get("test") == "t" else f"{a.get('test')} test"
+    return (
+        head + "; ".join(said) + more + f", so {'it has' if one else 'they have'} no standard error and the {test} "
+        f"is undefined there (no p-value, no verdict){floor}."
     )
 
 
@@ -213,15 +295,18 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
         ``p BH``.
     """
     df = _tidy(cmp)
-    short = _SHORT[_attrs(cmp).get("adjust", "holm")]
+    a = _attrs(cmp)
+    test = _test_of(cmp)
+    # one pair under Holm or BH: its own p-value decides (nothing to adjust for), under its own name
+    own = int(a.get("n_pairs", 0)) == 1 and a.get("adjust", "holm") in ("holm", "bh")
     out = pd.DataFrame(index=df.index.astype(str))
     out["mean difference"] = df["estimate"].astype(float)
     if "simultaneous_lower" in df and df["simultaneous_lower"].notna().any():
         out["simultaneous lower"] = df["simultaneous_lower"].astype(float)
         out["simultaneous upper"] = df["simultaneous_upper"].astype(float)
-    p_col = f"p {short}"
+    p_col = f"p ({test})" if own else f"p {_SHORT[a.get('adjust', 'holm')]}"
     out[p_col] = df["p_adjusted"].astype(float)
-    out[f"MC error of p {short}"] = df["p_adjusted_mcse"].astype(float)
+    out[f"MC error of {p_col}"] = df["p_adjusted_mcse"].astype(float)
     # no adjusted p-value (max-T leaves out a pair with no standard error): no verdict, not "no"
     # (a pair with no difference on any task has none either: that is "no")
     none = out[p_col].isna() & (out["mean difference"] != 0)
@@ -230,16 +315,29 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     out["per-pair upper"] = df["upper"].astype(float)
     if "n_tasks" in df:
         out["shared tasks"] = df["n_tasks"].round().astype("Int64")
-    test = _test_of(cmp)
     out[f"p ({test})"] = df["p_value"].astype(float)
     out[f"MC error of p ({test})"] = df["p_value_mcse"].astype(float)
     lo, hi, pv = out["per-pair lower"], out["per-pair upper"], out[f"p ({test})"]
     out[_disagree_label(alpha)] = judged(_disagree(lo, hi, pv, alpha), lo.notna() & hi.notna() & pv.notna())
     for key, label in (("p_holm", "p Holm"), ("p_bh", "p BH")):
-        if label != p_col:
+        if label != p_col and not own:  # over one pair both are its own p-value
             out[label] = df[key].astype(float)
     out.index.name = "pair"
+    out.attrs["untested"] = _untested_units(df, none, a)
     return out
+
+
+def _untested_units(df: pd.DataFrame, none: pd.Series, a: dict) -> dict:
+    """Per pair with a difference but no adjusted p-value: its units (tasks or clusters) and their word.
+
+    What :func:`no_p_note` needs for the smallest sign-flip p-value over them, ``2^(1 - units)``.
+    """
+    units = df["n_units"] if "n_units" in df else df.get("n_tasks")
+    word = "clusters" if a.get("unit") == "clusters" else "tasks"
+    if units is None:
+        return {}
+    flip = df["p_permutation"] if "p_permutation" in df else pd.Series(np.nan, index=df.index)
+    return {str(k): (float(units[k]), word, float(flip[k])) for k in none[none].index if np.isfinite(float(units[k]))}
 
 
 def _tidy(cmp) -> pd.DataFrame:
@@ -323,12 +421,15 @@ def _the_pairs(n: int) -> str:
 
 
 def no_p_note(table: pd.DataFrame) -> str:
-    """The pairs with a difference but no adjusted p-value, named with what does decide them.
+    """The pairs with a difference but no adjusted p-value, named with what does decide them, if anything.
 
-    ``table`` is :func:`pair_frame`'s. Max-T studentizes each pair's difference and leaves out
-    a pair whose difference has no standard error: every shared task's difference the same
-    (an agent at 100% against one at 0%: +1 on every task). Its ``differ`` is then undefined,
-    not "no"; its own p-value and ``p Holm`` (which also controls the family-wise error) decide.
+    ``table`` is :func:`pair_frame`'s. A pair whose every shared task differs by the same amount
+    (an agent at 100% against one at 0%: +1 on every task) has no standard error. Its ``differ``
+    is then undefined, not "no". Where a p-value of its own (or ``p Holm``) exists (max-T's
+    multivariate t leaves it out, the per-pair test does not), the note points to it; where none
+    does (the paired t-test is undefined too), it says so, and gives the smallest p-value a
+    sign-flip test over the pair's units could give, ``2^(1 - units)`` (0.0625 over 5 tasks),
+    rather than point to p-values that are NaN.
     """
     col = differ_column(table)
     if col is None:
@@ -338,20 +439,38 @@ def no_p_note(table: pd.DataFrame) -> str:
     if not gone.any():
         return ""
     test = next((c for c in table.columns if c.startswith("p (")), None)
-    said = []
+    said, bare = [], []
     for name, row in table[gone].iterrows():
         same = "per-pair lower" in table and row["per-pair lower"] == row["per-pair upper"] == row["mean difference"]
         ps = [f"`{c}` {p_text(row[c])}" for c in (test, "p Holm") if c in table and c != p_col and np.isfinite(row[c])]
         said.append(f"{name} (mean difference {row['mean difference']:+.3f}"
                     + (", the same on every shared task" if same else "") + (f"; {', '.join(ps)}" if ps else "") + ")")
+        if not ps:
+            bare.append(str(name))
     k = int(gone.sum())
-    return (
-        f"No `{p_col}` for {k} pair{'s' if k > 1 else ''}, so `{col}` is undefined there, not no: "
-        + "; ".join(said) + ". A pair whose every shared task differs by the same amount has no "
-        "standard error, so no studentized difference, and max-T leaves it out of the family; read its "
-        f"own p-value and `p Holm` (the per-pair tests adjusted for all pairs, also family-wise) at {level}. "
-        "Where the pairs are shown as a matrix, such a cell is marked `?`."
-    )
+    text = (f"No `{p_col}` for {k} pair{'s' if k > 1 else ''}, so `{col}` is undefined there, not no: "
+            + "; ".join(said) + ". A pair whose every shared task differs by the same amount has no "
+            "standard error, so no studentized difference")
+    if len(bare) < k:  # some have a p-value of their own: max-T left them out of its family
+        text += (", and max-T leaves it out of the family; read its own p-value and `p Holm` (the per-pair "
+                 f"tests adjusted for all pairs, also family-wise) at {level}")
+    if bare:
+        text += _no_p_at_all(table, bare, level, len(bare) < k)
+    return text + ". Where the pairs are shown as a matrix, such a cell is marked `?`."
+
+
+def _no_p_at_all(table: pd.DataFrame, bare: list[str], level: str, some_have: bool) -> str:
+    """The clause of :func:`no_p_note` for pairs with no p-value at all, with the sign-flip floor."""
+    units = table.attrs.get("untested", {})  # pair -> (units, their word, sign-flip p)
+    floors = [(n, *units[b]) for n, b in enumerate(bare) if b in units]
+    who = (f"{', '.join(bare)} {'has' if len(bare) == 1 else 'have'}" if some_have
+           else ("it has" if len(bare) == 1 else "they have"))
+    text = (f"{'; ' if some_have else ''}{'' if some_have else ', and '}{who} no p-value at all (the paired "
+            "t-test is undefined without a spread), so no verdict at any level")
+    if floors:
+        _, n, word, pp = min(floors, key=lambda f: f[1])
+        text += "; " + sign_flip_floor(n, word, pp, float(level))
+    return text
 
 
 def _disagree_label(alpha: float) -> str:
@@ -708,10 +827,27 @@ def settings_text(cmp: PairwiseComparisonResult) -> str:
     nums = [
         exact if exact and float(a[k]) == 0 else lab.format(int(a[k]) if "," in lab else a[k])
         for k, lab, exact in _SETTINGS
-        if k in a and np.isfinite(float(a[k])) and not (per_pair and k == "n_resamples")
+        if k in a and np.isfinite(float(a[k])) and not (per_pair and k == "n_resamples") and _said(a, k)
     ]
     parts += [per_pair, ", ".join(nums)]  # the interval's own detail holds commas: a part of its own
     return "; ".join(p for p in parts if p)
+
+
+def _said(a: dict, key: str) -> bool:
+    """Whether a resampling setting bears on what the table shows.
+
+    The sign patterns per pair only where the per-pair test is the sign-flip one (beside a
+    ``p (t)`` column "per-pair p-values exact (every sign pattern counted)" described a test
+    not shown); the max-T settings only where max-T ran on sign patterns or multivariate-t
+    draws (a Holm result, or a max-T family with no pair in it, has no max-T law).
+    """
+    if key == "n_permutations":
+        return a.get("test") == "permutation"
+    if key.startswith("maxt_"):
+        ran = str(a.get("adjust", "")).startswith("maxt") and int(a.get("maxt_patterns", 0) or 0) > 0
+        # "all sign patterns enumerated" is the sign flips' law: the multivariate t always draws
+        return ran and (key != "maxt_draws" or a.get("test") == "permutation" or float(a[key]) > 0)
+    return True
 
 
 def _per_pair_words(cmp) -> str:

@@ -69,6 +69,8 @@ _PAIR_KEYS = (
     "n_units",
 )
 _ANTISYMMETRIC = ("mean_diff", "cohens_dz")
+#: why ``adjust="auto"`` leaves one pair unadjusted (``attrs["adjust_reason"]``)
+ONE_PAIR = "none: one pair, so its own p-value is the verdict (Holm over one pair leaves it as it is)"
 #: the notes :meth:`PairwiseComparisonResult.to_frame` carries in the frame's attrs
 _FRAME_NOTES = ("p_value_note", "p_holm_note", "p_bh_note", "p_maxt_note", "test_note", "p_mcnemar_note")
 
@@ -164,7 +166,8 @@ def _resolution(table: xr.Dataset, adjust: str, alpha: float) -> str:
         exact_why=f"an exact sign-flip p over K tasks (or clusters) with a difference is at least 2^(1 - K): {_FEW}",
     )
     m = int(np.isfinite(floors).sum())
-    if note and a.get("test_reason") != "chosen by the caller" and np.any(~mc & (floors >= alpha / max(m, 1))):
+    chosen = a.get("test_reason") == "chosen by the caller" or a.get("adjust_reason") == ONE_PAIR
+    if note and not chosen and np.any(~mc & (floors >= alpha / max(m, 1))):
         note += (f" compare_agents(..., adjust={adjust!r}) chooses its test for {_ADJUST_NAMES[adjust]}'s "
                  "thresholds: the paired t-test where sign flips cannot reach them.")
     return note
@@ -360,10 +363,7 @@ class PairwiseComparisonResult(Result):
                f".ci is each pair's own {interval_label(self.ci)})" if sim
                else f"{interval_label(self.ci)} interval")
             + f"; {attrs.get('test', '?')} test",
-            (f"  {n_sig} of {len(df)} pairs differ (" if len(df) != 1
-             else f"  the pair {'differs' if n_sig else 'does not differ'} (") + f"{_ADJUST_NAMES[adjust]}, "
-            + ("false discovery rate" if adjust == "bh" else "family-wise")
-            + f" {1 - float(self.ci.attrs['ci_prob']):.3g})",
+            self._verdict_line(n_sig, len(df)),
         ]
         lines += self._crossing_lines()
         if attrs.get("test_note"):
@@ -383,6 +383,22 @@ class PairwiseComparisonResult(Result):
                 )
         return lines
 
+    def _verdict_line(self, n_sig: int, n: int) -> str:
+        """How many pairs differ; those with a difference but no p-value (no standard error) apart, never "do not"."""
+        iu = np.triu_indices(self.table.sizes["agent"], 1)
+        d, p = self.table["mean_diff"].values[iu], self.table["p_adjusted"].values[iu]
+        k = int(np.count_nonzero(np.isfinite(d) & (d != 0) & np.isnan(p)))
+        adjust = self.table.attrs["adjust"]
+        how = (f"{_ADJUST_NAMES[adjust]}, " + ("false discovery rate" if adjust == "bh" else "family-wise")
+               + f" {1 - float(self.ci.attrs['ci_prob']):.3g})")
+        untested = f"{k} of {n} pairs cannot be tested (a difference with no standard error, so no p-value)"
+        if n == 1:  # one pair: under Holm or BH its own p-value, as it is
+            how = how if adjust in _MAXT else f"its own p-value, level {1 - float(self.ci.attrs['ci_prob']):.3g})"
+            return ("  the pair cannot be tested (a difference with no standard error, so no p-value)" if k
+                    else f"  the pair {'differs' if n_sig else 'does not differ'} ({how}")
+        if k == n:
+            return f"  {untested}"
+        return f"  {n_sig} of {n - k if k else n} pairs {'tested ' if k else ''}differ ({how}" + (f"; {untested}" if k else "")
 
     def _crossing_lines(self) -> list[str]:
         """The repr's note where some pair's adjusted p-value is below its raw one (``attrs["p_value_note"]``)."""
