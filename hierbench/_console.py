@@ -121,10 +121,10 @@ def _report_text(rep: dict) -> str:
     ]
     ann = ", ".join(f"{k}: {v}" for k, v in rep["annotations"].items()) or "none"
     lines.append(f"annotations: {ann}")
-    extra = [
-        v for v in rep["per_run_variables"] if v not in ("score", "error", *rep["annotations"])
-    ]
-    lines.append(f"per-run variables: {', '.join(extra) or 'none'}")
+    # as the JSON lists them (score and error among them): text and --json agree
+    lines.append(f"per-run variables: {', '.join(rep['per_run_variables'])}")
+    if rep.get("columns_not_read") is not None:  # None: the reader did not say (an Inspect log)
+        lines.append(f"columns not read: {', '.join(rep['columns_not_read']) or 'none'}")
     if rep["task_coords"]:
         lines.append(f"task coords: {', '.join(rep['task_coords'])}")
     if rep["agent_coords"]:

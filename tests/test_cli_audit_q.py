@@ -100,3 +100,40 @@ def test_no_person_fit_flag_where_it_does_not_apply(tmp_path, capsys):
     pd.concat([df, df[df.agent == "a"].assign(agent="c", score=0.5)]).to_csv(path, index=False)
     assert main(["summary", str(path)]) == 0
     assert "difficulty" not in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- finding 6: validate names the columns it did not read
+
+
+def test_validate_lists_the_columns_it_did_not_read_and_text_agrees_with_json(tmp_path, capsys):
+    """`validate` said nothing of `latency_ms` and `notes`, and its text said "per-run variables: none"
+    where --json listed ["error", "score"]. Expected: the written columns minus those named by flags
+    (pandas on the CSV), in file order; the text's per-run variables are the JSON's.
+    """
+    df = pd.DataFrame({"agent": ["A", "A", "B", "B"], "latency_ms": [501, 766, 12, 40], "task": ["t1", "t2"] * 2,
+                       "run": [0, 0, 0, 0], "score": [0, 1, 1, 1], "notes": ["x", "y", "x", "y"],
+                       "cost": [0.1, 0.2, 0.3, 0.4]})
+    path = tmp_path / "runs.csv"
+    df.to_csv(path, index=False)
+    flags = ["--run", "run", "--extra", "cost"]
+    read = {"agent", "task", "run", "score", "cost"}
+    want = [c for c in pd.read_csv(path).columns if c not in read]
+    assert want == ["latency_ms", "notes"]
+    assert main(["validate", str(path), *flags, "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["columns_not_read"] == want
+    assert main(["validate", str(path), *flags]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "columns not read: latency_ms, notes" in out
+    assert f"per-run variables: {', '.join(rep['per_run_variables'])}" in out
+    assert rep["per_run_variables"] == ["cost", "error", "score"]
+    # every column read: "none"; a saved dataset keeps what its reader said
+    assert main(["validate", str(path), *flags, "--extra", "latency_ms", "--task-coord", "notes"]) == 0
+    assert "columns not read: none" in capsys.readouterr().out.splitlines()
+    from hierbench.data import from_records
+    from hierbench.io import save_dataset
+
+    nc = tmp_path / "runs.nc"
+    save_dataset(from_records(path, run="run", extra=["cost"]), nc)
+    assert main(["validate", str(nc), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["columns_not_read"] == want

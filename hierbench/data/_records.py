@@ -770,12 +770,23 @@ def _read_report(recs: _Records, roles: _Roles, errors: str, n_inconsistent, n_u
     return attrs
 
 
+def _role_columns(roles: _Roles) -> set:
+    """Every column the roles read: identity, score, error, tag, cluster, extra, annotations, coords."""
+    named = (roles.agent, roles.task, roles.run, roles.score, roles.error, roles.tag, roles.cluster)
+    return {c for c in named if c is not None} | {
+        *roles.extra.values(), *roles.annotations.values(), *roles.task_coords, *roles.agent_coords
+    }
+
+
 def _assemble(recs: _Records, roles: _Roles, errors: str, attrs: Mapping | None) -> xr.Dataset:
     """Return the eval dataset of the mapped records, with its read report in ``attrs``."""
     data_vars = _per_run_vars(recs, roles)
     coords, n_inconsistent, n_unlabelled = _coords(recs, roles)
     ds = xr.Dataset(data_vars, coords=coords)
     ds.attrs = _read_report(recs, roles, errors, n_inconsistent, n_unlabelled)
+    # the columns no role read, in file order: validate says them ("what was read, kept and why")
+    used = _role_columns(roles)
+    ds.attrs["columns_not_read"] = json.dumps([str(c) for c in recs.df.columns if c not in used])
     if attrs:
         ds.attrs.update(dict(attrs))
     return ds

@@ -33,7 +33,8 @@ attrs
     JSON text: ``score_levels`` (the grade scale when ``score`` was read from
     ordinal grades, each kept as its place ``(grade - first) / (last - first)``), ``score_labels``
     (grades written as words: the labels in order, label ``k`` being grade ``k`` of
-    ``score_levels`` ``[0, 1, ..., L - 1]``), ``not_kept`` (reason -> count), ``inconsistent_attributes``
+    ``score_levels`` ``[0, 1, ..., L - 1]``), ``not_kept`` (reason -> count), ``columns_not_read`` (the
+    record columns no role read, in file order; ``from_records``), ``inconsistent_attributes``
     (attribute -> number of tasks/agents whose value was given in some records and
     empty in others; two different values are refused) and ``annotations`` (names of the boolean per-run annotation
     variables).
@@ -96,6 +97,7 @@ REPORT_KEYS = (
     "binary", "score_kind", "not_kept", "inconsistent_attributes", "annotations",
     "n_repeated_records", "n_tasks_without_cluster", "n_tasks_without_tag", "score_levels",
     "agent_column", "task_column", "score_labels", "n_error_scores_overwritten", "sample_key",
+    "columns_not_read",
 )  # fmt: skip
 
 

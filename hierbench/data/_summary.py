@@ -148,7 +148,9 @@ def read_report(ds: xr.Dataset) -> dict:
     scored runs differ from its attempted ones), whether the
     design is balanced (every agent ran every task the same number of times),
     the missing cells, the error runs and policy, the per-run annotations with
-    their counts, the task and agent coords, inconsistent attributes, the
+    their counts, the per-run variables (``score`` and ``error`` among them), the record
+    columns no role read (``columns_not_read``, None when the reader did not say), the
+    task and agent coords, inconsistent attributes, the
     tasks without a cluster label, the records kept as runs although they
     repeat an earlier one (``n_repeated_records``, None when the reader did
     not say), the error runs whose recorded score > 0 was read as 0
@@ -215,6 +217,8 @@ def read_report(ds: xr.Dataset) -> dict:
         "n_error_runs": int(ds["error"].sum()) if "error" in ds else 0,
         "annotations": {n: int(ds[n].sum()) for n in _annotations(ds)},
         "per_run_variables": per_run,
+        # the record columns no role read (None: the reader did not say, e.g. an Inspect log's)
+        "columns_not_read": _json_attr("columns_not_read", "null"),
         "task_coords": sorted(c for c in ds.coords if ds.coords[c].dims == ("task",) and c != "task"),
         "agent_coords": sorted(c for c in ds.coords if ds.coords[c].dims == ("agent",) and c != "agent"),
         "inconsistent_attributes": _json_attr("inconsistent_attributes", "{}"),
