@@ -136,3 +136,37 @@ def test_extrapolation_warning_beyond_ten_times():
         vc.d_study(n_tasks=5000)
     with pytest.warns(ExtrapolationWarning, match="tasks planned"):
         tasks_for_power(0.01, components=vc)
+
+
+def test_per_pair_range_from_the_observed_pairs():
+    from scipy import stats
+
+    from hierbench.freq import minimum_detectable_effect
+
+    rng = np.random.default_rng(11)
+    y = rng.normal(size=(4, 1, 1)) + rng.normal(0, [[[0.3]], [[0.6]], [[0.9]], [[1.2]]], (4, 40, 1))
+    ds = xr.Dataset({"score": (("agent", "task", "run"), y)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(ds)
+    # each pair's SD of per-task differences, by pandas from the raw scores
+    wide = ds.score.isel(run=0).to_pandas()  # agent x task
+    sds = np.array([(wide.loc[i] - wide.loc[j]).std(ddof=1) for i in range(4) for j in range(i + 1, 4)])
+    pooled = float(sd_paired_diff(1, components=vc))
+    assert pooled == pytest.approx(np.sqrt(np.mean(sds**2)), rel=1e-10)  # balanced: RMS = 2 x MS_res
+    t = tasks_for_power(0.4, components=vc)
+    lo, hi = t.pair_range
+    assert "pooled (RMS over pairs)" in t.note and f"{lo:,}-{hi:,}" in t.note
+    for T, sd in ((lo, sds.min()), (hi, sds.max())):  # scipy's noncentral t, two-sided 0.05
+        crit = stats.t.ppf(0.975, T - 1)
+        assert stats.nct.sf(crit, T - 1, 0.4 * np.sqrt(T) / sd) >= 0.8
+        crit = stats.t.ppf(0.975, T - 2)
+        assert stats.nct.sf(crit, T - 2, 0.4 * np.sqrt(T - 1) / sd) + stats.nct.cdf(
+            -crit, T - 2, 0.4 * np.sqrt(T - 1) / sd
+        ) < 0.8
+    assert lo < t < hi
+    p = paired_power(0.4, 40, components=vc)
+    assert float(p.pair_range[0]) < float(p) < float(p.pair_range[1])
+    m = minimum_detectable_effect(40, components=vc)
+    np.testing.assert_allclose(m.pair_range, (m * sds.min() / pooled, m * sds.max() / pooled), rtol=1e-12)
+    assert repr(tasks_for_power(0.4, sd_diff=1.0)) == str(tasks_for_power(0.4, sd_diff=1.0))  # no pairs: a plain count

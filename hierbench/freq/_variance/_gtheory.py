@@ -103,7 +103,9 @@ from ._long import Long
 from ._long import balanced_dense
 from ._long import from_array
 from ._long import from_frame
+from ._observed import cell_means
 from ._observed import long_cluster_ratio
+from ._observed import pair_variances
 from ._result import VarianceComponentsResult
 from ._warnings import NegativeVarianceComponentWarning
 from ._warnings import NoIntervalWarning
@@ -382,6 +384,7 @@ def _assemble(plan: _Plan, fit: Fit, use_anova: bool, ci_method: str, prob: floa
         reml_data = (fit.y, plan.dense.shape)
     return VarianceComponentsResult(
         _observed_cluster_ratio=_observed_ratio(plan),
+        _pair_var=_pair_variances(plan),
         formula=dsg.formula,
         facets=fac,
         measurement=plan.measurement,
@@ -420,13 +423,30 @@ def _observed_ratio(plan: _Plan) -> float | None:
     pairs = pairs_of(plan.dsg, plan.measurement)
     if plan.measurement is None or len(pairs) != 1:
         return None
-    (t, c), long = pairs[0], plan.long
+    (t, c), (y, codes) = pairs[0], _long_codes(plan)
+    return long_cluster_ratio(y, codes, plan.measurement, t, c)
+
+
+def _long_codes(plan: _Plan) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The scores and each facet's codes, also on the balanced fast path (dense, design order)."""
+    long = plan.long
     if long.codes:
-        codes, y = long.codes, long.y
-    else:  # the balanced fast path keeps the scores dense, axes in the design's facet order
-        idx = np.indices(long.dense.shape).reshape(long.dense.ndim, -1)
-        codes, y = dict(zip(plan.dsg.facets, idx, strict=True)), long.dense.ravel()
-    return long_cluster_ratio(np.asarray(y, dtype=float), codes, plan.measurement, t, c)
+        return np.asarray(long.y, dtype=float), long.codes
+    idx = np.indices(long.dense.shape).reshape(long.dense.ndim, -1)
+    return np.asarray(long.dense.ravel(), dtype=float), dict(zip(plan.dsg.facets, idx, strict=True))
+
+
+def _pair_variances(plan: _Plan) -> np.ndarray | None:
+    """Each pair of agents' variance of per-task differences of cell means (the runs made), or None.
+
+    For the eval shape (``legacy``): the power functions' per-pair range beside the pooled SD.
+    """
+    if plan.legacy is None or plan.measurement != plan.legacy[0] or plan.legacy[1] not in plan.dsg.facets:
+        return None
+    y, codes = _long_codes(plan)
+    a, t, _ = plan.legacy
+    units = [f for f in plan.dsg.facets if f in plan.dsg.parents[t] and f != a] + [t]
+    return pair_variances(cell_means(y, codes, a, units)[0])
 
 
 def _warn_truncated(est: np.ndarray, names: tuple[str, ...]) -> None:

@@ -43,7 +43,17 @@ def observed_cluster_ratio(rate: np.ndarray, codes: np.ndarray) -> float | None:
 
 def long_cluster_ratio(y: np.ndarray, codes: dict[str, np.ndarray], a: str, t: str, c: str) -> float | None:
     """:func:`observed_cluster_ratio` of long data: scores ``y`` and facet codes (``a`` objects, ``t`` in ``c``)."""
-    key = codes[c].astype(np.int64) * (int(codes[t].max()) + 1) + codes[t]
+    return observed_cluster_ratio(*cell_means(y, codes, a, [c, t]))
+
+
+def cell_means(y: np.ndarray, codes: dict[str, np.ndarray], a: str, units: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(objects, units) cell means of long scores (NaN where none) and the units' first-facet codes.
+
+    A unit is a distinct combination of the facets ``units`` (a task, or a task in its cluster).
+    """
+    key = np.zeros(y.size, dtype=np.int64)
+    for f in units:
+        key = key * (int(codes[f].max()) + 1) + codes[f]
     unit, u = np.unique(key, return_inverse=True)
     n_a = int(codes[a].max()) + 1
     cell = codes[a] * unit.size + u
@@ -51,4 +61,16 @@ def long_cluster_ratio(y: np.ndarray, codes: dict[str, np.ndarray], a: str, t: s
     cnt = np.bincount(cell, minlength=n_a * unit.size)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan).reshape(n_a, unit.size)
-    return observed_cluster_ratio(rate, unit // (int(codes[t].max()) + 1))
+    first = unit // int(np.prod([int(codes[f].max()) + 1 for f in units[1:]]))
+    return rate, first
+
+
+def pair_variances(rate: np.ndarray) -> np.ndarray:
+    """Each pair's sample variance (ddof 1) of its per-task differences over shared tasks (>= 3; else NaN)."""
+    out = []
+    for i in range(rate.shape[0]):
+        for j in range(i + 1, rate.shape[0]):
+            d = rate[i] - rate[j]
+            d = d[np.isfinite(d)]
+            out.append(d.var(ddof=1) if d.size >= 3 else np.nan)
+    return np.asarray(out, dtype=float)

@@ -94,6 +94,8 @@ class VarianceComponentsResult(Result):
     _cluster_sizes: dict = field(default_factory=dict, compare=False)
     # the data's cluster-robust / independent-task variance of pairs' mean differences (``_observed``)
     _observed_cluster_ratio: float | None = field(default=None, compare=False)
+    # each pair of objects' variance of per-task differences of cell means (the power functions' range)
+    _pair_var: np.ndarray | None = field(default=None, compare=False)
 
     _dataset_exclude = ()
 
