@@ -22,6 +22,7 @@ comparisons can apply it too; it lives here until it moves.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -209,19 +210,31 @@ def cluster_note(fit: xr.DataTree, data: xr.Dataset) -> str | None:
     None when the fit's model has clusters (:func:`check_fit_data` holds the
     log to them) or the log has none.
     """
-    if _fit_clusters(fit)[0] or "cluster" not in data.coords:
+    formula = fit_record(fit, "hierbench_spec").get("options", {}).get("formula")
+    if _fit_clusters(fit)[0] or "cluster" not in data.coords or (formula and _CLUSTER_TERM.search(formula)):
         return None
     n = len({str(v) for v in np.asarray(data["cluster"].values).ravel()})
     why = _fit_decision(fit, "clusters").get("reason")
     model = fit.attrs.get("hierbench_model", "custom")
+    column = cluster_label(data)
+    if formula:  # a formula model has a cluster effect only if its formula names one: `--cluster` alone adds none
+        what = f"fit's formula ({formula!r}) has no cluster term"
+        remedy = (f"add a cluster term to the formula, e.g. `(1|cluster)` (the log's `{column}` column is read "
+                  "as the task coord `cluster`; `--formula` when fitting)")
+    else:
+        what = f"fit's {model} model has no cluster effect"
+        remedy = "fit with the clusters (`--cluster` when fitting)"
     return (
-        f"Clusters in one half only: the data's tasks sit in {n} clusters (`{cluster_label(data)}`) and the "
-        f"fit's {model} model has no cluster effect" + (f" (recorded when it was fitted: {why})" if why else "")
+        f"Clusters in one half only: the data's tasks sit in {n} clusters (`{column}`) and the "
+        f"{what}" + (f" (recorded when it was fitted: {why})" if why else "")
         + ". The frequentist half (bootstrap, paired tests, G-theory) takes the clusters into account; "
         "the Bayesian half (every posterior column, P(a > b), the Bayes variance terms) treats the tasks "
-        "as independent of their cluster. For both halves on one footing, fit with the clusters "
-        "(`--cluster` when fitting) or read the log without them."
+        f"as independent of their cluster. For both halves on one footing, {remedy}, or read the log without them."
     )
+
+
+#: a formula's grouping by the task coord ``cluster``: ``(1|cluster)``, ``(1 + x|cluster)``, ``(1|agent:cluster)``
+_CLUSTER_TERM = re.compile(r"\|[^)]*\bcluster\b")
 
 
 def is_battles(data: xr.Dataset | None) -> bool:
