@@ -200,8 +200,49 @@ def _formula_diff(fit: xr.DataTree, data: xr.Dataset, want: str) -> tuple[bool, 
         return False, []
     if design.fingerprint() == want:
         return True, []
+    cells = _formula_cells(fit, data)
     return False, [f"the formula model's design built from the data ({opts['formula']!r}, family "
-                   f"{opts['family']}) is not the fit's: other scores, runs or covariates"]  # fmt: skip
+                   f"{opts['family']}) is not the fit's: "
+                   + (cells or "other scores, runs or covariates")]  # fmt: skip
+
+
+def _formula_cells(fit: xr.DataTree, data: xr.Dataset, shown: int = 3) -> str:
+    """The runs (or cells) whose response in the fit's ``observed_data`` is not the log's, named; ``""`` if none.
+
+    Two layouts are read: per run (``obs_agent`` / ``obs_task`` / ``obs_run``: the fractional
+    family's scores, moved off 0 and 1 by at most 1e-3) against the log's scores, and per cell
+    (``cell_agent`` / ``cell_task``: the binomial family's successes) against the log's counts.
+    An ordinal fit's grades, or a fit whose design differs in its covariates only, name none.
+    """
+    if "observed_data" not in fit.children:
+        return ""
+    od = fit["observed_data"].to_dataset()
+    if "y" not in od or od["y"].ndim != 1:
+        return ""
+    dim = od["y"].dims[0]
+    keys = [k for k in ("agent", "task", "run") if f"{dim}_{k}" in od.coords]
+    got = pd.DataFrame({k: _labels(od[f"{dim}_{k}"].values) for k in keys}).assign(fit=od["y"].values.astype(float))
+    if keys == ["agent", "task", "run"]:
+        have, what, tol = data["score"].to_series().dropna(), "runs", 1e-3
+    elif keys == ["agent", "task"] and dim == "cell":
+        from ..data import to_counts
+
+        have, what, tol = to_counts(data)["n_success"].to_series().dropna(), "cells (successes)", 0.0
+    else:
+        return ""
+    have = have.reset_index().rename(columns={have.name: "data"})
+    have[keys] = have[keys].astype(str)
+    both = got.merge(have[[*keys, "data"]], on=keys, how="outer")
+    bad = both[~np.isclose(both["fit"], both["data"], atol=tol, rtol=0.0)]
+    if bad.empty:
+        return ""
+    ex = "; ".join(
+        "(" + ", ".join(str(r[k]) if k != "run" else f"run {r[k]}" for k in keys) + "): fit "
+        + ("absent" if np.isnan(r["fit"]) else f"{r['fit']:.4g}") + ", data "
+        + ("absent" if np.isnan(r["data"]) else f"{r['data']:.4g}")
+        for _, r in bad.head(shown).iterrows()
+    )
+    return f"{len(bad)} of {len(both)} {what} differ, e.g. {ex}"
 
 
 def cluster_note(fit: xr.DataTree, data: xr.Dataset) -> str | None:
