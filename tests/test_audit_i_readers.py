@@ -82,8 +82,7 @@ def test_any_text_column_that_splits_every_cell_counts_but_numbers_and_run_ids_d
 def test_an_agent_like_column_that_does_not_split_every_cell_is_named_among_the_unread():
     df = _two_models()
     df = df[~((df.model == "m2") & (df.task == "t0"))]  # t0 run by m1 only: cells split unevenly
-    with pytest.warns(UnreadColumnWarning, match=r"not read as them: 'model'.*one agent `agent_name`.*agent='model' "
-                      r"\(--agent model\)"):
+    with pytest.warns(UnreadColumnWarning, match=r"not read as them: 'model'.*one agent `agent_name`.*`agent='model'`"):
         ds = from_records(df, agent=None, agent_name="m")
     assert int(ds.score.notnull().sum()) == len(df)
 

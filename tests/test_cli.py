@@ -1325,13 +1325,13 @@ def test_fit_refuses_partial_credit_for_the_binomial_model_in_the_shells_words(t
     scores = [1.0, 0.0, 0.25, 1.0, 0.0, 0.5, 1.0, 0.0]  # 2 of 8 not 0 or 1
     pd.DataFrame({"agent": list("aabbccdd"), "task": ["t1", "t2"] * 4, "score": scores}).to_csv(path, index=False)
     assert main(["fit", str(path), "-o", str(tmp_path / "f.nc"), "--quiet"]) == 2
-    _one_line_error(capsys, "--model crossed (the default) is binomial", "2 of the 8 scores", "partial credit, e.g. (agent, task, run, score) [('b', 't1', '0', 0.25), ('c', 't2', '0', 0.5)]",
-                    "fit --formula 'score ~ (1|agent) + (1|task)' (family fractional)")  # fmt: skip
+    _one_line_error(capsys, "--model crossed (the default) fits a binomial likelihood", "2 of the 8 scores", "partial credit, e.g. (agent, task, run, score) [('b', 't1', '0', 0.25), ('c', 't2', '0', 0.5)]",
+                    "fit --formula 'score ~ (1|agent) + (1|task)' with --family fractional (or auto)")  # fmt: skip
     rows = [{"agent": a, "task": f"t{t}", "score": ["no", "perhaps", "yes"][(i + t) % 3]}
             for i, a in enumerate("abc") for t in range(3)]  # fmt: skip
     save_dataset(from_records(pd.DataFrame(rows), score_levels=["no", "perhaps", "yes"]), tmp_path / "g.nc")
     assert main(["fit", str(tmp_path / "g.nc"), "--model", "beta_binomial", "-o", str(tmp_path / "f.nc")]) == 2
-    _one_line_error(capsys, "--model beta_binomial is binomial", "--levels no,perhaps,yes --formula 'score ~ (1|agent) + (1|task)'")
+    _one_line_error(capsys, "--model beta_binomial fits a binomial likelihood", "--levels no,perhaps,yes --formula 'score ~ (1|agent) + (1|task)'")
     assert not (tmp_path / "f.nc").exists()
 
 

@@ -137,3 +137,65 @@ def test_validate_lists_the_columns_it_did_not_read_and_text_agrees_with_json(tm
     save_dataset(from_records(path, run="run", extra=["cost"]), nc)
     assert main(["validate", str(nc), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["columns_not_read"] == want
+
+
+# ---------------------------------------------------------------- finding 8: remedies as flags
+
+
+def _stderr_of(capsys, argv, code):
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    for python in ("attrs[", "from_records(", "model_design(", "ds['score']", "bootstrap_ci", "='"):
+        assert python not in err, (python, err)
+    return err
+
+
+def test_a_binomial_formula_on_partial_credit_is_refused_in_flags_naming_agent_and_task(tmp_path, capsys):
+    """It said "(row, run, score) [(0, 0, 0.27...)] ... Binarise them first (e.g. `ds['score'] = ...`)".
+    The cells named: the first partial-credit records of the CSV in (agent, task, run) order (pandas).
+    """
+    df = pd.DataFrame({"agent": ["b", "b", "a", "a", "c", "c"], "task": ["t1", "t2"] * 3,
+                       "score": [1, 0.25, 0, 1, 0.5, 0.75]})
+    path = tmp_path / "runs.csv"
+    df.to_csv(path, index=False)
+    part = df[(df.score > 0) & (df.score < 1)].sort_values(["agent", "task"])
+    cells = str([(a, t, "0", s) for a, t, s in part[["agent", "task", "score"]].itertuples(index=False)])
+    err = _stderr_of(capsys, ["fit", str(path), "--formula", "score ~ (1|agent) + (1|task)", "--family",
+                              "binomial", "-o", str(tmp_path / "f.nc")], 2)
+    assert len(err.strip().splitlines()) == 1
+    assert f"{len(part)} of the 6 scores" in err and f"(agent, task, run, score) {cells}" in err
+    assert "with --family fractional (or auto); or binarise the --score column first" in err
+
+
+def test_a_formula_naming_an_unknown_variable_points_to_the_coord_flags(tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t2"] * 2, "score": [1, 0, 0, 1]}).to_csv(path, index=False)
+    err = _stderr_of(capsys, ["fit", str(path), "--formula", "score ~ (1|nosuch)", "-o", str(tmp_path / "f.nc")], 2)
+    assert "--formula uses ['nosuch']" in err
+    assert "(add agent / task covariates as coords, e.g. --agent-coord COL)" in err
+    assert "on the dims agent and task" in err  # the dims, not the flags --agent and --task
+
+
+def test_reading_warnings_give_flags_and_the_validate_json_key(tmp_path, capsys):
+    """Warnings said "run='run' (--run run)" and "counted in attrs['n_repeated_records']". The count the
+    JSON holds is the written file's (pandas: rows repeating an earlier row).
+    """
+    df = pd.DataFrame({"agent": ["a"] * 4 + ["b"] * 4, "task": ["t1", "t2"] * 4, "run": [0, 0, 1, 1] * 2,
+                       "score": [1, 0, 1, 1, 0, 0, 1, 0]})
+    path = tmp_path / "runs.csv"
+    df.drop(columns="run").to_csv(path, index=False)  # no run column: rows 2 and 7 repeat earlier ones
+    n_rep = int(pd.read_csv(path).duplicated().sum())
+    err = _stderr_of(capsys, ["validate", str(path), "--json"], 0)
+    assert f"{n_rep} of 8 records in {path} repeat an earlier record" in err
+    assert "(counted in n_repeated_records of `hierbench validate --json`)" in err
+    assert "--duplicates keep" in err and "--duplicates drop" in err
+    df.to_csv(path, index=False)
+    err = _stderr_of(capsys, ["validate", str(path)], 0)
+    assert "To read them, name them: --run run" in err
+    df.drop(columns="run").to_csv(path, index=False)
+    assert main(["validate", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_repeated_records"] == n_rep
+    df.assign(err=[0, 0, 0, 0, 0, 0, 1, 1]).to_csv(path, index=False)  # b's last two runs errored, one scored 1
+    err = _stderr_of(capsys, ["validate", str(path), "--run", "run", "--error", "err"], 0)
+    assert "(counted in n_error_scores_overwritten of `hierbench validate --json`)" in err
+    assert "--error-values" in err and "--errors exclude" in err

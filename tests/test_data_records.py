@@ -362,7 +362,7 @@ def test_columns_named_like_roles_are_said_when_not_read():
     with pytest.warns(UnreadColumnWarning, match=r"not read as them: 'run', 'error', 'cluster'") as rec:
         ds = from_records(df)
     text = str(rec[0].message)
-    assert "--run run --error error --cluster cluster" in text and "no run counts as an infrastructure error" in text
+    assert "name them: `run='run'`, `error='error'`, `cluster='cluster'`" in text and "no run counts as an infrastructure error" in text
     assert int(ds["score"].notnull().sum()) == 4 and "cluster" not in ds.coords  # read as they were told
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnreadColumnWarning)

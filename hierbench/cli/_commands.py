@@ -18,7 +18,6 @@ from .._console import _report_text
 from .._console import _summary_frame
 from .._console import _summary_text
 from .._console import convergence_line
-from .._console import print_warnings
 from .._console import seconds
 from .._console import warning_lines
 from ._common import CliError
@@ -27,6 +26,7 @@ from ._common import _jsonable
 from ._common import _progress_wanted
 from ._reading import _check_no_log_flags
 from ._reading import load_any
+from ._reading import say_warnings
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -42,7 +42,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     else:
         print(f"valid eval dataset ({rep['schema']})")
         print(_report_text(rep))
-    print_warnings(msgs)
+    say_warnings(msgs, args)
     return 0
 
 
@@ -73,7 +73,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         )
         print(f"rows: {order}")
         print(_summary_text(ds))
-    print_warnings(msgs)
+    say_warnings(msgs, args)
     return 0
 
 
@@ -153,7 +153,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     data = None
     if args.data is not None:
         data, msgs = load_any(args.data, args)
-        print_warnings(msgs)
+        say_warnings(msgs, args)
     from ..report import build
     from ..report import check_fit_data
 
@@ -179,7 +179,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     line = convergence_line(fit) if fit is not None else None
     # the sections' other warnings are in the report's own "Warnings" section
     skipped = [str(w.message) for w in caught if w.category.__name__ == "ReportSectionWarning"]
-    print_warnings(([line] if line else []) + skipped)
+    say_warnings(([line] if line else []) + skipped, args)
     return 0
 
 
@@ -241,7 +241,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         for note in (no_p_note(table), marks_holm_note(table, alpha)):
             if note:
                 print("\n" + textwrap.fill(note.replace("`", ""), 100))
-    print_warnings(msgs + warning_lines(caught) + _marked(ds) + _misfit(ds, args))
+    say_warnings(msgs + warning_lines(caught) + _marked(ds) + _misfit(ds, args), args)
     return 0
 
 
@@ -284,7 +284,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     _check_no_log_flags(args, "without it the demo runs on its embedded evaluation")
     if args.data:
         data, msgs = load_any(args.data, args)
-        print_warnings(msgs)
+        say_warnings(msgs, args)
     return run_demo(
         data=data,
         truth=truth,

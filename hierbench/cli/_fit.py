@@ -14,7 +14,6 @@ import warnings
 from .._console import convergence_line
 from .._console import diagnostics_line
 from .._console import fit_kwargs
-from .._console import print_warnings
 from .._console import seconds
 from .._console import warning_lines
 from ._commands import _saved_groups
@@ -23,6 +22,7 @@ from ._common import _check_out
 from ._common import _progress_wanted
 from ._reading import _levels
 from ._reading import load_any
+from ._reading import say_warnings
 
 
 def _formula_levels(text: str | None, ds) -> list[float] | list[str] | None:
@@ -141,10 +141,12 @@ def _sample(args: argparse.Namespace, model, progress: bool):
 
 
 def _check_binary_model(args: argparse.Namespace, ds) -> None:
-    """Refuse partial credit for the binomial --model in the CLI's words (the builder's names the Python API).
+    """Refuse partial credit for a binomial model (--model, or --formula with --family binomial) in the CLI's words.
 
-    METR's continuous scores: the refusal said "use hierbench.bayes.build_mixed(data)"; from the
-    shell that model is ``--formula``.
+    The builders' refusals name the Python API: METR's continuous scores were told "use
+    hierbench.bayes.build_mixed(data)" (from the shell, ``--formula``), and a formula's
+    ``--family binomial`` "binarise them first (e.g. ``ds['score'] = ...``)" with cells as
+    (row, run); here the cells are (agent, task, run) and the remedies flags.
     """
     import numpy as np
 
@@ -159,12 +161,14 @@ def _check_binary_model(args: argparse.Namespace, ds) -> None:
     from ..data import levels_attr
 
     levels = levels_attr(ds.attrs)
+    formula = f"--formula {args.formula!r}" if args.formula else "--formula 'score ~ (1|agent) + (1|task)'"
     how = (f"Its grades have the ordinal model: --levels {','.join(grade_names(levels, labels_attr(ds.attrs)))} "
-           "--formula 'score ~ (1|agent) + (1|task)'" if levels else
-           "For scores in [0, 1] fit --formula 'score ~ (1|agent) + (1|task)' (family fractional)")
+           f"{formula}" if levels else f"For scores in [0, 1] fit {formula} with --family fractional (or auto)")
     n_part, cells = partial_credit(ds["score"].transpose("agent", "task", "run"))
+    model = ("--family binomial" if args.formula else
+             f"--model {args.model}{' (the default)' if args.model == 'crossed' else ''}")
     raise CliError(
-        f"--model {args.model}{' (the default)' if args.model == 'crossed' else ''} is binomial: every score "
+        f"{model} fits a binomial likelihood: every score "
         f"must be 0 or 1, and {n_part:,} of the {int(np.isfinite(score).sum()):,} scores of "
         f"{', '.join(map(repr, args.file))} are partial credit, e.g. (agent, task, run, score) {cells}. "
         f"{how}; or binarise the --score column first"
@@ -187,6 +191,8 @@ def _build(args: argparse.Namespace, ds):
     if args.model is not None:
         raise CliError(f"--model {args.model} and --formula name two models; give one of them")
     args.model = "formula"
+    if args.family == "binomial":
+        _check_binary_model(args, ds)
     # with --levels the reader took the --score column as grades of that scale (attrs score_levels)
     return bayes.build_mixed(ds, args.formula, family=args.family, levels=_formula_levels(args.levels, ds))
 
@@ -202,7 +208,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     _check_sampler_flags(args)
     out = _check_out(args.out, args.overwrite, kind="fit")
     ds, msgs = load_any(args.file, args)
-    print_warnings(msgs)
+    say_warnings(msgs, args)
     from .. import bayes
     from ..io import save_fit
 
@@ -236,5 +242,5 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     print(f"saved to {out} ({size / 1e6:.1f} MB, groups {_saved_groups(out)})")
     # the convergence checks' verdict in the fit's own words (not the sampler's warning)
     line = convergence_line(dt)
-    print_warnings(([line] if line else []) + warning_lines(caught, skip=("ConvergenceWarning",)))
+    say_warnings(([line] if line else []) + warning_lines(caught, skip=("ConvergenceWarning",)), args)
     return 0

@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from .._console import print_warnings
 from .._console import warning_lines
 from ._common import CliError
 
@@ -33,6 +34,8 @@ _FLAG_OF = {
     "overwrite": "--overwrite",
     "score_levels": "--levels",
     "levels": "--levels",
+    "formula": "--formula",
+    "family": "--family",
 }
 
 
@@ -414,11 +417,40 @@ _REMEDIES = (
     (r"`?error_values=\{[^}`]*\}`?", "--error-values VALUE=error or VALUE=ok (repeatable)"),
     (r"`?error_values='nonempty'`?", "--error-values nonempty"),
     (r"`?overwrite=True`?(?: \(CLI: --overwrite\))?", "--overwrite"),
+    # a covariate table has no flag: the reader's coords (from_records(name=...) below) are the CLI's
+    (r" or model_design\(\w+=table\)", ""),
+    # the dataset's dims are names in a formula, not the flags of the same name
+    (r"\bdims `(\w+)` and `(\w+)`", r"dims \1 and \2"),
 )
+
+#: read-report attrs a message points to, which ``hierbench validate --json`` prints under the same key
+_REPORTED = (
+    "n_repeated_records", "n_error_scores_overwritten", "not_kept", "inconsistent_attributes",
+    "columns_not_read", "n_error_runs", "score_levels", "score_labels", "sample_key",
+    "n_tasks_without_cluster", "annotations",
+)  # fmt: skip
+
+
+def _reader_remedy(m: re.Match) -> str:
+    """``from_records(agent_coords=[...])`` -> ``--agent-coord COL``: a reader keyword as its flag."""
+    flag = _FLAG_OF.get(m.group(1))
+    return f"{flag} COL" if flag else m.group(0)
+
+
+def _attrs_remedy(m: re.Match) -> str:
+    """``attrs['n_repeated_records']`` -> where the shell shows it: ``hierbench validate --json``."""
+    key = m.group(2)
+    return f"{key} of `hierbench validate --json`" if key in _REPORTED else m.group(0)
 
 
 def _user_words(msg: str, args: argparse.Namespace) -> str:
-    """Say a library message in the user's words: flags for Python arguments, files for objects."""
+    """Say a library message in the user's words: flags for Python arguments, files for objects.
+
+    The one translation of the library's Python remedies for the shell (errors and warnings of
+    every command): ``obj`` / ``ds`` / ``data`` are the file; `` `name` `` and `` `name='value'` ``
+    of a reader or command argument are its flag (``--run run``); ``from_records(name=...)`` is
+    the flag; a read-report ``attrs['key']`` is the key ``hierbench validate --json`` prints.
+    """
     log = getattr(args, "file", None) or getattr(args, "data", None) or "LOG"
     if isinstance(log, list):
         log = ", ".join(log)
@@ -426,8 +458,18 @@ def _user_words(msg: str, args: argparse.Namespace) -> str:
         msg = msg.replace(f"`{name}`", repr(log))
     for pattern, flag in _REMEDIES:
         msg = re.sub(pattern, flag, msg)
+    msg = re.sub(r"`?\bfrom_records\((\w+)=[^)]*\)`?", _reader_remedy, msg)
+    # "counted in attrs['n_repeated_records']" -> "counted in n_repeated_records of `hierbench validate --json`"
+    msg = re.sub(r"\battrs\[(['\"])(\w+)\1\]", _attrs_remedy, msg)
     for name, flag in _FLAG_OF.items():
         if name in _ASSIGNABLE:  # a remedy `name='value'` -> "--flag value"
             msg = re.sub(rf"`?\b{name}=(['\"]?)([\w.-]+)\1`?", rf"{flag} \2", msg)
+        else:  # a column named in quotes and backticks, `run='trial'` -> "--run trial"
+            msg = re.sub(rf"`\b{name}=(['\"])([^'\"`]+)\1`", rf"{flag} \2", msg)
         msg = re.sub(rf"`{name}`", flag, msg)
     return msg
+
+
+def say_warnings(lines, args: argparse.Namespace) -> None:
+    """Every warning of a command on stderr (``print_warnings``), in the user's words (``_user_words``)."""
+    print_warnings(_user_words(str(m), args) for m in lines)

@@ -228,8 +228,8 @@ def _say_unread(df: pd.DataFrame, source: str, roles: _Roles, used: set) -> None
     if not unread:
         return
     names = ", ".join(f"'{c}'" for c in unread)
-    kw = ", ".join(f"{r}='{c}'" for c, r in unread.items())
-    flags = " ".join(f"--{r} {c}" for c, r in unread.items())
+    # `run='run'`: the command line says it as its flag, --run run (cli._user_words)
+    kw = ", ".join(f"`{r}='{c}'`" for c, r in unread.items())
     why = [_UNREAD[c] for c, r in unread.items() if r != "agent"]
     agents = [c for c, r in unread.items() if r == "agent"]
     if agents:
@@ -240,7 +240,7 @@ def _say_unread(df: pd.DataFrame, source: str, roles: _Roles, used: set) -> None
     warn_user(
         f"{source} has columns named like roles but not read as them: {names}. So "
         + "; ".join(why)
-        + f". To read them, name them: {kw} ({flags})",
+        + f". To read them, name them: {kw}",
         UnreadColumnWarning,
     )
 
