@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from hierbench.cli import main
 from hierbench.data import to_records
@@ -199,3 +200,46 @@ def test_reading_warnings_give_flags_and_the_validate_json_key(tmp_path, capsys)
     err = _stderr_of(capsys, ["validate", str(path), "--run", "run", "--error", "err"], 0)
     assert "(counted in n_error_scores_overwritten of `hierbench validate --json`)" in err
     assert "--error-values" in err and "--errors exclude" in err
+
+
+# ---------------------------------------------------------------- finding 11: ordinal needs its scale
+
+
+def _binary_log(tmp_path):
+    path = tmp_path / "runs.csv"
+    pd.DataFrame({"agent": list("aaabbbccc"), "task": ["t1", "t2", "t3"] * 3,
+                  "score": [1, 0, 1, 0, 0, 1, 1, 1, 0]}).to_csv(path, index=False)
+    return path
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_family_ordinal_without_levels_is_refused(tmp_path, capsys):
+    """0/1 scores with --family ordinal and no --levels were fitted as a two-grade ordinal model
+    without a word ("family: 'ordinal' [user] - ordinal (as requested)"); the help gives ordinal
+    "with --levels". Refused, exit 2, nothing written.
+    """
+    out = tmp_path / "f.nc"
+    args = ["fit", str(_binary_log(tmp_path)), "--formula", "score ~ (1|agent) + (1|task)", "--family", "ordinal"]
+    assert main([*args, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hierbench fit: error: --family ordinal fits ordered grades on the scale given with --levels")
+    assert "--family binomial (or auto) is the two-grade model" in err
+    assert not out.exists()
+
+
+def test_family_ordinal_with_levels_goes_on_to_sample(tmp_path, capsys, monkeypatch):
+    """With --levels 0,1 the scale is given: the check lets it through to the model (sampling stubbed)."""
+    import hierbench.cli._fit as fit_mod
+
+    def stop(*a, **k):
+        raise _Stop
+
+    monkeypatch.setattr(fit_mod, "_sample", stop)
+    args = ["fit", str(_binary_log(tmp_path)), "--formula", "score ~ (1|agent) + (1|task)", "--family", "ordinal",
+            "--levels", "0,1", "-o", str(tmp_path / "f.nc")]
+    with pytest.raises(_Stop):
+        main(args)
+    assert "family: 'ordinal' [user]" in capsys.readouterr().out

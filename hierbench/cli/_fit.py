@@ -175,6 +175,25 @@ def _check_binary_model(args: argparse.Namespace, ds) -> None:
     )
 
 
+def _check_ordinal_scale(args: argparse.Namespace, ds) -> None:
+    """Refuse --family ordinal without a grade scale (--levels, or a saved log read with one).
+
+    The help gives ordinal "with --levels"; without one, the library takes the values seen as
+    the grades, so 0/1 scores were fitted as a two-grade ordinal model without a word (the
+    binomial model, under other priors), and partial credit would make each distinct score a grade.
+    """
+    from ..data import levels_attr
+
+    if args.family != "ordinal" or args.levels is not None or levels_attr(ds.attrs):
+        return
+    raise CliError(
+        "--family ordinal fits ordered grades on the scale given with --levels (e.g. --levels 1,2,3,4,5: "
+        "each score must be one of them), and no scale was given: the log's scores were not read as "
+        "grades. Give the scale with --levels; for 0/1 scores --family binomial (or auto) is the "
+        "two-grade model, and for scores in [0, 1] --family fractional"
+    )
+
+
 def _build(args: argparse.Namespace, ds):
     """The model `fit` samples: a named builder (--model) or a formula model (--formula)."""
     from .. import bayes
@@ -193,6 +212,7 @@ def _build(args: argparse.Namespace, ds):
     args.model = "formula"
     if args.family == "binomial":
         _check_binary_model(args, ds)
+    _check_ordinal_scale(args, ds)
     # with --levels the reader took the --score column as grades of that scale (attrs score_levels)
     return bayes.build_mixed(ds, args.formula, family=args.family, levels=_formula_levels(args.levels, ds))
 

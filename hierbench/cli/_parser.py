@@ -81,7 +81,8 @@ def _add_fit(sub) -> None:
     f.add_argument(
         "--family", choices=["auto", "binomial", "fractional", "ordinal"], default="auto",
         help="the formula model's likelihood (default auto: ordinal with --levels, binomial when every "
-        "score is 0 or 1, else fractional for scores in [0, 1])",
+        "score is 0 or 1, else fractional for scores in [0, 1]); ordinal needs the grade scale, "
+        "--levels (refused without it, unless a saved log was read with one)",
     )  # fmt: skip
     f.add_argument(
         "-o", "--out", required=True, metavar="FIT", help="where to save the fit (.nc or .zarr)"
