@@ -336,11 +336,14 @@ def test_plan_sets_the_logs_own_paired_sd_beside_the_model_based_one(monkeypatch
     sds = [np.nanvar(m[i] - m[j], ddof=1) for i, j in ((0, 1), (0, 2), (1, 2))]
     sd_obs = float(np.sqrt(np.mean(sds)))
     assert f"have SD {sd_obs:.3f} (root mean square over 3 pairs" in one
-    assert "model-based" in one and "tasks needed (R=2, no model: observed SD)" in text
+    assert "the same pooled quantity, so it checks the components, not the pooling" in one
+    assert "model-based" in one and "pairs' own SD, R=2: least / median / most" in text
     row = next(line for line in text.splitlines() if line.startswith("0.05"))
-    want = math.ceil(TTestPower().solve_power(effect_size=0.05 / sd_obs, alpha=0.05, power=0.8,
-                                              alternative="two-sided"))
-    assert int(row.split()[-1]) == want
+    own = np.sqrt(sds)
+    want = [math.ceil(TTestPower().solve_power(effect_size=0.05 / x, alpha=0.05, power=0.8,
+                                               alternative="two-sided")) for x in (own.min(), np.median(own), own.max())]
+    assert row.split()[-5:] == [f"{want[0]:,}", "/", f"{want[1]:,}", "/", f"{want[2]:,}"]
+    assert f"Each pair's own SD runs {own.min():.3f} to {own.max():.3f}" in one
 
 
 class _NoInteraction(_Components):

@@ -38,7 +38,7 @@ def _plan_section(ctx: DemoContext) -> str:
     kw = {"sigma2_interaction": s_mt, "sigma2_residual": s_e}
     R, sd_made, runs_text = _runs_made(ctx, kw)
     mde = minimum_detectable_effect(T, sd_diff=sd_made, power=0.8)
-    sd_obs, n_pairs = _observed_paired_sd(ctx)
+    sd_obs, n_pairs, spread = _observed_paired_sd(ctx)
     rows = []
     for effect in (0.03, 0.05, 0.10):
         rows.append(
@@ -46,8 +46,8 @@ def _plan_section(ctx: DemoContext) -> str:
                 "difference to detect": effect,
                 "tasks needed (R=1)": tasks_for_power(effect, n_runs=1, **kw),
                 f"tasks needed (R={R}, as run)": tasks_for_power(effect, sd_diff=sd_made),
-                f"tasks needed (R={R}, no model: observed SD)": (
-                    tasks_for_power(effect, sd_diff=sd_obs) if sd_obs > 0 else np.nan
+                PAIRS_COLUMN.format(R=R): (
+                    " / ".join(f"{tasks_for_power(effect, sd_diff=x):,}" for x in spread) if spread else "-"
                 ),
             }
         )
@@ -83,10 +83,13 @@ def _plan_section(ctx: DemoContext) -> str:
         _components_text(parts, s_e, source)
         + runs_text
         + tasks_text
-        + f"\nWith {T} tasks at R = {R} run{'' if R == '1' else 's'} per cell a paired comparison detects a difference\n"
-        f"of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df).{clipped}\n"
+        + "\n" + textwrap.fill(
+            f"With {T} tasks at R = {R} run{'' if R == '1' else 's'} per cell a paired comparison detects a "
+            f"difference of {mde:.3f} with 80% power (two-sided, alpha 0.05; noncentral t with T - 1 df) for "
+            f"a pair with the pooled SD{_mde_spread(T, spread)}.", 88)
+        + f"{clipped}\n"
         + _observed_text(sd_made, sd_obs, n_pairs, parts=list(parts), model_columns=1 if R == "1" else 2,
-                         source=source)
+                         source=source, spread=spread)
         + _cluster_text(ctx, T, mde, sd_made)
         + "\n\n"
         + table.to_string()
@@ -190,26 +193,15 @@ def _cluster_design_effect(ctx: DemoContext) -> tuple[float, int, str] | None:
     from .._base import cluster_codes
     from .._base import cluster_label
     from ..data import to_counts
+    from ..freq import observed_cluster_ratio
 
     codes = cluster_codes(ctx.data)
     if codes is None or len(codes[1]) == int(ctx.data.sizes["task"]):
         return None
-    g = codes[0]
     c = to_counts(ctx.data)
     rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
-    v_cl = v_iid = 0.0
-    for i in range(rate.shape[0]):
-        for j in range(i + 1, rate.shape[0]):
-            d = rate[i] - rate[j]
-            ok = np.isfinite(d)
-            if ok.sum() < 2:
-                continue
-            e = d[ok] - d[ok].mean()
-            v_cl += float(np.sum(np.bincount(g[ok], weights=e) ** 2)) / ok.sum() ** 2
-            v_iid += float(np.sum(e**2)) / ok.sum() ** 2
-    if not v_iid > 0:
-        return None
-    return v_cl / v_iid, len(codes[1]), cluster_label(ctx.data)
+    ratio = observed_cluster_ratio(rate, codes[0])  # the one owner, also the D-study's cluster_inflation
+    return None if ratio is None else (ratio, len(codes[1]), cluster_label(ctx.data))
 
 
 def _observed_clusters(ctx: DemoContext) -> tuple[Any, float, int, str] | None:
@@ -282,28 +274,45 @@ def _cluster_text(ctx: DemoContext, T: int, mde: float, sd: float) -> str:
     return "\n" + textwrap.fill(head + tail, 88)
 
 
-def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int]:
-    """The SD of a per-task paired difference as the log shows it, with no model: root mean square over pairs.
+#: the plan table's model-free column: tasks each pair's own SD needs, over the observed pairs
+PAIRS_COLUMN = "pairs' own SD, R={R}: least / median / most"
+
+
+def _mde_spread(T: int, spread: tuple[float, ...]) -> str:
+    """The detectable difference at the pairs' own least and most SD (" " + words, "" without pairs)."""
+    from ..freq import minimum_detectable_effect
+
+    if not spread or spread[0] <= 0:
+        return ""
+    lo, hi = (minimum_detectable_effect(T, sd_diff=x, power=0.8) for x in (spread[0], spread[-1]))
+    return f"; at the observed pairs' own SDs, {lo:.3f} to {hi:.3f}"
+
+
+def _observed_paired_sd(ctx: DemoContext) -> tuple[float, int, tuple[float, ...]]:
+    """The SD of a per-task paired difference as the log shows it, with no model, pooled and per pair.
 
     Each pair's differences of its cell means over the tasks both agents ran (at least 3), their
-    sample variance; the root of the mean over the pairs. Returns (SD, pairs used).
+    sample variance (``_variance/_observed.pair_variances``, the one owner). Returns the root of
+    the mean over the pairs, the pairs used and their own SDs' least, median and most (() when
+    none, or none above 0).
     """
     from ..data import to_counts
+    from ..freq import pair_variances
 
     c = to_counts(ctx.data)
     rate = (c["n_success"] / c["n_runs"]).where(c["n_runs"] > 0).transpose("agent", "task").values
-    var = []
-    for i in range(rate.shape[0]):
-        for j in range(i + 1, rate.shape[0]):
-            d = rate[i] - rate[j]
-            d = d[np.isfinite(d)]
-            if d.size >= 3:
-                var.append(d.var(ddof=1))
-    return (float(np.sqrt(np.mean(var))), len(var)) if var else (np.nan, 0)
+    var = pair_variances(rate)
+    var = var[np.isfinite(var)]
+    if not var.size:
+        return np.nan, 0, ()
+    sd = np.sqrt(var)
+    spread = tuple(float(x) for x in (sd.min(), np.median(sd), sd.max())) if sd.min() > 0 else ()
+    return float(np.sqrt(np.mean(var))), int(var.size), spread
 
 
 def _observed_text(
     sd_made: float, sd_obs: float, n_pairs: int, *, parts: list[str], model_columns: int = 2, source: str = "fit",
+    spread: tuple[float, ...] = (),
 ) -> str:
     """The plan's model-based SD beside the one the log shows, said as the columns' difference.
 
@@ -323,12 +332,20 @@ def _observed_text(
     )
     if source != "fit":
         what = what.replace("binomial runs around each cell's rate", "one run-to-run variance")
+    own = (
+        f" Each pair's own SD runs {spread[0]:.3f} to {spread[-1]:.3f} (median {spread[1]:.3f}), larger "
+        "for pairs further apart, so the last column plans with the least, median and most: a close pair "
+        "needs fewer tasks than the pooled count, a distant one more (held out, the pooled count asked "
+        "1.2-2.1 times too many for close pairs and reached power 0.70-0.75, not 0.80, for distant ones)."
+        if spread else ""
+    )
     return textwrap.fill(
         f"That difference and the first {'two columns' if model_columns == 2 else 'column'} rest on the "
         f"{'fit' if source == 'fit' else 'G-study'}'s components (model-based: {what}), "
         "an SD of a per-task paired difference "
-        f"of {sd_made:.3f}. Beside them, with no model: the per-task paired differences of this log have SD "
-        f"{sd_obs:.3f} ({over}, at the runs made); the last column plans with it.",
+        f"of {sd_made:.3f}, one for every pair. With no model, the per-task paired differences of this log "
+        f"have SD {sd_obs:.3f} ({over}, at the runs made): the same pooled quantity, so it checks the "
+        f"components, not the pooling.{own}",
         88,
         break_on_hyphens=False,  # "run-to-run" stays on one line
     )

@@ -7,6 +7,8 @@ from . import _power
 from . import _warnings
 from ._design_lang import DesignError as DesignError
 from ._gtheory import variance_components as variance_components
+from ._observed import observed_cluster_ratio as observed_cluster_ratio  # for hierbench.demo
+from ._observed import pair_variances as pair_variances  # for hierbench.demo; not in __all__
 from ._power import *  # noqa: F403
 from ._result import VarianceComponentsResult as VarianceComponentsResult
 from ._warnings import *  # noqa: F403
