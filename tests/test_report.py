@@ -410,6 +410,10 @@ def test_build_from_a_fit_alone(fit_alone_report):
     assert "3 agents x 4 tasks, 31 runs, 1 agent x task cells never run" in summary
     conv = html.split('id="convergence"')[1].split("</section>")[0]
     assert "FAILED convergence checks: R-hat" in conv and "Verdict: not converged" in conv
+    # and said under the title, before any section (audit Q, finding 12: it was in this section only)
+    top = html.split("</h1>", 1)[1].split("<nav>", 1)[0]
+    assert '<p class="note"><b>Fit not converged: R-hat' in top
+    assert "Do not trust its summaries" in top
     # every check states its limit and why; the R-hat limit names its formula
     assert "chi2(m - 1) / (m - 1)" in conv and "Vehtari et al. 2021" in conv
     assert 'data-name="rank_worst"' in conv and 'data-name="energy"' in conv

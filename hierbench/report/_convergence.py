@@ -192,6 +192,9 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     thin = F.rank_thinning(ctx.post, sel) if sel else 1
     table = _check_rows(checks, ranks, alpha, thin)
     verdict, note = _verdict(failures, table, ranks, alpha)
+    if failures:  # said under the title too: the verdict binds every posterior number before this section
+        rep.lead = ("Fit not converged: " + "; ".join(map(str, failures)) + ". Do not trust its summaries (the "
+                    "agent abilities, ranks and P(a > b) below); the Convergence section gives each check.")
     text = (
         f"Sampler {a.get('sampler', '?')} with settings {a.get('sampler_settings', '')}. "
         f"**Verdict: {verdict}.** Each check below states its limit and why the limit is what it is."

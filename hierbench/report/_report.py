@@ -304,6 +304,8 @@ class Report:
     figures: dict[str, bytes] = field(default_factory=dict)
     #: files written beside the report (a table too long to show in full), by plain file name
     files: dict[str, bytes] = field(default_factory=dict)
+    #: what a reader must know before any section (a fit that did not converge), under the title
+    lead: str = ""
 
     # ------------------------------------------------------------ building
 
@@ -420,6 +422,8 @@ class Report:
     def to_markdown(self, *, figure_dir: str = "", metadata: dict | None = None) -> str:
         """The report as Markdown; figures linked as ``<figure_dir>/<name>.png``."""
         out = [f"# {self.title}", ""]
+        if self.lead:
+            out += [f"> **{self.lead}**", ""]
         if metadata:
             out += ["```json", json.dumps(metadata, indent=2, default=str), "```", ""]
         for b in self.blocks:
@@ -456,6 +460,8 @@ class Report:
         """The report as one self-contained HTML page (figures as base64 PNG, no external assets)."""
         esc = html.escape
         body = [f"<h1>{esc(self.title)}</h1>"]
+        if self.lead:
+            body.append(f'<p class="note"><b>{_inline(self.lead)}</b></p>')
         body.append(self._contents_html())
         for b in self.blocks:
             part = [
