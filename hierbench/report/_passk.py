@@ -392,8 +392,10 @@ def _passk_text(ctx: _Context, what: str, unbiased_ci: str | None, show: list[in
             "its own p^k), but its interval takes the tasks as a sample: it is for a new draw of tasks from the "
             "same population, so it is wider than an interval for these tasks (the columns say `new tasks`)."
             f" That interval, as it states it: {unbiased_ci.split(': ', 1)[-1]}. "
-            f"`note` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks, and a posterior "
-            "interval clipped to [0, 1] or of zero width, each by a letter."
+            f"`note` repeats that per-cell note and marks fewer than {FEW_TASKS} tasks"
+            # a posterior's interval only where the table has one (a log alone has no posterior)
+            + (", and a posterior interval clipped to [0, 1] or of zero width, each by a letter." if what
+               else ", by a letter.")
         ) + (("\n\n" + cl.lstrip()) if (cl := _cluster_note(ctx)) else "")
     return text
 

@@ -174,7 +174,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         flags.append("some cells hold a single run: run-to-run variation cannot be separated there")
     if d["score_kind"] != "binary":
         flags.append(
-            f"scores are {d['score_kind']}: pass^k and the binomial models need binary scores"
+            f"scores are {_kind_words(d)}: pass^k and the binomial models need binary scores"
         )
     if d["not_kept"]:
         flags.append(f"records not kept by the reader: {d['not_kept']}")
@@ -187,7 +187,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         f"min {rpc['min']}, median {rpc['median']:g}, max {rpc['max']}; {_scored_text(d)}"
         f"{d['n_missing_cells']} of {d['n_cells']} agent x task cells never run; "
         f"{d['n_error_runs']} infrastructure-error runs ({d['n_error_runs'] / max(d['n_runs_total'], 1):.1%}, "
-        f"policy errors={d['errors']!r}); scores {d['score_kind']}{_graded_text(d)}; source {_file_name(d['source'])}."
+        f"policy errors={d['errors']!r}); scores {_kind_words(d)}{_graded_text(d)}; source {_file_name(d['source'])}."
     )
     if flags:
         text += "\n\n**Flags:**\n\n" + "\n".join(f"- {f}" for f in flags)
@@ -394,6 +394,11 @@ def _other_scale(ctx: _Context) -> str:
     )
 
 
+def _kind_words(d: dict) -> str:
+    """The scores' kind as the data summary says it: ``graded`` for ordinal grades (wine's 1-5: "mixed")."""
+    return "graded" if d.get("score_levels") and d["score_kind"] == "mixed" else str(d["score_kind"])
+
+
 def _graded_text(d: dict) -> str:
     """How the scores were read from ordinal grades (numbers or labels), for the data summary; empty otherwise."""
     if not d.get("score_levels"):
@@ -559,10 +564,10 @@ def _rank_summary(df: pd.DataFrame, prob: float) -> pd.DataFrame:
 def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
+    if (one := ctx.single_agent()) is not None:  # first: with one agent no fit would give a ranking
+        raise _Skip(f"one agent ({one}): nothing to rank")
     if ctx.var is None:
         raise _Skip(_no_level(ctx))
-    if (one := ctx.single_agent()) is not None:
-        raise _Skip(f"one agent ({one}): nothing to rank")
     from .. import metrics
 
     rp = metrics.rank_probabilities(ctx.agent_draws())
