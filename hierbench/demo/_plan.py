@@ -334,7 +334,8 @@ def _observed_text(
         what = what.replace("binomial runs around each cell's rate", "one run-to-run variance")
     own = (
         f" Each pair's own SD runs {spread[0]:.3f} to {spread[-1]:.3f} (median {spread[1]:.3f}), larger "
-        "for pairs further apart, so the last column plans with the least, median and most: a close pair "
+        "for pairs further apart on SWE-bench and METR, so the last column plans with the least, median and "
+        "most: a close pair "
         "needs fewer tasks than the pooled count, a distant one more (held out, the pooled count asked "
         "1.2-2.1 times too many for close pairs and reached power 0.70-0.75, not 0.80, for distant ones)."
         if spread else ""
