@@ -243,3 +243,49 @@ def test_family_ordinal_with_levels_goes_on_to_sample(tmp_path, capsys, monkeypa
     with pytest.raises(_Stop):
         main(args)
     assert "family: 'ordinal' [user]" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- finding 12: fit --strict
+
+
+def test_strict_maps_the_convergence_verdict_to_the_exit_status():
+    """Exit 1 under --strict unless the fit's attrs say it passed; 0 without --strict, whatever the verdict."""
+    import xarray as xr
+
+    from hierbench.cli._fit import _fit_status
+
+    cases = {"1": 0, "0": 1, None: 1}  # converged, not converged, never checked
+    for conv, strict_status in cases.items():
+        dt = xr.DataTree()
+        if conv is not None:
+            dt.attrs["diag_converged"] = int(conv)
+        assert (_fit_status(dt, False), _fit_status(dt, True)) == (0, strict_status)
+
+
+def test_strict_is_documented_in_fit_help():
+    from hierbench.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices["fit"]
+    text = " ".join(sub.format_help().split())
+    assert "--strict exit status 1 when the fit did not pass its convergence checks" in text
+
+
+@pytest.mark.slow  # one short fit (compiling the model)
+def test_a_fit_that_does_not_converge_exits_1_under_strict_and_is_saved(tmp_path, capsys):
+    """30 draws x 2 chains of the crossed model: not converged (its attrs, the premise); --strict exits 1."""
+    import warnings
+
+    from hierbench.io import load_fit
+
+    ds, _ = simulate_eval(n_agents=2, n_tasks=8, n_runs=2, rng=0)
+    path = tmp_path / "runs.csv"
+    to_records(ds).to_csv(path, index=False)
+    fit = tmp_path / "fit.nc"
+    args = ["fit", str(path), "--run", "run", "--error", "error", "--draws", "30", "--tune", "30", "--chains", "2",
+            "--quiet", "--strict", "-o", str(fit)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(args) == 1
+    assert not int(load_fit(fit).attrs["diag_converged"])
+    cap = capsys.readouterr()
+    assert "NOT converged" in cap.out and "warning: the fit did not converge: " in cap.err

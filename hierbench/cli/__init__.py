@@ -10,7 +10,8 @@ error, one ``warning: ...`` line each (:func:`hierbench._console.print_warnings`
 so that piping the results never carries a warning along. Errors (bad input, a
 missing or unreadable file, a refused overwrite) are printed as one line naming
 the file or the flag, and the exit status is 2; no Python traceback (set
-``HIERBENCH_DEBUG=1`` to see it).
+``HIERBENCH_DEBUG=1`` to see it). ``fit --strict`` exits 1 when the fit did not
+converge (saved all the same); without it, 0.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def __getattr__(name: str):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``hierbench`` command; returns the exit status (0 ok, 2 bad input or an error).
+    """Run the ``hierbench`` command; returns the exit status (0 ok, 2 bad input or an error, 1 ``fit --strict`` not converged).
 
     Examples
     --------

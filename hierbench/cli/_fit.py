@@ -263,4 +263,16 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     # the convergence checks' verdict in the fit's own words (not the sampler's warning)
     line = convergence_line(dt)
     say_warnings(([line] if line else []) + warning_lines(caught, skip=("ConvergenceWarning",)), args)
-    return 0
+    return _fit_status(dt, args.strict)
+
+
+def _fit_status(dt, strict: bool) -> int:
+    """The exit status of ``fit``: 0, or with --strict 1 unless the fit passed its convergence checks.
+
+    The default stays 0 (the verdict is printed and warned); a script asks for --strict to stop on
+    a fit that did not converge (it is saved all the same, for its diagnostics).
+    """
+    if not strict:
+        return 0
+    conv = dt.attrs.get("diag_converged")
+    return 0 if conv is not None and int(conv) else 1

@@ -116,6 +116,12 @@ def _add_fit(sub) -> None:
     )
     f.add_argument("--overwrite", action="store_true", help="replace FIT if it exists")
     f.add_argument("--quiet", action="store_true", help="no sampler progress")
+    f.add_argument(
+        "--strict", action="store_true",
+        help="exit status 1 when the fit did not pass its convergence checks (R-hat, ESS, divergences, "
+        "E-BFMI; the fit is saved all the same). Without it a fit that did not converge exits 0, "
+        "its verdict printed ('NOT converged') and warned on stderr",
+    )  # fmt: skip
     f.set_defaults(func=_cmd_fit)
 
 
