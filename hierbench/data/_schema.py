@@ -121,7 +121,7 @@ class EvalDataError(HierbenchError):
 class InconsistentAttributeWarning(HierbenchWarning):
     """A per-task or per-agent attribute is given in some records of a task/agent and empty in others.
 
-    Two different values in one task (agent) are refused (:class:`EvalDataError`); this
+    Two different values in one task (agent) are refused (:class:`~hierbench.data.EvalDataError`); this
     warning says the task took the one value given.
     """
 
