@@ -51,31 +51,39 @@ def _messages(rec, category=PValueResolutionWarning):
 
 
 def test_holm_warns_when_some_monte_carlo_pairs_cannot_reach_its_first_threshold():
-    """F3: one exact pair (5 differing tasks) hid five blocked Monte Carlo pairs from the old all-pairs check."""
+    """F3: one exact pair (5 differing tasks) beside five blocked Monte Carlo pairs: every pair is named.
+
+    The exact pair's floor is 2^(1 - K) over the K = 5 tasks where it differs (sign flips of equal
+    scores change nothing), 0.0625; the Monte Carlo pairs' is 1 / (B + 1).
+    """
     ds = _continuous(same_but=5)
     prob, B = 0.93, 49  # alpha 0.07, m 6: first threshold 0.01167, floor 1 / 50 = 0.02
     alpha, m, floor = 1 - prob, 6, 1 / (B + 1)
+    y = ds["score"].values[..., 0]
+    exact_floor = 2.0 ** (1 - int((y[0] != y[1]).sum()))
+    assert exact_floor == 0.0625
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         res = compare_agents(ds, test="permutation", adjust="holm", prob=prob, n_permutations=B,
                              n_resamples=19, rng=0)
     (text,) = _messages(rec)
-    assert f"5 of {m} pairs have Monte Carlo permutation p-values that cannot go below {floor:.3g}" in text
-    assert f"Holm's first threshold {alpha:g}/{m} = {alpha / m:.3g}" in text
-    # Holm reaches rank i only if (m - i + 1) p < alpha: at the floor, i - 1 = 3 other pairs first
-    first = next(i for i in range(1, m + 1) if (m - i + 1) * floor < alpha)
-    assert f"only after at least {first - 1} other pairs" in text and first - 1 == 3
+    assert f"no permutation p-value here can go below {floor:.3g}" in text
+    assert f"{m} pairs put Holm's first threshold at {alpha / m:.3g}: no pair can be called different" in text
     need = math.ceil(m / alpha) - 1  # 1 / (B + 1) < alpha / m, m / alpha = 85.7 not an integer
     assert f"raise `n_permutations` to at least {need}" in text
     df = res.to_frame()
     np.testing.assert_allclose(df["p_holm"], smm.multipletests(df["p_value"], method="holm")[1])
     assert df.attrs["p_holm_note"] == text
-    assert (df["p_value_floor"] == floor).sum() == 5
-    # at the count the warning names, nothing is left to say
+    assert (df["p_value_floor"] == floor).sum() == 5 and df.loc["a0 - a1", "p_value_floor"] == exact_floor
+    # at the count the warning names, only the exact pair is left: Holm reaches rank i only if
+    # (m - i + 1) p < alpha, so at its floor after at least i - 1 = 5 other pairs
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         compare_agents(ds, test="permutation", adjust="holm", prob=prob, n_permutations=need, n_resamples=19, rng=0)
-    assert not _messages(rec)
+    (text,) = _messages(rec)
+    first = next(i for i in range(1, m + 1) if (m - i + 1) * exact_floor < alpha)
+    assert f"1 of {m} pairs have exact permutation p-values that cannot go below {exact_floor:.3g}" in text
+    assert f"only after at least {first - 1} other pairs" in text and first - 1 == 5
 
 
 def test_bh_says_conservative_below_alpha_and_none_only_at_alpha():
@@ -125,7 +133,13 @@ def test_a_default_max_t_result_asked_for_holm_says_what_compare_agents_says():
     assert not smm.multipletests(df["p_value"], method="holm")[0].any() and not holm.values.any()
     assert not marks.apply(lambda c: c.str.endswith("*")).values.any()
     assert df.attrs["p_holm_note"] == text
-    np.testing.assert_array_equal(df["p_value_floor"], floor)
+    # each pair's floor is 2^(1 - K) over its K clusters whose summed difference is not 0 (flipping the
+    # others changes nothing): 4, 6, 6, 3, 6, 5 here, so the smallest is the 6-cluster floor above
+    y, cl = ds["score"].values[..., 0], ds["cluster"].values
+    k = [int((np.array([(y[i] - y[j])[cl == c].sum() for c in np.unique(cl)]) != 0).sum())
+         for i, j in zip(*np.triu_indices(4, 1), strict=True)]
+    np.testing.assert_array_equal(df["p_value_floor"], 2.0 ** (1 - np.array(k)))
+    assert df["p_value_floor"].min() == floor
     # the same rule, the same words, as compare_agents with that adjustment and test
     with pytest.warns(PValueResolutionWarning) as rec3:
         compare_agents(ds, test="permutation", adjust="holm", n_resamples=19, rng=0)
