@@ -170,3 +170,24 @@ def test_per_pair_range_from_the_observed_pairs():
     m = minimum_detectable_effect(40, components=vc)
     np.testing.assert_allclose(m.pair_range, (m * sds.min() / pooled, m * sds.max() / pooled), rtol=1e-12)
     assert repr(tasks_for_power(0.4, sd_diff=1.0)) == str(tasks_for_power(0.4, sd_diff=1.0))  # no pairs: a plain count
+
+
+def test_an_allocation_warns_of_extrapolation_for_the_design_it_returns_not_the_sizes_it_searched():
+    """4 agents x 20 tasks x 2 runs; a search box to 400 tasks (20x). A budget that buys about the fitted
+    design's cost picks an optimum within 10x (no warning); one 40 times larger buys beyond 10x (warned).
+    """
+    from hierbench.freq import ExtrapolationWarning
+
+    rng = np.random.default_rng(7)
+    y = rng.normal(size=(4, 1, 1)) + rng.normal(0, 0.7, size=(4, 20, 1)) + rng.normal(size=(4, 20, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(xr.DataArray(y, dims=("agent", "task", "run")))
+    cost, box = {"task": 5.0, "run": 1.0}, {"task": 400, "run": 8}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ExtrapolationWarning)
+        near = vc.optimal_allocation(4 * (20 * 5.0 + 40 * 1.0), cost, max_sizes=box)
+    assert near.attrs["optimum"]["task"] <= 10 * 20  # what the quiet call may say nothing about
+    with pytest.warns(ExtrapolationWarning, match="levels of 'task'") as rec:
+        far = vc.optimal_allocation(40 * 4 * (20 * 5.0 + 40 * 1.0), cost, max_sizes=box)
+    assert far.attrs["optimum"]["task"] > 10 * 20 and len(rec) == 1

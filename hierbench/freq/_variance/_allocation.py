@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from ..._base import SmallSampleWarning
 from ..._base import check_int
 from ..._base import check_number
 from ._design_lang import Design
@@ -30,6 +31,7 @@ from ._dstudy import broadcast_sizes
 from ._dstudy import coefficients_at
 from ._dstudy import d_study
 from ._warnings import ConfoundedComponentWarning
+from ._warnings import ExtrapolationWarning
 
 __all__: list[str] = []
 
@@ -136,6 +138,7 @@ def allocate_grid(
     grid = _grid(vc, gen, max_sizes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConfoundedComponentWarning)
+        warnings.simplefilter("ignore", ExtrapolationWarning)  # the grid's far corners: said of the optimum below
         ds = d_study(vc, grid, spread=spread, stacklevel=4)
     M = float(vc.sizes.get(vc.measurement, 1) if n_objects is None else n_objects)
     b = broadcast_sizes({f: grid[f].astype(float) for f in gen})
@@ -161,7 +164,16 @@ def allocate_grid(
             "cost_per_level": dict(cost),
         }
     )
+    _warn_optimum_far(vc, ds.attrs["optimum"], spread)
     return ds
+
+
+def _warn_optimum_far(vc, optimum: dict[str, int], spread: str) -> None:
+    """The extrapolation warning of the chosen design alone (the D-study's rule), not of every size searched."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConfoundedComponentWarning)
+        warnings.simplefilter("ignore", SmallSampleWarning)  # said already by the grid's D-study
+        d_study(vc, {f: np.array([n]) for f, n in optimum.items()}, spread=spread, stacklevel=5)
 
 
 #: most runs-per-task values :func:`allocate_paired` searches (beyond: the integers around R*)
