@@ -639,8 +639,8 @@ class IRTScoreResult(Result):
         ]
         lo, hi = self.ability_ci.values.tolist()
         lines.append(f"  ability: {float(self.ability):.4g} [{lo:.4g}, {hi:.4g}] (calibration agents' sd)")
-        lines.append(f"  prequential misfit z {self.misfit_z:.2f}, one-sided p {self.misfit_p:.2g} (low: misfit; "
-                     "the interval is model-based)" if np.isfinite(self.misfit_p)
+        lines.append(f"  prequential misfit z {self.misfit_z:.2f}, one-sided p {self.misfit_p:.2g} (a low p would "
+                     "flag misfit; the interval is model-based either way)" if np.isfinite(self.misfit_p)
                      else "  prequential misfit: not computed")
         lines += [f"  not to be trusted: {f}" for f in self.flags]
         return lines
