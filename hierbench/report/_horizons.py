@@ -69,7 +69,9 @@ def _freq_half(ctx: _Context, minutes: str, why: list[str]):
     if isinstance(ctx.freq, Mapping) and "horizon" in ctx.freq:
         return ctx.freq["horizon"]
     if not ctx.want_freq("horizon"):
-        why.append("METR's method: the frequentist half was not asked for (freq=None)")
+        asked = ("freq=None" if ctx.freq is None else
+                 "the `freq` mapping holds no 'horizon' result" if isinstance(ctx.freq, Mapping) else f"freq={ctx.freq!r}")
+        why.append(f"METR's method: the frequentist half was not asked for ({asked})")
         return None
     if "cluster" not in ctx.data.coords:
         why.append("METR's method: the data have no `cluster` coord of task families, which its run weights "
