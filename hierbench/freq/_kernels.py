@@ -422,7 +422,8 @@ def few_units(codes: np.ndarray | None, n_tasks: int) -> tuple[float, int, int] 
 
     With clusters (``codes``, one per task resampled) their worth in equal clusters
     (:func:`effective_clusters`) against ``FEW_CLUSTERS``; without, the ``n_tasks`` against
-    ``FEW_UNITS``. The one rule of ``rank_uncertainty``'s and ``time_horizon``'s warnings.
+    ``FEW_UNITS``. The one rule of every few-units warning (``rank_uncertainty``, ``time_horizon``,
+    :func:`few_clusters_attrs`).
 
     Examples
     --------
@@ -434,6 +435,45 @@ def few_units(codes: np.ndarray | None, n_tasks: int) -> tuple[float, int, int] 
     worth = effective_clusters(codes)
     n = int(np.unique(np.asarray(codes)).size)
     return None if worth >= FEW_CLUSTERS else (worth, n, FEW_CLUSTERS)
+
+
+def few_units_text(few: tuple[float, int, int], what: str, prob: float, clustered: bool = True) -> str:
+    """The one sentence of the few-units warnings: how few ``what`` a bootstrap resamples, and what that costs.
+
+    ``few`` is :func:`few_units`' ``(worth, count, limit)``; ``what`` names the units
+    (``"repositories of column 'repo'"``); clusters (``clustered``) are also given their
+    worth in equal ones. Callers may add their own consequence after it.
+
+    Examples
+    --------
+    >>> few_units_text((3.87, 12, 20), "clusters of column 'repo'", 0.95)[:80]
+    "the bootstrap resamples 12 clusters of column 'repo', worth 3.9 equal ones by th"
+    """
+    worth, n, limit = few
+    by = f", worth {worth:.1f} equal ones by their sizes ((sum n_g)^2 / sum n_g^2)" if clustered else ""
+    return (f"the bootstrap resamples {n} {what}{by}, fewer than {limit}: a bootstrap over so few units "
+            f"covers less than its {prob:.0%} (Cameron and Miller 2015)")
+
+
+def few_clusters_attrs(codes: np.ndarray | None, what: str, prob: float, then: str = "") -> dict:
+    """Count the clusters a cluster bootstrap resamples; warn once where they are few. Returns the attrs.
+
+    ``codes`` has one cluster code per observation resampled (None: no clusters, nothing
+    said); ``what`` names the clusters for :func:`few_units_text`, ``then`` adds a
+    consequence. The attrs are ``bootstrap_ci``'s: ``n_clusters``, ``n_clusters_effective``
+    (:func:`effective_clusters`) and ``few_clusters``, the warning's text where
+    :func:`few_units` finds them few (a :class:`SmallSampleWarning`), else ``""``.
+    """
+    if codes is None:
+        return {}
+    codes = np.asarray(codes)
+    few = few_units(codes, int(codes.size))
+    out = {"n_clusters": int(np.unique(codes).size), "n_clusters_effective": round(effective_clusters(codes), 3),
+           "few_clusters": ""}
+    if few is not None:
+        out["few_clusters"] = few_units_text(few, what, prob) + then
+        warn_user(out["few_clusters"] + ".", SmallSampleWarning)
+    return out
 
 
 def bootstrap_detail(unit: str, n_resamples: int) -> str:

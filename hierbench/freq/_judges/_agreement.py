@@ -34,6 +34,7 @@ from ._resample import _check_units
 from ._resample import _clusters
 from ._resample import _common
 from ._resample import _detail
+from ._resample import _few_clusters
 from ._resample import _pair
 from ._resample import _warn_nan
 from ._resample import _warn_undefined_resamples
@@ -397,6 +398,7 @@ def _agreement(
     """
     est, po, pe = (x[0] for x in kappa(rows.sum(0)[None]))
     _warn_nan(est, undefined)
+    few = _few_clusters(codes, prob)
     _, dist, lo, hi = _bootstrap(
         lambda S: kappa(S)[0][:, None],
         rows,
@@ -416,7 +418,7 @@ def _agreement(
         detail += f"; {n_undef} resamples with kappa undefined (0/0) left out"
     return AgreementResult(
         estimate=xr.DataArray(est, name=name, attrs=attrs or {}),
-        ci=make_interval(lo[0], hi[0], prob=prob, kind=kind, detail=detail),
+        ci=make_interval(lo[0], hi[0], prob=prob, kind=kind, detail=detail).assign_attrs(few),
         observed_agreement=float(po),
         expected_agreement=float(pe),
         categories=cats,

@@ -33,6 +33,7 @@ from ._resample import _bootstrap
 from ._resample import _clusters
 from ._resample import _common
 from ._resample import _detail
+from ._resample import _few_clusters
 from ._resample import _pair
 
 __all__ = ["ClassificationResult", "UndefinedMetricWarning", "classification_metrics"]
@@ -143,6 +144,7 @@ def classification_metrics(
     cells = np.stack([t * p, (1 - t) * p, t * (1 - p), (1 - t) * (1 - p)], axis=1)  # (n, 4)
     est = _metrics_from_counts(*cells.sum(0), beta)
     _warn_undefined(est)
+    few = _few_clusters(codes, prob)
     _, dist, lo, hi = _bootstrap(
         lambda S: _metrics_from_counts(*S.T, beta),
         cells,
@@ -159,13 +161,13 @@ def classification_metrics(
     est_da.attrs["beta"] = float(beta)
     return ClassificationResult(
         estimate=est_da,
-        ci=make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=est_da),
+        ci=make_interval(lo, hi, prob=prob, kind=kind, detail=detail, template=est_da).assign_attrs(few),
         confusion=xr.DataArray(
             cells.sum(0), dims="cell", coords={"cell": ["tp", "fp", "fn", "tn"]}
         ),
         n_undefined=xr.DataArray(n_undef, dims="metric", coords={"metric": METRICS}),
         distribution=xr.DataArray(dist, dims=("resample", "metric"), coords={"metric": METRICS}),
-        attrs={"beta": float(beta), "unit": unit, "n_items": int(t.size)},
+        attrs={"beta": float(beta), "unit": unit, "n_items": int(t.size), **few},
     )
 
 

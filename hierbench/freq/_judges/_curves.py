@@ -31,6 +31,7 @@ from ._resample import _binary
 from ._resample import _check_units
 from ._resample import _clusters
 from ._resample import _common
+from ._resample import _few_clusters
 from ._resample import _frame_interval
 from ._resample import _pair
 from ._resample import _warn_nan
@@ -170,6 +171,7 @@ def pr_curve(
     tp, fp = _ap_curves(np.ones((1, cv.t.size)), cv.t_sorted, cv.ends)
     ap = _ap(tp, fp)[0]
     _warn_nan(ap, "no positive item: the average precision")
+    few = _few_clusters(cv.codes, prob)
     dist = cv.resampled(_ap, n_resamples, rng)
     n_undef = _warn_undefined_resamples(dist, ap, n_resamples, "the average precision", "a resample that draws no positive item has none, 0/0")
     lo, hi = percentile_bounds(dist[:, None], prob)
@@ -185,7 +187,7 @@ def pr_curve(
             prob=prob,
             kind="percentile",
             detail=f"bootstrap over {cv.unit}s, {n_resamples} resamples",
-        ),
+        ).assign_attrs(few),
         precision=xr.DataArray(prec, dims="threshold", coords=coords),
         recall=xr.DataArray(rec, dims="threshold", coords=coords),
         distribution=xr.DataArray(dist, dims="resample"),
@@ -277,16 +279,17 @@ def threshold_for_recall(
 
     obs = cv.observed(pick)
     _warn_nan(obs[0], "no positive item: the threshold")
+    few = _few_clusters(cv.codes, prob)
     dist = cv.resampled(pick, n_resamples, rng)
     lo, hi = percentile_bounds(dist, prob)
     detail = f"bootstrap over {cv.unit}s, {n_resamples} resamples; threshold re-chosen in each"
     q = ["threshold", "precision", "recall"]
     return RecallThresholdResult(
         estimate=xr.DataArray(obs[0], name="threshold", attrs={"target_recall": float(target)}),
-        ci=make_interval(lo[0], hi[0], prob=prob, kind="percentile", detail=detail),
+        ci=make_interval(lo[0], hi[0], prob=prob, kind="percentile", detail=detail).assign_attrs(few),
         precision=xr.DataArray(obs[1]),
         recall=xr.DataArray(obs[2]),
-        precision_ci=make_interval(lo[1], hi[1], prob=prob, kind="percentile", detail=detail),
+        precision_ci=make_interval(lo[1], hi[1], prob=prob, kind="percentile", detail=detail).assign_attrs(few),
         distribution=xr.DataArray(dist, dims=("resample", "quantity"), coords={"quantity": q}),
     )
 

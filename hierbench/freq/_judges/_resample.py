@@ -27,6 +27,7 @@ from ..._base import cluster_codes
 from ..._base import warn_user
 from .._kernels import BLOCK_ELEMENTS
 from .._kernels import _bca
+from .._kernels import few_clusters_attrs
 from .._kernels import percentile_bounds
 from .._kernels import warn_undefined_counts
 from .._kernels import weight_blocks
@@ -294,6 +295,11 @@ def _bootstrap(
         undefined = ~np.isfinite(est)
         lo, hi = np.where(undefined, np.nan, lo), np.where(undefined, np.nan, hi)
     return est, dist, lo, hi
+
+
+def _few_clusters(codes: np.ndarray | None, prob: float) -> dict:
+    """Warn where the items' clusters are few (``few_clusters_attrs``, its sizes items per cluster); the interval's attrs."""
+    return few_clusters_attrs(codes, "clusters of the items", prob, "; the interval looks surer than the data allow")
 
 
 def _detail(method: str, unit: str, n_resamples: int) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from ..._base import SOURCE_COLUMN
 from ..._base import HierbenchError
 from ...data import check_pairwise
 from ...data import oriented_cells
+from .._kernels import few_clusters_attrs
 from .._kernels import weight_blocks
 
 __all__: list[str] = []
@@ -145,6 +146,19 @@ def _unit_text(b: _Battles, unit: str) -> str:
     if unit == "task":
         return f"tasks ({_tasks_text(b)}, each drawn with all its battles)"
     return f"battles ({round(float(b.counts.sum()))}, taken as independent)"
+
+
+def _few_tasks(b: _Battles, unit: str, prob: float, then: str) -> dict:
+    """Where tasks (each with its battles) are resampled, their count and worth in equal tasks; warn where few.
+
+    Each task is a cluster of its battles (``few_clusters_attrs``: its sizes are the
+    battles per task). The attrs, as ``bootstrap_ci``'s; ``{}`` for ``unit="battles"``.
+    """
+    if unit != "task" or b.task is None or b.column is None:
+        return {}
+    labels = _task_labels(np.asarray(b.task), "to resample tasks")
+    return few_clusters_attrs(np.unique(labels, return_inverse=True)[1], f"tasks of column {b.task_column!r}",
+                              prob, then)
 
 
 def _resampled_counts(

@@ -55,6 +55,7 @@ from ..._base import make_interval
 from ..._base import warn_user
 from ._battles import _Battles
 from ._battles import _battles
+from ._battles import _few_tasks
 from ._battles import _resample_unit
 from ._battles import _resampled_counts
 from ._battles import _tasks_text
@@ -259,6 +260,8 @@ def fit_bradley_terry_ml(
         battles on one prompt are not independent and a bootstrap over them
         is too narrow; battles otherwise (pair counts carry no task). The
         unit is stated in ``attrs["resample"]`` and in ``ci.attrs["ci_detail"]``.
+        Tasks worth fewer than 20 equal ones (by their battles) are warned about
+        and recorded in the attrs as :func:`hierbench.freq.bootstrap_ci` does.
     n_resamples : int
     prob : float
     method : {"newton", "mm"}
@@ -298,12 +301,20 @@ def fit_bradley_terry_ml(
     st = _settings(b, ties, home, scale, reference, center, method, tol, max_iter)
     unit = _resample_unit(b, resample)
     fit = _main_fit(b, st)
-    boot = _Boot.empty(n_resamples, st.m)
-    if fit is not None and interval == "bootstrap":
+    boot, booted = _Boot.empty(n_resamples, st.m), fit is not None and interval == "bootstrap"
+    if booted:
         boot = _bootstrap(b, st, fit, n_resamples, unit, as_rng(rng))
-    res = _bt_result(b, st, fit, boot, interval, unit, prob)
+    res = _with_few_tasks(_bt_result(b, st, fit, boot, interval, unit, prob), b, unit if booted else "", prob)
     if boot.n_undefined:
         _warn_undefined(res, boot)
+    return res
+
+
+def _with_few_tasks(res, b: _Battles, unit: str, prob: float):
+    """``res`` with the resampled tasks' count and worth (``_few_tasks``, warned where few) on every interval."""
+    few = _few_tasks(b, unit, prob, "; the abilities' and ranks' intervals look surer than the data allow")
+    for a in (res.attrs, *(x.attrs for x in (res.ci, res.rank_ci, res.home_ci, res.nu_ci) if x is not None)):
+        a.update(few)
     return res
 
 

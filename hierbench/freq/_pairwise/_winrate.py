@@ -37,6 +37,7 @@ from .._kernels import percentile_bounds
 from .._kernels import ratio
 from ._battles import _agent_codes
 from ._battles import _battles
+from ._battles import _few_tasks
 from ._battles import _resample_unit
 from ._battles import _resampled_counts
 from ._battles import _unit_text
@@ -201,7 +202,8 @@ def win_rate(
         Bootstrap resamples.
     resample : {"auto", "task", "battles"}
         Bootstrap unit, as in :func:`fit_bradley_terry_ml`: by default tasks
-        when ``pairs`` carries a ``task``, battles otherwise.
+        when ``pairs`` carries a ``task``, battles otherwise; tasks worth fewer
+        than 20 equal ones are warned about and recorded in the attrs, as there.
     rng : None, int or Generator
 
     Returns
@@ -265,6 +267,9 @@ def win_rate(
         alo, ahi, prob=prob, kind="percentile", detail=detail + _AVERAGE_DETAIL, template=average
     )
     _warn_win_rate(b, unit, why, awhy, n > 0, ci)
+    few = _few_tasks(b, unit, prob, "; the win rates' intervals look surer than the data allow")
+    ci.attrs.update(few)
+    average_ci.attrs.update(few)
     return WinRateResult(
         estimate=est,
         ci=ci,
@@ -274,7 +279,7 @@ def win_rate(
         n_undefined=xr.DataArray(np.isnan(dist).sum(0), dims=("agent", "opponent"), coords=coords),
         ci_kind=xr.DataArray(kind, dims=("agent", "opponent"), coords=coords, name="ci_kind"),
         distribution=xr.DataArray(davg, dims=("resample", "agent"), coords={"agent": b.agents}),
-        attrs={"resample": unit, "resample_unit": _unit_text(b, unit), "n_resamples": n_resamples},
+        attrs={"resample": unit, "resample_unit": _unit_text(b, unit), "n_resamples": n_resamples, **few},
     )
 
 

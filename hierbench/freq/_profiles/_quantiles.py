@@ -41,6 +41,7 @@ from .._inputs import data_variable
 from .._inputs import numeric_values
 from .._inputs import task_resampling
 from .._kernels import bootstrap_detail
+from .._kernels import few_clusters_attrs
 from .._kernels import normal_z
 from .._kernels import percentile_bounds
 from .._kernels import ratio
@@ -459,6 +460,10 @@ def pareto_frontier(
     Returns
     -------
     ParetoResult
+        Where clusters are resampled, its ``attrs`` and its intervals' attrs hold
+        ``n_clusters``, ``n_clusters_effective`` and ``few_clusters`` as
+        :func:`hierbench.freq.bootstrap_ci`'s do; clusters worth fewer than
+        ``FEW_CLUSTERS`` (20) equal ones are warned about (:class:`SmallSampleWarning`).
 
     Examples
     --------
@@ -483,6 +488,8 @@ def pareto_frontier(
         acc_obs = a0.sum(1) / pf.sum(1)
         cost_obs = c0.sum(1) / pf.sum(1)
     codes, gen, unit = task_resampling(data, cluster, task_dim, rng)
+    few = few_clusters_attrs(codes, f"clusters of coord {'cluster' if cluster == 'auto' else cluster!r}", prob,
+                             then="; P(on frontier) and the accuracy and cost intervals look surer than the data allow")
     dist = _resampled_means(a0, c0, pf, codes, gen, n_resamples)
     n_on = _frontier(dist[..., 0], dist[..., 1]).sum(0)
     n_on = np.where(np.isfinite(acc_obs) & np.isfinite(cost_obs), n_on, np.nan)
@@ -490,7 +497,10 @@ def pareto_frontier(
     est = xr.DataArray(n_on / n_resamples, dims=agent_dim, coords=coords, name="p_on_frontier")
     acc_v = xr.DataArray(acc_obs, dims=agent_dim, coords=coords, name=accuracy)
     cost_v = xr.DataArray(cost_obs, dims=agent_dim, coords=coords, name=cost)
-    return _pareto_result(est, n_on, acc_v, cost_v, dist, prob, unit, acc_cell, cost_cell)
+    res = _pareto_result(est, n_on, acc_v, cost_v, dist, prob, unit, acc_cell, cost_cell)
+    for a in (res.attrs, res.ci.attrs, res.accuracy_ci.attrs, res.cost_ci.attrs):
+        a.update(few)
+    return res
 
 
 def _resampled_means(a0, c0, pf, codes, gen, n_resamples) -> np.ndarray:
