@@ -106,7 +106,7 @@ def test_blocks_give_the_whole_distributions_numbers_bit_for_bit(name, cfg, widt
         np.testing.assert_array_equal(got.p_value_mcse.reshape(-1), se)
         np.testing.assert_array_equal(got.n_undefined, (~np.isfinite(dist)).sum(0))
         # the few-clusters warning is bootstrap_ci's own (compare_agents, the summary's caller, takes the CR2 t)
-        assert got_warn == [w for w in ref_warn if "equal clusters by their sizes" not in str(w[1])]
+        assert got_warn == [w for w in ref_warn if "equal ones by their sizes" not in str(w[1])]
 
 
 @pytest.mark.parametrize("cfg", [{"scheme": "two-stage"}, {"scheme": "runs"}, {}, {"method": "bca"}], ids=str)

@@ -567,7 +567,7 @@ def test_demo_bootstrap_says_when_few_units_carry_the_intervals():
             ds.assign_coords(cluster=("task", np.repeat(["w", "x", "y", "z"], 3))), None, {"fast": True})).split())
     assert "the intervals of every agent rest on 8 tasks (fewer than 10)" in few
     assert "fewer than 10" not in enough
-    assert "Few clusters: the 4 clusters of `cluster` (3 to 3 tasks) are worth 4.0 equal clusters" in clus
+    assert "Few clusters: the bootstrap resamples 4 clusters of `cluster` (3 to 3 tasks), worth 4.0 equal ones" in clus
 
 
 def test_demo_pairs_say_where_p_max_t_has_a_floor(max_t_floor_log):

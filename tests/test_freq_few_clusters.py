@@ -150,12 +150,12 @@ def test_bootstrap_over_few_unequal_clusters_warns_once_and_records_it():
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         res = bootstrap_ci(ds, n_resamples=199, rng=0)
-    few = [w for w in rec if issubclass(w.category, SmallSampleWarning) and "equal clusters" in str(w.message)]
+    few = [w for w in rec if issubclass(w.category, SmallSampleWarning) and "equal ones" in str(w.message)]
     assert len(few) == 1
     g_eff = 500**2 / sum(n * n for n in SWE_SIZES)  # 250000 / 64600
     assert res.attrs["n_clusters"] == 12 and res.attrs["n_clusters_effective"] == pytest.approx(g_eff, abs=5e-4)
     text = res.attrs["few_clusters"]
-    assert f"worth {g_eff:.1f} equal clusters" in text and "`repo`" in text and "fewer than 20" in text
+    assert f"worth {g_eff:.1f} equal ones" in text and "`repo`" in text and "fewer than 20" in text
     assert "success_rate(data).ci is the CR2 t interval" in text and text in str(few[0].message)
     # the interval itself is the bootstrap's, unchanged: its ends are the distribution's quantiles
     np.testing.assert_allclose(

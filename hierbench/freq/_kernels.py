@@ -392,8 +392,7 @@ def percentile_bounds(dist: np.ndarray, prob: float) -> tuple[np.ndarray, np.nda
 FEW_UNITS = 10
 
 
-#: below this effective number of clusters a cluster bootstrap is flagged (the cluster bootstrap, ``rank_uncertainty``,
-#: ``time_horizon``): the
+#: below this effective number of clusters a cluster bootstrap is flagged (every one: ``few_units``): the
 #: lower end of Cameron and Miller's (2015, section VI) "fewer than 20 to fewer than 50 clusters"
 #: for "few" in the balanced case (more in the unbalanced one), not a figure tuned to a data set
 FEW_CLUSTERS = 20
@@ -423,7 +422,7 @@ def few_units(codes: np.ndarray | None, n_tasks: int) -> tuple[float, int, int] 
     With clusters (``codes``, one per task resampled) their worth in equal clusters
     (:func:`effective_clusters`) against ``FEW_CLUSTERS``; without, the ``n_tasks`` against
     ``FEW_UNITS``. The one rule of every few-units warning (``rank_uncertainty``, ``time_horizon``,
-    :func:`few_clusters_attrs`).
+    ``few_clusters_attrs``).
 
     Examples
     --------
@@ -440,9 +439,11 @@ def few_units(codes: np.ndarray | None, n_tasks: int) -> tuple[float, int, int] 
 def few_units_text(few: tuple[float, int, int], what: str, prob: float, clustered: bool = True) -> str:
     """The one sentence of the few-units warnings: how few ``what`` a bootstrap resamples, and what that costs.
 
-    ``few`` is :func:`few_units`' ``(worth, count, limit)``; ``what`` names the units
+    ``few`` is ``few_units``' ``(worth, count, limit)``; ``what`` names the units
     (``"repositories of column 'repo'"``); clusters (``clustered``) are also given their
-    worth in equal ones. Callers may add their own consequence after it.
+    worth in equal ones. Callers may add their own consequence after it. The sentence of every
+    few-units warning of a bootstrap (``bootstrap_ci``, ``rank_uncertainty``, ``time_horizon``,
+    ``few_clusters_attrs``).
 
     Examples
     --------
@@ -452,17 +453,17 @@ def few_units_text(few: tuple[float, int, int], what: str, prob: float, clustere
     worth, n, limit = few
     by = f", worth {worth:.1f} equal ones by their sizes ((sum n_g)^2 / sum n_g^2)" if clustered else ""
     return (f"the bootstrap resamples {n} {what}{by}, fewer than {limit}: a bootstrap over so few units "
-            f"covers less than its {prob:.0%} (Cameron and Miller 2015)")
+            f"covers less than its {prob:.0%}" + (" (Cameron and Miller 2015)" if clustered else ""))
 
 
 def few_clusters_attrs(codes: np.ndarray | None, what: str, prob: float, then: str = "") -> dict:
     """Count the clusters a cluster bootstrap resamples; warn once where they are few. Returns the attrs.
 
     ``codes`` has one cluster code per observation resampled (None: no clusters, nothing
-    said); ``what`` names the clusters for :func:`few_units_text`, ``then`` adds a
+    said); ``what`` names the clusters for ``few_units_text``, ``then`` adds a
     consequence. The attrs are ``bootstrap_ci``'s: ``n_clusters``, ``n_clusters_effective``
-    (:func:`effective_clusters`) and ``few_clusters``, the warning's text where
-    :func:`few_units` finds them few (a :class:`SmallSampleWarning`), else ``""``.
+    (``effective_clusters``) and ``few_clusters``, the warning's text where
+    ``few_units`` finds them few (a ``SmallSampleWarning``), else ``""``.
     """
     if codes is None:
         return {}

@@ -82,6 +82,7 @@ from ..._numerics import outside_lengths
 from ..._numerics import trend_points
 from ...data import task_minutes
 from .._kernels import few_units
+from .._kernels import few_units_text
 from .._kernels import ratio
 
 __all__ = [
@@ -507,11 +508,7 @@ def _few_units(data: xr.Dataset, family: str, n: np.ndarray, lv: set, prob: floa
     few = few_units(codes, int(ran.sum()))
     if few is None:
         return ""
-    worth, n_units, rule = few
-    what = (f"{n_units} task families (`{family}`), worth {worth:.1f} equal ones by their sizes" if codes is not None
-            else f"{n_units} tasks")
-    text = (f"the bootstrap resamples {what}, fewer than {rule}: a percentile interval over so few units "
-            f"covers less than its {prob:.0%}")
+    text = few_units_text(few, f"task families (`{family}`)" if codes is not None else "tasks", prob, codes is not None)
     warn_user(text + ".", SmallSampleWarning)
     return text
 

@@ -463,7 +463,7 @@ def pareto_frontier(
         Where clusters are resampled, its ``attrs`` and its intervals' attrs hold
         ``n_clusters``, ``n_clusters_effective`` and ``few_clusters`` as
         :func:`hierbench.freq.bootstrap_ci`'s do; clusters worth fewer than
-        ``FEW_CLUSTERS`` (20) equal ones are warned about (:class:`SmallSampleWarning`).
+        ``FEW_CLUSTERS`` (20) equal ones are warned about (a ``SmallSampleWarning``).
 
     Examples
     --------

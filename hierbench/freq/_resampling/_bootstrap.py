@@ -59,9 +59,10 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import score_array
 from .._inputs import with_counts_hash
-from .._kernels import FEW_CLUSTERS
 from .._kernels import DegenerateBootstrapWarning
 from .._kernels import effective_clusters
+from .._kernels import few_units
+from .._kernels import few_units_text
 from .._kernels import warn_bca_undefined
 from .._kernels import warn_undefined_counts
 from .._kernels import warn_undefined_resamples
@@ -515,7 +516,8 @@ def _few_clusters(plan: _Plan, cluster_column: str, prob: float) -> dict:
     G = int(plan.codes.max()) + 1
     g_eff = effective_clusters(plan.codes)
     out = {"n_clusters": G, "n_clusters_effective": round(g_eff, 3), "few_clusters": ""}
-    if g_eff >= FEW_CLUSTERS:
+    few = few_units(plan.codes, int(plan.codes.size))
+    if few is None:
         return out
     sizes = np.bincount(plan.codes)
     if plan.pairs_idx is not None:
@@ -526,11 +528,9 @@ def _few_clusters(plan: _Plan, cluster_column: str, prob: float) -> dict:
     else:
         route = "a CR2 t interval on Bell-McCaffrey df (as hierbench.freq.success_rate gives for a mean)"
     out["few_clusters"] = (
-        f"the {G} clusters of `{cluster_column}` ({sizes.min()} to {sizes.max()} tasks) are worth "
-        f"{g_eff:.1f} equal clusters by their sizes ((sum n_g)^2 / sum n_g^2), fewer than {FEW_CLUSTERS}: "
-        f"a bootstrap over so few clusters covers less than its {prob:.0%} (Cameron and Miller 2015; at "
-        f"95%, 0.84-0.905 in a simulation at SWE-bench's 12 repositories, worth 3.9); {route}, which holds "
-        "its level better there"
+        few_units_text(few, f"clusters of `{cluster_column}` ({sizes.min()} to {sizes.max()} tasks)", prob)
+        + f" (at 95%, 0.84-0.905 in a simulation at SWE-bench's 12 repositories, worth 3.9); {route}, which "
+        "holds its level better there"
     )
     warn_user(out["few_clusters"] + ".", SmallSampleWarning)
     return out

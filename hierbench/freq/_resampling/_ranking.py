@@ -28,6 +28,7 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from .._inputs import agent_task_means
 from .._kernels import few_units
+from .._kernels import few_units_text
 from .._kernels import task_weights
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ def _warn_unequal_task_sets(obs: np.ndarray, names: list[str]) -> None:
         )
 
 
-def _warn_few_units(y: np.ndarray, codes: np.ndarray | None) -> None:
+def _warn_few_units(y: np.ndarray, codes: np.ndarray | None, prob: float) -> None:
     """Warn when few units carry the resamples; the ranks then look surer than they are.
 
     Fewer than ``FEW_UNITS`` tasks, or clusters worth fewer than ``FEW_CLUSTERS`` equal
@@ -236,11 +237,8 @@ def _warn_few_units(y: np.ndarray, codes: np.ndarray | None) -> None:
     few = few_units(codes, int(np.isfinite(y).any(0).sum()))
     if few is None:
         return
-    worth, n, limit = few
-    what = (f"{n} tasks (fewer than {limit})" if codes is None
-            else f"{n} clusters worth {worth:.1f} equal ones (fewer than {limit})")
     warn_user(
-        f"the resamples draw from {what}: a bootstrap over so few units is too narrow, so the rank "
+        f"{few_units_text(few, 'tasks' if codes is None else 'clusters', prob, codes is not None)}; the rank "
         "intervals, P(top k) and the tiers look surer than the data allow (with 3 tasks an agent can "
         "get rank [1, 1] and P(top 1) 0.98 where compare_agents' paired test gives p = 0.18). Read "
         "compare_agents for whether two agents differ",
@@ -426,7 +424,7 @@ def rank_uncertainty(
         )
     ranks = _random_tiebreak_ranks(s, gen)
     unit = "cluster" if codes is not None else "task"
-    _warn_few_units(y, codes)
+    _warn_few_units(y, codes, prob)
     return _rank_result(
         score[agent_dim].values, y, s, ranks, n_undef,
         prob=prob, alpha=alpha, unit=unit, n_resamples=int(n_resamples),
