@@ -529,7 +529,7 @@ def _few_clusters(plan: _Plan, cluster_column: str, prob: float) -> dict:
         route = "a CR2 t interval on Bell-McCaffrey df (as hierbench.freq.success_rate gives for a mean)"
     out["few_clusters"] = (
         few_units_text(few, f"clusters of `{cluster_column}` ({sizes.min()} to {sizes.max()} tasks)", prob)
-        + f" (at 95%, 0.84-0.905 in a simulation at SWE-bench's 12 repositories, worth 3.9); {route}, which "
+        + f"; at 95%, 0.84-0.905 in a simulation at SWE-bench's 12 repositories, worth 3.9; {route}, which "
         "holds its level better there"
     )
     warn_user(out["few_clusters"] + ".", SmallSampleWarning)
