@@ -796,8 +796,11 @@ def warn_extrapolation(items: list[tuple[str, float, float]], dominant: str) -> 
     )
 
 
-def _warn_few_clusters(vc, shares: dict[str, float], fixed: frozenset) -> None:
-    """Warn when cluster terms enter the error from fewer than ``FEW_CLUSTERS`` effective clusters."""
+def _warn_few_clusters(vc, shares: dict[str, float], fixed: frozenset, inflation: str) -> None:
+    """Warn when cluster terms enter the error from fewer than ``FEW_CLUSTERS`` effective clusters.
+
+    ``inflation``: :func:`inflation_words` of ``vc``, said in the warning.
+    """
     for t, c in spread_pairs(vc):
         n = np.asarray(vc._cluster_sizes.get(t, []), dtype=int)
         few = few_units(np.repeat(np.arange(n.size), n), int(n.sum())) if n.size else None
@@ -811,7 +814,7 @@ def _warn_few_clusters(vc, shares: dict[str, float], fixed: frozenset) -> None:
             f"the G-study's {few[1]} {c!r}, worth {few[0]:.1f} equal clusters (fewer than {few[2]}); "
             f"they are error over that effective number whatever the {t!r} planned (new clusters), "
             f"and make {share:.0%} of the error at the largest size planned. Cluster inflation of a "
-            f"paired difference: {inflation_words(vc) or 'not computed'}. For more {t!r} in these "
+            f"paired difference: {inflation or 'not computed'}. For more {t!r} in these "
             f"{c!r}: universe='these_clusters'",
             SmallSampleWarning,
         )
@@ -820,7 +823,8 @@ def _warn_few_clusters(vc, shares: dict[str, float], fixed: frozenset) -> None:
 def _plan_notes(vc, full: dict[str, Any], eff_sizes: dict[str, Any], fixed: frozenset) -> dict[str, str]:
     """The D-study's warnings (few clusters, extrapolation) and attr ``cluster_inflation``."""
     shares = _error_parts(vc, eff_sizes, fixed)
-    _warn_few_clusters(vc, shares, fixed)
+    words = inflation_words(vc)  # once: the few-clusters warning and the attr both say it
+    _warn_few_clusters(vc, shares, fixed, words)
     d, M = vc._design, _universe(vc._design, vc.measurement)
     items = []
     for f in d.facets:
@@ -833,7 +837,6 @@ def _plan_notes(vc, full: dict[str, Any], eff_sizes: dict[str, Any], fixed: froz
         planned = float(np.max(np.prod(np.broadcast_arrays(*[np.asarray(full[g], float) for g in inner]), axis=0)))
         items.append((f"levels of {f!r}" + (" (over all clusters)" if len(inner) > 1 else ""), fitted, planned))
     warn_extrapolation(items, _dominant(shares))
-    words = inflation_words(vc)
     return {"cluster_inflation": words} if words else {}
 
 

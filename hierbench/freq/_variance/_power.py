@@ -68,7 +68,7 @@ def _no_interaction(components, fa: str, ft: str, names: list[str]) -> ValueErro
             f"with (not a matter of runs: it has {components.n_runs} per cell); fit the "
             f"components on data with >= 2 levels of {fa!r} and of {ft!r}"
         )
-    elif components.n_runs < 2 or components.facets[2] in components.confounded:
+    elif _one_run(components, fa, ft, names):
         cause = (
             "they come from one run per cell: the interaction and run error are confounded, "
             "so no plan at more than one run per cell can be made from them (n_runs=1 can: "
