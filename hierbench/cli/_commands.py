@@ -88,18 +88,12 @@ def _misfit(ds, args: argparse.Namespace) -> list[str]:
     """
     if getattr(args, "no_person_fit", False):
         return []
-    from .._base import HierbenchError
-    from ..freq import person_fit
+    from ..report import checked_person_fit
     from ..report import misfit_agents
 
     if _progress_wanted(args):
         print(f"person fit: {ds.sizes['agent']} agents' records ...", file=sys.stderr, flush=True)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # its notices are its own; the flag is what is said
-            fit = person_fit(ds, prob=getattr(args, "prob", 0.95), rng=getattr(args, "seed", 0))
-    except HierbenchError:  # partial credit, fewer than 3 agents: not applicable
-        return []
+    fit = checked_person_fit(ds, prob=getattr(args, "prob", 0.95), rng=getattr(args, "seed", 0))
     return [m.replace("`", "") for m in misfit_agents(fit)]
 
 

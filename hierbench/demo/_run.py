@@ -147,17 +147,10 @@ def _flag_lines(flags: list[str]) -> str:
 
 def _misfit_text(ctx: DemoContext) -> str:
     """The report's person-fit flag under the summary ("" where none is flagged or it does not apply)."""
-    from .._base import HierbenchError
-    from ..freq import person_fit
+    from ..report import checked_person_fit
     from ..report import misfit_agents
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # its notices are its own; the flag is what the demo says
-            ctx.extra["person_fit"] = person_fit(ctx.data, rng=ctx.extra.get("seed", 0))
-    except HierbenchError:  # partial credit, fewer than 3 agents: not applicable
-        ctx.extra["person_fit"] = None
-        return ""
+    ctx.extra["person_fit"] = checked_person_fit(ctx.data, rng=ctx.extra.get("seed", 0))
     return _flag_lines(misfit_agents(ctx.extra["person_fit"]))
 
 

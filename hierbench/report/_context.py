@@ -174,6 +174,25 @@ def g_interval(g, prob: float, names: list[str]) -> xr.DataArray:
     return g.wald_ci(prob).sel(component=names)
 
 
+def checked_person_fit(data: xr.Dataset, *, prob: float = 0.95, rng=0):
+    """:func:`hierbench.freq.person_fit` as the report, the demo and the CLI run it (one owner of the rule).
+
+    Its own notices (too few replicates) are silenced, because the flag of ``misfit_agents`` is
+    what those outputs say; None where it does not apply (partial credit, fewer than 3 agents).
+    """
+    import warnings
+
+    from .. import freq
+    from .._base import HierbenchError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return freq.person_fit(data, prob=prob, rng=rng)
+    except HierbenchError:
+        return None
+
+
 class _Context:
     bootstrap_method = BOOTSTRAP_METHOD
     #: a battle log given as the report's data (``data`` is then None: the sections read run logs)
@@ -335,23 +354,13 @@ class _Context:
         return self.cache["gtheory"]
 
     def person_fit(self):
-        """:func:`hierbench.freq.person_fit` of the data (cached); None where it does not apply."""
+        """:func:`checked_person_fit` of the data (cached); None where it does not apply."""
         if "person_fit" not in self.cache:
-            from .. import freq
-            from .._base import HierbenchError
-
             self.cache["person_fit"] = None
             if isinstance(self.freq, Mapping) and "person_fit" in self.freq:  # the demo's, computed once
                 self.cache["person_fit"] = self.freq["person_fit"]
             elif self.data is not None and self.freq is not None and self.binary():
-                import warnings
-
-                try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")  # its notices (too few replicates) are its own
-                        self.cache["person_fit"] = freq.person_fit(self.data, prob=self.prob, rng=self.rng)
-                except HierbenchError:  # partial credit, fewer than 3 agents: not applicable
-                    pass
+                self.cache["person_fit"] = checked_person_fit(self.data, prob=self.prob, rng=self.rng)
         return self.cache["person_fit"]
 
     def bootstrap(self):
