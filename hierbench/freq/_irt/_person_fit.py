@@ -67,8 +67,9 @@ __all__ = ["PersonFitResult", "person_fit"]
 MIN_AGENTS = 3
 #: fewest tasks (with a finite leave-agent-out logit) an agent's slope is fitted on
 MIN_TASKS = 5
-#: the bootstrap's batch size, and the replicates at or below the observed slope that stop it
-BATCH, HITS = 1000, 20
+#: the bootstrap's first and largest batch sizes (each batch doubles the last, up to the largest),
+#: and the replicates at or below the observed slope that stop it
+FIRST_BATCH, BATCH, HITS = 100, 1000, 20
 
 
 @dataclass(frozen=True, repr=False)
@@ -263,15 +264,17 @@ def _null_p(
 ) -> tuple[float, int]:
     """The one-sided parametric-bootstrap p-value of ``b_obs`` under the reference slope distribution.
 
-    Sequential (Besag and Clifford 1991), in batches of :data:`BATCH`: replicates are drawn until
-    :data:`HITS` of them fall at or below ``b_obs`` or ``n_sim`` are drawn; ``p = (1 + hits) /
-    (1 + replicates)``. Returns ``(p, replicates)``.
+    Sequential (Besag and Clifford 1991), in batches of :data:`FIRST_BATCH` doubling up to
+    :data:`BATCH`: replicates are drawn until :data:`HITS` of them fall at or below ``b_obs``
+    or ``n_sim`` are drawn; ``p = (1 + hits) / (1 + replicates)``, at least Besag and
+    Clifford's ``hits / replicates`` where it stops on hits. Returns ``(p, replicates)``.
     """
     centre, _, pred_sd, k = ref
     target = np.clip(c.sum(), 0.5, n.sum() - 0.5)  # the observed successes (kept inside the open range)
     hits = done = 0
+    batch = FIRST_BATCH
     while done < n_sim and hits < HITS:
-        size = min(BATCH, n_sim - done)
+        size, batch = min(batch, n_sim - done), min(2 * batch, BATCH)
         # with few other agents the t is heavy-tailed (1 df with 2 others) and a draw can overflow
         # exp: a slope over 1e6 already makes every cell a step at the task logit (its refit is
         # then no hit), so the cap changes no p-value and keeps the intercept's solve finite
@@ -350,9 +353,10 @@ def person_fit(
     alpha : float
         Significance level of the flag, on Holm's adjusted p-values.
     n_sim : int
-        Most bootstrap replicates per agent. They are drawn in batches of 1,000 until 20 fall at
-        or below the agent's slope (Besag and Clifford's sequential p-value), so an agent that
-        fits costs 1,000 and only a misfitting one up to ``n_sim``. The smallest p-value is
+        Most bootstrap replicates per agent. They are drawn in batches (100, then each twice the
+        last up to 1,000) until 20 fall at or below the agent's slope (Besag and Clifford's
+        sequential p-value), so an agent that fits costs a few hundred and only a misfitting one
+        up to ``n_sim``. The smallest p-value is
         ``1 / (n_sim + 1)``: Holm can flag only when ``M / (n_sim + 1) < alpha`` for ``M``
         agents (else a warning).
     common_share : float
