@@ -128,3 +128,21 @@ def test_resampling_battles_or_no_clusters_says_nothing_of_clusters():
     ds = _pareto_data(FEW).drop_vars("cluster")
     msgs, res = _small(lambda: pareto_frontier(ds, n_resamples=100, rng=0))
     assert msgs == [] and "few_clusters" not in res.attrs
+
+
+def test_few_plain_units_warn_as_bootstrap_rules_say():
+    """Without clusters, fewer than 10 tasks (or items) resampled one by one warn, by FEW_UNITS' rule.
+
+    The count is the design's own (8 tasks, 8 items); at 10 nothing is said, the rule's edge.
+    """
+    few = _pareto_data([8]).drop_vars("cluster")
+    msgs, res = _small(lambda: pareto_frontier(few, n_resamples=100, rng=0))
+    assert len(msgs) == 1 and "resamples 8 tasks, fewer than 10" in msgs[0], msgs
+    assert res.attrs["few_units"] + "." == msgs[0] and "few_clusters" not in res.attrs
+    msgs, res = _small(lambda: pareto_frontier(_pareto_data([10]).drop_vars("cluster"), n_resamples=100, rng=0))
+    assert msgs == [] and "few_units" not in res.attrs
+    a, b = np.array([0, 1, 0, 1, 1, 0, 1, 0]), np.array([0, 1, 1, 1, 0, 0, 1, 0])
+    msgs, res = _small(lambda: cohen_kappa(a, b, n_resamples=200, rng=0))
+    msgs = [m for m in msgs if "fewer than 10" in m]
+    assert len(msgs) == 1 and "resamples 8 items" in msgs[0], msgs
+    assert res.ci.attrs["few_units"] + "." == msgs[0]

@@ -456,17 +456,25 @@ def few_units_text(few: tuple[float, int, int], what: str, prob: float, clustere
             f"covers less than its {prob:.0%}" + (" (Cameron and Miller 2015)" if clustered else ""))
 
 
-def few_clusters_attrs(codes: np.ndarray | None, what: str, prob: float, then: str = "") -> dict:
+def few_clusters_attrs(codes: np.ndarray | None, what: str, prob: float, then: str = "", *,
+                       n_plain: int | None = None, plain: str = "tasks") -> dict:
     """Count the clusters a cluster bootstrap resamples; warn once where they are few. Returns the attrs.
 
-    ``codes`` has one cluster code per observation resampled (None: no clusters, nothing
-    said); ``what`` names the clusters for ``few_units_text``, ``then`` adds a
-    consequence. The attrs are ``bootstrap_ci``'s: ``n_clusters``, ``n_clusters_effective``
-    (``effective_clusters``) and ``few_clusters``, the warning's text where
-    ``few_units`` finds them few (a ``SmallSampleWarning``), else ``""``.
+    ``codes`` has one cluster code per observation resampled; ``what`` names the clusters for
+    ``few_units_text``, ``then`` adds a consequence. The attrs are ``bootstrap_ci``'s:
+    ``n_clusters``, ``n_clusters_effective`` (``effective_clusters``) and ``few_clusters``, the
+    warning's text where ``few_units`` finds them few (a ``SmallSampleWarning``), else ``""``.
+    Without clusters (``codes`` None) the ``n_plain`` units resampled one by one (named ``plain``)
+    meet ``few_units``' other rule, fewer than ``FEW_UNITS``: the same warning, its text in the
+    attr ``few_units``; nothing is said where ``n_plain`` is None.
     """
     if codes is None:
-        return {}
+        few = None if n_plain is None else few_units(None, int(n_plain))
+        if few is None:
+            return {}
+        text = few_units_text(few, plain, prob, clustered=False) + then
+        warn_user(text + ".", SmallSampleWarning)
+        return {"few_units": text}
     codes = np.asarray(codes)
     few = few_units(codes, int(codes.size))
     out = {"n_clusters": int(np.unique(codes).size), "n_clusters_effective": round(effective_clusters(codes), 3),

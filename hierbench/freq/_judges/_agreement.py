@@ -398,7 +398,7 @@ def _agreement(
     """
     est, po, pe = (x[0] for x in kappa(rows.sum(0)[None]))
     _warn_nan(est, undefined)
-    few = _few_clusters(codes, prob)
+    few = _few_clusters(codes, prob, rows.shape[0])
     _, dist, lo, hi = _bootstrap(
         lambda S: kappa(S)[0][:, None],
         rows,

@@ -144,7 +144,7 @@ def classification_metrics(
     cells = np.stack([t * p, (1 - t) * p, t * (1 - p), (1 - t) * (1 - p)], axis=1)  # (n, 4)
     est = _metrics_from_counts(*cells.sum(0), beta)
     _warn_undefined(est)
-    few = _few_clusters(codes, prob)
+    few = _few_clusters(codes, prob, cells.shape[0])
     _, dist, lo, hi = _bootstrap(
         lambda S: _metrics_from_counts(*S.T, beta),
         cells,

@@ -171,7 +171,7 @@ def pr_curve(
     tp, fp = _ap_curves(np.ones((1, cv.t.size)), cv.t_sorted, cv.ends)
     ap = _ap(tp, fp)[0]
     _warn_nan(ap, "no positive item: the average precision")
-    few = _few_clusters(cv.codes, prob)
+    few = _few_clusters(cv.codes, prob, cv.t.size)
     dist = cv.resampled(_ap, n_resamples, rng)
     n_undef = _warn_undefined_resamples(dist, ap, n_resamples, "the average precision", "a resample that draws no positive item has none, 0/0")
     lo, hi = percentile_bounds(dist[:, None], prob)
@@ -279,7 +279,7 @@ def threshold_for_recall(
 
     obs = cv.observed(pick)
     _warn_nan(obs[0], "no positive item: the threshold")
-    few = _few_clusters(cv.codes, prob)
+    few = _few_clusters(cv.codes, prob, cv.t.size)
     dist = cv.resampled(pick, n_resamples, rng)
     lo, hi = percentile_bounds(dist, prob)
     detail = f"bootstrap over {cv.unit}s, {n_resamples} resamples; threshold re-chosen in each"

@@ -297,9 +297,13 @@ def _bootstrap(
     return est, dist, lo, hi
 
 
-def _few_clusters(codes: np.ndarray | None, prob: float) -> dict:
-    """Warn where the items' clusters are few (``few_clusters_attrs``, its sizes items per cluster); the interval's attrs."""
-    return few_clusters_attrs(codes, "clusters of the items", prob, "; the interval looks surer than the data allow")
+def _few_clusters(codes: np.ndarray | None, prob: float, n_items: int) -> dict:
+    """Warn where the items' clusters, or the ``n_items`` items themselves, are few (``few_clusters_attrs``).
+
+    The interval's attrs.
+    """
+    return few_clusters_attrs(codes, "clusters of the items", prob, "; the interval looks surer than the data allow",
+                              n_plain=n_items, plain="items")
 
 
 def _detail(method: str, unit: str, n_resamples: int) -> tuple[str, str]:

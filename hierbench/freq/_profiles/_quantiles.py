@@ -489,7 +489,8 @@ def pareto_frontier(
         cost_obs = c0.sum(1) / pf.sum(1)
     codes, gen, unit = task_resampling(data, cluster, task_dim, rng)
     few = few_clusters_attrs(codes, f"clusters of coord {'cluster' if cluster == 'auto' else cluster!r}", prob,
-                             then="; P(on frontier) and the accuracy and cost intervals look surer than the data allow")
+                             then="; P(on frontier) and the accuracy and cost intervals look surer than the data allow",
+                             n_plain=a0.shape[1])
     dist = _resampled_means(a0, c0, pf, codes, gen, n_resamples)
     n_on = _frontier(dist[..., 0], dist[..., 1]).sum(0)
     n_on = np.where(np.isfinite(acc_obs) & np.isfinite(cost_obs), n_on, np.nan)
