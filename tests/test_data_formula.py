@@ -19,6 +19,7 @@ from hierbench.data import DEFAULT_FORMULA
 from hierbench.data import ConfoundedTermWarning
 from hierbench.data import EvalDataError
 from hierbench.data import FormulaError
+from hierbench.data import InconsistentAttributeWarning
 from hierbench.data import from_records
 from hierbench.data import model_design
 
@@ -113,18 +114,22 @@ def test_a_coord_along_agent_groups_by_its_own_values_and_says_so():
 
 
 def test_covariate_not_constant_within_task_is_refused():
-    """The reader refuses a task coord with two values in one task (it kept the first and counted
-    the tasks); a dataset whose read report counts such tasks (read before) is refused by the formula.
+    """The reader refuses a task coord with two values in one task; one empty in some records of a task
+    takes the one value the others hold (warned, counted), and a formula may then use it: the fit reads
+    the one value per task the data hold, checked here against the records.
     """
     df = pd.DataFrame({"agent": ["a", "a", "b", "b"], "task": ["t1", "t1", "t1", "t2"],
                        "score": [1.0, 0.0, 1.0, 0.0], "tier": ["easy", "hard", "easy", "hard"]})  # fmt: skip
     with pytest.raises(EvalDataError, match="`task_coords` column 'tier' in DataFrame must hold one value per "
                        r"task .*; 1 of 2 tasks hold two or more, e.g. 't1': 'easy' and 'hard'\."):
         from_records(df, task_coords=["tier"])
-    ds = from_records(df.assign(tier=["easy", "easy", "easy", "hard"]), task_coords=["tier"])
-    ds.attrs["inconsistent_attributes"] = json.dumps({"task tier": 1})
-    with pytest.raises(FormulaError, match="'tier', which was not constant within its task for 1 tasks"):
-        model_design("score ~ tier + (1|agent)", ds)
+    with pytest.warns(InconsistentAttributeWarning, match=r"'tier' .* empty in some records of 1 task \['t1'\]"):
+        ds = from_records(df.assign(tier=["easy", None, "easy", "hard"]), task_coords=["tier"])
+    assert json.loads(ds.attrs["inconsistent_attributes"]) == {"task tier": 1}
+    d = model_design("score ~ tier + (1|agent)", ds)
+    assert d.frame.set_index("task")["tier"].groupby(level=0).unique().map(list).to_dict() == {
+        "t1": ["easy"], "t2": ["hard"]}  # the one value per task the records hold (t1's empty record filled)
+    assert d.X.shape[1] == 2  # intercept and tier's one contrast
     table = pd.DataFrame({"family": ["x", "y", "z"]}, index=["a", "a", "b"])
     with pytest.raises(FormulaError, match=r"'family' is not constant within its agent: 1 agents.*\['a'\]"):
         model_design("score ~ family + (1|task)", ds.drop_vars("tier"), agent_coords=table)

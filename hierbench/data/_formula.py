@@ -32,7 +32,6 @@ is kept and reported by a :class:`ConfoundedTermWarning`.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -421,7 +420,12 @@ def _join_coords(data: xr.Dataset, table: Any, dim: str, argname: str) -> xr.Dat
 
 
 def _check_names(used: set[str], avail: dict, data: xr.Dataset) -> None:
-    """Unknown names, and covariates the reader found not constant within an agent or task."""
+    """Unknown names are refused, with the covariates ``data`` holds by level.
+
+    A covariate with two values in one agent or task is refused by the reader (``from_records``);
+    one given in some records of a task and empty in others takes that one value there, warned and
+    counted when the log was read (``attrs['inconsistent_attributes']``), so a formula may use it.
+    """
     unknown = sorted(used - set(avail))
     if unknown:
         by = {lev: sorted(k for k, (lv, _) in avail.items() if lv == lev) for lev in _LEVELS}
@@ -431,18 +435,6 @@ def _check_names(used: set[str], avail: dict, data: xr.Dataset) -> None:
             f"{by['run']} (add agent / task covariates as coords, e.g. from_records(agent_coords=[...]) "
             "or model_design(agent_coords=table))"
         )
-    try:
-        inconsistent = json.loads(data.attrs.get("inconsistent_attributes", "{}") or "{}")
-    except (TypeError, ValueError):
-        inconsistent = {}
-    for key, n_bad in inconsistent.items():
-        lev, _, name = str(key).partition(" ")
-        if name in used and n_bad:
-            raise FormulaError(
-                f"`formula` uses {name!r}, which was not constant within its {lev} for {n_bad} "
-                f"{lev}s when the log was read (the reader kept the first value; see "
-                "attrs['inconsistent_attributes']): fix the records, or drop it from the formula"
-            )
 
 
 def _reader_dims_hint(unknown: list[str], data: xr.Dataset) -> str:
