@@ -171,6 +171,38 @@ def test_slope_matches_an_independent_fit():
 # ------------------------------------------------------------------ rules and refusals
 
 
+def test_tasks_pooled_at_one_logit_give_the_firth_fit_of_the_tasks():
+    """The bootstrap pools tasks at the same logit into one binomial: the premise, checked.
+
+    Independent: scipy's minimum of the penalised likelihood over the 200 tasks one by one; the
+    package's Firth fit of the 9 pooled counts must find the same coefficients and standard error.
+    """
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    from hierbench.freq._irt._person_fit import firth_logistic
+
+    gen = np.random.default_rng(5)
+    x = gen.choice(np.linspace(-2.0, 2.0, 9), 200)
+    n = gen.integers(1, 4, 200).astype(float)
+    y = gen.binomial(n.astype(int), expit(0.3 + 0.8 * x)).astype(float)
+    X = np.column_stack([np.ones_like(x), x])
+
+    def penalised(beta):
+        p = expit(X @ beta)
+        info = X.T @ (X * (n * p * (1 - p))[:, None])
+        return -(np.sum(y * np.log(p) + (n - y) * np.log1p(-p)) + 0.5 * np.linalg.slogdet(info)[1])
+
+    beta = minimize(penalised, np.zeros(2), method="BFGS", options={"gtol": 1e-10}).x
+    p = expit(X @ beta)
+    se = np.sqrt(np.linalg.inv(X.T @ (X * (n * p * (1 - p))[:, None]))[1, 1])
+    xu, at = np.unique(x, return_inverse=True)
+    a, b, se_b = firth_logistic(xu, np.bincount(at, weights=n), np.bincount(at, weights=y)[None])
+    assert xu.size == 9
+    assert (a[0], b[0]) == pytest.approx(tuple(beta), abs=1e-6)
+    assert se_b[0] == pytest.approx(se, rel=1e-6)
+
+
 def test_partial_credit_is_refused():
     s = np.random.default_rng(0).random((4, 10, 2))
     ds = xr.Dataset({"score": (("agent", "task", "run"), s)})

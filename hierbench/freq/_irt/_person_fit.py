@@ -268,7 +268,14 @@ def _null_p(
     :data:`BATCH`: replicates are drawn until :data:`HITS` of them fall at or below ``b_obs``
     or ``n_sim`` are drawn; ``p = (1 + hits) / (1 + replicates)``, at least Besag and
     Clifford's ``hits / replicates`` where it stops on hits. Returns ``(p, replicates)``.
+
+    Tasks at the same logit ``x`` are pooled first: their runs, at one success probability, are
+    one binomial, and the Firth fit of the pooled counts is the fit of the tasks (the likelihood
+    and the information are sums over tasks), so only the draws' stream changes. SWE-bench's 500
+    tasks take at most 25 logits (24 other agents, one run each): 20 times fewer cells to draw.
     """
+    x, at = np.unique(x, return_inverse=True)
+    n, c = np.bincount(at, weights=n), np.bincount(at, weights=c)
     centre, _, pred_sd, k = ref
     target = np.clip(c.sum(), 0.5, n.sum() - 0.5)  # the observed successes (kept inside the open range)
     hits = done = 0
