@@ -112,6 +112,7 @@ def test_a_failed_checkpoint_jumps_to_its_prediction_but_at_most_one_and_a_half_
     assert all(b <= 1.5 * a for a, b in itertools.pairwise(seen))
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_the_tail_first_check_decides_every_checkpoint_as_the_full_check_does():
     # assess(enough=saturating_growth) may stop after the tail ESS; its pass/fail and the next
     # checkpoint it leads to must be those of the full check, on chains from slow to antithetic

@@ -88,6 +88,7 @@ def both_builds():
     return _ours(model), _nutpie(model)
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_cached_build_computes_what_nutpies_build_computes(both_builds):
     ours, theirs = both_builds
     assert (ours.n_dim, ours.n_expanded, ours.shapes) == (theirs.n_dim, theirs.n_expanded, theirs.shapes)
@@ -104,6 +105,7 @@ def test_cached_build_computes_what_nutpies_build_computes(both_builds):
     assert _logp(_compiled.with_values(ours, {"y": y2, "x": x2}), points[0])[1] != _logp(ours, points[0])[1]
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_a_model_at_another_size_loads_the_same_kernel_and_computes_what_nutpie_does():
     # the sizes are data (hierbench.bayes._sampler._nutpie_build._layout), so the second size's wrappers
     # are the first's, loaded from the disk cache (numba counts a hit), and still compute what
@@ -116,6 +118,7 @@ def test_a_model_at_another_size_loads_the_same_kernel_and_computes_what_nutpie_
     _same(ours, theirs, [np.random.default_rng(i).normal(size=ours.n_dim) for i in range(3)])
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_crossed_kernel_holds_no_size():
     # the crossed model's sizes (tasks, agents, clusters, cells) reach its graph as data only:
     # PyTensor's cache key of the log density and of the expansion is the same at two sizes

@@ -264,6 +264,7 @@ def test_the_groups_after_sampling_compile_as_the_model_does(citations_counts, m
     assert seen == dict.fromkeys(names, False)
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_the_variational_fit_compiles_as_the_model_does(tiny, monkeypatch):
     # fit_approx's ADVI and its draws are compiled with fast-math off, as nutpie's log density
     # and the groups after sampling are (the same bits on cold and warm caches); the flag is

@@ -435,6 +435,7 @@ def test_demo_and_its_report_show_the_same_bayes_pass_k(demo_fast):
     assert {key: demo[key] for key in shared} == {key: report[key] for key in shared}
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_demo_prints_sections_and_the_truth(demo_fast, capsys):
     # the run is conftest's demo_fast (shared with the browser check of its report)
     out_dir, out = demo_fast.folder, demo_fast.out
@@ -887,6 +888,7 @@ def _log_with_a_reading_warning(tmp_path) -> Path:
 READ_WARNING = "warning: InconsistentAttributeWarning: --cluster column 'repo' in "
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_every_warning_goes_to_stderr_and_stdout_holds_only_results(tmp_path, capsys):
     """`fit` printed its convergence warning on stdout (and `report`, `summary` theirs) while other
     warnings went to stderr: piped results carried warnings along. Every command's warnings are

@@ -78,6 +78,7 @@ def _new_task_mean(ability: float, sd: float) -> float:
     return integrate.quad(f, -12, 12, epsabs=1e-11)[0]
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_a_new_task_draws_a_fresh_agent_x_cluster_effect(clustered_fit):
     """mean_new_task (the PyMC graph) and population pass^1 (NumPy) against scipy, draw by draw."""
     _, _, dt = clustered_fit

@@ -126,6 +126,7 @@ def one_run_fit():
 
 
 @pytest.mark.parametrize("scale", ["latent", "probability"])
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_variance_components_say_the_task_spread_is_undefined(one_run_fit, scale):
     assert "task_effect" not in one_run_fit["posterior"] and "sd_task" not in one_run_fit["posterior"]
     res, said = _quiet(crossed_variance_components, one_run_fit, scale=scale)

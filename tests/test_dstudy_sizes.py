@@ -192,6 +192,7 @@ def test_metr_default_d_study_is_the_observed_design(metr_eval):
     assert "effective_n_run = 6.851" in co.attrs["sizes"] and "(in sizes)" in co.attrs["run_spread"]
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_swebench_n_tasks_500_is_the_benchmark_not_6000(shared_data):
     # SWE-bench Verified: 500 tasks in 12 repositories of 1-231 tasks (django 231), one run
     # per cell (the residual holds agent x task): sigma2_delta = s(a:c) w2 + s(res) / N,
@@ -466,6 +467,7 @@ def _simulated_pairs(s, n, k_of_t, rng, n_sim=40_000, chunk=5_000):
     return st.mean(), st.std(ddof=1) / np.sqrt(st.size)
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_metr_runs_as_observed_are_the_pairs_average(metr_eval):
     # the 7 METR agents that ran all 83 tasks (no empty cell; 1-96 runs per cell): the default
     # var_paired_diff is the average over their 21 pairs of each pair's exact variance with
@@ -490,6 +492,7 @@ def test_metr_runs_as_observed_are_the_pairs_average(metr_eval):
     assert abs(got - at_mean) > 6 * se
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_metr_empty_cells_keep_every_agent_on_every_task(metr_eval):
     # 82 of the 830 METR cells were not run (davinci-002 ran 16 tasks, o1-preview 75,
     # gpt-3.5-turbo-instruct 76). The default D-study keeps its design, every agent on all 83

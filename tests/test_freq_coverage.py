@@ -47,6 +47,7 @@ def _coverage(ci: np.ndarray, truth: float):
     return k / hit.size, lo, hi
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_pooled_binomial_undercovers_as_design_effect_predicts():
     rng = np.random.default_rng(20261130)
     covs = []

@@ -71,6 +71,7 @@ def test_shared_sign_flips_equal_brute_force_enumeration(seed):
 
 
 @pytest.mark.parametrize("sizes", [np.array([3, 1, 5, 2, 4, 2, 1]), np.ones(7, dtype=int)], ids=["clusters", "tasks"])
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_many_comparisons_in_strips_equal_brute_force_enumeration(sizes):
     # 300 comparisons: the block's arithmetic and the successive maxima run in strips of 256
     rng = np.random.default_rng(7)

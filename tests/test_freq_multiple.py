@@ -182,6 +182,7 @@ def test_matrix_view_marks_the_pairs_of_the_family_wise_verdict():
     assert holm_marks.iloc[0, -1].endswith("*") == bool(sig.sel(agent=a, opponent=b))
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_holm_and_bh_carry_the_monte_carlo_error_of_the_p_value_that_sets_them():
     """Against statsmodels: the derivative of its adjusted p-values along the raw errors."""
     data = _spread_agents(n_agents=6, n_tasks=60)

@@ -138,6 +138,7 @@ def test_mcnemar_leaves_out_tasks_without_majority_and_counts_them():
     assert float(res.p_mcnemar) == pytest.approx(stats.binomtest(2, 2, 0.5).pvalue)
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_vectorised_mcnemar_equals_binomtest_and_exact_enumeration_up_to_200():
     # every (n10, n01) with 0 < n10 + n01 <= 80, ties included, at once; then every split of
     # a few larger totals up to 200 (binomtest one pair at a time is the cost of this test)

@@ -40,6 +40,7 @@ def _resp(bank, y, n=None, idx=None):
                       coords={"task": bank.tasks[idx]})
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_p_uniform_under_the_model():
     """300 agents from the bank's own 2PL, 15 of 30 tasks each: p < 0.05 within 3 binomial sds of 0.05.
 

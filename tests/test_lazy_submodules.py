@@ -22,6 +22,7 @@ def _run(code: str) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_hb_io_resolves_without_loading_pymc_or_matplotlib():
     code = (
         "import sys, hierbench as hb; from hierbench import *;"

@@ -154,6 +154,7 @@ def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path
     assert f"the other {780 - n_differ:,} pairs are not shown here" in pairwise and "`pairs.csv`" in pairwise
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_without_a_report_the_text_says_how_to_get_every_pair():
     ds = _log(40)
     _, text = _section(ds, out=None)

@@ -151,6 +151,7 @@ def test_mean_grade_and_graded_pass_k_from_the_cumulative_logit():
         mean_response(fit, d, threshold=1)
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_graded_pass_k_with_a_judge_draws_the_judge_anew_per_answer():
     rng = np.random.default_rng(6)
     ds = _leaderboard(rng, grade=True)
@@ -188,6 +189,7 @@ def test_binary_pass_k_holds_agent_terms_and_integrates_the_shared_task_effects_
     assert res.attrs["tasks"] == "population" and res.ci.attrs["ci_kind"] == "eti"
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_binary_pass_k_with_a_per_run_term_draws_it_anew_per_attempt():
     ds = _leaderboard(np.random.default_rng(9))
     ds["judge"] = (("agent", "task", "run"), np.broadcast_to(np.array(["j1", "j2"]), (6, 8, 2)).copy())

@@ -62,6 +62,7 @@ def _pymc_log_likelihood(data: xr.Dataset, formula: str, fit: xr.DataTree) -> xr
 @pytest.mark.parametrize(
     "case", ["wine judges (run rows)", pytest.param("graded cells (3 runs a row)", marks=pytest.mark.slow)]
 )
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_hook_equals_pymc_logp_at_posterior_draws(case, wine_fit, shared_data):
     if case.startswith("wine"):
         data, formula, fit = wine_fit[0], _WINE, wine_fit[1]

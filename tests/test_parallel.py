@@ -77,6 +77,7 @@ def test_a_failed_piece_cancels_the_pieces_not_started():
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs Linux CPU affinity and two cores")  # fmt: skip
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_thread_counts_follow_the_process_cpu_set_not_the_machine():
     # a child confined to one core (as under `taskset -c 0` or a one-CPU container) must
     # size its thread pools for that core, although the machine has more

@@ -212,6 +212,7 @@ def test_one_agent_says_there_is_nothing_to_pair(tmp_path):
     assert "Error" not in pairs
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_data_summary_says_what_runs_the_models_see_when_errors_are_excluded(tmp_path):
     # METR read with errors='exclude' said "runs per cell ... max 96" and "82 of 913 cells never
     # run" while the fit saw at most 18 scored runs per cell and 56 more empty cells: the runs
@@ -759,6 +760,7 @@ def _checklist_entry(md: str, item: str) -> str:
     return cells[1]
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_checklist_pairs_entry_is_the_comparison_the_report_ran(tmp_path):
     """The checklist once said "yes: each pair compared ... max-T ..., else Holm" whatever ran, and
     "yes" for tau-bench's one model, which has no pair: it now quotes the comparison's own sentence.
@@ -847,6 +849,7 @@ def test_variance_section_of_graded_scores_says_their_units(shared_data):
     np.testing.assert_allclose(block["table"].iloc[0, 0] * 16, (ms_a - ms_r) / 8, rtol=1e-9)
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_abilities_flag_a_bootstrap_over_fewer_than_ten_units(tmp_path):
     """A resampling interval over 8 tasks covers less than its level: the 95% percentile bootstrap
     (999 resamples) of the mean of 8 normal values covered 0.8825 of 400 samples here (seed 0; 0.8825

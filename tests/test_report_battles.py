@@ -44,6 +44,7 @@ def battles_report(tmp_path_factory):
     return battles, path.read_text(), fit
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_pairwise_text_names_the_independence_the_model_assumes(battles_report):
     _, text, _ = battles_report
     assert "beside each pair's own p-value" not in text

@@ -38,6 +38,7 @@ def unclustered_fit(clustered):
     return _fit(clustered[0].drop_vars("cluster"))
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_fit_with_clusters_refuses_a_log_read_without_them(clustered):
     ds, fit = clustered
     check_fit_data(fit, ds)  # the log it was fitted to passes
@@ -67,6 +68,7 @@ def test_report_refuses_the_mismatched_pair(clustered, tmp_path):
     assert not (tmp_path / "r.md").exists()
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_clusters_in_the_log_only_are_said_in_the_report(clustered, unclustered_fit, tmp_path):
     ds, fit = clustered
     assert cluster_note(fit, ds) is None  # both halves use the clusters
@@ -124,6 +126,7 @@ def _variance_section(md: str) -> tuple[str, dict[str, dict[str, str]]]:
 
 
 @pytest.mark.parametrize("fit_has_clusters", [True, False])
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_variance_section_does_not_call_rows_with_other_terms_one_component(
     clustered, unclustered_fit, tmp_path, fit_has_clusters
 ):
@@ -182,6 +185,7 @@ def test_passk_table_marks_where_the_two_methods_part():
     assert "disagree" not in passk_table(unb, bay, "a new task", 0.95)  # another quantity: never paired
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_passk_section_counts_and_explains_disagreement(clustered, tmp_path):
     ds, fit = clustered
     with warnings.catch_warnings():
@@ -244,6 +248,7 @@ def test_variance_rows_with_a_g_theory_interval_are_judged_by_both_intervals():
     assert out.loc["run-to-run", "flag"] == "an estimate outside the other method's interval, or the intervals apart"
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_report_variance_table_shows_g_theory_intervals_of_one_component(tmp_path):
     """The report's G-theory column had no interval. Rows of one component now show the
     result's own interval (``variance_components(data, prob=...).ci``, read here apart from the

@@ -75,6 +75,7 @@ def _board(rng) -> xr.Dataset:
     return data.assign_coords(scaffold=("agent", ["s1", "s1", "s2", "s2"]))
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_ranks_and_pairs_of_a_formula_fit_are_the_metrics_of_its_agent_means():
     """Ranks and P(i > j) by each agent's mean over its own tasks (metrics.mean_response, observed), not by
     a random term's levels: re[1|agent] alone leaves the scaffold's fixed effect out.

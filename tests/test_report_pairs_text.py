@@ -186,6 +186,7 @@ def bb_report(tmp_path_factory):
     return fit, path.read_text(), seen["matrix"]
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_heatmap_rows_follow_the_posterior_means_and_the_caption_says_so(bb_report):
     fit, md, matrix = bb_report
     post = fit["posterior"].to_dataset()["mean_new_task"]
@@ -397,6 +398,7 @@ def test_pairs_section_from_a_fit_alone_points_to_no_table():
     assert table is not None and "the table's `Bayes P(a > b)` column" in text and "No paired tests" not in text
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_pair_sentence_says_how_many_verdicts_monte_carlo_error_could_turn(shared_data):
     """VerbAgg's first 40 persons (grades no / perhaps / yes read as 0, 0.5, 1): "127 of 780 pairs
     differ" from a Monte Carlo max-T law, while four pairs sat at p max-T 0.052 (MC error 0.0015)

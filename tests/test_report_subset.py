@@ -64,6 +64,7 @@ def _md_rows(text: str, heading: str = "## Subset estimates") -> dict[str, list[
     return {"": rows[0][1:], **{r[0]: r[1:] for r in rows[2:]}}
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_section_in_html_and_markdown(tmp_path, log, result):
     md = _build(tmp_path, log, result, ".md")
     html = _build(tmp_path, log, result, ".html")

@@ -61,6 +61,7 @@ def test_stale_replays_a_study_and_names_what_changed_in_one_that_other_code_mad
     assert row["first_difference"].startswith("ranks: stored")
 
 
+@pytest.mark.slow  # over 1.5 s: the full suite, not the fast lane
 def test_the_study_functions_reach_a_worker_that_cannot_import_the_script(tmp_path):
     """A worker started on its own (``dask worker``) has neither benchmarks/ on its path nor
     the study as ``__main__``: what the study ships it must load and run there.
