@@ -318,7 +318,13 @@ class VarianceComponentsResult(Result):
         Held out (audit R: SWE-bench, 12 repositories worth 3.9 equal clusters;
         METR), the default's SE of a pair's difference at 2-10x the fitted tasks
         was 1.2-1.45x the realised one (an agent's mean 1.35-2.2x); a fit without
-        the cluster coord 0.98-1.00x. A cluster term from fewer than 20 effective
+        the cluster coord 0.98-1.00x. ``"these_clusters"`` on the same kind of
+        splits: 0.99x on SWE-bench (a 50-task subset holds every repository)
+        but 0.73-0.78x for an agent's mean and 0.87-0.90x for a pair on METR,
+        whose 20-task subsets hold few of its task families while the tasks
+        added come from the others too: it is for new tasks of the clusters
+        seen, too sure where they come from unseen ones, so the default errs on
+        the side of caution. A cluster term from fewer than 20 effective
         clusters gives a :class:`~hierbench.SmallSampleWarning`; attr
         ``cluster_inflation`` sets the model's inflation of a paired difference
         beside the data's (SWE-bench: 1.75x against 0.90x). Over 10x the fitted
