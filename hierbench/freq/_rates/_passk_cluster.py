@@ -126,17 +126,18 @@ def _none_upper(w: np.ndarray, a2: float) -> float:
     ``sum log(1 - mu_g)`` on that plane), decreasing in ``v``; the bound is the ``v`` where it
     reaches ``a2``. Equal ``w``: ``1 - a2^(1 / G)``, Clopper-Pearson's over the ``G`` clusters.
     """
+    ws = np.sort(np.asarray(w, dtype=float))[::-1]
+    k = np.arange(1, ws.size + 1)
+    W = np.cumsum(ws)
+    enter = np.r_[1.0 / ws[1:], np.inf]  # lam at which the (k+1)-th largest w joins the active set
 
     def worst(v: float) -> float:  # the largest chance of no success at task mean v
-        lo, hi = 1.0 / w.max(), 1.0 / w.min() * 1e12
-        for _ in range(200):  # lam with sum w mu = v
-            lam = np.sqrt(lo * hi)
-            if float(np.sum(w * np.maximum(0.0, 1.0 - 1.0 / (lam * w)))) < v:
-                lo = lam
-            else:
-                hi = lam
-        mu = np.maximum(0.0, 1.0 - 1.0 / (hi * w))
-        return float(np.prod(1.0 - mu))
+        # with the k largest w active, sum w mu = W_k - k / lam: lam = k / (W_k - v) on its own piece
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lam = k / (W - v)
+        ok = (W > v) & (lam * ws >= 1.0 - 1e-12) & (lam <= enter * (1.0 + 1e-12))  # rounding at a piece's ends
+        j = int(np.argmax(ok))
+        return float(np.prod(1.0 / (lam[j] * ws[: j + 1])))
 
     lo, hi = 0.0, 1.0
     for _ in range(60):
