@@ -1,5 +1,10 @@
 """success_rate's CR2 t interval, bootstrap_ci's few-clusters warning, success_rate at 0% / 100% (audit K: F1, F2, F8).
 
+Since audit T (finding 6) success_rate's interval is pass_hat_k(data, 1)'s rule on the per-task
+means: the same CR2 SE and Bell-McCaffrey df, the t taken on the logit scale, and the bound where
+every task scored 0 (1) or few tasks carry the mean; the expected ends below map the matrices'
+SE and df through ``expit(logit(m) +- t se / (m (1 - m)))``.
+
 Expected values come from formulas written out here (the CR2 variance and the
 Bell-McCaffrey df from the explicit n x n matrices of Imbens and Kolesar 2016),
 from statsmodels (the one-sample t interval) and from exact arithmetic, never from
@@ -19,7 +24,6 @@ from scipy import stats
 from hierbench import SmallSampleWarning
 from hierbench._base import ZeroWidthIntervalWarning
 from hierbench.freq import bootstrap_ci
-from hierbench.freq import pass_hat_k
 from hierbench.freq import success_rate
 
 #: SWE-bench bash-only's 12 repositories' task counts (500 tasks; django holds 231)
@@ -62,17 +66,24 @@ def _cr2_t_by_matrices(y: np.ndarray, codes: np.ndarray, prob: float) -> tuple[f
         u = Hm.T @ v
         M += np.outer(u, u)
     se, df = np.sqrt(var), np.trace(M) ** 2 / np.sum(M * M)
-    t = stats.t.ppf(0.5 + prob / 2, df)
-    return y.mean() - t * se, y.mean() + t * se, se, df
+    return (*_logit_t(y.mean(), se, df, prob), se, df)
+
+
+def _logit_t(m: float, se: float, df: float, prob: float) -> tuple[float, float]:
+    """The t interval on the logit scale (delta method), written out: ``expit(logit(m) -+ t se / (m (1 - m)))``."""
+    half = stats.t.ppf(0.5 + prob / 2, df) * se / (m * (1 - m))
+    lg = np.log(m / (1 - m))
+    return 1 / (1 + np.exp(-(lg - half))), 1 / (1 + np.exp(-(lg + half)))
 
 
 def test_clustered_interval_is_the_cr2_t_on_bell_mccaffrey_df():
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(4)
     codes = np.repeat(np.arange(5), [12, 6, 4, 2, 1])
-    y = rng.binomial(1, 0.2 + 0.12 * codes).astype(float)
+    y = rng.binomial(1, 0.3 + 0.12 * codes).astype(float)  # 12 of 25 succeed: no few-carry bound
     res = success_rate(_log(y[None, :, None], codes, column="repo"), prob=0.9)
     lo, hi, se, df = _cr2_t_by_matrices(y, codes, 0.9)
-    np.testing.assert_allclose(res.ci.values[0], [lo, hi], rtol=1e-12)
+    assert res.ci_flag.values.tolist() == [""]
+    np.testing.assert_allclose(res.ci.values[0], [lo, hi], rtol=1e-10)
     assert float(res.standard_error[0]) == pytest.approx(se, rel=1e-12)
     assert float(res.df[0]) == pytest.approx(df, rel=1e-10)
     assert res.ci.attrs["ci_kind"] == "t" and res.ci.attrs["ci_prob"] == 0.9
@@ -98,7 +109,8 @@ def test_without_clusters_the_interval_is_the_one_sample_t_over_tasks():
     res = success_rate(_log(y))
     for a, n in ((0, 20), (1, 19)):
         cell = y[a][np.isfinite(y[a]).all(1)].mean(1)
-        np.testing.assert_allclose(res.ci.values[a], DescrStatsW(cell).tconfint_mean(alpha=0.05), rtol=1e-12)
+        d = DescrStatsW(cell)
+        np.testing.assert_allclose(res.ci.values[a], _logit_t(d.mean, d.std_mean, n - 1, 0.95), rtol=1e-10)
         assert float(res.df[a]) == n - 1
     assert res.ci.attrs["ci_kind"] == "t" and "n - 1 = 18 to 19 df" in res.ci.attrs["ci_detail"]
     # every task its own cluster: the same construction as the clustered path, to rounding
@@ -107,35 +119,30 @@ def test_without_clusters_the_interval_is_the_one_sample_t_over_tasks():
     assert float(one_each.df[0]) == pytest.approx(19.0, rel=1e-12)
 
 
-def test_all_solved_or_none_warns_and_points_to_the_exact_bound():
+def test_all_solved_or_none_gives_the_exact_bound():
     rng = np.random.default_rng(1)
     y = rng.binomial(1, 0.5, (3, 15, 2)).astype(float)
     y[0], y[1] = 1.0, 0.0
-    with pytest.warns(ZeroWidthIntervalWarning) as rec:
-        res = success_rate(_log(y))
-    msg = " ".join(str(w.message) for w in rec if w.category is ZeroWidthIntervalWarning)
-    assert "a0 (every task scored 1" in msg and "a1 (every task scored 0" in msg and "a2" not in msg
-    assert "pass_hat_k(data, 1) gives the exact bound" in msg
-    assert res.ci_flag.values.tolist() == ["every task scored 1", "every task scored 0", ""]
-    assert res.ci.values[0].tolist() == [1.0, 1.0] and res.ci.values[1].tolist() == [0.0, 0.0]
-    assert "every task scored 1" in repr(res)
-    # the bound pointed to: for 15 independent tasks all solved, Clopper-Pearson's lower end (alpha/2)^(1/15)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        bound = pass_hat_k(_log(y), 1).ci.sel(agent="a0").values.ravel()
-    assert bound[0] == pytest.approx(0.025 ** (1 / 15), rel=1e-6) and bound[1] == 1.0
+        warnings.simplefilter("error", ZeroWidthIntervalWarning)  # no zero-width interval any more
+        res = success_rate(_log(y))
+    assert res.ci_flag.values.tolist()[:2] == ["exact bound", "exact bound"]
+    assert "exact bound" in repr(res)
+    # for 15 independent tasks all solved (none), Clopper-Pearson's end (alpha/2)^(1/15) (1 - that)
+    cp = 0.025 ** (1 / 15)
+    np.testing.assert_allclose(res.ci.values[:2], [[cp, 1.0], [0.0, 1 - cp]], rtol=1e-6)
 
 
 def test_equal_cluster_means_with_different_tasks_are_named():
     y = np.array([1.0, 0.0, 0.0, 1.0])[None, :, None]  # each cluster's mean is 1/2: no spread between clusters
     with pytest.warns(ZeroWidthIntervalWarning, match="every cluster has the same mean"):
         res = success_rate(_log(y, np.array([0, 0, 1, 1])))
-    assert res.ci_flag.values.tolist() == ["every cluster has the same mean"]
+    assert res.ci_flag.values.tolist() == ["zero width"]
 
 
 def test_one_cluster_gives_no_interval_and_says_why():
-    y = np.array([1.0, 0.0, 1.0])[None, :, None]
-    res = success_rate(_log(y, np.zeros(3, dtype=int)))
+    y = np.array([1.0, 0.0, 1.0, 0.0])[None, :, None]  # 2 of 4 succeed: no few-carry bound either
+    res = success_rate(_log(y, np.zeros(4, dtype=int)))
     assert np.isnan(res.ci.values).all() and res.ci_flag.values.tolist() == ["too few clusters"]
 
 

@@ -22,7 +22,7 @@ from ..._base import UndefinedWarning
 from ..._base import check_dim
 from ..._base import check_prob
 from ..._base import cluster_codes
-from ..._base import cluster_label
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
@@ -31,6 +31,8 @@ from ..._numerics import cluster_robust_se as _cluster_robust_se
 from ..._numerics import wilson_bounds as _wilson_bounds
 from .._inputs import with_counts_hash
 from .._kernels import normal_z
+from ._passk import POPULATION_OVER
+from ._passk import POPULATION_OVER_CLUSTERS
 
 __all__ = [
     "EmptySampleWarning",
@@ -500,9 +502,14 @@ class SuccessRateResult(Result):
     by_tag : xarray.DataArray or None
         Per-tag rates (dims ``agent``, ``tag``).
     ci : xarray.DataArray
-        Student t interval for ``micro``: ``micro +- t_df * standard_error``
-        (``ci_kind`` ``"t"``; ``ci_detail`` names the standard error and the
-        df). See :func:`success_rate`.
+        The interval of ``pass_hat_k(data, 1)`` (:class:`hierbench.freq.PassKResult`), the
+        package's one rule for a mean of values in [0, 1], taken on the per-task mean scores:
+        for a new draw of tasks (task clusters) from the same population, Student t on the
+        logit scale, ``expit(logit(m) +- t_df * standard_error / (m (1 - m)))`` (always inside
+        [0, 1]), and in the cells ``ci_flag`` names a bound (every task scored 0 or 1, or few
+        tasks carry the mean) the distribution-free bound that holds there. ``ci_kind``
+        ``"t"``, ``"bounded-mean"`` or ``"mixed"``; ``ci_detail`` names the standard error,
+        the df and the clusters. For 0/1 scores it equals ``pass_hat_k(data, 1).ci``.
     standard_error : xarray.DataArray
         With clusters, the bias-reduced cluster-robust (CR2) SE; without, the
         task-level ``sd / sqrt(n)`` (the same CR2 with each task its own cluster).
@@ -517,13 +524,13 @@ class SuccessRateResult(Result):
         The t's degrees of freedom per agent: Bell-McCaffrey's with clusters,
         ``n_tasks - 1`` without (NaN with fewer than 2 clusters or tasks).
     ci_flag : xarray.DataArray or None
-        Per agent, ``""`` or why the interval says less than its level:
-        ``"every task scored 1"`` (or 0, or the one value every task has) and
-        ``"every cluster has the same mean"``, where the interval has zero
-        width (a ``ZeroWidthIntervalWarning`` names them; for 0/1 scores
-        ``hierbench.freq.pass_hat_k(data, 1)`` gives the exact bound), and
-        ``"too few clusters"`` / ``"too few tasks"`` (fewer than 2: no
-        interval, NaN).
+        Per agent, ``""`` or the flag of ``pass_hat_k``'s ladder (``PassKResult.ci_flag``):
+        ``"exact bound"`` (every task scored 0, or every one 1), ``"bound: few tasks carry
+        the mean"`` / ``"bound: few tasks carry the failures (1 - mean)"`` (the interval is
+        the bound), ``"zero width"`` (every task, or every cluster, has one mean strictly
+        inside (0, 1): no spread measured, warned with a ``ZeroWidthIntervalWarning``),
+        ``"the clusters carry the mean evenly: the t interval may fall short"``, ``"too few
+        clusters"`` / ``"too few tasks"`` (fewer than 2: no interval, NaN).
     """
 
     micro: xr.DataArray
@@ -544,89 +551,89 @@ class SuccessRateResult(Result):
         """The micro success rate (``micro``), under the house name."""
         return self.micro.rename("estimate")
 
+    def _repr_lines(self) -> list[str]:
+        """The quantity, the interval's level and kind, and what it is for (tasks or clusters as the unit)."""
+        over = str(self.micro.attrs.get("over", POPULATION_OVER))
+        unit = over.split("(the ")[1].split(" as the sampling unit")[0] if "(the " in over else "tasks"
+        return [f"{type(self).__name__}: success rate, mean over tasks of each task's mean score, "
+                f"{interval_label(self.ci)} interval for {over.split(' (')[0]} (the {unit} as the unit)",
+                *self._cell_lines()]
+
     def _cell_notes(self) -> xr.DataArray | None:
         """Each flagged agent's ``ci_flag``, after its line in the repr."""
         flag = self.ci_flag
         return flag if flag is not None and flag.ndim == 1 else None
 
 
-#: with fewer than 2 units (clusters, or tasks) there is no interval
-_TOO_FEW = {True: "too few clusters", False: "too few tasks"}
-#: a cluster-robust SE of 0 where the tasks differ: every cluster's residual sum is 0
-_SAME_CLUSTER_MEANS = "every cluster has the same mean"
-#: where a zero-width success-rate interval is replaced, for 0/1 scores (over the clusters when there are some)
-_EXACT_BOUND = "hierbench.freq.pass_hat_k(data, 1) gives the exact bound"
+def _bm_df(cell: xr.DataArray, codes: np.ndarray, task_dim: str) -> np.ndarray:
+    """Per row of ``cell`` (its other dims flattened): the Bell-McCaffrey df of its CR2 SE (NaN under 2 clusters).
 
-
-def _cr2_t(cell: xr.DataArray, codes: np.ndarray | None, task_dim: str) -> tuple[np.ndarray, ...]:
-    """Per row of ``cell`` (its other dims flattened): CR2 SE, Bell-McCaffrey df, units, the one value.
-
-    With cluster ``codes`` each row's SE and df are ``_kernels.cr2_mean_se`` of its
-    finite tasks (the rule ``compare_agents`` uses for pairs). Without, every task is
-    its own cluster, where that rule is exactly ``sd / sqrt(n)`` on ``n - 1`` df; it is
-    computed so (the cluster path would hold an n x n matrix). ``units``: clusters (or
-    tasks) with a finite value; the one value every finite task has, NaN where they differ.
+    ``_kernels.cr2_mean_se`` of the row's finite tasks, the rule ``compare_agents`` uses for pairs
+    and ``pass_hat_k`` for its clustered interval (which keeps the df to itself).
     """
     from .._kernels import cr2_mean_se
-    from .._kernels import exact_zero_spread
 
     Y = np.asarray(cell.transpose(..., task_dim).values, dtype=float).reshape(-1, cell.sizes[task_dim])
-    fin = np.isfinite(Y)
-    n = fin.sum(1)
-    lo, hi = np.where(fin, Y, np.inf).min(1), np.where(fin, Y, -np.inf).max(1)
-    same = np.where(lo == hi, lo, np.nan)
-    if codes is None:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(fin, Y, 0.0).sum(1) / n
-            sd = np.sqrt((np.where(fin, Y - mean[:, None], 0.0) ** 2).sum(1) / (n - 1))
-            sd = exact_zero_spread(sd, np.where(fin, np.abs(Y), 0.0).max(1))
-            se = np.where(n > 1, sd / np.sqrt(n), np.nan)
-        return se, np.where(n > 1, n - 1.0, np.nan), n, same
-    se, df, units = (np.full(len(Y), np.nan) for _ in range(3))
-    for i in range(len(Y)):
-        units[i] = np.unique(codes[fin[i]]).size
-        if units[i] >= 2:
-            se[i], df[i], _ = cr2_mean_se(Y[i, fin[i]], codes[fin[i]])
-    return se, df, units, same
+    df = np.full(len(Y), np.nan)
+    for i, row in enumerate(Y):
+        ok = np.isfinite(row)
+        if np.unique(codes[ok]).size >= 2:
+            df[i] = cr2_mean_se(row[ok], codes[ok])[1]
+    return df
+
+
+def _zero_width_why(cell: xr.DataArray, flag: xr.DataArray, task_dim: str) -> xr.DataArray:
+    """Per cell flagged ``"zero width"``: why (every task scored one value, or every cluster has the same mean)."""
+    lo, hi = cell.min(task_dim), cell.max(task_dim)
+    one = xr.where(lo == hi, "every task scored " + lo.astype(str), "every cluster has the same mean")
+    text = one + ", no spread to measure; no distribution-free bound is given for partial credit"
+    return xr.where(flag == "zero width", text, "").transpose(*flag.dims)
 
 
 def _rate_interval(
-    micro: xr.DataArray, cell: xr.DataArray, cc, label: str, prob: float, task_dim: str
-) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray]:
-    """:func:`success_rate`'s ``(standard_error, df, ci, ci_flag)``: the CR2 t interval, flags, warnings."""
-    from scipy.special import stdtrit
+    micro: xr.DataArray, cell: xr.DataArray, data, cluster, prob: float, task_dim: str
+) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray, str | None]:
+    """:func:`success_rate`'s ``(standard_error, df, ci, ci_flag, unit)``: ``pass_hat_k``'s interval on the task means.
 
-    codes = None if cc is None else cc[0]
-    se, df, units, same = _cr2_t(cell, codes, task_dim)
-    with np.errstate(invalid="ignore"):
-        half = stdtrit(df, 0.5 + prob / 2) * se
-    shape = micro.shape
-    flag = np.full(se.shape, "", dtype=object)
-    why = np.full(se.shape, "", dtype=object)
-    for i in np.flatnonzero(se == 0):
-        v = same[i]
-        flag[i] = f"every task scored {v:g}" if np.isfinite(v) else _SAME_CLUSTER_MEANS
-        bound = _EXACT_BOUND if v in (0.0, 1.0) else "no distribution-free bound is given for partial credit"
-        why[i] = f"{flag[i]}, no spread to measure; {bound}"
-    flag[(units < 2) & (units > 0)] = _TOO_FEW[codes is not None]
-    m = micro.transpose(*cell.transpose(..., task_dim).dims[:-1])
+    The one rule of ``_passk`` (``_interval`` with tasks as the unit, ``cluster_interval`` with
+    task clusters; their flags ``_logit_t.flag_ladder``), applied to the per-task mean scores:
+    for 0/1 scores this is ``pass_hat_k(data, 1).ci`` and its ``ci_flag`` exactly. ``unit``
+    names the clusters (None: tasks are the unit).
+    """
+    from ._logit_t import BOUND_FLAGS
+    from ._passk import _clusters
+    from ._passk import _interval
+    from ._passk_cluster import cluster_interval
 
-    def wrap(a) -> xr.DataArray:  # a row value per cell of micro, in micro's dims
-        return m.copy(data=np.asarray(a).reshape(shape)).transpose(*micro.dims)
-
-    ok = df[np.isfinite(df)]
+    n_tasks = cell.notnull().sum(task_dim)
+    codes, unit = _clusters(data, cluster, task_dim, cell.sizes[task_dim])
+    if codes is None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = cell.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
+        lo, hi, flag = _interval(cell, micro, se, n_tasks, prob, task_dim)
+        df = (n_tasks - 1.0).where(n_tasks > 1)
+        ok = df.values[np.isfinite(df.values)]
+        how = "task-level standard error sd / sqrt(n), Student t on n - 1 = {} on the logit scale"
+    else:
+        se, lo, hi, flag, _ = cluster_interval(cell, micro, codes, prob, task_dim)
+        rows = _bm_df(cell, codes, task_dim)
+        df = micro.transpose(*cell.transpose(..., task_dim).dims[:-1]).copy(data=rows.reshape(micro.shape))
+        df = df.transpose(*micro.dims)
+        ok = rows[np.isfinite(rows)]
+        how = (f"CR2 (bias-reduced cluster-robust) standard error over the {unit}, Student t on "
+               "Bell-McCaffrey degrees of freedom ({}) on the logit scale")
     df_text = "no df (too few units)" if ok.size == 0 else (
         f"{ok.min():.3g} df" if np.ptp(ok) < 5e-4 * ok.min() else f"{ok.min():.3g} to {ok.max():.3g} df by agent (`df`)"
     )
-    if codes is None:
-        detail = f"task-level standard error sd / sqrt(n) (CR2 with each task its own cluster), Student t on n - 1 = {df_text}"
-    else:
-        detail = (f"CR2 (bias-reduced cluster-robust) standard error over the {len(cc[1])} clusters of `{label}`, "
-                  f"Student t on Bell-McCaffrey degrees of freedom ({df_text})")
-    ci = make_interval(
-        micro - wrap(half), micro + wrap(half), prob=prob, kind="t", detail=detail, zero_width_why=wrap(why),
-    )
-    return wrap(se).rename("standard_error"), wrap(df).rename("df"), ci, wrap(flag).astype(object).rename("ci_flag")
+    bound = flag.isin(BOUND_FLAGS)
+    kinds = sorted(set(np.where(bound.values, "bounded-mean", "t").ravel().tolist()))
+    kind = kinds[0] if len(kinds) == 1 else "mixed"
+    detail = (f"success_rate, pass_hat_k(data, 1)'s rule on the per-task mean scores: {how.format(df_text)}, "
+              "expit(logit(m) +- t * se / (m (1 - m))); in the cells whose `ci_flag` names a bound (every task "
+              "scored 0 or 1, or few tasks carry the mean) the distribution-free bound of the mean of values in "
+              "[0, 1] instead" + ("" if codes is None else ", taken over the clusters"))
+    ci = make_interval(lo, hi, prob=prob, kind=kind, detail=detail, zero_width_why=_zero_width_why(cell, flag, task_dim))
+    return se.rename("standard_error"), df.rename("df"), ci, flag.astype(object).rename("ci_flag"), unit
 
 
 @renamed_kwargs(dim="run_dim")
@@ -647,16 +654,18 @@ def success_rate(
     (fraction of checks passed); ``strict=True`` counts a run as a success
     only when its score is 1 (all checks passed).
 
-    The interval is ``micro +- t_df * SE`` (``ci_kind`` ``"t"``): with task
-    clusters the CR2 SE on Bell-McCaffrey df, the rule ``compare_agents`` uses
-    for pairs (at SWE-bench's 12 repositories a 95% normal interval on the CR1
-    SE covered 0.78-0.82 in simulation, this one 0.94-0.96); without them each
-    task is its own cluster, which makes it the one-sample t over tasks
-    (``sd / sqrt(n)``, ``n - 1`` df). ``ci_detail`` names the SE and df; ``df``
-    holds them per agent. An agent whose every task scored the same has a
-    zero-width interval that measures nothing: warned
-    (``ZeroWidthIntervalWarning``) and flagged (``ci_flag``); for 0/1 scores
-    ``hierbench.freq.pass_hat_k(data, 1)`` gives an exact bound.
+    The interval is ``pass_hat_k(data, 1)``'s (the package's one rule for a mean of
+    values in [0, 1]) taken on the per-task mean scores, so for 0/1 scores the two agree
+    exactly: Student t on the logit scale, inside [0, 1], with task clusters on the CR2
+    SE and Bell-McCaffrey df (the SE ``compare_agents`` uses for pairs; at SWE-bench's 12
+    repositories a 95% normal interval on the CR1 SE covered 0.78-0.82 in simulation),
+    without them on ``sd / sqrt(n)`` and ``n - 1`` df. Where every task scored 0 (or 1)
+    or few tasks carry the mean, the t interval falls short and the distribution-free
+    bound replaces it (``ci_flag`` says so: METR's gpt-3.5-turbo-instruct, 3 tasks
+    succeeding of 83, had a plain t interval reaching below 0). ``ci_detail`` names the SE
+    and df; ``df`` holds them per agent. An agent whose every task (or cluster) has one
+    mean strictly inside (0, 1) has a zero-width interval that measures nothing: warned
+    (``ZeroWidthIntervalWarning``) and flagged.
 
     Parameters
     ----------
@@ -692,9 +701,7 @@ def success_rate(
     n_tasks = ran.sum(task_dim)
     micro = cell.mean(task_dim)
     key = "auto" if cluster == "cluster" else cluster
-    cc = cluster_codes(y, key, dim=task_dim)
-    label = cluster_label(y, key) if cc is not None else ""
-    se, df, ci, flag = _rate_interval(micro, cell, cc, label, prob, task_dim)
+    se, df, ci, flag, unit = _rate_interval(micro, cell, y, key, prob, task_dim)
     by_tag = None
     macro = xr.full_like(micro, np.nan)
     if tag is not None and tag in y.coords:
@@ -709,8 +716,9 @@ def success_rate(
     else:
         n_err = xr.full_like(n_runs, 0)
         err_rate = xr.full_like(micro, np.nan)
+    over = POPULATION_OVER if unit is None else POPULATION_OVER_CLUSTERS.format(unit=unit)
     res = SuccessRateResult(
-        micro=micro.rename("micro"),
+        micro=micro.rename("micro").assign_attrs(over=over),
         macro=macro.rename("macro"),
         by_tag=None if by_tag is None else by_tag.rename("by_tag"),
         ci=ci,

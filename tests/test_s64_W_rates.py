@@ -1,0 +1,104 @@
+"""Audit T, findings 2, 6, 8 and 10 (helper W): success_rate, stratified_mean, the beta-binomial fit, reprs.
+
+Expected values come from scipy.stats (binomial enumeration of the convex-order bound, the t
+quantile), pandas by hand and exact arithmetic, never from the code under test.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy import optimize
+from scipy import stats
+
+from hierbench.freq import pass_at_k
+from hierbench.freq import success_rate
+
+
+def _log(y: np.ndarray, codes=None) -> xr.Dataset:
+    A, T, R = y.shape
+    ds = xr.Dataset(
+        {"score": (("agent", "task", "run"), y.astype(float))},
+        coords={"agent": [f"a{i}" for i in range(A)], "task": [f"t{i}" for i in range(T)], "run": np.arange(R)},
+    )
+    return ds if codes is None else ds.assign_coords(cluster=("task", [f"c{c}" for c in codes]))
+
+
+def _convex_order_upper(s: int, n: int, a2: float) -> float:
+    """The largest p with ``min_m E[(m - B)_+] / (m - s) > a2``, B ~ Binomial(n, p), by enumeration.
+
+    Between integers the ratio is monotone, so its minimum over m > s is at an integer m in (s, n].
+    """
+    k = np.arange(n + 1)
+
+    def tail(p: float) -> float:
+        pmf = stats.binom.pmf(k, n, p)
+        return min(float((np.clip(m - k, 0, None) * pmf).sum()) / (m - s) for m in range(s + 1, n + 1))
+
+    return optimize.brentq(lambda p: tail(p) - a2, s / n + 1e-9, 1 - 1e-12, xtol=1e-13)
+
+
+def test_few_successes_get_the_bound_inside_0_1_and_the_flag():
+    # 40 tasks, one run each, 2 successes: the plain t interval reached below 0 without a flag
+    y = np.zeros((1, 40, 1))
+    y[0, [3, 17], 0] = 1.0
+    res = success_rate(_log(y))
+    assert res.ci_flag.values.tolist() == ["bound: few tasks carry the mean"]
+    lo, hi = res.ci.values[0]
+    plain_t_lower = 0.05 - stats.t.ppf(0.975, 39) * np.std(y[0, :, 0], ddof=1) / np.sqrt(40)
+    assert plain_t_lower < 0 <= lo  # the old interval's defect, and the new one's end
+    assert hi == pytest.approx(_convex_order_upper(2, 40, 0.025), abs=1e-7)
+    assert lo == pytest.approx(1 - _convex_order_upper(38, 40, 0.025), abs=1e-7)
+    assert res.ci.attrs["ci_kind"] == "bounded-mean" and "bound" in res.ci.attrs["ci_detail"]
+
+
+def test_success_rate_and_pass_at_1_report_one_interval_and_flag_with_clusters():
+    rng = np.random.default_rng(11)
+    codes = np.repeat(np.arange(8), [9, 7, 6, 5, 4, 3, 2, 1])
+    p = rng.beta(0.6, 2.0, (4, codes.size, 1))
+    y = rng.binomial(1, np.repeat(p, 3, -1)).astype(float)
+    y[0] = 0.0
+    y[0, 5, 1] = 1.0  # one success in one task: few tasks carry the mean
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sr, pk = success_rate(_log(y, codes)), pass_at_k(_log(y, codes), 1)
+    np.testing.assert_allclose(sr.ci.values, pk.ci.values, rtol=1e-12, atol=1e-15)
+    assert sr.ci_flag.values.tolist() == pk.ci_flag.values.tolist()
+    assert sr.ci_flag.values[0] == "bound: few tasks carry the mean"
+    assert ((sr.ci.values >= 0) & (sr.ci.values <= 1)).all()
+    # the estimate is the mean over tasks of each task's mean, by hand
+    np.testing.assert_allclose(sr.estimate.values, y.mean(2).mean(1), rtol=1e-12)
+
+
+def test_success_rate_repr_names_the_quantity_and_the_unit():
+    codes = np.repeat(np.arange(6), 5)
+    y = np.random.default_rng(2).binomial(1, 0.5, (2, 30, 2)).astype(float)
+    head = repr(success_rate(_log(y, codes))).splitlines()[0]
+    assert "success rate, mean over tasks of each task's mean score" in head
+    assert "a new draw of task clusters" in head and "6 clusters of `cluster` as the unit" in head
+    head = repr(success_rate(_log(y))).splitlines()[0]
+    assert "a new draw of tasks from the same population (the tasks as the unit)" in head
+
+
+@pytest.mark.skipif(not os.environ.get("HIERBENCH_SHARED_DATA"), reason="needs the shared METR data")
+def test_metr_gpt35_instruct_is_flagged_and_inside_0_1():
+    import pandas as pd
+
+    from hierbench.data import load_metr
+    from hierbench.data import shared_data_dir
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sr = success_rate(load_metr())
+    a = "gpt-3.5-turbo-instruct"
+    raw = pd.read_csv(shared_data_dir() / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz")
+    raw = raw[raw["alias"] == a]
+    by_hand = raw.groupby("task_id")["score_binarized"].mean().mean()
+    assert float(sr.estimate.sel(agent=a)) == pytest.approx(by_hand, rel=1e-12)
+    lo, hi = sr.ci.sel(agent=a).values
+    assert 0 <= lo < by_hand < hi <= 1
+    assert sr.ci_flag.sel(agent=a).item() == "bound: few tasks carry the mean"
