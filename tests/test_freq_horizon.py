@@ -137,11 +137,17 @@ def test_doubling_time_matches_a_least_squares_line_through_the_frontier(metr, s
     res, dates = _metr_horizons(metr, shared_data, 50, 2)
     with pytest.raises(HierbenchError, match=r"no date for agents \['davinci-002'\]"):
         doubling_time(res, dates)
-    with pytest.warns(ExtrapolatedHorizonWarning, match="gpt-3.5-turbo-instruct"):
-        with pytest.warns(HierbenchWarning, match="lies outside its interval"):
-            dt = doubling_time(res, dates, missing="skip")
-    # frontier by hand: running maximum of the 50% horizon over release dates
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        dt = doubling_time(res, dates, missing="skip")
+    floor = [str(w.message) for w in seen if w.category is ExtrapolatedHorizonWarning]
+    assert any("['gpt-3.5-turbo-instruct'] have a 0.5 horizon below 0.001 minutes" in m for m in floor)
+    assert not [w for w in seen if w.category is HierbenchWarning]  # the estimate is not outside its interval
+    assert dt.agents_below_floor == ["gpt-3.5-turbo-instruct"]
+    # frontier by hand: running maximum of the 50% horizon over release dates, through the agents whose
+    # horizon is at least METR's 0.001-minute floor (gpt-3.5-turbo-instruct's is 1.8e-6 minutes)
     h = res.estimate.sel(success=0.5).to_series().drop("davinci-002")
+    h = h[h >= 1e-3]
     d = pd.to_datetime(pd.Series({a: dates["date"][a] for a in h.index}))
     order = d.sort_values().index
     best, front = -np.inf, []
@@ -175,8 +181,11 @@ def _metr_rule(days, boot):
     return np.array(kept), few, nonpos
 
 
-def test_doubling_interval_is_metr_bootstrap_rule_and_the_estimate_outside_it_is_explained(metr, shared_data):
-    """The 2019+ line goes through gpt-3.5-turbo-instruct's 1.8e-6 minute horizon; the replicates mostly drop it."""
+def test_doubling_interval_is_metr_bootstrap_rule_and_the_estimate_follows_the_same_rule(metr, shared_data):
+    """gpt-3.5-turbo-instruct's 2019+ horizon is 1.8e-6 minutes: the replicates' rule drops it, and so the point line.
+
+    Before, the point line went through it (44 days) while the replicates mostly dropped it ([71, 299]).
+    """
     res, dates = _metr_horizons(metr, shared_data, 200, 21)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -188,10 +197,13 @@ def test_doubling_interval_is_metr_bootstrap_rule_and_the_estimate_outside_it_is
     assert (dt.n_kept, dt.n_too_few, dt.n_nonpositive) == (kept.size, few, nonpos)
     dropped = (~(np.isfinite(boot) & (boot >= 1e-3))).sum(0)
     assert dt.n_agent_dropped == dropped.tolist()
-    i = dt.agents.index("gpt-3.5-turbo-instruct")
-    assert float(dt.estimate) < float(dt.ci[0]) and dropped[i] == dropped.max()
-    msg = [str(w.message) for w in seen if w.category is HierbenchWarning]
-    assert len(msg) == 1 and f"gpt-3.5-turbo-instruct was left out of {dropped[i] / 200:.0%} of the 200" in msg[0]
+    # the point estimate is METR's per-replicate rule applied to the point horizons of the old line's agents
+    old = [*dt.agents, "gpt-3.5-turbo-instruct"]
+    old_days = np.array([(pd.Timestamp(dates["date"][a]) - pd.Timestamp("1970-01-01")).days for a in old], float)
+    point, _, _ = _metr_rule(old_days, res.estimate.sel(agent=old, success=0.5).values[None, :])
+    assert abs(float(dt.estimate) - point[0]) < 1e-9 * point[0]
+    assert float(dt.ci[0]) <= float(dt.estimate) <= float(dt.ci[1])
+    assert not [w for w in seen if w.category is HierbenchWarning]
     assert "METR's bootstrap rule" in dt.ci.attrs["ci_detail"] and f"{kept.size} kept" in dt.ci.attrs["ci_detail"]
 
 
@@ -209,7 +221,9 @@ def test_bad_inputs_are_named():
 
 def test_a_trend_through_horizons_beyond_the_task_lengths_is_flagged(metr, shared_data):
     """gpt-3.5-turbo-instruct (3 successes in 485 runs) is the only frontier agent before 2023; its 50% horizon
-    lies below the shortest task in the raw file, so the 2019+ trend is flagged and the 2023+ one is not.
+    lies below the shortest task in the raw file and below METR's 0.001-minute floor, so the 2019+ trend leaves it
+    out, saying so, and the 2023+ one never had it. The 80% horizons of GPT-4 0314 and GPT-4o lie below the
+    shortest task but above the floor: the 80% line goes through them, flagged.
     """
     import yaml
 
@@ -222,9 +236,19 @@ def test_a_trend_through_horizons_beyond_the_task_lengths_is_flagged(metr, share
     assert res.options["minutes_range"] == pytest.approx([shortest, longest])
     assert float(res.estimate.sel(agent="gpt-3.5-turbo-instruct", success=0.5)) < shortest
     dates = yaml.safe_load((shared_data / "metr" / "release_dates_19b0311.yaml").read_text())
-    span = re.escape(f"{shortest:g}-{longest:g} minutes")
-    with pytest.warns(ExtrapolatedHorizonWarning, match=span + r" .*\(gpt-3\.5-turbo-instruct [0-9.e-]+ minutes\)"):
-        doubling_time(res, dates, missing="skip")
+    measured = f"{shortest:g}-{longest:g} minutes"
+    span = re.escape(measured)
+    below = re.escape("(gpt-3.5-turbo-instruct ") + r"[0-9.e-]+" + re.escape(
+        f" minutes; the shortest task measured takes {shortest:g} minutes)")
+    with pytest.warns(ExtrapolatedHorizonWarning, match=below):
+        assert "gpt-3.5-turbo-instruct" not in doubling_time(res, dates, missing="skip").agents
+    with pytest.warns(ExtrapolatedHorizonWarning, match=span) as seen:
+        at80 = doubling_time(res, dates, missing="skip", success=0.8)
+    h80 = res.estimate.sel(success=0.8, agent=at80.agents).to_series()
+    low80 = h80[(h80 >= 1e-3) & (h80 < shortest)]
+    assert len(low80) == 2  # GPT-4 0314 and GPT-4o, about 0.3 minutes
+    note = next(str(w.message) for w in seen if measured in str(w.message))
+    assert all(f"{a} {v:.3g}" in note for a, v in low80.items())
     with warnings.catch_warnings():
         warnings.simplefilter("error", ExtrapolatedHorizonWarning)
         late = doubling_time(res, dates, missing="skip", after="2023-01-01")

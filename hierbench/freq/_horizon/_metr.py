@@ -30,6 +30,11 @@ agent's run outcomes on ``log2(human minutes)``. The facts of their method
   the agents whose horizon is NaN, infinite or below 0.001 minutes are left
   out, the line is fitted through the rest (at least 2) and its doubling
   time kept if positive; the interval is the percentiles of those kept.
+  The point line follows the same rule (METR's goes through every agent
+  with a positive horizon): an agent whose point horizon is below 0.001
+  minutes, a value read off its slope far below any task a human times,
+  is left out of it (warned), so the estimate is not one its interval
+  excludes by construction.
 
 Where METR's code has no answer this module says so. A point estimate
 whose slope is not negative is not a horizon (NaN, warned), nor is one
@@ -70,7 +75,9 @@ from ..._base import make_interval
 from ..._base import settle_trend
 from ..._base import warn_user
 from ..._docs import fill_doc
+from ..._numerics import MIN_TREND_HORIZON
 from ..._numerics import BootstrapTrend
+from ..._numerics import TrendPoints
 from ..._numerics import bootstrap_doubling_times
 from ..._numerics import extrapolated_note
 from ..._numerics import horizon_or_limit
@@ -79,6 +86,7 @@ from ..._numerics import limit_quantiles
 from ..._numerics import ols_slopes
 from ..._numerics import outside_interval_note
 from ..._numerics import outside_lengths
+from ..._numerics import trend_agents
 from ..._numerics import trend_points
 from ...data import task_minutes
 from .._kernels import few_units
@@ -186,6 +194,10 @@ class DoublingTimeResult(Result):
     n_agent_dropped : list of int
         Per agent in ``agents``, the replicates that left it out (horizon
         NaN, infinite or below 0.001 minutes).
+    agents_below_floor : list of str
+        Agents the line would go through but whose point horizon is below
+        0.001 minutes: left out of the point line by the rule that leaves
+        such a horizon out of every replicate's line.
     """
 
     estimate: xr.DataArray
@@ -201,9 +213,15 @@ class DoublingTimeResult(Result):
     n_too_few: int = 0
     n_nonpositive: int = 0
     n_agent_dropped: list = field(default_factory=list)
+    agents_below_floor: list = field(default_factory=list)
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("resamples",)
     _estimate_label: ClassVar[str] = "doubling time in days"
+
+    def _cell_notes(self) -> xr.DataArray | None:
+        """The agents the line goes through, and those left out below the floor."""
+        below = f"; left out, horizon below {MIN_TREND_HORIZON:g} minutes: {', '.join(self.agents_below_floor)}"
+        return xr.DataArray(f"line through {len(self.agents)} agents" + (below if self.agents_below_floor else ""))
 
 
 # --------------------------------------------------------------------------- inputs
@@ -638,14 +656,13 @@ def doubling_time(
     Warns
     -----
     ExtrapolatedHorizonWarning
-        A horizon on the line lies beyond the task lengths run (METR's runs:
-        gpt-3.5-turbo-instruct's, far below the shortest task and set by the
-        slope penalty; the 2019+ line through it gives 44 days, the 2023+
-        line without it 152).
+        A horizon on the line lies beyond the task lengths run; or an agent
+        the line would go through has a point horizon below 0.001 minutes
+        and is left out of it (listed in ``agents_below_floor``).
     HierbenchWarning
-        The estimate lies outside its own interval: the point line goes
-        through an agent the replicates mostly drop (METR's runs, 2019+:
-        gpt-3.5-turbo-instruct, below 0.001 minutes in most replicates).
+        The estimate still lies outside its own interval (the replicates'
+        horizons cross the 0.001-minute floor, or many are not kept): the
+        warning names the agent the replicates dropped most often.
 
     Notes
     -----
@@ -653,8 +670,17 @@ def doubling_time(
     in METR's analysis code): in each replicate, each trend agent whose
     horizon is NaN, infinite or below 0.001 minutes is left out, the line is
     fitted through the rest if at least 2 remain, and the doubling time is
-    kept if positive; the interval is the percentiles of the kept ones. The
-    point estimate goes through every trend agent, so it can fall outside.
+    kept if positive; the interval is the percentiles of the kept ones.
+
+    The point line follows the same rule: an agent whose point horizon is
+    below 0.001 minutes (0.06 seconds, a value read off its slope far below
+    any task a human times) is left out before the frontier is chosen.
+    METR's own point line goes through it, and then the estimate is one
+    its interval can exclude by construction: on METR's runs (2019+,
+    default settings) gpt-3.5-turbo-instruct's 50% horizon of 1.8e-6
+    minutes pulled the line to 44 days while the replicates, dropping it
+    from about 85% of their lines, gave [71, 299]; without it the line
+    gives 152 days (the 2023+ line, which never had it, the same).
 
     Examples
     --------
@@ -673,16 +699,47 @@ def doubling_time(
     prob = check_prob(prob)
     hz = horizons.estimate
     agents = np.asarray(hz["agent"].values).astype(str)
-    pts = trend_points(release_dates, agents, hz["success"].values.tolist(), hz.values, success=success,
-                       missing=missing, after=after, only_frontier=frontier, lengths=horizons.options.get("minutes_range"))  # fmt: skip
+    pts, below = _floored_points(release_dates, agents, hz, success=success, missing=missing, after=after,
+                                 only_frontier=frontier, lengths=horizons.options.get("minutes_range"))  # fmt: skip
     settle_trend(pts)
     j, days, h, use, absent = pts.column, pts.days, pts.horizons, pts.use, pts.absent
     slope = float(ols_slopes(days[use], np.log(h[use])))
     trend = bootstrap_doubling_times(days[use], horizons.resamples.values[:, use, j])
-    return _doubling_result(slope, trend, agents[use], days[use], h[use], prob, absent)
+    return _doubling_result(slope, trend, agents[use], days[use], h[use], prob, (absent, below))
 
 
-def _doubling_result(slope, trend: BootstrapTrend, agents, days, h, prob, absent) -> DoublingTimeResult:
+def _floored_points(release_dates, agents: np.ndarray, hz: xr.DataArray, **kw) -> tuple[TrendPoints, list[str]]:
+    """The trend's points by the replicates' own rule: a horizon below ``MIN_TREND_HORIZON`` minutes stays off the line.
+
+    Every replicate's line leaves out an agent whose horizon there is below
+    the floor (``bootstrap_doubling_times``); the point line does the same
+    with the point horizons, before the frontier is chosen, so that the
+    estimate and its interval are one statistic. Returns the points (those
+    agents not counted as ``unusable``: their horizon is positive) and the
+    agents the floor took off the line, warned.
+    """
+    h = np.asarray(hz.values, dtype=float)
+    low = np.isfinite(h) & (h > 0) & (h < MIN_TREND_HORIZON)
+    pts = trend_points(release_dates, agents, hz["success"].values.tolist(), np.where(low, np.nan, h), **kw)
+    if not pts.horizons.size:  # an input refusal: no column chosen
+        return pts, []
+    j = pts.column
+    on = trend_agents(pts.days, h[:, j], after=kw["after"], only_frontier=kw["only_frontier"])
+    cut = agents[on & low[:, j]].tolist()
+    pts = pts._replace(unusable=[a for a in pts.unusable if a not in set(agents[low[:, j]])])
+    if cut:
+        lo = float(kw["lengths"][0]) if kw["lengths"] else np.nan
+        shortest = f"; the shortest task measured takes {lo:g} minutes" if np.isfinite(lo) else ""
+        read = ", read off the slope below every task run" if lo > MIN_TREND_HORIZON else ""
+        which = ", ".join(f"{a} {h[agents == a, j][0]:.3g}" for a in cut)
+        warn_user(f"agents {cut} have a {float(hz['success'][j]):g} horizon below {MIN_TREND_HORIZON:g} minutes "
+                  f"({which} minutes{shortest}){read}. Each bootstrap replicate leaves such a horizon out of its "
+                  "line (METR's rule), so the point line leaves them out too and the estimate follows the rule of "
+                  "its interval (listed in agents_below_floor)", ExtrapolatedHorizonWarning)  # fmt: skip
+    return pts, cut
+
+
+def _doubling_result(slope, trend: BootstrapTrend, agents, days, h, prob, left) -> DoublingTimeResult:
     est = xr.DataArray(np.log(2.0) / slope, name="estimate", attrs={"units": "days"})
     q = limit_quantiles(trend.doubling, [0.5 - prob / 2, 0.5 + prob / 2])
     ci = make_interval(q[0], q[1], prob=prob, kind="percentile", warn_zero_width=False, detail=trend.detail)
@@ -694,6 +751,7 @@ def _doubling_result(slope, trend: BootstrapTrend, agents, days, h, prob, absent
     return DoublingTimeResult(
         estimate=est, ci=ci, slope=slope, agents=agents.tolist(), release_date=dates, horizon=h.tolist(),
         resamples=xr.DataArray(trend.doubling, dims="resample", name="resamples"),
-        n_resamples_dropped=int((~trend.kept).sum()), agents_without_date=list(absent), n_kept=int(trend.kept.sum()),
+        n_resamples_dropped=int((~trend.kept).sum()), agents_without_date=list(left[0]), n_kept=int(trend.kept.sum()),
         n_too_few=trend.n_too_few, n_nonpositive=trend.n_nonpositive, n_agent_dropped=trend.agent_dropped.tolist(),
+        agents_below_floor=list(left[1]),
     )  # fmt: skip
