@@ -102,3 +102,70 @@ def test_metr_gpt35_instruct_is_flagged_and_inside_0_1():
     lo, hi = sr.ci.sel(agent=a).values
     assert 0 <= lo < by_hand < hi <= 1
     assert sr.ci_flag.sel(agent=a).item() == "bound: few tasks carry the mean"
+
+
+def test_scores_outside_0_1_are_refused_by_name():
+    y = np.array([[[0.0], [2.0], [1.0]]])
+    with pytest.raises(ValueError, match=r"scores must lie in \[0, 1\]; 1 do not, e.g. \[2.0\]"):
+        success_rate(_log(y))
+
+
+def test_one_unit_stratum_is_named_and_a_census_stratum_adds_no_variance():
+    from hierbench import UndefinedWarning
+    from hierbench.freq import stratified_mean
+
+    y = np.array([1.0, 0.0, 1.0, 0.4, 0.2, 0.9, 0.5, 0.0])
+    lab = np.array(["a", "a", "a", "b", "c", "c", "c", "c"])
+    with pytest.warns(UndefinedWarning, match=r"1 strata hold fewer than 2 units: 'b'\. .*standard error and the "
+                                              r"interval are NaN"):
+        res = stratified_mean(y, lab)
+    assert float(res.estimate) == pytest.approx(y.mean(), rel=1e-12)  # sample shares: the plain mean
+    assert np.isnan(float(res.standard_error)) and np.isnan(res.ci.values).all()
+    # stratum b sampled whole (N_b = n_b = 1): known exactly, so the SE is that of a and c alone
+    pops = {"a": 30, "b": 1, "c": 40}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UndefinedWarning)
+        res = stratified_mean(y, lab, population_sizes=pops)
+    W = {h: n / 71 for h, n in pops.items()}
+    var = sum(W[h] ** 2 * np.var(y[lab == h], ddof=1) / (lab == h).sum() * (1 - (lab == h).sum() / pops[h])
+              for h in "ac")
+    assert float(res.estimate) == pytest.approx(sum(W[h] * y[lab == h].mean() for h in "abc"), rel=1e-12)
+    assert float(res.standard_error) == pytest.approx(np.sqrt(var), rel=1e-12)
+    z = stats.norm.ppf(0.975)
+    np.testing.assert_allclose(res.ci.values, float(res.estimate) + np.array([-z, z]) * np.sqrt(var), rtol=1e-12)
+    head = repr(res).splitlines()[0]
+    assert head.startswith("IntervalResult: stratified mean over 3 strata, the tasks drawn independently") and "95% normal" in head
+
+
+@pytest.mark.skipif(not os.environ.get("HIERBENCH_SHARED_DATA"), reason="needs the shared SWE-bench data")
+def test_swebench_repos_name_pallets_and_keep_the_pandas_estimate():
+    import pandas as pd
+
+    from hierbench import UndefinedWarning
+    from hierbench.data import load_swebench_bash_only
+    from hierbench.data import shared_data_dir
+    from hierbench.freq import stratified_mean
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = load_swebench_bash_only()
+    with pytest.warns(UndefinedWarning, match=r"1 strata hold fewer than 2 units: 'pallets'\."):
+        res = stratified_mean(ds["score"].mean("run"), ds["cluster"])
+    raw = pd.read_csv(shared_data_dir() / "swebench_bash_only" / "swebench_verified_bash_only_per_instance.csv.gz")
+    raw["repo"] = raw["task_id"].str.split("__").str[0]
+    a = str(ds["agent"].values[0])
+    one = raw[raw["model_name"] == a]
+    per_repo = one.groupby("repo")["resolved"].agg(["mean", "size"])
+    by_hand = (per_repo["mean"] * per_repo["size"]).sum() / per_repo["size"].sum()
+    assert float(res.estimate.sel(agent=a)) == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_interval_result_reprs_name_the_quantity():
+    from hierbench.freq import pooled_binomial_interval
+    from hierbench.freq import proportion_interval
+
+    head = repr(proportion_interval(9, 10)).splitlines()[0]
+    assert head == "IntervalResult: success proportion successes / n, the n trials as independent draws, 95% wilson interval"
+    y = xr.DataArray(np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0]]), dims=("task", "run"))
+    head = repr(pooled_binomial_interval(y)).splitlines()[0]
+    assert "success rate pooled over every task x run attempt, each attempt an independent draw, 95% wald" in head

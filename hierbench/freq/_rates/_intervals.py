@@ -200,6 +200,11 @@ class IntervalResult(Result):
     ci: xr.DataArray
     n: xr.DataArray
 
+    def _repr_lines(self) -> list[str]:
+        """The quantity and the unit its interval treats as independent (``estimate.attrs["quantity"]``)."""
+        what = self.estimate.attrs.get("quantity", "estimate")
+        return [f"{type(self).__name__}: {what}, {interval_label(self.ci)} interval", *self._cell_lines()]
+
 
 @fill_doc
 def proportion_interval(
@@ -238,7 +243,9 @@ def proportion_interval(
     with np.errstate(invalid="ignore", divide="ignore"):
         p = s / m.where(m > 0)
         se = np.sqrt(p * (1 - p) / m.where(m > 0))
-    return IntervalResult(p.rename("estimate"), se.rename("standard_error"), ci, m.rename("n"))
+    what = "success proportion successes / n, the n trials as independent draws"
+    return IntervalResult(p.rename("estimate").assign_attrs(quantity=what), se.rename("standard_error"), ci,
+                          m.rename("n"))
 
 
 def _normal_ci(
@@ -299,7 +306,8 @@ def pooled_binomial_interval(
     with np.errstate(invalid="ignore", divide="ignore"):
         p = s / n.where(n > 0)
         se = np.sqrt(p * (1 - p) / n.where(n > 0))
-    return IntervalResult(p.rename("estimate"), se.rename("standard_error"),
+    what = f"success rate pooled over every {' x '.join(dims)} attempt, each attempt an independent draw"
+    return IntervalResult(p.rename("estimate").assign_attrs(quantity=what), se.rename("standard_error"),
                           _normal_ci(p, se, prob, "wald", "pooled binomial over every task x run attempt"), n.rename("n"))
 
 
@@ -427,6 +435,9 @@ def stratified_mean(
     """Stratified estimate of a mean: per-stratum means weighted by stratum shares.
 
     ``est = sum_h W_h ybar_h``, ``SE^2 = sum_h W_h^2 s_h^2 / n_h (1 - n_h / N_h)``.
+    A stratum with one unit has no ``s_h``: the SE and interval are NaN there, and an
+    ``UndefinedWarning`` names the strata (unless ``population_sizes`` says the stratum
+    was sampled whole, ``n_h = N_h``, when it adds nothing to the variance).
 
     Parameters
     ----------
@@ -475,15 +486,36 @@ def stratified_mean(
     y = s.transpose(..., task_dim)
     est = 0.0
     var = 0.0
+    thin = {}  # stratum -> rows (of the other dims) where it holds fewer than 2 units and is not a census
     for h in uniq:
         yh = y.isel({task_dim: np.flatnonzero(lab == h)})
         nh = yh.notnull().sum(task_dim)
         est = est + w[h] * yh.mean(task_dim)
+        if fpc[h] == 0:  # sampled whole (n_h = N_h): known exactly, it adds no variance
+            continue
         var = var + w[h] ** 2 * yh.var(task_dim, ddof=1) / nh * fpc[h]
+        if bool((nh < 2).any()):
+            thin[h] = int((nh < 2).sum())
+    if thin:
+        _warn_thin_strata(thin, int(np.prod([n for d, n in y.sizes.items() if d != task_dim])))
     se = np.sqrt(var)
     n = s.notnull().sum(task_dim)
-    return IntervalResult(est.rename("estimate"), se.rename("standard_error"),
+    what = f"stratified mean over {len(uniq)} strata, the {task_dim}s drawn independently within each stratum"
+    return IntervalResult(est.rename("estimate").assign_attrs(quantity=what), se.rename("standard_error"),
                           _normal_ci(est, se, prob, "normal", "stratified estimate, normal approximation"), n.rename("n"))
+
+
+def _warn_thin_strata(thin: dict, n_rows: int) -> None:
+    """Name the strata with fewer than 2 units (``{stratum: rows affected}``): their variance, so the SE, is NaN."""
+    shown = ", ".join(f"{h!r}" + (f" ({k} of {n_rows} rows)" if k < n_rows else "") for h, k in list(thin.items())[:10])
+    more = f" and {len(thin) - 10} more" if len(thin) > 10 else ""
+    warn_user(
+        f"stratified_mean: {len(thin)} strata hold fewer than 2 units: {shown}{more}. A stratum's variance needs "
+        "2 units, so the standard error and the interval are NaN wherever one holds 1 (the estimate too where "
+        "one holds none). Merge each with a like stratum (collapsed strata, which overstate the SE a little), or "
+        "give `population_sizes` where a stratum was sampled whole (n_h = N_h adds no variance).",
+        UndefinedWarning,
+    )
 
 
 @dataclass(frozen=True, repr=False)
@@ -693,6 +725,10 @@ def success_rate(
     prob = check_prob(prob)
     y = _scores(data, run_dim, "run_dim")
     check_dim(y, task_dim, "task_dim")
+    out = np.asarray(y.values, dtype=float)
+    out = out[np.isfinite(out) & ((out < 0) | (out > 1))]
+    if out.size:  # the interval's rule (logit t, bound) is for values in [0, 1], the eval schema's scores
+        raise ValueError(f"`data` scores must lie in [0, 1]; {out.size} do not, e.g. {out[:5].tolist()}")
     if strict:
         y = (y == 1).astype(float).where(y.notnull())
     cell = y.mean(run_dim)
