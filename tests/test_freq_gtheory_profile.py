@@ -325,9 +325,9 @@ def test_power_planning_refuses_other_designs_clearly():
     from hierbench.freq import paired_power
 
     df = _sim_crossed_nested(np.random.default_rng(48), n_agent=3, n_family=5)
-    four = variance_components(df, design="run:(agent*(task:family))", var="y")
-    with pytest.raises(ValueError, match=r"three-facet design 'run:\(agent\*task\)'"):
-        paired_power(0.1, 10, components=four)
+    crossed_runs = variance_components(df, design="agent*(run:task:family)", var="y")
+    with pytest.raises(ValueError, match=r"design 'run:\(agent\*task\)' \(design='nested'\) or"):
+        paired_power(0.1, 10, components=crossed_runs)
     # the same data through the three-facet design plan fine
     three = variance_components(df, design="run:(agent*task)", var="y", ci="wald")
     assert three.facets == ("agent", "task", "run")

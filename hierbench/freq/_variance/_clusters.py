@@ -26,6 +26,7 @@ import pandas as pd
 from ..._base import HierbenchWarning
 from ..._base import check_number
 from ..._base import warn_user
+from ._dstudy import spread_pairs
 from ._result import VarianceComponentsResult
 
 __all__ = ["ClusterDesign", "cluster_design"]
@@ -41,6 +42,8 @@ class ClusterDesign:
     template for any number of tasks). Exactly one of ``icc``, ``design_effect`` and
     ``sigma2`` (agent x cluster, agent x task within cluster, run-to-run: from a fit with a
     cluster facet) says how alike a cluster's tasks are; ``source`` says where it came from.
+    ``one_run_only``: the variances come from one run per cell, the run-to-run one holding the
+    agent x task one (``sigma2[1]`` is then 0), so they plan at one run per task only.
     """
 
     tasks_per_cluster: float
@@ -51,6 +54,7 @@ class ClusterDesign:
     design_effect: float | None
     sigma2: tuple[float, float, float] | None
     source: str
+    one_run_only: bool = False
 
     def deff(self, var_task: np.ndarray | float | None = None) -> np.ndarray | float:
         """The design effect; with ``sigma2``, at the total per-task variance ``var_task``."""
@@ -66,6 +70,12 @@ class ClusterDesign:
     def var_task(self, n_runs: np.ndarray) -> np.ndarray:
         """Total variance of a per-task paired difference (with ``sigma2``): ``2 s_c + 2 s_t + 2 s_e / R``."""
         s_c, s_t, s_e = self.sigma2
+        if self.one_run_only and np.any(np.asarray(n_runs) != 1):
+            raise ValueError(
+                f"`n_runs` must be 1 with this `clusters` ({self.source}): from one run per cell the "
+                "agent x task and run-to-run variances are not told apart, so no plan at more runs "
+                f"follows; got n_runs = {', '.join(f'{r:g}' for r in np.unique(n_runs))}"
+            )
         return 2 * s_c + 2 * s_t + 2 * s_e / n_runs
 
     def clusters_for(self, n_tasks: np.ndarray) -> np.ndarray:
@@ -117,31 +127,80 @@ def _sizes(sizes) -> np.ndarray:
     return a.astype(float)
 
 
-def _from_components(vc) -> tuple[np.ndarray, tuple[float, float, float], str]:
-    """Sizes and (agent x cluster, agent x task, run) variances of a fit with a cluster facet."""
+def clustered_facets(vc) -> tuple[str, str, str, str] | None:
+    """``(agent, task, cluster, run)`` of a fit of ``run:(agent*(task:cluster))``; None for any other design.
+
+    Read from the fitted design, not ``vc.facets``: a fit whose clusters came from a task
+    ``cluster`` coord (the default on METR and SWE-bench) lists only agent, task and run
+    there. Agents crossed with tasks nested in one cluster facet, fresh runs in every cell
+    (with one run per cell the run facet is confounded with the residual and left out).
+    """
+    if not isinstance(vc, VarianceComponentsResult):
+        return None
+    d, a, pairs = vc._design, vc.measurement, spread_pairs(vc)
+    if a is None or len(pairs) != 1 or d.parents[a]:
+        return None
+    ((t, c),) = pairs  # the measurement is in no spread pair
+    rest = set(d.facets) - {a, t, c}
+    if not rest and len(vc.confounded) == 1:  # one run per cell: the run facet left the design
+        return a, t, c, vc.confounded[0]
+    if len(rest) != 1 or d.parents[c] or set(d.parents[t]) != {c} or set(d.parents[next(iter(rest))]) != {a, t, c}:
+        return None
+    return a, t, c, rest.pop()
+
+
+def pool_interactions(values, agent: str = "agent", task: str = "task", cluster: str = "cluster"):
+    """The agent x task-side parts of a paired difference, by component name, and their sum ``s_mt``.
+
+    The one rule for planning independent tasks from components (``agent:task``; with tasks in
+    clusters ``agent:task:cluster`` and ``agent:cluster``): a paired difference on a new task
+    of a new cluster carries each, and more runs shrink none. ``values`` maps component names
+    to variances; the parts present are returned as given (in that order), and ``s_mt`` sums
+    them with each below 0 (a difference of variances near zero) taken as 0.
+    """
+    names = (f"{agent}:{task}", f"{agent}:{task}:{cluster}", f"{agent}:{cluster}")
+    parts = {n: float(values[n]) for n in names if n in values}
+    return parts, float(sum(max(v, 0.0) for v in parts.values()))
+
+
+def component_values(vc) -> dict[str, float]:
+    """A fit's components by name (its point estimates, as reported)."""
+    c = vc.components
+    return dict(zip(map(str, c.component.values), map(float, c.values), strict=True))
+
+
+def _from_components(vc) -> tuple[np.ndarray, tuple[float, float, float], str, bool]:
+    """Sizes, (agent x cluster, agent x task, run) variances, source and one-run flag of a clustered fit."""
     if not isinstance(vc, VarianceComponentsResult):
         raise TypeError(f"`components` must be a VarianceComponentsResult; got {type(vc).__name__}")
-    fac = tuple(vc.facets)
-    if len(fac) != 4 or vc.formula != f"{fac[3]}:({fac[0]}*({fac[2]}:{fac[1]}))":
+    fac = clustered_facets(vc)
+    if fac is None:
         raise ValueError(
-            "`components` must come from the design 'run:(agent*(task:cluster))' (tasks nested in "
-            f"clusters, fresh runs per cell); got {vc.formula!r} with facets {fac}: fit with a "
-            "task `cluster` coord, or give `icc` or `design_effect` instead"
+            "`components` must come from the design 'run:(agent*(task:cluster))' (agents crossed "
+            "with tasks nested in one cluster facet, fresh runs per cell); got the design "
+            f"{vc.formula!r} (facets {tuple(vc._design.facets)}, tasks nested in clusters: "
+            f"{spread_pairs(vc) or 'none'}): fit data with a task `cluster` coord, or give "
+            "`icc` or `design_effect` instead"
         )
-    a, c, t, _ = fac
+    a, t, c, r = fac
+    comp = component_values(vc)
+    one_run = r in vc.confounded  # one run per cell: the residual holds the agent x task part
     names = [f"{a}:{c}", f"{a}:{t}:{c}", "residual"]
-    comp = vc.components
-    have = list(map(str, comp.component.values))
-    if any(n not in have for n in names):
-        raise ValueError(f"`components` lacks {[n for n in names if n not in have]} (it has {have})")
-    s2 = tuple(float(comp.sel(component=n)) for n in names)
+    if lack := [n for n in names if n not in comp and not (one_run and n == names[1])]:
+        raise ValueError(f"`components` of {vc.formula!r} lack {lack} (they have {list(comp)})")
+    s2 = (comp[names[0]], 0.0 if one_run else comp[names[1]], comp["residual"])
     if not all(np.isfinite(s2)) or min(s2) < 0:
         raise ValueError(
             f"`components`: the variances {dict(zip(names, s2, strict=True))} must be finite and "
             ">= 0 (a negative ANOVA estimate: refit with method='reml', or give `icc`)"
         )
     sizes = _sizes(np.asarray(vc._cluster_sizes.get(t, []), dtype=float))
-    return sizes, s2, f"components of {vc.formula} ({vc.method}): {names[0]} {s2[0]:.4g}"
+    src = f"components of {vc.formula} ({vc.method}): {names[0]} {s2[0]:.4g}"
+    if one_run:
+        src += f", residual {s2[2]:.4g} holding {names[1]} (one run per cell: plans at n_runs=1 only)"
+    else:
+        src += f", {names[1]} {s2[1]:.4g}, residual {s2[2]:.4g}"
+    return sizes, s2, src, one_run
 
 
 def _given_sigma2(sigma2) -> tuple[float, float, float]:
@@ -187,9 +246,11 @@ def cluster_design(
     design_effect : float, optional
         The design effect directly (e.g. one observed), in [1, m*].
     components : VarianceComponentsResult, optional
-        A fit of ``run:(agent*(task:cluster))``: its sizes (unless given) and its agent x
-        cluster, agent x task and run variances (then give no other components to the power
-        functions; the design effect depends on the runs per task).
+        A fit of ``run:(agent*(task:cluster))`` (the default of :func:`variance_components` on
+        data with a task ``cluster`` coord): its sizes (unless given) and its agent x cluster,
+        agent x task and run variances (then give no other components to the power functions;
+        the design effect depends on the runs per task). From one run per cell the residual
+        holds the agent x task part: such a design plans at one run per task only.
     sigma2 : (float, float, float), optional
         Those three variances given directly (agent x cluster, agent x task within a
         cluster, run-to-run; e.g. from a published fit), with ``sizes`` or
@@ -213,11 +274,11 @@ def cluster_design(
         raise ValueError("give exactly one of `sizes` and `tasks_per_cluster`")
     if sum(x is not None for x in (icc, design_effect, components, sigma2)) != 1:
         raise ValueError("give exactly one of `icc`, `design_effect`, `components` and `sigma2`")
-    s2 = None
+    s2, one_run = None, False
     if sigma2 is not None:
         s2, auto = _given_sigma2(sigma2), "given variances"
     if components is not None:
-        obs, s2, auto = _from_components(components)
+        obs, s2, auto, one_run = _from_components(components)
         sizes = obs if sizes is None and tasks_per_cluster is None else sizes
     if tasks_per_cluster is not None:
         if sizes is not None:
@@ -250,4 +311,4 @@ def cluster_design(
                 HierbenchWarning,
             )
         auto = "given design effect"
-    return ClusterDesign(mean, factor, n, k, icc, design_effect, s2, auto if source is None else str(source))
+    return ClusterDesign(mean, factor, n, k, icc, design_effect, s2, auto if source is None else str(source), one_run)

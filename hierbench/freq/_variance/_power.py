@@ -11,6 +11,14 @@ Power is that of the paired t-test: noncentral t with ``T - 1`` df and
 noncentrality ``effect / sqrt(Var(dbar))``. With cost ``c_task`` per task and
 ``c_run`` per run (budget ``T (c_task + R c_run)``) the variance is minimised
 at ``R* = sqrt(s_e c_task / (s_t c_run))``.
+
+From a fit of ``run:(agent*(task:cluster))`` (the default of :func:`variance_components` on
+data with a task ``cluster`` coord) ``sigma2_mt`` pools the agent x task-side parts,
+``agent:task:cluster + agent:cluster`` (``pool_interactions``, each below 0 taken as 0): a
+paired difference on a new task of a new cluster carries both, so tasks are planned as
+independent, each from a new cluster. The planners' ``note`` (``attrs`` of an allocation)
+names the parts pooled; for tasks that come in clusters like the fit's, give
+``clusters=cluster_design(components=...)`` instead.
 """
 
 from __future__ import annotations
@@ -37,6 +45,9 @@ from ._allocation import allocate_clustered
 from ._allocation import allocate_paired
 from ._clusters import ClusterDesign
 from ._clusters import cluster_design
+from ._clusters import clustered_facets
+from ._clusters import component_values
+from ._clusters import pool_interactions
 from ._dstudy import warn_extrapolation
 from ._result import VarianceComponentsResult
 
@@ -109,16 +120,17 @@ def _sigmas(
             raise TypeError(
                 f"`components` must be a VarianceComponentsResult; got {type(components).__name__}"
             )
+        if (four := clustered_facets(components)) is not None:
+            return _pooled_sigmas(components, four, one_run_only)
         fac = tuple(components.facets)
         nested_formula = len(fac) == 3 and components.formula == f"{fac[2]}:({fac[0]}*{fac[1]})"
         if not nested_formula and (len(fac) != 3 or components.design not in ("nested", "crossed")):
             raise ValueError(
-                "`components` must come from the three-facet design 'run:(agent*task)' "
-                "(design='nested'); got the design "
+                "`components` must come from the design 'run:(agent*task)' (design='nested') or "
+                "'run:(agent*(task:cluster))'; got the design "
                 f"{getattr(components, 'formula', components.design)!r} with facets "
-                f"{tuple(components.facets)}: refit with design='run:(agent*task)' (e.g. "
-                "without a task cluster coord) or give `sigma2_interaction` and "
-                "`sigma2_residual` explicitly"
+                f"{tuple(components._design.facets)}: refit with one of those designs or give "
+                "`sigma2_interaction` and `sigma2_residual` explicitly"
             )
         fa, ft, _ = components.facets
         c = components.components
@@ -142,6 +154,52 @@ def _sigmas(
         check_number(sigma2_interaction, "sigma2_interaction", low=0),
         check_number(sigma2_residual, "sigma2_residual", low=0),
     )
+
+
+def _pooled_sigmas(components, fac, one_run_only: bool) -> tuple[float, float]:
+    """``_sigmas`` of a fit of ``run:(agent*(task:cluster))``: ``pool_interactions``'s ``s_mt``, the residual."""
+    a, t, c, r = fac
+    comp = component_values(components)
+    if f"{a}:{t}:{c}" not in comp and not (one_run_only and r in components.confounded):
+        cause = (
+            f"they come from one run per cell ({components.formula!r}): the {a}:{t}:{c} "
+            "interaction and run error are confounded, so no plan at more than one run per cell "
+            f"can be made from them (n_runs=1 can: its per-task difference has variance 2 x "
+            f"({a}:{c} + residual))"
+            if r in components.confounded
+            else f"they have no {a}:{t}:{c} interaction component (components {list(comp)})"
+        )
+        raise ValueError(f"`components`: {cause}; or give `sigma2_interaction` and `sigma2_residual` explicitly")
+    return pool_interactions(comp, a, t, c)[1], comp["residual"]
+
+
+def _pooled_words(components) -> str:
+    """What a clustered fit's plan pooled into ``s_mt``, for the planners' note ("" for other fits)."""
+    fac = clustered_facets(components)
+    if fac is None:
+        return ""
+    a, t, c, _ = fac
+    comp = component_values(components)
+    parts, s_mt = pool_interactions(comp, a, t, c)
+    low = [n for n, v in parts.items() if v < 0]
+    held = "" if f"{a}:{t}:{c}" in parts else f" holding {a}:{t}:{c} (one run per cell)"
+    return (
+        f"s_mt = {' + '.join(parts)} = {s_mt:.4g}"
+        + (f" ({', '.join(low)} below 0 taken as 0)" if low else "")
+        + f" and s_e = residual {comp['residual']:.4g}{held}, from {components.formula}: tasks "
+        f"planned as independent, each from a new {c}; for tasks in {c}s like the fit's give "
+        "clusters=cluster_design(components=...)"
+    )
+
+
+def _with_note(out, components):
+    """``out`` with ``_pooled_words`` put before its ``note`` (an allocation: as attr ``components_pooled``)."""
+    words = _pooled_words(components) if isinstance(components, VarianceComponentsResult) else ""
+    if words and isinstance(out, xr.Dataset):
+        out.attrs["components_pooled"] = words
+    elif words:
+        out.note = "; ".join(x for x in (words, out.note) if x)
+    return out
 
 
 def _counts(values, name: str, low: int) -> np.ndarray:
@@ -171,7 +229,12 @@ def sd_paired_diff(
     components : VarianceComponentsResult, optional
         Source of ``sigma2_interaction`` (agent:task) and ``sigma2_residual``.
         Components from one run per cell (the interaction inside the residual)
-        serve for ``n_runs=1`` only: ``sqrt(2 residual)``.
+        serve for ``n_runs=1`` only: ``sqrt(2 residual)``. From a fit of
+        ``run:(agent*(task:cluster))`` ``sigma2_interaction`` is
+        ``agent:task:cluster + agent:cluster`` (each below 0 taken as 0; with one
+        run per cell ``agent:cluster`` alone, the residual holding the rest): tasks
+        as independent, each from a new cluster (the planners' ``note`` names the
+        parts pooled).
     sigma2_interaction, sigma2_residual : float, optional
         The two variances, when not taken from ``components``.
 
@@ -337,7 +400,8 @@ def paired_power(
         n_eff, df, sd = _cluster_units(clusters, T, n_runs, components, sigma2_interaction,
                                        sigma2_residual, sd_diff)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(_power_df(eff.astype(float), n_eff, df, sd, alpha, alternative))
+            out = np.asarray(_power_df(eff.astype(float), n_eff, df, sd, alpha, alternative)).view(PowerArray)
+        return _with_note(out, components)
     sd = _sd(n_runs, components, sigma2_interaction, sigma2_residual, sd_diff)
     _warn_far(components, T, n_runs)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -348,7 +412,7 @@ def paired_power(
             out.pair_range = (np.asarray(lo), np.asarray(hi))
             shown = (f"{float(lo):.2f}", f"{float(hi):.2f}") if np.ndim(lo) == 0 else ("see", "pair_range")
             out.note = _note(float(sd), sds, "power", *shown)
-    return out
+    return _with_note(out, components)
 
 
 #: what the held-out audit (R) measured of the pooled SD, said by every planner's note
@@ -399,7 +463,7 @@ def _pair_sds(components, n_runs) -> np.ndarray | None:
         return None
     R = float(np.min(_counts(n_runs, "n_runs", 1)))
     _, s_e = _sigmas(components, None, None, one_run_only=R == 1)
-    run = components.facets[2]
+    run = _plan_facets(components)[1]
     made = _dstudy.effective_runs(components, run) if run in components._cluster_sizes else components.n_runs
     return np.sqrt(np.maximum(pv[np.isfinite(pv)] + 2 * s_e * (1 / R - 1 / made), 1e-12))
 
@@ -440,15 +504,26 @@ def _cluster_units(cd, T, n_runs, components, s_mt, s_e, sd_diff):
     return T / cd.deff(sd**2), K - 1, sd
 
 
+def _plan_facets(components) -> tuple[str, str, float]:
+    """The task and run facets of a plan's components and the tasks fitted (all clusters' tasks)."""
+    fac = clustered_facets(components)
+    if fac is None:
+        _, t, r = components.facets
+        return t, r, float(components.sizes.get(t, 0.0))
+    _, t, c, r = fac
+    return t, r, _dstudy._observed_total(components, t, c)
+
+
 def _warn_far(components, n_tasks, n_runs) -> None:
     """Planned tasks beyond 10x those the components were fitted on: ``warn_extrapolation``'s rule."""
     if not isinstance(components, VarianceComponentsResult) or len(components.facets) < 2:
         return
-    fitted = float(components.sizes.get(components.facets[1], 0.0))
+    _, _, fitted = _plan_facets(components)
     R = float(np.min(_counts(n_runs, "n_runs", 1)))
     s_mt, s_e = _sigmas(components, None, None, one_run_only=R == 1)
     tot = 2 * s_mt + 2 * s_e / R
-    parts = f"agent x task {2 * s_mt / tot:.0%}, run-to-run {2 * s_e / R / tot:.0%}" if tot > 0 else ""
+    what = "agent x task" if clustered_facets(components) is None else "agent x task and x cluster"
+    parts = f"{what} {2 * s_mt / tot:.0%}, run-to-run {2 * s_e / R / tot:.0%}" if tot > 0 else ""
     warn_extrapolation([("tasks", fitted, float(np.max(n_tasks)))], parts)
 
 
@@ -534,7 +609,7 @@ def tasks_for_power(
         lo, hi = (_tasks_at(effect, x, power, alpha, alternative, max_tasks) for x in (sds.min(), sds.max()))
         out.pair_range = (lo, hi)
         out.note = _note(sd, sds, "tasks needed", f"{lo:,}", f"{hi:,}" if hi else f">{max_tasks:,}")
-    return out
+    return _with_note(out, components)
 
 
 def _tasks_at(effect, sd, power, alpha, alternative, max_tasks, raise_=False) -> int:
@@ -666,7 +741,7 @@ def minimum_detectable_effect(
     if sds is not None:  # at fixed T the power is a function of effect / sd: the effect scales with sd
         mde.pair_range = (mde * sds.min() / sd, mde * sds.max() / sd)
         mde.note = _note(sd, sds, "detectable effects", *(f"{x:.3g}" for x in mde.pair_range))
-    return mde
+    return _with_note(mde, components)
 
 
 def _clustered(clusters, cost_cluster, choose) -> bool:
@@ -703,6 +778,12 @@ def _cluster_setup(clusters, components, s_mt, s_e, cost_task, cost_run, cost_cl
             raise ValueError(
                 "`clusters` built from `components` carries the variances it plans with; give no "
                 "`components`, `sigma2_interaction` or `sigma2_residual` beside it"
+            )
+        if clusters.one_run_only:
+            raise ValueError(
+                f"`clusters` ({clusters.source}) cannot choose runs per task: from one run per cell "
+                "the agent x task and run-to-run variances are not told apart; plan the tasks with "
+                "tasks_for_power(..., n_runs=1, clusters=...) or fit data with repeated runs"
             )
         parts, deff = tuple(2 * v for v in clusters.sigma2), None
         if parts[0] + parts[1] + parts[2] == 0:
@@ -898,7 +979,7 @@ def optimal_allocation(
         budget = check_number(budget, "budget", low=0, low_open=True)
         setup = _cluster_setup(clusters, components, sigma2_interaction, sigma2_residual,
                                cost_task, cost_run, cost_cluster, choose_cluster_size)
-        return _clustered_allocation(budget, setup)
+        return _with_note(_clustered_allocation(budget, setup), components)
     r_star = optimal_runs(
         cost_task=cost_task,
         cost_run=cost_run,
@@ -908,7 +989,7 @@ def optimal_allocation(
     )
     s_mt, s_e = _sigmas(components, sigma2_interaction, sigma2_residual)
     budget = check_number(budget, "budget", low=0, low_open=True)
-    return allocate_paired(budget, cost_task, cost_run, s_mt, s_e, r_star)
+    return _with_note(allocate_paired(budget, cost_task, cost_run, s_mt, s_e, r_star), components)
 
 
 def _clustered_allocation(budget: float, setup: dict) -> xr.Dataset:
