@@ -27,9 +27,9 @@ def _plan_section(ctx: DemoContext) -> str:
 
     if (one := _one_agent(ctx, "the plan is for comparing two agents on the same tasks")) is not None:
         return one  # before the components, whose agent part is then undefined
-    parts, s_e, source = _fit_components(ctx) if "fit" in ctx.extra else _gstudy_components(ctx)
+    parts, s_e, s_mt, source = _fit_components(ctx) if "fit" in ctx.extra else _gstudy_components(ctx)
     mt = "agent x task" in parts  # with one run per cell the run-to-run part holds it
-    s_mt, clipped = _summed_parts(parts, source)
+    clipped = _clipped_note(parts, source)
     T, tasks_text = _tasks_shared(ctx)
     if T < 2:
         return textwrap.fill(
@@ -97,18 +97,25 @@ def _plan_section(ctx: DemoContext) -> str:
     )
 
 
-#: the agent's interactions with the task side, in the words the plan prints them: a paired difference
-#: carries each, and runs do not average them away
-_INTERACTIONS = {"agent:task": "agent x task", "agent:task:cluster": "agent x task", "agent:cluster": "agent x cluster"}
+#: the agent's interactions with the task side (which ones: freq's ``pool_interactions``), in the words
+#: the plan prints them
+_WORDS = {"agent:task": "agent x task", "agent:task:cluster": "agent x task", "agent:cluster": "agent x cluster"}
 
 
-def _interactions(values: dict[str, float]) -> tuple[dict[str, float], float]:
-    """The agent x task-side parts of ``values`` (by component name) as the plan prints them, and s_e."""
-    parts = {word: values[c] for c, word in _INTERACTIONS.items() if c in values}
-    return parts, values["residual"]
+def _interactions(values: dict[str, float]) -> tuple[dict[str, float], float, float]:
+    """The agent x task-side parts of ``values`` (by component name) as the plan prints them, s_e and s_mt.
+
+    Which parts a paired difference carries and how they sum (each below 0 taken as 0) is
+    :func:`hierbench.freq.tasks_for_power`'s rule for a clustered G-study, one owner: freq's
+    ``pool_interactions``.
+    """
+    from ..freq import pool_interactions
+
+    parts, s_mt = pool_interactions(values)
+    return {_WORDS[c]: v for c, v in parts.items()}, values["residual"], s_mt
 
 
-def _fit_components(ctx: DemoContext) -> tuple[dict[str, float], float, str]:
+def _fit_components(ctx: DemoContext) -> tuple[dict[str, float], float, float, str]:
     """The crossed fit's agent x task-side components (posterior means, by printed name) and run-to-run.
 
     An agent x cluster part is one: a paired difference on a new task of a new cluster carries it
@@ -119,12 +126,12 @@ def _fit_components(ctx: DemoContext) -> tuple[dict[str, float], float, str]:
     from ..metrics import crossed_variance_components
 
     vc = crossed_variance_components(ctx.extra["fit"], scale="probability")
-    names = set(map(str, vc.draws["component"].values)) & {*_INTERACTIONS, "residual"}
+    names = set(map(str, vc.draws["component"].values)) & {*_WORDS, "residual"}
     means = {c: float(vc[c].mean()) for c in names}
     return (*_interactions(means), "fit")
 
 
-def _gstudy_components(ctx: DemoContext) -> tuple[dict[str, float], float, str]:
+def _gstudy_components(ctx: DemoContext) -> tuple[dict[str, float], float, float, str]:
     """:func:`_fit_components` from the log's G-study, where no Bayesian fit ran (partial credit, a failed fit).
 
     :func:`hierbench.freq.variance_components` of the scores: with one run per cell its
@@ -135,23 +142,22 @@ def _gstudy_components(ctx: DemoContext) -> tuple[dict[str, float], float, str]:
 
     est = variance_components(ctx.data).estimate
     values = {str(c): float(v) for c, v in zip(est["component"].values, est.values, strict=True)}
-    parts, s_e = _interactions(values)
-    return {k: v if np.isfinite(v) else 0.0 for k, v in parts.items()}, s_e, "gstudy"
+    values = {c: v if np.isfinite(v) or c == "residual" else 0.0 for c, v in values.items()}
+    return (*_interactions(values), "gstudy")
 
 
-def _summed_parts(parts: dict[str, float], source: str) -> tuple[float, str]:
-    """s_mt, the sum of the agent x task-side parts, each below 0 taken as 0, and the note saying so.
+def _clipped_note(parts: dict[str, float], source: str) -> str:
+    """The note that s_mt (the sum of the agent x task-side parts) takes each part below 0 as 0.
 
     A variance estimated as a difference (a posterior mean of one, a G-study's ANOVA) can fall
     below 0 where it is small: planning then assumes none of it.
     """
-    below = {k: v for k, v in parts.items() if v < 0}
-    note = "".join(
+    return "".join(
         f"\n(The {k} component's {'posterior mean' if source == 'fit' else 'estimate'} is {v:.4f} < 0, "
         "a difference of variances near zero: the plan below takes it as 0.)"
-        for k, v in below.items()
+        for k, v in parts.items()
+        if v < 0
     )
-    return float(sum(max(v, 0.0) for v in parts.values())), note
 
 
 def _s_mt_words(parts: dict[str, float]) -> str:

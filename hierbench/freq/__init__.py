@@ -50,6 +50,7 @@ from ._resampling import *  # noqa: F403
 from ._variance import *  # noqa: F403
 from ._variance import observed_cluster_ratio as observed_cluster_ratio  # for hierbench.demo
 from ._variance import pair_variances as pair_variances  # for hierbench.demo; not in __all__
+from ._variance import pool_interactions as pool_interactions  # for hierbench.demo; not in __all__
 
 _BAYES = "it summarises a Bayesian fit"
 _ML = "maximum-likelihood fits are named fit_<model>_ml"

@@ -5,6 +5,7 @@ The design language, profile intervals, D-studies, power and the cost-optimal al
 
 from . import _power
 from . import _warnings
+from ._clusters import pool_interactions as pool_interactions  # for hierbench.demo; not in __all__
 from ._design_lang import DesignError as DesignError
 from ._gtheory import variance_components as variance_components
 from ._observed import observed_cluster_ratio as observed_cluster_ratio  # for hierbench.demo
