@@ -53,6 +53,7 @@ from ..._base import check_prob
 from ..._base import cluster_codes
 from ..._base import cluster_label
 from ..._base import counts as cell_counts
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
@@ -159,7 +160,9 @@ class BootstrapResult(Result):
         built-in statistics, what the estimate is: ``scale`` (``"probability"``
         for 0/1 scores and pass^k / pass@k, ``"score"`` otherwise),
         ``quantity`` (``"mean score"``, ``"pass^k"``, ``"pass@k"``, or the
-        difference of one for pairs) and ``tasks`` (``"population"``: the
+        difference of one for pairs; for the values of a DataArray named other
+        than ``score``, as :func:`hierbench.freq.mean_ci` passes them, the scale is
+        that name and the quantity ``"mean cost"``, say) and ``tasks`` (``"population"``: the
         interval is for a new draw of tasks from the same population, as
         resampling tasks makes it; ``"observed"`` for ``scheme="runs"``).
         Where clusters are resampled: ``n_clusters``, ``n_clusters_effective``
@@ -197,14 +200,31 @@ class BootstrapResult(Result):
         return flag if flag is not None and flag.ndim == 1 else None
 
     def _repr_lines(self) -> list[str]:
-        """The base repr, and a count of the flagged agents its elided middle hides."""
-        lines = super()._repr_lines()
+        """What was estimated and resampled (``_header``), each output's line, the flagged ones it hides."""
+        lines = [f"{type(self).__name__}: {self._header()}", *super()._repr_lines()[1:]]
         notes = self._cell_notes()
         if notes is not None:
             hidden = np.delete(notes.values.astype(bool), _shown_cells(notes.size))
             if hidden.any():
                 lines.append(f"  ({int(hidden.sum())} more flagged: see .ci_flag)")
         return lines
+
+    def _header(self) -> str:
+        """``mean cost, 95% percentile interval for a new draw of tasks, resampling 12 clusters of `repo```.
+
+        The quantity (a callable's name where there is none), the interval, the tasks it is
+        for and the unit resampled, all from ``attrs``.
+        """
+        a = self.attrs
+        what = a.get("quantity") or f"statistic {a.get('statistic', '?')}"
+        unit, n_clusters = a.get("resample_unit", "task"), a.get("n_clusters")
+        units = f"{n_clusters} clusters of `{a.get('cluster_column')}`" if unit == "cluster" and n_clusters else f"{unit}s"
+        if a.get("scheme") == "runs":
+            how = "these tasks, resampling the runs within each (agent, task) cell"
+        else:
+            drawn = "task clusters" if unit == "cluster" else "tasks"
+            how = f"a new draw of {drawn}, resampling {units}" + (", then runs within each" if a.get("scheme") == "two-stage" else "")
+        return f"{what}, {interval_label(self.ci)} interval for {how}"
 
 
 
@@ -366,7 +386,7 @@ def _detail(plan: _Plan, unit: str, n_resamples: int) -> str:
 
 def _package(
     plan: _Plan, agent_coord, pair_labels: list[str], theta, dist, limits, *, prob: float,
-    method: str, unit: str, agent_dim: str, cluster_column: str = "",
+    method: str, unit: str, agent_dim: str, cluster_column: str = "", variable: str = "score",
 ) -> BootstrapResult:
     """The arrays as a :class:`BootstrapResult` with the house interval."""
     lims, z0, acc_a = limits
@@ -383,7 +403,7 @@ def _package(
         "resample_unit": unit,
         "cluster_column": cluster_column,
         "paired_resample": int(plan.paired),
-        **_target_attrs(plan),
+        **_target_attrs(plan, variable),
     }
     same = _same_values(plan, n_out)
     # the one value on every task leaves no width (percentile) or no interval (BCa's bias correction is
@@ -419,11 +439,13 @@ def _package(
 _QUANTITIES = {"mean": "mean score", "pass_hat_k": "pass^k", "pass_at_k": "pass@k"}
 
 
-def _target_attrs(plan: _Plan) -> dict[str, str]:
+def _target_attrs(plan: _Plan, variable: str = "score") -> dict[str, str]:
     """``scale``, ``quantity`` and ``tasks`` of a built-in statistic (nothing for a callable's).
 
     0/1 scores make the mean a success probability (``"probability"``), other
-    scores a mean ``"score"``; pass^k and pass@k are probabilities. Resampling
+    scores a mean ``"score"``; pass^k and pass@k are probabilities. The mean of
+    another variable (``mean_ci``'s cost) is on that variable's own scale, named by
+    it (``scale="cost"``, ``quantity="mean cost"``). Resampling
     tasks (or clusters, or both stages) makes the interval one for a new draw of
     tasks from the same population (``tasks="population"``); resampling runs
     only holds the tasks fixed (``"observed"``: these tasks).
@@ -432,10 +454,13 @@ def _target_attrs(plan: _Plan) -> dict[str, str]:
         return {}
     binary = plan.cells.binary or plan.statistic != "mean"
     quantity = _QUANTITIES[str(plan.statistic)]
+    scale = "probability" if binary else "score"
+    if variable != "score" and plan.statistic == "mean":
+        quantity, scale = f"mean {variable}", variable
     if plan.pairs_idx is not None:
         quantity = f"difference in {quantity} (first agent minus second)"
     return {
-        "scale": "probability" if binary else "score",
+        "scale": scale,
         "quantity": quantity,
         "tasks": "observed" if plan.scheme == "runs" else "population",
     }
@@ -504,12 +529,29 @@ _CR2_ROUTE = {
 }
 
 
-def _few_clusters(plan: _Plan, cluster_column: str, prob: float) -> dict:
+def _cr2_route(plan: _Plan) -> str:
+    """The few-clusters warning's close for scores: the simulated coverage and the CR2 t that holds it better."""
+    if plan.pairs_idx is not None:
+        route = _CR2_ROUTE["pairs"]
+    elif plan.builtin:
+        stat = str(plan.statistic)
+        route = _CR2_ROUTE["mean"] if stat == "mean" else _CR2_ROUTE["pass"].format(stat=stat)
+    else:
+        route = "a CR2 t interval on Bell-McCaffrey df (as hierbench.freq.success_rate gives for a mean)"
+    return (
+        f"; at 95%, 0.84-0.905 in a simulation at SWE-bench's 12 repositories, worth 3.9; {route}, which "
+        "holds its level better there"
+    )
+
+
+def _few_clusters(plan: _Plan, cluster_column: str, prob: float, variable: str = "score") -> dict:
     """Count the clusters a cluster bootstrap resamples; warn once where they are few. Returns the attrs.
 
     ``n_clusters``, ``n_clusters_effective`` (``effective_clusters``, over every task of
     the data) and ``few_clusters``: the warning's text where the effective number is below
-    ``FEW_CLUSTERS``, else ``""``. Nothing without clusters or for ``scheme="runs"``.
+    ``FEW_CLUSTERS``, else ``""``. Nothing without clusters or for ``scheme="runs"``. The
+    simulated coverage and the CR2 routes (``_CR2_ROUTE``) are the scores': for values of
+    another ``variable`` (``mean_ci``'s cost) the warning says the shortfall and no more.
     """
     if plan.codes is None or plan.scheme == "runs":
         return {}
@@ -520,18 +562,9 @@ def _few_clusters(plan: _Plan, cluster_column: str, prob: float) -> dict:
     if few is None:
         return out
     sizes = np.bincount(plan.codes)
-    if plan.pairs_idx is not None:
-        route = _CR2_ROUTE["pairs"]
-    elif plan.builtin:
-        stat = str(plan.statistic)
-        route = _CR2_ROUTE["mean"] if stat == "mean" else _CR2_ROUTE["pass"].format(stat=stat)
-    else:
-        route = "a CR2 t interval on Bell-McCaffrey df (as hierbench.freq.success_rate gives for a mean)"
-    out["few_clusters"] = (
-        few_units_text(few, f"clusters of `{cluster_column}` ({sizes.min()} to {sizes.max()} tasks)", prob)
-        + f"; at 95%, 0.84-0.905 in a simulation at SWE-bench's 12 repositories, worth 3.9; {route}, which "
-        "holds its level better there"
-    )
+    out["few_clusters"] = few_units_text(
+        few, f"clusters of `{cluster_column}` ({sizes.min()} to {sizes.max()} tasks)", prob
+    ) + (_cr2_route(plan) if variable == "score" else "")
     warn_user(out["few_clusters"] + ".", SmallSampleWarning)
     return out
 
@@ -595,8 +628,8 @@ def bootstrap_ci(
         Clusters worth fewer than 20 equal ones by their sizes (``(sum n_g)^2 /
         sum n_g^2``; Cameron and Miller 2015) are warned (``SmallSampleWarning``,
         text in ``attrs["few_clusters"]``): the interval then covers less than its
-        level (95%: 0.84-0.905 at SWE-bench's 12 repositories), where the CR2 t of
-        ``success_rate`` / ``compare_agents`` holds it better. It is not changed.
+        level (95%: 0.84-0.905 at SWE-bench's 12 repositories), where, for scores, the
+        CR2 t of ``success_rate`` / ``compare_agents`` holds it better. It is not changed.
     paired : bool
         ``True``: one task resample shared by every agent (paired comparisons,
         rankings). ``False``: independent resamples per agent.
@@ -631,26 +664,26 @@ def bootstrap_ci(
     """
     prob, builtin = _check_arguments(statistic, k, scheme, method, n_resamples, prob)
     gen = as_rng(rng)
-    plan, agent_coord, pair_labels, unit, cluster_column = _plan(
+    plan, agent_coord, pair_labels, unit, cluster_column, variable = _plan(
         data, statistic, builtin, k, pairs, scheme, paired, cluster, (run_dim, task_dim, agent_dim)
     )
     theta, dist, limits = _resample(
-        plan, int(n_resamples), gen, progress, method, prob, (agent_coord, pair_labels)
+        plan, int(n_resamples), gen, progress, method, prob, (agent_coord, pair_labels, variable)
     )
     res = _package(
-        plan, agent_coord, pair_labels, theta, dist, limits,
-        prob=prob, method=method, unit=unit, agent_dim=agent_dim, cluster_column=cluster_column,
+        plan, agent_coord, pair_labels, theta, dist, limits, prob=prob, method=method, unit=unit,
+        agent_dim=agent_dim, cluster_column=cluster_column, variable=variable,
     )
-    res.attrs.update(_few_clusters(plan, cluster_column, prob))
+    res.attrs.update(_few_clusters(plan, cluster_column, prob, variable))
     return with_counts_hash(res, data)
 
 
 def _plan(data, statistic, builtin: bool, k, pairs, scheme: str, paired: bool, cluster, dims) -> tuple:
-    """The checked resampling plan of ``data``: ``(plan, agent coord, pair labels, unit, cluster column)``.
+    """The checked resampling plan of ``data``: ``(plan, agent coord, pair labels, unit, cluster column, variable)``.
 
     ``unit`` is what ``scheme="tasks"`` draws (``"task"``, or ``"cluster"`` when the tasks
-    have clusters); the cluster column names the clusters ("" without them). ``dims`` are
-    the run, task and agent dims.
+    have clusters); the cluster column names the clusters ("" without them); the variable
+    says what the values are (``_variable``). ``dims`` are the run, task and agent dims.
     """
     run_dim, task_dim, agent_dim = dims
     cells, agent_coord, _task_coord, src = _cells_from(data, run_dim, task_dim, agent_dim)
@@ -664,7 +697,18 @@ def _plan(data, statistic, builtin: bool, k, pairs, scheme: str, paired: bool, c
     plan = _Plan(cells, statistic, builtin, k, pairs_idx, scheme, paired, codes)
     # the clusters by the column the user named (the coord is `cluster` whatever it was read from)
     cluster_column = cluster_label(src, cluster) if codes is not None else ""
-    return plan, agent_coord, pair_labels, unit, cluster_column
+    return plan, agent_coord, pair_labels, unit, cluster_column, _variable(data)
+
+
+def _variable(data) -> str:
+    """What the values are: ``"score"`` for a dataset and for a score DataArray, else the DataArray's name.
+
+    A DataArray is a score DataArray when it is named ``score`` or not named at all (the
+    form ``bootstrap_ci`` documents); another name (``"cost"``, from ``mean_ci``) is taken
+    as the variable the values are of.
+    """
+    name = data.name if isinstance(data, xr.DataArray) else None
+    return "score" if name is None else str(name)
 
 
 #: why a resample can leave an output undefined, in the undefined-resample warning
@@ -677,12 +721,12 @@ def _resample(
 ) -> tuple[np.ndarray, np.ndarray, tuple]:
     """The statistic on the data, its bootstrap distribution (undefined resamples warned), the limits.
 
-    ``labels`` (agent coord, pair labels) name the outputs in the warning.
+    ``labels`` (agent coord, pair labels, variable) name the outputs and the values in the warnings.
     """
     theta = _theta(plan)
     dist = _distribution(plan, theta.shape[0], n_resamples, gen, progress)
-    names = _output_names(plan, *labels, theta.shape[0])
-    empty = _warn_empty_outputs(plan, theta, names, labels[0])
+    names = _output_names(plan, *labels[:2], theta.shape[0])
+    empty = _warn_empty_outputs(plan, theta, names, labels[0], labels[2])
     warn_undefined_resamples(
         dist, names, category=UndefinedResampleWarning, only=~empty, cause=_UNDEFINED_CAUSE,
     )
@@ -725,13 +769,13 @@ def _bootstrap_summary(
     """
     prob, builtin = _check_arguments(statistic, k, scheme, method, n_resamples, prob)
     gen = as_rng(rng)
-    plan, agent_coord, pair_labels, unit, _ = _plan(
+    plan, agent_coord, pair_labels, unit, _, variable = _plan(
         data, statistic, builtin, k, pairs, scheme, paired, cluster, (run_dim, task_dim, agent_dim)
     )
     theta = _theta(plan)
     out = _summaries(plan, theta, int(n_resamples), gen, progress, method, prob)
     names = _output_names(plan, agent_coord, pair_labels, theta.shape[0])
-    empty = _warn_empty_outputs(plan, theta, names, agent_coord)
+    empty = _warn_empty_outputs(plan, theta, names, agent_coord, variable)
     warn_undefined_counts(
         out["n_undefined"], int(n_resamples), names, category=UndefinedResampleWarning, only=~empty,
         cause=_UNDEFINED_CAUSE,
@@ -742,12 +786,16 @@ def _bootstrap_summary(
     return _Summary(theta, ci, out["p"], out["p_mcse"], out["n_undefined"])
 
 
-def _warn_empty_outputs(plan: _Plan, theta: np.ndarray, names: list[str], agent_coord) -> np.ndarray:
+def _warn_empty_outputs(
+    plan: _Plan, theta: np.ndarray, names: list[str], agent_coord, variable: str = "score"
+) -> np.ndarray:
     """Name the agents (pairs) with no task in the statistic, whose estimate is NaN; returns that mask.
 
     Such an output is undefined on the data, not by a resample's draw, so it is said here
     (why: no runs at all, no task with ``k`` runs, no task both agents ran) and left out of the
-    undefined-resample count. The other outputs do not depend on it and stand.
+    undefined-resample count. The other outputs do not depend on it and stand. Values of another
+    ``variable`` than the score (a cost) can be missing from runs that happened: there an agent
+    has "no cost at all", not "no runs", and dropping it is not advised.
     """
     empty = np.zeros(theta.shape[0], dtype=bool)
     if theta.shape[0] != plan.U:  # a callable's scalar (or other) outputs: no per-agent tasks
@@ -755,21 +803,22 @@ def _warn_empty_outputs(plan: _Plan, theta: np.ndarray, names: list[str], agent_
     empty = ~np.isfinite(plan.v_obs[0]).any(-1) & ~np.isfinite(theta)
     if not empty.any():
         return empty
-    idle = plan.cells.n.sum(-1) == 0  # (A,) agents with no runs at all
+    idle = plan.cells.n.sum(-1) == 0  # (A,) agents with no runs at all (no value at all, for a cost)
+    nothing = "no runs at all" if variable == "score" else f"no {variable} at all"
     with_k = f" with k={plan.k} runs" if plan.builtin and plan.statistic != "mean" else ""
     why = []
     for u in np.flatnonzero(empty):
         if plan.pairs_idx is None:
-            why.append("no runs at all" if idle[u] else f"no task{with_k}")
+            why.append(nothing if idle[u] else f"no task{with_k}")
             continue
         gone = [repr(str(agent_coord.values[a])) for a in plan.pairs_idx[u] if idle[a]]
         who = f"agent {gone[0]} has" if len(gone) == 1 else f"agents {' and '.join(gone)} have"
-        why.append(f"{who} no runs at all" if gone else f"no task both agents ran{with_k}")
+        why.append(f"{who} {nothing}" if gone else f"no task both agents ran{with_k}")
     listed = "; ".join(f"{names[u]} ({w})" for u, w in zip(np.flatnonzero(empty)[:10], why[:10], strict=True))
     more = f"; and {int(empty.sum()) - 10} more" if empty.sum() > 10 else ""
     rest = "; the other outputs do not use them" if not empty.all() else ""
     involved = np.flatnonzero(empty) if plan.pairs_idx is None else np.unique(plan.pairs_idx[empty])
-    drop = [str(agent_coord.values[a]) for a in involved if idle[a]] if agent_coord is not None else []
+    drop = [str(agent_coord.values[a]) for a in involved if idle[a]] if agent_coord is not None and variable == "score" else []
     hint = f" Agents with no runs can be dropped first: data.drop_sel(agent={drop!r})." if drop else ""
     warn_user(
         f"no task to estimate from for {int(empty.sum())} of {empty.size} outputs: {listed}{more}. "
