@@ -31,6 +31,8 @@ from ..._base import UndefinedWarning
 from ..._base import check_choice
 from ..._base import check_int
 from ..._base import check_prob
+from ..._base import cluster_label
+from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import renamed_kwargs
 from ..._base import warn_user
@@ -194,7 +196,7 @@ def quantile_ci(
         v = flat[a][np.isfinite(flat[a])]
         if v.size:
             est[a] = np.quantile(v, qs)
-    _warn_empty(flat, da, agent_dim, var)
+    _warn_empty(flat, da, agent_dim, var, _scored_runs(data, var, agent_dim))
     if method == "order-statistic":
         lo, hi, cov = _order_statistic_bounds(flat, qs, prob)
         kind, detail = "order-statistic", "distribution-free; exact coverage in `coverage`"
@@ -247,15 +249,35 @@ def _values(data, var, agent_dim: str, task_dim: str):
     return da, flat, has_agent
 
 
-def _warn_empty(flat: np.ndarray, da: xr.DataArray, agent_dim: str, var) -> None:
+def _scored_runs(data, var, agent_dim: str) -> np.ndarray | None:
+    """Scored runs per agent of an eval dataset whose ``var`` is not the score (else None)."""
+    if not isinstance(data, xr.Dataset) or var == "score" or "score" not in data:
+        return None
+    scored = data["score"].notnull()
+    return np.atleast_1d(scored.sum([d for d in scored.dims if d != agent_dim]).values)
+
+
+def _warn_empty(flat: np.ndarray, da: xr.DataArray, agent_dim: str, var, runs=None, what="quantiles") -> np.ndarray:
+    """Name the agents with no value of ``var`` at all (their ``what`` are NaN); returns that mask.
+
+    ``runs`` (scored runs per agent, ``_scored_runs``) tells a variable not recorded on
+    runs that happened from an agent that never ran.
+    """
     empty = ~np.isfinite(flat).any((1, 2))
     if empty.any():
         names = [str(a) for a in np.asarray(da[agent_dim].values)[empty]][:5]
+        ran = np.zeros(0) if runs is None or runs.shape != empty.shape else runs[empty & (runs > 0)]
+        k, n = ran.size, int(empty.sum())
+        who = f"all {k} have" if k == n > 1 else "it has" if k == n else f"{k} of them {'has' if k == 1 else 'have'}"
+        lo, hi = (int(ran.min()), int(ran.max())) if k else (0, 0)
+        had = (f"; {who} scored runs ({lo if lo == hi else f'{lo} to {hi}'} each): the runs happened, "
+               f"their {var} was not recorded" if k else "")  # fmt: skip
         warn_user(
             f"{int(empty.sum())} agents have no {var or 'value'} at all (e.g. {names}): their "
-            "quantiles are undefined (NaN)",
+            f"{what} are undefined (NaN){had}",
             EmptySampleWarning,
         )
+    return empty
 
 
 def _order_statistic_bounds(flat: np.ndarray, qs: np.ndarray, prob: float):
@@ -353,7 +375,10 @@ def mean_ci(
     BootstrapResult
         Per agent: the mean over tasks of each task's mean ``var``, with its
         task-bootstrap interval at ``prob`` (``method``) and the resampling
-        settings in its attrs.
+        settings in its attrs; its ``quantity`` (and its repr) name the variable
+        (``"mean cost"``; a DataArray by its own name). An agent with no value of
+        ``var`` at all is NaN, named in an ``EmptySampleWarning`` that counts the
+        scored runs it has (an eval dataset's cost can be missing from every run).
 
     Examples
     --------
@@ -362,22 +387,26 @@ def mean_ci(
     >>> float(mean_ci(cost, var=None, n_resamples=500, rng=0).estimate.squeeze())
     10.5
     """
+    values, flat, _ = _values(data, var, agent_dim, task_dim)  # checked as quantile_ci's
     da = data_variable(data, var)
-    numeric_values(
-        da, "data" if var is None else f"data.{var}", nonnegative=(var or da.name) in NONNEGATIVE
-    )
-    return bootstrap_ci(
-        da,
-        "mean",
-        method=method,  # type: ignore[arg-type]
-        prob=prob,
-        n_resamples=n_resamples,
-        cluster=cluster,
-        rng=rng,
-        run_dim=run_dim,
-        task_dim=task_dim,
-        agent_dim=agent_dim,
-    )
+    # what the values are of (a DataArray: its own name), which the result's quantity names ("mean cost")
+    name = str((da.name if isinstance(data, xr.DataArray) else var) or "value")
+    empty = _warn_empty(flat, values, agent_dim, name, _scored_runs(data, var, agent_dim), "means")
+    with warnings.catch_warnings():
+        if empty.any():  # said above, with the scored runs those agents have; not again as "no cost at all"
+            warnings.simplefilter("ignore", EmptySampleWarning)
+        return bootstrap_ci(
+            da.rename(name),
+            "mean",
+            method=method,  # type: ignore[arg-type]
+            prob=prob,
+            n_resamples=n_resamples,
+            cluster=cluster,
+            rng=rng,
+            run_dim=run_dim,
+            task_dim=task_dim,
+            agent_dim=agent_dim,
+        )
 
 
 @dataclass(frozen=True, repr=False)
@@ -410,6 +439,26 @@ class ParetoResult(ResampledResult):
     accuracy_ci: xr.DataArray
     cost_ci: xr.DataArray
     attrs: dict = field(default_factory=dict)
+
+    def _repr_lines(self) -> list[str]:
+        """What the share is and what its interval is not; each agent's accuracy, cost and place."""
+        a = self.attrs
+        units = (f"{a['n_clusters']} clusters of `{a.get('cluster_column')}`" if a.get("n_clusters")
+                 else str(a.get("unit", "tasks")))  # fmt: skip
+        head = (
+            f"{type(self).__name__}: P(on the {self.accuracy.name}-{self.cost.name} frontier) over "
+            f"{a.get('n_resamples', '?')} resamples of {units}; {interval_label(self.ci)} interval: the "
+            "Monte Carlo error of that share, not a confidence interval"
+        )
+        return [head, *self._cell_lines()]
+
+    def _cell_notes(self) -> xr.DataArray:
+        """Each agent's observed accuracy and cost, and whether it is on the observed frontier."""
+        text = [
+            f"{self.accuracy.name} {acc:.4g}, {self.cost.name} {cost:.4g}" + ("; on the frontier" if on else "")
+            for acc, cost, on in zip(self.accuracy.values, self.cost.values, self.on_frontier.values, strict=True)
+        ]
+        return self.accuracy.copy(data=np.array(text, dtype=object)).rename(None)
 
 
 def _frontier(acc: np.ndarray, cost: np.ndarray) -> np.ndarray:
@@ -462,7 +511,8 @@ def pareto_frontier(
     ParetoResult
         Where clusters are resampled, its ``attrs`` and its intervals' attrs hold
         ``n_clusters``, ``n_clusters_effective`` and ``few_clusters`` as
-        :func:`hierbench.freq.bootstrap_ci`'s do; clusters worth fewer than
+        :func:`hierbench.freq.bootstrap_ci`'s do (its ``attrs`` also
+        ``cluster_column``, the clusters' name, ``""`` without clusters); clusters worth fewer than
         ``FEW_CLUSTERS`` (20) equal ones are warned about (a ``SmallSampleWarning``).
 
     Examples
@@ -488,7 +538,8 @@ def pareto_frontier(
         acc_obs = a0.sum(1) / pf.sum(1)
         cost_obs = c0.sum(1) / pf.sum(1)
     codes, gen, unit = task_resampling(data, cluster, task_dim, rng)
-    few = few_clusters_attrs(codes, f"clusters of coord {'cluster' if cluster == 'auto' else cluster!r}", prob,
+    label = cluster_label(data, cluster) if codes is not None else ""
+    few = few_clusters_attrs(codes, f"clusters of `{label}`", prob,
                              then="; P(on frontier) and the accuracy and cost intervals look surer than the data allow",
                              n_plain=a0.shape[1])
     dist = _resampled_means(a0, c0, pf, codes, gen, n_resamples)
@@ -499,6 +550,7 @@ def pareto_frontier(
     acc_v = xr.DataArray(acc_obs, dims=agent_dim, coords=coords, name=accuracy)
     cost_v = xr.DataArray(cost_obs, dims=agent_dim, coords=coords, name=cost)
     res = _pareto_result(est, n_on, acc_v, cost_v, dist, prob, unit, acc_cell, cost_cell)
+    res.attrs["cluster_column"] = label
     for a in (res.attrs, res.ci.attrs, res.accuracy_ci.attrs, res.cost_ci.attrs):
         a.update(few)
     return res
