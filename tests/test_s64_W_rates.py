@@ -169,3 +169,41 @@ def test_interval_result_reprs_name_the_quantity():
     y = xr.DataArray(np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.0]]), dims=("task", "run"))
     head = repr(pooled_binomial_interval(y)).splitlines()[0]
     assert "success rate pooled over every task x run attempt, each attempt an independent draw, 95% wald" in head
+
+
+def test_one_run_per_task_leaves_kappa_unidentified_and_says_so():
+    from hierbench._base import UnidentifiedWarning
+    from hierbench.freq import beta_binomial_profile_ci
+
+    # the premise, by scipy: with n = 1 the beta-binomial is Bernoulli(mu) whatever kappa
+    for kappa in (0.5, 3.0, 40.0):
+        assert stats.betabinom.pmf(1, 1, 0.3 * kappa, 0.7 * kappa) == pytest.approx(0.3, rel=1e-12)
+    y = np.zeros((2, 30, 1))
+    y[0, :9, 0] = 1.0  # a0: 9 of 30
+    y[1, :, 0] = 0.0  # a1: none
+    with pytest.warns(UnidentifiedWarning) as rec:
+        res = beta_binomial_profile_ci(_log(y), prob=0.95)
+    text = " ".join(str(w.message) for w in rec)
+    assert "every task failed ('a1')" in text and "every task has one run ('a0')" in text
+    assert "no overdispersion detected" not in text
+    assert np.isnan(res.kappa.values).all() and np.isnan(res.alpha.values).all()
+    assert float(res.mu[0]) == pytest.approx(0.3, abs=1e-6)  # the vectorised search is good to ~1e-7
+    # mu's interval is the binomial likelihood-ratio interval on 9 / 30 (scipy's chi2 and brentq)
+    def ll(p):
+        return stats.binom.logpmf(9, 30, p)
+
+    cut = ll(0.3) - stats.chi2.ppf(0.95, 1) / 2
+    lo = optimize.brentq(lambda p: ll(p) - cut, 1e-6, 0.3, xtol=1e-12)
+    hi = optimize.brentq(lambda p: ll(p) - cut, 0.3, 1 - 1e-6, xtol=1e-12)
+    np.testing.assert_allclose(res.ci.values[0], [lo, hi], atol=1e-6)
+
+
+def test_no_overdispersion_names_its_rows():
+    from hierbench.freq import NoOverdispersionWarning
+    from hierbench.freq import fit_beta_binomial_ml
+
+    c = xr.DataArray([[5, 5, 5, 5, 5, 5], [0, 1, 3, 2, 9, 5]], dims=("agent", "task"),
+                     coords={"agent": ["flat", "spread"]})
+    with pytest.warns(NoOverdispersionWarning, match=r"no overdispersion detected \('flat'\)"):
+        res = fit_beta_binomial_ml(c, xr.full_like(c, 10))
+    assert np.isinf(float(res.kappa.sel(agent="flat"))) and np.isfinite(float(res.kappa.sel(agent="spread")))

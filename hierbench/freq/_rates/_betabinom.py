@@ -174,7 +174,9 @@ class BetaBinomialResult(Result):
         ``alpha = mu kappa``, ``beta = (1 - mu) kappa``; ``kappa = inf``
         (and alpha, beta inf) when the likelihood is maximised by the
         binomial limit (no overdispersion); ``mu`` exactly 0 (1) and
-        ``kappa`` NaN (not identified) when every task failed (passed).
+        ``kappa`` NaN (not identified) when every task failed (passed);
+        ``kappa`` NaN (not identified) when every task has one run, where
+        the likelihood depends on ``mu`` alone. Both warned, naming the rows.
     loglik : xarray.DataArray
         Maximised log-likelihood including the binomial coefficients.
     n_tasks : xarray.DataArray
@@ -313,13 +315,9 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
             EmptySampleWarning,
         )
     mu = da([r[0] for r in rows], "mu")
-    kappa = da([r[1] for r in rows], "kappa")
-    if np.isinf(kappa.values).any():
-        warn_user(
-            "beta-binomial: no overdispersion detected for some rows; kappa is inf (the binomial "
-            "limit) and alpha, beta are inf there.",
-            NoOverdispersionWarning,
-        )
+    one_run = (nv <= 1).all(1).reshape(shape)  # every task with a run has one run: kappa is not identified
+    kappa = da([r[1] for r in rows], "kappa").where(~one_run)
+    _warn_kappa(kappa, mu, one_run)
     lims = np.asarray([r[5] for r in rows], float).reshape((*shape, 2))
     tmpl = xr.DataArray(np.zeros(shape), dims=lead, coords=coords)
     ci = make_interval(
@@ -342,6 +340,41 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
         n_tasks_not_run=da([r[4] for r in rows], "n_tasks_not_run").astype(np.int64),
         ci=ci,
     )
+
+
+#: why kappa is NaN, per kind of row: (what the data show, why that leaves kappa unidentified)
+_UNIDENTIFIED = {
+    "failed": ("every task failed", "mu is 0 and no spread between tasks can show"),
+    "passed": ("every task passed", "mu is 1 and no spread between tasks can show"),
+    "one run": ("every task has one run", "the likelihood depends on mu alone (P(y = 1) = mu whatever kappa), so "
+                "overdispersion cannot be measured at all; mu and its interval are the binomial ones (tasks as "
+                "independent draws), and 2 or more runs on some tasks would identify kappa"),
+}
+
+
+def _warn_kappa(kappa: xr.DataArray, mu: xr.DataArray, one_run: np.ndarray) -> None:
+    """Name the rows whose ``kappa`` is NaN (not identified, and why) or inf (the binomial limit)."""
+    from ..._base import UnidentifiedWarning
+    from ..._base import entry_names
+
+    def named(mask: np.ndarray) -> str:
+        names = [n for n, _ in entry_names(kappa, np.asarray(mask)) if n]
+        shown = ", ".join(map(repr, names[:10])) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        return f" ({shown})" if shown else ""
+
+    k, m = kappa.values, mu.values
+    edge = np.isnan(k) & np.isin(m, (0.0, 1.0))  # every task failed (passed): said so, whatever the runs
+    rows = {"failed": edge & (m == 0), "passed": edge & (m == 1), "one run": one_run & ~np.isnan(m) & ~edge}
+    said = [f"{_UNIDENTIFIED[r][0]}{named(mask)}: {_UNIDENTIFIED[r][1]}" for r, mask in rows.items() if mask.any()]
+    if said:
+        warn_user("beta-binomial: kappa is not identified, so kappa, alpha and beta are NaN where " + "; where ".join(said),
+                  UnidentifiedWarning)
+    if np.isinf(k).any():
+        warn_user(
+            f"beta-binomial: no overdispersion detected{named(np.isinf(k))}: the likelihood is largest at the "
+            "binomial limit, so kappa is inf and alpha, beta are inf there.",
+            NoOverdispersionWarning,
+        )
 
 
 @renamed_kwargs(dim="run_dim")
@@ -370,7 +403,10 @@ def fit_beta_binomial_ml(
         With an all-NaN ``ci`` (not computed here). Boundaries: all tasks passing (failing) gives
         ``mu = 1`` (``0``) up to ~1e-10; no overdispersion gives
         ``kappa = inf`` with a :class:`NoOverdispersionWarning` (a
-        ``RuntimeWarning`` too, as before).
+        ``RuntimeWarning`` too, as before). ``kappa`` is NaN where it is not
+        identified (every task failed or passed, or every task has one run:
+        with ``n = 1`` the beta-binomial is a Bernoulli(``mu``) whatever
+        ``kappa``), with an ``UnidentifiedWarning`` naming the rows.
 
     Examples
     --------
