@@ -17,6 +17,7 @@ from scipy import sparse
 
 from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
+from ..._base import HierbenchWarning
 from ..._base import ResampledResult
 from ..._base import Result
 from ..._base import UndefinedWarning
@@ -426,6 +427,14 @@ class EloResult(Result):
     order_spread : DataArray (agent)
         Max minus min rating over the orders: how much the order alone moves
         a rating (Bradley-Terry's is 0).
+    attrs : dict
+        The settings, and ``outside_range`` (the agents whose rating in the
+        order given lies outside their ``ci``) with ``outside_range_p``: the
+        share of the orders, the given one among them, with at least as many
+        agents outside (each random order judged against the range of the
+        others; a small value says the order given is atypical).
+
+    The ranks in the repr are those of the ratings in the order given.
     """
 
     estimate: xr.DataArray
@@ -436,15 +445,21 @@ class EloResult(Result):
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("by_order",)
 
     def _repr_lines(self) -> list[str]:
-        """The ratings best first, each with its range over the random orders."""
+        """The ratings best first (ranked in the order given), each with its range over the random orders."""
         a = self.attrs
-        spread = self.order_spread.values
-        extra = [f"  order spread {_number(0)(x)}" for x in spread] if a.get("n_orders") else None
+        out = set(a.get("outside_range", []))
+        extra = None
+        if a.get("n_orders"):
+            extra = [f"  order spread {_number(0)(x)}" + ("; outside its range" if g in out else "")
+                     for g, x in zip(self.estimate["agent"].values.tolist(), self.order_spread.values, strict=True)]  # fmt: skip
         return [
             f"EloResult: {len(self.estimate)} agents, ratings after {a.get('n_battles')} battles in "
             f"the order given (k = {a.get('k'):g}), in {self.estimate.attrs.get('units', '?')}",
             f"  {interval_label(self.ci)} range: {self.ci.attrs.get('ci_detail', '')}",
+            "  ranked by the ratings in the order given; another order of the same battles moves them (order spread)",
             *_ranked_lines(self.estimate, self.ci, _number(0), extra),
+            *([f"  {_outside_text(self.estimate.size, a['n_orders'], a, float(self.ci.attrs['ci_prob']))}"]
+              if "outside_range_p" in a else []),
         ]
 
 
@@ -508,7 +523,19 @@ def online_elo(
         Ratings after the battles in the order given (``estimate``), their
         central range over ``n_orders`` random orders of the same battles
         (``ci``, with ``order_spread``) and the ratings under each order
-        (``by_order``).
+        (``by_order``). The ranks its repr shows are those of the order
+        given; ``attrs["outside_range"]`` names the agents whose rating lies
+        outside their range.
+
+    Warns
+    -----
+    HierbenchWarning
+        The order given is atypical: more agents' ratings lie outside their
+        range than random orders put outside theirs (a Monte Carlo p-value at
+        most ``1 - prob``, ``attrs["outside_range_p"]``), naming them. A random
+        order leaves some outside by chance (about ``1 - prob`` of the agents)
+        and is not warned about; nor can any order be with fewer than
+        ``1 / (1 - prob) - 1`` random orders (19 at 95%).
 
     Examples
     --------
@@ -520,9 +547,7 @@ def online_elo(
     [998.53, 1001.47]
     """
     if "comparison" not in pairs.dims:
-        raise HierbenchError(
-            "`pairs` must be a pairwise dataset (dim 'comparison'): Elo needs the battle order"
-        )
+        raise HierbenchError("`pairs` must be a pairwise dataset (dim 'comparison'): Elo needs the battle order")
     check_pairwise(pairs)
     if pairs.sizes["comparison"] == 0:
         raise HierbenchError("`pairs` holds no comparison: there is nothing to rate")
@@ -537,34 +562,79 @@ def online_elo(
     out = pairs["outcome"].values.astype(float)
     C, m = out.size, len(agents)
     gen = as_rng(rng)
-    orders = np.empty((n_orders + 1, C), dtype=np.int64)
-    orders[0] = np.arange(C)
-    for o in range(1, n_orders + 1):
-        orders[o] = gen.permutation(C)
+    orders = np.stack([np.arange(C), *(gen.permutation(C) for _ in range(n_orders))]).astype(np.int64)
     R = _replay(ia[orders], ib[orders], out[orders], m, k, initial, np.log(base) / scale)
-    est = xr.DataArray(
-        R[0], dims="agent", coords={"agent": agents}, name="elo", attrs=_elo_attrs(initial, scale, base)
-    )
+    est = xr.DataArray(R[0], dims="agent", coords={"agent": agents}, name="elo", attrs=_elo_attrs(initial, scale, base))
     by = xr.DataArray(R[1:], dims=("order", "agent"), coords={"agent": agents})
     if n_orders:
         lo, hi = percentile_bounds(R[1:], prob)
         spread = R[1:].max(0) - R[1:].min(0)
     else:
         lo = hi = spread = np.full(m, np.nan)
-    ci = make_interval(
-        lo,
-        hi,
-        prob=prob,
-        kind="percentile",
-        detail=f"spread of the ratings over {n_orders} random orders of the same battles (not a sampling interval)",
-        template=est,
-        warn_zero_width=False,
-    )
+    ci = make_interval(lo, hi, prob=prob, kind="percentile", template=est, warn_zero_width=False,
+                       detail=f"spread of the ratings over {n_orders} random orders of the same battles (not a "
+                       "sampling interval)")  # fmt: skip
+    outside = _outside_range(R, prob, agents) if n_orders else {}
     return EloResult(
         estimate=est,
         ci=ci,
         by_order=by,
         order_spread=xr.DataArray(spread, dims="agent", coords={"agent": agents}),
         attrs={"k": float(k), "initial": initial, "scale": float(scale), "base": float(base),
-               "n_orders": n_orders, "n_battles": C},
+               "n_orders": n_orders, "n_battles": C, **outside},
     )
+
+
+def _outside_range(R: np.ndarray, prob: float, agents: list[str]) -> dict:
+    """The agents whose rating in the order given (row 0 of ``R``) lies outside the random orders' range, and how rare that is.
+
+    Each random order is judged the same way against the range of the other
+    random orders (leave one out): ``outside_range_p`` is the share of all the
+    orders, the given one among them, with at least as many agents outside
+    (a Monte Carlo permutation p-value; a random given order has it uniform).
+    Where it is at most ``1 - prob`` the order given is atypical: warned,
+    naming the agents, as their ratings and ranks are those of that order.
+    """
+    lo, hi = percentile_bounds(R[1:], prob)
+    out = (R[0] < lo) | (R[0] > hi)
+    a = (1.0 - prob) / 2.0
+    counts = ((R[1:] < _quantile_of_others(R[1:], a)) | (R[1:] > _quantile_of_others(R[1:], 1.0 - a))).sum(1)
+    p = (1 + int((counts >= out.sum()).sum())) / R.shape[0]
+    attrs = {"outside_range": [agents[i] for i in np.flatnonzero(out)], "outside_range_p": float(p)}
+    if out.any() and p <= 1.0 - prob:
+        named = [f"{agents[i]} {R[0, i]:.0f} outside [{lo[i]:.0f}, {hi[i]:.0f}]" for i in np.flatnonzero(out)[:5]]
+        more = f"; and {int(out.sum()) - len(named)} more" if out.sum() > len(named) else ""
+        warn_user(f"online_elo: {_outside_text(R.shape[1], R.shape[0] - 1, attrs, prob)} ({'; '.join(named)}{more}). "
+                  "The ratings and ranks reported are those of that order (battles grouped by task or by time give "
+                  "such an order); by_order holds the ratings under random orders, and fit_bradley_terry_ml's do not "
+                  "depend on the order", HierbenchWarning)  # fmt: skip
+    return attrs
+
+
+def _quantile_of_others(X: np.ndarray, q: float) -> np.ndarray:
+    """Per cell of ``X`` (order, agent): the ``q`` quantile of its column without that cell (numpy's linear rule).
+
+    The column sorted once; the others' value at index ``i`` is the sorted
+    column's ``i``-th where ``i`` is below the cell's own place, else the next.
+    """
+    n = X.shape[0]
+    order = np.argsort(X, axis=0, kind="stable")
+    srt = np.take_along_axis(X, order, axis=0)
+    place = np.empty_like(order)
+    np.put_along_axis(place, order, np.arange(n)[:, None].repeat(X.shape[1], 1), axis=0)
+    pos = q * (n - 2)
+    i, f = int(np.floor(pos)), pos - np.floor(pos)
+
+    def at(k: int) -> np.ndarray:
+        return np.take_along_axis(srt, np.where(k < place, k, k + 1), axis=0)
+
+    return at(i) * (1.0 - f) + at(min(i + 1, n - 2)) * f if n > 1 else np.full(X.shape, np.nan)
+
+
+def _outside_text(m: int, n: int, attrs: dict, prob: float) -> str:
+    """How many agents' ratings in the order given lie outside their range, and how many random orders do as much."""
+    k, p = len(attrs.get("outside_range", [])), attrs.get("outside_range_p", np.nan)
+    verdict = "the order given is atypical" if k and p <= 1.0 - prob else "as a random order would"
+    as_many = round(p * (n + 1)) - 1
+    return (f"in the order given, {k} of {m} agents' ratings lie outside their {100 * prob:.4g}% range over the "
+            f"random orders; {as_many} of the {n} random orders put as many outside theirs (p = {p:.2g}): {verdict}")
