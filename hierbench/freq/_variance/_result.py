@@ -310,25 +310,19 @@ class VarianceComponentsResult(Result):
         """Project error variances and coefficients to planned sample sizes.
 
         With tasks in clusters the prediction is for one of two universes (attr
-        ``universe``): ``"new_clusters"`` (default) newly drawn clusters (the
-        G-study's number, or ``n_clusters``), the cluster terms error over the
-        effective number of clusters, not shrinking with more tasks in each;
-        ``"these_clusters"``: these clusters, more tasks in each, the cluster
-        terms part of what is measured (Brennan's fixed facet).
-        Held out (audit R: SWE-bench, 12 repositories worth 3.9 equal clusters;
-        METR), the default's SE of a pair's difference at 2-10x the fitted tasks
-        was 1.2-1.45x the realised one (an agent's mean 1.35-2.2x); a fit without
-        the cluster coord 0.98-1.00x. ``"these_clusters"`` on the same kind of
-        splits: 0.99x on SWE-bench (a 50-task subset holds every repository)
-        but 0.73-0.78x for an agent's mean and 0.87-0.90x for a pair on METR,
-        whose 20-task subsets hold few of its task families while the tasks
-        added come from the others too: it is for new tasks of the clusters
-        seen, too sure where they come from unseen ones, so the default errs on
-        the side of caution. A cluster term from fewer than 20 effective
-        clusters gives a :class:`~hierbench.SmallSampleWarning`; attr
-        ``cluster_inflation`` sets the model's inflation of a paired difference
-        beside the data's (SWE-bench: 1.75x against 0.90x). Over 10x the fitted
-        levels: an ``ExtrapolationWarning``.
+        ``universe``): ``"new_clusters"`` (default), newly drawn clusters, whose
+        terms err over the effective number of clusters, however many tasks
+        each holds; ``"these_clusters"``, more tasks of these clusters, whose
+        terms are then measured (Brennan's fixed facet). Held out (SWE-bench, 12 repositories; METR), the default's SE of a pair's
+        difference at 2-10x the fitted tasks was 1.2-1.45x the realised one (an
+        agent's mean 1.35-2.2x); ``"these_clusters"`` 0.99x on SWE-bench (a
+        50-task subset holds every repository) but 0.87-0.90x (agent: 0.73-0.78x)
+        on METR, whose 20-task subsets miss most task families: it is too sure
+        where new tasks come from unseen clusters, so the default is the
+        cautious one. A cluster term from fewer than 20 effective
+        clusters gives a :class:`~hierbench.SmallSampleWarning` (attr
+        ``cluster_inflation``: the model's inflation of a paired difference beside
+        the data's); over 10x the fitted levels, an ``ExtrapolationWarning``.
 
         Parameters
         ----------
