@@ -207,3 +207,27 @@ def test_no_overdispersion_names_its_rows():
     with pytest.warns(NoOverdispersionWarning, match=r"no overdispersion detected \('flat'\)"):
         res = fit_beta_binomial_ml(c, xr.full_like(c, 10))
     assert np.isinf(float(res.kappa.sel(agent="flat"))) and np.isfinite(float(res.kappa.sel(agent="spread")))
+
+
+@pytest.mark.skipif(not os.environ.get("HIERBENCH_SHARED_DATA"), reason="needs the shared METR data")
+def test_load_metr_says_which_agents_have_no_cost_or_tokens():
+    import json
+
+    import pandas as pd
+
+    from hierbench.data import load_metr
+    from hierbench.data import shared_data_dir
+
+    raw = pd.read_csv(shared_data_dir() / "metr" / "metr_all_runs_2025-02-27_19b0311.csv.gz")
+    filled = raw.groupby("alias")[["dollar_equivalent", "total_tokens"]].count()  # pandas by hand
+    for include_human in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ds = load_metr(include_human=include_human)
+        said = json.loads(ds.attrs["agents_without"])
+        for var, col in (("cost", "dollar_equivalent"), ("tokens", "total_tokens")):
+            agents = [str(a) for a in ds["agent"].values]
+            empty = sorted(a for a in agents if filled.loc[a, col] == 0)
+            assert sorted(said[var]) == empty and len(empty) == 10  # every model; never the human rows
+            assert ds[var].attrs["note"].startswith(f"no value in any run of 10 of {len(agents)} agents")
+            assert f"'{col}'" in ds[var].attrs["note"]

@@ -30,6 +30,26 @@ __all__ = [
 ENV_VAR = "HIERBENCH_SHARED_DATA"
 
 
+def _note_agents_without(ds: xr.Dataset, extra: dict[str, str]) -> xr.Dataset:
+    """Say which agents have no value of a kept per-run variable in any run; change nothing.
+
+    ``attrs["agents_without"]`` (JSON) maps each ``extra`` variable to those agents (``{}``:
+    none), and such a variable's own ``attrs["note"]`` counts them and names the file's
+    column, so an all-NaN variable is never kept without a word.
+    """
+    out = {}
+    for var, col in extra.items():
+        has = ds[var].notnull().any([d for d in ds[var].dims if d != "agent"]).values
+        if not has.all():
+            out[var] = [str(a) for a in ds["agent"].values[~has]]
+            ds[var].attrs["note"] = (
+                f"no value in any run of {len(out[var])} of {has.size} agents: the file's column {col!r} "
+                "is empty in all their records (attrs['agents_without'] names them)"
+            )
+    ds.attrs["agents_without"] = json.dumps(out)
+    return ds
+
+
 def shared_data_dir(root: str | os.PathLike | None = None) -> Path:
     """Return the folder holding the shared real data.
 
@@ -58,22 +78,25 @@ def load_tau_bench_airline(root: str | os.PathLike | None = None) -> xr.Dataset:
     path = shared_data_dir(root) / "tau_bench" / "tau_bench_gpt-4o_airline_trials.csv"
     df = pd.read_csv(path, dtype={"model": str, "agent_strategy": str, "task_id": str, "trial": str})
     df["agent"] = df["model"] + "/" + df["agent_strategy"]
-    return from_records(
+    extra = {"steps": "n_messages"}
+    ds = from_records(
         df,
         agent="agent",
         task="task_id",
         run="trial",
         score="reward",
-        extra={"steps": "n_messages"},
+        extra=extra,
         attrs={"source": str(path), "dataset": "tau-bench airline (gpt-4o, tool-calling)"},
     )
+    return _note_agents_without(ds, extra)
 
 
 def load_swebench_bash_only(root: str | os.PathLike | None = None) -> xr.Dataset:
     """SWE-bench Verified bash-only (mini-swe-agent): 25 models x 500 tasks, one run each.
 
     The task's repository (the instance id before ``__``) is the cluster;
-    ``cost`` (USD) and ``steps`` (API calls) are kept per run. The file's
+    ``cost`` (USD) and ``steps`` (API calls) are kept per run (an agent with
+    no value of one in any run is named in ``attrs["agents_without"]``). The file's
     own column ``flag_per_instance_disagrees_with_reported`` (the record
     disagrees with the leaderboard's reported rate; all of Claude 3.7
     Sonnet's 500 runs in the published file) is kept as the per-run
@@ -90,11 +113,12 @@ def load_swebench_bash_only(root: str | os.PathLike | None = None) -> xr.Dataset
         task="task_id",
         score="resolved",
         cluster="repo",
-        extra={"cost": "cost", "steps": "api_calls"},
+        extra=(extra := {"cost": "cost", "steps": "api_calls"}),
         annotations={"flag_disagrees_with_reported": _SWEBENCH_FLAG},
         agent_coords=["folder"],
         attrs={"source": str(path), "dataset": "SWE-bench Verified bash-only"},
     )
+    _note_agents_without(ds, extra)
     _flag_disputed_agents(ds, path.with_name("swebench_leaderboard_reported_resolved.csv"))
     return ds
 
@@ -151,8 +175,13 @@ def load_metr(
     budget: the agent's own failure, so its recorded score stands and the
     flag is kept as the per-run annotation ``usage_limit``. Any other
     non-empty ``fatal_error_from`` is an infrastructure error. Task families
-    are the clusters; ``human_minutes`` is a task coord; ``cost`` and
-    ``tokens`` are kept per run.
+    are the clusters; ``human_minutes`` is a task coord; ``cost``
+    (``dollar_equivalent``) and ``tokens`` (``total_tokens``) are kept per
+    run, but in the published file only the human-baseline rows fill them:
+    for every model they are NaN in every run (each variable's
+    ``attrs["note"]`` says so, ``attrs["agents_without"]`` names the agents),
+    so a cost or token analysis there concerns the human baselines alone
+    (``include_human=True``).
 
     Parameters
     ----------
@@ -183,11 +212,12 @@ def load_metr(
         error="infra_error",
         cluster="task_family",
         task_coords=["human_minutes"],
-        extra={"cost": "dollar_equivalent", "tokens": "total_tokens"},
+        extra=(extra := {"cost": "dollar_equivalent", "tokens": "total_tokens"}),
         annotations=["usage_limit"],
         errors=errors,  # type: ignore[arg-type]
         attrs={"source": str(path), "dataset": "METR task runs (Feb 2025)"},
     )
+    _note_agents_without(ds, extra)
     ds.attrs["n_records_read"] = n_all
     if not include_human:
         import json
