@@ -618,7 +618,7 @@ def _zero_width_why(cell: xr.DataArray, flag: xr.DataArray, task_dim: str) -> xr
     """Per cell flagged ``"zero width"``: why (every task scored one value, or every cluster has the same mean)."""
     lo, hi = cell.min(task_dim), cell.max(task_dim)
     one = xr.where(lo == hi, "every task scored " + lo.astype(str), "every cluster has the same mean")
-    text = one + ", no spread to measure; no distribution-free bound is given for partial credit"
+    text = one + ", no spread to measure"
     return xr.where(flag == "zero width", text, "").transpose(*flag.dims)
 
 
