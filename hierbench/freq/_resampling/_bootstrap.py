@@ -523,7 +523,7 @@ def _flags(plan: _Plan, n_out: int, same: np.ndarray, degenerate: np.ndarray) ->
 
 #: what gives an interval that holds better with few clusters: the CR2 t on Bell-McCaffrey df, per statistic
 _CR2_ROUTE = {
-    "mean": "hierbench.freq.success_rate(data).ci is the CR2 t interval on Bell-McCaffrey df",
+    "mean": "hierbench.freq.success_rate(data).ci takes the CR2 SE on Bell-McCaffrey df over the clusters (pass@1's rule)",
     "pairs": "hierbench.freq.compare_agents(data).ci (and paired_test's p_t) is the pairs' CR2 t on Bell-McCaffrey df",
     "pass": "hierbench.freq.{stat}(data, k)'s interval takes the CR2 SE on Bell-McCaffrey df over the clusters",
 }
@@ -537,7 +537,7 @@ def _cr2_route(plan: _Plan) -> str:
         stat = str(plan.statistic)
         route = _CR2_ROUTE["mean"] if stat == "mean" else _CR2_ROUTE["pass"].format(stat=stat)
     else:
-        route = "a CR2 t interval on Bell-McCaffrey df (as hierbench.freq.success_rate gives for a mean)"
+        route = "a CR2 SE on Bell-McCaffrey df over the clusters (as hierbench.freq.success_rate takes for a mean)"
     return (
         f"; at 95%, 0.84-0.905 in a simulation at SWE-bench's 12 repositories, worth 3.9; {route}, which "
         "holds its level better there"
