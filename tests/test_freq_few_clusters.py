@@ -163,7 +163,7 @@ def test_bootstrap_over_few_unequal_clusters_warns_once_and_records_it():
     assert res.attrs["n_clusters"] == 12 and res.attrs["n_clusters_effective"] == pytest.approx(g_eff, abs=5e-4)
     text = res.attrs["few_clusters"]
     assert f"worth {g_eff:.1f} equal ones" in text and "`repo`" in text and "fewer than 20" in text
-    assert "success_rate(data).ci is the CR2 t interval" in text and text in str(few[0].message)
+    assert "success_rate(data).ci takes the CR2 SE" in text and text in str(few[0].message)
     # the interval itself is the bootstrap's, unchanged: its ends are the distribution's quantiles
     np.testing.assert_allclose(
         res.ci.values[0], np.quantile(res.distribution.values[:, 0], [0.025, 0.975]), rtol=1e-12

@@ -109,10 +109,10 @@ def test_few_clusters_of_a_mean_cost_give_no_success_rate_advice():
     assert f"12 clusters of `repo` (1 to 231 tasks), worth {g_eff:.1f} equal ones" in text
     assert "success_rate" not in text and "CR2" not in text and "simulation" not in text
     assert res.attrs["few_clusters"] + "." == text
-    # the scores keep their route: success_rate's CR2 t estimates their mean
+    # the scores keep their route: success_rate's interval (CR2 SE, Bell-McCaffrey df) estimates their mean
     _, rec = _caught(bootstrap_ci, ds, n_resamples=50, rng=0)
     (text,) = [str(w.message) for w in rec if issubclass(w.category, SmallSampleWarning)]
-    assert "success_rate(data).ci is the CR2 t interval" in text
+    assert "success_rate(data).ci takes the CR2 SE" in text
 
 
 # ---------------------------------------------------------------------------- finding 10
