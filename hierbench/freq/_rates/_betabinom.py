@@ -45,6 +45,9 @@ _LOGIT = (-23.0, 23.0)  # search range of logit mu
 _GOLD = (np.sqrt(5) - 1) / 2
 #: the ``ci_detail`` of the interval fit_beta_binomial_ml leaves empty (its repr reads it back)
 _CI_NOT_COMPUTED = "not computed by fit_beta_binomial_ml (use beta_binomial_profile_ci)"
+#: ``ci_kind`` of that interval (``ci_prob`` NaN): outside ``CI_KINDS`` on purpose, so that
+#: ``hierbench.compare.side_by_side`` refuses to line up an interval that was never computed
+CI_NOT_COMPUTED_KIND = "not computed"
 
 
 # ---------------------------------------------------------------------------
@@ -186,7 +189,8 @@ class BetaBinomialResult(Result):
     ci : xarray.DataArray
         Profile-likelihood interval for ``mu`` (trailing dim ``ci_bound``,
         ``ci_kind = "profile"``); all NaN from :func:`fit_beta_binomial_ml`,
-        which does not compute it (``ci_detail`` says so).
+        which does not compute it: there ``ci_kind = "not computed"``, ``ci_prob``
+        NaN and ``ci_detail`` points to :func:`beta_binomial_profile_ci`.
     """
 
     mu: xr.DataArray
@@ -330,6 +334,8 @@ def _fit(data, n, *, prob, dim, task_dim) -> BetaBinomialResult:
         else _CI_NOT_COMPUTED,
         template=tmpl,
     )
+    if prob is None:  # never computed: labelled so, not as a 95% profile interval (to_frame() loses the repr)
+        ci.attrs.update(ci_prob=np.nan, ci_kind=CI_NOT_COMPUTED_KIND)
     return BetaBinomialResult(
         mu=mu,
         kappa=kappa,
