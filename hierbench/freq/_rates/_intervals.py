@@ -31,6 +31,7 @@ from ..._numerics import cluster_robust_se as _cluster_robust_se
 from ..._numerics import wilson_bounds as _wilson_bounds
 from .._inputs import with_counts_hash
 from .._kernels import normal_z
+from ._logit_t import warn_no_interval
 from ._passk import POPULATION_OVER
 from ._passk import POPULATION_OVER_CLUSTERS
 
@@ -199,11 +200,25 @@ class IntervalResult(Result):
     standard_error: xr.DataArray
     ci: xr.DataArray
     n: xr.DataArray
+    ci_kind: xr.DataArray | None = None
 
     def _repr_lines(self) -> list[str]:
         """The quantity and the unit its interval treats as independent (``estimate.attrs["quantity"]``)."""
         what = self.estimate.attrs.get("quantity", "estimate")
         return [f"{type(self).__name__}: {what}, {interval_label(self.ci)} interval", *self._cell_lines()]
+
+    def _cell_notes(self) -> xr.DataArray | None:
+        """Each cell's interval kind where the kinds differ (``ci_kind`` "mixed")."""
+        if self.ci_kind is None or self.ci.attrs.get("ci_kind") != "mixed":
+            return None
+        return self.ci_kind.astype(object) + " interval"
+
+    def to_frame(self):
+        """One row per cell; with ``ci_kind`` given, the column names each row's kind (not "mixed")."""
+        df = super().to_frame()
+        if self.ci_kind is not None:
+            df["ci_kind"] = np.asarray(self.ci_kind.transpose(*self.estimate.dims).values, dtype=object).ravel()
+        return df
 
 
 @fill_doc
@@ -307,8 +322,45 @@ def pooled_binomial_interval(
         p = s / n.where(n > 0)
         se = np.sqrt(p * (1 - p) / n.where(n > 0))
     what = f"success rate pooled over every {' x '.join(dims)} attempt, each attempt an independent draw"
+    ci, kind = _pooled_wald_or_wilson(p, se, s, n, prob, dims)
     return IntervalResult(p.rename("estimate").assign_attrs(quantity=what), se.rename("standard_error"),
-                          _normal_ci(p, se, prob, "wald", "pooled binomial over every task x run attempt"), n.rename("n"))
+                          ci, n.rename("n"), kind)
+
+
+def _pooled_wald_or_wilson(p, se, s, n, prob: float, dims) -> tuple[xr.DataArray, xr.DataArray | None]:
+    """``pooled_binomial_interval``'s ``(ci, per-cell kind or None)``: Wald, Wilson where Wald is no interval.
+
+    Where the Wald interval leaves [0, 1] or has zero width (p = 0 or 1, or n = 1), a cut to
+    [0, 1] would still claim certainty at 0/n; the package's rule for a binomial proportion
+    (``_numerics.wilson_bounds``, :func:`wilson_interval`) on the same pooled counts replaces it
+    there, same independence assumption, with a warning naming the cells (audit S finding 6).
+    """
+    from ..._base import SmallSampleWarning
+    from ..._base import entry_names
+
+    z = _z(prob)
+    lo, hi = (p - z * se).values, (p + z * se).values
+    with np.errstate(invalid="ignore"):
+        bad = (n.values > 0) & ((lo < 0) | (hi > 1) | (hi - lo <= 0))
+    base = f"pooled binomial over every {' x '.join(dims)} attempt"
+    if not bad.any():
+        return _pack(lo, hi, p, prob, "wald", f"{base}: Wald p +- z sqrt(p (1 - p) / n)"), None
+    w_lo, w_hi = _wilson_bounds(s.values, n.values, z)
+    cells = [f"{lab or 'the estimate'} ({s.values[ix]:.4g} of {int(n.values[ix])}: Wald [{lo[ix]:.4g}, "
+             f"{hi[ix]:.4g}])" for lab, ix in entry_names(p, bad)]
+    shown = ", ".join(cells[:10]) + (f" and {len(cells) - 10} more" if len(cells) > 10 else "")
+    why = "the Wald interval leaves [0, 1] or has zero width (p = 0 or 1)"
+    kind = p.copy(data=np.where(bad, "wilson", "wald").astype(object)).rename("ci_kind")
+    all_bad = bool(bad.all())
+    detail = (f"{base}: Wald p +- z sqrt(p (1 - p) / n); in the cells of field `ci_kind` 'wilson' ({len(cells)}) "
+              f"{why}, so they carry the Wilson score interval of the same pooled counts")
+    warn_user(
+        f"pooled_binomial_interval: in {len(cells)} of {bad.size} cells {why}: {shown}. Those cells carry the "
+        "Wilson score interval of the same pooled counts instead (inside [0, 1], not zero width; the attempts "
+        "still taken as independent); `ci_kind` says which.", SmallSampleWarning,
+    )
+    ci = _pack(np.where(bad, w_lo, lo), np.where(bad, w_hi, hi), p, prob, "wilson" if all_bad else "mixed", detail)
+    return ci, kind
 
 
 def design_effect(n_runs: ArrayLike, rho: ArrayLike) -> np.ndarray | float:
@@ -738,6 +790,7 @@ def success_rate(
     micro = cell.mean(task_dim)
     key = "auto" if cluster == "cluster" else cluster
     se, df, ci, flag, unit = _rate_interval(micro, cell, y, key, prob, task_dim)
+    warn_no_interval("success_rate", flag, ci, n_tasks)
     by_tag = None
     macro = xr.full_like(micro, np.nan)
     if tag is not None and tag in y.coords:

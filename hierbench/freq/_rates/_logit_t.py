@@ -12,6 +12,7 @@ and the even-clusters test differ between the paths.
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
 __all__: list[str] = []
 
@@ -27,6 +28,9 @@ EVEN_CLUSTERS_FLAG = "the clusters carry the mean evenly: the t interval may fal
 
 #: the ``ci_flag`` values of the cells whose interval is the bound (``ci_kind = "bounded-mean"``)
 BOUND_FLAGS = ("exact bound", FEW_CARRY_FLAG, FEW_FAIL_FLAG)
+
+#: the ``ci_flag`` values of the cells with no interval (NaN): fewer than 2 tasks, or 2 clusters, to measure spread
+FEW_UNITS_FLAGS = ("too few tasks", "too few clusters")
 
 #: the flag's rule: ``n_eff >= EVEN_CLUSTERS_SHARE * G`` over the cluster sums (``even_clusters``)
 EVEN_CLUSTERS_SHARE = 0.75
@@ -99,3 +103,38 @@ def flag_ladder(
     flag[(side == -1) & ~all01] = FEW_FAIL_FLAG
     flag[all01] = "exact bound"
     return flag, bound
+
+
+def warn_no_interval(name: str, flag: xr.DataArray, ci: xr.DataArray, n_tasks: xr.DataArray) -> None:
+    """One ``UndefinedWarning`` per call naming the cells whose interval is NaN for want of 2 tasks (or clusters).
+
+    The cells ``flag_ladder`` marks ``FEW_UNITS_FLAGS`` and whose ``ci`` is NaN: an interval for a
+    new draw of tasks (clusters) needs the spread of at least 2 of them. The repr's note alone
+    did not reach a reader of ``.ci`` or ``to_frame()`` (audit S finding 7).
+    """
+    from ..._base import UndefinedWarning
+    from ..._base import warn_user
+
+    dims = flag.dims
+    nan = ci.isnull().any("ci_bound").transpose(*dims).values
+    why = np.asarray(flag.values, dtype=object)
+    hit = np.isin(why, FEW_UNITS_FLAGS) & nan
+    if not hit.any():
+        return
+    n = n_tasks.broadcast_like(flag).transpose(*dims).values
+    said = []
+    for ix in zip(*np.nonzero(hit), strict=True) if hit.ndim else [()]:
+        at = [flag[d].values[i] if d in flag.coords else i for d, i in zip(dims, ix, strict=True)]
+        label = ", ".join(str(v) if j == 0 else f"{d}={v}" for j, (d, v) in enumerate(zip(dims, at, strict=True)))
+        k = int(n[ix])
+        what = f"{k} task{'' if k == 1 else 's'}" if why[ix] == "too few tasks" else f"its {k} tasks in 1 cluster"
+        said.append(f"{label or 'the estimate'} ({what})")
+    shown = ", ".join(said[:10]) + (f" and {len(said) - 10} more" if len(said) > 10 else "")
+    clustered = bool((why[hit] == "too few clusters").any())
+    advice = ("give tasks from 2 or more clusters, or cluster=None to take the tasks as independent draws "
+              "(which 1 cluster cannot show)") if clustered else "give 2 or more tasks"
+    warn_user(
+        f"{name}: the interval is NaN for {len(said)} of {hit.size} cells: {shown}. An interval for a new draw "
+        f"of tasks needs the spread of at least 2 tasks (2 clusters when the tasks are clustered): {advice}.",
+        UndefinedWarning,
+    )

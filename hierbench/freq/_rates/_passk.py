@@ -48,6 +48,7 @@ from .._kernels import _pass_kernel
 from ._logit_t import BOUND_FLAGS
 from ._logit_t import flag_ladder
 from ._logit_t import logit_t_bounds
+from ._logit_t import warn_no_interval
 from ._passk_cluster import cluster_interval
 
 __all__ = [
@@ -389,6 +390,7 @@ def _pass(
         per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind = (
             x.squeeze("k", drop=True) for x in (per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind)
         )
+    warn_no_interval(name, flag, ci, n_tasks)
     attrs = {
         "estimator": f"{name} ({'plug-in' if plugin else 'unbiased'})",
         "small_n": small_n,
