@@ -97,18 +97,28 @@ def _unbalanced(long: Long, dsg: Design) -> Fit:
     ss, df = m1["sum_sq"], m1["df"]
     sizes, per_parent = {}, {}
     for f in dsg.facets:
-        par = [g for g in dsg.facets if g in dsg.parents[f]]
-        pcode, npar = _reml.joint_codes([long.codes[g] for g in par]) if par else (None, 1)
-        own, nown = _reml.joint_codes([long.codes[g] for g in [*par, f]])
-        sizes[f] = nown / npar
-        if par:  # levels of f in each observed parent level (tasks per cluster, runs per cell)
-            parent_of = np.zeros(nown, dtype=np.int64)
-            parent_of[own] = pcode
-            per_parent[f] = np.bincount(parent_of, minlength=npar)
+        if dsg.parents[f]:  # levels of f in each observed parent level (tasks per cluster, ...)
+            per_parent[f] = levels_per_parent(long.codes, dsg, f)
+            sizes[f] = int(per_parent[f].sum()) / per_parent[f].size
+        else:
+            sizes[f] = float(_reml.joint_codes([long.codes[f]])[1])
     ms = _mean_squares(ss, df)
     fit = Fit(m1["estimate"], m1["estimate"], np.empty(0), ss, df, ms, long.y, sizes, ec)
     fit.cluster_sizes = per_parent
     return fit
+
+
+def levels_per_parent(codes: dict[str, np.ndarray], dsg: Design, f: str) -> np.ndarray:
+    """Levels of the nested facet ``f`` in each observed level (cell) of the facets it is nested in.
+
+    Tasks per cluster, runs per agent x task cell: one count per observed parent level.
+    """
+    par = [g for g in dsg.facets if g in dsg.parents[f]]
+    pcode, npar = _reml.joint_codes([codes[g] for g in par])
+    own, nown = _reml.joint_codes([codes[g] for g in [*par, f]])
+    parent_of = np.zeros(nown, dtype=np.int64)
+    parent_of[own] = pcode
+    return np.bincount(parent_of, minlength=npar)
 
 
 def estimate(long: Long, dsg: Design, dense: np.ndarray | None, use_anova: bool) -> Fit:

@@ -56,7 +56,11 @@ coefficients are NaN (:class:`UndefinedCoefficientWarning`); one level of the
 innermost facet per cell (one run) leaves its component confounded with the
 residual (said in ``note``); any other facet with one level (one task) is
 refused with :class:`DesignError`, since coefficients computed without it
-would silently ignore the facet they are meant to generalise over.
+would silently ignore the facet they are meant to generalise over. So is a
+facet nested in others with one level in each of their levels (one task per
+cluster): ``task:cluster`` cannot be told apart from ``cluster``; the error
+counts the clusters with 2 or more tasks and, when the nesting came from the
+``cluster`` coord, says to drop it.
 
 D-study
 -------
@@ -235,11 +239,47 @@ def _refuse_single_level(long: Long, dsg: Design, f: str, formula: str) -> Desig
     )
 
 
-def _single_levels(long: Long, dsg: Design, keep: str | None, confounded: list[str], notes):
+def _refuse_nested_single(dsg: Design, f: str, per: np.ndarray, coord: bool) -> DesignError:
+    """The refusal of a nested facet with one level in every level of the facets it is nested in.
+
+    Worded as ``_fit.check_separable`` words the same rule (which meets it later on
+    unbalanced data), with the counts and the remedy.
+    """
+    par = sorted(dsg.parents[f])
+    p = dsg.name(dsg.parents[f])
+    own = dsg.name(frozenset({f}) | dsg.parents[f])
+    how = (
+        f"drop the `{p}` coord the design took this nesting from (`data.drop_vars({p!r})`), "
+        f"to fit {f!r} without {p!r}"
+        if coord
+        else f"state a design without {p!r}"
+    )
+    return DesignError(
+        f"`data`: the design {dsg.formula!r} cannot separate {p!r} from {own!r} in these data: "
+        f"the facet {f!r} has a single level in every level of {par} ({int(np.sum(per >= 2))} "
+        f"of {per.size} levels of {p!r} hold 2 or more {f!r} levels), so neither variance can "
+        f"be estimated. Nesting {f!r} in {p!r} needs at least one level of {p!r} with 2 or "
+        f"more levels of {f!r}; give such data, or {how}"
+    )
+
+
+def _per_parent(long: Long, dsg: Design, nlev: dict[str, int], f: str) -> np.ndarray:
+    """Levels of the nested facet ``f`` in each level of its parents (dense: all alike)."""
+    if long.dense is None:
+        return _fit.levels_per_parent(long.codes, dsg, f)
+    cells = int(np.prod([nlev[g] for g in dsg.parents[f]]))
+    return np.full(cells, nlev[f], dtype=np.int64)
+
+
+def _single_levels(
+    long: Long, dsg: Design, keep: str | None, confounded: list[str], notes, coord: bool = False
+):
     """Handle facets with one level: confound, drop or refuse.
 
     The innermost one (one run per cell) is confounded with the residual, the object of
-    measurement ``keep`` is dropped; any other is refused.
+    measurement ``keep`` is dropped; any other is refused, as is a facet nested in others
+    (not the innermost) with one level in each of their levels (one task per cluster;
+    ``coord``: the nesting came from the data's ``cluster`` coord).
     """
     dropped: list[str] = []
     formula = dsg.formula
@@ -247,6 +287,11 @@ def _single_levels(long: Long, dsg: Design, keep: str | None, confounded: list[s
         nlev = dict(zip(dsg.facets, long.dense.shape, strict=True))
     else:
         nlev = {f: int(long.codes[f].max()) + 1 for f in dsg.facets}
+    for f in dsg.facets:
+        if dsg.parents[f] and dsg.parents[f] != frozenset(dsg.facets) - {f}:
+            per = _per_parent(long, dsg, nlev, f)
+            if per.size >= 2 and per.max() < 2:  # one parent level: the single-level rule below
+                raise _refuse_nested_single(dsg, f, per, coord)
     for f in list(dsg.facets):
         if nlev[f] != 1 or len(dsg.facets) <= 1:
             continue
@@ -282,7 +327,7 @@ class _Plan:
     dense: np.ndarray | None
 
 
-def _plan(long, dsg, legacy, confounded, measurement) -> _Plan:
+def _plan(long, dsg, legacy, confounded, measurement, coord: bool = False) -> _Plan:
     if measurement not in ("auto", None) and measurement not in dsg.facets:
         raise ValueError(
             f"`measurement` must be a facet of the design {dsg.formula!r} "
@@ -290,7 +335,7 @@ def _plan(long, dsg, legacy, confounded, measurement) -> _Plan:
         )
     keep = _auto_measurement(dsg, legacy) if measurement in ("auto", None) else measurement
     notes = [_missing_note(long)] if long.n_missing else []
-    dsg, dropped = _single_levels(long, dsg, keep, confounded, notes)
+    dsg, dropped = _single_levels(long, dsg, keep, confounded, notes, coord)
     if measurement == "auto":
         measurement = keep
     if measurement not in dsg.facets:
@@ -597,7 +642,8 @@ def variance_components(
     long = from_frame(src, dsg, var) if isinstance(src, pd.DataFrame) else from_array(src, dsg)
     if long.y.size == 0:
         raise UnbalancedDesignError("`data` has no observed score (every value is NaN, or no cell)")
-    plan = _plan(long, dsg, legacy, confounded, measurement)
+    coord = design is None and dsg.formula.endswith(":cluster))") and "cluster" in dsg.facets
+    plan = _plan(long, dsg, legacy, confounded, measurement, coord)
     if method == "anova" and plan.dense is None:
         raise UnbalancedDesignError(
             f"method='anova' needs a balanced design {plan.dsg.formula!r} (the same number of "
