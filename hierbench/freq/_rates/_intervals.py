@@ -295,6 +295,10 @@ def pooled_binomial_interval(
     differ: the true variance is larger by the design effect
     ``1 + (R - 1) rho`` (:func:`design_effect`), so this interval undercovers
     more as ``R`` grows. It is provided to show that, and for comparison.
+    Where the Wald interval leaves [0, 1] or has zero width (``p`` = 0 or 1),
+    the cell carries the Wilson score interval of the same pooled counts
+    instead, with a ``SmallSampleWarning`` naming the cells; ``ci_kind`` is then
+    ``"wilson"`` or ``"mixed"`` and the field ``ci_kind`` names each cell's kind.
 
     Parameters
     ----------
