@@ -216,8 +216,8 @@ def test_linearised_se_matches_statsmodels_kappa_variance():
         exp_ = (t.sum(2)[:, :, None] * t.sum(1)[:, None, :] * dis).sum((1, 2)) / tot**2
         return (1 - obs / exp_)[:, None]
 
-    # one-hot item rows: sum_g x_g x_g^T is the diagonal of the table
-    se = _linearised_se(kappa, tab.reshape(1, -1), np.diag(tab.ravel())[None], n)[0, 0]
+    # one-hot item rows: the distinct rows are the cells, each drawn as often as its count
+    se = _linearised_se(kappa, tab.reshape(1, -1), tab.reshape(1, -1), np.eye(k * k), n)[0, 0]
     ref = sm_kappa(tab, return_results=True).std_kappa
     assert se * np.sqrt((n - 1) / n) == pytest.approx(ref, rel=1e-8)
 
@@ -233,7 +233,7 @@ def test_linearised_se_matches_cluster_robust_ratio():
     R = S[0] / (S[0] + S[1])
     ref = np.sqrt(G / (G - 1) * ((X[:, 0] - R * (X[:, 0] + X[:, 1])) ** 2).sum()) / (S[0] + S[1])
     se = _linearised_se(
-        lambda T: (T[:, 0] / (T[:, 0] + T[:, 1]))[:, None], S[None], (X.T @ X)[None], G
+        lambda T: (T[:, 0] / (T[:, 0] + T[:, 1]))[:, None], S[None], np.ones((1, G)), X, G
     )
     assert se[0, 0] == pytest.approx(ref, rel=1e-7)
 

@@ -183,27 +183,35 @@ def _units(rows: np.ndarray, codes: np.ndarray | None):
     return first, tot
 
 
-def _linearised_se(f, S: np.ndarray, M: np.ndarray, G: int) -> np.ndarray:
-    """Delta-method standard error of ``f(S)`` from unit totals.
+def _linearised_se(f, S: np.ndarray, W: np.ndarray, U: np.ndarray, G: int) -> np.ndarray:
+    """Delta-method standard error of ``f(S)`` from unit totals, in memory linear in the units.
 
-    ``S`` (b, d) is the sum of the units' rows ``x_g`` (weighted by how often
-    each unit was drawn), ``M`` (b, d, d) the sum of ``x_g x_g^T``. With
+    ``U`` (r, d) holds the distinct rows ``x_g`` of the units' totals, ``W``
+    (b, r) how often each was drawn, and ``S = W @ U`` (b, d). With
     ``u = grad f(S)`` the linearised variance is
     ``G / (G - 1) * sum_g (u.x_g - u.S / G)^2``, the cluster-robust (CR1)
-    sandwich of a smooth function of totals. The gradient is a central
-    difference (the statistics here are ratios or polynomials of shares).
+    sandwich of a smooth function of totals. Only the products ``u.x_g`` are
+    needed, never ``sum_g x_g x_g^T`` (d x d per resample: with kappa's
+    d = C^2 confusion cells that grew as C^4 and asked 38 GiB at 40 labels).
+    They are central differences (the statistics here are ratios or
+    polynomials of shares): along each coordinate when ``d <= r``, else along
+    each distinct row ``x_g`` (a directional derivative), whichever needs
+    fewer evaluations of ``f``.
     """
     d = S.shape[1]
-    h = 1e-6 * np.maximum(np.abs(S).sum(1, keepdims=True), 1e-300)  # (b, 1)
-    grads = []
-    for j in range(d):
-        e = np.zeros(d)
-        e[j] = 1.0
+    scale = 1e-6 * np.maximum(np.abs(S).sum(1, keepdims=True), 1e-300)  # (b, 1)
+    dirs = np.eye(d) if d <= U.shape[0] else U
+    norms = np.maximum(np.abs(dirs).sum(1), 1e-300)
+    cols = []
+    for x, nx in zip(dirs, norms, strict=True):
+        h = scale / nx
         with np.errstate(invalid="ignore", divide="ignore"):
-            grads.append((f(S + h * e) - f(S - h * e)) / (2 * h))
-    u = np.stack(grads, axis=-1)  # (b, q, d)
-    quad = np.einsum("bqi,bij,bqj->bq", u, M, u)
-    lin = np.einsum("bqi,bi->bq", u, S)
+            cols.append((f(S + h * x) - f(S - h * x)) / (2 * h))
+    P = np.stack(cols, axis=-1)  # (b, q, d) gradient, or (b, q, r) products u.x_g
+    if d <= U.shape[0]:
+        P = P @ U.T  # (b, q, r)
+    quad = np.einsum("bqr,br->bq", P * P, W)
+    lin = np.einsum("bqr,br->bq", P, W)
     with np.errstate(invalid="ignore", divide="ignore"):
         var = (quad - lin**2 / G) * (G / (G - 1) if G > 1 else np.nan)
     return np.sqrt(np.clip(var, 0.0, None))
@@ -236,20 +244,17 @@ def _bootstrap(
         first, X = _units(rows, codes)
         G = X.shape[0]
         uniq, uinv = np.unique(X, axis=0, return_inverse=True)
-        Q = (uniq[:, :, None] * uniq[:, None, :]).reshape(uniq.shape[0], -1)
         pick = np.zeros((G, uniq.shape[0]))
         pick[np.arange(G), uinv.ravel()] = 1.0  # unit -> its (distinct) row of totals
-        d = rows.shape[1]
-        S0 = X.sum(0)[None]
-        se = _linearised_se(f, S0, (X.T @ X)[None], G)[0]
+        se = _linearised_se(f, X.sum(0)[None], pick.sum(0)[None], uniq, G)[0]
     dists, ts = [], []
     for w in weight_blocks(n, n_resamples, gen, clusters=codes):
         S = w @ rows
         th = f(S)
         dists.append(th)
         if studentized:
-            M = ((w[:, first] @ pick) @ Q).reshape(-1, d, d)  # a unit's items share its weight
-            se_b = _linearised_se(f, S, M, G)
+            # a unit's items share its weight: draws of each distinct row of totals
+            se_b = _linearised_se(f, S, w[:, first] @ pick, uniq, G)
             with np.errstate(invalid="ignore", divide="ignore"):
                 t = (th - est) / se_b
             ts.append(np.where(th == est, 0.0, t))
