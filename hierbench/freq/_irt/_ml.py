@@ -141,6 +141,15 @@ class IRTCalibrationResult(Result):
     the mode, standardised; ``bank`` holds the draws; ``hyper`` the
     empirical-Bayes hyperparameters; ``info`` the optimiser's record, its
     ``"fit"`` what was fitted (also ``bank.attrs["fit"]``).
+
+    ``info["slopes_collapsed"]`` (also ``bank.attrs``, as 0 / 1): every
+    discrimination at the mode is below 1e-3 per calibration-agent sd, as
+    the 2PL's were on simulated logs of 2-5 agents; the abilities explain none
+    of the scores and the difficulties and their intervals are meaningless
+    (warned, and said in the interval's ``ci_detail`` and the repr).
+    ``info["outside_own_interval"]``: the tasks whose difficulty at the
+    mode lies outside its own interval (not warned alone: the mode of the
+    ratio ``-d/a`` can, the more so with few draws).
     """
 
     estimate: xr.DataArray
@@ -163,7 +172,18 @@ class IRTCalibrationResult(Result):
             f"  difficulty b_t per task at the mode (ability units: the calibration agents' sd), "
             f"{interval_label(self.ci)} intervals over {self.bank.n_samples} {self.bank.method} draws:",
             *self._cell_lines(),
+            *self._identification_lines(),
         ]
+
+    def _identification_lines(self) -> list[str]:
+        """The collapse or the points outside their own interval, said where the numbers are printed."""
+        out = self.info.get("outside_own_interval", [])
+        if self.info.get("slopes_collapsed"):
+            return [f"  NOT IDENTIFIED: the discriminations collapsed to zero (largest "
+                    f"{self.info['max_discrimination']:.2g}); these difficulties and intervals are meaningless "
+                    f"({len(out)} of {self.estimate.size} outside their own interval)"]
+        return [f"  {len(out)} of {self.estimate.size} difficulties at the mode lie outside their own interval "
+                "(info['outside_own_interval']): a ratio's mode can, the more so with few draws"] if out else []
 
 
 _HYPER_NAMES = ("mu_d", "sd_d", "mu_la", "sd_la")
@@ -361,13 +381,18 @@ def _calibration_result(x, draws, inp: _CalibrationInputs, *, model: str, two_pl
     b_mode = xr.DataArray(-d_s[0] / a_s[0], dims="task", coords=task_c, name="difficulty")
     b_draw = -d_draw / a_draw
     q = (1 - prob) / 2
+    lo, hi = np.quantile(b_draw, q, axis=0), np.quantile(b_draw, 1 - q, axis=0)
+    ident = _identification(b_mode.values, lo, hi, a_s[0], inp.tasks)
+    bank.attrs.update(slopes_collapsed=int(ident["slopes_collapsed"]),
+                      n_outside_own_interval=len(ident["outside_own_interval"]))
     ci = make_interval(
-        np.quantile(b_draw, q, axis=0),
-        np.quantile(b_draw, 1 - q, axis=0),
+        lo,
+        hi,
         prob=prob,
         kind="eti",
         detail=f"Laplace approximation at the {model.upper()} posterior mode (penalised MAP; {hess_kind} information), "
-        f"{d_draw.shape[0]} draws",
+        f"{d_draw.shape[0]} draws" + ("; NOT IDENTIFIED: the discriminations collapsed to zero, so the difficulties "
+                                      "and these intervals are meaningless" if ident["slopes_collapsed"] else ""),
         template=b_mode,
     )
     return IRTCalibrationResult(
@@ -378,9 +403,57 @@ def _calibration_result(x, draws, inp: _CalibrationInputs, *, model: str, two_pl
         ability=xr.DataArray(th_s[0], dims="agent", coords={"agent": inp.agents}, name="ability"),
         bank=bank,
         hyper=dict(zip(_HYPER_NAMES, h, strict=True)),
-        info={**info, "hessian": hess_kind, "n_agents": M, "n_tasks": T, "run_icc": inp.icc,
+        info={**info, **ident, "hessian": hess_kind, "n_agents": M, "n_tasks": T, "run_icc": inp.icc,
               "run_icc_source": inp.icc_source, "fit": FIT_FIXED_PRIORS if inp.fixed else FIT_EMPIRICAL_BAYES},
     )
+
+
+#: the largest discrimination at the mode (per calibration-agent sd) below which the slopes have collapsed: an
+#: agent one sd abler is then predicted a log-odds of success at most 0.001 higher on every task, so the abilities
+#: explain none of the scores and each difficulty ``-intercept / discrimination`` is a ratio of noise to ~0. On
+#: simulate_eval logs of 2-25 agents x 15 tasks x 3 runs the fits that collapsed had every slope below 1e-6 and
+#: the others none below 0.04, so the rule does not sit on a knife edge
+_COLLAPSED_SLOPE = 1e-3
+
+
+def _identification(b_mode: np.ndarray, lo: np.ndarray, hi: np.ndarray, a: np.ndarray,
+                    tasks: np.ndarray) -> dict[str, Any]:
+    """Whether the slopes collapsed at the mode, and which tasks' difficulty lies outside its own interval."""
+    outside = (b_mode < lo) | (b_mode > hi)
+    return {"slopes_collapsed": bool(np.max(a) < _COLLAPSED_SLOPE), "max_discrimination": float(np.max(a)),
+            "outside_own_interval": np.asarray(tasks)[outside].astype(str).tolist()}
+
+
+def _warn_identification(cal: IRTCalibrationResult, model: str) -> IRTCalibrationResult:
+    """Warn what the calibration's numbers are worth, judged on the result; return it."""
+    for msg in _identification_problems(cal, model):
+        warn_user("fit_irt_ml: " + msg, IRTConvergenceWarning)
+    return cal
+
+
+def _identification_problems(cal: IRTCalibrationResult, model: str) -> list[str]:
+    """The calibration's identification failures in words (empty when none): what happened, what to do."""
+    info, M, T = cal.info, cal.info["n_agents"], cal.info["n_tasks"]
+    out = info["outside_own_interval"]
+    where = (f"{len(out)} of {T} difficulties at the mode lie outside their own {interval_label(cal.ci)} "
+             f"interval (e.g. {out[:5]})")
+    if info["slopes_collapsed"]:
+        big = float(np.max(np.abs(cal.estimate.values)))
+        what = ("the 2PL's discriminations collapsed to zero" if model == "2pl"
+                else "the 1PL's shared discrimination collapsed to zero")
+        fix = ("a task's own discrimination cannot be identified from so few agents' answers: fit model='1pl' "
+               "(one discrimination shared by all tasks) or calibrate on more agents (models/irt_2pl/card.md: "
+               "under about 10 the slopes are prior-dominated)" if model == "2pl" else
+               "the agents' answers do not separate them: calibrate on more agents, whose scores differ")
+        return [f"{what} at the mode (largest {info['max_discrimination']:.2g} per calibration-agent sd, below "
+                f"{_COLLAPSED_SLOPE:g}): with {M} agents the abilities explain none of the scores, so every "
+                f"difficulty (-intercept / discrimination, up to {big:.3g} here) and its interval is meaningless"
+                + (f"; {where}" if out else "") + f"; {fix}. Recorded in info['slopes_collapsed'] and "
+                "bank.attrs['slopes_collapsed']; the bank is not fit for irt_score"]
+    # a few modes outside their own interval alone are not warned: the mode of the ratio -d/a may fall outside
+    # the draws' equal-tailed interval by chance, more so with few draws (2 of 500 SWE-bench tasks at 10 draws
+    # on 24 agents); they are recorded in info['outside_own_interval'] and shown in the repr
+    return []
 
 
 def _calibration_problems(h: tuple, n_em: int, converged: bool, last: Any, hess_kind: str, M: int,
@@ -401,9 +474,6 @@ def _calibration_problems(h: tuple, n_em: int, converged: bool, last: Any, hess_
             "agents the item population is weakly identified; use model='1pl', pass `hyper` fixed, or "
             "calibrate on more agents"
         ]
-    if np.exp(h[2]) < 1e-3:  # the 2PL's slopes at zero: abilities explain nothing (a degenerate mode)
-        msgs.append(f"the discriminations collapsed to zero (mean log-discrimination {h[2]:.3g}): with {M} agents "
-                    "the 2PL is not identified here; use model='1pl' or calibrate on more agents")
     if not last.success:
         msgs.append(f"MAP (Newton): {last.message}")
     if hess_kind == "expected":
@@ -475,9 +545,9 @@ def fit_irt_ml(
     Warns
     -----
     IRTConvergenceWarning
-        When the optimiser or the EM iterations did not converge, or the
+        When the optimiser or the EM iterations did not converge, the
         observed Hessian was not positive definite (then the expected
-        information is used).
+        information is used), or the slopes collapsed (its ``info["slopes_collapsed"]``).
 
     Examples
     --------
@@ -510,8 +580,8 @@ def fit_irt_ml(
     if msgs:
         warn_user("fit_irt_ml: " + "; ".join(msgs), IRTConvergenceWarning)
     draws = _laplace_draws(x, lap, M, T, two_pl, n_draws, gen)
-    return _calibration_result(x, draws, inp, model=model, two_pl=two_pl, prob=prob, hess_kind=hess_kind, h=h,
-                               info={"seconds": elapsed, "em_steps": n_em, "map_fits": eb.n_map})
+    return _warn_identification(_calibration_result(x, draws, inp, model=model, two_pl=two_pl, prob=prob,
+        hess_kind=hess_kind, h=h, info={"seconds": elapsed, "em_steps": n_em, "map_fits": eb.n_map}), model)
 
 
 # --------------------------------------------------------------------------- scoring a new agent
