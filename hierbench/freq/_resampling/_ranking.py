@@ -64,7 +64,10 @@ class RankResult(Result):
         Observed benchmark score of each agent (mean over its tasks of the
         per-task mean score), dim ``agent``.
     observed_rank : xarray.DataArray
-        Competition rank of ``score`` (1 = best, ties share the best rank).
+        Rank of ``score`` (1 = best) by the resamples' tie rule, ties broken
+        uniformly at random, taken as its mean: tied agents share the mean of
+        the ranks they occupy (the mid-rank; 23 agents tied at the top get
+        12). A float, comparable with ``rank_ci`` and ``mean_rank``.
     rank_prob : xarray.DataArray
         ``P(rank = r)`` over dims ``(agent, rank)``; sums to 1 along both.
     p_top_k : xarray.DataArray
@@ -159,7 +162,7 @@ class RankResult(Result):
             r = df.iloc[k]
             miss = f", {int(r['n_tasks_missing'])} tasks missing" if r["n_tasks_missing"] else ""
             lines.append(
-                f"  {df.index[k]}: rank {int(r['rank'])} [{int(r['lower'])}, {int(r['upper'])}], "
+                f"  {df.index[k]}: rank {r['rank']:g} [{int(r['lower'])}, {int(r['upper'])}], "
                 f"score {r['score']:.4g}, P(top 1) {r['p_top_1']:.3f}, tier {int(r['tier'])}{miss}"
             )
         return lines
@@ -325,9 +328,8 @@ def _rank_result(
     )
     return RankResult(
         score=xr.DataArray(observed, dims="agent", coords=ac),
-        observed_rank=xr.DataArray(
-            stats.rankdata(-observed, method="min").astype(np.int64), dims="agent", coords=ac
-        ),
+        # the resamples' tie rule (random) in its mean, so the point and its interval agree
+        observed_rank=xr.DataArray(stats.rankdata(-observed, method="average"), dims="agent", coords=ac),
         rank_prob=xr.DataArray(rp, dims=("agent", "rank"), coords={**ac, "rank": rk}),
         p_top_k=xr.DataArray(np.cumsum(rp, axis=1), dims=("agent", "k"), coords={**ac, "k": rk}),
         p_better=xr.DataArray(gt, dims=("agent", "opponent"), coords=pair),
@@ -367,7 +369,9 @@ def rank_uncertainty(
     have a ``cluster`` coord), the same draw for every agent; each agent's
     score is the weighted mean of its per-task mean scores over the tasks it
     ran; ranks are assigned with ties broken uniformly at random, so every
-    resample uses each rank exactly once.
+    resample uses each rank exactly once. The observed rank follows the same
+    rule, in its mean: tied agents get the mid-rank (the mean of the ranks
+    they share), not the best of them, which random ties would rarely give.
 
     Parameters
     ----------
