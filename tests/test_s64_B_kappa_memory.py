@@ -68,3 +68,19 @@ def test_categories_are_not_called_scores(labels):
         warnings.simplefilter("error", UndefinedMetricWarning)
         r = hb.freq.cohen_kappa(labels, labels[::-1], n_resamples=50, rng=0, method="percentile")
     assert float(r.estimate) == pytest.approx(cohen_kappa_score(labels.astype(str), labels[::-1].astype(str)))
+
+
+def test_studentized_refused_above_its_work_limit_with_the_remedy():
+    a = np.arange(40) % 40  # 40 categories, 40 distinct (a, b) pairs: 40 directions x 1,600 cells
+    b = (a + 1) % 40
+    # 100,000 resamples x 40 x 1,600 = 6.4e9 evaluations (counted by hand), over the stated 2e9
+    with pytest.raises(hb.HierbenchError, match=r"100000 resamples x 40 directions x 1600 cells = 6.4e\+09.*method='percentile'"):
+        hb.freq.cohen_kappa(a, b, n_resamples=100_000, rng=0)
+    r = hb.freq.cohen_kappa(a, b, n_resamples=200, rng=0, method="percentile")
+    assert float(r.estimate) == pytest.approx(cohen_kappa_score(a, b))
+
+
+def test_confusion_cells_over_the_memory_limit_are_refused():
+    a = np.arange(600)  # 600 items x 600^2 cells = 2.16e8 floats (1.7 GB) > 2^27
+    with pytest.raises(hb.HierbenchError, match=r"600 categories and 600 items.*bin the labels"):
+        hb.freq.cohen_kappa(a, a[::-1], rng=0)

@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ["AgreementResult", "cohen_kappa", "fleiss_kappa"]
 
+#: most per-item confusion cells (items x categories^2) Cohen's kappa holds: 2^27 floats, 1 GiB
+MAX_TABLE_ELEMENTS = 2**27
+
 
 @dataclass(frozen=True, repr=False)
 class AgreementResult(ResampledResult):
@@ -257,8 +260,10 @@ def cohen_kappa(
         clipped to [-1, 1]). The studentized standard error needs memory
         linear in the items, whatever the number of categories C, but time
         of order C^2 times the distinct (rater_a, rater_b) pairs per
-        resample (about 30 s at 50 categories and 200 items);
-        ``method="percentile"`` costs C^2 per resample.
+        resample (about 30 s at 50 categories and 200 items), refused
+        beyond ``MAX_STUDENTIZED_WORK`` evaluations in all (about a minute);
+        ``method="percentile"`` costs C^2 per resample. More than 2^27
+        confusion cells (items x C^2) are refused whatever the method.
 
     Returns
     -------
@@ -290,6 +295,12 @@ def cohen_kappa(
     else:
         dis = ((i - j) / max(k - 1, 1)) ** 2
     n = both.shape[0]
+    if n * k * k > MAX_TABLE_ELEMENTS:
+        raise HierbenchError(
+            f"Cohen's kappa on {k} categories and {n} items would hold {n} x {k}^2 = {n * k * k:.3g} "
+            f"confusion cells, over the limit of {MAX_TABLE_ELEMENTS:.3g} (1 GiB): so many "
+            "categories are rarely categories; bin the labels into fewer (give them in `categories`)"
+        )
     onehot = np.zeros((n, k * k))
     onehot[np.arange(n), both[:, 0] * k + both[:, 1]] = 1.0
 

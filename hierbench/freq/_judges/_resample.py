@@ -217,6 +217,24 @@ def _linearised_se(f, S: np.ndarray, W: np.ndarray, U: np.ndarray, G: int) -> np
     return np.sqrt(np.clip(var, 0.0, None))
 
 
+#: most evaluations of a statistic's cells the studentized standard error may take over all
+#: resamples (resamples x directions x cells): about a minute; beyond it the method is refused
+MAX_STUDENTIZED_WORK = 2 * 10**9
+
+
+def _check_studentized_work(d: int, r: int, n_resamples: int) -> None:
+    """Refuse the studentized interval when its finite differences would take too long."""
+    work = n_resamples * min(d, r) * d
+    if work > MAX_STUDENTIZED_WORK:
+        raise HierbenchError(
+            f"method='studentized' would evaluate the statistic on {n_resamples} resamples x "
+            f"{min(d, r)} directions x {d} cells = {work:.3g} values, over the limit of "
+            f"{MAX_STUDENTIZED_WORK:.0e} (about a minute); for kappa the cells are the C^2 pairs of "
+            f"C categories. Use method='percentile' (one evaluation per resample), fewer "
+            "resamples, or fewer categories"
+        )
+
+
 def _bootstrap(
     f,
     rows: np.ndarray,
@@ -246,6 +264,7 @@ def _bootstrap(
         uniq, uinv = np.unique(X, axis=0, return_inverse=True)
         pick = np.zeros((G, uniq.shape[0]))
         pick[np.arange(G), uinv.ravel()] = 1.0  # unit -> its (distinct) row of totals
+        _check_studentized_work(rows.shape[1], uniq.shape[0], n_resamples)
         se = _linearised_se(f, X.sum(0)[None], pick.sum(0)[None], uniq, G)[0]
     dists, ts = [], []
     for w in weight_blocks(n, n_resamples, gen, clusters=codes):
