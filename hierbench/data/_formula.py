@@ -32,6 +32,7 @@ is kept and reported by a :class:`ConfoundedTermWarning`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -67,7 +68,9 @@ __all__ = [
     "model_design",
 ]
 
-#: today's crossed model: an ability per agent, random task and agent x task effects
+#: today's crossed model: an ability per agent, random task and agent x task effects. On ordinal (graded)
+#: scores, whose thresholds are the intercept, it is fitted as ``score ~ agent + ...`` (a reference agent),
+#: said in a warning and in ``ModelDesign.decisions["formula"]``
 DEFAULT_FORMULA = "score ~ 0 + agent + (1|task) + (1|agent:task)"
 
 Family = Literal["auto", "binomial", "fractional", "ordinal"]
@@ -745,22 +748,18 @@ def _aliased(X: np.ndarray, tol: float = 1e-9) -> np.ndarray:
 
 def _check_identified(
     X: np.ndarray, coef: list[str], random: list[RandomTerm], frame: pd.DataFrame, family: str, n: np.ndarray,
-    default: bool = False,
+    default: bool = False, formula: str = "", intercept: bool = True,
 ) -> dict[str, str]:
     """Refuse what the design cannot identify; warn about levels seen in one combination only.
 
-    ``default``: the formula is :data:`DEFAULT_FORMULA` (its agent x task term is the builders' to decide).
+    ``default``: the formula is :data:`DEFAULT_FORMULA` (its agent x task term is the builders' to decide);
+    ``formula``, ``intercept`` (whether it has one): for the message on aliased columns.
     """
     Xc = np.column_stack([np.ones(len(frame)), X]) if family == "ordinal" else X
     names = (["(thresholds)"] if family == "ordinal" else []) + coef
     bad = _aliased(Xc)
     if bad.any():
-        raise FormulaError(
-            f"fixed-effect columns {[names[i] for i in np.flatnonzero(bad)]} are linear combinations of "
-            "the others in this design (a combination never run, a factor constant over the data, or "
-            + ("an intercept besides the thresholds" if family == "ordinal" else "two codings of one factor")
-            + "): drop or merge them"
-        )
+        raise FormulaError(_aliased_message([names[i] for i in np.flatnonzero(bad)], family, formula, intercept))
     seen: dict[tuple, str] = {}
     for t in random:
         if t.levels.size < 2:
@@ -899,6 +898,50 @@ def _fixed_effects(formula: str, frame: pd.DataFrame, family: str) -> tuple:
     return X, coef, terms, group, builder, {"intercept": "dropped: the ordinal thresholds carry the location"}
 
 
+#: the package's own formulas: :data:`DEFAULT_FORMULA`, and without its agent x task term (the builders' choice
+#: where the data cannot identify that term); an ordinal fit of either takes ``_ordinal_default``'s coding
+_DEFAULTS = (DEFAULT_FORMULA, DEFAULT_FORMULA.replace(" + (1|agent:task)", ""))
+
+
+def _ordinal_default(formula: str, family: str) -> tuple[str, dict[str, str]]:
+    """The default formula as an ordinal model can identify it: ``agent`` coded against a reference agent.
+
+    ``0 + agent`` gives every agent its own intercept, and the ordinal thresholds are intercepts
+    too, so the pair is collinear on any graded log: the thresholds take the reference agent's
+    location and each other agent gets its difference from it (the coding ``score ~ agent + ...``
+    has). Said in a warning and in the design's decisions; a formula the user wrote is never
+    rewritten (``_aliased_message`` says what to change).
+    """
+    if family != "ordinal" or " ".join(formula.split()) not in _DEFAULTS:
+        return formula, {}
+    used = " ".join(formula.split()).replace("~ 0 + agent", "~ agent", 1)
+    msg = (
+        f"the default formula {' '.join(formula.split())!r} cannot be fitted to ordinal scores: its "
+        "'0 + agent' gives every agent an intercept besides the ordinal thresholds, which are intercepts "
+        f"too. Used {used!r} instead: the thresholds hold the location of the reference agent (the "
+        "first level, the one without an agent[...] coefficient) and each agent[...] coefficient is that "
+        "agent's difference from it, on the latent (logit) scale"
+    )
+    warn_user(msg, HierbenchWarning)
+    return used, {"formula": msg}
+
+
+def _aliased_message(names: list[str], family: str, formula: str, intercept: bool) -> str:
+    """The ``FormulaError`` for aliased fixed effects, naming the formula's ``0 +`` where that is the cause."""
+    cause = "an intercept besides the thresholds" if family == "ordinal" else "two codings of one factor"
+    msg = (
+        f"fixed-effect columns {names} are linear combinations of the others in this design (a "
+        f"combination never run, a factor constant over the data, or {cause}): drop or merge them"
+    )
+    if family == "ordinal" and not intercept and re.search(r"~\s*0\s*\+", formula):
+        fixed = re.sub(r"~\s*0\s*\+\s*", "~ ", formula, count=1)
+        msg += (
+            f". Here the formula {formula!r} drops the intercept with '0 +', so a factor is coded with "
+            f"one column per level, and the ordinal thresholds are a second intercept: write {fixed!r}"
+        )
+    return msg
+
+
 def _drop_intercept(X: np.ndarray, coef: list[str], terms: dict[str, slice]) -> tuple:
     keep = np.ones(X.shape[1], bool)
     keep[terms.pop("Intercept")] = False
@@ -987,16 +1030,15 @@ def model_design(
     data = _with_covariates(data, agent_coords, task_coords)
     response, avail, used = _parse(formula, data)
     resp, levels, fam, why, labels = _family(data, avail, response, family, levels)
-    row_level, idx, agents, tasks, r, frame = _design_rows(
-        data, avail, used, response, resp, fam, levels
-    )
+    row_level, idx, agents, tasks, r, frame = _design_rows(data, avail, used, response, resp, fam, levels)
+    default, (formula, adjusted) = " ".join(formula.split()) == DEFAULT_FORMULA, _ordinal_default(formula, fam)
     X, coef, terms, group, builder, dropped = _fixed_effects(formula, frame, fam)
-    decisions = {"family": f"{fam} ({why})", "rows": f"one per {row_level}", **dropped}
+    decisions = {"family": f"{fam} ({why})", "rows": f"one per {row_level}", **adjusted, **dropped}
     var_level = {v: avail[v][0] for v in used if v != response}
     random = _random_terms(group, frame, var_level)
     decisions.update(_coord_groupings(random, frame))
-    default = " ".join(formula.split()) == DEFAULT_FORMULA
-    decisions.update(_check_identified(X, coef, random, frame, fam, np.asarray(r["n"], dtype=float), default))
+    decisions.update(_check_identified(X, coef, random, frame, fam, np.asarray(r["n"], dtype=float), default,
+                                       formula, intercept=bool(dropped)))  # fmt: skip
     return ModelDesign(
         formula=formula, family=fam, response=response, row_level=row_level, frame=frame,
         X=X, coef=coef, fixed_terms=terms, random=random, variables=var_level,

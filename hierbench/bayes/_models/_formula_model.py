@@ -240,6 +240,8 @@ def _design(
     why = chosen["reason"] if chosen else "as given" if formula is not None else (
         "the default formula (today's crossed model)" if text == DEFAULT_FORMULA else "the default formula (today's "
         "crossed model) without its agent x task effect, which these data cannot identify (see agent_task)")  # fmt: skip
+    if formula is None and "formula" in design.decisions:  # the ordinal coding of the default (model_design's rule)
+        why = f"{why}; {design.decisions['formula']}"
     st.decisions = {
         "formula": {"choice": design.formula, "reason": why, "source": "user" if formula and not chosen else "auto"},
         "family": {"choice": design.family, "reason": _family_reason(design, chosen),
