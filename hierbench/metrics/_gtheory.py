@@ -131,7 +131,24 @@ def _fixed_component_draws(lat: dict, d, facets: dict[str, str | None]) -> tuple
     return [d.name(e) for e in d.effects], np.stack([acc.get(e, none) for e in d.effects])
 
 
+def _check_like(like) -> None:
+    """Refuse a ``like`` that is not a G-study result (an eval dataset is the natural wrong guess)."""
+    if all(hasattr(like, a) for a in ("_design", "formula", "measurement")):
+        return
+    hint = (
+        ": that looks like the eval data; pass its G-study, hierbench.freq.variance_components(data)"
+        if isinstance(like, xr.Dataset | xr.DataArray)
+        else ""
+    )
+    raise TypeError(
+        "`like` must be a VarianceComponentsResult (the frequentist G-study, from "
+        "hierbench.freq.variance_components, whose design and component names the Bayesian components "
+        f"match); got {type(like).__module__}.{type(like).__qualname__}{hint}"
+    )
+
+
 def _component_draws(fit: xr.DataTree, like, n_quad: int) -> tuple[list[str], np.ndarray]:
+    _check_like(like)
     lat = _latent(fit)
     d = like._design
     facets = set(d.facets)
@@ -217,6 +234,11 @@ def bayes_variance_components(
     xarray.Dataset
         ``estimate`` (posterior mean), ``ci`` (``eti``) over ``component``;
         ``draws(component, sample)``. Ready for :func:`hierbench.compare.side_by_side`.
+
+    Raises
+    ------
+    TypeError
+        ``like`` is not a G-study result (e.g. the eval dataset itself).
     """
     prob = check_prob(prob)
     names, draws = _component_draws(fit, like, n_quad)

@@ -533,7 +533,7 @@ def predictive_check(
         var_name = next(iter(obs.data_vars))
     y = obs[var_name]
     if "cell" not in y.dims or "cell_agent" not in y.coords:
-        raise ValueError("`fit` observed variable must be over dim `cell` with coord `cell_agent`")
+        raise ValueError(_not_counts_message(fit, var_name, y, group))
     n = fit["constant_data"].to_dataset()["cell_n_runs"].values.astype(int)
     pred = fit[group].to_dataset()[var_name].stack(sample=("chain", "draw")).transpose("sample", "cell")
     agents_cell = np.asarray(y["cell_agent"].values).astype(str)
@@ -546,6 +546,23 @@ def predictive_check(
         {k: (dims, v) for k, v in out.items()},
         coords=coords,
         attrs={"group": group, "var_name": var_name, "band_prob": 0.9},
+    )
+
+
+def _not_counts_message(fit: xr.DataTree, var_name: str, y: xr.DataArray, group: str) -> str:
+    """Why ``predictive_check`` cannot read this fit: what it needs, what the fit is, what to do instead."""
+    spec = fit_record(fit, "hierbench_spec")
+    opts = spec.get("options", {})
+    what = f"a {spec['model']!r} fit" if spec.get("model") else "a fit with no hierbench spec"
+    if opts.get("family"):
+        what += f" of family {opts['family']!r}"
+    return (
+        "`fit` must be a fit of success counts per (agent, task) cell: predictive_check compares histograms "
+        "of those counts, so it needs the observed variable over dim `cell` with coord `cell_agent` (fits of "
+        "0/1 scores: build_crossed and its relatives, build_mixed with the binomial family on cell rows). "
+        f"Got {what}, whose observed variable {var_name!r} is over dims {list(map(str, y.dims))} with coords "
+        f"{sorted(map(str, y.coords))}: [0, 1] (partial-credit) and graded scores have no success counts. "
+        f"For such a fit compare fit[{group!r}][{var_name!r}] with fit['observed_data'][{var_name!r}] directly"
     )
 
 
