@@ -93,3 +93,17 @@ def test_beta_binomial_ml_interval_is_labelled_not_computed():
     fr = fit_beta_binomial_ml([0, 1, 3, 2, 9, 5], [10] * 6).to_frame()
     assert fr["ci_kind"].tolist() == ["not computed"] and np.isnan(fr["ci_prob"]).all()
     assert np.isnan(fr[["lower", "upper"]].to_numpy()).all()
+
+
+def test_side_by_side_refuses_a_result_without_an_interval_by_name():
+    """fit_beta_binomial_ml computes no interval: side_by_side says so, not that its kind is unknown."""
+    from hierbench.compare import side_by_side
+    from hierbench.freq import bootstrap_ci
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(3, 20, 3, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ml, boot = fit_beta_binomial_ml(ds), bootstrap_ci(ds, n_resamples=99, rng=0)
+    with pytest.raises(ValueError, match=r"`results\['ml'\]` carries no interval .*beta_binomial_profile_ci"):
+        side_by_side({"ml": ml, "boot": boot})

@@ -252,6 +252,11 @@ def check_interval(da: Any, name: str = "ci") -> xr.DataArray:
     bounds = [str(b) for b in da["ci_bound"].values]
     if bounds != list(CI_BOUNDS):
         raise ValueError(f"`{name}`: `ci_bound` must be {list(CI_BOUNDS)}; got {bounds}")
+    if da.attrs["ci_kind"] == "not computed":  # a result that carries no interval (fit_beta_binomial_ml's)
+        raise ValueError(
+            f"`{name}` carries no interval (ci_kind 'not computed'): {da.attrs.get('ci_detail', '')}; "
+            "give a result that computed one"
+        )
     if da.attrs["ci_kind"] not in CI_KINDS:
         raise ValueError(
             f"`{name}`: `ci_kind` must be one of {sorted(CI_KINDS)} (detail goes in `ci_detail`); "
