@@ -10,11 +10,15 @@ and attrs ``ci_prob`` and ``ci_kind``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
 from numpy.typing import ArrayLike
 from scipy import stats
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from ..._base import DEFAULT_PROB
 from ..._base import Result
@@ -213,7 +217,7 @@ class IntervalResult(Result):
             return None
         return self.ci_kind.astype(object) + " interval"
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """One row per cell; with ``ci_kind`` given, the column names each row's kind (not "mixed")."""
         df = super().to_frame()
         if self.ci_kind is not None:
