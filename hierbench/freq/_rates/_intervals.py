@@ -657,23 +657,6 @@ class SuccessRateResult(Result):
         return flag if flag is not None and flag.ndim == 1 else None
 
 
-def _bm_df(cell: xr.DataArray, codes: np.ndarray, task_dim: str) -> np.ndarray:
-    """Per row of ``cell`` (its other dims flattened): the Bell-McCaffrey df of its CR2 SE (NaN under 2 clusters).
-
-    ``_kernels.cr2_mean_se`` of the row's finite tasks, the rule ``compare_agents`` uses for pairs
-    and ``pass_hat_k`` for its clustered interval (which keeps the df to itself).
-    """
-    from .._kernels import cr2_mean_se
-
-    Y = np.asarray(cell.transpose(..., task_dim).values, dtype=float).reshape(-1, cell.sizes[task_dim])
-    df = np.full(len(Y), np.nan)
-    for i, row in enumerate(Y):
-        ok = np.isfinite(row)
-        if np.unique(codes[ok]).size >= 2:
-            df[i] = cr2_mean_se(row[ok], codes[ok])[1]
-    return df
-
-
 def _zero_width_why(cell: xr.DataArray, flag: xr.DataArray, task_dim: str) -> xr.DataArray:
     """Per cell flagged ``"zero width"``: why (every task scored one value, or every cluster has the same mean)."""
     lo, hi = cell.min(task_dim), cell.max(task_dim)
@@ -687,33 +670,22 @@ def _rate_interval(
 ) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray, str | None]:
     """:func:`success_rate`'s ``(standard_error, df, ci, ci_flag, unit)``: ``pass_hat_k``'s interval on the task means.
 
-    The one rule of ``_passk`` (``_interval`` with tasks as the unit, ``cluster_interval`` with
+    The one rule of ``_passk.mean_interval`` (``_interval`` with tasks as the unit, ``cluster_interval`` with
     task clusters; their flags ``_logit_t.flag_ladder``), applied to the per-task mean scores:
     for 0/1 scores this is ``pass_hat_k(data, 1).ci`` and its ``ci_flag`` exactly. ``unit``
     names the clusters (None: tasks are the unit).
     """
     from ._logit_t import BOUND_FLAGS
     from ._passk import _clusters
-    from ._passk import _interval
-    from ._passk_cluster import cluster_interval
+    from ._passk import mean_interval
 
     n_tasks = cell.notnull().sum(task_dim)
     codes, unit = _clusters(data, cluster, task_dim, cell.sizes[task_dim])
-    if codes is None:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            se = cell.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
-        lo, hi, flag = _interval(cell, micro, se, n_tasks, prob, task_dim)
-        df = (n_tasks - 1.0).where(n_tasks > 1)
-        ok = df.values[np.isfinite(df.values)]
-        how = "task-level standard error sd / sqrt(n), Student t on n - 1 = {} on the logit scale"
-    else:
-        se, lo, hi, flag, _ = cluster_interval(cell, micro, codes, prob, task_dim)
-        rows = _bm_df(cell, codes, task_dim)
-        df = micro.transpose(*cell.transpose(..., task_dim).dims[:-1]).copy(data=rows.reshape(micro.shape))
-        df = df.transpose(*micro.dims)
-        ok = rows[np.isfinite(rows)]
-        how = (f"CR2 (bias-reduced cluster-robust) standard error over the {unit}, Student t on "
-               "Bell-McCaffrey degrees of freedom ({}) on the logit scale")
+    se, lo, hi, flag, df = mean_interval(cell, micro, n_tasks, codes, prob, task_dim)
+    ok = df.values[np.isfinite(df.values)]
+    how = ("task-level standard error sd / sqrt(n), Student t on n - 1 = {} on the logit scale" if codes is None
+           else f"CR2 (bias-reduced cluster-robust) standard error over the {unit}, Student t on "
+           "Bell-McCaffrey degrees of freedom ({}) on the logit scale")
     df_text = "no df (too few units)" if ok.size == 0 else (
         f"{ok.min():.3g} df" if np.ptp(ok) < 5e-4 * ok.min() else f"{ok.min():.3g} to {ok.max():.3g} df by agent (`df`)"
     )

@@ -259,6 +259,25 @@ def _interval(
     return mean.copy(data=lo), mean.copy(data=hi), mean.copy(data=flag).rename("ci_flag")
 
 
+def mean_interval(
+    per_task: xr.DataArray, mean: xr.DataArray, n_tasks: xr.DataArray, codes: np.ndarray | None, prob: float,
+    task_dim: str,
+) -> tuple[xr.DataArray, ...]:
+    """``(se, lower, upper, ci_flag, df)`` of the mean of per-task values in [0, 1], per cell.
+
+    The one rule of :func:`pass_hat_k` and ``success_rate``: with tasks as the unit (``codes``
+    None) ``sd / sqrt(n)`` and ``_interval`` on ``n - 1`` df; with task clusters
+    ``_passk_cluster.cluster_interval`` (CR2 SE, Bell-McCaffrey df). ``df`` is NaN where
+    fewer than 2 units leave no interval.
+    """
+    if codes is None:  # tasks as the unit
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
+        lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
+        return se, lo, hi, flag, (n_tasks - 1.0).where(n_tasks > 1)
+    return cluster_interval(per_task, mean, codes, prob, task_dim)
+
+
 def _clusters(data, cluster: str | None, task_dim: str, n_tasks: int) -> tuple[np.ndarray | None, str | None]:
     """The tasks' cluster codes and the words for the clusters, or ``(None, None)`` (tasks as the unit).
 
@@ -379,12 +398,7 @@ def _pass(
     n_tasks = defined.sum(task_dim)
     mean = per_task.where(defined).sum(task_dim) / n_tasks.where(n_tasks > 0)
     codes, unit = _clusters(data, cluster, task_dim, n.sizes[task_dim])
-    if codes is None:  # tasks as the unit
-        with np.errstate(invalid="ignore", divide="ignore"):
-            se = per_task.std(task_dim, ddof=1, skipna=True) / np.sqrt(n_tasks.where(n_tasks > 1))
-        lo, hi, flag = _interval(per_task, mean, se, n_tasks, prob, task_dim)
-    else:
-        se, lo, hi, flag, _ = cluster_interval(per_task, mean, codes, prob, task_dim)
+    se, lo, hi, flag, _ = mean_interval(per_task, mean, n_tasks, codes, prob, task_dim)
     ci, ci_kind = _ci(lo, hi, flag, prob, name, unit)
     if np.ndim(k) == 0:
         per_task, mean, n_tasks, n_short, se, ci, flag, ci_kind = (

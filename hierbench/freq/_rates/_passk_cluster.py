@@ -43,7 +43,7 @@ __all__: list[str] = []
 def cluster_interval(
     per_task: xr.DataArray, mean: xr.DataArray, codes: np.ndarray, prob: float, task_dim: str
 ) -> tuple[xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray, xr.DataArray]:
-    """``(se, lower, upper, ci_flag, n_clusters)`` per cell, clusters as the unit (module notes).
+    """``(se, lower, upper, ci_flag, df)`` per cell, clusters as the unit (module notes).
 
     The interval and the flags are the task path's (``_logit_t.logit_t_bounds``,
     ``_logit_t.flag_ladder``) with the CR2 standard error, its Bell-McCaffrey df and
@@ -65,7 +65,8 @@ def cluster_interval(
             continue
         se[i], df[i], G[i] = cr2_mean_se(row[ok], codes[ok])
         n_eff[i] = cluster_n_eff(row[ok], codes[ok])
-    lo, hi = logit_t_bounds(m, se, np.where(G > 1, df, np.nan), prob)
+    df = np.where(G > 1, df, np.nan)  # Bell-McCaffrey's, where 2 or more clusters give one
+    lo, hi = logit_t_bounds(m, se, df, prob)
     flag, bound = flag_ladder(m, se, n, few_carry_side(Y), n_clusters=G, even_clust=even_clusters(n_eff, G))
     for i in np.flatnonzero(bound & (G > 0)):  # the bound only where it replaces the t interval
         ok = np.isfinite(Y[i])
@@ -73,7 +74,7 @@ def cluster_interval(
     lo, hi = np.where(bound, b_lo, lo), np.where(bound, b_hi, hi)
     shape, dims = y.shape[:-1], y.dims[:-1]
     coords = {c: v for c, v in y.coords.items() if task_dim not in v.dims}
-    out = [xr.DataArray(a.reshape(shape), dims=dims, coords=coords) for a in (se, lo, hi, flag, G)]
+    out = [xr.DataArray(a.reshape(shape), dims=dims, coords=coords) for a in (se, lo, hi, flag, df)]
     out[3] = out[3].astype(object).rename("ci_flag")
     return tuple(x.transpose(*mean.dims) for x in out)
 
