@@ -44,7 +44,6 @@ import xarray as xr
 from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
 from ..._base import Result
-from ..._base import SmallSampleWarning
 from ..._base import UndefinedWarning
 from ..._base import _shown_cells
 from ..._base import as_rng
@@ -61,9 +60,7 @@ from ..._docs import fill_doc
 from .._inputs import score_array
 from .._inputs import with_counts_hash
 from .._kernels import DegenerateBootstrapWarning
-from .._kernels import effective_clusters
-from .._kernels import few_units
-from .._kernels import few_units_text
+from .._kernels import few_clusters_attrs
 from .._kernels import warn_bca_undefined
 from .._kernels import warn_undefined_counts
 from .._kernels import warn_undefined_resamples
@@ -555,18 +552,9 @@ def _few_clusters(plan: _Plan, cluster_column: str, prob: float, variable: str =
     """
     if plan.codes is None or plan.scheme == "runs":
         return {}
-    G = int(plan.codes.max()) + 1
-    g_eff = effective_clusters(plan.codes)
-    out = {"n_clusters": G, "n_clusters_effective": round(g_eff, 3), "few_clusters": ""}
-    few = few_units(plan.codes, int(plan.codes.size))
-    if few is None:
-        return out
     sizes = np.bincount(plan.codes)
-    out["few_clusters"] = few_units_text(
-        few, f"clusters of `{cluster_column}` ({sizes.min()} to {sizes.max()} tasks)", prob
-    ) + (_cr2_route(plan) if variable == "score" else "")
-    warn_user(out["few_clusters"] + ".", SmallSampleWarning)
-    return out
+    return few_clusters_attrs(plan.codes, f"clusters of `{cluster_column}` ({sizes.min()} to {sizes.max()} tasks)",
+                              prob, then=_cr2_route(plan) if variable == "score" else "")
 
 
 # ---------------------------------------------------------------------------
