@@ -25,6 +25,7 @@ from scipy import stats
 from scipy.special import ndtr
 from scipy.special import ndtri
 
+from .._base import ZERO_WIDTH_ADVICE
 from .._base import SmallSampleWarning
 from .._base import as_rng
 from .._base import warn_user
@@ -336,8 +337,11 @@ def _bca_parts(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`_bca` without its warning: limits, z0, a and how many statistics have no BCa interval.
 
-    Every output is a function of its own column, so a caller that takes the columns in
-    blocks adds the counts up and warns once (:func:`warn_bca_undefined`).
+    The count is an array ``[undefined, flat]``: the statistics with no BCa interval, and of
+    them those whose every resample equals the estimate (an agent at 0, or 1, on every task),
+    where the percentile interval has no width either. Every output is a function of its own
+    column, so a caller that takes the columns in blocks adds the counts up and warns once
+    (:func:`warn_bca_undefined`).
     """
     defined = np.isfinite(dist)
     m = defined.sum(0)
@@ -354,20 +358,40 @@ def _bca_parts(
         qu = ndtr(z0 + (z0 + zu) / (1 - acc * (z0 + zu)))
     q = np.stack([ql, qu], -1)
     bad = ~np.isfinite(q).all(-1)
-    return _column_quantiles(dist, q), z0, acc, int(bad.sum())
+    flat = bad & np.where(defined, dist == theta, True).all(0)  # no resample differs from the data
+    return _column_quantiles(dist, q), z0, acc, np.array([int(bad.sum()), int(flat.sum())])
 
 
-def warn_bca_undefined(n_bad: int, n: int) -> None:
-    """Warn that ``n_bad`` of ``n`` statistics have no BCa interval (nothing when ``n_bad`` is 0)."""
-    if n_bad:
-        warn_user(
-            f"BCa is undefined for {n_bad} of {n} statistics (the bootstrap "
-            "distribution lies entirely on one side of the estimate, or the jackknife values "
-            "are all equal); their interval is NaN. Use the percentile interval, defined there "
-            "(method='percentile'; in hierbench.report.build bootstrap_method='percentile', and "
-            "in the CLI's report and demo --bootstrap-method percentile), or more tasks.",
-            DegenerateBootstrapWarning,
+def warn_bca_undefined(n_bad, n: int) -> None:
+    """Warn that some of ``n`` statistics have no BCa interval (nothing when none).
+
+    ``n_bad``: :func:`_bca_parts`' count ``[undefined, flat]`` (a bare number: none flat). The
+    advice differs by cause: where the resamples spread to one side of the estimate the
+    percentile interval is defined and holds; where every resample equals the estimate (an
+    agent at 0, or 1, on every task) it is ``[x, x]``, no interval at all, and the bound of
+    ``pass_hat_k(data, 1)`` (the report's table flag: ``ZERO_WIDTH_ADVICE``) is the one to use.
+    """
+    counts = np.atleast_1d(np.asarray(n_bad, dtype=int))
+    bad, flat = int(counts[0]), int(counts[1]) if counts.size > 1 else 0
+    if not bad:
+        return
+    said = []
+    if bad > flat:
+        said.append(
+            f"{bad - flat} of them: the bootstrap distribution lies entirely on one side of the estimate (or "
+            "the jackknife values are all equal); use the percentile interval, defined there "
+            "(method='percentile'; in hierbench.report.build bootstrap_method='percentile', and in the CLI's report and demo "
+            "--bootstrap-method percentile), or more tasks"
         )
+    if flat:
+        said.append(
+            f"{flat} of them: every resample equals the estimate (an agent at 0, or 1, on every task): "
+            f"{ZERO_WIDTH_ADVICE} (the percentile interval there is [x, x], which does not hold)"
+        )
+    warn_user(
+        f"BCa is undefined for {bad} of {n} statistics; their interval is NaN. " + "; ".join(said) + ".",
+        DegenerateBootstrapWarning,
+    )
 
 
 def _bca(
