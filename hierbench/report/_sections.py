@@ -342,7 +342,8 @@ def misfit_agents(fit) -> list[str]:
     who = [str(a) for a, f in zip(fit.estimate[fit.estimate.dims[0]].values, fit.flagged.values, strict=True) if f]
     lines = "; ".join(fit._agent_line(a) for a in who)
     return [f"results that do not follow the tasks' difficulty as the other agents' do (person fit: the slope "
-            f"on the other agents' task logit, bootstrap test, Holm over the agents at {fit.alpha:g}): {lines}. "
+            f"on the other agents' task logit with its {fit._ci_words()} interval, bootstrap test, Holm over the "
+            f"agents at {fit.alpha:g}): {lines}. "
             "A record like this is a broken log, or an agent unlike the others (a human baseline, another kind "
             f"of system): check which before reading {'its' if len(who) == 1 else 'their'} numbers"]  # fmt: skip
 

@@ -116,7 +116,7 @@ class PersonFitResult(Result):
         head = (
             f"PersonFitResult: do the agents' results follow the tasks' difficulty? {tested} of "
             f"{counted(self.estimate.size, 'agent')} tested (slope on the other agents' task logit, "
-            f"{interval_label(self.ci)} interval; bootstrap p, Holm, alpha {self.alpha:g})"
+            f"{self._ci_words()} interval; bootstrap p, Holm, alpha {self.alpha:g})"
         )
         who = [str(a) for a, f in zip(self.estimate[dim].values, self.flagged.values, strict=True) if f]
         if tested == 0:
@@ -131,13 +131,19 @@ class PersonFitResult(Result):
         return [head, f"  {counted(len(who), 'agent')} do{'es' if len(who) == 1 else ''} not follow "
                 "the tasks' difficulty:", *("  " + self._agent_line(a) for a in who), *untested]
 
+    def _ci_words(self) -> str:
+        """The slope interval's level and kind as a reader reads them: ``"95% Wald"`` (``ci_kind`` "normal")."""
+        level, kind = interval_label(self.ci).split(" ", 1)
+        return f"{level} {'Wald' if kind == 'normal' else kind}"
+
     def _agent_line(self, agent: str) -> str:
         dim = self.estimate.dims[0]
         at = {dim: agent}
         lo, hi = self.ci.sel(at).values.tolist()
         line = (
-            f"{agent}: slope {float(self.estimate.sel(at)):.2f} [{lo:.2f}, {hi:.2f}] against the others' "
-            f"{float(self.reference_slope.sel(at)):.2f} (log sd {float(self.reference_log_sd.sel(at)):.2f}), "
+            f"{agent}: slope {float(self.estimate.sel(at)):.2f} ({self._ci_words()} [{lo:.2f}, {hi:.2f}]) against "
+            f"the others' typical slope {float(self.reference_slope.sel(at)):.2f} (the sd of their log slopes "
+            f"beyond their standard errors, tau {float(self.reference_log_sd.sel(at)):.2f}), "
             f"p {float(self.p_value.sel(at)):.2g} (Holm {float(self.p_adjusted.sel(at)):.2g})"
         )
         k = int(self.n_common.sel(at))
