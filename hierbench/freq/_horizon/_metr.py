@@ -89,6 +89,7 @@ from ..._numerics import outside_lengths
 from ..._numerics import trend_agents
 from ..._numerics import trend_points
 from ...data import task_minutes
+from .._inputs import with_counts_hash
 from .._kernels import few_units
 from .._kernels import few_units_text
 from .._kernels import ratio
@@ -509,7 +510,7 @@ def time_horizon(
         warn_user(note, ExtrapolatedHorizonWarning)
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng), x_short)
     few = _few_units(data, family, n, lv, prob) if n_resamples else ""
-    return _horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths, few))
+    return with_counts_hash(_horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths, few)), data)
 
 
 def _few_units(data: xr.Dataset, family: str, n: np.ndarray, lv: set, prob: float) -> str:

@@ -59,6 +59,7 @@ from ..._base import interval_label
 from ..._base import make_interval
 from ..._base import warn_user
 from ..._docs import fill_doc
+from .._inputs import with_counts_hash
 from .._resampling import holm
 
 __all__ = ["PersonFitResult", "person_fit"]
@@ -429,8 +430,9 @@ def person_fit(
         )
     fit = _slopes(n, c, common_share)
     ref, p, note = _test_agents(fit, n, c, n_sim, gen)
-    return _result(cts, fit, ref, p, note, agent_dim=agent_dim, prob=prob, alpha=alpha, n_sim=n_sim,
-                   common_share=common_share)
+    res = _result(cts, fit, ref, p, note, agent_dim=agent_dim, prob=prob, alpha=alpha, n_sim=n_sim,
+                  common_share=common_share)
+    return with_counts_hash(res, data)  # the log's fingerprint: the report checks a result given to it
 
 
 def _test_agents(fit: dict, n: np.ndarray, c: np.ndarray, n_sim: int, gen: np.random.Generator) -> tuple:

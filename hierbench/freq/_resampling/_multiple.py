@@ -58,6 +58,7 @@ from ..._base import cluster_label
 from ..._base import renamed_kwargs
 from ..._base import warn_user
 from .._inputs import agent_task_means
+from .._inputs import with_counts_hash
 from ._bootstrap import _bootstrap_summary
 from ._maxt import cr2_scores
 from ._maxt import mvt_maxt
@@ -385,7 +386,7 @@ def compare_agents(
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
             "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster,
             "cluster_column": cluster_label(score, cluster), "unit_scores": _unit_range(score.values)}
-    return _family_result(st, units, counts, pairs, agents, boot, cc, opts, gen)
+    return with_counts_hash(_family_result(st, units, counts, pairs, agents, boot, cc, opts, gen), data)  # the report checks it
 
 
 def _pair_bootstrap(score, **kw):

@@ -96,6 +96,7 @@ from ..._base import check_choice
 from ..._base import check_prob
 from ..._base import warn_user
 from ..._docs import fill_doc
+from .._inputs import with_counts_hash
 from . import _fit
 from ._design_lang import Design
 from ._design_lang import DesignError
@@ -656,4 +657,4 @@ def variance_components(
     _warn_missing(long, int(np.asarray(fit.y).size))
     _warn_truncated(fit.est, plan.dsg.names)
     _warn_zero(fit, plan.dsg.names, use_anova)
-    return _assemble(plan, fit, use_anova, ci_method, prob)
+    return with_counts_hash(_assemble(plan, fit, use_anova, ci_method, prob), data)  # the report checks it

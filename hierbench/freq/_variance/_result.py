@@ -61,6 +61,9 @@ class VarianceComponentsResult(Result):
         The object of measurement (None: the design has no such facet, e.g.
         one agent).
     method : {"anova", "reml"}
+    attrs : dict
+        Put in the views' attrs: ``hierbench_counts_hash``, the fingerprint of the eval
+        dataset's score cells (``hierbench.report.build`` checks a result given to it by it).
     """
 
     formula: str
@@ -85,6 +88,8 @@ class VarianceComponentsResult(Result):
     dropped: tuple[str, ...] = ()
     fit_info: dict = field(default_factory=dict)
     ci_method: str = "wald"
+    #: what the views' attrs carry besides the design (``hierbench_counts_hash``: the log's fingerprint)
+    attrs: dict = field(default_factory=dict, compare=False)
     _design: Design | None = None
     _legacy: tuple[str, str, str] | None = None
     # the long data (y, effect codes) for profile intervals; a memo of computed intervals
@@ -113,7 +118,7 @@ class VarianceComponentsResult(Result):
             attrs["scale"] = "probability" if _intervals.score_range(self) == (0.0, 1.0) else "score"
         if self.note:
             attrs["note"] = self.note
-        return attrs
+        return attrs | self.attrs
 
     def _comp(self, values: np.ndarray) -> xr.DataArray:
         return xr.DataArray(
