@@ -67,13 +67,21 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def state_seed(gen: np.random.Generator) -> np.random.SeedSequence:
+    """A :class:`numpy.random.SeedSequence` from four draws of ``gen``: its state decides it, and ``gen`` moves on."""
+    return np.random.SeedSequence([int(v) for v in gen.integers(0, 2**63, size=4, dtype=np.uint64)])
+
+
 def spawn_generators(rng: None | int | np.random.Generator, n: int) -> list[np.random.Generator]:
     """``n`` independent Generators spawned from the user's ``rng``.
 
     An int (or ``None``) seeds a :class:`numpy.random.SeedSequence` whose
-    children seed the Generators; a Generator is split with
-    :meth:`numpy.random.Generator.spawn` (its own stream then moves on, as
-    with any use). Child ``i`` is the same whatever happens to the others.
+    children seed the Generators. A Generator gives four draws that seed the
+    sequence: the children follow the Generator's state (a saved and restored
+    state, or a ``jumped()`` stream, gives the same children) and its stream
+    moves on, as with any use. (:meth:`numpy.random.Generator.spawn` would
+    read the sequence the Generator was built from and ignore its state.)
+    Child ``i`` is the same whatever happens to the others.
 
     Examples
     --------
@@ -84,7 +92,7 @@ def spawn_generators(rng: None | int | np.random.Generator, n: int) -> list[np.r
     """
     n = int(n)
     if isinstance(rng, np.random.Generator):
-        return list(rng.spawn(n))
+        return [np.random.default_rng(s) for s in state_seed(rng).spawn(n)]
     if isinstance(rng, (bool, np.bool_)) or not (rng is None or isinstance(rng, (int, np.integer))):
         raise TypeError(
             f"`rng` must be None, an int seed or a numpy Generator; got {type(rng).__name__}"

@@ -91,3 +91,32 @@ def test_thread_counts_follow_the_process_cpu_set_not_the_machine():
     cores, pool, machine = map(int, out.stdout.split())
     assert (cores, pool) == (1, 1)
     assert machine >= 2  # the machine count the old code used would have said otherwise
+
+
+def test_a_generators_children_follow_its_state_and_its_stream_moves_on():
+    """Audit U, finding 1: the children of a Generator were its SeedSequence's (``Generator.spawn``), so two
+    Generators in the same state (numpy's jumped() streams, a restored state) gave different children, and
+    1,000 earlier draws changed nothing. Reference: numpy's own contract, a stream is fixed by its state.
+    """
+    import numpy as np
+
+    from hierbench import spawn_generators
+
+    def first(gen):
+        return [float(c.random()) for c in spawn_generators(gen, 3)]
+
+    jumped = [np.random.Generator(np.random.PCG64(0).jumped()) for _ in range(2)]
+    assert jumped[0].bit_generator.state == jumped[1].bit_generator.state
+    assert first(jumped[0]) == first(jumped[1])  # the same state: the same children
+    restored = np.random.default_rng()
+    restored.bit_generator.state = np.random.default_rng(0).bit_generator.state
+    assert first(restored) == first(np.random.default_rng(0))
+    used = np.random.default_rng(0)
+    used.random(1000)
+    assert first(used) != first(np.random.default_rng(0))  # another state, other children
+    g, ref = np.random.default_rng(0), np.random.default_rng(0)
+    spawn_generators(g, 3)
+    ref.integers(0, 2**63, size=4, dtype=np.uint64)  # the four draws the split takes
+    assert g.random() == ref.random()  # the user's stream moved on by exactly those
+    kids = first(np.random.default_rng(0))
+    assert len(set(kids)) == 3  # independent children

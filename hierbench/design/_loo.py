@@ -66,6 +66,7 @@ from .._base import make_interval
 from .._base import warn_user
 from .._docs import fill_doc
 from .._parallel import map_seeded
+from .._parallel import state_seed
 from ..freq import IRTBank
 from ..freq import fit_irt_ml
 from ..freq import irt_score
@@ -470,7 +471,7 @@ def _calibrate_once(ctx: _LooContext, rng: None | int | np.random.Generator) -> 
     From a stream of their own, apart from the held-out agents' (child ``2**31`` of an int seed's
     :class:`numpy.random.SeedSequence`; a Generator is split once more).
     """
-    gen = (rng.spawn(1)[0] if isinstance(rng, np.random.Generator)
+    gen = (np.random.default_rng(state_seed(rng).spawn(1)[0]) if isinstance(rng, np.random.Generator)
            else np.random.default_rng(np.random.SeedSequence(rng, spawn_key=(2**31,))))
     train = list(ctx.calib)
     t0 = time.perf_counter()
