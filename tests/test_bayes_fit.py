@@ -279,3 +279,19 @@ def test_the_variational_fit_compiles_as_the_model_does(tiny, monkeypatch):
         fit_approx(build_beta_binomial(tiny, pooling="none"), n=200, draws=50, rng=0)
     assert seen == {"fit": False}
     assert pytensor.config.numba__fastmath  # restored after
+
+
+@pytest.mark.slow  # two small crossed fits
+def test_asking_for_the_prior_predictive_leaves_the_random_derived_quantities_as_they_were(tiny):
+    """Audit U, finding 4: the prior predictive took its seed from the fit's stream before the crossed
+    model's ``mean_observed`` (drawn after sampling from the same stream), so the same ``rng`` gave
+    another ``mean_observed`` with ``prior_predictive=True``. Reference: the fit without it.
+    """
+    model = build_crossed(tiny)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kw = {"draws": 50, "tune": 50, "chains": 2, "rng": 3, "posterior_predictive": False}
+        a, b = fit(model, **kw), fit(model, prior_predictive=True, **kw)
+    assert "prior_predictive" in b.children and "prior_predictive" not in a.children
+    for name in a["posterior"].data_vars:
+        np.testing.assert_array_equal(a["posterior"][name].values, b["posterior"][name].values, err_msg=name)

@@ -368,10 +368,10 @@ def _quiet_forward_sampling() -> Iterator[None]:
         log.setLevel(level)
 
 
-def _prior_predictive(
-    dt: xr.DataTree, model: pm.Model, info: dict[str, Any], gen: np.random.Generator, draws: int
-) -> xr.DataTree:
-    prior_seed = int(gen.integers(2**31 - 1))
+def _prior_predictive(dt: xr.DataTree, model: pm.Model, info: dict[str, Any], pp_seed: int, draws: int) -> xr.DataTree:
+    # its own seed, from the posterior predictive's and not from the fit's stream: asking for the
+    # prior predictive leaves every other group (and the random derived quantities) as they were
+    prior_seed = int(np.random.SeedSequence([pp_seed, 1]).generate_state(1)[0] >> 1)
     with warnings.catch_warnings():
         # a likelihood written as a weighted potential: its prior predictive is
         # drawn below with the builder's own predictive
@@ -393,8 +393,8 @@ def _prior_predictive(
 
 
 def _add_groups(
-    dt: xr.DataTree, model: pm.Model, info: dict[str, Any], gen: np.random.Generator,
-    pp_seed: int, draws: int, wanted: tuple[bool, bool, bool],
+    dt: xr.DataTree, model: pm.Model, info: dict[str, Any], pp_seed: int, draws: int,
+    wanted: tuple[bool, bool, bool],
 ) -> xr.DataTree:  # fmt: skip
     """Add the groups beside the posterior.
 
@@ -409,7 +409,7 @@ def _add_groups(
         if posterior_predictive:
             dt = _posterior_predictive(dt, model, info, pp_seed)
         if prior_predictive:
-            dt = _prior_predictive(dt, model, info, gen, draws)
+            dt = _prior_predictive(dt, model, info, pp_seed, draws)
     return dt
 
 
@@ -442,7 +442,9 @@ def fit(
         Draws kept and tuning steps per chain (default: to the target after 300 steps with
         nutpie; 1,000 and 1,000 otherwise); chains.
     rng : None, int or numpy.random.Generator
-        Seeds the start, the sampler and the posterior predictive draws.
+        Seeds the start, the sampler, the posterior and prior predictive draws and a model's
+        random derived quantities (the crossed model's ``mean_observed``); asking for more
+        groups changes none of the others. ``None``: fresh entropy (not reproducible).
     sampler : {"nutpie", "pymc", "numpyro"}
         nutpie (compiled with numba), PyMC's NUTS, or numpyro (needs jax).
     target_accept : float, optional
@@ -505,7 +507,7 @@ def fit(
     settings["draws"] = int(dt["posterior"].sizes["draw"])
     wanted = (log_likelihood, posterior_predictive, prior_predictive)
     t0 = time.perf_counter()
-    dt = _add_groups(dt, model, info, gen, pp_seed, settings["draws"], wanted)
+    dt = _add_groups(dt, model, info, pp_seed, settings["draws"], wanted)
     groups_s = time.perf_counter() - t0
     return _finish(dt, info, run, settings, gen, sampler=sampler, seed=seed, rng=rng, groups_s=groups_s)
 

@@ -121,7 +121,10 @@ class IRTBank:
         )
 
     def thin(self, n: int, rng: None | int | np.random.Generator = None) -> IRTBank:
-        """``n`` draws picked at random without replacement (all of them when n >= n_samples)."""
+        """``n`` draws picked at random without replacement (all of them when n >= n_samples).
+
+        ``rng``: an int seed, a Generator, or None for fresh entropy.
+        """
         n = check_int(n, "n", min=1)
         if n >= self.n_samples:
             return self
