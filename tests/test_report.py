@@ -1220,8 +1220,9 @@ def test_graded_pairs_say_their_units_and_abilities_keep_the_logs_agent_order():
     levels as text) where the log and the summary have 1, 2, ..., 12.
     """
     from hierbench.data import from_records
+    from hierbench.report._context import _Context
+    from hierbench.report._order import in_report_order
     from hierbench.report._sec_pairs import graded_units
-    from hierbench.report._sections import _in_data_order
 
     rows = [{"agent": str(a), "task": f"t{t}", "score": ["no", "perhaps", "yes"][(a + t) % 3]}
             for a in range(1, 13) for t in range(3)]  # fmt: skip
@@ -1241,8 +1242,11 @@ def test_graded_pairs_say_their_units_and_abilities_keep_the_logs_agent_order():
     assert graded_units(five) == ""
     fit_order = sorted(str(a) for a in range(1, 13))  # "1", "10", "11", "12", "2", ...
     bayes = pd.DataFrame({"estimate": np.arange(12.0)}, index=pd.Index(fit_order, name="agent"))
-    got = _in_data_order({"Bayes": bayes}, ds)["Bayes"]
-    assert got.index.tolist() == [str(a) for a in range(1, 13)]
+    got = in_report_order(bayes, _Context(data=ds, fit=None))
+    # the report's one order (audit W), by pandas: mean grade per task, highest first, ties by name as text
+    means = pd.DataFrame(rows).assign(g=lambda d: d["score"].map({"no": 0, "perhaps": 1, "yes": 2}))
+    means = means.groupby("agent")["g"].mean()
+    assert got.index.tolist() == sorted(means.index, key=lambda a: (-means[a], a))
     assert got.loc["10", "estimate"] == fit_order.index("10")  # rows moved, not relabelled
 
 

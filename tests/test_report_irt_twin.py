@@ -80,6 +80,7 @@ def test_side_by_side_puts_mean_task_beside_the_bootstrap_and_says_which_tasks_i
     fit, dr = _fit(ds)
     block = _run(_sec_side, fit, ds)
     t = block["table"]
+    t = t.loc[[str(a) for a in ds["agent"].values]]  # the report's order (by mean score) back to the draws' (the log's)
     np.testing.assert_allclose(t[["Bayes ETI estimate", "Bayes ETI lower", "Bayes ETI upper"]].to_numpy(float),
                                _by_hand(dr["mean_task"]), rtol=1e-12)  # fmt: skip
     ref = _boot(ds)
@@ -95,6 +96,7 @@ def test_abilities_draw_mean_task_with_the_bootstrap_and_keep_ability_in_the_tab
     ds = _log()
     fit, dr = _fit(ds)
     t = _run(_sec_abilities, fit, ds)["table"]
+    t = t.loc[[str(a) for a in ds["agent"].values]]  # the report's order (by mean score) back to the draws' (the log's)
     got = t[[f"Bayes irt_2pl mean_task (95% ETI) {c}" for c in ("estimate", "lower", "upper")]].to_numpy(float)
     np.testing.assert_allclose(got, _by_hand(dr["mean_task"]), rtol=1e-12)
     got = t[[f"Bayes ability (95% ETI, model scale) {c}" for c in ("estimate", "lower", "upper")]].to_numpy(float)

@@ -255,10 +255,15 @@ def test_a_numeric_grade_scale_reads_as_grades_not_a_python_list():
 
 def test_the_table_keeps_the_logs_agent_order():
     """The pass^k table sorted the agents by name ("<b>mid</b> & co" first, '<' sorting before letters)
-    where every other table keeps the log's order; now the log's order, then k.
+    where every other table keeps one order; now the report's one order (audit W: the summary's, by
+    mean score per task, highest first, ties by name; pandas on the log below), then k.
     """
-    table = _section(_data())["table"]
-    assert list(dict.fromkeys(table.index.get_level_values("agent"))) == ["low", "high", "never"]
+    data = _data()
+    means = data["score"].mean("run").to_pandas().mean(axis=1)
+    want = sorted(means.index, key=lambda a: (-means[a], a))
+    assert want == ["high", "low", "never"]  # not the log's order (low, high, never)
+    table = _section(data)["table"]
+    assert list(dict.fromkeys(table.index.get_level_values("agent"))) == want
     assert table.loc["low"].index.tolist() == [1, 2, 3, 4]
 
 

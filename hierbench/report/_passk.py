@@ -28,7 +28,8 @@ from ..data import grade_key
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
-from ._context import in_log_order
+from ._order import in_report_order
+from ._order import order_words
 from ._report import Report
 
 __all__: list[str] = []
@@ -62,7 +63,19 @@ def _unbiased(ctx: _Context, ks: list[int]) -> pd.DataFrame | None:
         fr = freq.pass_hat_k(ctx.data, ks, prob=ctx.prob)
     df = _str_agents(fr.to_frame()[["estimate", "lower", "upper", "n_tasks", "ci_flag"]])
     df.attrs["ci_detail"] = fr.ci.attrs["ci_detail"]
+    df.attrs["ci_words"] = _kinds_used(fr)
     return df
+
+
+def _kinds_used(fr) -> str:
+    """pass_hat_k's interval as the checklist names it: its level and the kinds its cells used, in its own words."""
+    from .._base import interval_label
+
+    level = interval_label(fr.ci).split(" ")[0]
+    kinds = pd.unique(fr.to_frame()["ci_kind"].dropna().astype(str)) if "ci_kind" in fr.to_frame() else []
+    said = [str(fr.ci.attrs.get(f"ci_detail_{k.replace('-', '_')}", k)).removeprefix("pass_hat_k: ").split(" (")[0]
+            for k in kinds]  # fmt: skip
+    return f"{level} " + (" or ".join(said) if said else str(fr.ci.attrs.get("ci_kind", "?")))
 
 
 def _bayes(ctx: _Context, ks: list[int]) -> tuple[pd.DataFrame | None, str]:
@@ -272,11 +285,19 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
         )
     ks = list(range(1, min(r_max, 8) + 1))
     unb, (bay, what) = _unbiased(ctx, ks), _bayes(ctx, ks)
+    if unb is not None:  # the checklist names it (its level and kinds, from the result)
+        ctx.cache["passk_interval"] = unb.attrs["ci_words"]
     if unb is None and bay is None:
         raise _Skip("needs data with binary scores or a crossed / beta-binomial fit")
     # every k while that is a short table (tau-bench publishes pass^1..4); beyond, the ends and k = 2
     show = ks if len(ks) <= _ALL_K else sorted({1, 2, ks[-1]})
-    table = in_log_order(passk_table(unb, bay, what, ctx.prob), ctx.data)
+    unb, bay = (None if t is None else in_report_order(t, ctx) for t in (unb, bay))  # the legend's order too
+    table = in_report_order(passk_table(unb, bay, what, ctx.prob), ctx)
+    if bay is not None:  # a separated agent's posterior pass^k is its prior's (the fit's note)
+        from ._sections import _add_flag
+        from ._sections import separated_flags
+
+        table["flag"] = _add_flag(table["flag"], separated_flags(ctx, table.index, number="posterior pass^k"))
     if "tasks (>= k runs)" not in table:  # a fit alone: the counts from its constant data, as the text says
         table.insert(0, "tasks (>= k runs)", _tasks_per_k(n, table.index))
     table = table[table.index.get_level_values("k").isin(show)]
@@ -290,6 +311,7 @@ def _sec_passk(ctx: _Context, rep: Report, sid: str) -> None:
                 f"{a} (k = {k})" for a, k in table.index[none]
             ) + "."
             table = table[~none]
+    text += f" Rows: {order_words(ctx)}."
     text += sep + rest  # the first paragraph says which rows and k the table shows; then the intervals
     if shrinking := shrinking_tasks_note(table):
         text += "\n\n" + shrinking

@@ -18,7 +18,8 @@ from ._context import _TITLES
 from ._context import _Context
 from ._context import _label
 from ._context import _Skip
-from ._context import in_log_order
+from ._order import in_report_order
+from ._order import order_words
 from ._report import Report
 from ._report import as_table
 from ._report import judged
@@ -134,11 +135,13 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
                 }
             )
             df.index = df.index.astype(str)
+            df = in_report_order(df, ctx)
             rep.section(
                 _TITLES[sid],
                 f"{counted(n.sizes['agent'], 'agent')} x {counted(n.sizes['task'], 'task')}, {counted(int(n.sum()), 'run')}, "
                 f"{int((n == 0).sum())} agent x task cells never run (from the fit's constant data; "
                 "give the data for the error rates and the frequentist half)."
+                + _order_sentence(ctx)
                 + "".join(f"\n\n- {f}" for f in prior_decisions(ctx.fit)),
                 table=df,
                 id=sid,
@@ -158,7 +161,7 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         "mean_score": "mean score (per task)",
         "micro_mean_score": "mean score (per run)",
     }
-    s = s.rename(columns=rename)
+    s = in_report_order(s.rename(columns=rename), ctx)
     flags = []
     flags += coverage_flags(ctx.data)
     if "error rate" in s:
@@ -188,12 +191,23 @@ def _sec_data(ctx: _Context, rep: Report, sid: str) -> None:
         f"{d['n_missing_cells']} of {d['n_cells']} agent x task cells never run; "
         f"{d['n_error_runs']} infrastructure-error runs ({d['n_error_runs'] / max(d['n_runs_total'], 1):.1%}, "
         f"policy errors={d['errors']!r}); scores {_kind_words(d)}{_graded_text(d)}; source {_file_name(d['source'])}."
+        + _order_sentence(ctx)
     )
     if flags:
         text += "\n\n**Flags:**\n\n" + "\n".join(f"- {f}" for f in flags)
+    elif d["n_agents"] == 1:  # no pair: nothing to say of pairs (was: "every pair shares 2 or more")
+        text += "\n\nNo flags: the agent ran at least half the tasks, its error rate is low."
     else:
         text += "\n\nNo flags: every agent ran at least half the tasks, every pair shares 2 or more, error rates are low."
     rep.section(_TITLES[sid], text, table=s, id=sid)
+
+
+def _order_sentence(ctx: _Context) -> str:
+    """The data summary's word on the one order of the agents in this report's tables and figures."""
+    if ctx.single_agent() is not None:
+        return ""
+    return (f" Agents are listed in one order in this report's tables and figures: {order_words(ctx)} "
+            "(the rank probabilities alone go by expected rank, as they say).")
 
 
 def _rank_basis(ctx: _Context) -> str:
@@ -456,7 +470,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
             notes.append(_other_scale(ctx))
     if not intervals:
         raise _Skip("needs a fit with an agent-level variable or data for the bootstrap")
-    intervals = _in_data_order(intervals, ctx.data)
+    intervals = {k: in_report_order(v, ctx) for k, v in intervals.items()}
     truth = ctx.truth if same_scale and not twin else None  # the truth is of a new task, not the data's tasks
     if var is not None:
         scale = ctx.agent_draws().attrs.get("scale")
@@ -483,6 +497,8 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
             flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx), ctx.binary(),
                                                data_grades(ctx.data)))  # fmt: skip
             flags = _add_flag(flags, _few_units_flag(ctx, boot, name, n_tasks, wide.index))
+    if bay is not None:
+        flags = _add_flag(flags, separated_flags(ctx, wide.index))
     if (flags != "").any():
         wide["flag"] = flags
     wide = ability_columns(ctx, wide) if twin else wide
@@ -504,13 +520,20 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         text += _mixed_note(ctx, True)
     elif twin:
         text += twin_note(ctx, twin) + f" The `{ctx.var}` columns (model scale) are in the table only; the figure draws `{twin}`."
+    text += f" Rows: {order_words(ctx)}."
     rep.section(_TITLES[sid], text, table=wide, id=sid)
-    rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.{_no_bar(intervals)}")
+    rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.{_no_bar(intervals)}"
+               + _separated_caption(ctx, "Bayes interval"))
 
 
-def _in_data_order(intervals: dict[str, pd.DataFrame], data: xr.Dataset | None) -> dict[str, pd.DataFrame]:
-    """Each method's rows in the log's agent order (a formula fit sorts its levels as text: 1, 10, 11, 2)."""
-    return {k: in_log_order(v, data) for k, v in intervals.items()}
+def _separated_caption(ctx: _Context, what: str) -> str:
+    """A caption's word on the agents the fit's data separate: their ``what`` is the prior's ("" if none)."""
+    sep = separated_agents(ctx.fit)
+    if not sep:
+        return ""
+    note_separation(ctx)
+    return (f" {', '.join(sep)}: separated by the data (every run failed, or every run succeeded), so "
+            f"{'its' if len(sep) == 1 else 'their'} {what} is set by the prior, not by the data.")
 
 
 def _no_bar(intervals: dict[str, pd.DataFrame]) -> str:
@@ -600,8 +623,11 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
             f"(1 + {ctx.prob:g}) / 2 quantiles), and the chance of the first place and of the top "
             "three; the figure shows every probability."
         )
+    sep = separated_flags(ctx, table.index, what="rank", number="rank")
+    if (sep != "").any():
+        table = table.assign(flag=sep)
     rep.section(_TITLES[sid], text, table=table, id=sid)
-    caption = "Rank probabilities (posterior)."
+    caption = "Rank probabilities (posterior)." + _separated_caption(ctx, "rank")
     if len(df) > F.LABELS_MAX:
         caption += (
             f" With {len(df)} agents (more than {F.LABELS_MAX}) the axes carry no names, which could not "
@@ -745,6 +771,50 @@ def _add_flag(flags: pd.Series, more: pd.Series) -> pd.Series:
     """Each row's flags joined with ``more`` by "; " (empty entries add nothing)."""
     more = more.reindex(flags.index).fillna("")
     return flags.where(more == "", flags.where(flags == "", flags + "; ") + more)
+
+
+def separated_agents(fit: xr.DataTree | None) -> list[str]:
+    """The agents whose abilities the fit's binary data separate (its design's ``separated_agents``).
+
+    An agent that failed (or passed) every run: its posterior is a plateau held by the prior, so
+    its Bayes ability, rank and P(a > b) are the prior's, not the data's. Read from the fit's
+    structure record, which a saved fit keeps (``hierbench_structure``).
+    """
+    if fit is None:
+        return []
+    return [str(a) for a in fit_record(fit, "hierbench_structure").get("design", {}).get("separated_agents") or []]
+
+
+#: a separated agent's Bayes number, flagged where it is read (in the words of the fit's own note)
+SEPARATED_FLAG = (
+    "{what}: separated by the data (every run failed, or every run succeeded), so its {number} is set by "
+    "the prior, not by the data (the fit's note, under Warnings)"
+)
+
+
+def separated_flags(ctx: _Context, index: pd.Index, what: str = "Bayes", number: str = "estimate and interval"
+                    ) -> pd.Series:  # fmt: skip
+    """:data:`SEPARATED_FLAG` on the rows of the agents the fit's data separate ("" elsewhere); notes it once.
+
+    ``index``: agents (or the first level, agent, of a MultiIndex). The fit's own note on them
+    goes into the report's warnings (:func:`note_separation`).
+    """
+    sep = set(separated_agents(ctx.fit))
+    if sep:
+        note_separation(ctx)
+    flag = SEPARATED_FLAG.format(what=what, number=number)
+    agents = [str(i[0] if isinstance(i, tuple) else i) for i in index]
+    return pd.Series([flag if a in sep else "" for a in agents], index=index, dtype=object)
+
+
+def note_separation(ctx: _Context) -> None:
+    """The fit's note on its separated agents, in the report's warnings (said once: the list is deduplicated)."""
+    sep = separated_agents(ctx.fit)
+    notes = fit_record(ctx.fit, "hierbench_structure").get("notes", []) if sep else []
+    said = [n for n in notes if any(f"agent[{a}]" in n for a in sep)]
+    ctx.warnings += [f"the fit's note: {n}" for n in said] or [
+        f"the fit's data separate {', '.join(sep)}: their Bayes estimates are set by the prior, not by the data"
+    ] * bool(sep)
 
 
 def data_grades(data: xr.Dataset | None) -> list[str] | None:
@@ -907,7 +977,9 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index, _bounds(ctx), ctx.binary()))
     flags = _add_flag(flags, _few_units_flag(ctx, boot, f"bootstrap {kind}", n_tasks, wide.index))
     scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
+    flags = _add_flag(flags, separated_flags(ctx, wide.index))
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
+    wide = in_report_order(wide, ctx)
     n_dis = int(wide["disagree"].sum())
     what = "grade" if gmap else "score"
     shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", cluster_weights(ctx.fit, ctx.data))
@@ -936,7 +1008,8 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
             if twin
             else ""
         )
-        + shift,
+        + shift
+        + f" Rows: {order_words(ctx)}.",
         table=wide,
         id=sid,
         flag="disagree",
@@ -1023,6 +1096,38 @@ def _fit_seed(fit: xr.DataTree | None) -> str:
     return f"; fit sampler seed {fit.attrs['seed']} (drawn from the fit's rng, which was not recorded)"
 
 
+def interval_kinds(ctx: _Context) -> list[str]:
+    """Every kind of interval the report shows, each with its level and kind, read from the results it used.
+
+    The agent bootstrap, the pairwise intervals and their simultaneous max-T ones, pass^k's,
+    the variance components' and the fit's: what the sections computed (``ctx.cache``), never
+    recomputed here, so a section not shown adds nothing.
+    """
+    from .._base import interval_label
+
+    def said(what: str, ci, more: str = "") -> str:
+        detail = str(ci.attrs.get("ci_detail", "")).split(";")[0]
+        return f"{what}: {interval_label(ci)}" + (f" ({detail})" if detail else "") + more
+
+    out = []
+    if (boot := ctx.cache.get("bootstrap")) is not None:
+        n = getattr(boot, "distribution", None)
+        more = f", {n.sizes['resample']} resamples" if n is not None and "resample" in n.sizes else ""
+        out.append(said("agent means", boot.ci, "" if "resamples" in boot.ci.attrs.get("ci_detail", "") else more))
+    if (cmp := ctx.cache.get("compare")) is not None:
+        ds = cmp.to_dataset()
+        out += [said("pairwise differences", ds["ci"])] if "ci" in ds else []
+        if "ci_simultaneous" in ds:
+            out.append(f"pairwise, simultaneous over the family: {interval_label(ds['ci_simultaneous'])}")
+    if words := ctx.cache.get("passk_interval"):
+        out.append(f"pass^k (unbiased): {words}")
+    if (g := ctx.cache.get("variance")) is not None and not isinstance(g, Exception) and hasattr(g, "ci"):
+        out.append(said("variance components", g.ci))
+    if ctx.fit is not None:
+        out.append(f"Bayes: {ctx.prob:.0%} equal-tailed posterior interval (eti)")
+    return out
+
+
 def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
     rows = []
     d = None
@@ -1057,21 +1162,8 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
         b = ctx.cache["battles"]
         rows.append(("n (agents, battles)", f"{counted(b['agents'], 'agent')}, {b['battles']:,} battles, "
                      f"{b['ties']:,} ties ({b['ties'] / max(b['battles'], 1):.1%})"))
-    boot = ctx.cache.get("bootstrap")
-    kinds = []
-    if boot is not None:
-        bf = as_table(boot)
-        kinds.append(
-            f"bootstrap: {bf['ci_kind'].iloc[0] if 'ci_kind' in bf else '?'}, {ctx.n_resamples} resamples"
-        )
-    if ctx.fit is not None:
-        kinds.append("Bayes: equal-tailed posterior interval (eti)")
-    rows.append(
-        (
-            "interval level and kind",
-            f"{ctx.prob:.0%}; " + "; ".join(kinds) if kinds else f"{ctx.prob:.0%}",
-        )
-    )
+    kinds = interval_kinds(ctx)
+    rows.append(("interval level and kind", "; ".join(kinds) if kinds else f"{ctx.prob:.0%}"))
     rows.append(("paired deltas", _pairs_entry(ctx)))
     if ctx.fit is not None:
         a = ctx.fit.attrs
