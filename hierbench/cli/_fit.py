@@ -232,7 +232,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from .. import bayes
     from ..io import save_fit
 
-    model = _build(args, ds)
+    with warnings.catch_warnings(record=True) as built:  # the builder's (BoundaryWarning: a separated agent)
+        warnings.simplefilter("always")
+        model = _build(args, ds)
+    say_warnings(warning_lines(built), args)  # one `warning: ...` line each, as the sampler's below
     # the structure the builder chose from the design, and why (before the long part)
     print(bayes.describe(model), flush=True)
     dt, caught, wall = _sample(args, model, _progress_wanted(args))
