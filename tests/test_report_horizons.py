@@ -126,9 +126,9 @@ def test_bayes_half_equals_horizons_by_hand_from_the_draws():
             assert row["Bayes limit draws"] == f"{int((b >= 0).sum())} of {n}"
     assert table.loc[("c", "50%"), "Bayes limit draws"] != f"0 of {n}"  # the limit rule is exercised
     assert "METR" not in " ".join(table.columns) and "frequentist half was not asked for (freq=None)" in block["text"]
-    # a mapping without a horizon result is not freq=None, and the reason says which
-    other, _ = _section(fit, ds, freq_arg={"bootstrap": None})
-    assert "was not asked for (the `freq` mapping holds no 'horizon' result)" in other["text"]
+    # a mapping that leaves the horizon out (None) is not freq=None, and the reason says which
+    other, _ = _section(fit, ds, freq_arg={"horizon": None})
+    assert "was not asked for (`freq['horizon']` is None)" in other["text"]
 
 
 def test_metr_half_equals_freq_time_horizon_called_directly():

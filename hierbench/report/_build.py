@@ -34,6 +34,7 @@ from ._convergence import _sec_convergence
 from ._horizons import _sec_horizons
 from ._horizons import with_horizons
 from ._match import check_fit_data
+from ._match import check_freq
 from ._match import check_result_data
 from ._match import cluster_note
 from ._match import is_battles
@@ -134,9 +135,19 @@ def build(
         (Markdown and a ``<stem>_figures/`` folder beside it).
     freq : "auto", mapping or None
         ``"auto"`` computes the frequentist counterparts from ``data`` (cluster bootstrap, paired
-        tests with max-T simultaneous intervals, unbiased pass^k, G-theory variance components);
-        a mapping gives some of them already computed (keys ``"bootstrap"``, ``"compare"``);
-        ``None`` leaves the frequentist half out.
+        tests with max-T simultaneous intervals, unbiased pass^k, G-theory variance components,
+        person fit, METR's time horizons where the log has human minutes); ``None`` leaves the
+        frequentist half out. A mapping gives some of them already computed, and the rest are
+        computed as under ``"auto"`` (a key given as None leaves that one out). Its keys:
+        ``"bootstrap"`` (:func:`hierbench.freq.bootstrap_ci`), ``"compare"``
+        (:func:`hierbench.freq.compare_agents`), ``"variance"``
+        (:func:`hierbench.freq.variance_components`; the section names its design), ``"horizon"``
+        (:func:`hierbench.freq.time_horizon`) and ``"person_fit"`` (:func:`hierbench.freq.person_fit`).
+        Refused: another key, a value
+        that is not what its function returns, a result whose fingerprint of the log's score
+        cells (``hierbench_counts_hash``, which those functions stamp) is not ``data``'s (another
+        log, or a subset of its agents or tasks; a result without one too), and a result whose
+        intervals are not at ``prob``. The checklist says which results were given and which computed.
     truth : DataArray, Series or dict, optional
         Known value of each agent's expected score on a new task (a simulation's truth): drawn
         as crosses and compared in the tables.
@@ -197,6 +208,7 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     paths written and the report (its ``files``: what was attached beside it).
     """
     prob, fit, data, subset = _inputs(fit, data, subset, prob, bootstrap_method)
+    kw["freq"] = check_freq(kw.get("freq", "auto"), data, prob)  # given results: this log's, at this level
     battles, data = (data, None) if is_battles(data) else (None, data)  # the run-log sections see no data
     order = with_horizons(SECTIONS if not subset else _with_subset(), fit, data)
     out = []

@@ -321,9 +321,48 @@ class _Context:
         return _on_score_scale(draws, str(self.var))
 
     def want_freq(self, key: str) -> bool:
+        """Whether the report shows the frequentist result ``key`` (one of ``_match.FREQ_RESULTS``).
+
+        The one rule of ``build(freq=...)``: "auto" computes every result from the data; a mapping
+        gives some already computed and the rest are computed as under "auto", but a key given as
+        None, which leaves its result out; None leaves the frequentist half out. Never without data.
+        """
         if self.data is None or self.freq is None:
             return False
-        return self.freq == "auto" or (isinstance(self.freq, Mapping) and key in self.freq)
+        return not isinstance(self.freq, Mapping) or key not in self.freq or self.freq[key] is not None
+
+    def freq_result(self, key: str, compute):
+        """The frequentist result ``key``, once: the one ``freq`` gives, else ``compute()`` where wanted.
+
+        ``build`` checked a given result against the data and the level (``_match.check_freq``).
+        Records where each came from (``cache["freq_source"]``), which ``freq_sources`` says.
+        """
+        if key not in self.cache:
+            source = self.cache.setdefault("freq_source", {})
+            if isinstance(self.freq, Mapping) and self.freq.get(key) is not None:
+                self.cache[key], source[key] = self.freq[key], "given"
+            elif not self.want_freq(key):
+                self.cache[key], source[key] = None, "left out"
+            else:
+                self.cache[key] = compute()
+                source[key] = "computed from the data" if self.cache[key] is not None else "not applicable"
+        return self.cache[key]
+
+    def given(self, key: str) -> bool:
+        """Whether the result ``key`` the report shows is the one ``freq`` gave (not computed here)."""
+        return self.cache.get("freq_source", {}).get(key) == "given"
+
+    def freq_sources(self) -> str:
+        """Which frequentist results the report was given (``freq``) and which it computed, in words."""
+        source = dict(self.cache.get("freq_source", {}))
+        if isinstance(self.freq, Mapping):  # a key given as None is left out even where no section asked for it
+            source |= {k: "left out" for k, v in self.freq.items() if v is None}
+        by: dict[str, list[str]] = {}
+        for key, how in source.items():
+            by.setdefault(how, []).append(key)
+        order = ("given", "computed from the data", "left out", "not applicable")
+        words = {"given": "given in `freq`", "left out": "left out (given as None in `freq`)"}
+        return "; ".join(f"{words.get(h, h)}: {', '.join(by[h])}" for h in order if h in by)
 
     def binary(self) -> bool:
         if self.data is None:
@@ -333,54 +372,52 @@ class _Context:
         return is_binary(self.data["score"].values)
 
     def gtheory(self):
-        """G-theory's variance components of the data at the report's level, once (its warnings kept).
+        """G-theory's variance components of the data (``freq["variance"]`` where given), once.
 
-        Raises what :func:`hierbench.freq.variance_components` raised, every time it is asked.
+        Computed at the report's level, its warnings kept; raises what
+        :func:`hierbench.freq.variance_components` raised, every time it is asked, and a
+        ``ValueError`` where the result is left out (``freq=None``, or given as None).
         """
-        if "gtheory" not in self.cache:
-            import warnings
+        g = self.freq_result("variance", self._gtheory)
+        if g is None:
+            raise ValueError("G-theory was left out (" + ("freq=None" if self.freq is None else
+                             "`freq['variance']` is None") + ")")  # fmt: skip
+        if isinstance(g, Exception):
+            raise g
+        return g
 
-            from .. import freq
+    def _gtheory(self):
+        """:func:`hierbench.freq.variance_components` of the data, design from the data; what it raised kept."""
+        import warnings
 
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
-                    self.cache["gtheory"] = freq.variance_components(self.data, prob=self.prob)  # design from the data
-                except Exception as exc:  # said where it is used (the variance section names it)
-                    self.cache["gtheory"] = exc
-            self.warnings += [f"G-theory: {w.message}" for w in caught]
-        if isinstance(self.cache["gtheory"], Exception):
-            raise self.cache["gtheory"]
-        return self.cache["gtheory"]
+        from .. import freq
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                res = freq.variance_components(self.data, prob=self.prob)
+            except Exception as exc:  # said where it is used (the variance section names it)
+                res = exc
+        self.warnings += [f"G-theory: {w.message}" for w in caught]
+        return res
 
     def person_fit(self):
-        """:func:`checked_person_fit` of the data (cached); None where it does not apply."""
-        if "person_fit" not in self.cache:
-            self.cache["person_fit"] = None
-            if isinstance(self.freq, Mapping) and "person_fit" in self.freq:  # the demo's, computed once
-                self.cache["person_fit"] = self.freq["person_fit"]
-            elif self.data is not None and self.freq is not None and self.binary():
-                self.cache["person_fit"] = checked_person_fit(self.data, prob=self.prob, rng=self.rng)
-        return self.cache["person_fit"]
+        """:func:`checked_person_fit` of the data (``freq["person_fit"]`` where given); None where it does not apply."""
+        return self.freq_result(
+            "person_fit", lambda: checked_person_fit(self.data, prob=self.prob, rng=self.rng) if self.binary() else None
+        )
 
     def bootstrap(self):
-        if "bootstrap" not in self.cache:
-            if isinstance(self.freq, Mapping) and "bootstrap" in self.freq:
-                self.cache["bootstrap"] = self.freq["bootstrap"]
-            elif self.want_freq("bootstrap"):
-                from .. import freq
+        """The task-level bootstrap of each agent's mean score (``freq["bootstrap"]`` where given)."""
+        return self.freq_result("bootstrap", self._bootstrap)
 
-                self.say(f"task-level bootstrap, {self.n_resamples} resamples")
-                self.cache["bootstrap"] = freq.bootstrap_ci(
-                    self.data,
-                    method=self.bootstrap_method,
-                    n_resamples=self.n_resamples,
-                    prob=self.prob,
-                    rng=self.rng,
-                )
-            else:
-                self.cache["bootstrap"] = None
-        return self.cache["bootstrap"]
+    def _bootstrap(self):
+        from .. import freq
+
+        self.say(f"task-level bootstrap, {self.n_resamples} resamples")
+        return freq.bootstrap_ci(
+            self.data, method=self.bootstrap_method, n_resamples=self.n_resamples, prob=self.prob, rng=self.rng
+        )
 
     def bayes_frame(self) -> pd.DataFrame | None:
         """Each agent's posterior mean and interval of :meth:`agent_draws`."""

@@ -9,8 +9,6 @@ is :func:`hierbench.freq.time_horizon` on the report's data, seeded by the repor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -65,14 +63,19 @@ def _bayes_half(ctx: _Context, why: list[str]):
 
 
 def _freq_half(ctx: _Context, minutes: str, why: list[str]):
-    """:func:`hierbench.freq.time_horizon` of the data, seeded by the report (None, with the reason in ``why``)."""
-    if isinstance(ctx.freq, Mapping) and "horizon" in ctx.freq:
-        return ctx.freq["horizon"]
+    """:func:`hierbench.freq.time_horizon` of the data, seeded by the report, or ``freq["horizon"]``.
+
+    None, with the reason in ``why``, where it is left out or cannot be computed.
+    """
     if not ctx.want_freq("horizon"):
-        asked = ("freq=None" if ctx.freq is None else
-                 "the `freq` mapping holds no 'horizon' result" if isinstance(ctx.freq, Mapping) else f"freq={ctx.freq!r}")
+        asked = "freq=None" if ctx.freq is None else "`freq['horizon']` is None"
         why.append(f"METR's method: the frequentist half was not asked for ({asked})")
         return None
+    return ctx.freq_result("horizon", lambda: _metr(ctx, minutes, why))
+
+
+def _metr(ctx: _Context, minutes: str, why: list[str]):
+    """:func:`hierbench.freq.time_horizon` of the report's data at its settings (None where it cannot be)."""
     if "cluster" not in ctx.data.coords:
         why.append("METR's method: the data have no `cluster` coord of task families, which its run weights "
                    "and its bootstrap over families need")  # fmt: skip
@@ -176,7 +179,7 @@ def _text(ctx: _Context, bayes, metr, why: list[str]) -> str:
             f"(the task effects integrated out), {n} draws: {bayes.ci.attrs['ci_detail']}. "
             + _extrapolated_text(bayes))
     if metr is not None:
-        seed = "" if isinstance(ctx.freq, Mapping) and "horizon" in ctx.freq else f" (seed {ctx.rng})"
+        seed = " (given in `freq['horizon']`)" if ctx.given("horizon") else f" (seed {ctx.rng})"
         parts.append(
             "METR: hierbench.freq.time_horizon of the data, METR's weighted logistic regression per agent with "
             f"its hierarchical bootstrap{seed}: {metr.ci.attrs['ci_detail']}. "

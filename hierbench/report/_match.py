@@ -530,3 +530,94 @@ def check_result_data(result, data: xr.Dataset, *, name: str = "`subset`", data_
             f"{name} and {data_name} are not the same evaluation: " + "; ".join(why)
             + ". Give the subset results computed from the report's log (same agents, tasks and runs)"
         )
+
+
+#: the results ``build(freq={...})`` takes, by key: the function that makes each and its result class
+FREQ_RESULTS: dict[str, tuple[str, str]] = {
+    "bootstrap": ("bootstrap_ci", "BootstrapResult"),
+    "compare": ("compare_agents", "PairwiseComparisonResult"),
+    "variance": ("variance_components", "VarianceComponentsResult"),
+    "horizon": ("time_horizon", "TimeHorizonResult"),
+    "person_fit": ("person_fit", "PersonFitResult"),
+}
+
+
+def check_freq(freq, data: xr.Dataset | None, prob: float):
+    """``build``'s ``freq`` checked: "auto", None, or a mapping of results of ``data`` at level ``prob``.
+
+    Each result of a mapping (a key given as None leaves that result out) must be under a key of
+    ``FREQ_RESULTS``, of its class, carry the fingerprint of ``data``'s score cells
+    (``hierbench_counts_hash``, which the freq functions stamp) and have its intervals at ``prob``
+    (every interval of a report is at its one level).
+    Returns ``freq``; raises ``ValueError`` / ``TypeError`` / :class:`FitDataMismatchError` naming the key.
+    """
+    if freq is None or (isinstance(freq, str) and freq == "auto"):
+        return freq
+    from collections.abc import Mapping
+
+    if not isinstance(freq, Mapping):
+        got = repr(freq) if isinstance(freq, str) else type(freq).__name__
+        raise TypeError(f"`freq` must be 'auto', None or a mapping of results {list(FREQ_RESULTS)}; got {got}")
+    unknown = [k for k in freq if k not in FREQ_RESULTS]
+    if unknown:
+        raise ValueError(f"`freq` has keys {unknown} the report does not read; the accepted keys are "
+                         f"{list(FREQ_RESULTS)} (a key left out is computed from `data`, as with 'auto')")  # fmt: skip
+    given = {k: v for k, v in freq.items() if v is not None}
+    if given and (data is None or is_battles(data)):
+        raise ValueError(f"`freq` gives {sorted(given)} but the report has no run log (`data`) to check them "
+                         "against or to show them beside: give the log they were computed from")  # fmt: skip
+    for key, res in given.items():
+        _check_freq_type(key, res)
+        _check_freq_data(key, res, data)
+        _check_freq_level(key, res, prob)
+    return freq
+
+
+def _check_freq_type(key: str, res) -> None:
+    from .. import freq as F
+
+    func, cls = FREQ_RESULTS[key]
+    if not isinstance(res, getattr(F, cls)):
+        accepted = ", ".join(f"{k!r}: {c} (hierbench.freq.{f})" for k, (f, c) in FREQ_RESULTS.items())
+        raise TypeError(f"`freq[{key!r}]` must be a {cls}, what hierbench.freq.{func} returns; got "
+                        f"{type(res).__name__}. The accepted keys and types: {accepted}")  # fmt: skip
+
+
+def _check_freq_data(key: str, res, data: xr.Dataset) -> None:
+    """The result's fingerprint is ``data``'s (a result without one cannot be checked and is refused)."""
+    from .._base import COUNTS_HASH
+    from .._base import counts_fingerprint
+
+    func = FREQ_RESULTS[key][0]
+    want, got = str(res.estimate.attrs.get(COUNTS_HASH, "")), counts_fingerprint(data)
+    if want and want == got:
+        return
+    redo = (f"compute it with hierbench.freq.{func}(data, ...) on the report's log, or leave the key out "
+            "and the report computes it")  # fmt: skip
+    if not want:
+        raise FitDataMismatchError(
+            f"`freq[{key!r}]` carries no fingerprint of the log it was computed from (attrs "
+            f"{COUNTS_HASH!r}), so whether it is `data`'s cannot be checked: {redo}"
+        )
+    why = []
+    if "agent" in res.estimate.coords:
+        why = _set_diff("agent", _labels(res.estimate["agent"].values), _labels(data["agent"].values),
+                        names=("the result", "the data"))  # fmt: skip
+    why = why or ["the same agents, other tasks, runs or scores"]
+    raise FitDataMismatchError(
+        f"`freq[{key!r}]` and `data` are not the same evaluation: " + "; ".join(why)
+        + f" (fingerprints {want[:12]} and {got[:12] or 'none'}): {redo}"
+    )
+
+
+def _check_freq_level(key: str, res, prob: float) -> None:
+    """The result's intervals are at the report's level (which every interval of the report states)."""
+    level = res.prob if key == "variance" else res.ci.attrs.get("ci_prob")  # a G-study's ci: profiles, seconds
+    if level is not None and np.isclose(float(level), prob, rtol=0, atol=1e-12):
+        return
+    got = "at no stated level" if level is None else f"at {float(level):g}"
+    raise ValueError(
+        f"`freq[{key!r}]` has its intervals {got} and the report is at prob={prob:g}: compute it with "
+        f"hierbench.freq.{FREQ_RESULTS[key][0]}(data, prob={prob:g}, ...), or build the report at its "
+        "level, or leave the key out and the report computes it"
+    )

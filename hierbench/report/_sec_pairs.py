@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import xarray as xr
 
@@ -20,19 +18,18 @@ from ._sections import _no_level
 
 
 def _compare(ctx: _Context):
-    """compare_agents at its own resampling defaults (the CLI's `compare` makes the same call).
+    """compare_agents at its own resampling defaults (the CLI's `compare` makes the same call), or ``freq["compare"]``.
 
     Kept in ``ctx.cache["compare"]``: the checklist quotes it.
     """
-    if isinstance(ctx.freq, Mapping) and "compare" in ctx.freq:
-        cmp = ctx.freq["compare"]
-    else:
+
+    def compute():
         from .. import freq
 
         ctx.say("paired tests of every pair")
-        cmp = freq.compare_agents(ctx.data, prob=ctx.prob, rng=ctx.rng)
-    ctx.cache["compare"] = cmp
-    return cmp
+        return freq.compare_agents(ctx.data, prob=ctx.prob, rng=ctx.rng)
+
+    return ctx.freq_result("compare", compute)
 
 
 def _bayes_heatmap(ctx: _Context):
@@ -207,7 +204,8 @@ def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
 
     cmp = _compare(ctx)
     more, full, matrix = _pair_texts(cmp, 1.0 - ctx.prob, ctx.data)
-    text += more
+    text += more + (["The paired tests are the result given in `freq['compare']`, checked to be this log's."]
+                    if ctx.given("compare") else [])  # fmt: skip
     agents, opponents = pair_agents(cmp)
     if ps is not None:
         full["Bayes P(a > b)"] = pair_values(ps, agents, opponents)

@@ -179,7 +179,8 @@ def _gtheory_part(ctx: _Context, rows: dict) -> tuple[pd.DataFrame | None, str]:
                 lo, hi = (float(ci.sel(component=have[0], ci_bound=b)) for b in ("lower", "upper"))
                 out[row] |= {"G-theory lower": lo, "G-theory upper": hi}
             out[row]["G-theory terms"] = " + ".join(have)
-    said = (f"{label}, design {g.formula}; its {float(ci.attrs['ci_prob']):.0%} intervals ({ci.attrs['ci_detail']}) "
+    given = " (given in `freq['variance']`, with the design it was computed with)" if ctx.given("variance") else ""
+    said = (f"{label}, design {g.formula}{given}; its {float(ci.attrs['ci_prob']):.0%} intervals ({ci.attrs['ci_detail']}) "
             "are per component, so a row summing several components has none")  # fmt: skip
     return pd.DataFrame.from_dict(out, orient="index"), said
 
