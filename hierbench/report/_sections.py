@@ -1165,6 +1165,8 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
     kinds = interval_kinds(ctx)
     rows.append(("interval level and kind", "; ".join(kinds) if kinds else f"{ctx.prob:.0%}"))
     rows.append(("paired deltas", _pairs_entry(ctx)))
+    if sources := ctx.freq_sources():  # build(freq={...}): which results were given, which computed here
+        rows.append(("frequentist results", sources))
     if ctx.fit is not None:
         a = ctx.fit.attrs
         rows.append(
