@@ -97,20 +97,6 @@ def _eti(da: xr.DataArray, prob: float) -> pd.DataFrame:
     )
 
 
-def in_log_order(table: pd.DataFrame, data: xr.Dataset | None) -> pd.DataFrame:
-    """``table``'s rows in the log's agent order (a formula fit sorts its levels as text: 1, 10, 11, 2).
-
-    The agent is the index (or its first level); rows of one agent keep the order of the
-    index's other levels (pass^k's k). Agents the log does not hold go last.
-    """
-    if data is None or "agent" not in data.coords:
-        return table
-    order = {str(a): i for i, a in enumerate(data["agent"].values)}
-    keys = [(order.get(str(i[0] if isinstance(i, tuple) else i), len(order)), *(i[1:] if isinstance(i, tuple) else ()))
-            for i in table.index]  # fmt: skip
-    return table.iloc[sorted(range(len(table)), key=keys.__getitem__)]
-
-
 #: a formula model's agent-level quantity in the report, by whether its family grades
 MIXED_VARS = {False: "mean_own_tasks", True: "mean_grade_own_tasks"}
 

@@ -18,7 +18,7 @@ from .._base import interval_label
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
-from ._context import in_log_order
+from ._order import in_report_order
 from ._report import Report
 
 #: the success probabilities the section reports (METR's)
@@ -202,7 +202,7 @@ def _sec_horizons(ctx: _Context, rep: Report, sid: str) -> None:
     metr = _refused(_freq_half, "METR's method", ctx, why, minutes)
     if bayes is None and metr is None:
         raise _Skip("; ".join(why))
-    wide = in_log_order(horizon_table(bayes, metr), ctx.data)
+    wide = in_report_order(horizon_table(bayes, metr), ctx)  # the report's one order (_order)
     rep.section(_TITLES[sid], _text(ctx, bayes, metr, why), table=wide, id=sid)
     fig, caption = horizon_figure({"Bayes": bayes, "METR": metr}, ctx.data)
     rep.figure("time_horizons", fig, caption)
@@ -266,7 +266,10 @@ def horizon_figure(results: dict, data: xr.Dataset | None):
 
     results = {k: v for k, v in results.items() if v is not None}
     first = next(iter(results.values()))
-    agents = [str(a) for a in in_log_order(first.estimate.to_series().unstack(), data).index]
+    from ._pairs import score_order
+
+    # the report's one order (_order: with data, the summary's); the results' own agents otherwise
+    agents = [a for a in score_order(data) if a in set(map(str, first.estimate["agent"].values))] if data is not None else []
     agents += [str(a) for r in results.values() for a in r.estimate["agent"].values if str(a) not in agents]
     lengths = getattr(first, "minutes_range", None) or first.options["minutes_range"]
     ends = _axis_range(results, lengths)

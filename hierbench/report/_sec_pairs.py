@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from ._context import _TITLES
@@ -10,11 +11,17 @@ from ._context import _Context
 from ._context import _label
 from ._context import _Skip
 from ._figures import LABELS_MAX
+from ._order import agent_order
+from ._order import order_words
 from ._pair_rows import PAIR_ROWS
 from ._pair_rows import PAIRS_CSV
 from ._report import Report
+from ._sections import SEPARATED_FLAG
 from ._sections import _mixed_note
 from ._sections import _no_level
+from ._sections import _separated_caption
+from ._sections import note_separation
+from ._sections import separated_agents
 
 
 def _compare(ctx: _Context):
@@ -46,7 +53,8 @@ def _bayes_heatmap(ctx: _Context):
     m = ps.transpose("agent", "opponent").to_pandas().astype(float)
     m.index = m.index.astype(str)
     m.columns = [str(c) for c in m.columns]
-    order = _by_posterior_mean(draws)
+    order = [a for a in agent_order(ctx) or [] if a in m.index]  # the report's one order (was: posterior mean)
+    order += [a for a in m.index if a not in order]
     m = m.loc[order, order]
     m = m.where(~np.eye(len(m), dtype=bool))
     fig = F.heatmap(
@@ -59,18 +67,11 @@ def _bayes_heatmap(ctx: _Context):
     return ps, fig
 
 
-def _by_posterior_mean(draws: xr.DataArray) -> list[str]:
-    """Agents by the posterior mean of the plotted variable, highest first (ties: the fit's order)."""
-    mean = draws.mean([d for d in draws.dims if d != "agent"]).transpose("agent")
-    agents = [str(a) for a in mean["agent"].values]
-    return [agents[i] for i in np.argsort(-mean.values, kind="stable")]
-
-
 #: the heatmap's caption (its order is what the reader needs to know to find a pair)
 _HEATMAP_CAPTION = (
-    "Pairwise posterior probabilities P(row agent > column agent) by {what}; rows and columns "
-    "ordered by each agent's posterior mean of it, highest first (so the upper triangle holds the "
-    "probabilities that a higher-ranked agent beats a lower-ranked one)."
+    "Pairwise posterior probabilities P(row agent > column agent) by {what}; rows and columns in the "
+    "report's order, {order} (so the upper triangle holds the probabilities that an agent higher in "
+    "that order beats a lower one)."
 )
 
 
@@ -209,6 +210,11 @@ def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
     agents, opponents = pair_agents(cmp)
     if ps is not None:
         full["Bayes P(a > b)"] = pair_values(ps, agents, opponents)
+        if sep := set(separated_agents(ctx.fit)):  # a pair with a separated agent: its P(a > b) is the prior's
+            note_separation(ctx)
+            full["Bayes flag"] = pd.Series(["; ".join(SEPARATED_FLAG.format(what=x, number="Bayes ability")
+                                                      for x in map(str, (a, b)) if x in sep)
+                                            for a, b in zip(agents, opponents, strict=True)], index=full.index)
     shown, note = shown_pairs(
         full, f"`{PAIRS_CSV}` beside this report, and `hierbench.freq.compare_agents(data).to_frame()`"
     )
@@ -227,7 +233,8 @@ def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
 
 def _heatmap_caption(ctx: _Context, ps) -> str:
     """The Bayes heatmap's caption: its order and, with too many agents to name, that its axes are unnamed."""
-    caption = _HEATMAP_CAPTION.format(what=_label(ctx.var))
+    caption = _HEATMAP_CAPTION.format(what=_label(ctx.var), order=order_words(ctx))
+    caption += _separated_caption(ctx, "P(a > b) against every other agent")
     n = ps.sizes["agent"]
     if n > LABELS_MAX:
         if not ctx.want_freq("compare"):
