@@ -6,9 +6,11 @@ section present, no table cell that reads NaN (a value a section could not
 compute is said in words and flagged). A small script injected into a copy
 of the report records errors, image sizes and such cells into the DOM,
 which ``--dump-dom`` returns. Every figure of these reports is checked for
-overlapping text as it is rendered (``figure_overlap``). A screenshot of
-each report is written (to ``HIERBENCH_SCREENSHOT_DIR`` when set). The
-notebooks' reports are opened by ``test_notebooks.py``, which runs them.
+overlapping text as it is rendered (``figure_overlap``). With
+``HIERBENCH_SCREENSHOT_DIR`` set, a screenshot of each report is written
+there for a person to look at (a second Chromium run, 1-2 s a report, that
+no assertion reads beyond its size). The notebooks' reports are opened by
+``test_notebooks.py``, which runs them.
 """
 
 from __future__ import annotations
@@ -81,8 +83,11 @@ def _chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
     )
 
 
-def render(report: Path, tmp: Path, screenshot: Path) -> dict:
-    """Open ``report`` in headless Chromium; return the probe's findings and the console lines."""
+def render(report: Path, tmp: Path, screenshot: Path | None) -> dict:
+    """Open ``report`` in headless Chromium; return the probe's findings and the console lines.
+
+    ``screenshot``: also write a screenshot there (None: no second run).
+    """
     text = report.read_text(encoding="utf-8")
     probed = tmp / f"probe_{report.name}"
     probed.write_text(text.replace("<head>", "<head>" + _PROBE, 1), encoding="utf-8")
@@ -100,6 +105,8 @@ def render(report: Path, tmp: Path, screenshot: Path) -> dict:
     assert m, f"the page did not finish loading: {res.stderr[-2000:]}"
     found = json.loads(html.unescape(m.group(1)))
     found["console"] = [ln for ln in res.stderr.splitlines() if ":CONSOLE" in ln]
+    if screenshot is None:
+        return found
     shot = _chromium(
         [
             "--hide-scrollbars",
@@ -113,10 +120,13 @@ def render(report: Path, tmp: Path, screenshot: Path) -> dict:
     return found
 
 
-def _shot_dir(tmp_path: Path) -> Path:
-    d = Path(os.environ.get("HIERBENCH_SCREENSHOT_DIR", tmp_path))
+def _shot(name: str) -> Path | None:
+    """Where the screenshot ``name`` goes: ``HIERBENCH_SCREENSHOT_DIR`` when set, else none is taken."""
+    if not os.environ.get("HIERBENCH_SCREENSHOT_DIR"):
+        return None
+    d = Path(os.environ["HIERBENCH_SCREENSHOT_DIR"])
     d.mkdir(parents=True, exist_ok=True)
-    return d
+    return d / name
 
 
 def _check(found: dict, expect_figures: set[str]) -> None:
@@ -217,7 +227,7 @@ ALL_FIGURES = {
 
 
 def test_demo_report_renders_in_chromium(demo_html, tmp_path):
-    found = render(demo_html, tmp_path, _shot_dir(tmp_path) / "demo_report.png")
+    found = render(demo_html, tmp_path, _shot("demo_report.png"))
     _check(found, ALL_FIGURES)
     text = demo_html.read_text()
     # the truth is marked and both methods are in the abilities table
@@ -228,7 +238,7 @@ def test_demo_report_renders_in_chromium(demo_html, tmp_path):
 
 
 def test_metr_report_renders_in_chromium(metr_html, tmp_path):
-    found = render(metr_html, tmp_path, _shot_dir(tmp_path) / "metr_report.png")
+    found = render(metr_html, tmp_path, _shot("metr_report.png"))
     _check(found, ALL_FIGURES)
     text = metr_html.read_text()
     assert '<p class="note">not computed' not in text
@@ -243,5 +253,5 @@ def test_metr_report_renders_in_chromium(metr_html, tmp_path):
 
 def check_notebook_report(report: Path, tmp: Path) -> None:
     """What test_notebooks.py asks of each notebook's report (it runs the notebooks)."""
-    found = render(report, tmp, _shot_dir(tmp) / f"{report.stem}.png")
+    found = render(report, tmp, _shot(f"{report.stem}.png"))
     _check(found, set())
