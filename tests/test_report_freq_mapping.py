@@ -175,3 +175,27 @@ def test_horizon_from_another_log_is_refused_and_its_own_is_shown_as_given(tmp_p
     own = _quiet(freq.time_horizon, ds, n_resamples=20, rng=0)
     md = _build(tmp_path, ds, QUIET | {"horizon": own, "variance": None}).read_text()
     assert "its hierarchical bootstrap (given in `freq['horizon']`)" in _section(md, "Time horizons")
+
+
+@pytest.mark.parametrize(
+    ("rng", "error", "words"),
+    [("x", TypeError, "`rng` must be an integer"), (-1, ValueError, "`rng`"), (1.5, TypeError, "`rng` must be an integer"),
+     (np.random.default_rng(0), TypeError, "cannot be stated")],
+    ids=["text", "negative", "fraction", "generator"],
+)
+def test_a_seed_the_checklist_cannot_state_is_refused_before_anything_is_written(tmp_path, rng, error, words):
+    """Audit U, findings 2 and 3: a bad ``rng`` reached every section, which said "not computed", and a
+    report was written; a Generator was stated in the checklist as its memory address.
+    """
+    path = tmp_path / "r.md"
+    with pytest.raises(error, match=words):
+        build(data=_log(), path=path, rng=rng, freq=QUIET)
+    assert not path.exists()
+    with pytest.raises(ValueError, match="n_resamples"):
+        build(data=_log(), path=path, n_resamples=-5, freq=QUIET)
+
+
+def test_no_seed_is_said_to_be_fresh_entropy(tmp_path):
+    text = _quiet(build, data=_log(), path=tmp_path / "r.md", rng=None, freq=QUIET).read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| seed"))
+    assert "rng=None (fresh entropy: not reproducible)" in row

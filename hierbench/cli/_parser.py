@@ -38,7 +38,7 @@ def _add_stats_options(p: argparse.ArgumentParser, resamples: int | None = 1999)
             default=resamples,
             help=f"bootstrap resamples of the agents' intervals (default {resamples})",
         )
-    p.add_argument("--seed", type=int, default=0, help="seed of the resamples (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random part: resamples, Monte Carlo p-values, simulations (default 0)")
 
 
 def _add_bootstrap_method(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -22,6 +23,7 @@ from .._base import DEFAULT_PROB
 from .._base import OUTSIDE_PACKAGE
 from .._base import Progress
 from .._base import check_choice
+from .._base import check_int
 from .._base import check_prob
 from .._base import fit_record
 from ._context import _TITLES
@@ -157,13 +159,16 @@ def build(
     prob : float
         Level of every interval in the report.
     n_resamples : int
-        Bootstrap resamples and permutations of the frequentist half.
+        Bootstrap resamples and permutations of the frequentist half (at least 1).
     bootstrap_method : {"bca", "percentile"}
         The agents' bootstrap interval (:func:`hierbench.freq.bootstrap_ci`'s ``method``): BCa
         (default), or the percentile interval, which is defined where BCa is not (every resample
         on one side of the estimate, e.g. an agent that solved no task).
     rng : int or None
-        Seed of the resamples (stated in the checklist).
+        Seed of every random part of the report (stated in the checklist): the bootstrap
+        resamples, the Monte Carlo sign-flip and max-T p-values, the person-fit null
+        simulation, the time-horizon bootstrap and the realised pass^k draws. ``None``: fresh
+        entropy, not reproducible. A Generator is refused: the checklist could not state it.
     overwrite : bool
         Replace an existing report (default: refuse).
     progress : bool, optional
@@ -208,6 +213,7 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
     paths written and the report (its ``files``: what was attached beside it).
     """
     prob, fit, data, subset = _inputs(fit, data, subset, prob, bootstrap_method)
+    _check_seeding(kw)
     kw["freq"] = check_freq(kw.get("freq", "auto"), data, prob)  # given results: this log's, at this level
     battles, data = (data, None) if is_battles(data) else (None, data)  # the run-log sections see no data
     order = with_horizons(SECTIONS if not subset else _with_subset(), fit, data)
@@ -221,6 +227,21 @@ def build_all(fit, data, *, paths: Sequence, format=None, overwrite=False, progr
             out.append(rep.write(p, format=format, overwrite=overwrite))
             bar.update(1)
     return out, rep
+
+
+def _check_seeding(kw: dict) -> None:
+    """Refuse, before anything is computed, an ``rng`` the checklist cannot state and ``n_resamples`` < 1.
+
+    A bad seed used to reach each section, which then said "not computed", and a report was written.
+    """
+    rng = kw.get("rng", 0)
+    if isinstance(rng, np.random.Generator):
+        raise TypeError("`rng` must be an int seed or None: the report states its seed in the checklist so that it "
+                        "can be made again, and a Generator's state cannot be stated; pass e.g. rng=0")
+    if rng is not None:
+        kw["rng"] = check_int(rng, "rng", min=0)
+    if "n_resamples" in kw:
+        kw["n_resamples"] = check_int(kw["n_resamples"], "n_resamples", min=1)
 
 
 def _inputs(fit, data, subset, prob: float, bootstrap_method: str) -> tuple:

@@ -1185,7 +1185,8 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             )
         )
         rows.append(("data hash (fit)", str(a.get("hierbench_data_hash", ""))))
-    rows.append(("seed", f"report resamples rng={ctx.rng!r}" + _fit_seed(ctx.fit)))
+    seed = "rng=None (fresh entropy: not reproducible)" if ctx.rng is None else f"rng={ctx.rng!r}"
+    rows.append(("seed", f"report's random parts (resamples, Monte Carlo p-values) {seed}" + _fit_seed(ctx.fit)))
     rows.append(("versions", ", ".join(f"{k} {v}" for k, v in _versions(ctx.fit).items())))
     table = pd.DataFrame(rows, columns=["item", "value"]).set_index("item")
     rep.section(
