@@ -145,11 +145,10 @@ def build(
         (:func:`hierbench.freq.compare_agents`), ``"variance"``
         (:func:`hierbench.freq.variance_components`; the section names its design), ``"horizon"``
         (:func:`hierbench.freq.time_horizon`) and ``"person_fit"`` (:func:`hierbench.freq.person_fit`).
-        Refused: another key, a value
-        that is not what its function returns, a result whose fingerprint of the log's score
-        cells (``hierbench_counts_hash``, which those functions stamp) is not ``data``'s (another
-        log, or a subset of its agents or tasks; a result without one too), and a result whose
-        intervals are not at ``prob``. The checklist says which results were given and which computed.
+        Refused: another key, a value that is not what its function returns, a result whose
+        fingerprint of the log's score cells (``hierbench_counts_hash``, which those functions
+        stamp) is not ``data``'s (another log, a subset of its agents or tasks; none), and one
+        whose intervals are not at ``prob``. The checklist says which results were given.
     truth : DataArray, Series or dict, optional
         Known value of each agent's expected score on a new task (a simulation's truth): drawn
         as crosses and compared in the tables.
