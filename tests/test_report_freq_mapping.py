@@ -199,3 +199,15 @@ def test_no_seed_is_said_to_be_fresh_entropy(tmp_path):
     text = _quiet(build, data=_log(), path=tmp_path / "r.md", rng=None, freq=QUIET).read_text()
     row = next(line for line in text.splitlines() if line.startswith("| seed"))
     assert "rng=None (fresh entropy: not reproducible)" in row
+
+
+@pytest.mark.parametrize("kw", [{"statistic": "pass_hat_k", "k": 2}, {"scheme": "runs"}], ids=["pass^2", "runs"])
+def test_a_bootstrap_of_another_quantity_is_refused(tmp_path, kw):
+    """The abilities section shows a given bootstrap as each agent's mean score for a new draw of
+    tasks: a pass^2 bootstrap, or one over runs (the observed tasks), of the same log passed every
+    other check and was shown under that name.
+    """
+    log = _log()
+    boot = _quiet(freq.bootstrap_ci, log, n_resamples=99, rng=0, **kw)
+    with pytest.raises(ValueError, match=r"freq\['bootstrap'\]` is a bootstrap of"):
+        build(data=log, path=tmp_path / "r.md", freq={**QUIET, "bootstrap": boot})

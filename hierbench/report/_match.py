@@ -570,7 +570,22 @@ def check_freq(freq, data: xr.Dataset | None, prob: float):
         _check_freq_type(key, res)
         _check_freq_data(key, res, data)
         _check_freq_level(key, res, prob)
+    if given.get("bootstrap") is not None:
+        _check_freq_bootstrap(given["bootstrap"])
     return freq
+
+
+def _check_freq_bootstrap(res) -> None:
+    """A given bootstrap is what the abilities section shows: each agent's mean score, for a new draw of tasks."""
+    what = (res.attrs.get("quantity"), res.attrs.get("tasks"))
+    if what == ("mean score", "population"):
+        return
+    raise ValueError(
+        f"`freq['bootstrap']` is a bootstrap of {res.attrs.get('statistic', '?')!r} ({what[0]}, "
+        f"{res.attrs.get('scheme', '?')} scheme: tasks {what[1]}), but the report shows it as each agent's mean "
+        "score with an interval for a new draw of tasks: give hierbench.freq.bootstrap_ci(data) with "
+        "statistic='mean' and scheme='tasks' (clusters allowed), or leave the key out"
+    )
 
 
 def _check_freq_type(key: str, res) -> None:
