@@ -1,5 +1,7 @@
 """G-theory variance components: published G-studies, simulation recovery, bad input."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -321,3 +323,17 @@ def test_components_scale_with_square_and_ignore_shift(shift, scale, design, see
     # total sum of squares is partitioned exactly
     total = float(((y - y.mean()) ** 2).sum())
     assert float(a.anova.sum_sq.sum()) == pytest.approx(total, rel=1e-9)
+
+
+def test_n_tasks_counts_every_task_where_tasks_are_nested_in_clusters(metr_eval):
+    """The default G-study of METR nests its tasks in families, where ``sizes`` holds the mean tasks
+    per family (2.3): ``n_tasks`` read that and said 2. Reference: the log's tasks with a score
+    (pandas-free: the dataset's own task count), and an unclustered log's count.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vc = variance_components(metr_eval)
+        flat = variance_components(metr_eval.drop_vars("cluster"))
+    scored = int((metr_eval["score"].notnull().sum(("agent", "run")) > 0).sum())
+    assert "task:cluster" in vc.formula and vc.sizes["task"] < 3
+    assert vc.n_tasks == scored == flat.n_tasks

@@ -237,7 +237,17 @@ class VarianceComponentsResult(Result):
 
     @property
     def n_tasks(self) -> int:
-        return round(self.sizes.get(self.facets[1], 1)) if len(self.facets) > 1 else 1
+        """Tasks (the second facet) in the G-study: all of them where they are nested in clusters.
+
+        ``sizes`` holds the mean tasks per cluster there (2.3 on METR), which this returned
+        until the default clustered fit; now the clusters' tasks summed (83).
+        """
+        if len(self.facets) < 2:
+            return 1
+        per_cluster = self._cluster_sizes.get(self.facets[1])
+        if per_cluster is not None:
+            return int(np.sum(per_cluster))
+        return round(self.sizes.get(self.facets[1], 1))
 
     @property
     def n_runs(self) -> int:
