@@ -414,7 +414,11 @@ def assisted_mean(
     if set(spec.tasks) != set(plan.tasks):
         raise HierbenchError(f"`working`'s tasks must be the plan's tasks ({plan.n_tasks}); they differ in "
                              f"{len(set(spec.tasks) ^ set(plan.tasks))} tasks")
-    spec = _Spec(spec.bank, spec.fixed, spec.working, plan.tasks if spec.bank is None else spec.tasks, spec.prob,
+    fixed = spec.fixed
+    if fixed is not None:  # labelled predictions, read in the plan's task order (they may come in any order)
+        pos = {t: i for i, t in enumerate(spec.tasks)}
+        fixed = fixed[[pos[t] for t in plan.tasks]]
+    spec = _Spec(spec.bank, fixed, spec.working, plan.tasks if spec.bank is None else spec.tasks, spec.prob,
                  spec.n_runs, spec.n_draws, spec.n_grid)
     if spec.bank is not None and not np.array_equal(spec.tasks, plan.tasks):
         raise HierbenchError("`working`'s bank must list its tasks in the plan's order (plan_subset(bank, ...))")
