@@ -137,7 +137,7 @@ def adaptive(
     Parameters
     ----------
     bank : IRTBank
-        The calibrated bank.
+        The calibrated bank; one whose slopes collapsed (``IRTBank.slopes_collapsed``) is refused.
     run : callable or DataArray/Dataset
         ``run(task) -> score`` runs the agent once on a task and returns 0 or
         1 (NaN: the run failed; it is counted and the task is not asked
@@ -200,7 +200,7 @@ def adaptive(
     >>> res.tasks.size, res.stop_reason
     (10, 'budget')
     """
-    bank = _check_bank(bank)
+    bank = _usable_bank(bank)
     spec = _AdaptiveSpec.checked(bank, budget=budget, width=width, prob=prob, criterion=criterion, n_runs=n_runs,
                                  min_tasks=min_tasks, misfit=misfit)
     n_draws = check_int(n_draws, "n_draws", min=1)
@@ -215,6 +215,15 @@ def adaptive(
         post = _Posterior(bank, n_draws, n_grid, gen, n_runs)
         path, score = _scored_path(post, bank, call, replay, start_idx, spec, gen)
         return _adaptive_result(bank, path, spec, score, t0, n_draws=min(n_draws, bank.n_samples), n_grid=n_grid)
+
+
+def _usable_bank(bank: Any) -> IRTBank:
+    """The bank, if it is one whose item curves can choose tasks (its slopes did not collapse)."""
+    bank = _check_bank(bank)
+    bank.check_usable("adaptive cannot choose tasks on this bank: every task would be equally uninformative, so "
+                      "each choice arbitrary and the interval the prior's (assisted_adaptive's design-based "
+                      "estimate holds whatever the model)")
+    return bank
 
 
 def _scored_path(post: _Posterior, bank: IRTBank, call, replay, start_idx: np.ndarray, spec: _AdaptiveSpec,

@@ -113,6 +113,7 @@ def anchors(
     Parameters
     ----------
     bank : IRTBank
+        One whose slopes collapsed (``IRTBank.slopes_collapsed``) is refused.
     size : int
         Number of anchors, 1 <= size <= number of bank tasks.
     method : {"cluster", "information"}
@@ -151,6 +152,10 @@ def anchors(
     5
     """
     bank = _check_bank(bank)
+    bank.check_usable("anchors cannot choose anchors on this bank: 'information' would pick arbitrary tasks (each "
+                      "equally uninformative), 'cluster' would group them by their mean success rate alone, and "
+                      "irt_score, which scores anchors, refuses the bank (plan_subset and assisted_mean need no "
+                      "model)")
     size = check_int(size, "size", min=1, max=bank.n_tasks)
     check_choice(method, "method", ["cluster", "information"])
     a, d = bank.point()

@@ -19,6 +19,10 @@ from ..._base import warn_user
 __all__ = ["IRTBank"]
 
 
+class IRTConvergenceWarning(NotConvergedWarning):
+    """The MAP optimiser or the empirical-Bayes iterations stopped before converging, or the slopes collapsed."""
+
+
 @dataclass(frozen=True, repr=False)
 class IRTBank:
     """A calibrated item bank: draws of each task's item parameters.
@@ -33,6 +37,10 @@ class IRTBank:
         How the draws were made (``"nuts"`` or ``"laplace"``).
     model : str
         ``"2pl"`` or ``"1pl"``.
+    attrs : dict
+        What the calibration recorded (agents, run correlation, fit, ...).
+        A bank whose slopes collapsed (``slopes_collapsed``) is refused by
+        ``irt_score``, ``adaptive`` and ``anchors`` (``check_usable``).
 
     Examples
     --------
@@ -108,6 +116,49 @@ class IRTBank:
     def difficulty(self) -> xr.DataArray:
         """Draws of ``b_t = -d_t / a_t``: the ability at which success has probability 1/2."""
         return (-self.intercept / self.discrimination).rename("difficulty")
+
+    @property
+    def slopes_collapsed(self) -> bool:
+        """Whether its calibration found every discrimination collapsed to ~0 (``attrs["slopes_collapsed"]``).
+
+        :func:`hierbench.freq.fit_irt_ml` records it as 0 / 1, so a bank saved and loaded
+        (a numpy integer, a one-element array) reads the same; False where it is not
+        recorded (a NUTS or a given bank).
+        """
+        if "slopes_collapsed" not in self.attrs:
+            return False
+        v = np.asarray(self.attrs["slopes_collapsed"]).reshape(-1)
+        if v.size != 1 or v.dtype.kind not in "biu" or int(v[0]) not in (0, 1):
+            raise HierbenchError(
+                f"bank.attrs['slopes_collapsed'] must be 0 or 1 (as fit_irt_ml records it); "
+                f"got {self.attrs['slopes_collapsed']!r}"
+            )
+        return bool(v[0])
+
+    def check_usable(self, purpose: str, *, fallback: str | None = None) -> bool:
+        """Whether the bank's item curves can serve ``purpose``: True, unless its slopes collapsed.
+
+        A bank whose slopes collapsed (``slopes_collapsed``) has flat item
+        curves: no task tells one agent's ability from another's. Then, without
+        a ``fallback``, a :class:`hierbench.HierbenchError` saying ``purpose``
+        (what could not be done, and why), the attr, the agents the bank was
+        calibrated on and how to recalibrate; with one (what the caller does
+        instead), the same words and the fallback are warned as
+        :class:`hierbench.freq.IRTConvergenceWarning` and False is returned.
+        """
+        if not self.slopes_collapsed:
+            return True
+        on = f" on {int(self.attrs['n_agents'])} agents" if "n_agents" in self.attrs else ""
+        how = ("on more agents, with model='1pl' (one discrimination shared by every task), or with fixed "
+               "hyperparameters (fit_irt_ml(data, hyper={'mu_d': .., 'sd_d': .., 'mu_la': .., 'sd_la': ..}))"
+               if self.model == "2pl" else "on more agents, whose scores differ")
+        msg = (f"{purpose}. The bank's slopes collapsed (bank.attrs['slopes_collapsed'] = 1: at the mode of its "
+               f"calibration{on} every discrimination was ~0), so its item curves are flat and no task tells one "
+               f"agent's ability from another's. Recalibrate it {how}")
+        if fallback is None:
+            raise HierbenchError(msg)
+        warn_user(f"{msg}. {fallback}", IRTConvergenceWarning)
+        return False
 
     def point(self) -> tuple[np.ndarray, np.ndarray]:
         """Posterior means of (discrimination, intercept), each of shape (task,)."""

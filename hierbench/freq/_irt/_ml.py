@@ -80,7 +80,6 @@ from scipy.special import log_expit
 from ..._base import DEFAULT_PROB
 from ..._base import HierbenchError
 from ..._base import HierbenchWarning
-from ..._base import NotConvergedWarning
 from ..._base import Result
 from ..._base import as_rng
 from ..._base import check_choice
@@ -93,6 +92,7 @@ from ..._base import warn_user
 from ..._docs import fill_doc
 from ..._priors import IRT_HYPERPRIORS
 from ._bank import IRTBank
+from ._bank import IRTConvergenceWarning
 from ._newton import _agent_task_counts
 from ._newton import _deflate
 from ._newton import _estimate_run_icc
@@ -121,11 +121,6 @@ __all__ = [
     "fit_irt_ml",
     "irt_score",
 ]
-
-
-class IRTConvergenceWarning(NotConvergedWarning):
-    """The MAP optimiser or the empirical-Bayes iterations stopped before converging."""
-
 
 
 # --------------------------------------------------------------------------- calibration
@@ -449,7 +444,8 @@ def _identification_problems(cal: IRTCalibrationResult, model: str) -> list[str]
                 f"{_COLLAPSED_SLOPE:g}): with {M} agents the abilities explain none of the scores, so every "
                 f"difficulty (-intercept / discrimination, up to {big:.3g} here) and its interval is meaningless"
                 + (f"; {where}" if out else "") + f"; {fix}. Recorded in info['slopes_collapsed'] and "
-                "bank.attrs['slopes_collapsed']; the bank is not fit for irt_score"]
+                "bank.attrs['slopes_collapsed']; the bank is not fit for irt_score: it, adaptive and anchors refuse "
+                "it, and assisted_adaptive / assisted_mean use its population-average predictions instead"]
     # a few modes outside their own interval alone are not warned: the mode of the ratio -d/a may fall outside
     # the draws' equal-tailed interval by chance, more so with few draws (2 of 500 SWE-bench tasks at 10 draws
     # on 24 agents); they are recorded in info['outside_own_interval'] and shown in the repr
@@ -750,7 +746,8 @@ def irt_score(
     ----------
     bank : IRTBank
         A calibrated bank (:func:`fit_irt_ml` or
-        :meth:`IRTBank.from_posterior`).
+        :meth:`IRTBank.from_posterior`); one whose slopes collapsed
+        (``IRTBank.slopes_collapsed``) is refused.
     responses : Dataset or DataArray
         The agent's binary scores over (task, run) (NaN: not run), or its
         counts ``n_runs``, ``n_success`` over task; tasks must be bank
@@ -807,8 +804,7 @@ def irt_score(
     >>> r.n_tasks_run, bool(0 < float(r.estimate) < 1)
     (3, True)
     """
-    if not isinstance(bank, IRTBank):
-        raise TypeError(f"`bank` must be an IRTBank; got {type(bank).__name__}")
+    bank = _scoring_bank(bank)
     prob = check_prob(prob)
     check_choice(target, "target", ["realised", "expected"])
     n_runs = check_int(n_runs, "n_runs", min=1)
@@ -832,6 +828,15 @@ def irt_score(
     name = _agent_name(responses)
     z, p, flags = _person_fit(bank, n, y, res, misfit_level, name, census=target == "realised")
     return dataclasses.replace(res, agent=name, misfit_z=z, misfit_p=p, flags=flags)
+
+
+def _scoring_bank(bank: Any) -> IRTBank:
+    """The bank, if it is one whose item curves can score an agent (its slopes did not collapse)."""
+    if not isinstance(bank, IRTBank):
+        raise TypeError(f"`bank` must be an IRTBank; got {type(bank).__name__}")
+    bank.check_usable("irt_score cannot score an agent on this bank: the ability's interval would be its N(0, 1) "
+                      "prior's, and every task not run predicted alike for every agent")
+    return bank
 
 
 def _person_fit(bank: IRTBank, n: np.ndarray, y: np.ndarray, res: IRTScoreResult, level: float | None,
