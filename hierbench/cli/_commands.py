@@ -205,7 +205,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         # compare_agents' own defaults: the report uses the same, so both agree
         cmp = compare_agents(ds, prob=args.prob, rng=args.seed)
     alpha = 1.0 - args.prob
-    table = pair_frame(cmp, alpha=alpha)
+    table = pair_frame(cmp, alpha=alpha, order=score_order(ds))  # the matrix's and the report's order
     # the numbered matrix reads up to the pair-row cap (25 agents); above it the pair list, shortened
     matrix = MATRIX_ABOVE < m and m * (m - 1) // 2 <= PAIR_ROWS and not args.all_pairs
     if args.json:

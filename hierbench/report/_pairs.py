@@ -257,19 +257,34 @@ def _near_level(ds: xr.Dataset, alpha: float, adjust: str) -> str:
     if not near.any():
         return ""
     k, on = int(near.sum()), int((near & (p < alpha)).sum())
-    knob = "n_draws" if adjust.startswith("maxt") else "n_permutations"  # the max-T law's draws, else the per-pair p's
+    knob, more = _mc_knob(ds.attrs, adjust)
     return (
         f" The adjusted p-values are Monte Carlo estimates: {k} pair{'s' if k > 1 else ''} ({on} counted as "
-        f"differing) lie{'' if k > 1 else 's'} within two Monte Carlo errors of {alpha:g}, so more sign patterns could move "
+        f"differing) lie{'' if k > 1 else 's'} within two Monte Carlo errors of {alpha:g}, so more {more} could move "
         f"{'them' if k > 1 else 'it'} across (a setting of the Python call: compare_agents(..., {knob}=...))."
     )
+
+
+def _mc_knob(a: dict, adjust: str) -> tuple[str, str]:
+    """The setting that draws the Monte Carlo adjusted p-values, and what it draws, by the adjustment and the test.
+
+    Max-T: its null law's draws; else the per-pair test's: sign patterns of the sign-flip test,
+    resamples of the bootstrap test (was: "sign patterns" under a bootstrap test with BH).
+    """
+    if adjust.startswith("maxt"):
+        return "n_draws", "max-T null draws"
+    if a.get("test") == "bootstrap":
+        return "n_resamples", "bootstrap resamples"
+    return "n_permutations", "sign patterns"
 
 
 def _test_of(cmp) -> str:
     return str(_attrs(cmp).get("test", "permutation"))
 
 
-def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.DataFrame:
+def pair_frame(
+    cmp: PairwiseComparisonResult, *, alpha: float = 0.05, order: list[str] | None = None
+) -> pd.DataFrame:
     """One row per pair (row agent minus column agent), what decides first.
 
     Parameters
@@ -278,6 +293,11 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
         From :func:`hierbench.freq.compare_agents`.
     alpha : float
         Level of the ``differ`` column (the result's adjusted p < alpha).
+    order : list of str, optional
+        Every agent of ``cmp`` once: the rows run through the pairs in this order and
+        each is the earlier agent minus the later one (the report and ``hierbench
+        compare`` pass ``score_order``, the order of their matrix); by default the
+        result's own agent order (its ``to_frame()``'s).
 
     Returns
     -------
@@ -294,6 +314,7 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
         is undefined), ``p Holm`` and
         ``p BH``.
     """
+    cmp = in_agent_order(cmp, order)
     df = _tidy(cmp)
     a = _attrs(cmp)
     test = _test_of(cmp)
@@ -325,6 +346,23 @@ def pair_frame(cmp: PairwiseComparisonResult, *, alpha: float = 0.05) -> pd.Data
     out.index.name = "pair"
     out.attrs["untested"] = _untested_units(df, none, a)
     return out
+
+
+def in_agent_order(cmp: PairwiseComparisonResult, order: list[str] | None) -> PairwiseComparisonResult:
+    """``cmp`` with its agents and opponents in ``order`` (None: ``cmp`` itself).
+
+    Its upper triangle, the pair rows, is then each earlier agent minus a later one. Only the rows and columns of its matrices move (both orders of every pair are in them): every
+    value stays what the comparison computed. ``order`` must name each agent once (``_check_order``).
+    """
+    if order is None:
+        return cmp
+    import dataclasses
+
+    ds = _dataset(cmp)
+    at = {a: i for i, a in enumerate(str(x) for x in ds["agent"].values)}
+    pos = [at[a] for a in _check_order(order, ds)]
+    table = cmp.table.isel(agent=pos, opponent=pos)
+    return dataclasses.replace(cmp, table=table)
 
 
 def _untested_units(df: pd.DataFrame, none: pd.Series, a: dict) -> dict:

@@ -201,12 +201,18 @@ def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
     from ._pair_rows import shown_pairs
     from ._pair_rows import truth_diffs
     from ._pairs import differ_column as _differ
+    from ._pairs import in_agent_order
     from ._pairs import pair_display
 
-    cmp = _compare(ctx)
+    # the rows run in the report's one order, each earlier agent minus a later one, as the matrix does
+    # (was: the log's file order, so METR's first row read Claude 3 Opus - Claude 3.5 Sonnet (New), -0.253)
+    cmp = in_agent_order(_compare(ctx), agent_order(ctx))
     more, full, matrix = _pair_texts(cmp, 1.0 - ctx.prob, ctx.data)
     text += more + (["The paired tests are the result given in `freq['compare']`, checked to be this log's."]
                     if ctx.given("compare") else [])  # fmt: skip
+    text.append(f"Pairs `a - b`: a is the agent earlier in the report's order ({order_words(ctx)}); "
+                + (f"`{PAIRS_CSV}` lists every pair in that order (the rows shown here go by p-value, as said below)."
+                   if len(full) > PAIR_ROWS else "the rows run through the pairs in that order."))
     agents, opponents = pair_agents(cmp)
     if ps is not None:
         full["Bayes P(a > b)"] = pair_values(ps, agents, opponents)
