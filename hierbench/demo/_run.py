@@ -65,7 +65,7 @@ def write_report(
         progress=bool(ctx.extra.get("progress")),
         title="hierbench demo"
         + (": an evaluation simulated from known parameters" if ctx.truth is not None else ""),
-        appendix=sections,
+        appendix=_with_order_note(sections),
     )
     fit = ctx.extra.get("fit")
     with warnings.catch_warnings():
@@ -85,6 +85,18 @@ def write_report(
         ctx.extra["removed_fit"] = True
     save_dataset(ctx.data, folder / "data.nc", overwrite=overwrite)
     return str(html)
+
+
+#: the appendix's word on its order: the Data summary's "one order" is of the report's own tables and figures
+APPENDIX_ORDER_NOTE = (
+    "(The walk-through below is the demo's console output as it printed it: its tables list the agents "
+    "by name, the ranking by observed rank, not in the report's one order above.)\n\n"
+)
+
+
+def _with_order_note(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The appendix's sections, the first one opening with :data:`APPENDIX_ORDER_NOTE`."""
+    return [(h, APPENDIX_ORDER_NOTE + t if i == 0 else t) for i, (h, t) in enumerate(sections)]
 
 
 def _drop_stale(path: Any, overwrite: bool) -> bool:

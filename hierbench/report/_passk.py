@@ -355,7 +355,8 @@ def shrinking_tasks_note(table: pd.DataFrame, most: int = 4) -> str:
     return (
         "Each row averages over the tasks the agent ran at least k times, fewer as k grows for "
         f"{', '.join(shrink[:most])}{more}: their pass^k at different k are over different tasks, so a value "
-        "that rises with k, or falls steeply, can come from which tasks remain rather than from reliability. "
+        "that rises with k, or falls steeply, can come from which tasks remain rather than from reliability "
+        "(agents named by the share of their tasks lost, the largest first). "
         "To compare k on one task set, keep the tasks each agent ran at least K times (the largest k wanted) "
         "before hierbench.freq.pass_hat_k."
     )
