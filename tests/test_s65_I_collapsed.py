@@ -135,6 +135,43 @@ def test_saved_and_loaded_banks_read_the_attr_the_same(collapsed, healthy, tmp_p
             irt_score(odd, hnew.isel(agent=0), rng=1)
 
 
+def _population_predictions(bank: IRTBank) -> xr.DataArray:
+    """What a bank with flat curves predicts for every agent, by scipy: expit of each task's mean intercept."""
+    return xr.DataArray(expit(bank.intercept.mean("sample").values), dims="task", coords={"task": bank.tasks})
+
+
+def test_assisted_adaptive_warns_and_uses_the_population_predictions(collapsed):
+    """Independent check: the result equals assisted_adaptive given, as fixed predictions, scipy's expit of
+    each task's mean intercept (what flat curves predict, the slopes being ~1e-270), at the same seed.
+    """
+    _, bank, new = collapsed
+    with pytest.warns(IRTConvergenceWarning, match=r"assisted_adaptive cannot update.*slopes_collapsed'\] = 1"
+                      r".*3 agents.*falls back to the bank's population-average predictions") as rec:
+        res = assisted_adaptive(bank, new, n_tasks=12, rng=4)
+    assert sum("slopes collapsed" in str(w.message) for w in rec) == 1
+    ref = assisted_adaptive(_population_predictions(bank), new, n_tasks=12, rng=4)
+    np.testing.assert_allclose(res.estimate.values, ref.estimate.values, rtol=1e-12)
+    np.testing.assert_allclose(res.ci.values, ref.ci.values, rtol=1e-12)
+    np.testing.assert_array_equal(res.draws["task"].values, ref.draws["task"].values)
+    assert "population-average predictions (its slopes collapsed" in res.ci.attrs["ci_detail"]
+
+
+def test_assisted_mean_warns_and_uses_the_population_predictions(collapsed):
+    """Independent check: on a simple random plan the classical difference estimator is the predictions'
+    mean over every task plus the drawn tasks' mean residual; recomputed with numpy from the logs and scipy's
+    predictions, each read by task label.
+    """
+    _, bank, new = collapsed
+    plan = plan_subset(bank.tasks[::-1], 10, rng=5)  # a task order not the bank's
+    with pytest.warns(IRTConvergenceWarning, match=r"assisted_mean cannot update.*falls back"):
+        res = assisted_mean(plan, new, bank, rng=6)
+    m = _population_predictions(bank)
+    rate = new.isel(agent=0).mean("run")
+    drawn = plan.order.values.astype(str)
+    expected = float(m.mean()) + float((rate.sel(task=drawn) - m.sel(task=drawn)).mean())
+    assert float(res.estimate.values[0]) == pytest.approx(expected, rel=1e-12)
+
+
 def test_assisted_mean_reads_fixed_predictions_by_their_task_labels():
     """The same labelled predictions in reverse order give the same estimate: before, they were read in the
     order given against the plan's tasks (0.509 against 0.451 on a 100-task example). Independent check: on a
@@ -154,25 +191,32 @@ def test_assisted_mean_reads_fixed_predictions_by_their_task_labels():
         assert float(res.estimate.values[0]) == pytest.approx(expected, rel=1e-12)
 
 
-def test_a_healthy_bank_gives_the_same_results_with_and_without_the_attr(healthy):
-    """30 agents: the attr is 0 and nothing warns; irt_score, adaptive, anchors and assisted_adaptive give
-    identical results on the bank and on the same bank without the attr (never read as collapsed).
+def test_a_healthy_bank_scores_and_picks_anchors_as_without_the_attr(healthy):
+    """30 agents: the attr is 0 and nothing warns; irt_score and anchors give identical results on the bank
+    and on the same bank without the attr (never read as collapsed).
     """
     bank, new = healthy
     assert bank.attrs["slopes_collapsed"] == 0
-    bare = _without_attr(bank)
-    one = new.isel(agent=0)
+    one = new.isel(agent=0, task=slice(0, 12))
     with warnings.catch_warnings():
         warnings.simplefilter("error", IRTConvergenceWarning)
-        s0, s1 = (irt_score(b, one.isel(task=slice(0, 12)), k=(1, 2), rng=1) for b in (bank, bare))
-        np.testing.assert_array_equal(s0.ci.values, s1.ci.values)
-        np.testing.assert_array_equal(s0.pass_hat_k.values, s1.pass_hat_k.values)
-        a0, a1 = (adaptive(b, one, budget=8, n_runs=2, rng=2) for b in (bank, bare))
-        assert a0.tasks.values.tolist() == a1.tasks.values.tolist()
-        np.testing.assert_array_equal(a0.ci.values, a1.ci.values)
+        s0, s1 = (irt_score(b, one, k=(1, 2), rng=1) for b in (bank, _without_attr(bank)))
         for method in ("cluster", "information"):
-            k0, k1 = (anchors(b, 6, method=method, rng=3) for b in (bank, bare))
+            k0, k1 = (anchors(b, 6, method=method, rng=3) for b in (bank, _without_attr(bank)))
             assert k0.tasks.tolist() == k1.tasks.tolist()
-        r0, r1 = (assisted_adaptive(b, new, n_tasks=8, rng=4) for b in (bank, bare))
-        np.testing.assert_array_equal(r0.ci.values, r1.ci.values)
-        assert r0.ci.attrs["ci_detail"] == r1.ci.attrs["ci_detail"]
+    np.testing.assert_array_equal(s0.ci.values, s1.ci.values)
+    np.testing.assert_array_equal(s0.pass_hat_k.values, s1.pass_hat_k.values)
+
+
+def test_a_healthy_bank_runs_adaptive_and_assisted_as_without_the_attr(healthy):
+    """The same for adaptive (tasks chosen, interval) and assisted_adaptive (interval and its detail)."""
+    bank, new = healthy
+    assert bank.attrs["slopes_collapsed"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IRTConvergenceWarning)
+        a0, a1 = (adaptive(b, new.isel(agent=0), budget=8, n_runs=2, rng=2) for b in (bank, _without_attr(bank)))
+        r0, r1 = (assisted_adaptive(b, new, n_tasks=8, rng=4) for b in (bank, _without_attr(bank)))
+    assert a0.tasks.values.tolist() == a1.tasks.values.tolist()
+    np.testing.assert_array_equal(a0.ci.values, a1.ci.values)
+    np.testing.assert_array_equal(r0.ci.values, r1.ci.values)
+    assert r0.ci.attrs["ci_detail"] == r1.ci.attrs["ci_detail"]

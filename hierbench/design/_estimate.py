@@ -75,9 +75,20 @@ class _Spec:
         return None
 
 
+#: what an assisted estimate does with a bank whose slopes collapsed, said in its warning
+COLLAPSED_FALLBACK = (
+    "It falls back to the bank's population-average predictions per task, fixed (what flat item curves predict "
+    "for every agent; as for a Poisson plan): the estimate stays unbiased whatever the model, with those "
+    "predictions as its working model, and the model-based score beside it uses them too"
+)
+
+
 def _spec(working: Any, tasks: np.ndarray | None, *, prob: float, n_runs: int, n_draws: int,
-          n_grid: int) -> _Spec:
-    """Normalise the working model: an IRTBank, a WorkingModel, fixed predictions over ``task``, or None."""
+          n_grid: int, who: str = "assisted_adaptive") -> _Spec:
+    """Normalise the working model: an IRTBank, a WorkingModel, fixed predictions over ``task``, or None.
+
+    A bank whose slopes collapsed becomes its population-average predictions, fixed (warned).
+    """
     prob = check_prob(prob)
     n_runs = check_int(n_runs, "n_runs", min=1)
     kw = {"prob": prob, "n_runs": n_runs, "n_draws": check_int(n_draws, "n_draws", min=1),
@@ -86,6 +97,10 @@ def _spec(working: Any, tasks: np.ndarray | None, *, prob: float, n_runs: int, n
     if isinstance(working, WorkingModel):
         why = f"; chosen by cross-fitting on the calibration agents: {working.reason}"
         working = working.bank
+    if isinstance(working, IRTBank) and not working.check_usable(
+            f"{who} cannot update the working model from an agent's answers on this bank", fallback=COLLAPSED_FALLBACK):
+        return _Spec(None, prior_predictive(working)[0], f"the {working.model.upper()} bank's population-average "
+                     f"predictions (its slopes collapsed: not updated from the answers){why}", working.tasks, **kw)
     if isinstance(working, IRTBank):
         return _Spec(working, None, f"{working.model.upper()} IRT bank ({working.method}), ability updated "
                      f"from the tasks drawn before{why}", working.tasks, **kw)
@@ -212,6 +227,8 @@ def assisted_adaptive(
         agent's answers), :func:`choose_working_model`'s choice, fixed
         predicted success rates over ``task`` (e.g. a crossed model's task
         posteriors), or ``None`` (no model: uniform draws, the plain mean).
+        A bank whose slopes collapsed (``IRTBank.slopes_collapsed``) is
+        replaced by its population-average predictions, fixed (warned).
     run : callable or Dataset/DataArray
         ``run(task) -> 0/1`` runs one agent once (NaN for a failed run; each
         drawn task is run ``n_runs`` times), or complete logs (``score``
@@ -410,7 +427,7 @@ def assisted_mean(
     """
     if not isinstance(plan, SubsetPlan):
         raise TypeError(f"`plan` must be a SubsetPlan (design.plan_subset); got {type(plan).__name__}")
-    spec = _spec(working, plan.tasks, prob=prob, n_runs=n_runs, n_draws=n_draws, n_grid=n_grid)
+    spec = _spec(working, plan.tasks, prob=prob, n_runs=n_runs, n_draws=n_draws, n_grid=n_grid, who="assisted_mean")
     if set(spec.tasks) != set(plan.tasks):
         raise HierbenchError(f"`working`'s tasks must be the plan's tasks ({plan.n_tasks}); they differ in "
                              f"{len(set(spec.tasks) ^ set(plan.tasks))} tasks")

@@ -40,7 +40,8 @@ class IRTBank:
     attrs : dict
         What the calibration recorded (agents, run correlation, fit, ...).
         A bank whose slopes collapsed (``slopes_collapsed``) is refused by
-        ``irt_score``, ``adaptive`` and ``anchors`` (``check_usable``).
+        ``irt_score``, ``adaptive`` and ``anchors`` (``check_usable``); the
+        assisted estimates use its population-average predictions instead.
 
     Examples
     --------
