@@ -230,8 +230,9 @@ def test_compare_prints_the_paired_table(tmp_path, capsys):
     agents = sorted(per_task.columns)
     pairs = {p["pair"]: p for p in res["pairs"]}
     assert len(pairs) == 3
-    for i, a in enumerate(agents):
-        for b in agents[i + 1 :]:
+    for i, x in enumerate(agents):
+        for y in agents[i + 1 :]:
+            a, b = (x, y) if f"{x} - {y}" in pairs else (y, x)  # rows in the report's order (audit X)
             both = per_task[[a, b]].dropna()
             row = pairs[f"{a} - {b}"]
             assert row["mean difference"] == pytest.approx((both[a] - both[b]).mean(), abs=1e-12)

@@ -145,6 +145,7 @@ def test_sections_a_formula_fit_cannot_fill_say_why():
 def test_a_formula_fits_report_shows_its_metrics(tmp_path):
     from hierbench.bayes import build_mixed
     from hierbench.bayes import fit
+    from hierbench.report import score_order
 
     data = _board(5)
     model = build_mixed(data, "score ~ scaffold + (1|agent) + (1|task)")
@@ -165,7 +166,10 @@ def test_a_formula_fits_report_shows_its_metrics(tmp_path):
     assert "mean_own_tasks" in sections["Rank probabilities"]
     ps = metrics.prob_superiority(metrics.mean_response(dt, model, tasks="observed").draws, agent_dim="group")
     pairs = sections["Does A beat B? Pairwise probabilities and paired tests"]
-    for v in ps.estimate.values[np.triu_indices(4, 1)]:
+    order = score_order(data)  # the table's rows: a the earlier agent in the report's order (audit X)
+    at = [[str(g) for g in ps.estimate[d].values].index for d in ps.estimate.dims]
+    m = ps.estimate.values[np.ix_([at[0](a) for a in order], [at[1](a) for a in order])]
+    for v in m[np.triu_indices(4, 1)]:
         assert f"{v:.3f}" in pairs
 
 
