@@ -788,9 +788,10 @@ def test_checklist_clustering_says_pass_k_intervals_take_the_clusters(tmp_path):
         warnings.simplefilter("ignore")
         md = build(data=data, path=tmp_path / "r.md", n_resamples=99, progress=False).read_text()
     n_cl = len(set(data["cluster"].values.tolist()))  # the simulation's own labels
-    assert _checklist_entry(md, "clustering") == (
-        f"tasks in {n_cl} clusters (`cluster`); the bootstrap resamples whole clusters and the paired "
-        "tests take clusters as their unit; so do pass^k's unbiased intervals"
+    assert _checklist_entry(md, "clustering") == (  # each result's unit, as the report computed them (audit X)
+        f"tasks in {n_cl} clusters (`cluster`); the bootstrap resamples whole clusters ({n_cl} of `cluster`); "
+        f"the paired tests take clusters as their unit ({n_cl} of `cluster`); pass^k's unbiased intervals "
+        "(computed here from the data) take the clusters as their unit"
     )
 
 

@@ -206,8 +206,8 @@ def _order_sentence(ctx: _Context) -> str:
     """The data summary's word on the one order of the agents in this report's tables and figures."""
     if ctx.single_agent() is not None:
         return ""
-    return (f" Agents are listed in one order in this report's tables and figures: {order_words(ctx)} "
-            "(the rank probabilities alone go by expected rank, as they say).")
+    ranks = " (the rank probabilities alone go by expected rank, as they say)" if ctx.var is not None else ""
+    return f" Agents are listed in one order in this report's tables and figures: {order_words(ctx)}{ranks}."
 
 
 def _rank_basis(ctx: _Context) -> str:
@@ -1096,12 +1096,66 @@ def _fit_seed(fit: xr.DataTree | None) -> str:
     return f"; fit sampler seed {fit.attrs['seed']} (drawn from the fit's rng, which was not recorded)"
 
 
+def _clustering_entry(ctx: _Context) -> str:
+    """The checklist's clustering row: the data's clusters, then what each result shown took as its unit.
+
+    Read from the results the sections used (``ctx.cache``: a result given in ``freq`` may have been
+    computed without the clusters the log has), never from the data alone (was: "the bootstrap resamples
+    whole clusters" beside a given METR bootstrap that resampled tasks).
+    """
+    if "cluster" in ctx.data.coords:
+        n_cl = len(set(map(str, ctx.data["cluster"].values)))
+        said = [f"tasks in {n_cl} clusters (`{cluster_label(ctx.data)}`)"]
+    else:
+        said = ["no cluster labels"]
+    if (boot := ctx.cache.get("bootstrap")) is not None:
+        a = getattr(boot, "attrs", {})
+        said.append(f"the bootstrap resamples whole clusters ({a.get('n_clusters', '?')} of `{a.get('cluster_column')}`)"
+                    if a.get("resample_unit") == "cluster" else "the bootstrap resamples tasks one by one")  # fmt: skip
+    if (cmp := ctx.cache.get("compare")) is not None:
+        a = cmp.to_dataset().attrs
+        said.append(f"the paired tests take clusters as their unit ({a.get('n_units_total', '?')} of "
+                    f"`{a.get('cluster_column') or a.get('cluster_coord') or 'cluster'}`)" if a.get("unit") == "clusters"
+                    else f"the paired tests take tasks as their unit ({a.get('n_units_total', '?')} tasks)")  # fmt: skip
+    if ctx.cache.get("passk_interval") and "cluster" in ctx.data.coords:
+        said.append("pass^k's unbiased intervals (computed here from the data) take the clusters as their unit")
+    return "; ".join(said)
+
+
+def _seed_entry(ctx: _Context) -> str:
+    """The checklist's seed row: the report's rng for what it computed, and each result given in ``freq`` apart.
+
+    A result given in ``freq`` was drawn with its own call's seed, which the report knows only where the
+    result records it (``attrs``: ``rng_seed``, ``seed`` or ``rng``); else it says "seed not recorded"
+    (was: "rng=0" over a bootstrap given with rng=5, which rng=0 does not reproduce).
+    """
+    seed = "rng=None (fresh entropy: not reproducible)" if ctx.rng is None else f"rng={ctx.rng!r}"
+    given = [k for k, how in ctx.cache.get("freq_source", {}).items() if how == "given"]
+    text = f"report's random parts (resamples, Monte Carlo p-values) {seed}"
+    if not given:
+        return text
+    return (text + " for the results it computed; not for those given in `freq`: "
+            + ", ".join(f"{k} ({_recorded_seed(ctx.cache[k])})" for k in given))  # fmt: skip
+
+
+def _recorded_seed(res) -> str:
+    """The seed a given result records (its attrs, or its dataset's), in words; "given: seed not recorded" if none."""
+    attrs = dict(getattr(res, "attrs", None) or {})
+    if not attrs and hasattr(res, "to_dataset"):
+        attrs = dict(res.to_dataset().attrs)
+    for key in ("rng_seed", "seed", "rng"):
+        if key in attrs:
+            return f"given: {key}={attrs[key]!r}"
+    return "given: seed not recorded"
+
+
 def interval_kinds(ctx: _Context) -> list[str]:
     """Every kind of interval the report shows, each with its level and kind, read from the results it used.
 
-    The agent bootstrap, the pairwise intervals and their simultaneous max-T ones, pass^k's,
-    the variance components' and the fit's: what the sections computed (``ctx.cache``), never
-    recomputed here, so a section not shown adds nothing.
+    Person fit's slope (where the Data summary flags an agent), the agent bootstrap, the pairwise
+    intervals and their simultaneous max-T ones (where computed), pass^k's, the time horizons'
+    (METR's method), the variance components' and the fit's: what the sections computed
+    (``ctx.cache``), never recomputed here, so a section not shown adds nothing.
     """
     from .._base import interval_label
 
@@ -1110,6 +1164,9 @@ def interval_kinds(ctx: _Context) -> list[str]:
         return f"{what}: {interval_label(ci)}" + (f" ({detail})" if detail else "") + more
 
     out = []
+    if (pf := ctx.cache.get("person_fit")) is not None and bool(pf.flagged.any()):  # the Data summary's flag shows it
+        detail = str(pf.ci.attrs.get("ci_detail", "")).split(";")[0]  # in the flag's own words ("95% Wald")
+        out.append(f"person fit slope (Data summary flag): {pf._ci_words()}" + (f" ({detail})" if detail else ""))
     if (boot := ctx.cache.get("bootstrap")) is not None:
         n = getattr(boot, "distribution", None)
         more = f", {n.sizes['resample']} resamples" if n is not None and "resample" in n.sizes else ""
@@ -1117,10 +1174,13 @@ def interval_kinds(ctx: _Context) -> list[str]:
     if (cmp := ctx.cache.get("compare")) is not None:
         ds = cmp.to_dataset()
         out += [said("pairwise differences", ds["ci"])] if "ci" in ds else []
-        if "ci_simultaneous" in ds:
+        # only where computed: under Holm or BH it is all NaN, "not computed" (the pair table has no such columns)
+        if "ci_simultaneous" in ds and bool(ds["ci_simultaneous"].notnull().any()):
             out.append(f"pairwise, simultaneous over the family: {interval_label(ds['ci_simultaneous'])}")
     if words := ctx.cache.get("passk_interval"):
         out.append(f"pass^k (unbiased): {words}")
+    if (h := ctx.cache.get("horizon")) is not None:  # METR's method in the Time horizons section
+        out.append(said("time horizons", h.ci))
     if (g := ctx.cache.get("variance")) is not None and not isinstance(g, Exception) and hasattr(g, "ci"):
         out.append(said("variance components", g.ci))
     if ctx.fit is not None:
@@ -1146,18 +1206,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
                 f"{d['n_error_runs']} infrastructure-error runs, policy errors={d['errors']!r}",
             ),
         ]
-        if "cluster" in ctx.data.coords:
-            n_cl = len(set(map(str, ctx.data["cluster"].values)))
-            rows.append(
-                (
-                    "clustering",
-                    f"tasks in {n_cl} clusters (`{cluster_label(ctx.data)}`); the bootstrap resamples "
-                    "whole clusters and the paired tests take clusters as their unit"
-                    + ("; so do pass^k's unbiased intervals" if ctx.binary() else ""),
-                )
-            )
-        else:
-            rows.append(("clustering", "no cluster labels: tasks are resampled one by one"))
+        rows.append(("clustering", _clustering_entry(ctx)))
     if "battles" in ctx.cache:
         b = ctx.cache["battles"]
         rows.append(("n (agents, battles)", f"{counted(b['agents'], 'agent')}, {b['battles']:,} battles, "
@@ -1185,8 +1234,7 @@ def _sec_checklist(ctx: _Context, rep: Report, sid: str) -> None:
             )
         )
         rows.append(("data hash (fit)", str(a.get("hierbench_data_hash", ""))))
-    seed = "rng=None (fresh entropy: not reproducible)" if ctx.rng is None else f"rng={ctx.rng!r}"
-    rows.append(("seed", f"report's random parts (resamples, Monte Carlo p-values) {seed}" + _fit_seed(ctx.fit)))
+    rows.append(("seed", _seed_entry(ctx) + _fit_seed(ctx.fit)))
     rows.append(("versions", ", ".join(f"{k} {v}" for k, v in _versions(ctx.fit).items())))
     table = pd.DataFrame(rows, columns=["item", "value"]).set_index("item")
     rep.section(
