@@ -165,6 +165,10 @@ def test_freq_functions_stamp_the_logs_fingerprint(func):
     res = _quiet(getattr(freq, func), ds, **kw)
     assert res.estimate.attrs[COUNTS_HASH] == counts_fingerprint(ds) != counts_fingerprint(other)
     assert _quiet(getattr(freq, func), other, **kw).estimate.attrs[COUNTS_HASH] == counts_fingerprint(other)
+    if "rng" in kw:  # the call's int seed is recorded, for the report's seed row; a Generator's is not
+        assert res.estimate.attrs["rng_seed"] == 0
+        gen = _quiet(getattr(freq, func), ds, **{**kw, "rng": np.random.default_rng(0)})
+        assert "rng_seed" not in gen.estimate.attrs
 
 
 def test_horizon_from_another_log_is_refused_and_its_own_is_shown_as_given(tmp_path):

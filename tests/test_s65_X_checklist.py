@@ -133,20 +133,21 @@ def test_interval_row_names_the_time_horizons_interval(tmp_path):
 
 def test_seed_row_says_the_given_results_were_not_drawn_with_the_reports_rng(tmp_path, clustered):
     """Finding 4: a bootstrap given with rng=5 and a comparison with rng=3: the row said only "rng=0".
-    Neither records its seed (their attrs say so), so the row says "seed not recorded" for each; a
-    result that records one is quoted with it.
+    The freq functions record an int seed (``rng_seed``), which the row quotes; a result drawn from a
+    Generator records none, and the row says "seed not recorded".
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         b = freq.bootstrap_ci(clustered, method="percentile", n_resamples=99, rng=5)
         c = freq.compare_agents(clustered, test="t", adjust="holm", rng=3)
-    assert not {"rng", "seed", "rng_seed"} & (set(b.attrs) | set(c.to_dataset().attrs))
+        g = freq.bootstrap_ci(clustered, method="percentile", n_resamples=99, rng=np.random.default_rng(5))
+    assert (b.attrs["rng_seed"], c.to_dataset().attrs["rng_seed"]) == (5, 3)
+    assert not {"rng", "seed", "rng_seed"} & set(g.attrs)
     row = _entry(_build(tmp_path, clustered, {"bootstrap": b, "compare": c}), "seed")
     assert "rng=0 for the results it computed" in row
-    assert "bootstrap (given: seed not recorded)" in row and "compare (given: seed not recorded)" in row
-    b.attrs["seed"] = 5  # a result that records its seed
-    row = _entry(_build(tmp_path, clustered, {"bootstrap": b}, "s.md"), "seed")
-    assert "bootstrap (given: seed=5)" in row and "compare" not in row
+    assert "bootstrap (given: rng_seed=5)" in row and "compare (given: rng_seed=3)" in row
+    row = _entry(_build(tmp_path, clustered, {"bootstrap": g}, "s.md"), "seed")
+    assert "bootstrap (given: seed not recorded)" in row and "compare" not in row
 
 
 def test_texts_of_finding_6(tmp_path, clustered):

@@ -140,16 +140,22 @@ def task_resampling(
     return codes, as_rng(rng), "clusters" if codes is not None else "tasks"
 
 
-def with_counts_hash(result: Any, data: Any) -> Any:
+def with_counts_hash(result: Any, data: Any, rng: Any = None) -> Any:
     """``result`` with the fingerprint of ``data``'s score cells in its estimate's attrs (and its own).
 
     The fingerprint (``hierbench_counts_hash``) is the one a fit of the same log
     records, so ``hierbench.compare.side_by_side`` can refuse a result from
     another log beside it. Data without agent and task dims leave ``result`` as it is.
+    An int ``rng`` (the call's seed) is recorded too, as ``rng_seed``: a report shown
+    the result states it (a Generator's or None's draws cannot be stated, and are not).
     """
-    fp = counts_fingerprint(data)
-    if fp:
-        result.estimate.attrs[COUNTS_HASH] = fp
+    stamp = {COUNTS_HASH: counts_fingerprint(data)}
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        stamp["rng_seed"] = int(rng)
+    for key, value in stamp.items():
+        if value == "":
+            continue
+        result.estimate.attrs[key] = value
         if isinstance(getattr(result, "attrs", None), dict):
-            result.attrs[COUNTS_HASH] = fp
+            result.attrs[key] = value
     return result

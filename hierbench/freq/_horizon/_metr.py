@@ -510,7 +510,7 @@ def time_horizon(
         warn_user(note, ExtrapolatedHorizonWarning)
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng), x_short)
     few = _few_units(data, family, n, lv, prob) if n_resamples else ""
-    return with_counts_hash(_horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths, few)), data)
+    return with_counts_hash(_horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths, few)), data, rng)
 
 
 def _few_units(data: xr.Dataset, family: str, n: np.ndarray, lv: set, prob: float) -> str:

@@ -432,7 +432,7 @@ def person_fit(
     ref, p, note = _test_agents(fit, n, c, n_sim, gen)
     res = _result(cts, fit, ref, p, note, agent_dim=agent_dim, prob=prob, alpha=alpha, n_sim=n_sim,
                   common_share=common_share)
-    return with_counts_hash(res, data)  # the log's fingerprint: the report checks a result given to it
+    return with_counts_hash(res, data, rng)  # the log's fingerprint: the report checks a result given to it
 
 
 def _test_agents(fit: dict, n: np.ndarray, c: np.ndarray, n_sim: int, gen: np.random.Generator) -> tuple:

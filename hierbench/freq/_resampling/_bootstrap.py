@@ -663,7 +663,7 @@ def bootstrap_ci(
         agent_dim=agent_dim, cluster_column=cluster_column, variable=variable,
     )
     res.attrs.update(_few_clusters(plan, cluster_column, prob, variable))
-    return with_counts_hash(res, data)
+    return with_counts_hash(res, data, rng)
 
 
 def _plan(data, statistic, builtin: bool, k, pairs, scheme: str, paired: bool, cluster, dims) -> tuple:

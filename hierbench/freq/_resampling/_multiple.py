@@ -386,7 +386,7 @@ def compare_agents(
     opts = {"test": test, "adjust": adjust, "prob": prob, "n_resamples": int(n_resamples),
             "n_permutations": n_permutations, "n_draws": n_draws, "cluster": cluster,
             "cluster_column": cluster_label(score, cluster), "unit_scores": _unit_range(score.values)}
-    return with_counts_hash(_family_result(st, units, counts, pairs, agents, boot, cc, opts, gen), data)  # the report checks it
+    return with_counts_hash(_family_result(st, units, counts, pairs, agents, boot, cc, opts, gen), data, rng)  # the report checks it
 
 
 def _pair_bootstrap(score, **kw):
