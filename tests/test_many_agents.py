@@ -121,22 +121,36 @@ def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path
         warnings.simplefilter("ignore")
         write_report(ctx, tmp_path, [("6. Does A beat B?", text)])
     csv = pd.read_csv(tmp_path / "pairs.csv", index_col="pair")
-    assert len(csv) == 780 and list(csv.index) == list(ref.index)
-    for ours, theirs in (
-        ("mean difference", "estimate"),
-        ("simultaneous lower", "simultaneous_lower"),
-        ("simultaneous upper", "simultaneous_upper"),
-        ("p max-T", "p_adjusted"),
-        ("MC error of p max-T", "p_adjusted_mcse"),
-        ("per-pair lower", "lower"),
-        ("per-pair upper", "upper"),
-        ("p (permutation)", "p_value"),
-        ("p Holm", "p_holm"),
-        ("p BH", "p_bh"),
-        ("shared tasks", "n_tasks"),
+    # the report's rows run in its one order (f42433f), each the earlier agent minus the later: a row
+    # is compare_agents' own pair or its reverse, whose differences and bounds change sign and swap
+    assert len(csv) == 780 and set(zip(csv["agent"], csv["opponent"], strict=True)) | set(
+        zip(csv["opponent"], csv["agent"], strict=True)) >= set(zip(ref["agent"], ref["opponent"], strict=True))
+    by_pair = ref.set_index(["agent", "opponent"])
+    same = [(a, b) in by_pair.index for a, b in zip(csv["agent"], csv["opponent"], strict=True)]
+    key = [(a, b) if s else (b, a) for a, b, s in zip(csv["agent"], csv["opponent"], same, strict=True)]
+    theirs_rows = by_pair.loc[key]
+    sign = np.where(same, 1.0, -1.0)
+    for ours, theirs, signed in (
+        ("mean difference", "estimate", "sign"),
+        ("simultaneous lower", "simultaneous_lower", "lower"),
+        ("simultaneous upper", "simultaneous_upper", "upper"),
+        ("p max-T", "p_adjusted", ""),
+        ("MC error of p max-T", "p_adjusted_mcse", ""),
+        ("per-pair lower", "lower", "lower"),
+        ("per-pair upper", "upper", "upper"),
+        ("p (permutation)", "p_value", ""),
+        ("p Holm", "p_holm", ""),
+        ("p BH", "p_bh", ""),
+        ("shared tasks", "n_tasks", ""),
     ):
-        np.testing.assert_array_equal(csv[ours].to_numpy(float), ref[theirs].to_numpy(float), err_msg=ours)
-    assert (csv["agent"] == ref["agent"]).all() and (csv["opponent"] == ref["opponent"]).all()
+        want = theirs_rows[theirs].to_numpy(float)
+        if signed == "sign":
+            want = sign * want
+        elif signed:  # a reversed pair's lower bound is minus the other's upper
+            other = {"lower": "upper", "upper": "lower"}[signed]
+            flip = theirs_rows[theirs.replace(signed, other)].to_numpy(float)
+            want = np.where(same, want, -flip)
+        np.testing.assert_array_equal(csv[ours].to_numpy(float), want, err_msg=ours)
     assert csv["differ (p max-T < 0.05)"].sum() == n_differ
     # every column the printed table has is in the file
     printed = list(ctx.extra["compare_table"].columns)
@@ -150,7 +164,12 @@ def test_40_agents_print_the_pairs_that_differ_and_say_what_is_left_out(tmp_path
     # the report's rows are exactly the pairs that differ, by p then |difference| (pandas' sort)
     want = ref[ref["p_adjusted"] < 0.05].assign(size=lambda d: -d["estimate"].abs())
     want = want.sort_values(["p_adjusted", "size"], kind="stable").index.tolist()
-    assert [r.split("|")[1].strip() for r in table_rows] == want
+    # (each row in the report's direction, and pairs tied on both keys in the report's order)
+    shown = [frozenset(r.split("|")[1].strip().split(" - ")) for r in table_rows]
+    assert sorted(map(sorted, shown)) == sorted(sorted(w.split(" - ")) for w in want)
+    key = {frozenset((a, b)): (p, -abs(d)) for a, b, p, d in
+           zip(ref["agent"], ref["opponent"], ref["p_adjusted"], ref["estimate"], strict=True)}  # fmt: skip
+    assert [key[s] for s in shown] == sorted(key[s] for s in shown)
     assert f"the other {780 - n_differ:,} pairs are not shown here" in pairwise and "`pairs.csv`" in pairwise
 
 
