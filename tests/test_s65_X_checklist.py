@@ -173,3 +173,16 @@ def test_texts_of_finding_6(tmp_path, clustered):
     text = pair_sentence(ds, 0.05)
     assert ds.attrs["test"] == "bootstrap" and "more bootstrap resamples could move" in text
     assert "sign patterns could" not in text and "n_resamples=..." in text
+
+
+def test_seed_row_finds_a_seed_recorded_on_the_estimate_only(clustered):
+    """A person fit records its seed on its estimate (the result has no attrs of its own): the demo's
+    seed row said "seed not recorded" for the person fit it had drawn with its seed.
+    """
+    from hierbench.report._sections import _recorded_seed
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pf = freq.person_fit(clustered, n_sim=99, rng=7)
+    assert pf.estimate.attrs["rng_seed"] == 7
+    assert _recorded_seed(pf) == "given: rng_seed=7"

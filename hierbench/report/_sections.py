@@ -1139,8 +1139,10 @@ def _seed_entry(ctx: _Context) -> str:
 
 
 def _recorded_seed(res) -> str:
-    """The seed a given result records (its attrs, or its dataset's), in words; "given: seed not recorded" if none."""
+    """The seed a given result records (its attrs, its estimate's or its dataset's), in words; "given: seed not recorded" if none."""
     attrs = dict(getattr(res, "attrs", None) or {})
+    est = getattr(res, "estimate", None)
+    attrs |= {k: v for k, v in getattr(est, "attrs", {}).items() if k not in attrs}
     if not attrs and hasattr(res, "to_dataset"):
         attrs = dict(res.to_dataset().attrs)
     for key in ("rng_seed", "seed", "rng"):
