@@ -29,17 +29,13 @@ def agent_order(ctx: _Context) -> list[str] | None:
 
 
 def _order(ctx: _Context) -> list[str] | None:
+    from ._pairs import highest_first
     from ._pairs import score_order
 
     if ctx.data is not None and "agent" in ctx.data.coords:
         return score_order(ctx.data)
     bay = ctx.bayes_frame() if ctx.fit is not None else None
-    if bay is None:
-        return None
-    by = bay["estimate"].rename_axis("agent").reset_index(name="mean")
-    by["agent"] = by["agent"].astype(str)
-    by = by.sort_values(["mean", "agent"], ascending=[False, True], na_position="last", kind="stable")
-    return by["agent"].tolist()
+    return None if bay is None else highest_first(bay["estimate"])
 
 
 def order_words(ctx: _Context) -> str:

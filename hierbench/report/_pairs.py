@@ -917,8 +917,12 @@ def score_order(data: xr.Dataset) -> list[str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # summarize's notices are the summary's business, not the order's
         mean = summarize(data)["mean_score"].to_series()
-    mean.index = mean.index.astype(str)
-    by = mean.rename_axis("agent").reset_index(name="mean")
+    return highest_first(mean)
+
+
+def highest_first(mean: pd.Series) -> list[str]:
+    """The agents of ``mean`` (indexed by agent) highest first, ties by name, NaN last: the report's order rule."""
+    by = mean.set_axis(mean.index.astype(str)).rename_axis("agent").reset_index(name="mean")
     by = by.sort_values(["mean", "agent"], ascending=[False, True], na_position="last", kind="stable")
     return by["agent"].tolist()
 
