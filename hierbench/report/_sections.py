@@ -532,8 +532,7 @@ def _separated_caption(ctx: _Context, what: str) -> str:
     if not sep:
         return ""
     note_separation(ctx)
-    return (f" {', '.join(sep)}: separated by the data (every run failed, or every run succeeded), so "
-            f"{'its' if len(sep) == 1 else 'their'} {what} is set by the prior, not by the data.")
+    return f" {', '.join(sep)}: " + _SEPARATED_WHY.format(whose="its" if len(sep) == 1 else "their", number=what) + "."
 
 
 def _no_bar(intervals: dict[str, pd.DataFrame]) -> str:
@@ -785,11 +784,13 @@ def separated_agents(fit: xr.DataTree | None) -> list[str]:
     return [str(a) for a in fit_record(fit, "hierbench_structure").get("design", {}).get("separated_agents") or []]
 
 
-#: a separated agent's Bayes number, flagged where it is read (in the words of the fit's own note)
-SEPARATED_FLAG = (
-    "{what}: separated by the data (every run failed, or every run succeeded), so its {number} is set by "
-    "the prior, not by the data (the fit's note, under Warnings)"
+#: why a separated agent's Bayes numbers are the prior's (the flags' and the captions' words)
+_SEPARATED_WHY = (
+    "separated by the data (every run failed, or every run succeeded), so {whose} {number} is set by "
+    "the prior, not by the data"
 )
+#: a separated agent's Bayes number, flagged where it is read (in the words of the fit's own note)
+SEPARATED_FLAG = "{what}: " + _SEPARATED_WHY.replace("{whose}", "its") + " (the fit's note, under Warnings)"
 
 
 def separated_flags(ctx: _Context, index: pd.Index, what: str = "Bayes", number: str = "estimate and interval"
