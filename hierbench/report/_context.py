@@ -334,6 +334,10 @@ class _Context:
                 source[key] = "computed from the data" if self.cache[key] is not None else "not applicable"
         return self.cache[key]
 
+    def left_out(self, key: str) -> str:
+        """Why the result ``key`` is left out, in the call's words: ``freq=None``, or the key given as None."""
+        return "freq=None" if self.freq is None else f"`freq[{key!r}]` is None"
+
     def given(self, key: str) -> bool:
         """Whether the result ``key`` the report shows is the one ``freq`` gave (not computed here)."""
         return self.cache.get("freq_source", {}).get(key) == "given"
@@ -366,8 +370,7 @@ class _Context:
         """
         g = self.freq_result("variance", self._gtheory)
         if g is None:
-            raise ValueError("G-theory was left out (" + ("freq=None" if self.freq is None else
-                             "`freq['variance']` is None") + ")")  # fmt: skip
+            raise ValueError(f"G-theory was left out ({self.left_out('variance')})")
         if isinstance(g, Exception):
             raise g
         return g

@@ -68,8 +68,7 @@ def _freq_half(ctx: _Context, minutes: str, why: list[str]):
     None, with the reason in ``why``, where it is left out or cannot be computed.
     """
     if not ctx.want_freq("horizon"):
-        asked = "freq=None" if ctx.freq is None else "`freq['horizon']` is None"
-        why.append(f"METR's method: the frequentist half was not asked for ({asked})")
+        why.append(f"METR's method: the frequentist half was not asked for ({ctx.left_out('horizon')})")
         return None
     return ctx.freq_result("horizon", lambda: _metr(ctx, minutes, why))
 

@@ -334,7 +334,7 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
         gt, gdesc = None, f"G-theory not computed: {type(exc).__name__}: {str(exc).split('. ')[0][:200]}"
     parts = [p for p in (bay, gt) if p is not None and len(p)]
     if not parts and ctx.data is not None and not ctx.want_freq("variance"):  # data given, G-theory left out
-        raise _Skip("left out: " + ("freq=None" if ctx.freq is None else "`freq['variance']` is None")
+        raise _Skip(f"left out: {ctx.left_out('variance')}"
                     + ("" if ctx.fit is None else "; the fit has no crossed variance components to show"))
     if not parts:
         raise _Skip("needs a crossed fit or data" + (f" ({gdesc})" if gdesc else ""))
