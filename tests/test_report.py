@@ -1316,3 +1316,21 @@ def test_variance_text_says_why_run_to_run_can_part_on_uneven_runs():
     ragged = even.assign(score=(("agent", "task", "run"), y))
     text = _uneven_runs_text(_Context(fit=None, data=ragged, prob=0.95, freq="auto"))
     assert text.startswith("Runs per cell range 1-4 here: G-theory's run-to-run row pools the runs")
+
+
+def test_a_figure_caption_reads_its_inline_code_as_the_paragraphs_do(tmp_path):
+    """The HTML caption was escaped whole, so a caption's `code` (the heatmap's "`hierbench summary`'s
+    order") showed its backticks, while the Markdown twin and every paragraph rendered them as code.
+    """
+    import matplotlib.pyplot as plt
+
+    from hierbench.report import Report
+
+    rep = Report("t")
+    rep.section("s", "see `x` here", id="s")
+    fig, _ = plt.subplots()
+    rep.figure("f", fig, "by `hierbench summary`'s order, a < b & c")
+    html = rep.write(tmp_path / "r.html").read_text()
+    cap = html.split("<figcaption>", 1)[1].split("</figcaption>", 1)[0]
+    assert cap == "by <code>hierbench summary</code>&#x27;s order, a &lt; b &amp; c"
+    assert "<p>see <code>x</code> here</p>" in html

@@ -490,7 +490,7 @@ class Report:
                 data = base64.b64encode(self.figures[name]).decode("ascii")
                 part.append(
                     f'<figure><img alt="{esc(caption or name)}" data-name="{esc(name)}" '
-                    f'src="data:image/png;base64,{data}"><figcaption>{esc(caption)}</figcaption></figure>'
+                    f'src="data:image/png;base64,{data}"><figcaption>{_inline(caption)}</figcaption></figure>'
                 )
             part.append("</section>")
             body.append("\n".join(part))
