@@ -1334,3 +1334,26 @@ def test_a_figure_caption_reads_its_inline_code_as_the_paragraphs_do(tmp_path):
     cap = html.split("<figcaption>", 1)[1].split("</figcaption>", 1)[0]
     assert cap == "by <code>hierbench summary</code>&#x27;s order, a &lt; b &amp; c"
     assert "<p>see <code>x</code> here</p>" in html
+
+
+def test_a_table_cell_reads_its_inline_code_as_the_markdown_table_does(tmp_path):
+    """The HTML table escaped each cell whole, so the checklist's `cluster` showed its backticks
+    where the Markdown table renders code; the rest of a cell stays escaped (html.escape's text).
+    """
+    import pandas as pd
+
+    from hierbench.report import Report
+
+    rep = Report("t")
+    table = pd.DataFrame({"value": ["resampled by `cluster`", "a < b & c", "**not** bold? `x<y`"]})
+    rep.section("s", "", table=table, index=False, id="s")
+    html = rep.write(tmp_path / "r.html").read_text()
+    body = html.split('class="hb-table"', 1)[1].split("</table>", 1)[0]
+    cells = [c.split(">", 1)[1].split("</td>", 1)[0] for c in body.split("<td")[1:]]
+    assert cells == [
+        "resampled by <code>cluster</code>",
+        "a &lt; b &amp; c",
+        "<b>not</b> bold? <code>x&lt;y</code>",
+    ]
+    md = rep.to_markdown()
+    assert "resampled by `cluster`" in md and "a < b & c" in md

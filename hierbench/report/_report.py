@@ -194,14 +194,16 @@ def html_table(
 ) -> str:
     """Render a DataFrame as an HTML table with pandas' Styler (escaped; ``flag`` marks rows).
 
-    A boolean ``flag`` column's true rows get the ``flag`` class on every
-    cell; ``uuid`` keeps the table's ids distinct within one page.
+    A cell's inline code and bold render as the Markdown table shows them
+    (``_inline``, which escapes the rest). A boolean ``flag`` column's
+    true rows get the ``flag`` class on every cell; ``uuid`` keeps the
+    table's ids distinct within one page.
     """
     from pandas.io.formats.style import Styler
 
     frame = _display_frame(df, digits, index)
     styler = Styler(frame, uuid=uuid, cell_ids=False).hide(axis="index")
-    styler = styler.format(escape="html").format_index(escape="html", axis=1)
+    styler = styler.format(_inline).format_index(escape="html", axis=1)
     source = df.reset_index() if index else df
     # prose columns read left-aligned and wrap; numbers stay right-aligned on one line
     text = [
