@@ -6,7 +6,6 @@ quantile), pandas by hand and exact arithmetic, never from the code under test.
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -84,8 +83,7 @@ def test_success_rate_repr_names_the_quantity_and_the_unit():
     assert "a new draw of tasks from the same population (the tasks as the unit)" in head
 
 
-@pytest.mark.skipif(not os.environ.get("HIERBENCH_SHARED_DATA"), reason="needs the shared METR data")
-def test_metr_gpt35_instruct_is_flagged_and_inside_0_1():
+def test_metr_gpt35_instruct_is_flagged_and_inside_0_1(shared_data):
     import pandas as pd
 
     from hierbench.data import load_metr
@@ -137,8 +135,7 @@ def test_one_unit_stratum_is_named_and_a_census_stratum_adds_no_variance():
     assert head.startswith("IntervalResult: stratified mean over 3 strata, the tasks drawn independently") and "95% normal" in head
 
 
-@pytest.mark.skipif(not os.environ.get("HIERBENCH_SHARED_DATA"), reason="needs the shared SWE-bench data")
-def test_swebench_repos_name_pallets_and_keep_the_pandas_estimate():
+def test_swebench_repos_name_pallets_and_keep_the_pandas_estimate(shared_data):
     import pandas as pd
 
     from hierbench import UndefinedWarning
@@ -209,8 +206,7 @@ def test_no_overdispersion_names_its_rows():
     assert np.isinf(float(res.kappa.sel(agent="flat"))) and np.isfinite(float(res.kappa.sel(agent="spread")))
 
 
-@pytest.mark.skipif(not os.environ.get("HIERBENCH_SHARED_DATA"), reason="needs the shared METR data")
-def test_load_metr_says_which_agents_have_no_cost_or_tokens():
+def test_load_metr_says_which_agents_have_no_cost_or_tokens(shared_data):
     import json
 
     import pandas as pd
