@@ -33,6 +33,18 @@ selection:
     score of the same tasks and the prequential misfit test are kept beside
     it (``model_predicted``, ``misfit_z``, ``misfit_p``).
 
+A held-out agent whose bank, calibrated on the others, collapsed (every
+discrimination ~0, ``IRTBank.slopes_collapsed``, as the 2PL's on 2-5
+agents; :func:`hierbench.freq.irt_score`, :func:`adaptive` and
+:func:`anchors` refuse such a bank) is counted, not fatal: its IRT-scored
+selections (``"random"``, ``"cluster"``, ``"information"``, ``"adaptive"``)
+are NaN, its design-based ones run as every agent's, ``bank_collapsed``
+records it and one warning names the agents. A working model whose bank
+collapsed is not chosen, or, given alone, replaced by its population-average
+predictions (as :func:`assisted_adaptive` does). A fixed ``calibration``
+whose bank collapsed is refused before any agent is scored when IRT-scored
+selections are asked for.
+
 With repeated runs every chosen task is run as many times as the logs allow
 (the most runs of any cell), so each selection sees the same runs per task
 as the full score it predicts. :func:`loo_summary` turns a study into mean
@@ -58,6 +70,7 @@ from scipy import stats
 
 from .._base import DEFAULT_PROB
 from .._base import HierbenchError
+from .._base import UndefinedWarning
 from .._base import check_choice
 from .._base import check_int
 from .._base import check_prob
@@ -68,15 +81,17 @@ from .._docs import fill_doc
 from .._parallel import map_seeded
 from .._parallel import state_seed
 from ..freq import IRTBank
-from ..freq import fit_irt_ml
+from ..freq import IRTConvergenceWarning
 from ..freq import irt_score
 from ._adaptive import ModelMisfitWarning
 from ._adaptive import adaptive
 from ._anchors import anchors
+from ._assisted import _FixedWorking
 from ._assisted import bounded
 from ._assisted import classical
 from ._assisted import des_raj
 from ._assisted import misfit_test
+from ._assisted import model_score
 from ._assisted import srs_exact
 from ._estimate import _adaptive_agent
 from ._estimate import _Source
@@ -86,13 +101,17 @@ from ._misfit import _add_misfit
 from ._misfit import calibrate_misfit
 from ._plan import uniform_bounds
 from ._posterior import _check_complete
+from ._subset import prior_predictive
 from ._working import CANDIDATES
 from ._working import WorkingModel
-from ._working import choose_working_model
+from ._working import _choose_working
+from ._working import fit_counted
 
 __all__ = ["loo_study", "loo_summary"]
 
 SELECTIONS = ("random", "random_mean", "cluster", "information", "adaptive", "assisted_random", "assisted_adaptive")
+#: the selections scored by the IRT model: NaN for a held-out agent whose bank collapsed
+_IRT_SCORED = ("random", "cluster", "information", "adaptive")
 _KEYS = ("predicted", "lower", "upper", "model_lower", "model_upper", "model_predicted", "misfit_z", "misfit_p")
 
 
@@ -130,7 +149,8 @@ def loo_study(
 ) -> xr.Dataset:
     """Leave one agent out: calibrate on the others, score it from a few tasks, compare with its full score.
 
-    The selections are described in this module's docstring. Each held-out
+    The selections, and what a bank whose slopes collapsed does to them, are
+    described in this module's docstring. Each held-out
     agent is one piece of work with its own random stream spawned from
     ``rng``, so the study is bit-identical whatever ``executor`` runs it.
 
@@ -191,17 +211,21 @@ def loo_study(
         ``predicted``, ``lower``, ``upper``, ``covered``, ``abs_error``,
         ``model_lower``, ``model_upper``, ``model_covered``,
         ``model_predicted``, ``misfit_z``, ``misfit_p``; over ``agent``:
-        ``actual``, ``calibration_seconds``, ``working_model``; over
-        (``agent``, ``n_tasks``): ``misfit_sd``; over (``agent``, ``selection``): ``ci_kind``.
+        ``actual``, ``calibration_seconds``, ``working_model``,
+        ``bank_collapsed`` (its IRT-scored selections NaN) and
+        ``working_collapsed`` (its working model's population-average
+        predictions used); over (``agent``, ``n_tasks``): ``misfit_sd``
+        (NaN where the bank collapsed); over (``agent``, ``selection``): ``ci_kind``.
     """
     ctx = _LooContext.checked(data, n_tasks=n_tasks, selections=selections, prob=prob, n_repeat=n_repeat,
                               agents=agents, calibration=calibration, model=model, criterion=criterion,
-                              n_bank_draws=n_bank_draws,
-                              misfit=misfit, run_icc=run_icc, working=working, defensive=defensive)
+                              n_bank_draws=n_bank_draws, misfit=misfit, run_icc=run_icc, working=working,
+                              defensive=defensive)
     if ctx.calib is not None:
         ctx = _calibrate_once(ctx, rng)
     parts = map_seeded(_loo_agent, list(ctx.hold), rng=rng, executor=executor, progress=progress,
                        desc="held-out agents", kwargs={"ctx": ctx})
+    _warn_collapsed(parts, ctx)
     return _loo_dataset(parts, ctx)
 
 
@@ -329,6 +353,7 @@ class _Fold:
             self.cal = _calibrate(ctx, ctx.train(ag), gen)
             self.seconds = time.perf_counter() - t0
         self.bank: IRTBank = self.cal.bank
+        self.collapsed = self.bank.slopes_collapsed  # its IRT-scored selections stay NaN
         self.own = ctx.c.sel(agent=ag)
         # the tasks not run are predicted as rates over the held-out agent's median runs per cell
         self.target_runs = max(1, round(float(np.median(self.own["n_runs"].values))))
@@ -338,6 +363,9 @@ class _Fold:
         self.out = {k: np.full(shape, np.nan) for k in _KEYS}
         self.tau = np.zeros(len(ctx.sizes))
         self.working: WorkingModel | None = shared.get("working")
+        self.working_note = bool(shared.get("working_note"))  # its choice met a collapsed bank
+        self.working_collapsed = False  # its bank collapsed: its population-average predictions used
+        self.misfit_left_out = 0  # calibration agents its misfit calibration left out (their fold's bank collapsed)
 
     def put(self, j: int, kk: int, rep: int, vals: tuple[float, ...]) -> None:
         """Store one interval: (predicted, lower, upper[, model_lower, model_upper])."""
@@ -388,6 +416,7 @@ class _Fold:
         mis = None
         if ctx.misfit:
             mis = ctx.shared["misfit"] if ctx.shared else _misfit(ctx, ctx.train(self.ag), self.cal, gen)
+            self.misfit_left_out = int(mis.error.isnull().all("n_tasks").sum())
         for rep in range(ctx.n_repeat):
             with warnings.catch_warnings():  # the study reads the order only: its flags are not the study's
                 warnings.simplefilter("ignore", ModelMisfitWarning)
@@ -404,9 +433,11 @@ class _Fold:
         """Design-based estimates from uniform (``defensive`` 1) or tilted draws, with the chosen working model."""
         ctx, gen = self.ctx, self.gen
         if self.working is None:  # chosen once per held-out agent, on its calibration agents only
-            self.working = _working(ctx, ctx.train(self.ag), gen)
-        bank = self.working.bank
-        spec = _Spec(bank, None, self.working.name, self.bank.tasks, ctx.prob, self.target_runs, 50, 41)
+            self.working, self.working_note = _working(ctx, ctx.train(self.ag), gen)
+        bank, fixed = self.working.bank, None
+        if bank is not None and bank.slopes_collapsed:  # as assisted_adaptive: the population-average predictions
+            bank, fixed, self.working_collapsed = None, prior_predictive(bank)[0], True
+        spec = _Spec(bank, fixed, self.working.name, self.bank.tasks, ctx.prob, self.target_runs, 50, 41)
         # the model-based score beside each estimate: 200 of the bank's draws suffice for it (the full
         # bank made these side scores most of the study's time)
         score_bank = bank.thin(200, gen) if bank is not None else None
@@ -417,16 +448,24 @@ class _Fold:
             out = _adaptive_agent(source, gen, spec=spec, n_tasks=ctx.sizes[-1], defensive=defensive,
                                   score_model=False)  # scored at every size below
             for kk, n in enumerate(ctx.sizes):
-                self.put(j, kk, rep, self._assisted_at(out.tab[:n], score_bank))
+                self.put(j, kk, rep, self._assisted_at(out.tab[:n], score_bank, fixed))
 
-    def _assisted_at(self, tab: np.ndarray, bank: IRTBank | None) -> tuple[float, ...]:
-        """Estimate, interval, model-based score and misfit test from the first draws of a path."""
+    def _assisted_at(self, tab: np.ndarray, bank: IRTBank | None, fixed: np.ndarray | None) -> tuple[float, ...]:
+        """Estimate, interval, model-based score and misfit test from the first draws of a path.
+
+        ``fixed``: a collapsed working bank's population-average predictions, scored as
+        assisted_adaptive scores fixed predictions (``bank`` None).
+        """
         ctx, T = self.ctx, self.ctx.T
         tasks = tab[:, 0].astype(int)
-        if bank is None and ctx.runs == 1:  # no model, 0/1 outcomes: assisted_mean's exact interval
+        if bank is None and fixed is None and ctx.runs == 1:  # no model, 0/1 outcomes: assisted_mean's exact one
             z, p = misfit_test(tab)
             return *srs_exact(tab, T, ctx.prob), np.nan, np.nan, np.nan, z, p
-        if bank is None:  # no model: the plain mean of uniform draws
+        if fixed is not None:
+            est, se, df = des_raj(tab, T, floor=True)
+            model = model_score(_FixedWorking(fixed, self.target_runs), _Drawn(tab), bank=None, prob=ctx.prob,
+                                n_runs=self.target_runs, gen=self.gen)
+        elif bank is None:  # no model: the plain mean of uniform draws
             y = np.zeros(T)
             y[tasks] = tab[:, 5]
             est, se, df = classical(y, np.zeros(T), tasks, np.zeros(T, np.intp), np.ones(T), False)
@@ -441,28 +480,52 @@ class _Fold:
         return est, lo, hi, model[1], model[2], model[0], z, p
 
 
+class _Drawn:
+    """The first draws of a path, read as ``model_score`` reads a record (its ``table()``)."""
+
+    def __init__(self, tab: np.ndarray):
+        self.tab = tab
+
+    def table(self) -> np.ndarray:
+        return self.tab
+
+
 def _calibrate(ctx: _LooContext, train: list[str], gen: np.random.Generator):
-    """The bank of the calibration agents ``train`` (fit_irt_ml at the study's settings)."""
-    return fit_irt_ml(ctx.c.sel(agent=train), model=ctx.model, n_draws=ctx.n_bank_draws, run_icc=ctx.run_icc,
-                      rng=gen)
+    """The bank of the calibration agents ``train`` (fit_irt_ml at the study's settings).
+
+    Its warning that the slopes collapsed is left to the study's one (``_warn_collapsed``).
+    """
+    return fit_counted(ctx.c.sel(agent=train), model=ctx.model, n_draws=ctx.n_bank_draws, run_icc=ctx.run_icc,
+                       rng=gen)
 
 
 def _misfit(ctx: _LooContext, train: list[str], cal, gen: np.random.Generator):
-    """The misfit calibration of adaptive scoring, cross-fitted on the calibration agents ``train``."""
-    return calibrate_misfit(
-        ctx.data.sel(agent=train), budget=ctx.sizes[-1], criterion=ctx.criterion, n_runs=ctx.runs,
-        model=ctx.model, hyper=cal.hyper, run_icc=cal.info["run_icc"], folds=min(5, len(train)), rng=gen,
-    )
+    """The misfit calibration of adaptive scoring, cross-fitted on the calibration agents ``train``.
+
+    Agents it left out (their fold's bank collapsed: NaN error rows) are said once, by the study.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"calibrate_misfit: \d+ of the \d+ agents left out", IRTConvergenceWarning)
+        return calibrate_misfit(
+            ctx.data.sel(agent=train), budget=ctx.sizes[-1], criterion=ctx.criterion, n_runs=ctx.runs,
+            model=ctx.model, hyper=cal.hyper, run_icc=cal.info["run_icc"], folds=min(5, len(train)), rng=gen,
+        )
 
 
-def _working(ctx: _LooContext, train: list[str], gen: np.random.Generator) -> WorkingModel:
-    """The assisted selections' working model, chosen (or the one given) on the calibration agents ``train``."""
+def _working(ctx: _LooContext, train: list[str], gen: np.random.Generator) -> tuple[WorkingModel, bool]:
+    """The assisted selections' working model, chosen (or the one given) on the calibration agents ``train``.
+
+    Also whether the choice met a collapsed bank (said once, by the study): choose_working_model's
+    choice, unwarned, and never refused (a bank that collapsed is replaced by its population-average
+    predictions in ``_Fold.assisted``).
+    """
     c = ctx.c.sel(agent=train)
     if len(ctx.working) == 1:
-        return _forced_working(c, ctx, gen)
-    return choose_working_model(c, candidates=ctx.working, n_tasks=ctx.sizes[-1], defensive=ctx.defensive,
-                                folds=min(5, len(train)), n_bank_draws=ctx.n_bank_draws, run_icc=ctx.run_icc,
-                                rng=gen)
+        return _forced_working(c, ctx, gen), False
+    wm, note = _choose_working(c, candidates=ctx.working, n_tasks=ctx.sizes[-1], defensive=ctx.defensive,
+                               folds=min(5, len(train)), n_bank_draws=ctx.n_bank_draws, n_draws=50, n_grid=41,
+                               run_icc=ctx.run_icc, rng=gen)
+    return wm, bool(note)
 
 
 def _calibrate_once(ctx: _LooContext, rng: None | int | np.random.Generator) -> _LooContext:
@@ -477,18 +540,29 @@ def _calibrate_once(ctx: _LooContext, rng: None | int | np.random.Generator) -> 
     t0 = time.perf_counter()
     shared: dict[str, Any] = {"cal": _calibrate(ctx, train, gen)}
     shared["seconds"] = time.perf_counter() - t0
+    asked = [s for s in ctx.sel if s in _IRT_SCORED]
+    if shared["cal"].bank.slopes_collapsed and asked:
+        raise HierbenchError(
+            f"loo_study: the bank calibrated on the {len(train)} agents of `calibration` collapsed "
+            "(bank.attrs['slopes_collapsed'] = 1: every discrimination ~0, so its item curves are flat and no task "
+            f"tells one agent's ability from another's), so the IRT-scored `selections` {asked} cannot score any "
+            "held-out agent on it. Name more agents in `calibration`"
+            + (", pass model='1pl'" if ctx.model == "2pl" else "")
+            + ", or leave those selections out (random_mean, assisted_random and assisted_adaptive need no bank)"
+        )
     if ctx.misfit and "adaptive" in ctx.sel:
         shared["misfit"] = _misfit(ctx, train, shared["cal"], gen)
     if any(s.startswith("assisted") for s in ctx.sel):
-        shared["working"] = _working(ctx, train, gen)
+        shared["working"], shared["working_note"] = _working(ctx, train, gen)
     return dataclasses.replace(ctx, shared=shared)
 
 
 def _forced_working(train: xr.Dataset, ctx: _LooContext, gen: np.random.Generator) -> WorkingModel:
     """The one working model asked for, calibrated on the calibration agents (no choice made)."""
     name = ctx.working[0]
-    bank = None if name == "none" else fit_irt_ml(train, model=name, n_draws=ctx.n_bank_draws,
-                                                     run_icc=ctx.run_icc, rng=gen).bank
+    # a bank that collapsed is replaced by its population-average predictions (_Fold.assisted), said once
+    bank = None if name == "none" else fit_counted(train, model=name, n_draws=ctx.n_bank_draws,
+                                                   run_icc=ctx.run_icc, rng=gen).bank
     nan = xr.DataArray([np.nan], dims="candidate", coords={"candidate": [name]})
     return WorkingModel(name, bank, nan, nan, f"{name}: given (no choice)")
 
@@ -501,6 +575,8 @@ def _loo_agent(ag: str, gen: np.random.Generator, *, ctx: _LooContext) -> dict[s
         if {"random", "random_mean"} & set(ctx.sel) else []
     )
     for j, s in enumerate(ctx.sel):
+        if fold.collapsed and s in _IRT_SCORED:
+            continue  # NaN: irt_score, adaptive and anchors refuse a bank whose item curves are flat
         if s == "random_mean":
             fold.random_mean(j, perms)
         elif s == "random":
@@ -515,8 +591,12 @@ def _loo_agent(ag: str, gen: np.random.Generator, *, ctx: _LooContext) -> dict[s
             fold.adaptive(j)
         else:
             fold.assisted(j, 1.0 if s == "assisted_random" else ctx.defensive)
+    if fold.collapsed and "adaptive" in ctx.sel:
+        fold.tau[:] = np.nan  # not measured
     return {"out": fold.out, "tau": fold.tau, "actual": fold.actual, "seconds": fold.seconds,
-            "working": fold.working.name if fold.working is not None else ""}
+            "working": fold.working.name if fold.working is not None else "", "collapsed": fold.collapsed,
+            "working_collapsed": fold.working_collapsed, "working_note": fold.working_note,
+            "misfit_left_out": fold.misfit_left_out}
 
 
 def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
@@ -541,6 +621,8 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
               else "t" if s.startswith("assisted") else "eti" for s in sel] for p in parts]  # fmt: skip
     ds["ci_kind"] = (("agent", "selection"), np.array(kinds, dtype=object))
     ds["working_model"] = ("agent", np.array([p["working"] for p in parts], dtype=object))
+    ds["bank_collapsed"] = ("agent", np.array([p["collapsed"] for p in parts], dtype=bool))
+    ds["working_collapsed"] = ("agent", np.array([p["working_collapsed"] for p in parts], dtype=bool))
     mean_detail = (
         "exact hypergeometric interval for the mean over all tasks (design U of hierbench.design)"
         if ctx.runs == 1
@@ -566,6 +648,45 @@ def _loo_dataset(parts: list[dict[str, Any]], ctx: _LooContext) -> xr.Dataset:
     if {k for row in kinds for k in row} == {"eti"}:
         ds.attrs["ci_kind"] = "eti"  # one kind for every selection; else see the ci_kind variable
     return ds
+
+
+def _warn_collapsed(parts: list[dict[str, Any]], ctx: _LooContext) -> None:
+    """One warning for the study: the held-out agents whose bank, or working model, collapsed, and what it did."""
+    hold = [str(a) for a in ctx.hold]
+
+    def who(key: str) -> str:
+        names = [a for a, p in zip(hold, parts, strict=True) if p[key]]
+        return f"{len(names)} of the {len(hold)} held-out agents ({', '.join(names[:8])}{', ...' * (len(names) > 8)})"
+
+    flat = sum(p["collapsed"] for p in parts)
+    said = []
+    if flat:
+        asked = [s for s in ctx.sel if s in _IRT_SCORED]
+        on = "the agents of `calibration`" if ctx.calib is not None else "the agents but the one held out"
+        said.append(
+            f"the bank calibrated on {on} collapsed for {who('collapsed')} (bank.attrs['slopes_collapsed'] = 1: "
+            "every discrimination ~0, so the item curves are flat, and irt_score, adaptive and anchors refuse it; "
+            "study['bank_collapsed'])"
+            + (f": their {', '.join(asked)} selections are NaN, and loo_summary's figures of those are over the "
+               f"other {len(hold) - flat} (its n_agents)" if asked else "")
+            + ("; their design-based selections ran as every agent's" if set(ctx.sel) - set(_IRT_SCORED) else ""))
+    if any(p["working_collapsed"] for p in parts):
+        said.append(f"the working model's bank collapsed for {who('working_collapsed')}: their assisted selections "
+                    "used its population-average predictions, fixed, as assisted_adaptive does "
+                    "(study['working_collapsed'])")
+    if any(p["working_note"] for p in parts):
+        said.append(f"the working-model choice met a collapsed bank for {who('working_note')}: a candidate whose bank "
+                    "on the calibration agents collapsed was not chosen, and where a bank cross-fitted without a fold "
+                    "collapsed its criterion there is that of the population-average predictions")
+    if any(p["misfit_left_out"] for p in parts):
+        most = max(p["misfit_left_out"] for p in parts)
+        said.append(f"the misfit calibration of {who('misfit_left_out')} left out up to {most} calibration agents, "
+                    "whose fold's bank collapsed (adaptive refuses such a bank): their adaptive intervals' misfit sd "
+                    "is measured on the other calibration agents")
+    if said:
+        warn_user("loo_study: " + "; ".join(said) + ". For a bank that does not collapse, calibrate on more agents "
+                  "(the 2PL's slopes are prior-dominated under about 10)"
+                  + (" or pass model='1pl'" if ctx.model == "2pl" else ""), IRTConvergenceWarning)
 
 
 @fill_doc
@@ -608,7 +729,10 @@ def loo_summary(
         agent's coverage, averaged over its repeats, counted as its share of a
         success: a mean of 0/1 outcomes varies no more than one of them, so
         the interval is if anything wide); ``width`` (mean interval width);
-        ``n_intervals``. When the study has
+        ``n_intervals``; ``n_agents``, the held-out agents each figure is
+        over (fewer than the study's where a selection is NaN for some, as
+        the IRT-scored ones of an agent whose bank collapsed: warned, and
+        ``attrs["n_agents"]`` stays the study's). When the study has
         an ``"adaptive"`` selection: ``half_gap`` and ``half_gap_ci``, the
         MAE of adaptive with ``n`` tasks minus the MAE of each selection with
         ``2 n`` tasks (negative: adaptive with half the tasks is more
@@ -620,7 +744,7 @@ def loo_summary(
         beat): ``baseline_gap`` and ``baseline_gap_ci``, each selection's
         MAE minus the plain mean's at the same ``n`` (negative: better than
         the baseline), Student t over the agents as ``half_gap``; and
-        ``baseline_ratio``, the ratio of the two MAEs.
+        ``baseline_ratio``, the ratio of the two MAEs over the same agents.
 
     Examples
     --------
@@ -643,13 +767,31 @@ def loo_summary(
     M = err.sizes["agent"]
     if M < 2:
         raise HierbenchError(f"`study` must hold at least 2 held-out agents to measure its Monte Carlo error; got {M}")
+    out = _summary(study, err, cov, prob)
+    out.attrs = {
+        "study_ci_prob": study.attrs.get("ci_prob", np.nan),
+        "n_agents": M,
+        "n_repeat": int(study.sizes.get("repeat", 1)),
+        "units": "score (a fraction of tasks; x 100 for points)",
+    }
+    _warn_fewer(out["n_agents"], study)
+    return out
+
+
+def _summary(study: xr.Dataset, err: xr.DataArray, cov: xr.DataArray, prob: float) -> xr.Dataset:
+    """:func:`loo_summary`'s figures, each over the held-out agents that have it (``n_agents``); gaps paired per agent."""
+    n = err.notnull().sum("agent")
+    with warnings.catch_warnings():  # a selection with at most one agent: its se is NaN, as said by _warn_fewer
+        warnings.filterwarnings("ignore", "Degrees of freedom <= 0", RuntimeWarning)
+        mae_se = err.std("agent", ddof=1) / np.sqrt(n.where(n > 1))
     out = xr.Dataset(
         {
             "mae": err.mean("agent"),
-            "mae_se": err.std("agent", ddof=1) / np.sqrt(M),
+            "mae_se": mae_se,
             "coverage": cov.mean("agent"),
             "width": (study["upper"] - study["lower"]).mean(("agent", "repeat")),
             "n_intervals": study["covered"].notnull().sum(("agent", "repeat")),
+            "n_agents": n,
         }
     )
     out["coverage_ci"] = _coverage_ci(cov, prob)
@@ -658,17 +800,31 @@ def loo_summary(
         out["half_gap"] = gap.mean("agent")
         out["half_gap_ci"] = _agents_t_ci(gap, prob)
     if "random_mean" in study["selection"].values:
-        gap = err - err.sel(selection="random_mean", drop=True)
+        base = err.sel(selection="random_mean", drop=True)
+        gap = err - base
         out["baseline_gap"] = gap.mean("agent")
         out["baseline_gap_ci"] = _agents_t_ci(gap, prob)
-        out["baseline_ratio"] = out["mae"] / out["mae"].sel(selection="random_mean", drop=True)
-    out.attrs = {
-        "study_ci_prob": study.attrs.get("ci_prob", np.nan),
-        "n_agents": M,
-        "n_repeat": int(study.sizes.get("repeat", 1)),
-        "units": "score (a fraction of tasks; x 100 for points)",
-    }
+        out["baseline_ratio"] = out["mae"] / base.where(err.notnull()).mean("agent")  # over the same agents
     return out
+
+
+def _warn_fewer(n: xr.DataArray, study: xr.Dataset) -> None:
+    """Say which selections' figures are over fewer held-out agents than the study's, and why where it is known."""
+    M = study.sizes["agent"]
+    short = [str(s) for s in n["selection"].values if int(n.sel(selection=s).min()) < M]
+    if not short:
+        return
+    why = ""
+    if "bank_collapsed" in study and bool(study["bank_collapsed"].any()):
+        flat = [str(a) for a in study["agent"].values[study["bank_collapsed"].values.astype(bool)]]
+        why = (f"; the banks of {len(flat)} ({', '.join(flat[:8])}{', ...' * (len(flat) > 8)}) collapsed, so their "
+               "IRT-scored selections are NaN (study['bank_collapsed'])")
+    warn_user(
+        f"loo_summary: the figures of {short} are over fewer than the study's {M} held-out agents, as few as "
+        f"{int(n.min())} (n_agents){why}. Each is a mean over the agents that have it, so two selections' mae "
+        "may be over different agents: compare them by baseline_gap and half_gap, paired per agent",
+        UndefinedWarning,
+    )
 
 
 def _warn_unused(n_boot: int | None, rng: object) -> None:
@@ -683,14 +839,22 @@ def _warn_unused(n_boot: int | None, rng: object) -> None:
         )
 
 
+def _over(n: xr.DataArray, M: int) -> str:
+    """Whom an interval over the held-out agents is over (``n`` agents per cell, of ``M``), in words."""
+    some = n.values[n.values > 0]
+    lo = int(some.min()) if some.size else M
+    hi = int(some.max()) if some.size else M
+    return f"the {M} held-out agents" if lo == M else (
+        f"the held-out agents that have the figure ({lo if lo == hi else f'{lo} to {hi}'} of the {M}: n_agents)")
+
+
 def _coverage_ci(cov: xr.DataArray, prob: float) -> xr.DataArray:
     """Wilson interval over the agents of the per-agent coverage ``cov`` (agent, ...), NaN agents left out."""
     n = cov.notnull().sum("agent")
     ci = wilson(cov.sum("agent", skipna=True).values, n.values, prob)
-    n_agents = cov.sizes["agent"]
     return make_interval(
         *ci, prob=prob, kind="wilson", template=n.astype(float),
-        detail=f"Wilson interval over the {n_agents} held-out agents, each agent's coverage (averaged "
+        detail=f"Wilson interval over {_over(n, cov.sizes['agent'])}, each agent's coverage (averaged "
         "over its repeats) counted as its share of a success",
     )
 
@@ -703,7 +867,7 @@ def _agents_t_ci(per_agent: xr.DataArray, prob: float) -> xr.DataArray:
     q = stats.t.ppf(0.5 + prob / 2, n.where(n > 1) - 1)
     return make_interval(
         m - q * se, m + q * se, prob=prob, kind="t",
-        detail=f"Student t interval of the mean over the {per_agent.sizes['agent']} held-out agents "
+        detail=f"Student t interval of the mean over {_over(n, per_agent.sizes['agent'])} "
         "(n_agents - 1 df; repeats averaged within agent)",
     )
 

@@ -66,11 +66,12 @@ from .._base import make_interval
 from .._base import warn_user
 from .._docs import fill_doc
 from ..freq import IRTBank
+from ..freq import IRTConvergenceWarning
 from ..freq import IRTScoreResult
-from ..freq import fit_irt_ml
 from ._posterior import _check_complete
 from ._posterior import _Posterior
 from ._posterior import _Replay
+from ._working import fit_counted
 
 __all__ = ["MisfitCalibration", "calibrate_misfit"]
 
@@ -266,6 +267,22 @@ def calibrate_misfit(
         ready to pass to :func:`adaptive` as ``misfit`` (with the same
         ``criterion`` and ``n_runs``), and the replayed errors behind it.
 
+        A fold whose bank collapsed (``IRTBank.slopes_collapsed``: every
+        discrimination ~0, e.g. two agents whose abilities at the mode
+        coincide, even at fixed ``hyper``) is left out, counted and warned
+        (:class:`hierbench.freq.IRTConvergenceWarning`): :func:`adaptive`
+        refuses such a bank, so nothing adaptive does can be replayed on it.
+        Its agents' ``error`` and ``model_sd`` are NaN, and ``tau`` and its
+        bootstrap are over the other agents (fewer, and the interval's
+        ``ci_detail`` says so); their replays are valid ones of adaptive.
+
+    Raises
+    ------
+    HierbenchError
+        When the bank calibrated on all of ``data`` for ``hyper`` (not
+        given) collapsed, or every fold's did: there is no adaptive scoring
+        to replay.
+
     Examples
     --------
     >>> from hierbench.design import simulate_irt_log
@@ -284,22 +301,54 @@ def calibrate_misfit(
     folds = check_int(folds, "folds", min=2, max=M)
     gen = as_rng(rng)
     t0 = time.perf_counter()
+    hyper, run_icc = _hyperparameters(c, model=model, hyper=hyper, run_icc=run_icc, gen=gen)
+    fold_of = gen.permutation(np.arange(M) % folds)
+    err, sds, flat = _replay_folds(data, c, fold_of, budget=budget, criterion=criterion, n_runs=n_runs, model=model,
+                                   hyper=hyper, run_icc=run_icc, n_bank_draws=n_bank_draws, n_draws=n_draws,
+                                   n_grid=n_grid, gen=gen)
+    return _misfit_result(err, sds, agents, n_boot=n_boot, prob=prob, gen=gen, criterion=criterion, n_runs=n_runs,
+                          n_tasks_bank=c.sizes["task"], folds=folds, t0=t0, kept=~flat)
+
+
+def _hyperparameters(c: xr.Dataset, *, model: str, hyper: dict[str, float] | None, run_icc: float | None,
+                     gen: np.random.Generator) -> tuple[dict[str, float], float]:
+    """The folds' fixed hyperparameters and run correlation: as given, else from a fit on every agent.
+
+    That fit's bank collapsing is refused: adaptive would refuse the bank calibrated on these agents.
+    """
     if run_icc is None and int(c["n_runs"].max()) == 1:
         run_icc = 0.0  # one run per cell: not identified, and fit_irt_ml would say 0
-    if hyper is None or run_icc is None:
-        with warnings.catch_warnings():  # one Laplace draw: only the hyperparameters are wanted
-            warnings.simplefilter("ignore", ZeroWidthIntervalWarning)
-            first = fit_irt_ml(c, model=model, hyper=hyper, n_draws=1, run_icc=run_icc, rng=gen)
-        hyper, run_icc = first.hyper, first.info["run_icc"]
-    fold_of = gen.permutation(np.arange(M) % folds)
+    if hyper is not None and run_icc is not None:
+        return hyper, run_icc
+    with warnings.catch_warnings():  # one Laplace draw: only the hyperparameters are wanted
+        warnings.simplefilter("ignore", ZeroWidthIntervalWarning)
+        first = fit_counted(c, model=model, hyper=hyper, n_draws=1, run_icc=run_icc, rng=gen)
+    first.bank.check_usable(f"calibrate_misfit cannot measure adaptive's misfit on these {c.sizes['agent']} agents: "
+                            "the bank calibrated on all of them (for the `hyper` and `run_icc` not given) is one "
+                            "adaptive refuses, so there is no adaptive scoring to replay")
+    return first.hyper, first.info["run_icc"]
+
+
+def _replay_folds(data: xr.Dataset, c: xr.Dataset, fold_of: np.ndarray, *, budget: int, criterion: str,
+                  n_runs: int, model: str, hyper: dict[str, float], run_icc: float, n_bank_draws: int,
+                  n_draws: int, n_grid: int, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every agent replayed on the bank calibrated without its fold: errors, model sds, and who was left out.
+
+    A fold whose bank collapsed is not replayed (its agents' rows stay NaN, flagged in the third array).
+    """
+    M = c.sizes["agent"]
     err = np.full((M, budget), np.nan)
     sds = np.full((M, budget), np.nan)
+    flat = np.zeros(M, bool)
     rate = (c["n_success"] / c["n_runs"]).transpose("agent", "task").values
     score = data["score"] if "run" in data["score"].dims else data["score"].expand_dims(run=[0], axis=-1)
-    for f in range(folds):
+    for f in range(int(fold_of.max()) + 1):
         out = fold_of == f
-        bank = fit_irt_ml(c.isel(agent=np.flatnonzero(~out)), model=model, hyper=hyper, run_icc=run_icc,
-                          n_draws=n_bank_draws, rng=gen).bank
+        bank = fit_counted(c.isel(agent=np.flatnonzero(~out)), model=model, hyper=hyper, run_icc=run_icc,
+                           n_draws=n_bank_draws, rng=gen).bank
+        if bank.slopes_collapsed:  # adaptive refuses it: nothing to replay (counted and said by _misfit_result)
+            flat |= out
+            continue
         for i in np.flatnonzero(out):
             logs = score.isel(agent=i, drop=True).transpose("task", "run")
             with threadpool_limits(1, user_api="blas"):
@@ -307,8 +356,15 @@ def calibrate_misfit(
                                            n_draws=n_draws, n_grid=n_grid, gen=gen)
             err[i, : mean.size] = mean - float(rate[i].mean())
             sds[i, : mean.size] = sd
-    return _misfit_result(err, sds, agents, n_boot=n_boot, prob=prob, gen=gen, criterion=criterion, n_runs=n_runs,
-                          n_tasks_bank=c.sizes["task"], folds=folds, t0=t0)
+    if flat.all():
+        raise HierbenchError(
+            f"calibrate_misfit cannot measure adaptive's misfit on these {M} agents: the bank calibrated without each "
+            f"of the {int(fold_of.max()) + 1} folds collapsed (bank.attrs['slopes_collapsed'] = 1: every "
+            "discrimination ~0), and adaptive refuses such a bank, so there is no adaptive scoring to replay. "
+            "Calibrate on more agents" + (", with model='1pl'" if model == "2pl" else "")
+            + ", or with fewer `folds` (more agents per bank)"
+        )
+    return err, sds, flat
 
 
 def _misfit_counts(data: Any) -> tuple[xr.Dataset, np.ndarray]:
@@ -350,20 +406,32 @@ def _undetected(tau: np.ndarray, upper: np.ndarray, sds: np.ndarray, M: int) -> 
 
 def _misfit_result(err: np.ndarray, sds: np.ndarray, agents: np.ndarray, *, n_boot: int, prob: float,
                    gen: np.random.Generator, criterion: str, n_runs: int, n_tasks_bank: int, folds: int,
-                   t0: float) -> MisfitCalibration:
-    """tau(n) from the replays' errors and model sds, with its bootstrap over agents."""
-    M, budget = err.shape
-    raw, tau2 = _misfit_tau2(err, sds)
+                   t0: float, kept: np.ndarray | None = None) -> MisfitCalibration:
+    """tau(n) from the replays' errors and model sds, with its bootstrap over the agents replayed (``kept``: all)."""
+    budget = err.shape[1]
+    kept = np.ones(err.shape[0], bool) if kept is None else kept
+    e, s = err[kept], sds[kept]
+    M = e.shape[0]
+    raw, tau2 = _misfit_tau2(e, s)
     boot = np.empty((n_boot, budget))
     for b in range(n_boot):
         idx = gen.integers(0, M, M)
-        boot[b] = np.sqrt(_misfit_tau2(err[idx], sds[idx])[1])
+        boot[b] = np.sqrt(_misfit_tau2(e[idx], s[idx])[1])
     nt = {"n_tasks": np.arange(1, budget + 1)}
     est = xr.DataArray(np.sqrt(tau2), dims="n_tasks", coords=nt, name="misfit_sd")
     q = (1 - prob) / 2
     upper = np.nanquantile(boot, 1 - q, axis=0)
     detail = f"bootstrap over the {M} replayed agents ({n_boot} resamples)"
-    note = _undetected(np.sqrt(tau2), upper, sds, M)
+    if not kept.all():
+        left = agents[~kept]
+        said = (f"{left.size} of the {kept.size} agents left out ({', '.join(map(str, left[:8]))}"
+                f"{', ...' * (left.size > 8)}): the bank calibrated without their fold collapsed "
+                "(bank.attrs['slopes_collapsed'] = 1: every discrimination ~0), which adaptive refuses, so there "
+                "is nothing of adaptive's to replay for them; their error and model_sd rows are NaN")
+        warn_user(f"calibrate_misfit: {said}. The misfit sd is measured on the other {M} agents; calibrate on more "
+                  "agents for every fold's bank to hold", IRTConvergenceWarning)
+        detail += f"; {said}"
+    note = _undetected(np.sqrt(tau2), upper, s, M)
     if note:
         warn_user(f"calibrate_misfit: {note}", SmallSampleWarning)
         detail += f"; {note}"

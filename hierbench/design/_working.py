@@ -18,6 +18,7 @@ This module imports numpy, scipy and xarray only.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -32,8 +33,10 @@ from .._base import as_rng
 from .._base import check_choice
 from .._base import check_int
 from .._base import counts
+from .._base import warn_user
 from .._docs import fill_doc
 from ..freq import IRTBank
+from ..freq import IRTConvergenceWarning
 from ..freq import fit_irt_ml
 from ._assisted import draw_probs
 
@@ -45,6 +48,26 @@ from ._posterior import _Posterior
 __all__ = ["WorkingModel", "choose_working_model"]
 
 CANDIDATES = ("2pl", "1pl", "none")
+
+
+def fit_counted(data: xr.Dataset, **kw: Any) -> Any:
+    """:func:`hierbench.freq.fit_irt_ml` for a caller that counts the banks that collapsed and says so once.
+
+    The fit's warnings of class :class:`hierbench.freq.IRTConvergenceWarning` (the collapse,
+    and the hyperparameters that ran off with it) are dropped when its slopes collapsed, and
+    issued as they came otherwise; its other warnings always are.
+    """
+    cal = None
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            cal = fit_irt_ml(data, **kw)
+    finally:  # a fit that raised drops nothing
+        flat = cal is not None and cal.info["slopes_collapsed"]
+        for w in seen:
+            if not (flat and issubclass(w.category, IRTConvergenceWarning)):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return cal
 
 
 @dataclass(frozen=True)
@@ -112,7 +135,13 @@ def choose_working_model(
     """Choose the working model (2PL, 1PL or none) by cross-fitted design variance on calibration agents.
 
     See the module docstring for the criterion. The chosen bank is then
-    calibrated on every agent of ``data``.
+    calibrated on every agent of ``data``. A candidate whose bank there
+    collapsed (``IRTBank.slopes_collapsed``: every discrimination ~0, as the
+    2PL's on a few agents) is no working model and is not chosen: the next
+    smallest criterion is, and a :class:`hierbench.freq.IRTConvergenceWarning`
+    says so, and how many of the banks cross-fitted without a fold collapsed
+    (on those folds the criterion is that of the population-average
+    predictions). When no candidate is usable: a HierbenchError.
 
     Parameters
     ----------
@@ -148,6 +177,28 @@ def choose_working_model(
     >>> wm.name in ("2pl", "1pl", "none")
     True
     """
+    wm, note = _choose_working(data, candidates=candidates, n_tasks=n_tasks, defensive=defensive, folds=folds,
+                               n_bank_draws=n_bank_draws, n_draws=n_draws, n_grid=n_grid, run_icc=run_icc, rng=rng)
+    if wm.bank is not None and wm.bank.slopes_collapsed:
+        raise HierbenchError(
+            f"choose_working_model: no candidate is a usable working model: {note}. Add 'none' to `candidates` "
+            "(the plain mean of uniform draws), or calibrate on more agents"
+        )
+    if note:
+        warn_user(f"choose_working_model: {note}. Calibrate on more agents (the 2PL's slopes are prior-dominated "
+                  "under about 10) for a model whose bank collapsed to be a candidate", IRTConvergenceWarning)
+    return wm
+
+
+def _choose_working(data: xr.Dataset, *, candidates: Sequence[str], n_tasks: int, defensive: float, folds: int,
+                    n_bank_draws: int, n_draws: int, n_grid: int, run_icc: float | None,
+                    rng: None | int | np.random.Generator) -> tuple[WorkingModel, str]:
+    """:func:`choose_working_model`'s choice, and what collapsed in words ("" when nothing did), neither warned.
+
+    A candidate whose bank calibrated on all of ``data`` collapsed is not chosen; when every
+    model candidate's did (and ``"none"`` is not one) the smallest is returned with its collapsed
+    bank, for the caller to refuse or replace by its population-average predictions.
+    """
     cands = [check_choice(c, "candidates", list(CANDIDATES)) for c in candidates]
     if not cands:
         raise HierbenchError(f"`candidates` must name at least one of {list(CANDIDATES)}")
@@ -159,20 +210,59 @@ def choose_working_model(
     folds = check_int(folds, "folds", min=2)
     n_fit = max(2, min(check_int(n_tasks, "n_tasks", min=2), T) // 2)
     gen = as_rng(rng)
-    crit = _cross_fit(c, cands, folds=min(folds, M), n_fit=n_fit, defensive=float(defensive), gen=gen,
-                      n_bank_draws=n_bank_draws, n_draws=n_draws, n_grid=n_grid, run_icc=run_icc)
+    crit, n_flat = _cross_fit(c, cands, folds=min(folds, M), n_fit=n_fit, defensive=float(defensive), gen=gen,
+                              n_bank_draws=n_bank_draws, n_draws=n_draws, n_grid=n_grid, run_icc=run_icc)
     mean, se = crit.mean(0), crit.std(0, ddof=1) / np.sqrt(M)
-    best = cands[int(np.argmin(mean))]
+    best, bank, dropped = _first_usable(c, cands, mean, gen=gen, n_bank_draws=n_bank_draws, run_icc=run_icc)
     reason = (f"{_choice_words(crit, cands)} ({min(folds, M)} folds over {M} agents, ability from {n_fit} random "
               f"tasks, defensive weight {defensive:g})")
-    bank = None
-    if best != "none":
-        bank = fit_irt_ml(c, model=best, n_draws=n_bank_draws, run_icc=run_icc, rng=gen).bank
+    note = _collapse_note(n_flat, dropped, best, folds=min(folds, M), M=M)
+    if note:
+        reason = f"{best} chosen; {reason}; {note}" if best != cands[int(np.argmin(mean))] else f"{reason}; {note}"
     cc = {"candidate": cands}
     return WorkingModel(best, bank, xr.DataArray(mean, dims="candidate", coords=cc, name="criterion"),
-                        xr.DataArray(se, dims="candidate", coords=cc, name="criterion_se"), reason)
+                        xr.DataArray(se, dims="candidate", coords=cc, name="criterion_se"), reason), note
 
 
+def _first_usable(c: xr.Dataset, cands: list[str], mean: np.ndarray, *, gen: np.random.Generator,
+                  n_bank_draws: int, run_icc: float | None) -> tuple[str, IRTBank | None, list[str]]:
+    """The candidate of smallest mean criterion whose bank on all of ``c`` did not collapse, its bank, the dropped.
+
+    Candidates are calibrated in order of their criterion until one is usable (only the smallest
+    when it is); when none is, the smallest with its collapsed bank.
+    """
+    first = int(np.argmin(mean))
+    banks: dict[str, IRTBank | None] = {}
+    for i in [first, *(int(j) for j in np.argsort(mean, kind="stable") if j != first)]:
+        name = cands[i]
+        if name != "none":
+            banks[name] = fit_counted(c, model=name, n_draws=n_bank_draws, run_icc=run_icc, rng=gen).bank
+        else:
+            banks[name] = None
+        if banks[name] is None or not banks[name].slopes_collapsed:
+            best = name
+            break
+    else:
+        best = cands[first]
+    return best, banks[best], [k for k, b in banks.items() if b is not None and b.slopes_collapsed]
+
+
+def _collapse_note(n_flat: dict[str, int], dropped: list[str], best: str, *, folds: int, M: int) -> str:
+    """What collapsed in a working-model choice, in words ("" when nothing did)."""
+    said = []
+    if dropped:
+        which = " and ".join(dropped)
+        said.append(
+            f"the {which} bank{'s' if len(dropped) > 1 else ''} calibrated on all {M} agents collapsed "
+            "(bank.attrs['slopes_collapsed'] = 1: every discrimination ~0, so the item curves are flat and "
+            "assisted_adaptive would replace it by its population-average predictions), so "
+            + (f"{which} is not chosen" if best not in dropped else "none of them is a working model")
+        )
+    flat = [f"{k} in {v} of {folds}" for k, v in n_flat.items() if v]
+    if flat:
+        said.append(f"the banks cross-fitted without a fold collapsed for {', '.join(flat)} folds: there the "
+                    "criterion is that of the model's population-average predictions, not of its item curves")
+    return "; ".join(said)
 #: a candidate within this many paired standard errors of the smallest criterion ties with it
 TIE_SE = 2.0
 
@@ -208,8 +298,11 @@ def _choice_words(crit: np.ndarray, cands: list[str]) -> str:
 
 def _cross_fit(c: xr.Dataset, cands: list[str], *, folds: int, n_fit: int, defensive: float,
                gen: np.random.Generator, n_bank_draws: int, n_draws: int, n_grid: int,
-               run_icc: Any) -> np.ndarray:
-    """(agent, candidate) design variances per draw, each agent's bank calibrated without its fold."""
+               run_icc: Any) -> tuple[np.ndarray, dict[str, int]]:
+    """(agent, candidate) design variances per draw, each agent's bank calibrated without its fold.
+
+    Also, per candidate, the number of folds whose bank collapsed (its warning is left to the caller).
+    """
     M, T = c.sizes["agent"], c.sizes["task"]
     n = c["n_runs"].transpose("agent", "task").values.astype(np.int64)
     k = np.round(c["n_success"].transpose("agent", "task").values).astype(np.int64)
@@ -218,13 +311,15 @@ def _cross_fit(c: xr.Dataset, cands: list[str], *, folds: int, n_fit: int, defen
     fold_of = gen.permutation(np.arange(M) % folds)
     fit_sets = [gen.permutation(T)[:n_fit] for _ in range(M)]  # the same tasks for every candidate
     out = np.full((M, len(cands)), np.nan)
+    n_flat = dict.fromkeys(cands, 0)
     for j, cand in enumerate(cands):
         for f in range(folds):
             members = np.flatnonzero(fold_of == f)
             bank = None
             if cand != "none":
-                bank = fit_irt_ml(c.isel(agent=np.flatnonzero(fold_of != f)), model=cand, n_draws=n_bank_draws,
-                                     run_icc=run_icc, rng=gen).bank
+                bank = fit_counted(c.isel(agent=np.flatnonzero(fold_of != f)), model=cand, n_draws=n_bank_draws,
+                                   run_icc=run_icc, rng=gen).bank
+                n_flat[cand] += bank.slopes_collapsed
             for i in members:
                 rest = np.ones(T, bool)
                 rest[fit_sets[i]] = False
@@ -236,4 +331,4 @@ def _cross_fit(c: xr.Dataset, cands: list[str], *, folds: int, n_fit: int, defen
                             post.observe(int(t), int(k[i, t]), int(n[i, t]))
                         m, v = post.predictive()
                 out[i, j] = _design_variance(y[i], m, v, rest, defensive)
-    return out
+    return out, n_flat
