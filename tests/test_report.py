@@ -1357,3 +1357,20 @@ def test_a_table_cell_reads_its_inline_code_as_the_markdown_table_does(tmp_path)
     ]
     md = rep.to_markdown()
     assert "resampled by `cluster`" in md and "a < b & c" in md
+
+
+def test_a_prose_columns_heading_is_left_aligned_over_its_text():
+    """A prose column's cells are left-aligned (td.txt) while every heading was right-aligned, so the
+    checklist's "value" heading sat at the far right above text starting at the left.
+    """
+    import re
+
+    import pandas as pd
+
+    from hierbench.report._report import html_table
+
+    df = pd.DataFrame({"item": ["n"], "value": ["a sentence well over twenty-four characters"], "x": [1.5]})
+    html = html_table(df, index=False)
+    left = re.findall(r"th\.(col\d+) \{\s*text-align: left;", html)
+    assert left == ["col1"]  # "value" is the second column; "item" is short, "x" a number
+    assert '<td class="data row0 col1 txt" >' in html

@@ -214,6 +214,9 @@ def html_table(
         else ""
         for c in source.columns
     ]
+    if frame.columns.is_unique:  # a prose column's heading sits over its left-aligned text
+        heads = {c: [{"selector": "th", "props": "text-align:left"}] for c, t in zip(frame.columns, text, strict=True) if t}
+        styler = styler.set_table_styles(heads, overwrite=False) if heads else styler
     marked = (
         df[flag].fillna(False).astype(bool).to_numpy()
         if flag and flag in df.columns
