@@ -540,3 +540,26 @@ def test_beta_binomial_k_above_one_on_single_run_agents_says_it_rests_on_rhos_pr
         warnings.simplefilter("error", UnidentifiedWarning)
         pass_hat_k(dt, k=1)  # k = 1 is the success rate: identified
         pass_hat_k(dt.sel(agent=["a1"]), k=2)
+
+
+def test_a_fit_without_counts_is_told_how_to_give_them_and_the_remedy_works():
+    """fit_replicates' fits keep only their posterior; the error says how to attach the counts, and
+    with them the estimate is the Beta posterior moment by hand: E[p^2 | c, n] = a'(a'+1) / ((a'+b')(a'+b'+1)).
+    """
+    import xarray as xr
+
+    from hierbench.data import to_counts
+    from hierbench.metrics import pass_hat_k
+
+    post = xr.Dataset({"mu": (("chain", "draw", "agent"), np.full((1, 2, 1), 0.5)),
+                       "kappa": (("chain", "draw", "agent"), np.full((1, 2, 1), 2.0))},
+                      coords={"agent": ["a"]})  # fmt: skip
+    dt = xr.DataTree.from_dict({"posterior": post})
+    dt.attrs["hierbench_model"] = "beta_binomial"
+    with pytest.raises(ValueError, match=r"to_counts\(replicate\)\), or pass population=True"):
+        pass_hat_k(dt, k=2)
+    y = np.array([[[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]])  # agent a: 2 of 3, then 0 of 3
+    log = xr.Dataset({"score": (("agent", "task", "run"), y)}, coords={"agent": ["a"], "task": ["t0", "t1"]})
+    dt["constant_data"] = xr.DataTree(to_counts(log))
+    want = np.mean([(1 + c) * (2 + c) / (5 * 6) for c in (2, 0)])  # a' = 1 + c, b' = 1 + 3 - c
+    assert float(pass_hat_k(dt, k=2).estimate.squeeze()) == pytest.approx(want, rel=1e-12)

@@ -86,7 +86,12 @@ def _bb_observed(
     ``p^k`` drawn from its conditional Beta.
     """
     if "constant_data" not in fit.children:
-        raise ValueError("`fit` has no `constant_data` group with `n_runs` and `n_success`")
+        raise ValueError(
+            "`fit` has no `constant_data` group with `n_runs` and `n_success` (the per-task counts these "
+            "tasks' pass^k averages over): hierbench.bayes.fit keeps it; a fit of fit_replicates keeps only "
+            "its posterior, so give it its replicate's counts as fit['constant_data'] = "
+            "xr.DataTree(hierbench.data.to_counts(replicate)), or pass population=True"
+        )
     const = fit["constant_data"].to_dataset()
     n = const["n_runs"].transpose("agent", "task").values.astype(np.float64)
     c = const["n_success"].transpose("agent", "task").values.astype(np.float64)
