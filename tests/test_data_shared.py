@@ -84,6 +84,24 @@ def test_swebench_surfaces_the_claude_37_discrepancy(swebench):
     assert np.abs(diff).max() < 0.2
 
 
+def test_swebench_flag_warning_names_a_remedy_that_runs(shared_data):
+    """The loader's warning said ``ds.drop_sel(agent=[...])`` while attrs['flagged_agents'] is JSON (a
+    list() of it gives characters); the remedy it now writes out runs and leaves the 24 unflagged agents.
+    """
+    import re
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = load_swebench_bash_only()
+    said = next(str(w.message) for w in caught if "flags the records" in str(w.message))
+    remedy = re.search(r"\((ds\.drop_sel\(.*?\)\)\))\) or read", said).group(1)
+    kept = eval(remedy, {"json": json, "ds": ds})  # the words as written
+    raw = pd.read_csv(shared_data / "swebench_bash_only" / "swebench_verified_bash_only_per_instance.csv.gz")
+    flagged = set(raw.loc[raw["flag_per_instance_disagrees_with_reported"].astype(bool), "folder"])  # pandas by hand
+    assert flagged and set(map(str, kept["folder"].values)) == set(map(str, ds["folder"].values)) - flagged
+
+
 # ------------------------------------------------------------------ METR
 
 

@@ -156,8 +156,8 @@ def _flag_disputed_agents(ds: xr.Dataset, leaderboard: Path) -> None:
         f"SWE-bench bash-only: the file itself flags the records of {len(flagged)} agent(s) in its column "
         f"{_SWEBENCH_FLAG!r} (the per-instance record disagrees with the reported result): " + "; ".join(said)
         + ". Kept as read; the flag is the per-run variable 'flag_disagrees_with_reported' and "
-        "attrs['flagged_agents']; leave such an agent out of rankings (ds.drop_sel(agent=[...])) "
-        "or read its scores as suspect",
+        "attrs['flagged_agents'] (JSON: agent -> flagged runs); leave such agents out of rankings "
+        "(ds.drop_sel(agent=list(json.loads(ds.attrs['flagged_agents'])))) or read their scores as suspect",
         HierbenchWarning,
     )
 
