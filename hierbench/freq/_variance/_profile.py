@@ -19,6 +19,9 @@ The REML deviance in absolute components is
   components are set to ``c / (1 - c) * err`` (shared out by free weights when there are
   several).
 
+Each minimisation gets the analytic gradient (through the reparameterisations by the chain
+rule) where :class:`hierbench.freq._variance._reml.RemlProblem` gives one.
+
 A bound that the profile never crosses (a component whose profile stays below the cut
 down to 0, a coefficient whose profile stays below it up to 0 or 1) is the end of the
 parameter space.
@@ -78,10 +81,42 @@ class Profiler:
         n1 = self.p.N - 1
         return n1 * np.log(rss / n1) + n1 + logdet + logm00
 
-    def _minimise(self, fun, x0: np.ndarray, bounds) -> tuple[float, np.ndarray]:
+    def dev_abs_grad(self, theta: np.ndarray, s2e: float) -> tuple[float, np.ndarray, float]:
+        """Return :meth:`dev_abs` and its gradient in ``theta`` and in ``s2e`` (0 where not finite)."""
+        zero = np.zeros(np.size(theta))
+        if not (s2e > 0) or not np.isfinite(s2e):
+            return np.inf, zero, 0.0
+        (logdet, logm00, q_, _), g = self.p.pieces_grad(np.abs(theta))
+        if not np.isfinite(logdet):
+            return np.inf, zero, 0.0
+        rss = self.p.ssw + q_
+        f = (self.p.N - 1) * np.log(s2e) + rss / s2e + logdet + logm00
+        sign = np.where(np.asarray(theta) < 0, -1.0, 1.0)
+        return f, (g[2] / s2e + g[0] + g[1]) * sign, (self.p.N - 1) / s2e - rss / s2e**2
+
+    def dev_rel_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """Return :meth:`dev_rel` and its gradient in ``theta`` (0 where not finite)."""
+        zero = np.zeros(np.size(theta))
+        (logdet, logm00, q_, _), g = self.p.pieces_grad(np.abs(theta))
+        if not np.isfinite(logdet):
+            return np.inf, zero
+        rss = self.p.ssw + q_
+        if rss <= 0:
+            return np.inf, zero
+        n1 = self.p.N - 1
+        sign = np.where(np.asarray(theta) < 0, -1.0, 1.0)
+        return n1 * np.log(rss / n1) + n1 + logdet + logm00, (n1 * g[2] / rss + g[0] + g[1]) * sign
+
+    def _minimise(self, fun, x0: np.ndarray, bounds, fun_grad=None) -> tuple[float, np.ndarray]:
+        """Minimise ``fun`` by L-BFGS-B, with ``fun_grad`` (value and gradient) when it is used."""
         if x0.size == 0:
             return float(fun(x0)), x0
-        r = sopt.minimize(fun, x0, method="L-BFGS-B", bounds=bounds, options=_OPTS)
+        if fun_grad is not None and self.p.use_gradient():
+            r = sopt.minimize(
+                fun_grad, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=_OPTS
+            )
+        else:
+            r = sopt.minimize(fun, x0, method="L-BFGS-B", bounds=bounds, options=_OPTS)
         return float(r.fun), np.asarray(r.x, dtype=float)
 
     # ------------------------------------------------------------------ one component
@@ -97,7 +132,10 @@ class Profiler:
             def prof(c: float) -> float:
                 x0 = self.theta_hat.copy() if state["x"] is None else state["x"]
                 f, x = self._minimise(
-                    lambda th: self.dev_abs(th, c), np.maximum(x0, _FLOOR), [(0.0, None)] * k
+                    lambda th: self.dev_abs(th, c),
+                    np.maximum(x0, _FLOOR),
+                    [(0.0, None)] * k,
+                    lambda th: self.dev_abs_grad(th, c)[:2],
                 )
                 state["x"] = x
                 return f - self.d_min
@@ -118,9 +156,19 @@ class Profiler:
                 th[j] = np.sqrt(c / s2e)
                 return self.dev_abs(th, s2e)
 
+            def fun_grad(x):
+                # x = (log s_e, the other theta); theta_j = sqrt(c / s_e), so
+                # d theta_j / d log s_e = -theta_j / 2
+                s2e = np.exp(x[0])
+                th = np.empty(k)
+                th[others] = x[1:]
+                th[j] = np.sqrt(c / s2e)
+                f, gt, gs = self.dev_abs_grad(th, s2e)
+                return f, np.r_[gs * s2e - 0.5 * th[j] * gt[j], gt[others]]
+
             ls = float(np.log(self.s2e_hat))
             bounds = [(ls - 40.0, ls + 40.0)] + [(0.0, None)] * len(others)
-            f, x = self._minimise(fun, np.r_[x0[0], np.maximum(x0[1:], _FLOOR)], bounds)
+            f, x = self._minimise(fun, np.r_[x0[0], np.maximum(x0[1:], _FLOOR)], bounds, fun_grad)
             state["x"] = x
             return f - self.d_min
 
@@ -153,6 +201,31 @@ class Profiler:
                 th2[tau_idx] = tot * w / tau_w[tau_idx]
             return np.sqrt(th2)
 
+        def grad(x, c):
+            """Value and gradient in ``x`` by the chain rule through ``build``."""
+            th = build(x, c)
+            f, g = self.dev_rel_grad(th)
+            th_t = th[tau_idx]
+            if not np.isfinite(f):
+                return f, np.zeros(x.size)
+            if not np.all(th_t > 0):  # d / d theta^2 needs theta > 0: differences there
+                return f, _forward_diff(lambda v: self.dev_rel(build(v, c)), x, f)
+            nf = free.size
+            t = g[tau_idx] / (2.0 * th_t)  # d D / d theta^2 of the universe-score components
+            a = np.abs(x[nf:]) + 1e-12
+            w = a / a.sum() if nt > 1 else np.ones(1)
+            xf = x[:nf]
+            gx = np.empty(x.size)
+            # theta_f = |x_f|, and through err: d theta_tau^2 / d x_f = 2 c err_w_f x_f w / tau_w
+            gx[:nf] = g[free] * np.where(xf < 0, -1.0, 1.0) + 2.0 * c * err_w[free] * xf * float(
+                t @ (w / tau_w[tau_idx])
+            )
+            if nt > 1:  # theta_tau^2 = tot w / tau_w, w = a / sum(a), a = |x_w| + 1e-12
+                tot = c * (float(err_w[free] @ np.square(xf)) + float(err_w[k]))
+                s = t * tot / tau_w[tau_idx]  # d D / d w
+                gx[nf:] = (s - float(s @ w)) / a.sum() * np.where(x[nf:] < 0, -1.0, 1.0)
+            return f, gx
+
         def prof(r: float) -> float:
             c = r / (1.0 - r)
             if state["x"] is None:
@@ -161,11 +234,23 @@ class Profiler:
                 x0 = state["x"]
             bounds = [(0.0, None)] * free.size + [(0.0, 1.0)] * (nt if nt > 1 else 0)
             x0 = np.r_[np.maximum(x0[: free.size], _FLOOR), np.maximum(x0[free.size :], 1e-6)]
-            f, x = self._minimise(lambda x: self.dev_rel(build(x, c)), x0, bounds)
+            f, x = self._minimise(
+                lambda x: self.dev_rel(build(x, c)), x0, bounds, lambda x: grad(x, c)
+            )
             state["x"] = x
             return f - self.d_min
 
         return prof
+
+
+def _forward_diff(fun, x: np.ndarray, f0: float) -> np.ndarray:
+    """Forward-difference gradient (scipy's default step for L-BFGS-B), where the chain rule cannot go."""
+    g = np.zeros(x.size)
+    for i in range(x.size):
+        e = x.copy()
+        e[i] += 1e-8
+        g[i] = (fun(e) - f0) / 1e-8
+    return g
 
 
 def _side(h, t_hat: float, h_hat: float, t_guess: float, direction: float, span: float, xtol):

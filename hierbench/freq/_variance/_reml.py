@@ -21,6 +21,11 @@ deviance is minimised by L-BFGS-B. Each evaluation factorises
 above the cell): the largest block is diagonal and eliminated, the rest
 factorised densely (its coupling to the eliminated block formed sparsely
 when sparse), or the whole of ``A`` by a sparse LU when the rest is large.
+The minimiser gets the deviance's analytic gradient (``pieces_grad``: the
+traces of ``d log|V~|`` are sums of ``A^-1`` at each cell's levels, from the
+same factors at about the cost of one more evaluation) instead of
+differencing it in every parameter; on the sparse-LU path those entries of
+``A^-1`` would take ``q`` solves, so it keeps finite differences.
 Convergence is judged by the deviance still to gain under a local quadratic
 model (the Newton decrement, a likelihood ratio, so independent of the
 number of observations), with parameters at 0 probed inside (the deviance
@@ -47,6 +52,9 @@ __all__: list[str] = []
 
 #: levels outside the largest random-effect block above which the deviance uses a sparse LU
 SPARSE_MIN_REST = 3000
+#: the fits and profiles minimise with the analytic gradient (``RemlProblem.deviance_grad``);
+#: False gives finite differences in scipy, the path before it (kept for comparison)
+_ANALYTIC_GRADIENT = True
 
 
 def _fd_derivatives(fun, x: np.ndarray, h: np.ndarray, free: np.ndarray, f0: float):
@@ -311,6 +319,9 @@ class RemlProblem:
         self.Z = sp.hstack(blocks, format="csr") if blocks else sp.csr_matrix((self.C, 0))
         self.q = self.Z.shape[1]
         self.block_of = np.repeat(np.arange(len(self.terms)), self.block_sizes).astype(np.int64)
+        self._bs = np.cumsum([0, *self.block_sizes]).astype(np.int64)
+        # each cell's level of each term (its column of Z less the block's start), for the gradient
+        self._blockcodes = [c - b for c, b in zip(self._colcodes, self._bs, strict=False)]
         self.n_theta = len(self.terms) + (1 if cell_effect is not None else 0)
         self._sparse = False
         if self.q:
@@ -355,13 +366,21 @@ class RemlProblem:
             if others
             else np.zeros(0, np.int64)
         )
+        # for the gradient: the other blocks' order and their columns in the global order
+        self._others = others
+        self._rest_global = (
+            np.concatenate([np.arange(bs[k], bs[k + 1]) for k in others]).astype(np.int64)
+            if others
+            else np.zeros(0, np.int64)
+        )
 
-    def _sparse_pieces(self, theta: np.ndarray, winv: np.ndarray, wy: np.ndarray):
+    def _sparse_factor(self, theta: np.ndarray, winv: np.ndarray, wy: np.ndarray) -> dict | None:
         """Return ``log|A|`` and ``U'A^-1 U`` (``U = Lambda Z'[W^-1 1, W^-1 ybar]``) by a sparse LU.
 
         The LU is of the symmetric positive definite ``A = Lambda Z'W^-1 Z Lambda + I`` (SuperLU with a
         fill-reducing column order and symmetric, diagonal pivoting, so ``U``'s diagonal
-        carries the determinant). Used when the dense Schur complement would be large.
+        carries the determinant). Used when the dense Schur complement would be large. None
+        at an invalid point; the LU and ``U`` are kept for the gradient.
         """
         lam = theta[: len(self.terms)][self.block_of]
         M = self._Zt @ self.Z.multiply(winv[:, None]).tocsc()
@@ -371,90 +390,215 @@ class RemlProblem:
                 A, permc_spec="COLAMD", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
             )
         except RuntimeError:  # exactly singular: not a valid point
-            return np.inf, None
+            return None
         d = lu.U.diagonal()
         if not np.all(d > 0):
-            return np.inf, None
+            return None
         U = np.column_stack([lam * (self._Zt @ winv), lam * (self._Zt @ wy)])
-        return float(np.log(d).sum()), U.T @ lu.solve(U)
+        return {"logdet_a": float(np.log(d).sum()), "uau": U.T @ lu.solve(U), "lu": lu, "U": U}
 
-    def pieces(self, theta: np.ndarray) -> tuple[float, float, float, float]:
-        """``(log|V~|, log 1'V~^-1 1, Q, mu_hat)`` at relative sds ``theta``."""
+    def _dense_factor(self, theta: np.ndarray, winv: np.ndarray, wy: np.ndarray) -> dict | None:
+        """Return ``log|A|`` and ``U'A^-1 U`` with the largest block eliminated (Schur complement).
+
+        The largest block's own sub-matrix of ``A`` is diagonal (every cell is in one of its
+        levels): it is eliminated and the Schur complement ``S`` on the rest factorised densely.
+        None at an invalid point; the factors are kept for the gradient.
+        """
+        th = theta[: len(self.terms)]
+        lb = th[self._k_big]
+        lr = th[self._lam_r_block]
+        nr, nbg = self._nr, self._nbig
+        R = self._ridx
+        k = R.shape[1]
+        abb = lb * lb * np.bincount(self._bidx, weights=winv, minlength=nbg) + 1.0
+        ub = np.column_stack(
+            [
+                lb * np.bincount(self._bidx, weights=winv, minlength=nbg),
+                lb * np.bincount(self._bidx, weights=wy, minlength=nbg),
+            ]
+        )
+        xb = ub / abb[:, None]
+        uau = ub.T @ xb  # U' A^-1 U (2 x 2)
+        logdet_a = float(np.log(abb).sum())
+        fac = {"abb": abb, "xb": xb}
+        if nr:
+            if self._arb_sparse:  # few (rest, big) pairs co-occur: sparse products
+                arb = sp.csr_matrix(
+                    (np.repeat(winv, k), (self._rb_rows, self._rb_cols)), shape=(nr, nbg)
+                )
+                arb = sp.diags(lr * lb) @ arb
+            else:
+                arb = np.bincount(
+                    self._rb_idx, weights=np.repeat(winv, k), minlength=nr * nbg
+                ).reshape(nr, nbg) * (lr[:, None] * lb)
+            arr = np.bincount(
+                self._rr_idx, weights=np.repeat(winv, k * k), minlength=nr * nr
+            ).reshape(nr, nr) * (lr[:, None] * lr[None, :])
+            arr[np.diag_indices_from(arr)] += 1.0
+            rflat = R.ravel()
+            ur = np.column_stack(
+                [
+                    lr * np.bincount(rflat, weights=np.repeat(winv, k), minlength=nr),
+                    lr * np.bincount(rflat, weights=np.repeat(wy, k), minlength=nr),
+                ]
+            )
+            if self._arb_sparse:
+                S = arr - (arb @ sp.diags(1.0 / abb) @ arb.T).toarray()
+            else:
+                S = arr - (arb / abb[None, :]) @ arb.T
+            ur = ur - arb @ xb
+            Lc, info = sla.lapack.dpotrf(S, lower=1, clean=0, overwrite_a=1)
+            if info != 0:
+                return None
+            w_r, _ = sla.lapack.dtrtrs(Lc, ur, lower=1)
+            uau = uau + w_r.T @ w_r
+            logdet_a += 2.0 * float(np.log(np.diag(Lc)).sum())
+            fac.update(arb=arb, Lc=Lc, w_r=w_r)
+        fac.update(logdet_a=logdet_a, uau=uau)
+        return fac
+
+    def _factor(self, theta: np.ndarray) -> dict | None:
+        """Factorise at ``theta``: ``W``, ``log|A|`` and the sums ``m_ij`` of ``V~^-1``; None if invalid."""
         w = self._w(theta)
         winv = 1.0 / w
         wy = winv * self.ybar
-        if self.q and self._sparse:
-            logdet_a, uau = self._sparse_pieces(theta, winv, wy)
-            if not np.isfinite(logdet_a):
-                return np.inf, 0.0, 0.0, 0.0
-            m00 = float(winv.sum() - uau[0, 0])
-            m01 = float(wy.sum() - uau[0, 1])
-            m11 = float((wy * self.ybar).sum() - uau[1, 1])
-        elif self.q:
-            # A = Lambda Z'W^-1 Z Lambda + I; the largest block's own sub-matrix is diagonal
-            # (every cell is in one of its levels): eliminate it by a Schur complement and
-            # factorise the rest densely
-            th = theta[: len(self.terms)]
-            lb = th[self._k_big]
-            lr = th[self._lam_r_block]
-            nr, nbg = self._nr, self._nbig
-            R = self._ridx
-            k = R.shape[1]
-            abb = lb * lb * np.bincount(self._bidx, weights=winv, minlength=nbg) + 1.0
-            ub = np.column_stack(
-                [
-                    lb * np.bincount(self._bidx, weights=winv, minlength=nbg),
-                    lb * np.bincount(self._bidx, weights=wy, minlength=nbg),
-                ]
-            )
-            xb = ub / abb[:, None]
-            uau = ub.T @ xb  # U' A^-1 U (2 x 2)
-            logdet_a = float(np.log(abb).sum())
-            if nr:
-                if self._arb_sparse:  # few (rest, big) pairs co-occur: sparse products
-                    arb = sp.csr_matrix(
-                        (np.repeat(winv, k), (self._rb_rows, self._rb_cols)), shape=(nr, nbg)
-                    )
-                    arb = sp.diags(lr * lb) @ arb
-                else:
-                    arb = np.bincount(
-                        self._rb_idx, weights=np.repeat(winv, k), minlength=nr * nbg
-                    ).reshape(nr, nbg) * (lr[:, None] * lb)
-                arr = np.bincount(
-                    self._rr_idx, weights=np.repeat(winv, k * k), minlength=nr * nr
-                ).reshape(nr, nr) * (lr[:, None] * lr[None, :])
-                arr[np.diag_indices_from(arr)] += 1.0
-                rflat = R.ravel()
-                ur = np.column_stack(
-                    [
-                        lr * np.bincount(rflat, weights=np.repeat(winv, k), minlength=nr),
-                        lr * np.bincount(rflat, weights=np.repeat(wy, k), minlength=nr),
-                    ]
-                )
-                if self._arb_sparse:
-                    S = arr - (arb @ sp.diags(1.0 / abb) @ arb.T).toarray()
-                else:
-                    S = arr - (arb / abb[None, :]) @ arb.T
-                ur = ur - arb @ xb
-                Lc, info = sla.lapack.dpotrf(S, lower=1, clean=0, overwrite_a=1)
-                if info != 0:
-                    return np.inf, 0.0, 0.0, 0.0
-                w_r, _ = sla.lapack.dtrtrs(Lc, ur, lower=1)
-                uau = uau + w_r.T @ w_r
-                logdet_a += 2.0 * float(np.log(np.diag(Lc)).sum())
-            m00 = float(winv.sum() - uau[0, 0])
-            m01 = float(wy.sum() - uau[0, 1])
-            m11 = float((wy * self.ybar).sum() - uau[1, 1])
+        fac: dict = {"w": w, "winv": winv, "wy": wy, "kind": None}
+        if self.q:
+            part = (self._sparse_factor if self._sparse else self._dense_factor)(theta, winv, wy)
+            if part is None:
+                return None
+            fac.update(part, kind="lu" if self._sparse else "schur")
+            uau = fac["uau"]
+            fac["m00"] = float(winv.sum() - uau[0, 0])
+            fac["m01"] = float(wy.sum() - uau[0, 1])
+            fac["m11"] = float((wy * self.ybar).sum() - uau[1, 1])
         else:
-            logdet_a = 0.0
-            m00 = float(winv.sum())
-            m01 = float(wy.sum())
-            m11 = float((wy * self.ybar).sum())
-        if not m00 > 0:  # 1'V^-1 1 lost to rounding (extreme relative SDs): no valid point
+            fac["logdet_a"] = 0.0
+            fac["m00"] = float(winv.sum())
+            fac["m01"] = float(wy.sum())
+            fac["m11"] = float((wy * self.ybar).sum())
+        if not fac["m00"] > 0:  # 1'V^-1 1 lost to rounding (extreme relative SDs): no valid point
+            return None
+        return fac
+
+    def pieces(self, theta: np.ndarray) -> tuple[float, float, float, float]:
+        """``(log|V~|, log 1'V~^-1 1, Q, mu_hat)`` at relative sds ``theta``."""
+        fac = self._factor(theta)
+        if fac is None:
             return np.inf, 0.0, 0.0, 0.0
-        q_ = max(m11 - m01 * m01 / m00, 0.0)
-        logdet = float(np.log(w).sum()) + logdet_a
+        return self._pieces_of(fac)
+
+    @staticmethod
+    def _pieces_of(fac: dict) -> tuple[float, float, float, float]:
+        m00, m01 = fac["m00"], fac["m01"]
+        q_ = max(fac["m11"] - m01 * m01 / m00, 0.0)
+        logdet = float(np.log(fac["w"]).sum()) + fac["logdet_a"]
         return logdet, float(np.log(m00)), q_, m01 / m00
+
+    def _pattern_inverse(self, fac: dict) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``A^-1`` at each cell's pairs of levels and ``A^-1 U``.
+
+        ``G[c, a, b]`` is the entry of ``A^-1`` at cell ``c``'s level of term ``a`` (row) and
+        of term ``b`` (column), ``C x n_terms x n_terms``; ``A^-1 U`` is ``q x 2`` in the
+        global column order. Schur path: ``A^-1``'s rest block is ``S^-1``, its (rest, big)
+        block ``-S^-1 A_rb D^-1`` and its big diagonal ``1/D + diag(A_br S^-1 A_rb) / D^2``
+        (``D`` the big block's diagonal). Sparse path: columns of ``A^-1`` in chunks.
+        """
+        nk = len(self.terms)
+        G = np.empty((self.C, nk, nk))
+        if fac["kind"] == "lu":
+            lu = fac["lu"]
+            cols = self._colcodes
+            for j0 in range(0, self.q, 256):
+                j1 = min(self.q, j0 + 256)
+                E = np.zeros((self.q, j1 - j0))
+                E[np.arange(j0, j1), np.arange(j1 - j0)] = 1.0
+                Ainv = lu.solve(E)
+                for b in range(nk):
+                    sel = (cols[b] >= j0) & (cols[b] < j1)
+                    jj = cols[b][sel] - j0
+                    for a in range(nk):
+                        G[sel, a, b] = Ainv[cols[a][sel], jj]
+            return G, lu.solve(fac["U"])
+        abb, xb, kb, bidx = fac["abb"], fac["xb"], self._k_big, self._bidx
+        X = np.empty((self.q, 2))
+        if self._nr:
+            Lc, arb = fac["Lc"], fac["arb"]
+            xr, _ = sla.lapack.dtrtrs(Lc, fac["w_r"], lower=1, trans=1)
+            xb = xb - (arb.T @ xr) / abb[:, None]
+            X[self._rest_global] = xr
+            Sinv, _ = sla.lapack.dpotri(Lc, lower=1)
+            Sinv = np.tril(Sinv) + np.tril(Sinv, -1).T
+            if self._arb_sparse:
+                Y = np.asarray(arb.T @ Sinv).T  # S^-1 A_rb (nr x nbig)
+                yb = np.asarray(arb.multiply(Y).sum(axis=0)).ravel()
+            else:
+                Y = Sinv @ arb
+                yb = (arb * Y).sum(axis=0)
+            G[:, kb, kb] = (1.0 / abb + yb / (abb * abb))[bidx]
+            R = self._ridx
+            for a, ka in enumerate(self._others):
+                G[:, ka, kb] = G[:, kb, ka] = -Y[R[:, a], bidx] / abb[bidx]
+                for a2, ka2 in enumerate(self._others):
+                    G[:, ka, ka2] = Sinv[R[:, a], R[:, a2]]
+        else:
+            G[:, kb, kb] = 1.0 / abb[bidx]
+        X[self._bs[kb] : self._bs[kb + 1]] = xb
+        return G, X
+
+    def pieces_grad(
+        self, theta: np.ndarray
+    ) -> tuple[tuple[float, float, float, float], np.ndarray]:
+        """Return :meth:`pieces` and the gradient of its first three in ``theta`` (``3 x n_theta``).
+
+        With ``V~ = sum_k theta_k^2 Z_k Z_k' + W`` and ``p_a = V~^-1 a``: ``d Q / d theta_k =
+        -2 theta_k |Z_k' r|^2`` (``r = p_ybar - mu p_1``, ``mu`` at its optimum),
+        ``d 1'V~^-1 1 / d theta_k = -2 theta_k |Z_k' p_1|^2``, and ``d log|A| / d theta_k =
+        2 tr_k(A^-1 Lambda M)`` (``M = Z'W^-1 Z``, the trace over term ``k``'s levels), a sum
+        over cells of ``A^-1`` at the cell's levels, so no division by ``theta``; the cell
+        effect's ``d log|V~| / d theta_c = 2 theta_c (tr W^-1 - tr(A^-1 Lambda Z'W^-2 Z
+        Lambda))`` and the identity in place of ``Z_k`` in the other two. At an invalid
+        point the gradient is 0.
+        """
+        theta = np.asarray(theta, dtype=float)
+        grad = np.zeros((3, self.n_theta))
+        fac = self._factor(theta)
+        if fac is None:
+            return (np.inf, 0.0, 0.0, 0.0), grad
+        pcs = self._pieces_of(fac)
+        m00, m01, mu = fac["m00"], fac["m01"], pcs[3]
+        winv = fac["winv"]
+        nk = len(self.terms)
+        th = theta[:nk]
+        p1 = winv  # V~^-1 1 and r = V~^-1 (ybar - mu)
+        r = fac["wy"] - mu * winv
+        F = np.zeros((self.C, nk))
+        if self.q:
+            G, X = self._pattern_inverse(fac)
+            zlx = th[0] * X[self._colcodes[0]]  # Z Lambda A^-1 U
+            for k in range(1, nk):
+                zlx += th[k] * X[self._colcodes[k]]
+            p1 = winv - winv * zlx[:, 0]
+            r = r - winv * (zlx[:, 1] - mu * zlx[:, 0])
+            F = G @ th  # (A^-1 Lambda z_c) at each cell's levels
+            grad[0, :nk] = 2.0 * (winv @ F)
+            for k in range(nk):  # |Z_k' p1|^2 and |Z_k' r|^2
+                L = self.block_sizes[k]
+                z1 = np.bincount(self._blockcodes[k], weights=p1, minlength=L)
+                zr = np.bincount(self._blockcodes[k], weights=r, minlength=L)
+                grad[1, k] = -2.0 * th[k] * float(z1 @ z1) / m00
+                grad[2, k] = -2.0 * th[k] * float(zr @ zr)
+        if self.cell_effect is not None:
+            tc = theta[-1]
+            tr_a = float(np.square(winv) @ (F @ th))
+            grad[:, -1] = (
+                2.0 * tc * (float(winv.sum()) - tr_a),
+                -2.0 * tc * float(p1 @ p1) / m00,
+                -2.0 * tc * float(r @ r),
+            )
+        if fac["m11"] - m01 * m01 / m00 < 0.0:  # Q clipped at 0
+            grad[2] = 0.0
+        return pcs, grad
 
     def deviance(self, theta: np.ndarray) -> float:
         logdet, logm00, q_, _ = self.pieces(theta)
@@ -464,6 +608,24 @@ class RemlProblem:
         if rss <= 0:
             return -np.inf
         return (self.N - 1) * np.log(rss) + logdet + logm00
+
+    def deviance_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """Return :meth:`deviance` and its gradient in ``theta`` (0 where the deviance is not finite)."""
+        (logdet, logm00, q_, _), g = self.pieces_grad(theta)
+        if not np.isfinite(logdet):
+            return np.inf, np.zeros(self.n_theta)
+        rss = self.ssw + q_
+        if rss <= 0:
+            return -np.inf, np.zeros(self.n_theta)
+        return (self.N - 1) * np.log(rss) + logdet + logm00, (self.N - 1) * g[2] / rss + g[0] + g[1]
+
+    def use_gradient(self) -> bool:
+        """Tell whether the minimisations take the analytic gradient.
+
+        Not on the sparse-LU path: there its traces need every column of ``A^-1`` (``q``
+        solves), dearer than the ``1 + n_theta`` factorisations of finite differences.
+        """
+        return bool(_ANALYTIC_GRADIENT) and not (self.q and self._sparse)
 
     def _proj_grad(self, theta: np.ndarray) -> np.ndarray:
         """Central-difference gradient, projected on the bounds theta >= 0."""
@@ -557,7 +719,9 @@ class RemlProblem:
         nfev = 0
         if k:
             opts = {"ftol": 1e-13, "gtol": 1e-8, "maxiter": 1000}
-            res = sopt.minimize(self.deviance, x0, method="L-BFGS-B", bounds=bounds, options=opts)
+            jac = self.use_gradient()
+            fun = self.deviance_grad if jac else self.deviance
+            res = sopt.minimize(fun, x0, jac=jac, method="L-BFGS-B", bounds=bounds, options=opts)
             nfev += res.nfev
             theta = np.maximum(res.x, 0.0)
             # a parameter that ends near 0 is set to 0 when that does not raise the deviance
@@ -574,8 +738,9 @@ class RemlProblem:
             converged = dec < 1e-5
             if not converged:  # restart once from where it stopped, off the bounds
                 res = sopt.minimize(
-                    self.deviance,
+                    fun,
                     np.maximum(theta, 0.05),
+                    jac=jac,
                     method="L-BFGS-B",
                     bounds=bounds,
                     options=opts,
