@@ -627,22 +627,6 @@ class RemlProblem:
         """
         return bool(_ANALYTIC_GRADIENT) and not (self.q and self._sparse)
 
-    def _proj_grad(self, theta: np.ndarray) -> np.ndarray:
-        """Central-difference gradient, projected on the bounds theta >= 0."""
-        g = np.zeros_like(theta)
-        f0 = self.deviance(theta)
-        for i in range(theta.size):
-            h = 1e-5 * max(1.0, abs(theta[i]))
-            up = theta.copy()
-            up[i] += h
-            if theta[i] > h:
-                dn = theta.copy()
-                dn[i] -= h
-                g[i] = (self.deviance(up) - self.deviance(dn)) / (2 * h)
-            else:
-                g[i] = min((self.deviance(up) - f0) / h, 0.0)  # at the bound only descent counts
-        return g
-
     def newton_check(self, theta: np.ndarray, polish: int = 3) -> tuple[np.ndarray, float, int]:
         """Scale-free convergence check with Newton polishing.
 
