@@ -181,8 +181,8 @@ def cohort_posterior(
 
     Model-based: its interval is the narrowest of the budgeted designs' and
     carries no guarantee. Replayed in notebook 05 (400 randomisations per
-    cell), its 95% interval covered as little as 0.920 on METR banks, also
-    where audited tasks have two labels (7 of 288 cells wholly below 0.95
+    cell), its 95% interval covered as little as 0.922 on METR banks, also
+    where audited tasks have two labels (5 of 288 cells wholly below 0.95
     by their Wilson interval), and 0.850 on tau-bench with one label per
     task; :func:`budget_interval` gives the design-based interval.
 

@@ -241,7 +241,7 @@ def plan_joint(
     (:func:`plan_uniform`) only on a nearly pure cohort (synthetic, 90%
     of tasks all-pass or all-fail: 0.61-0.69 of U's mean width); on the
     11 real banks of notebook 05 (tau-bench airline and 10 METR agents,
-    12-83 tasks) it was 1.05-3.4 times wider at every budget, though its
+    12-83 tasks) it was 1.05-3.5 times wider at every budget, though its
     point estimate had the lower error on 9 of the 10 banks where it is
     defined. Both intervals hold their level whatever the cohort.
 
