@@ -93,6 +93,9 @@ from .._inputs import with_counts_hash
 from .._kernels import few_units
 from .._kernels import few_units_text
 from .._kernels import ratio
+from ._fit import FIT_BINS
+from ._fit import FitCheck
+from ._fit import check_rng
 
 __all__ = [
     "DoublingTimeResult",
@@ -141,6 +144,17 @@ class TimeHorizonResult(Result):
     extrapolated : DataArray (agent, success)
         Whether the estimate lies outside ``minutes_range`` (a finite,
         positive horizon read off the line beyond the data).
+    fit_check : Dataset or None
+        Whether the logistic curve describes each agent's tasks: per
+        ``(agent, bin)`` of task length ``observed`` and ``fitted`` weighted
+        success, ``n_tasks``, ``weight`` and the bin's ``minutes_lower`` /
+        ``minutes_upper``; per agent the ``statistic``, its ``p_value``
+        (a centred bootstrap over task families; NaN without resamples),
+        ``p_holm`` (Holm over the agents) and ``misfit`` (``p_holm`` below
+        0.05), with ``n_resamples_used`` and ``n_families`` (none below 10:
+        no p-value). How the bins and the test are made:
+        the module ``hierbench.freq._horizon._fit``. None where not asked
+        for; a Dataset of its own, not in ``to_dataset()``.
     """
 
     estimate: xr.DataArray
@@ -151,18 +165,30 @@ class TimeHorizonResult(Result):
     n_undefined: xr.DataArray | None = None
     n_skipped: xr.DataArray | None = None
     extrapolated: xr.DataArray | None = None
+    fit_check: xr.Dataset | None = None
 
     _dataset_exclude: ClassVar[tuple[str, ...]] = ("resamples",)
     _estimate_label: ClassVar[str] = "horizon in human minutes"
     _repr_floor: ClassVar[float | None] = 0.01  # a limit horizon (3.9e-110 minutes) reads "<0.01"
 
     def _repr_lines(self) -> list[str]:
-        lines = super()._repr_lines()
+        lines = super()._repr_lines() + _misfit_line(self.fit_check)
         if self.n_undefined is None:
             return lines
         return lines + limit_flags(self.n_undefined["agent"].values.tolist(), self.n_undefined.values,
                                    self.resamples.values, float(self.ci.attrs.get("ci_prob", DEFAULT_PROB)),
                                    "one outcome or a slope not negative", "resamples")  # fmt: skip
+
+
+def _misfit_line(check: xr.Dataset | None) -> list[str]:
+    """One repr line naming the agents whose curve the fit check flags (none: no line)."""
+    if check is None or not check["misfit"].any():
+        return []
+    bad = check["misfit"].values.astype(bool)
+    named = ", ".join(f"{a} (p {p:.2g}, Holm {h:.2g})" for a, p, h in zip(
+        check["agent"].values[bad], check["p_value"].values[bad], check["p_holm"].values[bad], strict=True))
+    return [f"  the logistic curve misfits: {named}; its horizon is a summary of a curve that does not describe "
+            "these tasks (fit_check)"]  # fmt: skip
 
 
 @dataclass(frozen=True, repr=False)
@@ -399,7 +425,12 @@ def _resample(
     return idx, np.where(valid, ss, 0.0).sum(-1)
 
 
-def _checked(data: xr.Dataset, minutes: str, success: Sequence[float], levels: Sequence[str]) -> tuple:
+def _checked(data: xr.Dataset, minutes: str, success: Sequence[float], levels: Sequence[str], n_resamples: int,
+             regularization: float, fit_check: bool | int) -> tuple:
+    """``log2`` minutes, the success levels, the levels set, ``n_resamples`` and the fit check's bins (0: none)."""
+    n_resamples = check_int(n_resamples, "n_resamples", min=0)
+    if not np.isfinite(regularization) or regularization < 0:
+        raise HierbenchError(f"`regularization` must be >= 0; got {regularization!r}")
     x_min = task_minutes(data, minutes)
     succ = np.atleast_1d(np.asarray(success, dtype=float))
     if np.any((succ <= 0) | (succ >= 1)):
@@ -407,7 +438,32 @@ def _checked(data: xr.Dataset, minutes: str, success: Sequence[float], levels: S
     lv = set(levels)
     if not lv <= {"family", "task", "run"}:
         raise HierbenchError(f"`levels` must be a subset of ('family', 'task', 'run'); got {list(levels)}")
-    return np.log2(x_min), succ, lv
+    if isinstance(fit_check, bool | np.bool_):
+        bins = FIT_BINS if fit_check else 0
+    elif isinstance(fit_check, int | np.integer) and fit_check >= 2:
+        bins = int(fit_check)
+    else:
+        raise HierbenchError(f"`fit_check` must be True, False or a number of length bins >= 2; got {fit_check!r}")
+    return np.log2(x_min), succ, lv, n_resamples, bins
+
+
+def _fit_check(data, family, agents, arrays, coef, conv, lam, n_resamples, n_bins, rng) -> xr.Dataset | None:
+    """The fit check's table (``hierbench.freq._horizon._fit``), None where ``n_bins`` is 0.
+
+    ``arrays``: ``x``, ``n``, ``w_cell``, ``y``. Its replicates (none where
+    ``n_resamples`` is 0: no p-value) draw from ``check_rng`` of ``rng``, which
+    leaves ``rng``'s stream where it was.
+    """
+    if not n_bins:
+        return None
+    x, n, w_cell, y = arrays
+    coef0, conv0 = _fit_logistic(x, w_cell * y, w_cell * (n - y), 0.0)
+    nan = np.full_like(coef, np.nan)
+    check = FitCheck(x, n, w_cell, y, np.where(conv[:, None], coef, nan), np.where(conv0[:, None], coef0, nan), n_bins)
+    if n_resamples:
+        codes, _ = cluster_codes(data, family, missing="singleton", name="family")
+        check.replicate(codes, _fit_logistic, lam, n_resamples, check_rng(as_rng(rng)))
+    return check.result(agents)
 
 
 @fill_doc
@@ -423,6 +479,7 @@ def time_horizon(
     levels: Sequence[str] = ("family", "task", "run"),
     prob: float = DEFAULT_PROB,
     rng: None | int | np.random.Generator = None,
+    fit_check: bool | int = True,
 ) -> TimeHorizonResult:
     """Each agent's time horizon by METR's method, with hierarchical-bootstrap intervals.
 
@@ -448,12 +505,14 @@ def time_horizon(
     %(prob)s
     rng : None, int or numpy.random.Generator
         Seeds the bootstrap.
+    fit_check : bool or int
+        Whether the curve fits each agent, by 4 (or this many) bins of task length (``fit_check``); False: no check.
 
     Returns
     -------
     TimeHorizonResult
         ``estimate`` (agent, success) in minutes, ``ci`` percentile intervals,
-        ``n_undefined`` / ``n_skipped`` per agent, ``extrapolated``.
+        ``n_undefined`` / ``n_skipped`` per agent, ``extrapolated``, ``fit_check``.
 
     Warns
     -----
@@ -489,10 +548,7 @@ def time_horizon(
     True
     """
     prob = check_prob(prob)
-    n_resamples = check_int(n_resamples, "n_resamples", min=0)
-    if not np.isfinite(regularization) or regularization < 0:
-        raise HierbenchError(f"`regularization` must be >= 0; got {regularization!r}")
-    x, succ, lv = _checked(data, minutes, success, levels)
+    x, succ, lv, n_resamples, n_bins = _checked(data, minutes, success, levels, n_resamples, regularization, fit_check)
     s, n = _packed(data)
     w_cell = _weights(data, weights, family, n)
     y = np.where(np.isfinite(s), s, 0.0).sum(-1)
@@ -505,12 +561,12 @@ def time_horizon(
     est[extreme < 0], est[extreme > 0] = 0.0, np.inf
     est[_undefined_agents(agents, coef, conv, extreme, _spread(x, n > 0), regularization, (n > 0).any(1))] = np.nan
     lengths = [float(2**x_short), float(2 ** x[ran].max())] if ran.any() else []
-    note = extrapolated_note(agents, succ, est, lengths)
-    if note:
+    if note := extrapolated_note(agents, succ, est, lengths):
         warn_user(note, ExtrapolatedHorizonWarning)
     boot = _bootstrap(data, family, s, n, x, w_cell, succ, regularization, n_resamples, lv, as_rng(rng), x_short)
+    check = _fit_check(data, family, agents, (x, n, w_cell, y), coef, conv, regularization, n_resamples, n_bins, rng)
     few = _few_units(data, family, n, lv, prob) if n_resamples else ""
-    return with_counts_hash(_horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths, few)), data, rng)
+    return with_counts_hash(_horizon_result(agents, succ, est, coef, boot, prob, lv, (weights, regularization, lengths, few), check), data, rng)
 
 
 def _few_units(data: xr.Dataset, family: str, n: np.ndarray, lv: set, prob: float) -> str:
@@ -580,7 +636,7 @@ def _bootstrap(data, family, s, n, x, w_cell, succ, lam, n_resamples, lv, gen, x
     return out, n_limit, n_skip
 
 
-def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings) -> TimeHorizonResult:
+def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings, check=None) -> TimeHorizonResult:
     boot, n_limit, n_skip = boot
     weights, lam, lengths, few = settings
     n_resamples = boot.shape[0]
@@ -611,6 +667,7 @@ def _horizon_result(agents, succ, est, coef, boot, prob, lv, settings) -> TimeHo
         n_skipped=xr.DataArray(n_skip, name="n_skipped", **by_agent),
         extrapolated=xr.DataArray(outside_lengths(est, lengths), dims=("agent", "success"), coords=coords,
                                   name="extrapolated"),
+        fit_check=check,
     )  # fmt: skip
 
 
