@@ -224,3 +224,25 @@ def test_a_log_whose_minutes_are_not_valid_is_said_in_the_section_not_raised():
     bad = ds.assign_coords(human_minutes=("task", np.r_[np.nan, ds["human_minutes"].values[1:]]))
     with pytest.raises(_Skip, match=r"METR's method: `human_minutes` must be positive and finite; tasks \['t0'\]"):
         _section(None, bad)
+
+
+def test_the_horizons_text_says_what_the_curve_check_found():
+    """METR's paragraph names the agents whose logistic curve the fit check flags, or says none was and
+    that no flag is not proof of fit; a result without a check adds nothing.
+    """
+    from types import SimpleNamespace
+
+    import xarray as xr
+
+    from hierbench.report._horizons import _fit_check_text
+
+    def check(misfit):
+        return xr.Dataset({"p_holm": ("agent", [0.01, 0.9]), "misfit": ("agent", misfit)},
+                          coords={"agent": ["a", "b"]}, attrs={"n_bins": 4, "alpha": 0.05})  # fmt: skip
+
+    assert _fit_check_text(SimpleNamespace(fit_check=None)) == ""
+    flagged = _fit_check_text(SimpleNamespace(fit_check=check([True, False])))
+    assert "4 bins of task length" in flagged and "Holm over the agents at 0.05" in flagged
+    assert "the curve misfits a (Holm p 0.01): read their horizons" in flagged and "b (" not in flagged
+    clean = _fit_check_text(SimpleNamespace(fit_check=check([False, False])))
+    assert "no agent's curve departs detectably" in clean and "not proof of fit" in clean

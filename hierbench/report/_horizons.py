@@ -144,6 +144,20 @@ def _extrapolated_text(res) -> str:
     return f"Estimate outside the tasks' lengths (extrapolated): {', '.join(ext) if ext else 'none'}."
 
 
+def _fit_check_text(res) -> str:
+    """Whether METR's logistic curve describes each agent's tasks, as ``fit_check`` found ("" without one)."""
+    check = getattr(res, "fit_check", None)
+    if check is None:
+        return ""
+    head = (f" Curve check (fit_check: observed against fitted success in {int(check.attrs['n_bins'])} bins of "
+            f"task length, a bootstrap over task families, Holm over the agents at {check.attrs['alpha']:g}): ")
+    bad = [f"{a} (Holm p {h:.2g})" for a, h, m in zip(check["agent"].values, check["p_holm"].values,
+                                                       check["misfit"].values, strict=True) if m]  # fmt: skip
+    if bad:
+        return head + f"the curve misfits {', '.join(bad)}: read their horizons as summaries of a curve that does not describe these tasks."
+    return head + "no agent's curve departs detectably (the check has modest power: no flag is not proof of fit)."
+
+
 def _flags(res, name: str, n_of: int, sample: str, prob: float) -> pd.Series:
     """Per ``(agent, success)``: extrapolated, an estimate at a limit or missing, limits deciding a bound, left out."""
     est = res.estimate.to_series()
@@ -182,7 +196,7 @@ def _text(ctx: _Context, bayes, metr, why: list[str]) -> str:
         parts.append(
             "METR: hierbench.freq.time_horizon of the data, METR's weighted logistic regression per agent with "
             f"its hierarchical bootstrap{seed}: {metr.ci.attrs['ci_detail']}. "
-            + _extrapolated_text(metr))
+            + _extrapolated_text(metr) + _fit_check_text(metr))
     if bayes is not None and metr is not None:
         parts.append("The two differ by design (hierbench.bayes.build_horizon): task families are random "
                      "effects rather than run weights, and the 80% horizon is read off the marginal curve, "
