@@ -80,6 +80,7 @@ from .._base import warn_user
 from .._docs import fill_doc
 from .._parallel import map_seeded
 from .._parallel import state_seed
+from ..freq import SLOPES_COLLAPSED_WORDS
 from ..freq import IRTBank
 from ..freq import IRTConvergenceWarning
 from ..freq import irt_score
@@ -105,6 +106,7 @@ from ._subset import prior_predictive
 from ._working import CANDIDATES
 from ._working import WorkingModel
 from ._working import _choose_working
+from ._working import first_names
 from ._working import fit_counted
 
 __all__ = ["loo_study", "loo_summary"]
@@ -544,7 +546,7 @@ def _calibrate_once(ctx: _LooContext, rng: None | int | np.random.Generator) -> 
     if shared["cal"].bank.slopes_collapsed and asked:
         raise HierbenchError(
             f"loo_study: the bank calibrated on the {len(train)} agents of `calibration` collapsed "
-            "(bank.attrs['slopes_collapsed'] = 1: every discrimination ~0, so its item curves are flat and no task "
+            f"({SLOPES_COLLAPSED_WORDS}, so its item curves are flat and no task "
             f"tells one agent's ability from another's), so the IRT-scored `selections` {asked} cannot score any "
             "held-out agent on it. Name more agents in `calibration`"
             + (", pass model='1pl'" if ctx.model == "2pl" else "")
@@ -656,7 +658,7 @@ def _warn_collapsed(parts: list[dict[str, Any]], ctx: _LooContext) -> None:
 
     def who(key: str) -> str:
         names = [a for a, p in zip(hold, parts, strict=True) if p[key]]
-        return f"{len(names)} of the {len(hold)} held-out agents ({', '.join(names[:8])}{', ...' * (len(names) > 8)})"
+        return f"{len(names)} of the {len(hold)} held-out agents ({first_names(names)})"
 
     flat = sum(p["collapsed"] for p in parts)
     said = []
@@ -664,8 +666,8 @@ def _warn_collapsed(parts: list[dict[str, Any]], ctx: _LooContext) -> None:
         asked = [s for s in ctx.sel if s in _IRT_SCORED]
         on = "the agents of `calibration`" if ctx.calib is not None else "the agents but the one held out"
         said.append(
-            f"the bank calibrated on {on} collapsed for {who('collapsed')} (bank.attrs['slopes_collapsed'] = 1: "
-            "every discrimination ~0, so the item curves are flat, and irt_score, adaptive and anchors refuse it; "
+            f"the bank calibrated on {on} collapsed for {who('collapsed')} ({SLOPES_COLLAPSED_WORDS}, so the "
+            "item curves are flat, and irt_score, adaptive and anchors refuse it; "
             "study['bank_collapsed'])"
             + (f": their {', '.join(asked)} selections are NaN, and loo_summary's figures of those are over the "
                f"other {len(hold) - flat} (its n_agents)" if asked else "")
@@ -817,7 +819,7 @@ def _warn_fewer(n: xr.DataArray, study: xr.Dataset) -> None:
     why = ""
     if "bank_collapsed" in study and bool(study["bank_collapsed"].any()):
         flat = [str(a) for a in study["agent"].values[study["bank_collapsed"].values.astype(bool)]]
-        why = (f"; the banks of {len(flat)} ({', '.join(flat[:8])}{', ...' * (len(flat) > 8)}) collapsed, so their "
+        why = (f"; the banks of {len(flat)} ({first_names(flat)}) collapsed, so their "
                "IRT-scored selections are NaN (study['bank_collapsed'])")
     warn_user(
         f"loo_summary: the figures of {short} are over fewer than the study's {M} held-out agents, as few as "

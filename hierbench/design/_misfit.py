@@ -65,12 +65,14 @@ from .._base import counts
 from .._base import make_interval
 from .._base import warn_user
 from .._docs import fill_doc
+from ..freq import SLOPES_COLLAPSED_WORDS
 from ..freq import IRTBank
 from ..freq import IRTConvergenceWarning
 from ..freq import IRTScoreResult
 from ._posterior import _check_complete
 from ._posterior import _Posterior
 from ._posterior import _Replay
+from ._working import first_names
 from ._working import fit_counted
 
 __all__ = ["MisfitCalibration", "calibrate_misfit"]
@@ -359,8 +361,8 @@ def _replay_folds(data: xr.Dataset, c: xr.Dataset, fold_of: np.ndarray, *, budge
     if flat.all():
         raise HierbenchError(
             f"calibrate_misfit cannot measure adaptive's misfit on these {M} agents: the bank calibrated without each "
-            f"of the {int(fold_of.max()) + 1} folds collapsed (bank.attrs['slopes_collapsed'] = 1: every "
-            "discrimination ~0), and adaptive refuses such a bank, so there is no adaptive scoring to replay. "
+            f"of the {int(fold_of.max()) + 1} folds collapsed ({SLOPES_COLLAPSED_WORDS}), and adaptive refuses "
+            "such a bank, so there is no adaptive scoring to replay. "
             "Calibrate on more agents" + (", with model='1pl'" if model == "2pl" else "")
             + ", or with fewer `folds` (more agents per bank)"
         )
@@ -424,9 +426,8 @@ def _misfit_result(err: np.ndarray, sds: np.ndarray, agents: np.ndarray, *, n_bo
     detail = f"bootstrap over the {M} replayed agents ({n_boot} resamples)"
     if not kept.all():
         left = agents[~kept]
-        said = (f"{left.size} of the {kept.size} agents left out ({', '.join(map(str, left[:8]))}"
-                f"{', ...' * (left.size > 8)}): the bank calibrated without their fold collapsed "
-                "(bank.attrs['slopes_collapsed'] = 1: every discrimination ~0), which adaptive refuses, so there "
+        said = (f"{left.size} of the {kept.size} agents left out ({first_names(left)}): the bank calibrated "
+                f"without their fold collapsed ({SLOPES_COLLAPSED_WORDS}), which adaptive refuses, so there "
                 "is nothing of adaptive's to replay for them; their error and model_sd rows are NaN")
         warn_user(f"calibrate_misfit: {said}. The misfit sd is measured on the other {M} agents; calibrate on more "
                   "agents for every fold's bank to hold", IRTConvergenceWarning)

@@ -35,6 +35,7 @@ from .._base import check_int
 from .._base import counts
 from .._base import warn_user
 from .._docs import fill_doc
+from ..freq import SLOPES_COLLAPSED_WORDS
 from ..freq import IRTBank
 from ..freq import IRTConvergenceWarning
 from ..freq import fit_irt_ml
@@ -48,6 +49,11 @@ from ._posterior import _Posterior
 __all__ = ["WorkingModel", "choose_working_model"]
 
 CANDIDATES = ("2pl", "1pl", "none")
+
+
+def first_names(names: Sequence[Any], most: int = 8) -> str:
+    """The first ``most`` names joined by commas, and ``", ..."`` when there are more (the studies' warnings)."""
+    return ", ".join(map(str, names[:most])) + ", ..." * (len(names) > most)
 
 
 def fit_counted(data: xr.Dataset, **kw: Any) -> Any:
@@ -254,7 +260,7 @@ def _collapse_note(n_flat: dict[str, int], dropped: list[str], best: str, *, fol
         which = " and ".join(dropped)
         said.append(
             f"the {which} bank{'s' if len(dropped) > 1 else ''} calibrated on all {M} agents collapsed "
-            "(bank.attrs['slopes_collapsed'] = 1: every discrimination ~0, so the item curves are flat and "
+            f"({SLOPES_COLLAPSED_WORDS}, so the item curves are flat and "
             "assisted_adaptive would replace it by its population-average predictions), so "
             + (f"{which} is not chosen" if best not in dropped else "none of them is a working model")
         )

@@ -34,6 +34,9 @@ from . import _variance
 from ._glmm import *  # noqa: F403
 from ._horizon import *  # noqa: F403
 from ._irt import *  # noqa: F403
+from ._irt._bank import (
+        SLOPES_COLLAPSED_WORDS as SLOPES_COLLAPSED_WORDS,  # for hierbench.design; not in __all__
+)
 from ._irt._ml import cell_loglik as cell_loglik  # for hierbench.design; not in __all__
 from ._irt._prequential import ModelMisfitWarning as ModelMisfitWarning  # design's public class
 from ._irt._prequential import beyond_calibration as beyond_calibration  # for hierbench.design

@@ -23,6 +23,10 @@ class IRTConvergenceWarning(NotConvergedWarning):
     """The MAP optimiser or the empirical-Bayes iterations stopped before converging, or the slopes collapsed."""
 
 
+#: how a message names a bank whose slopes collapsed: the attr that records it, and what it means
+SLOPES_COLLAPSED_WORDS = "bank.attrs['slopes_collapsed'] = 1: every discrimination ~0"
+
+
 @dataclass(frozen=True, repr=False)
 class IRTBank:
     """A calibrated item bank: draws of each task's item parameters.
