@@ -65,47 +65,46 @@ class Profiler:
     def dev_abs(self, theta: np.ndarray, s2e: float) -> float:
         if not (s2e > 0) or not np.isfinite(s2e):
             return np.inf
-        logdet, logm00, q_, _ = self.p.pieces(np.abs(theta))
-        if not np.isfinite(logdet):
-            return np.inf
-        return (self.p.N - 1) * np.log(s2e) + (self.p.ssw + q_) / s2e + logdet + logm00
+        return self._abs_of(self.p.pieces(np.abs(theta)), s2e=s2e, theta=theta)[0]
 
     def dev_rel(self, theta: np.ndarray) -> float:
         """``min over s_e`` of :meth:`dev_abs` (closed form), on the same scale."""
-        logdet, logm00, q_, _ = self.p.pieces(np.abs(theta))
-        if not np.isfinite(logdet):
-            return np.inf
-        rss = self.p.ssw + q_
-        if rss <= 0:
-            return np.inf
-        n1 = self.p.N - 1
-        return n1 * np.log(rss / n1) + n1 + logdet + logm00
+        return self._rel_of(self.p.pieces(np.abs(theta)), theta=theta)[0]
 
     def dev_abs_grad(self, theta: np.ndarray, s2e: float) -> tuple[float, np.ndarray, float]:
         """Return :meth:`dev_abs` and its gradient in ``theta`` and in ``s2e`` (0 where not finite)."""
-        zero = np.zeros(np.size(theta))
         if not (s2e > 0) or not np.isfinite(s2e):
-            return np.inf, zero, 0.0
-        (logdet, logm00, q_, _), g = self.p.pieces_grad(np.abs(theta))
-        if not np.isfinite(logdet):
-            return np.inf, zero, 0.0
-        rss = self.p.ssw + q_
-        f = (self.p.N - 1) * np.log(s2e) + rss / s2e + logdet + logm00
-        sign = np.where(np.asarray(theta) < 0, -1.0, 1.0)
-        return f, (g[2] / s2e + g[0] + g[1]) * sign, (self.p.N - 1) / s2e - rss / s2e**2
+            return np.inf, np.zeros(np.size(theta)), 0.0
+        return self._abs_of(*self.p.pieces_grad(np.abs(theta)), s2e=s2e, theta=theta)
 
     def dev_rel_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """Return :meth:`dev_rel` and its gradient in ``theta`` (0 where not finite)."""
-        zero = np.zeros(np.size(theta))
-        (logdet, logm00, q_, _), g = self.p.pieces_grad(np.abs(theta))
+        return self._rel_of(*self.p.pieces_grad(np.abs(theta)), theta=theta)
+
+    def _abs_of(self, pieces: tuple, g: np.ndarray | None = None, *, s2e: float, theta: np.ndarray) -> tuple:
+        """:meth:`dev_abs` from the pieces at ``|theta|`` (``s2e`` > 0), with ``g``: its gradients in theta and s2e."""
+        logdet, logm00, q_, _ = pieces
         if not np.isfinite(logdet):
-            return np.inf, zero
+            return (np.inf,) if g is None else (np.inf, np.zeros(np.size(theta)), 0.0)
         rss = self.p.ssw + q_
-        if rss <= 0:
-            return np.inf, zero
-        n1 = self.p.N - 1
+        f = (self.p.N - 1) * np.log(s2e) + rss / s2e + logdet + logm00
+        if g is None:
+            return (f,)
         sign = np.where(np.asarray(theta) < 0, -1.0, 1.0)
-        return n1 * np.log(rss / n1) + n1 + logdet + logm00, (n1 * g[2] / rss + g[0] + g[1]) * sign
+        return f, (g[2] / s2e + g[0] + g[1]) * sign, (self.p.N - 1) / s2e - rss / s2e**2
+
+    def _rel_of(self, pieces: tuple, g: np.ndarray | None = None, *, theta: np.ndarray) -> tuple:
+        """:meth:`dev_rel` from the pieces at ``|theta|``, with ``g``: and its gradient in theta."""
+        logdet, logm00, q_, _ = pieces
+        rss = self.p.ssw + q_
+        if not np.isfinite(logdet) or rss <= 0:
+            return (np.inf,) if g is None else (np.inf, np.zeros(np.size(theta)))
+        n1 = self.p.N - 1
+        f = n1 * np.log(rss / n1) + n1 + logdet + logm00
+        if g is None:
+            return (f,)
+        sign = np.where(np.asarray(theta) < 0, -1.0, 1.0)
+        return f, (n1 * g[2] / rss + g[0] + g[1]) * sign
 
     def _minimise(self, fun, x0: np.ndarray, bounds, fun_grad=None) -> tuple[float, np.ndarray]:
         """Minimise ``fun`` by L-BFGS-B, with ``fun_grad`` (value and gradient) when it is used."""

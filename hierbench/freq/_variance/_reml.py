@@ -601,23 +601,23 @@ class RemlProblem:
         return pcs, grad
 
     def deviance(self, theta: np.ndarray) -> float:
-        logdet, logm00, q_, _ = self.pieces(theta)
-        if not np.isfinite(logdet):
-            return np.inf
-        rss = self.ssw + q_
-        if rss <= 0:
-            return -np.inf
-        return (self.N - 1) * np.log(rss) + logdet + logm00
+        return self._deviance_of(self.pieces(theta))[0]
 
     def deviance_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         """Return :meth:`deviance` and its gradient in ``theta`` (0 where the deviance is not finite)."""
-        (logdet, logm00, q_, _), g = self.pieces_grad(theta)
+        return self._deviance_of(*self.pieces_grad(theta))
+
+    def _deviance_of(self, pieces: tuple, g: np.ndarray | None = None) -> tuple[float, np.ndarray | None]:
+        """The deviance from :meth:`pieces`, and with their gradients ``g`` (:meth:`pieces_grad`) its own."""
+        logdet, logm00, q_, _ = pieces
+        zero = None if g is None else np.zeros(self.n_theta)
         if not np.isfinite(logdet):
-            return np.inf, np.zeros(self.n_theta)
+            return np.inf, zero
         rss = self.ssw + q_
         if rss <= 0:
-            return -np.inf, np.zeros(self.n_theta)
-        return (self.N - 1) * np.log(rss) + logdet + logm00, (self.N - 1) * g[2] / rss + g[0] + g[1]
+            return -np.inf, zero
+        value = (self.N - 1) * np.log(rss) + logdet + logm00
+        return value, None if g is None else (self.N - 1) * g[2] / rss + g[0] + g[1]
 
     def use_gradient(self) -> bool:
         """Tell whether the minimisations take the analytic gradient.
