@@ -35,7 +35,9 @@ before the cluster starts::
     import dask
     dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
 
-A process pool works the same way; start it with
+A thread pool runs the pieces in this process: the package's studies and
+fits warn when given one (:func:`warn_threads`), since Python keeps warning
+filters once per process. A process pool works the same way; start it with
 ``mp_context=multiprocessing.get_context("spawn")`` (a forked child inherits
 the parent's running threads, such as a sampler's).
 """
@@ -50,8 +52,9 @@ from typing import Any
 import numpy as np
 
 from ._base import Progress
+from ._base import warn_user
 
-__all__ = ["available_cores", "check_executor", "map_seeded", "spawn_generators"]
+__all__ = ["available_cores", "check_executor", "map_seeded", "spawn_generators", "warn_threads"]
 
 
 def available_cores() -> int:
@@ -112,6 +115,30 @@ def check_executor(executor: Any, name: str = "executor") -> Any:
     )
 
 
+def warn_threads(executor: Any, desc: str) -> None:
+    """Warn when ``executor`` runs its pieces on threads of this process (a thread pool).
+
+    Warning filters (``warnings.catch_warnings``, before Python 3.14) and BLAS
+    thread limits are one per process, not per thread: pieces that set them
+    while others run can lose a warning, report it from another piece, or run
+    with another's BLAS threads. Every result keeps its own seed, so the numbers
+    are those of a serial run; the warnings are what a thread pool can get
+    wrong. Dask workers with one thread each and process pools run each piece
+    in a process of its own.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    if isinstance(executor, ThreadPoolExecutor):
+        warn_user(
+            f"`executor` is a thread pool, and the pieces of this work ({desc}) set warning filters "
+            "or BLAS thread limits, which Python keeps once per process: a piece's warnings can be "
+            "lost or reported by another (the results are those of a serial run). Use a process pool "
+            "(ProcessPoolExecutor(mp_context=multiprocessing.get_context('spawn'))) or a Dask "
+            "cluster with threads_per_worker=1",
+            UserWarning,
+        )
+
+
 def map_seeded(
     fn: Callable[..., Any],
     items: Iterable[Any],
@@ -122,6 +149,7 @@ def map_seeded(
     desc: str = "work",
     kwargs: dict[str, Any] | None = None,
     on_result: Callable[[int, Any], None] | None = None,
+    thread_safe: bool = True,
 ) -> list[Any]:
     """``[fn(item, gen_i, **kwargs) for item in items]``, each with its own spawned Generator.
 
@@ -149,6 +177,11 @@ def map_seeded(
         soon as piece ``i`` and every piece before it are done, while later
         pieces still run: to save results as they come (a run stopped early
         keeps them) without waiting for the slowest piece of a batch.
+    thread_safe : bool
+        False where a piece changes what Python keeps for the whole process
+        (warning filters: a fit, a study that counts its folds' warnings;
+        BLAS thread limits): on a thread pool the pieces then warn
+        (:func:`warn_threads`).
 
     Returns
     -------
@@ -169,6 +202,8 @@ def map_seeded(
     (True, [0, 1])
     """
     executor = check_executor(executor)
+    if not thread_safe:
+        warn_threads(executor, desc)
     items = list(items)
     gens = spawn_generators(rng, len(items))
     kw = dict(kwargs or {})

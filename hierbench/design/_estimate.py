@@ -282,7 +282,8 @@ def assisted_adaptive(
     agents, sources = _sources(run, spec.tasks, spec.n_runs)
     exact = spec.working.startswith("none") and _single_run(sources, spec)
     outs = map_seeded(_adaptive_agent, sources, rng=rng, executor=executor, progress=progress, desc="agents",
-                      kwargs={"spec": spec, "n_tasks": n_tasks, "defensive": float(defensive), "exact": exact})
+                      kwargs={"spec": spec, "n_tasks": n_tasks, "defensive": float(defensive), "exact": exact},
+                      thread_safe=False)
     how = "uniform draws" if defensive == 1 or spec.working.startswith("none") else (
         f"draws tilted to the working model's predictive sd, defensive uniform weight {defensive:g}")
     estimator, detail = _branch(spec, "adaptive", exact)
@@ -446,7 +447,7 @@ def assisted_mean(
     agents, sources = _sources(_plan_logs(outcomes, plan), spec.tasks, spec.n_runs)
     exact = spec.working.startswith("none") and plan.design == "srs" and _single_run(sources, spec)
     outs = map_seeded(_plan_agent, sources, rng=rng, executor=executor,
-                      desc="agents", kwargs={"spec": spec, "plan": plan, "exact": exact})
+                      desc="agents", kwargs={"spec": spec, "plan": plan, "exact": exact}, thread_safe=False)
     estimator, detail = _branch(spec, plan.design, exact)
     return assemble(outs, agents, spec.tasks, prob=spec.prob, working=spec.working, design=f"plan: {plan.design}",
                     detail=detail, kind="exact" if exact else "t", estimator=estimator)

@@ -226,7 +226,7 @@ def loo_study(
     if ctx.calib is not None:
         ctx = _calibrate_once(ctx, rng)
     parts = map_seeded(_loo_agent, list(ctx.hold), rng=rng, executor=executor, progress=progress,
-                       desc="held-out agents", kwargs={"ctx": ctx})
+                       desc="held-out agents", kwargs={"ctx": ctx}, thread_safe=False)
     _warn_collapsed(parts, ctx)
     return _loo_dataset(parts, ctx)
 

@@ -819,6 +819,6 @@ def fit_replicates(
     structure = json.dumps(info["structure"], default=str) if "structure" in info else None
     job = _Job(key, blob, data, settings, dict(sampler_kwargs), str(info["model"]), structure)
     out = map_seeded(_fit_one, list(enumerate(updates)), rng=rng, executor=executor,
-                     progress=progress, desc="replicate fits", kwargs={"job": job})  # fmt: skip
+                     progress=progress, desc="replicate fits", kwargs={"job": job}, thread_safe=False)  # fmt: skip
     _warn_failed(out)
     return out
