@@ -403,6 +403,17 @@ def task_posteriors(
         ci_bound) an equal-tailed interval from one Beta draw per posterior
         draw (attrs ``ci_prob``, ``ci_kind = "eti"``).
 
+    Notes
+    -----
+    Checked on runs the fit did not see (``benchmarks/bench_task_rates.py``: each cell's
+    runs split at random, 20 splits): the posterior mean predicted the held-out runs
+    better than the raw share ``c / k`` in every split, on METR (Brier 0.0819 against
+    0.0855 from 2 seen runs, 0.0649 against 0.0658 from 4) and on tau-bench (0.209
+    against 0.290 from 1). On tau-bench's one agent it ties ``(c + 1) / (k + 2)``
+    (+0.0012); on METR it beats that (0.0819 against 0.1124). The beta-binomial
+    predictive interval of a cell's held-out successes covered 0.97-0.995 at 90%
+    (discrete counts); the plug-in binomial at the raw share 0.48-0.89.
+
     Examples
     --------
     >>> from hierbench.testing import simulate_eval
