@@ -56,6 +56,7 @@ from ._identification import agents_with_runs as agents_with_runs
 from ._identification import most_agents_per_task as most_agents_per_task
 from ._identification import refuse_agents_without_runs as refuse_agents_without_runs
 from ._identification import shared_tasks_per_pair as shared_tasks_per_pair
+from ._identification import task_groups as task_groups
 from ._identification import unidentified_by_design as unidentified_by_design
 from ._identification import unidentified_components as unidentified_components
 from ._intervals import CI_BOUNDS as CI_BOUNDS

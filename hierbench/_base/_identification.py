@@ -4,7 +4,8 @@
 :func:`unidentified_components` and :func:`unidentified_by_design` (which components
 of a crossed decomposition fold into which, with the reason texts :data:`NO_AGENT_SPREAD`,
 :data:`AGENT_TASK_IN_TASK`, :data:`ONE_RUN`, :data:`TASK_IN_RUNS`, :data:`NO_SHARED_TASK`,
-:data:`NO_SHARED_ONE_RUN`), and
+:data:`NO_SHARED_ONE_RUN`), :func:`task_groups` (which agents a common task links,
+directly or through others), and
 :func:`ability_meaning` (what a crossed model's ability is on that design).
 """
 
@@ -146,6 +147,30 @@ def shared_tasks_per_pair(n_runs: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     ran = (np.asarray(n_runs) > 0).astype(np.int64)
     i, j = np.triu_indices(ran.shape[0], 1)
     return i, j, (ran @ ran.T)[i, j]
+
+
+def task_groups(n_runs: np.ndarray) -> np.ndarray:
+    """Each agent's group (0, 1, ...): agents linked by the tasks they ran, directly or through others.
+
+    The connected parts of the agent-task graph (rows of ``n_runs`` are agents): two agents
+    of different groups are never compared on a common task, not even through a third, so
+    any comparison between them rests on their task sets being exchangeable draws. An
+    agent that ran nothing is a group of its own.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> task_groups(np.array([[1, 1, 0, 0], [0, 1, 0, 0], [0, 0, 2, 1]])).tolist()
+    [0, 0, 1]
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = np.asarray(n_runs)
+    if n.shape[0] == 0:
+        return np.zeros(0, dtype=int)
+    ran = (n.reshape(n.shape[0], -1) > 0).astype(np.int64)
+    return connected_components(csr_matrix(ran @ ran.T > 0), directed=False)[1]
 
 
 def agents_with_runs(n_runs: np.ndarray) -> np.ndarray:

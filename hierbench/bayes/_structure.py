@@ -43,6 +43,7 @@ from .._base import UnidentifiedWarning
 from .._base import cluster_codes
 from .._base import fit_record
 from .._base import most_agents_per_task
+from .._base import task_groups
 from .._base import warn_user
 from ..data import separation
 from ..metrics import unidentified_by_design
@@ -447,13 +448,18 @@ def _listed(items: list[str], most: int = 10) -> str:
 
 
 def no_shared_task(st: Structure, counts: xr.Dataset) -> bool:
-    """Warn once, and note in ``st``, when agents ran tasks but no task was run by two of them.
+    """Warn once, and note in ``st``, when some agents are never compared on a common task.
 
-    The builders' agent x task rule already folds the interaction into the task effect on
-    such a design (:func:`decide_agent_task`); what it also means for the user is said here: the
-    agents are never compared on a common task, so any comparison between them (differences of
-    ability, ``prob_superiority``, ranks) rests on their task sets being exchangeable draws from
-    one task population, which the data cannot check. Returns whether it warned.
+    The agents fall into groups linked by the tasks they ran, directly or through other
+    agents (the connected parts of the agent-task graph). With more than one group, the
+    agents of two groups are never compared on common ground, not even through a third
+    agent: any comparison between them (differences of ability, ``prob_superiority``,
+    ranks) rests on their task sets being exchangeable draws from one task population,
+    which the data cannot check. When no task was run by two agents at all, every agent
+    is a group of its own (the builders' agent x task rule already folds the interaction
+    into the task effect there, :func:`decide_agent_task`); when only some are apart
+    (two agents on tasks 0-99, a third on tasks 100-199), the note names the groups.
+    Returns whether it warned.
 
     Examples
     --------
@@ -471,21 +477,32 @@ def no_shared_task(st: Structure, counts: xr.Dataset) -> bool:
     ran = np.asarray(counts["n_runs"].values)
     ran = ran.reshape(ran.shape[0], -1) > 0
     active = np.flatnonzero(ran.any(axis=1))
-    if active.size < 2 or st.design.get("max_agents_per_task", most_agents_per_task(ran)) >= 2:
+    group = task_groups(ran[active])
+    if active.size < 2 or group.max() == 0:
         return False
-    names = np.asarray(counts["agent"].values).astype(str)
-    each = [f"{names[i]}: {int(ran[i].sum())} tasks" for i in active]
-    text = (
-        f"the {active.size} agents share no task ({_listed(each)}): any comparison between them "
-        "rests on their task sets being exchangeable draws from one task population"
-    )
+    names = np.asarray(counts["agent"].values).astype(str)[active]
+    n_ran = ran[active].sum(axis=1)
+    if group.max() + 1 == active.size:  # no task run by two agents
+        each = [f"{a}: {int(k)} tasks" for a, k in zip(names, n_ran, strict=True)]
+        text = (
+            f"the {active.size} agents share no task ({_listed(each)}): any comparison between them "
+            "rests on their task sets being exchangeable draws from one task population"
+        )
+        why = (f"no task of the {int(ran.any(axis=0).sum())} run was run by two agents, so no agent is "
+               "ever compared with another on a common task). Run some tasks with two or more agents")  # fmt: skip
+    else:
+        each = [f"[{_listed(list(names[group == g]), 5)}]: {int(ran[active][group == g].any(axis=0).sum())} tasks"
+                for g in range(group.max() + 1)]  # fmt: skip
+        shown = "; ".join(each[:5]) + ("; ..." if len(each) > 5 else "")
+        text = (
+            f"disconnected design: the agents fall into {len(each)} groups with no task in common, not even "
+            f"through other agents ({shown}): any comparison across groups rests on their task sets being "
+            "exchangeable draws from one task population"
+        )
+        why = ("no agent of one group is ever compared with an agent of another on a common task). "
+               "Run some tasks with agents of each group")  # fmt: skip
     st.note(text)
-    warn_user(
-        f"{text}, which these data cannot check (no task of the {int(ran.any(axis=0).sum())} run "
-        "was run by two agents, so no agent is ever compared with another on a common task). "
-        "Run some tasks with two or more agents to compare them on common ground",
-        UnidentifiedWarning,
-    )
+    warn_user(f"{text}, which these data cannot check ({why} to compare them on common ground", UnidentifiedWarning)
     return True
 
 

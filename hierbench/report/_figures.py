@@ -196,6 +196,13 @@ def heatmap(
 ) -> Figure:
     """A labelled heatmap of a probability matrix (NaN cells left blank).
 
+    The figure is sized from its cells, not the cells from the figure: each cell keeps
+    at least ``_cell_inches`` on a side, and the names, the title (over the whole
+    figure, wrapped to its width) and the colour bar get the room they take, measured
+    once drawn (``_fit_to_cells``). Sized the other way round, two agents with
+    SWE-bench's names ("Claude 4.5 Opus medium (20251101)") left a strip 10 pixels high
+    whose names printed over each other, under a title that ran into the colour bar.
+
     With more than ``max_labels`` rows or columns the axes carry no names (316
     names on an axis are a black bar) and the figure keeps a page's size instead of
     growing with the cells; the caller's caption says so.
@@ -203,39 +210,66 @@ def heatmap(
     plt = _plt()
     n_r, n_c = matrix.shape
     named = max(n_r, n_c) <= max_labels
-    width = max(5, 0.6 * n_c + 3) if named else 10.0
-    fig, ax = plt.subplots(figsize=(width, max(3.5, 0.45 * n_r + 1.8) if named else 8.5))
+    written = annotate and n_r * n_c <= 400
+    fig, ax = plt.subplots(figsize=(10.0, 8.5), layout="constrained")
     vals = matrix.to_numpy(float)
     im = ax.imshow(np.ma.masked_invalid(vals), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
     if named:
-        ax.set_xticks(range(n_c), [str(c) for c in matrix.columns], rotation=45, ha="right")
+        ax.set_xticks(range(n_c), [str(c) for c in matrix.columns], rotation=45, ha="right", rotation_mode="anchor")
         ax.set_yticks(range(n_r), [str(i) for i in matrix.index])
     else:
         ax.set_xticks([])
         ax.set_yticks([])
         xlabel, ylabel = f"{xlabel} ({n_c}, unnamed)", f"{ylabel} ({n_r}, unnamed)"
-    if annotate and n_r * n_c <= 400:
-        for i in range(n_r):
-            for j in range(n_c):
-                v = vals[i, j]
-                if np.isfinite(v):
-                    ax.text(
-                        j,
-                        i,
-                        f"{v:.2f}",
-                        ha="center",
-                        va="center",
-                        fontsize=7,
-                        color="white" if v < 0.6 * vmax else "black",
-                    )
+    if written:
+        for i, j in zip(*np.nonzero(np.isfinite(vals)), strict=True):
+            v = vals[i, j]
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if v < 0.6 * vmax else "black")  # fmt: skip
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    # wrapped to the axes' width (about 8 characters an inch): a long title over a narrow
-    # matrix ran into the colour bar's label
-    ax.set_title(textwrap.fill(title, width=int(8 * (width - 1.5))))
-    fig.colorbar(im, ax=ax, label=cbar_label)
-    fig.tight_layout()
+    cbar = fig.colorbar(im, ax=ax, label=cbar_label)
+    if named:
+        _fit_to_cells(fig, ax, cbar, (n_r, n_c), _cell_inches(max(n_r, n_c), written), title)
+    else:
+        fig.suptitle(_wrapped(title, 10.0))
     return fig
+
+
+def _cell_inches(n: int, written: bool) -> float:
+    """The side of a heatmap cell (inches): room for its two-decimal number, else for a tick label's line.
+
+    0.55 inch where the cells carry their numbers; without them, shrinking with the number of
+    rows and columns ``n`` to fit a page, down to 0.22 inch, a 10-point name's line and a half.
+    """
+    return 0.55 if written else float(np.clip(12.0 / max(n, 1), 0.22, 0.55))
+
+
+def _wrapped(title: str, width_in: float) -> str:
+    """``title`` wrapped to ``width_in`` inches of the figure's title font (about 10 characters an inch)."""
+    return textwrap.fill(title, width=max(20, int(10 * width_in)))
+
+
+def _fit_to_cells(fig, ax, cbar, shape: tuple[int, int], cell: float, title: str) -> None:
+    """Resize ``fig`` until its matrix has ``cell``-inch cells, whatever room the names and title take.
+
+    Constrained layout gives the names, labels, colour bar and title their measured room and the
+    matrix the rest; the figure grows (or shrinks) by what the matrix lacks (or has in excess), and
+    the title is rewrapped to the new width. The matrix is at least as tall as the colour bar's
+    label (else the label runs past the bar into the title), its cells as wide as they are
+    tall where that takes at most 1.1 inch.
+    """
+    n_r, n_c = shape
+    label_h = cbar.ax.yaxis.label.get_window_extent().height / fig.dpi + 0.3  # any backend's renderer
+    tall = max(cell, label_h / n_r)  # the cells as near square as the bar's label lets them be
+    want = np.array([n_c * max(cell, min(tall, 1.1)), n_r * tall])
+    for _ in range(4):
+        fig.suptitle(_wrapped(title, fig.get_figwidth()))
+        fig.draw_without_rendering()
+        have = ax.get_position().size * fig.get_size_inches()
+        if np.all(np.abs(have - want) < 0.02):
+            break
+        fig.set_size_inches(np.maximum(fig.get_size_inches() + want - have, 1.0))
 
 
 def variance_plot(

@@ -8,12 +8,18 @@ adjusted p-value then the size of the difference, at most :data:`PAIR_ROWS`
 of them, under a sentence with the counts, how many rows are left out and
 where every pair is (:data:`PAIRS_CSV` beside the report, or the call that
 gives them).
+
+Also the flags of Bayes numbers that no common task supports (:func:`pair_link_flags`,
+:func:`rank_link_flags`, :func:`link_caption`): agents of different :func:`task_groups`
+are compared by the model's assumption alone.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
+from .._base import task_groups as _task_groups
 
 #: every pair is shown up to this many (a 25-agent leaderboard: 300 pairs)
 PAIR_ROWS = 300
@@ -147,3 +153,97 @@ def pairs_csv(table: pd.DataFrame, agents: list[str], opponents: list[str]) -> s
     out.insert(0, "opponent", opponents)
     out.insert(0, "agent", agents)
     return out.to_csv()
+
+
+# ---------------------------------------------------------------- agents no task links (audit C, C8)
+
+#: the Bayes flag of a pair, or an agent's rank, that no task links: the model's assumption alone
+UNLINKED_FLAG = (
+    "model only: no task in common{how}, so {what} rests on the two task sets being exchangeable "
+    "draws, which the data cannot check"
+)
+#: the Bayes flag of a pair with no task in common that other agents' tasks link
+INDIRECT_FLAG = "indirect: no task in common; compared only through other agents' tasks (the model's additivity)"
+
+
+def ran_matrix(fit, data) -> pd.DataFrame | None:
+    """Agent x task booleans: which agent ran which task, as the fit saw it (else as the log has it).
+
+    Read from the fit's observed cells (``cell_agent`` / ``cell_task``, or a formula fit's
+    ``obs_agent`` / ``obs_task``), else from the log's scores (a score on any run); None for
+    a fit of battles with no log (no tasks to link the agents).
+    """
+    if fit is not None and "observed_data" in getattr(fit, "children", {}):
+        obs = fit["observed_data"].to_dataset()
+        for a, t in (("cell_agent", "cell_task"), ("obs_agent", "obs_task")):
+            if a in obs.coords and t in obs.coords:
+                return pd.crosstab(np.asarray(obs[a].values).astype(str), np.asarray(obs[t].values).astype(str)) > 0
+    if data is None or "score" not in data or not {"agent", "task"} <= set(data["score"].dims):
+        return None
+    s = data["score"]
+    ran = s.notnull().any([d for d in s.dims if d not in ("agent", "task")]).transpose("agent", "task")
+    return pd.DataFrame(ran.values, index=[str(a) for a in s["agent"].values])
+
+
+def task_groups(ran: pd.DataFrame) -> pd.Series:
+    """:func:`hierbench._base.task_groups` of ``ran`` (agent x task booleans), by agent."""
+    return pd.Series(_task_groups(ran.to_numpy()), index=ran.index)
+
+
+def pair_link_flags(ran: pd.DataFrame | None, agents: list[str], opponents: list[str]) -> list[str]:
+    """Each pair's Bayes flag for a comparison no common task supports ("" where the two share a task).
+
+    Agents of different :func:`task_groups`: :data:`UNLINKED_FLAG`; of one group but with no
+    task in common: :data:`INDIRECT_FLAG`. No flags without ``ran`` (:func:`ran_matrix`).
+    """
+    if ran is None:
+        return [""] * len(agents)
+    group = task_groups(ran)
+    unlinked = UNLINKED_FLAG.format(how=", not even through other agents", what="P(a > b)")
+    out = []
+    for a, b in zip(agents, opponents, strict=True):
+        if a not in ran.index or b not in ran.index:
+            out.append("")
+        elif group[a] != group[b]:
+            out.append(unlinked)
+        else:
+            out.append("" if (ran.loc[a] & ran.loc[b]).any() else INDIRECT_FLAG)
+    return out
+
+
+def rank_link_flags(ran: pd.DataFrame | None, index) -> pd.Series:
+    """Each agent's rank flag when some agents are never compared on a common task ("" elsewhere).
+
+    An agent's rank is its place among all the others: when the agents fall into several
+    :func:`task_groups`, every agent's place against those of the other groups is the model's
+    alone. ``index``: agents (or a MultiIndex whose first level is the agent).
+    """
+    agents = [str(i[0] if isinstance(i, tuple) else i) for i in index]
+    out = pd.Series("", index=index, dtype=object)
+    if ran is None:
+        return out
+    group = task_groups(ran)
+    if group.nunique() < 2:
+        return out
+    for k, a in zip(index, agents, strict=True):
+        if a in group.index:
+            others = list(group.index[group != group[a]])
+            who, them = (others[0], "that agent") if len(others) == 1 else (f"{len(others)} agents", "them")
+            out[k] = "partly " + UNLINKED_FLAG.format(how=f" with {who}", what=f"its order against {them}")
+    return out
+
+
+def link_caption(ran: pd.DataFrame | None, what: str = "P(a > b)") -> str:
+    """A figure caption's word on agents no task links: which are apart, and what their ``what`` rests on."""
+    if ran is None:
+        return ""
+    group = task_groups(ran)
+    if group.nunique() < 2:
+        return ""
+    if group.nunique() == len(group):
+        return (f" No two agents ran a common task: every {what} is the model's alone, resting on the agents' "
+                "task sets being exchangeable draws from one task population, which the data cannot check.")  # fmt: skip
+    parts = [", ".join(group.index[group == g]) for g in pd.unique(group)]
+    return (f" The agents fall into {len(parts)} groups with no task in common, not even through other agents "
+            f"({'; '.join(f'[{p}]' for p in parts)}): a {what} across groups is the model's alone, resting on "
+            "their task sets being exchangeable draws from one task population, which the data cannot check.")  # fmt: skip

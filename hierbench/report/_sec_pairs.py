@@ -15,6 +15,8 @@ from ._order import agent_order
 from ._order import order_words
 from ._pair_rows import PAIR_ROWS
 from ._pair_rows import PAIRS_CSV
+from ._pair_rows import link_caption
+from ._pair_rows import ran_matrix
 from ._report import Report
 from ._sections import SEPARATED_FLAG
 from ._sections import _mixed_note
@@ -196,6 +198,7 @@ def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
     the text (no folded copy: 49,770 rows made a 31 MB page).
     """
     from ._pair_rows import pair_agents
+    from ._pair_rows import pair_link_flags
     from ._pair_rows import pair_values
     from ._pair_rows import pairs_csv
     from ._pair_rows import shown_pairs
@@ -216,11 +219,16 @@ def _pair_tables(ctx: _Context, rep: Report, ps, text: list[str]) -> tuple:
     agents, opponents = pair_agents(cmp)
     if ps is not None:
         full["Bayes P(a > b)"] = pair_values(ps, agents, opponents)
-        if sep := set(separated_agents(ctx.fit)):  # a pair with a separated agent: its P(a > b) is the prior's
+        sep = set(separated_agents(ctx.fit))  # a pair with a separated agent: its P(a > b) is the prior's
+        if sep:
             note_separation(ctx)
-            full["Bayes flag"] = pd.Series(["; ".join(SEPARATED_FLAG.format(what=x, number="Bayes ability")
-                                                      for x in map(str, (a, b)) if x in sep)
-                                            for a, b in zip(agents, opponents, strict=True)], index=full.index)
+        # a pair no common task links: its P(a > b) is the model's assumption (audit C, C8)
+        links = pair_link_flags(ran_matrix(ctx.fit, ctx.data), agents, opponents)
+        flags = ["; ".join([*(SEPARATED_FLAG.format(what=x, number="Bayes ability") for x in map(str, (a, b))
+                              if x in sep), *([link] if link else [])])
+                 for a, b, link in zip(agents, opponents, links, strict=True)]  # fmt: skip
+        if sep or any(links):
+            full["Bayes flag"] = pd.Series(flags, index=full.index)
     shown, note = shown_pairs(
         full, f"`{PAIRS_CSV}` beside this report, and `hierbench.freq.compare_agents(data).to_frame()`"
     )
@@ -241,6 +249,7 @@ def _heatmap_caption(ctx: _Context, ps) -> str:
     """The Bayes heatmap's caption: its order and, with too many agents to name, that its axes are unnamed."""
     caption = _HEATMAP_CAPTION.format(what=_label(ctx.var), order=order_words(ctx))
     caption += _separated_caption(ctx, "P(a > b) against every other agent")
+    caption += link_caption(ran_matrix(ctx.fit, ctx.data))
     n = ps.sizes["agent"]
     if n > LABELS_MAX:
         if not ctx.want_freq("compare"):
