@@ -110,3 +110,6 @@ def test_report_flags_bayes_p_of_pairs_that_share_no_task(tmp_path):
         assert (cells[-1].startswith(MODEL_ONLY)) == ("gamma" in pair), cells[0]
     assert "The agents fall into 2 groups with no task in common" in md
     assert "([alpha, beta]; [gamma])" in md
+    # the rank table: every agent's order against the other group is the model's
+    assert md.count("partly model only: no task in common with") == 3
+    assert "a rank order across groups is the model's alone" in md

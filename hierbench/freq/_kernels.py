@@ -337,10 +337,12 @@ def _bca_parts(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """:func:`_bca` without its warning: limits, z0, a and how many statistics have no BCa interval.
 
-    The count is an array ``[undefined, flat]``: the statistics with no BCa interval, and of
-    them those whose every resample equals the estimate (an agent at 0, or 1, on every task),
-    where the percentile interval has no width either. Every output is a function of its own
-    column, so a caller that takes the columns in blocks adds the counts up and warns once
+    The count is an array ``[undefined, flat, one_unit]``: the statistics with no BCa interval;
+    of them those whose every resample equals the estimate, where the percentile interval has no
+    width either; and of those the ones whose data lie in one resampled unit (leaving that task or
+    cluster out leaves the statistic undefined: an agent whose tasks all sit in one cluster), where
+    the cause is not one value on every task. Every output is a function of its own column, so a
+    caller that takes the columns in blocks adds the counts up and warns once
     (:func:`warn_bca_undefined`).
     """
     defined = np.isfinite(dist)
@@ -359,20 +361,43 @@ def _bca_parts(
     q = np.stack([ql, qu], -1)
     bad = ~np.isfinite(q).all(-1)
     flat = bad & np.where(defined, dist == theta, True).all(0)  # no resample differs from the data
-    return _column_quantiles(dist, q), z0, acc, np.array([int(bad.sum()), int(flat.sum())])
+    # left out, one unit leaves the statistic undefined: all its data are in that unit, so a resample that
+    # draws it repeats the estimate whatever the scores (SWE-bench's o3 at 0.68 on django's tasks alone)
+    one = flat & ~np.isfinite(jack).all(0)
+    return _column_quantiles(dist, q), z0, acc, np.array([int(bad.sum()), int(flat.sum()), int(one.sum())])
+
+
+#: why a statistic whose data sit in one resampled unit has no resampling interval (the
+#: DegenerateBootstrapWarning's words; the report's flag names the agent, its cluster and tasks)
+ONE_UNIT_WHY = (
+    "all its tasks lie in one resampled unit (an agent whose tasks all sit in one cluster, or that has "
+    "one task), so every resample that draws that unit repeats the estimate and none measures its spread"
+)
+#: what holds instead where a statistic's tasks all sit in one cluster (pass_hat_k's interval over
+#: its one cluster was NaN for SWE-bench's o3); with a single task nothing does
+ONE_UNIT_ADVICE = (
+    "without the clusters the task bootstrap gives an interval over those tasks, taking them as "
+    "independent (too narrow if a cluster's tasks are alike): hierbench.freq.bootstrap_ci(data, cluster=None), "
+    "or in the CLI a report of the log alone read without --cluster; of a single task no interval can be had: "
+    "give more tasks"
+)
 
 
 def warn_bca_undefined(n_bad, n: int) -> None:
     """Warn that some of ``n`` statistics have no BCa interval (nothing when none).
 
-    ``n_bad``: :func:`_bca_parts`' count ``[undefined, flat]`` (a bare number: none flat). The
-    advice differs by cause: where the resamples spread to one side of the estimate the
-    percentile interval is defined and holds; where every resample equals the estimate (an
-    agent at 0, or 1, on every task) it is ``[x, x]``, no interval at all, and the bound of
-    ``pass_hat_k(data, 1)`` (the report's table flag: ``ZERO_WIDTH_ADVICE``) is the one to use.
+    ``n_bad``: :func:`_bca_parts`' count ``[undefined, flat, one_unit]`` (a bare number: none
+    flat). The advice differs by cause: where the resamples spread to one side of the estimate the
+    percentile interval is defined and holds; where every resample equals the estimate because
+    every task (cluster) has one mean (an agent at 0, or 1, on every task) it is ``[x, x]``, and the
+    bound of ``pass_hat_k(data, 1)`` (the report's table flag: ``ZERO_WIDTH_ADVICE``) is the one to
+    use; where it is because the statistic's tasks all sit in one resampled unit (one cluster),
+    the task bootstrap without the clusters gives an interval over those tasks (pass_hat_k's over
+    the one cluster is NaN unless few tasks carry the mean).
     """
     counts = np.atleast_1d(np.asarray(n_bad, dtype=int))
     bad, flat = int(counts[0]), int(counts[1]) if counts.size > 1 else 0
+    one = int(counts[2]) if counts.size > 2 else 0
     if not bad:
         return
     said = []
@@ -383,11 +408,14 @@ def warn_bca_undefined(n_bad, n: int) -> None:
             "(method='percentile'; in hierbench.report.build bootstrap_method='percentile', and in the CLI's report and demo "
             "--bootstrap-method percentile), or more tasks"
         )
-    if flat:
+    if flat > one:
         said.append(
-            f"{flat} of them: every resample equals the estimate (an agent at 0, or 1, on every task): "
+            f"{flat - one} of them: every resample equals the estimate (an agent at 0, or 1, on every task): "
             f"{ZERO_WIDTH_ADVICE} (the percentile interval there is [x, x], which does not hold)"
         )
+    if one:
+        said.append(f"{one} of them: {ONE_UNIT_WHY}: {ONE_UNIT_ADVICE} (the percentile interval there is [x, x], "
+                    "which does not hold)")  # fmt: skip
     warn_user(
         f"BCa is undefined for {bad} of {n} statistics; their interval is NaN. " + "; ".join(said) + ".",
         DegenerateBootstrapWarning,

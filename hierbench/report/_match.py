@@ -262,6 +262,9 @@ def cluster_note(fit: xr.DataTree, data: xr.Dataset) -> str | None:
         what = f"fit's formula ({formula!r}) has no cluster term"
         remedy = (f"add a cluster term to the formula, e.g. `(1|cluster)` (the log's `{column}` column is read "
                   "as the task coord `cluster`; `--formula` when fitting)")
+    elif _dropped_clusters(fit):  # fitting with --cluster again drops them again (audit C: METR's 3 tasks)
+        what = f"fit's {model} model has no cluster effect"
+        remedy = None
     else:
         what = f"fit's {model} model has no cluster effect"
         remedy = "fit with the clusters (`--cluster` when fitting)"
@@ -270,8 +273,27 @@ def cluster_note(fit: xr.DataTree, data: xr.Dataset) -> str | None:
         f"{what}" + (f" (recorded when it was fitted: {why})" if why else "")
         + ". The frequentist half (bootstrap, paired tests, G-theory) takes the clusters into account; "
         "the Bayesian half (every posterior column, P(a > b), the Bayes variance terms) treats the tasks "
-        f"as independent of their cluster. For both halves on one footing, {remedy}, or read the log without them."
+        "as independent of their cluster. For both halves on one footing, "
+        + (f"{remedy}, or read the log without them." if remedy else
+           "read the log without them (`--cluster` left out; in Python, without the `cluster` coord): these data "
+           "cannot identify a cluster effect, so a fit with `--cluster` leaves it out again.")
     )
+
+
+def _dropped_clusters(fit: xr.DataTree) -> bool:
+    """Whether the fit's builder saw clusters and left them out by its own rule, so a refit with them would too.
+
+    Read from the fit's structure record: the clusters' decision is False, chosen on "auto" (the
+    CLI's ``--cluster``), with the design's cluster figures recorded (``n_clusters``). The crossed
+    and horizon builders' rule (``decide_clusters``) says False on "auto" only where the design cannot
+    identify a cluster effect (one cluster for every task, or most tasks alone in theirs). Not so
+    where the user turned them off, or the IRT builders leave them out unless asked: fitting with them
+    helps there.
+    """
+    decision = _fit_decision(fit, "clusters")
+    design = fit_record(fit, "hierbench_structure").get("design", {})
+    irt = str(fit.attrs.get("hierbench_model", "")).startswith("irt")
+    return decision.get("choice") is False and decision.get("source") == "auto" and "n_clusters" in design and not irt
 
 
 #: a formula's grouping by the task coord ``cluster``: ``(1|cluster)``, ``(1 + x|cluster)``, ``(1|agent:cluster)``

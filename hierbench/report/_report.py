@@ -474,7 +474,7 @@ class Report:
                 f"<h2>{esc(b['heading'])}</h2>",
             ]
             if b["note"]:
-                part.append(f'<p class="note">{esc(b["note"])}</p>')
+                part.append(f'<p class="note">{_inline(b["note"])}</p>')
             if b["text"]:
                 part.append(_text_html(b["text"]))
             if b["table"] is not None:
@@ -488,7 +488,7 @@ class Report:
                     extra, digits=b["digits"], flag=flag[0] if flag else None, uuid=f"{b['id']}-more"
                 )
                 part.append(
-                    f"<details><summary>{esc(summary)}</summary>"
+                    f"<details><summary>{_inline(summary)}</summary>"
                     f'<div class="hb-wide">{table}</div></details>'
                 )
             for name, caption in b["figures"]:

@@ -20,6 +20,9 @@ from ._context import _label
 from ._context import _Skip
 from ._order import in_report_order
 from ._order import order_words
+from ._pair_rows import link_caption
+from ._pair_rows import ran_matrix
+from ._pair_rows import rank_link_flags
 from ._report import Report
 from ._report import as_table
 from ._report import judged
@@ -491,7 +494,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         wide.insert(0, "tasks scored", n_tasks.reindex(wide.index).astype(int))
     flags = pd.Series("", index=wide.index, dtype=object)
     for name in intervals:
-        wide, f = _defined(wide, name)
+        wide, f = _defined(wide, name, _undefined_why(ctx, boot) if "bootstrap" in name else None)
         flags = _add_flag(flags, f)
         if "bootstrap" in name:
             flags = _add_flag(flags, _few_flag(intervals[name], name, wide.index, _bounds(ctx), ctx.binary(),
@@ -510,12 +513,7 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
         + few_clusters_note(boot)
     )
     if var == "mean_new_task":
-        text += " The Bayesian target is the expected score on a new task drawn from the task population, " + (
-            "the same target as the task bootstrap of the benchmark mean."
-            if boot is not None and same_scale
-            else "the target the task bootstrap of the benchmark mean also has; give the run log "
-            "(`--data`) to put it beside."
-        )
+        text += _new_task_target(ctx, boot is not None and same_scale)
     elif ctx.mixed and var is not None:
         text += _mixed_note(ctx, True)
     elif twin:
@@ -524,6 +522,40 @@ def _sec_abilities(ctx: _Context, rep: Report, sid: str) -> None:
     rep.section(_TITLES[sid], text, table=wide, id=sid)
     rep.figure("abilities_forest", fig, f"Agent abilities: {xlabel}.{_no_bar(intervals)}"
                + _separated_caption(ctx, "Bayes interval"))
+
+
+def _new_task_target(ctx: _Context, beside: bool) -> str:
+    """Agent abilities' word on what ``mean_new_task`` estimates, and whether the task bootstrap's mean is that.
+
+    ``beside``: the bootstrap stands beside it. Without task clusters in the model the two have one
+    target when the tasks run are a sample of the population. A crossed fit with clusters draws its new
+    task from a new cluster, every cluster weighing alike, while the bootstrap's mean weighs each cluster
+    by its tasks (audit C: SWE-bench's Claude 4.5 Opus, 0.744 per task and 0.671 per repository, Bayes
+    0.674): then they are not one target, and the fit's ``mean_observed`` is the bootstrap's counterpart.
+    """
+    from ._pairs import clustered_crossed
+
+    if not clustered_crossed(ctx.fit):
+        return " The Bayesian target is the expected score on a new task drawn from the task population, " + (
+            "the same target as the task bootstrap of the benchmark mean."
+            if beside
+            else "the target the task bootstrap of the benchmark mean also has; give the run log "
+            "(`--data`) to put it beside."
+        )
+    text = (" The Bayesian target is the expected score on a new task from a new task cluster, every cluster "
+            "weighing alike; the task bootstrap's mean weighs each cluster by its number of tasks, so the two are "
+            "one target only where the clusters' means do not differ with their sizes")  # fmt: skip
+    means = cluster_means(ctx.fit, ctx.data)
+    if means is None:
+        text += "; give the run log (`--data`) to see how far they differ here."
+    else:
+        pooled = _pooled_cluster_means(ctx.data)
+        text += (f": here, over all agents, {pooled[0]:.3f} per task and {pooled[1]:.3f} per cluster"
+                 + (" (each agent's in the side-by-side section)." if beside else "."))  # fmt: skip
+    if ctx.post is not None and "mean_observed" in ctx.post:
+        text += (" The fit's `mean_observed`, its posterior mean over the data's tasks, is the counterpart of "
+                 "the bootstrap's mean" + (" (in the side-by-side section)." if beside else "."))  # fmt: skip
+    return text
 
 
 def _separated_caption(ctx: _Context, what: str) -> str:
@@ -623,10 +655,12 @@ def _sec_ranks(ctx: _Context, rep: Report, sid: str) -> None:
             "three; the figure shows every probability."
         )
     sep = separated_flags(ctx, table.index, what="rank", number="rank")
+    ran = ran_matrix(ctx.fit, ctx.data)  # agents no common task links: their order is the model's (audit C, C8)
+    sep = _add_flag(sep, rank_link_flags(ran, table.index))
     if (sep != "").any():
         table = table.assign(flag=sep)
     rep.section(_TITLES[sid], text, table=table, id=sid)
-    caption = "Rank probabilities (posterior)." + _separated_caption(ctx, "rank")
+    caption = "Rank probabilities (posterior)." + _separated_caption(ctx, "rank") + link_caption(ran, "rank order")
     if len(df) > F.LABELS_MAX:
         caption += (
             f" With {len(df)} agents (more than {F.LABELS_MAX}) the axes carry no names, which could not "
@@ -641,6 +675,12 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
 
     if ctx.fit is None:
         raise _Skip("no fit given")
+    if _one_run_per_cell(ctx.fit):  # said first: a saved fit's missing draws would not change it
+        raise _Skip(
+            "every agent x task cell holds one run: the predictive check of success counts per "
+            "cell reduces to each agent's success rate, which the agent's own effect fits by "
+            "construction, so it cannot show misfit here"
+        )
     if "posterior_predictive" not in ctx.fit.children:
         dropped = ctx.fit.attrs.get("hierbench_groups_dropped", "")
         raise _Skip(
@@ -662,13 +702,6 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
         raise _Skip(_no_ppc_reason(ctx))
     from ..bayes import predictive_check
 
-    n = ctx.fit["constant_data"].to_dataset()["cell_n_runs"].values
-    if int(np.asarray(n).max()) < 2:
-        raise _Skip(
-            "every agent x task cell holds one run: the predictive check of success counts per "
-            "cell reduces to each agent's success rate, which the agent's own effect fits by "
-            "construction, so it cannot show misfit here"
-        )
     chk = predictive_check(ctx.fit)
     pc, n_main, left_out = F.ppc_rootogram(ctx.fit, prob=ctx.prob)
     if pc is None:
@@ -698,6 +731,15 @@ def _sec_ppc(ctx: _Context, rep: Report, sid: str) -> None:
     rep.figure("ppc", pc, f"Posterior predictive rootogram of the success counts out of {n_main} runs.")
 
 
+def _one_run_per_cell(fit: xr.DataTree) -> bool:
+    """Whether a count model's fit holds one run in every (agent, task) cell (its ``cell_n_runs``)."""
+    const = fit["constant_data"].to_dataset() if "constant_data" in fit.children else None
+    if const is None or "cell_n_runs" not in const:
+        return False
+    n = np.asarray(const["cell_n_runs"].values)
+    return bool(n.size) and int(n.max()) < 2
+
+
 def _no_ppc_reason(ctx: _Context) -> str:
     """Why a fit with a posterior_predictive group gets no check: the two the report draws, and what this one holds."""
     family = fit_record(ctx.fit, "hierbench_spec").get("options", {}).get("family")
@@ -724,15 +766,69 @@ def _tasks_scored(ctx: _Context) -> pd.Series | None:
     return None if s is None else s["n_tasks_scored"]
 
 
-def _defined(wide: pd.DataFrame, method: str) -> tuple[pd.DataFrame, pd.Series]:
-    """Interval ends a method could not compute shown as "undefined", with the reason."""
+def _defined(wide: pd.DataFrame, method: str, why: pd.Series | None = None) -> tuple[pd.DataFrame, pd.Series]:
+    """Interval ends a method could not compute shown as "undefined", with the reason.
+
+    ``why``: per agent, the reason where the data say more than "every resample gives the same
+    value" (``_undefined_why``; ``""`` elsewhere).
+    """
     lo, hi = wide[f"{method} lower"], wide[f"{method} upper"]
     bad = lo.isna() | hi.isna()
     flags = pd.Series("", index=wide.index, dtype=object)
     flags[bad] = f"{method}: interval undefined (every resample gives the same value)"
+    if why is not None:
+        why = why.reindex(wide.index).fillna("")
+        flags[bad & (why != "")] = f"{method}: interval undefined: " + why[bad & (why != "")]
     wide = wide.astype({f"{method} lower": object, f"{method} upper": object})
     wide.loc[bad, [f"{method} lower", f"{method} upper"]] = "undefined"
     return wide, flags
+
+
+#: what holds where an agent's tasks all sit in one cluster: the task bootstrap, which needs the log
+#: read without its clusters (a report with a clustered fit holds the log to them, so the log alone)
+ONE_CLUSTER_REMEDY = (
+    "hierbench.freq.bootstrap_ci(data, cluster=None), or a report of the log alone read without --cluster, "
+    "gives an interval over its tasks, taking them as independent (too narrow if they are alike)"
+)
+
+
+def _undefined_why(ctx: _Context, boot) -> pd.Series:
+    """Why an agent's bootstrap interval is undefined, where its tasks say: all in one cluster, or one task.
+
+    A cluster bootstrap of an agent whose scored tasks all sit in one cluster repeats its mean in every
+    resample that draws that cluster, whatever its scores (audit C: o3 at 0.680 on django's 100 tasks
+    alone was said to be "an agent at 0, or 1, on every task", and pointed to pass_hat_k, whose interval
+    over its one cluster was NaN there). The task bootstrap without the clusters gives an interval over
+    its tasks; of one task none can be had. ``""`` for the other agents; empty without data.
+    """
+    import warnings
+
+    from .._base import cluster_codes
+
+    data = ctx.data
+    if data is None or "score" not in data or "agent" not in data.dims:
+        return pd.Series(dtype=object)
+    scored = data["score"].notnull()
+    scored = scored.any([d for d in scored.dims if d not in ("agent", "task")]).transpose("agent", "task").values
+    attrs = getattr(boot, "attrs", {})
+    cc = None
+    if attrs.get("resample_unit") == "cluster" and "cluster" in data.coords:
+        with warnings.catch_warnings():  # tasks without a label: warned where the log was read
+            warnings.simplefilter("ignore")
+            cc = cluster_codes(data)
+    column = attrs.get("cluster_column") or cluster_label(data)
+    out = []
+    for row in scored:
+        n, one = int(row.sum()), cc is not None and np.unique(cc[0][row]).size == 1
+        if n > 1 and one:
+            out.append(f"its {n} tasks all sit in one cluster of `{column}` ({cc[1][cc[0][row][0]]}), so every "
+                       f"resample that draws that cluster repeats its mean and none measures its spread: {ONE_CLUSTER_REMEDY}")  # fmt: skip
+        elif n == 1:
+            out.append("one task scored, so every resample that draws it repeats its mean: no resampling "
+                       "interval can be had; give it more tasks")  # fmt: skip
+        else:
+            out.append("")
+    return pd.Series(out, index=[str(a) for a in data["agent"].values], dtype=object)
 
 
 def _few_units_flag(ctx: _Context, boot, name: str, n_tasks: pd.Series | None, index: pd.Index) -> pd.Series:
@@ -974,13 +1070,14 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         for m, lab in ((f"bootstrap {kind}", "bootstrap covers"), ("Bayes ETI", "Bayes covers")):
             lo, hi = (pd.to_numeric(wide[f"{m} {b}"], errors="coerce") for b in ("lower", "upper"))
             wide[lab] = (lo <= t) & (t <= hi)
-    wide, flags = _defined(wide, f"bootstrap {kind}")
+    wide, flags = _defined(wide, f"bootstrap {kind}", _undefined_why(ctx, boot))
     flags = _add_flag(flags, _few_flag(bf, f"bootstrap {kind}", wide.index, _bounds(ctx), ctx.binary()))
     flags = _add_flag(flags, _few_units_flag(ctx, boot, f"bootstrap {kind}", n_tasks, wide.index))
     scored = "scored on " + wide["tasks scored"].astype(str) + f" of {total} tasks: the bootstrap mean is over those"
     flags = _add_flag(flags, separated_flags(ctx, wide.index))
     wide["flag"] = _add_flag(flags, scored.where(wide["tasks scored"] < total, ""))
     wide = in_report_order(wide, ctx)
+    wide = _target_columns(ctx, wide, kind) if ctx.var == "mean_new_task" and not twin else wide
     n_dis = int(wide["disagree"].sum())
     what = "grade" if gmap else "score"
     shift = shared_shift(wide["difference"], ctx.var == "mean_new_task", cluster_weights(ctx.fit, ctx.data))
@@ -997,8 +1094,7 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
         "notes an agent scored on only some tasks (its mean rests on those) and an interval a method "
         "could not compute." + few_clusters_note(boot)
         + (
-            " The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
-            "expected score on a new task, the same target when the tasks run are a sample of the population."
+            _side_target(ctx, wide, total)
             if ctx.var == "mean_new_task"
             else f" The Bayesian column is the formula model's expected {what} of each agent averaged over "
             "its own tasks (hierbench.metrics.mean_response, tasks='observed'), the bootstrap's point "
@@ -1017,59 +1113,194 @@ def _sec_side(ctx: _Context, rep: Report, sid: str) -> None:
     )
 
 
+def _target_columns(ctx: _Context, wide: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The side-by-side table with the counterparts of each column's target beside it, where the fit has them.
+
+    ``per-cluster mean`` (after the bootstrap's columns): the data's mean with every cluster weighing
+    alike, as a clustered crossed fit's new task does (:func:`cluster_means`); ``Bayes mean_observed``
+    (after the Bayesian ones): the fit's posterior mean over the data's tasks, the bootstrap's point target.
+    """
+    means = cluster_means(ctx.fit, ctx.data)
+    if means is not None:
+        at = wide.columns.get_loc(f"bootstrap {kind} upper") + 1
+        wide.insert(at, "per-cluster mean", means["per cluster"].reindex(wide.index))
+    if ctx.post is not None and "mean_observed" in ctx.post:
+        obs = ctx.post["mean_observed"].mean(("chain", "draw")).to_series()
+        obs.index = obs.index.astype(str)
+        wide.insert(wide.columns.get_loc("Bayes ETI upper") + 1, "Bayes mean_observed", obs.reindex(wide.index))
+    return wide
+
+
+def _side_target(ctx: _Context, wide: pd.DataFrame, total: int) -> str:
+    """The side-by-side section's word on the targets of its columns (a ``mean_new_task`` fit)."""
+    if "per-cluster mean" in wide:
+        text = (" The bootstrap target is the mean score per task, every task weighing alike; the Bayesian "
+                "`mean_new_task` is the model's expected score on a new task from a new cluster, every cluster "
+                "weighing alike: not one target where the clusters' means differ with their sizes. `per-cluster "
+                "mean` is each agent's mean score with its clusters weighing alike, the data's side of that weighting.")  # fmt: skip
+    else:
+        text = (" The bootstrap target is the mean score per task; the Bayesian `mean_new_task` is the model's "
+                "expected score on a new task, the same target when the tasks run are a sample of the population.")  # fmt: skip
+    if "Bayes mean_observed" in wide:
+        short = wide["tasks scored"] < total
+        text += (" `Bayes mean_observed` is the fit's posterior mean over the data's tasks, the counterpart of the "
+                 "bootstrap's mean (its interval, not shown, holds these tasks fixed)"
+                 + (f"; for {'an agent' if short.sum() == 1 else 'the agents'} scored on fewer than the {total} tasks it "
+                    "also averages the tasks never run, predicted by the model, so there it is not the bootstrap's."
+                    if short.any() else "."))  # fmt: skip
+    return text
+
+
 def shared_shift(diff: pd.Series, population: bool, clusters: str = "") -> str:
     """Bayes minus bootstrap over agents, said once; a shift most agents share is named as the model's.
 
     "Most": at least 3 in 4 agents on one side, and a two-sided sign test of the sides below 0.05.
 
-    ``clusters``: the sentence on how the two weigh task clusters (``cluster_weights``), when the fit has them.
+    ``clusters``: the sentence on how the two weigh task clusters (:func:`cluster_weights`), when the
+    fit has them. It is said whatever the number of agents, with which way weighing the clusters
+    alike moves each agent's mean (its ``means``), and the shift is put down to that weighting only
+    where it moves the mean the shift's way (audit C: METR's task families lower the mean, 0.345 per
+    task and 0.290 per cluster, while Bayes lay above the bootstrap for 9 of 10 agents).
     """
     d = pd.to_numeric(diff, errors="coerce").dropna()
-    if len(d) < 4:
-        return ""
-    from scipy.stats import binomtest
+    way = _weighting_way(d, getattr(clusters, "means", None)) if clusters else None
+    text, shared = "", False
+    if len(d) >= 4:
+        from scipy.stats import binomtest
 
-    below, med = int((d < 0).sum()), float(d.median())
-    text = f" Bayes minus bootstrap: median {med:+.3f}, Bayes lower for {below} of {len(d)} agents."
-    # "most" is a sign no coin would give: 3 in 4 on one side and a two-sided sign test below 0.05
-    # (METR binarised: 9 of 11 higher, median +0.008, sign test 0.065: no claim; SWE-bench: 23 of 25)
-    shared = max(below, len(d) - below) >= 0.75 * len(d) and binomtest(below, len(d)).pvalue < 0.05
-    if population and shared:
-        text += (
-            " A shift most agents share is not chance between two estimates of one quantity: it is "
-            "where the model's task population (normal on the logit scale" + (", clusters weighing alike"
-            if clusters else "") + ") differs from the tasks run, which the bootstrap does not assume."
-            + clusters + " The model's mean over the tasks run, "
-            "hierbench.metrics.pass_hat_k(fit, k=1), has the bootstrap's point target."
+        below, med = int((d < 0).sum()), float(d.median())
+        text = f" Bayes minus bootstrap: median {med:+.3f}, Bayes lower for {below} of {len(d)} agents."
+        # "most" is a sign no coin would give: 3 in 4 on one side and a two-sided sign test below 0.05
+        # (METR binarised: 9 of 11 higher, median +0.008, sign test 0.065: no claim; SWE-bench: 23 of 25)
+        shared = max(below, len(d) - below) >= 0.75 * len(d) and binomtest(below, len(d)).pvalue < 0.05
+    if not (population and shared):
+        return text + (clusters + way[1] if clusters else "")
+    if way is not None and not way[0]:  # the weighting moves the mean the other way, or not at all
+        return text + (
+            " A shift most agents share is not chance between two estimates of one quantity: it comes from the "
+            "model, not from the bootstrap." + clusters + way[1] + _OBSERVED_TARGET
         )
-    return text
+    return text + (
+        " A shift most agents share is not chance between two estimates of one quantity: it is "
+        "where the model's task population (normal on the logit scale" + (", clusters weighing alike"
+        if clusters else "") + ") differs from the tasks run, which the bootstrap does not assume."
+        + clusters + (way[1] if way else "") + _OBSERVED_TARGET
+    )
+
+
+#: where the model's counterpart of the bootstrap's point estimate is, said after a shift put down to the model
+_OBSERVED_TARGET = " The model's mean over the tasks run, hierbench.metrics.pass_hat_k(fit, k=1), has the bootstrap's point target."
+
+
+def _weighting_way(d: pd.Series, means: pd.DataFrame | None) -> tuple[bool, str] | None:
+    """Whether weighing the clusters alike moves the agents' means the way Bayes minus bootstrap ``d`` goes, said.
+
+    ``means``: :func:`cluster_means`. The way is the sign of the median over the agents of
+    per cluster minus per task beside that of ``d``'s median; each agent's pair is named where
+    there are 3 or fewer. None where no agent of ``d`` has both means.
+    """
+    if means is None:
+        return None
+    w = (means["per cluster"] - means["per task"]).reindex(d.index.astype(str)).dropna()
+    if w.empty:
+        return None
+    dd = d.set_axis(d.index.astype(str)).reindex(w.index)
+    if len(w) <= 3:
+        said = "; ".join(f"{a}: {w[a]:+.3f} beside {dd[a]:+.3f}" for a in w.index)
+    else:
+        same = int((np.sign(w) == np.sign(dd)).sum())
+        said = f"median {w.median():+.3f} beside {dd.median():+.3f}, the same sign for {same} of {len(w)} agents"
+    said = f"per cluster minus per task, beside Bayes minus bootstrap: {said}"
+    if abs(w.median()) < 5e-4:
+        return False, (f" Weighing the clusters alike hardly moves the data's mean here ({said}), so it does not "
+                       f"explain a difference: {_MODEL_CAUSE} do.")  # fmt: skip
+    if np.sign(w.median()) == np.sign(dd.median()):
+        return True, (f" Weighing the clusters alike moves the data's mean the way Bayes differs from the bootstrap "
+                      f"({said}): the two columns differ in target, not by chance alone.")  # fmt: skip
+    return False, (f" Weighing the clusters alike would move the data's mean the other way ({said}), so it does not "
+                   f"explain the difference: {_MODEL_CAUSE} do.")  # fmt: skip
+
+
+#: what else moves the crossed model's new-task mean off the tasks run's (said where the clusters' weighting does not)
+_MODEL_CAUSE = ("the model's task population (normal on the logit scale), where it differs from the tasks run, and "
+                "its pooling of the tasks toward it")  # fmt: skip
+
+
+class ClusterWeights(str):
+    """:func:`cluster_weights`' sentence, with the per-agent means behind it (``means``, :func:`cluster_means`).
+
+    A string, so that a caller passes it on to :func:`shared_shift` as it is (the demo does), and
+    :func:`shared_shift` reads which way the weighting moves each agent's mean from ``means``.
+    """
+
+    means: pd.DataFrame | None = None
+
+
+def _pooled_cluster_means(data: xr.Dataset) -> tuple[float, float, int]:
+    """Over all agents: the mean score per task, per cluster (clusters weighing alike) and the number of clusters."""
+    import warnings
+
+    from .._base import cluster_codes
+
+    score = data["score"]
+    per_task = score.mean([d for d in score.dims if d != "task"]).to_series()
+    with warnings.catch_warnings():  # tasks without a label: warned where the log was read
+        warnings.simplefilter("ignore")
+        codes, labels = cluster_codes(data)
+    per_cluster = per_task.groupby(np.asarray(labels, dtype=object)[codes]).mean()
+    return float(per_task.mean()), float(per_cluster.mean()), len(per_cluster)
+
+
+def cluster_means(fit: xr.DataTree | None, data: xr.Dataset | None) -> pd.DataFrame | None:
+    """Each agent's mean score with every task weighing alike, and with every task cluster weighing alike.
+
+    Columns ``per task`` (the bootstrap's point estimate: the mean over the agent's scored tasks
+    of its mean score there) and ``per cluster`` (the mean over the clusters it was scored in of its
+    mean there: the weighting of a crossed fit's new task from a new cluster); rows the agents
+    (labels as text). A task without a cluster label is its own cluster, as the fit takes it.
+    None unless ``fit`` is a crossed fit with clusters and ``data`` has a ``cluster`` coord.
+    """
+    import warnings
+
+    from .._base import cluster_codes
+    from ._pairs import clustered_crossed
+
+    if fit is None or data is None or "cluster" not in data.coords or "score" not in data or not clustered_crossed(fit):
+        return None
+    score = data["score"]
+    cell = score.mean([d for d in score.dims if d not in ("agent", "task")]).transpose("agent", "task")
+    per_task = pd.DataFrame(cell.values, index=[str(a) for a in data["agent"].values])
+    with warnings.catch_warnings():  # tasks without a label: warned where the log was read
+        warnings.simplefilter("ignore")
+        codes, labels = cluster_codes(data)
+    by_cluster = per_task.T.groupby(np.asarray(labels, dtype=object)[codes]).mean().T  # NaN: no task scored there
+    return pd.DataFrame({"per task": per_task.mean(axis=1), "per cluster": by_cluster.mean(axis=1)})
 
 
 def cluster_weights(fit: xr.DataTree | None, data: xr.Dataset | None) -> str:
     """How the model's new task and the tasks run weigh the task clusters, with this log's two means.
 
     ``""`` unless ``fit`` is a crossed fit with clusters and ``data`` has a ``cluster`` coord (the
-    report's side-by-side section and the demo's section 4 say it under the same shift).
+    report's side-by-side section and the demo's section 4 say it under the same shift). The
+    sentence is a :class:`ClusterWeights`, whose ``means`` (:func:`cluster_means`) tell
+    :func:`shared_shift` which way the weighting moves each agent's mean.
 
     The crossed model's new task comes from a new cluster (``sd_cluster`` in its spread), so every
     cluster weighs alike; the tasks run, and the cluster bootstrap's mean over them, weigh each by its
     tasks. SWE-bench by repository: 0.523 over the 500 tasks, 0.472 over the 12 repositories' means
     (django, 231 tasks, is easier than most), about 0.02 of the median shift of -0.054.
     """
-    from ._pairs import clustered_crossed
-
-    if fit is None or data is None or "cluster" not in data.coords or not clustered_crossed(fit):
+    means = cluster_means(fit, data)
+    if means is None:
         return ""
-    score = data["score"]
-    per_task = score.mean([d for d in score.dims if d != "task"]).to_series()
-    cl = pd.Series(np.asarray(data["cluster"].values).astype(str), index=per_task.index)
-    per_cluster = per_task.groupby(cl).mean()
-    return (
-        f" With task clusters the model's new task comes from a new cluster, so each of the {len(per_cluster)} "
+    per_task, per_cluster, k = _pooled_cluster_means(data)
+    out = ClusterWeights(
+        f" With task clusters the model's new task comes from a new cluster, so each of the {k} "
         "clusters weighs alike, where the tasks run (and the bootstrap's mean) weigh each cluster by its number "
-        f"of tasks; over all agents the mean score is {per_task.mean():.3f} per task and {per_cluster.mean():.3f} "
-        "per cluster."
+        f"of tasks; over all agents the mean score is {per_task:.3f} per task and {per_cluster:.3f} per cluster."
     )
+    out.means = means
+    return out
 
 
 def _pairs_entry(ctx: _Context) -> str:

@@ -323,6 +323,19 @@ def _score_units(ctx: _Context) -> str:
     )
 
 
+def _refusal(exc: Exception, data: xr.Dataset | None) -> str:
+    """Why G-theory was not computed: the error whole, its remedy kept, without its closing full stop.
+
+    The message was cut at its first sentence and 200 characters, mid-word and with no mark, so the
+    remedy was lost (audit C: "... (0 of 3 levels of 'cluste."). A remedy that drops the ``cluster``
+    coord is also said in the command line's words.
+    """
+    text = f"{type(exc).__name__}: {str(exc).strip()}".rstrip(".")
+    if data is not None and "cluster" in data.coords and "`cluster` coord" in str(exc):
+        text += " (in the CLI: read the log without --cluster)"
+    return text
+
+
 def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     from . import _figures as F
 
@@ -331,7 +344,7 @@ def _sec_variance(ctx: _Context, rep: Report, sid: str) -> None:
     try:
         gt, gdesc = _gtheory_part(ctx, rows)
     except Exception as exc:
-        gt, gdesc = None, f"G-theory not computed: {type(exc).__name__}: {str(exc).split('. ')[0][:200]}"
+        gt, gdesc = None, f"G-theory not computed: {_refusal(exc, ctx.data)}"
     parts = [p for p in (bay, gt) if p is not None and len(p)]
     if not parts and ctx.data is not None and not ctx.want_freq("variance"):  # data given, G-theory left out
         raise _Skip(f"left out: {ctx.left_out('variance')}"

@@ -1,0 +1,35 @@
+"""A compact-saved fit of one run per cell: the predictive-check section gives the design's reason first.
+
+Audit S, S22: the in-memory fit's report said the check "reduces to each agent's success rate ...
+cannot show misfit here"; the same fit saved compact (no posterior_predictive group) said only
+"save with groups='all' ... to check it", advice that cannot help on a design of one run per cell.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+DESIGN_NOTE = "every agent x task cell holds one run"
+
+
+@pytest.mark.slow  # one small fit and two reports: about 10 s
+def test_saved_and_fresh_fit_give_the_same_design_note(tmp_path):
+    from hierbench import bayes
+    from hierbench.io import load_fit
+    from hierbench.io import save_fit
+    from hierbench.report import build
+    from hierbench.testing import simulate_eval
+
+    ds, _ = simulate_eval(n_agents=3, n_tasks=15, n_runs=1, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 100 draws
+        fit = bayes.fit(bayes.build_crossed(ds), draws=100, tune=100, chains=2, rng=0, progress=False)
+        saved = load_fit(save_fit(fit, tmp_path / "fit.nc"))  # compact: no posterior_predictive
+        fresh_md = build(fit, ds, path=tmp_path / "fresh.md", n_resamples=99, progress=False).read_text()
+        saved_md = build(saved, ds, path=tmp_path / "saved.md", n_resamples=99, progress=False).read_text()
+    assert "posterior_predictive" not in saved.children
+    assert DESIGN_NOTE in fresh_md
+    assert DESIGN_NOTE in saved_md
+    assert "the fit has no posterior_predictive group" not in saved_md  # advice that could not help here
