@@ -179,8 +179,12 @@ def diagnostics_line(dt) -> str:
     )
 
 
-def convergence_line(dt) -> str | None:
-    """One line saying why a fit failed its convergence checks (None when it passed)."""
+def convergence_line(dt, remedy: str = "") -> str | None:
+    """One line saying why a fit failed its convergence checks (None when it passed).
+
+    ``remedy``: what to do, added after the reasons (``hierbench fit`` and ``hierbench report``
+    give ``hierbench.bayes.convergence_remedy(dt, cli=True)``).
+    """
     conv = dt.attrs.get("diag_converged")
     if conv is None or int(conv):
         return None
@@ -189,4 +193,4 @@ def convergence_line(dt) -> str | None:
         fails = "; ".join(json.loads(fails)) if isinstance(fails, str) else "; ".join(fails)
     except ValueError:
         pass
-    return f"the fit did not converge: {fails}"
+    return f"the fit did not converge: {fails}" + (f". What to do: {remedy}" if remedy else "")

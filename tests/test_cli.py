@@ -211,8 +211,7 @@ def test_compare_on_a_one_agent_log_names_the_file_and_the_agent(tmp_path, capsy
     path = tmp_path / "one.csv"
     pd.DataFrame({"agent": ["a"] * 4, "task": ["t1", "t2", "t3", "t4"], "score": [1, 0, 1, 1]}).to_csv(path, index=False)
     assert main(["compare", str(path)]) == 2
-    _one_line_error(capsys, "hierbench compare: invalid input:", "compare_agents needs >= 2 agents; got 1",
-                    "holds only 'a'", "one.csv")
+    _one_line_error(capsys, "hierbench compare: error: compare needs at least 2 agents", "holds 1 ('a')", "one.csv")
 
 
 def test_compare_prints_the_paired_table(tmp_path, capsys):

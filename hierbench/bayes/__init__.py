@@ -46,6 +46,7 @@ from ._sampler._fit import SAMPLERS
 from ._sampler._fit import add_log_likelihood
 from ._sampler._fit import fit
 from ._sampler._fit import fit_replicates
+from ._sampler._remedy import convergence_remedy as convergence_remedy
 from ._structure import UnidentifiedTermWarning
 from ._structure import describe
 

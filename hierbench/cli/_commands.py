@@ -55,8 +55,10 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     # the agents in the order compare's matrix and the report use (was: file order, 0.102 between 0.536 and 0.450)
     ds = ds.sel(agent=score_order(ds))
     df = _summary_frame(ds)
-    # a saved log's flagged agents (attrs["flagged_agents"]) and the records person fit flags, as compare says them
-    msgs = list(msgs) + _marked(ds, df) + misfit
+    # the report's (and the demo's) coverage flags: a ranking over disjoint task sets was said without a word
+    # (METR's davinci-002, 16 of 83 tasks), then a saved log's flagged agents (attrs["flagged_agents"]) and
+    # the records person fit flags, as compare says them
+    msgs = list(msgs) + _coverage(ds) + _marked(ds, df) + misfit
     rep = read_report(ds)
     order = "agents by mean (per task), highest first, ties by name (the order of compare's matrix and the report)"
     if args.json:
@@ -75,6 +77,14 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         print(_summary_text(ds))
     say_warnings(msgs, args)
     return 0
+
+
+def _coverage(ds) -> list[str]:
+    """The report's coverage flags (agents on fewer than half the tasks, pairs sharing fewer than 2), as warning lines."""
+    from ..report import coverage_flags
+
+    said = "; the rows are ordered by each agent's mean over the tasks it ran all the same (hierbench compare tests only tasks both agents of a pair ran)"
+    return [f"coverage: {f.replace('`', '')}{said}" for f in coverage_flags(ds)]
 
 
 def _misfit(ds, args: argparse.Namespace) -> list[str]:
@@ -170,15 +180,25 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(
         f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB, {seconds(time.perf_counter() - t0)})"
     )
-    line = convergence_line(fit) if fit is not None else None
+    line = _verdict_line(fit)
     # the sections' other warnings are in the report's own "Warnings" section
     skipped = [str(w.message) for w in caught if w.category.__name__ == "ReportSectionWarning"]
     say_warnings(([line] if line else []) + skipped, args)
     return 0
 
 
+def _verdict_line(fit) -> str | None:
+    """The saved fit's convergence verdict with what to do (None without a fit, or when it passed)."""
+    if fit is None:
+        return None
+    from ..bayes import convergence_remedy
+
+    return convergence_line(fit, remedy=convergence_remedy(fit, cli=True))
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     ds, msgs = load_any(args.file, args)
+    from .._base import check_prob
     from ..freq import compare_agents
     from ..report import MATRIX_ABOVE
     from ..report import PAIR_ROWS
@@ -191,13 +211,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from ..report import score_order
     from ..report import shown_pairs
 
+    check_prob(args.prob)  # a bad flag is said before what the log lacks
     m = ds.sizes["agent"]
-    if ds.sizes["task"] < 2:  # said here: the library's refusal names its own `scheme`, no flag of this command
-        raise CliError(
-            f"compare needs at least 2 tasks: the paired tests and intervals resample tasks, and "
-            f"{', '.join(map(repr, args.file))} holds 1 ({str(ds['task'].values[0])!r}): every resample would "
-            "be the data. Add tasks (hierbench summary shows each agent's mean and runs)"
-        )
+    _check_comparable(ds, ", ".join(map(repr, args.file)))
     if _progress_wanted(args):
         print(f"paired tests: {m * (m - 1) // 2} pairs ...", file=sys.stderr, flush=True)
     with warnings.catch_warnings(record=True) as caught:
@@ -210,13 +226,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     matrix = MATRIX_ABOVE < m and m * (m - 1) // 2 <= PAIR_ROWS and not args.all_pairs
     if args.json:
         rows = [{"pair": k, **v} for k, v in table.to_dict(orient="index").items()]
-        res = cmp.to_dataset()
-        keys = ("test", "adjust", "unit", "cluster_column", "maxt_crit", "maxt_method")
-        head = {k: res.attrs.get(k) for k in keys}
-        # what the rows' per-pair and simultaneous ends are, as the result describes them
-        for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous")):
-            # the level is "prob"; the kind is said apart, since the detail need not name it
-            head |= {f"{k}_interval": res[v].attrs.get("ci_detail"), f"{k}_interval_kind": res[v].attrs.get("ci_kind")}
+        head = _json_head(cmp.to_dataset())
         # the sentences the text prints under its table (a pair without a p-value; max-T's floor)
         head["notes"] = [n.replace("`", "") for n in (no_p_note(table), marks_holm_note(table, alpha)) if n]
         print(json.dumps(_jsonable({"prob": args.prob, "alpha": round(alpha, 12), **head, "pairs": rows}), indent=2))
@@ -235,8 +245,91 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         for note in (no_p_note(table), marks_holm_note(table, alpha)):
             if note:
                 print("\n" + textwrap.fill(note.replace("`", ""), 100))
-    say_warnings(msgs + warning_lines(caught) + _marked(ds) + _misfit(ds, args), args)
+    say_warnings(msgs + _pair_warnings(warning_lines(caught)) + _marked(ds) + _misfit(ds, args), args)
     return 0
+
+
+def _pair_warnings(lines: list[str]) -> list[str]:
+    """``compare_agents``' warnings, a pair without shared tasks said once and with what to do.
+
+    The bootstrap's EmptySampleWarning ("no task both agents ran") and the tests'
+    UndefinedTestWarning ("fewer than 2 shared tasks") said the same fact twice, neither with
+    a remedy: the first is left out where the second names those pairs (and more), which is
+    told what the pairs' rows hold and what would compare them.
+    """
+    undefined = any(m.startswith("UndefinedTestWarning:") and "fewer than 2 shared tasks" in m for m in lines)
+    out = []
+    for m in lines:
+        same = m.startswith("EmptySampleWarning:") and "no task both agents ran" in m and "no runs at all" not in m
+        if undefined and same:
+            continue
+        if m.startswith("UndefinedTestWarning:") and "fewer than 2 shared tasks" in m:
+            m += (" (a paired difference stands on the tasks both agents ran: their rows hold no test, interval "
+                  "or verdict; to compare them, run both agents on at least 2 common tasks)")
+        out.append(m)
+    return out
+
+
+def _json_head(res) -> dict:
+    """The settings ``compare --json`` prints above its rows, as they took effect (as the text says them).
+
+    One pair: no adjustment (the result records Holm, which over one pair leaves its p as it is,
+    and the text said "adjustment: none: one pair" beside ``"adjust": "holm"``). An interval
+    that was not computed (every end NaN: the max-T interval under Holm) has no kind.
+    """
+    import numpy as np
+
+    keys = ("test", "adjust", "adjust_reason", "unit", "cluster_column", "maxt_crit", "maxt_method")
+    head = {k: res.attrs.get(k) for k in keys}
+    n_pairs = res.sizes["agent"] * (res.sizes["agent"] - 1) // 2
+    if n_pairs == 1:
+        head["adjust"] = "none"
+    # what the rows' per-pair and simultaneous ends are, as the result describes them
+    for k, v in (("per_pair", "ci"), ("simultaneous", "ci_simultaneous")):
+        # the level is "prob"; the kind is said apart, since the detail need not name it
+        ran = bool(np.isfinite(np.asarray(res[v].values, dtype=float)).any())
+        head |= {f"{k}_interval": res[v].attrs.get("ci_detail"),
+                 f"{k}_interval_kind": res[v].attrs.get("ci_kind") if ran else None}  # fmt: skip
+    return head
+
+
+def _check_comparable(ds, log: str) -> None:
+    """Refuse a log ``compare`` has nothing to compare in: one agent, one task, or no pair sharing 2 tasks.
+
+    Said here, in the command's words: the library names its own function (``compare_agents``) and
+    `scheme`, no flag of this command. A log whose pairs each share fewer than 2 tasks (SWE-bench's
+    Gemini and o3 on disjoint tasks) printed a table of NaN, a test that never ran, and exit 0.
+    """
+    import numpy as np
+
+    from .._base import shared_tasks_per_pair
+
+    names = [str(a) for a in ds["agent"].values]
+    if len(names) < 2:
+        raise CliError(
+            f"compare needs at least 2 agents: it compares every pair of agents on the tasks both ran, and "
+            f"{log} holds {len(names)} ({', '.join(map(repr, names)) or 'none'}). Put every agent's runs in one log (one row per "
+            "run, an agent column: --agent) and pass that; hierbench summary describes one agent's runs"
+        )
+    if ds.sizes["task"] < 2:  # the library's refusal names its own `scheme`, no flag of this command
+        raise CliError(
+            f"compare needs at least 2 tasks: the paired tests and intervals resample tasks, and "
+            f"{log} holds 1 ({str(ds['task'].values[0])!r}): every resample would "
+            "be the data. Add tasks (hierbench summary shows each agent's mean and runs)"
+        )
+    # a task counts for a pair where both agents have a score on it (the paired difference's rule)
+    scored = np.isfinite(ds["score"].transpose("agent", "task", "run").values).any(axis=2)
+    i, j, shared = shared_tasks_per_pair(scored)
+    if len(shared) and shared.max() < 2:
+        ex = ", ".join(f"{names[a]} and {names[b]}: {n}" for a, b, n in list(zip(i, j, shared, strict=True))[:3])
+        said = (f"the two agents share {shared[0]} task{'' if shared[0] == 1 else 's'}" if len(shared) == 1 else
+                f"no pair of the {len(names)} agents shares 2 (shared tasks: {ex}{', ...' if len(shared) > 3 else ''})")
+        raise CliError(
+            f"compare needs a pair of agents with a score on at least 2 of the same tasks: a paired difference "
+            f"stands on the tasks both ran, and in {log} {said}, so no test or interval can be computed. Run "
+            "the agents on common tasks; hierbench summary shows how many tasks each agent ran and its mean "
+            "(over different tasks: not a comparison)"
+        )
 
 
 def _marked(ds, summary=None) -> list[str]:
@@ -259,9 +352,11 @@ def _compare_text(cmp, args: argparse.Namespace, matrix: bool, data=None) -> str
     from ..report import pair_sentence
     from ..report import settings_text
 
+    sentence = pair_sentence(cmp, 1 - args.prob)
     head = "\n".join(
-        textwrap.wrap(pair_sentence(cmp, 1 - args.prob) + graded_units(data, ""), 100)
+        textwrap.wrap(sentence + graded_units(data, ""), 100)  # the report's sentence, word for word
         + textwrap.wrap(f"How: {settings_text(cmp)}.", 100)
+        + textwrap.wrap(_mc_remedy(sentence), 100)
     ) + "\n"
     if matrix:
         head += "\n".join(textwrap.wrap(
@@ -269,6 +364,23 @@ def _compare_text(cmp, args: argparse.Namespace, matrix: bool, data=None) -> str
             "full table: --all-pairs or --json.", 100, break_on_hyphens=False,
         )) + "\n"  # fmt: skip
     return head
+
+
+def _mc_remedy(sentence: str) -> str:
+    """What a command-line user can do where the pair sentence's Monte Carlo remedy is a Python argument ("" if none).
+
+    "more max-T null draws could move it across (a setting of the Python call:
+    compare_agents(..., n_draws=...))": compare has no flag for the number of draws, so the
+    command line was told what only Python can do. The sentence stays the report's, word for
+    word; this line follows it.
+    """
+    import re
+
+    m = re.search(r"a setting of the Python call: compare_agents\(\.\.\., (\w+)=\.\.\.\)", sentence)
+    if m is None:
+        return ""
+    return (f"From the command line: compare has no flag for the number of Monte Carlo draws ({m.group(1)} in "
+            "Python); rerun with other --seed values to see whether that verdict moves with them.")
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

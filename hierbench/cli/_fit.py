@@ -165,14 +165,29 @@ def _check_binary_model(args: argparse.Namespace, ds) -> None:
     how = (f"Its grades have the ordinal model: --levels {','.join(grade_names(levels, labels_attr(ds.attrs)))} "
            f"{formula}" if levels else f"For scores in [0, 1] fit {formula} with --family fractional (or auto)")
     n_part, cells = partial_credit(ds["score"].transpose("agent", "task", "run"))
+    cells, run = _file_runs(ds, cells)
     model = ("--family binomial" if args.formula else
              f"--model {args.model}{' (the default)' if args.model == 'crossed' else ''}")
     raise CliError(
         f"{model} fits a binomial likelihood: every score "
         f"must be 0 or 1, and {n_part:,} of the {int(np.isfinite(score).sum()):,} scores of "
-        f"{', '.join(map(repr, args.file))} are partial credit, e.g. (agent, task, run, score) {cells}. "
+        f"{', '.join(map(repr, args.file))} are partial credit, e.g. (agent, task, {run}, score) {cells}. "
         f"{how}; or binarise the --score column first"
     )
+
+
+def _file_runs(ds, cells: list[tuple]) -> tuple[list[tuple], str]:
+    """Cells (agent, task, run, score) with the file's own run labels where the reader kept them (``run_id``).
+
+    Runs read from labels that are not shared occasions are numbered within each cell (0, 1, ...)
+    and the labels kept as ``run_id``: METR's run '0' was hierbench's number, not the file's
+    'mp4-server_...', so the reader could not find the row. Returns the cells and the run's name.
+    """
+    if "run_id" not in ds:
+        return cells, "run"
+    rid = ds["run_id"]
+    out = [(a, t, str(rid.sel(agent=a, task=t, run=int(r)).values), v) for a, t, r, v in cells]
+    return out, "run as the --run column labels it"
 
 
 def _check_ordinal_scale(args: argparse.Namespace, ds) -> None:
@@ -264,7 +279,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     )
     print(f"saved to {out} ({size / 1e6:.1f} MB, groups {_saved_groups(out)})")
     # the convergence checks' verdict in the fit's own words (not the sampler's warning)
-    line = convergence_line(dt)
+    from ..bayes import convergence_remedy
+
+    line = convergence_line(dt, remedy=convergence_remedy(dt, cli=True))
     say_warnings(([line] if line else []) + warning_lines(caught, skip=("ConvergenceWarning",)), args)
     return _fit_status(dt, args.strict)
 

@@ -111,6 +111,26 @@ class _Typed(argparse.Action):
         setattr(namespace, f"typed_{self.dest}", True)
 
 
+class _Scale(argparse.Action):
+    """``--levels``: a value that starts with a dash (``-1,0,1``) must be joined to the flag with ``=``.
+
+    argparse reads ``--levels -1,0,1`` as the flag followed by another flag, ``-1,0,1`` (Python
+    3.12; only a lone negative number such as ``-1`` passes as a value), and said only "expected
+    one argument". The value is optional to the parser (``nargs='?'``) so that a flag given without
+    one reaches this action, which names the cause and the form that works.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values is None:
+            raise argparse.ArgumentError(
+                self,
+                "give the grade scale, e.g. --levels 1,2,3,4,5; a scale that starts with a minus sign must "
+                "be joined to the flag with '=', as in --levels=-1,0,1 or --levels=-2,-1,0,1,2 (after a "
+                "space the shell's -1,0,1 is read as another flag)",
+            )
+        setattr(namespace, self.dest, values)
+
+
 def _check_single_agent(opts: dict) -> None:
     """Refuse ``--single-agent`` with ``--agent``: one reads the agents from a column, the other has none."""
     single = opts.get("single_agent")
@@ -391,8 +411,9 @@ def _add_columns(p: argparse.ArgumentParser) -> None:
         help="records repeated in every column: refuse (default), drop the copies, keep them as runs",
     )
     r.add_argument(
-        "--levels", default=None, metavar="G1,G2,...",
-        help="the --score column holds ordinal grades of this scale, e.g. 1,2,3,4,5: each score must "
+        "--levels", default=None, metavar="G1,G2,...", nargs="?", action=_Scale,
+        help="the --score column holds ordinal grades of this scale, e.g. 1,2,3,4,5 (a scale that "
+        "starts with a minus sign is joined with '=': --levels=-2,-1,0,1,2): each score must "
         "be one of them (any other is refused, naming the rows); each is read as its place "
         "(grade - first) / (last - first) in [0, 1], and `fit --formula 'score ~ ...'` fits the "
         "grades themselves (family ordinal). Grades written as words: their labels in order, lowest "
@@ -467,7 +488,8 @@ def _user_words(msg: str, args: argparse.Namespace) -> str:
         else:  # a column named in quotes and backticks, `run='trial'` -> "--run trial"
             msg = re.sub(rf"`\b{name}=(['\"])([^'\"`]+)\1`", rf"{flag} \2", msg)
         msg = re.sub(rf"`{name}`", flag, msg)
-    return msg
+    # a message naming the flag and its Python keyword ("`--cluster` or from_records(cluster=...)") says it once
+    return re.sub(r"`?(--[\w-]+)`? or \1 COL\b", r"\1 COL", msg)
 
 
 def say_warnings(lines, args: argparse.Namespace) -> None:

@@ -30,6 +30,7 @@ from .._base import warn_user
 from ._duplicates import _row_keys
 from ._duplicates import apply_duplicates
 from ._duplicates import warn_split_cells
+from ._schema import BATTLES_HINT
 from ._schema import MEASURES
 from ._schema import REPORT_KEYS
 from ._schema import RESERVED
@@ -41,6 +42,7 @@ from ._schema import UnreadColumnWarning
 from ._schema import _bad_measure
 from ._schema import _fmt_list
 from ._schema import _not_kept_attr
+from ._schema import battle_columns
 from ._schema import check_eval_dataset
 from ._schema import check_option
 from ._schema import missing_columns_error
@@ -198,9 +200,37 @@ def _roles(df: pd.DataFrame, source: str, agent_name: str, **cols) -> _Roles:
     missing = {k: c for k, c in needed.items() if c not in df.columns}
     if missing:
         raise missing_columns_error(missing, f" in {source}", list(map(str, df.columns)))
+    _check_battles(df, roles, source, set(needed.values()))
     _check_one_agent(df, roles, agent_name, source, set(needed.values()))
     _say_unread(df, source, roles, set(needed.values()))
     return roles
+
+
+def _check_battles(df: pd.DataFrame, roles: _Roles, source: str, used: set) -> None:
+    """Refuse a pairwise battle table read as a run log: the agent column one side, its partner unread.
+
+    LLMFAO read with ``agent='left', score='winner'`` (and its labels as ``score_levels``) passed
+    as a run log of 59 agents: each record's score was the left model's verdict against another
+    opponent each time, the opponent (``right``) dropped without a word, and ``compare`` set
+    left-side win shares over unmatched opponents side by side. ``battle_columns`` tells them
+    apart from a run log whose other column happens to be called ``right``.
+    """
+    unread = [c for c in df.columns if c not in used]
+    battle = None if roles.agent is None else battle_columns(df.columns, agent=roles.agent, unread=unread)
+    if battle is None:
+        return
+    side, other, verdict = battle
+    one = "/" not in verdict  # a verdict column (not a score per side)
+    call = (f"hierbench.data.read_battles(..., left={side!r}, right={other!r}, winner={verdict!r}"
+            + (f", task={roles.task!r}" if roles.task not in (side, other) else "") + ")")  # fmt: skip
+    raise EvalDataError(
+        f"`agent`={side!r} in {source} is one side of pairwise battles ({side}, {other}, {verdict}): "
+        f"column {other!r}, which no role reads, holds the other side and {verdict!r} "
+        f"{'the verdict' if one else 'a score per side'}, so each record compares two agents; read as a run "
+        "log, each score would be one side's result against a different opponent, the opponent dropped. "
+        f"Battles are not a run log of scores: {BATTLES_HINT}"
+        + (f", e.g. {call} (outcomes= maps verdicts other than left / right / tie)" if one else "")
+    )
 
 
 #: what reading leaves out when a column named like a role is not given it

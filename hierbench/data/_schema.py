@@ -58,6 +58,7 @@ agent. Nothing is ever padded with fake failures.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Literal
 
@@ -158,16 +159,83 @@ def _fmt_list(values: Iterable, limit: int = 10) -> str:
     return f"[{shown}{more}]"
 
 
-#: column pairs that name the two sides of a battle, and the verdict columns beside them
-_BATTLE_SIDES = (("left", "right"), ("model_a", "model_b"), ("agent_a", "agent_b"), ("player_a", "player_b"))
+#: column pairs that name the two sides of a battle (names compared case-folded, with ".", "-" and
+#: spaces read as "_": baseball's ``home.team``), and the verdict columns beside them
+_BATTLE_SIDES = (
+    ("left", "right"), ("model_a", "model_b"), ("agent_a", "agent_b"), ("player_a", "player_b"),
+    ("home", "away"), ("home_team", "away_team"), ("team1", "team2"), ("team_1", "team_2"),
+)  # fmt: skip
 _BATTLE_VERDICTS = ("winner", "verdict", "outcome", "result")
+
+
+def _battle_key(column) -> str:
+    return re.sub(r"[\s.\-]+", "_", str(column).strip().lower())
+
+
+def _per_side_scores(keys: dict, pair: tuple[str, str]) -> str | None:
+    """Two columns that differ only by the sides' names (``home.wins`` and ``away.wins``), as "a/b"."""
+    a, b = (k.split("_") for k in pair)
+    if len(a) != len(b):
+        return None
+    diff = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    if len(diff) != 1:
+        return None
+    x, y = diff[0]
+    for k in keys:
+        other = "_".join(y if t == x else t for t in k.split("_"))
+        if k not in pair and other != k and other in keys and other not in pair:
+            return f"{keys[k]}/{keys[other]}"
+    return None
+
+
+def battle_columns(columns, agent=None, unread=None) -> tuple[str, str, str] | None:
+    """The (side, other side, verdict) columns of records that look like pairwise battles, or None.
+
+    Battles: two columns naming the sides (``left, right``; ``home, away``; ``team1, team2``
+    ...) and a verdict (``winner``, ``result`` ...) or a score per side (``home.wins``,
+    ``away.wins``). With ``agent`` (the column read as the agent): only a pair with ``agent``
+    as one side and its partner among ``unread`` (columns no role reads), so a run log with a
+    column that happens to be called ``right`` is not taken for battles.
+
+    Examples
+    --------
+    >>> battle_columns(["home", "away", "result"])
+    ('home', 'away', 'result')
+    >>> battle_columns(["agent", "task", "score", "right"], agent="agent", unread={"right"}) is None
+    True
+    """
+    keys: dict[str, str] = {}
+    for c in columns:
+        keys.setdefault(_battle_key(c), str(c))
+    unread = None if unread is None else {str(c) for c in unread}
+    for pair in _BATTLE_SIDES:
+        if not all(p in keys for p in pair):
+            continue
+        side, other = (keys[p] for p in pair)
+        if agent is not None:
+            if str(agent) == other:
+                side, other = other, side
+            if str(agent) != side or other not in (unread or ()):
+                continue
+        verdict = next((keys[v] for v in _BATTLE_VERDICTS if v in keys), None) or _per_side_scores(keys, pair)
+        if verdict:
+            return side, other, verdict
+    return None
+
+
+#: where battles are read, since a run log's roles cannot hold them
+BATTLES_HINT = (
+    "read them with hierbench.data.read_battles and fit them with hierbench.freq.fit_bradley_terry_ml "
+    "or hierbench.bayes.build_bradley_terry (the command line reads run logs only)"
+)
 
 
 def missing_columns_error(missing: dict, where: str, columns: list) -> EvalDataError:
     """The error for required columns a source lacks: each role with the column it names, and what is there.
 
     Records that look like pairwise battles (two sides and a verdict, as LLMFAO's ``left, right,
-    winner``) are told where battles are read, since a run log's roles cannot fit them.
+    winner`` or football's ``home, away, result``: ``battle_columns``) are told where battles
+    are read, since a run log's roles cannot fit them.
 
     Examples
     --------
@@ -179,16 +247,9 @@ def missing_columns_error(missing: dict, where: str, columns: list) -> EvalDataE
         + ", ".join(f"`{k}`={c!r}" for k, c in missing.items())
         + f"; the records have columns {_fmt_list(columns, 30)}"
     )
-    low = {str(c).lower(): str(c) for c in columns}
-    side = next((pair for pair in _BATTLE_SIDES if all(p in low for p in pair)), None)
-    verdict = next((v for v in _BATTLE_VERDICTS if v in low), None)
-    if side and verdict:
-        text += (
-            f": these look like pairwise battles ({low[side[0]]}, {low[side[1]]}, {low[verdict]}), which are not "
-            "a run log of scores: read them with hierbench.data.read_battles and fit them with "
-            "hierbench.freq.fit_bradley_terry_ml or hierbench.bayes.build_bradley_terry (the command "
-            "line reads run logs only)"
-        )
+    battle = battle_columns(columns)
+    if battle:
+        text += f": these look like pairwise battles ({', '.join(battle)}), which are not a run log of scores: {BATTLES_HINT}"
     seps = [sep for sep in (";", "|", "\t") if len(columns) == 1 and sep in str(columns[0])]
     if seps:
         text += (

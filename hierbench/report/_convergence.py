@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..bayes import convergence_remedy
 from ._context import _TITLES
 from ._context import _Context
 from ._context import _Skip
@@ -148,12 +149,15 @@ def _n_elements(checks: list[dict], n_plotted: int) -> int:
 
 
 def _verdict(failures: list, table: pd.DataFrame, marked: dict[str, float] | None = None,
-             alpha: float = 0.01) -> tuple[str, str | None]:
-    """One line that agrees with every row of the table, and explains a panel the plots mark."""
+             alpha: float = 0.01, remedy: str = "") -> tuple[str, str | None]:
+    """One line that agrees with every row of the table, and explains a panel the plots mark.
+
+    ``remedy``: what to do about a fit that failed (``hierbench.bayes.convergence_remedy``).
+    """
     if failures:
         return "not converged", (
             "The fit FAILED convergence checks: " + "; ".join(map(str, failures))
-            + ". Do not trust its summaries."
+            + ". Do not trust its summaries." + (f" What to do: {remedy}." if remedy else "")
         )
     flagged = table[~table["passes"].astype(bool)]
     if len(flagged):
@@ -191,10 +195,12 @@ def _sec_convergence(ctx: _Context, rep: Report, sid: str) -> None:
     ranks = F.rank_tests(ctx.post, sel) if sel else {}
     thin = F.rank_thinning(ctx.post, sel) if sel else 1
     table = _check_rows(checks, ranks, alpha, thin)
-    verdict, note = _verdict(failures, table, ranks, alpha)
+    remedy = convergence_remedy(ctx.fit, cli=False) if failures else ""
+    verdict, note = _verdict(failures, table, ranks, alpha, remedy)
     if failures:  # said under the title too: the verdict binds every posterior number before this section
         rep.lead = ("Fit not converged: " + "; ".join(map(str, failures)) + ". Do not trust its summaries (the "
-                    "agent abilities, ranks and P(a > b) below); the Convergence section gives each check.")
+                    "agent abilities, ranks and P(a > b) below); the Convergence section gives each check"
+                    + (" and what to do." if remedy else "."))
     text = (
         f"Sampler {a.get('sampler', '?')} with settings {a.get('sampler_settings', '')}. "
         f"**Verdict: {verdict}.** Each check below states its limit and why the limit is what it is."

@@ -1,0 +1,70 @@
+"""What to do about a fit that failed its convergence checks, read from what the fit records.
+
+The one owner of that advice: ``hierbench fit`` and ``hierbench report`` print it in the
+command line's words, the report's Convergence section in both the command's and the
+Python call's.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ._sampling import MAX_DRAWS
+
+__all__ = ["convergence_remedy"]
+
+
+def _record(attrs, key: str) -> dict:
+    """A JSON record among a fit's attrs (``sampler_settings``, ``fit_run``); ``{}`` if absent or unreadable."""
+    raw = attrs.get(key)
+    try:
+        out = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def convergence_remedy(dt, cli: bool = True) -> str:
+    """What to do about a fit that failed its convergence checks, from what the fit records ("" if passed).
+
+    A fit of a fixed number of draws whose ESS or R-hat failed: draw to the ESS target instead
+    (SWE-bench bash-only with clusters, 300 draws per chain: min ESS 48 at ``sd_cluster``; the
+    default run converged in 7 s). A run to the target that stopped at its cap: more draws
+    than the cap. Then the fit's own notes (``diag_advice``: the likely cause and its fix, in
+    the Python builders' arguments). ``cli``: in the command line's words (``hierbench fit``'s
+    flags); else in both the command's and the Python call's.
+    """
+    a = dt.attrs
+    conv = a.get("diag_converged")
+    if conv is None or int(conv):
+        return ""
+    checks = a.get("diag_checks", "[]")
+    try:
+        checks = json.loads(checks) if isinstance(checks, str) else list(checks)
+    except ValueError:
+        checks = []
+    mixing = any(not c.get("passed", True) for c in checks if c.get("check") in ("r_hat", "ess_bulk", "ess_tail"))
+    settings, run = _record(a, "sampler_settings"), _record(a, "fit_run")
+    parts = []
+    if mixing and settings.get("draws_rule") == "fixed" and settings.get("draws"):
+        n = int(settings["draws"])
+        given, how = (f"--draws {n}", "leave --draws out") if cli else (
+            f"--draws {n}, or draws={n}", "refit without --draws (`hierbench fit`) or with draws=None, the default "
+            "of hierbench.bayes.fit")  # fmt: skip
+        parts.append(
+            f"it drew a fixed {n} draws per chain ({given}): {how}, so that the fit draws until every "
+            "element's bulk and tail ESS reach their target and R-hat its limit (at most "
+            f"{MAX_DRAWS} draws per chain)"
+        )
+    elif mixing and run.get("rule") == "target_ess" and run.get("reached") is False:
+        cap = int(run.get("max_draws", 0) or 0)
+        how = f"--draws {2 * cap} --tune 1000" + ("" if cli else f" (hierbench.bayes.fit: max_draws={2 * cap}, tune=1000)")
+        parts.append(f"the run stopped at its cap of {cap} draws per chain short of its ESS target: refit with {how}")
+    advice = str(a.get("diag_advice", "") or "").strip()
+    if advice:
+        lead = "if that does not do it, the fit's notes say" if parts else "the fit's notes say"
+        python = ("; these fixes are arguments of the Python model builders (hierbench.bayes.build_crossed and "
+                  "the others) and of hierbench.bayes.fit" if cli else "")
+        clusters = "; from the command line clusters=False is leaving out --cluster" if "clusters=False" in advice else ""
+        parts.append(f"{lead}: {advice.rstrip('.')}{python}{clusters}")
+    return "; ".join(parts)
