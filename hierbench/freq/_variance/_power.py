@@ -957,12 +957,10 @@ def optimal_allocation(
 
     Notes
     -----
-    Checked on tasks the components did not come from (``benchmarks/bench_allocation_heldout.py``:
-    METR, 21 pairs of agents, tasks split in halves 10 times): the runs per task chosen from one
-    half's components gave a variance per unit budget on the other half within 1.2-5.5% of that
-    half's best (mean over 210; 90th percentile at most 13%) at cost ratios ``c_task / c_run`` of
-    0.5 to 32, where one, three or eight runs per task lost up to 2.4 times at some ratio. Where
-    runs cost more than tasks, one run per task did as well (1.022 against 1.034 at 0.5).
+    Checked on held-out tasks (``benchmarks/bench_allocation_heldout.py``: METR, 21 pairs, tasks
+    split in halves 10 times): runs chosen from one half's components came within 1.2-5.5% of the
+    other half's best variance per budget (mean; 90th percentile <= 13%) at ``c_task / c_run`` of
+    0.5 to 32, where 1, 3 or 8 runs lost up to 2.4 times at some ratio; at 0.5, 1 run did as well.
 
     Examples
     --------
